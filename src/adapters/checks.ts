@@ -1,0 +1,264 @@
+// The only module that runs shell commands (acceptance checks, test and build commands).
+// Each command runs under `/bin/sh -c` as the leader of its own process group, so a timeout or
+// an abort kills everything it started, not just the shell. Output (stdout and stderr merged in
+// arrival order) is kept within a byte bound while it streams: the first part and the last part,
+// with a marker for what was dropped in between.
+
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import type { Readable } from 'node:stream';
+import { performance } from 'node:perf_hooks';
+
+export interface RunShellOptions {
+  cwd: string;
+  timeoutMs: number;
+  /** Upper bound on the bytes of output kept (head + tail). Default 64 KiB. */
+  maxOutputBytes?: number;
+  /** Added to (and overriding) the inherited environment; `undefined` removes a variable. */
+  env?: Record<string, string | undefined>;
+  signal?: AbortSignal;
+  /** Between SIGTERM and SIGKILL of the process group. Default 2000 ms. */
+  killGraceMs?: number;
+}
+
+export interface ShellResult {
+  /** null when the shell was killed by a signal or could not be started. */
+  exitCode: number | null;
+  /** The signal that ended the shell, e.g. 'SIGTERM'. */
+  signal?: string;
+  timedOut: boolean;
+  /** Stopped because `signal` was aborted. */
+  aborted: boolean;
+  /** Combined stdout + stderr, at most about `maxOutputBytes` (plus the omission marker). */
+  output: string;
+  /** Total bytes the command printed, including any omitted. */
+  outputBytes: number;
+  durationMs: number;
+}
+
+export const DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024;
+const DEFAULT_KILL_GRACE_MS = 2000;
+/** After the shell exits and the group is killed, how long to wait for the pipes to close. */
+const PIPE_DRAIN_MS = 1000;
+
+/** Keeps the first `headMax` and the last `tailMax` bytes of a stream, never more. */
+export class BoundedOutput {
+  private readonly head: Buffer[] = [];
+  private headLen = 0;
+  private tail: Buffer[] = [];
+  private tailLen = 0;
+  total = 0;
+
+  constructor(
+    private readonly headMax: number,
+    private readonly tailMax: number,
+  ) {}
+
+  push(chunk: Buffer): void {
+    this.total += chunk.length;
+    let rest = chunk;
+    if (this.headLen < this.headMax) {
+      const take = Math.min(this.headMax - this.headLen, rest.length);
+      this.head.push(rest.subarray(0, take));
+      this.headLen += take;
+      rest = rest.subarray(take);
+    }
+    if (rest.length === 0 || this.tailMax === 0) return;
+    if (rest.length >= this.tailMax) {
+      // Copy so the big chunk itself can be freed.
+      this.tail = [Buffer.from(rest.subarray(rest.length - this.tailMax))];
+      this.tailLen = this.tailMax;
+      return;
+    }
+    this.tail.push(rest);
+    this.tailLen += rest.length;
+    while (this.tailLen > this.tailMax) {
+      const first = this.tail[0]!;
+      const excess = this.tailLen - this.tailMax;
+      if (first.length <= excess) {
+        this.tail.shift();
+        this.tailLen -= first.length;
+      } else {
+        this.tail[0] = first.subarray(excess);
+        this.tailLen -= excess;
+      }
+    }
+  }
+
+  /** Bytes held right now (≤ headMax + tailMax). */
+  get held(): number {
+    return this.headLen + this.tailLen;
+  }
+
+  toString(): string {
+    const head = Buffer.concat(this.head);
+    const tail = Buffer.concat(this.tail);
+    const omitted = this.total - head.length - tail.length;
+    if (omitted <= 0) return Buffer.concat([head, tail]).toString('utf8');
+    // Cut on character boundaries: drop a partial UTF-8 sequence at the end of the head and
+    // continuation bytes at the start of the tail.
+    let h = head.length;
+    let back = 0;
+    while (h > 0 && back < 4 && (head[h - 1]! & 0xc0) === 0x80) {
+      h--;
+      back++;
+    }
+    if (h > 0 && (head[h - 1]! & 0xc0) === 0xc0) {
+      const lead = head[h - 1]!;
+      const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+      if (back + 1 < need) h--;
+      else h += back;
+    } else h += back;
+    let t = 0;
+    while (t < tail.length && t < 4 && (tail[t]! & 0xc0) === 0x80) t++;
+    const dropped = omitted + (head.length - h) + t;
+    return `${head.subarray(0, h).toString('utf8')}\n… ${dropped} bytes omitted …\n${tail.subarray(t).toString('utf8')}`;
+  }
+}
+
+function killGroup(pid: number, signal: NodeJS.Signals): boolean {
+  try {
+    process.kill(-pid, signal);
+    return true;
+  } catch {
+    return false; // ESRCH: the group is gone
+  }
+}
+
+function groupAlive(pid: number): boolean {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Runs `command` with `/bin/sh -c` in `cwd`. Never throws: a command that fails, times out or
+ * cannot start is reported in the result (a spawn failure as exitCode null with the error as
+ * output). When the shell exits, whatever it left running in its process group is killed too.
+ */
+export function runShell(command: string, opts: RunShellOptions): Promise<ShellResult> {
+  const started = performance.now();
+  const max = Math.max(0, opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
+  const headMax = Math.floor(max / 2);
+  const out = new BoundedOutput(headMax, max - headMax);
+  const grace = opts.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+
+  const failed = (message: string, aborted = false): ShellResult => ({
+    exitCode: null,
+    timedOut: false,
+    aborted,
+    output: message,
+    outputBytes: 0,
+    durationMs: performance.now() - started,
+  });
+
+  if (opts.signal?.aborted) return Promise.resolve(failed('aborted before start', true));
+
+  return new Promise<ShellResult>((resolve) => {
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    for (const [k, v] of Object.entries(opts.env ?? {})) {
+      if (v === undefined) delete env[k];
+      else env[k] = v;
+    }
+
+    let child: ChildProcessByStdio<null, Readable, Readable>;
+    try {
+      child = spawn('/bin/sh', ['-c', command], {
+        cwd: opts.cwd,
+        env,
+        detached: true, // own process group, pgid = pid
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+    } catch (e) {
+      resolve(failed(`could not start /bin/sh: ${(e as Error).message}`));
+      return;
+    }
+
+    let timedOut = false;
+    let aborted = false;
+    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    let openStreams = 2;
+    let done = false;
+    const timers: NodeJS.Timeout[] = [];
+
+    const finish = (override?: string) => {
+      if (done) return;
+      done = true;
+      for (const t of timers) clearTimeout(t);
+      opts.signal?.removeEventListener('abort', onAbort);
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      resolve({
+        exitCode: exit?.code ?? null,
+        ...(exit?.signal ? { signal: exit.signal } : {}),
+        timedOut,
+        aborted,
+        output: override ?? out.toString(),
+        outputBytes: out.total,
+        durationMs: performance.now() - started,
+      });
+    };
+    const maybeFinish = () => {
+      if (exit && openStreams === 0) finish();
+    };
+
+    /** SIGTERM the group now, SIGKILL it after the grace period if anything is left. */
+    let killing = false;
+    const terminate = () => {
+      const pid = child.pid;
+      if (killing || pid === undefined) return;
+      killing = true;
+      if (!killGroup(pid, 'SIGTERM')) return;
+      timers.push(
+        setTimeout(() => {
+          if (groupAlive(pid)) killGroup(pid, 'SIGKILL');
+        }, grace),
+      );
+    };
+
+    const onAbort = () => {
+      if (exit) return;
+      aborted = true;
+      terminate();
+    };
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+
+    timers.push(
+      setTimeout(() => {
+        if (exit) return;
+        timedOut = true;
+        terminate();
+      }, Math.max(0, opts.timeoutMs)),
+    );
+
+    for (const stream of [child.stdout, child.stderr]) {
+      stream.on('data', (chunk: Buffer) => out.push(chunk));
+      stream.once('close', () => {
+        openStreams--;
+        maybeFinish();
+      });
+      stream.on('error', () => {});
+    }
+
+    child.once('error', (e) => {
+      // Spawn failure (e.g. cwd missing): no process, no exit event.
+      if (child.pid === undefined) {
+        exit = { code: null, signal: null };
+        finish(`could not start /bin/sh -c ${JSON.stringify(command)}: ${e.message}`);
+      }
+    });
+
+    child.once('exit', (code, signal) => {
+      exit = { code, signal };
+      const pid = child.pid;
+      // Leftover background processes would outlive the check and keep the pipes open.
+      if (pid !== undefined && groupAlive(pid)) terminate();
+      // Whatever still holds the pipes once the group is dead (something that left the group,
+      // e.g. with setsid) is not waited for.
+      timers.push(setTimeout(finish, (killing ? grace : 0) + PIPE_DRAIN_MS));
+      maybeFinish();
+    });
+  });
+}

@@ -1,0 +1,133 @@
+// The run journal: `.design/events.jsonl` next to the plan, one JSON run event per line, appended
+// by every run (runs are told apart by `runId`). Written synchronously through an fd opened for
+// appending, and fsync'ed after the events a crash must not lose, so the journal survives a
+// crash; read back tolerating a torn last line (a crash mid-write) and garbage lines.
+
+import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { type RunEvent, type RunEventType, isJournaled } from '../core/events.ts';
+
+export const JOURNAL_FILE = 'events.jsonl';
+
+/** `<plan dir>/events.jsonl` */
+export const journalPathFor = (planPath: string): string => join(dirname(planPath), JOURNAL_FILE);
+
+/** Events after which the journal is flushed to disk (run-level events and task results). */
+const DURABLE: ReadonlySet<RunEventType> = new Set<RunEventType>([
+  'run-started',
+  'task-finished',
+  'round-committed',
+  'breaker',
+  'budget-reached',
+  'stalled',
+  'interrupted',
+  'run-finished',
+]);
+
+export interface Journal {
+  readonly path: string;
+  /** Appends the event if it is journaled (`task-activity` is not). Synchronous: on disk when it returns. */
+  append(event: RunEvent): void;
+  /** Flushes and closes. Appending after close throws. */
+  close(): Promise<void>;
+}
+
+/** Opens (creating it and its directory if needed) the journal next to `planPath`. */
+export function openJournal(planPath: string): Journal {
+  const path = journalPathFor(planPath);
+  mkdirSync(dirname(path), { recursive: true });
+  const fd = openSync(path, 'a+'); // appending; readable so a torn last line can be detected
+  // A crash mid-write leaves a line without its newline: start on a fresh line so the next
+  // event is not glued to the torn one.
+  let needsNewline = endsWithoutNewline(fd);
+  let closed = false;
+  return {
+    path,
+    append(event) {
+      if (closed) throw new Error(`journal ${path}: append after close (${event.type})`);
+      if (!isJournaled(event)) return;
+      const text = `${needsNewline ? '\n' : ''}${JSON.stringify(event)}\n`;
+      writeAll(fd, Buffer.from(text, 'utf8'));
+      needsNewline = false;
+      if (DURABLE.has(event.type)) fsyncSync(fd);
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      try {
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+    },
+  };
+}
+
+function writeAll(fd: number, buf: Buffer): void {
+  let off = 0;
+  while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
+}
+
+function endsWithoutNewline(fd: number): boolean {
+  const size = fstatSync(fd).size;
+  if (size === 0) return false;
+  const last = Buffer.alloc(1);
+  try {
+    readSync(fd, last, 0, 1, size - 1);
+  } catch {
+    return false;
+  }
+  return last[0] !== 0x0a;
+}
+
+export interface JournalContents {
+  events: RunEvent[];
+  /** Lines that were not run events (not JSON, or JSON without type/runId/at), torn line excluded. */
+  skipped: number;
+  /** The last line was cut off mid-write (no newline, not parseable): ignored. */
+  torn: boolean;
+}
+
+/** Reads a journal; a missing file is an empty journal. */
+export async function readJournal(path: string): Promise<JournalContents> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { events: [], skipped: 0, torn: false };
+    throw e;
+  }
+  return parseJournal(text);
+}
+
+/** Parses journal text (pure; see readJournal). */
+export function parseJournal(text: string): JournalContents {
+  const lines = text.split('\n');
+  const complete = text.endsWith('\n') || text.length === 0;
+  const events: RunEvent[] = [];
+  let skipped = 0;
+  let torn = false;
+  lines.forEach((line, k) => {
+    const last = k === lines.length - 1;
+    if (line.trim() === '') return;
+    const event = parseEventLine(line);
+    if (event) events.push(event);
+    else if (last && !complete) torn = true;
+    else skipped++;
+  });
+  return { events, skipped, torn };
+}
+
+function parseEventLine(line: string): RunEvent | null {
+  let data: unknown;
+  try {
+    data = JSON.parse(line);
+  } catch {
+    return null;
+  }
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) return null;
+  const o = data as Record<string, unknown>;
+  if (typeof o.type !== 'string' || typeof o.runId !== 'string' || typeof o.at !== 'string') return null;
+  return data as RunEvent;
+}

@@ -1,0 +1,403 @@
+// The only module that reads and writes the plan file and its run lock.
+//
+// Writes are atomic: the new content goes to a temp file in the same directory, is fsync'd,
+// renamed over the target, and the directory is fsync'd — so a crash (even SIGKILL or power
+// loss after the rename) leaves either the old or the new complete file, never a mix.
+//
+// The run lock is `<plan dir>/plan.lock`, a small JSON file created exclusively. A lock left by
+// a process that died on this host, or a file that is not a lock at all, is taken over.
+
+import { randomBytes } from 'node:crypto';
+import { readFileSync, unlinkSync } from 'node:fs';
+import { link, mkdir, open, readFile, realpath, rename, rmdir, stat, unlink } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { err, ok, type Result } from '../core/failure.ts';
+import type { Plan } from '../core/plan.ts';
+
+// ---------------------------------------------------------------------------------------------
+// Reading
+
+export type PlanReadError = { kind: 'missing' | 'unreadable'; message: string };
+
+/** The plan file's text (UTF-8). Parsing and validation are the caller's. */
+export async function readPlanFile(file: string): Promise<Result<{ text: string }, PlanReadError>> {
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(file);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const message = `${file}: ${(e as Error).message}`;
+    return err({ kind: code === 'ENOENT' || code === 'ENOTDIR' ? 'missing' : 'unreadable', message });
+  }
+  try {
+    return ok({ text: new TextDecoder('utf-8', { fatal: true }).decode(bytes) });
+  } catch {
+    return err({ kind: 'unreadable', message: `${file}: not valid UTF-8 text` });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Atomic writes
+
+export interface WriteAtomicOptions {
+  /** File mode for the result. Default: the existing file's mode, else 0o666 minus the umask. */
+  mode?: number;
+}
+
+const tempNameFor = (target: string): string =>
+  path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+
+async function fsyncDir(dir: string): Promise<void> {
+  let fh;
+  try {
+    fh = await open(dir, 'r');
+    await fh.sync();
+  } catch (e) {
+    // Some file systems cannot fsync a directory; the rename itself is still atomic there.
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'EISDIR' && code !== 'EINVAL' && code !== 'EPERM' && code !== 'EACCES' && code !== 'ENOTSUP') throw e;
+  } finally {
+    await fh?.close().catch(() => {});
+  }
+}
+
+/**
+ * Replaces `file` with `data` atomically (see the module comment). A symlink at `file` is
+ * followed: the file it points to is replaced and the link is kept. Throws on failure, leaving
+ * the old file untouched and no temp file behind (unless the process itself dies).
+ */
+export async function writeFileAtomic(file: string, data: string | Uint8Array, opts: WriteAtomicOptions = {}): Promise<void> {
+  let target = file;
+  let mode = opts.mode;
+  try {
+    target = await realpath(file);
+    if (mode === undefined) mode = (await stat(target)).mode & 0o7777;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
+  const tmp = tempNameFor(target);
+  const fh = await open(tmp, 'wx', mode ?? 0o666);
+  let renamed = false;
+  try {
+    try {
+      if (mode !== undefined) await fh.chmod(mode); // open()'s mode is masked by the umask
+      await fh.writeFile(data);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, target);
+    renamed = true;
+  } finally {
+    if (!renamed) await unlink(tmp).catch(() => {});
+  }
+  await fsyncDir(path.dirname(target));
+}
+
+/** The plan as JSON with a 2-space indent and a trailing newline. */
+export const serializePlan = (plan: Plan): string => `${JSON.stringify(plan, null, 2)}\n`;
+
+/** Writes the plan atomically, keeping the file's mode. */
+export async function writePlanAtomic(file: string, plan: Plan): Promise<void> {
+  await writeFileAtomic(file, serializePlan(plan));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Run lock
+
+export interface LockInfo {
+  pid: number;
+  host: string;
+  /** ISO timestamp. */
+  startedAt: string;
+  command?: string;
+}
+
+export interface LockTakeover {
+  /** The stale holder, or null when the lock file was not a lock (empty, or cut off mid-write). */
+  previous: LockInfo | null;
+  reason: 'dead-process' | 'unparseable';
+}
+
+export interface Lock {
+  path: string;
+  info: LockInfo;
+  /** Set when a stale lock was replaced, so the caller can say so. */
+  takenOver?: LockTakeover;
+  /** Removes the lock file if it is still ours. Resolves whether it removed it. Idempotent. */
+  release(): Promise<boolean>;
+  /** `release` for `process.on('exit')` handlers, which cannot wait. */
+  releaseSync(): boolean;
+}
+
+export type LockError = { kind: 'held'; holder: LockInfo };
+
+export type LockStatus =
+  | { state: 'free' }
+  /** Held by a live process on this host. */
+  | { state: 'live'; holder: LockInfo }
+  /** Left by a process on this host that is gone: the next run takes it over. */
+  | { state: 'stale'; holder: LockInfo }
+  /** Held from another host: we cannot tell whether it is alive. */
+  | { state: 'foreign'; holder: LockInfo }
+  /** Not a lock (empty or garbage): the next run takes it over. */
+  | { state: 'unparseable'; text: string };
+
+export const LOCK_FILE_NAME = 'plan.lock';
+export const lockPathFor = (planPath: string): string => path.join(path.dirname(planPath), LOCK_FILE_NAME);
+
+/** An unparseable lock younger than this might be one being written right now by a non-atomic writer. */
+const UNPARSEABLE_GRACE_MS = 2000;
+const MAX_ATTEMPTS = 50;
+
+interface LockFileBody extends LockInfo {
+  /** Random per acquisition; tells our lock from a later one by the same pid. */
+  token: string;
+}
+
+function parseLockInfo(text: string): (LockInfo & { token?: string }) | null {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return null;
+  const o = v as Record<string, unknown>;
+  const pid = o.pid;
+  if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 0) return null;
+  if (typeof o.host !== 'string' || o.host === '' || typeof o.startedAt !== 'string') return null;
+  if (o.command !== undefined && typeof o.command !== 'string') return null;
+  return {
+    pid,
+    host: o.host,
+    startedAt: o.startedAt,
+    ...(typeof o.command === 'string' ? { command: o.command } : {}),
+    ...(typeof o.token === 'string' ? { token: o.token } : {}),
+  };
+}
+
+const publicInfo = (i: LockInfo & { token?: string }): LockInfo => ({
+  pid: i.pid,
+  host: i.host,
+  startedAt: i.startedAt,
+  ...(i.command !== undefined ? { command: i.command } : {}),
+});
+
+/** Whether a process with this pid exists (EPERM: it exists but is not ours). */
+export function pidAlive(pid: number): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function readRaw(file: string): Promise<{ text: string; mtimeMs: number } | null> {
+  try {
+    const [text, st] = await Promise.all([readFile(file, 'utf8'), stat(file)]);
+    return { text, mtimeMs: st.mtimeMs };
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw e;
+  }
+}
+
+/** Writes `text` to a fresh temp file next to `file` and fsyncs it; returns the temp path. */
+async function writeTemp(file: string, text: string): Promise<string> {
+  const tmp = tempNameFor(file);
+  const fh = await open(tmp, 'wx', 0o644);
+  try {
+    await fh.writeFile(text);
+    await fh.sync();
+  } catch (e) {
+    await fh.close().catch(() => {});
+    await unlink(tmp).catch(() => {});
+    throw e;
+  }
+  await fh.close();
+  return tmp;
+}
+
+/**
+ * Creates `file` with `text` only if it does not exist. The content appears complete at once
+ * (written to a temp file, then hard-linked into place); where hard links are unsupported it
+ * falls back to an O_EXCL create and write.
+ */
+async function createExclusive(file: string, text: string): Promise<boolean> {
+  const tmp = await writeTemp(file, text);
+  try {
+    await link(tmp, file);
+    return true;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return false;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'EXDEV' && code !== 'ENOSYS') throw e;
+  } finally {
+    await unlink(tmp).catch(() => {});
+  }
+  let fh;
+  try {
+    fh = await open(file, 'wx', 0o644);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw e;
+  }
+  try {
+    await fh.writeFile(text);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  return true;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A takeover guard older than this was left by a process that died inside the guard. */
+const GUARD_STALE_MS = 10_000;
+
+/**
+ * Enters the mutual-exclusion guard `dir` (created with mkdir, which is atomic). Returns null,
+ * after a short wait, when another process is inside; the caller then starts over.
+ */
+async function enterGuard(dir: string): Promise<{ leave(): Promise<void> } | null> {
+  try {
+    await mkdir(dir);
+    return { leave: () => rmdir(dir).catch(() => {}) };
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+  }
+  try {
+    if (Date.now() - (await stat(dir)).mtimeMs > GUARD_STALE_MS) await rmdir(dir);
+  } catch {
+    // gone meanwhile
+  }
+  await sleep(20 + Math.random() * 30);
+  return null;
+}
+
+function classify(text: string): LockStatus {
+  const holder = parseLockInfo(text);
+  if (!holder) return { state: 'unparseable', text };
+  const info = publicInfo(holder);
+  if (holder.host !== os.hostname()) return { state: 'foreign', holder: info };
+  return pidAlive(holder.pid) ? { state: 'live', holder: info } : { state: 'stale', holder: info };
+}
+
+function makeLock(file: string, info: LockInfo, token: string, takenOver?: LockTakeover): Lock {
+  const ours = (text: string): boolean => {
+    const h = parseLockInfo(text);
+    return h !== null && h.pid === info.pid && h.host === info.host && (h.token === undefined || h.token === token);
+  };
+  return {
+    path: file,
+    info,
+    ...(takenOver ? { takenOver } : {}),
+    async release() {
+      const cur = await readRaw(file);
+      if (!cur || !ours(cur.text)) return false;
+      try {
+        await unlink(file);
+        return true;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
+        throw e;
+      }
+    },
+    releaseSync() {
+      try {
+        if (!ours(readFileSync(file, 'utf8'))) return false;
+        unlinkSync(file);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+  };
+}
+
+/**
+ * Takes the run lock next to `planPath`. A live holder on this host, or any holder on another
+ * host, makes it `held`. A holder on this host whose process is gone, or a lock file that is
+ * not a lock, is replaced (reported in `takenOver`).
+ *
+ * Several processes finding the same stale lock: a takeover guard (`plan.lock.takeover`, a
+ * directory) lets exactly one replace it.
+ */
+export async function acquireLock(planPath: string, info: LockInfo): Promise<Result<Lock, LockError>> {
+  const file = lockPathFor(planPath);
+  const token = randomBytes(8).toString('hex');
+  const body: LockFileBody = { ...publicInfo(info), token };
+  const text = `${JSON.stringify(body)}\n`;
+
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    if (await createExclusive(file, text)) return ok(makeLock(file, info, token));
+
+    const current = await readRaw(file);
+    if (current === null) continue; // released meanwhile: try again
+    const status = classify(current.text);
+    let takeover: LockTakeover;
+    switch (status.state) {
+      case 'free':
+        continue;
+      case 'live':
+      case 'foreign':
+        return err({ kind: 'held', holder: status.holder });
+      case 'stale':
+        takeover = { previous: status.holder, reason: 'dead-process' };
+        break;
+      case 'unparseable':
+        if (Date.now() - current.mtimeMs < UNPARSEABLE_GRACE_MS) {
+          await sleep(100);
+          continue;
+        }
+        takeover = { previous: null, reason: 'unparseable' };
+        break;
+    }
+
+    // Replace the stale file under a takeover guard, so that of several processes finding the
+    // same stale lock exactly one replaces it; the others then see a live lock.
+    const guard = await enterGuard(`${file}.takeover`);
+    if (!guard) continue;
+    try {
+      const again = await readRaw(file);
+      if (again === null || again.text !== current.text) continue; // changed meanwhile: look again
+      const tmp = await writeTemp(file, text);
+      try {
+        await rename(tmp, file);
+      } finally {
+        await unlink(tmp).catch(() => {});
+      }
+      await fsyncDir(path.dirname(file));
+    } finally {
+      await guard.leave();
+    }
+    const confirm = await readRaw(file);
+    if (confirm?.text === text) return ok(makeLock(file, info, token, takeover));
+  }
+  throw new Error(`could not acquire ${file}: it keeps changing (another process is contending for it)`);
+}
+
+/** What the lock next to `planPath` says, for status displays. */
+export async function readLock(planPath: string): Promise<LockStatus> {
+  const raw = await readRaw(lockPathFor(planPath));
+  return raw === null ? { state: 'free' } : classify(raw.text);
+}
+
+/** Whether a run holds the lock (one that `acquireLock` would refuse). */
+export async function isLocked(planPath: string): Promise<boolean> {
+  const s = await readLock(planPath);
+  return s.state === 'live' || s.state === 'foreign';
+}
+
+/** The LockInfo for this process. */
+export const currentLockInfo = (command?: string): LockInfo => ({
+  pid: process.pid,
+  host: os.hostname(),
+  startedAt: new Date().toISOString(),
+  ...(command !== undefined ? { command } : {}),
+});

@@ -1,0 +1,339 @@
+// The only code that spawns agent processes. One call runs one headless Claude Code worker
+// (`claude -p --output-format stream-json --verbose`) to completion and returns what happened as
+// a value; it never throws for anything the worker does.
+//
+// - The prompt goes on stdin (argv strings are limited to 128 KiB, and `--allowedTools` swallows
+//   the words that follow it).
+// - The worker leads its own process group (`detached: true`); on timeout, abort or an
+//   authentication failure the whole group gets SIGTERM, then SIGKILL after a grace period, so
+//   the tools it started die with it. When the worker exits on its own, whatever it left behind
+//   in its group is killed the same way.
+// - stdout is read line by line into the stream-json parser and a readable log; nothing keeps
+//   the whole output, and the log write stream pushes back on the pipe when the disk is slow.
+
+import { createWriteStream, existsSync, readdirSync, readFileSync, type WriteStream } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { Readable } from 'node:stream';
+import { execa } from 'execa';
+import { describeWorkerFailure, type WorkerRun } from '../core/failure.ts';
+import {
+  formatEventForLog,
+  formatRawLineForLog,
+  LineSplitter,
+  StreamJsonParser,
+  truncate,
+  type ExitInfo,
+} from './stream-json.ts';
+
+export interface WorkerRequest {
+  taskIndex: number;
+  attempt: number;
+  prompt: string;
+  model: string;
+  cwd: string;
+  claudeBin: string;
+  permissionMode: string;
+  allowedTools: string[];
+  maxBudgetUsd?: number;
+  timeoutMs: number;
+  logPath: string;
+  env?: NodeJS.ProcessEnv;
+  signal?: AbortSignal;
+  extraArgs?: string[];
+  onActivity?: (a: { text: string; costUsd: number }) => void;
+  /** Between SIGTERM and SIGKILL of the worker's group. Default 3000 ms. */
+  killGraceMs?: number;
+  /** How long a worker may linger after its `result` event before its group is killed. Default 10 000 ms. */
+  postResultGraceMs?: number;
+}
+
+const DEFAULT_KILL_GRACE_MS = 3000;
+const DEFAULT_POST_RESULT_GRACE_MS = 10_000;
+const MAX_LINE_BYTES = 1024 * 1024;
+const STDERR_TAIL_CHARS = 4096;
+const PROMPT_LOG_CHARS = 16 * 1024;
+
+/** The worker's argv (the prompt is not in it: it goes on stdin). */
+export function buildWorkerArgs(req: Pick<WorkerRequest, 'model' | 'permissionMode' | 'allowedTools' | 'maxBudgetUsd' | 'extraArgs'>): string[] {
+  const args = ['-p', '--output-format', 'stream-json', '--verbose', '--model', req.model, '--permission-mode', req.permissionMode];
+  if (req.allowedTools.length > 0) args.push('--allowedTools', req.allowedTools.join(' '));
+  if (req.maxBudgetUsd !== undefined) args.push('--max-budget-usd', String(req.maxBudgetUsd));
+  if (req.extraArgs) args.push(...req.extraArgs);
+  return args;
+}
+
+// Process groups of live workers, so a dying orchestrator does not leave them running: detached
+// workers are outside the terminal's process group and execa's `cleanup` skips detached children.
+const liveGroups = new Set<number>();
+let exitHookInstalled = false;
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const pgid of liveGroups) signalGroup(pgid, 'SIGKILL');
+  });
+}
+
+function signalGroup(pgid: number, sig: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(-pgid, sig);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether any process of the group still runs. `kill(-pgid, 0)` alone also counts zombies, and
+ * orphans stay zombies where the container's init does not reap them, so on Linux look in /proc.
+ */
+export function groupAlive(pgid: number): boolean {
+  if (!signalGroup(pgid, 0)) return false;
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return true; // no /proc: trust kill(0)
+  }
+  for (const e of entries) {
+    if (e.charCodeAt(0) < 48 || e.charCodeAt(0) > 57) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${e}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    // pid (comm) state ppid pgrp …; comm may contain spaces and parentheses.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(fields[2]) === pgid && fields[0] !== 'Z' && fields[0] !== 'X') return true;
+  }
+  return false;
+}
+
+/** Send SIGTERM (then SIGKILL after `graceMs`) to every live worker's process group. */
+export function killAllWorkers(graceMs = DEFAULT_KILL_GRACE_MS): void {
+  const groups = [...liveGroups];
+  for (const g of groups) signalGroup(g, 'SIGTERM');
+  if (groups.length) setTimeout(() => groups.forEach((g) => signalGroup(g, 'SIGKILL')), graceMs).unref();
+}
+
+const shellQuote = (s: string): string => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
+
+function stamp(t0: number): string {
+  const s = (performance.now() - t0) / 1000;
+  const m = Math.floor(s / 60);
+  return `[${String(m).padStart(2, '0')}:${(s - m * 60).toFixed(1).padStart(4, '0')}]`;
+}
+
+/** Writes to the log, pausing the given sources while the file stream is backed up. */
+class LogWriter {
+  private waiting = false;
+  private closed = false;
+  private readonly paused = new Set<Readable>();
+  constructor(private readonly out: WriteStream) {
+    out.on('drain', () => {
+      this.waiting = false;
+      for (const s of this.paused) s.resume();
+      this.paused.clear();
+    });
+    out.on('error', () => {
+      /* a log that cannot be written must not fail the run */
+    });
+  }
+  line(text: string, source?: Readable): void {
+    if (this.closed || this.out.destroyed) return;
+    const ok = this.out.write(text + '\n');
+    if (!ok) this.waiting = true;
+    if (this.waiting && source && !source.destroyed) {
+      source.pause();
+      this.paused.add(source);
+    }
+  }
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const s of this.paused) s.resume();
+    this.paused.clear();
+    if (this.out.destroyed) return;
+    await new Promise<void>((resolve) => {
+      this.out.end(() => resolve());
+      this.out.once('error', () => resolve());
+    });
+  }
+}
+
+/** Run one worker to completion. Resolves with its outcome; rejects only on programming errors. */
+export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
+  const t0 = performance.now();
+  const killGraceMs = req.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+  const postResultGraceMs = req.postResultGraceMs ?? DEFAULT_POST_RESULT_GRACE_MS;
+  if (!existsSync(req.cwd)) throw new Error(`worker cwd does not exist: ${req.cwd}`);
+
+  await mkdir(dirname(req.logPath), { recursive: true });
+  const log = new LogWriter(createWriteStream(req.logPath, { flags: 'a' }));
+  const parser = new StreamJsonParser({ cwd: req.cwd });
+  const args = buildWorkerArgs(req);
+
+  log.line(`==== task ${req.taskIndex} · attempt ${req.attempt} · ${new Date().toISOString()} ====`);
+  log.line(`$ cd ${shellQuote(req.cwd)}`);
+  log.line(`$ ${[req.claudeBin, ...args].map(shellQuote).join(' ')} < prompt (${Buffer.byteLength(req.prompt)} bytes)`);
+  log.line('---- prompt ----');
+  for (const l of truncate(req.prompt, PROMPT_LOG_CHARS, `\n… [${req.prompt.length - PROMPT_LOG_CHARS} more chars]`).split('\n')) {
+    log.line(formatRawLineForLog(l));
+  }
+  log.line('---- worker ----');
+
+  const exit: ExitInfo = { timedOut: false, aborted: false, stderrTail: '', timeoutMs: req.timeoutMs, bin: req.claudeBin };
+
+  const finish = async (): Promise<WorkerRun> => {
+    const c = parser.classify(exit);
+    const durationMs = Math.round(performance.now() - t0);
+    const o = c.outcome;
+    const summary =
+      o.kind === 'reported'
+        ? `reported ${o.statusLine ? `${o.statusLine.status}: ${o.statusLine.text}` : '(no status line)'}`
+        : `failed: ${describeWorkerFailure(o.failure)}`;
+    log.line(`==== outcome: ${truncate(summary.replace(/\s+/g, ' '), 1000)} · ${(durationMs / 1000).toFixed(1)}s ====`);
+    await log.close();
+    const run: WorkerRun = { usage: c.usage, durationMs, permissionDenials: c.permissionDenials, logPath: req.logPath, outcome: o };
+    if (c.sessionId) run.sessionId = c.sessionId;
+    return run;
+  };
+
+  if (req.signal?.aborted) {
+    exit.aborted = true;
+    log.line('interrupted before start');
+    return finish();
+  }
+
+  const subprocess = execa(req.claudeBin, args, {
+    cwd: req.cwd,
+    env: req.env ?? process.env,
+    extendEnv: false,
+    input: req.prompt,
+    stdout: 'pipe',
+    stderr: 'pipe',
+    buffer: false,
+    reject: false,
+    detached: true,
+    stripFinalNewline: false,
+  });
+  const pid = subprocess.pid;
+  if (pid !== undefined) {
+    liveGroups.add(pid);
+    installExitHook();
+  }
+
+  // ---- killing -------------------------------------------------------------------------------
+  let terminating = false;
+  let killTimer: NodeJS.Timeout | undefined;
+  let groupKilled = false;
+  const terminate = (why: string): void => {
+    if (terminating || pid === undefined) return;
+    terminating = true;
+    log.line(`${stamp(t0)} ! killing the worker's process group (${why})`);
+    signalGroup(pid, 'SIGTERM');
+    killTimer = setTimeout(() => {
+      groupKilled = true;
+      signalGroup(pid, 'SIGKILL');
+    }, killGraceMs);
+  };
+
+  let killedForAuth = false;
+  // No timeout when it is not a usable delay (0, Infinity, or past what setTimeout can hold).
+  const timeoutTimer =
+    req.timeoutMs > 0 && req.timeoutMs <= 2 ** 31 - 1
+      ? setTimeout(() => {
+          exit.timedOut = true;
+          terminate(`timed out after ${req.timeoutMs} ms`);
+        }, req.timeoutMs)
+      : undefined;
+  let postResultTimer: NodeJS.Timeout | undefined;
+  const onAbort = (): void => {
+    exit.aborted = true;
+    terminate('interrupted');
+  };
+  req.signal?.addEventListener('abort', onAbort, { once: true });
+
+  // ---- stdout → parser + log -----------------------------------------------------------------
+  let lastActivity: string | undefined;
+  const stdout = subprocess.stdout;
+  const stderr = subprocess.stderr;
+  const onStdoutLine = (line: string, truncated: boolean): void => {
+    const r = parser.accept(line);
+    const at = stamp(t0);
+    if (r.kind === 'event') {
+      for (const l of formatEventForLog(r.event, { cwd: req.cwd })) log.line(`${at} ${l}`, stdout);
+    } else if (r.kind === 'garbage') {
+      log.line(`${at} stdout| ${formatRawLineForLog(line)}${truncated ? ' [line cut at 1 MiB]' : ''}`, stdout);
+    }
+    const activity = parser.activity;
+    if (activity !== undefined && activity !== lastActivity) {
+      lastActivity = activity;
+      try {
+        req.onActivity?.({ text: activity, costUsd: parser.costUsd });
+      } catch {
+        /* a broken live view must not break the worker */
+      }
+    }
+    if (parser.authFailureSeen() && !killedForAuth && !exit.aborted && !exit.timedOut) {
+      killedForAuth = true;
+      terminate('authentication failed');
+    }
+    if (parser.result && postResultTimer === undefined) {
+      postResultTimer = setTimeout(() => terminate(`still running ${postResultGraceMs} ms after its result`), postResultGraceMs);
+    }
+  };
+  const outSplitter = new LineSplitter(onStdoutLine, MAX_LINE_BYTES);
+  stdout.on('data', (chunk: Buffer) => outSplitter.push(chunk));
+  stdout.on('end', () => outSplitter.end());
+
+  const errSplitter = new LineSplitter((line) => {
+    if (line.trim()) log.line(`${stamp(t0)} stderr| ${formatRawLineForLog(line)}`, stderr);
+  }, 64 * 1024);
+  stderr.on('data', (chunk: Buffer) => {
+    const text = chunk.toString('utf8');
+    exit.stderrTail = (exit.stderrTail + (text.length > STDERR_TAIL_CHARS ? text.slice(-STDERR_TAIL_CHARS) : text)).slice(-STDERR_TAIL_CHARS);
+    errSplitter.push(chunk);
+  });
+  stderr.on('end', () => errSplitter.end());
+
+  // ---- leader exit: clean up the rest of its group, and do not wait forever for pipes -------
+  let pipeTimer: NodeJS.Timeout | undefined;
+  subprocess.on('exit', () => {
+    if (pid !== undefined && !terminating && groupAlive(pid)) terminate('left processes behind');
+    // A process that escaped the group could hold our pipes open; stop reading after the grace.
+    pipeTimer = setTimeout(() => {
+      stdout.destroy();
+      stderr.destroy();
+    }, killGraceMs + 1000);
+  });
+
+  const result = await subprocess;
+
+  // If the group got SIGTERM, give stragglers the rest of the grace period, then SIGKILL them.
+  if (pid !== undefined && terminating && !groupKilled) {
+    const deadline = performance.now() + killGraceMs;
+    while (groupAlive(pid) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    if (groupAlive(pid)) signalGroup(pid, 'SIGKILL');
+  }
+  clearTimeout(timeoutTimer);
+  clearTimeout(killTimer);
+  clearTimeout(postResultTimer);
+  clearTimeout(pipeTimer);
+  req.signal?.removeEventListener('abort', onAbort);
+  if (pid !== undefined) liveGroups.delete(pid);
+
+  if (result.exitCode !== undefined) exit.exitCode = result.exitCode;
+  if (result.signal !== undefined) exit.signal = result.signal;
+  if (pid === undefined || (result.code && result.exitCode === undefined && result.signal === undefined)) {
+    exit.spawnError = { message: result.shortMessage ?? result.message ?? 'spawn failed' };
+    if (result.code) exit.spawnError.code = result.code;
+    log.line(`${stamp(t0)} ! could not start the worker: ${exit.spawnError.message}`);
+  } else {
+    log.line(`${stamp(t0)} worker exited${exit.exitCode !== undefined ? ` with code ${exit.exitCode}` : ''}${exit.signal ? ` by ${exit.signal}` : ''}`);
+  }
+  return finish();
+}

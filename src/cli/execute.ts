@@ -1,0 +1,299 @@
+// `npx tsx scripts/execute.ts`: run a plan headless with real `claude -p` workers.
+
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { access, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
+import { Git } from '../adapters/git.ts';
+import { acquireLock, currentLockInfo, writePlanAtomic } from '../adapters/plan-store.ts';
+import { killAllWorkers, runWorker } from '../adapters/worker.ts';
+import type { RunEventBody, StopReason } from '../core/events.ts';
+import { assertNever } from '../core/failure.ts';
+import { countByStatus, depsOf, depths, longestRemainingPath } from '../core/graph.ts';
+import { computeOverlaps, overlapSets } from '../core/overlap.ts';
+import { type Plan, emptyUsage, statusOf } from '../core/plan.ts';
+import { SCHEDULE_POLICIES, type SchedulePolicy, projectedRounds } from '../core/schedule.ts';
+import { runEngine } from '../run/engine.ts';
+import { setupRun } from '../run/setup.ts';
+import { type Command, type Io, intArg, numberArg } from './command.ts';
+import { CliError, EXIT, type ExitCode, usageError } from './exit.ts';
+import { loadPlan } from './load.ts';
+import { createReporter } from './reporter.ts';
+
+export const PERMISSION_MODES = ['acceptEdits', 'auto', 'bypassPermissions', 'default', 'dontAsk', 'manual', 'plan'];
+
+export const executeCommand: Command = {
+  name: 'execute',
+  summary: 'Run the plan with parallel Claude Code workers: verify, retry, commit each round, resume after any stop.',
+  usage: '[options]',
+  options: {
+    repo: { type: 'string', valueName: 'DIR', description: 'the repository to work in (default: the current directory)' },
+    plan: { type: 'string', valueName: 'FILE', description: 'the plan (default: <repo>/.design/plan.json)' },
+    'claude-bin': { type: 'string', valueName: 'PATH', description: 'the Claude Code CLI (default: $CLAUDE_BIN, else `claude` on PATH)' },
+    concurrency: { type: 'string', valueName: 'N', description: 'workers at once (default 4)' },
+    'task-timeout': { type: 'string', valueName: 'SECONDS', description: "a worker's time limit; its whole process group is killed (default 1800)" },
+    'max-attempts': { type: 'string', valueName: 'N', description: 'attempts per task, retries included (default 3)' },
+    'permission-mode': { type: 'string', valueName: 'MODE', description: `passed to every worker (default dontAsk; one of ${PERMISSION_MODES.join(', ')})` },
+    'allowed-tools': {
+      type: 'string',
+      valueName: 'LIST',
+      description: 'tools every worker may use, space or comma separated (default: Read Edit Write Glob Grep plus Bash for the test/build commands and the task\'s acceptance checks)',
+    },
+    schedule: { type: 'string', valueName: 'POLICY', description: 'continuous: start a task the moment its blockers finish, commit as work is verified; rounds: run the ready set as a round, commit once per round (default continuous)' },
+    'max-cost-usd': { type: 'string', valueName: 'N', description: "stop starting work once the run's cost reaches N dollars" },
+    'task-budget-usd': { type: 'string', valueName: 'N', description: 'per-worker spend cap (--max-budget-usd) for tasks that set no agent.maxBudgetUsd' },
+    'check-timeout': { type: 'string', valueName: 'SECONDS', description: 'time limit of each acceptance or assumption command (default 300)' },
+    'dry-run': { type: 'boolean', description: 'validate, print the rounds and every command the plan would run; start nothing' },
+    'no-commit': { type: 'boolean', description: 'leave verified work uncommitted' },
+    json: { type: 'boolean', description: 'one JSON event per line on stdout' },
+  },
+  run: (args, io) => execute(args.values, io),
+};
+
+interface Settings {
+  repo: string;
+  planPath: string;
+  claudeBin: string;
+  concurrency: number;
+  taskTimeoutMs: number;
+  maxAttempts: number;
+  permissionMode: string;
+  allowedTools?: string[];
+  schedule: SchedulePolicy;
+  maxCostUsd?: number;
+  taskBudgetUsd?: number;
+  checkTimeoutMs: number;
+  dryRun: boolean;
+  commit: boolean;
+  json: boolean;
+}
+
+function settingsFrom(values: Record<string, unknown>, io: Io): Settings {
+  const str = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
+  const repo = resolve(io.cwd, str('repo') ?? '.');
+  const permissionMode = str('permission-mode') ?? 'dontAsk';
+  if (!PERMISSION_MODES.includes(permissionMode)) throw usageError(`--permission-mode: "${permissionMode}" is not one of ${PERMISSION_MODES.join(', ')}`);
+  const schedule = (str('schedule') ?? 'continuous') as SchedulePolicy;
+  if (!SCHEDULE_POLICIES.includes(schedule)) throw usageError(`--schedule: "${schedule}" is not one of ${SCHEDULE_POLICIES.join(', ')}`);
+  const tools = str('allowed-tools');
+  return {
+    repo,
+    planPath: resolve(repo, str('plan') ?? '.design/plan.json'),
+    claudeBin: str('claude-bin') ?? io.env.CLAUDE_BIN ?? 'claude',
+    concurrency: intArg('--concurrency', str('concurrency'), { min: 1 }) ?? 4,
+    taskTimeoutMs: (intArg('--task-timeout', str('task-timeout'), { min: 1 }) ?? 1800) * 1000,
+    maxAttempts: intArg('--max-attempts', str('max-attempts'), { min: 1 }) ?? 3,
+    permissionMode,
+    allowedTools: tools === undefined ? undefined : tools.split(/[\s,]+(?![^(]*\))/).filter(Boolean),
+    schedule,
+    maxCostUsd: numberArg('--max-cost-usd', str('max-cost-usd')),
+    taskBudgetUsd: numberArg('--task-budget-usd', str('task-budget-usd')),
+    checkTimeoutMs: (intArg('--check-timeout', str('check-timeout'), { min: 1 }) ?? 300) * 1000,
+    dryRun: values['dry-run'] === true,
+    commit: values['no-commit'] !== true,
+    json: values.json === true,
+  };
+}
+
+/** Where the agent CLI is, or null. A bare name is looked up on PATH. */
+async function findExecutable(bin: string, env: NodeJS.ProcessEnv, cwd: string): Promise<string | null> {
+  const candidates = bin.includes('/') ? [isAbsolute(bin) ? bin : resolve(cwd, bin)] : (env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, bin));
+  for (const c of candidates) {
+    try {
+      await access(c, constants.X_OK);
+      if ((await stat(c)).isFile()) return c;
+    } catch {
+      // not here
+    }
+  }
+  return null;
+}
+
+const newRunId = () => `${new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}-${randomBytes(3).toString('hex')}`;
+
+function dryRun(plan: Plan, s: Settings, io: Io): ExitCode {
+  const overlaps = overlapSets(computeOverlaps(plan.tasks));
+  const rounds = projectedRounds(plan.tasks, overlaps, longestRemainingPath(depsOf(plan.tasks)));
+  io.out(`Goal: ${plan.goal}`);
+  io.out(`Tasks: ${plan.tasks.length} (max dependency depth ${Math.max(...depths(depsOf(plan.tasks)))}); ${plan.tasks.filter((t) => statusOf(t) === 'pending').length} pending`);
+  io.out(`Workers: up to ${s.concurrency} at once, ${s.schedule} scheduling, ${s.maxAttempts} attempts per task, permission mode ${s.permissionMode}`);
+  rounds.forEach((groups, r) => {
+    io.out(`Round ${r + 1}:`);
+    groups.forEach((g, k) => {
+      const note = groups.length > 1 && k > 0 ? '  (overlaps the group above: runs after it)' : '';
+      io.out(`  ${g.map((i) => `[${i}] ${plan.tasks[i]!.subject}`).join('  |  ')}${note}`);
+    });
+  });
+  const commands = plan.tasks.flatMap((t, i) => [
+    ...(t.agent?.assumptions ?? []).map((a) => `  task ${i} assumption (${a.severity}): ${a.verify}`),
+    ...(t.agent?.acceptanceCriteria ?? []).map((a) => `  task ${i} acceptance: ${a.check}`),
+  ]);
+  io.out('Commands this plan runs on this machine (with /bin/sh, in the repository):');
+  io.out(commands.length > 0 ? commands.join('\n') : '  (none)');
+  io.out('Nothing was started (--dry-run).');
+  return EXIT.ok;
+}
+
+async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCode> {
+  const s = settingsFrom(values, io);
+  const plan = await loadPlan(s.planPath);
+  const git = new Git(s.repo);
+  if (!(await git.isRepo())) throw usageError(`${s.repo} is not a git repository (foreman commits each round; run \`git init\` first)`);
+  if (s.dryRun) return dryRun(plan, s, io);
+
+  const claudeBin = await findExecutable(s.claudeBin, io.env, io.cwd);
+  if (claudeBin === null) {
+    throw new CliError(EXIT.cannotRun, [
+      `the Claude Code CLI "${s.claudeBin}" was not found. Install it with \`npm install -g @anthropic-ai/claude-code\`, or pass --claude-bin PATH (or set CLAUDE_BIN).`,
+    ]);
+  }
+
+  const runId = newRunId();
+  const lock = await acquireLock(s.planPath, currentLockInfo('execute'));
+  if (!lock.ok) {
+    const h = lock.error.holder;
+    throw new CliError(EXIT.cannotRun, [`another run holds ${join(dirname(s.planPath), 'plan.lock')}: pid ${h.pid} on ${h.host}, started ${h.startedAt}. Wait for it, or stop it first.`]);
+  }
+  const reporter = await createReporter({ io, json: s.json, runId, planPath: s.planPath, plan });
+  const emit = (e: RunEventBody) => reporter.emit(e);
+  if (lock.value.takenOver) {
+    const { previous } = lock.value.takenOver;
+    emit({
+      type: 'notice',
+      level: 'warning',
+      message: previous ? `took over a stale lock left by pid ${previous.pid} (started ${previous.startedAt}), which is no longer running` : 'replaced an unreadable lock file (left by a crash)',
+    });
+  }
+
+  const controller = new AbortController();
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    signals++;
+    if (signals === 1) {
+      emit({ type: 'interrupted', signal });
+      controller.abort();
+      return;
+    }
+    // A second interrupt: no more waiting. Kill every worker group and leave; resume will clean up.
+    killAllWorkers(0);
+    void lock.value.release().finally(() => process.exit(EXIT.interrupted));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  process.on('SIGHUP', onSignal);
+
+  const started = Date.now();
+  let saving = Promise.resolve();
+  // Writes are chained so two never race on the temporary file.
+  const save = (p: Plan) => (saving = saving.then(() => writePlanAtomic(s.planPath, p)));
+  try {
+    const setup = await setupRun(plan, { repo: s.repo, git, commit: s.commit, checkTimeoutMs: s.checkTimeoutMs, signal: controller.signal });
+    if (!setup.ok) {
+      switch (setup.problem.kind) {
+        case 'dirty':
+          throw new CliError(EXIT.invalid, [
+            'these files have uncommitted changes that no task of this plan made, and the plan will change them:',
+            ...setup.problem.files.map((f) => `  ${f}`),
+            'Commit or stash them first; foreman never overwrites a person\'s work.',
+          ]);
+        case 'unsafe-paths':
+          throw new CliError(EXIT.invalid, setup.problem.problems);
+        default:
+          return assertNever(setup.problem, 'setup problem');
+      }
+    }
+    await save(plan);
+    const r = setup.report;
+    emit({ type: 'run-started', goal: r.goal, planPath: s.planPath, taskCount: r.taskCount, maxDepth: r.maxDepth, resumed: r.resumed, concurrency: s.concurrency, schedule: s.schedule, pid: process.pid });
+    for (const n of r.notices) emit({ type: 'notice', ...n });
+    for (const a of r.assumptions) emit({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output });
+    for (const k of r.skipped) emit({ type: 'task-skipped', task: k.index, subject: plan.tasks[k.index]!.subject, rootCause: k.rootCause, reason: plan.tasks[k.index]!.result ?? '' });
+
+    const result = controller.signal.aborted
+      ? { reason: 'interrupted' as StopReason, usage: emptyUsage(), message: 'interrupted' }
+      : await runEngine(plan, {
+          repo: s.repo,
+          planPath: s.planPath,
+          git,
+          claudeBin,
+          concurrency: s.concurrency,
+          taskTimeoutMs: s.taskTimeoutMs,
+          maxAttempts: s.maxAttempts,
+          permissionMode: s.permissionMode,
+          allowedTools: s.allowedTools,
+          commit: s.commit,
+          schedule: s.schedule,
+          checkTimeoutMs: s.checkTimeoutMs,
+          maxCostUsd: s.maxCostUsd,
+          taskBudgetUsd: s.taskBudgetUsd,
+          backoffMs: Number(io.env.FOREMAN_BACKOFF_MS ?? 15_000),
+          maxRequeues: 6,
+          env: io.env,
+          baselineDirty: new Set(r.baselineDirty),
+          signal: controller.signal,
+          emit,
+          save,
+          runWorker,
+        });
+    await saving;
+
+    const counts = countByStatus(plan);
+    const code = exitCodeFor(result.reason);
+    let message = result.message;
+    if (result.reason === 'all-done') {
+      const archived = await archive(s.planPath);
+      message += `; the plan was moved to ${archived}`;
+    } else if (code !== EXIT.cannotRun || result.reason === 'agent-unavailable') {
+      message += `. Resume with: npx tsx scripts/execute.ts${s.repo !== io.cwd ? ` --repo ${s.repo}` : ''}`;
+    }
+    emit({
+      type: 'run-finished',
+      outcome: code === EXIT.ok ? 'completed' : code === EXIT.interrupted ? 'interrupted' : code === EXIT.cannotRun ? 'cannot-run' : 'incomplete',
+      reason: result.reason,
+      exitCode: code,
+      counts,
+      usage: result.usage,
+      durationMs: Date.now() - started,
+      message,
+    });
+    reporter.summary(plan, result.usage);
+    return code;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    process.off('SIGHUP', onSignal);
+    await saving.catch(() => undefined);
+    await reporter.close();
+    await lock.value.release();
+  }
+}
+
+export function exitCodeFor(reason: StopReason): ExitCode {
+  switch (reason) {
+    case 'all-done':
+      return EXIT.ok;
+    case 'interrupted':
+      return EXIT.interrupted;
+    case 'agent-unavailable':
+      return EXIT.cannotRun;
+    case 'breaker':
+    case 'deadlock':
+    case 'awaiting-approval':
+    case 'budget':
+    case 'failures':
+      return EXIT.incomplete;
+    default:
+      return assertNever(reason, 'stop reason');
+  }
+}
+
+/** Move a finished plan into .design/history/ and remove its worker logs. */
+async function archive(planPath: string): Promise<string> {
+  const dir = dirname(planPath);
+  const history = join(dir, 'history');
+  await mkdir(history, { recursive: true });
+  const target = join(history, `${new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}-plan.json`);
+  await rename(planPath, target);
+  for (const f of await readdir(dir)) if (/^worker-\d+\.log$/.test(f)) await rm(join(dir, f), { force: true });
+  return target;
+}

@@ -1,0 +1,50 @@
+// `plan.ts history`: the runs of this plan directory, from the journal and the archived plans.
+
+import { formatCost, formatDuration } from '../../core/format.ts';
+import { historyEntries } from '../../core/report.ts';
+import { table } from '../../ui/table.ts';
+import type { Command } from '../command.ts';
+import { EXIT } from '../exit.ts';
+import { planPathFrom } from '../load.ts';
+import { jsonOption, planOption } from './options.ts';
+import { historyDirFor, livePid, loadArchives, loadRuns } from './runs.ts';
+
+export const history: Command = {
+  name: 'history',
+  summary: 'List past runs (journal and archived plans): run id, start, goal, outcome, duration, cost.',
+  usage: '[--plan FILE] [--json]',
+  options: { ...planOption, ...jsonOption },
+  async run({ values }, io) {
+    const path = planPathFrom(values, io.cwd);
+    const { journalPath, runs } = await loadRuns(path, io);
+    const archives = await loadArchives(path, io);
+    const now = Date.now();
+    const entries = historyEntries(runs, archives, { livePid: await livePid(path), now });
+    if (values.json) {
+      io.out(JSON.stringify({ runs: entries }));
+      return EXIT.ok;
+    }
+    if (entries.length === 0) {
+      io.out(`No runs yet (no events in ${journalPath}, no archived plans in ${historyDirFor(path)}).`);
+      return EXIT.ok;
+    }
+    io.out(
+      table(
+        ['run', 'started', 'outcome', 'duration', 'cost', 'goal', 'archive'],
+        entries.map((e) => [
+          e.runId ?? '—',
+          e.startedAt,
+          e.reason && e.outcome !== 'completed' ? `${e.outcome} (${e.reason})` : e.outcome,
+          e.durationMs === null ? '—' : formatDuration(e.durationMs),
+          formatCost(e.costUsd),
+          e.goal ?? '—',
+          e.archive ?? '—',
+        ]),
+        { maxWidth: io.columns, flex: 5 },
+      ),
+    );
+    const total = entries.reduce((s, e) => s + e.costUsd, 0);
+    io.out(`${entries.length} run${entries.length === 1 ? '' : 's'}, ${formatCost(total)} in all`);
+    return EXIT.ok;
+  },
+};

@@ -1,0 +1,12 @@
+// The plan tool's commands. Each lives in its own file; this list is the only place they meet.
+import type { Command } from '../command.ts';
+import { check } from './check.ts';
+import { graph } from './graph.ts';
+import { ready } from './ready.ts';
+import { status } from './status.ts';
+import { report } from './report.ts';
+import { history } from './history.ts';
+import { approve, reject, retry, skip } from './interventions.ts';
+
+export const planCommands: Command[] = [check, status, graph, ready];
+planCommands.push(report, history, approve, reject, retry, skip);

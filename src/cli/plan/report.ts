@@ -1,0 +1,69 @@
+// `plan.ts report`: a Markdown report of a run — the latest, a given run id, or the run an
+// archived plan records — from the journal and the plan.
+
+import { resolve } from 'node:path';
+import { readPlanFile } from '../../adapters/plan-store.ts';
+import type { Plan } from '../../core/plan.ts';
+import { type RunRecord, renderReport, runForArchive } from '../../core/report.ts';
+import { parsePlan } from '../../core/validate.ts';
+import type { Command } from '../command.ts';
+import { CliError, EXIT } from '../exit.ts';
+import { loadPlan, planPathFrom } from '../load.ts';
+import { planOption } from './options.ts';
+import { displayPath, livePid, loadArchive, loadRuns } from './runs.ts';
+
+function findRun(runs: readonly RunRecord[], id: string, journalPath: string): RunRecord {
+  const exact = runs.find((r) => r.runId === id);
+  if (exact) return exact;
+  const prefixed = runs.filter((r) => r.runId.startsWith(id));
+  if (prefixed.length === 1) return prefixed[0]!;
+  const known = runs.slice(-5).map((r) => r.runId).join(', ');
+  throw new CliError(EXIT.invalid, [
+    prefixed.length > 1
+      ? `--run ${id}: matches ${prefixed.length} runs (${prefixed.map((r) => r.runId).join(', ')}); give more of the id`
+      : `--run ${id}: no such run in ${journalPath}${known ? ` (latest: ${known}; see plan.ts history)` : ''}`,
+  ]);
+}
+
+/** The current plan, or null when there is none (a report of the journal alone is still useful). */
+async function currentPlan(path: string): Promise<Plan | null> {
+  const read = await readPlanFile(path);
+  if (!read.ok && read.error.kind === 'missing') return null;
+  if (read.ok && !parsePlan(read.value.text).ok) return null;
+  return loadPlan(path);
+}
+
+export const report: Command = {
+  name: 'report',
+  summary: 'Print a Markdown report of the latest run (or --run ID, or an --archived plan): summary, tasks, failures, and a Gantt chart of the attempts.',
+  usage: '[--plan FILE] [--run RUN_ID] [--archived FILE]',
+  options: {
+    ...planOption,
+    run: { type: 'string', valueName: 'RUN_ID', description: 'report this run (an id from plan.ts history, or a unique prefix of one) instead of the latest' },
+    archived: { type: 'string', valueName: 'FILE', description: 'report the run an archived plan (.design/history/<timestamp>-plan.json) records, with that plan' },
+  },
+  async run({ values }, io) {
+    const path = planPathFrom(values, io.cwd);
+    const { journalPath, runs } = await loadRuns(path, io);
+    const pid = await livePid(path);
+    const runId = typeof values.run === 'string' ? values.run : undefined;
+
+    if (typeof values.archived === 'string') {
+      const archive = await loadArchive(resolve(io.cwd, values.archived), io);
+      const run = runId !== undefined ? findRun(runs, runId, journalPath) : runForArchive(archive, runs);
+      if (!run) io.err(`note: no run in ${journalPath} matches ${archive.path}; reporting from the plan alone`);
+      io.out(renderReport({ run, plan: archive.plan, planIsOfRun: true, archivedFrom: archive.path, livePid: pid, now: Date.now() }));
+      return EXIT.ok;
+    }
+
+    if (runs.length === 0) {
+      throw new CliError(EXIT.invalid, [`no runs recorded in ${journalPath}: run \`npx tsx scripts/execute.ts\` first`]);
+    }
+    const run = runId !== undefined ? findRun(runs, runId, journalPath) : runs[runs.length - 1]!;
+    const plan = await currentPlan(path);
+    const latest = run === runs[runs.length - 1];
+    if (!plan) io.err(`note: no valid plan at ${path}; the report shows what the journal holds`);
+    io.out(renderReport({ run, plan, planIsOfRun: latest && plan !== null, planPath: displayPath(path, io), livePid: pid, now: Date.now() }));
+    return EXIT.ok;
+  },
+};

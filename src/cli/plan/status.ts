@@ -1,0 +1,93 @@
+import { journalPathFor, readJournal } from '../../adapters/journal.ts';
+import { type LockStatus, readLock } from '../../adapters/plan-store.ts';
+import { formatCost, formatElapsed } from '../../core/format.ts';
+import { countByStatus } from '../../core/graph.ts';
+import { attemptsOf, statusOf } from '../../core/plan.ts';
+import { groupRuns, planCost, timeOf, unfinishedRun } from '../../core/report.ts';
+import { table } from '../../ui/table.ts';
+import type { Command } from '../command.ts';
+import { EXIT } from '../exit.ts';
+import { loadPlan, planPathFrom } from '../load.ts';
+import { jsonOption, planOption } from './options.ts';
+
+export const status: Command = {
+  name: 'status',
+  summary: 'Show every task with its status, attempts and blockers, counts by status, cost so far, and the run holding the lock with its running tasks.',
+  usage: '[--plan FILE] [--json]',
+  options: { ...planOption, ...jsonOption },
+  async run({ values }, io) {
+    const path = planPathFrom(values, io.cwd);
+    const plan = await loadPlan(path);
+    const now = Date.now();
+    const lockStatus = await readLock(path);
+    const held = lockStatus.state === 'live' || lockStatus.state === 'foreign';
+    const lock = lockStatus.state === 'free' ? null : lockStatus.state === 'unparseable' ? { state: lockStatus.state } : { state: lockStatus.state, ...lockStatus.holder };
+    const runs = groupRuns((await readJournal(journalPathFor(path))).events);
+    const unfinished = unfinishedRun(runs, plan, now);
+    // The running tasks are the unfinished run's, when that run is the one holding the lock.
+    const live = unfinished && held && (unfinished.pid === null || unfinished.pid === holderOf(lockStatus)?.pid) ? unfinished : null;
+    const running = live?.running ?? [];
+    const costUsd = planCost(plan) + (unfinished?.unrecordedCostUsd ?? 0);
+    const counts = countByStatus(plan);
+    const tasks = plan.tasks.map((t, i) => ({
+      index: i,
+      subject: t.subject,
+      status: statusOf(t),
+      attempts: attemptsOf(t),
+      blockedBy: t.blockedBy,
+      result: t.result ?? null,
+    }));
+    if (values.json) {
+      io.out(
+        JSON.stringify({
+          goal: plan.goal,
+          counts,
+          tasks,
+          lock,
+          running,
+          costUsd,
+          run: unfinished ? { runId: unfinished.runId, startedAt: unfinished.startedAt, pid: unfinished.pid, live: live !== null, costUsd: unfinished.runCostUsd } : null,
+        }),
+      );
+      return EXIT.ok;
+    }
+    io.out(`Goal: ${plan.goal}`);
+    io.out(
+      table(
+        ['#', 'subject', 'status', 'attempts', 'blocked by'],
+        tasks.map((t) => [String(t.index), t.subject, t.status, String(t.attempts), t.blockedBy.join(', ') || '—']),
+        { maxWidth: io.columns, flex: 1 },
+      ),
+    );
+    io.out(
+      Object.entries(counts)
+        .filter(([, n]) => n > 0)
+        .map(([s, n]) => `${n} ${s}`)
+        .join(', '),
+    );
+    const holder = holderOf(lockStatus);
+    if (holder && held) {
+      const since = formatElapsed(now - timeOf(holder.startedAt));
+      io.out(`Run in progress: pid ${holder.pid} on host ${holder.host} holds the lock since ${holder.startedAt} (${since})${holder.command ? `: ${holder.command}` : ''}${lockStatus.state === 'foreign' ? ' (another host: cannot check that it is alive)' : ''}`);
+    } else if (holder && lockStatus.state === 'stale') {
+      io.out(`Stale lock: pid ${holder.pid} on host ${holder.host} (started ${holder.startedAt}) is gone; the next run takes the lock over.`);
+    } else if (lockStatus.state === 'unparseable') {
+      io.out('The lock file is not a lock (empty or damaged); the next run takes it over.');
+    }
+    if (unfinished && !live) io.out(`The last run (${unfinished.runId}, started ${unfinished.startedAt}) did not finish: it crashed or was killed.`);
+    if (running.length > 0) {
+      io.out(`Running (${running.length}):`);
+      io.out(
+        table(
+          ['#', 'subject', 'attempt', 'model', 'elapsed'],
+          running.map((r) => [String(r.index), r.subject, String(r.attempt), r.model ?? '—', formatElapsed(r.elapsedMs)]),
+          { maxWidth: io.columns, flex: 1 },
+        ),
+      );
+    }
+    if (costUsd > 0 || live) io.out(`Cost so far: ${formatCost(costUsd)}${unfinished ? ` (${formatCost(unfinished.runCostUsd)} in run ${unfinished.runId})` : ''}`);
+    return EXIT.ok;
+  },
+};
+
+const holderOf = (s: LockStatus) => ('holder' in s ? s.holder : null);

@@ -1,0 +1,62 @@
+// Where a run's events go: the journal (always), and one view on stdout — live on a terminal,
+// plain timestamped lines otherwise, JSON lines with --json.
+
+import { openJournal } from '../adapters/journal.ts';
+import type { RunEvent, RunEventBody } from '../core/events.ts';
+import { countByStatus } from '../core/graph.ts';
+import { type Plan, type Usage, statusOf } from '../core/plan.ts';
+import { type RunView, createLiveView, createPlainView, jsonView } from '../ui/render.ts';
+import type { Io } from './command.ts';
+
+export interface Reporter {
+  emit(e: RunEventBody): void;
+  /** The closing summary (text modes only; --json has `run-finished`). */
+  summary(plan: Plan, usage: Usage): void;
+  close(): Promise<void>;
+}
+
+export async function createReporter(o: { io: Io; json: boolean; runId: string; planPath: string; plan?: Plan }): Promise<Reporter> {
+  const journal = await openJournal(o.planPath);
+  const write = (t: string) => o.io.out(t.replace(/\n$/, ''));
+  const live = !o.json && o.io.isTTY;
+  const view: RunView = o.json
+    ? jsonView({ write })
+    : live
+      ? createLiveView({
+          write: (t) => process.stdout.write(t),
+          columns: o.io.columns,
+          color: !('NO_COLOR' in o.io.env) && o.io.env.TERM !== 'dumb',
+          baseline: o.plan ? countByStatus(o.plan) : undefined,
+        })
+      : createPlainView({ write });
+  const ticker = live ? setInterval(() => view.tick(), 250) : undefined;
+  ticker?.unref();
+  const onResize = () => (view as { setColumns?: (c: number) => void }).setColumns?.(process.stdout.columns ?? 80);
+  if (live) process.stdout.on('resize', onResize);
+
+  return {
+    emit(body) {
+      const event = { ...body, runId: o.runId, at: new Date().toISOString() } as RunEvent;
+      journal.append(event);
+      view.update(event);
+    },
+    summary(plan, usage) {
+      if (o.json) return;
+      view.close();
+      const by = (s: string) => plan.tasks.flatMap((t, i) => (statusOf(t) === s ? [`    ${i}: ${t.subject}${t.result && s !== 'completed' ? ` — ${t.result.split('\n')[0]}` : ''}`] : []));
+      const counts = countByStatus(plan);
+      const lines = ['', `Summary: ${counts.completed}/${plan.tasks.length} completed`];
+      for (const s of ['failed', 'blocked', 'skipped', 'awaiting_approval', 'pending'] as const) {
+        if (counts[s] > 0) lines.push(`  ${s}: ${counts[s]}`, ...by(s));
+      }
+      lines.push(`  cost: $${usage.costUsd.toFixed(4)}; tokens: ${usage.inputTokens} in, ${usage.outputTokens} out, ${usage.cacheReadTokens} cache read`);
+      o.io.out(lines.join('\n'));
+    },
+    async close() {
+      if (ticker) clearInterval(ticker);
+      if (live) process.stdout.off('resize', onResize);
+      view.close();
+      await journal.close();
+    },
+  };
+}

@@ -1,0 +1,83 @@
+// Run events: what the orchestrator reports as it works. The same values feed the live view,
+// the `--json` stream on stdout and the journal `.design/events.jsonl` (schema:
+// schemas/event.schema.json). Every event carries the run id and an ISO timestamp.
+
+import type { Usage } from './plan.ts';
+
+export type TaskOutcome =
+  | 'completed'
+  | 'awaiting_approval'
+  /** The attempt failed; another attempt follows. */
+  | 'retry'
+  | 'failed'
+  | 'blocked'
+  /** Rate limited or overloaded: queued again after a pause, no attempt counted. */
+  | 'requeued'
+  /** The run stopped (Ctrl-C, or an infrastructure failure elsewhere): back to pending. */
+  | 'interrupted';
+
+export type RunOutcome = 'completed' | 'incomplete' | 'interrupted' | 'cannot-run';
+
+export type StopReason =
+  | 'all-done'
+  | 'breaker'
+  | 'deadlock'
+  | 'awaiting-approval'
+  | 'budget'
+  | 'failures'
+  | 'interrupted'
+  | 'agent-unavailable';
+
+export type RunEventBody =
+  | {
+      type: 'run-started';
+      goal: string;
+      planPath: string;
+      taskCount: number;
+      maxDepth: number;
+      resumed: boolean;
+      concurrency: number;
+      schedule: string;
+      pid: number;
+    }
+  | { type: 'notice'; level: 'info' | 'warning'; message: string }
+  | { type: 'assumption-checked'; task: number; claim: string; severity: 'blocking' | 'warning'; passed: boolean; output: string }
+  | { type: 'task-started'; task: number; subject: string; attempt: number; model: string; logPath: string }
+  /** Live only (not journaled): the worker's latest tool use or message. */
+  | { type: 'task-activity'; task: number; text: string; costUsd: number }
+  | {
+      type: 'task-finished';
+      task: number;
+      subject: string;
+      attempt: number;
+      outcome: TaskOutcome;
+      reason?: string;
+      result?: string;
+      durationMs: number;
+      usage: Usage;
+      sessionId?: string;
+      logPath: string;
+      permissionDenials: number;
+    }
+  | { type: 'task-skipped'; task: number; subject: string; rootCause: number; reason: string }
+  | { type: 'round-committed'; round: number; tasks: number[]; commit: string | null }
+  | { type: 'breaker'; pendingCount: number; wouldBeSkipped: number }
+  | { type: 'budget-reached'; costUsd: number; limitUsd: number }
+  | { type: 'stalled'; kind: 'deadlock' | 'awaiting-approval'; tasks: number[] }
+  | { type: 'interrupted'; signal: string }
+  | {
+      type: 'run-finished';
+      outcome: RunOutcome;
+      reason: StopReason;
+      exitCode: number;
+      counts: Record<string, number>;
+      usage: Usage;
+      durationMs: number;
+      message: string;
+    };
+
+export type RunEvent = RunEventBody & { runId: string; at: string };
+export type RunEventType = RunEvent['type'];
+
+/** Events that go to the journal (everything but live activity). */
+export const isJournaled = (e: RunEventBody): boolean => e.type !== 'task-activity';

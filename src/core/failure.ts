@@ -1,0 +1,117 @@
+// Failures are values. Every way a task attempt or a whole run can go wrong is one member
+// of a discriminated union, handled by exhaustive switches (see `assertNever`).
+
+import type { Usage } from './plan.ts';
+
+export type Result<T, E> = { ok: true; value: T } | { ok: false; error: E };
+export const ok = <T>(value: T): Result<T, never> => ({ ok: true, value });
+export const err = <E>(error: E): Result<never, E> => ({ ok: false, error });
+
+export function assertNever(value: never, what = 'value'): never {
+  throw new Error(`unhandled ${what}: ${JSON.stringify(value)}`);
+}
+
+export interface PermissionDenial {
+  tool: string;
+  input?: unknown;
+}
+
+/** What the worker reported on its final status line. */
+export type ReportedStatus = 'COMPLETED' | 'FAILED' | 'BLOCKED';
+
+export interface StatusLine {
+  status: ReportedStatus;
+  /** Text after the colon, trimmed. */
+  text: string;
+}
+
+/**
+ * Why a worker process did not produce a usable report. Grouped by what the orchestrator does:
+ * - infrastructure (`agent-missing`, `not-authenticated`): stop the whole run, count no attempt;
+ * - transient (`rate-limited`, `overloaded`): back off and retry, count no attempt;
+ * - `interrupted`: the user stopped the run; the task goes back to pending, no attempt;
+ * - the rest are failed attempts of the task.
+ */
+export type WorkerFailure =
+  | { reason: 'agent-missing'; bin: string; message: string }
+  | { reason: 'not-authenticated'; message: string }
+  | { reason: 'rate-limited'; message: string; retryAfterMs?: number }
+  | { reason: 'overloaded'; message: string; retryAfterMs?: number }
+  | { reason: 'interrupted' }
+  | { reason: 'timed-out'; timeoutMs: number }
+  | { reason: 'max-turns'; message: string }
+  | { reason: 'max-budget'; message: string }
+  | { reason: 'api-error'; message: string; status?: number }
+  /** Exited (or was killed by a signal) without a result event. */
+  | { reason: 'no-result'; exitCode?: number; signal?: string; stderrTail: string }
+  /** The stream was not stream-json at all. */
+  | { reason: 'garbage-output'; sample: string };
+
+export type WorkerFailureReason = WorkerFailure['reason'];
+
+export type FailureClass = 'infrastructure' | 'transient' | 'interrupted' | 'attempt';
+
+export function classifyWorkerFailure(f: WorkerFailure): FailureClass {
+  switch (f.reason) {
+    case 'agent-missing':
+    case 'not-authenticated':
+      return 'infrastructure';
+    case 'rate-limited':
+    case 'overloaded':
+      return 'transient';
+    case 'interrupted':
+      return 'interrupted';
+    case 'timed-out':
+    case 'max-turns':
+    case 'max-budget':
+    case 'api-error':
+    case 'no-result':
+    case 'garbage-output':
+      return 'attempt';
+    default:
+      return assertNever(f, 'worker failure');
+  }
+}
+
+export function describeWorkerFailure(f: WorkerFailure): string {
+  switch (f.reason) {
+    case 'agent-missing':
+      return `the agent CLI '${f.bin}' was not found: ${f.message}`;
+    case 'not-authenticated':
+      return `the agent is not authenticated: ${f.message}`;
+    case 'rate-limited':
+      return `rate limited: ${f.message}`;
+    case 'overloaded':
+      return `the API is overloaded: ${f.message}`;
+    case 'interrupted':
+      return 'interrupted';
+    case 'timed-out':
+      return `timed out after ${Math.round(f.timeoutMs / 1000)}s; the worker's process group was killed`;
+    case 'max-turns':
+      return `the worker hit its turn limit: ${f.message}`;
+    case 'max-budget':
+      return `the worker hit its budget limit: ${f.message}`;
+    case 'api-error':
+      return `API error${f.status ? ` ${f.status}` : ''}: ${f.message}`;
+    case 'no-result': {
+      const how = f.signal ? `was killed by ${f.signal}` : `exited with code ${f.exitCode ?? 'unknown'}`;
+      return `the worker ${how} without a result${f.stderrTail ? `: ${f.stderrTail}` : ''}`;
+    }
+    case 'garbage-output':
+      return `the worker printed something that is not stream-json: ${JSON.stringify(f.sample)}`;
+    default:
+      return assertNever(f, 'worker failure');
+  }
+}
+
+/** The outcome of one worker process. */
+export interface WorkerRun {
+  sessionId?: string;
+  usage: Usage;
+  durationMs: number;
+  permissionDenials: PermissionDenial[];
+  logPath: string;
+  outcome:
+    | { kind: 'reported'; resultText: string; statusLine: StatusLine | null }
+    | { kind: 'failed'; failure: WorkerFailure };
+}

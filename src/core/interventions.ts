@@ -1,0 +1,145 @@
+// What a person can do to a plan between runs, pure: approve or reject a task awaiting approval,
+// retry a failed or blocked task, skip a task. Each returns a new plan and the changes made, or
+// a one-line message saying why the task's state does not allow it. The input plan is not touched.
+
+import { type Result, err, ok } from './failure.ts';
+import { applyCascade } from './finalize.ts';
+import { type Plan, type Task, type TaskStatus, clonePlan, statusOf } from './plan.ts';
+
+export interface Change {
+  task: number;
+  subject: string;
+  from: TaskStatus;
+  to: TaskStatus;
+  /** Why, for tasks changed as a consequence (cascade skips, un-skips). */
+  note?: string;
+}
+
+export interface Intervention {
+  plan: Plan;
+  /** The task acted on first, then its consequences in index order. */
+  changes: Change[];
+}
+
+export type InterventionResult = Result<Intervention, string>;
+
+export const describeChange = (c: Change): string =>
+  `task ${c.task} (${c.subject}): ${c.from} → ${c.to}${c.note ? ` — ${c.note}` : ''}`;
+
+type Verb = 'approve' | 'reject' | 'retry' | 'skip';
+const PAST: Record<Verb, string> = { approve: 'approved', reject: 'rejected', retry: 'retried', skip: 'skipped' };
+
+function target(plan: Plan, index: number, verb: Verb, allowed: readonly TaskStatus[]): Result<TaskStatus, string> {
+  if (!Number.isInteger(index) || index < 0 || index >= plan.tasks.length) {
+    return err(`task ${index} does not exist (the plan has ${plan.tasks.length} task${plan.tasks.length === 1 ? '' : 's'}: 0–${plan.tasks.length - 1})`);
+  }
+  const status = statusOf(plan.tasks[index]!);
+  if (!allowed.includes(status)) {
+    const what = allowed.length === 1 ? `a task that is ${allowed[0]}` : `a task that is ${allowed.slice(0, -1).join(', ')} or ${allowed[allowed.length - 1]}`;
+    return err(`cannot ${verb} task ${index} (${plan.tasks[index]!.subject}): it is ${status}; only ${what} can be ${PAST[verb]}`);
+  }
+  return ok(status);
+}
+
+const needReason = (reason: string, verb: string): string | null =>
+  reason.trim() === '' ? `${verb} needs a reason (--reason "…")` : null;
+
+/** Cascade skips applied to `plan` (mutated), as changes. */
+function cascadeChanges(plan: Plan): Change[] {
+  return applyCascade(plan).skips.map((s) => ({
+    task: s.index,
+    subject: plan.tasks[s.index]!.subject,
+    from: 'pending' as const,
+    to: 'skipped' as const,
+    note: `depends on task ${s.rootCause}`,
+  }));
+}
+
+/** awaiting_approval → completed. The work was verified; the next run commits it. */
+export function approveTask(plan: Plan, index: number, at: string): InterventionResult {
+  const t = target(plan, index, 'approve', ['awaiting_approval']);
+  if (!t.ok) return t;
+  const next = clonePlan(plan);
+  const task = next.tasks[index]!;
+  task.status = 'completed';
+  task.approvedAt = at;
+  // As for any completed task (see applyDecision); `approvedAt` without `commit` tells the next run to commit it.
+  const done = (next.progress ??= {}).completedTasks ?? [];
+  if (!done.includes(index)) next.progress.completedTasks = [...done, index];
+  return ok({ plan: next, changes: [{ task: index, subject: task.subject, from: t.value, to: 'completed', note: 'approved; the next run commits its work' }] });
+}
+
+/** awaiting_approval → failed with the reason; tasks depending on it are skipped. */
+export function rejectTask(plan: Plan, index: number, reason: string, at?: string): InterventionResult {
+  const missing = needReason(reason, 'reject');
+  if (missing) return err(missing);
+  const t = target(plan, index, 'reject', ['awaiting_approval']);
+  if (!t.ok) return t;
+  const next = clonePlan(plan);
+  const task = next.tasks[index]!;
+  task.status = 'failed';
+  task.result = `rejected: ${reason.trim()}`;
+  if (at !== undefined) task.rejectedAt = at;
+  const changes: Change[] = [{ task: index, subject: task.subject, from: t.value, to: 'failed', note: `rejected: ${reason.trim()}` }];
+  return ok({ plan: next, changes: [...changes, ...cascadeChanges(next)] });
+}
+
+/**
+ * failed or blocked → pending with attempts reset to 0; every task skipped because of it
+ * (`skippedBy`, transitively) goes back to pending with its result cleared. Tasks that still
+ * cannot run for another reason are skipped again (cascade).
+ */
+export function retryTask(plan: Plan, index: number): InterventionResult {
+  const t = target(plan, index, 'retry', ['failed', 'blocked']);
+  if (!t.ok) return t;
+  const next = clonePlan(plan);
+  const reset = (task: Task) => {
+    task.status = 'pending';
+    delete task.result;
+    delete task.skippedBy;
+  };
+  const task = next.tasks[index]!;
+  reset(task);
+  task.attempts = 0;
+  const changes: Change[] = [{ task: index, subject: task.subject, from: t.value, to: 'pending', note: 'attempts reset to 0' }];
+  const roots = new Set([index]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    next.tasks.forEach((other, i) => {
+      if (statusOf(other) === 'skipped' && other.skippedBy !== undefined && roots.has(other.skippedBy) && !roots.has(i)) {
+        roots.add(i);
+        grew = true;
+      }
+    });
+  }
+  const unskipped = [...roots].filter((i) => i !== index).sort((a, b) => a - b);
+  for (const i of unskipped) reset(next.tasks[i]!);
+  const reskipped = cascadeChanges(next);
+  const again = new Map(reskipped.map((c) => [c.task, c]));
+  for (const i of unskipped) {
+    const c = again.get(i);
+    if (c) again.delete(i); // still skipped, now because of another task: no net change of status
+    changes.push(
+      c
+        ? { task: i, subject: next.tasks[i]!.subject, from: 'skipped', to: 'skipped', note: `still skipped: ${c.note}` }
+        : { task: i, subject: next.tasks[i]!.subject, from: 'skipped', to: 'pending', note: `was skipped because of task ${index}` },
+    );
+  }
+  changes.push(...again.values());
+  return ok({ plan: next, changes: [changes[0]!, ...changes.slice(1).sort((a, b) => a.task - b.task)] });
+}
+
+/** pending, failed or blocked → skipped with the reason; tasks depending on it are skipped. */
+export function skipTask(plan: Plan, index: number, reason: string): InterventionResult {
+  const missing = needReason(reason, 'skip');
+  if (missing) return err(missing);
+  const t = target(plan, index, 'skip', ['pending', 'failed', 'blocked']);
+  if (!t.ok) return t;
+  const next = clonePlan(plan);
+  const task = next.tasks[index]!;
+  task.status = 'skipped';
+  task.result = `skipped by hand: ${reason.trim()}`;
+  delete task.skippedBy; // a task skipped by a person is its own root cause
+  const changes: Change[] = [{ task: index, subject: task.subject, from: t.value, to: 'skipped', note: reason.trim() }];
+  return ok({ plan: next, changes: [...changes, ...cascadeChanges(next)] });
+}

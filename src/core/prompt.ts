@@ -1,0 +1,85 @@
+// The text a worker receives. Built from the task alone (plus its blockers' results), so a
+// resumed run rebuilds exactly the prompt an uninterrupted run would have sent.
+
+import type { ReportedStatus, StatusLine } from './failure.ts';
+import { type Plan, attemptsOf, statusOf } from './plan.ts';
+
+/** A line the designer may leave in a prompt to mark where dependency results go. */
+const PLACEHOLDER = /^.*\[?dependency results\b.*(deferred|placeholder|appended|go here|will appear).*$/im;
+
+const STATUS_LINE = /^(COMPLETED|FAILED|BLOCKED):(?:\s+(.*))?$/;
+
+export function dependencyResults(plan: Plan, index: number): string | null {
+  const task = plan.tasks[index]!;
+  const lines = task.blockedBy
+    .filter((d) => statusOf(plan.tasks[d]!) === 'completed')
+    .map((d) => `- Task ${d} (${plan.tasks[d]!.subject}): ${plan.tasks[d]!.result ?? 'completed'}`);
+  return lines.length > 0 ? `## Dependency results\n\nResults reported by the tasks this one builds on:\n${lines.join('\n')}` : null;
+}
+
+export interface PromptOptions {
+  maxAttempts: number;
+}
+
+export function workerPrompt(plan: Plan, index: number, options: PromptOptions): string {
+  const task = plan.tasks[index]!;
+  let body = task.prompt ?? task.description ?? task.subject;
+  const deps = dependencyResults(plan, index);
+  if (deps) body = PLACEHOLDER.test(body) ? body.replace(PLACEHOLDER, () => deps) : `${body}\n\n${deps}`;
+
+  const sections = [body.trimEnd()];
+  const attempt = attemptsOf(task) + 1;
+  if (attempt > 1) sections.push(retryBlock(plan, index, attempt, options.maxAttempts));
+  sections.push(rules(plan, index));
+  return `${sections.join('\n\n')}\n`;
+}
+
+function retryBlock(plan: Plan, index: number, attempt: number, maxAttempts: number): string {
+  const task = plan.tasks[index]!;
+  const lines = [
+    '## Retry',
+    '',
+    `This is attempt ${attempt} of ${maxAttempts}. The previous attempt did not pass:`,
+    '',
+    task.result ?? '(no reason was recorded)',
+    '',
+    'The files of the previous attempt were restored, so start again from the repository as it is now.',
+  ];
+  if (task.agent?.fallback) {
+    lines.push('', `IMPORTANT: the primary approach failed; use this strategy instead: ${task.agent.fallback}`);
+  }
+  const checks = task.agent?.acceptanceCriteria ?? [];
+  if (checks.length > 0) {
+    lines.push('', 'These acceptance checks must pass before you report COMPLETED:');
+    for (const c of checks) lines.push(`- ${c.criterion}: \`${c.check}\``);
+  }
+  return lines.join('\n');
+}
+
+function rules(plan: Plan, index: number): string {
+  const files = plan.tasks[index]!.metadata.files;
+  const list = (xs: string[]) => (xs.length > 0 ? xs.join(', ') : '(none)');
+  return [
+    '## Rules for this run',
+    '',
+    `- You are one of several workers changing this repository at the same time. Change only your task's files: create ${list(files.create)}; modify ${list(files.modify)}.`,
+    '- Do not stage, commit, stash, reset or check out anything with git: the orchestrator verifies your work and commits it.',
+    '- End your reply with exactly one final status line, and nothing after it:',
+    '  `COMPLETED: <one-line summary of what you did>`',
+    '  `FAILED: <what went wrong>`',
+    '  `BLOCKED: <what is missing that you cannot provide>`',
+  ].join('\n');
+}
+
+/**
+ * The worker's report: the LAST line of its final text reading `COMPLETED: …`, `FAILED: …` or
+ * `BLOCKED: …` (after trimming), or null when there is none.
+ */
+export function parseStatusLine(text: string): StatusLine | null {
+  const lines = text.split(/\r?\n/);
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const m = STATUS_LINE.exec((lines[i] ?? '').trim());
+    if (m) return { status: m[1] as ReportedStatus, text: (m[2] ?? '').trim() };
+  }
+  return null;
+}

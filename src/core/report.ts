@@ -1,0 +1,540 @@
+// Run reports, pure: group journal events into runs, summarise them, pair task-started with
+// task-finished into attempts, and render a Markdown report with a Mermaid Gantt chart of the
+// attempts (`plan.ts report`) and the rows of `plan.ts history`.
+
+import type { RunEvent, RunOutcome, StopReason, TaskOutcome } from './events.ts';
+import { formatCost, formatCount, formatDuration, isoSeconds, listIndices, plural } from './format.ts';
+import { countByStatus } from './graph.ts';
+import { type Plan, type TaskStatus, type Usage, addUsage, attemptsOf as planAttempts, emptyUsage, modelOf, statusOf } from './plan.ts';
+
+type EventOf<T extends RunEvent['type']> = Extract<RunEvent, { type: T }>;
+
+// ---------------------------------------------------------------------------------------------
+// Runs
+
+export interface RunRecord {
+  runId: string;
+  /** The run's events in journal order. */
+  events: RunEvent[];
+  started: EventOf<'run-started'> | null;
+  finished: EventOf<'run-finished'> | null;
+  /** Time of the first and last event (ms since the epoch). */
+  firstMs: number;
+  lastMs: number;
+}
+
+export const timeOf = (at: string): number => {
+  const t = Date.parse(at);
+  return Number.isFinite(t) ? t : 0;
+};
+
+/** Events grouped by runId, runs ordered by their first event. */
+export function groupRuns(events: readonly RunEvent[]): RunRecord[] {
+  const byId = new Map<string, RunRecord>();
+  for (const e of events) {
+    let run = byId.get(e.runId);
+    const t = timeOf(e.at);
+    if (!run) {
+      run = { runId: e.runId, events: [], started: null, finished: null, firstMs: t, lastMs: t };
+      byId.set(e.runId, run);
+    }
+    run.events.push(e);
+    run.firstMs = Math.min(run.firstMs, t);
+    run.lastMs = Math.max(run.lastMs, t);
+    if (e.type === 'run-started' && !run.started) run.started = e;
+    if (e.type === 'run-finished') run.finished = e;
+  }
+  return [...byId.values()].sort((a, b) => startOf(a) - startOf(b));
+}
+
+const startOf = (run: RunRecord): number => (run.started ? timeOf(run.started.at) : run.firstMs);
+
+/** `running` when the run has no run-finished event and its process still holds the lock; `unfinished` when it died. */
+export type RunState = RunOutcome | 'running' | 'unfinished';
+
+export interface RunSummary {
+  runId: string;
+  startedAt: string;
+  finishedAt: string | null;
+  goal: string | null;
+  outcome: RunState;
+  reason: StopReason | null;
+  message: string | null;
+  durationMs: number;
+  usage: Usage;
+  costUsd: number;
+  /** Task counts by status at the end of the run (from run-finished), else tallied from the events. */
+  counts: Record<string, number>;
+  pid: number | null;
+  resumed: boolean;
+  planPath: string | null;
+}
+
+export interface SummaryOptions {
+  /** pid of the process holding the plan lock, if any: an unfinished run with that pid is `running`. */
+  livePid?: number | null;
+  /** Clock for the duration of an unfinished run that is still running. */
+  now?: number;
+}
+
+export function summarizeRun(run: RunRecord, opts: SummaryOptions = {}): RunSummary {
+  const start = startOf(run);
+  const f = run.finished;
+  const live = !f && run.started !== null && opts.livePid != null && run.started.pid === opts.livePid;
+  const usage = f ? f.usage : attemptsOf(run).reduce((u, a) => (a.usage ? addUsage(u, a.usage) : u), emptyUsage());
+  const end = f ? timeOf(f.at) : live && opts.now !== undefined ? opts.now : run.lastMs;
+  return {
+    runId: run.runId,
+    startedAt: isoSeconds(start),
+    finishedAt: f ? f.at : null,
+    goal: run.started?.goal ?? null,
+    outcome: f ? f.outcome : live ? 'running' : 'unfinished',
+    reason: f?.reason ?? null,
+    message: f?.message ?? null,
+    durationMs: f ? f.durationMs : Math.max(0, end - start),
+    usage,
+    costUsd: usage.costUsd,
+    counts: f ? f.counts : tallyOutcomes(run),
+    pid: run.started?.pid ?? null,
+    resumed: run.started?.resumed ?? false,
+    planPath: run.started?.planPath ?? null,
+  };
+}
+
+/** Last known state of each task the run touched. */
+export function taskStatesIn(run: RunRecord): Map<number, TaskStatus> {
+  const states = new Map<number, TaskStatus>();
+  for (const e of run.events) {
+    if (e.type === 'task-started') states.set(e.task, 'in_progress');
+    else if (e.type === 'task-skipped') states.set(e.task, 'skipped');
+    else if (e.type === 'task-finished') states.set(e.task, statusAfter(e.outcome));
+  }
+  return states;
+}
+
+const statusAfter = (o: TaskOutcome): TaskStatus =>
+  o === 'completed' || o === 'awaiting_approval' || o === 'failed' || o === 'blocked' ? o : 'pending';
+
+function tallyOutcomes(run: RunRecord): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const s of taskStatesIn(run).values()) counts[s] = (counts[s] ?? 0) + 1;
+  return counts;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attempts
+
+export interface Attempt {
+  task: number;
+  subject: string;
+  attempt: number;
+  model: string | null;
+  logPath: string;
+  startMs: number;
+  /** null while the attempt is still running (or the run died during it). */
+  endMs: number | null;
+  outcome: TaskOutcome | null;
+  reason: string | null;
+  durationMs: number | null;
+  usage: Usage | null;
+}
+
+/** Every attempt of the run: a task-started paired with the task's next task-finished. */
+export function attemptsOf(run: RunRecord): Attempt[] {
+  const open = new Map<number, Attempt>();
+  const out: Attempt[] = [];
+  for (const e of run.events) {
+    if (e.type === 'task-started') {
+      const a: Attempt = {
+        task: e.task,
+        subject: e.subject,
+        attempt: e.attempt,
+        model: e.model,
+        logPath: e.logPath,
+        startMs: timeOf(e.at),
+        endMs: null,
+        outcome: null,
+        reason: null,
+        durationMs: null,
+        usage: null,
+      };
+      open.set(e.task, a);
+      out.push(a);
+    } else if (e.type === 'task-finished') {
+      const end = timeOf(e.at);
+      let a = open.get(e.task);
+      if (!a) {
+        // The journal lost the start (or it came from an older version): reconstruct it.
+        a = { task: e.task, subject: e.subject, attempt: e.attempt, model: null, logPath: e.logPath, startMs: end - e.durationMs, endMs: null, outcome: null, reason: null, durationMs: null, usage: null };
+        out.push(a);
+      }
+      open.delete(e.task);
+      a.endMs = end;
+      a.outcome = e.outcome;
+      a.reason = e.reason ?? (e.outcome === 'completed' || e.outcome === 'awaiting_approval' ? null : (e.result ?? null));
+      a.durationMs = e.durationMs;
+      a.usage = e.usage;
+      a.logPath = e.logPath;
+    }
+  }
+  return out;
+}
+
+/** Attempts that count against `maxAttempts` (a requeue or an interruption is not an attempt). */
+const counted = (a: Attempt) => a.outcome !== 'requeued' && a.outcome !== 'interrupted';
+const isFailure = (o: TaskOutcome | null) => o === 'retry' || o === 'failed' || o === 'blocked';
+
+// ---------------------------------------------------------------------------------------------
+// Mermaid Gantt
+
+/** Gantt text: `:` `#` `;` are syntax in a gantt chart, control characters end lines. */
+export function ganttText(s: string, max = 60): string {
+  const t = s
+    .replace(/[\u0000-\u001f\u007f]+/g, ' ')
+    .replace(/:/g, '：')
+    .replace(/#/g, '＃')
+    .replace(/;/g, '；')
+    .replace(/\s+/g, ' ')
+    .trim();
+  const cut = t.length > max ? `${t.slice(0, max - 1)}…` : t;
+  return cut === '' ? '(untitled)' : cut;
+}
+
+export interface GanttOptions {
+  title?: string;
+  /** End of bars still running (default: the run's last event). */
+  now?: number;
+}
+
+/**
+ * The run's attempts as a Mermaid Gantt chart: one section per task (in order of first start),
+ * one bar per attempt from task-started to task-finished; `crit` marks failed attempts, `done`
+ * completed ones, `active` the ones still running. Dates are millisecond timestamps (`dateFormat x`).
+ */
+export function ganttChart(run: RunRecord, opts: GanttOptions = {}): string {
+  const attempts = attemptsOf(run);
+  const lines = ['gantt', `  title ${ganttText(opts.title ?? `Run ${run.runId}`, 100)}`, '  dateFormat x', '  axisFormat %H:%M:%S', '  todayMarker off'];
+  const order: number[] = [];
+  for (const a of [...attempts].sort((x, y) => x.startMs - y.startMs)) if (!order.includes(a.task)) order.push(a.task);
+  const runEnd = opts.now ?? run.lastMs;
+  for (const task of order) {
+    const mine = attempts.filter((a) => a.task === task);
+    lines.push(`  section ${task} ${ganttText(mine[mine.length - 1]!.subject)}`);
+    mine.forEach((a, k) => {
+      const end = Math.max(a.endMs ?? runEnd, a.startMs + 1);
+      const tags = a.outcome === null ? ['active'] : isFailure(a.outcome) ? ['crit'] : a.outcome === 'completed' || a.outcome === 'awaiting_approval' ? ['done'] : [];
+      const label = `attempt ${a.attempt} ${a.outcome === null ? 'running' : a.outcome === 'retry' ? 'failed (retried)' : a.outcome.replace('_', ' ')}${a.durationMs !== null ? ` ${formatDuration(a.durationMs)}` : ''}`;
+      lines.push(`  ${ganttText(label)} :${[...tags, `t${task}a${k + 1}`, String(Math.round(a.startMs)), String(Math.round(end))].join(', ')}`);
+    });
+  }
+  return lines.join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Markdown report
+
+export interface ReportInput {
+  /** null: an archived plan no journal run matches (the report is from the plan alone). */
+  run: RunRecord | null;
+  /** The plan, for subjects, statuses and commits; null if there is none. */
+  plan: Plan | null;
+  /** True when `plan` is the state the run left (the latest run with the current plan, or its archive). */
+  planIsOfRun: boolean;
+  planPath?: string;
+  /** The archived plan file the report is made from, if any. */
+  archivedFrom?: string;
+  /** pid of the process holding the plan lock, if any. */
+  livePid?: number | null;
+  now?: number;
+  /** Where worker logs live, for plan-only reports (default `.design`). */
+  logDir?: string;
+}
+
+const md = (s: string) => s.replace(/[\r\n]+/g, ' ').replace(/\|/g, '\\|').trim();
+const fence = (s: string) => {
+  const ticks = Math.max(3, ...[...s.matchAll(/`+/g)].map((m) => m[0].length + 1));
+  return `${'`'.repeat(ticks)}text\n${s.trimEnd()}\n${'`'.repeat(ticks)}`;
+};
+
+function describeOutcome(s: RunSummary): string {
+  if (s.outcome === 'running') return 'running (this run still holds the lock)';
+  if (s.outcome === 'unfinished') return 'unfinished (no run-finished event: the run crashed or was killed)';
+  return `${s.outcome} (${s.reason})${s.message ? `: ${md(s.message)}` : ''}`;
+}
+
+export function renderReport(input: ReportInput): string {
+  const { plan } = input;
+  if (!input.run && !plan) throw new Error('renderReport: needs a run or a plan');
+  const run: RunRecord = input.run ?? { runId: '(none)', events: [], started: null, finished: null, firstMs: 0, lastMs: 0 };
+  const summary = input.run ? summarizeRun(input.run, { livePid: input.livePid, now: input.now }) : null;
+  const attempts = attemptsOf(run);
+  const states = taskStatesIn(run);
+  const out: string[] = [];
+
+  out.push(summary ? `# foreman run ${summary.runId}` : '# foreman plan report', '');
+  out.push(`- **Goal:** ${md(summary?.goal ?? plan?.goal ?? '(unknown)')}`);
+  if (summary) {
+    out.push(`- **Outcome:** ${describeOutcome(summary)}`);
+    out.push(
+      `- **Started:** ${summary.startedAt}${summary.finishedAt ? `, finished ${isoSeconds(timeOf(summary.finishedAt))}` : ''}${summary.pid !== null ? ` (pid ${summary.pid}${summary.resumed ? ', resumed' : ''})` : ''}`,
+    );
+    const workerMs = attempts.reduce((n, a) => n + (a.durationMs ?? Math.max(0, (input.now ?? run.lastMs) - a.startMs)), 0);
+    out.push(
+      `- **Duration:** ${formatDuration(summary.durationMs)}${workerMs > 0 ? ` (worker time ${formatDuration(workerMs)}${summary.durationMs > 0 ? `, ${(workerMs / summary.durationMs).toFixed(1)}× parallel` : ''})` : ''}`,
+    );
+  } else {
+    out.push('- **Outcome:** unknown: no run in the journal matches this plan; figures below are from the plan alone');
+  }
+  const usage = summary?.usage ?? plan!.tasks.reduce((u, t) => (t.usage ? addUsage(u, { ...emptyUsage(), ...t.usage }) : u), emptyUsage());
+  out.push(`- **Cost:** ${formatCost(usage.costUsd)}`);
+  out.push(
+    `- **Tokens:** ${formatCount(usage.inputTokens)} input, ${formatCount(usage.outputTokens)} output, ${formatCount(usage.cacheReadTokens)} cache read, ${formatCount(usage.cacheCreationTokens)} cache write`,
+  );
+  const counts = (input.planIsOfRun || !summary) && plan ? (countByStatus(plan) as Record<string, number>) : summary!.counts;
+  const countText = Object.entries(counts)
+    .filter(([, n]) => n > 0)
+    .map(([s, n]) => `${n} ${s}`)
+    .join(', ');
+  out.push(`- **Tasks:** ${countText || 'none'}${plan ? ` (of ${plan.tasks.length})` : ''}${summary ? `; ${plural(attempts.filter(counted).length, 'attempt')} in this run` : ''}`);
+  if (input.archivedFrom) out.push(`- **Plan:** ${input.archivedFrom} (archived)`);
+  else if (input.planPath ?? summary?.planPath) out.push(`- **Plan:** ${input.planPath ?? summary?.planPath}`);
+  out.push('');
+
+  // Per-task table.
+  const taskIndices = plan ? plan.tasks.map((_, i) => i) : [...new Set([...states.keys()])].sort((a, b) => a - b);
+  const commits = new Map<number, string>();
+  for (const e of run.events) if (e.type === 'round-committed' && e.commit) for (const t of e.tasks) commits.set(t, e.commit);
+  out.push('## Tasks', '');
+  out.push(`| # | Subject | Status | Attempts | Duration | Cost | Model | Commit |`);
+  out.push(`|---:|---|---|---:|---:|---:|---|---|`);
+  for (const i of taskIndices) {
+    const task = plan?.tasks[i];
+    const mine = attempts.filter((a) => a.task === i);
+    const subject = task?.subject ?? mine[mine.length - 1]?.subject ?? run.events.find((e): e is EventOf<'task-skipped'> => e.type === 'task-skipped' && e.task === i)?.subject ?? '';
+    const status = (input.planIsOfRun || !summary) && task ? statusOf(task) : (states.get(i) ?? (task ? `${statusOf(task)} (now)` : '—'));
+    const n = mine.filter(counted).length + mine.filter((a) => a.outcome === null).length;
+    const ms = mine.reduce((s, a) => s + (a.durationMs ?? 0), 0);
+    const cost = mine.reduce((s, a) => s + (a.usage?.costUsd ?? 0), 0);
+    const model = mine[mine.length - 1]?.model ?? (task ? modelOf(task) : '—');
+    const commit = (input.planIsOfRun || !summary ? task?.commit : undefined) ?? commits.get(i);
+    out.push(
+      summary
+        ? `| ${i} | ${md(subject)} | ${status} | ${mine.length ? n : '—'} | ${mine.length ? formatDuration(ms) : '—'} | ${mine.length ? formatCost(cost) : '—'} | ${md(model)} | ${commit ? `\`${commit.slice(0, 10)}\`` : '—'} |`
+        : `| ${i} | ${md(subject)} | ${status} | ${task ? planAttempts(task) : '—'} | — | ${task?.usage ? formatCost(task.usage.costUsd) : '—'} | ${md(model)} | ${commit ? `\`${commit.slice(0, 10)}\`` : '—'} |`,
+    );
+  }
+  out.push('');
+
+  // Failures, skips, stops.
+  if (!summary && plan) {
+    const failed = plan.tasks.flatMap((t, i) => (statusOf(t) === 'failed' || statusOf(t) === 'blocked' ? [i] : []));
+    if (failed.length) out.push('## Failures', '');
+    for (const i of failed) {
+      const t = plan.tasks[i]!;
+      out.push(`### Task ${i}: ${md(t.subject)}`, '', `- ${statusOf(t)} after ${plural(planAttempts(t), 'attempt')} — log \`${input.logDir ?? '.design'}/worker-${i}.log\``);
+      if (t.result) out.push('', fence(t.result));
+      out.push('');
+    }
+  }
+  const failedTasks = [...new Set(attempts.filter((a) => isFailure(a.outcome)).map((a) => a.task))];
+  const skips = run.events.filter((e): e is EventOf<'task-skipped'> => e.type === 'task-skipped');
+  const stops = run.events.filter((e) => e.type === 'breaker' || e.type === 'budget-reached' || e.type === 'stalled' || e.type === 'interrupted');
+  const failedChecks = run.events.filter((e): e is EventOf<'assumption-checked'> => e.type === 'assumption-checked' && !e.passed);
+  if (failedTasks.length || skips.length || stops.length || failedChecks.length) {
+    out.push('## Failures', '');
+    for (const stop of stops) out.push(`- ${describeStop(stop)}`);
+    if (stops.length) out.push('');
+    for (const c of failedChecks) out.push(`- Task ${c.task}: ${c.severity} assumption failed: ${md(c.claim)}${c.output.trim() ? ` — ${md(c.output).slice(0, 300)}` : ''}`);
+    if (failedChecks.length) out.push('');
+    for (const t of failedTasks) {
+      const mine = attempts.filter((a) => a.task === t);
+      const last = mine[mine.length - 1]!;
+      out.push(`### Task ${t}: ${md(last.subject)}`, '');
+      for (const a of mine.filter((x) => isFailure(x.outcome) || x === last)) {
+        const how = a.outcome === null ? 'still running' : a.outcome === 'retry' ? 'failed, retried' : a.outcome.replace('_', ' ');
+        out.push(`- Attempt ${a.attempt}${a.model ? ` (${a.model})` : ''}: ${how}${a.durationMs !== null ? ` after ${formatDuration(a.durationMs)}` : ''} — log \`${a.logPath}\``);
+        if (a.reason) out.push('', fence(a.reason), '');
+      }
+      if (out[out.length - 1] !== '') out.push('');
+    }
+    if (skips.length) {
+      out.push('### Skipped', '');
+      for (const s of skips) out.push(`- Task ${s.task} (${md(s.subject)}): ${md(s.reason)}`);
+      out.push('');
+    }
+  }
+
+  const awaiting = plan && (input.planIsOfRun || !summary) ? plan.tasks.flatMap((t, i) => (statusOf(t) === 'awaiting_approval' ? [i] : [])) : [];
+  if (awaiting.length) {
+    out.push('## Awaiting approval', '');
+    for (const i of awaiting) out.push(`- Task ${i} (${md(plan!.tasks[i]!.subject)}): \`plan.ts approve ${i}\` or \`plan.ts reject ${i} --reason "…"\``);
+    out.push('');
+  }
+
+  if (attempts.length) {
+    out.push('## Timeline', '', '```mermaid', ganttChart(run, { title: `Run ${run.runId}`, now: input.now }), '```', '');
+  }
+  return out.join('\n');
+}
+
+function describeStop(e: RunEvent): string {
+  switch (e.type) {
+    case 'breaker':
+      return `Circuit breaker: ${e.wouldBeSkipped} of ${e.pendingCount} pending tasks would have been skipped; the run stopped.`;
+    case 'budget-reached':
+      return `Budget reached: ${formatCost(e.costUsd)} spent of ${formatCost(e.limitUsd)}.`;
+    case 'stalled':
+      return e.kind === 'deadlock'
+        ? `Stalled: ${e.tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(e.tasks)} could not start.`
+        : `Waiting for approval of ${e.tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(e.tasks)}.`;
+    case 'interrupted':
+      return `Interrupted by ${e.signal}.`;
+    default:
+      return e.type;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Archives and history
+
+/**
+ * The time in an archive name `<timestamp>-plan.json`: epoch seconds or milliseconds, ISO
+ * (`2026-11-22T01:02:03Z`, or with `-` for `:` as file names need), or compact
+ * (`20261122T010203Z`, `20261122-010203`). null when the name holds no recognisable time.
+ */
+export function parseArchiveStamp(fileName: string): number | null {
+  const base = fileName.replace(/^.*[\\/]/, '').replace(/-?plan\.json$/, '');
+  if (/^\d{13}$/.test(base)) return Number(base);
+  if (/^\d{10}$/.test(base)) return Number(base) * 1000;
+  let m = /^(\d{4}-\d{2}-\d{2})[T_ ](\d{2})[-:](\d{2})[-:](\d{2})(?:[.,-](\d{1,3}))?(Z|[+-]\d{2}:?\d{2})?$/.exec(base);
+  if (m) {
+    const t = Date.parse(`${m[1]}T${m[2]}:${m[3]}:${m[4]}.${(m[5] ?? '0').padEnd(3, '0')}${m[6] ?? 'Z'}`);
+    return Number.isFinite(t) ? t : null;
+  }
+  m = /^(\d{4})(\d{2})(\d{2})[T_-]?(\d{2})(\d{2})(\d{2})(\d{3})?Z?$/.exec(base);
+  if (m) {
+    const t = Date.parse(`${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6]}.${m[7] ?? '000'}Z`);
+    return Number.isFinite(t) ? t : null;
+  }
+  return null;
+}
+
+export interface Archive {
+  path: string;
+  plan: Plan;
+  /** From the file name, else the file's modification time. */
+  archivedMs: number;
+}
+
+/**
+ * The run an archived plan records: among runs that started before it was archived, the latest
+ * with the same goal (or, failing that, the latest whose goal is unknown), or null.
+ */
+export function runForArchive(archive: Archive, runs: readonly RunRecord[]): RunRecord | null {
+  const before = runs.filter((r) => startOf(r) <= archive.archivedMs);
+  const sameGoal = before.filter((r) => r.started?.goal === archive.plan.goal);
+  const pool = sameGoal.length ? sameGoal : before.filter((r) => r.started?.goal === undefined);
+  return pool.length ? pool.reduce((a, b) => (startOf(b) >= startOf(a) ? b : a)) : null;
+}
+
+export interface HistoryEntry {
+  /** null for an archive with no matching run in the journal. */
+  runId: string | null;
+  startedAt: string;
+  goal: string | null;
+  outcome: RunState | 'archived';
+  reason: StopReason | null;
+  durationMs: number | null;
+  costUsd: number;
+  archive: string | null;
+}
+
+export const planCost = (plan: Plan): number => plan.tasks.reduce((s, t) => s + (t.usage?.costUsd ?? 0), 0);
+
+/** Past runs, oldest first: every run in the journal, plus archives no journal run accounts for. */
+export function historyEntries(runs: readonly RunRecord[], archives: readonly Archive[], opts: SummaryOptions = {}): HistoryEntry[] {
+  const archiveOf = new Map<string, string>();
+  const loose: Archive[] = [];
+  for (const a of archives) {
+    const run = runForArchive(a, runs);
+    if (run && !archiveOf.has(run.runId)) archiveOf.set(run.runId, a.path);
+    else loose.push(a);
+  }
+  const entries: Array<HistoryEntry & { sortMs: number }> = runs.map((r) => {
+    const s = summarizeRun(r, opts);
+    return {
+      runId: r.runId,
+      startedAt: s.startedAt,
+      goal: s.goal,
+      outcome: s.outcome,
+      reason: s.reason,
+      durationMs: s.durationMs,
+      costUsd: s.costUsd,
+      archive: archiveOf.get(r.runId) ?? null,
+      sortMs: startOf(r),
+    };
+  });
+  for (const a of loose) {
+    entries.push({
+      runId: null,
+      startedAt: isoSeconds(a.archivedMs),
+      goal: a.plan.goal,
+      outcome: 'archived',
+      reason: null,
+      durationMs: null,
+      costUsd: planCost(a.plan),
+      archive: a.path,
+      sortMs: a.archivedMs,
+    });
+  }
+  return entries.sort((a, b) => a.sortMs - b.sortMs).map(({ sortMs: _, ...e }) => e);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run in progress (for `plan.ts status`)
+
+export interface RunningTask {
+  index: number;
+  subject: string;
+  attempt: number;
+  model: string | null;
+  startedAt: string;
+  elapsedMs: number;
+}
+
+export interface UnfinishedRun {
+  runId: string;
+  startedAt: string;
+  pid: number | null;
+  /** task-started without a task-finished yet. */
+  running: RunningTask[];
+  /** What this run's finished attempts cost, from the journal. */
+  runCostUsd: number;
+  /**
+   * Cost the plan does not show yet: attempts that completed but wait for their round's commit
+   * (the plan records a completed task's usage when the commit lands; other outcomes at once).
+   */
+  unrecordedCostUsd: number;
+}
+
+/** The latest run, when it has no run-finished event (still running, or it died). */
+export function unfinishedRun(runs: readonly RunRecord[], plan: Plan | null, now: number): UnfinishedRun | null {
+  const run = runs[runs.length - 1];
+  if (!run || run.finished) return null;
+  const attempts = attemptsOf(run);
+  const waitsForCommit = (i: number) => {
+    const task = plan?.tasks[i];
+    return task === undefined || statusOf(task) === 'in_progress';
+  };
+  const unrecorded = attempts.filter((a) => a.outcome === 'completed' && waitsForCommit(a.task));
+  return {
+    runId: run.runId,
+    startedAt: isoSeconds(startOf(run)),
+    pid: run.started?.pid ?? null,
+    running: attempts
+      .filter((a) => a.outcome === null)
+      .map((a) => ({ index: a.task, subject: a.subject, attempt: a.attempt, model: a.model, startedAt: isoSeconds(a.startMs), elapsedMs: Math.max(0, now - a.startMs) })),
+    runCostUsd: attempts.reduce((s, a) => s + (a.usage?.costUsd ?? 0), 0),
+    unrecordedCostUsd: unrecorded.reduce((s, a) => s + (a.usage?.costUsd ?? 0), 0),
+  };
+}

@@ -1,0 +1,77 @@
+// The scheduling policy. The engine asks "what may start now?" whenever something changes
+// (a worker finished, a back-off expired), so a task starts the moment its blockers complete
+// and a slot is free. Rounds are a policy on top: the `rounds` policy admits only the wave that
+// was ready when the round opened.
+
+import { readySet } from './graph.ts';
+import type { Task } from './plan.ts';
+
+export type SchedulePolicy = 'continuous' | 'rounds';
+export const SCHEDULE_POLICIES: readonly SchedulePolicy[] = ['continuous', 'rounds'];
+
+export interface ScheduleState {
+  tasks: readonly Task[];
+  running: ReadonlySet<number>;
+  overlaps: readonly ReadonlySet<number>[];
+  concurrency: number;
+  /** Higher runs first (the longest remaining path). */
+  priority: readonly number[];
+  /** Tasks backing off after a rate limit may not start before this time (ms). */
+  notBefore?: ReadonlyMap<number, number>;
+  now?: number;
+  /** With the rounds policy: the tasks of the open round. */
+  admitted?: ReadonlySet<number>;
+}
+
+/** Ready tasks ordered by priority (longest remaining path first), then index. */
+export function byPriority(ready: readonly number[], priority: readonly number[]): number[] {
+  return [...ready].sort((a, b) => priority[b]! - priority[a]! || a - b);
+}
+
+/** The tasks to start now: ready, admitted, not backing off, within capacity, overlapping nothing running. */
+export function pickStarts(s: ScheduleState): number[] {
+  const now = s.now ?? Date.now();
+  const capacity = s.concurrency - s.running.size;
+  if (capacity <= 0) return [];
+  const busy = new Set(s.running);
+  const picked: number[] = [];
+  for (const i of byPriority(readySet(s.tasks), s.priority)) {
+    if (picked.length >= capacity) break;
+    if (busy.has(i)) continue;
+    if (s.admitted && !s.admitted.has(i)) continue;
+    if ((s.notBefore?.get(i) ?? 0) > now) continue;
+    if ([...busy].some((r) => s.overlaps[i]!.has(r))) continue;
+    picked.push(i);
+    busy.add(i);
+  }
+  return picked;
+}
+
+/**
+ * Split a ready set into groups of mutually non-overlapping tasks (greedy colouring in priority
+ * order): each group can run in parallel; groups run one after another.
+ */
+export function parallelGroups(ready: readonly number[], overlaps: readonly ReadonlySet<number>[], priority: readonly number[]): number[][] {
+  const groups: number[][] = [];
+  for (const i of byPriority(ready, priority)) {
+    const group = groups.find((g) => g.every((j) => !overlaps[i]!.has(j)));
+    if (group) group.push(i);
+    else groups.push([i]);
+  }
+  return groups.map((g) => g.sort((a, b) => a - b));
+}
+
+/**
+ * The rounds a run would take if every task succeeded: each round is the ready set after the
+ * previous rounds completed, split into parallel groups. Used by `--dry-run`.
+ */
+export function projectedRounds(tasks: readonly Task[], overlaps: readonly ReadonlySet<number>[], priority: readonly number[]): number[][][] {
+  const sim = tasks.map((t) => ({ ...t }));
+  const rounds: number[][][] = [];
+  for (;;) {
+    const ready = readySet(sim);
+    if (ready.length === 0) return rounds;
+    rounds.push(parallelGroups(ready, overlaps, priority));
+    for (const i of ready) sim[i]!.status = 'completed';
+  }
+}

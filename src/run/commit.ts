@@ -1,0 +1,105 @@
+// Round commits and their reconciliation with plan.json.
+//
+// Order of events for a task that passes verification (crash consistency):
+//   1. git commit of exactly the round's declared files, with trailers naming the plan, the
+//      tasks it holds and their results;
+//   2. plan.json records the tasks as completed with the commit hash (atomic rename).
+// A crash between 1 and 2 leaves tasks `in_progress` in plan.json whose work is committed. On
+// resume, `reconcileWithHistory` reads `git log` for commits carrying this plan's id and marks
+// those tasks completed instead of cleaning up and redoing them. A crash before 1 leaves
+// uncommitted work that resume restores and reruns. So a task whose commit landed is never run
+// again, and a task whose work was lost always is. The reverse order (plan first) could record a
+// task as completed whose files were never committed and are then lost.
+
+import { randomUUID } from 'node:crypto';
+import type { Git } from '../adapters/git.ts';
+import { type Plan, statusOf, writesOf } from '../core/plan.ts';
+import { trimCompleted } from '../core/finalize.ts';
+
+export const TRAILER_PLAN = 'Foreman-Plan';
+export const TRAILER_TASKS = 'Foreman-Tasks';
+export const TRAILER_RESULT = 'Foreman-Result';
+
+/** The plan's identity in commit trailers; written into the plan on its first run. */
+export function ensurePlanId(plan: Plan): string {
+  if (typeof plan.planId !== 'string' || plan.planId === '') plan.planId = randomUUID();
+  return plan.planId as string;
+}
+
+const oneLine = (s: string) => s.replace(/\s+/g, ' ').trim().slice(0, 500) || 'completed';
+
+export function roundMessage(plan: Plan, round: number, tasks: readonly number[]): { message: string; trailers: Array<[string, string]> } {
+  const subjects = tasks.map((i) => `- task ${i}: ${plan.tasks[i]!.subject}`);
+  const title = tasks.length === 1 ? `foreman: round ${round}: ${plan.tasks[tasks[0]!]!.subject}` : `foreman: round ${round}: tasks ${tasks.join(', ')}`;
+  return {
+    message: `${title}\n\nGoal: ${plan.goal}\n\n${subjects.join('\n')}`,
+    trailers: [
+      [TRAILER_PLAN, ensurePlanId(plan)],
+      [TRAILER_TASKS, tasks.join(',')],
+      ...tasks.map((i): [string, string] => [TRAILER_RESULT, `${i} ${oneLine(plan.tasks[i]!.result ?? '')}`]),
+    ],
+  };
+}
+
+/** Commit exactly the tasks' declared files. Returns the commit hash, or null when nothing changed. */
+export async function commitTasks(git: Git, plan: Plan, round: number, tasks: readonly number[]): Promise<string | null> {
+  const paths = [...new Set(tasks.flatMap((i) => writesOf(plan.tasks[i]!)))];
+  if (paths.length === 0) return null;
+  const { message, trailers } = roundMessage(plan, round, tasks);
+  // Round commits are checkpoints of verified work; the acceptance checks are the gate, so the
+  // repository's own commit hooks (which may reformat or reject) are not run here.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await git.commit({ paths, message, trailers, verify: false });
+    } catch (e) {
+      // A worker running `git status` can hold index.lock for a moment: wait and try again.
+      if (attempt >= 5 || !/index\.lock/.test((e as Error).message)) throw e;
+      await new Promise((r) => setTimeout(r, 200 * attempt));
+    }
+  }
+}
+
+/** Tasks a landed commit holds, with the results recorded in its trailers. */
+export async function landedTasks(git: Git, planId: string): Promise<Map<number, { commit: string; result: string }>> {
+  const out = new Map<number, { commit: string; result: string }>();
+  for (const c of await git.commitsWithTrailer(TRAILER_TASKS)) {
+    if (!c.trailers.some((t) => t.key === TRAILER_PLAN && t.value === planId)) continue;
+    const results = new Map<number, string>();
+    for (const t of c.trailers) {
+      const m = t.key === TRAILER_RESULT ? /^(\d+) (.*)$/.exec(t.value) : null;
+      if (m) results.set(Number(m[1]), m[2]!);
+    }
+    for (const v of c.values.flatMap((v) => v.split(','))) {
+      const i = Number(v.trim());
+      // Newest first: keep the newest commit for a task.
+      if (Number.isInteger(i) && !out.has(i)) out.set(i, { commit: c.hash, result: results.get(i) ?? 'completed' });
+    }
+  }
+  return out;
+}
+
+/** Mark tasks completed whose commit landed though plan.json did not record it. Mutates `plan`. */
+export async function reconcileWithHistory(git: Git, plan: Plan): Promise<number[]> {
+  if (typeof plan.planId !== 'string') return [];
+  const landed = await landedTasks(git, plan.planId);
+  const recovered: number[] = [];
+  for (const [i, { commit, result }] of landed) {
+    const task = plan.tasks[i];
+    if (!task) continue;
+    if (statusOf(task) === 'completed') {
+      // Approved work committed at setup, then a crash before plan.json recorded the hash.
+      task.commit ??= commit;
+      continue;
+    }
+    if (statusOf(task) !== 'in_progress' && statusOf(task) !== 'pending') continue;
+    task.status = 'completed';
+    task.result = result;
+    task.commit = commit;
+    task.attempts = (task.attempts ?? 0) + 1;
+    const done = (plan.progress ??= {}).completedTasks ?? [];
+    if (!done.includes(i)) plan.progress.completedTasks = [...done, i];
+    plan.tasks[i] = trimCompleted(task);
+    recovered.push(i);
+  }
+  return recovered.sort((a, b) => a - b);
+}

@@ -1,0 +1,383 @@
+// The headless engine: schedules workers as the plan allows, verifies what they did, applies the
+// finalizer's decisions, commits, and stops on the breaker, a budget, a deadlock, an interrupt or
+// an agent that cannot run. The engine decides nothing itself that the pure core can decide.
+
+import { join } from 'node:path';
+import type { Git } from '../adapters/git.ts';
+import type { WorkerRequest } from '../adapters/worker.ts';
+import type { RunEventBody, StopReason } from '../core/events.ts';
+import { type WorkerFailure, type WorkerRun, assertNever, describeWorkerFailure } from '../core/failure.ts';
+import { type Decision, type Verification, decide, judgeRun } from '../core/finalize.ts';
+import { countByStatus, depsOf, longestRemainingPath, readySet, stall } from '../core/graph.ts';
+import { computeOverlaps, overlapSets } from '../core/overlap.ts';
+import { type Plan, type Usage, addUsage, attemptsOf, emptyUsage, modelOf, statusOf, writesOf } from '../core/plan.ts';
+import { workerPrompt } from '../core/prompt.ts';
+import { type SchedulePolicy, pickStarts } from '../core/schedule.ts';
+import { applyDecision, markStarted } from '../core/transition.ts';
+import { commitTasks } from './commit.ts';
+import { verifyTask } from './verify.ts';
+
+export interface EngineOptions {
+  repo: string;
+  planPath: string;
+  git: Git;
+  claudeBin: string;
+  concurrency: number;
+  taskTimeoutMs: number;
+  maxAttempts: number;
+  permissionMode: string;
+  /** Explicit tool list for every worker; when absent, computed per task (see `defaultTools`). */
+  allowedTools?: string[];
+  commit: boolean;
+  schedule: SchedulePolicy;
+  checkTimeoutMs: number;
+  /** Stop starting work once the run's cost reaches this. */
+  maxCostUsd?: number;
+  /** Per-worker spend cap when the task sets none. */
+  taskBudgetUsd?: number;
+  /** First back-off after a rate limit; doubles per requeue of the same task. */
+  backoffMs: number;
+  /** Requeues of one task after rate limits before it counts as a failed attempt. */
+  maxRequeues: number;
+  env?: NodeJS.ProcessEnv;
+  baselineDirty: ReadonlySet<string>;
+  signal: AbortSignal;
+  emit: (e: RunEventBody) => void;
+  save: (plan: Plan) => Promise<void>;
+  runWorker: (req: WorkerRequest) => Promise<WorkerRun>;
+}
+
+export interface EngineResult {
+  reason: StopReason;
+  usage: Usage;
+  /** For `agent-unavailable`: what failed. */
+  agentFailure?: WorkerFailure;
+  message: string;
+}
+
+interface Finished {
+  index: number;
+  attempt: number;
+  run: WorkerRun;
+  decision: Decision;
+  verification?: Verification;
+}
+
+/** The tools an unattended worker gets: edit files, and run exactly the commands it is judged by. */
+export function defaultTools(plan: Plan, index: number): string[] {
+  const task = plan.tasks[index]!;
+  const commands = [plan.context?.testCommand, plan.context?.buildCommand, ...(task.agent?.acceptanceCriteria ?? []).map((c) => c.check)]
+    .filter((c): c is string => typeof c === 'string' && c.trim() !== '')
+    .map((c) => c.trim());
+  return ['Read', 'Edit', 'Write', 'Glob', 'Grep', ...[...new Set(commands)].map((c) => `Bash(${c})`)];
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+
+export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineResult> {
+  const overlaps = overlapSets(computeOverlaps(plan.tasks));
+  const priority = longestRemainingPath(depsOf(plan.tasks));
+  const running = new Map<number, Promise<Finished>>();
+  const controllers = new Map<number, AbortController>();
+  const notBefore = new Map<number, number>();
+  const requeues = new Map<number, number>();
+  /** Verified tasks whose commit has not landed yet: still `in_progress` on disk. */
+  const verified: Array<{ index: number; decision: Decision & { kind: 'completed' }; usage: Usage }> = [];
+  let usage = emptyUsage();
+  let round = 0;
+  let admitted: Set<number> | undefined;
+  let stop: StopReason | null = null;
+  let agentFailure: WorkerFailure | undefined;
+  let stopMessage = '';
+
+  const stopWith = (reason: StopReason, message: string) => {
+    if (stop !== null) return;
+    stop = reason;
+    stopMessage = message;
+  };
+  const onAbort = () => {
+    stopWith('interrupted', 'interrupted');
+    for (const c of controllers.values()) c.abort();
+  };
+  if (o.signal.aborted) onAbort();
+  o.signal.addEventListener('abort', onAbort, { once: true });
+
+  const start = async (index: number): Promise<void> => {
+    const task = plan.tasks[index]!;
+    const attempt = attemptsOf(task) + 1;
+    const prompt = workerPrompt(plan, index, { maxAttempts: o.maxAttempts });
+    markStarted(plan, index);
+    await o.save(plan);
+    const logPath = join(o.planPath, '..', `worker-${index}.log`);
+    o.emit({ type: 'task-started', task: index, subject: task.subject, attempt, model: modelOf(task), logPath });
+    const controller = new AbortController();
+    controllers.set(index, controller);
+    const budget = task.agent?.maxBudgetUsd ?? o.taskBudgetUsd;
+    const work = (async (): Promise<Finished> => {
+      const run = await o.runWorker({
+        taskIndex: index,
+        attempt,
+        prompt,
+        model: modelOf(task),
+        cwd: o.repo,
+        claudeBin: o.claudeBin,
+        permissionMode: o.permissionMode,
+        allowedTools: o.allowedTools ?? defaultTools(plan, index),
+        maxBudgetUsd: budget,
+        timeoutMs: o.taskTimeoutMs,
+        logPath,
+        env: o.env,
+        signal: controller.signal,
+        onActivity: (a) => o.emit({ type: 'task-activity', task: index, text: a.text, costUsd: a.costUsd }),
+      });
+      const judgement = judgeRun(run);
+      let verification: Verification | undefined;
+      if (judgement.kind === 'verify') {
+        const others = [...running.keys()].filter((r) => r !== index).flatMap((r) => writesOf(plan.tasks[r]!));
+        verification = await verifyTask(plan.tasks[index]!, {
+          repo: o.repo,
+          git: o.git,
+          checkTimeoutMs: o.checkTimeoutMs,
+          env: o.env,
+          signal: controller.signal,
+          declaredElsewhere: [...others, ...verified.flatMap((v) => writesOf(plan.tasks[v.index]!))],
+          baselineDirty: o.baselineDirty,
+        });
+        // An interrupt during the acceptance checks makes their verdict meaningless.
+        if (controller.signal.aborted) return { index, attempt, run, decision: { kind: 'interrupted' } };
+      }
+      const decision = decide({
+        task: plan.tasks[index]!,
+        judgement,
+        verification,
+        permissionDenials: run.permissionDenials,
+        maxAttempts: o.maxAttempts,
+        backoffMs: o.backoffMs * 2 ** (requeues.get(index) ?? 0),
+      });
+      return { index, attempt, run, decision, verification };
+    })();
+    running.set(index, work);
+  };
+
+  const commitVerified = async () => {
+    if (verified.length === 0) return;
+    round++;
+    const batch = verified.splice(0, verified.length);
+    const indices = batch.map((v) => v.index).sort((a, b) => a - b);
+    // Results go into the commit trailers, so record them on the tasks before committing.
+    for (const v of batch) plan.tasks[v.index]!.result = v.decision.result;
+    const hash = o.commit ? await commitTasks(o.git, plan, round, indices) : null;
+    for (const v of batch) {
+      applyDecision(plan, v.index, v.decision, v.usage);
+      if (hash) plan.tasks[v.index]!.commit = hash;
+    }
+    await o.save(plan);
+    o.emit({ type: 'round-committed', round, tasks: indices, commit: hash });
+  };
+
+  const finish = async (f: Finished) => {
+    running.delete(f.index);
+    controllers.delete(f.index);
+    const task = plan.tasks[f.index]!;
+    const runUsage = f.run.usage;
+    usage = addUsage(usage, runUsage);
+    let decision = f.decision;
+
+    if (decision.kind === 'requeue') {
+      const n = (requeues.get(f.index) ?? 0) + 1;
+      requeues.set(f.index, n);
+      if (n > o.maxRequeues) {
+        decision = attemptsOf(task) + 1 < o.maxAttempts ? { kind: 'retry', failure: `${decision.reason} (${n - 1} back-offs did not help)` } : { kind: 'failed', failure: decision.reason };
+      } else {
+        notBefore.set(f.index, Date.now() + (decision.delayMs ?? o.backoffMs));
+      }
+    }
+    if (stop === 'interrupted' && decision.kind !== 'completed' && decision.kind !== 'awaiting_approval') decision = { kind: 'interrupted' };
+
+    const reason = describeDecision(decision, f);
+    const base = {
+      type: 'task-finished' as const,
+      task: f.index,
+      subject: task.subject,
+      attempt: f.attempt,
+      durationMs: f.run.durationMs,
+      usage: runUsage,
+      sessionId: f.run.sessionId,
+      logPath: f.run.logPath,
+      permissionDenials: f.run.permissionDenials.length,
+    };
+    if (f.verification && f.verification.outsideChanges.length > 0) {
+      o.emit({ type: 'notice', level: 'warning', message: `task ${f.index} changed files it did not declare: ${f.verification.outsideChanges.join(', ')}` });
+    }
+
+    switch (decision.kind) {
+      case 'completed':
+        verified.push({ index: f.index, decision, usage: runUsage });
+        o.emit({ ...base, outcome: 'completed', result: decision.result });
+        if (o.schedule === 'continuous' || !o.commit) await commitVerified();
+        break;
+      case 'awaiting_approval':
+        applyDecision(plan, f.index, decision, runUsage);
+        await o.save(plan);
+        o.emit({ ...base, outcome: 'awaiting_approval', result: decision.result });
+        break;
+      case 'retry':
+      case 'failed': {
+        // Only the task's own declared files: overlapping tasks never run beside it.
+        await o.git.restore(writesOf(task));
+        const applied = applyDecision(plan, f.index, decision, runUsage);
+        await o.save(plan);
+        o.emit({ ...base, outcome: decision.kind, reason });
+        reportCascade(applied.cascade);
+        break;
+      }
+      case 'blocked': {
+        const applied = applyDecision(plan, f.index, decision, runUsage);
+        await o.save(plan);
+        o.emit({ ...base, outcome: 'blocked', reason });
+        reportCascade(applied.cascade);
+        break;
+      }
+      case 'requeue':
+        applyDecision(plan, f.index, decision, runUsage);
+        await o.save(plan);
+        o.emit({ ...base, outcome: 'requeued', reason });
+        break;
+      case 'interrupted':
+      case 'abort-run':
+        await o.git.restore(writesOf(task));
+        applyDecision(plan, f.index, decision, runUsage);
+        await o.save(plan);
+        o.emit({ ...base, outcome: 'interrupted', reason });
+        if (decision.kind === 'abort-run') {
+          agentFailure = decision.failure;
+          stopWith('agent-unavailable', describeWorkerFailure(decision.failure));
+          for (const c of controllers.values()) c.abort();
+        }
+        break;
+      default:
+        assertNever(decision, 'decision');
+    }
+
+    if (o.maxCostUsd !== undefined && usage.costUsd >= o.maxCostUsd && stop === null) {
+      o.emit({ type: 'budget-reached', costUsd: usage.costUsd, limitUsd: o.maxCostUsd });
+      stopWith('budget', `the run's cost reached $${usage.costUsd.toFixed(2)} (limit $${o.maxCostUsd.toFixed(2)})`);
+    }
+  };
+
+  const reportCascade = (c: ReturnType<typeof applyDecision>['cascade']) => {
+    if (!c) return;
+    for (const s of c.skips) {
+      o.emit({ type: 'task-skipped', task: s.index, subject: plan.tasks[s.index]!.subject, rootCause: s.rootCause, reason: plan.tasks[s.index]!.result ?? '' });
+    }
+    if (c.breaker.trip) {
+      o.emit({ type: 'breaker', pendingCount: c.breaker.pendingCount, wouldBeSkipped: c.breaker.wouldBeSkipped });
+      stopWith('breaker', `circuit breaker: ${c.breaker.wouldBeSkipped} of ${c.breaker.pendingCount} pending tasks were skipped because of failures`);
+    }
+  };
+
+  try {
+    for (;;) {
+      if (stop === null) {
+        if (o.schedule === 'rounds' && admitted === undefined) {
+          const ready = readySet(plan.tasks);
+          if (ready.length > 0) admitted = new Set(ready);
+        }
+        const starts = pickStarts({
+          tasks: plan.tasks,
+          running: new Set(running.keys()),
+          overlaps,
+          concurrency: o.concurrency,
+          priority,
+          notBefore,
+          admitted,
+        });
+        for (const i of starts) await start(i);
+      }
+
+      if (running.size === 0) {
+        if (admitted !== undefined) {
+          // The round is over when none of its tasks runs or can still start.
+          const waiting = [...admitted].some((i) => statusOf(plan.tasks[i]!) === 'pending' && notBefore.has(i));
+          if (!waiting || stop !== null) {
+            await commitVerified();
+            admitted = undefined;
+            if (stop === null) continue;
+          }
+        }
+        if (stop !== null) break;
+        const backingOff = [...notBefore.entries()].filter(([i]) => statusOf(plan.tasks[i]!) === 'pending');
+        if (readySet(plan.tasks).some((i) => !notBefore.has(i) || notBefore.get(i)! <= Date.now())) continue;
+        if (backingOff.length > 0) {
+          const until = Math.min(...backingOff.map(([, t]) => t));
+          await sleep(Math.max(0, until - Date.now()), o.signal);
+          for (const [i, t] of backingOff) if (t <= Date.now()) notBefore.delete(i);
+          continue;
+        }
+        break;
+      }
+
+      // Wait for the first worker to finish, or for a back-off to expire so its task can start.
+      const wake = [...notBefore.values()].filter((t) => t > Date.now());
+      const timer = new AbortController();
+      const races: Array<Promise<Finished | null>> = [...running.values()];
+      if (wake.length > 0 && stop === null) races.push(sleep(Math.min(...wake) - Date.now(), timer.signal).then(() => null));
+      const first = await Promise.race(races);
+      timer.abort();
+      for (const [i, t] of notBefore) if (t <= Date.now()) notBefore.delete(i);
+      if (first) await finish(first);
+    }
+    await commitVerified();
+  } finally {
+    o.signal.removeEventListener('abort', onAbort);
+  }
+
+  if (stop === null) {
+    const counts = countByStatus(plan);
+    const s = stall(plan.tasks);
+    if (s.kind === 'deadlock') {
+      o.emit({ type: 'stalled', kind: 'deadlock', tasks: s.pending });
+      stopWith('deadlock', `deadlock: tasks ${s.pending.join(', ')} are pending but none can become ready`);
+    } else if (s.kind === 'awaiting-approval') {
+      o.emit({ type: 'stalled', kind: 'awaiting-approval', tasks: s.gates });
+      stopWith('awaiting-approval', `waiting for approval: ${s.gates.map((g) => `task ${g}`).join(', ')} (run \`plan.ts approve N\` or \`plan.ts reject N\`, then run again)`);
+    } else if (counts.completed === plan.tasks.length) {
+      stopWith('all-done', `all ${plan.tasks.length} tasks completed`);
+    } else if (counts.awaiting_approval > 0) {
+      stopWith('awaiting-approval', `waiting for approval: ${plan.tasks.flatMap((t, i) => (statusOf(t) === 'awaiting_approval' ? [`task ${i}`] : [])).join(', ')}`);
+    } else {
+      stopWith('failures', `${counts.completed} of ${plan.tasks.length} tasks completed`);
+    }
+  }
+  return { reason: stop!, usage, agentFailure, message: stopMessage };
+}
+
+function describeDecision(d: Decision, f: Finished): string | undefined {
+  switch (d.kind) {
+    case 'completed':
+    case 'awaiting_approval':
+      return undefined;
+    case 'retry':
+    case 'failed':
+      return d.failure;
+    case 'blocked':
+      return d.reason;
+    case 'requeue':
+      return d.reason;
+    case 'interrupted':
+      return 'interrupted';
+    case 'abort-run':
+      return describeWorkerFailure(d.failure);
+    default:
+      return assertNever(d, `decision of task ${f.index}`);
+  }
+}

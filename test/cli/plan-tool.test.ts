@@ -1,0 +1,363 @@
+// The plan tool. Most cases run in-process through `runProgram` with a captured Io; a handful
+// spawn the real `scripts/plan.ts` to prove exit codes, stderr and the absence of stack traces.
+
+import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Io, runProgram } from '../../src/cli/command.ts';
+import { planCommands } from '../../src/cli/plan/index.ts';
+import { computeOverlaps } from '../../src/core/overlap.ts';
+import type { Plan } from '../../src/core/plan.ts';
+import { parsePlan } from '../../src/core/validate.ts';
+import { brokenCorpus, validFile, validText } from '../plans/corpus.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '..', '..');
+const SCRIPT = path.join(ROOT, 'scripts', 'plan.ts');
+// `--import tsx` resolves from the working directory; the tests run in temp directories.
+const TSX = pathToFileURL(path.join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
+
+interface Ran {
+  code: number;
+  out: string[];
+  err: string[];
+}
+
+async function plan(argv: string[], cwd: string): Promise<Ran> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io: Io = {
+    out: (t) => out.push(...t.split('\n')),
+    err: (t) => err.push(...t.split('\n')),
+    cwd,
+    env: {},
+    isTTY: false,
+    columns: 200,
+  };
+  const code = await runProgram('plan.ts', planCommands, argv, io);
+  return { code, out, err };
+}
+
+/** The real script, through node + tsx (what `npx tsx scripts/plan.ts` runs). */
+async function spawnPlan(argv: string[], cwd: string) {
+  const r = await execa('node', ['--import', TSX, SCRIPT, ...argv], { cwd, reject: false, env: { FOREMAN_DEBUG: '' } });
+  return { code: r.exitCode, stdout: r.stdout, stderr: r.stderr };
+}
+
+let tmp: string;
+let n = 0;
+
+/** A fresh directory holding `text` at `.design/plan.json`; returns the plan path. */
+async function planDir(text: string): Promise<string> {
+  const dir = path.join(tmp, `case-${n++}`);
+  await mkdir(path.join(dir, '.design'), { recursive: true });
+  const file = path.join(dir, '.design', 'plan.json');
+  await writeFile(file, text);
+  return file;
+}
+
+beforeAll(async () => {
+  tmp = await mkdtemp(path.join(os.tmpdir(), 'foreman-plan-tool-'));
+});
+
+afterAll(async () => {
+  await rm(tmp, { recursive: true, force: true });
+});
+
+describe('plan.ts check', () => {
+  it.each(brokenCorpus().map((c) => [c.name, c] as const))('%s → exit 2, every problem on stderr', async (_, c) => {
+    const file = await planDir(c.text);
+    const r = await plan(['check', '--plan', file], tmp);
+    expect(r.code).toBe(2);
+    expect(r.out).toEqual([]);
+    expect(r.err[0]).toBe(`${file}: the plan is invalid (${c.expected.length} problem${c.expected.length === 1 ? '' : 's'}):`);
+    expect(r.err).toHaveLength(c.expected.length + 1);
+    for (const line of c.expected) expect(r.err.some((e) => e.startsWith(`  ${line}`)), `${line}\n${r.err.join('\n')}`).toBe(true);
+  });
+
+  it.each(['minimal', 'extra-fields', 'realistic'])('%s → exit 0', async (name) => {
+    const r = await plan(['check', '--plan', validFile(name)], tmp);
+    expect(r).toMatchObject({ code: 0, err: [] });
+    expect(r.out.join('\n')).toMatch(/: valid \(\d+ tasks?\)/);
+  });
+
+  it('reads .design/plan.json under the current directory by default', async () => {
+    const file = await planDir(validText('minimal'));
+    const r = await plan(['check'], path.dirname(path.dirname(file)));
+    expect(r.code).toBe(0);
+    expect(r.out.join('\n')).toContain(file);
+  });
+
+  it('--plan is resolved against the current directory', async () => {
+    const file = await planDir(validText('minimal'));
+    const r = await plan(['check', '--plan', path.join('.design', 'plan.json')], path.dirname(path.dirname(file)));
+    expect(r.code).toBe(0);
+  });
+
+  it('a missing plan → exit 2 with one line saying where it looked', async () => {
+    const r = await plan(['check'], tmp);
+    expect(r.code).toBe(2);
+    expect(r.err).toHaveLength(1);
+    expect(r.err[0]).toContain(`no plan at ${path.join(tmp, '.design', 'plan.json')}`);
+  });
+
+  it('--fix writes defaults and computed overlaps, keeping unknown fields', async () => {
+    const file = await planDir(validText('extra-fields'));
+    const r = await plan(['check', '--fix', '--plan', file], tmp);
+    expect(r.code).toBe(0);
+    expect(r.out.join('\n')).toContain('written');
+    const text = await readFile(file, 'utf8');
+    expect(text.endsWith('\n')).toBe(true);
+    const fixed = JSON.parse(text) as Plan;
+    const original = JSON.parse(validText('extra-fields')) as Plan;
+    // Unknown fields at every level survive.
+    expect(fixed.designer).toEqual(original.designer);
+    expect(fixed.reviewedAt).toBe('2024-05-01');
+    expect(fixed.context).toEqual(original.context);
+    expect(fixed.progress).toEqual(original.progress);
+    expect(fixed.tasks[0]!.estimate).toBe('30m');
+    expect(fixed.tasks[0]!.labels).toEqual(['export', 'csv']);
+    expect(fixed.tasks[0]!.metadata).toEqual(original.tasks[0]!.metadata);
+    expect(fixed.tasks[0]!.agent).toEqual({ role: 'backend engineer', temperature: 0.2, approach: 'stream rows', model: 'sonnet' });
+    expect(fixed.tasks[1]!['x-custom']).toEqual({ nested: [1, 2, { deep: true }] });
+    // Defaults and overlaps.
+    expect(fixed.tasks.map((t) => [t.status, t.attempts, t.agent?.model, t.fileOverlaps])).toEqual([
+      ['pending', 0, 'sonnet', [1]],
+      ['pending', 0, 'sonnet', [0]],
+      ['pending', 0, 'sonnet', []],
+    ]);
+    // Nothing else changed: stripping what --fix adds gives the original back.
+    const stripped = structuredClone(fixed);
+    for (const t of stripped.tasks) {
+      delete t.status;
+      delete t.attempts;
+      delete t.fileOverlaps;
+      if (t.agent) {
+        delete t.agent.model;
+        if (Object.keys(t.agent).length === 0) delete t.agent;
+      }
+    }
+    expect(stripped).toEqual(original);
+    // Written atomically: no temp file left beside it, and the result checks clean (also without --fix).
+    expect(await readdir(path.dirname(file))).toEqual(['plan.json']);
+    expect((await plan(['check', '--plan', file], tmp)).code).toBe(0);
+    // Fixing again changes nothing.
+    expect((await plan(['check', '--fix', '--plan', file], tmp)).code).toBe(0);
+    expect(await readFile(file, 'utf8')).toBe(text);
+  });
+
+  it('--fix repairs stale and out-of-range fileOverlaps', async () => {
+    for (const c of brokenCorpus().filter((x) => x.name.startsWith('file-overlaps-'))) {
+      const file = await planDir(c.text);
+      expect((await plan(['check', '--fix', '--plan', file], tmp)).code, c.name).toBe(0);
+      const fixed = JSON.parse(await readFile(file, 'utf8')) as Plan;
+      expect(fixed.tasks.map((t) => t.fileOverlaps)).toEqual(computeOverlaps(fixed.tasks));
+      expect((await plan(['check', '--plan', file], tmp)).code, c.name).toBe(0);
+    }
+  });
+
+  it('--fix on an otherwise invalid plan → exit 2 and the file is left untouched', async () => {
+    const c = brokenCorpus().find((x) => x.name === 'several-semantic-problems')!;
+    const file = await planDir(c.text);
+    const r = await plan(['check', '--fix', '--plan', file], tmp);
+    expect(r.code).toBe(2);
+    expect(r.err).toHaveLength(c.expected.length + 1);
+    expect(await readFile(file, 'utf8')).toBe(c.text);
+  });
+
+  it('--fix keeps completed tasks trimmed', async () => {
+    const file = await planDir(validText('realistic'));
+    expect((await plan(['check', '--fix', '--plan', file], tmp)).code).toBe(0);
+    const fixed = JSON.parse(await readFile(file, 'utf8')) as Plan;
+    expect(fixed.tasks[0]).not.toHaveProperty('prompt');
+    expect(fixed.tasks[0]).not.toHaveProperty('fileOverlaps');
+    expect(fixed.tasks[4]!.fileOverlaps).toEqual([7]);
+    expect(fixed.tasks[7]!.fileOverlaps).toEqual([4]);
+  });
+});
+
+describe('plan.ts status, graph, ready', () => {
+  it('status --json: goal, counts and every task', async () => {
+    const r = await plan(['status', '--json', '--plan', validFile('realistic')], tmp);
+    expect(r.code).toBe(0);
+    const s = JSON.parse(r.out.join('\n')) as {
+      goal: string;
+      counts: Record<string, number>;
+      tasks: { index: number; subject: string; status: string; attempts: number; blockedBy: number[]; result: string | null }[];
+    };
+    expect(s.goal).toBe('Add rate limiting to the public HTTP API, with configuration, metrics and docs');
+    expect(s.counts).toMatchObject({ pending: 7, completed: 1, failed: 0 });
+    expect(s.tasks).toHaveLength(8);
+    expect(s.tasks[0]).toMatchObject({ index: 0, status: 'completed', attempts: 1, blockedBy: [], result: 'Hook after auth in src/server/hooks.ts; keys are on request.apiKey' });
+    expect(s.tasks[3]).toMatchObject({ index: 3, subject: 'Wire the limiter into the server', status: 'pending', attempts: 0, blockedBy: [1, 2], result: null });
+  });
+
+  it('status: a table of tasks and the counts', async () => {
+    const r = await plan(['status', '--plan', validFile('realistic')], tmp);
+    expect(r.code).toBe(0);
+    const text = r.out.join('\n');
+    expect(text).toContain('Goal: Add rate limiting');
+    expect(text).toContain('Wire the limiter into the server');
+    expect(text).toMatch(/1 completed/);
+    expect(text).toMatch(/7 pending/);
+  });
+
+  it('graph: a Mermaid flowchart with every task, every edge and status classes', async () => {
+    const r = await plan(['graph', '--plan', validFile('realistic')], tmp);
+    expect(r.code).toBe(0);
+    expect(r.out[0]).toBe('flowchart TD');
+    const text = r.out.join('\n');
+    for (let i = 0; i < 8; i++) expect(text).toContain(`t${i}["${i}: `);
+    for (const [from, to] of [[0, 1], [0, 2], [1, 3], [2, 3], [2, 4], [2, 5], [3, 6], [1, 7]]) expect(r.out).toContain(`  t${from} --> t${to}`);
+    expect(r.out.filter((l) => l.includes('-->'))).toHaveLength(8);
+    expect(text).toMatch(/classDef completed /);
+    expect(text).toMatch(/classDef pending /);
+    expect(text).not.toMatch(/classDef failed /);
+    expect(r.out).toContain('  class t0 completed');
+  });
+
+  it('ready --json: the ready set, split so no two tasks in a group overlap', async () => {
+    const r = await plan(['ready', '--json', '--plan', validFile('extra-fields')], tmp);
+    expect(r.code).toBe(0);
+    // Tasks 0 and 1 overlap (1 reads src/export/, 0 creates src/export/csv.ts); 2 waits for 0.
+    expect(JSON.parse(r.out.join('\n'))).toEqual({ ready: [0, 1], groups: [[0], [1]] });
+    const realistic = await plan(['ready', '--json', '--plan', validFile('realistic')], tmp);
+    expect(JSON.parse(realistic.out.join('\n'))).toEqual({ ready: [1, 2], groups: [[1, 2]] });
+  });
+
+  it('ready: text groups, and a clear line when nothing is ready', async () => {
+    const r = await plan(['ready', '--plan', validFile('extra-fields')], tmp);
+    expect(r.code).toBe(0);
+    const text = r.out.join('\n');
+    expect(text).toMatch(/Group 1[^\n]*:\n\s+0: Write the exporter/);
+    expect(text).toMatch(/Group 2[^\n]*:\n\s+1: Document the exporter/);
+    const done = JSON.parse(validText('minimal')) as Plan;
+    done.tasks[0]!.status = 'completed';
+    const file = await planDir(JSON.stringify(done));
+    const none = await plan(['ready', '--plan', file], tmp);
+    expect(none.code).toBe(0);
+    expect(none.out.join('\n')).toMatch(/No task is ready/);
+    expect(JSON.parse((await plan(['ready', '--json', '--plan', file], tmp)).out.join('\n'))).toEqual({ ready: [], groups: [] });
+  });
+
+  it.each(['status', 'graph', 'ready'])('%s refuses an invalid plan with exit 2', async (cmd) => {
+    const file = await planDir(brokenCorpus().find((c) => c.name === 'cycle-2')!.text);
+    const r = await plan([cmd, '--plan', file], tmp);
+    expect(r.code).toBe(2);
+    expect(r.out).toEqual([]);
+    expect(r.err).toContain('  tasks 0 → 2 → 0 form a cycle');
+  });
+});
+
+describe('plan.ts usage', () => {
+  it.each(planCommands.map((c) => c.name))('%s --help → exit 0 with usage and options', async (name) => {
+    const r = await plan([name, '--help'], tmp);
+    expect(r.code).toBe(0);
+    expect(r.err).toEqual([]);
+    expect(r.out[0]).toMatch(new RegExp(`^Usage: plan\\.ts ${name}\\b`));
+    expect(r.out.join('\n')).toContain('--help');
+  });
+
+  it('each command documents its own flags', async () => {
+    const help = async (name: string) => (await plan([name, '--help'], tmp)).out.join('\n');
+    expect(await help('check')).toMatch(/--plan FILE[\s\S]*--fix/);
+    expect(await help('status')).toMatch(/--json/);
+    expect(await help('ready')).toMatch(/--json/);
+    expect(await help('graph')).toMatch(/--plan FILE/);
+  });
+
+  it('--help lists every command', async () => {
+    const r = await plan(['--help'], tmp);
+    expect(r.code).toBe(0);
+    for (const c of planCommands) expect(r.out.join('\n')).toContain(c.name);
+  });
+
+  it('no command → usage and exit 2', async () => {
+    const r = await plan([], tmp);
+    expect(r.code).toBe(2);
+    expect([...r.out, ...r.err].join('\n')).toContain('Usage: plan.ts');
+  });
+
+  it.each([
+    [['bogus'], /unknown command "bogus"/],
+    [['check', '--bogus'], /--bogus/],
+    [['check', '--plan'], /--plan/],
+    [['status', '--json=yes'], /--json/],
+    [['graph', 'extra'], /extra/],
+    [['check', '-x'], /-x/],
+  ])('%j → exit 2 with a one-line message', async (argv, message) => {
+    const r = await plan(argv, tmp);
+    expect(r.code).toBe(2);
+    expect(r.out).toEqual([]);
+    expect(r.err).toHaveLength(1);
+    expect(r.err[0]).toMatch(message);
+  });
+});
+
+describe('the real script', () => {
+  // A few real processes, run side by side: exit codes, streams, no stack traces.
+  it('exit codes, stderr and no stack traces', async () => {
+    const broken = brokenCorpus();
+    const several = broken.find((c) => c.name === 'several-semantic-problems')!;
+    const notJson = broken.find((c) => c.name === 'not-json')!;
+    const severalFile = await planDir(several.text);
+    const notJsonFile = await planDir(notJson.text);
+    const fixFile = await planDir(validText('extra-fields'));
+    await copyFile(validFile('realistic'), path.join(tmp, 'realistic.json'));
+
+    const [valid, invalid, garbage, unknownCmd, unknownFlag, help, fix] = await Promise.all([
+      spawnPlan(['check', '--plan', 'realistic.json'], tmp),
+      spawnPlan(['check', '--plan', severalFile], tmp),
+      spawnPlan(['check', '--plan', notJsonFile], tmp),
+      spawnPlan(['frobnicate'], tmp),
+      spawnPlan(['ready', '--frob'], tmp),
+      spawnPlan(['graph', '--help'], tmp),
+      spawnPlan(['check', '--fix', '--plan', fixFile], tmp),
+    ]);
+
+    const noStack = (s: string) => {
+      expect(s).not.toMatch(/^\s+at /m);
+      expect(s).not.toContain('internal error');
+    };
+
+    expect(valid.code).toBe(0);
+    expect(valid.stdout).toContain('valid (8 tasks)');
+    expect(valid.stderr).toBe('');
+
+    expect(invalid.code).toBe(2);
+    expect(invalid.stdout).toBe('');
+    for (const line of several.expected) expect(invalid.stderr).toContain(line);
+    expect(invalid.stderr.trimEnd().split('\n')).toHaveLength(several.expected.length + 1);
+    noStack(invalid.stderr);
+
+    expect(garbage.code).toBe(2);
+    expect(garbage.stderr).toContain('plan: not valid JSON');
+    expect(garbage.stderr.trimEnd().split('\n')).toHaveLength(2);
+    noStack(garbage.stderr);
+
+    for (const r of [unknownCmd, unknownFlag]) {
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
+      noStack(r.stderr);
+    }
+    expect(unknownCmd.stderr).toContain('frobnicate');
+    expect(unknownFlag.stderr).toContain('--frob');
+
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: plan\.ts graph/);
+
+    expect(fix.code).toBe(0);
+    const fixed = parsePlan(await readFile(fixFile, 'utf8'));
+    expect(fixed.ok).toBe(true);
+    if (fixed.ok) expect(fixed.value.tasks.map((t) => t.fileOverlaps)).toEqual([[1], [0], []]);
+  });
+
+  it('runs as documented: npx tsx scripts/plan.ts', async () => {
+    const r = await execa('npx', ['tsx', SCRIPT, 'check', '--plan', validFile('minimal')], { cwd: ROOT, reject: false });
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout).toContain('valid (1 task');
+  });
+});

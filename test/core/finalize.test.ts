@@ -1,0 +1,408 @@
+import { describe, expect, it } from 'vitest';
+import type { PermissionDenial, StatusLine, WorkerFailure, WorkerRun } from '../../src/core/failure.ts';
+import {
+  type AcceptanceResult,
+  type Decision,
+  type DecideInput,
+  type Judgement,
+  type Verification,
+  applyCascade,
+  decide,
+  describeAttemptFailure,
+  judgeRun,
+  trimCompleted,
+  verificationFailure,
+} from '../../src/core/finalize.ts';
+import { breaker, stall } from '../../src/core/graph.ts';
+import { type Plan, type Task, type TaskStatus, emptyUsage } from '../../src/core/plan.ts';
+
+// ---------------------------------------------------------------------------------------------
+// Builders
+
+const reported = (resultText: string, statusLine: StatusLine | null): WorkerRun => ({
+  usage: emptyUsage(),
+  durationMs: 1000,
+  permissionDenials: [],
+  logPath: '/tmp/worker.log',
+  outcome: { kind: 'reported', resultText, statusLine },
+});
+
+const failedRun = (failure: WorkerFailure): WorkerRun => ({
+  usage: emptyUsage(),
+  durationMs: 1000,
+  permissionDenials: [],
+  logPath: '/tmp/worker.log',
+  outcome: { kind: 'failed', failure },
+});
+
+const task = (over: Partial<Task> = {}): Task => ({
+  subject: 'Write src/a.ts',
+  prompt: 'Write it.',
+  blockedBy: [],
+  metadata: { files: { create: ['src/a.ts'], modify: ['src/b.ts'] } },
+  ...over,
+});
+
+const passing: Verification = { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [] };
+
+const acceptance = (over: Partial<AcceptanceResult> = {}): AcceptanceResult => ({
+  criterion: 'tests pass',
+  check: 'npx vitest run test/a.test.ts',
+  passed: false,
+  exitCode: 1,
+  timedOut: false,
+  output: 'FAIL test/a.test.ts > greets\nexpected "Hello" to be "Hi"',
+  ...over,
+});
+
+const input = (judgement: Judgement, over: Partial<DecideInput> = {}): DecideInput => ({
+  task: task(),
+  judgement,
+  permissionDenials: [],
+  maxAttempts: 3,
+  ...over,
+});
+
+const verify: Judgement = { kind: 'verify', summary: 'wrote src/a.ts' };
+const failedAttempt: Judgement = { kind: 'attempt-failed', failure: { reason: 'reported-failed', text: 'the API changed' } };
+
+function failureText(d: Decision): string {
+  if (d.kind === 'retry' || d.kind === 'failed') return d.failure;
+  throw new Error(`expected retry or failed, got ${d.kind}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe('judgeRun', () => {
+  it('COMPLETED → verify with the summary', () => {
+    expect(judgeRun(reported('done\nCOMPLETED: wrote it', { status: 'COMPLETED', text: 'wrote it' }))).toEqual({ kind: 'verify', summary: 'wrote it' });
+  });
+
+  it('BLOCKED → blocked with the reason', () => {
+    expect(judgeRun(reported('BLOCKED: need a key', { status: 'BLOCKED', text: 'need a key' }))).toEqual({ kind: 'blocked', reason: 'need a key' });
+  });
+
+  it('FAILED → a failed attempt', () => {
+    expect(judgeRun(reported('FAILED: nope', { status: 'FAILED', text: 'nope' }))).toEqual({
+      kind: 'attempt-failed',
+      failure: { reason: 'reported-failed', text: 'nope' },
+    });
+  });
+
+  it('no status line → a failed attempt carrying the last line', () => {
+    expect(judgeRun(reported('I did some work.\nThen I stopped.\n\n', null))).toEqual({
+      kind: 'attempt-failed',
+      failure: { reason: 'no-status-line', tail: 'Then I stopped.' },
+    });
+    expect(judgeRun(reported('', null))).toEqual({ kind: 'attempt-failed', failure: { reason: 'no-status-line', tail: '' } });
+  });
+
+  it.each<[WorkerFailure, Judgement['kind'], string?]>([
+    [{ reason: 'agent-missing', bin: 'claude', message: 'ENOENT' }, 'not-an-attempt', 'infrastructure'],
+    [{ reason: 'not-authenticated', message: 'run claude login' }, 'not-an-attempt', 'infrastructure'],
+    [{ reason: 'rate-limited', message: '429', retryAfterMs: 30_000 }, 'not-an-attempt', 'transient'],
+    [{ reason: 'overloaded', message: '529' }, 'not-an-attempt', 'transient'],
+    [{ reason: 'interrupted' }, 'not-an-attempt', 'interrupted'],
+    [{ reason: 'timed-out', timeoutMs: 600_000 }, 'attempt-failed'],
+    [{ reason: 'max-turns', message: 'turn limit' }, 'attempt-failed'],
+    [{ reason: 'max-budget', message: '$2' }, 'attempt-failed'],
+    [{ reason: 'api-error', message: 'bad request', status: 400 }, 'attempt-failed'],
+    [{ reason: 'no-result', exitCode: 1, stderrTail: 'boom' }, 'attempt-failed'],
+    [{ reason: 'garbage-output', sample: 'hello' }, 'attempt-failed'],
+  ])('worker failure %j → %s %s', (failure, kind, cls) => {
+    const j = judgeRun(failedRun(failure));
+    expect(j.kind).toBe(kind);
+    if (j.kind === 'not-an-attempt') {
+      expect(j.class).toBe(cls);
+      expect(j.failure).toEqual(failure);
+    }
+    if (j.kind === 'attempt-failed') expect(j.failure).toEqual({ reason: 'worker', failure });
+  });
+});
+
+describe('decide', () => {
+  it('COMPLETED with passing verification → completed with the summary as result', () => {
+    expect(decide(input(verify, { verification: passing }))).toEqual({ kind: 'completed', result: 'wrote src/a.ts' });
+  });
+
+  it('outside changes are reported elsewhere, not fatal', () => {
+    expect(decide(input(verify, { verification: { ...passing, outsideChanges: ['other.ts'] } })).kind).toBe('completed');
+  });
+
+  it('a gated task with verified work → awaiting_approval', () => {
+    expect(decide(input(verify, { task: task({ gate: 'human-approval' }), verification: passing }))).toEqual({
+      kind: 'awaiting_approval',
+      result: 'wrote src/a.ts',
+    });
+  });
+
+  it('a gated task whose verification fails is retried, not sent for approval', () => {
+    expect(decide(input(verify, { task: task({ gate: 'human-approval' }), verification: { ...passing, missingCreated: ['src/a.ts'] } })).kind).toBe('retry');
+  });
+
+  it('COMPLETED but a declared created file is missing → retry, then failed on the last attempt', () => {
+    const v: Verification = { ...passing, missingCreated: ['src/a.ts'] };
+    const first = decide(input(verify, { verification: v }));
+    expect(first.kind).toBe('retry');
+    expect(failureText(first)).toBe('the worker reported COMPLETED but declared files were not created: src/a.ts');
+    expect(decide(input(verify, { verification: v, task: task({ attempts: 1 }) })).kind).toBe('retry');
+    const last = decide(input(verify, { verification: v, task: task({ attempts: 2 }) }));
+    expect(last.kind).toBe('failed');
+    expect(failureText(last)).toContain('declared files were not created: src/a.ts');
+  });
+
+  it('names unmodified files too, and both lists together', () => {
+    const d = decide(input(verify, { verification: { ...passing, missingCreated: ['src/a.ts', 'src/c.ts'], unchangedModified: ['src/b.ts'] } }));
+    expect(failureText(d)).toBe(
+      'the worker reported COMPLETED but declared files were not created: src/a.ts, src/c.ts; declared files were not modified: src/b.ts',
+    );
+  });
+
+  it('an acceptance failure names the criterion, the command, how it ended and its output', () => {
+    const d = decide(input(verify, { verification: { ...passing, acceptance: [acceptance({ passed: true, criterion: 'builds', check: 'tsc' }), acceptance()] } }));
+    const text = failureText(d);
+    expect(text).toContain('acceptance check failed (tests pass)');
+    expect(text).toContain('`npx vitest run test/a.test.ts` exited 1');
+    expect(text).toContain('expected "Hello" to be "Hi"');
+    expect(text).not.toContain('builds');
+  });
+
+  it('a timed-out acceptance check says so; long output is clipped', () => {
+    const text = describeAttemptFailure({ reason: 'acceptance', failures: [acceptance({ timedOut: true, exitCode: null, output: 'x'.repeat(5000) })] });
+    expect(text).toContain('timed out');
+    expect(text.length).toBeLessThan(2300);
+    expect(text.endsWith('…')).toBe(true);
+  });
+
+  it('a spot-check failure is reported before acceptance (which did not run)', () => {
+    const v: Verification = { ...passing, missingCreated: ['src/a.ts'], acceptance: [acceptance()] };
+    expect(verificationFailure(v)?.reason).toBe('spot-check');
+    expect(verificationFailure(passing)).toBeNull();
+    expect(verificationFailure({ ...passing, acceptance: [acceptance({ passed: true })] })).toBeNull();
+  });
+
+  it('FAILED → retry while attempts remain, then failed', () => {
+    expect(decide(input(failedAttempt))).toEqual({ kind: 'retry', failure: 'the worker reported FAILED: the API changed' });
+    expect(decide(input(failedAttempt, { task: task({ attempts: 2 }) }))).toEqual({ kind: 'failed', failure: 'the worker reported FAILED: the API changed' });
+    expect(decide(input(failedAttempt, { maxAttempts: 1 })).kind).toBe('failed');
+  });
+
+  it('BLOCKED → blocked, never retried, whatever the attempts left', () => {
+    for (const attempts of [0, 1, 2]) {
+      expect(decide(input({ kind: 'blocked', reason: 'needs an API key' }, { task: task({ attempts }), maxAttempts: 10 }))).toEqual({
+        kind: 'blocked',
+        reason: 'needs an API key',
+      });
+    }
+  });
+
+  it('no status line → a failed attempt quoting the last words', () => {
+    const d = decide(input({ kind: 'attempt-failed', failure: { reason: 'no-status-line', tail: 'I ran out of ideas' } }));
+    expect(d).toEqual({ kind: 'retry', failure: 'the worker ended without a COMPLETED/FAILED/BLOCKED line (its last words: "I ran out of ideas")' });
+    const bare = decide(input({ kind: 'attempt-failed', failure: { reason: 'no-status-line', tail: '' } }, { task: task({ attempts: 2 }) }));
+    expect(bare).toEqual({ kind: 'failed', failure: 'the worker ended without a COMPLETED/FAILED/BLOCKED line' });
+  });
+
+  it('a worker failure that is an attempt (timeout) is retried with its description', () => {
+    const d = decide(input(judgeRun(failedRun({ reason: 'timed-out', timeoutMs: 90_000 }))));
+    expect(d).toEqual({ kind: 'retry', failure: "timed out after 90s; the worker's process group was killed" });
+  });
+
+  it('infrastructure failure → abort the run, no attempt counted', () => {
+    const failure: WorkerFailure = { reason: 'agent-missing', bin: 'claude', message: 'spawn claude ENOENT' };
+    expect(decide(input(judgeRun(failedRun(failure))))).toEqual({ kind: 'abort-run', failure });
+    const auth: WorkerFailure = { reason: 'not-authenticated', message: 'log in' };
+    expect(decide(input(judgeRun(failedRun(auth)), { task: task({ attempts: 2 }) }))).toEqual({ kind: 'abort-run', failure: auth });
+  });
+
+  it('rate limit → requeue after the delay the API asked for, else the back-off', () => {
+    expect(decide(input(judgeRun(failedRun({ reason: 'rate-limited', message: 'slow down', retryAfterMs: 42_000 })), { backoffMs: 5000 }))).toEqual({
+      kind: 'requeue',
+      reason: 'rate limited: slow down',
+      delayMs: 42_000,
+    });
+    expect(decide(input(judgeRun(failedRun({ reason: 'overloaded', message: '529' })), { backoffMs: 5000 }))).toEqual({
+      kind: 'requeue',
+      reason: 'the API is overloaded: 529',
+      delayMs: 5000,
+    });
+    // Even on what would be the last attempt: a rate limit is not an attempt.
+    expect(decide(input(judgeRun(failedRun({ reason: 'rate-limited', message: 'x' })), { task: task({ attempts: 2 }) })).kind).toBe('requeue');
+  });
+
+  it('interrupted → interrupted', () => {
+    expect(decide(input(judgeRun(failedRun({ reason: 'interrupted' }))))).toEqual({ kind: 'interrupted' });
+  });
+
+  it('permission denials are appended to failure and blocked texts, each tool once', () => {
+    const denials: PermissionDenial[] = [
+      { tool: 'Bash', input: { command: 'git commit -am wip' } },
+      { tool: 'Bash', input: { command: 'git commit -am wip' } },
+      { tool: 'Write', input: { file_path: '/etc/hosts' } },
+      { tool: 'WebFetch' },
+    ];
+    const expected = '(permission denied for: Bash(git commit -am wip), Write(/etc/hosts), WebFetch)';
+    expect(failureText(decide(input(failedAttempt, { permissionDenials: denials })))).toBe(`the worker reported FAILED: the API changed ${expected}`);
+    const blocked = decide(input({ kind: 'blocked', reason: 'cannot commit' }, { permissionDenials: denials }));
+    expect(blocked).toEqual({ kind: 'blocked', reason: `cannot commit ${expected}` });
+    expect(failureText(decide(input(verify, { verification: { ...passing, missingCreated: ['x'] }, permissionDenials: denials })))).toContain(expected);
+    // Success stays clean.
+    expect(decide(input(verify, { verification: passing, permissionDenials: denials }))).toEqual({ kind: 'completed', result: 'wrote src/a.ts' });
+  });
+
+  it('refuses to decide a COMPLETED report without a verification', () => {
+    expect(() => decide(input(verify))).toThrow(/verification/);
+  });
+});
+
+describe('trimCompleted', () => {
+  const full: Task = {
+    subject: 'Add the bucket',
+    description: 'long description',
+    activeForm: 'Adding the bucket',
+    status: 'completed',
+    result: 'added it',
+    attempts: 2,
+    blockedBy: [0, 1],
+    metadata: { type: 'implementation', files: { create: ['src/b.ts'], modify: [] }, reads: ['src/'] },
+    agent: { role: 'engineer', model: 'opus', approach: 'carefully', fallback: 'other', contextFiles: [{ path: 'x' }] },
+    prompt: 'a very long prompt',
+    fileOverlaps: [3],
+    gate: 'human-approval',
+    usage: { costUsd: 0.5, inputTokens: 10, outputTokens: 20, cacheReadTokens: 30, cacheCreationTokens: 40 },
+    commit: 'abc123',
+    skippedBy: 0,
+    notes: 'an unknown field',
+  };
+
+  it('keeps exactly subject, status, result, attempts, blockedBy, metadata, agent role/model, usage, commit, gate', () => {
+    const trimmed = JSON.parse(JSON.stringify(trimCompleted(full))) as Task;
+    expect(Object.keys(trimmed).sort()).toEqual(['agent', 'attempts', 'blockedBy', 'commit', 'gate', 'metadata', 'result', 'status', 'subject', 'usage']);
+    expect(trimmed).toEqual({
+      subject: 'Add the bucket',
+      status: 'completed',
+      result: 'added it',
+      attempts: 2,
+      blockedBy: [0, 1],
+      metadata: full.metadata,
+      agent: { role: 'engineer', model: 'opus' },
+      usage: full.usage,
+      commit: 'abc123',
+      gate: 'human-approval',
+    });
+  });
+
+  it('drops the agent when it has neither role nor model, and omits absent optional fields', () => {
+    const trimmed = JSON.parse(JSON.stringify(trimCompleted({ ...task({ status: 'completed', result: 'ok', attempts: 1 }), agent: { approach: 'x' } }))) as Task;
+    expect(Object.keys(trimmed).sort()).toEqual(['attempts', 'blockedBy', 'metadata', 'result', 'status', 'subject']);
+    const modelOnly = trimCompleted({ ...full, agent: { model: 'haiku', approach: 'x' } });
+    expect(modelOnly.agent).toEqual({ model: 'haiku' });
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+function planOf(statuses: TaskStatus[], blockedBy: number[][]): Plan {
+  return {
+    schemaVersion: 3,
+    goal: 'g',
+    tasks: statuses.map((status, i) => ({
+      subject: `T${i}`,
+      prompt: 'p',
+      status,
+      blockedBy: blockedBy[i] ?? [],
+      metadata: { files: { create: [`f${i}.ts`], modify: [] } },
+    })),
+  };
+}
+
+describe('applyCascade', () => {
+  it('skips dependants of a failed task, naming the root cause and the task in between', () => {
+    // 0 failed ← 1 ← 2 ; 3 independent ; 4 blocked ← 5
+    const plan = planOf(['failed', 'pending', 'pending', 'pending', 'blocked', 'pending'], [[], [0], [1], [], [], [4]]);
+    const { skips } = applyCascade(plan);
+    expect(skips.map((s) => [s.index, s.rootCause, s.via])).toEqual([
+      [1, 0, 0],
+      [2, 0, 1],
+      [5, 4, 4],
+    ]);
+    const t = plan.tasks;
+    expect(t.map((x) => x.status)).toEqual(['failed', 'skipped', 'skipped', 'pending', 'blocked', 'skipped']);
+    expect(t[1]!.skippedBy).toBe(0);
+    expect(t[2]!.skippedBy).toBe(0);
+    expect(t[5]!.skippedBy).toBe(4);
+    expect(t[3]!.skippedBy).toBeUndefined();
+    expect(t[1]!.result).toBe('skipped: depends on task 0 (T0), which is failed');
+    expect(t[2]!.result).toBe('skipped: depends on task 0 (T0), which is failed (through task 1)');
+    expect(t[5]!.result).toBe('skipped: depends on task 4 (T4), which is blocked');
+  });
+
+  it('a task already skipped by cascade passes on its root cause; one skipped by a person is its own', () => {
+    const plan = planOf(['failed', 'skipped', 'pending', 'skipped', 'pending'], [[], [0], [1], [], [3]]);
+    plan.tasks[1]!.skippedBy = 0;
+    applyCascade(plan);
+    expect(plan.tasks[2]!.skippedBy).toBe(0);
+    expect(plan.tasks[2]!.result).toBe('skipped: depends on task 0 (T0), which is failed (through task 1)');
+    expect(plan.tasks[4]!.skippedBy).toBe(3);
+    expect(plan.tasks[4]!.result).toBe('skipped: depends on task 3 (T3), which was skipped');
+  });
+
+  it('leaves running, completed and awaiting tasks alone, and is idempotent', () => {
+    const plan = planOf(['failed', 'in_progress', 'completed', 'awaiting_approval', 'pending'], [[], [], [], [], [2, 3]]);
+    expect(applyCascade(plan).skips).toEqual([]);
+    expect(plan.tasks.map((t) => t.status)).toEqual(['failed', 'in_progress', 'completed', 'awaiting_approval', 'pending']);
+    const failing = planOf(['failed', 'pending'], [[], [0]]);
+    applyCascade(failing);
+    const snapshot = structuredClone(failing);
+    expect(applyCascade(failing).skips).toEqual([]);
+    expect(failing).toEqual(snapshot);
+  });
+
+  it('circuit breaker: 3 tasks never trip', () => {
+    const plan = planOf(['failed', 'pending', 'pending'], [[], [0], [0]]);
+    const { skips, breaker: b } = applyCascade(plan);
+    expect(skips).toHaveLength(2);
+    expect(b).toEqual({ trip: false, totalTasks: 3, pendingCount: 2, wouldBeSkipped: 2 });
+  });
+
+  it('circuit breaker: 2 of 4 pending skipped trips; 1 of 4 does not', () => {
+    const trips = planOf(['failed', 'pending', 'pending', 'pending', 'pending'], [[], [0], [0], [], []]);
+    expect(applyCascade(trips).breaker).toEqual({ trip: true, totalTasks: 5, pendingCount: 4, wouldBeSkipped: 2 });
+    const holds = planOf(['failed', 'pending', 'pending', 'pending', 'pending'], [[], [0], [], [], []]);
+    expect(applyCascade(holds).breaker).toEqual({ trip: false, totalTasks: 5, pendingCount: 4, wouldBeSkipped: 1 });
+  });
+
+  it('breaker thresholds', () => {
+    expect(breaker(3, 3, 3).trip).toBe(false);
+    expect(breaker(4, 4, 2).trip).toBe(true);
+    expect(breaker(4, 4, 1).trip).toBe(false);
+    expect(breaker(4, 3, 2).trip).toBe(true);
+    expect(breaker(4, 5, 2).trip).toBe(false);
+    expect(breaker(10, 0, 0).trip).toBe(false);
+    expect(breaker(10, 1, 1).trip).toBe(true);
+  });
+});
+
+describe('stall', () => {
+  it('deadlock: work remains, nothing is ready and nothing runs', () => {
+    const plan = planOf(['failed', 'pending', 'completed'], [[], [0], []]);
+    expect(stall(plan.tasks)).toEqual({ kind: 'deadlock', pending: [1] });
+    // Not a stall while something runs.
+    expect(stall(plan.tasks, new Set([2]))).toEqual({ kind: 'none' });
+  });
+
+  it('awaiting approval: everything left waits (directly or not) on a gate', () => {
+    const plan = planOf(['awaiting_approval', 'pending', 'pending', 'completed'], [[], [0], [1], []]);
+    expect(stall(plan.tasks)).toEqual({ kind: 'awaiting-approval', gates: [0], waiting: [1, 2] });
+  });
+
+  it('a pending task stuck on something other than a gate makes it a deadlock', () => {
+    const plan = planOf(['awaiting_approval', 'pending', 'failed', 'pending'], [[], [0], [], [2]]);
+    expect(stall(plan.tasks)).toEqual({ kind: 'deadlock', pending: [1, 3] });
+  });
+
+  it('none when finished or when something is ready', () => {
+    expect(stall(planOf(['completed', 'failed'], [[], []]).tasks)).toEqual({ kind: 'none' });
+    expect(stall(planOf(['completed', 'pending'], [[], [0]]).tasks)).toEqual({ kind: 'none' });
+  });
+});

@@ -1,0 +1,175 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { Plan, Task } from '../../src/core/plan.ts';
+import { dependencyResults, parseStatusLine, workerPrompt } from '../../src/core/prompt.ts';
+
+const files = (create: string[] = [], modify: string[] = []) => ({ files: { create, modify } });
+
+function plan(tasks: Task[]): Plan {
+  return { schemaVersion: 3, goal: 'g', tasks };
+}
+
+const base = (): Plan =>
+  plan([
+    { subject: 'Config', status: 'completed', result: 'added rateLimit to the schema', blockedBy: [], metadata: files([], ['src/config.ts']) },
+    { subject: 'Bucket', status: 'completed', blockedBy: [], metadata: files(['src/bucket.ts']) },
+    { subject: 'Survey', status: 'failed', result: 'gave up', prompt: 'x', blockedBy: [], metadata: files() },
+    { subject: 'Wire it', prompt: 'Wire the limiter into src/server.ts.', blockedBy: [0, 1, 2], metadata: files(['src/hook.ts'], ['src/server.ts']) },
+  ]);
+
+const opts = { maxAttempts: 3 };
+
+describe('workerPrompt', () => {
+  it('appends the completed blockers’ results when the prompt has no placeholder', () => {
+    const text = workerPrompt(base(), 3, opts);
+    expect(text.startsWith('Wire the limiter into src/server.ts.\n\n## Dependency results\n')).toBe(true);
+    expect(text).toContain('- Task 0 (Config): added rateLimit to the schema');
+    expect(text).toContain('- Task 1 (Bucket): completed');
+    // Only completed blockers contribute.
+    expect(text).not.toContain('Task 2 (Survey)');
+    expect(text).not.toContain('gave up');
+  });
+
+  it('puts the results in place of a placeholder line, and only there', () => {
+    const p = base();
+    p.tasks[3]!.prompt = 'Step one.\n[Dependency results will appear here]\nStep two.';
+    const text = workerPrompt(p, 3, opts);
+    expect(text).not.toContain('[Dependency results will appear here]');
+    expect(text.startsWith('Step one.\n## Dependency results\n')).toBe(true);
+    expect(text).toMatch(/- Task 1 \(Bucket\): completed\nStep two\.\n\n## Rules for this run/);
+    expect(text.match(/## Dependency results/g)).toHaveLength(1);
+  });
+
+  it.each([
+    'Dependency results go here',
+    '<!-- dependency results: placeholder -->',
+    '(dependency results are appended by the orchestrator)',
+    '[DEPENDENCY RESULTS DEFERRED]',
+  ])('recognises the placeholder %j', (line) => {
+    const p = base();
+    p.tasks[3]!.prompt = `Intro.\n${line}\nOutro.`;
+    const text = workerPrompt(p, 3, opts);
+    expect(text).not.toContain(line);
+    expect(text.startsWith('Intro.\n## Dependency results')).toBe(true);
+  });
+
+  it('inserts dependency results verbatim, even with $ patterns', () => {
+    const p = base();
+    p.tasks[0]!.result = "costs $& and $1 and $'";
+    p.tasks[3]!.prompt = 'A\ndependency results go here\nB';
+    expect(workerPrompt(p, 3, opts)).toContain("- Task 0 (Config): costs $& and $1 and $'");
+  });
+
+  it('leaves a placeholder alone when no blocker has completed', () => {
+    const p = base();
+    p.tasks[3]!.blockedBy = [2];
+    expect(dependencyResults(p, 3)).toBeNull();
+    const text = workerPrompt(p, 3, opts);
+    expect(text).not.toContain('## Dependency results');
+  });
+
+  it('ends with the rules footer naming the task’s files and the status-line contract', () => {
+    const text = workerPrompt(base(), 3, opts);
+    const footer = text.slice(text.indexOf('## Rules for this run'));
+    expect(footer).toContain('create src/hook.ts; modify src/server.ts.');
+    expect(footer).toContain('Do not stage, commit, stash, reset or check out anything with git');
+    expect(footer).toContain('`COMPLETED: <one-line summary of what you did>`');
+    expect(footer).toContain('`FAILED: <what went wrong>`');
+    expect(footer).toContain('`BLOCKED: <what is missing that you cannot provide>`');
+    expect(text.endsWith('\n')).toBe(true);
+    expect(text.endsWith('\n\n')).toBe(false);
+    const none = workerPrompt(plan([{ subject: 's', prompt: 'p', blockedBy: [], metadata: files() }]), 0, opts);
+    expect(none).toContain('create (none); modify (none).');
+  });
+
+  it('the prompt itself never parses as a status line', () => {
+    expect(parseStatusLine(workerPrompt(base(), 3, opts))).toBeNull();
+  });
+
+  it('no retry block on the first attempt', () => {
+    expect(workerPrompt(base(), 3, opts)).not.toContain('## Retry');
+  });
+
+  it('a retry says which attempt this is, why the last one failed, the fallback and the checks', () => {
+    const p = base();
+    Object.assign(p.tasks[3]!, {
+      attempts: 1,
+      result: 'acceptance check failed (tests pass): `npm test` exited 1',
+      agent: {
+        fallback: 'register the hook in src/hook.ts instead',
+        acceptanceCriteria: [{ criterion: 'tests pass', check: 'npm test' }],
+      },
+    });
+    const text = workerPrompt(p, 3, opts);
+    const retry = text.slice(text.indexOf('## Retry'), text.indexOf('## Rules for this run'));
+    expect(retry).toContain('This is attempt 2 of 3. The previous attempt did not pass:');
+    expect(retry).toContain('acceptance check failed (tests pass): `npm test` exited 1');
+    expect(retry).toContain('IMPORTANT: the primary approach failed; use this strategy instead: register the hook in src/hook.ts instead');
+    expect(retry).toContain('- tests pass: `npm test`');
+    // Order: body, dependency results, retry, rules.
+    expect(text.indexOf('## Dependency results')).toBeLessThan(text.indexOf('## Retry'));
+    expect(text.indexOf('## Retry')).toBeLessThan(text.indexOf('## Rules for this run'));
+  });
+
+  it('a retry without a fallback or a recorded reason says so plainly', () => {
+    const p = base();
+    p.tasks[3]!.attempts = 2;
+    const text = workerPrompt(p, 3, { maxAttempts: 5 });
+    expect(text).toContain('This is attempt 3 of 5.');
+    expect(text).toContain('(no reason was recorded)');
+    expect(text).not.toContain('IMPORTANT');
+    expect(text).not.toContain('acceptance checks must pass');
+  });
+
+  it('falls back to the description, then the subject, when there is no prompt', () => {
+    const p = plan([{ subject: 'The subject', description: 'The description', blockedBy: [], metadata: files(), status: 'completed' }]);
+    expect(workerPrompt(p, 0, opts).startsWith('The description\n\n')).toBe(true);
+    delete p.tasks[0]!.description;
+    expect(workerPrompt(p, 0, opts).startsWith('The subject\n\n')).toBe(true);
+  });
+
+  it('is deterministic: the same plan gives the same prompt', () => {
+    expect(workerPrompt(base(), 3, opts)).toBe(workerPrompt(structuredClone(base()), 3, opts));
+  });
+});
+
+describe('parseStatusLine', () => {
+  it.each([
+    ['COMPLETED: wrote it', { status: 'COMPLETED', text: 'wrote it' }],
+    ['FAILED: tests fail', { status: 'FAILED', text: 'tests fail' }],
+    ['BLOCKED: need a key', { status: 'BLOCKED', text: 'need a key' }],
+    ['COMPLETED:\tafter a tab', { status: 'COMPLETED', text: 'after a tab' }],
+    ['COMPLETED:', { status: 'COMPLETED', text: '' }],
+    ['   COMPLETED: indented   ', { status: 'COMPLETED', text: 'indented' }],
+    ['work\r\nCOMPLETED: crlf\r\n', { status: 'COMPLETED', text: 'crlf' }],
+  ] as const)('%j', (input, expected) => {
+    expect(parseStatusLine(input)).toEqual(expected);
+  });
+
+  it('the LAST matching line wins', () => {
+    expect(parseStatusLine('FAILED: first try broke\nretrying…\nCOMPLETED: second try worked')).toEqual({ status: 'COMPLETED', text: 'second try worked' });
+    expect(parseStatusLine('COMPLETED: looked fine\nthen the tests ran\nFAILED: they did not pass\n\nThanks!')).toEqual({ status: 'FAILED', text: 'they did not pass' });
+  });
+
+  it.each(['', 'all done', 'completed: lower case', 'Status: COMPLETED: prefixed', 'COMPLETED - no colon', 'COMPLETED:no space after the colon', 'DONE: other word', '`COMPLETED: quoted`'])(
+    'no status in %j',
+    (input) => {
+      expect(parseStatusLine(input)).toBeNull();
+    },
+  );
+
+  it('finds the final status line after any amount of other text', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.string().filter((s) => !/^\s*(COMPLETED|FAILED|BLOCKED):/m.test(s))),
+        fc.constantFrom('COMPLETED', 'FAILED', 'BLOCKED'),
+        fc.string({ maxLength: 40 }).filter((s) => !/[\r\n]/.test(s)),
+        (before, status, summary) => {
+          const text = [...before, `${status}: ${summary}`].join('\n');
+          expect(parseStatusLine(text)).toEqual({ status, text: summary.trim() });
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});

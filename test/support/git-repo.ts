@@ -1,0 +1,68 @@
+// A throwaway git repository for tests. Runs git directly (not through src/adapters/git.ts),
+// so tests of the adapter check it against git itself.
+
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+
+export interface TempGitRepo {
+  /** Absolute, symlink-free path of the working tree. */
+  dir: string;
+  /** Runs `git <args>` in the repository; resolves stdout (untrimmed), rejects on a non-zero exit. */
+  git: (args: string[]) => Promise<string>;
+  /** Writes files (creating directories) relative to the repository. */
+  write: (files: Record<string, string>) => Promise<void>;
+  cleanup: () => Promise<void>;
+}
+
+export interface TempGitRepoOptions {
+  /** Skip the initial commit, leaving an unborn `main`. Default false (unless no files are given, see below). */
+  unborn?: boolean;
+  /** Configure user.name/user.email locally. Default true. */
+  identity?: boolean;
+}
+
+export function runGit(cwd: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile('git', args, { cwd, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`git ${args.join(' ')} failed: ${stderr || error.message}`));
+      else resolve(stdout);
+    });
+  });
+}
+
+async function writeFiles(dir: string, files: Record<string, string>): Promise<void> {
+  for (const [rel, content] of Object.entries(files)) {
+    const full = path.join(dir, rel);
+    await mkdir(path.dirname(full), { recursive: true });
+    await writeFile(full, content);
+  }
+}
+
+/**
+ * Creates a repository on `main` in a temp directory with `files` committed as its first commit
+ * (an empty commit when `files` is empty), a local identity and no signing.
+ */
+export async function tempGitRepo(files: Record<string, string> = {}, opts: TempGitRepoOptions = {}): Promise<TempGitRepo> {
+  const dir = await realpath(await mkdtemp(path.join(os.tmpdir(), 'foreman-git-')));
+  const git = (args: string[]) => runGit(dir, args);
+  await git(['init', '-q', '-b', 'main']);
+  if (opts.identity !== false) {
+    await git(['config', 'user.name', 'Test Person']);
+    await git(['config', 'user.email', 'person@example.com']);
+  }
+  await git(['config', 'commit.gpgsign', 'false']);
+  await writeFiles(dir, files);
+  if (!opts.unborn) {
+    if (Object.keys(files).length > 0) await git(['add', '-A']);
+    const id = opts.identity === false ? ['-c', 'user.name=Setup', '-c', 'user.email=setup@example.com'] : [];
+    await git([...id, 'commit', '-q', '--allow-empty', '-m', 'initial']);
+  }
+  return {
+    dir,
+    git,
+    write: (f) => writeFiles(dir, f),
+    cleanup: () => rm(dir, { recursive: true, force: true }),
+  };
+}

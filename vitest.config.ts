@@ -1,0 +1,11 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    // End-to-end tests spawn real processes; two cores, so keep files few at a time.
+    maxWorkers: 2,
+  },
+});
