@@ -8,7 +8,7 @@
 // leave the repository (`../x`), the repository itself (`.`) and anything inside `.git` are
 // refused with an Error, because a plan is written by a model and must not steer us outside.
 
-import { lstat, realpath, rm, rmdir } from 'node:fs/promises';
+import { lstat, readdir, readlink, realpath, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import { GitError, simpleGit, type SimpleGit } from 'simple-git';
 
@@ -275,6 +275,26 @@ export class Git {
     return entries;
   }
 
+  /**
+   * A `.git/index.lock` left by a git process that was killed (say, a round commit when the
+   * orchestrator got SIGKILL) blocks every later commit. Waits briefly for a live git to finish;
+   * then removes the lock only if no process has it open. Returns what it found.
+   */
+  async clearStaleIndexLock(waitMs = 2000): Promise<'none' | 'removed' | 'held'> {
+    const gitDir = path.resolve(this.dir, (await this.run(['rev-parse', '--git-dir'])).trim());
+    const lock = path.join(gitDir, 'index.lock');
+    const deadline = Date.now() + waitMs;
+    while (await exists(lock)) {
+      if (Date.now() >= deadline) {
+        if (await fileHeldOpen(lock)) return 'held';
+        await rm(lock, { force: true });
+        return 'removed';
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return 'none';
+  }
+
   /** Whether the index holds `path` (for `dir/`: any file under it). */
   async isTracked(p: string): Promise<boolean> {
     const spec = normalizeRepoPath(p);
@@ -519,4 +539,27 @@ async function pruneEmptyDirs(root: string, dirs: Set<string>): Promise<void> {
       dir = path.dirname(dir);
     }
   }
+}
+
+/** Whether any process has `file` open (Linux /proc; elsewhere assume it may be, to stay safe). */
+async function fileHeldOpen(file: string): Promise<boolean> {
+  let pids: string[];
+  try {
+    pids = (await readdir('/proc')).filter((p) => /^\d+$/.test(p));
+  } catch {
+    return true;
+  }
+  for (const pid of pids) {
+    let fds: string[];
+    try {
+      fds = await readdir(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
+      if (target === file) return true;
+    }
+  }
+  return false;
 }

@@ -42,6 +42,8 @@ export interface WorkerRequest {
   signal?: AbortSignal;
   extraArgs?: string[];
   onActivity?: (a: { text: string; costUsd: number }) => void;
+  /** Called with the worker's process group id once it runs (to record it for orphan cleanup). */
+  onSpawn?: (pgid: number) => void;
   /** Between SIGTERM and SIGKILL of the worker's group. Default 3000 ms. */
   killGraceMs?: number;
   /** How long a worker may linger after its `result` event before its group is killed. Default 10 000 ms. */
@@ -224,6 +226,7 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
   if (pid !== undefined) {
     liveGroups.add(pid);
     installExitHook();
+    req.onSpawn?.(pid);
   }
 
   // ---- killing -------------------------------------------------------------------------------

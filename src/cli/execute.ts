@@ -2,10 +2,11 @@
 
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { access, stat } from 'node:fs/promises';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { Git } from '../adapters/git.ts';
 import { acquireLock, currentLockInfo, writePlanAtomic } from '../adapters/plan-store.ts';
+import { WorkerRegistry, killOrphanedWorkers, registryPathFor } from '../adapters/orphans.ts';
 import { killAllWorkers, runWorker } from '../adapters/worker.ts';
 import type { RunEventBody, StopReason } from '../core/events.ts';
 import { assertNever } from '../core/failure.ts';
@@ -13,6 +14,7 @@ import { countByStatus, depsOf, depths, longestRemainingPath } from '../core/gra
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { type Plan, emptyUsage, statusOf } from '../core/plan.ts';
 import { SCHEDULE_POLICIES, type SchedulePolicy, projectedRounds } from '../core/schedule.ts';
+import { archivePlan } from '../run/archive.ts';
 import { runEngine } from '../run/engine.ts';
 import { setupRun } from '../run/setup.ts';
 import { type Command, type Io, intArg, numberArg } from './command.ts';
@@ -165,6 +167,16 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     });
   }
 
+  // Workers a killed run left behind are still editing files: stop them before anything else.
+  const registryPath = registryPathFor(s.planPath);
+  const orphans = await killOrphanedWorkers(registryPath);
+  if (orphans.length > 0) {
+    emit({ type: 'notice', level: 'warning', message: `stopped ${orphans.length} worker process group(s) left running by an earlier run (tasks ${orphans.map((r) => r.task).join(', ')})` });
+  }
+  const registry = new WorkerRegistry(registryPath);
+  const indexLock = await git.clearStaleIndexLock();
+  if (indexLock === 'removed') emit({ type: 'notice', level: 'warning', message: 'removed a stale .git/index.lock left by a git process that was killed' });
+
   const controller = new AbortController();
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
@@ -187,6 +199,9 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
   // Writes are chained so two never race on the temporary file.
   const save = (p: Plan) => (saving = saving.then(() => writePlanAtomic(s.planPath, p)));
   try {
+    if (indexLock === 'held') {
+      throw new CliError(EXIT.cannotRun, ['another git process is using this repository (.git/index.lock is held open); wait for it to finish and run again']);
+    }
     const setup = await setupRun(plan, { repo: s.repo, git, commit: s.commit, checkTimeoutMs: s.checkTimeoutMs, signal: controller.signal });
     if (!setup.ok) {
       switch (setup.problem.kind) {
@@ -234,6 +249,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
           emit,
           save,
           runWorker,
+          registry,
         });
     await saving;
 
@@ -241,7 +257,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     const code = exitCodeFor(result.reason);
     let message = result.message;
     if (result.reason === 'all-done') {
-      const archived = await archive(s.planPath);
+      const archived = await archivePlan(s.planPath);
       message += `; the plan was moved to ${archived}`;
     } else if (code !== EXIT.cannotRun || result.reason === 'agent-unavailable') {
       message += `. Resume with: npx tsx scripts/execute.ts${s.repo !== io.cwd ? ` --repo ${s.repo}` : ''}`;
@@ -263,6 +279,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     process.off('SIGTERM', onSignal);
     process.off('SIGHUP', onSignal);
     await saving.catch(() => undefined);
+    await registry.clear();
     await reporter.close();
     await lock.value.release();
   }
@@ -285,15 +302,4 @@ export function exitCodeFor(reason: StopReason): ExitCode {
     default:
       return assertNever(reason, 'stop reason');
   }
-}
-
-/** Move a finished plan into .design/history/ and remove its worker logs. */
-async function archive(planPath: string): Promise<string> {
-  const dir = dirname(planPath);
-  const history = join(dir, 'history');
-  await mkdir(history, { recursive: true });
-  const target = join(history, `${new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}-plan.json`);
-  await rename(planPath, target);
-  for (const f of await readdir(dir)) if (/^worker-\d+\.log$/.test(f)) await rm(join(dir, f), { force: true });
-  return target;
 }

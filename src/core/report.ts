@@ -280,7 +280,7 @@ export function renderReport(input: ReportInput): string {
     );
     const workerMs = attempts.reduce((n, a) => n + (a.durationMs ?? Math.max(0, (input.now ?? run.lastMs) - a.startMs)), 0);
     out.push(
-      `- **Duration:** ${formatDuration(summary.durationMs)}${workerMs > 0 ? ` (worker time ${formatDuration(workerMs)}${summary.durationMs > 0 ? `, ${(workerMs / summary.durationMs).toFixed(1)}× parallel` : ''})` : ''}`,
+      `- **Duration:** ${formatDuration(summary.durationMs)}${workerMs > 0 ? ` (worker time ${formatDuration(workerMs)}${summary.durationMs > 0 && workerMs > summary.durationMs ? `, ${(workerMs / summary.durationMs).toFixed(1)}× parallel` : ''})` : ''}`,
     );
   } else {
     out.push('- **Outcome:** unknown: no run in the journal matches this plan; figures below are from the plan alone');
@@ -427,11 +427,15 @@ export interface Archive {
 }
 
 /**
- * The run an archived plan records: among runs that started before it was archived, the latest
- * with the same goal (or, failing that, the latest whose goal is unknown), or null.
+ * The run an archived plan records: the run whose run-finished message names the archive file,
+ * else, among runs that started before it was archived (names hold whole seconds), the latest
+ * with the same goal (or, failing that, the latest whose goal is unknown); else null.
  */
 export function runForArchive(archive: Archive, runs: readonly RunRecord[]): RunRecord | null {
-  const before = runs.filter((r) => startOf(r) <= archive.archivedMs);
+  const name = archive.path.replace(/^.*[\\/]/, '');
+  const named = runs.filter((r) => r.finished?.message.includes(name));
+  if (named.length) return named[named.length - 1]!;
+  const before = runs.filter((r) => startOf(r) <= archive.archivedMs + 999);
   const sameGoal = before.filter((r) => r.started?.goal === archive.plan.goal);
   const pool = sameGoal.length ? sameGoal : before.filter((r) => r.started?.goal === undefined);
   return pool.length ? pool.reduce((a, b) => (startOf(b) >= startOf(a) ? b : a)) : null;

@@ -4,6 +4,7 @@
 
 import { join } from 'node:path';
 import type { Git } from '../adapters/git.ts';
+import type { WorkerRegistry } from '../adapters/orphans.ts';
 import type { WorkerRequest } from '../adapters/worker.ts';
 import type { RunEventBody, StopReason } from '../core/events.ts';
 import { type WorkerFailure, type WorkerRun, assertNever, describeWorkerFailure } from '../core/failure.ts';
@@ -15,6 +16,7 @@ import { workerPrompt } from '../core/prompt.ts';
 import { type SchedulePolicy, pickStarts } from '../core/schedule.ts';
 import { applyDecision, markStarted } from '../core/transition.ts';
 import { commitTasks } from './commit.ts';
+import { settleAttempt } from './settle.ts';
 import { verifyTask } from './verify.ts';
 
 export interface EngineOptions {
@@ -45,6 +47,8 @@ export interface EngineOptions {
   emit: (e: RunEventBody) => void;
   save: (plan: Plan) => Promise<void>;
   runWorker: (req: WorkerRequest) => Promise<WorkerRun>;
+  /** Records live worker groups on disk so a run after a crash can kill the orphans. */
+  registry?: WorkerRegistry;
 }
 
 export interface EngineResult {
@@ -123,6 +127,7 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
     controllers.set(index, controller);
     const budget = task.agent?.maxBudgetUsd ?? o.taskBudgetUsd;
     const work = (async (): Promise<Finished> => {
+      let pgid: number | undefined;
       const run = await o.runWorker({
         taskIndex: index,
         attempt,
@@ -138,7 +143,12 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
         env: o.env,
         signal: controller.signal,
         onActivity: (a) => o.emit({ type: 'task-activity', task: index, text: a.text, costUsd: a.costUsd }),
+        onSpawn: (g) => {
+          pgid = g;
+          void o.registry?.add(index, g);
+        },
       });
+      if (pgid !== undefined) await o.registry?.remove(pgid);
       const judgement = judgeRun(run);
       let verification: Verification | undefined;
       if (judgement.kind === 'verify') {
@@ -233,8 +243,7 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
       case 'retry':
       case 'failed': {
         // Only the task's own declared files: overlapping tasks never run beside it.
-        await o.git.restore(writesOf(task));
-        const applied = applyDecision(plan, f.index, decision, runUsage);
+        const applied = await settleAttempt(o.git, plan, f.index, decision, runUsage);
         await o.save(plan);
         o.emit({ ...base, outcome: decision.kind, reason });
         reportCascade(applied.cascade);
@@ -254,8 +263,7 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
         break;
       case 'interrupted':
       case 'abort-run':
-        await o.git.restore(writesOf(task));
-        applyDecision(plan, f.index, decision, runUsage);
+        await settleAttempt(o.git, plan, f.index, decision, runUsage);
         await o.save(plan);
         o.emit({ ...base, outcome: 'interrupted', reason });
         if (decision.kind === 'abort-run') {

@@ -6,40 +6,20 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
 import { runExecute } from '../support/execute.ts';
 import { alive } from '../support/processes.ts';
-import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
-import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
-
-interface JournalLine {
-  event: string;
-  taskMarker?: string;
-  attempt?: number;
-  t: number;
-  pid: number;
-}
+import type { TempGitRepo } from '../support/git-repo.ts';
+import { type FakeEvent, fakeEvents, repoWithPlan } from '../support/fake-run.ts';
+import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
 
 const repos: TempGitRepo[] = [];
 afterEach(async () => {
   while (repos.length) await repos.pop()!.cleanup();
 });
 
-async function setup(plan: Plan, files: Record<string, string> = { 'README.md': 'hello\n' }) {
-  const repo = await tempGitRepo(files);
-  repos.push(repo);
-  const planPath = await writePlan(repo.dir, plan);
-  const journal = join(repo.dir, '..', `${repo.dir.split('/').pop()}-fake.jsonl`);
-  return { repo, planPath, journal, env: { FAKE_WORKER_JOURNAL: journal } };
-}
-
-async function journalOf(path: string): Promise<JournalLine[]> {
-  const text = await readFile(path, 'utf8').catch(() => '');
-  return text
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as JournalLine);
-}
+const setup = (plan: Plan, files?: Record<string, string>) => repoWithPlan(plan, repos, files);
+const journalOf = fakeEvents;
 
 /** [start, end] per task marker and attempt, from the fake worker's journal. */
-function intervals(lines: JournalLine[]) {
+function intervals(lines: FakeEvent[]) {
   const out = new Map<string, { start: number; end: number }>();
   for (const l of lines) {
     const key = `${l.taskMarker}#${l.attempt}`;

@@ -7,6 +7,10 @@ import { status } from './status.ts';
 import { report } from './report.ts';
 import { history } from './history.ts';
 import { approve, reject, retry, skip } from './interventions.ts';
+import { commit, finalize, next, setup } from './lead.ts';
+import { archive } from './archive.ts';
+import { summary } from './summary.ts';
 
 export const planCommands: Command[] = [check, status, graph, ready];
 planCommands.push(report, history, approve, reject, retry, skip);
+planCommands.push(summary, archive, setup, next, finalize, commit);

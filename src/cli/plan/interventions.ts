@@ -3,8 +3,7 @@
 // a run holds it, refuses with exit 2 when the task's state does not allow the change, writes
 // the plan atomically and prints what changed. Run events are the run's: none is journaled here.
 
-import { type LockInfo, acquireLock, currentLockInfo } from '../../adapters/plan-store.ts';
-import { writePlanAtomic } from '../../adapters/plan-store.ts';
+import { type LockInfo, acquireLock, currentLockInfo, writePlanAtomic } from '../../adapters/plan-store.ts';
 import { type InterventionResult, approveTask, describeChange, rejectTask, retryTask, skipTask } from '../../core/interventions.ts';
 import type { Plan } from '../../core/plan.ts';
 import { type Command, type OptionSpec, intArg } from '../command.ts';

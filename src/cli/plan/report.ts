@@ -10,7 +10,7 @@ import type { Command } from '../command.ts';
 import { CliError, EXIT } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';
 import { planOption } from './options.ts';
-import { displayPath, livePid, loadArchive, loadRuns } from './runs.ts';
+import { displayPath, livePid, loadArchive, loadArchives, loadRuns } from './runs.ts';
 
 function findRun(runs: readonly RunRecord[], id: string, journalPath: string): RunRecord {
   const exact = runs.find((r) => r.runId === id);
@@ -62,7 +62,15 @@ export const report: Command = {
     const run = runId !== undefined ? findRun(runs, runId, journalPath) : runs[runs.length - 1]!;
     const plan = await currentPlan(path);
     const latest = run === runs[runs.length - 1];
-    if (!plan) io.err(`note: no valid plan at ${path}; the report shows what the journal holds`);
+    if (!plan || !latest) {
+      // A finished plan is archived (moved to history/): the archive that records this run is its plan.
+      const archive = (await loadArchives(path, io)).filter((a) => runForArchive(a, runs) === run).at(-1);
+      if (archive) {
+        io.out(renderReport({ run, plan: archive.plan, planIsOfRun: true, archivedFrom: archive.path, livePid: pid, now: Date.now() }));
+        return EXIT.ok;
+      }
+    }
+    if (!plan) io.err(`note: no valid plan at ${path} and no archived plan for this run; the report shows what the journal holds`);
     io.out(renderReport({ run, plan, planIsOfRun: latest && plan !== null, planPath: displayPath(path, io), livePid: pid, now: Date.now() }));
     return EXIT.ok;
   },

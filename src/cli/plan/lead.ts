@@ -1,0 +1,203 @@
+// `plan.ts setup | next | finalize | commit`: the /execute skill's steps (src/run/lead.ts) as
+// commands. Each takes the run lock while it works (and refuses with exit 3 while a headless run
+// holds it), prints one JSON object on stdout (schemas/<step>.schema.json), and on a problem
+// prints `{"error": {kind, message, details}}` there instead, one line on stderr, and exits 2.
+
+import { readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { Git } from '../../adapters/git.ts';
+import { acquireLock, currentLockInfo, readPlanFile } from '../../adapters/plan-store.ts';
+import { assertNever } from '../../core/failure.ts';
+import type { Plan } from '../../core/plan.ts';
+import { type LeadContext, type WorkerResult, leadCommit, leadFinalize, leadNext, leadSetup } from '../../run/lead.ts';
+import { type Command, type OptionSpec, intArg } from '../command.ts';
+import { CliError, EXIT, type ExitCode } from '../exit.ts';
+import { DEFAULT_PLAN, loadPlan } from '../load.ts';
+import { lockHeldMessage } from './interventions.ts';
+
+/** A problem with a name the lead can act on. */
+export class StepError extends CliError {
+  constructor(
+    code: ExitCode,
+    readonly kind: string,
+    lines: string[],
+  ) {
+    super(code, lines);
+  }
+}
+
+const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+
+export const repoPlanOptions: Record<string, OptionSpec> = {
+  repo: { type: 'string', valueName: 'DIR', description: 'the repository (default: the current directory)' },
+  plan: { type: 'string', valueName: 'FILE', description: 'the plan (default: <repo>/.design/plan.json)' },
+};
+
+interface StepArgs {
+  values: Record<string, unknown>;
+  plan: Plan;
+  ctx: LeadContext;
+  io: Parameters<Command['run']>[1];
+}
+
+interface StepSpec {
+  name: string;
+  summary: string;
+  usage: string;
+  options: Record<string, OptionSpec>;
+  /** Checked before the plan is loaded (flags, input files). */
+  prepare?: (values: Record<string, unknown>, cwd: string) => Promise<unknown>;
+  step(args: StepArgs, prepared: unknown): Promise<object>;
+}
+
+/** Where the repository and the plan are, and that both exist. */
+async function locate(values: Record<string, unknown>, cwd: string): Promise<{ repo: string; planPath: string; git: Git }> {
+  const repo = resolve(cwd, str(values.repo) ?? '.');
+  const planPath = str(values.plan) !== undefined ? resolve(cwd, str(values.plan)!) : join(repo, DEFAULT_PLAN);
+  const git = new Git(repo);
+  if (!(await git.isRepo())) throw new StepError(EXIT.invalid, 'not-a-repo', [`${repo} is not a git repository (foreman commits each round; run \`git init\` first)`]);
+  const read = await readPlanFile(planPath);
+  if (!read.ok && read.error.kind === 'missing') throw new StepError(EXIT.invalid, 'no-plan', [`no plan at ${planPath}: run /foreman:design <goal> first, or pass --plan FILE`]);
+  return { repo, planPath, git };
+}
+
+async function loadStepPlan(planPath: string): Promise<Plan> {
+  try {
+    return await loadPlan(planPath);
+  } catch (e) {
+    if (e instanceof CliError) throw new StepError(e.code, 'invalid-plan', e.lines.map((l) => l.trim()));
+    throw e;
+  }
+}
+
+export function stepCommand(spec: StepSpec): Command {
+  return {
+    name: spec.name,
+    summary: spec.summary,
+    usage: spec.usage,
+    options: { ...repoPlanOptions, ...spec.options },
+    async run({ values }, io) {
+      try {
+        const prepared = await spec.prepare?.(values, io.cwd);
+        const { repo, planPath, git } = await locate(values, io.cwd);
+        const lock = await acquireLock(planPath, currentLockInfo(`plan.ts ${spec.name}`));
+        if (!lock.ok) {
+          throw new StepError(EXIT.cannotRun, 'locked', [`${lockHeldMessage(lock.error.holder)}; watch it with \`plan.ts status\``]);
+        }
+        try {
+          const plan = await loadStepPlan(planPath);
+          const output = await spec.step({ values, plan, io, ctx: { repo, planPath, git, env: io.env } }, prepared);
+          io.out(JSON.stringify(output));
+          return EXIT.ok;
+        } finally {
+          await lock.value.release();
+        }
+      } catch (e) {
+        if (!(e instanceof CliError)) throw e;
+        const kind = e instanceof StepError ? e.kind : e.code === EXIT.cannotRun ? 'cannot-run' : 'invalid';
+        io.out(JSON.stringify({ error: { kind, message: e.lines[0] ?? '', details: e.lines.slice(1) } }));
+        io.err(`plan.ts ${spec.name}: ${e.lines[0] ?? kind}${e.lines.length > 1 ? ` (${e.lines.length - 1} more line${e.lines.length === 2 ? '' : 's'} in the JSON on stdout)` : ''}`);
+        return e.code;
+      }
+    },
+  };
+}
+
+const secondsOption = (v: unknown) => {
+  const s = intArg('--check-timeout', str(v), { min: 1 });
+  return s === undefined ? undefined : s * 1000;
+};
+
+export const setup = stepCommand({
+  name: 'setup',
+  summary: 'For /execute: validate the plan and the working tree, clean up after an interrupted session, check blocking assumptions, commit verified work left uncommitted. JSON out.',
+  usage: '[--repo DIR] [--plan FILE] [--concurrency N] [--max-attempts N] [--check-timeout SECONDS]',
+  options: {
+    concurrency: { type: 'string', valueName: 'N', description: 'workers at once for this session (default 4)' },
+    'max-attempts': { type: 'string', valueName: 'N', description: 'attempts per task, retries included (default 3)' },
+    'check-timeout': { type: 'string', valueName: 'SECONDS', description: 'time limit of each acceptance or assumption command (default 300)' },
+  },
+  async step({ values, plan, ctx }) {
+    const r = await leadSetup(plan, ctx, {
+      concurrency: intArg('--concurrency', str(values.concurrency), { min: 1 }),
+      maxAttempts: intArg('--max-attempts', str(values['max-attempts']), { min: 1 }),
+      checkTimeoutMs: secondsOption(values['check-timeout']),
+    });
+    if (r.ok) return r.output;
+    switch (r.problem.kind) {
+      case 'dirty':
+        throw new StepError(EXIT.invalid, 'dirty', [
+          `files the plan will change have uncommitted changes no task made: ${r.problem.files.join(', ')}; commit or stash them first (foreman never overwrites a person's work)`,
+          ...r.problem.files,
+        ]);
+      case 'unsafe-paths':
+        throw new StepError(EXIT.invalid, 'unsafe-paths', [`the plan has paths that lead outside the repository: ${r.problem.problems[0]}`, ...r.problem.problems]);
+      default:
+        return assertNever(r.problem, 'setup problem');
+    }
+  },
+});
+
+export const next = stepCommand({
+  name: 'next',
+  summary: 'For /execute: mark the tasks to start now in progress and write their worker prompts to .design/prompts/task-<i>.md. JSON out.',
+  usage: '[--repo DIR] [--plan FILE] [--concurrency N]',
+  options: {
+    concurrency: { type: 'string', valueName: 'N', description: 'workers at once (default: the session\'s, from setup)' },
+  },
+  step: ({ values, plan, ctx }) => leadNext(plan, ctx, { concurrency: intArg('--concurrency', str(values.concurrency), { min: 1 }) }),
+});
+
+/** The results file: `[{"task": N, "output": "…"}]`. */
+export function parseResults(text: string, file: string): WorkerResult[] {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (e) {
+    throw new StepError(EXIT.invalid, 'bad-results', [`${file}: not valid JSON (${(e as Error).message.replace(/\s+/g, ' ')})`]);
+  }
+  const list = Array.isArray(data) ? data : (data as { results?: unknown } | null)?.results;
+  if (!Array.isArray(list)) throw new StepError(EXIT.invalid, 'bad-results', [`${file}: expected a JSON array of {"task": N, "output": "…"}`]);
+  return list.map((r: unknown, k) => {
+    const o = r as { task?: unknown; output?: unknown } | null;
+    if (!o || typeof o !== 'object' || !Number.isInteger(o.task) || (o.task as number) < 0 || typeof o.output !== 'string') {
+      throw new StepError(EXIT.invalid, 'bad-results', [`${file}: entry ${k} must be {"task": <task index>, "output": "<the worker's final text>"} (got ${JSON.stringify(r)?.slice(0, 200)})`]);
+    }
+    return { task: o.task as number, output: o.output };
+  });
+}
+
+export const finalize = stepCommand({
+  name: 'finalize',
+  summary: "For /execute: judge the workers' final lines, verify (spot-check, acceptance checks), retry, fail or block, cascade, breaker. JSON out.",
+  usage: '--results FILE [--repo DIR] [--plan FILE] [--max-attempts N] [--check-timeout SECONDS]',
+  options: {
+    results: { type: 'string', valueName: 'FILE', description: 'JSON array of {"task": N, "output": "<the worker\'s final text, or its last line>"}' },
+    'max-attempts': { type: 'string', valueName: 'N', description: "attempts per task (default: the session's, from setup)" },
+    'check-timeout': { type: 'string', valueName: 'SECONDS', description: "time limit of each acceptance command (default: the session's)" },
+  },
+  async prepare(values, cwd) {
+    const file = str(values.results);
+    if (file === undefined) throw new StepError(EXIT.invalid, 'usage', ['finalize: --results FILE is required (a JSON array of {"task": N, "output": "…"})']);
+    const path = resolve(cwd, file);
+    const text = await readFile(path, 'utf8').catch((e: Error) => {
+      throw new StepError(EXIT.invalid, 'bad-results', [`cannot read ${path}: ${e.message}`]);
+    });
+    return parseResults(text, path);
+  },
+  step: ({ values, plan, ctx }, results) =>
+    leadFinalize(plan, ctx, results as WorkerResult[], {
+      maxAttempts: intArg('--max-attempts', str(values['max-attempts']), { min: 1 }),
+      checkTimeoutMs: secondsOption(values['check-timeout']),
+    }),
+});
+
+export const commit = stepCommand({
+  name: 'commit',
+  summary: 'For /execute: commit the verified work of completed tasks (exactly their declared files, with trailers); archive the plan once every task is completed. JSON out.',
+  usage: '[--repo DIR] [--plan FILE] [--round N]',
+  options: {
+    round: { type: 'string', valueName: 'N', description: "the round named in the commit message (default: the session's current round)" },
+  },
+  step: ({ values, plan, ctx }) => leadCommit(plan, ctx, { round: intArg('--round', str(values.round)) }),
+});

@@ -1,0 +1,437 @@
+// The /execute skill's steps as code. In that skill a Claude Code session is the lead and its
+// Task subagents are the workers; everything mechanical — setting up, choosing what starts,
+// judging and verifying what came back, retries, cascades, the breaker, commits — happens here,
+// through the same functions the headless engine uses. The lead calls these steps through
+// `plan.ts setup | next | finalize | commit` and reads only their JSON, never plan.json.
+//
+// Between steps the lead keeps no state of its own: plan.json is the state, plus a small
+// session file in `.design/prompts/` (the round counter, the settings chosen at setup, and the
+// paths that were already dirty when the session started).
+
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Git } from '../adapters/git.ts';
+import { writeFileAtomic, writePlanAtomic } from '../adapters/plan-store.ts';
+import { type WorkerRun, assertNever } from '../core/failure.ts';
+import { type Decision, type Verification, decide, judgeRun } from '../core/finalize.ts';
+import { type BreakerDecision, type Skip, countByStatus, depsOf, longestRemainingPath, readySet, stall } from '../core/graph.ts';
+import { computeOverlaps, overlapSets } from '../core/overlap.ts';
+import { pathsIntersect } from '../core/paths.ts';
+import { type Plan, type TaskStatus, attemptsOf, emptyUsage, modelOf, statusOf, writesOf } from '../core/plan.ts';
+import { parseStatusLine, workerPrompt } from '../core/prompt.ts';
+import { pickStarts } from '../core/schedule.ts';
+import { markStarted } from '../core/transition.ts';
+import { archivePlan, promptsDirFor } from './archive.ts';
+import { commitTasks } from './commit.ts';
+import { type AssumptionResult, type SetupProblem, setupRun } from './setup.ts';
+import { settleAttempt } from './settle.ts';
+import { verifyTask } from './verify.ts';
+
+export const DEFAULT_CONCURRENCY = 4;
+export const DEFAULT_MAX_ATTEMPTS = 3;
+export const DEFAULT_CHECK_TIMEOUT_MS = 300_000;
+/** Reasons and outputs handed to the lead are clipped: its context should not grow with logs. */
+const CLIP = 1500;
+
+export interface LeadContext {
+  repo: string;
+  planPath: string;
+  git: Git;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** What the lead's session remembers between steps. */
+export interface Session {
+  round: number;
+  concurrency: number;
+  maxAttempts: number;
+  checkTimeoutMs: number;
+  /** Paths dirty before the session started (a person's unrelated edits): never reported as a worker's. */
+  baselineDirty: string[];
+  startedAt: string;
+}
+
+export const sessionPathFor = (planPath: string): string => join(promptsDirFor(planPath), 'session.json');
+export const promptPathFor = (planPath: string, index: number): string => join(promptsDirFor(planPath), `task-${index}.md`);
+
+const defaultSession = (): Session => ({
+  round: 0,
+  concurrency: DEFAULT_CONCURRENCY,
+  maxAttempts: DEFAULT_MAX_ATTEMPTS,
+  checkTimeoutMs: DEFAULT_CHECK_TIMEOUT_MS,
+  baselineDirty: [],
+  startedAt: new Date().toISOString(),
+});
+
+/** The session file, or the defaults when there is none (a lead that skipped `setup`) or it is damaged. */
+export async function readSession(planPath: string): Promise<Session> {
+  const base = defaultSession();
+  try {
+    const data = JSON.parse(await readFile(sessionPathFor(planPath), 'utf8')) as Partial<Session>;
+    const int = (v: unknown, min: number, fallback: number) => (Number.isInteger(v) && (v as number) >= min ? (v as number) : fallback);
+    return {
+      round: int(data.round, 0, base.round),
+      concurrency: int(data.concurrency, 1, base.concurrency),
+      maxAttempts: int(data.maxAttempts, 1, base.maxAttempts),
+      checkTimeoutMs: int(data.checkTimeoutMs, 1, base.checkTimeoutMs),
+      baselineDirty: Array.isArray(data.baselineDirty) ? data.baselineDirty.filter((p): p is string => typeof p === 'string') : [],
+      startedAt: typeof data.startedAt === 'string' ? data.startedAt : base.startedAt,
+    };
+  } catch {
+    return base;
+  }
+}
+
+async function writeSession(planPath: string, session: Session): Promise<void> {
+  await mkdir(promptsDirFor(planPath), { recursive: true });
+  await writeFileAtomic(sessionPathFor(planPath), `${JSON.stringify(session, null, 2)}\n`);
+}
+
+const clip = (s: string, n = CLIP) => (s.length > n ? `${s.slice(0, n)}…` : s);
+const indicesWith = (plan: Plan, want: (s: TaskStatus) => boolean) => plan.tasks.flatMap((t, i) => (want(statusOf(t)) ? [i] : []));
+const isComplete = (plan: Plan) => plan.tasks.every((t) => statusOf(t) === 'completed');
+
+export interface TaskRef {
+  index: number;
+  subject: string;
+}
+export interface SkipRef extends TaskRef {
+  rootCause: number;
+}
+const skipRefs = (plan: Plan, skips: readonly Skip[]): SkipRef[] => skips.map((s) => ({ index: s.index, subject: plan.tasks[s.index]!.subject, rootCause: s.rootCause }));
+
+// ---------------------------------------------------------------------------------------------
+// Committing verified work
+
+export interface CommitOutcome {
+  commit: string | null;
+  tasks: number[];
+}
+
+/**
+ * Commit the completed tasks that have no commit yet and whose declared files changed, in one
+ * commit with the usual trailers, and record its hash in them. A task whose files overlap one
+ * still in progress waits: that task's half-done edits must not ride along. Mutates `plan`; the
+ * caller saves it (after the commit, so a crash in between is reconciled from git on resume).
+ */
+export async function commitCompleted(git: Git, plan: Plan, round: number): Promise<CommitOutcome> {
+  const busy = plan.tasks.flatMap((t) => (statusOf(t) === 'in_progress' ? writesOf(t) : []));
+  const tasks: number[] = [];
+  for (const i of indicesWith(plan, (s) => s === 'completed')) {
+    const task = plan.tasks[i]!;
+    const writes = writesOf(task);
+    if (task.commit || writes.length === 0) continue;
+    if (writes.some((w) => busy.some((b) => pathsIntersect(w, b)))) continue;
+    if ((await git.changedPaths(writes)).size > 0) tasks.push(i);
+  }
+  if (tasks.length === 0) return { commit: null, tasks: [] };
+  const commit = await commitTasks(git, plan, round, tasks);
+  if (commit === null) return { commit: null, tasks: [] };
+  for (const i of tasks) plan.tasks[i]!.commit = commit;
+  return { commit, tasks };
+}
+
+// ---------------------------------------------------------------------------------------------
+// setup
+
+export interface SetupSettings {
+  concurrency?: number;
+  maxAttempts?: number;
+  checkTimeoutMs?: number;
+}
+
+export interface SetupOutput {
+  goal: string;
+  taskCount: number;
+  maxDepth: number;
+  isResume: boolean;
+  /** Tasks whose commit had landed though plan.json had not recorded it: now completed. */
+  recovered: number[];
+  /** Tasks an earlier session left in progress: their files were restored; they run again. */
+  reset: number[];
+  /** Completed tasks whose created files are gone: pending again. */
+  reverted: number[];
+  /** Verified work an earlier session did not commit, committed now. */
+  committed: CommitOutcome;
+  assumptions: AssumptionResult[];
+  blocked: Array<TaskRef & { reason: string }>;
+  skipped: SkipRef[];
+  notices: Array<{ level: 'info' | 'warning'; message: string }>;
+  counts: Record<TaskStatus, number>;
+  pending: number;
+  nothingToDo: boolean;
+  /** Where the plan went when every task was already completed, else null. */
+  archived: string | null;
+  concurrency: number;
+  maxAttempts: number;
+}
+
+/**
+ * Validate the working tree against the plan and prepare it for a session: resume detection,
+ * cleanup of interrupted work, blocking assumptions (all `setupRun`), then commit any verified
+ * work left uncommitted, save the plan and start a fresh session file.
+ */
+export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSettings = {}): Promise<{ ok: true; output: SetupOutput } | { ok: false; problem: SetupProblem }> {
+  const session: Session = {
+    ...defaultSession(),
+    concurrency: settings.concurrency ?? DEFAULT_CONCURRENCY,
+    maxAttempts: settings.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+    checkTimeoutMs: settings.checkTimeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS,
+  };
+  const setup = await setupRun(plan, { repo: ctx.repo, git: ctx.git, commit: true, checkTimeoutMs: session.checkTimeoutMs, env: ctx.env });
+  if (!setup.ok) return setup;
+  const r = setup.report;
+  const committed = await commitCompleted(ctx.git, plan, 0);
+  await writePlanAtomic(ctx.planPath, plan);
+
+  // A fresh scratch directory: prompts of an earlier session are stale.
+  await rm(promptsDirFor(ctx.planPath), { recursive: true, force: true });
+  session.baselineDirty = r.baselineDirty;
+  await writeSession(ctx.planPath, session);
+
+  const counts = countByStatus(plan);
+  const archived = isComplete(plan) ? await archivePlan(ctx.planPath) : null;
+  return {
+    ok: true,
+    output: {
+      goal: r.goal,
+      taskCount: r.taskCount,
+      maxDepth: r.maxDepth,
+      isResume: r.resumed,
+      recovered: r.recovered,
+      reset: r.reset,
+      reverted: r.reverted,
+      committed,
+      assumptions: r.assumptions.map((a) => ({ ...a, output: a.passed ? '' : clip(a.output.trim(), 500) })),
+      blocked: r.blocked.map((i) => ({ index: i, subject: plan.tasks[i]!.subject, reason: clip(plan.tasks[i]!.result ?? '') })),
+      skipped: skipRefs(plan, r.skipped),
+      notices: r.notices,
+      counts,
+      pending: counts.pending,
+      nothingToDo: counts.pending === 0,
+      archived,
+      concurrency: session.concurrency,
+      maxAttempts: session.maxAttempts,
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// next
+
+export type NextStall = 'none' | 'running' | 'deadlock' | 'awaiting-approval' | 'done';
+
+export interface NextOutput {
+  round: number;
+  tasks: Array<TaskRef & { activeForm: string; model: string; attempt: number; promptFile: string }>;
+  /** Ready tasks that did not start: they overlap a task that did (or runs), or there was no free slot. */
+  waiting: Array<TaskRef & { reason: 'overlap' | 'capacity'; overlapsWith: number[] }>;
+  inProgress: number[];
+  stall: NextStall;
+  /** With `deadlock`: the pending tasks that can never start; with `awaiting-approval`: the gated tasks. */
+  stuck: number[];
+  counts: Record<TaskStatus, number>;
+  complete: boolean;
+}
+
+/**
+ * The tasks to start now — ready, not overlapping each other or anything in progress, highest
+ * priority first (the longest remaining path), at most `concurrency` running in all. Marks them
+ * in progress and writes each one's full worker prompt to `.design/prompts/task-<i>.md`.
+ */
+export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurrency?: number } = {}): Promise<NextOutput> {
+  const session = await readSession(ctx.planPath);
+  const running = new Set(indicesWith(plan, (s) => s === 'in_progress'));
+  const overlaps = overlapSets(computeOverlaps(plan.tasks));
+  const picks = pickStarts({
+    tasks: plan.tasks,
+    running,
+    overlaps,
+    concurrency: options.concurrency ?? session.concurrency,
+    priority: longestRemainingPath(depsOf(plan.tasks)),
+  });
+
+  const tasks: NextOutput['tasks'] = [];
+  if (picks.length > 0) {
+    session.round++;
+    await mkdir(promptsDirFor(ctx.planPath), { recursive: true });
+    for (const i of picks) {
+      const task = plan.tasks[i]!;
+      const promptFile = promptPathFor(ctx.planPath, i);
+      // Built before the task is marked started; the prompt depends on its attempts and its blockers' results only.
+      await writeFile(promptFile, workerPrompt(plan, i, { maxAttempts: session.maxAttempts }));
+      tasks.push({ index: i, subject: task.subject, activeForm: task.activeForm ?? task.subject, model: modelOf(task), attempt: attemptsOf(task) + 1, promptFile });
+      markStarted(plan, i);
+    }
+    await writePlanAtomic(ctx.planPath, plan);
+    await writeSession(ctx.planPath, session);
+  }
+
+  const busy = new Set([...running, ...picks]);
+  const waiting = readySet(plan.tasks).map((i) => {
+    const overlapsWith = [...overlaps[i]!].filter((j) => busy.has(j)).sort((a, b) => a - b);
+    return { index: i, subject: plan.tasks[i]!.subject, reason: overlapsWith.length > 0 ? ('overlap' as const) : ('capacity' as const), overlapsWith };
+  });
+
+  let stallKind: NextStall = 'none';
+  let stuck: number[] = [];
+  if (picks.length === 0) {
+    const s = stall(plan.tasks, running);
+    if (running.size > 0) stallKind = 'running';
+    else if (s.kind === 'deadlock') [stallKind, stuck] = ['deadlock', s.pending];
+    else if (s.kind === 'awaiting-approval') [stallKind, stuck] = ['awaiting-approval', s.gates];
+    else if (waiting.length === 0) stallKind = 'done';
+  }
+  return { round: session.round, tasks, waiting, inProgress: [...running].sort((a, b) => a - b), stall: stallKind, stuck, counts: countByStatus(plan), complete: isComplete(plan) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// finalize
+
+export interface WorkerResult {
+  task: number;
+  /** The worker's final text, or at least its last line (`COMPLETED: …`, `FAILED: …`, `BLOCKED: …`). */
+  output: string;
+}
+
+export type FinalizeOutcome = 'completed' | 'awaiting_approval' | 'retry' | 'failed' | 'blocked' | 'interrupted' | 'ignored';
+
+export interface FinalizeOutput {
+  round: number;
+  results: Array<TaskRef & { outcome: FinalizeOutcome; attempt: number; result?: string; reason?: string; warnings: string[] }>;
+  /** Tasks that go back to pending for another attempt: the next `next` starts them with a retry prompt. */
+  retry: Array<TaskRef & { attempt: number; reason: string }>;
+  skipped: SkipRef[];
+  breaker: BreakerDecision;
+  counts: Record<TaskStatus, number>;
+  complete: boolean;
+  /** One line for the lead to show: the round's progress. */
+  summary: string;
+}
+
+/** A Task subagent's final text, seen as a worker run that reported (its cost is not known here). */
+function reportedRun(output: string): WorkerRun {
+  return {
+    usage: emptyUsage(),
+    durationMs: 0,
+    permissionDenials: [],
+    logPath: '',
+    outcome: { kind: 'reported', resultText: output, statusLine: parseStatusLine(output) },
+  };
+}
+
+function outcomeOf(d: Decision): { outcome: FinalizeOutcome; result?: string; reason?: string } {
+  switch (d.kind) {
+    case 'completed':
+    case 'awaiting_approval':
+      return { outcome: d.kind, result: d.result };
+    case 'retry':
+    case 'failed':
+      return { outcome: d.kind, reason: d.failure };
+    case 'blocked':
+      return { outcome: 'blocked', reason: d.reason };
+    case 'requeue':
+      return { outcome: 'interrupted', reason: d.reason };
+    case 'interrupted':
+      return { outcome: 'interrupted', reason: 'interrupted' };
+    case 'abort-run':
+      return { outcome: 'interrupted', reason: 'the agent could not run' };
+    default:
+      return assertNever(d, 'decision');
+  }
+}
+
+/**
+ * Judge, verify and settle the workers' results: the status line; for COMPLETED, the spot-check
+ * and the acceptance checks; then the decision (completed, retry, failed, blocked), with the
+ * task's files restored when its attempt is undone, the cascade and the breaker. Completed work
+ * stays uncommitted until `commit`. Saves the plan after each task, so running it again with
+ * the same results only reports the tasks already settled as `ignored`.
+ */
+export async function leadFinalize(plan: Plan, ctx: LeadContext, results: readonly WorkerResult[], options: { maxAttempts?: number; checkTimeoutMs?: number } = {}): Promise<FinalizeOutput> {
+  const session = await readSession(ctx.planPath);
+  const maxAttempts = options.maxAttempts ?? session.maxAttempts;
+  const out: FinalizeOutput['results'] = [];
+  const retry: FinalizeOutput['retry'] = [];
+  const skips: Skip[] = [];
+  const breakers: BreakerDecision[] = [];
+  const seen = new Set<number>();
+
+  for (const { task: index, output } of results) {
+    const task = plan.tasks[index];
+    if (!task) {
+      out.push({ index, subject: '', outcome: 'ignored', attempt: 0, reason: `there is no task ${index} (the plan has ${plan.tasks.length})`, warnings: [] });
+      continue;
+    }
+    if (seen.has(index) || statusOf(task) !== 'in_progress') {
+      const why = seen.has(index) ? 'it appears twice in the results' : `it is ${statusOf(task)}, not in progress (settled already?)`;
+      out.push({ index, subject: task.subject, outcome: 'ignored', attempt: attemptsOf(task), reason: `task ${index} was left as it is: ${why}`, warnings: [] });
+      continue;
+    }
+    seen.add(index);
+    const attempt = attemptsOf(task) + 1;
+    const judgement = judgeRun(reportedRun(output));
+    let verification: Verification | undefined;
+    if (judgement.kind === 'verify') {
+      // Files other tasks may legitimately have changed: those in progress beside it, and verified work not committed yet.
+      const declaredElsewhere = plan.tasks.flatMap((t, j) =>
+        j !== index && (statusOf(t) === 'in_progress' || statusOf(t) === 'awaiting_approval' || (statusOf(t) === 'completed' && !t.commit)) ? writesOf(t) : [],
+      );
+      verification = await verifyTask(task, {
+        repo: ctx.repo,
+        git: ctx.git,
+        checkTimeoutMs: options.checkTimeoutMs ?? session.checkTimeoutMs,
+        env: ctx.env,
+        declaredElsewhere,
+        baselineDirty: new Set(session.baselineDirty),
+      });
+    }
+    const decision = decide({ task, judgement, verification, permissionDenials: [], maxAttempts });
+    const applied = await settleAttempt(ctx.git, plan, index, decision);
+    await writePlanAtomic(ctx.planPath, plan);
+
+    const o = outcomeOf(decision);
+    const warnings = verification && verification.outsideChanges.length > 0 ? [`changed files it did not declare: ${verification.outsideChanges.join(', ')}`] : [];
+    out.push({ index, subject: task.subject, attempt, ...(o.result !== undefined ? { result: clip(o.result) } : {}), ...(o.reason !== undefined ? { reason: clip(o.reason) } : {}), outcome: o.outcome, warnings });
+    if (decision.kind === 'retry') retry.push({ index, subject: task.subject, attempt: attempt + 1, reason: clip(decision.failure, 300) });
+    if (applied.cascade) {
+      skips.push(...applied.cascade.skips);
+      breakers.push(applied.cascade.breaker);
+    }
+  }
+
+  const counts = countByStatus(plan);
+  const breaker = breakers.find((b) => b.trip) ?? { trip: false, totalTasks: plan.tasks.length, pendingCount: counts.pending, wouldBeSkipped: skips.length };
+  const settled = out.filter((r) => r.outcome !== 'ignored');
+  const done = settled.filter((r) => r.outcome === 'completed' || r.outcome === 'awaiting_approval').length;
+  const tail = [
+    retry.length > 0 ? `${retry.length} to retry` : '',
+    skips.length > 0 ? `${skips.length} skipped` : '',
+    breaker.trip ? 'circuit breaker tripped' : '',
+  ].filter(Boolean);
+  const summary = `Round ${session.round}: ${done}/${settled.length} tasks completed (${counts.completed}/${plan.tasks.length} overall)${tail.length > 0 ? `; ${tail.join(', ')}` : ''}`;
+  return { round: session.round, results: out, retry, skipped: skipRefs(plan, skips), breaker, counts, complete: isComplete(plan), summary };
+}
+
+// ---------------------------------------------------------------------------------------------
+// commit
+
+export interface CommitStepOutput extends CommitOutcome {
+  round: number;
+  /** Where the plan went when this commit finished it (every task completed), else null. */
+  archived: string | null;
+  counts: Record<TaskStatus, number>;
+  complete: boolean;
+}
+
+/** Commit the round's verified work; when that completes the plan, archive it (as a headless run does). */
+export async function leadCommit(plan: Plan, ctx: LeadContext, options: { round?: number } = {}): Promise<CommitStepOutput> {
+  const session = await readSession(ctx.planPath);
+  const round = options.round ?? session.round;
+  const committed = await commitCompleted(ctx.git, plan, round);
+  if (committed.commit !== null) await writePlanAtomic(ctx.planPath, plan);
+  const counts = countByStatus(plan);
+  const complete = isComplete(plan);
+  const archived = complete ? await archivePlan(ctx.planPath) : null;
+  return { ...committed, round, archived, counts, complete };
+}

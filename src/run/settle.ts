@@ -1,0 +1,18 @@
+// Recording a finished attempt in the plan, with the one side effect some decisions need first:
+// an attempt that is undone (retried, failed, interrupted) has its declared files put back as
+// they are in HEAD. Only the task's own files: a task that overlaps it never runs beside it.
+// Used by the headless engine and by `plan.ts finalize` (the /execute skill).
+
+import type { Git } from '../adapters/git.ts';
+import type { Decision } from '../core/finalize.ts';
+import { type Plan, type Usage, writesOf } from '../core/plan.ts';
+import { type Applied, applyDecision } from '../core/transition.ts';
+
+/** Decisions that throw the attempt's work away. */
+export const undoesAttempt = (d: Decision): boolean => d.kind === 'retry' || d.kind === 'failed' || d.kind === 'interrupted' || d.kind === 'abort-run';
+
+/** Restore the task's files when the decision undoes its attempt, then apply the decision. Mutates `plan`. */
+export async function settleAttempt(git: Git, plan: Plan, index: number, decision: Decision, usage?: Usage): Promise<Applied> {
+  if (undoesAttempt(decision)) await git.restore(writesOf(plan.tasks[index]!));
+  return applyDecision(plan, index, decision, usage);
+}

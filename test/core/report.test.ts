@@ -1,0 +1,231 @@
+import { describe, expect, it } from 'vitest';
+import type { RunEvent } from '../../src/core/events.ts';
+import {
+  attemptsOf,
+  ganttChart,
+  ganttText,
+  groupRuns,
+  historyEntries,
+  parseArchiveStamp,
+  renderReport,
+  runForArchive,
+  summarizeRun,
+  unfinishedRun,
+} from '../../src/core/report.ts';
+import { LONG_SUBJECT, RUN_ID, T0, ev, recordedRun, usage } from '../support/events.ts';
+import { planAfterRecordedRun } from '../support/report-plan.ts';
+
+const journal = (runId = RUN_ID, t0 = T0): RunEvent[] => recordedRun(runId, t0).filter((e) => e.type !== 'task-activity');
+
+/** The body of the first ```mermaid block. */
+function mermaidBlock(md: string): string[] {
+  const lines = md.split('\n');
+  const start = lines.indexOf('```mermaid');
+  expect(start).toBeGreaterThan(-1);
+  const end = lines.indexOf('```', start + 1);
+  expect(end).toBeGreaterThan(start);
+  return lines.slice(start + 1, end);
+}
+
+const TASK_LINE = /^ {2}([^:#;\n]+?) :((?:(?:done|active|crit|milestone), )*)(t\d+a\d+), (\d+), (\d+)$/;
+
+/** Checks Gantt syntax line by line; returns the bars. */
+function checkGantt(lines: string[]) {
+  expect(lines[0]).toBe('gantt');
+  const bars: Array<{ section: string; name: string; tags: string[]; id: string; start: number; end: number }> = [];
+  let section: string | null = null;
+  const ids = new Set<string>();
+  for (const line of lines.slice(1)) {
+    if (/^ {2}title [^#;\n]+$/.test(line) || line === '  dateFormat x' || /^ {2}axisFormat %\S+$/.test(line) || line === '  todayMarker off') continue;
+    const s = /^ {2}section ([^:#;\n]+)$/.exec(line);
+    if (s) {
+      section = s[1]!;
+      continue;
+    }
+    const m = TASK_LINE.exec(line);
+    expect(m, `not a gantt line: ${JSON.stringify(line)}`).not.toBeNull();
+    expect(section, 'a task line before any section').not.toBeNull();
+    const [, name, tags, id, start, end] = m!;
+    expect(ids.has(id!), `duplicate id ${id}`).toBe(false);
+    ids.add(id!);
+    expect(Number(end)).toBeGreaterThan(Number(start));
+    bars.push({ section: section!, name: name!, tags: tags!.split(', ').filter(Boolean), id: id!, start: Number(start), end: Number(end) });
+  }
+  expect(lines).toContain('  dateFormat x');
+  return bars;
+}
+
+describe('runs and attempts', () => {
+  it('groups events by run id, ordered by start', () => {
+    const runs = groupRuns([...journal('b', T0 + 10_000_000), ...journal('a', T0)]);
+    expect(runs.map((r) => r.runId)).toEqual(['a', 'b']);
+    expect(runs[0]!.started?.goal).toBe('Build the parser');
+    expect(runs[0]!.finished?.outcome).toBe('incomplete');
+  });
+
+  it('pairs task-started with task-finished', () => {
+    const attempts = attemptsOf(groupRuns(journal())[0]!);
+    expect(attempts.map((a) => [a.task, a.attempt, a.outcome, a.durationMs, a.usage?.costUsd])).toEqual([
+      [0, 1, 'completed', 60_000, 0.12],
+      [1, 1, 'retry', 90_000, 0.3],
+      [1, 2, 'failed', 58_000, 0.25],
+    ]);
+    expect(attempts[0]!.startMs).toBe(T0 + 1000);
+    expect(attempts[0]!.endMs).toBe(T0 + 61_000);
+  });
+
+  it('summarises a finished run from run-finished', () => {
+    const s = summarizeRun(groupRuns(journal())[0]!);
+    expect(s).toMatchObject({ runId: RUN_ID, startedAt: '2026-11-22T01:02:03Z', goal: 'Build the parser', outcome: 'incomplete', reason: 'failures', durationMs: 151_000, costUsd: 0.67 });
+  });
+
+  it('tells a running run from a dead one by the lock holder’s pid', () => {
+    const cut = groupRuns(journal().slice(0, 6))[0]!; // up to the first round commit
+    expect(summarizeRun(cut).outcome).toBe('unfinished');
+    expect(summarizeRun(cut, { livePid: 4242, now: T0 + 100_000 })).toMatchObject({ outcome: 'running', durationMs: 100_000 });
+    expect(summarizeRun(cut, { livePid: 1 }).outcome).toBe('unfinished');
+  });
+
+  it('lists the tasks of an unfinished run that are still running, and cost not yet in the plan', () => {
+    const events = journal().slice(0, 4); // run-started, assumption, two task-started
+    events.push(ev(T0 + 61_000, { type: 'task-finished', task: 0, subject: 'Add parser', attempt: 1, outcome: 'completed', durationMs: 60_000, usage: usage(0.12), logPath: 'l', permissionDenials: 0 }));
+    const plan = planAfterRecordedRun();
+    plan.tasks[0]!.status = 'in_progress'; // its round has not committed yet
+    const u = unfinishedRun(groupRuns(events), plan, T0 + 71_500);
+    expect(u).toMatchObject({ runId: RUN_ID, pid: 4242, runCostUsd: 0.12, unrecordedCostUsd: 0.12 });
+    expect(u!.running).toEqual([{ index: 1, subject: LONG_SUBJECT, attempt: 1, model: 'opus', startedAt: '2026-11-22T01:02:04Z', elapsedMs: 70_000 }]);
+    plan.tasks[0]!.status = 'completed';
+    expect(unfinishedRun(groupRuns(events), plan, T0)!.unrecordedCostUsd).toBe(0);
+    expect(unfinishedRun(groupRuns(journal()), plan, T0)).toBeNull();
+  });
+});
+
+describe('report', () => {
+  const md = renderReport({ run: groupRuns(journal())[0]!, plan: planAfterRecordedRun(), planIsOfRun: true, planPath: '.design/plan.json' });
+  const lines = md.split('\n');
+
+  it('has a summary', () => {
+    expect(lines[0]).toBe(`# foreman run ${RUN_ID}`);
+    expect(lines).toContain('- **Goal:** Build the parser');
+    expect(lines).toContain('- **Outcome:** incomplete (failures): 1 of 4 tasks completed');
+    expect(lines).toContain('- **Started:** 2026-11-22T01:02:03Z, finished 2026-11-22T01:04:34Z (pid 4242)');
+    expect(lines).toContain('- **Duration:** 2m31s (worker time 3m28s, 1.4× parallel)');
+    expect(lines).toContain('- **Cost:** $0.67');
+    expect(lines).toContain('- **Tokens:** 3,000 input, 600 output, 5,000 cache read, 300 cache write');
+    expect(lines).toContain('- **Tasks:** 1 completed, 1 failed, 2 skipped (of 4); 3 attempts in this run');
+  });
+
+  it('has a row per task', () => {
+    const table = lines.slice(lines.indexOf('## Tasks') + 2, lines.indexOf('## Tasks') + 8);
+    expect(table).toEqual([
+      '| # | Subject | Status | Attempts | Duration | Cost | Model | Commit |',
+      '|---:|---|---|---:|---:|---:|---|---|',
+      '| 0 | Add parser | completed | 1 | 1m00s | $0.12 | sonnet | `abcdef1234` |',
+      `| 1 | ${LONG_SUBJECT} | failed | 2 | 2m28s | $0.55 | opus | — |`,
+      '| 2 | Wire lexer into parser | skipped | — | — | — | sonnet | — |',
+      '| 3 | Document the lexer | skipped | — | — | — | sonnet | — |',
+    ]);
+  });
+
+  it('lists failures with their reasons and logs, and the skipped tasks', () => {
+    const failures = md.slice(md.indexOf('## Failures'), md.indexOf('## Timeline'));
+    expect(failures).toContain(`### Task 1: ${LONG_SUBJECT}`);
+    expect(failures).toContain('- Attempt 1 (opus): failed, retried after 1m30s — log `.design/worker-1.log`');
+    expect(failures).toContain('```text\nacceptance check failed (tests): `npm test` exited 1:\nFAIL lexer.test.ts\n```');
+    expect(failures).toContain('- Attempt 2 (opus): failed after 58s — log `.design/worker-1.log`');
+    expect(failures).toContain('- Task 3 (Document the lexer): skipped: depends on task 1 (Write the lexer), which is failed (through task 2)');
+    expect(md).not.toContain('\n\n\n');
+  });
+
+  it('draws a valid-looking Gantt chart: a section per task, a bar per attempt, crit for failures', () => {
+    const bars = checkGantt(mermaidBlock(md));
+    expect(bars.map((b) => [b.section, b.tags, b.id, b.start - T0, b.end - T0])).toEqual([
+      ['0 Add parser', ['done'], 't0a1', 1000, 61_000],
+      ['1 Write the lexer： tokens ＃1； numbers, strings and a very lon…', ['crit'], 't1a1', 1500, 91_500],
+      ['1 Write the lexer： tokens ＃1； numbers, strings and a very lon…', ['crit'], 't1a2', 92_000, 150_000],
+    ]);
+    expect(bars.map((b) => b.name)).toEqual(['attempt 1 completed 1m00s', 'attempt 1 failed (retried) 1m30s', 'attempt 2 failed 58s']);
+  });
+
+  it('marks attempts still running as active, ending now', () => {
+    const run = groupRuns(journal().slice(0, 4))[0]!;
+    const bars = checkGantt(ganttChart(run, { now: T0 + 5000 }).split('\n'));
+    expect(bars.map((b) => [b.tags, b.end - T0])).toEqual([
+      [['active'], 5000],
+      [['active'], 5000],
+    ]);
+  });
+
+  it('escapes what gantt treats as syntax', () => {
+    expect(ganttText('a: b # c; d\ne')).toBe('a： b ＃ c； d e');
+    expect(ganttText('')).toBe('(untitled)');
+    expect(ganttText('x'.repeat(100), 10)).toBe(`${'x'.repeat(9)}…`);
+  });
+
+  it('escapes table cells', () => {
+    const plan = planAfterRecordedRun();
+    plan.tasks[0]!.subject = 'pipes | and\nnewlines';
+    const out = renderReport({ run: groupRuns(journal())[0]!, plan, planIsOfRun: true });
+    expect(out).toContain('| 0 | pipes \\| and newlines | completed |');
+  });
+
+  it('reports an archived plan no run matches from the plan alone', () => {
+    const out = renderReport({ run: null, plan: planAfterRecordedRun(), planIsOfRun: true, archivedFrom: '.design/history/x-plan.json' });
+    expect(out).toContain('# foreman plan report');
+    expect(out).toContain('| 1 | ');
+    expect(out).toContain('failed after 2 attempts — log `.design/worker-1.log`');
+    expect(out).not.toContain('```mermaid');
+  });
+
+  it('reports an older run with statuses from its events, not from the current plan', () => {
+    const out = renderReport({ run: groupRuns(journal())[0]!, plan: planAfterRecordedRun(), planIsOfRun: false });
+    expect(out).toContain('| 0 | Add parser | completed | 1 |');
+    expect(out).toContain('| 1 | ');
+    expect(out).toContain('- **Tasks:** 1 completed, 1 failed, 2 skipped (of 4)');
+  });
+});
+
+describe('archives and history', () => {
+  it('reads the time in archive names', () => {
+    const t = Date.UTC(2026, 10, 22, 1, 4, 40);
+    for (const name of ['2026-11-22T01-04-40Z-plan.json', '2026-11-22T01:04:40Z-plan.json', '2026-11-22T01-04-40-000Z-plan.json', '20261122T010440Z-plan.json', `${t}-plan.json`, `/a/b/${t / 1000}-plan.json`]) {
+      expect(parseArchiveStamp(name), name).toBe(t);
+    }
+    expect(parseArchiveStamp('latest-plan.json')).toBeNull();
+  });
+
+  it('matches an archive to the latest run with its goal started before it', () => {
+    const runs = groupRuns([...journal('r1', T0), ...journal('r2', T0 + 3_600_000)]);
+    const plan = planAfterRecordedRun();
+    const path = '.design/history/x-plan.json';
+    expect(runForArchive({ path, plan, archivedMs: T0 + 200_000 }, runs)?.runId).toBe('r1');
+    expect(runForArchive({ path, plan, archivedMs: T0 + 3_800_000 }, runs)?.runId).toBe('r2');
+    expect(runForArchive({ path, plan, archivedMs: T0 - 1 }, runs)?.runId).toBe('r1'); // names hold whole seconds
+    expect(runForArchive({ path, plan, archivedMs: T0 - 1000 }, runs)).toBeNull();
+    expect(runForArchive({ path, plan: { ...plan, goal: 'other' }, archivedMs: T0 + 200_000 }, runs)).toBeNull();
+  });
+
+  it('prefers the run whose last message names the archive', () => {
+    const named = journal('r1', T0).map((e) => (e.type === 'run-finished' ? { ...e, message: 'all done; the plan was moved to /x/.design/history/x-plan.json' } : e));
+    const runs = groupRuns([...named, ...journal('r2', T0 + 3_600_000)]);
+    expect(runForArchive({ path: '.design/history/x-plan.json', plan: planAfterRecordedRun(), archivedMs: T0 + 3_800_000 }, runs)?.runId).toBe('r1');
+  });
+
+  it('lists runs and unmatched archives, oldest first', () => {
+    const runs = groupRuns([...journal('r1', T0), ...journal('r2', T0 + 3_600_000).slice(0, 3)]);
+    const plan = planAfterRecordedRun();
+    const entries = historyEntries(
+      runs,
+      [
+        { path: '.design/history/a-plan.json', plan, archivedMs: T0 + 200_000 },
+        { path: '.design/history/old-plan.json', plan: { ...plan, goal: 'Old goal' }, archivedMs: T0 - 86_400_000 },
+      ],
+      { livePid: 4242, now: T0 + 3_700_000 },
+    );
+    expect(entries).toEqual([
+      { runId: null, startedAt: '2026-11-21T01:02:03Z', goal: 'Old goal', outcome: 'archived', reason: null, durationMs: null, costUsd: 0.67, archive: '.design/history/old-plan.json' },
+      { runId: 'r1', startedAt: '2026-11-22T01:02:03Z', goal: 'Build the parser', outcome: 'incomplete', reason: 'failures', durationMs: 151_000, costUsd: 0.67, archive: '.design/history/a-plan.json' },
+      { runId: 'r2', startedAt: '2026-11-22T02:02:03Z', goal: 'Build the parser', outcome: 'running', reason: null, durationMs: 100_000, costUsd: 0, archive: null },
+    ]);
+  });
+});

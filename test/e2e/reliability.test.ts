@@ -1,0 +1,255 @@
+// Interrupts, the run lock, dirty trees and hostile plans: nothing a person did is lost, no
+// worker is left running, and the run can always be resumed.
+
+import { execa, type ResultPromise } from 'execa';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Plan } from '../../src/core/plan.ts';
+import { executeScript, fakeWorker, runExecute, tsxLoader } from '../support/execute.ts';
+import type { TempGitRepo } from '../support/git-repo.ts';
+import { type FakeEvent, fakeEvents, repoWithPlan } from '../support/fake-run.ts';
+import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
+import { alive } from '../support/processes.ts';
+
+const repos: TempGitRepo[] = [];
+const children: ResultPromise[] = [];
+afterEach(async () => {
+  for (const c of children.splice(0)) c.kill('SIGKILL');
+  while (repos.length) await repos.pop()!.cleanup();
+});
+
+const setup = (plan: Plan, files?: Record<string, string>) => repoWithPlan(plan, repos, files);
+
+function start(dir: string, journal: string, args: string[] = []) {
+  const child = execa('node', ['--import', tsxLoader, executeScript, '--claude-bin', fakeWorker, ...args], {
+    cwd: dir,
+    reject: false,
+    stdin: 'ignore',
+    env: { FAKE_WORKER_JOURNAL: journal, NO_COLOR: '1', FOREMAN_BACKOFF_MS: '50' },
+  });
+  children.push(child);
+  return child;
+}
+
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const allPids = (events: FakeEvent[]) => [...new Set(events.flatMap((e) => [e.pid, e.childPid].filter((p): p is number => typeof p === 'number')))];
+
+const hangingPlan = () =>
+  makePlan([
+    fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'partial' }, hang: true, spawnChild: true } }),
+    fakeTask('B', { create: ['b.txt'], fake: { hang: true, spawnChild: 'stubborn' } }),
+    fakeTask('C', { create: ['c.txt'], blockedBy: [0], fake: { write: { 'c.txt': 'c' } } }),
+  ]);
+
+describe('interrupts', () => {
+  it('SIGINT stops the workers (and their children), puts tasks back without an attempt, exits 130, and the run resumes', async () => {
+    const { repo, planPath, journal } = await setup(hangingPlan());
+    const child = start(repo.dir, journal);
+    await waitFor('both workers and their children', async () => (await fakeEvents(journal)).filter((e) => e.event === 'child').length >= 2);
+    const t0 = Date.now();
+    child.kill('SIGINT');
+    const r = await child;
+    expect(r.exitCode).toBe(130);
+    expect(Date.now() - t0).toBeLessThan(8000);
+    expect(allPids(await fakeEvents(journal)).filter(alive)).toEqual([]);
+    expect(existsSync(join(repo.dir, '.design/plan.lock'))).toBe(false);
+    const after = await readPlan(planPath);
+    expect(after.tasks.map((t) => [t.status ?? 'pending', t.attempts ?? 0])).toEqual([
+      ['pending', 0],
+      ['pending', 0],
+      ['pending', 0],
+    ]);
+    // The interrupted attempt's partial file was restored (removed).
+    expect(existsSync(join(repo.dir, 'a.txt'))).toBe(false);
+
+    // Resume: a person fixes the hanging tasks; the run completes.
+    after.tasks[0] = { ...after.tasks[0]!, prompt: fakeTask('A', { fake: { write: { 'a.txt': 'a' } } }).prompt };
+    after.tasks[1] = { ...after.tasks[1]!, prompt: fakeTask('B', { fake: { write: { 'b.txt': 'b' } } }).prompt };
+    await writeFile(planPath, JSON.stringify(after));
+    const resumed = await runExecute(repo.dir);
+    expect(resumed.exitCode).toBe(0);
+    expect(await readFile(join(repo.dir, 'c.txt'), 'utf8')).toBe('c');
+  });
+
+  it('a second SIGINT exits at once and still leaves no worker running', async () => {
+    const { repo, planPath, journal } = await setup(hangingPlan());
+    const child = start(repo.dir, journal);
+    await waitFor('both workers', async () => (await fakeEvents(journal)).filter((e) => e.event === 'child').length >= 2);
+    child.kill('SIGINT');
+    await new Promise((r) => setTimeout(r, 100));
+    const t0 = Date.now();
+    child.kill('SIGINT');
+    const r = await child;
+    expect(r.exitCode).toBe(130);
+    expect(Date.now() - t0).toBeLessThan(3000);
+    await waitFor('every worker to die', async () => allPids(await fakeEvents(journal)).filter(alive).length === 0, 5000);
+    expect(() => JSON.parse(existsSync(planPath) ? readFileSync(planPath, 'utf8') : '{}')).not.toThrow();
+  });
+
+  it('SIGTERM behaves like SIGINT', async () => {
+    const { repo, journal } = await setup(hangingPlan());
+    const child = start(repo.dir, journal);
+    await waitFor('a worker', async () => (await fakeEvents(journal)).some((e) => e.event === 'child'));
+    child.kill('SIGTERM');
+    expect((await child).exitCode).toBe(130);
+    expect(allPids(await fakeEvents(journal)).filter(alive)).toEqual([]);
+  });
+
+  it('a run after SIGKILL of the orchestrator stops the orphaned workers before cleaning up', async () => {
+    const { repo, planPath, journal } = await setup(hangingPlan());
+    const child = start(repo.dir, journal);
+    await waitFor('both workers', async () => (await fakeEvents(journal)).filter((e) => e.event === 'child').length >= 2);
+    child.kill('SIGKILL');
+    await child;
+    const orphans = allPids(await fakeEvents(journal)).filter(alive);
+    expect(orphans.length).toBeGreaterThanOrEqual(2); // the workers outlived the orchestrator
+    const plan = await readPlan(planPath);
+    plan.tasks[0] = { ...plan.tasks[0]!, prompt: fakeTask('A', { fake: { write: { 'a.txt': 'a' } } }).prompt };
+    plan.tasks[1] = { ...plan.tasks[1]!, prompt: fakeTask('B', { fake: { write: { 'b.txt': 'b' } } }).prompt };
+    await writeFile(planPath, JSON.stringify(plan));
+    const r = await runExecute(repo.dir);
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout).toMatch(/stopped \d worker process group/);
+    expect(orphans.filter(alive)).toEqual([]);
+    expect(await readFile(join(repo.dir, 'a.txt'), 'utf8')).toBe('a');
+  });
+});
+
+describe('one run at a time', () => {
+  it('a second run on the same plan exits 3 naming the process that holds the lock', async () => {
+    const { repo, journal } = await setup(hangingPlan());
+    const first = start(repo.dir, journal);
+    await waitFor('the first run to start a worker', async () => (await fakeEvents(journal)).some((e) => e.event === 'start'));
+    const second = await runExecute(repo.dir);
+    expect(second.exitCode).toBe(3);
+    expect(second.stderr).toContain(`pid ${first.pid}`);
+    expect(second.stderr).toContain(hostname());
+    first.kill('SIGINT');
+    expect((await first).exitCode).toBe(130);
+  });
+
+  it('takes over a lock left by a dead process, with a notice', async () => {
+    const { repo } = await setup(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a' } } })]));
+    const dead = execa('node', ['-e', '']);
+    await dead;
+    await writeFile(join(repo.dir, '.design/plan.lock'), JSON.stringify({ pid: dead.pid, host: hostname(), startedAt: '2026-01-01T00:00:00Z', command: 'execute' }));
+    const r = await runExecute(repo.dir);
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout).toMatch(/took over a stale lock left by pid \d+/);
+  });
+
+  it('refuses plan-changing commands while a run holds the lock', async () => {
+    const { repo, journal } = await setup(hangingPlan());
+    const first = start(repo.dir, journal);
+    await waitFor('a worker', async () => (await fakeEvents(journal)).some((e) => e.event === 'start'));
+    const { runPlanTool } = await import('../support/execute.ts');
+    const skip = await runPlanTool(repo.dir, ['skip', '2', '--reason', 'not now']);
+    expect(skip.exitCode).toBe(3);
+    expect(skip.stderr).toMatch(/lock/);
+    first.kill('SIGINT');
+    await first;
+  });
+});
+
+describe('a person\'s work is never lost', () => {
+  it('uncommitted and staged edits outside the plan survive retries, a crash and the resume', async () => {
+    const plan = makePlan([
+      fakeTask('A', {
+        modify: ['src/app.txt'],
+        acceptance: [{ criterion: 'fixed', check: 'grep -q fixed src/app.txt' }],
+        fake: { attempts: [{ append: { 'src/app.txt': 'broken\n' } }, { append: { 'src/app.txt': 'broken again\n' } }, { append: { 'src/app.txt': 'fixed\n' } }] },
+      }),
+      fakeTask('B', { create: ['b.txt'], blockedBy: [0], fake: { write: { 'b.txt': 'b' }, sleepMs: 3000 } }),
+    ]);
+    const { repo, journal } = await setup(plan, { 'README.md': 'hello\n', 'src/app.txt': 'app\n', 'staged.txt': 'v1\n' });
+    await writeFile(join(repo.dir, 'README.md'), 'hello\nmy unsaved thoughts\n');
+    await writeFile(join(repo.dir, 'staged.txt'), 'v2 staged\n');
+    await repo.git(['add', 'staged.txt']);
+
+    const child = start(repo.dir, journal);
+    await waitFor('task B to start', async () => (await fakeEvents(journal)).some((e) => e.event === 'start' && e.taskMarker === 'B'));
+    child.kill('SIGKILL');
+    await child;
+    const r = await runExecute(repo.dir);
+    expect(r.exitCode).toBe(0);
+
+    expect(await readFile(join(repo.dir, 'README.md'), 'utf8')).toBe('hello\nmy unsaved thoughts\n');
+    expect(await readFile(join(repo.dir, 'staged.txt'), 'utf8')).toBe('v2 staged\n');
+    expect(await repo.git(['diff', '--cached', '--name-only'])).toBe('staged.txt\n');
+    expect(await repo.git(['log', '--format=', '--name-only'])).not.toContain('staged.txt\n\n');
+    expect(await readFile(join(repo.dir, 'src/app.txt'), 'utf8')).toBe('app\nfixed\n');
+  });
+
+  it('a planned file edited by a person before a resume stops the run with exit 2, edit intact', async () => {
+    const plan = makePlan([
+      fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a' }, status: 'FAILED: no' } }),
+      fakeTask('B', { modify: ['notes.txt'], blockedBy: [0], fake: { append: { 'notes.txt': 'B\n' } } }),
+    ]);
+    const { repo, planPath } = await setup(plan, { 'notes.txt': 'notes\n' });
+    expect((await runExecute(repo.dir, ['--max-attempts', '1'])).exitCode).toBe(1);
+    const p = await readPlan(planPath);
+    p.tasks[0] = fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a' } } });
+    p.tasks[1] = { ...p.tasks[1]!, status: 'pending', result: undefined };
+    await writeFile(planPath, JSON.stringify(p));
+    await writeFile(join(repo.dir, 'notes.txt'), 'notes\nmine\n');
+    const r = await runExecute(repo.dir);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toContain('notes.txt');
+    expect(await readFile(join(repo.dir, 'notes.txt'), 'utf8')).toBe('notes\nmine\n');
+  });
+});
+
+describe('hostile plans and repositories', () => {
+  it('refuses a path that leads outside the repository through a symlink (exit 2, nothing run)', async () => {
+    const outside = await mkdtemp(join(tmpdir(), 'foreman-outside-'));
+    try {
+      const plan = makePlan([fakeTask('A', { create: ['link/pwned.txt'], fake: { write: { 'link/pwned.txt': 'x' } } })]);
+      const { repo, journal } = await setup(plan);
+      await symlink(outside, join(repo.dir, 'link'));
+      const r = await runExecute(repo.dir, [], { FAKE_WORKER_JOURNAL: journal });
+      expect(r.exitCode).toBe(2);
+      expect(r.stderr).toMatch(/link\/pwned\.txt.*outside the repository/);
+      expect(await fakeEvents(journal)).toEqual([]);
+      expect(existsSync(join(outside, 'pwned.txt'))).toBe(false);
+    } finally {
+      await rm(outside, { recursive: true, force: true });
+    }
+  });
+
+  it('removes a stale .git/index.lock left by a killed git, with a notice', async () => {
+    const { repo } = await setup(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a' } } })]));
+    await mkdir(join(repo.dir, '.git'), { recursive: true });
+    await writeFile(join(repo.dir, '.git/index.lock'), '');
+    const r = await runExecute(repo.dir);
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout).toMatch(/stale \.git\/index\.lock/);
+    expect(await repo.git(['ls-files', 'a.txt'])).toBe('a.txt\n');
+  });
+
+  it('bounds the output of acceptance commands and times them out', async () => {
+    const plan = makePlan([
+      fakeTask('A', {
+        create: ['a.txt'],
+        acceptance: [{ criterion: 'spews then hangs', check: 'yes | head -c 5000000; sleep 100' }],
+        fake: { write: { 'a.txt': 'a' } },
+      }),
+    ]);
+    const { repo, planPath } = await setup(plan);
+    const r = await runExecute(repo.dir, ['--check-timeout', '2', '--max-attempts', '1']);
+    expect(r.exitCode).toBe(1);
+    const after = await readPlan(planPath);
+    expect(after.tasks[0]!.result).toMatch(/timed out/);
+    expect(after.tasks[0]!.result!.length).toBeLessThan(10_000);
+  });
+});

@@ -1,0 +1,281 @@
+import { readFileSync } from 'node:fs';
+import { Ajv } from 'ajv';
+import { describe, expect, it } from 'vitest';
+import type { RunEvent } from '../../src/core/events.ts';
+import { createLiveView, createPlainView, describeEvent, fitSegments, jsonView, sanitize } from '../../src/ui/render.ts';
+import { LONG_SUBJECT, RUN_ID, T0, ev, recordedRun, usage } from '../support/events.ts';
+
+const SGR = /\x1b\[[0-9;]*m/;
+
+/**
+ * A tiny terminal: applies text, `\r`, `\n`, cursor-up (`ESC[nA`), clear-line (`ESC[2K`) and
+ * clear-to-end (`ESC[J`); SGR codes are dropped. Fails on any other escape sequence.
+ */
+class Screen {
+  lines: string[] = [''];
+  row = 0;
+  col = 0;
+  frames = 0;
+  raw = '';
+  write = (chunk: string): void => {
+    this.frames++;
+    this.raw += chunk;
+    let i = 0;
+    while (i < chunk.length) {
+      const c = chunk[i]!;
+      if (c === '\x1b') {
+        const m = /^\x1b\[(\d*)([A-Za-z])/.exec(chunk.slice(i));
+        if (!m) throw new Error(`bad escape at ${JSON.stringify(chunk.slice(i, i + 8))}`);
+        const [all, n, cmd] = m;
+        if (cmd === 'A') this.row = Math.max(0, this.row - Number(n || 1));
+        else if (cmd === 'K' && n === '2') this.lines[this.row] = '';
+        else if (cmd === 'J' && (n === '' || n === '0')) {
+          this.lines[this.row] = (this.lines[this.row] ?? '').slice(0, this.col);
+          this.lines.length = this.row + 1;
+        } else if (cmd !== 'm') throw new Error(`unexpected escape ${JSON.stringify(all)}`);
+        i += all!.length;
+        continue;
+      }
+      if (c === '\r') this.col = 0;
+      else if (c === '\n') {
+        this.row++;
+        this.col = 0;
+        while (this.lines.length <= this.row) this.lines.push('');
+      } else {
+        const chars = [...(this.lines[this.row] ?? '')];
+        while (chars.length < this.col) chars.push(' ');
+        chars[this.col] = c;
+        this.lines[this.row] = chars.join('');
+        this.col++;
+      }
+      i++;
+    }
+  };
+  /** What is on screen, without the empty line the cursor sits on. */
+  get text(): string[] {
+    return this.lines.slice(0, this.row + (this.lines[this.row] === '' ? 0 : 1));
+  }
+}
+
+/** Feed events to a live view on a fake clock that follows the events' timestamps. */
+function playLive(columns: number, color: boolean, events: RunEvent[] = recordedRun(), stopAt?: (e: RunEvent) => boolean) {
+  const screen = new Screen();
+  let clock = T0;
+  const view = createLiveView({ write: screen.write, columns, color, now: () => clock });
+  for (const e of events) {
+    clock = Date.parse(e.at);
+    view.update(e);
+    if (stopAt?.(e)) break;
+  }
+  return { screen, view, setClock: (t: number) => (clock = t) };
+}
+
+const isActivityOf = (task: number) => (e: RunEvent) => e.type === 'task-activity' && e.task === task;
+const width = (s: string) => [...s].length;
+
+describe('live view', () => {
+  it('shows one row per running task with elapsed time, latest activity and cost, then the counts', () => {
+    const { screen } = playLive(120, false, recordedRun(), isActivityOf(1));
+    expect(screen.text).toEqual([
+      '• run run-20261122-010203 started: Build the parser (4 tasks, concurrency 2, rounds schedule, pid 4242)',
+      '▸ 0  Add parser                                    1s   $0.05  Edit src/parser.ts',
+      '▸ 1  Write the lexer: tokens #1; numbers, st…      1s   $0.02  Bash(npm test -- --run lexer) with a second line',
+      '2 running · 0 completed · 0 failed · 0 skipped · 2 pending · round 1 · $0.07 · 2s',
+    ]);
+  });
+
+  it('prints finished tasks and notices above the block and keeps the block at the bottom', () => {
+    const { screen, view } = playLive(160, false);
+    view.close();
+    expect(screen.text).toEqual([
+      '• run run-20261122-010203 started: Build the parser (4 tasks, concurrency 2, rounds schedule, pid 4242)',
+      '✓ task 0 completed (attempt 1, 1m00s, $0.12): Add parser',
+      '● round 1 committed (abcdef1234): tasks 0',
+      `↻ task 1 failed, will retry (attempt 1, 1m30s, $0.30): ${LONG_SUBJECT}`,
+      '    acceptance check failed (tests): `npm test` exited 1: FAIL lexer.test.ts',
+      `✗ task 1 failed (attempt 2, 58s, $0.25): ${LONG_SUBJECT}`,
+      '    the worker reported FAILED: cannot make the tests pass',
+      '    log: .design/worker-1.log',
+      '- task 2 skipped: depends on task 1 (Write the lexer), which is failed',
+      '- task 3 skipped: depends on task 1 (Write the lexer), which is failed (through task 2)',
+      '• warning: task 1 changed files it did not declare: notes.txt',
+      '• run run-20261122-010203 finished: incomplete (failures) in 2m31s, $0.67; 1 completed, 1 failed, 2 skipped — 1 of 4 tasks completed',
+      '0 running · 1 completed · 1 failed · 2 skipped · 0 pending · round 1 · $0.67 · 2m31s',
+    ]);
+  });
+
+  for (const columns of [60, 30]) {
+    for (const color of [false, true]) {
+      it(`fits every line in ${columns} columns (color ${color ? 'on' : 'off'})`, () => {
+        const { screen, view } = playLive(columns, color, recordedRun(), isActivityOf(1));
+        const visible = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '');
+        for (const line of screen.raw.split('\n')) {
+          const text = visible(line.replace(/\x1b\[\d*[AKJ]/g, '').replace(/\r/g, ''));
+          expect(width(text), JSON.stringify(text)).toBeLessThanOrEqual(columns);
+        }
+        if (color) expect(screen.raw).toMatch(SGR);
+        else expect(screen.raw).not.toMatch(SGR);
+        const rows = screen.text.map(visible);
+        if (columns >= 40) {
+          expect(rows).toEqual([
+            '• run run-20261122-010203 started: Build the parser (4 tas…',
+            '▸ 0  Add parser               1s   $0.05  Edit src/parser.…',
+            '▸ 1  Write the lexer: t…      1s   $0.02  Bash(npm test --…',
+            'round 1 · $0.07 · 2s',
+            '2 running · 0 completed · 0 failed · 0 skipped · 2 pending',
+          ]);
+        } else {
+          // Compact: index, elapsed, subject; then a one-line footer.
+          expect(rows.slice(-4)).toEqual(['0 1s Add parser', '1 1s Write the lexer: tokens…', '$0.07 2s r1', '0 done 0 fail 0 skip 2 left']);
+        }
+        view.close();
+      });
+    }
+  }
+
+  it('redraws at most every 200 ms; tick() advances the clock display', () => {
+    const events = recordedRun();
+    const { screen, view, setClock } = playLive(80, false, events, isActivityOf(1));
+    const before = screen.frames;
+    // A burst of activity within 100 ms: no redraw.
+    const t = Date.parse(events[5]!.at);
+    for (let k = 1; k <= 10; k++) {
+      setClock(t + k * 10);
+      view.update(ev(t + k * 10, { type: 'task-activity', task: 0, text: `Edit file${k}.ts`, costUsd: 0.05 + k / 100 }));
+    }
+    expect(screen.frames).toBe(before);
+    setClock(t + 150);
+    view.tick();
+    expect(screen.frames).toBe(before);
+    setClock(t + 250);
+    view.tick();
+    expect(screen.frames).toBe(before + 1);
+    expect(screen.text.some((l) => l.includes('Edit file10.ts') && l.includes('$0.15'))).toBe(true);
+    // Nothing visible changed: no output.
+    setClock(t + 450);
+    view.tick();
+    expect(screen.frames).toBe(before + 1);
+    // A second later the elapsed times change.
+    setClock(t + 1300);
+    view.tick();
+    expect(screen.frames).toBe(before + 2);
+    expect(screen.text.at(-2)).toBe('round 1 · $0.17 · 3s');
+  });
+
+  it('keeps control characters from workers off the terminal', () => {
+    const events = recordedRun().slice(0, 4);
+    events.push(ev(T0 + 3000, { type: 'task-activity', task: 0, text: 'Bash(printf "\x1b[31mred\x1b[2J")', costUsd: 0 }));
+    const { screen } = playLive(100, false, events);
+    expect(screen.text.find((l) => l.startsWith('▸ 0'))).toContain('Bash(printf " [31mred [2J")');
+  });
+
+  it('counts tasks finished before a resumed run', () => {
+    const screen = new Screen();
+    const view = createLiveView({ write: screen.write, columns: 100, color: false, now: () => T0, baseline: { completed: 2, pending: 2 } });
+    view.update(ev(T0, { type: 'run-started', goal: 'g', planPath: 'p', taskCount: 4, maxDepth: 1, resumed: true, concurrency: 1, schedule: 'rounds', pid: 1 }));
+    expect(screen.text.at(-1)).toBe('0 running · 2 completed · 0 failed · 0 skipped · 2 pending · round 1 · $0.00 · 0s');
+  });
+});
+
+describe('plain view', () => {
+  it('prints one timestamped line per event, without activity or control codes', () => {
+    const out: string[] = [];
+    const view = createPlainView({ write: (s) => out.push(s), now: () => T0 });
+    for (const e of recordedRun()) view.update(e);
+    view.close();
+    const text = out.join('');
+    expect(text).not.toMatch(/\x1b/);
+    expect(text.split('\n')).toEqual([
+      '2026-11-22T01:02:03Z run run-20261122-010203 started: Build the parser (4 tasks, concurrency 2, rounds schedule, pid 4242)',
+      '2026-11-22T01:02:03Z task 2 assumption holds (warning): node is installed',
+      '2026-11-22T01:02:03Z task 0 started (attempt 1, sonnet): Add parser',
+      `2026-11-22T01:02:03Z task 1 started (attempt 1, opus): ${LONG_SUBJECT}`,
+      '2026-11-22T01:02:03Z task 0 completed (attempt 1, 1m00s, $0.12): Add parser',
+      '2026-11-22T01:02:03Z round 1 committed (abcdef1234): tasks 0',
+      '2026-11-22T01:02:03Z task 1 failed, will retry (attempt 1, 1m30s, $0.30): acceptance check failed (tests): `npm test` exited 1: FAIL lexer.test.ts (log: .design/worker-1.log)',
+      `2026-11-22T01:02:03Z task 1 started (attempt 2, opus): ${LONG_SUBJECT}`,
+      '2026-11-22T01:02:03Z task 1 failed (attempt 2, 58s, $0.25): the worker reported FAILED: cannot make the tests pass (log: .design/worker-1.log)',
+      '2026-11-22T01:02:03Z task 2 skipped: depends on task 1 (Write the lexer), which is failed',
+      '2026-11-22T01:02:03Z task 3 skipped: depends on task 1 (Write the lexer), which is failed (through task 2)',
+      '2026-11-22T01:02:03Z warning: task 1 changed files it did not declare: notes.txt',
+      '2026-11-22T01:02:03Z run run-20261122-010203 finished: incomplete (failures) in 2m31s, $0.67; 1 completed, 1 failed, 2 skipped — 1 of 4 tasks completed',
+      '',
+    ]);
+  });
+
+  it('describes the other events too', () => {
+    const lines = [
+      ev(T0, { type: 'task-finished', task: 4, subject: 'Gate', attempt: 1, outcome: 'awaiting_approval', durationMs: 5000, usage: usage(0.01), logPath: 'l', permissionDenials: 0 }),
+      ev(T0, { type: 'task-finished', task: 5, subject: 'X', attempt: 1, outcome: 'requeued', reason: 'rate limited: slow down', durationMs: 1000, usage: usage(0), logPath: 'l', permissionDenials: 0 }),
+      ev(T0, { type: 'round-committed', round: 2, tasks: [], commit: null }),
+      ev(T0, { type: 'breaker', pendingCount: 6, wouldBeSkipped: 3 }),
+      ev(T0, { type: 'budget-reached', costUsd: 5.02, limitUsd: 5 }),
+      ev(T0, { type: 'stalled', kind: 'awaiting-approval', tasks: [4] }),
+      ev(T0, { type: 'stalled', kind: 'deadlock', tasks: [6, 7] }),
+      ev(T0, { type: 'interrupted', signal: 'SIGINT' }),
+      ev(T0, { type: 'assumption-checked', task: 1, claim: 'has git', severity: 'blocking', passed: false, output: 'git: not found\n' }),
+      ev(T0, { type: 'task-activity', task: 1, text: 'x', costUsd: 0 }),
+    ].map(describeEvent);
+    expect(lines).toEqual([
+      'task 4 awaits approval (attempt 1, 5s, $0.01): Gate — run `plan.ts approve 4` or `plan.ts reject 4 --reason …`',
+      'task 5 requeued (attempt 1, 1s, $0.00): rate limited: slow down',
+      'round 2: nothing to commit',
+      'circuit breaker: 3 of 6 pending tasks would be skipped; stopping',
+      'budget reached: spent $5.02 of $5.00; no new task starts',
+      'waiting for approval of task 4 (plan.ts approve N / reject N --reason …)',
+      'stalled: tasks 6 and 7 pending but none can start',
+      'interrupted by SIGINT; stopping workers',
+      'task 1 assumption failed (blocking): has git — git: not found',
+      null,
+    ]);
+  });
+});
+
+describe('json view', () => {
+  it('writes each event as one JSON line, as it is', () => {
+    const out: string[] = [];
+    const view = jsonView({ write: (s) => out.push(s) });
+    const events = recordedRun();
+    for (const e of events) view.update(e);
+    expect(out.every((l) => l.endsWith('\n') && !l.slice(0, -1).includes('\n'))).toBe(true);
+    expect(out.map((l) => JSON.parse(l))).toEqual(events);
+  });
+});
+
+describe('event schema', () => {
+  const schema = JSON.parse(readFileSync(new URL('../../schemas/event.schema.json', import.meta.url), 'utf8'));
+  const validate = new Ajv({ allErrors: true, strict: false }).compile(schema);
+
+  it('accepts every recorded event', () => {
+    for (const e of recordedRun()) expect(validate(e), `${e.type}: ${JSON.stringify(validate.errors)}`).toBe(true);
+  });
+
+  it('rejects unknown types, missing fields and extra fields', () => {
+    expect(validate({ type: 'nope', runId: RUN_ID, at: '2026-11-22T01:02:03Z' })).toBe(false);
+    expect(validate({ type: 'interrupted', runId: RUN_ID, at: '2026-11-22T01:02:03Z' })).toBe(false);
+    expect(validate({ type: 'interrupted', runId: RUN_ID, at: '2026-11-22T01:02:03Z', signal: 'SIGINT', extra: 1 })).toBe(false);
+    expect(validate({ type: 'interrupted', runId: RUN_ID, at: 'yesterday', signal: 'SIGINT' })).toBe(false);
+    expect(validate({ type: 'interrupted', runId: RUN_ID, at: '2026-11-22T01:02:03.456Z', signal: 'SIGINT' })).toBe(true);
+  });
+
+  it('has one branch per event type', () => {
+    const types = (schema.oneOf as Array<{ properties: { type: { const: string } } }>).map((b) => b.properties.type.const).sort();
+    const all: Record<RunEvent['type'], true> = {
+      'run-started': true, notice: true, 'assumption-checked': true, 'task-started': true, 'task-activity': true, 'task-finished': true,
+      'task-skipped': true, 'round-committed': true, breaker: true, 'budget-reached': true, stalled: true, interrupted: true, 'run-finished': true,
+    };
+    expect(types).toEqual(Object.keys(all).sort());
+  });
+});
+
+describe('helpers', () => {
+  it('fitSegments cuts to the width with an ellipsis and colours only when asked', () => {
+    expect(fitSegments([{ text: 'abc' }, { text: 'defgh', style: 'red' }], 5, false)).toBe('abcd…');
+    expect(fitSegments([{ text: 'abc' }, { text: 'de', style: 'red' }], 5, true)).toBe('abc\x1b[31mde\x1b[39m');
+    expect(fitSegments([{ text: 'abcdef' }], 1, false)).toBe('…');
+    expect(fitSegments([{ text: 'abcdef' }], 0, false)).toBe('');
+  });
+  it('sanitize removes control characters', () => {
+    expect(sanitize('a\nb\x1b[0mc\td')).toBe('a b [0mc d');
+  });
+});
