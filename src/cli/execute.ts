@@ -259,8 +259,8 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     if (result.reason === 'all-done') {
       const archived = await archivePlan(s.planPath);
       message += `; the plan was moved to ${archived}`;
-    } else if (code !== EXIT.cannotRun || result.reason === 'agent-unavailable') {
-      message += `. Resume with: npx tsx scripts/execute.ts${s.repo !== io.cwd ? ` --repo ${s.repo}` : ''}`;
+    } else {
+      message += `. The plan keeps its state in ${s.planPath}: run the same command again to resume`;
     }
     emit({
       type: 'run-finished',

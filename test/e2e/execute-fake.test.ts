@@ -1,10 +1,11 @@
 // End-to-end runs of scripts/execute.ts with the fast fake worker on temporary git repositories.
 
+import { existsSync } from 'node:fs';
 import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
-import { runExecute } from '../support/execute.ts';
+import { runExecute, runPlanTool } from '../support/execute.ts';
 import { alive } from '../support/processes.ts';
 import type { TempGitRepo } from '../support/git-repo.ts';
 import { type FakeEvent, fakeEvents, repoWithPlan } from '../support/fake-run.ts';
@@ -320,5 +321,73 @@ describe('execute.ts with the fake worker', () => {
     const r = await runExecute(repo.dir, ['--claude-bin', '/nonexistent/claude']);
     expect(r.exitCode).toBe(3);
     expect(r.stderr).toContain('npm install -g @anthropic-ai/claude-code');
+  });
+});
+
+describe('cost budgets', () => {
+  it('--max-cost-usd stops starting work once the run cost reaches the limit; a resume continues', async () => {
+    const t = (m: string) => fakeTask(m, { create: [`${m}.txt`], fake: { write: { [`${m}.txt`]: m }, costUsd: 0.4 } });
+    const { repo, planPath, journal, env } = await setup(makePlan([t('A'), t('B'), t('C'), t('D')]));
+    const r = await runExecute(repo.dir, ['--max-cost-usd', '1', '--concurrency', '1', '--json'], env);
+    expect(r.exitCode).toBe(1);
+    const events = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; costUsd?: number; limitUsd?: number; reason?: string; message?: string });
+    const budget = events.find((e) => e.type === 'budget-reached')!;
+    expect(budget.costUsd).toBeCloseTo(1.2);
+    expect(budget.limitUsd).toBe(1);
+    const finished = events.find((e) => e.type === 'run-finished')!;
+    expect(finished.reason).toBe('budget');
+    expect(finished.message).toMatch(/cost reached \$1\.20 \(limit \$1\.00\)/);
+    const after = await readPlan(planPath);
+    expect(after.tasks.map((x) => x.status ?? 'pending')).toEqual(['completed', 'completed', 'completed', 'pending']);
+    expect(after.tasks[0]!.usage!.costUsd).toBeCloseTo(0.4);
+
+    const resumed = await runExecute(repo.dir, ['--max-cost-usd', '1'], env);
+    expect(resumed.exitCode).toBe(0);
+    expect((await fakeEvents(journal)).filter((e) => e.event === 'start')).toHaveLength(4);
+  });
+
+  it('gives each worker --max-budget-usd from the task or from --task-budget-usd', async () => {
+    const { repo, journal, env } = await setup(
+      makePlan([
+        fakeTask('A', { create: ['a.txt'], maxBudgetUsd: 0.5, fake: { write: { 'a.txt': 'a' } } }),
+        fakeTask('B', { create: ['b.txt'], fake: { write: { 'b.txt': 'b' } } }),
+      ]),
+    );
+    expect((await runExecute(repo.dir, ['--task-budget-usd', '2'], env)).exitCode).toBe(0);
+    const starts = (await fakeEvents(journal)).filter((e) => e.event === 'start') as Array<{ taskMarker?: string; args?: string[] }>;
+    const budgetOf = (m: string) => {
+      const args = starts.find((s) => s.taskMarker === m)!.args!;
+      return args[args.indexOf('--max-budget-usd') + 1];
+    };
+    expect(budgetOf('A')).toBe('0.5');
+    expect(budgetOf('B')).toBe('2');
+  });
+
+  it('a worker that hits its budget is a failed attempt with that reason', async () => {
+    const { repo, planPath } = await setup(makePlan([fakeTask('A', { create: ['a.txt'], fake: { error: 'max-budget' } })]));
+    expect((await runExecute(repo.dir, ['--max-attempts', '1'])).exitCode).toBe(1);
+    expect((await readPlan(planPath)).tasks[0]!.result).toMatch(/budget/);
+  });
+});
+
+describe('approval gates', () => {
+  it('gate → reject: the task fails and its dependants are skipped on the next run', async () => {
+    const { repo, planPath } = await setup(
+      makePlan([
+        fakeTask('A', { create: ['a.txt'], gate: 'human-approval', fake: { write: { 'a.txt': 'a' } } }),
+        fakeTask('B', { create: ['b.txt'], blockedBy: [0], fake: { write: { 'b.txt': 'b' } } }),
+      ]),
+    );
+    const first = await runExecute(repo.dir);
+    expect(first.exitCode).toBe(1);
+    expect(first.stdout).toMatch(/approve/);
+    expect((await readPlan(planPath)).tasks[0]!.status).toBe('awaiting_approval');
+    const rejected = await runPlanTool(repo.dir, ['reject', '0', '--reason', 'wrong approach']);
+    expect(rejected.exitCode).toBe(0);
+    const after = await readPlan(planPath);
+    expect(after.tasks.map((t) => t.status)).toEqual(['failed', 'skipped']);
+    const again = await runExecute(repo.dir);
+    expect(again.exitCode).toBe(1);
+    expect(existsSync(join(repo.dir, 'b.txt'))).toBe(false);
   });
 });
