@@ -428,13 +428,11 @@ export class Git {
       await this.run(['--literal-pathspecs', 'rm', '--cached', '-q', '--ignore-unmatch', '--', ...chunk]);
     }
 
-    const after = await this.statusEntries(specs);
-    if (after.length === 0) return null;
-    // Pass the declared paths that still match something: short, and `--only` commits the
-    // working-tree state of exactly these, leaving the rest of the index alone.
-    const toCommit = specs.filter((s) => after.some((e) => pathMatches(e.path, s)));
+    // Pass the declared paths that had changes: short, and `--only` commits the working-tree
+    // state of exactly these, leaving the rest of the index alone.
+    const toCommit = specs.filter((s) => before.some((e) => pathMatches(e.path, s)));
     const identity = await this.identityArgs();
-    await this.run([
+    const committed = await this.tryRun([
       ...identity,
       '--literal-pathspecs',
       'commit',
@@ -447,6 +445,11 @@ export class Git {
       '--',
       ...toCommit,
     ]);
+    if (!committed.ok) {
+      // Staging can leave nothing to commit (a staged change the working tree had undone).
+      if ((await this.statusEntries(specs)).length === 0) return null;
+      throw committed.error;
+    }
     return this.headCommit();
   }
 

@@ -21,6 +21,11 @@ export interface ScheduleState {
   now?: number;
   /** With the rounds policy: the tasks of the open round. */
   admitted?: ReadonlySet<number>;
+  /**
+   * Tasks that finished but whose files are not committed yet. They take no slot, but a task
+   * overlapping them must still wait: its edits would mix into their commit.
+   */
+  holding?: ReadonlySet<number>;
 }
 
 /** Ready tasks ordered by priority (longest remaining path first), then index. */
@@ -28,12 +33,12 @@ export function byPriority(ready: readonly number[], priority: readonly number[]
   return [...ready].sort((a, b) => priority[b]! - priority[a]! || a - b);
 }
 
-/** The tasks to start now: ready, admitted, not backing off, within capacity, overlapping nothing running. */
+/** The tasks to start now: ready, admitted, not backing off, within capacity, overlapping nothing running or uncommitted. */
 export function pickStarts(s: ScheduleState): number[] {
   const now = s.now ?? Date.now();
   const capacity = s.concurrency - s.running.size;
   if (capacity <= 0) return [];
-  const busy = new Set(s.running);
+  const busy = new Set([...s.running, ...(s.holding ?? [])]);
   const picked: number[] = [];
   for (const i of byPriority(readySet(s.tasks), s.priority)) {
     if (picked.length >= capacity) break;

@@ -96,6 +96,8 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
   const requeues = new Map<number, number>();
   /** Verified tasks whose commit has not landed yet: still `in_progress` on disk. */
   const verified: Array<{ index: number; decision: Decision & { kind: 'completed' }; usage: Usage }> = [];
+  /** Verified tasks until their commit is recorded (queued or in flight): their files are legitimately dirty. */
+  const uncommitted = new Set<number>();
   let usage = emptyUsage();
   let round = 0;
   let admitted: Set<number> | undefined;
@@ -159,7 +161,7 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
           checkTimeoutMs: o.checkTimeoutMs,
           env: o.env,
           signal: controller.signal,
-          declaredElsewhere: [...others, ...verified.flatMap((v) => writesOf(plan.tasks[v.index]!))],
+          declaredElsewhere: [...others, ...[...uncommitted].flatMap((i) => writesOf(plan.tasks[i]!))],
           baselineDirty: o.baselineDirty,
         });
         // An interrupt during the acceptance checks makes their verdict meaningless.
@@ -178,6 +180,11 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
     running.set(index, work);
   };
 
+  // Git mutations (restores and commits) take the index lock: one at a time. Everything else —
+  // starting workers, verifying, judging — goes on while a commit runs.
+  const exclusive = serialQueue();
+  const inflight: { commit: Promise<void> | null } = { commit: null };
+
   const commitVerified = async () => {
     if (verified.length === 0) return;
     round++;
@@ -185,13 +192,22 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
     const indices = batch.map((v) => v.index).sort((a, b) => a - b);
     // Results go into the commit trailers, so record them on the tasks before committing.
     for (const v of batch) plan.tasks[v.index]!.result = v.decision.result;
-    const hash = o.commit ? await commitTasks(o.git, plan, round, indices) : null;
+    const hash = o.commit ? await exclusive(() => commitTasks(o.git, plan, round, indices)) : null;
     for (const v of batch) {
       applyDecision(plan, v.index, v.decision, v.usage);
       if (hash) plan.tasks[v.index]!.commit = hash;
+      uncommitted.delete(v.index);
     }
     await o.save(plan);
     o.emit({ type: 'round-committed', round, tasks: indices, commit: hash });
+  };
+
+  /** Continuous policy: commit what is verified without holding up the loop; one commit in flight. */
+  const commitInBackground = () => {
+    if (inflight.commit !== null || verified.length === 0) return;
+    inflight.commit = commitVerified().finally(() => {
+      inflight.commit = null;
+    });
   };
 
   const finish = async (f: Finished) => {
@@ -232,8 +248,8 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
     switch (decision.kind) {
       case 'completed':
         verified.push({ index: f.index, decision, usage: runUsage });
+        uncommitted.add(f.index);
         o.emit({ ...base, outcome: 'completed', result: decision.result });
-        if (o.schedule === 'continuous' || !o.commit) await commitVerified();
         break;
       case 'awaiting_approval':
         applyDecision(plan, f.index, decision, runUsage);
@@ -243,7 +259,7 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
       case 'retry':
       case 'failed': {
         // Only the task's own declared files: overlapping tasks never run beside it.
-        const applied = await settleAttempt(o.git, plan, f.index, decision, runUsage);
+        const applied = await exclusive(() => settleAttempt(o.git, plan, f.index, decision, runUsage));
         await o.save(plan);
         o.emit({ ...base, outcome: decision.kind, reason });
         reportCascade(applied.cascade);
@@ -263,7 +279,7 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
         break;
       case 'interrupted':
       case 'abort-run':
-        await settleAttempt(o.git, plan, f.index, decision, runUsage);
+        await exclusive(() => settleAttempt(o.git, plan, f.index, decision, runUsage));
         await o.save(plan);
         o.emit({ ...base, outcome: 'interrupted', reason });
         if (decision.kind === 'abort-run') {
@@ -295,6 +311,8 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
 
   try {
     for (;;) {
+      // Work verified while the previous commit was in flight goes into the next one.
+      if (o.schedule === 'continuous' || !o.commit) commitInBackground();
       if (stop === null) {
         if (o.schedule === 'rounds' && admitted === undefined) {
           const ready = readySet(plan.tasks);
@@ -308,11 +326,17 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
           priority,
           notBefore,
           admitted,
+          holding: uncommitted,
         });
         for (const i of starts) await start(i);
       }
 
       if (running.size === 0) {
+        // Dependants of the tasks being committed become ready only once the commit is recorded.
+        if (inflight.commit !== null) {
+          await inflight.commit;
+          continue;
+        }
         if (admitted !== undefined) {
           // The round is over when none of its tasks runs or can still start.
           const waiting = [...admitted].some((i) => statusOf(plan.tasks[i]!) === 'pending' && notBefore.has(i));
@@ -339,11 +363,13 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
       const timer = new AbortController();
       const races: Array<Promise<Finished | null>> = [...running.values()];
       if (wake.length > 0 && stop === null) races.push(sleep(Math.min(...wake) - Date.now(), timer.signal).then(() => null));
+      if (inflight.commit !== null) races.push(inflight.commit.then(() => null));
       const first = await Promise.race(races);
       timer.abort();
       for (const [i, t] of notBefore) if (t <= Date.now()) notBefore.delete(i);
       if (first) await finish(first);
     }
+    if (inflight.commit !== null) await inflight.commit;
     await commitVerified();
   } finally {
     o.signal.removeEventListener('abort', onAbort);
@@ -388,4 +414,14 @@ function describeDecision(d: Decision, f: Finished): string | undefined {
     default:
       return assertNever(d, `decision of task ${f.index}`);
   }
+}
+
+/** Runs the functions given to it one after another, in call order. */
+function serialQueue() {
+  let tail: Promise<unknown> = Promise.resolve();
+  return <T>(fn: () => Promise<T>): Promise<T> => {
+    const next = tail.then(fn);
+    tail = next.catch(() => undefined);
+    return next;
+  };
 }

@@ -9,7 +9,7 @@ import type { Git } from '../adapters/git.ts';
 import type { Skip } from '../core/graph.ts';
 import { cascade, depsOf, depths } from '../core/graph.ts';
 import { applyCascade } from '../core/finalize.ts';
-import { isDirPath } from '../core/paths.ts';
+import { coveredBy, isDirPath } from '../core/paths.ts';
 import { type Plan, readsOf, statusOf, writesOf } from '../core/plan.ts';
 import { commitTasks, ensurePlanId, reconcileWithHistory } from './commit.ts';
 import { spotCheck } from './verify.ts';
@@ -182,8 +182,7 @@ export async function dirtyFiles(plan: Plan, git: Git): Promise<string[]> {
   const planned = plan.tasks.flatMap((t) => (statusOf(t) === 'pending' ? writesOf(t) : []));
   if (planned.length === 0) return [];
   const changed = await git.changedPaths([...new Set(planned)]);
-  const covered = (p: string) => ours.some((o) => o === p || (isDirPath(o) && p.startsWith(o)));
-  return [...changed.keys()].filter((p) => !covered(p)).sort();
+  return [...changed.keys()].filter((p) => !coveredBy(p, ours)).sort();
 }
 
 async function checkAssumptions(plan: Plan, o: SetupOptions): Promise<AssumptionResult[]> {

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { runShell } from '../adapters/checks.ts';
 import type { Git } from '../adapters/git.ts';
 import type { AcceptanceResult, Verification } from '../core/finalize.ts';
-import { isDirPath } from '../core/paths.ts';
+import { coveredBy, isDirPath } from '../core/paths.ts';
 import type { Task } from '../core/plan.ts';
 
 export interface VerifyOptions {
@@ -35,7 +35,7 @@ export async function spotCheck(task: Task, o: Pick<VerifyOptions, 'repo' | 'git
     if (!(await exists(join(o.repo, isDirPath(p) ? p.slice(0, -1) : p)))) missingCreated.push(p);
   }
   const changed = modify.length > 0 ? await o.git.changedPaths(modify) : new Map();
-  const unchangedModified = modify.filter((p) => ![...changed.keys()].some((c) => c === p || (isDirPath(p) && c.startsWith(p))));
+  const unchangedModified = modify.filter((p) => ![...changed.keys()].some((c) => coveredBy(c, [p])));
   return { missingCreated, unchangedModified };
 }
 

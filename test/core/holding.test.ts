@@ -1,0 +1,26 @@
+// A finished task whose files are not committed yet takes no worker slot, but still keeps the
+// tasks that overlap it from starting: their edits would mix into its commit.
+
+import { describe, expect, it } from 'vitest';
+import type { Task } from '../../src/core/plan.ts';
+import { pickStarts } from '../../src/core/schedule.ts';
+
+const task = (status: Task['status']): Task => ({ subject: 's', prompt: 'p', status, blockedBy: [], metadata: { files: { create: [], modify: ['x'] } } });
+
+describe('pickStarts with holding tasks', () => {
+  const tasks = [task('in_progress'), task('pending'), task('pending')];
+  const overlaps = [new Set([1]), new Set([0]), new Set<number>()];
+  const base = { tasks, running: new Set<number>(), overlaps, concurrency: 2, priority: [1, 1, 1] };
+
+  it('does not start a task that overlaps one being committed', () => {
+    expect(pickStarts({ ...base, holding: new Set([0]) })).toEqual([2]);
+  });
+
+  it('a holding task takes no slot', () => {
+    expect(pickStarts({ ...base, concurrency: 1, holding: new Set([0]) })).toEqual([2]);
+  });
+
+  it('starts it once the commit is recorded', () => {
+    expect(pickStarts({ ...base, holding: new Set() })).toEqual([1, 2]);
+  });
+});
