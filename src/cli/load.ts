@@ -16,7 +16,7 @@ export async function loadPlan(path: string, options: ValidateOptions = {}): Pro
   const read = await readPlanFile(path);
   if (!read.ok) {
     throw new CliError(EXIT.invalid, [
-      read.error.kind === 'missing' ? `no plan at ${path}: run /design <goal> first, or pass --plan FILE` : `cannot read ${path}: ${read.error.message}`,
+      read.error.kind === 'missing' ? `no plan at ${path}: write one with /foreman:design <goal> first, or pass --plan FILE` : `cannot read ${path}: ${read.error.message}`,
     ]);
   }
   const parsed = parsePlan(read.value.text, options);

@@ -32,6 +32,8 @@ export const DEFAULT_MAX_ATTEMPTS = 3;
 export const DEFAULT_CHECK_TIMEOUT_MS = 300_000;
 /** Reasons and outputs handed to the lead are clipped: its context should not grow with logs. */
 const CLIP = 1500;
+/** How many overlapping ready tasks `next` names; it counts the rest. */
+const WAITING_LISTED = 20;
 
 export interface LeadContext {
   repo: string;
@@ -153,7 +155,8 @@ export interface SetupOutput {
   reverted: number[];
   /** Verified work an earlier session did not commit, committed now. */
   committed: CommitOutcome;
-  assumptions: AssumptionResult[];
+  /** Counts over every assumption checked; only the failed ones are listed (the output stays small however big the plan). */
+  assumptions: { total: number; passed: number; failed: AssumptionResult[] };
   blocked: Array<TaskRef & { reason: string }>;
   skipped: SkipRef[];
   notices: Array<{ level: 'info' | 'warning'; message: string }>;
@@ -202,7 +205,11 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
       reset: r.reset,
       reverted: r.reverted,
       committed,
-      assumptions: r.assumptions.map((a) => ({ ...a, output: a.passed ? '' : clip(a.output.trim(), 500) })),
+      assumptions: {
+        total: r.assumptions.length,
+        passed: r.assumptions.filter((a) => a.passed).length,
+        failed: r.assumptions.filter((a) => !a.passed).map((a) => ({ ...a, output: clip(a.output.trim(), 500) })),
+      },
       blocked: r.blocked.map((i) => ({ index: i, subject: plan.tasks[i]!.subject, reason: clip(plan.tasks[i]!.result ?? '') })),
       skipped: skipRefs(plan, r.skipped),
       notices: r.notices,
@@ -224,8 +231,10 @@ export type NextStall = 'none' | 'running' | 'deadlock' | 'awaiting-approval' | 
 export interface NextOutput {
   round: number;
   tasks: Array<TaskRef & { activeForm: string; model: string; attempt: number; promptFile: string }>;
-  /** Ready tasks that did not start: they overlap a task that did (or runs), or there was no free slot. */
-  waiting: Array<TaskRef & { reason: 'overlap' | 'capacity'; overlapsWith: number[] }>;
+  /** Ready tasks that did not start because they overlap a task that did (or runs); at most WAITING_LISTED of them. */
+  waiting: Array<TaskRef & { overlapsWith: number[] }>;
+  /** Every ready task that did not start: those overlapping, and those for which no slot was free. */
+  queued: number;
   inProgress: number[];
   stall: NextStall;
   /** With `deadlock`: the pending tasks that can never start; with `awaiting-approval`: the gated tasks. */
@@ -268,10 +277,11 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
   }
 
   const busy = new Set([...running, ...picks]);
-  const waiting = readySet(plan.tasks).map((i) => {
-    const overlapsWith = [...overlaps[i]!].filter((j) => busy.has(j)).sort((a, b) => a - b);
-    return { index: i, subject: plan.tasks[i]!.subject, reason: overlapsWith.length > 0 ? ('overlap' as const) : ('capacity' as const), overlapsWith };
-  });
+  const queued = readySet(plan.tasks);
+  const waiting = queued
+    .map((i) => ({ index: i, subject: plan.tasks[i]!.subject, overlapsWith: [...overlaps[i]!].filter((j) => busy.has(j)).sort((a, b) => a - b) }))
+    .filter((w) => w.overlapsWith.length > 0)
+    .slice(0, WAITING_LISTED);
 
   let stallKind: NextStall = 'none';
   let stuck: number[] = [];
@@ -280,9 +290,9 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
     if (running.size > 0) stallKind = 'running';
     else if (s.kind === 'deadlock') [stallKind, stuck] = ['deadlock', s.pending];
     else if (s.kind === 'awaiting-approval') [stallKind, stuck] = ['awaiting-approval', s.gates];
-    else if (waiting.length === 0) stallKind = 'done';
+    else if (queued.length === 0) stallKind = 'done';
   }
-  return { round: session.round, tasks, waiting, inProgress: [...running].sort((a, b) => a - b), stall: stallKind, stuck, counts: countByStatus(plan), complete: isComplete(plan) };
+  return { round: session.round, tasks, waiting, queued: queued.length, inProgress: [...running].sort((a, b) => a - b), stall: stallKind, stuck, counts: countByStatus(plan), complete: isComplete(plan) };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -392,7 +402,7 @@ export async function leadFinalize(plan: Plan, ctx: LeadContext, results: readon
 
     const o = outcomeOf(decision);
     const warnings = verification && verification.outsideChanges.length > 0 ? [`changed files it did not declare: ${verification.outsideChanges.join(', ')}`] : [];
-    out.push({ index, subject: task.subject, attempt, ...(o.result !== undefined ? { result: clip(o.result) } : {}), ...(o.reason !== undefined ? { reason: clip(o.reason) } : {}), outcome: o.outcome, warnings });
+    out.push({ index, subject: task.subject, outcome: o.outcome, attempt, ...(o.result !== undefined ? { result: clip(o.result) } : {}), ...(o.reason !== undefined ? { reason: clip(o.reason) } : {}), warnings });
     if (decision.kind === 'retry') retry.push({ index, subject: task.subject, attempt: attempt + 1, reason: clip(decision.failure, 300) });
     if (applied.cascade) {
       skips.push(...applied.cascade.skips);

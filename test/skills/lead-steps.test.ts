@@ -1,0 +1,303 @@
+// The /execute skill's deterministic steps: `plan.ts setup | next | finalize | commit`. The lead
+// is played by the test (no model): the fake worker reads each prompt file as a Task subagent
+// would. Every JSON output is checked against its schema in schemas/.
+
+import { readFile, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { acquireLock, currentLockInfo } from '../../src/adapters/plan-store.ts';
+import type { Plan } from '../../src/core/plan.ts';
+import { runExecute } from '../support/execute.ts';
+import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
+import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
+import { checkedStep, dirtyOutsideDesign, fakeSubagent, headTree, playLead, step, stepViaLauncher } from './support.ts';
+
+const repos: TempGitRepo[] = [];
+afterEach(async () => {
+  while (repos.length) await repos.pop()!.cleanup();
+});
+
+async function repoWith(plan: Plan, files: Record<string, string> = { 'README.md': 'hello\n' }) {
+  const repo = await tempGitRepo(files);
+  repos.push(repo);
+  const planPath = await writePlan(repo.dir, plan);
+  return { repo, planPath };
+}
+
+const archives = async (dir: string) => (await readdir(join(dir, '.design/history')).catch(() => [])).filter((f) => f.endsWith('-plan.json'));
+
+/** Five tasks: parallel work, a read/write overlap, a retry after a failed acceptance check, a chain, a modified file. */
+const mixedPlan = () =>
+  makePlan([
+    fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n' }, status: 'COMPLETED: made a' } }),
+    fakeTask('B', {
+      modify: ['shared.txt'],
+      acceptance: [{ criterion: 'says good', check: 'grep -q good shared.txt' }],
+      fallback: 'write the word good',
+      fake: { attempts: [{ append: { 'shared.txt': 'bad\n' } }, { append: { 'shared.txt': 'good\n' }, status: 'COMPLETED: shared is good' }] },
+    }),
+    fakeTask('C', { create: ['c.txt'], reads: ['shared.txt'], fake: { write: { 'c.txt': 'c\n' } } }),
+    fakeTask('D', { create: ['d/one.txt', 'd/two.txt'], blockedBy: [0, 1], fake: { write: { 'd/one.txt': '1\n', 'd/two.txt': '2\n' } } }),
+    fakeTask('E', { modify: ['README.md'], blockedBy: [3], fake: { append: { 'README.md': 'more\n' } } }),
+  ]);
+
+describe('the /execute steps played by a model-free lead', () => {
+  it('reach the same final tree as the headless run of the same plan', async () => {
+    const files = { 'README.md': 'hello\n', 'shared.txt': 'start\n' };
+    const lead = await repoWith(mixedPlan(), files);
+    const headless = await repoWith(mixedPlan(), files);
+
+    const t = await playLead(lead.repo.dir, stepViaLauncher);
+    const r = await runExecute(headless.repo.dir);
+    expect(r.exitCode, r.stderr).toBe(0);
+
+    expect(t.end.archived).toMatch(/\.design\/history\/\d{8}T\d{6}Z-plan\.json$/);
+    expect(t.end.complete).toBe(true);
+    expect(await headTree(lead.repo.dir)).toEqual(await headTree(headless.repo.dir));
+    expect(await dirtyOutsideDesign(lead.repo.dir)).toEqual([]);
+    expect(await archives(lead.repo.dir)).toHaveLength(1);
+    await expect(readFile(lead.planPath)).rejects.toThrow();
+    // The prompts went with the plan.
+    await expect(readdir(join(lead.repo.dir, '.design/prompts'))).rejects.toThrow();
+
+    // The round structure: B overlaps C (C reads what B writes), so they never started together.
+    for (const round of t.rounds) {
+      const started = round.next.tasks.map((x: { index: number }) => x.index);
+      expect(started.includes(1) && started.includes(2)).toBe(false);
+    }
+    const retried = t.rounds.flatMap((x) => x.finalize.retry);
+    expect(retried).toEqual([expect.objectContaining({ index: 1, attempt: 2 })]);
+    // Every commit carries the trailers that make resume work.
+    const log = (await lead.repo.git(['log', '--format=%B'])).split('\n');
+    expect(log.filter((l) => l.startsWith('Foreman-Tasks:'))).toHaveLength(t.rounds.filter((x) => x.commit.commit).length);
+  });
+
+  it('next writes full worker prompts and marks the tasks in progress; overlapping ready tasks wait', async () => {
+    const plan = makePlan([
+      fakeTask('A', { modify: ['shared.txt'], fake: { append: { 'shared.txt': 'A\n' } } }),
+      fakeTask('B', { modify: ['shared.txt'], fake: { append: { 'shared.txt': 'B\n' } } }),
+      fakeTask('C', { create: ['c.txt'], blockedBy: [0], prompt: 'Build on A.\nDependency results will appear here when the task starts.\nThen stop.' }),
+    ]);
+    const { repo, planPath } = await repoWith(plan, { 'shared.txt': 'x\n' });
+    expect((await checkedStep(step, repo.dir, ['setup'])).code).toBe(0);
+    const next = await checkedStep(step, repo.dir, ['next']);
+    expect(next.json.tasks).toHaveLength(1);
+    const [first] = next.json.tasks;
+    expect(next.json.waiting).toEqual([{ index: 1 - first.index, subject: expect.any(String), overlapsWith: [first.index] }]);
+    expect(next.json.queued).toBe(1);
+    expect(next.json).toMatchObject({ round: 1, stall: 'none', inProgress: [] });
+    const prompt = await readFile(first.promptFile, 'utf8');
+    expect(prompt).toContain(`TASK-MARKER: ${first.index === 0 ? 'A' : 'B'}`);
+    expect(prompt).toContain('COMPLETED: <one-line summary');
+    expect(prompt).toContain('Do not stage, commit');
+    expect((await readPlan(planPath)).tasks[first.index]!.status).toBe('in_progress');
+
+    // Called again before finalizing: nothing new may start beside the running task.
+    const again = await checkedStep(step, repo.dir, ['next']);
+    expect(again.json).toMatchObject({ tasks: [], stall: 'running', inProgress: [first.index], round: 1 });
+  });
+
+  it('finalize verifies, restores a failed attempt\'s files, and the next prompt carries the retry and the fallback', async () => {
+    const plan = makePlan([
+      fakeTask('A', {
+        create: ['a.txt'],
+        acceptance: [{ criterion: 'a.txt says good', check: 'grep -q good a.txt' }],
+        fallback: 'USE-PLAN-B',
+        fake: { write: { 'a.txt': 'bad\n' } },
+      }),
+    ]);
+    const { repo, planPath } = await repoWith(plan);
+    await checkedStep(step, repo.dir, ['setup']);
+    const next = await checkedStep(step, repo.dir, ['next']);
+    const output = await fakeSubagent(repo.dir, next.json.tasks[0].promptFile, 'sonnet');
+    const results = join(repo.dir, 'results.json');
+    await writeFile(results, JSON.stringify([{ task: 0, output }]));
+    const fin = await checkedStep(step, repo.dir, ['finalize', '--results', results]);
+    expect(fin.json.results).toEqual([expect.objectContaining({ index: 0, outcome: 'retry', attempt: 1, reason: expect.stringContaining('grep -q good a.txt') })]);
+    expect(fin.json.retry).toEqual([expect.objectContaining({ index: 0, attempt: 2 })]);
+    expect(fin.json.summary).toBe('Round 1: 0/1 tasks completed (0/1 overall); 1 to retry');
+    await expect(readFile(join(repo.dir, 'a.txt'))).rejects.toThrow(); // restored: the created file is gone
+    expect((await readPlan(planPath)).tasks[0]).toMatchObject({ status: 'pending', attempts: 1 });
+
+    // Finalizing the same results again changes nothing.
+    const twice = await checkedStep(step, repo.dir, ['finalize', '--results', results]);
+    expect(twice.json.results).toEqual([expect.objectContaining({ index: 0, outcome: 'ignored' })]);
+
+    const retry = await checkedStep(step, repo.dir, ['next']);
+    expect(retry.json.tasks[0]).toMatchObject({ index: 0, attempt: 2 });
+    const prompt = await readFile(retry.json.tasks[0].promptFile, 'utf8');
+    expect(prompt).toContain('This is attempt 2 of 3');
+    expect(prompt).toContain('IMPORTANT: the primary approach failed; use this strategy instead: USE-PLAN-B');
+  });
+
+  it('a COMPLETED claim without the declared file is a failed attempt; a missing status line too', async () => {
+    const plan = makePlan([fakeTask('A', { create: ['a.txt'] }), fakeTask('B', { create: ['b.txt'] })]);
+    const { repo } = await repoWith(plan);
+    await checkedStep(step, repo.dir, ['setup', '--max-attempts', '1']);
+    await checkedStep(step, repo.dir, ['next']);
+    await writeFile(join(repo.dir, 'r.json'), JSON.stringify([{ task: 0, output: 'All done!\nCOMPLETED: made a.txt' }, { task: 1, output: 'I wrote it.' }]));
+    const fin = await checkedStep(step, repo.dir, ['finalize', '--results', 'r.json']);
+    expect(fin.json.results.map((r: { outcome: string }) => r.outcome)).toEqual(['failed', 'failed']);
+    expect(fin.json.results[0].reason).toContain('declared files were not created: a.txt');
+    expect(fin.json.results[1].reason).toContain('without a COMPLETED/FAILED/BLOCKED line');
+    const next = await checkedStep(step, repo.dir, ['next']);
+    expect(next.json.stall).toBe('done');
+  });
+
+  it('cascades a failure to the dependants and trips the circuit breaker', async () => {
+    const plan = makePlan([
+      fakeTask('A', { create: ['a.txt'] }),
+      fakeTask('B', { create: ['b.txt'], blockedBy: [0] }),
+      fakeTask('C', { create: ['c.txt'], blockedBy: [1] }),
+      fakeTask('D', { create: ['d.txt'] }),
+      fakeTask('E', { create: ['e.txt'], blockedBy: [3] }),
+    ]);
+    const { repo } = await repoWith(plan);
+    await checkedStep(step, repo.dir, ['setup', '--max-attempts', '1', '--concurrency', '1']);
+    const next = await checkedStep(step, repo.dir, ['next']);
+    expect(next.json.tasks.map((t: { index: number }) => t.index)).toEqual([0]); // the longest chain first
+    expect(next.json).toMatchObject({ waiting: [], queued: 1 }); // task D: no free slot
+    await writeFile(join(repo.dir, 'r.json'), JSON.stringify([{ task: 0, output: 'FAILED: the API is gone' }]));
+    const fin = await checkedStep(step, repo.dir, ['finalize', '--results', 'r.json']);
+    expect(fin.json.results[0]).toMatchObject({ outcome: 'failed', reason: 'the worker reported FAILED: the API is gone' });
+    expect(fin.json.skipped).toEqual([
+      { index: 1, subject: 'task B', rootCause: 0 },
+      { index: 2, subject: 'task C', rootCause: 0 },
+    ]);
+    expect(fin.json.breaker).toEqual({ trip: true, totalTasks: 5, pendingCount: 4, wouldBeSkipped: 2 });
+    expect(fin.json.summary).toContain('circuit breaker tripped');
+  });
+
+  it('a blocked report blocks the task and skips what depends on it; awaiting approval stalls the run', async () => {
+    const plan = makePlan([
+      fakeTask('A', { create: ['a.txt'] }),
+      fakeTask('B', { create: ['b.txt'], blockedBy: [0] }),
+      { ...fakeTask('G', { create: ['g.txt'], fake: { write: { 'g.txt': 'g' } } }), gate: 'human-approval' },
+      fakeTask('H', { create: ['h.txt'], blockedBy: [2] }),
+    ]);
+    const { repo } = await repoWith(plan);
+    await checkedStep(step, repo.dir, ['setup']);
+    const next = await checkedStep(step, repo.dir, ['next']);
+    expect(next.json.tasks.map((t: { index: number }) => t.index).sort()).toEqual([0, 2]);
+    const g = await fakeSubagent(repo.dir, next.json.tasks.find((t: { index: number }) => t.index === 2).promptFile, 'sonnet');
+    await writeFile(join(repo.dir, 'r.json'), JSON.stringify([{ task: 0, output: 'BLOCKED: needs an API key' }, { task: 2, output: g }]));
+    const fin = await checkedStep(step, repo.dir, ['finalize', '--results', 'r.json']);
+    expect(fin.json.results.map((r: { outcome: string }) => r.outcome)).toEqual(['blocked', 'awaiting_approval']);
+    expect(fin.json.skipped.map((s: { index: number }) => s.index)).toEqual([1]);
+    // One of the two pending tasks was skipped: with more than 3 tasks that trips the breaker.
+    expect(fin.json.breaker).toMatchObject({ trip: true, pendingCount: 2, wouldBeSkipped: 1 });
+    const commit = await checkedStep(step, repo.dir, ['commit']);
+    expect(commit.json).toMatchObject({ commit: null, tasks: [], archived: null, complete: false });
+    const stalled = await checkedStep(step, repo.dir, ['next']);
+    expect(stalled.json).toMatchObject({ stall: 'awaiting-approval', stuck: [2], tasks: [] });
+  });
+
+  it('setup blocks tasks whose blocking assumption fails, and reports every assumption', async () => {
+    const plan = makePlan([
+      fakeTask('A', { create: ['a.txt'], assumptions: [{ claim: 'a tool exists', verify: 'echo nope; exit 3', severity: 'blocking' }] }),
+      fakeTask('B', { create: ['b.txt'], blockedBy: [0] }),
+      fakeTask('C', { create: ['c.txt'], assumptions: [{ claim: 'fine', verify: 'true', severity: 'blocking' }, { claim: 'maybe', verify: 'false', severity: 'warning' }] }),
+    ]);
+    const { repo } = await repoWith(plan);
+    const s = await checkedStep(step, repo.dir, ['setup']);
+    expect(s.json.blocked).toEqual([{ index: 0, subject: 'task A', reason: expect.stringContaining('exit 3') }]);
+    expect(s.json.skipped).toEqual([{ index: 1, subject: 'task B', rootCause: 0 }]);
+    expect(s.json.assumptions).toMatchObject({ total: 3, passed: 1 });
+    expect(s.json.assumptions.failed.map((a: { claim: string }) => a.claim)).toEqual(['a tool exists', 'maybe']);
+    expect(s.json.assumptions.failed[0].output).toBe('nope');
+    expect(s.json.notices).toEqual([expect.objectContaining({ level: 'warning', message: expect.stringContaining('maybe') })]);
+    expect(s.json).toMatchObject({ pending: 1, nothingToDo: false, isResume: false });
+  });
+
+  it('setup resumes an interrupted session: restores in-progress work and commits verified work left uncommitted', async () => {
+    const plan = makePlan([
+      fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n' } } }),
+      fakeTask('B', { modify: ['b.txt'], fake: { write: { 'b.txt': 'half-done\n' } } }),
+    ]);
+    const { repo, planPath } = await repoWith(plan, { 'b.txt': 'original\n' });
+    await checkedStep(step, repo.dir, ['setup']);
+    const next = await checkedStep(step, repo.dir, ['next']);
+    for (const t of next.json.tasks) await fakeSubagent(repo.dir, t.promptFile, t.model);
+    await writeFile(join(repo.dir, 'r.json'), JSON.stringify([{ task: 0, output: 'COMPLETED: a' }]));
+    await checkedStep(step, repo.dir, ['finalize', '--results', 'r.json']);
+    // The session ends here: A verified but not committed, B still in progress with its edit on disk.
+
+    const again = await checkedStep(step, repo.dir, ['setup']);
+    expect(again.json).toMatchObject({ isResume: true, reset: [1], committed: { commit: expect.stringMatching(/^[0-9a-f]{40}$/), tasks: [0] }, pending: 1 });
+    expect(await readFile(join(repo.dir, 'b.txt'), 'utf8')).toBe('original\n');
+    const after = await readPlan(planPath);
+    expect(after.tasks[0]).toMatchObject({ status: 'completed', commit: again.json.committed.commit });
+    expect(after.tasks[1]).toMatchObject({ status: 'pending' });
+    expect(await repo.git(['show', '--name-only', '--format=%B', 'HEAD'])).toContain('Foreman-Tasks: 0');
+  });
+
+  it('refuses with a JSON error: no plan, a dirty planned file, an invalid plan, a bad results file, a held lock', async () => {
+    const repo = await tempGitRepo({ 'notes.txt': 'original\n' });
+    repos.push(repo);
+    const none = await checkedStep(step, repo.dir, ['setup']);
+    expect(none).toMatchObject({ code: 2, json: { error: { kind: 'no-plan' } } });
+    expect(none.stderr.split('\n')).toHaveLength(1);
+
+    const planPath = await writePlan(repo.dir, makePlan([fakeTask('A', { modify: ['notes.txt'] })]));
+    await writeFile(join(repo.dir, 'notes.txt'), 'my edit\n');
+    const dirty = await checkedStep(step, repo.dir, ['setup']);
+    expect(dirty).toMatchObject({ code: 2, json: { error: { kind: 'dirty', details: ['notes.txt'] } } });
+    expect(dirty.stderr).toContain('notes.txt');
+    expect(await readFile(join(repo.dir, 'notes.txt'), 'utf8')).toBe('my edit\n');
+    await repo.git(['checkout', '--', 'notes.txt']);
+
+    await writeFile(join(repo.dir, 'bad.json'), '{"oops": 1}');
+    const bad = await checkedStep(step, repo.dir, ['finalize', '--results', 'bad.json']);
+    expect(bad).toMatchObject({ code: 2, json: { error: { kind: 'bad-results' } } });
+    const missing = await checkedStep(step, repo.dir, ['finalize']);
+    expect(missing).toMatchObject({ code: 2, json: { error: { kind: 'usage' } } });
+
+    const lock = await acquireLock(planPath, currentLockInfo('execute'));
+    expect(lock.ok).toBe(true);
+    try {
+      const held = await checkedStep(step, repo.dir, ['next']);
+      expect(held).toMatchObject({ code: 3, json: { error: { kind: 'locked' } } });
+      expect(held.stderr).toMatch(/holds the lock/);
+    } finally {
+      if (lock.ok) await lock.value.release();
+    }
+
+    await writeFile(planPath, '{"schemaVersion": 3, "goal": "x", "tasks": [{"subject": "s", "prompt": "p", "blockedBy": [4], "metadata": {"files": {"create": [], "modify": []}}}]}');
+    const invalid = await checkedStep(step, repo.dir, ['commit']);
+    expect(invalid).toMatchObject({ code: 2, json: { error: { kind: 'invalid-plan', details: [expect.stringContaining('task 4 does not exist')] } } });
+  });
+
+  it('setup on a plan whose tasks are all completed archives it and says there is nothing to do', async () => {
+    const plan = makePlan([{ ...fakeTask('A', { create: ['a.txt'] }), status: 'completed', result: 'done', attempts: 1 }]);
+    const { repo } = await repoWith(plan, { 'README.md': 'x\n', 'a.txt': 'a\n' });
+    const s = await checkedStep(step, repo.dir, ['setup']);
+    expect(s.json).toMatchObject({ nothingToDo: true, pending: 0, archived: expect.stringContaining('.design/history/') });
+    expect(await archives(repo.dir)).toHaveLength(1);
+  });
+});
+
+describe('plan.ts summary and archive', () => {
+  it('summary shows the table, the graph, the critical path, the rounds and how to run', async () => {
+    const { repo } = await repoWith(mixedPlan());
+    const r = await step(repo.dir, ['summary']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('| 3 | task D |');
+    expect(r.stdout).toContain('```mermaid\nflowchart TD');
+    expect(r.stdout).toMatch(/### Critical path\n\n\d \(task [AB]\) → 3 \(task D\) → 4 \(task E\): 3 tasks/);
+    expect(r.stdout).toContain('/foreman:execute');
+    expect(r.stdout).toMatch(/bin\/foreman" execute/);
+  });
+
+  it('archive moves the plan into history, and refuses while a run holds the lock', async () => {
+    const { repo, planPath } = await repoWith(mixedPlan());
+    const lock = await acquireLock(planPath, currentLockInfo('execute'));
+    const held = await step(repo.dir, ['archive']);
+    expect(held.code).toBe(3);
+    if (lock.ok) await lock.value.release();
+    const r = await step(repo.dir, ['archive']);
+    expect(r.code).toBe(0);
+    expect(await archives(repo.dir)).toHaveLength(1);
+    await expect(readFile(planPath)).rejects.toThrow();
+    expect((await step(repo.dir, ['archive'])).code).toBe(2);
+  });
+});

@@ -1,0 +1,161 @@
+// Helpers for the skill tests: the step commands' JSON checked against their schemas, the lead's
+// loop played without a model (the fake worker reads each prompt file), and file trees compared.
+
+import { cp, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { Ajv, type ValidateFunction } from 'ajv';
+import { execa } from 'execa';
+import { expect } from 'vitest';
+import { type Io, runProgram } from '../../src/cli/command.ts';
+import { planCommands } from '../../src/cli/plan/index.ts';
+import { fakeWorker, repoRoot } from '../support/execute.ts';
+
+export const launcher = join(repoRoot, 'bin/foreman');
+
+const ajv = new Ajv({ allErrors: true, strict: true });
+const validators = new Map<string, ValidateFunction>();
+
+/** The schema in schemas/<name>.schema.json, compiled once. */
+export async function schemaFor(name: string): Promise<ValidateFunction> {
+  let v = validators.get(name);
+  if (!v) {
+    v = ajv.compile(JSON.parse(await readFile(join(repoRoot, 'schemas', `${name}.schema.json`), 'utf8')));
+    validators.set(name, v);
+  }
+  return v;
+}
+
+/** Assert that `value` follows schemas/<name>.schema.json. */
+export async function expectSchema(name: string, value: unknown): Promise<void> {
+  const validate = await schemaFor(name);
+  const ok = validate(value);
+  expect(ok, `${name}: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(value).slice(0, 2000)}`).toBe(true);
+}
+
+const jsonOf = (stdout: string): any => {
+  try {
+    return JSON.parse(stdout);
+  } catch {
+    return undefined;
+  }
+};
+
+export interface StepRun {
+  code: number;
+  json: any;
+  stdout: string;
+  stderr: string;
+}
+
+/** Run `plan.ts <argv>` in-process in `cwd`; stdout must be one JSON object. */
+export async function step(cwd: string, argv: string[]): Promise<StepRun> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io: Io = { out: (t) => out.push(t), err: (t) => err.push(t), cwd, env: {}, isTTY: false, columns: 200 };
+  const code = await runProgram('plan.ts', planCommands, argv, io);
+  const stdout = out.join('\n');
+  return { code, stdout, stderr: err.join('\n'), json: jsonOf(stdout) };
+}
+
+/** The same through the launcher, as the skills run it. */
+export async function stepViaLauncher(cwd: string, argv: string[]): Promise<StepRun> {
+  const r = await execa(launcher, ['plan', ...argv], { cwd, reject: false, timeout: 120_000, stdin: 'ignore' });
+  return { code: r.exitCode ?? -1, stdout: r.stdout, stderr: r.stderr, json: jsonOf(r.stdout) };
+}
+
+/** Step outputs are checked against their schema; an `error` output against step-error's. */
+export async function checkedStep(run: (cwd: string, argv: string[]) => Promise<StepRun>, cwd: string, argv: string[]): Promise<StepRun> {
+  const r = await run(cwd, argv);
+  const name = argv[0]!;
+  await expectSchema(r.json && 'error' in r.json ? 'step-error' : name, r.json);
+  return r;
+}
+
+/** Run the fake worker as a Task subagent would run: the prompt file's text in, the final text out. */
+export async function fakeSubagent(cwd: string, promptFile: string, model: string): Promise<string> {
+  const prompt = await readFile(promptFile, 'utf8');
+  const r = await execa('node', [fakeWorker, '-p', '--output-format', 'stream-json', '--verbose', '--model', model], { cwd, input: prompt, reject: false, timeout: 60_000 });
+  const result = r.stdout
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { type: string; result?: string })
+    .reverse()
+    .find((e) => e.type === 'result');
+  return result?.result ?? '';
+}
+
+const lastLine = (text: string) => text.trimEnd().split('\n').at(-1) ?? '';
+
+export interface LeadTranscript {
+  setup: any;
+  rounds: Array<{ next: any; finalize: any; commit: any }>;
+  end: any;
+}
+
+/**
+ * Play the /execute skill's lead without a model: setup, then rounds of next → a fake worker for
+ * each task (in parallel, each given its prompt file) → finalize with each worker's last line →
+ * commit, until `next` stalls, the breaker trips or the plan is archived. Every output is checked
+ * against its schema.
+ */
+export async function playLead(repo: string, run: (cwd: string, argv: string[]) => Promise<StepRun> = step, setupArgs: string[] = []): Promise<LeadTranscript> {
+  const setup = await checkedStep(run, repo, ['setup', ...setupArgs]);
+  expect(setup.code, setup.stderr).toBe(0);
+  const t: LeadTranscript = { setup: setup.json, rounds: [], end: null };
+  if (setup.json.nothingToDo) return t;
+  for (let guard = 0; guard < 50; guard++) {
+    const next = await checkedStep(run, repo, ['next']);
+    expect(next.code, next.stderr).toBe(0);
+    if (next.json.stall !== 'none') {
+      t.end = next.json;
+      return t;
+    }
+    const outputs = await Promise.all(next.json.tasks.map(async (task: any) => ({ task: task.index, output: lastLine(await fakeSubagent(repo, task.promptFile, task.model)) })));
+    const results = join(repo, '.design/prompts/results.json');
+    await writeFile(results, JSON.stringify(outputs));
+    const finalize = await checkedStep(run, repo, ['finalize', '--results', results]);
+    expect(finalize.code, finalize.stderr).toBe(0);
+    const commit = await checkedStep(run, repo, ['commit']);
+    expect(commit.code, commit.stderr).toBe(0);
+    t.rounds.push({ next: next.json, finalize: finalize.json, commit: commit.json });
+    if (commit.json.archived || finalize.json.breaker.trip) {
+      t.end = commit.json.archived ? commit.json : finalize.json;
+      return t;
+    }
+  }
+  throw new Error('the lead did not finish in 50 rounds');
+}
+
+/** `path blob` for every file of HEAD: equal trees have equal listings. */
+export async function headTree(repo: string): Promise<string[]> {
+  const { stdout } = await execa('git', ['ls-tree', '-r', 'HEAD'], { cwd: repo });
+  // `<mode> blob <hash>\t<path>`
+  return stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => `${l.split('\t')[1]} ${l.split(' ')[2]?.split('\t')[0]}`)
+    .sort();
+}
+
+/** Changes in the working tree outside .design/. */
+export async function dirtyOutsideDesign(repo: string): Promise<string[]> {
+  const { stdout } = await execa('git', ['status', '--porcelain', '-uall'], { cwd: repo });
+  return stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => l.slice(3))
+    .filter((p) => !p.startsWith('.design/'));
+}
+
+/**
+ * The checkout as a user gets it from git (tracked files, plus files not yet committed that git
+ * does not ignore), without node_modules, copied into `dest`.
+ */
+export async function copyCheckout(dest: string): Promise<void> {
+  const { stdout } = await execa('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], { cwd: repoRoot });
+  for (const f of stdout.split('\0').filter(Boolean)) {
+    await mkdir(dirname(join(dest, f)), { recursive: true });
+    // Listed but deleted in the working tree: skip it.
+    await cp(join(repoRoot, f), join(dest, f), { preserveTimestamps: true }).catch(() => undefined);
+  }
+}
