@@ -1,0 +1,68 @@
+// `npm run bench`: foreman's speed, measured here and never asserted in tests. See bench/README.md.
+//
+//   npm run bench                      everything (about a minute and a half on 2 cores)
+//   npm run bench -- --only core       one section: core, schedule, orchestrator (comma-separated)
+//   npm run bench -- --quick           smaller sizes and fewer runs, for a quick look
+
+import { cpus } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import { CORE_SIZES, benchCore } from './core.ts';
+import { benchOrchestrator } from './orchestrator.ts';
+import { SIM_SEEDS, SIM_SIZES, benchSchedule } from './schedule.ts';
+
+const SECTIONS = ['core', 'schedule', 'orchestrator'] as const;
+type Section = (typeof SECTIONS)[number];
+
+const { values } = parseArgs({
+  options: {
+    only: { type: 'string' },
+    quick: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  },
+});
+
+if (values.help) {
+  process.stdout.write(
+    [
+      'Usage: npm run bench -- [--only core,schedule,orchestrator] [--quick]',
+      '',
+      '  core          the pure core (validation, overlaps, graph functions) on random plans of 200, 1000, 3000 tasks',
+      '  schedule      simulated makespans: continuous vs rounds vs the lower bound, P = 2, 4, 8',
+      '  orchestrator  scripts/execute.ts with the fake worker: 20 tasks of 200 ms, continuous vs rounds; one worker round-trip',
+      '  --quick       smaller plans and fewer runs',
+      '',
+    ].join('\n'),
+  );
+  process.exit(0);
+}
+
+const only = (values.only ?? SECTIONS.join(','))
+  .split(',')
+  .map((s) => s.trim())
+  .filter(Boolean);
+for (const s of only) {
+  if (!(SECTIONS as readonly string[]).includes(s)) {
+    process.stderr.write(`bench: unknown section "${s}" (sections: ${SECTIONS.join(', ')})\n`);
+    process.exit(2);
+  }
+}
+const wanted = (s: Section) => only.includes(s);
+const quick = values.quick === true;
+
+const t0 = performance.now();
+const cpu = cpus()[0]?.model.trim() ?? 'unknown CPU';
+process.stdout.write(`# foreman bench\n\nNode ${process.version}, ${cpus().length} × ${cpu}, ${process.platform}${quick ? ' (--quick)' : ''}\n`);
+
+const section = (title: string, body: string) => process.stdout.write(`\n## ${title}\n\n${body}\n`);
+
+if (wanted('core')) {
+  section('Pure core on large random plans', benchCore(quick ? [200, 1000] : CORE_SIZES, { budgetMs: quick ? 400 : 1000 }));
+}
+if (wanted('schedule')) {
+  section('Scheduling simulation: continuous vs rounds vs the lower bound', benchSchedule(quick ? [20, 50] : SIM_SIZES, quick ? 10 : SIM_SEEDS));
+}
+if (wanted('orchestrator')) {
+  section('The real orchestrator with the fake worker', await benchOrchestrator({ reps: quick ? 1 : 3 }));
+}
+process.stdout.write(`\n(bench took ${((performance.now() - t0) / 1000).toFixed(1)} s)\n`);
