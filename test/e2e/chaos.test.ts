@@ -5,23 +5,12 @@ import { execa } from 'execa';
 import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { rng } from '../../bench/random.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { executeScript, fakeWorker, runExecute, tsxLoader } from '../support/execute.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../support/plans.ts';
 import { alive } from '../support/processes.ts';
-
-/** A small seeded PRNG (mulberry32) so a failing sequence of kills can be replayed. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 // Every task appends a line to its own file, so a task that ran again after its work was
 // committed leaves two lines behind. Tasks 9-11 append, in a chain, to one shared file; tasks 3
@@ -73,7 +62,7 @@ describe('SIGKILL at random moments', () => {
     const expected = await finalTree(reference.dir);
 
     const seed = Number(process.env.CHAOS_SEED ?? Date.now() % 100000);
-    const random = prng(seed);
+    const random = rng(seed);
     const repo = await tempGitRepo(initialFiles);
     repos.push(repo);
     const planPath = await writePlan(repo.dir, chaosPlan());

@@ -391,3 +391,27 @@ describe('approval gates', () => {
     expect(existsSync(join(repo.dir, 'b.txt'))).toBe(false);
   });
 });
+
+describe('--schedule rounds', () => {
+  it('runs the ready set as a round and commits once per round', async () => {
+    const { repo, journal, env } = await setup(
+      makePlan([
+        fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a' }, sleepMs: 100 } }),
+        fakeTask('B', { create: ['b.txt'], fake: { write: { 'b.txt': 'b' }, sleepMs: 600 } }),
+        fakeTask('C', { create: ['c.txt'], blockedBy: [0], fake: { write: { 'c.txt': 'c' } } }),
+      ]),
+    );
+    const r = await runExecute(repo.dir, ['--schedule', 'rounds', '--json'], env);
+    expect(r.exitCode).toBe(0);
+    const commits = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { type: string; tasks?: number[] })
+      .filter((e) => e.type === 'round-committed');
+    expect(commits.map((c) => c.tasks)).toEqual([[0, 1], [2]]);
+    // C waited for the whole first round (B included), unlike the continuous policy.
+    const spans = intervals(await journalOf(journal));
+    expect(spans.get('C#1')!.start).toBeGreaterThanOrEqual(spans.get('B#1')!.end);
+    expect((await repo.git(['log', '--format=%s'])).trim().split('\n')).toHaveLength(3);
+  });
+});
