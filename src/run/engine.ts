@@ -309,6 +309,19 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
     }
   };
 
+  /** What the policy lets start now. */
+  const startable = () =>
+    pickStarts({
+      tasks: plan.tasks,
+      running: new Set(running.keys()),
+      overlaps,
+      concurrency: o.concurrency,
+      priority,
+      notBefore,
+      admitted,
+      holding: new Set([...uncommitted, ...awaitingApproval(plan)]),
+    });
+
   try {
     for (;;) {
       // Work verified while the previous commit was in flight goes into the next one.
@@ -318,17 +331,7 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
           const ready = readySet(plan.tasks);
           if (ready.length > 0) admitted = new Set(ready);
         }
-        const starts = pickStarts({
-          tasks: plan.tasks,
-          running: new Set(running.keys()),
-          overlaps,
-          concurrency: o.concurrency,
-          priority,
-          notBefore,
-          admitted,
-          holding: uncommitted,
-        });
-        for (const i of starts) await start(i);
+        for (const i of startable()) await start(i);
       }
 
       if (running.size === 0) {
@@ -348,7 +351,7 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
         }
         if (stop !== null) break;
         const backingOff = [...notBefore.entries()].filter(([i]) => statusOf(plan.tasks[i]!) === 'pending');
-        if (readySet(plan.tasks).some((i) => !notBefore.has(i) || notBefore.get(i)! <= Date.now())) continue;
+        if (startable().length > 0) continue;
         if (backingOff.length > 0) {
           const until = Math.min(...backingOff.map(([, t]) => t));
           await sleep(Math.max(0, until - Date.now()), o.signal);
@@ -425,3 +428,9 @@ function serialQueue() {
     return next;
   };
 }
+
+/**
+ * Tasks waiting at an approval gate: their verified work stays uncommitted until a person
+ * approves it, so tasks overlapping them must not start and mix their edits into it.
+ */
+export const awaitingApproval = (plan: Plan): number[] => plan.tasks.flatMap((t, i) => (statusOf(t) === 'awaiting_approval' ? [i] : []));

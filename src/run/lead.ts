@@ -23,6 +23,7 @@ import { pickStarts } from '../core/schedule.ts';
 import { markStarted } from '../core/transition.ts';
 import { archivePlan, promptsDirFor } from './archive.ts';
 import { commitTasks } from './commit.ts';
+import { awaitingApproval } from './engine.ts';
 import { type AssumptionResult, type SetupProblem, setupRun } from './setup.ts';
 import { settleAttempt } from './settle.ts';
 import { verifyTask } from './verify.ts';
@@ -252,12 +253,14 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
   const session = await readSession(ctx.planPath);
   const running = new Set(indicesWith(plan, (s) => s === 'in_progress'));
   const overlaps = overlapSets(computeOverlaps(plan.tasks));
+  const gates = awaitingApproval(plan);
   const picks = pickStarts({
     tasks: plan.tasks,
     running,
     overlaps,
     concurrency: options.concurrency ?? session.concurrency,
     priority: longestRemainingPath(depsOf(plan.tasks)),
+    holding: new Set(gates),
   });
 
   const tasks: NextOutput['tasks'] = [];
@@ -276,7 +279,7 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
     await writeSession(ctx.planPath, session);
   }
 
-  const busy = new Set([...running, ...picks]);
+  const busy = new Set([...running, ...picks, ...gates]);
   const queued = readySet(plan.tasks);
   const waiting = queued
     .map((i) => ({ index: i, subject: plan.tasks[i]!.subject, overlapsWith: [...overlaps[i]!].filter((j) => busy.has(j)).sort((a, b) => a - b) }))
@@ -290,6 +293,8 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
     if (running.size > 0) stallKind = 'running';
     else if (s.kind === 'deadlock') [stallKind, stuck] = ['deadlock', s.pending];
     else if (s.kind === 'awaiting-approval') [stallKind, stuck] = ['awaiting-approval', s.gates];
+    // Ready tasks held back only by gated work that overlaps them.
+    else if (queued.length > 0 && gates.length > 0) [stallKind, stuck] = ['awaiting-approval', gates];
     else if (queued.length === 0) stallKind = 'done';
   }
   return { round: session.round, tasks, waiting, queued: queued.length, inProgress: [...running].sort((a, b) => a - b), stall: stallKind, stuck, counts: countByStatus(plan), complete: isComplete(plan) };

@@ -415,3 +415,29 @@ describe('--schedule rounds', () => {
     expect((await repo.git(['log', '--format=%s'])).trim().split('\n')).toHaveLength(3);
   });
 });
+
+describe('approval gates and overlapping work', () => {
+  it('a task overlapping gated work waits until the gate is decided', async () => {
+    const { repo, planPath, journal, env } = await setup(
+      makePlan([
+        fakeTask('A', { modify: ['notes.txt'], gate: 'human-approval', fake: { append: { 'notes.txt': 'A\n' } } }),
+        fakeTask('B', { modify: ['notes.txt'], fake: { append: { 'notes.txt': 'B\n' }, sleepMs: 200 } }),
+      ]),
+      { 'notes.txt': 'notes\n' },
+    );
+    // Same priority: with one worker at a time A (the lower index) starts first.
+    const first = await runExecute(repo.dir, ['--concurrency', '1'], env);
+    expect(first.exitCode).toBe(1);
+    expect((await fakeEvents(journal)).filter((e) => e.event === 'start').map((e) => e.taskMarker)).toEqual(['A']);
+    // B did not run on top of A's unapproved edit.
+    expect((await readPlan(planPath)).tasks.map((t) => t.status ?? 'pending')).toEqual(['awaiting_approval', 'pending']);
+    expect(first.stdout).toMatch(/waiting for approval/);
+    expect((await runPlanTool(repo.dir, ['approve', '0'])).exitCode).toBe(0);
+    const second = await runExecute(repo.dir, [], env);
+    expect(second.exitCode).toBe(0);
+    expect(await readFile(join(repo.dir, 'notes.txt'), 'utf8')).toBe('notes\nA\nB\n');
+    // A's line was committed once, by the approved-work commit, before B's.
+    const log = await repo.git(['log', '-p', '--format=%s', '--', 'notes.txt']);
+    expect(log.match(/^\+A$/gm)).toHaveLength(1);
+  });
+});

@@ -1,0 +1,39 @@
+// The /execute path holds gated work the same way the headless engine does: a ready task that
+// overlaps a task awaiting approval does not start, and `next` says the run waits for approval.
+
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
+import { fakeTask, makePlan, writePlan } from '../support/plans.ts';
+import { checkedStep, fakeSubagent, step } from './support.ts';
+
+const repos: TempGitRepo[] = [];
+afterEach(async () => {
+  while (repos.length) await repos.pop()!.cleanup();
+});
+
+describe('plan.ts next with gated work', () => {
+  it('keeps an overlapping task waiting until the gate is decided', async () => {
+    const repo = await tempGitRepo({ 'notes.txt': 'notes\n' });
+    repos.push(repo);
+    await writePlan(
+      repo.dir,
+      makePlan([
+        { ...fakeTask('A', { modify: ['notes.txt'], fake: { append: { 'notes.txt': 'A\n' } } }), gate: 'human-approval' },
+        fakeTask('B', { modify: ['notes.txt'], fake: { append: { 'notes.txt': 'B\n' } } }),
+      ]),
+    );
+    await checkedStep(step, repo.dir, ['setup']);
+    const first = await checkedStep(step, repo.dir, ['next']);
+    expect(first.json.tasks.map((t: { index: number }) => t.index)).toEqual([0]);
+    const out = await fakeSubagent(repo.dir, first.json.tasks[0].promptFile, 'sonnet');
+    await writeFile(join(repo.dir, 'r.json'), JSON.stringify([{ task: 0, output: out }]));
+    const fin = await checkedStep(step, repo.dir, ['finalize', '--results', 'r.json']);
+    expect(fin.json.results.map((r: { outcome: string }) => r.outcome)).toEqual(['awaiting_approval']);
+    await checkedStep(step, repo.dir, ['commit']);
+    const held = await checkedStep(step, repo.dir, ['next']);
+    expect(held.json).toMatchObject({ tasks: [], stall: 'awaiting-approval', stuck: [0] });
+    expect(held.json.waiting).toEqual([expect.objectContaining({ index: 1, overlapsWith: [0] })]);
+  });
+});
