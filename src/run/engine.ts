@@ -17,7 +17,7 @@ import { type SchedulePolicy, pickStarts } from '../core/schedule.ts';
 import { applyDecision, markStarted } from '../core/transition.ts';
 import { commitTasks } from './commit.ts';
 import { settleAttempt } from './settle.ts';
-import { verifyTask } from './verify.ts';
+import { dirtyByOthers, verifyTask } from './verify.ts';
 
 export interface EngineOptions {
   repo: string;
@@ -61,6 +61,8 @@ export interface EngineResult {
 
 interface Finished {
   index: number;
+  /** Tasks running when this one was verified: an undeclared change may be theirs. */
+  beside?: number[];
   attempt: number;
   run: WorkerRun;
   decision: Decision;
@@ -98,6 +100,8 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
   const verified: Array<{ index: number; decision: Decision & { kind: 'completed' }; usage: Usage }> = [];
   /** Verified tasks until their commit is recorded (queued or in flight): their files are legitimately dirty. */
   const uncommitted = new Set<number>();
+  /** Stray changes already reported once: not blamed again on every later task. */
+  const reportedOutside = new Set<string>();
   let usage = emptyUsage();
   let round = 0;
   let admitted: Set<number> | undefined;
@@ -153,16 +157,17 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
       if (pgid !== undefined) await o.registry?.remove(pgid);
       const judgement = judgeRun(run);
       let verification: Verification | undefined;
+      let beside: number[] | undefined;
       if (judgement.kind === 'verify') {
-        const others = [...running.keys()].filter((r) => r !== index).flatMap((r) => writesOf(plan.tasks[r]!));
+        beside = [...running.keys()].filter((r) => r !== index).sort((a, b) => a - b);
         verification = await verifyTask(plan.tasks[index]!, {
           repo: o.repo,
           git: o.git,
           checkTimeoutMs: o.checkTimeoutMs,
           env: o.env,
           signal: controller.signal,
-          declaredElsewhere: [...others, ...[...uncommitted].flatMap((i) => writesOf(plan.tasks[i]!))],
-          baselineDirty: o.baselineDirty,
+          declaredElsewhere: dirtyByOthers(plan, index),
+          baselineDirty: new Set([...o.baselineDirty, ...reportedOutside]),
         });
         // An interrupt during the acceptance checks makes their verdict meaningless.
         if (controller.signal.aborted) return { index, attempt, run, decision: { kind: 'interrupted' } };
@@ -175,7 +180,7 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
         maxAttempts: o.maxAttempts,
         backoffMs: o.backoffMs * 2 ** (requeues.get(index) ?? 0),
       });
-      return { index, attempt, run, decision, verification };
+      return { index, attempt, run, decision, verification, beside };
     })();
     running.set(index, work);
   };
@@ -242,7 +247,9 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
       permissionDenials: f.run.permissionDenials.length,
     };
     if (f.verification && f.verification.outsideChanges.length > 0) {
-      o.emit({ type: 'notice', level: 'warning', message: `task ${f.index} changed files it did not declare: ${f.verification.outsideChanges.join(', ')}` });
+      for (const p of f.verification.outsideChanges) reportedOutside.add(p);
+      const maybe = f.beside && f.beside.length > 0 ? ` (tasks ${f.beside.join(', ')} were running too: it may be theirs)` : '';
+      o.emit({ type: 'notice', level: 'warning', message: `task ${f.index} changed files it did not declare: ${f.verification.outsideChanges.join(', ')}${maybe}` });
     }
 
     switch (decision.kind) {

@@ -26,7 +26,7 @@ import { commitTasks } from './commit.ts';
 import { awaitingApproval } from './engine.ts';
 import { type AssumptionResult, type SetupProblem, setupRun } from './setup.ts';
 import { settleAttempt } from './settle.ts';
-import { verifyTask } from './verify.ts';
+import { dirtyByOthers, verifyTask } from './verify.ts';
 
 export const DEFAULT_CONCURRENCY = 4;
 export const DEFAULT_MAX_ATTEMPTS = 3;
@@ -388,10 +388,7 @@ export async function leadFinalize(plan: Plan, ctx: LeadContext, results: readon
     const judgement = judgeRun(reportedRun(output));
     let verification: Verification | undefined;
     if (judgement.kind === 'verify') {
-      // Files other tasks may legitimately have changed: those in progress beside it, and verified work not committed yet.
-      const declaredElsewhere = plan.tasks.flatMap((t, j) =>
-        j !== index && (statusOf(t) === 'in_progress' || statusOf(t) === 'awaiting_approval' || (statusOf(t) === 'completed' && !t.commit)) ? writesOf(t) : [],
-      );
+      const declaredElsewhere = dirtyByOthers(plan, index);
       verification = await verifyTask(task, {
         repo: ctx.repo,
         git: ctx.git,
@@ -407,6 +404,8 @@ export async function leadFinalize(plan: Plan, ctx: LeadContext, results: readon
 
     const o = outcomeOf(decision);
     const warnings = verification && verification.outsideChanges.length > 0 ? [`changed files it did not declare: ${verification.outsideChanges.join(', ')}`] : [];
+    // A stray change is reported once, not blamed again on every later task.
+    for (const p of verification?.outsideChanges ?? []) if (!session.baselineDirty.includes(p)) session.baselineDirty.push(p);
     out.push({ index, subject: task.subject, outcome: o.outcome, attempt, ...(o.result !== undefined ? { result: clip(o.result) } : {}), ...(o.reason !== undefined ? { reason: clip(o.reason) } : {}), warnings });
     if (decision.kind === 'retry') retry.push({ index, subject: task.subject, attempt: attempt + 1, reason: clip(decision.failure, 300) });
     if (applied.cascade) {
@@ -425,6 +424,7 @@ export async function leadFinalize(plan: Plan, ctx: LeadContext, results: readon
     breaker.trip ? 'circuit breaker tripped' : '',
   ].filter(Boolean);
   const summary = `Round ${session.round}: ${done}/${settled.length} tasks completed (${counts.completed}/${plan.tasks.length} overall)${tail.length > 0 ? `; ${tail.join(', ')}` : ''}`;
+  await writeSession(ctx.planPath, session);
   return { round: session.round, results: out, retry, skipped: skipRefs(plan, skips), breaker, counts, complete: isComplete(plan), summary };
 }
 

@@ -7,7 +7,7 @@ import { runShell } from '../adapters/checks.ts';
 import type { Git } from '../adapters/git.ts';
 import type { AcceptanceResult, Verification } from '../core/finalize.ts';
 import { coveredBy, isDirPath } from '../core/paths.ts';
-import type { Task } from '../core/plan.ts';
+import { type Plan, type Task, statusOf, writesOf } from '../core/plan.ts';
 
 export interface VerifyOptions {
   repo: string;
@@ -19,6 +19,17 @@ export interface VerifyOptions {
   declaredElsewhere?: readonly string[];
   /** Paths that were already dirty when the run started (a person's unrelated edits). */
   baselineDirty?: ReadonlySet<string>;
+}
+
+/**
+ * Files other tasks may legitimately have changed while `index` ran: tasks in progress beside it
+ * (or still being settled), gated work awaiting approval, and verified work not committed yet.
+ */
+export function dirtyByOthers(plan: Plan, index: number): string[] {
+  return plan.tasks.flatMap((t, j) => {
+    const s = statusOf(t);
+    return j !== index && (s === 'in_progress' || s === 'awaiting_approval' || (s === 'completed' && !t.commit)) ? writesOf(t) : [];
+  });
 }
 
 const exists = (p: string) =>

@@ -441,3 +441,24 @@ describe('approval gates and overlapping work', () => {
     expect(log.match(/^\+A$/gm)).toHaveLength(1);
   });
 });
+
+describe('changes outside the declared files', () => {
+  it('are reported for the task that made them, never for work of other tasks', async () => {
+    const { repo } = await setup(
+      makePlan([
+        fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a', 'stray.txt': 'oops' }, sleepMs: 300 } }),
+        fakeTask('B', { create: ['b.txt'], fake: { write: { 'b.txt': 'b' }, sleepMs: 300, status: 'FAILED: no' } }),
+        fakeTask('C', { create: ['c.txt'], fake: { write: { 'c.txt': 'c' }, sleepMs: 300 } }),
+      ]),
+    );
+    // One worker at a time, so the stray file can be pinned on the task that made it.
+    const r = await runExecute(repo.dir, ['--max-attempts', '1', '--concurrency', '1']);
+    expect(r.exitCode).toBe(1);
+    const warnings = r.stdout.split('\n').filter((l) => l.includes('did not declare'));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/task 0 changed files it did not declare: stray\.txt$/);
+    // A stray file is reported, not committed and not deleted.
+    expect(await repo.git(['ls-files', 'stray.txt'])).toBe('');
+    expect(existsSync(join(repo.dir, 'stray.txt'))).toBe(true);
+  });
+});
