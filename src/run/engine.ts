@@ -13,7 +13,7 @@ import { countByStatus, depsOf, longestRemainingPath, readySet, stall } from '..
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { type Plan, type Usage, addUsage, attemptsOf, emptyUsage, modelOf, statusOf, writesOf } from '../core/plan.ts';
 import { workerPrompt } from '../core/prompt.ts';
-import { type SchedulePolicy, pickStarts } from '../core/schedule.ts';
+import { type SchedulePolicy, holdingTasks, pickStarts } from '../core/schedule.ts';
 import { applyDecision, markStarted } from '../core/transition.ts';
 import { commitTasks } from './commit.ts';
 import { settleAttempt } from './settle.ts';
@@ -98,8 +98,6 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
   const requeues = new Map<number, number>();
   /** Verified tasks whose commit has not landed yet: still `in_progress` on disk. */
   const verified: Array<{ index: number; decision: Decision & { kind: 'completed' }; usage: Usage }> = [];
-  /** Verified tasks until their commit is recorded (queued or in flight): their files are legitimately dirty. */
-  const uncommitted = new Set<number>();
   /** Stray changes already reported once: not blamed again on every later task. */
   const reportedOutside = new Set<string>();
   let usage = emptyUsage();
@@ -201,7 +199,6 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
     for (const v of batch) {
       applyDecision(plan, v.index, v.decision, v.usage);
       if (hash) plan.tasks[v.index]!.commit = hash;
-      uncommitted.delete(v.index);
     }
     await o.save(plan);
     o.emit({ type: 'round-committed', round, tasks: indices, commit: hash });
@@ -255,7 +252,6 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
     switch (decision.kind) {
       case 'completed':
         verified.push({ index: f.index, decision, usage: runUsage });
-        uncommitted.add(f.index);
         o.emit({ ...base, outcome: 'completed', result: decision.result });
         break;
       case 'awaiting_approval':
@@ -317,17 +313,11 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
   };
 
   /** What the policy lets start now. */
-  const startable = () =>
-    pickStarts({
-      tasks: plan.tasks,
-      running: new Set(running.keys()),
-      overlaps,
-      concurrency: o.concurrency,
-      priority,
-      notBefore,
-      admitted,
-      holding: new Set([...uncommitted, ...awaitingApproval(plan)]),
-    });
+  const startable = () => {
+    const busy = new Set(running.keys());
+    // Verified tasks stay in_progress until their commit is recorded, so they are held too.
+    return pickStarts({ tasks: plan.tasks, running: busy, overlaps, concurrency: o.concurrency, priority, notBefore, admitted, holding: holdingTasks(plan.tasks, busy) });
+  };
 
   try {
     for (;;) {
@@ -436,8 +426,3 @@ function serialQueue() {
   };
 }
 
-/**
- * Tasks waiting at an approval gate: their verified work stays uncommitted until a person
- * approves it, so tasks overlapping them must not start and mix their edits into it.
- */
-export const awaitingApproval = (plan: Plan): number[] => plan.tasks.flatMap((t, i) => (statusOf(t) === 'awaiting_approval' ? [i] : []));

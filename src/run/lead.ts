@@ -19,11 +19,10 @@ import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { pathsIntersect } from '../core/paths.ts';
 import { type Plan, type TaskStatus, attemptsOf, emptyUsage, modelOf, statusOf, writesOf } from '../core/plan.ts';
 import { parseStatusLine, workerPrompt } from '../core/prompt.ts';
-import { pickStarts } from '../core/schedule.ts';
+import { holdingTasks, pickStarts } from '../core/schedule.ts';
 import { markStarted } from '../core/transition.ts';
 import { archivePlan, promptsDirFor } from './archive.ts';
 import { commitTasks } from './commit.ts';
-import { awaitingApproval } from './engine.ts';
 import { type AssumptionResult, type SetupProblem, setupRun } from './setup.ts';
 import { settleAttempt } from './settle.ts';
 import { dirtyByOthers, verifyTask } from './verify.ts';
@@ -253,7 +252,8 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
   const session = await readSession(ctx.planPath);
   const running = new Set(indicesWith(plan, (s) => s === 'in_progress'));
   const overlaps = overlapSets(computeOverlaps(plan.tasks));
-  const gates = awaitingApproval(plan);
+  // Every in-progress task counts as running here, so only gated work is held.
+  const gates = [...holdingTasks(plan.tasks, running)];
   const picks = pickStarts({
     tasks: plan.tasks,
     running,

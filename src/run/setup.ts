@@ -12,7 +12,7 @@ import { applyCascade } from '../core/finalize.ts';
 import { coveredBy, isDirPath } from '../core/paths.ts';
 import { type Plan, readsOf, statusOf, writesOf } from '../core/plan.ts';
 import { commitTasks, ensurePlanId, reconcileWithHistory } from './commit.ts';
-import { spotCheck } from './verify.ts';
+import { dirtyByOthers, spotCheck } from './verify.ts';
 
 export interface AssumptionResult {
   task: number;
@@ -174,11 +174,11 @@ export async function setupRun(plan: Plan, o: SetupOptions): Promise<{ ok: true;
 
 /**
  * Files the plan will still write that have uncommitted changes no task of this plan made.
- * Work of this plan that is legitimately uncommitted: tasks awaiting approval, and completed
- * tasks of a `--no-commit` run.
+ * Called after interrupted tasks were reset, so what remains legitimately dirty is work awaiting
+ * approval and completed work of a `--no-commit` run.
  */
 export async function dirtyFiles(plan: Plan, git: Git): Promise<string[]> {
-  const ours = plan.tasks.flatMap((t) => (statusOf(t) === 'awaiting_approval' || (statusOf(t) === 'completed' && !t.commit) ? writesOf(t) : []));
+  const ours = dirtyByOthers(plan, -1);
   const planned = plan.tasks.flatMap((t) => (statusOf(t) === 'pending' ? writesOf(t) : []));
   if (planned.length === 0) return [];
   const changed = await git.changedPaths([...new Set(planned)]);

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import type { Task } from '../../src/core/plan.ts';
-import { pickStarts } from '../../src/core/schedule.ts';
+import { holdingTasks, pickStarts } from '../../src/core/schedule.ts';
 
 const task = (status: Task['status']): Task => ({ subject: 's', prompt: 'p', status, blockedBy: [], metadata: { files: { create: [], modify: ['x'] } } });
 
@@ -22,5 +22,13 @@ describe('pickStarts with holding tasks', () => {
 
   it('starts it once the commit is recorded', () => {
     expect(pickStarts({ ...base, holding: new Set() })).toEqual([1, 2]);
+  });
+});
+
+describe('holdingTasks', () => {
+  it('holds tasks in progress that are not running, and gated work; not running tasks', () => {
+    const tasks = [task('in_progress'), task('in_progress'), task('awaiting_approval'), task('pending'), task('completed')];
+    expect([...holdingTasks(tasks, new Set([0]))].sort()).toEqual([1, 2]);
+    expect([...holdingTasks(tasks, new Set([0, 1]))]).toEqual([2]);
   });
 });
