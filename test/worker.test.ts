@@ -104,7 +104,8 @@ describe('runWorker with the fake worker', () => {
     expect(start?.args).toEqual(buildWorkerArgs(req));
     expect(start?.args).toEqual([
       '-p', '--output-format', 'stream-json', '--verbose', '--model', 'sonnet', '--permission-mode', 'dontAsk',
-      '--allowedTools', 'Read Edit Write Bash(npm test *)', '--max-budget-usd', '1.5', '--append-system-prompt', 'be brief',
+      '--setting-sources', '', '--settings', JSON.stringify({ permissions: { allow: ['Read', 'Edit', 'Write', 'Bash(npm test *)'], deny: [] } }),
+      '--max-budget-usd', '1.5', '--append-system-prompt', 'be brief',
     ]);
 
     const log = await readFile(req.logPath, 'utf8');

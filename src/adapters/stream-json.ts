@@ -216,6 +216,7 @@ export class StreamJsonParser {
   private _sessionId: string | undefined;
   private _cwd: string | undefined;
   private _activity: string | undefined;
+  private readonly _toolUses = new Map<string, { name: string; input: unknown }>();
   private _validEvents = 0;
   private _nonJsonLines = 0;
   private _garbageSample: string | undefined;
@@ -317,7 +318,9 @@ export class StreamJsonParser {
         if (this._streamDenials.length < MAX_DENIALS) {
           const tool = str(e['tool_name']) ?? 'unknown';
           const message = str(e['message']);
-          this._streamDenials.push(message ? { tool, input: { message: truncate(message, 500) } } : { tool });
+          // The line names only the tool call's id: its input (the file, the command) came before.
+          const input = this.toolUse(str(e['tool_use_id']))?.input;
+          this._streamDenials.push(input !== undefined ? { tool, input } : message ? { tool, input: { message: truncate(message, 500) } } : { tool });
         }
         break;
       }
@@ -344,6 +347,7 @@ export class StreamJsonParser {
       if (!isObject(block)) continue;
       if (block['type'] === 'tool_use') {
         const name = str(block['name']) ?? 'tool';
+        this.rememberToolUse(str(block['id']), name, block['input']);
         const summary = summarizeToolInput(name, block['input'], this._cwd);
         this._activity = truncate(summary ? `${name} ${summary}` : name, ACTIVITY_CHARS);
         lastText = undefined;
@@ -396,6 +400,17 @@ export class StreamJsonParser {
     return this._sessionId;
   }
   /** Latest thing the worker did, for a live view: `Write src/a.ts`, `Bash npm test`, or text. */
+  /** A recent tool call by id (the last 64 are kept), so a denial can say what was denied. */
+  toolUse(id: string | undefined): { name: string; input: unknown } | undefined {
+    return id === undefined ? undefined : this._toolUses.get(id);
+  }
+
+  private rememberToolUse(id: string | undefined, name: string, input: unknown): void {
+    if (id === undefined) return;
+    this._toolUses.set(id, { name, input });
+    if (this._toolUses.size > 64) this._toolUses.delete(this._toolUses.keys().next().value as string);
+  }
+
   get activity(): string | undefined {
     return this._activity;
   }
@@ -595,7 +610,7 @@ export function formatRawLineForLog(line: string): string {
  * Readable log lines for one stream-json event (for `.design/worker-<i>.log`). Returns no lines
  * for events not worth logging. `cwd` shortens file paths.
  */
-export function formatEventForLog(event: unknown, opts: { cwd?: string } = {}): string[] {
+export function formatEventForLog(event: unknown, opts: { cwd?: string; toolUse?: (id: string | undefined) => { input: unknown } | undefined } = {}): string[] {
   if (!isObject(event)) return [formatRawLineForLog(JSON.stringify(event) ?? String(event))];
   const type = str(event['type']);
   const subtype = str(event['subtype']);
@@ -625,7 +640,11 @@ export function formatEventForLog(event: unknown, opts: { cwd?: string } = {}): 
         ];
       }
       if (subtype === 'permission_denied') {
-        return [`! permission denied: ${str(event['tool_name']) ?? '?'}: ${oneLine(str(event['message']) ?? str(event['decision_reason']) ?? '', 500)}`];
+        // "Permission to use Write has been denied because …." then advice to the model: keep the first sentence.
+        const tool = str(event['tool_name']) ?? '?';
+        const what = summarizeToolInput(tool, opts.toolUse?.(str(event['tool_use_id']))?.input, opts.cwd);
+        const why = oneLine(str(event['message']) ?? str(event['decision_reason']) ?? '', 500).replace(/^(.*?\.)\s+IMPORTANT:.*$/, '$1');
+        return [`! permission denied: ${tool}${what ? ` ${what}` : ''}${why ? ` — ${why}` : ''}`];
       }
       return [`[system ${subtype ?? '?'}]`];
     }

@@ -2,8 +2,9 @@
 // (`claude -p --output-format stream-json --verbose`) to completion and returns what happened as
 // a value; it never throws for anything the worker does.
 //
-// - The prompt goes on stdin (argv strings are limited to 128 KiB, and `--allowedTools` swallows
-//   the words that follow it).
+// - The prompt goes on stdin (argv strings are limited to 128 KiB).
+// - The worker's permission rules go in `--settings` JSON with `--setting-sources ""`: no word
+//   splitting of rules, and the person's own settings cannot widen them (see src/core/scope.ts).
 // - The worker leads its own process group (`detached: true`); on timeout, abort or an
 //   authentication failure the whole group gets SIGTERM, then SIGKILL after a grace period, so
 //   the tools it started die with it. When the worker exits on its own, whatever it left behind
@@ -17,6 +18,8 @@ import { dirname } from 'node:path';
 import type { Readable } from 'node:stream';
 import { execa } from 'execa';
 import { describeWorkerFailure, type WorkerRun } from '../core/failure.ts';
+import { workerSettings } from '../core/scope.ts';
+import { readLoginSettings } from './claude-settings.ts';
 import {
   formatEventForLog,
   formatRawLineForLog,
@@ -34,7 +37,10 @@ export interface WorkerRequest {
   cwd: string;
   claudeBin: string;
   permissionMode: string;
+  /** Permission rules allowed (`permissions.allow`): tools, `Edit(<path>)`, `Bash(<command>)`. */
   allowedTools: string[];
+  /** Permission rules denied (`permissions.deny`); deny wins over allow. */
+  deniedTools?: string[];
   maxBudgetUsd?: number;
   timeoutMs: number;
   logPath: string;
@@ -56,14 +62,26 @@ const MAX_LINE_BYTES = 1024 * 1024;
 const STDERR_TAIL_CHARS = 4096;
 const PROMPT_LOG_CHARS = 16 * 1024;
 
-/** The worker's argv (the prompt is not in it: it goes on stdin). */
-export function buildWorkerArgs(req: Pick<WorkerRequest, 'model' | 'permissionMode' | 'allowedTools' | 'maxBudgetUsd' | 'extraArgs'>): string[] {
+/**
+ * The worker's argv (the prompt is not in it: it goes on stdin). Only the rules given here apply:
+ * `--setting-sources ""` drops the user, project and local settings (their allow rules and hooks),
+ * and `inherited` carries the person's login settings over (see `readLoginSettings`).
+ */
+export function buildWorkerArgs(
+  req: Pick<WorkerRequest, 'model' | 'permissionMode' | 'allowedTools' | 'deniedTools' | 'maxBudgetUsd' | 'extraArgs'>,
+  inherited: Readonly<Record<string, unknown>> = {},
+): string[] {
+  const settings = workerSettings({ allow: req.allowedTools, deny: req.deniedTools ?? [] }, inherited);
   const args = ['-p', '--output-format', 'stream-json', '--verbose', '--model', req.model, '--permission-mode', req.permissionMode];
-  if (req.allowedTools.length > 0) args.push('--allowedTools', req.allowedTools.join(' '));
+  args.push('--setting-sources', '', '--settings', JSON.stringify(settings));
   if (req.maxBudgetUsd !== undefined) args.push('--max-budget-usd', String(req.maxBudgetUsd));
   if (req.extraArgs) args.push(...req.extraArgs);
   return args;
 }
+
+/** The login settings as the log shows them: which keys were carried over, never their values. */
+const redacted = (inherited: Record<string, unknown>): Record<string, unknown> =>
+  Object.fromEntries(Object.keys(inherited).map((k) => [k, '<from your Claude Code user settings>']));
 
 // Process groups of live workers, so a dying orchestrator does not leave them running: detached
 // workers are outside the terminal's process group and execa's `cleanup` skips detached children.
@@ -176,11 +194,12 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
   await mkdir(dirname(req.logPath), { recursive: true });
   const log = new LogWriter(createWriteStream(req.logPath, { flags: 'a' }));
   const parser = new StreamJsonParser({ cwd: req.cwd });
-  const args = buildWorkerArgs(req);
+  const inherited = await readLoginSettings(req.env ?? process.env);
+  const args = buildWorkerArgs(req, inherited);
 
   log.line(`==== task ${req.taskIndex} · attempt ${req.attempt} · ${new Date().toISOString()} ====`);
   log.line(`$ cd ${shellQuote(req.cwd)}`);
-  log.line(`$ ${[req.claudeBin, ...args].map(shellQuote).join(' ')} < prompt (${Buffer.byteLength(req.prompt)} bytes)`);
+  log.line(`$ ${[req.claudeBin, ...buildWorkerArgs(req, redacted(inherited))].map(shellQuote).join(' ')} < prompt (${Buffer.byteLength(req.prompt)} bytes)`);
   log.line('---- prompt ----');
   for (const l of truncate(req.prompt, PROMPT_LOG_CHARS, `\n… [${req.prompt.length - PROMPT_LOG_CHARS} more chars]`).split('\n')) {
     log.line(formatRawLineForLog(l));
@@ -268,7 +287,7 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
     const r = parser.accept(line);
     const at = stamp(t0);
     if (r.kind === 'event') {
-      for (const l of formatEventForLog(r.event, { cwd: req.cwd })) log.line(`${at} ${l}`, stdout);
+      for (const l of formatEventForLog(r.event, { cwd: req.cwd, toolUse: (id) => parser.toolUse(id) })) log.line(`${at} ${l}`, stdout);
     } else if (r.kind === 'garbage') {
       log.line(`${at} stdout| ${formatRawLineForLog(line)}${truncated ? ' [line cut at 1 MiB]' : ''}`, stdout);
     }

@@ -2,7 +2,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, stat } from 'node:fs/promises';
+import { access, realpath, stat } from 'node:fs/promises';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { Git } from '../adapters/git.ts';
 import { acquireLock, currentLockInfo, writePlanAtomic } from '../adapters/plan-store.ts';
@@ -13,6 +13,7 @@ import { assertNever } from '../core/failure.ts';
 import { countByStatus, depsOf, depths, longestRemainingPath } from '../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { type Plan, emptyUsage, statusOf } from '../core/plan.ts';
+import { type WorkerPermissions, explicitPermissions, planPermissions } from '../core/scope.ts';
 import { SCHEDULE_POLICIES, type SchedulePolicy, projectedRounds } from '../core/schedule.ts';
 import { archivePlan } from '../run/archive.ts';
 import { runEngine } from '../run/engine.ts';
@@ -39,7 +40,8 @@ export const executeCommand: Command = {
     'allowed-tools': {
       type: 'string',
       valueName: 'LIST',
-      description: 'tools every worker may use, space or comma separated (default: Read Edit Write Glob Grep plus Bash for the test/build commands and the task\'s acceptance checks)',
+      description:
+        "permission rules every worker gets instead of the computed ones, space or comma separated (default, per task: Read Glob Grep, Edit(<path>) for exactly the task's declared files, Bash(<command>) for the test/build commands and the task's acceptance checks)",
     },
     schedule: { type: 'string', valueName: 'POLICY', description: 'continuous: start a task the moment its blockers finish, commit as work is verified; rounds: run the ready set as a round, commit once per round (default continuous)' },
     'max-cost-usd': { type: 'string', valueName: 'N', description: "stop starting work once the run's cost reaches N dollars" },
@@ -113,7 +115,7 @@ async function findExecutable(bin: string, env: NodeJS.ProcessEnv, cwd: string):
 
 const newRunId = () => `${new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}-${randomBytes(3).toString('hex')}`;
 
-function dryRun(plan: Plan, s: Settings, io: Io): ExitCode {
+function dryRun(plan: Plan, s: Settings, permissions: WorkerPermissions[], io: Io): ExitCode {
   const overlaps = overlapSets(computeOverlaps(plan.tasks));
   const rounds = projectedRounds(plan.tasks, overlaps, longestRemainingPath(depsOf(plan.tasks)));
   io.out(`Goal: ${plan.goal}`);
@@ -132,8 +134,26 @@ function dryRun(plan: Plan, s: Settings, io: Io): ExitCode {
   ]);
   io.out('Commands this plan runs on this machine (with /bin/sh, in the repository):');
   io.out(commands.length > 0 ? commands.join('\n') : '  (none)');
+  io.out(
+    s.allowedTools
+      ? `Worker permission rules (--allowed-tools, every task; permission mode ${s.permissionMode}):`
+      : `Worker permission rules (permission mode ${s.permissionMode}; anything else is denied in dontAsk mode):`,
+  );
+  permissions.forEach((p, i) => {
+    if (statusOf(plan.tasks[i]!) === 'completed') return;
+    io.out(`  task ${i} allow: ${p.allow.length > 0 ? p.allow.join('  ') : '(nothing)'}`);
+    if (p.deny.length > 0) io.out(`  task ${i} deny:  ${p.deny.join('  ')}`);
+  });
   io.out('Nothing was started (--dry-run).');
   return EXIT.ok;
+}
+
+/** Every task's permission rules, or exit 2 naming each path no rule can express exactly. */
+async function workerRules(plan: Plan, s: Settings): Promise<WorkerPermissions[]> {
+  if (s.allowedTools) return plan.tasks.map(() => explicitPermissions(s.allowedTools!));
+  const rules = planPermissions(plan, await realpath(s.repo));
+  if (!rules.ok) throw new CliError(EXIT.invalid, ['these paths cannot be given to a worker as exact permission rules:', ...rules.error.map((p) => `  ${p}`)]);
+  return rules.value;
 }
 
 async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCode> {
@@ -141,7 +161,8 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
   const plan = await loadPlan(s.planPath);
   const git = new Git(s.repo);
   if (!(await git.isRepo())) throw usageError(`${s.repo} is not a git repository (foreman commits each round; run \`git init\` first)`);
-  if (s.dryRun) return dryRun(plan, s, io);
+  const permissions = await workerRules(plan, s);
+  if (s.dryRun) return dryRun(plan, s, permissions, io);
 
   const claudeBin = await findExecutable(s.claudeBin, io.env, io.cwd);
   if (claudeBin === null) {

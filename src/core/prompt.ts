@@ -44,6 +44,8 @@ function retryBlock(plan: Plan, index: number, attempt: number, maxAttempts: num
     task.result ?? '(no reason was recorded)',
     '',
     'The files of the previous attempt were restored, so start again from the repository as it is now.',
+    '',
+    `You may change only these files (a path ending in "/" covers everything under it): ${fileList(plan, index)}. Every other write is denied.`,
   ];
   if (task.agent?.fallback) {
     lines.push('', `IMPORTANT: the primary approach failed; use this strategy instead: ${task.agent.fallback}`);
@@ -56,13 +58,20 @@ function retryBlock(plan: Plan, index: number, attempt: number, maxAttempts: num
   return lines.join('\n');
 }
 
+/** The files a task may change, as the worker is told: every path, or "(none)". */
+function fileList(plan: Plan, index: number): string {
+  const files = plan.tasks[index]!.metadata.files;
+  const all = [...files.create, ...files.modify];
+  return all.length > 0 ? all.join(', ') : '(none)';
+}
+
 function rules(plan: Plan, index: number): string {
   const files = plan.tasks[index]!.metadata.files;
   const list = (xs: string[]) => (xs.length > 0 ? xs.join(', ') : '(none)');
   return [
     '## Rules for this run',
     '',
-    `- You are one of several workers changing this repository at the same time. Change only your task's files: create ${list(files.create)}; modify ${list(files.modify)}.`,
+    `- You are one of several workers changing this repository at the same time. Change only your task's files: create ${list(files.create)}; modify ${list(files.modify)}. Writes to any other path are denied.`,
     '- Do not stage, commit, stash, reset or check out anything with git: the orchestrator verifies your work and commits it.',
     '- End your reply with exactly one final status line, and nothing after it:',
     '  `COMPLETED: <one-line summary of what you did>`',

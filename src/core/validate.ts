@@ -8,6 +8,7 @@ import { type Result, err, ok } from './failure.ts';
 import { findCycles } from './graph.ts';
 import { computeOverlaps } from './overlap.ts';
 import { pathProblem } from './paths.ts';
+import { editRuleProblem } from './scope.ts';
 import { DEFAULT_MODEL, type Plan, SCHEMA_VERSION, statusOf } from './plan.ts';
 
 const ajv = new Ajv({ allErrors: true, strict: false });
@@ -128,7 +129,8 @@ function semanticProblems(plan: Plan, options: ValidateOptions): string[] {
     ];
     for (const [field, list] of pathLists) {
       list.forEach((p, k) => {
-        const problem = pathProblem(p);
+        // A written path must also be expressible as an exact permission rule for the worker.
+        const problem = pathProblem(p) ?? (field === 'metadata.reads' ? null : editRuleProblem(p));
         if (problem) problems.push(`${at}.${field}[${k}]: ${problem}`);
       });
     }

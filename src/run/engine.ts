@@ -2,6 +2,7 @@
 // finalizer's decisions, commits, and stops on the breaker, a budget, a deadlock, an interrupt or
 // an agent that cannot run. The engine decides nothing itself that the pure core can decide.
 
+import { realpath } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Git } from '../adapters/git.ts';
 import type { WorkerRegistry } from '../adapters/orphans.ts';
@@ -13,6 +14,7 @@ import { countByStatus, depsOf, longestRemainingPath, readySet, stall } from '..
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { type Plan, type Usage, addUsage, attemptsOf, emptyUsage, modelOf, statusOf, writesOf } from '../core/plan.ts';
 import { workerPrompt } from '../core/prompt.ts';
+import { type WorkerPermissions, explicitPermissions, workerPermissions } from '../core/scope.ts';
 import { type SchedulePolicy, holdingTasks, pickStarts } from '../core/schedule.ts';
 import { applyDecision, markStarted } from '../core/transition.ts';
 import { commitTasks } from './commit.ts';
@@ -28,7 +30,7 @@ export interface EngineOptions {
   taskTimeoutMs: number;
   maxAttempts: number;
   permissionMode: string;
-  /** Explicit tool list for every worker; when absent, computed per task (see `defaultTools`). */
+  /** Explicit tool list for every worker; when absent, computed per task (see `toolsFor`). */
   allowedTools?: string[];
   commit: boolean;
   schedule: SchedulePolicy;
@@ -69,13 +71,17 @@ interface Finished {
   verification?: Verification;
 }
 
-/** The tools an unattended worker gets: edit files, and run exactly the commands it is judged by. */
-export function defaultTools(plan: Plan, index: number): string[] {
-  const task = plan.tasks[index]!;
-  const commands = [plan.context?.testCommand, plan.context?.buildCommand, ...(task.agent?.acceptanceCriteria ?? []).map((c) => c.check)]
-    .filter((c): c is string => typeof c === 'string' && c.trim() !== '')
-    .map((c) => c.trim());
-  return ['Read', 'Edit', 'Write', 'Glob', 'Grep', ...[...new Set(commands)].map((c) => `Bash(${c})`)];
+/**
+ * A worker's permission rules: the explicit `--allowed-tools` list when given, else read anywhere,
+ * edit exactly the task's declared files, run exactly the commands it is judged by.
+ * `root` is the repository's real path (rules are anchored there).
+ */
+export function toolsFor(plan: Plan, index: number, root: string, allowedTools: string[] | undefined): WorkerPermissions {
+  if (allowedTools) return explicitPermissions(allowedTools);
+  const permissions = workerPermissions(plan, index, root);
+  // Plan validation and execute's setup refuse what no rule can express, so this is a bug.
+  if (!permissions.ok) throw new Error(`no exact permission rules for ${permissions.error.join('; ')}`);
+  return permissions.value;
 }
 
 const sleep = (ms: number, signal: AbortSignal) =>
@@ -90,6 +96,8 @@ const sleep = (ms: number, signal: AbortSignal) =>
   });
 
 export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineResult> {
+  // The CLI matches edit rules against real paths: a rule through a symlink matches nothing.
+  const root = await realpath(o.repo);
   const overlaps = overlapSets(computeOverlaps(plan.tasks));
   const priority = longestRemainingPath(depsOf(plan.tasks));
   const running = new Map<number, Promise<Finished>>();
@@ -123,6 +131,7 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
     const task = plan.tasks[index]!;
     const attempt = attemptsOf(task) + 1;
     const prompt = workerPrompt(plan, index, { maxAttempts: o.maxAttempts });
+    const tools = toolsFor(plan, index, root, o.allowedTools);
     markStarted(plan, index);
     await o.save(plan);
     const logPath = join(o.planPath, '..', `worker-${index}.log`);
@@ -140,7 +149,8 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
         cwd: o.repo,
         claudeBin: o.claudeBin,
         permissionMode: o.permissionMode,
-        allowedTools: o.allowedTools ?? defaultTools(plan, index),
+        allowedTools: tools.allow,
+        deniedTools: tools.deny,
         maxBudgetUsd: budget,
         timeoutMs: o.taskTimeoutMs,
         logPath,
