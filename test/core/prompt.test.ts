@@ -111,6 +111,31 @@ describe('workerPrompt', () => {
     expect(text.indexOf('## Retry')).toBeLessThan(text.indexOf('## Rules for this run'));
   });
 
+  it('a retry lists the files the task may change, a denied write in the reason, and says every other write is denied', () => {
+    const p = base();
+    Object.assign(p.tasks[3]!, {
+      attempts: 1,
+      result: 'the worker said FAILED: could not write (permission denied for: Write(/repo/src/other.ts))',
+      metadata: files(['src/hook.ts', 'src/hooks/'], ['src/server.ts']),
+    });
+    const text = workerPrompt(p, 3, opts);
+    const retry = text.slice(text.indexOf('## Retry'), text.indexOf('## Rules for this run'));
+    expect(retry).toContain('permission denied for: Write(/repo/src/other.ts)');
+    expect(retry).toContain(
+      'You may change only these files (a path ending in "/" covers everything under it): src/hook.ts, src/hooks/, src/server.ts. Every other write is denied.',
+    );
+    // The first attempt's prompt names them too, in its rules.
+    p.tasks[3]!.attempts = 0;
+    const first = workerPrompt(p, 3, opts);
+    expect(first).not.toContain('## Retry');
+    expect(first).toContain('create src/hook.ts, src/hooks/; modify src/server.ts. Writes to any other path are denied.');
+  });
+
+  it('a retry of a task with no declared files says it may change none', () => {
+    const p = plan([{ subject: 'Survey', prompt: 'Look around.', attempts: 1, result: 'no', blockedBy: [], metadata: files() }]);
+    expect(workerPrompt(p, 0, opts)).toContain('You may change only these files (a path ending in "/" covers everything under it): (none).');
+  });
+
   it('a retry without a fallback or a recorded reason says so plainly', () => {
     const p = base();
     p.tasks[3]!.attempts = 2;

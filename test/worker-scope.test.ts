@@ -1,0 +1,124 @@
+// How a worker is started with its permission rules (the argv the CLI gets, what the log shows)
+// and how its denials read in the log.
+
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readLoginSettings, userSettingsPath } from '../src/adapters/claude-settings.ts';
+import { StreamJsonParser, formatEventForLog } from '../src/adapters/stream-json.ts';
+import { buildWorkerArgs, runWorker } from '../src/adapters/worker.ts';
+
+const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
+const FAKE = join(ROOT, 'test/fixtures/fake-worker.mjs');
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'foreman-worker-scope-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const DENIED_MESSAGE =
+  "Permission to use Write has been denied because Claude Code is running in don't ask mode. IMPORTANT: You *may* attempt to accomplish this action using other tools.";
+
+describe('buildWorkerArgs', () => {
+  it('passes the rules in --settings JSON with --setting-sources "", never --allowedTools', () => {
+    const args = buildWorkerArgs(
+      { model: 'haiku', permissionMode: 'dontAsk', allowedTools: ['Read', 'Edit(//r/my file (1).txt)', 'Bash(npm test)'], deniedTools: ['Edit(//r/my file (1).txt/*)'] },
+      { apiKeyHelper: 'get-key' },
+    );
+    expect(args).not.toContain('--allowedTools');
+    const at = args.indexOf('--setting-sources');
+    expect(args[at + 1]).toBe('');
+    expect(args[args.indexOf('--settings') + 1]).toBe(
+      JSON.stringify({ apiKeyHelper: 'get-key', permissions: { allow: ['Read', 'Edit(//r/my file (1).txt)', 'Bash(npm test)'], deny: ['Edit(//r/my file (1).txt/*)'] } }),
+    );
+  });
+});
+
+describe('login settings', () => {
+  it('reads only the login keys of the user settings, from CLAUDE_CONFIG_DIR or HOME', async () => {
+    const home = join(dir, 'home-a');
+    await mkdir(join(home, '.claude'), { recursive: true });
+    await writeFile(join(home, '.claude/settings.json'), JSON.stringify({ apiKeyHelper: 'k', permissions: { allow: ['Write'] }, hooks: {} }));
+    expect(userSettingsPath({ HOME: home })).toBe(join(home, '.claude/settings.json'));
+    expect(userSettingsPath({ HOME: home, CLAUDE_CONFIG_DIR: '/cfg' })).toBe('/cfg/settings.json');
+    expect(await readLoginSettings({ HOME: home })).toEqual({ apiKeyHelper: 'k' });
+    expect(await readLoginSettings({ HOME: join(dir, 'nobody') })).toEqual({});
+    await writeFile(join(home, '.claude/settings.json'), '{ not json');
+    expect(await readLoginSettings({ HOME: home })).toEqual({});
+    await writeFile(join(home, '.claude/settings.json'), '["a"]');
+    expect(await readLoginSettings({ HOME: home })).toEqual({});
+  });
+
+  it('a worker gets the person\'s login settings but not their allow rules; the log names the keys, never the values', async () => {
+    const home = join(dir, 'home-b');
+    await mkdir(join(home, '.claude'), { recursive: true });
+    await writeFile(
+      join(home, '.claude/settings.json'),
+      JSON.stringify({ apiKeyHelper: 'print-secret-key', env: { ANTHROPIC_API_KEY: 'sk-secret-123' }, permissions: { allow: ['Write', 'Bash(*)'] } }),
+    );
+    const cwd = join(dir, 'w');
+    await mkdir(cwd, { recursive: true });
+    const journal = join(dir, 'journal.jsonl');
+    const logPath = join(dir, 'logs', 'worker-0.log');
+    const run = await runWorker({
+      taskIndex: 0,
+      attempt: 1,
+      prompt: 'TASK-MARKER: t0\nFAKE-WORKER: {}\n',
+      model: 'sonnet',
+      cwd,
+      claudeBin: FAKE,
+      permissionMode: 'dontAsk',
+      allowedTools: ['Read', 'Edit(//r/a.ts)'],
+      deniedTools: ['Edit(//r/a.ts/*)'],
+      timeoutMs: 20_000,
+      logPath,
+      env: { ...process.env, HOME: home, CLAUDE_CONFIG_DIR: undefined, FAKE_WORKER_JOURNAL: journal },
+    });
+    expect(run.outcome.kind).toBe('reported');
+    expect(existsSync(journal)).toBe(true);
+    const start = JSON.parse(readFileSync(journal, 'utf8').split('\n')[0]!) as { args: string[] };
+    const settings = JSON.parse(start.args[start.args.indexOf('--settings') + 1]!) as Record<string, unknown>;
+    expect(settings).toEqual({
+      apiKeyHelper: 'print-secret-key',
+      env: { ANTHROPIC_API_KEY: 'sk-secret-123' },
+      permissions: { allow: ['Read', 'Edit(//r/a.ts)'], deny: ['Edit(//r/a.ts/*)'] },
+    });
+    const log = await readFile(logPath, 'utf8');
+    expect(log).toContain("--setting-sources ''");
+    expect(log).toContain('"apiKeyHelper":"<from your Claude Code user settings>"');
+    expect(log).toContain('"env":"<from your Claude Code user settings>"');
+    expect(log).not.toContain('sk-secret-123');
+    expect(log).not.toContain('print-secret-key');
+  });
+});
+
+describe('denials in the log', () => {
+  const toolUse = {
+    type: 'assistant',
+    message: { id: 'm1', content: [{ type: 'tool_use', id: 'toolu_9', name: 'Write', input: { file_path: '/repo/src/other.ts', content: 'x' } }] },
+  };
+  const denied = { type: 'system', subtype: 'permission_denied', tool_name: 'Write', tool_use_id: 'toolu_9', decision_reason_type: 'mode', message: DENIED_MESSAGE };
+
+  it('names the denied file (from the tool call before it) and keeps only the reason, not the advice to the model', () => {
+    const parser = new StreamJsonParser({ cwd: '/repo' });
+    parser.accept(JSON.stringify(toolUse));
+    parser.accept(JSON.stringify(denied));
+    expect(formatEventForLog(denied, { cwd: '/repo', toolUse: (id) => parser.toolUse(id) })).toEqual([
+      "! permission denied: Write src/other.ts — Permission to use Write has been denied because Claude Code is running in don't ask mode.",
+    ]);
+    // Without a result line (a killed worker), the failure reason still gets the file.
+    expect(parser.permissionDenials()).toEqual([{ tool: 'Write', input: { file_path: '/repo/src/other.ts', content: 'x' } }]);
+  });
+
+  it('still logs a denial whose tool call it never saw', () => {
+    expect(formatEventForLog({ ...denied, tool_use_id: 'toolu_unknown' }, { cwd: '/repo', toolUse: () => undefined })).toEqual([
+      "! permission denied: Write — Permission to use Write has been denied because Claude Code is running in don't ask mode.",
+    ]);
+  });
+});
