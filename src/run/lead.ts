@@ -19,6 +19,7 @@ import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { pathsIntersect } from '../core/paths.ts';
 import { type Plan, type TaskStatus, attemptsOf, emptyUsage, modelOf, statusOf, writesOf } from '../core/plan.ts';
 import { parseStatusLine, workerPrompt } from '../core/prompt.ts';
+import { clipMiddle } from '../core/text.ts';
 import { holdingTasks, pickStarts } from '../core/schedule.ts';
 import { markStarted } from '../core/transition.ts';
 import { archivePlan, promptsDirFor } from './archive.ts';
@@ -89,7 +90,8 @@ async function writeSession(planPath: string, session: Session): Promise<void> {
   await writeFileAtomic(sessionPathFor(planPath), `${JSON.stringify(session, null, 2)}\n`);
 }
 
-const clip = (s: string, n = CLIP) => (s.length > n ? `${s.slice(0, n)}…` : s);
+/** Keeps the first line (what failed) and the end (where commands print their error). */
+const clip = (s: string, n = CLIP) => clipMiddle(s, n);
 const indicesWith = (plan: Plan, want: (s: TaskStatus) => boolean) => plan.tasks.flatMap((t, i) => (want(statusOf(t)) ? [i] : []));
 const isComplete = (plan: Plan) => plan.tasks.every((t) => statusOf(t) === 'completed');
 

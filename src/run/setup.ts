@@ -10,6 +10,7 @@ import type { Skip } from '../core/graph.ts';
 import { cascade, depsOf, depths } from '../core/graph.ts';
 import { applyCascade } from '../core/finalize.ts';
 import { coveredBy, isDirPath } from '../core/paths.ts';
+import { clipTail } from '../core/text.ts';
 import { type Plan, readsOf, statusOf, writesOf } from '../core/plan.ts';
 import { commitTasks, ensurePlanId, reconcileWithHistory } from './commit.ts';
 import { dirtyByOthers, spotCheck } from './verify.ts';
@@ -148,7 +149,7 @@ export async function setupRun(plan: Plan, o: SetupOptions): Promise<{ ok: true;
     const task = plan.tasks[a.task]!;
     if (statusOf(task) !== 'blocked') blocked.push(a.task);
     task.status = 'blocked';
-    task.result = `BLOCKED: assumption failed (${a.claim}): \`${a.verify}\`${a.output.trim() ? `: ${a.output.trim().slice(0, 1000)}` : ''}`;
+    task.result = `BLOCKED: assumption failed (${a.claim}): \`${a.verify}\`${a.output.trim() ? `: ${clipTail(a.output.trim(), 1000)}` : ''}`;
   }
   const skipped = cascade(plan.tasks).length > 0 ? applyCascade(plan).skips : [];
 
