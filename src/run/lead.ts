@@ -190,7 +190,11 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   const r = setup.report;
   const commitResult = await commitCompleted(ctx.git, plan, 0);
   if (!commitResult.ok) return { ok: false, problem: { kind: 'git-failed', doing: 'commit the verified work an earlier session left uncommitted', failure: commitResult.error } };
-  const committed = commitResult.value;
+  // Setup commits what an earlier session verified but left uncommitted; anything left is committed here.
+  const committed: CommitOutcome =
+    r.committedApproved.length > 0
+      ? { commit: commitResult.value.commit ?? plan.tasks[r.committedApproved[0]!]!.commit ?? null, tasks: [...r.committedApproved, ...commitResult.value.tasks].sort((a, b) => a - b) }
+      : commitResult.value;
   await writePlanAtomic(ctx.planPath, plan);
 
   // A fresh scratch directory: prompts of an earlier session are stale.
