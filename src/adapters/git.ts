@@ -2,15 +2,21 @@
 //
 // Paths: every path taken or returned is relative to the repository's top-level directory
 // (what `root()` returns), with `/` separators. A path ending in `/` means a directory and
-// everything under it; a path without one names a file (git also lets it match a directory).
+// everything under it; a path without one names exactly one file, never a directory, even though
+// git's pathspec `src` would also match `src/a.ts`: what git lists is filtered through
+// `coveredBy` (src/core/paths.ts), the one rule the plan's validation and overlaps use too.
 // All pathspecs are passed with `--literal-pathspecs`, so `src/[id].ts` or `*.md` name exactly
 // that file and never act as globs. Paths are checked before use: absolute paths, paths that
 // leave the repository (`../x`), the repository itself (`.`) and anything inside `.git` are
 // refused with an Error, because a plan is written by a model and must not steer us outside.
 
+import { spawn } from 'node:child_process';
 import { lstat, readdir, readlink, realpath, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import { GitError, simpleGit, type SimpleGit } from 'simple-git';
+import { type Result, err, ok } from '../core/failure.ts';
+import { coveredBy } from '../core/paths.ts';
+import { clipTail } from '../core/text.ts';
 
 /** How a path differs from HEAD (index and working tree together). */
 export type FileChange =
@@ -22,6 +28,9 @@ export type FileChange =
   | 'copied'
   | 'type-changed'
   | 'unmerged';
+
+/** What `operationInProgress` finds. */
+export type RepositoryOperation = 'merge' | 'rebase' | 'cherry-pick' | 'revert' | 'bisect';
 
 export interface CommitRequest {
   /** Exactly the paths to commit (files, or `dir/` for everything under a directory). */
@@ -59,6 +68,38 @@ export class GitCommandError extends Error {
   }
 }
 
+/**
+ * A git step that failed, as a value: what foreman was doing, the command and what git said.
+ * Returned by the methods that change the repository (`commit`, `restore`).
+ */
+export interface GitFailure {
+  /** The git subcommand that failed: `add`, `commit`, `restore`… */
+  step: string;
+  exitCode: number;
+  /** What git (or a hook it ran) printed on stderr. */
+  stderr: string;
+  /** Set when the index could not be put back after the failure: what git said then. */
+  indexNotRestored?: string;
+}
+
+/** The git subcommand of a command line (`commit` in `-c a=b --literal-pathspecs commit -m …`). */
+export function subcommandOf(args: readonly string[]): string {
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === '-c' || args[i] === '-C') i++;
+    else if (!args[i]!.startsWith('-')) return args[i]!;
+  }
+  return 'command';
+}
+
+export const failureOf = (e: GitCommandError, step = subcommandOf(e.args)): GitFailure => ({ step, exitCode: e.exitCode, stderr: e.stderr });
+
+/** One line: the step, its exit code and the end of what git said (where the reason is). */
+export function describeGitFailure(f: GitFailure): string {
+  const said = clipTail(f.stderr.trim().split(/\r?\n/).map((l) => l.trim()).filter(Boolean).join(' | '), 400) || '(no output)';
+  const index = f.indexNotRestored === undefined ? '' : `; the index could not be put back either (${f.indexNotRestored}): check \`git status\``;
+  return `git ${f.step} failed (exit ${f.exitCode}): ${said}${index}`;
+}
+
 const FALLBACK_NAME = 'foreman';
 const FALLBACK_EMAIL = 'foreman@localhost';
 /** How many paths go into one `git add`/`git rm` command line. */
@@ -81,15 +122,6 @@ export function normalizeRepoPath(p: string): string {
   if (norm.split('/')[0]?.toLowerCase() === '.git') throw new Error(`path is inside .git: ${p}`);
   return isDir ? `${norm}/` : norm;
 }
-
-/** Whether `file` (a repo-relative file path) is `spec` or lies under it, as git pathspecs match. */
-export function pathMatches(file: string, spec: string): boolean {
-  const s = spec.endsWith('/') ? spec.slice(0, -1) : spec;
-  return spec.endsWith('/') ? file.startsWith(`${s}/`) : file === s || file.startsWith(`${s}/`);
-}
-
-/** Whether `file` matches any of `specs`. */
-export const matchesAny = (file: string, specs: readonly string[]): boolean => specs.some((s) => pathMatches(file, s));
 
 const UNMERGED = new Set(['DD', 'AU', 'UD', 'UA', 'DU', 'AA', 'UU']);
 
@@ -167,6 +199,8 @@ export class Git {
       c = simpleGit({
         baseDir,
         trimmed: false,
+        // Only ever `core.hooksPath=/dev/null`, for foreman's own commits (see `commit`).
+        unsafe: { allowUnsafeHooksPath: true },
         // simple-git only treats a non-zero exit as an error when stderr is non-empty;
         // we want every non-zero exit to be one, with its code.
         errors: (error, result) => {
@@ -208,6 +242,25 @@ export class Git {
     }
   }
 
+  /** Like `tryRun`, with `input` on git's stdin (simple-git cannot pass stdin). */
+  private async tryRunWithInput(args: string[], input: string): Promise<{ ok: true; out: string } | { ok: false; error: GitCommandError }> {
+    const cwd = await this.root();
+    return new Promise((resolve, reject) => {
+      const child = spawn('git', args, { cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+      const out: Buffer[] = [];
+      const errOut: Buffer[] = [];
+      child.stdout.on('data', (d: Buffer) => out.push(d));
+      child.stderr.on('data', (d: Buffer) => errOut.push(d));
+      child.on('error', reject);
+      child.on('close', (code) => {
+        const stdout = Buffer.concat(out).toString('utf8');
+        if (code === 0) resolve({ ok: true, out: stdout });
+        else resolve({ ok: false, error: new GitCommandError(args, code ?? -1, Buffer.concat(errOut).toString('utf8')) });
+      });
+      child.stdin.end(input);
+    });
+  }
+
   /** True when `dir` is inside a git working tree. */
   async isRepo(): Promise<boolean> {
     if (!(await exists(this.dir))) return false;
@@ -229,6 +282,36 @@ export class Git {
     return this.rootPromise;
   }
 
+  /**
+   * A git operation the repository is in the middle of (a merge, rebase, cherry-pick, revert or
+   * bisect), or null. Looked up with `git rev-parse --git-path`, so a linked worktree's own state
+   * is found in its own git directory.
+   */
+  async operationInProgress(): Promise<RepositoryOperation | null> {
+    const markers: Array<[string, RepositoryOperation]> = [
+      ['MERGE_HEAD', 'merge'],
+      ['rebase-merge', 'rebase'],
+      ['rebase-apply', 'rebase'],
+      ['CHERRY_PICK_HEAD', 'cherry-pick'],
+      ['REVERT_HEAD', 'revert'],
+      ['BISECT_LOG', 'bisect'],
+    ];
+    const root = await this.root();
+    const out = await this.run(['rev-parse', ...markers.flatMap(([name]) => ['--git-path', name])]);
+    const found = out.split('\n').filter(Boolean);
+    for (const [i, [, operation]] of markers.entries()) {
+      const marker = found[i];
+      if (marker !== undefined && (await exists(path.resolve(root, marker)))) return operation;
+    }
+    return null;
+  }
+
+  /** The branch HEAD is on (also on an unborn branch), or null when HEAD is detached. */
+  async currentBranch(): Promise<string | null> {
+    const r = await this.tryRun(['symbolic-ref', '-q', '--short', 'HEAD']);
+    return r.ok ? r.out.trim() || null : null;
+  }
+
   /** Full hash of HEAD, or null on an unborn branch (no commits yet). */
   async headCommit(): Promise<string | null> {
     const r = await this.tryRun(['rev-parse', '--verify', '--quiet', 'HEAD^{commit}']);
@@ -244,7 +327,7 @@ export class Git {
   async changedPaths(paths: readonly string[]): Promise<Map<string, FileChange>> {
     const specs = paths.map(normalizeRepoPath);
     if (specs.length === 0) return new Map();
-    return toMap(await this.statusEntries(specs));
+    return toMap((await this.statusEntries(specs)).filter((e) => coveredBy(e.path, specs)));
   }
 
   /** Every change in the working tree and index vs HEAD, untracked files included. */
@@ -261,7 +344,7 @@ export class Git {
   async changesOutside(declared: readonly string[]): Promise<Map<string, FileChange>> {
     const specs = declared.map(normalizeRepoPath);
     const out = new Map<string, FileChange>();
-    for (const [p, c] of await this.allChanges()) if (!matchesAny(p, specs)) out.set(p, c);
+    for (const [p, c] of await this.allChanges()) if (!coveredBy(p, specs)) out.set(p, c);
     return out;
   }
 
@@ -315,7 +398,7 @@ export class Git {
     for (const chunk of chunks(specs)) {
       files.push(...splitZ(await this.run(['--literal-pathspecs', 'ls-tree', '-r', '-z', '--name-only', '--full-tree', 'HEAD', '--', ...chunk])));
     }
-    return files;
+    return files.filter((f) => coveredBy(f, specs));
   }
 
   private async indexFiles(specs: string[]): Promise<string[]> {
@@ -323,7 +406,7 @@ export class Git {
     for (const chunk of chunks(specs)) {
       files.push(...splitZ(await this.run(['--literal-pathspecs', 'ls-files', '-z', '--cached', '--full-name', '--', ...chunk])));
     }
-    return files;
+    return files.filter((f) => coveredBy(f, specs));
   }
 
   private async untrackedFiles(specs: string[]): Promise<string[]> {
@@ -333,76 +416,132 @@ export class Git {
         ...splitZ(await this.run(['--literal-pathspecs', 'ls-files', '-z', '--others', '--exclude-standard', '--full-name', '--', ...chunk])),
       );
     }
-    return files;
+    return files.filter((f) => coveredBy(f, specs));
   }
 
-  /** Absolute path of a repo-relative path, refusing one that reaches outside the repository through a symlink. */
+  /**
+   * Absolute path of a repo-relative path, or null when removing it would go through a symlink:
+   * every directory on the way must be a real directory inside the repository, so a removal
+   * never reaches a file through a link (inside the repository or out of it).
+   */
   private async safeAbsolute(root: string, rel: string): Promise<string | null> {
     const full = path.join(root, rel);
-    let parentReal: string;
-    let rootReal: string;
     try {
-      parentReal = await realpath(path.dirname(full));
-      rootReal = await realpath(root);
+      const parentReal = await realpath(path.dirname(full));
+      const rootReal = await realpath(root);
+      const expected = path.dirname(rel) === '.' ? rootReal : path.join(rootReal, path.dirname(rel));
+      return parentReal === expected ? full : null;
     } catch {
       return null; // the parent does not exist: nothing to remove
     }
-    if (parentReal !== rootReal && !parentReal.startsWith(rootReal + path.sep)) return null;
-    return full;
   }
 
   /**
    * Puts `paths` back as they are in HEAD, touching nothing else:
-   * - a path in HEAD gets HEAD's content in both the index and the working tree;
-   * - a path not in HEAD is removed from the index (if staged) and from disk.
-   * A `dir/` path does this for every file under it: files of HEAD are restored, files added
-   * since (staged or untracked, not ignored) are removed. Ignored files are removed only when
-   * named exactly. Directories left empty by a removal are removed too.
+   * - a file in HEAD gets HEAD's content in both the index and the working tree;
+   * - a file in the index but not in HEAD is dropped from both;
+   * - an untracked file is removed, unless git ignores it.
+   * A `dir/` path does this for every file under it; a bare path only for the file of that name.
+   * Ignored files are never removed: git cannot have committed them, so they are the person's
+   * (a task may not declare an ignored path; see `ignoredPaths`). Nothing is removed through a
+   * symlinked directory. Directories left empty by a removal are removed too.
    */
-  async restore(paths: readonly string[]): Promise<void> {
+  async restore(paths: readonly string[]): Promise<Result<void, GitFailure>> {
     const specs = [...new Set(paths.map(normalizeRepoPath))];
-    if (specs.length === 0) return;
-    const root = await this.root();
-    const head = await this.headCommit();
+    if (specs.length === 0) return ok(undefined);
+    try {
+      const root = await this.root();
+      const head = await this.headCommit();
+      const inHead = await this.headFiles(specs);
+      const inIndex = await this.indexFiles(specs);
+      const removeFromDisk = new Set<string>(await this.untrackedFiles(specs));
+      const headSet = new Set(inHead);
 
-    const inHead = await this.headFiles(specs);
-    const inIndex = await this.indexFiles(specs);
-    const untracked = await this.untrackedFiles(specs);
-    const headSet = new Set(inHead);
+      if (head) {
+        // Exact files, never the declared specs: `git restore -- src` would also reach `src/…`.
+        // Without --overlay, index entries HEAD does not have are dropped with their files.
+        const known = [...new Set([...inHead, ...inIndex])];
+        for (const chunk of chunks(known)) {
+          await this.run(['--literal-pathspecs', 'restore', '--source=HEAD', '--staged', '--worktree', '--', ...chunk]);
+        }
+      } else {
+        for (const chunk of chunks(inIndex)) {
+          await this.run(['--literal-pathspecs', 'rm', '--cached', '-q', '--ignore-unmatch', '--', ...chunk]);
+        }
+        for (const f of inIndex) removeFromDisk.add(f);
+      }
 
-    const removeFromDisk = new Set<string>(untracked);
-    if (head) {
-      // `git restore` without --overlay also drops index entries that HEAD does not have (and
-      // their working-tree files). It fails on a pathspec matching nothing, so pass only those that match.
-      const known = specs.filter((s) => inHead.some((f) => pathMatches(f, s)) || inIndex.some((f) => pathMatches(f, s)));
-      for (const chunk of chunks(known)) {
-        await this.run(['--literal-pathspecs', 'restore', '--source=HEAD', '--staged', '--worktree', '--', ...chunk]);
+      const removedParents = new Set<string>();
+      for (const rel of removeFromDisk) {
+        if (headSet.has(rel)) continue;
+        const full = await this.safeAbsolute(root, rel);
+        if (!full) continue;
+        const st = await lstat(full).catch(() => null);
+        if (!st || st.isDirectory()) continue;
+        await rm(full, { force: true });
+        removedParents.add(path.dirname(full));
       }
-    } else {
-      for (const chunk of chunks(inIndex)) {
-        await this.run(['--literal-pathspecs', 'rm', '--cached', '-q', '--ignore-unmatch', '--', ...chunk]);
-      }
-      for (const f of inIndex) removeFromDisk.add(f);
+      await pruneEmptyDirs(root, removedParents);
+      return ok(undefined);
+    } catch (e) {
+      if (e instanceof GitCommandError) return err(failureOf(e));
+      throw e;
     }
-    // A file named exactly, not in HEAD: remove it even if ignored.
-    for (const s of specs) if (!s.endsWith('/') && !headSet.has(s)) removeFromDisk.add(s);
+  }
 
-    const removedParents = new Set<string>();
-    for (const rel of removeFromDisk) {
-      if (headSet.has(rel)) continue;
-      const full = await this.safeAbsolute(root, rel);
-      if (!full) continue;
-      let st;
-      try {
-        st = await lstat(full);
-      } catch {
-        continue;
+  /**
+   * Paths among `paths` that git ignores (and does not track), each with the rule that ignores
+   * it (`.gitignore:3:*.log`). Tracked files are never ignored: git commits their changes.
+   * Negated rules (`!keep.log`) un-ignore, so they are not reported.
+   */
+  async ignoredPaths(paths: readonly string[]): Promise<Array<{ path: string; rule: string }>> {
+    const specs = [...new Set(paths.map(normalizeRepoPath))];
+    if (specs.length === 0) return [];
+    const out: Array<{ path: string; rule: string }> = [];
+    for (const chunk of chunks(specs)) {
+      // Exit 1 means "nothing ignored"; -z output is source, line, pattern, path per match.
+      const r = await this.tryRunWithInput(['check-ignore', '-v', '-z', '--stdin'], `${chunk.join('\0')}\0`);
+      if (!r.ok && r.error.exitCode === 1) continue;
+      if (!r.ok) throw r.error;
+      const fields = r.out.split('\0');
+      for (let i = 0; i + 3 < fields.length; i += 4) {
+        const [source, line, pattern, p] = [fields[i]!, fields[i + 1]!, fields[i + 2]!, fields[i + 3]!];
+        if (pattern.startsWith('!')) continue;
+        out.push({ path: p, rule: `${source}:${line}:${pattern}` });
       }
-      if (st.isDirectory()) continue; // a bare path naming a directory: its files were listed separately
-      await rm(full, { force: true });
-      removedParents.add(path.dirname(full));
     }
-    await pruneEmptyDirs(root, removedParents);
+    return out;
+  }
+
+  /** The index entries (`git ls-files -s`) of exactly `files`, to put back after a failed commit. */
+  private async indexEntries(files: string[]): Promise<Map<string, string[]>> {
+    const entries = new Map<string, string[]>();
+    for (const chunk of chunks(files)) {
+      for (const rec of splitZ(await this.run(['--literal-pathspecs', 'ls-files', '-s', '-z', '--full-name', '--', ...chunk]))) {
+        // `<mode> <object> <stage>\t<path>`
+        const tab = rec.indexOf('\t');
+        const file = rec.slice(tab + 1);
+        if (!files.includes(file)) continue;
+        entries.set(file, [...(entries.get(file) ?? []), rec.slice(0, tab)]);
+      }
+    }
+    return entries;
+  }
+
+  /** Puts the index entries of `files` back as `saved` holds them (absent ones are removed). */
+  private async putBackIndex(files: string[], saved: Map<string, string[]>): Promise<void> {
+    const absent = files.filter((f) => !saved.has(f));
+    for (const chunk of chunks(absent)) await this.run(['update-index', '--force-remove', '--', ...chunk]);
+    const present = files.filter((f) => saved.has(f));
+    for (const chunk of chunks(present)) {
+      const args = chunk.flatMap((f) =>
+        saved.get(f)!.flatMap((entry) => {
+          const [mode, object] = entry.split(' ');
+          return ['--cacheinfo', `${mode},${object},${f}`];
+        }),
+      );
+      await this.run(['update-index', '--add', ...args]);
+    }
   }
 
   /**
@@ -411,29 +550,55 @@ export class Git {
    * exist nor are tracked are ignored, as are ignored files. Returns the new commit's hash, or
    * null when there was nothing to commit. Uses the repository's identity; only when none is
    * configured, commits as `foreman <foreman@localhost>`.
+   *
+   * When any step fails (a hook, signing, a locked index…), the index entries of the paths this
+   * call staged are put back as they were before it, so nothing is left staged, and the failure
+   * is returned.
    */
-  async commit(req: CommitRequest): Promise<string | null> {
+  async commit(req: CommitRequest): Promise<Result<string | null, GitFailure>> {
     const specs = [...new Set(req.paths.map(normalizeRepoPath))];
-    if (specs.length === 0) return null;
+    if (specs.length === 0) return ok(null);
     const message = buildMessage(req.message, req.trailers);
     const root = await this.root();
 
-    const before = await this.statusEntries(specs);
-    if (before.length === 0) return null;
+    const before = (await this.statusEntries(specs)).filter((e) => coveredBy(e.path, specs));
+    if (before.length === 0) return ok(null);
+    const files = [...new Set(before.map((e) => e.path))];
+    const saved = await this.indexEntries(files);
+    const undo = async (failure: GitFailure): Promise<Result<never, GitFailure>> => {
+      try {
+        await this.putBackIndex(files, saved);
+      } catch (e) {
+        if (!(e instanceof GitCommandError)) throw e;
+        return err({ ...failure, indexNotRestored: e.stderr.trim() || e.message });
+      }
+      return err(failure);
+    };
+
     const present: string[] = [];
     const missing: string[] = [];
-    for (const e of before) (await exists(path.join(root, e.path)) ? present : missing).push(e.path);
-    for (const chunk of chunks(present)) await this.run(['--literal-pathspecs', 'add', '--', ...chunk]);
-    for (const chunk of chunks(missing)) {
-      await this.run(['--literal-pathspecs', 'rm', '--cached', '-q', '--ignore-unmatch', '--', ...chunk]);
+    for (const f of files) (await exists(path.join(root, f)) ? present : missing).push(f);
+    try {
+      for (const chunk of chunks(present)) await this.run(['--literal-pathspecs', 'add', '--', ...chunk]);
+      for (const chunk of chunks(missing)) await this.run(['--literal-pathspecs', 'rm', '--cached', '-q', '--ignore-unmatch', '--', ...chunk]);
+    } catch (e) {
+      if (e instanceof GitCommandError) return undo(failureOf(e));
+      throw e;
     }
 
-    // Pass the declared paths that had changes: short, and `--only` commits the working-tree
-    // state of exactly these, leaving the rest of the index alone.
-    const toCommit = specs.filter((s) => before.some((e) => pathMatches(e.path, s)));
+    // `--only` commits the working-tree state of exactly these files, leaving the rest of the
+    // index alone. Exact file names, not the declared specs: a bare `src` names a file only. A
+    // file gone from disk that HEAD never had (staged, then deleted) has nothing to commit.
+    const inHead = new Set(await this.headFiles(missing));
+    const toCommit = [...present, ...missing.filter((f) => inHead.has(f))];
+    if (toCommit.length === 0) return ok(null);
     const identity = await this.identityArgs();
     const committed = await this.tryRun([
       ...identity,
+      // verify=false: no hook at all. `--no-verify` skips only pre-commit and commit-msg;
+      // prepare-commit-msg, post-commit and the rest would still run, and could fail the commit,
+      // rewrite its message (the trailers resume relies on) or touch the working tree.
+      ...(req.verify === false ? ['-c', 'core.hooksPath=/dev/null'] : []),
       '--literal-pathspecs',
       'commit',
       '--only',
@@ -447,10 +612,10 @@ export class Git {
     ]);
     if (!committed.ok) {
       // Staging can leave nothing to commit (a staged change the working tree had undone).
-      if ((await this.statusEntries(specs)).length === 0) return null;
-      throw committed.error;
+      if ((await this.statusEntries(specs)).filter((e) => coveredBy(e.path, specs)).length === 0) return ok(null);
+      return undo(failureOf(committed.error));
     }
-    return this.headCommit();
+    return ok(await this.headCommit());
   }
 
   /**

@@ -2,6 +2,7 @@
 // help text; parsing errors become usage errors (exit 2), never stack traces.
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { GitCommandError, describeGitFailure, failureOf } from '../adapters/git.ts';
 import { CliError, EXIT, type ExitCode, usageError } from './exit.ts';
 
 export type OptionSpec = NonNullable<ParseArgsConfig['options']>[string] & { description: string; valueName?: string };
@@ -101,6 +102,11 @@ export async function runCommand(program: string, command: Command, argv: string
       for (const line of e.lines) io.err(line);
       return e.code;
     }
+    // A git command that failed where no step turned it into a value: still git's failure, not ours.
+    if (e instanceof GitCommandError) {
+      io.err(`${program}: ${describeGitFailure(failureOf(e))}`);
+      return EXIT.gitFailed;
+    }
     throw e;
   }
 }
@@ -122,7 +128,7 @@ export async function main(run: () => Promise<ExitCode>): Promise<void> {
     process.exitCode = await run();
   } catch (e) {
     process.stderr.write(`foreman: internal error: ${(e as Error).message}\n${process.env.FOREMAN_DEBUG ? `${(e as Error).stack}\n` : 'Set FOREMAN_DEBUG=1 for a stack trace; please report it.\n'}`);
-    process.exitCode = 70;
+    process.exitCode = EXIT.internal;
   }
 }
 

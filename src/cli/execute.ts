@@ -22,6 +22,7 @@ import { type Command, type Io, intArg, numberArg } from './command.ts';
 import { CliError, EXIT, type ExitCode, usageError } from './exit.ts';
 import { loadPlan } from './load.ts';
 import { createReporter } from './reporter.ts';
+import { describeSetupProblem } from './setup-problem.ts';
 
 export const PERMISSION_MODES = ['acceptEdits', 'auto', 'bypassPermissions', 'default', 'dontAsk', 'manual', 'plan'];
 
@@ -225,18 +226,8 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     }
     const setup = await setupRun(plan, { repo: s.repo, git, commit: s.commit, checkTimeoutMs: s.checkTimeoutMs, signal: controller.signal });
     if (!setup.ok) {
-      switch (setup.problem.kind) {
-        case 'dirty':
-          throw new CliError(EXIT.invalid, [
-            'these files have uncommitted changes that no task of this plan made, and the plan will change them:',
-            ...setup.problem.files.map((f) => `  ${f}`),
-            'Commit or stash them first; foreman never overwrites a person\'s work.',
-          ]);
-        case 'unsafe-paths':
-          throw new CliError(EXIT.invalid, setup.problem.problems);
-        default:
-          return assertNever(setup.problem, 'setup problem');
-      }
+      const problem = describeSetupProblem(setup.problem);
+      throw new CliError(problem.code, problem.lines);
     }
     await save(plan);
     const r = setup.report;
@@ -281,7 +272,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
       const archived = await archivePlan(s.planPath);
       message += `; the plan was moved to ${archived}`;
     } else {
-      message += `. The plan keeps its state in ${s.planPath}: run the same command again to resume`;
+      message += `. The plan keeps its state in ${s.planPath}: ${resumeAdvice(plan)}`;
     }
     emit({
       type: 'run-finished',
@@ -306,6 +297,19 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
   }
 }
 
+/**
+ * What running again will do. Failed and blocked tasks stay so (and what was skipped because of
+ * them stays skipped) until `plan retry N` puts them back to pending: say so, naming them.
+ */
+export function resumeAdvice(plan: Plan): string {
+  const stuck = plan.tasks.flatMap((t, i) => (statusOf(t) === 'failed' || statusOf(t) === 'blocked' ? [i] : []));
+  const pending = plan.tasks.some((t) => statusOf(t) === 'pending' || statusOf(t) === 'in_progress');
+  if (stuck.length === 0) return 'run the same command again to resume';
+  const which = stuck.length === 1 ? `task ${stuck[0]} is ${statusOf(plan.tasks[stuck[0]!]!)}` : `tasks ${stuck.join(', ')} are failed or blocked`;
+  const commands = stuck.map((i) => `\`bin/foreman plan retry ${i}\``).join(', ');
+  return `${which}, and running the same command again will not retry ${stuck.length === 1 ? 'it' : 'them'}${pending ? ' (it only resumes the pending tasks)' : ''}. Fix the cause, then put ${stuck.length === 1 ? 'it' : 'them'} back with \`plan retry N\` (${commands}; tasks skipped because of ${stuck.length === 1 ? 'it' : 'them'} come back too) and run the same command again`;
+}
+
 export function exitCodeFor(reason: StopReason): ExitCode {
   switch (reason) {
     case 'all-done':
@@ -314,6 +318,8 @@ export function exitCodeFor(reason: StopReason): ExitCode {
       return EXIT.interrupted;
     case 'agent-unavailable':
       return EXIT.cannotRun;
+    case 'git-failed':
+      return EXIT.gitFailed;
     case 'breaker':
     case 'deadlock':
     case 'awaiting-approval':

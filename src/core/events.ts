@@ -26,7 +26,9 @@ export type StopReason =
   | 'budget'
   | 'failures'
   | 'interrupted'
-  | 'agent-unavailable';
+  | 'agent-unavailable'
+  /** A git step (a commit, a restore) failed: the run stopped, nothing left staged. */
+  | 'git-failed';
 
 export type RunEventBody =
   | {

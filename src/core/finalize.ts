@@ -5,6 +5,7 @@
 import { type FailureClass, type PermissionDenial, type WorkerFailure, type WorkerRun, assertNever, classifyWorkerFailure, describeWorkerFailure } from './failure.ts';
 import { cascade, breaker, type BreakerDecision, type Skip } from './graph.ts';
 import { type Plan, type Task, attemptsOf, statusOf } from './plan.ts';
+import { clipHead, clipTail } from './text.ts';
 
 export interface AcceptanceResult {
   criterion: string;
@@ -34,14 +35,12 @@ export type AttemptFailure =
   | { reason: 'spot-check'; missingCreated: string[]; unchangedModified: string[] }
   | { reason: 'acceptance'; failures: AcceptanceResult[] };
 
-const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}…` : s);
-
 export function describeAttemptFailure(f: AttemptFailure): string {
   switch (f.reason) {
     case 'reported-failed':
       return `the worker reported FAILED: ${f.text}`;
     case 'no-status-line':
-      return `the worker ended without a COMPLETED/FAILED/BLOCKED line${f.tail ? ` (its last words: ${JSON.stringify(clip(f.tail, 300))})` : ''}`;
+      return `the worker ended without a COMPLETED/FAILED/BLOCKED line${f.tail ? ` (its last words: ${JSON.stringify(clipTail(f.tail, 300))})` : ''}`;
     case 'worker':
       return describeWorkerFailure(f.failure);
     case 'spot-check': {
@@ -54,7 +53,7 @@ export function describeAttemptFailure(f: AttemptFailure): string {
       return f.failures
         .map((a) => {
           const how = a.timedOut ? 'timed out' : `exited ${a.exitCode ?? 'without a code'}`;
-          return `acceptance check failed (${a.criterion}): \`${a.check}\` ${how}${a.output.trim() ? `:\n${clip(a.output.trim(), 2000)}` : ''}`;
+          return `acceptance check failed (${a.criterion}): \`${a.check}\` ${how}${a.output.trim() ? `:\n${clipTail(a.output.trim(), 2000)}` : ''}`;
         })
         .join('\n');
     default:
@@ -67,7 +66,7 @@ export function describeDenials(denials: readonly PermissionDenial[]): string {
   const tools = denials.map((d) => {
     const input = d.input as { command?: string; file_path?: string } | undefined;
     const what = input?.command ?? input?.file_path;
-    return what ? `${d.tool}(${clip(what, 80)})` : d.tool;
+    return what ? `${d.tool}(${clipHead(what, 80)})` : d.tool;
   });
   return `permission denied for: ${[...new Set(tools)].join(', ')}`;
 }

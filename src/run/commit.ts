@@ -12,7 +12,8 @@
 // task as completed whose files were never committed and are then lost.
 
 import { randomUUID } from 'node:crypto';
-import type { Git } from '../adapters/git.ts';
+import type { Git, GitFailure } from '../adapters/git.ts';
+import { type Result, ok } from '../core/failure.ts';
 import { type Plan, statusOf, writesOf } from '../core/plan.ts';
 import { trimCompleted } from '../core/finalize.ts';
 
@@ -41,21 +42,21 @@ export function roundMessage(plan: Plan, round: number, tasks: readonly number[]
   };
 }
 
-/** Commit exactly the tasks' declared files. Returns the commit hash, or null when nothing changed. */
-export async function commitTasks(git: Git, plan: Plan, round: number, tasks: readonly number[]): Promise<string | null> {
+/**
+ * Commit exactly the tasks' declared files. The commit hash, or null when nothing changed; a git
+ * failure (a locked index that stays locked, signing, …) as a value, with nothing left staged.
+ */
+export async function commitTasks(git: Git, plan: Plan, round: number, tasks: readonly number[]): Promise<Result<string | null, GitFailure>> {
   const paths = [...new Set(tasks.flatMap((i) => writesOf(plan.tasks[i]!)))];
-  if (paths.length === 0) return null;
+  if (paths.length === 0) return ok(null);
   const { message, trailers } = roundMessage(plan, round, tasks);
   // Round commits are checkpoints of verified work; the acceptance checks are the gate, so the
-  // repository's own commit hooks (which may reformat or reject) are not run here.
+  // repository's own commit hooks (which may reformat, rewrite the message or reject) do not run.
   for (let attempt = 1; ; attempt++) {
-    try {
-      return await git.commit({ paths, message, trailers, verify: false });
-    } catch (e) {
-      // A worker running `git status` can hold index.lock for a moment: wait and try again.
-      if (attempt >= 5 || !/index\.lock/.test((e as Error).message)) throw e;
-      await new Promise((r) => setTimeout(r, 200 * attempt));
-    }
+    const committed = await git.commit({ paths, message, trailers, verify: false });
+    // A worker running `git status` can hold index.lock for a moment: wait and try again.
+    if (committed.ok || attempt >= 5 || !/index\.lock/.test(committed.error.stderr)) return committed;
+    await new Promise((r) => setTimeout(r, 200 * attempt));
   }
 }
 

@@ -4,11 +4,11 @@
 
 import { realpath } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Git } from '../adapters/git.ts';
+import { type Git, type GitFailure, describeGitFailure } from '../adapters/git.ts';
 import type { WorkerRegistry } from '../adapters/orphans.ts';
 import type { WorkerRequest } from '../adapters/worker.ts';
 import type { RunEventBody, StopReason } from '../core/events.ts';
-import { type WorkerFailure, type WorkerRun, assertNever, describeWorkerFailure } from '../core/failure.ts';
+import { type WorkerFailure, type WorkerRun, assertNever, describeWorkerFailure, ok } from '../core/failure.ts';
 import { type Decision, type Verification, decide, judgeRun } from '../core/finalize.ts';
 import { countByStatus, depsOf, longestRemainingPath, readySet, stall } from '../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
@@ -205,13 +205,22 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
     const indices = batch.map((v) => v.index).sort((a, b) => a - b);
     // Results go into the commit trailers, so record them on the tasks before committing.
     for (const v of batch) plan.tasks[v.index]!.result = v.decision.result;
-    const hash = o.commit ? await exclusive(() => commitTasks(o.git, plan, round, indices)) : null;
+    const committed = o.commit ? await exclusive(() => commitTasks(o.git, plan, round, indices)) : ok(null);
+    const hash = committed.ok ? committed.value : null;
+    // A failed commit keeps the verified work on disk, uncommitted and unstaged; the tasks are
+    // recorded as completed without a commit, and the next run's setup commits them.
     for (const v of batch) {
       applyDecision(plan, v.index, v.decision, v.usage);
       if (hash) plan.tasks[v.index]!.commit = hash;
     }
     await o.save(plan);
-    o.emit({ type: 'round-committed', round, tasks: indices, commit: hash });
+    if (committed.ok) {
+      o.emit({ type: 'round-committed', round, tasks: indices, commit: hash });
+      return;
+    }
+    const why = `could not commit the verified work of tasks ${indices.join(', ')}: ${describeGitFailure(committed.error)}`;
+    o.emit({ type: 'notice', level: 'warning', message: `${why}; it is left uncommitted, nothing staged` });
+    stopWith('git-failed', `${why}. Their work is left uncommitted and nothing is staged; once git can commit again, run the same command to commit it and go on`);
   };
 
   /** Continuous policy: commit what is verified without holding up the loop; one commit in flight. */
@@ -274,8 +283,12 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
         // Only the task's own declared files: overlapping tasks never run beside it.
         const applied = await exclusive(() => settleAttempt(o.git, plan, f.index, decision, runUsage));
         await o.save(plan);
+        if (!applied.ok) {
+          restoreFailed(f.index, applied.error, base);
+          break;
+        }
         o.emit({ ...base, outcome: decision.kind, reason });
-        reportCascade(applied.cascade);
+        reportCascade(applied.value.cascade);
         break;
       }
       case 'blocked': {
@@ -292,9 +305,10 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
         break;
       case 'interrupted':
       case 'abort-run':
-        await exclusive(() => settleAttempt(o.git, plan, f.index, decision, runUsage));
+        const settled = await exclusive(() => settleAttempt(o.git, plan, f.index, decision, runUsage));
         await o.save(plan);
-        o.emit({ ...base, outcome: 'interrupted', reason });
+        if (!settled.ok) restoreFailed(f.index, settled.error, base);
+        else o.emit({ ...base, outcome: 'interrupted', reason });
         if (decision.kind === 'abort-run') {
           agentFailure = decision.failure;
           stopWith('agent-unavailable', describeWorkerFailure(decision.failure));
@@ -309,6 +323,13 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
       o.emit({ type: 'budget-reached', costUsd: usage.costUsd, limitUsd: o.maxCostUsd });
       stopWith('budget', `the run's cost reached $${usage.costUsd.toFixed(2)} (limit $${o.maxCostUsd.toFixed(2)})`);
     }
+  };
+
+  /** The task's files could not be put back: it stays in progress (the next run restores it) and the run stops. */
+  const restoreFailed = (index: number, failure: GitFailure, base: Omit<Extract<RunEventBody, { type: 'task-finished' }>, 'outcome'>) => {
+    const why = `could not restore the files of task ${index}: ${describeGitFailure(failure)}`;
+    o.emit({ ...base, outcome: 'interrupted', reason: why });
+    stopWith('git-failed', `${why}. The task stays in progress; once git works again, run the same command: it restores the task's files and runs it again`);
   };
 
   const reportCascade = (c: ReturnType<typeof applyDecision>['cascade']) => {

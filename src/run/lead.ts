@@ -10,15 +10,16 @@
 
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Git } from '../adapters/git.ts';
+import type { Git, GitFailure } from '../adapters/git.ts';
 import { writeFileAtomic, writePlanAtomic } from '../adapters/plan-store.ts';
-import { type WorkerRun, assertNever } from '../core/failure.ts';
+import { type Result, type WorkerRun, assertNever, err, ok } from '../core/failure.ts';
 import { type Decision, type Verification, decide, judgeRun } from '../core/finalize.ts';
 import { type BreakerDecision, type Skip, countByStatus, depsOf, longestRemainingPath, readySet, stall } from '../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { pathsIntersect } from '../core/paths.ts';
 import { type Plan, type TaskStatus, attemptsOf, emptyUsage, modelOf, statusOf, writesOf } from '../core/plan.ts';
 import { parseStatusLine, workerPrompt } from '../core/prompt.ts';
+import { clipMiddle } from '../core/text.ts';
 import { holdingTasks, pickStarts } from '../core/schedule.ts';
 import { markStarted } from '../core/transition.ts';
 import { archivePlan, promptsDirFor } from './archive.ts';
@@ -89,7 +90,8 @@ async function writeSession(planPath: string, session: Session): Promise<void> {
   await writeFileAtomic(sessionPathFor(planPath), `${JSON.stringify(session, null, 2)}\n`);
 }
 
-const clip = (s: string, n = CLIP) => (s.length > n ? `${s.slice(0, n)}…` : s);
+/** Keeps the first line (what failed) and the end (where commands print their error). */
+const clip = (s: string, n = CLIP) => clipMiddle(s, n);
 const indicesWith = (plan: Plan, want: (s: TaskStatus) => boolean) => plan.tasks.flatMap((t, i) => (want(statusOf(t)) ? [i] : []));
 const isComplete = (plan: Plan) => plan.tasks.every((t) => statusOf(t) === 'completed');
 
@@ -116,7 +118,7 @@ export interface CommitOutcome {
  * still in progress waits: that task's half-done edits must not ride along. Mutates `plan`; the
  * caller saves it (after the commit, so a crash in between is reconciled from git on resume).
  */
-export async function commitCompleted(git: Git, plan: Plan, round: number): Promise<CommitOutcome> {
+export async function commitCompleted(git: Git, plan: Plan, round: number): Promise<Result<CommitOutcome, GitFailure>> {
   const busy = plan.tasks.flatMap((t) => (statusOf(t) === 'in_progress' ? writesOf(t) : []));
   const tasks: number[] = [];
   for (const i of indicesWith(plan, (s) => s === 'completed')) {
@@ -126,11 +128,13 @@ export async function commitCompleted(git: Git, plan: Plan, round: number): Prom
     if (writes.some((w) => busy.some((b) => pathsIntersect(w, b)))) continue;
     if ((await git.changedPaths(writes)).size > 0) tasks.push(i);
   }
-  if (tasks.length === 0) return { commit: null, tasks: [] };
-  const commit = await commitTasks(git, plan, round, tasks);
-  if (commit === null) return { commit: null, tasks: [] };
+  if (tasks.length === 0) return ok({ commit: null, tasks: [] });
+  const committed = await commitTasks(git, plan, round, tasks);
+  if (!committed.ok) return committed;
+  const commit = committed.value;
+  if (commit === null) return ok({ commit: null, tasks: [] });
   for (const i of tasks) plan.tasks[i]!.commit = commit;
-  return { commit, tasks };
+  return ok({ commit, tasks });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -184,7 +188,13 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   const setup = await setupRun(plan, { repo: ctx.repo, git: ctx.git, commit: true, checkTimeoutMs: session.checkTimeoutMs, env: ctx.env });
   if (!setup.ok) return setup;
   const r = setup.report;
-  const committed = await commitCompleted(ctx.git, plan, 0);
+  const commitResult = await commitCompleted(ctx.git, plan, 0);
+  if (!commitResult.ok) return { ok: false, problem: { kind: 'git-failed', doing: 'commit the verified work an earlier session left uncommitted', failure: commitResult.error } };
+  // Setup commits what an earlier session verified but left uncommitted; anything left is committed here.
+  const committed: CommitOutcome =
+    r.committedApproved.length > 0
+      ? { commit: commitResult.value.commit ?? plan.tasks[r.committedApproved[0]!]!.commit ?? null, tasks: [...r.committedApproved, ...commitResult.value.tasks].sort((a, b) => a - b) }
+      : commitResult.value;
   await writePlanAtomic(ctx.planPath, plan);
 
   // A fresh scratch directory: prompts of an earlier session are stale.
@@ -363,7 +373,12 @@ function outcomeOf(d: Decision): { outcome: FinalizeOutcome; result?: string; re
  * stays uncommitted until `commit`. Saves the plan after each task, so running it again with
  * the same results only reports the tasks already settled as `ignored`.
  */
-export async function leadFinalize(plan: Plan, ctx: LeadContext, results: readonly WorkerResult[], options: { maxAttempts?: number; checkTimeoutMs?: number } = {}): Promise<FinalizeOutput> {
+export async function leadFinalize(
+  plan: Plan,
+  ctx: LeadContext,
+  results: readonly WorkerResult[],
+  options: { maxAttempts?: number; checkTimeoutMs?: number } = {},
+): Promise<Result<FinalizeOutput, { task: number; failure: GitFailure }>> {
   const session = await readSession(ctx.planPath);
   const maxAttempts = options.maxAttempts ?? session.maxAttempts;
   const out: FinalizeOutput['results'] = [];
@@ -399,7 +414,10 @@ export async function leadFinalize(plan: Plan, ctx: LeadContext, results: readon
       });
     }
     const decision = decide({ task, judgement, verification, permissionDenials: [], maxAttempts });
-    const applied = await settleAttempt(ctx.git, plan, index, decision);
+    const settled = await settleAttempt(ctx.git, plan, index, decision);
+    // The task stays in progress (its decision is not applied) and this step stops here.
+    if (!settled.ok) return err({ task: index, failure: settled.error });
+    const applied = settled.value;
     await writePlanAtomic(ctx.planPath, plan);
 
     const o = outcomeOf(decision);
@@ -425,7 +443,7 @@ export async function leadFinalize(plan: Plan, ctx: LeadContext, results: readon
   ].filter(Boolean);
   const summary = `Round ${session.round}: ${done}/${settled.length} tasks completed (${counts.completed}/${plan.tasks.length} overall)${tail.length > 0 ? `; ${tail.join(', ')}` : ''}`;
   await writeSession(ctx.planPath, session);
-  return { round: session.round, results: out, retry, skipped: skipRefs(plan, skips), breaker, counts, complete: isComplete(plan), summary };
+  return ok({ round: session.round, results: out, retry, skipped: skipRefs(plan, skips), breaker, counts, complete: isComplete(plan), summary });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -440,13 +458,16 @@ export interface CommitStepOutput extends CommitOutcome {
 }
 
 /** Commit the round's verified work; when that completes the plan, archive it (as a headless run does). */
-export async function leadCommit(plan: Plan, ctx: LeadContext, options: { round?: number } = {}): Promise<CommitStepOutput> {
+export async function leadCommit(plan: Plan, ctx: LeadContext, options: { round?: number } = {}): Promise<Result<CommitStepOutput, GitFailure>> {
   const session = await readSession(ctx.planPath);
   const round = options.round ?? session.round;
-  const committed = await commitCompleted(ctx.git, plan, round);
+  const result = await commitCompleted(ctx.git, plan, round);
+  // Nothing is left staged; the tasks stay completed without a commit, for the next `commit`.
+  if (!result.ok) return result;
+  const committed = result.value;
   if (committed.commit !== null) await writePlanAtomic(ctx.planPath, plan);
   const counts = countByStatus(plan);
   const complete = isComplete(plan);
   const archived = complete ? await archivePlan(ctx.planPath) : null;
-  return { ...committed, round, archived, counts, complete };
+  return ok({ ...committed, round, archived, counts, complete });
 }

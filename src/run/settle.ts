@@ -3,7 +3,8 @@
 // they are in HEAD. Only the task's own files: a task that overlaps it never runs beside it.
 // Used by the headless engine and by `plan.ts finalize` (the /execute skill).
 
-import type { Git } from '../adapters/git.ts';
+import type { Git, GitFailure } from '../adapters/git.ts';
+import { type Result, ok } from '../core/failure.ts';
 import type { Decision } from '../core/finalize.ts';
 import { type Plan, type Usage, writesOf } from '../core/plan.ts';
 import { type Applied, applyDecision } from '../core/transition.ts';
@@ -11,8 +12,15 @@ import { type Applied, applyDecision } from '../core/transition.ts';
 /** Decisions that throw the attempt's work away. */
 export const undoesAttempt = (d: Decision): boolean => d.kind === 'retry' || d.kind === 'failed' || d.kind === 'interrupted' || d.kind === 'abort-run';
 
-/** Restore the task's files when the decision undoes its attempt, then apply the decision. Mutates `plan`. */
-export async function settleAttempt(git: Git, plan: Plan, index: number, decision: Decision, usage?: Usage): Promise<Applied> {
-  if (undoesAttempt(decision)) await git.restore(writesOf(plan.tasks[index]!));
-  return applyDecision(plan, index, decision, usage);
+/**
+ * Restore the task's files when the decision undoes its attempt, then apply the decision.
+ * Mutates `plan`. When the restore fails, the decision is not applied (the task stays in
+ * progress, so the next run restores it again) and the git failure is returned.
+ */
+export async function settleAttempt(git: Git, plan: Plan, index: number, decision: Decision, usage?: Usage): Promise<Result<Applied, GitFailure>> {
+  if (undoesAttempt(decision)) {
+    const restored = await git.restore(writesOf(plan.tasks[index]!));
+    if (!restored.ok) return restored;
+  }
+  return ok(applyDecision(plan, index, decision, usage));
 }

@@ -5,11 +5,12 @@
 import { lstat, realpath } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { runShell } from '../adapters/checks.ts';
-import type { Git } from '../adapters/git.ts';
+import type { Git, GitFailure, RepositoryOperation } from '../adapters/git.ts';
 import type { Skip } from '../core/graph.ts';
 import { cascade, depsOf, depths } from '../core/graph.ts';
 import { applyCascade } from '../core/finalize.ts';
 import { coveredBy, isDirPath } from '../core/paths.ts';
+import { clipTail } from '../core/text.ts';
 import { type Plan, readsOf, statusOf, writesOf } from '../core/plan.ts';
 import { commitTasks, ensurePlanId, reconcileWithHistory } from './commit.ts';
 import { dirtyByOthers, spotCheck } from './verify.ts';
@@ -47,8 +48,24 @@ export interface SetupReport {
 export type SetupProblem =
   /** A person's uncommitted changes are in the way. */
   | { kind: 'dirty'; files: string[] }
-  /** Declared paths that resolve outside the repository through a symlink. */
-  | { kind: 'unsafe-paths'; problems: string[] };
+  /** Declared paths that resolve outside the repository (or into .git) through a symlink, or name a directory as a file. */
+  | { kind: 'unsafe-paths'; problems: string[] }
+  /** Declared paths git ignores: foreman could neither verify nor commit them, and a restore would destroy them. */
+  | { kind: 'ignored-paths'; paths: IgnoredPath[] }
+  /** The repository is in the middle of a merge, rebase, cherry-pick, revert or bisect. */
+  | { kind: 'repository-busy'; operation: RepositoryOperation }
+  /** `repo` is a subdirectory of its repository: plan paths are relative to the top. */
+  | { kind: 'not-top'; dir: string; top: string }
+  /** A git step of the setup failed (nothing is left staged). */
+  | { kind: 'git-failed'; doing: string; failure: GitFailure };
+
+/** A declared path that git ignores, the task declaring it and the rule. */
+export interface IgnoredPath {
+  task: number;
+  path: string;
+  /** `source:line:pattern`, as `git check-ignore -v` names it. */
+  rule: string;
+}
 
 export interface SetupOptions {
   repo: string;
@@ -64,6 +81,7 @@ export async function unsafePaths(plan: Plan, repo: string): Promise<string[]> {
   const root = await realpath(repo);
   const problems: string[] = [];
   const seen = new Set<string>();
+  const written = new Set(plan.tasks.flatMap((t) => writesOf(t)));
   for (const [i, task] of plan.tasks.entries()) {
     for (const p of [...writesOf(task), ...readsOf(task)]) {
       if (seen.has(p)) continue;
@@ -79,22 +97,71 @@ export async function unsafePaths(plan: Plan, repo: string): Promise<string[]> {
       }
       const real = await realpath(probe).catch(() => probe);
       const rel = relative(root, real);
+      const lexical = relative(repo, probe);
       if (rel === '..' || rel.startsWith(`..${sep}`) || rel.startsWith(sep)) {
         problems.push(`tasks[${i}]: "${p}" resolves outside the repository (through a symlink to ${real})`);
       } else if (rel === '.git' || rel.startsWith(`.git${sep}`)) {
         problems.push(`tasks[${i}]: "${p}" resolves into .git/ through a symlink`);
+      } else if (!isDirPath(p) && probe === join(repo, p) && (await lstat(probe).catch(() => null))?.isDirectory()) {
+        // A bare path names one file; git would read it as the whole directory.
+        problems.push(`tasks[${i}]: "${p}" is a directory; declare it as "${p}/" to mean everything under it`);
+      } else if (rel !== lexical && written.has(p)) {
+        // A link inside the repository: git refuses paths beyond one, a worker would write
+        // through it to a file no task declared, and a restore must not follow it.
+        problems.push(`tasks[${i}]: "${p}" is or goes through a symlink (to ${rel || '.'}); declare the real path instead`);
       }
     }
   }
   return problems;
 }
 
+/**
+ * Paths that tasks still to run (not completed) will write and that git ignores. A plan may not
+ * declare them: an ignored file is never committed, so a failed attempt's restore could only
+ * delete it, and it may well be the person's own (`.env`).
+ */
+export async function ignoredDeclaredPaths(plan: Plan, git: Git): Promise<IgnoredPath[]> {
+  const owners = new Map<string, number>();
+  for (const [i, task] of plan.tasks.entries()) {
+    if (statusOf(task) === 'completed') continue;
+    for (const p of writesOf(task)) if (!owners.has(p)) owners.set(p, i);
+  }
+  if (owners.size === 0) return [];
+  const ignored = await git.ignoredPaths([...owners.keys()]);
+  return ignored.map(({ path, rule }) => ({ task: owners.get(path) ?? owners.get(`${path}/`) ?? -1, path: owners.has(path) ? path : `${path}/`, rule }));
+}
+
+/** One line per ignored path, for every command that refuses them. */
+export const describeIgnored = (p: IgnoredPath): string =>
+  `tasks[${p.task}]: "${p.path}" is ignored by git (${p.rule}): foreman can neither verify nor commit it, and restoring it would delete it; remove it from the plan or from the ignore rule`;
+
+/** Why setup cannot work in `repo`: not the top of its repository, or busy with a merge or the like. */
+export async function repositoryProblem(repo: string, git: Git): Promise<SetupProblem | null> {
+  const top = await git.root();
+  const [dirReal, topReal] = await Promise.all([realpath(repo), realpath(top)]);
+  if (dirReal !== topReal) return { kind: 'not-top', dir: repo, top };
+  const operation = await git.operationInProgress();
+  return operation ? { kind: 'repository-busy', operation } : null;
+}
+
 export async function setupRun(plan: Plan, o: SetupOptions): Promise<{ ok: true; report: SetupReport } | { ok: false; problem: SetupProblem }> {
+  // Everything that can refuse the run comes before anything that changes the repository.
+  const busy = await repositoryProblem(o.repo, o.git);
+  if (busy) return { ok: false, problem: busy };
   const unsafe = await unsafePaths(plan, o.repo);
   if (unsafe.length > 0) return { ok: false, problem: { kind: 'unsafe-paths', problems: unsafe } };
+  const ignored = await ignoredDeclaredPaths(plan, o.git);
+  if (ignored.length > 0) return { ok: false, problem: { kind: 'ignored-paths', paths: ignored } };
 
   const resumed = plan.tasks.some((t) => statusOf(t) !== 'pending');
   const notices: SetupReport['notices'] = [];
+  if ((await o.git.currentBranch()) === null) {
+    const head = await o.git.headCommit();
+    notices.push({
+      level: 'warning',
+      message: `HEAD is detached at ${head?.slice(0, 12) ?? '(no commit)'}: foreman's commits go on the detached HEAD, on no branch; to keep them, create a branch afterwards (git switch -c <name>)`,
+    });
+  }
   ensurePlanId(plan);
 
   const recovered = await reconcileWithHistory(o.git, plan);
@@ -106,7 +173,8 @@ export async function setupRun(plan: Plan, o: SetupOptions): Promise<{ ok: true;
   const reset: number[] = [];
   for (const [i, task] of plan.tasks.entries()) {
     if (statusOf(task) !== 'in_progress') continue;
-    await o.git.restore(writesOf(task));
+    const restored = await o.git.restore(writesOf(task));
+    if (!restored.ok) return { ok: false, problem: { kind: 'git-failed', doing: `restore the files of task ${i}, which an earlier run left in progress`, failure: restored.error } };
     task.status = 'pending';
     reset.push(i);
   }
@@ -124,13 +192,19 @@ export async function setupRun(plan: Plan, o: SetupOptions): Promise<{ ok: true;
     notices.push({ level: 'warning', message: `task ${i} (${task.subject}) was completed but ${missingCreated.join(', ')} no longer exist; it will run again` });
   }
 
-  // Approved gated work is verified but not yet committed: commit it before anything else runs.
+  // Verified work not committed yet — approved gated work, or work whose commit failed or that a
+  // `--no-commit` run left — is committed before anything else runs.
   const committedApproved: number[] = [];
-  const approved = plan.tasks.flatMap((t, i) => (statusOf(t) === 'completed' && !t.commit && t.approvedAt !== undefined ? [i] : []));
-  if (o.commit && approved.length > 0) {
-    const hash = await commitTasks(o.git, plan, 0, approved);
-    for (const i of approved) if (hash) plan.tasks[i]!.commit = hash;
-    committedApproved.push(...approved);
+  const uncommitted: number[] = [];
+  for (const [i, t] of plan.tasks.entries()) {
+    if (statusOf(t) !== 'completed' || t.commit || writesOf(t).length === 0) continue;
+    if ((await o.git.changedPaths(writesOf(t))).size > 0) uncommitted.push(i);
+  }
+  if (o.commit && uncommitted.length > 0) {
+    const committed = await commitTasks(o.git, plan, 0, uncommitted);
+    if (!committed.ok) return { ok: false, problem: { kind: 'git-failed', doing: `commit the verified work of tasks ${uncommitted.join(', ')}`, failure: committed.error } };
+    for (const i of uncommitted) if (committed.value) plan.tasks[i]!.commit = committed.value;
+    committedApproved.push(...uncommitted);
   }
 
   const problem = await dirtyFiles(plan, o.git);
@@ -148,7 +222,7 @@ export async function setupRun(plan: Plan, o: SetupOptions): Promise<{ ok: true;
     const task = plan.tasks[a.task]!;
     if (statusOf(task) !== 'blocked') blocked.push(a.task);
     task.status = 'blocked';
-    task.result = `BLOCKED: assumption failed (${a.claim}): \`${a.verify}\`${a.output.trim() ? `: ${a.output.trim().slice(0, 1000)}` : ''}`;
+    task.result = `BLOCKED: assumption failed (${a.claim}): \`${a.verify}\`${a.output.trim() ? `: ${clipTail(a.output.trim(), 1000)}` : ''}`;
   }
   const skipped = cascade(plan.tasks).length > 0 ? applyCascade(plan).skips : [];
 

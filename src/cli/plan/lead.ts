@@ -14,6 +14,8 @@ import { type Command, type OptionSpec, intArg } from '../command.ts';
 import { CliError, EXIT, type ExitCode } from '../exit.ts';
 import { DEFAULT_PLAN, loadPlan } from '../load.ts';
 import { lockHeldMessage } from './interventions.ts';
+import { describeSetupProblem } from '../setup-problem.ts';
+import { GitCommandError, describeGitFailure, failureOf } from '../../adapters/git.ts';
 
 /** A problem with a name the lead can act on. */
 export class StepError extends CliError {
@@ -92,7 +94,8 @@ export function stepCommand(spec: StepSpec): Command {
         } finally {
           await lock.value.release();
         }
-      } catch (e) {
+      } catch (caught) {
+        const e = caught instanceof GitCommandError ? new StepError(EXIT.gitFailed, 'git-failed', [describeGitFailure(failureOf(caught))]) : caught;
         if (!(e instanceof CliError)) throw e;
         const kind = e instanceof StepError ? e.kind : e.code === EXIT.cannotRun ? 'cannot-run' : 'invalid';
         io.out(JSON.stringify({ error: { kind, message: e.lines[0] ?? '', details: e.lines.slice(1) } }));
@@ -132,8 +135,10 @@ export const setup = stepCommand({
         ]);
       case 'unsafe-paths':
         throw new StepError(EXIT.invalid, 'unsafe-paths', [`the plan has paths that lead outside the repository: ${r.problem.problems[0]}`, ...r.problem.problems]);
-      default:
-        return assertNever(r.problem, 'setup problem');
+      default: {
+        const problem = describeSetupProblem(r.problem);
+        throw new StepError(problem.code, problem.kind, problem.lines);
+      }
     }
   },
 });
@@ -185,11 +190,16 @@ export const finalize = stepCommand({
     });
     return parseResults(text, path);
   },
-  step: ({ values, plan, ctx }, results) =>
-    leadFinalize(plan, ctx, results as WorkerResult[], {
+  async step({ values, plan, ctx }, results) {
+    const r = await leadFinalize(plan, ctx, results as WorkerResult[], {
       maxAttempts: intArg('--max-attempts', str(values['max-attempts']), { min: 1 }),
       checkTimeoutMs: secondsOption(values['check-timeout']),
-    }),
+    });
+    if (r.ok) return r.value;
+    throw new StepError(EXIT.gitFailed, 'git-failed', [
+      `could not restore the files of task ${r.error.task}: ${describeGitFailure(r.error.failure)}; it stays in progress (the results before it were recorded). Fix it and run finalize again with the same results.`,
+    ]);
+  },
 });
 
 export const commit = stepCommand({
@@ -199,5 +209,11 @@ export const commit = stepCommand({
   options: {
     round: { type: 'string', valueName: 'N', description: "the round named in the commit message (default: the session's current round)" },
   },
-  step: ({ values, plan, ctx }) => leadCommit(plan, ctx, { round: intArg('--round', str(values.round)) }),
+  async step({ values, plan, ctx }) {
+    const r = await leadCommit(plan, ctx, { round: intArg('--round', str(values.round)) });
+    if (r.ok) return r.value;
+    throw new StepError(EXIT.gitFailed, 'git-failed', [
+      `could not commit: ${describeGitFailure(r.error)}; nothing is left staged and the work stays uncommitted. Fix it and run commit again.`,
+    ]);
+  },
 });

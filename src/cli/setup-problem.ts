@@ -1,0 +1,46 @@
+// How a refused setup is told, the same for `execute` and `plan setup`: an exit code, a short
+// kind for the /execute skill's JSON, and the lines to print (the first one says it all).
+
+import { describeGitFailure } from '../adapters/git.ts';
+import { assertNever } from '../core/failure.ts';
+import { type SetupProblem, describeIgnored } from '../run/setup.ts';
+import { EXIT, type ExitCode } from './exit.ts';
+
+export function describeSetupProblem(problem: SetupProblem): { code: ExitCode; kind: string; lines: string[] } {
+  switch (problem.kind) {
+    case 'dirty':
+      return {
+        code: EXIT.invalid,
+        kind: 'dirty',
+        lines: [
+          'these files have uncommitted changes that no task of this plan made, and the plan will change them:',
+          ...problem.files.map((f) => `  ${f}`),
+          "Commit or stash them first; foreman never overwrites a person's work.",
+        ],
+      };
+    case 'unsafe-paths':
+      return { code: EXIT.invalid, kind: 'unsafe-paths', lines: problem.problems };
+    case 'ignored-paths':
+      return { code: EXIT.invalid, kind: 'ignored-paths', lines: problem.paths.map(describeIgnored) };
+    case 'repository-busy':
+      return {
+        code: EXIT.invalid,
+        kind: 'repository-busy',
+        lines: [`the repository is in the middle of a ${problem.operation}: finish or abort it first (git ${problem.operation === 'bisect' ? 'bisect reset' : `${problem.operation} --continue / --abort`}); foreman commits and restores files, which would mix with it`],
+      };
+    case 'not-top':
+      return {
+        code: EXIT.invalid,
+        kind: 'not-top',
+        lines: [`${problem.dir} is not the top of its git repository (${problem.top}): plan paths are relative to the top, so run from there or pass --repo ${problem.top}`],
+      };
+    case 'git-failed':
+      return {
+        code: EXIT.gitFailed,
+        kind: 'git-failed',
+        lines: [`could not ${problem.doing}: ${describeGitFailure(problem.failure)}; nothing is left staged. Fix it and run again.`],
+      };
+    default:
+      return assertNever(problem, 'setup problem');
+  }
+}
