@@ -5,14 +5,14 @@
 
 import type { Git } from '../adapters/git.ts';
 import type { Decision } from '../core/finalize.ts';
-import { type Plan, type Usage, writesOf } from '../core/plan.ts';
+import { type Plan, type UsageFigure, writesOf } from '../core/plan.ts';
 import { type Applied, applyDecision } from '../core/transition.ts';
 
 /** Decisions that throw the attempt's work away. */
 export const undoesAttempt = (d: Decision): boolean => d.kind === 'retry' || d.kind === 'failed' || d.kind === 'interrupted' || d.kind === 'abort-run';
 
 /** Restore the task's files when the decision undoes its attempt, then apply the decision. Mutates `plan`. */
-export async function settleAttempt(git: Git, plan: Plan, index: number, decision: Decision, usage?: Usage): Promise<Applied> {
+export async function settleAttempt(git: Git, plan: Plan, index: number, decision: Decision, usage?: UsageFigure): Promise<Applied> {
   if (undoesAttempt(decision)) await git.restore(writesOf(plan.tasks[index]!));
   return applyDecision(plan, index, decision, usage);
 }

@@ -339,7 +339,7 @@ describe('cost budgets', () => {
     expect(finished.message).toMatch(/cost reached \$1\.20 \(limit \$1\.00\)/);
     const after = await readPlan(planPath);
     expect(after.tasks.map((x) => x.status ?? 'pending')).toEqual(['completed', 'completed', 'completed', 'pending']);
-    expect(after.tasks[0]!.usage!.costUsd).toBeCloseTo(0.4);
+    expect(after.tasks[0]!.usage).toMatchObject({ costUsd: expect.closeTo(0.4) });
 
     const resumed = await runExecute(repo.dir, ['--max-cost-usd', '1'], env);
     expect(resumed.exitCode).toBe(0);
