@@ -316,7 +316,7 @@ export function renderReport(input: ReportInput): string {
   if (summary) {
     out.push(`- **Outcome:** ${describeOutcome(summary)}`);
     out.push(
-      `- **Started:** ${summary.startedAt}${summary.finishedAt ? `, finished ${isoSeconds(timeOf(summary.finishedAt))}` : ''}${summary.pid !== null ? ` (pid ${summary.pid}${summary.resumed ? ', resumed' : ''})` : ''}`,
+      `- **Started:** ${summary.startedAt}${summary.finishedAt ? `, finished ${isoSeconds(timeOf(summary.finishedAt))}` : ''}${summary.inSession ? ` (in a Claude Code session${summary.resumed ? ', resumed' : ''})` : summary.pid !== null ? ` (pid ${summary.pid}${summary.resumed ? ', resumed' : ''})` : ''}`,
     );
     const workerMs = attempts.reduce((n, a) => n + (a.durationMs ?? Math.max(0, (input.now ?? run.lastMs) - a.startMs)), 0);
     out.push(
