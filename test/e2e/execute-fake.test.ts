@@ -315,6 +315,21 @@ describe('execute.ts with the fake worker', () => {
     expect(bad.stderr).not.toMatch(/\n\s+at /);
   });
 
+  it('FOREMAN_BACKOFF_MS is checked like a flag: a typo exits 2 with one line naming it, before anything runs', async () => {
+    const plan = makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a' } } })]);
+    const { repo, planPath } = await setup(plan);
+    const before = await readFile(planPath, 'utf8');
+    for (const value of ['abc', '-5', '1.5', '']) {
+      const r = await runExecute(repo.dir, [], { FOREMAN_BACKOFF_MS: value });
+      expect(r.exitCode, value).toBe(2);
+      expect(r.stderr.trim().split('\n'), value).toEqual([expect.stringContaining(`FOREMAN_BACKOFF_MS: expected an integer ≥ 0, got "${value}"`)]);
+    }
+    expect(await readFile(planPath, 'utf8')).toBe(before);
+    await expect(readFile(join(repo.dir, 'a.txt'))).rejects.toThrow();
+    // A valid value runs.
+    expect((await runExecute(repo.dir, [], { FOREMAN_BACKOFF_MS: '0' })).exitCode).toBe(0);
+  });
+
   it('exits 3 with an install hint when the agent CLI is missing', async () => {
     const plan = makePlan([fakeTask('A', { create: ['a.txt'] })]);
     const { repo } = await setup(plan);
