@@ -1,7 +1,7 @@
 // End-to-end runs of scripts/execute.ts with the fast fake worker on temporary git repositories.
 
 import { existsSync } from 'node:fs';
-import { readFile, readdir, writeFile } from 'node:fs/promises';
+import { readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
@@ -71,14 +71,22 @@ describe('execute.ts with the fake worker', () => {
       }),
     ]);
     const { repo } = await setup(plan);
-    const r = await runExecute(repo.dir, ['--no-commit']);
+    const prompts = `${repo.dir}-prompts`;
+    const r = await runExecute(repo.dir, ['--no-commit'], { FAKE_WORKER_PROMPTS: prompts });
     expect(r.exitCode).toBe(0);
-    const log = await readFile(join(repo.dir, '.design/worker-1.log'), 'utf8').catch(() => null);
-    // Logs are removed after a complete run; the archived plan keeps B's result, so check the prompt via the journal instead.
-    expect(log).toBeNull();
     const history = await archived(repo.dir);
     const done = JSON.parse(await readFile(join(repo.dir, '.design/history', history[0]!), 'utf8')) as Plan;
     expect(done.tasks[1]!.status).toBe('completed');
+    // What B's worker received on stdin: A's reported result in place of the placeholder line.
+    const received = await readFile(join(prompts, 'B-1.txt'), 'utf8');
+    expect(received).toContain('## Dependency results');
+    expect(received).toContain('- Task 0 (task A): the answer is 42');
+    expect(received).not.toContain('deferred: lead appends');
+    expect(received.indexOf('Use the result.')).toBeLessThan(received.indexOf('- Task 0 (task A): the answer is 42'));
+    expect(received.indexOf('- Task 0 (task A): the answer is 42')).toBeLessThan(received.indexOf('Then stop.'));
+    // A has no dependencies: its prompt carries none.
+    expect(await readFile(join(prompts, 'A-1.txt'), 'utf8')).not.toContain('## Dependency results');
+    await rm(prompts, { recursive: true, force: true });
   });
 
   it('never runs overlapping tasks at the same time', async () => {
