@@ -279,15 +279,26 @@ describe('execute.ts with the fake worker', () => {
   });
 
   it('retries a rate-limited task after a back-off without counting an attempt', async () => {
-    const plan = makePlan([fakeTask('A', { create: ['a.txt'], fake: { attempts: [{ error: '429' }] } })]);
+    const plan = makePlan([fakeTask('A', { create: ['a.txt'], fake: { attempts: [{ error: '429', retryDelayMs: 200 }] } })]);
     // The directive's attempts are chosen by the prompt's attempt number, which a requeue keeps at 1,
     // so use the journal to make the second run succeed.
     const { repo, planPath } = await setup(plan);
     const r = await runExecute(repo.dir, ['--json', '--max-attempts', '1']);
-    const events = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; outcome?: string });
-    const outcomes = events.filter((e) => e.type === 'task-finished').map((e) => e.outcome);
+    const events = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; outcome?: string; attempt?: number; at: string });
+    const finished = events.filter((e) => e.type === 'task-finished');
+    const outcomes = finished.map((e) => e.outcome);
     expect(outcomes.slice(0, 6)).toEqual(['requeued', 'requeued', 'requeued', 'requeued', 'requeued', 'requeued']);
     expect(outcomes.at(-1)).toBe('failed');
+    // A requeue counts no attempt: every start is attempt 1 (with --max-attempts 1 a counted one would have ended the task).
+    const starts = events.filter((e) => e.type === 'task-started');
+    expect(starts.map((e) => e.attempt)).toEqual([1, 1, 1, 1, 1, 1, 1]);
+    // Each retry waited its back-off: the delay the worker's CLI reported for the rate limit
+    // (its api_retry retry_delay_ms: 200 here), which takes the place of FOREMAN_BACKOFF_MS (50).
+    for (let k = 0; k < 6; k++) {
+      const waited = Date.parse(starts[k + 1]!.at) - Date.parse(finished[k]!.at);
+      // (measured from the event, stamped a little after the back-off was set: half of it is a safe bound)
+      expect(waited, `wait after requeue ${k + 1}`).toBeGreaterThanOrEqual(100);
+    }
     const after = await readPlan(planPath);
     expect(after.tasks[0]!.attempts).toBe(1);
     expect(r.exitCode).toBe(1);
