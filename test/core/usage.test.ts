@@ -6,6 +6,7 @@ import type { RunEvent } from '../../src/core/events.ts';
 import { formatCostFigure, formatCostTally } from '../../src/core/format.ts';
 import { UNKNOWN, addUsage, emptyUsage, mergeTallies, tallyCostUsd, tallyOf } from '../../src/core/plan.ts';
 import { formatTokens, groupRuns, historyEntries, planTally, renderReport } from '../../src/core/report.ts';
+import { describeEvent } from '../../src/ui/render.ts';
 import { RUN_ID, T0, ev, recordedRun, usage } from '../support/events.ts';
 import { planAfterRecordedRun } from '../support/report-plan.ts';
 
@@ -62,5 +63,11 @@ describe('unknown usage', () => {
     expect(md).toContain('- **Started:** 2026-11-22T02:02:03Z, finished');
     expect(md).toContain('(in a Claude Code session, resumed)');
     expect(md).toMatch(/\| 1 \| Add lexer \| completed \| 1 \| 30s \| unknown \|/);
+  });
+
+  it('the plain log says unknown for an unmeasured attempt and run', () => {
+    const [, , finished, runFinished] = sessionRun('s2', T0);
+    expect(describeEvent(finished!)).toBe('task 1 completed (attempt 3, 30s, unknown): Add lexer');
+    expect(describeEvent(runFinished!)).toMatch(/^run s2 finished: incomplete \(failures\) in 32s, unknown; /);
   });
 });
