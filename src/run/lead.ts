@@ -20,13 +20,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Git } from '../adapters/git.ts';
-import { openJournal } from '../adapters/journal.ts';
+import { journalPathFor, openJournal, readJournal } from '../adapters/journal.ts';
 import { writeFileAtomic, writePlanAtomic } from '../adapters/plan-store.ts';
 import type { RunEventBody, RunOutcome, StopReason, TaskOutcome } from '../core/events.ts';
 import { type WorkerRun, assertNever } from '../core/failure.ts';
 import { type Decision, type Verification, decide, judgeRun } from '../core/finalize.ts';
 import { type BreakerDecision, type Skip, countByStatus, depsOf, longestRemainingPath, readySet, stall } from '../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
+import { groupRuns } from '../core/report.ts';
 import { pathsIntersect } from '../core/paths.ts';
 import { type Plan, type TaskStatus, UNKNOWN, attemptsOf, modelOf, statusOf, writesOf } from '../core/plan.ts';
 import { parseStatusLine, workerPrompt } from '../core/prompt.ts';
@@ -155,11 +156,21 @@ function startRun(plan: Plan, ctx: LeadContext, session: Session, resumed: boole
   ]);
 }
 
-/** Ends the session's run (`run-finished`), once; `extra` events (a stop's reason) go first. */
-function finishRun(plan: Plan, ctx: LeadContext, session: Session, end: { outcome: RunOutcome; reason: StopReason; exitCode: number; message: string }, extra: RunEventBody[] = []): void {
+/**
+ * Ends the session's run (`run-finished`), once; `extra` events (a stop's reason) go first.
+ * `lastMs`: when the run was last seen working, for a run that ended unnoticed (else now).
+ */
+function finishRun(
+  plan: Plan,
+  ctx: LeadContext,
+  session: Session,
+  end: { outcome: RunOutcome; reason: StopReason; exitCode: number; message: string },
+  extra: RunEventBody[] = [],
+  lastMs: number = Date.now(),
+): void {
   if (session.runId === null || session.runFinished) return;
   session.runFinished = true;
-  const durationMs = Math.max(0, Date.now() - Date.parse(session.startedAt));
+  const durationMs = Math.max(0, lastMs - Date.parse(session.startedAt));
   // The run's workers were Task subagents: what they cost is not known here.
   journal(ctx.planPath, session.runId, [...extra, { type: 'run-finished', ...end, counts: countByStatus(plan), usage: UNKNOWN, durationMs: Number.isFinite(durationMs) ? durationMs : 0 }]);
 }
@@ -265,9 +276,19 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   const committed = await commitCompleted(ctx.git, plan, 0);
   await writePlanAtomic(ctx.planPath, plan);
 
-  // An earlier session's run that no step finished ended with that session.
+  // An earlier session's run that no step finished ended with that session, some time after its last event.
   const earlier = await readSession(ctx.planPath);
-  finishRun(plan, ctx, earlier, { outcome: 'interrupted', reason: 'interrupted', exitCode: 130, message: 'the session ended before this run finished; a new `plan setup` started another' });
+  if (earlier.runId !== null && !earlier.runFinished) {
+    const lastSeen = groupRuns((await readJournal(journalPathFor(ctx.planPath))).events).find((run) => run.runId === earlier.runId)?.lastMs;
+    finishRun(
+      plan,
+      ctx,
+      earlier,
+      { outcome: 'interrupted', reason: 'interrupted', exitCode: 130, message: `the session ended before this run finished (its last step was at ${lastSeen ? new Date(lastSeen).toISOString() : 'an unknown time'}); a new \`plan setup\` started another` },
+      [],
+      lastSeen ?? Date.now(),
+    );
+  }
 
   // A fresh scratch directory: prompts of an earlier session are stale.
   await rm(promptsDirFor(ctx.planPath), { recursive: true, force: true });

@@ -140,7 +140,13 @@ describe('an in-session run', () => {
     for (const e of events) await expectSchema('event', e);
     const runs = [...new Set(events.map((e) => e.runId))];
     expect(runs).toHaveLength(2);
-    expect(events.find((e) => e.type === 'run-finished' && e.runId === runs[0])).toMatchObject({ outcome: 'interrupted', usage: 'unknown' });
+    const ended = events.find((e): e is Extract<RunEvent, { type: 'run-finished' }> => e.type === 'run-finished' && e.runId === runs[0])!;
+    expect(ended).toMatchObject({ outcome: 'interrupted', usage: 'unknown' });
+    // It lasted until its last step (the next), not until the setup that noticed it had ended.
+    const lastStep = events.filter((e) => e.runId === runs[0] && e.type === 'task-started').at(-1)!;
+    const firstEvent = events.find((e) => e.runId === runs[0])!;
+    expect(Math.abs(ended.durationMs - (Date.parse(lastStep.at) - Date.parse(firstEvent.at)))).toBeLessThan(1000);
+    expect(ended.message).toContain(`its last step was at ${lastStep.at}`);
     expect(events.filter((e) => e.runId === runs[1]).map((e) => e.type)).toEqual(['run-started']);
     const history = await step(repo.dir, ['history', '--json']);
     expect(history.json.runs.map((r: { outcome: string }) => r.outcome)).toEqual(['interrupted', 'in-session']);
