@@ -68,6 +68,8 @@ interface Settings {
   maxCostUsd?: number;
   taskBudgetUsd?: number;
   checkTimeoutMs: number;
+  /** From FOREMAN_BACKOFF_MS: the first back-off after a rate limit or overload. */
+  backoffMs: number;
   dryRun: boolean;
   commit: boolean;
   json: boolean;
@@ -94,6 +96,8 @@ function settingsFrom(values: Record<string, unknown>, io: Io): Settings {
     maxCostUsd: numberArg('--max-cost-usd', str('max-cost-usd')),
     taskBudgetUsd: numberArg('--task-budget-usd', str('task-budget-usd')),
     checkTimeoutMs: (intArg('--check-timeout', str('check-timeout'), { min: 1 }) ?? 300) * 1000,
+    // Checked like a flag: a typo must not silently turn the back-off off.
+    backoffMs: intArg('FOREMAN_BACKOFF_MS', io.env.FOREMAN_BACKOFF_MS, { min: 0 }) ?? 15_000,
     dryRun: values['dry-run'] === true,
     commit: values['no-commit'] !== true,
     json: values.json === true,
@@ -253,7 +257,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
           checkTimeoutMs: s.checkTimeoutMs,
           maxCostUsd: s.maxCostUsd,
           taskBudgetUsd: s.taskBudgetUsd,
-          backoffMs: Number(io.env.FOREMAN_BACKOFF_MS ?? 15_000),
+          backoffMs: s.backoffMs,
           maxRequeues: 6,
           env: io.env,
           baselineDirty: new Set(r.baselineDirty),

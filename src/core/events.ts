@@ -2,7 +2,7 @@
 // the `--json` stream on stdout and the journal `.design/events.jsonl` (schema:
 // schemas/event.schema.json). Every event carries the run id and an ISO timestamp.
 
-import type { Usage } from './plan.ts';
+import type { UsageFigure } from './plan.ts';
 
 export type TaskOutcome =
   | 'completed'
@@ -41,6 +41,8 @@ export type RunEventBody =
       concurrency: number;
       schedule: string;
       pid: number;
+      /** `session`: the in-session path (`plan.ts setup|next|finalize|commit`), whose steps run one at a time; absent: headless. */
+      mode?: 'headless' | 'session';
     }
   | { type: 'notice'; level: 'info' | 'warning'; message: string }
   | { type: 'assumption-checked'; task: number; claim: string; severity: 'blocking' | 'warning'; passed: boolean; output: string }
@@ -55,11 +57,13 @@ export type RunEventBody =
       outcome: TaskOutcome;
       reason?: string;
       result?: string;
+      /** Headless: the worker's run. In-session: from the plan tool's `next` to its `finalize`. */
       durationMs: number;
-      usage: Usage;
+      /** `unknown` for a Task subagent (in-session): nothing measured it. */
+      usage: UsageFigure;
       sessionId?: string;
       logPath: string;
-      permissionDenials: number;
+      permissionDenials: number | 'unknown';
     }
   | { type: 'task-skipped'; task: number; subject: string; rootCause: number; reason: string }
   | { type: 'round-committed'; round: number; tasks: number[]; commit: string | null }
@@ -73,7 +77,7 @@ export type RunEventBody =
       reason: StopReason;
       exitCode: number;
       counts: Record<string, number>;
-      usage: Usage;
+      usage: UsageFigure;
       durationMs: number;
       message: string;
     };

@@ -92,7 +92,7 @@ export type Judgement =
   | { kind: 'attempt-failed'; failure: AttemptFailure }
   | { kind: 'not-an-attempt'; failure: WorkerFailure; class: Exclude<FailureClass, 'attempt'> };
 
-export function judgeRun(run: WorkerRun): Judgement {
+export function judgeRun(run: Pick<WorkerRun, 'outcome'>): Judgement {
   const outcome = run.outcome;
   if (outcome.kind === 'failed') {
     const cls = classifyWorkerFailure(outcome.failure);

@@ -1,5 +1,7 @@
 // Small, pure formatters shared by the live view, the plain log, reports and `plan.ts status`.
 
+import { UNKNOWN, type UsageFigure, type UsageTally } from './plan.ts';
+
 /** `850ms`, `42s`, `3m07s`, `2h05m`. Negative or non-finite inputs count as 0. */
 export function formatDuration(ms: number): string {
   const t = Number.isFinite(ms) && ms > 0 ? ms : 0;
@@ -20,6 +22,20 @@ export function formatCost(usd: number): string {
   if (!Number.isFinite(usd) || usd <= 0) return '$0.00';
   if (usd < 0.005) return '<$0.01';
   return `$${usd.toFixed(2)}`;
+}
+
+/** A recorded figure's cost: `$0.42`, or `unknown` when nothing measured it. */
+export const formatCostFigure = (figure: UsageFigure): string => (figure === UNKNOWN ? UNKNOWN : formatCost(figure.costUsd));
+
+/**
+ * A total's cost, never a zero that is not a measurement: `$1.20` when every figure was
+ * measured, `unknown` when none was, else `at least $1.20 (2 attempts unknown)` (`unit` names
+ * what was counted).
+ */
+export function formatCostTally(tally: UsageTally, unit = 'attempt'): string {
+  if (tally.unknown === 0) return formatCost(tally.measured.costUsd);
+  if (tally.measuredCount === 0) return UNKNOWN;
+  return `at least ${formatCost(tally.measured.costUsd)} (${plural(tally.unknown, unit)} unknown)`;
 }
 
 /** `12,345` */

@@ -72,7 +72,7 @@ export interface TaskMetadata {
   [extra: string]: unknown;
 }
 
-/** What a finished worker cost; summed over attempts. */
+/** What a finished worker cost, as measured (a headless worker's result event); summed over attempts. */
 export interface Usage {
   costUsd: number;
   inputTokens: number;
@@ -80,6 +80,15 @@ export interface Usage {
   cacheReadTokens: number;
   cacheCreationTokens: number;
 }
+
+/**
+ * What an attempt, a task or a run is recorded with: measured figures, or `'unknown'` when
+ * nothing measured them (a Task subagent of the in-session path: Claude Code does not hand its
+ * cost to the plan tool). Unknown absorbs: anything plus unknown is unknown, so a figure that
+ * reads as a number always is one.
+ */
+export type UsageFigure = Usage | 'unknown';
+export const UNKNOWN = 'unknown' as const;
 
 export interface Task {
   subject: string;
@@ -96,7 +105,7 @@ export interface Task {
   fileOverlaps?: number[];
   /** `human-approval`: the task stops as `awaiting_approval` after its work is verified. */
   gate?: 'human-approval';
-  usage?: Usage;
+  usage?: UsageFigure;
   /** For a task skipped by cascade: the failed or blocked task at the root of it. */
   skippedBy?: number;
   /** Commit that holds the task's files, once committed. */
@@ -145,13 +154,55 @@ export const emptyUsage = (): Usage => ({
   cacheCreationTokens: 0,
 });
 
-export const addUsage = (a: Usage, b: Usage): Usage => ({
-  costUsd: a.costUsd + b.costUsd,
-  inputTokens: a.inputTokens + b.inputTokens,
-  outputTokens: a.outputTokens + b.outputTokens,
-  cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
-  cacheCreationTokens: a.cacheCreationTokens + b.cacheCreationTokens,
+export function addUsage(a: Usage, b: Usage): Usage;
+export function addUsage(a: UsageFigure, b: UsageFigure): UsageFigure;
+export function addUsage(a: UsageFigure, b: UsageFigure): UsageFigure {
+  if (a === UNKNOWN || b === UNKNOWN) return UNKNOWN;
+  return {
+    costUsd: a.costUsd + b.costUsd,
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
+    cacheCreationTokens: a.cacheCreationTokens + b.cacheCreationTokens,
+  };
+}
+
+/**
+ * A total over many figures (attempts, tasks, runs) for display: the sum of the measured ones
+ * and how many were unknown. With `unknown > 0` the measured sum is a lower bound ("at least");
+ * with nothing measured it is no figure at all ("unknown").
+ */
+export interface UsageTally {
+  measured: Usage;
+  /** How many figures were measured. */
+  measuredCount: number;
+  /** How many figures were unknown. */
+  unknown: number;
+}
+
+export const emptyTally = (): UsageTally => ({ measured: emptyUsage(), measuredCount: 0, unknown: 0 });
+
+/** Adds one figure to a tally (`undefined`, a figure never recorded, adds nothing). */
+export function tallyAdd(tally: UsageTally, figure: UsageFigure | undefined): UsageTally {
+  if (figure === undefined) return tally;
+  if (figure === UNKNOWN) return { ...tally, unknown: tally.unknown + 1 };
+  return { measured: addUsage(tally.measured, figure), measuredCount: tally.measuredCount + 1, unknown: tally.unknown };
+}
+
+export const tallyOf = (figures: Iterable<UsageFigure | undefined>): UsageTally => {
+  let t = emptyTally();
+  for (const f of figures) t = tallyAdd(t, f);
+  return t;
+};
+
+export const mergeTallies = (a: UsageTally, b: UsageTally): UsageTally => ({
+  measured: addUsage(a.measured, b.measured),
+  measuredCount: a.measuredCount + b.measuredCount,
+  unknown: a.unknown + b.unknown,
 });
+
+/** The cost a tally can state as a number: the measured sum when nothing in it is unknown. */
+export const tallyCostUsd = (t: UsageTally): number | typeof UNKNOWN => (t.unknown > 0 && t.measuredCount === 0 ? UNKNOWN : t.measured.costUsd);
 
 /** Deep copy; plans are plain JSON. */
 export const clonePlan = (plan: Plan): Plan => structuredClone(plan);

@@ -3,9 +3,21 @@
 // attempts (`plan.ts report`) and the rows of `plan.ts history`.
 
 import type { RunEvent, RunOutcome, StopReason, TaskOutcome } from './events.ts';
-import { formatCost, formatCount, formatDuration, isoSeconds, listIndices, plural } from './format.ts';
+import { formatCost, formatCostFigure, formatCostTally, formatCount, formatDuration, isoSeconds, listIndices, plural } from './format.ts';
 import { countByStatus } from './graph.ts';
-import { type Plan, type TaskStatus, type Usage, addUsage, attemptsOf as planAttempts, emptyUsage, modelOf, statusOf } from './plan.ts';
+import {
+  type Plan,
+  type TaskStatus,
+  UNKNOWN,
+  type UsageFigure,
+  type UsageTally,
+  attemptsOf as planAttempts,
+  emptyTally,
+  modelOf,
+  statusOf,
+  tallyCostUsd,
+  tallyOf,
+} from './plan.ts';
 
 type EventOf<T extends RunEvent['type']> = Extract<RunEvent, { type: T }>;
 
@@ -49,8 +61,12 @@ export function groupRuns(events: readonly RunEvent[]): RunRecord[] {
 
 const startOf = (run: RunRecord): number => (run.started ? timeOf(run.started.at) : run.firstMs);
 
-/** `running` when the run has no run-finished event and its process still holds the lock; `unfinished` when it died. */
-export type RunState = RunOutcome | 'running' | 'unfinished';
+/**
+ * `running` when the run has no run-finished event and its process still holds the lock;
+ * `unfinished` when a headless run died; `in-session` for an in-session run (`/foreman:execute`)
+ * no step has finished: its lead may be between steps, or its session ended.
+ */
+export type RunState = RunOutcome | 'running' | 'unfinished' | 'in-session';
 
 export interface RunSummary {
   runId: string;
@@ -61,8 +77,12 @@ export interface RunSummary {
   reason: StopReason | null;
   message: string | null;
   durationMs: number;
-  usage: Usage;
-  costUsd: number;
+  /** The run's attempts: measured figures, and how many attempts nothing measured. */
+  usage: UsageTally;
+  /** The measured cost (a lower bound when `usage.unknown > 0`), or `unknown` when nothing was measured. */
+  costUsd: number | typeof UNKNOWN;
+  /** True for an in-session run (`plan.ts setup|next|finalize|commit`). */
+  inSession: boolean;
   /** Task counts by status at the end of the run (from run-finished), else tallied from the events. */
   counts: Record<string, number>;
   pid: number | null;
@@ -81,24 +101,38 @@ export function summarizeRun(run: RunRecord, opts: SummaryOptions = {}): RunSumm
   const start = startOf(run);
   const f = run.finished;
   const live = !f && run.started !== null && opts.livePid != null && run.started.pid === opts.livePid;
-  const usage = f ? f.usage : attemptsOf(run).reduce((u, a) => (a.usage ? addUsage(u, a.usage) : u), emptyUsage());
+  const inSession = run.started?.mode === 'session';
+  const usage = runTally(run);
   const end = f ? timeOf(f.at) : live && opts.now !== undefined ? opts.now : run.lastMs;
   return {
     runId: run.runId,
     startedAt: isoSeconds(start),
     finishedAt: f ? f.at : null,
     goal: run.started?.goal ?? null,
-    outcome: f ? f.outcome : live ? 'running' : 'unfinished',
+    outcome: f ? f.outcome : live ? 'running' : inSession ? 'in-session' : 'unfinished',
     reason: f?.reason ?? null,
     message: f?.message ?? null,
     durationMs: f ? f.durationMs : Math.max(0, end - start),
     usage,
-    costUsd: usage.costUsd,
+    costUsd: tallyCostUsd(usage),
+    inSession,
     counts: f ? f.counts : tallyOutcomes(run),
     pid: run.started?.pid ?? null,
     resumed: run.started?.resumed ?? false,
     planPath: run.started?.planPath ?? null,
   };
+}
+
+/**
+ * What the run's attempts cost. A finished run's own measured total is used when it has one (it
+ * is what the run counted against its budget); otherwise the attempts are tallied, the unknown
+ * ones counted apart.
+ */
+export function runTally(run: RunRecord): UsageTally {
+  const attempts = attemptsOf(run).filter((a) => a.usage !== null);
+  const f = run.finished;
+  if (f && f.usage !== UNKNOWN) return { measured: f.usage, measuredCount: Math.max(1, attempts.length), unknown: 0 };
+  return tallyOf(attempts.map((a) => a.usage ?? undefined));
 }
 
 /** Last known state of each task the run touched. */
@@ -136,7 +170,10 @@ export interface Attempt {
   outcome: TaskOutcome | null;
   reason: string | null;
   durationMs: number | null;
-  usage: Usage | null;
+  /** null while running; `unknown` when nothing measured the attempt (a Task subagent). */
+  usage: UsageFigure | null;
+  /** Permission denials the worker met; `unknown` for a Task subagent. */
+  permissionDenials: number | typeof UNKNOWN | null;
 }
 
 /** Every attempt of the run: a task-started paired with the task's next task-finished. */
@@ -157,6 +194,7 @@ export function attemptsOf(run: RunRecord): Attempt[] {
         reason: null,
         durationMs: null,
         usage: null,
+        permissionDenials: null,
       };
       open.set(e.task, a);
       out.push(a);
@@ -165,7 +203,7 @@ export function attemptsOf(run: RunRecord): Attempt[] {
       let a = open.get(e.task);
       if (!a) {
         // The journal lost the start (or it came from an older version): reconstruct it.
-        a = { task: e.task, subject: e.subject, attempt: e.attempt, model: null, logPath: e.logPath, startMs: end - e.durationMs, endMs: null, outcome: null, reason: null, durationMs: null, usage: null };
+        a = { task: e.task, subject: e.subject, attempt: e.attempt, model: null, logPath: e.logPath, startMs: end - e.durationMs, endMs: null, outcome: null, reason: null, durationMs: null, usage: null, permissionDenials: null };
         out.push(a);
       }
       open.delete(e.task);
@@ -174,6 +212,7 @@ export function attemptsOf(run: RunRecord): Attempt[] {
       a.reason = e.reason ?? (e.outcome === 'completed' || e.outcome === 'awaiting_approval' ? null : (e.result ?? null));
       a.durationMs = e.durationMs;
       a.usage = e.usage;
+      a.permissionDenials = e.permissionDenials;
       a.logPath = e.logPath;
     }
   }
@@ -259,6 +298,7 @@ const fence = (s: string) => {
 function describeOutcome(s: RunSummary): string {
   if (s.outcome === 'running') return 'running (this run still holds the lock)';
   if (s.outcome === 'unfinished') return 'unfinished (no run-finished event: the run crashed or was killed)';
+  if (s.outcome === 'in-session') return 'in a Claude Code session, not finished (its lead is between steps, or the session ended before the run did)';
   return `${s.outcome} (${s.reason})${s.message ? `: ${md(s.message)}` : ''}`;
 }
 
@@ -276,7 +316,7 @@ export function renderReport(input: ReportInput): string {
   if (summary) {
     out.push(`- **Outcome:** ${describeOutcome(summary)}`);
     out.push(
-      `- **Started:** ${summary.startedAt}${summary.finishedAt ? `, finished ${isoSeconds(timeOf(summary.finishedAt))}` : ''}${summary.pid !== null ? ` (pid ${summary.pid}${summary.resumed ? ', resumed' : ''})` : ''}`,
+      `- **Started:** ${summary.startedAt}${summary.finishedAt ? `, finished ${isoSeconds(timeOf(summary.finishedAt))}` : ''}${summary.inSession ? ` (in a Claude Code session${summary.resumed ? ', resumed' : ''})` : summary.pid !== null ? ` (pid ${summary.pid}${summary.resumed ? ', resumed' : ''})` : ''}`,
     );
     const workerMs = attempts.reduce((n, a) => n + (a.durationMs ?? Math.max(0, (input.now ?? run.lastMs) - a.startMs)), 0);
     out.push(
@@ -285,11 +325,16 @@ export function renderReport(input: ReportInput): string {
   } else {
     out.push('- **Outcome:** unknown: no run in the journal matches this plan; figures below are from the plan alone');
   }
-  const usage = summary?.usage ?? plan!.tasks.reduce((u, t) => (t.usage ? addUsage(u, { ...emptyUsage(), ...t.usage }) : u), emptyUsage());
-  out.push(`- **Cost:** ${formatCost(usage.costUsd)}`);
-  out.push(
-    `- **Tokens:** ${formatCount(usage.inputTokens)} input, ${formatCount(usage.outputTokens)} output, ${formatCount(usage.cacheReadTokens)} cache read, ${formatCount(usage.cacheCreationTokens)} cache write`,
-  );
+  // A run's figures are per attempt; a plan alone records them per task.
+  const unit = summary ? 'attempt' : 'task';
+  const tally = summary?.usage ?? planTally(plan!);
+  out.push(`- **Cost:** ${formatCostTally(tally, unit)}`);
+  out.push(`- **Tokens:** ${formatTokens(tally, unit)}`);
+  if (tally.unknown > 0) {
+    out.push(
+      `- **Not measured:** the cost, tokens and permission denials of ${plural(tally.unknown, unit)} run by Task subagents in a Claude Code session (/foreman:execute): Claude Code does not report them to foreman. ${summary ? 'Their durations run from the plan tool handing them out (`plan next`) to it judging them (`plan finalize`).' : ''}`.trimEnd(),
+    );
+  }
   const counts = (input.planIsOfRun || !summary) && plan ? (countByStatus(plan) as Record<string, number>) : summary!.counts;
   const countText = Object.entries(counts)
     .filter(([, n]) => n > 0)
@@ -314,13 +359,13 @@ export function renderReport(input: ReportInput): string {
     const status = (input.planIsOfRun || !summary) && task ? statusOf(task) : (states.get(i) ?? (task ? `${statusOf(task)} (now)` : '—'));
     const n = mine.filter(counted).length + mine.filter((a) => a.outcome === null).length;
     const ms = mine.reduce((s, a) => s + (a.durationMs ?? 0), 0);
-    const cost = mine.reduce((s, a) => s + (a.usage?.costUsd ?? 0), 0);
+    const cost = formatCostTally(tallyOf(mine.map((a) => a.usage ?? undefined)));
     const model = mine[mine.length - 1]?.model ?? (task ? modelOf(task) : '—');
     const commit = (input.planIsOfRun || !summary ? task?.commit : undefined) ?? commits.get(i);
     out.push(
       summary
-        ? `| ${i} | ${md(subject)} | ${status} | ${mine.length ? n : '—'} | ${mine.length ? formatDuration(ms) : '—'} | ${mine.length ? formatCost(cost) : '—'} | ${md(model)} | ${commit ? `\`${commit.slice(0, 10)}\`` : '—'} |`
-        : `| ${i} | ${md(subject)} | ${status} | ${task ? planAttempts(task) : '—'} | — | ${task?.usage ? formatCost(task.usage.costUsd) : '—'} | ${md(model)} | ${commit ? `\`${commit.slice(0, 10)}\`` : '—'} |`,
+        ? `| ${i} | ${md(subject)} | ${status} | ${mine.length ? n : '—'} | ${mine.length ? formatDuration(ms) : '—'} | ${mine.length ? cost : '—'} | ${md(model)} | ${commit ? `\`${commit.slice(0, 10)}\`` : '—'} |`
+        : `| ${i} | ${md(subject)} | ${status} | ${task ? planAttempts(task) : '—'} | — | ${task?.usage ? formatCostFigure(task.usage) : '—'} | ${md(model)} | ${commit ? `\`${commit.slice(0, 10)}\`` : '—'} |`,
     );
   }
   out.push('');
@@ -352,7 +397,7 @@ export function renderReport(input: ReportInput): string {
       out.push(`### Task ${t}: ${md(last.subject)}`, '');
       for (const a of mine.filter((x) => isFailure(x.outcome) || x === last)) {
         const how = a.outcome === null ? 'still running' : a.outcome === 'retry' ? 'failed, retried' : a.outcome.replace('_', ' ');
-        out.push(`- Attempt ${a.attempt}${a.model ? ` (${a.model})` : ''}: ${how}${a.durationMs !== null ? ` after ${formatDuration(a.durationMs)}` : ''} — log \`${a.logPath}\``);
+        out.push(`- Attempt ${a.attempt}${a.model ? ` (${a.model})` : ''}: ${how}${a.durationMs !== null ? ` after ${formatDuration(a.durationMs)}` : ''} — ${a.logPath ? `log \`${a.logPath}\`` : 'no log (a Task subagent in a Claude Code session)'}`);
         if (a.reason) out.push('', fence(a.reason), '');
       }
       if (out[out.length - 1] !== '') out.push('');
@@ -449,11 +494,25 @@ export interface HistoryEntry {
   outcome: RunState | 'archived';
   reason: StopReason | null;
   durationMs: number | null;
-  costUsd: number;
+  /** The measured cost (a lower bound when `costUnknownFor > 0`), or `unknown` when nothing was measured. */
+  costUsd: number | typeof UNKNOWN;
+  /** How many attempts (for an archive no run accounts for: tasks) have an unknown cost. */
+  costUnknownFor: number;
+  /** The figures behind `costUsd`. */
+  usage: UsageTally;
   archive: string | null;
 }
 
-export const planCost = (plan: Plan): number => plan.tasks.reduce((s, t) => s + (t.usage?.costUsd ?? 0), 0);
+/** What the plan's tasks cost, each task's usage summed over its attempts (unknown if any attempt was). */
+export const planTally = (plan: Plan): UsageTally => tallyOf(plan.tasks.map((t) => t.usage));
+
+/** `12,345 input, … cache write`, `unknown`, or `at least …` when some figures are unknown. */
+export function formatTokens(tally: UsageTally, unit = 'attempt'): string {
+  if (tally.unknown > 0 && tally.measuredCount === 0) return UNKNOWN;
+  const u = tally.measured;
+  const figures = `${formatCount(u.inputTokens)} input, ${formatCount(u.outputTokens)} output, ${formatCount(u.cacheReadTokens)} cache read, ${formatCount(u.cacheCreationTokens)} cache write`;
+  return tally.unknown > 0 ? `at least ${figures} (${plural(tally.unknown, unit)} unknown)` : figures;
+}
 
 /** Past runs, oldest first: every run in the journal, plus archives no journal run accounts for. */
 export function historyEntries(runs: readonly RunRecord[], archives: readonly Archive[], opts: SummaryOptions = {}): HistoryEntry[] {
@@ -474,11 +533,14 @@ export function historyEntries(runs: readonly RunRecord[], archives: readonly Ar
       reason: s.reason,
       durationMs: s.durationMs,
       costUsd: s.costUsd,
+      costUnknownFor: s.usage.unknown,
+      usage: s.usage,
       archive: archiveOf.get(r.runId) ?? null,
       sortMs: startOf(r),
     };
   });
   for (const a of loose) {
+    const usage = planTally(a.plan);
     entries.push({
       runId: null,
       startedAt: isoSeconds(a.archivedMs),
@@ -486,7 +548,9 @@ export function historyEntries(runs: readonly RunRecord[], archives: readonly Ar
       outcome: 'archived',
       reason: null,
       durationMs: null,
-      costUsd: planCost(a.plan),
+      costUsd: tallyCostUsd(usage),
+      costUnknownFor: usage.unknown,
+      usage,
       archive: a.path,
       sortMs: a.archivedMs,
     });
@@ -512,13 +576,15 @@ export interface UnfinishedRun {
   pid: number | null;
   /** task-started without a task-finished yet. */
   running: RunningTask[];
+  /** True for an in-session run: its lead works between the plan tool's steps, holding no lock. */
+  inSession: boolean;
   /** What this run's finished attempts cost, from the journal. */
-  runCostUsd: number;
+  runCost: UsageTally;
   /**
    * Cost the plan does not show yet: attempts that completed but wait for their round's commit
    * (the plan records a completed task's usage when the commit lands; other outcomes at once).
    */
-  unrecordedCostUsd: number;
+  unrecordedCost: UsageTally;
 }
 
 /** The latest run, when it has no run-finished event (still running, or it died). */
@@ -535,10 +601,11 @@ export function unfinishedRun(runs: readonly RunRecord[], plan: Plan | null, now
     runId: run.runId,
     startedAt: isoSeconds(startOf(run)),
     pid: run.started?.pid ?? null,
+    inSession: run.started?.mode === 'session',
     running: attempts
       .filter((a) => a.outcome === null)
       .map((a) => ({ index: a.task, subject: a.subject, attempt: a.attempt, model: a.model, startedAt: isoSeconds(a.startMs), elapsedMs: Math.max(0, now - a.startMs) })),
-    runCostUsd: attempts.reduce((s, a) => s + (a.usage?.costUsd ?? 0), 0),
-    unrecordedCostUsd: unrecorded.reduce((s, a) => s + (a.usage?.costUsd ?? 0), 0),
+    runCost: tallyOf(attempts.map((a) => a.usage ?? undefined)),
+    unrecordedCost: tallyOf(unrecorded.map((a) => a.usage ?? undefined)),
   };
 }

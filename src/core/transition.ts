@@ -3,7 +3,7 @@
 
 import { assertNever } from './failure.ts';
 import { type CascadeOutcome, type Decision, applyCascade, trimCompleted } from './finalize.ts';
-import { type Plan, type Usage, addUsage, attemptsOf, emptyUsage } from './plan.ts';
+import { type Plan, type UsageFigure, addUsage, attemptsOf, emptyUsage } from './plan.ts';
 
 export interface Applied {
   /** Did the decision count an attempt? */
@@ -12,8 +12,8 @@ export interface Applied {
   cascade?: CascadeOutcome;
 }
 
-/** Mutates `plan`. `usage` is what this attempt cost, counted whatever the outcome. */
-export function applyDecision(plan: Plan, index: number, decision: Decision, usage: Usage = emptyUsage()): Applied {
+/** Mutates `plan`. `usage` is what this attempt cost, counted whatever the outcome (`unknown` makes the task's unknown). */
+export function applyDecision(plan: Plan, index: number, decision: Decision, usage: UsageFigure = emptyUsage()): Applied {
   const task = plan.tasks[index]!;
   task.usage = addUsage(task.usage ?? emptyUsage(), usage);
   const countAttempt = () => {

@@ -5,19 +5,31 @@
 // `plan.ts setup | next | finalize | commit` and reads only their JSON, never plan.json.
 //
 // Between steps the lead keeps no state of its own: plan.json is the state, plus a small
-// session file in `.design/prompts/` (the round counter, the settings chosen at setup, and the
-// paths that were already dirty when the session started).
+// session file in `.design/prompts/` (the round counter, the settings chosen at setup, the
+// paths that were already dirty when the session started, the run's id and when each running
+// task was handed out).
+//
+// Each step also writes the run's events to the journal (`.design/events.jsonl`), as a headless
+// run does, so `status`, `report` and `history` show an in-session run. What the plan tool can
+// see it records: when `next` handed a task out and when `finalize` judged it (the attempt's
+// duration). What it cannot see it records as unknown, never as zero: a Task subagent's cost,
+// tokens and permission denials (Claude Code does not report them to the plan tool; see
+// docs/skills.md).
 
+import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Git, GitFailure } from '../adapters/git.ts';
+import { journalPathFor, openJournal, readJournal } from '../adapters/journal.ts';
 import { writeFileAtomic, writePlanAtomic } from '../adapters/plan-store.ts';
+import type { RunEventBody, RunOutcome, StopReason, TaskOutcome } from '../core/events.ts';
 import { type Result, type WorkerRun, assertNever, err, ok } from '../core/failure.ts';
 import { type Decision, type Verification, decide, judgeRun } from '../core/finalize.ts';
 import { type BreakerDecision, type Skip, countByStatus, depsOf, longestRemainingPath, readySet, stall } from '../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
+import { groupRuns } from '../core/report.ts';
 import { pathsIntersect } from '../core/paths.ts';
-import { type Plan, type TaskStatus, attemptsOf, emptyUsage, modelOf, statusOf, writesOf } from '../core/plan.ts';
+import { type Plan, type TaskStatus, UNKNOWN, attemptsOf, modelOf, statusOf, writesOf } from '../core/plan.ts';
 import { parseStatusLine, workerPrompt } from '../core/prompt.ts';
 import { clipMiddle } from '../core/text.ts';
 import { holdingTasks, pickStarts } from '../core/schedule.ts';
@@ -51,7 +63,14 @@ export interface Session {
   checkTimeoutMs: number;
   /** Paths dirty before the session started (a person's unrelated edits): never reported as a worker's. */
   baselineDirty: string[];
+  /** When the session's run started. */
   startedAt: string;
+  /** The run's id in the journal; null until a step starts a run. */
+  runId: string | null;
+  /** True once a step wrote the run's run-finished event: the next task handed out starts a new run. */
+  runFinished: boolean;
+  /** When `next` handed each running task out (ISO time, by task index): its attempt's duration runs from here to `finalize`. */
+  started: Record<string, string>;
 }
 
 export const sessionPathFor = (planPath: string): string => join(promptsDirFor(planPath), 'session.json');
@@ -64,6 +83,9 @@ const defaultSession = (): Session => ({
   checkTimeoutMs: DEFAULT_CHECK_TIMEOUT_MS,
   baselineDirty: [],
   startedAt: new Date().toISOString(),
+  runId: null,
+  runFinished: false,
+  started: {},
 });
 
 /** The session file, or the defaults when there is none (a lead that skipped `setup`) or it is damaged. */
@@ -79,6 +101,12 @@ export async function readSession(planPath: string): Promise<Session> {
       checkTimeoutMs: int(data.checkTimeoutMs, 1, base.checkTimeoutMs),
       baselineDirty: Array.isArray(data.baselineDirty) ? data.baselineDirty.filter((p): p is string => typeof p === 'string') : [],
       startedAt: typeof data.startedAt === 'string' ? data.startedAt : base.startedAt,
+      runId: typeof data.runId === 'string' ? data.runId : null,
+      runFinished: data.runFinished === true,
+      started:
+        data.started && typeof data.started === 'object'
+          ? Object.fromEntries(Object.entries(data.started).filter(([, at]) => typeof at === 'string' && Number.isFinite(Date.parse(at))))
+          : {},
     };
   } catch {
     return base;
@@ -89,6 +117,67 @@ async function writeSession(planPath: string, session: Session): Promise<void> {
   await mkdir(promptsDirFor(planPath), { recursive: true });
   await writeFileAtomic(sessionPathFor(planPath), `${JSON.stringify(session, null, 2)}\n`);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The run's journal
+
+/** The same form as a headless run's id: `20261122T010203Z-a1b2c3`. */
+const newRunId = () => `${new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}-${randomBytes(3).toString('hex')}`;
+
+/** Appends the step's events to the journal, all stamped now. */
+function journal(planPath: string, runId: string, events: readonly RunEventBody[]): void {
+  if (events.length === 0) return;
+  const j = openJournal(planPath);
+  const at = new Date().toISOString();
+  try {
+    for (const e of events) j.append({ ...e, runId, at });
+  } finally {
+    void j.close();
+  }
+}
+
+/** Starts a run in the session (a new id, `run-started`); the caller saves the session. */
+function startRun(plan: Plan, ctx: LeadContext, session: Session, resumed: boolean): void {
+  session.runId = newRunId();
+  session.runFinished = false;
+  session.startedAt = new Date().toISOString();
+  journal(ctx.planPath, session.runId, [
+    {
+      type: 'run-started',
+      goal: plan.goal,
+      planPath: ctx.planPath,
+      taskCount: plan.tasks.length,
+      maxDepth: longestRemainingPath(depsOf(plan.tasks)).reduce((m, n) => Math.max(m, n), 0),
+      resumed,
+      concurrency: session.concurrency,
+      schedule: 'rounds',
+      pid: process.pid,
+      mode: 'session',
+    },
+  ]);
+}
+
+/**
+ * Ends the session's run (`run-finished`), once; `extra` events (a stop's reason) go first.
+ * `lastMs`: when the run was last seen working, for a run that ended unnoticed (else now).
+ */
+function finishRun(
+  plan: Plan,
+  ctx: LeadContext,
+  session: Session,
+  end: { outcome: RunOutcome; reason: StopReason; exitCode: number; message: string },
+  extra: RunEventBody[] = [],
+  lastMs: number = Date.now(),
+): void {
+  if (session.runId === null || session.runFinished) return;
+  session.runFinished = true;
+  const durationMs = Math.max(0, lastMs - Date.parse(session.startedAt));
+  // The run's workers were Task subagents: what they cost is not known here.
+  journal(ctx.planPath, session.runId, [...extra, { type: 'run-finished', ...end, counts: countByStatus(plan), usage: UNKNOWN, durationMs: Number.isFinite(durationMs) ? durationMs : 0 }]);
+}
+
+const skipEvents = (plan: Plan, skips: readonly Skip[]): RunEventBody[] =>
+  skips.map((s) => ({ type: 'task-skipped', task: s.index, subject: plan.tasks[s.index]!.subject, rootCause: s.rootCause, reason: plan.tasks[s.index]!.result ?? '' }));
 
 /** Keeps the first line (what failed) and the end (where commands print their error). */
 const clip = (s: string, n = CLIP) => clipMiddle(s, n);
@@ -197,13 +286,36 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
       : commitResult.value;
   await writePlanAtomic(ctx.planPath, plan);
 
+  // An earlier session's run that no step finished ended with that session, some time after its last event.
+  const earlier = await readSession(ctx.planPath);
+  if (earlier.runId !== null && !earlier.runFinished) {
+    const lastSeen = groupRuns((await readJournal(journalPathFor(ctx.planPath))).events).find((run) => run.runId === earlier.runId)?.lastMs;
+    finishRun(
+      plan,
+      ctx,
+      earlier,
+      { outcome: 'interrupted', reason: 'interrupted', exitCode: 130, message: `the session ended before this run finished (its last step was at ${lastSeen ? new Date(lastSeen).toISOString() : 'an unknown time'}); a new \`plan setup\` started another` },
+      [],
+      lastSeen ?? Date.now(),
+    );
+  }
+
   // A fresh scratch directory: prompts of an earlier session are stale.
   await rm(promptsDirFor(ctx.planPath), { recursive: true, force: true });
   session.baselineDirty = r.baselineDirty;
-  await writeSession(ctx.planPath, session);
+  startRun(plan, ctx, session, r.resumed);
+  journal(ctx.planPath, session.runId!, [
+    ...r.assumptions.map((a): RunEventBody => ({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output })),
+    ...skipEvents(plan, r.skipped),
+    ...(committed.commit !== null ? [{ type: 'round-committed', round: 0, tasks: committed.tasks, commit: committed.commit } as const] : []),
+  ]);
 
   const counts = countByStatus(plan);
+  if (counts.pending === 0 && !isComplete(plan)) finishRun(plan, ctx, session, { outcome: 'incomplete', reason: 'failures', exitCode: 1, message: 'nothing left to run: the tasks that did not complete failed, were blocked or skipped' });
+  await writeSession(ctx.planPath, session);
   const archived = isComplete(plan) ? await archivePlan(ctx.planPath) : null;
+  // Archiving removed the session file with the prompts: the finished run needs it no more.
+  if (archived !== null) finishRun(plan, ctx, session, { outcome: 'completed', reason: 'all-done', exitCode: 0, message: `every task was already completed; the plan was moved to ${archived}` });
   return {
     ok: true,
     output: {
@@ -275,17 +387,25 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
 
   const tasks: NextOutput['tasks'] = [];
   if (picks.length > 0) {
+    // A lead that skipped setup, or goes on after its run finished (a stall, the breaker), starts a run here.
+    if (session.runId === null || session.runFinished) startRun(plan, ctx, session, true);
     session.round++;
     await mkdir(promptsDirFor(ctx.planPath), { recursive: true });
+    const startedAt = new Date().toISOString();
+    const events: RunEventBody[] = [];
     for (const i of picks) {
       const task = plan.tasks[i]!;
       const promptFile = promptPathFor(ctx.planPath, i);
       // Built before the task is marked started; the prompt depends on its attempts and its blockers' results only.
       await writeFile(promptFile, workerPrompt(plan, i, { maxAttempts: session.maxAttempts }));
       tasks.push({ index: i, subject: task.subject, activeForm: task.activeForm ?? task.subject, model: modelOf(task), attempt: attemptsOf(task) + 1, promptFile });
+      // A Task subagent keeps no log foreman can point to.
+      events.push({ type: 'task-started', task: i, subject: task.subject, attempt: attemptsOf(task) + 1, model: modelOf(task), logPath: '' });
+      session.started[String(i)] = startedAt;
       markStarted(plan, i);
     }
     await writePlanAtomic(ctx.planPath, plan);
+    journal(ctx.planPath, session.runId!, events);
     await writeSession(ctx.planPath, session);
   }
 
@@ -306,6 +426,22 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
     // Ready tasks held back only by gated work that overlaps them.
     else if (queued.length > 0 && gates.length > 0) [stallKind, stuck] = ['awaiting-approval', gates];
     else if (queued.length === 0) stallKind = 'done';
+  }
+  // The skill stops here: the run ends (a later `next` that hands work out starts another).
+  if (stallKind === 'deadlock' || stallKind === 'awaiting-approval' || stallKind === 'done') {
+    const stalled = stallKind === 'done' ? [] : [{ type: 'stalled', kind: stallKind, tasks: stuck } as const];
+    const end =
+      stallKind === 'deadlock'
+        ? { outcome: 'incomplete' as const, reason: 'deadlock' as const, exitCode: 1, message: `tasks ${stuck.join(', ')} can never start` }
+        : stallKind === 'awaiting-approval'
+          ? { outcome: 'incomplete' as const, reason: 'awaiting-approval' as const, exitCode: 1, message: `tasks ${stuck.join(', ')} await approval` }
+          : isComplete(plan)
+            ? { outcome: 'completed' as const, reason: 'all-done' as const, exitCode: 0, message: 'every task is completed' }
+            : { outcome: 'incomplete' as const, reason: 'failures' as const, exitCode: 1, message: 'nothing left to run: the tasks that did not complete failed, were blocked or skipped' };
+    if (session.runId !== null && !session.runFinished) {
+      finishRun(plan, ctx, session, end, [...stalled]);
+      await writeSession(ctx.planPath, session);
+    }
   }
   return { round: session.round, tasks, waiting, queued: queued.length, inProgress: [...running].sort((a, b) => a - b), stall: stallKind, stuck, counts: countByStatus(plan), complete: isComplete(plan) };
 }
@@ -334,15 +470,25 @@ export interface FinalizeOutput {
   summary: string;
 }
 
-/** A Task subagent's final text, seen as a worker run that reported (its cost is not known here). */
-function reportedRun(output: string): WorkerRun {
-  return {
-    usage: emptyUsage(),
-    durationMs: 0,
-    permissionDenials: [],
-    logPath: '',
-    outcome: { kind: 'reported', resultText: output, statusLine: parseStatusLine(output) },
-  };
+/**
+ * A Task subagent's final text, seen as the outcome of a worker run that reported. Only the
+ * outcome: its usage, duration and permission denials are not known here, so none is made up.
+ */
+const reportedOutcome = (output: string): Pick<WorkerRun, 'outcome'> => ({ outcome: { kind: 'reported', resultText: output, statusLine: parseStatusLine(output) } });
+
+/** What a finalize outcome is in the journal. */
+function journalOutcome(o: Exclude<FinalizeOutcome, 'ignored'>): TaskOutcome {
+  switch (o) {
+    case 'completed':
+    case 'awaiting_approval':
+    case 'retry':
+    case 'failed':
+    case 'blocked':
+    case 'interrupted':
+      return o;
+    default:
+      return assertNever(o, 'finalize outcome');
+  }
 }
 
 function outcomeOf(d: Decision): { outcome: FinalizeOutcome; result?: string; reason?: string } {
@@ -386,6 +532,7 @@ export async function leadFinalize(
   const skips: Skip[] = [];
   const breakers: BreakerDecision[] = [];
   const seen = new Set<number>();
+  const events: RunEventBody[] = [];
 
   for (const { task: index, output } of results) {
     const task = plan.tasks[index];
@@ -400,7 +547,7 @@ export async function leadFinalize(
     }
     seen.add(index);
     const attempt = attemptsOf(task) + 1;
-    const judgement = judgeRun(reportedRun(output));
+    const judgement = judgeRun(reportedOutcome(output));
     let verification: Verification | undefined;
     if (judgement.kind === 'verify') {
       const declaredElsewhere = dirtyByOthers(plan, index);
@@ -413,14 +560,33 @@ export async function leadFinalize(
         baselineDirty: new Set(session.baselineDirty),
       });
     }
+    // The subagent's permission denials are not known: the failure reason cannot list them.
     const decision = decide({ task, judgement, verification, permissionDenials: [], maxAttempts });
-    const settled = await settleAttempt(ctx.git, plan, index, decision);
+    const settled = await settleAttempt(ctx.git, plan, index, decision, UNKNOWN);
     // The task stays in progress (its decision is not applied) and this step stops here.
     if (!settled.ok) return err({ task: index, failure: settled.error });
     const applied = settled.value;
     await writePlanAtomic(ctx.planPath, plan);
 
     const o = outcomeOf(decision);
+    const startedAt = session.started[String(index)];
+    delete session.started[String(index)];
+    // Without the time `next` handed it out (a lost session file) the attempt has no duration to record.
+    if (session.runId !== null && startedAt !== undefined && o.outcome !== 'ignored') {
+      events.push({
+        type: 'task-finished',
+        task: index,
+        subject: task.subject,
+        attempt,
+        outcome: journalOutcome(o.outcome),
+        ...(o.reason !== undefined ? { reason: o.reason } : {}),
+        ...(o.result !== undefined ? { result: o.result } : {}),
+        durationMs: Math.max(0, Date.now() - Date.parse(startedAt)),
+        usage: UNKNOWN,
+        logPath: '',
+        permissionDenials: UNKNOWN,
+      });
+    }
     const warnings = verification && verification.outsideChanges.length > 0 ? [`changed files it did not declare: ${verification.outsideChanges.join(', ')}`] : [];
     // A stray change is reported once, not blamed again on every later task.
     for (const p of verification?.outsideChanges ?? []) if (!session.baselineDirty.includes(p)) session.baselineDirty.push(p);
@@ -428,6 +594,7 @@ export async function leadFinalize(
     if (decision.kind === 'retry') retry.push({ index, subject: task.subject, attempt: attempt + 1, reason: clip(decision.failure, 300) });
     if (applied.cascade) {
       skips.push(...applied.cascade.skips);
+      events.push(...skipEvents(plan, applied.cascade.skips));
       breakers.push(applied.cascade.breaker);
     }
   }
@@ -442,6 +609,13 @@ export async function leadFinalize(
     breaker.trip ? 'circuit breaker tripped' : '',
   ].filter(Boolean);
   const summary = `Round ${session.round}: ${done}/${settled.length} tasks completed (${counts.completed}/${plan.tasks.length} overall)${tail.length > 0 ? `; ${tail.join(', ')}` : ''}`;
+  if (session.runId !== null) journal(ctx.planPath, session.runId, events);
+  // The skill stops on the breaker: so does the run.
+  if (breaker.trip) {
+    finishRun(plan, ctx, session, { outcome: 'incomplete', reason: 'breaker', exitCode: 1, message: `circuit breaker: ${breaker.wouldBeSkipped} of ${breaker.pendingCount} pending tasks would be skipped` }, [
+      { type: 'breaker', pendingCount: breaker.pendingCount, wouldBeSkipped: breaker.wouldBeSkipped },
+    ]);
+  }
   await writeSession(ctx.planPath, session);
   return ok({ round: session.round, results: out, retry, skipped: skipRefs(plan, skips), breaker, counts, complete: isComplete(plan), summary });
 }
@@ -466,8 +640,13 @@ export async function leadCommit(plan: Plan, ctx: LeadContext, options: { round?
   if (!result.ok) return result;
   const committed = result.value;
   if (committed.commit !== null) await writePlanAtomic(ctx.planPath, plan);
+  if (committed.commit !== null && session.runId !== null) journal(ctx.planPath, session.runId, [{ type: 'round-committed', round, tasks: committed.tasks, commit: committed.commit }]);
   const counts = countByStatus(plan);
   const complete = isComplete(plan);
   const archived = complete ? await archivePlan(ctx.planPath) : null;
+  if (archived !== null) {
+    // Archiving removed the session file with the prompts: the finished run needs it no more.
+    finishRun(plan, ctx, session, { outcome: 'completed', reason: 'all-done', exitCode: 0, message: `all ${plan.tasks.length} tasks completed; the plan was moved to ${archived}` });
+  }
   return ok({ ...committed, round, archived, counts, complete });
 }

@@ -6,7 +6,7 @@
 import type { Git, GitFailure } from '../adapters/git.ts';
 import { type Result, ok } from '../core/failure.ts';
 import type { Decision } from '../core/finalize.ts';
-import { type Plan, type Usage, writesOf } from '../core/plan.ts';
+import { type Plan, type UsageFigure, writesOf } from '../core/plan.ts';
 import { type Applied, applyDecision } from '../core/transition.ts';
 
 /** Decisions that throw the attempt's work away. */
@@ -17,7 +17,7 @@ export const undoesAttempt = (d: Decision): boolean => d.kind === 'retry' || d.k
  * Mutates `plan`. When the restore fails, the decision is not applied (the task stays in
  * progress, so the next run restores it again) and the git failure is returned.
  */
-export async function settleAttempt(git: Git, plan: Plan, index: number, decision: Decision, usage?: Usage): Promise<Result<Applied, GitFailure>> {
+export async function settleAttempt(git: Git, plan: Plan, index: number, decision: Decision, usage?: UsageFigure): Promise<Result<Applied, GitFailure>> {
   if (undoesAttempt(decision)) {
     const restored = await git.restore(writesOf(plan.tasks[index]!));
     if (!restored.ok) return restored;

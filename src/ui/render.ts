@@ -7,8 +7,8 @@
 // None of them starts a timer: the caller calls `tick()` (say every 250 ms) to advance clocks.
 
 import type { RunEvent, TaskOutcome } from '../core/events.ts';
-import { formatCost, formatElapsed, isoSeconds, listIndices, oneLine, plural } from '../core/format.ts';
-import type { TaskStatus } from '../core/plan.ts';
+import { formatCost, formatCostFigure, formatCostTally, formatElapsed, isoSeconds, listIndices, oneLine, plural } from '../core/format.ts';
+import { type TaskStatus, emptyTally, tallyAdd } from '../core/plan.ts';
 
 export interface RunView {
   update(event: RunEvent): void;
@@ -50,7 +50,7 @@ export function describeEvent(e: RunEvent): string | null {
     case 'task-activity':
       return null;
     case 'task-finished': {
-      const stats = `attempt ${e.attempt}, ${formatElapsed(e.durationMs)}, ${formatCost(e.usage.costUsd)}`;
+      const stats = `attempt ${e.attempt}, ${formatElapsed(e.durationMs)}, ${formatCostFigure(e.usage)}`;
       const head = `task ${e.task} ${finishedVerb[e.outcome]} (${stats})`;
       switch (e.outcome) {
         case 'completed':
@@ -88,7 +88,7 @@ export function describeEvent(e: RunEvent): string | null {
         .filter(([, n]) => n > 0)
         .map(([s, n]) => `${n} ${s}`)
         .join(', ');
-      return `run ${e.runId} finished: ${e.outcome} (${e.reason}) in ${formatElapsed(e.durationMs)}, ${formatCost(e.usage.costUsd)}${counts ? `; ${counts}` : ''}${e.message ? ` — ${clean(e.message)}` : ''}`;
+      return `run ${e.runId} finished: ${e.outcome} (${e.reason}) in ${formatElapsed(e.durationMs)}, ${formatCostFigure(e.usage)}${counts ? `; ${counts}` : ''}${e.message ? ` — ${clean(e.message)}` : ''}`;
     }
   }
 }
@@ -216,7 +216,7 @@ export function createLiveView(opts: LiveViewOptions): LiveView {
   let runStart: number | null = null;
   let runEnd: number | null = null;
   let lastRound = 0;
-  let finishedCost = 0;
+  let finishedCost = emptyTally();
 
   let drawnLines = 0;
   let lastBlock: string[] = [];
@@ -250,7 +250,7 @@ export function createLiveView(opts: LiveViewOptions): LiveView {
       }
       case 'task-finished':
         running.delete(e.task);
-        finishedCost += e.usage.costUsd;
+        finishedCost = tallyAdd(finishedCost, e.usage);
         if (e.outcome === 'completed') counts.completed++;
         else if (e.outcome === 'awaiting_approval') counts.awaiting++;
         else if (e.outcome === 'failed') counts.failed++;
@@ -296,7 +296,7 @@ export function createLiveView(opts: LiveViewOptions): LiveView {
     else if (e.type === 'breaker' || e.type === 'budget-reached' || e.type === 'stalled' || e.type === 'interrupted') [mark, style] = ['!', 'yellow'];
     if (e.type === 'task-finished' && (e.outcome === 'retry' || e.outcome === 'failed' || e.outcome === 'blocked')) {
       // On a terminal the reason gets a line of its own (cut to the width) and so does the log.
-      const head = `task ${e.task} ${finishedVerb[e.outcome]} (attempt ${e.attempt}, ${formatElapsed(e.durationMs)}, ${formatCost(e.usage.costUsd)}): ${clean(e.subject, 200)}`;
+      const head = `task ${e.task} ${finishedVerb[e.outcome]} (attempt ${e.attempt}, ${formatElapsed(e.durationMs)}, ${formatCostFigure(e.usage)}): ${clean(e.subject, 200)}`;
       const lines = [
         fitSegments([{ text: `${mark} `, style }, { text: head }], width(), color),
         fitSegments([{ text: `    ${clean(e.reason ?? e.result ?? 'no reason given')}`, style: 'dim' }], width(), color),
@@ -337,7 +337,8 @@ export function createLiveView(opts: LiveViewOptions): LiveView {
       );
     }
     const runningCost = [...running.values()].reduce((s, r) => s + r.costUsd, 0);
-    const cost = formatCost(finishedCost + runningCost);
+    // Running workers' costs are measured as they stream; finished attempts may be unknown (never in a headless run).
+    const cost = formatCostTally({ ...finishedCost, measured: { ...finishedCost.measured, costUsd: finishedCost.measured.costUsd + runningCost } });
     const elapsed = runStart === null ? '0s' : formatElapsed(t - runStart);
     const failed = counts.failed + counts.blocked;
     const done = counts.completed;

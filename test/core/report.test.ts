@@ -65,7 +65,7 @@ describe('runs and attempts', () => {
 
   it('pairs task-started with task-finished', () => {
     const attempts = attemptsOf(groupRuns(journal())[0]!);
-    expect(attempts.map((a) => [a.task, a.attempt, a.outcome, a.durationMs, a.usage?.costUsd])).toEqual([
+    expect(attempts.map((a) => [a.task, a.attempt, a.outcome, a.durationMs, a.usage === 'unknown' ? 'unknown' : a.usage?.costUsd])).toEqual([
       [0, 1, 'completed', 60_000, 0.12],
       [1, 1, 'retry', 90_000, 0.3],
       [1, 2, 'failed', 58_000, 0.25],
@@ -92,10 +92,10 @@ describe('runs and attempts', () => {
     const plan = planAfterRecordedRun();
     plan.tasks[0]!.status = 'in_progress'; // its round has not committed yet
     const u = unfinishedRun(groupRuns(events), plan, T0 + 71_500);
-    expect(u).toMatchObject({ runId: RUN_ID, pid: 4242, runCostUsd: 0.12, unrecordedCostUsd: 0.12 });
+    expect(u).toMatchObject({ runId: RUN_ID, pid: 4242, runCost: { measured: { costUsd: 0.12 }, unknown: 0 }, unrecordedCost: { measured: { costUsd: 0.12 }, unknown: 0 } });
     expect(u!.running).toEqual([{ index: 1, subject: LONG_SUBJECT, attempt: 1, model: 'opus', startedAt: '2026-11-22T01:02:04Z', elapsedMs: 70_000 }]);
     plan.tasks[0]!.status = 'completed';
-    expect(unfinishedRun(groupRuns(events), plan, T0)!.unrecordedCostUsd).toBe(0);
+    expect(unfinishedRun(groupRuns(events), plan, T0)!.unrecordedCost).toEqual({ measured: expect.objectContaining({ costUsd: 0 }), measuredCount: 0, unknown: 0 });
     expect(unfinishedRun(groupRuns(journal()), plan, T0)).toBeNull();
   });
 });
@@ -223,9 +223,9 @@ describe('archives and history', () => {
       { livePid: 4242, now: T0 + 3_700_000 },
     );
     expect(entries).toEqual([
-      { runId: null, startedAt: '2026-11-21T01:02:03Z', goal: 'Old goal', outcome: 'archived', reason: null, durationMs: null, costUsd: 0.67, archive: '.design/history/old-plan.json' },
-      { runId: 'r1', startedAt: '2026-11-22T01:02:03Z', goal: 'Build the parser', outcome: 'incomplete', reason: 'failures', durationMs: 151_000, costUsd: 0.67, archive: '.design/history/a-plan.json' },
-      { runId: 'r2', startedAt: '2026-11-22T02:02:03Z', goal: 'Build the parser', outcome: 'running', reason: null, durationMs: 100_000, costUsd: 0, archive: null },
+      { runId: null, startedAt: '2026-11-21T01:02:03Z', goal: 'Old goal', outcome: 'archived', reason: null, durationMs: null, costUsd: 0.67, costUnknownFor: 0, usage: expect.objectContaining({ unknown: 0 }), archive: '.design/history/old-plan.json' },
+      { runId: 'r1', startedAt: '2026-11-22T01:02:03Z', goal: 'Build the parser', outcome: 'incomplete', reason: 'failures', durationMs: 151_000, costUsd: 0.67, costUnknownFor: 0, usage: expect.objectContaining({ unknown: 0 }), archive: '.design/history/a-plan.json' },
+      { runId: 'r2', startedAt: '2026-11-22T02:02:03Z', goal: 'Build the parser', outcome: 'running', reason: null, durationMs: 100_000, costUsd: 0, costUnknownFor: 0, usage: expect.objectContaining({ unknown: 0 }), archive: null },
     ]);
   });
 });

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { rng } from '../../bench/random.ts';
 import type { Plan } from '../../src/core/plan.ts';
+import { parsePlan } from '../../src/core/validate.ts';
 import { executeScript, fakeWorker, runExecute, tsxLoader } from '../support/execute.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../support/plans.ts';
@@ -46,6 +47,8 @@ async function finalTree(dir: string): Promise<Record<string, string>> {
 
 /** Sorted lines, since unordered tasks may append in either order. */
 const normalised = (tree: Record<string, string>) => Object.fromEntries(Object.entries(tree).map(([k, v]) => [k, v.split('\n').sort().join('\n')]));
+
+const archivedPlans = async (dir: string) => (await readdir(join(dir, '.design/history')).catch(() => [] as string[])).filter((f) => f.endsWith('-plan.json'));
 
 const repos: TempGitRepo[] = [];
 afterAll(async () => {
@@ -87,9 +90,17 @@ describe('SIGKILL at random moments', () => {
         expect(r.exitCode, `seed ${seed}, run ${run}: ${r.stderr}`).toBe(0);
         finished = true;
       }
-      // plan.json is whole after every kill (unless the run finished and archived it).
+      // plan.json is a whole, valid plan after every kill; it is gone only once a run completed
+      // and archived it (a kill can land just after that, before the process exits).
       const text = await readFile(planPath, 'utf8').catch(() => null);
-      if (text !== null) expect(() => JSON.parse(text), `seed ${seed}: plan.json after run ${run}`).not.toThrow();
+      if (text === null) {
+        expect(await archivedPlans(repo.dir), `seed ${seed}: no plan.json after run ${run}, and no archive`).toHaveLength(1);
+        finished = true;
+      } else {
+        expect(finished, `seed ${seed}: run ${run} exited 0 but left plan.json unarchived`).toBe(false);
+        const parsed = parsePlan(text);
+        expect(parsed.ok, `seed ${seed}: plan.json after run ${run}: ${parsed.ok ? '' : parsed.error.join('; ')}`).toBe(true);
+      }
     }
     expect(finished, `seed ${seed}`).toBe(true);
     expect(kills, `seed ${seed}`).toBeGreaterThan(0);

@@ -1,7 +1,7 @@
 // End-to-end runs of scripts/execute.ts with the fast fake worker on temporary git repositories.
 
 import { existsSync } from 'node:fs';
-import { readFile, readdir, writeFile } from 'node:fs/promises';
+import { readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
@@ -71,14 +71,22 @@ describe('execute.ts with the fake worker', () => {
       }),
     ]);
     const { repo } = await setup(plan);
-    const r = await runExecute(repo.dir, ['--no-commit']);
+    const prompts = `${repo.dir}-prompts`;
+    const r = await runExecute(repo.dir, ['--no-commit'], { FAKE_WORKER_PROMPTS: prompts });
     expect(r.exitCode).toBe(0);
-    const log = await readFile(join(repo.dir, '.design/worker-1.log'), 'utf8').catch(() => null);
-    // Logs are removed after a complete run; the archived plan keeps B's result, so check the prompt via the journal instead.
-    expect(log).toBeNull();
     const history = await archived(repo.dir);
     const done = JSON.parse(await readFile(join(repo.dir, '.design/history', history[0]!), 'utf8')) as Plan;
     expect(done.tasks[1]!.status).toBe('completed');
+    // What B's worker received on stdin: A's reported result in place of the placeholder line.
+    const received = await readFile(join(prompts, 'B-1.txt'), 'utf8');
+    expect(received).toContain('## Dependency results');
+    expect(received).toContain('- Task 0 (task A): the answer is 42');
+    expect(received).not.toContain('deferred: lead appends');
+    expect(received.indexOf('Use the result.')).toBeLessThan(received.indexOf('- Task 0 (task A): the answer is 42'));
+    expect(received.indexOf('- Task 0 (task A): the answer is 42')).toBeLessThan(received.indexOf('Then stop.'));
+    // A has no dependencies: its prompt carries none.
+    expect(await readFile(join(prompts, 'A-1.txt'), 'utf8')).not.toContain('## Dependency results');
+    await rm(prompts, { recursive: true, force: true });
   });
 
   it('never runs overlapping tasks at the same time', async () => {
@@ -271,15 +279,26 @@ describe('execute.ts with the fake worker', () => {
   });
 
   it('retries a rate-limited task after a back-off without counting an attempt', async () => {
-    const plan = makePlan([fakeTask('A', { create: ['a.txt'], fake: { attempts: [{ error: '429' }] } })]);
+    const plan = makePlan([fakeTask('A', { create: ['a.txt'], fake: { attempts: [{ error: '429', retryDelayMs: 200 }] } })]);
     // The directive's attempts are chosen by the prompt's attempt number, which a requeue keeps at 1,
     // so use the journal to make the second run succeed.
     const { repo, planPath } = await setup(plan);
     const r = await runExecute(repo.dir, ['--json', '--max-attempts', '1']);
-    const events = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; outcome?: string });
-    const outcomes = events.filter((e) => e.type === 'task-finished').map((e) => e.outcome);
+    const events = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; outcome?: string; attempt?: number; at: string });
+    const finished = events.filter((e) => e.type === 'task-finished');
+    const outcomes = finished.map((e) => e.outcome);
     expect(outcomes.slice(0, 6)).toEqual(['requeued', 'requeued', 'requeued', 'requeued', 'requeued', 'requeued']);
     expect(outcomes.at(-1)).toBe('failed');
+    // A requeue counts no attempt: every start is attempt 1 (with --max-attempts 1 a counted one would have ended the task).
+    const starts = events.filter((e) => e.type === 'task-started');
+    expect(starts.map((e) => e.attempt)).toEqual([1, 1, 1, 1, 1, 1, 1]);
+    // Each retry waited its back-off: the delay the worker's CLI reported for the rate limit
+    // (its api_retry retry_delay_ms: 200 here), which takes the place of FOREMAN_BACKOFF_MS (50).
+    for (let k = 0; k < 6; k++) {
+      const waited = Date.parse(starts[k + 1]!.at) - Date.parse(finished[k]!.at);
+      // (measured from the event, stamped a little after the back-off was set: half of it is a safe bound)
+      expect(waited, `wait after requeue ${k + 1}`).toBeGreaterThanOrEqual(100);
+    }
     const after = await readPlan(planPath);
     expect(after.tasks[0]!.attempts).toBe(1);
     expect(r.exitCode).toBe(1);
@@ -315,6 +334,21 @@ describe('execute.ts with the fake worker', () => {
     expect(bad.stderr).not.toMatch(/\n\s+at /);
   });
 
+  it('FOREMAN_BACKOFF_MS is checked like a flag: a typo exits 2 with one line naming it, before anything runs', async () => {
+    const plan = makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a' } } })]);
+    const { repo, planPath } = await setup(plan);
+    const before = await readFile(planPath, 'utf8');
+    for (const value of ['abc', '-5', '1.5', '']) {
+      const r = await runExecute(repo.dir, [], { FOREMAN_BACKOFF_MS: value });
+      expect(r.exitCode, value).toBe(2);
+      expect(r.stderr.trim().split('\n'), value).toEqual([expect.stringContaining(`FOREMAN_BACKOFF_MS: expected an integer ≥ 0, got "${value}"`)]);
+    }
+    expect(await readFile(planPath, 'utf8')).toBe(before);
+    await expect(readFile(join(repo.dir, 'a.txt'))).rejects.toThrow();
+    // A valid value runs.
+    expect((await runExecute(repo.dir, [], { FOREMAN_BACKOFF_MS: '0' })).exitCode).toBe(0);
+  });
+
   it('exits 3 with an install hint when the agent CLI is missing', async () => {
     const plan = makePlan([fakeTask('A', { create: ['a.txt'] })]);
     const { repo } = await setup(plan);
@@ -339,7 +373,7 @@ describe('cost budgets', () => {
     expect(finished.message).toMatch(/cost reached \$1\.20 \(limit \$1\.00\)/);
     const after = await readPlan(planPath);
     expect(after.tasks.map((x) => x.status ?? 'pending')).toEqual(['completed', 'completed', 'completed', 'pending']);
-    expect(after.tasks[0]!.usage!.costUsd).toBeCloseTo(0.4);
+    expect(after.tasks[0]!.usage).toMatchObject({ costUsd: expect.closeTo(0.4) });
 
     const resumed = await runExecute(repo.dir, ['--max-cost-usd', '1'], env);
     expect(resumed.exitCode).toBe(0);

@@ -8,6 +8,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
+import { parsePlan } from '../../src/core/validate.ts';
 import { executeScript, fakeWorker, runExecute, tsxLoader } from '../support/execute.ts';
 import type { TempGitRepo } from '../support/git-repo.ts';
 import { type FakeEvent, fakeEvents, repoWithPlan } from '../support/fake-run.ts';
@@ -94,16 +95,36 @@ describe('interrupts', () => {
     expect(r.exitCode).toBe(130);
     expect(Date.now() - t0).toBeLessThan(3000);
     await waitFor('every worker to die', async () => allPids(await fakeEvents(journal)).filter(alive).length === 0, 5000);
-    expect(() => JSON.parse(existsSync(planPath) ? readFileSync(planPath, 'utf8') : '{}')).not.toThrow();
+    // The plan is still there and whole (a missing plan must fail here, not pass as '{}')…
+    const left = parsePlan(readFileSync(planPath, 'utf8'));
+    expect(left.ok, left.ok ? '' : left.error.join('\n')).toBe(true);
+    // …with no attempt counted for the work that was stopped,
+    expect((left.ok ? left.value : null)!.tasks.map((t) => t.attempts ?? 0)).toEqual([0, 0, 0]);
+    // and the run resumes from it once the hanging tasks are fixed.
+    const plan = await readPlan(planPath);
+    plan.tasks[0] = { ...plan.tasks[0]!, prompt: fakeTask('A', { fake: { write: { 'a.txt': 'a' } } }).prompt };
+    plan.tasks[1] = { ...plan.tasks[1]!, prompt: fakeTask('B', { fake: { write: { 'b.txt': 'b' } } }).prompt };
+    await writeFile(planPath, JSON.stringify(plan));
+    const resumed = await runExecute(repo.dir);
+    expect(resumed.exitCode, resumed.stderr).toBe(0);
+    expect(await readFile(join(repo.dir, 'c.txt'), 'utf8')).toBe('c');
   });
 
   it('SIGTERM behaves like SIGINT', async () => {
-    const { repo, journal } = await setup(hangingPlan());
+    const { repo, planPath, journal } = await setup(hangingPlan());
     const child = start(repo.dir, journal);
-    await waitFor('a worker', async () => (await fakeEvents(journal)).some((e) => e.event === 'child'));
+    await waitFor('both workers and their children', async () => (await fakeEvents(journal)).filter((e) => e.event === 'child').length >= 2);
     child.kill('SIGTERM');
     expect((await child).exitCode).toBe(130);
     expect(allPids(await fakeEvents(journal)).filter(alive)).toEqual([]);
+    // As after SIGINT: the lock released, the tasks back to pending without an attempt, A's partial file restored.
+    expect(existsSync(join(repo.dir, '.design/plan.lock'))).toBe(false);
+    expect((await readPlan(planPath)).tasks.map((t) => [t.status ?? 'pending', t.attempts ?? 0])).toEqual([
+      ['pending', 0],
+      ['pending', 0],
+      ['pending', 0],
+    ]);
+    expect(existsSync(join(repo.dir, 'a.txt'))).toBe(false);
   });
 
   it('a run after SIGKILL of the orchestrator stops the orphaned workers before cleaning up', async () => {

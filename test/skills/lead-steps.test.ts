@@ -291,8 +291,11 @@ describe('plan.ts summary and archive', () => {
   it('archive moves the plan into history, and refuses while a run holds the lock', async () => {
     const { repo, planPath } = await repoWith(mixedPlan());
     const lock = await acquireLock(planPath, currentLockInfo('execute'));
+    expect(lock.ok).toBe(true);
     const held = await step(repo.dir, ['archive']);
     expect(held.code).toBe(3);
+    expect(held.stderr).toMatch(/holds the lock/);
+    expect(await archives(repo.dir)).toHaveLength(0);
     if (lock.ok) await lock.value.release();
     const r = await step(repo.dir, ['archive']);
     expect(r.code).toBe(0);

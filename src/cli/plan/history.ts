@@ -1,6 +1,7 @@
 // `plan.ts history`: the runs of this plan directory, from the journal and the archived plans.
 
-import { formatCost, formatDuration } from '../../core/format.ts';
+import { formatCostTally, formatDuration } from '../../core/format.ts';
+import { emptyTally, mergeTallies } from '../../core/plan.ts';
 import { historyEntries } from '../../core/report.ts';
 import { table } from '../../ui/table.ts';
 import type { Command } from '../command.ts';
@@ -36,15 +37,17 @@ export const history: Command = {
           e.startedAt,
           e.reason && e.outcome !== 'completed' ? `${e.outcome} (${e.reason})` : e.outcome,
           e.durationMs === null ? '—' : formatDuration(e.durationMs),
-          formatCost(e.costUsd),
+          formatCostTally(e.usage, e.runId === null ? 'task' : 'attempt'),
           e.goal ?? '—',
           e.archive ?? '—',
         ]),
         { maxWidth: io.columns, flex: 5 },
       ),
     );
-    const total = entries.reduce((s, e) => s + e.costUsd, 0);
-    io.out(`${entries.length} run${entries.length === 1 ? '' : 's'}, ${formatCost(total)} in all`);
+    // A total over runs: unknown costs (in-session attempts) make it a lower bound, never a zero.
+    const total = entries.reduce((t, e) => mergeTallies(t, e.usage), emptyTally());
+    const cost = formatCostTally(total, entries.some((e) => e.runId === null && e.usage.unknown > 0) ? 'attempt or task' : 'attempt');
+    io.out(`${entries.length} run${entries.length === 1 ? '' : 's'}, ${cost}${cost === 'unknown' ? ' cost' : ''} in all`);
     return EXIT.ok;
   },
 };

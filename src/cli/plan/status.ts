@@ -1,9 +1,9 @@
 import { journalPathFor, readJournal } from '../../adapters/journal.ts';
 import { type LockStatus, readLock } from '../../adapters/plan-store.ts';
-import { formatCost, formatElapsed } from '../../core/format.ts';
+import { formatCostTally, formatElapsed } from '../../core/format.ts';
 import { countByStatus } from '../../core/graph.ts';
-import { attemptsOf, statusOf } from '../../core/plan.ts';
-import { groupRuns, planCost, timeOf, unfinishedRun } from '../../core/report.ts';
+import { attemptsOf, emptyTally, mergeTallies, statusOf, tallyCostUsd } from '../../core/plan.ts';
+import { groupRuns, planTally, timeOf, unfinishedRun } from '../../core/report.ts';
 import { table } from '../../ui/table.ts';
 import type { Command } from '../command.ts';
 import { EXIT } from '../exit.ts';
@@ -27,7 +27,9 @@ export const status: Command = {
     // The running tasks are the unfinished run's, when that run is the one holding the lock.
     const live = unfinished && held && (unfinished.pid === null || unfinished.pid === holderOf(lockStatus)?.pid) ? unfinished : null;
     const running = live?.running ?? [];
-    const costUsd = planCost(plan) + (unfinished?.unrecordedCostUsd ?? 0);
+    // Per task from the plan (unknown for a task a Task subagent worked on), plus completed attempts the plan records only at their commit.
+    const cost = mergeTallies(planTally(plan), unfinished?.unrecordedCost ?? emptyTally());
+    const costUsd = tallyCostUsd(cost);
     const counts = countByStatus(plan);
     const tasks = plan.tasks.map((t, i) => ({
       index: i,
@@ -46,7 +48,18 @@ export const status: Command = {
           lock,
           running,
           costUsd,
-          run: unfinished ? { runId: unfinished.runId, startedAt: unfinished.startedAt, pid: unfinished.pid, live: live !== null, costUsd: unfinished.runCostUsd } : null,
+          costUnknownFor: cost.unknown,
+          run: unfinished
+            ? {
+                runId: unfinished.runId,
+                startedAt: unfinished.startedAt,
+                pid: unfinished.pid,
+                live: live !== null,
+                inSession: unfinished.inSession,
+                costUsd: tallyCostUsd(unfinished.runCost),
+                costUnknownFor: unfinished.runCost.unknown,
+              }
+            : null,
         }),
       );
       return EXIT.ok;
@@ -74,7 +87,13 @@ export const status: Command = {
     } else if (lockStatus.state === 'unparseable') {
       io.out('The lock file is not a lock (empty or damaged); the next run takes it over.');
     }
-    if (unfinished && !live) io.out(`The last run (${unfinished.runId}, started ${unfinished.startedAt}) did not finish: it crashed or was killed.`);
+    if (unfinished && !live) {
+      io.out(
+        unfinished.inSession
+          ? `The last run (${unfinished.runId}, started ${unfinished.startedAt}) runs in a Claude Code session (/foreman:execute) and has not finished: its lead is between steps, or the session ended.`
+          : `The last run (${unfinished.runId}, started ${unfinished.startedAt}) did not finish: it crashed or was killed.`,
+      );
+    }
     if (running.length > 0) {
       io.out(`Running (${running.length}):`);
       io.out(
@@ -85,7 +104,10 @@ export const status: Command = {
         ),
       );
     }
-    if (costUsd > 0 || live) io.out(`Cost so far: ${formatCost(costUsd)}${unfinished ? ` (${formatCost(unfinished.runCostUsd)} in run ${unfinished.runId})` : ''}`);
+    // Tasks count in the plan's figure (a task's cost is unknown once a Task subagent worked on it); the run's figure counts attempts.
+    if (costUsd !== 0 || cost.unknown > 0 || live) {
+      io.out(`Cost so far: ${formatCostTally(cost, 'task')}${unfinished ? ` (${formatCostTally(unfinished.runCost)} in run ${unfinished.runId})` : ''}`);
+    }
     return EXIT.ok;
   },
 };
