@@ -218,7 +218,7 @@ describe('run lock', () => {
     const pid = await deadPid();
     const stale: LockInfo = { pid, host: os.hostname(), startedAt: '2024-01-01T00:00:00.000Z', command: 'foreman run' };
     await writeFile(lockPathFor(planPath()), JSON.stringify(stale));
-    expect(await readLock(planPath())).toEqual({ state: 'stale', holder: stale });
+    expect(await readLock(planPath())).toEqual({ state: 'stale', holder: stale, why: 'dead-process' });
     expect(await isLocked(planPath())).toBe(false);
 
     const r = await acquireLock(planPath(), info());

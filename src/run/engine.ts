@@ -4,7 +4,7 @@
 
 import { join } from 'node:path';
 import type { Git } from '../adapters/git.ts';
-import type { WorkerRegistry } from '../adapters/orphans.ts';
+import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import type { WorkerRequest } from '../adapters/worker.ts';
 import type { RunEventBody, StopReason } from '../core/events.ts';
 import { type WorkerFailure, type WorkerRun, assertNever, describeWorkerFailure } from '../core/failure.ts';
@@ -47,8 +47,8 @@ export interface EngineOptions {
   emit: (e: RunEventBody) => void;
   save: (plan: Plan) => Promise<void>;
   runWorker: (req: WorkerRequest) => Promise<WorkerRun>;
-  /** Records live worker groups on disk so a run after a crash can kill the orphans. */
-  registry?: WorkerRegistry;
+  /** Records live worker and check groups on disk so a run after a crash can kill the orphans. */
+  registry?: ProcessRegistry;
 }
 
 export interface EngineResult {
@@ -131,8 +131,7 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
     controllers.set(index, controller);
     const budget = task.agent?.maxBudgetUsd ?? o.taskBudgetUsd;
     const work = (async (): Promise<Finished> => {
-      let pgid: number | undefined;
-      const run = await o.runWorker({
+      const run = await recorded(o.registry, { kind: 'worker', task: index }, (onSpawn) => o.runWorker({
         taskIndex: index,
         attempt,
         prompt,
@@ -147,12 +146,8 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
         env: o.env,
         signal: controller.signal,
         onActivity: (a) => o.emit({ type: 'task-activity', task: index, text: a.text, costUsd: a.costUsd }),
-        onSpawn: (g) => {
-          pgid = g;
-          void o.registry?.add(index, g);
-        },
-      });
-      if (pgid !== undefined) await o.registry?.remove(pgid);
+        onSpawn,
+      }));
       const judgement = judgeRun(run);
       let verification: Verification | undefined;
       let beside: number[] | undefined;
@@ -166,6 +161,7 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
           signal: controller.signal,
           declaredElsewhere: dirtyByOthers(plan, index),
           baselineDirty: new Set([...o.baselineDirty, ...reportedOutside]),
+          record: o.registry ? { registry: o.registry, task: index } : undefined,
         });
         // An interrupt during the acceptance checks makes their verdict meaningless.
         if (controller.signal.aborted) return { index, attempt, run, decision: { kind: 'interrupted' } };

@@ -11,6 +11,7 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Git } from '../adapters/git.ts';
+import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../adapters/orphans.ts';
 import { writeFileAtomic, writePlanAtomic } from '../adapters/plan-store.ts';
 import { type WorkerRun, assertNever } from '../core/failure.ts';
 import { type Decision, type Verification, decide, judgeRun } from '../core/finalize.ts';
@@ -181,9 +182,14 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
     maxAttempts: settings.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
     checkTimeoutMs: settings.checkTimeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS,
   };
-  const setup = await setupRun(plan, { repo: ctx.repo, git: ctx.git, commit: true, checkTimeoutMs: session.checkTimeoutMs, env: ctx.env });
+  // Checks a killed step left behind may still be writing files: stop them before anything else.
+  const registryPath = registryPathFor(ctx.planPath);
+  const orphans = await killOrphans(registryPath);
+  const registry = new ProcessRegistry(registryPath);
+  const setup = await setupRun(plan, { repo: ctx.repo, git: ctx.git, commit: true, checkTimeoutMs: session.checkTimeoutMs, env: ctx.env, registry }).finally(() => registry.clear());
   if (!setup.ok) return setup;
   const r = setup.report;
+  if (orphans.length > 0) r.notices.unshift({ level: 'warning', message: describeOrphans(orphans) });
   const committed = await commitCompleted(ctx.git, plan, 0);
   await writePlanAtomic(ctx.planPath, plan);
 
@@ -322,6 +328,8 @@ export interface FinalizeOutput {
   complete: boolean;
   /** One line for the lead to show: the round's progress. */
   summary: string;
+  /** Present when something needs saying beyond the results: processes an earlier, killed step left running. */
+  notices?: Array<{ level: 'info' | 'warning'; message: string }>;
 }
 
 /** A Task subagent's final text, seen as a worker run that reported (its cost is not known here). */
@@ -371,6 +379,11 @@ export async function leadFinalize(plan: Plan, ctx: LeadContext, results: readon
   const skips: Skip[] = [];
   const breakers: BreakerDecision[] = [];
   const seen = new Set<number>();
+  // Checks a killed step left behind are ended first (a fresh registry would forget them); this
+  // step's acceptance checks are recorded while they run, so the step after a crash ends them.
+  const registryPath = registryPathFor(ctx.planPath);
+  const orphans = await killOrphans(registryPath);
+  const registry = new ProcessRegistry(registryPath);
 
   for (const { task: index, output } of results) {
     const task = plan.tasks[index];
@@ -396,6 +409,7 @@ export async function leadFinalize(plan: Plan, ctx: LeadContext, results: readon
         env: ctx.env,
         declaredElsewhere,
         baselineDirty: new Set(session.baselineDirty),
+        record: { registry, task: index },
       });
     }
     const decision = decide({ task, judgement, verification, permissionDenials: [], maxAttempts });
@@ -414,6 +428,8 @@ export async function leadFinalize(plan: Plan, ctx: LeadContext, results: readon
     }
   }
 
+  await registry.clear();
+
   const counts = countByStatus(plan);
   const breaker = breakers.find((b) => b.trip) ?? { trip: false, totalTasks: plan.tasks.length, pendingCount: counts.pending, wouldBeSkipped: skips.length };
   const settled = out.filter((r) => r.outcome !== 'ignored');
@@ -425,7 +441,8 @@ export async function leadFinalize(plan: Plan, ctx: LeadContext, results: readon
   ].filter(Boolean);
   const summary = `Round ${session.round}: ${done}/${settled.length} tasks completed (${counts.completed}/${plan.tasks.length} overall)${tail.length > 0 ? `; ${tail.join(', ')}` : ''}`;
   await writeSession(ctx.planPath, session);
-  return { round: session.round, results: out, retry, skipped: skipRefs(plan, skips), breaker, counts, complete: isComplete(plan), summary };
+  const notices = orphans.length > 0 ? { notices: [{ level: 'warning' as const, message: describeOrphans(orphans) }] } : {};
+  return { round: session.round, results: out, retry, skipped: skipRefs(plan, skips), breaker, counts, complete: isComplete(plan), summary, ...notices };
 }
 
 // ---------------------------------------------------------------------------------------------
