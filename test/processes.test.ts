@@ -4,13 +4,16 @@ import {
   groupAlive,
   killTrackedGroups,
   processAlive,
+  descendantGroups,
   processStartTime,
   sameProcessAlive,
   signalGroup,
+  signalTree,
   terminateGroup,
   trackGroup,
   untrackGroup,
   waitForGroupGone,
+  waitForGroupsGone,
 } from '../src/adapters/processes.ts';
 import { makeZombie } from './support/zombies.ts';
 
@@ -140,6 +143,43 @@ describe('terminateGroup', () => {
     const child = group('exit 0');
     await exited(child);
     expect(await terminateGroup(child.pid, 100)).toBe(true);
+  });
+});
+
+describe('descendants in groups of their own', () => {
+  /** A group whose shell starts `sleep` in a new session (as Claude Code runs its Bash commands), and that sleep's pid. */
+  async function groupWithEscapee() {
+    const child = group('setsid sleep 1000 & wait');
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const escapee = descendantGroups(child.pid)[0];
+      if (escapee !== undefined) return { leader: child.pid, escapee };
+      if (Date.now() > deadline) throw new Error('the setsid child did not start');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  it('are found through parent links and signalled with the group', async () => {
+    const { leader, escapee } = await groupWithEscapee();
+    started.push({ pid: escapee } as ChildProcess);
+    expect(escapee).not.toBe(leader);
+    expect(groupAlive(escapee)).toBe(true);
+    expect(signalTree(leader, 'SIGKILL').sort()).toEqual([leader, escapee].sort());
+    expect(await waitForGroupsGone([leader, escapee], 5000)).toBe(true);
+  });
+
+  it('survive a kill of the group alone, but not terminateGroup', async () => {
+    const plain = await groupWithEscapee();
+    started.push({ pid: plain.escapee } as ChildProcess);
+    signalGroup(plain.leader, 'SIGKILL');
+    expect(await waitForGroupGone(plain.leader, 5000)).toBe(true);
+    expect(groupAlive(plain.escapee)).toBe(true);
+
+    const tree = await groupWithEscapee();
+    started.push({ pid: tree.escapee } as ChildProcess);
+    expect(await terminateGroup(tree.leader, 2000)).toBe(true);
+    expect(groupAlive(tree.leader)).toBe(false);
+    expect(groupAlive(tree.escapee)).toBe(false);
   });
 });
 

@@ -9,7 +9,7 @@
 import { readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { writeFileAtomic } from './plan-store.ts';
-import { groupAlive, processStartTime, signalGroup, waitForGroupGone } from './processes.ts';
+import { groupAlive, processStartTime, signalTree, waitForGroupsGone } from './processes.ts';
 
 /** What a recorded process group is. */
 export type ProcessRole =
@@ -131,16 +131,20 @@ export async function killOrphans(path: string, waitMs = 5000): Promise<ProcessR
     records = [];
   }
   const killed: ProcessRecord[] = [];
+  const groups: number[] = [];
   for (const r of records) {
     if (!groupAlive(r.pgid)) continue;
     const started = processStartTime(r.pgid);
     // The leader may be gone while its children live on; then the group id cannot have been reused
     // by a new leader (the OS hands out no pid that is still a group's id), so the group is ours.
     if (started !== null && r.started !== '' && started !== r.started) continue;
-    if (signalGroup(r.pgid, 'SIGKILL')) killed.push(r);
+    // With what it started in groups of its own (a worker's Bash commands run in new sessions).
+    const hit = signalTree(r.pgid, 'SIGKILL');
+    if (hit.length === 0) continue;
+    killed.push(r);
+    groups.push(...hit);
   }
-  const deadline = Date.now() + waitMs;
-  for (const r of killed) await waitForGroupGone(r.pgid, Math.max(0, deadline - Date.now()));
+  await waitForGroupsGone(groups, waitMs);
   await rm(path, { force: true });
   return killed;
 }

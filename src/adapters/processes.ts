@@ -6,6 +6,10 @@
 //   a killed process stays a zombie forever, so on Linux the state comes from /proc, elsewhere from
 //   `ps`.
 // - A process's start time tells a pid from a later process that reused it.
+// - Killing a group also kills what its members started in groups of their own: Claude Code runs
+//   each Bash tool command in a new session (seen on 2.1.330, test/support/CLI-NOTES.md), so a
+//   SIGKILL to the worker's group alone would leave those commands running. They are found
+//   through the parent links while the worker still lives.
 // - Groups foreman started are tracked while they run, so they are killed even when the
 //   orchestrator exits without cleaning up (`process.exit`, an uncaught error).
 
@@ -29,6 +33,7 @@ function hasProcfs(): boolean {
 interface ProcStat {
   /** One letter: R, S, D, Z (zombie), X (dead), T, I, … */
   state: string;
+  ppid: number;
   pgrp: number;
   /** Field 22: clock ticks since boot. */
   startTime: string;
@@ -44,7 +49,7 @@ function procStat(pid: number): ProcStat | null {
   }
   // pid (comm) state ppid pgrp …; comm may contain spaces and parentheses.
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return { state: fields[0] ?? '', pgrp: Number(fields[2]), startTime: fields[19] ?? '' };
+  return { state: fields[0] ?? '', ppid: Number(fields[1]), pgrp: Number(fields[2]), startTime: fields[19] ?? '' };
 }
 
 const isGone = (state: string): boolean => state.startsWith('Z') || state.startsWith('X');
@@ -120,6 +125,72 @@ export function groupAlive(pgid: number): boolean {
   });
 }
 
+/** Every process: pid, parent and group (Linux: /proc; elsewhere `ps`), or null when neither answers. */
+function processTable(): Array<{ pid: number; ppid: number; pgrp: number }> | null {
+  if (hasProcfs()) {
+    let entries: string[];
+    try {
+      entries = readdirSync('/proc');
+    } catch {
+      return null;
+    }
+    const table: Array<{ pid: number; ppid: number; pgrp: number }> = [];
+    for (const entry of entries) {
+      const code = entry.charCodeAt(0);
+      if (code < 48 || code > 57) continue;
+      const pid = Number(entry);
+      const st = procStat(pid);
+      if (st !== null && !isGone(st.state)) table.push({ pid, ppid: st.ppid, pgrp: st.pgrp });
+    }
+    return table;
+  }
+  const out = ps(['-A', '-o', 'pid=', '-o', 'ppid=', '-o', 'pgid=', '-o', 'stat=']);
+  if (out === null) return null;
+  return out.split('\n').flatMap((line) => {
+    const [pid, ppid, pgrp, state] = line.trim().split(/\s+/);
+    return pid && state && !isGone(state) ? [{ pid: Number(pid), ppid: Number(ppid), pgrp: Number(pgrp) }] : [];
+  });
+}
+
+/**
+ * The other process groups holding descendants of group `pgid`'s members: what they started in
+ * groups or sessions of their own. Only found while the parent links still lead there (a child
+ * whose parent died is adopted by init).
+ */
+export function descendantGroups(pgid: number): number[] {
+  if (!validPid(pgid)) return [];
+  const table = processTable();
+  if (table === null) return [];
+  const children = new Map<number, number[]>();
+  for (const p of table) {
+    const list = children.get(p.ppid);
+    if (list) list.push(p.pid);
+    else children.set(p.ppid, [p.pid]);
+  }
+  const groupOf = new Map(table.map((p) => [p.pid, p.pgrp]));
+  const queue = table.filter((p) => p.pgrp === pgid).map((p) => p.pid);
+  const seen = new Set(queue);
+  const groups = new Set<number>();
+  const own = groupOf.get(process.pid);
+  while (queue.length > 0) {
+    for (const child of children.get(queue.pop()!) ?? []) {
+      if (seen.has(child)) continue;
+      seen.add(child);
+      queue.push(child);
+      const g = groupOf.get(child);
+      if (g !== undefined && g !== pgid && g > 1 && g !== own) groups.add(g);
+    }
+  }
+  return [...groups];
+}
+
+/** Sends `signal` to group `pgid` and to the groups of its descendants. Returns the groups signalled. */
+export function signalTree(pgid: number, signal: NodeJS.Signals): number[] {
+  const others = descendantGroups(pgid);
+  const hit = [pgid, ...others].filter((g) => signalGroup(g, signal));
+  return hit;
+}
+
 /**
  * The process's start time as the OS reports it (Linux: /proc field 22, clock ticks since boot;
  * elsewhere `ps -o lstart`), or null when there is no such process. A zombie still has one.
@@ -150,25 +221,31 @@ const POLL_MS = 50;
 /** After SIGKILL, how long to wait for the group to disappear before giving up on it. */
 const AFTER_KILL_WAIT_MS = 2000;
 
-/** Waits until group `pgid` is gone or `ms` passed. Whether it is gone. */
-export async function waitForGroupGone(pgid: number, ms: number): Promise<boolean> {
+/** Waits until every group in `groups` is gone or `ms` passed. Whether they are all gone. */
+export async function waitForGroupsGone(groups: readonly number[], ms: number): Promise<boolean> {
   const deadline = performance.now() + ms;
   for (;;) {
-    if (!groupAlive(pgid)) return true;
+    if (!groups.some(groupAlive)) return true;
     if (performance.now() >= deadline) return false;
     await sleep(Math.min(POLL_MS, Math.max(1, deadline - performance.now())));
   }
 }
 
+/** Waits until group `pgid` is gone or `ms` passed. Whether it is gone. */
+export const waitForGroupGone = (pgid: number, ms: number): Promise<boolean> => waitForGroupsGone([pgid], ms);
+
 /**
- * Ends group `pgid`: SIGTERM, then SIGKILL to whatever is left after `graceMs`, then a short wait
- * for it to disappear. Resolves whether the group is gone.
+ * Ends group `pgid` and what its members started in groups of their own: SIGTERM, then SIGKILL
+ * to whatever is left after `graceMs`, then a short wait for it to disappear. Resolves whether
+ * they are all gone.
  */
 export async function terminateGroup(pgid: number, graceMs: number): Promise<boolean> {
-  if (!signalGroup(pgid, 'SIGTERM')) return !groupAlive(pgid);
-  if (await waitForGroupGone(pgid, graceMs)) return true;
-  signalGroup(pgid, 'SIGKILL');
-  return waitForGroupGone(pgid, AFTER_KILL_WAIT_MS);
+  const groups = new Set(signalTree(pgid, 'SIGTERM'));
+  if (groups.size === 0) return !groupAlive(pgid);
+  if (await waitForGroupsGone([...groups], graceMs)) return true;
+  for (const g of signalTree(pgid, 'SIGKILL')) groups.add(g);
+  for (const g of groups) signalGroup(g, 'SIGKILL');
+  return waitForGroupsGone([...groups], AFTER_KILL_WAIT_MS);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -185,7 +262,7 @@ export function trackGroup(pgid: number): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.on('exit', () => {
-    for (const g of liveGroups) signalGroup(g, 'SIGKILL');
+    for (const g of liveGroups) signalTree(g, 'SIGKILL');
   });
 }
 
@@ -197,9 +274,9 @@ export function untrackGroup(pgid: number): void {
 export function killTrackedGroups(graceMs: number): void {
   const groups = [...liveGroups];
   if (graceMs <= 0) {
-    for (const g of groups) signalGroup(g, 'SIGKILL');
+    for (const g of groups) signalTree(g, 'SIGKILL');
     return;
   }
-  for (const g of groups) signalGroup(g, 'SIGTERM');
-  if (groups.length > 0) setTimeout(() => groups.forEach((g) => signalGroup(g, 'SIGKILL')), graceMs).unref();
+  const hit = groups.flatMap((g) => signalTree(g, 'SIGTERM'));
+  if (hit.length > 0) setTimeout(() => hit.forEach((g) => signalGroup(g, 'SIGKILL')), graceMs).unref();
 }
