@@ -4,6 +4,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BoundedOutput, DEFAULT_MAX_OUTPUT_BYTES, runShell } from '../src/adapters/checks.ts';
+import { groupAlive } from '../src/adapters/processes.ts';
 
 const cwd = os.tmpdir();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -90,6 +91,19 @@ describe('runShell', () => {
     expect(r).toMatchObject({ exitCode: 0, timedOut: false, output: 'done\n' });
     expect(Date.now() - started).toBeLessThan(5_000);
     await expectNoProcesses(`sleep ${m}`);
+  });
+
+  it('reports its process group through onSpawn and resolves only once that group is gone', async () => {
+    const m = marker();
+    const groups: number[] = [];
+    // The shell ends at once; what it leaves behind ignores SIGTERM and does not hold the pipes.
+    const ready = `ready-${m}`;
+    const script = `(trap '' TERM; touch ${ready}; exec sleep ${m}) >/dev/null 2>&1 & while [ ! -e ${ready} ]; do sleep 0.01; done; echo done`;
+    const r = await runShell(script, { cwd, timeoutMs: 30_000, killGraceMs: 300, onSpawn: (g) => groups.push(g) });
+    expect(r).toMatchObject({ exitCode: 0, output: 'done\n' });
+    expect(groups).toHaveLength(1);
+    // No waiting here: the leftover got SIGKILL and is gone when runShell resolves.
+    expect(groupAlive(groups[0]!)).toBe(false);
   });
 
   it('stops on abort', async () => {

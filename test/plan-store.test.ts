@@ -18,6 +18,8 @@ import {
   type Lock,
   type LockInfo,
 } from '../src/adapters/plan-store.ts';
+import { processStartTime } from '../src/adapters/processes.ts';
+import { makeZombie } from './support/zombies.ts';
 
 // Lets a test make the next file handle's writeFile write part of its data and then fail.
 const fault = vi.hoisted(() => ({ partialWriteBytes: -1 }));
@@ -218,7 +220,7 @@ describe('run lock', () => {
     const pid = await deadPid();
     const stale: LockInfo = { pid, host: os.hostname(), startedAt: '2024-01-01T00:00:00.000Z', command: 'foreman run' };
     await writeFile(lockPathFor(planPath()), JSON.stringify(stale));
-    expect(await readLock(planPath())).toEqual({ state: 'stale', holder: stale });
+    expect(await readLock(planPath())).toEqual({ state: 'stale', holder: stale, why: 'dead-process' });
     expect(await isLocked(planPath())).toBe(false);
 
     const r = await acquireLock(planPath(), info());
@@ -227,6 +229,63 @@ describe('run lock', () => {
     expect(r.value.takenOver).toEqual({ previous: stale, reason: 'dead-process' });
     expect(await readLock(planPath())).toEqual({ state: 'live', holder: r.value.info });
     expect(await r.value.release()).toBe(true);
+  });
+
+  it('records the holder\'s process start time in the lock', async () => {
+    const r = await acquireLock(planPath(), info());
+    if (!r.ok) throw new Error('expected the lock');
+    const onDisk = JSON.parse(await readFile(lockPathFor(planPath()), 'utf8')) as Record<string, unknown>;
+    expect(onDisk.processStart).toBe(processStartTime(process.pid));
+    expect(onDisk.processStart).toMatch(/\S/);
+    await r.value.release();
+  });
+
+  it('takes over at once a lock whose holder is a zombie (killed, never reaped)', async () => {
+    const zombie = await makeZombie();
+    try {
+      process.kill(zombie.pid, 0); // kill(0) alone would call it alive
+      const held: LockInfo = { pid: zombie.pid, host: os.hostname(), startedAt: '2024-01-01T00:00:00.000Z', command: 'execute', processStart: processStartTime(zombie.pid)! };
+      await writeFile(lockPathFor(planPath()), JSON.stringify(held));
+      expect(await readLock(planPath())).toEqual({ state: 'stale', holder: held, why: 'dead-process' });
+      const r = await acquireLock(planPath(), info());
+      if (!r.ok) throw new Error(`expected a takeover, got ${JSON.stringify(r.error)}`);
+      expect(r.value.takenOver).toEqual({ previous: held, reason: 'dead-process' });
+      await r.value.release();
+
+      // A lock of an older version (no start time) held by a zombie is taken over too.
+      const { processStart: _, ...old } = held;
+      await writeFile(lockPathFor(planPath()), JSON.stringify(old));
+      const again = await acquireLock(planPath(), info());
+      if (!again.ok) throw new Error('expected a takeover of the old-style lock');
+      expect(again.value.takenOver).toEqual({ previous: old, reason: 'dead-process' });
+      await again.value.release();
+    } finally {
+      zombie.parent.kill('SIGKILL');
+    }
+  });
+
+  it('takes over at once a lock whose pid now belongs to another process', async () => {
+    // A live pid (this process) with another start time: the holder died and its pid was reused.
+    const mine = processStartTime(process.pid)!;
+    const reused: LockInfo = { pid: process.pid, host: os.hostname(), startedAt: '2024-01-01T00:00:00.000Z', command: 'execute', processStart: `${mine}0` };
+    await writeFile(lockPathFor(planPath()), JSON.stringify(reused));
+    expect(await readLock(planPath())).toEqual({ state: 'stale', holder: reused, why: 'pid-reused' });
+    expect(await isLocked(planPath())).toBe(false);
+    const r = await acquireLock(planPath(), info());
+    if (!r.ok) throw new Error(`expected a takeover, got ${JSON.stringify(r.error)}`);
+    expect(r.value.takenOver).toEqual({ previous: reused, reason: 'pid-reused' });
+    await r.value.release();
+  });
+
+  it('keeps a lock of an older version (no start time) held by a live process', async () => {
+    const old: LockInfo = { pid: process.pid, host: os.hostname(), startedAt: '2024-01-01T00:00:00.000Z', command: 'execute' };
+    await writeFile(lockPathFor(planPath()), JSON.stringify(old));
+    expect(await readLock(planPath())).toEqual({ state: 'live', holder: old });
+    expect(await acquireLock(planPath(), info())).toEqual({ ok: false, error: { kind: 'held', holder: old } });
+    // The same holder with its real start time recorded is live too.
+    const current: LockInfo = { ...old, processStart: processStartTime(process.pid)! };
+    await writeFile(lockPathFor(planPath()), JSON.stringify(current));
+    expect(await acquireLock(planPath(), info())).toEqual({ ok: false, error: { kind: 'held', holder: current } });
   });
 
   it('takes over an empty or garbage lock file (a crash mid-write)', async () => {

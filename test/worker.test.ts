@@ -307,6 +307,89 @@ console.log(JSON.stringify({ kind: run.outcome.kind, growthMB: (peak - base) / 2
   });
 });
 
+const LOUD = join(ROOT, 'test/fixtures/loud-worker.mjs');
+const CUT_MARKER = /^==== log cut: (\d+) bytes \([\d.]+ MiB, (\d+) whole lines\) of this attempt's log omitted here; the log keeps the first [\d.]+ MiB and the last [\d.]+ MiB of each attempt ====$/;
+
+/** The noise line numbers in `lines`, in order. */
+const noiseIndices = (lines: string[]): number[] => lines.flatMap((l) => {
+  const m = / stdout\| noise (\d+) x/.exec(l);
+  return m ? [Number(m[1])] : [];
+});
+const consecutive = (xs: number[]): boolean => xs.every((x, i) => i === 0 || x === xs[i - 1]! + 1);
+
+describe('the worker log bound', () => {
+  it('keeps the head and the real tail with a line saying what was cut, while the parser sees every line', async () => {
+    const activity: string[] = [];
+    const { req } = await setup({}, {
+      claudeBin: LOUD,
+      env: { ...process.env, LOUD_LINES: '2000', LOUD_LINE_BYTES: '100' },
+      logLimit: { headBytes: 20_000, tailBytes: 10_000 },
+      onActivity: (a) => activity.push(a.text),
+    });
+    const run = await runWorker(req);
+    // The result and the Write in the middle of the noise reached the parser, though the log cut them.
+    expect(run.outcome).toEqual({ kind: 'reported', resultText: 'COMPLETED: loud', statusLine: { status: 'COMPLETED', text: 'loud' } });
+    expect(run.usage.costUsd).toBe(0.42);
+    expect(activity).toContain('Write middle.txt');
+
+    const log = await readFile(req.logPath, 'utf8');
+    expect(Buffer.byteLength(log)).toBeLessThanOrEqual(20_000 + 10_000 + 300);
+    expect(log).not.toContain('middle.txt');
+    const lines = log.split('\n');
+    expect(lines.at(-1)).toBe('');
+    const markers = lines.flatMap((l, i) => (CUT_MARKER.test(l) ? [i] : []));
+    expect(markers).toHaveLength(1);
+    const at = markers[0]!;
+    const [, cutBytes, cutLines] = CUT_MARKER.exec(lines[at]!)!;
+    const head = noiseIndices(lines.slice(0, at));
+    const tail = noiseIndices(lines.slice(at + 1));
+    expect(lines[0]).toMatch(/^==== task \d+ · attempt 1 · /);
+    expect(head[0]).toBe(0);
+    expect(consecutive(head)).toBe(true);
+    // The tail is the real end: every noise line up to the last, then the last line, the result, the outcome.
+    expect(tail.at(-1)).toBe(1999);
+    expect(consecutive(tail)).toBe(true);
+    const missing = tail[0]! - head.at(-1)! - 1;
+    expect(missing).toBeGreaterThan(1000);
+    expect(Number(cutLines)).toBeGreaterThanOrEqual(missing);
+    expect(Number(cutBytes)).toBeGreaterThanOrEqual(missing * 100);
+    expect(lines.slice(at + 1).some((l) => l.endsWith('stdout| last noise line'))).toBe(true);
+    expect(lines.at(-2)).toMatch(/^==== outcome: reported COMPLETED: loud · /);
+  });
+
+  it('a worker printing 150 MB leaves a log of at most 8 MiB + 2 MiB, in bounded memory', async () => {
+    const { req, cwd } = await setup({});
+    const script = join(dir, 'loud.mts');
+    await writeFile(
+      script,
+      `import { runWorker } from ${JSON.stringify(join(ROOT, 'src/adapters/worker.ts'))};
+const run = await runWorker({ taskIndex: 0, attempt: 1, prompt: 'be loud', model: 'sonnet',
+  cwd: ${JSON.stringify(cwd)}, claudeBin: ${JSON.stringify(LOUD)}, permissionMode: 'dontAsk', allowedTools: [],
+  env: { ...process.env, LOUD_LINES: '150000', LOUD_LINE_BYTES: '1000' },
+  timeoutMs: 300000, logPath: ${JSON.stringify(req.logPath)} });
+console.log(JSON.stringify({ outcome: run.outcome }));
+`,
+    );
+    // A heap of 64 MB: keeping the output (150 MB) or an unbounded tail would run out of memory.
+    const { stdout } = await execa(process.execPath, ['--max-old-space-size=64', '--import', 'tsx', script], { cwd: ROOT });
+    const r = JSON.parse(stdout.trim().split('\n').at(-1)!) as { outcome: WorkerRun['outcome'] };
+    expect(r.outcome).toMatchObject({ kind: 'reported', resultText: 'COMPLETED: loud' });
+    const log = await readFile(req.logPath, 'utf8');
+    expect(Buffer.byteLength(log)).toBeLessThanOrEqual(8 * 2 ** 20 + 2 * 2 ** 20 + 1024);
+    const lines = log.split('\n');
+    const at = lines.findIndex((l) => CUT_MARKER.test(l));
+    expect(at).toBeGreaterThan(0);
+    const [, cutBytes] = CUT_MARKER.exec(lines[at]!)!;
+    expect(Number(cutBytes)).toBeGreaterThan(130 * 10 ** 6);
+    expect(noiseIndices(lines.slice(0, at))[0]).toBe(0);
+    const tail = noiseIndices(lines.slice(at + 1));
+    expect(tail.at(-1)).toBe(149_999);
+    expect(consecutive(tail)).toBe(true);
+    expect(log).toContain('stdout| last noise line');
+    expect(lines.at(-2)).toMatch(/^==== outcome: reported COMPLETED: loud · /);
+  });
+});
+
 describe('runWorker with the real Claude Code CLI', () => {
   it.skipIf(!existsSync(REAL_CLAUDE))('without credentials → not-authenticated', async () => {
     const home = await mkdtemp(join(tmpdir(), 'foreman-home-'));

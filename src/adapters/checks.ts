@@ -2,11 +2,13 @@
 // Each command runs under `/bin/sh -c` as the leader of its own process group, so a timeout or
 // an abort kills everything it started, not just the shell. Output (stdout and stderr merged in
 // arrival order) is kept within a byte bound while it streams: the first part and the last part,
-// with a marker for what was dropped in between.
+// with a marker for what was dropped in between. While a command runs its group is tracked (see
+// processes.ts) and, through `onSpawn`, can be recorded so a run after a crash ends it.
 
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
+import { groupAlive, terminateGroup, trackGroup, untrackGroup } from './processes.ts';
 
 export interface RunShellOptions {
   cwd: string;
@@ -18,6 +20,8 @@ export interface RunShellOptions {
   signal?: AbortSignal;
   /** Between SIGTERM and SIGKILL of the process group. Default 2000 ms. */
   killGraceMs?: number;
+  /** Called with the shell's process group id once it runs (to record it for orphan cleanup). */
+  onSpawn?: (pgid: number) => void;
 }
 
 export interface ShellResult {
@@ -115,24 +119,6 @@ export class BoundedOutput {
   }
 }
 
-function killGroup(pid: number, signal: NodeJS.Signals): boolean {
-  try {
-    process.kill(-pid, signal);
-    return true;
-  } catch {
-    return false; // ESRCH: the group is gone
-  }
-}
-
-function groupAlive(pid: number): boolean {
-  try {
-    process.kill(-pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /**
  * Runs `command` with `/bin/sh -c` in `cwd`. Never throws: a command that fails, times out or
  * cannot start is reported in the result (a spawn failure as exitCode null with the error as
@@ -175,6 +161,10 @@ export function runShell(command: string, opts: RunShellOptions): Promise<ShellR
       resolve(failed(`could not start /bin/sh: ${(e as Error).message}`));
       return;
     }
+    if (child.pid !== undefined) {
+      trackGroup(child.pid);
+      opts.onSpawn?.(child.pid);
+    }
 
     let timedOut = false;
     let aborted = false;
@@ -190,7 +180,7 @@ export function runShell(command: string, opts: RunShellOptions): Promise<ShellR
       opts.signal?.removeEventListener('abort', onAbort);
       child.stdout?.destroy();
       child.stderr?.destroy();
-      resolve({
+      const result: ShellResult = {
         exitCode: exit?.code ?? null,
         ...(exit?.signal ? { signal: exit.signal } : {}),
         timedOut,
@@ -198,6 +188,11 @@ export function runShell(command: string, opts: RunShellOptions): Promise<ShellR
         output: override ?? out.toString(),
         outputBytes: out.total,
         durationMs: performance.now() - started,
+      };
+      // Resolve only once the group is really gone, so nothing a check started outlives it.
+      void (termination ?? Promise.resolve(true)).then(() => {
+        if (child.pid !== undefined) untrackGroup(child.pid);
+        resolve(result);
       });
     };
     const maybeFinish = () => {
@@ -205,17 +200,11 @@ export function runShell(command: string, opts: RunShellOptions): Promise<ShellR
     };
 
     /** SIGTERM the group now, SIGKILL it after the grace period if anything is left. */
-    let killing = false;
+    let termination: Promise<boolean> | undefined;
     const terminate = () => {
       const pid = child.pid;
-      if (killing || pid === undefined) return;
-      killing = true;
-      if (!killGroup(pid, 'SIGTERM')) return;
-      timers.push(
-        setTimeout(() => {
-          if (groupAlive(pid)) killGroup(pid, 'SIGKILL');
-        }, grace),
-      );
+      if (termination !== undefined || pid === undefined) return;
+      termination = terminateGroup(pid, grace);
     };
 
     const onAbort = () => {
@@ -257,7 +246,7 @@ export function runShell(command: string, opts: RunShellOptions): Promise<ShellR
       if (pid !== undefined && groupAlive(pid)) terminate();
       // Whatever still holds the pipes once the group is dead (something that left the group,
       // e.g. with setsid) is not waited for.
-      timers.push(setTimeout(finish, (killing ? grace : 0) + PIPE_DRAIN_MS));
+      timers.push(setTimeout(finish, (termination !== undefined ? grace : 0) + PIPE_DRAIN_MS));
       maybeFinish();
     });
   });

@@ -1,50 +1,62 @@
-// Workers that outlive a killed orchestrator. Workers lead their own process groups (so a
-// timeout can kill a worker's children too), which also means `kill -9` of the orchestrator
-// leaves them running, still editing files. Each run records its workers' groups in
-// `.design/workers.json`; the next run kills whatever is left of them before it restores files.
-// A group id is only trusted together with the leader's start time, so a recycled pid is never hit.
+// Processes that outlive a killed orchestrator. Workers and shell checks lead their own process
+// groups (so a timeout can kill everything they started), which also means `kill -9` of the
+// orchestrator leaves them running: a worker still editing files, an acceptance check that writes
+// after the run that follows has verified the work. Each run records the groups it starts in
+// `.design/workers.json`, saying what each one is; the next run kills whatever is left of them
+// before it restores files. A group id is only trusted together with the leader's start time, so
+// a recycled pid is never hit.
 
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { writeFileAtomic } from './plan-store.ts';
-import { groupAlive } from './worker.ts';
+import { groupAlive, processStartTime, signalTree, waitForGroupsGone } from './processes.ts';
 
-export interface WorkerRecord {
-  task: number;
+/** What a recorded process group is. */
+export type ProcessRole =
+  | { kind: 'worker'; task: number }
+  | { kind: 'acceptance-check'; task: number; command: string }
+  | { kind: 'assumption-check'; task: number; command: string };
+
+export type ProcessRecord = ProcessRole & {
   pgid: number;
   /** The leader's start time as the OS reports it; guards against pid reuse. */
   started: string;
-}
+};
 
 export const registryPathFor = (planPath: string): string => join(dirname(planPath), 'workers.json');
 
-/** The process's start time (Linux: /proc field 22, in clock ticks since boot; elsewhere `ps`). */
-export function processStartTime(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
-  } catch {
-    // No /proc (macOS): ask ps.
-  }
-  try {
-    const out = execFileSync('ps', ['-o', 'lstart=', '-p', String(pid)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    return out || null;
-  } catch {
-    return null;
+/** Commands are kept short in the registry: enough to recognise them in a notice. */
+const COMMAND_CHARS = 200;
+const clipCommand = (command: string): string => (command.length > COMMAND_CHARS ? `${command.slice(0, COMMAND_CHARS - 1)}…` : command);
+
+/** "the worker of task 2", "the acceptance check of task 1 (`make test`)". */
+export function describeProcess(role: ProcessRole): string {
+  switch (role.kind) {
+    case 'worker':
+      return `the worker of task ${role.task}`;
+    case 'acceptance-check':
+      return `the acceptance check of task ${role.task} (\`${role.command}\`)`;
+    case 'assumption-check':
+      return `the assumption check of task ${role.task} (\`${role.command}\`)`;
+    default: {
+      const unknown: never = role;
+      return `a process (${JSON.stringify(unknown)})`;
+    }
   }
 }
 
-/** The live workers of this run, mirrored to disk on every change. */
-export class WorkerRegistry {
-  private readonly records = new Map<number, WorkerRecord>();
+/** The live process groups of this run, mirrored to disk on every change. */
+export class ProcessRegistry {
+  private readonly records = new Map<number, ProcessRecord>();
   private writing: Promise<void> = Promise.resolve();
 
   constructor(private readonly path: string) {}
 
-  add(task: number, pgid: number): Promise<void> {
-    this.records.set(pgid, { task, pgid, started: processStartTime(pgid) ?? '' });
+  add(role: ProcessRole, pgid: number): Promise<void> {
+    const started = processStartTime(pgid) ?? '';
+    const record: ProcessRecord =
+      role.kind === 'worker' ? { ...role, pgid, started } : { ...role, command: clipCommand(role.command), pgid, started };
+    this.records.set(pgid, record);
     return this.flush();
   }
 
@@ -66,33 +78,78 @@ export class WorkerRegistry {
 }
 
 /**
- * Kill the worker groups a previous run left behind (only those whose leader is the same
+ * Runs `start` with an `onSpawn` hook that records the process group it starts under `role`, and
+ * forgets the group once `start` settles. Without a registry it just runs `start`.
+ */
+export async function recorded<T>(registry: ProcessRegistry | undefined, role: ProcessRole, start: (onSpawn: (pgid: number) => void) => Promise<T>): Promise<T> {
+  if (registry === undefined) return start(() => {});
+  let pgid: number | undefined;
+  let adding: Promise<void> = Promise.resolve();
+  try {
+    return await start((g) => {
+      pgid = g;
+      adding = registry.add(role, g);
+    });
+  } finally {
+    await adding;
+    if (pgid !== undefined) await registry.remove(pgid);
+  }
+}
+
+/** A record from the file, or null when it is not one. Records of older versions name only a worker's task. */
+function parseRecord(value: unknown): ProcessRecord | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const o = value as Record<string, unknown>;
+  const pgid = o.pgid;
+  const task = o.task;
+  if (typeof pgid !== 'number' || !Number.isSafeInteger(pgid) || pgid <= 1) return null;
+  if (typeof task !== 'number' || !Number.isInteger(task)) return null;
+  const started = typeof o.started === 'string' ? o.started : '';
+  const command = typeof o.command === 'string' ? o.command : '';
+  switch (o.kind) {
+    case undefined:
+    case 'worker':
+      return { kind: 'worker', task, pgid, started };
+    case 'acceptance-check':
+    case 'assumption-check':
+      return { kind: o.kind, task, command, pgid, started };
+    default:
+      return null;
+  }
+}
+
+/**
+ * Kill the process groups a previous run left behind (only those whose leader is the same
  * process that was recorded), wait for them to die, and forget them. Returns the killed records.
  */
-export async function killOrphanedWorkers(path: string, waitMs = 5000): Promise<WorkerRecord[]> {
-  let records: WorkerRecord[];
+export async function killOrphans(path: string, waitMs = 5000): Promise<ProcessRecord[]> {
+  let records: ProcessRecord[];
   try {
     const parsed: unknown = JSON.parse(await readFile(path, 'utf8'));
-    records = Array.isArray(parsed) ? (parsed as WorkerRecord[]).filter((r) => Number.isInteger(r?.pgid) && r.pgid > 1) : [];
+    records = Array.isArray(parsed) ? parsed.map(parseRecord).filter((r): r is ProcessRecord => r !== null) : [];
   } catch {
     records = [];
   }
-  const killed: WorkerRecord[] = [];
+  const killed: ProcessRecord[] = [];
+  const groups: number[] = [];
   for (const r of records) {
     if (!groupAlive(r.pgid)) continue;
     const started = processStartTime(r.pgid);
     // The leader may be gone while its children live on; then the group id cannot have been reused
-    // by a new leader, so the group is still ours.
+    // by a new leader (the OS hands out no pid that is still a group's id), so the group is ours.
     if (started !== null && r.started !== '' && started !== r.started) continue;
-    try {
-      process.kill(-r.pgid, 'SIGKILL');
-      killed.push(r);
-    } catch {
-      // already gone
-    }
+    // With what it started in groups of its own (a worker's Bash commands run in new sessions).
+    const hit = signalTree(r.pgid, 'SIGKILL');
+    if (hit.length === 0) continue;
+    killed.push(r);
+    groups.push(...hit);
   }
-  const deadline = Date.now() + waitMs;
-  while (killed.some((r) => groupAlive(r.pgid)) && Date.now() < deadline) await new Promise((res) => setTimeout(res, 50));
+  await waitForGroupsGone(groups, waitMs);
   await rm(path, { force: true });
   return killed;
+}
+
+/** One line naming what `killOrphans` ended, for a notice. */
+export function describeOrphans(killed: readonly ProcessRecord[]): string {
+  return `stopped ${killed.length} process group(s) left running by an earlier run: ${killed.map(describeProcess).join('; ')}`;
 }

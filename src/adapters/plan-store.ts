@@ -4,16 +4,19 @@
 // renamed over the target, and the directory is fsync'd — so a crash (even SIGKILL or power
 // loss after the rename) leaves either the old or the new complete file, never a mix.
 //
-// The run lock is `<plan dir>/plan.lock`, a small JSON file created exclusively. A lock left by
-// a process that died on this host, or a file that is not a lock at all, is taken over.
+// The run lock is `<plan dir>/plan.lock`, a small JSON file created exclusively, holding the
+// holder's pid, host and process start time. A lock left by a process on this host that is gone
+// or a zombie, or whose pid now belongs to another process (its start time differs), or a file
+// that is not a lock at all, is taken over at once.
 
 import { randomBytes } from 'node:crypto';
 import { readFileSync, unlinkSync } from 'node:fs';
 import { link, mkdir, open, readFile, realpath, rename, rmdir, stat, unlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { err, ok, type Result } from '../core/failure.ts';
+import { assertNever, err, ok, type Result } from '../core/failure.ts';
 import type { Plan } from '../core/plan.ts';
+import { processStartTime, sameProcessAlive } from './processes.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Reading
@@ -112,12 +115,18 @@ export interface LockInfo {
   /** ISO timestamp. */
   startedAt: string;
   command?: string;
+  /**
+   * The holder's process start time as the OS reports it (see `processStartTime`): a live pid with
+   * another start time is a later process that reused the pid. Absent in locks of older versions.
+   */
+  processStart?: string;
 }
 
 export interface LockTakeover {
   /** The stale holder, or null when the lock file was not a lock (empty, or cut off mid-write). */
   previous: LockInfo | null;
-  reason: 'dead-process' | 'unparseable';
+  /** `dead-process`: the holder is gone or a zombie; `pid-reused`: its pid now runs another process. */
+  reason: 'dead-process' | 'pid-reused' | 'unparseable';
 }
 
 export interface Lock {
@@ -137,8 +146,8 @@ export type LockStatus =
   | { state: 'free' }
   /** Held by a live process on this host. */
   | { state: 'live'; holder: LockInfo }
-  /** Left by a process on this host that is gone: the next run takes it over. */
-  | { state: 'stale'; holder: LockInfo }
+  /** Left by a process on this host that is gone (or a zombie, or its pid was reused): the next run takes it over. */
+  | { state: 'stale'; holder: LockInfo; why: 'dead-process' | 'pid-reused' }
   /** Held from another host: we cannot tell whether it is alive. */
   | { state: 'foreign'; holder: LockInfo }
   /** Not a lock (empty or garbage): the next run takes it over. */
@@ -174,6 +183,7 @@ function parseLockInfo(text: string): (LockInfo & { token?: string }) | null {
     host: o.host,
     startedAt: o.startedAt,
     ...(typeof o.command === 'string' ? { command: o.command } : {}),
+    ...(typeof o.processStart === 'string' && o.processStart !== '' ? { processStart: o.processStart } : {}),
     ...(typeof o.token === 'string' ? { token: o.token } : {}),
   };
 }
@@ -183,18 +193,8 @@ const publicInfo = (i: LockInfo & { token?: string }): LockInfo => ({
   host: i.host,
   startedAt: i.startedAt,
   ...(i.command !== undefined ? { command: i.command } : {}),
+  ...(i.processStart !== undefined ? { processStart: i.processStart } : {}),
 });
-
-/** Whether a process with this pid exists (EPERM: it exists but is not ours). */
-export function pidAlive(pid: number): boolean {
-  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 async function readRaw(file: string): Promise<{ text: string; mtimeMs: number } | null> {
   try {
@@ -285,7 +285,17 @@ function classify(text: string): LockStatus {
   if (!holder) return { state: 'unparseable', text };
   const info = publicInfo(holder);
   if (holder.host !== os.hostname()) return { state: 'foreign', holder: info };
-  return pidAlive(holder.pid) ? { state: 'live', holder: info } : { state: 'stale', holder: info };
+  const holderState = sameProcessAlive(holder.pid, holder.processStart);
+  switch (holderState) {
+    case 'alive':
+      return { state: 'live', holder: info };
+    case 'gone':
+      return { state: 'stale', holder: info, why: 'dead-process' };
+    case 'reused':
+      return { state: 'stale', holder: info, why: 'pid-reused' };
+    default:
+      return assertNever(holderState, 'holder state');
+  }
 }
 
 function makeLock(file: string, info: LockInfo, token: string, takenOver?: LockTakeover): Lock {
@@ -322,8 +332,9 @@ function makeLock(file: string, info: LockInfo, token: string, takenOver?: LockT
 
 /**
  * Takes the run lock next to `planPath`. A live holder on this host, or any holder on another
- * host, makes it `held`. A holder on this host whose process is gone, or a lock file that is
- * not a lock, is replaced (reported in `takenOver`).
+ * host, makes it `held`. A holder on this host whose process is gone or a zombie, or whose pid
+ * now runs a process with another start time, or a lock file that is not a lock, is replaced at
+ * once (reported in `takenOver`).
  *
  * Several processes finding the same stale lock: a takeover guard (`plan.lock.takeover`, a
  * directory) lets exactly one replace it.
@@ -348,7 +359,7 @@ export async function acquireLock(planPath: string, info: LockInfo): Promise<Res
       case 'foreign':
         return err({ kind: 'held', holder: status.holder });
       case 'stale':
-        takeover = { previous: status.holder, reason: 'dead-process' };
+        takeover = { previous: status.holder, reason: status.why };
         break;
       case 'unparseable':
         if (Date.now() - current.mtimeMs < UNPARSEABLE_GRACE_MS) {
@@ -395,9 +406,13 @@ export async function isLocked(planPath: string): Promise<boolean> {
 }
 
 /** The LockInfo for this process. */
-export const currentLockInfo = (command?: string): LockInfo => ({
-  pid: process.pid,
-  host: os.hostname(),
-  startedAt: new Date().toISOString(),
-  ...(command !== undefined ? { command } : {}),
-});
+export function currentLockInfo(command?: string): LockInfo {
+  const processStart = processStartTime(process.pid);
+  return {
+    pid: process.pid,
+    host: os.hostname(),
+    startedAt: new Date().toISOString(),
+    ...(command !== undefined ? { command } : {}),
+    ...(processStart !== null ? { processStart } : {}),
+  };
+}

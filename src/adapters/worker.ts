@@ -11,8 +11,11 @@
 //   in its group is killed the same way.
 // - stdout is read line by line into the stream-json parser and a readable log; nothing keeps
 //   the whole output, and the log write stream pushes back on the pipe when the disk is slow.
+//   The parser sees every line; the log keeps each attempt's first and last megabytes (see
+//   `LogLimit`) with a line saying how much was cut between them.
+// - Process groups are signalled and watched through `processes.ts`.
 
-import { createWriteStream, existsSync, readdirSync, readFileSync, type WriteStream } from 'node:fs';
+import { createWriteStream, existsSync, type WriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -20,6 +23,7 @@ import { execa } from 'execa';
 import { describeWorkerFailure, type WorkerRun } from '../core/failure.ts';
 import { workerSettings } from '../core/scope.ts';
 import { readLoginSettings } from './claude-settings.ts';
+import { groupAlive, killTrackedGroups, terminateGroup, trackGroup, untrackGroup } from './processes.ts';
 import {
   formatEventForLog,
   formatRawLineForLog,
@@ -54,6 +58,8 @@ export interface WorkerRequest {
   killGraceMs?: number;
   /** How long a worker may linger after its `result` event before its group is killed. Default 10 000 ms. */
   postResultGraceMs?: number;
+  /** How much of this attempt's output the log keeps. Default 8 MiB head + 2 MiB tail. */
+  logLimit?: LogLimit;
 }
 
 const DEFAULT_KILL_GRACE_MS = 3000;
@@ -83,60 +89,9 @@ export function buildWorkerArgs(
 const redacted = (inherited: Record<string, unknown>): Record<string, unknown> =>
   Object.fromEntries(Object.keys(inherited).map((k) => [k, '<from your Claude Code user settings>']));
 
-// Process groups of live workers, so a dying orchestrator does not leave them running: detached
-// workers are outside the terminal's process group and execa's `cleanup` skips detached children.
-const liveGroups = new Set<number>();
-let exitHookInstalled = false;
-
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.on('exit', () => {
-    for (const pgid of liveGroups) signalGroup(pgid, 'SIGKILL');
-  });
-}
-
-function signalGroup(pgid: number, sig: NodeJS.Signals | 0): boolean {
-  try {
-    process.kill(-pgid, sig);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * Whether any process of the group still runs. `kill(-pgid, 0)` alone also counts zombies, and
- * orphans stay zombies where the container's init does not reap them, so on Linux look in /proc.
- */
-export function groupAlive(pgid: number): boolean {
-  if (!signalGroup(pgid, 0)) return false;
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return true; // no /proc: trust kill(0)
-  }
-  for (const e of entries) {
-    if (e.charCodeAt(0) < 48 || e.charCodeAt(0) > 57) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${e}/stat`, 'utf8');
-    } catch {
-      continue;
-    }
-    // pid (comm) state ppid pgrp …; comm may contain spaces and parentheses.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(fields[2]) === pgid && fields[0] !== 'Z' && fields[0] !== 'X') return true;
-  }
-  return false;
-}
-
-/** Send SIGTERM (then SIGKILL after `graceMs`) to every live worker's process group. */
+/** Send SIGTERM (then SIGKILL after `graceMs`) to every live worker's and shell check's process group. */
 export function killAllWorkers(graceMs = DEFAULT_KILL_GRACE_MS): void {
-  const groups = [...liveGroups];
-  for (const g of groups) signalGroup(g, 'SIGTERM');
-  if (groups.length) setTimeout(() => groups.forEach((g) => signalGroup(g, 'SIGKILL')), graceMs).unref();
+  killTrackedGroups(graceMs);
 }
 
 const shellQuote = (s: string): string => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
@@ -147,12 +102,38 @@ function stamp(t0: number): string {
   return `[${String(m).padStart(2, '0')}:${(s - m * 60).toFixed(1).padStart(4, '0')}]`;
 }
 
-/** Writes to the log, pausing the given sources while the file stream is backed up. */
+/** How much of one attempt's output the log keeps: its first `headBytes` and its last `tailBytes`. */
+export interface LogLimit {
+  headBytes: number;
+  tailBytes: number;
+}
+
+export const DEFAULT_LOG_LIMIT: LogLimit = { headBytes: 8 * 1024 * 1024, tailBytes: 2 * 1024 * 1024 };
+
+const mib = (bytes: number): string => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+
+/**
+ * Writes to the log, pausing the given sources while the file stream is backed up. Past the head
+ * bound it stops writing and keeps only the newest lines in memory (within the tail bound); at
+ * close it writes a line saying what was cut, then those lines, so the log ends with the real end.
+ */
 class LogWriter {
   private waiting = false;
   private closed = false;
   private readonly paused = new Set<Readable>();
-  constructor(private readonly out: WriteStream) {
+  private written = 0;
+  private cutting = false;
+  // The tail as a queue: `tail[tailStart..]` are the kept lines, oldest first.
+  private tail: Array<{ text: string; bytes: number }> = [];
+  private tailStart = 0;
+  private tailBytes = 0;
+  private cutBytes = 0;
+  private cutLines = 0;
+
+  constructor(
+    private readonly out: WriteStream,
+    private readonly limit: LogLimit,
+  ) {
     out.on('drain', () => {
       this.waiting = false;
       for (const s of this.paused) s.resume();
@@ -162,8 +143,20 @@ class LogWriter {
       /* a log that cannot be written must not fail the run */
     });
   }
+
   line(text: string, source?: Readable): void {
     if (this.closed || this.out.destroyed) return;
+    const bytes = Buffer.byteLength(text) + 1;
+    if (!this.cutting && this.written + bytes <= this.limit.headBytes) {
+      this.written += bytes;
+      this.write(text, source);
+      return;
+    }
+    this.cutting = true;
+    this.keepInTail(text, bytes);
+  }
+
+  private write(text: string, source?: Readable): void {
     const ok = this.out.write(text + '\n');
     if (!ok) this.waiting = true;
     if (this.waiting && source && !source.destroyed) {
@@ -171,8 +164,57 @@ class LogWriter {
       this.paused.add(source);
     }
   }
+
+  private keepInTail(text: string, bytes: number): void {
+    const max = Math.max(0, this.limit.tailBytes);
+    if (bytes > max) {
+      // A single line longer than the whole tail: keep its end.
+      const kept = max > 1 ? Buffer.from(text).subarray(-(max - 1)).toString('utf8') : '';
+      const keptBytes = max > 1 ? Buffer.byteLength(kept) + 1 : 0;
+      this.cutBytes += bytes - keptBytes;
+      this.dropTail(this.tailBytes);
+      if (keptBytes > 0) this.push(kept, keptBytes);
+      return;
+    }
+    this.push(text, bytes);
+    this.dropTail(this.tailBytes - max);
+  }
+
+  private push(text: string, bytes: number): void {
+    this.tail.push({ text, bytes });
+    this.tailBytes += bytes;
+  }
+
+  /** Drops the oldest tail lines until at least `bytes` are gone. */
+  private dropTail(bytes: number): void {
+    let freed = 0;
+    while (freed < bytes && this.tailStart < this.tail.length) {
+      const oldest = this.tail[this.tailStart++]!;
+      freed += oldest.bytes;
+      this.tailBytes -= oldest.bytes;
+      this.cutBytes += oldest.bytes;
+      this.cutLines++;
+    }
+    // Compact now and then, so the queue's array does not grow with every line ever seen.
+    if (this.tailStart > 1024 && this.tailStart * 2 > this.tail.length) {
+      this.tail = this.tail.slice(this.tailStart);
+      this.tailStart = 0;
+    }
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
+    if (this.cutting && !this.out.destroyed) {
+      if (this.cutBytes > 0) {
+        this.write(
+          `==== log cut: ${this.cutBytes} bytes (${mib(this.cutBytes)}, ${this.cutLines} whole lines) of this attempt's log omitted here; ` +
+            `the log keeps the first ${mib(this.limit.headBytes)} and the last ${mib(this.limit.tailBytes)} of each attempt ====`,
+        );
+      }
+      for (let i = this.tailStart; i < this.tail.length; i++) this.write(this.tail[i]!.text);
+      this.tail = [];
+      this.tailStart = 0;
+    }
     this.closed = true;
     for (const s of this.paused) s.resume();
     this.paused.clear();
@@ -192,7 +234,7 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
   if (!existsSync(req.cwd)) throw new Error(`worker cwd does not exist: ${req.cwd}`);
 
   await mkdir(dirname(req.logPath), { recursive: true });
-  const log = new LogWriter(createWriteStream(req.logPath, { flags: 'a' }));
+  const log = new LogWriter(createWriteStream(req.logPath, { flags: 'a' }), req.logLimit ?? DEFAULT_LOG_LIMIT);
   const parser = new StreamJsonParser({ cwd: req.cwd });
   const inherited = await readLoginSettings(req.env ?? process.env);
   const args = buildWorkerArgs(req, inherited);
@@ -243,24 +285,16 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
   });
   const pid = subprocess.pid;
   if (pid !== undefined) {
-    liveGroups.add(pid);
-    installExitHook();
+    trackGroup(pid);
     req.onSpawn?.(pid);
   }
 
   // ---- killing -------------------------------------------------------------------------------
-  let terminating = false;
-  let killTimer: NodeJS.Timeout | undefined;
-  let groupKilled = false;
+  let termination: Promise<boolean> | undefined;
   const terminate = (why: string): void => {
-    if (terminating || pid === undefined) return;
-    terminating = true;
+    if (termination !== undefined || pid === undefined) return;
     log.line(`${stamp(t0)} ! killing the worker's process group (${why})`);
-    signalGroup(pid, 'SIGTERM');
-    killTimer = setTimeout(() => {
-      groupKilled = true;
-      signalGroup(pid, 'SIGKILL');
-    }, killGraceMs);
+    termination = terminateGroup(pid, killGraceMs);
   };
 
   let killedForAuth = false;
@@ -325,7 +359,7 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
   // ---- leader exit: clean up the rest of its group, and do not wait forever for pipes -------
   let pipeTimer: NodeJS.Timeout | undefined;
   subprocess.on('exit', () => {
-    if (pid !== undefined && !terminating && groupAlive(pid)) terminate('left processes behind');
+    if (pid !== undefined && termination === undefined && groupAlive(pid)) terminate('left processes behind');
     // A process that escaped the group could hold our pipes open; stop reading after the grace.
     pipeTimer = setTimeout(() => {
       stdout.destroy();
@@ -335,18 +369,13 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
 
   const result = await subprocess;
 
-  // If the group got SIGTERM, give stragglers the rest of the grace period, then SIGKILL them.
-  if (pid !== undefined && terminating && !groupKilled) {
-    const deadline = performance.now() + killGraceMs;
-    while (groupAlive(pid) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    if (groupAlive(pid)) signalGroup(pid, 'SIGKILL');
-  }
+  // The group got SIGTERM: stragglers get the rest of the grace period, then SIGKILL.
+  if (termination !== undefined) await termination;
   clearTimeout(timeoutTimer);
-  clearTimeout(killTimer);
   clearTimeout(postResultTimer);
   clearTimeout(pipeTimer);
   req.signal?.removeEventListener('abort', onAbort);
-  if (pid !== undefined) liveGroups.delete(pid);
+  if (pid !== undefined) untrackGroup(pid);
 
   if (result.exitCode !== undefined) exit.exitCode = result.exitCode;
   if (result.signal !== undefined) exit.signal = result.signal;

@@ -5,8 +5,8 @@ import { constants } from 'node:fs';
 import { access, realpath, stat } from 'node:fs/promises';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { Git } from '../adapters/git.ts';
-import { acquireLock, currentLockInfo, writePlanAtomic } from '../adapters/plan-store.ts';
-import { WorkerRegistry, killOrphanedWorkers, registryPathFor } from '../adapters/orphans.ts';
+import { type LockTakeover, acquireLock, currentLockInfo, writePlanAtomic } from '../adapters/plan-store.ts';
+import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../adapters/orphans.ts';
 import { killAllWorkers, runWorker } from '../adapters/worker.ts';
 import type { RunEventBody, StopReason } from '../core/events.ts';
 import { assertNever } from '../core/failure.ts';
@@ -185,21 +185,14 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
   const reporter = await createReporter({ io, json: s.json, runId, planPath: s.planPath, plan });
   const emit = (e: RunEventBody) => reporter.emit(e);
   if (lock.value.takenOver) {
-    const { previous } = lock.value.takenOver;
-    emit({
-      type: 'notice',
-      level: 'warning',
-      message: previous ? `took over a stale lock left by pid ${previous.pid} (started ${previous.startedAt}), which is no longer running` : 'replaced an unreadable lock file (left by a crash)',
-    });
+    emit({ type: 'notice', level: 'warning', message: describeTakeover(lock.value.takenOver) });
   }
 
-  // Workers a killed run left behind are still editing files: stop them before anything else.
+  // Workers and checks a killed run left behind are still editing files: stop them before anything else.
   const registryPath = registryPathFor(s.planPath);
-  const orphans = await killOrphanedWorkers(registryPath);
-  if (orphans.length > 0) {
-    emit({ type: 'notice', level: 'warning', message: `stopped ${orphans.length} worker process group(s) left running by an earlier run (tasks ${orphans.map((r) => r.task).join(', ')})` });
-  }
-  const registry = new WorkerRegistry(registryPath);
+  const orphans = await killOrphans(registryPath);
+  if (orphans.length > 0) emit({ type: 'notice', level: 'warning', message: describeOrphans(orphans) });
+  const registry = new ProcessRegistry(registryPath);
   const indexLock = await git.clearStaleIndexLock();
   if (indexLock === 'removed') emit({ type: 'notice', level: 'warning', message: 'removed a stale .git/index.lock left by a git process that was killed' });
 
@@ -228,7 +221,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     if (indexLock === 'held') {
       throw new CliError(EXIT.cannotRun, ['another git process is using this repository (.git/index.lock is held open); wait for it to finish and run again']);
     }
-    const setup = await setupRun(plan, { repo: s.repo, git, commit: s.commit, checkTimeoutMs: s.checkTimeoutMs, signal: controller.signal });
+    const setup = await setupRun(plan, { repo: s.repo, git, commit: s.commit, checkTimeoutMs: s.checkTimeoutMs, signal: controller.signal, registry });
     if (!setup.ok) {
       const problem = describeSetupProblem(setup.problem);
       throw new CliError(problem.code, problem.lines);
@@ -312,6 +305,21 @@ export function resumeAdvice(plan: Plan): string {
   const which = stuck.length === 1 ? `task ${stuck[0]} is ${statusOf(plan.tasks[stuck[0]!]!)}` : `tasks ${stuck.join(', ')} are failed or blocked`;
   const commands = stuck.map((i) => `\`bin/foreman plan retry ${i}\``).join(', ');
   return `${which}, and running the same command again will not retry ${stuck.length === 1 ? 'it' : 'them'}${pending ? ' (it only resumes the pending tasks)' : ''}. Fix the cause, then put ${stuck.length === 1 ? 'it' : 'them'} back with \`plan retry N\` (${commands}; tasks skipped because of ${stuck.length === 1 ? 'it' : 'them'} come back too) and run the same command again`;
+}
+
+/** The notice for a lock taken over from a run that is gone. */
+export function describeTakeover(takeover: LockTakeover): string {
+  const { previous } = takeover;
+  switch (takeover.reason) {
+    case 'dead-process':
+    case 'pid-reused':
+      if (previous === null) return 'took over a stale lock';
+      return `took over a stale lock left by pid ${previous.pid} (started ${previous.startedAt}), ${takeover.reason === 'dead-process' ? 'which is no longer running' : 'a pid that now belongs to another process'}`;
+    case 'unparseable':
+      return 'replaced an unreadable lock file (left by a crash)';
+    default:
+      return assertNever(takeover.reason, 'lock takeover');
+  }
 }
 
 export function exitCodeFor(reason: StopReason): ExitCode {

@@ -5,7 +5,7 @@
 import { realpath } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Git, type GitFailure, describeGitFailure } from '../adapters/git.ts';
-import type { WorkerRegistry } from '../adapters/orphans.ts';
+import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import type { WorkerRequest } from '../adapters/worker.ts';
 import type { RunEventBody, StopReason } from '../core/events.ts';
 import { type WorkerFailure, type WorkerRun, assertNever, describeWorkerFailure, ok } from '../core/failure.ts';
@@ -49,8 +49,8 @@ export interface EngineOptions {
   emit: (e: RunEventBody) => void;
   save: (plan: Plan) => Promise<void>;
   runWorker: (req: WorkerRequest) => Promise<WorkerRun>;
-  /** Records live worker groups on disk so a run after a crash can kill the orphans. */
-  registry?: WorkerRegistry;
+  /** Records live worker and check groups on disk so a run after a crash can kill the orphans. */
+  registry?: ProcessRegistry;
 }
 
 export interface EngineResult {
@@ -140,8 +140,7 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
     controllers.set(index, controller);
     const budget = task.agent?.maxBudgetUsd ?? o.taskBudgetUsd;
     const work = (async (): Promise<Finished> => {
-      let pgid: number | undefined;
-      const run = await o.runWorker({
+      const run = await recorded(o.registry, { kind: 'worker', task: index }, (onSpawn) => o.runWorker({
         taskIndex: index,
         attempt,
         prompt,
@@ -157,12 +156,8 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
         env: o.env,
         signal: controller.signal,
         onActivity: (a) => o.emit({ type: 'task-activity', task: index, text: a.text, costUsd: a.costUsd }),
-        onSpawn: (g) => {
-          pgid = g;
-          void o.registry?.add(index, g);
-        },
-      });
-      if (pgid !== undefined) await o.registry?.remove(pgid);
+        onSpawn,
+      }));
       const judgement = judgeRun(run);
       let verification: Verification | undefined;
       let beside: number[] | undefined;
@@ -176,6 +171,7 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
           signal: controller.signal,
           declaredElsewhere: dirtyByOthers(plan, index),
           baselineDirty: new Set([...o.baselineDirty, ...reportedOutside]),
+          record: o.registry ? { registry: o.registry, task: index } : undefined,
         });
         // An interrupt during the acceptance checks makes their verdict meaningless.
         if (controller.signal.aborted) return { index, attempt, run, decision: { kind: 'interrupted' } };

@@ -21,6 +21,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Git, GitFailure } from '../adapters/git.ts';
 import { journalPathFor, openJournal, readJournal } from '../adapters/journal.ts';
+import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../adapters/orphans.ts';
 import { writeFileAtomic, writePlanAtomic } from '../adapters/plan-store.ts';
 import type { RunEventBody, RunOutcome, StopReason, TaskOutcome } from '../core/events.ts';
 import { type Result, type WorkerRun, assertNever, err, ok } from '../core/failure.ts';
@@ -274,9 +275,14 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
     maxAttempts: settings.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
     checkTimeoutMs: settings.checkTimeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS,
   };
-  const setup = await setupRun(plan, { repo: ctx.repo, git: ctx.git, commit: true, checkTimeoutMs: session.checkTimeoutMs, env: ctx.env });
+  // Checks a killed step left behind may still be writing files: stop them before anything else.
+  const registryPath = registryPathFor(ctx.planPath);
+  const orphans = await killOrphans(registryPath);
+  const registry = new ProcessRegistry(registryPath);
+  const setup = await setupRun(plan, { repo: ctx.repo, git: ctx.git, commit: true, checkTimeoutMs: session.checkTimeoutMs, env: ctx.env, registry }).finally(() => registry.clear());
   if (!setup.ok) return setup;
   const r = setup.report;
+  if (orphans.length > 0) r.notices.unshift({ level: 'warning', message: describeOrphans(orphans) });
   const commitResult = await commitCompleted(ctx.git, plan, 0);
   if (!commitResult.ok) return { ok: false, problem: { kind: 'git-failed', doing: 'commit the verified work an earlier session left uncommitted', failure: commitResult.error } };
   // Setup commits what an earlier session verified but left uncommitted; anything left is committed here.
@@ -468,6 +474,8 @@ export interface FinalizeOutput {
   complete: boolean;
   /** One line for the lead to show: the round's progress. */
   summary: string;
+  /** Present when something needs saying beyond the results: processes an earlier, killed step left running. */
+  notices?: Array<{ level: 'info' | 'warning'; message: string }>;
 }
 
 /**
@@ -532,6 +540,11 @@ export async function leadFinalize(
   const skips: Skip[] = [];
   const breakers: BreakerDecision[] = [];
   const seen = new Set<number>();
+  // Checks a killed step left behind are ended first (a fresh registry would forget them); this
+  // step's acceptance checks are recorded while they run, so the step after a crash ends them.
+  const registryPath = registryPathFor(ctx.planPath);
+  const orphans = await killOrphans(registryPath);
+  const registry = new ProcessRegistry(registryPath);
   const events: RunEventBody[] = [];
 
   for (const { task: index, output } of results) {
@@ -558,6 +571,7 @@ export async function leadFinalize(
         env: ctx.env,
         declaredElsewhere,
         baselineDirty: new Set(session.baselineDirty),
+        record: { registry, task: index },
       });
     }
     // The subagent's permission denials are not known: the failure reason cannot list them.
@@ -599,6 +613,8 @@ export async function leadFinalize(
     }
   }
 
+  await registry.clear();
+
   const counts = countByStatus(plan);
   const breaker = breakers.find((b) => b.trip) ?? { trip: false, totalTasks: plan.tasks.length, pendingCount: counts.pending, wouldBeSkipped: skips.length };
   const settled = out.filter((r) => r.outcome !== 'ignored');
@@ -617,7 +633,8 @@ export async function leadFinalize(
     ]);
   }
   await writeSession(ctx.planPath, session);
-  return ok({ round: session.round, results: out, retry, skipped: skipRefs(plan, skips), breaker, counts, complete: isComplete(plan), summary });
+  const notices = orphans.length > 0 ? { notices: [{ level: 'warning' as const, message: describeOrphans(orphans) }] } : {};
+  return ok({ round: session.round, results: out, retry, skipped: skipRefs(plan, skips), breaker, counts, complete: isComplete(plan), summary, ...notices });
 }
 
 // ---------------------------------------------------------------------------------------------

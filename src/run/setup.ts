@@ -6,6 +6,7 @@ import { lstat, realpath } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { runShell } from '../adapters/checks.ts';
 import type { Git, GitFailure, RepositoryOperation } from '../adapters/git.ts';
+import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import type { Skip } from '../core/graph.ts';
 import { cascade, depsOf, depths } from '../core/graph.ts';
 import { applyCascade } from '../core/finalize.ts';
@@ -74,6 +75,8 @@ export interface SetupOptions {
   checkTimeoutMs: number;
   env?: NodeJS.ProcessEnv;
   signal?: AbortSignal;
+  /** Where assumption checks are recorded while they run, so a run after a crash ends them. */
+  registry?: ProcessRegistry;
 }
 
 /** Declared paths that lead outside the repository through a symlink somewhere along them. */
@@ -264,7 +267,8 @@ async function checkAssumptions(plan: Plan, o: SetupOptions): Promise<Assumption
   for (const [i, task] of plan.tasks.entries()) {
     if (statusOf(task) !== 'pending') continue;
     for (const a of task.agent?.assumptions ?? []) {
-      const r = await runShell(a.verify, { cwd: o.repo, timeoutMs: o.checkTimeoutMs, env: o.env, signal: o.signal });
+      const role = { kind: 'assumption-check' as const, task: i, command: a.verify };
+      const r = await recorded(o.registry, role, (onSpawn) => runShell(a.verify, { cwd: o.repo, timeoutMs: o.checkTimeoutMs, env: o.env, signal: o.signal, onSpawn }));
       results.push({ task: i, claim: a.claim, verify: a.verify, severity: a.severity, passed: r.exitCode === 0 && !r.timedOut, output: r.output });
     }
   }

@@ -5,6 +5,7 @@ import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runShell } from '../adapters/checks.ts';
 import type { Git } from '../adapters/git.ts';
+import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import type { AcceptanceResult, Verification } from '../core/finalize.ts';
 import { coveredBy, isDirPath } from '../core/paths.ts';
 import { type Plan, type Task, statusOf, writesOf } from '../core/plan.ts';
@@ -19,6 +20,8 @@ export interface VerifyOptions {
   declaredElsewhere?: readonly string[];
   /** Paths that were already dirty when the run started (a person's unrelated edits). */
   baselineDirty?: ReadonlySet<string>;
+  /** Where the acceptance checks are recorded while they run (so a run after a crash ends them), and for which task. */
+  record?: { registry: ProcessRegistry; task: number };
 }
 
 /**
@@ -53,7 +56,8 @@ export async function spotCheck(task: Task, o: Pick<VerifyOptions, 'repo' | 'git
 export async function runAcceptance(task: Task, o: VerifyOptions): Promise<AcceptanceResult[]> {
   const results: AcceptanceResult[] = [];
   for (const c of task.agent?.acceptanceCriteria ?? []) {
-    const r = await runShell(c.check, { cwd: o.repo, timeoutMs: o.checkTimeoutMs, signal: o.signal, env: o.env });
+    const role = { kind: 'acceptance-check' as const, task: o.record?.task ?? -1, command: c.check };
+    const r = await recorded(o.record?.registry, role, (onSpawn) => runShell(c.check, { cwd: o.repo, timeoutMs: o.checkTimeoutMs, signal: o.signal, env: o.env, onSpawn }));
     results.push({
       criterion: c.criterion,
       check: c.check,

@@ -9,11 +9,13 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
 import { parsePlan } from '../../src/core/validate.ts';
-import { executeScript, fakeWorker, runExecute, tsxLoader } from '../support/execute.ts';
+import { groupAlive, processStartTime } from '../../src/adapters/processes.ts';
+import { executeScript, fakeWorker, planScript, runExecute, runPlanTool, tsxLoader } from '../support/execute.ts';
 import type { TempGitRepo } from '../support/git-repo.ts';
 import { type FakeEvent, fakeEvents, repoWithPlan } from '../support/fake-run.ts';
 import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
 import { alive } from '../support/processes.ts';
+import { makeZombie } from '../support/zombies.ts';
 
 const repos: TempGitRepo[] = [];
 const children: ResultPromise[] = [];
@@ -141,9 +143,92 @@ describe('interrupts', () => {
     await writeFile(planPath, JSON.stringify(plan));
     const r = await runExecute(repo.dir);
     expect(r.exitCode).toBe(0);
-    expect(r.stdout).toMatch(/stopped \d worker process group/);
+    expect(r.stdout).toMatch(/stopped 2 process group\(s\) left running by an earlier run: the worker of task [01]; the worker of task [01]/);
     expect(orphans.filter(alive)).toEqual([]);
     expect(await readFile(join(repo.dir, 'a.txt'), 'utf8')).toBe('a');
+  });
+});
+
+describe('nothing left running after a crash', () => {
+  // Check groups to kill should a test fail before foreman ends them.
+  const leftovers: number[] = [];
+  afterEach(() => {
+    for (const g of leftovers.splice(0)) {
+      try {
+        process.kill(-g, 'SIGKILL');
+      } catch {
+        // gone, as it should be
+      }
+    }
+  });
+
+  /**
+   * An acceptance check that, the first time, records its shell's pid (= its process group) and
+   * sleeps before overwriting the verified file; later runs of it pass at once.
+   */
+  async function sleepyCheck() {
+    const scratch = await mkdtemp(join(tmpdir(), 'foreman-check-'));
+    const pidFile = join(scratch, 'check.pid');
+    const check = `if [ -e ${pidFile} ]; then exit 0; fi; echo $$ > ${pidFile}; sleep 1000; echo late > a.txt`;
+    return { scratch, pidFile, check };
+  }
+
+  it('an acceptance check orphaned by kill -9 of the run is ended by the next run and never writes', async () => {
+    const { scratch, pidFile, check } = await sleepyCheck();
+    try {
+      const { repo, journal } = await setup(makePlan([fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a exists', check }], fake: { write: { 'a.txt': 'a\n' } } })]));
+      const child = start(repo.dir, journal);
+      await waitFor('the acceptance check to start', async () => existsSync(pidFile) && (await readFile(pidFile, 'utf8')).trim() !== '');
+      const checkGroup = Number((await readFile(pidFile, 'utf8')).trim());
+      leftovers.push(checkGroup);
+      // The check is recorded in the registry, saying what it is.
+      const records = JSON.parse(await readFile(join(repo.dir, '.design/workers.json'), 'utf8')) as Array<Record<string, unknown>>;
+      expect(records).toEqual([expect.objectContaining({ kind: 'acceptance-check', task: 0, command: check, pgid: checkGroup })]);
+      child.kill('SIGKILL');
+      await child;
+      expect(alive(checkGroup)).toBe(true); // the check outlived the orchestrator
+
+      const r = await runExecute(repo.dir);
+      expect(r.exitCode, r.stderr).toBe(0);
+      expect(r.stdout).toContain(`stopped 1 process group(s) left running by an earlier run: the acceptance check of task 0 (\`${check}\`)`);
+      expect(alive(checkGroup)).toBe(false);
+      expect(groupAlive(checkGroup)).toBe(false); // its sleep too: nothing is left to write
+      expect(await readFile(join(repo.dir, 'a.txt'), 'utf8')).toBe('a\n');
+      expect(await repo.git(['show', 'HEAD:a.txt'])).toBe('a\n');
+      expect(existsSync(join(repo.dir, '.design/workers.json'))).toBe(false);
+    } finally {
+      await rm(scratch, { recursive: true, force: true });
+    }
+  });
+
+  it('plan setup (the /execute skill) ends a check that a killed finalize left running', async () => {
+    const { scratch, pidFile, check } = await sleepyCheck();
+    try {
+      const { repo, planPath } = await setup(makePlan([fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a exists', check }] })]));
+      expect((await runPlanTool(repo.dir, ['setup'])).exitCode).toBe(0);
+      expect((await runPlanTool(repo.dir, ['next'])).exitCode).toBe(0);
+      await writeFile(join(repo.dir, 'a.txt'), 'a\n');
+      const results = join(scratch, 'results.json');
+      await writeFile(results, JSON.stringify([{ task: 0, output: 'COMPLETED: made a' }]));
+      const finalize = execa('node', ['--import', tsxLoader, planScript, 'finalize', '--results', results], { cwd: repo.dir, reject: false, stdin: 'ignore' });
+      children.push(finalize);
+      await waitFor('the acceptance check to start', async () => existsSync(pidFile) && (await readFile(pidFile, 'utf8')).trim() !== '');
+      const checkGroup = Number((await readFile(pidFile, 'utf8')).trim());
+      leftovers.push(checkGroup);
+      finalize.kill('SIGKILL');
+      await finalize;
+      expect(alive(checkGroup)).toBe(true);
+
+      const r = await runPlanTool(repo.dir, ['setup']);
+      expect(r.exitCode, r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout) as { notices: Array<{ level: string; message: string }>; reset: number[] };
+      expect(out.notices).toContainEqual({ level: 'warning', message: `stopped 1 process group(s) left running by an earlier run: the acceptance check of task 0 (\`${check}\`)` });
+      expect(out.reset).toEqual([0]);
+      expect(groupAlive(checkGroup)).toBe(false);
+      expect((await readPlan(planPath)).tasks[0]!.status ?? 'pending').toBe('pending');
+    } finally {
+      await rm(scratch, { recursive: true, force: true });
+    }
   });
 });
 
@@ -168,6 +253,28 @@ describe('one run at a time', () => {
     const r = await runExecute(repo.dir);
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toMatch(/took over a stale lock left by pid \d+/);
+  });
+
+  it('takes over at once a lock held by a zombie, or by a pid now running another process', async () => {
+    const zombie = await makeZombie();
+    try {
+      const { repo } = await setup(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a' } } })]));
+      const lockFile = join(repo.dir, '.design/plan.lock');
+      await writeFile(lockFile, JSON.stringify({ pid: zombie.pid, host: hostname(), startedAt: '2026-01-01T00:00:00Z', command: 'execute', processStart: processStartTime(zombie.pid) }));
+      const r = await runExecute(repo.dir);
+      expect(r.exitCode, r.stderr).toBe(0);
+      expect(r.stdout).toContain(`took over a stale lock left by pid ${zombie.pid} (started 2026-01-01T00:00:00Z), which is no longer running`);
+
+      // The zombie's parent is alive: its pid with a start time that is not its own is a reused pid.
+      const parent = zombie.parent.pid!;
+      const { repo: again } = await setup(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a' } } })]));
+      await writeFile(join(again.dir, '.design/plan.lock'), JSON.stringify({ pid: parent, host: hostname(), startedAt: '2026-01-01T00:00:00Z', processStart: `${processStartTime(parent)}9` }));
+      const reused = await runExecute(again.dir);
+      expect(reused.exitCode, reused.stderr).toBe(0);
+      expect(reused.stdout).toContain(`took over a stale lock left by pid ${parent} (started 2026-01-01T00:00:00Z), a pid that now belongs to another process`);
+    } finally {
+      zombie.parent.kill('SIGKILL');
+    }
   });
 
   it('refuses plan-changing commands while a run holds the lock', async () => {

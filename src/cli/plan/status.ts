@@ -83,7 +83,8 @@ export const status: Command = {
       const since = formatElapsed(now - timeOf(holder.startedAt));
       io.out(`Run in progress: pid ${holder.pid} on host ${holder.host} holds the lock since ${holder.startedAt} (${since})${holder.command ? `: ${holder.command}` : ''}${lockStatus.state === 'foreign' ? ' (another host: cannot check that it is alive)' : ''}`);
     } else if (holder && lockStatus.state === 'stale') {
-      io.out(`Stale lock: pid ${holder.pid} on host ${holder.host} (started ${holder.startedAt}) is gone; the next run takes the lock over.`);
+      const gone = lockStatus.why === 'pid-reused' ? 'is gone (its pid now belongs to another process)' : 'is gone';
+      io.out(`Stale lock: pid ${holder.pid} on host ${holder.host} (started ${holder.startedAt}) ${gone}; the next run takes the lock over.`);
     } else if (lockStatus.state === 'unparseable') {
       io.out('The lock file is not a lock (empty or damaged); the next run takes it over.');
     }

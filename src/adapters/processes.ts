@@ -1,0 +1,282 @@
+// The one module that asks the OS about processes and signals them: workers, shell checks, the
+// orphan registry and the run lock all go through it.
+//
+// - "Alive" means running: a zombie (exited, not yet reaped by its parent) or a dead process counts
+//   as gone. `kill(pid, 0)` alone counts zombies, and in a container whose init never reaps orphans
+//   a killed process stays a zombie forever, so on Linux the state comes from /proc, elsewhere from
+//   `ps`.
+// - A process's start time tells a pid from a later process that reused it.
+// - Killing a group also kills what its members started in groups of their own: Claude Code runs
+//   each Bash tool command in a new session (seen on 2.1.330, test/support/CLI-NOTES.md), so a
+//   SIGKILL to the worker's group alone would leave those commands running. They are found
+//   through the parent links while the worker still lives.
+// - Groups foreman started are tracked while they run, so they are killed even when the
+//   orchestrator exits without cleaning up (`process.exit`, an uncaught error).
+
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** Whether /proc describes processes here (Linux). Checked once. */
+let procfs: boolean | undefined;
+function hasProcfs(): boolean {
+  if (procfs === undefined) {
+    try {
+      readFileSync('/proc/self/stat', 'utf8');
+      procfs = true;
+    } catch {
+      procfs = false;
+    }
+  }
+  return procfs;
+}
+
+interface ProcStat {
+  /** One letter: R, S, D, Z (zombie), X (dead), T, I, … */
+  state: string;
+  ppid: number;
+  pgrp: number;
+  /** Field 22: clock ticks since boot. */
+  startTime: string;
+}
+
+/** /proc/<pid>/stat, or null when there is no such process. */
+function procStat(pid: number): ProcStat | null {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  // pid (comm) state ppid pgrp …; comm may contain spaces and parentheses.
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return { state: fields[0] ?? '', ppid: Number(fields[1]), pgrp: Number(fields[2]), startTime: fields[19] ?? '' };
+}
+
+const isGone = (state: string): boolean => state.startsWith('Z') || state.startsWith('X');
+
+/** `ps` output, or null when ps is missing or failed (it exits 1 when no process matches). */
+function ps(args: string[]): string | null {
+  try {
+    return execFileSync('ps', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  } catch {
+    return null;
+  }
+}
+
+const validPid = (pid: number): boolean => Number.isSafeInteger(pid) && pid > 0;
+
+/** `kill(target, signal)`; false when nothing received it (ESRCH) or it was not ours to signal (EPERM). */
+function send(target: number, signal: NodeJS.Signals | 0): { delivered: boolean; exists: boolean } {
+  try {
+    process.kill(target, signal);
+    return { delivered: true, exists: true };
+  } catch (e) {
+    return { delivered: false, exists: (e as NodeJS.ErrnoException).code === 'EPERM' };
+  }
+}
+
+/** Sends `signal` to every process of group `pgid`. Whether any process received it. */
+export function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
+  if (!validPid(pgid) || pgid === 1) return false;
+  return send(-pgid, signal).delivered;
+}
+
+/** Whether process `pid` runs (a zombie or a process that is gone does not). */
+export function processAlive(pid: number): boolean {
+  if (!validPid(pid)) return false;
+  if (!send(pid, 0).exists) return false;
+  if (hasProcfs()) {
+    const st = procStat(pid);
+    return st !== null && !isGone(st.state);
+  }
+  const out = ps(['-o', 'stat=', '-p', String(pid)]);
+  if (out === null) return true; // no ps to ask: trust kill(0)
+  const state = out.trim();
+  return state !== '' && !isGone(state);
+}
+
+/** Whether any process of group `pgid` runs (zombies do not count). */
+export function groupAlive(pgid: number): boolean {
+  if (!validPid(pgid)) return false;
+  if (!send(-pgid, 0).exists) return false;
+  if (hasProcfs()) {
+    // The leader, when it still leads the group and runs, settles it without a scan.
+    const leader = procStat(pgid);
+    if (leader !== null && leader.pgrp === pgid && !isGone(leader.state)) return true;
+    let entries: string[];
+    try {
+      entries = readdirSync('/proc');
+    } catch {
+      return true;
+    }
+    for (const entry of entries) {
+      const code = entry.charCodeAt(0);
+      if (code < 48 || code > 57) continue;
+      const st = procStat(Number(entry));
+      if (st !== null && st.pgrp === pgid && !isGone(st.state)) return true;
+    }
+    return false;
+  }
+  const out = ps(['-A', '-o', 'pgid=', '-o', 'stat=']);
+  if (out === null) return true; // no ps to ask: trust kill(0)
+  return out.split('\n').some((line) => {
+    const [group, state] = line.trim().split(/\s+/);
+    return Number(group) === pgid && state !== undefined && !isGone(state);
+  });
+}
+
+/** Every process: pid, parent and group (Linux: /proc; elsewhere `ps`), or null when neither answers. */
+function processTable(): Array<{ pid: number; ppid: number; pgrp: number }> | null {
+  if (hasProcfs()) {
+    let entries: string[];
+    try {
+      entries = readdirSync('/proc');
+    } catch {
+      return null;
+    }
+    const table: Array<{ pid: number; ppid: number; pgrp: number }> = [];
+    for (const entry of entries) {
+      const code = entry.charCodeAt(0);
+      if (code < 48 || code > 57) continue;
+      const pid = Number(entry);
+      const st = procStat(pid);
+      if (st !== null && !isGone(st.state)) table.push({ pid, ppid: st.ppid, pgrp: st.pgrp });
+    }
+    return table;
+  }
+  const out = ps(['-A', '-o', 'pid=', '-o', 'ppid=', '-o', 'pgid=', '-o', 'stat=']);
+  if (out === null) return null;
+  return out.split('\n').flatMap((line) => {
+    const [pid, ppid, pgrp, state] = line.trim().split(/\s+/);
+    return pid && state && !isGone(state) ? [{ pid: Number(pid), ppid: Number(ppid), pgrp: Number(pgrp) }] : [];
+  });
+}
+
+/**
+ * The other process groups holding descendants of group `pgid`'s members: what they started in
+ * groups or sessions of their own. Only found while the parent links still lead there (a child
+ * whose parent died is adopted by init).
+ */
+export function descendantGroups(pgid: number): number[] {
+  if (!validPid(pgid)) return [];
+  const table = processTable();
+  if (table === null) return [];
+  const children = new Map<number, number[]>();
+  for (const p of table) {
+    const list = children.get(p.ppid);
+    if (list) list.push(p.pid);
+    else children.set(p.ppid, [p.pid]);
+  }
+  const groupOf = new Map(table.map((p) => [p.pid, p.pgrp]));
+  const queue = table.filter((p) => p.pgrp === pgid).map((p) => p.pid);
+  const seen = new Set(queue);
+  const groups = new Set<number>();
+  const own = groupOf.get(process.pid);
+  while (queue.length > 0) {
+    for (const child of children.get(queue.pop()!) ?? []) {
+      if (seen.has(child)) continue;
+      seen.add(child);
+      queue.push(child);
+      const g = groupOf.get(child);
+      if (g !== undefined && g !== pgid && g > 1 && g !== own) groups.add(g);
+    }
+  }
+  return [...groups];
+}
+
+/** Sends `signal` to group `pgid` and to the groups of its descendants. Returns the groups signalled. */
+export function signalTree(pgid: number, signal: NodeJS.Signals): number[] {
+  const others = descendantGroups(pgid);
+  const hit = [pgid, ...others].filter((g) => signalGroup(g, signal));
+  return hit;
+}
+
+/**
+ * The process's start time as the OS reports it (Linux: /proc field 22, clock ticks since boot;
+ * elsewhere `ps -o lstart`), or null when there is no such process. A zombie still has one.
+ */
+export function processStartTime(pid: number): string | null {
+  if (!validPid(pid)) return null;
+  if (hasProcfs()) {
+    const st = procStat(pid);
+    return st === null || st.startTime === '' ? null : st.startTime;
+  }
+  const out = ps(['-o', 'lstart=', '-p', String(pid)])?.trim();
+  return out ? out : null;
+}
+
+/**
+ * Whether `pid` is still the process that was recorded with `startTime`: it runs, and (when a
+ * start time was recorded) it started then. A zombie, a dead pid and a reused pid all answer no.
+ */
+export function sameProcessAlive(pid: number, startTime: string | undefined): 'alive' | 'gone' | 'reused' {
+  if (!processAlive(pid)) return 'gone';
+  if (startTime === undefined || startTime === '') return 'alive';
+  const now = processStartTime(pid);
+  return now !== null && now !== startTime ? 'reused' : 'alive';
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const POLL_MS = 50;
+/** After SIGKILL, how long to wait for the group to disappear before giving up on it. */
+const AFTER_KILL_WAIT_MS = 2000;
+
+/** Waits until every group in `groups` is gone or `ms` passed. Whether they are all gone. */
+export async function waitForGroupsGone(groups: readonly number[], ms: number): Promise<boolean> {
+  const deadline = performance.now() + ms;
+  for (;;) {
+    if (!groups.some(groupAlive)) return true;
+    if (performance.now() >= deadline) return false;
+    await sleep(Math.min(POLL_MS, Math.max(1, deadline - performance.now())));
+  }
+}
+
+/** Waits until group `pgid` is gone or `ms` passed. Whether it is gone. */
+export const waitForGroupGone = (pgid: number, ms: number): Promise<boolean> => waitForGroupsGone([pgid], ms);
+
+/**
+ * Ends group `pgid` and what its members started in groups of their own: SIGTERM, then SIGKILL
+ * to whatever is left after `graceMs`, then a short wait for it to disappear. Resolves whether
+ * they are all gone.
+ */
+export async function terminateGroup(pgid: number, graceMs: number): Promise<boolean> {
+  const groups = new Set(signalTree(pgid, 'SIGTERM'));
+  if (groups.size === 0) return !groupAlive(pgid);
+  if (await waitForGroupsGone([...groups], graceMs)) return true;
+  for (const g of signalTree(pgid, 'SIGKILL')) groups.add(g);
+  for (const g of groups) signalGroup(g, 'SIGKILL');
+  return waitForGroupsGone([...groups], AFTER_KILL_WAIT_MS);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Groups started by this process
+
+// Detached groups are outside the terminal's process group, and execa's `cleanup` skips detached
+// children, so the orchestrator's exit has to end them itself.
+const liveGroups = new Set<number>();
+let exitHookInstalled = false;
+
+/** Remembers a group this process started, until `untrackGroup`; it is killed if we exit first. */
+export function trackGroup(pgid: number): void {
+  liveGroups.add(pgid);
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const g of liveGroups) signalTree(g, 'SIGKILL');
+  });
+}
+
+export function untrackGroup(pgid: number): void {
+  liveGroups.delete(pgid);
+}
+
+/** SIGTERM every tracked group now, and SIGKILL them after `graceMs` (0: SIGKILL at once). */
+export function killTrackedGroups(graceMs: number): void {
+  const groups = [...liveGroups];
+  if (graceMs <= 0) {
+    for (const g of groups) signalTree(g, 'SIGKILL');
+    return;
+  }
+  const hit = groups.flatMap((g) => signalTree(g, 'SIGTERM'));
+  if (hit.length > 0) setTimeout(() => hit.forEach((g) => signalGroup(g, 'SIGKILL')), graceMs).unref();
+}

@@ -1,0 +1,92 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runShell } from '../src/adapters/checks.ts';
+import { ProcessRegistry, describeOrphans, killOrphans, recorded } from '../src/adapters/orphans.ts';
+import { groupAlive, processStartTime } from '../src/adapters/processes.ts';
+
+let dir: string;
+const started: ChildProcess[] = [];
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'foreman-orphans-'));
+});
+afterEach(async () => {
+  for (const c of started.splice(0)) {
+    try {
+      process.kill(-c.pid!, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+  await rm(dir, { recursive: true, force: true });
+});
+
+function sleeper(): number {
+  const child = spawn('/bin/sh', ['-c', 'sleep 1000 & sleep 1000; wait'], { detached: true, stdio: 'ignore' });
+  started.push(child);
+  return child.pid!;
+}
+
+describe('ProcessRegistry', () => {
+  it('records what each group is while it runs, and forgets it when it is done', async () => {
+    const path = join(dir, 'workers.json');
+    const registry = new ProcessRegistry(path);
+    // The record is written just after the spawn: wait for it, then show it.
+    const command = `echo ${'x'.repeat(300)} >/dev/null; while [ ! -s ${path} ]; do sleep 0.05; done; cat ${path}`;
+    const r = await recorded(registry, { kind: 'acceptance-check', task: 3, command }, (onSpawn) => runShell(command, { cwd: dir, timeoutMs: 10_000, onSpawn }));
+    expect(JSON.parse(r.output)).toEqual([{ kind: 'acceptance-check', task: 3, command: `${command.slice(0, 199)}…`, pgid: expect.any(Number), started: expect.stringMatching(/\S/) }]);
+    expect(JSON.parse(await readFile(path, 'utf8'))).toEqual([]);
+    await registry.clear();
+    expect(existsSync(path)).toBe(false);
+  });
+
+  it('forgets a group even when what started it throws', async () => {
+    const path = join(dir, 'workers.json');
+    const registry = new ProcessRegistry(path);
+    await expect(
+      recorded(registry, { kind: 'worker', task: 0 }, async (onSpawn) => {
+        onSpawn(sleeper());
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    expect(JSON.parse(await readFile(path, 'utf8'))).toEqual([]);
+  });
+});
+
+describe('killOrphans', () => {
+  it('kills recorded groups (records of older versions too), spares a reused pid, and names what it ended', async () => {
+    const path = join(dir, 'workers.json');
+    const check = sleeper();
+    const oldWorker = sleeper();
+    const stranger = sleeper();
+    await writeFile(
+      path,
+      JSON.stringify([
+        { kind: 'assumption-check', task: 2, command: 'test -f x', pgid: check, started: processStartTime(check) },
+        { task: 1, pgid: oldWorker, started: processStartTime(oldWorker) }, // no kind: written by an older version
+        { kind: 'worker', task: 4, pgid: stranger, started: `${processStartTime(stranger)}7` }, // the pid was reused
+        { kind: 'something-else', task: 5, pgid: 999_999, started: '' },
+        'garbage',
+      ]),
+    );
+    const killed = await killOrphans(path);
+    expect(killed.map((r) => [r.kind, r.task])).toEqual([
+      ['assumption-check', 2],
+      ['worker', 1],
+    ]);
+    expect(groupAlive(check)).toBe(false);
+    expect(groupAlive(oldWorker)).toBe(false);
+    expect(groupAlive(stranger)).toBe(true);
+    expect(existsSync(path)).toBe(false);
+    expect(describeOrphans(killed)).toBe('stopped 2 process group(s) left running by an earlier run: the assumption check of task 2 (`test -f x`); the worker of task 1');
+  });
+
+  it('does nothing without a registry file, or with a damaged one', async () => {
+    expect(await killOrphans(join(dir, 'none.json'))).toEqual([]);
+    await writeFile(join(dir, 'bad.json'), '{ not json');
+    expect(await killOrphans(join(dir, 'bad.json'))).toEqual([]);
+  });
+});
