@@ -8,7 +8,7 @@
 
 import { readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { writeFileAtomic } from './plan-store.ts';
+import { renameSync, writeFileSync } from 'node:fs';
 import { groupAlive, processStartTime, signalTree, waitForGroupsGone } from './processes.ts';
 
 /** What a recorded process group is. */
@@ -45,10 +45,13 @@ export function describeProcess(role: ProcessRole): string {
   }
 }
 
-/** The live process groups of this run, mirrored to disk on every change. */
+/**
+ * The live process groups of this run, mirrored to disk on every change. Written synchronously,
+ * the moment a group is spawned: a run killed right after starting a check must find the check's
+ * record, and an asynchronous write could still be pending when the kill comes.
+ */
 export class ProcessRegistry {
   private readonly records = new Map<number, ProcessRecord>();
-  private writing: Promise<void> = Promise.resolve();
 
   constructor(private readonly path: string) {}
 
@@ -67,12 +70,17 @@ export class ProcessRegistry {
 
   private flush(): Promise<void> {
     const text = `${JSON.stringify([...this.records.values()], null, 2)}\n`;
-    this.writing = this.writing.then(() => writeFileAtomic(this.path, text)).catch(() => undefined);
-    return this.writing;
+    const temporary = `${this.path}.${process.pid}.tmp`;
+    try {
+      writeFileSync(temporary, text);
+      renameSync(temporary, this.path);
+    } catch {
+      // A registry that cannot be written must not fail the run; only orphan cleanup is lost.
+    }
+    return Promise.resolve();
   }
 
   async clear(): Promise<void> {
-    await this.writing;
     await rm(this.path, { force: true });
   }
 }
