@@ -1,13 +1,15 @@
 // A scheduling simulation, no processes: random plans with random task durations run under the
 // `continuous` policy (start a task the moment its blockers are done and a slot is free) and the
 // `rounds` policy (admit the ready set when a round opens; the next round opens only when every
-// admitted task has finished), both through the engine's own `pickStarts`. Each makespan is
+// admitted task has finished and its work is recorded), both through the engine's own state
+// machine (`core/engine-step.ts`, driven by `core/simulation.ts`). Each makespan is
 // compared with the lower bound max(critical path, total work / P), which no schedule can beat.
 
-import { depsOf, longestRemainingPath, readySet } from '../src/core/graph.ts';
-import { computeOverlaps, overlapSets } from '../src/core/overlap.ts';
-import { type Plan, type Task, statusOf } from '../src/core/plan.ts';
-import { type SchedulePolicy, pickStarts } from '../src/core/schedule.ts';
+import { depsOf, longestRemainingPath } from '../src/core/graph.ts';
+import { computeOverlaps } from '../src/core/overlap.ts';
+import type { Plan } from '../src/core/plan.ts';
+import type { SchedulePolicy } from '../src/core/schedule.ts';
+import { SIMULATION_DEFAULTS, simulateRun } from '../src/core/simulation.ts';
 import { randomDurations, randomPlan } from './random.ts';
 import { mean, progress, quantile, table } from './timing.ts';
 
@@ -18,41 +20,14 @@ export interface SimResult {
 
 /**
  * Run `plan` to completion (every task succeeds, taking `durations[i]`) with `concurrency`
- * workers under `policy`, deciding every start with `pickStarts` as the engine does (priority:
+ * workers under `policy`, through the engine's own state machine in simulated time (priority:
  * the longest remaining path in tasks, since the engine does not know durations).
  */
 export function simulate(plan: Plan, durations: readonly number[], concurrency: number, policy: SchedulePolicy): SimResult {
-  const tasks: Task[] = plan.tasks.map((t) => ({ ...t, status: 'pending' }));
-  const overlaps = overlapSets(computeOverlaps(plan.tasks));
-  const priority = longestRemainingPath(depsOf(plan.tasks));
-  const running = new Map<number, number>(); // task → finish time
-  let now = 0;
-  let done = 0;
-  let rounds = 0;
-  let admitted: Set<number> | undefined;
-  while (done < tasks.length) {
-    if (policy === 'rounds') {
-      if (admitted && running.size === 0 && ![...admitted].some((i) => statusOf(tasks[i]!) === 'pending')) admitted = undefined;
-      if (!admitted) {
-        admitted = new Set(readySet(tasks));
-        rounds++;
-      }
-    }
-    const starts = pickStarts({ tasks, running: new Set(running.keys()), overlaps, concurrency, priority, now, admitted });
-    for (const i of starts) {
-      tasks[i]!.status = 'in_progress';
-      running.set(i, now + durations[i]!);
-    }
-    if (running.size === 0) throw new Error('simulation: nothing runs and nothing can start');
-    now = Math.min(...running.values());
-    for (const [i, end] of running) {
-      if (end > now) continue;
-      running.delete(i);
-      tasks[i]!.status = 'completed';
-      done++;
-    }
-  }
-  return { makespan: now, rounds: policy === 'rounds' ? rounds : 0 };
+  const fresh: Plan = { ...plan, tasks: plan.tasks.map((t) => ({ ...t, status: 'pending' })) };
+  const trace = simulateRun(fresh, { ...SIMULATION_DEFAULTS, concurrency, schedule: policy }, (task) => ({ durationMs: durations[task]!, report: 'COMPLETED' }));
+  if (trace.state.stop?.reason !== 'all-done') throw new Error(`simulation: the run ended with ${trace.state.stop?.reason}`);
+  return { makespan: trace.makespan, rounds: policy === 'rounds' ? trace.state.round : 0 };
 }
 
 /** max(critical path by duration, total work / P): no schedule finishes sooner. */

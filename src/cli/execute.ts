@@ -6,7 +6,7 @@ import { access, realpath, stat } from 'node:fs/promises';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { Git } from '../adapters/git.ts';
 import { type LockTakeover, acquireLock, currentLockInfo, writePlanAtomic } from '../adapters/plan-store.ts';
-import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../adapters/orphans.ts';
+import { ProcessRegistry, describeOrphans, killOrphans, recorded, registryPathFor } from '../adapters/orphans.ts';
 import { killAllWorkers, runWorker } from '../adapters/worker.ts';
 import type { RunEventBody, StopReason } from '../core/events.ts';
 import { assertNever } from '../core/failure.ts';
@@ -16,7 +16,10 @@ import { type Plan, emptyUsage, statusOf } from '../core/plan.ts';
 import { type WorkerPermissions, explicitPermissions, planPermissions } from '../core/scope.ts';
 import { SCHEDULE_POLICIES, type SchedulePolicy, projectedRounds } from '../core/schedule.ts';
 import { archivePlan } from '../run/archive.ts';
-import { runEngine } from '../run/engine.ts';
+import { runEngine, systemClock } from '../run/engine.ts';
+import { type RunSettings, DEFAULTS } from '../run/settings.ts';
+import { recordAttempts, restoreAttempt, verifyAttempt } from '../run/stages.ts';
+import { sharedTree } from '../run/workspace.ts';
 import { setupRun } from '../run/setup.ts';
 import { type Command, type Io, intArg, numberArg } from './command.ts';
 import { CliError, EXIT, type ExitCode, usageError } from './exit.ts';
@@ -55,54 +58,43 @@ export const executeCommand: Command = {
   run: (args, io) => execute(args.values, io),
 };
 
-interface Settings {
-  repo: string;
-  planPath: string;
-  claudeBin: string;
-  concurrency: number;
-  taskTimeoutMs: number;
-  maxAttempts: number;
-  permissionMode: string;
-  allowedTools?: string[];
-  schedule: SchedulePolicy;
-  maxCostUsd?: number;
-  taskBudgetUsd?: number;
-  checkTimeoutMs: number;
-  /** From FOREMAN_BACKOFF_MS: the first back-off after a rate limit or overload. */
-  backoffMs: number;
+/** The run's settings (declared once, in `run/settings.ts`) and what only the CLI needs. */
+interface Settings extends RunSettings {
   dryRun: boolean;
-  commit: boolean;
   json: boolean;
 }
 
 function settingsFrom(values: Record<string, unknown>, io: Io): Settings {
   const str = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
   const repo = resolve(io.cwd, str('repo') ?? '.');
-  const permissionMode = str('permission-mode') ?? 'dontAsk';
+  const permissionMode = str('permission-mode') ?? DEFAULTS.permissionMode;
   if (!PERMISSION_MODES.includes(permissionMode)) throw usageError(`--permission-mode: "${permissionMode}" is not one of ${PERMISSION_MODES.join(', ')}`);
-  const schedule = (str('schedule') ?? 'continuous') as SchedulePolicy;
+  const schedule = (str('schedule') ?? DEFAULTS.schedule) as SchedulePolicy;
   if (!SCHEDULE_POLICIES.includes(schedule)) throw usageError(`--schedule: "${schedule}" is not one of ${SCHEDULE_POLICIES.join(', ')}`);
   const tools = str('allowed-tools');
   return {
     repo,
     planPath: resolve(repo, str('plan') ?? '.design/plan.json'),
     claudeBin: str('claude-bin') ?? io.env.CLAUDE_BIN ?? 'claude',
-    concurrency: intArg('--concurrency', str('concurrency'), { min: 1 }) ?? 4,
-    taskTimeoutMs: (intArg('--task-timeout', str('task-timeout'), { min: 1 }) ?? 1800) * 1000,
-    maxAttempts: intArg('--max-attempts', str('max-attempts'), { min: 1 }) ?? 3,
+    concurrency: intArg('--concurrency', str('concurrency'), { min: 1 }) ?? DEFAULTS.concurrency,
+    taskTimeoutMs: seconds(intArg('--task-timeout', str('task-timeout'), { min: 1 })) ?? DEFAULTS.taskTimeoutMs,
+    maxAttempts: intArg('--max-attempts', str('max-attempts'), { min: 1 }) ?? DEFAULTS.maxAttempts,
     permissionMode,
     allowedTools: tools === undefined ? undefined : tools.split(/[\s,]+(?![^(]*\))/).filter(Boolean),
     schedule,
     maxCostUsd: numberArg('--max-cost-usd', str('max-cost-usd')),
     taskBudgetUsd: numberArg('--task-budget-usd', str('task-budget-usd')),
-    checkTimeoutMs: (intArg('--check-timeout', str('check-timeout'), { min: 1 }) ?? 300) * 1000,
+    checkTimeoutMs: seconds(intArg('--check-timeout', str('check-timeout'), { min: 1 })) ?? DEFAULTS.checkTimeoutMs,
     // Checked like a flag: a typo must not silently turn the back-off off.
-    backoffMs: intArg('FOREMAN_BACKOFF_MS', io.env.FOREMAN_BACKOFF_MS, { min: 0 }) ?? 15_000,
+    backoffMs: intArg('FOREMAN_BACKOFF_MS', io.env.FOREMAN_BACKOFF_MS, { min: 0 }) ?? DEFAULTS.backoffMs,
+    maxRequeues: DEFAULTS.maxRequeues,
     dryRun: values['dry-run'] === true,
     commit: values['no-commit'] !== true,
     json: values.json === true,
   };
 }
+
+const seconds = (value: number | undefined): number | undefined => (value === undefined ? undefined : value * 1000);
 
 /** Where the agent CLI is, or null. A bare name is looked up on PATH. */
 async function findExecutable(bin: string, env: NodeJS.ProcessEnv, cwd: string): Promise<string | null> {
@@ -163,7 +155,7 @@ async function workerRules(plan: Plan, s: Settings): Promise<WorkerPermissions[]
 
 async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCode> {
   const s = settingsFrom(values, io);
-  const plan = await loadPlan(s.planPath);
+  let plan = await loadPlan(s.planPath);
   const git = new Git(s.repo);
   if (!(await git.isRepo())) throw usageError(`${s.repo} is not a git repository (foreman commits each round; run \`git init\` first)`);
   const permissions = await workerRules(plan, s);
@@ -233,34 +225,27 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     for (const a of r.assumptions) emit({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output });
     for (const k of r.skipped) emit({ type: 'task-skipped', task: k.index, subject: plan.tasks[k.index]!.subject, rootCause: k.rootCause, reason: plan.tasks[k.index]!.result ?? '' });
 
+    const stages = { workspace: sharedTree(s.repo, git), git, checkTimeoutMs: s.checkTimeoutMs, env: io.env, registry, baselineDirty: new Set(r.baselineDirty) };
     const result = controller.signal.aborted
-      ? { reason: 'interrupted' as StopReason, usage: emptyUsage(), message: 'interrupted' }
-      : await runEngine(plan, {
-          repo: s.repo,
-          planPath: s.planPath,
-          git,
-          claudeBin,
-          concurrency: s.concurrency,
-          taskTimeoutMs: s.taskTimeoutMs,
-          maxAttempts: s.maxAttempts,
-          permissionMode: s.permissionMode,
-          allowedTools: s.allowedTools,
-          commit: s.commit,
-          schedule: s.schedule,
-          checkTimeoutMs: s.checkTimeoutMs,
-          maxCostUsd: s.maxCostUsd,
-          taskBudgetUsd: s.taskBudgetUsd,
-          backoffMs: s.backoffMs,
-          maxRequeues: 6,
-          env: io.env,
-          baselineDirty: new Set(r.baselineDirty),
-          signal: controller.signal,
-          emit,
-          save,
-          runWorker,
-          registry,
-        });
+      ? { reason: 'interrupted' as StopReason, usage: emptyUsage(), message: 'interrupted', plan }
+      : await runEngine(
+          plan,
+          { ...s, claudeBin },
+          {
+            runWorker: (request) => recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) => runWorker({ ...request, onSpawn })),
+            verify: (current, task, input) => verifyAttempt(stages, current, task, input),
+            restore: (current, task) => restoreAttempt(stages, current, task),
+            record: (current, tasks, round) => recordAttempts(stages, current, tasks, round, s.commit),
+            save,
+            emit,
+            clock: systemClock,
+            env: io.env,
+          },
+          controller.signal,
+          dirname(s.planPath),
+        );
     await saving;
+    plan = result.plan;
 
     const counts = countByStatus(plan);
     const code = exitCodeFor(result.reason);
@@ -334,7 +319,7 @@ export function exitCodeFor(reason: StopReason): ExitCode {
       return EXIT.gitFailed;
     case 'breaker':
     case 'deadlock':
-    case 'awaiting-approval':
+    case 'awaiting_approval':
     case 'budget':
     case 'failures':
       return EXIT.incomplete;

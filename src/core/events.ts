@@ -22,7 +22,7 @@ export type StopReason =
   | 'all-done'
   | 'breaker'
   | 'deadlock'
-  | 'awaiting-approval'
+  | 'awaiting_approval'
   | 'budget'
   | 'failures'
   | 'interrupted'
@@ -69,7 +69,7 @@ export type RunEventBody =
   | { type: 'round-committed'; round: number; tasks: number[]; commit: string | null }
   | { type: 'breaker'; pendingCount: number; wouldBeSkipped: number }
   | { type: 'budget-reached'; costUsd: number; limitUsd: number }
-  | { type: 'stalled'; kind: 'deadlock' | 'awaiting-approval'; tasks: number[] }
+  | { type: 'stalled'; kind: 'deadlock' | 'awaiting_approval'; tasks: number[] }
   | { type: 'interrupted'; signal: string }
   | {
       type: 'run-finished';

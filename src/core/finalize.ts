@@ -79,11 +79,15 @@ export type Decision =
   | { kind: 'failed'; failure: string }
   | { kind: 'blocked'; reason: string }
   /** Rate limit or overload: try again after a pause, no attempt counted. */
-  | { kind: 'requeue'; reason: string; delayMs?: number }
+  | { kind: 'requeued'; reason: string; delayMs?: number }
   /** The agent cannot run at all (missing, not logged in): stop the whole run. */
   | { kind: 'abort-run'; failure: WorkerFailure }
   /** The user interrupted the run: back to pending, no attempt counted. */
   | { kind: 'interrupted' };
+
+/** Decisions that throw the attempt's work away: its files go back as they are in HEAD. */
+export const undoesAttempt = (decision: Decision): boolean =>
+  decision.kind === 'retry' || decision.kind === 'failed' || decision.kind === 'interrupted' || decision.kind === 'abort-run';
 
 /** What a worker's run means before verification. `verify` means: check files and acceptance next. */
 export type Judgement =
@@ -155,7 +159,7 @@ export function decide(input: DecideInput): Decision {
           return { kind: 'abort-run', failure: judgement.failure };
         case 'transient':
           return {
-            kind: 'requeue',
+            kind: 'requeued',
             reason: describeWorkerFailure(judgement.failure),
             delayMs: (judgement.failure as { retryAfterMs?: number }).retryAfterMs ?? input.backoffMs,
           };
@@ -207,12 +211,14 @@ export interface CascadeOutcome {
   breaker: BreakerDecision;
 }
 
-/** Skip what can no longer run, and decide whether the circuit breaker trips. Mutates `plan`. */
+/** Skip what can no longer run, and decide whether the circuit breaker trips. Mutates `plan` (its `tasks` array). */
 export function applyCascade(plan: Plan): CascadeOutcome {
   const pendingBefore = plan.tasks.filter((t) => statusOf(t) === 'pending').length;
   const skips = cascade(plan.tasks);
   for (const s of skips) {
-    const task = plan.tasks[s.index]!;
+    // A new task object (see `applyDecision`): an earlier copy of the plan keeps the old one.
+    const task = { ...plan.tasks[s.index]! };
+    plan.tasks[s.index] = task;
     const root = plan.tasks[s.rootCause]!;
     task.status = 'skipped';
     task.skippedBy = s.rootCause;

@@ -242,7 +242,7 @@ export type Stall =
   /** Work remains but nothing can start and nothing is running. */
   | { kind: 'deadlock'; pending: number[] }
   /** Everything left waits on tasks a person must approve. */
-  | { kind: 'awaiting-approval'; gates: number[]; waiting: number[] };
+  | { kind: 'awaiting_approval'; gates: number[]; waiting: number[] };
 
 /** Decide whether a run that has nothing running can make progress. */
 export function stall(tasks: readonly Task[], running: ReadonlySet<number> = new Set()): Stall {
@@ -254,7 +254,7 @@ export function stall(tasks: readonly Task[], running: ReadonlySet<number> = new
     const deps = depsOf(tasks);
     const anc = ancestorMatrix(deps);
     const waitsOnGate = (i: number) => gates.some((g) => anc[i]![g]);
-    if (pending.every(waitsOnGate)) return { kind: 'awaiting-approval', gates, waiting: pending };
+    if (pending.every(waitsOnGate)) return { kind: 'awaiting_approval', gates, waiting: pending };
   }
   return { kind: 'deadlock', pending };
 }

@@ -4,7 +4,7 @@
 // was ready when the round opened.
 
 import { readySet } from './graph.ts';
-import { type Task, statusOf } from './plan.ts';
+import type { Task } from './plan.ts';
 
 export type SchedulePolicy = 'continuous' | 'rounds';
 export const SCHEDULE_POLICIES: readonly SchedulePolicy[] = ['continuous', 'rounds'];
@@ -22,24 +22,11 @@ export interface ScheduleState {
   /** With the rounds policy: the tasks of the open round. */
   admitted?: ReadonlySet<number>;
   /**
-   * Tasks that finished but whose files are not committed yet. They take no slot, but a task
-   * overlapping them must still wait: its edits would mix into their commit.
+   * Tasks that hold their files without a worker (verified work not recorded yet, gated work; see
+   * `holding` in engine-step.ts). They take no slot, but a task overlapping them must still wait:
+   * its edits would mix into their commit.
    */
   holding?: ReadonlySet<number>;
-}
-
-/**
- * Tasks that hold their files without running: marked in progress but not running (verified,
- * their commit not recorded yet) or awaiting approval (verified work left uncommitted until a
- * person decides). Tasks overlapping them must not start: their edits would mix into that work.
- */
-export function holdingTasks(tasks: readonly Task[], running: ReadonlySet<number>): Set<number> {
-  const held = new Set<number>();
-  tasks.forEach((t, i) => {
-    const s = statusOf(t);
-    if (s === 'awaiting_approval' || (s === 'in_progress' && !running.has(i))) held.add(i);
-  });
-  return held;
 }
 
 /** Ready tasks ordered by priority (longest remaining path first), then index. */

@@ -12,9 +12,14 @@ export interface Applied {
   cascade?: CascadeOutcome;
 }
 
-/** Mutates `plan`. `usage` is what this attempt cost, counted whatever the outcome (`unknown` makes the task's unknown). */
+/**
+ * Mutates `plan`: its `tasks` array and `progress`, never a task object (a changed task is a new
+ * object), so a copy of the array is enough to keep an earlier state intact. `usage` is what this
+ * attempt cost, counted whatever the outcome (`unknown` makes the task's unknown).
+ */
 export function applyDecision(plan: Plan, index: number, decision: Decision, usage: UsageFigure = emptyUsage()): Applied {
-  const task = plan.tasks[index]!;
+  const task = { ...plan.tasks[index]! };
+  plan.tasks[index] = task;
   task.usage = addUsage(task.usage ?? emptyUsage(), usage);
   const countAttempt = () => {
     task.attempts = attemptsOf(task) + 1;
@@ -24,8 +29,8 @@ export function applyDecision(plan: Plan, index: number, decision: Decision, usa
       countAttempt();
       task.status = 'completed';
       task.result = decision.result;
-      const done = (plan.progress ??= {}).completedTasks ?? [];
-      if (!done.includes(index)) plan.progress.completedTasks = [...done, index];
+      const done = plan.progress?.completedTasks ?? [];
+      if (!done.includes(index)) plan.progress = { ...plan.progress, completedTasks: [...done, index] };
       plan.tasks[index] = trimCompleted(task);
       return { attemptCounted: true };
     }
@@ -49,7 +54,7 @@ export function applyDecision(plan: Plan, index: number, decision: Decision, usa
       task.status = 'blocked';
       task.result = `BLOCKED: ${decision.reason}`;
       return { attemptCounted: true, cascade: applyCascade(plan) };
-    case 'requeue':
+    case 'requeued':
     case 'interrupted':
     case 'abort-run':
       task.status = 'pending';
@@ -59,7 +64,7 @@ export function applyDecision(plan: Plan, index: number, decision: Decision, usa
   }
 }
 
-/** Mark a task as started. */
+/** Mark a task as started (a new task object, as in `applyDecision`). */
 export function markStarted(plan: Plan, index: number): void {
-  plan.tasks[index]!.status = 'in_progress';
+  plan.tasks[index] = { ...plan.tasks[index]!, status: 'in_progress' };
 }

@@ -25,7 +25,8 @@ import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '
 import { writeFileAtomic, writePlanAtomic } from '../adapters/plan-store.ts';
 import type { RunEventBody, RunOutcome, StopReason, TaskOutcome } from '../core/events.ts';
 import { type Result, type WorkerRun, assertNever, err, ok } from '../core/failure.ts';
-import { type Decision, type Verification, decide, judgeRun } from '../core/finalize.ts';
+import { holding, outcomeOf, reasonOf } from '../core/engine-step.ts';
+import { decide, judgeRun } from '../core/finalize.ts';
 import { type BreakerDecision, type Skip, countByStatus, depsOf, longestRemainingPath, readySet, stall } from '../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { groupRuns } from '../core/report.ts';
@@ -33,13 +34,13 @@ import { pathsIntersect } from '../core/paths.ts';
 import { type Plan, type TaskStatus, UNKNOWN, attemptsOf, modelOf, statusOf, writesOf } from '../core/plan.ts';
 import { parseStatusLine, workerPrompt } from '../core/prompt.ts';
 import { clipMiddle } from '../core/text.ts';
-import { holdingTasks, pickStarts } from '../core/schedule.ts';
+import { pickStarts } from '../core/schedule.ts';
 import { markStarted } from '../core/transition.ts';
 import { archivePlan, promptsDirFor } from './archive.ts';
 import { commitTasks } from './commit.ts';
 import { type AssumptionResult, type SetupProblem, setupRun } from './setup.ts';
-import { settleAttempt } from './settle.ts';
-import { dirtyByOthers, verifyTask } from './verify.ts';
+import { type StageContext, settleAttempt, verifyAttempt } from './stages.ts';
+import { sharedTree } from './workspace.ts';
 
 export const DEFAULT_CONCURRENCY = 4;
 export const DEFAULT_MAX_ATTEMPTS = 3;
@@ -354,7 +355,7 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
 // ---------------------------------------------------------------------------------------------
 // next
 
-export type NextStall = 'none' | 'running' | 'deadlock' | 'awaiting-approval' | 'done';
+export type NextStall = 'none' | 'running' | 'deadlock' | 'awaiting_approval' | 'done';
 
 export interface NextOutput {
   round: number;
@@ -365,7 +366,7 @@ export interface NextOutput {
   queued: number;
   inProgress: number[];
   stall: NextStall;
-  /** With `deadlock`: the pending tasks that can never start; with `awaiting-approval`: the gated tasks. */
+  /** With `deadlock`: the pending tasks that can never start; with `awaiting_approval`: the gated tasks. */
   stuck: number[];
   counts: Record<TaskStatus, number>;
   complete: boolean;
@@ -381,7 +382,7 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
   const running = new Set(indicesWith(plan, (s) => s === 'in_progress'));
   const overlaps = overlapSets(computeOverlaps(plan.tasks));
   // Every in-progress task counts as running here, so only gated work is held.
-  const gates = [...holdingTasks(plan.tasks, running)];
+  const gates = [...holding({ plan, attempts: new Map() })];
   const picks = pickStarts({
     tasks: plan.tasks,
     running,
@@ -428,19 +429,19 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
     const s = stall(plan.tasks, running);
     if (running.size > 0) stallKind = 'running';
     else if (s.kind === 'deadlock') [stallKind, stuck] = ['deadlock', s.pending];
-    else if (s.kind === 'awaiting-approval') [stallKind, stuck] = ['awaiting-approval', s.gates];
+    else if (s.kind === 'awaiting_approval') [stallKind, stuck] = ['awaiting_approval', s.gates];
     // Ready tasks held back only by gated work that overlaps them.
-    else if (queued.length > 0 && gates.length > 0) [stallKind, stuck] = ['awaiting-approval', gates];
+    else if (queued.length > 0 && gates.length > 0) [stallKind, stuck] = ['awaiting_approval', gates];
     else if (queued.length === 0) stallKind = 'done';
   }
   // The skill stops here: the run ends (a later `next` that hands work out starts another).
-  if (stallKind === 'deadlock' || stallKind === 'awaiting-approval' || stallKind === 'done') {
+  if (stallKind === 'deadlock' || stallKind === 'awaiting_approval' || stallKind === 'done') {
     const stalled = stallKind === 'done' ? [] : [{ type: 'stalled', kind: stallKind, tasks: stuck } as const];
     const end =
       stallKind === 'deadlock'
         ? { outcome: 'incomplete' as const, reason: 'deadlock' as const, exitCode: 1, message: `tasks ${stuck.join(', ')} can never start` }
-        : stallKind === 'awaiting-approval'
-          ? { outcome: 'incomplete' as const, reason: 'awaiting-approval' as const, exitCode: 1, message: `tasks ${stuck.join(', ')} await approval` }
+        : stallKind === 'awaiting_approval'
+          ? { outcome: 'incomplete' as const, reason: 'awaiting_approval' as const, exitCode: 1, message: `tasks ${stuck.join(', ')} await approval` }
           : isComplete(plan)
             ? { outcome: 'completed' as const, reason: 'all-done' as const, exitCode: 0, message: 'every task is completed' }
             : { outcome: 'incomplete' as const, reason: 'failures' as const, exitCode: 1, message: 'nothing left to run: the tasks that did not complete failed, were blocked or skipped' };
@@ -461,7 +462,8 @@ export interface WorkerResult {
   output: string;
 }
 
-export type FinalizeOutcome = 'completed' | 'awaiting_approval' | 'retry' | 'failed' | 'blocked' | 'interrupted' | 'ignored';
+/** What became of a result: the journal's outcome of its attempt, or `ignored` (not a task in progress). */
+export type FinalizeOutcome = TaskOutcome | 'ignored';
 
 export interface FinalizeOutput {
   round: number;
@@ -483,42 +485,6 @@ export interface FinalizeOutput {
  * outcome: its usage, duration and permission denials are not known here, so none is made up.
  */
 const reportedOutcome = (output: string): Pick<WorkerRun, 'outcome'> => ({ outcome: { kind: 'reported', resultText: output, statusLine: parseStatusLine(output) } });
-
-/** What a finalize outcome is in the journal. */
-function journalOutcome(o: Exclude<FinalizeOutcome, 'ignored'>): TaskOutcome {
-  switch (o) {
-    case 'completed':
-    case 'awaiting_approval':
-    case 'retry':
-    case 'failed':
-    case 'blocked':
-    case 'interrupted':
-      return o;
-    default:
-      return assertNever(o, 'finalize outcome');
-  }
-}
-
-function outcomeOf(d: Decision): { outcome: FinalizeOutcome; result?: string; reason?: string } {
-  switch (d.kind) {
-    case 'completed':
-    case 'awaiting_approval':
-      return { outcome: d.kind, result: d.result };
-    case 'retry':
-    case 'failed':
-      return { outcome: d.kind, reason: d.failure };
-    case 'blocked':
-      return { outcome: 'blocked', reason: d.reason };
-    case 'requeue':
-      return { outcome: 'interrupted', reason: d.reason };
-    case 'interrupted':
-      return { outcome: 'interrupted', reason: 'interrupted' };
-    case 'abort-run':
-      return { outcome: 'interrupted', reason: 'the agent could not run' };
-    default:
-      return assertNever(d, 'decision');
-  }
-}
 
 /**
  * Judge, verify and settle the workers' results: the status line; for COMPLETED, the spot-check
@@ -546,6 +512,14 @@ export async function leadFinalize(
   const orphans = await killOrphans(registryPath);
   const registry = new ProcessRegistry(registryPath);
   const events: RunEventBody[] = [];
+  const stages: StageContext = {
+    workspace: sharedTree(ctx.repo, ctx.git),
+    git: ctx.git,
+    checkTimeoutMs: options.checkTimeoutMs ?? session.checkTimeoutMs,
+    env: ctx.env,
+    registry,
+    baselineDirty: new Set(session.baselineDirty),
+  };
 
   for (const { task: index, output } of results) {
     const task = plan.tasks[index];
@@ -561,40 +535,30 @@ export async function leadFinalize(
     seen.add(index);
     const attempt = attemptsOf(task) + 1;
     const judgement = judgeRun(reportedOutcome(output));
-    let verification: Verification | undefined;
-    if (judgement.kind === 'verify') {
-      const declaredElsewhere = dirtyByOthers(plan, index);
-      verification = await verifyTask(task, {
-        repo: ctx.repo,
-        git: ctx.git,
-        checkTimeoutMs: options.checkTimeoutMs ?? session.checkTimeoutMs,
-        env: ctx.env,
-        declaredElsewhere,
-        baselineDirty: new Set(session.baselineDirty),
-        record: { registry, task: index },
-      });
-    }
+    const verification = judgement.kind === 'verify' ? await verifyAttempt(stages, plan, index) : undefined;
     // The subagent's permission denials are not known: the failure reason cannot list them.
     const decision = decide({ task, judgement, verification, permissionDenials: [], maxAttempts });
-    const settled = await settleAttempt(ctx.git, plan, index, decision, UNKNOWN);
+    const settled = await settleAttempt(stages, plan, index, decision, UNKNOWN);
     // The task stays in progress (its decision is not applied) and this step stops here.
     if (!settled.ok) return err({ task: index, failure: settled.error });
     const applied = settled.value;
     await writePlanAtomic(ctx.planPath, plan);
 
-    const o = outcomeOf(decision);
+    const outcome = outcomeOf(decision);
+    const result = decision.kind === 'completed' || decision.kind === 'awaiting_approval' ? decision.result : undefined;
+    const reason = reasonOf(decision);
     const startedAt = session.started[String(index)];
     delete session.started[String(index)];
     // Without the time `next` handed it out (a lost session file) the attempt has no duration to record.
-    if (session.runId !== null && startedAt !== undefined && o.outcome !== 'ignored') {
+    if (session.runId !== null && startedAt !== undefined) {
       events.push({
         type: 'task-finished',
         task: index,
         subject: task.subject,
         attempt,
-        outcome: journalOutcome(o.outcome),
-        ...(o.reason !== undefined ? { reason: o.reason } : {}),
-        ...(o.result !== undefined ? { result: o.result } : {}),
+        outcome,
+        ...(reason !== undefined ? { reason } : {}),
+        ...(result !== undefined ? { result } : {}),
         durationMs: Math.max(0, Date.now() - Date.parse(startedAt)),
         usage: UNKNOWN,
         logPath: '',
@@ -604,7 +568,7 @@ export async function leadFinalize(
     const warnings = verification && verification.outsideChanges.length > 0 ? [`changed files it did not declare: ${verification.outsideChanges.join(', ')}`] : [];
     // A stray change is reported once, not blamed again on every later task.
     for (const p of verification?.outsideChanges ?? []) if (!session.baselineDirty.includes(p)) session.baselineDirty.push(p);
-    out.push({ index, subject: task.subject, outcome: o.outcome, attempt, ...(o.result !== undefined ? { result: clip(o.result) } : {}), ...(o.reason !== undefined ? { reason: clip(o.reason) } : {}), warnings });
+    out.push({ index, subject: task.subject, outcome, attempt, ...(result !== undefined ? { result: clip(result) } : {}), ...(reason !== undefined ? { reason: clip(reason) } : {}), warnings });
     if (decision.kind === 'retry') retry.push({ index, subject: task.subject, attempt: attempt + 1, reason: clip(decision.failure, 300) });
     if (applied.cascade) {
       skips.push(...applied.cascade.skips);

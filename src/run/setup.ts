@@ -12,9 +12,10 @@ import { cascade, depsOf, depths } from '../core/graph.ts';
 import { applyCascade } from '../core/finalize.ts';
 import { coveredBy, isDirPath } from '../core/paths.ts';
 import { clipTail } from '../core/text.ts';
-import { type Plan, readsOf, statusOf, writesOf } from '../core/plan.ts';
+import { type Plan, readsOf, statusOf, writesInFlight, writesOf } from '../core/plan.ts';
 import { commitTasks, ensurePlanId, reconcileWithHistory } from './commit.ts';
-import { dirtyByOthers, spotCheck } from './verify.ts';
+import { spotCheck } from './verify.ts';
+import { sharedTree } from './workspace.ts';
 
 export interface AssumptionResult {
   task: number;
@@ -186,7 +187,7 @@ export async function setupRun(plan: Plan, o: SetupOptions): Promise<{ ok: true;
   const reverted: number[] = [];
   for (const [i, task] of plan.tasks.entries()) {
     if (statusOf(task) !== 'completed') continue;
-    const { missingCreated } = await spotCheck({ ...task, metadata: { ...task.metadata, files: { create: task.metadata.files.create, modify: [] } } }, o);
+    const { missingCreated } = await spotCheck({ ...task, metadata: { ...task.metadata, files: { create: task.metadata.files.create, modify: [] } } }, sharedTree(o.repo, o.git));
     if (missingCreated.length === 0) continue;
     task.status = 'pending';
     task.result = `was completed, but its created files are missing: ${missingCreated.join(', ')}`;
@@ -255,7 +256,7 @@ export async function setupRun(plan: Plan, o: SetupOptions): Promise<{ ok: true;
  * approval and completed work of a `--no-commit` run.
  */
 export async function dirtyFiles(plan: Plan, git: Git): Promise<string[]> {
-  const ours = dirtyByOthers(plan, -1);
+  const ours = writesInFlight(plan, -1);
   const planned = plan.tasks.flatMap((t) => (statusOf(t) === 'pending' ? writesOf(t) : []));
   if (planned.length === 0) return [];
   const changed = await git.changedPaths([...new Set(planned)]);

@@ -1,18 +1,17 @@
-// Verifying a task's work after its worker says COMPLETED: the spot-check (declared files
-// exist / changed) and the acceptance checks, each run with a shell in the repository.
+// The verify stage: after a worker says COMPLETED, the spot-check (declared files exist /
+// changed) and the acceptance checks, each run with a shell in the attempt's workspace.
 
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runShell } from '../adapters/checks.ts';
-import type { Git } from '../adapters/git.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import type { AcceptanceResult, Verification } from '../core/finalize.ts';
 import { coveredBy, isDirPath } from '../core/paths.ts';
-import { type Plan, type Task, statusOf, writesOf } from '../core/plan.ts';
+import type { Task } from '../core/plan.ts';
+import type { Workspace } from './workspace.ts';
 
 export interface VerifyOptions {
-  repo: string;
-  git: Git;
+  workspace: Workspace;
   checkTimeoutMs: number;
   signal?: AbortSignal;
   env?: NodeJS.ProcessEnv;
@@ -24,31 +23,20 @@ export interface VerifyOptions {
   record?: { registry: ProcessRegistry; task: number };
 }
 
-/**
- * Files other tasks may legitimately have changed while `index` ran: tasks in progress beside it
- * (or still being settled), gated work awaiting approval, and verified work not committed yet.
- */
-export function dirtyByOthers(plan: Plan, index: number): string[] {
-  return plan.tasks.flatMap((t, j) => {
-    const s = statusOf(t);
-    return j !== index && (s === 'in_progress' || s === 'awaiting_approval' || (s === 'completed' && !t.commit)) ? writesOf(t) : [];
-  });
-}
-
 const exists = (p: string) =>
   access(p).then(
     () => true,
     () => false,
   );
 
-export async function spotCheck(task: Task, o: Pick<VerifyOptions, 'repo' | 'git'>): Promise<Pick<Verification, 'missingCreated' | 'unchangedModified'>> {
+export async function spotCheck(task: Task, workspace: Workspace): Promise<Pick<Verification, 'missingCreated' | 'unchangedModified'>> {
   const { create, modify } = task.metadata.files;
   const missingCreated: string[] = [];
   for (const p of create) {
     // A created directory path counts when the directory exists.
-    if (!(await exists(join(o.repo, isDirPath(p) ? p.slice(0, -1) : p)))) missingCreated.push(p);
+    if (!(await exists(join(workspace.dir, isDirPath(p) ? p.slice(0, -1) : p)))) missingCreated.push(p);
   }
-  const changed = modify.length > 0 ? await o.git.changedPaths(modify) : new Map();
+  const changed = modify.length > 0 ? await workspace.changedPaths(modify) : new Map();
   const unchangedModified = modify.filter((p) => ![...changed.keys()].some((c) => coveredBy(c, [p])));
   return { missingCreated, unchangedModified };
 }
@@ -57,7 +45,7 @@ export async function runAcceptance(task: Task, o: VerifyOptions): Promise<Accep
   const results: AcceptanceResult[] = [];
   for (const c of task.agent?.acceptanceCriteria ?? []) {
     const role = { kind: 'acceptance-check' as const, task: o.record?.task ?? -1, command: c.check };
-    const r = await recorded(o.record?.registry, role, (onSpawn) => runShell(c.check, { cwd: o.repo, timeoutMs: o.checkTimeoutMs, signal: o.signal, env: o.env, onSpawn }));
+    const r = await recorded(o.record?.registry, role, (onSpawn) => runShell(c.check, { cwd: o.workspace.dir, timeoutMs: o.checkTimeoutMs, signal: o.signal, env: o.env, onSpawn }));
     results.push({
       criterion: c.criterion,
       check: c.check,
@@ -71,11 +59,11 @@ export async function runAcceptance(task: Task, o: VerifyOptions): Promise<Accep
 }
 
 export async function verifyTask(task: Task, o: VerifyOptions): Promise<Verification> {
-  const spot = await spotCheck(task, o);
+  const spot = await spotCheck(task, o.workspace);
   const failedSpot = spot.missingCreated.length > 0 || spot.unchangedModified.length > 0;
   const acceptance = failedSpot ? [] : await runAcceptance(task, o);
   const own = [...task.metadata.files.create, ...task.metadata.files.modify, ...(o.declaredElsewhere ?? [])];
-  const outside = await o.git.changesOutside(own);
+  const outside = await o.workspace.changesOutside(own);
   const outsideChanges = [...outside.keys()].filter((p) => !p.startsWith('.design/') && !(o.baselineDirty?.has(p) ?? false)).sort();
   return { ...spot, outsideChanges, acceptance };
 }

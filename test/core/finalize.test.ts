@@ -218,17 +218,17 @@ describe('decide', () => {
 
   it('rate limit → requeue after the delay the API asked for, else the back-off', () => {
     expect(decide(input(judgeRun(failedRun({ reason: 'rate-limited', message: 'slow down', retryAfterMs: 42_000 })), { backoffMs: 5000 }))).toEqual({
-      kind: 'requeue',
+      kind: 'requeued',
       reason: 'rate limited: slow down',
       delayMs: 42_000,
     });
     expect(decide(input(judgeRun(failedRun({ reason: 'overloaded', message: '529' })), { backoffMs: 5000 }))).toEqual({
-      kind: 'requeue',
+      kind: 'requeued',
       reason: 'the API is overloaded: 529',
       delayMs: 5000,
     });
     // Even on what would be the last attempt: a rate limit is not an attempt.
-    expect(decide(input(judgeRun(failedRun({ reason: 'rate-limited', message: 'x' })), { task: task({ attempts: 2 }) })).kind).toBe('requeue');
+    expect(decide(input(judgeRun(failedRun({ reason: 'rate-limited', message: 'x' })), { task: task({ attempts: 2 }) })).kind).toBe('requeued');
   });
 
   it('interrupted → interrupted', () => {
@@ -394,7 +394,7 @@ describe('stall', () => {
 
   it('awaiting approval: everything left waits (directly or not) on a gate', () => {
     const plan = planOf(['awaiting_approval', 'pending', 'pending', 'completed'], [[], [0], [1], []]);
-    expect(stall(plan.tasks)).toEqual({ kind: 'awaiting-approval', gates: [0], waiting: [1, 2] });
+    expect(stall(plan.tasks)).toEqual({ kind: 'awaiting_approval', gates: [0], waiting: [1, 2] });
   });
 
   it('a pending task stuck on something other than a gate makes it a deadlock', () => {

@@ -178,7 +178,7 @@ describe('graph properties', () => {
         if (s.kind === 'none') expect(pending.length === 0 || readySet(plan.tasks).length > 0).toBe(true);
         else expect(readySet(plan.tasks)).toEqual([]);
         if (s.kind === 'deadlock') expect(s.pending).toEqual(pending);
-        if (s.kind === 'awaiting-approval') {
+        if (s.kind === 'awaiting_approval') {
           expect(s.waiting).toEqual(pending);
           for (const g of s.gates) expect(statusOf(plan.tasks[g]!)).toBe('awaiting_approval');
         }

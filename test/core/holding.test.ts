@@ -2,8 +2,9 @@
 // tasks that overlap it from starting: their edits would mix into its commit.
 
 import { describe, expect, it } from 'vitest';
-import type { Task } from '../../src/core/plan.ts';
-import { holdingTasks, pickStarts } from '../../src/core/schedule.ts';
+import { type Attempt, holding } from '../../src/core/engine-step.ts';
+import type { Plan, Task } from '../../src/core/plan.ts';
+import { pickStarts } from '../../src/core/schedule.ts';
 
 const task = (status: Task['status']): Task => ({ subject: 's', prompt: 'p', status, blockedBy: [], metadata: { files: { create: [], modify: ['x'] } } });
 
@@ -25,10 +26,12 @@ describe('pickStarts with holding tasks', () => {
   });
 });
 
-describe('holdingTasks', () => {
-  it('holds tasks in progress that are not running, and gated work; not running tasks', () => {
-    const tasks = [task('in_progress'), task('in_progress'), task('awaiting_approval'), task('pending'), task('completed')];
-    expect([...holdingTasks(tasks, new Set([0]))].sort()).toEqual([1, 2]);
-    expect([...holdingTasks(tasks, new Set([0, 1]))]).toEqual([2]);
+describe('holding', () => {
+  it('holds verified attempts waiting to be recorded or being recorded, and gated work; not running ones', () => {
+    const tasks = [task('in_progress'), task('in_progress'), task('awaiting_approval'), task('pending'), task('completed'), task('in_progress')];
+    const plan: Plan = { schemaVersion: 3, goal: 'g', tasks };
+    const attempt = (index: number, stage: Attempt['stage']): [number, Attempt] => [index, { task: index, number: 1, stage }];
+    expect([...holding({ plan, attempts: new Map([attempt(0, 'running'), attempt(1, 'verified'), attempt(5, 'recording')]) })].sort()).toEqual([1, 2, 5]);
+    expect([...holding({ plan, attempts: new Map([attempt(0, 'running'), attempt(1, 'verifying'), attempt(5, 'settling')]) })]).toEqual([2]);
   });
 });

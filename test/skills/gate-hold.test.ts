@@ -33,7 +33,7 @@ describe('plan.ts next with gated work', () => {
     expect(fin.json.results.map((r: { outcome: string }) => r.outcome)).toEqual(['awaiting_approval']);
     await checkedStep(step, repo.dir, ['commit']);
     const held = await checkedStep(step, repo.dir, ['next']);
-    expect(held.json).toMatchObject({ tasks: [], stall: 'awaiting-approval', stuck: [0] });
+    expect(held.json).toMatchObject({ tasks: [], stall: 'awaiting_approval', stuck: [0] });
     expect(held.json.waiting).toEqual([expect.objectContaining({ index: 1, overlapsWith: [0] })]);
   });
 });

@@ -189,7 +189,7 @@ describe('the /execute steps played by a model-free lead', () => {
     const commit = await checkedStep(step, repo.dir, ['commit']);
     expect(commit.json).toMatchObject({ commit: null, tasks: [], archived: null, complete: false });
     const stalled = await checkedStep(step, repo.dir, ['next']);
-    expect(stalled.json).toMatchObject({ stall: 'awaiting-approval', stuck: [2], tasks: [] });
+    expect(stalled.json).toMatchObject({ stall: 'awaiting_approval', stuck: [2], tasks: [] });
   });
 
   it('setup blocks tasks whose blocking assumption fails, and reports every assumption', async () => {

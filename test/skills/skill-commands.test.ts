@@ -62,7 +62,7 @@ const samplePlan = () =>
     { context: { testCommand: 'true' } },
   );
 
-type State = 'fresh' | 'in-progress' | 'finalized' | 'failed' | 'awaiting-approval' | 'after-headless-run';
+type State = 'fresh' | 'in-progress' | 'finalized' | 'failed' | 'awaiting_approval' | 'after-headless-run';
 
 /** The state a skill is in when it runs a given command. */
 function stateFor(words: string[]): State {
@@ -70,7 +70,7 @@ function stateFor(words: string[]): State {
   if (tool === 'plan' && sub === 'finalize') return 'in-progress';
   if (tool === 'plan' && sub === 'commit') return 'finalized';
   if (tool === 'plan' && (sub === 'retry' || sub === 'skip')) return 'failed';
-  if (tool === 'plan' && (sub === 'approve' || sub === 'reject')) return 'awaiting-approval';
+  if (tool === 'plan' && (sub === 'approve' || sub === 'reject')) return 'awaiting_approval';
   if (tool === 'plan' && sub === 'report') return 'after-headless-run';
   return 'fresh';
 }
@@ -102,7 +102,7 @@ async function prepare(state: State): Promise<string> {
     case 'failed':
       await mark('failed');
       break;
-    case 'awaiting-approval':
+    case 'awaiting_approval':
       await mark('awaiting_approval');
       break;
     case 'after-headless-run': {

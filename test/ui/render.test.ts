@@ -210,7 +210,7 @@ describe('plain view', () => {
       ev(T0, { type: 'round-committed', round: 2, tasks: [], commit: null }),
       ev(T0, { type: 'breaker', pendingCount: 6, wouldBeSkipped: 3 }),
       ev(T0, { type: 'budget-reached', costUsd: 5.02, limitUsd: 5 }),
-      ev(T0, { type: 'stalled', kind: 'awaiting-approval', tasks: [4] }),
+      ev(T0, { type: 'stalled', kind: 'awaiting_approval', tasks: [4] }),
       ev(T0, { type: 'stalled', kind: 'deadlock', tasks: [6, 7] }),
       ev(T0, { type: 'interrupted', signal: 'SIGINT' }),
       ev(T0, { type: 'assumption-checked', task: 1, claim: 'has git', severity: 'blocking', passed: false, output: 'git: not found\n' }),

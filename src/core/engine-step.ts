@@ -1,0 +1,611 @@
+// The engine's state machine, pure: `step(state, event)` gives the next state and the effects the
+// engine must carry out. Every attempt is a record moving through named stages:
+//
+//   running (the worker) → verifying (spot-check, acceptance checks) → verified (waiting to be
+//   recorded) → recording (in the lane: the commit) → gone (the plan says completed)
+//   running | verifying → settling (in the lane: the task's files put back) → gone (pending,
+//   failed, …)
+//
+// The headless engine (src/run/engine.ts) executes the effects with real workers, checks and git;
+// the scheduling bench and the property tests execute them in simulated time. Nothing here does
+// I/O or reads a clock: time comes in with each event.
+//
+// States are persistent: `step` never changes the state it is given. The plan inside is copied
+// shallowly (its `tasks` array); task objects are replaced, never changed (see `applyDecision`).
+
+import type { RunEventBody, StopReason, TaskOutcome } from './events.ts';
+import { type WorkerFailure, type WorkerRun, assertNever, describeWorkerFailure } from './failure.ts';
+import { type Decision, type Verification, decide, judgeRun } from './finalize.ts';
+import { countByStatus, depsOf, longestRemainingPath, readySet, stall } from './graph.ts';
+import { computeOverlaps, overlapSets } from './overlap.ts';
+import { type Plan, type Usage, addUsage, attemptsOf, emptyUsage, modelOf, statusOf } from './plan.ts';
+import { type SchedulePolicy, pickStarts } from './schedule.ts';
+import { type Applied, applyDecision, markStarted } from './transition.ts';
+
+export interface EngineConfig {
+  concurrency: number;
+  maxAttempts: number;
+  schedule: SchedulePolicy;
+  /** Recording commits the work. Without a commit, verified work is recorded as soon as it is verified. */
+  commit: boolean;
+  /** First back-off after a rate limit; doubles per requeue of the same task. */
+  backoffMs: number;
+  /** Requeues of one task after rate limits before it counts as a failed attempt. */
+  maxRequeues: number;
+  /** Stop starting work once the run's cost reaches this. */
+  maxCostUsd?: number;
+  /** Worker logs go to `<logDir>/worker-<task>.log`. */
+  logDir: string;
+}
+
+export type AttemptStage = 'running' | 'verifying' | 'settling' | 'verified' | 'recording';
+
+/** One attempt of one task, from its start until the plan records how it ended. */
+export interface Attempt {
+  readonly task: number;
+  /** 1 for a task's first attempt. */
+  readonly number: number;
+  readonly stage: AttemptStage;
+  /** What the worker did, once it finished. */
+  readonly run?: WorkerRun;
+  /** Tasks running when verification began: an undeclared change may be theirs. */
+  readonly beside?: readonly number[];
+  /** What becomes of the task, once decided (from `settling` and `verified` on). */
+  readonly decision?: Decision;
+}
+
+export interface EngineStop {
+  reason: StopReason;
+  message: string;
+  /** For `agent-unavailable`: what failed. */
+  agentFailure?: WorkerFailure;
+}
+
+export interface EngineState {
+  readonly config: EngineConfig;
+  readonly plan: Plan;
+  readonly overlaps: readonly ReadonlySet<number>[];
+  /** Higher starts first: the longest remaining path. */
+  readonly priority: readonly number[];
+  /** The time of the latest event (ms). */
+  readonly now: number;
+  /** Live attempts by task. */
+  readonly attempts: ReadonlyMap<number, Attempt>;
+  /** Tasks backing off after a rate limit may not start before this time. */
+  readonly notBefore: ReadonlyMap<number, number>;
+  /** Rate-limit requeues per task in this run. */
+  readonly requeues: ReadonlyMap<number, number>;
+  /** With the rounds policy: the tasks of the open round. */
+  readonly admitted: ReadonlySet<number> | null;
+  /** Rounds recorded so far (the number in commit messages). */
+  readonly round: number;
+  /** What the run's workers cost so far. */
+  readonly usage: Usage;
+  /** Undeclared changes already reported: not blamed again on every later task. */
+  readonly reported: ReadonlySet<string>;
+  /** Workers were told to stop (an interrupt, an agent that cannot run): verdicts after it are void. */
+  readonly aborted: boolean;
+  readonly stop: EngineStop | null;
+  readonly finished: boolean;
+}
+
+export type EngineEvent =
+  /** The run starts, or a back-off may have ended. */
+  | { type: 'tick'; now: number }
+  | { type: 'worker-finished'; task: number; run: WorkerRun; now: number }
+  | { type: 'verified'; task: number; verification: Verification; now: number }
+  /** The task's files were put back; `failure` says why they could not be. */
+  | { type: 'settled'; task: number; failure: string | null; now: number }
+  /** The lane recorded these tasks; `commit` is null without a commit (or with nothing to commit). */
+  | { type: 'recorded'; tasks: readonly number[]; commit: string | null; failure: string | null; now: number }
+  /** Ctrl-C: stop the workers, record what is verified, stop. */
+  | { type: 'interrupt'; now: number };
+
+export type EngineEffect =
+  /** Write `state.plan` to disk before carrying out the effects after this one. */
+  | { type: 'save' }
+  | { type: 'emit'; event: RunEventBody }
+  | { type: 'start-worker'; task: number; attempt: number; logPath: string }
+  /** Verify the task's work; changes already `reported` (another task's strays) are not its own. */
+  | { type: 'verify'; task: number; reported: string[] }
+  /** In the lane: put the task's declared files back as they are in HEAD. */
+  | { type: 'restore'; task: number }
+  /** In the lane: commit the tasks' declared files (the results are in the plan already). */
+  | { type: 'record'; tasks: number[]; round: number }
+  /** Send a `tick` at this time (a back-off ends). */
+  | { type: 'wake'; at: number }
+  /** Stop every running worker and check. */
+  | { type: 'abort-workers' }
+  | { type: 'finish'; stop: EngineStop; usage: Usage };
+
+export interface Step {
+  state: EngineState;
+  effects: EngineEffect[];
+}
+
+export function initialState(plan: Plan, config: EngineConfig, now: number): EngineState {
+  return {
+    config,
+    plan,
+    overlaps: overlapSets(computeOverlaps(plan.tasks)),
+    priority: longestRemainingPath(depsOf(plan.tasks)),
+    now,
+    attempts: new Map(),
+    notBefore: new Map(),
+    requeues: new Map(),
+    admitted: null,
+    round: 0,
+    usage: emptyUsage(),
+    reported: new Set(),
+    aborted: false,
+    stop: null,
+    finished: false,
+  };
+}
+
+/**
+ * The stages in which an attempt holds a worker slot and has work in flight: until its outcome is
+ * settled, nothing that depends on it (the breaker, say) is known.
+ */
+const IN_FLIGHT: ReadonlySet<AttemptStage> = new Set(['running', 'verifying', 'settling']);
+
+/** Tasks whose attempt is in one of `stages`, ascending. */
+export function tasksIn(state: Pick<EngineState, 'attempts'>, stages: ReadonlySet<AttemptStage>): number[] {
+  return [...state.attempts.values()].filter((a) => stages.has(a.stage)).map((a) => a.task).sort((a, b) => a - b);
+}
+
+/**
+ * Tasks that hold their files without a worker: verified attempts waiting to be recorded or being
+ * recorded, and work awaiting approval. A task overlapping them must wait: its edits would mix
+ * into that work.
+ */
+export function holding(state: Pick<EngineState, 'attempts' | 'plan'>): Set<number> {
+  const held = new Set(tasksIn(state, new Set(['verified', 'recording'])));
+  state.plan.tasks.forEach((t, i) => {
+    if (statusOf(t) === 'awaiting_approval') held.add(i);
+  });
+  return held;
+}
+
+/**
+ * Worker slots kept free for tasks that become ready the moment verified work is recorded: with
+ * the continuous policy a slot freed by a verified task is not given to a ready task while its
+ * dependants are about to become ready (they are on the longer path, or the slot would go to
+ * whatever happened to be ready first). At most one slot per attempt waiting to be recorded.
+ */
+export function reservedSlots(state: Pick<EngineState, 'attempts' | 'plan' | 'config'>): number {
+  if (state.config.schedule !== 'continuous') return 0;
+  const waiting = new Set(tasksIn(state, new Set(['verified', 'recording'])));
+  if (waiting.size === 0) return 0;
+  const tasks = state.plan.tasks;
+  const done = (blocker: number) => statusOf(tasks[blocker]!) === 'completed' || waiting.has(blocker);
+  const soon = tasks.filter((t) => statusOf(t) === 'pending' && t.blockedBy.some((b) => waiting.has(b)) && t.blockedBy.every(done)).length;
+  return Math.min(soon, waiting.size);
+}
+
+/** The tasks the policy lets start now. */
+export function startable(state: EngineState): number[] {
+  return pickStarts({
+    tasks: state.plan.tasks,
+    running: new Set(tasksIn(state, IN_FLIGHT)),
+    overlaps: state.overlaps,
+    concurrency: state.config.concurrency - reservedSlots(state),
+    priority: state.priority,
+    notBefore: state.notBefore,
+    now: state.now,
+    admitted: state.admitted ?? undefined,
+    holding: holding(state),
+  });
+}
+
+/** What a decision is called in the journal's `task-finished` events. */
+export function outcomeOf(decision: Decision): TaskOutcome {
+  switch (decision.kind) {
+    case 'completed':
+    case 'awaiting_approval':
+    case 'retry':
+    case 'failed':
+    case 'blocked':
+    case 'requeued':
+    case 'interrupted':
+      return decision.kind;
+    case 'abort-run':
+      return 'interrupted';
+    default:
+      return assertNever(decision, 'decision');
+  }
+}
+
+/** Why the attempt did not complete, in words (undefined when it did). */
+export function reasonOf(decision: Decision): string | undefined {
+  switch (decision.kind) {
+    case 'completed':
+    case 'awaiting_approval':
+      return undefined;
+    case 'retry':
+    case 'failed':
+      return decision.failure;
+    case 'blocked':
+    case 'requeued':
+      return decision.reason;
+    case 'interrupted':
+      return 'interrupted';
+    case 'abort-run':
+      return describeWorkerFailure(decision.failure);
+    default:
+      return assertNever(decision, 'decision');
+  }
+}
+
+/**
+ * The decision for a finished attempt, after the run-wide rules: a rate-limited task requeued too
+ * often counts as a failed attempt, and after an interrupt nothing but verified work stands.
+ */
+export function settleRules(decision: Decision, context: { requeues: number; maxRequeues: number; attemptsBefore: number; maxAttempts: number; interrupted: boolean }): Decision {
+  let result = decision;
+  if (result.kind === 'requeued' && context.requeues > context.maxRequeues) {
+    const failure = `${result.reason} (${context.requeues - 1} back-offs did not help)`;
+    result = context.attemptsBefore + 1 < context.maxAttempts ? { kind: 'retry', failure } : { kind: 'failed', failure: result.reason };
+  }
+  if (context.interrupted && result.kind !== 'completed' && result.kind !== 'awaiting_approval') result = { kind: 'interrupted' };
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/** A state being built by one step: the same fields, mutable, plus the effects so far. */
+type Draft = { -readonly [K in keyof EngineState]: EngineState[K] };
+interface Work {
+  draft: Draft;
+  attempts: Map<number, Attempt>;
+  notBefore: Map<number, number>;
+  requeues: Map<number, number>;
+  reported: Set<string>;
+  effects: EngineEffect[];
+}
+
+export function step(state: EngineState, event: EngineEvent): Step {
+  if (state.finished) return { state, effects: [] };
+  const attempts = new Map(state.attempts);
+  const notBefore = new Map(state.notBefore);
+  const requeues = new Map(state.requeues);
+  const reported = new Set(state.reported);
+  const plan: Plan = { ...state.plan, tasks: state.plan.tasks.slice() };
+  const work: Work = {
+    draft: { ...state, plan, attempts, notBefore, requeues, reported, now: Math.max(state.now, event.now) },
+    attempts,
+    notBefore,
+    requeues,
+    reported,
+    effects: [],
+  };
+  switch (event.type) {
+    case 'tick':
+      break;
+    case 'interrupt':
+      interrupt(work);
+      break;
+    case 'worker-finished':
+      workerFinished(work, event.task, event.run);
+      break;
+    case 'verified':
+      verified(work, event.task, event.verification);
+      break;
+    case 'settled':
+      settled(work, event.task, event.failure);
+      break;
+    case 'recorded':
+      recorded(work, event.tasks, event.commit, event.failure);
+      break;
+    default:
+      assertNever(event, 'engine event');
+  }
+  schedule(work);
+  return { state: work.draft, effects: work.effects };
+}
+
+const emit = (work: Work, event: RunEventBody) => work.effects.push({ type: 'emit', event });
+
+function stopWith(work: Work, stop: EngineStop): void {
+  if (work.draft.stop === null) work.draft.stop = stop;
+}
+
+/** Tell every worker to stop; their attempts end as interrupted. */
+function abortWorkers(work: Work): void {
+  if (work.draft.aborted) return;
+  work.draft.aborted = true;
+  work.effects.push({ type: 'abort-workers' });
+}
+
+function interrupt(work: Work): void {
+  stopWith(work, { reason: 'interrupted', message: 'interrupted' });
+  abortWorkers(work);
+}
+
+function attemptIn(work: Work, task: number, stage: AttemptStage): Attempt {
+  const attempt = work.attempts.get(task);
+  if (attempt?.stage !== stage) throw new Error(`engine: task ${task} has no attempt ${stage} (it is ${attempt?.stage ?? 'not running'})`);
+  return attempt;
+}
+
+function workerFinished(work: Work, task: number, run: WorkerRun): void {
+  const attempt = attemptIn(work, task, 'running');
+  const draft = work.draft;
+  draft.usage = addUsage(draft.usage, run.usage);
+  const judgement = judgeRun(run);
+  if (judgement.kind === 'verify' && !draft.aborted) {
+    const beside = tasksIn(work, new Set(['running', 'verifying'])).filter((t) => t !== task);
+    work.attempts.set(task, { ...attempt, stage: 'verifying', run, beside });
+    work.effects.push({ type: 'verify', task, reported: [...work.reported] });
+    return;
+  }
+  // A COMPLETED report after the workers were told to stop is not verified: the run is ending.
+  const decision: Decision = judgement.kind === 'verify' ? { kind: 'interrupted' } : decideFor(work, task, run);
+  conclude(work, { ...attempt, run }, decision);
+}
+
+function decideFor(work: Work, task: number, run: WorkerRun, verification?: Verification): Decision {
+  const draft = work.draft;
+  return decide({
+    task: draft.plan.tasks[task]!,
+    judgement: judgeRun(run),
+    verification,
+    permissionDenials: run.permissionDenials,
+    maxAttempts: draft.config.maxAttempts,
+    backoffMs: draft.config.backoffMs * 2 ** (work.requeues.get(task) ?? 0),
+  });
+}
+
+function verified(work: Work, task: number, verification: Verification): void {
+  const attempt = attemptIn(work, task, 'verifying');
+  const run = attempt.run!;
+  if (verification.outsideChanges.length > 0) {
+    for (const path of verification.outsideChanges) work.reported.add(path);
+    const beside = attempt.beside ?? [];
+    const maybe = beside.length > 0 ? ` (tasks ${beside.join(', ')} were running too: it may be theirs)` : '';
+    emit(work, { type: 'notice', level: 'warning', message: `task ${task} changed files it did not declare: ${verification.outsideChanges.join(', ')}${maybe}` });
+  }
+  // An interrupt during the acceptance checks makes their verdict meaningless.
+  const decision: Decision = work.draft.aborted ? { kind: 'interrupted' } : decideFor(work, task, run, verification);
+  conclude(work, attempt, decision);
+}
+
+/** The `task-finished` event of an attempt, but for its outcome and words. */
+function finishedEvent(work: Work, attempt: Attempt): Omit<Extract<RunEventBody, { type: 'task-finished' }>, 'outcome'> {
+  const run = attempt.run!;
+  return {
+    type: 'task-finished',
+    task: attempt.task,
+    subject: work.draft.plan.tasks[attempt.task]!.subject,
+    attempt: attempt.number,
+    durationMs: run.durationMs,
+    usage: run.usage,
+    ...(run.sessionId !== undefined ? { sessionId: run.sessionId } : {}),
+    logPath: run.logPath,
+    permissionDenials: run.permissionDenials.length,
+  };
+}
+
+/** What happens to an attempt once it is decided. */
+function conclude(work: Work, attempt: Attempt, decided: Decision): void {
+  const draft = work.draft;
+  const task = attempt.task;
+  let decision = decided;
+  if (decision.kind === 'requeued') work.requeues.set(task, (work.requeues.get(task) ?? 0) + 1);
+  decision = settleRules(decision, {
+    requeues: work.requeues.get(task) ?? 0,
+    maxRequeues: draft.config.maxRequeues,
+    attemptsBefore: attemptsOf(draft.plan.tasks[task]!),
+    maxAttempts: draft.config.maxAttempts,
+    interrupted: draft.stop?.reason === 'interrupted',
+  });
+  const base = finishedEvent(work, attempt);
+  const usage = attempt.run!.usage;
+  switch (decision.kind) {
+    case 'completed':
+      // Verified: it holds its files until the lane has recorded it.
+      work.attempts.set(task, { ...attempt, stage: 'verified', decision });
+      emit(work, { ...base, outcome: 'completed', result: decision.result });
+      break;
+    case 'awaiting_approval':
+      applyDecision(draft.plan, task, decision, usage);
+      work.attempts.delete(task);
+      work.effects.push({ type: 'save' });
+      emit(work, { ...base, outcome: 'awaiting_approval', result: decision.result });
+      break;
+    case 'retry':
+    case 'failed':
+    case 'interrupted':
+    case 'abort-run':
+      // Its files go back as they are in HEAD, in the lane; the plan records it once they have.
+      work.attempts.set(task, { ...attempt, stage: 'settling', decision });
+      work.effects.push({ type: 'restore', task });
+      if (decision.kind === 'abort-run') {
+        stopWith(work, { reason: 'agent-unavailable', message: describeWorkerFailure(decision.failure), agentFailure: decision.failure });
+        abortWorkers(work);
+      }
+      break;
+    case 'blocked':
+      reportCascade(work, applyDecision(draft.plan, task, decision, usage));
+      work.attempts.delete(task);
+      work.effects.push({ type: 'save' });
+      emit(work, { ...base, outcome: 'blocked', reason: decision.reason });
+      break;
+    case 'requeued':
+      applyDecision(draft.plan, task, decision, usage);
+      work.attempts.delete(task);
+      work.notBefore.set(task, draft.now + (decision.delayMs ?? draft.config.backoffMs));
+      work.effects.push({ type: 'save' });
+      emit(work, { ...base, outcome: 'requeued', reason: decision.reason });
+      break;
+    default:
+      assertNever(decision, 'decision');
+  }
+  const limit = draft.config.maxCostUsd;
+  if (limit !== undefined && draft.usage.costUsd >= limit && draft.stop === null) {
+    emit(work, { type: 'budget-reached', costUsd: draft.usage.costUsd, limitUsd: limit });
+    stopWith(work, { reason: 'budget', message: `the run's cost reached $${draft.usage.costUsd.toFixed(2)} (limit $${limit.toFixed(2)})` });
+  }
+}
+
+function settled(work: Work, task: number, failure: string | null): void {
+  const attempt = attemptIn(work, task, 'settling');
+  const decision = attempt.decision!;
+  const base = finishedEvent(work, attempt);
+  work.attempts.delete(task);
+  if (failure !== null) {
+    // The task stays in progress on disk: the next run restores its files and runs it again.
+    const why = `could not restore the files of task ${task}: ${failure}`;
+    emit(work, { ...base, outcome: 'interrupted', reason: why });
+    stopWith(work, { reason: 'git-failed', message: `${why}. The task stays in progress; once git works again, run the same command: it restores the task's files and runs it again` });
+    return;
+  }
+  const applied = applyDecision(work.draft.plan, task, decision, attempt.run!.usage);
+  work.effects.push({ type: 'save' });
+  emit(work, { ...base, outcome: outcomeOf(decision), reason: reasonOf(decision) ?? 'interrupted' });
+  reportCascade(work, applied);
+}
+
+function reportCascade(work: Work, applied: Applied): void {
+  const cascade = applied.cascade;
+  if (!cascade) return;
+  const tasks = work.draft.plan.tasks;
+  for (const s of cascade.skips) {
+    emit(work, { type: 'task-skipped', task: s.index, subject: tasks[s.index]!.subject, rootCause: s.rootCause, reason: tasks[s.index]!.result ?? '' });
+  }
+  if (cascade.breaker.trip) {
+    emit(work, { type: 'breaker', pendingCount: cascade.breaker.pendingCount, wouldBeSkipped: cascade.breaker.wouldBeSkipped });
+    stopWith(work, { reason: 'breaker', message: `circuit breaker: ${cascade.breaker.wouldBeSkipped} of ${cascade.breaker.pendingCount} pending tasks were skipped because of failures` });
+  }
+}
+
+/** Hand every verified attempt to the lane, as one round. */
+function record(work: Work): void {
+  const verifiedTasks = tasksIn(work, new Set(['verified']));
+  if (verifiedTasks.length === 0) return;
+  const draft = work.draft;
+  draft.round++;
+  for (const task of verifiedTasks) {
+    const attempt = work.attempts.get(task)!;
+    // The results go into the commit's trailers, so the plan carries them before the commit.
+    const decision = attempt.decision as Extract<Decision, { kind: 'completed' }>;
+    draft.plan.tasks[task] = { ...draft.plan.tasks[task]!, result: decision.result };
+    work.attempts.set(task, { ...attempt, stage: 'recording' });
+  }
+  work.effects.push({ type: 'record', tasks: verifiedTasks, round: draft.round });
+}
+
+function recorded(work: Work, tasks: readonly number[], commit: string | null, failure: string | null): void {
+  const draft = work.draft;
+  for (const task of tasks) {
+    const attempt = attemptIn(work, task, 'recording');
+    applyDecision(draft.plan, task, attempt.decision!, attempt.run!.usage);
+    if (commit !== null) draft.plan.tasks[task] = { ...draft.plan.tasks[task]!, commit };
+    work.attempts.delete(task);
+  }
+  work.effects.push({ type: 'save' });
+  if (failure === null) {
+    emit(work, { type: 'round-committed', round: draft.round, tasks: [...tasks], commit });
+    return;
+  }
+  // The work stays on disk, uncommitted and unstaged; the next run's setup commits it.
+  const why = `could not commit the verified work of tasks ${tasks.join(', ')}: ${failure}`;
+  emit(work, { type: 'notice', level: 'warning', message: `${why}; it is left uncommitted, nothing staged` });
+  stopWith(work, { reason: 'git-failed', message: `${why}. Their work is left uncommitted and nothing is staged; once git can commit again, run the same command to commit it and go on` });
+}
+
+/** Start what may start, hand verified work to the lane, wake for back-offs, or finish. */
+function schedule(work: Work): void {
+  const draft = work.draft;
+  const { schedule: policy, commit } = draft.config;
+  for (;;) {
+    const recording = tasksIn(work, new Set(['recording'])).length > 0;
+    // Continuous: record what is verified whenever the lane is free; what is verified meanwhile goes into the next record.
+    if ((policy === 'continuous' || !commit) && !recording) record(work);
+    if (draft.stop === null) {
+      if (policy === 'rounds' && draft.admitted === null && !recording) {
+        const ready = readySet(draft.plan.tasks);
+        if (ready.length > 0) draft.admitted = new Set(ready);
+      }
+      for (const task of startable(draft)) start(work, task);
+    }
+    const busy = tasksIn(work, IN_FLIGHT).length > 0 || tasksIn(work, new Set(['recording'])).length > 0;
+    if (!busy && draft.admitted !== null) {
+      // The round is over when none of its tasks runs or can still start.
+      const waiting = [...draft.admitted].some((i) => statusOf(draft.plan.tasks[i]!) === 'pending' && work.notBefore.has(i));
+      if (!waiting || draft.stop !== null) {
+        draft.admitted = null;
+        record(work);
+        continue;
+      }
+    }
+    if (busy) {
+      wakeForBackoff(work);
+      return;
+    }
+    if (draft.stop !== null) {
+      // Verified work is recorded even when the run stops.
+      if (tasksIn(work, new Set(['verified'])).length > 0) {
+        record(work);
+        return;
+      }
+      finish(work);
+      return;
+    }
+    if (startable(draft).length > 0) continue;
+    if (!wakeForBackoff(work)) finish(work);
+    return;
+  }
+}
+
+/** Ask for a tick when the first back-off of a pending task ends. Whether there is one. */
+function wakeForBackoff(work: Work): boolean {
+  const draft = work.draft;
+  const times = [...work.notBefore.entries()].filter(([task]) => statusOf(draft.plan.tasks[task]!) === 'pending').map(([, at]) => at);
+  if (times.length === 0 || draft.stop !== null) return false;
+  work.effects.push({ type: 'wake', at: Math.min(...times) });
+  return true;
+}
+
+function start(work: Work, task: number): void {
+  const draft = work.draft;
+  const number = attemptsOf(draft.plan.tasks[task]!) + 1;
+  markStarted(draft.plan, task);
+  work.attempts.set(task, { task, number, stage: 'running' });
+  work.notBefore.delete(task);
+  const logPath = `${draft.config.logDir}/worker-${task}.log`;
+  const started = draft.plan.tasks[task]!;
+  // Saved first: a crash after the worker started leaves the task in progress, and resume restores its files.
+  work.effects.push({ type: 'save' });
+  emit(work, { type: 'task-started', task, subject: started.subject, attempt: number, model: modelOf(started), logPath });
+  work.effects.push({ type: 'start-worker', task, attempt: number, logPath });
+}
+
+/** Nothing runs and nothing can start: say why the run ends. */
+function finish(work: Work): void {
+  const draft = work.draft;
+  const plan = draft.plan;
+  if (draft.stop === null) {
+    const counts = countByStatus(plan);
+    const stalled = stall(plan.tasks);
+    if (stalled.kind === 'deadlock') {
+      emit(work, { type: 'stalled', kind: 'deadlock', tasks: stalled.pending });
+      stopWith(work, { reason: 'deadlock', message: `deadlock: tasks ${stalled.pending.join(', ')} are pending but none can become ready` });
+    } else if (stalled.kind === 'awaiting_approval') {
+      emit(work, { type: 'stalled', kind: 'awaiting_approval', tasks: stalled.gates });
+      stopWith(work, {
+        reason: 'awaiting_approval',
+        message: `waiting for approval: ${stalled.gates.map((g) => `task ${g}`).join(', ')} (run \`plan.ts approve N\` or \`plan.ts reject N\`, then run again)`,
+      });
+    } else if (counts.completed === plan.tasks.length) {
+      stopWith(work, { reason: 'all-done', message: `all ${plan.tasks.length} tasks completed` });
+    } else if (counts.awaiting_approval > 0) {
+      const gates = plan.tasks.flatMap((t, i) => (statusOf(t) === 'awaiting_approval' ? [`task ${i}`] : []));
+      stopWith(work, { reason: 'awaiting_approval', message: `waiting for approval: ${gates.join(', ')}` });
+    } else {
+      stopWith(work, { reason: 'failures', message: `${counts.completed} of ${plan.tasks.length} tasks completed` });
+    }
+  }
+  draft.finished = true;
+  work.effects.push({ type: 'finish', stop: draft.stop!, usage: draft.usage });
+}

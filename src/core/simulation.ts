@@ -1,0 +1,136 @@
+// The engine's state machine run in simulated time: workers take the time a caller says and
+// report what it says, verification passes, the lane records at once. The scheduling bench and
+// the property tests drive the engine's own `step` through here, so what they measure and check
+// is what the headless engine does, not a copy of its loop.
+
+import { type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, initialState, step } from './engine-step.ts';
+import type { RunEventBody, TaskOutcome } from './events.ts';
+import type { WorkerRun } from './failure.ts';
+import type { Verification } from './finalize.ts';
+import { type Plan, emptyUsage } from './plan.ts';
+
+/** What one attempt of one task does in the simulation. */
+export interface SimulatedAttempt {
+  durationMs: number;
+  /** The status line the worker ends with; COMPLETED work passes verification. */
+  report: 'COMPLETED' | 'FAILED' | 'BLOCKED';
+}
+
+export interface SimulatedInterval {
+  task: number;
+  attempt: number;
+  start: number;
+  end: number;
+  outcome: TaskOutcome | null;
+}
+
+export interface SimulationTrace {
+  /** The state the run ended in. */
+  state: EngineState;
+  /** Every worker run, in start order. */
+  intervals: SimulatedInterval[];
+  /** When the run finished (ms from its start). */
+  makespan: number;
+  /** Everything the run emitted. */
+  events: RunEventBody[];
+}
+
+const PASSED: Verification = { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [] };
+
+export const SIMULATION_DEFAULTS: Omit<EngineConfig, 'concurrency' | 'schedule'> = {
+  maxAttempts: 3,
+  commit: true,
+  backoffMs: 1000,
+  maxRequeues: 6,
+  logDir: '.design',
+};
+
+/**
+ * Run `plan` to its end. `attemptOf(task, attempt)` says what each attempt does; `observe` is
+ * called with the state whenever simulated time is about to move on (every event at the current
+ * time has been handled), and once at the end.
+ */
+export function simulateRun(
+  plan: Plan,
+  config: EngineConfig,
+  attemptOf: (task: number, attempt: number) => SimulatedAttempt,
+  observe?: (state: EngineState) => void,
+): SimulationTrace {
+  let state = initialState(plan, config, 0);
+  const queue: Array<{ at: number; order: number; event: EngineEvent }> = [];
+  let order = 0;
+  const post = (event: EngineEvent) => queue.push({ at: event.now, order: order++, event });
+  const intervals: SimulatedInterval[] = [];
+  const open = new Map<number, SimulatedInterval>();
+  const events: RunEventBody[] = [];
+
+  const run = (task: number, attempt: number, now: number): void => {
+    const behaviour = attemptOf(task, attempt);
+    const interval: SimulatedInterval = { task, attempt, start: now, end: now + behaviour.durationMs, outcome: null };
+    intervals.push(interval);
+    open.set(task, interval);
+    const worker: WorkerRun = {
+      usage: emptyUsage(),
+      durationMs: behaviour.durationMs,
+      permissionDenials: [],
+      logPath: '',
+      outcome: { kind: 'reported', resultText: `${behaviour.report}: attempt ${attempt}`, statusLine: { status: behaviour.report, text: `attempt ${attempt}` } },
+    };
+    post({ type: 'worker-finished', task, run: worker, now: interval.end });
+  };
+
+  const carryOut = (effect: EngineEffect, now: number): boolean => {
+    switch (effect.type) {
+      case 'start-worker':
+        run(effect.task, effect.attempt, now);
+        return false;
+      case 'verify':
+        post({ type: 'verified', task: effect.task, verification: PASSED, now });
+        return false;
+      case 'restore':
+        post({ type: 'settled', task: effect.task, failure: null, now });
+        return false;
+      case 'record':
+        post({ type: 'recorded', tasks: effect.tasks, commit: `round-${effect.round}`, failure: null, now });
+        return false;
+      case 'wake':
+        // One tick per moment is enough: the engine asks again while the back-off lasts.
+        if (!queue.some((q) => q.event.type === 'tick' && q.at === effect.at)) post({ type: 'tick', now: effect.at });
+        return false;
+      case 'emit':
+        events.push(effect.event);
+        if (effect.event.type === 'task-finished') {
+          const interval = open.get(effect.event.task);
+          if (interval) interval.outcome = effect.event.outcome;
+          open.delete(effect.event.task);
+        }
+        return false;
+      case 'save':
+      case 'abort-workers':
+        return false;
+      case 'finish':
+        return true;
+    }
+  };
+
+  post({ type: 'tick', now: 0 });
+  for (;;) {
+    if (queue.length === 0) throw new Error('simulation: the engine is waiting, but nothing is left to happen');
+    let next = 0;
+    for (let k = 1; k < queue.length; k++) {
+      const a = queue[k]!;
+      const b = queue[next]!;
+      if (a.at < b.at || (a.at === b.at && a.order < b.order)) next = k;
+    }
+    const { at, event } = queue.splice(next, 1)[0]!;
+    const result = step(state, event);
+    state = result.state;
+    let finished = false;
+    for (const effect of result.effects) finished = carryOut(effect, at) || finished;
+    if (finished) {
+      observe?.(state);
+      return { state, intervals, makespan: at, events };
+    }
+    if (observe && !queue.some((q) => q.at <= at)) observe(state);
+  }
+}

@@ -1,0 +1,40 @@
+// A run's settings, declared once: the headless CLI parses them from flags, the engine takes them,
+// and the in-session plan tool uses the same defaults. README's flag table states these defaults.
+
+import type { SchedulePolicy } from '../core/schedule.ts';
+
+export const DEFAULTS = {
+  concurrency: 4,
+  maxAttempts: 3,
+  taskTimeoutMs: 1_800_000,
+  checkTimeoutMs: 300_000,
+  permissionMode: 'dontAsk',
+  schedule: 'continuous' as SchedulePolicy,
+  /** First back-off after a rate limit (`FOREMAN_BACKOFF_MS`); doubles per requeue of the same task. */
+  backoffMs: 15_000,
+  /** Requeues of one task after rate limits before it counts as a failed attempt. */
+  maxRequeues: 6,
+} as const;
+
+export interface RunSettings {
+  /** The repository's top directory. */
+  repo: string;
+  planPath: string;
+  claudeBin: string;
+  concurrency: number;
+  taskTimeoutMs: number;
+  maxAttempts: number;
+  permissionMode: string;
+  /** Explicit tool list for every worker; when absent, computed per task from its declared files. */
+  allowedTools?: string[];
+  schedule: SchedulePolicy;
+  /** Stop starting work once the run's cost reaches this. */
+  maxCostUsd?: number;
+  /** Per-worker spend cap when the task sets none. */
+  taskBudgetUsd?: number;
+  checkTimeoutMs: number;
+  /** Commit verified work; without, it stays in the working tree. */
+  commit: boolean;
+  backoffMs: number;
+  maxRequeues: number;
+}

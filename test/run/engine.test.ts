@@ -1,0 +1,199 @@
+// The headless engine in the test process: workers are released one at a time by the test, time
+// is a fake clock, verification and git are fakes. Ordering, overlaps, retries, back-off, budget,
+// the breaker, interrupts, gates and git failures, checked step by step with no sleeps.
+
+import { describe, expect, it } from 'vitest';
+import { statusOf } from '../../src/core/plan.ts';
+import { EngineRig, PASSED, failedRun, gitFailure, reported } from '../support/engine-rig.ts';
+import { fakeTask, makePlan } from '../support/plans.ts';
+
+const task = (marker: string, spec: Parameters<typeof fakeTask>[1] = {}) => fakeTask(marker, { create: [`${marker}.txt`], ...spec });
+
+describe('the engine, in process', () => {
+  it('starts a dependant only once its blocker is recorded, and passes its result on', async () => {
+    const rig = new EngineRig(makePlan([task('A'), task('B', { blockedBy: [0] }), task('C')]), { settings: { concurrency: 4 } });
+    await rig.advance(0);
+    expect(rig.runningTasks).toEqual([0, 2]);
+    await rig.finish(0, 'COMPLETED: made A');
+    expect(rig.recorded).toEqual([{ tasks: [0], round: 1 }]);
+    expect(rig.runningTasks).toEqual([1, 2]);
+    expect(rig.started.find((r) => r.taskIndex === 1)!.prompt).toContain('made A');
+    await rig.finish(2, 'COMPLETED: made C');
+    await rig.finish(1, 'COMPLETED: made B');
+    const result = await rig.ended();
+    expect(result.reason).toBe('all-done');
+    expect(result.plan.tasks.map((t) => [statusOf(t), t.commit])).toEqual([
+      ['completed', 'commit-1'],
+      ['completed', 'commit-3'],
+      ['completed', 'commit-2'],
+    ]);
+    // Saved before each worker started, with the task in progress.
+    expect(rig.saves.some((p) => statusOf(p.tasks[0]!) === 'in_progress' && statusOf(p.tasks[2]!) === 'in_progress')).toBe(true);
+  });
+
+  it('never runs two tasks that touch the same file at once, and never more than the concurrency', async () => {
+    const rig = new EngineRig(makePlan([task('A', { create: ['shared.txt'] }), task('B', { modify: ['shared.txt'], create: [] }), task('C'), task('D')]), { settings: { concurrency: 2 } });
+    await rig.advance(0);
+    expect(rig.runningTasks).toEqual([0, 2]);
+    await rig.finish(2, 'COMPLETED: c');
+    // B overlaps A, which still runs: D takes the slot.
+    expect(rig.runningTasks).toEqual([0, 3]);
+    await rig.finish(0, 'COMPLETED: a');
+    expect(rig.runningTasks).toEqual([1, 3]);
+    await rig.finish(1, 'COMPLETED: b');
+    await rig.finish(3, 'COMPLETED: d');
+    expect((await rig.ended()).reason).toBe('all-done');
+  });
+
+  it('retries a failed attempt after restoring its files, with the failure in the next prompt', async () => {
+    const rig = new EngineRig(makePlan([task('A')]));
+    await rig.advance(0);
+    await rig.finish(0, 'FAILED: the tests would not pass');
+    expect(rig.restored).toEqual([0]);
+    expect(rig.outcomes()).toEqual([[0, 'retry']]);
+    expect(rig.started.map((r) => [r.taskIndex, r.attempt])).toEqual([
+      [0, 1],
+      [0, 2],
+    ]);
+    expect(rig.started[1]!.prompt).toContain('the tests would not pass');
+    await rig.finish(0, 'COMPLETED: fixed');
+    const result = await rig.ended();
+    expect(result.reason).toBe('all-done');
+    expect(result.plan.tasks[0]!.attempts).toBe(2);
+  });
+
+  it('an acceptance failure counts as an attempt; the last one fails the task and skips its dependants', async () => {
+    const failing = { ...PASSED, acceptance: [{ criterion: 'tests pass', check: 'npm test', passed: false, exitCode: 1, timedOut: false, output: 'Error: expected 2' }] };
+    const rig = new EngineRig(makePlan([task('A'), task('B', { blockedBy: [0] })]), { settings: { maxAttempts: 2 }, verify: () => failing });
+    await rig.advance(0);
+    await rig.finish(0, 'COMPLETED: a');
+    await rig.finish(0, 'COMPLETED: a again');
+    const result = await rig.ended();
+    expect(rig.outcomes()).toEqual([
+      [0, 'retry'],
+      [0, 'failed'],
+    ]);
+    expect(result.plan.tasks.map((t) => statusOf(t))).toEqual(['failed', 'skipped']);
+    expect(result.plan.tasks[0]!.result).toContain('expected 2');
+    expect(result.reason).toBe('failures');
+  });
+
+  it('backs off a rate-limited task on the clock, counting no attempt, and doubles the pause', async () => {
+    const rig = new EngineRig(makePlan([task('A'), task('B')]), { settings: { concurrency: 2 } });
+    await rig.advance(0);
+    await rig.finish(0, failedRun({ reason: 'rate-limited', message: '429' }));
+    expect(rig.outcomes()).toEqual([[0, 'requeued']]);
+    expect(rig.runningTasks).toEqual([1]);
+    await rig.advance(999);
+    expect(rig.runningTasks).toEqual([1]);
+    await rig.advance(1);
+    expect(rig.runningTasks).toEqual([0, 1]);
+    expect(rig.started.filter((r) => r.taskIndex === 0).map((r) => r.attempt)).toEqual([1, 1]);
+    await rig.finish(0, failedRun({ reason: 'overloaded', message: '529' }));
+    await rig.advance(1999);
+    expect(rig.runningTasks).toEqual([1]);
+    await rig.advance(1);
+    expect(rig.runningTasks).toEqual([0, 1]);
+    await rig.finish(0, 'COMPLETED: a');
+    await rig.finish(1, 'COMPLETED: b');
+    const result = await rig.ended();
+    expect(result.plan.tasks[0]!.attempts).toBe(1);
+  });
+
+  it('stops starting work once the budget is spent, and finishes what runs', async () => {
+    const rig = new EngineRig(makePlan([task('A'), task('B'), task('C')]), { settings: { concurrency: 2, maxCostUsd: 1 } });
+    await rig.advance(0);
+    await rig.finish(0, reported('COMPLETED: a', 1.25));
+    expect(rig.runningTasks).toEqual([1]);
+    expect(rig.events).toContainEqual({ type: 'budget-reached', costUsd: 1.25, limitUsd: 1 });
+    await rig.finish(1, reported('COMPLETED: b', 0.5));
+    const result = await rig.ended();
+    expect(result.reason).toBe('budget');
+    expect(result.usage.costUsd).toBe(1.75);
+    expect(result.plan.tasks.map((t) => statusOf(t))).toEqual(['completed', 'completed', 'pending']);
+  });
+
+  it('trips the circuit breaker when failures would skip half of what is pending', async () => {
+    const plan = makePlan([task('A'), task('B', { blockedBy: [0] }), task('C', { blockedBy: [1] }), task('D'), task('E', { blockedBy: [3] })]);
+    const rig = new EngineRig(plan, { settings: { concurrency: 1, maxAttempts: 1 } });
+    await rig.advance(0);
+    expect(rig.runningTasks).toEqual([0]);
+    await rig.finish(0, 'FAILED: no');
+    const result = await rig.ended();
+    expect(result.reason).toBe('breaker');
+    expect(rig.events.some((e) => e.type === 'breaker')).toBe(true);
+    expect(result.plan.tasks.map((t) => statusOf(t))).toEqual(['failed', 'skipped', 'skipped', 'pending', 'pending']);
+    expect(rig.started.map((r) => r.taskIndex)).toEqual([0]);
+  });
+
+  it('on interrupt, stops the workers, undoes their attempts, records verified work and stops', async () => {
+    const rig = new EngineRig(makePlan([task('A'), task('B')]), { settings: { concurrency: 2 } });
+    await rig.advance(0);
+    await rig.finish(0, 'COMPLETED: a');
+    await rig.interrupt();
+    const result = await rig.ended();
+    expect(result.reason).toBe('interrupted');
+    expect(rig.outcomes()).toEqual([
+      [0, 'completed'],
+      [1, 'interrupted'],
+    ]);
+    expect(rig.restored).toEqual([1]);
+    expect(result.plan.tasks.map((t) => [statusOf(t), t.attempts])).toEqual([
+      ['completed', 1],
+      ['pending', undefined],
+    ]);
+  });
+
+  it('gated work waits for approval and holds its files; the run says so', async () => {
+    const plan = makePlan([task('A', { gate: 'human-approval', create: ['a.txt'] }), task('B', { modify: ['a.txt'], create: [] }), task('C', { blockedBy: [0] })]);
+    const rig = new EngineRig(plan, { settings: { concurrency: 3 } });
+    await rig.advance(0);
+    expect(rig.runningTasks).toEqual([0]);
+    await rig.finish(0, 'COMPLETED: a for review');
+    const result = await rig.ended();
+    expect(result.reason).toBe('awaiting_approval');
+    expect(result.plan.tasks.map((t) => statusOf(t))).toEqual(['awaiting_approval', 'pending', 'pending']);
+    expect(rig.recorded).toEqual([]);
+  });
+
+  it('stops the run when the agent cannot run at all, counting no attempt', async () => {
+    const rig = new EngineRig(makePlan([task('A'), task('B')]), { settings: { concurrency: 2 } });
+    await rig.advance(0);
+    await rig.finish(0, failedRun({ reason: 'not-authenticated', message: 'Not logged in' }));
+    const result = await rig.ended();
+    expect(result.reason).toBe('agent-unavailable');
+    expect(result.agentFailure).toEqual({ reason: 'not-authenticated', message: 'Not logged in' });
+    expect(result.plan.tasks.map((t) => [statusOf(t), t.attempts ?? 0])).toEqual([
+      ['pending', 0],
+      ['pending', 0],
+    ]);
+  });
+
+  it('a commit that fails stops the run with the work recorded uncommitted', async () => {
+    const rig = new EngineRig(makePlan([task('A'), task('B', { blockedBy: [0] })]), { record: () => gitFailure('commit', 'gpg failed to sign the data') });
+    await rig.advance(0);
+    await rig.finish(0, 'COMPLETED: a');
+    const result = await rig.ended();
+    expect(result.reason).toBe('git-failed');
+    expect(result.message).toContain('gpg failed to sign');
+    expect(result.plan.tasks[0]).toMatchObject({ status: 'completed' });
+    expect(result.plan.tasks[0]!.commit).toBeUndefined();
+    expect(rig.started.map((r) => r.taskIndex)).toEqual([0]);
+  });
+
+  it('with the rounds policy, records once per round and opens the next round after it', async () => {
+    const rig = new EngineRig(makePlan([task('A'), task('B'), task('C', { blockedBy: [0] })]), { settings: { concurrency: 4, schedule: 'rounds' } });
+    await rig.advance(0);
+    expect(rig.runningTasks).toEqual([0, 1]);
+    await rig.finish(0, 'COMPLETED: a');
+    // C is ready only once round 1 is recorded, and round 1 ends when B is done.
+    expect(rig.recorded).toEqual([]);
+    expect(rig.runningTasks).toEqual([1]);
+    await rig.finish(1, 'COMPLETED: b');
+    expect(rig.recorded).toEqual([{ tasks: [0, 1], round: 1 }]);
+    expect(rig.runningTasks).toEqual([2]);
+    await rig.finish(2, 'COMPLETED: c');
+    expect((await rig.ended()).reason).toBe('all-done');
+    expect(rig.recorded.map((r) => r.round)).toEqual([1, 2]);
+  });
+});
