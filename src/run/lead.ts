@@ -39,12 +39,10 @@ import { markStarted } from '../core/transition.ts';
 import { archivePlan, promptsDirFor } from './archive.ts';
 import { commitTasks } from './commit.ts';
 import { type AssumptionResult, type SetupProblem, setupRun } from './setup.ts';
+import { DEFAULTS } from './settings.ts';
 import { type StageContext, settleAttempt, verifyAttempt } from './stages.ts';
 import { sharedTree } from './workspace.ts';
 
-export const DEFAULT_CONCURRENCY = 4;
-export const DEFAULT_MAX_ATTEMPTS = 3;
-export const DEFAULT_CHECK_TIMEOUT_MS = 300_000;
 /** Reasons and outputs handed to the lead are clipped: its context should not grow with logs. */
 const CLIP = 1500;
 /** How many overlapping ready tasks `next` names; it counts the rest. */
@@ -80,9 +78,9 @@ export const promptPathFor = (planPath: string, index: number): string => join(p
 
 const defaultSession = (): Session => ({
   round: 0,
-  concurrency: DEFAULT_CONCURRENCY,
-  maxAttempts: DEFAULT_MAX_ATTEMPTS,
-  checkTimeoutMs: DEFAULT_CHECK_TIMEOUT_MS,
+  concurrency: DEFAULTS.concurrency,
+  maxAttempts: DEFAULTS.maxAttempts,
+  checkTimeoutMs: DEFAULTS.checkTimeoutMs,
   baselineDirty: [],
   startedAt: new Date().toISOString(),
   runId: null,
@@ -272,9 +270,9 @@ export interface SetupOutput {
 export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSettings = {}): Promise<{ ok: true; output: SetupOutput } | { ok: false; problem: SetupProblem }> {
   const session: Session = {
     ...defaultSession(),
-    concurrency: settings.concurrency ?? DEFAULT_CONCURRENCY,
-    maxAttempts: settings.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
-    checkTimeoutMs: settings.checkTimeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS,
+    concurrency: settings.concurrency ?? DEFAULTS.concurrency,
+    maxAttempts: settings.maxAttempts ?? DEFAULTS.maxAttempts,
+    checkTimeoutMs: settings.checkTimeoutMs ?? DEFAULTS.checkTimeoutMs,
   };
   // Checks a killed step left behind may still be writing files: stop them before anything else.
   const registryPath = registryPathFor(ctx.planPath);

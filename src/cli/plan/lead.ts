@@ -16,6 +16,7 @@ import { DEFAULT_PLAN, loadPlan } from '../load.ts';
 import { lockHeldMessage } from './interventions.ts';
 import { describeSetupProblem } from '../setup-problem.ts';
 import { GitCommandError, describeGitFailure, failureOf } from '../../adapters/git.ts';
+import { DEFAULTS } from '../../run/settings.ts';
 
 /** A problem with a name the lead can act on. */
 export class StepError extends CliError {
@@ -116,9 +117,9 @@ export const setup = stepCommand({
   summary: 'For /execute: validate the plan and the working tree, clean up after an interrupted session, check blocking assumptions, commit verified work left uncommitted. JSON out.',
   usage: '[--repo DIR] [--plan FILE] [--concurrency N] [--max-attempts N] [--check-timeout SECONDS]',
   options: {
-    concurrency: { type: 'string', valueName: 'N', description: 'workers at once for this session (default 4)' },
-    'max-attempts': { type: 'string', valueName: 'N', description: 'attempts per task, retries included (default 3)' },
-    'check-timeout': { type: 'string', valueName: 'SECONDS', description: 'time limit of each acceptance or assumption command (default 300)' },
+    concurrency: { type: 'string', valueName: 'N', description: `workers at once for this session (default ${DEFAULTS.concurrency})` },
+    'max-attempts': { type: 'string', valueName: 'N', description: `attempts per task, retries included (default ${DEFAULTS.maxAttempts})` },
+    'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each acceptance or assumption command (default ${DEFAULTS.checkTimeoutMs / 1000})` },
   },
   async step({ values, plan, ctx }) {
     const r = await leadSetup(plan, ctx, {
