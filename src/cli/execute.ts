@@ -225,13 +225,15 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     for (const a of r.assumptions) emit({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output });
     for (const k of r.skipped) emit({ type: 'task-skipped', task: k.index, subject: plan.tasks[k.index]!.subject, rootCause: k.rootCause, reason: plan.tasks[k.index]!.result ?? '' });
 
-    const stages = { workspace: sharedTree(s.repo, git), git, checkTimeoutMs: s.checkTimeoutMs, env: io.env, registry, baselineDirty: new Set(r.baselineDirty) };
+    const workspace = sharedTree(s.repo, git);
+    const stages = { workspace, git, checkTimeoutMs: s.checkTimeoutMs, env: io.env, registry, baselineDirty: new Set(r.baselineDirty) };
     const result = controller.signal.aborted
       ? { reason: 'interrupted' as StopReason, usage: emptyUsage(), message: 'interrupted', plan }
       : await runEngine(
           plan,
           { ...s, claudeBin },
           {
+            workspace,
             runWorker: (request) => recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) => runWorker({ ...request, onSpawn })),
             verify: (current, task, input) => verifyAttempt(stages, current, task, input),
             restore: (current, task) => restoreAttempt(stages, current, task),

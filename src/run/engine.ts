@@ -17,6 +17,7 @@ import { type Plan, type Usage, modelOf } from '../core/plan.ts';
 import { workerPrompt } from '../core/prompt.ts';
 import { type WorkerPermissions, explicitPermissions, workerPermissions } from '../core/scope.ts';
 import type { RunSettings } from './settings.ts';
+import type { Workspace } from './workspace.ts';
 
 /** Time, for back-offs: the real clock, or a test's. */
 export interface Clock {
@@ -35,6 +36,8 @@ export const systemClock: Clock = {
 
 /** Everything the engine does to the world, passed in. */
 export interface EngineAdapters {
+  /** Where workers run (their cwd); verification and restores work there too. */
+  workspace: Pick<Workspace, 'dir'>;
   runWorker(request: WorkerRequest): Promise<WorkerRun>;
   verify(plan: Plan, task: number, input: { reported: readonly string[]; signal: AbortSignal }): Promise<Verification>;
   restore(plan: Plan, task: number): Promise<Result<void, GitFailure>>;
@@ -120,7 +123,7 @@ class Inbox {
 
 export async function runEngine(plan: Plan, settings: RunSettings, adapters: EngineAdapters, signal: AbortSignal, logDir: string): Promise<EngineResult> {
   // The CLI matches edit rules against real paths: a rule through a symlink matches nothing.
-  const root = settings.allowedTools ? settings.repo : await realpath(settings.repo);
+  const root = settings.allowedTools ? adapters.workspace.dir : await realpath(adapters.workspace.dir);
   const clock = adapters.clock;
   const inbox = new Inbox();
   const serialized = lane();
@@ -147,7 +150,7 @@ export async function runEngine(plan: Plan, settings: RunSettings, adapters: Eng
       attempt: effect.attempt,
       prompt: workerPrompt(current.plan, effect.task, { maxAttempts: settings.maxAttempts }),
       model: modelOf(task),
-      cwd: settings.repo,
+      cwd: adapters.workspace.dir,
       claudeBin: settings.claudeBin,
       permissionMode: settings.permissionMode,
       allowedTools: tools.allow,

@@ -108,6 +108,7 @@ export class EngineRig {
       plan,
       settings,
       {
+        workspace: { dir: '/nowhere' },
         runWorker: (request) =>
           new Promise<WorkerRun>((resolve) => {
             this.started.push(request);
