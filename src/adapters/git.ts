@@ -16,7 +16,7 @@ import path from 'node:path';
 import { GitError, simpleGit, type SimpleGit } from 'simple-git';
 import { type Result, err, ok } from '../core/failure.ts';
 import { coveredBy } from '../core/paths.ts';
-import { clipTail } from '../core/text.ts';
+import { clipTail } from '../core/format.ts';
 
 /** How a path differs from HEAD (index and working tree together). */
 export type FileChange =

@@ -8,6 +8,7 @@
 import type { PermissionDenial, ReportedStatus, StatusLine, WorkerFailure, WorkerRun } from '../core/failure.ts';
 import type { Usage } from '../core/plan.ts';
 import { emptyUsage } from '../core/plan.ts';
+import { clipHead, formatCostExact, formatSeconds, oneLine } from '../core/format.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Small helpers over untyped JSON
@@ -19,15 +20,6 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : und
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 
-/** Cut `s` to at most `max` characters, marking the cut. */
-export function truncate(s: string, max: number, marker = '…'): string {
-  return s.length <= max ? s : s.slice(0, Math.max(0, max - marker.length)) + marker;
-}
-
-/** One line, whitespace collapsed, at most `max` characters. */
-function oneLine(s: string, max: number): string {
-  return truncate(s.replace(/\s+/g, ' ').trim(), max);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Status line
@@ -253,7 +245,7 @@ export class StreamJsonParser {
     }
     if (!isObject(event) || typeof event['type'] !== 'string') {
       this._nonJsonLines++;
-      this._garbageSample ??= truncate(trimmed, SAMPLE_CHARS);
+      this._garbageSample ??= clipHead(trimmed, SAMPLE_CHARS);
       return { kind: 'garbage', line };
     }
     this._validEvents++;
@@ -320,7 +312,7 @@ export class StreamJsonParser {
           const message = str(e['message']);
           // The line names only the tool call's id: its input (the file, the command) came before.
           const input = this.toolUse(str(e['tool_use_id']))?.input;
-          this._streamDenials.push(input !== undefined ? { tool, input } : message ? { tool, input: { message: truncate(message, 500) } } : { tool });
+          this._streamDenials.push(input !== undefined ? { tool, input } : message ? { tool, input: { message: clipHead(message, 500) } } : { tool });
         }
         break;
       }
@@ -349,7 +341,7 @@ export class StreamJsonParser {
         const name = str(block['name']) ?? 'tool';
         this.rememberToolUse(str(block['id']), name, block['input']);
         const summary = summarizeToolInput(name, block['input'], this._cwd);
-        this._activity = truncate(summary ? `${name} ${summary}` : name, ACTIVITY_CHARS);
+        this._activity = clipHead(summary ? `${name} ${summary}` : name, ACTIVITY_CHARS);
         lastText = undefined;
       } else if (block['type'] === 'text') {
         const t = str(block['text']);
@@ -358,7 +350,7 @@ export class StreamJsonParser {
     }
     if (lastText !== undefined) this._activity = oneLine(lastText, ACTIVITY_CHARS);
     if (error) {
-      const info: AssistantErrorInfo = { error, text: truncate(lastText ?? textOf(content), 2000) };
+      const info: AssistantErrorInfo = { error, text: clipHead(lastText ?? textOf(content), 2000) };
       const status = num(e['api_error_status']);
       const type = str(e['api_error_type']);
       if (status !== undefined) info.apiErrorStatus = status;
@@ -373,11 +365,11 @@ export class StreamJsonParser {
     const r: ResultInfo = {
       subtype: str(e['subtype']) ?? 'unknown',
       isError: e['is_error'] === true,
-      resultText: truncate(str(e['result']) ?? '', MAX_RESULT_CHARS),
+      resultText: clipHead(str(e['result']) ?? '', MAX_RESULT_CHARS),
       permissionDenials: toDenials(e['permission_denials']),
       errors: arr(e['errors'])
         .slice(0, 20)
-        .map((x) => truncate(typeof x === 'string' ? x : JSON.stringify(x), 2000)),
+        .map((x) => clipHead(typeof x === 'string' ? x : JSON.stringify(x), 2000)),
     };
     if (cost !== undefined) r.totalCostUsd = cost;
     if (isObject(e['usage'])) r.usage = toUsage(e['usage'], cost ?? 0);
@@ -478,7 +470,7 @@ export class StreamJsonParser {
       if (code === 'ENOENT' || code === 'EACCES') {
         return failed({ reason: 'agent-missing', bin: exit.bin ?? '', message: exit.spawnError.message });
       }
-      return failed({ reason: 'no-result', stderrTail: truncate(`${exit.spawnError.message}\n${exit.stderrTail}`.trim(), 4096) });
+      return failed({ reason: 'no-result', stderrTail: clipHead(`${exit.spawnError.message}\n${exit.stderrTail}`.trim(), 4096) });
     }
     if (exit.aborted) return failed({ reason: 'interrupted' });
 
@@ -534,7 +526,7 @@ export class StreamJsonParser {
   }
 
   private classifyErrorResult(r: ResultInfo): WorkerFailure {
-    const message = truncate([r.resultText, ...r.errors].filter((s) => s.trim() !== '').join('; ') || r.subtype, 2000);
+    const message = clipHead([r.resultText, ...r.errors].filter((s) => s.trim() !== '').join('; ') || r.subtype, 2000);
     if (r.subtype === 'error_max_turns' || r.terminalReason === 'max_turns') return { reason: 'max-turns', message };
     if (r.subtype === 'error_max_budget_usd' || r.terminalReason === 'budget_exhausted') {
       return { reason: 'max-budget', message };
@@ -583,9 +575,9 @@ const TEXT_MAX = 8192;
 const TOOL_RESULT_LINES = 20;
 
 function indent(text: string, prefix: string, maxChars = TEXT_MAX): string[] {
-  return truncate(text, maxChars, `… [${text.length - maxChars} more chars]`)
+  return clipHead(text, maxChars, `… [${text.length - maxChars} more chars]`)
     .split(/\r?\n/)
-    .map((l) => prefix + truncate(l, LOG_LINE_MAX));
+    .map((l) => prefix + clipHead(l, LOG_LINE_MAX));
 }
 
 function toolResultText(content: unknown): string {
@@ -599,11 +591,11 @@ function toolResultText(content: unknown): string {
   return parts.join('\n');
 }
 
-const money = (n: number | undefined): string => (n === undefined ? '?' : `$${n < 0.01 && n > 0 ? n.toFixed(4) : n.toFixed(2)}`);
+const costText = (usd: number | undefined): string => (usd === undefined ? '?' : formatCostExact(usd));
 
 /** A raw (non-JSON) stdout line as it goes into the log: verbatim, cut to 4 KiB. */
 export function formatRawLineForLog(line: string): string {
-  return truncate(line, LOG_LINE_MAX, `… [${line.length - LOG_LINE_MAX} more chars]`);
+  return clipHead(line, LOG_LINE_MAX, `… [${line.length - LOG_LINE_MAX} more chars]`);
 }
 
 /**
@@ -680,7 +672,7 @@ export function formatEventForLog(event: unknown, opts: { cwd?: string; toolUse?
         const all = text.trim() === '' ? ['(no output)'] : text.split(/\r?\n/);
         const shown = all.slice(0, TOOL_RESULT_LINES);
         const mark = block['is_error'] === true ? '  ✗ ' : '  ← ';
-        shown.forEach((l, i) => lines.push((i === 0 ? mark : '    ') + truncate(l, 500)));
+        shown.forEach((l, i) => lines.push((i === 0 ? mark : '    ') + clipHead(l, 500)));
         if (all.length > TOOL_RESULT_LINES) lines.push(`    … [${all.length - TOOL_RESULT_LINES} more lines]`);
       }
       return lines;
@@ -692,17 +684,17 @@ export function formatEventForLog(event: unknown, opts: { cwd?: string; toolUse?
         `= result: ${subtype ?? '?'}${isError ? ' (error)' : ''}`,
         str(event['terminal_reason']) && `terminal ${str(event['terminal_reason'])}`,
         num(event['api_error_status']) !== undefined && `API status ${num(event['api_error_status'])}`,
-        `cost ${money(num(event['total_cost_usd']))}`,
+        `cost ${costText(num(event['total_cost_usd']))}`,
         `tokens in ${usage.inputTokens} out ${usage.outputTokens} cache read ${usage.cacheReadTokens} write ${usage.cacheCreationTokens}`,
         `turns ${num(event['num_turns']) ?? '?'}`,
-        `${((num(event['duration_ms']) ?? 0) / 1000).toFixed(1)}s`,
+        formatSeconds(num(event['duration_ms']) ?? 0),
       ]
         .filter(Boolean)
         .join(' · ');
       const lines = [head];
       const text = str(event['result']);
       if (text && text.trim()) lines.push(...indent(text, '  '));
-      for (const e of arr(event['errors'])) lines.push(`  error: ${truncate(typeof e === 'string' ? e : JSON.stringify(e), 1000)}`);
+      for (const e of arr(event['errors'])) lines.push(`  error: ${clipHead(typeof e === 'string' ? e : JSON.stringify(e), 1000)}`);
       const denials = toDenials(event['permission_denials']);
       if (denials.length) {
         lines.push(`  permission denials (${denials.length}):`);
@@ -715,6 +707,6 @@ export function formatEventForLog(event: unknown, opts: { cwd?: string; toolUse?
     case 'stream_event':
       return [];
     default:
-      return [`[${type ?? '?'}] ${truncate(JSON.stringify(event), 500)}`];
+      return [`[${type ?? '?'}] ${clipHead(JSON.stringify(event), 500)}`];
   }
 }

@@ -20,12 +20,12 @@ import { execa } from 'execa';
 import { describeWorkerFailure, type WorkerRun } from '../core/failure.ts';
 import { workerSettings } from '../core/scope.ts';
 import { readLoginSettings } from './claude-settings.ts';
+import { clipHead as truncate } from '../core/format.ts';
 import {
   formatEventForLog,
   formatRawLineForLog,
   LineSplitter,
   StreamJsonParser,
-  truncate,
   type ExitInfo,
 } from './stream-json.ts';
 

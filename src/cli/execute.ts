@@ -10,6 +10,7 @@ import { WorkerRegistry, killOrphanedWorkers, registryPathFor } from '../adapter
 import { killAllWorkers, runWorker } from '../adapters/worker.ts';
 import type { RunEventBody, StopReason } from '../core/events.ts';
 import { assertNever } from '../core/failure.ts';
+import { compactTimestamp } from '../core/format.ts';
 import { countByStatus, depsOf, depths, longestRemainingPath } from '../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { type Plan, emptyUsage, statusOf } from '../core/plan.ts';
@@ -118,7 +119,7 @@ async function findExecutable(bin: string, env: NodeJS.ProcessEnv, cwd: string):
   return null;
 }
 
-const newRunId = () => `${new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}-${randomBytes(3).toString('hex')}`;
+const newRunId = () => `${compactTimestamp()}-${randomBytes(3).toString('hex')}`;
 
 function dryRun(plan: Plan, s: Settings, permissions: WorkerPermissions[], io: Io): ExitCode {
   const overlaps = overlapSets(computeOverlaps(plan.tasks));

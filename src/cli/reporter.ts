@@ -3,6 +3,7 @@
 
 import { openJournal } from '../adapters/journal.ts';
 import type { RunEvent, RunEventBody } from '../core/events.ts';
+import { formatCostExact } from '../core/format.ts';
 import { countByStatus } from '../core/graph.ts';
 import { type Plan, type Usage, statusOf } from '../core/plan.ts';
 import { type RunView, createLiveView, createPlainView, jsonView } from '../ui/render.ts';
@@ -49,7 +50,7 @@ export async function createReporter(o: { io: Io; json: boolean; runId: string; 
       for (const s of ['failed', 'blocked', 'skipped', 'awaiting_approval', 'pending'] as const) {
         if (counts[s] > 0) lines.push(`  ${s}: ${counts[s]}`, ...by(s));
       }
-      lines.push(`  cost: $${usage.costUsd.toFixed(4)}; tokens: ${usage.inputTokens} in, ${usage.outputTokens} out, ${usage.cacheReadTokens} cache read`);
+      lines.push(`  cost: ${formatCostExact(usage.costUsd)}; tokens: ${usage.inputTokens} in, ${usage.outputTokens} out, ${usage.cacheReadTokens} cache read`);
       o.io.out(lines.join('\n'));
     },
     async close() {

@@ -5,7 +5,7 @@
 import { type FailureClass, type PermissionDenial, type WorkerFailure, type WorkerRun, assertNever, classifyWorkerFailure, describeWorkerFailure } from './failure.ts';
 import { cascade, breaker, type BreakerDecision, type Skip } from './graph.ts';
 import { type Plan, type Task, attemptsOf, statusOf } from './plan.ts';
-import { clipHead, clipTail } from './text.ts';
+import { clipHead, clipTail } from './format.ts';
 
 export interface AcceptanceResult {
   criterion: string;

@@ -9,6 +9,7 @@ import type { WorkerRegistry } from '../adapters/orphans.ts';
 import type { WorkerRequest } from '../adapters/worker.ts';
 import type { RunEventBody, StopReason } from '../core/events.ts';
 import { type WorkerFailure, type WorkerRun, assertNever, describeWorkerFailure, ok } from '../core/failure.ts';
+import { formatCost } from '../core/format.ts';
 import { type Decision, type Verification, decide, judgeRun } from '../core/finalize.ts';
 import { countByStatus, depsOf, longestRemainingPath, readySet, stall } from '../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
@@ -321,7 +322,7 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
 
     if (o.maxCostUsd !== undefined && usage.costUsd >= o.maxCostUsd && stop === null) {
       o.emit({ type: 'budget-reached', costUsd: usage.costUsd, limitUsd: o.maxCostUsd });
-      stopWith('budget', `the run's cost reached $${usage.costUsd.toFixed(2)} (limit $${o.maxCostUsd.toFixed(2)})`);
+      stopWith('budget', `the run's cost reached ${formatCost(usage.costUsd)} (limit ${formatCost(o.maxCostUsd)})`);
     }
   };
 

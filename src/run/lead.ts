@@ -31,7 +31,7 @@ import { groupRuns } from '../core/report.ts';
 import { pathsIntersect } from '../core/paths.ts';
 import { type Plan, type TaskStatus, UNKNOWN, attemptsOf, modelOf, statusOf, writesOf } from '../core/plan.ts';
 import { parseStatusLine, workerPrompt } from '../core/prompt.ts';
-import { clipMiddle } from '../core/text.ts';
+import { clipMiddle, compactTimestamp } from '../core/format.ts';
 import { holdingTasks, pickStarts } from '../core/schedule.ts';
 import { markStarted } from '../core/transition.ts';
 import { archivePlan, promptsDirFor } from './archive.ts';
@@ -122,7 +122,7 @@ async function writeSession(planPath: string, session: Session): Promise<void> {
 // The run's journal
 
 /** The same form as a headless run's id: `20261122T010203Z-a1b2c3`. */
-const newRunId = () => `${new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}-${randomBytes(3).toString('hex')}`;
+const newRunId = () => `${compactTimestamp()}-${randomBytes(3).toString('hex')}`;
 
 /** Appends the step's events to the journal, all stamped now. */
 function journal(planPath: string, runId: string, events: readonly RunEventBody[]): void {

@@ -10,7 +10,7 @@ import type { Skip } from '../core/graph.ts';
 import { cascade, depsOf, depths } from '../core/graph.ts';
 import { applyCascade } from '../core/finalize.ts';
 import { coveredBy, isDirPath } from '../core/paths.ts';
-import { clipTail } from '../core/text.ts';
+import { clipTail } from '../core/format.ts';
 import { type Plan, readsOf, statusOf, writesOf } from '../core/plan.ts';
 import { commitTasks, ensurePlanId, reconcileWithHistory } from './commit.ts';
 import { dirtyByOthers, spotCheck } from './verify.ts';

@@ -7,7 +7,7 @@
 // None of them starts a timer: the caller calls `tick()` (say every 250 ms) to advance clocks.
 
 import type { RunEvent, TaskOutcome } from '../core/events.ts';
-import { formatCost, formatCostFigure, formatCostTally, formatElapsed, isoSeconds, listIndices, oneLine, plural } from '../core/format.ts';
+import { clipHead, formatCost, formatCostFigure, formatCostTally, formatElapsed, isoSeconds, listIndices, oneLine, plural } from '../core/format.ts';
 import { type TaskStatus, emptyTally, tallyAdd } from '../core/plan.ts';
 
 export interface RunView {
@@ -322,7 +322,7 @@ export function createLiveView(opts: LiveViewOptions): LiveView {
         lines.push(fitSegments([{ text: String(i).padStart(idxWidth), style: 'bold' }, { text: ` ${elapsed} ` }, { text: subject }], w, color));
         continue;
       }
-      const cutSubject = [...subject].length > subjectWidth ? `${[...subject].slice(0, subjectWidth - 1).join('')}…` : subject.padEnd(subjectWidth);
+      const cutSubject = clipHead(subject, subjectWidth).padEnd(subjectWidth);
       lines.push(
         fitSegments(
           [
