@@ -7,7 +7,7 @@
 
 import type { PermissionDenial, ReportedStatus, StatusLine, WorkerFailure, WorkerRun } from '../core/failure.ts';
 import type { Usage } from '../core/plan.ts';
-import { emptyUsage } from '../core/plan.ts';
+import { addUsage, emptyUsage } from '../core/plan.ts';
 import { clipHead, formatCostExact, formatSeconds, oneLine } from '../core/format.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -329,7 +329,7 @@ export class StreamJsonParser {
       const id = str(message['id']);
       const usage = toUsage(message['usage']);
       if (id === undefined || id !== this._currentMessageId) {
-        this._committedUsage = addTokens(this._committedUsage, this._currentMessageUsage);
+        this._committedUsage = addUsage(this._committedUsage, this._currentMessageUsage);
         this._currentMessageId = id;
       }
       this._currentMessageUsage = usage;
@@ -439,7 +439,7 @@ export class StreamJsonParser {
   /** Usage so far: the result's totals when present, else the sum over assistant messages. */
   usage(): Usage {
     if (this._result?.usage) return { ...this._result.usage };
-    return { ...addTokens(this._committedUsage, this._currentMessageUsage), costUsd: this.costUsd };
+    return { ...addUsage(this._committedUsage, this._currentMessageUsage), costUsd: this.costUsd };
   }
 
   permissionDenials(): PermissionDenial[] {
@@ -549,16 +549,6 @@ export class StreamJsonParser {
     }
     return status !== undefined ? { reason: 'api-error', message, status } : { reason: 'api-error', message };
   }
-}
-
-function addTokens(a: Usage, b: Usage): Usage {
-  return {
-    costUsd: a.costUsd + b.costUsd,
-    inputTokens: a.inputTokens + b.inputTokens,
-    outputTokens: a.outputTokens + b.outputTokens,
-    cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
-    cacheCreationTokens: a.cacheCreationTokens + b.cacheCreationTokens,
-  };
 }
 
 function textOf(content: unknown[]): string {
