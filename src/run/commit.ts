@@ -12,7 +12,8 @@
 // task as completed whose files were never committed and are then lost.
 
 import { randomUUID } from 'node:crypto';
-import type { Git, GitFailure } from '../adapters/git.ts';
+import type { Git } from '../adapters/git.ts';
+import type { GitFailure } from '../core/git-text.ts';
 import { type Result, ok } from '../core/failure.ts';
 import { oneLine } from '../core/format.ts';
 import { type Plan, statusOf, writesOf } from '../core/plan.ts';

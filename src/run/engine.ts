@@ -4,7 +4,8 @@
 
 import { realpath } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Git, type GitFailure, describeGitFailure } from '../adapters/git.ts';
+import type { Git } from '../adapters/git.ts';
+import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
 import type { WorkerRegistry } from '../adapters/orphans.ts';
 import type { WorkerRequest } from '../adapters/worker.ts';
 import type { RunEventBody, StopReason } from '../core/events.ts';

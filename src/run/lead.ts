@@ -19,7 +19,8 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Git, GitFailure } from '../adapters/git.ts';
+import type { Git } from '../adapters/git.ts';
+import type { GitFailure } from '../core/git-text.ts';
 import { journalPathFor, openJournal, readJournal } from '../adapters/journal.ts';
 import { writeFileAtomic, writePlanAtomic } from '../adapters/plan-store.ts';
 import type { RunEventBody, RunOutcome, StopReason, TaskOutcome } from '../core/events.ts';

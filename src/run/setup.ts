@@ -5,7 +5,8 @@
 import { lstat, realpath } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { runShell } from '../adapters/checks.ts';
-import type { Git, GitFailure, RepositoryOperation } from '../adapters/git.ts';
+import type { Git, RepositoryOperation } from '../adapters/git.ts';
+import type { GitFailure } from '../core/git-text.ts';
 import type { Skip } from '../core/graph.ts';
 import { cascade, depsOf, depths } from '../core/graph.ts';
 import { applyCascade } from '../core/finalize.ts';

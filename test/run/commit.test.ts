@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildMessage } from '../../src/adapters/git.ts';
+import { buildMessage } from '../../src/core/git-text.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { TRAILER_RESULT, roundMessage } from '../../src/run/commit.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';

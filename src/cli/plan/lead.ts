@@ -15,7 +15,8 @@ import { CliError, EXIT, type ExitCode } from '../exit.ts';
 import { DEFAULT_PLAN, loadPlan } from '../load.ts';
 import { lockHeldMessage } from './interventions.ts';
 import { describeSetupProblem } from '../setup-problem.ts';
-import { GitCommandError, describeGitFailure, failureOf } from '../../adapters/git.ts';
+import { GitCommandError } from '../../adapters/git.ts';
+import { describeGitFailure, failureOf } from '../../core/git-text.ts';
 
 /** A problem with a name the lead can act on. */
 export class StepError extends CliError {
