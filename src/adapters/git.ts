@@ -126,17 +126,17 @@ export class Git {
   }
 
   /** Like `run`, but a non-zero exit is returned instead of thrown. */
-  private async tryRun(args: string[], cwd?: string): Promise<{ ok: true; out: string } | { ok: false; error: GitCommandError }> {
+  private async tryRun(args: string[], cwd?: string): Promise<Result<string, GitCommandError>> {
     try {
-      return { ok: true, out: await this.run(args, cwd) };
-    } catch (e) {
-      if (e instanceof GitCommandError) return { ok: false, error: e };
-      throw e;
+      return ok(await this.run(args, cwd));
+    } catch (caught) {
+      if (caught instanceof GitCommandError) return err(caught);
+      throw caught;
     }
   }
 
   /** Like `tryRun`, with `input` on git's stdin (simple-git cannot pass stdin). */
-  private async tryRunWithInput(args: string[], input: string): Promise<{ ok: true; out: string } | { ok: false; error: GitCommandError }> {
+  private async tryRunWithInput(args: string[], input: string): Promise<Result<string, GitCommandError>> {
     const cwd = await this.root();
     return new Promise((resolve, reject) => {
       const child = spawn('git', args, { cwd, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -147,8 +147,8 @@ export class Git {
       child.on('error', reject);
       child.on('close', (code) => {
         const stdout = Buffer.concat(out).toString('utf8');
-        if (code === 0) resolve({ ok: true, out: stdout });
-        else resolve({ ok: false, error: new GitCommandError(args, code ?? -1, Buffer.concat(errOut).toString('utf8')) });
+        if (code === 0) resolve(ok(stdout));
+        else resolve(err(new GitCommandError(args, code ?? -1, Buffer.concat(errOut).toString('utf8'))));
       });
       child.stdin.end(input);
     });
@@ -158,7 +158,7 @@ export class Git {
   async isRepo(): Promise<boolean> {
     if (!(await exists(this.dir))) return false;
     const r = await this.tryRun(['rev-parse', '--is-inside-work-tree'], this.dir);
-    return r.ok && r.out.trim() === 'true';
+    return r.ok && r.value.trim() === 'true';
   }
 
   /** Absolute path of the working tree's top-level directory. */
@@ -202,14 +202,14 @@ export class Git {
   /** The branch HEAD is on (also on an unborn branch), or null when HEAD is detached. */
   async currentBranch(): Promise<string | null> {
     const r = await this.tryRun(['symbolic-ref', '-q', '--short', 'HEAD']);
-    return r.ok ? r.out.trim() || null : null;
+    return r.ok ? r.value.trim() || null : null;
   }
 
   /** Full hash of HEAD, or null on an unborn branch (no commits yet). */
   async headCommit(): Promise<string | null> {
     const r = await this.tryRun(['rev-parse', '--verify', '--quiet', 'HEAD^{commit}']);
     if (!r.ok) return null;
-    return r.out.trim() || null;
+    return r.value.trim() || null;
   }
 
   /**
@@ -396,7 +396,7 @@ export class Git {
       const r = await this.tryRunWithInput(['check-ignore', '-v', '-z', '--stdin'], `${chunk.join('\0')}\0`);
       if (!r.ok && r.error.exitCode === 1) continue;
       if (!r.ok) throw r.error;
-      const fields = r.out.split('\0');
+      const fields = r.value.split('\0');
       for (let i = 0; i + 3 < fields.length; i += 4) {
         const [source, line, pattern, p] = [fields[i]!, fields[i + 1]!, fields[i + 2]!, fields[i + 3]!];
         if (pattern.startsWith('!')) continue;
@@ -520,7 +520,7 @@ export class Git {
     const env = process.env;
     const configured = async (key: string): Promise<boolean> => {
       const r = await this.tryRun(['config', '--get', key]);
-      return r.ok && r.out.trim() !== '';
+      return r.ok && r.value.trim() !== '';
     };
     const hasName = (!!env.GIT_AUTHOR_NAME && !!env.GIT_COMMITTER_NAME) || (await configured('user.name'));
     const hasEmail =

@@ -231,11 +231,11 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     }
     const setup = await setupRun(plan, { repo: s.repo, git, commit: s.commit, checkTimeoutMs: s.checkTimeoutMs, signal: controller.signal });
     if (!setup.ok) {
-      const problem = describeSetupProblem(setup.problem);
+      const problem = describeSetupProblem(setup.error);
       throw new CliError(problem.code, problem.lines);
     }
     await save(plan);
-    const r = setup.report;
+    const r = setup.value;
     emit({ type: 'run-started', goal: r.goal, planPath: s.planPath, taskCount: r.taskCount, maxDepth: r.maxDepth, resumed: r.resumed, concurrency: s.concurrency, schedule: s.schedule, pid: process.pid });
     for (const n of r.notices) emit({ type: 'notice', ...n });
     for (const a of r.assumptions) emit({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output });

@@ -268,7 +268,7 @@ export interface SetupOutput {
  * cleanup of interrupted work, blocking assumptions (all `setupRun`), then commit any verified
  * work left uncommitted, save the plan and start a fresh session file.
  */
-export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSettings = {}): Promise<{ ok: true; output: SetupOutput } | { ok: false; problem: SetupProblem }> {
+export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSettings = {}): Promise<Result<SetupOutput, SetupProblem>> {
   const session: Session = {
     ...defaultSession(),
     concurrency: settings.concurrency ?? DEFAULT_CONCURRENCY,
@@ -277,9 +277,9 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   };
   const setup = await setupRun(plan, { repo: ctx.repo, git: ctx.git, commit: true, checkTimeoutMs: session.checkTimeoutMs, env: ctx.env });
   if (!setup.ok) return setup;
-  const r = setup.report;
+  const r = setup.value;
   const commitResult = await commitCompleted(ctx.git, plan, 0);
-  if (!commitResult.ok) return { ok: false, problem: { kind: 'git-failed', doing: 'commit the verified work an earlier session left uncommitted', failure: commitResult.error } };
+  if (!commitResult.ok) return err({ kind: 'git-failed', doing: 'commit the verified work an earlier session left uncommitted', failure: commitResult.error });
   // Setup commits what an earlier session verified but left uncommitted; anything left is committed here.
   const committed: CommitOutcome =
     r.committedApproved.length > 0
@@ -317,33 +317,30 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   const archived = isComplete(plan) ? await archivePlan(ctx.planPath) : null;
   // Archiving removed the session file with the prompts: the finished run needs it no more.
   if (archived !== null) finishRun(plan, ctx, session, { outcome: 'completed', reason: 'all-done', exitCode: 0, message: `every task was already completed; the plan was moved to ${archived}` });
-  return {
-    ok: true,
-    output: {
-      goal: r.goal,
-      taskCount: r.taskCount,
-      maxDepth: r.maxDepth,
-      isResume: r.resumed,
-      recovered: r.recovered,
-      reset: r.reset,
-      reverted: r.reverted,
-      committed,
-      assumptions: {
-        total: r.assumptions.length,
-        passed: r.assumptions.filter((a) => a.passed).length,
-        failed: r.assumptions.filter((a) => !a.passed).map((a) => ({ ...a, output: clip(a.output.trim(), 500) })),
-      },
-      blocked: r.blocked.map((i) => ({ index: i, subject: plan.tasks[i]!.subject, reason: clip(plan.tasks[i]!.result ?? '') })),
-      skipped: skipRefs(plan, r.skipped),
-      notices: r.notices,
-      counts,
-      pending: counts.pending,
-      nothingToDo: counts.pending === 0,
-      archived,
-      concurrency: session.concurrency,
-      maxAttempts: session.maxAttempts,
+  return ok({
+    goal: r.goal,
+    taskCount: r.taskCount,
+    maxDepth: r.maxDepth,
+    isResume: r.resumed,
+    recovered: r.recovered,
+    reset: r.reset,
+    reverted: r.reverted,
+    committed,
+    assumptions: {
+      total: r.assumptions.length,
+      passed: r.assumptions.filter((a) => a.passed).length,
+      failed: r.assumptions.filter((a) => !a.passed).map((a) => ({ ...a, output: clip(a.output.trim(), 500) })),
     },
-  };
+    blocked: r.blocked.map((i) => ({ index: i, subject: plan.tasks[i]!.subject, reason: clip(plan.tasks[i]!.result ?? '') })),
+    skipped: skipRefs(plan, r.skipped),
+    notices: r.notices,
+    counts,
+    pending: counts.pending,
+    nothingToDo: counts.pending === 0,
+    archived,
+    concurrency: session.concurrency,
+    maxAttempts: session.maxAttempts,
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

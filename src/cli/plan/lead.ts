@@ -122,22 +122,22 @@ export const setup = stepCommand({
     'check-timeout': { type: 'string', valueName: 'SECONDS', description: 'time limit of each acceptance or assumption command (default 300)' },
   },
   async step({ values, plan, ctx }) {
-    const r = await leadSetup(plan, ctx, {
+    const setupResult = await leadSetup(plan, ctx, {
       concurrency: intArg('--concurrency', str(values.concurrency), { min: 1 }),
       maxAttempts: intArg('--max-attempts', str(values['max-attempts']), { min: 1 }),
       checkTimeoutMs: secondsOption(values['check-timeout']),
     });
-    if (r.ok) return r.output;
-    switch (r.problem.kind) {
+    if (setupResult.ok) return setupResult.value;
+    switch (setupResult.error.kind) {
       case 'dirty':
         throw new StepError(EXIT.invalid, 'dirty', [
-          `files the plan will change have uncommitted changes no task made: ${r.problem.files.join(', ')}; commit or stash them first (foreman never overwrites a person's work)`,
-          ...r.problem.files,
+          `files the plan will change have uncommitted changes no task made: ${setupResult.error.files.join(', ')}; commit or stash them first (foreman never overwrites a person's work)`,
+          ...setupResult.error.files,
         ]);
       case 'unsafe-paths':
-        throw new StepError(EXIT.invalid, 'unsafe-paths', [`the plan has paths that lead outside the repository: ${r.problem.problems[0]}`, ...r.problem.problems]);
+        throw new StepError(EXIT.invalid, 'unsafe-paths', [`the plan has paths that lead outside the repository: ${setupResult.error.problems[0]}`, ...setupResult.error.problems]);
       default: {
-        const problem = describeSetupProblem(r.problem);
+        const problem = describeSetupProblem(setupResult.error);
         throw new StepError(problem.code, problem.kind, problem.lines);
       }
     }
