@@ -47,8 +47,6 @@ export type WorkerFailure =
   /** The stream was not stream-json at all. */
   | { reason: 'garbage-output'; sample: string };
 
-export type WorkerFailureReason = WorkerFailure['reason'];
-
 export type FailureClass = 'infrastructure' | 'transient' | 'interrupted' | 'attempt';
 
 export function classifyWorkerFailure(f: WorkerFailure): FailureClass {

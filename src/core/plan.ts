@@ -15,9 +15,6 @@ export const TASK_STATUSES = [
 ] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
-/** States a task never leaves on its own (only a person, via retry/approve/reject, moves it). */
-export const TERMINAL_STATUSES: ReadonlySet<TaskStatus> = new Set(['completed', 'failed', 'blocked', 'skipped']);
-
 export const TASK_TYPES = ['research', 'implementation', 'testing', 'configuration'] as const;
 export type TaskType = (typeof TASK_TYPES)[number];
 

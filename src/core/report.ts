@@ -12,7 +12,6 @@ import {
   type UsageFigure,
   type UsageTally,
   attemptsOf as planAttempts,
-  emptyTally,
   modelOf,
   statusOf,
   tallyCostUsd,

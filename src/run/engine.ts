@@ -14,7 +14,7 @@ import { formatCost } from '../core/format.ts';
 import { type Decision, type Verification, decide, judgeRun } from '../core/finalize.ts';
 import { countByStatus, depsOf, longestRemainingPath, readySet, stall } from '../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
-import { type Plan, type Usage, addUsage, attemptsOf, emptyUsage, modelOf, statusOf, writesOf } from '../core/plan.ts';
+import { type Plan, type Usage, addUsage, attemptsOf, emptyUsage, modelOf, statusOf } from '../core/plan.ts';
 import { workerPrompt } from '../core/prompt.ts';
 import { type WorkerPermissions, explicitPermissions, workerPermissions } from '../core/scope.ts';
 import { type SchedulePolicy, holdingTasks, pickStarts } from '../core/schedule.ts';

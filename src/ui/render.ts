@@ -161,8 +161,6 @@ export function fitSegments(segments: readonly Segment[], width: number, color: 
 }
 
 const CSI = '\x1b[';
-/** Printable width of a rendered line (SGR codes removed). */
-export const visibleWidth = (s: string): number => [...s.replace(/\x1b\[[0-9;]*m/g, '')].length;
 
 export interface LiveViewOptions {
   write: (text: string) => void;

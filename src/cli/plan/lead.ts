@@ -7,7 +7,6 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Git } from '../../adapters/git.ts';
 import { acquireLock, currentLockInfo, readPlanFile } from '../../adapters/plan-store.ts';
-import { assertNever } from '../../core/failure.ts';
 import type { Plan } from '../../core/plan.ts';
 import { type LeadContext, type WorkerResult, leadCommit, leadFinalize, leadNext, leadSetup } from '../../run/lead.ts';
 import { type Command, type OptionSpec, intArg } from '../command.ts';
