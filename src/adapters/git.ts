@@ -70,9 +70,9 @@ export class GitCommandError extends Error {
 const FALLBACK_NAME = 'foreman';
 const FALLBACK_EMAIL = 'foreman@localhost';
 
-const exists = async (p: string): Promise<boolean> => {
+const exists = async (file: string): Promise<boolean> => {
   try {
-    await lstat(p);
+    await lstat(file);
     return true;
   } catch {
     return false;
@@ -272,14 +272,14 @@ export class Git {
   }
 
   /** Whether the index holds `path` (for `dir/`: any file under it). */
-  async isTracked(p: string): Promise<boolean> {
-    const spec = normalizeRepoPath(p);
+  async isTracked(repoPath: string): Promise<boolean> {
+    const spec = normalizeRepoPath(repoPath);
     return (await this.indexFiles([spec])).length > 0;
   }
 
   /** Whether HEAD holds `path` (for `dir/`: the directory). False on an unborn branch. */
-  async existsInHead(p: string): Promise<boolean> {
-    const spec = normalizeRepoPath(p);
+  async existsInHead(repoPath: string): Promise<boolean> {
+    const spec = normalizeRepoPath(repoPath);
     if (!(await this.headCommit())) return false;
     const out = await this.run(['--literal-pathspecs', 'ls-tree', '-z', '--name-only', '--full-tree', 'HEAD', '--', spec.replace(/\/$/, '')]);
     return splitNul(out).length > 0;

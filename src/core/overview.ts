@@ -8,7 +8,7 @@ import { computeOverlaps, overlapSets } from './overlap.ts';
 import { type Plan, modelOf, readsOf, statusOf } from './plan.ts';
 import { projectedRounds } from './schedule.ts';
 
-const cell = (s: string) => s.replace(/[\r\n]+/g, ' ').replace(/\|/g, '\\|').trim();
+const cell = (text: string) => text.replace(/[\r\n]+/g, ' ').replace(/\|/g, '\\|').trim();
 const code = (xs: readonly string[]) => xs.map((x) => `\`${x}\``).join(', ');
 
 export interface OverviewOptions {
@@ -18,7 +18,7 @@ export interface OverviewOptions {
   status: string;
 }
 
-export function planOverview(plan: Plan, o: OverviewOptions): string {
+export function planOverview(plan: Plan, options: OverviewOptions): string {
   const out: string[] = [`## Plan: ${cell(plan.goal)}`, ''];
   const c = plan.context;
   const facts = [c?.stack && `stack: ${c.stack}`, c?.testCommand && `tests: \`${c.testCommand}\``, c?.buildCommand && `build: \`${c.buildCommand}\``].filter(Boolean);
@@ -50,6 +50,6 @@ export function planOverview(plan: Plan, o: OverviewOptions): string {
     });
     out.push('');
   }
-  out.push('### Run it', '', '- in this Claude Code session: `/foreman:execute`', `- headless, outside the session: \`${o.headless}\` (watch it with \`${o.status}\`)`);
+  out.push('### Run it', '', '- in this Claude Code session: `/foreman:execute`', `- headless, outside the session: \`${options.headless}\` (watch it with \`${options.status}\`)`);
   return out.join('\n');
 }

@@ -134,8 +134,8 @@ export async function ignoredDeclaredPaths(plan: Plan, git: Git): Promise<Ignore
 }
 
 /** One line per ignored path, for every command that refuses them. */
-export const describeIgnored = (p: IgnoredPath): string =>
-  `tasks[${p.task}]: "${p.path}" is ignored by git (${p.rule}): foreman can neither verify nor commit it, and restoring it would delete it; remove it from the plan or from the ignore rule`;
+export const describeIgnored = (ignored: IgnoredPath): string =>
+  `tasks[${ignored.task}]: "${ignored.path}" is ignored by git (${ignored.rule}): foreman can neither verify nor commit it, and restoring it would delete it; remove it from the plan or from the ignore rule`;
 
 /** Why setup cannot work in `repo`: not the top of its repository, or busy with a merge or the like. */
 export async function repositoryProblem(repo: string, git: Git): Promise<SetupProblem | null> {

@@ -28,7 +28,7 @@ export class StepError extends CliError {
   }
 }
 
-const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+const str = (value: unknown) => (typeof value === 'string' ? value : undefined);
 
 export const repoPlanOptions: Record<string, OptionSpec> = {
   repo: { type: 'string', valueName: 'DIR', description: 'the repository (default: the current directory)' },
@@ -106,8 +106,8 @@ export function stepCommand(spec: StepSpec): Command {
   };
 }
 
-const secondsOption = (v: unknown) => {
-  const s = intArg('--check-timeout', str(v), { min: 1 });
+const secondsOption = (value: unknown) => {
+  const s = intArg('--check-timeout', str(value), { min: 1 });
   return s === undefined ? undefined : s * 1000;
 };
 
