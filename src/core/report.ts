@@ -3,7 +3,7 @@
 // attempts (`plan.ts report`) and the rows of `plan.ts history`.
 
 import type { RunEvent, RunOutcome, StopReason, TaskOutcome } from './events.ts';
-import { formatCost, formatCostFigure, formatCostTally, formatCount, formatDuration, isoSeconds, listIndices, plural } from './format.ts';
+import { clipHead, formatCost, formatCostFigure, formatCostTally, formatCount, formatDuration, isoSeconds, listIndices, markdownCell, plural } from './format.ts';
 import { countByStatus } from './graph.ts';
 import {
   type Plan,
@@ -227,14 +227,14 @@ const isFailure = (outcome: TaskOutcome | null) => outcome === 'retry' || outcom
 
 /** Gantt text: `:` `#` `;` are syntax in a gantt chart, control characters end lines. */
 export function ganttText(text: string, max = 60): string {
-  const t = text
+  const flat = text
     .replace(/[\u0000-\u001f\u007f]+/g, ' ')
     .replace(/:/g, '：')
     .replace(/#/g, '＃')
     .replace(/;/g, '；')
     .replace(/\s+/g, ' ')
     .trim();
-  const cut = t.length > max ? `${t.slice(0, max - 1)}…` : t;
+  const cut = clipHead(flat, max);
   return cut === '' ? '(untitled)' : cut;
 }
 
@@ -288,7 +288,6 @@ export interface ReportInput {
   logDir?: string;
 }
 
-const md = (text: string) => text.replace(/[\r\n]+/g, ' ').replace(/\|/g, '\\|').trim();
 const fence = (text: string) => {
   const ticks = Math.max(3, ...[...text.matchAll(/`+/g)].map((m) => m[0].length + 1));
   return `${'`'.repeat(ticks)}text\n${text.trimEnd()}\n${'`'.repeat(ticks)}`;
@@ -298,7 +297,7 @@ function describeOutcome(summary: RunSummary): string {
   if (summary.outcome === 'running') return 'running (this run still holds the lock)';
   if (summary.outcome === 'unfinished') return 'unfinished (no run-finished event: the run crashed or was killed)';
   if (summary.outcome === 'in-session') return 'in a Claude Code session, not finished (its lead is between steps, or the session ended before the run did)';
-  return `${summary.outcome} (${summary.reason})${summary.message ? `: ${md(summary.message)}` : ''}`;
+  return `${summary.outcome} (${summary.reason})${summary.message ? `: ${markdownCell(summary.message)}` : ''}`;
 }
 
 export function renderReport(input: ReportInput): string {
@@ -311,7 +310,7 @@ export function renderReport(input: ReportInput): string {
   const out: string[] = [];
 
   out.push(summary ? `# foreman run ${summary.runId}` : '# foreman plan report', '');
-  out.push(`- **Goal:** ${md(summary?.goal ?? plan?.goal ?? '(unknown)')}`);
+  out.push(`- **Goal:** ${markdownCell(summary?.goal ?? plan?.goal ?? '(unknown)')}`);
   if (summary) {
     out.push(`- **Outcome:** ${describeOutcome(summary)}`);
     out.push(
@@ -363,8 +362,8 @@ export function renderReport(input: ReportInput): string {
     const commit = (input.planIsOfRun || !summary ? task?.commit : undefined) ?? commits.get(i);
     out.push(
       summary
-        ? `| ${i} | ${md(subject)} | ${status} | ${mine.length ? n : '—'} | ${mine.length ? formatDuration(ms) : '—'} | ${mine.length ? cost : '—'} | ${md(model)} | ${commit ? `\`${commit.slice(0, 10)}\`` : '—'} |`
-        : `| ${i} | ${md(subject)} | ${status} | ${task ? planAttempts(task) : '—'} | — | ${task?.usage ? formatCostFigure(task.usage) : '—'} | ${md(model)} | ${commit ? `\`${commit.slice(0, 10)}\`` : '—'} |`,
+        ? `| ${i} | ${markdownCell(subject)} | ${status} | ${mine.length ? n : '—'} | ${mine.length ? formatDuration(ms) : '—'} | ${mine.length ? cost : '—'} | ${markdownCell(model)} | ${commit ? `\`${commit.slice(0, 10)}\`` : '—'} |`
+        : `| ${i} | ${markdownCell(subject)} | ${status} | ${task ? planAttempts(task) : '—'} | — | ${task?.usage ? formatCostFigure(task.usage) : '—'} | ${markdownCell(model)} | ${commit ? `\`${commit.slice(0, 10)}\`` : '—'} |`,
     );
   }
   out.push('');
@@ -375,7 +374,7 @@ export function renderReport(input: ReportInput): string {
     if (failed.length) out.push('## Failures', '');
     for (const i of failed) {
       const t = plan.tasks[i]!;
-      out.push(`### Task ${i}: ${md(t.subject)}`, '', `- ${statusOf(t)} after ${plural(planAttempts(t), 'attempt')} — log \`${input.logDir ?? '.design'}/worker-${i}.log\``);
+      out.push(`### Task ${i}: ${markdownCell(t.subject)}`, '', `- ${statusOf(t)} after ${plural(planAttempts(t), 'attempt')} — log \`${input.logDir ?? '.design'}/worker-${i}.log\``);
       if (t.result) out.push('', fence(t.result));
       out.push('');
     }
@@ -388,12 +387,12 @@ export function renderReport(input: ReportInput): string {
     out.push('## Failures', '');
     for (const stop of stops) out.push(`- ${describeStop(stop)}`);
     if (stops.length) out.push('');
-    for (const c of failedChecks) out.push(`- Task ${c.task}: ${c.severity} assumption failed: ${md(c.claim)}${c.output.trim() ? ` — ${md(c.output).slice(0, 300)}` : ''}`);
+    for (const c of failedChecks) out.push(`- Task ${c.task}: ${c.severity} assumption failed: ${markdownCell(c.claim)}${c.output.trim() ? ` — ${markdownCell(c.output).slice(0, 300)}` : ''}`);
     if (failedChecks.length) out.push('');
     for (const t of failedTasks) {
       const mine = attempts.filter((a) => a.task === t);
       const last = mine[mine.length - 1]!;
-      out.push(`### Task ${t}: ${md(last.subject)}`, '');
+      out.push(`### Task ${t}: ${markdownCell(last.subject)}`, '');
       for (const a of mine.filter((x) => isFailure(x.outcome) || x === last)) {
         const how = a.outcome === null ? 'still running' : a.outcome === 'retry' ? 'failed, retried' : a.outcome.replace('_', ' ');
         out.push(`- Attempt ${a.attempt}${a.model ? ` (${a.model})` : ''}: ${how}${a.durationMs !== null ? ` after ${formatDuration(a.durationMs)}` : ''} — ${a.logPath ? `log \`${a.logPath}\`` : 'no log (a Task subagent in a Claude Code session)'}`);
@@ -403,7 +402,7 @@ export function renderReport(input: ReportInput): string {
     }
     if (skips.length) {
       out.push('### Skipped', '');
-      for (const s of skips) out.push(`- Task ${s.task} (${md(s.subject)}): ${md(s.reason)}`);
+      for (const s of skips) out.push(`- Task ${s.task} (${markdownCell(s.subject)}): ${markdownCell(s.reason)}`);
       out.push('');
     }
   }
@@ -411,7 +410,7 @@ export function renderReport(input: ReportInput): string {
   const awaiting = plan && (input.planIsOfRun || !summary) ? plan.tasks.flatMap((t, i) => (statusOf(t) === 'awaiting_approval' ? [i] : [])) : [];
   if (awaiting.length) {
     out.push('## Awaiting approval', '');
-    for (const i of awaiting) out.push(`- Task ${i} (${md(plan!.tasks[i]!.subject)}): \`plan.ts approve ${i}\` or \`plan.ts reject ${i} --reason "…"\``);
+    for (const i of awaiting) out.push(`- Task ${i} (${markdownCell(plan!.tasks[i]!.subject)}): \`plan.ts approve ${i}\` or \`plan.ts reject ${i} --reason "…"\``);
     out.push('');
   }
 

@@ -14,6 +14,7 @@ import {
   formatSeconds,
   isoSeconds,
   listIndices,
+  markdownCell,
   oneLine,
   plural,
 } from '../../src/core/format.ts';
@@ -113,6 +114,10 @@ describe('costs', () => {
 });
 
 describe('lists', () => {
+  it('markdownCell keeps a table cell on one line and escapes its bars', () => {
+    expect(markdownCell(' a | b\r\n\nc ')).toBe('a \\| b c');
+  });
+
   it('listIndices and plural', () => {
     expect([[], [1], [1, 3], [1, 3, 4]].map(listIndices)).toEqual(['', '1', '1 and 3', '1, 3 and 4']);
     expect([plural(1, 'task'), plural(2, 'task'), plural(0, 'entry', 'entries')]).toEqual(['1 task', '2 tasks', '0 entries']);
