@@ -4,15 +4,17 @@
 
 import { realpath } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Git, type GitFailure, describeGitFailure } from '../adapters/git.ts';
+import type { Git } from '../adapters/git.ts';
+import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import type { WorkerRequest } from '../adapters/worker.ts';
 import type { RunEventBody, StopReason } from '../core/events.ts';
 import { type WorkerFailure, type WorkerRun, assertNever, describeWorkerFailure, ok } from '../core/failure.ts';
+import { formatCost } from '../core/format.ts';
 import { type Decision, type Verification, decide, judgeRun } from '../core/finalize.ts';
 import { countByStatus, depsOf, longestRemainingPath, readySet, stall } from '../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
-import { type Plan, type Usage, addUsage, attemptsOf, emptyUsage, modelOf, statusOf, writesOf } from '../core/plan.ts';
+import { type Plan, type Usage, addUsage, attemptsOf, emptyUsage, modelOf, statusOf } from '../core/plan.ts';
 import { workerPrompt } from '../core/prompt.ts';
 import { type WorkerPermissions, explicitPermissions, workerPermissions } from '../core/scope.ts';
 import { type SchedulePolicy, holdingTasks, pickStarts } from '../core/schedule.ts';
@@ -317,7 +319,7 @@ export async function runEngine(plan: Plan, o: EngineOptions): Promise<EngineRes
 
     if (o.maxCostUsd !== undefined && usage.costUsd >= o.maxCostUsd && stop === null) {
       o.emit({ type: 'budget-reached', costUsd: usage.costUsd, limitUsd: o.maxCostUsd });
-      stopWith('budget', `the run's cost reached $${usage.costUsd.toFixed(2)} (limit $${o.maxCostUsd.toFixed(2)})`);
+      stopWith('budget', `the run's cost reached ${formatCost(usage.costUsd)} (limit ${formatCost(o.maxCostUsd)})`);
     }
   };
 

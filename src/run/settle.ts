@@ -3,7 +3,8 @@
 // they are in HEAD. Only the task's own files: a task that overlaps it never runs beside it.
 // Used by the headless engine and by `plan.ts finalize` (the /execute skill).
 
-import type { Git, GitFailure } from '../adapters/git.ts';
+import type { Git } from '../adapters/git.ts';
+import type { GitFailure } from '../core/git-text.ts';
 import { type Result, ok } from '../core/failure.ts';
 import type { Decision } from '../core/finalize.ts';
 import { type Plan, type UsageFigure, writesOf } from '../core/plan.ts';
