@@ -3,7 +3,8 @@ import { mkdir, mkdtemp, readFile, rm, stat, unlink, writeFile } from 'node:fs/p
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Git, type GitFailure, buildMessage, describeGitFailure, normalizeRepoPath } from '../src/adapters/git.ts';
+import { Git } from '../src/adapters/git.ts';
+import { type GitFailure, buildMessage, describeGitFailure, normalizeRepoPath } from '../src/core/git-text.ts';
 import type { Result } from '../src/core/failure.ts';
 import { tempGitRepo, type TempGitRepo } from './support/git-repo.ts';
 

@@ -1,13 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  formatEventForLog,
-  LineSplitter,
-  parseStatusLine,
-  StreamJsonParser,
-  summarizeToolInput,
-  type ExitInfo,
-} from '../src/adapters/stream-json.ts';
+import { LineSplitter } from '../src/adapters/line-splitter.ts';
+import { StreamJsonParser, summarizeToolInput } from '../src/adapters/stream-json.ts';
+import { formatEventForLog } from '../src/adapters/stream-log.ts';
+import { parseStatusLine } from '../src/core/prompt.ts';
+import type { ExitInfo } from '../src/core/worker-outcome.ts';
 
 /** Recorded from the real CLI 2.1.330 (noisy fields removed). */
 const REAL: Record<string, string> = {

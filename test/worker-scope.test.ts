@@ -8,7 +8,8 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readLoginSettings, userSettingsPath } from '../src/adapters/claude-settings.ts';
-import { StreamJsonParser, formatEventForLog } from '../src/adapters/stream-json.ts';
+import { StreamJsonParser } from '../src/adapters/stream-json.ts';
+import { formatEventForLog } from '../src/adapters/stream-log.ts';
 import { buildWorkerArgs, runWorker } from '../src/adapters/worker.ts';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));

@@ -15,19 +15,23 @@ import { lstat, readdir, readlink, realpath, rm, rmdir } from 'node:fs/promises'
 import path from 'node:path';
 import { GitError, simpleGit, type SimpleGit } from 'simple-git';
 import { type Result, err, ok } from '../core/failure.ts';
+import {
+  type FileChange,
+  type GitFailure,
+  type StatusEntry,
+  type Trailer,
+  type TrailerList,
+  buildMessage,
+  changesByPath,
+  chunks,
+  failureOf,
+  isTrailerKey,
+  normalizeRepoPath,
+  parseStatus,
+  parseTrailers,
+  splitNul,
+} from '../core/git-text.ts';
 import { coveredBy } from '../core/paths.ts';
-import { clipTail } from '../core/text.ts';
-
-/** How a path differs from HEAD (index and working tree together). */
-export type FileChange =
-  | 'modified'
-  | 'added'
-  | 'deleted'
-  | 'untracked'
-  | 'renamed'
-  | 'copied'
-  | 'type-changed'
-  | 'unmerged';
 
 /** What `operationInProgress` finds. */
 export type RepositoryOperation = 'merge' | 'rebase' | 'cherry-pick' | 'revert' | 'bisect';
@@ -37,14 +41,9 @@ export interface CommitRequest {
   paths: string[];
   message: string;
   /** Appended as a git trailer block, in order: `Key: value`. */
-  trailers?: Record<string, string> | Array<[key: string, value: string]>;
+  trailers?: TrailerList;
   /** Run the repository's commit hooks (pre-commit, commit-msg…). Default true. */
   verify?: boolean;
-}
-
-export interface Trailer {
-  key: string;
-  value: string;
 }
 
 export interface TrailerCommit {
@@ -68,118 +67,12 @@ export class GitCommandError extends Error {
   }
 }
 
-/**
- * A git step that failed, as a value: what foreman was doing, the command and what git said.
- * Returned by the methods that change the repository (`commit`, `restore`).
- */
-export interface GitFailure {
-  /** The git subcommand that failed: `add`, `commit`, `restore`… */
-  step: string;
-  exitCode: number;
-  /** What git (or a hook it ran) printed on stderr. */
-  stderr: string;
-  /** Set when the index could not be put back after the failure: what git said then. */
-  indexNotRestored?: string;
-}
-
-/** The git subcommand of a command line (`commit` in `-c a=b --literal-pathspecs commit -m …`). */
-export function subcommandOf(args: readonly string[]): string {
-  for (let i = 0; i < args.length; i++) {
-    if (args[i] === '-c' || args[i] === '-C') i++;
-    else if (!args[i]!.startsWith('-')) return args[i]!;
-  }
-  return 'command';
-}
-
-export const failureOf = (e: GitCommandError, step = subcommandOf(e.args)): GitFailure => ({ step, exitCode: e.exitCode, stderr: e.stderr });
-
-/** One line: the step, its exit code and the end of what git said (where the reason is). */
-export function describeGitFailure(f: GitFailure): string {
-  const said = clipTail(f.stderr.trim().split(/\r?\n/).map((l) => l.trim()).filter(Boolean).join(' | '), 400) || '(no output)';
-  const index = f.indexNotRestored === undefined ? '' : `; the index could not be put back either (${f.indexNotRestored}): check \`git status\``;
-  return `git ${f.step} failed (exit ${f.exitCode}): ${said}${index}`;
-}
-
 const FALLBACK_NAME = 'foreman';
 const FALLBACK_EMAIL = 'foreman@localhost';
-/** How many paths go into one `git add`/`git rm` command line. */
-const CHUNK = 200;
-const TRAILER_KEY = /^[A-Za-z0-9][A-Za-z0-9-]*$/;
 
-/**
- * Normalises a repository-relative path and refuses anything that could reach outside the
- * repository or into `.git`. Keeps a trailing `/` (directory marker).
- */
-export function normalizeRepoPath(p: string): string {
-  if (p === '' || p.includes('\0')) throw new Error(`invalid path ${JSON.stringify(p)}`);
-  if (path.posix.isAbsolute(p) || path.isAbsolute(p)) throw new Error(`path must be relative to the repository: ${p}`);
-  const isDir = p.endsWith('/');
-  let norm = path.posix.normalize(p);
-  if (norm.endsWith('/')) norm = norm.slice(0, -1);
-  if (norm === '.' || norm === '' || norm === '..' || norm.startsWith('../')) {
-    throw new Error(`path is outside the repository or is the repository itself: ${p}`);
-  }
-  if (norm.split('/')[0]?.toLowerCase() === '.git') throw new Error(`path is inside .git: ${p}`);
-  return isDir ? `${norm}/` : norm;
-}
-
-const UNMERGED = new Set(['DD', 'AU', 'UD', 'UA', 'DU', 'AA', 'UU']);
-
-function classify(xy: string): FileChange {
-  if (xy === '??') return 'untracked';
-  if (UNMERGED.has(xy)) return 'unmerged';
-  const x = xy[0];
-  const y = xy[1];
-  if (x === 'A') return 'added';
-  if (x === 'D' || y === 'D') return 'deleted';
-  if (x === 'R') return 'renamed';
-  if (x === 'C') return 'copied';
-  if (x === 'T' || y === 'T') return 'type-changed';
-  return 'modified';
-}
-
-interface StatusEntry {
-  path: string;
-  xy: string;
-}
-
-/** Parses `git status --porcelain=v1 -z`. */
-function parseStatus(out: string): StatusEntry[] {
-  const recs = out.split('\0');
-  const entries: StatusEntry[] = [];
-  for (let i = 0; i < recs.length; i++) {
-    const rec = recs[i];
-    if (!rec || rec.length < 4) continue;
-    const xy = rec.slice(0, 2);
-    entries.push({ path: rec.slice(3), xy });
-    // Renames and copies carry the original path as the next record.
-    if (xy[0] === 'R' || xy[0] === 'C') i++;
-  }
-  return entries;
-}
-
-function toMap(entries: StatusEntry[]): Map<string, FileChange> {
-  const map = new Map<string, FileChange>();
-  for (const e of entries) {
-    const kind = classify(e.xy);
-    const prev = map.get(e.path);
-    // A file deleted in the index and re-created on disk is listed twice ("D " and "??").
-    map.set(e.path, prev === 'deleted' && kind === 'untracked' ? 'modified' : kind);
-  }
-  return map;
-}
-
-const splitZ = (out: string): string[] => out.split('\0').filter((s) => s !== '');
-
-function chunks<T>(items: readonly T[], size = CHUNK): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
-}
-
-const exists = async (p: string): Promise<boolean> => {
+const exists = async (file: string): Promise<boolean> => {
   try {
-    await lstat(p);
+    await lstat(file);
     return true;
   } catch {
     return false;
@@ -233,17 +126,17 @@ export class Git {
   }
 
   /** Like `run`, but a non-zero exit is returned instead of thrown. */
-  private async tryRun(args: string[], cwd?: string): Promise<{ ok: true; out: string } | { ok: false; error: GitCommandError }> {
+  private async tryRun(args: string[], cwd?: string): Promise<Result<string, GitCommandError>> {
     try {
-      return { ok: true, out: await this.run(args, cwd) };
-    } catch (e) {
-      if (e instanceof GitCommandError) return { ok: false, error: e };
-      throw e;
+      return ok(await this.run(args, cwd));
+    } catch (caught) {
+      if (caught instanceof GitCommandError) return err(caught);
+      throw caught;
     }
   }
 
   /** Like `tryRun`, with `input` on git's stdin (simple-git cannot pass stdin). */
-  private async tryRunWithInput(args: string[], input: string): Promise<{ ok: true; out: string } | { ok: false; error: GitCommandError }> {
+  private async tryRunWithInput(args: string[], input: string): Promise<Result<string, GitCommandError>> {
     const cwd = await this.root();
     return new Promise((resolve, reject) => {
       const child = spawn('git', args, { cwd, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -254,8 +147,8 @@ export class Git {
       child.on('error', reject);
       child.on('close', (code) => {
         const stdout = Buffer.concat(out).toString('utf8');
-        if (code === 0) resolve({ ok: true, out: stdout });
-        else resolve({ ok: false, error: new GitCommandError(args, code ?? -1, Buffer.concat(errOut).toString('utf8')) });
+        if (code === 0) resolve(ok(stdout));
+        else resolve(err(new GitCommandError(args, code ?? -1, Buffer.concat(errOut).toString('utf8'))));
       });
       child.stdin.end(input);
     });
@@ -265,7 +158,7 @@ export class Git {
   async isRepo(): Promise<boolean> {
     if (!(await exists(this.dir))) return false;
     const r = await this.tryRun(['rev-parse', '--is-inside-work-tree'], this.dir);
-    return r.ok && r.out.trim() === 'true';
+    return r.ok && r.value.trim() === 'true';
   }
 
   /** Absolute path of the working tree's top-level directory. */
@@ -309,14 +202,14 @@ export class Git {
   /** The branch HEAD is on (also on an unborn branch), or null when HEAD is detached. */
   async currentBranch(): Promise<string | null> {
     const r = await this.tryRun(['symbolic-ref', '-q', '--short', 'HEAD']);
-    return r.ok ? r.out.trim() || null : null;
+    return r.ok ? r.value.trim() || null : null;
   }
 
   /** Full hash of HEAD, or null on an unborn branch (no commits yet). */
   async headCommit(): Promise<string | null> {
     const r = await this.tryRun(['rev-parse', '--verify', '--quiet', 'HEAD^{commit}']);
     if (!r.ok) return null;
-    return r.out.trim() || null;
+    return r.value.trim() || null;
   }
 
   /**
@@ -327,12 +220,12 @@ export class Git {
   async changedPaths(paths: readonly string[]): Promise<Map<string, FileChange>> {
     const specs = paths.map(normalizeRepoPath);
     if (specs.length === 0) return new Map();
-    return toMap((await this.statusEntries(specs)).filter((e) => coveredBy(e.path, specs)));
+    return changesByPath((await this.statusEntries(specs)).filter((e) => coveredBy(e.path, specs)));
   }
 
   /** Every change in the working tree and index vs HEAD, untracked files included. */
   async allChanges(): Promise<Map<string, FileChange>> {
-    return toMap(await this.statusEntries(null));
+    return changesByPath(await this.statusEntries(null));
   }
 
   /** Sorted paths changed vs HEAD (working tree or index), untracked files included. */
@@ -379,24 +272,24 @@ export class Git {
   }
 
   /** Whether the index holds `path` (for `dir/`: any file under it). */
-  async isTracked(p: string): Promise<boolean> {
-    const spec = normalizeRepoPath(p);
+  async isTracked(repoPath: string): Promise<boolean> {
+    const spec = normalizeRepoPath(repoPath);
     return (await this.indexFiles([spec])).length > 0;
   }
 
   /** Whether HEAD holds `path` (for `dir/`: the directory). False on an unborn branch. */
-  async existsInHead(p: string): Promise<boolean> {
-    const spec = normalizeRepoPath(p);
+  async existsInHead(repoPath: string): Promise<boolean> {
+    const spec = normalizeRepoPath(repoPath);
     if (!(await this.headCommit())) return false;
     const out = await this.run(['--literal-pathspecs', 'ls-tree', '-z', '--name-only', '--full-tree', 'HEAD', '--', spec.replace(/\/$/, '')]);
-    return splitZ(out).length > 0;
+    return splitNul(out).length > 0;
   }
 
   private async headFiles(specs: string[]): Promise<string[]> {
     if (specs.length === 0 || !(await this.headCommit())) return [];
     const files: string[] = [];
     for (const chunk of chunks(specs)) {
-      files.push(...splitZ(await this.run(['--literal-pathspecs', 'ls-tree', '-r', '-z', '--name-only', '--full-tree', 'HEAD', '--', ...chunk])));
+      files.push(...splitNul(await this.run(['--literal-pathspecs', 'ls-tree', '-r', '-z', '--name-only', '--full-tree', 'HEAD', '--', ...chunk])));
     }
     return files.filter((f) => coveredBy(f, specs));
   }
@@ -404,7 +297,7 @@ export class Git {
   private async indexFiles(specs: string[]): Promise<string[]> {
     const files: string[] = [];
     for (const chunk of chunks(specs)) {
-      files.push(...splitZ(await this.run(['--literal-pathspecs', 'ls-files', '-z', '--cached', '--full-name', '--', ...chunk])));
+      files.push(...splitNul(await this.run(['--literal-pathspecs', 'ls-files', '-z', '--cached', '--full-name', '--', ...chunk])));
     }
     return files.filter((f) => coveredBy(f, specs));
   }
@@ -413,7 +306,7 @@ export class Git {
     const files: string[] = [];
     for (const chunk of chunks(specs)) {
       files.push(
-        ...splitZ(await this.run(['--literal-pathspecs', 'ls-files', '-z', '--others', '--exclude-standard', '--full-name', '--', ...chunk])),
+        ...splitNul(await this.run(['--literal-pathspecs', 'ls-files', '-z', '--others', '--exclude-standard', '--full-name', '--', ...chunk])),
       );
     }
     return files.filter((f) => coveredBy(f, specs));
@@ -503,7 +396,7 @@ export class Git {
       const r = await this.tryRunWithInput(['check-ignore', '-v', '-z', '--stdin'], `${chunk.join('\0')}\0`);
       if (!r.ok && r.error.exitCode === 1) continue;
       if (!r.ok) throw r.error;
-      const fields = r.out.split('\0');
+      const fields = r.value.split('\0');
       for (let i = 0; i + 3 < fields.length; i += 4) {
         const [source, line, pattern, p] = [fields[i]!, fields[i + 1]!, fields[i + 2]!, fields[i + 3]!];
         if (pattern.startsWith('!')) continue;
@@ -517,7 +410,7 @@ export class Git {
   private async indexEntries(files: string[]): Promise<Map<string, string[]>> {
     const entries = new Map<string, string[]>();
     for (const chunk of chunks(files)) {
-      for (const rec of splitZ(await this.run(['--literal-pathspecs', 'ls-files', '-s', '-z', '--full-name', '--', ...chunk]))) {
+      for (const rec of splitNul(await this.run(['--literal-pathspecs', 'ls-files', '-s', '-z', '--full-name', '--', ...chunk]))) {
         // `<mode> <object> <stage>\t<path>`
         const tab = rec.indexOf('\t');
         const file = rec.slice(tab + 1);
@@ -627,7 +520,7 @@ export class Git {
     const env = process.env;
     const configured = async (key: string): Promise<boolean> => {
       const r = await this.tryRun(['config', '--get', key]);
-      return r.ok && r.out.trim() !== '';
+      return r.ok && r.value.trim() !== '';
     };
     const hasName = (!!env.GIT_AUTHOR_NAME && !!env.GIT_COMMITTER_NAME) || (await configured('user.name'));
     const hasEmail =
@@ -643,7 +536,7 @@ export class Git {
    * trailer `key` (case-insensitive, as git treats trailer keys). Empty on an unborn branch.
    */
   async commitsWithTrailer(key: string, since?: string): Promise<TrailerCommit[]> {
-    if (!TRAILER_KEY.test(key)) throw new Error(`invalid trailer key ${JSON.stringify(key)}`);
+    if (!isTrailerKey(key)) throw new Error(`invalid trailer key ${JSON.stringify(key)}`);
     if (!(await this.headCommit())) return [];
     const range = since ? `${since}..HEAD` : 'HEAD';
     const out = await this.run([
@@ -666,31 +559,6 @@ export class Git {
     }
     return commits;
   }
-}
-
-function parseTrailers(block: string): Trailer[] {
-  const out: Trailer[] = [];
-  for (const line of block.split('\n')) {
-    const m = /^([A-Za-z0-9][A-Za-z0-9-]*)\s*:\s?(.*)$/.exec(line);
-    if (m?.[1] !== undefined) out.push({ key: m[1], value: (m[2] ?? '').trim() });
-  }
-  return out;
-}
-
-/** The commit message with a trailer block appended (validated: one line per trailer). */
-export function buildMessage(message: string, trailers: CommitRequest['trailers']): string {
-  const body = message.replace(/\s+$/, '');
-  if (!body) throw new Error('empty commit message');
-  const list = trailers === undefined ? [] : Array.isArray(trailers) ? trailers : Object.entries(trailers);
-  if (list.length === 0) return `${body}\n`;
-  const lines = list.map(([k, v]) => {
-    if (!TRAILER_KEY.test(k)) throw new Error(`invalid trailer key ${JSON.stringify(k)}`);
-    const value = String(v).trim();
-    if (/[\r\n]/.test(value) || value === '') throw new Error(`invalid value for trailer ${k}: ${JSON.stringify(v)}`);
-    return `${k}: ${value}`;
-  });
-  // The trailer block must be its own last paragraph, after the subject.
-  return `${body}\n\n${lines.join('\n')}\n`;
 }
 
 async function pruneEmptyDirs(root: string, dirs: Set<string>): Promise<void> {

@@ -24,14 +24,11 @@ import { describeWorkerFailure, type WorkerRun } from '../core/failure.ts';
 import { workerSettings } from '../core/scope.ts';
 import { readLoginSettings } from './claude-settings.ts';
 import { groupAlive, killTrackedGroups, terminateGroup, trackGroup, untrackGroup } from './processes.ts';
-import {
-  formatEventForLog,
-  formatRawLineForLog,
-  LineSplitter,
-  StreamJsonParser,
-  truncate,
-  type ExitInfo,
-} from './stream-json.ts';
+import { clipHead as truncate } from '../core/format.ts';
+import type { ExitInfo } from '../core/worker-outcome.ts';
+import { LineSplitter } from './line-splitter.ts';
+import { StreamJsonParser } from './stream-json.ts';
+import { formatEventForLog, formatRawLineForLog } from './stream-log.ts';
 
 export interface WorkerRequest {
   taskIndex: number;

@@ -2,7 +2,8 @@
 // help text; parsing errors become usage errors (exit 2), never stack traces.
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { GitCommandError, describeGitFailure, failureOf } from '../adapters/git.ts';
+import { GitCommandError } from '../adapters/git.ts';
+import { describeGitFailure, failureOf } from '../core/git-text.ts';
 import { CliError, EXIT, type ExitCode, usageError } from './exit.ts';
 
 export type OptionSpec = NonNullable<ParseArgsConfig['options']>[string] & { description: string; valueName?: string };

@@ -10,6 +10,7 @@ import { ProcessRegistry, describeOrphans, killOrphans, recorded, registryPathFo
 import { killAllWorkers, runWorker } from '../adapters/worker.ts';
 import type { RunEventBody, StopReason } from '../core/events.ts';
 import { assertNever } from '../core/failure.ts';
+import { compactTimestamp } from '../core/format.ts';
 import { countByStatus, depsOf, depths, longestRemainingPath } from '../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { type Plan, emptyUsage, statusOf } from '../core/plan.ts';
@@ -65,7 +66,7 @@ interface Settings extends RunSettings {
 }
 
 function settingsFrom(values: Record<string, unknown>, io: Io): Settings {
-  const str = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
+  const str = (key: string) => (typeof values[key] === 'string' ? (values[key] as string) : undefined);
   const repo = resolve(io.cwd, str('repo') ?? '.');
   const permissionMode = str('permission-mode') ?? DEFAULTS.permissionMode;
   if (!PERMISSION_MODES.includes(permissionMode)) throw usageError(`--permission-mode: "${permissionMode}" is not one of ${PERMISSION_MODES.join(', ')}`);
@@ -110,14 +111,14 @@ async function findExecutable(bin: string, env: NodeJS.ProcessEnv, cwd: string):
   return null;
 }
 
-const newRunId = () => `${new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}-${randomBytes(3).toString('hex')}`;
+const newRunId = () => `${compactTimestamp()}-${randomBytes(3).toString('hex')}`;
 
-function dryRun(plan: Plan, s: Settings, permissions: WorkerPermissions[], io: Io): ExitCode {
+function dryRun(plan: Plan, settings: Settings, permissions: WorkerPermissions[], io: Io): ExitCode {
   const overlaps = overlapSets(computeOverlaps(plan.tasks));
   const rounds = projectedRounds(plan.tasks, overlaps, longestRemainingPath(depsOf(plan.tasks)));
   io.out(`Goal: ${plan.goal}`);
   io.out(`Tasks: ${plan.tasks.length} (max dependency depth ${Math.max(...depths(depsOf(plan.tasks)))}); ${plan.tasks.filter((t) => statusOf(t) === 'pending').length} pending`);
-  io.out(`Workers: up to ${s.concurrency} at once, ${s.schedule} scheduling, ${s.maxAttempts} attempts per task, permission mode ${s.permissionMode}`);
+  io.out(`Workers: up to ${settings.concurrency} at once, ${settings.schedule} scheduling, ${settings.maxAttempts} attempts per task, permission mode ${settings.permissionMode}`);
   rounds.forEach((groups, r) => {
     io.out(`Round ${r + 1}:`);
     groups.forEach((g, k) => {
@@ -132,9 +133,9 @@ function dryRun(plan: Plan, s: Settings, permissions: WorkerPermissions[], io: I
   io.out('Commands this plan runs on this machine (with /bin/sh, in the repository):');
   io.out(commands.length > 0 ? commands.join('\n') : '  (none)');
   io.out(
-    s.allowedTools
-      ? `Worker permission rules (--allowed-tools, every task; permission mode ${s.permissionMode}):`
-      : `Worker permission rules (permission mode ${s.permissionMode}; anything else is denied in dontAsk mode):`,
+    settings.allowedTools
+      ? `Worker permission rules (--allowed-tools, every task; permission mode ${settings.permissionMode}):`
+      : `Worker permission rules (permission mode ${settings.permissionMode}; anything else is denied in dontAsk mode):`,
   );
   permissions.forEach((p, i) => {
     if (statusOf(plan.tasks[i]!) === 'completed') return;
@@ -146,42 +147,42 @@ function dryRun(plan: Plan, s: Settings, permissions: WorkerPermissions[], io: I
 }
 
 /** Every task's permission rules, or exit 2 naming each path no rule can express exactly. */
-async function workerRules(plan: Plan, s: Settings): Promise<WorkerPermissions[]> {
-  if (s.allowedTools) return plan.tasks.map(() => explicitPermissions(s.allowedTools!));
-  const rules = planPermissions(plan, await realpath(s.repo));
+async function workerRules(plan: Plan, settings: Settings): Promise<WorkerPermissions[]> {
+  if (settings.allowedTools) return plan.tasks.map(() => explicitPermissions(settings.allowedTools!));
+  const rules = planPermissions(plan, await realpath(settings.repo));
   if (!rules.ok) throw new CliError(EXIT.invalid, ['these paths cannot be given to a worker as exact permission rules:', ...rules.error.map((p) => `  ${p}`)]);
   return rules.value;
 }
 
 async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCode> {
-  const s = settingsFrom(values, io);
-  let plan = await loadPlan(s.planPath);
-  const git = new Git(s.repo);
-  if (!(await git.isRepo())) throw usageError(`${s.repo} is not a git repository (foreman commits each round; run \`git init\` first)`);
-  const permissions = await workerRules(plan, s);
-  if (s.dryRun) return dryRun(plan, s, permissions, io);
+  const settings = settingsFrom(values, io);
+  let plan = await loadPlan(settings.planPath);
+  const git = new Git(settings.repo);
+  if (!(await git.isRepo())) throw usageError(`${settings.repo} is not a git repository (foreman commits each round; run \`git init\` first)`);
+  const permissions = await workerRules(plan, settings);
+  if (settings.dryRun) return dryRun(plan, settings, permissions, io);
 
-  const claudeBin = await findExecutable(s.claudeBin, io.env, io.cwd);
+  const claudeBin = await findExecutable(settings.claudeBin, io.env, io.cwd);
   if (claudeBin === null) {
     throw new CliError(EXIT.cannotRun, [
-      `the Claude Code CLI "${s.claudeBin}" was not found. Install it with \`npm install -g @anthropic-ai/claude-code\`, or pass --claude-bin PATH (or set CLAUDE_BIN).`,
+      `the Claude Code CLI "${settings.claudeBin}" was not found. Install it with \`npm install -g @anthropic-ai/claude-code\`, or pass --claude-bin PATH (or set CLAUDE_BIN).`,
     ]);
   }
 
   const runId = newRunId();
-  const lock = await acquireLock(s.planPath, currentLockInfo('execute'));
+  const lock = await acquireLock(settings.planPath, currentLockInfo('execute'));
   if (!lock.ok) {
     const h = lock.error.holder;
-    throw new CliError(EXIT.cannotRun, [`another run holds ${join(dirname(s.planPath), 'plan.lock')}: pid ${h.pid} on ${h.host}, started ${h.startedAt}. Wait for it, or stop it first.`]);
+    throw new CliError(EXIT.cannotRun, [`another run holds ${join(dirname(settings.planPath), 'plan.lock')}: pid ${h.pid} on ${h.host}, started ${h.startedAt}. Wait for it, or stop it first.`]);
   }
-  const reporter = await createReporter({ io, json: s.json, runId, planPath: s.planPath, plan });
-  const emit = (e: RunEventBody) => reporter.emit(e);
+  const reporter = await createReporter({ io, json: settings.json, runId, planPath: settings.planPath, plan });
+  const emit = (event: RunEventBody) => reporter.emit(event);
   if (lock.value.takenOver) {
     emit({ type: 'notice', level: 'warning', message: describeTakeover(lock.value.takenOver) });
   }
 
   // Workers and checks a killed run left behind are still editing files: stop them before anything else.
-  const registryPath = registryPathFor(s.planPath);
+  const registryPath = registryPathFor(settings.planPath);
   const orphans = await killOrphans(registryPath);
   if (orphans.length > 0) emit({ type: 'notice', level: 'warning', message: describeOrphans(orphans) });
   const registry = new ProcessRegistry(registryPath);
@@ -208,43 +209,43 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
   const started = Date.now();
   let saving = Promise.resolve();
   // Writes are chained so two never race on the temporary file.
-  const save = (p: Plan) => (saving = saving.then(() => writePlanAtomic(s.planPath, p)));
+  const save = (p: Plan) => (saving = saving.then(() => writePlanAtomic(settings.planPath, p)));
   try {
     if (indexLock === 'held') {
       throw new CliError(EXIT.cannotRun, ['another git process is using this repository (.git/index.lock is held open); wait for it to finish and run again']);
     }
-    const setup = await setupRun(plan, { repo: s.repo, git, commit: s.commit, checkTimeoutMs: s.checkTimeoutMs, signal: controller.signal, registry });
+    const setup = await setupRun(plan, { repo: settings.repo, git, commit: settings.commit, checkTimeoutMs: settings.checkTimeoutMs, signal: controller.signal, registry });
     if (!setup.ok) {
-      const problem = describeSetupProblem(setup.problem);
+      const problem = describeSetupProblem(setup.error);
       throw new CliError(problem.code, problem.lines);
     }
     await save(plan);
-    const r = setup.report;
-    emit({ type: 'run-started', goal: r.goal, planPath: s.planPath, taskCount: r.taskCount, maxDepth: r.maxDepth, resumed: r.resumed, concurrency: s.concurrency, schedule: s.schedule, pid: process.pid });
+    const r = setup.value;
+    emit({ type: 'run-started', goal: r.goal, planPath: settings.planPath, taskCount: r.taskCount, maxDepth: r.maxDepth, resumed: r.resumed, concurrency: settings.concurrency, schedule: settings.schedule, pid: process.pid });
     for (const n of r.notices) emit({ type: 'notice', ...n });
     for (const a of r.assumptions) emit({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output });
     for (const k of r.skipped) emit({ type: 'task-skipped', task: k.index, subject: plan.tasks[k.index]!.subject, rootCause: k.rootCause, reason: plan.tasks[k.index]!.result ?? '' });
 
-    const workspace = sharedTree(s.repo, git);
-    const stages = { workspace, git, checkTimeoutMs: s.checkTimeoutMs, env: io.env, registry, baselineDirty: new Set(r.baselineDirty) };
+    const workspace = sharedTree(settings.repo, git);
+    const stages = { workspace, git, checkTimeoutMs: settings.checkTimeoutMs, env: io.env, registry, baselineDirty: new Set(r.baselineDirty) };
     const result = controller.signal.aborted
       ? { reason: 'interrupted' as StopReason, usage: emptyUsage(), message: 'interrupted', plan }
       : await runEngine(
           plan,
-          { ...s, claudeBin },
+          { ...settings, claudeBin },
           {
             workspace,
             runWorker: (request) => recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) => runWorker({ ...request, onSpawn })),
             verify: (current, task, input) => verifyAttempt(stages, current, task, input),
             restore: (current, task) => restoreAttempt(stages, current, task),
-            record: (current, tasks, round) => recordAttempts(stages, current, tasks, round, s.commit),
+            record: (current, tasks, round) => recordAttempts(stages, current, tasks, round, settings.commit),
             save,
             emit,
             clock: systemClock,
             env: io.env,
           },
           controller.signal,
-          dirname(s.planPath),
+          dirname(settings.planPath),
         );
     await saving;
     plan = result.plan;
@@ -253,10 +254,10 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     const code = exitCodeFor(result.reason);
     let message = result.message;
     if (result.reason === 'all-done') {
-      const archived = await archivePlan(s.planPath);
+      const archived = await archivePlan(settings.planPath);
       message += `; the plan was moved to ${archived}`;
     } else {
-      message += `. The plan keeps its state in ${s.planPath}: ${resumeAdvice(plan)}`;
+      message += `. The plan keeps its state in ${settings.planPath}: ${resumeAdvice(plan)}`;
     }
     emit({
       type: 'run-finished',

@@ -3,30 +3,31 @@
 
 import { openJournal } from '../adapters/journal.ts';
 import type { RunEvent, RunEventBody } from '../core/events.ts';
+import { formatCostExact } from '../core/format.ts';
 import { countByStatus } from '../core/graph.ts';
 import { type Plan, type Usage, statusOf } from '../core/plan.ts';
 import { type RunView, createLiveView, createPlainView, jsonView } from '../ui/render.ts';
 import type { Io } from './command.ts';
 
 export interface Reporter {
-  emit(e: RunEventBody): void;
+  emit(event: RunEventBody): void;
   /** The closing summary (text modes only; --json has `run-finished`). */
   summary(plan: Plan, usage: Usage): void;
   close(): Promise<void>;
 }
 
-export async function createReporter(o: { io: Io; json: boolean; runId: string; planPath: string; plan?: Plan }): Promise<Reporter> {
-  const journal = await openJournal(o.planPath);
-  const write = (t: string) => o.io.out(t.replace(/\n$/, ''));
-  const live = !o.json && o.io.isTTY;
-  const view: RunView = o.json
+export async function createReporter(options: { io: Io; json: boolean; runId: string; planPath: string; plan?: Plan }): Promise<Reporter> {
+  const journal = await openJournal(options.planPath);
+  const write = (text: string) => options.io.out(text.replace(/\n$/, ''));
+  const live = !options.json && options.io.isTTY;
+  const view: RunView = options.json
     ? jsonView({ write })
     : live
       ? createLiveView({
           write: (t) => process.stdout.write(t),
-          columns: o.io.columns,
-          color: !('NO_COLOR' in o.io.env) && o.io.env.TERM !== 'dumb',
-          baseline: o.plan ? countByStatus(o.plan) : undefined,
+          columns: options.io.columns,
+          color: !('NO_COLOR' in options.io.env) && options.io.env.TERM !== 'dumb',
+          baseline: options.plan ? countByStatus(options.plan) : undefined,
         })
       : createPlainView({ write });
   const ticker = live ? setInterval(() => view.tick(), 250) : undefined;
@@ -36,12 +37,12 @@ export async function createReporter(o: { io: Io; json: boolean; runId: string; 
 
   return {
     emit(body) {
-      const event = { ...body, runId: o.runId, at: new Date().toISOString() } as RunEvent;
+      const event = { ...body, runId: options.runId, at: new Date().toISOString() } as RunEvent;
       journal.append(event);
       view.update(event);
     },
     summary(plan, usage) {
-      if (o.json) return;
+      if (options.json) return;
       view.close();
       const by = (s: string) => plan.tasks.flatMap((t, i) => (statusOf(t) === s ? [`    ${i}: ${t.subject}${t.result && s !== 'completed' ? ` — ${t.result.split('\n')[0]}` : ''}`] : []));
       const counts = countByStatus(plan);
@@ -49,8 +50,8 @@ export async function createReporter(o: { io: Io; json: boolean; runId: string; 
       for (const s of ['failed', 'blocked', 'skipped', 'awaiting_approval', 'pending'] as const) {
         if (counts[s] > 0) lines.push(`  ${s}: ${counts[s]}`, ...by(s));
       }
-      lines.push(`  cost: $${usage.costUsd.toFixed(4)}; tokens: ${usage.inputTokens} in, ${usage.outputTokens} out, ${usage.cacheReadTokens} cache read`);
-      o.io.out(lines.join('\n'));
+      lines.push(`  cost: ${formatCostExact(usage.costUsd)}; tokens: ${usage.inputTokens} in, ${usage.outputTokens} out, ${usage.cacheReadTokens} cache read`);
+      options.io.out(lines.join('\n'));
     },
     async close() {
       if (ticker) clearInterval(ticker);

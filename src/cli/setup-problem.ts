@@ -1,7 +1,7 @@
 // How a refused setup is told, the same for `execute` and `plan setup`: an exit code, a short
 // kind for the /execute skill's JSON, and the lines to print (the first one says it all).
 
-import { describeGitFailure } from '../adapters/git.ts';
+import { describeGitFailure } from '../core/git-text.ts';
 import { assertNever } from '../core/failure.ts';
 import { type SetupProblem, describeIgnored } from '../run/setup.ts';
 import { EXIT, type ExitCode } from './exit.ts';

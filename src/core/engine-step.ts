@@ -16,6 +16,7 @@
 import type { RunEventBody, StopReason, TaskOutcome } from './events.ts';
 import { type WorkerFailure, type WorkerRun, assertNever, describeWorkerFailure } from './failure.ts';
 import { type Decision, type Verification, decide, judgeRun } from './finalize.ts';
+import { formatCost } from './format.ts';
 import { countByStatus, depsOf, longestRemainingPath, readySet, stall } from './graph.ts';
 import { computeOverlaps, overlapSets } from './overlap.ts';
 import { type Plan, type Usage, addUsage, attemptsOf, emptyUsage, modelOf, statusOf } from './plan.ts';
@@ -444,7 +445,7 @@ function conclude(work: Work, attempt: Attempt, decided: Decision): void {
   const limit = draft.config.maxCostUsd;
   if (limit !== undefined && draft.usage.costUsd >= limit && draft.stop === null) {
     emit(work, { type: 'budget-reached', costUsd: draft.usage.costUsd, limitUsd: limit });
-    stopWith(work, { reason: 'budget', message: `the run's cost reached $${draft.usage.costUsd.toFixed(2)} (limit $${limit.toFixed(2)})` });
+    stopWith(work, { reason: 'budget', message: `the run's cost reached ${formatCost(draft.usage.costUsd)} (limit ${formatCost(limit)})` });
   }
 }
 

@@ -86,4 +86,4 @@ export type RunEvent = RunEventBody & { runId: string; at: string };
 export type RunEventType = RunEvent['type'];
 
 /** Events that go to the journal (everything but live activity). */
-export const isJournaled = (e: RunEventBody): boolean => e.type !== 'task-activity';
+export const isJournaled = (event: RunEventBody): boolean => event.type !== 'task-activity';

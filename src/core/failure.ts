@@ -47,12 +47,10 @@ export type WorkerFailure =
   /** The stream was not stream-json at all. */
   | { reason: 'garbage-output'; sample: string };
 
-export type WorkerFailureReason = WorkerFailure['reason'];
-
 export type FailureClass = 'infrastructure' | 'transient' | 'interrupted' | 'attempt';
 
-export function classifyWorkerFailure(f: WorkerFailure): FailureClass {
-  switch (f.reason) {
+export function classifyWorkerFailure(failure: WorkerFailure): FailureClass {
+  switch (failure.reason) {
     case 'agent-missing':
     case 'not-authenticated':
       return 'infrastructure';
@@ -69,38 +67,38 @@ export function classifyWorkerFailure(f: WorkerFailure): FailureClass {
     case 'garbage-output':
       return 'attempt';
     default:
-      return assertNever(f, 'worker failure');
+      return assertNever(failure, 'worker failure');
   }
 }
 
-export function describeWorkerFailure(f: WorkerFailure): string {
-  switch (f.reason) {
+export function describeWorkerFailure(failure: WorkerFailure): string {
+  switch (failure.reason) {
     case 'agent-missing':
-      return `the agent CLI '${f.bin}' was not found: ${f.message}`;
+      return `the agent CLI '${failure.bin}' was not found: ${failure.message}`;
     case 'not-authenticated':
-      return `the agent is not authenticated: ${f.message}`;
+      return `the agent is not authenticated: ${failure.message}`;
     case 'rate-limited':
-      return `rate limited: ${f.message}`;
+      return `rate limited: ${failure.message}`;
     case 'overloaded':
-      return `the API is overloaded: ${f.message}`;
+      return `the API is overloaded: ${failure.message}`;
     case 'interrupted':
       return 'interrupted';
     case 'timed-out':
-      return `timed out after ${Math.round(f.timeoutMs / 1000)}s; the worker's process group was killed`;
+      return `timed out after ${Math.round(failure.timeoutMs / 1000)}s; the worker's process group was killed`;
     case 'max-turns':
-      return `the worker hit its turn limit: ${f.message}`;
+      return `the worker hit its turn limit: ${failure.message}`;
     case 'max-budget':
-      return `the worker hit its budget limit: ${f.message}`;
+      return `the worker hit its budget limit: ${failure.message}`;
     case 'api-error':
-      return `API error${f.status ? ` ${f.status}` : ''}: ${f.message}`;
+      return `API error${failure.status ? ` ${failure.status}` : ''}: ${failure.message}`;
     case 'no-result': {
-      const how = f.signal ? `was killed by ${f.signal}` : `exited with code ${f.exitCode ?? 'unknown'}`;
-      return `the worker ${how} without a result${f.stderrTail ? `: ${f.stderrTail}` : ''}`;
+      const how = failure.signal ? `was killed by ${failure.signal}` : `exited with code ${failure.exitCode ?? 'unknown'}`;
+      return `the worker ${how} without a result${failure.stderrTail ? `: ${failure.stderrTail}` : ''}`;
     }
     case 'garbage-output':
-      return `the worker printed something that is not stream-json: ${JSON.stringify(f.sample)}`;
+      return `the worker printed something that is not stream-json: ${JSON.stringify(failure.sample)}`;
     default:
-      return assertNever(f, 'worker failure');
+      return assertNever(failure, 'worker failure');
   }
 }
 

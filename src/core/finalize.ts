@@ -5,7 +5,7 @@
 import { type FailureClass, type PermissionDenial, type WorkerFailure, type WorkerRun, assertNever, classifyWorkerFailure, describeWorkerFailure } from './failure.ts';
 import { cascade, breaker, type BreakerDecision, type Skip } from './graph.ts';
 import { type Plan, type Task, attemptsOf, statusOf } from './plan.ts';
-import { clipHead, clipTail } from './text.ts';
+import { clipHead, clipTail } from './format.ts';
 
 export interface AcceptanceResult {
   criterion: string;
@@ -35,29 +35,29 @@ export type AttemptFailure =
   | { reason: 'spot-check'; missingCreated: string[]; unchangedModified: string[] }
   | { reason: 'acceptance'; failures: AcceptanceResult[] };
 
-export function describeAttemptFailure(f: AttemptFailure): string {
-  switch (f.reason) {
+export function describeAttemptFailure(failure: AttemptFailure): string {
+  switch (failure.reason) {
     case 'reported-failed':
-      return `the worker reported FAILED: ${f.text}`;
+      return `the worker reported FAILED: ${failure.text}`;
     case 'no-status-line':
-      return `the worker ended without a COMPLETED/FAILED/BLOCKED line${f.tail ? ` (its last words: ${JSON.stringify(clipTail(f.tail, 300))})` : ''}`;
+      return `the worker ended without a COMPLETED/FAILED/BLOCKED line${failure.tail ? ` (its last words: ${JSON.stringify(clipTail(failure.tail, 300))})` : ''}`;
     case 'worker':
-      return describeWorkerFailure(f.failure);
+      return describeWorkerFailure(failure.failure);
     case 'spot-check': {
       const parts: string[] = [];
-      if (f.missingCreated.length) parts.push(`declared files were not created: ${f.missingCreated.join(', ')}`);
-      if (f.unchangedModified.length) parts.push(`declared files were not modified: ${f.unchangedModified.join(', ')}`);
+      if (failure.missingCreated.length) parts.push(`declared files were not created: ${failure.missingCreated.join(', ')}`);
+      if (failure.unchangedModified.length) parts.push(`declared files were not modified: ${failure.unchangedModified.join(', ')}`);
       return `the worker reported COMPLETED but ${parts.join('; ')}`;
     }
     case 'acceptance':
-      return f.failures
+      return failure.failures
         .map((a) => {
           const how = a.timedOut ? 'timed out' : `exited ${a.exitCode ?? 'without a code'}`;
           return `acceptance check failed (${a.criterion}): \`${a.check}\` ${how}${a.output.trim() ? `:\n${clipTail(a.output.trim(), 2000)}` : ''}`;
         })
         .join('\n');
     default:
-      return assertNever(f, 'attempt failure');
+      return assertNever(failure, 'attempt failure');
   }
 }
 
@@ -121,11 +121,11 @@ export function judgeRun(run: Pick<WorkerRun, 'outcome'>): Judgement {
 }
 
 /** The failure verification found, if any. */
-export function verificationFailure(v: Verification): AttemptFailure | null {
-  if (v.missingCreated.length > 0 || v.unchangedModified.length > 0) {
-    return { reason: 'spot-check', missingCreated: v.missingCreated, unchangedModified: v.unchangedModified };
+export function verificationFailure(verification: Verification): AttemptFailure | null {
+  if (verification.missingCreated.length > 0 || verification.unchangedModified.length > 0) {
+    return { reason: 'spot-check', missingCreated: verification.missingCreated, unchangedModified: verification.unchangedModified };
   }
-  const failures = v.acceptance.filter((a) => !a.passed);
+  const failures = verification.acceptance.filter((a) => !a.passed);
   return failures.length > 0 ? { reason: 'acceptance', failures } : null;
 }
 
@@ -147,9 +147,9 @@ export interface DecideInput {
 export function decide(input: DecideInput): Decision {
   const { task, judgement } = input;
   const denials = describeDenials(input.permissionDenials);
-  const withDenials = (s: string) => (denials ? `${s} (${denials})` : s);
-  const attemptFailed = (f: AttemptFailure): Decision => {
-    const failure = withDenials(describeAttemptFailure(f));
+  const withDenials = (text: string) => (denials ? `${text} (${denials})` : text);
+  const attemptFailed = (attemptFailure: AttemptFailure): Decision => {
+    const failure = withDenials(describeAttemptFailure(attemptFailure));
     return attemptsOf(task) + 1 < input.maxAttempts ? { kind: 'retry', failure } : { kind: 'failed', failure };
   };
   switch (judgement.kind) {

@@ -132,7 +132,7 @@ export function ancestorMatrix(deps: Deps): boolean[][] {
 }
 
 /** True when neither task reaches the other: they could run at the same time. */
-export const unordered = (anc: boolean[][], a: number, b: number): boolean => !anc[a]![b] && !anc[b]![a];
+export const unordered = (ancestors: boolean[][], a: number, b: number): boolean => !ancestors[a]![b] && !ancestors[b]![a];
 
 /** depth = 1 for a task with no blockers, else 1 + the deepest blocker. Requires an acyclic graph. */
 export function depths(deps: Deps): number[] {

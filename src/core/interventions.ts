@@ -23,8 +23,8 @@ export interface Intervention {
 
 export type InterventionResult = Result<Intervention, string>;
 
-export const describeChange = (c: Change): string =>
-  `task ${c.task} (${c.subject}): ${c.from} → ${c.to}${c.note ? ` — ${c.note}` : ''}`;
+export const describeChange = (change: Change): string =>
+  `task ${change.task} (${change.subject}): ${change.from} → ${change.to}${change.note ? ` — ${change.note}` : ''}`;
 
 type Verb = 'approve' | 'reject' | 'retry' | 'skip';
 const PAST: Record<Verb, string> = { approve: 'approved', reject: 'rejected', retry: 'retried', skip: 'skipped' };

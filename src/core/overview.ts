@@ -2,13 +2,13 @@
 // table, the dependency graph, the critical path and the rounds the plan takes if every task
 // succeeds — computed, never estimated by eye.
 
+import { markdownCell } from './format.ts';
 import { criticalPath, depsOf, longestRemainingPath } from './graph.ts';
 import { mermaidGraph } from './mermaid.ts';
 import { computeOverlaps, overlapSets } from './overlap.ts';
 import { type Plan, modelOf, readsOf, statusOf } from './plan.ts';
 import { projectedRounds } from './schedule.ts';
 
-const cell = (s: string) => s.replace(/[\r\n]+/g, ' ').replace(/\|/g, '\\|').trim();
 const code = (xs: readonly string[]) => xs.map((x) => `\`${x}\``).join(', ');
 
 export interface OverviewOptions {
@@ -18,11 +18,11 @@ export interface OverviewOptions {
   status: string;
 }
 
-export function planOverview(plan: Plan, o: OverviewOptions): string {
-  const out: string[] = [`## Plan: ${cell(plan.goal)}`, ''];
+export function planOverview(plan: Plan, options: OverviewOptions): string {
+  const out: string[] = [`## Plan: ${markdownCell(plan.goal)}`, ''];
   const c = plan.context;
   const facts = [c?.stack && `stack: ${c.stack}`, c?.testCommand && `tests: \`${c.testCommand}\``, c?.buildCommand && `build: \`${c.buildCommand}\``].filter(Boolean);
-  if (facts.length > 0) out.push(cell(facts.join('; ')), '');
+  if (facts.length > 0) out.push(markdownCell(facts.join('; ')), '');
 
   out.push('| # | Task | Model | Files | Blocked by | Checks | Status |', '|---:|---|---|---|---|---:|---|');
   plan.tasks.forEach((t, i) => {
@@ -32,7 +32,7 @@ export function planOverview(plan: Plan, o: OverviewOptions): string {
       readsOf(t).length > 0 ? `reads ${code(readsOf(t))}` : '',
     ].filter(Boolean);
     out.push(
-      `| ${i} | ${cell(t.subject)} | ${cell(modelOf(t))} | ${cell(files.join('; ')) || '—'} | ${t.blockedBy.join(', ') || '—'} | ${t.agent?.acceptanceCriteria?.length ?? 0} | ${statusOf(t)} |`,
+      `| ${i} | ${markdownCell(t.subject)} | ${markdownCell(modelOf(t))} | ${markdownCell(files.join('; ')) || '—'} | ${t.blockedBy.join(', ') || '—'} | ${t.agent?.acceptanceCriteria?.length ?? 0} | ${statusOf(t)} |`,
     );
   });
 
@@ -41,7 +41,7 @@ export function planOverview(plan: Plan, o: OverviewOptions): string {
   const overlaps = overlapSets(computeOverlaps(plan.tasks));
   const rounds = projectedRounds(plan.tasks, overlaps, longestRemainingPath(deps));
   out.push('', '### Dependency graph', '', '```mermaid', mermaidGraph(plan), '```', '');
-  out.push('### Critical path', '', `${path.map((i) => `${i} (${cell(plan.tasks[i]!.subject)})`).join(' → ')}: ${path.length} task${path.length === 1 ? '' : 's'} that must run one after another.`, '');
+  out.push('### Critical path', '', `${path.map((i) => `${i} (${markdownCell(plan.tasks[i]!.subject)})`).join(' → ')}: ${path.length} task${path.length === 1 ? '' : 's'} that must run one after another.`, '');
   if (rounds.length > 0) {
     out.push(`### Rounds if every task succeeds (${rounds.length})`, '');
     rounds.forEach((groups, r) => {
@@ -50,6 +50,6 @@ export function planOverview(plan: Plan, o: OverviewOptions): string {
     });
     out.push('');
   }
-  out.push('### Run it', '', '- in this Claude Code session: `/foreman:execute`', `- headless, outside the session: \`${o.headless}\` (watch it with \`${o.status}\`)`);
+  out.push('### Run it', '', '- in this Claude Code session: `/foreman:execute`', `- headless, outside the session: \`${options.headless}\` (watch it with \`${options.status}\`)`);
   return out.join('\n');
 }

@@ -7,38 +7,38 @@ import { posix } from 'node:path';
 const FORBIDDEN_ROOTS = ['.git', '.design'];
 
 /** Why a plan path is refused, or null when it is acceptable. */
-export function pathProblem(p: string): string | null {
-  if (p.length === 0) return 'is empty';
-  if (p.includes('\0')) return 'contains a NUL byte';
-  if (p.includes('\\')) return `"${p}" uses a backslash; write paths with "/"`;
-  if (p.startsWith('/') || /^[A-Za-z]:/.test(p)) return `"${p}" is absolute; paths are relative to the repository root`;
-  const isDir = p.endsWith('/');
-  const body = isDir ? p.slice(0, -1) : p;
-  if (body.length === 0) return `"${p}" names the whole repository`;
+export function pathProblem(path: string): string | null {
+  if (path.length === 0) return 'is empty';
+  if (path.includes('\0')) return 'contains a NUL byte';
+  if (path.includes('\\')) return `"${path}" uses a backslash; write paths with "/"`;
+  if (path.startsWith('/') || /^[A-Za-z]:/.test(path)) return `"${path}" is absolute; paths are relative to the repository root`;
+  const isDir = path.endsWith('/');
+  const body = isDir ? path.slice(0, -1) : path;
+  if (body.length === 0) return `"${path}" names the whole repository`;
   const segments = body.split('/');
   const normal = posix.normalize(body).replace(/(.)\/+$/, '$1');
-  if (normal === '..' || normal.startsWith('../')) return `"${p}" leaves the repository`;
-  if (normal === '.') return `"${p}" names the whole repository`;
+  if (normal === '..' || normal.startsWith('../')) return `"${path}" leaves the repository`;
+  if (normal === '.') return `"${path}" names the whole repository`;
   if (normal !== body || segments.includes('.') || segments.includes('') || segments.includes('..')) {
-    return `"${p}" is not normalised (write "${normalisedForm(p)}")`;
+    return `"${path}" is not normalised (write "${normalisedForm(path)}")`;
   }
   const first = segments[0]!;
   // Compared case-insensitively: on macOS and Windows `.GIT/hooks` is `.git/hooks`.
   const root = FORBIDDEN_ROOTS.find((r) => r === first.toLowerCase());
-  if (root) return `"${p}" is inside ${root}/, which a task may not touch`;
+  if (root) return `"${path}" is inside ${root}/, which a task may not touch`;
   return null;
 }
 
-function normalisedForm(p: string): string {
-  const isDir = p.endsWith('/');
-  let n = posix.normalize(p);
+function normalisedForm(path: string): string {
+  const isDir = path.endsWith('/');
+  let n = posix.normalize(path);
   if (n.startsWith('./')) n = n.slice(2);
   if (n.endsWith('/') && !isDir) n = n.slice(0, -1);
   if (!n.endsWith('/') && isDir) n += '/';
   return n;
 }
 
-export const isDirPath = (p: string): boolean => p.endsWith('/');
+export const isDirPath = (path: string): boolean => path.endsWith('/');
 
 /** True when one path covers the other: equal, or one is a directory containing the other. */
 export function pathsIntersect(a: string, b: string): boolean {

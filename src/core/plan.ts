@@ -15,9 +15,6 @@ export const TASK_STATUSES = [
 ] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
-/** States a task never leaves on its own (only a person, via retry/approve/reject, moves it). */
-export const TERMINAL_STATUSES: ReadonlySet<TaskStatus> = new Set(['completed', 'failed', 'blocked', 'skipped']);
-
 export const TASK_TYPES = ['research', 'implementation', 'testing', 'configuration'] as const;
 export type TaskType = (typeof TASK_TYPES)[number];
 
@@ -214,7 +211,7 @@ export const mergeTallies = (a: UsageTally, b: UsageTally): UsageTally => ({
 });
 
 /** The cost a tally can state as a number: the measured sum when nothing in it is unknown. */
-export const tallyCostUsd = (t: UsageTally): number | typeof UNKNOWN => (t.unknown > 0 && t.measuredCount === 0 ? UNKNOWN : t.measured.costUsd);
+export const tallyCostUsd = (tally: UsageTally): number | typeof UNKNOWN => (tally.unknown > 0 && tally.measuredCount === 0 ? UNKNOWN : tally.measured.costUsd);
 
 /** Deep copy; plans are plain JSON. */
 export const clonePlan = (plan: Plan): Plan => structuredClone(plan);

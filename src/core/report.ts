@@ -3,7 +3,7 @@
 // attempts (`plan.ts report`) and the rows of `plan.ts history`.
 
 import type { RunEvent, RunOutcome, StopReason, TaskOutcome } from './events.ts';
-import { formatCost, formatCostFigure, formatCostTally, formatCount, formatDuration, isoSeconds, listIndices, plural } from './format.ts';
+import { clipHead, formatCost, formatCostFigure, formatCostTally, formatCount, formatDuration, isoSeconds, listIndices, markdownCell, plural } from './format.ts';
 import { countByStatus } from './graph.ts';
 import {
   type Plan,
@@ -12,7 +12,6 @@ import {
   type UsageFigure,
   type UsageTally,
   attemptsOf as planAttempts,
-  emptyTally,
   modelOf,
   statusOf,
   tallyCostUsd,
@@ -97,13 +96,13 @@ export interface SummaryOptions {
   now?: number;
 }
 
-export function summarizeRun(run: RunRecord, opts: SummaryOptions = {}): RunSummary {
+export function summarizeRun(run: RunRecord, options: SummaryOptions = {}): RunSummary {
   const start = startOf(run);
   const f = run.finished;
-  const live = !f && run.started !== null && opts.livePid != null && run.started.pid === opts.livePid;
+  const live = !f && run.started !== null && options.livePid != null && run.started.pid === options.livePid;
   const inSession = run.started?.mode === 'session';
   const usage = runTally(run);
-  const end = f ? timeOf(f.at) : live && opts.now !== undefined ? opts.now : run.lastMs;
+  const end = f ? timeOf(f.at) : live && options.now !== undefined ? options.now : run.lastMs;
   return {
     runId: run.runId,
     startedAt: isoSeconds(start),
@@ -146,8 +145,8 @@ export function taskStatesIn(run: RunRecord): Map<number, TaskStatus> {
   return states;
 }
 
-const statusAfter = (o: TaskOutcome): TaskStatus =>
-  o === 'completed' || o === 'awaiting_approval' || o === 'failed' || o === 'blocked' ? o : 'pending';
+const statusAfter = (outcome: TaskOutcome): TaskStatus =>
+  outcome === 'completed' || outcome === 'awaiting_approval' || outcome === 'failed' || outcome === 'blocked' ? outcome : 'pending';
 
 function tallyOutcomes(run: RunRecord): Record<string, number> {
   const counts: Record<string, number> = {};
@@ -220,22 +219,22 @@ export function attemptsOf(run: RunRecord): Attempt[] {
 }
 
 /** Attempts that count against `maxAttempts` (a requeue or an interruption is not an attempt). */
-const counted = (a: Attempt) => a.outcome !== 'requeued' && a.outcome !== 'interrupted';
-const isFailure = (o: TaskOutcome | null) => o === 'retry' || o === 'failed' || o === 'blocked';
+const counted = (attempt: Attempt) => attempt.outcome !== 'requeued' && attempt.outcome !== 'interrupted';
+const isFailure = (outcome: TaskOutcome | null) => outcome === 'retry' || outcome === 'failed' || outcome === 'blocked';
 
 // ---------------------------------------------------------------------------------------------
 // Mermaid Gantt
 
 /** Gantt text: `:` `#` `;` are syntax in a gantt chart, control characters end lines. */
-export function ganttText(s: string, max = 60): string {
-  const t = s
+export function ganttText(text: string, max = 60): string {
+  const flat = text
     .replace(/[\u0000-\u001f\u007f]+/g, ' ')
     .replace(/:/g, '：')
     .replace(/#/g, '＃')
     .replace(/;/g, '；')
     .replace(/\s+/g, ' ')
     .trim();
-  const cut = t.length > max ? `${t.slice(0, max - 1)}…` : t;
+  const cut = clipHead(flat, max);
   return cut === '' ? '(untitled)' : cut;
 }
 
@@ -250,12 +249,12 @@ export interface GanttOptions {
  * one bar per attempt from task-started to task-finished; `crit` marks failed attempts, `done`
  * completed ones, `active` the ones still running. Dates are millisecond timestamps (`dateFormat x`).
  */
-export function ganttChart(run: RunRecord, opts: GanttOptions = {}): string {
+export function ganttChart(run: RunRecord, options: GanttOptions = {}): string {
   const attempts = attemptsOf(run);
-  const lines = ['gantt', `  title ${ganttText(opts.title ?? `Run ${run.runId}`, 100)}`, '  dateFormat x', '  axisFormat %H:%M:%S', '  todayMarker off'];
+  const lines = ['gantt', `  title ${ganttText(options.title ?? `Run ${run.runId}`, 100)}`, '  dateFormat x', '  axisFormat %H:%M:%S', '  todayMarker off'];
   const order: number[] = [];
   for (const a of [...attempts].sort((x, y) => x.startMs - y.startMs)) if (!order.includes(a.task)) order.push(a.task);
-  const runEnd = opts.now ?? run.lastMs;
+  const runEnd = options.now ?? run.lastMs;
   for (const task of order) {
     const mine = attempts.filter((a) => a.task === task);
     lines.push(`  section ${task} ${ganttText(mine[mine.length - 1]!.subject)}`);
@@ -289,17 +288,16 @@ export interface ReportInput {
   logDir?: string;
 }
 
-const md = (s: string) => s.replace(/[\r\n]+/g, ' ').replace(/\|/g, '\\|').trim();
-const fence = (s: string) => {
-  const ticks = Math.max(3, ...[...s.matchAll(/`+/g)].map((m) => m[0].length + 1));
-  return `${'`'.repeat(ticks)}text\n${s.trimEnd()}\n${'`'.repeat(ticks)}`;
+const fence = (text: string) => {
+  const ticks = Math.max(3, ...[...text.matchAll(/`+/g)].map((m) => m[0].length + 1));
+  return `${'`'.repeat(ticks)}text\n${text.trimEnd()}\n${'`'.repeat(ticks)}`;
 };
 
-function describeOutcome(s: RunSummary): string {
-  if (s.outcome === 'running') return 'running (this run still holds the lock)';
-  if (s.outcome === 'unfinished') return 'unfinished (no run-finished event: the run crashed or was killed)';
-  if (s.outcome === 'in-session') return 'in a Claude Code session, not finished (its lead is between steps, or the session ended before the run did)';
-  return `${s.outcome} (${s.reason})${s.message ? `: ${md(s.message)}` : ''}`;
+function describeOutcome(summary: RunSummary): string {
+  if (summary.outcome === 'running') return 'running (this run still holds the lock)';
+  if (summary.outcome === 'unfinished') return 'unfinished (no run-finished event: the run crashed or was killed)';
+  if (summary.outcome === 'in-session') return 'in a Claude Code session, not finished (its lead is between steps, or the session ended before the run did)';
+  return `${summary.outcome} (${summary.reason})${summary.message ? `: ${markdownCell(summary.message)}` : ''}`;
 }
 
 export function renderReport(input: ReportInput): string {
@@ -312,7 +310,7 @@ export function renderReport(input: ReportInput): string {
   const out: string[] = [];
 
   out.push(summary ? `# foreman run ${summary.runId}` : '# foreman plan report', '');
-  out.push(`- **Goal:** ${md(summary?.goal ?? plan?.goal ?? '(unknown)')}`);
+  out.push(`- **Goal:** ${markdownCell(summary?.goal ?? plan?.goal ?? '(unknown)')}`);
   if (summary) {
     out.push(`- **Outcome:** ${describeOutcome(summary)}`);
     out.push(
@@ -364,8 +362,8 @@ export function renderReport(input: ReportInput): string {
     const commit = (input.planIsOfRun || !summary ? task?.commit : undefined) ?? commits.get(i);
     out.push(
       summary
-        ? `| ${i} | ${md(subject)} | ${status} | ${mine.length ? n : '—'} | ${mine.length ? formatDuration(ms) : '—'} | ${mine.length ? cost : '—'} | ${md(model)} | ${commit ? `\`${commit.slice(0, 10)}\`` : '—'} |`
-        : `| ${i} | ${md(subject)} | ${status} | ${task ? planAttempts(task) : '—'} | — | ${task?.usage ? formatCostFigure(task.usage) : '—'} | ${md(model)} | ${commit ? `\`${commit.slice(0, 10)}\`` : '—'} |`,
+        ? `| ${i} | ${markdownCell(subject)} | ${status} | ${mine.length ? n : '—'} | ${mine.length ? formatDuration(ms) : '—'} | ${mine.length ? cost : '—'} | ${markdownCell(model)} | ${commit ? `\`${commit.slice(0, 10)}\`` : '—'} |`
+        : `| ${i} | ${markdownCell(subject)} | ${status} | ${task ? planAttempts(task) : '—'} | — | ${task?.usage ? formatCostFigure(task.usage) : '—'} | ${markdownCell(model)} | ${commit ? `\`${commit.slice(0, 10)}\`` : '—'} |`,
     );
   }
   out.push('');
@@ -376,7 +374,7 @@ export function renderReport(input: ReportInput): string {
     if (failed.length) out.push('## Failures', '');
     for (const i of failed) {
       const t = plan.tasks[i]!;
-      out.push(`### Task ${i}: ${md(t.subject)}`, '', `- ${statusOf(t)} after ${plural(planAttempts(t), 'attempt')} — log \`${input.logDir ?? '.design'}/worker-${i}.log\``);
+      out.push(`### Task ${i}: ${markdownCell(t.subject)}`, '', `- ${statusOf(t)} after ${plural(planAttempts(t), 'attempt')} — log \`${input.logDir ?? '.design'}/worker-${i}.log\``);
       if (t.result) out.push('', fence(t.result));
       out.push('');
     }
@@ -389,12 +387,12 @@ export function renderReport(input: ReportInput): string {
     out.push('## Failures', '');
     for (const stop of stops) out.push(`- ${describeStop(stop)}`);
     if (stops.length) out.push('');
-    for (const c of failedChecks) out.push(`- Task ${c.task}: ${c.severity} assumption failed: ${md(c.claim)}${c.output.trim() ? ` — ${md(c.output).slice(0, 300)}` : ''}`);
+    for (const c of failedChecks) out.push(`- Task ${c.task}: ${c.severity} assumption failed: ${markdownCell(c.claim)}${c.output.trim() ? ` — ${markdownCell(c.output).slice(0, 300)}` : ''}`);
     if (failedChecks.length) out.push('');
     for (const t of failedTasks) {
       const mine = attempts.filter((a) => a.task === t);
       const last = mine[mine.length - 1]!;
-      out.push(`### Task ${t}: ${md(last.subject)}`, '');
+      out.push(`### Task ${t}: ${markdownCell(last.subject)}`, '');
       for (const a of mine.filter((x) => isFailure(x.outcome) || x === last)) {
         const how = a.outcome === null ? 'still running' : a.outcome === 'retry' ? 'failed, retried' : a.outcome.replace('_', ' ');
         out.push(`- Attempt ${a.attempt}${a.model ? ` (${a.model})` : ''}: ${how}${a.durationMs !== null ? ` after ${formatDuration(a.durationMs)}` : ''} — ${a.logPath ? `log \`${a.logPath}\`` : 'no log (a Task subagent in a Claude Code session)'}`);
@@ -404,7 +402,7 @@ export function renderReport(input: ReportInput): string {
     }
     if (skips.length) {
       out.push('### Skipped', '');
-      for (const s of skips) out.push(`- Task ${s.task} (${md(s.subject)}): ${md(s.reason)}`);
+      for (const s of skips) out.push(`- Task ${s.task} (${markdownCell(s.subject)}): ${markdownCell(s.reason)}`);
       out.push('');
     }
   }
@@ -412,7 +410,7 @@ export function renderReport(input: ReportInput): string {
   const awaiting = plan && (input.planIsOfRun || !summary) ? plan.tasks.flatMap((t, i) => (statusOf(t) === 'awaiting_approval' ? [i] : [])) : [];
   if (awaiting.length) {
     out.push('## Awaiting approval', '');
-    for (const i of awaiting) out.push(`- Task ${i} (${md(plan!.tasks[i]!.subject)}): \`plan.ts approve ${i}\` or \`plan.ts reject ${i} --reason "…"\``);
+    for (const i of awaiting) out.push(`- Task ${i} (${markdownCell(plan!.tasks[i]!.subject)}): \`plan.ts approve ${i}\` or \`plan.ts reject ${i} --reason "…"\``);
     out.push('');
   }
 
@@ -422,20 +420,20 @@ export function renderReport(input: ReportInput): string {
   return out.join('\n');
 }
 
-function describeStop(e: RunEvent): string {
-  switch (e.type) {
+function describeStop(event: RunEvent): string {
+  switch (event.type) {
     case 'breaker':
-      return `Circuit breaker: ${e.wouldBeSkipped} of ${e.pendingCount} pending tasks would have been skipped; the run stopped.`;
+      return `Circuit breaker: ${event.wouldBeSkipped} of ${event.pendingCount} pending tasks would have been skipped; the run stopped.`;
     case 'budget-reached':
-      return `Budget reached: ${formatCost(e.costUsd)} spent of ${formatCost(e.limitUsd)}.`;
+      return `Budget reached: ${formatCost(event.costUsd)} spent of ${formatCost(event.limitUsd)}.`;
     case 'stalled':
-      return e.kind === 'deadlock'
-        ? `Stalled: ${e.tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(e.tasks)} could not start.`
-        : `Waiting for approval of ${e.tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(e.tasks)}.`;
+      return event.kind === 'deadlock'
+        ? `Stalled: ${event.tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(event.tasks)} could not start.`
+        : `Waiting for approval of ${event.tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(event.tasks)}.`;
     case 'interrupted':
-      return `Interrupted by ${e.signal}.`;
+      return `Interrupted by ${event.signal}.`;
     default:
-      return e.type;
+      return event.type;
   }
 }
 
@@ -515,7 +513,7 @@ export function formatTokens(tally: UsageTally, unit = 'attempt'): string {
 }
 
 /** Past runs, oldest first: every run in the journal, plus archives no journal run accounts for. */
-export function historyEntries(runs: readonly RunRecord[], archives: readonly Archive[], opts: SummaryOptions = {}): HistoryEntry[] {
+export function historyEntries(runs: readonly RunRecord[], archives: readonly Archive[], options: SummaryOptions = {}): HistoryEntry[] {
   const archiveOf = new Map<string, string>();
   const loose: Archive[] = [];
   for (const a of archives) {
@@ -524,7 +522,7 @@ export function historyEntries(runs: readonly RunRecord[], archives: readonly Ar
     else loose.push(a);
   }
   const entries: Array<HistoryEntry & { sortMs: number }> = runs.map((r) => {
-    const s = summarizeRun(r, opts);
+    const s = summarizeRun(r, options);
     return {
       runId: r.runId,
       startedAt: s.startedAt,

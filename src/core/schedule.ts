@@ -35,18 +35,18 @@ export function byPriority(ready: readonly number[], priority: readonly number[]
 }
 
 /** The tasks to start now: ready, admitted, not backing off, within capacity, overlapping nothing running or uncommitted. */
-export function pickStarts(s: ScheduleState): number[] {
-  const now = s.now ?? Date.now();
-  const capacity = s.concurrency - s.running.size;
+export function pickStarts(state: ScheduleState): number[] {
+  const now = state.now ?? Date.now();
+  const capacity = state.concurrency - state.running.size;
   if (capacity <= 0) return [];
-  const busy = new Set([...s.running, ...(s.holding ?? [])]);
+  const busy = new Set([...state.running, ...(state.holding ?? [])]);
   const picked: number[] = [];
-  for (const i of byPriority(readySet(s.tasks), s.priority)) {
+  for (const i of byPriority(readySet(state.tasks), state.priority)) {
     if (picked.length >= capacity) break;
     if (busy.has(i)) continue;
-    if (s.admitted && !s.admitted.has(i)) continue;
-    if ((s.notBefore?.get(i) ?? 0) > now) continue;
-    if ([...busy].some((r) => s.overlaps[i]!.has(r))) continue;
+    if (state.admitted && !state.admitted.has(i)) continue;
+    if ((state.notBefore?.get(i) ?? 0) > now) continue;
+    if ([...busy].some((r) => state.overlaps[i]!.has(r))) continue;
     picked.push(i);
     busy.add(i);
   }

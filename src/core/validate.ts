@@ -22,33 +22,33 @@ export function jsonPathOf(pointer: string): string {
   return out === '' ? 'plan' : out;
 }
 
-function describeSchemaError(e: ErrorObject, data: unknown): string {
-  const where = jsonPathOf(e.instancePath);
-  const value = valueAt(data, e.instancePath);
-  switch (e.keyword) {
+function describeSchemaError(error: ErrorObject, data: unknown): string {
+  const where = jsonPathOf(error.instancePath);
+  const value = valueAt(data, error.instancePath);
+  switch (error.keyword) {
     case 'required':
-      return `${where}: missing required field "${(e.params as { missingProperty: string }).missingProperty}"`;
+      return `${where}: missing required field "${(error.params as { missingProperty: string }).missingProperty}"`;
     case 'enum': {
-      const allowed = (e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ');
+      const allowed = (error.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ');
       if (where.endsWith('.status')) return `${where}: unknown status ${JSON.stringify(value)} (expected one of ${allowed})`;
       return `${where}: ${JSON.stringify(value)} is not one of ${allowed}`;
     }
     case 'minimum':
       if (where.endsWith('.attempts')) return `${where}: attempts cannot be negative (got ${JSON.stringify(value)})`;
-      return `${where}: must be ≥ ${(e.params as { limit: number }).limit} (got ${JSON.stringify(value)})`;
+      return `${where}: must be ≥ ${(error.params as { limit: number }).limit} (got ${JSON.stringify(value)})`;
     case 'minItems':
       return where === 'tasks' ? 'tasks: the plan has no tasks' : `${where}: must not be empty`;
     case 'minLength':
       return `${where}: must not be empty`;
     case 'type':
-      return `${where}: must be ${withArticle((e.params as { type: string }).type)} (got ${typeName(value)})`;
+      return `${where}: must be ${withArticle((error.params as { type: string }).type)} (got ${typeName(value)})`;
     default:
-      return `${where}: ${e.message ?? 'is invalid'}`;
+      return `${where}: ${error.message ?? 'is invalid'}`;
   }
 }
 
-const withArticle = (t: string) => (/^[aeiou]/.test(t) ? `an ${t}` : `a ${t}`);
-const typeName = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'an array' : withArticle(typeof v));
+const withArticle = (word: string) => (/^[aeiou]/.test(word) ? `an ${word}` : `a ${word}`);
+const typeName = (value: unknown) => (value === null ? 'null' : Array.isArray(value) ? 'an array' : withArticle(typeof value));
 
 function valueAt(data: unknown, pointer: string): unknown {
   let cur: unknown = data;

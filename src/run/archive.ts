@@ -4,14 +4,12 @@
 
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-
-/** `20250101T120000Z`: the archive names' timestamp, which `plan.ts history` reads back. */
-export const archiveStamp = (at: Date = new Date()): string => at.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+import { compactTimestamp } from '../core/format.ts';
 
 /** The /execute skill's scratch directory next to the plan: worker prompts and the session file. */
 export const promptsDirFor = (planPath: string): string => join(dirname(planPath), 'prompts');
 
-/** A history path that is not taken yet (two archives in the same second get `-2`, `-3`…). */
+/** A history path for `stamp` (`20250101T120000Z`, which `plan.ts history` reads back) that is not taken yet (two archives in the same second get `-2`, `-3`…). */
 async function freeTarget(history: string, stamp: string): Promise<string> {
   for (let n = 1; ; n++) {
     const target = join(history, `${stamp}${n === 1 ? '' : `-${n}`}-plan.json`);
@@ -24,7 +22,7 @@ export async function archivePlan(planPath: string): Promise<string> {
   const dir = dirname(planPath);
   const history = join(dir, 'history');
   await mkdir(history, { recursive: true });
-  const target = await freeTarget(history, archiveStamp());
+  const target = await freeTarget(history, compactTimestamp());
   await rename(planPath, target);
   for (const f of await readdir(dir)) if (/^worker-\d+\.log$/.test(f)) await rm(join(dir, f), { force: true });
   await rm(promptsDirFor(planPath), { recursive: true, force: true });

@@ -12,8 +12,10 @@
 // task as completed whose files were never committed and are then lost.
 
 import { randomUUID } from 'node:crypto';
-import type { Git, GitFailure } from '../adapters/git.ts';
+import type { Git } from '../adapters/git.ts';
+import type { GitFailure } from '../core/git-text.ts';
 import { type Result, ok } from '../core/failure.ts';
+import { oneLine } from '../core/format.ts';
 import { type Plan, statusOf, writesOf } from '../core/plan.ts';
 import { trimCompleted } from '../core/finalize.ts';
 
@@ -27,7 +29,6 @@ export function ensurePlanId(plan: Plan): string {
   return plan.planId as string;
 }
 
-const oneLine = (s: string) => s.replace(/\s+/g, ' ').trim().slice(0, 500) || 'completed';
 
 export function roundMessage(plan: Plan, round: number, tasks: readonly number[]): { message: string; trailers: Array<[string, string]> } {
   const subjects = tasks.map((i) => `- task ${i}: ${plan.tasks[i]!.subject}`);
@@ -37,7 +38,7 @@ export function roundMessage(plan: Plan, round: number, tasks: readonly number[]
     trailers: [
       [TRAILER_PLAN, ensurePlanId(plan)],
       [TRAILER_TASKS, tasks.join(',')],
-      ...tasks.map((i): [string, string] => [TRAILER_RESULT, `${i} ${oneLine(plan.tasks[i]!.result ?? '')}`]),
+      ...tasks.map((i): [string, string] => [TRAILER_RESULT, `${i} ${oneLine(plan.tasks[i]!.result ?? '', 500) || 'completed'}`]),
     ],
   };
 }

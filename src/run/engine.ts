@@ -6,8 +6,7 @@
 // itself: every adapter it uses is passed in, so tests give it fakes and a fake clock.
 
 import { realpath } from 'node:fs/promises';
-import { describeGitFailure } from '../adapters/git.ts';
-import type { GitFailure } from '../adapters/git.ts';
+import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
 import type { WorkerRequest } from '../adapters/worker.ts';
 import { type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, type EngineStop, initialState, step } from '../core/engine-step.ts';
 import type { RunEventBody } from '../core/events.ts';

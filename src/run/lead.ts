@@ -19,7 +19,8 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Git, GitFailure } from '../adapters/git.ts';
+import type { Git } from '../adapters/git.ts';
+import type { GitFailure } from '../core/git-text.ts';
 import { journalPathFor, openJournal, readJournal } from '../adapters/journal.ts';
 import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../adapters/orphans.ts';
 import { writeFileAtomic, writePlanAtomic } from '../adapters/plan-store.ts';
@@ -33,7 +34,7 @@ import { groupRuns } from '../core/report.ts';
 import { pathsIntersect } from '../core/paths.ts';
 import { type Plan, type TaskStatus, UNKNOWN, attemptsOf, modelOf, statusOf, writesOf } from '../core/plan.ts';
 import { parseStatusLine, workerPrompt } from '../core/prompt.ts';
-import { clipMiddle } from '../core/text.ts';
+import { clipMiddle, compactTimestamp } from '../core/format.ts';
 import { pickStarts } from '../core/schedule.ts';
 import { markStarted } from '../core/transition.ts';
 import { archivePlan, promptsDirFor } from './archive.ts';
@@ -122,7 +123,7 @@ async function writeSession(planPath: string, session: Session): Promise<void> {
 // The run's journal
 
 /** The same form as a headless run's id: `20261122T010203Z-a1b2c3`. */
-const newRunId = () => `${new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}-${randomBytes(3).toString('hex')}`;
+const newRunId = () => `${compactTimestamp()}-${randomBytes(3).toString('hex')}`;
 
 /** Appends the step's events to the journal, all stamped now. */
 function journal(planPath: string, runId: string, events: readonly RunEventBody[]): void {
@@ -267,7 +268,7 @@ export interface SetupOutput {
  * cleanup of interrupted work, blocking assumptions (all `setupRun`), then commit any verified
  * work left uncommitted, save the plan and start a fresh session file.
  */
-export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSettings = {}): Promise<{ ok: true; output: SetupOutput } | { ok: false; problem: SetupProblem }> {
+export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSettings = {}): Promise<Result<SetupOutput, SetupProblem>> {
   const session: Session = {
     ...defaultSession(),
     concurrency: settings.concurrency ?? DEFAULTS.concurrency,
@@ -280,10 +281,10 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   const registry = new ProcessRegistry(registryPath);
   const setup = await setupRun(plan, { repo: ctx.repo, git: ctx.git, commit: true, checkTimeoutMs: session.checkTimeoutMs, env: ctx.env, registry }).finally(() => registry.clear());
   if (!setup.ok) return setup;
-  const r = setup.report;
+  const r = setup.value;
   if (orphans.length > 0) r.notices.unshift({ level: 'warning', message: describeOrphans(orphans) });
   const commitResult = await commitCompleted(ctx.git, plan, 0);
-  if (!commitResult.ok) return { ok: false, problem: { kind: 'git-failed', doing: 'commit the verified work an earlier session left uncommitted', failure: commitResult.error } };
+  if (!commitResult.ok) return err({ kind: 'git-failed', doing: 'commit the verified work an earlier session left uncommitted', failure: commitResult.error });
   // Setup commits what an earlier session verified but left uncommitted; anything left is committed here.
   const committed: CommitOutcome =
     r.committedApproved.length > 0
@@ -321,33 +322,30 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   const archived = isComplete(plan) ? await archivePlan(ctx.planPath) : null;
   // Archiving removed the session file with the prompts: the finished run needs it no more.
   if (archived !== null) finishRun(plan, ctx, session, { outcome: 'completed', reason: 'all-done', exitCode: 0, message: `every task was already completed; the plan was moved to ${archived}` });
-  return {
-    ok: true,
-    output: {
-      goal: r.goal,
-      taskCount: r.taskCount,
-      maxDepth: r.maxDepth,
-      isResume: r.resumed,
-      recovered: r.recovered,
-      reset: r.reset,
-      reverted: r.reverted,
-      committed,
-      assumptions: {
-        total: r.assumptions.length,
-        passed: r.assumptions.filter((a) => a.passed).length,
-        failed: r.assumptions.filter((a) => !a.passed).map((a) => ({ ...a, output: clip(a.output.trim(), 500) })),
-      },
-      blocked: r.blocked.map((i) => ({ index: i, subject: plan.tasks[i]!.subject, reason: clip(plan.tasks[i]!.result ?? '') })),
-      skipped: skipRefs(plan, r.skipped),
-      notices: r.notices,
-      counts,
-      pending: counts.pending,
-      nothingToDo: counts.pending === 0,
-      archived,
-      concurrency: session.concurrency,
-      maxAttempts: session.maxAttempts,
+  return ok({
+    goal: r.goal,
+    taskCount: r.taskCount,
+    maxDepth: r.maxDepth,
+    isResume: r.resumed,
+    recovered: r.recovered,
+    reset: r.reset,
+    reverted: r.reverted,
+    committed,
+    assumptions: {
+      total: r.assumptions.length,
+      passed: r.assumptions.filter((a) => a.passed).length,
+      failed: r.assumptions.filter((a) => !a.passed).map((a) => ({ ...a, output: clip(a.output.trim(), 500) })),
     },
-  };
+    blocked: r.blocked.map((i) => ({ index: i, subject: plan.tasks[i]!.subject, reason: clip(plan.tasks[i]!.result ?? '') })),
+    skipped: skipRefs(plan, r.skipped),
+    notices: r.notices,
+    counts,
+    pending: counts.pending,
+    nothingToDo: counts.pending === 0,
+    archived,
+    concurrency: session.concurrency,
+    maxAttempts: session.maxAttempts,
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

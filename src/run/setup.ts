@@ -5,13 +5,15 @@
 import { lstat, realpath } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { runShell } from '../adapters/checks.ts';
-import type { Git, GitFailure, RepositoryOperation } from '../adapters/git.ts';
+import type { Git, RepositoryOperation } from '../adapters/git.ts';
+import type { GitFailure } from '../core/git-text.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import type { Skip } from '../core/graph.ts';
 import { cascade, depsOf, depths } from '../core/graph.ts';
 import { applyCascade } from '../core/finalize.ts';
 import { coveredBy, isDirPath } from '../core/paths.ts';
-import { clipTail } from '../core/text.ts';
+import { type Result, err, ok } from '../core/failure.ts';
+import { clipTail } from '../core/format.ts';
 import { type Plan, readsOf, statusOf, writesInFlight, writesOf } from '../core/plan.ts';
 import { commitTasks, ensurePlanId, reconcileWithHistory } from './commit.ts';
 import { spotCheck } from './verify.ts';
@@ -136,8 +138,8 @@ export async function ignoredDeclaredPaths(plan: Plan, git: Git): Promise<Ignore
 }
 
 /** One line per ignored path, for every command that refuses them. */
-export const describeIgnored = (p: IgnoredPath): string =>
-  `tasks[${p.task}]: "${p.path}" is ignored by git (${p.rule}): foreman can neither verify nor commit it, and restoring it would delete it; remove it from the plan or from the ignore rule`;
+export const describeIgnored = (ignored: IgnoredPath): string =>
+  `tasks[${ignored.task}]: "${ignored.path}" is ignored by git (${ignored.rule}): foreman can neither verify nor commit it, and restoring it would delete it; remove it from the plan or from the ignore rule`;
 
 /** Why setup cannot work in `repo`: not the top of its repository, or busy with a merge or the like. */
 export async function repositoryProblem(repo: string, git: Git): Promise<SetupProblem | null> {
@@ -148,19 +150,19 @@ export async function repositoryProblem(repo: string, git: Git): Promise<SetupPr
   return operation ? { kind: 'repository-busy', operation } : null;
 }
 
-export async function setupRun(plan: Plan, o: SetupOptions): Promise<{ ok: true; report: SetupReport } | { ok: false; problem: SetupProblem }> {
+export async function setupRun(plan: Plan, options: SetupOptions): Promise<Result<SetupReport, SetupProblem>> {
   // Everything that can refuse the run comes before anything that changes the repository.
-  const busy = await repositoryProblem(o.repo, o.git);
-  if (busy) return { ok: false, problem: busy };
-  const unsafe = await unsafePaths(plan, o.repo);
-  if (unsafe.length > 0) return { ok: false, problem: { kind: 'unsafe-paths', problems: unsafe } };
-  const ignored = await ignoredDeclaredPaths(plan, o.git);
-  if (ignored.length > 0) return { ok: false, problem: { kind: 'ignored-paths', paths: ignored } };
+  const busy = await repositoryProblem(options.repo, options.git);
+  if (busy) return err(busy);
+  const unsafe = await unsafePaths(plan, options.repo);
+  if (unsafe.length > 0) return err({ kind: 'unsafe-paths', problems: unsafe });
+  const ignored = await ignoredDeclaredPaths(plan, options.git);
+  if (ignored.length > 0) return err({ kind: 'ignored-paths', paths: ignored });
 
   const resumed = plan.tasks.some((t) => statusOf(t) !== 'pending');
   const notices: SetupReport['notices'] = [];
-  if ((await o.git.currentBranch()) === null) {
-    const head = await o.git.headCommit();
+  if ((await options.git.currentBranch()) === null) {
+    const head = await options.git.headCommit();
     notices.push({
       level: 'warning',
       message: `HEAD is detached at ${head?.slice(0, 12) ?? '(no commit)'}: foreman's commits go on the detached HEAD, on no branch; to keep them, create a branch afterwards (git switch -c <name>)`,
@@ -168,7 +170,7 @@ export async function setupRun(plan: Plan, o: SetupOptions): Promise<{ ok: true;
   }
   ensurePlanId(plan);
 
-  const recovered = await reconcileWithHistory(o.git, plan);
+  const recovered = await reconcileWithHistory(options.git, plan);
   if (recovered.length > 0) {
     notices.push({ level: 'info', message: `tasks ${recovered.join(', ')}: their round commit had landed; recorded as completed` });
   }
@@ -177,8 +179,8 @@ export async function setupRun(plan: Plan, o: SetupOptions): Promise<{ ok: true;
   const reset: number[] = [];
   for (const [i, task] of plan.tasks.entries()) {
     if (statusOf(task) !== 'in_progress') continue;
-    const restored = await o.git.restore(writesOf(task));
-    if (!restored.ok) return { ok: false, problem: { kind: 'git-failed', doing: `restore the files of task ${i}, which an earlier run left in progress`, failure: restored.error } };
+    const restored = await options.git.restore(writesOf(task));
+    if (!restored.ok) return err({ kind: 'git-failed', doing: `restore the files of task ${i}, which an earlier run left in progress`, failure: restored.error });
     task.status = 'pending';
     reset.push(i);
   }
@@ -187,7 +189,7 @@ export async function setupRun(plan: Plan, o: SetupOptions): Promise<{ ok: true;
   const reverted: number[] = [];
   for (const [i, task] of plan.tasks.entries()) {
     if (statusOf(task) !== 'completed') continue;
-    const { missingCreated } = await spotCheck({ ...task, metadata: { ...task.metadata, files: { create: task.metadata.files.create, modify: [] } } }, sharedTree(o.repo, o.git));
+    const { missingCreated } = await spotCheck({ ...task, metadata: { ...task.metadata, files: { create: task.metadata.files.create, modify: [] } } }, sharedTree(options.repo, options.git));
     if (missingCreated.length === 0) continue;
     task.status = 'pending';
     task.result = `was completed, but its created files are missing: ${missingCreated.join(', ')}`;
@@ -202,20 +204,20 @@ export async function setupRun(plan: Plan, o: SetupOptions): Promise<{ ok: true;
   const uncommitted: number[] = [];
   for (const [i, t] of plan.tasks.entries()) {
     if (statusOf(t) !== 'completed' || t.commit || writesOf(t).length === 0) continue;
-    if ((await o.git.changedPaths(writesOf(t))).size > 0) uncommitted.push(i);
+    if ((await options.git.changedPaths(writesOf(t))).size > 0) uncommitted.push(i);
   }
-  if (o.commit && uncommitted.length > 0) {
-    const committed = await commitTasks(o.git, plan, 0, uncommitted);
-    if (!committed.ok) return { ok: false, problem: { kind: 'git-failed', doing: `commit the verified work of tasks ${uncommitted.join(', ')}`, failure: committed.error } };
+  if (options.commit && uncommitted.length > 0) {
+    const committed = await commitTasks(options.git, plan, 0, uncommitted);
+    if (!committed.ok) return err({ kind: 'git-failed', doing: `commit the verified work of tasks ${uncommitted.join(', ')}`, failure: committed.error });
     for (const i of uncommitted) if (committed.value) plan.tasks[i]!.commit = committed.value;
     committedApproved.push(...uncommitted);
   }
 
-  const problem = await dirtyFiles(plan, o.git);
-  if (problem.length > 0) return { ok: false, problem: { kind: 'dirty', files: problem } };
-  const baselineDirty = await o.git.diffNames();
+  const problem = await dirtyFiles(plan, options.git);
+  if (problem.length > 0) return err({ kind: 'dirty', files: problem });
+  const baselineDirty = await options.git.diffNames();
 
-  const assumptions = await checkAssumptions(plan, o);
+  const assumptions = await checkAssumptions(plan, options);
   const blocked: number[] = [];
   for (const a of assumptions) {
     if (a.passed) continue;
@@ -230,24 +232,21 @@ export async function setupRun(plan: Plan, o: SetupOptions): Promise<{ ok: true;
   }
   const skipped = cascade(plan.tasks).length > 0 ? applyCascade(plan).skips : [];
 
-  return {
-    ok: true,
-    report: {
-      goal: plan.goal,
-      taskCount: plan.tasks.length,
-      maxDepth: Math.max(...depths(depsOf(plan.tasks))),
-      resumed,
-      recovered,
-      reset,
-      reverted,
-      committedApproved,
-      assumptions,
-      blocked,
-      skipped,
-      notices,
-      baselineDirty,
-    },
-  };
+  return ok({
+    goal: plan.goal,
+    taskCount: plan.tasks.length,
+    maxDepth: Math.max(...depths(depsOf(plan.tasks))),
+    resumed,
+    recovered,
+    reset,
+    reverted,
+    committedApproved,
+    assumptions,
+    blocked,
+    skipped,
+    notices,
+    baselineDirty,
+  });
 }
 
 /**
@@ -263,14 +262,14 @@ export async function dirtyFiles(plan: Plan, git: Git): Promise<string[]> {
   return [...changed.keys()].filter((p) => !coveredBy(p, ours)).sort();
 }
 
-async function checkAssumptions(plan: Plan, o: SetupOptions): Promise<AssumptionResult[]> {
+async function checkAssumptions(plan: Plan, options: SetupOptions): Promise<AssumptionResult[]> {
   const results: AssumptionResult[] = [];
   for (const [i, task] of plan.tasks.entries()) {
     if (statusOf(task) !== 'pending') continue;
     for (const a of task.agent?.assumptions ?? []) {
       const role = { kind: 'assumption-check' as const, task: i, command: a.verify };
-      const r = await recorded(o.registry, role, (onSpawn) => runShell(a.verify, { cwd: o.repo, timeoutMs: o.checkTimeoutMs, env: o.env, signal: o.signal, onSpawn }));
-      results.push({ task: i, claim: a.claim, verify: a.verify, severity: a.severity, passed: r.exitCode === 0 && !r.timedOut, output: r.output });
+      const run = await recorded(options.registry, role, (onSpawn) => runShell(a.verify, { cwd: options.repo, timeoutMs: options.checkTimeoutMs, env: options.env, signal: options.signal, onSpawn }));
+      results.push({ task: i, claim: a.claim, verify: a.verify, severity: a.severity, passed: run.exitCode === 0 && !run.timedOut, output: run.output });
     }
   }
   return results;

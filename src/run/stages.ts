@@ -4,7 +4,8 @@
 // (`core/finalize.ts`, `core/engine-step.ts`); starting a worker is the engine's own stage
 // (in a Claude Code session, the lead starts Task subagents instead).
 
-import type { Git, GitFailure } from '../adapters/git.ts';
+import type { Git } from '../adapters/git.ts';
+import type { GitFailure } from '../core/git-text.ts';
 import type { ProcessRegistry } from '../adapters/orphans.ts';
 import { type Result, ok } from '../core/failure.ts';
 import { type Decision, type Verification, undoesAttempt } from '../core/finalize.ts';

@@ -2,7 +2,8 @@
 // putting the attempt's files back. Today every attempt shares the person's working tree (the one
 // implementation below); giving each attempt its own git worktree replaces only this module.
 
-import type { FileChange, Git, GitFailure } from '../adapters/git.ts';
+import type { Git } from '../adapters/git.ts';
+import type { FileChange, GitFailure } from '../core/git-text.ts';
 import type { Result } from '../core/failure.ts';
 
 export interface Workspace {

@@ -7,7 +7,7 @@
 // None of them starts a timer: the caller calls `tick()` (say every 250 ms) to advance clocks.
 
 import type { RunEvent, TaskOutcome } from '../core/events.ts';
-import { formatCost, formatCostFigure, formatCostTally, formatElapsed, isoSeconds, listIndices, oneLine, plural } from '../core/format.ts';
+import { clipHead, formatCost, formatCostFigure, formatCostTally, formatElapsed, isoSeconds, listIndices, oneLine, plural } from '../core/format.ts';
 import { type TaskStatus, emptyTally, tallyAdd } from '../core/plan.ts';
 
 export interface RunView {
@@ -22,9 +22,9 @@ export interface RunView {
 // Text of one event (shared by the plain log and the live view's permanent lines)
 
 /** Control characters (escape sequences, newlines, tabs) from workers or plans never reach the terminal. */
-export const sanitize = (s: string): string => s.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ');
+export const sanitize = (text: string): string => text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ');
 
-const clean = (s: string, max = 400) => oneLine(sanitize(s), max);
+const clean = (text: string, max = 400) => oneLine(sanitize(text), max);
 
 const finishedVerb: Record<TaskOutcome, string> = {
   completed: 'completed',
@@ -37,58 +37,58 @@ const finishedVerb: Record<TaskOutcome, string> = {
 };
 
 /** One line describing an event, without timestamp; null for live-only activity. */
-export function describeEvent(e: RunEvent): string | null {
-  switch (e.type) {
+export function describeEvent(event: RunEvent): string | null {
+  switch (event.type) {
     case 'run-started':
-      return `run ${e.runId} ${e.resumed ? 'resumed' : 'started'}: ${clean(e.goal, 200)} (${plural(e.taskCount, 'task')}, concurrency ${e.concurrency}, ${e.schedule} schedule, pid ${e.pid})`;
+      return `run ${event.runId} ${event.resumed ? 'resumed' : 'started'}: ${clean(event.goal, 200)} (${plural(event.taskCount, 'task')}, concurrency ${event.concurrency}, ${event.schedule} schedule, pid ${event.pid})`;
     case 'notice':
-      return `${e.level}: ${clean(e.message)}`;
+      return `${event.level}: ${clean(event.message)}`;
     case 'assumption-checked':
-      return `task ${e.task} assumption ${e.passed ? 'holds' : 'failed'} (${e.severity}): ${clean(e.claim, 200)}${!e.passed && e.output.trim() ? ` — ${clean(e.output, 200)}` : ''}`;
+      return `task ${event.task} assumption ${event.passed ? 'holds' : 'failed'} (${event.severity}): ${clean(event.claim, 200)}${!event.passed && event.output.trim() ? ` — ${clean(event.output, 200)}` : ''}`;
     case 'task-started':
-      return `task ${e.task} started (attempt ${e.attempt}, ${e.model}): ${clean(e.subject, 200)}`;
+      return `task ${event.task} started (attempt ${event.attempt}, ${event.model}): ${clean(event.subject, 200)}`;
     case 'task-activity':
       return null;
     case 'task-finished': {
-      const stats = `attempt ${e.attempt}, ${formatElapsed(e.durationMs)}, ${formatCostFigure(e.usage)}`;
-      const head = `task ${e.task} ${finishedVerb[e.outcome]} (${stats})`;
-      switch (e.outcome) {
+      const stats = `attempt ${event.attempt}, ${formatElapsed(event.durationMs)}, ${formatCostFigure(event.usage)}`;
+      const head = `task ${event.task} ${finishedVerb[event.outcome]} (${stats})`;
+      switch (event.outcome) {
         case 'completed':
-          return `${head}: ${clean(e.subject, 200)}`;
+          return `${head}: ${clean(event.subject, 200)}`;
         case 'awaiting_approval':
-          return `${head}: ${clean(e.subject, 200)} — run \`plan.ts approve ${e.task}\` or \`plan.ts reject ${e.task} --reason …\``;
+          return `${head}: ${clean(event.subject, 200)} — run \`plan.ts approve ${event.task}\` or \`plan.ts reject ${event.task} --reason …\``;
         case 'retry':
         case 'failed':
         case 'blocked':
-          return `${head}: ${clean(e.reason ?? e.result ?? 'no reason given')} (log: ${e.logPath})`;
+          return `${head}: ${clean(event.reason ?? event.result ?? 'no reason given')} (log: ${event.logPath})`;
         case 'requeued':
         case 'interrupted':
-          return `${head}${e.reason ? `: ${clean(e.reason)}` : ''}`;
+          return `${head}${event.reason ? `: ${clean(event.reason)}` : ''}`;
       }
       return head;
     }
     case 'task-skipped':
-      return `task ${e.task} skipped: ${clean(e.reason.replace(/^skipped:\s*/i, ''))}`;
+      return `task ${event.task} skipped: ${clean(event.reason.replace(/^skipped:\s*/i, ''))}`;
     case 'round-committed':
-      return e.commit
-        ? `round ${e.round} committed (${e.commit.slice(0, 10)}): ${e.tasks.length ? `tasks ${listIndices(e.tasks)}` : 'no tasks'}`
-        : `round ${e.round}: nothing to commit${e.tasks.length ? ` (tasks ${listIndices(e.tasks)})` : ''}`;
+      return event.commit
+        ? `round ${event.round} committed (${event.commit.slice(0, 10)}): ${event.tasks.length ? `tasks ${listIndices(event.tasks)}` : 'no tasks'}`
+        : `round ${event.round}: nothing to commit${event.tasks.length ? ` (tasks ${listIndices(event.tasks)})` : ''}`;
     case 'breaker':
-      return `circuit breaker: ${e.wouldBeSkipped} of ${e.pendingCount} pending tasks would be skipped; stopping`;
+      return `circuit breaker: ${event.wouldBeSkipped} of ${event.pendingCount} pending tasks would be skipped; stopping`;
     case 'budget-reached':
-      return `budget reached: spent ${formatCost(e.costUsd)} of ${formatCost(e.limitUsd)}; no new task starts`;
+      return `budget reached: spent ${formatCost(event.costUsd)} of ${formatCost(event.limitUsd)}; no new task starts`;
     case 'stalled':
-      return e.kind === 'deadlock'
-        ? `stalled: ${e.tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(e.tasks)} pending but none can start`
-        : `waiting for approval of ${e.tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(e.tasks)} (plan.ts approve N / reject N --reason …)`;
+      return event.kind === 'deadlock'
+        ? `stalled: ${event.tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(event.tasks)} pending but none can start`
+        : `waiting for approval of ${event.tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(event.tasks)} (plan.ts approve N / reject N --reason …)`;
     case 'interrupted':
-      return `interrupted by ${e.signal}; stopping workers`;
+      return `interrupted by ${event.signal}; stopping workers`;
     case 'run-finished': {
-      const counts = Object.entries(e.counts)
+      const counts = Object.entries(event.counts)
         .filter(([, n]) => n > 0)
         .map(([s, n]) => `${n} ${s}`)
         .join(', ');
-      return `run ${e.runId} finished: ${e.outcome} (${e.reason}) in ${formatElapsed(e.durationMs)}, ${formatCostFigure(e.usage)}${counts ? `; ${counts}` : ''}${e.message ? ` — ${clean(e.message)}` : ''}`;
+      return `run ${event.runId} finished: ${event.outcome} (${event.reason}) in ${formatElapsed(event.durationMs)}, ${formatCostFigure(event.usage)}${counts ? `; ${counts}` : ''}${event.message ? ` — ${clean(event.message)}` : ''}`;
     }
   }
 }
@@ -96,14 +96,14 @@ export function describeEvent(e: RunEvent): string | null {
 // ---------------------------------------------------------------------------------------------
 // Plain and JSON views
 
-export function createPlainView(opts: { write: (text: string) => void; now?: () => number }): RunView {
-  const now = opts.now ?? Date.now;
+export function createPlainView(options: { write: (text: string) => void; now?: () => number }): RunView {
+  const now = options.now ?? Date.now;
   let closed = false;
   return {
-    update(e) {
+    update(event) {
       if (closed) return;
-      const line = describeEvent(e);
-      if (line !== null) opts.write(`${isoSeconds(now())} ${line}\n`);
+      const line = describeEvent(event);
+      if (line !== null) options.write(`${isoSeconds(now())} ${line}\n`);
     },
     tick() {},
     close() {
@@ -112,11 +112,11 @@ export function createPlainView(opts: { write: (text: string) => void; now?: () 
   };
 }
 
-export function jsonView(opts: { write: (text: string) => void }): RunView {
+export function jsonView(options: { write: (text: string) => void }): RunView {
   let closed = false;
   return {
-    update(e) {
-      if (!closed) opts.write(`${JSON.stringify(e)}\n`);
+    update(event) {
+      if (!closed) options.write(`${JSON.stringify(event)}\n`);
     },
     tick() {},
     close() {
@@ -161,8 +161,6 @@ export function fitSegments(segments: readonly Segment[], width: number, color: 
 }
 
 const CSI = '\x1b[';
-/** Printable width of a rendered line (SGR codes removed). */
-export const visibleWidth = (s: string): number => [...s.replace(/\x1b\[[0-9;]*m/g, '')].length;
 
 export interface LiveViewOptions {
   write: (text: string) => void;
@@ -197,14 +195,14 @@ export interface LiveView extends RunView {
   setColumns(columns: number): void;
 }
 
-export function createLiveView(opts: LiveViewOptions): LiveView {
-  const now = opts.now ?? Date.now;
-  const interval = opts.minIntervalMs ?? 200;
-  const color = opts.color;
-  let columns = opts.columns;
+export function createLiveView(options: LiveViewOptions): LiveView {
+  const now = options.now ?? Date.now;
+  const interval = options.minIntervalMs ?? 200;
+  const color = options.color;
+  let columns = options.columns;
 
   const running = new Map<number, Running>();
-  const base = opts.baseline ?? {};
+  const base = options.baseline ?? {};
   const counts = {
     completed: base.completed ?? 0,
     awaiting: base.awaiting_approval ?? 0,
@@ -230,40 +228,40 @@ export function createLiveView(opts: LiveViewOptions): LiveView {
   };
   const width = () => Math.max(1, columns - 1);
 
-  function apply(e: RunEvent): void {
-    switch (e.type) {
+  function apply(event: RunEvent): void {
+    switch (event.type) {
       case 'run-started':
-        taskCount = e.taskCount;
-        runStart = timeOf(e.at);
+        taskCount = event.taskCount;
+        runStart = timeOf(event.at);
         runEnd = null;
         break;
       case 'task-started':
-        running.set(e.task, { subject: e.subject, attempt: e.attempt, model: e.model, startedAt: timeOf(e.at), activity: 'starting', costUsd: 0 });
+        running.set(event.task, { subject: event.subject, attempt: event.attempt, model: event.model, startedAt: timeOf(event.at), activity: 'starting', costUsd: 0 });
         break;
       case 'task-activity': {
-        const r = running.get(e.task);
+        const r = running.get(event.task);
         if (r) {
-          r.activity = e.text;
-          r.costUsd = e.costUsd;
+          r.activity = event.text;
+          r.costUsd = event.costUsd;
         }
         break;
       }
       case 'task-finished':
-        running.delete(e.task);
-        finishedCost = tallyAdd(finishedCost, e.usage);
-        if (e.outcome === 'completed') counts.completed++;
-        else if (e.outcome === 'awaiting_approval') counts.awaiting++;
-        else if (e.outcome === 'failed') counts.failed++;
-        else if (e.outcome === 'blocked') counts.blocked++;
+        running.delete(event.task);
+        finishedCost = tallyAdd(finishedCost, event.usage);
+        if (event.outcome === 'completed') counts.completed++;
+        else if (event.outcome === 'awaiting_approval') counts.awaiting++;
+        else if (event.outcome === 'failed') counts.failed++;
+        else if (event.outcome === 'blocked') counts.blocked++;
         break;
       case 'task-skipped':
         counts.skipped++;
         break;
       case 'round-committed':
-        lastRound = Math.max(lastRound, e.round);
+        lastRound = Math.max(lastRound, event.round);
         break;
       case 'run-finished':
-        runEnd = timeOf(e.at);
+        runEnd = timeOf(event.at);
         running.clear();
         break;
       default:
@@ -271,13 +269,13 @@ export function createLiveView(opts: LiveViewOptions): LiveView {
     }
   }
 
-  function permanentLines(e: RunEvent): string[] {
-    const text = describeEvent(e);
-    if (text === null || e.type === 'task-started') return [];
-    if (e.type === 'assumption-checked' && e.passed) return [];
+  function permanentLines(event: RunEvent): string[] {
+    const text = describeEvent(event);
+    if (text === null || event.type === 'task-started') return [];
+    if (event.type === 'assumption-checked' && event.passed) return [];
     let mark = '•';
     let style: Style | undefined;
-    if (e.type === 'task-finished') {
+    if (event.type === 'task-finished') {
       const marks: Record<TaskOutcome, [string, Style | undefined]> = {
         completed: ['✓', 'green'],
         awaiting_approval: ['?', 'yellow'],
@@ -287,21 +285,21 @@ export function createLiveView(opts: LiveViewOptions): LiveView {
         requeued: ['↻', 'dim'],
         interrupted: ['-', 'dim'],
       };
-      [mark, style] = marks[e.outcome];
-    } else if (e.type === 'task-skipped') [mark, style] = ['-', 'yellow'];
-    else if (e.type === 'notice') style = e.level === 'warning' ? 'yellow' : 'dim';
-    else if (e.type === 'assumption-checked') [mark, style] = ['!', e.severity === 'blocking' ? 'red' : 'yellow'];
-    else if (e.type === 'round-committed') [mark, style] = ['●', 'cyan'];
-    else if (e.type === 'run-started' || e.type === 'run-finished') style = 'bold';
-    else if (e.type === 'breaker' || e.type === 'budget-reached' || e.type === 'stalled' || e.type === 'interrupted') [mark, style] = ['!', 'yellow'];
-    if (e.type === 'task-finished' && (e.outcome === 'retry' || e.outcome === 'failed' || e.outcome === 'blocked')) {
+      [mark, style] = marks[event.outcome];
+    } else if (event.type === 'task-skipped') [mark, style] = ['-', 'yellow'];
+    else if (event.type === 'notice') style = event.level === 'warning' ? 'yellow' : 'dim';
+    else if (event.type === 'assumption-checked') [mark, style] = ['!', event.severity === 'blocking' ? 'red' : 'yellow'];
+    else if (event.type === 'round-committed') [mark, style] = ['●', 'cyan'];
+    else if (event.type === 'run-started' || event.type === 'run-finished') style = 'bold';
+    else if (event.type === 'breaker' || event.type === 'budget-reached' || event.type === 'stalled' || event.type === 'interrupted') [mark, style] = ['!', 'yellow'];
+    if (event.type === 'task-finished' && (event.outcome === 'retry' || event.outcome === 'failed' || event.outcome === 'blocked')) {
       // On a terminal the reason gets a line of its own (cut to the width) and so does the log.
-      const head = `task ${e.task} ${finishedVerb[e.outcome]} (attempt ${e.attempt}, ${formatElapsed(e.durationMs)}, ${formatCostFigure(e.usage)}): ${clean(e.subject, 200)}`;
+      const head = `task ${event.task} ${finishedVerb[event.outcome]} (attempt ${event.attempt}, ${formatElapsed(event.durationMs)}, ${formatCostFigure(event.usage)}): ${clean(event.subject, 200)}`;
       const lines = [
         fitSegments([{ text: `${mark} `, style }, { text: head }], width(), color),
-        fitSegments([{ text: `    ${clean(e.reason ?? e.result ?? 'no reason given')}`, style: 'dim' }], width(), color),
+        fitSegments([{ text: `    ${clean(event.reason ?? event.result ?? 'no reason given')}`, style: 'dim' }], width(), color),
       ];
-      if (e.outcome !== 'retry') lines.push(fitSegments([{ text: `    log: ${e.logPath}`, style: 'dim' }], width(), color));
+      if (event.outcome !== 'retry') lines.push(fitSegments([{ text: `    log: ${event.logPath}`, style: 'dim' }], width(), color));
       return lines;
     }
     return [fitSegments([{ text: `${mark} `, style }, { text, style: style === 'bold' ? 'bold' : undefined }], width(), color)];
@@ -322,7 +320,7 @@ export function createLiveView(opts: LiveViewOptions): LiveView {
         lines.push(fitSegments([{ text: String(i).padStart(idxWidth), style: 'bold' }, { text: ` ${elapsed} ` }, { text: subject }], w, color));
         continue;
       }
-      const cutSubject = [...subject].length > subjectWidth ? `${[...subject].slice(0, subjectWidth - 1).join('')}…` : subject.padEnd(subjectWidth);
+      const cutSubject = clipHead(subject, subjectWidth).padEnd(subjectWidth);
       lines.push(
         fitSegments(
           [
@@ -392,7 +390,7 @@ export function createLiveView(opts: LiveViewOptions): LiveView {
     let out = drawnLines > 0 ? `${CSI}${drawnLines}A\r` : '';
     for (const l of [...permanent, ...lines]) out += `${CSI}2K${l}\n`;
     out += `${CSI}J`;
-    opts.write(out);
+    options.write(out);
     drawnLines = lines.length;
     lastBlock = lines;
     lastDrawAt = now();
@@ -400,10 +398,10 @@ export function createLiveView(opts: LiveViewOptions): LiveView {
   }
 
   return {
-    update(e) {
+    update(event) {
       if (closed) return;
-      apply(e);
-      const lines = permanentLines(e);
+      apply(event);
+      const lines = permanentLines(event);
       if (lines.length > 0) frame(lines, true);
       else if (now() - lastDrawAt >= interval) frame([], false);
       else dirty = true;
@@ -413,8 +411,8 @@ export function createLiveView(opts: LiveViewOptions): LiveView {
       if (now() - lastDrawAt >= interval) frame([], false);
       else if (running.size > 0) dirty = true;
     },
-    setColumns(c) {
-      columns = c;
+    setColumns(columnCount) {
+      columns = columnCount;
       dirty = true;
     },
     close() {

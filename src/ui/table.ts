@@ -1,8 +1,7 @@
 // Plain-text tables for terminal output.
 
-/** Width-aware truncation with an ellipsis. */
-export const truncate = (s: string, width: number): string =>
-  width <= 0 ? '' : s.length <= width ? s : width === 1 ? '…' : `${s.slice(0, width - 1)}…`;
+import { clipHead } from '../core/format.ts';
+
 
 export function table(headers: string[], rows: string[][], opts: { maxWidth?: number; flex?: number } = {}): string {
   const widths = headers.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? '').length)));
@@ -14,7 +13,7 @@ export function table(headers: string[], rows: string[][], opts: { maxWidth?: nu
   }
   const line = (cells: string[]) =>
     cells
-      .map((c, i) => (i === cells.length - 1 ? truncate(c, widths[i]!) : truncate(c, widths[i]!).padEnd(widths[i]!)))
+      .map((c, i) => (i === cells.length - 1 ? clipHead(c, widths[i]!) : clipHead(c, widths[i]!).padEnd(widths[i]!)))
       .join('  ')
       .trimEnd();
   return [line(headers), line(widths.map((w) => '─'.repeat(w))), ...rows.map(line)].join('\n');

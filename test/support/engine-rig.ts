@@ -2,7 +2,7 @@
 // at a time, fake verification, restore and record stages, and a fake clock. Nothing is spawned
 // and nothing sleeps; a step of the engine is waited for by letting pending I/O callbacks run.
 
-import type { GitFailure } from '../../src/adapters/git.ts';
+import type { GitFailure } from '../../src/core/git-text.ts';
 import type { WorkerRequest } from '../../src/adapters/worker.ts';
 import type { RunEventBody } from '../../src/core/events.ts';
 import { type Result, type WorkerFailure, type WorkerRun, err, ok } from '../../src/core/failure.ts';

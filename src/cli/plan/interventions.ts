@@ -11,8 +11,8 @@ import { CliError, EXIT, usageError } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';
 import { planOption } from './options.ts';
 
-export const lockHeldMessage = (h: LockInfo): string =>
-  `a run (pid ${h.pid} on host ${h.host}, started ${h.startedAt}) holds the lock; stop it first or wait`;
+export const lockHeldMessage = (holder: LockInfo): string =>
+  `a run (pid ${holder.pid} on host ${holder.host}, started ${holder.startedAt}) holds the lock; stop it first or wait`;
 
 const reasonOption: Record<string, OptionSpec> = {
   reason: { type: 'string', valueName: 'TEXT', description: 'why (required; recorded in the task\'s result)' },

@@ -7,7 +7,6 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Git } from '../../adapters/git.ts';
 import { acquireLock, currentLockInfo, readPlanFile } from '../../adapters/plan-store.ts';
-import { assertNever } from '../../core/failure.ts';
 import type { Plan } from '../../core/plan.ts';
 import { type LeadContext, type WorkerResult, leadCommit, leadFinalize, leadNext, leadSetup } from '../../run/lead.ts';
 import { type Command, type OptionSpec, intArg } from '../command.ts';
@@ -15,7 +14,8 @@ import { CliError, EXIT, type ExitCode } from '../exit.ts';
 import { DEFAULT_PLAN, loadPlan } from '../load.ts';
 import { lockHeldMessage } from './interventions.ts';
 import { describeSetupProblem } from '../setup-problem.ts';
-import { GitCommandError, describeGitFailure, failureOf } from '../../adapters/git.ts';
+import { GitCommandError } from '../../adapters/git.ts';
+import { describeGitFailure, failureOf } from '../../core/git-text.ts';
 import { DEFAULTS } from '../../run/settings.ts';
 
 /** A problem with a name the lead can act on. */
@@ -29,7 +29,7 @@ export class StepError extends CliError {
   }
 }
 
-const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+const str = (value: unknown) => (typeof value === 'string' ? value : undefined);
 
 export const repoPlanOptions: Record<string, OptionSpec> = {
   repo: { type: 'string', valueName: 'DIR', description: 'the repository (default: the current directory)' },
@@ -107,8 +107,8 @@ export function stepCommand(spec: StepSpec): Command {
   };
 }
 
-const secondsOption = (v: unknown) => {
-  const s = intArg('--check-timeout', str(v), { min: 1 });
+const secondsOption = (value: unknown) => {
+  const s = intArg('--check-timeout', str(value), { min: 1 });
   return s === undefined ? undefined : s * 1000;
 };
 
@@ -122,22 +122,22 @@ export const setup = stepCommand({
     'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each acceptance or assumption command (default ${DEFAULTS.checkTimeoutMs / 1000})` },
   },
   async step({ values, plan, ctx }) {
-    const r = await leadSetup(plan, ctx, {
+    const setupResult = await leadSetup(plan, ctx, {
       concurrency: intArg('--concurrency', str(values.concurrency), { min: 1 }),
       maxAttempts: intArg('--max-attempts', str(values['max-attempts']), { min: 1 }),
       checkTimeoutMs: secondsOption(values['check-timeout']),
     });
-    if (r.ok) return r.output;
-    switch (r.problem.kind) {
+    if (setupResult.ok) return setupResult.value;
+    switch (setupResult.error.kind) {
       case 'dirty':
         throw new StepError(EXIT.invalid, 'dirty', [
-          `files the plan will change have uncommitted changes no task made: ${r.problem.files.join(', ')}; commit or stash them first (foreman never overwrites a person's work)`,
-          ...r.problem.files,
+          `files the plan will change have uncommitted changes no task made: ${setupResult.error.files.join(', ')}; commit or stash them first (foreman never overwrites a person's work)`,
+          ...setupResult.error.files,
         ]);
       case 'unsafe-paths':
-        throw new StepError(EXIT.invalid, 'unsafe-paths', [`the plan has paths that lead outside the repository: ${r.problem.problems[0]}`, ...r.problem.problems]);
+        throw new StepError(EXIT.invalid, 'unsafe-paths', [`the plan has paths that lead outside the repository: ${setupResult.error.problems[0]}`, ...setupResult.error.problems]);
       default: {
-        const problem = describeSetupProblem(r.problem);
+        const problem = describeSetupProblem(setupResult.error);
         throw new StepError(problem.code, problem.kind, problem.lines);
       }
     }

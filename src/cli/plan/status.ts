@@ -113,4 +113,4 @@ export const status: Command = {
   },
 };
 
-const holderOf = (s: LockStatus) => ('holder' in s ? s.holder : null);
+const holderOf = (status: LockStatus) => ('holder' in status ? status.holder : null);

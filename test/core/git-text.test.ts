@@ -1,0 +1,101 @@
+import { describe, expect, it } from 'vitest';
+import {
+  changeOf,
+  changesByPath,
+  chunks,
+  describeGitFailure,
+  failureOf,
+  isTrailerKey,
+  parseStatus,
+  parseTrailers,
+  splitNul,
+  subcommandOf,
+} from '../../src/core/git-text.ts';
+
+describe('git status records', () => {
+  it('parseStatus reads porcelain v1 -z records, skipping the origin of a rename or copy', () => {
+    const output = [' M src/a.ts', '?? new file.txt', 'R  to.ts', 'from.ts', 'C  copy.ts', 'orig.ts', 'D  gone.ts', ''].join('\0');
+    expect(parseStatus(output)).toEqual([
+      { path: 'src/a.ts', xy: ' M' },
+      { path: 'new file.txt', xy: '??' },
+      { path: 'to.ts', xy: 'R ' },
+      { path: 'copy.ts', xy: 'C ' },
+      { path: 'gone.ts', xy: 'D ' },
+    ]);
+    expect(parseStatus('')).toEqual([]);
+  });
+
+  it('changeOf names every status code', () => {
+    const codes: Record<string, string> = {
+      '??': 'untracked',
+      UU: 'unmerged',
+      AA: 'unmerged',
+      DU: 'unmerged',
+      'A ': 'added',
+      AM: 'added',
+      'D ': 'deleted',
+      ' D': 'deleted',
+      'R ': 'renamed',
+      'C ': 'copied',
+      'T ': 'type-changed',
+      ' T': 'type-changed',
+      ' M': 'modified',
+      'MM': 'modified',
+    };
+    for (const [xy, change] of Object.entries(codes)) expect(changeOf(xy), xy).toBe(change);
+  });
+
+  it('changesByPath counts a file deleted in the index and back on disk as modified', () => {
+    const changes = changesByPath([
+      { path: 'a.ts', xy: 'D ' },
+      { path: 'a.ts', xy: '??' },
+      { path: 'b.ts', xy: ' M' },
+    ]);
+    expect([...changes]).toEqual([
+      ['a.ts', 'modified'],
+      ['b.ts', 'modified'],
+    ]);
+  });
+});
+
+describe('command lines and their failures', () => {
+  it('subcommandOf skips options and the values of -c and -C', () => {
+    expect(subcommandOf(['-c', 'core.hooksPath=/dev/null', '--literal-pathspecs', 'commit', '-m', 'x'])).toBe('commit');
+    expect(subcommandOf(['-C', 'dir', 'status'])).toBe('status');
+    expect(subcommandOf(['--version'])).toBe('command');
+  });
+
+  it('failureOf and describeGitFailure keep the end of what git said, on one line', () => {
+    const failure = failureOf({ args: ['--literal-pathspecs', 'add', '--', 'a'], exitCode: 128, stderr: `${'warning: noise\n'.repeat(100)}fatal: Unable to create '.git/index.lock': File exists.\n` });
+    expect(failure.step).toBe('add');
+    const line = describeGitFailure(failure);
+    expect(line).toMatch(/^git add failed \(exit 128\): …/);
+    expect(line.endsWith("fatal: Unable to create '.git/index.lock': File exists.")).toBe(true);
+    expect(line).not.toContain('\n');
+    expect(describeGitFailure({ step: 'commit', exitCode: 1, stderr: '', indexNotRestored: 'locked' })).toBe(
+      'git commit failed (exit 1): (no output); the index could not be put back either (locked): check `git status`',
+    );
+  });
+
+  it('chunks and splitNul', () => {
+    expect(chunks([1, 2, 3, 4, 5], 2)).toEqual([[1, 2], [3, 4], [5]]);
+    expect(chunks([], 2)).toEqual([]);
+    expect(chunks(Array.from({ length: 401 }, (_, i) => i)).map((slice) => slice.length)).toEqual([200, 200, 1]);
+    expect(splitNul('a\0b c\0\0')).toEqual(['a', 'b c']);
+  });
+});
+
+describe('trailers', () => {
+  it('parseTrailers reads Key: value lines and ignores the rest', () => {
+    expect(parseTrailers('Foreman-Plan: p-1\nForeman-Tasks:0,2\nnot a trailer\nForeman-Result: 0 COMPLETED: x: y \n')).toEqual([
+      { key: 'Foreman-Plan', value: 'p-1' },
+      { key: 'Foreman-Tasks', value: '0,2' },
+      { key: 'Foreman-Result', value: '0 COMPLETED: x: y' },
+    ]);
+  });
+
+  it('isTrailerKey accepts letters, digits and inner dashes only', () => {
+    expect(['Foreman-Plan', 'A1', 'x'].every(isTrailerKey)).toBe(true);
+    expect(['-A', 'Bad Key', 'a:b', ''].some(isTrailerKey)).toBe(false);
+  });
+});
