@@ -25,7 +25,7 @@ import { journalPathFor, openJournal, readJournal } from '../adapters/journal.ts
 import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../adapters/orphans.ts';
 import { writeFileAtomic, writePlanAtomic } from '../adapters/plan-store.ts';
 import type { RunEventBody, RunOutcome, StopReason, TaskOutcome } from '../core/events.ts';
-import { type Result, type WorkerRun, assertNever, err, ok } from '../core/failure.ts';
+import { type Result, type WorkerRun, err, ok } from '../core/failure.ts';
 import { holding, outcomeOf, reasonOf } from '../core/engine-step.ts';
 import { decide, judgeRun } from '../core/finalize.ts';
 import { type BreakerDecision, type Skip, countByStatus, depsOf, longestRemainingPath, readySet, stall } from '../core/graph.ts';
