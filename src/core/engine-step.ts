@@ -20,7 +20,7 @@ import { formatCost } from './format.ts';
 import { countByStatus, depsOf, longestRemainingPath, readySet, stall } from './graph.ts';
 import { computeOverlaps, overlapSets } from './overlap.ts';
 import { type Plan, type Usage, addUsage, attemptsOf, emptyUsage, modelOf, statusOf } from './plan.ts';
-import { type SchedulePolicy, pickStarts } from './schedule.ts';
+import { type SchedulePolicy, byPriority, pickStarts } from './schedule.ts';
 import { type Applied, applyDecision, markStarted } from './transition.ts';
 
 export interface EngineConfig {
@@ -169,34 +169,50 @@ export function holding(state: Pick<EngineState, 'attempts' | 'plan'>): Set<numb
 }
 
 /**
- * Worker slots kept free for tasks that become ready the moment verified work is recorded: with
- * the continuous policy a slot freed by a verified task is not given to a ready task while its
- * dependants are about to become ready (they are on the longer path, or the slot would go to
- * whatever happened to be ready first). At most one slot per attempt waiting to be recorded.
+ * Pending tasks that become ready the moment the verified work waiting to be recorded is: every
+ * blocker is completed or waiting to be recorded, and one at least is waiting.
  */
-export function reservedSlots(state: Pick<EngineState, 'attempts' | 'plan' | 'config'>): number {
-  if (state.config.schedule !== 'continuous') return 0;
+export function readyOnRecord(state: Pick<EngineState, 'attempts' | 'plan'>): number[] {
   const waiting = new Set(tasksIn(state, new Set(['verified', 'recording'])));
-  if (waiting.size === 0) return 0;
+  if (waiting.size === 0) return [];
   const tasks = state.plan.tasks;
   const done = (blocker: number) => statusOf(tasks[blocker]!) === 'completed' || waiting.has(blocker);
-  const soon = tasks.filter((t) => statusOf(t) === 'pending' && t.blockedBy.some((b) => waiting.has(b)) && t.blockedBy.every(done)).length;
-  return Math.min(soon, waiting.size);
+  return tasks.flatMap((t, i) => (statusOf(t) === 'pending' && t.blockedBy.some((b) => waiting.has(b)) && t.blockedBy.every(done) ? [i] : []));
 }
 
-/** The tasks the policy lets start now. */
+/**
+ * The tasks the policy lets start now. With the continuous policy a free slot is not given to a
+ * ready task that a task about to become ready (its blockers' work is being recorded) outranks:
+ * that slot waits for the record, so the longer path is not held up by whatever happened to be
+ * ready first.
+ */
 export function startable(state: EngineState): number[] {
-  return pickStarts({
+  const running = new Set(tasksIn(state, IN_FLIGHT));
+  const ready = pickStarts({
     tasks: state.plan.tasks,
-    running: new Set(tasksIn(state, IN_FLIGHT)),
+    running,
     overlaps: state.overlaps,
-    concurrency: state.config.concurrency - reservedSlots(state),
+    concurrency: state.config.concurrency,
     priority: state.priority,
     notBefore: state.notBefore,
     now: state.now,
     admitted: state.admitted ?? undefined,
     holding: holding(state),
   });
+  if (state.config.schedule !== 'continuous') return ready;
+  const soon = byPriority(readyOnRecord(state), state.priority);
+  if (soon.length === 0) return ready;
+  // Fill the free slots by priority from both lists; the ready tasks win ties.
+  const capacity = state.config.concurrency - running.size;
+  let fromReady = 0;
+  let fromSoon = 0;
+  while (fromReady + fromSoon < capacity && (fromReady < ready.length || fromSoon < soon.length)) {
+    const nextReady = ready[fromReady];
+    const nextSoon = soon[fromSoon];
+    if (nextSoon !== undefined && (nextReady === undefined || state.priority[nextSoon]! > state.priority[nextReady]!)) fromSoon++;
+    else fromReady++;
+  }
+  return ready.slice(0, fromReady);
 }
 
 /** What a decision is called in the journal's `task-finished` events. */
