@@ -36,7 +36,7 @@ import { type Plan, type TaskStatus, UNKNOWN, attemptsOf, modelOf, statusOf, wri
 import { parseStatusLine, workerPrompt } from '../core/prompt.ts';
 import { clipMiddle, compactTimestamp } from '../core/format.ts';
 import { pickStarts } from '../core/schedule.ts';
-import { markStarted } from '../core/transition.ts';
+import { type Applied, applyDecision, markStarted } from '../core/transition.ts';
 import { archivePlan, promptsDirFor } from './archive.ts';
 import { commitTasks } from './commit.ts';
 import { type AssumptionResult, type SetupProblem, setupRun } from './setup.ts';
@@ -72,6 +72,17 @@ export interface Session {
   runFinished: boolean;
   /** When `next` handed each running task out (ISO time, by task index): its attempt's duration runs from here to `finalize`. */
   started: Record<string, string>;
+  /**
+   * Attempts `finalize` verified and `commit` has not recorded yet. Their tasks stay in progress
+   * in plan.json until then (holding their files), as in a headless run.
+   */
+  verified: VerifiedAttempt[];
+}
+
+/** An attempt verified in the session, waiting for `commit`: its task and the result it reported. */
+export interface VerifiedAttempt {
+  task: number;
+  result: string;
 }
 
 export const sessionPathFor = (planPath: string): string => join(promptsDirFor(planPath), 'session.json');
@@ -87,6 +98,7 @@ const defaultSession = (): Session => ({
   runId: null,
   runFinished: false,
   started: {},
+  verified: [],
 });
 
 /** The session file, or the defaults when there is none (a lead that skipped `setup`) or it is damaged. */
@@ -108,6 +120,9 @@ export async function readSession(planPath: string): Promise<Session> {
         data.started && typeof data.started === 'object'
           ? Object.fromEntries(Object.entries(data.started).filter(([, at]) => typeof at === 'string' && Number.isFinite(Date.parse(at))))
           : {},
+      verified: Array.isArray(data.verified)
+        ? data.verified.filter((v): v is VerifiedAttempt => Number.isInteger((v as VerifiedAttempt | null)?.task) && typeof (v as VerifiedAttempt).result === 'string')
+        : [],
     };
   } catch {
     return base;
@@ -203,28 +218,35 @@ export interface CommitOutcome {
 }
 
 /**
- * Commit the completed tasks that have no commit yet and whose declared files changed, in one
- * commit with the usual trailers, and record its hash in them. A task whose files overlap one
- * still in progress waits: that task's half-done edits must not ride along. Mutates `plan`; the
- * caller saves it (after the commit, so a crash in between is reconciled from git on resume).
+ * Record verified work in one commit with the usual trailers: the attempts `finalize` verified
+ * (their tasks become completed) and completed work left without a commit (approved gated work, a
+ * commit that failed earlier). A completed task whose files overlap one still running waits: that
+ * task's half-done edits must not ride along. Mutates `plan`; the caller saves it (after the
+ * commit, so a crash in between is reconciled from git on resume).
  */
-export async function commitCompleted(git: Git, plan: Plan, round: number): Promise<Result<CommitOutcome, GitFailure>> {
-  const busy = plan.tasks.flatMap((t) => (statusOf(t) === 'in_progress' ? writesOf(t) : []));
-  const tasks: number[] = [];
-  for (const i of indicesWith(plan, (s) => s === 'completed')) {
+export async function recordVerified(git: Git, plan: Plan, verified: readonly VerifiedAttempt[], round: number): Promise<Result<CommitOutcome, GitFailure>> {
+  const inProgress = (task: number) => plan.tasks[task] !== undefined && statusOf(plan.tasks[task]) === 'in_progress';
+  const attempts = verified.filter((v) => inProgress(v.task));
+  const recording = new Set(attempts.map((v) => v.task));
+  const busy = plan.tasks.flatMap((t, i) => (statusOf(t) === 'in_progress' && !recording.has(i) ? writesOf(t) : []));
+  const leftovers: number[] = [];
+  for (const i of indicesWith(plan, (status) => status === 'completed')) {
     const task = plan.tasks[i]!;
     const writes = writesOf(task);
     if (task.commit || writes.length === 0) continue;
     if (writes.some((w) => busy.some((b) => pathsIntersect(w, b)))) continue;
-    if ((await git.changedPaths(writes)).size > 0) tasks.push(i);
+    if ((await git.changedPaths(writes)).size > 0) leftovers.push(i);
   }
+  const tasks = [...recording, ...leftovers].sort((a, b) => a - b);
   if (tasks.length === 0) return ok({ commit: null, tasks: [] });
+  // The results go into the commit's trailers.
+  for (const attempt of attempts) plan.tasks[attempt.task] = { ...plan.tasks[attempt.task]!, result: attempt.result };
   const committed = await commitTasks(git, plan, round, tasks);
   if (!committed.ok) return committed;
+  for (const attempt of attempts) applyDecision(plan, attempt.task, { kind: 'completed', result: attempt.result }, UNKNOWN);
   const commit = committed.value;
-  if (commit === null) return ok({ commit: null, tasks: [] });
-  for (const i of tasks) plan.tasks[i]!.commit = commit;
-  return ok({ commit, tasks });
+  if (commit !== null) for (const i of tasks) plan.tasks[i] = { ...plan.tasks[i]!, commit };
+  return ok({ commit, tasks: commit !== null ? tasks : [...recording].sort((a, b) => a - b) });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -279,11 +301,14 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   const registryPath = registryPathFor(ctx.planPath);
   const orphans = await killOrphans(registryPath);
   const registry = new ProcessRegistry(registryPath);
-  const setup = await setupRun(plan, { repo: ctx.repo, git: ctx.git, commit: true, checkTimeoutMs: session.checkTimeoutMs, env: ctx.env, registry }).finally(() => registry.clear());
+  // Work an earlier session verified is recorded, not reset.
+  const earlier = await readSession(ctx.planPath);
+  const verified = new Set(earlier.verified.map((v) => v.task));
+  const setup = await setupRun(plan, { repo: ctx.repo, git: ctx.git, commit: true, checkTimeoutMs: session.checkTimeoutMs, env: ctx.env, registry, verified }).finally(() => registry.clear());
   if (!setup.ok) return setup;
   const r = setup.value;
   if (orphans.length > 0) r.notices.unshift({ level: 'warning', message: describeOrphans(orphans) });
-  const commitResult = await commitCompleted(ctx.git, plan, 0);
+  const commitResult = await recordVerified(ctx.git, plan, earlier.verified, 0);
   if (!commitResult.ok) return err({ kind: 'git-failed', doing: 'commit the verified work an earlier session left uncommitted', failure: commitResult.error });
   // Setup commits what an earlier session verified but left uncommitted; anything left is committed here.
   const committed: CommitOutcome =
@@ -293,7 +318,6 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   await writePlanAtomic(ctx.planPath, plan);
 
   // An earlier session's run that no step finished ended with that session, some time after its last event.
-  const earlier = await readSession(ctx.planPath);
   if (earlier.runId !== null && !earlier.runFinished) {
     const lastSeen = groupRuns((await readJournal(journalPathFor(ctx.planPath))).events).find((run) => run.runId === earlier.runId)?.lastMs;
     finishRun(
@@ -523,8 +547,13 @@ export async function leadFinalize(
       out.push({ index, subject: '', outcome: 'ignored', attempt: 0, reason: `there is no task ${index} (the plan has ${plan.tasks.length})`, warnings: [] });
       continue;
     }
-    if (seen.has(index) || statusOf(task) !== 'in_progress') {
-      const why = seen.has(index) ? 'it appears twice in the results' : `it is ${statusOf(task)}, not in progress (settled already?)`;
+    const alreadyVerified = session.verified.some((v) => v.task === index);
+    if (seen.has(index) || statusOf(task) !== 'in_progress' || alreadyVerified) {
+      const why = seen.has(index)
+        ? 'it appears twice in the results'
+        : alreadyVerified
+          ? 'its work is verified already and waits for `plan commit`'
+          : `it is ${statusOf(task)}, not in progress (settled already?)`;
       out.push({ index, subject: task.subject, outcome: 'ignored', attempt: attemptsOf(task), reason: `task ${index} was left as it is: ${why}`, warnings: [] });
       continue;
     }
@@ -534,11 +563,17 @@ export async function leadFinalize(
     const verification = judgement.kind === 'verify' ? await verifyAttempt(stages, plan, index) : undefined;
     // The subagent's permission denials are not known: the failure reason cannot list them.
     const decision = decide({ task, judgement, verification, permissionDenials: [], maxAttempts });
-    const settled = await settleAttempt(stages, plan, index, decision, UNKNOWN);
-    // The task stays in progress (its decision is not applied) and this step stops here.
-    if (!settled.ok) return err({ task: index, failure: settled.error });
-    const applied = settled.value;
-    await writePlanAtomic(ctx.planPath, plan);
+    let applied: Applied = { attemptCounted: true };
+    if (decision.kind === 'completed') {
+      // Verified: the task stays in progress, holding its files, until `commit` records it.
+      session.verified = [...session.verified.filter((v) => v.task !== index), { task: index, result: decision.result }];
+    } else {
+      const settled = await settleAttempt(stages, plan, index, decision, UNKNOWN);
+      // The task stays in progress (its decision is not applied) and this step stops here.
+      if (!settled.ok) return err({ task: index, failure: settled.error });
+      applied = settled.value;
+      await writePlanAtomic(ctx.planPath, plan);
+    }
 
     const outcome = outcomeOf(decision);
     const result = decision.kind === 'completed' || decision.kind === 'awaiting_approval' ? decision.result : undefined;
@@ -584,7 +619,8 @@ export async function leadFinalize(
     skips.length > 0 ? `${skips.length} skipped` : '',
     breaker.trip ? 'circuit breaker tripped' : '',
   ].filter(Boolean);
-  const summary = `Round ${session.round}: ${done}/${settled.length} tasks completed (${counts.completed}/${plan.tasks.length} overall)${tail.length > 0 ? `; ${tail.join(', ')}` : ''}`;
+  // Verified work counts as completed here: `commit` records it next.
+  const summary = `Round ${session.round}: ${done}/${settled.length} tasks completed (${counts.completed + session.verified.length}/${plan.tasks.length} overall)${tail.length > 0 ? `; ${tail.join(', ')}` : ''}`;
   if (session.runId !== null) journal(ctx.planPath, session.runId, events);
   // The skill stops on the breaker: so does the run.
   if (breaker.trip) {
@@ -612,11 +648,14 @@ export interface CommitStepOutput extends CommitOutcome {
 export async function leadCommit(plan: Plan, ctx: LeadContext, options: { round?: number } = {}): Promise<Result<CommitStepOutput, GitFailure>> {
   const session = await readSession(ctx.planPath);
   const round = options.round ?? session.round;
-  const result = await commitCompleted(ctx.git, plan, round);
-  // Nothing is left staged; the tasks stay completed without a commit, for the next `commit`.
+  const result = await recordVerified(ctx.git, plan, session.verified, round);
+  // Nothing is left staged; the verified attempts stay verified, for the next `commit`.
   if (!result.ok) return result;
   const committed = result.value;
-  if (committed.commit !== null) await writePlanAtomic(ctx.planPath, plan);
+  const recorded = new Set(committed.tasks);
+  session.verified = session.verified.filter((v) => !recorded.has(v.task) && plan.tasks[v.task] !== undefined && statusOf(plan.tasks[v.task]!) === 'in_progress');
+  if (committed.tasks.length > 0) await writePlanAtomic(ctx.planPath, plan);
+  await writeSession(ctx.planPath, session);
   if (committed.commit !== null && session.runId !== null) journal(ctx.planPath, session.runId, [{ type: 'round-committed', round, tasks: committed.tasks, commit: committed.commit }]);
   const counts = countByStatus(plan);
   const complete = isComplete(plan);

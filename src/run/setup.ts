@@ -80,6 +80,8 @@ export interface SetupOptions {
   signal?: AbortSignal;
   /** Where assumption checks are recorded while they run, so a run after a crash ends them. */
   registry?: ProcessRegistry;
+  /** Tasks in progress whose attempt was verified and waits to be recorded (by the caller): not reset. */
+  verified?: ReadonlySet<number>;
 }
 
 /** Declared paths that lead outside the repository through a symlink somewhere along them. */
@@ -178,7 +180,7 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
   // Interrupted attempts: only the task's declared files are restored; nothing else is touched.
   const reset: number[] = [];
   for (const [i, task] of plan.tasks.entries()) {
-    if (statusOf(task) !== 'in_progress') continue;
+    if (statusOf(task) !== 'in_progress' || options.verified?.has(i)) continue;
     const restored = await options.git.restore(writesOf(task));
     if (!restored.ok) return err({ kind: 'git-failed', doing: `restore the files of task ${i}, which an earlier run left in progress`, failure: restored.error });
     task.status = 'pending';
