@@ -10,7 +10,9 @@ import { ProcessRegistry, describeOrphans, killOrphans, recorded, registryPathFo
 import { killAllWorkers, runWorker } from '../adapters/worker.ts';
 import type { RunEventBody, StopReason } from '../core/events.ts';
 import { assertNever } from '../core/failure.ts';
-import { compactTimestamp } from '../core/format.ts';
+import { compactTimestamp, plural } from '../core/format.ts';
+import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
+import { describeScratchProblem, runProbe, saveProbe } from '../run/probe.ts';
 import { countByStatus, depsOf, depths, longestRemainingPath } from '../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { type Plan, emptyUsage, statusOf } from '../core/plan.ts';
@@ -54,6 +56,9 @@ export const executeCommand: Command = {
     'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each acceptance or assumption command (default ${DEFAULTS.checkTimeoutMs / 1000})` },
     'dry-run': { type: 'boolean', description: 'validate, print the rounds and every command the plan would run; start nothing' },
     'no-commit': { type: 'boolean', description: 'leave verified work uncommitted' },
+    'no-probe': { type: 'boolean', description: "skip the probe of the pending tasks' acceptance checks at setup" },
+    strict: { type: 'boolean', description: 'refuse to run (exit 2) when the probe finds a vacuous task (every check passes before the work)' },
+    'probe-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of the whole probe at setup; each check has --check-timeout (default ${DEFAULTS.probeTimeoutMs / 1000})` },
     json: { type: 'boolean', description: 'one JSON event per line on stdout' },
   },
   run: (args, io) => execute(args.values, io),
@@ -63,6 +68,11 @@ export const executeCommand: Command = {
 interface Settings extends RunSettings {
   dryRun: boolean;
   json: boolean;
+  /** Probe the pending tasks' acceptance checks at setup. */
+  probe: boolean;
+  /** Refuse vacuous tasks instead of warning about them. */
+  strict: boolean;
+  probeTimeoutMs: number;
 }
 
 function settingsFrom(values: Record<string, unknown>, io: Io): Settings {
@@ -92,6 +102,9 @@ function settingsFrom(values: Record<string, unknown>, io: Io): Settings {
     dryRun: values['dry-run'] === true,
     commit: values['no-commit'] !== true,
     json: values.json === true,
+    probe: values['no-probe'] !== true,
+    strict: values.strict === true,
+    probeTimeoutMs: seconds(intArg('--probe-timeout', str('probe-timeout'), { min: 1 })) ?? DEFAULTS.probeTimeoutMs,
   };
 }
 
@@ -225,6 +238,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     for (const n of r.notices) emit({ type: 'notice', ...n });
     for (const a of r.assumptions) emit({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output });
     for (const k of r.skipped) emit({ type: 'task-skipped', task: k.index, subject: plan.tasks[k.index]!.subject, rootCause: k.rootCause, reason: plan.tasks[k.index]!.result ?? '' });
+    if (settings.probe && !controller.signal.aborted) await probeAtSetup(plan, settings, { emit, registry, signal: controller.signal, env: io.env });
 
     const workspace = sharedTree(settings.repo, git);
     const stages = { workspace, git, checkTimeoutMs: settings.checkTimeoutMs, env: io.env, registry, baselineDirty: new Set(r.baselineDirty) };
@@ -293,6 +307,49 @@ export function resumeAdvice(plan: Plan): string {
   const which = stuck.length === 1 ? `task ${stuck[0]} is ${statusOf(plan.tasks[stuck[0]!]!)}` : `tasks ${stuck.join(', ')} are failed or blocked`;
   const commands = stuck.map((i) => `\`bin/foreman plan retry ${i}\``).join(', ');
   return `${which}, and running the same command again will not retry ${stuck.length === 1 ? 'it' : 'them'}${pending ? ' (it only resumes the pending tasks)' : ''}. Fix the cause, then put ${stuck.length === 1 ? 'it' : 'them'} back with \`plan retry N\` (${commands}; tasks skipped because of ${stuck.length === 1 ? 'it' : 'them'} come back too) and run the same command again`;
+}
+
+/**
+ * The probe before any attempt: broken checks stop the run (exit 2, naming them), vacuous tasks
+ * are warned about (refused with --strict). Its time shows in the run's events as notices.
+ */
+async function probeAtSetup(plan: Plan, settings: Settings, context: { emit: (event: RunEventBody) => void; registry: ProcessRegistry; signal: AbortSignal; env: NodeJS.ProcessEnv }): Promise<void> {
+  const { emit } = context;
+  const checks = probedTasks(plan).reduce((n, i) => n + (plan.tasks[i]!.agent?.acceptanceCriteria?.length ?? 0), 0);
+  if (checks === 0) return;
+  const setupCommand = plan.context?.setupCommand;
+  emit({ type: 'notice', level: 'info', message: `probing ${plural(checks, 'acceptance check')} of the pending tasks in a scratch worktree of HEAD${setupCommand ? ` prepared with \`${setupCommand}\`` : ' (the plan has no context.setupCommand: nothing is installed there)'} (--no-probe skips this)` });
+  const probed = await runProbe(plan, { repo: settings.repo, checkTimeoutMs: settings.checkTimeoutMs, timeoutMs: settings.probeTimeoutMs, env: context.env, signal: context.signal, registry: context.registry });
+  if (!probed.ok) {
+    emit({ type: 'notice', level: 'warning', message: `the probe could not run: ${describeScratchProblem(probed.error)}` });
+    return;
+  }
+  const report = probed.value;
+  if (context.signal.aborted) return;
+  await saveProbe(settings.planPath, report);
+  const { problems, information } = probeFindings(report);
+  emit({ type: 'notice', level: report.verdict === 'ok' ? 'info' : 'warning', message: probeHeadline(report) });
+  for (const line of information) emit({ type: 'notice', level: 'info', message: `probe: ${line}` });
+  const hint = setupCommand ? '' : ' If a check needs installed dependencies, set context.setupCommand (e.g. `npm ci`) in the plan.';
+  switch (report.verdict) {
+    case 'setup-failed':
+      throw new CliError(EXIT.invalid, [`the plan's setup command \`${setupCommand ?? ''}\` fails in a fresh checkout of HEAD, so its checks cannot be probed: ${problems.join('; ')}. Fix it, or run with --no-probe.`]);
+    case 'problems': {
+      const broken = report.tasks.flatMap((t) => t.checks.filter((c) => c.outcome === 'broken').map((c) => `  task ${t.index}: \`${c.check}\`: ${c.reason ?? 'cannot run'}`));
+      if (broken.length > 0) {
+        throw new CliError(EXIT.invalid, [`${plural(broken.length, 'acceptance check')} cannot run, so every attempt of ${broken.length === 1 ? 'its task' : 'their tasks'} would fail; nothing was started. Fix the plan (\`plan probe\` shows the details), or run with --no-probe.${hint}`, ...broken]);
+      }
+      const vacuous = report.tasks.filter((t) => t.verdict === 'vacuous');
+      const lines = vacuous.map((t) => `task ${t.index} (${t.subject}): every acceptance check passes before the work is done, so they prove nothing about it`);
+      if (settings.strict) throw new CliError(EXIT.invalid, [`${plural(vacuous.length, 'vacuous task')} refused (--strict); give each a check that fails until its work is done:`, ...lines.map((l) => `  ${l}`)]);
+      for (const line of lines) emit({ type: 'notice', level: 'warning', message: `${line} (--strict refuses this)` });
+      return;
+    }
+    case 'ok':
+      return;
+    default:
+      assertNever(report.verdict, 'probe verdict');
+  }
 }
 
 /** The notice for a lock taken over from a run that is gone. */

@@ -115,6 +115,8 @@ export interface PlanContext {
   conventions?: string;
   testCommand?: string;
   buildCommand?: string;
+  /** The command that prepares a fresh checkout (e.g. `npm ci`); the probe runs it in its scratch worktree. */
+  setupCommand?: string;
   lsp?: unknown;
   [extra: string]: unknown;
 }

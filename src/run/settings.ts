@@ -8,6 +8,8 @@ export const DEFAULTS = {
   maxAttempts: 3,
   taskTimeoutMs: 1_800_000,
   checkTimeoutMs: 300_000,
+  /** The whole probe of a plan's acceptance checks (`plan probe --timeout`, `execute --probe-timeout`). */
+  probeTimeoutMs: 600_000,
   permissionMode: 'dontAsk',
   schedule: 'continuous' as SchedulePolicy,
   /** First back-off after a rate limit (`FOREMAN_BACKOFF_MS`); doubles per requeue of the same task. */

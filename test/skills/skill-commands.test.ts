@@ -139,9 +139,9 @@ describe('the commands in the skills', async () => {
     expect(counts.map((c) => c.file)).toEqual(expect.arrayContaining(['skills/design/SKILL.md', 'skills/execute/SKILL.md']));
   });
 
-  it('cover every /execute step and the /design checks', () => {
+  it('cover every /execute step and the /design checks (the probe included)', () => {
     const used = new Set(unique.map((c) => c.line.slice(LAUNCHER.length).trim().split(/\s+/).slice(0, 2).join(' ')));
-    for (const c of ['plan setup', 'plan next', 'plan finalize', 'plan commit', 'plan check', 'plan summary', 'plan archive', 'plan status', 'execute --dry-run']) {
+    for (const c of ['plan setup', 'plan next', 'plan finalize', 'plan commit', 'plan check', 'plan summary', 'plan archive', 'plan status', 'plan probe', 'execute --dry-run']) {
       expect(used, c).toContain(c);
     }
     const known = new Set(planCommands.map((c) => c.name));

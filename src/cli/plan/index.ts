@@ -10,7 +10,9 @@ import { approve, reject, retry, skip } from './interventions.ts';
 import { commit, finalize, next, setup } from './lead.ts';
 import { archive } from './archive.ts';
 import { summary } from './summary.ts';
+import { probe } from './probe.ts';
 
 export const planCommands: Command[] = [check, status, graph, ready];
 planCommands.push(report, history, approve, reject, retry, skip);
 planCommands.push(summary, archive, setup, next, finalize, commit);
+planCommands.push(probe);

@@ -2,6 +2,8 @@
 
 import { fileURLToPath } from 'node:url';
 import { planOverview } from '../../core/overview.ts';
+import { probeFindings, probeHeadline } from '../../core/probe.ts';
+import { storedProbe } from '../../run/probe.ts';
 import type { Command } from '../command.ts';
 import { EXIT } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';
@@ -12,13 +14,20 @@ export const launcherPath = fileURLToPath(new URL('../../../bin/foreman', import
 
 export const summary: Command = {
   name: 'summary',
-  summary: 'Print the plan at a glance in Markdown: task table, Mermaid graph, critical path, projected rounds, and how to run it.',
+  summary: "Print the plan at a glance in Markdown: task table, Mermaid graph, critical path, projected rounds, how to run it, and the last probe's verdict when it probed the plan as it is.",
   usage: '[--plan FILE]',
   options: { ...planOption },
   async run({ values }, io) {
-    const plan = await loadPlan(planPathFrom(values, io.cwd));
+    const path = planPathFrom(values, io.cwd);
+    const plan = await loadPlan(path);
     const launcher = JSON.stringify(launcherPath);
     io.out(planOverview(plan, { headless: `${launcher} execute`, status: `${launcher} plan status` }));
+    // The last probe, only when it probed the plan's checks as they are now.
+    const probe = await storedProbe(path, plan);
+    if (probe !== null) {
+      const { problems } = probeFindings(probe);
+      io.out(['', '## Probe', '', probeHeadline(probe), ...problems.map((p) => `- ${p}`)].join('\n'));
+    }
     return EXIT.ok;
   },
 };

@@ -1,0 +1,106 @@
+// `plan.ts probe`: run every pending task's acceptance checks before any work, in a scratch
+// worktree of the last commit, and report broken checks and vacuous tasks (src/run/probe.ts).
+
+import { dirname } from 'node:path';
+import { Git } from '../../adapters/git.ts';
+import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../../adapters/orphans.ts';
+import { acquireLock, currentLockInfo } from '../../adapters/plan-store.ts';
+import { assertNever } from '../../core/failure.ts';
+import { formatDuration, oneLine } from '../../core/format.ts';
+import { type ProbeReport, probeFindings, probeHeadline } from '../../core/probe.ts';
+import { describeScratchProblem, runProbe, saveProbe } from '../../run/probe.ts';
+import { DEFAULTS } from '../../run/settings.ts';
+import { table } from '../../ui/table.ts';
+import { type Command, type Io, intArg } from '../command.ts';
+import { CliError, EXIT, type ExitCode, usageError } from '../exit.ts';
+import { loadPlan, planPathFrom } from '../load.ts';
+import { lockHeldMessage } from './interventions.ts';
+import { jsonOption, planOption } from './options.ts';
+
+const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+
+export const probe: Command = {
+  name: 'probe',
+  summary:
+    "Run every pending task's acceptance checks before any work, in a scratch worktree of the last commit (prepared with context.setupCommand): report broken checks (the command cannot run) and vacuous tasks (every check passes already). Exit 0 when there are none, 1 when there are. The result is kept in .design/probe.json for `plan summary`.",
+  usage: '[--plan FILE] [--json] [--check-timeout SECONDS] [--timeout SECONDS]',
+  options: {
+    ...planOption,
+    ...jsonOption,
+    'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each check (default ${DEFAULTS.checkTimeoutMs / 1000})` },
+    timeout: { type: 'string', valueName: 'SECONDS', description: `time limit of the whole probe, the setup command included (default ${DEFAULTS.probeTimeoutMs / 1000})` },
+  },
+  async run({ values }, io) {
+    const checkTimeoutMs = (intArg('--check-timeout', str(values['check-timeout']), { min: 1 }) ?? DEFAULTS.checkTimeoutMs / 1000) * 1000;
+    const timeoutMs = (intArg('--timeout', str(values.timeout), { min: 1 }) ?? DEFAULTS.probeTimeoutMs / 1000) * 1000;
+    const path = planPathFrom(values, io.cwd);
+    const plan = await loadPlan(path);
+    const git = new Git(dirname(path));
+    if (!(await git.isRepo())) throw usageError(`${dirname(path)} is not in a git repository: the probe checks out the last commit`);
+    const repo = await git.root();
+
+    // The lock keeps the probe's records in .design/workers.json from clobbering a run's.
+    const lock = await acquireLock(path, currentLockInfo('plan.ts probe'));
+    if (!lock.ok) throw new CliError(EXIT.cannotRun, [`${lockHeldMessage(lock.error.holder)}; probe once it has finished`]);
+    const controller = new AbortController();
+    const onSignal = () => controller.abort();
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    process.on('SIGHUP', onSignal);
+    const registryPath = registryPathFor(path);
+    const registry = new ProcessRegistry(registryPath);
+    try {
+      const orphans = await killOrphans(registryPath);
+      if (orphans.length > 0) io.err(describeOrphans(orphans));
+      const probed = await runProbe(plan, { repo, checkTimeoutMs, timeoutMs, env: io.env, signal: controller.signal, registry });
+      if (!probed.ok) throw new CliError(EXIT.cannotRun, [`plan probe: ${describeScratchProblem(probed.error)}`]);
+      const report = probed.value;
+      if (controller.signal.aborted) {
+        io.err('plan probe: interrupted; the scratch worktree was removed and nothing was stored');
+        return EXIT.interrupted;
+      }
+      await saveProbe(path, report);
+      if (values.json === true) io.out(JSON.stringify(report, null, 2));
+      else io.out(renderProbe(report, io));
+      return probeExitCode(report);
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      process.off('SIGHUP', onSignal);
+      await registry.clear();
+      await lock.value.release();
+    }
+  },
+};
+
+/** 0 when nothing is broken or vacuous (and the setup command worked), 1 otherwise. */
+export function probeExitCode(report: ProbeReport): ExitCode {
+  switch (report.verdict) {
+    case 'ok':
+      return EXIT.ok;
+    case 'problems':
+    case 'setup-failed':
+      return EXIT.incomplete;
+    default:
+      return assertNever(report.verdict, 'probe verdict');
+  }
+}
+
+/** The table for people: one row per check, then what to fix and what is only information. */
+export function renderProbe(report: ProbeReport, io: Pick<Io, 'columns'>): string {
+  const rows = report.tasks.flatMap((t) =>
+    t.checks.length === 0
+      ? [[String(t.index), t.verdict, '-', '(no acceptance checks)', '']]
+      : t.checks.map((c, k) => [k === 0 ? String(t.index) : '', k === 0 ? t.verdict : '', c.outcome, oneLine(c.check, 200), c.outcome === 'not-run' ? '' : formatDuration(c.durationMs)]),
+  );
+  const lines = [probeHeadline(report)];
+  if (report.setup) lines.push(`setup: \`${report.setup.command}\` ${report.setup.passed ? 'ok' : 'FAILED'} (${formatDuration(report.setup.durationMs)})`);
+  if (report.included.length > 0) lines.push(`copied from .worktreeinclude: ${report.included.join(', ')}`);
+  if (rows.length > 0) lines.push('', table(['task', 'verdict', 'check', 'command', 'time'], rows, { maxWidth: Math.max(60, io.columns), flex: 3 }));
+  const { problems, information } = probeFindings(report);
+  if (problems.length > 0) lines.push('', 'To fix:', ...problems.map((p) => `  - ${p}`));
+  if (information.length > 0) lines.push('', 'For information:', ...information.map((p) => `  - ${p}`));
+  const broken = report.tasks.flatMap((t) => t.checks.filter((c) => c.outcome === 'broken' && c.output !== '').map((c) => `  task ${t.index}, \`${oneLine(c.check, 120)}\`: ${oneLine(c.output.split('\n').slice(-3).join(' '), 300)}`));
+  if (broken.length > 0) lines.push('', 'What the broken checks printed (the end):', ...broken);
+  return lines.join('\n');
+}

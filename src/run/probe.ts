@@ -1,0 +1,149 @@
+// The probe: every pending task's acceptance checks, run on the integration tip (HEAD) in a
+// scratch worktree provisioned with the plan's `context.setupCommand`, before any work, to catch
+// checks that cannot run (broken) and tasks whose checks already pass (vacuous). It never touches
+// the person's tree and never starts a worker. Verdicts are src/core/probe.ts.
+
+import { dirname, join } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { runShell } from '../adapters/checks.ts';
+import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
+import { writeFileAtomic } from '../adapters/plan-store.ts';
+import { type ScratchProblem, withScratchWorktree } from '../adapters/scratch.ts';
+import { type Result, assertNever, err, ok } from '../core/failure.ts';
+import type { Plan } from '../core/plan.ts';
+import {
+  type ProbeCheck,
+  type ProbeReport,
+  type ProbeSetup,
+  type ProbeTask,
+  clipProbeOutput,
+  judgeCheck,
+  pendingWrites,
+  probeKey,
+  probedTasks,
+  summarize,
+  taskVerdict,
+} from '../core/probe.ts';
+
+export interface ProbeOptions {
+  /** The repository's top directory. */
+  repo: string;
+  /** Time limit of each check (and of the setup command). */
+  checkTimeoutMs: number;
+  /** Time limit of the whole probe, setup included. */
+  timeoutMs: number;
+  env?: NodeJS.ProcessEnv;
+  signal?: AbortSignal;
+  /** Where the checks are recorded while they run, so a run after a crash ends them. */
+  registry?: ProcessRegistry;
+  /** Milliseconds now; a test may pass a fake clock. */
+  now?: () => number;
+}
+
+export const probePathFor = (planPath: string): string => join(dirname(planPath), 'probe.json');
+
+/**
+ * Runs the probe. A repository without a commit, or a scratch worktree git cannot create, is a
+ * problem value; interrupts stop the running check and leave the rest `not-run`.
+ */
+export async function runProbe(plan: Plan, options: ProbeOptions): Promise<Result<ProbeReport, ScratchProblem>> {
+  const now = options.now ?? Date.now;
+  const started = now();
+  const deadline = started + options.timeoutMs;
+  const remaining = () => deadline - now();
+  const created = pendingWrites(plan);
+  const setupCommand = typeof plan.context?.setupCommand === 'string' && plan.context.setupCommand.trim() !== '' ? plan.context.setupCommand : null;
+  const shellEnv = options.env === undefined ? undefined : { ...options.env };
+
+  const probed = await withScratchWorktree(options.repo, async (scratch) => {
+    let exhausted = false;
+    let setup: ProbeSetup | null = null;
+    if (setupCommand !== null) {
+      // The setup command is bounded by the whole budget only: `npm ci` can take longer than a check.
+      const run = await runShell(setupCommand, { cwd: scratch.dir, timeoutMs: Math.max(0, remaining()), env: shellEnv, signal: options.signal });
+      setup = { command: setupCommand, exitCode: run.exitCode, timedOut: run.timedOut, passed: run.exitCode === 0 && !run.timedOut && !run.aborted, durationMs: Math.round(run.durationMs), output: clipProbeOutput(run.output) };
+      if (run.timedOut) exhausted = true;
+    }
+    const tasks: ProbeTask[] = [];
+    for (const index of probedTasks(plan)) {
+      const task = plan.tasks[index]!;
+      const checks: ProbeCheck[] = [];
+      for (const criterion of task.agent?.acceptanceCriteria ?? []) {
+        const base = { criterion: criterion.criterion, check: criterion.check };
+        if (setup !== null && !setup.passed) {
+          checks.push({ ...base, outcome: 'not-run', exitCode: null, reason: 'the setup command failed', durationMs: 0, output: '' });
+          continue;
+        }
+        if (options.signal?.aborted) {
+          checks.push({ ...base, outcome: 'not-run', exitCode: null, reason: 'interrupted', durationMs: 0, output: '' });
+          continue;
+        }
+        const left = remaining();
+        if (left <= 0) {
+          exhausted = true;
+          checks.push({ ...base, outcome: 'not-run', exitCode: null, reason: "the whole probe's time budget was spent", durationMs: 0, output: '' });
+          continue;
+        }
+        const role = { kind: 'acceptance-check' as const, task: index, command: criterion.check };
+        const limit = Math.min(options.checkTimeoutMs, left);
+        const run = await recorded(options.registry, role, (onSpawn) => runShell(criterion.check, { cwd: scratch.dir, timeoutMs: limit, env: shellEnv, signal: options.signal, onSpawn }));
+        if (run.timedOut && limit < options.checkTimeoutMs) exhausted = true;
+        const judged = judgeCheck(run, created);
+        checks.push({
+          ...base,
+          outcome: judged.outcome,
+          exitCode: run.exitCode,
+          ...(judged.reason !== undefined ? { reason: judged.outcome === 'timed-out' ? `did not finish within ${Math.round(limit / 1000)}s` : judged.reason } : {}),
+          durationMs: Math.round(run.durationMs),
+          output: clipProbeOutput(run.output),
+        });
+      }
+      tasks.push({ index, subject: task.subject, verdict: taskVerdict(checks.map((c) => c.outcome)), checks });
+    }
+    return { tasks, setup, exhausted, commit: scratch.commit, included: scratch.included };
+  });
+  if (!probed.ok) return err(probed.error);
+  const { tasks, setup, exhausted, commit, included } = probed.value;
+  return ok({
+    schemaVersion: 1,
+    planKey: probeKey(plan),
+    commit,
+    startedAt: new Date(started).toISOString(),
+    durationMs: Math.max(0, Math.round(now() - started)),
+    budget: { checkTimeoutSeconds: options.checkTimeoutMs / 1000, timeoutSeconds: options.timeoutMs / 1000, exhausted, interrupted: options.signal?.aborted === true },
+    setup,
+    included,
+    ...summarize(tasks, setup),
+  });
+}
+
+/** Stores the report next to the plan (`.design/probe.json`) for `plan summary`. */
+export async function saveProbe(planPath: string, report: ProbeReport): Promise<void> {
+  await writeFileAtomic(probePathFor(planPath), `${JSON.stringify(report, null, 2)}\n`);
+}
+
+/** The stored report when it is the probe of this plan as it is now, else null. */
+export async function storedProbe(planPath: string, plan: Plan): Promise<ProbeReport | null> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(await readFile(probePathFor(planPath), 'utf8'));
+  } catch {
+    return null;
+  }
+  if (typeof parsed !== 'object' || parsed === null) return null;
+  const report = parsed as Partial<ProbeReport>;
+  if (report.schemaVersion !== 1 || report.planKey !== probeKey(plan) || !Array.isArray(report.tasks) || typeof report.counts !== 'object') return null;
+  return report as ProbeReport;
+}
+
+/** Why the probe could not start, in one line. */
+export function describeScratchProblem(problem: ScratchProblem): string {
+  switch (problem.kind) {
+    case 'no-commit':
+      return 'the repository has no commit yet: the probe checks out the last commit; commit something first';
+    case 'git-failed':
+      return `could not ${problem.doing}: ${problem.message}`;
+    default:
+      return assertNever(problem, 'scratch worktree problem');
+  }
+}

@@ -1,0 +1,103 @@
+// The probe from the outside: `plan probe` (exit codes, JSON against its schema, the table,
+// `plan summary`), and the headless run probing at setup with the fake worker.
+
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Plan } from '../../src/core/plan.ts';
+import { runExecute, runPlanTool } from '../support/execute.ts';
+import { fakeEvents, repoWithPlan } from '../support/fake-run.ts';
+import type { TempGitRepo } from '../support/git-repo.ts';
+import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
+import { expectSchema } from '../skills/support.ts';
+
+const repos: TempGitRepo[] = [];
+afterEach(async () => {
+  while (repos.length) await repos.pop()!.cleanup();
+});
+
+const files = { 'README.md': 'hello\n', 'present.txt': 'here\n' };
+const setup = (plan: Plan) => repoWithPlan(plan, repos, files);
+const check = (command: string) => ({ criterion: command, check: command });
+const proven = () => fakeTask('P', { create: ['p.txt'], acceptance: [check('test -f p.txt')], fake: { write: { 'p.txt': 'p\n' } } });
+const vacuous = () => fakeTask('V', { create: ['v.txt'], acceptance: [check('test -f present.txt')], fake: { write: { 'v.txt': 'v\n' } } });
+const broken = () => fakeTask('B', { create: ['b.txt'], acceptance: [check('tesst -f b.txt')], fake: { write: { 'b.txt': 'b\n' } } });
+
+describe('plan probe', () => {
+  it('exits 0 when every pending task is proven, 1 with a vacuous task or a broken check; JSON follows its schema; summary shows the verdict', async () => {
+    const good = await setup(makePlan([proven()]));
+    const ok = await runPlanTool(good.repo.dir, ['probe', '--json']);
+    expect(ok.exitCode, ok.stderr).toBe(0);
+    await expectSchema('probe', JSON.parse(ok.stdout));
+
+    const bad = await setup(makePlan([proven(), vacuous(), broken()]));
+    const json = await runPlanTool(bad.repo.dir, ['probe', '--json']);
+    expect(json.exitCode, json.stderr).toBe(1);
+    const report = JSON.parse(json.stdout);
+    await expectSchema('probe', report);
+    expect(report.tasks.map((t: { verdict: string }) => t.verdict)).toEqual(['proven', 'vacuous', 'broken']);
+    expect(JSON.parse(await readFile(join(bad.repo.dir, '.design/probe.json'), 'utf8'))).toEqual(report);
+
+    const text = await runPlanTool(bad.repo.dir, ['probe']);
+    expect(text.exitCode).toBe(1);
+    expect(text.stdout).toMatch(/1 broken, 1 vacuous task/);
+    expect(text.stdout).toMatch(/task 1 \(task V\) is vacuous/);
+    expect(text.stdout).toMatch(/task 2: broken check `tesst -f b.txt`: the command `tesst` cannot run/);
+
+    const summary = await runPlanTool(bad.repo.dir, ['summary']);
+    expect(summary.stdout).toMatch(/## Probe\n\nprobe found problems/);
+    // A changed plan: the stored probe is not its probe.
+    const plan = await readPlan(bad.planPath);
+    plan.tasks[2]!.agent!.acceptanceCriteria![0]!.check = 'test -f b.txt';
+    await bad.repo.write({ '.design/plan.json': JSON.stringify(plan) });
+    expect((await runPlanTool(bad.repo.dir, ['summary'])).stdout).not.toMatch(/## Probe/);
+    // Nothing of the probe is left in the person's tree.
+    expect(await bad.repo.git(['status', '--porcelain', '--untracked-files=all'])).toBe('?? .design/plan.json\n?? .design/probe.json\n');
+  });
+
+  it('exits 2 on bad flags', async () => {
+    const { repo } = await setup(makePlan([proven()]));
+    for (const args of [['--timeout', '0'], ['--check-timeout', 'x'], ['--nope']]) {
+      const r = await runPlanTool(repo.dir, ['probe', ...args]);
+      expect(r.exitCode, args.join(' ')).toBe(2);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    }
+  });
+});
+
+describe('execute probes at setup', () => {
+  it('a broken check stops the run with exit 2 before any attempt: the worker never starts', async () => {
+    const { repo, planPath, journal, env } = await setup(makePlan([proven(), broken()]));
+    const r = await runExecute(repo.dir, [], env);
+    expect(r.exitCode, r.stdout + r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/1 acceptance check cannot run/);
+    expect(r.stderr).toMatch(/task 1: `tesst -f b.txt`/);
+    expect(await fakeEvents(journal)).toEqual([]);
+    const plan = await readPlan(planPath);
+    expect(plan.tasks.map((t) => [t.status ?? 'pending', t.attempts ?? 0])).toEqual([['pending', 0], ['pending', 0]]);
+    expect(r.stdout).toMatch(/probing 2 acceptance checks/);
+  });
+
+  it('--no-probe skips it (the broken check then fails its task)', async () => {
+    const { repo, journal, env } = await setup(makePlan([broken()]));
+    const r = await runExecute(repo.dir, ['--no-probe', '--max-attempts', '1'], env);
+    expect(r.exitCode).toBe(1);
+    expect((await fakeEvents(journal)).filter((e) => e.event === 'start')).toHaveLength(1);
+    expect(r.stdout).not.toMatch(/probing/);
+  });
+
+  it('warns about a vacuous task and runs; --strict refuses it with exit 2', async () => {
+    const warned = await setup(makePlan([proven(), vacuous()]));
+    const r = await runExecute(warned.repo.dir, ['--json'], warned.env);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const notices = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; level?: string; message?: string }).filter((e) => e.type === 'notice');
+    expect(notices).toContainEqual(expect.objectContaining({ level: 'warning', message: expect.stringMatching(/^task 1 \(task V\): every acceptance check passes before the work is done/) }));
+    expect(notices).toContainEqual(expect.objectContaining({ level: 'warning', message: expect.stringMatching(/^probe found problems: .* \(on [0-9a-f]{12}, \S+\)/) }));
+
+    const strict = await setup(makePlan([proven(), vacuous()]));
+    const s = await runExecute(strict.repo.dir, ['--strict'], strict.env);
+    expect(s.exitCode).toBe(2);
+    expect(s.stderr).toMatch(/1 vacuous task refused \(--strict\)/);
+    expect(await fakeEvents(strict.journal)).toEqual([]);
+  });
+});
