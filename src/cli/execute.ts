@@ -234,11 +234,17 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     }
     await save(plan);
     const r = setup.value;
+    // The probe runs before the run starts: a plan it refuses leaves no half-started run in the
+    // journal. What it found is journaled once the run has started.
+    const probeEvents: RunEventBody[] = [];
+    if (settings.probe && !controller.signal.aborted) {
+      await probeAtSetup(plan, settings, { emit: (event) => probeEvents.push(event), progress: (line) => io.err(line), registry, signal: controller.signal, env: io.env });
+    }
     emit({ type: 'run-started', goal: r.goal, planPath: settings.planPath, taskCount: r.taskCount, maxDepth: r.maxDepth, resumed: r.resumed, concurrency: settings.concurrency, schedule: settings.schedule, pid: process.pid });
     for (const n of r.notices) emit({ type: 'notice', ...n });
     for (const a of r.assumptions) emit({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output });
     for (const k of r.skipped) emit({ type: 'task-skipped', task: k.index, subject: plan.tasks[k.index]!.subject, rootCause: k.rootCause, reason: plan.tasks[k.index]!.result ?? '' });
-    if (settings.probe && !controller.signal.aborted) await probeAtSetup(plan, settings, { emit, registry, signal: controller.signal, env: io.env });
+    for (const event of probeEvents) emit(event);
 
     const workspace = sharedTree(settings.repo, git);
     const stages = { workspace, git, checkTimeoutMs: settings.checkTimeoutMs, env: io.env, registry, baselineDirty: new Set(r.baselineDirty) };
@@ -313,12 +319,18 @@ export function resumeAdvice(plan: Plan): string {
  * The probe before any attempt: broken checks stop the run (exit 2, naming them), vacuous tasks
  * are warned about (refused with --strict). Its time shows in the run's events as notices.
  */
-async function probeAtSetup(plan: Plan, settings: Settings, context: { emit: (event: RunEventBody) => void; registry: ProcessRegistry; signal: AbortSignal; env: NodeJS.ProcessEnv }): Promise<void> {
+async function probeAtSetup(
+  plan: Plan,
+  settings: Settings,
+  context: { emit: (event: RunEventBody) => void; progress: (line: string) => void; registry: ProcessRegistry; signal: AbortSignal; env: NodeJS.ProcessEnv },
+): Promise<void> {
   const { emit } = context;
   const checks = probedTasks(plan).reduce((n, i) => n + (plan.tasks[i]!.agent?.acceptanceCriteria?.length ?? 0), 0);
   if (checks === 0) return;
   const setupCommand = plan.context?.setupCommand;
-  emit({ type: 'notice', level: 'info', message: `probing ${plural(checks, 'acceptance check')} of the pending tasks in a scratch worktree of HEAD${setupCommand ? ` prepared with \`${setupCommand}\`` : ' (the plan has no context.setupCommand: nothing is installed there)'} (--no-probe skips this)` });
+  const probing = `probing ${plural(checks, 'acceptance check')} of the pending tasks in a scratch worktree of HEAD${setupCommand ? ` prepared with \`${setupCommand}\`` : ' (the plan has no context.setupCommand: nothing is installed there)'} (--no-probe skips this)`;
+  context.progress(`foreman: ${probing}`);
+  emit({ type: 'notice', level: 'info', message: probing });
   const probed = await runProbe(plan, { repo: settings.repo, checkTimeoutMs: settings.checkTimeoutMs, timeoutMs: settings.probeTimeoutMs, env: context.env, signal: context.signal, registry: context.registry });
   if (!probed.ok) {
     emit({ type: 'notice', level: 'warning', message: `the probe could not run: ${describeScratchProblem(probed.error)}` });

@@ -1,6 +1,7 @@
 // The probe from the outside: `plan probe` (exit codes, JSON against its schema, the table,
 // `plan summary`), and the headless run probing at setup with the fake worker.
 
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -75,7 +76,9 @@ describe('execute probes at setup', () => {
     expect(await fakeEvents(journal)).toEqual([]);
     const plan = await readPlan(planPath);
     expect(plan.tasks.map((t) => [t.status ?? 'pending', t.attempts ?? 0])).toEqual([['pending', 0], ['pending', 0]]);
-    expect(r.stdout).toMatch(/probing 2 acceptance checks/);
+    // Said on stderr as it starts: the run never started, so nothing of it is journaled.
+    expect(r.stderr).toMatch(/probing 2 acceptance checks/);
+    expect(existsSync(join(repo.dir, '.design/events.jsonl')) ? await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8') : '').not.toMatch(/run-started/);
   });
 
   it('--no-probe skips it (the broken check then fails its task)', async () => {
