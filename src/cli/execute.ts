@@ -235,10 +235,11 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     await save(plan);
     const r = setup.value;
     // The probe runs before the run starts: a plan it refuses leaves no half-started run in the
-    // journal. What it found is journaled once the run has started.
+    // journal. Its first line is said at once (not in --json mode, whose stdout is events only);
+    // what it found is journaled once the run has started.
     const probeEvents: RunEventBody[] = [];
     if (settings.probe && !controller.signal.aborted) {
-      await probeAtSetup(plan, settings, { emit: (event) => probeEvents.push(event), progress: (line) => io.err(line), registry, signal: controller.signal, env: io.env });
+      await probeAtSetup(plan, settings, { emit: (event) => probeEvents.push(event), progress: settings.json ? () => undefined : (line) => io.out(line), registry, signal: controller.signal, env: io.env });
     }
     emit({ type: 'run-started', goal: r.goal, planPath: settings.planPath, taskCount: r.taskCount, maxDepth: r.maxDepth, resumed: r.resumed, concurrency: settings.concurrency, schedule: settings.schedule, pid: process.pid });
     for (const n of r.notices) emit({ type: 'notice', ...n });

@@ -76,8 +76,8 @@ describe('execute probes at setup', () => {
     expect(await fakeEvents(journal)).toEqual([]);
     const plan = await readPlan(planPath);
     expect(plan.tasks.map((t) => [t.status ?? 'pending', t.attempts ?? 0])).toEqual([['pending', 0], ['pending', 0]]);
-    // Said on stderr as it starts: the run never started, so nothing of it is journaled.
-    expect(r.stderr).toMatch(/probing 2 acceptance checks/);
+    // Said as it starts; the run never started, so nothing of it is journaled.
+    expect(r.stdout).toMatch(/probing 2 acceptance checks/);
     expect(existsSync(join(repo.dir, '.design/events.jsonl')) ? await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8') : '').not.toMatch(/run-started/);
   });
 
