@@ -14,6 +14,9 @@
 //   The parser sees every line; the log keeps each attempt's first and last megabytes (see
 //   `LogLimit`) with a line saying how much was cut between them.
 // - Process groups are signalled and watched through `processes.ts`.
+// - The worker carries a marker in its environment, inherited by every command it runs: when the
+//   worker ends, whatever still carries it (a dev server started with `setsid` or `nohup … &`,
+//   outside the group and no longer its descendant) is ended and named in the log.
 
 import { createWriteStream, existsSync, type WriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
@@ -23,7 +26,7 @@ import { execa } from 'execa';
 import { describeWorkerFailure, type WorkerRun } from '../core/failure.ts';
 import { workerSettings } from '../core/scope.ts';
 import { readLoginSettings } from './claude-settings.ts';
-import { groupAlive, killTrackedGroups, terminateGroup, trackGroup, untrackGroup } from './processes.ts';
+import { PROCESS_MARKER_VARIABLE, describeMarked, endMarked, groupAlive, killTrackedGroups, newProcessMarker, terminateGroup, trackGroup, untrackGroup } from './processes.ts';
 import { clipHead as truncate } from '../core/format.ts';
 import type { ExitInfo } from '../core/worker-outcome.ts';
 import { LineSplitter } from './line-splitter.ts';
@@ -49,8 +52,8 @@ export interface WorkerRequest {
   signal?: AbortSignal;
   extraArgs?: string[];
   onActivity?: (a: { text: string; costUsd: number }) => void;
-  /** Called with the worker's process group id once it runs (to record it for orphan cleanup). */
-  onSpawn?: (pgid: number) => void;
+  /** Called with the worker's process group id and its marker once it runs (to record it for orphan cleanup). */
+  onSpawn?: (pgid: number, marker: string) => void;
   /** Between SIGTERM and SIGKILL of the worker's group. Default 3000 ms. */
   killGraceMs?: number;
   /** How long a worker may linger after its `result` event before its group is killed. Default 10 000 ms. */
@@ -268,9 +271,10 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
     return finish();
   }
 
+  const marker = newProcessMarker();
   const subprocess = execa(req.claudeBin, args, {
     cwd: req.cwd,
-    env: req.env ?? process.env,
+    env: { ...(req.env ?? process.env), ...marker.env },
     extendEnv: false,
     input: req.prompt,
     stdout: 'pipe',
@@ -283,7 +287,7 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
   const pid = subprocess.pid;
   if (pid !== undefined) {
     trackGroup(pid);
-    req.onSpawn?.(pid);
+    req.onSpawn?.(pid, marker.marker);
   }
 
   // ---- killing -------------------------------------------------------------------------------
@@ -368,6 +372,8 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
 
   // The group got SIGTERM: stragglers get the rest of the grace period, then SIGKILL.
   if (termination !== undefined) await termination;
+  const leftBehind = await endMarked(PROCESS_MARKER_VARIABLE, marker.marker, killGraceMs);
+  if (leftBehind.length > 0) log.line(`${stamp(t0)} ! ended what the worker left running outside its process group: ${describeMarked(leftBehind)}`);
   clearTimeout(timeoutTimer);
   clearTimeout(postResultTimer);
   clearTimeout(pipeTimer);
