@@ -11,6 +11,7 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
+import { type CommandSandbox, type SandboxedSpawn, sandboxedSpawn } from './sandbox.ts';
 import { type MarkedProcess, PROCESS_MARKER_VARIABLE, describeMarked, endMarked, groupAlive, newProcessMarker, terminateGroup, trackGroup, untrackGroup } from './processes.ts';
 
 export interface RunShellOptions {
@@ -23,6 +24,8 @@ export interface RunShellOptions {
   signal?: AbortSignal;
   /** Between SIGTERM and SIGKILL of the process group. Default 2000 ms. */
   killGraceMs?: number;
+  /** Run it in the operating-system sandbox (sandbox.ts) with these limits; absent: unsandboxed. */
+  sandbox?: CommandSandbox;
   /** Called with the shell's process group id and its marker once it runs (to record it for orphan cleanup). */
   onSpawn?: (pgid: number, marker: string) => void;
 }
@@ -157,15 +160,19 @@ export function runShell(command: string, opts: RunShellOptions): Promise<ShellR
     Object.assign(env, marker.env);
 
     let child: ChildProcessByStdio<null, Readable, Readable>;
+    let sandboxed: SandboxedSpawn | undefined;
     try {
-      child = spawn('/bin/sh', ['-c', command], {
+      sandboxed = opts.sandbox ? sandboxedSpawn(command, opts.sandbox) : undefined;
+      if (sandboxed) Object.assign(env, sandboxed.env);
+      child = spawn(sandboxed?.file ?? '/bin/sh', sandboxed?.args ?? ['-c', command], {
         cwd: opts.cwd,
         env,
         detached: true, // own process group, pgid = pid
         stdio: ['ignore', 'pipe', 'pipe'],
       });
     } catch (e) {
-      resolve(failed(`could not start /bin/sh: ${(e as Error).message}`));
+      sandboxed?.cleanup();
+      resolve(failed(`could not start ${sandboxed ? 'the sandbox' : '/bin/sh'}: ${(e as Error).message}`));
       return;
     }
     if (child.pid !== undefined) {
@@ -194,6 +201,7 @@ export function runShell(command: string, opts: RunShellOptions): Promise<ShellR
         .then(() => sweep)
         .then((leftBehind) => {
           if (child.pid !== undefined) untrackGroup(child.pid);
+          sandboxed?.cleanup();
           resolve({
             exitCode: exit?.code ?? null,
             ...(exit?.signal ? { signal: exit.signal } : {}),

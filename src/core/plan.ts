@@ -115,6 +115,8 @@ export interface PlanContext {
   conventions?: string;
   testCommand?: string;
   buildCommand?: string;
+  /** Hosts sandboxed checks and workers' Bash commands may reach; none without it. */
+  checkNetwork?: string[];
   lsp?: unknown;
   [extra: string]: unknown;
 }

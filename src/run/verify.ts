@@ -4,6 +4,7 @@
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runShell } from '../adapters/checks.ts';
+import type { CommandSandbox } from '../adapters/sandbox.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import type { AcceptanceResult, Verification } from '../core/finalize.ts';
 import { coveredBy, isDirPath } from '../core/paths.ts';
@@ -21,6 +22,8 @@ export interface VerifyOptions {
   baselineDirty?: ReadonlySet<string>;
   /** Where the acceptance checks are recorded while they run (so a run after a crash ends them), and for which task. */
   record?: { registry: ProcessRegistry; task: number };
+  /** Run the checks in the operating-system sandbox with these limits. */
+  sandbox?: CommandSandbox;
 }
 
 const exists = (p: string) =>
@@ -45,7 +48,7 @@ export async function runAcceptance(task: Task, o: VerifyOptions): Promise<Accep
   const results: AcceptanceResult[] = [];
   for (const c of task.agent?.acceptanceCriteria ?? []) {
     const role = { kind: 'acceptance-check' as const, task: o.record?.task ?? -1, command: c.check };
-    const r = await recorded(o.record?.registry, role, (onSpawn) => runShell(c.check, { cwd: o.workspace.dir, timeoutMs: o.checkTimeoutMs, signal: o.signal, env: o.env, onSpawn }));
+    const r = await recorded(o.record?.registry, role, (onSpawn) => runShell(c.check, { cwd: o.workspace.dir, timeoutMs: o.checkTimeoutMs, signal: o.signal, env: o.env, sandbox: o.sandbox, onSpawn }));
     results.push({
       criterion: c.criterion,
       check: c.check,
