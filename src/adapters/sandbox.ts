@@ -11,6 +11,7 @@
 
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { lstat, readdir } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -98,4 +99,31 @@ export function sandboxSupport(): Result<void, string> {
   } finally {
     probe.cleanup();
   }
+}
+
+/**
+ * While a sandboxed command runs, bubblewrap holds an empty mount point in the workspace for each
+ * protected name that does not exist there (`.bashrc`, `.gitconfig`, `.mcp.json`, `.vscode`,
+ * `.idea`, `.claude/commands`, …; the runtime's DANGEROUS_FILES and dangerous directories) and
+ * removes it afterwards. Another task verified meanwhile in the same tree would see them as
+ * changes: these are the untracked paths that are such a placeholder (empty, and named so).
+ */
+const MOUNT_POINT_NAMES = new Set(['.gitconfig', '.gitmodules', '.bashrc', '.bash_profile', '.zshrc', '.zprofile', '.profile', '.ripgreprc', '.mcp.json', '.vscode', '.idea', '.claude']);
+
+async function emptyTree(path: string): Promise<boolean> {
+  const st = await lstat(path).catch(() => null);
+  if (st === null) return true; // already removed
+  if (st.isFile()) return st.size === 0;
+  if (!st.isDirectory()) return false;
+  for (const entry of await readdir(path).catch(() => null) ?? []) if (!(await emptyTree(join(path, entry)))) return false;
+  return true;
+}
+
+export async function sandboxMountPoints(dir: string, untracked: readonly string[]): Promise<Set<string>> {
+  const found = new Set<string>();
+  for (const path of untracked) {
+    const top = path.replace(/\/$/, '').split('/')[0]!;
+    if (MOUNT_POINT_NAMES.has(top) && (await emptyTree(join(dir, path)))) found.add(path);
+  }
+  return found;
 }

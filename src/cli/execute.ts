@@ -8,6 +8,7 @@ import { Git } from '../adapters/git.ts';
 import { type LockTakeover, acquireLock, currentLockInfo, writePlanAtomic } from '../adapters/plan-store.ts';
 import { ProcessRegistry, describeOrphans, killOrphans, recorded, registryPathFor } from '../adapters/orphans.ts';
 import { killAllWorkers, runWorker } from '../adapters/worker.ts';
+import { SANDBOX_MODES, type SandboxMode, installAdvice, sandboxSupport } from '../adapters/sandbox.ts';
 import type { RunEventBody, StopReason } from '../core/events.ts';
 import { assertNever } from '../core/failure.ts';
 import { compactTimestamp } from '../core/format.ts';
@@ -52,6 +53,7 @@ export const executeCommand: Command = {
     'max-cost-usd': { type: 'string', valueName: 'N', description: "stop starting work once the run's cost reaches N dollars" },
     'task-budget-usd': { type: 'string', valueName: 'N', description: 'per-worker spend cap (--max-budget-usd) for tasks that set no agent.maxBudgetUsd' },
     'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each acceptance or assumption command (default ${DEFAULTS.checkTimeoutMs / 1000})` },
+    sandbox: { type: 'string', valueName: 'MODE', description: `auto: run checks and workers' Bash in the operating-system sandbox where it works, say once when it cannot; on: refuse to run without it (exit 3); off: never (default auto)` },
     'dry-run': { type: 'boolean', description: 'validate, print the rounds and every command the plan would run; start nothing' },
     'no-commit': { type: 'boolean', description: 'leave verified work uncommitted' },
     json: { type: 'boolean', description: 'one JSON event per line on stdout' },
@@ -61,6 +63,7 @@ export const executeCommand: Command = {
 
 /** The run's settings (declared once, in `run/settings.ts`) and what only the CLI needs. */
 interface Settings extends RunSettings {
+  sandbox: SandboxMode;
   dryRun: boolean;
   json: boolean;
 }
@@ -73,7 +76,10 @@ function settingsFrom(values: Record<string, unknown>, io: Io): Settings {
   const schedule = (str('schedule') ?? DEFAULTS.schedule) as SchedulePolicy;
   if (!SCHEDULE_POLICIES.includes(schedule)) throw usageError(`--schedule: "${schedule}" is not one of ${SCHEDULE_POLICIES.join(', ')}`);
   const tools = str('allowed-tools');
+  const sandbox = (str('sandbox') ?? 'auto') as SandboxMode;
+  if (!SANDBOX_MODES.includes(sandbox)) throw usageError(`--sandbox: "${sandbox}" is not one of ${SANDBOX_MODES.join(', ')}`);
   return {
+    sandbox,
     repo,
     planPath: resolve(repo, str('plan') ?? '.design/plan.json'),
     claudeBin: str('claude-bin') ?? io.env.CLAUDE_BIN ?? 'claude',
@@ -169,6 +175,13 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     ]);
   }
 
+  // The sandbox is asked about once: `on` refuses without it, `auto` says why it goes without.
+  const support = settings.sandbox === 'off' ? null : sandboxSupport();
+  if (settings.sandbox === 'on' && support !== null && !support.ok) {
+    throw new CliError(EXIT.cannotRun, [`--sandbox on: the sandbox cannot run here (${support.error}); ${installAdvice()}, or run with --sandbox off`]);
+  }
+  const sandboxed = support !== null && support.ok;
+
   const runId = newRunId();
   const lock = await acquireLock(settings.planPath, currentLockInfo('execute'));
   if (!lock.ok) {
@@ -179,6 +192,13 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
   const emit = (event: RunEventBody) => reporter.emit(event);
   if (lock.value.takenOver) {
     emit({ type: 'notice', level: 'warning', message: describeTakeover(lock.value.takenOver) });
+  }
+  if (support !== null && !support.ok) {
+    emit({
+      type: 'notice',
+      level: 'warning',
+      message: `running without the sandbox: ${support.error}. Acceptance and assumption checks run unsandboxed, and workers' Bash stays limited to the commands they are judged by; to sandbox them, ${installAdvice()}`,
+    });
   }
 
   // Workers and checks a killed run left behind are still editing files: stop them before anything else.
@@ -214,7 +234,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     if (indexLock === 'held') {
       throw new CliError(EXIT.cannotRun, ['another git process is using this repository (.git/index.lock is held open); wait for it to finish and run again']);
     }
-    const setup = await setupRun(plan, { repo: settings.repo, git, commit: settings.commit, checkTimeoutMs: settings.checkTimeoutMs, signal: controller.signal, registry });
+    const setup = await setupRun(plan, { repo: settings.repo, git, commit: settings.commit, checkTimeoutMs: settings.checkTimeoutMs, signal: controller.signal, registry, sandbox: sandboxed });
     if (!setup.ok) {
       const problem = describeSetupProblem(setup.error);
       throw new CliError(problem.code, problem.lines);
@@ -227,7 +247,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     for (const k of r.skipped) emit({ type: 'task-skipped', task: k.index, subject: plan.tasks[k.index]!.subject, rootCause: k.rootCause, reason: plan.tasks[k.index]!.result ?? '' });
 
     const workspace = sharedTree(settings.repo, git);
-    const stages = { workspace, git, checkTimeoutMs: settings.checkTimeoutMs, env: io.env, registry, baselineDirty: new Set(r.baselineDirty) };
+    const stages = { workspace, git, checkTimeoutMs: settings.checkTimeoutMs, env: io.env, registry, sandbox: sandboxed, baselineDirty: new Set(r.baselineDirty) };
     const result = controller.signal.aborted
       ? { reason: 'interrupted' as StopReason, usage: emptyUsage(), message: 'interrupted', plan }
       : await runEngine(
@@ -235,7 +255,9 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
           { ...settings, claudeBin },
           {
             workspace,
-            runWorker: (request) => recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) => runWorker({ ...request, onSpawn })),
+            runWorker: (request) => recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) =>
+                runWorker({ ...request, onSpawn, ...(sandboxed ? { sandbox: { allowedDomains: plan.context?.checkNetwork ?? [] } } : {}) }),
+              ),
             verify: (current, task, input) => verifyAttempt(stages, current, task, input),
             restore: (current, task) => restoreAttempt(stages, current, task),
             record: (current, tasks, round) => recordAttempts(stages, current, tasks, round, settings.commit),

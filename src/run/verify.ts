@@ -4,7 +4,7 @@
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runShell } from '../adapters/checks.ts';
-import type { CommandSandbox } from '../adapters/sandbox.ts';
+import { type CommandSandbox, sandboxMountPoints } from '../adapters/sandbox.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import type { AcceptanceResult, Verification } from '../core/finalize.ts';
 import { coveredBy, isDirPath } from '../core/paths.ts';
@@ -67,6 +67,8 @@ export async function verifyTask(task: Task, o: VerifyOptions): Promise<Verifica
   const acceptance = failedSpot ? [] : await runAcceptance(task, o);
   const own = [...task.metadata.files.create, ...task.metadata.files.modify, ...(o.declaredElsewhere ?? [])];
   const outside = await o.workspace.changesOutside(own);
-  const outsideChanges = [...outside.keys()].filter((p) => !p.startsWith('.design/') && !(o.baselineDirty?.has(p) ?? false)).sort();
+  // A sandboxed command running beside this one holds empty placeholders in the tree: not changes.
+  const placeholders = o.sandbox ? await sandboxMountPoints(o.workspace.dir, [...outside].flatMap(([p, change]) => (change === 'untracked' ? [p] : []))) : new Set<string>();
+  const outsideChanges = [...outside.keys()].filter((p) => !p.startsWith('.design/') && !(o.baselineDirty?.has(p) ?? false) && !placeholders.has(p)).sort();
   return { ...spot, outsideChanges, acceptance };
 }
