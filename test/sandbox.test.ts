@@ -127,5 +127,8 @@ describe('--sandbox on without the sandbox', () => {
     const r = await runExecute(dir, ['--sandbox', 'sometimes']);
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toContain('--sandbox: "sometimes" is not one of auto, on, off');
+    const fromEnv = await runExecute(dir, [], { FOREMAN_SANDBOX: 'maybe' });
+    expect(fromEnv.exitCode).toBe(2);
+    expect(fromEnv.stderr).toContain('FOREMAN_SANDBOX: "maybe" is not one of auto, on, off');
   });
 });

@@ -76,8 +76,10 @@ function settingsFrom(values: Record<string, unknown>, io: Io): Settings {
   const schedule = (str('schedule') ?? DEFAULTS.schedule) as SchedulePolicy;
   if (!SCHEDULE_POLICIES.includes(schedule)) throw usageError(`--schedule: "${schedule}" is not one of ${SCHEDULE_POLICIES.join(', ')}`);
   const tools = str('allowed-tools');
-  const sandbox = (str('sandbox') ?? 'auto') as SandboxMode;
-  if (!SANDBOX_MODES.includes(sandbox)) throw usageError(`--sandbox: "${sandbox}" is not one of ${SANDBOX_MODES.join(', ')}`);
+  // `FOREMAN_SANDBOX` is the default, checked like the flag.
+  const sandboxSource = str('sandbox') !== undefined ? '--sandbox' : 'FOREMAN_SANDBOX';
+  const sandbox = (str('sandbox') ?? io.env.FOREMAN_SANDBOX ?? 'auto') as SandboxMode;
+  if (!SANDBOX_MODES.includes(sandbox)) throw usageError(`${sandboxSource}: "${sandbox}" is not one of ${SANDBOX_MODES.join(', ')}`);
   return {
     sandbox,
     repo,

@@ -45,6 +45,9 @@ import { DEFAULTS } from './settings.ts';
 import { type StageContext, settleAttempt, verifyAttempt } from './stages.ts';
 import { sharedTree } from './workspace.ts';
 
+/** The in-session steps sandbox their checks where it works, unless `FOREMAN_SANDBOX=off`. */
+const checksSandboxed = (env: NodeJS.ProcessEnv | undefined): boolean => (env ?? process.env).FOREMAN_SANDBOX !== 'off' && sandboxSupport().ok;
+
 /** Reasons and outputs handed to the lead are clipped: its context should not grow with logs. */
 const CLIP = 1500;
 /** How many overlapping ready tasks `next` names; it counts the rest. */
@@ -280,7 +283,7 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   const registryPath = registryPathFor(ctx.planPath);
   const orphans = await killOrphans(registryPath);
   const registry = new ProcessRegistry(registryPath);
-  const setup = await setupRun(plan, { repo: ctx.repo, git: ctx.git, commit: true, checkTimeoutMs: session.checkTimeoutMs, env: ctx.env, registry, sandbox: sandboxSupport().ok }).finally(() => registry.clear());
+  const setup = await setupRun(plan, { repo: ctx.repo, git: ctx.git, commit: true, checkTimeoutMs: session.checkTimeoutMs, env: ctx.env, registry, sandbox: checksSandboxed(ctx.env) }).finally(() => registry.clear());
   if (!setup.ok) return setup;
   const r = setup.value;
   if (orphans.length > 0) r.notices.unshift({ level: 'warning', message: describeOrphans(orphans) });
@@ -516,7 +519,7 @@ export async function leadFinalize(
     env: ctx.env,
     registry,
     // The checks run in the sandbox where it works, as a headless run's default (`--sandbox auto`).
-    sandbox: sandboxSupport().ok,
+    sandbox: checksSandboxed(ctx.env),
     baselineDirty: new Set(session.baselineDirty),
   };
 
