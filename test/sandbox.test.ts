@@ -5,13 +5,15 @@
 // Tests that need the sandbox say so and skip when it is missing (Debian: bubblewrap socat ripgrep).
 
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runShell } from '../src/adapters/checks.ts';
 import { installAdvice, runtimeSettings, sandboxMountPoints, sandboxSupport } from '../src/adapters/sandbox.ts';
-import { runExecute } from './support/execute.ts';
+import { executeScript, fakeWorker, runExecute, tsxLoader } from './support/execute.ts';
+import { PROCESS_MARKER_VARIABLE, findMarked } from '../src/adapters/processes.ts';
+import { execa } from 'execa';
 import { tempGitRepo } from './support/git-repo.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from './support/plans.ts';
 
@@ -87,6 +89,40 @@ describe.runIf(support.ok)('checks in the sandbox', () => {
       expect(r.exitCode, r.stderr + r.stdout).toBe(1);
       expect(existsSync(target)).toBe(false);
       expect((await readPlan(planPath)).tasks[0]!.status).toBe('failed');
+    } finally {
+      await repo.cleanup();
+    }
+  }, 120_000);
+});
+
+describe.runIf(support.ok)('a sandboxed check orphaned by kill -9', () => {
+  it('is ended by the next run, with everything carrying its marker, and never writes', async () => {
+    const repo = await tempGitRepo({ 'README.md': '# r\n' });
+    try {
+      // The first time it marks that it started (in .design/, inside the repository) and sleeps
+      // before overwriting the verified file; later it passes at once.
+      const check = 'if [ -e .design/check-started ]; then exit 0; fi; touch .design/check-started; sleep 1000; echo late > a.txt';
+      const task = fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a exists', check }], fake: { write: { 'a.txt': 'a\n' } } });
+      await writePlan(repo.dir, makePlan([task]));
+      const first = execa('node', ['--import', tsxLoader, executeScript, '--claude-bin', fakeWorker, '--sandbox', 'on'], { cwd: repo.dir, reject: false, stdin: 'ignore' });
+      let marker: string | undefined;
+      for (let i = 0; i < 600 && marker === undefined; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        if (!existsSync(join(repo.dir, '.design/check-started'))) continue;
+        const records = JSON.parse(await readFile(join(repo.dir, '.design/workers.json'), 'utf8')) as Array<{ kind: string; marker?: string }>;
+        marker = records.find((r) => r.kind === 'acceptance-check')?.marker;
+      }
+      expect(marker).toBeDefined();
+      first.kill('SIGKILL');
+      await first;
+      // The sandboxed check (the runtime, bubblewrap, the shell, its sleep) outlived the orchestrator.
+      expect(findMarked(PROCESS_MARKER_VARIABLE, marker!).length).toBeGreaterThan(0);
+
+      const r = await runExecute(repo.dir, ['--sandbox', 'on']);
+      expect(r.exitCode, r.stderr + r.stdout).toBe(0);
+      expect(r.stdout).toContain('stopped 1 process group(s) left running by an earlier run: the acceptance check of task 0');
+      expect(findMarked(PROCESS_MARKER_VARIABLE, marker!)).toEqual([]);
+      expect(await repo.git(['show', 'HEAD:a.txt'])).toBe('a\n');
     } finally {
       await repo.cleanup();
     }
