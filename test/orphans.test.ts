@@ -37,7 +37,7 @@ describe('ProcessRegistry', () => {
     // The record is written just after the spawn: wait for it, then show it.
     const command = `echo ${'x'.repeat(300)} >/dev/null; while [ ! -s ${path} ]; do sleep 0.05; done; cat ${path}`;
     const r = await recorded(registry, { kind: 'acceptance-check', task: 3, command }, (onSpawn) => runShell(command, { cwd: dir, timeoutMs: 10_000, onSpawn }));
-    expect(JSON.parse(r.output)).toEqual([{ kind: 'acceptance-check', task: 3, command: `${command.slice(0, 199)}…`, pgid: expect.any(Number), started: expect.stringMatching(/\S/) }]);
+    expect(JSON.parse(r.output)).toEqual([{ kind: 'acceptance-check', task: 3, command: `${command.slice(0, 199)}…`, pgid: expect.any(Number), started: expect.stringMatching(/\S/), marker: expect.stringMatching(/^\d+-\w+\.\d+$/) }]);
     expect(JSON.parse(await readFile(path, 'utf8'))).toEqual([]);
     await registry.clear();
     expect(existsSync(path)).toBe(false);

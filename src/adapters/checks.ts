@@ -4,11 +4,15 @@
 // arrival order) is kept within a byte bound while it streams: the first part and the last part,
 // with a marker for what was dropped in between. While a command runs its group is tracked (see
 // processes.ts) and, through `onSpawn`, can be recorded so a run after a crash ends it.
+// Each command carries a marker in its environment (processes.ts): when it ends, whatever still
+// carries the marker (something that left the group with `setsid` or `nohup … &`) is ended too,
+// and named at the end of the output.
 
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
-import { groupAlive, terminateGroup, trackGroup, untrackGroup } from './processes.ts';
+import { type CommandSandbox, type SandboxedSpawn, sandboxedSpawn } from './sandbox.ts';
+import { type MarkedProcess, PROCESS_MARKER_VARIABLE, describeMarked, endMarked, groupAlive, newProcessMarker, terminateGroup, trackGroup, untrackGroup } from './processes.ts';
 
 export interface RunShellOptions {
   cwd: string;
@@ -20,8 +24,10 @@ export interface RunShellOptions {
   signal?: AbortSignal;
   /** Between SIGTERM and SIGKILL of the process group. Default 2000 ms. */
   killGraceMs?: number;
-  /** Called with the shell's process group id once it runs (to record it for orphan cleanup). */
-  onSpawn?: (pgid: number) => void;
+  /** Run it in the operating-system sandbox (sandbox.ts) with these limits; absent: unsandboxed. */
+  sandbox?: CommandSandbox;
+  /** Called with the shell's process group id and its marker once it runs (to record it for orphan cleanup). */
+  onSpawn?: (pgid: number, marker: string) => void;
 }
 
 export interface ShellResult {
@@ -37,6 +43,8 @@ export interface ShellResult {
   /** Total bytes the command printed, including any omitted. */
   outputBytes: number;
   durationMs: number;
+  /** Processes the command left running outside its group, ended when it finished. */
+  leftBehind?: MarkedProcess[];
 }
 
 export const DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024;
@@ -148,22 +156,28 @@ export function runShell(command: string, opts: RunShellOptions): Promise<ShellR
       if (v === undefined) delete env[k];
       else env[k] = v;
     }
+    const marker = newProcessMarker();
+    Object.assign(env, marker.env);
 
     let child: ChildProcessByStdio<null, Readable, Readable>;
+    let sandboxed: SandboxedSpawn | undefined;
     try {
-      child = spawn('/bin/sh', ['-c', command], {
+      sandboxed = opts.sandbox ? sandboxedSpawn(command, opts.sandbox) : undefined;
+      if (sandboxed) Object.assign(env, sandboxed.env);
+      child = spawn(sandboxed?.file ?? '/bin/sh', sandboxed?.args ?? ['-c', command], {
         cwd: opts.cwd,
         env,
         detached: true, // own process group, pgid = pid
         stdio: ['ignore', 'pipe', 'pipe'],
       });
     } catch (e) {
-      resolve(failed(`could not start /bin/sh: ${(e as Error).message}`));
+      sandboxed?.cleanup();
+      resolve(failed(`could not start ${sandboxed ? 'the sandbox' : '/bin/sh'}: ${(e as Error).message}`));
       return;
     }
     if (child.pid !== undefined) {
       trackGroup(child.pid);
-      opts.onSpawn?.(child.pid);
+      opts.onSpawn?.(child.pid, marker.marker);
     }
 
     let timedOut = false;
@@ -180,20 +194,25 @@ export function runShell(command: string, opts: RunShellOptions): Promise<ShellR
       opts.signal?.removeEventListener('abort', onAbort);
       child.stdout?.destroy();
       child.stderr?.destroy();
-      const result: ShellResult = {
-        exitCode: exit?.code ?? null,
-        ...(exit?.signal ? { signal: exit.signal } : {}),
-        timedOut,
-        aborted,
-        output: override ?? out.toString(),
-        outputBytes: out.total,
-        durationMs: performance.now() - started,
-      };
-      // Resolve only once the group is really gone, so nothing a check started outlives it.
-      void (termination ?? Promise.resolve(true)).then(() => {
-        if (child.pid !== undefined) untrackGroup(child.pid);
-        resolve(result);
-      });
+      const output = override ?? out.toString();
+      // Resolve only once the group and everything carrying the marker are gone, so nothing a
+      // check started outlives it.
+      void (termination ?? Promise.resolve(true))
+        .then(() => sweep)
+        .then((leftBehind) => {
+          if (child.pid !== undefined) untrackGroup(child.pid);
+          sandboxed?.cleanup();
+          resolve({
+            exitCode: exit?.code ?? null,
+            ...(exit?.signal ? { signal: exit.signal } : {}),
+            timedOut,
+            aborted,
+            output: leftBehind.length > 0 ? `${output}${output === '' || output.endsWith('\n') ? '' : '\n'}[foreman] ended what the command left running: ${describeMarked(leftBehind)}\n` : output,
+            outputBytes: out.total,
+            durationMs: performance.now() - started,
+            ...(leftBehind.length > 0 ? { leftBehind } : {}),
+          });
+        });
     };
     const maybeFinish = () => {
       if (exit && openStreams === 0) finish();
@@ -201,6 +220,8 @@ export function runShell(command: string, opts: RunShellOptions): Promise<ShellR
 
     /** SIGTERM the group now, SIGKILL it after the grace period if anything is left. */
     let termination: Promise<boolean> | undefined;
+    /** Ends what carries the marker once the shell exited (and its group is gone). */
+    let sweep: Promise<MarkedProcess[]> = Promise.resolve([]);
     const terminate = () => {
       const pid = child.pid;
       if (termination !== undefined || pid === undefined) return;
@@ -244,6 +265,8 @@ export function runShell(command: string, opts: RunShellOptions): Promise<ShellR
       const pid = child.pid;
       // Leftover background processes would outlive the check and keep the pipes open.
       if (pid !== undefined && groupAlive(pid)) terminate();
+      // Then what left the group still carries the marker: ending it also closes the pipes it holds.
+      sweep = (termination ?? Promise.resolve(true)).then(() => endMarked(PROCESS_MARKER_VARIABLE, marker.marker, grace));
       // Whatever still holds the pipes once the group is dead (something that left the group,
       // e.g. with setsid) is not waited for.
       timers.push(setTimeout(finish, (termination !== undefined ? grace : 0) + PIPE_DRAIN_MS));

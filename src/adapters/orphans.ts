@@ -9,7 +9,7 @@
 import { readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { renameSync, writeFileSync } from 'node:fs';
-import { groupAlive, processStartTime, signalTree, waitForGroupsGone } from './processes.ts';
+import { type MarkedProcess, PROCESS_MARKER_VARIABLE, describeMarked, endMarked, groupAlive, processStartTime, signalTree, waitForGroupsGone } from './processes.ts';
 
 /** What a recorded process group is. */
 export type ProcessRole =
@@ -19,6 +19,8 @@ export type ProcessRole =
 
 export type ProcessRecord = ProcessRole & {
   pgid: number;
+  /** The `FOREMAN_PROCESS` marker it and its descendants carry (records of older versions have none). */
+  marker?: string;
   /** The leader's start time as the OS reports it; guards against pid reuse. */
   started: string;
 };
@@ -55,10 +57,11 @@ export class ProcessRegistry {
 
   constructor(private readonly path: string) {}
 
-  add(role: ProcessRole, pgid: number): Promise<void> {
+  add(role: ProcessRole, pgid: number, marker?: string): Promise<void> {
     const started = processStartTime(pgid) ?? '';
+    const marked = marker === undefined ? {} : { marker };
     const record: ProcessRecord =
-      role.kind === 'worker' ? { ...role, pgid, started } : { ...role, command: clipCommand(role.command), pgid, started };
+      role.kind === 'worker' ? { ...role, pgid, started, ...marked } : { ...role, command: clipCommand(role.command), pgid, started, ...marked };
     this.records.set(pgid, record);
     return this.flush();
   }
@@ -89,14 +92,14 @@ export class ProcessRegistry {
  * Runs `start` with an `onSpawn` hook that records the process group it starts under `role`, and
  * forgets the group once `start` settles. Without a registry it just runs `start`.
  */
-export async function recorded<T>(registry: ProcessRegistry | undefined, role: ProcessRole, start: (onSpawn: (pgid: number) => void) => Promise<T>): Promise<T> {
+export async function recorded<T>(registry: ProcessRegistry | undefined, role: ProcessRole, start: (onSpawn: (pgid: number, marker?: string) => void) => Promise<T>): Promise<T> {
   if (registry === undefined) return start(() => {});
   let pgid: number | undefined;
   let adding: Promise<void> = Promise.resolve();
   try {
-    return await start((g) => {
+    return await start((g, marker) => {
       pgid = g;
-      adding = registry.add(role, g);
+      adding = registry.add(role, g, marker);
     });
   } finally {
     await adding;
@@ -114,13 +117,15 @@ function parseRecord(value: unknown): ProcessRecord | null {
   if (typeof task !== 'number' || !Number.isInteger(task)) return null;
   const started = typeof o.started === 'string' ? o.started : '';
   const command = typeof o.command === 'string' ? o.command : '';
+  // A marker is only ever searched for as a whole `FOREMAN_PROCESS=<marker>` entry; keep it plain.
+  const marker = typeof o.marker === 'string' && /^[\w.-]+$/.test(o.marker) ? { marker: o.marker } : {};
   switch (o.kind) {
     case undefined:
     case 'worker':
-      return { kind: 'worker', task, pgid, started };
+      return { kind: 'worker', task, pgid, started, ...marker };
     case 'acceptance-check':
     case 'assumption-check':
-      return { kind: o.kind, task, command, pgid, started };
+      return { kind: o.kind, task, command, pgid, started, ...marker };
     default:
       return null;
   }
@@ -130,7 +135,10 @@ function parseRecord(value: unknown): ProcessRecord | null {
  * Kill the process groups a previous run left behind (only those whose leader is the same
  * process that was recorded), wait for them to die, and forget them. Returns the killed records.
  */
-export async function killOrphans(path: string, waitMs = 5000): Promise<ProcessRecord[]> {
+/** A record whose processes were ended, with those found by its marker outside its group (detached ones). */
+export type KilledOrphan = ProcessRecord & { leftRunning?: MarkedProcess[] };
+
+export async function killOrphans(path: string, waitMs = 5000): Promise<KilledOrphan[]> {
   let records: ProcessRecord[];
   try {
     const parsed: unknown = JSON.parse(await readFile(path, 'utf8'));
@@ -138,7 +146,7 @@ export async function killOrphans(path: string, waitMs = 5000): Promise<ProcessR
   } catch {
     records = [];
   }
-  const killed: ProcessRecord[] = [];
+  const killed = new Map<ProcessRecord, KilledOrphan>();
   const groups: number[] = [];
   for (const r of records) {
     if (!groupAlive(r.pgid)) continue;
@@ -149,15 +157,24 @@ export async function killOrphans(path: string, waitMs = 5000): Promise<ProcessR
     // With what it started in groups of its own (a worker's Bash commands run in new sessions).
     const hit = signalTree(r.pgid, 'SIGKILL');
     if (hit.length === 0) continue;
-    killed.push(r);
+    killed.set(r, { ...r });
     groups.push(...hit);
   }
   await waitForGroupsGone(groups, waitMs);
+  // What left the groups (`setsid`, `nohup … &`) and lost its parent still carries the marker; a
+  // marker names this one recorded process of that run alone, so a live run is never hit.
+  for (const r of records) {
+    if (r.marker === undefined) continue;
+    const marked = await endMarked(PROCESS_MARKER_VARIABLE, r.marker, 0);
+    if (marked.length === 0) continue;
+    killed.set(r, { ...(killed.get(r) ?? r), leftRunning: marked });
+  }
   await rm(path, { force: true });
-  return killed;
+  return [...killed.values()];
 }
 
 /** One line naming what `killOrphans` ended, for a notice. */
-export function describeOrphans(killed: readonly ProcessRecord[]): string {
-  return `stopped ${killed.length} process group(s) left running by an earlier run: ${killed.map(describeProcess).join('; ')}`;
+export function describeOrphans(killed: readonly KilledOrphan[]): string {
+  const named = killed.map((k) => (k.leftRunning ? `${describeProcess(k)}, with what it left running: ${describeMarked(k.leftRunning)}` : describeProcess(k)));
+  return `stopped ${killed.length} process group(s) left running by an earlier run: ${named.join('; ')}`;
 }

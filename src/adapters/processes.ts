@@ -280,3 +280,126 @@ export function killTrackedGroups(graceMs: number): void {
   const hit = groups.flatMap((g) => signalTree(g, 'SIGTERM'));
   if (hit.length > 0) setTimeout(() => hit.forEach((g) => signalGroup(g, 'SIGKILL')), graceMs).unref();
 }
+
+// ---------------------------------------------------------------------------------------------
+// Markers: what a process carries in its environment so it can be found after it left its group
+
+/**
+ * The variables that mark every process foreman starts and, through inheritance, everything
+ * those start, even what detaches (`setsid`, `nohup … &`) or changes directory. `FOREMAN_RUN`
+ * names the run (this orchestrator process); `FOREMAN_PROCESS` names one worker or command.
+ */
+export const RUN_MARKER_VARIABLE = 'FOREMAN_RUN';
+export const PROCESS_MARKER_VARIABLE = 'FOREMAN_PROCESS';
+
+/** This run's marker: unique per orchestrator process (pid, a random part). */
+export const runMarker = `${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
+let markerCount = 0;
+
+/** A new marker for one worker or command of this run, and the variables that carry it. */
+export function newProcessMarker(): { marker: string; env: Record<string, string> } {
+  markerCount++;
+  const marker = `${runMarker}.${markerCount}`;
+  return { marker, env: { [RUN_MARKER_VARIABLE]: runMarker, [PROCESS_MARKER_VARIABLE]: marker } };
+}
+
+/** A process found carrying a marker: its pid and its command line, to name it in a log. */
+export interface MarkedProcess {
+  pid: number;
+  command: string;
+}
+
+/** NUL-separated `/proc/<pid>/environ` holds `NAME=value`; null when it cannot be read (gone, not ours). */
+function procEnviron(pid: number): string | null {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'latin1');
+  } catch {
+    return null;
+  }
+}
+
+function procCommand(pid: number): string {
+  try {
+    const text = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0+$/, '').replace(/\0/g, ' ');
+    return text === '' ? `[${readFileSync(`/proc/${pid}/comm`, 'utf8').trim()}]` : text;
+  } catch {
+    return '?';
+  }
+}
+
+/**
+ * The running processes whose environment has `variable=value`. Linux reads /proc/<pid>/environ
+ * (the environment the process started with; processes of other users cannot be read). macOS
+ * has no /proc: `ps -E` prints the environment after the command, for the user's own processes
+ * only, and newer macOS versions may hide it; there, only the process groups are ended.
+ */
+export function findMarked(variable: string, value: string): MarkedProcess[] {
+  const needle = `${variable}=${value}`;
+  const found: MarkedProcess[] = [];
+  if (hasProcfs()) {
+    let entries: string[];
+    try {
+      entries = readdirSync('/proc');
+    } catch {
+      return [];
+    }
+    for (const entry of entries) {
+      const code = entry.charCodeAt(0);
+      if (code < 48 || code > 57) continue;
+      const pid = Number(entry);
+      if (pid === process.pid) continue;
+      const environ = procEnviron(pid);
+      if (environ === null || !environ.split('\0').includes(needle)) continue;
+      const st = procStat(pid);
+      if (st === null || isGone(st.state)) continue;
+      found.push({ pid, command: procCommand(pid) });
+    }
+    return found;
+  }
+  const out = ps(['-A', '-E', '-ww', '-o', 'pid=', '-o', 'stat=', '-o', 'command=']);
+  if (out === null) return [];
+  for (const line of out.split('\n')) {
+    const match = /^\s*(\d+)\s+(\S+)\s+(.*)$/.exec(line);
+    if (!match || isGone(match[2]!)) continue;
+    const pid = Number(match[1]);
+    const words = match[3]!.split(' ');
+    if (pid === process.pid || !words.includes(needle)) continue;
+    // The environment follows the command on the same line; the first word names the program.
+    found.push({ pid, command: words[0] ?? '?' });
+  }
+  return found;
+}
+
+/**
+ * Ends every process that still carries `variable=value`: SIGTERM, then SIGKILL after `graceMs`
+ * to what is left, scanning again so what one of them started meanwhile is ended too. Returns the
+ * processes found, to name them.
+ */
+export async function endMarked(variable: string, value: string, graceMs = 1000): Promise<MarkedProcess[]> {
+  const named = new Map<number, MarkedProcess>();
+  let found = findMarked(variable, value);
+  if (found.length === 0) return [];
+  for (const p of found) named.set(p.pid, p);
+  for (const p of found) send(p.pid, 'SIGTERM');
+  const deadline = performance.now() + graceMs;
+  while (performance.now() < deadline) {
+    await sleep(POLL_MS);
+    found = findMarked(variable, value);
+    if (found.length === 0) return [...named.values()];
+  }
+  // What is left, and what those started while we waited, until nothing carries the marker.
+  for (let round = 0; round < 20; round++) {
+    found = findMarked(variable, value);
+    if (found.length === 0) break;
+    for (const p of found) {
+      if (!named.has(p.pid)) named.set(p.pid, p);
+      send(p.pid, 'SIGKILL');
+    }
+    await sleep(POLL_MS);
+  }
+  return [...named.values()];
+}
+
+/** "1234 (sleep 1000), 1240 (node server.js)". */
+export const describeMarked = (processes: readonly MarkedProcess[]): string =>
+  processes.map((p) => `${p.pid} (${p.command.length > 120 ? `${p.command.slice(0, 119)}…` : p.command})`).join(', ');

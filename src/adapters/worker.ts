@@ -14,16 +14,20 @@
 //   The parser sees every line; the log keeps each attempt's first and last megabytes (see
 //   `LogLimit`) with a line saying how much was cut between them.
 // - Process groups are signalled and watched through `processes.ts`.
+// - The worker carries a marker in its environment, inherited by every command it runs: when the
+//   worker ends, whatever still carries it (a dev server started with `setsid` or `nohup … &`,
+//   outside the group and no longer its descendant) is ended and named in the log.
 
 import { createWriteStream, existsSync, type WriteStream } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { mkdir, mkdtemp, realpath, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { execa } from 'execa';
 import { describeWorkerFailure, type WorkerRun } from '../core/failure.ts';
-import { workerSettings } from '../core/scope.ts';
+import { type WorkerSandbox, workerSettings } from '../core/scope.ts';
 import { readLoginSettings } from './claude-settings.ts';
-import { groupAlive, killTrackedGroups, terminateGroup, trackGroup, untrackGroup } from './processes.ts';
+import { PROCESS_MARKER_VARIABLE, describeMarked, endMarked, groupAlive, killTrackedGroups, newProcessMarker, terminateGroup, trackGroup, untrackGroup } from './processes.ts';
 import { clipHead as truncate } from '../core/format.ts';
 import type { ExitInfo } from '../core/worker-outcome.ts';
 import { LineSplitter } from './line-splitter.ts';
@@ -49,8 +53,13 @@ export interface WorkerRequest {
   signal?: AbortSignal;
   extraArgs?: string[];
   onActivity?: (a: { text: string; costUsd: number }) => void;
-  /** Called with the worker's process group id once it runs (to record it for orphan cleanup). */
-  onSpawn?: (pgid: number) => void;
+  /**
+   * Run its Bash commands in Claude Code's sandbox: writes only in `cwd` and a temporary directory
+   * of the attempt's own (its TMPDIR), network only to these hosts. Absent: no sandbox.
+   */
+  sandbox?: { allowedDomains: readonly string[] };
+  /** Called with the worker's process group id and its marker once it runs (to record it for orphan cleanup). */
+  onSpawn?: (pgid: number, marker: string) => void;
   /** Between SIGTERM and SIGKILL of the worker's group. Default 3000 ms. */
   killGraceMs?: number;
   /** How long a worker may linger after its `result` event before its group is killed. Default 10 000 ms. */
@@ -73,8 +82,9 @@ const PROMPT_LOG_CHARS = 16 * 1024;
 export function buildWorkerArgs(
   req: Pick<WorkerRequest, 'model' | 'permissionMode' | 'allowedTools' | 'deniedTools' | 'maxBudgetUsd' | 'extraArgs'>,
   inherited: Readonly<Record<string, unknown>> = {},
+  sandbox?: WorkerSandbox,
 ): string[] {
-  const settings = workerSettings({ allow: req.allowedTools, deny: req.deniedTools ?? [] }, inherited);
+  const settings = workerSettings({ allow: req.allowedTools, deny: req.deniedTools ?? [] }, inherited, sandbox);
   const args = ['-p', '--output-format', 'stream-json', '--verbose', '--model', req.model, '--permission-mode', req.permissionMode];
   args.push('--setting-sources', '', '--settings', JSON.stringify(settings));
   if (req.maxBudgetUsd !== undefined) args.push('--max-budget-usd', String(req.maxBudgetUsd));
@@ -234,11 +244,16 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
   const log = new LogWriter(createWriteStream(req.logPath, { flags: 'a' }), req.logLimit ?? DEFAULT_LOG_LIMIT);
   const parser = new StreamJsonParser({ cwd: req.cwd });
   const inherited = await readLoginSettings(req.env ?? process.env);
-  const args = buildWorkerArgs(req, inherited);
+  // A sandboxed attempt's own TMPDIR, writable by its Bash commands, removed when it ends.
+  const ownTmp = req.sandbox ? await mkdtemp(join(tmpdir(), `foreman-task-${req.taskIndex}-`)) : undefined;
+  const sandbox: WorkerSandbox | undefined =
+    req.sandbox && ownTmp ? { writable: [await realpath(req.cwd), await realpath(ownTmp)], allowedDomains: req.sandbox.allowedDomains } : undefined;
+  const tmpEnv = ownTmp ? { TMPDIR: ownTmp, CLAUDE_CODE_TMPDIR: ownTmp } : {};
+  const args = buildWorkerArgs(req, inherited, sandbox);
 
   log.line(`==== task ${req.taskIndex} · attempt ${req.attempt} · ${new Date().toISOString()} ====`);
   log.line(`$ cd ${shellQuote(req.cwd)}`);
-  log.line(`$ ${[req.claudeBin, ...buildWorkerArgs(req, redacted(inherited))].map(shellQuote).join(' ')} < prompt (${Buffer.byteLength(req.prompt)} bytes)`);
+  log.line(`$ ${[req.claudeBin, ...buildWorkerArgs(req, redacted(inherited), sandbox)].map(shellQuote).join(' ')} < prompt (${Buffer.byteLength(req.prompt)} bytes)`);
   log.line('---- prompt ----');
   for (const l of truncate(req.prompt, PROMPT_LOG_CHARS, `\n… [${req.prompt.length - PROMPT_LOG_CHARS} more chars]`).split('\n')) {
     log.line(formatRawLineForLog(l));
@@ -257,6 +272,7 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
         : `failed: ${describeWorkerFailure(o.failure)}`;
     log.line(`==== outcome: ${truncate(summary.replace(/\s+/g, ' '), 1000)} · ${(durationMs / 1000).toFixed(1)}s ====`);
     await log.close();
+    if (ownTmp) await rm(ownTmp, { recursive: true, force: true });
     const run: WorkerRun = { usage: c.usage, durationMs, permissionDenials: c.permissionDenials, logPath: req.logPath, outcome: o };
     if (c.sessionId) run.sessionId = c.sessionId;
     return run;
@@ -268,9 +284,10 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
     return finish();
   }
 
+  const marker = newProcessMarker();
   const subprocess = execa(req.claudeBin, args, {
     cwd: req.cwd,
-    env: req.env ?? process.env,
+    env: { ...(req.env ?? process.env), ...tmpEnv, ...marker.env },
     extendEnv: false,
     input: req.prompt,
     stdout: 'pipe',
@@ -283,7 +300,7 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
   const pid = subprocess.pid;
   if (pid !== undefined) {
     trackGroup(pid);
-    req.onSpawn?.(pid);
+    req.onSpawn?.(pid, marker.marker);
   }
 
   // ---- killing -------------------------------------------------------------------------------
@@ -368,6 +385,8 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
 
   // The group got SIGTERM: stragglers get the rest of the grace period, then SIGKILL.
   if (termination !== undefined) await termination;
+  const leftBehind = await endMarked(PROCESS_MARKER_VARIABLE, marker.marker, killGraceMs);
+  if (leftBehind.length > 0) log.line(`${stamp(t0)} ! ended what the worker left running outside its process group: ${describeMarked(leftBehind)}`);
   clearTimeout(timeoutTimer);
   clearTimeout(postResultTimer);
   clearTimeout(pipeTimer);

@@ -8,6 +8,7 @@ import { Git } from '../adapters/git.ts';
 import { type LockTakeover, acquireLock, currentLockInfo, writePlanAtomic } from '../adapters/plan-store.ts';
 import { ProcessRegistry, describeOrphans, killOrphans, recorded, registryPathFor } from '../adapters/orphans.ts';
 import { killAllWorkers, runWorker } from '../adapters/worker.ts';
+import { SANDBOX_MODES, type SandboxMode, installAdvice, sandboxSupport } from '../adapters/sandbox.ts';
 import type { RunEventBody, StopReason } from '../core/events.ts';
 import { assertNever } from '../core/failure.ts';
 import { compactTimestamp, plural } from '../core/format.ts';
@@ -54,6 +55,7 @@ export const executeCommand: Command = {
     'max-cost-usd': { type: 'string', valueName: 'N', description: "stop starting work once the run's cost reaches N dollars" },
     'task-budget-usd': { type: 'string', valueName: 'N', description: 'per-worker spend cap (--max-budget-usd) for tasks that set no agent.maxBudgetUsd' },
     'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each acceptance or assumption command (default ${DEFAULTS.checkTimeoutMs / 1000})` },
+    sandbox: { type: 'string', valueName: 'MODE', description: `auto: run checks and workers' Bash in the operating-system sandbox where it works, say once when it cannot; on: refuse to run without it (exit 3); off: never (default auto)` },
     'dry-run': { type: 'boolean', description: 'validate, print the rounds and every command the plan would run; start nothing' },
     'no-commit': { type: 'boolean', description: 'leave verified work uncommitted' },
     'no-probe': { type: 'boolean', description: "skip the probe of the pending tasks' acceptance checks at setup" },
@@ -66,6 +68,7 @@ export const executeCommand: Command = {
 
 /** The run's settings (declared once, in `run/settings.ts`) and what only the CLI needs. */
 interface Settings extends RunSettings {
+  sandbox: SandboxMode;
   dryRun: boolean;
   json: boolean;
   /** Probe the pending tasks' acceptance checks at setup. */
@@ -83,7 +86,12 @@ function settingsFrom(values: Record<string, unknown>, io: Io): Settings {
   const schedule = (str('schedule') ?? DEFAULTS.schedule) as SchedulePolicy;
   if (!SCHEDULE_POLICIES.includes(schedule)) throw usageError(`--schedule: "${schedule}" is not one of ${SCHEDULE_POLICIES.join(', ')}`);
   const tools = str('allowed-tools');
+  // `FOREMAN_SANDBOX` is the default, checked like the flag.
+  const sandboxSource = str('sandbox') !== undefined ? '--sandbox' : 'FOREMAN_SANDBOX';
+  const sandbox = (str('sandbox') ?? io.env.FOREMAN_SANDBOX ?? 'auto') as SandboxMode;
+  if (!SANDBOX_MODES.includes(sandbox)) throw usageError(`${sandboxSource}: "${sandbox}" is not one of ${SANDBOX_MODES.join(', ')}`);
   return {
+    sandbox,
     repo,
     planPath: resolve(repo, str('plan') ?? '.design/plan.json'),
     claudeBin: str('claude-bin') ?? io.env.CLAUDE_BIN ?? 'claude',
@@ -182,6 +190,13 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     ]);
   }
 
+  // The sandbox is asked about once: `on` refuses without it, `auto` says why it goes without.
+  const support = settings.sandbox === 'off' ? null : sandboxSupport();
+  if (settings.sandbox === 'on' && support !== null && !support.ok) {
+    throw new CliError(EXIT.cannotRun, [`--sandbox on: the sandbox cannot run here (${support.error}); ${installAdvice()}, or run with --sandbox off`]);
+  }
+  const sandboxed = support !== null && support.ok;
+
   const runId = newRunId();
   const lock = await acquireLock(settings.planPath, currentLockInfo('execute'));
   if (!lock.ok) {
@@ -192,6 +207,13 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
   const emit = (event: RunEventBody) => reporter.emit(event);
   if (lock.value.takenOver) {
     emit({ type: 'notice', level: 'warning', message: describeTakeover(lock.value.takenOver) });
+  }
+  if (support !== null && !support.ok) {
+    emit({
+      type: 'notice',
+      level: 'warning',
+      message: `running without the sandbox: ${support.error}. Acceptance and assumption checks run unsandboxed, and workers' Bash stays limited to the commands they are judged by; to sandbox them, ${installAdvice()}`,
+    });
   }
 
   // Workers and checks a killed run left behind are still editing files: stop them before anything else.
@@ -227,7 +249,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     if (indexLock === 'held') {
       throw new CliError(EXIT.cannotRun, ['another git process is using this repository (.git/index.lock is held open); wait for it to finish and run again']);
     }
-    const setup = await setupRun(plan, { repo: settings.repo, git, commit: settings.commit, checkTimeoutMs: settings.checkTimeoutMs, signal: controller.signal, registry });
+    const setup = await setupRun(plan, { repo: settings.repo, git, commit: settings.commit, checkTimeoutMs: settings.checkTimeoutMs, signal: controller.signal, registry, sandbox: sandboxed });
     if (!setup.ok) {
       const problem = describeSetupProblem(setup.error);
       throw new CliError(problem.code, problem.lines);
@@ -239,7 +261,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     // what it found is journaled once the run has started.
     const probeEvents: RunEventBody[] = [];
     if (settings.probe && !controller.signal.aborted) {
-      await probeAtSetup(plan, settings, { emit: (event) => probeEvents.push(event), progress: settings.json ? () => undefined : (line) => io.out(line), registry, signal: controller.signal, env: io.env });
+      await probeAtSetup(plan, settings, { emit: (event) => probeEvents.push(event), progress: settings.json ? () => undefined : (line) => io.out(line), registry, signal: controller.signal, env: io.env, sandbox: sandboxed });
     }
     emit({ type: 'run-started', goal: r.goal, planPath: settings.planPath, taskCount: r.taskCount, maxDepth: r.maxDepth, resumed: r.resumed, concurrency: settings.concurrency, schedule: settings.schedule, pid: process.pid });
     for (const n of r.notices) emit({ type: 'notice', ...n });
@@ -248,7 +270,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     for (const event of probeEvents) emit(event);
 
     const workspace = sharedTree(settings.repo, git);
-    const stages = { workspace, git, checkTimeoutMs: settings.checkTimeoutMs, env: io.env, registry, baselineDirty: new Set(r.baselineDirty) };
+    const stages = { workspace, git, checkTimeoutMs: settings.checkTimeoutMs, env: io.env, registry, sandbox: sandboxed, baselineDirty: new Set(r.baselineDirty) };
     const result = controller.signal.aborted
       ? { reason: 'interrupted' as StopReason, usage: emptyUsage(), message: 'interrupted', plan }
       : await runEngine(
@@ -256,7 +278,9 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
           { ...settings, claudeBin },
           {
             workspace,
-            runWorker: (request) => recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) => runWorker({ ...request, onSpawn })),
+            runWorker: (request) => recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) =>
+                runWorker({ ...request, onSpawn, ...(sandboxed ? { sandbox: { allowedDomains: plan.context?.checkNetwork ?? [] } } : {}) }),
+              ),
             verify: (current, task, input) => verifyAttempt(stages, current, task, input),
             restore: (current, task) => restoreAttempt(stages, current, task),
             record: (current, tasks, round) => recordAttempts(stages, current, tasks, round, settings.commit),
@@ -323,7 +347,7 @@ export function resumeAdvice(plan: Plan): string {
 async function probeAtSetup(
   plan: Plan,
   settings: Settings,
-  context: { emit: (event: RunEventBody) => void; progress: (line: string) => void; registry: ProcessRegistry; signal: AbortSignal; env: NodeJS.ProcessEnv },
+  context: { emit: (event: RunEventBody) => void; progress: (line: string) => void; registry: ProcessRegistry; signal: AbortSignal; env: NodeJS.ProcessEnv; sandbox: boolean },
 ): Promise<void> {
   const { emit } = context;
   const checks = probedTasks(plan).reduce((n, i) => n + (plan.tasks[i]!.agent?.acceptanceCriteria?.length ?? 0), 0);
@@ -332,7 +356,7 @@ async function probeAtSetup(
   const probing = `probing ${plural(checks, 'acceptance check')} of the pending tasks in a scratch worktree of HEAD${setupCommand ? ` prepared with \`${setupCommand}\`` : ' (the plan has no context.setupCommand: nothing is installed there)'} (--no-probe skips this)`;
   context.progress(`foreman: ${probing}`);
   emit({ type: 'notice', level: 'info', message: probing });
-  const probed = await runProbe(plan, { repo: settings.repo, checkTimeoutMs: settings.checkTimeoutMs, timeoutMs: settings.probeTimeoutMs, env: context.env, signal: context.signal, registry: context.registry });
+  const probed = await runProbe(plan, { repo: settings.repo, checkTimeoutMs: settings.checkTimeoutMs, timeoutMs: settings.probeTimeoutMs, env: context.env, signal: context.signal, registry: context.registry, sandbox: context.sandbox });
   if (!probed.ok) {
     emit({ type: 'notice', level: 'warning', message: `the probe could not run: ${describeScratchProblem(probed.error)}` });
     return;

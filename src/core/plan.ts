@@ -117,6 +117,8 @@ export interface PlanContext {
   buildCommand?: string;
   /** The command that prepares a fresh checkout (e.g. `npm ci`); the probe runs it in its scratch worktree. */
   setupCommand?: string;
+  /** Hosts sandboxed checks and workers' Bash commands may reach; none without it. */
+  checkNetwork?: string[];
   lsp?: unknown;
   [extra: string]: unknown;
 }

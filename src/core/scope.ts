@@ -126,9 +126,36 @@ export function planPermissions(plan: Plan, root: string): Result<WorkerPermissi
  */
 export const AUTH_SETTING_KEYS = ['apiKeyHelper', 'env', 'awsAuthRefresh', 'awsCredentialExport', 'gcpAuthRefresh'] as const;
 
-/** The `--settings` JSON of a worker: its rules plus the person's login settings. */
-export function workerSettings(permissions: WorkerPermissions, inherited: Readonly<Record<string, unknown>> = {}): Record<string, unknown> {
+/** Where a sandboxed worker's Bash commands may write and what they may reach. */
+export interface WorkerSandbox {
+  /** Absolute directories: the workspace and the attempt's own TMPDIR. */
+  writable: readonly string[];
+  /** Hosts its Bash commands may reach (the plan's `context.checkNetwork`); none when empty. */
+  allowedDomains: readonly string[];
+}
+
+/**
+ * Claude Code's `sandbox` settings for a worker (checked on CLI 2.1.330, test/support/CLI-NOTES.md):
+ * every Bash command runs under bubblewrap / Seatbelt, may write only in `writable`, reaches only
+ * `allowedDomains`, and with that may run without a `Bash(...)` rule. `failIfUnavailable` makes
+ * the CLI refuse to start rather than run Bash unsandboxed; `allowUnsandboxedCommands: false`
+ * takes away the model's way to ask for a command outside the sandbox.
+ */
+export function sandboxSettings(sandbox: WorkerSandbox): Record<string, unknown> {
+  return {
+    enabled: true,
+    failIfUnavailable: true,
+    autoAllowBashIfSandboxed: true,
+    allowUnsandboxedCommands: false,
+    // `//` anchors a settings path at the file system root (a single `/` is relative to the settings file).
+    filesystem: { allowWrite: sandbox.writable.map((d) => `/${d}`) },
+    network: { allowedDomains: [...sandbox.allowedDomains] },
+  };
+}
+
+/** The `--settings` JSON of a worker: its rules, its sandbox when it has one, plus the person's login settings. */
+export function workerSettings(permissions: WorkerPermissions, inherited: Readonly<Record<string, unknown>> = {}, sandbox?: WorkerSandbox): Record<string, unknown> {
   const carried: Record<string, unknown> = {};
   for (const key of AUTH_SETTING_KEYS) if (inherited[key] !== undefined) carried[key] = inherited[key];
-  return { ...carried, permissions: { allow: [...permissions.allow], deny: [...permissions.deny] } };
+  return { ...carried, permissions: { allow: [...permissions.allow], deny: [...permissions.deny] }, ...(sandbox ? { sandbox: sandboxSettings(sandbox) } : {}) };
 }

@@ -23,6 +23,7 @@ import type { Git } from '../adapters/git.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import { journalPathFor, openJournal, readJournal } from '../adapters/journal.ts';
 import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../adapters/orphans.ts';
+import { checksSandboxed } from '../adapters/sandbox.ts';
 import { writeFileAtomic, writePlanAtomic } from '../adapters/plan-store.ts';
 import type { RunEventBody, RunOutcome, StopReason, TaskOutcome } from '../core/events.ts';
 import { type Result, type WorkerRun, err, ok } from '../core/failure.ts';
@@ -304,7 +305,7 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   // Work an earlier session verified is recorded, not reset.
   const earlier = await readSession(ctx.planPath);
   const verified = new Set(earlier.verified.map((v) => v.task));
-  const setup = await setupRun(plan, { repo: ctx.repo, git: ctx.git, commit: true, checkTimeoutMs: session.checkTimeoutMs, env: ctx.env, registry, verified }).finally(() => registry.clear());
+  const setup = await setupRun(plan, { repo: ctx.repo, git: ctx.git, commit: true, checkTimeoutMs: session.checkTimeoutMs, env: ctx.env, registry, verified, sandbox: checksSandboxed(ctx.env) }).finally(() => registry.clear());
   if (!setup.ok) return setup;
   const r = setup.value;
   if (orphans.length > 0) r.notices.unshift({ level: 'warning', message: describeOrphans(orphans) });
@@ -538,6 +539,8 @@ export async function leadFinalize(
     checkTimeoutMs: options.checkTimeoutMs ?? session.checkTimeoutMs,
     env: ctx.env,
     registry,
+    // The checks run in the sandbox where it works, as a headless run's default (`--sandbox auto`).
+    sandbox: checksSandboxed(ctx.env),
     baselineDirty: new Set(session.baselineDirty),
   };
 

@@ -38,6 +38,12 @@ export interface ProbeOptions {
   registry?: ProcessRegistry;
   /** Milliseconds now; a test may pass a fake clock. */
   now?: () => number;
+  /**
+   * Run the checks in the operating-system sandbox: writes in the scratch checkout and their own
+   * TMPDIR, no network but the plan's `checkNetwork` hosts. The setup command is not sandboxed: it
+   * installs dependencies from hosts foreman does not know.
+   */
+  sandbox?: boolean;
 }
 
 export const probePathFor = (planPath: string): string => join(dirname(planPath), 'probe.json');
@@ -86,7 +92,15 @@ export async function runProbe(plan: Plan, options: ProbeOptions): Promise<Resul
         }
         const role = { kind: 'acceptance-check' as const, task: index, command: criterion.check };
         const limit = Math.min(options.checkTimeoutMs, left);
-        const run = await recorded(options.registry, role, (onSpawn) => runShell(criterion.check, { cwd: scratch.dir, timeoutMs: limit, env: shellEnv, signal: options.signal, onSpawn }));
+        const run = await recorded(options.registry, role, (onSpawn) => runShell(criterion.check, {
+            cwd: scratch.dir,
+            timeoutMs: limit,
+            env: shellEnv,
+            signal: options.signal,
+            onSpawn,
+            ...(options.sandbox ? { sandbox: { writable: [scratch.dir], allowedDomains: plan.context?.checkNetwork ?? [] } } : {}),
+          }),
+        );
         if (run.timedOut && limit < options.checkTimeoutMs) exhausted = true;
         const judged = judgeCheck(run, created);
         checks.push({

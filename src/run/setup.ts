@@ -82,6 +82,8 @@ export interface SetupOptions {
   registry?: ProcessRegistry;
   /** Tasks in progress whose attempt was verified and waits to be recorded (by the caller): not reset. */
   verified?: ReadonlySet<number>;
+  /** Run assumption checks in the operating-system sandbox (writes: the repository and their own TMPDIR). */
+  sandbox?: boolean;
 }
 
 /** Declared paths that lead outside the repository through a symlink somewhere along them. */
@@ -270,7 +272,7 @@ async function checkAssumptions(plan: Plan, options: SetupOptions): Promise<Assu
     if (statusOf(task) !== 'pending') continue;
     for (const a of task.agent?.assumptions ?? []) {
       const role = { kind: 'assumption-check' as const, task: i, command: a.verify };
-      const run = await recorded(options.registry, role, (onSpawn) => runShell(a.verify, { cwd: options.repo, timeoutMs: options.checkTimeoutMs, env: options.env, signal: options.signal, onSpawn }));
+      const run = await recorded(options.registry, role, (onSpawn) => runShell(a.verify, { cwd: options.repo, timeoutMs: options.checkTimeoutMs, env: options.env, signal: options.signal, onSpawn, ...(options.sandbox ? { sandbox: { writable: [options.repo], allowedDomains: plan.context?.checkNetwork ?? [] } } : {}) }));
       results.push({ task: i, claim: a.claim, verify: a.verify, severity: a.severity, passed: run.exitCode === 0 && !run.timedOut, output: run.output });
     }
   }

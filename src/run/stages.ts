@@ -22,6 +22,8 @@ export interface StageContext {
   env?: NodeJS.ProcessEnv;
   /** Where checks are recorded while they run, so a run after a crash ends them. */
   registry?: ProcessRegistry;
+  /** Run acceptance checks in the operating-system sandbox (writes: the workspace and their own TMPDIR). */
+  sandbox?: boolean;
   /** Paths dirty before the run started (a person's unrelated edits): never reported as a worker's. */
   baselineDirty: ReadonlySet<string>;
 }
@@ -36,6 +38,7 @@ export function verifyAttempt(context: StageContext, plan: Plan, task: number, i
     declaredElsewhere: writesInFlight(plan, task),
     baselineDirty: new Set([...context.baselineDirty, ...(input.reported ?? [])]),
     ...(context.registry ? { record: { registry: context.registry, task } } : {}),
+    ...(context.sandbox ? { sandbox: { writable: [context.workspace.dir], allowedDomains: plan.context?.checkNetwork ?? [] } } : {}),
   });
 }
 

@@ -4,6 +4,7 @@
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runShell } from '../adapters/checks.ts';
+import { type CommandSandbox, sandboxMountPoints } from '../adapters/sandbox.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import type { AcceptanceResult, Verification } from '../core/finalize.ts';
 import { coveredBy, isDirPath } from '../core/paths.ts';
@@ -21,6 +22,8 @@ export interface VerifyOptions {
   baselineDirty?: ReadonlySet<string>;
   /** Where the acceptance checks are recorded while they run (so a run after a crash ends them), and for which task. */
   record?: { registry: ProcessRegistry; task: number };
+  /** Run the checks in the operating-system sandbox with these limits. */
+  sandbox?: CommandSandbox;
 }
 
 const exists = (p: string) =>
@@ -45,7 +48,7 @@ export async function runAcceptance(task: Task, o: VerifyOptions): Promise<Accep
   const results: AcceptanceResult[] = [];
   for (const c of task.agent?.acceptanceCriteria ?? []) {
     const role = { kind: 'acceptance-check' as const, task: o.record?.task ?? -1, command: c.check };
-    const r = await recorded(o.record?.registry, role, (onSpawn) => runShell(c.check, { cwd: o.workspace.dir, timeoutMs: o.checkTimeoutMs, signal: o.signal, env: o.env, onSpawn }));
+    const r = await recorded(o.record?.registry, role, (onSpawn) => runShell(c.check, { cwd: o.workspace.dir, timeoutMs: o.checkTimeoutMs, signal: o.signal, env: o.env, sandbox: o.sandbox, onSpawn }));
     results.push({
       criterion: c.criterion,
       check: c.check,
@@ -64,6 +67,8 @@ export async function verifyTask(task: Task, o: VerifyOptions): Promise<Verifica
   const acceptance = failedSpot ? [] : await runAcceptance(task, o);
   const own = [...task.metadata.files.create, ...task.metadata.files.modify, ...(o.declaredElsewhere ?? [])];
   const outside = await o.workspace.changesOutside(own);
-  const outsideChanges = [...outside.keys()].filter((p) => !p.startsWith('.design/') && !(o.baselineDirty?.has(p) ?? false)).sort();
+  // A sandboxed command running beside this one holds empty placeholders in the tree: not changes.
+  const placeholders = o.sandbox ? await sandboxMountPoints(o.workspace.dir, [...outside].flatMap(([p, change]) => (change === 'untracked' ? [p] : []))) : new Set<string>();
+  const outsideChanges = [...outside.keys()].filter((p) => !p.startsWith('.design/') && !(o.baselineDirty?.has(p) ?? false) && !placeholders.has(p)).sort();
   return { ...spot, outsideChanges, acceptance };
 }

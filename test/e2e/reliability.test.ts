@@ -164,7 +164,9 @@ describe('nothing left running after a crash', () => {
 
   /**
    * An acceptance check that, the first time, records its shell's pid (= its process group) and
-   * sleeps before overwriting the verified file; later runs of it pass at once.
+   * sleeps before overwriting the verified file; later runs of it pass at once. It writes its pid
+   * outside the repository and names its shell's own pid, so these runs go without the sandbox
+   * (`--sandbox off`, `FOREMAN_SANDBOX=off`); test/markers.test.ts ends what carries a dead run's marker.
    */
   async function sleepyCheck() {
     const scratch = await mkdtemp(join(tmpdir(), 'foreman-check-'));
@@ -177,7 +179,7 @@ describe('nothing left running after a crash', () => {
     const { scratch, pidFile, check } = await sleepyCheck();
     try {
       const { repo, journal } = await setup(makePlan([fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a exists', check }], fake: { write: { 'a.txt': 'a\n' } } })]));
-      const child = start(repo.dir, journal);
+      const child = start(repo.dir, journal, ['--sandbox', 'off']);
       await waitFor('the acceptance check to start', async () => existsSync(pidFile) && (await readFile(pidFile, 'utf8')).trim() !== '');
       const checkGroup = Number((await readFile(pidFile, 'utf8')).trim());
       leftovers.push(checkGroup);
@@ -188,7 +190,7 @@ describe('nothing left running after a crash', () => {
       await child;
       expect(alive(checkGroup)).toBe(true); // the check outlived the orchestrator
 
-      const r = await runExecute(repo.dir);
+      const r = await runExecute(repo.dir, ['--sandbox', 'off']);
       expect(r.exitCode, r.stderr).toBe(0);
       expect(r.stdout).toContain(`stopped 1 process group(s) left running by an earlier run: the acceptance check of task 0 (\`${check}\`)`);
       expect(alive(checkGroup)).toBe(false);
@@ -205,12 +207,13 @@ describe('nothing left running after a crash', () => {
     const { scratch, pidFile, check } = await sleepyCheck();
     try {
       const { repo, planPath } = await setup(makePlan([fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a exists', check }] })]));
-      expect((await runPlanTool(repo.dir, ['setup'])).exitCode).toBe(0);
-      expect((await runPlanTool(repo.dir, ['next'])).exitCode).toBe(0);
+      const unsandboxed = { ...process.env, FOREMAN_SANDBOX: 'off' };
+      expect((await runPlanTool(repo.dir, ['setup'], unsandboxed)).exitCode).toBe(0);
+      expect((await runPlanTool(repo.dir, ['next'], unsandboxed)).exitCode).toBe(0);
       await writeFile(join(repo.dir, 'a.txt'), 'a\n');
       const results = join(scratch, 'results.json');
       await writeFile(results, JSON.stringify([{ task: 0, output: 'COMPLETED: made a' }]));
-      const finalize = execa('node', ['--import', tsxLoader, planScript, 'finalize', '--results', results], { cwd: repo.dir, reject: false, stdin: 'ignore' });
+      const finalize = execa('node', ['--import', tsxLoader, planScript, 'finalize', '--results', results], { cwd: repo.dir, reject: false, stdin: 'ignore', env: unsandboxed });
       children.push(finalize);
       await waitFor('the acceptance check to start', async () => existsSync(pidFile) && (await readFile(pidFile, 'utf8')).trim() !== '');
       const checkGroup = Number((await readFile(pidFile, 'utf8')).trim());
@@ -219,7 +222,7 @@ describe('nothing left running after a crash', () => {
       await finalize;
       expect(alive(checkGroup)).toBe(true);
 
-      const r = await runPlanTool(repo.dir, ['setup']);
+      const r = await runPlanTool(repo.dir, ['setup'], unsandboxed);
       expect(r.exitCode, r.stderr).toBe(0);
       const out = JSON.parse(r.stdout) as { notices: Array<{ level: string; message: string }>; reset: number[] };
       expect(out.notices).toContainEqual({ level: 'warning', message: `stopped 1 process group(s) left running by an earlier run: the acceptance check of task 0 (\`${check}\`)` });

@@ -79,7 +79,9 @@ describe('edit scope with the real Claude Code CLI', () => {
         { subject: 'refused', prompt: 'Try.\nTASK-MARKER: refused', blockedBy: [], metadata: { files: { create: ['src/allowed.txt'], modify: [] } }, agent: { model: 'haiku' } },
       ]),
     );
-    const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--max-attempts', '1', '--json'], claudeEnv(server.url, home));
+    // Without the sandbox: Bash is limited to the judged commands (in the sandbox any Bash command
+    // may run, its writes kept to the repository: test/e2e/sandbox-real.test.ts).
+    const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--max-attempts', '1', '--json', '--sandbox', 'off'], claudeEnv(server.url, home));
     expect(r.stderr).toBe('');
     expect(r.exitCode).toBe(1); // task 1 failed, as scripted
 

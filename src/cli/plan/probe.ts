@@ -8,6 +8,7 @@ import { acquireLock, currentLockInfo } from '../../adapters/plan-store.ts';
 import { assertNever } from '../../core/failure.ts';
 import { formatDuration, oneLine } from '../../core/format.ts';
 import { type ProbeReport, probeFindings, probeHeadline } from '../../core/probe.ts';
+import { checksSandboxed } from '../../adapters/sandbox.ts';
 import { describeScratchProblem, runProbe, saveProbe } from '../../run/probe.ts';
 import { DEFAULTS } from '../../run/settings.ts';
 import { table } from '../../ui/table.ts';
@@ -52,7 +53,7 @@ export const probe: Command = {
     try {
       const orphans = await killOrphans(registryPath);
       if (orphans.length > 0) io.err(describeOrphans(orphans));
-      const probed = await runProbe(plan, { repo, checkTimeoutMs, timeoutMs, env: io.env, signal: controller.signal, registry });
+      const probed = await runProbe(plan, { repo, checkTimeoutMs, timeoutMs, env: io.env, signal: controller.signal, registry, sandbox: checksSandboxed(io.env) });
       if (!probed.ok) throw new CliError(EXIT.cannotRun, [`plan probe: ${describeScratchProblem(probed.error)}`]);
       const report = probed.value;
       if (controller.signal.aborted) {

@@ -1,0 +1,104 @@
+// Workers in Claude Code's sandbox, with the REAL CLI (2.1.330) against the scripted model: a
+// Bash command may write in the workspace and its own TMPDIR and nowhere else, reaches no network
+// (an outside address is refused inside the sandbox, never reached), and, sandboxed, any Bash
+// command runs without a `Bash(...)` rule: `ls`, `git status`, a single test file.
+// Needs the sandbox (Debian: bubblewrap, socat, ripgrep); says so and skips without it.
+
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sandboxSupport } from '../../src/adapters/sandbox.ts';
+import { runWorker } from '../../src/adapters/worker.ts';
+import { runGit, tempGitRepo } from '../support/git-repo.ts';
+import { type ModelServer, type ScriptedRequest, scenario, startModelServer, text, toolUse } from '../support/model-server.ts';
+import { claudeBin, claudeEnv, tempHome } from '../support/real-claude.ts';
+
+const support = sandboxSupport();
+if (!support.ok) console.warn(`sandbox-real: skipped, the sandbox cannot run here: ${support.error}`);
+
+// 10.255.255.1 is never contacted: inside the sandbox there is no route to anything but loopback.
+const CONNECT_SCRIPT = `require('net').connect(9, '10.255.255.1')
+  .on('connect', () => { console.log('NET-CONNECTED'); process.exit(0); })
+  .on('error', (e) => { console.log('NET-REFUSED', e.code); process.exit(3); });
+setTimeout(() => { console.log('NET-TIMEOUT'); process.exit(4); }, 5000);
+`;
+
+const steps: Array<{ name: string; command: (req: ScriptedRequest) => string }> = [
+  { name: 'escape', command: () => `echo out > ${join(outside, 'escape.txt')}` },
+  { name: 'network', command: () => 'node scripts/connect.js' },
+  { name: 'ls', command: () => 'ls' },
+  { name: 'git status', command: () => 'git status --short' },
+  { name: 'test file', command: () => 'node --test test/one.test.js' },
+  { name: 'inside', command: () => 'echo inside > inside.txt && touch "$TMPDIR/own" && echo "tmp-ok $FOREMAN_PROCESS"' },
+];
+
+let server: ModelServer;
+let outside: string;
+const cleanups: Array<() => Promise<void>> = [];
+
+beforeAll(async () => {
+  outside = await mkdtemp(join(tmpdir(), 'foreman-sandbox-outside-'));
+  cleanups.push(() => rm(outside, { recursive: true, force: true }));
+  server = await startModelServer({
+    scenarios: [
+      scenario({
+        match: 'TASK-MARKER: sandboxed',
+        turns: [...steps.map((s) => (req: ScriptedRequest) => [toolUse('Bash', { command: s.command(req) })]), [text('COMPLETED: tried every command')]],
+      }),
+    ],
+  });
+});
+
+afterAll(async () => {
+  await server?.close();
+  for (const c of cleanups) await c();
+});
+
+describe.runIf(support.ok)('workers in the sandbox (real CLI)', () => {
+  it('writes only in the workspace and its TMPDIR, reaches no network, and runs ls, git status and a test file without a rule', async () => {
+    const repo = await tempGitRepo({ 'README.md': '# sample\n', 'test/one.test.js': "require('node:test')('one', () => {});\n", 'scripts/connect.js': CONNECT_SCRIPT });
+    cleanups.push(repo.cleanup);
+    const home = await tempHome();
+    cleanups.push(() => rm(home, { recursive: true, force: true }));
+    const logPath = join(repo.dir, '.design', 'worker-0.log');
+    const run = await runWorker({
+      taskIndex: 0,
+      attempt: 1,
+      prompt: 'Try the commands.\nTASK-MARKER: sandboxed',
+      model: 'haiku',
+      cwd: repo.dir,
+      claudeBin,
+      permissionMode: 'dontAsk',
+      // Not one Bash rule: in the sandbox, Bash needs none.
+      allowedTools: ['Read', 'Glob', 'Grep'],
+      timeoutMs: 120_000,
+      logPath,
+      env: claudeEnv(server.url, home),
+      sandbox: { allowedDomains: [] },
+    });
+    const log = await readFile(logPath, 'utf8');
+    expect(run.outcome.kind, log).toBe('reported');
+    const turns = server.turns().filter((t) => t.prompt.includes('TASK-MARKER: sandboxed'));
+    // The result of step i arrives with turn i + 1.
+    const results = Object.fromEntries(steps.map((s, i) => [s.name, turns[i + 1]?.toolResults[0]]));
+
+    expect(existsSync(join(outside, 'escape.txt'))).toBe(false);
+    expect(results['escape']?.content).toMatch(/Read-only file system|Operation not permitted|Permission denied/);
+
+    expect(results['network']?.content).toContain('NET-REFUSED');
+    expect(results['network']?.content).not.toContain('NET-CONNECTED');
+
+    expect(results['ls']?.is_error).toBe(false);
+    expect(results['ls']?.content).toContain('README.md');
+    expect(results['git status']?.is_error).toBe(false);
+    expect(results['test file']?.is_error).toBe(false);
+    expect(results['test file']?.content).toMatch(/# pass 1/);
+    expect(results['inside']?.content).toMatch(/tmp-ok \d+-\w+\.\d+/);
+    expect(await readFile(join(repo.dir, 'inside.txt'), 'utf8')).toBe('inside\n');
+    expect(run.permissionDenials).toEqual([]);
+    // The sandbox's mount points for its protected files (.bashrc, .gitconfig, …) are gone afterwards.
+    expect((await runGit(repo.dir, ['status', '--short', '--ignored'])).trim().split('\n').sort()).toEqual(['?? .design/', '?? inside.txt']);
+  }, 180_000);
+});

@@ -1,0 +1,147 @@
+// Nothing outlives its task: every process foreman starts carries a marker in its environment
+// (`FOREMAN_PROCESS`), inherited by what it starts even when that detaches (`setsid`) or changes
+// directory. When the command or worker ends, whatever still carries the marker is ended and
+// named; a run after a `kill -9` ends what carries the dead run's markers.
+
+import { readFileSync } from 'node:fs';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runShell } from '../src/adapters/checks.ts';
+import { describeOrphans, killOrphans } from '../src/adapters/orphans.ts';
+import { PROCESS_MARKER_VARIABLE, findMarked, newProcessMarker, processAlive } from '../src/adapters/processes.ts';
+import { runWorker } from '../src/adapters/worker.ts';
+import { repoRoot, tsxLoader } from './support/execute.ts';
+
+const linux = process.platform === 'linux';
+let dir: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'foreman-markers-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/**
+ * A background process that leaves the command's process group and session, from another
+ * directory, through a subshell that exits at once: its parent link leads to init, not to us.
+ */
+const DETACH = `cd / && (setsid sh -c 'exec sleep 1000' </dev/null >/dev/null 2>&1 &);`;
+
+describe.runIf(linux)('markers (Linux: /proc/<pid>/environ)', () => {
+  it('gives each process its own marker, under the run marker', () => {
+    const a = newProcessMarker();
+    const b = newProcessMarker();
+    expect(a.marker).not.toBe(b.marker);
+    expect(a.env.FOREMAN_PROCESS).toBe(a.marker);
+    expect(a.marker.startsWith(`${a.env.FOREMAN_RUN}.`)).toBe(true);
+  });
+
+  it('a shell command: what it detached is ended when it ends, and named in its output', async () => {
+    let marker = '';
+    const seen: number[] = [];
+    const result = await runShell(`${DETACH} sleep 0.3; echo done`, {
+      cwd: dir,
+      timeoutMs: 30_000,
+      killGraceMs: 500,
+      onSpawn: (_pgid, m) => {
+        marker = m;
+      },
+    });
+    expect(result.exitCode).toBe(0);
+    expect(marker).not.toBe('');
+    const left = result.leftBehind ?? [];
+    expect(left.map((p) => p.command)).toContain('sleep 1000');
+    for (const p of left) seen.push(p.pid);
+    expect(result.output).toContain('done');
+    expect(result.output).toMatch(/\[foreman\] ended what the command left running: \d+ \(sleep 1000\)/);
+    expect(findMarked(PROCESS_MARKER_VARIABLE, marker)).toEqual([]);
+    for (const pid of seen) expect(processAlive(pid)).toBe(false);
+  });
+
+  it('a command that leaves nothing behind says nothing', async () => {
+    const result = await runShell('echo plain', { cwd: dir, timeoutMs: 30_000 });
+    expect(result.output).toBe('plain\n');
+    expect(result.leftBehind).toBeUndefined();
+  });
+
+  it('a worker: what it detached is ended when it ends, and named in its log', async () => {
+    const bin = join(dir, 'detaching-worker.sh');
+    const result = JSON.stringify({ type: 'result', subtype: 'success', is_error: false, result: 'COMPLETED: ok', total_cost_usd: 0, usage: {} });
+    await writeFile(bin, `#!/bin/sh\ncat >/dev/null\n${DETACH}\nsleep 0.3\necho '${result}'\n`);
+    await chmod(bin, 0o755);
+    let marker = '';
+    const logPath = join(dir, 'worker.log');
+    await runWorker({
+      taskIndex: 0,
+      attempt: 1,
+      prompt: 'x',
+      model: 'sonnet',
+      cwd: dir,
+      claudeBin: bin,
+      permissionMode: 'dontAsk',
+      allowedTools: [],
+      timeoutMs: 60_000,
+      logPath,
+      killGraceMs: 500,
+      onSpawn: (_pgid, m) => {
+        marker = m;
+      },
+    });
+    expect(marker).not.toBe('');
+    expect(findMarked(PROCESS_MARKER_VARIABLE, marker)).toEqual([]);
+    expect(await readFile(logPath, 'utf8')).toMatch(/! ended what the worker left running outside its process group: \d+ \(sleep 1000\)/);
+  });
+
+  it('a run killed with kill -9: the next run ends what carries its markers', async () => {
+    const registryPath = join(dir, 'workers.json');
+    const script = join(dir, 'killed-run.mts');
+    await writeFile(
+      script,
+      [
+        `import { ProcessRegistry, recorded } from ${JSON.stringify(join(repoRoot, 'src/adapters/orphans.ts'))};`,
+        `import { runShell } from ${JSON.stringify(join(repoRoot, 'src/adapters/checks.ts'))};`,
+        `const registry = new ProcessRegistry(${JSON.stringify(registryPath)});`,
+        `await recorded(registry, { kind: 'acceptance-check', task: 3, command: 'serve' }, (onSpawn) =>`,
+        `  runShell(${JSON.stringify(`${DETACH} sleep 1000`)}, { cwd: ${JSON.stringify(dir)}, timeoutMs: 600000, onSpawn }));`,
+      ].join('\n'),
+    );
+    const run = execa('node', ['--import', tsxLoader, script], { reject: false });
+    // Wait for the record and for the detached process to carry its marker.
+    let marker: string | undefined;
+    for (let i = 0; i < 400 && marker === undefined; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      try {
+        const records = JSON.parse(await readFile(registryPath, 'utf8')) as Array<{ marker?: string }>;
+        const m = records[0]?.marker;
+        if (m && findMarked(PROCESS_MARKER_VARIABLE, m).some((p) => p.command === 'sleep 1000' && isDetached(p.pid))) marker = m;
+      } catch {
+        // not written yet
+      }
+    }
+    expect(marker).toBeDefined();
+    run.kill('SIGKILL');
+    await run;
+    expect(findMarked(PROCESS_MARKER_VARIABLE, marker!).length).toBeGreaterThan(0);
+
+    const killed = await killOrphans(registryPath);
+    expect(killed.map((k) => [k.kind, k.task])).toEqual([['acceptance-check', 3]]);
+    expect(killed[0]!.leftRunning?.map((p) => p.command)).toContain('sleep 1000');
+    expect(describeOrphans(killed)).toMatch(/the acceptance check of task 3 \(`serve`\), with what it left running: \d+ \(sleep 1000\)/);
+    expect(findMarked(PROCESS_MARKER_VARIABLE, marker!)).toEqual([]);
+  });
+});
+
+/** Whether `pid` leads a session of its own (it left the command's group with setsid). */
+function isDetached(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[3]) === pid;
+  } catch {
+    return false;
+  }
+}

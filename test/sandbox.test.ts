@@ -1,0 +1,170 @@
+// foreman's own commands in the operating-system sandbox (@anthropic-ai/sandbox-runtime): an
+// acceptance check may write in the workspace and its own TMPDIR only and reaches no network but
+// its own loopback; `--sandbox on` refuses to run without the sandbox (exit 3, naming what to
+// install); a run with the sandbox verifies a task whose check writes outside as failed.
+// Tests that need the sandbox say so and skip when it is missing (Debian: bubblewrap socat ripgrep).
+
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runShell } from '../src/adapters/checks.ts';
+import { installAdvice, runtimeSettings, sandboxMountPoints, sandboxSupport } from '../src/adapters/sandbox.ts';
+import { executeScript, fakeWorker, runExecute, tsxLoader } from './support/execute.ts';
+import { PROCESS_MARKER_VARIABLE, findMarked } from '../src/adapters/processes.ts';
+import { execa } from 'execa';
+import { tempGitRepo } from './support/git-repo.ts';
+import { fakeTask, makePlan, readPlan, writePlan } from './support/plans.ts';
+
+const support = sandboxSupport();
+if (!support.ok) console.warn(`sandbox tests: the sandboxed cases are skipped, the sandbox cannot run here: ${support.error}`);
+
+let dir: string;
+let workspace: string;
+let outside: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'foreman-sandbox-test-'));
+  workspace = join(dir, 'workspace');
+  outside = join(dir, 'outside');
+  await mkdir(workspace);
+  await mkdir(outside);
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const inSandbox = (command: string, allowedDomains: string[] = []) =>
+  runShell(command, { cwd: workspace, timeoutMs: 60_000, sandbox: { writable: [workspace], allowedDomains } });
+
+describe('runtime settings', () => {
+  it('allow writes in the workspace and the own TMPDIR only, and no host unless the plan names some', () => {
+    expect(runtimeSettings({ writable: ['/w'], allowedDomains: [] }, '/t')).toEqual({
+      filesystem: { allowWrite: ['/w', '/t'], denyWrite: [], denyRead: [] },
+      network: { allowedDomains: [], deniedDomains: [] },
+    });
+    expect(runtimeSettings({ writable: ['/w'], allowedDomains: ['registry.npmjs.org'] }, '/t')).toMatchObject({ network: { allowedDomains: ['registry.npmjs.org'] } });
+  });
+
+  it('names what to install', () => {
+    expect(installAdvice('linux')).toContain('apt-get install bubblewrap socat ripgrep');
+    expect(installAdvice('darwin')).toContain('ripgrep');
+  });
+});
+
+describe.runIf(support.ok)('checks in the sandbox', () => {
+  it('a check that writes outside the workspace fails, and the file is not written', async () => {
+    const r = await inSandbox(`echo escaped > ${join(outside, 'escape.txt')}`);
+    expect(r.exitCode).not.toBe(0);
+    expect(r.output).toMatch(/Read-only file system/);
+    expect(existsSync(join(outside, 'escape.txt'))).toBe(false);
+  });
+
+  it('a check that reaches an outside address fails at once, in the sandbox, without traffic', async () => {
+    const script = `require('net').connect(9, '10.255.255.1').on('connect', () => process.exit(0)).on('error', (e) => { console.log('refused', e.code); process.exit(3); }); setTimeout(() => process.exit(4), 5000);`;
+    await writeFile(join(workspace, 'connect.js'), script);
+    const r = await inSandbox('node connect.js');
+    expect(r.exitCode).toBe(3);
+    expect(r.output).toContain('refused ENETUNREACH');
+  });
+
+  it('writes in the workspace and its own TMPDIR, and its own loopback works', async () => {
+    const server = `const s = require('net').createServer((c) => c.end('pong')).listen(0, '127.0.0.1', () => require('net').connect(s.address().port, '127.0.0.1').on('data', (d) => { console.log(String(d)); process.exit(0); }));`;
+    await writeFile(join(workspace, 'loop.js'), server);
+    const r = await inSandbox('echo inside > inside.txt && touch "$TMPDIR/own" && case "$TMPDIR" in /tmp/foreman-sandbox-*) echo own-tmp;; esac && node loop.js');
+    expect(r.output).toContain('own-tmp');
+    expect(r.output).toContain('pong');
+    expect(r.exitCode).toBe(0);
+    expect(existsSync(join(workspace, 'inside.txt'))).toBe(true);
+  });
+
+  it('a run verifies a task whose acceptance check writes outside the repository as failed', async () => {
+    const repo = await tempGitRepo({ 'README.md': '# r\n' });
+    try {
+      const target = join(outside, 'from-check.txt');
+      const task = fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n' } } });
+      task.agent = { ...task.agent, acceptanceCriteria: [{ criterion: 'writes outside', check: `test -f a.txt && echo x > ${target}` }] };
+      const planPath = await writePlan(repo.dir, makePlan([task]));
+      const r = await runExecute(repo.dir, ['--sandbox', 'on', '--max-attempts', '1']);
+      expect(r.exitCode, r.stderr + r.stdout).toBe(1);
+      expect(existsSync(target)).toBe(false);
+      expect((await readPlan(planPath)).tasks[0]!.status).toBe('failed');
+    } finally {
+      await repo.cleanup();
+    }
+  }, 120_000);
+});
+
+describe.runIf(support.ok)('a sandboxed check orphaned by kill -9', () => {
+  it('is ended by the next run, with everything carrying its marker, and never writes', async () => {
+    const repo = await tempGitRepo({ 'README.md': '# r\n' });
+    try {
+      // The first time it marks that it started (in .design/, inside the repository) and sleeps
+      // before overwriting the verified file; later it passes at once.
+      const check = 'if [ -e .design/check-started ]; then exit 0; fi; touch .design/check-started; sleep 1000; echo late > a.txt';
+      const task = fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a exists', check }], fake: { write: { 'a.txt': 'a\n' } } });
+      await writePlan(repo.dir, makePlan([task]));
+      const first = execa('node', ['--import', tsxLoader, executeScript, '--claude-bin', fakeWorker, '--sandbox', 'on'], { cwd: repo.dir, reject: false, stdin: 'ignore' });
+      let marker: string | undefined;
+      for (let i = 0; i < 600 && marker === undefined; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        if (!existsSync(join(repo.dir, '.design/check-started'))) continue;
+        const records = JSON.parse(await readFile(join(repo.dir, '.design/workers.json'), 'utf8')) as Array<{ kind: string; marker?: string }>;
+        marker = records.find((r) => r.kind === 'acceptance-check')?.marker;
+      }
+      expect(marker).toBeDefined();
+      first.kill('SIGKILL');
+      await first;
+      // The sandboxed check (the runtime, bubblewrap, the shell, its sleep) outlived the orchestrator.
+      expect(findMarked(PROCESS_MARKER_VARIABLE, marker!).length).toBeGreaterThan(0);
+
+      const r = await runExecute(repo.dir, ['--sandbox', 'on']);
+      expect(r.exitCode, r.stderr + r.stdout).toBe(0);
+      expect(r.stdout).toContain('stopped 1 process group(s) left running by an earlier run: the acceptance check of task 0');
+      expect(findMarked(PROCESS_MARKER_VARIABLE, marker!)).toEqual([]);
+      expect(await repo.git(['show', 'HEAD:a.txt'])).toBe('a\n');
+    } finally {
+      await repo.cleanup();
+    }
+  }, 120_000);
+});
+
+describe('sandbox placeholders', () => {
+  it('counts only empty, untracked protected names as the sandbox\'s mount points', async () => {
+    const tree = join(dir, 'tree');
+    await mkdir(join(tree, '.claude', 'commands'), { recursive: true });
+    await writeFile(join(tree, '.bashrc'), '');
+    await writeFile(join(tree, '.profile'), 'export X=1\n');
+    await writeFile(join(tree, 'empty.txt'), '');
+    expect([...(await sandboxMountPoints(tree, ['.bashrc', '.profile', 'empty.txt', '.claude/']))].sort()).toEqual(['.bashrc', '.claude/']);
+  });
+});
+
+describe('--sandbox on without the sandbox', () => {
+  it('refuses with exit 3 and says what to install (PATH without bwrap)', async () => {
+    const repo = await tempGitRepo({ 'README.md': '# r\n' });
+    try {
+      await writePlan(repo.dir, makePlan([fakeTask('A', { create: ['a.txt'] })]));
+      // A PATH with node and git only: no bwrap, socat or rg.
+      const bin = join(dir, 'bin-without-bwrap');
+      await mkdir(bin, { recursive: true });
+      for (const tool of ['node', 'git', 'sh']) if (!existsSync(join(bin, tool))) await symlink(`/usr/bin/${tool}`, join(bin, tool));
+      const r = await runExecute(repo.dir, ['--sandbox', 'on'], { PATH: bin });
+      expect(r.exitCode, r.stderr).toBe(3);
+      expect(r.stderr).toMatch(/--sandbox on: the sandbox cannot run here \(.*bubblewrap \(bwrap\) not installed.*\)/);
+      expect(r.stderr).toContain('apt-get install bubblewrap socat ripgrep');
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    } finally {
+      await repo.cleanup();
+    }
+  });
+
+  it('rejects an unknown mode (exit 2)', async () => {
+    const r = await runExecute(dir, ['--sandbox', 'sometimes']);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toContain('--sandbox: "sometimes" is not one of auto, on, off');
+    const fromEnv = await runExecute(dir, [], { FOREMAN_SANDBOX: 'maybe' });
+    expect(fromEnv.exitCode).toBe(2);
+    expect(fromEnv.stderr).toContain('FOREMAN_SANDBOX: "maybe" is not one of auto, on, off');
+  });
+});
