@@ -85,8 +85,14 @@ export function sandboxedSpawn(command: string, sandbox: CommandSandbox): Sandbo
 }
 
 /** Why the sandbox cannot run here, or ok. Runs one sandboxed `true` when the dependencies are there. */
-/** Steps run outside `execute` (the in-session steps, `plan probe`) sandbox their checks where it works, unless `FOREMAN_SANDBOX=off`. */
-export const checksSandboxed = (env: NodeJS.ProcessEnv | undefined): boolean => (env ?? process.env).FOREMAN_SANDBOX !== 'off' && sandboxSupport().ok;
+/**
+ * Steps run outside `execute` (the in-session steps, `plan probe`) sandbox their checks where it
+ * works when `FOREMAN_SANDBOX` is `auto` or `on` (the default is off; see DEFAULTS.sandbox).
+ */
+export const checksSandboxed = (env: NodeJS.ProcessEnv | undefined): boolean => {
+  const mode = (env ?? process.env).FOREMAN_SANDBOX;
+  return (mode === 'auto' || mode === 'on') && sandboxSupport().ok;
+};
 
 export function sandboxSupport(): Result<void, string> {
   if (!SandboxManager.isSupportedPlatform()) return err(`the sandbox does not support this platform (${process.platform})`);

@@ -55,7 +55,7 @@ export const executeCommand: Command = {
     'max-cost-usd': { type: 'string', valueName: 'N', description: "stop starting work once the run's cost reaches N dollars" },
     'task-budget-usd': { type: 'string', valueName: 'N', description: 'per-worker spend cap (--max-budget-usd) for tasks that set no agent.maxBudgetUsd' },
     'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each acceptance or assumption command (default ${DEFAULTS.checkTimeoutMs / 1000})` },
-    sandbox: { type: 'string', valueName: 'MODE', description: `auto: run checks and workers' Bash in the operating-system sandbox where it works, say once when it cannot; on: refuse to run without it (exit 3); off: never (default auto)` },
+    sandbox: { type: 'string', valueName: 'MODE', description: `auto: run checks and workers' Bash in the operating-system sandbox where it works, say once when it cannot; on: refuse to run without it (exit 3); off: never (default ${DEFAULTS.sandbox}); while every attempt shares the working tree, a sandboxed run starts one attempt at a time` },
     'dry-run': { type: 'boolean', description: 'validate, print the rounds and every command the plan would run; start nothing' },
     'no-commit': { type: 'boolean', description: 'leave verified work uncommitted' },
     'no-probe': { type: 'boolean', description: "skip the probe of the pending tasks' acceptance checks at setup" },
@@ -88,7 +88,7 @@ function settingsFrom(values: Record<string, unknown>, io: Io): Settings {
   const tools = str('allowed-tools');
   // `FOREMAN_SANDBOX` is the default, checked like the flag.
   const sandboxSource = str('sandbox') !== undefined ? '--sandbox' : 'FOREMAN_SANDBOX';
-  const sandbox = (str('sandbox') ?? io.env.FOREMAN_SANDBOX ?? 'auto') as SandboxMode;
+  const sandbox = (str('sandbox') ?? io.env.FOREMAN_SANDBOX ?? DEFAULTS.sandbox) as SandboxMode;
   if (!SANDBOX_MODES.includes(sandbox)) throw usageError(`${sandboxSource}: "${sandbox}" is not one of ${SANDBOX_MODES.join(', ')}`);
   return {
     sandbox,
@@ -196,6 +196,11 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     throw new CliError(EXIT.cannotRun, [`--sandbox on: the sandbox cannot run here (${support.error}); ${installAdvice()}, or run with --sandbox off`]);
   }
   const sandboxed = support !== null && support.ok;
+  // Until every attempt has a directory of its own, sandboxes in one working tree race: each
+  // bubblewrap makes and removes empty placeholder files (.mcp.json, .bashrc…) there, and a
+  // sandbox starting as another one ends fails on them. So a sandboxed run does one attempt at a time.
+  const serialized = sandboxed && settings.concurrency > 1;
+  if (serialized) settings.concurrency = 1;
 
   const runId = newRunId();
   const lock = await acquireLock(settings.planPath, currentLockInfo('execute'));
@@ -207,6 +212,13 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
   const emit = (event: RunEventBody) => reporter.emit(event);
   if (lock.value.takenOver) {
     emit({ type: 'notice', level: 'warning', message: describeTakeover(lock.value.takenOver) });
+  }
+  if (serialized) {
+    emit({
+      type: 'notice',
+      level: 'warning',
+      message: `sandboxed: attempts run one at a time (--concurrency 1), since sandboxes sharing one working tree interfere; --sandbox off runs them in parallel without it`,
+    });
   }
   if (support !== null && !support.ok) {
     emit({

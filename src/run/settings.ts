@@ -16,6 +16,11 @@ export const DEFAULTS = {
   backoffMs: 15_000,
   /** Requeues of one task after rate limits before it counts as a failed attempt. */
   maxRequeues: 6,
+  /**
+   * `--sandbox` (and `FOREMAN_SANDBOX`): off until each attempt works in a directory of its own,
+   * since sandboxes sharing the working tree must run one at a time.
+   */
+  sandbox: 'off' as 'auto' | 'on' | 'off',
 } as const;
 
 export interface RunSettings {
