@@ -112,7 +112,7 @@ export function taskVerdict(outcomes: readonly CheckOutcome[]): TaskVerdict {
 /** The probe's result, as `plan probe --json` prints it and `.design/probe.json` stores it (schemas/probe.schema.json). */
 export interface ProbeReport {
   schemaVersion: 1;
-  /** Ties the report to the plan: a hash of the pending tasks' checks and the setup command. */
+  /** Ties the report to the plan: a hash of the pending tasks' checks and the setup command (and its hosts). */
   planKey: string;
   /** The commit probed (the integration tip). */
   commit: string | null;
@@ -162,10 +162,12 @@ export const probedTasks = (plan: Plan): number[] => plan.tasks.flatMap((t, i) =
 /** Paths the tasks still to run will write (created now, they are expected to be missing). */
 export const pendingWrites = (plan: Plan): string[] => [...new Set(plan.tasks.flatMap((t) => (statusOf(t) === 'completed' ? [] : writesOf(t))))];
 
-/** The key of what a probe of this plan looks at: the pending tasks' checks and the setup command. */
+/** The key of what a probe of this plan looks at: the pending tasks' checks and the setup command (and its hosts). */
 export function probeKey(plan: Plan): string {
   const subject = {
     setupCommand: typeof plan.context?.setupCommand === 'string' ? plan.context.setupCommand : null,
+    // Only when set, so the keys of plans without it stay as they were.
+    ...(plan.context?.setupNetwork !== undefined ? { setupNetwork: plan.context.setupNetwork } : {}),
     tasks: probedTasks(plan).map((i) => ({ index: i, checks: (plan.tasks[i]!.agent?.acceptanceCriteria ?? []).map((c) => c.check) })),
   };
   return createHash('sha256').update(JSON.stringify(subject)).digest('hex').slice(0, 16);
