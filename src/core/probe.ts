@@ -134,6 +134,8 @@ export interface ProbeSetup {
   passed: boolean;
   durationMs: number;
   output: string;
+  /** It ran in the sandbox (absent in reports of older versions). */
+  sandboxed?: boolean;
 }
 
 export interface ProbeTask {
@@ -211,12 +213,14 @@ export function probeHeadline(report: ProbeReport): string {
   }
 }
 
+const SANDBOXED_SETUP_HINT = " (it ran in the sandbox: it may write only in the checkout, its TMPDIR and the package managers' caches, and reach only the package registries and the plan's context.setupNetwork hosts)";
+
 /** What a person must fix (broken checks, vacuous tasks), then what is only information. */
 export function probeFindings(report: ProbeReport): { problems: string[]; information: string[] } {
   const problems: string[] = [];
   const information: string[] = [];
   if (report.verdict === 'setup-failed' && report.setup) {
-    problems.push(`setup command \`${report.setup.command}\` ${report.setup.timedOut ? 'timed out' : `exited ${report.setup.exitCode ?? 'by a signal'}`}${report.setup.output ? `: ${lastLine(report.setup.output)}` : ''}`);
+    problems.push(`setup command \`${report.setup.command}\` ${report.setup.timedOut ? 'timed out' : `exited ${report.setup.exitCode ?? 'by a signal'}`}${report.setup.output ? `: ${lastLine(report.setup.output)}` : ''}${report.setup.sandboxed === true ? SANDBOXED_SETUP_HINT : ''}`);
   }
   for (const t of report.tasks) {
     for (const c of t.checks) {

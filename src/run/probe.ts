@@ -69,7 +69,7 @@ export async function runProbe(plan: Plan, options: ProbeOptions): Promise<Resul
       const sandbox = options.sandbox ? await setupCommandSandbox(scratch.dir, plan.context?.setupNetwork, { ...process.env, ...shellEnv }) : undefined;
       // The setup command is bounded by the whole budget only: `npm ci` can take longer than a check.
       const run = await runShell(setupCommand, { cwd: scratch.dir, timeoutMs: Math.max(0, remaining()), env: shellEnv, signal: options.signal, ...(sandbox ? { sandbox } : {}) });
-      setup = { command: setupCommand, exitCode: run.exitCode, timedOut: run.timedOut, passed: run.exitCode === 0 && !run.timedOut && !run.aborted, durationMs: Math.round(run.durationMs), output: clipProbeOutput(run.output) };
+      setup = { command: setupCommand, exitCode: run.exitCode, timedOut: run.timedOut, passed: run.exitCode === 0 && !run.timedOut && !run.aborted, durationMs: Math.round(run.durationMs), output: clipProbeOutput(run.output), sandboxed: sandbox !== undefined };
       if (run.timedOut) exhausted = true;
     }
     const tasks: ProbeTask[] = [];

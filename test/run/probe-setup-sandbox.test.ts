@@ -12,11 +12,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_SETUP_NETWORK, packageCacheDirectories, registryHost, sandboxSupport, setupCommandSandbox, setupNetworkHosts } from '../../src/adapters/sandbox.ts';
-import { probeKey } from '../../src/core/probe.ts';
+import { probeFindings, probeKey } from '../../src/core/probe.ts';
 import { validatePlan } from '../../src/core/validate.ts';
 import { runProbe } from '../../src/run/probe.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
+import { expectSchema } from '../skills/support.ts';
 
 const support = sandboxSupport();
 if (!support.ok) console.warn(`probe setup sandbox tests: the sandboxed cases are skipped, the sandbox cannot run here: ${support.error}`);
@@ -149,6 +150,10 @@ describe.runIf(support.ok)('the setup command in the sandbox', () => {
       if (!probed.ok) throw new Error(`probe failed: ${JSON.stringify(probed.error)}`);
       expect(probed.value.setup?.passed, target).toBe(false);
       expect(probed.value.setup?.output).toMatch(/Read-only file system/);
+      expect(probed.value.setup?.sandboxed).toBe(true);
+      await expectSchema('probe', probed.value);
+      // What the person is told names the sandbox's limits.
+      expect(probeFindings(probed.value).problems[0]).toContain('it ran in the sandbox');
     }
     expect(await readdir(outside)).toEqual([]);
     expect(existsSync(join(r.dir, 'escaped.txt'))).toBe(false);
@@ -168,6 +173,7 @@ describe.runIf(support.ok)('the setup command in the sandbox', () => {
     const probed = await runProbe(plan, { repo: r.dir, ...options, sandbox: false });
     if (!probed.ok) throw new Error('probe failed');
     expect(probed.value.setup?.passed).toBe(true);
+    expect(probed.value.setup?.sandboxed).toBe(false);
     expect(await readdir(outside)).toEqual(['unsandboxed']);
   });
 });
