@@ -8,8 +8,8 @@
 // The plan's setup command (`context.setupCommand`, e.g. `npm ci`) runs in the same sandbox with
 // two openings, since it installs dependencies (`setupCommandSandbox`): it reaches the package
 // registries (DEFAULT_SETUP_NETWORK, the npm registry configured here, and the plan's
-// `context.setupNetwork`), through the runtime's proxy (it sets HTTP(S)_PROXY, which npm, yarn,
-// pnpm, pip, cargo and go honour), and writes in the package managers' caches as well.
+// `context.setupNetwork`), through the runtime's proxy (it sets HTTP_PROXY and HTTPS_PROXY; npm
+// follows them), and writes in the package managers' caches as well.
 //
 // Whether the sandbox can run here is asked once per run (`sandboxSupport`): the runtime's own
 // dependency check (bubblewrap, socat and ripgrep on Linux), then one real sandboxed `true`, since
