@@ -5,16 +5,22 @@
 // no network but its own loopback unless the plan names hosts (`context.checkNetwork`). Workers get the same
 // limits from Claude Code's own sandbox (`sandbox` settings, see core/scope.ts).
 //
+// The plan's setup command (`context.setupCommand`, e.g. `npm ci`) runs in the same sandbox with
+// two openings, since it installs dependencies (`setupCommandSandbox`): it reaches the package
+// registries (DEFAULT_SETUP_NETWORK, the npm registry configured here, and the plan's
+// `context.setupNetwork`), through the runtime's proxy (it sets HTTP_PROXY and HTTPS_PROXY; npm
+// follows them), and writes in the package managers' caches as well.
+//
 // Whether the sandbox can run here is asked once per run (`sandboxSupport`): the runtime's own
 // dependency check (bubblewrap, socat and ripgrep on Linux), then one real sandboxed `true`, since
 // bubblewrap can be installed and still be refused namespaces (a container without privileges).
 
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { lstat, readdir } from 'node:fs/promises';
+import { lstat, mkdir, readdir } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { homedir, tmpdir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
 import { SandboxManager } from '@anthropic-ai/sandbox-runtime';
 import { type Result, err, ok } from '../core/failure.ts';
 
@@ -81,6 +87,104 @@ export function sandboxedSpawn(command: string, sandbox: CommandSandbox): Sandbo
     // The runtime sets the command's TMPDIR from CLAUDE_CODE_TMPDIR (default /tmp/claude).
     env: { CLAUDE_CODE_TMPDIR: ownTmp, TMPDIR: ownTmp, TMP: ownTmp, TEMP: ownTmp },
     cleanup: () => rmSync(base, { recursive: true, force: true }),
+  };
+}
+
+/**
+ * Hosts the setup command may reach unless the plan says otherwise: the public package registries
+ * of npm (also pnpm's and corepack's), yarn, PyPI, crates.io and Go's module proxy.
+ */
+export const DEFAULT_SETUP_NETWORK: readonly string[] = [
+  'registry.npmjs.org',
+  'registry.yarnpkg.com',
+  'repo.yarnpkg.com',
+  'pypi.org',
+  'files.pythonhosted.org',
+  'crates.io',
+  'index.crates.io',
+  'static.crates.io',
+  'proxy.golang.org',
+  'sum.golang.org',
+];
+
+/** The entry of `context.setupNetwork` that drops the default hosts: the plan's hosts replace them. */
+export const NO_DEFAULT_HOSTS = 'no-defaults';
+
+/**
+ * The hosts the setup command may reach: the defaults (the public registries and `configured`,
+ * the npm registry set up on this machine) plus the plan's `context.setupNetwork`; only the
+ * plan's when it lists `no-defaults`.
+ */
+export function setupNetworkHosts(planHosts: readonly string[] | undefined, configured: readonly string[] = []): string[] {
+  const own = planHosts ?? [];
+  const replace = own.includes(NO_DEFAULT_HOSTS);
+  const hosts = [...(replace ? [] : [...DEFAULT_SETUP_NETWORK, ...configured]), ...own.filter((h) => h !== NO_DEFAULT_HOSTS)];
+  return [...new Set(hosts)];
+}
+
+/** `registry.example.com` (or `host:port` when the URL names a port) of a registry URL, or null. */
+export function registryHost(url: string): string | null {
+  try {
+    const parsed = new URL(url);
+    if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return null;
+    return parsed.port === '' ? parsed.hostname : `${parsed.hostname}:${parsed.port}`;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The package managers' cache directories under `env`: npm's (`cache`, given), yarn's (classic
+ * and berry), pnpm's store and metadata cache, pip's, and Go's module and build caches. Cargo's
+ * home is left out: it holds the binaries `cargo install` puts on the PATH (its lock file sits
+ * next to them), so a setup command that needs it sets `CARGO_HOME` inside the checkout.
+ */
+export function packageCacheDirectories(env: NodeJS.ProcessEnv, npmCache: string, platform: NodeJS.Platform = process.platform): string[] {
+  const home = env.HOME || homedir();
+  const absolute = (value: string | undefined): string | undefined => (value !== undefined && isAbsolute(value) ? value : undefined);
+  const mac = platform === 'darwin';
+  const cacheHome = mac ? join(home, 'Library', 'Caches') : (absolute(env.XDG_CACHE_HOME) ?? join(home, '.cache'));
+  const dataHome = mac ? join(home, 'Library') : (absolute(env.XDG_DATA_HOME) ?? join(home, '.local', 'share'));
+  const goPath = absolute(env.GOPATH?.split(':')[0]) ?? join(home, 'go');
+  const dirs = [
+    npmCache,
+    absolute(env.YARN_CACHE_FOLDER) ?? join(cacheHome, mac ? 'Yarn' : 'yarn'),
+    join(home, '.yarn', 'berry'),
+    // pnpm's own directory under dataHome also holds its global binaries: only the store.
+    absolute(env.npm_config_store_dir) ?? join(dataHome, 'pnpm', 'store'),
+    join(cacheHome, 'pnpm'),
+    absolute(env.PIP_CACHE_DIR) ?? join(cacheHome, 'pip'),
+    absolute(env.GOMODCACHE) ?? join(goPath, 'pkg', 'mod'),
+    absolute(env.GOCACHE) ?? join(cacheHome, 'go-build'),
+  ];
+  return [...new Set(dirs)];
+}
+
+/** npm's `cache` and `registry` as npm reads them in `cwd` (its .npmrc files and npm_config_* variables); null without npm. */
+function npmConfig(cwd: string, env: NodeJS.ProcessEnv): Promise<{ cache?: string; registry?: string } | null> {
+  return new Promise((resolve) => {
+    execFile('npm', ['config', 'get', 'cache', 'registry'], { cwd, env, timeout: 30_000, encoding: 'utf8' }, (error, stdout) => {
+      if (error !== null) return resolve(null);
+      const value = (key: string) => stdout.split('\n').find((line) => line.startsWith(`${key}=`))?.slice(key.length + 1).trim();
+      resolve({ cache: value('cache'), registry: value('registry') });
+    });
+  });
+}
+
+/**
+ * The sandbox of the setup command run in `workspace`: writes there, in its own TMPDIR and the
+ * package managers' caches (npm's is created when missing, since npm cannot work without it;
+ * the runtime skips the others that do not exist), and reaches the hosts of `setupNetworkHosts`.
+ */
+export async function setupCommandSandbox(workspace: string, planHosts: readonly string[] | undefined, env: NodeJS.ProcessEnv = process.env): Promise<CommandSandbox> {
+  const npm = await npmConfig(workspace, env);
+  const home = env.HOME || homedir();
+  const npmCache = [npm?.cache, env.npm_config_cache, env.NPM_CONFIG_CACHE].find((c): c is string => c !== undefined && isAbsolute(c)) ?? join(home, '.npm');
+  await mkdir(npmCache, { recursive: true }).catch(() => undefined);
+  const configured = npm?.registry === undefined ? [] : [registryHost(npm.registry)].filter((h): h is string => h !== null);
+  return {
+    writable: [workspace, ...packageCacheDirectories(env, npmCache)],
+    allowedDomains: setupNetworkHosts(planHosts, configured),
   };
 }
 

@@ -119,6 +119,11 @@ export interface PlanContext {
   setupCommand?: string;
   /** Hosts sandboxed checks and workers' Bash commands may reach; none without it. */
   checkNetwork?: string[];
+  /**
+   * Hosts the sandboxed setup command may reach besides the package registries foreman allows by
+   * default; with the entry `no-defaults`, instead of them.
+   */
+  setupNetwork?: string[];
   lsp?: unknown;
   [extra: string]: unknown;
 }

@@ -112,7 +112,7 @@ export function taskVerdict(outcomes: readonly CheckOutcome[]): TaskVerdict {
 /** The probe's result, as `plan probe --json` prints it and `.design/probe.json` stores it (schemas/probe.schema.json). */
 export interface ProbeReport {
   schemaVersion: 1;
-  /** Ties the report to the plan: a hash of the pending tasks' checks and the setup command. */
+  /** Ties the report to the plan: a hash of the pending tasks' checks and the setup command (and its hosts). */
   planKey: string;
   /** The commit probed (the integration tip). */
   commit: string | null;
@@ -134,6 +134,8 @@ export interface ProbeSetup {
   passed: boolean;
   durationMs: number;
   output: string;
+  /** It ran in the sandbox (absent in reports of older versions). */
+  sandboxed?: boolean;
 }
 
 export interface ProbeTask {
@@ -162,10 +164,12 @@ export const probedTasks = (plan: Plan): number[] => plan.tasks.flatMap((t, i) =
 /** Paths the tasks still to run will write (created now, they are expected to be missing). */
 export const pendingWrites = (plan: Plan): string[] => [...new Set(plan.tasks.flatMap((t) => (statusOf(t) === 'completed' ? [] : writesOf(t))))];
 
-/** The key of what a probe of this plan looks at: the pending tasks' checks and the setup command. */
+/** The key of what a probe of this plan looks at: the pending tasks' checks and the setup command (and its hosts). */
 export function probeKey(plan: Plan): string {
   const subject = {
     setupCommand: typeof plan.context?.setupCommand === 'string' ? plan.context.setupCommand : null,
+    // Only when set, so the keys of plans without it stay as they were.
+    ...(plan.context?.setupNetwork !== undefined ? { setupNetwork: plan.context.setupNetwork } : {}),
     tasks: probedTasks(plan).map((i) => ({ index: i, checks: (plan.tasks[i]!.agent?.acceptanceCriteria ?? []).map((c) => c.check) })),
   };
   return createHash('sha256').update(JSON.stringify(subject)).digest('hex').slice(0, 16);
@@ -209,12 +213,14 @@ export function probeHeadline(report: ProbeReport): string {
   }
 }
 
+const SANDBOXED_SETUP_HINT = " (it ran in the sandbox: it may write only in the checkout, its TMPDIR and the package managers' caches, and reach only the package registries and the plan's context.setupNetwork hosts)";
+
 /** What a person must fix (broken checks, vacuous tasks), then what is only information. */
 export function probeFindings(report: ProbeReport): { problems: string[]; information: string[] } {
   const problems: string[] = [];
   const information: string[] = [];
   if (report.verdict === 'setup-failed' && report.setup) {
-    problems.push(`setup command \`${report.setup.command}\` ${report.setup.timedOut ? 'timed out' : `exited ${report.setup.exitCode ?? 'by a signal'}`}${report.setup.output ? `: ${lastLine(report.setup.output)}` : ''}`);
+    problems.push(`setup command \`${report.setup.command}\` ${report.setup.timedOut ? 'timed out' : `exited ${report.setup.exitCode ?? 'by a signal'}`}${report.setup.output ? `: ${lastLine(report.setup.output)}` : ''}${report.setup.sandboxed === true ? SANDBOXED_SETUP_HINT : ''}`);
   }
   for (const t of report.tasks) {
     for (const c of t.checks) {

@@ -6,6 +6,7 @@
 import { dirname, join } from 'node:path';
 import { readFile } from 'node:fs/promises';
 import { runShell } from '../adapters/checks.ts';
+import { setupCommandSandbox } from '../adapters/sandbox.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
 import { type ScratchProblem, withScratchWorktree } from '../adapters/scratch.ts';
@@ -40,8 +41,8 @@ export interface ProbeOptions {
   now?: () => number;
   /**
    * Run the checks in the operating-system sandbox: writes in the scratch checkout and their own
-   * TMPDIR, no network but the plan's `checkNetwork` hosts. The setup command is not sandboxed: it
-   * installs dependencies from hosts foreman does not know.
+   * TMPDIR, no network but the plan's `checkNetwork` hosts. The setup command too, with the
+   * package managers' caches writable and the package registries reachable (`setupCommandSandbox`).
    */
   sandbox?: boolean;
 }
@@ -65,9 +66,10 @@ export async function runProbe(plan: Plan, options: ProbeOptions): Promise<Resul
     let exhausted = false;
     let setup: ProbeSetup | null = null;
     if (setupCommand !== null) {
+      const sandbox = options.sandbox ? await setupCommandSandbox(scratch.dir, plan.context?.setupNetwork, { ...process.env, ...shellEnv }) : undefined;
       // The setup command is bounded by the whole budget only: `npm ci` can take longer than a check.
-      const run = await runShell(setupCommand, { cwd: scratch.dir, timeoutMs: Math.max(0, remaining()), env: shellEnv, signal: options.signal });
-      setup = { command: setupCommand, exitCode: run.exitCode, timedOut: run.timedOut, passed: run.exitCode === 0 && !run.timedOut && !run.aborted, durationMs: Math.round(run.durationMs), output: clipProbeOutput(run.output) };
+      const run = await runShell(setupCommand, { cwd: scratch.dir, timeoutMs: Math.max(0, remaining()), env: shellEnv, signal: options.signal, ...(sandbox ? { sandbox } : {}) });
+      setup = { command: setupCommand, exitCode: run.exitCode, timedOut: run.timedOut, passed: run.exitCode === 0 && !run.timedOut && !run.aborted, durationMs: Math.round(run.durationMs), output: clipProbeOutput(run.output), sandboxed: sandbox !== undefined };
       if (run.timedOut) exhausted = true;
     }
     const tasks: ProbeTask[] = [];
