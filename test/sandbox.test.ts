@@ -104,7 +104,8 @@ describe.runIf(support.ok)('a sandboxed check orphaned by kill -9', () => {
       const check = 'if [ -e .design/check-started ]; then exit 0; fi; touch .design/check-started; sleep 1000; echo late > a.txt';
       const task = fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a exists', check }], fake: { write: { 'a.txt': 'a\n' } } });
       await writePlan(repo.dir, makePlan([task]));
-      const first = execa('node', ['--import', tsxLoader, executeScript, '--claude-bin', fakeWorker, '--sandbox', 'on'], { cwd: repo.dir, reject: false, stdin: 'ignore' });
+      // --no-probe: the probe would run this check too (in its scratch worktree) before any worker.
+      const first = execa('node', ['--import', tsxLoader, executeScript, '--claude-bin', fakeWorker, '--sandbox', 'on', '--no-probe'], { cwd: repo.dir, reject: false, stdin: 'ignore' });
       let marker: string | undefined;
       for (let i = 0; i < 600 && marker === undefined; i++) {
         await new Promise((r) => setTimeout(r, 50));
@@ -118,7 +119,7 @@ describe.runIf(support.ok)('a sandboxed check orphaned by kill -9', () => {
       // The sandboxed check (the runtime, bubblewrap, the shell, its sleep) outlived the orchestrator.
       expect(findMarked(PROCESS_MARKER_VARIABLE, marker!).length).toBeGreaterThan(0);
 
-      const r = await runExecute(repo.dir, ['--sandbox', 'on']);
+      const r = await runExecute(repo.dir, ['--sandbox', 'on', '--no-probe']);
       expect(r.exitCode, r.stderr + r.stdout).toBe(0);
       expect(r.stdout).toContain('stopped 1 process group(s) left running by an earlier run: the acceptance check of task 0');
       expect(findMarked(PROCESS_MARKER_VARIABLE, marker!)).toEqual([]);
