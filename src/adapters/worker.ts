@@ -28,7 +28,7 @@ import { describeWorkerFailure, type WorkerRun } from '../core/failure.ts';
 import { type WorkerSandbox, workerSettings } from '../core/scope.ts';
 import { readLoginSettings } from './claude-settings.ts';
 import { PROCESS_MARKER_VARIABLE, describeMarked, endMarked, groupAlive, killTrackedGroups, newProcessMarker, terminateGroup, trackGroup, untrackGroup } from './processes.ts';
-import { clipHead as truncate } from '../core/format.ts';
+import { clipHead, formatClock, formatSeconds, oneLine } from '../core/format.ts';
 import type { ExitInfo } from '../core/worker-outcome.ts';
 import { LineSplitter } from './line-splitter.ts';
 import { StreamJsonParser } from './stream-json.ts';
@@ -103,11 +103,7 @@ export function killAllWorkers(graceMs = DEFAULT_KILL_GRACE_MS): void {
 
 const shellQuote = (s: string): string => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
 
-function stamp(t0: number): string {
-  const s = (performance.now() - t0) / 1000;
-  const m = Math.floor(s / 60);
-  return `[${String(m).padStart(2, '0')}:${(s - m * 60).toFixed(1).padStart(4, '0')}]`;
-}
+const stamp = (t0: number): string => `[${formatClock(performance.now() - t0)}]`;
 
 /** How much of one attempt's output the log keeps: its first `headBytes` and its last `tailBytes`. */
 export interface LogLimit {
@@ -255,7 +251,7 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
   log.line(`$ cd ${shellQuote(req.cwd)}`);
   log.line(`$ ${[req.claudeBin, ...buildWorkerArgs(req, redacted(inherited), sandbox)].map(shellQuote).join(' ')} < prompt (${Buffer.byteLength(req.prompt)} bytes)`);
   log.line('---- prompt ----');
-  for (const l of truncate(req.prompt, PROMPT_LOG_CHARS, `\n… [${req.prompt.length - PROMPT_LOG_CHARS} more chars]`).split('\n')) {
+  for (const l of clipHead(req.prompt, PROMPT_LOG_CHARS, `\n… [${req.prompt.length - PROMPT_LOG_CHARS} more chars]`).split('\n')) {
     log.line(formatRawLineForLog(l));
   }
   log.line('---- worker ----');
@@ -270,7 +266,7 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
       o.kind === 'reported'
         ? `reported ${o.statusLine ? `${o.statusLine.status}: ${o.statusLine.text}` : '(no status line)'}`
         : `failed: ${describeWorkerFailure(o.failure)}`;
-    log.line(`==== outcome: ${truncate(summary.replace(/\s+/g, ' '), 1000)} · ${(durationMs / 1000).toFixed(1)}s ====`);
+    log.line(`==== outcome: ${oneLine(summary, 1000)} · ${formatSeconds(durationMs)} ====`);
     await log.close();
     if (ownTmp) await rm(ownTmp, { recursive: true, force: true });
     const run: WorkerRun = { usage: c.usage, durationMs, permissionDenials: c.permissionDenials, logPath: req.logPath, outcome: o };

@@ -267,7 +267,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
       throw new CliError(problem.code, problem.lines);
     }
     await save(plan);
-    const r = setup.value;
+    const report = setup.value;
     // The probe runs before the run starts: a plan it refuses leaves no half-started run in the
     // journal. Its first line is said at once (not in --json mode, whose stdout is events only);
     // what it found is journaled once the run has started.
@@ -275,14 +275,14 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     if (settings.probe && !controller.signal.aborted) {
       await probeAtSetup(plan, settings, { emit: (event) => probeEvents.push(event), progress: settings.json ? () => undefined : (line) => io.out(line), registry, signal: controller.signal, env: io.env, sandbox: sandboxed });
     }
-    emit({ type: 'run-started', goal: r.goal, planPath: settings.planPath, taskCount: r.taskCount, maxDepth: r.maxDepth, resumed: r.resumed, concurrency: settings.concurrency, schedule: settings.schedule, pid: process.pid });
-    for (const n of r.notices) emit({ type: 'notice', ...n });
-    for (const a of r.assumptions) emit({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output });
-    for (const k of r.skipped) emit({ type: 'task-skipped', task: k.index, subject: plan.tasks[k.index]!.subject, rootCause: k.rootCause, reason: plan.tasks[k.index]!.result ?? '' });
+    emit({ type: 'run-started', goal: report.goal, planPath: settings.planPath, taskCount: report.taskCount, maxDepth: report.maxDepth, resumed: report.resumed, concurrency: settings.concurrency, schedule: settings.schedule, pid: process.pid });
+    for (const n of report.notices) emit({ type: 'notice', ...n });
+    for (const a of report.assumptions) emit({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output });
+    for (const k of report.skipped) emit({ type: 'task-skipped', task: k.index, subject: plan.tasks[k.index]!.subject, rootCause: k.rootCause, reason: plan.tasks[k.index]!.result ?? '' });
     for (const event of probeEvents) emit(event);
 
     const workspace = sharedTree(settings.repo, git);
-    const stages = { workspace, git, checkTimeoutMs: settings.checkTimeoutMs, env: io.env, registry, sandbox: sandboxed, baselineDirty: new Set(r.baselineDirty) };
+    const stages = { workspace, git, checkTimeoutMs: settings.checkTimeoutMs, env: io.env, registry, sandbox: sandboxed, baselineDirty: new Set(report.baselineDirty) };
     const result = controller.signal.aborted
       ? { reason: 'interrupted' as StopReason, usage: emptyUsage(), message: 'interrupted', plan }
       : await runEngine(

@@ -197,7 +197,7 @@ const skipEvents = (plan: Plan, skips: readonly Skip[]): RunEventBody[] =>
   skips.map((s) => ({ type: 'task-skipped', task: s.index, subject: plan.tasks[s.index]!.subject, rootCause: s.rootCause, reason: plan.tasks[s.index]!.result ?? '' }));
 
 /** Keeps the first line (what failed) and the end (where commands print their error). */
-const clip = (s: string, n = CLIP) => clipMiddle(s, n);
+const clip = (text: string, max = CLIP) => clipMiddle(text, max);
 const indicesWith = (plan: Plan, want: (s: TaskStatus) => boolean) => plan.tasks.flatMap((t, i) => (want(statusOf(t)) ? [i] : []));
 const isComplete = (plan: Plan) => plan.tasks.every((t) => statusOf(t) === 'completed');
 
@@ -307,14 +307,14 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   const verified = new Set(earlier.verified.map((v) => v.task));
   const setup = await setupRun(plan, { repo: ctx.repo, git: ctx.git, commit: true, checkTimeoutMs: session.checkTimeoutMs, env: ctx.env, registry, verified, sandbox: checksSandboxed(ctx.env) }).finally(() => registry.clear());
   if (!setup.ok) return setup;
-  const r = setup.value;
-  if (orphans.length > 0) r.notices.unshift({ level: 'warning', message: describeOrphans(orphans) });
+  const report = setup.value;
+  if (orphans.length > 0) report.notices.unshift({ level: 'warning', message: describeOrphans(orphans) });
   const commitResult = await recordVerified(ctx.git, plan, earlier.verified, 0);
   if (!commitResult.ok) return err({ kind: 'git-failed', doing: 'commit the verified work an earlier session left uncommitted', failure: commitResult.error });
   // Setup commits what an earlier session verified but left uncommitted; anything left is committed here.
   const committed: CommitOutcome =
-    r.committedApproved.length > 0
-      ? { commit: commitResult.value.commit ?? plan.tasks[r.committedApproved[0]!]!.commit ?? null, tasks: [...r.committedApproved, ...commitResult.value.tasks].sort((a, b) => a - b) }
+    report.committedApproved.length > 0
+      ? { commit: commitResult.value.commit ?? plan.tasks[report.committedApproved[0]!]!.commit ?? null, tasks: [...report.committedApproved, ...commitResult.value.tasks].sort((a, b) => a - b) }
       : commitResult.value;
   await writePlanAtomic(ctx.planPath, plan);
 
@@ -333,11 +333,11 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
 
   // A fresh scratch directory: prompts of an earlier session are stale.
   await rm(promptsDirFor(ctx.planPath), { recursive: true, force: true });
-  session.baselineDirty = r.baselineDirty;
-  startRun(plan, ctx, session, r.resumed);
+  session.baselineDirty = report.baselineDirty;
+  startRun(plan, ctx, session, report.resumed);
   journal(ctx.planPath, session.runId!, [
-    ...r.assumptions.map((a): RunEventBody => ({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output })),
-    ...skipEvents(plan, r.skipped),
+    ...report.assumptions.map((a): RunEventBody => ({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output })),
+    ...skipEvents(plan, report.skipped),
     ...(committed.commit !== null ? [{ type: 'round-committed', round: 0, tasks: committed.tasks, commit: committed.commit } as const] : []),
   ]);
 
@@ -348,22 +348,22 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   // Archiving removed the session file with the prompts: the finished run needs it no more.
   if (archived !== null) finishRun(plan, ctx, session, { outcome: 'completed', reason: 'all-done', exitCode: 0, message: `every task was already completed; the plan was moved to ${archived}` });
   return ok({
-    goal: r.goal,
-    taskCount: r.taskCount,
-    maxDepth: r.maxDepth,
-    isResume: r.resumed,
-    recovered: r.recovered,
-    reset: r.reset,
-    reverted: r.reverted,
+    goal: report.goal,
+    taskCount: report.taskCount,
+    maxDepth: report.maxDepth,
+    isResume: report.resumed,
+    recovered: report.recovered,
+    reset: report.reset,
+    reverted: report.reverted,
     committed,
     assumptions: {
-      total: r.assumptions.length,
-      passed: r.assumptions.filter((a) => a.passed).length,
-      failed: r.assumptions.filter((a) => !a.passed).map((a) => ({ ...a, output: clip(a.output.trim(), 500) })),
+      total: report.assumptions.length,
+      passed: report.assumptions.filter((a) => a.passed).length,
+      failed: report.assumptions.filter((a) => !a.passed).map((a) => ({ ...a, output: clip(a.output.trim(), 500) })),
     },
-    blocked: r.blocked.map((i) => ({ index: i, subject: plan.tasks[i]!.subject, reason: clip(plan.tasks[i]!.result ?? '') })),
-    skipped: skipRefs(plan, r.skipped),
-    notices: r.notices,
+    blocked: report.blocked.map((i) => ({ index: i, subject: plan.tasks[i]!.subject, reason: clip(plan.tasks[i]!.result ?? '') })),
+    skipped: skipRefs(plan, report.skipped),
+    notices: report.notices,
     counts,
     pending: counts.pending,
     nothingToDo: counts.pending === 0,

@@ -44,11 +44,11 @@ export async function spotCheck(task: Task, workspace: Workspace): Promise<Pick<
   return { missingCreated, unchangedModified };
 }
 
-export async function runAcceptance(task: Task, o: VerifyOptions): Promise<AcceptanceResult[]> {
+export async function runAcceptance(task: Task, options: VerifyOptions): Promise<AcceptanceResult[]> {
   const results: AcceptanceResult[] = [];
   for (const c of task.agent?.acceptanceCriteria ?? []) {
-    const role = { kind: 'acceptance-check' as const, task: o.record?.task ?? -1, command: c.check };
-    const r = await recorded(o.record?.registry, role, (onSpawn) => runShell(c.check, { cwd: o.workspace.dir, timeoutMs: o.checkTimeoutMs, signal: o.signal, env: o.env, sandbox: o.sandbox, onSpawn }));
+    const role = { kind: 'acceptance-check' as const, task: options.record?.task ?? -1, command: c.check };
+    const r = await recorded(options.record?.registry, role, (onSpawn) => runShell(c.check, { cwd: options.workspace.dir, timeoutMs: options.checkTimeoutMs, signal: options.signal, env: options.env, sandbox: options.sandbox, onSpawn }));
     results.push({
       criterion: c.criterion,
       check: c.check,
@@ -61,14 +61,14 @@ export async function runAcceptance(task: Task, o: VerifyOptions): Promise<Accep
   return results;
 }
 
-export async function verifyTask(task: Task, o: VerifyOptions): Promise<Verification> {
-  const spot = await spotCheck(task, o.workspace);
+export async function verifyTask(task: Task, options: VerifyOptions): Promise<Verification> {
+  const spot = await spotCheck(task, options.workspace);
   const failedSpot = spot.missingCreated.length > 0 || spot.unchangedModified.length > 0;
-  const acceptance = failedSpot ? [] : await runAcceptance(task, o);
-  const own = [...task.metadata.files.create, ...task.metadata.files.modify, ...(o.declaredElsewhere ?? [])];
-  const outside = await o.workspace.changesOutside(own);
+  const acceptance = failedSpot ? [] : await runAcceptance(task, options);
+  const own = [...task.metadata.files.create, ...task.metadata.files.modify, ...(options.declaredElsewhere ?? [])];
+  const outside = await options.workspace.changesOutside(own);
   // A sandboxed command running beside this one holds empty placeholders in the tree: not changes.
-  const placeholders = o.sandbox ? await sandboxMountPoints(o.workspace.dir, [...outside].flatMap(([p, change]) => (change === 'untracked' ? [p] : []))) : new Set<string>();
-  const outsideChanges = [...outside.keys()].filter((p) => !p.startsWith('.design/') && !(o.baselineDirty?.has(p) ?? false) && !placeholders.has(p)).sort();
+  const placeholders = options.sandbox ? await sandboxMountPoints(options.workspace.dir, [...outside].flatMap(([p, change]) => (change === 'untracked' ? [p] : []))) : new Set<string>();
+  const outsideChanges = [...outside.keys()].filter((p) => !p.startsWith('.design/') && !(options.baselineDirty?.has(p) ?? false) && !placeholders.has(p)).sort();
   return { ...spot, outsideChanges, acceptance };
 }
