@@ -86,8 +86,19 @@ export interface EngineState {
   readonly reported: ReadonlySet<string>;
   /** Workers were told to stop (an interrupt, an agent that cannot run): verdicts after it are void. */
   readonly aborted: boolean;
+  /** Time spent by finished workers, and by the lane recording, to tell whether waiting for a record pays. */
+  readonly timing: Timing;
+  /** When the record in the lane was handed to it, or null. */
+  readonly recordingSince: number | null;
   readonly stop: EngineStop | null;
   readonly finished: boolean;
+}
+
+export interface Timing {
+  workers: number;
+  workerMs: number;
+  records: number;
+  recordMs: number;
 }
 
 export type EngineEvent =
@@ -139,6 +150,8 @@ export function initialState(plan: Plan, config: EngineConfig, now: number): Eng
     usage: emptyUsage(),
     reported: new Set(),
     aborted: false,
+    timing: { workers: 0, workerMs: 0, records: 0, recordMs: 0 },
+    recordingSince: null,
     stop: null,
     finished: false,
   };
@@ -181,6 +194,17 @@ export function readyOnRecord(state: Pick<EngineState, 'attempts' | 'plan'>): nu
 }
 
 /**
+ * Whether a free slot may wait for a record: only while recording is quick next to the work (a
+ * record takes at most a tenth of a worker's run, on average). Real workers run for minutes and a
+ * commit takes a fraction of a second; when work is as quick as a commit, an idle slot costs more
+ * than the order it buys. Until something is measured, records count as quick.
+ */
+export function waitingPays(timing: Timing): boolean {
+  if (timing.records === 0 || timing.workers === 0) return true;
+  return (timing.recordMs / timing.records) * 10 <= timing.workerMs / timing.workers;
+}
+
+/**
  * The tasks the policy lets start now. With the continuous policy a free slot is not given to a
  * ready task that a task about to become ready (its blockers' work is being recorded) outranks:
  * that slot waits for the record, so the longer path is not held up by whatever happened to be
@@ -199,7 +223,7 @@ export function startable(state: EngineState): number[] {
     admitted: state.admitted ?? undefined,
     holding: holding(state),
   });
-  if (state.config.schedule !== 'continuous') return ready;
+  if (state.config.schedule !== 'continuous' || !waitingPays(state.timing)) return ready;
   const soon = byPriority(readyOnRecord(state), state.priority);
   if (soon.length === 0) return ready;
   // Fill the free slots by priority from both lists; the ready tasks win ties.
@@ -349,6 +373,7 @@ function workerFinished(work: Work, task: number, run: WorkerRun): void {
   const attempt = attemptIn(work, task, 'running');
   const draft = work.draft;
   draft.usage = addUsage(draft.usage, run.usage);
+  draft.timing = { ...draft.timing, workers: draft.timing.workers + 1, workerMs: draft.timing.workerMs + run.durationMs };
   const judgement = judgeRun(run);
   if (judgement.kind === 'verify' && !draft.aborted) {
     const beside = tasksIn(work, new Set(['running', 'verifying'])).filter((t) => t !== task);
@@ -509,11 +534,16 @@ function record(work: Work): void {
     draft.plan.tasks[task] = { ...draft.plan.tasks[task]!, result: decision.result };
     work.attempts.set(task, { ...attempt, stage: 'recording' });
   }
+  draft.recordingSince = draft.now;
   work.effects.push({ type: 'record', tasks: verifiedTasks, round: draft.round });
 }
 
 function recorded(work: Work, tasks: readonly number[], commit: string | null, failure: string | null): void {
   const draft = work.draft;
+  if (draft.recordingSince !== null) {
+    draft.timing = { ...draft.timing, records: draft.timing.records + 1, recordMs: draft.timing.recordMs + (draft.now - draft.recordingSince) };
+    draft.recordingSince = null;
+  }
   for (const task of tasks) {
     const attempt = attemptIn(work, task, 'recording');
     applyDecision(draft.plan, task, attempt.decision!, attempt.run!.usage);

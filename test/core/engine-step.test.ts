@@ -3,7 +3,7 @@
 // filled while verified work waits to be recorded.
 
 import { describe, expect, it } from 'vitest';
-import { type EngineEffect, type EngineEvent, type EngineState, initialState, startable, step } from '../../src/core/engine-step.ts';
+import { type EngineEffect, type EngineEvent, type EngineState, initialState, startable, step, waitingPays } from '../../src/core/engine-step.ts';
 import { statusOf } from '../../src/core/plan.ts';
 import { SIMULATION_DEFAULTS } from '../../src/core/simulation.ts';
 import { PASSED, reported } from '../support/engine-rig.ts';
@@ -82,5 +82,24 @@ describe('step', () => {
     );
     expect(afterEvenA.state.attempts.get(2)?.stage).toBe('running');
     expect(kinds(afterEvenA.effects)).toContain('start-worker');
+  });
+
+  it('lets a slot wait for a record only while records are quick next to the work', () => {
+    expect(waitingPays({ workers: 0, workerMs: 0, records: 0, recordMs: 0 })).toBe(true);
+    // Workers of a minute, commits of 200 ms: waiting pays.
+    expect(waitingPays({ workers: 4, workerMs: 240_000, records: 3, recordMs: 600 })).toBe(true);
+    // Workers as quick as the commits (the orchestrator bench's 200 ms fakes): it does not.
+    expect(waitingPays({ workers: 4, workerMs: 800, records: 3, recordMs: 600 })).toBe(false);
+    // Measured in the state itself: the time from handing a record to the lane to its landing.
+    const config = { ...SIMULATION_DEFAULTS, concurrency: 1, schedule: 'continuous' as const };
+    const plan = makePlan([task('A'), task('B', { blockedBy: [0] }), task('C'), task('D', { blockedBy: [1] })]);
+    const done = run(
+      initialState(plan, config, 0),
+      { type: 'tick', now: 0 },
+      { type: 'worker-finished', task: 0, run: reported('COMPLETED: a'), now: 5 },
+      { type: 'verified', task: 0, verification: PASSED, now: 6 },
+      { type: 'recorded', tasks: [0], commit: 'c1', failure: null, now: 206 },
+    );
+    expect(done.state.timing).toEqual({ workers: 1, workerMs: 5, records: 1, recordMs: 200 });
   });
 });
