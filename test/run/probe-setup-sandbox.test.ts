@@ -10,12 +10,12 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_SETUP_NETWORK, packageCacheDirectories, registryHost, sandboxSupport, setupCommandSandbox, setupNetworkHosts } from '../../src/adapters/sandbox.ts';
 import { probeFindings, probeKey } from '../../src/core/probe.ts';
 import { validatePlan } from '../../src/core/validate.ts';
 import { runProbe } from '../../src/run/probe.ts';
-import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
+import { afterEachCleanups, tempRepoIn } from '../support/git-repo.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 import { expectSchema } from '../skills/support.ts';
 
@@ -41,15 +41,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!();
-});
-async function repo(files: Record<string, string>): Promise<TempGitRepo> {
-  const r = await tempGitRepo(files);
-  cleanups.push(r.cleanup);
-  return r;
-}
+const cleanups = afterEachCleanups();
+const repo = tempRepoIn(cleanups);
 
 const check = (command: string) => ({ criterion: command, check: command });
 const packageJson = `${JSON.stringify({ name: 'probe-setup', version: '1.0.0', private: true })}\n`;

@@ -5,24 +5,16 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
 import { probeKey } from '../../src/core/probe.ts';
 import { runProbe, saveProbe, storedProbe } from '../../src/run/probe.ts';
-import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
+import { afterEachCleanups, tempGitRepo, tempRepoIn } from '../support/git-repo.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 import { expectSchema } from '../skills/support.ts';
 
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!();
-});
-
-async function repo(files: Record<string, string>): Promise<TempGitRepo> {
-  const r = await tempGitRepo(files);
-  cleanups.push(r.cleanup);
-  return r;
-}
+const cleanups = afterEachCleanups();
+const repo = tempRepoIn(cleanups);
 
 /** A file the checks append their working directory to, so a test knows where they ran. */
 async function whereFile(): Promise<string> {

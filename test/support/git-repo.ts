@@ -5,6 +5,7 @@ import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { afterEach } from 'vitest';
 
 export interface TempGitRepo {
   /** Absolute, symlink-free path of the working tree. */
@@ -66,3 +67,21 @@ export async function tempGitRepo(files: Record<string, string> = {}, opts: Temp
     cleanup: () => rm(dir, { recursive: true, force: true }),
   };
 }
+
+/** Cleanups of the calling test file, run (last first) after each of its tests: push to the list. */
+export function afterEachCleanups(): Array<() => Promise<void>> {
+  const cleanups: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    while (cleanups.length) await cleanups.pop()!();
+  });
+  return cleanups;
+}
+
+/** `tempGitRepo`, removed after the test through `cleanups`. */
+export const tempRepoIn =
+  (cleanups: Array<() => Promise<void>>) =>
+  async (files: Record<string, string>): Promise<TempGitRepo> => {
+    const made = await tempGitRepo(files);
+    cleanups.push(made.cleanup);
+    return made;
+  };
