@@ -9,6 +9,7 @@
 import { readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { renameSync, writeFileSync } from 'node:fs';
+import { clipHead } from '../core/format.ts';
 import { type MarkedProcess, PROCESS_MARKER_VARIABLE, describeMarked, endMarked, groupAlive, processStartTime, signalTree, waitForGroupsGone } from './processes.ts';
 
 /** What a recorded process group is. */
@@ -29,7 +30,6 @@ export const registryPathFor = (planPath: string): string => join(dirname(planPa
 
 /** Commands are kept short in the registry: enough to recognise them in a notice. */
 const COMMAND_CHARS = 200;
-const clipCommand = (command: string): string => (command.length > COMMAND_CHARS ? `${command.slice(0, COMMAND_CHARS - 1)}…` : command);
 
 /** "the worker of task 2", "the acceptance check of task 1 (`make test`)". */
 export function describeProcess(role: ProcessRole): string {
@@ -57,21 +57,21 @@ export class ProcessRegistry {
 
   constructor(private readonly path: string) {}
 
-  add(role: ProcessRole, pgid: number, marker?: string): Promise<void> {
+  add(role: ProcessRole, pgid: number, marker?: string): void {
     const started = processStartTime(pgid) ?? '';
     const marked = marker === undefined ? {} : { marker };
     const record: ProcessRecord =
-      role.kind === 'worker' ? { ...role, pgid, started, ...marked } : { ...role, command: clipCommand(role.command), pgid, started, ...marked };
+      role.kind === 'worker' ? { ...role, pgid, started, ...marked } : { ...role, command: clipHead(role.command, COMMAND_CHARS), pgid, started, ...marked };
     this.records.set(pgid, record);
-    return this.flush();
+    this.flush();
   }
 
-  remove(pgid: number): Promise<void> {
+  remove(pgid: number): void {
     this.records.delete(pgid);
-    return this.flush();
+    this.flush();
   }
 
-  private flush(): Promise<void> {
+  private flush(): void {
     const text = `${JSON.stringify([...this.records.values()], null, 2)}\n`;
     const temporary = `${this.path}.${process.pid}.tmp`;
     try {
@@ -80,7 +80,6 @@ export class ProcessRegistry {
     } catch {
       // A registry that cannot be written must not fail the run; only orphan cleanup is lost.
     }
-    return Promise.resolve();
   }
 
   async clear(): Promise<void> {
@@ -95,15 +94,13 @@ export class ProcessRegistry {
 export async function recorded<T>(registry: ProcessRegistry | undefined, role: ProcessRole, start: (onSpawn: (pgid: number, marker?: string) => void) => Promise<T>): Promise<T> {
   if (registry === undefined) return start(() => {});
   let pgid: number | undefined;
-  let adding: Promise<void> = Promise.resolve();
   try {
-    return await start((g, marker) => {
-      pgid = g;
-      adding = registry.add(role, g, marker);
+    return await start((group, marker) => {
+      pgid = group;
+      registry.add(role, group, marker);
     });
   } finally {
-    await adding;
-    if (pgid !== undefined) await registry.remove(pgid);
+    if (pgid !== undefined) registry.remove(pgid);
   }
 }
 

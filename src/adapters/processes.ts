@@ -15,6 +15,7 @@
 
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { clipHead } from '../core/format.ts';
 
 /** Whether /proc describes processes here (Linux). Checked once. */
 let procfs: boolean | undefined;
@@ -53,6 +54,20 @@ function procStat(pid: number): ProcStat | null {
 }
 
 const isGone = (state: string): boolean => state.startsWith('Z') || state.startsWith('X');
+
+/** The pids /proc lists, or null when it cannot be read. */
+function procPids(): number[] | null {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return null;
+  }
+  return entries.flatMap((entry) => {
+    const code = entry.charCodeAt(0);
+    return code >= 48 && code <= 57 ? [Number(entry)] : [];
+  });
+}
 
 /** `ps` output, or null when ps is missing or failed (it exits 1 when no process matches). */
 function ps(args: string[]): string | null {
@@ -103,19 +118,12 @@ export function groupAlive(pgid: number): boolean {
     // The leader, when it still leads the group and runs, settles it without a scan.
     const leader = procStat(pgid);
     if (leader !== null && leader.pgrp === pgid && !isGone(leader.state)) return true;
-    let entries: string[];
-    try {
-      entries = readdirSync('/proc');
-    } catch {
-      return true;
-    }
-    for (const entry of entries) {
-      const code = entry.charCodeAt(0);
-      if (code < 48 || code > 57) continue;
-      const st = procStat(Number(entry));
-      if (st !== null && st.pgrp === pgid && !isGone(st.state)) return true;
-    }
-    return false;
+    const pids = procPids();
+    if (pids === null) return true;
+    return pids.some((pid) => {
+      const st = procStat(pid);
+      return st !== null && st.pgrp === pgid && !isGone(st.state);
+    });
   }
   const out = ps(['-A', '-o', 'pgid=', '-o', 'stat=']);
   if (out === null) return true; // no ps to ask: trust kill(0)
@@ -128,21 +136,12 @@ export function groupAlive(pgid: number): boolean {
 /** Every process: pid, parent and group (Linux: /proc; elsewhere `ps`), or null when neither answers. */
 function processTable(): Array<{ pid: number; ppid: number; pgrp: number }> | null {
   if (hasProcfs()) {
-    let entries: string[];
-    try {
-      entries = readdirSync('/proc');
-    } catch {
-      return null;
-    }
-    const table: Array<{ pid: number; ppid: number; pgrp: number }> = [];
-    for (const entry of entries) {
-      const code = entry.charCodeAt(0);
-      if (code < 48 || code > 57) continue;
-      const pid = Number(entry);
+    const pids = procPids();
+    if (pids === null) return null;
+    return pids.flatMap((pid) => {
       const st = procStat(pid);
-      if (st !== null && !isGone(st.state)) table.push({ pid, ppid: st.ppid, pgrp: st.pgrp });
-    }
-    return table;
+      return st !== null && !isGone(st.state) ? [{ pid, ppid: st.ppid, pgrp: st.pgrp }] : [];
+    });
   }
   const out = ps(['-A', '-o', 'pid=', '-o', 'ppid=', '-o', 'pgid=', '-o', 'stat=']);
   if (out === null) return null;
@@ -186,9 +185,7 @@ export function descendantGroups(pgid: number): number[] {
 
 /** Sends `signal` to group `pgid` and to the groups of its descendants. Returns the groups signalled. */
 export function signalTree(pgid: number, signal: NodeJS.Signals): number[] {
-  const others = descendantGroups(pgid);
-  const hit = [pgid, ...others].filter((g) => signalGroup(g, signal));
-  return hit;
+  return [pgid, ...descendantGroups(pgid)].filter((group) => signalGroup(group, signal));
 }
 
 /**
@@ -337,16 +334,7 @@ export function findMarked(variable: string, value: string): MarkedProcess[] {
   const needle = `${variable}=${value}`;
   const found: MarkedProcess[] = [];
   if (hasProcfs()) {
-    let entries: string[];
-    try {
-      entries = readdirSync('/proc');
-    } catch {
-      return [];
-    }
-    for (const entry of entries) {
-      const code = entry.charCodeAt(0);
-      if (code < 48 || code > 57) continue;
-      const pid = Number(entry);
+    for (const pid of procPids() ?? []) {
       if (pid === process.pid) continue;
       const environ = procEnviron(pid);
       if (environ === null || !environ.split('\0').includes(needle)) continue;
@@ -402,4 +390,4 @@ export async function endMarked(variable: string, value: string, graceMs = 1000)
 
 /** "1234 (sleep 1000), 1240 (node server.js)". */
 export const describeMarked = (processes: readonly MarkedProcess[]): string =>
-  processes.map((p) => `${p.pid} (${p.command.length > 120 ? `${p.command.slice(0, 119)}…` : p.command})`).join(', ');
+  processes.map((p) => `${p.pid} (${clipHead(p.command, 120)})`).join(', ');
