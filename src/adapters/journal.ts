@@ -3,15 +3,20 @@
 // appending, and fsync'ed after the events a crash must not lose, so the journal survives a
 // crash; read back tolerating a torn last line (a crash mid-write) and garbage lines.
 
+import { randomBytes } from 'node:crypto';
 import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { type RunEvent, type RunEventType, isJournaled } from '../core/events.ts';
+import { compactTimestamp } from '../core/format.ts';
 
 export const JOURNAL_FILE = 'events.jsonl';
 
 /** `<plan dir>/events.jsonl` */
 export const journalPathFor = (planPath: string): string => join(dirname(planPath), JOURNAL_FILE);
+
+/** A new run's id, for headless and in-session runs alike: `20261122T010203Z-a1b2c3`. */
+export const newRunId = (): string => `${compactTimestamp()}-${randomBytes(3).toString('hex')}`;
 
 /** Events after which the journal is flushed to disk (run-level events and task results). */
 const DURABLE: ReadonlySet<RunEventType> = new Set<RunEventType>([

@@ -1,6 +1,5 @@
 // `npx tsx scripts/execute.ts`: run a plan headless with real `claude -p` workers.
 
-import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access, realpath, stat } from 'node:fs/promises';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
@@ -9,9 +8,10 @@ import { type LockTakeover, acquireLock, currentLockInfo, writePlanAtomic } from
 import { ProcessRegistry, describeOrphans, killOrphans, recorded, registryPathFor } from '../adapters/orphans.ts';
 import { killAllWorkers, runWorker } from '../adapters/worker.ts';
 import { SANDBOX_MODES, type SandboxMode, installAdvice, sandboxSupport } from '../adapters/sandbox.ts';
-import type { RunEventBody, StopReason } from '../core/events.ts';
+import { type RunEventBody, type StopReason, skippedEvents } from '../core/events.ts';
+import { newRunId } from '../adapters/journal.ts';
 import { assertNever } from '../core/failure.ts';
-import { compactTimestamp, plural } from '../core/format.ts';
+import { plural } from '../core/format.ts';
 import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
 import { describeScratchProblem, runProbe, saveProbe } from '../run/probe.ts';
 import { countByStatus, depsOf, depths, longestRemainingPath } from '../core/graph.ts';
@@ -131,8 +131,6 @@ async function findExecutable(bin: string, env: NodeJS.ProcessEnv, cwd: string):
   }
   return null;
 }
-
-const newRunId = () => `${compactTimestamp()}-${randomBytes(3).toString('hex')}`;
 
 function dryRun(plan: Plan, settings: Settings, permissions: WorkerPermissions[], io: Io): ExitCode {
   const overlaps = overlapSets(computeOverlaps(plan.tasks));
@@ -278,7 +276,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     emit({ type: 'run-started', goal: report.goal, planPath: settings.planPath, taskCount: report.taskCount, maxDepth: report.maxDepth, resumed: report.resumed, concurrency: settings.concurrency, schedule: settings.schedule, pid: process.pid });
     for (const n of report.notices) emit({ type: 'notice', ...n });
     for (const a of report.assumptions) emit({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output });
-    for (const k of report.skipped) emit({ type: 'task-skipped', task: k.index, subject: plan.tasks[k.index]!.subject, rootCause: k.rootCause, reason: plan.tasks[k.index]!.result ?? '' });
+    for (const event of skippedEvents(plan.tasks, report.skipped)) emit(event);
     for (const event of probeEvents) emit(event);
 
     const workspace = sharedTree(settings.repo, git);

@@ -13,7 +13,7 @@
 // States are persistent: `step` never changes the state it is given. The plan inside is copied
 // shallowly (its `tasks` array); task objects are replaced, never changed (see `applyDecision`).
 
-import type { RunEventBody, StopReason, TaskOutcome } from './events.ts';
+import { type RunEventBody, type StopReason, type TaskOutcome, skippedEvents } from './events.ts';
 import { type WorkerFailure, type WorkerRun, assertNever, describeWorkerFailure } from './failure.ts';
 import { type Decision, type Verification, decide, judgeRun } from './finalize.ts';
 import { formatCost } from './format.ts';
@@ -511,10 +511,7 @@ function settled(work: Work, task: number, failure: string | null): void {
 function reportCascade(work: Work, applied: Applied): void {
   const cascade = applied.cascade;
   if (!cascade) return;
-  const tasks = work.draft.plan.tasks;
-  for (const s of cascade.skips) {
-    emit(work, { type: 'task-skipped', task: s.index, subject: tasks[s.index]!.subject, rootCause: s.rootCause, reason: tasks[s.index]!.result ?? '' });
-  }
+  for (const event of skippedEvents(work.draft.plan.tasks, cascade.skips)) emit(work, event);
   if (cascade.breaker.trip) {
     emit(work, { type: 'breaker', pendingCount: cascade.breaker.pendingCount, wouldBeSkipped: cascade.breaker.wouldBeSkipped });
     stopWith(work, { reason: 'breaker', message: `circuit breaker: ${cascade.breaker.wouldBeSkipped} of ${cascade.breaker.pendingCount} pending tasks were skipped because of failures` });

@@ -2,7 +2,8 @@
 // the `--json` stream on stdout and the journal `.design/events.jsonl` (schema:
 // schemas/event.schema.json). Every event carries the run id and an ISO timestamp.
 
-import type { UsageFigure } from './plan.ts';
+import type { Skip } from './graph.ts';
+import type { Task, UsageFigure } from './plan.ts';
 
 export type TaskOutcome =
   | 'completed'
@@ -87,3 +88,7 @@ export type RunEventType = RunEvent['type'];
 
 /** Events that go to the journal (everything but live activity). */
 export const isJournaled = (event: RunEventBody): boolean => event.type !== 'task-activity';
+
+/** The `task-skipped` events of a cascade's skips, once `tasks` records them. */
+export const skippedEvents = (tasks: readonly Task[], skips: readonly Skip[]): RunEventBody[] =>
+  skips.map((skip) => ({ type: 'task-skipped', task: skip.index, subject: tasks[skip.index]!.subject, rootCause: skip.rootCause, reason: tasks[skip.index]!.result ?? '' }));

@@ -16,16 +16,15 @@
 // tokens and permission denials (Claude Code does not report them to the plan tool; see
 // docs/skills.md).
 
-import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Git } from '../adapters/git.ts';
 import type { GitFailure } from '../core/git-text.ts';
-import { journalPathFor, openJournal, readJournal } from '../adapters/journal.ts';
+import { journalPathFor, newRunId, openJournal, readJournal } from '../adapters/journal.ts';
 import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../adapters/orphans.ts';
 import { checksSandboxed } from '../adapters/sandbox.ts';
 import { writeFileAtomic, writePlanAtomic } from '../adapters/plan-store.ts';
-import type { RunEventBody, RunOutcome, StopReason, TaskOutcome } from '../core/events.ts';
+import { type RunEventBody, type RunOutcome, type StopReason, type TaskOutcome, skippedEvents } from '../core/events.ts';
 import { type Result, type WorkerRun, err, ok } from '../core/failure.ts';
 import { holding, outcomeOf, reasonOf } from '../core/engine-step.ts';
 import { decide, judgeRun } from '../core/finalize.ts';
@@ -35,7 +34,7 @@ import { groupRuns } from '../core/report.ts';
 import { pathsIntersect } from '../core/paths.ts';
 import { type Plan, type TaskStatus, UNKNOWN, attemptsOf, modelOf, statusOf, writesOf } from '../core/plan.ts';
 import { parseStatusLine, workerPrompt } from '../core/prompt.ts';
-import { clipMiddle, compactTimestamp } from '../core/format.ts';
+import { clipMiddle } from '../core/format.ts';
 import { pickStarts } from '../core/schedule.ts';
 import { type Applied, applyDecision, markStarted } from '../core/transition.ts';
 import { archivePlan, promptsDirFor } from './archive.ts';
@@ -138,9 +137,6 @@ async function writeSession(planPath: string, session: Session): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // The run's journal
 
-/** The same form as a headless run's id: `20261122T010203Z-a1b2c3`. */
-const newRunId = () => `${compactTimestamp()}-${randomBytes(3).toString('hex')}`;
-
 /** Appends the step's events to the journal, all stamped now. */
 function journal(planPath: string, runId: string, events: readonly RunEventBody[]): void {
   if (events.length === 0) return;
@@ -193,8 +189,6 @@ function finishRun(
   journal(ctx.planPath, session.runId, [...extra, { type: 'run-finished', ...end, counts: countByStatus(plan), usage: UNKNOWN, durationMs: Number.isFinite(durationMs) ? durationMs : 0 }]);
 }
 
-const skipEvents = (plan: Plan, skips: readonly Skip[]): RunEventBody[] =>
-  skips.map((s) => ({ type: 'task-skipped', task: s.index, subject: plan.tasks[s.index]!.subject, rootCause: s.rootCause, reason: plan.tasks[s.index]!.result ?? '' }));
 
 /** Keeps the first line (what failed) and the end (where commands print their error). */
 const clip = (text: string, max = CLIP) => clipMiddle(text, max);
@@ -337,7 +331,7 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   startRun(plan, ctx, session, report.resumed);
   journal(ctx.planPath, session.runId!, [
     ...report.assumptions.map((a): RunEventBody => ({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output })),
-    ...skipEvents(plan, report.skipped),
+    ...skippedEvents(plan.tasks, report.skipped),
     ...(committed.commit !== null ? [{ type: 'round-committed', round: 0, tasks: committed.tasks, commit: committed.commit } as const] : []),
   ]);
 
@@ -606,7 +600,7 @@ export async function leadFinalize(
     if (decision.kind === 'retry') retry.push({ index, subject: task.subject, attempt: attempt + 1, reason: clip(decision.failure, 300) });
     if (applied.cascade) {
       skips.push(...applied.cascade.skips);
-      events.push(...skipEvents(plan, applied.cascade.skips));
+      events.push(...skippedEvents(plan.tasks, applied.cascade.skips));
       breakers.push(applied.cascade.breaker);
     }
   }
