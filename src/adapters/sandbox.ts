@@ -23,6 +23,7 @@ import { homedir, tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { SandboxManager } from '@anthropic-ai/sandbox-runtime';
 import { type Result, err, ok } from '../core/failure.ts';
+import type { Plan } from '../core/plan.ts';
 
 export const SANDBOX_MODES = ['auto', 'on', 'off'] as const;
 export type SandboxMode = (typeof SANDBOX_MODES)[number];
@@ -37,6 +38,9 @@ export interface CommandSandbox {
    */
   allowedDomains: readonly string[];
 }
+
+/** The sandbox of a check run in `dir`: writes there, no network but the plan's `context.checkNetwork` hosts. */
+export const checkSandbox = (dir: string, plan: Plan): CommandSandbox => ({ writable: [dir], allowedDomains: plan.context?.checkNetwork ?? [] });
 
 /** What to install for the sandbox, by platform, for the messages that say it is missing. */
 export function installAdvice(platform: NodeJS.Platform = process.platform): string {
@@ -188,7 +192,6 @@ export async function setupCommandSandbox(workspace: string, planHosts: readonly
   };
 }
 
-/** Why the sandbox cannot run here, or ok. Runs one sandboxed `true` when the dependencies are there. */
 /**
  * Steps run outside `execute` (the in-session steps, `plan probe`) sandbox their checks where it
  * works when `FOREMAN_SANDBOX` is `auto` or `on` (the default is off; see DEFAULTS.sandbox).
@@ -198,7 +201,18 @@ export const checksSandboxed = (env: NodeJS.ProcessEnv | undefined): boolean => 
   return (mode === 'auto' || mode === 'on') && sandboxSupport().ok;
 };
 
+let support: Result<void, string> | undefined;
+
+/**
+ * Why the sandbox cannot run here, or ok. Runs one sandboxed `true` when the dependencies are
+ * there; asked once per process, since that takes a moment and the answer does not change.
+ */
 export function sandboxSupport(): Result<void, string> {
+  support ??= askSupport();
+  return support;
+}
+
+function askSupport(): Result<void, string> {
   if (!SandboxManager.isSupportedPlatform()) return err(`the sandbox does not support this platform (${process.platform})`);
   const deps = SandboxManager.checkDependencies();
   if (deps.errors.length > 0) return err(deps.errors.join(', '));

@@ -6,7 +6,7 @@
 import { dirname, join } from 'node:path';
 import { readFile } from 'node:fs/promises';
 import { runShell } from '../adapters/checks.ts';
-import { setupCommandSandbox } from '../adapters/sandbox.ts';
+import { checkSandbox, setupCommandSandbox } from '../adapters/sandbox.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
 import { type ScratchProblem, withScratchWorktree } from '../adapters/scratch.ts';
@@ -100,7 +100,7 @@ export async function runProbe(plan: Plan, options: ProbeOptions): Promise<Resul
             env: shellEnv,
             signal: options.signal,
             onSpawn,
-            ...(options.sandbox ? { sandbox: { writable: [scratch.dir], allowedDomains: plan.context?.checkNetwork ?? [] } } : {}),
+            ...(options.sandbox ? { sandbox: checkSandbox(scratch.dir, plan) } : {}),
           }),
         );
         if (run.timedOut && limit < options.checkTimeoutMs) exhausted = true;

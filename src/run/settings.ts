@@ -1,6 +1,7 @@
 // A run's settings, declared once: the headless CLI parses them from flags, the engine takes them,
 // and the in-session plan tool uses the same defaults. README's flag table states these defaults.
 
+import type { SandboxMode } from '../adapters/sandbox.ts';
 import type { SchedulePolicy } from '../core/schedule.ts';
 
 export const DEFAULTS = {
@@ -20,7 +21,7 @@ export const DEFAULTS = {
    * `--sandbox` (and `FOREMAN_SANDBOX`): off until each attempt works in a directory of its own,
    * since sandboxes sharing the working tree must run one at a time.
    */
-  sandbox: 'off' as 'auto' | 'on' | 'off',
+  sandbox: 'off' as SandboxMode,
 } as const;
 
 export interface RunSettings {

@@ -6,6 +6,7 @@ import { lstat, realpath } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { runShell } from '../adapters/checks.ts';
 import type { Git, RepositoryOperation } from '../adapters/git.ts';
+import { checkSandbox } from '../adapters/sandbox.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import type { Skip } from '../core/graph.ts';
@@ -272,7 +273,7 @@ async function checkAssumptions(plan: Plan, options: SetupOptions): Promise<Assu
     if (statusOf(task) !== 'pending') continue;
     for (const a of task.agent?.assumptions ?? []) {
       const role = { kind: 'assumption-check' as const, task: i, command: a.verify };
-      const run = await recorded(options.registry, role, (onSpawn) => runShell(a.verify, { cwd: options.repo, timeoutMs: options.checkTimeoutMs, env: options.env, signal: options.signal, onSpawn, ...(options.sandbox ? { sandbox: { writable: [options.repo], allowedDomains: plan.context?.checkNetwork ?? [] } } : {}) }));
+      const run = await recorded(options.registry, role, (onSpawn) => runShell(a.verify, { cwd: options.repo, timeoutMs: options.checkTimeoutMs, env: options.env, signal: options.signal, onSpawn, ...(options.sandbox ? { sandbox: checkSandbox(options.repo, plan) } : {}) }));
       results.push({ task: i, claim: a.claim, verify: a.verify, severity: a.severity, passed: run.exitCode === 0 && !run.timedOut, output: run.output });
     }
   }

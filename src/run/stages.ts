@@ -5,6 +5,7 @@
 // (in a Claude Code session, the lead starts Task subagents instead).
 
 import type { Git } from '../adapters/git.ts';
+import { checkSandbox } from '../adapters/sandbox.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import type { ProcessRegistry } from '../adapters/orphans.ts';
 import { type Result, ok } from '../core/failure.ts';
@@ -38,7 +39,7 @@ export function verifyAttempt(context: StageContext, plan: Plan, task: number, i
     declaredElsewhere: writesInFlight(plan, task),
     baselineDirty: new Set([...context.baselineDirty, ...(input.reported ?? [])]),
     ...(context.registry ? { record: { registry: context.registry, task } } : {}),
-    ...(context.sandbox ? { sandbox: { writable: [context.workspace.dir], allowedDomains: plan.context?.checkNetwork ?? [] } } : {}),
+    ...(context.sandbox ? { sandbox: checkSandbox(context.workspace.dir, plan) } : {}),
   });
 }
 
