@@ -14,9 +14,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Git } from '../adapters/git.ts';
 import type { GitFailure } from '../core/git-text.ts';
-import { type Result, ok } from '../core/failure.ts';
+import { type Result, err, ok } from '../core/failure.ts';
 import { oneLine } from '../core/format.ts';
-import { type Plan, statusOf, writesOf } from '../core/plan.ts';
+import { pathsIntersect } from '../core/paths.ts';
+import { type Plan, UNKNOWN, statusOf, writesOf } from '../core/plan.ts';
+import { applyDecision } from '../core/transition.ts';
 import { trimCompleted } from '../core/finalize.ts';
 
 export const TRAILER_PLAN = 'Foreman-Plan';
@@ -104,4 +106,52 @@ export async function reconcileWithHistory(git: Git, plan: Plan): Promise<number
     recovered.push(i);
   }
   return recovered.sort((a, b) => a - b);
+}
+
+/** An attempt verified in the session, waiting for `commit`: its task and the result it reported. */
+export interface VerifiedAttempt {
+  task: number;
+  result: string;
+}
+
+export interface CommitOutcome {
+  commit: string | null;
+  tasks: number[];
+}
+
+/**
+ * Record verified work in one commit with the usual trailers: the attempts `finalize` verified
+ * (their tasks become completed) and completed work left without a commit (approved gated work, a
+ * commit that failed earlier). A completed task whose files overlap one still running waits: that
+ * task's half-done edits must not ride along. Mutates `plan`; the caller saves it (after the
+ * commit, so a crash in between is reconciled from git on resume).
+ */
+export async function recordVerified(
+  git: Git,
+  plan: Plan,
+  verified: readonly VerifiedAttempt[],
+  round: number,
+): Promise<Result<CommitOutcome, { tasks: number[]; failure: GitFailure }>> {
+  const inProgress = (task: number) => plan.tasks[task] !== undefined && statusOf(plan.tasks[task]) === 'in_progress';
+  const attempts = verified.filter((v) => inProgress(v.task));
+  const recording = new Set(attempts.map((v) => v.task));
+  const busy = plan.tasks.flatMap((t, i) => (statusOf(t) === 'in_progress' && !recording.has(i) ? writesOf(t) : []));
+  const leftovers: number[] = [];
+  for (const [i, task] of plan.tasks.entries()) {
+    if (statusOf(task) !== 'completed') continue;
+    const writes = writesOf(task);
+    if (task.commit || writes.length === 0) continue;
+    if (writes.some((w) => busy.some((b) => pathsIntersect(w, b)))) continue;
+    if ((await git.changedPaths(writes)).size > 0) leftovers.push(i);
+  }
+  const tasks = [...recording, ...leftovers].sort((a, b) => a - b);
+  if (tasks.length === 0) return ok({ commit: null, tasks: [] });
+  // The results go into the commit's trailers.
+  for (const attempt of attempts) plan.tasks[attempt.task] = { ...plan.tasks[attempt.task]!, result: attempt.result };
+  const committed = await commitTasks(git, plan, round, tasks);
+  if (!committed.ok) return err({ tasks, failure: committed.error });
+  for (const attempt of attempts) applyDecision(plan, attempt.task, { kind: 'completed', result: attempt.result }, UNKNOWN);
+  const commit = committed.value;
+  if (commit !== null) for (const i of tasks) plan.tasks[i] = { ...plan.tasks[i]!, commit };
+  return ok({ commit, tasks: commit !== null ? tasks : [...recording].sort((a, b) => a - b) });
 }

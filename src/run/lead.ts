@@ -31,14 +31,13 @@ import { decide, judgeRun } from '../core/finalize.ts';
 import { type BreakerDecision, type Skip, countByStatus, depsOf, longestRemainingPath, readySet, stall } from '../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { groupRuns } from '../core/report.ts';
-import { pathsIntersect } from '../core/paths.ts';
-import { type Plan, type TaskStatus, UNKNOWN, attemptsOf, modelOf, statusOf, writesOf } from '../core/plan.ts';
+import { type Plan, type TaskStatus, UNKNOWN, attemptsOf, modelOf, statusOf } from '../core/plan.ts';
 import { parseStatusLine, workerPrompt } from '../core/prompt.ts';
 import { clipMiddle } from '../core/format.ts';
 import { pickStarts } from '../core/schedule.ts';
-import { type Applied, applyDecision, markStarted } from '../core/transition.ts';
+import { type Applied, markStarted } from '../core/transition.ts';
 import { archivePlan, promptsDirFor } from './archive.ts';
-import { commitTasks } from './commit.ts';
+import { type CommitOutcome, type VerifiedAttempt, recordVerified } from './commit.ts';
 import { type AssumptionResult, type SetupProblem, setupRun } from './setup.ts';
 import { DEFAULTS } from './settings.ts';
 import { type StageContext, settleAttempt, verifyAttempt } from './stages.ts';
@@ -79,11 +78,6 @@ export interface Session {
   verified: VerifiedAttempt[];
 }
 
-/** An attempt verified in the session, waiting for `commit`: its task and the result it reported. */
-export interface VerifiedAttempt {
-  task: number;
-  result: string;
-}
 
 export const sessionPathFor = (planPath: string): string => join(promptsDirFor(planPath), 'session.json');
 export const promptPathFor = (planPath: string, index: number): string => join(promptsDirFor(planPath), `task-${index}.md`);
@@ -207,42 +201,7 @@ const skipRefs = (plan: Plan, skips: readonly Skip[]): SkipRef[] => skips.map((s
 // ---------------------------------------------------------------------------------------------
 // Committing verified work
 
-export interface CommitOutcome {
-  commit: string | null;
-  tasks: number[];
-}
 
-/**
- * Record verified work in one commit with the usual trailers: the attempts `finalize` verified
- * (their tasks become completed) and completed work left without a commit (approved gated work, a
- * commit that failed earlier). A completed task whose files overlap one still running waits: that
- * task's half-done edits must not ride along. Mutates `plan`; the caller saves it (after the
- * commit, so a crash in between is reconciled from git on resume).
- */
-export async function recordVerified(git: Git, plan: Plan, verified: readonly VerifiedAttempt[], round: number): Promise<Result<CommitOutcome, GitFailure>> {
-  const inProgress = (task: number) => plan.tasks[task] !== undefined && statusOf(plan.tasks[task]) === 'in_progress';
-  const attempts = verified.filter((v) => inProgress(v.task));
-  const recording = new Set(attempts.map((v) => v.task));
-  const busy = plan.tasks.flatMap((t, i) => (statusOf(t) === 'in_progress' && !recording.has(i) ? writesOf(t) : []));
-  const leftovers: number[] = [];
-  for (const i of indicesWith(plan, (status) => status === 'completed')) {
-    const task = plan.tasks[i]!;
-    const writes = writesOf(task);
-    if (task.commit || writes.length === 0) continue;
-    if (writes.some((w) => busy.some((b) => pathsIntersect(w, b)))) continue;
-    if ((await git.changedPaths(writes)).size > 0) leftovers.push(i);
-  }
-  const tasks = [...recording, ...leftovers].sort((a, b) => a - b);
-  if (tasks.length === 0) return ok({ commit: null, tasks: [] });
-  // The results go into the commit's trailers.
-  for (const attempt of attempts) plan.tasks[attempt.task] = { ...plan.tasks[attempt.task]!, result: attempt.result };
-  const committed = await commitTasks(git, plan, round, tasks);
-  if (!committed.ok) return committed;
-  for (const attempt of attempts) applyDecision(plan, attempt.task, { kind: 'completed', result: attempt.result }, UNKNOWN);
-  const commit = committed.value;
-  if (commit !== null) for (const i of tasks) plan.tasks[i] = { ...plan.tasks[i]!, commit };
-  return ok({ commit, tasks: commit !== null ? tasks : [...recording].sort((a, b) => a - b) });
-}
 
 // ---------------------------------------------------------------------------------------------
 // setup
@@ -298,18 +257,11 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   const registry = new ProcessRegistry(registryPath);
   // Work an earlier session verified is recorded, not reset.
   const earlier = await readSession(ctx.planPath);
-  const verified = new Set(earlier.verified.map((v) => v.task));
-  const setup = await setupRun(plan, { repo: ctx.repo, git: ctx.git, commit: true, checkTimeoutMs: session.checkTimeoutMs, env: ctx.env, registry, verified, sandbox: checksSandboxed(ctx.env) }).finally(() => registry.clear());
+  const setup = await setupRun(plan, { repo: ctx.repo, git: ctx.git, commit: true, checkTimeoutMs: session.checkTimeoutMs, env: ctx.env, registry, verified: earlier.verified, sandbox: checksSandboxed(ctx.env) }).finally(() => registry.clear());
   if (!setup.ok) return setup;
   const report = setup.value;
   if (orphans.length > 0) report.notices.unshift({ level: 'warning', message: describeOrphans(orphans) });
-  const commitResult = await recordVerified(ctx.git, plan, earlier.verified, 0);
-  if (!commitResult.ok) return err({ kind: 'git-failed', doing: 'commit the verified work an earlier session left uncommitted', failure: commitResult.error });
-  // Setup commits what an earlier session verified but left uncommitted; anything left is committed here.
-  const committed: CommitOutcome =
-    report.committedApproved.length > 0
-      ? { commit: commitResult.value.commit ?? plan.tasks[report.committedApproved[0]!]!.commit ?? null, tasks: [...report.committedApproved, ...commitResult.value.tasks].sort((a, b) => a - b) }
-      : commitResult.value;
+  const committed = report.committed;
   await writePlanAtomic(ctx.planPath, plan);
 
   // An earlier session's run that no step finished ended with that session, some time after its last event.
@@ -647,7 +599,7 @@ export async function leadCommit(plan: Plan, ctx: LeadContext, options: { round?
   const round = options.round ?? session.round;
   const result = await recordVerified(ctx.git, plan, session.verified, round);
   // Nothing is left staged; the verified attempts stay verified, for the next `commit`.
-  if (!result.ok) return result;
+  if (!result.ok) return err(result.error.failure);
   const committed = result.value;
   const recorded = new Set(committed.tasks);
   session.verified = session.verified.filter((v) => !recorded.has(v.task) && plan.tasks[v.task] !== undefined && statusOf(plan.tasks[v.task]!) === 'in_progress');

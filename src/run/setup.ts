@@ -16,7 +16,7 @@ import { coveredBy, isDirPath } from '../core/paths.ts';
 import { type Result, err, ok } from '../core/failure.ts';
 import { clipTail } from '../core/format.ts';
 import { type Plan, readsOf, statusOf, writesInFlight, writesOf } from '../core/plan.ts';
-import { commitTasks, ensurePlanId, reconcileWithHistory } from './commit.ts';
+import { type CommitOutcome, type VerifiedAttempt, ensurePlanId, reconcileWithHistory, recordVerified } from './commit.ts';
 import { spotCheck } from './verify.ts';
 import { sharedTree } from './workspace.ts';
 
@@ -41,7 +41,8 @@ export interface SetupReport {
   /** Completed tasks whose created files are gone: back to pending. */
   reverted: number[];
   /** Approved tasks whose work was committed now. */
-  committedApproved: number[];
+  /** Verified work an earlier run left uncommitted, committed now. */
+  committed: CommitOutcome;
   assumptions: AssumptionResult[];
   blocked: number[];
   skipped: Skip[];
@@ -81,8 +82,8 @@ export interface SetupOptions {
   signal?: AbortSignal;
   /** Where assumption checks are recorded while they run, so a run after a crash ends them. */
   registry?: ProcessRegistry;
-  /** Tasks in progress whose attempt was verified and waits to be recorded (by the caller): not reset. */
-  verified?: ReadonlySet<number>;
+  /** Attempts an earlier session verified, waiting to be recorded: recorded now, not reset. */
+  verified?: readonly VerifiedAttempt[];
   /** Run assumption checks in the operating-system sandbox (writes: the repository and their own TMPDIR). */
   sandbox?: boolean;
 }
@@ -183,7 +184,7 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
   // Interrupted attempts: only the task's declared files are restored; nothing else is touched.
   const reset: number[] = [];
   for (const [i, task] of plan.tasks.entries()) {
-    if (statusOf(task) !== 'in_progress' || options.verified?.has(i)) continue;
+    if (statusOf(task) !== 'in_progress' || options.verified?.some((attempt) => attempt.task === i)) continue;
     const restored = await options.git.restore(writesOf(task));
     if (!restored.ok) return err({ kind: 'git-failed', doing: `restore the files of task ${i}, which an earlier run left in progress`, failure: restored.error });
     task.status = 'pending';
@@ -203,19 +204,13 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
     notices.push({ level: 'warning', message: `task ${i} (${task.subject}) was completed but ${missingCreated.join(', ')} no longer exist; it will run again` });
   }
 
-  // Verified work not committed yet — approved gated work, or work whose commit failed or that a
-  // `--no-commit` run left — is committed before anything else runs.
-  const committedApproved: number[] = [];
-  const uncommitted: number[] = [];
-  for (const [i, t] of plan.tasks.entries()) {
-    if (statusOf(t) !== 'completed' || t.commit || writesOf(t).length === 0) continue;
-    if ((await options.git.changedPaths(writesOf(t))).size > 0) uncommitted.push(i);
-  }
-  if (options.commit && uncommitted.length > 0) {
-    const committed = await commitTasks(options.git, plan, 0, uncommitted);
-    if (!committed.ok) return err({ kind: 'git-failed', doing: `commit the verified work of tasks ${uncommitted.join(', ')}`, failure: committed.error });
-    for (const i of uncommitted) if (committed.value) plan.tasks[i]!.commit = committed.value;
-    committedApproved.push(...uncommitted);
+  // Verified work not committed yet — what an earlier session verified, approved gated work, or
+  // work whose commit failed or that a `--no-commit` run left — is committed before anything else runs.
+  let committed: CommitOutcome = { commit: null, tasks: [] };
+  if (options.commit) {
+    const recorded = await recordVerified(options.git, plan, options.verified ?? [], 0);
+    if (!recorded.ok) return err({ kind: 'git-failed', doing: `commit the verified work of tasks ${recorded.error.tasks.join(', ')}`, failure: recorded.error.failure });
+    committed = recorded.value;
   }
 
   const problem = await dirtyFiles(plan, options.git);
@@ -245,7 +240,7 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
     recovered,
     reset,
     reverted,
-    committedApproved,
+    committed,
     assumptions,
     blocked,
     skipped,
