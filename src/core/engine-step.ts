@@ -596,7 +596,7 @@ function schedule(work: Work): void {
       finish(work);
       return;
     }
-    if (startable(draft).length > 0) continue;
+    // Nothing runs and what could start has started: wait for a back-off, or the run is over.
     if (!wakeForBackoff(work)) finish(work);
     return;
   }
