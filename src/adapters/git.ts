@@ -206,10 +206,45 @@ export class Git {
   }
 
   /** Full hash of HEAD, or null on an unborn branch (no commits yet). */
-  async headCommit(): Promise<string | null> {
-    const r = await this.tryRun(['rev-parse', '--verify', '--quiet', 'HEAD^{commit}']);
+  headCommit(): Promise<string | null> {
+    return this.commitOf('HEAD');
+  }
+
+  /** Full hash of the commit `ref` names, or null when it names none. */
+  async commitOf(ref: string): Promise<string | null> {
+    const r = await this.tryRun(['rev-parse', '--verify', '--quiet', `${ref}^{commit}`]);
     if (!r.ok) return null;
     return r.value.trim() || null;
+  }
+
+  /** Adds a linked worktree at `dir`, detached at `commit`; no hook runs. */
+  async addDetachedWorktree(dir: string, commit: string): Promise<Result<void, GitCommandError>> {
+    const added = await this.tryRun(['-c', 'core.hooksPath=/dev/null', 'worktree', 'add', '--detach', dir, commit]);
+    return added.ok ? ok(undefined) : added;
+  }
+
+  /** Removes the linked worktree at `dir`, changes and all, and forgets worktrees whose directory is gone. Never fails. */
+  async removeWorktree(dir: string): Promise<void> {
+    await this.tryRun(['worktree', 'remove', '--force', '--force', dir]);
+    await this.pruneWorktrees();
+  }
+
+  /** Forgets linked worktrees whose directory is gone. Never fails. */
+  async pruneWorktrees(): Promise<void> {
+    await this.tryRun(['worktree', 'prune']);
+  }
+
+  /**
+   * Untracked files that the patterns in `listFile` (gitignore syntax) match and that git's own
+   * ignore rules ignore too: the files `.worktreeinclude` asks to copy into a new worktree.
+   */
+  async ignoredFilesListedIn(listFile: string): Promise<string[]> {
+    const listed = await this.tryRun(['ls-files', '-z', '--others', '--ignored', `--exclude-from=${listFile}`]);
+    // `--directory` names a wholly ignored directory once (`node_modules/`) instead of every file in it.
+    const ignored = await this.tryRun(['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory']);
+    if (!listed.ok || !ignored.ok) return [];
+    const ignoredEntries = splitNul(ignored.value);
+    return splitNul(listed.value).filter((file) => coveredBy(file, ignoredEntries));
   }
 
   /**

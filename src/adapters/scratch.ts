@@ -9,11 +9,11 @@
 // both listed there and ignored by git, as Claude Code does. The worktree is always removed
 // (`git worktree remove --force`, then `git worktree prune`), even when the work fails or throws.
 
-import { execFile } from 'node:child_process';
 import { copyFile, lstat, mkdir, mkdtemp, readlink, realpath, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { type Result, err, ok } from '../core/failure.ts';
+import { Git } from './git.ts';
 
 export const SCRATCH_PREFIX = 'foreman-scratch-';
 export const WORKTREE_INCLUDE = '.worktreeinclude';
@@ -31,66 +31,44 @@ export type ScratchProblem =
   | { kind: 'no-commit' }
   | { kind: 'git-failed'; doing: string; message: string };
 
-interface GitRun {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function git(cwd: string, args: string[]): Promise<GitRun> {
-  return new Promise((resolve) => {
-    execFile('git', ['-c', 'core.hooksPath=/dev/null', ...args], { cwd, maxBuffer: 256 * 1024 * 1024, encoding: 'utf8' }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof (error as { code?: unknown }).code === 'number' ? ((error as { code: number }).code) : 1;
-      resolve({ code, stdout, stderr: stderr || (error?.message ?? '') });
-    });
-  });
-}
-
 /**
  * Checks out `commit` (default HEAD) of the repository at `repo` in a scratch worktree, runs `use`
  * in it and removes it whatever happens. A failure to create it is a value; what `use` throws is
  * rethrown after the removal.
  */
 export async function withScratchWorktree<T>(repo: string, use: (scratch: ScratchWorktree) => Promise<T>, commit = 'HEAD'): Promise<Result<T, ScratchProblem>> {
-  const resolved = await git(repo, ['rev-parse', '--verify', '--quiet', `${commit}^{commit}`]);
-  if (resolved.code !== 0) return err({ kind: 'no-commit' });
-  const sha = resolved.stdout.trim();
-  // Registrations of scratch worktrees whose directory is gone (a run killed with -9) are dropped.
-  await git(repo, ['worktree', 'prune']);
+  const git = new Git(repo);
+  const sha = await git.commitOf(commit);
+  if (sha === null) return err({ kind: 'no-commit' });
+  await git.pruneWorktrees();
   const parent = await mkdtemp(join(await realpath(tmpdir()), SCRATCH_PREFIX));
   const dir = join(parent, 'tree');
   try {
-    const added = await git(repo, ['worktree', 'add', '--detach', dir, sha]);
-    if (added.code !== 0) return err({ kind: 'git-failed', doing: `check out ${sha.slice(0, 12)} in a scratch worktree`, message: added.stderr.trim() });
-    const included = await copyIncluded(repo, dir);
+    const added = await git.addDetachedWorktree(dir, sha);
+    if (!added.ok) return err({ kind: 'git-failed', doing: `check out ${sha.slice(0, 12)} in a scratch worktree`, message: added.error.stderr.trim() });
+    const included = await copyIncluded(git, repo, dir);
     return ok(await use({ dir, commit: sha, included }));
   } finally {
-    await removeScratch(repo, dir);
+    await removeScratch(git, dir);
     await rm(parent, { recursive: true, force: true });
   }
 }
 
 /** Removes a scratch worktree and its record; never fails (what is left, `git worktree prune` drops later). */
-export async function removeScratch(repo: string, dir: string): Promise<void> {
-  await git(repo, ['worktree', 'remove', '--force', '--force', dir]);
+export async function removeScratch(git: Git, dir: string): Promise<void> {
+  await git.removeWorktree(dir);
   await rm(dir, { recursive: true, force: true });
-  await git(repo, ['worktree', 'prune']);
+  await git.pruneWorktrees();
 }
 
 /**
  * Copies into `dir` the files of `repo` that `.worktreeinclude` lists and git ignores. Nothing
  * when the file is absent. Symbolic links are copied as links.
  */
-export async function copyIncluded(repo: string, dir: string): Promise<string[]> {
+export async function copyIncluded(git: Git, repo: string, dir: string): Promise<string[]> {
   const listFile = join(repo, WORKTREE_INCLUDE);
   if ((await lstat(listFile).catch(() => null))?.isFile() !== true) return [];
-  const listed = await git(repo, ['ls-files', '-z', '--others', '--ignored', `--exclude-from=${listFile}`]);
-  // `--directory` names a wholly ignored directory once (`node_modules/`) instead of every file in it.
-  const ignored = await git(repo, ['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory']);
-  if (listed.code !== 0 || ignored.code !== 0) return [];
-  const ignoredEntries = ignored.stdout.split('\0').filter(Boolean);
-  const isIgnored = (file: string) => ignoredEntries.some((e) => e === file || (e.endsWith('/') && file.startsWith(e)));
-  const files = listed.stdout.split('\0').filter((f) => f !== '' && isIgnored(f));
+  const files = await git.ignoredFilesListedIn(listFile);
   for (const file of files) {
     const from = join(repo, file);
     const to = join(dir, file);
