@@ -17,7 +17,7 @@ import { execa } from 'execa';
 import { tempGitRepo } from './support/git-repo.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from './support/plans.ts';
 
-const support = sandboxSupport();
+const support = await sandboxSupport();
 if (!support.ok) console.warn(`sandbox tests: the sandboxed cases are skipped, the sandbox cannot run here: ${support.error}`);
 
 let dir: string;

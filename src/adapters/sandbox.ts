@@ -21,7 +21,6 @@ import { lstat, mkdir, readdir } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { homedir, tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
-import { SandboxManager } from '@anthropic-ai/sandbox-runtime';
 import { type Result, err, ok } from '../core/failure.ts';
 import type { Plan } from '../core/plan.ts';
 
@@ -196,23 +195,25 @@ export async function setupCommandSandbox(workspace: string, planHosts: readonly
  * Steps run outside `execute` (the in-session steps, `plan probe`) sandbox their checks where it
  * works when `FOREMAN_SANDBOX` is `auto` or `on` (the default is off; see DEFAULTS.sandbox).
  */
-export const checksSandboxed = (env: NodeJS.ProcessEnv | undefined): boolean => {
+export async function checksSandboxed(env: NodeJS.ProcessEnv | undefined): Promise<boolean> {
   const mode = (env ?? process.env).FOREMAN_SANDBOX;
-  return (mode === 'auto' || mode === 'on') && sandboxSupport().ok;
-};
+  return (mode === 'auto' || mode === 'on') && (await sandboxSupport()).ok;
+}
 
-let support: Result<void, string> | undefined;
+let support: Promise<Result<void, string>> | undefined;
 
 /**
  * Why the sandbox cannot run here, or ok. Runs one sandboxed `true` when the dependencies are
- * there; asked once per process, since that takes a moment and the answer does not change.
+ * there; asked once per process, since that takes a moment and the answer does not change. The
+ * runtime's library is loaded only here: a run without the sandbox does not pay for it at start-up.
  */
-export function sandboxSupport(): Result<void, string> {
+export function sandboxSupport(): Promise<Result<void, string>> {
   support ??= askSupport();
   return support;
 }
 
-function askSupport(): Result<void, string> {
+async function askSupport(): Promise<Result<void, string>> {
+  const { SandboxManager } = await import('@anthropic-ai/sandbox-runtime');
   if (!SandboxManager.isSupportedPlatform()) return err(`the sandbox does not support this platform (${process.platform})`);
   const deps = SandboxManager.checkDependencies();
   if (deps.errors.length > 0) return err(deps.errors.join(', '));

@@ -189,7 +189,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
   }
 
   // The sandbox is asked about once: `on` refuses without it, `auto` says why it goes without.
-  const support = settings.sandbox === 'off' ? null : sandboxSupport();
+  const support = settings.sandbox === 'off' ? null : await sandboxSupport();
   if (settings.sandbox === 'on' && support !== null && !support.ok) {
     throw new CliError(EXIT.cannotRun, [`--sandbox on: the sandbox cannot run here (${support.error}); ${installAdvice()}, or run with --sandbox off`]);
   }

@@ -257,7 +257,7 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   const registry = new ProcessRegistry(registryPath);
   // Work an earlier session verified is recorded, not reset.
   const earlier = await readSession(ctx.planPath);
-  const setup = await setupRun(plan, { repo: ctx.repo, git: ctx.git, commit: true, checkTimeoutMs: session.checkTimeoutMs, env: ctx.env, registry, verified: earlier.verified, sandbox: checksSandboxed(ctx.env) }).finally(() => registry.clear());
+  const setup = await setupRun(plan, { repo: ctx.repo, git: ctx.git, commit: true, checkTimeoutMs: session.checkTimeoutMs, env: ctx.env, registry, verified: earlier.verified, sandbox: await checksSandboxed(ctx.env) }).finally(() => registry.clear());
   if (!setup.ok) return setup;
   const report = setup.value;
   if (orphans.length > 0) report.notices.unshift({ level: 'warning', message: describeOrphans(orphans) });
@@ -486,7 +486,7 @@ export async function leadFinalize(
     env: ctx.env,
     registry,
     // The checks run in the sandbox where it works, as a headless run's default (`--sandbox auto`).
-    sandbox: checksSandboxed(ctx.env),
+    sandbox: await checksSandboxed(ctx.env),
     baselineDirty: new Set(session.baselineDirty),
   };
 

@@ -15,7 +15,7 @@ import { runGit, tempGitRepo } from '../support/git-repo.ts';
 import { type ModelServer, type ScriptedRequest, scenario, startModelServer, text, toolUse } from '../support/model-server.ts';
 import { claudeBin, claudeEnv, tempHome } from '../support/real-claude.ts';
 
-const support = sandboxSupport();
+const support = await sandboxSupport();
 if (!support.ok) console.warn(`sandbox-real: skipped, the sandbox cannot run here: ${support.error}`);
 
 // 10.255.255.1 is never contacted: inside the sandbox there is no route to anything but loopback.

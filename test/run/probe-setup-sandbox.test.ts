@@ -19,7 +19,7 @@ import { afterEachCleanups, tempRepoIn } from '../support/git-repo.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 import { expectSchema } from '../skills/support.ts';
 
-const support = sandboxSupport();
+const support = await sandboxSupport();
 if (!support.ok) console.warn(`probe setup sandbox tests: the sandboxed cases are skipped, the sandbox cannot run here: ${support.error}`);
 
 /** Whether the npm registry answers within 20 s (this machine's only reachable network). */

@@ -53,7 +53,7 @@ export const probe: Command = {
     try {
       const orphans = await killOrphans(registryPath);
       if (orphans.length > 0) io.err(describeOrphans(orphans));
-      const probed = await runProbe(plan, { repo, checkTimeoutMs, timeoutMs, env: io.env, signal: controller.signal, registry, sandbox: checksSandboxed(io.env) });
+      const probed = await runProbe(plan, { repo, checkTimeoutMs, timeoutMs, env: io.env, signal: controller.signal, registry, sandbox: await checksSandboxed(io.env) });
       if (!probed.ok) throw new CliError(EXIT.cannotRun, [`plan probe: ${describeScratchProblem(probed.error)}`]);
       const report = probed.value;
       if (controller.signal.aborted) {
