@@ -79,6 +79,52 @@ const exists = async (file: string): Promise<boolean> => {
   }
 };
 
+export interface GitRun {
+  /** The directory git runs in. */
+  cwd: string;
+  /** Extra environment (GIT_INDEX_FILE for a temporary index, GIT_AUTHOR_… for commit-tree). */
+  env?: Record<string, string>;
+  /** Written to git's stdin. */
+  input?: string;
+}
+
+/**
+ * Runs `git args` (for the git modules beside this one: worktrees, integration, landing). A
+ * non-zero exit is returned as a value; stdout is returned untrimmed. Hooks never run through
+ * here: every caller uses plumbing.
+ */
+export function runGit(args: readonly string[], run: GitRun): Promise<Result<string, GitCommandError>> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('git', [...args], { cwd: run.cwd, env: { ...process.env, ...run.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const errOut: Buffer[] = [];
+    child.stdout.on('data', (d: Buffer) => out.push(d));
+    child.stderr.on('data', (d: Buffer) => errOut.push(d));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code === 0) resolve(ok(Buffer.concat(out).toString('utf8')));
+      else resolve(err(new GitCommandError(args, code ?? -1, Buffer.concat(errOut).toString('utf8'))));
+    });
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(run.input ?? '');
+  });
+}
+
+/**
+ * `-c user.name=… -c user.email=…` for whichever part of the identity is not configured (git
+ * config at any level, or the GIT_AUTHOR_… and GIT_COMMITTER_… environment). Git's guesses from the
+ * host name do not count: they are often refused, and would differ from machine to machine.
+ * One `git config` call: both keys at once.
+ */
+export async function identityArgs(cwd: string): Promise<string[]> {
+  const env = process.env;
+  const found = await runGit(['config', '--get-regexp', '^user\\.(name|email)$'], { cwd });
+  const keys = new Set(found.ok ? found.value.split('\n').flatMap((line) => (/^\S+ \S/.test(line) ? [line.split(' ')[0]!.toLowerCase()] : [])) : []);
+  const hasName = (!!env.GIT_AUTHOR_NAME && !!env.GIT_COMMITTER_NAME) || keys.has('user.name');
+  const hasEmail = (!!env.GIT_AUTHOR_EMAIL && !!env.GIT_COMMITTER_EMAIL) || !!env.EMAIL || keys.has('user.email');
+  return [...(hasName ? [] : ['-c', `user.name=${FALLBACK_NAME}`]), ...(hasEmail ? [] : ['-c', `user.email=${FALLBACK_EMAIL}`])];
+}
+
 export class Git {
   private rootPromise: Promise<string> | undefined;
   private readonly clients = new Map<string, SimpleGit>();
@@ -137,21 +183,7 @@ export class Git {
 
   /** Like `tryRun`, with `input` on git's stdin (simple-git cannot pass stdin). */
   private async tryRunWithInput(args: string[], input: string): Promise<Result<string, GitCommandError>> {
-    const cwd = await this.root();
-    return new Promise((resolve, reject) => {
-      const child = spawn('git', args, { cwd, stdio: ['pipe', 'pipe', 'pipe'] });
-      const out: Buffer[] = [];
-      const errOut: Buffer[] = [];
-      child.stdout.on('data', (d: Buffer) => out.push(d));
-      child.stderr.on('data', (d: Buffer) => errOut.push(d));
-      child.on('error', reject);
-      child.on('close', (code) => {
-        const stdout = Buffer.concat(out).toString('utf8');
-        if (code === 0) resolve(ok(stdout));
-        else resolve(err(new GitCommandError(args, code ?? -1, Buffer.concat(errOut).toString('utf8'))));
-      });
-      child.stdin.end(input);
-    });
+    return runGit(args, { cwd: await this.root(), input });
   }
 
   /** True when `dir` is inside a git working tree. */
@@ -520,7 +552,7 @@ export class Git {
     const inHead = new Set(await this.headFiles(missing));
     const toCommit = [...present, ...missing.filter((f) => inHead.has(f))];
     if (toCommit.length === 0) return ok(null);
-    const identity = await this.identityArgs();
+    const identity = await identityArgs(root);
     const committed = await this.tryRun([
       ...identity,
       // verify=false: no hook at all. `--no-verify` skips only pre-commit and commit-msg;
@@ -544,26 +576,6 @@ export class Git {
       return undo(failureOf(committed.error));
     }
     return ok(await this.headCommit());
-  }
-
-  /**
-   * `-c user.name=… -c user.email=…` for whichever part of the identity is not configured (git
-   * config at any level, or the GIT_AUTHOR_… and GIT_COMMITTER_… environment). Git's guesses from the
-   * host name do not count: they are often refused, and would differ from machine to machine.
-   */
-  private async identityArgs(): Promise<string[]> {
-    const env = process.env;
-    const configured = async (key: string): Promise<boolean> => {
-      const r = await this.tryRun(['config', '--get', key]);
-      return r.ok && r.value.trim() !== '';
-    };
-    const hasName = (!!env.GIT_AUTHOR_NAME && !!env.GIT_COMMITTER_NAME) || (await configured('user.name'));
-    const hasEmail =
-      (!!env.GIT_AUTHOR_EMAIL && !!env.GIT_COMMITTER_EMAIL) || !!env.EMAIL || (await configured('user.email'));
-    return [
-      ...(hasName ? [] : ['-c', `user.name=${FALLBACK_NAME}`]),
-      ...(hasEmail ? [] : ['-c', `user.email=${FALLBACK_EMAIL}`]),
-    ];
   }
 
   /**
