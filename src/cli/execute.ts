@@ -421,6 +421,7 @@ export function exitCodeFor(reason: StopReason): ExitCode {
     case 'interrupted':
       return EXIT.interrupted;
     case 'agent-unavailable':
+    case 'setup-failed':
       return EXIT.cannotRun;
     case 'git-failed':
       return EXIT.gitFailed;

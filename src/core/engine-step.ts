@@ -1,10 +1,12 @@
 // The engine's state machine, pure: `step(state, event)` gives the next state and the effects the
 // engine must carry out. Every attempt is a record moving through named stages:
 //
-//   running (the worker) → verifying (spot-check, acceptance checks) → verified (waiting to be
-//   recorded) → recording (in the lane: the commit) → gone (the plan says completed)
-//   running | verifying → settling (in the lane: the task's files put back) → gone (pending,
-//   failed, …)
+//   running (the worker, in a worktree of its own) → verifying (its work captured, spot-check,
+//   acceptance checks; then its worktree is released) → verified (waiting to be recorded) →
+//   recording (in the lane: integrated onto the plan's integration ref, or parked for approval)
+//   → gone (the plan says completed or awaiting approval)
+//   running | verifying → gone (pending, failed, …): nothing to undo, the person's tree was never
+//   touched and the worktree is reset before its next use.
 //
 // The headless engine (src/run/engine.ts) executes the effects with real workers, checks and git;
 // the scheduling bench and the property tests execute them in simulated time. Nothing here does
@@ -22,13 +24,12 @@ import { computeOverlaps, overlapSets } from './overlap.ts';
 import { type Plan, type Usage, addUsage, attemptsOf, emptyUsage, modelOf, statusOf } from './plan.ts';
 import { type SchedulePolicy, byPriority, pickStarts } from './schedule.ts';
 import { type Applied, applyDecision, markStarted } from './transition.ts';
+import type { CapturedWork } from './work.ts';
 
 export interface EngineConfig {
   concurrency: number;
   maxAttempts: number;
   schedule: SchedulePolicy;
-  /** Recording commits the work. Without a commit, verified work is recorded as soon as it is verified. */
-  commit: boolean;
   /** First back-off after a rate limit; doubles per requeue of the same task. */
   backoffMs: number;
   /** Requeues of one task after rate limits before it counts as a failed attempt. */
@@ -39,7 +40,7 @@ export interface EngineConfig {
   logDir: string;
 }
 
-export type AttemptStage = 'running' | 'verifying' | 'settling' | 'verified' | 'recording';
+export type AttemptStage = 'running' | 'verifying' | 'verified' | 'recording';
 
 /** One attempt of one task, from its start until the plan records how it ended. */
 export interface Attempt {
@@ -51,8 +52,10 @@ export interface Attempt {
   readonly run?: WorkerRun;
   /** Tasks running when verification began: an undeclared change may be theirs. */
   readonly beside?: readonly number[];
-  /** What becomes of the task, once decided (from `settling` and `verified` on). */
+  /** What becomes of the task, once decided (from `verified` on). */
   readonly decision?: Decision;
+  /** What the worker left in its declared files (from `verified` on). */
+  readonly work?: CapturedWork;
 }
 
 export interface EngineStop {
@@ -82,8 +85,6 @@ export interface EngineState {
   readonly round: number;
   /** What the run's workers cost so far. */
   readonly usage: Usage;
-  /** Undeclared changes already reported: not blamed again on every later task. */
-  readonly reported: ReadonlySet<string>;
   /** Workers were told to stop (an interrupt, an agent that cannot run): verdicts after it are void. */
   readonly aborted: boolean;
   /** Time spent by finished workers, and by the lane recording, to tell whether waiting for a record pays. */
@@ -106,9 +107,9 @@ export type EngineEvent =
   | { type: 'tick'; now: number }
   | { type: 'worker-finished'; task: number; run: WorkerRun; now: number }
   | { type: 'verified'; task: number; verification: Verification; now: number }
-  /** The task's files were put back; `failure` says why they could not be. */
-  | { type: 'settled'; task: number; failure: string | null; now: number }
-  /** The lane recorded these tasks; `commit` is null without a commit (or with nothing to commit). */
+  /** The attempt's worktree could not be made ready (its setup command failed): no attempt was made. */
+  | { type: 'workspace-failed'; task: number; reason: string; now: number }
+  /** The lane recorded these tasks; `commit` is the integration commit (null when nothing changed). */
   | { type: 'recorded'; tasks: readonly number[]; commit: string | null; failure: string | null; now: number }
   /** Ctrl-C: stop the workers, record what is verified, stop. */
   | { type: 'interrupt'; now: number };
@@ -117,13 +118,17 @@ export type EngineEffect =
   /** Write `state.plan` to disk before carrying out the effects after this one. */
   | { type: 'save' }
   | { type: 'emit'; event: RunEventBody }
+  /** Make a worktree ready at the integration tip, then run the worker there. */
   | { type: 'start-worker'; task: number; attempt: number; logPath: string }
-  /** Verify the task's work; changes already `reported` (another task's strays) are not its own. */
-  | { type: 'verify'; task: number; reported: string[] }
-  /** In the lane: put the task's declared files back as they are in HEAD. */
-  | { type: 'restore'; task: number }
-  /** In the lane: commit the tasks' declared files (the results are in the plan already). */
-  | { type: 'record'; tasks: number[]; round: number }
+  /** Capture the task's work in its worktree, then spot-check it and run its acceptance checks there. */
+  | { type: 'verify'; task: number }
+  /** The attempt is done with its worktree: it may serve the next attempt. */
+  | { type: 'release-workspace'; task: number }
+  /**
+   * In the lane: integrate verified work onto the integration ref (one commit; the results are in
+   * the plan already) and park work that waits for approval on a ref of its own.
+   */
+  | { type: 'record'; tasks: number[]; round: number; integrate: Array<{ task: number; work: CapturedWork }>; park: Array<{ task: number; work: CapturedWork }> }
   /** Send a `tick` at this time (a back-off ends). */
   | { type: 'wake'; at: number }
   /** Stop every running worker and check. */
@@ -148,7 +153,6 @@ export function initialState(plan: Plan, config: EngineConfig, now: number): Eng
     admitted: null,
     round: 0,
     usage: emptyUsage(),
-    reported: new Set(),
     aborted: false,
     timing: { workers: 0, workerMs: 0, records: 0, recordMs: 0 },
     recordingSince: null,
@@ -161,7 +165,7 @@ export function initialState(plan: Plan, config: EngineConfig, now: number): Eng
  * The stages in which an attempt holds a worker slot and has work in flight: until its outcome is
  * settled, nothing that depends on it (the breaker, say) is known.
  */
-const IN_FLIGHT: ReadonlySet<AttemptStage> = new Set(['running', 'verifying', 'settling']);
+const IN_FLIGHT: ReadonlySet<AttemptStage> = new Set(['running', 'verifying']);
 
 /** Tasks whose attempt is in one of `stages`, ascending. */
 export function tasksIn(state: Pick<EngineState, 'attempts'>, stages: ReadonlySet<AttemptStage>): number[] {
@@ -301,7 +305,6 @@ interface Work {
   attempts: Map<number, Attempt>;
   notBefore: Map<number, number>;
   requeues: Map<number, number>;
-  reported: Set<string>;
   effects: EngineEffect[];
 }
 
@@ -310,14 +313,12 @@ export function step(state: EngineState, event: EngineEvent): Step {
   const attempts = new Map(state.attempts);
   const notBefore = new Map(state.notBefore);
   const requeues = new Map(state.requeues);
-  const reported = new Set(state.reported);
   const plan: Plan = { ...state.plan, tasks: state.plan.tasks.slice() };
   const work: Work = {
-    draft: { ...state, plan, attempts, notBefore, requeues, reported, now: Math.max(state.now, event.now) },
+    draft: { ...state, plan, attempts, notBefore, requeues, now: Math.max(state.now, event.now) },
     attempts,
     notBefore,
     requeues,
-    reported,
     effects: [],
   };
   switch (event.type) {
@@ -332,8 +333,8 @@ export function step(state: EngineState, event: EngineEvent): Step {
     case 'verified':
       verified(work, event.task, event.verification);
       break;
-    case 'settled':
-      settled(work, event.task, event.failure);
+    case 'workspace-failed':
+      workspaceFailed(work, event.task, event.reason);
       break;
     case 'recorded':
       recorded(work, event.tasks, event.commit, event.failure);
@@ -376,9 +377,8 @@ function workerFinished(work: Work, task: number, run: WorkerRun): void {
   draft.timing = { ...draft.timing, workers: draft.timing.workers + 1, workerMs: draft.timing.workerMs + run.durationMs };
   const judgement = judgeRun(run);
   if (judgement.kind === 'verify' && !draft.aborted) {
-    const beside = tasksIn(work, new Set(['running', 'verifying'])).filter((t) => t !== task);
-    work.attempts.set(task, { ...attempt, stage: 'verifying', run, beside });
-    work.effects.push({ type: 'verify', task, reported: [...work.reported] });
+    work.attempts.set(task, { ...attempt, stage: 'verifying', run });
+    work.effects.push({ type: 'verify', task });
     return;
   }
   // A COMPLETED report after the workers were told to stop is not verified: the run is ending.
@@ -401,15 +401,20 @@ function decideFor(work: Work, task: number, run: WorkerRun, verification?: Veri
 function verified(work: Work, task: number, verification: Verification): void {
   const attempt = attemptIn(work, task, 'verifying');
   const run = attempt.run!;
-  if (verification.outsideChanges.length > 0) {
-    for (const path of verification.outsideChanges) work.reported.add(path);
-    const beside = attempt.beside ?? [];
-    const maybe = beside.length > 0 ? ` (tasks ${beside.join(', ')} were running too: it may be theirs)` : '';
-    emit(work, { type: 'notice', level: 'warning', message: `task ${task} changed files it did not declare: ${verification.outsideChanges.join(', ')}${maybe}` });
-  }
   // An interrupt during the acceptance checks makes their verdict meaningless.
   const decision: Decision = work.draft.aborted ? { kind: 'interrupted' } : decideFor(work, task, run, verification);
-  conclude(work, attempt, decision);
+  conclude(work, verification.work ? { ...attempt, work: verification.work } : attempt, decision);
+}
+
+/** The worktree could not be made ready: the task goes back to pending, no attempt counted, and the run stops. */
+function workspaceFailed(work: Work, task: number, reason: string): void {
+  attemptIn(work, task, 'running');
+  work.attempts.delete(task);
+  work.effects.push({ type: 'release-workspace', task });
+  applyDecision(work.draft.plan, task, { kind: 'interrupted' }, emptyUsage());
+  work.effects.push({ type: 'save' });
+  emit(work, { type: 'notice', level: 'warning', message: `task ${task} could not start: ${reason}` });
+  stopWith(work, { reason: 'setup-failed', message: `${reason}. No attempt was spent; fix the setup command (context.setupCommand in the plan) and run the same command again` });
 }
 
 /** The `task-finished` event of an attempt, but for its outcome and words. */
@@ -443,30 +448,31 @@ function conclude(work: Work, attempt: Attempt, decided: Decision): void {
   });
   const base = finishedEvent(work, attempt);
   const usage = attempt.run!.usage;
+  // Whatever was decided, the worktree has served this attempt (its work is captured).
+  work.effects.push({ type: 'release-workspace', task });
   switch (decision.kind) {
     case 'completed':
-      // Verified: it holds its files until the lane has recorded it.
-      work.attempts.set(task, { ...attempt, stage: 'verified', decision });
-      emit(work, { ...base, outcome: 'completed', result: decision.result });
-      break;
     case 'awaiting_approval':
-      applyDecision(draft.plan, task, decision, usage);
-      work.attempts.delete(task);
-      work.effects.push({ type: 'save' });
-      emit(work, { ...base, outcome: 'awaiting_approval', result: decision.result });
+      // Verified: it holds its files until the lane has integrated (or parked) its work.
+      work.attempts.set(task, { ...attempt, stage: 'verified', decision });
+      emit(work, { ...base, outcome: decision.kind, result: decision.result });
       break;
     case 'retry':
     case 'failed':
     case 'interrupted':
-    case 'abort-run':
-      // Its files go back as they are in HEAD, in the lane; the plan records it once they have.
-      work.attempts.set(task, { ...attempt, stage: 'settling', decision });
-      work.effects.push({ type: 'restore', task });
+    case 'abort-run': {
+      // Nothing to undo: the attempt's work never left its worktree.
+      const applied = applyDecision(draft.plan, task, decision, usage);
+      work.attempts.delete(task);
+      work.effects.push({ type: 'save' });
+      emit(work, { ...base, outcome: outcomeOf(decision), reason: reasonOf(decision) ?? 'interrupted' });
+      reportCascade(work, applied);
       if (decision.kind === 'abort-run') {
         stopWith(work, { reason: 'agent-unavailable', message: describeWorkerFailure(decision.failure), agentFailure: decision.failure });
         abortWorkers(work);
       }
       break;
+    }
     case 'blocked':
       reportCascade(work, applyDecision(draft.plan, task, decision, usage));
       work.attempts.delete(task);
@@ -490,24 +496,6 @@ function conclude(work: Work, attempt: Attempt, decided: Decision): void {
   }
 }
 
-function settled(work: Work, task: number, failure: string | null): void {
-  const attempt = attemptIn(work, task, 'settling');
-  const decision = attempt.decision!;
-  const base = finishedEvent(work, attempt);
-  work.attempts.delete(task);
-  if (failure !== null) {
-    // The task stays in progress on disk: the next run restores its files and runs it again.
-    const why = `could not restore the files of task ${task}: ${failure}`;
-    emit(work, { ...base, outcome: 'interrupted', reason: why });
-    stopWith(work, { reason: 'git-failed', message: `${why}. The task stays in progress; once git works again, run the same command: it restores the task's files and runs it again` });
-    return;
-  }
-  const applied = applyDecision(work.draft.plan, task, decision, attempt.run!.usage);
-  work.effects.push({ type: 'save' });
-  emit(work, { ...base, outcome: outcomeOf(decision), reason: reasonOf(decision) ?? 'interrupted' });
-  reportCascade(work, applied);
-}
-
 function reportCascade(work: Work, applied: Applied): void {
   const cascade = applied.cascade;
   if (!cascade) return;
@@ -524,15 +512,19 @@ function record(work: Work): void {
   if (verifiedTasks.length === 0) return;
   const draft = work.draft;
   draft.round++;
+  const integrate: Array<{ task: number; work: CapturedWork }> = [];
+  const park: Array<{ task: number; work: CapturedWork }> = [];
   for (const task of verifiedTasks) {
     const attempt = work.attempts.get(task)!;
     // The results go into the commit's trailers, so the plan carries them before the commit.
-    const decision = attempt.decision as Extract<Decision, { kind: 'completed' }>;
+    const decision = attempt.decision as Extract<Decision, { kind: 'completed' | 'awaiting_approval' }>;
     draft.plan.tasks[task] = { ...draft.plan.tasks[task]!, result: decision.result };
     work.attempts.set(task, { ...attempt, stage: 'recording' });
+    const captured = attempt.work ?? { base: '', entries: [] };
+    (decision.kind === 'completed' ? integrate : park).push({ task, work: captured });
   }
   draft.recordingSince = draft.now;
-  work.effects.push({ type: 'record', tasks: verifiedTasks, round: draft.round });
+  work.effects.push({ type: 'record', tasks: verifiedTasks, round: draft.round, integrate, park });
 }
 
 function recorded(work: Work, tasks: readonly number[], commit: string | null, failure: string | null): void {
@@ -541,31 +533,36 @@ function recorded(work: Work, tasks: readonly number[], commit: string | null, f
     draft.timing = { ...draft.timing, records: draft.timing.records + 1, recordMs: draft.timing.recordMs + (draft.now - draft.recordingSince) };
     draft.recordingSince = null;
   }
+  if (failure !== null) {
+    // Nothing was integrated: the tasks stay in progress on disk, so the next run does them again.
+    for (const task of tasks) work.attempts.delete(task);
+    const why = `could not integrate the verified work of tasks ${tasks.join(', ')}: ${failure}`;
+    emit(work, { type: 'notice', level: 'warning', message: why });
+    stopWith(work, { reason: 'git-failed', message: `${why}. Your branch and files were not touched; once git works again, run the same command: those tasks run again` });
+    return;
+  }
+  const integrated: number[] = [];
   for (const task of tasks) {
     const attempt = attemptIn(work, task, 'recording');
     applyDecision(draft.plan, task, attempt.decision!, attempt.run!.usage);
-    if (commit !== null) draft.plan.tasks[task] = { ...draft.plan.tasks[task]!, commit };
+    if (attempt.decision!.kind === 'completed') {
+      integrated.push(task);
+      if (commit !== null) draft.plan.tasks[task] = { ...draft.plan.tasks[task]!, commit };
+    }
     work.attempts.delete(task);
   }
   work.effects.push({ type: 'save' });
-  if (failure === null) {
-    emit(work, { type: 'round-committed', round: draft.round, tasks: [...tasks], commit });
-    return;
-  }
-  // The work stays on disk, uncommitted and unstaged; the next run's setup commits it.
-  const why = `could not commit the verified work of tasks ${tasks.join(', ')}: ${failure}`;
-  emit(work, { type: 'notice', level: 'warning', message: `${why}; it is left uncommitted, nothing staged` });
-  stopWith(work, { reason: 'git-failed', message: `${why}. Their work is left uncommitted and nothing is staged; once git can commit again, run the same command to commit it and go on` });
+  if (integrated.length > 0) emit(work, { type: 'round-committed', round: draft.round, tasks: integrated, commit });
 }
 
 /** Start what may start, hand verified work to the lane, wake for back-offs, or finish. */
 function schedule(work: Work): void {
   const draft = work.draft;
-  const { schedule: policy, commit } = draft.config;
+  const policy = draft.config.schedule;
   for (;;) {
     const recording = tasksIn(work, new Set(['recording'])).length > 0;
     // Continuous: record what is verified whenever the lane is free; what is verified meanwhile goes into the next record.
-    if ((policy === 'continuous' || !commit) && !recording) record(work);
+    if (policy === 'continuous' && !recording) record(work);
     if (draft.stop === null) {
       if (policy === 'rounds' && draft.admitted === null && !recording) {
         const ready = readySet(draft.plan.tasks);

@@ -28,8 +28,10 @@ export type StopReason =
   | 'failures'
   | 'interrupted'
   | 'agent-unavailable'
-  /** A git step (a commit, a restore) failed: the run stopped, nothing left staged. */
-  | 'git-failed';
+  /** A git step (an integration) failed: the run stopped; the person's branch and files untouched. */
+  | 'git-failed'
+  /** A worktree could not be made ready (the plan's setup command failed): no attempt was spent. */
+  | 'setup-failed';
 
 export type RunEventBody =
   | {

@@ -6,6 +6,7 @@ import { type FailureClass, type PermissionDenial, type WorkerFailure, type Work
 import { cascade, breaker, type BreakerDecision, type Skip } from './graph.ts';
 import { type Plan, type Task, attemptsOf, statusOf } from './plan.ts';
 import { clipHead, clipTail } from './format.ts';
+import type { CapturedWork } from './work.ts';
 
 export interface AcceptanceResult {
   criterion: string;
@@ -21,10 +22,12 @@ export interface Verification {
   missingCreated: string[];
   /** Declared modified files with no change against HEAD. */
   unchangedModified: string[];
-  /** Changed paths no task running at the time declared: reported, not fatal. */
+  /** Paths the attempt changed that its task does not declare: the attempt fails with them. */
   outsideChanges: string[];
   /** Empty when the spot-check failed (acceptance is not run then). */
   acceptance: AcceptanceResult[];
+  /** The declared files as the worker left them, captured before any check ran (what is integrated). */
+  work?: CapturedWork;
 }
 
 /** Why one attempt of a task did not pass. */
@@ -33,6 +36,7 @@ export type AttemptFailure =
   | { reason: 'no-status-line'; tail: string }
   | { reason: 'worker'; failure: WorkerFailure }
   | { reason: 'spot-check'; missingCreated: string[]; unchangedModified: string[] }
+  | { reason: 'outside-changes'; paths: string[] }
   | { reason: 'acceptance'; failures: AcceptanceResult[] };
 
 export function describeAttemptFailure(failure: AttemptFailure): string {
@@ -49,6 +53,8 @@ export function describeAttemptFailure(failure: AttemptFailure): string {
       if (failure.unchangedModified.length) parts.push(`declared files were not modified: ${failure.unchangedModified.join(', ')}`);
       return `the worker reported COMPLETED but ${parts.join('; ')}`;
     }
+    case 'outside-changes':
+      return `the worker changed files its task does not declare (only the declared files may change; these were not kept): ${failure.paths.join(', ')}`;
     case 'acceptance':
       return failure.failures
         .map((a) => {
@@ -85,10 +91,6 @@ export type Decision =
   /** The user interrupted the run: back to pending, no attempt counted. */
   | { kind: 'interrupted' };
 
-/** Decisions that throw the attempt's work away: its files go back as they are in HEAD. */
-export const undoesAttempt = (decision: Decision): boolean =>
-  decision.kind === 'retry' || decision.kind === 'failed' || decision.kind === 'interrupted' || decision.kind === 'abort-run';
-
 /** What a worker's run means before verification. `verify` means: check files and acceptance next. */
 export type Judgement =
   | { kind: 'verify'; summary: string }
@@ -122,6 +124,7 @@ export function judgeRun(run: Pick<WorkerRun, 'outcome'>): Judgement {
 
 /** The failure verification found, if any. */
 export function verificationFailure(verification: Verification): AttemptFailure | null {
+  if (verification.outsideChanges.length > 0) return { reason: 'outside-changes', paths: verification.outsideChanges };
   if (verification.missingCreated.length > 0 || verification.unchangedModified.length > 0) {
     return { reason: 'spot-check', missingCreated: verification.missingCreated, unchangedModified: verification.unchangedModified };
   }

@@ -39,7 +39,6 @@ const PASSED: Verification = { missingCreated: [], unchangedModified: [], outsid
 
 export const SIMULATION_DEFAULTS: Omit<EngineConfig, 'concurrency' | 'schedule'> = {
   maxAttempts: 3,
-  commit: true,
   backoffMs: 1000,
   maxRequeues: 6,
   logDir: '.design',
@@ -87,9 +86,6 @@ export function simulateRun(
       case 'verify':
         post({ type: 'verified', task: effect.task, verification: PASSED, now });
         return false;
-      case 'restore':
-        post({ type: 'settled', task: effect.task, failure: null, now });
-        return false;
       case 'record':
         post({ type: 'recorded', tasks: effect.tasks, commit: `round-${effect.round}`, failure: null, now });
         return false;
@@ -107,6 +103,7 @@ export function simulateRun(
         return false;
       case 'save':
       case 'abort-workers':
+      case 'release-workspace':
         return false;
       case 'finish':
         return true;

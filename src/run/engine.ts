@@ -1,9 +1,10 @@
 // The headless engine: carries out what the pure state machine (`core/engine-step.ts`) decides.
-// Events come in one at a time — a worker finished, a verification finished, the lane settled or
-// recorded something, a back-off ended, Ctrl-C — and each goes through `step`, whose effects are
-// executed here in order. Starting workers and verifying run in parallel; the lane runs, one at a
-// time, what must be serialized (git writes: restores and commits). The engine decides nothing
-// itself: every adapter it uses is passed in, so tests give it fakes and a fake clock.
+// Events come in one at a time — a worker finished, a verification finished, the lane recorded
+// something, a back-off ended, Ctrl-C — and each goes through `step`, whose effects are executed
+// here in order. Each attempt gets a worktree of its own (`prepare`), where its worker and its
+// checks run; starting workers and verifying run in parallel; the lane runs, one at a time, what
+// must be serialized (moving the integration ref). The engine decides nothing itself: every
+// adapter it uses is passed in, so tests give it fakes and a fake clock.
 
 import { realpath } from 'node:fs/promises';
 import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
@@ -16,7 +17,6 @@ import { type Plan, type Usage, modelOf } from '../core/plan.ts';
 import { workerPrompt } from '../core/prompt.ts';
 import { type WorkerPermissions, explicitPermissions, workerPermissions } from '../core/scope.ts';
 import type { RunSettings } from './settings.ts';
-import type { Workspace } from './workspace.ts';
 
 /** Time, for back-offs: the real clock, or a test's. */
 export interface Clock {
@@ -33,14 +33,19 @@ export const systemClock: Clock = {
   },
 };
 
+export type RecordRequest = Omit<Extract<EngineEffect, { type: 'record' }>, 'type'>;
+
 /** Everything the engine does to the world, passed in. */
 export interface EngineAdapters {
-  /** Where workers run (their cwd); verification and restores work there too. */
-  workspace: Pick<Workspace, 'dir'>;
+  /** A worktree made ready for an attempt of `task` at the integration tip: its directory, or why it could not be. */
+  prepare(task: number, signal: AbortSignal): Promise<Result<string, string>>;
+  /** The attempt of `task` is done with its worktree. */
+  release(task: number): void;
   runWorker(request: WorkerRequest): Promise<WorkerRun>;
-  verify(plan: Plan, task: number, input: { reported: readonly string[]; signal: AbortSignal }): Promise<Verification>;
-  restore(plan: Plan, task: number): Promise<Result<void, GitFailure>>;
-  record(plan: Plan, tasks: readonly number[], round: number): Promise<Result<string | null, GitFailure>>;
+  /** Capture the work in `dir` and verify it there. */
+  verify(plan: Plan, task: number, input: { dir: string; signal: AbortSignal }): Promise<Verification>;
+  /** Integrate verified work (and park work awaiting approval): the integration commit, or null when nothing changed. */
+  record(plan: Plan, request: RecordRequest): Promise<Result<string | null, GitFailure>>;
   save(plan: Plan): Promise<void>;
   emit(event: RunEventBody): void;
   clock: Clock;
@@ -70,7 +75,6 @@ export const engineConfig = (settings: RunSettings, logDir: string): EngineConfi
   concurrency: settings.concurrency,
   maxAttempts: settings.maxAttempts,
   schedule: settings.schedule,
-  commit: settings.commit,
   backoffMs: settings.backoffMs,
   maxRequeues: settings.maxRequeues,
   ...(settings.maxCostUsd !== undefined ? { maxCostUsd: settings.maxCostUsd } : {}),
@@ -121,12 +125,12 @@ class Inbox {
 }
 
 export async function runEngine(plan: Plan, settings: RunSettings, adapters: EngineAdapters, signal: AbortSignal, logDir: string): Promise<EngineResult> {
-  // The CLI matches edit rules against real paths: a rule through a symlink matches nothing.
-  const root = settings.allowedTools ? adapters.workspace.dir : await realpath(adapters.workspace.dir);
   const clock = adapters.clock;
   const inbox = new Inbox();
   const serialized = lane();
   const workers = new Map<number, AbortController>();
+  /** Each running or verifying attempt's worktree. */
+  const dirs = new Map<number, string>();
   const wake: { current: { at: number; cancel: () => void } | null } = { current: null };
   let state: EngineState = initialState(plan, engineConfig(settings, logDir), clock.now());
 
@@ -140,16 +144,29 @@ export async function runEngine(plan: Plan, settings: RunSettings, adapters: Eng
   };
 
   const startWorker = (effect: Extract<EngineEffect, { type: 'start-worker' }>, current: EngineState) => {
-    const task = current.plan.tasks[effect.task]!;
-    const tools = toolsFor(current.plan, effect.task, root, settings.allowedTools);
     const controller = new AbortController();
     workers.set(effect.task, controller);
-    const request: WorkerRequest = {
+    if (signal.aborted) controller.abort();
+    const started = adapters.prepare(effect.task, controller.signal).then(async (prepared): Promise<EngineEvent> => {
+      if (!prepared.ok) return { type: 'workspace-failed', task: effect.task, reason: prepared.error, now: clock.now() };
+      dirs.set(effect.task, prepared.value);
+      const run = await adapters.runWorker(await workerRequest(effect, current, prepared.value, controller.signal));
+      return { type: 'worker-finished', task: effect.task, run, now: clock.now() };
+    });
+    later(started, (event) => event);
+  };
+
+  const workerRequest = async (effect: Extract<EngineEffect, { type: 'start-worker' }>, current: EngineState, dir: string, stop: AbortSignal): Promise<WorkerRequest> => {
+    const task = current.plan.tasks[effect.task]!;
+    // The CLI matches edit rules against real paths: a rule through a symlink matches nothing.
+    const root = settings.allowedTools ? dir : await realpath(dir);
+    const tools = toolsFor(current.plan, effect.task, root, settings.allowedTools);
+    return {
       taskIndex: effect.task,
       attempt: effect.attempt,
       prompt: workerPrompt(current.plan, effect.task, { maxAttempts: settings.maxAttempts }),
       model: modelOf(task),
-      cwd: adapters.workspace.dir,
+      cwd: dir,
       claudeBin: settings.claudeBin,
       permissionMode: settings.permissionMode,
       allowedTools: tools.allow,
@@ -158,10 +175,9 @@ export async function runEngine(plan: Plan, settings: RunSettings, adapters: Eng
       timeoutMs: settings.taskTimeoutMs,
       logPath: effect.logPath,
       env: adapters.env,
-      signal: controller.signal,
+      signal: stop,
       onActivity: (activity) => adapters.emit({ type: 'task-activity', task: effect.task, text: activity.text, costUsd: activity.costUsd }),
     };
-    later(adapters.runWorker(request), (run) => ({ type: 'worker-finished', task: effect.task, run, now: clock.now() }));
   };
 
   const execute = async (effect: EngineEffect, current: EngineState): Promise<EngineResult | null> => {
@@ -178,23 +194,24 @@ export async function runEngine(plan: Plan, settings: RunSettings, adapters: Eng
       case 'verify': {
         const controller = workers.get(effect.task) ?? new AbortController();
         if (signal.aborted) controller.abort();
-        later(adapters.verify(current.plan, effect.task, { reported: effect.reported, signal: controller.signal }), (verification) => ({ type: 'verified', task: effect.task, verification, now: clock.now() }));
+        const dir = dirs.get(effect.task);
+        if (dir === undefined) throw new Error(`engine: task ${effect.task} has no worktree to verify in`);
+        later(adapters.verify(current.plan, effect.task, { dir, signal: controller.signal }), (verification) => ({ type: 'verified', task: effect.task, verification, now: clock.now() }));
         return null;
       }
-      case 'restore':
+      case 'release-workspace':
         workers.delete(effect.task);
-        later(
-          serialized(() => adapters.restore(current.plan, effect.task)),
-          (restored) => ({ type: 'settled', task: effect.task, failure: restored.ok ? null : describeGitFailure(restored.error), now: clock.now() }),
-        );
+        dirs.delete(effect.task);
+        adapters.release(effect.task);
         return null;
-      case 'record':
-        for (const task of effect.tasks) workers.delete(task);
+      case 'record': {
+        const { type: _type, ...request } = effect;
         later(
-          serialized(() => adapters.record(current.plan, effect.tasks, effect.round)),
+          serialized(() => adapters.record(current.plan, request)),
           (recorded) => ({ type: 'recorded', tasks: effect.tasks, commit: recorded.ok ? recorded.value : null, failure: recorded.ok ? null : describeGitFailure(recorded.error), now: clock.now() }),
         );
         return null;
+      }
       case 'wake':
         // One timer, for the earliest back-off; the tick it sends asks again for any later one.
         if (wake.current !== null && wake.current.at <= effect.at) return null;

@@ -32,7 +32,7 @@ describe('step', () => {
     expect(finished.state.attempts.get(0)!.stage).toBe('verifying');
 
     const verified = run(finished.state, { type: 'verified', task: 0, verification: PASSED, now: 6 });
-    expect(kinds(verified.effects)).toEqual(['emit:task-finished', 'record']);
+    expect(kinds(verified.effects)).toEqual(['release-workspace', 'emit:task-finished', 'record']);
     expect(verified.state.attempts.get(0)!.stage).toBe('recording');
     // Still in progress until the record lands: a crash now redoes it, never loses it.
     expect(statusOf(verified.state.plan.tasks[0]!)).toBe('in_progress');

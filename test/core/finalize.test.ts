@@ -125,8 +125,10 @@ describe('decide', () => {
     expect(decide(input(verify, { verification: passing }))).toEqual({ kind: 'completed', result: 'wrote src/a.ts' });
   });
 
-  it('outside changes are reported elsewhere, not fatal', () => {
-    expect(decide(input(verify, { verification: { ...passing, outsideChanges: ['other.ts'] } })).kind).toBe('completed');
+  it('changes outside the declared files fail the attempt, naming them (each attempt has a worktree of its own: they are its own)', () => {
+    const decision = decide(input(verify, { verification: { ...passing, outsideChanges: ['other.ts', 'junk/x'] } }));
+    expect(decision.kind).toBe('retry');
+    expect(decision.kind === 'retry' && decision.failure).toContain('does not declare (only the declared files may change; these were not kept): other.ts, junk/x');
   });
 
   it('a gated task with verified work → awaiting_approval', () => {

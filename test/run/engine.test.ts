@@ -1,5 +1,5 @@
 // The headless engine in the test process: workers are released one at a time by the test, time
-// is a fake clock, verification and git are fakes. Ordering, overlaps, retries, back-off, budget,
+// is a fake clock, worktrees, verification and git are fakes. Ordering, overlaps, retries, back-off, budget,
 // the breaker, interrupts, gates and git failures, checked step by step with no sleeps.
 
 import { describe, expect, it } from 'vitest';
@@ -14,8 +14,13 @@ describe('the engine, in process', () => {
     const rig = new EngineRig(makePlan([task('A'), task('B', { blockedBy: [0] }), task('C')]), { settings: { concurrency: 4 } });
     await rig.advance(0);
     expect(rig.runningTasks).toEqual([0, 2]);
+    expect(rig.worktrees.get(0)).toBe('/worktrees/0');
+    expect(rig.started.find((r) => r.taskIndex === 0)!.cwd).toBe('/worktrees/0');
     await rig.finish(0, 'COMPLETED: made A');
-    expect(rig.recorded).toEqual([{ tasks: [0], round: 1 }]);
+    expect(rig.recorded.map((r) => [r.tasks, r.round])).toEqual([[[0], 1]]);
+    expect(rig.recorded[0]!.integrate.map((i) => i.task)).toEqual([0]);
+    // Verified: its worktree is free for the next attempt.
+    expect(rig.released).toEqual([0]);
     expect(rig.runningTasks).toEqual([1, 2]);
     expect(rig.started.find((r) => r.taskIndex === 1)!.prompt).toContain('made A');
     await rig.finish(2, 'COMPLETED: made C');
@@ -45,11 +50,12 @@ describe('the engine, in process', () => {
     expect((await rig.ended()).reason).toBe('all-done');
   });
 
-  it('retries a failed attempt after restoring its files, with the failure in the next prompt', async () => {
+  it('retries a failed attempt in a fresh worktree, with the failure in the next prompt', async () => {
     const rig = new EngineRig(makePlan([task('A')]));
     await rig.advance(0);
     await rig.finish(0, 'FAILED: the tests would not pass');
-    expect(rig.restored).toEqual([0]);
+    expect(rig.released).toEqual([0]);
+    expect(rig.worktrees.has(0)).toBe(true);
     expect(rig.outcomes()).toEqual([[0, 'retry']]);
     expect(rig.started.map((r) => [r.taskIndex, r.attempt])).toEqual([
       [0, 1],
@@ -137,22 +143,63 @@ describe('the engine, in process', () => {
       [0, 'completed'],
       [1, 'interrupted'],
     ]);
-    expect(rig.restored).toEqual([1]);
+    expect(rig.released.sort()).toEqual([0, 1]);
+    expect(rig.worktrees.size).toBe(0);
     expect(result.plan.tasks.map((t) => [statusOf(t), t.attempts])).toEqual([
       ['completed', 1],
       ['pending', undefined],
     ]);
   });
 
-  it('gated work waits for approval and holds its files; the run says so', async () => {
+  it('gated work is parked on a ref of its own, holds its files and no worktree; the run says so', async () => {
     const plan = makePlan([task('A', { gate: 'human-approval', create: ['a.txt'] }), task('B', { modify: ['a.txt'], create: [] }), task('C', { blockedBy: [0] })]);
-    const rig = new EngineRig(plan, { settings: { concurrency: 3 } });
+    const work = { base: 'base0', entries: [{ path: 'a.txt', mode: '100644', object: 'blob-a' }] };
+    const rig = new EngineRig(plan, { settings: { concurrency: 3 }, verify: () => ({ ...PASSED, work }) });
     await rig.advance(0);
     expect(rig.runningTasks).toEqual([0]);
     await rig.finish(0, 'COMPLETED: a for review');
     const result = await rig.ended();
     expect(result.reason).toBe('awaiting_approval');
     expect(result.plan.tasks.map((t) => statusOf(t))).toEqual(['awaiting_approval', 'pending', 'pending']);
+    expect(rig.recorded.map((r) => [r.integrate, r.park])).toEqual([[[], [{ task: 0, work }]]]);
+    expect(result.plan.tasks[0]!.commit).toBeUndefined();
+    expect(rig.worktrees.size).toBe(0);
+  });
+
+  it('integrates exactly the work verification captured', async () => {
+    const work = (task: number) => ({ base: 'b', entries: [{ path: `${task}.txt`, mode: '100644', object: `o${task}` }] });
+    const rig = new EngineRig(makePlan([task('A'), task('B')]), { settings: { concurrency: 2 }, verify: (t) => ({ ...PASSED, work: work(t) }) });
+    await rig.advance(0);
+    await rig.finish(1, 'COMPLETED: b');
+    await rig.finish(0, 'COMPLETED: a');
+    await rig.ended();
+    expect(rig.recorded.flatMap((r) => r.integrate)).toEqual([
+      { task: 1, work: work(1) },
+      { task: 0, work: work(0) },
+    ]);
+  });
+
+  it('a worktree that cannot be made ready stops the run before any attempt is spent', async () => {
+    const rig = new EngineRig(makePlan([task('A'), task('B')]), { settings: { concurrency: 2 }, prepare: (t) => (t === 0 ? { ok: false, error: 'the setup command `npm ci` failed (exit 1): ENOTFOUND' } : { ok: true, value: `/worktrees/${t}` }) });
+    await rig.advance(0);
+    expect(rig.runningTasks).toEqual([1]);
+    await rig.finish(1, 'COMPLETED: b');
+    const result = await rig.ended();
+    expect(result.reason).toBe('setup-failed');
+    expect(result.message).toContain('ENOTFOUND');
+    expect(result.plan.tasks.map((t) => [statusOf(t), t.attempts ?? 0])).toEqual([
+      ['pending', 0],
+      ['completed', 1],
+    ]);
+  });
+
+  it('an attempt that changed files its task does not declare fails with their names', async () => {
+    const rig = new EngineRig(makePlan([task('A')]), { settings: { maxAttempts: 1 }, verify: () => ({ ...PASSED, outsideChanges: ['README.md', 'junk/stray.txt'] }) });
+    await rig.advance(0);
+    await rig.finish(0, 'COMPLETED: a');
+    const result = await rig.ended();
+    expect(statusOf(result.plan.tasks[0]!)).toBe('failed');
+    expect(result.plan.tasks[0]!.result).toContain('README.md, junk/stray.txt');
     expect(rig.recorded).toEqual([]);
   });
 
@@ -169,14 +216,14 @@ describe('the engine, in process', () => {
     ]);
   });
 
-  it('a commit that fails stops the run with the work recorded uncommitted', async () => {
-    const rig = new EngineRig(makePlan([task('A'), task('B', { blockedBy: [0] })]), { record: () => gitFailure('commit', 'gpg failed to sign the data') });
+  it('an integration that fails stops the run; the task stays in progress, to run again', async () => {
+    const rig = new EngineRig(makePlan([task('A'), task('B', { blockedBy: [0] })]), { record: () => gitFailure('update-ref', 'cannot lock ref') });
     await rig.advance(0);
     await rig.finish(0, 'COMPLETED: a');
     const result = await rig.ended();
     expect(result.reason).toBe('git-failed');
-    expect(result.message).toContain('gpg failed to sign');
-    expect(result.plan.tasks[0]).toMatchObject({ status: 'completed' });
+    expect(result.message).toContain('cannot lock ref');
+    expect(result.plan.tasks[0]).toMatchObject({ status: 'in_progress' });
     expect(result.plan.tasks[0]!.commit).toBeUndefined();
     expect(rig.started.map((r) => r.taskIndex)).toEqual([0]);
   });
@@ -190,7 +237,7 @@ describe('the engine, in process', () => {
     expect(rig.recorded).toEqual([]);
     expect(rig.runningTasks).toEqual([1]);
     await rig.finish(1, 'COMPLETED: b');
-    expect(rig.recorded).toEqual([{ tasks: [0, 1], round: 1 }]);
+    expect(rig.recorded.map((r) => [r.tasks, r.round])).toEqual([[[0, 1], 1]]);
     expect(rig.runningTasks).toEqual([2]);
     await rig.finish(2, 'COMPLETED: c');
     expect((await rig.ended()).reason).toBe('all-done');

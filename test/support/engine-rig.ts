@@ -1,5 +1,5 @@
-// A rig that runs the headless engine inside the test process: fake workers the test releases one
-// at a time, fake verification, restore and record stages, and a fake clock. Nothing is spawned
+// A rig that runs the headless engine inside the test process: fake worktrees, fake workers the
+// test releases one at a time, fake verification and record stages, and a fake clock. Nothing is spawned
 // and nothing sleeps; a step of the engine is waited for by letting pending I/O callbacks run.
 
 import type { GitFailure } from '../../src/core/git-text.ts';
@@ -9,7 +9,7 @@ import { type Result, type WorkerFailure, type WorkerRun, err, ok } from '../../
 import type { Verification } from '../../src/core/finalize.ts';
 import { type Plan, emptyUsage } from '../../src/core/plan.ts';
 import { parseStatusLine } from '../../src/core/prompt.ts';
-import { type Clock, type EngineResult, runEngine } from '../../src/run/engine.ts';
+import { type Clock, type EngineResult, type RecordRequest, runEngine } from '../../src/run/engine.ts';
 import { DEFAULTS, type RunSettings } from '../../src/run/settings.ts';
 
 export const PASSED: Verification = { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [] };
@@ -66,8 +66,8 @@ export interface RigOptions {
   settings?: Partial<RunSettings>;
   /** What verification finds for a task (default: it passes). */
   verify?: (task: number) => Verification;
-  /** The lane's restore (default: it works). */
-  restore?: (task: number) => Result<void, GitFailure>;
+  /** Making a worktree ready for `task` (default: it works, `/worktrees/<task>`). */
+  prepare?: (task: number) => Result<string, string>;
   /** The lane's record (default: a commit named after the round). */
   record?: (tasks: readonly number[], round: number) => Result<string | null, GitFailure>;
 }
@@ -80,8 +80,11 @@ export class EngineRig {
   readonly running = new Map<number, Running>();
   /** Every worker request, in start order. */
   readonly started: WorkerRequest[] = [];
-  readonly restored: number[] = [];
-  readonly recorded: Array<{ tasks: number[]; round: number }> = [];
+  /** Worktrees handed out and not released yet, by task. */
+  readonly worktrees = new Map<number, string>();
+  /** Tasks whose worktree was released, in order. */
+  readonly released: number[] = [];
+  readonly recorded: RecordRequest[] = [];
   result: EngineResult | null = null;
   failure: unknown = null;
   private readonly done: Promise<void>;
@@ -108,7 +111,16 @@ export class EngineRig {
       plan,
       settings,
       {
-        workspace: { dir: '/nowhere' },
+        prepare: async (task) => {
+          if (this.worktrees.has(task)) throw new Error(`task ${task} was given a second worktree before releasing the first`);
+          const prepared = options.prepare?.(task) ?? ok(`/worktrees/${task}`);
+          if (prepared.ok) this.worktrees.set(task, prepared.value);
+          return prepared;
+        },
+        release: (task) => {
+          this.worktrees.delete(task);
+          this.released.push(task);
+        },
         runWorker: (request) =>
           new Promise<WorkerRun>((resolve) => {
             this.started.push(request);
@@ -116,13 +128,9 @@ export class EngineRig {
             request.signal?.addEventListener('abort', () => resolve(failedRun({ reason: 'interrupted' })), { once: true });
           }),
         verify: async (_plan, task) => options.verify?.(task) ?? PASSED,
-        restore: async (_plan, task) => {
-          this.restored.push(task);
-          return options.restore?.(task) ?? ok(undefined);
-        },
-        record: async (_plan, tasks, round) => {
-          this.recorded.push({ tasks: [...tasks], round });
-          return options.record?.(tasks, round) ?? ok(`commit-${round}`);
+        record: async (_plan, request) => {
+          this.recorded.push(request);
+          return options.record?.(request.tasks, request.round) ?? ok(`commit-${request.round}`);
         },
         save: async (saved) => {
           this.saves.push(saved);
