@@ -125,7 +125,8 @@ export function pathState(observation: PathObservation, options: JudgeOptions, v
     case 'commit': {
       const indexAtTo = sameIndex(observation.index, observation.to);
       if (indexAtTo && fileAtTo) return { kind: 'to' };
-      if (indexUntouched && fileAtFrom) return { kind: 'from' };
+      // A file already holding `to`'s content loses nothing when its index entry moves too.
+      if (indexUntouched && (fileAtFrom || fileAtTo)) return { kind: 'from' };
       if (options.resuming && indexAtTo && fileAtFrom) return { kind: 'from' };
       return { kind: 'changed', why: whyChanged(observation, indexUntouched || (options.resuming === true && indexAtTo)) };
     }
