@@ -210,6 +210,21 @@ describe('land, commit mode', () => {
     expect(await r.git(['status', '--porcelain=v1', '-uall'])).toBe('');
   });
 
+  it('lands paths with spaces, quotes, non-ASCII letters, tabs and newlines, and leading dashes', async () => {
+    const odd = ['sp ace.txt', 'ünï ✓.md', 'q"uote\'s.txt', 'tab\there.txt', 'new\nline.txt', '-dash.txt', 'src/[id].ts'];
+    const r = await repo(Object.fromEntries(odd.map((file) => [file, `old ${file}\n`])));
+    const tip = await commitOnTop(r, await head(r), Object.fromEntries(odd.map((file, index) => [file, index % 2 === 0 ? `new ${file}\n` : null])));
+    await r.write({ 'src/[id].ts': 'the person\'s edit\n' });
+    expect(await land(request(r, tip))).toEqual({ ok: false, error: { kind: 'local-changes', paths: [{ path: 'src/[id].ts', why: 'modified' }] } });
+    await r.write({ 'src/[id].ts': 'old src/[id].ts\n' });
+    expect((await land(request(r, tip))).ok).toBe(true);
+    for (const [index, file] of odd.entries()) {
+      if (index % 2 === 0) expect(await read(r, file)).toBe(`new ${file}\n`);
+      else expect(has(r, file)).toBe(false);
+    }
+    expect(await r.git(['status', '--porcelain=v1', '-uall'])).toBe('');
+  });
+
   it('replaces a file by a directory and a directory by a file', async () => {
     const r = await repo({ 'a': 'file a\n', 'd/x.txt': 'x\n', 'd/sub/y.txt': 'y\n' });
     const from = await head(r);
@@ -414,11 +429,12 @@ describe('resumeLanding', () => {
     expect(has(r, '.design/landing.json')).toBe(true);
   });
 
-  it('worktree mode: a crash after the intent is written is completed, HEAD and index unchanged', async () => {
+  for (const step of ['intent-written', 'files-written'] as const) it(`worktree mode: a crash after ${step} is completed, HEAD and index unchanged`, async () => {
     const { r, from, tip } = await repoWithTip();
     const index = await r.git(['ls-files', '-s']);
     const crash = new Error('crash');
-    await expect(land(request(r, tip, { mode: 'worktree' }), { afterStep: (reached) => { if (reached === 'intent-written') throw crash; } })).rejects.toBe(crash);
+    await expect(land(request(r, tip, { mode: 'worktree' }), { afterStep: (reached) => { if (reached === step) throw crash; } })).rejects.toBe(crash);
+    expect(has(r, '.design/landing.json')).toBe(true);
     const resumed = await resumeLanding(r.dir, intentOf(r));
     expect(resumed).toMatchObject({ ok: true, value: { from, to: tip } });
     expect(await head(r)).toBe(from);
