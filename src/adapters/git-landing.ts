@@ -1,0 +1,466 @@
+// Landing: moves the person's branch and working tree to the integration tip, touching exactly
+// the paths that differ, and only when no such path holds a change of the person's.
+//
+// Plumbing only (update-index, checkout-index, update-ref), every call with
+// `core.hooksPath=/dev/null`, so none of the person's hooks run (post-checkout, post-merge,
+// reference-transaction). The person's other staged and unstaged changes are never touched: only
+// the index entries of the differing paths are replaced. The landing is recorded in an intent file
+// before anything changes and the record removed when it is done, so a crash in between is
+// completed by `resumeLanding`. Order: index, then files (deletions first, so a file can replace a
+// directory and the reverse), then the ref; a crash leaves the ref at `from` until every file is
+// written.
+
+import { createHash } from 'node:crypto';
+import { lstat, mkdir, readFile, readdir, readlink, rename, rm, rmdir, unlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { type Result, assertNever, err, ok } from '../core/failure.ts';
+import { chunks, failureOf, splitNul } from '../core/git-text.ts';
+import {
+  type Entry,
+  type FileObservation,
+  type IndexObservation,
+  type LandMode,
+  type LandingProblem,
+  type PathObservation,
+  judgeLanding,
+} from '../core/landing.ts';
+import { type GitCommandError, runGit } from './git.ts';
+
+export type { LandMode, LandingProblem } from '../core/landing.ts';
+
+export interface LandRequest {
+  repo: string;
+  /** The integration tip to land (a commit id). */
+  to: string;
+  /** The branch the run started on (`refs/heads/x`), or null when it started on a detached HEAD. */
+  branch: string | null;
+  mode: LandMode;
+  /** worktree mode: the commit whose content the working tree already holds for landed paths (from an earlier --no-commit landing); default HEAD. */
+  base?: string;
+  /** Where the landing is recorded before it starts (e.g. `<repo>/.design/landing.json`), removed when it is done. */
+  intentPath: string;
+}
+
+export interface Landed {
+  from: string;
+  to: string;
+  /** The paths written or removed (those a crash had already landed included). */
+  paths: string[];
+  upToDate: boolean;
+}
+
+/** The steps of a landing, in order, for tests that stop one part-way (a crash). */
+export type LandingStep = 'intent-written' | 'index-updated' | 'files-written' | 'ref-updated';
+
+export interface LandingHooks {
+  /** Called after each step; throwing stops the landing there, as a crash would. */
+  afterStep?: (step: LandingStep) => void | Promise<void>;
+}
+
+/** The record of a landing in progress. */
+interface Intent {
+  version: 1;
+  mode: LandMode;
+  branch: string | null;
+  from: string;
+  to: string;
+  paths: string[];
+}
+
+const ZERO_OBJECT = /^0+$/;
+const NO_HOOKS = ['-c', 'core.hooksPath=/dev/null'];
+
+class GitStepFailed {
+  constructor(readonly error: GitCommandError) {}
+}
+
+/** Runs git with no hooks and literal pathspecs; a non-zero exit throws GitStepFailed (caught in `land`). */
+async function git(repo: string, args: string[], options: { env?: Record<string, string>; input?: string } = {}): Promise<string> {
+  const result = await runGit([...NO_HOOKS, '--literal-pathspecs', ...args], { cwd: repo, ...options });
+  if (!result.ok) throw new GitStepFailed(result.error);
+  return result.value;
+}
+
+/** Like `git`, but returns the exit code instead of throwing on 1 (for `merge-base --is-ancestor`, `symbolic-ref -q`). */
+async function gitStatus(repo: string, args: string[]): Promise<{ code: 0 | 1; out: string }> {
+  const result = await runGit([...NO_HOOKS, ...args], { cwd: repo });
+  if (result.ok) return { code: 0, out: result.value };
+  if (result.error.exitCode === 1) return { code: 1, out: '' };
+  throw new GitStepFailed(result.error);
+}
+
+const commitOf = async (repo: string, rev: string): Promise<string> => (await git(repo, ['rev-parse', '--verify', '--end-of-options', `${rev}^{commit}`])).trim();
+
+/** The ref HEAD points to (`refs/heads/x`), or null when HEAD is detached. */
+async function headRef(repo: string): Promise<string | null> {
+  const found = await gitStatus(repo, ['symbolic-ref', '-q', 'HEAD']);
+  return found.code === 0 ? found.out.trim() : null;
+}
+
+/** Entries of `commit` for exactly `paths`. */
+async function treeEntries(repo: string, commit: string, paths: readonly string[]): Promise<Map<string, Entry>> {
+  const wanted = new Set(paths);
+  const entries = new Map<string, Entry>();
+  for (const chunk of chunks(paths)) {
+    for (const record of splitNul(await git(repo, ['ls-tree', '-r', '-z', '--full-tree', commit, '--', ...chunk]))) {
+      const tab = record.indexOf('\t');
+      const [mode, , object] = record.slice(0, tab).split(' ');
+      const name = record.slice(tab + 1);
+      if (wanted.has(name) && mode && object) entries.set(name, { mode, object });
+    }
+  }
+  return entries;
+}
+
+/** The person's index for exactly `paths`. */
+async function indexEntries(repo: string, paths: readonly string[]): Promise<Map<string, IndexObservation>> {
+  const wanted = new Set(paths);
+  const entries = new Map<string, IndexObservation>();
+  for (const chunk of chunks(paths)) {
+    for (const record of splitNul(await git(repo, ['ls-files', '-s', '-z', '--', ...chunk]))) {
+      const tab = record.indexOf('\t');
+      const [mode, object, stage] = record.slice(0, tab).split(' ');
+      const name = record.slice(tab + 1);
+      if (!wanted.has(name) || !mode || !object) continue;
+      entries.set(name, stage === '0' ? { kind: 'entry', entry: { mode, object } } : { kind: 'conflicted' });
+    }
+  }
+  return entries;
+}
+
+interface Disk {
+  kind: 'file' | 'symlink' | 'directory' | 'absent';
+  executable: boolean;
+}
+
+async function onDisk(file: string): Promise<Disk> {
+  try {
+    const stats = await lstat(file);
+    if (stats.isSymbolicLink()) return { kind: 'symlink', executable: false };
+    if (stats.isDirectory()) return { kind: 'directory', executable: false };
+    // git records the owner's exec bit.
+    return { kind: 'file', executable: (stats.mode & 0o100) !== 0 };
+  } catch (caught) {
+    if ((caught as NodeJS.ErrnoException).code === 'ENOENT' || (caught as NodeJS.ErrnoException).code === 'ENOTDIR') return { kind: 'absent', executable: false };
+    throw caught;
+  }
+}
+
+/** Every file (not directory) under `dir`, repository-relative. */
+async function filesUnder(repo: string, dir: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const entry of await readdir(path.join(repo, dir), { withFileTypes: true })) {
+    const relative = `${dir}/${entry.name}`;
+    if (entry.isDirectory()) found.push(...(await filesUnder(repo, relative)));
+    else found.push(relative);
+  }
+  return found;
+}
+
+/** The first leading component of `repoPath` that is not a directory on disk (`a` for `a/b` when `a` is a file), if any. */
+async function obstacleOf(repo: string, repoPath: string): Promise<string | undefined> {
+  const parts = repoPath.split('/');
+  for (let length = 1; length < parts.length; length++) {
+    const leading = parts.slice(0, length).join('/');
+    const disk = await onDisk(path.join(repo, leading));
+    if (disk.kind === 'absent') return undefined;
+    if (disk.kind !== 'directory') return leading;
+  }
+  return undefined;
+}
+
+/** The object id git would give a blob holding `content`, in the repository's hash. */
+function blobId(content: Buffer, algorithm: string): string {
+  return createHash(algorithm)
+    .update(Buffer.from(`blob ${content.length}\0`))
+    .update(content)
+    .digest('hex');
+}
+
+/** What is on disk at each path: content ids through git (so clean filters apply), symlinks hashed by their target. */
+async function fileObservations(repo: string, paths: readonly string[]): Promise<Map<string, FileObservation>> {
+  const observations = new Map<string, FileObservation>();
+  const regular: Array<{ path: string; executable: boolean }> = [];
+  let algorithm: string | undefined;
+  for (const repoPath of paths) {
+    const disk = await onDisk(path.join(repo, repoPath));
+    switch (disk.kind) {
+      case 'absent':
+        observations.set(repoPath, { kind: 'absent' });
+        break;
+      case 'directory':
+        observations.set(repoPath, { kind: 'directory', files: await filesUnder(repo, repoPath) });
+        break;
+      case 'symlink': {
+        algorithm ??= (await git(repo, ['rev-parse', '--show-object-format'])).trim() === 'sha256' ? 'sha256' : 'sha1';
+        const target = await readlink(path.join(repo, repoPath), { encoding: 'buffer' });
+        observations.set(repoPath, { kind: 'file', entry: { mode: '120000', object: blobId(target, algorithm) } });
+        break;
+      }
+      case 'file':
+        regular.push({ path: repoPath, executable: disk.executable });
+        break;
+      default:
+        assertNever(disk.kind, 'disk entry');
+    }
+  }
+  for (const chunk of chunks(regular)) {
+    // File names as arguments (not --stdin-paths, which cannot carry a newline); `--path` is implied.
+    const ids = (await git(repo, ['hash-object', '--', ...chunk.map((file) => file.path)])).split('\n');
+    chunk.forEach((file, index) => {
+      observations.set(file.path, { kind: 'file', entry: { mode: file.executable ? '100755' : '100644', object: ids[index] ?? '' } });
+    });
+  }
+  return observations;
+}
+
+async function fileModeConfigured(repo: string): Promise<boolean> {
+  const found = await gitStatus(repo, ['config', '--type=bool', 'core.fileMode']);
+  return found.code === 1 || found.out.trim() !== 'false';
+}
+
+/** Observes every path that differs between `from` and `to`; `unstagedAt`: the commit whose entries mean "nothing staged". */
+async function observe(repo: string, from: string, to: string, unstagedAt: string): Promise<{ paths: string[]; observations: PathObservation[] }> {
+  const paths = splitNul(await git(repo, ['diff-tree', '-r', '-z', '--no-renames', '--name-only', from, to]));
+  if (paths.length === 0) return { paths, observations: [] };
+  const [fromEntries, toEntries, unstagedEntries, index, files] = await Promise.all([
+    treeEntries(repo, from, paths),
+    treeEntries(repo, to, paths),
+    unstagedAt === from ? null : treeEntries(repo, unstagedAt, paths),
+    indexEntries(repo, paths),
+    fileObservations(repo, paths),
+  ]);
+  const observations: PathObservation[] = [];
+  for (const repoPath of paths) {
+    const toEntry = toEntries.get(repoPath) ?? null;
+    const obstacle = toEntry === null ? undefined : await obstacleOf(repo, repoPath);
+    observations.push({
+      path: repoPath,
+      from: fromEntries.get(repoPath) ?? null,
+      to: toEntry,
+      unstaged: (unstagedEntries ?? fromEntries).get(repoPath) ?? null,
+      index: index.get(repoPath) ?? { kind: 'absent' },
+      file: files.get(repoPath) ?? { kind: 'absent' },
+      ...(obstacle === undefined ? {} : { obstacle }),
+    });
+  }
+  return { paths, observations };
+}
+
+async function writeIntent(intentPath: string, intent: Intent): Promise<void> {
+  await mkdir(path.dirname(intentPath), { recursive: true });
+  const temporary = `${intentPath}.${process.pid}.tmp`;
+  await writeFile(temporary, `${JSON.stringify(intent, null, 2)}\n`);
+  await rename(temporary, intentPath);
+}
+
+/** Removes the file at `repoPath` and then each parent directory that this left empty. */
+async function removeFile(repo: string, repoPath: string): Promise<void> {
+  const disk = await onDisk(path.join(repo, repoPath));
+  // A submodule's directory is left alone, as git's checkout does.
+  if (disk.kind === 'absent' || disk.kind === 'directory') return;
+  await unlink(path.join(repo, repoPath));
+  let parent = path.posix.dirname(repoPath);
+  while (parent !== '.') {
+    try {
+      await rmdir(path.join(repo, parent));
+    } catch {
+      return; // not empty (or already gone): stop
+    }
+    parent = path.posix.dirname(parent);
+  }
+}
+
+/** The git directory's own path for a file (`.git/<name>`, or a linked worktree's). */
+const gitPath = async (repo: string, name: string): Promise<string> => path.resolve(repo, (await git(repo, ['rev-parse', '--git-path', name])).trim());
+
+/** Writes `to`'s content for `paths` (deletions included) into the working tree, leaving the person's index alone. */
+async function writeFilesOnly(repo: string, to: string, paths: readonly string[], toEntries: Map<string, Entry>): Promise<void> {
+  for (const repoPath of paths) if (!toEntries.has(repoPath)) await removeFile(repo, repoPath);
+  const present = paths.filter((repoPath) => toEntries.has(repoPath));
+  if (present.length === 0) return;
+  // One fixed name: a crashed landing's leftover is replaced by the next one.
+  const temporaryIndex = await gitPath(repo, 'foreman-landing.index');
+  try {
+    const env = { GIT_INDEX_FILE: temporaryIndex };
+    // The whole tip, so its .gitattributes apply to what is written.
+    await git(repo, ['read-tree', to], { env });
+    await git(repo, ['checkout-index', '-f', '-z', '--stdin'], { env, input: present.map((repoPath) => `${repoPath}\0`).join('') });
+  } finally {
+    await rm(temporaryIndex, { force: true });
+  }
+}
+
+/** Commit mode's index and file steps: `to`'s entries into the person's index for `paths`, then the files from it. */
+async function moveIndexAndFiles(repo: string, paths: readonly string[], toEntries: Map<string, Entry>, hooks: LandingHooks): Promise<void> {
+  // Removals first: a path that becomes a directory (`a` → `a/b`) is removed before its new entries are added.
+  const removals = paths.filter((repoPath) => !toEntries.has(repoPath));
+  const additions = paths.filter((repoPath) => toEntries.has(repoPath));
+  const zero = '0'.repeat((await git(repo, ['rev-parse', '--show-object-format'])).trim() === 'sha256' ? 64 : 40);
+  const lines = [
+    ...removals.map((repoPath) => `0 ${zero}\t${repoPath}\0`),
+    ...additions.map((repoPath) => {
+      const entry = toEntries.get(repoPath)!;
+      return `${entry.mode} ${entry.object}\t${repoPath}\0`;
+    }),
+  ];
+  await git(repo, ['update-index', '-z', '--index-info'], { input: lines.join('') });
+  await hooks.afterStep?.('index-updated');
+  for (const repoPath of removals) await removeFile(repo, repoPath);
+  if (additions.length > 0) {
+    await git(repo, ['checkout-index', '-f', '-u', '-z', '--stdin'], { input: additions.map((repoPath) => `${repoPath}\0`).join('') });
+  }
+  await hooks.afterStep?.('files-written');
+}
+
+interface Prepared {
+  intent: Intent;
+  update: string[];
+  done: string[];
+  toEntries: Map<string, Entry>;
+}
+
+/** Judges a landing from `from` to `to`; the problem when a path blocks it. */
+async function prepare(
+  repo: string,
+  intent: Omit<Intent, 'paths' | 'version'>,
+  unstagedAt: string,
+  resuming: boolean,
+): Promise<Result<Prepared, LandingProblem>> {
+  const { paths, observations } = await observe(repo, intent.from, intent.to, unstagedAt);
+  const judgement = judgeLanding(observations, { mode: intent.mode, resuming, fileMode: await fileModeConfigured(repo) });
+  if (judgement.blocked.length > 0) return err({ kind: 'local-changes', paths: judgement.blocked });
+  const toEntries = new Map<string, Entry>();
+  for (const observation of observations) if (observation.to !== null) toEntries.set(observation.path, observation.to);
+  return ok({ intent: { version: 1, ...intent, paths }, update: judgement.update, done: judgement.done, toEntries });
+}
+
+/** The ref landing moves: the branch, or HEAD itself when detached. */
+const refArgs = (branch: string | null): string[] => (branch === null ? ['--no-deref', 'HEAD'] : [branch]);
+
+/** Carries out a judged landing; the intent file is written first and removed last. */
+async function carryOut(repo: string, prepared: Prepared, intentPath: string, hooks: LandingHooks, resuming: boolean): Promise<Landed> {
+  const { intent, update, toEntries } = prepared;
+  if (!resuming) {
+    await writeIntent(intentPath, intent);
+    await hooks.afterStep?.('intent-written');
+  }
+  try {
+    if (update.length > 0) {
+      if (intent.mode === 'commit') await moveIndexAndFiles(repo, update, toEntries, hooks);
+      else {
+        await writeFilesOnly(repo, intent.to, update, toEntries);
+        await hooks.afterStep?.('files-written');
+      }
+    }
+  } catch (caught) {
+    // Nothing was changed when the very first git step of a new landing failed (say, the index was locked): no record to keep.
+    if (!resuming && caught instanceof GitStepFailed && caught.error.args.includes('--index-info')) await rm(intentPath, { force: true });
+    throw caught;
+  }
+  if (intent.mode === 'commit') {
+    const subject = `foreman: land ${intent.to.slice(0, 12)}`;
+    await git(repo, ['update-ref', '-m', subject, ...refArgs(intent.branch), intent.to, intent.from]);
+    await hooks.afterStep?.('ref-updated');
+  }
+  await rm(intentPath, { force: true });
+  return { from: intent.from, to: intent.to, paths: [...prepared.done, ...update].sort(), upToDate: false };
+}
+
+const gitFailed = (caught: unknown): Result<never, LandingProblem> => {
+  if (caught instanceof GitStepFailed) return err({ kind: 'git-failed', failure: failureOf(caught.error) });
+  throw caught;
+};
+
+/**
+ * Lands the integration tip `to` on the person's branch (commit mode) or working tree (worktree
+ * mode) when it is safe; otherwise changes nothing and says what blocks it.
+ */
+export async function land(request: LandRequest, hooks: LandingHooks = {}): Promise<Result<Landed, LandingProblem>> {
+  try {
+    const actual = await headRef(request.repo);
+    if (actual !== request.branch) return err({ kind: 'branch-switched', expected: request.branch, actual });
+    const head = await commitOf(request.repo, 'HEAD');
+    const to = await commitOf(request.repo, request.to);
+    switch (request.mode) {
+      case 'commit': {
+        if (head === to) return ok({ from: head, to, paths: [], upToDate: true });
+        const ancestor = await gitStatus(request.repo, ['merge-base', '--is-ancestor', head, to]);
+        if (ancestor.code === 1) return err({ kind: 'diverged', head, tip: to });
+        const prepared = await prepare(request.repo, { mode: 'commit', branch: request.branch, from: head, to }, head, false);
+        if (!prepared.ok) return prepared;
+        return ok(await carryOut(request.repo, prepared.value, request.intentPath, hooks, false));
+      }
+      case 'worktree': {
+        const base = request.base === undefined ? head : await commitOf(request.repo, request.base);
+        if (base === to) return ok({ from: base, to, paths: [], upToDate: true });
+        const prepared = await prepare(request.repo, { mode: 'worktree', branch: request.branch, from: base, to }, head, false);
+        if (!prepared.ok) return prepared;
+        if (prepared.value.update.length === 0 && prepared.value.done.length === 0) return ok({ from: base, to, paths: [], upToDate: true });
+        return ok(await carryOut(request.repo, prepared.value, request.intentPath, hooks, false));
+      }
+      default:
+        return assertNever(request.mode, 'land mode');
+    }
+  } catch (caught) {
+    return gitFailed(caught);
+  }
+}
+
+function parseIntent(text: string): Intent | string {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (caught) {
+    return `not JSON (${(caught as Error).message})`;
+  }
+  const record = data as Partial<Intent> | null;
+  const isCommit = (value: unknown): value is string => typeof value === 'string' && /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(value) && !ZERO_OBJECT.test(value);
+  if (typeof record !== 'object' || record === null) return 'not an object';
+  if (record.mode !== 'commit' && record.mode !== 'worktree') return 'mode is neither "commit" nor "worktree"';
+  if (!(record.branch === null || (typeof record.branch === 'string' && record.branch.startsWith('refs/heads/')))) return 'branch is neither null nor refs/heads/…';
+  if (!isCommit(record.from) || !isCommit(record.to)) return 'from and to must be commit ids';
+  if (!Array.isArray(record.paths) || !record.paths.every((entry) => typeof entry === 'string')) return 'paths must be a list of strings';
+  return { version: 1, mode: record.mode, branch: record.branch, from: record.from, to: record.to, paths: record.paths };
+}
+
+/** A landing a crash cut short (its intent file exists): completed when every path is in `from` or `to` state, else left with the problem. Null when none was recorded. */
+export async function resumeLanding(repo: string, intentPath: string, hooks: LandingHooks = {}): Promise<Result<Landed, LandingProblem> | null> {
+  let text: string;
+  try {
+    text = await readFile(intentPath, 'utf8');
+  } catch (caught) {
+    if ((caught as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    return err({ kind: 'bad-intent', intentPath, reason: (caught as Error).message });
+  }
+  const intent = parseIntent(text);
+  if (typeof intent === 'string') return err({ kind: 'bad-intent', intentPath, reason: intent });
+  try {
+    const actual = await headRef(repo);
+    if (actual !== intent.branch) return err({ kind: 'branch-switched', expected: intent.branch, actual });
+    const head = await commitOf(repo, 'HEAD');
+    switch (intent.mode) {
+      case 'commit': {
+        // The ref moves after every file is written: at `to`, only removing the record was left,
+        // and whatever the files hold now is the person's.
+        if (head === intent.to) {
+          await rm(intentPath, { force: true });
+          return ok({ from: intent.from, to: intent.to, paths: intent.paths, upToDate: false });
+        }
+        if (head !== intent.from) return err({ kind: 'diverged', head, tip: intent.to });
+        const prepared = await prepare(repo, { mode: 'commit', branch: intent.branch, from: intent.from, to: intent.to }, head, true);
+        if (!prepared.ok) return prepared;
+        return ok(await carryOut(repo, prepared.value, intentPath, hooks, true));
+      }
+      case 'worktree': {
+        const prepared = await prepare(repo, { mode: 'worktree', branch: intent.branch, from: intent.from, to: intent.to }, head, true);
+        if (!prepared.ok) return prepared;
+        return ok(await carryOut(repo, prepared.value, intentPath, hooks, true));
+      }
+      default:
+        return assertNever(intent.mode, 'land mode');
+    }
+  } catch (caught) {
+    return gitFailed(caught);
+  }
+}
