@@ -371,6 +371,10 @@ describe('integrate', () => {
     for (const hook of ['pre-commit', 'post-commit', 'commit-msg', 'prepare-commit-msg', 'reference-transaction', 'post-index-change', 'post-checkout']) {
       await writeFile(path.join(hooks, hook), `#!/bin/sh\necho ${hook} >> '${marker}'\n`, { mode: 0o755 });
     }
+    // An fsmonitor hook is a script git runs from status, add and the index commands.
+    const fsmonitor = path.join(hooks, 'fsmonitor-probe');
+    await writeFile(fsmonitor, `#!/bin/sh\necho fsmonitor >> '${marker}'\nexit 1\n`, { mode: 0o755 });
+    await r.git(['config', 'core.fsmonitor', fsmonitor]);
     // The hooks do run for ordinary git commands in this repository.
     const probe = await repo({ 'x.txt': 'x\n' });
     const probeMarker = `${marker}-probe`;
@@ -379,12 +383,14 @@ describe('integrate', () => {
     await probe.git(['update-ref', 'refs/heads/probe', 'HEAD']);
     expect(existsSync(probeMarker)).toBe(true);
 
+    // The test's own look at the repository must not run the fsmonitor hook either.
+    const look = (args: string[]) => r.git(['-c', 'core.fsmonitor=false', '--no-optional-locks', ...args]);
     const before = {
-      status: await r.git(['--no-optional-locks', 'status', '--porcelain=v1', '-uall']),
-      index: await r.git(['ls-files', '-s']),
-      head: await r.git(['rev-parse', 'HEAD']),
-      branch: await r.git(['symbolic-ref', 'HEAD']),
-      a: await r.git(['diff']),
+      status: await look(['status', '--porcelain=v1', '-uall']),
+      index: await look(['ls-files', '-s']),
+      head: await look(['rev-parse', 'HEAD']),
+      branch: await look(['symbolic-ref', 'HEAD']),
+      a: await look(['diff']),
     };
     const ref = integrationRef('plan-1');
     const one = await attempt(r, start, { 'a.txt': 'task one\n' }, slots[0]);
@@ -396,11 +402,11 @@ describe('integrate', () => {
 
     expect(existsSync(marker) ? await readFile(marker, 'utf8') : 'no hook ran').toBe('no hook ran');
     expect({
-      status: await r.git(['--no-optional-locks', 'status', '--porcelain=v1', '-uall']),
-      index: await r.git(['ls-files', '-s']),
-      head: await r.git(['rev-parse', 'HEAD']),
-      branch: await r.git(['symbolic-ref', 'HEAD']),
-      a: await r.git(['diff']),
+      status: await look(['status', '--porcelain=v1', '-uall']),
+      index: await look(['ls-files', '-s']),
+      head: await look(['rev-parse', 'HEAD']),
+      branch: await look(['symbolic-ref', 'HEAD']),
+      a: await look(['diff']),
     }).toEqual(before);
   });
 

@@ -28,7 +28,8 @@ export const integrationRef = (planId: string) => `refs/foreman/${planId}`;
 /** A task's work waiting at a human-approval gate: one commit whose parent is the attempt's base. */
 export const awaitingRef = (planId: string, task: number) => `refs/foreman-awaiting/${planId}/${task}`;
 
-const NO_HOOKS = ['-c', 'core.hooksPath=/dev/null'];
+// The person's fsmonitor hook (a script run by status, add and the index commands) is a hook too.
+const NO_HOOKS = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false'];
 
 interface Call {
   env?: Record<string, string>;
@@ -191,8 +192,7 @@ async function treeWith(repo: string, start: string, entries: readonly WorkEntry
 }
 
 /** A commit of `tree` with parent `parent`; the repository's identity, or foreman's when none is configured. */
-async function commitTree(repo: string, tree: string, parent: string, message: string): Promise<Result<string, GitCommandError>> {
-  const identity = await identityArgs(repo);
+async function commitTree(repo: string, tree: string, parent: string, message: string, identity: string[]): Promise<Result<string, GitCommandError>> {
   const made = await git(repo, [...identity, 'commit-tree', tree, '-p', parent], { input: message });
   return made.ok ? ok(made.value.trim()) : made;
 }
@@ -242,7 +242,8 @@ export async function integrate(repo: string, ref: string, tip: string, integrat
   if (twice.size > 0) return err({ kind: 'conflict', paths: [...twice].sort(byPath) });
   if (entries.length === 0) return ok(tip);
 
-  // The conflict checks and the tree are independent: run them side by side.
+  // The conflict checks, the tree and the identity are independent: asked side by side.
+  const identity = identityArgs(repo);
   const [moved, tree] = await Promise.all([
     Promise.all([...pathsByBase].map(([base, paths]) => changedSince(repo, base, tip, paths))),
     treeWith(repo, tip, entries),
@@ -255,7 +256,7 @@ export async function integrate(repo: string, ref: string, tip: string, integrat
   if (conflicts.size > 0) return err({ kind: 'conflict', paths: [...conflicts].sort(byPath) });
   if (!tree.ok) return gitFailed(tree.error);
 
-  const commit = await commitTree(repo, tree.value, tip, message);
+  const commit = await commitTree(repo, tree.value, tip, message, await identity);
   if (!commit.ok) return gitFailed(commit.error);
   const reason = `foreman: integrate task${integration.tasks.length === 1 ? '' : 's'} ${integration.tasks.join(', ')}`;
   const swapped = await compareAndSwap(repo, ref, commit.value, tip, reason);
@@ -301,9 +302,9 @@ export async function deleteRef(repo: string, ref: string, expected?: string): P
  */
 export async function park(repo: string, planId: string, task: number, work: CapturedWork, message: string): Promise<Result<string, GitFailure>> {
   const base = objectId(work.base, 'base');
-  const tree = await treeWith(repo, base, work.entries);
+  const [tree, identity] = await Promise.all([treeWith(repo, base, work.entries), identityArgs(repo)]);
   if (!tree.ok) return err(failureOf(tree.error));
-  const commit = await commitTree(repo, tree.value, base, buildMessage(message, undefined));
+  const commit = await commitTree(repo, tree.value, base, buildMessage(message, undefined), identity);
   if (!commit.ok) return err(failureOf(commit.error));
   const moved = await git(repo, ['update-ref', '-m', `foreman: park task ${task}`, awaitingRef(planId, task), commit.value]);
   return moved.ok ? ok(commit.value) : err(failureOf(moved.error));
