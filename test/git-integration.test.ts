@@ -327,6 +327,19 @@ describe('integrate', () => {
     expect((await readdir(gitDir)).filter((f) => f.startsWith('foreman-'))).toEqual([]);
   });
 
+  it('finds a conflict among many long paths (more than one command line of them)', async () => {
+    const long = `${'deep-directory-name-'.repeat(12)}/`;
+    const files = Array.from({ length: 400 }, (_, i) => `${long}file-with-a-long-name-${String(i).padStart(4, '0')}.txt`);
+    const r = await repo(Object.fromEntries(files.map((f) => [f, 'old\n'])));
+    const start = await rev(r, 'HEAD');
+    const ref = integrationRef('plan-1');
+    const last = files[files.length - 1]!;
+    const first = await attempt(r, start, { [last]: 'first\n' });
+    const tip = await succeeded(integrate(r.dir, ref, start, batch([1], [first])));
+    const stale = await attempt(r, start, Object.fromEntries(files.map((f) => [f, 'stale\n'])));
+    expect(await integrate(r.dir, ref, tip, batch([2], [stale]))).toEqual({ ok: false, error: { kind: 'conflict', paths: [last] } });
+  });
+
   it('fails with moved when the ref is not where the caller thought', async () => {
     const r = await repo({ 'a.txt': 'a\n', 'b.txt': 'b\n' });
     const start = await rev(r, 'HEAD');
@@ -467,5 +480,57 @@ describe('refs', () => {
     await succeeded(deleteRef(r.dir, ref, second));
     expect(await readRef(r.dir, ref)).toBeNull();
     await succeeded(deleteRef(r.dir, ref));
+  });
+});
+
+describe('git calls', () => {
+  /** Runs `body` with every git command it spawns written to a log; returns the commands. */
+  async function gitCalls(body: () => Promise<unknown>): Promise<string[]> {
+    const shims = await realpath(await mkdtemp(path.join(os.tmpdir(), 'foreman-git-shim-')));
+    cleanups.push(() => rm(shims, { recursive: true, force: true }));
+    // git's own binary sits in its exec path.
+    const realGit = path.join((await runGit(shims, ['--exec-path'])).trim(), 'git');
+    const log = path.join(shims, 'calls.log');
+    await writeFile(path.join(shims, 'git'), `#!/bin/sh\necho "$*" >> '${log}'\nexec '${realGit}' "$@"\n`, { mode: 0o755 });
+    const savedPath = process.env.PATH;
+    process.env.PATH = `${shims}:${savedPath ?? ''}`;
+    try {
+      await body();
+    } finally {
+      process.env.PATH = savedPath;
+    }
+    return existsSync(log) ? (await readFile(log, 'utf8')).split('\n').filter(Boolean) : [];
+  }
+
+  it('capture and integration take a fixed number of git calls, however many files', async () => {
+    const many = Object.fromEntries(Array.from({ length: 450 }, (_, i) => [`src/f${i}.ts`, `export const v${i} = ${i};\n`]));
+    const r = await repo({ 'a.txt': 'a\n', ...Object.fromEntries(Object.keys(many).map((f) => [f, 'old\n'])) });
+    const start = await rev(r, 'HEAD');
+    const small = await slot(r, start);
+    const large = await slot(r, start);
+    await small.write({ 'a.txt': 'one file\n' });
+    await large.write({ ...many, 'src/new/added.ts': 'new\n' });
+
+    let smallWork: CapturedWork | undefined;
+    let largeWork: CapturedWork | undefined;
+    const captureSmall = await gitCalls(async () => (smallWork = (await captured(captureWork(small.dir, ['a.txt'], []))).work));
+    const captureLarge = await gitCalls(async () => (largeWork = (await captured(captureWork(large.dir, ['src/'], []))).work));
+    expect(largeWork!.entries).toHaveLength(451);
+    // rev-parse and status, add, diff-index.
+    expect(captureSmall).toHaveLength(4);
+    expect(captureLarge).toHaveLength(captureSmall.length);
+
+    const ref = integrationRef('p');
+    const first = await gitCalls(() => succeeded(integrate(r.dir, ref, start, batch([1], [smallWork!]))));
+    const tip = (await readRef(r.dir, ref))!;
+    // A batch from an older base: the same calls plus one conflict check.
+    const second = await gitCalls(() => succeeded(integrate(r.dir, ref, tip, batch([2, 3], [largeWork!]))));
+    expect(Object.keys(await treeOf(r, (await readRef(r.dir, ref))!))).toHaveLength(452);
+    // git dir, identity, read-tree, update-index, write-tree, commit-tree, update-ref, and (the
+    // ref being new) a look at the ref and its creation.
+    expect(first).toHaveLength(9);
+    // The git dir is known by now; one diff-tree for the older base.
+    expect(second).toHaveLength(7);
+    expect(second.filter((call) => call.includes('diff-tree'))).toHaveLength(1);
   });
 });

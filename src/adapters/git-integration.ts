@@ -10,15 +10,17 @@
 // would otherwise run a `reference-transaction` hook) and GIT_LITERAL_PATHSPECS=1, so
 // `src/[id].ts` names that file and is never a glob.
 //
-// Git calls are counted: capture takes four in the usual case (HEAD and status at once, add,
-// diff-index), an integration about seven whatever the number of tasks or files (no per-file
-// calls), so integrating a batch costs the same as integrating one task.
+// Git calls are counted (test/git-integration.test.ts checks them): a capture takes four (HEAD
+// and status side by side, add, diff-index), an integration seven (git dir once per repository,
+// identity, read-tree, update-index, write-tree, commit-tree, update-ref) plus one diff-tree per
+// older base, whatever the number of tasks or files: no per-file calls, so a batch of tasks costs
+// what one task costs.
 
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { type Result, err, ok } from '../core/failure.ts';
-import { type GitFailure, buildMessage, chunks, failureOf, parseStatus, splitNul } from '../core/git-text.ts';
+import { type GitFailure, buildMessage, failureOf, parseStatus, splitNul } from '../core/git-text.ts';
 import { coveredBy } from '../core/paths.ts';
 import type { CapturedWork, WorkEntry } from '../core/work.ts';
 import { type GitCommandError, identityArgs, runGit } from './git.ts';
@@ -116,9 +118,9 @@ export async function captureWork(dir: string, declared: readonly string[], kept
 
   if (toStage.length === 0 && start === headCommit) return ok({ changed, outside, work: { base: start, entries: [] } });
   // Exact paths from status: each exists on disk or in the index, so `add` never fails on a
-  // declared path that matches nothing; -A stages deletions too.
-  for (const chunk of chunks(toStage)) {
-    const added = await git(dir, ['add', '-A', '--', ...chunk]);
+  // declared path that matches nothing; -A stages deletions too. On stdin: one call for any number.
+  if (toStage.length > 0) {
+    const added = await git(dir, ['add', '-A', '--pathspec-from-file=-', '--pathspec-file-nul'], { input: `${toStage.join('\0')}\0` });
     if (!added.ok) return err(failureOf(added.error));
   }
   const staged = await git(dir, ['diff-index', '--cached', '-z', '--raw', '--no-renames', '--full-index', start, '--']);
@@ -197,10 +199,33 @@ async function commitTree(repo: string, tree: string, parent: string, message: s
   return made.ok ? ok(made.value.trim()) : made;
 }
 
+/**
+ * `paths` in slices whose command line stays well under the system's limit (ARG_MAX is 2 MiB on
+ * Linux, less elsewhere): one slice for any task of ordinary size.
+ */
+function commandLineChunks(paths: readonly string[], maxBytes = 96 * 1024): string[][] {
+  const slices: string[][] = [];
+  let slice: string[] = [];
+  let bytes = 0;
+  for (const item of paths) {
+    const size = Buffer.byteLength(item) + 1;
+    if (slice.length > 0 && bytes + size > maxBytes) {
+      slices.push(slice);
+      slice = [];
+      bytes = 0;
+    }
+    slice.push(item);
+    bytes += size;
+  }
+  if (slice.length > 0) slices.push(slice);
+  return slices;
+}
+
 /** Paths among `paths` whose entries differ between `base` and `tip` (a directory's files too). */
 async function changedSince(repo: string, base: string, tip: string, paths: readonly string[]): Promise<Result<string[], GitCommandError>> {
   const found: string[] = [];
-  for (const chunk of chunks(paths)) {
+  // diff-tree takes no pathspec file: the paths go on the command line.
+  for (const chunk of commandLineChunks(paths)) {
     const diff = await git(repo, ['diff-tree', '-r', '-z', '--name-only', '--no-renames', base, tip, '--', ...chunk]);
     if (!diff.ok) return diff;
     found.push(...splitNul(diff.value));
