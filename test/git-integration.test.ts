@@ -198,19 +198,34 @@ describe('captureWork', () => {
   });
 
   it('with the start commit given, what the worker committed in its worktree is its work too', async () => {
-    const r = await repo({ 'a.txt': 'a\n', 'b.txt': 'b\n' });
+    const r = await repo({ 'a.txt': 'a\n', 'b.txt': 'b\n', 'gone.txt': 'g\n' });
     const wt = await slot(r);
     const base = await rev(wt, 'HEAD');
     await wt.write({ 'a.txt': 'committed by the worker\n', 'c.txt': 'undeclared, committed\n' });
     await wt.git(['add', 'a.txt', 'c.txt']);
+    await wt.git(['rm', '-q', 'gone.txt']);
     await wt.git(['commit', '-q', '-m', 'worker commit']);
     await wt.write({ 'b.txt': 'left uncommitted\n' });
 
-    const capture = await captured(captureWork(wt.dir, ['a.txt', 'b.txt'], [], base));
+    const capture = await captured(captureWork(wt.dir, ['a.txt', 'b.txt', 'gone.txt'], [], base));
     expect(capture.work.base).toBe(base);
-    expect(capture.changed).toEqual(['a.txt', 'b.txt', 'c.txt']);
+    expect(capture.changed).toEqual(['a.txt', 'b.txt', 'c.txt', 'gone.txt']);
     expect(capture.outside).toEqual(['c.txt']);
-    expect(capture.work.entries.map((e) => e.path)).toEqual(['a.txt', 'b.txt']);
+    expect(capture.work.entries.map((e) => e.path)).toEqual(['a.txt', 'b.txt', 'gone.txt']);
+    expect(capture.work.entries[2]).toEqual({ path: 'gone.txt', deleted: true });
+  });
+
+  it('captures a deletion the worker staged itself (git rm), and one it re-created', async () => {
+    const r = await repo({ 'a.txt': 'a\n', 'b.txt': 'b\n' });
+    const wt = await slot(r);
+    await wt.git(['rm', '-q', 'a.txt', 'b.txt']);
+    await wt.write({ 'b.txt': 'back again\n' });
+    const capture = await captured(captureWork(wt.dir, ['a.txt', 'b.txt'], []));
+    expect(capture.changed).toEqual(['a.txt', 'b.txt']);
+    expect(capture.work.entries).toEqual([
+      { path: 'a.txt', deleted: true },
+      { path: 'b.txt', mode: '100644', object: await blobOf(wt, 'b.txt') },
+    ]);
   });
 
   it('fails as a value outside a repository', async () => {

@@ -57,7 +57,7 @@ const zeroIdLike = (like: string): string => '0'.repeat(like.length);
 const byPath = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
 export interface Capture {
-  /** Every path the attempt changed in its worktree (tracked modified/deleted, new files git does not ignore), sorted. */
+  /** Every path the attempt changed in its worktree (tracked modified/deleted, new files git does not ignore), sorted; never what `kept` covers. */
   changed: string[];
   /** The changed paths no declared path covers (and not under `kept`): the attempt fails with them. */
   outside: string[];
@@ -105,7 +105,11 @@ export async function captureWork(dir: string, declared: readonly string[], kept
   const headCommit = head.value.trim();
   const start = base === undefined ? headCommit : objectId(base, 'base');
 
-  const changedSet = new Set(parseStatus(status.value).map((entry) => entry.path));
+  const listed = parseStatus(status.value);
+  const changedSet = new Set(listed.map((entry) => entry.path));
+  // What `add` can take: a path on disk or in this index. A deletion already staged (`git rm`,
+  // status `D `) is neither, and is already in the index as the worker left it.
+  const stageable = new Set(listed.filter((entry) => entry.xy !== 'D ').map((entry) => entry.path));
   if (start !== headCommit) {
     // The worker committed: what its commits changed is its work too.
     const committed = await git(dir, ['diff-tree', '-r', '-z', '--name-only', '--no-renames', start, headCommit]);
@@ -114,11 +118,13 @@ export async function captureWork(dir: string, declared: readonly string[], kept
   }
   const changed = [...changedSet].filter((changedPath) => !keptPath(changedPath, kept)).sort(byPath);
   const outside = changed.filter((changedPath) => !coveredBy(changedPath, declared));
-  const toStage = changed.filter((changedPath) => coveredBy(changedPath, declared));
+  const declaredChanges = changed.filter((changedPath) => coveredBy(changedPath, declared));
+  // What the worker committed and left alone since is in the index already.
+  const toStage = declaredChanges.filter((changedPath) => stageable.has(changedPath));
 
-  if (toStage.length === 0 && start === headCommit) return ok({ changed, outside, work: { base: start, entries: [] } });
-  // Exact paths from status: each exists on disk or in the index, so `add` never fails on a
-  // declared path that matches nothing; -A stages deletions too. On stdin: one call for any number.
+  if (declaredChanges.length === 0) return ok({ changed, outside, work: { base: start, entries: [] } });
+  // Exact paths from status, so `add` never fails on a declared path that matches nothing; -A
+  // stages deletions too. On stdin: one call for any number of paths.
   if (toStage.length > 0) {
     const added = await git(dir, ['add', '-A', '--pathspec-from-file=-', '--pathspec-file-nul'], { input: `${toStage.join('\0')}\0` });
     if (!added.ok) return err(failureOf(added.error));
@@ -245,6 +251,8 @@ async function changedSince(repo: string, base: string, tip: string, paths: read
  *
  * An integration with no entries at all records nothing: no commit is made and `tip` is returned
  * unchanged (the ref is not touched).
+ *
+ * `tip` and each work's base are full commit ids (as `readRef` and `captureWork` give them).
  */
 export async function integrate(repo: string, ref: string, tip: string, integration: Integration): Promise<Result<string, IntegrationFailure>> {
   objectId(tip, 'tip');
