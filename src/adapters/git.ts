@@ -581,18 +581,27 @@ export class Git {
   /**
    * Commits reachable from HEAD (and not from `since`, when given), newest first, that carry the
    * trailer `key` (case-insensitive, as git treats trailer keys). Empty on an unborn branch.
+   * `from`: the revisions to read instead of HEAD (say `[integrationRef(id), 'HEAD']`); those
+   * that do not exist (a ref not made yet, an unborn HEAD) are skipped.
    */
-  async commitsWithTrailer(key: string, since?: string): Promise<TrailerCommit[]> {
+  async commitsWithTrailer(key: string, since?: string, from?: readonly string[]): Promise<TrailerCommit[]> {
     if (!isTrailerKey(key)) throw new Error(`invalid trailer key ${JSON.stringify(key)}`);
-    if (!(await this.headCommit())) return [];
-    const range = since ? `${since}..HEAD` : 'HEAD';
+    let range: string[];
+    if (from === undefined) {
+      if (!(await this.headCommit())) return [];
+      range = [since ? `${since}..HEAD` : 'HEAD'];
+    } else {
+      // --ignore-missing would skip a mistyped `since` too: that one must exist.
+      if (since && !(await this.commitOf(since))) throw new Error(`no commit named ${JSON.stringify(since)}`);
+      range = ['--ignore-missing', ...from, ...(since ? [`^${since}`] : [])];
+    }
     const out = await this.run([
       'log',
       '-z',
       '--regexp-ignore-case',
       `--grep=^${key}:`,
       '--format=%H%x1f%s%x1f%(trailers:only,unfold)',
-      range,
+      ...range,
       '--',
     ]);
     const wanted = key.toLowerCase();

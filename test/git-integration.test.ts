@@ -1,0 +1,551 @@
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, readFile, readdir, realpath, rm, symlink, unlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Git } from '../src/adapters/git.ts';
+import {
+  type Capture,
+  type Integration,
+  awaitingRef,
+  captureWork,
+  deleteRef,
+  dropParked,
+  foremanRefs,
+  integrate,
+  integrationRef,
+  park,
+  parkedWork,
+  readRef,
+} from '../src/adapters/git-integration.ts';
+import { type GitFailure, describeGitFailure } from '../src/core/git-text.ts';
+import type { Result } from '../src/core/failure.ts';
+import type { CapturedWork } from '../src/core/work.ts';
+import { afterEachCleanups, runGit, tempGitRepo, type TempGitRepo } from './support/git-repo.ts';
+
+// Keep the machine's own git configuration (identity, signing, hooks…) out of these tests.
+const savedEnv = { ...process.env };
+beforeAll(() => {
+  process.env.GIT_CONFIG_GLOBAL = '/dev/null';
+  process.env.GIT_CONFIG_NOSYSTEM = '1';
+  for (const k of ['GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'GIT_COMMITTER_NAME', 'GIT_COMMITTER_EMAIL', 'EMAIL', 'GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE']) {
+    delete process.env[k];
+  }
+});
+afterAll(() => {
+  process.env = savedEnv;
+});
+
+const cleanups = afterEachCleanups();
+
+async function repo(files: Record<string, string>, opts?: Parameters<typeof tempGitRepo>[1]): Promise<TempGitRepo> {
+  const made = await tempGitRepo(files, opts);
+  cleanups.push(made.cleanup);
+  return made;
+}
+
+/** A linked worktree of `r`, outside it, detached at `commit` (default HEAD): an attempt's slot. */
+async function slot(r: TempGitRepo, commit = 'HEAD'): Promise<TempGitRepo> {
+  const parent = await realpath(await mkdtemp(path.join(os.tmpdir(), 'foreman-slot-')));
+  const dir = path.join(parent, 'wt');
+  await r.git(['worktree', 'add', '-q', '--detach', dir, commit]);
+  const wt = tempGitRepoAt(dir);
+  cleanups.push(async () => {
+    await rm(parent, { recursive: true, force: true });
+  });
+  return wt;
+}
+
+function tempGitRepoAt(dir: string): TempGitRepo {
+  return {
+    dir,
+    git: (args) => runGit(dir, args),
+    write: async (files) => {
+      for (const [rel, content] of Object.entries(files)) {
+        await mkdir(path.dirname(path.join(dir, rel)), { recursive: true });
+        await writeFile(path.join(dir, rel), content);
+      }
+    },
+    cleanup: async () => undefined,
+  };
+}
+
+async function succeeded<T, E>(step: Promise<Result<T, E>>): Promise<T> {
+  const r = await step;
+  if (!r.ok) throw new Error(`expected success, got ${JSON.stringify(r.error)}`);
+  return r.value;
+}
+const captured = (step: Promise<Result<Capture, GitFailure>>) =>
+  step.then((r) => {
+    if (!r.ok) throw new Error(describeGitFailure(r.error));
+    return r.value;
+  });
+
+const rev = async (r: TempGitRepo, what: string) => (await r.git(['rev-parse', what])).trim();
+const blobOf = async (r: TempGitRepo, file: string) => (await r.git(['hash-object', '--', file])).trim();
+const show = async (r: TempGitRepo, object: string) => r.git(['cat-file', '-p', object]);
+/** `mode object path` of every file in `commit`'s tree. */
+async function treeOf(r: TempGitRepo, commit: string): Promise<Record<string, string>> {
+  const out = await r.git(['ls-tree', '-r', '-z', '--full-tree', commit]);
+  const files: Record<string, string> = {};
+  for (const rec of out.split('\0').filter(Boolean)) {
+    const [meta, file] = rec.split('\t') as [string, string];
+    const [mode, , object] = meta.split(' ');
+    files[file] = `${mode} ${object}`;
+  }
+  return files;
+}
+const fileAt = (r: TempGitRepo, commit: string, file: string) => r.git(['show', `${commit}:${file}`]);
+
+const ODD = ['sp ace.txt', 'ünï ✓.md', 'q"uote\'s.txt', 'src/[id].ts', 'tab\there.txt'];
+
+describe('captureWork', () => {
+  it('captures modified, new, deleted, symlink, mode change and a declared directory, exactly as git stores them', async () => {
+    const r = await repo({ 'mod.txt': 'one\n', 'gone.txt': 'bye\n', 'run.sh': 'echo\n', 'lib/old.ts': 'old\n', 'keep.txt': 'same\n' });
+    const wt = await slot(r);
+    const base = await rev(wt, 'HEAD');
+    await wt.write({ 'mod.txt': 'two\n', 'fresh/deep/new.txt': 'new\n', 'lib/added.ts': 'added\n', 'lib/old.ts': 'changed\n' });
+    await unlink(path.join(wt.dir, 'gone.txt'));
+    await symlink('mod.txt', path.join(wt.dir, 'link'));
+    await chmod(path.join(wt.dir, 'run.sh'), 0o755);
+
+    const declared = ['mod.txt', 'gone.txt', 'run.sh', 'link', 'fresh/deep/new.txt', 'lib/', 'keep.txt', 'never-made.txt', 'nodir/'];
+    const capture = await captured(captureWork(wt.dir, declared, []));
+    expect(capture.changed).toEqual(['fresh/deep/new.txt', 'gone.txt', 'lib/added.ts', 'lib/old.ts', 'link', 'mod.txt', 'run.sh']);
+    expect(capture.outside).toEqual([]);
+    expect(capture.work.base).toBe(base);
+    expect(capture.work.entries).toEqual([
+      { path: 'fresh/deep/new.txt', mode: '100644', object: await blobOf(wt, 'fresh/deep/new.txt') },
+      { path: 'gone.txt', deleted: true },
+      { path: 'lib/added.ts', mode: '100644', object: await blobOf(wt, 'lib/added.ts') },
+      { path: 'lib/old.ts', mode: '100644', object: await blobOf(wt, 'lib/old.ts') },
+      // A symlink is stored as a blob of its target.
+      { path: 'link', mode: '120000', object: expect.stringMatching(/^[0-9a-f]{40}$/) },
+      { path: 'mod.txt', mode: '100644', object: await blobOf(wt, 'mod.txt') },
+      { path: 'run.sh', mode: '100755', object: await blobOf(wt, 'run.sh') },
+    ]);
+    const link = capture.work.entries.find((e) => e.path === 'link')!;
+    expect(await show(wt, 'object' in link ? link.object : '')).toBe('mod.txt');
+  });
+
+  it('handles paths with spaces, quotes, unicode, tabs and brackets literally', async () => {
+    const r = await repo({ 'src/i.ts': 'glob bait\n', 'src/[id].ts': 'x\n' });
+    const wt = await slot(r);
+    await wt.write(Object.fromEntries(ODD.map((p) => [p, `content of ${p}\n`])));
+    await wt.write({ 'src/i.ts': 'changed too\n' });
+    const capture = await captured(captureWork(wt.dir, ODD, []));
+    // `src/[id].ts` is a name, not a glob matching `src/i.ts`, which is outside.
+    expect(capture.outside).toEqual(['src/i.ts']);
+    expect(capture.work.entries.map((e) => e.path).sort()).toEqual([...ODD].sort());
+    for (const entry of capture.work.entries) {
+      expect('object' in entry && (await show(wt, entry.object))).toBe(`content of ${entry.path}\n`);
+    }
+  });
+
+  it('reports undeclared changes as outside and never captures them', async () => {
+    const r = await repo({ 'task.txt': 'a\n', 'README.md': 'readme\n', 'other.txt': 'other\n', 'src/a.ts': 'a\n' });
+    const wt = await slot(r);
+    await wt.write({ 'task.txt': 'done\n', 'junk/stray.txt': 'stray\n', 'README.md': 'overwritten\n', 'src/ab.ts': 'near miss\n' });
+    await unlink(path.join(wt.dir, 'other.txt'));
+    // Staged by the worker itself: still outside, still not captured.
+    await wt.write({ 'staged.txt': 'staged\n' });
+    await wt.git(['add', 'staged.txt']);
+
+    const capture = await captured(captureWork(wt.dir, ['task.txt', 'src/a.ts'], []));
+    expect(capture.changed).toEqual(['README.md', 'junk/stray.txt', 'other.txt', 'src/ab.ts', 'staged.txt', 'task.txt']);
+    expect(capture.outside).toEqual(['README.md', 'junk/stray.txt', 'other.txt', 'src/ab.ts', 'staged.txt']);
+    expect(capture.work.entries.map((e) => e.path)).toEqual(['task.txt']);
+  });
+
+  it('does not report ignored files or what provisioning kept', async () => {
+    const r = await repo({ '.gitignore': 'dist/\n*.log\n', 'a.txt': 'a\n' });
+    const wt = await slot(r);
+    await wt.write({ 'dist/out.js': 'built\n', 'debug.log': 'log\n', 'a.txt': 'b\n' });
+    // Provisioning: a linked dependency folder, a copied config file, a filled folder.
+    await symlink(r.dir, path.join(wt.dir, 'node_modules'));
+    await wt.write({ '.env.local': 'SECRET=1\n', 'vendor/lib/x.js': 'vendored\n' });
+
+    const capture = await captured(captureWork(wt.dir, ['a.txt'], ['node_modules/', '.env.local', 'vendor/']));
+    expect(capture.changed).toEqual(['a.txt']);
+    expect(capture.outside).toEqual([]);
+    expect(capture.work.entries.map((e) => e.path)).toEqual(['a.txt']);
+
+    // Without `kept`, the same entries are the worker's and outside.
+    const unkept = await captured(captureWork(wt.dir, ['a.txt'], []));
+    expect(unkept.outside).toEqual(['.env.local', 'node_modules', 'vendor/lib/x.js']);
+  });
+
+  it('what a check writes after the capture does not change what was captured', async () => {
+    const r = await repo({ 'snap.txt': 'v1\n' });
+    const wt = await slot(r);
+    await wt.write({ 'snap.txt': 'worker wrote this\n' });
+    const capture = await captured(captureWork(wt.dir, ['snap.txt'], []));
+    await wt.write({ 'snap.txt': 'a check rewrote the snapshot\n' });
+    const entry = capture.work.entries[0]!;
+    expect('object' in entry && (await show(wt, entry.object))).toBe('worker wrote this\n');
+
+    // Integrated, it is the worker's content that lands on the ref.
+    const tip = await rev(r, 'HEAD');
+    const commit = await succeeded(integrate(r.dir, integrationRef('p'), tip, { tasks: [1], message: 'task 1', trailers: [], works: [capture.work] }));
+    expect(await fileAt(r, commit, 'snap.txt')).toBe('worker wrote this\n');
+  });
+
+  it('an attempt that changed nothing captures nothing, and untouched or missing declared paths do not fail', async () => {
+    const r = await repo({ 'a.txt': 'a\n' });
+    const wt = await slot(r);
+    const capture = await captured(captureWork(wt.dir, ['a.txt', 'missing.txt', 'missing-dir/'], []));
+    expect(capture).toEqual({ changed: [], outside: [], work: { base: await rev(r, 'HEAD'), entries: [] } });
+  });
+
+  it('with the start commit given, what the worker committed in its worktree is its work too', async () => {
+    const r = await repo({ 'a.txt': 'a\n', 'b.txt': 'b\n', 'gone.txt': 'g\n' });
+    const wt = await slot(r);
+    const base = await rev(wt, 'HEAD');
+    await wt.write({ 'a.txt': 'committed by the worker\n', 'c.txt': 'undeclared, committed\n' });
+    await wt.git(['add', 'a.txt', 'c.txt']);
+    await wt.git(['rm', '-q', 'gone.txt']);
+    await wt.git(['commit', '-q', '-m', 'worker commit']);
+    await wt.write({ 'b.txt': 'left uncommitted\n' });
+
+    const capture = await captured(captureWork(wt.dir, ['a.txt', 'b.txt', 'gone.txt'], [], base));
+    expect(capture.work.base).toBe(base);
+    expect(capture.changed).toEqual(['a.txt', 'b.txt', 'c.txt', 'gone.txt']);
+    expect(capture.outside).toEqual(['c.txt']);
+    expect(capture.work.entries.map((e) => e.path)).toEqual(['a.txt', 'b.txt', 'gone.txt']);
+    expect(capture.work.entries[2]).toEqual({ path: 'gone.txt', deleted: true });
+  });
+
+  it('captures a deletion the worker staged itself (git rm), and one it re-created', async () => {
+    const r = await repo({ 'a.txt': 'a\n', 'b.txt': 'b\n' });
+    const wt = await slot(r);
+    await wt.git(['rm', '-q', 'a.txt', 'b.txt']);
+    await wt.write({ 'b.txt': 'back again\n' });
+    const capture = await captured(captureWork(wt.dir, ['a.txt', 'b.txt'], []));
+    expect(capture.changed).toEqual(['a.txt', 'b.txt']);
+    expect(capture.work.entries).toEqual([
+      { path: 'a.txt', deleted: true },
+      { path: 'b.txt', mode: '100644', object: await blobOf(wt, 'b.txt') },
+    ]);
+  });
+
+  it('fails as a value outside a repository', async () => {
+    const plain = await mkdtemp(path.join(os.tmpdir(), 'foreman-nogit-'));
+    cleanups.push(() => rm(plain, { recursive: true, force: true }));
+    const r = await captureWork(plain, ['a'], []);
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.error.step).toBe('rev-parse');
+  });
+});
+
+/** A capture from a fresh slot of `r` at `commit` (or from `wt`) after writing `files` (null: delete). */
+async function attempt(r: TempGitRepo, commit: string, files: Record<string, string | null>, wt?: TempGitRepo): Promise<CapturedWork> {
+  wt ??= await slot(r, commit);
+  for (const [file, content] of Object.entries(files)) {
+    if (content === null) await unlink(path.join(wt.dir, file));
+    else await wt.write({ [file]: content });
+  }
+  const capture = await captured(captureWork(wt.dir, Object.keys(files), []));
+  expect(capture.outside).toEqual([]);
+  return capture.work;
+}
+
+const batch = (tasks: number[], works: CapturedWork[]): Integration => ({
+  tasks,
+  message: `foreman: tasks ${tasks.join(', ')}`,
+  trailers: [
+    ['Foreman-Tasks', tasks.join(',')],
+    ['Foreman-Plan', 'plan-1'],
+  ],
+  works,
+});
+
+describe('integrate', () => {
+  it('two attempts from the same base on different files integrate in one commit on a new ref', async () => {
+    const r = await repo({ 'a.txt': 'a\n', 'b.txt': 'b\n', 'c.txt': 'c\n' });
+    const start = await rev(r, 'HEAD');
+    const ref = integrationRef('plan-1');
+    const one = await attempt(r, start, { 'a.txt': 'A\n', 'new/dir/n.txt': 'n\n' });
+    const two = await attempt(r, start, { 'b.txt': null });
+    expect(await readRef(r.dir, ref)).toBeNull();
+
+    const commit = await succeeded(integrate(r.dir, ref, start, batch([1, 2], [one, two])));
+    expect(await readRef(r.dir, ref)).toBe(commit);
+    expect((await r.git(['rev-list', '--parents', '-n', '1', commit])).trim()).toBe(`${commit} ${start}`);
+    expect(Object.keys(await treeOf(r, commit)).sort()).toEqual(['a.txt', 'c.txt', 'new/dir/n.txt']);
+    expect(await fileAt(r, commit, 'a.txt')).toBe('A\n');
+    expect((await r.git(['log', '-1', '--format=%B', commit])).trim()).toBe('foreman: tasks 1, 2\n\nForeman-Tasks: 1,2\nForeman-Plan: plan-1');
+    expect((await r.git(['log', '-1', '--format=%an <%ae>', commit])).trim()).toBe('Test Person <person@example.com>');
+    expect(await r.git(['reflog', 'show', '--format=%gs', ref])).toContain('foreman: integrate tasks 1, 2');
+
+    // Resume reads the tasks from the ref, before anything landed on the branch.
+    const git = new Git(r.dir);
+    expect(await git.commitsWithTrailer('Foreman-Tasks')).toEqual([]);
+    const found = await git.commitsWithTrailer('Foreman-Tasks', undefined, [ref, 'HEAD']);
+    expect(found.map((c) => [c.hash, c.values])).toEqual([[commit, ['1,2']]]);
+    expect(await git.commitsWithTrailer('Foreman-Tasks', start, [ref, 'HEAD'])).toHaveLength(1);
+    expect(await git.commitsWithTrailer('Foreman-Tasks', commit, [ref, 'HEAD'])).toEqual([]);
+    // A ref not made yet is skipped; a mistyped `since` is still an error.
+    expect(await git.commitsWithTrailer('Foreman-Tasks', undefined, [integrationRef('other'), 'HEAD'])).toEqual([]);
+    await expect(git.commitsWithTrailer('Foreman-Tasks', 'no-such-revision', [ref])).rejects.toThrow(/no-such-revision/);
+  });
+
+  it('keeps modes and symlinks, and lets a file replace a directory', async () => {
+    const r = await repo({ 'run.sh': 'echo\n', 'd/inner.txt': 'i\n' });
+    const start = await rev(r, 'HEAD');
+    const wt = await slot(r, start);
+    await chmod(path.join(wt.dir, 'run.sh'), 0o755);
+    await symlink('run.sh', path.join(wt.dir, 'link'));
+    await rm(path.join(wt.dir, 'd'), { recursive: true });
+    await wt.write({ d: 'now a file\n' });
+    const capture = await captured(captureWork(wt.dir, ['run.sh', 'link', 'd', 'd/'], []));
+    const commit = await succeeded(integrate(r.dir, integrationRef('p'), start, batch([3], [capture.work])));
+    const tree = await treeOf(r, commit);
+    expect(Object.keys(tree).sort()).toEqual(['d', 'link', 'run.sh']);
+    expect(tree['run.sh']).toMatch(/^100755 /);
+    expect(tree.link).toMatch(/^120000 /);
+    expect(await fileAt(r, commit, 'd')).toBe('now a file\n');
+  });
+
+  it('an attempt from an older base integrates onto a newer tip', async () => {
+    const r = await repo({ 'a.txt': 'a\n', 'b.txt': 'b\n' });
+    const start = await rev(r, 'HEAD');
+    const ref = integrationRef('plan-1');
+    const first = await attempt(r, start, { 'a.txt': 'first\n' });
+    const late = await attempt(r, start, { 'b.txt': 'late\n' });
+    const tip1 = await succeeded(integrate(r.dir, ref, start, batch([1], [first])));
+    const tip2 = await succeeded(integrate(r.dir, ref, tip1, batch([2], [late])));
+    expect((await r.git(['rev-parse', `${tip2}^`])).trim()).toBe(tip1);
+    expect(await fileAt(r, tip2, 'a.txt')).toBe('first\n');
+    expect(await fileAt(r, tip2, 'b.txt')).toBe('late\n');
+    expect(await readRef(r.dir, ref)).toBe(tip2);
+  });
+
+  it('detects a conflict: a path another change reached since the attempt started', async () => {
+    const r = await repo({ 'a.txt': 'a\n', 'b.txt': 'b\n', 'dir/x.txt': 'x\n' });
+    const start = await rev(r, 'HEAD');
+    const ref = integrationRef('plan-1');
+    const first = await attempt(r, start, { 'a.txt': 'first\n', 'dir/y.txt': 'y\n' });
+    const tip = await succeeded(integrate(r.dir, ref, start, batch([1], [first])));
+
+    const stale = await attempt(r, start, { 'a.txt': 'second\n', 'b.txt': 'fine\n' });
+    expect(await integrate(r.dir, ref, tip, batch([2], [stale]))).toEqual({ ok: false, error: { kind: 'conflict', paths: ['a.txt'] } });
+    expect(await readRef(r.dir, ref)).toBe(tip);
+
+    // Two works of one batch changing the same path conflict too.
+    const x1 = await attempt(r, tip, { 'b.txt': 'one\n' });
+    const x2 = await attempt(r, tip, { 'b.txt': 'two\n' });
+    expect(await integrate(r.dir, ref, tip, batch([3, 4], [x1, x2]))).toEqual({ ok: false, error: { kind: 'conflict', paths: ['b.txt'] } });
+    expect(await readRef(r.dir, ref)).toBe(tip);
+
+    // The temporary index never stays behind.
+    const gitDir = path.join(r.dir, '.git');
+    expect((await readdir(gitDir)).filter((f) => f.startsWith('foreman-'))).toEqual([]);
+  });
+
+  it('finds a conflict among many long paths (more than one command line of them)', async () => {
+    const long = `${'deep-directory-name-'.repeat(12)}/`;
+    const files = Array.from({ length: 400 }, (_, i) => `${long}file-with-a-long-name-${String(i).padStart(4, '0')}.txt`);
+    const r = await repo(Object.fromEntries(files.map((f) => [f, 'old\n'])));
+    const start = await rev(r, 'HEAD');
+    const ref = integrationRef('plan-1');
+    const last = files[files.length - 1]!;
+    const first = await attempt(r, start, { [last]: 'first\n' });
+    const tip = await succeeded(integrate(r.dir, ref, start, batch([1], [first])));
+    const stale = await attempt(r, start, Object.fromEntries(files.map((f) => [f, 'stale\n'])));
+    expect(await integrate(r.dir, ref, tip, batch([2], [stale]))).toEqual({ ok: false, error: { kind: 'conflict', paths: [last] } });
+  });
+
+  it('fails with moved when the ref is not where the caller thought', async () => {
+    const r = await repo({ 'a.txt': 'a\n', 'b.txt': 'b\n' });
+    const start = await rev(r, 'HEAD');
+    const ref = integrationRef('plan-1');
+    const one = await attempt(r, start, { 'a.txt': 'one\n' });
+    const two = await attempt(r, start, { 'b.txt': 'two\n' });
+    const tip = await succeeded(integrate(r.dir, ref, start, batch([1], [one])));
+
+    // A caller still holding the start commit as the tip.
+    expect(await integrate(r.dir, ref, start, batch([2], [two]))).toEqual({ ok: false, error: { kind: 'moved', expected: start, actual: tip } });
+    expect(await readRef(r.dir, ref)).toBe(tip);
+
+    // Another run created the ref of a plan this caller thought new.
+    const other = integrationRef('plan-2');
+    await r.git(['update-ref', other, tip]);
+    const elsewhere = await attempt(r, tip, { 'b.txt': 'elsewhere\n' });
+    const created = await integrate(r.dir, other, start, batch([2], [elsewhere]));
+    expect(created).toEqual({ ok: false, error: { kind: 'moved', expected: start, actual: tip } });
+  });
+
+  it('an integration with nothing to record returns the tip and makes no commit', async () => {
+    const r = await repo({ 'a.txt': 'a\n' });
+    const start = await rev(r, 'HEAD');
+    const nothing = await attempt(r, start, {});
+    expect(await integrate(r.dir, integrationRef('p'), start, batch([1], [nothing]))).toEqual({ ok: true, value: start });
+    expect(await foremanRefs(r.dir)).toEqual([]);
+  });
+
+  it("never uses the person's index, working tree, HEAD, branch or hooks", async () => {
+    const r = await repo({ 'a.txt': 'a\n', 'b.txt': 'b\n', 'mine.txt': 'mine\n' });
+    const start = await rev(r, 'HEAD');
+    // The person is working: a staged change, an unstaged one, an untracked file.
+    await r.write({ 'mine.txt': 'staged edit\n' });
+    await r.git(['add', 'mine.txt']);
+    await r.write({ 'a.txt': 'unstaged edit\n', 'notes.txt': 'untracked\n' });
+    // The slots are made first: `git worktree add` (the test's, not foreman's) runs post-checkout.
+    const slots = [await slot(r, start), await slot(r, start)];
+    const marker = path.join(await realpath(os.tmpdir()), `foreman-hook-ran-${process.pid}-${Date.now()}`);
+    cleanups.push(() => rm(marker, { force: true }));
+    const hooks = path.join(r.dir, '.git', 'hooks');
+    await mkdir(hooks, { recursive: true });
+    for (const hook of ['pre-commit', 'post-commit', 'commit-msg', 'prepare-commit-msg', 'reference-transaction', 'post-index-change', 'post-checkout']) {
+      await writeFile(path.join(hooks, hook), `#!/bin/sh\necho ${hook} >> '${marker}'\n`, { mode: 0o755 });
+    }
+    // An fsmonitor hook is a script git runs from status, add and the index commands.
+    const fsmonitor = path.join(hooks, 'fsmonitor-probe');
+    await writeFile(fsmonitor, `#!/bin/sh\necho fsmonitor >> '${marker}'\nexit 1\n`, { mode: 0o755 });
+    await r.git(['config', 'core.fsmonitor', fsmonitor]);
+    // The hooks do run for ordinary git commands in this repository.
+    const probe = await repo({ 'x.txt': 'x\n' });
+    const probeMarker = `${marker}-probe`;
+    cleanups.push(() => rm(probeMarker, { force: true }));
+    await writeFile(path.join(probe.dir, '.git', 'hooks', 'reference-transaction'), `#!/bin/sh\necho rt >> '${probeMarker}'\n`, { mode: 0o755 });
+    await probe.git(['update-ref', 'refs/heads/probe', 'HEAD']);
+    expect(existsSync(probeMarker)).toBe(true);
+
+    // The test's own look at the repository must not run the fsmonitor hook either.
+    const look = (args: string[]) => r.git(['-c', 'core.fsmonitor=false', '--no-optional-locks', ...args]);
+    const before = {
+      status: await look(['status', '--porcelain=v1', '-uall']),
+      index: await look(['ls-files', '-s']),
+      head: await look(['rev-parse', 'HEAD']),
+      branch: await look(['symbolic-ref', 'HEAD']),
+      a: await look(['diff']),
+    };
+    const ref = integrationRef('plan-1');
+    const one = await attempt(r, start, { 'a.txt': 'task one\n' }, slots[0]);
+    const two = await attempt(r, start, { 'b.txt': 'task two\n' }, slots[1]);
+    const tip = await succeeded(integrate(r.dir, ref, start, batch([1], [one])));
+    await succeeded(park(r.dir, 'plan-1', 2, two, 'task 2 awaiting approval'));
+    await succeeded(dropParked(r.dir, 'plan-1', 2));
+    await succeeded(deleteRef(r.dir, ref, tip));
+
+    expect(existsSync(marker) ? await readFile(marker, 'utf8') : 'no hook ran').toBe('no hook ran');
+    expect({
+      status: await look(['status', '--porcelain=v1', '-uall']),
+      index: await look(['ls-files', '-s']),
+      head: await look(['rev-parse', 'HEAD']),
+      branch: await look(['symbolic-ref', 'HEAD']),
+      a: await look(['diff']),
+    }).toEqual(before);
+  });
+
+  it('commits with foreman as the identity when none is configured', async () => {
+    const r = await repo({ 'a.txt': 'a\n' }, { identity: false });
+    const start = await rev(r, 'HEAD');
+    const work = await attempt(r, start, { 'a.txt': 'b\n' });
+    const commit = await succeeded(integrate(r.dir, integrationRef('p'), start, batch([1], [work])));
+    expect((await r.git(['log', '-1', '--format=%an <%ae>|%cn <%ce>', commit])).trim()).toBe('foreman <foreman@localhost>|foreman <foreman@localhost>');
+  });
+});
+
+describe('refs', () => {
+  it('park, parkedWork and dropParked round-trip; foremanRefs lists per plan', async () => {
+    const r = await repo({ 'a.txt': 'a\n', 'gone.txt': 'g\n', 'run.sh': 'x\n' });
+    const start = await rev(r, 'HEAD');
+    const wt = await slot(r, start);
+    await wt.write({ 'a.txt': 'changed\n', 'n e w/[id].ts': 'new\n' });
+    await unlink(path.join(wt.dir, 'gone.txt'));
+    await chmod(path.join(wt.dir, 'run.sh'), 0o755);
+    await symlink('a.txt', path.join(wt.dir, 'link'));
+    const work = (await captured(captureWork(wt.dir, ['a.txt', 'gone.txt', 'run.sh', 'link', 'n e w/'], []))).work;
+    expect(work.entries).toHaveLength(5);
+
+    expect(await parkedWork(r.dir, 'plan-1', 4)).toBeNull();
+    const parked = await succeeded(park(r.dir, 'plan-1', 4, work, 'task 4: awaiting approval'));
+    expect(await readRef(r.dir, awaitingRef('plan-1', 4))).toBe(parked);
+    expect((await r.git(['rev-parse', `${parked}^`])).trim()).toBe(start);
+    expect(await parkedWork(r.dir, 'plan-1', 4)).toEqual(work);
+
+    // Approving integrates the parked work.
+    const tip = await succeeded(integrate(r.dir, integrationRef('plan-1'), start, batch([4], [(await parkedWork(r.dir, 'plan-1', 4))!])));
+    expect(await treeOf(r, tip)).toEqual(await treeOf(r, parked));
+
+    await r.git(['update-ref', integrationRef('plan-10'), start]);
+    await succeeded(park(r.dir, 'plan-10', 1, work, 'other plan'));
+    // Sorted as git sorts refs: `refs/foreman-awaiting/` before `refs/foreman/`.
+    expect(await foremanRefs(r.dir, 'plan-1')).toEqual([awaitingRef('plan-1', 4), integrationRef('plan-1')]);
+    expect(await foremanRefs(r.dir)).toEqual([awaitingRef('plan-1', 4), awaitingRef('plan-10', 1), integrationRef('plan-1'), integrationRef('plan-10')]);
+
+    await succeeded(dropParked(r.dir, 'plan-1', 4));
+    expect(await parkedWork(r.dir, 'plan-1', 4)).toBeNull();
+    await succeeded(dropParked(r.dir, 'plan-1', 4)); // nothing parked: fine
+    expect(await foremanRefs(r.dir, 'plan-1')).toEqual([integrationRef('plan-1')]);
+  });
+
+  it('deleteRef honours the expected value', async () => {
+    const r = await repo({ 'a.txt': 'a\n' });
+    const head = await rev(r, 'HEAD');
+    await r.write({ 'a.txt': 'b\n' });
+    await r.git(['commit', '-qam', 'second']);
+    const second = await rev(r, 'HEAD');
+    const ref = integrationRef('p');
+    await r.git(['update-ref', ref, second]);
+    const refused = await deleteRef(r.dir, ref, head);
+    expect(refused.ok).toBe(false);
+    expect(await readRef(r.dir, ref)).toBe(second);
+    await succeeded(deleteRef(r.dir, ref, second));
+    expect(await readRef(r.dir, ref)).toBeNull();
+    await succeeded(deleteRef(r.dir, ref));
+  });
+});
+
+describe('git calls', () => {
+  /** Runs `body` with every git command it spawns written to a log; returns the commands. */
+  async function gitCalls(body: () => Promise<unknown>): Promise<string[]> {
+    const shims = await realpath(await mkdtemp(path.join(os.tmpdir(), 'foreman-git-shim-')));
+    cleanups.push(() => rm(shims, { recursive: true, force: true }));
+    // git's own binary sits in its exec path.
+    const realGit = path.join((await runGit(shims, ['--exec-path'])).trim(), 'git');
+    const log = path.join(shims, 'calls.log');
+    await writeFile(path.join(shims, 'git'), `#!/bin/sh\necho "$*" >> '${log}'\nexec '${realGit}' "$@"\n`, { mode: 0o755 });
+    const savedPath = process.env.PATH;
+    process.env.PATH = `${shims}:${savedPath ?? ''}`;
+    try {
+      await body();
+    } finally {
+      process.env.PATH = savedPath;
+    }
+    return existsSync(log) ? (await readFile(log, 'utf8')).split('\n').filter(Boolean) : [];
+  }
+
+  it('capture and integration take a fixed number of git calls, however many files', async () => {
+    const many = Object.fromEntries(Array.from({ length: 450 }, (_, i) => [`src/f${i}.ts`, `export const v${i} = ${i};\n`]));
+    const r = await repo({ 'a.txt': 'a\n', ...Object.fromEntries(Object.keys(many).map((f) => [f, 'old\n'])) });
+    const start = await rev(r, 'HEAD');
+    const small = await slot(r, start);
+    const large = await slot(r, start);
+    await small.write({ 'a.txt': 'one file\n' });
+    await large.write({ ...many, 'src/new/added.ts': 'new\n' });
+
+    let smallWork: CapturedWork | undefined;
+    let largeWork: CapturedWork | undefined;
+    const captureSmall = await gitCalls(async () => (smallWork = (await captured(captureWork(small.dir, ['a.txt'], []))).work));
+    const captureLarge = await gitCalls(async () => (largeWork = (await captured(captureWork(large.dir, ['src/'], []))).work));
+    expect(largeWork!.entries).toHaveLength(451);
+    // rev-parse and status, add, diff-index.
+    expect(captureSmall).toHaveLength(4);
+    expect(captureLarge).toHaveLength(captureSmall.length);
+
+    const ref = integrationRef('p');
+    const first = await gitCalls(() => succeeded(integrate(r.dir, ref, start, batch([1], [smallWork!]))));
+    const tip = (await readRef(r.dir, ref))!;
+    // A batch from an older base: the same calls plus one conflict check.
+    const second = await gitCalls(() => succeeded(integrate(r.dir, ref, tip, batch([2, 3], [largeWork!]))));
+    expect(Object.keys(await treeOf(r, (await readRef(r.dir, ref))!))).toHaveLength(452);
+    // git dir, identity, read-tree, update-index, write-tree, commit-tree, update-ref, and (the
+    // ref being new) a look at the ref and its creation.
+    expect(first).toHaveLength(9);
+    // The git dir is known by now; one diff-tree for the older base.
+    expect(second).toHaveLength(7);
+    expect(second.filter((call) => call.includes('diff-tree'))).toHaveLength(1);
+  });
+});
