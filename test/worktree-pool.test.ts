@@ -153,6 +153,44 @@ describe('WorktreePool', () => {
     expect(await personState(repo)).toBe(before);
   });
 
+  it('never runs two `git worktree add` at once (parallel adds contend on git\'s locks)', async () => {
+    const { options, head } = await setup(BASE_FILES, { setupCommand: undefined });
+    // A git in front of the real one: each `worktree add` holds a marker directory while it runs
+    // (and lingers, to widen the window); finding the marker taken means two adds overlapped.
+    const bin = await tempRoot();
+    const realGit = (await new Promise<string>((resolve) => {
+      const child = spawn('sh', ['-c', 'command -v git']);
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.on('close', () => resolve(out.trim()));
+    })) || '/usr/bin/git';
+    const script = [
+      '#!/bin/sh',
+      'case " $* " in',
+      `  *" worktree add "*)`,
+      `    mkdir "${bin}/active" 2>/dev/null || echo overlap >> "${bin}/log"`,
+      `    echo add >> "${bin}/log"`,
+      '    sleep 0.2',
+      `    "${realGit}" "$@"; code=$?`,
+      `    rmdir "${bin}/active" 2>/dev/null`,
+      '    exit $code;;',
+      'esac',
+      `exec "${realGit}" "$@"`,
+      '',
+    ].join('\n');
+    await writeFile(path.join(bin, 'git'), script, { mode: 0o755 });
+    const savedPath = process.env.PATH;
+    process.env.PATH = `${bin}${path.delimiter}${savedPath ?? ''}`;
+    try {
+      const pool = await openPool(options);
+      const acquired = await Promise.all([0, 1, 2, 3].map(() => pool.acquire(head)));
+      expect(acquired.every((result) => result.ok)).toBe(true);
+    } finally {
+      process.env.PATH = savedPath;
+    }
+    expect((await readFile(path.join(bin, 'log'), 'utf8')).trim().split('\n')).toEqual(['add', 'add', 'add', 'add']);
+  });
+
   it('gives a busy slot to no one else and reuses the lowest released one', async () => {
     const { options, head } = await setup(BASE_FILES, { setupCommand: undefined });
     const pool = await openPool(options);
@@ -203,6 +241,28 @@ describe('WorktreePool', () => {
     // The lock file did not change: no second install.
     expect(fake.runs).toHaveLength(1);
     expect(await personState(repo)).toBe(before);
+  });
+
+  it('moves no branch when the attempt left its slot on one', async () => {
+    const { repo, options, head } = await setup(BASE_FILES, { setupCommand: undefined });
+    await repo.git(['branch', 'side']);
+    const pool = await openPool(options);
+    const first = await pool.acquire(head);
+    if (!first.ok) throw new Error(JSON.stringify(first.error));
+    const inSlot = (args: string[]) => repo.git(['-C', first.value.dir, ...args]);
+    await inSlot(['checkout', '-q', 'side']);
+    await writeFile(path.join(first.value.dir, 'src/a.ts'), 'on side\n');
+    await inSlot(['commit', '-qam', 'work on side']);
+    const sideTip = (await repo.git(['rev-parse', 'side'])).trim();
+    expect(sideTip).not.toBe(head);
+    pool.release(first.value);
+
+    const second = await pool.acquire(head);
+    if (!second.ok) throw new Error(JSON.stringify(second.error));
+    expect((await repo.git(['rev-parse', 'side'])).trim()).toBe(sideTip);
+    expect((await repo.git(['rev-parse', 'main'])).trim()).toBe(head);
+    expect(await inSlot(['rev-parse', '--abbrev-ref', 'HEAD'])).toBe('HEAD\n');
+    expect(await readFile(path.join(second.value.dir, 'src/a.ts'), 'utf8')).toBe('export const a = 1;\n');
   });
 
   it('re-runs the setup when a setup input changes between commits, and not otherwise', async () => {
@@ -320,6 +380,24 @@ describe('WorktreePool', () => {
     await pool.remove();
     expect(await readFile(path.join(repo.dir, 'node_modules/dep/index.js'), 'utf8')).toBe('person\n');
     expect(await personState(repo)).toBe(before);
+  });
+
+  it("re-provisioning a slot removes its links, never what the person's folder holds", async () => {
+    const { repo, options, fake, head } = await setup(BASE_FILES, { symlinkDirectories: ['vendor'] });
+    await repo.write({ 'vendor/lib/keep.txt': 'person\n' });
+    const relocked = await commitBeside(repo, head, { 'package-lock.json': 'changed\n' });
+    const pool = await openPool(options);
+    const first = await pool.acquire(head);
+    if (!first.ok) throw new Error(JSON.stringify(first.error));
+    expect(first.value.kept).toEqual(['node_modules/', 'vendor']);
+    pool.release(first.value);
+    const second = await pool.acquire(relocked);
+    if (!second.ok) throw new Error(JSON.stringify(second.error));
+    expect(fake.runs).toHaveLength(2);
+    expect(await readlink(path.join(second.value.dir, 'vendor'))).toBe(path.join(repo.dir, 'vendor'));
+    expect(await readFile(path.join(repo.dir, 'vendor/lib/keep.txt'), 'utf8')).toBe('person\n');
+    await pool.remove();
+    expect(await readFile(path.join(repo.dir, 'vendor/lib/keep.txt'), 'utf8')).toBe('person\n');
   });
 
   it('a failed setup is a value with the end of its output; the slot is provisioned again next time', async () => {

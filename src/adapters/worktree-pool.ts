@@ -416,9 +416,13 @@ export class WorktreePool {
     return ok(undefined);
   }
 
-  /** `git reset --hard <commit>`, then `git clean -ffdx` keeping exactly `kept`. */
+  /** Detached at `commit`, `git reset --hard`, then `git clean -ffdx` keeping exactly `kept`. */
   private async reset(state: SlotState, commit: string, kept: readonly string[]): Promise<Result<void, ProvisionFailure>> {
-    const reset = await runGit(['-c', 'core.hooksPath=/dev/null', 'reset', '-q', '--hard', commit], { cwd: state.dir });
+    // HEAD first, on its own: had the attempt checked out a branch, `reset --hard <commit>` would
+    // move that branch. The slot's HEAD is its own (per worktree); no branch moves.
+    const detached = await runGit(['update-ref', '--no-deref', '-m', 'foreman: reuse the slot', 'HEAD', commit], { cwd: state.dir });
+    if (!detached.ok) return err({ kind: 'git-failed', doing: `detach ${state.dir} at ${commit.slice(0, 12)}`, failure: failureOf(detached.error) });
+    const reset = await runGit(['-c', 'core.hooksPath=/dev/null', 'reset', '-q', '--hard'], { cwd: state.dir });
     if (!reset.ok) return err({ kind: 'git-failed', doing: `reset ${state.dir} to ${commit.slice(0, 12)}`, failure: failureOf(reset.error) });
     state.commit = commit;
     // -x: ignored files go too (build output, caches); the -e patterns still apply with -x.
