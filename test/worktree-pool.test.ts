@@ -531,6 +531,19 @@ describe('WorktreePool', () => {
     expect(await personState(repo)).toBe(before);
   });
 
+  it("leaves alone the person's own worktrees, even one whose directory is away (an unmounted disk)", async () => {
+    const { repo, root, options, head } = await setup(BASE_FILES, { setupCommand: undefined });
+    const elsewhere = await tempRoot();
+    const away = path.join(elsewhere, 'away');
+    await repo.git(['worktree', 'add', '-q', '--detach', away, head]);
+    await rm(away, { recursive: true, force: true });
+    const pool = await openPool(options);
+    await pool.acquire(head);
+    await pool.remove();
+    await removePlanWorktrees(repo.dir, root, 'plan-1');
+    expect(await linkedWorktrees(repo)).toEqual([away]);
+  });
+
   it('remove() leaves no registered worktree and no directory; other plans stay', async () => {
     const { repo, root, options, before, head } = await setup();
     const other = await openPool({ ...options, planId: 'other-plan' });

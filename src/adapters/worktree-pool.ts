@@ -209,21 +209,19 @@ async function destroyWorktree(repo: string, dir: string): Promise<void> {
 }
 
 /**
- * Removes every worktree of the pool at `dir` (registered or not), its records and the
- * directory, then forgets worktrees whose directory is gone. Never throws.
+ * Removes every worktree of the pool at `dir` (registered or not, its directory there or not),
+ * its records and the directory. Never throws.
  */
 async function removePoolAt(repo: string, dir: string): Promise<void> {
   try {
-    const real = await realpath(dir).catch(() => null);
-    if (real !== null) {
-      for (const worktree of await worktreesIn(repo, real)) await destroyWorktree(repo, worktree.path);
-      await rm(real, { recursive: true, force: true });
-      // The repository's folder goes too once its last plan is gone.
-      await rmdir(path.dirname(real)).catch(() => undefined);
-    }
-    await runGit(['worktree', 'prune'], { cwd: repo });
+    // Worktrees are registered under the real path; the pool directory may be gone already.
+    const real = (await realpath(dir).catch(() => null)) ?? path.join((await realpath(path.dirname(dir)).catch(() => null)) ?? path.dirname(dir), path.basename(dir));
+    for (const worktree of await worktreesIn(repo, real)) await destroyWorktree(repo, worktree.path);
+    await rm(real, { recursive: true, force: true });
+    // The repository's folder goes too once its last plan is gone.
+    await rmdir(path.dirname(real)).catch(() => undefined);
   } catch {
-    // Nothing to report: what is left, the next `openPool` or `git worktree prune` clears.
+    // Nothing to report: what is left, the next `openPool` or `removePlanWorktrees` clears.
   }
 }
 
@@ -237,7 +235,8 @@ export async function openPool(options: PoolOptions): Promise<WorktreePool> {
   const made = poolDir(options.root, options.repo, options.planId);
   await mkdir(made, { recursive: true });
   const dir = await realpath(made);
-  await runGit(['worktree', 'prune'], { cwd: options.repo });
+  // Not `git worktree prune`: it would also forget the person's own worktrees whose directory is
+  // away (an unmounted disk). Only this pool's records are dropped, one by one, below.
   const registered = new Map((await worktreesIn(options.repo, dir)).map((worktree) => [worktree.path, worktree]));
   const pool = new WorktreePool(options, dir);
   const entries = await readdir(dir, { withFileTypes: true });
@@ -258,14 +257,13 @@ export async function openPool(options: PoolOptions): Promise<WorktreePool> {
       await destroyWorktree(options.repo, full);
     }
   }
-  // Registered but no longer a directory here, or not named as a slot: unregister.
+  // Registered but its directory gone, or not named as a slot: unregistered.
   for (const worktree of registered.values()) await destroyWorktree(options.repo, worktree.path);
   // Records of slots that are gone.
   for (const entry of entries) {
     const record = RECORD_NAME.exec(entry.name);
     if (record !== null && !pool.has(Number(record[1]))) await rm(path.join(dir, entry.name), { force: true });
   }
-  await runGit(['worktree', 'prune'], { cwd: options.repo });
   return pool;
 }
 
@@ -347,7 +345,7 @@ export class WorktreePool {
       .map((state) => ({ index: state.index, dir: state.dir, commit: state.commit ?? state.record?.commit ?? '', kept: [...(state.record?.kept ?? [])], busy: state.busy, provisioned: state.record !== null }));
   }
 
-  /** Removes every slot (`git worktree remove --force`), prunes, removes the pool directory. Never throws. Call when no attempt runs. */
+  /** Removes every slot (`git worktree remove --force`) and the pool directory. Never throws. Call when no attempt runs. */
   async remove(): Promise<void> {
     this.removed = true;
     await this.serial(() => removePoolAt(this.options.repo, this.dir));
@@ -403,7 +401,6 @@ export class WorktreePool {
       let result = await runGit(args, { cwd: this.options.repo });
       if (!result.ok) {
         // A record git still holds for this path (a slot removed by hand): forget it, try once more.
-        await runGit(['worktree', 'prune'], { cwd: this.options.repo });
         await destroyWorktree(this.options.repo, state.dir);
         result = await runGit(args, { cwd: this.options.repo });
         if (!result.ok) await destroyWorktree(this.options.repo, state.dir);
