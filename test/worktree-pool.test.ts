@@ -145,7 +145,7 @@ describe('WorktreePool', () => {
       expect(slot.commit).toBe(head);
       expect(await readFile(path.join(slot.dir, 'src/a.ts'), 'utf8')).toBe('export const a = 1;\n');
       expect(slot.kept).toEqual(['node_modules/']);
-      expect(JSON.parse(await readFile(path.join(pool.dir, `slot-${slot.index}.json`), 'utf8'))).toMatchObject({ commit: head, kept: ['node_modules/'] });
+      expect(JSON.parse(await readFile(path.join(pool.dir, `slot-${slot.index}.json`), 'utf8'))).toMatchObject({ commit: head, made: ['node_modules/'], kept: ['node_modules/'] });
     }
     expect((await linkedWorktrees(repo)).sort()).toEqual(slots.map((slot) => slot.dir).sort());
     // Outside the person's tree.
@@ -289,6 +289,19 @@ describe('WorktreePool', () => {
     await use(sameInputs);
     expect(fake.runs).toHaveLength(3);
     expect(await personState(repo)).toBe(before);
+  });
+
+  it('runs the setup again when the attempt deleted what it made', async () => {
+    const { options, fake, head } = await setup();
+    const pool = await openPool(options);
+    const first = await pool.acquire(head);
+    if (!first.ok) throw new Error(JSON.stringify(first.error));
+    await rm(path.join(first.value.dir, 'node_modules'), { recursive: true });
+    pool.release(first.value);
+    const second = await pool.acquire(head);
+    if (!second.ok) throw new Error(JSON.stringify(second.error));
+    expect(fake.runs).toHaveLength(2);
+    expect(await readFile(path.join(second.value.dir, 'node_modules/dep/index.js'), 'utf8')).toBe('installed by npm ci\n');
   });
 
   it('only the named inputs count: another file changing runs no setup', async () => {

@@ -135,6 +135,8 @@ interface SlotRecord {
   setupCommand: string | null;
   /** Hash of the setup inputs' blob ids at `commit` (null without a setup command). */
   setupInputs: string | null;
+  /** What the setup command made (part of `kept`): when one is gone, the setup runs again. */
+  made: string[];
   kept: string[];
 }
 
@@ -167,14 +169,21 @@ function excludePattern(entry: string): string {
   return `/${bare.replace(/[\\*?[\]]/g, (c) => `\\${c}`).replace(/ $/, '\\ ')}`;
 }
 
+/** Whether every entry exists in `dir` (a link counts, whatever it points to). */
+async function allPresent(dir: string, entries: readonly string[]): Promise<boolean> {
+  for (const entry of entries) if ((await lstat(path.join(dir, entry)).catch(() => null)) === null) return false;
+  return true;
+}
+
 function parseRecord(text: string): SlotRecord | null {
   try {
     const value = JSON.parse(text) as Partial<SlotRecord>;
     const stringOrNull = (x: unknown): x is string | null => x === null || typeof x === 'string';
     if (typeof value.commit !== 'string' || !/^[0-9a-f]{40,64}$/.test(value.commit)) return null;
     if (!stringOrNull(value.setupCommand) || !stringOrNull(value.setupInputs)) return null;
-    if (!Array.isArray(value.kept) || !value.kept.every((entry) => typeof entry === 'string' && repoPathOrNull(entry) !== null)) return null;
-    return { commit: value.commit, setupCommand: value.setupCommand, setupInputs: value.setupInputs, kept: value.kept };
+    const entries = (list: unknown): list is string[] => Array.isArray(list) && list.every((entry) => typeof entry === 'string' && repoPathOrNull(entry) !== null);
+    if (!entries(value.kept) || !entries(value.made)) return null;
+    return { commit: value.commit, setupCommand: value.setupCommand, setupInputs: value.setupInputs, made: value.made, kept: value.kept };
   } catch {
     return null;
   }
@@ -358,9 +367,12 @@ export class WorktreePool {
     const fingerprint = await this.fingerprint(commit.value);
     if (!fingerprint.ok) return fingerprint;
     if (state.exists) {
-      // Provisioned for the same setup command and the same inputs: kept as it is. Otherwise
-      // everything goes, what an earlier setup made included, and the slot is provisioned afresh.
-      const current = state.record !== null && state.record.setupCommand === this.setupCommand && state.record.setupInputs === fingerprint.value ? state.record : null;
+      // Provisioned for the same setup command and the same inputs, and what the setup made still
+      // there (an attempt may have deleted node_modules/): kept as it is. Otherwise everything
+      // goes, what an earlier setup made included, and the slot is provisioned afresh.
+      const record = state.record;
+      const current =
+        record !== null && record.setupCommand === this.setupCommand && record.setupInputs === fingerprint.value && (await allPresent(state.dir, record.made)) ? record : null;
       if (current === null) await this.forget(state);
       const cleaned = await this.reset(state, commit.value, current?.kept ?? []);
       if (cleaned.ok && current !== null) return this.refresh(state, current, commit.value);
@@ -464,7 +476,7 @@ export class WorktreePool {
       made = untracked.value;
     }
     const kept = [...new Set([...ours, ...made])].sort();
-    state.record = { commit, setupCommand: this.setupCommand, setupInputs: fingerprint, kept };
+    state.record = { commit, setupCommand: this.setupCommand, setupInputs: fingerprint, made: made.filter((entry) => !ours.includes(entry)).sort(), kept };
     await writeFileAtomic(recordPath(this.dir, state.index), `${JSON.stringify(state.record, null, 2)}\n`);
     return ok({ index: state.index, dir: state.dir, commit, kept });
   }
