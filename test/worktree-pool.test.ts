@@ -7,6 +7,7 @@ import {
   DEFAULT_SETUP_INPUTS,
   type PoolOptions,
   type SetupRun,
+  describeProvisionFailure,
   diskUsage,
   openPool,
   poolDir,
@@ -448,6 +449,23 @@ describe('WorktreePool', () => {
     expect(await personState(repo)).toBe(before);
   });
 
+  it('a setup that changes tracked files is refused with their names, and the slot stays unprovisioned', async () => {
+    const { options, head } = await setup();
+    const pool = await openPool({
+      ...options,
+      setupCommand: 'npm install',
+      runSetup: async (dir) => {
+        await writeFile(path.join(dir, 'package-lock.json'), '{"rewritten":true}\n');
+        await rm(path.join(dir, 'src/a.ts'));
+        await mkdir(path.join(dir, 'node_modules'));
+        return { exitCode: 0, timedOut: false, output: '' };
+      },
+    });
+    const result = await pool.acquire(head);
+    expect(!result.ok && result.error).toEqual({ kind: 'setup-changed-files', command: 'npm install', paths: ['package-lock.json', 'src/a.ts'] });
+    expect(pool.slots()).toEqual([expect.objectContaining({ index: 0, busy: false, provisioned: false })]);
+  });
+
   it('a timed-out setup is a failure too', async () => {
     const { options, head } = await setup();
     const pool = await openPool({ ...options, runSetup: async () => ({ exitCode: null, timedOut: true, output: 'slow' }) });
@@ -587,6 +605,16 @@ describe('WorktreePool', () => {
     expect(await linkedWorktrees(repo)).toEqual([]);
     // Nothing there: nothing to do.
     await removePlanWorktrees(repo.dir, root, 'plan-1');
+  });
+});
+
+describe('describeProvisionFailure', () => {
+  it('says what failed in one line', () => {
+    expect(describeProvisionFailure({ kind: 'setup-failed', command: 'npm ci', exitCode: 1, timedOut: false, output: 'x' })).toBe('the setup command `npm ci` exited with code 1 in a new worktree');
+    expect(describeProvisionFailure({ kind: 'setup-failed', command: 'npm ci', exitCode: null, timedOut: true, output: '' })).toMatch(/timed out/);
+    expect(describeProvisionFailure({ kind: 'setup-changed-files', command: 'npm install', paths: ['package-lock.json'] })).toMatch(/changed files git tracks \(package-lock.json\)/);
+    expect(describeProvisionFailure({ kind: 'git-failed', doing: 'clean /x', failure: { step: 'clean', exitCode: 128, stderr: 'fatal: nope\n' } })).toBe('could not clean /x: git clean failed (exit 128): fatal: nope');
+    expect(describeProvisionFailure({ kind: 'interrupted' })).toBe('interrupted');
   });
 });
 

@@ -26,9 +26,9 @@ import { createHash } from 'node:crypto';
 import { lstat, mkdir, readFile, readdir, readlink, realpath, rm, rmdir, stat, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { type Result, err, ok } from '../core/failure.ts';
+import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import { clipTail } from '../core/format.ts';
-import { type GitFailure, failureOf, normalizeRepoPath, splitNul } from '../core/git-text.ts';
+import { type GitFailure, describeGitFailure, failureOf, normalizeRepoPath, parseStatus, splitNul } from '../core/git-text.ts';
 import { coveredBy } from '../core/paths.ts';
 import { Git, runGit } from './git.ts';
 import { writeFileAtomic } from './plan-store.ts';
@@ -124,9 +124,32 @@ export interface SlotStatus extends Slot {
 
 export type ProvisionFailure =
   | { kind: 'setup-failed'; command: string; exitCode: number | null; timedOut: boolean; output: string }
+  /**
+   * The setup command changed files git tracks (`npm install` rewriting the lock file): every
+   * attempt in the slot would be charged with them. The slot is left unprovisioned.
+   */
+  | { kind: 'setup-changed-files'; command: string; paths: string[] }
   | { kind: 'git-failed'; doing: string; failure: GitFailure }
   /** The signal was aborted: nothing failed, the slot was released. */
   | { kind: 'interrupted' };
+
+/** One line saying why a slot could not be prepared (a setup's output follows, when there is one). */
+export function describeProvisionFailure(failure: ProvisionFailure): string {
+  switch (failure.kind) {
+    case 'setup-failed': {
+      const how = failure.timedOut ? 'timed out' : failure.exitCode === null ? 'was killed' : `exited with code ${failure.exitCode}`;
+      return `the setup command \`${failure.command}\` ${how} in a new worktree`;
+    }
+    case 'setup-changed-files':
+      return `the setup command \`${failure.command}\` changed files git tracks (${failure.paths.join(', ')}); use one that leaves them as committed (e.g. \`npm ci\`, not \`npm install\`)`;
+    case 'git-failed':
+      return `could not ${failure.doing}: ${describeGitFailure(failure.failure)}`;
+    case 'interrupted':
+      return 'interrupted';
+    default:
+      return assertNever(failure, 'provision failure');
+  }
+}
 
 /** What `slot-<n>.json` holds. */
 interface SlotRecord {
@@ -471,6 +494,10 @@ export class WorktreePool {
       if (run.exitCode !== 0 || run.timedOut) {
         return err({ kind: 'setup-failed', command: this.setupCommand, exitCode: run.exitCode, timedOut: run.timedOut, output: clipTail(run.output, SETUP_OUTPUT_TAIL) });
       }
+      const changed = await runGit(['--no-optional-locks', 'status', '--porcelain=v1', '-z', '-uno', '--no-renames'], { cwd: state.dir });
+      if (!changed.ok) return err({ kind: 'git-failed', doing: `check what the setup changed in ${state.dir}`, failure: failureOf(changed.error) });
+      const paths = parseStatus(changed.value).map((entry) => entry.path);
+      if (paths.length > 0) return err({ kind: 'setup-changed-files', command: this.setupCommand, paths: [...new Set(paths)].sort() });
       const untracked = await this.untracked(state.dir, ours);
       if (!untracked.ok) return untracked;
       made = untracked.value;
