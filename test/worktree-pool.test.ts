@@ -490,10 +490,19 @@ describe('WorktreePool', () => {
   });
 
   it('an unknown commit is a git failure value', async () => {
-    const { options } = await setup();
+    const { options, head } = await setup();
     const pool = await openPool(options);
     const result = await pool.acquire('no-such-ref');
     expect(!result.ok && result.error).toMatchObject({ kind: 'git-failed', doing: 'find the commit no-such-ref' });
+    // A well-formed hash of no commit: refused before the slot is touched (not remade).
+    const plain = await openPool({ ...options, planId: 'no-setup', setupCommand: undefined });
+    const slot = await plain.acquire(head);
+    if (!slot.ok) throw new Error(JSON.stringify(slot.error));
+    plain.release(slot.value);
+    const missing = await plain.acquire('0123456789abcdef0123456789abcdef01234567');
+    expect(!missing.ok && missing.error).toMatchObject({ kind: 'git-failed', doing: 'find the commit 0123456789abcdef0123456789abcdef01234567' });
+    expect(plain.slots()).toEqual([expect.objectContaining({ index: 0, busy: false, provisioned: true, commit: head })]);
+    expect(await readFile(path.join(slot.value.dir, 'src/a.ts'), 'utf8')).toBe('export const a = 1;\n');
   });
 
   it('makes a slot again when its checkout was damaged', async () => {

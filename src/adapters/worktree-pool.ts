@@ -410,9 +410,8 @@ export class WorktreePool {
     return this.provision(state, commit.value, fingerprint.value, signal);
   }
 
-  /** The full hash of `target`. */
+  /** The full hash of `target`, checked to be a commit before any slot is touched (a failed reset would remake the slot). */
   private async resolve(target: string): Promise<Result<string, ProvisionFailure>> {
-    if (/^[0-9a-f]{40}$/.test(target) || /^[0-9a-f]{64}$/.test(target)) return ok(target);
     const found = await runGit(['rev-parse', '--verify', '--quiet', `${target}^{commit}`], { cwd: this.options.repo });
     if (!found.ok) return err({ kind: 'git-failed', doing: `find the commit ${target}`, failure: failureOf(found.error) });
     return ok(found.value.trim());
