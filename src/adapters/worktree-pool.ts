@@ -1,0 +1,605 @@
+// The worktree pool: the git worktrees a plan's attempts work in (issue 12, "Workspaces" and
+// "Provisioning").
+//
+// Where: `<worktreesRoot>/<repo name>-<hash of its path>/<planId>/slot-<n>`, outside the person's
+// working tree (their test runners and watchers never find the slots) and outside `.git/` (the
+// CLI denies every edit there). Each slot is a linked worktree detached at a commit; beside it,
+// `slot-<n>.json` records how it was provisioned.
+//
+// Reuse: a released slot is reset to the next attempt's commit (`git reset --hard`) and cleared
+// of every untracked and ignored file (`git clean -ffdx`) except what provisioning put there (the
+// kept entries), so build output, caches and stray files of the previous attempt cannot make the
+// next attempt's checks pass. `.worktreeinclude` copies are copied again (their original content
+// back) and the `worktree.symlinkDirectories` links re-made when missing.
+//
+// Provisioning: `.worktreeinclude` copies, symlinked directories, then the plan's setup command.
+// The setup runs again on a reused slot when the files it depends on (lock files) differ at the
+// new commit, or when the slot has no record (provisioning never finished: a setup failure, a
+// crash). A slot's record is removed before provisioning starts and written when it is done.
+//
+// Only `git worktree add` / `remove` touch the repository's shared state (`.git/worktrees/`);
+// they are serialized here (parallel adds contend on git's locks). Reset and clean work in the
+// slot's own index and HEAD. The person's working tree, index and branch are never touched: from
+// their tree only `.worktreeinclude` files and `.claude/settings*.json` are read.
+
+import { createHash } from 'node:crypto';
+import { lstat, mkdir, readFile, readdir, readlink, realpath, rm, rmdir, stat, symlink } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { type Result, assertNever, err, ok } from '../core/failure.ts';
+import { clipTail } from '../core/format.ts';
+import { type GitFailure, describeGitFailure, failureOf, normalizeRepoPath, parseStatus, splitNul } from '../core/git-text.ts';
+import { coveredBy } from '../core/paths.ts';
+import { Git, runGit } from './git.ts';
+import { writeFileAtomic } from './plan-store.ts';
+import { copyIncluded } from './scratch.ts';
+
+/** Files whose change (at the repository's top) re-runs the setup command on a reused slot. */
+export const DEFAULT_SETUP_INPUTS: readonly string[] = [
+  'package.json',
+  'package-lock.json',
+  'npm-shrinkwrap.json',
+  'yarn.lock',
+  'pnpm-lock.yaml',
+  'bun.lock',
+  'bun.lockb',
+  'requirements.txt',
+  'pyproject.toml',
+  'poetry.lock',
+  'uv.lock',
+  'Pipfile.lock',
+  'Gemfile.lock',
+  'go.sum',
+  'Cargo.lock',
+  'composer.lock',
+];
+
+/** How much of a failed setup command's output is kept (its end, where the error is). */
+const SETUP_OUTPUT_TAIL = 4000;
+
+/**
+ * Where every plan's worktrees live: `$FOREMAN_WORKTREES`, else `$XDG_CACHE_HOME/foreman/worktrees`,
+ * else `~/.cache/foreman/worktrees`. A relative XDG_CACHE_HOME is ignored, as the XDG spec says.
+ */
+export function worktreesRoot(env: NodeJS.ProcessEnv): string {
+  if (env.FOREMAN_WORKTREES) return path.resolve(env.FOREMAN_WORKTREES);
+  const cache = env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : path.join(env.HOME || os.homedir(), '.cache');
+  return path.join(cache, 'foreman', 'worktrees');
+}
+
+const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+/** A plan id usable as one directory name; any other id is named by its hash, never a path. */
+const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+
+/** The pool directory of one plan of one repository: `<root>/<name>-<10 hex>/<planId>`. */
+export function poolDir(root: string, repoRealPath: string, planId: string): string {
+  const repoDir = `${path.basename(repoRealPath)}-${sha256(repoRealPath).slice(0, 10)}`;
+  const planDir = SAFE_NAME.test(planId) ? planId : `plan-${sha256(planId).slice(0, 16)}`;
+  return path.join(root, repoDir, planDir);
+}
+
+export interface SetupRun {
+  exitCode: number | null;
+  timedOut: boolean;
+  output: string;
+}
+
+export interface PoolOptions {
+  /** The person's repository top (real path). */
+  repo: string;
+  planId: string;
+  /** `worktreesRoot(env)`. */
+  root: string;
+  /** The plan's `context.setupCommand`. */
+  setupCommand?: string;
+  /** Files (repository paths; `dir/` for everything under it) whose change re-runs the setup. Default DEFAULT_SETUP_INPUTS. */
+  setupInputs?: readonly string[];
+  /** From `symlinkDirectoriesOf(repo)`. */
+  symlinkDirectories?: readonly string[];
+  /** Runs the setup command in `dir` (the caller sandboxes it, records its process, applies the timeout). */
+  runSetup(dir: string, command: string, signal?: AbortSignal): Promise<SetupRun>;
+}
+
+export interface Slot {
+  index: number;
+  /** The worktree's top directory. */
+  dir: string;
+  /** The commit it is detached at. */
+  commit: string;
+  /**
+   * Repository-relative entries provisioning put there, which git does not track: never a
+   * worker's change. Directories end in `/`; a symlinked directory is named without one (git
+   * sees a link, not a directory).
+   */
+  kept: string[];
+}
+
+/** A slot as `slots()` shows it. */
+export interface SlotStatus extends Slot {
+  busy: boolean;
+  /** Whether provisioning finished (a record exists). */
+  provisioned: boolean;
+}
+
+export type ProvisionFailure =
+  | { kind: 'setup-failed'; command: string; exitCode: number | null; timedOut: boolean; output: string }
+  /**
+   * The setup command changed files git tracks (`npm install` rewriting the lock file): every
+   * attempt in the slot would be charged with them. The slot is left unprovisioned.
+   */
+  | { kind: 'setup-changed-files'; command: string; paths: string[] }
+  | { kind: 'git-failed'; doing: string; failure: GitFailure }
+  /** The signal was aborted: nothing failed, the slot was released. */
+  | { kind: 'interrupted' };
+
+/** One line saying why a slot could not be prepared (a setup's output follows, when there is one). */
+export function describeProvisionFailure(failure: ProvisionFailure): string {
+  switch (failure.kind) {
+    case 'setup-failed': {
+      const how = failure.timedOut ? 'timed out' : failure.exitCode === null ? 'was killed' : `exited with code ${failure.exitCode}`;
+      return `the setup command \`${failure.command}\` ${how} in a new worktree`;
+    }
+    case 'setup-changed-files':
+      return `the setup command \`${failure.command}\` changed files git tracks (${failure.paths.join(', ')}); use one that leaves them as committed (e.g. \`npm ci\`, not \`npm install\`)`;
+    case 'git-failed':
+      return `could not ${failure.doing}: ${describeGitFailure(failure.failure)}`;
+    case 'interrupted':
+      return 'interrupted';
+    default:
+      return assertNever(failure, 'provision failure');
+  }
+}
+
+/** What `slot-<n>.json` holds. */
+interface SlotRecord {
+  /** The commit the slot was provisioned at. */
+  commit: string;
+  setupCommand: string | null;
+  /** Hash of the setup inputs' blob ids at `commit` (null without a setup command). */
+  setupInputs: string | null;
+  /** What the setup command made (part of `kept`): when one is gone, the setup runs again. */
+  made: string[];
+  kept: string[];
+}
+
+interface SlotState {
+  index: number;
+  dir: string;
+  busy: boolean;
+  /** The worktree exists and is registered. */
+  exists: boolean;
+  commit: string | null;
+  record: SlotRecord | null;
+}
+
+const SLOT_NAME = /^slot-(0|[1-9][0-9]*)$/;
+const RECORD_NAME = /^slot-(0|[1-9][0-9]*)\.json$/;
+const recordPath = (pool: string, index: number): string => path.join(pool, `slot-${index}.json`);
+
+/** A repository path usable as a pathspec or exclude, or null when it is not one. */
+function repoPathOrNull(entry: string): string | null {
+  try {
+    return normalizeRepoPath(entry);
+  } catch {
+    return null;
+  }
+}
+
+/** `git clean -e` pattern naming exactly `entry` (anchored, glob characters escaped). */
+function excludePattern(entry: string): string {
+  const bare = entry.endsWith('/') ? entry.slice(0, -1) : entry;
+  return `/${bare.replace(/[\\*?[\]]/g, (c) => `\\${c}`).replace(/ $/, '\\ ')}`;
+}
+
+/** Whether every entry exists in `dir` (a link counts, whatever it points to). */
+async function allPresent(dir: string, entries: readonly string[]): Promise<boolean> {
+  for (const entry of entries) if ((await lstat(path.join(dir, entry)).catch(() => null)) === null) return false;
+  return true;
+}
+
+function parseRecord(text: string): SlotRecord | null {
+  try {
+    const value = JSON.parse(text) as Partial<SlotRecord>;
+    const stringOrNull = (x: unknown): x is string | null => x === null || typeof x === 'string';
+    if (typeof value.commit !== 'string' || !/^[0-9a-f]{40,64}$/.test(value.commit)) return null;
+    if (!stringOrNull(value.setupCommand) || !stringOrNull(value.setupInputs)) return null;
+    const entries = (list: unknown): list is string[] => Array.isArray(list) && list.every((entry) => typeof entry === 'string' && repoPathOrNull(entry) !== null);
+    if (!entries(value.kept) || !entries(value.made)) return null;
+    return { commit: value.commit, setupCommand: value.setupCommand, setupInputs: value.setupInputs, made: value.made, kept: value.kept };
+  } catch {
+    return null;
+  }
+}
+
+interface RegisteredWorktree {
+  path: string;
+  locked: boolean;
+}
+
+/** `git worktree list --porcelain -z`: every worktree the repository knows, the main one included. */
+async function registeredWorktrees(repo: string): Promise<RegisteredWorktree[]> {
+  const listed = await runGit(['worktree', 'list', '--porcelain', '-z'], { cwd: repo });
+  if (!listed.ok) return [];
+  const found: RegisteredWorktree[] = [];
+  for (const field of listed.value.split('\0')) {
+    if (field.startsWith('worktree ')) found.push({ path: field.slice('worktree '.length), locked: false });
+    else if ((field === 'locked' || field.startsWith('locked ')) && found.length > 0) found[found.length - 1]!.locked = true;
+  }
+  return found;
+}
+
+/** The registered worktrees directly in `dir` (a real path). */
+const worktreesIn = async (repo: string, dir: string): Promise<RegisteredWorktree[]> =>
+  (await registeredWorktrees(repo)).filter((worktree) => path.dirname(worktree.path) === dir);
+
+/** Unregisters and deletes the worktree at `dir`; never fails. A symlink in it is removed, never followed. */
+async function destroyWorktree(repo: string, dir: string): Promise<void> {
+  // Twice --force: also a locked worktree (a `git worktree add` killed half-way leaves its lock).
+  await runGit(['worktree', 'remove', '--force', '--force', dir], { cwd: repo }).catch(() => undefined);
+  await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+}
+
+/**
+ * Removes every worktree of the pool at `dir` (registered or not, its directory there or not),
+ * its records and the directory. Never throws.
+ */
+async function removePoolAt(repo: string, dir: string): Promise<void> {
+  try {
+    // Worktrees are registered under the real path; the pool directory may be gone already.
+    const real = (await realpath(dir).catch(() => null)) ?? path.join((await realpath(path.dirname(dir)).catch(() => null)) ?? path.dirname(dir), path.basename(dir));
+    for (const worktree of await worktreesIn(repo, real)) await destroyWorktree(repo, worktree.path);
+    await rm(real, { recursive: true, force: true });
+    // The repository's folder goes too once its last plan is gone.
+    await rmdir(path.dirname(real)).catch(() => undefined);
+  } catch {
+    // Nothing to report: what is left, the next `openPool` or `removePlanWorktrees` clears.
+  }
+}
+
+/**
+ * Opens the plan's pool: creates its directory, reuses the slots a previous (perhaps crashed) run
+ * left, removes half-made ones (a directory git does not know, or a worktree still locked by a
+ * `git worktree add` that was killed) and forgets records whose directory is gone. Worktrees of
+ * other plans are left alone.
+ */
+export async function openPool(options: PoolOptions): Promise<WorktreePool> {
+  const made = poolDir(options.root, options.repo, options.planId);
+  await mkdir(made, { recursive: true });
+  const dir = await realpath(made);
+  // Not `git worktree prune`: it would also forget the person's own worktrees whose directory is
+  // away (an unmounted disk). Only this pool's records are dropped, one by one, below.
+  const registered = new Map((await worktreesIn(options.repo, dir)).map((worktree) => [worktree.path, worktree]));
+  const pool = new WorktreePool(options, dir);
+  const entries = await readdir(dir, { withFileTypes: true });
+  for (const entry of entries) {
+    const full = path.join(dir, entry.name);
+    const slot = SLOT_NAME.exec(entry.name);
+    if (slot === null) {
+      if (!RECORD_NAME.test(entry.name)) await rm(full, { recursive: true, force: true }); // an atomic write's temporary file
+      continue;
+    }
+    const worktree = registered.get(full);
+    registered.delete(full);
+    if (entry.isDirectory() && worktree !== undefined && !worktree.locked) {
+      const index = Number(slot[1]);
+      const record = parseRecord((await readFile(recordPath(dir, index), 'utf8').catch(() => null)) ?? '');
+      pool.adopt(index, record);
+    } else {
+      await destroyWorktree(options.repo, full);
+    }
+  }
+  // Registered but its directory gone, or not named as a slot: unregistered.
+  for (const worktree of registered.values()) await destroyWorktree(options.repo, worktree.path);
+  // Records of slots that are gone.
+  for (const entry of entries) {
+    const record = RECORD_NAME.exec(entry.name);
+    if (record !== null && !pool.has(Number(record[1]))) await rm(path.join(dir, entry.name), { force: true });
+  }
+  return pool;
+}
+
+export class WorktreePool {
+  private readonly states = new Map<number, SlotState>();
+  /** `git worktree add`/`remove` one at a time. */
+  private queue: Promise<unknown> = Promise.resolve();
+  private removed = false;
+  private readonly person: Git;
+  private readonly setupCommand: string | null;
+  private readonly setupInputs: string[];
+  private readonly symlinkDirectories: string[];
+
+  /** Use `openPool`. `dir`: the pool directory (a real path). */
+  constructor(
+    private readonly options: PoolOptions,
+    readonly dir: string,
+  ) {
+    this.person = new Git(options.repo);
+    this.setupCommand = options.setupCommand !== undefined && options.setupCommand.trim() !== '' ? options.setupCommand : null;
+    this.setupInputs = (options.setupInputs ?? DEFAULT_SETUP_INPUTS).flatMap((entry) => repoPathOrNull(entry) ?? []);
+    this.symlinkDirectories = [...new Set((options.symlinkDirectories ?? []).flatMap((entry) => repoPathOrNull(entry)?.replace(/\/$/, '') ?? []))];
+  }
+
+  /** For `openPool`: a slot a previous run left, free. */
+  adopt(index: number, record: SlotRecord | null): void {
+    this.states.set(index, { index, dir: path.join(this.dir, `slot-${index}`), busy: false, exists: true, commit: null, record });
+  }
+
+  /** Whether slot `index` is known. */
+  has(index: number): boolean {
+    return this.states.has(index);
+  }
+
+  private serial<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(work, work);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  /**
+   * The lowest free slot, made if needed, reset to `commit`, cleaned and provisioned. A failure
+   * is a value and leaves the slot free (unprovisioned after a setup failure: it is provisioned
+   * again next time).
+   */
+  async acquire(commit: string, signal?: AbortSignal): Promise<Result<Slot, ProvisionFailure>> {
+    if (this.removed) throw new Error('acquire after the worktree pool was removed');
+    if (signal?.aborted) return err({ kind: 'interrupted' });
+    // Chosen and marked before any await, so concurrent calls never share a slot.
+    let index = 0;
+    while (this.states.get(index)?.busy) index++;
+    let state = this.states.get(index);
+    if (state === undefined) {
+      state = { index, dir: path.join(this.dir, `slot-${index}`), busy: true, exists: false, commit: null, record: null };
+      this.states.set(index, state);
+    }
+    state.busy = true;
+    try {
+      const prepared = await this.prepare(state, commit, signal);
+      if (!prepared.ok) state.busy = false;
+      return prepared;
+    } catch (caught) {
+      state.busy = false;
+      throw caught;
+    }
+  }
+
+  /** Gives the slot back; it is reset when next acquired. */
+  release(slot: Slot): void {
+    const state = this.states.get(slot.index);
+    if (state !== undefined) state.busy = false;
+  }
+
+  /** Every slot, lowest first. */
+  slots(): SlotStatus[] {
+    return [...this.states.values()]
+      .filter((state) => state.exists)
+      .sort((a, b) => a.index - b.index)
+      .map((state) => ({ index: state.index, dir: state.dir, commit: state.commit ?? state.record?.commit ?? '', kept: [...(state.record?.kept ?? [])], busy: state.busy, provisioned: state.record !== null }));
+  }
+
+  /** Removes every slot (`git worktree remove --force`) and the pool directory. Never throws. Call when no attempt runs. */
+  async remove(): Promise<void> {
+    this.removed = true;
+    await this.serial(() => removePoolAt(this.options.repo, this.dir));
+    this.states.clear();
+  }
+
+  private async prepare(state: SlotState, target: string, signal: AbortSignal | undefined): Promise<Result<Slot, ProvisionFailure>> {
+    const commit = await this.resolve(target);
+    if (!commit.ok) return commit;
+    const fingerprint = await this.fingerprint(commit.value);
+    if (!fingerprint.ok) return fingerprint;
+    if (state.exists) {
+      // Provisioned for the same setup command and the same inputs, and what the setup made still
+      // there (an attempt may have deleted node_modules/): kept as it is. Otherwise everything
+      // goes, what an earlier setup made included, and the slot is provisioned afresh.
+      const record = state.record;
+      const current =
+        record !== null && record.setupCommand === this.setupCommand && record.setupInputs === fingerprint.value && (await allPresent(state.dir, record.made)) ? record : null;
+      if (current === null) await this.forget(state);
+      const cleaned = await this.reset(state, commit.value, current?.kept ?? []);
+      if (cleaned.ok && current !== null) return this.refresh(state, current, commit.value);
+      if (cleaned.ok) return this.provision(state, commit.value, fingerprint.value, signal);
+      // A slot that cannot be reset (its directory damaged, a lock left by a killed git): made again.
+      await this.serial(() => destroyWorktree(this.options.repo, state.dir));
+      await this.forget(state);
+      state.exists = false;
+    }
+    const made = await this.create(state, commit.value);
+    if (!made.ok) return made;
+    return this.provision(state, commit.value, fingerprint.value, signal);
+  }
+
+  /** The full hash of `target`, checked to be a commit before any slot is touched (a failed reset would remake the slot). */
+  private async resolve(target: string): Promise<Result<string, ProvisionFailure>> {
+    const found = await runGit(['rev-parse', '--verify', '--quiet', `${target}^{commit}`], { cwd: this.options.repo });
+    if (!found.ok) return err({ kind: 'git-failed', doing: `find the commit ${target}`, failure: failureOf(found.error) });
+    return ok(found.value.trim());
+  }
+
+  /** The setup inputs' blob ids at `commit`, hashed (one `git ls-tree`); null without a setup command. */
+  private async fingerprint(commit: string): Promise<Result<string | null, ProvisionFailure>> {
+    if (this.setupCommand === null) return ok(null);
+    if (this.setupInputs.length === 0) return ok(sha256(''));
+    const specs = this.setupInputs.map((entry) => entry.replace(/\/$/, ''));
+    const listed = await runGit(['--literal-pathspecs', 'ls-tree', '-r', '-z', '--full-tree', commit, '--', ...specs], { cwd: this.options.repo });
+    if (!listed.ok) return err({ kind: 'git-failed', doing: `read the setup inputs at ${commit.slice(0, 12)}`, failure: failureOf(listed.error) });
+    return ok(sha256(splitNul(listed.value).filter((line) => coveredBy(line.slice(line.indexOf('\t') + 1), this.setupInputs)).sort().join('\n')));
+  }
+
+  /** `git worktree add --detach`, serialized; leftovers of a half-made slot are removed first. */
+  private async create(state: SlotState, commit: string): Promise<Result<void, ProvisionFailure>> {
+    const added = await this.serial(async () => {
+      await destroyWorktree(this.options.repo, state.dir);
+      const args = ['-c', 'core.hooksPath=/dev/null', 'worktree', 'add', '--quiet', '--detach', state.dir, commit];
+      let result = await runGit(args, { cwd: this.options.repo });
+      if (!result.ok) {
+        // A record git still holds for this path (a slot removed by hand): forget it, try once more.
+        await destroyWorktree(this.options.repo, state.dir);
+        result = await runGit(args, { cwd: this.options.repo });
+        if (!result.ok) await destroyWorktree(this.options.repo, state.dir);
+      }
+      return result;
+    });
+    if (!added.ok) return err({ kind: 'git-failed', doing: `create the worktree ${state.dir} at ${commit.slice(0, 12)}`, failure: failureOf(added.error) });
+    state.exists = true;
+    state.commit = commit;
+    return ok(undefined);
+  }
+
+  /** Detached at `commit`, `git reset --hard`, then `git clean -ffdx` keeping exactly `kept`. */
+  private async reset(state: SlotState, commit: string, kept: readonly string[]): Promise<Result<void, ProvisionFailure>> {
+    // HEAD first, on its own: had the attempt checked out a branch, `reset --hard <commit>` would
+    // move that branch. The slot's HEAD is its own (per worktree); no branch moves.
+    const detached = await runGit(['update-ref', '--no-deref', '-m', 'foreman: reuse the slot', 'HEAD', commit], { cwd: state.dir });
+    if (!detached.ok) return err({ kind: 'git-failed', doing: `detach ${state.dir} at ${commit.slice(0, 12)}`, failure: failureOf(detached.error) });
+    const reset = await runGit(['-c', 'core.hooksPath=/dev/null', 'reset', '-q', '--hard'], { cwd: state.dir });
+    if (!reset.ok) return err({ kind: 'git-failed', doing: `reset ${state.dir} to ${commit.slice(0, 12)}`, failure: failureOf(reset.error) });
+    state.commit = commit;
+    // -x: ignored files go too (build output, caches); the -e patterns still apply with -x.
+    const clean = await runGit(['clean', '-ffdxq', ...kept.flatMap((entry) => ['-e', excludePattern(entry)])], { cwd: state.dir });
+    if (!clean.ok) return err({ kind: 'git-failed', doing: `clean ${state.dir}`, failure: failureOf(clean.error) });
+    return ok(undefined);
+  }
+
+  /** A provisioned slot reused: `.worktreeinclude` copies back to their original content, missing links re-made. */
+  private async refresh(state: SlotState, record: SlotRecord, commit: string): Promise<Result<Slot, ProvisionFailure>> {
+    const included = await copyIncluded(this.person, this.options.repo, state.dir);
+    const linked = await this.link(state.dir);
+    const kept = [...new Set([...record.kept, ...included, ...linked])].sort();
+    if (kept.length !== record.kept.length) {
+      state.record = { ...record, kept };
+      await writeFileAtomic(recordPath(this.dir, state.index), `${JSON.stringify(state.record, null, 2)}\n`);
+    }
+    return ok({ index: state.index, dir: state.dir, commit, kept });
+  }
+
+  /** Drops the slot's record: until provisioning finishes again, it is not provisioned. */
+  private async forget(state: SlotState): Promise<void> {
+    state.record = null;
+    await rm(recordPath(this.dir, state.index), { force: true });
+  }
+
+  /** Copies, links, the setup command; then the record. The slot is clean at `commit`. */
+  private async provision(state: SlotState, commit: string, fingerprint: string | null, signal: AbortSignal | undefined): Promise<Result<Slot, ProvisionFailure>> {
+    await this.forget(state);
+    const included = await copyIncluded(this.person, this.options.repo, state.dir);
+    const linked = await this.link(state.dir);
+    const ours = [...included, ...linked];
+    let made: string[] = [];
+    if (this.setupCommand !== null) {
+      const run = await this.options.runSetup(state.dir, this.setupCommand, signal);
+      if (signal?.aborted) return err({ kind: 'interrupted' });
+      if (run.exitCode !== 0 || run.timedOut) {
+        return err({ kind: 'setup-failed', command: this.setupCommand, exitCode: run.exitCode, timedOut: run.timedOut, output: clipTail(run.output, SETUP_OUTPUT_TAIL) });
+      }
+      const changed = await runGit(['--no-optional-locks', 'status', '--porcelain=v1', '-z', '-uno', '--no-renames'], { cwd: state.dir });
+      if (!changed.ok) return err({ kind: 'git-failed', doing: `check what the setup changed in ${state.dir}`, failure: failureOf(changed.error) });
+      const paths = parseStatus(changed.value).map((entry) => entry.path);
+      if (paths.length > 0) return err({ kind: 'setup-changed-files', command: this.setupCommand, paths: [...new Set(paths)].sort() });
+      const untracked = await this.untracked(state.dir, ours);
+      if (!untracked.ok) return untracked;
+      made = untracked.value;
+    }
+    const kept = [...new Set([...ours, ...made])].sort();
+    state.record = { commit, setupCommand: this.setupCommand, setupInputs: fingerprint, made: made.filter((entry) => !ours.includes(entry)).sort(), kept };
+    await writeFileAtomic(recordPath(this.dir, state.index), `${JSON.stringify(state.record, null, 2)}\n`);
+    return ok({ index: state.index, dir: state.dir, commit, kept });
+  }
+
+  /**
+   * What git does not track in `dir` after the setup ran, as git lists it (`--directory`: a
+   * wholly untracked directory once, as `dir/`). A directory listed only because it holds one of
+   * `ours` (a `.worktreeinclude` copy, a link) is listed file by file instead, so that keeping
+   * what the setup made there does not keep the whole directory.
+   */
+  private async untracked(dir: string, ours: readonly string[]): Promise<Result<string[], ProvisionFailure>> {
+    const listed = await runGit(['ls-files', '-z', '--others', '--directory'], { cwd: dir });
+    if (!listed.ok) return err({ kind: 'git-failed', doing: `list the files the setup made in ${dir}`, failure: failureOf(listed.error) });
+    const entries = splitNul(listed.value);
+    const holding = entries.filter((entry) => entry.endsWith('/') && ours.some((file) => coveredBy(file, [entry])));
+    if (holding.length === 0) return ok(entries);
+    const expanded = await runGit(['--literal-pathspecs', 'ls-files', '-z', '--others', '--', ...holding], { cwd: dir });
+    if (!expanded.ok) return err({ kind: 'git-failed', doing: `list the files the setup made in ${dir}`, failure: failureOf(expanded.error) });
+    return ok([...entries.filter((entry) => !holding.includes(entry)), ...splitNul(expanded.value)]);
+  }
+
+  /**
+   * Makes each `symlinkDirectories` entry a link to the person's `<repo>/<entry>` when that is a
+   * directory there and nothing is at the entry in the slot. Returns the entries that are such
+   * links now (made here or before).
+   */
+  private async link(dir: string): Promise<string[]> {
+    const linked: string[] = [];
+    const top = await realpath(dir);
+    for (const entry of this.symlinkDirectories) {
+      const source = path.join(this.options.repo, entry);
+      const target = path.join(dir, entry);
+      const present = await lstat(target).catch(() => null);
+      if (present !== null) {
+        if (present.isSymbolicLink() && (await readlink(target).catch(() => null)) === source) linked.push(entry);
+        continue;
+      }
+      if ((await stat(source).catch(() => null))?.isDirectory() !== true) continue;
+      await mkdir(path.dirname(target), { recursive: true });
+      // Never through a link the checkout holds: the link goes inside the slot or nowhere.
+      const parent = await realpath(path.dirname(target));
+      if (parent !== top && !parent.startsWith(`${top}${path.sep}`)) continue;
+      await symlink(source, target, 'dir');
+      linked.push(entry);
+    }
+    return linked;
+  }
+}
+
+/** Bytes `dir` takes on disk, not following symlinks, each hard-linked file once; 0 when absent. */
+export async function diskUsage(dir: string): Promise<number> {
+  const seen = new Set<string>();
+  let total = 0;
+  const pending = [dir];
+  while (pending.length > 0) {
+    const current = pending.pop()!;
+    const info = await lstat(current).catch(() => null);
+    if (info === null) continue;
+    const key = `${info.dev}:${info.ino}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    total += typeof info.blocks === 'number' ? info.blocks * 512 : info.size;
+    if (info.isDirectory()) {
+      const names = await readdir(current).catch(() => [] as string[]);
+      for (const name of names) pending.push(path.join(current, name));
+    }
+  }
+  return total;
+}
+
+/** Removes the plan's pool (every slot, registered or not, and its directory); for `plan clean` and a finished plan. Never throws. */
+export async function removePlanWorktrees(repo: string, root: string, planId: string): Promise<void> {
+  const real = await realpath(repo).catch(() => repo);
+  await removePoolAt(real, poolDir(root, real, planId));
+}
+
+/**
+ * `worktree.symlinkDirectories` from `<repo>/.claude/settings.json`, then `settings.local.json`
+ * (the later one wins when it sets it): repository paths, without a trailing `/`. Entries that
+ * are not repository paths are dropped; an absent, unreadable or invalid file counts as not
+ * setting it.
+ */
+export async function symlinkDirectoriesOf(repo: string): Promise<string[]> {
+  let found: string[] = [];
+  for (const name of ['settings.json', 'settings.local.json']) {
+    const text = await readFile(path.join(repo, '.claude', name), 'utf8').catch(() => null);
+    if (text === null) continue;
+    let settings: unknown;
+    try {
+      settings = JSON.parse(text);
+    } catch {
+      continue;
+    }
+    const worktree = typeof settings === 'object' && settings !== null ? (settings as { worktree?: unknown }).worktree : undefined;
+    const list = typeof worktree === 'object' && worktree !== null ? (worktree as { symlinkDirectories?: unknown }).symlinkDirectories : undefined;
+    if (!Array.isArray(list)) continue;
+    found = [...new Set(list.flatMap((entry) => (typeof entry === 'string' ? (repoPathOrNull(entry)?.replace(/\/$/, '') ?? []) : [])))];
+  }
+  return found;
+}
