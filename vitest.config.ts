@@ -1,3 +1,5 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
@@ -7,5 +9,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     // End-to-end tests spawn real processes; two cores, so keep files few at a time.
     maxWorkers: 2,
+    // Runs in tests make their worktrees under the temporary directory, never in ~/.cache.
+    env: { FOREMAN_WORKTREES: join(tmpdir(), 'foreman-test-worktrees') },
   },
 });

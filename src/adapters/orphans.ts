@@ -16,7 +16,9 @@ import { type MarkedProcess, PROCESS_MARKER_VARIABLE, describeMarked, endMarked,
 export type ProcessRole =
   | { kind: 'worker'; task: number }
   | { kind: 'acceptance-check'; task: number; command: string }
-  | { kind: 'assumption-check'; task: number; command: string };
+  | { kind: 'assumption-check'; task: number; command: string }
+  /** The plan's setup command, preparing a worktree for an attempt of `task`. */
+  | { kind: 'setup-command'; task: number; command: string };
 
 export type ProcessRecord = ProcessRole & {
   pgid: number;
@@ -40,6 +42,8 @@ export function describeProcess(role: ProcessRole): string {
       return `the acceptance check of task ${role.task} (\`${role.command}\`)`;
     case 'assumption-check':
       return `the assumption check of task ${role.task} (\`${role.command}\`)`;
+    case 'setup-command':
+      return `the setup command (\`${role.command}\`) preparing a worktree for task ${role.task}`;
     default: {
       const unknown: never = role;
       return `a process (${JSON.stringify(unknown)})`;
@@ -122,6 +126,7 @@ function parseRecord(value: unknown): ProcessRecord | null {
       return { kind: 'worker', task, pgid, started, ...marker };
     case 'acceptance-check':
     case 'assumption-check':
+    case 'setup-command':
       return { kind: o.kind, task, command, pgid, started, ...marker };
     default:
       return null;

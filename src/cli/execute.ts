@@ -17,13 +17,14 @@ import { describeScratchProblem, runProbe, saveProbe } from '../run/probe.ts';
 import { countByStatus, depsOf, depths, longestRemainingPath } from '../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { type Plan, emptyUsage, statusOf } from '../core/plan.ts';
+import { describeLandingProblem } from '../core/landing.ts';
 import { type WorkerPermissions, explicitPermissions, planPermissions } from '../core/scope.ts';
 import { SCHEDULE_POLICIES, type SchedulePolicy, projectedRounds } from '../core/schedule.ts';
 import { archivePlan } from '../run/archive.ts';
 import { runEngine, systemClock } from '../run/engine.ts';
-import { type RunSettings, DEFAULTS } from '../run/settings.ts';
-import { recordAttempts, restoreAttempt, verifyAttempt } from '../run/stages.ts';
-import { sharedTree } from '../run/workspace.ts';
+import { LAND_POLICIES, type LandPolicy, type RunSettings, DEFAULTS } from '../run/settings.ts';
+import { recordAttempts, verifyAttempt } from '../run/stages.ts';
+import { Isolation, landedBase, recordLandedBase } from '../run/isolation.ts';
 import { setupRun } from '../run/setup.ts';
 import { type Command, type Io, intArg, numberArg } from './command.ts';
 import { CliError, EXIT, type ExitCode, usageError } from './exit.ts';
@@ -35,7 +36,7 @@ export const PERMISSION_MODES = ['acceptEdits', 'auto', 'bypassPermissions', 'de
 
 export const executeCommand: Command = {
   name: 'execute',
-  summary: 'Run the plan with parallel Claude Code workers: verify, retry, commit each round, resume after any stop.',
+  summary: 'Run the plan with parallel Claude Code workers, each in a git worktree of its own: verify, retry, integrate verified work, land it on your branch, resume after any stop.',
   usage: '[options]',
   options: {
     repo: { type: 'string', valueName: 'DIR', description: 'the repository to work in (default: the current directory)' },
@@ -51,13 +52,14 @@ export const executeCommand: Command = {
       description:
         "permission rules every worker gets instead of the computed ones, space or comma separated (default, per task: Read Glob Grep, Edit(<path>) for exactly the task's declared files, Bash(<command>) for the test/build commands and the task's acceptance checks)",
     },
-    schedule: { type: 'string', valueName: 'POLICY', description: 'continuous: start a task the moment its blockers finish, commit as work is verified; rounds: run the ready set as a round, commit once per round (default continuous)' },
+    schedule: { type: 'string', valueName: 'POLICY', description: 'continuous: start a task the moment its blockers finish, integrate work as it is verified; rounds: run the ready set as a round, integrate once per round (default continuous)' },
+    land: { type: 'string', valueName: 'WHEN', description: `end: land integrated work on your branch when the run stops; continuous: also after every integration (default ${DEFAULTS.land})` },
     'max-cost-usd': { type: 'string', valueName: 'N', description: "stop starting work once the run's cost reaches N dollars" },
     'task-budget-usd': { type: 'string', valueName: 'N', description: 'per-worker spend cap (--max-budget-usd) for tasks that set no agent.maxBudgetUsd' },
     'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each acceptance or assumption command (default ${DEFAULTS.checkTimeoutMs / 1000})` },
-    sandbox: { type: 'string', valueName: 'MODE', description: `auto: run checks and workers' Bash in the operating-system sandbox where it works, say once when it cannot; on: refuse to run without it (exit 3); off: never (default ${DEFAULTS.sandbox}); while every attempt shares the working tree, a sandboxed run starts one attempt at a time` },
+    sandbox: { type: 'string', valueName: 'MODE', description: `auto: run checks, the setup command and workers' Bash in the operating-system sandbox where it works, say once when it cannot; on: refuse to run without it (exit 3); off: never (default ${DEFAULTS.sandbox})` },
     'dry-run': { type: 'boolean', description: 'validate, print the rounds and every command the plan would run; start nothing' },
-    'no-commit': { type: 'boolean', description: 'leave verified work uncommitted' },
+    'no-commit': { type: 'boolean', description: 'land integrated work in your files as uncommitted changes instead of commits on your branch' },
     'no-probe': { type: 'boolean', description: "skip the probe of the pending tasks' acceptance checks at setup" },
     strict: { type: 'boolean', description: 'refuse to run (exit 2) when the probe finds a vacuous task (every check passes before the work)' },
     'probe-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of the whole probe at setup; each check has --check-timeout (default ${DEFAULTS.probeTimeoutMs / 1000})` },
@@ -90,8 +92,11 @@ function settingsFrom(values: Record<string, unknown>, io: Io): Settings {
   const sandboxSource = str('sandbox') !== undefined ? '--sandbox' : 'FOREMAN_SANDBOX';
   const sandbox = (str('sandbox') ?? io.env.FOREMAN_SANDBOX ?? DEFAULTS.sandbox) as SandboxMode;
   if (!SANDBOX_MODES.includes(sandbox)) throw usageError(`${sandboxSource}: "${sandbox}" is not one of ${SANDBOX_MODES.join(', ')}`);
+  const land = (str('land') ?? DEFAULTS.land) as LandPolicy;
+  if (!LAND_POLICIES.includes(land)) throw usageError(`--land: "${land}" is not one of ${LAND_POLICIES.join(', ')}`);
   return {
     sandbox,
+    land,
     repo,
     planPath: resolve(repo, str('plan') ?? '.design/plan.json'),
     claudeBin: str('claude-bin') ?? io.env.CLAUDE_BIN ?? 'claude',
@@ -194,11 +199,6 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     throw new CliError(EXIT.cannotRun, [`--sandbox on: the sandbox cannot run here (${support.error}); ${installAdvice()}, or run with --sandbox off`]);
   }
   const sandboxed = support !== null && support.ok;
-  // Until every attempt has a directory of its own, sandboxes in one working tree race: each
-  // bubblewrap makes and removes empty placeholder files (.mcp.json, .bashrc…) there, and a
-  // sandbox starting as another one ends fails on them. So a sandboxed run does one attempt at a time.
-  const serialized = sandboxed && settings.concurrency > 1;
-  if (serialized) settings.concurrency = 1;
 
   const runId = newRunId();
   const lock = await acquireLock(settings.planPath, currentLockInfo('execute'));
@@ -210,13 +210,6 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
   const emit = (event: RunEventBody) => reporter.emit(event);
   if (lock.value.takenOver) {
     emit({ type: 'notice', level: 'warning', message: describeTakeover(lock.value.takenOver) });
-  }
-  if (serialized) {
-    emit({
-      type: 'notice',
-      level: 'warning',
-      message: `sandboxed: attempts run one at a time (--concurrency 1), since sandboxes sharing one working tree interfere; --sandbox off runs them in parallel without it`,
-    });
   }
   if (support !== null && !support.ok) {
     emit({
@@ -259,7 +252,19 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     if (indexLock === 'held') {
       throw new CliError(EXIT.cannotRun, ['another git process is using this repository (.git/index.lock is held open); wait for it to finish and run again']);
     }
-    const setup = await setupRun(plan, { repo: settings.repo, git, commit: settings.commit, checkTimeoutMs: settings.checkTimeoutMs, signal: controller.signal, registry, sandbox: sandboxed });
+    const isolationOptions = { repo: settings.repo, planPath: settings.planPath, env: io.env, sandbox: sandboxed, setupTimeoutMs: settings.checkTimeoutMs, registry };
+    const branch = await git.currentBranch();
+    const setup = await setupRun(plan, {
+      repo: settings.repo,
+      planPath: settings.planPath,
+      git,
+      openIsolation: () => Isolation.open(plan, isolationOptions),
+      checkTimeoutMs: settings.checkTimeoutMs,
+      signal: controller.signal,
+      env: io.env,
+      registry,
+      sandbox: sandboxed,
+    });
     if (!setup.ok) {
       const problem = describeSetupProblem(setup.error);
       throw new CliError(problem.code, problem.lines);
@@ -279,21 +284,32 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     for (const event of skippedEvents(plan.tasks, report.skipped)) emit(event);
     for (const event of probeEvents) emit(event);
 
-    const workspace = sharedTree(settings.repo, git);
-    const stages = { workspace, git, checkTimeoutMs: settings.checkTimeoutMs, env: io.env, registry, sandbox: sandboxed, baselineDirty: new Set(report.baselineDirty) };
+    const isolation = report.isolation;
+    const stages = { isolation, checkTimeoutMs: settings.checkTimeoutMs, env: io.env, registry, sandbox: sandboxed };
+    const landing = lander(isolation, { branch, commit: settings.commit, planPath: settings.planPath });
+    // Integrated work an earlier run could not land (a crash, a blocked landing) lands first.
+    const before = await landing.land();
+    if (before !== null) emit(before);
     const result = controller.signal.aborted
       ? { reason: 'interrupted' as StopReason, usage: emptyUsage(), message: 'interrupted', plan }
       : await runEngine(
           plan,
           { ...settings, claudeBin },
           {
-            workspace,
+            prepare: (task, signal) => isolation.prepare(task, signal),
+            release: (task) => isolation.release(task),
             runWorker: (request) => recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) =>
                 runWorker({ ...request, onSpawn, ...(sandboxed ? { sandbox: { allowedDomains: plan.context?.checkNetwork ?? [] } } : {}) }),
               ),
             verify: (current, task, input) => verifyAttempt(stages, current, task, input),
-            restore: (current, task) => restoreAttempt(stages, current, task),
-            record: (current, tasks, round) => recordAttempts(stages, current, tasks, round, settings.commit),
+            record: async (current, request) => {
+              const recordedWork = await recordAttempts(stages, current, request);
+              if (recordedWork.ok && settings.land === 'continuous') {
+                const landed = await landing.land();
+                if (landed !== null && landed.level === 'warning') emit(landed);
+              }
+              return recordedWork;
+            },
             save,
             emit,
             clock: systemClock,
@@ -305,12 +321,23 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     await saving;
     plan = result.plan;
 
+    // Whatever stopped the run, what was integrated lands now (when nothing of the person's is in its way).
+    const after = await landing.land();
+    if (after !== null) emit(after);
     const counts = countByStatus(plan);
-    const code = exitCodeFor(result.reason);
+    let code = exitCodeFor(result.reason);
     let message = result.message;
+    if (!landing.landed) {
+      message += `. ${landing.advice()}`;
+      if (code === EXIT.ok) code = EXIT.incomplete;
+    }
     if (result.reason === 'all-done') {
-      const archived = await archivePlan(settings.planPath);
-      message += `; the plan was moved to ${archived}`;
+      await isolation.removeWorktrees();
+      if (landing.landed) {
+        await isolation.removeRefs();
+        const archived = await archivePlan(settings.planPath);
+        message += `; the plan was moved to ${archived}`;
+      }
     } else {
       message += `. The plan keeps its state in ${settings.planPath}: ${resumeAdvice(plan)}`;
     }
@@ -335,6 +362,37 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     await reporter.close();
     await lock.value.release();
   }
+}
+
+/**
+ * Landing the integration tip, as a run does it: on the branch the run started on, as commits (or,
+ * with --no-commit, as uncommitted changes, from what an earlier landing left). Each call says
+ * what happened as an event (null when there was nothing to land); `landed` is whether
+ * everything integrated so far is in the person's branch (or files).
+ */
+function lander(isolation: Isolation, options: { branch: string | null; commit: boolean; planPath: string }) {
+  let problem: string[] | null = null;
+  return {
+    get landed(): boolean {
+      return problem === null;
+    },
+    advice: () => (problem ?? []).join(' '),
+    async land(): Promise<Extract<RunEventBody, { type: 'notice' }> | null> {
+      const branch = options.branch === null ? null : `refs/heads/${options.branch}`;
+      const base = options.commit ? null : await landedBase(options.planPath, isolation.planId);
+      const landed = await isolation.land({ branch, mode: options.commit ? 'commit' : 'worktree', ...(base === null ? {} : { base }) });
+      if (!landed.ok) {
+        const lines = describeLandingProblem(landed.error, isolation.ref);
+        problem = lines;
+        return { type: 'notice', level: 'warning', message: `the integrated work could not land: ${lines.join(' ')}` };
+      }
+      problem = null;
+      if (!options.commit) await recordLandedBase(options.planPath, isolation.planId, landed.value.to);
+      if (landed.value.upToDate || landed.value.paths.length === 0) return null;
+      const where = options.commit ? (options.branch === null ? 'the detached HEAD' : options.branch) : 'your files, uncommitted';
+      return { type: 'notice', level: 'info', message: `landed ${plural(landed.value.paths.length, 'file')} on ${where} (${landed.value.to.slice(0, 12)})` };
+    },
+  };
 }
 
 /**

@@ -8,16 +8,6 @@ import { EXIT, type ExitCode } from './exit.ts';
 
 export function describeSetupProblem(problem: SetupProblem): { code: ExitCode; kind: string; lines: string[] } {
   switch (problem.kind) {
-    case 'dirty':
-      return {
-        code: EXIT.invalid,
-        kind: 'dirty',
-        lines: [
-          'these files have uncommitted changes that no task of this plan made, and the plan will change them:',
-          ...problem.files.map((f) => `  ${f}`),
-          "Commit or stash them first; foreman never overwrites a person's work.",
-        ],
-      };
     case 'unsafe-paths':
       return { code: EXIT.invalid, kind: 'unsafe-paths', lines: problem.problems };
     case 'ignored-paths':
@@ -26,7 +16,7 @@ export function describeSetupProblem(problem: SetupProblem): { code: ExitCode; k
       return {
         code: EXIT.invalid,
         kind: 'repository-busy',
-        lines: [`the repository is in the middle of a ${problem.operation}: finish or abort it first (git ${problem.operation === 'bisect' ? 'bisect reset' : `${problem.operation} --continue / --abort`}); foreman commits and restores files, which would mix with it`],
+        lines: [`the repository is in the middle of a ${problem.operation}: finish or abort it first (git ${problem.operation === 'bisect' ? 'bisect reset' : `${problem.operation} --continue / --abort`}); landing foreman's work on your branch would mix with it`],
       };
     case 'not-top':
       return {
@@ -40,6 +30,8 @@ export function describeSetupProblem(problem: SetupProblem): { code: ExitCode; k
         kind: 'git-failed',
         lines: [`could not ${problem.doing}: ${describeGitFailure(problem.failure)}; nothing is left staged. Fix it and run again.`],
       };
+    case 'setup-failed':
+      return { code: EXIT.cannotRun, kind: 'setup-failed', lines: [`${problem.reason}. Fix the plan's context.setupCommand (or what it needs) and run again; no attempt was spent.`] };
     default:
       return assertNever(problem, 'setup problem');
   }

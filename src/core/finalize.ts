@@ -28,6 +28,8 @@ export interface Verification {
   acceptance: AcceptanceResult[];
   /** The declared files as the worker left them, captured before any check ran (what is integrated). */
   work?: CapturedWork;
+  /** Why the attempt's work could not be read from its worktree (git failed there). */
+  captureFailure?: string;
 }
 
 /** Why one attempt of a task did not pass. */
@@ -37,6 +39,7 @@ export type AttemptFailure =
   | { reason: 'worker'; failure: WorkerFailure }
   | { reason: 'spot-check'; missingCreated: string[]; unchangedModified: string[] }
   | { reason: 'outside-changes'; paths: string[] }
+  | { reason: 'capture'; message: string }
   | { reason: 'acceptance'; failures: AcceptanceResult[] };
 
 export function describeAttemptFailure(failure: AttemptFailure): string {
@@ -53,6 +56,8 @@ export function describeAttemptFailure(failure: AttemptFailure): string {
       if (failure.unchangedModified.length) parts.push(`declared files were not modified: ${failure.unchangedModified.join(', ')}`);
       return `the worker reported COMPLETED but ${parts.join('; ')}`;
     }
+    case 'capture':
+      return `the attempt's work could not be read from its worktree: ${failure.message}`;
     case 'outside-changes':
       return `the worker changed files its task does not declare (only the declared files may change; these were not kept): ${failure.paths.join(', ')}`;
     case 'acceptance':
@@ -124,6 +129,7 @@ export function judgeRun(run: Pick<WorkerRun, 'outcome'>): Judgement {
 
 /** The failure verification found, if any. */
 export function verificationFailure(verification: Verification): AttemptFailure | null {
+  if (verification.captureFailure !== undefined) return { reason: 'capture', message: verification.captureFailure };
   if (verification.outsideChanges.length > 0) return { reason: 'outside-changes', paths: verification.outsideChanges };
   if (verification.missingCreated.length > 0 || verification.unchangedModified.length > 0) {
     return { reason: 'spot-check', missingCreated: verification.missingCreated, unchangedModified: verification.unchangedModified };

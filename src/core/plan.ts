@@ -115,8 +115,10 @@ export interface PlanContext {
   conventions?: string;
   testCommand?: string;
   buildCommand?: string;
-  /** The command that prepares a fresh checkout (e.g. `npm ci`); the probe runs it in its scratch worktree. */
+  /** The command that prepares a fresh checkout (e.g. `npm ci`): run in every new worktree, and in the probe's scratch worktree. */
   setupCommand?: string;
+  /** Files whose change makes a reused worktree run the setup command again (default: the usual lock and manifest files). */
+  setupInputs?: string[];
   /** Hosts sandboxed checks and workers' Bash commands may reach; none without it. */
   checkNetwork?: string[];
   /**

@@ -17,12 +17,15 @@ export const DEFAULTS = {
   backoffMs: 15_000,
   /** Requeues of one task after rate limits before it counts as a failed attempt. */
   maxRequeues: 6,
-  /**
-   * `--sandbox` (and `FOREMAN_SANDBOX`): off until each attempt works in a directory of its own,
-   * since sandboxes sharing the working tree must run one at a time.
-   */
-  sandbox: 'off' as SandboxMode,
+  /** `--sandbox` (and `FOREMAN_SANDBOX`): the sandbox wherever the platform has it. */
+  sandbox: 'auto' as SandboxMode,
+  /** `--land`: when integrated work lands on the person's branch. */
+  land: 'end' as LandPolicy,
 } as const;
+
+/** When integrated work lands: when the run stops, or also after every integration. */
+export const LAND_POLICIES = ['end', 'continuous'] as const;
+export type LandPolicy = (typeof LAND_POLICIES)[number];
 
 export interface RunSettings {
   /** The repository's top directory. */
@@ -41,8 +44,9 @@ export interface RunSettings {
   /** Per-worker spend cap when the task sets none. */
   taskBudgetUsd?: number;
   checkTimeoutMs: number;
-  /** Commit verified work; without, it stays in the working tree. */
+  /** Land integrated work as commits on the branch; without, it lands as uncommitted changes. */
   commit: boolean;
+  land: LandPolicy;
   backoffMs: number;
   maxRequeues: number;
 }

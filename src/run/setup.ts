@@ -1,11 +1,14 @@
-// Setting up a run (headless or the /execute skill's `plan.ts setup`): resume detection and
-// reconciliation, cleanup of interrupted work, the dirty-tree guard, path safety and blocking
-// assumptions. Mutates the plan it is given; the caller saves it.
+// Setting up a run (headless or the /execute skill's `plan.ts setup`): refusals (a busy
+// repository, unsafe or ignored paths), the plan's isolation (integration ref, worktrees), a
+// landing a crash cut short, resume detection and reconciliation with the integration ref,
+// interrupted work back to pending, approved work integrated, and blocking assumptions (checked
+// in a worktree of the integration tip). Mutates the plan it is given; the caller saves it.
 
 import { lstat, realpath } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { runShell } from '../adapters/checks.ts';
-import type { Git, RepositoryOperation } from '../adapters/git.ts';
+import { type Git, type RepositoryOperation, runGit } from '../adapters/git.ts';
+import { dropParked, integrationRef, parkedWork } from '../adapters/git-integration.ts';
 import { checkSandbox } from '../adapters/sandbox.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
@@ -15,10 +18,11 @@ import { applyCascade } from '../core/finalize.ts';
 import { coveredBy, isDirPath } from '../core/paths.ts';
 import { type Result, err, ok } from '../core/failure.ts';
 import { clipTail } from '../core/format.ts';
-import { type Plan, readsOf, statusOf, writesInFlight, writesOf } from '../core/plan.ts';
-import { type CommitOutcome, type VerifiedAttempt, ensurePlanId, reconcileWithHistory, recordVerified } from './commit.ts';
-import { spotCheck } from './verify.ts';
-import { sharedTree } from './workspace.ts';
+import { type Plan, readsOf, statusOf, writesOf } from '../core/plan.ts';
+import { type Landed, type LandingProblem } from '../adapters/git-landing.ts';
+import { describeLandingProblem } from '../core/landing.ts';
+import { ensurePlanId, reconcileWithHistory } from './commit.ts';
+import { type Isolation, completeLanding } from './isolation.ts';
 
 export interface AssumptionResult {
   task: number;
@@ -40,20 +44,17 @@ export interface SetupReport {
   reset: number[];
   /** Completed tasks whose created files are gone: back to pending. */
   reverted: number[];
-  /** Approved tasks whose work was committed now. */
-  /** Verified work an earlier run left uncommitted, committed now. */
-  committed: CommitOutcome;
+  /** Approved tasks whose parked work was integrated now, and the integration commit. */
+  approved: { tasks: number[]; commit: string | null };
   assumptions: AssumptionResult[];
   blocked: number[];
   skipped: Skip[];
   notices: Array<{ level: 'info' | 'warning'; message: string }>;
-  /** Paths dirty before anything ran (a person's unrelated work): never touched, never reported. */
-  baselineDirty: string[];
+  /** The plan's worktrees and integration ref. */
+  isolation: Isolation;
 }
 
 export type SetupProblem =
-  /** A person's uncommitted changes are in the way. */
-  | { kind: 'dirty'; files: string[] }
   /** Declared paths that resolve outside the repository (or into .git) through a symlink, or name a directory as a file. */
   | { kind: 'unsafe-paths'; problems: string[] }
   /** Declared paths git ignores: foreman could neither verify nor commit them, and a restore would destroy them. */
@@ -63,7 +64,9 @@ export type SetupProblem =
   /** `repo` is a subdirectory of its repository: plan paths are relative to the top. */
   | { kind: 'not-top'; dir: string; top: string }
   /** A git step of the setup failed (nothing is left staged). */
-  | { kind: 'git-failed'; doing: string; failure: GitFailure };
+  | { kind: 'git-failed'; doing: string; failure: GitFailure }
+  /** The worktree for the assumption checks could not be made ready (the setup command failed). */
+  | { kind: 'setup-failed'; reason: string };
 
 /** A declared path that git ignores, the task declaring it and the rule. */
 export interface IgnoredPath {
@@ -75,15 +78,17 @@ export interface IgnoredPath {
 
 export interface SetupOptions {
   repo: string;
+  planPath: string;
   git: Git;
-  commit: boolean;
+  /** Opens the plan's isolation, once the plan is known to be safe to run. */
+  openIsolation: () => Promise<Result<Isolation, GitFailure>>;
   checkTimeoutMs: number;
   env?: NodeJS.ProcessEnv;
   signal?: AbortSignal;
   /** Where assumption checks are recorded while they run, so a run after a crash ends them. */
   registry?: ProcessRegistry;
-  /** Attempts an earlier session verified, waiting to be recorded: recorded now, not reset. */
-  verified?: readonly VerifiedAttempt[];
+  /** Tasks an earlier session verified, waiting to be recorded: left in progress for the caller. */
+  verified?: readonly number[];
   /** Run assumption checks in the operating-system sandbox (writes: the repository and their own TMPDIR). */
   sandbox?: boolean;
 }
@@ -171,31 +176,39 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
     const head = await options.git.headCommit();
     notices.push({
       level: 'warning',
-      message: `HEAD is detached at ${head?.slice(0, 12) ?? '(no commit)'}: foreman's commits go on the detached HEAD, on no branch; to keep them, create a branch afterwards (git switch -c <name>)`,
+      message: `HEAD is detached at ${head?.slice(0, 12) ?? '(no commit)'}: finished work lands on the detached HEAD, on no branch; to keep it, create a branch afterwards (git switch -c <name>)`,
     });
   }
   ensurePlanId(plan);
 
-  const recovered = await reconcileWithHistory(options.git, plan);
+  // A landing a crash cut short is finished before anything else looks at the person's branch.
+  const resumedLanding = await completeLanding(options.repo, options.planPath);
+  if (resumedLanding !== null) notices.push(landingNotice(resumedLanding, integrationRef(plan.planId as string), 'a landing an earlier run started'));
+
+  const opened = await options.openIsolation();
+  if (!opened.ok) return err({ kind: 'git-failed', doing: 'set up the plan\'s integration ref', failure: opened.error });
+  const isolation = opened.value;
+  // Work the person committed on top of everything integrated becomes the new starting point.
+  await isolation.followHead();
+
+  const recovered = await reconcileWithHistory(options.git, plan, [isolation.ref, 'HEAD']);
   if (recovered.length > 0) {
-    notices.push({ level: 'info', message: `tasks ${recovered.join(', ')}: their round commit had landed; recorded as completed` });
+    notices.push({ level: 'info', message: `tasks ${recovered.join(', ')}: their work had been integrated; recorded as completed` });
   }
 
-  // Interrupted attempts: only the task's declared files are restored; nothing else is touched.
+  // Interrupted attempts: their work never left their worktrees, which are reset before reuse.
   const reset: number[] = [];
   for (const [i, task] of plan.tasks.entries()) {
-    if (statusOf(task) !== 'in_progress' || options.verified?.some((attempt) => attempt.task === i)) continue;
-    const restored = await options.git.restore(writesOf(task));
-    if (!restored.ok) return err({ kind: 'git-failed', doing: `restore the files of task ${i}, which an earlier run left in progress`, failure: restored.error });
+    if (statusOf(task) !== 'in_progress' || options.verified?.includes(i)) continue;
     task.status = 'pending';
     reset.push(i);
   }
-  if (reset.length > 0) notices.push({ level: 'info', message: `tasks ${reset.join(', ')} were interrupted: their files were restored and they will run again` });
+  if (reset.length > 0) notices.push({ level: 'info', message: `tasks ${reset.join(', ')} were interrupted: they will run again` });
 
   const reverted: number[] = [];
   for (const [i, task] of plan.tasks.entries()) {
-    if (statusOf(task) !== 'completed') continue;
-    const { missingCreated } = await spotCheck({ ...task, metadata: { ...task.metadata, files: { create: task.metadata.files.create, modify: [] } } }, sharedTree(options.repo, options.git));
+    if (statusOf(task) !== 'completed' || task.metadata.files.create.length === 0) continue;
+    const missingCreated = await missingIn(options.repo, isolation.tip, task.metadata.files.create);
     if (missingCreated.length === 0) continue;
     task.status = 'pending';
     task.result = `was completed, but its created files are missing: ${missingCreated.join(', ')}`;
@@ -204,20 +217,21 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
     notices.push({ level: 'warning', message: `task ${i} (${task.subject}) was completed but ${missingCreated.join(', ')} no longer exist; it will run again` });
   }
 
-  // Verified work not committed yet — what an earlier session verified, approved gated work, or
-  // work whose commit failed or that a `--no-commit` run left — is committed before anything else runs.
-  let committed: CommitOutcome = { commit: null, tasks: [] };
-  if (options.commit) {
-    const recorded = await recordVerified(options.git, plan, options.verified ?? [], 0);
-    if (!recorded.ok) return err({ kind: 'git-failed', doing: `commit the verified work of tasks ${recorded.error.tasks.join(', ')}`, failure: recorded.error.failure });
-    committed = recorded.value;
+  // Approved work waits on a ref of its own: integrated now, before anything else runs.
+  const approved = await integrateApproved(plan, isolation);
+  if (!approved.ok) return err({ kind: 'git-failed', doing: `integrate the approved work of tasks ${approved.error.tasks.join(', ')}`, failure: approved.error.failure });
+
+  const dirty = await options.git.diffNames();
+  if (dirty.length > 0) {
+    notices.push({
+      level: 'info',
+      message: `you have ${dirty.length === 1 ? 'an uncommitted change' : `${dirty.length} uncommitted changes`} (${clipTail(dirty.join(', '), 200)}): workers start from the last commit and will not see ${dirty.length === 1 ? 'it' : 'them'}; foreman never touches ${dirty.length === 1 ? 'it' : 'them'}, and finished work lands only on files you have not changed`,
+    });
   }
 
-  const problem = await dirtyFiles(plan, options.git);
-  if (problem.length > 0) return err({ kind: 'dirty', files: problem });
-  const baselineDirty = await options.git.diffNames();
-
-  const assumptions = await checkAssumptions(plan, options);
+  const checked = await checkAssumptions(plan, options, isolation);
+  if (!checked.ok) return err({ kind: 'setup-failed', reason: checked.error });
+  const assumptions = checked.value;
   const blocked: number[] = [];
   for (const a of assumptions) {
     if (a.passed) continue;
@@ -240,37 +254,64 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
     recovered,
     reset,
     reverted,
-    committed,
+    approved: approved.value,
     assumptions,
     blocked,
     skipped,
     notices,
-    baselineDirty,
+    isolation,
   });
 }
 
-/**
- * Files the plan will still write that have uncommitted changes no task of this plan made.
- * Called after interrupted tasks were reset, so what remains legitimately dirty is work awaiting
- * approval and completed work of a `--no-commit` run.
- */
-export async function dirtyFiles(plan: Plan, git: Git): Promise<string[]> {
-  const ours = writesInFlight(plan, -1);
-  const planned = plan.tasks.flatMap((t) => (statusOf(t) === 'pending' ? writesOf(t) : []));
-  if (planned.length === 0) return [];
-  const changed = await git.changedPaths([...new Set(planned)]);
-  return [...changed.keys()].filter((p) => !coveredBy(p, ours)).sort();
+/** The notice for a landing: done (which paths), or what blocks it and how to land by hand. */
+export function landingNotice(landed: Result<Landed, LandingProblem>, ref: string, what: string): { level: 'info' | 'warning'; message: string } {
+  if (landed.ok) return { level: 'info', message: `${what} was completed: ${landed.value.paths.length} files updated` };
+  return { level: 'warning', message: `${what} could not be completed: ${describeLandingProblem(landed.error, ref).join(' ')}` };
 }
 
-async function checkAssumptions(plan: Plan, options: SetupOptions): Promise<AssumptionResult[]> {
-  const results: AssumptionResult[] = [];
+/** Which of `paths` (files, or `dir/`) `commit` does not have. */
+async function missingIn(repo: string, commit: string, paths: readonly string[]): Promise<string[]> {
+  const listed = await runGit(['--literal-pathspecs', 'ls-tree', '-r', '-z', '--name-only', commit, '--', ...paths.map((p) => (isDirPath(p) ? p.slice(0, -1) : p))], { cwd: repo });
+  const present = listed.ok ? listed.value.split('\0').filter(Boolean) : [];
+  return paths.filter((p) => !present.some((file) => coveredBy(file, [p])));
+}
+
+/** Completed tasks whose approved work is parked and not integrated yet: integrated in one commit. */
+async function integrateApproved(plan: Plan, isolation: Isolation): Promise<Result<{ tasks: number[]; commit: string | null }, { tasks: number[]; failure: GitFailure }>> {
+  const items: Array<{ task: number; work: NonNullable<Awaited<ReturnType<typeof parkedWork>>> }> = [];
   for (const [i, task] of plan.tasks.entries()) {
-    if (statusOf(task) !== 'pending') continue;
-    for (const a of task.agent?.assumptions ?? []) {
-      const role = { kind: 'assumption-check' as const, task: i, command: a.verify };
-      const run = await recorded(options.registry, role, (onSpawn) => runShell(a.verify, { cwd: options.repo, timeoutMs: options.checkTimeoutMs, env: options.env, signal: options.signal, onSpawn, ...(options.sandbox ? { sandbox: checkSandbox(options.repo, plan) } : {}) }));
-      results.push({ task: i, claim: a.claim, verify: a.verify, severity: a.severity, passed: run.exitCode === 0 && !run.timedOut, output: run.output });
-    }
+    if (statusOf(task) !== 'completed' || task.commit) continue;
+    const work = await parkedWork(isolation.repo, isolation.planId, i);
+    if (work !== null) items.push({ task: i, work });
   }
-  return results;
+  if (items.length === 0) return ok({ tasks: [], commit: null });
+  const tasks = items.map((item) => item.task);
+  const integrated = await isolation.integrateWork(plan, 0, items);
+  if (!integrated.ok) return err({ tasks, failure: integrated.error });
+  for (const task of tasks) {
+    if (integrated.value !== null) plan.tasks[task] = { ...plan.tasks[task]!, commit: integrated.value };
+    await dropParked(isolation.repo, isolation.planId, task);
+  }
+  return ok({ tasks, commit: integrated.value });
+}
+
+/** The pending tasks' assumption checks, run in one worktree of the integration tip (made ready like any other). */
+async function checkAssumptions(plan: Plan, options: SetupOptions, isolation: Isolation): Promise<Result<AssumptionResult[], string>> {
+  const checks = plan.tasks.flatMap((task, i) => (statusOf(task) === 'pending' ? (task.agent?.assumptions ?? []).map((assumption) => ({ task: i, assumption })) : []));
+  if (checks.length === 0) return ok([]);
+  // Task number -1: no task's attempt, just the setup's own use of a worktree.
+  const prepared = await isolation.prepare(-1, options.signal);
+  if (!prepared.ok) return err(prepared.error);
+  const dir = prepared.value;
+  try {
+    const results: AssumptionResult[] = [];
+    for (const { task, assumption: a } of checks) {
+      const role = { kind: 'assumption-check' as const, task, command: a.verify };
+      const run = await recorded(options.registry, role, (onSpawn) => runShell(a.verify, { cwd: dir, timeoutMs: options.checkTimeoutMs, env: options.env, signal: options.signal, onSpawn, ...(options.sandbox ? { sandbox: checkSandbox(dir, plan) } : {}) }));
+      results.push({ task, claim: a.claim, verify: a.verify, severity: a.severity, passed: run.exitCode === 0 && !run.timedOut, output: run.output });
+    }
+    return ok(results);
+  } finally {
+    isolation.release(-1);
+  }
 }

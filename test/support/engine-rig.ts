@@ -103,6 +103,7 @@ export class EngineRig {
       schedule: DEFAULTS.schedule,
       checkTimeoutMs: DEFAULTS.checkTimeoutMs,
       commit: true,
+      land: DEFAULTS.land,
       backoffMs: 1000,
       maxRequeues: DEFAULTS.maxRequeues,
       ...options.settings,

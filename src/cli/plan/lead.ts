@@ -129,11 +129,6 @@ export const setup = stepCommand({
     });
     if (setupResult.ok) return setupResult.value;
     switch (setupResult.error.kind) {
-      case 'dirty':
-        throw new StepError(EXIT.invalid, 'dirty', [
-          `files the plan will change have uncommitted changes no task made: ${setupResult.error.files.join(', ')}; commit or stash them first (foreman never overwrites a person's work)`,
-          ...setupResult.error.files,
-        ]);
       case 'unsafe-paths':
         throw new StepError(EXIT.invalid, 'unsafe-paths', [`the plan has paths that lead outside the repository: ${setupResult.error.problems[0]}`, ...setupResult.error.problems]);
       default: {
