@@ -5,13 +5,14 @@
 // The person's working tree, index and branch are touched in one place only: `land`, which moves
 // them to the integration tip when, and only when, no path it would update has a change of theirs.
 
-import { readFile, realpath } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readFile, readdir, realpath, rm } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { runShell } from '../adapters/checks.ts';
 import { runGit } from '../adapters/git.ts';
 import { type Integration, type IntegrationFailure, deleteRef, foremanRefs, integrate, integrationRef, park, readRef } from '../adapters/git-integration.ts';
 import { type Landed, type LandingProblem, land, resumeLanding } from '../adapters/git-landing.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
+import { processAlive } from '../adapters/processes.ts';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
 import { setupCommandSandbox } from '../adapters/sandbox.ts';
 import { type Slot, type WorktreePool, describeProvisionFailure, openPool, symlinkDirectoriesOf, worktreesRoot } from '../adapters/worktree-pool.ts';
@@ -76,6 +77,7 @@ export class Isolation {
     const planId = ensurePlanId(plan);
     const repo = await realpath(options.repo);
     const ref = integrationRef(planId);
+    await clearLeftovers(repo, planId);
     let tip = await readRef(repo, ref);
     if (tip === null) {
       const head = await runGit(['rev-parse', '--verify', 'HEAD^{commit}'], { cwd: repo });
@@ -178,6 +180,24 @@ export class Isolation {
   /** Remove the plan's refs (integration and parked work): only once everything on them has landed. */
   async removeRefs(): Promise<void> {
     for (const ref of await foremanRefs(this.repo, this.planId)) await deleteRef(this.repo, ref);
+  }
+}
+
+/**
+ * What a killed run can leave in the git directory: a lock on the plan's refs (a killed
+ * `update-ref`), which would fail every later integration, and temporary index files of
+ * processes that are gone. The plan's lock is held, so no other run writes these refs.
+ */
+async function clearLeftovers(repo: string, planId: string): Promise<void> {
+  const common = await runGit(['rev-parse', '--git-common-dir'], { cwd: repo });
+  if (!common.ok) return;
+  const gitDir = resolve(repo, common.value.trim());
+  await rm(join(gitDir, `${integrationRef(planId)}.lock`), { force: true });
+  const awaiting = join(gitDir, 'refs', 'foreman-awaiting', planId);
+  for (const name of await readdir(awaiting).catch(() => [] as string[])) if (name.endsWith('.lock')) await rm(join(awaiting, name), { force: true });
+  for (const name of await readdir(gitDir).catch(() => [] as string[])) {
+    const pid = /^foreman-index-(\d+)-/.exec(name)?.[1];
+    if (pid !== undefined && !processAlive(Number(pid))) await rm(join(gitDir, name), { force: true });
   }
 }
 

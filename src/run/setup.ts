@@ -224,7 +224,7 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
   const dirty = await options.git.diffNames();
   if (dirty.length > 0) {
     notices.push({
-      level: 'info',
+      level: 'warning',
       message: `you have ${dirty.length === 1 ? 'an uncommitted change' : `${dirty.length} uncommitted changes`} (${clipTail(dirty.join(', '), 200)}): workers start from the last commit and will not see ${dirty.length === 1 ? 'it' : 'them'}; foreman never touches ${dirty.length === 1 ? 'it' : 'them'}, and finished work lands only on files you have not changed`,
     });
   }

@@ -1,0 +1,84 @@
+// A run's isolation against real git: the integration ref starts at HEAD, attempts get worktrees
+// outside the repository, verified work is integrated there and lands on the branch only through
+// `land`; what a killed run leaves in the git directory does not stop the next one.
+
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { captureWork, integrationRef } from '../../src/adapters/git-integration.ts';
+import type { Plan } from '../../src/core/plan.ts';
+import { Isolation } from '../../src/run/isolation.ts';
+import { afterEachCleanups, tempRepoIn } from '../support/git-repo.ts';
+import { fakeTask, makePlan } from '../support/plans.ts';
+
+const cleanups = afterEachCleanups();
+const repoWith = tempRepoIn(cleanups);
+
+async function open(repo: string, plan: Plan) {
+  const root = await mkdtemp(join(tmpdir(), 'foreman-isolation-'));
+  cleanups.push(() => rm(root, { recursive: true, force: true }));
+  const opened = await Isolation.open(plan, { repo, planPath: join(repo, '.design/plan.json'), env: { ...process.env, FOREMAN_WORKTREES: root }, sandbox: false, setupTimeoutMs: 60_000 });
+  if (!opened.ok) throw new Error(`open: ${opened.error.stderr}`);
+  cleanups.push(() => opened.value.removeWorktrees());
+  return { isolation: opened.value, root };
+}
+
+describe('Isolation', () => {
+  it('starts the integration ref at HEAD, gives attempts worktrees outside the repository, and lands only when asked', async () => {
+    const repo = await repoWith({ 'a.txt': 'a\n', '.gitignore': '.design/\n' });
+    const plan = makePlan([fakeTask('A', { create: ['b.txt'] })]);
+    const { isolation, root } = await open(repo.dir, plan);
+    const head = (await repo.git(['rev-parse', 'HEAD'])).trim();
+    expect(isolation.tip).toBe(head);
+    expect((await repo.git(['rev-parse', integrationRef(isolation.planId)])).trim()).toBe(head);
+
+    const prepared = await isolation.prepare(0);
+    if (!prepared.ok) throw new Error(prepared.error);
+    const dir = prepared.value;
+    expect(dir.startsWith(root)).toBe(true);
+    await writeFile(join(dir, 'b.txt'), 'made by the worker\n');
+    const captured = await captureWork(dir, ['b.txt'], isolation.workspaceOf(0)!.kept, isolation.workspaceOf(0)!.base);
+    if (!captured.ok) throw new Error('capture');
+    isolation.release(0);
+
+    const recorded = await isolation.record(plan, { tasks: [0], round: 1, integrate: [{ task: 0, work: captured.value.work }], park: [] });
+    expect(recorded.ok && recorded.value).toBe(isolation.tip);
+    // Integrated, not landed: the person's branch and files have not moved.
+    expect((await repo.git(['rev-parse', 'HEAD'])).trim()).toBe(head);
+    await expect(readFile(join(repo.dir, 'b.txt'), 'utf8')).rejects.toThrow();
+
+    const landed = await isolation.land({ branch: 'refs/heads/main', mode: 'commit' });
+    expect(landed.ok).toBe(true);
+    expect((await repo.git(['rev-parse', 'HEAD'])).trim()).toBe(isolation.tip);
+    expect(await readFile(join(repo.dir, 'b.txt'), 'utf8')).toBe('made by the worker\n');
+    expect(await repo.git(['status', '--porcelain'])).toBe('');
+  });
+
+  it('clears a lock on its ref that a killed run left, so the next integration works', async () => {
+    const repo = await repoWith({ 'a.txt': 'a\n' });
+    const plan = makePlan([fakeTask('A', { create: ['b.txt'] })]);
+    const first = await open(repo.dir, plan);
+    const lock = join(repo.dir, '.git', `${integrationRef(first.isolation.planId)}.lock`);
+    await writeFile(lock, 'left by a killed update-ref\n');
+    const { isolation } = await open(repo.dir, plan);
+    const prepared = await isolation.prepare(0);
+    if (!prepared.ok) throw new Error(prepared.error);
+    await writeFile(join(prepared.value, 'b.txt'), 'b\n');
+    const captured = await captureWork(prepared.value, ['b.txt'], [], isolation.workspaceOf(0)!.base);
+    if (!captured.ok) throw new Error('capture');
+    const recorded = await isolation.record(plan, { tasks: [0], round: 1, integrate: [{ task: 0, work: captured.value.work }], park: [] });
+    expect(recorded.ok).toBe(true);
+  });
+
+  it('follows the branch when the person committed on top of everything integrated', async () => {
+    const repo = await repoWith({ 'a.txt': 'a\n' });
+    const plan = makePlan([fakeTask('A', { create: ['b.txt'] })]);
+    const { isolation } = await open(repo.dir, plan);
+    await repo.write({ 'mine.txt': 'mine\n' });
+    await repo.git(['add', 'mine.txt']);
+    await repo.git(['commit', '-qm', 'mine']);
+    await isolation.followHead();
+    expect(isolation.tip).toBe((await repo.git(['rev-parse', 'HEAD'])).trim());
+  });
+});
