@@ -29,6 +29,12 @@ import { type GitCommandError, identityArgs, runGit } from './git.ts';
 export const integrationRef = (planId: string) => `refs/foreman/${planId}`;
 /** A task's work waiting at a human-approval gate: one commit whose parent is the attempt's base. */
 export const awaitingRef = (planId: string, task: number) => `refs/foreman-awaiting/${planId}/${task}`;
+/** Verified work waiting in the merge queue: kept here until it integrates (or is found to break the build). */
+export const candidateRef = (planId: string, task: number) => `refs/foreman-candidate/${planId}/${task}`;
+
+/** Why work is parked on a ref of its own: awaiting approval, or a candidate in the merge queue. */
+export type ParkKind = 'awaiting' | 'candidate';
+const parkedRef = (kind: ParkKind, planId: string, task: number): string => (kind === 'awaiting' ? awaitingRef(planId, task) : candidateRef(planId, task));
 
 // The person's fsmonitor hook (a script run by status, add and the index commands) is a hook too.
 const NO_HOOKS = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false'];
@@ -253,8 +259,9 @@ async function changedSince(repo: string, base: string, tip: string, paths: read
  * unchanged (the ref is not touched).
  *
  * `tip` and each work's base are full commit ids (as `readRef` and `captureWork` give them).
+ * With `ref` null nothing moves: the commit is returned for the gate to test.
  */
-export async function integrate(repo: string, ref: string, tip: string, integration: Integration): Promise<Result<string, IntegrationFailure>> {
+export async function integrate(repo: string, ref: string | null, tip: string, integration: Integration): Promise<Result<string, IntegrationFailure>> {
   objectId(tip, 'tip');
   const gitFailed = (error: GitCommandError): Result<never, IntegrationFailure> => err({ kind: 'git-failed', failure: failureOf(error) });
   const message = buildMessage(integration.message, integration.trailers);
@@ -291,6 +298,8 @@ export async function integrate(repo: string, ref: string, tip: string, integrat
 
   const commit = await commitTree(repo, tree.value, tip, message, await identity);
   if (!commit.ok) return gitFailed(commit.error);
+  // No ref: a candidate stack for the gate to test, reachable from nothing until it integrates.
+  if (ref === null) return ok(commit.value);
   const reason = `foreman: integrate task${integration.tasks.length === 1 ? '' : 's'} ${integration.tasks.join(', ')}`;
   const swapped = await compareAndSwap(repo, ref, commit.value, tip, reason);
   return swapped.ok ? ok(commit.value) : err(swapped.error);
@@ -333,19 +342,19 @@ export async function deleteRef(repo: string, ref: string, expected?: string): P
  * `awaitingRef(planId, task)` (replacing any earlier parked work of the task). It holds no
  * worktree; approving integrates `parkedWork`, rejecting drops it. Returns the commit.
  */
-export async function park(repo: string, planId: string, task: number, work: CapturedWork, message: string): Promise<Result<string, GitFailure>> {
+export async function park(repo: string, planId: string, task: number, work: CapturedWork, message: string, kind: ParkKind = 'awaiting'): Promise<Result<string, GitFailure>> {
   const base = objectId(work.base, 'base');
   const [tree, identity] = await Promise.all([treeWith(repo, base, work.entries), identityArgs(repo)]);
   if (!tree.ok) return err(failureOf(tree.error));
   const commit = await commitTree(repo, tree.value, base, buildMessage(message, undefined), identity);
   if (!commit.ok) return err(failureOf(commit.error));
-  const moved = await git(repo, ['update-ref', '-m', `foreman: park task ${task}`, awaitingRef(planId, task), commit.value]);
+  const moved = await git(repo, ['update-ref', '-m', `foreman: park task ${task}`, parkedRef(kind, planId, task), commit.value]);
   return moved.ok ? ok(commit.value) : err(failureOf(moved.error));
 }
 
 /** The work parked for `task`, read back from its commit (parent..commit, no renames), or null when none is parked. */
-export async function parkedWork(repo: string, planId: string, task: number): Promise<CapturedWork | null> {
-  const ref = awaitingRef(planId, task);
+export async function parkedWork(repo: string, planId: string, task: number, kind: ParkKind = 'awaiting'): Promise<CapturedWork | null> {
+  const ref = parkedRef(kind, planId, task);
   const commit = await readRef(repo, ref);
   if (commit === null) return null;
   const parent = await git(repo, ['rev-parse', '--verify', '--quiet', `${commit}^1`]);
@@ -357,13 +366,21 @@ export async function parkedWork(repo: string, planId: string, task: number): Pr
 }
 
 /** Drops the work parked for `task` (rejected, or integrated). Nothing parked is fine. */
-export function dropParked(repo: string, planId: string, task: number): Promise<Result<void, GitFailure>> {
-  return deleteRef(repo, awaitingRef(planId, task));
+export function dropParked(repo: string, planId: string, task: number, kind: ParkKind = 'awaiting'): Promise<Result<void, GitFailure>> {
+  return deleteRef(repo, parkedRef(kind, planId, task));
+}
+
+/** The tasks of a plan with work parked as `kind`. */
+export async function parkedTasks(repo: string, planId: string, kind: ParkKind): Promise<number[]> {
+  const prefix = kind === 'awaiting' ? `refs/foreman-awaiting/${planId}/` : `refs/foreman-candidate/${planId}/`;
+  const listed = await git(repo, ['for-each-ref', '--format=%(refname)', prefix]);
+  if (!listed.ok) throw listed.error;
+  return listed.value.split('\n').flatMap((ref) => (/^\d+$/.test(ref.slice(prefix.length)) ? [Number(ref.slice(prefix.length))] : [])).sort((a, b) => a - b);
 }
 
 /** foreman's refs in `repo` (of one plan, when `planId` is given): the integration tips and parked work. */
 export async function foremanRefs(repo: string, planId?: string): Promise<string[]> {
-  const patterns = planId === undefined ? ['refs/foreman/', 'refs/foreman-awaiting/'] : [integrationRef(planId), `refs/foreman-awaiting/${planId}/`];
+  const patterns = planId === undefined ? ['refs/foreman/', 'refs/foreman-awaiting/', 'refs/foreman-candidate/'] : [integrationRef(planId), `refs/foreman-awaiting/${planId}/`, `refs/foreman-candidate/${planId}/`];
   const listed = await git(repo, ['for-each-ref', '--format=%(refname)', ...patterns]);
   if (!listed.ok) throw listed.error;
   return listed.value.split('\n').filter(Boolean).sort(byPath);

@@ -18,7 +18,9 @@ export type ProcessRole =
   | { kind: 'acceptance-check'; task: number; command: string }
   | { kind: 'assumption-check'; task: number; command: string }
   /** The plan's setup command, preparing a worktree for an attempt of `task`. */
-  | { kind: 'setup-command'; task: number; command: string };
+  | { kind: 'setup-command'; task: number; command: string }
+  /** The merge queue's gate (the plan's test command) on a stack of candidates. */
+  | { kind: 'gate'; task: number; command: string };
 
 export type ProcessRecord = ProcessRole & {
   pgid: number;
@@ -44,6 +46,8 @@ export function describeProcess(role: ProcessRole): string {
       return `the assumption check of task ${role.task} (\`${role.command}\`)`;
     case 'setup-command':
       return `the setup command (\`${role.command}\`) preparing a worktree for task ${role.task}`;
+    case 'gate':
+      return `the gate (\`${role.command}\`)`;
     default: {
       const unknown: never = role;
       return `a process (${JSON.stringify(unknown)})`;
@@ -127,6 +131,7 @@ function parseRecord(value: unknown): ProcessRecord | null {
     case 'acceptance-check':
     case 'assumption-check':
     case 'setup-command':
+    case 'gate':
       return { kind: o.kind, task, command, pgid, started, ...marker };
     default:
       return null;

@@ -11,7 +11,7 @@ import { SANDBOX_MODES, type SandboxMode, installAdvice, sandboxSupport } from '
 import { type RunEventBody, type StopReason, skippedEvents } from '../core/events.ts';
 import { newRunId } from '../adapters/journal.ts';
 import { assertNever } from '../core/failure.ts';
-import { plural } from '../core/format.ts';
+import { clipTail, plural } from '../core/format.ts';
 import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
 import { describeScratchProblem, runProbe, saveProbe } from '../run/probe.ts';
 import { countByStatus, depsOf, depths, longestRemainingPath } from '../core/graph.ts';
@@ -53,6 +53,10 @@ export const executeCommand: Command = {
         "permission rules every worker gets instead of the computed ones, space or comma separated (default, per task: Read Glob Grep, Edit(<path>) for exactly the task's declared files, Bash(<command>) for the test/build commands and the task's acceptance checks)",
     },
     schedule: { type: 'string', valueName: 'POLICY', description: 'continuous: start a task the moment its blockers finish, integrate work as it is verified; rounds: run the ready set as a round, integrate once per round (default continuous)' },
+    gate: { type: 'string', valueName: 'CMD', description: "the merge queue's gate: verified work integrates only in stacks this command passes (default: the plan's context.testCommand)" },
+    'no-gate': { type: 'boolean', description: 'no gate: verified work integrates as soon as it is verified' },
+    'gate-batch': { type: 'string', valueName: 'N', description: `candidates the gate tests together at most (default ${DEFAULTS.gateBatch})` },
+    'gate-timeout': { type: 'string', valueName: 'SECONDS', description: 'time limit of one gate run; its process group is ended (default: --check-timeout)' },
     land: { type: 'string', valueName: 'WHEN', description: `end: land integrated work on your branch when the run stops; continuous: also after every integration (default ${DEFAULTS.land})` },
     'max-cost-usd': { type: 'string', valueName: 'N', description: "stop starting work once the run's cost reaches N dollars" },
     'task-budget-usd': { type: 'string', valueName: 'N', description: 'per-worker spend cap (--max-budget-usd) for tasks that set no agent.maxBudgetUsd' },
@@ -70,6 +74,8 @@ export const executeCommand: Command = {
 
 /** The run's settings (declared once, in `run/settings.ts`) and what only the CLI needs. */
 interface Settings extends RunSettings {
+  /** What the flags say of the gate; `gate` itself is settled once the plan is read. */
+  gateFlags: { command: string | undefined; off: boolean; batchSize: number; timeoutMs: number };
   sandbox: SandboxMode;
   dryRun: boolean;
   json: boolean;
@@ -94,7 +100,19 @@ function settingsFrom(values: Record<string, unknown>, io: Io): Settings {
   if (!SANDBOX_MODES.includes(sandbox)) throw usageError(`${sandboxSource}: "${sandbox}" is not one of ${SANDBOX_MODES.join(', ')}`);
   const land = (str('land') ?? DEFAULTS.land) as LandPolicy;
   if (!LAND_POLICIES.includes(land)) throw usageError(`--land: "${land}" is not one of ${LAND_POLICIES.join(', ')}`);
+  const checkTimeoutMs = seconds(intArg('--check-timeout', str('check-timeout'), { min: 1 })) ?? DEFAULTS.checkTimeoutMs;
+  const gateCommand = str('gate');
+  if (gateCommand !== undefined && gateCommand.trim() === '') throw usageError('--gate: the command is empty (use --no-gate for no gate)');
+  if (gateCommand !== undefined && values['no-gate'] === true) throw usageError('--gate and --no-gate contradict each other: choose one');
+  const gateFlags = {
+    command: gateCommand,
+    off: values['no-gate'] === true,
+    batchSize: intArg('--gate-batch', str('gate-batch'), { min: 1 }) ?? DEFAULTS.gateBatch,
+    timeoutMs: seconds(intArg('--gate-timeout', str('gate-timeout'), { min: 1 })) ?? checkTimeoutMs,
+  };
   return {
+    gateFlags,
+    gate: null,
     sandbox,
     land,
     repo,
@@ -108,7 +126,7 @@ function settingsFrom(values: Record<string, unknown>, io: Io): Settings {
     schedule,
     maxCostUsd: numberArg('--max-cost-usd', str('max-cost-usd')),
     taskBudgetUsd: numberArg('--task-budget-usd', str('task-budget-usd')),
-    checkTimeoutMs: seconds(intArg('--check-timeout', str('check-timeout'), { min: 1 })) ?? DEFAULTS.checkTimeoutMs,
+    checkTimeoutMs,
     // Checked like a flag: a typo must not silently turn the back-off off.
     backoffMs: intArg('FOREMAN_BACKOFF_MS', io.env.FOREMAN_BACKOFF_MS, { min: 0 }) ?? DEFAULTS.backoffMs,
     maxRequeues: DEFAULTS.maxRequeues,
@@ -181,6 +199,9 @@ async function workerRules(plan: Plan, settings: Settings): Promise<WorkerPermis
 async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCode> {
   const settings = settingsFrom(values, io);
   let plan = await loadPlan(settings.planPath);
+  const testCommand = typeof plan.context?.testCommand === 'string' && plan.context.testCommand.trim() !== '' ? plan.context.testCommand : undefined;
+  const gateCommand = settings.gateFlags.off ? undefined : (settings.gateFlags.command ?? testCommand);
+  settings.gate = gateCommand === undefined ? null : { command: gateCommand, batchSize: settings.gateFlags.batchSize, timeoutMs: settings.gateFlags.timeoutMs };
   const git = new Git(settings.repo);
   if (!(await git.isRepo())) throw usageError(`${settings.repo} is not a git repository (foreman commits each round; run \`git init\` first)`);
   const permissions = await workerRules(plan, settings);
@@ -278,6 +299,9 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     if (settings.probe && !controller.signal.aborted) {
       await probeAtSetup(plan, settings, { emit: (event) => probeEvents.push(event), progress: settings.json ? () => undefined : (line) => io.out(line), registry, signal: controller.signal, env: io.env, sandbox: sandboxed });
     }
+    if (settings.gate === null) {
+      emit({ type: 'notice', level: 'info', message: settings.gateFlags.off ? 'no gate (--no-gate): verified work integrates as soon as it is verified, untested together' : "no gate: the plan has no context.testCommand, so verified work integrates untested together (--gate CMD sets one)" });
+    }
     emit({ type: 'run-started', goal: report.goal, planPath: settings.planPath, taskCount: report.taskCount, maxDepth: report.maxDepth, resumed: report.resumed, concurrency: settings.concurrency, schedule: settings.schedule, pid: process.pid });
     for (const n of report.notices) emit({ type: 'notice', ...n });
     for (const a of report.assumptions) emit({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output });
@@ -285,6 +309,18 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     for (const event of probeEvents) emit(event);
 
     const isolation = report.isolation;
+    const gateOptions = settings.gate === null ? null : { command: settings.gate.command, timeoutMs: settings.gate.timeoutMs, sandbox: sandboxed };
+    // The baseline: a gate that already fails on the starting commit would blame every task.
+    if (gateOptions !== null && !controller.signal.aborted && (report.held.length > 0 || plan.tasks.some((t) => statusOf(t) === 'pending'))) {
+      const baseline = await isolation.runGate(plan, { tasks: [], works: [] }, gateOptions, controller.signal);
+      emit({ type: 'gate-finished', tasks: [], passed: baseline.passed === true, durationMs: baseline.durationMs, integrated: [], culprit: null, flake: false, ...(baseline.passed === false ? { output: clipTail(baseline.output, 4000) } : {}) });
+      if (baseline.passed === false) {
+        throw new CliError(EXIT.invalid, [
+          `the gate \`${gateOptions.command}\` already fails on ${isolation.tip.slice(0, 12)}, before any task ran, so it would blame every task; nothing was started. Fix the failure first, or run with --no-gate (or --gate CMD for another command):`,
+          clipTail(baseline.output.trim(), 2000),
+        ]);
+      }
+    }
     const stages = { isolation, checkTimeoutMs: settings.checkTimeoutMs, env: io.env, registry, sandbox: sandboxed };
     const landing = lander(isolation, { branch, commit: settings.commit, planPath: settings.planPath });
     // Integrated work an earlier run could not land (a crash, a blocked landing) lands first.
@@ -302,6 +338,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
                 runWorker({ ...request, onSpawn, ...(sandboxed ? { sandbox: { allowedDomains: plan.context?.checkNetwork ?? [] } } : {}) }),
               ),
             verify: (current, task, input) => verifyAttempt(stages, current, task, input),
+            gate: (current, request, signal) => (gateOptions === null ? Promise.resolve({ passed: true, output: '', durationMs: 0 }) : isolation.runGate(current, request, gateOptions, signal)),
             record: async (current, request) => {
               const recordedWork = await recordAttempts(stages, current, request);
               if (recordedWork.ok && settings.land === 'continuous') {
@@ -317,6 +354,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
           },
           controller.signal,
           dirname(settings.planPath),
+          report.held,
         );
     await saving;
     plan = result.plan;

@@ -5,6 +5,9 @@
 //   acceptance checks; then its worktree is released) → verified (waiting to be recorded) →
 //   recording (in the lane: integrated onto the plan's integration ref, or parked for approval)
 //   → gone (the plan says completed or awaiting approval)
+//   With a gate (the plan's test command): verified → recording (held as a candidate) → queued
+//   (in the merge queue, `core/gate.ts`) → gating (its stack under test, in the lane) → queued
+//   again (a red stack is split) | recording (integrated) | gone (the culprit: retried or failed)
 //   running | verifying → gone (pending, failed, …): nothing to undo, the person's tree was never
 //   touched and the worktree is reset before its next use.
 //
@@ -18,13 +21,14 @@
 import { type RunEventBody, type StopReason, type TaskOutcome, skippedEvents } from './events.ts';
 import { type WorkerFailure, type WorkerRun, assertNever, describeWorkerFailure } from './failure.ts';
 import { type Decision, type Verification, decide, judgeRun } from './finalize.ts';
-import { formatCost } from './format.ts';
+import { clipTail, formatCost } from './format.ts';
 import { countByStatus, depsOf, longestRemainingPath, readySet, stall } from './graph.ts';
 import { computeOverlaps, overlapSets } from './overlap.ts';
 import { type Plan, type Usage, addUsage, attemptsOf, emptyUsage, modelOf, statusOf } from './plan.ts';
 import { type SchedulePolicy, byPriority, pickStarts } from './schedule.ts';
 import { type Applied, applyDecision, markStarted } from './transition.ts';
 import type { CapturedWork } from './work.ts';
+import { type GateQueue, afterGateRun, emptyGateQueue, enqueue, nextSegment } from './gate.ts';
 
 export interface EngineConfig {
   concurrency: number;
@@ -38,9 +42,11 @@ export interface EngineConfig {
   maxCostUsd?: number;
   /** Worker logs go to `<logDir>/worker-<task>.log`. */
   logDir: string;
+  /** The merge queue: verified work integrates only in stacks the plan's test command passed. Null: no gate. */
+  gate: { batchSize: number } | null;
 }
 
-export type AttemptStage = 'running' | 'verifying' | 'verified' | 'recording';
+export type AttemptStage = 'running' | 'verifying' | 'verified' | 'recording' | 'queued' | 'gating';
 
 /** One attempt of one task, from its start until the plan records how it ended. */
 export interface Attempt {
@@ -48,7 +54,7 @@ export interface Attempt {
   /** 1 for a task's first attempt. */
   readonly number: number;
   readonly stage: AttemptStage;
-  /** What the worker did, once it finished. */
+  /** What the worker did, once it finished (absent for a candidate an earlier run verified). */
   readonly run?: WorkerRun;
   /** Tasks running when verification began: an undeclared change may be theirs. */
   readonly beside?: readonly number[];
@@ -56,6 +62,8 @@ export interface Attempt {
   readonly decision?: Decision;
   /** What the worker left in its declared files (from `verified` on). */
   readonly work?: CapturedWork;
+  /** Being recorded as a candidate for the merge queue (not integrated yet). */
+  readonly candidate?: boolean;
 }
 
 export interface EngineStop {
@@ -91,6 +99,8 @@ export interface EngineState {
   readonly timing: Timing;
   /** When the record in the lane was handed to it, or null. */
   readonly recordingSince: number | null;
+  /** The merge queue (empty without a gate). */
+  readonly gate: GateQueue;
   readonly stop: EngineStop | null;
   readonly finished: boolean;
 }
@@ -111,6 +121,8 @@ export type EngineEvent =
   | { type: 'workspace-failed'; task: number; reason: string; now: number }
   /** The lane recorded these tasks; `commit` is the integration commit (null when nothing changed). */
   | { type: 'recorded'; tasks: readonly number[]; commit: string | null; failure: string | null; now: number }
+  /** The gate ran on these candidates stacked on the tip; `passed` null: it was stopped (Ctrl-C) before a verdict. */
+  | { type: 'gated'; tasks: readonly number[]; passed: boolean | null; output: string; durationMs: number; now: number }
   /** Ctrl-C: stop the workers, record what is verified, stop. */
   | { type: 'interrupt'; now: number };
 
@@ -128,7 +140,19 @@ export type EngineEffect =
    * In the lane: integrate verified work onto the integration ref (one commit; the results are in
    * the plan already) and park work that waits for approval on a ref of its own.
    */
-  | { type: 'record'; tasks: number[]; round: number; integrate: Array<{ task: number; work: CapturedWork }>; park: Array<{ task: number; work: CapturedWork }> }
+  | {
+      type: 'record';
+      tasks: number[];
+      round: number;
+      integrate: Array<{ task: number; work: CapturedWork }>;
+      park: Array<{ task: number; work: CapturedWork }>;
+      /** Candidates joining the merge queue: kept on refs of their own until they integrate, so a crash loses none. */
+      hold: Array<{ task: number; work: CapturedWork }>;
+      /** Candidates leaving the merge queue without integrating (culprits): their refs go. */
+      drop: number[];
+    }
+  /** In the lane: run the gate on these candidates stacked, in order, on the integration tip. */
+  | { type: 'gate'; tasks: number[]; works: Array<{ task: number; work: CapturedWork }> }
   /** Send a `tick` at this time (a back-off ends). */
   | { type: 'wake'; at: number }
   /** Stop every running worker and check. */
@@ -140,14 +164,27 @@ export interface Step {
   effects: EngineEffect[];
 }
 
-export function initialState(plan: Plan, config: EngineConfig, now: number): EngineState {
+/** A candidate an earlier run verified and held for the gate: it rejoins the queue first. */
+export interface HeldCandidate {
+  task: number;
+  work: CapturedWork;
+  result: string;
+}
+
+export function initialState(plan: Plan, config: EngineConfig, now: number, held: readonly HeldCandidate[] = []): EngineState {
+  const attempts = new Map<number, Attempt>();
+  // Without a gate now, they integrate at once.
+  const stage: AttemptStage = config.gate === null ? 'verified' : 'queued';
+  for (const candidate of held) {
+    attempts.set(candidate.task, { task: candidate.task, number: attemptsOf(plan.tasks[candidate.task]!) + 1, stage, decision: { kind: 'completed', result: candidate.result }, work: candidate.work });
+  }
   return {
     config,
     plan,
     overlaps: overlapSets(computeOverlaps(plan.tasks)),
     priority: longestRemainingPath(depsOf(plan.tasks)),
     now,
-    attempts: new Map(),
+    attempts,
     notBefore: new Map(),
     requeues: new Map(),
     admitted: null,
@@ -156,6 +193,7 @@ export function initialState(plan: Plan, config: EngineConfig, now: number): Eng
     aborted: false,
     timing: { workers: 0, workerMs: 0, records: 0, recordMs: 0 },
     recordingSince: null,
+    gate: enqueue(emptyGateQueue(), stage === 'queued' ? held.map((candidate) => candidate.task) : []),
     stop: null,
     finished: false,
   };
@@ -166,6 +204,9 @@ export function initialState(plan: Plan, config: EngineConfig, now: number): Eng
  * settled, nothing that depends on it (the breaker, say) is known.
  */
 const IN_FLIGHT: ReadonlySet<AttemptStage> = new Set(['running', 'verifying']);
+
+/** Verified attempts not integrated yet: they hold their files, and their dependants wait for them. */
+const WAITING_TO_LAND: ReadonlySet<AttemptStage> = new Set(['verified', 'recording', 'queued', 'gating']);
 
 /** Tasks whose attempt is in one of `stages`, ascending. */
 export function tasksIn(state: Pick<EngineState, 'attempts'>, stages: ReadonlySet<AttemptStage>): number[] {
@@ -178,7 +219,7 @@ export function tasksIn(state: Pick<EngineState, 'attempts'>, stages: ReadonlySe
  * into that work.
  */
 export function holding(state: Pick<EngineState, 'attempts' | 'plan'>): Set<number> {
-  const held = new Set(tasksIn(state, new Set(['verified', 'recording'])));
+  const held = new Set(tasksIn(state, WAITING_TO_LAND));
   state.plan.tasks.forEach((t, i) => {
     if (statusOf(t) === 'awaiting_approval') held.add(i);
   });
@@ -190,7 +231,7 @@ export function holding(state: Pick<EngineState, 'attempts' | 'plan'>): Set<numb
  * blocker is completed or waiting to be recorded, and one at least is waiting.
  */
 export function readyOnRecord(state: Pick<EngineState, 'attempts' | 'plan'>): number[] {
-  const waiting = new Set(tasksIn(state, new Set(['verified', 'recording'])));
+  const waiting = new Set(tasksIn(state, WAITING_TO_LAND));
   if (waiting.size === 0) return [];
   const tasks = state.plan.tasks;
   const done = (blocker: number) => statusOf(tasks[blocker]!) === 'completed' || waiting.has(blocker);
@@ -339,6 +380,9 @@ export function step(state: EngineState, event: EngineEvent): Step {
     case 'recorded':
       recorded(work, event.tasks, event.commit, event.failure);
       break;
+    case 'gated':
+      gated(work, event.tasks, event.passed, event.output, event.durationMs);
+      break;
     default:
       assertNever(event, 'engine event');
   }
@@ -419,7 +463,7 @@ function workspaceFailed(work: Work, task: number, reason: string): void {
 
 /** The `task-finished` event of an attempt, but for its outcome and words. */
 function finishedEvent(work: Work, attempt: Attempt): Omit<Extract<RunEventBody, { type: 'task-finished' }>, 'outcome'> {
-  const run = attempt.run!;
+  const run: Pick<WorkerRun, 'usage' | 'durationMs' | 'permissionDenials' | 'logPath' | 'sessionId'> = attempt.run ?? { usage: emptyUsage(), durationMs: 0, permissionDenials: [], logPath: '' };
   return {
     type: 'task-finished',
     task: attempt.task,
@@ -506,25 +550,93 @@ function reportCascade(work: Work, applied: Applied): void {
   }
 }
 
-/** Hand every verified attempt to the lane, as one round. */
+/**
+ * Hand every verified attempt to the lane, as one round: integrated at once without a gate; with
+ * one, held as candidates for the merge queue. Work awaiting approval is parked either way.
+ */
 function record(work: Work): void {
   const verifiedTasks = tasksIn(work, new Set(['verified']));
   if (verifiedTasks.length === 0) return;
   const draft = work.draft;
+  const gated = draft.config.gate !== null;
   draft.round++;
   const integrate: Array<{ task: number; work: CapturedWork }> = [];
   const park: Array<{ task: number; work: CapturedWork }> = [];
+  const hold: Array<{ task: number; work: CapturedWork }> = [];
   for (const task of verifiedTasks) {
     const attempt = work.attempts.get(task)!;
     // The results go into the commit's trailers, so the plan carries them before the commit.
     const decision = attempt.decision as Extract<Decision, { kind: 'completed' | 'awaiting_approval' }>;
     draft.plan.tasks[task] = { ...draft.plan.tasks[task]!, result: decision.result };
-    work.attempts.set(task, { ...attempt, stage: 'recording' });
     const captured = attempt.work ?? { base: '', entries: [] };
-    (decision.kind === 'completed' ? integrate : park).push({ task, work: captured });
+    const candidate = gated && decision.kind === 'completed';
+    work.attempts.set(task, { ...attempt, stage: 'recording', candidate });
+    (decision.kind === 'awaiting_approval' ? park : candidate ? hold : integrate).push({ task, work: captured });
   }
   draft.recordingSince = draft.now;
-  work.effects.push({ type: 'record', tasks: verifiedTasks, round: draft.round, integrate, park });
+  // Saved first: a candidate held on its ref resumes with the result its attempt reported.
+  if (hold.length > 0) work.effects.push({ type: 'save' });
+  work.effects.push({ type: 'record', tasks: verifiedTasks, round: draft.round, integrate, park, hold, drop: [] });
+}
+
+/** Start the gate on the next segment of the merge queue, when the lane is free. */
+function startGate(work: Work): void {
+  const draft = work.draft;
+  const gate = draft.config.gate;
+  if (gate === null || laneBusy(work) || draft.stop?.reason === 'interrupted') return;
+  // With the rounds policy a round's verified work is one batch.
+  const next = nextSegment(draft.gate, draft.config.schedule === 'rounds' ? Number.MAX_SAFE_INTEGER : gate.batchSize);
+  if (next === null) return;
+  draft.gate = next.queue;
+  const works = next.segment.map((task) => {
+    const attempt = work.attempts.get(task)!;
+    work.attempts.set(task, { ...attempt, stage: 'gating' });
+    return { task, work: attempt.work ?? { base: '', entries: [] } };
+  });
+  emit(work, { type: 'gate-started', tasks: [...next.segment], waiting: next.queue.waiting.length });
+  work.effects.push({ type: 'gate', tasks: [...next.segment], works });
+}
+
+/** The lane is busy: a record or a gate run is in it. */
+const laneBusy = (work: Work): boolean => tasksIn(work, new Set(['recording', 'gating'])).length > 0;
+
+function gated(work: Work, tasks: readonly number[], passed: boolean | null, output: string, durationMs: number): void {
+  const draft = work.draft;
+  for (const task of tasks) work.attempts.set(task, { ...attemptIn(work, task, 'gating'), stage: 'queued' });
+  // Stopped before a verdict: only Ctrl-C does that. The candidates stay held on their refs for the next run.
+  if (passed === null) {
+    interrupt(work);
+    return;
+  }
+  const after = afterGateRun(draft.gate, passed);
+  draft.gate = after.queue;
+  const { integrate, culprit, flake } = after.verdict;
+  emit(work, { type: 'gate-finished', tasks: [...tasks], passed, durationMs, integrated: [...integrate], culprit, flake, ...(passed ? {} : { output: clipTail(output, 4000) }) });
+  if (flake) emit(work, { type: 'notice', level: 'warning', message: `the test command failed once on task ${tasks[0]} and passed when run again: a flaky test, which blames no task` });
+  if (culprit !== null) blame(work, culprit, output);
+  if (integrate.length === 0 && culprit === null) return;
+  draft.round++;
+  const items = integrate.map((task) => {
+    const attempt = attemptIn(work, task, 'queued');
+    work.attempts.set(task, { ...attempt, stage: 'recording', candidate: false });
+    return { task, work: attempt.work ?? { base: '', entries: [] } };
+  });
+  draft.recordingSince = draft.now;
+  work.effects.push({ type: 'record', tasks: [...integrate], round: draft.round, integrate: items, park: [], hold: [], drop: culprit !== null ? [culprit] : [] });
+}
+
+/** `task`'s work broke the test command on its own, twice: its attempt fails like a failed acceptance check. */
+function blame(work: Work, task: number, output: string): void {
+  const draft = work.draft;
+  const attempt = attemptIn(work, task, 'queued');
+  const said = output.trim() === '' ? '' : `:\n${clipTail(output.trim(), 2000)}`;
+  const failure = `the plan's test command failed with this task's work on top of the integration tip (run twice, on its own)${said}`;
+  const decision: Decision = attemptsOf(draft.plan.tasks[task]!) + 1 < draft.config.maxAttempts ? { kind: 'retry', failure } : { kind: 'failed', failure };
+  work.attempts.delete(task);
+  const applied = applyDecision(draft.plan, task, decision, attempt.run?.usage ?? emptyUsage());
+  work.effects.push({ type: 'save' });
+  emit(work, { ...finishedEvent(work, attempt), outcome: decision.kind, reason: failure });
+  reportCascade(work, applied);
 }
 
 function recorded(work: Work, tasks: readonly number[], commit: string | null, failure: string | null): void {
@@ -542,15 +654,23 @@ function recorded(work: Work, tasks: readonly number[], commit: string | null, f
     return;
   }
   const integrated: number[] = [];
+  const held: number[] = [];
   for (const task of tasks) {
     const attempt = attemptIn(work, task, 'recording');
-    applyDecision(draft.plan, task, attempt.decision!, attempt.run!.usage);
+    if (attempt.candidate === true) {
+      // Held on its ref: it waits in the merge queue, still in progress in the plan.
+      work.attempts.set(task, { ...attempt, stage: 'queued', candidate: false });
+      held.push(task);
+      continue;
+    }
+    applyDecision(draft.plan, task, attempt.decision!, attempt.run?.usage ?? emptyUsage());
     if (attempt.decision!.kind === 'completed') {
       integrated.push(task);
       if (commit !== null) draft.plan.tasks[task] = { ...draft.plan.tasks[task]!, commit };
     }
     work.attempts.delete(task);
   }
+  if (held.length > 0) draft.gate = enqueue(draft.gate, held);
   work.effects.push({ type: 'save' });
   if (integrated.length > 0) emit(work, { type: 'round-committed', round: draft.round, tasks: integrated, commit });
 }
@@ -560,9 +680,10 @@ function schedule(work: Work): void {
   const draft = work.draft;
   const policy = draft.config.schedule;
   for (;;) {
-    const recording = tasksIn(work, new Set(['recording'])).length > 0;
     // Continuous: record what is verified whenever the lane is free; what is verified meanwhile goes into the next record.
-    if (policy === 'continuous' && !recording) record(work);
+    if (policy === 'continuous' && !laneBusy(work)) record(work);
+    startGate(work);
+    const recording = laneBusy(work);
     if (draft.stop === null) {
       if (policy === 'rounds' && draft.admitted === null && !recording) {
         const ready = readySet(draft.plan.tasks);
@@ -570,7 +691,9 @@ function schedule(work: Work): void {
       }
       for (const task of startable(draft)) start(work, task);
     }
-    const busy = tasksIn(work, IN_FLIGHT).length > 0 || tasksIn(work, new Set(['recording'])).length > 0;
+    // Candidates in the merge queue keep the run going, unless Ctrl-C stopped it: they stay held for the next run.
+    const queued = tasksIn(work, new Set(['queued'])).length > 0 && draft.stop?.reason !== 'interrupted';
+    const busy = tasksIn(work, IN_FLIGHT).length > 0 || recording || queued;
     if (!busy && draft.admitted !== null) {
       // The round is over when none of its tasks runs or can still start.
       const waiting = [...draft.admitted].some((i) => statusOf(draft.plan.tasks[i]!) === 'pending' && work.notBefore.has(i));

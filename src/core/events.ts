@@ -70,6 +70,22 @@ export type RunEventBody =
     }
   | { type: 'task-skipped'; task: number; subject: string; rootCause: number; reason: string }
   | { type: 'round-committed'; round: number; tasks: number[]; commit: string | null }
+  /** The gate (the plan's test command) starts on these candidates, stacked in order on the integration tip. */
+  | { type: 'gate-started'; tasks: number[]; waiting: number }
+  | {
+      type: 'gate-finished';
+      tasks: number[];
+      passed: boolean;
+      durationMs: number;
+      /** Integrated by this run (its stack passed; or an earlier, known-red rest was found). */
+      integrated: number[];
+      /** A candidate that failed on its own twice: its attempt fails. */
+      culprit: number | null;
+      /** A candidate that passed when tested again after failing: the failure blamed no task. */
+      flake: boolean;
+      /** The end of the test command's output, when it failed. */
+      output?: string;
+    }
   | { type: 'breaker'; pendingCount: number; wouldBeSkipped: number }
   | { type: 'budget-reached'; costUsd: number; limitUsd: number }
   | { type: 'stalled'; kind: 'deadlock' | 'awaiting_approval'; tasks: number[] }

@@ -1,5 +1,6 @@
 // The engine's state machine run in simulated time: workers take the time a caller says and
-// report what it says, verification passes, the lane records at once. The scheduling bench and
+// report what it says, verification passes, the lane records at once, and the gate (when the
+// config has one) takes the time and gives the verdict a caller says. The scheduling bench and
 // the property tests drive the engine's own `step` through here, so what they measure and check
 // is what the headless engine does, not a copy of its loop.
 
@@ -24,6 +25,12 @@ export interface SimulatedInterval {
   outcome: TaskOutcome | null;
 }
 
+/** One run of the gate in the simulation: how long it takes and whether the stack passes. */
+export interface SimulatedGate {
+  durationMs: number;
+  passed: boolean;
+}
+
 export interface SimulationTrace {
   /** The state the run ended in. */
   state: EngineState;
@@ -33,6 +40,8 @@ export interface SimulationTrace {
   makespan: number;
   /** Everything the run emitted. */
   events: RunEventBody[];
+  /** Gate runs: the candidates tested, when, and the verdict. */
+  gateRuns: Array<{ tasks: number[]; start: number; end: number; passed: boolean }>;
 }
 
 const PASSED: Verification = { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [] };
@@ -42,6 +51,7 @@ export const SIMULATION_DEFAULTS: Omit<EngineConfig, 'concurrency' | 'schedule'>
   backoffMs: 1000,
   maxRequeues: 6,
   logDir: '.design',
+  gate: null,
 };
 
 /**
@@ -54,6 +64,8 @@ export function simulateRun(
   config: EngineConfig,
   attemptOf: (task: number, attempt: number) => SimulatedAttempt,
   observe?: (state: EngineState) => void,
+  /** What the gate does on `segment` stacked on the tasks integrated so far (required when `config.gate` is set). */
+  gateOf?: (segment: readonly number[], integrated: readonly number[]) => SimulatedGate,
 ): SimulationTrace {
   let state = initialState(plan, config, 0);
   const queue: Array<{ at: number; order: number; event: EngineEvent }> = [];
@@ -62,6 +74,8 @@ export function simulateRun(
   const intervals: SimulatedInterval[] = [];
   const open = new Map<number, SimulatedInterval>();
   const events: RunEventBody[] = [];
+  const gateRuns: SimulationTrace['gateRuns'] = [];
+  const integrated: number[] = [];
 
   const run = (task: number, attempt: number, now: number): void => {
     const behaviour = attemptOf(task, attempt);
@@ -87,8 +101,16 @@ export function simulateRun(
         post({ type: 'verified', task: effect.task, verification: PASSED, now });
         return false;
       case 'record':
+        integrated.push(...effect.integrate.map((item) => item.task));
         post({ type: 'recorded', tasks: effect.tasks, commit: `round-${effect.round}`, failure: null, now });
         return false;
+      case 'gate': {
+        if (!gateOf) throw new Error('simulation: the config has a gate but no gateOf was given');
+        const verdict = gateOf(effect.tasks, integrated);
+        gateRuns.push({ tasks: effect.tasks, start: now, end: now + verdict.durationMs, passed: verdict.passed });
+        post({ type: 'gated', tasks: effect.tasks, passed: verdict.passed, output: verdict.passed ? '' : 'simulated failure', durationMs: verdict.durationMs, now: now + verdict.durationMs });
+        return false;
+      }
       case 'wake':
         // One tick per moment is enough: the engine asks again while the back-off lasts.
         if (!queue.some((q) => q.event.type === 'tick' && q.at === effect.at)) post({ type: 'tick', now: effect.at });
@@ -126,7 +148,7 @@ export function simulateRun(
     for (const effect of result.effects) finished = carryOut(effect, at) || finished;
     if (finished) {
       observe?.(state);
-      return { state, intervals, makespan: at, events };
+      return { state, intervals, makespan: at, events, gateRuns };
     }
     if (observe && !queue.some((q) => q.at <= at)) observe(state);
   }

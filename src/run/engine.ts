@@ -9,7 +9,7 @@
 import { realpath } from 'node:fs/promises';
 import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
 import type { WorkerRequest } from '../adapters/worker.ts';
-import { type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, type EngineStop, initialState, step } from '../core/engine-step.ts';
+import { type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, type EngineStop, type HeldCandidate, initialState, step } from '../core/engine-step.ts';
 import type { RunEventBody } from '../core/events.ts';
 import { type Result, type WorkerRun, assertNever } from '../core/failure.ts';
 import type { Verification } from '../core/finalize.ts';
@@ -34,6 +34,12 @@ export const systemClock: Clock = {
 };
 
 export type RecordRequest = Omit<Extract<EngineEffect, { type: 'record' }>, 'type'>;
+export type GateRequest = Omit<Extract<EngineEffect, { type: 'gate' }>, 'type'>;
+export interface GateRun {
+  passed: boolean | null;
+  output: string;
+  durationMs: number;
+}
 
 /** Everything the engine does to the world, passed in. */
 export interface EngineAdapters {
@@ -46,6 +52,8 @@ export interface EngineAdapters {
   verify(plan: Plan, task: number, input: { dir: string; signal: AbortSignal }): Promise<Verification>;
   /** Integrate verified work (and park work awaiting approval): the integration commit, or null when nothing changed. */
   record(plan: Plan, request: RecordRequest): Promise<Result<string | null, GitFailure>>;
+  /** Run the gate on these candidates stacked on the integration tip; `passed` null when stopped first. */
+  gate(plan: Plan, request: GateRequest, signal: AbortSignal): Promise<GateRun>;
   save(plan: Plan): Promise<void>;
   emit(event: RunEventBody): void;
   clock: Clock;
@@ -79,6 +87,7 @@ export const engineConfig = (settings: RunSettings, logDir: string): EngineConfi
   maxRequeues: settings.maxRequeues,
   ...(settings.maxCostUsd !== undefined ? { maxCostUsd: settings.maxCostUsd } : {}),
   logDir,
+  gate: settings.gate === null ? null : { batchSize: settings.gate.batchSize },
 });
 
 /** Runs the functions given to it one after another, in call order: the lane. */
@@ -124,7 +133,7 @@ class Inbox {
   }
 }
 
-export async function runEngine(plan: Plan, settings: RunSettings, adapters: EngineAdapters, signal: AbortSignal, logDir: string): Promise<EngineResult> {
+export async function runEngine(plan: Plan, settings: RunSettings, adapters: EngineAdapters, signal: AbortSignal, logDir: string, held: readonly HeldCandidate[] = []): Promise<EngineResult> {
   const clock = adapters.clock;
   const inbox = new Inbox();
   const serialized = lane();
@@ -132,7 +141,7 @@ export async function runEngine(plan: Plan, settings: RunSettings, adapters: Eng
   /** Each running or verifying attempt's worktree. */
   const dirs = new Map<number, string>();
   const wake: { current: { at: number; cancel: () => void } | null } = { current: null };
-  let state: EngineState = initialState(plan, engineConfig(settings, logDir), clock.now());
+  let state: EngineState = initialState(plan, engineConfig(settings, logDir), clock.now(), held);
 
   const onAbort = () => inbox.post({ type: 'interrupt', now: clock.now() });
   if (signal.aborted) onAbort();
@@ -209,6 +218,14 @@ export async function runEngine(plan: Plan, settings: RunSettings, adapters: Eng
         later(
           serialized(() => adapters.record(current.plan, request)),
           (recorded) => ({ type: 'recorded', tasks: effect.tasks, commit: recorded.ok ? recorded.value : null, failure: recorded.ok ? null : describeGitFailure(recorded.error), now: clock.now() }),
+        );
+        return null;
+      }
+      case 'gate': {
+        const { type: _type, ...request } = effect;
+        later(
+          serialized(() => adapters.gate(current.plan, request, signal)),
+          (run) => ({ type: 'gated', tasks: effect.tasks, passed: run.passed, output: run.output, durationMs: run.durationMs, now: clock.now() }),
         );
         return null;
       }

@@ -9,19 +9,21 @@ import { readFile, readdir, realpath, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { runShell } from '../adapters/checks.ts';
 import { runGit } from '../adapters/git.ts';
-import { type Integration, type IntegrationFailure, deleteRef, foremanRefs, integrate, integrationRef, park, readRef } from '../adapters/git-integration.ts';
+import { type Integration, type IntegrationFailure, deleteRef, dropParked, foremanRefs, integrate, integrationRef, park, parkedTasks, parkedWork, readRef } from '../adapters/git-integration.ts';
 import { type Landed, type LandingProblem, land, resumeLanding } from '../adapters/git-landing.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import { processAlive } from '../adapters/processes.ts';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
-import { setupCommandSandbox } from '../adapters/sandbox.ts';
+import { checkSandbox, setupCommandSandbox } from '../adapters/sandbox.ts';
 import { type Slot, type WorktreePool, describeProvisionFailure, openPool, symlinkDirectoriesOf, worktreesRoot } from '../adapters/worktree-pool.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
-import { type GitFailure, failureOf } from '../core/git-text.ts';
+import { type GitFailure, describeGitFailure, failureOf } from '../core/git-text.ts';
 import type { LandMode } from '../core/landing.ts';
-import type { Plan } from '../core/plan.ts';
+import { type Plan, statusOf } from '../core/plan.ts';
+import type { HeldCandidate } from '../core/engine-step.ts';
 import type { CapturedWork } from '../core/work.ts';
 import { ensurePlanId, roundMessage } from './commit.ts';
+import type { GateRequest, GateRun, RecordRequest } from './engine.ts';
 
 export interface IsolationOptions {
   repo: string;
@@ -133,14 +135,66 @@ export class Isolation {
    * Integrate verified work onto the ref (one commit, trailers naming every task) and park work
    * awaiting approval on refs of its own. The integration commit, or null when nothing changed.
    */
-  async record(plan: Plan, request: { tasks: readonly number[]; round: number; integrate: ReadonlyArray<{ task: number; work: CapturedWork }>; park: ReadonlyArray<{ task: number; work: CapturedWork }> }): Promise<Result<string | null, GitFailure>> {
-    for (const parked of request.park) {
-      const { message } = roundMessage(plan, request.round, [parked.task]);
-      const made = await park(this.repo, this.planId, parked.task, parked.work, message);
-      if (!made.ok) return made;
+  async record(plan: Plan, request: RecordRequest): Promise<Result<string | null, GitFailure>> {
+    for (const [kind, items] of [['awaiting', request.park], ['candidate', request.hold ?? []]] as const) {
+      for (const item of items) {
+        const { message } = roundMessage(plan, request.round, [item.task]);
+        const made = await park(this.repo, this.planId, item.task, item.work, message, kind);
+        if (!made.ok) return made;
+      }
     }
-    if (request.integrate.length === 0) return ok(null);
-    return this.integrateWork(plan, request.round, request.integrate);
+    let commit: string | null = null;
+    if (request.integrate.length > 0) {
+      const integrated = await this.integrateWork(plan, request.round, request.integrate);
+      if (!integrated.ok) return integrated;
+      commit = integrated.value;
+    }
+    // Candidates that integrated, or broke the build, leave the merge queue.
+    for (const task of [...request.integrate.map((item) => item.task), ...(request.drop ?? [])]) await dropParked(this.repo, this.planId, task, 'candidate');
+    return ok(commit);
+  }
+
+  /** Candidates an earlier run held for the merge queue, for tasks still in progress: they rejoin it first. */
+  async heldCandidates(plan: Plan): Promise<HeldCandidate[]> {
+    const held: HeldCandidate[] = [];
+    for (const task of await parkedTasks(this.repo, this.planId, 'candidate')) {
+      const planned = plan.tasks[task];
+      const work = planned !== undefined && statusOf(planned) === 'in_progress' ? await parkedWork(this.repo, this.planId, task, 'candidate') : null;
+      if (work === null) {
+        await dropParked(this.repo, this.planId, task, 'candidate');
+        continue;
+      }
+      held.push({ task, work, result: planned!.result ?? 'completed' });
+    }
+    return held;
+  }
+
+  /**
+   * The gate: `command` in a worktree of the candidates stacked, in order, on the integration tip
+   * (the tip itself when there are none: the baseline). The ref does not move. `passed` is null
+   * when `signal` stopped it first (its process group is ended).
+   */
+  async runGate(plan: Plan, request: GateRequest, gate: { command: string; timeoutMs: number; sandbox: boolean }, signal?: AbortSignal): Promise<GateRun> {
+    const started = Date.now();
+    const tasks = request.works.map((item) => item.task);
+    const { message, trailers } = roundMessage(plan, 0, tasks);
+    const stacked = tasks.length === 0 ? ok(this.current) : await integrate(this.repo, null, this.current, { tasks, message, trailers, works: request.works.map((item) => item.work) });
+    // Work that cannot even be stacked (another change reached its files) fails like a red test.
+    if (!stacked.ok) return { passed: false, output: describeGitFailure(integrationFailure(stacked.error)), durationMs: Date.now() - started };
+    const acquired = await this.pool.acquire(stacked.value, signal);
+    if (!acquired.ok) return { passed: acquired.error.kind === 'interrupted' ? null : false, output: describeProvisionFailure(acquired.error), durationMs: Date.now() - started };
+    const dir = acquired.value.dir;
+    try {
+      const sandbox = gate.sandbox ? checkSandbox(dir, plan) : undefined;
+      const role = { kind: 'gate' as const, task: -1, command: gate.command };
+      const run = await recorded(this.options.registry, role, (onSpawn) => runShell(gate.command, { cwd: dir, timeoutMs: gate.timeoutMs, env: this.options.env, signal, onSpawn, ...(sandbox ? { sandbox } : {}) }));
+      const how = run.timedOut ? `timed out after ${Math.round(gate.timeoutMs / 1000)} s` : `exited ${run.exitCode ?? 'without a code'}`;
+      if (run.aborted) return { passed: null, output: run.output, durationMs: run.durationMs };
+      const passed = run.exitCode === 0 && !run.timedOut;
+      return { passed, output: passed ? run.output : `\`${gate.command}\` ${how}:\n${run.output}`, durationMs: Date.now() - started };
+    } finally {
+      this.pool.release(acquired.value);
+    }
   }
 
   /** Commit `items` onto the integration tip. */
@@ -193,8 +247,10 @@ async function clearLeftovers(repo: string, planId: string): Promise<void> {
   if (!common.ok) return;
   const gitDir = resolve(repo, common.value.trim());
   await rm(join(gitDir, `${integrationRef(planId)}.lock`), { force: true });
-  const awaiting = join(gitDir, 'refs', 'foreman-awaiting', planId);
-  for (const name of await readdir(awaiting).catch(() => [] as string[])) if (name.endsWith('.lock')) await rm(join(awaiting, name), { force: true });
+  for (const parked of ['foreman-awaiting', 'foreman-candidate']) {
+    const dir = join(gitDir, 'refs', parked, planId);
+    for (const name of await readdir(dir).catch(() => [] as string[])) if (name.endsWith('.lock')) await rm(join(dir, name), { force: true });
+  }
   for (const name of await readdir(gitDir).catch(() => [] as string[])) {
     const pid = /^foreman-index-(\d+)-/.exec(name)?.[1];
     if (pid !== undefined && !processAlive(Number(pid))) await rm(join(gitDir, name), { force: true });

@@ -21,7 +21,16 @@ export const DEFAULTS = {
   sandbox: 'auto' as SandboxMode,
   /** `--land`: when integrated work lands on the person's branch. */
   land: 'end' as LandPolicy,
+  /** `--gate-batch`: candidates the gate tests together at most. */
+  gateBatch: 4,
 } as const;
+
+/** The merge queue's gate: the plan's test command (or `--gate CMD`), its batch size and time limit. */
+export interface GateSettings {
+  command: string;
+  batchSize: number;
+  timeoutMs: number;
+}
 
 /** When integrated work lands: when the run stops, or also after every integration. */
 export const LAND_POLICIES = ['end', 'continuous'] as const;
@@ -47,6 +56,8 @@ export interface RunSettings {
   /** Land integrated work as commits on the branch; without, it lands as uncommitted changes. */
   commit: boolean;
   land: LandPolicy;
+  /** The merge queue's gate; null: verified work integrates without one. */
+  gate: GateSettings | null;
   backoffMs: number;
   maxRequeues: number;
 }

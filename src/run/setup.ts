@@ -23,6 +23,7 @@ import { type Landed, type LandingProblem } from '../adapters/git-landing.ts';
 import { describeLandingProblem } from '../core/landing.ts';
 import { ensurePlanId, reconcileWithHistory } from './commit.ts';
 import { type Isolation, completeLanding } from './isolation.ts';
+import type { HeldCandidate } from '../core/engine-step.ts';
 
 export interface AssumptionResult {
   task: number;
@@ -52,6 +53,8 @@ export interface SetupReport {
   notices: Array<{ level: 'info' | 'warning'; message: string }>;
   /** The plan's worktrees and integration ref. */
   isolation: Isolation;
+  /** Verified work an earlier run held for the merge queue: it rejoins the queue first. */
+  held: HeldCandidate[];
 }
 
 export type SetupProblem =
@@ -196,10 +199,13 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
     notices.push({ level: 'info', message: `tasks ${recovered.join(', ')}: their work had been integrated; recorded as completed` });
   }
 
+  // Candidates held for the merge queue stay in progress: their verified work is on refs of their own.
+  const held = await isolation.heldCandidates(plan);
+  if (held.length > 0) notices.push({ level: 'info', message: `tasks ${held.map((h) => h.task).join(', ')}: their verified work waits in the merge queue, as an earlier run left it` });
   // Interrupted attempts: their work never left their worktrees, which are reset before reuse.
   const reset: number[] = [];
   for (const [i, task] of plan.tasks.entries()) {
-    if (statusOf(task) !== 'in_progress' || options.verified?.includes(i)) continue;
+    if (statusOf(task) !== 'in_progress' || options.verified?.includes(i) || held.some((h) => h.task === i)) continue;
     task.status = 'pending';
     reset.push(i);
   }
@@ -260,6 +266,7 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
     skipped,
     notices,
     isolation,
+    held,
   });
 }
 

@@ -73,6 +73,17 @@ export function describeEvent(event: RunEvent): string | null {
       return event.commit
         ? `round ${event.round} committed (${event.commit.slice(0, 10)}): ${event.tasks.length ? `tasks ${listIndices(event.tasks)}` : 'no tasks'}`
         : `round ${event.round}: nothing to commit${event.tasks.length ? ` (tasks ${listIndices(event.tasks)})` : ''}`;
+    case 'gate-started':
+      return `gate: testing ${event.tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(event.tasks)} on the integration tip${event.waiting > 0 ? ` (${event.waiting} waiting)` : ''}`;
+    case 'gate-finished': {
+      const what = event.tasks.length === 0 ? 'the starting commit' : `${event.tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(event.tasks)}`;
+      const found = [
+        event.integrated.length > 0 ? `integrating ${listIndices(event.integrated)}` : '',
+        event.culprit !== null ? `task ${event.culprit} breaks the test command` : '',
+        event.flake ? 'an earlier failure did not repeat (flaky)' : '',
+      ].filter(Boolean);
+      return `gate ${event.passed ? 'passed' : 'failed'} on ${what} in ${formatElapsed(event.durationMs)}${found.length > 0 ? `: ${found.join('; ')}` : ''}${!event.passed && event.output ? ` — ${clean(event.output, 200)}` : ''}`;
+    }
     case 'breaker':
       return `circuit breaker: ${event.wouldBeSkipped} of ${event.pendingCount} pending tasks would be skipped; stopping`;
     case 'budget-reached':
@@ -214,6 +225,8 @@ export function createLiveView(options: LiveViewOptions): LiveView {
   let runStart: number | null = null;
   let runEnd: number | null = null;
   let lastRound = 0;
+  /** The merge queue: the candidates under test and how many wait behind them. */
+  let gate: { testing: number[]; waiting: number } = { testing: [], waiting: 0 };
   let finishedCost = emptyTally();
 
   let drawnLines = 0;
@@ -260,6 +273,12 @@ export function createLiveView(options: LiveViewOptions): LiveView {
       case 'round-committed':
         lastRound = Math.max(lastRound, event.round);
         break;
+      case 'gate-started':
+        gate = { testing: event.tasks, waiting: event.waiting };
+        break;
+      case 'gate-finished':
+        gate = { testing: [], waiting: gate.waiting };
+        break;
       case 'run-finished':
         runEnd = timeOf(event.at);
         running.clear();
@@ -290,6 +309,8 @@ export function createLiveView(options: LiveViewOptions): LiveView {
     else if (event.type === 'notice') style = event.level === 'warning' ? 'yellow' : 'dim';
     else if (event.type === 'assumption-checked') [mark, style] = ['!', event.severity === 'blocking' ? 'red' : 'yellow'];
     else if (event.type === 'round-committed') [mark, style] = ['●', 'cyan'];
+    else if (event.type === 'gate-started') [mark, style] = ['◌', 'dim'];
+    else if (event.type === 'gate-finished') [mark, style] = event.passed ? ['◉', 'cyan'] : ['!', 'yellow'];
     else if (event.type === 'run-started' || event.type === 'run-finished') style = 'bold';
     else if (event.type === 'breaker' || event.type === 'budget-reached' || event.type === 'stalled' || event.type === 'interrupted') [mark, style] = ['!', 'yellow'];
     if (event.type === 'task-finished' && (event.outcome === 'retry' || event.outcome === 'failed' || event.outcome === 'blocked')) {
@@ -367,6 +388,7 @@ export function createLiveView(options: LiveViewOptions): LiveView {
       { text: `${counts.skipped} skipped`, style: counts.skipped ? 'yellow' : undefined },
       ...(counts.awaiting ? [{ text: ' · ' }, { text: `${counts.awaiting} awaiting approval`, style: 'yellow' as const }] : []),
       { text: ` · ${pending} pending` },
+      ...(gate.testing.length > 0 ? [{ text: ' · ' }, { text: `gate: ${listIndices(gate.testing)}${gate.waiting > 0 ? ` (+${gate.waiting} queued)` : ''}`, style: 'cyan' as const }] : []),
     ];
     const moneySegs: Segment[] = [{ text: `round ${round} · ` }, { text: `${cost} · ${elapsed}`, style: 'bold' }];
     const len = (segs: Segment[]) => segs.reduce((n, s) => n + [...s.text].length, 0);

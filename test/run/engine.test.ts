@@ -244,3 +244,83 @@ describe('the engine, in process', () => {
     expect(rig.recorded.map((r) => r.round)).toEqual([1, 2]);
   });
 });
+
+describe('the engine with a gate (the merge queue)', () => {
+  const gate = { command: 'npm test', batchSize: 4, timeoutMs: 60_000 };
+
+  it('two tasks that pass alone and break together: the first integrates, the second is retried with the gate output, then everything integrates', async () => {
+    let retried = false;
+    const rig = new EngineRig(makePlan([task('A'), task('B')]), {
+      settings: { concurrency: 2, gate },
+      // B breaks the build once A is in, until its retry.
+      gate: (tasks, integrated) => {
+        const stack = [...integrated, ...tasks];
+        return retried || !(stack.includes(0) && stack.includes(1));
+      },
+    });
+    await rig.advance(0);
+    await rig.finish(0, 'COMPLETED: renamed greet to hello');
+    // A alone passes and integrates.
+    expect(rig.gated).toEqual([[0]]);
+    expect(rig.integrated).toEqual([0]);
+    await rig.finish(1, 'COMPLETED: added use.js calling greet');
+    // B on top of A fails twice (its own stack), and is retried with the gate's output.
+    expect(rig.gated).toEqual([[0], [1], [1]]);
+    expect(rig.integrated).toEqual([0]);
+    expect(rig.outcomes()).toContainEqual([1, 'retry']);
+    const retry = rig.started.filter((r) => r.taskIndex === 1)[1]!;
+    expect(retry.prompt).toContain("the plan's test command failed");
+    expect(retry.prompt).toContain('greet is not a function');
+    retried = true;
+    await rig.finish(1, 'COMPLETED: use.js calls hello');
+    const result = await rig.ended();
+    expect(result.reason).toBe('all-done');
+    expect(rig.integrated).toEqual([0, 1]);
+    // Every integration was of a stack the gate passed.
+    expect(rig.events.filter((e) => e.type === 'gate-finished').map((e) => e.type === 'gate-finished' && [e.tasks, e.passed, e.integrated, e.culprit])).toEqual([
+      [[0], true, [0], null],
+      [[1], false, [], null],
+      [[1], false, [], 1],
+      [[1], true, [1], null],
+    ]);
+  });
+
+  it('a batch of four with one culprit: three integrate, the culprit is found within four more runs; dependants wait', async () => {
+    const plan = makePlan([task('A'), task('B'), task('C'), task('D'), task('E', { blockedBy: [2] })]);
+    const rig = new EngineRig(plan, { settings: { concurrency: 4, gate, maxAttempts: 1 }, gate: (tasks) => !tasks.includes(2) });
+    await rig.advance(0);
+    // The gate is busy with nothing: all four finish before it starts, so they are one batch.
+    for (const t of [0, 1, 2, 3]) await rig.finish(t, `COMPLETED: ${t}`);
+    const result = await rig.ended();
+    expect(rig.gated[1]).toBeDefined();
+    expect(rig.gated.length - 1).toBeLessThanOrEqual(4);
+    expect([...rig.integrated].sort()).toEqual([0, 1, 3]);
+    expect(result.plan.tasks.map((t) => statusOf(t))).toEqual(['completed', 'completed', 'failed', 'completed', 'skipped']);
+  });
+
+  it('a flaky gate (fails once, then passes) fails no task', async () => {
+    let runs = 0;
+    const rig = new EngineRig(makePlan([task('A'), task('B')]), { settings: { concurrency: 2, gate }, gate: () => runs++ !== 0 });
+    await rig.advance(0);
+    await rig.finish(0, 'COMPLETED: a');
+    await rig.finish(1, 'COMPLETED: b');
+    const result = await rig.ended();
+    expect(result.reason).toBe('all-done');
+    expect(rig.events.some((e) => e.type === 'gate-finished' && e.flake)).toBe(true);
+    expect(rig.outcomes().filter(([, outcome]) => outcome !== 'completed')).toEqual([]);
+  });
+
+  it('Ctrl-C while the gate runs: the candidates stay held, untested, for the next run', async () => {
+    const rig = new EngineRig(makePlan([task('A')]), { settings: { gate }, gate: () => ({ passed: null, output: '', durationMs: 1 }) });
+    await rig.advance(0);
+    await rig.finish(0, 'COMPLETED: a');
+    await rig.interrupt();
+    const result = await rig.ended();
+    expect(result.reason).toBe('interrupted');
+    expect(rig.recorded[0]!.hold.map((h) => h.task)).toEqual([0]);
+    expect(rig.integrated).toEqual([]);
+    // Still in progress: the next run finds it held and tests it first.
+    expect(statusOf(result.plan.tasks[0]!)).toBe('in_progress');
+    expect(result.plan.tasks[0]!.result).toBe('a');
+  });
+});

@@ -42,7 +42,7 @@ describe('Isolation', () => {
     if (!captured.ok) throw new Error('capture');
     isolation.release(0);
 
-    const recorded = await isolation.record(plan, { tasks: [0], round: 1, integrate: [{ task: 0, work: captured.value.work }], park: [] });
+    const recorded = await isolation.record(plan, { tasks: [0], round: 1, integrate: [{ task: 0, work: captured.value.work }], park: [], hold: [], drop: [] });
     expect(recorded.ok && recorded.value).toBe(isolation.tip);
     // Integrated, not landed: the person's branch and files have not moved.
     expect((await repo.git(['rev-parse', 'HEAD'])).trim()).toBe(head);
@@ -67,7 +67,7 @@ describe('Isolation', () => {
     await writeFile(join(prepared.value, 'b.txt'), 'b\n');
     const captured = await captureWork(prepared.value, ['b.txt'], [], isolation.workspaceOf(0)!.base);
     if (!captured.ok) throw new Error('capture');
-    const recorded = await isolation.record(plan, { tasks: [0], round: 1, integrate: [{ task: 0, work: captured.value.work }], park: [] });
+    const recorded = await isolation.record(plan, { tasks: [0], round: 1, integrate: [{ task: 0, work: captured.value.work }], park: [], hold: [], drop: [] });
     expect(recorded.ok).toBe(true);
   });
 

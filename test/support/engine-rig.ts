@@ -9,7 +9,7 @@ import { type Result, type WorkerFailure, type WorkerRun, err, ok } from '../../
 import type { Verification } from '../../src/core/finalize.ts';
 import { type Plan, emptyUsage } from '../../src/core/plan.ts';
 import { parseStatusLine } from '../../src/core/prompt.ts';
-import { type Clock, type EngineResult, type RecordRequest, runEngine } from '../../src/run/engine.ts';
+import { type Clock, type EngineResult, type GateRun, type RecordRequest, runEngine } from '../../src/run/engine.ts';
 import { DEFAULTS, type RunSettings } from '../../src/run/settings.ts';
 
 export const PASSED: Verification = { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [] };
@@ -70,6 +70,8 @@ export interface RigOptions {
   prepare?: (task: number) => Result<string, string>;
   /** The lane's record (default: a commit named after the round). */
   record?: (tasks: readonly number[], round: number) => Result<string | null, GitFailure>;
+  /** The gate's verdict on candidates stacked on what was integrated (needs `settings.gate`; default: passes). */
+  gate?: (tasks: readonly number[], integrated: readonly number[]) => boolean | GateRun;
 }
 
 export class EngineRig {
@@ -85,6 +87,10 @@ export class EngineRig {
   /** Tasks whose worktree was released, in order. */
   readonly released: number[] = [];
   readonly recorded: RecordRequest[] = [];
+  /** The candidates of every gate run, in order. */
+  readonly gated: number[][] = [];
+  /** Tasks integrated so far, in order. */
+  readonly integrated: number[] = [];
   result: EngineResult | null = null;
   failure: unknown = null;
   private readonly done: Promise<void>;
@@ -104,6 +110,7 @@ export class EngineRig {
       checkTimeoutMs: DEFAULTS.checkTimeoutMs,
       commit: true,
       land: DEFAULTS.land,
+      gate: null,
       backoffMs: 1000,
       maxRequeues: DEFAULTS.maxRequeues,
       ...options.settings,
@@ -129,8 +136,14 @@ export class EngineRig {
             request.signal?.addEventListener('abort', () => resolve(failedRun({ reason: 'interrupted' })), { once: true });
           }),
         verify: async (_plan, task) => options.verify?.(task) ?? PASSED,
+        gate: async (_plan, request) => {
+          this.gated.push([...request.tasks]);
+          const verdict = options.gate?.(request.tasks, this.integrated) ?? true;
+          return typeof verdict === 'boolean' ? { passed: verdict, output: verdict ? '' : 'FAIL test/use.test.js: greet is not a function', durationMs: 3 } : verdict;
+        },
         record: async (_plan, request) => {
           this.recorded.push(request);
+          this.integrated.push(...request.integrate.map((item) => item.task));
           return options.record?.(request.tasks, request.round) ?? ok(`commit-${request.round}`);
         },
         save: async (saved) => {
