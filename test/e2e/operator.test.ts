@@ -94,7 +94,9 @@ describe('operator tools on a real run', () => {
     expect((await runPlanTool(repo.dir, ['retry', '0'])).exitCode).toBe(2);
     const approve = await runPlanTool(repo.dir, ['approve', '0']);
     expect(approve.exitCode).toBe(0);
-    expect(approve.stdout).toBe('task 0 (task G): awaiting_approval → completed — approved; the next run commits its work');
+    // Its parked work is integrated and landed at once.
+    expect(approve.stdout).toMatch(/^task 0 \(task G\): awaiting_approval → completed — approved; its work was integrated \(([0-9a-f]{12})\)\nlanded 1 file on main \(\1\): g\.txt$/);
+    expect(readFileSync(join(repo.dir, 'g.txt'), 'utf8')).toBe('g\n');
 
     const second = await runExecute(repo.dir, ['--json']);
     expect(second.exitCode).toBe(0);

@@ -11,8 +11,9 @@ import { commit, finalize, next, setup } from './lead.ts';
 import { archive } from './archive.ts';
 import { summary } from './summary.ts';
 import { probe } from './probe.ts';
+import { clean, landCommand } from './land.ts';
 
 export const planCommands: Command[] = [check, status, graph, ready];
 planCommands.push(report, history, approve, reject, retry, skip);
 planCommands.push(summary, archive, setup, next, finalize, commit);
-planCommands.push(probe);
+planCommands.push(probe, landCommand, clean);

@@ -3,12 +3,16 @@
 // a run holds it, refuses with exit 2 when the task's state does not allow the change, writes
 // the plan atomically and prints what changed. Run events are the run's: none is journaled here.
 
+import { awaitingRef, dropParked, integrationRef, readRef } from '../../adapters/git-integration.ts';
+import { describeGitFailure } from '../../core/git-text.ts';
 import { type LockInfo, acquireLock, currentLockInfo, writePlanAtomic } from '../../adapters/plan-store.ts';
-import { type InterventionResult, approveTask, describeChange, rejectTask, retryTask, skipTask } from '../../core/interventions.ts';
+import { type Change, type InterventionResult, approveTask, describeChange, rejectTask, retryTask, skipTask } from '../../core/interventions.ts';
 import type { Plan } from '../../core/plan.ts';
-import { type Command, type OptionSpec, intArg } from '../command.ts';
-import { CliError, EXIT, usageError } from '../exit.ts';
+import { describeIntegrationFailure, integrateParked, landTarget, repositoryOf } from '../../run/plan-landing.ts';
+import { type Command, type Io, type OptionSpec, intArg } from '../command.ts';
+import { CliError, EXIT, type ExitCode, usageError } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';
+import { describeLanding } from './land.ts';
 import { planOption } from './options.ts';
 
 export const lockHeldMessage = (holder: LockInfo): string =>
@@ -20,19 +24,40 @@ const reasonOption: Record<string, OptionSpec> = {
 
 const taskPositional = [{ name: 'N', description: 'the task index', required: true }];
 
+/** What a decision does in the repository, around writing the plan (under the same lock). */
+interface Decision {
+  /** The repository holding the plan, or null when it is in none (then nothing was parked). */
+  repo: string | null;
+  planPath: string;
+  /** The plan as it will be written (may be changed before it is). */
+  plan: Plan;
+  index: number;
+  changes: Change[];
+  values: Record<string, string | boolean | string[] | undefined>;
+  io: Io;
+  /** Set by approve when it integrated the task's parked work now. */
+  integrated: { commit: string | null } | null;
+}
+
 interface Spec {
   name: string;
   summary: string;
   needsReason: boolean;
+  extraUsage?: string;
+  options?: Record<string, OptionSpec>;
   apply(plan: Plan, index: number, reason: string, now: string): InterventionResult;
+  /** Before the plan is written; throws CliError to leave everything as it was. */
+  before?(decision: Decision): Promise<void>;
+  /** After the plan is written (and its changes printed): the exit code. */
+  after?(decision: Decision): Promise<ExitCode>;
 }
 
 function interventionCommand(spec: Spec): Command {
   return {
     name: spec.name,
     summary: spec.summary,
-    usage: `N [--plan FILE]${spec.needsReason ? ' --reason TEXT' : ''}`,
-    options: { ...planOption, ...(spec.needsReason ? reasonOption : {}) },
+    usage: `N [--plan FILE]${spec.needsReason ? ' --reason TEXT' : ''}${spec.extraUsage ?? ''}`,
+    options: { ...planOption, ...(spec.needsReason ? reasonOption : {}), ...spec.options },
     positionals: taskPositional,
     async run({ values, positionals }, io) {
       const index = intArg('N', positionals[0])!;
@@ -45,9 +70,11 @@ function interventionCommand(spec: Spec): Command {
         const plan = await loadPlan(path);
         const result = spec.apply(plan, index, reason, new Date().toISOString());
         if (!result.ok) throw new CliError(EXIT.invalid, [`${spec.name}: ${result.error}`]);
-        await writePlanAtomic(path, result.value.plan);
-        for (const c of result.value.changes) io.out(describeChange(c));
-        return EXIT.ok;
+        const decision: Decision = { repo: spec.before || spec.after ? await repositoryOf(path) : null, planPath: path, plan: result.value.plan, index, changes: result.value.changes, values, io, integrated: null };
+        await spec.before?.(decision);
+        await writePlanAtomic(path, decision.plan);
+        for (const c of decision.changes) io.out(describeChange(c));
+        return (await spec.after?.(decision)) ?? EXIT.ok;
       } finally {
         await lock.value.release();
       }
@@ -57,16 +84,51 @@ function interventionCommand(spec: Spec): Command {
 
 export const approve = interventionCommand({
   name: 'approve',
-  summary: 'Approve a task awaiting approval: it becomes completed (its work is verified; the next run commits it).',
+  summary: "Approve a task awaiting approval: it becomes completed; its parked work is integrated on the plan's ref now and landed on your branch (as `plan land` does).",
   needsReason: false,
+  extraUsage: ' [--no-commit]',
+  options: { 'no-commit': { type: 'boolean', description: 'land in your files as uncommitted changes, as `plan land --no-commit` does' } },
   apply: (plan, i, _reason, now) => approveTask(plan, i, now),
+  async before(decision) {
+    if (decision.repo === null) return;
+    const integrated = await integrateParked(decision.repo, decision.plan, decision.index);
+    if (!integrated.ok) {
+      const code = integrated.error.kind === 'conflict' ? EXIT.invalid : EXIT.gitFailed;
+      throw new CliError(code, [`approve: ${describeIntegrationFailure(integrated.error, decision.index)}; task ${decision.index} is still awaiting approval`]);
+    }
+    if (integrated.value === null) return; // nothing parked: an older run's approval, committed by the next run
+    const { commit } = integrated.value;
+    const task = decision.plan.tasks[decision.index]!;
+    if (commit !== null) task.commit = commit;
+    decision.integrated = integrated.value;
+    const note = commit === null ? 'approved; its work changed nothing' : `approved; its work was integrated (${commit.slice(0, 12)})`;
+    decision.changes = decision.changes.map((change, position) => (position === 0 ? { ...change, note } : change));
+  },
+  async after(decision) {
+    if (decision.repo === null || decision.integrated === null) return EXIT.ok;
+    const planId = decision.plan.planId as string;
+    await dropParked(decision.repo, planId, decision.index);
+    const target = { planPath: decision.planPath, runPath: decision.planPath, plan: decision.plan, planId, ref: integrationRef(planId), archived: false };
+    const outcome = await landTarget(decision.repo, target, { mode: decision.values['no-commit'] === true ? 'worktree' : 'commit', env: decision.io.env });
+    return describeLanding(target, outcome, decision.io);
+  },
 });
 
 export const reject = interventionCommand({
   name: 'reject',
-  summary: 'Reject a task awaiting approval: it fails with the reason, and the tasks depending on it are skipped.',
+  summary: 'Reject a task awaiting approval: it fails with the reason, its parked work is dropped, and the tasks depending on it are skipped.',
   needsReason: true,
   apply: (plan, i, reason, now) => rejectTask(plan, i, reason, now),
+  async after(decision) {
+    const planId = decision.plan.planId;
+    if (decision.repo === null || typeof planId !== 'string' || planId === '') return EXIT.ok;
+    const ref = awaitingRef(planId, decision.index);
+    if ((await readRef(decision.repo, ref)) === null) return EXIT.ok;
+    const dropped = await dropParked(decision.repo, planId, decision.index);
+    if (!dropped.ok) throw new CliError(EXIT.gitFailed, [`reject: the plan records the rejection, but its parked work could not be dropped: ${describeGitFailure(dropped.error)}; drop it with \`git update-ref -d ${ref}\``]);
+    decision.io.out(`dropped its parked work (${ref})`);
+    return EXIT.ok;
+  },
 });
 
 export const retry = interventionCommand({

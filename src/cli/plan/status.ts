@@ -9,10 +9,12 @@ import type { Command } from '../command.ts';
 import { EXIT } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';
 import { jsonOption, planOption } from './options.ts';
+import { type IsolationStatus, isolationStatus } from '../../run/plan-landing.ts';
+import { formatBytes } from './land.ts';
 
 export const status: Command = {
   name: 'status',
-  summary: 'Show every task with its status, attempts and blockers, counts by status, cost so far, and the run holding the lock with its running tasks.',
+  summary: 'Show every task with its status, attempts and blockers, counts by status, cost so far, the run holding the lock with its running tasks, the plan\'s worktrees (disk use) and its integrated work not landed yet.',
   usage: '[--plan FILE] [--json]',
   options: { ...planOption, ...jsonOption },
   async run({ values }, io) {
@@ -31,6 +33,7 @@ export const status: Command = {
     const cost = mergeTallies(planTally(plan), unfinished?.unrecordedCost ?? emptyTally());
     const costUsd = tallyCostUsd(cost);
     const counts = countByStatus(plan);
+    const isolation = await isolationStatus(path, plan, io.env);
     const tasks = plan.tasks.map((t, i) => ({
       index: i,
       subject: t.subject,
@@ -60,6 +63,7 @@ export const status: Command = {
                 costUnknownFor: unfinished.runCost.unknown,
               }
             : null,
+          isolation,
         }),
       );
       return EXIT.ok;
@@ -105,6 +109,7 @@ export const status: Command = {
         ),
       );
     }
+    for (const line of isolationLines(isolation)) io.out(line);
     // Tasks count in the plan's figure (a task's cost is unknown once a Task subagent worked on it); the run's figure counts attempts.
     if (costUsd !== 0 || cost.unknown > 0 || live) {
       io.out(`Cost so far: ${formatCostTally(cost, 'task')}${unfinished ? ` (${formatCostTally(unfinished.runCost)} in run ${unfinished.runId})` : ''}`);
@@ -112,5 +117,20 @@ export const status: Command = {
     return EXIT.ok;
   },
 };
+
+/** The worktrees line and the integration ref line (none for a plan that never ran or is in no repository). */
+function isolationLines(isolation: IsolationStatus | null): string[] {
+  if (isolation === null) return [];
+  const { worktrees, ref, parked } = isolation;
+  const lines = [worktrees.count === 0 ? 'Worktrees: none' : `Worktrees: ${worktrees.count} (${formatBytes(worktrees.bytes)}) in ${worktrees.dir}; \`plan clean\` removes them`];
+  if (ref === null) lines.push('Integrated work: none (no integration ref yet)');
+  else if (ref.notLanded === 0) lines.push(`Integrated work: all on your branch (${ref.name} at ${ref.commit.slice(0, 12)})`);
+  else {
+    const commits = ref.notLanded === null ? 'commits' : `${ref.notLanded} commit${ref.notLanded === 1 ? '' : 's'}`;
+    lines.push(`Integrated work: ${commits} on ${ref.name} not on your branch yet; \`plan land\` lands ${ref.notLanded === 1 ? 'it' : 'them'}`);
+  }
+  if (parked.length > 0) lines.push(`Awaiting approval, parked: task${parked.length === 1 ? '' : 's'} ${parked.join(', ')} (\`plan approve N\` or \`plan reject N --reason …\`)`);
+  return lines;
+}
 
 const holderOf = (status: LockStatus) => ('holder' in status ? status.holder : null);

@@ -1,0 +1,327 @@
+// What the plan tool does with a plan's isolation between runs: land its integration ref now
+// (`plan land`, and `plan approve` after integrating the approved work), remove its worktrees
+// (`plan clean`), and say where they stand (`plan status`). A run's end does the same landing
+// (src/cli/execute.ts); these share its pieces: the intent and landed-base files next to the plan,
+// `land`/`resumeLanding`, and the refs of git-integration.
+
+import { readdir, realpath, stat } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { runGit } from '../adapters/git.ts';
+import { type IntegrationFailure, deleteRef, foremanRefs, integrate, integrationRef, parkedWork, readRef } from '../adapters/git-integration.ts';
+import { type Landed, land } from '../adapters/git-landing.ts';
+import { readPlanFile } from '../adapters/plan-store.ts';
+import { diskUsage, poolDir, removePlanWorktrees, worktreesRoot } from '../adapters/worktree-pool.ts';
+import { type Result, assertNever, err, ok } from '../core/failure.ts';
+import { describeGitFailure, failureOf } from '../core/git-text.ts';
+import { type LandMode, type LandingProblem, describeLandingProblem } from '../core/landing.ts';
+import { type Plan, statusOf } from '../core/plan.ts';
+import { parsePlan } from '../core/validate.ts';
+import { archivePlan } from './archive.ts';
+import { roundMessage } from './commit.ts';
+import { completeLanding, landedBase, landingIntentPath, recordLandedBase } from './isolation.ts';
+
+/** The top of the git repository holding `planPath`'s directory (real path), or null when it is in none. */
+export async function repositoryOf(planPath: string): Promise<string | null> {
+  const dir = dirname(planPath);
+  if ((await stat(dir).catch(() => null))?.isDirectory() !== true) return null;
+  const top = await runGit(['rev-parse', '--show-toplevel'], { cwd: dir });
+  if (!top.ok) return null;
+  return realpath(top.value.trim()).catch(() => null);
+}
+
+/**
+ * Where a plan ran: its landing intent and landed base live next to this path. An archived plan
+ * (`<dir>/history/<stamp>-plan.json`) ran as `<dir>/plan.json`.
+ */
+export const runPathOf = (planPath: string): string => (basename(dirname(planPath)) === 'history' ? join(dirname(dirname(planPath)), 'plan.json') : planPath);
+
+/** Every task completed: what a run ends with before it archives the plan. */
+export const planFinished = (plan: Plan): boolean => plan.tasks.length > 0 && plan.tasks.every((task) => statusOf(task) === 'completed');
+
+/** How many commits `ref` holds that HEAD does not (all of its commits on an unborn branch), or null when git cannot say. */
+export async function commitsNotOnHead(repo: string, ref: string): Promise<number | null> {
+  const head = await runGit(['rev-parse', '--verify', '--quiet', 'HEAD^{commit}'], { cwd: repo });
+  const range = head.ok && head.value.trim() !== '' ? `HEAD..${ref}` : ref;
+  const counted = await runGit(['rev-list', '--count', range, '--'], { cwd: repo });
+  return counted.ok ? Number(counted.value.trim()) : null;
+}
+
+/** The ref HEAD points to (`refs/heads/x`), or null on a detached HEAD. */
+async function headBranch(repo: string): Promise<string | null> {
+  const found = await runGit(['symbolic-ref', '-q', 'HEAD'], { cwd: repo });
+  return found.ok ? found.value.trim() || null : null;
+}
+
+/** A plan whose integration ref can be landed. */
+export interface LandTarget {
+  /** The file the plan was read from (the live plan, or an archived one). */
+  planPath: string;
+  /** Where it ran (`runPathOf`). */
+  runPath: string;
+  plan: Plan;
+  planId: string;
+  ref: string;
+  archived: boolean;
+}
+
+async function readValidPlan(file: string): Promise<Plan | null> {
+  const read = await readPlanFile(file);
+  if (!read.ok) return null;
+  const parsed = parsePlan(read.value.text);
+  return parsed.ok ? parsed.value : null;
+}
+
+const planIdOf = (plan: Plan): string | null => (typeof plan.planId === 'string' && plan.planId !== '' ? plan.planId : null);
+
+/** The archived plans next to `runPath` (`<dir>/history/*-plan.json`), newest first. */
+export async function archivedPlans(runPath: string): Promise<Array<{ path: string; plan: Plan }>> {
+  const dir = join(dirname(runPath), 'history');
+  const names = await readdir(dir).catch(() => [] as string[]);
+  const found: Array<{ path: string; plan: Plan; ms: number }> = [];
+  for (const name of names.filter((n) => n.endsWith('-plan.json'))) {
+    const file = join(dir, name);
+    const plan = await readValidPlan(file);
+    if (plan === null) continue;
+    found.push({ path: file, plan, ms: (await stat(file).catch(() => null))?.mtimeMs ?? 0 });
+  }
+  // The timestamp in the name first (`-2` suffixes of the same second by modification time).
+  const stamp = (file: string) => basename(file).slice(0, 16);
+  return found.sort((a, b) => (stamp(a.path) === stamp(b.path) ? b.ms - a.ms : stamp(a.path) < stamp(b.path) ? 1 : -1)).map(({ path, plan }) => ({ path, plan }));
+}
+
+export type TargetProblem =
+  | { kind: 'no-plan'; planPath: string }
+  | { kind: 'invalid-plan'; planPath: string }
+  | { kind: 'no-plan-id'; planPath: string }
+  | { kind: 'no-ref'; planPath: string; ref: string };
+
+export function describeTargetProblem(problem: TargetProblem): string {
+  switch (problem.kind) {
+    case 'no-plan':
+      return `no plan at ${problem.planPath} and no archived plan with integrated work to land`;
+    case 'invalid-plan':
+      return `${problem.planPath} is not a valid plan (\`plan check\` says why)`;
+    case 'no-plan-id':
+      return `${problem.planPath} has no planId: it has never run, so nothing was integrated to land`;
+    case 'no-ref':
+      return `nothing to land: ${problem.ref} does not exist (the plan's work has landed and its ref was removed, or nothing was integrated yet)`;
+    default:
+      return assertNever(problem, 'target problem');
+  }
+}
+
+/**
+ * The plan to land: the one at `planPath` when it has an integration ref; otherwise, unless the
+ * person named the file (`explicit`), the newest archived plan whose ref is still there (a
+ * finished plan whose landing was blocked).
+ */
+export async function findLandTarget(repo: string, planPath: string, explicit: boolean): Promise<Result<LandTarget, TargetProblem>> {
+  const runPath = runPathOf(planPath);
+  const archived = runPath !== planPath;
+  const exists = (await stat(planPath).catch(() => null)) !== null;
+  let problem: TargetProblem = { kind: 'no-plan', planPath };
+  if (exists) {
+    const plan = await readValidPlan(planPath);
+    const planId = plan === null ? null : planIdOf(plan);
+    if (plan === null) problem = { kind: 'invalid-plan', planPath };
+    else if (planId === null) problem = { kind: 'no-plan-id', planPath };
+    else if ((await readRef(repo, integrationRef(planId))) === null) problem = { kind: 'no-ref', planPath, ref: integrationRef(planId) };
+    else return ok({ planPath, runPath, plan, planId, ref: integrationRef(planId), archived });
+  }
+  if (explicit || archived) return err(problem);
+  for (const candidate of await archivedPlans(runPath)) {
+    const planId = planIdOf(candidate.plan);
+    if (planId !== null && (await readRef(repo, integrationRef(planId))) !== null) {
+      return ok({ planPath: candidate.path, runPath, plan: candidate.plan, planId, ref: integrationRef(planId), archived: true });
+    }
+  }
+  return err(problem);
+}
+
+export interface LandReport {
+  /** A landing a crash cut short, completed first. */
+  resumed: Landed | null;
+  mode: LandMode;
+  /** The branch landed on (`main`), or null for a detached HEAD. */
+  branch: string | null;
+  landed: Landed;
+  /** The plan was finished: its refs were deleted and its worktrees removed. */
+  cleanedUp: boolean;
+  /** Where a finished live plan was archived, or null. */
+  archivedTo: string | null;
+}
+
+export interface LandBlocked {
+  problem: LandingProblem;
+  /** `describeLandingProblem`'s lines: what blocks it, and how to land by hand. */
+  lines: string[];
+  resumed: Landed | null;
+}
+
+/**
+ * Lands `target`'s integration tip on the current branch (commit mode) or in the person's files
+ * (`worktree`, from what an earlier --no-commit landing left), as a run's end does; an interrupted
+ * landing is completed first. A finished plan that landed loses its refs and worktrees, and a
+ * live one is archived, as at the end of a run. The caller holds the plan lock.
+ */
+export async function landTarget(repo: string, target: LandTarget, options: { mode: LandMode; env: NodeJS.ProcessEnv }): Promise<Result<LandReport, LandBlocked>> {
+  const resumedLanding = await completeLanding(repo, target.runPath);
+  if (resumedLanding !== null && !resumedLanding.ok) return err({ problem: resumedLanding.error, lines: describeLandingProblem(resumedLanding.error, target.ref), resumed: null });
+  const resumed = resumedLanding?.value ?? null;
+  const tip = await readRef(repo, target.ref);
+  if (tip === null) {
+    const problem: LandingProblem = { kind: 'git-failed', failure: { step: 'rev-parse', exitCode: 1, stderr: `${target.ref} disappeared` } };
+    return err({ problem, lines: describeLandingProblem(problem, target.ref), resumed });
+  }
+  const branch = await headBranch(repo);
+  const base = options.mode === 'worktree' ? await landedBase(target.runPath, target.planId) : null;
+  const landed = await land({ repo, to: tip, branch, mode: options.mode, intentPath: landingIntentPath(target.runPath), ...(base === null ? {} : { base }) });
+  if (!landed.ok) return err({ problem: landed.error, lines: describeLandingProblem(landed.error, target.ref), resumed });
+  if (options.mode === 'worktree') await recordLandedBase(target.runPath, target.planId, landed.value.to);
+  let cleanedUp = false;
+  let archivedTo: string | null = null;
+  if (planFinished(target.plan)) {
+    await removePlanWorktrees(repo, worktreesRoot(options.env), target.planId);
+    for (const ref of await foremanRefs(repo, target.planId)) await deleteRef(repo, ref);
+    cleanedUp = true;
+    if (!target.archived) archivedTo = await archivePlan(target.planPath);
+  }
+  return ok({ resumed, mode: options.mode, branch: branch?.replace(/^refs\/heads\//, '') ?? null, landed: landed.value, cleanedUp, archivedTo });
+}
+
+/**
+ * Integrates the work parked for `task` (approved) onto the plan's integration ref, made at HEAD
+ * when it does not exist yet. The commit (null when the work changed nothing), or null when no
+ * work is parked for the task. The parked ref is left for the caller to drop once the plan
+ * records the commit.
+ */
+export async function integrateParked(repo: string, plan: Plan, task: number): Promise<Result<{ commit: string | null } | null, IntegrationFailure>> {
+  const planId = planIdOf(plan);
+  if (planId === null) return ok(null);
+  const work = await parkedWork(repo, planId, task);
+  if (work === null) return ok(null);
+  const ref = integrationRef(planId);
+  let tip = await readRef(repo, ref);
+  if (tip === null) {
+    const head = await runGit(['rev-parse', '--verify', 'HEAD^{commit}'], { cwd: repo });
+    if (!head.ok) return err({ kind: 'git-failed', failure: failureOf(head.error) });
+    tip = head.value.trim();
+    const made = await runGit(['-c', 'core.hooksPath=/dev/null', 'update-ref', '--create-reflog', '-m', 'foreman: start the integration of this plan', ref, tip, ''], { cwd: repo });
+    if (!made.ok) return err({ kind: 'moved', expected: null, actual: await readRef(repo, ref) });
+  }
+  const { message, trailers } = roundMessage(plan, 0, [task]);
+  const integrated = await integrate(repo, ref, tip, { tasks: [task], message, trailers, works: [work] });
+  if (!integrated.ok) return integrated;
+  return ok({ commit: integrated.value === tip ? null : integrated.value });
+}
+
+/** One line for an integration that failed. */
+export function describeIntegrationFailure(failure: IntegrationFailure, task: number): string {
+  switch (failure.kind) {
+    case 'conflict':
+      return `task ${task}'s approved work changes ${failure.paths.join(', ')}, which integrated work changed after its attempt started: reject it (\`plan reject ${task} --reason …\`) and retry the task (\`plan retry ${task}\`)`;
+    case 'moved':
+      return `the integration ref moved while foreman was writing it (expected ${failure.expected ?? 'none'}, found ${failure.actual ?? 'none'}): is another foreman process working on this plan?`;
+    case 'git-failed':
+      return describeGitFailure(failure.failure);
+    default:
+      return assertNever(failure, 'integration failure');
+  }
+}
+
+/** The plan's worktrees and refs as they stand: for `plan status`. */
+export interface IsolationStatus {
+  worktrees: { count: number; bytes: number; dir: string };
+  /** The integration ref, or null when it does not exist. */
+  ref: { name: string; commit: string; notLanded: number | null } | null;
+  /** Tasks whose work is parked awaiting approval. */
+  parked: number[];
+}
+
+/** Where `plan`'s worktrees and integration ref stand, or null when the plan never ran (no planId) or is in no repository. */
+export async function isolationStatus(planPath: string, plan: Plan, env: NodeJS.ProcessEnv): Promise<IsolationStatus | null> {
+  const planId = planIdOf(plan);
+  if (planId === null) return null;
+  const repo = await repositoryOf(planPath);
+  if (repo === null) return null;
+  const dir = poolDir(worktreesRoot(env), repo, planId);
+  const count = await slotCount(dir);
+  const bytes = count === 0 ? 0 : await diskUsage(dir);
+  const name = integrationRef(planId);
+  const commit = await readRef(repo, name);
+  const parkedPrefix = `refs/foreman-awaiting/${planId}/`;
+  const parked = (await foremanRefs(repo, planId))
+    .filter((ref) => ref.startsWith(parkedPrefix))
+    .map((ref) => Number(ref.slice(parkedPrefix.length)))
+    .filter((task) => Number.isInteger(task))
+    .sort((a, b) => a - b);
+  return { worktrees: { count, bytes, dir }, ref: commit === null ? null : { name, commit, notLanded: await commitsNotOnHead(repo, name) }, parked };
+}
+
+/** What `plan clean` did for one plan. */
+export interface CleanedPlan {
+  planId: string;
+  /** The plan file (live or archived). */
+  planPath: string;
+  archived: boolean;
+  worktrees: number;
+  bytes: number;
+  dir: string;
+  /** Refs deleted: an archived plan's, everything on them landed. */
+  deletedRefs: string[];
+  /** Refs kept because they hold work not on the branch: the integration ref (with how many commits, null when git cannot count them) or parked work awaiting approval. */
+  keptRefs: Array<{ ref: string; kind: 'integration' | 'awaiting'; commits: number | null }>;
+}
+
+async function slotCount(dir: string): Promise<number> {
+  const names = await readdir(dir, { withFileTypes: true }).catch(() => []);
+  return names.filter((entry) => entry.isDirectory() && /^slot-(0|[1-9][0-9]*)$/.test(entry.name)).length;
+}
+
+/** Removes one plan's pool; for an archived plan, also its refs once all their work is on HEAD. */
+async function cleanOne(repo: string, root: string, planPath: string, planId: string, archived: boolean): Promise<CleanedPlan> {
+  const dir = poolDir(root, repo, planId);
+  const worktrees = await slotCount(dir);
+  const bytes = await diskUsage(dir);
+  await removePlanWorktrees(repo, root, planId);
+  const deletedRefs: string[] = [];
+  const keptRefs: CleanedPlan['keptRefs'] = [];
+  const ref = integrationRef(planId);
+  for (const found of await foremanRefs(repo, planId)) {
+    // Parked work is never on the branch: it waits for a decision.
+    const commits = found === ref ? await commitsNotOnHead(repo, found) : null;
+    if (found === ref && commits === 0 && archived) {
+      await deleteRef(repo, found);
+      deletedRefs.push(found);
+    } else if (found !== ref || commits !== 0) {
+      keptRefs.push({ ref: found, kind: found === ref ? 'integration' : 'awaiting', commits });
+    }
+  }
+  return { planId, planPath, archived, worktrees, bytes, dir, deletedRefs, keptRefs };
+}
+
+/**
+ * `plan clean`: removes the plan's worktrees and those of its archived plans (which never run
+ * again), with the refs of archived plans whose work is all on the branch. A ref holding work not
+ * on the branch, and parked work, are never deleted: they are reported. The caller holds the lock.
+ */
+export async function cleanPlans(repo: string, planPath: string, env: NodeJS.ProcessEnv): Promise<CleanedPlan[]> {
+  const root = worktreesRoot(env);
+  const runPath = runPathOf(planPath);
+  const cleaned: CleanedPlan[] = [];
+  const live = await readValidPlan(runPath);
+  const liveId = live === null ? null : planIdOf(live);
+  if (live !== null && liveId !== null) cleaned.push(await cleanOne(repo, root, runPath, liveId, false));
+  const seen = new Set(liveId === null ? [] : [liveId]);
+  for (const archived of await archivedPlans(runPath)) {
+    const planId = planIdOf(archived.plan);
+    if (planId === null || seen.has(planId)) continue;
+    seen.add(planId);
+    const dir = poolDir(root, repo, planId);
+    const hasPool = (await stat(dir).catch(() => null)) !== null;
+    const refs = await foremanRefs(repo, planId);
+    if (!hasPool && refs.length === 0) continue;
+    cleaned.push(await cleanOne(repo, root, archived.path, planId, true));
+  }
+  return cleaned;
+}
