@@ -8,7 +8,7 @@ import { lstat, realpath } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { runShell } from '../adapters/checks.ts';
 import { type Git, type RepositoryOperation, runGit } from '../adapters/git.ts';
-import { dropParked, integrationRef, parkedWork } from '../adapters/git-integration.ts';
+import { awaitingRef, dropParked, integrationRef, parkedWork, readRef } from '../adapters/git-integration.ts';
 import { checkSandbox } from '../adapters/sandbox.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
@@ -211,6 +211,12 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
   }
   if (reset.length > 0) notices.push({ level: 'info', message: `tasks ${reset.join(', ')} were interrupted: they will run again` });
 
+  // Approved work waits on a ref of its own: integrated now, before anything else runs (and before
+  // completed tasks are checked against the tip, which holds an approved task's files only now).
+  const approved = await integrateApproved(plan, isolation);
+  if (!approved.ok) return err({ kind: 'git-failed', doing: `integrate the approved work of tasks ${approved.error.tasks.join(', ')}`, failure: approved.error.failure });
+  await dropRejected(plan, isolation);
+
   const reverted: number[] = [];
   for (const [i, task] of plan.tasks.entries()) {
     if (statusOf(task) !== 'completed' || task.metadata.files.create.length === 0) continue;
@@ -223,11 +229,9 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
     notices.push({ level: 'warning', message: `task ${i} (${task.subject}) was completed but ${missingCreated.join(', ')} no longer exist; it will run again` });
   }
 
-  // Approved work waits on a ref of its own: integrated now, before anything else runs.
-  const approved = await integrateApproved(plan, isolation);
-  if (!approved.ok) return err({ kind: 'git-failed', doing: `integrate the approved work of tasks ${approved.error.tasks.join(', ')}`, failure: approved.error.failure });
-
-  const dirty = await options.git.diffNames();
+  // The plan's own files (plan.json, the journal, logs) are foreman's, not the person's changes.
+  const planDir = relative(options.repo, dirname(options.planPath));
+  const dirty = (await options.git.diffNames()).filter((path) => planDir === '' || planDir.startsWith('..') || !coveredBy(path, [`${planDir}/`]));
   if (dirty.length > 0) {
     notices.push({
       level: 'warning',
@@ -300,6 +304,15 @@ async function integrateApproved(plan: Plan, isolation: Isolation): Promise<Resu
     await dropParked(isolation.repo, isolation.planId, task);
   }
   return ok({ tasks, commit: integrated.value });
+}
+
+/** Parked work of tasks neither awaiting approval nor approved (rejected, or put back since): dropped, it never lands. */
+async function dropRejected(plan: Plan, isolation: Isolation): Promise<void> {
+  for (const [i, task] of plan.tasks.entries()) {
+    const status = statusOf(task);
+    if (status === 'awaiting_approval' || (status === 'completed' && !task.commit)) continue;
+    if ((await readRef(isolation.repo, awaitingRef(isolation.planId, i))) !== null) await dropParked(isolation.repo, isolation.planId, i);
+  }
 }
 
 /** The pending tasks' assumption checks, run in one worktree of the integration tip (made ready like any other). */

@@ -116,6 +116,16 @@ describe('SIGKILL at random moments', () => {
       expect(commits, `seed ${seed}: out/t${i}.txt`).toHaveLength(1);
     }
 
+    // The same files as the uninterrupted run in the commit the branch is at (their content is checked above).
+    const committed = async (dir: string) => (await execa('git', ['ls-tree', '-r', '--name-only', 'HEAD'], { cwd: dir })).stdout;
+    expect(await committed(repo.dir), `seed ${seed}`).toBe(await committed(reference.dir));
+    // Done and landed: no worktree is registered and no foreman ref is left, in either repository.
+    for (const dir of [reference.dir, repo.dir]) {
+      const worktrees = (await execa('git', ['worktree', 'list', '--porcelain'], { cwd: dir })).stdout.match(/^worktree /gm);
+      expect(worktrees, `seed ${seed}: ${dir}`).toHaveLength(1);
+      expect((await execa('git', ['for-each-ref', 'refs/foreman/', 'refs/foreman-awaiting/'], { cwd: dir })).stdout, `seed ${seed}`).toBe('');
+    }
+
     // No worker of any killed run is left running.
     const lines = (await readFile(journal, 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { pid: number; childPid?: number });
     expect(lines.map((l) => l.pid).filter(alive)).toEqual([]);

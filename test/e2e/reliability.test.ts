@@ -73,7 +73,7 @@ describe('interrupts', () => {
       ['pending', 0],
       ['pending', 0],
     ]);
-    // The interrupted attempt's partial file was restored (removed).
+    // The interrupted attempt's partial file stayed in its worktree: it never reached the person's tree.
     expect(existsSync(join(repo.dir, 'a.txt'))).toBe(false);
 
     // Resume: a person fixes the hanging tasks; the run completes.
@@ -119,7 +119,7 @@ describe('interrupts', () => {
     child.kill('SIGTERM');
     expect((await child).exitCode).toBe(130);
     expect(allPids(await fakeEvents(journal)).filter(alive)).toEqual([]);
-    // As after SIGINT: the lock released, the tasks back to pending without an attempt, A's partial file restored.
+    // As after SIGINT: the lock released, the tasks back to pending without an attempt, A's partial file not in the person's tree.
     expect(existsSync(join(repo.dir, '.design/plan.lock'))).toBe(false);
     expect((await readPlan(planPath)).tasks.map((t) => [t.status ?? 'pending', t.attempts ?? 0])).toEqual([
       ['pending', 0],
@@ -322,7 +322,8 @@ describe('a person\'s work is never lost', () => {
     expect(await readFile(join(repo.dir, 'src/app.txt'), 'utf8')).toBe('app\nfixed\n');
   });
 
-  it('a planned file edited by a person before a resume stops the run with exit 2, edit intact', async () => {
+  it('a planned file edited by a person before a resume keeps the edit; landing names it (exit 1) and lands once it is clear', async () => {
+    // Changed by design (issue 12): no refusal (exit 2) any more; the edit blocks only the landing.
     const plan = makePlan([
       fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a' }, status: 'FAILED: no' } }),
       fakeTask('B', { modify: ['notes.txt'], blockedBy: [0], fake: { append: { 'notes.txt': 'B\n' } } }),
@@ -334,10 +335,19 @@ describe('a person\'s work is never lost', () => {
     p.tasks[1] = { ...p.tasks[1]!, status: 'pending', result: undefined };
     await writeFile(planPath, JSON.stringify(p));
     await writeFile(join(repo.dir, 'notes.txt'), 'notes\nmine\n');
+    const head = await repo.git(['rev-parse', 'HEAD']);
     const r = await runExecute(repo.dir);
-    expect(r.exitCode).toBe(2);
-    expect(r.stderr).toContain('notes.txt');
+    expect(r.exitCode).toBe(1);
+    expect(r.stdout).toContain('notes.txt (modified)');
     expect(await readFile(join(repo.dir, 'notes.txt'), 'utf8')).toBe('notes\nmine\n');
+    expect(await repo.git(['rev-parse', 'HEAD'])).toBe(head);
+    expect(existsSync(join(repo.dir, 'a.txt'))).toBe(false);
+    // The person puts the edit aside: the next run lands both tasks' work.
+    await writeFile(join(repo.dir, 'notes.txt'), 'notes\n');
+    const again = await runExecute(repo.dir);
+    expect(again.exitCode, again.stdout).toBe(0);
+    expect(await readFile(join(repo.dir, 'notes.txt'), 'utf8')).toBe('notes\nB\n');
+    expect(await readFile(join(repo.dir, 'a.txt'), 'utf8')).toBe('a');
   });
 });
 
