@@ -1,17 +1,18 @@
 // `npm run bench`: foreman's speed, measured here and never asserted in tests. See bench/README.md.
 //
 //   npm run bench                      everything (about a minute and a half on 2 cores)
-//   npm run bench -- --only core       one section: core, schedule, orchestrator (comma-separated)
+//   npm run bench -- --only core       one section: core, schedule, orchestrator, isolation (comma-separated)
 //   npm run bench -- --quick           smaller sizes and fewer runs, for a quick look
 
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { CORE_SIZES, benchCore } from './core.ts';
+import { benchIsolation } from './isolation.ts';
 import { benchOrchestrator } from './orchestrator.ts';
 import { SIM_SEEDS, SIM_SIZES, benchSchedule } from './schedule.ts';
 
-const SECTIONS = ['core', 'schedule', 'orchestrator'] as const;
+const SECTIONS = ['core', 'schedule', 'orchestrator', 'isolation'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const { values } = parseArgs({
@@ -25,11 +26,12 @@ const { values } = parseArgs({
 if (values.help) {
   process.stdout.write(
     [
-      'Usage: npm run bench -- [--only core,schedule,orchestrator] [--quick]',
+      'Usage: npm run bench -- [--only core,schedule,orchestrator,isolation] [--quick]',
       '',
       '  core          the pure core (validation, overlaps, graph functions) on random plans of 200, 1000, 3000 tasks',
       '  schedule      simulated makespans: continuous vs rounds vs the lower bound, P = 2, 4, 8',
       '  orchestrator  scripts/execute.ts with the fake worker: 20 tasks of 200 ms, continuous vs rounds; one worker round-trip',
+      '  isolation     what worktrees, capture, integration and landing cost: 200 instant tasks at concurrency 8 vs bare spawns of the worker',
       '  --quick       smaller plans and fewer runs',
       '',
     ].join('\n'),
@@ -64,5 +66,8 @@ if (wanted('schedule')) {
 }
 if (wanted('orchestrator')) {
   section('The real orchestrator with the fake worker', await benchOrchestrator({ reps: quick ? 1 : 3 }));
+}
+if (wanted('isolation')) {
+  section('What isolation costs: per-task overhead over bare spawns', await benchIsolation(quick ? { tasks: 50, reps: 1 } : { tasks: 200, reps: 3 }));
 }
 process.stdout.write(`\n(bench took ${((performance.now() - t0) / 1000).toFixed(1)} s)\n`);

@@ -192,6 +192,32 @@ describe('WorktreePool', () => {
     expect((await readFile(path.join(bin, 'log'), 'utf8')).trim().split('\n')).toEqual(['add', 'add', 'add', 'add']);
   });
 
+  it('asks git whether a commit exists once per full id, and every time for a name that may move', async () => {
+    const { options, head } = await setup(BASE_FILES, { setupCommand: undefined });
+    const bin = await tempRoot();
+    const realGit = path.join((await new Promise<string>((resolve) => {
+      const child = spawn('git', ['--exec-path']);
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.on('close', () => resolve(out.trim()));
+    })), 'git');
+    await writeFile(path.join(bin, 'git'), `#!/bin/sh\necho "$*" >> "${bin}/log"\nexec "${realGit}" "$@"\n`, { mode: 0o755 });
+    const savedPath = process.env.PATH;
+    process.env.PATH = `${bin}${path.delimiter}${savedPath ?? ''}`;
+    try {
+      const pool = await openPool(options);
+      for (const target of [head, head, head, 'HEAD', 'HEAD']) {
+        const acquired = await pool.acquire(target);
+        expect(acquired.ok && acquired.value.commit).toBe(head);
+        if (acquired.ok) pool.release(acquired.value);
+      }
+    } finally {
+      process.env.PATH = savedPath;
+    }
+    const asked = (await readFile(path.join(bin, 'log'), 'utf8')).split('\n').filter((line) => line.startsWith('rev-parse --verify --quiet'));
+    expect(asked).toEqual([`rev-parse --verify --quiet ${head}^{commit}`, 'rev-parse --verify --quiet HEAD^{commit}', 'rev-parse --verify --quiet HEAD^{commit}']);
+  });
+
   it('gives a busy slot to no one else and reuses the lowest released one', async () => {
     const { options, head } = await setup(BASE_FILES, { setupCommand: undefined });
     const pool = await openPool(options);

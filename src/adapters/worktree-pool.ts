@@ -304,6 +304,8 @@ export class WorktreePool {
   /** `git worktree add`/`remove` one at a time. */
   private queue: Promise<unknown> = Promise.resolve();
   private removed = false;
+  /** Commits already found to exist: a commit stays, so each is asked about once (attempts share the integration tip). */
+  private readonly knownCommits = new Set<string>();
   private readonly person: Git;
   private readonly setupCommand: string | null;
   private readonly setupInputs: string[];
@@ -412,9 +414,13 @@ export class WorktreePool {
 
   /** The full hash of `target`, checked to be a commit before any slot is touched (a failed reset would remake the slot). */
   private async resolve(target: string): Promise<Result<string, ProvisionFailure>> {
+    if (this.knownCommits.has(target)) return ok(target);
     const found = await runGit(['rev-parse', '--verify', '--quiet', `${target}^{commit}`], { cwd: this.options.repo });
     if (!found.ok) return err({ kind: 'git-failed', doing: `find the commit ${target}`, failure: failureOf(found.error) });
-    return ok(found.value.trim());
+    const commit = found.value.trim();
+    // Only a full id is remembered as itself: a name (HEAD, a branch) may move.
+    if (commit === target) this.knownCommits.add(commit);
+    return ok(commit);
   }
 
   /** The setup inputs' blob ids at `commit`, hashed (one `git ls-tree`); null without a setup command. */

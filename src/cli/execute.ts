@@ -2,7 +2,7 @@
 
 import { constants } from 'node:fs';
 import { access, realpath, stat } from 'node:fs/promises';
-import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
+import { basename, delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { Git } from '../adapters/git.ts';
 import { type LockTakeover, acquireLock, currentLockInfo, writePlanAtomic } from '../adapters/plan-store.ts';
 import { ProcessRegistry, describeOrphans, killOrphans, recorded, registryPathFor } from '../adapters/orphans.ts';
@@ -24,7 +24,7 @@ import { archivePlan } from '../run/archive.ts';
 import { runEngine, systemClock } from '../run/engine.ts';
 import { LAND_POLICIES, type LandPolicy, type RunSettings, DEFAULTS } from '../run/settings.ts';
 import { recordAttempts, verifyAttempt } from '../run/stages.ts';
-import { Isolation, landedBase, recordLandedBase } from '../run/isolation.ts';
+import { Isolation, type SetupReport, landedBase, recordLandedBase } from '../run/isolation.ts';
 import { setupRun } from '../run/setup.ts';
 import { type Command, type Io, intArg, numberArg } from './command.ts';
 import { CliError, EXIT, type ExitCode, usageError } from './exit.ts';
@@ -273,7 +273,16 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     if (indexLock === 'held') {
       throw new CliError(EXIT.cannotRun, ['another git process is using this repository (.git/index.lock is held open); wait for it to finish and run again']);
     }
-    const isolationOptions = { repo: settings.repo, planPath: settings.planPath, env: io.env, sandbox: sandboxed, setupTimeoutMs: settings.checkTimeoutMs, registry };
+    const isolationOptions = {
+      repo: settings.repo,
+      planPath: settings.planPath,
+      env: io.env,
+      sandbox: sandboxed,
+      setupTimeoutMs: settings.checkTimeoutMs,
+      registry,
+      // Said, so a slow start or a re-install after a task changed the lock file is not a mystery.
+      onSetup: (run: SetupReport) => emit({ type: 'notice', level: 'info', message: describeSetupRun(run) }),
+    };
     const branch = await git.currentBranch();
     const setup = await setupRun(plan, {
       repo: settings.repo,
@@ -493,6 +502,12 @@ async function probeAtSetup(
     default:
       assertNever(report.verdict, 'probe verdict');
   }
+}
+
+/** A run of the setup command in a worktree: `set up the worktree slot-0 with \`npm ci\` (2.1 s)`. */
+export function describeSetupRun(run: SetupReport): string {
+  const how = run.timedOut ? 'timed out' : run.exitCode === 0 ? null : `failed (exit ${run.exitCode ?? 'without a code'})`;
+  return `set up the worktree ${basename(run.dir)} with \`${run.command}\`${how ? `: ${how}` : ''} (${(run.durationMs / 1000).toFixed(1)} s)`;
 }
 
 /** The notice for a lock taken over from a run that is gone. */

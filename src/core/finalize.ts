@@ -76,8 +76,9 @@ export function describeDenials(denials: readonly PermissionDenial[]): string {
   if (denials.length === 0) return '';
   const tools = denials.map((d) => {
     const input = d.input as { command?: string; file_path?: string } | undefined;
-    const what = input?.command ?? input?.file_path;
-    return what ? `${d.tool}(${clipHead(what, 80)})` : d.tool;
+    // A path keeps its end (the file's name: a worktree's directory makes the head long), a command its start.
+    const what = input?.command !== undefined ? clipHead(input.command, 80) : input?.file_path !== undefined ? clipTail(input.file_path, 80) : undefined;
+    return what ? `${d.tool}(${what})` : d.tool;
   });
   return `permission denied for: ${[...new Set(tools)].join(', ')}`;
 }

@@ -35,6 +35,18 @@ export interface IsolationOptions {
   /** The setup command's time limit. */
   setupTimeoutMs: number;
   registry?: ProcessRegistry;
+  /** Told after each run of the setup command in a worktree (a new slot, or its setup inputs changed). */
+  onSetup?: (run: SetupReport) => void;
+}
+
+/** One run of the plan's setup command in a worktree of the pool. */
+export interface SetupReport {
+  /** The worktree's directory. */
+  dir: string;
+  command: string;
+  exitCode: number | null;
+  timedOut: boolean;
+  durationMs: number;
 }
 
 /** Where a landing is recorded while it runs, next to the plan. */
@@ -99,7 +111,9 @@ export class Isolation {
       runSetup: async (dir, command, signal) => {
         const sandbox = options.sandbox ? await setupCommandSandbox(dir, context.setupNetwork, options.env) : undefined;
         const role = { kind: 'setup-command' as const, task: -1, command };
-        return recorded(options.registry, role, (onSpawn) => runShell(command, { cwd: dir, timeoutMs: options.setupTimeoutMs, env: options.env, signal, onSpawn, ...(sandbox ? { sandbox } : {}) }));
+        const run = await recorded(options.registry, role, (onSpawn) => runShell(command, { cwd: dir, timeoutMs: options.setupTimeoutMs, env: options.env, signal, onSpawn, ...(sandbox ? { sandbox } : {}) }));
+        options.onSetup?.({ dir, command, exitCode: run.exitCode, timedOut: run.timedOut, durationMs: run.durationMs });
+        return run;
       },
     });
     return ok(new Isolation(repo, planId, ref, tip, pool, options));

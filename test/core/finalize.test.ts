@@ -253,6 +253,13 @@ describe('decide', () => {
     expect(decide(input(verify, { verification: passing, permissionDenials: denials }))).toEqual({ kind: 'completed', result: 'wrote src/a.ts' });
   });
 
+  it('a long denied path keeps its end (the file), a long denied command its start', () => {
+    const worktree = `/tmp/foreman-worktrees/${'repo-0123456789/'.repeat(4)}3e689208-3216-4c5c-b4a1-000000000000/slot-0`;
+    const command = `npm test -- ${'--flag '.repeat(20)}`;
+    const text = failureText(decide(input(failedAttempt, { permissionDenials: [{ tool: 'Write', input: { file_path: `${worktree}/src/forbidden.txt` } }, { tool: 'Bash', input: { command } }] })));
+    expect(text).toMatch(/permission denied for: Write\(…[^)]*\/slot-0\/src\/forbidden\.txt\), Bash\(npm test -- --flag [^)]*…\)/);
+  });
+
   it('refuses to decide a COMPLETED report without a verification', () => {
     expect(() => decide(input(verify))).toThrow(/verification/);
   });

@@ -1,7 +1,9 @@
 // Workers in Claude Code's sandbox, with the REAL CLI (2.1.330) against the scripted model: a
 // Bash command may write in the workspace and its own TMPDIR and nowhere else, reaches no network
 // (an outside address is refused inside the sandbox, never reached), and, sandboxed, any Bash
-// command runs without a `Bash(...)` rule: `ls`, `git status`, a single test file.
+// command runs without a `Bash(...)` rule: `ls`, `git status`, a single test file. Two sandboxed
+// workers run at once, each in a worktree of the plan's pool (as a run gives them): sandboxes no
+// longer share a directory, so they no longer trip on each other's placeholder files.
 // Needs the sandbox (Debian: bubblewrap, socat, ripgrep); says so and skips without it.
 
 import { existsSync } from 'node:fs';
@@ -11,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sandboxSupport } from '../../src/adapters/sandbox.ts';
 import { runWorker } from '../../src/adapters/worker.ts';
+import { openPool, worktreesRoot } from '../../src/adapters/worktree-pool.ts';
 import { runGit, tempGitRepo } from '../support/git-repo.ts';
 import { type ModelServer, type ScriptedRequest, scenario, startModelServer, text, toolUse } from '../support/model-server.ts';
 import { claudeBin, claudeEnv, tempHome } from '../support/real-claude.ts';
@@ -57,48 +60,70 @@ afterAll(async () => {
 });
 
 describe.runIf(support.ok)('workers in the sandbox (real CLI)', () => {
-  it('writes only in the workspace and its TMPDIR, reaches no network, and runs ls, git status and a test file without a rule', async () => {
+  it('writes only in its worktree and its TMPDIR, reaches no network, and runs ls, git status and a test file without a rule; two at once, in worktrees of their own', async () => {
     const repo = await tempGitRepo({ 'README.md': '# sample\n', 'test/one.test.js': "require('node:test')('one', () => {});\n", 'scripts/connect.js': CONNECT_SCRIPT });
     cleanups.push(repo.cleanup);
     const home = await tempHome();
     cleanups.push(() => rm(home, { recursive: true, force: true }));
-    const logPath = join(repo.dir, '.design', 'worker-0.log');
-    const run = await runWorker({
-      taskIndex: 0,
-      attempt: 1,
-      prompt: 'Try the commands.\nTASK-MARKER: sandboxed',
-      model: 'haiku',
-      cwd: repo.dir,
-      claudeBin,
-      permissionMode: 'dontAsk',
-      // Not one Bash rule: in the sandbox, Bash needs none.
-      allowedTools: ['Read', 'Glob', 'Grep'],
-      timeoutMs: 120_000,
-      logPath,
-      env: claudeEnv(server.url, home),
-      sandbox: { allowedDomains: [] },
-    });
-    const log = await readFile(logPath, 'utf8');
-    expect(run.outcome.kind, log).toBe('reported');
-    const turns = server.turns().filter((t) => t.prompt.includes('TASK-MARKER: sandboxed'));
-    // The result of step i arrives with turn i + 1.
-    const results = Object.fromEntries(steps.map((s, i) => [s.name, turns[i + 1]?.toolResults[0]]));
+    const pool = await openPool({ repo: repo.dir, planId: 'sandbox-real', root: worktreesRoot(process.env), runSetup: async () => ({ exitCode: 0, timedOut: false, output: '' }) });
+    cleanups.push(() => pool.remove());
+    const head = (await runGit(repo.dir, ['rev-parse', 'HEAD'])).trim();
+    const slots = await Promise.all([0, 1].map(async () => {
+      const slot = await pool.acquire(head);
+      if (!slot.ok) throw new Error(`no worktree: ${JSON.stringify(slot.error)}`);
+      return slot.value;
+    }));
+    expect(slots[0]!.dir).not.toBe(slots[1]!.dir);
 
+    const runs = await Promise.all(
+      slots.map(async (slot, index) => {
+        const logPath = join(repo.dir, '.design', `worker-${index}.log`);
+        const run = await runWorker({
+          taskIndex: index,
+          attempt: 1,
+          prompt: `Try the commands.\nTASK-MARKER: sandboxed-${index}`,
+          model: 'haiku',
+          cwd: slot.dir,
+          claudeBin,
+          permissionMode: 'dontAsk',
+          // Not one Bash rule: in the sandbox, Bash needs none.
+          allowedTools: ['Read', 'Glob', 'Grep'],
+          timeoutMs: 120_000,
+          logPath,
+          env: claudeEnv(server.url, home),
+          sandbox: { allowedDomains: [] },
+        });
+        return { run, log: await readFile(logPath, 'utf8') };
+      }),
+    );
+
+    for (const [index, { run, log }] of runs.entries()) {
+      const dir = slots[index]!.dir;
+      expect(run.outcome.kind, log).toBe('reported');
+      expect(log).toContain(`cwd ${dir}`);
+      const turns = server.turns().filter((t) => t.prompt.includes(`TASK-MARKER: sandboxed-${index}`));
+      // The result of step i arrives with turn i + 1.
+      const results = Object.fromEntries(steps.map((s, i) => [s.name, turns[i + 1]?.toolResults[0]]));
+
+      expect(results['escape']?.content).toMatch(/Read-only file system|Operation not permitted|Permission denied/);
+
+      expect(results['network']?.content).toContain('NET-REFUSED');
+      expect(results['network']?.content).not.toContain('NET-CONNECTED');
+
+      expect(results['ls']?.is_error).toBe(false);
+      expect(results['ls']?.content).toContain('README.md');
+      expect(results['git status']?.is_error).toBe(false);
+      expect(results['test file']?.is_error).toBe(false);
+      expect(results['test file']?.content).toMatch(/# pass 1/);
+      expect(results['inside']?.content).toMatch(/tmp-ok \d+-\w+\.\d+/);
+      expect(await readFile(join(dir, 'inside.txt'), 'utf8')).toBe('inside\n');
+      expect(run.permissionDenials).toEqual([]);
+      // The sandbox's mount points for its protected files (.bashrc, .gitconfig, …) are gone afterwards.
+      expect((await runGit(dir, ['status', '--short', '--ignored'])).trim().split('\n').sort()).toEqual(['?? inside.txt']);
+    }
     expect(existsSync(join(outside, 'escape.txt'))).toBe(false);
-    expect(results['escape']?.content).toMatch(/Read-only file system|Operation not permitted|Permission denied/);
-
-    expect(results['network']?.content).toContain('NET-REFUSED');
-    expect(results['network']?.content).not.toContain('NET-CONNECTED');
-
-    expect(results['ls']?.is_error).toBe(false);
-    expect(results['ls']?.content).toContain('README.md');
-    expect(results['git status']?.is_error).toBe(false);
-    expect(results['test file']?.is_error).toBe(false);
-    expect(results['test file']?.content).toMatch(/# pass 1/);
-    expect(results['inside']?.content).toMatch(/tmp-ok \d+-\w+\.\d+/);
-    expect(await readFile(join(repo.dir, 'inside.txt'), 'utf8')).toBe('inside\n');
-    expect(run.permissionDenials).toEqual([]);
-    // The sandbox's mount points for its protected files (.bashrc, .gitconfig, …) are gone afterwards.
-    expect((await runGit(repo.dir, ['status', '--short', '--ignored'])).trim().split('\n').sort()).toEqual(['?? .design/', '?? inside.txt']);
+    // The person's tree saw none of it.
+    expect(existsSync(join(repo.dir, 'inside.txt'))).toBe(false);
+    expect((await runGit(repo.dir, ['status', '--short', '--ignored'])).trim()).toBe('?? .design/');
   }, 180_000);
 });

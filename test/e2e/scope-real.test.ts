@@ -7,6 +7,7 @@ import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { worktreesRoot } from '../../src/adapters/worktree-pool.ts';
 import { runExecute } from '../support/execute.ts';
 import { tempGitRepo } from '../support/git-repo.ts';
 import { type ModelServer, type ScriptedRequest, scenario, startModelServer, text, toolUse } from '../support/model-server.ts';
@@ -106,6 +107,12 @@ describe('edit scope with the real Claude Code CLI', () => {
     const log0 = await readFile(join(repo.dir, '.design/worker-0.log'), 'utf8');
     for (const what of ['Write src/extra.txt', 'Write README.md', `Write ${join(outside, 'escape.txt')}`, 'Bash echo bashed > bashed.txt', 'Write src/i.ts', 'Write src/notes.txt']) {
       expect(log0).toContain(`! permission denied: ${what}`);
+    }
+    // Each worker worked in a worktree of the plan under FOREMAN_WORKTREES, never in the repository.
+    const root = await realpath(worktreesRoot(process.env));
+    for (const log of [log0, log1]) {
+      const cwd = / · cwd (.+)$/m.exec(log)?.[1] ?? '';
+      expect(cwd.startsWith(`${root}/`), cwd).toBe(true);
     }
     // The person's allow rules never reached the worker; the API key still did.
     expect(log0).toContain(`--setting-sources ''`);
