@@ -706,7 +706,9 @@ export async function leadFinalize(
   // Every worktree named must be a subagent's worktree of this repository, before anything changes.
   const worktrees = new Map<number, string>();
   for (const result of results) {
-    if (result.worktree === undefined) continue;
+    // A result settled already (finalize run again with the same results) names a worktree removed since: it is ignored below.
+    const settled = plan.tasks[result.task] === undefined || statusOf(plan.tasks[result.task]!) !== 'in_progress' || session.verified.some((v) => v.task === result.task);
+    if (result.worktree === undefined || settled) continue;
     const found = await agentWorktree(ctx.repo, result.worktree);
     if (!found.ok) return err({ kind: 'bad-worktree', task: result.task, message: describeAgentWorktreeProblem(found.error) });
     worktrees.set(result.task, found.value.dir);

@@ -221,7 +221,10 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
   const approved = await integrateApproved(plan, isolation);
   if (!approved.ok) return err({ kind: 'git-failed', doing: `integrate the approved work of tasks ${approved.error.tasks.join(', ')}`, failure: approved.error.failure });
 
-  const dirty = await options.git.diffNames();
+  // The plan's own files (plan.json, its lock) and subagent worktrees of a session are not the person's edits.
+  const planDir = relative(options.repo, dirname(options.planPath)).split(sep).join('/');
+  const notTheirs = ['.claude/worktrees/', ...(planDir === '' || planDir.startsWith('..') ? [] : [`${planDir}/`])];
+  const dirty = (await options.git.diffNames()).filter((p) => !coveredBy(p, notTheirs));
   if (dirty.length > 0) {
     notices.push({
       level: 'info',
