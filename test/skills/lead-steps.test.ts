@@ -10,7 +10,7 @@ import type { Plan } from '../../src/core/plan.ts';
 import { runExecute } from '../support/execute.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
-import { agentLeftovers, agentWorktreeFor, checkedStep, dirtyOutsideDesign, fakeSubagent, headTree, isolatedSubagent, playLead, step, stepViaLauncher } from './support.ts';
+import { agentLeftovers, checkedStep, dirtyOutsideDesign, headTree, isolatedSubagent, playLead, step, stepViaLauncher } from './support.ts';
 
 const repos: TempGitRepo[] = [];
 afterEach(async () => {
