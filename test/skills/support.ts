@@ -2,6 +2,7 @@
 // loop played without a model (the fake worker reads each prompt file), and file trees compared.
 
 import { cp, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { execa } from 'execa';
@@ -51,7 +52,9 @@ export interface StepRun {
 export async function step(cwd: string, argv: string[]): Promise<StepRun> {
   const out: string[] = [];
   const err: string[] = [];
-  const io: Io = { out: (t) => out.push(t), err: (t) => err.push(t), cwd, env: {}, isTTY: false, columns: 200 };
+  // Only where the plan's worktrees go (vitest.config.ts sets it): never in the real ~/.cache.
+  const env = { FOREMAN_WORKTREES: process.env.FOREMAN_WORKTREES ?? join(tmpdir(), 'foreman-test-worktrees') };
+  const io: Io = { out: (t) => out.push(t), err: (t) => err.push(t), cwd, env, isTTY: false, columns: 200 };
   const code = await runProgram('plan.ts', planCommands, argv, io);
   const stdout = out.join('\n');
   return { code, stdout, stderr: err.join('\n'), json: jsonOf(stdout) };
