@@ -47,9 +47,10 @@ export function describeAgentWorktreeProblem(problem: AgentWorktreeProblem): str
 /** The registered worktree at `dir`, which must lie under `<repo>/.claude/worktrees/`. */
 export async function agentWorktree(repo: string, dir: string): Promise<Result<AgentWorktree, AgentWorktreeProblem>> {
   const top = await realpath(repo);
-  const real = await realpath(path.resolve(top, dir)).catch(() => null);
+  // A worktree removed already is judged by its path as given.
+  const real = await realpath(path.resolve(top, dir)).catch(() => path.resolve(top, dir));
   const root = path.join(top, AGENT_WORKTREES_DIR);
-  if (real === null || !real.startsWith(`${root}${path.sep}`)) return err({ kind: 'outside', dir });
+  if (!real.startsWith(`${root}${path.sep}`)) return err({ kind: 'outside', dir });
   const listed = await runGit(['worktree', 'list', '--porcelain', '-z'], { cwd: top });
   if (!listed.ok) return err({ kind: 'git-failed', failure: failureOf(listed.error) });
   // Records are `worktree <path>`, `HEAD <id>`, `branch <ref>` | `detached`, …, ended by an empty field.
