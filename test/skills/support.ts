@@ -99,9 +99,16 @@ let agents = 0;
 export async function agentWorktreeFor(repo: string): Promise<{ dir: string; branch: string }> {
   const id = `t${process.pid}n${++agents}`;
   const dir = join(repo, '.claude', 'worktrees', `agent-${id}`);
-  await execa('git', ['worktree', 'add', '-q', '-b', `worktree-agent-${id}`, dir, 'HEAD'], { cwd: repo });
+  // One `git worktree add` at a time: parallel ones race on .git/worktrees/ (seen as "failed to read …/commondir").
+  const added = adding.then(() => execa('git', ['worktree', 'add', '-q', '-b', `worktree-agent-${id}`, dir, 'HEAD'], { cwd: repo }));
+  adding = added.then(
+    () => undefined,
+    () => undefined,
+  );
+  await added;
   return { dir, branch: `worktree-agent-${id}` };
 }
+let adding: Promise<void> = Promise.resolve();
 
 /**
  * A Task subagent dispatched with `isolation: "worktree"`, played by the fake worker: it works in
