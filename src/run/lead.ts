@@ -4,10 +4,18 @@
 // through the same functions the headless engine uses. The lead calls these steps through
 // `plan.ts setup | next | finalize | commit` and reads only their JSON, never plan.json.
 //
+// Isolation in a session: the workers are Task subagents, which foreman does not start. The lead
+// dispatches each with `isolation: "worktree"`, so Claude Code gives it a worktree of its own
+// (`<repo>/.claude/worktrees/agent-<id>`, from the session's HEAD) and names it in the Task
+// result; `finalize` captures and verifies the attempt there with the headless engine's stage
+// functions, then removes that worktree and its branch. Because a subagent starts from HEAD,
+// `commit` integrates the verified work onto the plan's integration ref and lands it on the
+// branch at once (continuous landing): a dependant handed out later sees its blockers' work.
+//
 // Between steps the lead keeps no state of its own: plan.json is the state, plus a small
 // session file in `.design/prompts/` (the round counter, the settings chosen at setup, the
-// paths that were already dirty when the session started, the run's id and when each running
-// task was handed out).
+// branch landing goes to, the run's id, when and at which commit each running task was handed
+// out, and the verified attempts' captured work until `commit` integrates it).
 //
 // Each step also writes the run's events to the journal (`.design/events.jsonl`), as a headless
 // run does, so `status`, `report` and `history` show an in-session run. What the plan tool can
@@ -16,10 +24,16 @@
 // tokens and permission denials (Claude Code does not report them to the plan tool; see
 // docs/skills.md).
 
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Git } from '../adapters/git.ts';
-import type { GitFailure } from '../core/git-text.ts';
+import { agentWorktree, describeAgentWorktreeProblem, removeAgentWorktree } from '../adapters/agent-worktrees.ts';
+import { type Git, runGit } from '../adapters/git.ts';
+import { integrationRef, park, readRef } from '../adapters/git-integration.ts';
+import { symlinkDirectoriesOf } from '../adapters/worktree-pool.ts';
+import { WORKTREE_INCLUDE } from '../adapters/scratch.ts';
+import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
+import { describeLandingProblem } from '../core/landing.ts';
+import type { CapturedWork } from '../core/work.ts';
 import { journalPathFor, newRunId, openJournal, readJournal } from '../adapters/journal.ts';
 import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../adapters/orphans.ts';
 import { checksSandboxed } from '../adapters/sandbox.ts';
@@ -27,7 +41,7 @@ import { writeFileAtomic, writePlanAtomic } from '../adapters/plan-store.ts';
 import { type RunEventBody, type RunOutcome, type StopReason, type TaskOutcome, skippedEvents } from '../core/events.ts';
 import { type Result, type WorkerRun, err, ok } from '../core/failure.ts';
 import { holding, outcomeOf, reasonOf } from '../core/engine-step.ts';
-import { decide, judgeRun } from '../core/finalize.ts';
+import { type Verification, decide, judgeRun } from '../core/finalize.ts';
 import { type BreakerDecision, type Skip, countByStatus, depsOf, longestRemainingPath, readySet, stall } from '../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { groupRuns } from '../core/report.ts';
@@ -35,13 +49,13 @@ import { type Plan, type TaskStatus, UNKNOWN, attemptsOf, modelOf, statusOf } fr
 import { parseStatusLine, workerPrompt } from '../core/prompt.ts';
 import { clipMiddle } from '../core/format.ts';
 import { pickStarts } from '../core/schedule.ts';
-import { type Applied, markStarted } from '../core/transition.ts';
+import { type Applied, applyDecision, markStarted } from '../core/transition.ts';
 import { archivePlan, promptsDirFor } from './archive.ts';
-import { type CommitOutcome, type VerifiedAttempt, recordVerified } from './commit.ts';
+import { roundMessage } from './commit.ts';
+import { Isolation } from './isolation.ts';
 import { type AssumptionResult, type SetupProblem, setupRun } from './setup.ts';
 import { DEFAULTS } from './settings.ts';
-import { type StageContext, settleAttempt, verifyAttempt } from './stages.ts';
-import { sharedTree } from './workspace.ts';
+import { type StageContext, verifyAttempt } from './stages.ts';
 
 /** Reasons and outputs handed to the lead are clipped: its context should not grow with logs. */
 const CLIP = 1500;
@@ -55,14 +69,39 @@ export interface LeadContext {
   env?: NodeJS.ProcessEnv;
 }
 
+/** An attempt `finalize` verified, waiting for `commit`: its task, the result it reported and its captured work. */
+export interface VerifiedAttempt {
+  task: number;
+  result: string;
+  work: CapturedWork;
+}
+
+/** What became of integrating: the integration commit (null when nothing changed) and the tasks it recorded. */
+export interface CommitOutcome {
+  commit: string | null;
+  tasks: number[];
+}
+
+/** Landing the integration tip on the session's branch, as a step reports it. */
+export interface LandingReport {
+  /** True when everything integrated so far is on the branch. */
+  landed: boolean;
+  /** Files the landing updated now (0 when the branch was up to date). */
+  files: number;
+  /** The integration commit the branch is at after landing, or null when it could not land. */
+  commit: string | null;
+  /** What blocks landing and how to land by hand; empty when it landed. */
+  problem: string[];
+}
+
 /** What the lead's session remembers between steps. */
 export interface Session {
   round: number;
   concurrency: number;
   maxAttempts: number;
   checkTimeoutMs: number;
-  /** Paths dirty before the session started (a person's unrelated edits): never reported as a worker's. */
-  baselineDirty: string[];
+  /** The branch checked out at setup (`refs/heads/…`), where integrated work lands; null on a detached HEAD. */
+  branch: string | null;
   /** When the session's run started. */
   startedAt: string;
   /** The run's id in the journal; null until a step starts a run. */
@@ -71,11 +110,27 @@ export interface Session {
   runFinished: boolean;
   /** When `next` handed each running task out (ISO time, by task index): its attempt's duration runs from here to `finalize`. */
   started: Record<string, string>;
+  /** The commit HEAD was at when `next` handed each running task out (by task index): its subagent's worktree starts there. */
+  bases: Record<string, string>;
   /**
-   * Attempts `finalize` verified and `commit` has not recorded yet. Their tasks stay in progress
+   * Attempts `finalize` verified and `commit` has not integrated yet. Their tasks stay in progress
    * in plan.json until then (holding their files), as in a headless run.
    */
   verified: VerifiedAttempt[];
+}
+
+const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+
+/** A captured work read back from the session file, or null when it is not one. */
+function workOf(value: unknown): CapturedWork | null {
+  const work = value as { base?: unknown; entries?: unknown } | null;
+  if (!work || typeof work !== 'object' || typeof work.base !== 'string' || !OBJECT_ID.test(work.base) || !Array.isArray(work.entries)) return null;
+  const entries = work.entries.filter((entry: unknown) => {
+    const e = entry as { path?: unknown; mode?: unknown; object?: unknown; deleted?: unknown } | null;
+    if (!e || typeof e.path !== 'string') return false;
+    return e.deleted === true || (typeof e.mode === 'string' && typeof e.object === 'string' && OBJECT_ID.test(e.object));
+  });
+  return entries.length === work.entries.length ? { base: work.base, entries: entries as CapturedWork['entries'] } : null;
 }
 
 
@@ -87,11 +142,12 @@ const defaultSession = (): Session => ({
   concurrency: DEFAULTS.concurrency,
   maxAttempts: DEFAULTS.maxAttempts,
   checkTimeoutMs: DEFAULTS.checkTimeoutMs,
-  baselineDirty: [],
+  branch: null,
   startedAt: new Date().toISOString(),
   runId: null,
   runFinished: false,
   started: {},
+  bases: {},
   verified: [],
 });
 
@@ -106,7 +162,7 @@ export async function readSession(planPath: string): Promise<Session> {
       concurrency: int(data.concurrency, 1, base.concurrency),
       maxAttempts: int(data.maxAttempts, 1, base.maxAttempts),
       checkTimeoutMs: int(data.checkTimeoutMs, 1, base.checkTimeoutMs),
-      baselineDirty: Array.isArray(data.baselineDirty) ? data.baselineDirty.filter((p): p is string => typeof p === 'string') : [],
+      branch: typeof data.branch === 'string' && data.branch.startsWith('refs/heads/') ? data.branch : null,
       startedAt: typeof data.startedAt === 'string' ? data.startedAt : base.startedAt,
       runId: typeof data.runId === 'string' ? data.runId : null,
       runFinished: data.runFinished === true,
@@ -114,8 +170,17 @@ export async function readSession(planPath: string): Promise<Session> {
         data.started && typeof data.started === 'object'
           ? Object.fromEntries(Object.entries(data.started).filter(([, at]) => typeof at === 'string' && Number.isFinite(Date.parse(at))))
           : {},
+      bases:
+        data.bases && typeof data.bases === 'object'
+          ? Object.fromEntries(Object.entries(data.bases).filter(([, commit]) => typeof commit === 'string' && OBJECT_ID.test(commit)))
+          : {},
+      // An entry whose work cannot be read back is dropped: its task runs again (setup resets it).
       verified: Array.isArray(data.verified)
-        ? data.verified.filter((v): v is VerifiedAttempt => Number.isInteger((v as VerifiedAttempt | null)?.task) && typeof (v as VerifiedAttempt).result === 'string')
+        ? data.verified.flatMap((v: unknown) => {
+            const entry = v as { task?: unknown; result?: unknown; work?: unknown } | null;
+            const work = workOf(entry?.work);
+            return entry && Number.isInteger(entry.task) && typeof entry.result === 'string' && work !== null ? [{ task: entry.task as number, result: entry.result, work }] : [];
+          })
         : [],
     };
   } catch {
@@ -199,9 +264,55 @@ export interface SkipRef extends TaskRef {
 const skipRefs = (plan: Plan, skips: readonly Skip[]): SkipRef[] => skips.map((s) => ({ index: s.index, subject: plan.tasks[s.index]!.subject, rootCause: s.rootCause }));
 
 // ---------------------------------------------------------------------------------------------
-// Committing verified work
+// Isolation, integration and landing, shared by the steps
 
+/** The plan's integration ref and worktree pool, opened as a headless run opens them. */
+async function openIsolation(plan: Plan, ctx: LeadContext, options: { sandbox: boolean; checkTimeoutMs: number; registry?: ProcessRegistry }): Promise<Result<Isolation, GitFailure>> {
+  return Isolation.open(plan, { repo: ctx.repo, planPath: ctx.planPath, env: ctx.env ?? process.env, sandbox: options.sandbox, setupTimeoutMs: options.checkTimeoutMs, ...(options.registry ? { registry: options.registry } : {}) });
+}
 
+/**
+ * Integrate the verified attempts whose tasks are still in progress onto the integration ref, in
+ * one commit whose trailers carry their results, then mark them completed with that commit.
+ * Mutates `plan`; the caller saves it (after the commit, so a crash in between is reconciled
+ * from the ref's history at the next setup).
+ */
+async function integrateVerified(plan: Plan, isolation: Isolation, verified: readonly VerifiedAttempt[], round: number): Promise<Result<CommitOutcome, { tasks: number[]; failure: GitFailure }>> {
+  const attempts = verified.filter((v) => plan.tasks[v.task] !== undefined && statusOf(plan.tasks[v.task]!) === 'in_progress');
+  if (attempts.length === 0) return ok({ commit: null, tasks: [] });
+  const tasks = attempts.map((a) => a.task).sort((a, b) => a - b);
+  // The results go into the commit's trailers.
+  for (const attempt of attempts) plan.tasks[attempt.task] = { ...plan.tasks[attempt.task]!, result: attempt.result };
+  const integrated = await isolation.integrateWork(plan, round, attempts.map((a) => ({ task: a.task, work: a.work })));
+  if (!integrated.ok) return err({ tasks, failure: integrated.error });
+  for (const attempt of attempts) {
+    applyDecision(plan, attempt.task, { kind: 'completed', result: attempt.result }, UNKNOWN);
+    if (integrated.value !== null) plan.tasks[attempt.task] = { ...plan.tasks[attempt.task]!, commit: integrated.value };
+  }
+  return ok({ commit: integrated.value, tasks });
+}
+
+/** Land the integration tip on the session's branch as commits; never touches a file the person changed. */
+async function landOnBranch(isolation: Isolation, session: Session): Promise<LandingReport> {
+  const landed = await isolation.land({ branch: session.branch, mode: 'commit' });
+  if (!landed.ok) return { landed: false, files: 0, commit: null, problem: describeLandingProblem(landed.error, isolation.ref) };
+  return { landed: true, files: landed.value.upToDate ? 0 : landed.value.paths.length, commit: landed.value.to, problem: [] };
+}
+
+/** When the plan is complete and everything landed: remove its worktrees and refs, and archive it. */
+async function finishPlan(plan: Plan, ctx: LeadContext, isolation: Isolation, landing: LandingReport): Promise<string | null> {
+  if (!isComplete(plan) || !landing.landed) return null;
+  await isolation.removeWorktrees();
+  await isolation.removeRefs();
+  return archivePlan(ctx.planPath);
+}
+
+/** A notice for the landing of a step, when there is something to say. */
+function landingNotices(landing: LandingReport, branch: string | null): Array<{ level: 'info' | 'warning'; message: string }> {
+  if (!landing.landed) return [{ level: 'warning', message: `the integrated work could not land: ${landing.problem.join(' ')}` }];
+  if (landing.files === 0) return [];
+  return [{ level: 'info', message: `landed ${landing.files} file${landing.files === 1 ? '' : 's'} on ${branch === null ? 'the detached HEAD' : branch.replace(/^refs\/heads\//, '')} (${landing.commit?.slice(0, 12)})` }];
+}
 
 // ---------------------------------------------------------------------------------------------
 // setup
@@ -217,14 +328,18 @@ export interface SetupOutput {
   taskCount: number;
   maxDepth: number;
   isResume: boolean;
-  /** Tasks whose commit had landed though plan.json had not recorded it: now completed. */
+  /** Tasks whose work had been integrated though plan.json had not recorded it: now completed. */
   recovered: number[];
-  /** Tasks an earlier session left in progress: their files were restored; they run again. */
+  /** Tasks an earlier session left in progress: their work never left their worktrees; they run again. */
   reset: number[];
   /** Completed tasks whose created files are gone: pending again. */
   reverted: number[];
-  /** Verified work an earlier session did not commit, committed now. */
-  committed: CommitOutcome;
+  /** Approved tasks whose parked work was integrated now. */
+  approved: CommitOutcome;
+  /** Work an earlier session verified and did not integrate, integrated now. */
+  integrated: CommitOutcome;
+  /** Landing what is integrated (an earlier session's work included) on the branch. */
+  landing: LandingReport;
   /** Counts over every assumption checked; only the failed ones are listed (the output stays small however big the plan). */
   assumptions: { total: number; passed: number; failed: AssumptionResult[] };
   blocked: Array<TaskRef & { reason: string }>;
@@ -233,7 +348,7 @@ export interface SetupOutput {
   counts: Record<TaskStatus, number>;
   pending: number;
   nothingToDo: boolean;
-  /** Where the plan went when every task was already completed, else null. */
+  /** Where the plan went when every task was already completed (and landed), else null. */
   archived: string | null;
   concurrency: number;
   maxAttempts: number;
@@ -241,8 +356,9 @@ export interface SetupOutput {
 
 /**
  * Validate the working tree against the plan and prepare it for a session: resume detection,
- * cleanup of interrupted work, blocking assumptions (all `setupRun`), then commit any verified
- * work left uncommitted, save the plan and start a fresh session file.
+ * interrupted work back to pending, approved work integrated, blocking assumptions (all
+ * `setupRun`, as a headless run does), then integrate the verified work an earlier session left,
+ * land what is integrated, save the plan and start a fresh session file.
  */
 export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSettings = {}): Promise<Result<SetupOutput, SetupProblem>> {
   const session: Session = {
@@ -255,14 +371,38 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   const registryPath = registryPathFor(ctx.planPath);
   const orphans = await killOrphans(registryPath);
   const registry = new ProcessRegistry(registryPath);
-  // Work an earlier session verified is recorded, not reset.
+  // Work an earlier session verified is integrated, not reset.
   const earlier = await readSession(ctx.planPath);
-  const setup = await setupRun(plan, { repo: ctx.repo, git: ctx.git, commit: true, checkTimeoutMs: session.checkTimeoutMs, env: ctx.env, registry, verified: earlier.verified, sandbox: await checksSandboxed(ctx.env) }).finally(() => registry.clear());
+  const sandbox = await checksSandboxed(ctx.env);
+  const branch = await ctx.git.currentBranch();
+  session.branch = branch === null ? null : `refs/heads/${branch}`;
+  const setup = await setupRun(plan, {
+    repo: ctx.repo,
+    planPath: ctx.planPath,
+    git: ctx.git,
+    openIsolation: () => openIsolation(plan, ctx, { sandbox, checkTimeoutMs: session.checkTimeoutMs, registry }),
+    checkTimeoutMs: session.checkTimeoutMs,
+    env: ctx.env,
+    registry,
+    verified: earlier.verified.map((v) => v.task),
+    sandbox,
+  }).finally(() => registry.clear());
   if (!setup.ok) return setup;
   const report = setup.value;
+  const isolation = report.isolation;
   if (orphans.length > 0) report.notices.unshift({ level: 'warning', message: describeOrphans(orphans) });
-  const committed = report.committed;
+  const integrated = await integrateVerified(plan, isolation, earlier.verified, earlier.round);
+  if (!integrated.ok) {
+    // Nothing was integrated: those tasks run again.
+    for (const task of integrated.error.tasks) plan.tasks[task] = { ...plan.tasks[task]!, status: 'pending' };
+    report.reset.push(...integrated.error.tasks);
+    report.notices.push({ level: 'warning', message: `could not integrate the work an earlier session verified for tasks ${integrated.error.tasks.join(', ')} (${describeGitFailure(integrated.error.failure)}): they run again` });
+  }
+  const committed = integrated.ok ? integrated.value : { commit: null, tasks: [] };
   await writePlanAtomic(ctx.planPath, plan);
+  // What is integrated and not on the branch yet (this session's start, or an earlier one cut short) lands now.
+  const landing = await landOnBranch(isolation, session);
+  report.notices.push(...landingNotices(landing, session.branch));
 
   // An earlier session's run that no step finished ended with that session, some time after its last event.
   if (earlier.runId !== null && !earlier.runFinished) {
@@ -279,18 +419,18 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
 
   // A fresh scratch directory: prompts of an earlier session are stale.
   await rm(promptsDirFor(ctx.planPath), { recursive: true, force: true });
-  session.baselineDirty = report.baselineDirty;
   startRun(plan, ctx, session, report.resumed);
   journal(ctx.planPath, session.runId!, [
     ...report.assumptions.map((a): RunEventBody => ({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output })),
     ...skippedEvents(plan.tasks, report.skipped),
+    ...(report.approved.commit !== null ? [{ type: 'round-committed', round: 0, tasks: report.approved.tasks, commit: report.approved.commit } as const] : []),
     ...(committed.commit !== null ? [{ type: 'round-committed', round: 0, tasks: committed.tasks, commit: committed.commit } as const] : []),
   ]);
 
   const counts = countByStatus(plan);
   if (counts.pending === 0 && !isComplete(plan)) finishRun(plan, ctx, session, { outcome: 'incomplete', reason: 'failures', exitCode: 1, message: 'nothing left to run: the tasks that did not complete failed, were blocked or skipped' });
   await writeSession(ctx.planPath, session);
-  const archived = isComplete(plan) ? await archivePlan(ctx.planPath) : null;
+  const archived = await finishPlan(plan, ctx, isolation, landing);
   // Archiving removed the session file with the prompts: the finished run needs it no more.
   if (archived !== null) finishRun(plan, ctx, session, { outcome: 'completed', reason: 'all-done', exitCode: 0, message: `every task was already completed; the plan was moved to ${archived}` });
   return ok({
@@ -301,7 +441,9 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
     recovered: report.recovered,
     reset: report.reset,
     reverted: report.reverted,
-    committed,
+    approved: report.approved,
+    integrated: committed,
+    landing,
     assumptions: {
       total: report.assumptions.length,
       passed: report.assumptions.filter((a) => a.passed).length,
@@ -322,18 +464,26 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
 // ---------------------------------------------------------------------------------------------
 // next
 
-export type NextStall = 'none' | 'running' | 'deadlock' | 'awaiting_approval' | 'done';
+export type NextStall = 'none' | 'running' | 'deadlock' | 'awaiting_approval' | 'landing' | 'done';
 
 export interface NextOutput {
   round: number;
-  tasks: Array<TaskRef & { activeForm: string; model: string; attempt: number; promptFile: string }>;
+  /**
+   * Dispatch each with `isolation: "worktree"`: Claude Code makes its worktree from HEAD, which
+   * is `base` (it holds the work of every task it depends on).
+   */
+  tasks: Array<TaskRef & { activeForm: string; model: string; attempt: number; promptFile: string; isolation: 'worktree'; base: string }>;
   /** Ready tasks that did not start because they overlap a task that did (or runs); at most WAITING_LISTED of them. */
   waiting: Array<TaskRef & { overlapsWith: number[] }>;
   /** Every ready task that did not start: those overlapping, and those for which no slot was free. */
   queued: number;
   inProgress: number[];
   stall: NextStall;
-  /** With `deadlock`: the pending tasks that can never start; with `awaiting_approval`: the gated tasks. */
+  /**
+   * With `deadlock`: the pending tasks that can never start; with `awaiting_approval`: the gated
+   * tasks; with `landing`: ready tasks held back because their blockers' work is integrated but
+   * not on the branch yet (`plan commit` says what blocks the landing).
+   */
   stuck: number[];
   counts: Record<TaskStatus, number>;
   complete: boolean;
@@ -350,6 +500,10 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
   const overlaps = overlapSets(computeOverlaps(plan.tasks));
   // Every in-progress task counts as running here, so only gated work is held.
   const gates = [...holding({ plan, attempts: new Map() })];
+  const head = await ctx.git.headCommit();
+  // A subagent starts from HEAD: a task whose blockers' work has not landed there must wait.
+  const unlanded = head === null ? new Set<number>() : await unlandedReady(plan, ctx.repo, head);
+  const ready = readySet(plan.tasks);
   const picks = pickStarts({
     tasks: plan.tasks,
     running,
@@ -357,10 +511,12 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
     concurrency: options.concurrency ?? session.concurrency,
     priority: longestRemainingPath(depsOf(plan.tasks)),
     holding: new Set(gates),
+    admitted: new Set(ready.filter((i) => !unlanded.has(i))),
   });
 
   const tasks: NextOutput['tasks'] = [];
-  if (picks.length > 0) {
+  // Setup refuses a repository without a commit; without one nothing can be handed out.
+  if (picks.length > 0 && head !== null) {
     // A lead that skipped setup, or goes on after its run finished (a stall, the breaker), starts a run here.
     if (session.runId === null || session.runFinished) startRun(plan, ctx, session, true);
     session.round++;
@@ -372,10 +528,11 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
       const promptFile = promptPathFor(ctx.planPath, i);
       // Built before the task is marked started; the prompt depends on its attempts and its blockers' results only.
       await writeFile(promptFile, workerPrompt(plan, i, { maxAttempts: session.maxAttempts }));
-      tasks.push({ index: i, subject: task.subject, activeForm: task.activeForm ?? task.subject, model: modelOf(task), attempt: attemptsOf(task) + 1, promptFile });
+      tasks.push({ index: i, subject: task.subject, activeForm: task.activeForm ?? task.subject, model: modelOf(task), attempt: attemptsOf(task) + 1, promptFile, isolation: 'worktree', base: head! });
       // A Task subagent keeps no log foreman can point to.
       events.push({ type: 'task-started', task: i, subject: task.subject, attempt: attemptsOf(task) + 1, model: modelOf(task), logPath: '' });
       session.started[String(i)] = startedAt;
+      session.bases[String(i)] = head!;
       markStarted(plan, i);
     }
     await writePlanAtomic(ctx.planPath, plan);
@@ -385,6 +542,7 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
 
   const busy = new Set([...running, ...picks, ...gates]);
   const queued = readySet(plan.tasks);
+  const heldBack = queued.filter((i) => unlanded.has(i));
   const waiting = queued
     .map((i) => ({ index: i, subject: plan.tasks[i]!.subject, overlapsWith: [...overlaps[i]!].filter((j) => busy.has(j)).sort((a, b) => a - b) }))
     .filter((w) => w.overlapsWith.length > 0)
@@ -399,6 +557,8 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
     else if (s.kind === 'awaiting_approval') [stallKind, stuck] = ['awaiting_approval', s.gates];
     // Ready tasks held back only by gated work that overlaps them.
     else if (queued.length > 0 && gates.length > 0) [stallKind, stuck] = ['awaiting_approval', gates];
+    // Ready tasks whose blockers' work waits to land: `plan commit` lands it once nothing blocks.
+    else if (heldBack.length > 0) [stallKind, stuck] = ['landing', heldBack];
     else if (queued.length === 0) stallKind = 'done';
   }
   // The skill stops here: the run ends (a later `next` that hands work out starts another).
@@ -420,6 +580,31 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
   return { round: session.round, tasks, waiting, queued: queued.length, inProgress: [...running].sort((a, b) => a - b), stall: stallKind, stuck, counts: countByStatus(plan), complete: isComplete(plan) };
 }
 
+/**
+ * Ready tasks a blocker of which has an integration commit that HEAD does not contain (the
+ * landing was blocked, or has not happened yet). When HEAD holds the whole integration ref, none.
+ */
+async function unlandedReady(plan: Plan, repo: string, head: string): Promise<Set<number>> {
+  const held = new Set<number>();
+  const tip = typeof plan.planId === 'string' ? await readRef(repo, integrationRef(plan.planId)) : null;
+  if (tip === null || (await contains(repo, head, tip))) return held;
+  const known = new Map<string, boolean>();
+  for (const i of readySet(plan.tasks)) {
+    for (const blocker of plan.tasks[i]!.blockedBy) {
+      const commit = plan.tasks[blocker]?.commit;
+      if (!commit) continue;
+      if (!known.has(commit)) known.set(commit, await contains(repo, head, commit));
+      if (!known.get(commit)) held.add(i);
+    }
+  }
+  return held;
+}
+
+/** Whether `commit` is in the history of `head`. */
+async function contains(repo: string, head: string, commit: string): Promise<boolean> {
+  return (await runGit(['merge-base', '--is-ancestor', commit, head], { cwd: repo })).ok;
+}
+
 // ---------------------------------------------------------------------------------------------
 // finalize
 
@@ -427,7 +612,15 @@ export interface WorkerResult {
   task: number;
   /** The worker's final text, or at least its last line (`COMPLETED: …`, `FAILED: …`, `BLOCKED: …`). */
   output: string;
+  /**
+   * The `worktreePath` of the Task result: the worktree Claude Code made for the subagent. Absent
+   * when it changed nothing (Claude Code removed its worktree and named none).
+   */
+  worktree?: string;
 }
+
+/** Why `finalize` stopped: a result naming a worktree that is not a subagent's, or git failing. */
+export type FinalizeProblem = { kind: 'bad-worktree'; task: number; message: string } | { kind: 'git-failed'; task: number; doing: string; failure: GitFailure };
 
 /** What became of a result: the journal's outcome of its attempt, or `ignored` (not a task in progress). */
 export type FinalizeOutcome = TaskOutcome | 'ignored';
@@ -448,26 +641,78 @@ export interface FinalizeOutput {
 }
 
 /**
+ * Verify a COMPLETED report in the subagent's worktree, from the commit `next` handed it out at.
+ * A subagent that changed nothing has no worktree (Claude Code removed it): its work is empty,
+ * so the spot-check fails for every declared file; a task that declares none is checked in a
+ * worktree of the integration tip.
+ */
+async function verifySubagent(stages: StageContext, plan: Plan, index: number, input: { worktree?: string; base?: string; kept: string[]; repo: string }): Promise<Verification> {
+  if (input.worktree !== undefined) {
+    // The base must be where the worktree started: else (a lost session) its HEAD is.
+    const head = await runGit(['rev-parse', '--verify', 'HEAD^{commit}'], { cwd: input.worktree });
+    const base = input.base !== undefined && head.ok && (await contains(input.repo, head.value.trim(), input.base)) ? input.base : undefined;
+    return verifyAttempt(stages, plan, index, { dir: input.worktree, kept: input.kept, ...(base !== undefined ? { base } : {}) });
+  }
+  const task = plan.tasks[index]!;
+  const { create, modify } = task.metadata.files;
+  if (create.length > 0 || modify.length > 0) {
+    return { missingCreated: [...create], unchangedModified: [...modify], outsideChanges: [], acceptance: [], work: { base: input.base ?? stages.isolation.tip, entries: [] } };
+  }
+  const prepared = await stages.isolation.prepare(index);
+  if (!prepared.ok) return { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [], captureFailure: prepared.error };
+  try {
+    return await verifyAttempt(stages, plan, index, { dir: prepared.value });
+  } finally {
+    stages.isolation.release(index);
+  }
+}
+
+/**
  * A Task subagent's final text, seen as the outcome of a worker run that reported. Only the
  * outcome: its usage, duration and permission denials are not known here, so none is made up.
  */
 const reportedOutcome = (output: string): Pick<WorkerRun, 'outcome'> => ({ outcome: { kind: 'reported', resultText: output, statusLine: parseStatusLine(output) } });
 
 /**
- * Judge, verify and settle the workers' results: the status line; for COMPLETED, the spot-check
- * and the acceptance checks; then the decision (completed, retry, failed, blocked), with the
- * task's files restored when its attempt is undone, the cascade and the breaker. Completed work
- * stays uncommitted until `commit`. Saves the plan after each task, so running it again with
- * the same results only reports the tasks already settled as `ignored`.
+ * What provisioning put in a subagent's worktree, never the worker's change: Claude Code links
+ * the `worktree.symlinkDirectories` folders and copies the ignored files `.worktreeinclude` lists.
+ */
+async function claudeProvisioned(ctx: LeadContext): Promise<string[]> {
+  const linked = await symlinkDirectoriesOf(ctx.repo);
+  const includeFile = join(ctx.repo, WORKTREE_INCLUDE);
+  const included = (await lstat(includeFile).catch(() => null))?.isFile() ? await ctx.git.ignoredFilesListedIn(includeFile) : [];
+  return [...new Set([...linked, ...included])].sort();
+}
+
+/**
+ * Judge, verify and settle the workers' results: the status line; for COMPLETED, the attempt's
+ * work captured from the worktree Claude Code made for its subagent, the spot-check and the
+ * acceptance checks there (the headless engine's verify stage); then the decision (completed,
+ * retry, failed, blocked), the cascade and the breaker. Undeclared changes fail the attempt.
+ * Work awaiting approval is parked on its ref; completed work waits in the session for
+ * `commit`. Then the subagent's worktree and branch are removed. Nothing is ever restored in
+ * the person's tree: the workers never worked there. Saves the plan after each task, so running
+ * it again with the same results only reports the tasks already settled as `ignored`.
  */
 export async function leadFinalize(
   plan: Plan,
   ctx: LeadContext,
   results: readonly WorkerResult[],
   options: { maxAttempts?: number; checkTimeoutMs?: number } = {},
-): Promise<Result<FinalizeOutput, { task: number; failure: GitFailure }>> {
+): Promise<Result<FinalizeOutput, FinalizeProblem>> {
   const session = await readSession(ctx.planPath);
   const maxAttempts = options.maxAttempts ?? session.maxAttempts;
+  const checkTimeoutMs = options.checkTimeoutMs ?? session.checkTimeoutMs;
+  // Every worktree named must be a subagent's worktree of this repository, before anything changes.
+  const worktrees = new Map<number, string>();
+  for (const result of results) {
+    // A result settled already (finalize run again with the same results) names a worktree removed since: it is ignored below.
+    const settled = plan.tasks[result.task] === undefined || statusOf(plan.tasks[result.task]!) !== 'in_progress' || session.verified.some((v) => v.task === result.task);
+    if (result.worktree === undefined || settled) continue;
+    const found = await agentWorktree(ctx.repo, result.worktree);
+    if (!found.ok) return err({ kind: 'bad-worktree', task: result.task, message: describeAgentWorktreeProblem(found.error) });
+    worktrees.set(result.task, found.value.dir);
+  }
   const out: FinalizeOutput['results'] = [];
   const retry: FinalizeOutput['retry'] = [];
   const skips: Skip[] = [];
@@ -479,19 +724,17 @@ export async function leadFinalize(
   const orphans = await killOrphans(registryPath);
   const registry = new ProcessRegistry(registryPath);
   const events: RunEventBody[] = [];
-  const stages: StageContext = {
-    workspace: sharedTree(ctx.repo, ctx.git),
-    git: ctx.git,
-    checkTimeoutMs: options.checkTimeoutMs ?? session.checkTimeoutMs,
-    env: ctx.env,
-    registry,
-    // The checks run in the sandbox where it works, as a headless run's default (`--sandbox auto`).
-    sandbox: await checksSandboxed(ctx.env),
-    baselineDirty: new Set(session.baselineDirty),
-  };
+  // The checks run in the sandbox where it works, as a headless run's default (`--sandbox auto`).
+  const sandbox = await checksSandboxed(ctx.env);
+  const opened = await openIsolation(plan, ctx, { sandbox, checkTimeoutMs, registry });
+  if (!opened.ok) return err({ kind: 'git-failed', task: results[0]?.task ?? -1, doing: "open the plan's integration ref", failure: opened.error });
+  const isolation = opened.value;
+  const stages: StageContext = { isolation, checkTimeoutMs, env: ctx.env, registry, sandbox };
+  const kept = await claudeProvisioned(ctx);
 
   for (const { task: index, output } of results) {
     const task = plan.tasks[index];
+    const worktree = worktrees.get(index);
     if (!task) {
       out.push({ index, subject: '', outcome: 'ignored', attempt: 0, reason: `there is no task ${index} (the plan has ${plan.tasks.length})`, warnings: [] });
       continue;
@@ -509,26 +752,37 @@ export async function leadFinalize(
     seen.add(index);
     const attempt = attemptsOf(task) + 1;
     const judgement = judgeRun(reportedOutcome(output));
-    const verification = judgement.kind === 'verify' ? await verifyAttempt(stages, plan, index) : undefined;
+    const base = session.bases[String(index)];
+    const verification = judgement.kind === 'verify' ? await verifySubagent(stages, plan, index, { worktree, base, kept, repo: ctx.repo }) : undefined;
     // The subagent's permission denials are not known: the failure reason cannot list them.
     const decision = decide({ task, judgement, verification, permissionDenials: [], maxAttempts });
     let applied: Applied = { attemptCounted: true };
     if (decision.kind === 'completed') {
-      // Verified: the task stays in progress, holding its files, until `commit` records it.
-      session.verified = [...session.verified.filter((v) => v.task !== index), { task: index, result: decision.result }];
+      // Verified: the task stays in progress, holding its files, until `commit` integrates it.
+      session.verified = [...session.verified.filter((v) => v.task !== index), { task: index, result: decision.result, work: verification?.work ?? { base: base ?? (await ctx.git.headCommit())!, entries: [] } }];
     } else {
-      const settled = await settleAttempt(stages, plan, index, decision, UNKNOWN);
-      // The task stays in progress (its decision is not applied) and this step stops here.
-      if (!settled.ok) return err({ task: index, failure: settled.error });
-      applied = settled.value;
+      if (decision.kind === 'awaiting_approval') {
+        // Gated work waits on a ref of its own, holding no worktree; approving integrates it.
+        const work = verification?.work ?? { base: base ?? (await ctx.git.headCommit())!, entries: [] };
+        const { message } = roundMessage(plan, session.round, [index]);
+        const parked = await park(isolation.repo, isolation.planId, index, work, message);
+        // The task stays in progress (its decision is not applied) and this step stops here.
+        if (!parked.ok) return err({ kind: 'git-failed', task: index, doing: `park the work of task ${index} for approval`, failure: parked.error });
+      }
+      // Nothing to restore: the attempt's work never left its worktree.
+      applied = applyDecision(plan, index, decision, UNKNOWN);
       await writePlanAtomic(ctx.planPath, plan);
     }
+    // What Claude Code made for the subagent is removed once its work is captured (or dropped).
+    const removed = worktree === undefined ? null : await removeAgentWorktree(ctx.repo, worktree);
+    const cleanup = removed !== null && !removed.ok ? [`could not remove the subagent's worktree ${worktree}: ${describeAgentWorktreeProblem(removed.error)}`] : [];
 
     const outcome = outcomeOf(decision);
     const result = decision.kind === 'completed' || decision.kind === 'awaiting_approval' ? decision.result : undefined;
     const reason = reasonOf(decision);
     const startedAt = session.started[String(index)];
     delete session.started[String(index)];
+    delete session.bases[String(index)];
     // Without the time `next` handed it out (a lost session file) the attempt has no duration to record.
     if (session.runId !== null && startedAt !== undefined) {
       events.push({
@@ -545,9 +799,8 @@ export async function leadFinalize(
         permissionDenials: UNKNOWN,
       });
     }
-    const warnings = verification && verification.outsideChanges.length > 0 ? [`changed files it did not declare: ${verification.outsideChanges.join(', ')}`] : [];
-    // A stray change is reported once, not blamed again on every later task.
-    for (const p of verification?.outsideChanges ?? []) if (!session.baselineDirty.includes(p)) session.baselineDirty.push(p);
+    const stray = verification && verification.outsideChanges.length > 0 ? [`changed files it did not declare (the attempt failed; they were not kept): ${verification.outsideChanges.join(', ')}`] : [];
+    const warnings = [...stray, ...cleanup];
     out.push({ index, subject: task.subject, outcome, attempt, ...(result !== undefined ? { result: clip(result) } : {}), ...(reason !== undefined ? { reason: clip(reason) } : {}), warnings });
     if (decision.kind === 'retry') retry.push({ index, subject: task.subject, attempt: attempt + 1, reason: clip(decision.failure, 300) });
     if (applied.cascade) {
@@ -555,6 +808,8 @@ export async function leadFinalize(
       events.push(...skippedEvents(plan.tasks, applied.cascade.skips));
       breakers.push(applied.cascade.breaker);
     }
+    // Saved after each task, with the plan: a crash later in the step loses nothing verified.
+    await writeSession(ctx.planPath, session);
   }
 
   await registry.clear();
@@ -568,7 +823,7 @@ export async function leadFinalize(
     skips.length > 0 ? `${skips.length} skipped` : '',
     breaker.trip ? 'circuit breaker tripped' : '',
   ].filter(Boolean);
-  // Verified work counts as completed here: `commit` records it next.
+  // Verified work counts as completed here: `commit` integrates it next.
   const summary = `Round ${session.round}: ${done}/${settled.length} tasks completed (${counts.completed + session.verified.length}/${plan.tasks.length} overall)${tail.length > 0 ? `; ${tail.join(', ')}` : ''}`;
   if (session.runId !== null) journal(ctx.planPath, session.runId, events);
   // The skill stops on the breaker: so does the run.
@@ -587,31 +842,59 @@ export async function leadFinalize(
 
 export interface CommitStepOutput extends CommitOutcome {
   round: number;
-  /** Where the plan went when this commit finished it (every task completed), else null. */
+  /** Landing the integration tip on the branch: subagents dispatched next start from it. */
+  landing: LandingReport;
+  /** Where the plan went when this commit finished it (every task completed and landed), else null. */
   archived: string | null;
   counts: Record<TaskStatus, number>;
   complete: boolean;
 }
 
-/** Commit the round's verified work; when that completes the plan, archive it (as a headless run does). */
-export async function leadCommit(plan: Plan, ctx: LeadContext, options: { round?: number } = {}): Promise<Result<CommitStepOutput, GitFailure>> {
+export type CommitProblem = { kind: 'git-failed'; failure: GitFailure; tasks: number[]; retried: boolean };
+
+/**
+ * Integrate the round's verified work onto the plan's integration ref (one commit, trailers
+ * naming each task and its result), mark those tasks completed with it, and land the
+ * integration tip on the branch (continuous landing: the next subagents start from HEAD and must
+ * see this work). When landing is blocked (a change of the person's on a file to update, the
+ * branch switched or moved), nothing of theirs is touched and `landing.problem` says what to do;
+ * running `commit` again lands it. When the plan is complete and landed: its worktrees and refs
+ * are removed and it is archived (as a headless run does).
+ */
+export async function leadCommit(plan: Plan, ctx: LeadContext, options: { round?: number } = {}): Promise<Result<CommitStepOutput, CommitProblem>> {
   const session = await readSession(ctx.planPath);
   const round = options.round ?? session.round;
-  const result = await recordVerified(ctx.git, plan, session.verified, round);
-  // Nothing is left staged; the verified attempts stay verified, for the next `commit`.
-  if (!result.ok) return err(result.error.failure);
-  const committed = result.value;
+  const opened = await openIsolation(plan, ctx, { sandbox: false, checkTimeoutMs: session.checkTimeoutMs });
+  if (!opened.ok) return err({ kind: 'git-failed', failure: opened.error, tasks: [], retried: false });
+  const isolation = opened.value;
+  // Work the person committed on top of everything integrated becomes the new starting point.
+  await isolation.followHead();
+  const integrated = await integrateVerified(plan, isolation, session.verified, round);
+  if (!integrated.ok) {
+    // The integration tip changed the same paths since the attempts started: they can never
+    // integrate; their tasks run again (no attempt counted). Any other failure keeps them verified.
+    const conflict = integrated.error.failure.step === 'integrate';
+    if (conflict) {
+      for (const task of integrated.error.tasks) plan.tasks[task] = { ...plan.tasks[task]!, status: 'pending' };
+      session.verified = session.verified.filter((v) => !integrated.error.tasks.includes(v.task));
+      await writePlanAtomic(ctx.planPath, plan);
+      await writeSession(ctx.planPath, session);
+    }
+    return err({ kind: 'git-failed', failure: integrated.error.failure, tasks: integrated.error.tasks, retried: conflict });
+  }
+  const committed = integrated.value;
   const recorded = new Set(committed.tasks);
   session.verified = session.verified.filter((v) => !recorded.has(v.task) && plan.tasks[v.task] !== undefined && statusOf(plan.tasks[v.task]!) === 'in_progress');
   if (committed.tasks.length > 0) await writePlanAtomic(ctx.planPath, plan);
   await writeSession(ctx.planPath, session);
   if (committed.commit !== null && session.runId !== null) journal(ctx.planPath, session.runId, [{ type: 'round-committed', round, tasks: committed.tasks, commit: committed.commit }]);
+  const landing = await landOnBranch(isolation, session);
   const counts = countByStatus(plan);
   const complete = isComplete(plan);
-  const archived = complete ? await archivePlan(ctx.planPath) : null;
+  const archived = await finishPlan(plan, ctx, isolation, landing);
   if (archived !== null) {
     // Archiving removed the session file with the prompts: the finished run needs it no more.
     finishRun(plan, ctx, session, { outcome: 'completed', reason: 'all-done', exitCode: 0, message: `all ${plan.tasks.length} tasks completed; the plan was moved to ${archived}` });
   }
-  return ok({ ...committed, round, archived, counts, complete });
+  return ok({ ...committed, round, landing, archived, counts, complete });
 }

@@ -229,9 +229,10 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
     notices.push({ level: 'warning', message: `task ${i} (${task.subject}) was completed but ${missingCreated.join(', ')} no longer exist; it will run again` });
   }
 
-  // The plan's own files (plan.json, the journal, logs) are foreman's, not the person's changes.
-  const planDir = relative(options.repo, dirname(options.planPath));
-  const dirty = (await options.git.diffNames()).filter((path) => planDir === '' || planDir.startsWith('..') || !coveredBy(path, [`${planDir}/`]));
+  // The plan's own files (plan.json, its lock) and subagent worktrees of a session are not the person's edits.
+  const planDir = relative(options.repo, dirname(options.planPath)).split(sep).join('/');
+  const notTheirs = ['.claude/worktrees/', ...(planDir === '' || planDir.startsWith('..') ? [] : [`${planDir}/`])];
+  const dirty = (await options.git.diffNames()).filter((p) => !coveredBy(p, notTheirs));
   if (dirty.length > 0) {
     notices.push({
       level: 'warning',

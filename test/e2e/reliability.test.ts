@@ -16,6 +16,7 @@ import { type FakeEvent, fakeEvents, repoWithPlan } from '../support/fake-run.ts
 import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
 import { alive } from '../support/processes.ts';
 import { makeZombie } from '../support/zombies.ts';
+import { agentWorktreeFor } from '../skills/support.ts';
 
 const repos: TempGitRepo[] = [];
 const children: ResultPromise[] = [];
@@ -210,9 +211,11 @@ describe('nothing left running after a crash', () => {
       const unsandboxed = { ...process.env, FOREMAN_SANDBOX: 'off' };
       expect((await runPlanTool(repo.dir, ['setup'], unsandboxed)).exitCode).toBe(0);
       expect((await runPlanTool(repo.dir, ['next'], unsandboxed)).exitCode).toBe(0);
-      await writeFile(join(repo.dir, 'a.txt'), 'a\n');
+      // The subagent worked in a worktree of its own, as Claude Code makes one (isolation "worktree").
+      const agent = await agentWorktreeFor(repo.dir);
+      await writeFile(join(agent.dir, 'a.txt'), 'a\n');
       const results = join(scratch, 'results.json');
-      await writeFile(results, JSON.stringify([{ task: 0, output: 'COMPLETED: made a' }]));
+      await writeFile(results, JSON.stringify([{ task: 0, output: 'COMPLETED: made a', worktree: agent.dir }]));
       const finalize = execa('node', ['--import', tsxLoader, planScript, 'finalize', '--results', results], { cwd: repo.dir, reject: false, stdin: 'ignore', env: unsandboxed });
       children.push(finalize);
       await waitFor('the acceptance check to start', async () => existsSync(pidFile) && (await readFile(pidFile, 'utf8')).trim() !== '');

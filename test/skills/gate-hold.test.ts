@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../support/plans.ts';
-import { checkedStep, fakeSubagent, step } from './support.ts';
+import { checkedStep, isolatedSubagent, step } from './support.ts';
 
 const repos: TempGitRepo[] = [];
 afterEach(async () => {
@@ -27,8 +27,8 @@ describe('plan.ts next with gated work', () => {
     await checkedStep(step, repo.dir, ['setup']);
     const first = await checkedStep(step, repo.dir, ['next']);
     expect(first.json.tasks.map((t: { index: number }) => t.index)).toEqual([0]);
-    const out = await fakeSubagent(repo.dir, first.json.tasks[0].promptFile, 'sonnet');
-    await writeFile(join(repo.dir, 'r.json'), JSON.stringify([{ task: 0, output: out }]));
+    const out = await isolatedSubagent(repo.dir, first.json.tasks[0].promptFile, 'sonnet');
+    await writeFile(join(repo.dir, 'r.json'), JSON.stringify([{ task: 0, output: out.output, worktree: out.worktree }]));
     const fin = await checkedStep(step, repo.dir, ['finalize', '--results', 'r.json']);
     expect(fin.json.results.map((r: { outcome: string }) => r.outcome)).toEqual(['awaiting_approval']);
     await checkedStep(step, repo.dir, ['commit']);

@@ -10,7 +10,7 @@ import type { RunEvent } from '../../src/core/events.ts';
 import { formatDuration } from '../../src/core/format.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../support/plans.ts';
-import { checkedStep, expectSchema, fakeSubagent, step } from './support.ts';
+import { checkedStep, expectSchema, isolatedSubagent, step } from './support.ts';
 
 const repos: TempGitRepo[] = [];
 afterEach(async () => {
@@ -24,7 +24,12 @@ async function round(dir: string) {
   const next = await checkedStep(step, dir, ['next']);
   expect(next.code, next.stderr).toBe(0);
   expect(next.json.tasks.length).toBeGreaterThan(0);
-  const outputs = await Promise.all(next.json.tasks.map(async (t: any) => ({ task: t.index, output: lastLine(await fakeSubagent(dir, t.promptFile, t.model)) })));
+  const outputs = await Promise.all(
+    next.json.tasks.map(async (t: any) => {
+      const ran = await isolatedSubagent(dir, t.promptFile, t.model);
+      return { task: t.index, output: lastLine(ran.output), ...(ran.worktree ? { worktree: ran.worktree } : {}) };
+    }),
+  );
   const results = join(dir, '.design/prompts/results.json');
   await writeFile(results, JSON.stringify(outputs));
   const finalize = await checkedStep(step, dir, ['finalize', '--results', results]);

@@ -10,7 +10,7 @@ import type { Plan } from '../../src/core/plan.ts';
 import { runExecute } from '../support/execute.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
-import { checkedStep, dirtyOutsideDesign, fakeSubagent, headTree, playLead, step, stepViaLauncher } from './support.ts';
+import { agentLeftovers, checkedStep, dirtyOutsideDesign, headTree, isolatedSubagent, playLead, step, stepViaLauncher } from './support.ts';
 
 const repos: TempGitRepo[] = [];
 afterEach(async () => {
@@ -55,6 +55,11 @@ describe('the /execute steps played by a model-free lead', () => {
     expect(t.end.complete).toBe(true);
     expect(await headTree(lead.repo.dir)).toEqual(await headTree(headless.repo.dir));
     expect(await dirtyOutsideDesign(lead.repo.dir)).toEqual([]);
+    // Every subagent worktree and branch is gone, and so are the plan's refs.
+    expect(await agentLeftovers(lead.repo.dir)).toEqual({ worktrees: [], branches: [] });
+    expect(await lead.repo.git(['for-each-ref', '--format=%(refname)', 'refs/foreman', 'refs/foreman-awaiting'])).toBe('');
+    // Each commit landed as it was made: every round's work is on the branch.
+    for (const round of t.rounds) expect(round.commit.landing).toMatchObject({ landed: true, problem: [] });
     expect(await archives(lead.repo.dir)).toHaveLength(1);
     await expect(readFile(lead.planPath)).rejects.toThrow();
     // The prompts went with the plan.
@@ -97,7 +102,7 @@ describe('the /execute steps played by a model-free lead', () => {
     expect(again.json).toMatchObject({ tasks: [], stall: 'running', inProgress: [first.index], round: 1 });
   });
 
-  it('finalize verifies, restores a failed attempt\'s files, and the next prompt carries the retry and the fallback', async () => {
+  it('finalize verifies in the subagent\'s worktree and removes it; a failed attempt never reaches the tree; the next prompt carries the retry and the fallback', async () => {
     const plan = makePlan([
       fakeTask('A', {
         create: ['a.txt'],
@@ -109,14 +114,18 @@ describe('the /execute steps played by a model-free lead', () => {
     const { repo, planPath } = await repoWith(plan);
     await checkedStep(step, repo.dir, ['setup']);
     const next = await checkedStep(step, repo.dir, ['next']);
-    const output = await fakeSubagent(repo.dir, next.json.tasks[0].promptFile, 'sonnet');
+    expect(next.json.tasks[0]).toMatchObject({ isolation: 'worktree', base: (await repo.git(['rev-parse', 'HEAD'])).trim() });
+    const ran = await isolatedSubagent(repo.dir, next.json.tasks[0].promptFile, 'sonnet');
+    expect(await readFile(join(ran.worktree!, 'a.txt'), 'utf8')).toBe('bad\n');
     const results = join(repo.dir, 'results.json');
-    await writeFile(results, JSON.stringify([{ task: 0, output }]));
+    await writeFile(results, JSON.stringify([{ task: 0, output: ran.output, worktree: ran.worktree }]));
     const fin = await checkedStep(step, repo.dir, ['finalize', '--results', results]);
     expect(fin.json.results).toEqual([expect.objectContaining({ index: 0, outcome: 'retry', attempt: 1, reason: expect.stringContaining('grep -q good a.txt') })]);
     expect(fin.json.retry).toEqual([expect.objectContaining({ index: 0, attempt: 2 })]);
     expect(fin.json.summary).toBe('Round 1: 0/1 tasks completed (0/1 overall); 1 to retry');
-    await expect(readFile(join(repo.dir, 'a.txt'))).rejects.toThrow(); // restored: the created file is gone
+    await expect(readFile(join(repo.dir, 'a.txt'))).rejects.toThrow(); // the worker never wrote in the person's tree
+    // What Claude Code made for the subagent is gone: its worktree and its branch.
+    expect(await agentLeftovers(repo.dir)).toEqual({ worktrees: [], branches: [] });
     expect((await readPlan(planPath)).tasks[0]).toMatchObject({ status: 'pending', attempts: 1 });
 
     // Finalizing the same results again changes nothing.
@@ -179,15 +188,20 @@ describe('the /execute steps played by a model-free lead', () => {
     await checkedStep(step, repo.dir, ['setup']);
     const next = await checkedStep(step, repo.dir, ['next']);
     expect(next.json.tasks.map((t: { index: number }) => t.index).sort()).toEqual([0, 2]);
-    const g = await fakeSubagent(repo.dir, next.json.tasks.find((t: { index: number }) => t.index === 2).promptFile, 'sonnet');
-    await writeFile(join(repo.dir, 'r.json'), JSON.stringify([{ task: 0, output: 'BLOCKED: needs an API key' }, { task: 2, output: g }]));
+    const g = await isolatedSubagent(repo.dir, next.json.tasks.find((t: { index: number }) => t.index === 2).promptFile, 'sonnet');
+    await writeFile(join(repo.dir, 'r.json'), JSON.stringify([{ task: 0, output: 'BLOCKED: needs an API key' }, { task: 2, output: g.output, worktree: g.worktree }]));
     const fin = await checkedStep(step, repo.dir, ['finalize', '--results', 'r.json']);
     expect(fin.json.results.map((r: { outcome: string }) => r.outcome)).toEqual(['blocked', 'awaiting_approval']);
     expect(fin.json.skipped.map((s: { index: number }) => s.index)).toEqual([1]);
     // One of the two pending tasks was skipped: with more than 3 tasks that trips the breaker.
     expect(fin.json.breaker).toMatchObject({ trip: true, pendingCount: 2, wouldBeSkipped: 1 });
     const commit = await checkedStep(step, repo.dir, ['commit']);
-    expect(commit.json).toMatchObject({ commit: null, tasks: [], archived: null, complete: false });
+    expect(commit.json).toMatchObject({ commit: null, tasks: [], archived: null, complete: false, landing: { landed: true } });
+    // The gated work waits on a ref of its own, not in the person's tree, and holds no worktree.
+    const planId = (await readPlan(join(repo.dir, '.design/plan.json'))).planId;
+    expect(await repo.git(['show', `refs/foreman-awaiting/${planId}/2:g.txt`])).toBe('g');
+    await expect(readFile(join(repo.dir, 'g.txt'))).rejects.toThrow();
+    expect(await agentLeftovers(repo.dir)).toEqual({ worktrees: [], branches: [] });
     const stalled = await checkedStep(step, repo.dir, ['next']);
     expect(stalled.json).toMatchObject({ stall: 'awaiting_approval', stuck: [2], tasks: [] });
   });
@@ -209,7 +223,7 @@ describe('the /execute steps played by a model-free lead', () => {
     expect(s.json).toMatchObject({ pending: 1, nothingToDo: false, isResume: false });
   });
 
-  it('setup resumes an interrupted session: restores in-progress work and commits verified work left uncommitted', async () => {
+  it('setup resumes an interrupted session: in-progress work runs again, verified work left unintegrated is integrated and landed', async () => {
     const plan = makePlan([
       fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n' } } }),
       fakeTask('B', { modify: ['b.txt'], fake: { write: { 'b.txt': 'half-done\n' } } }),
@@ -217,21 +231,24 @@ describe('the /execute steps played by a model-free lead', () => {
     const { repo, planPath } = await repoWith(plan, { 'b.txt': 'original\n' });
     await checkedStep(step, repo.dir, ['setup']);
     const next = await checkedStep(step, repo.dir, ['next']);
-    for (const t of next.json.tasks) await fakeSubagent(repo.dir, t.promptFile, t.model);
-    await writeFile(join(repo.dir, 'r.json'), JSON.stringify([{ task: 0, output: 'COMPLETED: a' }]));
+    const ran = new Map<number, { output: string; worktree?: string }>();
+    for (const t of next.json.tasks) ran.set(t.index, await isolatedSubagent(repo.dir, t.promptFile, t.model));
+    await writeFile(join(repo.dir, 'r.json'), JSON.stringify([{ task: 0, output: 'COMPLETED: a', worktree: ran.get(0)!.worktree }]));
     await checkedStep(step, repo.dir, ['finalize', '--results', 'r.json']);
-    // The session ends here: A verified but not committed, B still in progress with its edit on disk.
+    // The session ends here: A verified but not integrated, B still in progress with its edit in its worktree.
 
     const again = await checkedStep(step, repo.dir, ['setup']);
-    expect(again.json).toMatchObject({ isResume: true, reset: [1], committed: { commit: expect.stringMatching(/^[0-9a-f]{40}$/), tasks: [0] }, pending: 1 });
+    expect(again.json).toMatchObject({ isResume: true, reset: [1], integrated: { commit: expect.stringMatching(/^[0-9a-f]{40}$/), tasks: [0] }, landing: { landed: true, files: 1 }, pending: 1 });
     expect(await readFile(join(repo.dir, 'b.txt'), 'utf8')).toBe('original\n');
+    expect(await readFile(join(repo.dir, 'a.txt'), 'utf8')).toBe('a\n');
     const after = await readPlan(planPath);
-    expect(after.tasks[0]).toMatchObject({ status: 'completed', commit: again.json.committed.commit });
+    expect(after.tasks[0]).toMatchObject({ status: 'completed', commit: again.json.integrated.commit });
+    expect((await repo.git(['rev-parse', 'HEAD'])).trim()).toBe(again.json.integrated.commit);
     expect(after.tasks[1]).toMatchObject({ status: 'pending' });
     expect(await repo.git(['show', '--name-only', '--format=%B', 'HEAD'])).toContain('Foreman-Tasks: 0');
   });
 
-  it('refuses with a JSON error: no plan, a dirty planned file, an invalid plan, a bad results file, a held lock', async () => {
+  it('refuses with a JSON error: no plan, an invalid plan, a bad results file, a worktree that is not a subagent\'s, a held lock; a dirty planned file is a notice', async () => {
     const repo = await tempGitRepo({ 'notes.txt': 'original\n' });
     repos.push(repo);
     const none = await checkedStep(step, repo.dir, ['setup']);
@@ -240,11 +257,21 @@ describe('the /execute steps played by a model-free lead', () => {
 
     const planPath = await writePlan(repo.dir, makePlan([fakeTask('A', { modify: ['notes.txt'] })]));
     await writeFile(join(repo.dir, 'notes.txt'), 'my edit\n');
+    // Workers start from the last commit and never touch the person's files: a notice, not a refusal.
     const dirty = await checkedStep(step, repo.dir, ['setup']);
-    expect(dirty).toMatchObject({ code: 2, json: { error: { kind: 'dirty', details: ['notes.txt'] } } });
-    expect(dirty.stderr).toContain('notes.txt');
+    expect(dirty.code).toBe(0);
+    expect(dirty.json.notices).toEqual([{ level: 'info', message: expect.stringMatching(/uncommitted change \(notes\.txt\)/) }]);
     expect(await readFile(join(repo.dir, 'notes.txt'), 'utf8')).toBe('my edit\n');
     await repo.git(['checkout', '--', 'notes.txt']);
+
+    // A worktree that is not one Claude Code made for a subagent is refused before anything changes.
+    await checkedStep(step, repo.dir, ['next']);
+    for (const elsewhere of [repo.dir, join(repo.dir, '..'), join(repo.dir, '.claude/worktrees/agent-nothere')]) {
+      await writeFile(join(repo.dir, 'w.json'), JSON.stringify([{ task: 0, output: 'COMPLETED: x', worktree: elsewhere }]));
+      const bad = await checkedStep(step, repo.dir, ['finalize', '--results', 'w.json']);
+      expect(bad).toMatchObject({ code: 2, json: { error: { kind: 'bad-worktree' } } });
+    }
+    expect((await readPlan(planPath)).tasks[0]!.status).toBe('in_progress');
 
     await writeFile(join(repo.dir, 'bad.json'), '{"oops": 1}');
     const bad = await checkedStep(step, repo.dir, ['finalize', '--results', 'bad.json']);

@@ -9,11 +9,12 @@ import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parsePlan } from '../../src/core/validate.ts';
 import { planCommands } from '../../src/cli/plan/index.ts';
+import { parseResults } from '../../src/cli/plan/lead.ts';
 import { fakeWorker } from '../support/execute.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
 import { repoRoot } from '../support/real-claude.ts';
-import { fakeSubagent, step } from './support.ts';
+import { isolatedSubagent, step } from './support.ts';
 
 const LAUNCHER = '"${CLAUDE_PLUGIN_ROOT}/bin/foreman"';
 
@@ -94,7 +95,10 @@ async function prepare(state: State): Promise<string> {
       expect((await step(repo.dir, ['setup'])).code).toBe(0);
       const next = await step(repo.dir, ['next']);
       const results = [];
-      for (const t of next.json.tasks) results.push({ task: t.index, output: (await fakeSubagent(repo.dir, t.promptFile, t.model)).split('\n').at(-1) });
+      for (const t of next.json.tasks) {
+        const ran = await isolatedSubagent(repo.dir, t.promptFile, t.model);
+        results.push({ task: t.index, output: ran.output.split('\n').at(-1), ...(ran.worktree ? { worktree: ran.worktree } : {}) });
+      }
       await writeFile(join(repo.dir, '.design/prompts/results.json'), JSON.stringify(results));
       if (state === 'finalized') expect((await step(repo.dir, ['finalize', '--results', '.design/prompts/results.json'])).code).toBe(0);
       break;
@@ -156,6 +160,15 @@ describe('the commands in the skills', async () => {
     if (['setup', 'next', 'finalize', 'commit'].includes(words[1]!) && words[0] === 'plan') {
       expect(JSON.parse(r.stdout)).not.toHaveProperty('error');
     }
+  });
+
+  it('the execute skill dispatches every worker with isolation "worktree", and its results example passes the worktree to finalize', async () => {
+    const text = await readFile(join(repoRoot, 'skills/execute/SKILL.md'), 'utf8');
+    expect(text).toContain('`isolation: "worktree"`');
+    expect(text).toContain('worktreePath: <path>');
+    const example = /```json\n([\s\S]*?)\n```/.exec(text)?.[1];
+    expect(example).toBeDefined();
+    expect(parseResults(example!, 'SKILL.md')).toEqual([{ task: 3, output: expect.stringMatching(/^COMPLETED: /), worktree: expect.stringMatching(/\/\.claude\/worktrees\/agent-/) }]);
   });
 
   it('the example plan in plan-format.md is valid', async () => {

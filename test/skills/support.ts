@@ -2,6 +2,7 @@
 // loop played without a model (the fake worker reads each prompt file), and file trees compared.
 
 import { cp, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { execa } from 'execa';
@@ -51,7 +52,9 @@ export interface StepRun {
 export async function step(cwd: string, argv: string[]): Promise<StepRun> {
   const out: string[] = [];
   const err: string[] = [];
-  const io: Io = { out: (t) => out.push(t), err: (t) => err.push(t), cwd, env: {}, isTTY: false, columns: 200 };
+  // Only where the plan's worktrees go (vitest.config.ts sets it): never in the real ~/.cache.
+  const env = { FOREMAN_WORKTREES: process.env.FOREMAN_WORKTREES ?? join(tmpdir(), 'foreman-test-worktrees') };
+  const io: Io = { out: (t) => out.push(t), err: (t) => err.push(t), cwd, env, isTTY: false, columns: 200 };
   const code = await runProgram('plan.ts', planCommands, argv, io);
   const stdout = out.join('\n');
   return { code, stdout, stderr: err.join('\n'), json: jsonOf(stdout) };
@@ -86,6 +89,50 @@ export async function fakeSubagent(cwd: string, promptFile: string, model: strin
 
 const lastLine = (text: string) => text.trimEnd().split('\n').at(-1) ?? '';
 
+let agents = 0;
+
+/**
+ * A worktree as Claude Code makes one for a Task subagent dispatched with `isolation: "worktree"`
+ * (seen on 2.1.330, test/support/CLI-NOTES.md): `<repo>/.claude/worktrees/agent-<id>` on a new
+ * branch `worktree-agent-<id>`, from the session's HEAD.
+ */
+export async function agentWorktreeFor(repo: string): Promise<{ dir: string; branch: string }> {
+  const id = `t${process.pid}n${++agents}`;
+  const dir = join(repo, '.claude', 'worktrees', `agent-${id}`);
+  // One `git worktree add` at a time: parallel ones race on .git/worktrees/ (seen as "failed to read …/commondir").
+  const added = adding.then(() => execa('git', ['worktree', 'add', '-q', '-b', `worktree-agent-${id}`, dir, 'HEAD'], { cwd: repo }));
+  adding = added.then(
+    () => undefined,
+    () => undefined,
+  );
+  await added;
+  return { dir, branch: `worktree-agent-${id}` };
+}
+let adding: Promise<void> = Promise.resolve();
+
+/**
+ * A Task subagent dispatched with `isolation: "worktree"`, played by the fake worker: it works in
+ * a worktree of its own; when it changed nothing, the worktree and its branch are removed and no
+ * path is given back (as Claude Code does), else its path is.
+ */
+export async function isolatedSubagent(repo: string, promptFile: string, model: string): Promise<{ output: string; worktree?: string }> {
+  const { dir, branch } = await agentWorktreeFor(repo);
+  const output = await fakeSubagent(dir, promptFile, model);
+  const { stdout } = await execa('git', ['status', '--porcelain', '-uall'], { cwd: dir });
+  if (stdout.trim() !== '') return { output, worktree: dir };
+  await execa('git', ['worktree', 'remove', '--force', dir], { cwd: repo });
+  await execa('git', ['branch', '-D', branch], { cwd: repo });
+  return { output };
+}
+
+/** Worktrees git has registered for `repo` besides its own checkout, and its `worktree-agent-*` branches. */
+export async function agentLeftovers(repo: string): Promise<{ worktrees: string[]; branches: string[] }> {
+  const list = (await execa('git', ['worktree', 'list', '--porcelain'], { cwd: repo })).stdout;
+  const worktrees = list.split('\n').filter((l) => l.startsWith('worktree ')).slice(1).map((l) => l.slice('worktree '.length));
+  const branches = (await execa('git', ['branch', '--list', 'worktree-agent-*', '--format=%(refname:short)'], { cwd: repo })).stdout.split('\n').filter(Boolean);
+  return { worktrees, branches };
+}
+
 export interface LeadTranscript {
   setup: any;
   rounds: Array<{ next: any; finalize: any; commit: any }>;
@@ -94,9 +141,10 @@ export interface LeadTranscript {
 
 /**
  * Play the /execute skill's lead without a model: setup, then rounds of next → a fake worker for
- * each task (in parallel, each given its prompt file) → finalize with each worker's last line →
- * commit, until `next` stalls, the breaker trips or the plan is archived. Every output is checked
- * against its schema.
+ * each task (in parallel, each given its prompt file, each in a worktree of its own as a Task
+ * subagent dispatched with `isolation: "worktree"`) → finalize with each worker's last line and
+ * worktree → commit, until `next` stalls, the breaker trips or the plan is archived. Every output
+ * is checked against its schema.
  */
 export async function playLead(repo: string, run: (cwd: string, argv: string[]) => Promise<StepRun> = step, setupArgs: string[] = []): Promise<LeadTranscript> {
   const setup = await checkedStep(run, repo, ['setup', ...setupArgs]);
@@ -110,7 +158,13 @@ export async function playLead(repo: string, run: (cwd: string, argv: string[]) 
       t.end = next.json;
       return t;
     }
-    const outputs = await Promise.all(next.json.tasks.map(async (task: any) => ({ task: task.index, output: lastLine(await fakeSubagent(repo, task.promptFile, task.model)) })));
+    const outputs = await Promise.all(
+      next.json.tasks.map(async (task: any) => {
+        expect(task.isolation).toBe('worktree');
+        const ran = await isolatedSubagent(repo, task.promptFile, task.model);
+        return { task: task.index, output: lastLine(ran.output), ...(ran.worktree ? { worktree: ran.worktree } : {}) };
+      }),
+    );
     const results = join(repo, '.design/prompts/results.json');
     await writeFile(results, JSON.stringify(outputs));
     const finalize = await checkedStep(run, repo, ['finalize', '--results', results]);

@@ -2,6 +2,8 @@
 // commands. Each takes the run lock while it works (and refuses with exit 3 while a headless run
 // holds it), prints one JSON object on stdout (schemas/<step>.schema.json), and on a problem
 // prints `{"error": {kind, message, details}}` there instead, one line on stderr, and exits 2.
+// `commit` whose integrated work could not land prints its JSON, one line on stderr saying what
+// blocks it, and exits 1 (as a headless run whose work could not land).
 
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
@@ -16,6 +18,7 @@ import { lockHeldMessage } from './interventions.ts';
 import { describeSetupProblem } from '../setup-problem.ts';
 import { GitCommandError } from '../../adapters/git.ts';
 import { describeGitFailure, failureOf } from '../../core/git-text.ts';
+import { assertNever } from '../../core/failure.ts';
 import { DEFAULTS } from '../../run/settings.ts';
 
 /** A problem with a name the lead can act on. */
@@ -51,6 +54,8 @@ interface StepSpec {
   /** Checked before the plan is loaded (flags, input files). */
   prepare?: (values: Record<string, unknown>, cwd: string) => Promise<unknown>;
   step(args: StepArgs, prepared: unknown): Promise<object>;
+  /** A finished step that still needs the person: its exit code and the one line for stderr. */
+  attention?(output: object): { code: ExitCode; line: string } | null;
 }
 
 /** Where the repository and the plan are, and that both exist. */
@@ -91,7 +96,10 @@ export function stepCommand(spec: StepSpec): Command {
           const plan = await loadStepPlan(planPath);
           const output = await spec.step({ values, plan, io, ctx: { repo, planPath, git, env: io.env } }, prepared);
           io.out(JSON.stringify(output));
-          return EXIT.ok;
+          const attention = spec.attention?.(output) ?? null;
+          if (attention === null) return EXIT.ok;
+          io.err(`plan.ts ${spec.name}: ${attention.line}`);
+          return attention.code;
         } finally {
           await lock.value.release();
         }
@@ -114,7 +122,7 @@ const secondsOption = (value: unknown) => {
 
 export const setup = stepCommand({
   name: 'setup',
-  summary: 'For /execute: validate the plan and the working tree, clean up after an interrupted session, check blocking assumptions, commit verified work left uncommitted. JSON out.',
+  summary: 'For /execute: validate the plan, set up its integration ref, clean up after an interrupted session, check blocking assumptions, integrate and land verified work an earlier session left. JSON out.',
   usage: '[--repo DIR] [--plan FILE] [--concurrency N] [--max-attempts N] [--check-timeout SECONDS]',
   options: {
     concurrency: { type: 'string', valueName: 'N', description: `workers at once for this session (default ${DEFAULTS.concurrency})` },
@@ -141,7 +149,7 @@ export const setup = stepCommand({
 
 export const next = stepCommand({
   name: 'next',
-  summary: 'For /execute: mark the tasks to start now in progress and write their worker prompts to .design/prompts/task-<i>.md. JSON out.',
+  summary: 'For /execute: mark the tasks to start now in progress and write their worker prompts to .design/prompts/task-<i>.md; dispatch each with isolation "worktree". JSON out.',
   usage: '[--repo DIR] [--plan FILE] [--concurrency N]',
   options: {
     concurrency: { type: 'string', valueName: 'N', description: 'workers at once (default: the session\'s, from setup)' },
@@ -149,7 +157,7 @@ export const next = stepCommand({
   step: ({ values, plan, ctx }) => leadNext(plan, ctx, { concurrency: intArg('--concurrency', str(values.concurrency), { min: 1 }) }),
 });
 
-/** The results file: `[{"task": N, "output": "…"}]`. */
+/** The results file: `[{"task": N, "output": "…", "worktree": "<worktreePath>"}]` (`worktree` when the Task result named one). */
 export function parseResults(text: string, file: string): WorkerResult[] {
   let data: unknown;
   try {
@@ -160,20 +168,23 @@ export function parseResults(text: string, file: string): WorkerResult[] {
   const list = Array.isArray(data) ? data : (data as { results?: unknown } | null)?.results;
   if (!Array.isArray(list)) throw new StepError(EXIT.invalid, 'bad-results', [`${file}: expected a JSON array of {"task": N, "output": "…"}`]);
   return list.map((r: unknown, k) => {
-    const o = r as { task?: unknown; output?: unknown } | null;
-    if (!o || typeof o !== 'object' || !Number.isInteger(o.task) || (o.task as number) < 0 || typeof o.output !== 'string') {
-      throw new StepError(EXIT.invalid, 'bad-results', [`${file}: entry ${k} must be {"task": <task index>, "output": "<the worker's final text>"} (got ${JSON.stringify(r)?.slice(0, 200)})`]);
+    const o = r as { task?: unknown; output?: unknown; worktree?: unknown } | null;
+    const worktreeOk = o?.worktree === undefined || o.worktree === null || (typeof o.worktree === 'string' && o.worktree !== '');
+    if (!o || typeof o !== 'object' || !Number.isInteger(o.task) || (o.task as number) < 0 || typeof o.output !== 'string' || !worktreeOk) {
+      throw new StepError(EXIT.invalid, 'bad-results', [
+        `${file}: entry ${k} must be {"task": <task index>, "output": "<the worker's final text>", "worktree": "<the worktreePath of its Task result, when there is one>"} (got ${JSON.stringify(r)?.slice(0, 200)})`,
+      ]);
     }
-    return { task: o.task as number, output: o.output };
+    return { task: o.task as number, output: o.output, ...(typeof o.worktree === 'string' ? { worktree: o.worktree } : {}) };
   });
 }
 
 export const finalize = stepCommand({
   name: 'finalize',
-  summary: "For /execute: judge the workers' final lines, verify (spot-check, acceptance checks), retry, fail or block, cascade, breaker. JSON out.",
+  summary: "For /execute: judge the workers' final lines, verify each in its subagent's worktree (spot-check, undeclared changes, acceptance checks), retry, fail or block, cascade, breaker; remove the worktrees. JSON out.",
   usage: '--results FILE [--repo DIR] [--plan FILE] [--max-attempts N] [--check-timeout SECONDS]',
   options: {
-    results: { type: 'string', valueName: 'FILE', description: 'JSON array of {"task": N, "output": "<the worker\'s final text, or its last line>"}' },
+    results: { type: 'string', valueName: 'FILE', description: 'JSON array of {"task": N, "output": "<the worker\'s final text, or its last line>", "worktree": "<the worktreePath of its Task result>"}' },
     'max-attempts': { type: 'string', valueName: 'N', description: "attempts per task (default: the session's, from setup)" },
     'check-timeout': { type: 'string', valueName: 'SECONDS', description: "time limit of each acceptance command (default: the session's)" },
   },
@@ -192,15 +203,22 @@ export const finalize = stepCommand({
       checkTimeoutMs: secondsOption(values['check-timeout']),
     });
     if (r.ok) return r.value;
-    throw new StepError(EXIT.gitFailed, 'git-failed', [
-      `could not restore the files of task ${r.error.task}: ${describeGitFailure(r.error.failure)}; it stays in progress (the results before it were recorded). Fix it and run finalize again with the same results.`,
-    ]);
+    switch (r.error.kind) {
+      case 'bad-worktree':
+        throw new StepError(EXIT.invalid, 'bad-worktree', [`task ${r.error.task}: ${r.error.message}; give the worktreePath its Task result named, or leave "worktree" out when it named none. Nothing was finalized.`]);
+      case 'git-failed':
+        throw new StepError(EXIT.gitFailed, 'git-failed', [
+          `could not ${r.error.doing}: ${describeGitFailure(r.error.failure)}; task ${r.error.task} stays in progress (the results before it were recorded). Fix it and run finalize again with the same results.`,
+        ]);
+      default:
+        return assertNever(r.error, 'finalize problem');
+    }
   },
 });
 
 export const commit = stepCommand({
   name: 'commit',
-  summary: 'For /execute: commit the verified work of completed tasks (exactly their declared files, with trailers); archive the plan once every task is completed. JSON out.',
+  summary: "For /execute: integrate the verified work (exactly the declared files, with trailers) onto the plan's ref and land it on your branch; archive the plan once every task is completed and landed. JSON out; exit 1 when the work could not land.",
   usage: '[--repo DIR] [--plan FILE] [--round N]',
   options: {
     round: { type: 'string', valueName: 'N', description: "the round named in the commit message (default: the session's current round)" },
@@ -208,8 +226,15 @@ export const commit = stepCommand({
   async step({ values, plan, ctx }) {
     const r = await leadCommit(plan, ctx, { round: intArg('--round', str(values.round)) });
     if (r.ok) return r.value;
+    const tasks = r.error.tasks.length > 0 ? ` of tasks ${r.error.tasks.join(', ')}` : '';
     throw new StepError(EXIT.gitFailed, 'git-failed', [
-      `could not commit: ${describeGitFailure(r.error)}; nothing is left staged and the work stays uncommitted. Fix it and run commit again.`,
+      r.error.retried
+        ? `could not integrate the verified work${tasks}: ${describeGitFailure(r.error.failure)}; those tasks go back to pending and run again from the current work (no attempt counted). Your branch and files were not touched.`
+        : `could not integrate the verified work${tasks}: ${describeGitFailure(r.error.failure)}; your branch and files were not touched and the work stays verified. Fix it and run commit again.`,
     ]);
+  },
+  attention(output) {
+    const landing = (output as { landing: { landed: boolean; problem: string[] } }).landing;
+    return landing.landed ? null : { code: EXIT.incomplete, line: `the integrated work could not land: ${landing.problem.join(' ')} Then run plan commit again.` };
   },
 });
