@@ -260,7 +260,7 @@ describe('the /execute steps played by a model-free lead', () => {
     // Workers start from the last commit and never touch the person's files: a notice, not a refusal.
     const dirty = await checkedStep(step, repo.dir, ['setup']);
     expect(dirty.code).toBe(0);
-    expect(dirty.json.notices).toEqual([{ level: 'info', message: expect.stringMatching(/uncommitted change \(notes\.txt\)/) }]);
+    expect(dirty.json.notices).toEqual([{ level: 'warning', message: expect.stringMatching(/uncommitted change \(notes\.txt\)/) }]);
     expect(await readFile(join(repo.dir, 'notes.txt'), 'utf8')).toBe('my edit\n');
     await repo.git(['checkout', '--', 'notes.txt']);
 
