@@ -6,6 +6,7 @@
 //   as plugin/dist/srt.mjs (its native helpers in plugin/vendor/, where it looks for them).
 
 import { createRequire } from 'node:module';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 // Replaced by `true` in the bundle (esbuild's `define`); never declared in a checkout.
@@ -14,9 +15,16 @@ declare const FOREMAN_BUNDLE: boolean | undefined;
 /** True in the built plugin's bundle, false when the sources run under tsx. */
 export const bundled: boolean = typeof FOREMAN_BUNDLE !== 'undefined' && FOREMAN_BUNDLE;
 
-/** foreman's launcher in this layout: plugin/bin/foreman beside the bundle, bin/foreman in a checkout. */
-export const ownLauncherPath = (): string => fileURLToPath(new URL(bundled ? '../bin/foreman' : '../../bin/foreman', import.meta.url));
+/** The plugin folder (bundled: this code is in dist/ or dist/chunks/) or the checkout (src/adapters/). */
+function ownRoot(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  if (!bundled) return join(here, '..', '..');
+  return basename(here) === 'chunks' ? join(here, '..', '..') : join(here, '..');
+}
+
+/** foreman's launcher in this layout: the plugin's bin/foreman, or the checkout's. */
+export const ownLauncherPath = (): string => join(ownRoot(), 'bin', 'foreman');
 
 /** The sandbox runtime's command-line entry point (`srt`), run with `node`. */
 export const sandboxCliPath = (): string =>
-  bundled ? fileURLToPath(new URL('./srt.mjs', import.meta.url)) : createRequire(import.meta.url).resolve('@anthropic-ai/sandbox-runtime/dist/cli.js');
+  bundled ? join(ownRoot(), 'dist', 'srt.mjs') : createRequire(import.meta.url).resolve('@anthropic-ai/sandbox-runtime/dist/cli.js');
