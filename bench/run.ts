@@ -10,8 +10,9 @@ import { parseArgs } from 'node:util';
 import { CORE_SIZES, benchCore } from './core.ts';
 import { benchOrchestrator } from './orchestrator.ts';
 import { SIM_SEEDS, SIM_SIZES, benchSchedule } from './schedule.ts';
+import { benchStartup } from './startup.ts';
 
-const SECTIONS = ['core', 'schedule', 'orchestrator'] as const;
+const SECTIONS = ['core', 'schedule', 'orchestrator', 'startup'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const { values } = parseArgs({
@@ -25,11 +26,12 @@ const { values } = parseArgs({
 if (values.help) {
   process.stdout.write(
     [
-      'Usage: npm run bench -- [--only core,schedule,orchestrator] [--quick]',
+      'Usage: npm run bench -- [--only core,schedule,orchestrator,startup] [--quick]',
       '',
       '  core          the pure core (validation, overlaps, graph functions) on random plans of 200, 1000, 3000 tasks',
       '  schedule      simulated makespans: continuous vs rounds vs the lower bound, P = 2, 4, 8',
       '  orchestrator  scripts/execute.ts with the fake worker: 20 tasks of 200 ms, continuous vs rounds; one worker round-trip',
+      '  startup       the plan tool\'s start-up: the built bundle vs the sources under tsx (plan status, plan next on 200 tasks)',
       '  --quick       smaller plans and fewer runs',
       '',
     ].join('\n'),
@@ -64,5 +66,8 @@ if (wanted('schedule')) {
 }
 if (wanted('orchestrator')) {
   section('The real orchestrator with the fake worker', await benchOrchestrator({ reps: quick ? 1 : 3 }));
+}
+if (wanted('startup')) {
+  section("The plan tool's start-up: bundle vs tsx", await benchStartup({ reps: quick ? 3 : 7 }));
 }
 process.stdout.write(`\n(bench took ${((performance.now() - t0) / 1000).toFixed(1)} s)\n`);
