@@ -1,7 +1,7 @@
 // `npm run bench`: foreman's speed, measured here and never asserted in tests. See bench/README.md.
 //
 //   npm run bench                      everything (about a minute and a half on 2 cores)
-//   npm run bench -- --only core       one section: core, schedule, orchestrator, isolation (comma-separated)
+//   npm run bench -- --only core       one section: core, schedule, orchestrator, isolation, startup (comma-separated)
 //   npm run bench -- --quick           smaller sizes and fewer runs, for a quick look
 
 import { cpus } from 'node:os';
@@ -11,8 +11,9 @@ import { CORE_SIZES, benchCore } from './core.ts';
 import { benchIsolation } from './isolation.ts';
 import { benchOrchestrator } from './orchestrator.ts';
 import { SIM_SEEDS, SIM_SIZES, benchSchedule } from './schedule.ts';
+import { benchStartup } from './startup.ts';
 
-const SECTIONS = ['core', 'schedule', 'orchestrator', 'isolation'] as const;
+const SECTIONS = ['core', 'schedule', 'orchestrator', 'isolation', 'startup'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const { values } = parseArgs({
@@ -26,12 +27,13 @@ const { values } = parseArgs({
 if (values.help) {
   process.stdout.write(
     [
-      'Usage: npm run bench -- [--only core,schedule,orchestrator,isolation] [--quick]',
+      'Usage: npm run bench -- [--only core,schedule,orchestrator,isolation,startup] [--quick]',
       '',
       '  core          the pure core (validation, overlaps, graph functions) on random plans of 200, 1000, 3000 tasks',
       '  schedule      simulated makespans: continuous vs rounds vs the lower bound, P = 2, 4, 8',
       '  orchestrator  scripts/execute.ts with the fake worker: 20 tasks of 200 ms, continuous vs rounds; one worker round-trip',
       '  isolation     what worktrees, capture, integration and landing cost: 200 instant tasks at concurrency 8 vs bare spawns of the worker',
+      '  startup       the plan tool\'s start-up: the built bundle vs the sources under tsx (plan status, plan next on 200 tasks)',
       '  --quick       smaller plans and fewer runs',
       '',
     ].join('\n'),
@@ -69,5 +71,8 @@ if (wanted('orchestrator')) {
 }
 if (wanted('isolation')) {
   section('What isolation costs: per-task overhead over bare spawns', await benchIsolation(quick ? { tasks: 50, reps: 1 } : { tasks: 200, reps: 3 }));
+}
+if (wanted('startup')) {
+  section("The plan tool's start-up: bundle vs tsx", await benchStartup({ reps: quick ? 3 : 7 }));
 }
 process.stdout.write(`\n(bench took ${((performance.now() - t0) / 1000).toFixed(1)} s)\n`);

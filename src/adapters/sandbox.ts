@@ -18,11 +18,11 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { lstat, mkdir, readdir } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { homedir, tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { type Result, err, ok } from '../core/failure.ts';
 import type { Plan } from '../core/plan.ts';
+import { sandboxCliPath } from './layout.ts';
 
 export const SANDBOX_MODES = ['auto', 'on', 'off'] as const;
 export type SandboxMode = (typeof SANDBOX_MODES)[number];
@@ -52,8 +52,6 @@ export function installAdvice(platform: NodeJS.Platform = process.platform): str
       return `the sandbox supports Linux and macOS only, not ${platform}`;
   }
 }
-
-const srtCli = (): string => createRequire(import.meta.url).resolve('@anthropic-ai/sandbox-runtime/dist/cli.js');
 
 /** The runtime's settings for one command. */
 export function runtimeSettings(sandbox: CommandSandbox, ownTmp: string): Record<string, unknown> {
@@ -86,7 +84,7 @@ export function sandboxedSpawn(command: string, sandbox: CommandSandbox): Sandbo
   writeFileSync(settingsPath, JSON.stringify(runtimeSettings(sandbox, ownTmp)));
   return {
     file: process.execPath,
-    args: [srtCli(), '--settings', settingsPath, '-c', command],
+    args: [sandboxCliPath(), '--settings', settingsPath, '-c', command],
     // The runtime sets the command's TMPDIR from CLAUDE_CODE_TMPDIR (default /tmp/claude).
     env: { CLAUDE_CODE_TMPDIR: ownTmp, TMPDIR: ownTmp, TMP: ownTmp, TEMP: ownTmp },
     cleanup: () => rmSync(base, { recursive: true, force: true }),

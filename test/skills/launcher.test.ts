@@ -1,62 +1,69 @@
-// bin/foreman from a copy of the checkout without node_modules — what a plugin installed by
-// cloning, or a project-skill install, looks like. The first use installs the runtime
-// dependencies into the copy (from the npm registry), once, even when two sessions start at the
-// same moment; later uses start at once.
+// bin/foreman, which never installs anything: the built plugin's copy (plugin/bin/foreman) runs the
+// bundle with plain node from a copy that has no node_modules — what a plugin install or a
+// project-skill install looks like — even with no npm on PATH; a checkout's copy runs the sources
+// with the checkout's tsx, and says to run `npm ci` when it is missing; without node, both say
+// what to install.
 
-import { access, mkdir, mkdtemp, readdir, rm, symlink } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { access, cp, mkdir, mkdtemp, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot } from '../support/real-claude.ts';
 import { copyCheckout } from './support.ts';
 
-const INSTALLING = /^foreman: installing its runtime dependencies into .+ \(first use\)…$/m;
 const sample = join(repoRoot, 'test/plans/valid/realistic.json');
 
 let tmp: string;
-/** The pack copied into a project's .claude/ folder, as the project-skill install does. */
+/** The plugin folder copied into a project's .claude/ folder, as the project-skill install does. */
 let pack: string;
 /** The launcher reached the way a project skill reaches it: `${CLAUDE_SKILL_DIR}/../../bin/foreman`. */
 let viaSkillDir: string;
+/** A checkout as git gives it, without node_modules. */
+let checkout: string;
+
+/** A folder of links to the given commands only, for a PATH that holds nothing else. */
+async function pathOf(commands: string[]): Promise<string> {
+  const dir = await mkdtemp(join(tmp, 'path-'));
+  for (const c of commands) {
+    const { stdout } = await execa('bash', ['-c', `command -v ${c}`]);
+    await symlink(stdout.trim(), join(dir, c));
+  }
+  return dir;
+}
 
 beforeAll(async () => {
   tmp = await mkdtemp(join(tmpdir(), 'foreman-launcher-'));
   pack = join(tmp, 'project/.claude');
-  await mkdir(pack, { recursive: true });
-  await copyCheckout(pack);
+  await mkdir(dirname(pack), { recursive: true });
+  await cp(join(repoRoot, 'plugin'), pack, { recursive: true });
   viaSkillDir = join(pack, 'skills/design/../../bin/foreman');
+  checkout = join(tmp, 'checkout');
+  await mkdir(checkout);
+  await copyCheckout(checkout);
 });
 
 afterAll(async () => {
   await rm(tmp, { recursive: true, force: true });
 });
 
-const run = (bin: string, args: string[], cwd = tmp) => execa(bin, args, { cwd, reject: false, timeout: 300_000, stdin: 'ignore' });
+const run = (bin: string, args: string[], cwd = tmp, env?: Record<string, string>) =>
+  execa(bin, args, { cwd, reject: false, timeout: 120_000, stdin: 'ignore', ...(env ? { env, extendEnv: false } : {}) });
 
-describe('bin/foreman in a checkout without node_modules', () => {
-  it('installs the runtime dependencies on first use — once, though two sessions start together — then runs the command', async () => {
+describe("the plugin's bin/foreman, in a copy without node_modules", () => {
+  it('runs the bundle with node alone — no npm on PATH, nothing installed, nothing on stderr', async () => {
+    // Only what the launcher itself uses, and node: a package manager cannot be reached.
+    const path = await pathOf(['node', 'bash', 'dirname', 'readlink']);
+    const r = await run(viaSkillDir, ['plan', 'check', '--plan', sample], '/', { PATH: path, HOME: tmp });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout).toBe(`${sample}: valid (8 tasks)`);
+    expect(r.stderr).toBe('');
     await expect(access(join(pack, 'node_modules'))).rejects.toThrow();
-    const [a, b] = await Promise.all([run(viaSkillDir, ['plan', 'check', '--plan', sample]), run(viaSkillDir, ['plan', 'check', '--plan', sample])]);
-    for (const r of [a, b]) {
-      expect(r.exitCode, r.stderr).toBe(0);
-      expect(r.stdout).toBe(`${sample}: valid (8 tasks)`);
-    }
-    const installs = [a, b].filter((r) => INSTALLING.test(r.stderr));
-    expect(installs).toHaveLength(1);
-    expect(installs[0]!.stderr).toContain(pack);
-    // Only the runtime dependencies: no test runner, no Claude Code CLI.
-    const modules = await readdir(join(pack, 'node_modules'));
-    expect(modules).toEqual(expect.arrayContaining(['tsx', 'ajv', 'execa', 'simple-git', 'p-limit']));
-    expect(modules).not.toContain('vitest');
-    // The sandbox runtime is a runtime dependency; the Claude Code CLI (a dev dependency) is not there.
-    expect(await readdir(join(pack, 'node_modules', '@anthropic-ai'))).toEqual(['sandbox-runtime']);
-  }, 300_000);
+    expect((await readdir(pack)).sort()).toEqual(['.claude-plugin', 'README.md', 'bin', 'dist', 'schemas', 'skills', 'vendor']);
+  });
 
-  it('does not install again, runs from any directory and through a symlink, and keeps stdout for the command', async () => {
-    const again = await run(viaSkillDir, ['plan', 'check', '--plan', sample], '/');
-    expect(again.exitCode).toBe(0);
-    expect(again.stderr).toBe('');
+  it('runs through a symlink and keeps stdout for the command', async () => {
     const link = join(tmp, 'foreman');
     await symlink(join(pack, 'bin/foreman'), link);
     const viaLink = await run(link, ['plan', 'ready', '--plan', sample, '--json']);
@@ -67,9 +74,58 @@ describe('bin/foreman in a checkout without node_modules', () => {
     expect(help.stdout).toContain('Usage: execute.ts');
   });
 
+  it('`plan summary` names the launcher of the copy it runs from', async () => {
+    const r = await run(join(pack, 'bin/foreman'), ['plan', 'summary', '--plan', sample]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`"${join(pack, 'bin/foreman')}" execute`);
+  });
+
+  it.skipIf(process.platform !== 'linux' || !existsSync('/usr/bin/bwrap'))('the bundled sandbox runtime finds its seccomp helper in the copy and confines a command', async () => {
+    const settings = join(tmp, 'srt.json');
+    await writeFile(settings, JSON.stringify({ filesystem: { allowWrite: [tmp], denyWrite: [], denyRead: [] }, network: { allowedDomains: [], deniedDomains: [] } }));
+    const r = await run('node', [join(pack, 'dist/srt.mjs'), '--debug', '--settings', settings, '-c', `touch ${join(tmp, 'inside')} && ! touch /etc/foreman-outside`]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const arch = process.arch === 'arm64' ? 'arm64' : 'x64';
+    expect(r.stderr).toContain(`Found apply-seccomp binary: ${join(pack, 'vendor/seccomp', arch, 'apply-seccomp')}`);
+    await expect(access(join(tmp, 'inside'))).resolves.toBeUndefined();
+  });
+
+  it('without node on PATH, says what to install and exits 3', async () => {
+    const path = await pathOf(['bash', 'dirname', 'readlink']);
+    const r = await run(join(pack, 'bin/foreman'), ['plan', 'status'], tmp, { PATH: path, HOME: tmp });
+    expect(r.exitCode).toBe(3);
+    expect(r.stderr).toMatch(/^foreman: Node\.js 20 or later is needed and `node` is not on PATH: install it \(https:\/\/nodejs\.org/);
+    expect(r.stdout).toBe('');
+  });
+
   it('refuses a first word other than plan or execute with exit 2', async () => {
     const r = await run(viaSkillDir, ['install']);
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toMatch(/^foreman: expected `plan` or `execute`/);
+  });
+
+  it('a copy missing its bundle is refused with exit 3, naming what to copy', async () => {
+    const partial = join(tmp, 'partial');
+    await cp(pack, partial, { recursive: true });
+    await rm(join(partial, 'dist'), { recursive: true });
+    const r = await run(join(partial, 'bin/foreman'), ['plan', 'status']);
+    expect(r.exitCode).toBe(3);
+    expect(r.stderr).toContain('not a complete foreman plugin (dist/plan.mjs is missing)');
+  });
+});
+
+describe("a checkout's bin/foreman", () => {
+  it('runs the sources with tsx when the checkout has its node_modules', async () => {
+    const r = await run(join(repoRoot, 'bin/foreman'), ['plan', 'check', '--plan', sample]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout).toBe(`${sample}: valid (8 tasks)`);
+  });
+
+  it('without node_modules, says to run `npm ci` (exit 3) and installs nothing', async () => {
+    const r = await run(join(checkout, 'bin/foreman'), ['plan', 'check', '--plan', sample]);
+    expect(r.exitCode).toBe(3);
+    expect(r.stderr).toContain(`run \`npm ci\` in ${checkout}`);
+    expect(r.stderr).toContain(join(checkout, 'plugin/bin/foreman'));
+    await expect(access(join(checkout, 'node_modules'))).rejects.toThrow();
   });
 });

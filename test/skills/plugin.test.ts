@@ -1,16 +1,20 @@
-// The repository as a Claude Code plugin, checked with the real CLI (node_modules/.bin/claude)
-// against the scripted model server: the manifest validates, the CLI loads the skills as
-// foreman:design and foreman:execute, expands them with the plugin root, and a user can add the
-// repository as a marketplace and install the plugin from it.
+// The built plugin (plugin/, `npm run build`) as Claude Code sees it, checked with the real CLI
+// (node_modules/.bin/claude) against the scripted model server: the manifests validate, the CLI
+// loads the skills as foreman:design and foreman:execute, expands them with the plugin root, and a
+// user can add a clone of the repository as a marketplace and install the plugin from it, offline:
+// nothing is downloaded, and every plan-tool command the skills run works from the installed copy.
 
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { homedir, tmpdir } from 'node:os';
+import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ModelServer, type ScriptedRequest, startModelServer, text, toolUse } from '../support/model-server.ts';
 import { type StreamEvent, claudeBin, claudeEnv, parseStreamJson, repoRoot, tempHome } from '../support/real-claude.ts';
-import { copyCheckout } from './support.ts';
+import { type PreparedRepos, preparedRepos, runSkillLine, skillLines } from './skill-lines.ts';
+
+/** The plugin folder the marketplace points at. */
+const pluginRoot = join(repoRoot, 'plugin');
 
 let server: ModelServer;
 let project: string;
@@ -33,8 +37,8 @@ async function claude(args: string[], opts: { home?: string; input?: string; cwd
   if (!opts.home) cleanups.push(home);
   const r = await execa(claudeBin, args, {
     cwd: opts.cwd ?? project,
-    // A shared npm cache: a marketplace install runs `npm ci` for the plugin.
-    env: claudeEnv(server.url, home, { npm_config_cache: join(homedir(), '.npm') }),
+    // Any package download fails at once: a closed port on loopback, and an empty cache of its own.
+    env: claudeEnv(server.url, home, { npm_config_registry: 'http://127.0.0.1:9/', npm_config_cache: join(home, '.npm') }),
     extendEnv: false,
     input: opts.input ?? '',
     reject: false,
@@ -53,43 +57,53 @@ const lastPrompt = (): string => {
 };
 
 describe('foreman as a Claude Code plugin', () => {
-  it('`claude plugin validate` accepts the repository (plugin and marketplace manifests, skill front matter)', async () => {
-    const r = await claude(['plugin', 'validate', repoRoot]);
+  it('`claude plugin validate` accepts the plugin root (manifest, skill front matter, bin)', async () => {
+    const r = await claude(['plugin', 'validate', pluginRoot]);
     expect(r.exitCode, String(r.stdout) + String(r.stderr)).toBe(0);
     expect(r.stdout).toContain('foreman:design');
     expect(r.stdout).toContain('foreman:execute');
+    expect(r.stdout).toContain('bin: foreman');
+    expect(r.stdout).toMatch(/Validation passed/);
+  });
+
+  it('`claude plugin validate` accepts the repository root as a marketplace whose entry agrees with plugin.json', async () => {
+    const r = await claude(['plugin', 'validate', repoRoot]);
+    expect(r.exitCode, String(r.stdout) + String(r.stderr)).toBe(0);
+    expect(r.stdout).toContain('marketplace.json');
+    // A disagreeing version is only a warning to the CLI; scripts/check-plugin.ts makes it a failure.
+    expect(r.stdout).not.toMatch(/declares version/);
     expect(r.stdout).toMatch(/Validation passed/);
   });
 
   it('--plugin-dir loads the skills: the init event lists foreman:design and foreman:execute', async () => {
-    const r = await claude([...headless(['--plugin-dir', repoRoot])], { input: 'hello' });
+    const r = await claude([...headless(['--plugin-dir', pluginRoot])], { input: 'hello' });
     const init = initOf(r.events);
     expect(init, String(r.stderr)).toBeDefined();
     expect(init!.skills).toEqual(expect.arrayContaining(['foreman:design', 'foreman:execute']));
     expect(init!.slash_commands).toEqual(expect.arrayContaining(['foreman:design', 'foreman:execute']));
-    expect(init!.plugins).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'foreman', path: repoRoot })]));
+    expect(init!.plugins).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'foreman', path: pluginRoot })]));
     expect(r.exitCode).toBe(0);
   });
 
   it('/foreman:design expands the skill with the goal and the plugin root substituted', async () => {
-    const r = await claude(headless(['--plugin-dir', repoRoot]), { input: '/foreman:design add rate limiting to the API' });
+    const r = await claude(headless(['--plugin-dir', pluginRoot]), { input: '/foreman:design add rate limiting to the API' });
     expect(r.exitCode, String(r.stderr)).toBe(0);
     const prompt = lastPrompt();
-    expect(prompt).toContain(`Base directory for this skill: ${join(repoRoot, 'skills/design')}`);
+    expect(prompt).toContain(`Base directory for this skill: ${join(pluginRoot, 'skills/design')}`);
     expect(prompt).toContain('The goal: add rate limiting to the API');
-    expect(prompt).toContain(`"${repoRoot}/bin/foreman" plan check --fix`);
+    expect(prompt).toContain(`"${pluginRoot}/bin/foreman" plan check --fix`);
     expect(prompt).not.toContain('${CLAUDE_PLUGIN_ROOT}');
   });
 
   it('/foreman:execute and the bare /execute both reach our skill; the bare /design does not (Claude Code reserves it for its own design skill)', async () => {
-    await claude(headless(['--plugin-dir', repoRoot]), { input: '/foreman:execute' });
-    expect(lastPrompt()).toContain(`Base directory for this skill: ${join(repoRoot, 'skills/execute')}`);
-    expect(lastPrompt()).toContain(`"${repoRoot}/bin/foreman" plan setup`);
+    await claude(headless(['--plugin-dir', pluginRoot]), { input: '/foreman:execute' });
+    expect(lastPrompt()).toContain(`Base directory for this skill: ${join(pluginRoot, 'skills/execute')}`);
+    expect(lastPrompt()).toContain(`"${pluginRoot}/bin/foreman" plan setup`);
 
-    await claude(headless(['--plugin-dir', repoRoot]), { input: '/execute' });
+    await claude(headless(['--plugin-dir', pluginRoot]), { input: '/execute' });
     expect(lastPrompt()).toContain('<command-name>/foreman:execute</command-name>');
 
-    await claude(headless(['--plugin-dir', repoRoot]), { input: '/design a thing' });
+    await claude(headless(['--plugin-dir', pluginRoot]), { input: '/design a thing' });
     expect(lastPrompt()).not.toContain('Base directory for this skill');
     expect(lastPrompt()).toContain('/foreman:design');
   });
@@ -97,19 +111,22 @@ describe('foreman as a Claude Code plugin', () => {
   it("puts the plugin's bin/ on the PATH of the session's Bash tool", async () => {
     server.setResponder((req) => (req.assistantTurns === 0 ? [toolUse('Bash', { command: 'command -v foreman' })] : [text(`PATH-CHECK ${req.toolResults[0]?.content ?? ''}`)]));
     try {
-      const r = await claude(headless(['--plugin-dir', repoRoot, '--permission-mode', 'dontAsk', '--allowedTools', 'Bash(command -v foreman)']), { input: 'where is foreman?' });
+      const r = await claude(headless(['--plugin-dir', pluginRoot, '--permission-mode', 'dontAsk', '--allowedTools', 'Bash(command -v foreman)']), { input: 'where is foreman?' });
       const result = [...r.events].reverse().find((e) => e.type === 'result');
-      expect(result?.result).toBe(`PATH-CHECK ${join(repoRoot, 'bin/foreman')}`);
+      expect(result?.result).toBe(`PATH-CHECK ${join(pluginRoot, 'bin/foreman')}`);
     } finally {
       server.setResponder(() => [text('ok')]);
     }
   });
 
-  it('installs from the repository as a marketplace; the installed skills load without --plugin-dir', async () => {
-    // The repository as a user would clone it: its files, without node_modules.
+  it('installs from a clone of the commit under test, offline: no node_modules, a few megabytes, the skills load, every skill command works', async () => {
+    // The repository as a user gets it: a clone of the commit under test (what is committed is
+    // what is installed, so the committed build is what this checks).
     const source = await mkdtemp(join(tmpdir(), 'foreman-marketplace-'));
     cleanups.push(source);
-    await copyCheckout(source);
+    const head = (await execa('git', ['rev-parse', 'HEAD'], { cwd: repoRoot })).stdout.trim();
+    await execa('git', ['clone', '--quiet', '--no-local', '--no-checkout', repoRoot, source]);
+    await execa('git', ['checkout', '--quiet', head], { cwd: source });
     const home = await tempHome();
     cleanups.push(home);
 
@@ -118,16 +135,38 @@ describe('foreman as a Claude Code plugin', () => {
     const install = await claude(['plugin', 'install', 'foreman@foreman'], { home });
     expect(install.exitCode, String(install.stdout) + String(install.stderr)).toBe(0);
 
-    const installed = JSON.parse(await readFile(join(home, '.claude/plugins/installed_plugins.json'), 'utf8')) as { plugins: Record<string, unknown[]> };
+    const installed = JSON.parse(await readFile(join(home, '.claude/plugins/installed_plugins.json'), 'utf8')) as { plugins: Record<string, Array<{ installPath: string }>> };
     expect(Object.keys(installed.plugins)).toContain('foreman@foreman');
     const r = await claude(headless(), { home, input: 'hello' });
     const init = initOf(r.events);
     expect(init!.skills).toEqual(expect.arrayContaining(['foreman:design', 'foreman:execute']));
+    expect(init!.slash_commands).toEqual(expect.arrayContaining(['foreman:design', 'foreman:execute']));
     const plugin = (init!.plugins as Array<{ name: string; source: string; path: string }>).find((p) => p.source === 'foreman@foreman');
-    expect(plugin).toMatchObject({ name: 'foreman', version: '0.1.0' });
+    const version = (JSON.parse(await readFile(join(pluginRoot, '.claude-plugin/plugin.json'), 'utf8')) as { version: string }).version;
+    expect(plugin).toMatchObject({ name: 'foreman', version });
 
-    // The copy the session loads has a working launcher, from any directory.
-    const check = await execa(join(plugin!.path, 'bin/foreman'), ['plan', 'check', '--plan', join(repoRoot, 'test/plans/valid/realistic.json')], { cwd: project, reject: false });
-    expect(check.exitCode, check.stderr).toBe(0);
-  }, 300_000);
+    // The installed copy is the plugin folder: no package manager ran, nothing but the plugin's files.
+    const copy = plugin!.path;
+    const entries = (await readdir(copy)).sort();
+    expect(entries).toEqual(['.claude-plugin', 'README.md', 'bin', 'dist', 'schemas', 'skills', 'vendor']);
+    let bytes = 0;
+    for (const f of await readdir(copy, { recursive: true })) {
+      expect(f).not.toMatch(/(^|\/)(node_modules|package\.json|package-lock\.json)$/);
+      const st = await stat(join(copy, f));
+      if (st.isFile()) bytes += st.size;
+    }
+    expect(bytes).toBeLessThan(5 * 1024 * 1024);
+    const npmCache = await readdir(join(home, '.npm')).catch(() => []);
+    expect(npmCache).toEqual([]);
+
+    // Every command line of the installed skills, with the installed copy as the plugin root.
+    const { unique } = await skillLines(join(copy, 'skills'));
+    expect(unique.length).toBeGreaterThan(10);
+    const repos: PreparedRepos = preparedRepos();
+    try {
+      for (const c of unique) await runSkillLine(c, copy, repos);
+    } finally {
+      await repos.cleanup();
+    }
+  }, 600_000);
 });

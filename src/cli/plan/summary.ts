@@ -1,6 +1,6 @@
 // `plan.ts summary`: the plan at a glance in Markdown (see src/core/overview.ts).
 
-import { fileURLToPath } from 'node:url';
+import { ownLauncherPath } from '../../adapters/layout.ts';
 import { planOverview } from '../../core/overview.ts';
 import { probeFindings, probeHeadline } from '../../core/probe.ts';
 import { storedProbe } from '../../run/probe.ts';
@@ -9,8 +9,8 @@ import { EXIT } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';
 import { planOption } from './options.ts';
 
-/** This checkout's launcher, which installs the runtime dependencies on first use. */
-export const launcherPath = fileURLToPath(new URL('../../../bin/foreman', import.meta.url));
+/** The launcher of this copy of foreman (the plugin's, or the checkout's). */
+export const launcherPath = ownLauncherPath();
 
 export const summary: Command = {
   name: 'summary',

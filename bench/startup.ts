@@ -1,0 +1,81 @@
+// The plan tool's start-up, as the skills pay it at every step: the built plugin's bundle
+// (plugin/dist/plan.mjs with plain node, what an installed plugin runs) against the sources under
+// tsx (what a checkout's bin/foreman runs). Wall time and CPU time (user + system) of the whole
+// process, and its peak memory, medians of several runs.
+//   - `plan status` on a small plan (test/plans/valid/realistic.json, 8 tasks);
+//   - `plan next` on a 200-task plan in a fresh git repository each run (it marks tasks in
+//     progress and writes their prompts), the plan tool's heaviest step of a round.
+// The bundle is the committed one: run `npm run build` first to measure the current sources.
+
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { repoRoot, tsxLoader } from '../test/support/execute.ts';
+import { tempGitRepo } from '../test/support/git-repo.ts';
+import { writePlan } from '../test/support/plans.ts';
+import { benchPlan } from './orchestrator.ts';
+import { median, ms, progress, table } from './timing.ts';
+
+const bundle = join(repoRoot, 'plugin/dist/plan.mjs');
+const sources = join(repoRoot, 'scripts/plan.ts');
+const smallPlan = join(repoRoot, 'test/plans/valid/realistic.json');
+
+interface Sample {
+  wallMs: number;
+  cpuMs: number;
+  maxRssKb: number;
+}
+
+/** One run of `node <args>` in `cwd`, timed by /usr/bin/time when present (for CPU and memory). */
+function timed(args: string[], cwd: string): Sample {
+  const useTime = existsSync('/usr/bin/time');
+  const t0 = performance.now();
+  const r = useTime
+    ? spawnSync('/usr/bin/time', ['-f', '%U %S %M', process.execPath, ...args], { cwd, encoding: 'utf8' })
+    : spawnSync(process.execPath, args, { cwd, encoding: 'utf8' });
+  const wallMs = performance.now() - t0;
+  if (r.status !== 0) throw new Error(`node ${args.join(' ')} exited ${r.status}: ${r.stderr.slice(-500)}`);
+  if (!useTime) return { wallMs, cpuMs: Number.NaN, maxRssKb: Number.NaN };
+  const [user, system, rss] = r.stderr.trim().split('\n').at(-1)!.split(' ').map(Number);
+  return { wallMs, cpuMs: (user! + system!) * 1000, maxRssKb: rss! };
+}
+
+const variants = [
+  { name: 'bundle (node plugin/dist/plan.mjs)', args: (a: string[]) => [bundle, ...a] },
+  { name: 'sources (node --import tsx scripts/plan.ts)', args: (a: string[]) => ['--import', tsxLoader, sources, ...a] },
+];
+
+export async function benchStartup(o: { reps?: number } = {}): Promise<string> {
+  if (!existsSync(bundle)) return `No bundle at ${bundle}: run \`npm run build\` first.`;
+  const reps = o.reps ?? 7;
+  const rows: string[][] = [];
+  const plan = benchPlan(200, 0);
+  for (const v of variants) {
+    progress(`startup: ${v.name}, plan status`);
+    const status: Sample[] = [];
+    for (let i = 0; i < reps; i++) status.push(timed(v.args(['status', '--plan', smallPlan]), repoRoot));
+    progress(`startup: ${v.name}, plan next on 200 tasks`);
+    const next: Sample[] = [];
+    for (let i = 0; i < Math.max(3, Math.ceil(reps / 2)); i++) {
+      const repo = await tempGitRepo({ 'README.md': '# bench\n', 'shared/a.txt': 'a\n', 'shared/b.txt': 'b\n', 'shared/c.txt': 'c\n' });
+      try {
+        await writePlan(repo.dir, plan);
+        await repo.git(['add', '-A']);
+        await repo.git(['commit', '-q', '-m', 'plan']);
+        next.push(timed(v.args(['next', '--concurrency', '4']), repo.dir));
+      } finally {
+        await repo.cleanup();
+      }
+    }
+    for (const [what, samples] of [['plan status, 8 tasks', status], ['plan next, 200 tasks', next]] as const) {
+      rows.push([what, v.name, ms(median(samples.map((s) => s.wallMs))), ms(median(samples.map((s) => s.cpuMs))), `${Math.round(median(samples.map((s) => s.maxRssKb)) / 1024)} MB`]);
+    }
+  }
+  rows.sort((a, b) => a[0]!.localeCompare(b[0]!));
+  const idle = timed(['-e', '0'], repoRoot);
+  return [
+    table(['command', 'runs', 'wall ms (median)', 'CPU ms (median)', 'peak memory'], rows, ['l', 'l', 'r', 'r', 'r']),
+    '',
+    `For scale: \`node -e 0\` took ${ms(idle.wallMs)} wall, ${ms(idle.cpuMs)} CPU here just now (a loaded machine inflates every wall time).`,
+  ].join('\n');
+}

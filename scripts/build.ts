@@ -1,0 +1,150 @@
+// `npm run build`: the Claude Code plugin in plugin/, made from the sources.
+//
+// A plugin is installed by copying a folder of a repository, and nothing installs its
+// dependencies, so the plugin holds everything it runs: the plan tool and the headless
+// orchestrator bundled by esbuild into plugin/dist/*.mjs (plain `node` 20+ runs them, no
+// node_modules), the sandbox runtime's CLI bundled likewise (dist/srt.mjs) with the native helpers
+// it loads by path (vendor/), the launcher, the skills and the JSON schemas. No package.json: a
+// plugin that has one gets `npm ci` run in it by Claude Code.
+//
+// Everything in plugin/ but .claude-plugin/plugin.json (the manifest, edited by hand) is made
+// here; the build removes it first, so a file deleted from the sources leaves the plugin too.
+// The output is deterministic: CI builds again and fails when the committed plugin differs
+// (scripts/check-plugin.ts).
+
+import { chmod, copyFile, cp, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
+
+export const PLUGIN_DIR = 'plugin';
+/** What the build makes inside the plugin folder (everything else there is a source). */
+export const GENERATED = ['bin', 'dist', 'schemas', 'skills', 'vendor', 'README.md'] as const;
+
+/** The sandbox runtime's files it reads by path at run time, for the platforms foreman supports
+ * (Linux x64 and arm64: the seccomp helper; macOS uses the system's sandbox-exec; any: the Java
+ * proxy agent). Windows is not supported by foreman, so srt-win is left out. */
+const SANDBOX_VENDOR = ['vendor/seccomp/x64/apply-seccomp', 'vendor/seccomp/arm64/apply-seccomp', 'vendor/java-proxy-agent/srt-proxy-agent.jar', 'LICENSE'] as const;
+
+/** The sandbox runtime reads its version from its package.json at start-up; the plugin has none. */
+const SRT_VERSION_READ = "createRequire(import.meta.url)('../package.json')";
+
+export interface BuildOutput {
+  /** Files written, relative to the plugin folder, sorted. */
+  files: string[];
+  bytes: number;
+}
+
+export async function build(root: string): Promise<BuildOutput> {
+  const plugin = join(root, PLUGIN_DIR);
+  for (const generated of GENERATED) await rm(join(plugin, generated), { recursive: true, force: true });
+  await mkdir(join(plugin, 'dist'), { recursive: true });
+
+  const require = createRequire(join(root, 'package.json'));
+  const sandboxRoot = dirname(require.resolve('@anthropic-ai/sandbox-runtime/package.json'));
+  const sandboxVersion = (JSON.parse(await readFile(join(sandboxRoot, 'package.json'), 'utf8')) as { version: string }).version;
+
+  const result = await esbuild.build({
+    absWorkingDir: root,
+    entryPoints: {
+      plan: join(root, 'scripts/plan.ts'),
+      execute: join(root, 'scripts/execute.ts'),
+      srt: join(sandboxRoot, 'dist/cli.js'),
+    },
+    outdir: join(plugin, 'dist'),
+    outExtension: { '.js': '.mjs' },
+    bundle: true,
+    // Code the entry points share, and what only some commands load (the sandbox runtime, loaded
+    // when the sandbox is asked about), go to chunks: \`plan status\` does not parse them.
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    // Identifiers stay readable (stack traces of bugs, reviews of the committed build); the rest is compacted.
+    minifyWhitespace: true,
+    minifySyntax: true,
+    legalComments: 'eof',
+    charset: 'utf8',
+    define: { FOREMAN_BUNDLE: 'true' },
+    // Bundled CommonJS dependencies call `require` for Node's own modules.
+    banner: { js: "import { createRequire as __foremanCreateRequire } from 'node:module'; const require = __foremanCreateRequire(import.meta.url);" },
+    logLevel: 'warning',
+    write: true,
+    plugins: [
+      {
+        name: 'sandbox-runtime-version',
+        setup(b) {
+          b.onLoad({ filter: /sandbox-runtime[\\/]dist[\\/]cli\.js$/ }, async (args) => {
+            const text = await readFile(args.path, 'utf8');
+            // Fail loudly if a new version reads it differently: the bundle would throw at start-up.
+            if (!text.includes(SRT_VERSION_READ)) throw new Error(`${args.path} no longer reads its version as ${SRT_VERSION_READ}; update scripts/build.ts`);
+            return { contents: text.replace(SRT_VERSION_READ, JSON.stringify({ version: sandboxVersion })), loader: 'js' };
+          });
+        },
+      },
+    ],
+  });
+  if (result.errors.length > 0) throw new Error(result.errors.map((e) => e.text).join('\n'));
+  // The scripts' own `#!/usr/bin/env -S npx tsx` line: the bundle runs with plain node.
+  for (const entry of ['plan', 'execute', 'srt']) {
+    const file = join(plugin, 'dist', `${entry}.mjs`);
+    const text = await readFile(file, 'utf8');
+    await writeFile(file, text.startsWith('#!') ? `#!/usr/bin/env node${text.slice(text.indexOf('\n'))}` : text);
+  }
+
+  await cp(join(root, 'skills'), join(plugin, 'skills'), { recursive: true });
+  await mkdir(join(plugin, 'schemas'));
+  for (const name of (await readdir(join(root, 'schemas'))).filter((n) => n.endsWith('.json')).sort()) {
+    await copyFile(join(root, 'schemas', name), join(plugin, 'schemas', name));
+  }
+  await mkdir(join(plugin, 'bin'));
+  await copyFile(join(root, 'bin/foreman'), join(plugin, 'bin/foreman'));
+  await chmod(join(plugin, 'bin/foreman'), 0o755);
+  for (const file of SANDBOX_VENDOR) {
+    // The runtime looks for vendor/… in the bundle's parent folder, among others.
+    const dest = join(plugin, 'vendor', file === 'LICENSE' ? 'sandbox-runtime-LICENSE' : file.slice('vendor/'.length));
+    await mkdir(dirname(dest), { recursive: true });
+    await copyFile(join(sandboxRoot, file), dest);
+    await chmod(dest, file.endsWith('apply-seccomp') ? 0o755 : 0o644);
+  }
+  await writeFile(join(plugin, 'README.md'), pluginReadme(sandboxVersion));
+
+  const files = (await readdir(plugin, { recursive: true, withFileTypes: true }))
+    .filter((e) => e.isFile())
+    .map((e) => relative(plugin, join(e.parentPath, e.name)))
+    .sort();
+  let bytes = 0;
+  for (const f of files) bytes += (await readFile(join(plugin, f))).length;
+  return { files, bytes };
+}
+
+function pluginReadme(sandboxVersion: string): string {
+  return `# foreman, the Claude Code plugin
+
+Made by \`npm run build\` (scripts/build.ts) from the repository's sources: do not edit these files,
+edit the sources and build again. Only \`.claude-plugin/plugin.json\` is edited here.
+
+- \`bin/foreman\`: the launcher the skills run; it runs \`dist/plan.mjs\` or \`dist/execute.mjs\`
+  with \`node\` (20 or later) and never installs anything.
+- \`dist/\`: the plan tool, the headless orchestrator and the sandbox runtime's CLI
+  (@anthropic-ai/sandbox-runtime ${sandboxVersion}), bundled by esbuild with their dependencies.
+- \`vendor/\`: the sandbox runtime's helpers it loads by path (the seccomp filter for Linux x64
+  and arm64, the Java proxy agent) and its licence.
+- \`skills/\`, \`schemas/\`: copies of the repository's.
+
+See the repository's README.md, "Using it inside Claude Code".
+`;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+  try {
+    const out = await build(root);
+    process.stdout.write(`built ${PLUGIN_DIR}/: ${out.files.length} files, ${(out.bytes / 1024 / 1024).toFixed(1)} MB\n`);
+  } catch (e) {
+    process.stderr.write(`build: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(1);
+  }
+}

@@ -1,0 +1,30 @@
+// Where foreman's own files are. Two layouts run the same code:
+// - a checkout: tsx runs the sources, src/adapters/layout.ts is this file, and the sandbox
+//   runtime's CLI is in node_modules;
+// - the built plugin (`npm run build`, scripts/build.ts): the code is bundled into
+//   plugin/dist/*.mjs, which defines FOREMAN_BUNDLE, and the runtime's CLI is bundled beside it
+//   as plugin/dist/srt.mjs (its native helpers in plugin/vendor/, where it looks for them).
+
+import { createRequire } from 'node:module';
+import { basename, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// Replaced by `true` in the bundle (esbuild's `define`); never declared in a checkout.
+declare const FOREMAN_BUNDLE: boolean | undefined;
+
+/** True in the built plugin's bundle, false when the sources run under tsx. */
+export const bundled: boolean = typeof FOREMAN_BUNDLE !== 'undefined' && FOREMAN_BUNDLE;
+
+/** The plugin folder (bundled: this code is in dist/ or dist/chunks/) or the checkout (src/adapters/). */
+function ownRoot(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  if (!bundled) return join(here, '..', '..');
+  return basename(here) === 'chunks' ? join(here, '..', '..') : join(here, '..');
+}
+
+/** foreman's launcher in this layout: the plugin's bin/foreman, or the checkout's. */
+export const ownLauncherPath = (): string => join(ownRoot(), 'bin', 'foreman');
+
+/** The sandbox runtime's command-line entry point (`srt`), run with `node`. */
+export const sandboxCliPath = (): string =>
+  bundled ? join(ownRoot(), 'dist', 'srt.mjs') : createRequire(import.meta.url).resolve('@anthropic-ai/sandbox-runtime/dist/cli.js');
