@@ -8,10 +8,11 @@ import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { CORE_SIZES, benchCore } from './core.ts';
+import { GATE_SEEDS, benchGate } from './gate.ts';
 import { benchOrchestrator } from './orchestrator.ts';
 import { SIM_SEEDS, SIM_SIZES, benchSchedule } from './schedule.ts';
 
-const SECTIONS = ['core', 'schedule', 'orchestrator'] as const;
+const SECTIONS = ['core', 'schedule', 'gate', 'orchestrator'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const { values } = parseArgs({
@@ -25,10 +26,11 @@ const { values } = parseArgs({
 if (values.help) {
   process.stdout.write(
     [
-      'Usage: npm run bench -- [--only core,schedule,orchestrator] [--quick]',
+      'Usage: npm run bench -- [--only core,schedule,gate,orchestrator] [--quick]',
       '',
       '  core          the pure core (validation, overlaps, graph functions) on random plans of 200, 1000, 3000 tasks',
       '  schedule      simulated makespans: continuous vs rounds vs the lower bound, P = 2, 4, 8',
+      '  gate          the merge queue simulated: gate runs per task, time in the gate and makespan at --gate-batch 1, 2, 4, 8, with and without a culprit',
       '  orchestrator  scripts/execute.ts with the fake worker: 20 tasks of 200 ms, continuous vs rounds; one worker round-trip',
       '  --quick       smaller plans and fewer runs',
       '',
@@ -61,6 +63,9 @@ if (wanted('core')) {
 }
 if (wanted('schedule')) {
   section('Scheduling simulation: continuous vs rounds vs the lower bound', benchSchedule(quick ? [20, 50] : SIM_SIZES, quick ? 10 : SIM_SEEDS));
+}
+if (wanted('gate')) {
+  section('The merge queue: batch sizes, culprits, the gate in the path', benchGate(quick ? 10 : GATE_SEEDS));
 }
 if (wanted('orchestrator')) {
   section('The real orchestrator with the fake worker', await benchOrchestrator({ reps: quick ? 1 : 3 }));
