@@ -1,7 +1,7 @@
 // `npm run bench`: foreman's speed, measured here and never asserted in tests. See bench/README.md.
 //
 //   npm run bench                      everything (about a minute and a half on 2 cores)
-//   npm run bench -- --only core       one section: core, schedule, orchestrator, isolation, startup (comma-separated)
+//   npm run bench -- --only core       one section: core, schedule, gate, orchestrator, isolation, startup (comma-separated)
 //   npm run bench -- --quick           smaller sizes and fewer runs, for a quick look
 
 import { cpus } from 'node:os';
@@ -9,11 +9,12 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { CORE_SIZES, benchCore } from './core.ts';
 import { benchIsolation } from './isolation.ts';
+import { GATE_SEEDS, benchGate } from './gate.ts';
 import { benchOrchestrator } from './orchestrator.ts';
 import { SIM_SEEDS, SIM_SIZES, benchSchedule } from './schedule.ts';
 import { benchStartup } from './startup.ts';
 
-const SECTIONS = ['core', 'schedule', 'orchestrator', 'isolation', 'startup'] as const;
+const SECTIONS = ['core', 'schedule', 'gate', 'orchestrator', 'isolation', 'startup'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const { values } = parseArgs({
@@ -27,10 +28,11 @@ const { values } = parseArgs({
 if (values.help) {
   process.stdout.write(
     [
-      'Usage: npm run bench -- [--only core,schedule,orchestrator,isolation,startup] [--quick]',
+      'Usage: npm run bench -- [--only core,schedule,gate,orchestrator,isolation,startup] [--quick]',
       '',
       '  core          the pure core (validation, overlaps, graph functions) on random plans of 200, 1000, 3000 tasks',
       '  schedule      simulated makespans: continuous vs rounds vs the lower bound, P = 2, 4, 8',
+      '  gate          the merge queue simulated: gate runs per task, time in the gate and makespan at --gate-batch 1, 2, 4, 8, with and without a culprit',
       '  orchestrator  scripts/execute.ts with the fake worker: 20 tasks of 200 ms, continuous vs rounds; one worker round-trip',
       '  isolation     what worktrees, capture, integration and landing cost: 200 instant tasks at concurrency 8 vs bare spawns of the worker',
       '  startup       the plan tool\'s start-up: the built bundle vs the sources under tsx (plan status, plan next on 200 tasks)',
@@ -65,6 +67,9 @@ if (wanted('core')) {
 }
 if (wanted('schedule')) {
   section('Scheduling simulation: continuous vs rounds vs the lower bound', benchSchedule(quick ? [20, 50] : SIM_SIZES, quick ? 10 : SIM_SEEDS));
+}
+if (wanted('gate')) {
+  section('The merge queue: batch sizes, culprits, the gate in the path', benchGate(quick ? 10 : GATE_SEEDS));
 }
 if (wanted('orchestrator')) {
   section('The real orchestrator with the fake worker', await benchOrchestrator({ reps: quick ? 1 : 3 }));

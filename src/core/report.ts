@@ -3,7 +3,7 @@
 // attempts (`plan.ts report`) and the rows of `plan.ts history`.
 
 import type { RunEvent, RunOutcome, StopReason, TaskOutcome } from './events.ts';
-import { clipHead, formatCost, formatCostFigure, formatCostTally, formatCount, formatDuration, isoSeconds, listIndices, markdownCell, plural } from './format.ts';
+import { clipHead, clipTail, formatCost, formatCostFigure, formatCostTally, formatCount, formatDuration, isoSeconds, listIndices, markdownCell, plural } from './format.ts';
 import { countByStatus } from './graph.ts';
 import {
   type Plan,
@@ -201,6 +201,15 @@ export function attemptsOf(run: RunRecord): Attempt[] {
       const end = timeOf(e.at);
       let a = open.get(e.task);
       if (!a) {
+        // The gate blamed a verified attempt (the culprit): the same attempt, now failed.
+        const verified = out.findLast((x) => x.task === e.task && x.attempt === e.attempt && x.outcome === 'completed');
+        if (verified !== undefined && e.outcome !== 'completed') {
+          verified.outcome = e.outcome;
+          verified.reason = e.reason ?? e.result ?? null;
+          continue;
+        }
+      }
+      if (!a) {
         // The journal lost the start (or it came from an older version): reconstruct it.
         a = { task: e.task, subject: e.subject, attempt: e.attempt, model: null, logPath: e.logPath, startMs: end - e.durationMs, endMs: null, outcome: null, reason: null, durationMs: null, usage: null, permissionDenials: null };
         out.push(a);
@@ -221,6 +230,89 @@ export function attemptsOf(run: RunRecord): Attempt[] {
 /** Attempts that count against `maxAttempts` (a requeue or an interruption is not an attempt). */
 const counted = (attempt: Attempt) => attempt.outcome !== 'requeued' && attempt.outcome !== 'interrupted';
 const isFailure = (outcome: TaskOutcome | null) => outcome === 'retry' || outcome === 'failed' || outcome === 'blocked';
+
+// ---------------------------------------------------------------------------------------------
+// Gate runs (the merge queue)
+
+/** One run of the gate: `gate-started` paired with the `gate-finished` after it (the baseline has no start). */
+export interface GateRunRecord {
+  /** The candidates stacked on the integration tip, in order; empty for the baseline (the starting commit alone). */
+  tasks: number[];
+  startMs: number;
+  /** null while the gate is still running (or the run died during it). */
+  endMs: number | null;
+  /** null while running. */
+  passed: boolean | null;
+  durationMs: number | null;
+  integrated: number[];
+  culprit: number | null;
+  flake: boolean;
+  /** The end of the test command's output when it failed. */
+  output: string | null;
+}
+
+export interface GateSummary {
+  runs: GateRunRecord[];
+  /** Time the gate ran, finished runs and the baseline included. */
+  totalMs: number;
+  passed: number;
+  failed: number;
+  /** Candidates that failed once and passed when tested again: failures that blamed no task. */
+  flakes: number[];
+  /** Candidates that failed on their own twice: their attempts failed. */
+  culprits: number[];
+  /** Tasks the gate let integrate. */
+  integrated: number[];
+  /** Whether the starting commit passed the gate (null when the run did not test it). */
+  baseline: boolean | null;
+}
+
+/** The run's gate runs, in order. The gate has one lane, so each start pairs with the next finish. */
+export function gateRunsOf(run: RunRecord): GateRunRecord[] {
+  const out: GateRunRecord[] = [];
+  let open: GateRunRecord | null = null;
+  for (const e of run.events) {
+    if (e.type === 'gate-started') {
+      open = { tasks: [...e.tasks], startMs: timeOf(e.at), endMs: null, passed: null, durationMs: null, integrated: [], culprit: null, flake: false, output: null };
+      out.push(open);
+    } else if (e.type === 'gate-finished') {
+      const end = timeOf(e.at);
+      let record = open;
+      if (record === null) {
+        // The baseline (no gate-started), or a journal that lost the start.
+        record = { tasks: [...e.tasks], startMs: end - e.durationMs, endMs: null, passed: null, durationMs: null, integrated: [], culprit: null, flake: false, output: null };
+        out.push(record);
+      }
+      open = null;
+      Object.assign(record, { endMs: end, passed: e.passed, durationMs: e.durationMs, integrated: [...e.integrated], culprit: e.culprit, flake: e.flake, output: e.output ?? null });
+    } else if (e.type === 'run-finished' && open !== null) {
+      // Stopped before a verdict (Ctrl-C): the run ends with it.
+      open = null;
+    }
+  }
+  return out;
+}
+
+/** What the gate did in the run; null when the run had no gate. */
+export function gateSummaryOf(run: RunRecord, now?: number): GateSummary | null {
+  const runs = gateRunsOf(run);
+  if (runs.length === 0) return null;
+  const unique = (xs: number[]) => [...new Set(xs)];
+  const baseline = runs.find((r) => r.tasks.length === 0);
+  return {
+    runs,
+    totalMs: runs.reduce((n, r) => n + (r.durationMs ?? Math.max(0, (now ?? run.lastMs) - r.startMs)), 0),
+    passed: runs.filter((r) => r.passed === true).length,
+    failed: runs.filter((r) => r.passed === false).length,
+    flakes: runs.filter((r) => r.flake).flatMap((r) => r.tasks),
+    culprits: unique(runs.flatMap((r) => (r.culprit === null ? [] : [r.culprit]))),
+    integrated: unique(runs.flatMap((r) => r.integrated)),
+    baseline: baseline === undefined ? null : baseline.passed,
+  };
+}
+
+/** `task 3`, `tasks 0, 1, 2`, or `the starting commit` (the baseline). */
+export const gateRunName = (tasks: readonly number[]): string => (tasks.length === 0 ? 'baseline' : `${tasks.length === 1 ? 'task' : 'tasks'} ${listIndices([...tasks])}`);
 
 // ---------------------------------------------------------------------------------------------
 // Mermaid Gantt
@@ -263,6 +355,18 @@ export function ganttChart(run: RunRecord, options: GanttOptions = {}): string {
       const tags = a.outcome === null ? ['active'] : isFailure(a.outcome) ? ['crit'] : a.outcome === 'completed' || a.outcome === 'awaiting_approval' ? ['done'] : [];
       const label = `attempt ${a.attempt} ${a.outcome === null ? 'running' : a.outcome === 'retry' ? 'failed (retried)' : a.outcome.replace('_', ' ')}${a.durationMs !== null ? ` ${formatDuration(a.durationMs)}` : ''}`;
       lines.push(`  ${ganttText(label)} :${[...tags, `t${task}a${k + 1}`, String(Math.round(a.startMs)), String(Math.round(end))].join(', ')}`);
+    });
+  }
+  // The gate: one row, a bar per run named by its candidates, red when the stack failed.
+  const gateRuns = gateRunsOf(run);
+  if (gateRuns.length > 0) {
+    lines.push('  section gate');
+    gateRuns.forEach((g, k) => {
+      const end = Math.max(g.endMs ?? runEnd, g.startMs + 1);
+      const tags = g.passed === null ? ['active'] : g.passed ? ['done'] : ['crit'];
+      const found = g.culprit !== null ? ` culprit ${g.culprit}` : g.flake ? ' flake' : '';
+      const label = `${gateRunName(g.tasks)} ${g.passed === null ? 'running' : g.passed ? 'passed' : 'failed'}${found}${g.durationMs !== null ? ` ${formatDuration(g.durationMs)}` : ''}`;
+      lines.push(`  ${ganttText(label)} :${[...tags, `gate${k + 1}`, String(Math.round(g.startMs)), String(Math.round(end))].join(', ')}`);
     });
   }
   return lines.join('\n');
@@ -339,6 +443,8 @@ export function renderReport(input: ReportInput): string {
     .map(([s, n]) => `${n} ${s}`)
     .join(', ');
   out.push(`- **Tasks:** ${countText || 'none'}${plan ? ` (of ${plan.tasks.length})` : ''}${summary ? `; ${plural(attempts.filter(counted).length, 'attempt')} in this run` : ''}`);
+  const gate = input.run ? gateSummaryOf(input.run, input.now) : null;
+  if (gate !== null) out.push(`- **Gate:** ${describeGate(gate)}`);
   if (input.archivedFrom) out.push(`- **Plan:** ${input.archivedFrom} (archived)`);
   else if (input.planPath ?? summary?.planPath) out.push(`- **Plan:** ${input.planPath ?? summary?.planPath}`);
   out.push('');
@@ -407,6 +513,8 @@ export function renderReport(input: ReportInput): string {
     }
   }
 
+  if (gate !== null) out.push(...gateSection(gate));
+
   const awaiting = plan && (input.planIsOfRun || !summary) ? plan.tasks.flatMap((t, i) => (statusOf(t) === 'awaiting_approval' ? [i] : [])) : [];
   if (awaiting.length) {
     out.push('## Awaiting approval', '');
@@ -414,10 +522,46 @@ export function renderReport(input: ReportInput): string {
     out.push('');
   }
 
-  if (attempts.length) {
+  if (attempts.length || gate !== null) {
     out.push('## Timeline', '', '```mermaid', ganttChart(run, { title: `Run ${run.runId}`, now: input.now }), '```', '');
   }
   return out.join('\n');
+}
+
+/** `5 runs (2 failed), 1 min 3 s in the gate; 1 flake; culprit: task 3`. */
+function describeGate(gate: GateSummary): string {
+  const parts = [`${plural(gate.runs.length, 'run')}${gate.failed > 0 ? ` (${gate.failed} failed)` : ''}, ${formatDuration(gate.totalMs)} in the gate`];
+  if (gate.baseline === false) parts.push('the starting commit already failed it');
+  if (gate.flakes.length > 0) parts.push(`${plural(gate.flakes.length, 'flake')} (blamed no task)`);
+  if (gate.culprits.length > 0) parts.push(`${gate.culprits.length === 1 ? 'culprit' : 'culprits'}: ${gate.culprits.length === 1 ? 'task' : 'tasks'} ${listIndices(gate.culprits)}`);
+  return parts.join('; ');
+}
+
+/** The gate's runs, one line each, with the tail of the output of the ones that failed. */
+function gateSection(gate: GateSummary): string[] {
+  const out = ['## Gate (merge queue)', ''];
+  out.push(
+    `The plan's test command ran ${plural(gate.runs.length, 'time')}, ${formatDuration(gate.totalMs)} in all: ${gate.passed} passed, ${gate.failed} failed${gate.runs.length - gate.passed - gate.failed > 0 ? `, ${gate.runs.length - gate.passed - gate.failed} stopped or still running` : ''}. ${gate.integrated.length > 0 ? `${plural(gate.integrated.length, 'task')} integrated through it (commits of one batch were tested together, not alone).` : 'No task integrated through it.'}`,
+    '',
+  );
+  gate.runs.forEach((g, k) => {
+    const what = g.tasks.length === 0 ? 'the starting commit (baseline)' : `${gateRunName(g.tasks)} on the integration tip`;
+    const verdict = g.passed === null ? 'no verdict (stopped, or still running)' : g.passed ? 'passed' : 'failed';
+    const found = [
+      ...(g.integrated.length > 0 ? [`integrated ${listIndices(g.integrated)}`] : []),
+      ...(g.culprit !== null ? [`culprit: task ${g.culprit} (failed on its own twice)`] : []),
+      ...(g.flake ? [`flake: task ${g.tasks[0]} failed once and passed again, no task blamed`] : []),
+    ];
+    out.push(`${k + 1}. ${what}: ${verdict}${g.durationMs !== null ? ` in ${formatDuration(g.durationMs)}` : ''}${found.length > 0 ? ` — ${found.join('; ')}` : ''}`);
+    if (g.passed === false && g.output) out.push('', fence(clipTail(g.output.trim(), 1200)).replace(/^/gm, '   '), '');
+  });
+  out.push('');
+  return out;
+}
+
+/** The report as data (`plan.ts report --json`): the run's summary, its attempts and its gate runs. */
+export function reportData(run: RunRecord, options: SummaryOptions = {}): { summary: RunSummary; attempts: Attempt[]; gate: GateSummary | null } {
+  return { summary: summarizeRun(run, options), attempts: attemptsOf(run), gate: gateSummaryOf(run, options.now) };
 }
 
 function describeStop(event: RunEvent): string {

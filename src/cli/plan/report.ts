@@ -4,12 +4,12 @@
 import { resolve } from 'node:path';
 import { readPlanFile } from '../../adapters/plan-store.ts';
 import type { Plan } from '../../core/plan.ts';
-import { type RunRecord, renderReport, runForArchive } from '../../core/report.ts';
+import { type RunRecord, renderReport, reportData, runForArchive } from '../../core/report.ts';
 import { parsePlan } from '../../core/validate.ts';
 import type { Command } from '../command.ts';
 import { CliError, EXIT } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';
-import { planOption } from './options.ts';
+import { jsonOption, planOption } from './options.ts';
 import { displayPath, livePid, loadArchive, loadArchives, loadRuns } from './runs.ts';
 
 function findRun(runs: readonly RunRecord[], id: string, journalPath: string): RunRecord {
@@ -35,10 +35,11 @@ async function currentPlan(path: string): Promise<Plan | null> {
 
 export const report: Command = {
   name: 'report',
-  summary: 'Print a Markdown report of the latest run (or --run ID, or an --archived plan): summary, tasks, failures, and a Gantt chart of the attempts.',
-  usage: '[--plan FILE] [--run RUN_ID] [--archived FILE]',
+  summary: 'Print a Markdown report of the latest run (or --run ID, or an --archived plan): summary, tasks, failures, the gate\'s runs, and a Gantt chart of the attempts and gate runs. --json: the run\'s summary, attempts and gate runs as JSON.',
+  usage: '[--plan FILE] [--run RUN_ID] [--archived FILE] [--json]',
   options: {
     ...planOption,
+    ...jsonOption,
     run: { type: 'string', valueName: 'RUN_ID', description: 'report this run (an id from plan.ts history, or a unique prefix of one) instead of the latest' },
     archived: { type: 'string', valueName: 'FILE', description: 'report the run an archived plan (.design/history/<timestamp>-plan.json) records, with that plan' },
   },
@@ -46,6 +47,14 @@ export const report: Command = {
     const path = planPathFrom(values, io.cwd);
     const { journalPath, runs } = await loadRuns(path, io);
     const pid = await livePid(path);
+    if (values.json === true) {
+      const archive = typeof values.archived === 'string' ? await loadArchive(resolve(io.cwd, values.archived), io) : null;
+      const runId = typeof values.run === 'string' ? values.run : undefined;
+      const run = runId !== undefined ? findRun(runs, runId, journalPath) : archive !== null ? runForArchive(archive, runs) : (runs[runs.length - 1] ?? null);
+      if (run === null) throw new CliError(EXIT.invalid, [archive !== null ? `no run in ${journalPath} matches ${archive.path}: --json reports a run` : `no runs recorded in ${journalPath}: run \`npx tsx scripts/execute.ts\` first`]);
+      io.out(JSON.stringify(reportData(run, { livePid: pid, now: Date.now() })));
+      return EXIT.ok;
+    }
     const runId = typeof values.run === 'string' ? values.run : undefined;
 
     if (typeof values.archived === 'string') {
