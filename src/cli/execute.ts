@@ -289,6 +289,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
       planPath: settings.planPath,
       git,
       openIsolation: () => Isolation.open(plan, isolationOptions),
+      gated: settings.gate !== null,
       checkTimeoutMs: settings.checkTimeoutMs,
       signal: controller.signal,
       env: io.env,

@@ -8,7 +8,7 @@ import { lstat, realpath } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { runShell } from '../adapters/checks.ts';
 import { type Git, type RepositoryOperation, runGit } from '../adapters/git.ts';
-import { awaitingRef, dropParked, integrationRef, parkedWork, readRef } from '../adapters/git-integration.ts';
+import { awaitingRef, dropParked, integrationRef, park, parkedWork, readRef } from '../adapters/git-integration.ts';
 import { checkSandbox } from '../adapters/sandbox.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
@@ -90,6 +90,8 @@ export interface SetupOptions {
   signal?: AbortSignal;
   /** Where assumption checks are recorded while they run, so a run after a crash ends them. */
   registry?: ProcessRegistry;
+  /** A gate will test verified work: approved work joins the merge queue instead of integrating at once. */
+  gated?: boolean;
   /** Tasks an earlier session verified, waiting to be recorded: left in progress for the caller. */
   verified?: readonly number[];
   /** Run assumption checks in the operating-system sandbox (writes: the repository and their own TMPDIR). */
@@ -199,6 +201,11 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
     notices.push({ level: 'info', message: `tasks ${recovered.join(', ')}: their work had been integrated; recorded as completed` });
   }
 
+  // With a gate, approved work is tested before it integrates: it joins the merge queue as a candidate.
+  if (options.gated === true) {
+    const queued = await queueApproved(plan, isolation);
+    if (!queued.ok) return err({ kind: 'git-failed', doing: 'hold approved work for the gate', failure: queued.error });
+  }
   // Candidates held for the merge queue stay in progress: their verified work is on refs of their own.
   const held = await isolation.heldCandidates(plan);
   if (held.length > 0) notices.push({ level: 'info', message: `tasks ${held.map((h) => h.task).join(', ')}: their verified work waits in the merge queue, as an earlier run left it` });
@@ -286,6 +293,25 @@ async function missingIn(repo: string, commit: string, paths: readonly string[])
   const listed = await runGit(['--literal-pathspecs', 'ls-tree', '-r', '-z', '--name-only', commit, '--', ...paths.map((p) => (isDirPath(p) ? p.slice(0, -1) : p))], { cwd: repo });
   const present = listed.ok ? listed.value.split('\0').filter(Boolean) : [];
   return paths.filter((p) => !present.some((file) => coveredBy(file, [p])));
+}
+
+/**
+ * Approved tasks whose work is parked and not integrated yet become candidates of the merge queue:
+ * their work moves to a candidate ref and they are in progress again (with the result they
+ * reported), so the gate tests them before they integrate.
+ */
+async function queueApproved(plan: Plan, isolation: Isolation): Promise<Result<void, GitFailure>> {
+  for (const [i, task] of plan.tasks.entries()) {
+    if (statusOf(task) !== 'completed' || task.commit) continue;
+    const work = await parkedWork(isolation.repo, isolation.planId, i);
+    if (work === null) continue;
+    const held = await park(isolation.repo, isolation.planId, i, work, `foreman: task ${i} approved, waiting for the gate`, 'candidate');
+    if (!held.ok) return held;
+    await dropParked(isolation.repo, isolation.planId, i);
+    plan.tasks[i] = { ...task, status: 'in_progress' };
+    if (plan.progress?.completedTasks) plan.progress.completedTasks = plan.progress.completedTasks.filter((done) => done !== i);
+  }
+  return ok(undefined);
 }
 
 /** Completed tasks whose approved work is parked and not integrated yet: integrated in one commit. */

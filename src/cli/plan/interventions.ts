@@ -84,13 +84,20 @@ function interventionCommand(spec: Spec): Command {
 
 export const approve = interventionCommand({
   name: 'approve',
-  summary: "Approve a task awaiting approval: it becomes completed; its parked work is integrated on the plan's ref now and landed on your branch (as `plan land` does).",
+  summary: "Approve a task awaiting approval: it becomes completed; its parked work is integrated on the plan's ref now and landed on your branch (as `plan land` does), or, when the plan has a test command, tested by the next run's gate first.",
   needsReason: false,
   extraUsage: ' [--no-commit]',
   options: { 'no-commit': { type: 'boolean', description: 'land in your files as uncommitted changes, as `plan land --no-commit` does' } },
   apply: (plan, i, _reason, now) => approveTask(plan, i, now),
   async before(decision) {
     if (decision.repo === null) return;
+    // With a gate, approved work integrates only once the test command passed on it: the next run does that.
+    const gate = decision.plan.context?.testCommand;
+    if (typeof gate === 'string' && gate.trim() !== '') {
+      const note = `approved; the next run tests its work with the gate (\`${gate}\`) and integrates it`;
+      decision.changes = decision.changes.map((change, position) => (position === 0 ? { ...change, note } : change));
+      return;
+    }
     const integrated = await integrateParked(decision.repo, decision.plan, decision.index);
     if (!integrated.ok) {
       const code = integrated.error.kind === 'conflict' ? EXIT.invalid : EXIT.gitFailed;
