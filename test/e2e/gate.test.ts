@@ -14,7 +14,7 @@ import { processAlive } from '../../src/adapters/processes.ts';
 import type { RunEvent } from '../../src/core/events.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { groupRuns, renderReport, reportData } from '../../src/core/report.ts';
-import { executeScript, fakeWorker, runExecute, tsxLoader } from '../support/execute.ts';
+import { executeScript, fakeWorker, runExecute, runPlanTool, tsxLoader } from '../support/execute.ts';
 import { fakeEvents, repoWithPlan } from '../support/fake-run.ts';
 import type { TempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
@@ -239,5 +239,28 @@ describe('the merge queue', () => {
     const left = await readdir(worktrees, { recursive: true }).catch(() => [] as string[]);
     expect(left.filter((entry) => entry === '.git' || entry.endsWith('/.git'))).toEqual([]);
   });
-});
 
+  it('approved work is gated after approval: approve records it, the next run tests it before it integrates', async () => {
+    const plan = makePlan(
+      [fakeTask('G', { create: ['g.js'], gate: 'human-approval', fake: { write: { 'g.js': 'module.exports = 1;\n' } } })],
+      { context: { testCommand: 'node --test' } },
+    );
+    const { repo, env } = await setup(plan);
+    const first = await runExecute(repo.dir, ['--sandbox', 'off'], env);
+    expect(first.exitCode, `${first.stdout}\n${first.stderr}`).toBe(1);
+    expect(await foremanRefs(repo)).toEqual(expect.arrayContaining([expect.stringMatching(/^refs\/foreman-awaiting\//)]));
+    const approved = await runPlanTool(repo.dir, ['approve', '0'], env);
+    expect(approved.exitCode, approved.stderr).toBe(0);
+    expect(approved.stdout).toContain('the next run tests its work with the gate');
+    // Not integrated, not landed yet.
+    expect(existsSync(join(repo.dir, 'g.js'))).toBe(false);
+    const second = await runExecute(repo.dir, ['--sandbox', 'off'], env);
+    expect(second.exitCode, `${second.stdout}\n${second.stderr}`).toBe(0);
+    const events = await runEvents(repo);
+    const lastRun = events.filter((e) => e.type === 'run-started').at(-1)!.runId;
+    const gated = gateFinished(events.filter((e) => e.runId === lastRun));
+    expect(gated.some((g) => g.passed && g.integrated.includes(0))).toBe(true);
+    expect(await repo.git(['show', 'HEAD:g.js'])).toBe('module.exports = 1;\n');
+    expect(await foremanRefs(repo)).toEqual([]);
+  });
+});
