@@ -161,6 +161,7 @@ function dryRun(plan: Plan, settings: Settings, permissions: WorkerPermissions[]
   io.out(`Goal: ${plan.goal}`);
   io.out(`Tasks: ${plan.tasks.length} (max dependency depth ${Math.max(...depths(depsOf(plan.tasks)))}); ${plan.tasks.filter((t) => statusOf(t) === 'pending').length} pending`);
   io.out(`Workers: up to ${settings.concurrency} at once, ${settings.schedule} scheduling, ${settings.maxAttempts} attempts per task, permission mode ${settings.permissionMode}`);
+  io.out(settings.gate === null ? 'Gate: none (verified work integrates untested together)' : `Gate: \`${settings.gate.command}\` on batches of up to ${settings.gate.batchSize}, ${settings.gate.timeoutMs / 1000} s each; first on the starting commit`);
   rounds.forEach((groups, r) => {
     io.out(`Round ${r + 1}:`);
     groups.forEach((g, k) => {

@@ -324,8 +324,15 @@ describe('execute.ts with the fake worker', () => {
     expect(r.stdout).toContain('Round 2');
     expect(r.stdout).toContain('test -f a.txt');
     expect(r.stdout).toContain('node --version');
+    expect(r.stdout).toContain('Gate: none');
     expect(await readFile(planPath, 'utf8')).toBe(before);
     expect(await journalOf(journal)).toEqual([]);
+    const gated = await runExecute(repo.dir, ['--dry-run', '--gate', 'npm test', '--gate-batch', '2'], env);
+    expect(gated.stdout).toContain('Gate: `npm test` on batches of up to 2');
+    // Flags of the gate are checked like the others.
+    expect((await runExecute(repo.dir, ['--dry-run', '--gate', 'npm test', '--no-gate'], env)).exitCode).toBe(2);
+    expect((await runExecute(repo.dir, ['--dry-run', '--gate-batch', '0'], env)).exitCode).toBe(2);
+    expect((await runExecute(repo.dir, ['--dry-run', '--land', 'sometimes'], env)).exitCode).toBe(2);
   });
 
   it('exits 2 on bad flags, an invalid plan, or a directory that is not a git repository', async () => {
