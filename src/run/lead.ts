@@ -417,9 +417,12 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   const gateCommand = settings.noGate === true ? undefined : (settings.gate ?? plan.context?.testCommand);
   const gateConfig: SessionGateConfig | null =
     gateCommand === undefined || gateCommand.trim() === '' ? null : { command: gateCommand, batchSize: settings.gateBatch ?? DEFAULTS.gateBatch, timeoutMs: settings.gateTimeoutMs ?? session.checkTimeoutMs };
-  if (gateConfig === null) {
-    report.notices.push({ level: 'info', message: settings.noGate === true ? 'no gate (--no-gate): verified work integrates as soon as it is verified, untested together' : 'no gate: the plan has no context.testCommand, so verified work integrates untested together (--gate CMD sets one)' });
-  } else {
+  // Said once, in the gate's report (`state: "off"`).
+  const noGate =
+    gateConfig !== null
+      ? []
+      : [settings.noGate === true ? 'no gate (--no-gate): verified work integrates as soon as it is verified, untested together' : 'no gate: the plan has no context.testCommand, so verified work integrates untested together (--gate CMD sets one)'];
+  if (gateConfig !== null) {
     // Candidates an earlier session held (a gate run it was in included) rejoin the queue first: all tested, none lost.
     session.gate = { ...noSessionGate(), config: gateConfig, queue: enqueue(emptyGateQueue(), report.held.map((h) => h.task)) };
     session.round = earlier.round;
@@ -461,7 +464,7 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   ]);
 
   // The baseline: a gate that already fails on the starting commit would blame every task.
-  let gate = gateReport(session, []);
+  let gate = gateReport(session, [], { notices: noGate });
   if (gateConfig !== null && (plan.tasks.some((t) => statusOf(t) === 'pending') || session.gate.queue.waiting.length > 0)) {
     session.gate.baseline = 'running';
     const drive = await driveGate(plan, ctx, session, isolation, { round: session.round, deadline: Date.now() + (settings.waitMs ?? DEFAULT_GATE_WAIT_MS) });

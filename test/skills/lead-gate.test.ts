@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
 import { processAlive } from '../../src/adapters/processes.ts';
-import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
+import { tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
 import { checkedStep, isolatedSubagent, step } from './support.ts';
 
@@ -117,7 +117,7 @@ describe('the in-session merge queue', () => {
     const dir = await scratch();
     const counter = join(dir, 'runs');
     const gate = `n=$(cat ${counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > ${counter}; [ $n -ne 2 ]`;
-    const { repo, planPath } = await repoWith(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'A\n' } } })]));
+    const { repo } = await repoWith(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'A\n' } } })]));
     await checkedStep(step, repo.dir, ['setup', '--gate', gate, '--wait', '60']);
     await round(repo.dir);
     const commit = await checkedStep(step, repo.dir, ['commit', '--wait', '120']);
@@ -126,7 +126,7 @@ describe('the in-session merge queue', () => {
   });
 
   it('a red baseline refuses setup with exit 2, before anything is handed out', async () => {
-    const { repo, planPath } = await repoWith(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'A\n' } } })]));
+    const { repo } = await repoWith(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'A\n' } } })]));
     const setup = await checkedStep(step, repo.dir, ['setup', '--gate', 'echo BASELINE-RED; exit 1', '--wait', '60']);
     expect(setup.code).toBe(2);
     expect(setup.json.error.kind).toBe('baseline-failed');
