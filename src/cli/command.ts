@@ -23,6 +23,8 @@ export interface Command {
   /** e.g. `[--plan FILE] [--fix]` */
   usage: string;
   options: Record<string, OptionSpec>;
+  /** Not listed in the help: run by foreman itself (`plan gate --serve`). */
+  hidden?: boolean;
   /** Words after the command, e.g. a task index. */
   positionals?: { name: string; description: string; required: boolean }[];
   run(args: { values: Record<string, string | boolean | string[] | undefined>; positionals: string[] }, io: Io): Promise<ExitCode>;
@@ -72,14 +74,14 @@ export function numberArg(name: string, raw: string | undefined): number | undef
 export async function runProgram(program: string, commands: Command[], argv: string[], io: Io): Promise<ExitCode> {
   const [name, ...rest] = argv;
   const overview = () =>
-    [`Usage: ${program} <command> [options]`, '', 'Commands:', ...commands.map((c) => `  ${c.name.padEnd(12)} ${c.summary}`), '', `Run \`${program} <command> --help\` for a command's options.`].join('\n');
+    [`Usage: ${program} <command> [options]`, '', 'Commands:', ...commands.filter((c) => c.hidden !== true).map((c) => `  ${c.name.padEnd(12)} ${c.summary}`), '', `Run \`${program} <command> --help\` for a command's options.`].join('\n');
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     io.out(overview());
     return name === undefined ? EXIT.invalid : EXIT.ok;
   }
   const command = commands.find((c) => c.name === name);
   if (!command) {
-    io.err(`${program}: unknown command "${name}" (commands: ${commands.map((c) => c.name).join(', ')})`);
+    io.err(`${program}: unknown command "${name}" (commands: ${commands.filter((c) => c.hidden !== true).map((c) => c.name).join(', ')})`);
     return EXIT.invalid;
   }
   return runCommand(program, command, rest, io);

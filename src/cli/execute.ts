@@ -24,6 +24,7 @@ import { archivePlan } from '../run/archive.ts';
 import { runEngine, systemClock } from '../run/engine.ts';
 import { LAND_POLICIES, type LandPolicy, type RunSettings, DEFAULTS } from '../run/settings.ts';
 import { recordAttempts, verifyAttempt } from '../run/stages.ts';
+import { baselineRefusal } from '../run/lead-gate.ts';
 import { Isolation, type SetupReport, landedBase, recordLandedBase } from '../run/isolation.ts';
 import { setupRun } from '../run/setup.ts';
 import { type Command, type Io, intArg, numberArg } from './command.ts';
@@ -326,10 +327,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
       const baseline = await isolation.runGate(plan, { tasks: [], works: [] }, gateOptions, controller.signal);
       emit({ type: 'gate-finished', tasks: [], passed: baseline.passed === true, durationMs: baseline.durationMs, integrated: [], culprit: null, flake: false, ...(baseline.passed === false ? { output: clipTail(baseline.output, 4000) } : {}) });
       if (baseline.passed === false) {
-        throw new CliError(EXIT.invalid, [
-          `the gate \`${gateOptions.command}\` already fails on ${isolation.tip.slice(0, 12)}, before any task ran, so it would blame every task; nothing was started. Fix the failure first, or run with --no-gate (or --gate CMD for another command):`,
-          clipTail(baseline.output.trim(), 2000),
-        ]);
+        throw new CliError(EXIT.invalid, baselineRefusal(gateOptions.command, isolation.tip, baseline.output));
       }
     }
     const stages = { isolation, checkTimeoutMs: settings.checkTimeoutMs, env: io.env, registry, sandbox: sandboxed };

@@ -37,7 +37,16 @@ export interface IsolationOptions {
   registry?: ProcessRegistry;
   /** Told after each run of the setup command in a worktree (a new slot, or its setup inputs changed). */
   onSetup?: (run: SetupReport) => void;
+  /**
+   * `gate`: for the in-session gate process only (`plan gate --serve`), which runs beside the plan
+   * tool's steps: a pool of its own, the integration ref only read (never made), and nothing a
+   * live step may hold (a ref lock) cleared.
+   */
+  role?: 'run' | 'gate';
 }
+
+/** The gate process's pool: its own, so it never takes a slot from the steps running beside it. */
+export const gatePoolId = (planId: string): string => `${planId}-gate`;
 
 /** One run of the plan's setup command in a worktree of the pool. */
 export interface SetupReport {
@@ -91,8 +100,10 @@ export class Isolation {
     const planId = ensurePlanId(plan);
     const repo = await realpath(options.repo);
     const ref = integrationRef(planId);
-    await clearLeftovers(repo, planId);
+    const gateOnly = options.role === 'gate';
+    if (!gateOnly) await clearLeftovers(repo, planId);
     let tip = await readRef(repo, ref);
+    if (tip === null && gateOnly) return err({ step: 'rev-parse', exitCode: 1, stderr: `the plan's integration ref ${ref} does not exist` });
     if (tip === null) {
       const head = await runGit(['rev-parse', '--verify', 'HEAD^{commit}'], { cwd: repo });
       if (!head.ok) return err(failureOf(head.error));
@@ -103,7 +114,7 @@ export class Isolation {
     const context = plan.context ?? {};
     const pool = await openPool({
       repo,
-      planId,
+      planId: gateOnly ? gatePoolId(planId) : planId,
       root: worktreesRoot(options.env),
       ...(context.setupCommand ? { setupCommand: context.setupCommand } : {}),
       ...(context.setupInputs ? { setupInputs: context.setupInputs } : {}),

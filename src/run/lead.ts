@@ -28,7 +28,8 @@ import { lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { agentWorktree, describeAgentWorktreeProblem, removeAgentWorktree } from '../adapters/agent-worktrees.ts';
 import { type Git, runGit } from '../adapters/git.ts';
-import { integrationRef, park, readRef } from '../adapters/git-integration.ts';
+import { integrationRef, park, parkedWork, readRef } from '../adapters/git-integration.ts';
+import { emptyGateQueue, enqueue, nextSegment, afterGateRun } from '../core/gate.ts';
 import { symlinkDirectoriesOf } from '../adapters/worktree-pool.ts';
 import { WORKTREE_INCLUDE } from '../adapters/scratch.ts';
 import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
@@ -47,12 +48,13 @@ import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { groupRuns } from '../core/report.ts';
 import { type Plan, type TaskStatus, UNKNOWN, attemptsOf, modelOf, statusOf } from '../core/plan.ts';
 import { parseStatusLine, workerPrompt } from '../core/prompt.ts';
-import { clipMiddle } from '../core/format.ts';
+import { clipMiddle, clipTail } from '../core/format.ts';
 import { pickStarts } from '../core/schedule.ts';
 import { type Applied, applyDecision, markStarted } from '../core/transition.ts';
 import { archivePlan, promptsDirFor } from './archive.ts';
 import { roundMessage } from './commit.ts';
 import { Isolation } from './isolation.ts';
+import { type BaselineState, type SessionGate, type SessionGateConfig, endGateProcess, gateAlive, gateFromJson, gateToJson, launchGate, noSessionGate, readGateState } from './lead-gate.ts';
 import { type AssumptionResult, type SetupProblem, setupRun } from './setup.ts';
 import { DEFAULTS } from './settings.ts';
 import { type StageContext, verifyAttempt } from './stages.ts';
@@ -117,6 +119,8 @@ export interface Session {
    * in plan.json until then (holding their files), as in a headless run.
    */
   verified: VerifiedAttempt[];
+  /** The merge queue (`core/gate.ts`) and the gate run in the background; no config: no gate. */
+  gate: SessionGate;
 }
 
 const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
@@ -149,6 +153,7 @@ const defaultSession = (): Session => ({
   started: {},
   bases: {},
   verified: [],
+  gate: noSessionGate(),
 });
 
 /** The session file, or the defaults when there is none (a lead that skipped `setup`) or it is damaged. */
@@ -182,6 +187,7 @@ export async function readSession(planPath: string): Promise<Session> {
             return entry && Number.isInteger(entry.task) && typeof entry.result === 'string' && work !== null ? [{ task: entry.task as number, result: entry.result, work }] : [];
           })
         : [],
+      gate: gateFromJson(data.gate),
     };
   } catch {
     return base;
@@ -190,7 +196,7 @@ export async function readSession(planPath: string): Promise<Session> {
 
 async function writeSession(planPath: string, session: Session): Promise<void> {
   await mkdir(promptsDirFor(planPath), { recursive: true });
-  await writeFileAtomic(sessionPathFor(planPath), `${JSON.stringify(session, null, 2)}\n`);
+  await writeFileAtomic(sessionPathFor(planPath), `${JSON.stringify({ ...session, gate: gateToJson(session.gate) }, null, 2)}\n`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -303,6 +309,10 @@ async function landOnBranch(isolation: Isolation, session: Session): Promise<Lan
 async function finishPlan(plan: Plan, ctx: LeadContext, isolation: Isolation, landing: LandingReport): Promise<string | null> {
   if (!isComplete(plan) || !landing.landed) return null;
   await isolation.removeWorktrees();
+  // The gate process's own pool.
+  const gatePool = await Isolation.open(plan, { repo: ctx.repo, planPath: ctx.planPath, env: ctx.env ?? process.env, sandbox: false, setupTimeoutMs: 1000, role: 'gate' });
+  if (gatePool.ok) await gatePool.value.removeWorktrees();
+  await endGateProcess(ctx.planPath);
   await isolation.removeRefs();
   return archivePlan(ctx.planPath);
 }
@@ -321,6 +331,14 @@ export interface SetupSettings {
   concurrency?: number;
   maxAttempts?: number;
   checkTimeoutMs?: number;
+  /** `--gate CMD`: the merge queue's gate instead of the plan's `context.testCommand`. */
+  gate?: string;
+  /** `--no-gate`: verified work integrates as soon as `commit` sees it. */
+  noGate?: boolean;
+  gateBatch?: number;
+  gateTimeoutMs?: number;
+  /** How long setup waits for the baseline gate run before it returns `running`. */
+  waitMs?: number;
 }
 
 export interface SetupOutput {
@@ -352,6 +370,8 @@ export interface SetupOutput {
   archived: string | null;
   concurrency: number;
   maxAttempts: number;
+  /** The merge queue; `baseline: "failed"` refuses the session (the CLI exits 2). */
+  gate: GateReport;
 }
 
 /**
@@ -370,6 +390,8 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   // Checks a killed step left behind may still be writing files: stop them before anything else.
   const registryPath = registryPathFor(ctx.planPath);
   const orphans = await killOrphans(registryPath);
+  // A gate process a killed session left running is ended; its candidates are queued again below.
+  const endedGate = await endGateProcess(ctx.planPath);
   const registry = new ProcessRegistry(registryPath);
   // Work an earlier session verified is integrated, not reset.
   const earlier = await readSession(ctx.planPath);
@@ -391,7 +413,21 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   const report = setup.value;
   const isolation = report.isolation;
   if (orphans.length > 0) report.notices.unshift({ level: 'warning', message: describeOrphans(orphans) });
-  const integrated = await integrateVerified(plan, isolation, earlier.verified, earlier.round);
+  if (endedGate.length > 0) report.notices.unshift({ level: 'warning', message: `stopped ${endedGate.join(', ')} left running by an earlier session: its candidates are tested again` });
+  const gateCommand = settings.noGate === true ? undefined : (settings.gate ?? plan.context?.testCommand);
+  const gateConfig: SessionGateConfig | null =
+    gateCommand === undefined || gateCommand.trim() === '' ? null : { command: gateCommand, batchSize: settings.gateBatch ?? DEFAULTS.gateBatch, timeoutMs: settings.gateTimeoutMs ?? session.checkTimeoutMs };
+  // Said once, in the gate's report (`state: "off"`).
+  const noGate =
+    gateConfig !== null
+      ? []
+      : [settings.noGate === true ? 'no gate (--no-gate): verified work integrates as soon as it is verified, untested together' : 'no gate: the plan has no context.testCommand, so verified work integrates untested together (--gate CMD sets one)'];
+  if (gateConfig !== null) {
+    // Candidates an earlier session held (a gate run it was in included) rejoin the queue first: all tested, none lost.
+    session.gate = { ...noSessionGate(), config: gateConfig, queue: enqueue(emptyGateQueue(), report.held.map((h) => h.task)) };
+    session.round = earlier.round;
+  }
+  const integrated = gateConfig !== null ? await holdEarlier(plan, isolation, session, earlier.verified) : await integrateVerified(plan, isolation, earlier.verified, earlier.round);
   if (!integrated.ok) {
     // Nothing was integrated: those tasks run again.
     for (const task of integrated.error.tasks) plan.tasks[task] = { ...plan.tasks[task]!, status: 'pending' };
@@ -427,8 +463,18 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
     ...(committed.commit !== null ? [{ type: 'round-committed', round: 0, tasks: committed.tasks, commit: committed.commit } as const] : []),
   ]);
 
+  // The baseline: a gate that already fails on the starting commit would blame every task.
+  let gate = gateReport(session, [], { notices: noGate });
+  if (gateConfig !== null && (plan.tasks.some((t) => statusOf(t) === 'pending') || session.gate.queue.waiting.length > 0)) {
+    session.gate.baseline = 'running';
+    const drive = await driveGate(plan, ctx, session, isolation, { round: session.round, deadline: Date.now() + (settings.waitMs ?? DEFAULT_GATE_WAIT_MS) });
+    if (drive.ok) gate = drive.value.report;
+    if ((session.gate.baseline as BaselineState) === 'failed') {
+      finishRun(plan, ctx, session, { outcome: 'incomplete', reason: 'failures', exitCode: 2, message: `the gate \`${gateConfig.command}\` fails on the starting commit` });
+    }
+  }
   const counts = countByStatus(plan);
-  if (counts.pending === 0 && !isComplete(plan)) finishRun(plan, ctx, session, { outcome: 'incomplete', reason: 'failures', exitCode: 1, message: 'nothing left to run: the tasks that did not complete failed, were blocked or skipped' });
+  if (counts.pending === 0 && !isComplete(plan) && session.gate.queue.waiting.length === 0 && session.gate.current === null) finishRun(plan, ctx, session, { outcome: 'incomplete', reason: 'failures', exitCode: 1, message: 'nothing left to run: the tasks that did not complete failed, were blocked or skipped' });
   await writeSession(ctx.planPath, session);
   const archived = await finishPlan(plan, ctx, isolation, landing);
   // Archiving removed the session file with the prompts: the finished run needs it no more.
@@ -458,13 +504,21 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
     archived,
     concurrency: session.concurrency,
     maxAttempts: session.maxAttempts,
+    gate,
   });
+}
+
+/** With a gate, the work an earlier session verified becomes candidates (never integrated untested). */
+async function holdEarlier(plan: Plan, isolation: Isolation, session: Session, verified: VerifiedAttempt[]): Promise<Result<CommitOutcome, { tasks: number[]; failure: GitFailure }>> {
+  session.verified = verified;
+  const held = await holdVerified(plan, isolation, session);
+  return held.ok ? ok({ commit: null, tasks: [] }) : held;
 }
 
 // ---------------------------------------------------------------------------------------------
 // next
 
-export type NextStall = 'none' | 'running' | 'deadlock' | 'awaiting_approval' | 'landing' | 'done';
+export type NextStall = 'none' | 'running' | 'deadlock' | 'awaiting_approval' | 'landing' | 'gate' | 'done';
 
 export interface NextOutput {
   round: number;
@@ -497,6 +551,10 @@ export interface NextOutput {
 export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurrency?: number } = {}): Promise<NextOutput> {
   const session = await readSession(ctx.planPath);
   const running = new Set(indicesWith(plan, (s) => s === 'in_progress'));
+  // Nothing starts before the gate has passed the starting commit: `plan commit` waits for it.
+  if (session.gate.config !== null && (session.gate.baseline === 'running' || session.gate.baseline === 'failed')) {
+    return { round: session.round, tasks: [], waiting: [], queued: readySet(plan.tasks).length, inProgress: [...running].sort((a, b) => a - b), stall: 'gate', stuck: [], counts: countByStatus(plan), complete: isComplete(plan) };
+  }
   const overlaps = overlapSets(computeOverlaps(plan.tasks));
   // Every in-progress task counts as running here, so only gated work is held.
   const gates = [...holding({ plan, attempts: new Map() })];
@@ -848,9 +906,14 @@ export interface CommitStepOutput extends CommitOutcome {
   archived: string | null;
   counts: Record<TaskStatus, number>;
   complete: boolean;
+  /** The merge queue: off, idle, or a gate run still going in the background (call `commit` again). */
+  gate: GateReport;
 }
 
-export type CommitProblem = { kind: 'git-failed'; failure: GitFailure; tasks: number[]; retried: boolean };
+export type CommitProblem =
+  | { kind: 'git-failed'; failure: GitFailure; tasks: number[]; retried: boolean }
+  /** The gate fails on the starting commit: it would blame every task. */
+  | { kind: 'baseline-failed'; command: string; tip: string; output: string };
 
 /**
  * Integrate the round's verified work onto the plan's integration ref (one commit, trailers
@@ -861,7 +924,7 @@ export type CommitProblem = { kind: 'git-failed'; failure: GitFailure; tasks: nu
  * running `commit` again lands it. When the plan is complete and landed: its worktrees and refs
  * are removed and it is archived (as a headless run does).
  */
-export async function leadCommit(plan: Plan, ctx: LeadContext, options: { round?: number } = {}): Promise<Result<CommitStepOutput, CommitProblem>> {
+export async function leadCommit(plan: Plan, ctx: LeadContext, options: { round?: number; waitMs?: number } = {}): Promise<Result<CommitStepOutput, CommitProblem>> {
   const session = await readSession(ctx.planPath);
   const round = options.round ?? session.round;
   const opened = await openIsolation(plan, ctx, { sandbox: false, checkTimeoutMs: session.checkTimeoutMs });
@@ -869,25 +932,39 @@ export async function leadCommit(plan: Plan, ctx: LeadContext, options: { round?
   const isolation = opened.value;
   // Work the person committed on top of everything integrated becomes the new starting point.
   await isolation.followHead();
-  const integrated = await integrateVerified(plan, isolation, session.verified, round);
-  if (!integrated.ok) {
-    // The integration tip changed the same paths since the attempts started: they can never
-    // integrate; their tasks run again (no attempt counted). Any other failure keeps them verified.
-    const conflict = integrated.error.failure.step === 'integrate';
-    if (conflict) {
-      for (const task of integrated.error.tasks) plan.tasks[task] = { ...plan.tasks[task]!, status: 'pending' };
-      session.verified = session.verified.filter((v) => !integrated.error.tasks.includes(v.task));
-      await writePlanAtomic(ctx.planPath, plan);
-      await writeSession(ctx.planPath, session);
+  let committed: CommitOutcome;
+  let gate: GateReport;
+  if (session.gate.config !== null) {
+    // The merge queue: verified work is held as candidates; only stacks the gate passed integrate.
+    const held = await holdVerified(plan, isolation, session);
+    if (!held.ok) return err({ kind: 'git-failed', failure: held.error.failure, tasks: held.error.tasks, retried: false });
+    const drive = await driveGate(plan, ctx, session, isolation, { round, deadline: Date.now() + (options.waitMs ?? DEFAULT_GATE_WAIT_MS) });
+    if (!drive.ok) return drive;
+    committed = drive.value.committed;
+    gate = drive.value.report;
+    if (gate.baseline === 'failed') return err({ kind: 'baseline-failed', command: session.gate.config.command, tip: isolation.tip, output: gate.output ?? '' });
+  } else {
+    gate = gateReport(session, []);
+    const integrated = await integrateVerified(plan, isolation, session.verified, round);
+    if (!integrated.ok) {
+      // The integration tip changed the same paths since the attempts started: they can never
+      // integrate; their tasks run again (no attempt counted). Any other failure keeps them verified.
+      const conflict = integrated.error.failure.step === 'integrate';
+      if (conflict) {
+        for (const task of integrated.error.tasks) plan.tasks[task] = { ...plan.tasks[task]!, status: 'pending' };
+        session.verified = session.verified.filter((v) => !integrated.error.tasks.includes(v.task));
+        await writePlanAtomic(ctx.planPath, plan);
+        await writeSession(ctx.planPath, session);
+      }
+      return err({ kind: 'git-failed', failure: integrated.error.failure, tasks: integrated.error.tasks, retried: conflict });
     }
-    return err({ kind: 'git-failed', failure: integrated.error.failure, tasks: integrated.error.tasks, retried: conflict });
+    committed = integrated.value;
+    const recorded = new Set(committed.tasks);
+    session.verified = session.verified.filter((v) => !recorded.has(v.task) && plan.tasks[v.task] !== undefined && statusOf(plan.tasks[v.task]!) === 'in_progress');
+    if (committed.tasks.length > 0) await writePlanAtomic(ctx.planPath, plan);
+    await writeSession(ctx.planPath, session);
+    if (committed.commit !== null && session.runId !== null) journal(ctx.planPath, session.runId, [{ type: 'round-committed', round, tasks: committed.tasks, commit: committed.commit }]);
   }
-  const committed = integrated.value;
-  const recorded = new Set(committed.tasks);
-  session.verified = session.verified.filter((v) => !recorded.has(v.task) && plan.tasks[v.task] !== undefined && statusOf(plan.tasks[v.task]!) === 'in_progress');
-  if (committed.tasks.length > 0) await writePlanAtomic(ctx.planPath, plan);
-  await writeSession(ctx.planPath, session);
-  if (committed.commit !== null && session.runId !== null) journal(ctx.planPath, session.runId, [{ type: 'round-committed', round, tasks: committed.tasks, commit: committed.commit }]);
   const landing = await landOnBranch(isolation, session);
   const counts = countByStatus(plan);
   const complete = isComplete(plan);
@@ -896,5 +973,241 @@ export async function leadCommit(plan: Plan, ctx: LeadContext, options: { round?
     // Archiving removed the session file with the prompts: the finished run needs it no more.
     finishRun(plan, ctx, session, { outcome: 'completed', reason: 'all-done', exitCode: 0, message: `all ${plan.tasks.length} tasks completed; the plan was moved to ${archived}` });
   }
-  return ok({ ...committed, round, landing, archived, counts, complete });
+  return ok({ ...committed, round, landing, archived, counts, complete, gate });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The merge queue (with a gate)
+
+/** How long a step waits for a gate run before it returns `running` (`--wait`): well inside the Bash tool's two minutes. */
+export const DEFAULT_GATE_WAIT_MS = 90_000;
+
+export interface GateRunReport {
+  tasks: number[];
+  passed: boolean;
+  durationMs: number;
+  integrated: number[];
+  culprit: number | null;
+  flake: boolean;
+}
+
+/** The merge queue as a step reports it. */
+export interface GateReport {
+  /** `running`: a gate run goes on in the background; call `plan commit` again for its result. */
+  state: 'off' | 'idle' | 'running';
+  command: string | null;
+  /** The gate on the starting commit: `running` until it has passed; `failed` refuses the run. */
+  baseline: BaselineState;
+  /** The candidates under test now, stacked in order on the integration tip (empty for the baseline). */
+  testing: number[];
+  /** Candidates waiting for a gate run after it. */
+  waiting: number[];
+  /** Gate runs this step saw finish. */
+  runs: GateRunReport[];
+  /** Culprits found by this step: back to pending with the gate's output (retry), or failed. */
+  blamed: Array<TaskRef & { outcome: 'retry' | 'failed'; reason: string }>;
+  /** Candidates whose gate failure did not repeat: a flaky test, which blamed nobody. */
+  flakes: number[];
+  /** What the gate said when the baseline failed. */
+  output?: string;
+  notices: string[];
+}
+
+function gateReport(session: Session, runs: GateRunReport[], extra: Partial<GateReport> = {}): GateReport {
+  const gate = session.gate;
+  const testing = gate.current?.tasks ?? [];
+  const queued = [...gate.queue.segments.flat(), ...gate.queue.waiting].filter((t) => !testing.includes(t));
+  return {
+    state: gate.config === null ? 'off' : gate.current !== null ? 'running' : 'idle',
+    command: gate.config?.command ?? null,
+    baseline: gate.baseline,
+    testing: [...testing],
+    waiting: [...new Set(queued)],
+    runs,
+    blamed: [],
+    flakes: [],
+    notices: [],
+    ...extra,
+  };
+}
+
+/**
+ * The verified attempts whose tasks are still in progress become candidates: held on their refs
+ * (`refs/foreman-candidate/<planId>/<task>`) with their results in the plan, and queued. Their
+ * tasks stay in progress until the gate has passed them.
+ */
+async function holdVerified(plan: Plan, isolation: Isolation, session: Session): Promise<Result<number[], { tasks: number[]; failure: GitFailure }>> {
+  const attempts = session.verified.filter((v) => plan.tasks[v.task] !== undefined && statusOf(plan.tasks[v.task]!) === 'in_progress');
+  if (attempts.length === 0) {
+    session.verified = [];
+    return ok([]);
+  }
+  for (const attempt of attempts) plan.tasks[attempt.task] = { ...plan.tasks[attempt.task]!, result: attempt.result };
+  const held = await isolation.record(plan, { tasks: attempts.map((a) => a.task), round: session.round, integrate: [], park: [], hold: attempts.map((a) => ({ task: a.task, work: a.work })), drop: [] });
+  if (!held.ok) return err({ tasks: attempts.map((a) => a.task), failure: held.error });
+  session.gate.queue = enqueue(session.gate.queue, attempts.map((a) => a.task));
+  session.verified = [];
+  return ok(attempts.map((a) => a.task));
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Drive the merge queue until `deadline`: collect the background gate run's result and apply it,
+ * start the next run (the baseline first), and wait for it. Returns what was integrated and the
+ * queue's report; a run still going at the deadline goes on in the background.
+ */
+async function driveGate(
+  plan: Plan,
+  ctx: LeadContext,
+  session: Session,
+  isolation: Isolation,
+  options: { round: number; deadline: number },
+): Promise<Result<{ committed: CommitOutcome; report: GateReport }, CommitProblem>> {
+  const config = session.gate.config!;
+  const runs: GateRunReport[] = [];
+  const extra: Pick<GateReport, 'blamed' | 'flakes' | 'notices'> & { output?: string } = { blamed: [], flakes: [], notices: [] };
+  const committed: CommitOutcome = { commit: null, tasks: [] };
+  const events: RunEventBody[] = [];
+  const flush = async () => {
+    await writePlanAtomic(ctx.planPath, plan);
+    await writeSession(ctx.planPath, session);
+    if (session.runId !== null) journal(ctx.planPath, session.runId, events.splice(0));
+  };
+  const sandbox = await checksSandboxed(ctx.env);
+  const launch = { repo: isolation.repo, planPath: ctx.planPath, env: ctx.env ?? process.env, config, sandbox };
+  forgetGone(plan, session);
+  for (;;) {
+    const current = session.gate.current;
+    if (current !== null) {
+      const state = await readGateState(ctx.planPath);
+      if (state !== null && state.id === current.id && state.state === 'finished') {
+        session.gate.current = null;
+        if (current.tasks.length === 0) {
+          // The baseline.
+          session.gate.baseline = state.passed ? 'passed' : 'failed';
+          events.push({ type: 'gate-finished', tasks: [], passed: state.passed, durationMs: state.durationMs, integrated: [], culprit: null, flake: false, ...(state.passed ? {} : { output: clipTail(state.output, 4000) }) });
+          runs.push({ tasks: [], passed: state.passed, durationMs: state.durationMs, integrated: [], culprit: null, flake: false });
+          if (!state.passed) extra.output = clipTail(state.output.trim(), 2000);
+          await flush();
+          if (!state.passed) break;
+          continue;
+        }
+        if (state.stale || isolation.tip !== current.tip) {
+          // Nothing was tested on the tip as it is now: the same segment runs again.
+          extra.notices.push(`the gate run on tasks ${current.tasks.join(', ')} is run again: ${state.stale ? state.output : 'the integration tip moved while it ran'}`);
+          await flush();
+          continue;
+        }
+        const applied = await applyGateRun(plan, session, isolation, current.tasks, state, { round: options.round, events, report: extra, committed });
+        runs.push(applied);
+        await flush();
+        continue;
+      }
+      if (state !== null && state.id === current.id && state.state === 'running' && gateAlive(state)) {
+        const left = options.deadline - Date.now();
+        if (left <= 0) break;
+        await pause(Math.min(200, left));
+        continue;
+      }
+      // The process is gone without a result (killed): its segment is tested again.
+      extra.notices.push(`the gate process for ${current.tasks.length === 0 ? 'the starting commit' : `tasks ${current.tasks.join(', ')}`} ended without a result: it runs again`);
+      session.gate.current = null;
+      const started = await startGateRun(launch, session, isolation, current.tasks, events);
+      await flush();
+      if (!started) {
+        extra.notices.push('could not start the gate process (`plan gate --serve`); run `plan commit` again');
+        break;
+      }
+      continue;
+    }
+    if (session.gate.baseline === 'failed') break;
+    let tasks: number[];
+    if (session.gate.baseline === 'running') tasks = [];
+    else {
+      const next = nextSegment(session.gate.queue, config.batchSize);
+      if (next === null) break;
+      session.gate.queue = next.queue;
+      tasks = [...next.segment];
+    }
+    const started = await startGateRun(launch, session, isolation, tasks, events);
+    await flush();
+    if (!started) {
+      extra.notices.push('could not start the gate process (`plan gate --serve`); run `plan commit` again');
+      break;
+    }
+  }
+  await flush();
+  return ok({ committed, report: gateReport(session, runs, extra) });
+}
+
+/** Candidates whose task is no longer in progress (reset, skipped by hand) leave the queue; a batch they were in is tested anew. */
+function forgetGone(plan: Plan, session: Session): void {
+  const queue = session.gate.queue;
+  const inProgress = (task: number) => plan.tasks[task] !== undefined && statusOf(plan.tasks[task]!) === 'in_progress';
+  const all = [...queue.segments.flat(), ...queue.waiting];
+  if (all.every(inProgress)) return;
+  const underTest = session.gate.current?.tasks ?? [];
+  if (underTest.some((t) => !inProgress(t))) session.gate.current = null;
+  session.gate.queue = enqueue(emptyGateQueue(), [...new Set(all)].filter(inProgress));
+}
+
+/** Start the gate process on `tasks` stacked on the integration tip (none: the baseline). */
+async function startGateRun(launch: Parameters<typeof launchGate>[0], session: Session, isolation: Isolation, tasks: number[], events: RunEventBody[]): Promise<boolean> {
+  const run = { id: `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`, tasks, tip: isolation.tip, startedAt: new Date().toISOString() };
+  session.gate.current = run;
+  // Saved before it starts: a step killed now finds the run in the session and starts it again.
+  await writeSession(launch.planPath, session);
+  if (tasks.length > 0) events.push({ type: 'gate-started', tasks: [...tasks], waiting: session.gate.queue.waiting.length });
+  const started = await launchGate(launch, run);
+  if (!started) session.gate.current = null;
+  return started;
+}
+
+/** A finished gate run's verdict, applied: integrate what passed, blame a culprit, report a flake. */
+async function applyGateRun(
+  plan: Plan,
+  session: Session,
+  isolation: Isolation,
+  tasks: number[],
+  state: { passed: boolean; output: string; durationMs: number },
+  into: { round: number; events: RunEventBody[]; report: Pick<GateReport, 'blamed' | 'flakes' | 'notices'>; committed: CommitOutcome },
+): Promise<GateRunReport> {
+  const after = afterGateRun(session.gate.queue, state.passed);
+  session.gate.queue = after.queue;
+  const { integrate, culprit, flake } = after.verdict;
+  into.events.push({ type: 'gate-finished', tasks: [...tasks], passed: state.passed, durationMs: state.durationMs, integrated: [...integrate], culprit, flake, ...(state.passed ? {} : { output: clipTail(state.output, 4000) }) });
+  if (flake) {
+    into.report.flakes.push(tasks[0]!);
+    into.events.push({ type: 'notice', level: 'warning', message: `the test command failed once on task ${tasks[0]} and passed when run again: a flaky test, which blames no task` });
+  }
+  if (culprit !== null) {
+    const task = plan.tasks[culprit]!;
+    const said = state.output.trim() === '' ? '' : `:\n${clipTail(state.output.trim(), 2000)}`;
+    const failure = `the plan's test command failed with this task's work on top of the integration tip (run twice, on its own)${said}`;
+    const decision = attemptsOf(task) + 1 < session.maxAttempts ? ({ kind: 'retry', failure } as const) : ({ kind: 'failed', failure } as const);
+    const applied = applyDecision(plan, culprit, decision, UNKNOWN);
+    into.report.blamed.push({ index: culprit, subject: task.subject, outcome: decision.kind, reason: clip(failure, 600) });
+    if (applied.cascade) into.events.push(...skippedEvents(plan.tasks, applied.cascade.skips));
+  }
+  const items: Array<{ task: number; work: CapturedWork }> = [];
+  for (const t of integrate) {
+    const work = await parkedWork(isolation.repo, isolation.planId, t, 'candidate');
+    if (work !== null) items.push({ task: t, work });
+  }
+  const recorded = await isolation.record(plan, { tasks: items.map((i) => i.task), round: into.round, integrate: items, park: [], hold: [], drop: culprit !== null ? [culprit] : [] });
+  if (!recorded.ok) {
+    // The stack passed but could not be committed: the candidates stay held and are tested again.
+    into.report.notices.push(`could not integrate tasks ${integrate.join(', ')} after the gate passed them: ${describeGitFailure(recorded.error)}`);
+    session.gate.queue = enqueue(session.gate.queue, integrate);
+  } else if (items.length > 0) {
+    for (const item of items) {
+      applyDecision(plan, item.task, { kind: 'completed', result: plan.tasks[item.task]!.result ?? '' }, UNKNOWN);
+      if (recorded.value !== null) plan.tasks[item.task] = { ...plan.tasks[item.task]!, commit: recorded.value };
+    }
+    into.committed.commit = recorded.value ?? into.committed.commit;
+    into.committed.tasks.push(...items.map((i) => i.task));
+    into.events.push({ type: 'round-committed', round: into.round, tasks: items.map((i) => i.task), commit: recorded.value });
+  }
+  return { tasks: [...tasks], passed: state.passed, durationMs: state.durationMs, integrated: [...integrate], culprit, flake };
 }

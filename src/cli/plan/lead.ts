@@ -20,6 +20,8 @@ import { GitCommandError } from '../../adapters/git.ts';
 import { describeGitFailure, failureOf } from '../../core/git-text.ts';
 import { assertNever } from '../../core/failure.ts';
 import { DEFAULTS } from '../../run/settings.ts';
+import { DEFAULT_GATE_WAIT_MS } from '../../run/lead.ts';
+import { baselineRefusal, serveGate } from '../../run/lead-gate.ts';
 
 /** A problem with a name the lead can act on. */
 export class StepError extends CliError {
@@ -120,21 +122,56 @@ const secondsOption = (value: unknown) => {
   return s === undefined ? undefined : s * 1000;
 };
 
+const waitOption = {
+  wait: { type: 'string' as const, valueName: 'SECONDS', description: `how long to wait for a gate run before answering \`"gate": {"state": "running"}\` (default ${DEFAULT_GATE_WAIT_MS / 1000}; the run goes on in the background)` },
+};
+
+const waitMsOf = (value: unknown): number | undefined => {
+  const s = intArg('--wait', str(value), { min: 0 });
+  return s === undefined ? undefined : s * 1000;
+};
+
+/** The gate failed on the starting commit: the same refusal as a headless run. */
+function refuseBaseline(command: string, tip: string, output: string): never {
+  throw new StepError(EXIT.invalid, 'baseline-failed', baselineRefusal(command, tip, output));
+}
+
 export const setup = stepCommand({
   name: 'setup',
   summary: 'For /execute: validate the plan, set up its integration ref, clean up after an interrupted session, check blocking assumptions, integrate and land verified work an earlier session left. JSON out.',
-  usage: '[--repo DIR] [--plan FILE] [--concurrency N] [--max-attempts N] [--check-timeout SECONDS]',
+  usage: '[--repo DIR] [--plan FILE] [--concurrency N] [--max-attempts N] [--check-timeout SECONDS] [--gate CMD | --no-gate] [--gate-batch N] [--gate-timeout SECONDS] [--wait SECONDS]',
   options: {
     concurrency: { type: 'string', valueName: 'N', description: `workers at once for this session (default ${DEFAULTS.concurrency})` },
     'max-attempts': { type: 'string', valueName: 'N', description: `attempts per task, retries included (default ${DEFAULTS.maxAttempts})` },
     'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each acceptance or assumption command (default ${DEFAULTS.checkTimeoutMs / 1000})` },
+    gate: { type: 'string', valueName: 'CMD', description: "the merge queue's gate: verified work integrates only in stacks this command passes (default: the plan's context.testCommand)" },
+    'no-gate': { type: 'boolean', description: 'no gate: verified work integrates as soon as plan commit sees it' },
+    'gate-batch': { type: 'string', valueName: 'N', description: `candidates the gate tests together at most (default ${DEFAULTS.gateBatch})` },
+    'gate-timeout': { type: 'string', valueName: 'SECONDS', description: 'time limit of one gate run (default: --check-timeout)' },
+    ...waitOption,
+  },
+  async prepare(values) {
+    const gate = str(values.gate);
+    if (gate !== undefined && gate.trim() === '') throw new StepError(EXIT.invalid, 'usage', ['--gate: the command is empty (use --no-gate for no gate)']);
+    if (gate !== undefined && values['no-gate'] === true) throw new StepError(EXIT.invalid, 'usage', ['--gate and --no-gate contradict each other: choose one']);
+    return null;
   },
   async step({ values, plan, ctx }) {
+    const gateTimeout = intArg('--gate-timeout', str(values['gate-timeout']), { min: 1 });
     const setupResult = await leadSetup(plan, ctx, {
       concurrency: intArg('--concurrency', str(values.concurrency), { min: 1 }),
       maxAttempts: intArg('--max-attempts', str(values['max-attempts']), { min: 1 }),
       checkTimeoutMs: secondsOption(values['check-timeout']),
+      ...(str(values.gate) !== undefined ? { gate: str(values.gate) } : {}),
+      noGate: values['no-gate'] === true,
+      gateBatch: intArg('--gate-batch', str(values['gate-batch']), { min: 1 }),
+      gateTimeoutMs: gateTimeout === undefined ? undefined : gateTimeout * 1000,
+      waitMs: waitMsOf(values.wait),
     });
+    if (setupResult.ok && setupResult.value.gate.baseline === 'failed') {
+      const gate = setupResult.value.gate;
+      refuseBaseline(gate.command ?? '', (await ctx.git.headCommit()) ?? '', gate.output ?? '');
+    }
     if (setupResult.ok) return setupResult.value;
     switch (setupResult.error.kind) {
       case 'unsafe-paths':
@@ -219,13 +256,15 @@ export const finalize = stepCommand({
 export const commit = stepCommand({
   name: 'commit',
   summary: "For /execute: integrate the verified work (exactly the declared files, with trailers) onto the plan's ref and land it on your branch; archive the plan once every task is completed and landed. JSON out; exit 1 when the work could not land.",
-  usage: '[--repo DIR] [--plan FILE] [--round N]',
+  usage: '[--repo DIR] [--plan FILE] [--round N] [--wait SECONDS]',
   options: {
     round: { type: 'string', valueName: 'N', description: "the round named in the commit message (default: the session's current round)" },
+    ...waitOption,
   },
   async step({ values, plan, ctx }) {
-    const r = await leadCommit(plan, ctx, { round: intArg('--round', str(values.round)) });
+    const r = await leadCommit(plan, ctx, { round: intArg('--round', str(values.round)), waitMs: waitMsOf(values.wait) });
     if (r.ok) return r.value;
+    if (r.error.kind === 'baseline-failed') refuseBaseline(r.error.command, r.error.tip, r.error.output);
     const tasks = r.error.tasks.length > 0 ? ` of tasks ${r.error.tasks.join(', ')}` : '';
     throw new StepError(EXIT.gitFailed, 'git-failed', [
       r.error.retried
@@ -238,3 +277,46 @@ export const commit = stepCommand({
     return landing.landed ? null : { code: EXIT.incomplete, line: `the integrated work could not land: ${landing.problem.join(' ')} Then run plan commit again.` };
   },
 });
+
+/**
+ * `plan gate --serve`: the gate process `plan commit` starts in the background (not for people:
+ * hidden from the help). It runs the test command on the candidates stacked on the integration
+ * tip and writes the result to `.design/gate.json`; it takes no lock and writes no plan.
+ */
+export const gate: Command = {
+  name: 'gate',
+  summary: 'Internal: the background gate process of the in-session merge queue.',
+  usage: '--serve --id ID --tip COMMIT --tasks N,… --command CMD --timeout-ms MS [--sandbox] [--repo DIR] [--plan FILE]',
+  hidden: true,
+  options: {
+    ...repoPlanOptions,
+    serve: { type: 'boolean', description: 'run one gate run and write its result next to the plan' },
+    id: { type: 'string', valueName: 'ID', description: 'the run id the session recorded' },
+    tip: { type: 'string', valueName: 'COMMIT', description: 'the integration tip the stack goes on' },
+    tasks: { type: 'string', valueName: 'N,…', description: 'the candidates, in order (empty: the baseline)' },
+    command: { type: 'string', valueName: 'CMD', description: 'the test command' },
+    'timeout-ms': { type: 'string', valueName: 'MS', description: 'its time limit' },
+    sandbox: { type: 'boolean', description: 'run it in the sandbox' },
+  },
+  async run({ values }, io) {
+    const id = str(values.id);
+    const tip = str(values.tip);
+    const command = str(values.command);
+    const tasksText = str(values.tasks) ?? '';
+    const tasks = tasksText === '' ? [] : tasksText.split(',').map(Number);
+    const timeoutMs = Number(str(values['timeout-ms']));
+    if (values.serve !== true || id === undefined || !/^[\w-]+$/.test(id) || tip === undefined || !/^[0-9a-f]{40,64}$/.test(tip) || command === undefined || tasks.some((t) => !Number.isInteger(t) || t < 0) || !Number.isInteger(timeoutMs) || timeoutMs < 1) {
+      io.err('plan.ts gate: internal to plan commit (--serve --id ID --tip COMMIT --tasks N,… --command CMD --timeout-ms MS)');
+      return EXIT.invalid;
+    }
+    const repo = resolve(io.cwd, str(values.repo) ?? '.');
+    const planPath = str(values.plan) !== undefined ? resolve(io.cwd, str(values.plan)!) : join(repo, DEFAULT_PLAN);
+    const plan = await loadPlan(planPath).catch(() => null);
+    if (plan === null) {
+      io.err(`plan.ts gate: cannot read the plan at ${planPath}`);
+      return EXIT.invalid;
+    }
+    await serveGate({ repo, planPath, plan, env: io.env, id, tip, tasks, command, timeoutMs, sandbox: values.sandbox === true });
+    return EXIT.ok;
+  },
+};

@@ -1,0 +1,241 @@
+// The merge queue in a Claude Code session. The same pure queue as a headless run (`core/gate.ts`)
+// decides what the gate tests; its state lives in the session file. A gate run can take longer
+// than the Bash tool allows one call, so it runs in a detached process of its own (`plan gate
+// --serve`), which only runs the plan's test command on the stack and writes what it found to
+// `.design/gate.json` (atomically). The plan tool's steps, holding the plan's lock, do everything
+// else: they start it, wait for it at most `--wait` seconds, and apply its verdict (integrate and
+// land what passed, blame a culprit, report a flake). Only one gate process runs per plan; it is
+// recorded in `.design/gate-workers.json` (the steps' own `workers.json` is ended by every step,
+// and this process must outlive them), so `plan setup` after a killed session ends it.
+
+import { spawn } from 'node:child_process';
+import { readFile, rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parkedWork } from '../adapters/git-integration.ts';
+import { ProcessRegistry, killOrphans } from '../adapters/orphans.ts';
+import { writeFileAtomic } from '../adapters/plan-store.ts';
+import { processAlive } from '../adapters/processes.ts';
+import { clipTail } from '../core/format.ts';
+import { type GateQueue, emptyGateQueue } from '../core/gate.ts';
+import type { Plan } from '../core/plan.ts';
+import type { CapturedWork } from '../core/work.ts';
+import { Isolation } from './isolation.ts';
+
+/** The gate a session uses: the plan's test command (or `--gate CMD`), its batch size and time limit. */
+export interface SessionGateConfig {
+  command: string;
+  batchSize: number;
+  timeoutMs: number;
+}
+
+/** `passed`: the starting commit passed the gate; `none`: no gate, or nothing needed it. */
+export type BaselineState = 'none' | 'running' | 'passed' | 'failed';
+
+/** The gate run started in the background: its id, what it tests and on which integration tip. */
+export interface GateRunRecord {
+  id: string;
+  /** Candidates stacked in order on `tip`; empty for the baseline. */
+  tasks: number[];
+  tip: string;
+  startedAt: string;
+}
+
+/** The merge queue as the session file keeps it. */
+export interface SessionGate {
+  config: SessionGateConfig | null;
+  baseline: BaselineState;
+  queue: GateQueue;
+  current: GateRunRecord | null;
+}
+
+export const noSessionGate = (): SessionGate => ({ config: null, baseline: 'none', queue: emptyGateQueue(), current: null });
+
+const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+const taskList = (value: unknown): number[] | null => (Array.isArray(value) && value.every((t) => Number.isInteger(t) && t >= 0) ? (value as number[]) : null);
+
+/** The session's gate as JSON (the queue's map as pairs). */
+export function gateToJson(gate: SessionGate): object {
+  return { ...gate, queue: { ...gate.queue, aloneFailures: [...gate.queue.aloneFailures.entries()] } };
+}
+
+/** The session's gate read back; anything damaged falls back to no queue (held candidates rejoin it at setup). */
+export function gateFromJson(value: unknown): SessionGate {
+  const data = value as { config?: any; baseline?: unknown; queue?: any; current?: any } | null;
+  if (!data || typeof data !== 'object') return noSessionGate();
+  const c = data.config;
+  const config: SessionGateConfig | null =
+    c && typeof c.command === 'string' && c.command.trim() !== '' && Number.isInteger(c.batchSize) && c.batchSize >= 1 && Number.isInteger(c.timeoutMs) && c.timeoutMs >= 1
+      ? { command: c.command, batchSize: c.batchSize, timeoutMs: c.timeoutMs }
+      : null;
+  const baseline: BaselineState = data.baseline === 'running' || data.baseline === 'passed' || data.baseline === 'failed' ? data.baseline : 'none';
+  const q = data.queue ?? {};
+  const waiting = taskList(q.waiting) ?? [];
+  const segments = Array.isArray(q.segments) ? q.segments.map(taskList).filter((s: number[] | null): s is number[] => s !== null && s.length > 0) : [];
+  const red = taskList(q.red);
+  const pairs: Array<[number, number]> = Array.isArray(q.aloneFailures)
+    ? q.aloneFailures.filter((p: unknown) => Array.isArray(p) && p.length === 2 && Number.isInteger(p[0]) && Number.isInteger(p[1]))
+    : [];
+  const r = data.current;
+  const current: GateRunRecord | null =
+    r && typeof r.id === 'string' && /^[\w-]+$/.test(r.id) && taskList(r.tasks) !== null && typeof r.tip === 'string' && OBJECT_ID.test(r.tip) && typeof r.startedAt === 'string'
+      ? { id: r.id, tasks: r.tasks, tip: r.tip, startedAt: r.startedAt }
+      : null;
+  return { config, baseline, queue: { waiting, segments, red, aloneFailures: new Map(pairs) }, current };
+}
+
+/** Why a run is refused when the gate fails on the starting commit (headless and in-session alike). */
+export function baselineRefusal(command: string, tip: string, output: string): string[] {
+  return [
+    `the gate \`${command}\` already fails on ${tip.slice(0, 12)}, before any task ran, so it would blame every task; nothing was started. Fix the failure first, or run with --no-gate (or --gate CMD for another command):`,
+    clipTail(output.trim(), 2000),
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------
+// The gate process's files
+
+/** Where the gate process writes its progress and result, next to the plan. */
+export const gateStatePathFor = (planPath: string): string => join(dirname(planPath), 'gate.json');
+/** Where the gate process records itself and the test command's process group. */
+export const gateRegistryPathFor = (planPath: string): string => join(dirname(planPath), 'gate-workers.json');
+
+/** What the gate process wrote: running (with its pid), or its result. `stale`: the tip moved or a candidate is gone; nothing was tested. */
+export type GateState =
+  | { id: string; state: 'running'; pid: number; tasks: number[] }
+  | { id: string; state: 'finished'; pid: number; tasks: number[]; passed: boolean; stale: boolean; output: string; durationMs: number };
+
+export async function readGateState(planPath: string): Promise<GateState | null> {
+  try {
+    const data = JSON.parse(await readFile(gateStatePathFor(planPath), 'utf8')) as Record<string, unknown>;
+    const tasks = taskList(data.tasks);
+    if (typeof data.id !== 'string' || !Number.isInteger(data.pid) || tasks === null) return null;
+    if (data.state === 'running') return { id: data.id, state: 'running', pid: data.pid as number, tasks };
+    if (data.state === 'finished' && typeof data.passed === 'boolean' && typeof data.output === 'string' && typeof data.durationMs === 'number') {
+      return { id: data.id, state: 'finished', pid: data.pid as number, tasks, passed: data.passed, stale: data.stale === true, output: data.output, durationMs: data.durationMs };
+    }
+    return null;
+  } catch {
+    return null;
+  }
+}
+
+const writeGateState = (planPath: string, state: GateState): Promise<void> => writeFileAtomic(gateStatePathFor(planPath), `${JSON.stringify(state)}\n`);
+
+/** Ends a gate process a killed session left running (and the test command it started); forgets its files. */
+export async function endGateProcess(planPath: string): Promise<string[]> {
+  const killed = await killOrphans(gateRegistryPathFor(planPath));
+  await rm(gateStatePathFor(planPath), { force: true });
+  return killed.map((k) => `the gate \`${k.kind === 'worker' ? '' : k.command}\` (process group ${k.pgid})`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Starting it, and the process itself
+
+export interface GateLaunch {
+  repo: string;
+  planPath: string;
+  env: NodeJS.ProcessEnv;
+  config: SessionGateConfig;
+  sandbox: boolean;
+}
+
+const packRoot = fileURLToPath(new URL('../..', import.meta.url));
+
+/**
+ * Start `plan gate --serve` detached (a process group of its own, outliving the step) on `run`,
+ * and wait until it has recorded itself (so a later `plan setup` can end it). False when it did
+ * not start.
+ */
+export async function launchGate(launch: GateLaunch, run: GateRunRecord): Promise<boolean> {
+  await rm(gateStatePathFor(launch.planPath), { force: true });
+  const loader = pathToFileURL(join(packRoot, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
+  const args = [
+    '--import',
+    loader,
+    join(packRoot, 'scripts', 'plan.ts'),
+    'gate',
+    '--serve',
+    '--repo',
+    launch.repo,
+    '--plan',
+    launch.planPath,
+    '--id',
+    run.id,
+    '--tip',
+    run.tip,
+    '--tasks',
+    run.tasks.join(','),
+    '--command',
+    launch.config.command,
+    '--timeout-ms',
+    String(launch.config.timeoutMs),
+    ...(launch.sandbox ? ['--sandbox'] : []),
+  ];
+  const child = spawn(process.execPath, args, { cwd: launch.repo, env: { ...process.env, ...launch.env }, detached: true, stdio: 'ignore' });
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.once('error', () => resolve());
+  });
+  child.unref();
+  let gone = false;
+  void exited.then(() => {
+    gone = true;
+  });
+  for (let waited = 0; waited < 30_000; waited += 50) {
+    const state = await readGateState(launch.planPath);
+    if (state !== null && state.id === run.id) return true;
+    if (gone) return (await readGateState(launch.planPath))?.id === run.id;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return false;
+}
+
+export interface ServeRequest {
+  repo: string;
+  planPath: string;
+  plan: Plan;
+  env: NodeJS.ProcessEnv;
+  id: string;
+  tip: string;
+  tasks: number[];
+  command: string;
+  timeoutMs: number;
+  sandbox: boolean;
+}
+
+/**
+ * The gate process: the test command on the candidates (read from their refs) stacked on `tip`,
+ * in a worktree of its own pool, the result written to `gate.json`. It never writes the plan, the
+ * session or a ref: the step that collects the result does.
+ */
+export async function serveGate(request: ServeRequest): Promise<void> {
+  const registry = new ProcessRegistry(gateRegistryPathFor(request.planPath));
+  // Started detached, this process leads its own group: ending the group ends the gate.
+  registry.add({ kind: 'gate', task: -1, command: request.command }, process.pid);
+  const base = { id: request.id, pid: process.pid, tasks: request.tasks };
+  await writeGateState(request.planPath, { ...base, state: 'running' });
+  const started = Date.now();
+  const finish = (result: { passed: boolean; stale: boolean; output: string }) =>
+    writeGateState(request.planPath, { ...base, state: 'finished', ...result, output: clipTail(result.output, 16_000), durationMs: Date.now() - started });
+  try {
+    const opened = await Isolation.open(request.plan, { repo: request.repo, planPath: request.planPath, env: request.env, sandbox: request.sandbox, setupTimeoutMs: request.timeoutMs, registry, role: 'gate' });
+    if (!opened.ok) return await finish({ passed: false, stale: true, output: `could not open the plan's integration ref: ${opened.error.stderr}` });
+    const isolation = opened.value;
+    // The tip moved (the person committed, an approval integrated): this stack is not what the step meant to test.
+    if (isolation.tip !== request.tip) return await finish({ passed: false, stale: true, output: `the integration tip moved from ${request.tip.slice(0, 12)} to ${isolation.tip.slice(0, 12)}` });
+    const works: Array<{ task: number; work: CapturedWork }> = [];
+    for (const task of request.tasks) {
+      const work = await parkedWork(request.repo, isolation.planId, task, 'candidate');
+      if (work === null) return await finish({ passed: false, stale: true, output: `the candidate of task ${task} is gone` });
+      works.push({ task, work });
+    }
+    const run = await isolation.runGate(request.plan, { tasks: request.tasks, works }, { command: request.command, timeoutMs: request.timeoutMs, sandbox: request.sandbox });
+    await finish({ passed: run.passed === true, stale: run.passed === null, output: run.output });
+  } finally {
+    await registry.clear();
+  }
+}
+
+/** Whether the process that wrote `state` still runs. */
+export const gateAlive = (state: GateState): boolean => processAlive(state.pid);

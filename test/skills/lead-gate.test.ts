@@ -1,0 +1,163 @@
+// The merge queue in a session (issue 13): `plan commit` holds verified work as candidates and
+// runs the gate in a background process, waiting at most `--wait` seconds; a gate slower than
+// that returns `running` and a later `plan commit` collects the result. Culprits go back with the
+// gate's output; a flake blames nobody; a red baseline refuses setup; a gate process a killed
+// session left is ended by `plan setup`, and its candidates are tested again.
+
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Plan } from '../../src/core/plan.ts';
+import { processAlive } from '../../src/adapters/processes.ts';
+import { tempGitRepo } from '../support/git-repo.ts';
+import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
+import { checkedStep, isolatedSubagent, step } from './support.ts';
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+async function repoWith(plan: Plan, files: Record<string, string> = { 'README.md': 'hello\n' }) {
+  const repo = await tempGitRepo(files);
+  cleanups.push(() => repo.cleanup());
+  const planPath = await writePlan(repo.dir, plan);
+  return { repo, planPath };
+}
+
+async function scratch(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'foreman-gate-'));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Runs every task `next` handed out as an isolated subagent and finalizes them. */
+async function round(dir: string) {
+  const next = await checkedStep(step, dir, ['next']);
+  expect(next.code, next.stderr).toBe(0);
+  const ran = await Promise.all(next.json.tasks.map(async (t: any) => ({ task: t.index, ...(await isolatedSubagent(dir, t.promptFile, t.model)) })));
+  await writeFile(join(dir, '.design/prompts/results.json'), JSON.stringify(ran));
+  const finalize = await checkedStep(step, dir, ['finalize', '--results', '.design/prompts/results.json']);
+  expect(finalize.code, finalize.stderr).toBe(0);
+  return { next: next.json, finalize: finalize.json };
+}
+
+describe('the in-session merge queue', () => {
+  it('a gate slower than --wait: setup and commit return running, a later commit returns the result, and the steps complete', async () => {
+    const { repo, planPath } = await repoWith(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'A\n' } } })]));
+    const setup = await checkedStep(step, repo.dir, ['setup', '--gate', 'sleep 3', '--wait', '1']);
+    expect(setup.code, setup.stderr).toBe(0);
+    expect(setup.json.gate).toMatchObject({ state: 'running', baseline: 'running', command: 'sleep 3', testing: [] });
+    // Nothing starts before the baseline passed.
+    const held = await checkedStep(step, repo.dir, ['next']);
+    expect(held.json).toMatchObject({ tasks: [], stall: 'gate' });
+    const baseline = await checkedStep(step, repo.dir, ['commit', '--wait', '60']);
+    expect(baseline.code, baseline.stderr).toBe(0);
+    expect(baseline.json.gate).toMatchObject({ state: 'idle', baseline: 'passed', runs: [{ tasks: [], passed: true }] });
+
+    await round(repo.dir);
+    const running = await checkedStep(step, repo.dir, ['commit', '--wait', '1']);
+    expect(running.code, running.stderr).toBe(0);
+    expect(running.json).toMatchObject({ tasks: [], complete: false, gate: { state: 'running', testing: [0], waiting: [] } });
+    // Held, not integrated: the task stays in progress and the branch does not have it.
+    expect((await readPlan(planPath)).tasks[0]!.status).toBe('in_progress');
+    await expect(readFile(join(repo.dir, 'a.txt'), 'utf8')).rejects.toThrow();
+
+    const done = await checkedStep(step, repo.dir, ['commit', '--wait', '60']);
+    expect(done.code, done.stderr).toBe(0);
+    expect(done.json).toMatchObject({ tasks: [0], complete: true, gate: { state: 'idle', runs: [{ tasks: [0], passed: true, integrated: [0], culprit: null }] } });
+    expect(await readFile(join(repo.dir, 'a.txt'), 'utf8')).toBe('A\n');
+    const events = (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8').catch(() => '')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    expect(events.filter((e) => e.type === 'gate-started').map((e) => e.tasks)).toEqual([[0]]);
+    expect(events.filter((e) => e.type === 'gate-finished').map((e) => [e.tasks, e.passed])).toEqual([[[], true], [[0], true]]);
+  });
+
+  it('two tasks that break together: one lands, the culprit goes back with the gate output and lands after a compatible retry', async () => {
+    const check = "const fs = require('fs'); const lib = require('./lib.js'); try { if (fs.existsSync('./use.js')) require('./use.js')(lib); } catch (e) { console.error(e.message); process.exit(1); }\n";
+    const { repo, planPath } = await repoWith(
+      makePlan([
+        fakeTask('A', { modify: ['lib.js'], fake: { write: { 'lib.js': 'exports.hello = () => "hi";\n' } } }),
+        fakeTask('B', {
+          create: ['use.js'],
+          fake: {
+            attempts: [
+              { write: { 'use.js': 'module.exports = (lib) => { if (typeof lib.greet !== "function") throw new Error("GREET-IS-GONE"); };\n' } },
+              { write: { 'use.js': 'module.exports = (lib) => { if (typeof lib.hello !== "function") throw new Error("HELLO-IS-GONE"); };\n' } },
+            ],
+          },
+        }),
+      ], { context: { testCommand: 'node check.js' } } as Partial<Plan>),
+      { 'lib.js': 'exports.greet = () => "hi";\n', 'check.js': check },
+    );
+    const setup = await checkedStep(step, repo.dir, ['setup', '--concurrency', '2', '--wait', '60']);
+    expect(setup.json.gate).toMatchObject({ state: 'idle', baseline: 'passed', command: 'node check.js' });
+    const first = await round(repo.dir);
+    expect(first.next.tasks.map((t: any) => t.index)).toEqual([0, 1]);
+    const commit = await checkedStep(step, repo.dir, ['commit', '--wait', '120']);
+    expect(commit.code, commit.stderr).toBe(0);
+    expect(commit.json.tasks).toEqual([0]);
+    expect(commit.json.gate.runs.map((r: any) => [r.tasks, r.passed])).toEqual([[[0, 1], false], [[0], true], [[1], false]]);
+    expect(commit.json.gate.blamed).toEqual([expect.objectContaining({ index: 1, outcome: 'retry', reason: expect.stringContaining('GREET-IS-GONE') })]);
+    const plan = await readPlan(planPath);
+    expect(plan.tasks.map((t) => t.status)).toEqual(['completed', 'pending']);
+    // The tip that landed passes the gate: A alone.
+    expect(await readFile(join(repo.dir, 'lib.js'), 'utf8')).toContain('hello');
+    await expect(readFile(join(repo.dir, 'use.js'), 'utf8')).rejects.toThrow();
+
+    const retry = await round(repo.dir);
+    expect(retry.next.tasks).toEqual([expect.objectContaining({ index: 1, attempt: 2 })]);
+    expect(await readFile(retry.next.tasks[0].promptFile, 'utf8')).toContain('GREET-IS-GONE');
+    const last = await checkedStep(step, repo.dir, ['commit', '--wait', '120']);
+    expect(last.json).toMatchObject({ tasks: [1], complete: true });
+    expect(await readFile(join(repo.dir, 'use.js'), 'utf8')).toContain('hello');
+  });
+
+  it('a flaky gate (fails once, then passes) blames no task', async () => {
+    const dir = await scratch();
+    const counter = join(dir, 'runs');
+    const gate = `n=$(cat ${counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > ${counter}; [ $n -ne 2 ]`;
+    const { repo } = await repoWith(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'A\n' } } })]));
+    await checkedStep(step, repo.dir, ['setup', '--gate', gate, '--wait', '60']);
+    await round(repo.dir);
+    const commit = await checkedStep(step, repo.dir, ['commit', '--wait', '120']);
+    expect(commit.json).toMatchObject({ tasks: [0], complete: true, gate: { blamed: [], flakes: [0] } });
+    expect(commit.json.gate.runs.map((r: any) => [r.tasks, r.passed, r.flake])).toEqual([[[0], false, false], [[0], true, true]]);
+  });
+
+  it('a red baseline refuses setup with exit 2, before anything is handed out', async () => {
+    const { repo } = await repoWith(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'A\n' } } })]));
+    const setup = await checkedStep(step, repo.dir, ['setup', '--gate', 'echo BASELINE-RED; exit 1', '--wait', '60']);
+    expect(setup.code).toBe(2);
+    expect(setup.json.error.kind).toBe('baseline-failed');
+    expect(setup.json.error.message).toContain('already fails on');
+    expect(setup.json.error.details.join('\n')).toContain('BASELINE-RED');
+    const next = await checkedStep(step, repo.dir, ['next']);
+    expect(next.json).toMatchObject({ tasks: [], stall: 'gate' });
+  });
+
+  it('a gate process a killed session left is ended by plan setup, and its candidates are tested again and land', async () => {
+    const dir = await scratch();
+    const release = join(dir, 'release');
+    const gate = `if [ -f a.txt ] && [ ! -f ${release} ]; then sleep 120; fi`;
+    const { repo, planPath } = await repoWith(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'A\n' } } })]));
+    await checkedStep(step, repo.dir, ['setup', '--gate', gate, '--wait', '60']);
+    await round(repo.dir);
+    const running = await checkedStep(step, repo.dir, ['commit', '--wait', '1']);
+    expect(running.json.gate).toMatchObject({ state: 'running', testing: [0] });
+    const state = JSON.parse(await readFile(join(repo.dir, '.design/gate.json'), 'utf8'));
+    expect(processAlive(state.pid)).toBe(true);
+    // The session is killed; a new one starts with plan setup.
+    const again = await checkedStep(step, repo.dir, ['setup', '--gate', gate, '--wait', '0']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(processAlive(state.pid)).toBe(false);
+    expect(again.json.notices.map((n: any) => n.message).join('\n')).toContain('stopped the gate');
+    expect((await readPlan(planPath)).tasks[0]!.status).toBe('in_progress');
+    expect([...again.json.gate.testing, ...again.json.gate.waiting]).toEqual([0]);
+    await expect(readFile(join(repo.dir, 'a.txt'), 'utf8')).rejects.toThrow();
+    await writeFile(release, '');
+    const done = await checkedStep(step, repo.dir, ['commit', '--wait', '120']);
+    expect(done.json).toMatchObject({ tasks: [0], complete: true });
+    expect(await readFile(join(repo.dir, 'a.txt'), 'utf8')).toBe('A\n');
+  });
+});
