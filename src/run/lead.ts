@@ -408,6 +408,8 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
     registry,
     verified: earlier.verified.map((v) => v.task),
     sandbox,
+    // Approved work joins the merge queue when a gate will run (as headless).
+    gated: settings.noGate !== true && (settings.gate ?? plan.context?.testCommand ?? '').trim() !== '',
   }).finally(() => registry.clear());
   if (!setup.ok) return setup;
   const report = setup.value;
