@@ -466,7 +466,8 @@ export class WorktreePool {
     await copyExcludes(making);
     await rename(making, state.dir);
     state.exists = true;
-    const checkedOut = await this.reset(state, commit, []);
+    // A fresh checkout holds nothing to clean.
+    const checkedOut = await this.reset(state, commit, null);
     if (!checkedOut.ok) {
       await destroySlot(this.options.repo, state.dir);
       state.exists = false;
@@ -475,8 +476,8 @@ export class WorktreePool {
     return ok(undefined);
   }
 
-  /** Detached at `commit`, `git reset --hard`, then `git clean -ffdx` keeping exactly `kept`. */
-  private async reset(state: SlotState, commit: string, kept: readonly string[]): Promise<Result<void, ProvisionFailure>> {
+  /** Detached at `commit`, `git reset --hard`, then `git clean -ffdx` keeping exactly `kept` (no clean when null: a fresh clone). */
+  private async reset(state: SlotState, commit: string, kept: readonly string[] | null): Promise<Result<void, ProvisionFailure>> {
     // HEAD first, on its own: had the attempt checked out a branch, `reset --hard <commit>` would
     // move that branch. No branch moves. A full id: the commit is found through the alternates
     // (an integration commit is in the person's repository only), no ref in the slot needed.
@@ -486,6 +487,7 @@ export class WorktreePool {
     if (!reset.ok) return err({ kind: 'git-failed', doing: `reset ${state.dir} to ${commit.slice(0, 12)}`, failure: failureOf(reset.error) });
     state.commit = commit;
     // -x: ignored files go too (build output, caches); the -e patterns still apply with -x.
+    if (kept === null) return ok(undefined);
     const clean = await runGit(['clean', '-ffdxq', ...kept.flatMap((entry) => ['-e', excludePattern(entry)])], { cwd: state.dir });
     if (!clean.ok) return err({ kind: 'git-failed', doing: `clean ${state.dir}`, failure: failureOf(clean.error) });
     return ok(undefined);
