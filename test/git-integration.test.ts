@@ -18,6 +18,7 @@ import {
   parkedWork,
   readRef,
 } from '../src/adapters/git-integration.ts';
+import { type Slot, type WorktreePool, openPool } from '../src/adapters/worktree-pool.ts';
 import { type GitFailure, describeGitFailure } from '../src/core/git-text.ts';
 import type { Result } from '../src/core/failure.ts';
 import type { CapturedWork } from '../src/core/work.ts';
@@ -96,6 +97,30 @@ async function treeOf(r: TempGitRepo, commit: string): Promise<Record<string, st
   return files;
 }
 const fileAt = (r: TempGitRepo, commit: string, file: string) => r.git(['show', `${commit}:${file}`]);
+
+/** A pool of clone slots of `r` (as runs make them), removed after the test. */
+async function clonePool(r: TempGitRepo): Promise<WorktreePool> {
+  const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'foreman-clones-')));
+  cleanups.push(() => rm(root, { recursive: true, force: true }));
+  return openPool({ repo: r.dir, planId: 'p', root, runSetup: async () => ({ exitCode: 0, timedOut: false, output: '' }) });
+}
+
+async function cloneSlot(pool: WorktreePool, commit: string): Promise<{ slot: Slot; wt: TempGitRepo }> {
+  const acquired = await pool.acquire(commit);
+  if (!acquired.ok) throw new Error(JSON.stringify(acquired.error));
+  return { slot: acquired.value, wt: tempGitRepoAt(acquired.value.dir) };
+}
+
+/** Whether the person's object store alone (no slot's alternates) holds `object`. */
+const inStore = (r: TempGitRepo, object: string) => r.git(['cat-file', '-e', object]).then(() => true, () => false);
+
+/** Every object `commit` reaches, each checked to be in the person's store, and the repository checked whole. */
+async function assertComplete(r: TempGitRepo, commit: string): Promise<void> {
+  const objects = (await r.git(['rev-list', '--objects', commit])).split('\n').filter(Boolean).map((line) => line.split(' ')[0]!);
+  expect(objects.length).toBeGreaterThan(2);
+  for (const object of objects) expect(await inStore(r, object)).toBe(true);
+  await r.git(['fsck', '--connectivity-only', '--no-dangling']);
+}
 
 const ODD = ['sp ace.txt', 'ünï ✓.md', 'q"uote\'s.txt', 'src/[id].ts', 'tab\there.txt'];
 
@@ -257,6 +282,79 @@ const batch = (tasks: number[], works: CapturedWork[]): Integration => ({
     ['Foreman-Plan', 'plan-1'],
   ],
   works,
+});
+
+describe('captureWork in a pool slot (a clone borrowing the person\'s objects)', () => {
+  it("writes what it stages into the person's store: the integration stays whole after the slot is removed", async () => {
+    const r = await repo({ 'a.txt': 'a\n', 'lib/b.ts': 'b\n' });
+    const start = await rev(r, 'HEAD');
+    const pool = await clonePool(r);
+    const { wt } = await cloneSlot(pool, start);
+    await wt.write({ 'a.txt': 'changed in the slot\n', 'lib/new.ts': 'new in the slot\n' });
+    const capture = await captured(captureWork(wt.dir, ['a.txt', 'lib/'], [], start));
+    expect(capture.work.entries.map((e) => e.path)).toEqual(['a.txt', 'lib/new.ts']);
+    for (const entry of capture.work.entries) expect('object' in entry && (await inStore(r, entry.object))).toBe(true);
+    // Nothing went into the slot's own store.
+    expect(await wt.git(['count-objects'])).toMatch(/^0 objects/);
+
+    const ref = integrationRef('p');
+    const commit = await succeeded(integrate(r.dir, ref, start, batch([1], [capture.work])));
+    await pool.remove();
+    expect(existsSync(wt.dir)).toBe(false);
+    await assertComplete(r, commit);
+    expect(await fileAt(r, commit, 'lib/new.ts')).toBe('new in the slot\n');
+  });
+
+  it('copies the objects only the slot holds (a worker that committed, or staged, there) into the person\'s store', async () => {
+    const r = await repo({ 'a.txt': 'a\n', 'b.txt': 'b\n', 'gone.txt': 'g\n', 'mod.txt': 'm\n' });
+    const start = await rev(r, 'HEAD');
+    const pool = await clonePool(r);
+    const { slot, wt } = await cloneSlot(pool, start);
+    await wt.write({ 'a.txt': 'committed by the worker\n', 'sub/c.txt': 'committed too\n' });
+    await wt.git(['add', 'a.txt', 'sub/c.txt']);
+    await wt.git(['rm', '-q', 'gone.txt']);
+    await wt.git(['-c', 'user.name=w', '-c', 'user.email=w@w', 'commit', '-q', '-m', 'worker commit']);
+    // Staged by the worker and left so: the blob is in the slot's store, and `add` finds it there.
+    await wt.write({ 'b.txt': 'staged by the worker\n' });
+    await wt.git(['add', 'b.txt']);
+    await wt.write({ 'mod.txt': 'left unstaged\n' });
+    const onlyInSlot = [await blobOf(wt, 'a.txt'), await blobOf(wt, 'sub/c.txt'), await blobOf(wt, 'b.txt')];
+    for (const object of onlyInSlot) expect(await inStore(r, object)).toBe(false);
+
+    const capture = await captured(captureWork(wt.dir, ['a.txt', 'b.txt', 'gone.txt', 'mod.txt', 'sub/'], [], start));
+    expect(capture.work.entries.map((e) => e.path)).toEqual(['a.txt', 'b.txt', 'gone.txt', 'mod.txt', 'sub/c.txt']);
+    for (const object of onlyInSlot) expect(await inStore(r, object)).toBe(true);
+
+    const ref = integrationRef('p');
+    const commit = await succeeded(integrate(r.dir, ref, start, batch([1], [capture.work])));
+    // The slot is reused at the new tip: it reads the integration commit through its alternates.
+    pool.release(slot);
+    const reused = await pool.acquire(commit);
+    if (!reused.ok) throw new Error(JSON.stringify(reused.error));
+    expect(reused.value.dir).toBe(wt.dir);
+    expect(await readFile(path.join(wt.dir, 'sub/c.txt'), 'utf8')).toBe('committed too\n');
+    pool.release(reused.value);
+
+    await pool.remove();
+    await assertComplete(r, commit);
+    expect(await fileAt(r, commit, 'a.txt')).toBe('committed by the worker\n');
+    expect(await fileAt(r, commit, 'b.txt')).toBe('staged by the worker\n');
+    expect(await fileAt(r, commit, 'mod.txt')).toBe('left unstaged\n');
+  });
+
+  it('parks work captured in a slot whole too (the gate and approval read it later)', async () => {
+    const r = await repo({ 'a.txt': 'a\n' });
+    const start = await rev(r, 'HEAD');
+    const pool = await clonePool(r);
+    const { wt } = await cloneSlot(pool, start);
+    await wt.write({ 'a.txt': 'awaiting approval\n' });
+    await wt.git(['-c', 'user.name=w', '-c', 'user.email=w@w', 'commit', '-qam', 'worker']);
+    const capture = await captured(captureWork(wt.dir, ['a.txt'], [], start));
+    const parked = await succeeded(park(r.dir, 'p', 1, capture.work, 'parked'));
+    await pool.remove();
+    await assertComplete(r, parked);
+    expect(await parkedWork(r.dir, 'p', 1)).toEqual(capture.work);
+  });
 });
 
 describe('integrate', () => {
@@ -547,5 +645,22 @@ describe('git calls', () => {
     // The git dir is known by now; one diff-tree for the older base.
     expect(second).toHaveLength(7);
     expect(second.filter((call) => call.includes('diff-tree'))).toHaveLength(1);
+  });
+  it('capture in a clone slot takes one more call, and one to copy only when the slot holds objects the person\'s store lacks', async () => {
+    const r = await repo({ 'a.txt': 'a\n', 'b.txt': 'b\n' });
+    const start = await rev(r, 'HEAD');
+    const pool = await clonePool(r);
+    const { wt: plain } = await cloneSlot(pool, start);
+    const { wt: committed } = await cloneSlot(pool, start);
+    await plain.write({ 'a.txt': 'edited\n' });
+    await committed.write({ 'a.txt': 'committed\n' });
+    await committed.git(['-c', 'user.name=w', '-c', 'user.email=w@w', 'commit', '-qam', 'worker']);
+    const plainCalls = await gitCalls(() => captured(captureWork(plain.dir, ['a.txt'], [], start)));
+    const committedCalls = await gitCalls(() => captured(captureWork(committed.dir, ['a.txt'], [], start)));
+    // rev-parse and status, add, diff-index, and the look at the person's store.
+    expect(plainCalls).toHaveLength(5);
+    expect(plainCalls.filter((call) => call.includes('pack-objects'))).toEqual([]);
+    // diff-tree for the worker's commits, nothing to add (it is in the index), and the copy.
+    expect(committedCalls.filter((call) => call.includes('pack-objects'))).toHaveLength(1);
   });
 });

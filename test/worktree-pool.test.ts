@@ -131,7 +131,7 @@ describe('where worktrees live', () => {
 });
 
 describe('WorktreePool', () => {
-  it('makes slots in parallel without lock errors, each its own worktree at the commit', async () => {
+  it('makes slots in parallel without lock errors, each a repository of its own at the commit, borrowing the person\'s objects', async () => {
     const { repo, options, before, head } = await setup();
     const pool = await openPool(options);
     const acquired = await Promise.all([0, 1, 2, 3, 4].map(() => pool.acquire(head)));
@@ -148,48 +148,69 @@ describe('WorktreePool', () => {
       expect(slot.kept).toEqual(['node_modules/']);
       expect(JSON.parse(await readFile(path.join(pool.dir, `slot-${slot.index}.json`), 'utf8'))).toMatchObject({ commit: head, made: ['node_modules/'], kept: ['node_modules/'] });
     }
-    expect((await linkedWorktrees(repo)).sort()).toEqual(slots.map((slot) => slot.dir).sort());
+    // Clones, not linked worktrees: the person's repository records none of them, and each slot's
+    // common git directory (what Claude Code's sandbox guards) is its own.
+    expect(await linkedWorktrees(repo)).toEqual([]);
+    expect(await exists(path.join(repo.dir, '.git', 'worktrees'))).toBe(false);
+    const personObjects = path.join(repo.dir, '.git', 'objects');
+    for (const slot of slots) {
+      expect((await lstat(path.join(slot.dir, '.git'))).isDirectory()).toBe(true);
+      expect((await repo.git(['-C', slot.dir, 'rev-parse', '--path-format=absolute', '--git-common-dir'])).trim()).toBe(path.join(slot.dir, '.git'));
+      expect(await readFile(path.join(slot.dir, '.git', 'objects', 'info', 'alternates'), 'utf8')).toBe(`${personObjects}\n`);
+      // No object copied: the commit is read through the alternates.
+      expect(await repo.git(['-C', slot.dir, 'count-objects'])).toMatch(/^0 objects/);
+      expect(await repo.git(['-C', slot.dir, 'rev-parse', '--abbrev-ref', 'HEAD'])).toBe('HEAD\n');
+    }
     // Outside the person's tree.
     expect(pool.dir.startsWith(repo.dir)).toBe(false);
     expect(await personState(repo)).toBe(before);
   });
 
-  it('never runs two `git worktree add` at once (parallel adds contend on git\'s locks)', async () => {
-    const { options, head } = await setup(BASE_FILES, { setupCommand: undefined });
-    // A git in front of the real one: each `worktree add` holds a marker directory while it runs
-    // (and lingers, to widen the window); finding the marker taken means two adds overlapped.
-    const bin = await tempRoot();
-    const realGit = (await new Promise<string>((resolve) => {
-      const child = spawn('sh', ['-c', 'command -v git']);
-      let out = '';
-      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      child.on('close', () => resolve(out.trim()));
-    })) || '/usr/bin/git';
-    const script = [
-      '#!/bin/sh',
-      'case " $* " in',
-      `  *" worktree add "*)`,
-      `    mkdir "${bin}/active" 2>/dev/null || echo overlap >> "${bin}/log"`,
-      `    echo add >> "${bin}/log"`,
-      '    sleep 0.2',
-      `    "${realGit}" "$@"; code=$?`,
-      `    rmdir "${bin}/active" 2>/dev/null`,
-      '    exit $code;;',
-      'esac',
-      `exec "${realGit}" "$@"`,
-      '',
-    ].join('\n');
-    await writeFile(path.join(bin, 'git'), script, { mode: 0o755 });
-    const savedPath = process.env.PATH;
-    process.env.PATH = `${bin}${path.delimiter}${savedPath ?? ''}`;
+  it("runs none of the person's hooks in a slot: no template copied, hooks off in the slot's own config", async () => {
+    const { repo, options, head } = await setup(BASE_FILES, { setupCommand: undefined });
+    // Hooks everywhere the person could have them: their repository's hooks folder, a global
+    // `core.hooksPath`, and an `init.templateDir` whose hooks every new repository would copy.
+    const marks = await tempRoot();
+    const hook = (name: string) => `#!/bin/sh\necho ${name} >> "${marks}/ran"\n`;
+    const templates = path.join(marks, 'templates');
+    const globalHooks = path.join(marks, 'global-hooks');
+    for (const dir of [path.join(repo.dir, '.git', 'hooks'), path.join(templates, 'hooks'), globalHooks]) {
+      await mkdir(dir, { recursive: true });
+      for (const name of ['post-checkout', 'pre-commit', 'post-commit', 'reference-transaction']) await writeFile(path.join(dir, name), hook(`${dir}:${name}`), { mode: 0o755 });
+    }
+    const globalConfig = path.join(marks, 'gitconfig');
+    await writeFile(globalConfig, `[init]\n\ttemplateDir = ${templates}\n[core]\n\thooksPath = ${globalHooks}\n[user]\n\tname = t\n\temail = t@t\n`);
+    const saved = process.env.GIT_CONFIG_GLOBAL;
+    process.env.GIT_CONFIG_GLOBAL = globalConfig;
     try {
       const pool = await openPool(options);
-      const acquired = await Promise.all([0, 1, 2, 3].map(() => pool.acquire(head)));
-      expect(acquired.every((result) => result.ok)).toBe(true);
+      const slot = await pool.acquire(head);
+      if (!slot.ok) throw new Error(JSON.stringify(slot.error));
+      expect(await exists(path.join(slot.value.dir, '.git', 'hooks'))).toBe(false);
+      expect(await repo.git(['-C', slot.value.dir, 'config', '--local', 'core.hooksPath'])).toBe('/dev/null\n');
+      // A worker committing in its slot runs no hook either.
+      await writeFile(path.join(slot.value.dir, 'src/a.ts'), 'worker\n');
+      await repo.git(['-C', slot.value.dir, 'commit', '-qam', 'worker commit']);
+      await repo.git(['-C', slot.value.dir, 'checkout', '-q', '--detach', head]);
+      pool.release(slot.value);
+      const again = await pool.acquire(head);
+      expect(again.ok).toBe(true);
     } finally {
-      process.env.PATH = savedPath;
+      if (saved === undefined) delete process.env.GIT_CONFIG_GLOBAL;
+      else process.env.GIT_CONFIG_GLOBAL = saved;
     }
-    expect((await readFile(path.join(bin, 'log'), 'utf8')).trim().split('\n')).toEqual(['add', 'add', 'add', 'add']);
+    expect(await exists(path.join(marks, 'ran'))).toBe(false);
+  });
+
+  it("keeps the person's own ignore patterns (.git/info/exclude) in the slot", async () => {
+    const { repo, options, head } = await setup(BASE_FILES, { setupCommand: undefined });
+    await writeFile(path.join(repo.dir, '.git', 'info', 'exclude'), 'scratch-notes/\n');
+    const pool = await openPool(options);
+    const slot = await pool.acquire(head);
+    if (!slot.ok) throw new Error(JSON.stringify(slot.error));
+    await mkdir(path.join(slot.value.dir, 'scratch-notes'));
+    await writeFile(path.join(slot.value.dir, 'scratch-notes', 'n.txt'), 'n\n');
+    expect(await repo.git(['-C', slot.value.dir, 'status', '--porcelain'])).toBe('');
   });
 
   it('asks git whether a commit exists once per full id, and every time for a name that may move', async () => {
@@ -270,7 +291,7 @@ describe('WorktreePool', () => {
     expect(await personState(repo)).toBe(before);
   });
 
-  it('moves no branch when the attempt left its slot on one', async () => {
+  it("moves no branch when the attempt left its slot on one, and never the person's", async () => {
     const { repo, options, head } = await setup(BASE_FILES, { setupCommand: undefined });
     await repo.git(['branch', 'side']);
     const pool = await openPool(options);
@@ -280,13 +301,16 @@ describe('WorktreePool', () => {
     await inSlot(['checkout', '-q', 'side']);
     await writeFile(path.join(first.value.dir, 'src/a.ts'), 'on side\n');
     await inSlot(['commit', '-qam', 'work on side']);
-    const sideTip = (await repo.git(['rev-parse', 'side'])).trim();
+    // The slot's branches are its own: the person's `side` did not move.
+    const sideTip = (await inSlot(['rev-parse', 'side'])).trim();
     expect(sideTip).not.toBe(head);
+    expect((await repo.git(['rev-parse', 'side'])).trim()).toBe(head);
     pool.release(first.value);
 
     const second = await pool.acquire(head);
     if (!second.ok) throw new Error(JSON.stringify(second.error));
-    expect((await repo.git(['rev-parse', 'side'])).trim()).toBe(sideTip);
+    expect((await inSlot(['rev-parse', 'side'])).trim()).toBe(sideTip);
+    expect((await repo.git(['rev-parse', 'side'])).trim()).toBe(head);
     expect((await repo.git(['rev-parse', 'main'])).trim()).toBe(head);
     expect(await inSlot(['rev-parse', '--abbrev-ref', 'HEAD'])).toBe('HEAD\n');
     expect(await readFile(path.join(second.value.dir, 'src/a.ts'), 'utf8')).toBe('export const a = 1;\n');
@@ -537,16 +561,33 @@ describe('WorktreePool', () => {
     const first = await pool.acquire(head);
     if (!first.ok) throw new Error(JSON.stringify(first.error));
     pool.release(first.value);
-    await rm(path.join(first.value.dir, '.git'));
+    await rm(path.join(first.value.dir, '.git'), { recursive: true });
     const second = await pool.acquire(head);
     if (!second.ok) throw new Error(JSON.stringify(second.error));
     expect(second.value.dir).toBe(first.value.dir);
     expect((await repo.git(['-C', second.value.dir, 'rev-parse', 'HEAD'])).trim()).toBe(head);
     expect(fake.runs).toHaveLength(2);
-    expect(await linkedWorktrees(repo)).toEqual([second.value.dir]);
+    expect(await exists(path.join(second.value.dir, '.git', 'objects', 'info', 'alternates'))).toBe(true);
+    expect(await linkedWorktrees(repo)).toEqual([]);
   });
 
-  it('after a crash, reuses the registered slots, removes half-made ones and forgets what is gone; other plans are left alone', async () => {
+  it('makes a slot again, never touching a repository around it, when its git directory is gone', async () => {
+    const { repo, options, head } = await setup(BASE_FILES, { setupCommand: undefined });
+    // The pool inside another repository (a FOREMAN_WORKTREES under someone's checkout).
+    const outer = await tempRepo({ 'keep.txt': 'outer\n' });
+    await writeFile(path.join(outer.dir, 'keep.txt'), 'outer, edited\n');
+    const pool = await openPool({ ...options, root: path.join(outer.dir, 'pools') });
+    const first = await pool.acquire(head);
+    if (!first.ok) throw new Error(JSON.stringify(first.error));
+    pool.release(first.value);
+    await rm(path.join(first.value.dir, '.git'), { recursive: true });
+    const second = await pool.acquire(head);
+    if (!second.ok) throw new Error(JSON.stringify(second.error));
+    expect((await repo.git(['-C', second.value.dir, 'rev-parse', 'HEAD'])).trim()).toBe(head);
+    expect(await readFile(path.join(outer.dir, 'keep.txt'), 'utf8')).toBe('outer, edited\n');
+  });
+
+  it('after a crash, reuses the complete slots, removes half-made ones and forgets what is gone; other plans are left alone', async () => {
     const { repo, options, fake, before, head } = await setup();
     const other = await openPool({ ...options, planId: 'other-plan' });
     const otherSlot = await other.acquire(head);
@@ -559,16 +600,19 @@ describe('WorktreePool', () => {
       return slot.value;
     });
     await writeFile(path.join(zero!.dir, 'leftover.txt'), 'from the killed attempt\n');
-    // Slot 1: its directory deleted by hand (git still has its record).
+    // Slot 1: its directory deleted by hand.
     await rm(one!.dir, { recursive: true, force: true });
     // Slot 2: killed during provisioning (no record).
     await rm(path.join(crashed.dir, 'slot-2.json'));
-    // Slot 3: `git worktree add` killed half-way (registered, still locked).
-    const halfAdded = path.join(crashed.dir, 'slot-3');
-    await repo.git(['worktree', 'add', '--detach', halfAdded, head]);
-    const admin = (await repo.git(['-C', halfAdded, 'rev-parse', '--absolute-git-dir'])).trim();
-    await writeFile(path.join(admin, 'locked'), 'initializing\n');
-    // Slot 4: a directory git never registered. Slot 7: a record without a slot. And a temporary file.
+    // Slot 3: `git clone` killed half-way, under its temporary name (a git directory, no alternates yet).
+    const halfCloned = path.join(crashed.dir, 'slot-3.clone-0a1b2c3d');
+    await mkdir(path.join(halfCloned, '.git', 'objects'), { recursive: true });
+    await writeFile(path.join(halfCloned, '.git', 'HEAD'), 'ref: refs/heads/main\n');
+    // Slot 5: a linked worktree an older foreman made (registered in the person's repository).
+    await repo.git(['worktree', 'add', '-q', '--detach', path.join(crashed.dir, 'slot-5'), head]);
+    // Slot 6: a clone whose alternates never got written.
+    await mkdir(path.join(crashed.dir, 'slot-6', '.git', 'objects', 'info'), { recursive: true });
+    // Slot 4: a directory that is no repository. Slot 7: a record without a slot. And a temporary file.
     await mkdir(path.join(crashed.dir, 'slot-4', 'src'), { recursive: true });
     await writeFile(path.join(crashed.dir, 'slot-4', 'src', 'a.ts'), 'half\n');
     await writeFile(path.join(crashed.dir, 'slot-7.json'), '{}');
@@ -582,7 +626,8 @@ describe('WorktreePool', () => {
       [2, false],
     ]);
     expect((await readdir(reopened.dir)).sort()).toEqual(['slot-0', 'slot-0.json', 'slot-2']);
-    expect((await linkedWorktrees(repo)).sort()).toEqual([otherSlot.value.dir, zero!.dir, two!.dir].sort());
+    // The older foreman's worktree is unregistered too: the person's repository records none.
+    expect(await linkedWorktrees(repo)).toEqual([]);
 
     const again = await Promise.all([0, 1, 2].map(() => reopened.acquire(head)));
     const dirs = again.map((slot) => {
@@ -610,31 +655,38 @@ describe('WorktreePool', () => {
     expect(await linkedWorktrees(repo)).toEqual([away]);
   });
 
-  it('remove() leaves no registered worktree and no directory; other plans stay', async () => {
+  it("remove() leaves no directory and nothing in the person's repository; other plans stay", async () => {
     const { repo, root, options, before, head } = await setup();
     const other = await openPool({ ...options, planId: 'other-plan' });
     const otherSlot = await other.acquire(head);
     if (!otherSlot.ok) throw new Error(JSON.stringify(otherSlot.error));
     const pool = await openPool(options);
     await Promise.all([pool.acquire(head), pool.acquire(head)]);
+    const gitDirBefore = (await readdir(path.join(repo.dir, '.git'))).sort();
     await pool.remove();
     expect(await exists(pool.dir)).toBe(false);
-    expect(await linkedWorktrees(repo)).toEqual([otherSlot.value.dir]);
+    expect(await linkedWorktrees(repo)).toEqual([]);
+    expect((await readdir(path.join(repo.dir, '.git'))).sort()).toEqual(gitDirBefore);
+    expect(await readFile(path.join(otherSlot.value.dir, 'src/a.ts'), 'utf8')).toBe('export const a = 1;\n');
+    expect((await repo.git(['-C', otherSlot.value.dir, 'status', '--porcelain', '-uno'])).trim()).toBe('');
     await expect(pool.acquire(head)).rejects.toThrow(/removed/);
     // A second removal has nothing to do and does not throw.
     await pool.remove();
 
     await removePlanWorktrees(repo.dir, root, 'other-plan');
-    expect(await linkedWorktrees(repo)).toEqual([]);
     expect(await readdir(root)).toEqual([]);
+    // The person's repository is whole: nothing of it lived in a slot.
+    await repo.git(['fsck', '--connectivity-only', '--no-dangling']);
     expect(await personState(repo)).toBe(before);
   });
 
-  it('removePlanWorktrees removes slots a crashed run left, registered or not', async () => {
+  it('removePlanWorktrees removes slots a crashed run left, complete or not, an older foreman\'s linked worktree too', async () => {
     const { repo, root, options, head } = await setup(BASE_FILES, { setupCommand: undefined });
     const pool = await openPool(options);
     await pool.acquire(head);
     await mkdir(path.join(pool.dir, 'slot-5'));
+    await mkdir(path.join(pool.dir, 'slot-6.clone-00ff00ff', '.git'), { recursive: true });
+    await repo.git(['worktree', 'add', '-q', '--detach', path.join(pool.dir, 'slot-8'), head]);
     await removePlanWorktrees(repo.dir, root, 'plan-1');
     expect(await exists(pool.dir)).toBe(false);
     expect(await linkedWorktrees(repo)).toEqual([]);

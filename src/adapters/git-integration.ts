@@ -10,14 +10,20 @@
 // would otherwise run a `reference-transaction` hook) and GIT_LITERAL_PATHSPECS=1, so
 // `src/[id].ts` names that file and is never a glob.
 //
+// A pool slot is a clone that borrows the person's objects (`objects/info/alternates`): its
+// capture writes what it stages into the person's object store (where integration and landing
+// read), and copies there any entry object only the slot holds (a worker that committed or staged
+// in its slot), so the slot can be deleted without a dangling object.
+//
 // Git calls are counted (test/git-integration.test.ts checks them): a capture takes four (HEAD
-// and status side by side, add, diff-index), an integration seven (git dir once per repository,
+// and status side by side, add, diff-index), in a slot one more (which entry objects the
+// person's store lacks) and, only when some are missing, one to copy them; an integration seven (git dir once per repository,
 // identity, read-tree, update-index, write-tree, commit-tree, update-ref) plus one diff-tree per
 // older base, whatever the number of tasks or files: no per-file calls, so a batch of tasks costs
 // what one task costs.
 
 import { randomBytes } from 'node:crypto';
-import { rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { type Result, err, ok } from '../core/failure.ts';
 import { type GitFailure, buildMessage, failureOf, parseStatus, splitNul } from '../core/git-text.ts';
@@ -102,9 +108,10 @@ function parseRaw(output: string): WorkEntry[] {
  * `base`, not HEAD). Without it, HEAD is the base.
  */
 export async function captureWork(dir: string, declared: readonly string[], kept: readonly string[], base?: string): Promise<Result<Capture, GitFailure>> {
-  const [head, status] = await Promise.all([
+  const [head, status, store] = await Promise.all([
     git(dir, ['rev-parse', '--verify', 'HEAD^{commit}']),
     git(dir, ['status', '--porcelain=v1', '-z', '-uall', '--no-renames', '--ignore-submodules=none']),
+    borrowedStore(dir),
   ]);
   if (!head.ok) return err(failureOf(head.error));
   if (!status.ok) return err(failureOf(status.error));
@@ -132,7 +139,9 @@ export async function captureWork(dir: string, declared: readonly string[], kept
   // Exact paths from status, so `add` never fails on a declared path that matches nothing; -A
   // stages deletions too. On stdin: one call for any number of paths.
   if (toStage.length > 0) {
-    const added = await git(dir, ['add', '-A', '--pathspec-from-file=-', '--pathspec-file-nul'], { input: `${toStage.join('\0')}\0` });
+    // In a slot, new objects go straight into the person's store; the slot's own stays readable.
+    const env = store === null ? undefined : { GIT_OBJECT_DIRECTORY: store.shared, GIT_ALTERNATE_OBJECT_DIRECTORIES: store.own };
+    const added = await git(dir, ['add', '-A', '--pathspec-from-file=-', '--pathspec-file-nul'], { input: `${toStage.join('\0')}\0`, ...(env ? { env } : {}) });
     if (!added.ok) return err(failureOf(added.error));
   }
   const staged = await git(dir, ['diff-index', '--cached', '-z', '--raw', '--no-renames', '--full-index', start, '--']);
@@ -141,7 +150,53 @@ export async function captureWork(dir: string, declared: readonly string[], kept
   const entries = parseRaw(staged.value)
     .filter((entry) => coveredBy(entry.path, declared) && !keptPath(entry.path, kept))
     .sort((a, b) => byPath(a.path, b.path));
+  if (store !== null) {
+    const shared = await shareObjects(dir, store, entries);
+    if (!shared.ok) return err(failureOf(shared.error));
+  }
   return ok({ changed, outside, work: { base: start, entries } });
+}
+
+/** A repository's own object directory and the one it borrows from through alternates. */
+interface BorrowedStore {
+  own: string;
+  shared: string;
+}
+
+/**
+ * Where the repository at `dir` borrows objects from: the first entry of its
+ * `objects/info/alternates` (a pool slot's is the person's object directory), or null for a
+ * repository with none, or a linked worktree (its objects are the main repository's already).
+ */
+async function borrowedStore(dir: string): Promise<BorrowedStore | null> {
+  const own = path.join(dir, '.git', 'objects');
+  const listed = await readFile(path.join(own, 'info', 'alternates'), 'utf8').catch(() => null);
+  if (listed === null) return null;
+  // Git's format: one directory a line, `#` comments, relative ones relative to `own`.
+  const first = listed.split('\n').find((line) => line.trim() !== '' && !line.startsWith('#'));
+  return first === undefined ? null : { own, shared: path.resolve(own, first.trim()) };
+}
+
+/**
+ * Copies into the shared store every entry object it does not hold (one `cat-file
+ * --batch-check` against that store alone, then one `pack-objects` writing a pack there).
+ * Gitlinks (a submodule's commit) are not objects of this repository and are skipped.
+ */
+async function shareObjects(dir: string, store: BorrowedStore, entries: readonly WorkEntry[]): Promise<Result<void, GitCommandError>> {
+  const objects = [...new Set(entries.flatMap((entry) => ('deleted' in entry || entry.mode === '160000' ? [] : [entry.object])))];
+  if (objects.length === 0) return ok(undefined);
+  const input = `${objects.join('\n')}\n`;
+  const checked = await git(dir, ['cat-file', '--batch-check=%(objectname) %(objecttype)'], { input, env: { GIT_OBJECT_DIRECTORY: store.shared, GIT_ALTERNATE_OBJECT_DIRECTORIES: '' } });
+  if (!checked.ok) return checked;
+  const missing = checked.value.split('\n').flatMap((line) => (line.endsWith(' missing') ? [line.slice(0, -' missing'.length)] : []));
+  if (missing.length === 0) return ok(undefined);
+  // Run with the shared store as the object directory, so pack-objects' temporary files are made
+  // beside the pack it renames them to (a slot may be on another file system).
+  const packed = await git(dir, ['pack-objects', '-q', path.join(store.shared, 'pack', 'pack')], {
+    input: `${missing.join('\n')}\n`,
+    env: { GIT_OBJECT_DIRECTORY: store.shared, GIT_ALTERNATE_OBJECT_DIRECTORIES: store.own },
+  });
+  return packed.ok ? ok(undefined) : packed;
 }
 
 export interface Integration {

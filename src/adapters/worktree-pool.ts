@@ -1,10 +1,20 @@
-// The worktree pool: the git worktrees a plan's attempts work in (issue 12, "Workspaces" and
+// The worktree pool: the checkouts a plan's attempts work in (issue 12, "Workspaces" and
 // "Provisioning").
 //
 // Where: `<worktreesRoot>/<repo name>-<hash of its path>/<planId>/slot-<n>`, outside the person's
 // working tree (their test runners and watchers never find the slots) and outside `.git/` (the
-// CLI denies every edit there). Each slot is a linked worktree detached at a commit; beside it,
-// `slot-<n>.json` records how it was provisioned.
+// CLI denies every edit there). Beside each slot, `slot-<n>.json` records how it was provisioned.
+//
+// What a slot is: a repository of its own (`git clone --shared --no-checkout`), detached at a
+// commit, that reads the person's objects through `objects/info/alternates` and has its own git
+// directory — config, index, HEAD, no hooks. Not a linked worktree: Claude Code's sandbox guards
+// the *common* git directory of the worktree a worker runs in (empty `config.lock`, `hooks`…
+// placeholders while each sandboxed command runs), which for a linked worktree is the person's
+// `.git/`: their `git config` failed meanwhile, and parallel workers tripped on each other's
+// placeholders. A clone's common git directory is its own. The person's repository holds no
+// record of the slots (`git worktree list` there shows none), so a slot is just its directory:
+// removing it is deleting it. What an attempt captures is written into the person's object store
+// (`captureWork`), so nothing in the person's repository ever needs an object only a slot holds.
 //
 // Reuse: a released slot is reset to the next attempt's commit (`git reset --hard`) and cleared
 // of every untracked and ignored file (`git clean -ffdx`) except what provisioning put there (the
@@ -17,13 +27,15 @@
 // new commit, or when the slot has no record (provisioning never finished: a setup failure, a
 // crash). A slot's record is removed before provisioning starts and written when it is done.
 //
-// Only `git worktree add` / `remove` touch the repository's shared state (`.git/worktrees/`);
-// they are serialized here (parallel adds contend on git's locks). Reset and clean work in the
-// slot's own index and HEAD. The person's working tree, index and branch are never touched: from
-// their tree only `.worktreeinclude` files and `.claude/settings*.json` are read.
+// Creating a slot only reads the person's repository (the clone copies refs and writes the
+// alternates file in the slot), so slots are made in parallel, not one at a time. A clone is made
+// under a temporary name and renamed to `slot-<n>` when complete: a run killed half-way leaves a
+// directory `openPool` removes, never a slot that looks whole. Reset and clean work in the slot's
+// own index and HEAD. The person's working tree, index and branch are never touched: from their
+// tree only `.worktreeinclude` files and `.claude/settings*.json` are read.
 
-import { createHash } from 'node:crypto';
-import { lstat, mkdir, readFile, readdir, readlink, realpath, rm, rmdir, stat, symlink } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { copyFile, lstat, mkdir, readFile, readdir, readlink, realpath, rename, rm, rmdir, stat, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
@@ -167,7 +179,7 @@ interface SlotState {
   index: number;
   dir: string;
   busy: boolean;
-  /** The worktree exists and is registered. */
+  /** The slot's directory exists (a complete clone). */
   exists: boolean;
   commit: string | null;
   record: SlotRecord | null;
@@ -212,43 +224,49 @@ function parseRecord(text: string): SlotRecord | null {
   }
 }
 
-interface RegisteredWorktree {
-  path: string;
-  locked: boolean;
-}
-
-/** `git worktree list --porcelain -z`: every worktree the repository knows, the main one included. */
-async function registeredWorktrees(repo: string): Promise<RegisteredWorktree[]> {
-  const listed = await runGit(['worktree', 'list', '--porcelain', '-z'], { cwd: repo });
-  if (!listed.ok) return [];
-  const found: RegisteredWorktree[] = [];
-  for (const field of listed.value.split('\0')) {
-    if (field.startsWith('worktree ')) found.push({ path: field.slice('worktree '.length), locked: false });
-    else if ((field === 'locked' || field.startsWith('locked ')) && found.length > 0) found[found.length - 1]!.locked = true;
-  }
-  return found;
-}
-
-/** The registered worktrees directly in `dir` (a real path). */
-const worktreesIn = async (repo: string, dir: string): Promise<RegisteredWorktree[]> =>
-  (await registeredWorktrees(repo)).filter((worktree) => path.dirname(worktree.path) === dir);
-
-/** Unregisters and deletes the worktree at `dir`; never fails. A symlink in it is removed, never followed. */
-async function destroyWorktree(repo: string, dir: string): Promise<void> {
-  // Twice --force: also a locked worktree (a `git worktree add` killed half-way leaves its lock).
-  await runGit(['worktree', 'remove', '--force', '--force', dir], { cwd: repo }).catch(() => undefined);
-  await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+/**
+ * The person's `info/exclude` (their own ignore patterns, beside `.gitignore`) copied into the new
+ * clone at `dir`, as a linked worktree shared it: a file they ignore stays ignored in the slot.
+ * Their repository's git directory is where the clone's alternates point (`<git dir>/objects`).
+ */
+async function copyExcludes(dir: string): Promise<void> {
+  const alternates = await readFile(path.join(dir, '.git', 'objects', 'info', 'alternates'), 'utf8').catch(() => '');
+  const store = alternates.split('\n').find((line) => path.isAbsolute(line));
+  if (store === undefined) return;
+  const source = path.join(path.dirname(store), 'info', 'exclude');
+  if ((await stat(source).catch(() => null))?.isFile() !== true) return;
+  await mkdir(path.join(dir, '.git', 'info'), { recursive: true });
+  await copyFile(source, path.join(dir, '.git', 'info', 'exclude')).catch(() => undefined);
 }
 
 /**
- * Removes every worktree of the pool at `dir` (registered or not, its directory there or not),
- * its records and the directory. Never throws.
+ * Whether `dir` is a slot this pool made: a repository of its own (its `.git` a directory) that
+ * borrows objects through alternates. A slot from an older foreman (a linked worktree: `.git` is
+ * a file) or a damaged directory is not.
  */
+async function isSlotClone(dir: string): Promise<boolean> {
+  const gitDir = await lstat(path.join(dir, '.git')).catch(() => null);
+  if (gitDir === null || !gitDir.isDirectory()) return false;
+  return (await lstat(path.join(dir, '.git', 'objects', 'info', 'alternates')).catch(() => null))?.isFile() === true;
+}
+
+/**
+ * Deletes the slot at `dir`; never fails. A symlink in it is removed, never followed. A linked
+ * worktree an older foreman made there is unregistered from the person's repository first.
+ */
+async function destroySlot(repo: string, dir: string): Promise<void> {
+  if ((await lstat(path.join(dir, '.git')).catch(() => null))?.isFile() === true) {
+    await runGit(['worktree', 'remove', '--force', '--force', dir], { cwd: repo }).catch(() => undefined);
+  }
+  await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+}
+
+/** Removes every slot of the pool at `dir`, its records and the directory. Never throws. */
 async function removePoolAt(repo: string, dir: string): Promise<void> {
   try {
-    // Worktrees are registered under the real path; the pool directory may be gone already.
-    const real = (await realpath(dir).catch(() => null)) ?? path.join((await realpath(path.dirname(dir)).catch(() => null)) ?? path.dirname(dir), path.basename(dir));
-    for (const worktree of await worktreesIn(repo, real)) await destroyWorktree(repo, worktree.path);
+    const real = await realpath(dir).catch(() => null);
+    if (real === null) return;
+    for (const entry of await readdir(real)) if (SLOT_NAME.test(entry)) await destroySlot(repo, path.join(real, entry));
     await rm(real, { recursive: true, force: true });
     // The repository's folder goes too once its last plan is gone.
     await rmdir(path.dirname(real)).catch(() => undefined);
@@ -259,38 +277,32 @@ async function removePoolAt(repo: string, dir: string): Promise<void> {
 
 /**
  * Opens the plan's pool: creates its directory, reuses the slots a previous (perhaps crashed) run
- * left, removes half-made ones (a directory git does not know, or a worktree still locked by a
- * `git worktree add` that was killed) and forgets records whose directory is gone. Worktrees of
- * other plans are left alone.
+ * left, removes half-made ones (a clone a killed run left under its temporary name, a directory
+ * that is not a clone) and forgets records whose directory is gone. Other plans' slots are left
+ * alone.
  */
 export async function openPool(options: PoolOptions): Promise<WorktreePool> {
   const made = poolDir(options.root, options.repo, options.planId);
   await mkdir(made, { recursive: true });
   const dir = await realpath(made);
-  // Not `git worktree prune`: it would also forget the person's own worktrees whose directory is
-  // away (an unmounted disk). Only this pool's records are dropped, one by one, below.
-  const registered = new Map((await worktreesIn(options.repo, dir)).map((worktree) => [worktree.path, worktree]));
   const pool = new WorktreePool(options, dir);
   const entries = await readdir(dir, { withFileTypes: true });
   for (const entry of entries) {
     const full = path.join(dir, entry.name);
     const slot = SLOT_NAME.exec(entry.name);
     if (slot === null) {
-      if (!RECORD_NAME.test(entry.name)) await rm(full, { recursive: true, force: true }); // an atomic write's temporary file
+      // An atomic write's temporary file, a clone cut short before its rename.
+      if (!RECORD_NAME.test(entry.name)) await rm(full, { recursive: true, force: true });
       continue;
     }
-    const worktree = registered.get(full);
-    registered.delete(full);
-    if (entry.isDirectory() && worktree !== undefined && !worktree.locked) {
+    if (entry.isDirectory() && (await isSlotClone(full))) {
       const index = Number(slot[1]);
       const record = parseRecord((await readFile(recordPath(dir, index), 'utf8').catch(() => null)) ?? '');
       pool.adopt(index, record);
     } else {
-      await destroyWorktree(options.repo, full);
+      await destroySlot(options.repo, full);
     }
   }
-  // Registered but its directory gone, or not named as a slot: unregistered.
-  for (const worktree of registered.values()) await destroyWorktree(options.repo, worktree.path);
   // Records of slots that are gone.
   for (const entry of entries) {
     const record = RECORD_NAME.exec(entry.name);
@@ -301,8 +313,6 @@ export async function openPool(options: PoolOptions): Promise<WorktreePool> {
 
 export class WorktreePool {
   private readonly states = new Map<number, SlotState>();
-  /** `git worktree add`/`remove` one at a time. */
-  private queue: Promise<unknown> = Promise.resolve();
   private removed = false;
   /** Commits already found to exist: a commit stays, so each is asked about once (attempts share the integration tip). */
   private readonly knownCommits = new Set<string>();
@@ -330,12 +340,6 @@ export class WorktreePool {
   /** Whether slot `index` is known. */
   has(index: number): boolean {
     return this.states.has(index);
-  }
-
-  private serial<T>(work: () => Promise<T>): Promise<T> {
-    const next = this.queue.then(work, work);
-    this.queue = next.catch(() => undefined);
-    return next;
   }
 
   /**
@@ -379,10 +383,10 @@ export class WorktreePool {
       .map((state) => ({ index: state.index, dir: state.dir, commit: state.commit ?? state.record?.commit ?? '', kept: [...(state.record?.kept ?? [])], busy: state.busy, provisioned: state.record !== null }));
   }
 
-  /** Removes every slot (`git worktree remove --force`) and the pool directory. Never throws. Call when no attempt runs. */
+  /** Removes every slot and the pool directory. Never throws. Call when no attempt runs. */
   async remove(): Promise<void> {
     this.removed = true;
-    await this.serial(() => removePoolAt(this.options.repo, this.dir));
+    await removePoolAt(this.options.repo, this.dir);
     this.states.clear();
   }
 
@@ -391,6 +395,13 @@ export class WorktreePool {
     if (!commit.ok) return commit;
     const fingerprint = await this.fingerprint(commit.value);
     if (!fingerprint.ok) return fingerprint;
+    // A slot whose git directory is gone is made again: git run there would find the repository
+    // around it, if any, and reset that.
+    if (state.exists && !(await isSlotClone(state.dir))) {
+      await destroySlot(this.options.repo, state.dir);
+      await this.forget(state);
+      state.exists = false;
+    }
     if (state.exists) {
       // Provisioned for the same setup command and the same inputs, and what the setup made still
       // there (an attempt may have deleted node_modules/): kept as it is. Otherwise everything
@@ -403,7 +414,7 @@ export class WorktreePool {
       if (cleaned.ok && current !== null) return this.refresh(state, current, commit.value);
       if (cleaned.ok) return this.provision(state, commit.value, fingerprint.value, signal);
       // A slot that cannot be reset (its directory damaged, a lock left by a killed git): made again.
-      await this.serial(() => destroyWorktree(this.options.repo, state.dir));
+      await destroySlot(this.options.repo, state.dir);
       await this.forget(state);
       state.exists = false;
     }
@@ -433,36 +444,50 @@ export class WorktreePool {
     return ok(sha256(splitNul(listed.value).filter((line) => coveredBy(line.slice(line.indexOf('\t') + 1), this.setupInputs)).sort().join('\n')));
   }
 
-  /** `git worktree add --detach`, serialized; leftovers of a half-made slot are removed first. */
+  /**
+   * A new slot at `commit`: `git clone --shared --no-checkout` of the person's repository under a
+   * temporary name, renamed to the slot's name once complete, then checked out. `--template=`
+   * copies no hooks (nor anything else of the person's templates) and the slot's own config sets
+   * `core.hooksPath=/dev/null`, so no hook of the person's (their global `core.hooksPath`
+   * included) runs there, not even for a worker's own `git commit`. Leftovers of a half-made
+   * slot are removed first.
+   */
   private async create(state: SlotState, commit: string): Promise<Result<void, ProvisionFailure>> {
-    const added = await this.serial(async () => {
-      await destroyWorktree(this.options.repo, state.dir);
-      const args = ['-c', 'core.hooksPath=/dev/null', 'worktree', 'add', '--quiet', '--detach', state.dir, commit];
-      let result = await runGit(args, { cwd: this.options.repo });
-      if (!result.ok) {
-        // A record git still holds for this path (a slot removed by hand): forget it, try once more.
-        await destroyWorktree(this.options.repo, state.dir);
-        result = await runGit(args, { cwd: this.options.repo });
-        if (!result.ok) await destroyWorktree(this.options.repo, state.dir);
-      }
-      return result;
-    });
-    if (!added.ok) return err({ kind: 'git-failed', doing: `create the worktree ${state.dir} at ${commit.slice(0, 12)}`, failure: failureOf(added.error) });
+    await destroySlot(this.options.repo, state.dir);
+    const making = `${state.dir}.clone-${randomBytes(4).toString('hex')}`;
+    const cloned = await runGit(
+      ['clone', '--template=', '--shared', '--no-checkout', '--quiet', '-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', '--', this.options.repo, making],
+      { cwd: this.dir },
+    );
+    if (!cloned.ok) {
+      await rm(making, { recursive: true, force: true }).catch(() => undefined);
+      return err({ kind: 'git-failed', doing: `create the worktree ${state.dir} at ${commit.slice(0, 12)}`, failure: failureOf(cloned.error) });
+    }
+    await copyExcludes(making);
+    await rename(making, state.dir);
     state.exists = true;
-    state.commit = commit;
+    // A fresh checkout holds nothing to clean.
+    const checkedOut = await this.reset(state, commit, null);
+    if (!checkedOut.ok) {
+      await destroySlot(this.options.repo, state.dir);
+      state.exists = false;
+      return checkedOut;
+    }
     return ok(undefined);
   }
 
-  /** Detached at `commit`, `git reset --hard`, then `git clean -ffdx` keeping exactly `kept`. */
-  private async reset(state: SlotState, commit: string, kept: readonly string[]): Promise<Result<void, ProvisionFailure>> {
+  /** Detached at `commit`, `git reset --hard`, then `git clean -ffdx` keeping exactly `kept` (no clean when null: a fresh clone). */
+  private async reset(state: SlotState, commit: string, kept: readonly string[] | null): Promise<Result<void, ProvisionFailure>> {
     // HEAD first, on its own: had the attempt checked out a branch, `reset --hard <commit>` would
-    // move that branch. The slot's HEAD is its own (per worktree); no branch moves.
+    // move that branch. No branch moves. A full id: the commit is found through the alternates
+    // (an integration commit is in the person's repository only), no ref in the slot needed.
     const detached = await runGit(['update-ref', '--no-deref', '-m', 'foreman: reuse the slot', 'HEAD', commit], { cwd: state.dir });
     if (!detached.ok) return err({ kind: 'git-failed', doing: `detach ${state.dir} at ${commit.slice(0, 12)}`, failure: failureOf(detached.error) });
     const reset = await runGit(['-c', 'core.hooksPath=/dev/null', 'reset', '-q', '--hard'], { cwd: state.dir });
     if (!reset.ok) return err({ kind: 'git-failed', doing: `reset ${state.dir} to ${commit.slice(0, 12)}`, failure: failureOf(reset.error) });
     state.commit = commit;
     // -x: ignored files go too (build output, caches); the -e patterns still apply with -x.
+    if (kept === null) return ok(undefined);
     const clean = await runGit(['clean', '-ffdxq', ...kept.flatMap((entry) => ['-e', excludePattern(entry)])], { cwd: state.dir });
     if (!clean.ok) return err({ kind: 'git-failed', doing: `clean ${state.dir}`, failure: failureOf(clean.error) });
     return ok(undefined);
@@ -579,7 +604,7 @@ export async function diskUsage(dir: string): Promise<number> {
   return total;
 }
 
-/** Removes the plan's pool (every slot, registered or not, and its directory); for `plan clean` and a finished plan. Never throws. */
+/** Removes the plan's pool (every slot and its directory); for `plan clean` and a finished plan. Never throws. */
 export async function removePlanWorktrees(repo: string, root: string, planId: string): Promise<void> {
   const real = await realpath(repo).catch(() => repo);
   await removePoolAt(real, poolDir(root, real, planId));

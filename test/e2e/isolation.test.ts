@@ -71,9 +71,11 @@ async function treeFiles(repo: TempGitRepo): Promise<string[]> {
 async function expectNothingLeft(repo: TempGitRepo, worktrees: string): Promise<void> {
   expect(await worktreeDirs(repo)).toEqual([repo.dir]);
   expect(await foremanRefs(repo)).toEqual([]);
-  // A worktree has a .git file at its top: none is left under the root.
+  // A worktree has a .git directory at its top: none is left under the root.
   const left = await readdir(worktrees, { recursive: true }).catch(() => [] as string[]);
   expect(left.filter((entry) => entry === '.git' || entry.endsWith('/.git'))).toEqual([]);
+  // The worktrees are gone and every object of what landed is in the person's repository.
+  await repo.git(['fsck', '--connectivity-only', '--no-dangling']);
 }
 
 describe('every attempt in a worktree of its own', () => {
@@ -103,15 +105,20 @@ describe('every attempt in a worktree of its own', () => {
     await expectNothingLeft(repo, worktrees);
   });
 
-  it('a worktree is a registered git worktree while its worker runs, detached at the integration tip', async () => {
+  it('a worktree is a clone of its own borrowing the repository\'s objects while its worker runs, detached at the integration tip', async () => {
     const signals = await tempDir('foreman-iso-signals-');
     const { repo, journal, env } = await setup(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n' }, waitForFile: join(signals, 'go') } })]));
     const startHead = await head(repo);
     const child = start(repo.dir, [], env);
     await waitFor('A to start', async () => started(await fakeEvents(journal), 'A'));
     const cwd = ((await fakeEvents(journal)).find((e) => e.event === 'start') as FakeEvent & { cwd: string }).cwd;
-    const listed = await repo.git(['worktree', 'list', '--porcelain']);
-    expect(listed).toContain(`worktree ${cwd}\nHEAD ${startHead}\ndetached`);
+    // Not a linked worktree: the person's repository records none (Claude Code's sandbox guards the
+    // git directory of the worker's repository, which is the worktree's own).
+    expect((await repo.git(['worktree', 'list', '--porcelain'])).split('\n').filter((line) => line.startsWith('worktree '))).toEqual([`worktree ${repo.dir}`]);
+    expect((await repo.git(['-C', cwd, 'rev-parse', '--path-format=absolute', '--git-common-dir'])).trim()).toBe(join(cwd, '.git'));
+    expect(await readFile(join(cwd, '.git', 'objects', 'info', 'alternates'), 'utf8')).toBe(`${join(repo.dir, '.git', 'objects')}\n`);
+    expect((await repo.git(['-C', cwd, 'rev-parse', 'HEAD'])).trim()).toBe(startHead);
+    expect((await repo.git(['-C', cwd, 'rev-parse', '--abbrev-ref', 'HEAD'])).trim()).toBe('HEAD');
     // The half-done work is in the worktree only.
     expect(await readFile(join(cwd, 'a.txt'), 'utf8')).toBe('a\n');
     expect(existsSync(join(repo.dir, 'a.txt'))).toBe(false);

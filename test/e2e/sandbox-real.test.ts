@@ -3,10 +3,13 @@
 // (an outside address is refused inside the sandbox, never reached), and, sandboxed, any Bash
 // command runs without a `Bash(...)` rule: `ls`, `git status`, a single test file. Two sandboxed
 // workers run at once, each in a worktree of the plan's pool (as a run gives them): sandboxes no
-// longer share a directory, so they no longer trip on each other's placeholder files.
+// longer share a directory, so they no longer trip on each other's placeholder files. And, the
+// slots being clones with git directories of their own, the placeholders Claude Code's sandbox
+// makes in the git directory it guards (`config.lock`…) appear in the slot's `.git/`, never in
+// the person's: polled while a slow sandboxed command runs.
 // Needs the sandbox (Debian: bubblewrap, socat, ripgrep); says so and skips without it.
 
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,6 +31,10 @@ const CONNECT_SCRIPT = `require('net').connect(9, '10.255.255.1')
 setTimeout(() => { console.log('NET-TIMEOUT'); process.exit(4); }, 5000);
 `;
 
+// A command that lasts long enough for the placeholders to be seen (a standalone `sleep` is refused by the CLI).
+const SLOW_SCRIPT = `setTimeout(() => console.log('SLOW-DONE'), 3000);
+`;
+
 const steps: Array<{ name: string; command: (req: ScriptedRequest) => string }> = [
   { name: 'escape', command: () => `echo out > ${join(outside, 'escape.txt')}` },
   { name: 'network', command: () => 'node scripts/connect.js' },
@@ -35,6 +42,7 @@ const steps: Array<{ name: string; command: (req: ScriptedRequest) => string }> 
   { name: 'git status', command: () => 'git status --short' },
   { name: 'test file', command: () => 'node --test test/one.test.js' },
   { name: 'inside', command: () => 'echo inside > inside.txt && touch "$TMPDIR/own" && echo "tmp-ok $FOREMAN_PROCESS"' },
+  { name: 'slow', command: () => 'node scripts/slow.js' },
 ];
 
 let server: ModelServer;
@@ -61,7 +69,7 @@ afterAll(async () => {
 
 describe.runIf(support.ok)('workers in the sandbox (real CLI)', () => {
   it('writes only in its worktree and its TMPDIR, reaches no network, and runs ls, git status and a test file without a rule; two at once, in worktrees of their own', async () => {
-    const repo = await tempGitRepo({ 'README.md': '# sample\n', 'test/one.test.js': "require('node:test')('one', () => {});\n", 'scripts/connect.js': CONNECT_SCRIPT });
+    const repo = await tempGitRepo({ 'README.md': '# sample\n', 'test/one.test.js': "require('node:test')('one', () => {});\n", 'scripts/connect.js': CONNECT_SCRIPT, 'scripts/slow.js': SLOW_SCRIPT });
     cleanups.push(repo.cleanup);
     const home = await tempHome();
     cleanups.push(() => rm(home, { recursive: true, force: true }));
@@ -74,6 +82,18 @@ describe.runIf(support.ok)('workers in the sandbox (real CLI)', () => {
       return slot.value;
     }));
     expect(slots[0]!.dir).not.toBe(slots[1]!.dir);
+
+    // What appears in the person's git directory, and in each slot's, while the workers run.
+    const personGit = join(repo.dir, '.git');
+    const personBefore = new Set(readdirSync(personGit));
+    const appearedInPerson = new Set<string>();
+    const slotLocks = slots.map(() => 0);
+    const poll = setInterval(() => {
+      for (const name of readdirSync(personGit)) if (!personBefore.has(name)) appearedInPerson.add(name);
+      slots.forEach((slot, index) => {
+        if (existsSync(join(slot.dir, '.git', 'config.lock'))) slotLocks[index]! += 1;
+      });
+    }, 20);
 
     const runs = await Promise.all(
       slots.map(async (slot, index) => {
@@ -95,7 +115,13 @@ describe.runIf(support.ok)('workers in the sandbox (real CLI)', () => {
         });
         return { run, log: await readFile(logPath, 'utf8') };
       }),
-    );
+    ).finally(() => clearInterval(poll));
+
+    // The sandbox guarded each slot's own git directory (its placeholder seen there), and nothing
+    // appeared in the person's: no `config.lock` to fail their `git config` or the other worker.
+    expect(slotLocks.every((seen) => seen > 0), `config.lock seen in the slots: ${slotLocks.join(', ')}`).toBe(true);
+    expect([...appearedInPerson]).toEqual([]);
+    expect(existsSync(join(personGit, 'config.lock'))).toBe(false);
 
     for (const [index, { run, log }] of runs.entries()) {
       const dir = slots[index]!.dir;
@@ -116,6 +142,8 @@ describe.runIf(support.ok)('workers in the sandbox (real CLI)', () => {
       expect(results['test file']?.is_error).toBe(false);
       expect(results['test file']?.content).toMatch(/# pass 1/);
       expect(results['inside']?.content).toMatch(/tmp-ok \d+-\w+\.\d+/);
+      expect(results['slow']?.is_error).toBe(false);
+      expect(results['slow']?.content).toContain('SLOW-DONE');
       expect(await readFile(join(dir, 'inside.txt'), 'utf8')).toBe('inside\n');
       expect(run.permissionDenials).toEqual([]);
       // The sandbox's mount points for its protected files (.bashrc, .gitconfig, …) are gone afterwards.
