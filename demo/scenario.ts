@@ -82,15 +82,17 @@ export function demoPlan(): Plan {
         metadata: { type: 'implementation', files: { create: ['src/truncate.js', 'test/truncate.test.js'], modify: [] } },
         checks: [['the truncate tests pass', 'node --test test/truncate.test.js']],
       }),
+      // Its specification lives in spec/, outside `node --test`'s default patterns: the gate (the
+      // plan's test command) must pass on the starting commit, where wordCount does not exist yet.
       task('word-count', {
-        subject: 'Implement wordCount() to the spec in test/word-count.test.js',
+        subject: 'Implement wordCount() to the spec in spec/word-count.spec.js',
         prompt: [
           'Create src/word-count.js exporting `wordCount(text)` so that the existing specification',
-          'test/word-count.test.js passes. Do not change the test.',
+          'spec/word-count.spec.js passes. Do not change the test.',
         ].join('\n'),
         blockedBy: [],
-        metadata: { type: 'implementation', files: { create: ['src/word-count.js'], modify: [] }, reads: ['test/word-count.test.js'] },
-        checks: [['the wordCount specification passes', 'node --test test/word-count.test.js']],
+        metadata: { type: 'implementation', files: { create: ['src/word-count.js'], modify: [] }, reads: ['spec/word-count.spec.js'] },
+        checks: [['the wordCount specification passes', 'node --test spec/word-count.spec.js']],
         fallback: 'split on runs of any whitespace and ignore empty pieces; run the specification before reporting COMPLETED',
       }),
       task('export-slugify', {
@@ -277,16 +279,16 @@ export function demoScenarios(pace: Pace): Scenario[] {
         name: 'word-count, attempt 2',
         when: 'This is attempt 2',
         turns: [
-          step(600, (req) => [text('The previous attempt failed the specification; reading it again.'), toolUse('Read', { file_path: at(req, 'test/word-count.test.js') })]),
+          step(600, (req) => [text('The previous attempt failed the specification; reading it again.'), toolUse('Read', { file_path: at(req, 'spec/word-count.spec.js') })]),
           step(700, (req) => [text('Splitting on runs of whitespace this time.'), toolUse('Write', { file_path: at(req, 'src/word-count.js'), content: WORD_COUNT })]),
-          step(500, () => [runTests('node --test test/word-count.test.js')]),
+          step(500, () => [runTests('node --test spec/word-count.spec.js')]),
           finish(400, 'wordCount() splits on runs of whitespace; the specification passes', { needPassingTests: true }),
         ],
       },
       {
         name: 'word-count, attempt 1',
         turns: [
-          step(600, (req) => [text('Reading the specification.'), toolUse('Read', { file_path: at(req, 'test/word-count.test.js') })]),
+          step(600, (req) => [text('Reading the specification.'), toolUse('Read', { file_path: at(req, 'spec/word-count.spec.js') })]),
           step(700, (req) => [text('Words are separated by spaces.'), toolUse('Write', { file_path: at(req, 'src/word-count.js'), content: WORD_COUNT_NAIVE })]),
           finish(400, 'wordCount() in src/word-count.js'),
         ],

@@ -559,7 +559,6 @@ function record(work: Work): void {
   if (verifiedTasks.length === 0) return;
   const draft = work.draft;
   const gated = draft.config.gate !== null;
-  draft.round++;
   const integrate: Array<{ task: number; work: CapturedWork }> = [];
   const park: Array<{ task: number; work: CapturedWork }> = [];
   const hold: Array<{ task: number; work: CapturedWork }> = [];
@@ -574,6 +573,8 @@ function record(work: Work): void {
     (decision.kind === 'awaiting_approval' ? park : candidate ? hold : integrate).push({ task, work: captured });
   }
   draft.recordingSince = draft.now;
+  // Rounds count integrations: holding candidates for the gate, or parking gated work, is none.
+  if (integrate.length > 0) draft.round++;
   // Saved first: a candidate held on its ref resumes with the result its attempt reported.
   if (hold.length > 0) work.effects.push({ type: 'save' });
   work.effects.push({ type: 'record', tasks: verifiedTasks, round: draft.round, integrate, park, hold, drop: [] });
@@ -615,7 +616,7 @@ function gated(work: Work, tasks: readonly number[], passed: boolean | null, out
   if (flake) emit(work, { type: 'notice', level: 'warning', message: `the test command failed once on task ${tasks[0]} and passed when run again: a flaky test, which blames no task` });
   if (culprit !== null) blame(work, culprit, output);
   if (integrate.length === 0 && culprit === null) return;
-  draft.round++;
+  if (integrate.length > 0) draft.round++;
   const items = integrate.map((task) => {
     const attempt = attemptIn(work, task, 'queued');
     work.attempts.set(task, { ...attempt, stage: 'recording', candidate: false });
