@@ -21,6 +21,7 @@ import { describeLandingProblem } from '../core/landing.ts';
 import { type WorkerPermissions, explicitPermissions, planPermissions } from '../core/scope.ts';
 import { SCHEDULE_POLICIES, type SchedulePolicy, projectedRounds } from '../core/schedule.ts';
 import { archivePlan } from '../run/archive.ts';
+import { ensurePlanId } from '../run/commit.ts';
 import { runEngine, systemClock } from '../run/engine.ts';
 import { LAND_POLICIES, type LandPolicy, type RunSettings, DEFAULTS } from '../run/settings.ts';
 import { recordAttempts, verifyAttempt } from '../run/stages.ts';
@@ -286,6 +287,13 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
       onSetup: (run: SetupReport) => emit({ type: 'notice', level: 'info', message: describeSetupRun(run) }),
     };
     const branch = await git.currentBranch();
+    // The plan's id names its refs and worktrees: written before anything is made under it, so a
+    // run killed at once leaves nothing a later run (with the same id) cannot find and clean up.
+    if (typeof plan.planId !== 'string' || plan.planId === '') {
+      ensurePlanId(plan);
+      await save(plan);
+      await saving;
+    }
     const setup = await setupRun(plan, {
       repo: settings.repo,
       planPath: settings.planPath,
@@ -401,13 +409,14 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     reporter.summary(plan, result.usage);
     return code;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    process.off('SIGHUP', onSignal);
+    // The handlers stay until the end: a second Ctrl-C while the run winds up still exits 130.
     await saving.catch(() => undefined);
     await registry.clear();
     await reporter.close();
     await lock.value.release();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    process.off('SIGHUP', onSignal);
   }
 }
 

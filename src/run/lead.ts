@@ -52,7 +52,7 @@ import { clipMiddle, clipTail } from '../core/format.ts';
 import { pickStarts } from '../core/schedule.ts';
 import { type Applied, applyDecision, markStarted } from '../core/transition.ts';
 import { archivePlan, promptsDirFor } from './archive.ts';
-import { roundMessage } from './commit.ts';
+import { ensurePlanId, roundMessage } from './commit.ts';
 import { Isolation } from './isolation.ts';
 import { type BaselineState, type SessionGate, type SessionGateConfig, endGateProcess, gateAlive, gateFromJson, gateToJson, launchGate, noSessionGate, readGateState } from './lead-gate.ts';
 import { type AssumptionResult, type SetupProblem, setupRun } from './setup.ts';
@@ -398,6 +398,11 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   const sandbox = await checksSandboxed(ctx.env);
   const branch = await ctx.git.currentBranch();
   session.branch = branch === null ? null : `refs/heads/${branch}`;
+  // The plan's id names its refs and worktrees: written before anything is made under it.
+  if (typeof plan.planId !== 'string' || plan.planId === '') {
+    ensurePlanId(plan);
+    await writePlanAtomic(ctx.planPath, plan);
+  }
   const setup = await setupRun(plan, {
     repo: ctx.repo,
     planPath: ctx.planPath,

@@ -123,7 +123,7 @@ describe('SIGKILL at random moments', () => {
     for (const dir of [reference.dir, repo.dir]) {
       const worktrees = (await execa('git', ['worktree', 'list', '--porcelain'], { cwd: dir })).stdout.match(/^worktree /gm);
       expect(worktrees, `seed ${seed}: ${dir}`).toHaveLength(1);
-      expect((await execa('git', ['for-each-ref', 'refs/foreman/', 'refs/foreman-awaiting/'], { cwd: dir })).stdout, `seed ${seed}`).toBe('');
+      expect((await execa('git', ['for-each-ref', '--format=%(refname)', 'refs/foreman/', 'refs/foreman-awaiting/', 'refs/foreman-candidate/'], { cwd: dir })).stdout, `seed ${seed}`).toBe('');
     }
 
     // No worker of any killed run is left running.

@@ -214,8 +214,10 @@ describe('the merge queue', () => {
     expect(candidates.length).toBeGreaterThanOrEqual(1);
     const heldTasks = candidates.map((ref) => Number(ref.split('/').pop())).sort();
     expect(existsSync(join(repo.dir, 'c.txt'))).toBe(false);
+    // C's stack never finished its gate run (D's may have, when D was verified first).
     const gated = gateFinished(await runEvents(repo));
-    expect(gated.every((g) => g.tasks.length === 0)).toBe(true);
+    expect(gated.every((g) => !g.tasks.includes(0))).toBe(true);
+    expect(heldTasks).toContain(0);
 
     const resumed = await runExecute(repo.dir, ['--sandbox', 'off'], env);
     expect(resumed.exitCode, `${resumed.stdout}\n${resumed.stderr}`).toBe(0);
