@@ -646,7 +646,7 @@ describe('git calls', () => {
     expect(second).toHaveLength(7);
     expect(second.filter((call) => call.includes('diff-tree'))).toHaveLength(1);
   });
-  it('capture in a clone slot takes one more call, and one to copy only when the slot holds objects the person\'s store lacks', async () => {
+  it('capture in a clone slot asks nothing more while the slot holds no objects of its own, and copies only what the person\'s store lacks', async () => {
     const r = await repo({ 'a.txt': 'a\n', 'b.txt': 'b\n' });
     const start = await rev(r, 'HEAD');
     const pool = await clonePool(r);
@@ -657,8 +657,8 @@ describe('git calls', () => {
     await committed.git(['-c', 'user.name=w', '-c', 'user.email=w@w', 'commit', '-qam', 'worker']);
     const plainCalls = await gitCalls(() => captured(captureWork(plain.dir, ['a.txt'], [], start)));
     const committedCalls = await gitCalls(() => captured(captureWork(committed.dir, ['a.txt'], [], start)));
-    // rev-parse and status, add, diff-index, and the look at the person's store.
-    expect(plainCalls).toHaveLength(5);
+    // rev-parse and status, add, diff-index: the slot's own store is empty, so nothing to look up.
+    expect(plainCalls).toHaveLength(4);
     expect(plainCalls.filter((call) => call.includes('pack-objects'))).toEqual([]);
     // diff-tree for the worker's commits, nothing to add (it is in the index), and the copy.
     expect(committedCalls.filter((call) => call.includes('pack-objects'))).toHaveLength(1);

@@ -23,7 +23,7 @@
 // what one task costs.
 
 import { randomBytes } from 'node:crypto';
-import { readFile, rm } from 'node:fs/promises';
+import { readFile, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { type Result, err, ok } from '../core/failure.ts';
 import { type GitFailure, buildMessage, failureOf, parseStatus, splitNul } from '../core/git-text.ts';
@@ -177,6 +177,16 @@ async function borrowedStore(dir: string): Promise<BorrowedStore | null> {
   return first === undefined ? null : { own, shared: path.resolve(own, first.trim()) };
 }
 
+/** Whether an object directory holds no object (loose or packed). */
+async function storeIsEmpty(objectsDir: string): Promise<boolean> {
+  for (const name of await readdir(objectsDir).catch(() => [] as string[])) {
+    if (name === 'info') continue;
+    const inside = await readdir(path.join(objectsDir, name)).catch(() => [] as string[]);
+    if (name === 'pack' ? inside.some((file) => file.endsWith('.pack')) : inside.length > 0) return false;
+  }
+  return true;
+}
+
 /**
  * Copies into the shared store every entry object it does not hold (one `cat-file
  * --batch-check` against that store alone, then one `pack-objects` writing a pack there).
@@ -184,7 +194,9 @@ async function borrowedStore(dir: string): Promise<BorrowedStore | null> {
  */
 async function shareObjects(dir: string, store: BorrowedStore, entries: readonly WorkEntry[]): Promise<Result<void, GitCommandError>> {
   const objects = [...new Set(entries.flatMap((entry) => ('deleted' in entry || entry.mode === '160000' ? [] : [entry.object])))];
-  if (objects.length === 0) return ok(undefined);
+  // The slot's own store is empty unless its worker committed or staged there: then every object
+  // the capture wrote is in the shared store already, and there is nothing to ask git.
+  if (objects.length === 0 || (await storeIsEmpty(store.own))) return ok(undefined);
   const input = `${objects.join('\n')}\n`;
   const checked = await git(dir, ['cat-file', '--batch-check=%(objectname) %(objecttype)'], { input, env: { GIT_OBJECT_DIRECTORY: store.shared, GIT_ALTERNATE_OBJECT_DIRECTORIES: '' } });
   if (!checked.ok) return checked;

@@ -423,6 +423,11 @@ export class WorktreePool {
     return this.provision(state, commit.value, fingerprint.value, signal);
   }
 
+  /** A commit the caller made itself (an integration): no need to ask git whether it exists. */
+  remember(commit: string): void {
+    if (/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(commit)) this.knownCommits.add(commit);
+  }
+
   /** The full hash of `target`, checked to be a commit before any slot is touched (a failed reset would remake the slot). */
   private async resolve(target: string): Promise<Result<string, ProvisionFailure>> {
     if (this.knownCommits.has(target)) return ok(target);
@@ -476,14 +481,13 @@ export class WorktreePool {
     return ok(undefined);
   }
 
-  /** Detached at `commit`, `git reset --hard`, then `git clean -ffdx` keeping exactly `kept` (no clean when null: a fresh clone). */
+  /** Detached at `commit` with its files (`git checkout --force --detach`), then `git clean -ffdx` keeping exactly `kept` (no clean when null: a fresh clone). */
   private async reset(state: SlotState, commit: string, kept: readonly string[] | null): Promise<Result<void, ProvisionFailure>> {
-    // HEAD first, on its own: had the attempt checked out a branch, `reset --hard <commit>` would
-    // move that branch. No branch moves. A full id: the commit is found through the alternates
-    // (an integration commit is in the person's repository only), no ref in the slot needed.
-    const detached = await runGit(['update-ref', '--no-deref', '-m', 'foreman: reuse the slot', 'HEAD', commit], { cwd: state.dir });
-    if (!detached.ok) return err({ kind: 'git-failed', doing: `detach ${state.dir} at ${commit.slice(0, 12)}`, failure: failureOf(detached.error) });
-    const reset = await runGit(['-c', 'core.hooksPath=/dev/null', 'reset', '-q', '--hard'], { cwd: state.dir });
+    // One `checkout --force --detach`: HEAD detached at the commit (had the attempt checked out a
+    // branch, no branch moves, as `reset --hard <commit>` would move it), index and files as in it.
+    // A full id: the commit is found through the alternates (an integration commit is in the
+    // person's repository only), no ref in the slot needed.
+    const reset = await runGit(['-c', 'core.hooksPath=/dev/null', 'checkout', '-q', '--force', '--detach', commit], { cwd: state.dir });
     if (!reset.ok) return err({ kind: 'git-failed', doing: `reset ${state.dir} to ${commit.slice(0, 12)}`, failure: failureOf(reset.error) });
     state.commit = commit;
     // -x: ignored files go too (build output, caches); the -e patterns still apply with -x.

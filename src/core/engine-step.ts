@@ -64,6 +64,8 @@ export interface Attempt {
   readonly work?: CapturedWork;
   /** Being recorded as a candidate for the merge queue (not integrated yet). */
   readonly candidate?: boolean;
+  /** Its work is held on a candidate ref, which goes once it integrates or is blamed. */
+  readonly held?: boolean;
 }
 
 export interface EngineStop {
@@ -176,7 +178,7 @@ export function initialState(plan: Plan, config: EngineConfig, now: number, held
   // Without a gate now, they integrate at once.
   const stage: AttemptStage = config.gate === null ? 'verified' : 'queued';
   for (const candidate of held) {
-    attempts.set(candidate.task, { task: candidate.task, number: attemptsOf(plan.tasks[candidate.task]!) + 1, stage, decision: { kind: 'completed', result: candidate.result }, work: candidate.work });
+    attempts.set(candidate.task, { task: candidate.task, number: attemptsOf(plan.tasks[candidate.task]!) + 1, stage, decision: { kind: 'completed', result: candidate.result }, work: candidate.work, held: true });
   }
   return {
     config,
@@ -577,7 +579,9 @@ function record(work: Work): void {
   if (integrate.length > 0) draft.round++;
   // Saved first: a candidate held on its ref resumes with the result its attempt reported.
   if (hold.length > 0) work.effects.push({ type: 'save' });
-  work.effects.push({ type: 'record', tasks: verifiedTasks, round: draft.round, integrate, park, hold, drop: [] });
+  // A candidate an earlier run held, integrated now without a gate, leaves its ref too.
+  const drop = integrate.flatMap((item) => (work.attempts.get(item.task)?.held === true ? [item.task] : []));
+  work.effects.push({ type: 'record', tasks: verifiedTasks, round: draft.round, integrate, park, hold, drop });
 }
 
 /** Start the gate on the next segment of the merge queue, when the lane is free. */
@@ -623,7 +627,7 @@ function gated(work: Work, tasks: readonly number[], passed: boolean | null, out
     return { task, work: attempt.work ?? { base: '', entries: [] } };
   });
   draft.recordingSince = draft.now;
-  work.effects.push({ type: 'record', tasks: [...integrate], round: draft.round, integrate: items, park: [], hold: [], drop: culprit !== null ? [culprit] : [] });
+  work.effects.push({ type: 'record', tasks: [...integrate], round: draft.round, integrate: items, park: [], hold: [], drop: [...integrate, ...(culprit !== null ? [culprit] : [])] });
 }
 
 /** `task`'s work broke the test command on its own, twice: its attempt fails like a failed acceptance check. */
@@ -660,7 +664,7 @@ function recorded(work: Work, tasks: readonly number[], commit: string | null, f
     const attempt = attemptIn(work, task, 'recording');
     if (attempt.candidate === true) {
       // Held on its ref: it waits in the merge queue, still in progress in the plan.
-      work.attempts.set(task, { ...attempt, stage: 'queued', candidate: false });
+      work.attempts.set(task, { ...attempt, stage: 'queued', candidate: false, held: true });
       held.push(task);
       continue;
     }

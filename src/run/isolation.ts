@@ -175,7 +175,7 @@ export class Isolation {
       commit = integrated.value;
     }
     // Candidates that integrated, or broke the build, leave the merge queue.
-    for (const task of [...request.integrate.map((item) => item.task), ...(request.drop ?? [])]) await dropParked(this.repo, this.planId, task, 'candidate');
+    for (const task of request.drop) await dropParked(this.repo, this.planId, task, 'candidate');
     return ok(commit);
   }
 
@@ -231,6 +231,7 @@ export class Isolation {
     if (!integrated.ok) return err(integrationFailure(integrated.error));
     const changed = integrated.value !== this.current;
     this.current = integrated.value;
+    this.pool.remember(integrated.value);
     return ok(changed ? integrated.value : null);
   }
 
