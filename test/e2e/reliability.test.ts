@@ -95,7 +95,11 @@ describe('interrupts', () => {
     const t0 = Date.now();
     child.kill('SIGINT');
     const r = await child;
-    expect(r.exitCode, `signal ${r.signal}: ${r.stdout.slice(-1500)}\n${r.stderr.slice(-1500)}`).toBe(130);
+    // Exit 130; or, when the run had already finished (its summary printed) and node was tearing the
+    // process down, the second SIGINT meets no handler any more and ends it: the shell reports
+    // that as 130 too. Either way it is at once, and nothing is left running (below).
+    const finishedFirst = r.signal === 'SIGINT' && r.stdout.includes('finished: interrupted (interrupted)');
+    if (!finishedFirst) expect(r.exitCode, `signal ${r.signal}: ${r.stdout.slice(-1500)}\n${r.stderr.slice(-1500)}`).toBe(130);
     expect(Date.now() - t0).toBeLessThan(3000);
     await waitFor('every worker to die', async () => allPids(await fakeEvents(journal)).filter(alive).length === 0, 5000);
     // The plan is still there and whole (a missing plan must fail here, not pass as '{}')…
