@@ -11,13 +11,14 @@ import { SANDBOX_MODES, type SandboxMode, installAdvice, sandboxSupport } from '
 import { type RunEventBody, type StopReason, skippedEvents } from '../core/events.ts';
 import { newRunId } from '../adapters/journal.ts';
 import { assertNever } from '../core/failure.ts';
-import { clipTail, plural } from '../core/format.ts';
+import { plural } from '../core/format.ts';
 import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
 import { describeScratchProblem, runProbe, saveProbe } from '../run/probe.ts';
 import { countByStatus, depsOf, depths, longestRemainingPath } from '../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { type Plan, emptyUsage, statusOf } from '../core/plan.ts';
 import { describeLandingProblem } from '../core/landing.ts';
+import { gateFinishedEvent } from '../core/gate.ts';
 import { type WorkerPermissions, explicitPermissions, planPermissions } from '../core/scope.ts';
 import { SCHEDULE_POLICIES, type SchedulePolicy, projectedRounds } from '../core/schedule.ts';
 import { archivePlan } from '../run/archive.ts';
@@ -333,7 +334,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     // The baseline: a gate that already fails on the starting commit would blame every task.
     if (gateOptions !== null && !controller.signal.aborted && (report.held.length > 0 || plan.tasks.some((t) => statusOf(t) === 'pending'))) {
       const baseline = await isolation.runGate(plan, { tasks: [], works: [] }, gateOptions, controller.signal);
-      emit({ type: 'gate-finished', tasks: [], passed: baseline.passed === true, durationMs: baseline.durationMs, integrated: [], culprit: null, flake: false, ...(baseline.passed === false ? { output: clipTail(baseline.output, 4000) } : {}) });
+      emit(gateFinishedEvent([], { ...baseline, passed: baseline.passed === true }, null));
       if (baseline.passed === false) {
         throw new CliError(EXIT.invalid, baselineRefusal(gateOptions.command, isolation.tip, baseline.output));
       }

@@ -21,14 +21,14 @@
 import { type RunEventBody, type StopReason, type TaskOutcome, skippedEvents } from './events.ts';
 import { type WorkerFailure, type WorkerRun, assertNever, describeWorkerFailure } from './failure.ts';
 import { type Decision, type Verification, decide, judgeRun } from './finalize.ts';
-import { clipTail, formatCost } from './format.ts';
+import { formatCost } from './format.ts';
 import { countByStatus, depsOf, longestRemainingPath, readySet, stall } from './graph.ts';
 import { computeOverlaps, overlapSets } from './overlap.ts';
 import { type Plan, type Usage, addUsage, attemptsOf, emptyUsage, modelOf, statusOf } from './plan.ts';
 import { type SchedulePolicy, byPriority, pickStarts } from './schedule.ts';
 import { type Applied, applyDecision, markStarted } from './transition.ts';
 import type { CapturedWork } from './work.ts';
-import { type GateQueue, afterGateRun, emptyGateQueue, enqueue, nextSegment } from './gate.ts';
+import { type GateQueue, afterGateRun, emptyGateQueue, enqueue, culpritDecision, flakeNotice, gateFinishedEvent, nextSegment } from './gate.ts';
 
 export interface EngineConfig {
   concurrency: number;
@@ -616,8 +616,8 @@ function gated(work: Work, tasks: readonly number[], passed: boolean | null, out
   const after = afterGateRun(draft.gate, passed);
   draft.gate = after.queue;
   const { integrate, culprit, flake } = after.verdict;
-  emit(work, { type: 'gate-finished', tasks: [...tasks], passed, durationMs, integrated: [...integrate], culprit, flake, ...(passed ? {} : { output: clipTail(output, 4000) }) });
-  if (flake) emit(work, { type: 'notice', level: 'warning', message: `the test command failed once on task ${tasks[0]} and passed when run again: a flaky test, which blames no task` });
+  emit(work, gateFinishedEvent(tasks, { passed, output, durationMs }, after.verdict));
+  if (flake) emit(work, flakeNotice(tasks[0]!));
   if (culprit !== null) blame(work, culprit, output);
   if (integrate.length === 0 && culprit === null) return;
   if (integrate.length > 0) draft.round++;
@@ -634,13 +634,11 @@ function gated(work: Work, tasks: readonly number[], passed: boolean | null, out
 function blame(work: Work, task: number, output: string): void {
   const draft = work.draft;
   const attempt = attemptIn(work, task, 'queued');
-  const said = output.trim() === '' ? '' : `:\n${clipTail(output.trim(), 2000)}`;
-  const failure = `the plan's test command failed with this task's work on top of the integration tip (run twice, on its own)${said}`;
-  const decision: Decision = attemptsOf(draft.plan.tasks[task]!) + 1 < draft.config.maxAttempts ? { kind: 'retry', failure } : { kind: 'failed', failure };
+  const decision = culpritDecision(output, attemptsOf(draft.plan.tasks[task]!), draft.config.maxAttempts);
   work.attempts.delete(task);
   const applied = applyDecision(draft.plan, task, decision, attempt.run?.usage ?? emptyUsage());
   work.effects.push({ type: 'save' });
-  emit(work, { ...finishedEvent(work, attempt), outcome: decision.kind, reason: failure });
+  emit(work, { ...finishedEvent(work, attempt), outcome: decision.kind, reason: decision.failure });
   reportCascade(work, applied);
 }
 

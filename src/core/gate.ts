@@ -12,6 +12,10 @@
 // together again. A batch of four with one culprit therefore costs at most four runs after the
 // first, and a batch with no culprit one run in all.
 
+import type { RunEventBody } from './events.ts';
+import type { Decision } from './finalize.ts';
+import { clipTail } from './format.ts';
+
 export interface GateQueue {
   /** Verified candidates not yet taken into a batch, in arrival order. */
   readonly waiting: readonly number[];
@@ -101,4 +105,40 @@ function failSegment(queue: GateQueue, segment: readonly number[]): { queue: Gat
   // Found: what is left of the batch is tested together again, as a batch of its own.
   if (failures >= 2) return { queue: { ...queue, segments: collapse(queue.segments), red: null, aloneFailures }, culprit: task };
   return { queue: { ...queue, segments: [segment, ...queue.segments], red: null, aloneFailures }, culprit: null };
+}
+
+export type GateFinished = Extract<RunEventBody, { type: 'gate-finished' }>;
+
+/**
+ * The journal's record of one gate run on `tasks` (none: the baseline on the starting commit),
+ * with what its verdict made of it; the end of the output only when it failed.
+ */
+export function gateFinishedEvent(tasks: readonly number[], run: { passed: boolean; output: string; durationMs: number }, verdict: GateVerdict | null): GateFinished {
+  return {
+    type: 'gate-finished',
+    tasks: [...tasks],
+    passed: run.passed,
+    durationMs: run.durationMs,
+    integrated: [...(verdict?.integrate ?? [])],
+    culprit: verdict?.culprit ?? null,
+    flake: verdict?.flake ?? false,
+    ...(run.passed ? {} : { output: clipTail(run.output, 4000) }),
+  };
+}
+
+/** The warning for a flake: `task` failed once on its own and passed when tested again. */
+export const flakeNotice = (task: number): Extract<RunEventBody, { type: 'notice' }> => ({
+  type: 'notice',
+  level: 'warning',
+  message: `the test command failed once on task ${task} and passed when run again: a flaky test, which blames no task`,
+});
+
+/**
+ * What becomes of a culprit's attempt: it fails like a failed acceptance check, with the end of the
+ * gate's output; retried while attempts remain (`attemptsBefore` counts those already made).
+ */
+export function culpritDecision(output: string, attemptsBefore: number, maxAttempts: number): Extract<Decision, { kind: 'retry' | 'failed' }> {
+  const said = output.trim() === '' ? '' : `:\n${clipTail(output.trim(), 2000)}`;
+  const failure = `the plan's test command failed with this task's work on top of the integration tip (run twice, on its own)${said}`;
+  return attemptsBefore + 1 < maxAttempts ? { kind: 'retry', failure } : { kind: 'failed', failure };
 }

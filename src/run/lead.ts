@@ -29,7 +29,7 @@ import { join } from 'node:path';
 import { agentWorktree, describeAgentWorktreeProblem, removeAgentWorktree } from '../adapters/agent-worktrees.ts';
 import { type Git, runGit } from '../adapters/git.ts';
 import { integrationRef, park, parkedWork, readRef } from '../adapters/git-integration.ts';
-import { emptyGateQueue, enqueue, nextSegment, afterGateRun } from '../core/gate.ts';
+import { type GateFinished, afterGateRun, culpritDecision, emptyGateQueue, enqueue, flakeNotice, gateFinishedEvent, nextSegment } from '../core/gate.ts';
 import { symlinkDirectoriesOf } from '../adapters/worktree-pool.ts';
 import { WORKTREE_INCLUDE } from '../adapters/scratch.ts';
 import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
@@ -989,14 +989,8 @@ export async function leadCommit(plan: Plan, ctx: LeadContext, options: { round?
 /** How long a step waits for a gate run before it returns `running` (`--wait`): well inside the Bash tool's two minutes. */
 export const DEFAULT_GATE_WAIT_MS = 90_000;
 
-export interface GateRunReport {
-  tasks: number[];
-  passed: boolean;
-  durationMs: number;
-  integrated: number[];
-  culprit: number | null;
-  flake: boolean;
-}
+/** One gate run as a step reports it: its journal record without the output. */
+export type GateRunReport = Omit<GateFinished, 'type' | 'output'>;
 
 /** The merge queue as a step reports it. */
 export interface GateReport {
@@ -1093,8 +1087,10 @@ async function driveGate(
         if (current.tasks.length === 0) {
           // The baseline.
           session.gate.baseline = state.passed ? 'passed' : 'failed';
-          events.push({ type: 'gate-finished', tasks: [], passed: state.passed, durationMs: state.durationMs, integrated: [], culprit: null, flake: false, ...(state.passed ? {} : { output: clipTail(state.output, 4000) }) });
-          runs.push({ tasks: [], passed: state.passed, durationMs: state.durationMs, integrated: [], culprit: null, flake: false });
+          const finished = gateFinishedEvent([], state, null);
+          events.push(finished);
+          const { type: _type, output: _output, ...run } = finished;
+          runs.push(run);
           if (!state.passed) extra.output = clipTail(state.output.trim(), 2000);
           await flush();
           if (!state.passed) break;
@@ -1183,18 +1179,16 @@ async function applyGateRun(
   const after = afterGateRun(session.gate.queue, state.passed);
   session.gate.queue = after.queue;
   const { integrate, culprit, flake } = after.verdict;
-  into.events.push({ type: 'gate-finished', tasks: [...tasks], passed: state.passed, durationMs: state.durationMs, integrated: [...integrate], culprit, flake, ...(state.passed ? {} : { output: clipTail(state.output, 4000) }) });
+  into.events.push(gateFinishedEvent(tasks, state, after.verdict));
   if (flake) {
     into.report.flakes.push(tasks[0]!);
-    into.events.push({ type: 'notice', level: 'warning', message: `the test command failed once on task ${tasks[0]} and passed when run again: a flaky test, which blames no task` });
+    into.events.push(flakeNotice(tasks[0]!));
   }
   if (culprit !== null) {
     const task = plan.tasks[culprit]!;
-    const said = state.output.trim() === '' ? '' : `:\n${clipTail(state.output.trim(), 2000)}`;
-    const failure = `the plan's test command failed with this task's work on top of the integration tip (run twice, on its own)${said}`;
-    const decision = attemptsOf(task) + 1 < session.maxAttempts ? ({ kind: 'retry', failure } as const) : ({ kind: 'failed', failure } as const);
+    const decision = culpritDecision(state.output, attemptsOf(task), session.maxAttempts);
     const applied = applyDecision(plan, culprit, decision, UNKNOWN);
-    into.report.blamed.push({ index: culprit, subject: task.subject, outcome: decision.kind, reason: clip(failure, 600) });
+    into.report.blamed.push({ index: culprit, subject: task.subject, outcome: decision.kind, reason: clip(decision.failure, 600) });
     if (applied.cascade) into.events.push(...skippedEvents(plan.tasks, applied.cascade.skips));
   }
   const items: Array<{ task: number; work: CapturedWork }> = [];
