@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readFile, readdir, realpath, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Git } from '../src/adapters/git.ts';
 import {
   type Capture,
@@ -22,20 +22,10 @@ import { type Slot, type WorktreePool, openPool } from '../src/adapters/worktree
 import { type GitFailure, describeGitFailure } from '../src/core/git-text.ts';
 import type { Result } from '../src/core/failure.ts';
 import type { CapturedWork } from '../src/core/work.ts';
-import { afterEachCleanups, runGit, tempGitRepo, type TempGitRepo } from './support/git-repo.ts';
+import { afterEachCleanups, runGit, tempGitRepo, type TempGitRepo, withoutMachineGitConfig } from './support/git-repo.ts';
 
 // Keep the machine's own git configuration (identity, signing, hooks…) out of these tests.
-const savedEnv = { ...process.env };
-beforeAll(() => {
-  process.env.GIT_CONFIG_GLOBAL = '/dev/null';
-  process.env.GIT_CONFIG_NOSYSTEM = '1';
-  for (const k of ['GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'GIT_COMMITTER_NAME', 'GIT_COMMITTER_EMAIL', 'EMAIL', 'GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE']) {
-    delete process.env[k];
-  }
-});
-afterAll(() => {
-  process.env = savedEnv;
-});
+withoutMachineGitConfig();
 
 const cleanups = afterEachCleanups();
 

@@ -2,24 +2,14 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { Git } from '../src/adapters/git.ts';
 import { type GitFailure, buildMessage, describeGitFailure, normalizeRepoPath } from '../src/core/git-text.ts';
 import type { Result } from '../src/core/failure.ts';
-import { tempGitRepo, type TempGitRepo } from './support/git-repo.ts';
+import { tempGitRepo, type TempGitRepo, withoutMachineGitConfig } from './support/git-repo.ts';
 
 // Keep the machine's own git configuration (identity, signing, hooks…) out of these tests.
-const savedEnv = { ...process.env };
-beforeAll(() => {
-  process.env.GIT_CONFIG_GLOBAL = '/dev/null';
-  process.env.GIT_CONFIG_NOSYSTEM = '1';
-  for (const k of ['GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'GIT_COMMITTER_NAME', 'GIT_COMMITTER_EMAIL', 'EMAIL', 'GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE']) {
-    delete process.env[k];
-  }
-});
-afterAll(() => {
-  process.env = savedEnv;
-});
+withoutMachineGitConfig();
 
 const repos: TempGitRepo[] = [];
 async function repo(files?: Record<string, string>, opts?: Parameters<typeof tempGitRepo>[1]): Promise<TempGitRepo> {

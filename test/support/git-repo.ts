@@ -5,7 +5,7 @@ import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach } from 'vitest';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 
 export interface TempGitRepo {
   /** Absolute, symlink-free path of the working tree. */
@@ -85,3 +85,21 @@ export const tempRepoIn =
     cleanups.push(made.cleanup);
     return made;
   };
+
+/**
+ * For the calling test file: git sees no global or system configuration and no identity or
+ * repository from the environment while its tests run; the environment is put back after.
+ */
+export function withoutMachineGitConfig(): void {
+  const savedEnv = { ...process.env };
+  beforeAll(() => {
+    process.env.GIT_CONFIG_GLOBAL = '/dev/null';
+    process.env.GIT_CONFIG_NOSYSTEM = '1';
+    for (const k of ['GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'GIT_COMMITTER_NAME', 'GIT_COMMITTER_EMAIL', 'EMAIL', 'GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE']) {
+      delete process.env[k];
+    }
+  });
+  afterAll(() => {
+    process.env = savedEnv;
+  });
+}
