@@ -11,7 +11,7 @@
 import { spawn } from 'node:child_process';
 import { readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { ownLauncherPath } from '../adapters/layout.ts';
 import { parkedWork } from '../adapters/git-integration.ts';
 import { ProcessRegistry, killOrphans } from '../adapters/orphans.ts';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
@@ -140,8 +140,6 @@ export interface GateLaunch {
   sandbox: boolean;
 }
 
-const packRoot = fileURLToPath(new URL('../..', import.meta.url));
-
 /**
  * Start `plan gate --serve` detached (a process group of its own, outliving the step) on `run`,
  * and wait until it has recorded itself (so a later `plan setup` can end it). False when it did
@@ -149,11 +147,9 @@ const packRoot = fileURLToPath(new URL('../..', import.meta.url));
  */
 export async function launchGate(launch: GateLaunch, run: GateRunRecord): Promise<boolean> {
   await rm(gateStatePathFor(launch.planPath), { force: true });
-  const loader = pathToFileURL(join(packRoot, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
+  // Through foreman's own launcher: the bundle in the plugin, the sources in a checkout.
   const args = [
-    '--import',
-    loader,
-    join(packRoot, 'scripts', 'plan.ts'),
+    'plan',
     'gate',
     '--serve',
     '--repo',
@@ -172,7 +168,7 @@ export async function launchGate(launch: GateLaunch, run: GateRunRecord): Promis
     String(launch.config.timeoutMs),
     ...(launch.sandbox ? ['--sandbox'] : []),
   ];
-  const child = spawn(process.execPath, args, { cwd: launch.repo, env: { ...process.env, ...launch.env }, detached: true, stdio: 'ignore' });
+  const child = spawn(ownLauncherPath(), args, { cwd: launch.repo, env: { ...process.env, ...launch.env }, detached: true, stdio: 'ignore' });
   const exited = new Promise<void>((resolve) => {
     child.once('exit', () => resolve());
     child.once('error', () => resolve());
