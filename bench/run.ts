@@ -1,7 +1,7 @@
 // `npm run bench`: foreman's speed, measured here and never asserted in tests. See bench/README.md.
 //
 //   npm run bench                      everything (about a minute and a half on 2 cores)
-//   npm run bench -- --only core       one section: core, schedule, gate, orchestrator, isolation, startup (comma-separated)
+//   npm run bench -- --only core       one section: core, schedule, gate, orchestrator, isolation, startup, hook (comma-separated)
 //   npm run bench -- --quick           smaller sizes and fewer runs, for a quick look
 
 import { cpus } from 'node:os';
@@ -13,8 +13,9 @@ import { GATE_SEEDS, benchGate } from './gate.ts';
 import { benchOrchestrator } from './orchestrator.ts';
 import { SIM_SEEDS, SIM_SIZES, benchSchedule } from './schedule.ts';
 import { benchStartup } from './startup.ts';
+import { benchHook } from './hook.ts';
 
-const SECTIONS = ['core', 'schedule', 'gate', 'orchestrator', 'isolation', 'startup'] as const;
+const SECTIONS = ['core', 'schedule', 'gate', 'orchestrator', 'isolation', 'startup', 'hook'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const { values } = parseArgs({
@@ -28,7 +29,7 @@ const { values } = parseArgs({
 if (values.help) {
   process.stdout.write(
     [
-      'Usage: npm run bench -- [--only core,schedule,gate,orchestrator,isolation,startup] [--quick]',
+      'Usage: npm run bench -- [--only core,schedule,gate,orchestrator,isolation,startup,hook] [--quick]',
       '',
       '  core          the pure core (validation, overlaps, graph functions) on random plans of 200, 1000, 3000 tasks',
       '  schedule      simulated makespans: continuous vs rounds vs the lower bound, P = 2, 4, 8',
@@ -36,6 +37,7 @@ if (values.help) {
       '  orchestrator  scripts/execute.ts with the fake worker: 20 tasks of 200 ms, continuous vs rounds; one worker round-trip',
       '  isolation     what worktrees, capture, integration and landing cost: 200 instant tasks at concurrency 8 vs bare spawns of the worker',
       '  startup       the plan tool\'s start-up: the built bundle vs the sources under tsx (plan status, plan next on 200 tasks)',
+      '  hook          the worker hook of every tool call: p50/p95 with no plan running, for the lead, for a worker\'s Write and Bash',
       '  --quick       smaller plans and fewer runs',
       '',
     ].join('\n'),
@@ -79,5 +81,8 @@ if (wanted('isolation')) {
 }
 if (wanted('startup')) {
   section("The plan tool's start-up: bundle vs tsx", await benchStartup({ reps: quick ? 3 : 7 }));
+}
+if (wanted('hook')) {
+  section('The worker hook, per tool call', await benchHook({ reps: quick ? 15 : 40 }));
 }
 process.stdout.write(`\n(bench took ${((performance.now() - t0) / 1000).toFixed(1)} s)\n`);

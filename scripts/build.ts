@@ -20,7 +20,7 @@ import * as esbuild from 'esbuild';
 
 export const PLUGIN_DIR = 'plugin';
 /** What the build makes inside the plugin folder (everything else there is a source). */
-export const GENERATED = ['bin', 'dist', 'schemas', 'skills', 'vendor', 'README.md'] as const;
+export const GENERATED = ['bin', 'dist', 'hooks', 'schemas', 'skills', 'vendor', 'README.md'] as const;
 
 /** The sandbox runtime's files it reads by path at run time, for the platforms foreman supports
  * (Linux x64 and arm64: the seccomp helper; macOS uses the system's sandbox-exec; any: the Java
@@ -45,20 +45,11 @@ export async function build(root: string): Promise<BuildOutput> {
   const sandboxRoot = dirname(require.resolve('@anthropic-ai/sandbox-runtime/package.json'));
   const sandboxVersion = (JSON.parse(await readFile(join(sandboxRoot, 'package.json'), 'utf8')) as { version: string }).version;
 
-  const result = await esbuild.build({
+  const common: esbuild.BuildOptions = {
     absWorkingDir: root,
-    entryPoints: {
-      plan: join(root, 'scripts/plan.ts'),
-      execute: join(root, 'scripts/execute.ts'),
-      srt: join(sandboxRoot, 'dist/cli.js'),
-    },
     outdir: join(plugin, 'dist'),
     outExtension: { '.js': '.mjs' },
     bundle: true,
-    // Code the entry points share, and what only some commands load (the sandbox runtime, loaded
-    // when the sandbox is asked about), go to chunks: \`plan status\` does not parse them.
-    splitting: true,
-    chunkNames: 'chunks/[name]-[hash]',
     platform: 'node',
     format: 'esm',
     target: 'node20',
@@ -68,10 +59,22 @@ export async function build(root: string): Promise<BuildOutput> {
     legalComments: 'eof',
     charset: 'utf8',
     define: { FOREMAN_BUNDLE: 'true' },
-    // Bundled CommonJS dependencies call `require` for Node's own modules.
-    banner: { js: "import { createRequire as __foremanCreateRequire } from 'node:module'; const require = __foremanCreateRequire(import.meta.url);" },
     logLevel: 'warning',
     write: true,
+  };
+  const result = await esbuild.build({
+    ...common,
+    entryPoints: {
+      plan: join(root, 'scripts/plan.ts'),
+      execute: join(root, 'scripts/execute.ts'),
+      srt: join(sandboxRoot, 'dist/cli.js'),
+    },
+    // Code the entry points share, and what only some commands load (the sandbox runtime, loaded
+    // when the sandbox is asked about), go to chunks: \`plan status\` does not parse them.
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
+    // Bundled CommonJS dependencies call `require` for Node's own modules.
+    banner: { js: "import { createRequire as __foremanCreateRequire } from 'node:module'; const require = __foremanCreateRequire(import.meta.url);" },
     plugins: [
       {
         name: 'sandbox-runtime-version',
@@ -87,8 +90,12 @@ export async function build(root: string): Promise<BuildOutput> {
     ],
   });
   if (result.errors.length > 0) throw new Error(result.errors.map((e) => e.text).join('\n'));
+  // The worker hook runs before every tool call of a session running a plan: one file of its own,
+  // sharing no chunk with the commands, so node parses only what it needs.
+  const hook = await esbuild.build({ ...common, entryPoints: { hook: join(root, 'scripts/hook.ts') } });
+  if (hook.errors.length > 0) throw new Error(hook.errors.map((e) => e.text).join('\n'));
   // The scripts' own `#!/usr/bin/env -S npx tsx` line: the bundle runs with plain node.
-  for (const entry of ['plan', 'execute', 'srt']) {
+  for (const entry of ['plan', 'execute', 'srt', 'hook']) {
     const file = join(plugin, 'dist', `${entry}.mjs`);
     const text = await readFile(file, 'utf8');
     await writeFile(file, text.startsWith('#!') ? `#!/usr/bin/env node${text.slice(text.indexOf('\n'))}` : text);
@@ -99,6 +106,9 @@ export async function build(root: string): Promise<BuildOutput> {
   for (const name of (await readdir(join(root, 'schemas'))).filter((n) => n.endsWith('.json')).sort()) {
     await copyFile(join(root, 'schemas', name), join(plugin, 'schemas', name));
   }
+  await mkdir(join(plugin, 'hooks'));
+  for (const name of ['hooks.json', 'pre-tool-use']) await copyFile(join(root, 'hooks', name), join(plugin, 'hooks', name));
+  await chmod(join(plugin, 'hooks/pre-tool-use'), 0o755);
   await mkdir(join(plugin, 'bin'));
   await copyFile(join(root, 'bin/foreman'), join(plugin, 'bin/foreman'));
   await chmod(join(plugin, 'bin/foreman'), 0o755);
@@ -132,6 +142,8 @@ edit the sources and build again. Only \`.claude-plugin/plugin.json\` is edited 
   (@anthropic-ai/sandbox-runtime ${sandboxVersion}), bundled by esbuild with their dependencies.
 - \`vendor/\`: the sandbox runtime's helpers it loads by path (the seccomp filter for Linux x64
   and arm64, the Java proxy agent) and its licence.
+- \`hooks/\`: the PreToolUse hook that holds in-session workers to their tasks' files and runs
+  their commands in the sandbox (\`dist/hook.mjs\`, reached through \`hooks/pre-tool-use\`).
 - \`skills/\`, \`schemas/\`: copies of the repository's.
 
 See the repository's README.md, "Using it inside Claude Code".

@@ -190,12 +190,28 @@ export async function setupCommandSandbox(workspace: string, planHosts: readonly
 }
 
 /**
- * Steps run outside `execute` (the in-session steps, `plan probe`) sandbox their checks where it
- * works when `FOREMAN_SANDBOX` is `auto` or `on` (the default is off; see DEFAULTS.sandbox).
+ * The sandbox mode asked for: the flag (`--sandbox`), else `FOREMAN_SANDBOX`, else `auto`; a
+ * value that is not a mode is an error naming where it came from.
  */
-export async function checksSandboxed(env: NodeJS.ProcessEnv | undefined): Promise<boolean> {
-  const mode = (env ?? process.env).FOREMAN_SANDBOX;
-  return (mode === 'auto' || mode === 'on') && (await sandboxSupport()).ok;
+export function sandboxModeOf(flag: string | undefined, env: NodeJS.ProcessEnv): Result<SandboxMode, string> {
+  const source = flag !== undefined ? '--sandbox' : 'FOREMAN_SANDBOX';
+  const mode = flag ?? env.FOREMAN_SANDBOX ?? 'auto';
+  return (SANDBOX_MODES as readonly string[]).includes(mode) ? ok(mode as SandboxMode) : err(`${source}: "${mode}" is not one of ${SANDBOX_MODES.join(', ')}`);
+}
+
+/** Whether commands run in the sandbox: `sandboxed`, or why not (`unavailable`: `auto` where it cannot run). */
+export type SandboxDecision = { sandboxed: true } | { sandboxed: false; unavailable: string | null };
+
+/**
+ * What `mode` means here: `off` runs nothing sandboxed; `auto` sandboxes where the sandbox runs
+ * and says why not elsewhere; `on` is refused (the error, with what to install) where it cannot.
+ */
+export async function decideSandbox(mode: SandboxMode): Promise<Result<SandboxDecision, string>> {
+  if (mode === 'off') return ok({ sandboxed: false, unavailable: null });
+  const support = await sandboxSupport();
+  if (support.ok) return ok({ sandboxed: true });
+  if (mode === 'on') return err(`--sandbox on: the sandbox cannot run here (${support.error}); ${installAdvice()}, or run with --sandbox off`);
+  return ok({ sandboxed: false, unavailable: support.error });
 }
 
 let support: Promise<Result<void, string>> | undefined;

@@ -7,7 +7,7 @@ import { Git } from '../adapters/git.ts';
 import { type LockTakeover, acquireLock, currentLockInfo, writePlanAtomic } from '../adapters/plan-store.ts';
 import { ProcessRegistry, describeOrphans, killOrphans, recorded, registryPathFor } from '../adapters/orphans.ts';
 import { killAllWorkers, runWorker } from '../adapters/worker.ts';
-import { SANDBOX_MODES, type SandboxMode, installAdvice, sandboxSupport } from '../adapters/sandbox.ts';
+import { type SandboxMode, decideSandbox, installAdvice, sandboxModeOf } from '../adapters/sandbox.ts';
 import { type RunEventBody, type StopReason, skippedEvents } from '../core/events.ts';
 import { newRunId } from '../adapters/journal.ts';
 import { assertNever } from '../core/failure.ts';
@@ -98,9 +98,9 @@ function settingsFrom(values: Record<string, unknown>, io: Io): Settings {
   if (!SCHEDULE_POLICIES.includes(schedule)) throw usageError(`--schedule: "${schedule}" is not one of ${SCHEDULE_POLICIES.join(', ')}`);
   const tools = str('allowed-tools');
   // `FOREMAN_SANDBOX` is the default, checked like the flag.
-  const sandboxSource = str('sandbox') !== undefined ? '--sandbox' : 'FOREMAN_SANDBOX';
-  const sandbox = (str('sandbox') ?? io.env.FOREMAN_SANDBOX ?? DEFAULTS.sandbox) as SandboxMode;
-  if (!SANDBOX_MODES.includes(sandbox)) throw usageError(`${sandboxSource}: "${sandbox}" is not one of ${SANDBOX_MODES.join(', ')}`);
+  const sandboxMode = sandboxModeOf(str('sandbox'), io.env);
+  if (!sandboxMode.ok) throw usageError(sandboxMode.error);
+  const sandbox = sandboxMode.value;
   const land = (str('land') ?? DEFAULTS.land) as LandPolicy;
   if (!LAND_POLICIES.includes(land)) throw usageError(`--land: "${land}" is not one of ${LAND_POLICIES.join(', ')}`);
   const checkTimeoutMs = seconds(intArg('--check-timeout', str('check-timeout'), { min: 1 })) ?? DEFAULTS.checkTimeoutMs;
@@ -219,11 +219,10 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
   }
 
   // The sandbox is asked about once: `on` refuses without it, `auto` says why it goes without.
-  const support = settings.sandbox === 'off' ? null : await sandboxSupport();
-  if (settings.sandbox === 'on' && support !== null && !support.ok) {
-    throw new CliError(EXIT.cannotRun, [`--sandbox on: the sandbox cannot run here (${support.error}); ${installAdvice()}, or run with --sandbox off`]);
-  }
-  const sandboxed = support !== null && support.ok;
+  const decided = await decideSandbox(settings.sandbox);
+  if (!decided.ok) throw new CliError(EXIT.cannotRun, [decided.error]);
+  const sandboxed = decided.value.sandboxed;
+  const unavailable = decided.value.sandboxed ? null : decided.value.unavailable;
 
   const runId = newRunId();
   const lock = await acquireLock(settings.planPath, currentLockInfo('execute'));
@@ -236,11 +235,11 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
   if (lock.value.takenOver) {
     emit({ type: 'notice', level: 'warning', message: describeTakeover(lock.value.takenOver) });
   }
-  if (support !== null && !support.ok) {
+  if (unavailable !== null) {
     emit({
       type: 'notice',
       level: 'warning',
-      message: `running without the sandbox: ${support.error}. Acceptance and assumption checks run unsandboxed, and workers' Bash stays limited to the commands they are judged by; to sandbox them, ${installAdvice()}`,
+      message: `running without the sandbox: ${unavailable}. Acceptance and assumption checks run unsandboxed, and workers' Bash stays limited to the commands they are judged by; to sandbox them, ${installAdvice()}`,
     });
   }
 

@@ -37,7 +37,7 @@ import { describeLandingProblem } from '../core/landing.ts';
 import type { CapturedWork } from '../core/work.ts';
 import { journalPathFor, newRunId, openJournal, readJournal } from '../adapters/journal.ts';
 import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../adapters/orphans.ts';
-import { checksSandboxed } from '../adapters/sandbox.ts';
+import { type SandboxDecision, type SandboxMode, SANDBOX_MODES, decideSandbox, installAdvice } from '../adapters/sandbox.ts';
 import { writeFileAtomic, writePlanAtomic } from '../adapters/plan-store.ts';
 import { type RunEventBody, type RunOutcome, type StopReason, type TaskOutcome, skippedEvents } from '../core/events.ts';
 import { type Result, type WorkerRun, err, ok } from '../core/failure.ts';
@@ -55,6 +55,7 @@ import { archivePlan, promptsDirFor } from './archive.ts';
 import { ensurePlanId, roundMessage } from './commit.ts';
 import { Isolation } from './isolation.ts';
 import { type BaselineState, type SessionGate, type SessionGateConfig, endGateProcess, gateAlive, gateFromJson, gateToJson, launchGate, noSessionGate, readGateState } from './lead-gate.ts';
+import { publishHandOut, removeStaleHandOuts, withdrawHandOut } from './lead-hand-out.ts';
 import { type AssumptionResult, type SetupProblem, setupRun } from './setup.ts';
 import { DEFAULTS } from './settings.ts';
 import { type StageContext, verifyAttempt } from './stages.ts';
@@ -121,7 +122,12 @@ export interface Session {
   verified: VerifiedAttempt[];
   /** The merge queue (`core/gate.ts`) and the gate run in the background; no config: no gate. */
   gate: SessionGate;
+  /** The sandbox mode `setup` was given and what it found: checks, the gate and workers' Bash use it. Null in a session file of an earlier version. */
+  sandbox: SessionSandbox | null;
 }
+
+/** The session's sandbox: the mode asked for and whether commands run in it (or why not). */
+export type SessionSandbox = { mode: SandboxMode } & SandboxDecision;
 
 const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 
@@ -154,7 +160,16 @@ const defaultSession = (): Session => ({
   bases: {},
   verified: [],
   gate: noSessionGate(),
+  sandbox: null,
 });
+
+/** A session file's sandbox, or null when it has none (an earlier version's) or it is damaged. */
+function sandboxOf(value: unknown): SessionSandbox | null {
+  const v = value as { mode?: unknown; sandboxed?: unknown; unavailable?: unknown } | null;
+  if (!v || typeof v !== 'object' || !(SANDBOX_MODES as readonly unknown[]).includes(v.mode)) return null;
+  if (v.sandboxed === true) return { mode: v.mode as SandboxMode, sandboxed: true };
+  return v.sandboxed === false && (v.unavailable === null || typeof v.unavailable === 'string') ? { mode: v.mode as SandboxMode, sandboxed: false, unavailable: v.unavailable } : null;
+}
 
 /** The session file, or the defaults when there is none (a lead that skipped `setup`) or it is damaged. */
 export async function readSession(planPath: string): Promise<Session> {
@@ -188,6 +203,7 @@ export async function readSession(planPath: string): Promise<Session> {
           })
         : [],
       gate: gateFromJson(data.gate),
+      sandbox: sandboxOf(data.sandbox),
     };
   } catch {
     return base;
@@ -254,6 +270,39 @@ function finishRun(
   journal(ctx.planPath, session.runId, [...extra, { type: 'run-finished', ...end, counts: countByStatus(plan), usage: UNKNOWN, durationMs: Number.isFinite(durationMs) ? durationMs : 0 }]);
 }
 
+
+/** `auto`, asked now: for a setup given no decision, and a session file of an earlier version. */
+async function autoSandbox(): Promise<SessionSandbox> {
+  const decided = await decideSandbox('auto');
+  return { mode: 'auto', ...(decided.ok ? decided.value : { sandboxed: false, unavailable: decided.error }) };
+}
+
+/** Whether this session's checks, gate runs and workers' Bash commands run in the sandbox. */
+const sandboxedIn = async (session: Session): Promise<boolean> => (session.sandbox ?? (await autoSandbox())).sandboxed;
+
+/** What `setup` says, once, when the session goes without the sandbox. */
+function sandboxNotices(sandbox: SessionSandbox): Array<{ level: 'info' | 'warning'; message: string }> {
+  if (sandbox.sandboxed) return [];
+  const what = 'the acceptance and assumption checks and the gate run unsandboxed, and each Bash command of a worker asks you before it runs';
+  if (sandbox.unavailable === null) return [{ level: 'warning', message: `--sandbox off: ${what}` }];
+  return [{ level: 'warning', message: `running without the sandbox: ${sandbox.unavailable}. So ${what}; to sandbox them, ${installAdvice()}` }];
+}
+
+/** Tell the worker hook what this session hands out now; once its run has finished, nothing. */
+async function syncHandOut(plan: Plan, ctx: LeadContext, session: Session): Promise<void> {
+  const env = ctx.env ?? process.env;
+  if (session.runFinished || session.runId === null) return withdrawHandOut(env);
+  const sandbox = session.sandbox ?? (await autoSandbox());
+  await publishHandOut(plan, {
+    repo: ctx.repo,
+    planPath: ctx.planPath,
+    env,
+    started: session.started,
+    verified: session.verified.map((v) => v.task),
+    sandbox: sandbox.sandboxed ? { available: true, network: plan.context?.checkNetwork ?? [] } : { available: false, reason: sandbox.unavailable ?? '--sandbox off' },
+    promptFile: (index) => promptPathFor(ctx.planPath, index),
+  });
+}
 
 /** Keeps the first line (what failed) and the end (where commands print their error). */
 const clip = (text: string, max = CLIP) => clipMiddle(text, max);
@@ -339,6 +388,8 @@ export interface SetupSettings {
   gateTimeoutMs?: number;
   /** How long setup waits for the baseline gate run before it returns `running`. */
   waitMs?: number;
+  /** The sandbox mode and what the CLI found (`--sandbox`, `FOREMAN_SANDBOX`); default `auto`, asked here. */
+  sandbox?: SessionSandbox;
 }
 
 export interface SetupOutput {
@@ -372,6 +423,8 @@ export interface SetupOutput {
   maxAttempts: number;
   /** The merge queue; `baseline: "failed"` refuses the session (the CLI exits 2). */
   gate: GateReport;
+  /** The sandbox mode and whether checks, gate runs and workers' Bash commands run in it (`notices` says why not). */
+  sandbox: { mode: SandboxMode; sandboxed: boolean };
 }
 
 /**
@@ -386,6 +439,7 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
     concurrency: settings.concurrency ?? DEFAULTS.concurrency,
     maxAttempts: settings.maxAttempts ?? DEFAULTS.maxAttempts,
     checkTimeoutMs: settings.checkTimeoutMs ?? DEFAULTS.checkTimeoutMs,
+    sandbox: settings.sandbox ?? (await autoSandbox()),
   };
   // Checks a killed step left behind may still be writing files: stop them before anything else.
   const registryPath = registryPathFor(ctx.planPath);
@@ -395,7 +449,9 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   const registry = new ProcessRegistry(registryPath);
   // Work an earlier session verified is integrated, not reset.
   const earlier = await readSession(ctx.planPath);
-  const sandbox = await checksSandboxed(ctx.env);
+  const sandbox = session.sandbox!.sandboxed;
+  // Hand-outs an earlier session left for this plan: their workers are gone.
+  await removeStaleHandOuts(ctx.planPath, ctx.env ?? process.env);
   const branch = await ctx.git.currentBranch();
   session.branch = branch === null ? null : `refs/heads/${branch}`;
   // The plan's id names its refs and worktrees: written before anything is made under it.
@@ -420,6 +476,7 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   const report = setup.value;
   const isolation = report.isolation;
   if (orphans.length > 0) report.notices.unshift({ level: 'warning', message: describeOrphans(orphans) });
+  report.notices.push(...sandboxNotices(session.sandbox!));
   if (endedGate.length > 0) report.notices.unshift({ level: 'warning', message: `stopped ${endedGate.join(', ')} left running by an earlier session: its candidates are tested again` });
   const gateCommand = settings.noGate === true ? undefined : (settings.gate ?? plan.context?.testCommand);
   const gateConfig: SessionGateConfig | null =
@@ -486,6 +543,7 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
   const archived = await finishPlan(plan, ctx, isolation, landing);
   // Archiving removed the session file with the prompts: the finished run needs it no more.
   if (archived !== null) finishRun(plan, ctx, session, { outcome: 'completed', reason: 'all-done', exitCode: 0, message: `every task was already completed; the plan was moved to ${archived}` });
+  await syncHandOut(plan, ctx, session);
   return ok({
     goal: report.goal,
     taskCount: report.taskCount,
@@ -512,6 +570,7 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
     concurrency: session.concurrency,
     maxAttempts: session.maxAttempts,
     gate,
+    sandbox: { mode: session.sandbox!.mode, sandboxed: session.sandbox!.sandboxed },
   });
 }
 
@@ -548,6 +607,8 @@ export interface NextOutput {
   stuck: number[];
   counts: Record<TaskStatus, number>;
   complete: boolean;
+  /** Only when the plan is gone because the last `commit` archived it, finished: where it went. */
+  archived?: string;
 }
 
 /**
@@ -642,6 +703,7 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
       await writeSession(ctx.planPath, session);
     }
   }
+  await syncHandOut(plan, ctx, session);
   return { round: session.round, tasks, waiting, queued: queued.length, inProgress: [...running].sort((a, b) => a - b), stall: stallKind, stuck, counts: countByStatus(plan), complete: isComplete(plan) };
 }
 
@@ -790,7 +852,7 @@ export async function leadFinalize(
   const registry = new ProcessRegistry(registryPath);
   const events: RunEventBody[] = [];
   // The checks run in the sandbox where it works, as a headless run's default (`--sandbox auto`).
-  const sandbox = await checksSandboxed(ctx.env);
+  const sandbox = await sandboxedIn(session);
   const opened = await openIsolation(plan, ctx, { sandbox, checkTimeoutMs, registry });
   if (!opened.ok) return err({ kind: 'git-failed', task: results[0]?.task ?? -1, doing: "open the plan's integration ref", failure: opened.error });
   const isolation = opened.value;
@@ -898,6 +960,7 @@ export async function leadFinalize(
     ]);
   }
   await writeSession(ctx.planPath, session);
+  await syncHandOut(plan, ctx, session);
   const notices = orphans.length > 0 ? { notices: [{ level: 'warning' as const, message: describeOrphans(orphans) }] } : {};
   return ok({ round: session.round, results: out, retry, skipped: skipRefs(plan, skips), breaker, counts, complete: isComplete(plan), summary, ...notices });
 }
@@ -979,6 +1042,7 @@ export async function leadCommit(plan: Plan, ctx: LeadContext, options: { round?
   if (archived !== null) {
     // Archiving removed the session file with the prompts: the finished run needs it no more.
     finishRun(plan, ctx, session, { outcome: 'completed', reason: 'all-done', exitCode: 0, message: `all ${plan.tasks.length} tasks completed; the plan was moved to ${archived}` });
+    await withdrawHandOut(ctx.env ?? process.env);
   }
   return ok({ ...committed, round, landing, archived, counts, complete, gate });
 }
@@ -1075,7 +1139,7 @@ async function driveGate(
     await writeSession(ctx.planPath, session);
     if (session.runId !== null) journal(ctx.planPath, session.runId, events.splice(0));
   };
-  const sandbox = await checksSandboxed(ctx.env);
+  const sandbox = await sandboxedIn(session);
   const launch = { repo: isolation.repo, planPath: ctx.planPath, env: ctx.env ?? process.env, config, sandbox };
   forgetGone(plan, session);
   for (;;) {

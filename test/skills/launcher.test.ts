@@ -60,7 +60,7 @@ describe("the plugin's bin/foreman, in a copy without node_modules", () => {
     expect(r.stdout).toBe(`${sample}: valid (8 tasks)`);
     expect(r.stderr).toBe('');
     await expect(access(join(pack, 'node_modules'))).rejects.toThrow();
-    expect((await readdir(pack)).sort()).toEqual(['.claude-plugin', 'README.md', 'bin', 'dist', 'schemas', 'skills', 'vendor']);
+    expect((await readdir(pack)).sort()).toEqual(['.claude-plugin', 'README.md', 'bin', 'dist', 'hooks', 'schemas', 'skills', 'vendor']);
   });
 
   it('runs through a symlink and keeps stdout for the command', async () => {

@@ -91,14 +91,14 @@ describe('foreman as a Claude Code plugin', () => {
     const prompt = lastPrompt();
     expect(prompt).toContain(`Base directory for this skill: ${join(pluginRoot, 'skills/design')}`);
     expect(prompt).toContain('The goal: add rate limiting to the API');
-    expect(prompt).toContain(`"${pluginRoot}/bin/foreman" plan check --fix`);
-    expect(prompt).not.toContain('${CLAUDE_PLUGIN_ROOT}');
+    expect(prompt).toContain(`"${join(pluginRoot, 'skills/design')}/../../bin/foreman" plan check --fix`);
+    expect(prompt).not.toContain('${CLAUDE_SKILL_DIR}');
   });
 
   it('/foreman:execute and the bare /execute both reach our skill; the bare /design does not (Claude Code reserves it for its own design skill)', async () => {
     await claude(headless(['--plugin-dir', pluginRoot]), { input: '/foreman:execute' });
     expect(lastPrompt()).toContain(`Base directory for this skill: ${join(pluginRoot, 'skills/execute')}`);
-    expect(lastPrompt()).toContain(`"${pluginRoot}/bin/foreman" plan setup`);
+    expect(lastPrompt()).toContain(`"${join(pluginRoot, 'skills/execute')}/../../bin/foreman" plan setup`);
 
     await claude(headless(['--plugin-dir', pluginRoot]), { input: '/execute' });
     expect(lastPrompt()).toContain('<command-name>/foreman:execute</command-name>');
@@ -148,7 +148,7 @@ describe('foreman as a Claude Code plugin', () => {
     // The installed copy is the plugin folder: no package manager ran, nothing but the plugin's files.
     const copy = plugin!.path;
     const entries = (await readdir(copy)).sort();
-    expect(entries).toEqual(['.claude-plugin', 'README.md', 'bin', 'dist', 'schemas', 'skills', 'vendor']);
+    expect(entries).toEqual(['.claude-plugin', 'README.md', 'bin', 'dist', 'hooks', 'schemas', 'skills', 'vendor']);
     let bytes = 0;
     for (const f of await readdir(copy, { recursive: true })) {
       expect(f).not.toMatch(/(^|\/)(node_modules|package\.json|package-lock\.json)$/);

@@ -37,6 +37,20 @@ describe('the commands in the skills', async () => {
     await runSkillLine(c, repoRoot, repos);
   });
 
+  it("pre-approve exactly their own plan-tool steps and files, never a decision that is the person's", async () => {
+    const rules = async (skill: string) => {
+      const text = await readFile(join(repoRoot, 'skills', skill, 'SKILL.md'), 'utf8');
+      const front = /^---\n([\s\S]*?)\n---\n/.exec(text)?.[1] ?? '';
+      return [...front.matchAll(/^ {2}- (.+)$/gm)].map((m) => m[1]!);
+    };
+    const step = (name: string) => `Bash(${LAUNCHER} plan ${name}:*)`;
+    expect(await rules('execute')).toEqual([...['setup', 'next', 'finalize', 'commit', 'status'].map(step), 'Edit(.design/prompts/results.json)']);
+    expect(await rules('design')).toEqual([...['status', 'check', 'probe', 'summary'].map(step), 'Edit(.design/plan.json)']);
+    for (const skill of ['execute', 'design']) {
+      for (const rule of await rules(skill)) expect(rule, skill).not.toMatch(/ (approve|reject|retry|skip|land|clean|archive|execute)\b|foreman" execute/);
+    }
+  });
+
   it('the execute skill dispatches every worker with isolation "worktree", and its results example passes the worktree to finalize', async () => {
     const text = await readFile(join(repoRoot, 'skills/execute/SKILL.md'), 'utf8');
     expect(text).toContain('`isolation: "worktree"`');

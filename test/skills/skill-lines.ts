@@ -3,7 +3,7 @@
 // the skill runs it. Used by skill-commands.test.ts (the checkout) and plugin.test.ts (an installed copy).
 
 import { readFile, readdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { expect } from 'vitest';
 import { fakeWorker } from '../support/execute.ts';
@@ -11,7 +11,7 @@ import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
 import { isolatedSubagent, step } from './support.ts';
 
-export const LAUNCHER = '"${CLAUDE_PLUGIN_ROOT}/bin/foreman"';
+export const LAUNCHER = '"${CLAUDE_SKILL_DIR}/../../bin/foreman"';
 
 export interface SkillCommand {
   /** The skill file, relative to the skills folder's parent (`skills/design/SKILL.md`). */
@@ -34,7 +34,7 @@ export function extractCommands(text: string): string[] {
       continue;
     }
     if (fence !== null) continue;
-    for (const m of line.matchAll(/`("\$\{CLAUDE_PLUGIN_ROOT\}\/bin\/foreman"[^`]*)`/g)) out.push(m[1]!);
+    for (const m of line.matchAll(/`("\$\{CLAUDE_SKILL_DIR\}\/\.\.\/\.\.\/bin\/foreman"[^`]*)`/g)) out.push(m[1]!);
   }
   return out;
 }
@@ -48,7 +48,9 @@ export async function skillLines(skillsDir: string): Promise<{ counts: Array<{ f
     const text = await readFile(join(skillsDir, f), 'utf8');
     const found = extractCommands(text);
     const file = join('skills', f);
-    counts.push({ file, found: found.length, quoted: text.split(LAUNCHER).length - 1 });
+    // The front matter's `allowed-tools` name the launcher in rules, not as commands.
+    const body = text.replace(/^---\n[\s\S]*?\n---\n/, '');
+    counts.push({ file, found: found.length, quoted: body.split(LAUNCHER).length - 1 });
     for (const line of found) commands.push({ file, line });
   }
   return { counts, unique: [...new Map(commands.map((c) => [c.line, c])).values()] };
@@ -134,20 +136,20 @@ async function prepare(state: State, root: string, repos: PreparedRepos): Promis
   return repo.dir;
 }
 
-/** As Claude Code does: `${CLAUDE_PLUGIN_ROOT}` becomes the plugin's root; placeholders get sample values. */
-export function substitute(line: string, root: string): string {
-  const withRoot = line.replaceAll('${CLAUDE_PLUGIN_ROOT}', root);
+/** As Claude Code does: `${CLAUDE_SKILL_DIR}` becomes the skill's folder under `root`; placeholders get sample values. */
+export function substitute(line: string, root: string, file: string): string {
+  const withRoot = line.replaceAll('${CLAUDE_SKILL_DIR}', join(root, dirname(file)));
   const out = withRoot.replaceAll('<N>', '0').replaceAll('<why>', 'a reason given in the test');
   const unknown = /<[A-Za-z][^>]*>/.exec(out);
   if (unknown) throw new Error(`unknown placeholder ${unknown[0]} in: ${line}`);
   return out;
 }
 
-/** Runs one skill line with bash, `${CLAUDE_PLUGIN_ROOT}` being `root`, in a repository prepared for it; it must succeed. */
+/** Runs one skill line with bash, from the copy of foreman at `root`, in a repository prepared for it; it must succeed. */
 export async function runSkillLine(c: SkillCommand, root: string, repos: PreparedRepos): Promise<void> {
   const words = c.line.slice(LAUNCHER.length).trim().split(/\s+/);
   const dir = await prepare(stateFor(words), root, repos);
-  const r = await execa('bash', ['-c', substitute(c.line, root)], { cwd: dir, env, reject: false, timeout: 120_000, stdin: 'ignore' });
+  const r = await execa('bash', ['-c', substitute(c.line, root, c.file)], { cwd: dir, env, reject: false, timeout: 120_000, stdin: 'ignore' });
   expect(r.exitCode, `${c.line}\nstdout: ${r.stdout.slice(0, 1500)}\nstderr: ${r.stderr.slice(0, 1500)}`).toBe(0);
   if (['setup', 'next', 'finalize', 'commit'].includes(words[1]!) && words[0] === 'plan') {
     expect(JSON.parse(r.stdout)).not.toHaveProperty('error');

@@ -48,12 +48,12 @@ export interface StepRun {
   stderr: string;
 }
 
-/** Run `plan.ts <argv>` in-process in `cwd`; stdout must be one JSON object. */
-export async function step(cwd: string, argv: string[]): Promise<StepRun> {
+/** Run `plan.ts <argv>` in-process in `cwd`, with `extraEnv` besides the worktrees' place; stdout must be one JSON object. */
+export async function step(cwd: string, argv: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<StepRun> {
   const out: string[] = [];
   const err: string[] = [];
   // Only where the plan's worktrees go (vitest.config.ts sets it): never in the real ~/.cache.
-  const env = { FOREMAN_WORKTREES: process.env.FOREMAN_WORKTREES ?? join(tmpdir(), 'foreman-test-worktrees') };
+  const env = { FOREMAN_WORKTREES: process.env.FOREMAN_WORKTREES ?? join(tmpdir(), 'foreman-test-worktrees'), ...extraEnv };
   const io: Io = { out: (t) => out.push(t), err: (t) => err.push(t), cwd, env, isTTY: false, columns: 200 };
   const code = await runProgram('plan.ts', planCommands, argv, io);
   const stdout = out.join('\n');

@@ -9,8 +9,10 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Git } from '../../adapters/git.ts';
 import { acquireLock, currentLockInfo, readPlanFile } from '../../adapters/plan-store.ts';
-import type { Plan } from '../../core/plan.ts';
-import { type LeadContext, type WorkerResult, leadCommit, leadFinalize, leadNext, leadSetup } from '../../run/lead.ts';
+import { type Plan, statusOf } from '../../core/plan.ts';
+import { countByStatus } from '../../core/graph.ts';
+import { archivedPlans } from '../../run/plan-landing.ts';
+import { type LeadContext, type NextOutput, type SessionSandbox, type WorkerResult, leadCommit, leadFinalize, leadNext, leadSetup } from '../../run/lead.ts';
 import { type Command, type OptionSpec, intArg } from '../command.ts';
 import { CliError, EXIT, type ExitCode } from '../exit.ts';
 import { DEFAULT_PLAN, loadPlan } from '../load.ts';
@@ -22,6 +24,7 @@ import { assertNever } from '../../core/failure.ts';
 import { DEFAULTS } from '../../run/settings.ts';
 import { DEFAULT_GATE_WAIT_MS } from '../../run/lead.ts';
 import { baselineRefusal, serveGate } from '../../run/lead-gate.ts';
+import { decideSandbox, sandboxModeOf } from '../../adapters/sandbox.ts';
 
 /** A problem with a name the lead can act on. */
 export class StepError extends CliError {
@@ -54,10 +57,12 @@ interface StepSpec {
   usage: string;
   options: Record<string, OptionSpec>;
   /** Checked before the plan is loaded (flags, input files). */
-  prepare?: (values: Record<string, unknown>, cwd: string) => Promise<unknown>;
+  prepare?: (values: Record<string, unknown>, cwd: string, env: NodeJS.ProcessEnv) => Promise<unknown>;
   step(args: StepArgs, prepared: unknown): Promise<object>;
   /** A finished step that still needs the person: its exit code and the one line for stderr. */
   attention?(output: object): { code: ExitCode; line: string } | null;
+  /** What the step answers when the plan is gone because a finished run archived it (else: `no-plan`). */
+  afterArchive?(archive: { path: string; plan: Plan }): object;
 }
 
 /** Where the repository and the plan are, and that both exist. */
@@ -69,6 +74,19 @@ async function locate(values: Record<string, unknown>, cwd: string): Promise<{ r
   const read = await readPlanFile(planPath);
   if (!read.ok && read.error.kind === 'missing') throw new StepError(EXIT.invalid, 'no-plan', [`no plan at ${planPath}: run /foreman:design <goal> first, or pass --plan FILE`]);
   return { repo, planPath, git };
+}
+
+/**
+ * When there is no plan at the plan path and the newest archived plan next to it has every task
+ * completed (`plan commit` archives a plan once all of it has landed): that archive. Else null.
+ */
+async function archivedFinished(values: Record<string, unknown>, cwd: string): Promise<{ path: string; plan: Plan } | null> {
+  const repo = resolve(cwd, str(values.repo) ?? '.');
+  const planPath = str(values.plan) !== undefined ? resolve(cwd, str(values.plan)!) : join(repo, DEFAULT_PLAN);
+  const read = await readPlanFile(planPath);
+  if (read.ok || read.error.kind !== 'missing') return null;
+  const newest = (await archivedPlans(planPath))[0];
+  return newest !== undefined && newest.plan.tasks.every((t) => statusOf(t) === 'completed') ? newest : null;
 }
 
 async function loadStepPlan(planPath: string): Promise<Plan> {
@@ -88,7 +106,12 @@ export function stepCommand(spec: StepSpec): Command {
     options: { ...repoPlanOptions, ...spec.options },
     async run({ values }, io) {
       try {
-        const prepared = await spec.prepare?.(values, io.cwd);
+        const prepared = await spec.prepare?.(values, io.cwd, io.env);
+        const finished = spec.afterArchive === undefined ? null : await archivedFinished(values, io.cwd);
+        if (finished !== null) {
+          io.out(JSON.stringify(spec.afterArchive!(finished)));
+          return EXIT.ok;
+        }
         const { repo, planPath, git } = await locate(values, io.cwd);
         const lock = await acquireLock(planPath, currentLockInfo(`plan.ts ${spec.name}`));
         if (!lock.ok) {
@@ -139,7 +162,7 @@ function refuseBaseline(command: string, tip: string, output: string): never {
 export const setup = stepCommand({
   name: 'setup',
   summary: 'For /execute: validate the plan, set up its integration ref, clean up after an interrupted session, check blocking assumptions, integrate and land verified work an earlier session left. JSON out.',
-  usage: '[--repo DIR] [--plan FILE] [--concurrency N] [--max-attempts N] [--check-timeout SECONDS] [--gate CMD | --no-gate] [--gate-batch N] [--gate-timeout SECONDS] [--wait SECONDS]',
+  usage: '[--repo DIR] [--plan FILE] [--concurrency N] [--max-attempts N] [--check-timeout SECONDS] [--gate CMD | --no-gate] [--gate-batch N] [--gate-timeout SECONDS] [--wait SECONDS] [--sandbox MODE]',
   options: {
     concurrency: { type: 'string', valueName: 'N', description: `workers at once for this session (default ${DEFAULTS.concurrency})` },
     'max-attempts': { type: 'string', valueName: 'N', description: `attempts per task, retries included (default ${DEFAULTS.maxAttempts})` },
@@ -149,14 +172,23 @@ export const setup = stepCommand({
     'gate-batch': { type: 'string', valueName: 'N', description: `candidates the gate tests together at most (default ${DEFAULTS.gateBatch})` },
     'gate-timeout': { type: 'string', valueName: 'SECONDS', description: 'time limit of one gate run (default: --check-timeout)' },
     ...waitOption,
+    sandbox: {
+      type: 'string',
+      valueName: 'MODE',
+      description: `auto: run the checks, the gate and each worker's Bash commands in the operating-system sandbox where it works, and say once when it cannot (then a worker's commands ask you); on: refuse without it (exit 3); off: never (default: FOREMAN_SANDBOX, else ${DEFAULTS.sandbox})`,
+    },
   },
-  async prepare(values) {
+  async prepare(values, _cwd, env) {
     const gate = str(values.gate);
     if (gate !== undefined && gate.trim() === '') throw new StepError(EXIT.invalid, 'usage', ['--gate: the command is empty (use --no-gate for no gate)']);
     if (gate !== undefined && values['no-gate'] === true) throw new StepError(EXIT.invalid, 'usage', ['--gate and --no-gate contradict each other: choose one']);
-    return null;
+    const mode = sandboxModeOf(str(values.sandbox), env);
+    if (!mode.ok) throw new StepError(EXIT.invalid, 'usage', [mode.error]);
+    const decided = await decideSandbox(mode.value);
+    if (!decided.ok) throw new StepError(EXIT.cannotRun, 'sandbox-unavailable', [decided.error]);
+    return { mode: mode.value, ...decided.value };
   },
-  async step({ values, plan, ctx }) {
+  async step({ values, plan, ctx }, sandbox) {
     const gateTimeout = intArg('--gate-timeout', str(values['gate-timeout']), { min: 1 });
     const setupResult = await leadSetup(plan, ctx, {
       concurrency: intArg('--concurrency', str(values.concurrency), { min: 1 }),
@@ -167,6 +199,7 @@ export const setup = stepCommand({
       gateBatch: intArg('--gate-batch', str(values['gate-batch']), { min: 1 }),
       gateTimeoutMs: gateTimeout === undefined ? undefined : gateTimeout * 1000,
       waitMs: waitMsOf(values.wait),
+      sandbox: sandbox as SessionSandbox,
     });
     if (setupResult.ok && setupResult.value.gate.baseline === 'failed') {
       const gate = setupResult.value.gate;
@@ -192,6 +225,8 @@ export const next = stepCommand({
     concurrency: { type: 'string', valueName: 'N', description: 'workers at once (default: the session\'s, from setup)' },
   },
   step: ({ values, plan, ctx }) => leadNext(plan, ctx, { concurrency: intArg('--concurrency', str(values.concurrency), { min: 1 }) }),
+  // The last `commit` archived the finished plan: the lead asking again is told it is done.
+  afterArchive: ({ path, plan }): NextOutput => ({ round: 0, tasks: [], waiting: [], queued: 0, inProgress: [], stall: 'done', stuck: [], counts: countByStatus(plan), complete: true, archived: path }),
 });
 
 /** The results file: `[{"task": N, "output": "…", "worktree": "<worktreePath>"}]` (`worktree` when the Task result named one). */

@@ -8,7 +8,7 @@ import { acquireLock, currentLockInfo } from '../../adapters/plan-store.ts';
 import { assertNever } from '../../core/failure.ts';
 import { formatDuration, oneLine } from '../../core/format.ts';
 import { type ProbeReport, probeFindings, probeHeadline } from '../../core/probe.ts';
-import { checksSandboxed } from '../../adapters/sandbox.ts';
+import { decideSandbox, installAdvice, sandboxModeOf } from '../../adapters/sandbox.ts';
 import { describeScratchProblem, runProbe, saveProbe } from '../../run/probe.ts';
 import { DEFAULTS } from '../../run/settings.ts';
 import { table } from '../../ui/table.ts';
@@ -24,16 +24,19 @@ export const probe: Command = {
   name: 'probe',
   summary:
     "Run every pending task's acceptance checks before any work, in a scratch worktree of the last commit (prepared with context.setupCommand): report broken checks (the command cannot run) and vacuous tasks (every check passes already). Exit 0 when there are none, 1 when there are. The result is kept in .design/probe.json for `plan summary`.",
-  usage: '[--plan FILE] [--json] [--check-timeout SECONDS] [--timeout SECONDS]',
+  usage: '[--plan FILE] [--json] [--check-timeout SECONDS] [--timeout SECONDS] [--sandbox MODE]',
   options: {
     ...planOption,
     ...jsonOption,
     'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each check (default ${DEFAULTS.checkTimeoutMs / 1000})` },
     timeout: { type: 'string', valueName: 'SECONDS', description: `time limit of the whole probe, the setup command included (default ${DEFAULTS.probeTimeoutMs / 1000})` },
+    sandbox: { type: 'string', valueName: 'MODE', description: `auto: run the setup command and the checks in the operating-system sandbox where it works, and say once when it cannot; on: refuse without it (exit 3); off: never (default: FOREMAN_SANDBOX, else ${DEFAULTS.sandbox})` },
   },
   async run({ values }, io) {
     const checkTimeoutMs = (intArg('--check-timeout', str(values['check-timeout']), { min: 1 }) ?? DEFAULTS.checkTimeoutMs / 1000) * 1000;
     const timeoutMs = (intArg('--timeout', str(values.timeout), { min: 1 }) ?? DEFAULTS.probeTimeoutMs / 1000) * 1000;
+    const mode = sandboxModeOf(str(values.sandbox), io.env);
+    if (!mode.ok) throw usageError(mode.error);
     const path = planPathFrom(values, io.cwd);
     const plan = await loadPlan(path);
     const git = new Git(dirname(path));
@@ -53,7 +56,12 @@ export const probe: Command = {
     try {
       const orphans = await killOrphans(registryPath);
       if (orphans.length > 0) io.err(describeOrphans(orphans));
-      const probed = await runProbe(plan, { repo, checkTimeoutMs, timeoutMs, env: io.env, signal: controller.signal, registry, sandbox: await checksSandboxed(io.env) });
+      const sandbox = await decideSandbox(mode.value);
+      if (!sandbox.ok) throw new CliError(EXIT.cannotRun, [`plan probe ${sandbox.error}`]);
+      if (!sandbox.value.sandboxed && sandbox.value.unavailable !== null) {
+        io.err(`plan probe: running without the sandbox: ${sandbox.value.unavailable}. The setup command and the checks run unsandboxed; to sandbox them, ${installAdvice()}`);
+      }
+      const probed = await runProbe(plan, { repo, checkTimeoutMs, timeoutMs, env: io.env, signal: controller.signal, registry, sandbox: sandbox.value.sandboxed });
       if (!probed.ok) throw new CliError(EXIT.cannotRun, [`plan probe: ${describeScratchProblem(probed.error)}`]);
       const report = probed.value;
       if (controller.signal.aborted) {

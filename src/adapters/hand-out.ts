@@ -1,0 +1,147 @@
+// The files the in-session steps and the plugin's worker hook share, one folder per Claude Code
+// session that runs a plan (`CLAUDE_CODE_SESSION_ID`, which Claude Code gives the lead's Bash
+// commands; its hooks receive the same id as `session_id`):
+//
+//   <root>/<session>/hand-out.json              the tasks handed out now (written by the steps)
+//   <root>/<session>/claims/<task>-<attempt>    which subagent took a task's attempt (created once)
+//   <root>/<session>/agents/<agent>.json        that subagent's binding (written by the hook)
+//   <root>/<session>/agents/<agent>.sandbox.json  its commands' sandbox settings
+//   <root>/<session>/tmp/<agent>/               its commands' TMPDIR
+//
+// `<root>` is `$XDG_CACHE_HOME/foreman/sessions`, else `~/.cache/foreman/sessions`, outside every
+// repository and outside what a worker's sandboxed command may write. It exists only while some
+// session runs a plan, so the hook's launcher (hooks/pre-tool-use) costs one `test -d` elsewhere.
+
+import { mkdir, open, readFile, readdir, rename, rm, rmdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { type Binding, type HandOut, type HandedOutTask, safeId, workerSandboxSettings } from '../core/worker-hook.ts';
+
+/** Where every session's hand-out lives (see above). A relative XDG_CACHE_HOME is ignored, as the XDG spec says. */
+export function handOutRoot(env: NodeJS.ProcessEnv): string {
+  const cache = env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : path.join(env.HOME || os.homedir(), '.cache');
+  return path.join(cache, 'foreman', 'sessions');
+}
+
+const sessionDir = (root: string, session: string) => path.join(root, session);
+const handOutFile = (root: string, session: string) => path.join(sessionDir(root, session), 'hand-out.json');
+const bindingFile = (root: string, session: string, agent: string) => path.join(sessionDir(root, session), 'agents', `${agent}.json`);
+const claimFile = (root: string, session: string, task: number, attempt: number) => path.join(sessionDir(root, session), 'claims', `${task}-${attempt}`);
+
+/** Write `text` to `file` whole: readers see the old content or the new one, never a part. */
+async function replaceFile(file: string, text: string): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true });
+  const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  await writeFile(tmp, text, { mode: 0o600 });
+  await rename(tmp, file);
+}
+
+const readJson = async (file: string): Promise<unknown> => {
+  try {
+    return JSON.parse(await readFile(file, 'utf8')) as unknown;
+  } catch {
+    return null;
+  }
+};
+
+const isTask = (t: unknown): t is HandedOutTask => {
+  const v = t as Partial<HandedOutTask> | null;
+  return !!v && Number.isInteger(v.index) && Number.isInteger(v.attempt) && typeof v.subject === 'string' && typeof v.promptFile === 'string' && Array.isArray(v.files) && v.files.every((f) => typeof f === 'string');
+};
+
+/** The hand-out of `session`, or null when it runs no plan (or the file is damaged: then the hook stays out). */
+export async function readHandOut(root: string, session: string): Promise<HandOut | null> {
+  if (!safeId(session)) return null;
+  const data = (await readJson(handOutFile(root, session))) as Partial<HandOut> | null;
+  if (!data || data.version !== 1 || data.session !== session || typeof data.repo !== 'string' || typeof data.planPath !== 'string') return null;
+  const sandbox = data.sandbox as HandOut['sandbox'] | undefined;
+  const sandboxOk = !!sandbox && (sandbox.available === true ? Array.isArray(sandbox.network) : typeof sandbox.reason === 'string');
+  if (!sandboxOk || !Array.isArray(data.tasks) || !data.tasks.every(isTask)) return null;
+  return data as HandOut;
+}
+
+/**
+ * Publish what `handOut.session` has handed out now, and forget the claims and bindings of
+ * attempts no longer in it (finalized, or handed out again), with their workers' files.
+ */
+export async function writeHandOut(root: string, handOut: HandOut): Promise<void> {
+  if (!safeId(handOut.session)) return;
+  await replaceFile(handOutFile(root, handOut.session), `${JSON.stringify(handOut, null, 2)}\n`);
+  const live = new Set(handOut.tasks.map((t) => `${t.index}-${t.attempt}`));
+  const dir = sessionDir(root, handOut.session);
+  for (const claim of await readdir(path.join(dir, 'claims')).catch(() => [])) {
+    if (live.has(claim)) continue;
+    const agent = (await readFile(path.join(dir, 'claims', claim), 'utf8').catch(() => '')).trim();
+    await rm(path.join(dir, 'claims', claim), { force: true });
+    if (safeId(agent)) await forgetAgent(root, handOut.session, agent);
+  }
+}
+
+async function forgetAgent(root: string, session: string, agent: string): Promise<void> {
+  const dir = sessionDir(root, session);
+  await rm(path.join(dir, 'agents', `${agent}.json`), { force: true });
+  await rm(path.join(dir, 'agents', `${agent}.sandbox.json`), { force: true });
+  await rm(path.join(dir, 'tmp', agent), { recursive: true, force: true });
+}
+
+/** The session runs no plan any more: its folder goes, and the root too when it was the last. */
+export async function removeHandOut(root: string, session: string): Promise<void> {
+  if (!safeId(session)) return;
+  await rm(sessionDir(root, session), { recursive: true, force: true });
+  await rmdir(root).catch(() => undefined);
+}
+
+/** Every session folder whose hand-out names `planPath` (sessions that ran the same plan before). */
+export async function sessionsOfPlan(root: string, planPath: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const session of await readdir(root).catch(() => [])) {
+    const handOut = await readHandOut(root, session);
+    if (handOut?.planPath === planPath) found.push(session);
+  }
+  return found;
+}
+
+/** The binding of `agent`, or null. */
+export async function readBinding(root: string, session: string, agent: string): Promise<Binding | null> {
+  if (!safeId(session) || !safeId(agent)) return null;
+  const b = (await readJson(bindingFile(root, session, agent))) as Partial<Binding> | null;
+  return b && b.agent === agent && Number.isInteger(b.task) && Number.isInteger(b.attempt) && typeof b.worktree === 'string' ? (b as Binding) : null;
+}
+
+/** Where a bound worker's commands keep their sandbox settings and temporary files. */
+export interface WorkerFiles {
+  settingsFile: string;
+  tmpdir: string;
+}
+
+export const workerFiles = (root: string, session: string, agent: string): WorkerFiles => ({
+  settingsFile: path.join(sessionDir(root, session), 'agents', `${agent}.sandbox.json`),
+  tmpdir: path.join(sessionDir(root, session), 'tmp', agent),
+});
+
+/**
+ * Bind `agent` (working in `worktree`) to a handed-out task's attempt: the first subagent to read
+ * its prompt file takes it (the claim is created exclusively, so two cannot), and gets its
+ * sandbox settings and TMPDIR. Returns the binding, or null when another subagent took it first.
+ */
+export async function bindWorker(root: string, handOut: HandOut, agent: string, task: HandedOutTask, worktree: string): Promise<Binding | null> {
+  if (!safeId(agent)) return null;
+  const claim = claimFile(root, handOut.session, task.index, task.attempt);
+  await mkdir(path.dirname(claim), { recursive: true });
+  try {
+    const handle = await open(claim, 'wx', 0o600);
+    await handle.writeFile(agent);
+    await handle.close();
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    const holder = (await readFile(claim, 'utf8').catch(() => '')).trim();
+    if (holder !== agent) return null;
+  }
+  const files = workerFiles(root, handOut.session, agent);
+  await mkdir(files.tmpdir, { recursive: true, mode: 0o700 });
+  const network = handOut.sandbox.available ? handOut.sandbox.network : [];
+  await replaceFile(files.settingsFile, JSON.stringify(workerSandboxSettings(worktree, files.tmpdir, network)));
+  const binding: Binding = { agent, task: task.index, attempt: task.attempt, worktree };
+  await replaceFile(bindingFile(root, handOut.session, agent), JSON.stringify(binding));
+  return binding;
+}

@@ -1,0 +1,90 @@
+// The person's deny and ask permission rules, as the worker hook needs them before it rewrites a
+// worker's Bash command to run in the sandbox: Claude Code applies deny and ask rules after the
+// hook, to the command the hook returns, so a rule that would have matched the original command
+// could miss the sandboxed form. The hook reads the rules wherever a session takes them from —
+// the managed settings, the user's (`$CLAUDE_CONFIG_DIR` or `~/.claude`), the project's shared
+// and local settings, and the session's own command line (`--disallowedTools`, `--settings`) —
+// and makes no decision when one may match (core/worker-hook.ts `bashRuleMayMatch`).
+
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+
+/** Every deny or ask rule of a settings object: `permissions.deny` and `permissions.ask`. */
+export function rulesOfSettings(settings: unknown): string[] {
+  const permissions = (settings as { permissions?: { deny?: unknown; ask?: unknown } } | null)?.permissions;
+  const take = (list: unknown) => (Array.isArray(list) ? list.filter((r): r is string => typeof r === 'string') : []);
+  return [...take(permissions?.deny), ...take(permissions?.ask)];
+}
+
+const settingsFileRules = async (file: string): Promise<string[]> => {
+  try {
+    return rulesOfSettings(JSON.parse(await readFile(file, 'utf8')));
+  } catch {
+    return [];
+  }
+};
+
+/** The settings files a session reads rules from: managed, the user's, and each project folder's shared and local ones. */
+export function settingsFiles(env: NodeJS.ProcessEnv, projectDirs: readonly string[], platform: NodeJS.Platform = process.platform): string[] {
+  const configDir = env.CLAUDE_CONFIG_DIR && path.isAbsolute(env.CLAUDE_CONFIG_DIR) ? env.CLAUDE_CONFIG_DIR : path.join(env.HOME || os.homedir(), '.claude');
+  const managed = platform === 'darwin' ? '/Library/Application Support/ClaudeCode/managed-settings.json' : '/etc/claude-code/managed-settings.json';
+  const projects = [...new Set(projectDirs)].flatMap((dir) => [path.join(dir, '.claude', 'settings.json'), path.join(dir, '.claude', 'settings.local.json')]);
+  return [managed, path.join(configDir, 'settings.json'), ...projects];
+}
+
+/** Flags of the `claude` command line that carry rules. */
+const RULE_FLAGS = new Set(['--disallowedTools', '--disallowed-tools', '--settings']);
+
+/**
+ * The deny and ask rules on a `claude` command line: the words after `--disallowedTools` (until
+ * the next flag; a word may hold several rules), and those of the `--settings` JSON or file.
+ */
+export async function commandLineRules(args: readonly string[], cwd: string): Promise<string[]> {
+  const rules: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const [flag, inline] = args[i]!.split(/=(.*)/s, 2) as [string, string | undefined];
+    if (flag === '--disallowedTools' || flag === '--disallowed-tools') {
+      const words = inline !== undefined ? [inline] : [];
+      while (inline === undefined && i + 1 < args.length && !args[i + 1]!.startsWith('--')) words.push(args[++i]!);
+      // Several rules may share a word, separated by spaces or commas outside parentheses.
+      for (const word of words) rules.push(...(word.match(/[^\s,(]+(?:\([^)]*\))?/g) ?? []));
+    } else if (flag === '--settings') {
+      const value = inline ?? args[++i] ?? '';
+      const text = value.trim().startsWith('{') ? value : await readFile(path.resolve(cwd, value), 'utf8').catch(() => 'null');
+      try {
+        rules.push(...rulesOfSettings(JSON.parse(text)));
+      } catch {
+        /* not JSON: the session would have refused it */
+      }
+    }
+  }
+  return rules;
+}
+
+/** The arguments of process `pid`: from /proc on Linux, else `ps` (words split on blanks); null when unreadable. */
+async function processArgs(pid: number): Promise<{ args: string[]; exact: boolean } | null> {
+  const proc = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => null);
+  if (proc !== null) return { args: proc.split('\0').filter((a, i, all) => a !== '' || i < all.length - 1), exact: true };
+  return new Promise((resolve) => {
+    execFile('ps', ['-ww', '-o', 'args=', '-p', String(pid)], { timeout: 2000, encoding: 'utf8' }, (error, stdout) => resolve(error ? null : { args: stdout.trim().split(/\s+/), exact: false }));
+  });
+}
+
+/**
+ * The person's deny and ask rules for a session whose project folders are `projectDirs` (the
+ * session's, the repository, the worker's worktree) and whose CLI is `CLAUDE_PID`. When the
+ * command line names rules it cannot read exactly (no /proc), the answer includes a rule for
+ * every Bash command, so nothing is rewritten behind one.
+ */
+export async function personRules(env: NodeJS.ProcessEnv, projectDirs: readonly string[]): Promise<string[]> {
+  const rules = (await Promise.all(settingsFiles(env, projectDirs).map(settingsFileRules))).flat();
+  const projectDir = projectDirs[0] ?? process.cwd();
+  const pid = Number(env.CLAUDE_PID);
+  if (!Number.isInteger(pid) || pid <= 0) return rules;
+  const cli = await processArgs(pid);
+  if (cli === null) return rules;
+  if (!cli.exact) return cli.args.some((a) => RULE_FLAGS.has(a.split('=')[0]!)) ? [...rules, 'Bash'] : rules;
+  return [...rules, ...(await commandLineRules(cli.args, projectDir))];
+}

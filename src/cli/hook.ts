@@ -1,0 +1,130 @@
+// The plugin's PreToolUse hook (hooks/hooks.json → hooks/pre-tool-use → dist/hook.mjs): reads
+// the tool call Claude Code sends on stdin, looks up what the decision needs and prints the
+// decision of core/worker-hook.ts as the hook's JSON answer — or nothing, which leaves the call
+// to the person's settings. It runs on every tool call of every session that has the plugin, so
+// it reads no more than the call needs: the lead's own calls end after parsing, and a session
+// running no plan after one missing file.
+
+import { readFileSync } from 'node:fs';
+import { realpath } from 'node:fs/promises';
+import path from 'node:path';
+import { bindWorker, handOutRoot, readBinding, readHandOut, workerFiles } from '../adapters/hand-out.ts';
+import { sandboxCliPath } from '../adapters/layout.ts';
+import { personRules } from '../adapters/person-rules.ts';
+import {
+  type Binding,
+  type CallFacts,
+  type HandOut,
+  type HookVerdict,
+  type ToolCall,
+  type WriteTarget,
+  classifyTool,
+  currentBinding,
+  decideToolCall,
+  promptFileRead,
+  safeId,
+  within,
+  workerWorktree,
+  writePath,
+} from '../core/worker-hook.ts';
+
+/** The call in the hook's input, or null when it is not a tool call the hook can read. */
+export function toolCallOf(input: unknown): ToolCall | null {
+  const v = input as { session_id?: unknown; agent_id?: unknown; cwd?: unknown; tool_name?: unknown; tool_input?: unknown } | null;
+  if (!v || typeof v !== 'object' || typeof v.session_id !== 'string' || typeof v.cwd !== 'string' || typeof v.tool_name !== 'string') return null;
+  const toolInput = v.tool_input !== null && typeof v.tool_input === 'object' ? (v.tool_input as Record<string, unknown>) : {};
+  return { sessionId: v.session_id, agentId: typeof v.agent_id === 'string' && v.agent_id !== '' ? v.agent_id : null, cwd: v.cwd, toolName: v.tool_name, toolInput };
+}
+
+/** The real path of `file`: its deepest existing folder resolved through symlinks, the rest as named. */
+async function realTarget(file: string): Promise<string> {
+  let existing = file;
+  const rest: string[] = [];
+  for (;;) {
+    const real = await realpath(existing).catch(() => null);
+    if (real !== null) return path.join(real, ...rest.reverse());
+    const parent = path.dirname(existing);
+    if (parent === existing) return file;
+    rest.push(path.basename(existing));
+    existing = parent;
+  }
+}
+
+/** Where an Edit, Write or NotebookEdit of `call` lands, relative to `worktree` when inside it. */
+async function writeTarget(call: ToolCall, worktree: string): Promise<WriteTarget> {
+  const named = writePath(call);
+  if (named === null) return { kind: 'missing' };
+  const real = await realTarget(named);
+  const top = await realpath(worktree).catch(() => worktree);
+  return real !== top && within(real, top) ? { kind: 'inside', path: path.relative(top, real).split(path.sep).join('/') } : { kind: 'outside', path: named };
+}
+
+/** What the decision on `call` needs, looked up (and the worker bound when it reads its prompt file). */
+async function lookUp(call: ToolCall & { agentId: string }, handOut: HandOut, root: string, env: NodeJS.ProcessEnv): Promise<CallFacts> {
+  const worktree = workerWorktree(handOut.repo, call.agentId);
+  let binding: Binding | null = currentBinding(handOut, await readBinding(root, handOut.session, call.agentId));
+  const kind = classifyTool(call.toolName);
+  if (kind === 'read' && binding === null) {
+    const task = promptFileRead(call, handOut);
+    if (task !== null) binding = await bindWorker(root, handOut, call.agentId, task, worktree);
+  }
+  const facts: CallFacts = { handOut, binding };
+  if (binding === null) return facts;
+  if (kind === 'write') facts.target = await writeTarget(call, worktree);
+  if (kind === 'bash' && handOut.sandbox.available) {
+    facts.personRules = await personRules(env, [env.CLAUDE_PROJECT_DIR ?? handOut.repo, handOut.repo, worktree]);
+    const files = workerFiles(root, handOut.session, call.agentId);
+    facts.runner = { node: process.execPath, cli: sandboxCliPath(), settingsFile: files.settingsFile, tmpdir: files.tmpdir };
+  }
+  return facts;
+}
+
+/** The verdict on the call in `input` (the hook's stdin, parsed). */
+export async function judgeHookInput(input: unknown, env: NodeJS.ProcessEnv): Promise<HookVerdict> {
+  const call = toolCallOf(input);
+  // The lead's own calls (no agent id): nothing to decide, nothing to read.
+  if (call === null || call.agentId === null || !safeId(call.sessionId) || !safeId(call.agentId)) return { kind: 'none' };
+  const root = handOutRoot(env);
+  const handOut = await readHandOut(root, call.sessionId);
+  if (handOut === null) return { kind: 'none' };
+  const cwd = await realpath(call.cwd).catch(() => path.resolve(call.cwd));
+  const worker = { ...call, agentId: call.agentId, cwd };
+  if (!within(cwd, workerWorktree(handOut.repo, call.agentId))) return { kind: 'none' };
+  return decideToolCall(worker, await lookUp(worker, handOut, root, env));
+}
+
+/** The hook's answer for Claude Code: empty for no decision. */
+export function hookAnswer(verdict: HookVerdict): string {
+  if (verdict.kind === 'none') return '';
+  return JSON.stringify({
+    hookSpecificOutput: {
+      hookEventName: 'PreToolUse',
+      permissionDecision: verdict.kind,
+      permissionDecisionReason: verdict.reason,
+      ...(verdict.kind === 'allow' && verdict.updatedInput ? { updatedInput: verdict.updatedInput } : {}),
+    },
+  });
+}
+
+/** Run the hook on `stdin`; what to print. An input that is not JSON gets no decision. */
+export async function preToolUse(stdin: string, env: NodeJS.ProcessEnv): Promise<string> {
+  let input: unknown;
+  try {
+    input = JSON.parse(stdin);
+  } catch {
+    return '';
+  }
+  return hookAnswer(await judgeHookInput(input, env));
+}
+
+/** The entry point: stdin in, the answer out. A failure is not a decision: Claude Code goes on as without the hook (exit 1 is a non-blocking error). */
+export async function runHook(): Promise<void> {
+  try {
+    const stdin = readFileSync(0, 'utf8');
+    const answer = await preToolUse(stdin, process.env);
+    if (answer !== '') process.stdout.write(answer);
+  } catch (e) {
+    process.stderr.write(`foreman hook: ${(e as Error).message}\n`);
+    process.exitCode = 1;
+  }
+}

@@ -1,0 +1,261 @@
+// What the plugin's PreToolUse hook decides for a tool call of an in-session worker (a Task
+// subagent of `/foreman:execute`), as a pure function of the call and what the hook looked up.
+//
+// The in-session steps publish the tasks they hand out (the hand-out, keyed by the Claude Code
+// session); a subagent working in its worktree `<repo>/.claude/worktrees/agent-<id>` binds to its
+// task when it reads that task's prompt file. Then, for that worker only:
+// - Edit, Write and NotebookEdit of a path its task declares, inside its worktree: allowed; any
+//   other path: denied, naming the files it may change (as a headless worker's exact Edit rules);
+// - Bash: allowed, rewritten to run in the sandbox runtime (writes only in the worktree and the
+//   worker's own TMPDIR, no network but the plan's `context.checkNetwork`); left to the person
+//   where the sandbox cannot run or where a deny or ask rule of theirs may match the command;
+// - reads: left alone (the prompt file is allowed, so binding never waits for the person);
+// - tools a headless worker does not get (the web, MCP servers, subagents, leaving the
+//   worktree…): denied with a reason, never prompted for.
+// A subagent in such a worktree that has not bound yet may read but not write or run anything.
+// Everything else — the lead's own calls, subagents outside a worktree, sessions running no
+// plan — gets no decision at all: the person's settings apply as if the hook were not there.
+// An `allow` never skips the person's deny or ask rules (Claude Code applies them after the
+// hook, checked on 2.1.330); the Bash rewrite would hide the command from them, so it is only
+// made when no such rule of theirs may match.
+
+import { posix } from 'node:path';
+import { coveredBy } from './paths.ts';
+
+/** A tool call as the hook receives it: the fields it reads. */
+export interface ToolCall {
+  sessionId: string;
+  /** Present on a subagent's call; the lead's own calls carry none. */
+  agentId: string | null;
+  /** The subagent's working directory: its worktree, for a worker. */
+  cwd: string;
+  toolName: string;
+  toolInput: Record<string, unknown>;
+}
+
+/** A task handed out to a subagent by `plan next` and not finalized yet. */
+export interface HandedOutTask {
+  index: number;
+  attempt: number;
+  subject: string;
+  /** The absolute path of the prompt file its worker reads first. */
+  promptFile: string;
+  /** What it may change: its declared files, repository-relative (`dir/` covers a folder). */
+  files: string[];
+}
+
+/** What the in-session steps publish for the hook of one Claude Code session. */
+export interface HandOut {
+  version: 1;
+  /** The Claude Code session running the plan (the `CLAUDE_CODE_SESSION_ID` of its steps). */
+  session: string;
+  /** The repository's real path: a worker's worktree is `<repo>/.claude/worktrees/agent-<agent id>`. */
+  repo: string;
+  planPath: string;
+  /** Whether a worker's Bash command can run in the sandbox, as `plan setup` found it. */
+  sandbox: { available: true; network: string[] } | { available: false; reason: string };
+  tasks: HandedOutTask[];
+}
+
+/** A worker bound to a task: the subagent that read the task's prompt file in its worktree. */
+export interface Binding {
+  agent: string;
+  task: number;
+  attempt: number;
+  worktree: string;
+}
+
+/** Where the path of an Edit, Write or NotebookEdit lies, through symlinks. */
+export type WriteTarget = { kind: 'inside'; path: string } | { kind: 'outside'; path: string } | { kind: 'missing' };
+
+export type HookVerdict =
+  /** No decision: the person's settings and Claude Code's own checks apply. */
+  | { kind: 'none' }
+  | { kind: 'allow'; reason: string; updatedInput?: Record<string, unknown> }
+  | { kind: 'deny'; reason: string };
+
+/** How the hook treats a tool. */
+export type ToolClass = 'read' | 'write' | 'bash' | 'neutral' | 'refused';
+
+/** Tools that change files, and the input field naming the file. */
+const WRITE_TOOLS: Record<string, string> = { Edit: 'file_path', Write: 'file_path', NotebookEdit: 'notebook_path' };
+/** Tools that only look. */
+const READ_TOOLS = new Set(['Read', 'Glob', 'Grep', 'LS']);
+/**
+ * Tools that neither change files nor reach outside the session and never ask the person (the
+ * CLI's own bookkeeping): left alone. Anything not named here or above is refused to a worker.
+ */
+const NEUTRAL_TOOLS = new Set(['TodoWrite', 'ToolSearch', 'TaskOutput', 'TaskStop', 'BashOutput', 'KillShell', 'KillBash', 'ListAgents', 'ReportFindings', 'CronList']);
+
+export function classifyTool(name: string): ToolClass {
+  if (name in WRITE_TOOLS) return 'write';
+  if (name === 'Bash') return 'bash';
+  if (READ_TOOLS.has(name)) return 'read';
+  if (NEUTRAL_TOOLS.has(name)) return 'neutral';
+  return 'refused';
+}
+
+/** The path an Edit, Write or NotebookEdit call names (absolute, or relative to `cwd`), or null. */
+export function writePath(call: Pick<ToolCall, 'toolName' | 'toolInput' | 'cwd'>): string | null {
+  const field = WRITE_TOOLS[call.toolName];
+  const value = field === undefined ? undefined : call.toolInput[field];
+  return typeof value === 'string' && value !== '' ? posix.resolve(call.cwd, value) : null;
+}
+
+/** Where Claude Code puts a subagent's worktree: `<repo>/.claude/worktrees/agent-<agent id>`. */
+export const workerWorktree = (repo: string, agentId: string): string => posix.join(repo, '.claude', 'worktrees', `agent-${agentId}`);
+
+/** True when `path` is `dir` or inside it (both absolute and normalised). */
+export const within = (path: string, dir: string): boolean => path === dir || path.startsWith(`${dir}/`);
+
+/** A session or agent id that can name a file: letters, digits, `-` and `_`. */
+export const safeId = (id: unknown): id is string => typeof id === 'string' && /^[A-Za-z0-9_-]{1,128}$/.test(id);
+
+/** The handed-out task whose prompt file a Read call names, or null. */
+export function promptFileRead(call: Pick<ToolCall, 'toolName' | 'toolInput' | 'cwd'>, handOut: HandOut): HandedOutTask | null {
+  if (call.toolName !== 'Read' || typeof call.toolInput.file_path !== 'string') return null;
+  const path = posix.resolve(call.cwd, call.toolInput.file_path);
+  return handOut.tasks.find((t) => t.promptFile === path) ?? null;
+}
+
+/** The binding as it stands now: null when its task's attempt is no longer handed out (finalized, or handed out again). */
+export function currentBinding(handOut: HandOut, binding: Binding | null): Binding | null {
+  if (binding === null) return null;
+  return handOut.tasks.some((t) => t.index === binding.task && t.attempt === binding.attempt) ? binding : null;
+}
+
+const list = (files: readonly string[]) => (files.length === 0 ? 'none (this task declares no files)' : files.join(', '));
+
+/** Whether a bound worker may write `target`: inside its worktree, at a path its task declares. */
+export function judgeWrite(task: HandedOutTask, target: WriteTarget): HookVerdict {
+  switch (target.kind) {
+    case 'missing':
+      return { kind: 'deny', reason: `foreman: this call names no file path. Task ${task.index} may change only: ${list(task.files)}.` };
+    case 'outside':
+      return {
+        kind: 'deny',
+        reason: `foreman: ${target.path} is outside your worktree. Task ${task.index} may change only these files, in your worktree: ${list(task.files)}. Carry on with them.`,
+      };
+    case 'inside':
+      return coveredBy(target.path, task.files)
+        ? { kind: 'allow', reason: `foreman: ${target.path} is declared by task ${task.index}` }
+        : {
+            kind: 'deny',
+            reason: `foreman: task ${task.index} does not declare ${target.path}, so its worker may not change it (an undeclared change would fail the attempt). It may change only: ${list(task.files)}. Leave ${target.path} as it is and finish the declared work.`,
+          };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bash: the person's rules, and the sandboxed form of a command
+
+/** A permission rule split into its tool and its specifier (`Bash(npm test:*)` → Bash, `npm test:*`). */
+function parseRule(rule: string): { tool: string; spec: string | null } {
+  const m = /^\s*([^(\s]+)\s*(?:\((.*)\))?\s*$/s.exec(rule);
+  return m === null ? { tool: rule.trim(), spec: null } : { tool: m[1]!, spec: m[2] ?? null };
+}
+
+/** The command as rules see it, roughly: no quotes or backslashes, runs of blanks as one space. */
+const loosened = (text: string) => text.replace(/["'\\]/g, '').replace(/\s+/g, ' ').trim();
+
+/**
+ * The first of `rules` (the person's deny and ask rules) that may apply to a Bash `command`, or
+ * null. It errs towards "may": a rule for every Bash command, or one whose literal words (the
+ * parts between its wildcards) all occur in the command, counts. Then the hook makes no
+ * decision and Claude Code applies the rule to the command as it is.
+ */
+export function bashRuleMayMatch(rules: readonly string[], command: string): string | null {
+  const text = loosened(command);
+  for (const rule of rules) {
+    const { tool, spec } = parseRule(rule);
+    if (tool !== 'Bash' && tool !== '*') continue;
+    if (spec === null) return rule;
+    const fragments = loosened(spec.replace(/:\*\s*$/, ''))
+      .split('*')
+      .map((f) => f.trim())
+      .filter((f) => f !== '');
+    if (fragments.every((f) => text.includes(f))) return rule;
+  }
+  return null;
+}
+
+/** `text` as one single-quoted shell word. */
+export const shellQuote = (text: string): string => `'${text.replaceAll("'", `'\\''`)}'`;
+
+/** How to run a worker's command in the sandbox runtime: its CLI, its settings file, the worker's own TMPDIR. */
+export interface SandboxRunner {
+  node: string;
+  cli: string;
+  settingsFile: string;
+  tmpdir: string;
+}
+
+/** The command line that runs `command` in the sandbox runtime (`srt -c`), with the worker's own TMPDIR. */
+export function sandboxedCommand(command: string, runner: SandboxRunner): string {
+  // The runtime sets the command's TMPDIR from CLAUDE_CODE_TMPDIR.
+  return `CLAUDE_CODE_TMPDIR=${shellQuote(runner.tmpdir)} ${shellQuote(runner.node)} ${shellQuote(runner.cli)} --settings ${shellQuote(runner.settingsFile)} -c ${shellQuote(command)}`;
+}
+
+/** The sandbox runtime's settings for a worker's commands: writes in its worktree and TMPDIR only (not the worktree's `.git` link). */
+export function workerSandboxSettings(worktree: string, tmpdir: string, network: readonly string[]): Record<string, unknown> {
+  return {
+    filesystem: { allowWrite: [worktree, tmpdir], denyWrite: [posix.join(worktree, '.git')], denyRead: [] },
+    network: { allowedDomains: [...network], deniedDomains: [] },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The decision
+
+/** What the hook looked up for a call. Only what the call's tool needs is given. */
+export interface CallFacts {
+  /** The session's hand-out; null: this session runs no plan. */
+  handOut: HandOut | null;
+  /** This agent's binding, as it stands now (see `currentBinding`). */
+  binding: Binding | null;
+  /** Edit, Write, NotebookEdit: where the named path lies. */
+  target?: WriteTarget;
+  /** Bash: the person's deny and ask rules. */
+  personRules?: readonly string[];
+  /** Bash: how to run it in the sandbox. */
+  runner?: SandboxRunner;
+}
+
+const NOT_FOR_WORKERS = 'A foreman worker reads, edits its declared files and runs commands in its worktree, as a headless worker does';
+
+/** The verdict on `call`. Pure: every lookup is in `facts`. */
+export function decideToolCall(call: ToolCall, facts: CallFacts): HookVerdict {
+  const { handOut } = facts;
+  // The lead's own calls, and sessions running no plan: nothing to decide.
+  if (call.agentId === null || handOut === null || handOut.session !== call.sessionId) return { kind: 'none' };
+  const worktree = workerWorktree(handOut.repo, call.agentId);
+  // A subagent outside a worktree of the plan's repository is not a worker.
+  if (!within(posix.resolve(call.cwd), worktree)) return { kind: 'none' };
+  const binding = facts.binding !== null && facts.binding.agent === call.agentId && facts.binding.worktree === worktree ? facts.binding : null;
+  const task = binding === null ? undefined : handOut.tasks.find((t) => t.index === binding.task && t.attempt === binding.attempt);
+  const kind = classifyTool(call.toolName);
+  if (kind === 'read') {
+    const prompt = promptFileRead(call, handOut);
+    return prompt !== null && (task === undefined || prompt.index === task.index) ? { kind: 'allow', reason: `foreman: the prompt file of task ${prompt.index}` } : { kind: 'none' };
+  }
+  if (kind === 'neutral') return { kind: 'none' };
+  if (kind === 'refused') return { kind: 'deny', reason: `foreman: ${call.toolName} is not available to a worker. ${NOT_FOR_WORKERS}; finish the task with those.` };
+  if (task === undefined) {
+    const prompts = handOut.tasks.map((t) => t.promptFile);
+    return {
+      kind: 'deny',
+      reason: `foreman: read your task's prompt file first (${prompts.length === 1 ? prompts[0] : `one of ${prompts.join(', ')}`}): until you have, you may not change files or run commands. A task already taken by another worker cannot be taken again.`,
+    };
+  }
+  if (kind === 'write') return facts.target === undefined ? { kind: 'none' } : judgeWrite(task, facts.target);
+  // Bash.
+  if (!handOut.sandbox.available || facts.runner === undefined || facts.personRules === undefined) return { kind: 'none' };
+  const command = call.toolInput.command;
+  if (typeof command !== 'string' || command.trim() === '') return { kind: 'none' };
+  if (bashRuleMayMatch(facts.personRules, command) !== null) return { kind: 'none' };
+  return {
+    kind: 'allow',
+    reason: `foreman: runs in the sandbox (writes only in the worktree of task ${task.index} and its own TMPDIR)`,
+    updatedInput: { ...call.toolInput, command: sandboxedCommand(command, facts.runner) },
+  };
+}

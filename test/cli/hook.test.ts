@@ -1,0 +1,132 @@
+// The worker hook as Claude Code runs it (src/cli/hook.ts): a tool call's JSON in, the decision
+// out, with the hand-out the in-session steps publish and the bindings it keeps in a cache folder
+// of its own. The decision itself is tested in test/core/worker-hook.test.ts; here, the lookups:
+// binding by the prompt file's Read, one worker per task, paths through symlinks, the person's
+// rules, and a rewritten Bash command that really runs confined.
+
+import { mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { handOutRoot, readBinding, writeHandOut } from '../../src/adapters/hand-out.ts';
+import { sandboxSupport } from '../../src/adapters/sandbox.ts';
+import { preToolUse } from '../../src/cli/hook.ts';
+import type { HandOut } from '../../src/core/worker-hook.ts';
+import { repoRoot } from '../support/real-claude.ts';
+
+let base: string;
+let repo: string;
+let env: NodeJS.ProcessEnv;
+let handOut: HandOut;
+const worktreeOf = (agent: string) => join(repo, '.claude', 'worktrees', `agent-${agent}`);
+const support = await sandboxSupport();
+
+beforeAll(async () => {
+  base = await realpath(await mkdtemp(join(tmpdir(), 'foreman-hook-')));
+  repo = join(base, 'repo');
+  for (const agent of ['a1', 'b2']) await mkdir(join(worktreeOf(agent), 'src'), { recursive: true });
+  await mkdir(join(base, 'outside'), { recursive: true });
+  // A folder linked into the worktree from elsewhere (as `worktree.symlinkDirectories` does).
+  await symlink(join(base, 'outside'), join(worktreeOf('a1'), 'linked'));
+  await writeFile(join(repo, 'README.md'), 'the person’s\n');
+  await mkdir(join(repo, '.design', 'prompts'), { recursive: true });
+  env = { HOME: join(base, 'home'), PATH: process.env.PATH };
+  handOut = {
+    version: 1,
+    session: 'sess-1',
+    repo,
+    planPath: join(repo, '.design/plan.json'),
+    sandbox: { available: true, network: [] },
+    tasks: [
+      { index: 0, attempt: 1, subject: 'zero', promptFile: join(repo, '.design/prompts/task-0.md'), files: ['src/a.ts', 'linked/'] },
+      { index: 1, attempt: 1, subject: 'one', promptFile: join(repo, '.design/prompts/task-1.md'), files: ['b.txt'] },
+    ],
+  };
+  await writeHandOut(handOutRoot(env), handOut);
+});
+
+afterAll(async () => {
+  await rm(base, { recursive: true, force: true });
+});
+
+const hook = async (agent: string | null, tool: string, input: Record<string, unknown>, over: Record<string, unknown> = {}) => {
+  const stdin = JSON.stringify({ session_id: 'sess-1', ...(agent ? { agent_id: agent, agent_type: 'general-purpose' } : {}), cwd: agent ? worktreeOf(agent) : repo, hook_event_name: 'PreToolUse', tool_name: tool, tool_input: input, ...over });
+  const out = await preToolUse(stdin, env);
+  return out === '' ? null : (JSON.parse(out).hookSpecificOutput as { permissionDecision: string; permissionDecisionReason: string; updatedInput?: Record<string, unknown> });
+};
+
+describe('the worker hook, as Claude Code calls it', () => {
+  it('answers nothing for the lead, another session, or input that is not a tool call', async () => {
+    expect(await hook(null, 'Write', { file_path: join(repo, 'x') })).toBeNull();
+    expect(await hook('a1', 'Write', { file_path: join(worktreeOf('a1'), 'src/a.ts') }, { session_id: 'other' })).toBeNull();
+    expect(await preToolUse('not json', env)).toBe('');
+    expect(await preToolUse('{"hook_event_name":"Stop"}', env)).toBe('');
+  });
+
+  it('denies writes until the worker reads its prompt file; the Read binds it', async () => {
+    expect(await hook('a1', 'Write', { file_path: join(worktreeOf('a1'), 'src/a.ts') })).toMatchObject({ permissionDecision: 'deny' });
+    expect(await hook('a1', 'Read', { file_path: handOut.tasks[0]!.promptFile })).toMatchObject({ permissionDecision: 'allow' });
+    expect(await readBinding(handOutRoot(env), 'sess-1', 'a1')).toEqual({ agent: 'a1', task: 0, attempt: 1, worktree: worktreeOf('a1') });
+    expect(await hook('a1', 'Write', { file_path: join(worktreeOf('a1'), 'src/a.ts') })).toMatchObject({ permissionDecision: 'allow' });
+    expect(await hook('a1', 'Edit', { file_path: join(worktreeOf('a1'), 'linked/deep/x.md') })).toMatchObject({ permissionDecision: 'deny' });
+  });
+
+  it('one worker per task: a second subagent reading the same prompt file is not bound', async () => {
+    await hook('b2', 'Read', { file_path: handOut.tasks[0]!.promptFile });
+    expect(await readBinding(handOutRoot(env), 'sess-1', 'b2')).toBeNull();
+    expect(await hook('b2', 'Write', { file_path: join(worktreeOf('b2'), 'src/a.ts') })).toMatchObject({ permissionDecision: 'deny' });
+    // It can still take a task nobody took.
+    await hook('b2', 'Read', { file_path: handOut.tasks[1]!.promptFile });
+    expect(await hook('b2', 'Write', { file_path: join(worktreeOf('b2'), 'b.txt') })).toMatchObject({ permissionDecision: 'allow' });
+  });
+
+  it('judges the path through symlinks: a declared folder linked to the outside is outside the worktree', async () => {
+    const verdict = await hook('a1', 'Write', { file_path: join(worktreeOf('a1'), 'linked/new.md') });
+    expect(verdict).toMatchObject({ permissionDecision: 'deny' });
+    expect(verdict!.permissionDecisionReason).toContain('outside your worktree');
+    expect(await hook('a1', 'Write', { file_path: join(repo, 'src/a.ts') })).toMatchObject({ permissionDecision: 'deny' });
+  });
+
+  it('a finalized task’s worker is no longer bound', async () => {
+    const root = handOutRoot(env);
+    await writeHandOut(root, { ...handOut, tasks: handOut.tasks.slice(1) });
+    try {
+      expect(await readBinding(root, 'sess-1', 'a1')).toBeNull();
+      expect(await hook('a1', 'Write', { file_path: join(worktreeOf('a1'), 'src/a.ts') })).toMatchObject({ permissionDecision: 'deny' });
+    } finally {
+      await writeHandOut(root, handOut);
+      await hook('a1', 'Read', { file_path: handOut.tasks[0]!.promptFile });
+    }
+  });
+
+  it("leaves a Bash command to the person when a deny or ask rule of theirs may match it", async () => {
+    await mkdir(join(repo, '.claude'), { recursive: true });
+    await writeFile(join(repo, '.claude/settings.json'), JSON.stringify({ permissions: { ask: ['Bash(git push:*)'] } }));
+    try {
+      expect(await hook('a1', 'Bash', { command: 'git push origin main' })).toBeNull();
+      expect(await hook('a1', 'Bash', { command: 'git status' })).toMatchObject({ permissionDecision: 'allow' });
+    } finally {
+      await rm(join(repo, '.claude/settings.json'));
+    }
+  });
+
+  it.runIf(support.ok)('runs a worker’s Bash command in the sandbox: its worktree is writable, the person’s files are not', async () => {
+    const verdict = await hook('a1', 'Bash', { command: `echo inside > src/a.ts && echo escaped >> ${join(repo, 'README.md')}`, description: 'try' });
+    expect(verdict).toMatchObject({ permissionDecision: 'allow', updatedInput: { description: 'try' } });
+    const run = await execa('bash', ['-c', String(verdict!.updatedInput!.command)], { cwd: worktreeOf('a1'), reject: false });
+    expect(run.exitCode).not.toBe(0);
+    expect(run.stderr).toMatch(/Read-only file system/);
+    expect(await readFile(join(worktreeOf('a1'), 'src/a.ts'), 'utf8')).toBe('inside\n');
+    expect(await readFile(join(repo, 'README.md'), 'utf8')).toBe('the person’s\n');
+  });
+
+  it('the bundled hook answers the same through its launcher, and costs one `test -d` when no session runs a plan', async () => {
+    const launcher = join(repoRoot, 'plugin/hooks/pre-tool-use');
+    const input = JSON.stringify({ session_id: 'sess-1', agent_id: 'a1', cwd: worktreeOf('a1'), tool_name: 'WebFetch', tool_input: { url: 'https://example.com' } });
+    const denied = await execa(launcher, { input, env });
+    expect(JSON.parse(denied.stdout).hookSpecificOutput).toMatchObject({ permissionDecision: 'deny' });
+    const elsewhere = await execa(launcher, { input, env: { ...env, HOME: join(base, 'nobody') } });
+    expect(elsewhere.stdout).toBe('');
+  });
+});

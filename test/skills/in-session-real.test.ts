@@ -1,0 +1,325 @@
+// The in-session path as a person runs it: the REAL Claude Code CLI with the built plugin
+// (`--plugin-dir plugin`), in the default permission mode, nothing pre-approved, `/foreman:execute`
+// typed. The scripted model plays the lead, following skills/execute/SKILL.md step by step (it
+// reads each step's JSON from the tool results), and the Task subagents, two of them at once.
+// What must hold: the run completes a plan with a dependency and not one call it needs is refused
+// (the skill pre-approves the lead's steps; the plugin's hook allows each worker its declared
+// files and runs its Bash in the sandbox); a worker's undeclared write is denied when it is made,
+// while its declared work lands; a worker's Bash that writes outside its worktree changes nothing
+// of the person's. And the same for `/foreman:design`'s plan-tool steps.
+
+import { cp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sandboxSupport } from '../../src/adapters/sandbox.ts';
+import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
+import { type ContentBlock, type ModelServer, type ScriptedRequest, startModelServer, text, toolUse } from '../support/model-server.ts';
+import { makePlan, writePlan } from '../support/plans.ts';
+import { type StreamEvent, claudeBin, claudeEnv, parseStreamJson, repoRoot, tempHome } from '../support/real-claude.ts';
+
+const pluginRoot = join(repoRoot, 'plugin');
+
+/** What the README tells a project-skill install to put in `.claude/settings.json`. */
+const PROJECT_HOOK_SETTINGS = {
+  hooks: { PreToolUse: [{ matcher: '*', hooks: [{ type: 'command', command: '"$CLAUDE_PROJECT_DIR/.claude/hooks/pre-tool-use"' }] }] },
+};
+const support = await sandboxSupport();
+
+const cleanups: Array<() => Promise<void>> = [];
+
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+// ---------------------------------------------------------------------------------------------
+// Reading the conversation the CLI sends
+
+interface ToolUseSeen {
+  id: string;
+  name: string;
+  input: Record<string, any>;
+}
+
+/** The tool calls of the last assistant message and the text of each one's result. */
+function lastCalls(req: ScriptedRequest): Array<ToolUseSeen & { result: string }> {
+  const assistant = [...req.messages].reverse().find((m) => m.role === 'assistant');
+  const uses = Array.isArray(assistant?.content) ? (assistant.content.filter((b) => b['type'] === 'tool_use') as unknown as ToolUseSeen[]) : [];
+  return uses.map((u) => ({ ...u, result: req.toolResults.find((r) => r.tool_use_id === u.id)?.content ?? '' }));
+}
+
+const json = (text: string): any => {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+};
+
+/** `Base directory for this skill: <dir>`: where the skill's launcher is. */
+const skillDir = (req: ScriptedRequest) => /Base directory for this skill: (\S+)/.exec(req.promptRaw)?.[1] ?? '';
+const bash = (command: string) => toolUse('Bash', { command, description: command.split(' plan ')[1] ?? command });
+
+// ---------------------------------------------------------------------------------------------
+// The lead, as skills/execute/SKILL.md tells it
+
+function playLead(req: ScriptedRequest, repo: string): ContentBlock[] {
+  const launcher = `"${skillDir(req)}/../../bin/foreman"`;
+  if (req.assistantTurns === 0) return [bash(`${launcher} plan setup`)];
+  const calls = lastCalls(req);
+  const first = calls[0];
+  if (first === undefined) return [text('The scripted lead lost its place.')];
+  const step = / plan (\w+)/.exec(String(first.input.command ?? ''))?.[1];
+  if (first.name === 'Bash' && step === 'setup') {
+    const setup = json(first.result);
+    if (setup?.error) return [text(`setup failed: ${first.result}`)];
+    // The gate still checks the starting commit: `plan commit` waits for it.
+    return [bash(`${launcher} plan ${setup?.gate?.baseline === 'running' ? 'commit' : 'next'}`)];
+  }
+  if (first.name === 'Bash' && step === 'next') {
+    const next = json(first.result);
+    if (next?.stall === 'gate') return [bash(`${launcher} plan commit`)];
+    if (next?.stall === 'done') return [text(`Done: ${next.complete ? 'every task completed' : 'incomplete'}${next.archived ? `, archived at ${next.archived}` : ''}.`)];
+    if (!next || next.tasks.length === 0) return [text(`next said: ${first.result}`)];
+    // One Agent call per task, all in one message: they run at once.
+    return next.tasks.map((t: any) =>
+      toolUse('Agent', {
+        description: t.subject,
+        subagent_type: 'general-purpose',
+        isolation: 'worktree',
+        run_in_background: false,
+        prompt: `First read the file ${t.promptFile}, then do the task it describes, exactly as it says, in your current working directory (a git worktree made for you; do not cd elsewhere). Until you have read it you may not change files or run commands. Do not stage or commit anything. The last line of your final reply must be the status line the file asks for (COMPLETED: / FAILED: / BLOCKED:).`,
+      }),
+    );
+  }
+  if (first.name === 'Agent') {
+    const results = calls.map((c) => {
+      const task = Number(/TASK-NUMBER (\d+)/.exec(String(c.input.prompt))?.[1] ?? /task-(\d+)\.md/.exec(String(c.input.prompt))?.[1]);
+      const status = [...c.result.matchAll(/^\s*((?:COMPLETED|FAILED|BLOCKED):.*)$/gm)].at(-1)?.[1] ?? '';
+      const worktree = /^worktreePath: (.+)$/m.exec(c.result)?.[1];
+      return { task, output: status, ...(worktree ? { worktree } : {}) };
+    });
+    return [toolUse('Write', { file_path: join(repo, '.design/prompts/results.json'), content: JSON.stringify(results) })];
+  }
+  if (first.name === 'Write') return [bash(`${launcher} plan finalize --results .design/prompts/results.json`)];
+  if (first.name === 'Bash' && step === 'finalize') return [bash(`${launcher} plan commit`)];
+  if (first.name === 'Bash' && step === 'commit') {
+    const commit = json(first.result);
+    if (commit?.gate?.state === 'running') return [bash(`${launcher} plan commit`)];
+    return [bash(`${launcher} plan next`)];
+  }
+  return [text(`The scripted lead does not know what to do after ${first.name} ${step ?? ''}.`)];
+}
+
+// ---------------------------------------------------------------------------------------------
+// The workers: each reads its prompt file first, then does what its task's script says
+
+/** What each task's worker does after reading its prompt file, by task index. */
+type WorkerScript = (cwd: string) => ContentBlock[][];
+
+function playWorker(req: ScriptedRequest, repo: string, scripts: Record<number, WorkerScript>): ContentBlock[] {
+  const promptFile = /First read the file (\S+?),/.exec(req.prompt)?.[1] ?? '';
+  const task = Number(/task-(\d+)\.md$/.exec(promptFile)?.[1]);
+  const cwd = req.cwd ?? repo;
+  const steps = [[toolUse('Read', { file_path: promptFile })], ...(scripts[task]?.(cwd) ?? [])];
+  return steps[req.assistantTurns] ?? [text(`Did task ${task}.\nCOMPLETED: task ${task} done`)];
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const readme = '# sample\nthe person’s own text\n';
+
+/**
+ * How foreman is installed: the plugin (`--plugin-dir`, its hook from hooks/hooks.json), or project
+ * skills copied into `.claude/` with the hook added to `.claude/settings.json` as the README says.
+ */
+const installs = [
+  { name: 'the plugin', command: '/foreman:execute', args: ['--plugin-dir', pluginRoot], install: async (_repo: string) => undefined },
+  {
+    name: 'project skills with the README’s hook settings',
+    command: '/execute',
+    args: [],
+    install: async (repo: string) => {
+      await cp(pluginRoot, join(repo, '.claude'), { recursive: true, filter: (src) => !src.includes('.claude-plugin') });
+      await writeFile(join(repo, '.claude/settings.json'), JSON.stringify(PROJECT_HOOK_SETTINGS, null, 2));
+    },
+  },
+];
+
+describe.each(installs)('$command in the default permission mode, nothing pre-approved, with $name', ({ command, args, install }) => {
+  let repo: TempGitRepo;
+  let home: string;
+  let server: ModelServer;
+  let run: { exitCode: number | undefined; events: StreamEvent[]; stderr: string };
+  const workerResults: Array<{ task: number; tool: string; result: string }> = [];
+
+  beforeAll(async () => {
+    repo = await tempGitRepo({ 'README.md': readme, '.gitignore': '.design/\n' });
+    cleanups.push(repo.cleanup);
+    await install(repo.dir);
+    home = await tempHome();
+    cleanups.push(() => rm(home, { recursive: true, force: true }));
+    await writePlan(
+      repo.dir,
+      makePlan(
+        [
+          {
+            subject: 'write a.txt',
+            prompt: 'Write a.txt holding "alpha".\nCOMPLETED: / FAILED: / BLOCKED:',
+            blockedBy: [],
+            metadata: { files: { create: ['a.txt'], modify: [] } },
+            agent: { model: 'haiku', acceptanceCriteria: [{ criterion: 'a.txt says alpha', check: 'grep -q alpha a.txt' }] },
+          },
+          {
+            subject: 'write b.txt',
+            prompt: 'Write b.txt holding "beta".',
+            blockedBy: [],
+            metadata: { files: { create: ['b.txt'], modify: [] } },
+            agent: { model: 'haiku', acceptanceCriteria: [{ criterion: 'b.txt says beta', check: 'grep -q beta b.txt' }] },
+          },
+          {
+            subject: 'write c.txt after a.txt',
+            prompt: 'Write c.txt holding "gamma", after reading a.txt.',
+            blockedBy: [0],
+            metadata: { files: { create: ['c.txt'], modify: [] } },
+            agent: { model: 'haiku', acceptanceCriteria: [{ criterion: 'a.txt is there and c.txt says gamma', check: 'grep -q alpha a.txt && grep -q gamma c.txt' }] },
+          },
+        ],
+        { context: { testCommand: 'test -f README.md' } },
+      ),
+    );
+    const scripts: Record<number, WorkerScript> = {
+      0: (cwd) => [
+        [toolUse('Write', { file_path: join(cwd, 'a.txt'), content: 'alpha\n' })],
+        // Undeclared: denied by the hook when it is made.
+        [toolUse('Write', { file_path: join(cwd, 'stray.txt'), content: 'not declared\n' })],
+        // Outside the worktree, through Bash: the sandbox refuses it.
+        [toolUse('Bash', { command: `echo escaped >> ${join(repo.dir, 'README.md')}`, description: 'try the person’s file' })],
+        [toolUse('Bash', { command: 'cat a.txt && echo "tmp: $TMPDIR" && touch "$TMPDIR/scratch"', description: 'check' })],
+      ],
+      1: (cwd) => [[toolUse('Write', { file_path: join(cwd, 'b.txt'), content: 'beta\n' })], [toolUse('Bash', { command: 'mkdir -p build && echo ok > build/out.txt && rm -r build', description: 'build' })]],
+      2: (cwd) => [[toolUse('Read', { file_path: join(cwd, 'a.txt') })], [toolUse('Write', { file_path: join(cwd, 'c.txt'), content: 'gamma\n' })]],
+    };
+    server = await startModelServer({
+      respond: (req) => {
+        if (req.prompt.startsWith('First read the file ')) {
+          const task = Number(/task-(\d+)\.md/.exec(req.prompt)?.[1]);
+          for (const c of lastCalls(req)) workerResults.push({ task, tool: `${c.name} ${JSON.stringify(c.input).slice(0, 120)}`, result: c.result });
+          return playWorker(req, repo.dir, scripts);
+        }
+        return playLead(req, repo.dir);
+      },
+    });
+    cleanups.push(() => server.close());
+    const r = await execa(claudeBin, ['-p', '--output-format', 'stream-json', '--verbose', '--model', 'haiku', ...args, '--permission-mode', 'default'], {
+      cwd: repo.dir,
+      env: claudeEnv(server.url, home),
+      extendEnv: false,
+      input: command,
+      reject: false,
+      timeout: 240_000,
+    });
+    run = { exitCode: r.exitCode, events: parseStreamJson(String(r.stdout)), stderr: String(r.stderr) };
+  }, 300_000);
+
+  const result = () => [...run.events].reverse().find((e) => e.type === 'result');
+
+  it('completes the plan: every task landed on the branch, the plan archived', async () => {
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(String(result()?.result)).toMatch(/Done: every task completed, archived at /);
+    expect(await readFile(join(repo.dir, 'a.txt'), 'utf8')).toBe('alpha\n');
+    expect(await readFile(join(repo.dir, 'b.txt'), 'utf8')).toBe('beta\n');
+    expect(await readFile(join(repo.dir, 'c.txt'), 'utf8')).toBe('gamma\n');
+    const tracked = (await execa('git', ['ls-files'], { cwd: repo.dir })).stdout.split('\n');
+    expect(tracked).toEqual(expect.arrayContaining(['a.txt', 'b.txt', 'c.txt']));
+    expect(tracked).not.toContain('stray.txt');
+    expect((await readdir(join(repo.dir, '.design/history'))).some((f) => f.endsWith('-plan.json'))).toBe(true);
+    // The worker's view of task 2 held its blocker's work.
+    expect(workerResults.find((w) => w.task === 2 && w.tool.startsWith('Read') && w.tool.includes('a.txt'))?.result).toContain('alpha');
+  });
+
+  it('refuses not one call the run needs: the only denial is the undeclared write, made by the hook at write time', () => {
+    const denials = (result()?.permission_denials ?? []) as Array<{ tool_name: string; tool_input: Record<string, unknown> }>;
+    expect(denials.map((d) => `${d.tool_name} ${String(d.tool_input.file_path ?? d.tool_input.command)}`)).toEqual([expect.stringMatching(/^Write .*\/stray\.txt$/)]);
+    const stray = workerResults.find((w) => w.tool.includes('stray.txt'));
+    expect(stray?.result).toContain('task 0 does not declare stray.txt');
+    expect(stray?.result).toContain('may change only: a.txt');
+  });
+
+  it.runIf(support.ok)("a worker's Bash that writes outside its worktree changes nothing of the person's; inside, and in its own TMPDIR, it works", async () => {
+    expect(await readFile(join(repo.dir, 'README.md'), 'utf8')).toBe(readme);
+    expect(workerResults.find((w) => w.tool.includes('escaped'))?.result).toMatch(/Read-only file system/);
+    const check = workerResults.find((w) => w.tool.includes('cat a.txt'));
+    expect(check?.result).toContain('alpha');
+    expect(check?.result).not.toMatch(/Read-only|denied|approval/i);
+    expect(workerResults.find((w) => w.tool.includes('mkdir -p build'))?.result).not.toMatch(/Read-only|denied|approval/i);
+  });
+
+  it('ran two workers at once', () => {
+    const spans = [0, 1].map((task) => {
+      const times = server
+        .turns()
+        .filter((r) => (r as ScriptedRequest).prompt.includes(`task-${task}.md`))
+        .map((r) => (r as ScriptedRequest).receivedAt);
+      return { start: Math.min(...times), end: Math.max(...times) };
+    });
+    expect(spans[0]!.start).toBeLessThan(spans[1]!.end);
+    expect(spans[1]!.start).toBeLessThan(spans[0]!.end);
+  });
+
+  it('leaves no hand-out behind once the run has finished, so the hook costs one `test -d` again', async () => {
+    await expect(readdir(join(home, '.cache/foreman/sessions'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});
+
+describe('/foreman:design in the default permission mode, nothing pre-approved, with the plugin', () => {
+  it("runs the plan tool's steps and writes the plan with 0 refusals", async () => {
+    const repo = await tempGitRepo({ 'README.md': readme });
+    cleanups.push(repo.cleanup);
+    const home = await tempHome();
+    cleanups.push(() => rm(home, { recursive: true, force: true }));
+    const plan = makePlan([
+      {
+        subject: 'add greet.txt',
+        prompt: 'Write greet.txt saying hello.\nThe last line of your reply: COMPLETED: <summary>, FAILED: <what> or BLOCKED: <what>.',
+        blockedBy: [],
+        metadata: { files: { create: ['greet.txt'], modify: [] } },
+        agent: { model: 'haiku', acceptanceCriteria: [{ criterion: 'greet.txt says hello', check: 'grep -q hello greet.txt' }] },
+      },
+    ]);
+    const local = await startModelServer({
+      respond: (req) => {
+        const launcher = `"${skillDir(req)}/../../bin/foreman"`;
+        const steps: ContentBlock[][] = [
+          [bash(`${launcher} plan status --json`)],
+          [toolUse('Write', { file_path: join(repo.dir, '.design/plan.json'), content: JSON.stringify(plan, null, 2) })],
+          [bash(`${launcher} plan check --fix`)],
+          [bash(`${launcher} plan probe --json`)],
+          [bash(`${launcher} plan summary`)],
+        ];
+        return steps[req.assistantTurns] ?? [text(`Designed. ${lastCalls(req)[0]?.result.split('\n')[0] ?? ''}`)];
+      },
+    });
+    cleanups.push(() => local.close());
+    const r = await execa(claudeBin, ['-p', '--output-format', 'stream-json', '--verbose', '--model', 'haiku', '--plugin-dir', pluginRoot, '--permission-mode', 'default'], {
+      cwd: repo.dir,
+      env: claudeEnv(local.url, home),
+      extendEnv: false,
+      input: '/foreman:design add a greeting',
+      reject: false,
+      timeout: 180_000,
+    });
+    const events = parseStreamJson(String(r.stdout));
+    const final = [...events].reverse().find((e) => e.type === 'result');
+    expect(r.exitCode, String(r.stderr)).toBe(0);
+    expect(final?.permission_denials).toEqual([]);
+    const results = local
+      .turns()
+      .map((t) => (t as ScriptedRequest).toolResults[0]?.content ?? '')
+      .filter(Boolean);
+    // status: no plan yet; check: valid; probe: the check fails before the work (exit 0: nothing to fix).
+    expect(results.some((t) => /valid/.test(t))).toBe(true);
+    expect(JSON.parse(await readFile(join(repo.dir, '.design/probe.json'), 'utf8'))).toMatchObject({ verdict: 'ok' });
+    expect(JSON.parse(await readFile(join(repo.dir, '.design/plan.json'), 'utf8')).tasks[0].fileOverlaps).toEqual([]);
+  }, 240_000);
+});

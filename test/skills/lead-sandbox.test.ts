@@ -1,0 +1,111 @@
+// The in-session steps sandbox their commands by default, as a headless run does (`--sandbox auto`):
+// `plan finalize`'s acceptance checks, the in-session gate and `plan probe` run in the sandbox
+// where it works; `--sandbox` (and FOREMAN_SANDBOX) override it; `on` without it is refused
+// (exit 3) and `auto` without it says so once, at setup.
+
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { sandboxSupport } from '../../src/adapters/sandbox.ts';
+import { runPlanTool } from '../support/execute.ts';
+import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
+import { fakeTask, makePlan, writePlan } from '../support/plans.ts';
+import { checkedStep, expectSchema, isolatedSubagent, step } from './support.ts';
+
+const support = await sandboxSupport();
+let scratch: string;
+const repos: TempGitRepo[] = [];
+
+beforeAll(async () => {
+  scratch = await mkdtemp(join(tmpdir(), 'foreman-lead-sandbox-'));
+});
+afterEach(async () => {
+  while (repos.length) await repos.pop()!.cleanup();
+});
+afterAll(async () => {
+  await rm(scratch, { recursive: true, force: true });
+});
+
+/** A plan whose one task's acceptance check also writes a file outside the worktree. */
+async function repoWithOutsideWrite(marker: string) {
+  const repo = await tempGitRepo({ 'README.md': 'hello\n' });
+  repos.push(repo);
+  const outside = join(scratch, marker);
+  await writePlan(
+    repo.dir,
+    makePlan([fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a.txt exists', check: `touch ${outside} && test -f a.txt` }], fake: { write: { 'a.txt': 'a\n' } } })]),
+  );
+  return { repo, outside };
+}
+
+async function oneRound(dir: string, setupArgs: string[]) {
+  const setup = await checkedStep(step, dir, ['setup', ...setupArgs]);
+  expect(setup.code, setup.stderr).toBe(0);
+  const next = await checkedStep(step, dir, ['next']);
+  const ran = await isolatedSubagent(dir, next.json.tasks[0].promptFile, 'haiku');
+  await writeFile(join(dir, '.design/prompts/results.json'), JSON.stringify([{ task: 0, output: ran.output.split('\n').at(-1), worktree: ran.worktree }]));
+  const finalize = await checkedStep(step, dir, ['finalize', '--results', '.design/prompts/results.json']);
+  return { setup: setup.json, finalize: finalize.json };
+}
+
+describe.runIf(support.ok)('in-session checks in the sandbox by default', () => {
+  it("finalize's acceptance checks cannot write outside the worktree: the attempt fails, nothing is written", async () => {
+    const { repo, outside } = await repoWithOutsideWrite('by-default');
+    const { setup, finalize } = await oneRound(repo.dir, []);
+    expect(setup.sandbox).toEqual({ mode: 'auto', sandboxed: true });
+    expect(finalize.results[0]).toMatchObject({ index: 0, outcome: 'retry' });
+    expect(existsSync(outside)).toBe(false);
+  });
+
+  it('--sandbox off runs them as they are', async () => {
+    const { repo, outside } = await repoWithOutsideWrite('unsandboxed');
+    const { setup, finalize } = await oneRound(repo.dir, ['--sandbox', 'off']);
+    expect(setup.sandbox).toEqual({ mode: 'off', sandboxed: false });
+    expect(setup.notices.map((n: any) => n.message)).toContainEqual(expect.stringMatching(/^--sandbox off: .*each Bash command of a worker asks you/));
+    expect(finalize.results[0]).toMatchObject({ index: 0, outcome: 'completed' });
+    expect(existsSync(outside)).toBe(true);
+  });
+});
+
+describe('without the sandbox (a PATH without bubblewrap)', () => {
+  let bin: string;
+  beforeAll(async () => {
+    bin = join(scratch, 'bin-without-bwrap');
+    await mkdir(bin, { recursive: true });
+    for (const tool of ['node', 'git', 'sh']) if (!existsSync(join(bin, tool))) await symlink(`/usr/bin/${tool}`, join(bin, tool));
+  });
+
+  it('setup --sandbox on refuses with exit 3, naming what to install; auto goes on and says why, once', async () => {
+    const repo = await tempGitRepo({ 'README.md': 'hello\n' });
+    repos.push(repo);
+    await writePlan(repo.dir, makePlan([fakeTask('A', { create: ['a.txt'] })]));
+    const env = { PATH: bin, FOREMAN_WORKTREES: join(scratch, 'worktrees') };
+    const on = await runPlanTool(repo.dir, ['setup', '--sandbox', 'on'], env);
+    expect(on.exitCode).toBe(3);
+    await expectSchema('step-error', JSON.parse(on.stdout));
+    expect(JSON.parse(on.stdout).error).toMatchObject({ kind: 'sandbox-unavailable', message: expect.stringMatching(/--sandbox on: the sandbox cannot run here .*bwrap.*apt-get install bubblewrap socat ripgrep/) });
+    const auto = await runPlanTool(repo.dir, ['setup'], env);
+    expect(auto.exitCode, auto.stderr).toBe(0);
+    const out = JSON.parse(auto.stdout);
+    await expectSchema('setup', out);
+    expect(out.sandbox).toEqual({ mode: 'auto', sandboxed: false });
+    expect(out.notices.filter((n: any) => /running without the sandbox/.test(n.message))).toHaveLength(1);
+    expect(out.notices.map((n: any) => n.message).join('\n')).toMatch(/each Bash command of a worker asks you before it runs; to sandbox them, install bubblewrap/);
+  });
+
+  it('plan probe --sandbox on refuses with exit 3; FOREMAN_SANDBOX=on the same; a bad mode is exit 2', async () => {
+    const repo = await tempGitRepo({ 'README.md': 'hello\n' });
+    repos.push(repo);
+    await writePlan(repo.dir, makePlan([fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a', check: 'test -f a.txt' }] })]));
+    const env = { PATH: bin };
+    const on = await runPlanTool(repo.dir, ['probe', '--sandbox', 'on'], env);
+    expect(on.exitCode).toBe(3);
+    expect(on.stderr).toMatch(/--sandbox on: the sandbox cannot run here/);
+    expect((await runPlanTool(repo.dir, ['probe'], { ...env, FOREMAN_SANDBOX: 'on' })).exitCode).toBe(3);
+    const bad = await runPlanTool(repo.dir, ['probe', '--sandbox', 'sometimes'], env);
+    expect(bad.exitCode).toBe(2);
+    expect(bad.stderr).toContain('--sandbox: "sometimes" is not one of auto, on, off');
+  });
+});
