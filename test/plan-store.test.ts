@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Plan } from '../src/core/plan.ts';
 import {
+  PlanKeeper,
   acquireLock,
   currentLockInfo,
   isLocked,
@@ -180,6 +181,43 @@ for (let i = 1; ; i++) await writePlanAtomic(process.argv[2], plans[i % 2]);
     // A SIGKILL cannot clean up: at most one temp file per killed writer may remain.
     expect((await otherFiles(['plan.json', 'writer.mjs'])).every((f) => /^\.plan\.json\.\d+\.[0-9a-f]+\.tmp$/.test(f))).toBe(true);
   }, 60_000);
+});
+
+describe('PlanKeeper: the plan file as a run keeps it', () => {
+  it('writes over its own writes; keeps an edit made since, byte for byte, beside the plan, and says where', async () => {
+    const file = path.join(dir, 'plan.json');
+    const first = serializePlan(plan('mine'));
+    await writeFile(file, first);
+    const keeper = new PlanKeeper(file, first);
+    const at = new Date('2026-11-24T15:00:00Z');
+    expect(await keeper.save(plan('run 1'), at)).toBeNull();
+    expect(await keeper.save(plan('run 2'), at)).toBeNull();
+    expect(await otherFiles(['plan.json'])).toEqual([]);
+
+    const edit = '{ "schemaVersion": 3, "goal": "edited by hand", "tasks": [] }\n';
+    await writeFile(file, edit);
+    const kept = await keeper.save(plan('run 3'), at);
+    expect(kept).toBe(path.join(dir, 'plan.edited-20261124T150000Z.json'));
+    expect(await readFile(kept!, 'utf8')).toBe(edit);
+    expect(JSON.parse(await readFile(file, 'utf8')).goal).toBe('run 3');
+
+    // A second edit in the same second gets a name of its own; the first stays as it was.
+    await writeFile(file, edit.replace('edited', 'edited again'));
+    expect(await keeper.save(plan('run 4'), at)).toBe(path.join(dir, 'plan.edited-20261124T150000Z-2.json'));
+    expect(await readFile(kept!, 'utf8')).toBe(edit);
+    // An edit that restores exactly what the run last wrote is no edit.
+    await writeFile(file, serializePlan(plan('run 4')));
+    expect(await keeper.save(plan('run 5'), at)).toBeNull();
+  });
+
+  it('a plan file someone removed is written again, with nothing to keep', async () => {
+    const file = path.join(dir, 'plan.json');
+    await writeFile(file, serializePlan(plan('mine')));
+    const keeper = new PlanKeeper(file, serializePlan(plan('mine')));
+    await rm(file);
+    expect(await keeper.save(plan('run'))).toBeNull();
+    expect(JSON.parse(await readFile(file, 'utf8')).goal).toBe('run');
+  });
 });
 
 describe('run lock', () => {

@@ -9,12 +9,13 @@
 // or a zombie, or whose pid now belongs to another process (its start time differs), or a file
 // that is not a lock at all, is taken over at once.
 
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync, unlinkSync } from 'node:fs';
 import { link, mkdir, open, readFile, realpath, rename, rmdir, stat, unlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { assertNever, err, ok, type Result } from '../core/failure.ts';
+import { compactTimestamp } from '../core/format.ts';
 import type { Plan } from '../core/plan.ts';
 import { processStartTime, sameProcessAlive } from './processes.ts';
 
@@ -104,6 +105,73 @@ export const serializePlan = (plan: Plan): string => `${JSON.stringify(plan, nul
 /** Writes the plan atomically, keeping the file's mode. */
 export async function writePlanAtomic(file: string, plan: Plan): Promise<void> {
   await writeFileAtomic(file, serializePlan(plan));
+}
+
+const digestOf = (bytes: string | Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
+
+/** Where a person's edit to `planPath`, made while a run held it, is kept: `plan.edited-<stamp>.json` beside it. */
+const editedPathFor = (planPath: string, stamp: string, n: number): string =>
+  path.join(path.dirname(planPath), `${path.basename(planPath, '.json')}.edited-${stamp}${n === 1 ? '' : `-${n}`}.json`);
+
+/** What the person is told when their edit to the plan file, made while a run held it, was kept aside. */
+export const describeKeptEdit = (planPath: string, kept: string): string =>
+  `${planPath} was changed while this run holds it: the run did not take the change in, and kept it, byte for byte, in ${kept}. To use it, stop the run (\`plan drain\` lets it finish what is running; Ctrl-C stops it now), copy ${kept} over ${planPath}, and run again: the resumed run finds the work already integrated on its ref`;
+
+/**
+ * The plan file as a run holding its lock keeps it. The run writes the plan after every change;
+ * a person may edit the file meanwhile (by hand, or with `plan check --fix`, which takes no lock),
+ * and the run's next write would replace that edit unseen. So before each write the file is
+ * compared with what the run last read or wrote: when it differs, the person's bytes are kept
+ * whole at a path of their own beside the plan (never merged into the run, never lost), and the
+ * write says where. A stat that matches the run's own last write skips the comparison.
+ */
+export class PlanKeeper {
+  private digest: string;
+  private written: { size: number; mtimeMs: number; ino: number } | null = null;
+
+  /** `text`: the plan file's content as the run read it. */
+  constructor(
+    readonly path: string,
+    text: string,
+  ) {
+    this.digest = digestOf(text);
+  }
+
+  /** Write `plan`; the path where a person's edit found in the file was kept, or null when there was none. */
+  async save(plan: Plan, now: Date = new Date()): Promise<string | null> {
+    const kept = await this.keepEdit(now);
+    const text = serializePlan(plan);
+    await writeFileAtomic(this.path, text);
+    this.digest = digestOf(text);
+    const st = await stat(this.path).catch(() => null);
+    this.written = st === null ? null : { size: st.size, mtimeMs: st.mtimeMs, ino: st.ino };
+    return kept;
+  }
+
+  private async keepEdit(now: Date): Promise<string | null> {
+    const st = await stat(this.path).catch(() => null);
+    if (st === null) return null;
+    const w = this.written;
+    if (w !== null && st.size === w.size && st.mtimeMs === w.mtimeMs && st.ino === w.ino) return null;
+    const bytes = await readFile(this.path).catch(() => null);
+    if (bytes === null || digestOf(bytes) === this.digest) return null;
+    const stamp = compactTimestamp(now);
+    for (let n = 1; ; n++) {
+      const target = editedPathFor(this.path, stamp, n);
+      try {
+        const handle = await open(target, 'wx', 0o666);
+        try {
+          await handle.writeFile(bytes);
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
+        return target;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      }
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ import { constants } from 'node:fs';
 import { access, realpath, stat } from 'node:fs/promises';
 import { basename, delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { Git } from '../adapters/git.ts';
-import { type LockTakeover, acquireLock, currentLockInfo, writePlanAtomic } from '../adapters/plan-store.ts';
+import { type LockTakeover, PlanKeeper, acquireLock, currentLockInfo, describeKeptEdit } from '../adapters/plan-store.ts';
 import { ProcessRegistry, describeOrphans, killOrphans, recorded, registryPathFor } from '../adapters/orphans.ts';
 import { killAllWorkers, runWorker } from '../adapters/worker.ts';
 import { type SandboxMode, decideSandbox, installAdvice, sandboxModeOf } from '../adapters/sandbox.ts';
@@ -31,7 +31,7 @@ import { Isolation, type SetupReport, landedBase, recordLandedBase } from '../ru
 import { setupRun } from '../run/setup.ts';
 import { type Command, type Io, intArg, numberArg } from './command.ts';
 import { CliError, EXIT, type ExitCode, usageError } from './exit.ts';
-import { loadPlan } from './load.ts';
+import { loadPlanFile } from './load.ts';
 import { createReporter } from './reporter.ts';
 import { describeSetupProblem } from './setup-problem.ts';
 
@@ -202,7 +202,8 @@ async function workerRules(plan: Plan, settings: Settings): Promise<WorkerPermis
 
 async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCode> {
   const settings = settingsFrom(values, io);
-  let plan = await loadPlan(settings.planPath);
+  const loaded = await loadPlanFile(settings.planPath);
+  let plan = loaded.plan;
   const testCommand = typeof plan.context?.testCommand === 'string' && plan.context.testCommand.trim() !== '' ? plan.context.testCommand : undefined;
   const gateCommand = settings.gateFlags.off ? undefined : (settings.gateFlags.command ?? testCommand);
   settings.gate = gateCommand === undefined ? null : { command: gateCommand, batchSize: settings.gateFlags.batchSize, timeoutMs: settings.gateFlags.timeoutMs };
@@ -252,8 +253,15 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
   if (indexLock === 'removed') emit({ type: 'notice', level: 'warning', message: 'removed a stale .git/index.lock left by a git process that was killed' });
 
   const controller = new AbortController();
+  // SIGTERM (what `plan drain` sends) drains: nothing new starts, what runs finishes and lands.
+  // A second SIGTERM, or SIGINT / SIGHUP at any time, interrupts; one more exits at once.
+  const draining = new AbortController();
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
+    if (signal === 'SIGTERM' && !draining.signal.aborted && signals === 0) {
+      draining.abort();
+      return;
+    }
     signals++;
     if (signals === 1) {
       emit({ type: 'interrupted', signal });
@@ -270,8 +278,14 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
 
   const started = Date.now();
   let saving = Promise.resolve();
-  // Writes are chained so two never race on the temporary file.
-  const save = (p: Plan) => (saving = saving.then(() => writePlanAtomic(settings.planPath, p)));
+  // Writes are chained so two never race on the temporary file. A person's edit to the plan file
+  // while the run holds it is kept aside, never written over (PlanKeeper), and the run says where.
+  const keeper = new PlanKeeper(settings.planPath, loaded.text);
+  const save = (p: Plan) =>
+    (saving = saving.then(async () => {
+      const kept = await keeper.save(p);
+      if (kept !== null) emit({ type: 'notice', level: 'warning', message: describeKeptEdit(settings.planPath, kept) });
+    }));
   try {
     if (indexLock === 'held') {
       throw new CliError(EXIT.cannotRun, ['another git process is using this repository (.git/index.lock is held open); wait for it to finish and run again']);
@@ -372,6 +386,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
           controller.signal,
           dirname(settings.planPath),
           report.held,
+          draining.signal,
         );
     await saving;
     plan = result.plan;
@@ -387,6 +402,9 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
       if (code === EXIT.ok) code = EXIT.incomplete;
     }
     if (result.reason === 'all-done') {
+      // An edit made since the last write is kept aside before the plan moves to history.
+      await save(plan);
+      await saving;
       await isolation.removeWorktrees();
       if (landing.landed) {
         await isolation.removeRefs();
@@ -550,6 +568,7 @@ export function exitCodeFor(reason: StopReason): ExitCode {
     case 'awaiting_approval':
     case 'budget':
     case 'failures':
+    case 'drained':
       return EXIT.incomplete;
     default:
       return assertNever(reason, 'stop reason');

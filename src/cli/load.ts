@@ -13,6 +13,11 @@ export function planPathFrom(values: { plan?: unknown }, base: string): string {
 }
 
 export async function loadPlan(path: string, options: ValidateOptions = {}): Promise<Plan> {
+  return (await loadPlanFile(path, options)).plan;
+}
+
+/** The plan and the text it was read from (a run keeps the text to notice edits made while it runs). */
+export async function loadPlanFile(path: string, options: ValidateOptions = {}): Promise<{ plan: Plan; text: string }> {
   const read = await readPlanFile(path);
   if (!read.ok) {
     throw new CliError(EXIT.invalid, [
@@ -23,5 +28,5 @@ export async function loadPlan(path: string, options: ValidateOptions = {}): Pro
   if (!parsed.ok) {
     throw new CliError(EXIT.invalid, [`${path}: the plan is invalid (${parsed.error.length} problem${parsed.error.length === 1 ? '' : 's'}):`, ...parsed.error.map((p) => `  ${p}`)]);
   }
-  return parsed.value;
+  return { plan: parsed.value, text: read.value.text };
 }

@@ -20,7 +20,7 @@
 
 import { type RunEventBody, type StopReason, type TaskOutcome, skippedEvents } from './events.ts';
 import { type WorkerFailure, type WorkerRun, assertNever, describeWorkerFailure } from './failure.ts';
-import { type Decision, type Verification, decide, judgeRun } from './finalize.ts';
+import { type Decision, type Verification, decide, judgeRun, verificationWarnings } from './finalize.ts';
 import { formatCost } from './format.ts';
 import { countByStatus, depsOf, longestRemainingPath, readySet, stall } from './graph.ts';
 import { computeOverlaps, overlapSets } from './overlap.ts';
@@ -126,7 +126,9 @@ export type EngineEvent =
   /** The gate ran on these candidates stacked on the tip; `passed` null: it was stopped (Ctrl-C) before a verdict. */
   | { type: 'gated'; tasks: readonly number[]; passed: boolean | null; output: string; durationMs: number; now: number }
   /** Ctrl-C: stop the workers, record what is verified, stop. */
-  | { type: 'interrupt'; now: number };
+  | { type: 'interrupt'; now: number }
+  /** Drain (`plan drain`, SIGTERM): start nothing new; what runs finishes, is verified, gated and integrated; then stop. */
+  | { type: 'drain'; now: number };
 
 export type EngineEffect =
   /** Write `state.plan` to disk before carrying out the effects after this one. */
@@ -370,6 +372,9 @@ export function step(state: EngineState, event: EngineEvent): Step {
     case 'interrupt':
       interrupt(work);
       break;
+    case 'drain':
+      drain(work);
+      break;
     case 'worker-finished':
       workerFinished(work, event.task, event.run);
       break;
@@ -406,8 +411,21 @@ function abortWorkers(work: Work): void {
 }
 
 function interrupt(work: Work): void {
+  // An interrupt outranks a drain in progress: the workers stop now.
+  if (work.draft.stop?.reason === 'drained') work.draft.stop = null;
   stopWith(work, { reason: 'interrupted', message: 'interrupted' });
   abortWorkers(work);
+}
+
+/** Start nothing new; let every attempt under way finish, and its work integrate. Once only. */
+function drain(work: Work): void {
+  if (work.draft.stop !== null) return;
+  const running = tasksIn(work, IN_FLIGHT);
+  stopWith(work, {
+    reason: 'drained',
+    message: running.length === 0 ? 'drained: nothing was running, and nothing new started' : `drained: ${running.length === 1 ? 'task' : 'tasks'} ${running.join(', ')} finished, and nothing new started`,
+  });
+  emit(work, { type: 'draining', running });
 }
 
 function attemptIn(work: Work, task: number, stage: AttemptStage): Attempt {
@@ -449,7 +467,7 @@ function verified(work: Work, task: number, verification: Verification): void {
   const run = attempt.run!;
   // An interrupt during the acceptance checks makes their verdict meaningless.
   const decision: Decision = work.draft.aborted ? { kind: 'interrupted' } : decideFor(work, task, run, verification);
-  conclude(work, verification.work ? { ...attempt, work: verification.work } : attempt, decision);
+  conclude(work, verification.work ? { ...attempt, work: verification.work } : attempt, decision, verificationWarnings(verification));
 }
 
 /** The worktree could not be made ready: the task goes back to pending, no attempt counted, and the run stops. */
@@ -479,8 +497,8 @@ function finishedEvent(work: Work, attempt: Attempt): Omit<Extract<RunEventBody,
   };
 }
 
-/** What happens to an attempt once it is decided. */
-function conclude(work: Work, attempt: Attempt, decided: Decision): void {
+/** What happens to an attempt once it is decided; `warnings` go into its `task-finished` event. */
+function conclude(work: Work, attempt: Attempt, decided: Decision, warnings: string[] = []): void {
   const draft = work.draft;
   const task = attempt.task;
   let decision = decided;
@@ -492,7 +510,7 @@ function conclude(work: Work, attempt: Attempt, decided: Decision): void {
     maxAttempts: draft.config.maxAttempts,
     interrupted: draft.stop?.reason === 'interrupted',
   });
-  const base = finishedEvent(work, attempt);
+  const base = { ...finishedEvent(work, attempt), ...(warnings.length > 0 ? { warnings } : {}) };
   const usage = attempt.run!.usage;
   // Whatever was decided, the worktree has served this attempt (its work is captured).
   work.effects.push({ type: 'release-workspace', task });
@@ -752,6 +770,8 @@ function start(work: Work, task: number): void {
 function finish(work: Work): void {
   const draft = work.draft;
   const plan = draft.plan;
+  // A drain that ended with every task completed finished the plan.
+  if (draft.stop?.reason === 'drained' && countByStatus(plan).completed === plan.tasks.length) draft.stop = null;
   if (draft.stop === null) {
     const counts = countByStatus(plan);
     const stalled = stall(plan.tasks);

@@ -31,7 +31,9 @@ export type StopReason =
   /** A git step (an integration) failed: the run stopped; the person's branch and files untouched. */
   | 'git-failed'
   /** A worktree could not be made ready (the plan's setup command failed): no attempt was spent. */
-  | 'setup-failed';
+  | 'setup-failed'
+  /** Asked to drain (`plan drain`, SIGTERM): what was running finished, nothing new started; resumable. */
+  | 'drained';
 
 export type RunEventBody =
   | {
@@ -67,6 +69,8 @@ export type RunEventBody =
       sessionId?: string;
       logPath: string;
       permissionDenials: number | 'unknown';
+      /** What the attempt's verification (or its clean-up) found worth saying beside the outcome: undeclared changes, a worktree not removed. */
+      warnings?: string[];
     }
   | { type: 'task-skipped'; task: number; subject: string; rootCause: number; reason: string }
   | { type: 'round-committed'; round: number; tasks: number[]; commit: string | null }
@@ -90,6 +94,8 @@ export type RunEventBody =
   | { type: 'budget-reached'; costUsd: number; limitUsd: number }
   | { type: 'stalled'; kind: 'deadlock' | 'awaiting_approval'; tasks: number[] }
   | { type: 'interrupted'; signal: string }
+  /** Asked to drain: the attempts in `running` finish (and are verified, gated, integrated), nothing new starts, then the run stops. */
+  | { type: 'draining'; running: number[] }
   | {
       type: 'run-finished';
       outcome: RunOutcome;

@@ -32,6 +32,16 @@ export interface Verification {
   captureFailure?: string;
 }
 
+/**
+ * What an attempt's verification found that a person should see beside the decision: files the
+ * worker changed without its task declaring them (the attempt fails with them, and they are not
+ * kept). One spelling for the headless engine and the in-session `finalize`.
+ */
+export function verificationWarnings(verification: Verification | undefined): string[] {
+  if (verification === undefined || verification.outsideChanges.length === 0) return [];
+  return [`changed files it did not declare (the attempt failed; they were not kept): ${verification.outsideChanges.join(', ')}`];
+}
+
 /** Why one attempt of a task did not pass. */
 export type AttemptFailure =
   | { reason: 'reported-failed'; text: string }

@@ -173,6 +173,8 @@ export interface Attempt {
   usage: UsageFigure | null;
   /** Permission denials the worker met; `unknown` for a Task subagent. */
   permissionDenials: number | typeof UNKNOWN | null;
+  /** What its verification or clean-up found beside the outcome (undeclared changes…); empty when nothing. */
+  warnings: string[];
 }
 
 /** Every attempt of the run: a task-started paired with the task's next task-finished. */
@@ -194,6 +196,7 @@ export function attemptsOf(run: RunRecord): Attempt[] {
         durationMs: null,
         usage: null,
         permissionDenials: null,
+        warnings: [],
       };
       open.set(e.task, a);
       out.push(a);
@@ -206,12 +209,13 @@ export function attemptsOf(run: RunRecord): Attempt[] {
         if (verified !== undefined && e.outcome !== 'completed') {
           verified.outcome = e.outcome;
           verified.reason = e.reason ?? e.result ?? null;
+          verified.warnings.push(...(e.warnings ?? []));
           continue;
         }
       }
       if (!a) {
         // The journal lost the start (or it came from an older version): reconstruct it.
-        a = { task: e.task, subject: e.subject, attempt: e.attempt, model: null, logPath: e.logPath, startMs: end - e.durationMs, endMs: null, outcome: null, reason: null, durationMs: null, usage: null, permissionDenials: null };
+        a = { task: e.task, subject: e.subject, attempt: e.attempt, model: null, logPath: e.logPath, startMs: end - e.durationMs, endMs: null, outcome: null, reason: null, durationMs: null, usage: null, permissionDenials: null, warnings: [] };
         out.push(a);
       }
       open.delete(e.task);
@@ -222,6 +226,7 @@ export function attemptsOf(run: RunRecord): Attempt[] {
       a.usage = e.usage;
       a.permissionDenials = e.permissionDenials;
       a.logPath = e.logPath;
+      a.warnings.push(...(e.warnings ?? []));
     }
   }
   return out;
@@ -513,6 +518,7 @@ export function renderReport(input: ReportInput): string {
     }
   }
 
+  out.push(...warningsSection(run, attempts));
   if (gate !== null) out.push(...gateSection(gate));
 
   const awaiting = plan && (input.planIsOfRun || !summary) ? plan.tasks.flatMap((t, i) => (statusOf(t) === 'awaiting_approval' ? [i] : [])) : [];
@@ -526,6 +532,18 @@ export function renderReport(input: ReportInput): string {
     out.push('## Timeline', '', '```mermaid', ganttChart(run, { title: `Run ${run.runId}`, now: input.now }), '```', '');
   }
   return out.join('\n');
+}
+
+/**
+ * Everything the run warned about, beside the reasons: each attempt's warnings (files changed
+ * without being declared, a worktree not removed) and the run's own warnings (work that could not
+ * land, an edit to the plan kept aside, processes a killed run left, the sandbox missing…).
+ */
+function warningsSection(run: RunRecord, attempts: readonly Attempt[]): string[] {
+  const ofAttempts = attempts.flatMap((a) => a.warnings.map((w) => `- Task ${a.task}, attempt ${a.attempt}: ${markdownCell(w)}`));
+  const ofRun = run.events.flatMap((e) => (e.type === 'notice' && e.level === 'warning' ? [`- ${markdownCell(e.message)}`] : []));
+  if (ofAttempts.length === 0 && ofRun.length === 0) return [];
+  return ['## Warnings', '', ...ofAttempts, ...ofRun, ''];
 }
 
 /** `5 runs (2 failed), 1 min 3 s in the gate; 1 flake; culprit: task 3`. */

@@ -66,6 +66,8 @@ export function simulateRun(
   observe?: (state: EngineState) => void,
   /** What the gate does on `segment` stacked on the tasks integrated so far (required when `config.gate` is set). */
   gateOf?: (segment: readonly number[], integrated: readonly number[]) => SimulatedGate,
+  /** Ask the run to drain at this time (as `plan drain` would). */
+  drainAt?: number,
 ): SimulationTrace {
   let state = initialState(plan, config, 0);
   const queue: Array<{ at: number; order: number; event: EngineEvent }> = [];
@@ -133,6 +135,7 @@ export function simulateRun(
   };
 
   post({ type: 'tick', now: 0 });
+  if (drainAt !== undefined) post({ type: 'drain', now: drainAt });
   for (;;) {
     if (queue.length === 0) throw new Error('simulation: the engine is waiting, but nothing is left to happen');
     let next = 0;

@@ -133,7 +133,19 @@ class Inbox {
   }
 }
 
-export async function runEngine(plan: Plan, settings: RunSettings, adapters: EngineAdapters, signal: AbortSignal, logDir: string, held: readonly HeldCandidate[] = []): Promise<EngineResult> {
+/**
+ * Run the plan until it stops. `signal` interrupts (Ctrl-C: workers stopped now); `drain` asks the
+ * run to start nothing new and stop once what is under way has finished and integrated.
+ */
+export async function runEngine(
+  plan: Plan,
+  settings: RunSettings,
+  adapters: EngineAdapters,
+  signal: AbortSignal,
+  logDir: string,
+  held: readonly HeldCandidate[] = [],
+  drain: AbortSignal = new AbortController().signal,
+): Promise<EngineResult> {
   const clock = adapters.clock;
   const inbox = new Inbox();
   const serialized = lane();
@@ -146,6 +158,9 @@ export async function runEngine(plan: Plan, settings: RunSettings, adapters: Eng
   const onAbort = () => inbox.post({ type: 'interrupt', now: clock.now() });
   if (signal.aborted) onAbort();
   else signal.addEventListener('abort', onAbort, { once: true });
+  const onDrain = () => inbox.post({ type: 'drain', now: clock.now() });
+  if (drain.aborted) onDrain();
+  else drain.addEventListener('abort', onDrain, { once: true });
 
   /** Runs `work`, posting its event; a rejection is a bug and stops the engine. */
   const later = <T>(work: Promise<T>, toEvent: (value: T) => EngineEvent) => {
@@ -269,5 +284,6 @@ export async function runEngine(plan: Plan, settings: RunSettings, adapters: Eng
   } finally {
     wake.current?.cancel();
     signal.removeEventListener('abort', onAbort);
+    drain.removeEventListener('abort', onDrain);
   }
 }

@@ -42,7 +42,7 @@ import { writeFileAtomic, writePlanAtomic } from '../adapters/plan-store.ts';
 import { type RunEventBody, type RunOutcome, type StopReason, type TaskOutcome, skippedEvents } from '../core/events.ts';
 import { type Result, type WorkerRun, err, ok } from '../core/failure.ts';
 import { holding, outcomeOf, reasonOf } from '../core/engine-step.ts';
-import { type Verification, decide, judgeRun } from '../core/finalize.ts';
+import { type Verification, decide, judgeRun, verificationWarnings } from '../core/finalize.ts';
 import { type BreakerDecision, type Skip, countByStatus, depsOf, longestRemainingPath, readySet, stall } from '../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { groupRuns } from '../core/report.ts';
@@ -609,6 +609,8 @@ export interface NextOutput {
   complete: boolean;
   /** Only when the plan is gone because the last `commit` archived it, finished: where it went. */
   archived?: string;
+  /** Present when something needs saying: the plan file changed since the last step. */
+  notices?: Array<{ level: 'info' | 'warning'; message: string }>;
 }
 
 /**
@@ -903,6 +905,7 @@ export async function leadFinalize(
     // What Claude Code made for the subagent is removed once its work is captured (or dropped).
     const removed = worktree === undefined ? null : await removeAgentWorktree(ctx.repo, worktree);
     const cleanup = removed !== null && !removed.ok ? [`could not remove the subagent's worktree ${worktree}: ${describeAgentWorktreeProblem(removed.error)}`] : [];
+    const warnings = [...verificationWarnings(verification), ...cleanup];
 
     const outcome = outcomeOf(decision);
     const result = decision.kind === 'completed' || decision.kind === 'awaiting_approval' ? decision.result : undefined;
@@ -924,10 +927,9 @@ export async function leadFinalize(
         usage: UNKNOWN,
         logPath: '',
         permissionDenials: UNKNOWN,
+        ...(warnings.length > 0 ? { warnings } : {}),
       });
     }
-    const stray = verification && verification.outsideChanges.length > 0 ? [`changed files it did not declare (the attempt failed; they were not kept): ${verification.outsideChanges.join(', ')}`] : [];
-    const warnings = [...stray, ...cleanup];
     out.push({ index, subject: task.subject, outcome, attempt, ...(result !== undefined ? { result: clip(result) } : {}), ...(reason !== undefined ? { reason: clip(reason) } : {}), warnings });
     if (decision.kind === 'retry') retry.push({ index, subject: task.subject, attempt: attempt + 1, reason: clip(decision.failure, 300) });
     if (applied.cascade) {
@@ -978,6 +980,8 @@ export interface CommitStepOutput extends CommitOutcome {
   complete: boolean;
   /** The merge queue: off, idle, or a gate run still going in the background (call `commit` again). */
   gate: GateReport;
+  /** Present when something needs saying: the plan file changed since the last step. */
+  notices?: Array<{ level: 'info' | 'warning'; message: string }>;
 }
 
 export type CommitProblem =

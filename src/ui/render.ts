@@ -94,6 +94,10 @@ export function describeEvent(event: RunEvent): string | null {
         : `waiting for approval of ${event.tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(event.tasks)} (plan.ts approve N / reject N --reason …)`;
     case 'interrupted':
       return `interrupted by ${event.signal}; stopping workers`;
+    case 'draining':
+      return event.running.length === 0
+        ? 'draining: nothing is running; nothing new starts, and the run stops once queued work is integrated and landed'
+        : `draining: ${event.running.length === 1 ? 'task' : 'tasks'} ${listIndices(event.running)} finish${event.running.length === 1 ? 'es' : ''}; nothing new starts, and the run stops once their work is integrated and landed (Ctrl-C stops it now)`;
     case 'run-finished': {
       const counts = Object.entries(event.counts)
         .filter(([, n]) => n > 0)
@@ -228,6 +232,8 @@ export function createLiveView(options: LiveViewOptions): LiveView {
   /** The merge queue: the candidates under test and how many wait behind them. */
   let gate: { testing: number[]; waiting: number } = { testing: [], waiting: 0 };
   let finishedCost = emptyTally();
+  /** Asked to drain: nothing new starts. */
+  let draining = false;
 
   let drawnLines = 0;
   let lastBlock: string[] = [];
@@ -279,6 +285,9 @@ export function createLiveView(options: LiveViewOptions): LiveView {
       case 'gate-finished':
         gate = { testing: [], waiting: gate.waiting };
         break;
+      case 'draining':
+        draining = true;
+        break;
       case 'run-finished':
         runEnd = timeOf(event.at);
         running.clear();
@@ -312,7 +321,7 @@ export function createLiveView(options: LiveViewOptions): LiveView {
     else if (event.type === 'gate-started') [mark, style] = ['◌', 'dim'];
     else if (event.type === 'gate-finished') [mark, style] = event.passed ? ['◉', 'cyan'] : ['!', 'yellow'];
     else if (event.type === 'run-started' || event.type === 'run-finished') style = 'bold';
-    else if (event.type === 'breaker' || event.type === 'budget-reached' || event.type === 'stalled' || event.type === 'interrupted') [mark, style] = ['!', 'yellow'];
+    else if (event.type === 'breaker' || event.type === 'budget-reached' || event.type === 'stalled' || event.type === 'interrupted' || event.type === 'draining') [mark, style] = ['!', 'yellow'];
     if (event.type === 'task-finished' && (event.outcome === 'retry' || event.outcome === 'failed' || event.outcome === 'blocked')) {
       // On a terminal the reason gets a line of its own (cut to the width) and so does the log.
       const head = `task ${event.task} ${finishedVerb[event.outcome]} (attempt ${event.attempt}, ${formatElapsed(event.durationMs)}, ${formatCostFigure(event.usage)}): ${clean(event.subject, 200)}`;
@@ -389,6 +398,7 @@ export function createLiveView(options: LiveViewOptions): LiveView {
       ...(counts.awaiting ? [{ text: ' · ' }, { text: `${counts.awaiting} awaiting approval`, style: 'yellow' as const }] : []),
       { text: ` · ${pending} pending` },
       ...(gate.testing.length > 0 ? [{ text: ' · ' }, { text: `gate: ${listIndices(gate.testing)}${gate.waiting > 0 ? ` (+${gate.waiting} queued)` : ''}`, style: 'cyan' as const }] : []),
+      ...(draining && runEnd === null ? [{ text: ' · ' }, { text: 'draining', style: 'yellow' as const }] : []),
     ];
     const moneySegs: Segment[] = [{ text: `round ${round} · ` }, { text: `${cost} · ${elapsed}`, style: 'bold' }];
     const len = (segs: Segment[]) => segs.reduce((n, s) => n + [...s.text].length, 0);

@@ -103,3 +103,60 @@ describe('step', () => {
     expect(done.state.timing).toEqual({ workers: 1, workerMs: 5, records: 1, recordMs: 200 });
   });
 });
+
+describe('drain', () => {
+  const config = { ...SIMULATION_DEFAULTS, concurrency: 2, schedule: 'continuous' as const };
+  const plan = () => makePlan([task('A'), task('B'), task('C'), task('D', { blockedBy: [0] })]);
+
+  it('starts nothing new; what runs finishes, is verified and integrated, then the run stops as drained', () => {
+    const started = run(initialState(plan(), config, 0), { type: 'tick', now: 0 });
+    expect([...started.state.attempts.keys()].sort()).toEqual([0, 1]);
+    const drained = run(started.state, { type: 'drain', now: 1 });
+    expect(kinds(drained.effects)).toEqual(['emit:draining']);
+    expect(drained.effects[0]).toMatchObject({ event: { type: 'draining', running: [0, 1] } });
+    // The workers are not told to stop.
+    expect(drained.state.aborted).toBe(false);
+    const a = run(drained.state, { type: 'worker-finished', task: 0, run: reported('COMPLETED: a'), now: 5 }, { type: 'verified', task: 0, verification: PASSED, now: 6 });
+    expect(a.state.attempts.get(0)?.stage).toBe('recording');
+    const recorded = run(a.state, { type: 'recorded', tasks: [0], commit: 'c1', failure: null, now: 7 });
+    // D is ready now, and C has been all along: neither starts.
+    expect(recorded.effects.some((e) => e.type === 'start-worker')).toBe(false);
+    const b = run(recorded.state, { type: 'worker-finished', task: 1, run: reported('COMPLETED: b'), now: 8 }, { type: 'verified', task: 1, verification: PASSED, now: 9 });
+    const end = run(b.state, { type: 'recorded', tasks: [1], commit: 'c2', failure: null, now: 10 });
+    expect(kinds(end.effects)).toContain('finish');
+    expect(end.state.stop).toMatchObject({ reason: 'drained', message: 'drained: tasks 0, 1 finished, and nothing new started' });
+    expect(end.state.plan.tasks.map(statusOf)).toEqual(['completed', 'completed', 'pending', 'pending']);
+  });
+
+  it('is asked once; an interrupt after it stops the workers at once', () => {
+    const started = run(initialState(plan(), config, 0), { type: 'tick', now: 0 }, { type: 'drain', now: 1 });
+    expect(kinds(step(started.state, { type: 'drain', now: 2 }).effects)).toEqual([]);
+    const interrupted = run(started.state, { type: 'interrupt', now: 3 });
+    expect(kinds(interrupted.effects)).toEqual(['abort-workers']);
+    expect(interrupted.state.stop?.reason).toBe('interrupted');
+  });
+
+  it('a drain that ends with every task completed finishes the plan (all-done)', () => {
+    const one = makePlan([task('A')]);
+    const state = run(initialState(one, config, 0), { type: 'tick', now: 0 }, { type: 'drain', now: 1 }, { type: 'worker-finished', task: 0, run: reported('COMPLETED: a'), now: 2 }, { type: 'verified', task: 0, verification: PASSED, now: 3 });
+    const end = run(state.state, { type: 'recorded', tasks: [0], commit: 'c1', failure: null, now: 4 });
+    expect(end.state.stop?.reason).toBe('all-done');
+  });
+
+  it('with a gate, queued candidates are still gated and integrated before the run stops', () => {
+    const gated = { ...config, gate: { batchSize: 4 } };
+    const s = run(
+      initialState(makePlan([task('A'), task('B')]), { ...gated, concurrency: 1 }, 0),
+      { type: 'tick', now: 0 },
+      { type: 'drain', now: 1 },
+      { type: 'worker-finished', task: 0, run: reported('COMPLETED: a'), now: 2 },
+      { type: 'verified', task: 0, verification: PASSED, now: 3 },
+      { type: 'recorded', tasks: [0], commit: null, failure: null, now: 4 },
+    );
+    expect(s.effects.find((e) => e.type === 'gate')).toMatchObject({ tasks: [0] });
+    const gatedDone = run(s.state, { type: 'gated', tasks: [0], passed: true, output: '', durationMs: 1, now: 5 }, { type: 'recorded', tasks: [0], commit: 'c1', failure: null, now: 6 });
+    expect(gatedDone.state.plan.tasks.map(statusOf)).toEqual(['completed', 'pending']);
+    expect(gatedDone.state.stop?.reason).toBe('drained');
+    expect(gatedDone.state.finished).toBe(true);
+  });
+});

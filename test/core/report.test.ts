@@ -100,6 +100,32 @@ describe('runs and attempts', () => {
   });
 });
 
+describe('warnings in the report', () => {
+  it("shows each attempt's warnings and the run's, beside the reasons", () => {
+    const events = journal();
+    const retry = events.findIndex((e) => e.type === 'task-finished' && e.outcome === 'retry');
+    events[retry] = { ...events[retry]!, warnings: ['changed files it did not declare (the attempt failed; they were not kept): src/stray.ts'] } as RunEvent;
+    events.splice(retry + 1, 0, ev(T0 + 91_600, { type: 'notice', level: 'warning', message: 'the integrated work could not land: your change to README.md is in the way' }));
+    events.splice(retry + 2, 0, ev(T0 + 91_700, { type: 'notice', level: 'info', message: 'landed 2 files on main' }));
+    const run = groupRuns(events)[0]!;
+    expect(attemptsOf(run)[1]!.warnings).toEqual(['changed files it did not declare (the attempt failed; they were not kept): src/stray.ts']);
+    const md = renderReport({ run, plan: planAfterRecordedRun(), planIsOfRun: true }).split('\n');
+    const at = md.indexOf('## Warnings');
+    expect(at).toBeGreaterThan(-1);
+    expect(md.slice(at + 2, at + 4)).toEqual([
+      `- Task 1, attempt 1: changed files it did not declare (the attempt failed; they were not kept): src/stray.ts`,
+      '- the integrated work could not land: your change to README.md is in the way',
+    ]);
+    // Information is not a warning.
+    expect(md.join('\n')).not.toContain('landed 2 files on main');
+  });
+
+  it('has no warnings section when nothing warned', () => {
+    const quiet = journal().filter((e) => !(e.type === 'notice' && e.level === 'warning'));
+    expect(renderReport({ run: groupRuns(quiet)[0]!, plan: planAfterRecordedRun(), planIsOfRun: true })).not.toContain('## Warnings');
+  });
+});
+
 describe('report', () => {
   const md = renderReport({ run: groupRuns(journal())[0]!, plan: planAfterRecordedRun(), planIsOfRun: true, planPath: '.design/plan.json' });
   const lines = md.split('\n');

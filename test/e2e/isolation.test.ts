@@ -3,15 +3,15 @@
 // and the person's tree changes only when finished work lands on files they have not changed.
 // Crashes (kill -9 at random, resumed until done) are in chaos.test.ts.
 
-import { execa, type ResultPromise } from 'execa';
+import type { ResultPromise } from 'execa';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
-import { executeScript, fakeWorker, runExecute, runPlanTool, tsxLoader } from '../support/execute.ts';
-import { type FakeEvent, fakeEvents, repoWithPlan } from '../support/fake-run.ts';
+import { runExecute, runPlanTool } from '../support/execute.ts';
+import { type FakeEvent, fakeEvents, repoWithPlan, startExecute, waitFor } from '../support/fake-run.ts';
 import type { TempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
 
@@ -38,24 +38,7 @@ async function setup(plan: Plan, files?: Record<string, string>) {
 }
 
 /** A run in the background, to act while it works. */
-function start(dir: string, args: string[], env: Record<string, string>): ResultPromise {
-  const child = execa('node', ['--import', tsxLoader, executeScript, '--claude-bin', fakeWorker, ...args], {
-    cwd: dir,
-    reject: false,
-    stdin: 'ignore',
-    env: { NO_COLOR: '1', FOREMAN_BACKOFF_MS: '50', ...env },
-  });
-  children.push(child);
-  return child;
-}
-
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+const start = (dir: string, args: string[], env: Record<string, string>) => startExecute(dir, args, env, children);
 
 const started = (events: FakeEvent[], marker: string) => events.some((e) => e.event === 'start' && e.taskMarker === marker);
 const foremanRefs = async (repo: TempGitRepo) => (await repo.git(['for-each-ref', '--format=%(refname)', 'refs/foreman/', 'refs/foreman-awaiting/'])).split('\n').filter(Boolean);

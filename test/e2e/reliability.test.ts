@@ -10,9 +10,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
 import { parsePlan } from '../../src/core/validate.ts';
 import { groupAlive, processStartTime } from '../../src/adapters/processes.ts';
-import { executeScript, fakeWorker, planScript, runExecute, runPlanTool, tsxLoader } from '../support/execute.ts';
+import { planScript, runExecute, runPlanTool, tsxLoader } from '../support/execute.ts';
 import type { TempGitRepo } from '../support/git-repo.ts';
-import { type FakeEvent, fakeEvents, repoWithPlan } from '../support/fake-run.ts';
+import { type FakeEvent, fakeEvents, repoWithPlan, startExecute, waitFor as waitForIt } from '../support/fake-run.ts';
 import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
 import { alive } from '../support/processes.ts';
 import { makeZombie } from '../support/zombies.ts';
@@ -27,25 +27,10 @@ afterEach(async () => {
 
 const setup = (plan: Plan, files?: Record<string, string>) => repoWithPlan(plan, repos, files);
 
-function start(dir: string, journal: string, args: string[] = []) {
-  const child = execa('node', ['--import', tsxLoader, executeScript, '--claude-bin', fakeWorker, ...args], {
-    cwd: dir,
-    reject: false,
-    stdin: 'ignore',
-    env: { FAKE_WORKER_JOURNAL: journal, NO_COLOR: '1', FOREMAN_BACKOFF_MS: '50' },
-  });
-  children.push(child);
-  return child;
-}
+const start = (dir: string, journal: string, args: string[] = []) => startExecute(dir, args, { FAKE_WORKER_JOURNAL: journal }, children);
 
 
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const waitFor = (what: string, check: () => Promise<boolean>, timeoutMs = 20_000) => waitForIt(what, check, timeoutMs);
 
 const allPids = (events: FakeEvent[]) => [...new Set(events.flatMap((e) => [e.pid, e.childPid].filter((p): p is number => typeof p === 'number')))];
 
@@ -117,10 +102,14 @@ describe('interrupts', () => {
     expect(await readFile(join(repo.dir, 'c.txt'), 'utf8')).toBe('c');
   });
 
-  it('SIGTERM behaves like SIGINT', async () => {
+  it('a first SIGTERM drains (the workers go on); a second one stops the run as SIGINT does', async () => {
     const { repo, planPath, journal } = await setup(hangingPlan());
     const child = start(repo.dir, journal);
     await waitFor('both workers and their children', async () => (await fakeEvents(journal)).filter((e) => e.event === 'child').length >= 2);
+    child.kill('SIGTERM');
+    await waitFor('the drain to be journaled', async () => (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8').catch(() => '')).includes('"draining"'));
+    // Draining: the hanging workers are left to finish.
+    expect(allPids(await fakeEvents(journal)).filter(alive).length).toBeGreaterThanOrEqual(2);
     child.kill('SIGTERM');
     expect((await child).exitCode).toBe(130);
     expect(allPids(await fakeEvents(journal)).filter(alive)).toEqual([]);

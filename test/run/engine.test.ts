@@ -201,6 +201,8 @@ describe('the engine, in process', () => {
     expect(statusOf(result.plan.tasks[0]!)).toBe('failed');
     expect(result.plan.tasks[0]!.result).toContain('README.md, junk/stray.txt');
     expect(rig.recorded).toEqual([]);
+    // The journal's task-finished carries them as a warning too, for the report.
+    expect(rig.events.find((e) => e.type === 'task-finished')).toMatchObject({ warnings: ['changed files it did not declare (the attempt failed; they were not kept): README.md, junk/stray.txt'] });
   });
 
   it('stops the run when the agent cannot run at all, counting no attempt', async () => {

@@ -2,6 +2,8 @@
 
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { execa, type ResultPromise } from 'execa';
+import { executeScript, fakeWorker, tsxLoader } from './execute.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { type TempGitRepo, tempGitRepo } from './git-repo.ts';
 import { writePlan } from './plans.ts';
@@ -38,4 +40,28 @@ export async function fakeEvents(journal: string): Promise<FakeEvent[]> {
     .split('\n')
     .filter(Boolean)
     .map((l) => JSON.parse(l) as FakeEvent);
+}
+
+/**
+ * `scripts/execute.ts` with the fake worker, in the background, to act while it runs. The child
+ * goes into `children`, for the test file's afterEach to kill.
+ */
+export function startExecute(dir: string, args: string[], env: Record<string, string>, children: ResultPromise[]) {
+  const child = execa('node', ['--import', tsxLoader, executeScript, '--claude-bin', fakeWorker, ...args], {
+    cwd: dir,
+    reject: false,
+    stdin: 'ignore',
+    env: { NO_COLOR: '1', FOREMAN_BACKOFF_MS: '50', ...env },
+  });
+  children.push(child);
+  return child;
+}
+
+/** Poll `check` until it holds, or fail naming `what`. */
+export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
 }

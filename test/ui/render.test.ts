@@ -262,7 +262,7 @@ describe('event schema', () => {
     const types = (schema.oneOf as Array<{ properties: { type: { const: string } } }>).map((b) => b.properties.type.const).sort();
     const all: Record<RunEvent['type'], true> = {
       'run-started': true, notice: true, 'assumption-checked': true, 'task-started': true, 'task-activity': true, 'task-finished': true,
-      'task-skipped': true, 'round-committed': true, 'gate-started': true, 'gate-finished': true, breaker: true, 'budget-reached': true, stalled: true, interrupted: true, 'run-finished': true,
+      'task-skipped': true, 'round-committed': true, 'gate-started': true, 'gate-finished': true, breaker: true, 'budget-reached': true, stalled: true, interrupted: true, draining: true, 'run-finished': true,
     };
     expect(types).toEqual(Object.keys(all).sort());
   });

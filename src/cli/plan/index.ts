@@ -12,8 +12,9 @@ import { archive } from './archive.ts';
 import { summary } from './summary.ts';
 import { probe } from './probe.ts';
 import { clean, landCommand } from './land.ts';
+import { drain } from './drain.ts';
 
 export const planCommands: Command[] = [check, status, graph, ready];
 planCommands.push(report, history, approve, reject, retry, skip);
 planCommands.push(summary, archive, setup, next, finalize, commit);
-planCommands.push(probe, landCommand, clean, gate);
+planCommands.push(probe, landCommand, clean, drain, gate);

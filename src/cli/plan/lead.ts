@@ -15,7 +15,8 @@ import { archivedPlans } from '../../run/plan-landing.ts';
 import { type LeadContext, type NextOutput, type SessionSandbox, type WorkerResult, leadCommit, leadFinalize, leadNext, leadSetup } from '../../run/lead.ts';
 import { type Command, type OptionSpec, intArg } from '../command.ts';
 import { CliError, EXIT, type ExitCode } from '../exit.ts';
-import { DEFAULT_PLAN, loadPlan } from '../load.ts';
+import { DEFAULT_PLAN, loadPlan, loadPlanFile } from '../load.ts';
+import { describeEditBetweenSteps, editedSinceLastStep, rememberPlanFile } from '../../run/plan-edits.ts';
 import { lockHeldMessage } from './interventions.ts';
 import { describeSetupProblem } from '../setup-problem.ts';
 import { GitCommandError } from '../../adapters/git.ts';
@@ -89,9 +90,9 @@ async function archivedFinished(values: Record<string, unknown>, cwd: string): P
   return newest !== undefined && newest.plan.tasks.every((t) => statusOf(t) === 'completed') ? newest : null;
 }
 
-async function loadStepPlan(planPath: string): Promise<Plan> {
+async function loadStepPlan(planPath: string): Promise<{ plan: Plan; text: string }> {
   try {
-    return await loadPlan(planPath);
+    return await loadPlanFile(planPath);
   } catch (e) {
     if (e instanceof CliError) throw new StepError(e.code, 'invalid-plan', e.lines.map((l) => l.trim()));
     throw e;
@@ -118,8 +119,15 @@ export function stepCommand(spec: StepSpec): Command {
           throw new StepError(EXIT.cannotRun, 'locked', [`${lockHeldMessage(lock.error.holder)}; watch it with \`plan.ts status\``]);
         }
         try {
-          const plan = await loadStepPlan(planPath);
+          const { plan, text } = await loadStepPlan(planPath);
+          // An edit between steps is used as it is (setup starts afresh anyway); the step says so.
+          const edited = spec.name !== 'setup' && (await editedSinceLastStep(planPath, text)) ? describeEditBetweenSteps(plan) : null;
           const output = await spec.step({ values, plan, io, ctx: { repo, planPath, git, env: io.env } }, prepared);
+          if (edited !== null) {
+            const withNotices = output as { notices?: Array<{ level: string; message: string }> };
+            withNotices.notices = [edited, ...(withNotices.notices ?? [])];
+          }
+          await rememberPlanFile(planPath);
           io.out(JSON.stringify(output));
           const attention = spec.attention?.(output) ?? null;
           if (attention === null) return EXIT.ok;

@@ -1,0 +1,55 @@
+// `plan.ts drain`: ask the headless run working on a plan, from another terminal, to finish what is
+// running, start nothing new, integrate and land, and exit resumable. It reaches the run through
+// the plan's lock: the lock names the run's pid and host, and the run drains on SIGTERM (a second
+// SIGTERM, or Ctrl-C, stops it at once). Only a run on this host can be reached this way.
+
+import { readLock } from '../../adapters/plan-store.ts';
+import { assertNever } from '../../core/failure.ts';
+import type { Command } from '../command.ts';
+import { CliError, EXIT } from '../exit.ts';
+import { planPathFrom } from '../load.ts';
+import { planOption } from './options.ts';
+
+/** The command a headless run records in the plan's lock. */
+const HEADLESS_RUN = 'execute';
+
+export const drain: Command = {
+  name: 'drain',
+  summary:
+    "Ask the headless run working on the plan to finish what is running, start nothing new, integrate and land its work, and exit (resumable): sends SIGTERM to the run the plan's lock names. Exit 0 asked, 2 no run to drain, 3 the run cannot be reached from here.",
+  usage: '[--plan FILE]',
+  options: { ...planOption },
+  async run({ values }, io) {
+    const path = planPathFrom(values, io.cwd);
+    const status = await readLock(path);
+    switch (status.state) {
+      case 'free':
+      case 'stale':
+      case 'unparseable':
+        throw new CliError(EXIT.invalid, [`no run is working on ${path}: nothing to drain`]);
+      case 'foreign':
+        throw new CliError(EXIT.cannotRun, [
+          `the run working on ${path} is on host ${status.holder.host} (pid ${status.holder.pid}): run \`plan drain\` there, or send that process SIGTERM`,
+        ]);
+      case 'live': {
+        const holder = status.holder;
+        if (holder.command !== HEADLESS_RUN) {
+          throw new CliError(EXIT.invalid, [
+            `${holder.command ?? 'a command'} (pid ${holder.pid}) holds ${path} for a moment, not a headless run: nothing to drain. An in-session run (/foreman:execute) stops when its lead stops asking for rounds`,
+          ]);
+        }
+        try {
+          process.kill(holder.pid, 'SIGTERM');
+        } catch (e) {
+          throw new CliError(EXIT.cannotRun, [`could not signal the run (pid ${holder.pid}): ${(e as Error).message}`]);
+        }
+        io.out(
+          `asked the run (pid ${holder.pid}, started ${holder.startedAt}) to drain: it finishes the tasks it is running, starts nothing new, integrates and lands their work, and exits; run it again to resume. Watch it with \`plan status\`; Ctrl-C in its terminal (or \`kill ${holder.pid}\` once more) stops it at once`,
+        );
+        return EXIT.ok;
+      }
+      default:
+        return assertNever(status, 'lock status');
+    }
+  },
+};
