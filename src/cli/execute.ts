@@ -12,6 +12,7 @@ import { type RunEventBody, type StopReason, skippedEvents } from '../core/event
 import { newRunId } from '../adapters/journal.ts';
 import { assertNever } from '../core/failure.ts';
 import { plural } from '../core/format.ts';
+import { describeTimeLimitHit } from '../core/time-limit.ts';
 import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
 import { describeScratchProblem, runProbe, saveProbe } from '../run/probe.ts';
 import { countByStatus, depsOf, depths, longestRemainingPath } from '../core/graph.ts';
@@ -515,7 +516,8 @@ async function probeAtSetup(
 
 /** A run of the setup command in a worktree: `set up the worktree slot-0 with \`npm ci\` (2.1 s)`. */
 export function describeSetupRun(run: SetupReport): string {
-  const how = run.timedOut ? 'timed out' : run.exitCode === 0 ? null : `failed (exit ${run.exitCode ?? 'without a code'})`;
+  if (run.timedOut) return `set up the worktree ${basename(run.dir)}: ${describeTimeLimitHit(run.command, run.timeLimit)}`;
+  const how = run.exitCode === 0 ? null : `failed (exit ${run.exitCode ?? 'without a code'})`;
   return `set up the worktree ${basename(run.dir)} with \`${run.command}\`${how ? `: ${how}` : ''} (${(run.durationMs / 1000).toFixed(1)} s)`;
 }
 
