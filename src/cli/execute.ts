@@ -25,7 +25,7 @@ import { SCHEDULE_POLICIES, type SchedulePolicy, projectedRounds } from '../core
 import { archivePlan } from '../run/archive.ts';
 import { ensurePlanId } from '../run/commit.ts';
 import { runEngine, systemClock } from '../run/engine.ts';
-import { LAND_POLICIES, type LandPolicy, type RunSettings, DEFAULTS } from '../run/settings.ts';
+import { LAND_POLICIES, LIMIT_FLAGS, type LandPolicy, type RunSettings, DEFAULTS } from '../run/settings.ts';
 import { recordAttempts, verifyAttempt } from '../run/stages.ts';
 import { baselineRefusal } from '../run/lead-gate.ts';
 import { Isolation, type SetupReport, landedBase, recordLandedBase } from '../run/isolation.ts';
@@ -481,7 +481,7 @@ async function probeAtSetup(
   const probing = `probing ${plural(checks, 'acceptance check')} of the pending tasks in a scratch worktree of HEAD${setupCommand ? ` prepared with \`${setupCommand}\`` : ' (the plan has no context.setupCommand: nothing is installed there)'} (--no-probe skips this)`;
   context.progress(`foreman: ${probing}`);
   emit({ type: 'notice', level: 'info', message: probing });
-  const probed = await runProbe(plan, { repo: settings.repo, checkTimeoutMs: settings.checkTimeoutMs, timeoutMs: settings.probeTimeoutMs, env: context.env, signal: context.signal, registry: context.registry, sandbox: context.sandbox });
+  const probed = await runProbe(plan, { repo: settings.repo, checkTimeoutMs: settings.checkTimeoutMs, timeoutMs: settings.probeTimeoutMs, timeoutFlag: LIMIT_FLAGS.probe, env: context.env, signal: context.signal, registry: context.registry, sandbox: context.sandbox });
   if (!probed.ok) {
     emit({ type: 'notice', level: 'warning', message: `the probe could not run: ${describeScratchProblem(probed.error)}` });
     return;
