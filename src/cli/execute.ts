@@ -516,9 +516,10 @@ async function probeAtSetup(
 
 /** A run of the setup command in a worktree: `set up the worktree slot-0 with \`npm ci\` (2.1 s)`. */
 export function describeSetupRun(run: SetupReport): string {
-  if (run.timedOut) return `set up the worktree ${basename(run.dir)}: ${describeTimeLimitHit(run.command, run.timeLimit)}`;
+  const unread = run.npmUnread ? `; ${run.npmUnread}` : '';
+  if (run.timedOut) return `set up the worktree ${basename(run.dir)}: ${describeTimeLimitHit(run.command, run.timeLimit)}${unread}`;
   const how = run.exitCode === 0 ? null : `failed (exit ${run.exitCode ?? 'without a code'})`;
-  return `set up the worktree ${basename(run.dir)} with \`${run.command}\`${how ? `: ${how}` : ''} (${(run.durationMs / 1000).toFixed(1)} s)`;
+  return `set up the worktree ${basename(run.dir)} with \`${run.command}\`${how ? `: ${how}` : ''} (${(run.durationMs / 1000).toFixed(1)} s)${unread}`;
 }
 
 /** The notice for a lock taken over from a run that is gone. */

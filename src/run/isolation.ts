@@ -7,7 +7,7 @@
 
 import { readFile, readdir, realpath, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { runShell } from '../adapters/checks.ts';
+import { runShell, withForemanLine } from '../adapters/checks.ts';
 import { runGit } from '../adapters/git.ts';
 import { type Integration, type IntegrationFailure, deleteRef, dropParked, foremanRefs, integrate, integrationRef, park, parkedTasks, parkedWork, readRef } from '../adapters/git-integration.ts';
 import { type Landed, type LandingProblem, land, resumeLanding } from '../adapters/git-landing.ts';
@@ -60,6 +60,8 @@ export interface SetupReport {
   /** The limit it ran under, named when it was hit. */
   timeLimit: TimeLimit;
   durationMs: number;
+  /** Why its sandbox was made without npm's own settings (`SetupSandbox`). */
+  npmUnread?: string;
 }
 
 /** Where a landing is recorded while it runs, next to the plan. */
@@ -129,8 +131,8 @@ export class Isolation {
         const sandbox = options.sandbox ? await setupCommandSandbox(dir, context.setupNetwork, options.env) : undefined;
         const role = { kind: 'setup-command' as const, task: -1, command };
         const run = await recorded(options.registry, role, (onSpawn) => runShell(command, { cwd: dir, timeoutMs: setupLimit.ms, env: options.env, signal, onSpawn, ...(sandbox ? { sandbox } : {}) }));
-        options.onSetup?.({ dir, command, exitCode: run.exitCode, timedOut: run.timedOut, timeLimit: setupLimit, durationMs: run.durationMs });
-        return { ...run, timeLimit: setupLimit };
+        options.onSetup?.({ dir, command, exitCode: run.exitCode, timedOut: run.timedOut, timeLimit: setupLimit, durationMs: run.durationMs, ...(sandbox?.npmUnread ? { npmUnread: sandbox.npmUnread } : {}) });
+        return { ...run, timeLimit: setupLimit, output: sandbox?.npmUnread ? withForemanLine(run.output, sandbox.npmUnread) : run.output };
       },
     });
     return ok(new Isolation(repo, planId, ref, tip, pool, options));

@@ -5,7 +5,7 @@
 
 import { dirname, join } from 'node:path';
 import { readFile } from 'node:fs/promises';
-import { runShell } from '../adapters/checks.ts';
+import { runShell, withForemanLine } from '../adapters/checks.ts';
 import { checkSandbox, setupCommandSandbox } from '../adapters/sandbox.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
@@ -81,7 +81,7 @@ export async function runProbe(plan: Plan, options: ProbeOptions): Promise<Resul
         ...(run.timedOut ? { reason: describeTimeLimitHit(setupCommand, limit) } : {}),
         passed: run.exitCode === 0 && !run.timedOut && !run.aborted,
         durationMs: Math.round(run.durationMs),
-        output: clipProbeOutput(run.output),
+        output: clipProbeOutput(sandbox?.npmUnread ? withForemanLine(run.output, sandbox.npmUnread) : run.output),
         sandboxed: sandbox !== undefined,
       };
       if (run.timedOut) exhausted = true;
