@@ -52,6 +52,9 @@ const DEFAULT_KILL_GRACE_MS = 2000;
 /** After the shell exits and the group is killed, how long to wait for the pipes to close. */
 const PIPE_DRAIN_MS = 1000;
 
+/** `output` with a line of foreman's own at its end (where what shows an output keeps it). */
+export const withForemanLine = (output: string, line: string): string => `${output}${output === '' || output.endsWith('\n') ? '' : '\n'}[foreman] ${line}\n`;
+
 /** Keeps the first `headMax` and the last `tailMax` bytes of a stream, never more. */
 export class BoundedOutput {
   private readonly head: Buffer[] = [];
@@ -207,7 +210,7 @@ export function runShell(command: string, opts: RunShellOptions): Promise<ShellR
             ...(exit?.signal ? { signal: exit.signal } : {}),
             timedOut,
             aborted,
-            output: leftBehind.length > 0 ? `${output}${output === '' || output.endsWith('\n') ? '' : '\n'}[foreman] ended what the command left running: ${describeMarked(leftBehind)}\n` : output,
+            output: leftBehind.length > 0 ? withForemanLine(output, `ended what the command left running: ${describeMarked(leftBehind)}`) : output,
             outputBytes: out.total,
             durationMs: performance.now() - started,
             ...(leftBehind.length > 0 ? { leftBehind } : {}),

@@ -63,12 +63,24 @@ export async function commandLineRules(args: readonly string[], cwd: string): Pr
   return rules;
 }
 
-/** The arguments of process `pid`: from /proc on Linux, else `ps` (words split on blanks); null when unreadable. */
-async function processArgs(pid: number): Promise<{ args: string[]; exact: boolean } | null> {
+/**
+ * How long `ps` may take here: a fixed bound, short, since the hook runs before every tool call
+ * of a worker. ps starts nothing of its own, so ending it is enough.
+ */
+const PS_LIMIT_MS = 2000;
+
+/**
+ * The arguments of process `pid`: from /proc on Linux, else `ps` (words split on blanks); null
+ * when unreadable; `timed-out` when ps did not answer within its limit.
+ */
+async function processArgs(pid: number): Promise<{ args: string[]; exact: boolean } | 'timed-out' | null> {
   const proc = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => null);
   if (proc !== null) return { args: proc.split('\0').filter((a, i, all) => a !== '' || i < all.length - 1), exact: true };
   return new Promise((resolve) => {
-    execFile('ps', ['-ww', '-o', 'args=', '-p', String(pid)], { timeout: 2000, encoding: 'utf8' }, (error, stdout) => resolve(error ? null : { args: stdout.trim().split(/\s+/), exact: false }));
+    execFile('ps', ['-ww', '-o', 'args=', '-p', String(pid)], { timeout: PS_LIMIT_MS, killSignal: 'SIGKILL', encoding: 'utf8' }, (error, stdout) => {
+      if (error === null) resolve({ args: stdout.trim().split(/\s+/), exact: false });
+      else resolve(error.killed ? 'timed-out' : null);
+    });
   });
 }
 
@@ -85,6 +97,8 @@ export async function personRules(env: NodeJS.ProcessEnv, projectDirs: readonly 
   if (!Number.isInteger(pid) || pid <= 0) return rules;
   const cli = await processArgs(pid);
   if (cli === null) return rules;
+  // Its command line may name rules nobody read: as when they cannot be read exactly.
+  if (cli === 'timed-out') return [...rules, 'Bash'];
   if (!cli.exact) return cli.args.some((a) => RULE_FLAGS.has(a.split('=')[0]!)) ? [...rules, 'Bash'] : rules;
   return [...rules, ...(await commandLineRules(cli.args, projectDir))];
 }

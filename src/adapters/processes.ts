@@ -69,10 +69,17 @@ function procPids(): number[] | null {
   });
 }
 
-/** `ps` output, or null when ps is missing or failed (it exits 1 when no process matches). */
+/**
+ * How long `ps` may take: a fixed bound. It answers in milliseconds; one that hangs (a process
+ * table it cannot read) must not hang the run, which is blocked while it waits. When it is hit,
+ * ps is ended (it starts nothing of its own) and the caller goes on as without ps.
+ */
+const PS_LIMIT_MS = 5_000;
+
+/** `ps` output, or null when ps is missing, failed (it exits 1 when no process matches) or did not answer in time. */
 function ps(args: string[]): string | null {
   try {
-    return execFileSync('ps', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    return execFileSync('ps', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: PS_LIMIT_MS, killSignal: 'SIGKILL' });
   } catch {
     return null;
   }

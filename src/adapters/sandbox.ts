@@ -15,13 +15,13 @@
 // dependency check (bubblewrap, socat and ripgrep on Linux), then one real sandboxed `true`, since
 // bubblewrap can be installed and still be refused namespaces (a container without privileges).
 
-import { execFile, execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { lstat, mkdir, readdir } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { type Result, err, ok } from '../core/failure.ts';
 import type { Plan } from '../core/plan.ts';
+import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
 import { sandboxCliPath } from './layout.ts';
 
 export const SANDBOX_MODES = ['auto', 'on', 'off'] as const;
@@ -161,15 +161,33 @@ export function packageCacheDirectories(env: NodeJS.ProcessEnv, npmCache: string
   return [...new Set(dirs)];
 }
 
-/** npm's `cache` and `registry` as npm reads them in `cwd` (its .npmrc files and npm_config_* variables); null without npm. */
-function npmConfig(cwd: string, env: NodeJS.ProcessEnv): Promise<{ cache?: string; registry?: string } | null> {
-  return new Promise((resolve) => {
-    execFile('npm', ['config', 'get', 'cache', 'registry'], { cwd, env, timeout: 30_000, encoding: 'utf8' }, (error, stdout) => {
-      if (error !== null) return resolve(null);
-      const value = (key: string) => stdout.split('\n').find((line) => line.startsWith(`${key}=`))?.slice(key.length + 1).trim();
-      resolve({ cache: value('cache'), registry: value('registry') });
-    });
-  });
+/**
+ * foreman's own helper commands (asking npm for its settings, the sandbox's self-test) answer in
+ * a second or two: a fixed bound, so a hung one cannot hold up a run. Generous, for a cold start
+ * of node on a loaded machine.
+ */
+const HELPER_LIMIT: TimeLimit = { ms: 30_000, flag: null };
+
+/** The shell adapter, loaded when a helper runs: it imports this module. */
+const shell = () => import('./checks.ts');
+
+const NPM_CONFIG = 'npm config get cache registry';
+
+/**
+ * npm's `cache` and `registry` as npm reads them in `cwd` (its .npmrc files and npm_config_*
+ * variables); null without npm; why not when npm did not answer in time.
+ */
+async function npmConfig(cwd: string, env: NodeJS.ProcessEnv): Promise<Result<{ cache?: string; registry?: string } | null, string>> {
+  const run = await (await shell()).runShell(NPM_CONFIG, { cwd, env, timeoutMs: HELPER_LIMIT.ms });
+  if (run.timedOut) return err(describeTimeLimitHit(NPM_CONFIG, HELPER_LIMIT));
+  if (run.exitCode !== 0) return ok(null);
+  const value = (key: string) => run.output.split('\n').find((line) => line.startsWith(`${key}=`))?.slice(key.length + 1).trim();
+  return ok({ cache: value('cache'), registry: value('registry') });
+}
+
+/** The setup command's sandbox, and why npm's own settings were not read into it, to say with the command's output. */
+export interface SetupSandbox extends CommandSandbox {
+  npmUnread?: string;
 }
 
 /**
@@ -177,8 +195,9 @@ function npmConfig(cwd: string, env: NodeJS.ProcessEnv): Promise<{ cache?: strin
  * package managers' caches (npm's is created when missing, since npm cannot work without it;
  * the runtime skips the others that do not exist), and reaches the hosts of `setupNetworkHosts`.
  */
-export async function setupCommandSandbox(workspace: string, planHosts: readonly string[] | undefined, env: NodeJS.ProcessEnv = process.env): Promise<CommandSandbox> {
-  const npm = await npmConfig(workspace, env);
+export async function setupCommandSandbox(workspace: string, planHosts: readonly string[] | undefined, env: NodeJS.ProcessEnv = process.env): Promise<SetupSandbox> {
+  const asked = await npmConfig(workspace, env);
+  const npm = asked.ok ? asked.value : null;
   const home = env.HOME || homedir();
   const npmCache = [npm?.cache, env.npm_config_cache, env.NPM_CONFIG_CACHE].find((c): c is string => c !== undefined && isAbsolute(c)) ?? join(home, '.npm');
   await mkdir(npmCache, { recursive: true }).catch(() => undefined);
@@ -186,6 +205,7 @@ export async function setupCommandSandbox(workspace: string, planHosts: readonly
   return {
     writable: [workspace, ...packageCacheDirectories(env, npmCache)],
     allowedDomains: setupNetworkHosts(planHosts, configured),
+    ...(asked.ok ? {} : { npmUnread: `npm's settings were not read (${asked.error}): its cache was taken to be ${npmCache}, and a registry of its settings other than the public ones is not reachable from the sandbox` }),
   };
 }
 
@@ -231,16 +251,11 @@ async function askSupport(): Promise<Result<void, string>> {
   if (!SandboxManager.isSupportedPlatform()) return err(`the sandbox does not support this platform (${process.platform})`);
   const deps = SandboxManager.checkDependencies();
   if (deps.errors.length > 0) return err(deps.errors.join(', '));
-  const probe = sandboxedSpawn('true', { writable: [], allowedDomains: [] });
-  try {
-    execFileSync(probe.file, probe.args, { stdio: ['ignore', 'pipe', 'pipe'], timeout: 30_000, env: { ...process.env, ...probe.env } });
-    return ok(undefined);
-  } catch (e) {
-    const stderr = String((e as { stderr?: unknown }).stderr ?? '').trim().split('\n').filter(Boolean).pop();
-    return err(`a sandboxed test command failed${stderr ? `: ${stderr}` : ''}`);
-  } finally {
-    probe.cleanup();
-  }
+  const run = await (await shell()).runShell('true', { cwd: process.cwd(), timeoutMs: HELPER_LIMIT.ms, sandbox: { writable: [], allowedDomains: [] } });
+  if (run.timedOut) return err(`a sandboxed test command ${describeTimeLimitHit('true', HELPER_LIMIT)}`);
+  if (run.exitCode === 0) return ok(undefined);
+  const said = run.output.trim().split('\n').filter(Boolean).pop();
+  return err(`a sandboxed test command failed${said ? `: ${said}` : ''}`);
 }
 
 /**

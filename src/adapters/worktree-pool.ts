@@ -42,6 +42,7 @@ import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import { clipTail } from '../core/format.ts';
 import { type GitFailure, describeGitFailure, failureOf, normalizeRepoPath, parseStatus, splitNul } from '../core/git-text.ts';
 import { coveredBy } from '../core/paths.ts';
+import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
 import { Git, runGit } from './git.ts';
 import { writeFileAtomic } from './plan-store.ts';
 import { copyIncluded } from './scratch.ts';
@@ -95,6 +96,8 @@ export interface SetupRun {
   exitCode: number | null;
   timedOut: boolean;
   output: string;
+  /** The limit the caller ran it under, named when it was hit. */
+  timeLimit?: TimeLimit;
 }
 
 export interface PoolOptions {
@@ -135,7 +138,7 @@ export interface SlotStatus extends Slot {
 }
 
 export type ProvisionFailure =
-  | { kind: 'setup-failed'; command: string; exitCode: number | null; timedOut: boolean; output: string }
+  | { kind: 'setup-failed'; command: string; exitCode: number | null; timedOut: boolean; timeLimit?: TimeLimit; output: string }
   /**
    * The setup command changed files git tracks (`npm install` rewriting the lock file): every
    * attempt in the slot would be charged with them. The slot is left unprovisioned.
@@ -149,6 +152,7 @@ export type ProvisionFailure =
 export function describeProvisionFailure(failure: ProvisionFailure): string {
   switch (failure.kind) {
     case 'setup-failed': {
+      if (failure.timedOut && failure.timeLimit !== undefined) return `in a new worktree, the setup command ${describeTimeLimitHit(failure.command, failure.timeLimit)}`;
       const how = failure.timedOut ? 'timed out' : failure.exitCode === null ? 'was killed' : `exited with code ${failure.exitCode}`;
       return `the setup command \`${failure.command}\` ${how} in a new worktree`;
     }
@@ -526,7 +530,7 @@ export class WorktreePool {
       const run = await this.options.runSetup(state.dir, this.setupCommand, signal);
       if (signal?.aborted) return err({ kind: 'interrupted' });
       if (run.exitCode !== 0 || run.timedOut) {
-        return err({ kind: 'setup-failed', command: this.setupCommand, exitCode: run.exitCode, timedOut: run.timedOut, output: clipTail(run.output, SETUP_OUTPUT_TAIL) });
+        return err({ kind: 'setup-failed', command: this.setupCommand, exitCode: run.exitCode, timedOut: run.timedOut, ...(run.timeLimit ? { timeLimit: run.timeLimit } : {}), output: clipTail(run.output, SETUP_OUTPUT_TAIL) });
       }
       const changed = await runGit(['--no-optional-locks', 'status', '--porcelain=v1', '-z', '-uno', '--no-renames'], { cwd: state.dir });
       if (!changed.ok) return err({ kind: 'git-failed', doing: `check what the setup changed in ${state.dir}`, failure: failureOf(changed.error) });

@@ -12,6 +12,7 @@ import { type RunEventBody, type StopReason, skippedEvents } from '../core/event
 import { newRunId } from '../adapters/journal.ts';
 import { assertNever } from '../core/failure.ts';
 import { plural } from '../core/format.ts';
+import { describeTimeLimitHit } from '../core/time-limit.ts';
 import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
 import { describeScratchProblem, runProbe, saveProbe } from '../run/probe.ts';
 import { countByStatus, depsOf, depths, longestRemainingPath } from '../core/graph.ts';
@@ -24,7 +25,7 @@ import { SCHEDULE_POLICIES, type SchedulePolicy, projectedRounds } from '../core
 import { archivePlan } from '../run/archive.ts';
 import { ensurePlanId } from '../run/commit.ts';
 import { runEngine, systemClock } from '../run/engine.ts';
-import { LAND_POLICIES, type LandPolicy, type RunSettings, DEFAULTS } from '../run/settings.ts';
+import { LAND_POLICIES, LIMIT_FLAGS, type LandPolicy, type RunSettings, DEFAULTS } from '../run/settings.ts';
 import { recordAttempts, verifyAttempt } from '../run/stages.ts';
 import { baselineRefusal } from '../run/lead-gate.ts';
 import { Isolation, type SetupReport, landedBase, recordLandedBase } from '../run/isolation.ts';
@@ -63,13 +64,13 @@ export const executeCommand: Command = {
     land: { type: 'string', valueName: 'WHEN', description: `end: land integrated work on your branch when the run stops; continuous: also after every integration (default ${DEFAULTS.land})` },
     'max-cost-usd': { type: 'string', valueName: 'N', description: "stop starting work once the run's cost reaches N dollars" },
     'task-budget-usd': { type: 'string', valueName: 'N', description: 'per-worker spend cap (--max-budget-usd) for tasks that set no agent.maxBudgetUsd' },
-    'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each acceptance or assumption command (default ${DEFAULTS.checkTimeoutMs / 1000})` },
+    'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each acceptance or assumption command, and of the setup command in a worktree; its process group is ended (default ${DEFAULTS.checkTimeoutMs / 1000})` },
     sandbox: { type: 'string', valueName: 'MODE', description: `auto: run checks, the setup command and workers' Bash in the operating-system sandbox where it works, say once when it cannot; on: refuse to run without it (exit 3); off: never (default ${DEFAULTS.sandbox})` },
     'dry-run': { type: 'boolean', description: 'validate, print the rounds and every command the plan would run; start nothing' },
     'no-commit': { type: 'boolean', description: 'land integrated work in your files as uncommitted changes instead of commits on your branch' },
     'no-probe': { type: 'boolean', description: "skip the probe of the pending tasks' acceptance checks at setup" },
     strict: { type: 'boolean', description: 'refuse to run (exit 2) when the probe finds a vacuous task (every check passes before the work)' },
-    'probe-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of the whole probe at setup; each check has --check-timeout (default ${DEFAULTS.probeTimeoutMs / 1000})` },
+    'probe-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of the whole probe at setup, its setup command included; each check has --check-timeout (default ${DEFAULTS.probeTimeoutMs / 1000})` },
     json: { type: 'boolean', description: 'one JSON event per line on stdout' },
   },
   run: (args, io) => execute(args.values, io),
@@ -498,7 +499,7 @@ async function probeAtSetup(
   const probing = `probing ${plural(checks, 'acceptance check')} of the pending tasks in a scratch worktree of HEAD${setupCommand ? ` prepared with \`${setupCommand}\`` : ' (the plan has no context.setupCommand: nothing is installed there)'} (--no-probe skips this)`;
   context.progress(`foreman: ${probing}`);
   emit({ type: 'notice', level: 'info', message: probing });
-  const probed = await runProbe(plan, { repo: settings.repo, checkTimeoutMs: settings.checkTimeoutMs, timeoutMs: settings.probeTimeoutMs, env: context.env, signal: context.signal, registry: context.registry, sandbox: context.sandbox });
+  const probed = await runProbe(plan, { repo: settings.repo, checkTimeoutMs: settings.checkTimeoutMs, timeoutMs: settings.probeTimeoutMs, timeoutFlag: LIMIT_FLAGS.probe, env: context.env, signal: context.signal, registry: context.registry, sandbox: context.sandbox });
   if (!probed.ok) {
     emit({ type: 'notice', level: 'warning', message: `the probe could not run: ${describeScratchProblem(probed.error)}` });
     return;
@@ -533,8 +534,10 @@ async function probeAtSetup(
 
 /** A run of the setup command in a worktree: `set up the worktree slot-0 with \`npm ci\` (2.1 s)`. */
 export function describeSetupRun(run: SetupReport): string {
-  const how = run.timedOut ? 'timed out' : run.exitCode === 0 ? null : `failed (exit ${run.exitCode ?? 'without a code'})`;
-  return `set up the worktree ${basename(run.dir)} with \`${run.command}\`${how ? `: ${how}` : ''} (${(run.durationMs / 1000).toFixed(1)} s)`;
+  const unread = run.npmUnread ? `; ${run.npmUnread}` : '';
+  if (run.timedOut) return `set up the worktree ${basename(run.dir)}: ${describeTimeLimitHit(run.command, run.timeLimit)}${unread}`;
+  const how = run.exitCode === 0 ? null : `failed (exit ${run.exitCode ?? 'without a code'})`;
+  return `set up the worktree ${basename(run.dir)} with \`${run.command}\`${how ? `: ${how}` : ''} (${(run.durationMs / 1000).toFixed(1)} s)${unread}`;
 }
 
 /** The notice for a lock taken over from a run that is gone. */

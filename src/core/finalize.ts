@@ -6,6 +6,7 @@ import { type FailureClass, type PermissionDenial, type WorkerFailure, type Work
 import { cascade, breaker, type BreakerDecision, type Skip } from './graph.ts';
 import { type Plan, type Task, attemptsOf, statusOf } from './plan.ts';
 import { clipHead, clipTail } from './format.ts';
+import { type TimeLimit, describeTimeLimitHit } from './time-limit.ts';
 import type { CapturedWork } from './work.ts';
 
 export interface AcceptanceResult {
@@ -14,6 +15,8 @@ export interface AcceptanceResult {
   passed: boolean;
   exitCode: number | null;
   timedOut: boolean;
+  /** The limit it ran under, named when it was hit. */
+  timeLimit: TimeLimit;
   output: string;
 }
 
@@ -73,8 +76,8 @@ export function describeAttemptFailure(failure: AttemptFailure): string {
     case 'acceptance':
       return failure.failures
         .map((a) => {
-          const how = a.timedOut ? 'timed out' : `exited ${a.exitCode ?? 'without a code'}`;
-          return `acceptance check failed (${a.criterion}): \`${a.check}\` ${how}${a.output.trim() ? `:\n${clipTail(a.output.trim(), 2000)}` : ''}`;
+          const how = a.timedOut ? describeTimeLimitHit(a.check, a.timeLimit) : `\`${a.check}\` exited ${a.exitCode ?? 'without a code'}`;
+          return `acceptance check failed (${a.criterion}): ${how}${a.output.trim() ? `:\n${clipTail(a.output.trim(), 2000)}` : ''}`;
         })
         .join('\n');
     default:

@@ -14,7 +14,7 @@
 
 import type { RunEventBody } from './events.ts';
 import type { Decision } from './finalize.ts';
-import { clipTail } from './format.ts';
+import { clipMiddle } from './format.ts';
 
 export interface GateQueue {
   /** Verified candidates not yet taken into a batch, in arrival order. */
@@ -111,7 +111,8 @@ export type GateFinished = Extract<RunEventBody, { type: 'gate-finished' }>;
 
 /**
  * The journal's record of one gate run on `tasks` (none: the baseline on the starting commit),
- * with what its verdict made of it; the end of the output only when it failed.
+ * with what its verdict made of it; the output only when it failed: its first line (how the
+ * command ended: it exited, or timed out after its limit) and its end.
  */
 export function gateFinishedEvent(tasks: readonly number[], run: { passed: boolean; output: string; durationMs: number }, verdict: GateVerdict | null): GateFinished {
   return {
@@ -122,7 +123,7 @@ export function gateFinishedEvent(tasks: readonly number[], run: { passed: boole
     integrated: [...(verdict?.integrate ?? [])],
     culprit: verdict?.culprit ?? null,
     flake: verdict?.flake ?? false,
-    ...(run.passed ? {} : { output: clipTail(run.output, 4000) }),
+    ...(run.passed ? {} : { output: clipMiddle(run.output, 4000) }),
   };
 }
 
@@ -134,11 +135,12 @@ export const flakeNotice = (task: number): Extract<RunEventBody, { type: 'notice
 });
 
 /**
- * What becomes of a culprit's attempt: it fails like a failed acceptance check, with the end of the
- * gate's output; retried while attempts remain (`attemptsBefore` counts those already made).
+ * What becomes of a culprit's attempt: it fails like a failed acceptance check, with the gate's
+ * output (its first line, how the command ended, and its end); retried while attempts remain
+ * (`attemptsBefore` counts those already made).
  */
 export function culpritDecision(output: string, attemptsBefore: number, maxAttempts: number): Extract<Decision, { kind: 'retry' | 'failed' }> {
-  const said = output.trim() === '' ? '' : `:\n${clipTail(output.trim(), 2000)}`;
+  const said = output.trim() === '' ? '' : `:\n${clipMiddle(output.trim(), 2000)}`;
   const failure = `the plan's test command failed with this task's work on top of the integration tip (run twice, on its own)${said}`;
   return attemptsBefore + 1 < maxAttempts ? { kind: 'retry', failure } : { kind: 'failed', failure };
 }

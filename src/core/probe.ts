@@ -131,6 +131,8 @@ export interface ProbeSetup {
   command: string;
   exitCode: number | null;
   timedOut: boolean;
+  /** When it ran out of time: what timed out, after how long, and which flag sets the limit. */
+  reason?: string;
   passed: boolean;
   durationMs: number;
   output: string;
@@ -220,7 +222,10 @@ export function probeFindings(report: ProbeReport): { problems: string[]; inform
   const problems: string[] = [];
   const information: string[] = [];
   if (report.verdict === 'setup-failed' && report.setup) {
-    problems.push(`setup command \`${report.setup.command}\` ${report.setup.timedOut ? 'timed out' : `exited ${report.setup.exitCode ?? 'by a signal'}`}${report.setup.output ? `: ${lastLine(report.setup.output)}` : ''}${report.setup.sandboxed === true ? SANDBOXED_SETUP_HINT : ''}`);
+    const { setup } = report;
+    // A report stored by an older version has no reason.
+    const how = setup.timedOut ? (setup.reason ?? `\`${setup.command}\` timed out`) : `\`${setup.command}\` exited ${setup.exitCode ?? 'by a signal'}`;
+    problems.push(`setup command ${how}${setup.output ? `: ${lastLine(setup.output)}` : ''}${setup.sandboxed === true ? SANDBOXED_SETUP_HINT : ''}`);
   }
   for (const t of report.tasks) {
     for (const c of t.checks) {
@@ -232,7 +237,7 @@ export function probeFindings(report: ProbeReport): { problems: string[]; inform
           if (t.verdict !== 'vacuous') information.push(`task ${t.index}: \`${c.check}\` passes already (other checks of the task fail, so the task is still proven)`);
           break;
         case 'timed-out':
-          information.push(`task ${t.index}: \`${c.check}\` did not finish within its time budget`);
+          information.push(`task ${t.index}: ${c.reason ?? `\`${c.check}\` did not finish within its time budget`}`);
           break;
         case 'not-run':
           information.push(`task ${t.index}: \`${c.check}\` was not run (${c.reason ?? 'the probe stopped'})`);

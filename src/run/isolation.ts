@@ -7,7 +7,7 @@
 
 import { readFile, readdir, realpath, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { runShell } from '../adapters/checks.ts';
+import { runShell, withForemanLine } from '../adapters/checks.ts';
 import { runGit } from '../adapters/git.ts';
 import { type Integration, type IntegrationFailure, deleteRef, dropParked, foremanRefs, integrate, integrationRef, park, parkedTasks, parkedWork, readRef } from '../adapters/git-integration.ts';
 import { type Landed, type LandingProblem, land, resumeLanding } from '../adapters/git-landing.ts';
@@ -20,10 +20,12 @@ import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import { type GitFailure, describeGitFailure, failureOf } from '../core/git-text.ts';
 import type { LandMode } from '../core/landing.ts';
 import { type Plan, statusOf } from '../core/plan.ts';
+import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
 import type { HeldCandidate } from '../core/engine-step.ts';
 import type { CapturedWork } from '../core/work.ts';
 import { ensurePlanId, roundMessage } from './commit.ts';
 import type { GateRequest, GateRun, RecordRequest } from './engine.ts';
+import { LIMIT_FLAGS } from './settings.ts';
 
 export interface IsolationOptions {
   repo: string;
@@ -32,7 +34,7 @@ export interface IsolationOptions {
   env: NodeJS.ProcessEnv;
   /** Run the setup command in the operating-system sandbox. */
   sandbox: boolean;
-  /** The setup command's time limit. */
+  /** The setup command's time limit: --check-timeout's, or in the gate process (`role: 'gate'`) --gate-timeout's. */
   setupTimeoutMs: number;
   registry?: ProcessRegistry;
   /** Told after each run of the setup command in a worktree (a new slot, or its setup inputs changed). */
@@ -55,7 +57,11 @@ export interface SetupReport {
   command: string;
   exitCode: number | null;
   timedOut: boolean;
+  /** The limit it ran under, named when it was hit. */
+  timeLimit: TimeLimit;
   durationMs: number;
+  /** Why its sandbox was made without npm's own settings (`SetupSandbox`). */
+  npmUnread?: string;
 }
 
 /** Where a landing is recorded while it runs, next to the plan. */
@@ -112,6 +118,8 @@ export class Isolation {
       if (!made.ok) return err(failureOf(made.error));
     }
     const context = plan.context ?? {};
+    // The gate process is given one limit, the gate's, and uses it for its worktree's setup too.
+    const setupLimit: TimeLimit = { ms: options.setupTimeoutMs, flag: gateOnly ? LIMIT_FLAGS.gate : LIMIT_FLAGS.check };
     const pool = await openPool({
       repo,
       planId: gateOnly ? gatePoolId(planId) : planId,
@@ -122,9 +130,9 @@ export class Isolation {
       runSetup: async (dir, command, signal) => {
         const sandbox = options.sandbox ? await setupCommandSandbox(dir, context.setupNetwork, options.env) : undefined;
         const role = { kind: 'setup-command' as const, task: -1, command };
-        const run = await recorded(options.registry, role, (onSpawn) => runShell(command, { cwd: dir, timeoutMs: options.setupTimeoutMs, env: options.env, signal, onSpawn, ...(sandbox ? { sandbox } : {}) }));
-        options.onSetup?.({ dir, command, exitCode: run.exitCode, timedOut: run.timedOut, durationMs: run.durationMs });
-        return run;
+        const run = await recorded(options.registry, role, (onSpawn) => runShell(command, { cwd: dir, timeoutMs: setupLimit.ms, env: options.env, signal, onSpawn, ...(sandbox ? { sandbox } : {}) }));
+        options.onSetup?.({ dir, command, exitCode: run.exitCode, timedOut: run.timedOut, timeLimit: setupLimit, durationMs: run.durationMs, ...(sandbox?.npmUnread ? { npmUnread: sandbox.npmUnread } : {}) });
+        return { ...run, timeLimit: setupLimit, output: sandbox?.npmUnread ? withForemanLine(run.output, sandbox.npmUnread) : run.output };
       },
     });
     return ok(new Isolation(repo, planId, ref, tip, pool, options));
@@ -212,11 +220,14 @@ export class Isolation {
     try {
       const sandbox = gate.sandbox ? checkSandbox(dir, plan) : undefined;
       const role = { kind: 'gate' as const, task: -1, command: gate.command };
-      const run = await recorded(this.options.registry, role, (onSpawn) => runShell(gate.command, { cwd: dir, timeoutMs: gate.timeoutMs, env: this.options.env, signal, onSpawn, ...(sandbox ? { sandbox } : {}) }));
-      const how = run.timedOut ? `timed out after ${Math.round(gate.timeoutMs / 1000)} s` : `exited ${run.exitCode ?? 'without a code'}`;
+      // Headless and in-session alike (`plan setup --gate-timeout`), --gate-timeout sets it.
+      const timeLimit: TimeLimit = { ms: gate.timeoutMs, flag: LIMIT_FLAGS.gate };
+      const run = await recorded(this.options.registry, role, (onSpawn) => runShell(gate.command, { cwd: dir, timeoutMs: timeLimit.ms, env: this.options.env, signal, onSpawn, ...(sandbox ? { sandbox } : {}) }));
       if (run.aborted) return { passed: null, output: run.output, durationMs: run.durationMs };
       const passed = run.exitCode === 0 && !run.timedOut;
-      return { passed, output: passed ? run.output : `\`${gate.command}\` ${how}:\n${run.output}`, durationMs: Date.now() - started };
+      // The first line says how it ended: what shows the output keeps it (`clipMiddle`).
+      const how = run.timedOut ? describeTimeLimitHit(gate.command, timeLimit) : `\`${gate.command}\` exited ${run.exitCode ?? 'without a code'}`;
+      return { passed, output: passed ? run.output : `${how}:\n${run.output}`, durationMs: Date.now() - started };
     } finally {
       this.pool.release(acquired.value);
     }

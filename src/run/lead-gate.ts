@@ -15,8 +15,10 @@ import { ownLauncherPath } from '../adapters/layout.ts';
 import { parkedWork } from '../adapters/git-integration.ts';
 import { ProcessRegistry, killOrphans } from '../adapters/orphans.ts';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
-import { processAlive } from '../adapters/processes.ts';
-import { clipTail } from '../core/format.ts';
+import { processAlive, terminateGroup } from '../adapters/processes.ts';
+import { type Result, err, ok } from '../core/failure.ts';
+import { clipMiddle } from '../core/format.ts';
+import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
 import { type GateQueue, emptyGateQueue } from '../core/gate.ts';
 import type { Plan } from '../core/plan.ts';
 import type { CapturedWork } from '../core/work.ts';
@@ -88,7 +90,7 @@ export function gateFromJson(value: unknown): SessionGate {
 export function baselineRefusal(command: string, tip: string, output: string): string[] {
   return [
     `the gate \`${command}\` already fails on ${tip.slice(0, 12)}, before any task ran, so it would blame every task; nothing was started. Fix the failure first, or run with --no-gate (or --gate CMD for another command):`,
-    clipTail(output.trim(), 2000),
+    clipMiddle(output.trim(), 2000),
   ];
 }
 
@@ -141,11 +143,18 @@ export interface GateLaunch {
 }
 
 /**
- * Start `plan gate --serve` detached (a process group of its own, outliving the step) on `run`,
- * and wait until it has recorded itself (so a later `plan setup` can end it). False when it did
- * not start.
+ * How long the gate process has to record itself: a fixed bound, since it only starts node and
+ * writes a file before anything of the plan runs (its test command then has --gate-timeout).
  */
-export async function launchGate(launch: GateLaunch, run: GateRunRecord): Promise<boolean> {
+const GATE_START_LIMIT: TimeLimit = { ms: 30_000, flag: null };
+
+/**
+ * Start `plan gate --serve` detached (a process group of its own, outliving the step) on `run`,
+ * and wait until it has recorded itself (so a later `plan setup` can end it). Why not, when it
+ * did not start: it exited first, or it did not record itself in time (its group is ended then,
+ * so no second gate process runs beside the next one).
+ */
+export async function launchGate(launch: GateLaunch, run: GateRunRecord): Promise<Result<void, string>> {
   await rm(gateStatePathFor(launch.planPath), { force: true });
   // Through foreman's own launcher: the bundle in the plugin, the sources in a checkout.
   const args = [
@@ -168,6 +177,8 @@ export async function launchGate(launch: GateLaunch, run: GateRunRecord): Promis
     String(launch.config.timeoutMs),
     ...(launch.sandbox ? ['--sandbox'] : []),
   ];
+  // Its limits: GATE_START_LIMIT to record itself; then its test command, and the setup command
+  // of its worktree, each have --gate-timeout (`timeoutMs`). git's own commands are bounded apart.
   const child = spawn(ownLauncherPath(), args, { cwd: launch.repo, env: { ...process.env, ...launch.env }, detached: true, stdio: 'ignore' });
   const exited = new Promise<void>((resolve) => {
     child.once('exit', () => resolve());
@@ -178,13 +189,14 @@ export async function launchGate(launch: GateLaunch, run: GateRunRecord): Promis
   void exited.then(() => {
     gone = true;
   });
-  for (let waited = 0; waited < 30_000; waited += 50) {
-    const state = await readGateState(launch.planPath);
-    if (state !== null && state.id === run.id) return true;
-    if (gone) return (await readGateState(launch.planPath))?.id === run.id;
+  const recorded = async () => (await readGateState(launch.planPath))?.id === run.id;
+  for (const deadline = Date.now() + GATE_START_LIMIT.ms; Date.now() < deadline; ) {
+    if (await recorded()) return ok(undefined);
+    if (gone) return (await recorded()) ? ok(undefined) : err('it exited before it recorded itself');
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  return false;
+  if (child.pid !== undefined) await terminateGroup(child.pid, 2000);
+  return err(`it did not record itself in time: ${describeTimeLimitHit('plan gate --serve', GATE_START_LIMIT)}`);
 }
 
 export interface ServeRequest {
@@ -213,7 +225,7 @@ export async function serveGate(request: ServeRequest): Promise<void> {
   await writeGateState(request.planPath, { ...base, state: 'running' });
   const started = Date.now();
   const finish = (result: { passed: boolean; stale: boolean; output: string }) =>
-    writeGateState(request.planPath, { ...base, state: 'finished', ...result, output: clipTail(result.output, 16_000), durationMs: Date.now() - started });
+    writeGateState(request.planPath, { ...base, state: 'finished', ...result, output: clipMiddle(result.output, 16_000), durationMs: Date.now() - started });
   try {
     const opened = await Isolation.open(request.plan, { repo: request.repo, planPath: request.planPath, env: request.env, sandbox: request.sandbox, setupTimeoutMs: request.timeoutMs, registry, role: 'gate' });
     if (!opened.ok) return await finish({ passed: false, stale: true, output: `could not open the plan's integration ref: ${opened.error.stderr}` });

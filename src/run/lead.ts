@@ -48,7 +48,7 @@ import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { groupRuns } from '../core/report.ts';
 import { type Plan, type TaskStatus, UNKNOWN, attemptsOf, modelOf, statusOf } from '../core/plan.ts';
 import { parseStatusLine, workerPrompt } from '../core/prompt.ts';
-import { clipMiddle, clipTail } from '../core/format.ts';
+import { clipMiddle } from '../core/format.ts';
 import { pickStarts } from '../core/schedule.ts';
 import { type Applied, applyDecision, markStarted } from '../core/transition.ts';
 import { archivePlan, promptsDirFor } from './archive.ts';
@@ -1159,7 +1159,7 @@ async function driveGate(
           events.push(finished);
           const { type: _type, output: _output, ...run } = finished;
           runs.push(run);
-          if (!state.passed) extra.output = clipTail(state.output.trim(), 2000);
+          if (!state.passed) extra.output = clipMiddle(state.output.trim(), 2000);
           await flush();
           if (!state.passed) break;
           continue;
@@ -1186,8 +1186,8 @@ async function driveGate(
       session.gate.current = null;
       const started = await startGateRun(launch, session, isolation, current.tasks, events);
       await flush();
-      if (!started) {
-        extra.notices.push('could not start the gate process (`plan gate --serve`); run `plan commit` again');
+      if (!started.ok) {
+        extra.notices.push(`could not start the gate process (\`plan gate --serve\`): ${started.error}; run \`plan commit\` again`);
         break;
       }
       continue;
@@ -1203,8 +1203,8 @@ async function driveGate(
     }
     const started = await startGateRun(launch, session, isolation, tasks, events);
     await flush();
-    if (!started) {
-      extra.notices.push('could not start the gate process (`plan gate --serve`); run `plan commit` again');
+    if (!started.ok) {
+      extra.notices.push(`could not start the gate process (\`plan gate --serve\`): ${started.error}; run \`plan commit\` again`);
       break;
     }
   }
@@ -1224,14 +1224,14 @@ function forgetGone(plan: Plan, session: Session): void {
 }
 
 /** Start the gate process on `tasks` stacked on the integration tip (none: the baseline). */
-async function startGateRun(launch: Parameters<typeof launchGate>[0], session: Session, isolation: Isolation, tasks: number[], events: RunEventBody[]): Promise<boolean> {
+async function startGateRun(launch: Parameters<typeof launchGate>[0], session: Session, isolation: Isolation, tasks: number[], events: RunEventBody[]): Promise<Result<void, string>> {
   const run = { id: `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`, tasks, tip: isolation.tip, startedAt: new Date().toISOString() };
   session.gate.current = run;
   // Saved before it starts: a step killed now finds the run in the session and starts it again.
   await writeSession(launch.planPath, session);
   if (tasks.length > 0) events.push({ type: 'gate-started', tasks: [...tasks], waiting: session.gate.queue.waiting.length });
   const started = await launchGate(launch, run);
-  if (!started) session.gate.current = null;
+  if (!started.ok) session.gate.current = null;
   return started;
 }
 

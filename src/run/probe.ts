@@ -5,13 +5,14 @@
 
 import { dirname, join } from 'node:path';
 import { readFile } from 'node:fs/promises';
-import { runShell } from '../adapters/checks.ts';
+import { runShell, withForemanLine } from '../adapters/checks.ts';
 import { checkSandbox, setupCommandSandbox } from '../adapters/sandbox.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
 import { type ScratchProblem, withScratchWorktree } from '../adapters/scratch.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import type { Plan } from '../core/plan.ts';
+import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
 import {
   type ProbeCheck,
   type ProbeReport,
@@ -25,14 +26,17 @@ import {
   summarize,
   taskVerdict,
 } from '../core/probe.ts';
+import { LIMIT_FLAGS } from './settings.ts';
 
 export interface ProbeOptions {
   /** The repository's top directory. */
   repo: string;
-  /** Time limit of each check (and of the setup command). */
+  /** Time limit of each check (--check-timeout). */
   checkTimeoutMs: number;
   /** Time limit of the whole probe, setup included. */
   timeoutMs: number;
+  /** The flag that sets `timeoutMs` (`LIMIT_FLAGS.probe` or `.planProbe`), named when it cuts something short. */
+  timeoutFlag: string;
   env?: NodeJS.ProcessEnv;
   signal?: AbortSignal;
   /** Where the checks are recorded while they run, so a run after a crash ends them. */
@@ -68,8 +72,18 @@ export async function runProbe(plan: Plan, options: ProbeOptions): Promise<Resul
     if (setupCommand !== null) {
       const sandbox = options.sandbox ? await setupCommandSandbox(scratch.dir, plan.context?.setupNetwork, { ...process.env, ...shellEnv }) : undefined;
       // The setup command is bounded by the whole budget only: `npm ci` can take longer than a check.
-      const run = await runShell(setupCommand, { cwd: scratch.dir, timeoutMs: Math.max(0, remaining()), env: shellEnv, signal: options.signal, ...(sandbox ? { sandbox } : {}) });
-      setup = { command: setupCommand, exitCode: run.exitCode, timedOut: run.timedOut, passed: run.exitCode === 0 && !run.timedOut && !run.aborted, durationMs: Math.round(run.durationMs), output: clipProbeOutput(run.output), sandboxed: sandbox !== undefined };
+      const limit: TimeLimit = { ms: Math.max(0, remaining()), flag: options.timeoutFlag, budgetMs: options.timeoutMs };
+      const run = await runShell(setupCommand, { cwd: scratch.dir, timeoutMs: limit.ms, env: shellEnv, signal: options.signal, ...(sandbox ? { sandbox } : {}) });
+      setup = {
+        command: setupCommand,
+        exitCode: run.exitCode,
+        timedOut: run.timedOut,
+        ...(run.timedOut ? { reason: describeTimeLimitHit(setupCommand, limit) } : {}),
+        passed: run.exitCode === 0 && !run.timedOut && !run.aborted,
+        durationMs: Math.round(run.durationMs),
+        output: clipProbeOutput(sandbox?.npmUnread ? withForemanLine(run.output, sandbox.npmUnread) : run.output),
+        sandboxed: sandbox !== undefined,
+      };
       if (run.timedOut) exhausted = true;
     }
     const tasks: ProbeTask[] = [];
@@ -93,23 +107,24 @@ export async function runProbe(plan: Plan, options: ProbeOptions): Promise<Resul
           continue;
         }
         const role = { kind: 'acceptance-check' as const, task: index, command: criterion.check };
-        const limit = Math.min(options.checkTimeoutMs, left);
+        // Its own limit, or what is left of the whole probe's when that is shorter.
+        const limit: TimeLimit = options.checkTimeoutMs <= left ? { ms: options.checkTimeoutMs, flag: LIMIT_FLAGS.check } : { ms: left, flag: options.timeoutFlag, budgetMs: options.timeoutMs };
         const run = await recorded(options.registry, role, (onSpawn) => runShell(criterion.check, {
             cwd: scratch.dir,
-            timeoutMs: limit,
+            timeoutMs: limit.ms,
             env: shellEnv,
             signal: options.signal,
             onSpawn,
             ...(options.sandbox ? { sandbox: checkSandbox(scratch.dir, plan) } : {}),
           }),
         );
-        if (run.timedOut && limit < options.checkTimeoutMs) exhausted = true;
+        if (run.timedOut && limit.ms < options.checkTimeoutMs) exhausted = true;
         const judged = judgeCheck(run, created);
         checks.push({
           ...base,
           outcome: judged.outcome,
           exitCode: run.exitCode,
-          ...(judged.reason !== undefined ? { reason: judged.outcome === 'timed-out' ? `did not finish within ${Math.round(limit / 1000)}s` : judged.reason } : {}),
+          ...(judged.reason !== undefined ? { reason: judged.outcome === 'timed-out' ? describeTimeLimitHit(criterion.check, limit) : judged.reason } : {}),
           durationMs: Math.round(run.durationMs),
           output: clipProbeOutput(run.output),
         });

@@ -25,6 +25,22 @@ export const DEFAULTS = {
   gateBatch: 4,
 } as const;
 
+/**
+ * The flags that set the time limits, named when a limit is hit (`describeTimeLimitHit`). The plan
+ * tool's steps take the same names (`plan setup --check-timeout`, `--gate-timeout`, `plan finalize
+ * --check-timeout`); only the whole probe's budget is named differently by `plan probe`.
+ */
+export const LIMIT_FLAGS = {
+  /** Each acceptance and assumption check, and the setup command in a worktree of the run. */
+  check: '--check-timeout',
+  /** One gate run (and, in a session, the setup command in the gate process's own worktree). */
+  gate: '--gate-timeout',
+  /** The whole probe at the start of a headless run, its setup command included. */
+  probe: '--probe-timeout',
+  /** The whole probe of `plan probe`, its setup command included. */
+  planProbe: 'plan probe --timeout',
+} as const;
+
 /** The merge queue's gate: the plan's test command (or `--gate CMD`), its batch size and time limit. */
 export interface GateSettings {
   command: string;

@@ -17,13 +17,15 @@ import { cascade, depsOf, depths } from '../core/graph.ts';
 import { applyCascade } from '../core/finalize.ts';
 import { coveredBy, isDirPath } from '../core/paths.ts';
 import { type Result, err, ok } from '../core/failure.ts';
-import { clipTail } from '../core/format.ts';
+import { clipMiddle, clipTail } from '../core/format.ts';
+import { describeTimeLimitHit } from '../core/time-limit.ts';
 import { type Plan, readsOf, statusOf, writesOf } from '../core/plan.ts';
 import { type Landed, type LandingProblem } from '../adapters/git-landing.ts';
 import { describeLandingProblem } from '../core/landing.ts';
 import { ensurePlanId, reconcileWithHistory } from './commit.ts';
 import { type Isolation, completeLanding } from './isolation.ts';
 import type { HeldCandidate } from '../core/engine-step.ts';
+import { LIMIT_FLAGS } from './settings.ts';
 
 export interface AssumptionResult {
   task: number;
@@ -31,6 +33,7 @@ export interface AssumptionResult {
   verify: string;
   severity: 'blocking' | 'warning';
   passed: boolean;
+  /** What it printed; when it ran out of time, after a first line saying so (`describeTimeLimitHit`). */
   output: string;
 }
 
@@ -260,7 +263,8 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
     const task = plan.tasks[a.task]!;
     if (statusOf(task) !== 'blocked') blocked.push(a.task);
     task.status = 'blocked';
-    task.result = `BLOCKED: assumption failed (${a.claim}): \`${a.verify}\`${a.output.trim() ? `: ${clipTail(a.output.trim(), 1000)}` : ''}`;
+    // The middle goes: the first line may say it timed out, the end is where the error is.
+    task.result = `BLOCKED: assumption failed (${a.claim}): \`${a.verify}\`${a.output.trim() ? `: ${clipMiddle(a.output.trim(), 1000)}` : ''}`;
   }
   const skipped = cascade(plan.tasks).length > 0 ? applyCascade(plan).skips : [];
 
@@ -350,12 +354,16 @@ async function checkAssumptions(plan: Plan, options: SetupOptions, isolation: Is
   const prepared = await isolation.prepare(-1, options.signal);
   if (!prepared.ok) return err(prepared.error);
   const dir = prepared.value;
+  // Headless and in-session alike (`plan setup`), --check-timeout sets it.
+  const timeLimit = { ms: options.checkTimeoutMs, flag: LIMIT_FLAGS.check };
   try {
     const results: AssumptionResult[] = [];
     for (const { task, assumption: a } of checks) {
       const role = { kind: 'assumption-check' as const, task, command: a.verify };
-      const run = await recorded(options.registry, role, (onSpawn) => runShell(a.verify, { cwd: dir, timeoutMs: options.checkTimeoutMs, env: options.env, signal: options.signal, onSpawn, ...(options.sandbox ? { sandbox: checkSandbox(dir, plan) } : {}) }));
-      results.push({ task, claim: a.claim, verify: a.verify, severity: a.severity, passed: run.exitCode === 0 && !run.timedOut, output: run.output });
+      const run = await recorded(options.registry, role, (onSpawn) => runShell(a.verify, { cwd: dir, timeoutMs: timeLimit.ms, env: options.env, signal: options.signal, onSpawn, ...(options.sandbox ? { sandbox: checkSandbox(dir, plan) } : {}) }));
+      // Said first, where the live view, the step's JSON and the task's result each keep it.
+      const output = run.timedOut ? `${describeTimeLimitHit(a.verify, timeLimit)}${run.output.trim() ? `:\n${run.output}` : ''}` : run.output;
+      results.push({ task, claim: a.claim, verify: a.verify, severity: a.severity, passed: run.exitCode === 0 && !run.timedOut, output });
     }
     return ok(results);
   } finally {

@@ -13,6 +13,7 @@ import { describeGitFailure } from '../core/git-text.ts';
 import { coveredBy, isDirPath } from '../core/paths.ts';
 import { type Task, writesOf } from '../core/plan.ts';
 import { pathsOf } from '../core/work.ts';
+import { LIMIT_FLAGS } from './settings.ts';
 
 export interface VerifyOptions {
   /** The attempt's worktree. */
@@ -50,6 +51,8 @@ export async function spotCheck(task: Task, dir: string, changed: readonly strin
 
 export async function runAcceptance(task: Task, options: VerifyOptions): Promise<AcceptanceResult[]> {
   const results: AcceptanceResult[] = [];
+  // Headless and in-session alike (`plan setup` / `plan finalize`), --check-timeout sets it.
+  const timeLimit = { ms: options.checkTimeoutMs, flag: LIMIT_FLAGS.check };
   for (const c of task.agent?.acceptanceCriteria ?? []) {
     const role = { kind: 'acceptance-check' as const, task: options.record?.task ?? -1, command: c.check };
     const r = await recorded(options.record?.registry, role, (onSpawn) => runShell(c.check, { cwd: options.dir, timeoutMs: options.checkTimeoutMs, signal: options.signal, env: options.env, sandbox: options.sandbox, onSpawn }));
@@ -59,6 +62,7 @@ export async function runAcceptance(task: Task, options: VerifyOptions): Promise
       passed: r.exitCode === 0 && !r.timedOut,
       exitCode: r.exitCode,
       timedOut: r.timedOut,
+      timeLimit,
       output: r.output,
     });
   }

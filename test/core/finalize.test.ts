@@ -51,6 +51,7 @@ const acceptance = (over: Partial<AcceptanceResult> = {}): AcceptanceResult => (
   passed: false,
   exitCode: 1,
   timedOut: false,
+  timeLimit: { ms: 300_000, flag: '--check-timeout' },
   output: 'FAIL test/a.test.ts > greets\nexpected "Hello" to be "Hi"',
   ...over,
 });
@@ -169,12 +170,12 @@ describe('decide', () => {
     expect(text).not.toContain('builds');
   });
 
-  it('a timed-out acceptance check says so; long output is clipped', () => {
-    const text = describeAttemptFailure({ reason: 'acceptance', failures: [acceptance({ timedOut: true, exitCode: null, output: 'x'.repeat(5000) })] });
-    expect(text).toContain('timed out');
+  it('a timed-out acceptance check says so, with its limit and the flag that sets it; long output is clipped', () => {
+    const text = describeAttemptFailure({ reason: 'acceptance', failures: [acceptance({ timedOut: true, exitCode: null, timeLimit: { ms: 1000, flag: '--check-timeout' }, output: 'x'.repeat(5000) })] });
+    expect(text).toContain('acceptance check failed (tests pass): `npx vitest run test/a.test.ts` timed out after 1s (the limit set by --check-timeout); its whole process group was ended');
     expect(text.length).toBeLessThan(2300);
     // The end is kept (where a command prints its error); the cut is marked at the start.
-    expect(text).toMatch(/timed out:\n…x+$/);
+    expect(text).toMatch(/its whole process group was ended:\n…x+$/);
   });
 
   it('a spot-check failure is reported before acceptance (which did not run)', () => {

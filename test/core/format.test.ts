@@ -128,7 +128,7 @@ describe('failure reasons quote the end of a command’s output', () => {
   it('an acceptance check that prints 200 warnings then its error shows the error', () => {
     const reason = describeAttemptFailure({
       reason: 'acceptance',
-      failures: [{ criterion: 'tests pass', check: 'npm test', passed: false, exitCode: 1, timedOut: false, output: npmLike }],
+      failures: [{ criterion: 'tests pass', check: 'npm test', passed: false, exitCode: 1, timedOut: false, timeLimit: { ms: 300_000, flag: '--check-timeout' }, output: npmLike }],
     });
     expect(reason).toContain('acceptance check failed (tests pass): `npm test` exited 1');
     expect(reason).toContain('Error: expected 2 to equal 3 (test/sum.test.js:4)');

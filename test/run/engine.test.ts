@@ -69,7 +69,7 @@ describe('the engine, in process', () => {
   });
 
   it('an acceptance failure counts as an attempt; the last one fails the task and skips its dependants', async () => {
-    const failing = { ...PASSED, acceptance: [{ criterion: 'tests pass', check: 'npm test', passed: false, exitCode: 1, timedOut: false, output: 'Error: expected 2' }] };
+    const failing = { ...PASSED, acceptance: [{ criterion: 'tests pass', check: 'npm test', passed: false, exitCode: 1, timedOut: false, timeLimit: { ms: 300_000, flag: '--check-timeout' }, output: 'Error: expected 2' }] };
     const rig = new EngineRig(makePlan([task('A'), task('B', { blockedBy: [0] })]), { settings: { maxAttempts: 2 }, verify: () => failing });
     await rig.advance(0);
     await rig.finish(0, 'COMPLETED: a');

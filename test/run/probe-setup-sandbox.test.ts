@@ -48,7 +48,7 @@ const check = (command: string) => ({ criterion: command, check: command });
 const packageJson = `${JSON.stringify({ name: 'probe-setup', version: '1.0.0', private: true })}\n`;
 /** A check that passes only when is-number is installed and works. */
 const usesIsNumber = "const isNumber = require('is-number');\nprocess.exit(isNumber(5) && !isNumber('x') ? 0 : 1);\n";
-const options = { checkTimeoutMs: 60_000, timeoutMs: 240_000, sandbox: true };
+const options = { checkTimeoutMs: 60_000, timeoutMs: 240_000, timeoutFlag: 'plan probe --timeout', sandbox: true };
 /** An environment whose npm cache is a fresh directory (not created yet), so nothing comes from the machine's cache. */
 const freshCache = (name: string) => {
   const cache = join(dir, name);

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
-import { probeKey } from '../../src/core/probe.ts';
+import { probeFindings, probeKey } from '../../src/core/probe.ts';
 import { runProbe, saveProbe, storedProbe } from '../../src/run/probe.ts';
 import { afterEachCleanups, tempGitRepo, tempRepoIn } from '../support/git-repo.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
@@ -33,7 +33,7 @@ const project = {
   'test/lib.test.mjs': "import { add } from '../src/lib.mjs';\nif (add(1, 2) !== 3) process.exit(1);\n",
 };
 
-const options = { checkTimeoutMs: 30_000, timeoutMs: 120_000 };
+const options = { checkTimeoutMs: 30_000, timeoutMs: 120_000, timeoutFlag: 'plan probe --timeout' };
 
 describe('runProbe', () => {
   it('reports a vacuous task (test -f of an existing file; a test that already passes), not a proven one, and a misspelt command as broken', async () => {
@@ -115,6 +115,20 @@ describe('runProbe', () => {
     await expectSchema('probe', probed.value);
   });
 
+  it('a setup command that outlasts the whole budget says what timed out, after how long and which flag sets it', async () => {
+    const r = await repo(project);
+    const plan = makePlan([fakeTask('a', { create: ['src/lib.mjs'], acceptance: [check('node test/lib.test.mjs')] })], { context: { setupCommand: 'sleep 5' } });
+    const probed = await runProbe(plan, { repo: r.dir, checkTimeoutMs: 30_000, timeoutMs: 1000, timeoutFlag: '--probe-timeout' });
+    if (!probed.ok) throw new Error('probe failed');
+    expect(probed.value.verdict).toBe('setup-failed');
+    // It had what was left of the whole budget once the scratch worktree was made.
+    expect(probed.value.setup).toMatchObject({ timedOut: true, passed: false });
+    const reason = probed.value.setup!.reason!;
+    expect(reason).toMatch(/^`sleep 5` timed out after \d+ms \(the rest of the 1s set by --probe-timeout\); its whole process group was ended$/);
+    expect(probeFindings(probed.value).problems[0]).toBe(`setup command ${reason}`);
+    await expectSchema('probe', probed.value);
+  });
+
   it('respects the per-check budget with a check that never ends, and the whole budget after it', async () => {
     const r = await repo(project);
     const where = await whereFile();
@@ -122,16 +136,21 @@ describe('runProbe', () => {
       fakeTask('hangs', { create: ['src/lib.mjs'], acceptance: [check('echo $$ >> "$PROBE_WHERE"; sleep 1000')] }),
       fakeTask('proven', { create: ['src/lib.mjs'], acceptance: [check('node test/lib.test.mjs')] }),
     ]);
-    const perCheck = await runProbe(plan, { repo: r.dir, checkTimeoutMs: 300, timeoutMs: 120_000, env: { ...process.env, PROBE_WHERE: where } });
+    const perCheck = await runProbe(plan, { repo: r.dir, checkTimeoutMs: 300, timeoutMs: 120_000, timeoutFlag: 'plan probe --timeout', env: { ...process.env, PROBE_WHERE: where } });
     if (!perCheck.ok) throw new Error('probe failed');
     expect(perCheck.value.tasks.map((t) => t.verdict)).toEqual(['undecided', 'proven']);
     expect(perCheck.value.tasks[0]!.checks[0]).toMatchObject({ outcome: 'timed-out' });
+    // Said with the command, the limit and the flag that sets it: here the check's own.
+    expect(perCheck.value.tasks[0]!.checks[0]!.reason).toBe('`echo $$ >> "$PROBE_WHERE"; sleep 1000` timed out after 300ms (the limit set by --check-timeout); its whole process group was ended');
+    expect(probeFindings(perCheck.value).information).toContain(`task 0: ${perCheck.value.tasks[0]!.checks[0]!.reason}`);
     expect(perCheck.value.budget.exhausted).toBe(false);
 
     // The whole probe's budget: the hanging check is cut at what is left, the next is not run.
-    const whole = await runProbe(plan, { repo: r.dir, checkTimeoutMs: 600_000, timeoutMs: 300, env: { ...process.env, PROBE_WHERE: where } });
+    const whole = await runProbe(plan, { repo: r.dir, checkTimeoutMs: 600_000, timeoutMs: 300, timeoutFlag: 'plan probe --timeout', env: { ...process.env, PROBE_WHERE: where } });
     if (!whole.ok) throw new Error('probe failed');
     expect(whole.value.tasks[0]!.checks[0]!.outcome).toBe('timed-out');
+    // Cut at what was left of the whole probe's budget: that flag is named.
+    expect(whole.value.tasks[0]!.checks[0]!.reason).toMatch(/^`echo \$\$ >> "\$PROBE_WHERE"; sleep 1000` timed out after \d+ms \(the rest of the 300ms set by plan probe --timeout\); its whole process group was ended$/);
     expect(whole.value.tasks[1]!.checks[0]).toMatchObject({ outcome: 'not-run', reason: expect.stringContaining('budget') });
     expect(whole.value.budget.exhausted).toBe(true);
     await expectSchema('probe', whole.value);

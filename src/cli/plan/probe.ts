@@ -10,7 +10,7 @@ import { formatDuration, oneLine } from '../../core/format.ts';
 import { type ProbeReport, probeFindings, probeHeadline } from '../../core/probe.ts';
 import { decideSandbox, installAdvice, sandboxModeOf } from '../../adapters/sandbox.ts';
 import { describeScratchProblem, runProbe, saveProbe } from '../../run/probe.ts';
-import { DEFAULTS } from '../../run/settings.ts';
+import { DEFAULTS, LIMIT_FLAGS } from '../../run/settings.ts';
 import { table } from '../../ui/table.ts';
 import { type Command, type Io, intArg } from '../command.ts';
 import { CliError, EXIT, type ExitCode, usageError } from '../exit.ts';
@@ -61,7 +61,7 @@ export const probe: Command = {
       if (!sandbox.value.sandboxed && sandbox.value.unavailable !== null) {
         io.err(`plan probe: running without the sandbox: ${sandbox.value.unavailable}. The setup command and the checks run unsandboxed; to sandbox them, ${installAdvice()}`);
       }
-      const probed = await runProbe(plan, { repo, checkTimeoutMs, timeoutMs, env: io.env, signal: controller.signal, registry, sandbox: sandbox.value.sandboxed });
+      const probed = await runProbe(plan, { repo, checkTimeoutMs, timeoutMs, timeoutFlag: LIMIT_FLAGS.planProbe, env: io.env, signal: controller.signal, registry, sandbox: sandbox.value.sandboxed });
       if (!probed.ok) throw new CliError(EXIT.cannotRun, [`plan probe: ${describeScratchProblem(probed.error)}`]);
       const report = probed.value;
       if (controller.signal.aborted) {

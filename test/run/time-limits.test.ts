@@ -1,0 +1,130 @@
+// Every process foreman starts with a time limit, made to hit a short one in a real repository:
+// what the person is told names the command, the limit and the flag that sets it, and says its
+// whole process group was ended. Acceptance checks (a retry's failure), assumption checks (the
+// blocked task, the event), the gate (headless, and the in-session gate process) and the setup
+// command in a worktree. The probe's checks and setup command: test/run/probe.test.ts.
+
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { Git } from '../../src/adapters/git.ts';
+import { decide } from '../../src/core/finalize.ts';
+import { culpritDecision, gateFinishedEvent } from '../../src/core/gate.ts';
+import type { Plan } from '../../src/core/plan.ts';
+import { describeSetupRun } from '../../src/cli/execute.ts';
+import { Isolation, type IsolationOptions, type SetupReport } from '../../src/run/isolation.ts';
+import { gateStatePathFor, serveGate } from '../../src/run/lead-gate.ts';
+import { setupRun } from '../../src/run/setup.ts';
+import { verifyAttempt } from '../../src/run/stages.ts';
+import { afterEachCleanups, tempRepoIn } from '../support/git-repo.ts';
+import { fakeTask, makePlan } from '../support/plans.ts';
+
+const cleanups = afterEachCleanups();
+const repoWith = tempRepoIn(cleanups);
+
+/** A command that runs until it is ended, after printing `bytes` of output. */
+const hangs = (bytes = 0) => `node -e "process.stdout.write('x'.repeat(${bytes})); setTimeout(() => {}, 60000)"`;
+const ended = 'its whole process group was ended';
+
+/** An environment whose worktrees go in a directory of their own, removed after the test. */
+async function worktreesEnv(): Promise<NodeJS.ProcessEnv> {
+  const root = await mkdtemp(join(tmpdir(), 'foreman-limits-'));
+  cleanups.push(() => rm(root, { recursive: true, force: true }));
+  return { ...process.env, FOREMAN_WORKTREES: root };
+}
+
+async function open(repo: string, plan: Plan, options: Partial<IsolationOptions> = {}) {
+  const opened = await Isolation.open(plan, { repo, planPath: join(repo, '.design/plan.json'), env: await worktreesEnv(), sandbox: false, setupTimeoutMs: 60_000, ...options });
+  if (!opened.ok) throw new Error(`open: ${opened.error.stderr}`);
+  cleanups.push(() => opened.value.removeWorktrees());
+  return opened.value;
+}
+
+describe('a time limit hit says what, after how long, which flag, and that the process group was ended', () => {
+  it('an acceptance check: the attempt fails with it, and the retry is told', async () => {
+    const repo = await repoWith({ 'a.txt': 'a\n' });
+    const plan = makePlan([fakeTask('A', { create: ['b.txt'], acceptance: [{ criterion: 'it finishes', check: 'sleep 5' }] })]);
+    const isolation = await open(repo.dir, plan);
+    const prepared = await isolation.prepare(0);
+    if (!prepared.ok) throw new Error(prepared.error);
+    await writeFile(join(prepared.value, 'b.txt'), 'b\n');
+    const verification = await verifyAttempt({ isolation, checkTimeoutMs: 1000 }, plan, 0, { dir: prepared.value });
+    isolation.release(0);
+    expect(verification.acceptance).toMatchObject([{ passed: false, timedOut: true }]);
+    const decision = decide({ task: plan.tasks[0]!, judgement: { kind: 'verify', summary: 'done' }, verification, permissionDenials: [], maxAttempts: 3 });
+    expect(decision.kind).toBe('retry');
+    expect(decision.kind === 'retry' && decision.failure).toBe(`acceptance check failed (it finishes): \`sleep 5\` timed out after 1s (the limit set by --check-timeout); ${ended}`);
+  });
+
+  it('an assumption check: the blocked task and the check\'s output say so first', async () => {
+    const repo = await repoWith({ 'a.txt': 'a\n', '.gitignore': '.design/\n' });
+    const plan = makePlan([fakeTask('A', { create: ['b.txt'], assumptions: [{ claim: 'the service answers', verify: hangs(10_000), severity: 'blocking' }] })]);
+    const env = await worktreesEnv();
+    const setup = await setupRun(plan, {
+      repo: repo.dir,
+      planPath: join(repo.dir, '.design/plan.json'),
+      git: new Git(repo.dir),
+      openIsolation: () => Isolation.open(plan, { repo: repo.dir, planPath: join(repo.dir, '.design/plan.json'), env, sandbox: false, setupTimeoutMs: 60_000 }),
+      checkTimeoutMs: 1000,
+    });
+    if (!setup.ok) throw new Error(setup.error.kind);
+    cleanups.push(() => setup.value.isolation.removeWorktrees());
+    const said = `\`${hangs(10_000)}\` timed out after 1s (the limit set by --check-timeout); ${ended}`;
+    const [checked] = setup.value.assumptions;
+    expect(checked).toMatchObject({ passed: false });
+    // The first line, which the live view's one line and the step's clipped JSON keep.
+    expect(checked!.output.split('\n')[0]).toBe(`${said}:`);
+    expect(setup.value.blocked).toEqual([0]);
+    expect(plan.tasks[0]!.result).toContain(said);
+    // Its output's end is kept too.
+    expect(plan.tasks[0]!.result).toMatch(/x+$/);
+  });
+
+  it('the gate: its output starts with it, and the journal and a culprit\'s retry keep that line past a long output', async () => {
+    const repo = await repoWith({ 'a.txt': 'a\n' });
+    const plan = makePlan([fakeTask('A', { create: ['b.txt'] })]);
+    const isolation = await open(repo.dir, plan);
+    const command = hangs(20_000);
+    const run = await isolation.runGate(plan, { tasks: [], works: [] }, { command, timeoutMs: 1000, sandbox: false });
+    expect(run.passed).toBe(false);
+    const said = `timed out after 1s (the limit set by --gate-timeout); ${ended}`;
+    expect(run.output.split('\n')[0]).toMatch(`\` ${said}:`);
+    expect(gateFinishedEvent([0], { ...run, passed: false }, null).output).toContain(said);
+    expect(culpritDecision(run.output, 0, 3).failure).toContain(said);
+  });
+
+  it('the in-session gate process: the result it leaves for the step says so', async () => {
+    const repo = await repoWith({ 'a.txt': 'a\n' });
+    const plan = makePlan([fakeTask('A', { create: ['b.txt'] })]);
+    const isolation = await open(repo.dir, plan);
+    const planPath = join(repo.dir, '.design/plan.json');
+    await mkdir(dirname(planPath), { recursive: true });
+    await serveGate({ repo: repo.dir, planPath, plan, env: await worktreesEnv(), id: 'limit-1', tip: isolation.tip, tasks: [], command: 'sleep 5', timeoutMs: 1000, sandbox: false });
+    const state = JSON.parse(await readFile(gateStatePathFor(planPath), 'utf8')) as { state: string; passed: boolean; output: string };
+    expect(state).toMatchObject({ state: 'finished', passed: false });
+    expect(state.output.split('\n')[0]).toBe(`\`sleep 5\` timed out after 1s (the limit set by --gate-timeout); ${ended}:`);
+  });
+
+  it('the setup command in a worktree: the attempt cannot start, and the notice of the run says so', async () => {
+    const repo = await repoWith({ 'a.txt': 'a\n' });
+    const plan = makePlan([fakeTask('A', { create: ['b.txt'] })], { context: { setupCommand: 'sleep 5' } });
+    const reports: SetupReport[] = [];
+    const isolation = await open(repo.dir, plan, { setupTimeoutMs: 1000, onSetup: (report) => reports.push(report) });
+    const prepared = await isolation.prepare(0);
+    const said = `\`sleep 5\` timed out after 1s (the limit set by --check-timeout); ${ended}`;
+    expect(prepared).toEqual({ ok: false, error: `in a new worktree, the setup command ${said}` });
+    expect(reports).toHaveLength(1);
+    expect(describeSetupRun(reports[0]!)).toBe(`set up the worktree slot-0: ${said}`);
+  });
+
+  it('the setup command in the in-session gate process\'s worktree: its limit is the gate\'s', async () => {
+    const repo = await repoWith({ 'a.txt': 'a\n' });
+    const plan = makePlan([fakeTask('A', { create: ['b.txt'] })], { context: { setupCommand: 'sleep 5' } });
+    // The run's isolation makes the integration ref the gate process reads.
+    await open(repo.dir, plan);
+    const gate = await open(repo.dir, plan, { role: 'gate', setupTimeoutMs: 1000 });
+    const run = await gate.runGate(plan, { tasks: [], works: [] }, { command: 'true', timeoutMs: 1000, sandbox: false });
+    expect(run).toMatchObject({ passed: false, output: `in a new worktree, the setup command \`sleep 5\` timed out after 1s (the limit set by --gate-timeout); ${ended}` });
+  });
+});
