@@ -28,7 +28,7 @@ export function benchCore(sizes: readonly number[] = CORE_SIZES, opts: { budgetM
   const rows: Row[] = [
     { name: 'parsePlan', note: 'JSON text → validated plan (schema, indices, cycles, paths, overlaps)', bySize: new Map() },
     { name: 'validatePlan', note: 'the same from a parsed object', bySize: new Map() },
-    { name: 'computeOverlaps', note: 'ancestor matrix + a path index (only paths that can intersect are compared)', bySize: new Map() },
+    { name: 'computeOverlaps', note: 'a path index (only paths that can intersect are compared), the ancestry of the tasks sharing a written path', bySize: new Map() },
     { name: 'findCycles', note: 'Tarjan over the whole graph (acyclic here)', bySize: new Map() },
     { name: 'longestRemainingPath', note: 'the scheduling priority', bySize: new Map() },
     { name: 'readySet', note: '40% of the tasks completed', bySize: new Map() },

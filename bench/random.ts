@@ -92,3 +92,18 @@ export function randomDurations(n: number, seed: number, sigma = 0.8): number[] 
   const r = rng(seed ^ 0x9e3779b9);
   return Array.from({ length: n }, () => Math.exp(sigma * gaussian(r)));
 }
+
+/**
+ * A plan at the scale the plan tool must still check quickly: `chain` (task i blocked by i − 1)
+ * or `wide` (no blockers), every task creating a file of its own, so nothing overlaps; with
+ * `shared`, every task also modifies that one file.
+ */
+export function scalePlan(shape: 'chain' | 'wide', n: number, o: { shared?: string } = {}): Plan {
+  const tasks: Task[] = Array.from({ length: n }, (_, i) => ({
+    subject: `task ${i}`,
+    prompt: `Do task ${i}.`,
+    blockedBy: shape === 'chain' && i > 0 ? [i - 1] : [],
+    metadata: { type: 'implementation', files: { create: [`f${i}.txt`], modify: o.shared === undefined ? [] : [o.shared] } },
+  }));
+  return { schemaVersion: 3, goal: `${shape} plan of ${n} tasks`, tasks };
+}

@@ -1,7 +1,7 @@
 // `npm run bench`: foreman's speed, measured here and never asserted in tests. See bench/README.md.
 //
 //   npm run bench                      everything (about a minute and a half on 2 cores)
-//   npm run bench -- --only core       one section: core, schedule, gate, orchestrator, isolation, startup, hook (comma-separated)
+//   npm run bench -- --only core       one section: core, schedule, gate, orchestrator, isolation, startup, hook, scale (comma-separated)
 //   npm run bench -- --quick           smaller sizes and fewer runs, for a quick look
 
 import { cpus } from 'node:os';
@@ -14,8 +14,9 @@ import { benchOrchestrator } from './orchestrator.ts';
 import { SIM_SEEDS, SIM_SIZES, benchSchedule } from './schedule.ts';
 import { benchStartup } from './startup.ts';
 import { benchHook } from './hook.ts';
+import { SCALE_CASES, benchScale } from './scale.ts';
 
-const SECTIONS = ['core', 'schedule', 'gate', 'orchestrator', 'isolation', 'startup', 'hook'] as const;
+const SECTIONS = ['core', 'schedule', 'gate', 'orchestrator', 'isolation', 'startup', 'hook', 'scale'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const { values } = parseArgs({
@@ -29,7 +30,7 @@ const { values } = parseArgs({
 if (values.help) {
   process.stdout.write(
     [
-      'Usage: npm run bench -- [--only core,schedule,gate,orchestrator,isolation,startup,hook] [--quick]',
+      'Usage: npm run bench -- [--only core,schedule,gate,orchestrator,isolation,startup,hook,scale] [--quick]',
       '',
       '  core          the pure core (validation, overlaps, graph functions) on random plans of 200, 1000, 3000 tasks',
       '  schedule      simulated makespans: continuous vs rounds vs the lower bound, P = 2, 4, 8',
@@ -38,6 +39,7 @@ if (values.help) {
       '  isolation     what worktrees, capture, integration and landing cost: 200 instant tasks at concurrency 8 vs bare spawns of the worker',
       '  startup       the plan tool\'s start-up: the built bundle vs the sources under tsx (plan status, plan next on 200 tasks)',
       '  hook          the worker hook of every tool call: p50/p95 with no plan running, for the lead, for a worker\'s Write and Bash',
+      '  scale         plan check on 20,000-task plans (a chain, a wide plan, a random one, a chain sharing one file): wall time and peak memory',
       '  --quick       smaller plans and fewer runs',
       '',
     ].join('\n'),
@@ -84,5 +86,9 @@ if (wanted('startup')) {
 }
 if (wanted('hook')) {
   section('The worker hook, per tool call', await benchHook({ reps: quick ? 15 : 40 }));
+}
+if (wanted('scale')) {
+  const cases = quick ? SCALE_CASES.filter((c) => c.tasks <= 5_000) : SCALE_CASES;
+  section('plan check on very large plans', await benchScale({ reps: quick ? 1 : 3, cases }));
 }
 process.stdout.write(`\n(bench took ${((performance.now() - t0) / 1000).toFixed(1)} s)\n`);

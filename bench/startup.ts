@@ -9,7 +9,7 @@
 
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { repoRoot, tsxLoader } from '../test/support/execute.ts';
 import { tempGitRepo } from '../test/support/git-repo.ts';
 import { writePlan } from '../test/support/plans.ts';
@@ -20,14 +20,14 @@ const bundle = join(repoRoot, 'plugin/dist/plan.mjs');
 const sources = join(repoRoot, 'scripts/plan.ts');
 const smallPlan = join(repoRoot, 'test/plans/valid/realistic.json');
 
-interface Sample {
+export interface Sample {
   wallMs: number;
   cpuMs: number;
   maxRssKb: number;
 }
 
 /** One run of `node <args>` in `cwd`, timed by /usr/bin/time when present (for CPU and memory). */
-function timed(args: string[], cwd: string): Sample {
+export function timed(args: string[], cwd: string): Sample {
   const useTime = existsSync('/usr/bin/time');
   const t0 = performance.now();
   const r = useTime
@@ -40,9 +40,16 @@ function timed(args: string[], cwd: string): Sample {
   return { wallMs, cpuMs: (user! + system!) * 1000, maxRssKb: rss! };
 }
 
-const variants = [
-  { name: 'bundle (node plugin/dist/plan.mjs)', args: (a: string[]) => [bundle, ...a] },
-  { name: 'sources (node --import tsx scripts/plan.ts)', args: (a: string[]) => ['--import', tsxLoader, sources, ...a] },
+/** The median wall time, CPU time and peak memory of `samples`, as table cells. */
+export const medianCells = (samples: readonly Sample[]): string[] => {
+  const mid = (f: (s: Sample) => number) => median(samples.map(f));
+  return [ms(mid((s) => s.wallMs)), ms(mid((s) => s.cpuMs)), `${Math.round(mid((s) => s.maxRssKb) / 1024)} MB`];
+};
+
+/** The plan tool run two ways: a built bundle with plain node, and the sources under tsx. */
+export const planToolRuns = (bundlePath = bundle) => [
+  { name: `bundle (node ${bundlePath.startsWith(repoRoot) ? relative(repoRoot, bundlePath) : bundlePath})`, script: bundlePath, args: (a: string[]) => [bundlePath, ...a] },
+  { name: 'sources (node --import tsx scripts/plan.ts)', script: sources, args: (a: string[]) => ['--import', tsxLoader, sources, ...a] },
 ];
 
 export async function benchStartup(o: { reps?: number } = {}): Promise<string> {
@@ -50,7 +57,7 @@ export async function benchStartup(o: { reps?: number } = {}): Promise<string> {
   const reps = o.reps ?? 7;
   const rows: string[][] = [];
   const plan = benchPlan(200, 0);
-  for (const v of variants) {
+  for (const v of planToolRuns()) {
     progress(`startup: ${v.name}, plan status`);
     const status: Sample[] = [];
     for (let i = 0; i < reps; i++) status.push(timed(v.args(['status', '--plan', smallPlan]), repoRoot));
@@ -68,7 +75,7 @@ export async function benchStartup(o: { reps?: number } = {}): Promise<string> {
       }
     }
     for (const [what, samples] of [['plan status, 8 tasks', status], ['plan next, 200 tasks', next]] as const) {
-      rows.push([what, v.name, ms(median(samples.map((s) => s.wallMs))), ms(median(samples.map((s) => s.cpuMs))), `${Math.round(median(samples.map((s) => s.maxRssKb)) / 1024)} MB`]);
+      rows.push([what, v.name, ...medianCells(samples)]);
     }
   }
   rows.sort((a, b) => a[0]!.localeCompare(b[0]!));

@@ -116,23 +116,64 @@ export function topologicalOrder(deps: Deps): number[] {
   return order;
 }
 
-/** ancestors[i][j] is true when task i transitively depends on task j. Requires an acyclic graph. */
-export function ancestorMatrix(deps: Deps): boolean[][] {
-  const n = deps.length;
-  const anc = deps.map(() => new Array<boolean>(n).fill(false));
-  for (const v of topologicalOrder(deps)) {
-    const row = anc[v]!;
-    for (const d of deps[v]!) {
-      row[d] = true;
-      const dRow = anc[d]!;
-      for (let j = 0; j < n; j++) if (dRow[j]) row[j] = true;
-    }
-  }
-  return anc;
+/** Answers "does task i depend, directly or not, on member m?" for a chosen set of members. */
+export interface Ancestry {
+  dependsOn(task: number, member: number): boolean;
+  /** Neither task depends on the other: they could run at the same time. Both must be members. */
+  unordered(a: number, b: number): boolean;
 }
 
-/** True when neither task reaches the other: they could run at the same time. */
-export const unordered = (ancestors: boolean[][], a: number, b: number): boolean => !ancestors[a]![b] && !ancestors[b]![a];
+/**
+ * What every task depends on among `members`: one bitset over the members per task, filled in
+ * topological order. It takes n × |members| bits, so callers pass only the tasks they will ask
+ * about: a full n × n matrix of a 20,000-task plan is gigabytes. Requires an acyclic graph.
+ */
+export function ancestry(deps: Deps, members: Iterable<number>): Ancestry {
+  const n = deps.length;
+  const order = topologicalOrder(deps);
+  const isMember = new Uint8Array(n);
+  for (const m of members) isMember[m] = 1;
+  // Bits follow the topological order, so a member can only depend on members with lower bits.
+  const bitOf = new Int32Array(n).fill(-1);
+  let count = 0;
+  for (const v of order) if (isMember[v] === 1) bitOf[v] = count++;
+  const words = Math.ceil(count / 32);
+  const bits = new Uint32Array(n * words);
+  if (words > 0) {
+    for (const v of order) {
+      const row = v * words;
+      for (const d of deps[v]!) {
+        const from = d * words;
+        for (let k = 0; k < words; k++) bits[row + k]! |= bits[from + k]!;
+        const bit = bitOf[d]!;
+        if (bit >= 0) bits[row + (bit >>> 5)]! |= 1 << (bit & 31);
+      }
+    }
+  }
+  const bitOfMember = (member: number): number => {
+    const bit = bitOf[member]!;
+    if (bit < 0) throw new Error(`ancestry: task ${member} is not a member`);
+    return bit;
+  };
+  const hasBit = (task: number, bit: number): boolean => ((bits[task * words + (bit >>> 5)]! >>> (bit & 31)) & 1) === 1;
+  return {
+    dependsOn: (task, member) => hasBit(task, bitOfMember(member)),
+    unordered: (a, b) => {
+      const bitA = bitOfMember(a);
+      const bitB = bitOfMember(b);
+      return bitA < bitB ? !hasBit(b, bitA) : !hasBit(a, bitB);
+    },
+  };
+}
+
+/**
+ * ancestors[i][j] is true when task i transitively depends on task j: n² booleans, for small
+ * graphs only (large plans ask `ancestry` about the tasks they need). Requires an acyclic graph.
+ */
+export function ancestorMatrix(deps: Deps): boolean[][] {
+  const all = ancestry(deps, deps.keys());
+  return deps.map((_, i) => deps.map((__, j) => all.dependsOn(i, j)));
+}
 
 /** depth = 1 for a task with no blockers, else 1 + the deepest blocker. Requires an acyclic graph. */
 export function depths(deps: Deps): number[] {
@@ -251,9 +292,8 @@ export function stall(tasks: readonly Task[], running: ReadonlySet<number> = new
   if (pending.length === 0 || readySet(tasks).length > 0) return { kind: 'none' };
   const gates = tasks.flatMap((t, i) => (statusOf(t) === 'awaiting_approval' ? [i] : []));
   if (gates.length > 0) {
-    const deps = depsOf(tasks);
-    const anc = ancestorMatrix(deps);
-    const waitsOnGate = (i: number) => gates.some((g) => anc[i]![g]);
+    const belowGate = ancestry(depsOf(tasks), gates);
+    const waitsOnGate = (i: number) => gates.some((g) => belowGate.dependsOn(i, g));
     if (pending.every(waitsOnGate)) return { kind: 'awaiting_approval', gates, waiting: pending };
   }
   return { kind: 'deadlock', pending };
