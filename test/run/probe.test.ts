@@ -136,12 +136,13 @@ describe('runProbe', () => {
       fakeTask('hangs', { create: ['src/lib.mjs'], acceptance: [check('echo $$ >> "$PROBE_WHERE"; sleep 1000')] }),
       fakeTask('proven', { create: ['src/lib.mjs'], acceptance: [check('node test/lib.test.mjs')] }),
     ]);
-    const perCheck = await runProbe(plan, { repo: r.dir, checkTimeoutMs: 300, timeoutMs: 120_000, timeoutFlag: 'plan probe --timeout', env: { ...process.env, PROBE_WHERE: where } });
+    // Each check's limit is long enough for `node` to start on a loaded machine (the proven check must finish in it).
+    const perCheck = await runProbe(plan, { repo: r.dir, checkTimeoutMs: 3000, timeoutMs: 120_000, timeoutFlag: 'plan probe --timeout', env: { ...process.env, PROBE_WHERE: where } });
     if (!perCheck.ok) throw new Error('probe failed');
     expect(perCheck.value.tasks.map((t) => t.verdict)).toEqual(['undecided', 'proven']);
     expect(perCheck.value.tasks[0]!.checks[0]).toMatchObject({ outcome: 'timed-out' });
     // Said with the command, the limit and the flag that sets it: here the check's own.
-    expect(perCheck.value.tasks[0]!.checks[0]!.reason).toBe('`echo $$ >> "$PROBE_WHERE"; sleep 1000` timed out after 300ms (the limit set by --check-timeout); its whole process group was ended');
+    expect(perCheck.value.tasks[0]!.checks[0]!.reason).toBe('`echo $$ >> "$PROBE_WHERE"; sleep 1000` timed out after 3s (the limit set by --check-timeout); its whole process group was ended');
     expect(probeFindings(perCheck.value).information).toContain(`task 0: ${perCheck.value.tasks[0]!.checks[0]!.reason}`);
     expect(perCheck.value.budget.exhausted).toBe(false);
 
