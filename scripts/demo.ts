@@ -201,4 +201,4 @@ async function writePlanSafely(dir: string): Promise<string> {
   }
 }
 
-await main(() => runCommand('npm run', demoCommand, process.argv.slice(2), processIo()));
+await main(() => runCommand('npm run demo', demoCommand, process.argv.slice(2), processIo()));

@@ -30,8 +30,9 @@ export interface Command {
   run(args: { values: Record<string, string | boolean | string[] | undefined>; positionals: string[] }, io: Io): Promise<ExitCode>;
 }
 
-export function helpText(program: string, command: Command): string {
-  const lines = [`Usage: ${program} ${command.name} ${command.usage}`.trimEnd(), '', command.summary, ''];
+/** `commandLine`: how the person starts this command, e.g. `npx tsx scripts/plan.ts check`. */
+export function helpText(commandLine: string, command: Command): string {
+  const lines = [`Usage: ${commandLine} ${command.usage}`.trimEnd(), '', command.summary, ''];
   for (const p of command.positionals ?? []) lines.push(`  ${p.name.padEnd(24)} ${p.description}`);
   const opts = { ...command.options, help: { type: 'boolean', description: 'show this help' } as OptionSpec };
   for (const [name, spec] of Object.entries(opts)) {
@@ -84,14 +85,15 @@ export async function runProgram(program: string, commands: Command[], argv: str
     io.err(`${program}: unknown command "${name}" (commands: ${commands.filter((c) => c.hidden !== true).map((c) => c.name).join(', ')})`);
     return EXIT.invalid;
   }
-  return runCommand(program, command, rest, io);
+  return runCommand(`${program} ${command.name}`, command, rest, io);
 }
 
-export async function runCommand(program: string, command: Command, argv: string[], io: Io): Promise<ExitCode> {
+/** Run one command; `commandLine` is how the person starts it (`npx tsx scripts/execute.ts`, `… plan check`). */
+export async function runCommand(commandLine: string, command: Command, argv: string[], io: Io): Promise<ExitCode> {
   try {
     const parsed = parseCommandArgs(command, argv);
     if (parsed.values.help) {
-      io.out(helpText(program, command));
+      io.out(helpText(commandLine, command));
       return EXIT.ok;
     }
     const required = (command.positionals ?? []).filter((p) => p.required).length;
@@ -107,7 +109,7 @@ export async function runCommand(program: string, command: Command, argv: string
     }
     // A git command that failed where no step turned it into a value: still git's failure, not ours.
     if (e instanceof GitCommandError) {
-      io.err(`${program}: ${describeGitFailure(failureOf(e))}`);
+      io.err(`${commandLine}: ${describeGitFailure(failureOf(e))}`);
       return EXIT.gitFailed;
     }
     throw e;

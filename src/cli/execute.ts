@@ -1,15 +1,17 @@
-// `npx tsx scripts/execute.ts`: run a plan headless with real `claude -p` workers.
+// `execute`: run a plan headless with real `claude -p` workers.
 
 import { constants } from 'node:fs';
 import { access, realpath, stat } from 'node:fs/promises';
 import { basename, delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { Git } from '../adapters/git.ts';
+import { ownLayout } from '../adapters/layout.ts';
 import { type LockTakeover, acquireLock, currentLockInfo, writePlanAtomic } from '../adapters/plan-store.ts';
 import { ProcessRegistry, describeOrphans, killOrphans, recorded, registryPathFor } from '../adapters/orphans.ts';
 import { killAllWorkers, runWorker } from '../adapters/worker.ts';
 import { type SandboxMode, decideSandbox, installAdvice, sandboxModeOf } from '../adapters/sandbox.ts';
 import { type RunEventBody, type StopReason, skippedEvents } from '../core/events.ts';
 import { newRunId } from '../adapters/journal.ts';
+import { type Layout, approvalHint, commandHint } from '../core/command-hint.ts';
 import { assertNever } from '../core/failure.ts';
 import { plural } from '../core/format.ts';
 import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
@@ -269,6 +271,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
   process.on('SIGHUP', onSignal);
 
   const started = Date.now();
+  const layout = ownLayout();
   let saving = Promise.resolve();
   // Writes are chained so two never race on the temporary file.
   const save = (p: Plan) => (saving = saving.then(() => writePlanAtomic(settings.planPath, p)));
@@ -339,7 +342,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
       }
     }
     const stages = { isolation, checkTimeoutMs: settings.checkTimeoutMs, env: io.env, registry, sandbox: sandboxed };
-    const landing = lander(isolation, { branch, commit: settings.commit, planPath: settings.planPath });
+    const landing = lander(isolation, { branch, commit: settings.commit, planPath: settings.planPath, layout });
     // Integrated work an earlier run could not land (a crash, a blocked landing) lands first.
     const before = await landing.land();
     if (before !== null) emit(before);
@@ -382,6 +385,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     const counts = countByStatus(plan);
     let code = exitCodeFor(result.reason);
     let message = result.message;
+    if (result.reason === 'awaiting_approval') message += ` (${approvalHint('N', layout)}, then run again)`;
     if (!landing.landed) {
       message += `. ${landing.advice()}`;
       if (code === EXIT.ok) code = EXIT.incomplete;
@@ -394,7 +398,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
         message += `; the plan was moved to ${archived}`;
       }
     } else {
-      message += `. The plan keeps its state in ${settings.planPath}: ${resumeAdvice(plan)}`;
+      message += `. The plan keeps its state in ${settings.planPath}: ${resumeAdvice(plan, layout)}`;
     }
     emit({
       type: 'run-finished',
@@ -426,7 +430,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
  * what happened as an event (null when there was nothing to land); `landed` is whether
  * everything integrated so far is in the person's branch (or files).
  */
-function lander(isolation: Isolation, options: { branch: string | null; commit: boolean; planPath: string }) {
+function lander(isolation: Isolation, options: { branch: string | null; commit: boolean; planPath: string; layout: Layout }) {
   let problem: string[] | null = null;
   return {
     get landed(): boolean {
@@ -438,7 +442,7 @@ function lander(isolation: Isolation, options: { branch: string | null; commit: 
       const base = options.commit ? null : await landedBase(options.planPath, isolation.planId);
       const landed = await isolation.land({ branch, mode: options.commit ? 'commit' : 'worktree', ...(base === null ? {} : { base }) });
       if (!landed.ok) {
-        const lines = describeLandingProblem(landed.error, isolation.ref);
+        const lines = describeLandingProblem(landed.error, isolation.ref, options.layout);
         problem = lines;
         return { type: 'notice', level: 'warning', message: `the integrated work could not land: ${lines.join(' ')}` };
       }
@@ -455,13 +459,13 @@ function lander(isolation: Isolation, options: { branch: string | null; commit: 
  * What running again will do. Failed and blocked tasks stay so (and what was skipped because of
  * them stays skipped) until `plan retry N` puts them back to pending: say so, naming them.
  */
-export function resumeAdvice(plan: Plan): string {
+export function resumeAdvice(plan: Plan, layout: Layout): string {
   const stuck = plan.tasks.flatMap((t, i) => (statusOf(t) === 'failed' || statusOf(t) === 'blocked' ? [i] : []));
   const pending = plan.tasks.some((t) => statusOf(t) === 'pending' || statusOf(t) === 'in_progress');
   if (stuck.length === 0) return 'run the same command again to resume';
   const which = stuck.length === 1 ? `task ${stuck[0]} is ${statusOf(plan.tasks[stuck[0]!]!)}` : `tasks ${stuck.join(', ')} are failed or blocked`;
-  const commands = stuck.map((i) => `\`bin/foreman plan retry ${i}\``).join(', ');
-  return `${which}, and running the same command again will not retry ${stuck.length === 1 ? 'it' : 'them'}${pending ? ' (it only resumes the pending tasks)' : ''}. Fix the cause, then put ${stuck.length === 1 ? 'it' : 'them'} back with \`plan retry N\` (${commands}; tasks skipped because of ${stuck.length === 1 ? 'it' : 'them'} come back too) and run the same command again`;
+  const commands = stuck.map((i) => `\`${commandHint('plan', `retry ${i}`, layout)}\``).join(', ');
+  return `${which}, and running the same command again will not retry ${stuck.length === 1 ? 'it' : 'them'}${pending ? ' (it only resumes the pending tasks)' : ''}. Fix the cause, then put ${stuck.length === 1 ? 'it' : 'them'} back with ${commands} (tasks skipped because of ${stuck.length === 1 ? 'it' : 'them'} come back too) and run the same command again`;
 }
 
 /**
@@ -498,7 +502,7 @@ async function probeAtSetup(
     case 'problems': {
       const broken = report.tasks.flatMap((t) => t.checks.filter((c) => c.outcome === 'broken').map((c) => `  task ${t.index}: \`${c.check}\`: ${c.reason ?? 'cannot run'}`));
       if (broken.length > 0) {
-        throw new CliError(EXIT.invalid, [`${plural(broken.length, 'acceptance check')} cannot run, so every attempt of ${broken.length === 1 ? 'its task' : 'their tasks'} would fail; nothing was started. Fix the plan (\`plan probe\` shows the details), or run with --no-probe.${hint}`, ...broken]);
+        throw new CliError(EXIT.invalid, [`${plural(broken.length, 'acceptance check')} cannot run, so every attempt of ${broken.length === 1 ? 'its task' : 'their tasks'} would fail; nothing was started. Fix the plan (\`${commandHint('plan', 'probe', ownLayout())}\` shows the details), or run with --no-probe.${hint}`, ...broken]);
       }
       const vacuous = report.tasks.filter((t) => t.verdict === 'vacuous');
       const lines = vacuous.map((t) => `task ${t.index} (${t.subject}): every acceptance check passes before the work is done, so they prove nothing about it`);

@@ -64,7 +64,7 @@ function interventionCommand(spec: Spec): Command {
       const reason = typeof values.reason === 'string' ? values.reason : '';
       if (spec.needsReason && reason.trim() === '') throw usageError(`${spec.name}: --reason "…" is required (say why; it is recorded in the plan)`);
       const path = planPathFrom(values, io.cwd);
-      const lock = await acquireLock(path, currentLockInfo(`plan.ts ${spec.name} ${index}`));
+      const lock = await acquireLock(path, currentLockInfo(`plan ${spec.name} ${index}`));
       if (!lock.ok) throw new CliError(EXIT.cannotRun, [`${spec.name}: ${lockHeldMessage(lock.error.holder)}`]);
       try {
         const plan = await loadPlan(path);

@@ -1,4 +1,4 @@
-// `plan.ts setup | next | finalize | commit`: the /execute skill's steps (src/run/lead.ts) as
+// `plan setup | next | finalize | commit`: the /execute skill's steps (src/run/lead.ts) as
 // commands. Each takes the run lock while it works (and refuses with exit 3 while a headless run
 // holds it), prints one JSON object on stdout (schemas/<step>.schema.json), and on a problem
 // prints `{"error": {kind, message, details}}` there instead, one line on stderr, and exits 2.
@@ -8,6 +8,8 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Git } from '../../adapters/git.ts';
+import { ownLayout } from '../../adapters/layout.ts';
+import { commandHint } from '../../core/command-hint.ts';
 import { acquireLock, currentLockInfo, readPlanFile } from '../../adapters/plan-store.ts';
 import { type Plan, statusOf } from '../../core/plan.ts';
 import { countByStatus } from '../../core/graph.ts';
@@ -113,9 +115,9 @@ export function stepCommand(spec: StepSpec): Command {
           return EXIT.ok;
         }
         const { repo, planPath, git } = await locate(values, io.cwd);
-        const lock = await acquireLock(planPath, currentLockInfo(`plan.ts ${spec.name}`));
+        const lock = await acquireLock(planPath, currentLockInfo(`plan ${spec.name}`));
         if (!lock.ok) {
-          throw new StepError(EXIT.cannotRun, 'locked', [`${lockHeldMessage(lock.error.holder)}; watch it with \`plan.ts status\``]);
+          throw new StepError(EXIT.cannotRun, 'locked', [`${lockHeldMessage(lock.error.holder)}; watch it with \`${commandHint('plan', 'status', ownLayout())}\``]);
         }
         try {
           const plan = await loadStepPlan(planPath);
@@ -123,7 +125,7 @@ export function stepCommand(spec: StepSpec): Command {
           io.out(JSON.stringify(output));
           const attention = spec.attention?.(output) ?? null;
           if (attention === null) return EXIT.ok;
-          io.err(`plan.ts ${spec.name}: ${attention.line}`);
+          io.err(`plan ${spec.name}: ${attention.line}`);
           return attention.code;
         } finally {
           await lock.value.release();
@@ -133,7 +135,7 @@ export function stepCommand(spec: StepSpec): Command {
         if (!(e instanceof CliError)) throw e;
         const kind = e instanceof StepError ? e.kind : e.code === EXIT.cannotRun ? 'cannot-run' : 'invalid';
         io.out(JSON.stringify({ error: { kind, message: e.lines[0] ?? '', details: e.lines.slice(1) } }));
-        io.err(`plan.ts ${spec.name}: ${e.lines[0] ?? kind}${e.lines.length > 1 ? ` (${e.lines.length - 1} more line${e.lines.length === 2 ? '' : 's'} in the JSON on stdout)` : ''}`);
+        io.err(`plan ${spec.name}: ${e.lines[0] ?? kind}${e.lines.length > 1 ? ` (${e.lines.length - 1} more line${e.lines.length === 2 ? '' : 's'} in the JSON on stdout)` : ''}`);
         return e.code;
       }
     },
@@ -309,7 +311,7 @@ export const commit = stepCommand({
   },
   attention(output) {
     const landing = (output as { landing: { landed: boolean; problem: string[] } }).landing;
-    return landing.landed ? null : { code: EXIT.incomplete, line: `the integrated work could not land: ${landing.problem.join(' ')} Then run plan commit again.` };
+    return landing.landed ? null : { code: EXIT.incomplete, line: `the integrated work could not land: ${landing.problem.join(' ')} Then run \`${commandHint('plan', 'commit', ownLayout())}\` again.` };
   },
 });
 
@@ -341,14 +343,14 @@ export const gate: Command = {
     const tasks = tasksText === '' ? [] : tasksText.split(',').map(Number);
     const timeoutMs = Number(str(values['timeout-ms']));
     if (values.serve !== true || id === undefined || !/^[\w-]+$/.test(id) || tip === undefined || !/^[0-9a-f]{40,64}$/.test(tip) || command === undefined || tasks.some((t) => !Number.isInteger(t) || t < 0) || !Number.isInteger(timeoutMs) || timeoutMs < 1) {
-      io.err('plan.ts gate: internal to plan commit (--serve --id ID --tip COMMIT --tasks N,… --command CMD --timeout-ms MS)');
+      io.err('plan gate: internal to plan commit (--serve --id ID --tip COMMIT --tasks N,… --command CMD --timeout-ms MS)');
       return EXIT.invalid;
     }
     const repo = resolve(io.cwd, str(values.repo) ?? '.');
     const planPath = str(values.plan) !== undefined ? resolve(io.cwd, str(values.plan)!) : join(repo, DEFAULT_PLAN);
     const plan = await loadPlan(planPath).catch(() => null);
     if (plan === null) {
-      io.err(`plan.ts gate: cannot read the plan at ${planPath}`);
+      io.err(`plan gate: cannot read the plan at ${planPath}`);
       return EXIT.invalid;
     }
     await serveGate({ repo, planPath, plan, env: io.env, id, tip, tasks, command, timeoutMs, sandbox: values.sandbox === true });

@@ -44,7 +44,7 @@ export const probe: Command = {
     const repo = await git.root();
 
     // The lock keeps the probe's records in .design/workers.json from clobbering a run's.
-    const lock = await acquireLock(path, currentLockInfo('plan.ts probe'));
+    const lock = await acquireLock(path, currentLockInfo('plan probe'));
     if (!lock.ok) throw new CliError(EXIT.cannotRun, [`${lockHeldMessage(lock.error.holder)}; probe once it has finished`]);
     const controller = new AbortController();
     const onSignal = () => controller.abort();
