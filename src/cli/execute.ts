@@ -31,7 +31,8 @@ import { recordAttempts, verifyAttempt } from '../run/stages.ts';
 import { baselineRefusal } from '../run/lead-gate.ts';
 import { Isolation, type SetupReport, landedBase, recordLandedBase } from '../run/isolation.ts';
 import { setupRun } from '../run/setup.ts';
-import { type Command, type Io, intArg, numberArg } from './command.ts';
+import { type Command, type Io, type Numbers } from './command.ts';
+import { RANGES, parseNumber } from './numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, usageError } from './exit.ts';
 import { loadPlan } from './load.ts';
 import { createReporter } from './reporter.ts';
@@ -47,9 +48,9 @@ export const executeCommand: Command = {
     repo: { type: 'string', valueName: 'DIR', description: 'the repository to work in (default: the current directory)' },
     plan: { type: 'string', valueName: 'FILE', description: 'the plan (default: <repo>/.design/plan.json)' },
     'claude-bin': { type: 'string', valueName: 'PATH', description: 'the Claude Code CLI (default: $CLAUDE_BIN, else `claude` on PATH)' },
-    concurrency: { type: 'string', valueName: 'N', description: `workers at once (default ${DEFAULTS.concurrency})` },
-    'task-timeout': { type: 'string', valueName: 'SECONDS', description: `a worker's time limit; its whole process group is killed (default ${DEFAULTS.taskTimeoutMs / 1000})` },
-    'max-attempts': { type: 'string', valueName: 'N', description: `attempts per task, retries included (default ${DEFAULTS.maxAttempts})` },
+    concurrency: { type: 'string', valueName: 'N', description: `workers at once (default ${DEFAULTS.concurrency})`, range: RANGES.workers },
+    'task-timeout': { type: 'string', valueName: 'SECONDS', description: `a worker's time limit; its whole process group is killed (default ${DEFAULTS.taskTimeoutMs / 1000})`, range: RANGES.timeoutSeconds },
+    'max-attempts': { type: 'string', valueName: 'N', description: `attempts per task, retries included (default ${DEFAULTS.maxAttempts})`, range: RANGES.attempts },
     'permission-mode': { type: 'string', valueName: 'MODE', description: `passed to every worker (default ${DEFAULTS.permissionMode}; one of ${PERMISSION_MODES.join(', ')})` },
     'allowed-tools': {
       type: 'string',
@@ -60,21 +61,21 @@ export const executeCommand: Command = {
     schedule: { type: 'string', valueName: 'POLICY', description: 'continuous: start a task the moment its blockers finish, integrate work as it is verified; rounds: run the ready set as a round, integrate once per round (default continuous)' },
     gate: { type: 'string', valueName: 'CMD', description: "the merge queue's gate: verified work integrates only in stacks this command passes (default: the plan's context.testCommand)" },
     'no-gate': { type: 'boolean', description: 'no gate: verified work integrates as soon as it is verified' },
-    'gate-batch': { type: 'string', valueName: 'N', description: `candidates the gate tests together at most (default ${DEFAULTS.gateBatch})` },
-    'gate-timeout': { type: 'string', valueName: 'SECONDS', description: 'time limit of one gate run; its process group is ended (default: --check-timeout)' },
+    'gate-batch': { type: 'string', valueName: 'N', description: `candidates the gate tests together at most (default ${DEFAULTS.gateBatch})`, range: RANGES.gateBatch },
+    'gate-timeout': { type: 'string', valueName: 'SECONDS', description: 'time limit of one gate run; its process group is ended (default: --check-timeout)', range: RANGES.timeoutSeconds },
     land: { type: 'string', valueName: 'WHEN', description: `end: land integrated work on your branch when the run stops; continuous: also after every integration (default ${DEFAULTS.land})` },
-    'max-cost-usd': { type: 'string', valueName: 'N', description: "stop starting work once the run's cost reaches N dollars" },
-    'task-budget-usd': { type: 'string', valueName: 'N', description: 'per-worker spend cap (--max-budget-usd) for tasks that set no agent.maxBudgetUsd' },
-    'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each acceptance or assumption command (default ${DEFAULTS.checkTimeoutMs / 1000})` },
+    'max-cost-usd': { type: 'string', valueName: 'N', description: "stop starting work once the run's cost reaches N dollars", range: RANGES.dollars },
+    'task-budget-usd': { type: 'string', valueName: 'N', description: 'per-worker spend cap (--max-budget-usd) for tasks that set no agent.maxBudgetUsd', range: RANGES.dollars },
+    'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each acceptance or assumption command (default ${DEFAULTS.checkTimeoutMs / 1000})`, range: RANGES.timeoutSeconds },
     sandbox: { type: 'string', valueName: 'MODE', description: `auto: run checks, the setup command and workers' Bash in the operating-system sandbox where it works, say once when it cannot; on: refuse to run without it (exit 3); off: never (default ${DEFAULTS.sandbox})` },
     'dry-run': { type: 'boolean', description: 'validate, print the rounds and every command the plan would run; start nothing' },
     'no-commit': { type: 'boolean', description: 'land integrated work in your files as uncommitted changes instead of commits on your branch' },
     'no-probe': { type: 'boolean', description: "skip the probe of the pending tasks' acceptance checks at setup" },
     strict: { type: 'boolean', description: 'refuse to run (exit 2) when the probe finds a vacuous task (every check passes before the work)' },
-    'probe-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of the whole probe at setup; each check has --check-timeout (default ${DEFAULTS.probeTimeoutMs / 1000})` },
+    'probe-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of the whole probe at setup; each check has --check-timeout (default ${DEFAULTS.probeTimeoutMs / 1000})`, range: RANGES.timeoutSeconds },
     json: { type: 'boolean', description: 'one JSON event per line on stdout' },
   },
-  run: (args, io) => execute(args.values, io),
+  run: (args, io) => execute(args.values, args.numbers, io),
 };
 
 /** The run's settings (declared once, in `run/settings.ts`) and what only the CLI needs. */
@@ -91,7 +92,7 @@ interface Settings extends RunSettings {
   probeTimeoutMs: number;
 }
 
-function settingsFrom(values: Record<string, unknown>, io: Io): Settings {
+function settingsFrom(values: Record<string, unknown>, numbers: Numbers, io: Io): Settings {
   const str = (key: string) => (typeof values[key] === 'string' ? (values[key] as string) : undefined);
   const repo = resolve(io.cwd, str('repo') ?? '.');
   const permissionMode = str('permission-mode') ?? DEFAULTS.permissionMode;
@@ -105,15 +106,15 @@ function settingsFrom(values: Record<string, unknown>, io: Io): Settings {
   const sandbox = sandboxMode.value;
   const land = (str('land') ?? DEFAULTS.land) as LandPolicy;
   if (!LAND_POLICIES.includes(land)) throw usageError(`--land: "${land}" is not one of ${LAND_POLICIES.join(', ')}`);
-  const checkTimeoutMs = seconds(intArg('--check-timeout', str('check-timeout'), { min: 1 })) ?? DEFAULTS.checkTimeoutMs;
+  const checkTimeoutMs = seconds(numbers['check-timeout']) ?? DEFAULTS.checkTimeoutMs;
   const gateCommand = str('gate');
   if (gateCommand !== undefined && gateCommand.trim() === '') throw usageError('--gate: the command is empty (use --no-gate for no gate)');
   if (gateCommand !== undefined && values['no-gate'] === true) throw usageError('--gate and --no-gate contradict each other: choose one');
   const gateFlags = {
     command: gateCommand,
     off: values['no-gate'] === true,
-    batchSize: intArg('--gate-batch', str('gate-batch'), { min: 1 }) ?? DEFAULTS.gateBatch,
-    timeoutMs: seconds(intArg('--gate-timeout', str('gate-timeout'), { min: 1 })) ?? checkTimeoutMs,
+    batchSize: numbers['gate-batch'] ?? DEFAULTS.gateBatch,
+    timeoutMs: seconds(numbers['gate-timeout']) ?? checkTimeoutMs,
   };
   return {
     gateFlags,
@@ -123,24 +124,24 @@ function settingsFrom(values: Record<string, unknown>, io: Io): Settings {
     repo,
     planPath: resolve(repo, str('plan') ?? '.design/plan.json'),
     claudeBin: str('claude-bin') ?? io.env.CLAUDE_BIN ?? 'claude',
-    concurrency: intArg('--concurrency', str('concurrency'), { min: 1 }) ?? DEFAULTS.concurrency,
-    taskTimeoutMs: seconds(intArg('--task-timeout', str('task-timeout'), { min: 1 })) ?? DEFAULTS.taskTimeoutMs,
-    maxAttempts: intArg('--max-attempts', str('max-attempts'), { min: 1 }) ?? DEFAULTS.maxAttempts,
+    concurrency: numbers.concurrency ?? DEFAULTS.concurrency,
+    taskTimeoutMs: seconds(numbers['task-timeout']) ?? DEFAULTS.taskTimeoutMs,
+    maxAttempts: numbers['max-attempts'] ?? DEFAULTS.maxAttempts,
     permissionMode,
     allowedTools: tools === undefined ? undefined : tools.split(/[\s,]+(?![^(]*\))/).filter(Boolean),
     schedule,
-    maxCostUsd: numberArg('--max-cost-usd', str('max-cost-usd')),
-    taskBudgetUsd: numberArg('--task-budget-usd', str('task-budget-usd')),
+    maxCostUsd: numbers['max-cost-usd'],
+    taskBudgetUsd: numbers['task-budget-usd'],
     checkTimeoutMs,
     // Checked like a flag: a typo must not silently turn the back-off off.
-    backoffMs: intArg('FOREMAN_BACKOFF_MS', io.env.FOREMAN_BACKOFF_MS, { min: 0 }) ?? DEFAULTS.backoffMs,
+    backoffMs: parseNumber('FOREMAN_BACKOFF_MS', io.env.FOREMAN_BACKOFF_MS, RANGES.backoffMs) ?? DEFAULTS.backoffMs,
     maxRequeues: DEFAULTS.maxRequeues,
     dryRun: values['dry-run'] === true,
     commit: values['no-commit'] !== true,
     json: values.json === true,
     probe: values['no-probe'] !== true,
     strict: values.strict === true,
-    probeTimeoutMs: seconds(intArg('--probe-timeout', str('probe-timeout'), { min: 1 })) ?? DEFAULTS.probeTimeoutMs,
+    probeTimeoutMs: seconds(numbers['probe-timeout']) ?? DEFAULTS.probeTimeoutMs,
   };
 }
 
@@ -202,8 +203,8 @@ async function workerRules(plan: Plan, settings: Settings): Promise<WorkerPermis
   return rules.value;
 }
 
-async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCode> {
-  const settings = settingsFrom(values, io);
+async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io): Promise<ExitCode> {
+  const settings = settingsFrom(values, numbers, io);
   let plan = await loadPlan(settings.planPath);
   const testCommand = typeof plan.context?.testCommand === 'string' && plan.context.testCommand.trim() !== '' ? plan.context.testCommand : undefined;
   const gateCommand = settings.gateFlags.off ? undefined : (settings.gateFlags.command ?? testCommand);
