@@ -16,13 +16,12 @@ import { assertNever } from '../core/failure.ts';
 import { plural } from '../core/format.ts';
 import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
 import { describeScratchProblem, runProbe, saveProbe } from '../run/probe.ts';
-import { countByStatus, depsOf, depths, longestRemainingPath } from '../core/graph.ts';
-import { computeOverlaps, overlapSets } from '../core/overlap.ts';
+import { countByStatus } from '../core/graph.ts';
 import { type Plan, emptyUsage, statusOf } from '../core/plan.ts';
 import { describeLandingProblem } from '../core/landing.ts';
 import { gateFinishedEvent } from '../core/gate.ts';
 import { type WorkerPermissions, explicitPermissions, planPermissions } from '../core/scope.ts';
-import { SCHEDULE_POLICIES, type SchedulePolicy, projectedRounds } from '../core/schedule.ts';
+import { SCHEDULE_POLICIES, type SchedulePolicy } from '../core/schedule.ts';
 import { archivePlan } from '../run/archive.ts';
 import { ensurePlanId } from '../run/commit.ts';
 import { runEngine, systemClock } from '../run/engine.ts';
@@ -36,6 +35,7 @@ import { RANGES, parseNumber } from './numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, usageError } from './exit.ts';
 import { loadPlan } from './load.ts';
 import { createReporter } from './reporter.ts';
+import { describeDryRun, dryRunEvents } from './dry-run.ts';
 import { describeSetupProblem } from './setup-problem.ts';
 
 export const PERMISSION_MODES = ['acceptEdits', 'auto', 'bypassPermissions', 'default', 'dontAsk', 'manual', 'plan'];
@@ -161,37 +161,16 @@ async function findExecutable(bin: string, env: NodeJS.ProcessEnv, cwd: string):
   return null;
 }
 
+/** `--dry-run`: what the run would do, as text or (--json) one event per line; nothing starts. */
 function dryRun(plan: Plan, settings: Settings, permissions: WorkerPermissions[], io: Io): ExitCode {
-  const overlaps = overlapSets(computeOverlaps(plan.tasks));
-  const rounds = projectedRounds(plan.tasks, overlaps, longestRemainingPath(depsOf(plan.tasks)));
-  io.out(`Goal: ${plan.goal}`);
-  io.out(`Tasks: ${plan.tasks.length} (max dependency depth ${Math.max(...depths(depsOf(plan.tasks)))}); ${plan.tasks.filter((t) => statusOf(t) === 'pending').length} pending`);
-  io.out(`Workers: up to ${settings.concurrency} at once, ${settings.schedule} scheduling, ${settings.maxAttempts} attempts per task, permission mode ${settings.permissionMode}`);
-  io.out(settings.gate === null ? 'Gate: none (verified work integrates untested together)' : `Gate: \`${settings.gate.command}\` on batches of up to ${settings.gate.batchSize}, ${settings.gate.timeoutMs / 1000} s each; first on the starting commit`);
-  rounds.forEach((groups, r) => {
-    io.out(`Round ${r + 1}:`);
-    groups.forEach((g, k) => {
-      const note = groups.length > 1 && k > 0 ? '  (overlaps the group above: runs after it)' : '';
-      io.out(`  ${g.map((i) => `[${i}] ${plan.tasks[i]!.subject}`).join('  |  ')}${note}`);
-    });
-  });
-  const commands = plan.tasks.flatMap((t, i) => [
-    ...(t.agent?.assumptions ?? []).map((a) => `  task ${i} assumption (${a.severity}): ${a.verify}`),
-    ...(t.agent?.acceptanceCriteria ?? []).map((a) => `  task ${i} acceptance: ${a.check}`),
-  ]);
-  io.out('Commands this plan runs on this machine (with /bin/sh, in the repository):');
-  io.out(commands.length > 0 ? commands.join('\n') : '  (none)');
-  io.out(
-    settings.allowedTools
-      ? `Worker permission rules (--allowed-tools, every task; permission mode ${settings.permissionMode}):`
-      : `Worker permission rules (permission mode ${settings.permissionMode}; anything else is denied in dontAsk mode):`,
-  );
-  permissions.forEach((p, i) => {
-    if (statusOf(plan.tasks[i]!) === 'completed') return;
-    io.out(`  task ${i} allow: ${p.allow.length > 0 ? p.allow.join('  ') : '(nothing)'}`);
-    if (p.deny.length > 0) io.out(`  task ${i} deny:  ${p.deny.join('  ')}`);
-  });
-  io.out('Nothing was started (--dry-run).');
+  const events = dryRunEvents(plan, settings, permissions);
+  if (settings.json) {
+    // Its own id: nothing is journaled under it, it only ties the lines of this dry run together.
+    const envelope = { runId: newRunId(), at: new Date().toISOString() };
+    for (const event of events) io.out(JSON.stringify({ ...event, ...envelope }));
+  } else {
+    io.out(describeDryRun(events, plan).join('\n'));
+  }
   return EXIT.ok;
 }
 

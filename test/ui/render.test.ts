@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import type { Layout } from '../../src/core/command-hint.ts';
-import type { RunEvent } from '../../src/core/events.ts';
+import type { DryRunEvent, RunEvent } from '../../src/core/events.ts';
 import { createLiveView, createPlainView, describeEvent, fitSegments, jsonView, sanitize } from '../../src/ui/render.ts';
 import { LONG_SUBJECT, RUN_ID, T0, ev, recordedRun, usage } from '../support/events.ts';
 
@@ -262,9 +262,10 @@ describe('event schema', () => {
 
   it('has one branch per event type', () => {
     const types = (schema.oneOf as Array<{ properties: { type: { const: string } } }>).map((b) => b.properties.type.const).sort();
-    const all: Record<RunEvent['type'], true> = {
+    const all: Record<RunEvent['type'] | DryRunEvent['type'], true> = {
       'run-started': true, notice: true, 'assumption-checked': true, 'task-started': true, 'task-activity': true, 'task-finished': true,
       'task-skipped': true, 'round-committed': true, 'gate-started': true, 'gate-finished': true, breaker: true, 'budget-reached': true, stalled: true, interrupted: true, 'run-finished': true,
+      'dry-run-plan': true, 'dry-run-command': true, 'dry-run-permissions': true,
     };
     expect(types).toEqual(Object.keys(all).sort());
   });
