@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import type { Layout } from '../../src/core/command-hint.ts';
-import type { DryRunEvent, RunEvent } from '../../src/core/events.ts';
+import type { DryRunEvent, RunEvent, StopReason } from '../../src/core/events.ts';
 import { createLiveView, createPlainView, describeEvent, fitSegments, jsonView, sanitize } from '../../src/ui/render.ts';
 import { LONG_SUBJECT, RUN_ID, T0, ev, recordedRun, usage } from '../support/events.ts';
 
@@ -258,6 +258,16 @@ describe('event schema', () => {
     expect(validate({ type: 'interrupted', runId: RUN_ID, at: '2026-11-22T01:02:03Z', signal: 'SIGINT', extra: 1 })).toBe(false);
     expect(validate({ type: 'interrupted', runId: RUN_ID, at: 'yesterday', signal: 'SIGINT' })).toBe(false);
     expect(validate({ type: 'interrupted', runId: RUN_ID, at: '2026-11-22T01:02:03.456Z', signal: 'SIGINT' })).toBe(true);
+  });
+
+  it('accepts every reason a run stops for', () => {
+    const reasons: Record<StopReason, true> = {
+      'all-done': true, breaker: true, deadlock: true, awaiting_approval: true, budget: true, failures: true, interrupted: true, 'agent-unavailable': true, 'git-failed': true, 'setup-failed': true,
+    };
+    for (const reason of Object.keys(reasons)) {
+      const finished = ev(T0, { type: 'run-finished', outcome: 'incomplete', reason: reason as StopReason, exitCode: 1, counts: {}, usage: usage(0), durationMs: 0, message: '' });
+      expect(validate(finished), `${reason}: ${JSON.stringify(validate.errors)}`).toBe(true);
+    }
   });
 
   it('has one branch per event type', () => {
