@@ -15,7 +15,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { demoPlan, demoScenarios, RETRY_TASK } from '../demo/scenario.ts';
-import { type Command, type Io, intArg, main, processIo, runCommand } from '../src/cli/command.ts';
+import { type Command, type Io, type Numbers, main, processIo, runCommand } from '../src/cli/command.ts';
+import { RANGES } from '../src/cli/numeric-flags.ts';
 import { CliError, EXIT, type ExitCode } from '../src/cli/exit.ts';
 import { formatDuration } from '../src/core/format.ts';
 import { SCHEDULE_POLICIES } from '../src/core/schedule.ts';
@@ -42,10 +43,10 @@ const demoCommand: Command = {
   options: {
     keep: { type: 'boolean', description: 'keep the demo repository and print where it is' },
     fast: { type: 'boolean', description: 'answer every model turn at once (no pauses to watch the live view)' },
-    concurrency: { type: 'string', valueName: 'N', description: 'workers at once (default 4)' },
+    concurrency: { type: 'string', valueName: 'N', description: 'workers at once (default 4)', range: RANGES.workers },
     schedule: { type: 'string', valueName: 'POLICY', description: `passed to execute.ts (one of ${SCHEDULE_POLICIES.join(', ')}; default continuous)` },
   },
-  run: ({ values }, io) => demo(values, io),
+  run: ({ values, numbers }, io) => demo(values, numbers, io),
 };
 
 /** Run a child with our terminal; resolves its exit code (128 + n for a signal). */
@@ -95,10 +96,10 @@ async function writeDemoPlan(dir: string): Promise<string> {
   return path;
 }
 
-async function demo(values: Record<string, unknown>, io: Io): Promise<ExitCode> {
+async function demo(values: Record<string, unknown>, numbers: Numbers, io: Io): Promise<ExitCode> {
   const keep = values.keep === true;
   const pace = { factor: values.fast === true ? 0 : 1 };
-  const concurrency = intArg('--concurrency', typeof values.concurrency === 'string' ? values.concurrency : undefined, { min: 1 });
+  const concurrency = numbers.concurrency;
   const schedule = typeof values.schedule === 'string' ? values.schedule : undefined;
   if (schedule !== undefined && !(SCHEDULE_POLICIES as readonly string[]).includes(schedule)) {
     throw new CliError(EXIT.invalid, [`--schedule: "${schedule}" is not one of ${SCHEDULE_POLICIES.join(', ')}`]);
@@ -201,4 +202,4 @@ async function writePlanSafely(dir: string): Promise<string> {
   }
 }
 
-await main(() => runCommand('npm run', demoCommand, process.argv.slice(2), processIo()));
+await main(() => runCommand('npm run demo', demoCommand, process.argv.slice(2), processIo()));

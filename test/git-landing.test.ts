@@ -156,7 +156,7 @@ describe('land, commit mode', () => {
     expect(landed).toEqual({ ok: false, error: { kind: 'local-changes', paths: [{ path: 'edit.txt', why: 'modified' }] } });
     expect(await snapshot(r)).toEqual(before);
     expect(has(r, '.design/landing.json')).toBe(false);
-    if (!landed.ok) expect(describeLandingProblem(landed.error, 'refs/foreman/p')[0]).toContain('edit.txt (modified)');
+    if (!landed.ok) expect(describeLandingProblem(landed.error, 'refs/foreman/p', { kind: 'checkout' })[0]).toContain('edit.txt (modified)');
   });
 
   it('lists every blocking path: staged, deleted, and an executable bit the person set', async () => {
@@ -319,7 +319,7 @@ describe('land, commit mode', () => {
     expect(landed.ok).toBe(false);
     if (!landed.ok) {
       expect(landed.error.kind).toBe('git-failed');
-      expect(describeLandingProblem(landed.error, 'refs/foreman/p').join('\n')).toMatch(/index\.lock/);
+      expect(describeLandingProblem(landed.error, 'refs/foreman/p', { kind: 'checkout' }).join('\n')).toMatch(/index\.lock/);
     }
     await unlink(lock);
     expect(await snapshot(r)).toEqual(before);

@@ -8,6 +8,7 @@
 import { createRequire } from 'node:module';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Layout } from '../core/command-hint.ts';
 
 // Replaced by `true` in the bundle (esbuild's `define`); never declared in a checkout.
 declare const FOREMAN_BUNDLE: boolean | undefined;
@@ -24,6 +25,9 @@ function ownRoot(): string {
 
 /** foreman's launcher in this layout: the plugin's bin/foreman, or the checkout's. */
 export const ownLauncherPath = (): string => join(ownRoot(), 'bin', 'foreman');
+
+/** How a person runs this copy of foreman: for the commands its messages name (core/command-hint.ts). */
+export const ownLayout = (): Layout => (bundled ? { kind: 'plugin', launcher: ownLauncherPath() } : { kind: 'checkout' });
 
 /** The sandbox runtime's command-line entry point (`srt`), run with `node`. */
 export const sandboxCliPath = (): string =>

@@ -15,6 +15,7 @@ import { link, mkdir, open, readFile, realpath, rename, rmdir, stat, unlink } fr
 import os from 'node:os';
 import path from 'node:path';
 import { assertNever, err, ok, type Result } from '../core/failure.ts';
+import { type Layout, commandHint } from '../core/command-hint.ts';
 import { compactTimestamp } from '../core/format.ts';
 import type { Plan } from '../core/plan.ts';
 import { processStartTime, sameProcessAlive } from './processes.ts';
@@ -114,8 +115,8 @@ const editedPathFor = (planPath: string, stamp: string, n: number): string =>
   path.join(path.dirname(planPath), `${path.basename(planPath, '.json')}.edited-${stamp}${n === 1 ? '' : `-${n}`}.json`);
 
 /** What the person is told when their edit to the plan file, made while a run held it, was kept aside. */
-export const describeKeptEdit = (planPath: string, kept: string): string =>
-  `${planPath} was changed while this run holds it: the run did not take the change in, and kept it, byte for byte, in ${kept}. To use it, stop the run (\`plan drain\` lets it finish what is running; Ctrl-C stops it now), copy ${kept} over ${planPath}, and run again: the resumed run finds the work already integrated on its ref`;
+export const describeKeptEdit = (planPath: string, kept: string, layout: Layout): string =>
+  `${planPath} was changed while this run holds it: the run did not take the change in, and kept it, byte for byte, in ${kept}. To use it, stop the run (\`${commandHint('plan', 'drain', layout)}\` lets it finish what is running; Ctrl-C stops it now), copy ${kept} over ${planPath}, and run again: the resumed run finds the work already integrated on its ref`;
 
 /**
  * The plan file as a run holding its lock keeps it. The run writes the plan after every change;

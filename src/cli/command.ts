@@ -1,12 +1,30 @@
 // A small command framework over node:util parseArgs: every subcommand declares its options and
-// help text; parsing errors become usage errors (exit 2), never stack traces.
+// help text; parsing errors become usage errors (exit 2), never stack traces. Numeric options and
+// positionals declare their range, and are checked here, before the command runs.
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { GitCommandError } from '../adapters/git.ts';
 import { describeGitFailure, failureOf } from '../core/git-text.ts';
 import { CliError, EXIT, type ExitCode, usageError } from './exit.ts';
+import { type NumberRange, describeRange, parseNumber } from './numeric-flags.ts';
 
-export type OptionSpec = NonNullable<ParseArgsConfig['options']>[string] & { description: string; valueName?: string };
+export type OptionSpec = NonNullable<ParseArgsConfig['options']>[string] & {
+  description: string;
+  valueName?: string;
+  /** A number in this range: checked before the command runs, and given to it in `numbers`. */
+  range?: NumberRange;
+};
+
+export interface PositionalSpec {
+  name: string;
+  description: string;
+  required: boolean;
+  /** As for an option: checked, and given in `numbers` under `name`. */
+  range?: NumberRange;
+}
+
+/** The numeric options and positionals given, checked and parsed, by name (without `--`). */
+export type Numbers = Readonly<Record<string, number | undefined>>;
 
 export interface Io {
   out: (text: string) => void;
@@ -26,17 +44,21 @@ export interface Command {
   /** Not listed in the help: run by foreman itself (`plan gate --serve`). */
   hidden?: boolean;
   /** Words after the command, e.g. a task index. */
-  positionals?: { name: string; description: string; required: boolean }[];
-  run(args: { values: Record<string, string | boolean | string[] | undefined>; positionals: string[] }, io: Io): Promise<ExitCode>;
+  positionals?: PositionalSpec[];
+  /** How it says a problem with its arguments found before it runs (default: the lines on stderr). */
+  reportUsageError?(error: CliError, io: Io): void;
+  run(args: { values: Record<string, string | boolean | string[] | undefined>; positionals: string[]; numbers: Numbers }, io: Io): Promise<ExitCode>;
 }
 
-export function helpText(program: string, command: Command): string {
-  const lines = [`Usage: ${program} ${command.name} ${command.usage}`.trimEnd(), '', command.summary, ''];
-  for (const p of command.positionals ?? []) lines.push(`  ${p.name.padEnd(24)} ${p.description}`);
+/** `commandLine`: how the person starts this command, e.g. `npx tsx scripts/plan.ts check`. */
+export function helpText(commandLine: string, command: Command): string {
+  const lines = [`Usage: ${commandLine} ${command.usage}`.trimEnd(), '', command.summary, ''];
+  const withRange = (spec: { description: string; range?: NumberRange }) => (spec.range ? `${spec.description}; ${describeRange(spec.range)}` : spec.description);
+  for (const p of command.positionals ?? []) lines.push(`  ${p.name.padEnd(24)} ${withRange(p)}`);
   const opts = { ...command.options, help: { type: 'boolean', description: 'show this help' } as OptionSpec };
   for (const [name, spec] of Object.entries(opts)) {
     const flag = `--${name}${spec.type === 'string' ? ` ${spec.valueName ?? 'VALUE'}` : ''}`;
-    lines.push(`  ${flag.padEnd(24)} ${spec.description}`);
+    lines.push(`  ${flag.padEnd(24)} ${withRange(spec)}`);
   }
   return lines.join('\n');
 }
@@ -45,29 +67,62 @@ export function parseCommandArgs(command: Command, argv: string[]) {
   const options: Record<string, OptionSpec> = { ...command.options, help: { type: 'boolean', description: 'show this help' } };
   const config = Object.fromEntries(
     Object.entries(options).map(([k, v]) => {
-      const { description: _d, valueName: _v, ...spec } = v;
+      const { description: _d, valueName: _v, range: _r, ...spec } = v;
       return [k, spec];
     }),
   ) as NonNullable<ParseArgsConfig['options']>;
   try {
-    return parseArgs({ args: argv, options: config, allowPositionals: true, strict: true });
+    return parseArgs({ args: negativeNumbersAsValues(argv, config), options: config, allowPositionals: true, strict: true });
   } catch (e) {
     throw usageError(`${command.name}: ${(e as Error).message.split('\n')[0]} (see --help)`);
   }
 }
 
-/** Parse a non-negative integer flag or positional, or fail with a usage error naming it. */
-export function intArg(name: string, raw: string | undefined, { min = 0 }: { min?: number } = {}): number | undefined {
-  if (raw === undefined) return undefined;
-  if (!/^\d+$/.test(raw) || Number(raw) < min) throw usageError(`${name}: expected an integer ≥ ${min}, got "${raw}"`);
-  return Number(raw);
+/** `-1`, `-0.5`, `-.5`: parseArgs would take it for an option; it is a (bad) number. */
+const NEGATIVE_NUMBER = /^-\.?\d/;
+
+/**
+ * parseArgs reads `--concurrency -1` as a flag without its value ("argument is ambiguous") and
+ * `retry -1` as an unknown option `-1`. Both are numbers that belong to the range check: the
+ * value is joined to its flag (`--concurrency=-1`) and positionals go after `--`, in order.
+ */
+function negativeNumbersAsValues(argv: readonly string[], options: NonNullable<ParseArgsConfig['options']>): string[] {
+  if (!argv.some((token) => NEGATIVE_NUMBER.test(token))) return [...argv];
+  const flags: string[] = [];
+  const positionals: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const token = argv[i]!;
+    if (token === '--') {
+      positionals.push(...argv.slice(i + 1));
+      break;
+    }
+    if (NEGATIVE_NUMBER.test(token) || !token.startsWith('-')) {
+      positionals.push(token);
+      continue;
+    }
+    const takesValue = token.startsWith('--') && !token.includes('=') && options[token.slice(2)]?.type === 'string';
+    const value = argv[i + 1];
+    if (takesValue && value !== undefined && (NEGATIVE_NUMBER.test(value) || !value.startsWith('-'))) {
+      flags.push(`${token}=${value}`);
+      i++;
+    } else {
+      flags.push(token);
+    }
+  }
+  return positionals.length > 0 ? [...flags, '--', ...positionals] : flags;
 }
 
-export function numberArg(name: string, raw: string | undefined): number | undefined {
-  if (raw === undefined) return undefined;
-  const n = Number(raw);
-  if (raw.trim() === '' || !Number.isFinite(n) || n <= 0) throw usageError(`${name}: expected a positive number, got "${raw}"`);
-  return n;
+/** Every numeric option and positional given, checked against its range (a usage error naming it). */
+function numbersOf(command: Command, parsed: { values: Record<string, unknown>; positionals: string[] }): Numbers {
+  const numbers: Record<string, number | undefined> = {};
+  for (const [name, spec] of Object.entries(command.options)) {
+    const raw = parsed.values[name];
+    if (spec.range && typeof raw === 'string') numbers[name] = parseNumber(`--${name}`, raw, spec.range);
+  }
+  (command.positionals ?? []).forEach((spec, i) => {
+    if (spec.range) numbers[spec.name] = parseNumber(`${command.name} ${spec.name} (${spec.description})`, parsed.positionals[i], spec.range);
+  });
+  return numbers;
 }
 
 /** Run a program of subcommands; returns the exit code. */
@@ -84,14 +139,16 @@ export async function runProgram(program: string, commands: Command[], argv: str
     io.err(`${program}: unknown command "${name}" (commands: ${commands.filter((c) => c.hidden !== true).map((c) => c.name).join(', ')})`);
     return EXIT.invalid;
   }
-  return runCommand(program, command, rest, io);
+  return runCommand(`${program} ${command.name}`, command, rest, io);
 }
 
-export async function runCommand(program: string, command: Command, argv: string[], io: Io): Promise<ExitCode> {
+/** Run one command; `commandLine` is how the person starts it (`npx tsx scripts/execute.ts`, `… plan check`). */
+export async function runCommand(commandLine: string, command: Command, argv: string[], io: Io): Promise<ExitCode> {
+  let args: Parameters<Command['run']>[0];
   try {
     const parsed = parseCommandArgs(command, argv);
     if (parsed.values.help) {
-      io.out(helpText(program, command));
+      io.out(helpText(commandLine, command));
       return EXIT.ok;
     }
     const required = (command.positionals ?? []).filter((p) => p.required).length;
@@ -99,7 +156,15 @@ export async function runCommand(program: string, command: Command, argv: string
     if (parsed.positionals.length < required || parsed.positionals.length > allowed) {
       throw usageError(`${command.name}: expected ${allowed === 0 ? 'no arguments' : (command.positionals ?? []).map((p) => p.name).join(' ')}, got ${parsed.positionals.length === 0 ? 'none' : parsed.positionals.join(' ')} (see --help)`);
     }
-    return await command.run(parsed as never, io);
+    args = { ...parsed, numbers: numbersOf(command, parsed) } as never;
+  } catch (e) {
+    if (!(e instanceof CliError)) throw e;
+    if (command.reportUsageError) command.reportUsageError(e, io);
+    else for (const line of e.lines) io.err(line);
+    return e.code;
+  }
+  try {
+    return await command.run(args, io);
   } catch (e) {
     if (e instanceof CliError) {
       for (const line of e.lines) io.err(line);
@@ -107,7 +172,7 @@ export async function runCommand(program: string, command: Command, argv: string
     }
     // A git command that failed where no step turned it into a value: still git's failure, not ours.
     if (e instanceof GitCommandError) {
-      io.err(`${program}: ${describeGitFailure(failureOf(e))}`);
+      io.err(`${commandLine}: ${describeGitFailure(failureOf(e))}`);
       return EXIT.gitFailed;
     }
     throw e;

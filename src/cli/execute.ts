@@ -1,27 +1,28 @@
-// `npx tsx scripts/execute.ts`: run a plan headless with real `claude -p` workers.
+// `execute`: run a plan headless with real `claude -p` workers.
 
 import { constants } from 'node:fs';
 import { access, realpath, stat } from 'node:fs/promises';
 import { basename, delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { Git } from '../adapters/git.ts';
+import { ownLayout } from '../adapters/layout.ts';
 import { type LockTakeover, PlanKeeper, acquireLock, currentLockInfo, describeKeptEdit } from '../adapters/plan-store.ts';
 import { ProcessRegistry, describeOrphans, killOrphans, recorded, registryPathFor } from '../adapters/orphans.ts';
 import { killAllWorkers, runWorker } from '../adapters/worker.ts';
 import { type SandboxMode, decideSandbox, installAdvice, sandboxModeOf } from '../adapters/sandbox.ts';
 import { type RunEventBody, type StopReason, skippedEvents } from '../core/events.ts';
 import { newRunId } from '../adapters/journal.ts';
+import { type Layout, approvalHint, commandHint } from '../core/command-hint.ts';
 import { assertNever } from '../core/failure.ts';
 import { plural } from '../core/format.ts';
 import { describeTimeLimitHit } from '../core/time-limit.ts';
 import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
 import { describeScratchProblem, runProbe, saveProbe } from '../run/probe.ts';
-import { countByStatus, depsOf, depths, longestRemainingPath } from '../core/graph.ts';
-import { computeOverlaps, overlapSets } from '../core/overlap.ts';
+import { countByStatus } from '../core/graph.ts';
 import { type Plan, emptyUsage, statusOf } from '../core/plan.ts';
 import { describeLandingProblem } from '../core/landing.ts';
 import { gateFinishedEvent } from '../core/gate.ts';
 import { type WorkerPermissions, explicitPermissions, planPermissions } from '../core/scope.ts';
-import { SCHEDULE_POLICIES, type SchedulePolicy, projectedRounds } from '../core/schedule.ts';
+import { SCHEDULE_POLICIES, type SchedulePolicy } from '../core/schedule.ts';
 import { archivePlan } from '../run/archive.ts';
 import { ensurePlanId } from '../run/commit.ts';
 import { runEngine, systemClock } from '../run/engine.ts';
@@ -30,10 +31,12 @@ import { recordAttempts, verifyAttempt } from '../run/stages.ts';
 import { baselineRefusal } from '../run/lead-gate.ts';
 import { Isolation, type SetupReport, landedBase, recordLandedBase } from '../run/isolation.ts';
 import { setupRun } from '../run/setup.ts';
-import { type Command, type Io, intArg, numberArg } from './command.ts';
+import { type Command, type Io, type Numbers } from './command.ts';
+import { RANGES, parseNumber } from './numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, usageError } from './exit.ts';
 import { loadPlanFile } from './load.ts';
 import { createReporter } from './reporter.ts';
+import { describeDryRun, dryRunEvents } from './dry-run.ts';
 import { describeSetupProblem } from './setup-problem.ts';
 
 export const PERMISSION_MODES = ['acceptEdits', 'auto', 'bypassPermissions', 'default', 'dontAsk', 'manual', 'plan'];
@@ -46,9 +49,9 @@ export const executeCommand: Command = {
     repo: { type: 'string', valueName: 'DIR', description: 'the repository to work in (default: the current directory)' },
     plan: { type: 'string', valueName: 'FILE', description: 'the plan (default: <repo>/.design/plan.json)' },
     'claude-bin': { type: 'string', valueName: 'PATH', description: 'the Claude Code CLI (default: $CLAUDE_BIN, else `claude` on PATH)' },
-    concurrency: { type: 'string', valueName: 'N', description: `workers at once (default ${DEFAULTS.concurrency})` },
-    'task-timeout': { type: 'string', valueName: 'SECONDS', description: `a worker's time limit; its whole process group is killed (default ${DEFAULTS.taskTimeoutMs / 1000})` },
-    'max-attempts': { type: 'string', valueName: 'N', description: `attempts per task, retries included (default ${DEFAULTS.maxAttempts})` },
+    concurrency: { type: 'string', valueName: 'N', description: `workers at once (default ${DEFAULTS.concurrency})`, range: RANGES.workers },
+    'task-timeout': { type: 'string', valueName: 'SECONDS', description: `a worker's time limit; its whole process group is killed (default ${DEFAULTS.taskTimeoutMs / 1000})`, range: RANGES.timeoutSeconds },
+    'max-attempts': { type: 'string', valueName: 'N', description: `attempts per task, retries included (default ${DEFAULTS.maxAttempts})`, range: RANGES.attempts },
     'permission-mode': { type: 'string', valueName: 'MODE', description: `passed to every worker (default ${DEFAULTS.permissionMode}; one of ${PERMISSION_MODES.join(', ')})` },
     'allowed-tools': {
       type: 'string',
@@ -59,21 +62,21 @@ export const executeCommand: Command = {
     schedule: { type: 'string', valueName: 'POLICY', description: 'continuous: start a task the moment its blockers finish, integrate work as it is verified; rounds: run the ready set as a round, integrate once per round (default continuous)' },
     gate: { type: 'string', valueName: 'CMD', description: "the merge queue's gate: verified work integrates only in stacks this command passes (default: the plan's context.testCommand)" },
     'no-gate': { type: 'boolean', description: 'no gate: verified work integrates as soon as it is verified' },
-    'gate-batch': { type: 'string', valueName: 'N', description: `candidates the gate tests together at most (default ${DEFAULTS.gateBatch})` },
-    'gate-timeout': { type: 'string', valueName: 'SECONDS', description: 'time limit of one gate run; its process group is ended (default: --check-timeout)' },
+    'gate-batch': { type: 'string', valueName: 'N', description: `candidates the gate tests together at most (default ${DEFAULTS.gateBatch})`, range: RANGES.gateBatch },
+    'gate-timeout': { type: 'string', valueName: 'SECONDS', description: 'time limit of one gate run; its process group is ended (default: --check-timeout)', range: RANGES.timeoutSeconds },
     land: { type: 'string', valueName: 'WHEN', description: `end: land integrated work on your branch when the run stops; continuous: also after every integration (default ${DEFAULTS.land})` },
-    'max-cost-usd': { type: 'string', valueName: 'N', description: "stop starting work once the run's cost reaches N dollars" },
-    'task-budget-usd': { type: 'string', valueName: 'N', description: 'per-worker spend cap (--max-budget-usd) for tasks that set no agent.maxBudgetUsd' },
-    'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each acceptance or assumption command, and of the setup command in a worktree; its process group is ended (default ${DEFAULTS.checkTimeoutMs / 1000})` },
+    'max-cost-usd': { type: 'string', valueName: 'N', description: "stop starting work once the run's cost reaches N dollars", range: RANGES.dollars },
+    'task-budget-usd': { type: 'string', valueName: 'N', description: 'per-worker spend cap (--max-budget-usd) for tasks that set no agent.maxBudgetUsd', range: RANGES.dollars },
+    'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each acceptance or assumption command, and of the setup command in a worktree; its process group is ended (default ${DEFAULTS.checkTimeoutMs / 1000})`, range: RANGES.timeoutSeconds },
     sandbox: { type: 'string', valueName: 'MODE', description: `auto: run checks, the setup command and workers' Bash in the operating-system sandbox where it works, say once when it cannot; on: refuse to run without it (exit 3); off: never (default ${DEFAULTS.sandbox})` },
-    'dry-run': { type: 'boolean', description: 'validate, print the rounds and every command the plan would run; start nothing' },
+    'dry-run': { type: 'boolean', description: "validate, print the settings, the rounds, every command the plan would run and the permission rules of each task it would start (with --json: as events); start nothing" },
     'no-commit': { type: 'boolean', description: 'land integrated work in your files as uncommitted changes instead of commits on your branch' },
     'no-probe': { type: 'boolean', description: "skip the probe of the pending tasks' acceptance checks at setup" },
     strict: { type: 'boolean', description: 'refuse to run (exit 2) when the probe finds a vacuous task (every check passes before the work)' },
-    'probe-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of the whole probe at setup, its setup command included; each check has --check-timeout (default ${DEFAULTS.probeTimeoutMs / 1000})` },
-    json: { type: 'boolean', description: 'one JSON event per line on stdout' },
+    'probe-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of the whole probe at setup, its setup command included; each check has --check-timeout (default ${DEFAULTS.probeTimeoutMs / 1000})`, range: RANGES.timeoutSeconds },
+    json: { type: 'boolean', description: 'one JSON event per line on stdout (with --dry-run too)' },
   },
-  run: (args, io) => execute(args.values, io),
+  run: (args, io) => execute(args.values, args.numbers, io),
 };
 
 /** The run's settings (declared once, in `run/settings.ts`) and what only the CLI needs. */
@@ -90,7 +93,7 @@ interface Settings extends RunSettings {
   probeTimeoutMs: number;
 }
 
-function settingsFrom(values: Record<string, unknown>, io: Io): Settings {
+function settingsFrom(values: Record<string, unknown>, numbers: Numbers, io: Io): Settings {
   const str = (key: string) => (typeof values[key] === 'string' ? (values[key] as string) : undefined);
   const repo = resolve(io.cwd, str('repo') ?? '.');
   const permissionMode = str('permission-mode') ?? DEFAULTS.permissionMode;
@@ -104,15 +107,15 @@ function settingsFrom(values: Record<string, unknown>, io: Io): Settings {
   const sandbox = sandboxMode.value;
   const land = (str('land') ?? DEFAULTS.land) as LandPolicy;
   if (!LAND_POLICIES.includes(land)) throw usageError(`--land: "${land}" is not one of ${LAND_POLICIES.join(', ')}`);
-  const checkTimeoutMs = seconds(intArg('--check-timeout', str('check-timeout'), { min: 1 })) ?? DEFAULTS.checkTimeoutMs;
+  const checkTimeoutMs = seconds(numbers['check-timeout']) ?? DEFAULTS.checkTimeoutMs;
   const gateCommand = str('gate');
   if (gateCommand !== undefined && gateCommand.trim() === '') throw usageError('--gate: the command is empty (use --no-gate for no gate)');
   if (gateCommand !== undefined && values['no-gate'] === true) throw usageError('--gate and --no-gate contradict each other: choose one');
   const gateFlags = {
     command: gateCommand,
     off: values['no-gate'] === true,
-    batchSize: intArg('--gate-batch', str('gate-batch'), { min: 1 }) ?? DEFAULTS.gateBatch,
-    timeoutMs: seconds(intArg('--gate-timeout', str('gate-timeout'), { min: 1 })) ?? checkTimeoutMs,
+    batchSize: numbers['gate-batch'] ?? DEFAULTS.gateBatch,
+    timeoutMs: seconds(numbers['gate-timeout']) ?? checkTimeoutMs,
   };
   return {
     gateFlags,
@@ -122,24 +125,24 @@ function settingsFrom(values: Record<string, unknown>, io: Io): Settings {
     repo,
     planPath: resolve(repo, str('plan') ?? '.design/plan.json'),
     claudeBin: str('claude-bin') ?? io.env.CLAUDE_BIN ?? 'claude',
-    concurrency: intArg('--concurrency', str('concurrency'), { min: 1 }) ?? DEFAULTS.concurrency,
-    taskTimeoutMs: seconds(intArg('--task-timeout', str('task-timeout'), { min: 1 })) ?? DEFAULTS.taskTimeoutMs,
-    maxAttempts: intArg('--max-attempts', str('max-attempts'), { min: 1 }) ?? DEFAULTS.maxAttempts,
+    concurrency: numbers.concurrency ?? DEFAULTS.concurrency,
+    taskTimeoutMs: seconds(numbers['task-timeout']) ?? DEFAULTS.taskTimeoutMs,
+    maxAttempts: numbers['max-attempts'] ?? DEFAULTS.maxAttempts,
     permissionMode,
     allowedTools: tools === undefined ? undefined : tools.split(/[\s,]+(?![^(]*\))/).filter(Boolean),
     schedule,
-    maxCostUsd: numberArg('--max-cost-usd', str('max-cost-usd')),
-    taskBudgetUsd: numberArg('--task-budget-usd', str('task-budget-usd')),
+    maxCostUsd: numbers['max-cost-usd'],
+    taskBudgetUsd: numbers['task-budget-usd'],
     checkTimeoutMs,
     // Checked like a flag: a typo must not silently turn the back-off off.
-    backoffMs: intArg('FOREMAN_BACKOFF_MS', io.env.FOREMAN_BACKOFF_MS, { min: 0 }) ?? DEFAULTS.backoffMs,
+    backoffMs: parseNumber('FOREMAN_BACKOFF_MS', io.env.FOREMAN_BACKOFF_MS, RANGES.backoffMs) ?? DEFAULTS.backoffMs,
     maxRequeues: DEFAULTS.maxRequeues,
     dryRun: values['dry-run'] === true,
     commit: values['no-commit'] !== true,
     json: values.json === true,
     probe: values['no-probe'] !== true,
     strict: values.strict === true,
-    probeTimeoutMs: seconds(intArg('--probe-timeout', str('probe-timeout'), { min: 1 })) ?? DEFAULTS.probeTimeoutMs,
+    probeTimeoutMs: seconds(numbers['probe-timeout']) ?? DEFAULTS.probeTimeoutMs,
   };
 }
 
@@ -159,37 +162,16 @@ async function findExecutable(bin: string, env: NodeJS.ProcessEnv, cwd: string):
   return null;
 }
 
+/** `--dry-run`: what the run would do, as text or (--json) one event per line; nothing starts. */
 function dryRun(plan: Plan, settings: Settings, permissions: WorkerPermissions[], io: Io): ExitCode {
-  const overlaps = overlapSets(computeOverlaps(plan.tasks));
-  const rounds = projectedRounds(plan.tasks, overlaps, longestRemainingPath(depsOf(plan.tasks)));
-  io.out(`Goal: ${plan.goal}`);
-  io.out(`Tasks: ${plan.tasks.length} (max dependency depth ${Math.max(...depths(depsOf(plan.tasks)))}); ${plan.tasks.filter((t) => statusOf(t) === 'pending').length} pending`);
-  io.out(`Workers: up to ${settings.concurrency} at once, ${settings.schedule} scheduling, ${settings.maxAttempts} attempts per task, permission mode ${settings.permissionMode}`);
-  io.out(settings.gate === null ? 'Gate: none (verified work integrates untested together)' : `Gate: \`${settings.gate.command}\` on batches of up to ${settings.gate.batchSize}, ${settings.gate.timeoutMs / 1000} s each; first on the starting commit`);
-  rounds.forEach((groups, r) => {
-    io.out(`Round ${r + 1}:`);
-    groups.forEach((g, k) => {
-      const note = groups.length > 1 && k > 0 ? '  (overlaps the group above: runs after it)' : '';
-      io.out(`  ${g.map((i) => `[${i}] ${plan.tasks[i]!.subject}`).join('  |  ')}${note}`);
-    });
-  });
-  const commands = plan.tasks.flatMap((t, i) => [
-    ...(t.agent?.assumptions ?? []).map((a) => `  task ${i} assumption (${a.severity}): ${a.verify}`),
-    ...(t.agent?.acceptanceCriteria ?? []).map((a) => `  task ${i} acceptance: ${a.check}`),
-  ]);
-  io.out('Commands this plan runs on this machine (with /bin/sh, in the repository):');
-  io.out(commands.length > 0 ? commands.join('\n') : '  (none)');
-  io.out(
-    settings.allowedTools
-      ? `Worker permission rules (--allowed-tools, every task; permission mode ${settings.permissionMode}):`
-      : `Worker permission rules (permission mode ${settings.permissionMode}; anything else is denied in dontAsk mode):`,
-  );
-  permissions.forEach((p, i) => {
-    if (statusOf(plan.tasks[i]!) === 'completed') return;
-    io.out(`  task ${i} allow: ${p.allow.length > 0 ? p.allow.join('  ') : '(nothing)'}`);
-    if (p.deny.length > 0) io.out(`  task ${i} deny:  ${p.deny.join('  ')}`);
-  });
-  io.out('Nothing was started (--dry-run).');
+  const events = dryRunEvents(plan, settings, permissions);
+  if (settings.json) {
+    // Its own id: nothing is journaled under it, it only ties the lines of this dry run together.
+    const envelope = { runId: newRunId(), at: new Date().toISOString() };
+    for (const event of events) io.out(JSON.stringify({ ...event, ...envelope }));
+  } else {
+    io.out(describeDryRun(events, plan).join('\n'));
+  }
   return EXIT.ok;
 }
 
@@ -201,8 +183,8 @@ async function workerRules(plan: Plan, settings: Settings): Promise<WorkerPermis
   return rules.value;
 }
 
-async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCode> {
-  const settings = settingsFrom(values, io);
+async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io): Promise<ExitCode> {
+  const settings = settingsFrom(values, numbers, io);
   const loaded = await loadPlanFile(settings.planPath);
   let plan = loaded.plan;
   const testCommand = typeof plan.context?.testCommand === 'string' && plan.context.testCommand.trim() !== '' ? plan.context.testCommand : undefined;
@@ -278,6 +260,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
   process.on('SIGHUP', onSignal);
 
   const started = Date.now();
+  const layout = ownLayout();
   let saving = Promise.resolve();
   // Writes are chained so two never race on the temporary file. A person's edit to the plan file
   // while the run holds it is kept aside, never written over (PlanKeeper), and the run says where.
@@ -285,7 +268,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
   const save = (p: Plan) =>
     (saving = saving.then(async () => {
       const kept = await keeper.save(p);
-      if (kept !== null) emit({ type: 'notice', level: 'warning', message: describeKeptEdit(settings.planPath, kept) });
+      if (kept !== null) emit({ type: 'notice', level: 'warning', message: describeKeptEdit(settings.planPath, kept, layout) });
     }));
   try {
     if (indexLock === 'held') {
@@ -354,7 +337,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
       }
     }
     const stages = { isolation, checkTimeoutMs: settings.checkTimeoutMs, env: io.env, registry, sandbox: sandboxed };
-    const landing = lander(isolation, { branch, commit: settings.commit, planPath: settings.planPath });
+    const landing = lander(isolation, { branch, commit: settings.commit, planPath: settings.planPath, layout });
     // Integrated work an earlier run could not land (a crash, a blocked landing) lands first.
     const before = await landing.land();
     if (before !== null) emit(before);
@@ -398,6 +381,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
     const counts = countByStatus(plan);
     let code = exitCodeFor(result.reason);
     let message = result.message;
+    if (result.reason === 'awaiting_approval') message += ` (${approvalHint('N', layout)}, then run again)`;
     if (!landing.landed) {
       message += `. ${landing.advice()}`;
       if (code === EXIT.ok) code = EXIT.incomplete;
@@ -413,7 +397,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
         message += `; the plan was moved to ${archived}`;
       }
     } else {
-      message += `. The plan keeps its state in ${settings.planPath}: ${resumeAdvice(plan)}`;
+      message += `. The plan keeps its state in ${settings.planPath}: ${resumeAdvice(plan, layout)}`;
     }
     emit({
       type: 'run-finished',
@@ -445,7 +429,7 @@ async function execute(values: Record<string, unknown>, io: Io): Promise<ExitCod
  * what happened as an event (null when there was nothing to land); `landed` is whether
  * everything integrated so far is in the person's branch (or files).
  */
-function lander(isolation: Isolation, options: { branch: string | null; commit: boolean; planPath: string }) {
+function lander(isolation: Isolation, options: { branch: string | null; commit: boolean; planPath: string; layout: Layout }) {
   let problem: string[] | null = null;
   return {
     get landed(): boolean {
@@ -457,7 +441,7 @@ function lander(isolation: Isolation, options: { branch: string | null; commit: 
       const base = options.commit ? null : await landedBase(options.planPath, isolation.planId);
       const landed = await isolation.land({ branch, mode: options.commit ? 'commit' : 'worktree', ...(base === null ? {} : { base }) });
       if (!landed.ok) {
-        const lines = describeLandingProblem(landed.error, isolation.ref);
+        const lines = describeLandingProblem(landed.error, isolation.ref, options.layout);
         problem = lines;
         return { type: 'notice', level: 'warning', message: `the integrated work could not land: ${lines.join(' ')}` };
       }
@@ -474,13 +458,13 @@ function lander(isolation: Isolation, options: { branch: string | null; commit: 
  * What running again will do. Failed and blocked tasks stay so (and what was skipped because of
  * them stays skipped) until `plan retry N` puts them back to pending: say so, naming them.
  */
-export function resumeAdvice(plan: Plan): string {
+export function resumeAdvice(plan: Plan, layout: Layout): string {
   const stuck = plan.tasks.flatMap((t, i) => (statusOf(t) === 'failed' || statusOf(t) === 'blocked' ? [i] : []));
   const pending = plan.tasks.some((t) => statusOf(t) === 'pending' || statusOf(t) === 'in_progress');
   if (stuck.length === 0) return 'run the same command again to resume';
   const which = stuck.length === 1 ? `task ${stuck[0]} is ${statusOf(plan.tasks[stuck[0]!]!)}` : `tasks ${stuck.join(', ')} are failed or blocked`;
-  const commands = stuck.map((i) => `\`bin/foreman plan retry ${i}\``).join(', ');
-  return `${which}, and running the same command again will not retry ${stuck.length === 1 ? 'it' : 'them'}${pending ? ' (it only resumes the pending tasks)' : ''}. Fix the cause, then put ${stuck.length === 1 ? 'it' : 'them'} back with \`plan retry N\` (${commands}; tasks skipped because of ${stuck.length === 1 ? 'it' : 'them'} come back too) and run the same command again`;
+  const commands = stuck.map((i) => `\`${commandHint('plan', `retry ${i}`, layout)}\``).join(', ');
+  return `${which}, and running the same command again will not retry ${stuck.length === 1 ? 'it' : 'them'}${pending ? ' (it only resumes the pending tasks)' : ''}. Fix the cause, then put ${stuck.length === 1 ? 'it' : 'them'} back with ${commands} (tasks skipped because of ${stuck.length === 1 ? 'it' : 'them'} come back too) and run the same command again`;
 }
 
 /**
@@ -517,7 +501,7 @@ async function probeAtSetup(
     case 'problems': {
       const broken = report.tasks.flatMap((t) => t.checks.filter((c) => c.outcome === 'broken').map((c) => `  task ${t.index}: \`${c.check}\`: ${c.reason ?? 'cannot run'}`));
       if (broken.length > 0) {
-        throw new CliError(EXIT.invalid, [`${plural(broken.length, 'acceptance check')} cannot run, so every attempt of ${broken.length === 1 ? 'its task' : 'their tasks'} would fail; nothing was started. Fix the plan (\`plan probe\` shows the details), or run with --no-probe.${hint}`, ...broken]);
+        throw new CliError(EXIT.invalid, [`${plural(broken.length, 'acceptance check')} cannot run, so every attempt of ${broken.length === 1 ? 'its task' : 'their tasks'} would fail; nothing was started. Fix the plan (\`${commandHint('plan', 'probe', ownLayout())}\` shows the details), or run with --no-probe.${hint}`, ...broken]);
       }
       const vacuous = report.tasks.filter((t) => t.verdict === 'vacuous');
       const lines = vacuous.map((t) => `task ${t.index} (${t.subject}): every acceptance check passes before the work is done, so they prove nothing about it`);

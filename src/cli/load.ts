@@ -1,6 +1,7 @@
 // Loading a plan for a command: read, validate, and turn every problem into a CliError (exit 2).
 
 import { resolve } from 'node:path';
+import { ownLayout } from '../adapters/layout.ts';
 import { readPlanFile } from '../adapters/plan-store.ts';
 import type { Plan } from '../core/plan.ts';
 import { type ValidateOptions, parsePlan } from '../core/validate.ts';
@@ -24,7 +25,7 @@ export async function loadPlanFile(path: string, options: ValidateOptions = {}):
       read.error.kind === 'missing' ? `no plan at ${path}: write one with /foreman:design <goal> first, or pass --plan FILE` : `cannot read ${path}: ${read.error.message}`,
     ]);
   }
-  const parsed = parsePlan(read.value.text, options);
+  const parsed = parsePlan(read.value.text, { layout: ownLayout(), ...options });
   if (!parsed.ok) {
     throw new CliError(EXIT.invalid, [`${path}: the plan is invalid (${parsed.error.length} problem${parsed.error.length === 1 ? '' : 's'}):`, ...parsed.error.map((p) => `  ${p}`)]);
   }

@@ -2,6 +2,7 @@
 // plain timestamped lines otherwise, JSON lines with --json.
 
 import { openJournal } from '../adapters/journal.ts';
+import { ownLayout } from '../adapters/layout.ts';
 import type { RunEvent, RunEventBody } from '../core/events.ts';
 import { formatCostExact } from '../core/format.ts';
 import { countByStatus } from '../core/graph.ts';
@@ -28,8 +29,9 @@ export async function createReporter(options: { io: Io; json: boolean; runId: st
           columns: options.io.columns,
           color: !('NO_COLOR' in options.io.env) && options.io.env.TERM !== 'dumb',
           baseline: options.plan ? countByStatus(options.plan) : undefined,
+          layout: ownLayout(),
         })
-      : createPlainView({ write });
+      : createPlainView({ write, layout: ownLayout() });
   const ticker = live ? setInterval(() => view.tick(), 250) : undefined;
   ticker?.unref();
   const onResize = () => (view as { setColumns?: (c: number) => void }).setColumns?.(process.stdout.columns ?? 80);

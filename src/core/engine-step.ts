@@ -782,7 +782,7 @@ function finish(work: Work): void {
       emit(work, { type: 'stalled', kind: 'awaiting_approval', tasks: stalled.gates });
       stopWith(work, {
         reason: 'awaiting_approval',
-        message: `waiting for approval: ${stalled.gates.map((g) => `task ${g}`).join(', ')} (run \`plan.ts approve N\` or \`plan.ts reject N\`, then run again)`,
+        message: `waiting for approval: ${stalled.gates.map((g) => `task ${g}`).join(', ')}`,
       });
     } else if (counts.completed === plan.tasks.length) {
       stopWith(work, { reason: 'all-done', message: `all ${plan.tasks.length} tasks completed` });

@@ -110,6 +110,55 @@ export type RunEventBody =
 export type RunEvent = RunEventBody & { runId: string; at: string };
 export type RunEventType = RunEvent['type'];
 
+/** A command a plan runs on the machine: a task's check, the setup command, or the gate. */
+export type PlannedCommand =
+  | { kind: 'assumption'; task: number; command: string; claim: string; severity: 'blocking' | 'warning' }
+  | { kind: 'acceptance'; task: number; command: string; criterion: string }
+  /** `context.setupCommand`: in each new worktree, and in the probe's checkout. */
+  | { kind: 'setup'; task: null; command: string }
+  /** The merge queue's gate: on the starting commit, then on each batch of verified work. */
+  | { kind: 'gate'; task: null; command: string };
+
+/**
+ * What `execute --dry-run --json` prints, one per line, instead of running: the plan and the
+ * settings, then every command the plan runs, then each pending task's permission rules. Never
+ * journaled (nothing ran); the lines of one dry run share an id of their own.
+ */
+export type DryRunEventBody =
+  | {
+      type: 'dry-run-plan';
+      goal: string;
+      planPath: string;
+      taskCount: number;
+      counts: Record<string, number>;
+      maxDepth: number;
+      settings: {
+        concurrency: number;
+        schedule: string;
+        maxAttempts: number;
+        permissionMode: string;
+        taskTimeoutMs: number;
+        checkTimeoutMs: number;
+        land: string;
+        commit: boolean;
+        /** The mode asked for (`auto`, `on`, `off`); a dry run does not try the sandbox. */
+        sandbox: string;
+        probe: boolean;
+        maxCostUsd: number | null;
+        taskBudgetUsd: number | null;
+        gate: { command: string; batchSize: number; timeoutMs: number } | null;
+        /** `--allowed-tools`: the rules every worker gets instead of its task's; null: computed per task. */
+        allowedTools: string[] | null;
+      };
+      /** The rounds if every task succeeds: in each, groups of task indices; a group overlapping one before it runs after it. */
+      rounds: number[][][];
+    }
+  | ({ type: 'dry-run-command' } & PlannedCommand)
+  /** A task the run would start, and the permission rules its worker would get. */
+  | { type: 'dry-run-permissions'; task: number; allow: string[]; deny: string[] };
+
+export type DryRunEvent = DryRunEventBody & { runId: string; at: string };
+
 /** Events that go to the journal (everything but live activity). */
 export const isJournaled = (event: RunEventBody): boolean => event.type !== 'task-activity';
 

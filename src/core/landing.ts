@@ -3,6 +3,7 @@
 // change of the person's that landing must not touch. The adapter (src/adapters/git-landing.ts)
 // observes the repository and does the moving.
 
+import { type Layout, commandHint } from './command-hint.ts';
 import { assertNever } from './failure.ts';
 import { type GitFailure, describeGitFailure } from './git-text.ts';
 
@@ -202,9 +203,9 @@ const branchName = (ref: string | null): string => (ref === null ? 'a detached H
 const short = (commit: string): string => commit.slice(0, 12);
 const MAX_LISTED = 10;
 
-/** One line saying what blocks landing, and one saying how to land by hand. */
-export function describeLandingProblem(problem: LandingProblem, ref: string): string[] {
-  const byHand = `land it with \`bin/foreman plan land\`, or by hand with \`git merge --ff-only ${ref}\``;
+/** One line saying what blocks landing, and one saying how to land by hand (`plan land` spelled for `layout`). */
+export function describeLandingProblem(problem: LandingProblem, ref: string, layout: Layout): string[] {
+  const byHand = `land it with \`${commandHint('plan', 'land', layout)}\`, or by hand with \`git merge --ff-only ${ref}\``;
   switch (problem.kind) {
     case 'branch-switched':
       return [

@@ -2,6 +2,7 @@
 // task-finished into attempts, and render a Markdown report with a Mermaid Gantt chart of the
 // attempts (`plan.ts report`) and the rows of `plan.ts history`.
 
+import { type Layout, approvalHint } from './command-hint.ts';
 import type { RunEvent, RunOutcome, StopReason, TaskOutcome } from './events.ts';
 import { clipHead, clipTail, formatCost, formatCostFigure, formatCostTally, formatCount, formatDuration, isoSeconds, listIndices, markdownCell, plural } from './format.ts';
 import { countByStatus } from './graph.ts';
@@ -395,6 +396,8 @@ export interface ReportInput {
   now?: number;
   /** Where worker logs live, for plan-only reports (default `.design`). */
   logDir?: string;
+  /** How the commands it names are spelled (default: a checkout's). */
+  layout?: Layout;
 }
 
 const fence = (text: string) => {
@@ -524,7 +527,7 @@ export function renderReport(input: ReportInput): string {
   const awaiting = plan && (input.planIsOfRun || !summary) ? plan.tasks.flatMap((t, i) => (statusOf(t) === 'awaiting_approval' ? [i] : [])) : [];
   if (awaiting.length) {
     out.push('## Awaiting approval', '');
-    for (const i of awaiting) out.push(`- Task ${i} (${markdownCell(plan!.tasks[i]!.subject)}): \`plan.ts approve ${i}\` or \`plan.ts reject ${i} --reason "…"\``);
+    for (const i of awaiting) out.push(`- Task ${i} (${markdownCell(plan!.tasks[i]!.subject)}): ${approvalHint(i, input.layout ?? { kind: 'checkout' })}`);
     out.push('');
   }
 

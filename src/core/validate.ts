@@ -4,6 +4,7 @@
 
 import { Ajv, type ErrorObject } from 'ajv';
 import schema from '../../schemas/plan.schema.json' with { type: 'json' };
+import { type Layout, commandHint } from './command-hint.ts';
 import { type Result, err, ok } from './failure.ts';
 import { findCycles } from './graph.ts';
 import { computeOverlaps } from './overlap.ts';
@@ -63,6 +64,8 @@ function valueAt(data: unknown, pointer: string): unknown {
 export interface ValidateOptions {
   /** Accept stale `fileOverlaps` (what `check --fix` is about to rewrite). */
   ignoreDeclaredOverlaps?: boolean;
+  /** Where the problems are shown: stale `fileOverlaps` then say how to run `plan check --fix` (else they name no command). */
+  layout?: Layout;
 }
 
 export function parsePlan(text: string, options: ValidateOptions = {}): Result<Plan, string[]> {
@@ -163,7 +166,7 @@ function semanticProblems(plan: Plan, options: ValidateOptions): string[] {
     const expected = computed[i]!;
     if (declared.join(',') !== expected.join(',')) {
       problems.push(
-        `tasks[${i}].fileOverlaps: [${declared.join(', ')}] does not match the computed overlaps [${expected.join(', ')}] (run \`plan.ts check --fix\`)`,
+        `tasks[${i}].fileOverlaps: [${declared.join(', ')}] does not match the computed overlaps [${expected.join(', ')}]${options.layout ? ` (run \`${commandHint('plan', 'check --fix', options.layout)}\`)` : ''}`,
       );
     }
   });

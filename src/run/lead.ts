@@ -34,6 +34,8 @@ import { symlinkDirectoriesOf } from '../adapters/worktree-pool.ts';
 import { WORKTREE_INCLUDE } from '../adapters/scratch.ts';
 import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
 import { describeLandingProblem } from '../core/landing.ts';
+import { commandHint } from '../core/command-hint.ts';
+import { ownLayout } from '../adapters/layout.ts';
 import type { CapturedWork } from '../core/work.ts';
 import { journalPathFor, newRunId, openJournal, readJournal } from '../adapters/journal.ts';
 import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../adapters/orphans.ts';
@@ -350,7 +352,7 @@ async function integrateVerified(plan: Plan, isolation: Isolation, verified: rea
 /** Land the integration tip on the session's branch as commits; never touches a file the person changed. */
 async function landOnBranch(isolation: Isolation, session: Session): Promise<LandingReport> {
   const landed = await isolation.land({ branch: session.branch, mode: 'commit' });
-  if (!landed.ok) return { landed: false, files: 0, commit: null, problem: describeLandingProblem(landed.error, isolation.ref) };
+  if (!landed.ok) return { landed: false, files: 0, commit: null, problem: describeLandingProblem(landed.error, isolation.ref, ownLayout()) };
   return { landed: true, files: landed.value.upToDate ? 0 : landed.value.paths.length, commit: landed.value.to, problem: [] };
 }
 
@@ -1187,7 +1189,7 @@ async function driveGate(
       const started = await startGateRun(launch, session, isolation, current.tasks, events);
       await flush();
       if (!started.ok) {
-        extra.notices.push(`could not start the gate process (\`plan gate --serve\`): ${started.error}; run \`plan commit\` again`);
+        extra.notices.push(`could not start the gate process (\`plan gate --serve\`): ${started.error}; run \`${commandHint('plan', 'commit', ownLayout())}\` again`);
         break;
       }
       continue;
@@ -1204,7 +1206,7 @@ async function driveGate(
     const started = await startGateRun(launch, session, isolation, tasks, events);
     await flush();
     if (!started.ok) {
-      extra.notices.push(`could not start the gate process (\`plan gate --serve\`): ${started.error}; run \`plan commit\` again`);
+      extra.notices.push(`could not start the gate process (\`plan gate --serve\`): ${started.error}; run \`${commandHint('plan', 'commit', ownLayout())}\` again`);
       break;
     }
   }

@@ -9,9 +9,11 @@ import { basename, dirname, join } from 'node:path';
 import { runGit } from '../adapters/git.ts';
 import { type IntegrationFailure, deleteRef, foremanRefs, integrate, integrationRef, parkedWork, readRef } from '../adapters/git-integration.ts';
 import { type Landed, land } from '../adapters/git-landing.ts';
+import { ownLayout } from '../adapters/layout.ts';
 import { readPlanFile } from '../adapters/plan-store.ts';
 import { diskUsage, poolDir, removePlanWorktrees, worktreesRoot } from '../adapters/worktree-pool.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
+import { commandHint } from '../core/command-hint.ts';
 import { describeGitFailure, failureOf } from '../core/git-text.ts';
 import { type LandMode, type LandingProblem, describeLandingProblem } from '../core/landing.ts';
 import { type Plan, statusOf } from '../core/plan.ts';
@@ -100,7 +102,7 @@ export function describeTargetProblem(problem: TargetProblem): string {
     case 'no-plan':
       return `no plan at ${problem.planPath} and no archived plan with integrated work to land`;
     case 'invalid-plan':
-      return `${problem.planPath} is not a valid plan (\`plan check\` says why)`;
+      return `${problem.planPath} is not a valid plan (\`${commandHint('plan', 'check', ownLayout())}\` says why)`;
     case 'no-plan-id':
       return `${problem.planPath} has no planId: it has never run, so nothing was integrated to land`;
     case 'no-ref':
@@ -166,17 +168,17 @@ export interface LandBlocked {
  */
 export async function landTarget(repo: string, target: LandTarget, options: { mode: LandMode; env: NodeJS.ProcessEnv }): Promise<Result<LandReport, LandBlocked>> {
   const resumedLanding = await completeLanding(repo, target.runPath);
-  if (resumedLanding !== null && !resumedLanding.ok) return err({ problem: resumedLanding.error, lines: describeLandingProblem(resumedLanding.error, target.ref), resumed: null });
+  if (resumedLanding !== null && !resumedLanding.ok) return err({ problem: resumedLanding.error, lines: describeLandingProblem(resumedLanding.error, target.ref, ownLayout()), resumed: null });
   const resumed = resumedLanding?.value ?? null;
   const tip = await readRef(repo, target.ref);
   if (tip === null) {
     const problem: LandingProblem = { kind: 'git-failed', failure: { step: 'rev-parse', exitCode: 1, stderr: `${target.ref} disappeared` } };
-    return err({ problem, lines: describeLandingProblem(problem, target.ref), resumed });
+    return err({ problem, lines: describeLandingProblem(problem, target.ref, ownLayout()), resumed });
   }
   const branch = await headBranch(repo);
   const base = options.mode === 'worktree' ? await landedBase(target.runPath, target.planId) : null;
   const landed = await land({ repo, to: tip, branch, mode: options.mode, intentPath: landingIntentPath(target.runPath), ...(base === null ? {} : { base }) });
-  if (!landed.ok) return err({ problem: landed.error, lines: describeLandingProblem(landed.error, target.ref), resumed });
+  if (!landed.ok) return err({ problem: landed.error, lines: describeLandingProblem(landed.error, target.ref, ownLayout()), resumed });
   if (options.mode === 'worktree') await recordLandedBase(target.runPath, target.planId, landed.value.to);
   let cleanedUp = false;
   let archivedTo: string | null = null;
@@ -219,7 +221,7 @@ export async function integrateParked(repo: string, plan: Plan, task: number): P
 export function describeIntegrationFailure(failure: IntegrationFailure, task: number): string {
   switch (failure.kind) {
     case 'conflict':
-      return `task ${task}'s approved work changes ${failure.paths.join(', ')}, which integrated work changed after its attempt started: reject it (\`plan reject ${task} --reason …\`) and retry the task (\`plan retry ${task}\`)`;
+      return `task ${task}'s approved work changes ${failure.paths.join(', ')}, which integrated work changed after its attempt started: reject it (\`${commandHint('plan', `reject ${task} --reason …`, ownLayout())}\`) and retry the task (\`${commandHint('plan', `retry ${task}`, ownLayout())}\`)`;
     case 'moved':
       return `the integration ref moved while foreman was writing it (expected ${failure.expected ?? 'none'}, found ${failure.actual ?? 'none'}): is another foreman process working on this plan?`;
     case 'git-failed':

@@ -22,6 +22,7 @@ import { describeTimeLimitHit } from '../core/time-limit.ts';
 import { type Plan, readsOf, statusOf, writesOf } from '../core/plan.ts';
 import { type Landed, type LandingProblem } from '../adapters/git-landing.ts';
 import { describeLandingProblem } from '../core/landing.ts';
+import { ownLayout } from '../adapters/layout.ts';
 import { ensurePlanId, reconcileWithHistory } from './commit.ts';
 import { type Isolation, completeLanding } from './isolation.ts';
 import type { HeldCandidate } from '../core/engine-step.ts';
@@ -289,7 +290,7 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
 /** The notice for a landing: done (which paths), or what blocks it and how to land by hand. */
 export function landingNotice(landed: Result<Landed, LandingProblem>, ref: string, what: string): { level: 'info' | 'warning'; message: string } {
   if (landed.ok) return { level: 'info', message: `${what} was completed: ${landed.value.paths.length} files updated` };
-  return { level: 'warning', message: `${what} could not be completed: ${describeLandingProblem(landed.error, ref).join(' ')}` };
+  return { level: 'warning', message: `${what} could not be completed: ${describeLandingProblem(landed.error, ref, ownLayout()).join(' ')}` };
 }
 
 /** Which of `paths` (files, or `dir/`) `commit` does not have. */

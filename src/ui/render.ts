@@ -6,6 +6,7 @@
 // - jsonView: one JSON object per line, the event as it is (the `--json` stream).
 // None of them starts a timer: the caller calls `tick()` (say every 250 ms) to advance clocks.
 
+import { type Layout, approvalHint } from '../core/command-hint.ts';
 import type { RunEvent, TaskOutcome } from '../core/events.ts';
 import { clipHead, formatCost, formatCostFigure, formatCostTally, formatElapsed, isoSeconds, listIndices, oneLine, plural } from '../core/format.ts';
 import { type TaskStatus, emptyTally, tallyAdd } from '../core/plan.ts';
@@ -36,8 +37,8 @@ const finishedVerb: Record<TaskOutcome, string> = {
   interrupted: 'interrupted',
 };
 
-/** One line describing an event, without timestamp; null for live-only activity. */
-export function describeEvent(event: RunEvent): string | null {
+/** One line describing an event, without timestamp; null for live-only activity. Commands are spelled for `layout`. */
+export function describeEvent(event: RunEvent, layout: Layout): string | null {
   switch (event.type) {
     case 'run-started':
       return `run ${event.runId} ${event.resumed ? 'resumed' : 'started'}: ${clean(event.goal, 200)} (${plural(event.taskCount, 'task')}, concurrency ${event.concurrency}, ${event.schedule} schedule, pid ${event.pid})`;
@@ -56,7 +57,7 @@ export function describeEvent(event: RunEvent): string | null {
         case 'completed':
           return `${head}: ${clean(event.subject, 200)}`;
         case 'awaiting_approval':
-          return `${head}: ${clean(event.subject, 200)} — run \`plan.ts approve ${event.task}\` or \`plan.ts reject ${event.task} --reason …\``;
+          return `${head}: ${clean(event.subject, 200)} — run ${approvalHint(event.task, layout)}`;
         case 'retry':
         case 'failed':
         case 'blocked':
@@ -91,7 +92,7 @@ export function describeEvent(event: RunEvent): string | null {
     case 'stalled':
       return event.kind === 'deadlock'
         ? `stalled: ${event.tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(event.tasks)} pending but none can start`
-        : `waiting for approval of ${event.tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(event.tasks)} (plan.ts approve N / reject N --reason …)`;
+        : `waiting for approval of ${event.tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(event.tasks)} (${approvalHint('N', layout)})`;
     case 'interrupted':
       return `interrupted by ${event.signal}; stopping workers`;
     case 'draining':
@@ -111,13 +112,13 @@ export function describeEvent(event: RunEvent): string | null {
 // ---------------------------------------------------------------------------------------------
 // Plain and JSON views
 
-export function createPlainView(options: { write: (text: string) => void; now?: () => number }): RunView {
+export function createPlainView(options: { write: (text: string) => void; layout: Layout; now?: () => number }): RunView {
   const now = options.now ?? Date.now;
   let closed = false;
   return {
     update(event) {
       if (closed) return;
-      const line = describeEvent(event);
+      const line = describeEvent(event, options.layout);
       if (line !== null) options.write(`${isoSeconds(now())} ${line}\n`);
     },
     tick() {},
@@ -183,6 +184,8 @@ export interface LiveViewOptions {
   columns: number;
   /** false (NO_COLOR, or not wanted): no SGR codes at all. Cursor movement is still used. */
   color: boolean;
+  /** How the commands the lines name are spelled. */
+  layout: Layout;
   now?: () => number;
   /** Minimum time between redraws of the block (default 200 ms: at most 5 redraws a second). */
   minIntervalMs?: number;
@@ -298,7 +301,7 @@ export function createLiveView(options: LiveViewOptions): LiveView {
   }
 
   function permanentLines(event: RunEvent): string[] {
-    const text = describeEvent(event);
+    const text = describeEvent(event, options.layout);
     if (text === null || event.type === 'task-started') return [];
     if (event.type === 'assumption-checked' && event.passed) return [];
     let mark = '•';

@@ -124,7 +124,7 @@ describe('plan land', () => {
     expect(await run('land')).toBe(1);
     expect(errs).toEqual([
       'not landed: a file it would update has local changes: a.txt (modified)',
-      `commit, stash or undo them, then land it with \`bin/foreman plan land\`, or by hand with \`git merge --ff-only ${REF}\``,
+      `commit, stash or undo them, then land it with \`npx tsx scripts/plan.ts land\`, or by hand with \`git merge --ff-only ${REF}\``,
     ]);
     expect(read('a.txt')).toBe('my edit\n');
     expect(existsSync(path.join(repo.dir, 'b.txt'))).toBe(false);
@@ -261,7 +261,7 @@ describe('plan clean', () => {
     const slots = [await poolSlot(PLAN_ID, 0), await poolSlot(PLAN_ID, 1)];
     expect(await run('clean')).toBe(0);
     expect(out[0]).toMatch(new RegExp(`^the plan: removed 2 worktrees \\(\\d+(\\.\\d)? KB\\) from ${poolDir(worktrees, repo.dir, PLAN_ID)}$`));
-    expect(out[1]).toBe(`  kept ${REF}: it holds 1 commit not on your branch; land it with \`bin/foreman plan land\`, or by hand with \`git merge --ff-only ${REF}\``);
+    expect(out[1]).toBe(`  kept ${REF}: it holds 1 commit not on your branch; land it with \`npx tsx scripts/plan.ts land\`, or by hand with \`git merge --ff-only ${REF}\``);
     for (const slot of slots) expect(existsSync(slot)).toBe(false);
     expect(await git('worktree', 'list', '--porcelain')).not.toContain(worktrees);
     expect(await refExists(REF)).toBe(true);
@@ -324,9 +324,9 @@ describe('plan status: worktrees and integrated work', () => {
     await poolSlot(PLAN_ID);
     expect(await run('status')).toBe(0);
     const dir = poolDir(worktrees, repo.dir, PLAN_ID);
-    expect(out).toContainEqual(expect.stringMatching(new RegExp(`^Worktrees: 1 \\(\\d+(\\.\\d)? KB\\) in ${dir}; \`plan clean\` removes them$`)));
-    expect(out).toContainEqual(`Integrated work: 2 commits on ${REF} not on your branch yet; \`plan land\` lands them`);
-    expect(out).toContainEqual('Awaiting approval, parked: task 1 (`plan approve N` or `plan reject N --reason …`)');
+    expect(out).toContainEqual(expect.stringMatching(new RegExp(`^Worktrees: 1 \\(\\d+(\\.\\d)? KB\\) in ${dir}; \`npx tsx scripts/plan.ts clean\` removes them$`)));
+    expect(out).toContainEqual(`Integrated work: 2 commits on ${REF} not on your branch yet; \`npx tsx scripts/plan.ts land\` lands them`);
+    expect(out).toContainEqual('Awaiting approval, parked: task 1 (`npx tsx scripts/plan.ts approve N` or `npx tsx scripts/plan.ts reject N --reason …`)');
 
     out = [];
     expect(await run('status', '--json')).toBe(0);
@@ -394,7 +394,7 @@ describe('plan approve and reject with parked work', () => {
     await git('update-ref', `refs/foreman-awaiting/${PLAN_ID}/0`, await commitOn({ 'g.txt': 'gated\n' }, base));
     const before = readFileSync(planPath(), 'utf8');
     expect(await run('approve', '0')).toBe(2);
-    expect(errs).toEqual([`approve: task 0's approved work changes g.txt, which integrated work changed after its attempt started: reject it (\`plan reject 0 --reason …\`) and retry the task (\`plan retry 0\`); task 0 is still awaiting approval`]);
+    expect(errs).toEqual([`approve: task 0's approved work changes g.txt, which integrated work changed after its attempt started: reject it (\`npx tsx scripts/plan.ts reject 0 --reason …\`) and retry the task (\`npx tsx scripts/plan.ts retry 0\`); task 0 is still awaiting approval`]);
     expect(readFileSync(planPath(), 'utf8')).toBe(before);
     expect(await git('rev-parse', REF)).toBe(tip);
     expect(await refExists(`refs/foreman-awaiting/${PLAN_ID}/0`)).toBe(true);

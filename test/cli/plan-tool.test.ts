@@ -347,7 +347,7 @@ describe('the real script', () => {
     expect(unknownFlag.stderr).toContain('--frob');
 
     expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(/^Usage: plan\.ts graph/);
+    expect(help.stdout).toMatch(/^Usage: npx tsx scripts\/plan\.ts graph/);
 
     expect(fix.code).toBe(0);
     const fixed = parsePlan(await readFile(fixFile, 'utf8'));

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { Layout } from '../../src/core/command-hint.ts';
 import { type Entry, type FileObservation, type IndexObservation, type PathObservation, describeLandingProblem, judgeLanding, pathState } from '../../src/core/landing.ts';
 
 const A: Entry = { mode: '100644', object: 'a'.repeat(40) };
@@ -132,34 +133,40 @@ describe('judgeLanding', () => {
 
 describe('describeLandingProblem', () => {
   const ref = 'refs/foreman/p1';
+  const checkout: Layout = { kind: 'checkout' };
   it('says what blocks landing and how to land by hand', () => {
-    const local = describeLandingProblem({ kind: 'local-changes', paths: [{ path: 'src/a.ts', why: 'modified' }, { path: 'b.md', why: 'staged' }] }, ref);
+    const local = describeLandingProblem({ kind: 'local-changes', paths: [{ path: 'src/a.ts', why: 'modified' }, { path: 'b.md', why: 'staged' }] }, ref, checkout);
     expect(local).toHaveLength(2);
     expect(local[0]).toBe('not landed: 2 files it would update have local changes: src/a.ts (modified), b.md (staged)');
-    expect(local[1]).toContain('bin/foreman plan land');
+    expect(local[1]).toContain('`npx tsx scripts/plan.ts land`');
     expect(local[1]).toContain(`git merge --ff-only ${ref}`);
 
-    const switched = describeLandingProblem({ kind: 'branch-switched', expected: 'refs/heads/main', actual: null }, ref);
+    const switched = describeLandingProblem({ kind: 'branch-switched', expected: 'refs/heads/main', actual: null }, ref, checkout);
     expect(switched[0]).toBe('not landed: HEAD is on a detached HEAD, not on main where the run started');
     expect(switched[1]).toContain(`git merge --ff-only ${ref}`);
 
-    const diverged = describeLandingProblem({ kind: 'diverged', head: '1'.repeat(40), tip: '2'.repeat(40) }, ref);
+    const diverged = describeLandingProblem({ kind: 'diverged', head: '1'.repeat(40), tip: '2'.repeat(40) }, ref, checkout);
     expect(diverged[0]).toContain('111111111111 is not an ancestor of 222222222222');
     expect(diverged[1]).toContain(`git merge ${ref}`);
 
-    const failed = describeLandingProblem({ kind: 'git-failed', failure: { step: 'update-index', exitCode: 128, stderr: "fatal: Unable to create '/r/.git/index.lock': File exists.\n" } }, ref);
+    const failed = describeLandingProblem({ kind: 'git-failed', failure: { step: 'update-index', exitCode: 128, stderr: "fatal: Unable to create '/r/.git/index.lock': File exists.\n" } }, ref, checkout);
     expect(failed[0]).toContain('git update-index failed (exit 128)');
     expect(failed[0]).toContain('index.lock');
     expect(failed[1]).toContain('try again');
 
-    const intent = describeLandingProblem({ kind: 'bad-intent', intentPath: '/r/.design/landing.json', reason: 'not JSON' }, ref);
+    const intent = describeLandingProblem({ kind: 'bad-intent', intentPath: '/r/.design/landing.json', reason: 'not JSON' }, ref, checkout);
     expect(intent[0]).toContain('/r/.design/landing.json');
-    expect(intent[1]).toContain('bin/foreman plan land');
+    expect(intent[1]).toContain('`npx tsx scripts/plan.ts land`');
+  });
+
+  it("names the plugin's launcher when the code is the built plugin's", () => {
+    const [, byHand] = describeLandingProblem({ kind: 'branch-switched', expected: 'refs/heads/main', actual: null }, ref, { kind: 'plugin', launcher: '/p/foreman/bin/foreman' });
+    expect(byHand).toBe(`switch back to main and land it with \`/p/foreman/bin/foreman plan land\`, or by hand with \`git merge --ff-only ${ref}\``);
   });
 
   it('lists at most ten paths and counts the rest', () => {
     const paths = Array.from({ length: 13 }, (_, index) => ({ path: `f${index}`, why: 'modified' as const }));
-    const [line] = describeLandingProblem({ kind: 'local-changes', paths }, ref);
+    const [line] = describeLandingProblem({ kind: 'local-changes', paths }, ref, checkout);
     expect(line).toContain('f9 (modified), and 3 more');
     expect(line).not.toContain('f10');
   });

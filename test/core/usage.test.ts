@@ -67,7 +67,7 @@ describe('unknown usage', () => {
 
   it('the plain log says unknown for an unmeasured attempt and run', () => {
     const [, , finished, runFinished] = sessionRun('s2', T0);
-    expect(describeEvent(finished!)).toBe('task 1 completed (attempt 3, 30s, unknown): Add lexer');
-    expect(describeEvent(runFinished!)).toMatch(/^run s2 finished: incomplete \(failures\) in 32s, unknown; /);
+    expect(describeEvent(finished!, { kind: 'checkout' })).toBe('task 1 completed (attempt 3, 30s, unknown): Add lexer');
+    expect(describeEvent(runFinished!, { kind: 'checkout' })).toMatch(/^run s2 finished: incomplete \(failures\) in 32s, unknown; /);
   });
 });

@@ -261,6 +261,6 @@ describe('a failing check’s error is at the end of its output', () => {
     expect(retryPrompt).toContain('npm ERR! Test failed: expected 2 to equal 3');
     // The closing message says what makes a re-run retry it.
     expect(r.stdout + r.stderr).toContain('task 0 is failed');
-    expect(r.stdout + r.stderr).toContain('bin/foreman plan retry 0');
+    expect(r.stdout + r.stderr).toContain('`npx tsx scripts/plan.ts retry 0`');
   });
 });

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { commandHint } from '../../src/core/command-hint.ts';
 import { repoRoot } from '../support/real-claude.ts';
 import { copyCheckout } from './support.ts';
 
@@ -71,13 +72,14 @@ describe("the plugin's bin/foreman, in a copy without node_modules", () => {
     expect(JSON.parse(viaLink.stdout)).toHaveProperty('ready');
     const help = await run(link, ['execute', '--help']);
     expect(help.exitCode).toBe(0);
-    expect(help.stdout).toContain('Usage: execute.ts');
+    // Its help names the command as it is run here: through the launcher of the copy.
+    expect(help.stdout).toContain(`Usage: ${commandHint('execute', '[options]', { kind: 'plugin', launcher: join(pack, 'bin/foreman') })}`);
   });
 
   it('`plan summary` names the launcher of the copy it runs from', async () => {
     const r = await run(join(pack, 'bin/foreman'), ['plan', 'summary', '--plan', sample]);
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.stdout).toContain(`"${join(pack, 'bin/foreman')}" execute`);
+    expect(r.stdout).toContain(`\`${commandHint('execute', '', { kind: 'plugin', launcher: join(pack, 'bin/foreman') })}\``);
   });
 
   it.skipIf(process.platform !== 'linux' || !existsSync('/usr/bin/bwrap'))('the bundled sandbox runtime finds its seccomp helper in the copy and confines a command', async () => {

@@ -1,11 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
-import type { RunEvent } from '../../src/core/events.ts';
+import type { Layout } from '../../src/core/command-hint.ts';
+import type { DryRunEvent, RunEvent, StopReason } from '../../src/core/events.ts';
 import { createLiveView, createPlainView, describeEvent, fitSegments, jsonView, sanitize } from '../../src/ui/render.ts';
 import { LONG_SUBJECT, RUN_ID, T0, ev, recordedRun, usage } from '../support/events.ts';
 
 const SGR = /\x1b\[[0-9;]*m/;
+const checkout: Layout = { kind: 'checkout' };
 
 /**
  * A tiny terminal: applies text, `\r`, `\n`, cursor-up (`ESC[nA`), clear-line (`ESC[2K`) and
@@ -61,7 +63,7 @@ class Screen {
 function playLive(columns: number, color: boolean, events: RunEvent[] = recordedRun(), stopAt?: (e: RunEvent) => boolean) {
   const screen = new Screen();
   let clock = T0;
-  const view = createLiveView({ write: screen.write, columns, color, now: () => clock });
+  const view = createLiveView({ write: screen.write, columns, color, layout: checkout, now: () => clock });
   for (const e of events) {
     clock = Date.parse(e.at);
     view.update(e);
@@ -171,7 +173,7 @@ describe('live view', () => {
 
   it('counts tasks finished before a resumed run', () => {
     const screen = new Screen();
-    const view = createLiveView({ write: screen.write, columns: 100, color: false, now: () => T0, baseline: { completed: 2, pending: 2 } });
+    const view = createLiveView({ write: screen.write, columns: 100, color: false, layout: checkout, now: () => T0, baseline: { completed: 2, pending: 2 } });
     view.update(ev(T0, { type: 'run-started', goal: 'g', planPath: 'p', taskCount: 4, maxDepth: 1, resumed: true, concurrency: 1, schedule: 'rounds', pid: 1 }));
     expect(screen.text.at(-1)).toBe('0 running · 2 completed · 0 failed · 0 skipped · 2 pending · round 1 · $0.00 · 0s');
   });
@@ -180,7 +182,7 @@ describe('live view', () => {
 describe('plain view', () => {
   it('prints one timestamped line per event, without activity or control codes', () => {
     const out: string[] = [];
-    const view = createPlainView({ write: (s) => out.push(s), now: () => T0 });
+    const view = createPlainView({ write: (s) => out.push(s), layout: checkout, now: () => T0 });
     for (const e of recordedRun()) view.update(e);
     view.close();
     const text = out.join('');
@@ -215,14 +217,14 @@ describe('plain view', () => {
       ev(T0, { type: 'interrupted', signal: 'SIGINT' }),
       ev(T0, { type: 'assumption-checked', task: 1, claim: 'has git', severity: 'blocking', passed: false, output: 'git: not found\n' }),
       ev(T0, { type: 'task-activity', task: 1, text: 'x', costUsd: 0 }),
-    ].map(describeEvent);
+    ].map((event) => describeEvent(event, checkout));
     expect(lines).toEqual([
-      'task 4 awaits approval (attempt 1, 5s, $0.01): Gate — run `plan.ts approve 4` or `plan.ts reject 4 --reason …`',
+      'task 4 awaits approval (attempt 1, 5s, $0.01): Gate — run `npx tsx scripts/plan.ts approve 4` or `npx tsx scripts/plan.ts reject 4 --reason …`',
       'task 5 requeued (attempt 1, 1s, $0.00): rate limited: slow down',
       'round 2: nothing to commit',
       'circuit breaker: 3 of 6 pending tasks would be skipped; stopping',
       'budget reached: spent $5.02 of $5.00; no new task starts',
-      'waiting for approval of task 4 (plan.ts approve N / reject N --reason …)',
+      'waiting for approval of task 4 (`npx tsx scripts/plan.ts approve N` or `npx tsx scripts/plan.ts reject N --reason …`)',
       'stalled: tasks 6 and 7 pending but none can start',
       'interrupted by SIGINT; stopping workers',
       'task 1 assumption failed (blocking): has git — git: not found',
@@ -258,11 +260,22 @@ describe('event schema', () => {
     expect(validate({ type: 'interrupted', runId: RUN_ID, at: '2026-11-22T01:02:03.456Z', signal: 'SIGINT' })).toBe(true);
   });
 
+  it('accepts every reason a run stops for', () => {
+    const reasons: Record<StopReason, true> = {
+      'all-done': true, breaker: true, deadlock: true, awaiting_approval: true, budget: true, failures: true, interrupted: true, 'agent-unavailable': true, 'git-failed': true, 'setup-failed': true, drained: true,
+    };
+    for (const reason of Object.keys(reasons)) {
+      const finished = ev(T0, { type: 'run-finished', outcome: 'incomplete', reason: reason as StopReason, exitCode: 1, counts: {}, usage: usage(0), durationMs: 0, message: '' });
+      expect(validate(finished), `${reason}: ${JSON.stringify(validate.errors)}`).toBe(true);
+    }
+  });
+
   it('has one branch per event type', () => {
     const types = (schema.oneOf as Array<{ properties: { type: { const: string } } }>).map((b) => b.properties.type.const).sort();
-    const all: Record<RunEvent['type'], true> = {
+    const all: Record<RunEvent['type'] | DryRunEvent['type'], true> = {
       'run-started': true, notice: true, 'assumption-checked': true, 'task-started': true, 'task-activity': true, 'task-finished': true,
       'task-skipped': true, 'round-committed': true, 'gate-started': true, 'gate-finished': true, breaker: true, 'budget-reached': true, stalled: true, interrupted: true, draining: true, 'run-finished': true,
+      'dry-run-plan': true, 'dry-run-command': true, 'dry-run-permissions': true,
     };
     expect(types).toEqual(Object.keys(all).sort());
   });

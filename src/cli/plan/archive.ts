@@ -18,7 +18,7 @@ export const archive: Command = {
     const path = planPathFrom(values, io.cwd);
     const read = await readPlanFile(path);
     if (!read.ok && read.error.kind === 'missing') throw new CliError(EXIT.invalid, [`no plan at ${path}: nothing to archive`]);
-    const lock = await acquireLock(path, currentLockInfo('plan.ts archive'));
+    const lock = await acquireLock(path, currentLockInfo('plan archive'));
     if (!lock.ok) throw new CliError(EXIT.cannotRun, [`archive: ${lockHeldMessage(lock.error.holder)}`]);
     try {
       io.out(`${path} moved to ${await archivePlan(path)}`);

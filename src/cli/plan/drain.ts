@@ -3,7 +3,9 @@
 // the plan's lock: the lock names the run's pid and host, and the run drains on SIGTERM (a second
 // SIGTERM, or Ctrl-C, stops it at once). Only a run on this host can be reached this way.
 
+import { ownLayout } from '../../adapters/layout.ts';
 import { readLock } from '../../adapters/plan-store.ts';
+import { commandHint } from '../../core/command-hint.ts';
 import { assertNever } from '../../core/failure.ts';
 import type { Command } from '../command.ts';
 import { CliError, EXIT } from '../exit.ts';
@@ -29,7 +31,7 @@ export const drain: Command = {
         throw new CliError(EXIT.invalid, [`no run is working on ${path}: nothing to drain`]);
       case 'foreign':
         throw new CliError(EXIT.cannotRun, [
-          `the run working on ${path} is on host ${status.holder.host} (pid ${status.holder.pid}): run \`plan drain\` there, or send that process SIGTERM`,
+          `the run working on ${path} is on host ${status.holder.host} (pid ${status.holder.pid}): run \`${commandHint('plan', 'drain', ownLayout())}\` there, or send that process SIGTERM`,
         ]);
       case 'live': {
         const holder = status.holder;
@@ -44,7 +46,7 @@ export const drain: Command = {
           throw new CliError(EXIT.cannotRun, [`could not signal the run (pid ${holder.pid}): ${(e as Error).message}`]);
         }
         io.out(
-          `asked the run (pid ${holder.pid}, started ${holder.startedAt}) to drain: it finishes the tasks it is running, starts nothing new, integrates and lands their work, and exits; run it again to resume. Watch it with \`plan status\`; Ctrl-C in its terminal (or \`kill ${holder.pid}\` once more) stops it at once`,
+          `asked the run (pid ${holder.pid}, started ${holder.startedAt}) to drain: it finishes the tasks it is running, starts nothing new, integrates and lands their work, and exits; run it again to resume. Watch it with \`${commandHint('plan', 'status', ownLayout())}\`; Ctrl-C in its terminal (or \`kill ${holder.pid}\` once more) stops it at once`,
         );
         return EXIT.ok;
       }

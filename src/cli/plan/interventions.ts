@@ -9,7 +9,8 @@ import { type LockInfo, acquireLock, currentLockInfo, writePlanAtomic } from '..
 import { type Change, type InterventionResult, approveTask, describeChange, rejectTask, retryTask, skipTask } from '../../core/interventions.ts';
 import type { Plan } from '../../core/plan.ts';
 import { describeIntegrationFailure, integrateParked, landTarget, repositoryOf } from '../../run/plan-landing.ts';
-import { type Command, type Io, type OptionSpec, intArg } from '../command.ts';
+import { type Command, type Io, type OptionSpec, type PositionalSpec } from '../command.ts';
+import { RANGES } from '../numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, usageError } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';
 import { describeLanding } from './land.ts';
@@ -22,7 +23,7 @@ const reasonOption: Record<string, OptionSpec> = {
   reason: { type: 'string', valueName: 'TEXT', description: 'why (required; recorded in the task\'s result)' },
 };
 
-const taskPositional = [{ name: 'N', description: 'the task index', required: true }];
+const taskPositional: PositionalSpec[] = [{ name: 'N', description: 'the task index', required: true, range: RANGES.taskIndex }];
 
 /** What a decision does in the repository, around writing the plan (under the same lock). */
 interface Decision {
@@ -59,12 +60,12 @@ function interventionCommand(spec: Spec): Command {
     usage: `N [--plan FILE]${spec.needsReason ? ' --reason TEXT' : ''}${spec.extraUsage ?? ''}`,
     options: { ...planOption, ...(spec.needsReason ? reasonOption : {}), ...spec.options },
     positionals: taskPositional,
-    async run({ values, positionals }, io) {
-      const index = intArg('N', positionals[0])!;
+    async run({ values, numbers }, io) {
+      const index = numbers.N!;
       const reason = typeof values.reason === 'string' ? values.reason : '';
       if (spec.needsReason && reason.trim() === '') throw usageError(`${spec.name}: --reason "…" is required (say why; it is recorded in the plan)`);
       const path = planPathFrom(values, io.cwd);
-      const lock = await acquireLock(path, currentLockInfo(`plan.ts ${spec.name} ${index}`));
+      const lock = await acquireLock(path, currentLockInfo(`plan ${spec.name} ${index}`));
       if (!lock.ok) throw new CliError(EXIT.cannotRun, [`${spec.name}: ${lockHeldMessage(lock.error.holder)}`]);
       try {
         const plan = await loadPlan(path);

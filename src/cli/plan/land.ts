@@ -1,9 +1,11 @@
-// `plan.ts land` and `plan.ts clean`: land the plan's integrated work now, as a run's end does, and
+// `plan land` and `plan clean`: land the plan's integrated work now, as a run's end does, and
 // remove its worktrees. Both take the plan lock (exit 3 while a run holds it). `land` exits 0
 // when the work landed (or was already there), 1 when something of the person's blocks it, 2 when
 // there is nothing to land (the plan never ran, or its ref is gone).
 
+import { ownLayout } from '../../adapters/layout.ts';
 import { acquireLock, currentLockInfo } from '../../adapters/plan-store.ts';
+import { approvalHint, commandHint, shellWord } from '../../core/command-hint.ts';
 import type { LandMode } from '../../core/landing.ts';
 import { type LandBlocked, type LandReport, type LandTarget, cleanPlans, describeTargetProblem, findLandTarget, landTarget, repositoryOf, runPathOf } from '../../run/plan-landing.ts';
 import type { Command, Io } from '../command.ts';
@@ -41,7 +43,7 @@ async function repositoryFor(planPath: string, command: string): Promise<string>
 
 /** Runs `body` holding the lock of the plan that runs at `runPath`; exit 3 while a run holds it. */
 async function withLock<T>(runPath: string, command: string, body: () => Promise<T>): Promise<T> {
-  const lock = await acquireLock(runPath, currentLockInfo(`plan.ts ${command}`));
+  const lock = await acquireLock(runPath, currentLockInfo(`plan ${command}`));
   if (!lock.ok) throw new CliError(EXIT.cannotRun, [`${command}: ${lockHeldMessage(lock.error.holder)}`]);
   try {
     return await body();
@@ -135,8 +137,8 @@ export const clean: Command = {
         for (const kept of plan.keptRefs) {
           io.out(
             kept.kind === 'awaiting'
-              ? `  kept ${kept.ref}: work awaiting approval (\`plan approve N\` or \`plan reject N --reason …\` while the plan is current)`
-              : `  kept ${kept.ref}: it holds ${kept.commits === null ? 'commits' : plural(kept.commits, 'commit')} not on your branch; land ${kept.commits === 1 ? 'it' : 'them'} with \`bin/foreman plan land${plan.archived ? ` --plan ${plan.planPath}` : ''}\`, or by hand with \`git merge --ff-only ${kept.ref}\``,
+              ? `  kept ${kept.ref}: work awaiting approval (${approvalHint('N', ownLayout())} while the plan is current)`
+              : `  kept ${kept.ref}: it holds ${kept.commits === null ? 'commits' : plural(kept.commits, 'commit')} not on your branch; land ${kept.commits === 1 ? 'it' : 'them'} with \`${commandHint('plan', `land${plan.archived ? ` --plan ${shellWord(plan.planPath)}` : ''}`, ownLayout())}\`, or by hand with \`git merge --ff-only ${kept.ref}\``,
           );
         }
       }

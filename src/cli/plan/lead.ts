@@ -1,4 +1,4 @@
-// `plan.ts setup | next | finalize | commit`: the /execute skill's steps (src/run/lead.ts) as
+// `plan setup | next | finalize | commit`: the /execute skill's steps (src/run/lead.ts) as
 // commands. Each takes the run lock while it works (and refuses with exit 3 while a headless run
 // holds it), prints one JSON object on stdout (schemas/<step>.schema.json), and on a problem
 // prints `{"error": {kind, message, details}}` there instead, one line on stderr, and exits 2.
@@ -8,12 +8,15 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Git } from '../../adapters/git.ts';
+import { ownLayout } from '../../adapters/layout.ts';
+import { commandHint } from '../../core/command-hint.ts';
 import { acquireLock, currentLockInfo, readPlanFile } from '../../adapters/plan-store.ts';
 import { type Plan, statusOf } from '../../core/plan.ts';
 import { countByStatus } from '../../core/graph.ts';
 import { archivedPlans } from '../../run/plan-landing.ts';
 import { type LeadContext, type NextOutput, type SessionSandbox, type WorkerResult, leadCommit, leadFinalize, leadNext, leadSetup } from '../../run/lead.ts';
-import { type Command, type OptionSpec, intArg } from '../command.ts';
+import { type Command, type Io, type Numbers, type OptionSpec } from '../command.ts';
+import { RANGES } from '../numeric-flags.ts';
 import { CliError, EXIT, type ExitCode } from '../exit.ts';
 import { DEFAULT_PLAN, loadPlan, loadPlanFile } from '../load.ts';
 import { describeEditBetweenSteps, editedSinceLastStep, rememberPlanFile } from '../../run/plan-edits.ts';
@@ -47,6 +50,8 @@ export const repoPlanOptions: Record<string, OptionSpec> = {
 
 interface StepArgs {
   values: Record<string, unknown>;
+  /** The numeric flags, checked against their ranges before the step began. */
+  numbers: Numbers;
   plan: Plan;
   ctx: LeadContext;
   io: Parameters<Command['run']>[1];
@@ -64,6 +69,13 @@ interface StepSpec {
   attention?(output: object): { code: ExitCode; line: string } | null;
   /** What the step answers when the plan is gone because a finished run archived it (else: `no-plan`). */
   afterArchive?(archive: { path: string; plan: Plan }): object;
+}
+
+/** A step's problem: `{"error": {kind, message, details}}` on stdout, its first line on stderr. */
+function reportProblem(step: string, kind: string, e: CliError, io: Io): ExitCode {
+  io.out(JSON.stringify({ error: { kind, message: e.lines[0] ?? '', details: e.lines.slice(1) } }));
+  io.err(`plan ${step}: ${e.lines[0] ?? kind}${e.lines.length > 1 ? ` (${e.lines.length - 1} more line${e.lines.length === 2 ? '' : 's'} in the JSON on stdout)` : ''}`);
+  return e.code;
 }
 
 /** Where the repository and the plan are, and that both exist. */
@@ -105,7 +117,7 @@ export function stepCommand(spec: StepSpec): Command {
     summary: spec.summary,
     usage: spec.usage,
     options: { ...repoPlanOptions, ...spec.options },
-    async run({ values }, io) {
+    async run({ values, numbers }, io) {
       try {
         const prepared = await spec.prepare?.(values, io.cwd, io.env);
         const finished = spec.afterArchive === undefined ? null : await archivedFinished(values, io.cwd);
@@ -114,15 +126,15 @@ export function stepCommand(spec: StepSpec): Command {
           return EXIT.ok;
         }
         const { repo, planPath, git } = await locate(values, io.cwd);
-        const lock = await acquireLock(planPath, currentLockInfo(`plan.ts ${spec.name}`));
+        const lock = await acquireLock(planPath, currentLockInfo(`plan ${spec.name}`));
         if (!lock.ok) {
-          throw new StepError(EXIT.cannotRun, 'locked', [`${lockHeldMessage(lock.error.holder)}; watch it with \`plan.ts status\``]);
+          throw new StepError(EXIT.cannotRun, 'locked', [`${lockHeldMessage(lock.error.holder)}; watch it with \`${commandHint('plan', 'status', ownLayout())}\``]);
         }
         try {
           const { plan, text } = await loadStepPlan(planPath);
           // An edit between steps is used as it is (setup starts afresh anyway); the step says so.
           const edited = spec.name !== 'setup' && (await editedSinceLastStep(planPath, text)) ? describeEditBetweenSteps(plan) : null;
-          const output = await spec.step({ values, plan, io, ctx: { repo, planPath, git, env: io.env } }, prepared);
+          const output = await spec.step({ values, numbers, plan, io, ctx: { repo, planPath, git, env: io.env } }, prepared);
           if (edited !== null) {
             const withNotices = output as { notices?: Array<{ level: string; message: string }> };
             withNotices.notices = [edited, ...(withNotices.notices ?? [])];
@@ -131,7 +143,7 @@ export function stepCommand(spec: StepSpec): Command {
           io.out(JSON.stringify(output));
           const attention = spec.attention?.(output) ?? null;
           if (attention === null) return EXIT.ok;
-          io.err(`plan.ts ${spec.name}: ${attention.line}`);
+          io.err(`plan ${spec.name}: ${attention.line}`);
           return attention.code;
         } finally {
           await lock.value.release();
@@ -139,27 +151,24 @@ export function stepCommand(spec: StepSpec): Command {
       } catch (caught) {
         const e = caught instanceof GitCommandError ? new StepError(EXIT.gitFailed, 'git-failed', [describeGitFailure(failureOf(caught))]) : caught;
         if (!(e instanceof CliError)) throw e;
-        const kind = e instanceof StepError ? e.kind : e.code === EXIT.cannotRun ? 'cannot-run' : 'invalid';
-        io.out(JSON.stringify({ error: { kind, message: e.lines[0] ?? '', details: e.lines.slice(1) } }));
-        io.err(`plan.ts ${spec.name}: ${e.lines[0] ?? kind}${e.lines.length > 1 ? ` (${e.lines.length - 1} more line${e.lines.length === 2 ? '' : 's'} in the JSON on stdout)` : ''}`);
-        return e.code;
+        return reportProblem(spec.name, e instanceof StepError ? e.kind : e.code === EXIT.cannotRun ? 'cannot-run' : 'invalid', e, io);
       }
     },
+    // Bad flags (a number out of range) are said like any problem of a step: JSON on stdout.
+    reportUsageError: (e, io) => void reportProblem(spec.name, 'usage', e, io),
   };
 }
 
-const secondsOption = (value: unknown) => {
-  const s = intArg('--check-timeout', str(value), { min: 1 });
-  return s === undefined ? undefined : s * 1000;
-};
+/** Seconds (a flag checked against its range) as milliseconds. */
+const millisecondsOf = (seconds: number | undefined): number | undefined => (seconds === undefined ? undefined : seconds * 1000);
 
-const waitOption = {
-  wait: { type: 'string' as const, valueName: 'SECONDS', description: `how long to wait for a gate run before answering \`"gate": {"state": "running"}\` (default ${DEFAULT_GATE_WAIT_MS / 1000}; the run goes on in the background)` },
-};
-
-const waitMsOf = (value: unknown): number | undefined => {
-  const s = intArg('--wait', str(value), { min: 0 });
-  return s === undefined ? undefined : s * 1000;
+const waitOption: Record<string, OptionSpec> = {
+  wait: {
+    type: 'string',
+    valueName: 'SECONDS',
+    description: `how long to wait for a gate run before answering \`"gate": {"state": "running"}\` (default ${DEFAULT_GATE_WAIT_MS / 1000}; the run goes on in the background)`,
+    range: RANGES.waitSeconds,
+  },
 };
 
 /** The gate failed on the starting commit: the same refusal as a headless run. */
@@ -172,13 +181,13 @@ export const setup = stepCommand({
   summary: 'For /execute: validate the plan, set up its integration ref, clean up after an interrupted session, check blocking assumptions, integrate and land verified work an earlier session left. JSON out.',
   usage: '[--repo DIR] [--plan FILE] [--concurrency N] [--max-attempts N] [--check-timeout SECONDS] [--gate CMD | --no-gate] [--gate-batch N] [--gate-timeout SECONDS] [--wait SECONDS] [--sandbox MODE]',
   options: {
-    concurrency: { type: 'string', valueName: 'N', description: `workers at once for this session (default ${DEFAULTS.concurrency})` },
-    'max-attempts': { type: 'string', valueName: 'N', description: `attempts per task, retries included (default ${DEFAULTS.maxAttempts})` },
-    'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each acceptance or assumption command (default ${DEFAULTS.checkTimeoutMs / 1000})` },
+    concurrency: { type: 'string', valueName: 'N', description: `workers at once for this session (default ${DEFAULTS.concurrency})`, range: RANGES.workers },
+    'max-attempts': { type: 'string', valueName: 'N', description: `attempts per task, retries included (default ${DEFAULTS.maxAttempts})`, range: RANGES.attempts },
+    'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each acceptance or assumption command (default ${DEFAULTS.checkTimeoutMs / 1000})`, range: RANGES.timeoutSeconds },
     gate: { type: 'string', valueName: 'CMD', description: "the merge queue's gate: verified work integrates only in stacks this command passes (default: the plan's context.testCommand)" },
     'no-gate': { type: 'boolean', description: 'no gate: verified work integrates as soon as plan commit sees it' },
-    'gate-batch': { type: 'string', valueName: 'N', description: `candidates the gate tests together at most (default ${DEFAULTS.gateBatch})` },
-    'gate-timeout': { type: 'string', valueName: 'SECONDS', description: 'time limit of one gate run (default: --check-timeout)' },
+    'gate-batch': { type: 'string', valueName: 'N', description: `candidates the gate tests together at most (default ${DEFAULTS.gateBatch})`, range: RANGES.gateBatch },
+    'gate-timeout': { type: 'string', valueName: 'SECONDS', description: 'time limit of one gate run (default: --check-timeout)', range: RANGES.timeoutSeconds },
     ...waitOption,
     sandbox: {
       type: 'string',
@@ -196,17 +205,16 @@ export const setup = stepCommand({
     if (!decided.ok) throw new StepError(EXIT.cannotRun, 'sandbox-unavailable', [decided.error]);
     return { mode: mode.value, ...decided.value };
   },
-  async step({ values, plan, ctx }, sandbox) {
-    const gateTimeout = intArg('--gate-timeout', str(values['gate-timeout']), { min: 1 });
+  async step({ values, numbers, plan, ctx }, sandbox) {
     const setupResult = await leadSetup(plan, ctx, {
-      concurrency: intArg('--concurrency', str(values.concurrency), { min: 1 }),
-      maxAttempts: intArg('--max-attempts', str(values['max-attempts']), { min: 1 }),
-      checkTimeoutMs: secondsOption(values['check-timeout']),
+      concurrency: numbers.concurrency,
+      maxAttempts: numbers['max-attempts'],
+      checkTimeoutMs: millisecondsOf(numbers['check-timeout']),
       ...(str(values.gate) !== undefined ? { gate: str(values.gate) } : {}),
       noGate: values['no-gate'] === true,
-      gateBatch: intArg('--gate-batch', str(values['gate-batch']), { min: 1 }),
-      gateTimeoutMs: gateTimeout === undefined ? undefined : gateTimeout * 1000,
-      waitMs: waitMsOf(values.wait),
+      gateBatch: numbers['gate-batch'],
+      gateTimeoutMs: millisecondsOf(numbers['gate-timeout']),
+      waitMs: millisecondsOf(numbers.wait),
       sandbox: sandbox as SessionSandbox,
     });
     if (setupResult.ok && setupResult.value.gate.baseline === 'failed') {
@@ -230,9 +238,9 @@ export const next = stepCommand({
   summary: 'For /execute: mark the tasks to start now in progress and write their worker prompts to .design/prompts/task-<i>.md; dispatch each with isolation "worktree". JSON out.',
   usage: '[--repo DIR] [--plan FILE] [--concurrency N]',
   options: {
-    concurrency: { type: 'string', valueName: 'N', description: 'workers at once (default: the session\'s, from setup)' },
+    concurrency: { type: 'string', valueName: 'N', description: 'workers at once (default: the session\'s, from setup)', range: RANGES.workers },
   },
-  step: ({ values, plan, ctx }) => leadNext(plan, ctx, { concurrency: intArg('--concurrency', str(values.concurrency), { min: 1 }) }),
+  step: ({ numbers, plan, ctx }) => leadNext(plan, ctx, { concurrency: numbers.concurrency }),
   // The last `commit` archived the finished plan: the lead asking again is told it is done.
   afterArchive: ({ path, plan }): NextOutput => ({ round: 0, tasks: [], waiting: [], queued: 0, inProgress: [], stall: 'done', stuck: [], counts: countByStatus(plan), complete: true, archived: path }),
 });
@@ -265,8 +273,8 @@ export const finalize = stepCommand({
   usage: '--results FILE [--repo DIR] [--plan FILE] [--max-attempts N] [--check-timeout SECONDS]',
   options: {
     results: { type: 'string', valueName: 'FILE', description: 'JSON array of {"task": N, "output": "<the worker\'s final text, or its last line>", "worktree": "<the worktreePath of its Task result>"}' },
-    'max-attempts': { type: 'string', valueName: 'N', description: "attempts per task (default: the session's, from setup)" },
-    'check-timeout': { type: 'string', valueName: 'SECONDS', description: "time limit of each acceptance command (default: the session's)" },
+    'max-attempts': { type: 'string', valueName: 'N', description: "attempts per task (default: the session's, from setup)", range: RANGES.attempts },
+    'check-timeout': { type: 'string', valueName: 'SECONDS', description: "time limit of each acceptance command (default: the session's)", range: RANGES.timeoutSeconds },
   },
   async prepare(values, cwd) {
     const file = str(values.results);
@@ -277,10 +285,10 @@ export const finalize = stepCommand({
     });
     return parseResults(text, path);
   },
-  async step({ values, plan, ctx }, results) {
+  async step({ numbers, plan, ctx }, results) {
     const r = await leadFinalize(plan, ctx, results as WorkerResult[], {
-      maxAttempts: intArg('--max-attempts', str(values['max-attempts']), { min: 1 }),
-      checkTimeoutMs: secondsOption(values['check-timeout']),
+      maxAttempts: numbers['max-attempts'],
+      checkTimeoutMs: millisecondsOf(numbers['check-timeout']),
     });
     if (r.ok) return r.value;
     switch (r.error.kind) {
@@ -301,11 +309,11 @@ export const commit = stepCommand({
   summary: "For /execute: integrate the verified work (exactly the declared files, with trailers) onto the plan's ref and land it on your branch; archive the plan once every task is completed and landed. JSON out; exit 1 when the work could not land.",
   usage: '[--repo DIR] [--plan FILE] [--round N] [--wait SECONDS]',
   options: {
-    round: { type: 'string', valueName: 'N', description: "the round named in the commit message (default: the session's current round)" },
+    round: { type: 'string', valueName: 'N', description: "the round named in the commit message (default: the session's current round)", range: RANGES.round },
     ...waitOption,
   },
-  async step({ values, plan, ctx }) {
-    const r = await leadCommit(plan, ctx, { round: intArg('--round', str(values.round)), waitMs: waitMsOf(values.wait) });
+  async step({ numbers, plan, ctx }) {
+    const r = await leadCommit(plan, ctx, { round: numbers.round, waitMs: millisecondsOf(numbers.wait) });
     if (r.ok) return r.value;
     if (r.error.kind === 'baseline-failed') refuseBaseline(r.error.command, r.error.tip, r.error.output);
     const tasks = r.error.tasks.length > 0 ? ` of tasks ${r.error.tasks.join(', ')}` : '';
@@ -317,7 +325,7 @@ export const commit = stepCommand({
   },
   attention(output) {
     const landing = (output as { landing: { landed: boolean; problem: string[] } }).landing;
-    return landing.landed ? null : { code: EXIT.incomplete, line: `the integrated work could not land: ${landing.problem.join(' ')} Then run plan commit again.` };
+    return landing.landed ? null : { code: EXIT.incomplete, line: `the integrated work could not land: ${landing.problem.join(' ')} Then run \`${commandHint('plan', 'commit', ownLayout())}\` again.` };
   },
 });
 
@@ -338,25 +346,25 @@ export const gate: Command = {
     tip: { type: 'string', valueName: 'COMMIT', description: 'the integration tip the stack goes on' },
     tasks: { type: 'string', valueName: 'N,…', description: 'the candidates, in order (empty: the baseline)' },
     command: { type: 'string', valueName: 'CMD', description: 'the test command' },
-    'timeout-ms': { type: 'string', valueName: 'MS', description: 'its time limit' },
+    'timeout-ms': { type: 'string', valueName: 'MS', description: 'its time limit', range: RANGES.timeoutMs },
     sandbox: { type: 'boolean', description: 'run it in the sandbox' },
   },
-  async run({ values }, io) {
+  async run({ values, numbers }, io) {
     const id = str(values.id);
     const tip = str(values.tip);
     const command = str(values.command);
     const tasksText = str(values.tasks) ?? '';
     const tasks = tasksText === '' ? [] : tasksText.split(',').map(Number);
-    const timeoutMs = Number(str(values['timeout-ms']));
-    if (values.serve !== true || id === undefined || !/^[\w-]+$/.test(id) || tip === undefined || !/^[0-9a-f]{40,64}$/.test(tip) || command === undefined || tasks.some((t) => !Number.isInteger(t) || t < 0) || !Number.isInteger(timeoutMs) || timeoutMs < 1) {
-      io.err('plan.ts gate: internal to plan commit (--serve --id ID --tip COMMIT --tasks N,… --command CMD --timeout-ms MS)');
+    const timeoutMs = numbers['timeout-ms'];
+    if (values.serve !== true || id === undefined || !/^[\w-]+$/.test(id) || tip === undefined || !/^[0-9a-f]{40,64}$/.test(tip) || command === undefined || tasks.some((t) => !Number.isInteger(t) || t < 0) || timeoutMs === undefined) {
+      io.err('plan gate: internal to plan commit (--serve --id ID --tip COMMIT --tasks N,… --command CMD --timeout-ms MS)');
       return EXIT.invalid;
     }
     const repo = resolve(io.cwd, str(values.repo) ?? '.');
     const planPath = str(values.plan) !== undefined ? resolve(io.cwd, str(values.plan)!) : join(repo, DEFAULT_PLAN);
     const plan = await loadPlan(planPath).catch(() => null);
     if (plan === null) {
-      io.err(`plan.ts gate: cannot read the plan at ${planPath}`);
+      io.err(`plan gate: cannot read the plan at ${planPath}`);
       return EXIT.invalid;
     }
     await serveGate({ repo, planPath, plan, env: io.env, id, tip, tasks, command, timeoutMs, sandbox: values.sandbox === true });

@@ -12,7 +12,8 @@ import { decideSandbox, installAdvice, sandboxModeOf } from '../../adapters/sand
 import { describeScratchProblem, runProbe, saveProbe } from '../../run/probe.ts';
 import { DEFAULTS, LIMIT_FLAGS } from '../../run/settings.ts';
 import { table } from '../../ui/table.ts';
-import { type Command, type Io, intArg } from '../command.ts';
+import { type Command, type Io } from '../command.ts';
+import { RANGES } from '../numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, usageError } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';
 import { lockHeldMessage } from './interventions.ts';
@@ -28,13 +29,13 @@ export const probe: Command = {
   options: {
     ...planOption,
     ...jsonOption,
-    'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each check (default ${DEFAULTS.checkTimeoutMs / 1000})` },
-    timeout: { type: 'string', valueName: 'SECONDS', description: `time limit of the whole probe, the setup command included (default ${DEFAULTS.probeTimeoutMs / 1000})` },
+    'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each check (default ${DEFAULTS.checkTimeoutMs / 1000})`, range: RANGES.timeoutSeconds },
+    timeout: { type: 'string', valueName: 'SECONDS', description: `time limit of the whole probe, the setup command included (default ${DEFAULTS.probeTimeoutMs / 1000})`, range: RANGES.timeoutSeconds },
     sandbox: { type: 'string', valueName: 'MODE', description: `auto: run the setup command and the checks in the operating-system sandbox where it works, and say once when it cannot; on: refuse without it (exit 3); off: never (default: FOREMAN_SANDBOX, else ${DEFAULTS.sandbox})` },
   },
-  async run({ values }, io) {
-    const checkTimeoutMs = (intArg('--check-timeout', str(values['check-timeout']), { min: 1 }) ?? DEFAULTS.checkTimeoutMs / 1000) * 1000;
-    const timeoutMs = (intArg('--timeout', str(values.timeout), { min: 1 }) ?? DEFAULTS.probeTimeoutMs / 1000) * 1000;
+  async run({ values, numbers }, io) {
+    const checkTimeoutMs = (numbers['check-timeout'] ?? DEFAULTS.checkTimeoutMs / 1000) * 1000;
+    const timeoutMs = (numbers.timeout ?? DEFAULTS.probeTimeoutMs / 1000) * 1000;
     const mode = sandboxModeOf(str(values.sandbox), io.env);
     if (!mode.ok) throw usageError(mode.error);
     const path = planPathFrom(values, io.cwd);
@@ -44,7 +45,7 @@ export const probe: Command = {
     const repo = await git.root();
 
     // The lock keeps the probe's records in .design/workers.json from clobbering a run's.
-    const lock = await acquireLock(path, currentLockInfo('plan.ts probe'));
+    const lock = await acquireLock(path, currentLockInfo('plan probe'));
     if (!lock.ok) throw new CliError(EXIT.cannotRun, [`${lockHeldMessage(lock.error.holder)}; probe once it has finished`]);
     const controller = new AbortController();
     const onSignal = () => controller.abort();

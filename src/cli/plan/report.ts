@@ -1,8 +1,10 @@
-// `plan.ts report`: a Markdown report of a run — the latest, a given run id, or the run an
+// `plan report`: a Markdown report of a run — the latest, a given run id, or the run an
 // archived plan records — from the journal and the plan.
 
 import { resolve } from 'node:path';
+import { ownLayout } from '../../adapters/layout.ts';
 import { readPlanFile } from '../../adapters/plan-store.ts';
+import { commandHint } from '../../core/command-hint.ts';
 import type { Plan } from '../../core/plan.ts';
 import { type RunRecord, renderReport, reportData, runForArchive } from '../../core/report.ts';
 import { parsePlan } from '../../core/validate.ts';
@@ -21,9 +23,13 @@ function findRun(runs: readonly RunRecord[], id: string, journalPath: string): R
   throw new CliError(EXIT.invalid, [
     prefixed.length > 1
       ? `--run ${id}: matches ${prefixed.length} runs (${prefixed.map((r) => r.runId).join(', ')}); give more of the id`
-      : `--run ${id}: no such run in ${journalPath}${known ? ` (latest: ${known}; see plan.ts history)` : ''}`,
+      : `--run ${id}: no such run in ${journalPath}${known ? ` (latest: ${known}; see \`${commandHint('plan', 'history', ownLayout())}\`)` : ''}`,
   ]);
 }
+
+/** Nothing to report yet: how to make a run, from where the person is. */
+const noRuns = (journalPath: string): string =>
+  `no runs recorded in ${journalPath}: run the plan first (\`${commandHint('execute', '', ownLayout())}\`, or /foreman:execute in Claude Code)`;
 
 /** The current plan, or null when there is none (a report of the journal alone is still useful). */
 async function currentPlan(path: string): Promise<Plan | null> {
@@ -40,7 +46,7 @@ export const report: Command = {
   options: {
     ...planOption,
     ...jsonOption,
-    run: { type: 'string', valueName: 'RUN_ID', description: 'report this run (an id from plan.ts history, or a unique prefix of one) instead of the latest' },
+    run: { type: 'string', valueName: 'RUN_ID', description: 'report this run (an id from `plan history`, or a unique prefix of one) instead of the latest' },
     archived: { type: 'string', valueName: 'FILE', description: 'report the run an archived plan (.design/history/<timestamp>-plan.json) records, with that plan' },
   },
   async run({ values }, io) {
@@ -51,7 +57,7 @@ export const report: Command = {
       const archive = typeof values.archived === 'string' ? await loadArchive(resolve(io.cwd, values.archived), io) : null;
       const runId = typeof values.run === 'string' ? values.run : undefined;
       const run = runId !== undefined ? findRun(runs, runId, journalPath) : archive !== null ? runForArchive(archive, runs) : (runs[runs.length - 1] ?? null);
-      if (run === null) throw new CliError(EXIT.invalid, [archive !== null ? `no run in ${journalPath} matches ${archive.path}: --json reports a run` : `no runs recorded in ${journalPath}: run \`npx tsx scripts/execute.ts\` first`]);
+      if (run === null) throw new CliError(EXIT.invalid, [archive !== null ? `no run in ${journalPath} matches ${archive.path}: --json reports a run` : noRuns(journalPath)]);
       io.out(JSON.stringify(reportData(run, { livePid: pid, now: Date.now() })));
       return EXIT.ok;
     }
@@ -61,12 +67,12 @@ export const report: Command = {
       const archive = await loadArchive(resolve(io.cwd, values.archived), io);
       const run = runId !== undefined ? findRun(runs, runId, journalPath) : runForArchive(archive, runs);
       if (!run) io.err(`note: no run in ${journalPath} matches ${archive.path}; reporting from the plan alone`);
-      io.out(renderReport({ run, plan: archive.plan, planIsOfRun: true, archivedFrom: archive.path, livePid: pid, now: Date.now() }));
+      io.out(renderReport({ run, plan: archive.plan, planIsOfRun: true, archivedFrom: archive.path, livePid: pid, now: Date.now(), layout: ownLayout() }));
       return EXIT.ok;
     }
 
     if (runs.length === 0) {
-      throw new CliError(EXIT.invalid, [`no runs recorded in ${journalPath}: run \`npx tsx scripts/execute.ts\` first`]);
+      throw new CliError(EXIT.invalid, [noRuns(journalPath)]);
     }
     const run = runId !== undefined ? findRun(runs, runId, journalPath) : runs[runs.length - 1]!;
     const plan = await currentPlan(path);
@@ -75,12 +81,12 @@ export const report: Command = {
       // A finished plan is archived (moved to history/): the archive that records this run is its plan.
       const archive = (await loadArchives(path, io)).filter((a) => runForArchive(a, runs) === run).at(-1);
       if (archive) {
-        io.out(renderReport({ run, plan: archive.plan, planIsOfRun: true, archivedFrom: archive.path, livePid: pid, now: Date.now() }));
+        io.out(renderReport({ run, plan: archive.plan, planIsOfRun: true, archivedFrom: archive.path, livePid: pid, now: Date.now(), layout: ownLayout() }));
         return EXIT.ok;
       }
     }
     if (!plan) io.err(`note: no valid plan at ${path} and no archived plan for this run; the report shows what the journal holds`);
-    io.out(renderReport({ run, plan, planIsOfRun: latest && plan !== null, planPath: displayPath(path, io), livePid: pid, now: Date.now() }));
+    io.out(renderReport({ run, plan, planIsOfRun: latest && plan !== null, planPath: displayPath(path, io), livePid: pid, now: Date.now(), layout: ownLayout() }));
     return EXIT.ok;
   },
 };

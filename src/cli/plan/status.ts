@@ -1,5 +1,7 @@
 import { journalPathFor, readJournal } from '../../adapters/journal.ts';
+import { ownLayout } from '../../adapters/layout.ts';
 import { type LockStatus, readLock } from '../../adapters/plan-store.ts';
+import { approvalHint, commandHint } from '../../core/command-hint.ts';
 import { formatCostTally, formatElapsed } from '../../core/format.ts';
 import { countByStatus } from '../../core/graph.ts';
 import { attemptsOf, emptyTally, mergeTallies, statusOf, tallyCostUsd } from '../../core/plan.ts';
@@ -122,14 +124,15 @@ export const status: Command = {
 function isolationLines(isolation: IsolationStatus | null): string[] {
   if (isolation === null) return [];
   const { worktrees, ref, parked } = isolation;
-  const lines = [worktrees.count === 0 ? 'Worktrees: none' : `Worktrees: ${worktrees.count} (${formatBytes(worktrees.bytes)}) in ${worktrees.dir}; \`plan clean\` removes them`];
+  const layout = ownLayout();
+  const lines = [worktrees.count === 0 ? 'Worktrees: none' : `Worktrees: ${worktrees.count} (${formatBytes(worktrees.bytes)}) in ${worktrees.dir}; \`${commandHint('plan', 'clean', layout)}\` removes them`];
   if (ref === null) lines.push('Integrated work: none (no integration ref yet)');
   else if (ref.notLanded === 0) lines.push(`Integrated work: all on your branch (${ref.name} at ${ref.commit.slice(0, 12)})`);
   else {
     const commits = ref.notLanded === null ? 'commits' : `${ref.notLanded} commit${ref.notLanded === 1 ? '' : 's'}`;
-    lines.push(`Integrated work: ${commits} on ${ref.name} not on your branch yet; \`plan land\` lands ${ref.notLanded === 1 ? 'it' : 'them'}`);
+    lines.push(`Integrated work: ${commits} on ${ref.name} not on your branch yet; \`${commandHint('plan', 'land', layout)}\` lands ${ref.notLanded === 1 ? 'it' : 'them'}`);
   }
-  if (parked.length > 0) lines.push(`Awaiting approval, parked: task${parked.length === 1 ? '' : 's'} ${parked.join(', ')} (\`plan approve N\` or \`plan reject N --reason …\`)`);
+  if (parked.length > 0) lines.push(`Awaiting approval, parked: task${parked.length === 1 ? '' : 's'} ${parked.join(', ')} (${approvalHint('N', layout)})`);
   return lines;
 }
 

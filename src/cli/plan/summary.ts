@@ -1,6 +1,7 @@
-// `plan.ts summary`: the plan at a glance in Markdown (see src/core/overview.ts).
+// `plan summary`: the plan at a glance in Markdown (see src/core/overview.ts).
 
-import { ownLauncherPath } from '../../adapters/layout.ts';
+import { ownLayout } from '../../adapters/layout.ts';
+import { commandHint } from '../../core/command-hint.ts';
 import { planOverview } from '../../core/overview.ts';
 import { probeFindings, probeHeadline } from '../../core/probe.ts';
 import { storedProbe } from '../../run/probe.ts';
@@ -8,9 +9,6 @@ import type { Command } from '../command.ts';
 import { EXIT } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';
 import { planOption } from './options.ts';
-
-/** The launcher of this copy of foreman (the plugin's, or the checkout's). */
-export const launcherPath = ownLauncherPath();
 
 export const summary: Command = {
   name: 'summary',
@@ -20,8 +18,8 @@ export const summary: Command = {
   async run({ values }, io) {
     const path = planPathFrom(values, io.cwd);
     const plan = await loadPlan(path);
-    const launcher = JSON.stringify(launcherPath);
-    io.out(planOverview(plan, { headless: `${launcher} execute`, status: `${launcher} plan status` }));
+    const layout = ownLayout();
+    io.out(planOverview(plan, { headless: commandHint('execute', '', layout), status: commandHint('plan', 'status', layout) }));
     // The last probe, only when it probed the plan's checks as they are now.
     const probe = await storedProbe(path, plan);
     if (probe !== null) {

@@ -1,0 +1,32 @@
+// How a person runs a foreman command from where this copy of foreman is. Every message that
+// names a foreman command spells it here, so there is one spelling:
+// - the built plugin (bundled code; also its copy in a project's .claude/): its launcher,
+//   `<plugin>/bin/foreman plan retry 3`, which runs from any directory;
+// - a checkout (the sources under tsx): `npx tsx scripts/plan.ts retry 3`, as README says.
+// Pure: the layout is a parameter (adapters/layout.ts `ownLayout()` knows this process's).
+
+/** foreman's two programs: the plan tool and the headless orchestrator. */
+export type ForemanProgram = 'plan' | 'execute';
+
+/** Where the running code is: the built plugin (with its launcher's path) or a checkout. */
+export type Layout = { kind: 'plugin'; launcher: string } | { kind: 'checkout' };
+
+/** The command line that starts `program`: `/p/bin/foreman plan`, or `npx tsx scripts/plan.ts`. */
+export function programName(program: ForemanProgram, layout: Layout): string {
+  return layout.kind === 'plugin' ? `${shellWord(layout.launcher)} ${program}` : `npx tsx scripts/${program}.ts`;
+}
+
+/** A foreman command as the person can type it, e.g. `commandHint('plan', 'retry 3', layout)`. */
+export function commandHint(program: ForemanProgram, args: string, layout: Layout): string {
+  return args === '' ? programName(program, layout) : `${programName(program, layout)} ${args}`;
+}
+
+/** A word (a path) as the shell reads it back: as it is when nothing in it is special, else single-quoted. */
+export function shellWord(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+/** How a person decides on a task awaiting approval: "`… approve 3` or `… reject 3 --reason …`". */
+export function approvalHint(task: number | 'N', layout: Layout): string {
+  return `\`${commandHint('plan', `approve ${task}`, layout)}\` or \`${commandHint('plan', `reject ${task} --reason …`, layout)}\``;
+}

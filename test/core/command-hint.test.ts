@@ -1,0 +1,54 @@
+// The one spelling of foreman's commands in messages: the plugin's launcher inside the built
+// plugin, `npx tsx scripts/…` in a checkout; and no message spells them any other way.
+
+import { readFileSync, readdirSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ownLayout } from '../../src/adapters/layout.ts';
+import { type Layout, approvalHint, commandHint, programName } from '../../src/core/command-hint.ts';
+
+const plugin: Layout = { kind: 'plugin', launcher: '/home/me/.claude/plugins/cache/foreman/foreman/0.1.0/bin/foreman' };
+const checkout: Layout = { kind: 'checkout' };
+
+describe('commandHint', () => {
+  it.each([
+    [plugin, 'plan', 'retry 3', '/home/me/.claude/plugins/cache/foreman/foreman/0.1.0/bin/foreman plan retry 3'],
+    [plugin, 'execute', '', '/home/me/.claude/plugins/cache/foreman/foreman/0.1.0/bin/foreman execute'],
+    [checkout, 'plan', 'retry 3', 'npx tsx scripts/plan.ts retry 3'],
+    [checkout, 'execute', '--dry-run', 'npx tsx scripts/execute.ts --dry-run'],
+  ] as const)('%j %s %j → %s', (layout, program, args, expected) => {
+    expect(commandHint(program, args, layout)).toBe(expected);
+  });
+
+  it('quotes a launcher path the shell would split or expand', () => {
+    expect(programName('plan', { kind: 'plugin', launcher: "/Users/Jo Doe/it's/bin/foreman" })).toBe(`'/Users/Jo Doe/it'\\''s/bin/foreman' plan`);
+    expect(programName('plan', { kind: 'plugin', launcher: '/opt/$HOME/bin/foreman' })).toBe(`'/opt/$HOME/bin/foreman' plan`);
+  });
+
+  it('spells the approval pair for a task or for any task', () => {
+    expect(approvalHint(4, checkout)).toBe('`npx tsx scripts/plan.ts approve 4` or `npx tsx scripts/plan.ts reject 4 --reason …`');
+    expect(approvalHint('N', plugin)).toBe(`\`${plugin.launcher} plan approve N\` or \`${plugin.launcher} plan reject N --reason …\``);
+  });
+
+  it('the sources under tsx are a checkout', () => {
+    expect(ownLayout()).toEqual(checkout);
+  });
+});
+
+describe('one spelling', () => {
+  const root = join(import.meta.dirname, '..', '..');
+  const sources = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+
+  it('no code outside core/command-hint.ts spells a foreman command for one layout only', () => {
+    const layoutBound = /\bplan\.ts [a-z]|scripts\/(plan|execute)\.ts|bin\/foreman (plan|execute)|npx tsx/;
+    const found = sources(join(root, 'src'))
+      .filter((file) => !file.endsWith(join('core', 'command-hint.ts')))
+      .flatMap((file) =>
+        readFileSync(file, 'utf8')
+          .split('\n')
+          .flatMap((line, i) => (/^\s*(\/\/|\*|\/\*)/.test(line) || !layoutBound.test(line) ? [] : [`${relative(root, file)}:${i + 1}: ${line.trim()}`])),
+      );
+    expect(found).toEqual([]);
+  });
+});
