@@ -9,27 +9,25 @@ import { type LockTakeover, PlanKeeper, acquireLock, currentLockInfo, describeKe
 import { ProcessRegistry, describeOrphans, killOrphans, recorded, registryPathFor } from '../adapters/orphans.ts';
 import { killAllWorkers, runWorker } from '../adapters/worker.ts';
 import { type SandboxMode, decideSandbox, installAdvice, sandboxModeOf } from '../adapters/sandbox.ts';
-import { type RunEventBody, type StopReason, skippedEvents } from '../core/events.ts';
+import { type RunEventBody, type StopReason } from '../core/events.ts';
 import { newRunId } from '../adapters/journal.ts';
-import { type Layout, approvalHint, commandHint } from '../core/command-hint.ts';
+
+import { commandHint } from '../core/command-hint.ts';
 import { assertNever } from '../core/failure.ts';
 import { plural } from '../core/format.ts';
 import { describeTimeLimitHit } from '../core/time-limit.ts';
 import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
 import { describeScratchProblem, runProbe, saveProbe } from '../run/probe.ts';
-import { countByStatus } from '../core/graph.ts';
 import { type Plan, emptyUsage, statusOf } from '../core/plan.ts';
-import { describeLandingProblem } from '../core/landing.ts';
-import { gateFinishedEvent } from '../core/gate.ts';
 import { type WorkerPermissions, explicitPermissions, planPermissions } from '../core/scope.ts';
 import { SCHEDULE_POLICIES, type SchedulePolicy } from '../core/schedule.ts';
-import { archivePlan } from '../run/archive.ts';
 import { ensurePlanId } from '../run/commit.ts';
-import { runEngine, systemClock } from '../run/engine.ts';
+import { engineConfig, runEngine, systemClock } from '../run/engine.ts';
+import { initialState, step } from '../core/engine-step.ts';
 import { LAND_POLICIES, LIMIT_FLAGS, type LandPolicy, type RunSettings, DEFAULTS } from '../run/settings.ts';
 import { recordAttempts, verifyAttempt } from '../run/stages.ts';
-import { baselineRefusal } from '../run/lead-gate.ts';
-import { Isolation, type SetupReport, landedBase, recordLandedBase } from '../run/isolation.ts';
+import { baselineVerdict, finishPlan, lander, runFinishedEvent, runStartedEvent } from '../run/lifecycle.ts';
+import { Isolation, type SetupReport } from '../run/isolation.ts';
 import { setupRun } from '../run/setup.ts';
 import { type Command, type Io, type Numbers } from './command.ts';
 import { RANGES, parseNumber } from './numeric-flags.ts';
@@ -308,8 +306,11 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
       const problem = describeSetupProblem(setup.error);
       throw new CliError(problem.code, problem.lines);
     }
-    await save(plan);
     const report = setup.value;
+    // What setup found is applied by the step function, as every later change of a task's state.
+    const setUp = step(initialState(plan, engineConfig({ ...settings, claudeBin }, dirname(settings.planPath)), Date.now(), report.held), { type: 'set-up', findings: report.findings, now: Date.now() });
+    plan = setUp.state.plan;
+    await save(plan);
     // The probe runs before the run starts: a plan it refuses leaves no half-started run in the
     // journal. Its first line is said at once (not in --json mode, whose stdout is events only);
     // what it found is journaled once the run has started.
@@ -320,10 +321,10 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
     if (settings.gate === null) {
       emit({ type: 'notice', level: 'info', message: settings.gateFlags.off ? 'no gate (--no-gate): verified work integrates as soon as it is verified, untested together' : "no gate: the plan has no context.testCommand, so verified work integrates untested together (--gate CMD sets one)" });
     }
-    emit({ type: 'run-started', goal: report.goal, planPath: settings.planPath, taskCount: report.taskCount, maxDepth: report.maxDepth, resumed: report.resumed, concurrency: settings.concurrency, schedule: settings.schedule, pid: process.pid });
+    emit(runStartedEvent(plan, { planPath: settings.planPath, resumed: report.resumed, concurrency: settings.concurrency, schedule: settings.schedule, mode: 'headless' }));
     for (const n of report.notices) emit({ type: 'notice', ...n });
     for (const a of report.assumptions) emit({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output });
-    for (const event of skippedEvents(plan.tasks, report.skipped)) emit(event);
+    for (const effect of setUp.effects) if (effect.type === 'emit') emit(effect.event);
     for (const event of probeEvents) emit(event);
 
     const isolation = report.isolation;
@@ -331,20 +332,20 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
     // The baseline: a gate that already fails on the starting commit would blame every task.
     if (gateOptions !== null && !controller.signal.aborted && (report.held.length > 0 || plan.tasks.some((t) => statusOf(t) === 'pending'))) {
       const baseline = await isolation.runGate(plan, { tasks: [], works: [] }, gateOptions, controller.signal);
-      emit(gateFinishedEvent([], { ...baseline, passed: baseline.passed === true }, null));
-      if (baseline.passed === false) {
-        throw new CliError(EXIT.invalid, baselineRefusal(gateOptions.command, isolation.tip, baseline.output));
-      }
+      const verdict = baselineVerdict(gateOptions.command, isolation.tip, { ...baseline, passed: baseline.passed === true });
+      emit(verdict.event);
+      // Stopped before a verdict (Ctrl-C, `passed` null): the run goes on to stop as interrupted.
+      if (baseline.passed === false) throw new CliError(EXIT.invalid, verdict.refusal!);
     }
     const stages = { isolation, checkTimeoutMs: settings.checkTimeoutMs, env: io.env, registry, sandbox: sandboxed };
-    const landing = lander(isolation, { branch, commit: settings.commit, planPath: settings.planPath, layout });
+    const landing = lander(isolation, { branch: branch === null ? null : `refs/heads/${branch}`, commit: settings.commit, planPath: settings.planPath, layout });
     // Integrated work an earlier run could not land (a crash, a blocked landing) lands first.
     const before = await landing.land();
     if (before !== null) emit(before);
     const result = controller.signal.aborted
       ? { reason: 'interrupted' as StopReason, usage: emptyUsage(), message: 'interrupted', plan }
       : await runEngine(
-          plan,
+          setUp.state,
           { ...settings, claudeBin },
           {
             prepare: (task, signal) => isolation.prepare(task, signal),
@@ -368,8 +369,6 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
             env: io.env,
           },
           controller.signal,
-          dirname(settings.planPath),
-          report.held,
           draining.signal,
         );
     await saving;
@@ -378,39 +377,21 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
     // Whatever stopped the run, what was integrated lands now (when nothing of the person's is in its way).
     const after = await landing.land();
     if (after !== null) emit(after);
-    const counts = countByStatus(plan);
-    let code = exitCodeFor(result.reason);
-    let message = result.message;
-    if (result.reason === 'awaiting_approval') message += ` (${approvalHint('N', layout)}, then run again)`;
-    if (!landing.landed) {
-      message += `. ${landing.advice()}`;
-      if (code === EXIT.ok) code = EXIT.incomplete;
-    }
+    let archived: string | null = null;
     if (result.reason === 'all-done') {
       // An edit made since the last write is kept aside before the plan moves to history.
       await save(plan);
       await saving;
-      await isolation.removeWorktrees();
-      if (landing.landed) {
-        await isolation.removeRefs();
-        const archived = await archivePlan(settings.planPath);
-        message += `; the plan was moved to ${archived}`;
-      }
-    } else {
-      message += `. The plan keeps its state in ${settings.planPath}: ${resumeAdvice(plan, layout)}`;
+      archived = await finishPlan(plan, isolation, settings.planPath, landing.landed);
     }
-    emit({
-      type: 'run-finished',
-      outcome: code === EXIT.ok ? 'completed' : code === EXIT.interrupted ? 'interrupted' : code === EXIT.cannotRun ? 'cannot-run' : 'incomplete',
-      reason: result.reason,
-      exitCode: code,
-      counts,
-      usage: result.usage,
-      durationMs: Date.now() - started,
-      message,
-    });
+    const finished = runFinishedEvent(
+      plan,
+      { reason: result.reason, message: result.message, usage: result.usage, durationMs: Date.now() - started },
+      { layout, planPath: settings.planPath, landing: { landed: landing.landed, advice: landing.advice() }, archived },
+    );
+    emit(finished);
     reporter.summary(plan, result.usage);
-    return code;
+    return finished.exitCode as ExitCode;
   } finally {
     // The handlers stay until the end: a second Ctrl-C while the run winds up still exits 130.
     await saving.catch(() => undefined);
@@ -421,50 +402,6 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
     process.off('SIGTERM', onSignal);
     process.off('SIGHUP', onSignal);
   }
-}
-
-/**
- * Landing the integration tip, as a run does it: on the branch the run started on, as commits (or,
- * with --no-commit, as uncommitted changes, from what an earlier landing left). Each call says
- * what happened as an event (null when there was nothing to land); `landed` is whether
- * everything integrated so far is in the person's branch (or files).
- */
-function lander(isolation: Isolation, options: { branch: string | null; commit: boolean; planPath: string; layout: Layout }) {
-  let problem: string[] | null = null;
-  return {
-    get landed(): boolean {
-      return problem === null;
-    },
-    advice: () => (problem ?? []).join(' '),
-    async land(): Promise<Extract<RunEventBody, { type: 'notice' }> | null> {
-      const branch = options.branch === null ? null : `refs/heads/${options.branch}`;
-      const base = options.commit ? null : await landedBase(options.planPath, isolation.planId);
-      const landed = await isolation.land({ branch, mode: options.commit ? 'commit' : 'worktree', ...(base === null ? {} : { base }) });
-      if (!landed.ok) {
-        const lines = describeLandingProblem(landed.error, isolation.ref, options.layout);
-        problem = lines;
-        return { type: 'notice', level: 'warning', message: `the integrated work could not land: ${lines.join(' ')}` };
-      }
-      problem = null;
-      if (!options.commit) await recordLandedBase(options.planPath, isolation.planId, landed.value.to);
-      if (landed.value.upToDate || landed.value.paths.length === 0) return null;
-      const where = options.commit ? (options.branch === null ? 'the detached HEAD' : options.branch) : 'your files, uncommitted';
-      return { type: 'notice', level: 'info', message: `landed ${plural(landed.value.paths.length, 'file')} on ${where} (${landed.value.to.slice(0, 12)})` };
-    },
-  };
-}
-
-/**
- * What running again will do. Failed and blocked tasks stay so (and what was skipped because of
- * them stays skipped) until `plan retry N` puts them back to pending: say so, naming them.
- */
-export function resumeAdvice(plan: Plan, layout: Layout): string {
-  const stuck = plan.tasks.flatMap((t, i) => (statusOf(t) === 'failed' || statusOf(t) === 'blocked' ? [i] : []));
-  const pending = plan.tasks.some((t) => statusOf(t) === 'pending' || statusOf(t) === 'in_progress');
-  if (stuck.length === 0) return 'run the same command again to resume';
-  const which = stuck.length === 1 ? `task ${stuck[0]} is ${statusOf(plan.tasks[stuck[0]!]!)}` : `tasks ${stuck.join(', ')} are failed or blocked`;
-  const commands = stuck.map((i) => `\`${commandHint('plan', `retry ${i}`, layout)}\``).join(', ');
-  return `${which}, and running the same command again will not retry ${stuck.length === 1 ? 'it' : 'them'}${pending ? ' (it only resumes the pending tasks)' : ''}. Fix the cause, then put ${stuck.length === 1 ? 'it' : 'them'} back with ${commands} (tasks skipped because of ${stuck.length === 1 ? 'it' : 'them'} come back too) and run the same command again`;
 }
 
 /**
@@ -539,25 +476,3 @@ export function describeTakeover(takeover: LockTakeover): string {
   }
 }
 
-export function exitCodeFor(reason: StopReason): ExitCode {
-  switch (reason) {
-    case 'all-done':
-      return EXIT.ok;
-    case 'interrupted':
-      return EXIT.interrupted;
-    case 'agent-unavailable':
-    case 'setup-failed':
-      return EXIT.cannotRun;
-    case 'git-failed':
-      return EXIT.gitFailed;
-    case 'breaker':
-    case 'deadlock':
-    case 'awaiting_approval':
-    case 'budget':
-    case 'failures':
-    case 'drained':
-      return EXIT.incomplete;
-    default:
-      return assertNever(reason, 'stop reason');
-  }
-}

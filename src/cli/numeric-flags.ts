@@ -44,8 +44,6 @@ export const RANGES = {
   dollars,
   /** A task index (`retry N`): plans are far smaller. */
   taskIndex: count(0, 99_999),
-  /** `commit --round`. */
-  round: count(0, 999_999),
   /** `FOREMAN_BACKOFF_MS`: doubled per requeue (6 at most), so an hour stays far below the timer limit. */
   backoffMs: { whole: true, min: 0, max: 3_600_000, unit: 'milliseconds', maxNote: '1 hour' },
   /** `plan gate --timeout-ms` (internal): a gate timeout in milliseconds. */

@@ -6,14 +6,14 @@ import { ownLayout } from '../adapters/layout.ts';
 import type { RunEvent, RunEventBody } from '../core/events.ts';
 import { formatCostExact } from '../core/format.ts';
 import { countByStatus } from '../core/graph.ts';
-import { type Plan, type Usage, statusOf } from '../core/plan.ts';
+import { type Plan, UNKNOWN, type UsageFigure, statusOf } from '../core/plan.ts';
 import { type RunView, createLiveView, createPlainView, jsonView } from '../ui/render.ts';
 import type { Io } from './command.ts';
 
 export interface Reporter {
   emit(event: RunEventBody): void;
   /** The closing summary (text modes only; --json has `run-finished`). */
-  summary(plan: Plan, usage: Usage): void;
+  summary(plan: Plan, usage: UsageFigure): void;
   close(): Promise<void>;
 }
 
@@ -52,7 +52,7 @@ export async function createReporter(options: { io: Io; json: boolean; runId: st
       for (const s of ['failed', 'blocked', 'skipped', 'awaiting_approval', 'pending'] as const) {
         if (counts[s] > 0) lines.push(`  ${s}: ${counts[s]}`, ...by(s));
       }
-      lines.push(`  cost: ${formatCostExact(usage.costUsd)}; tokens: ${usage.inputTokens} in, ${usage.outputTokens} out, ${usage.cacheReadTokens} cache read`);
+      lines.push(usage === UNKNOWN ? '  cost: unknown (not measured)' : `  cost: ${formatCostExact(usage.costUsd)}; tokens: ${usage.inputTokens} in, ${usage.outputTokens} out, ${usage.cacheReadTokens} cache read`);
       options.io.out(lines.join('\n'));
     },
     async close() {

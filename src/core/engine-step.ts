@@ -12,8 +12,17 @@
 //   touched and the worktree is reset before its next use.
 //
 // The headless engine (src/run/engine.ts) executes the effects with real workers, checks and git;
-// the scheduling bench and the property tests execute them in simulated time. Nothing here does
-// I/O or reads a clock: time comes in with each event.
+// the in-session steps (src/run/session.ts: `plan setup | next | finalize | commit`) execute them
+// across a Claude Code session, whose Task subagents are the workers; the scheduling bench and
+// the property tests execute them in simulated time. Nothing here does I/O or reads a clock: time
+// comes in with each event.
+//
+// The two drivers differ in three things, named by `config.driver`. Headless, the engine starts
+// workers and integrates verified work as soon as it may. In a session, a task starts only when
+// the lead asks (`hand-out`, the `next` step) and verified work integrates only when it asks
+// (`integrate`, the `commit` step); and since a subagent's worktree starts from the person's
+// branch, not from the integration ref, a task starts only once its blockers' work has landed
+// there (`landed` says what has not).
 //
 // States are persistent: `step` never changes the state it is given. The plan inside is copied
 // shallowly (its `tasks` array); task objects are replaced, never changed (see `applyDecision`).
@@ -24,9 +33,9 @@ import { type Decision, type Verification, decide, judgeRun, verificationWarning
 import { formatCost } from './format.ts';
 import { countByStatus, depsOf, longestRemainingPath, readySet, stall } from './graph.ts';
 import { computeOverlaps, overlapSets } from './overlap.ts';
-import { type Plan, type Usage, addUsage, attemptsOf, emptyUsage, modelOf, statusOf } from './plan.ts';
+import { type Plan, UNKNOWN, type UsageFigure, addUsage, attemptsOf, emptyUsage, modelOf, statusOf } from './plan.ts';
 import { type SchedulePolicy, byPriority, pickStarts } from './schedule.ts';
-import { type Applied, applyDecision, markStarted } from './transition.ts';
+import { type Applied, type SetupFindings, applyDecision, applySetupFindings, markStarted } from './transition.ts';
 import type { CapturedWork } from './work.ts';
 import { type GateQueue, afterGateRun, emptyGateQueue, enqueue, culpritDecision, flakeNotice, gateFinishedEvent, nextSegment } from './gate.ts';
 
@@ -44,7 +53,15 @@ export interface EngineConfig {
   logDir: string;
   /** The merge queue: verified work integrates only in stacks the plan's test command passed. Null: no gate. */
   gate: { batchSize: number } | null;
+  /**
+   * `headless`: workers start and verified work integrates as soon as they may. `session`: only
+   * when the lead asks (`hand-out`, `integrate`), and a task starts only once its blockers' work
+   * has landed on the branch its subagent starts from.
+   */
+  driver: EngineDriver;
 }
+
+export type EngineDriver = 'headless' | 'session';
 
 export type AttemptStage = 'running' | 'verifying' | 'verified' | 'recording' | 'queued' | 'gating';
 
@@ -93,8 +110,15 @@ export interface EngineState {
   readonly admitted: ReadonlySet<number> | null;
   /** Rounds recorded so far (the number in commit messages). */
   readonly round: number;
-  /** What the run's workers cost so far. */
-  readonly usage: Usage;
+  /** What the run's workers cost so far; `unknown` once a worker nothing measured (a Task subagent) ran. */
+  readonly usage: UsageFigure;
+  /** In a session: tasks whose work is integrated and not on the person's branch yet (their dependants wait). */
+  readonly unlanded: ReadonlySet<number>;
+  /**
+   * The gate may test candidates: the starting commit passed it. A headless run tests the starting
+   * commit before the engine starts; a session tests it in the background and says when it passed.
+   */
+  readonly gateOpen: boolean;
   /** Workers were told to stop (an interrupt, an agent that cannot run): verdicts after it are void. */
   readonly aborted: boolean;
   /** Time spent by finished workers, and by the lane recording, to tell whether waiting for a record pays. */
@@ -121,14 +145,32 @@ export type EngineEvent =
   | { type: 'verified'; task: number; verification: Verification; now: number }
   /** The attempt's worktree could not be made ready (its setup command failed): no attempt was made. */
   | { type: 'workspace-failed'; task: number; reason: string; now: number }
-  /** The lane recorded these tasks; `commit` is the integration commit (null when nothing changed). */
-  | { type: 'recorded'; tasks: readonly number[]; commit: string | null; failure: string | null; now: number }
+  /**
+   * The lane recorded these tasks; `commit` is the integration commit (null when nothing changed).
+   * A failure is a `conflict` (the integration tip changed the same paths since the attempts
+   * started: their work can never integrate) or any other git failure.
+   */
+  | { type: 'recorded'; tasks: readonly number[]; commit: string | null; failure: RecordFailure | null; now: number }
   /** The gate ran on these candidates stacked on the tip; `passed` null: it was stopped (Ctrl-C) before a verdict. */
   | { type: 'gated'; tasks: readonly number[]; passed: boolean | null; output: string; durationMs: number; now: number }
   /** Ctrl-C: stop the workers, record what is verified, stop. */
   | { type: 'interrupt'; now: number }
+  /** In a session, `next`: start what may start now (at most `concurrency` running, when given). */
+  | { type: 'hand-out'; concurrency?: number; now: number }
+  /** In a session, `commit`: integrate what is verified (with a gate: hold it as candidates). */
+  | { type: 'integrate'; now: number }
+  /** In a session: the person's branch holds every integrated task's work but these tasks'. */
+  | { type: 'landed'; unlanded: readonly number[]; now: number }
+  /** In a session: the gate passed the starting commit; candidates may be tested now. */
+  | { type: 'gate-opened'; now: number }
   /** Drain (`plan drain`, SIGTERM): start nothing new; what runs finishes, is verified, gated and integrated; then stop. */
-  | { type: 'drain'; now: number };
+  | { type: 'drain'; now: number }
+  /**
+   * Before anything starts: what setting up the run found (work integrated that plan.json had not
+   * recorded, interrupted attempts, approved work, missing files, failed assumptions). Applied,
+   * then what can no longer run is skipped; nothing starts on this event.
+   */
+  | { type: 'set-up'; findings: SetupFindings; now: number };
 
 export type EngineEffect =
   /** Write `state.plan` to disk before carrying out the effects after this one. */
@@ -161,7 +203,10 @@ export type EngineEffect =
   | { type: 'wake'; at: number }
   /** Stop every running worker and check. */
   | { type: 'abort-workers' }
-  | { type: 'finish'; stop: EngineStop; usage: Usage };
+  | { type: 'finish'; stop: EngineStop; usage: UsageFigure };
+
+/** Why recording failed: the work conflicts with the integration tip, or git failed. */
+export type RecordFailure = { kind: 'conflict' | 'git'; message: string };
 
 export interface Step {
   state: EngineState;
@@ -175,12 +220,20 @@ export interface HeldCandidate {
   result: string;
 }
 
-export function initialState(plan: Plan, config: EngineConfig, now: number, held: readonly HeldCandidate[] = []): EngineState {
+/**
+ * A run's first state. `held`: candidates an earlier run held on their refs (they rejoin the merge
+ * queue first; without a gate now, they integrate at once). `verified`: work an earlier session
+ * verified and did not integrate, whose work it kept (it integrates, or is held, at the first record).
+ */
+export function initialState(plan: Plan, config: EngineConfig, now: number, held: readonly HeldCandidate[] = [], verified: readonly HeldCandidate[] = []): EngineState {
   const attempts = new Map<number, Attempt>();
-  // Without a gate now, they integrate at once.
   const stage: AttemptStage = config.gate === null ? 'verified' : 'queued';
   for (const candidate of held) {
     attempts.set(candidate.task, { task: candidate.task, number: attemptsOf(plan.tasks[candidate.task]!) + 1, stage, decision: { kind: 'completed', result: candidate.result }, work: candidate.work, held: true });
+  }
+  for (const attempt of verified) {
+    if (attempts.has(attempt.task)) continue;
+    attempts.set(attempt.task, { task: attempt.task, number: attemptsOf(plan.tasks[attempt.task]!) + 1, stage: 'verified', decision: { kind: 'completed', result: attempt.result }, work: attempt.work });
   }
   return {
     config,
@@ -194,6 +247,8 @@ export function initialState(plan: Plan, config: EngineConfig, now: number, held
     admitted: null,
     round: 0,
     usage: emptyUsage(),
+    unlanded: new Set(),
+    gateOpen: config.driver === 'headless' || config.gate === null,
     aborted: false,
     timing: { workers: 0, workerMs: 0, records: 0, recordMs: 0 },
     recordingSince: null,
@@ -259,20 +314,22 @@ export function waitingPays(timing: Timing): boolean {
  * that slot waits for the record, so the longer path is not held up by whatever happened to be
  * ready first.
  */
-export function startable(state: EngineState): number[] {
+export function startable(state: EngineState, concurrency: number = state.config.concurrency): number[] {
   const running = new Set(tasksIn(state, IN_FLIGHT));
+  const session = state.config.driver === 'session';
   const ready = pickStarts({
     tasks: state.plan.tasks,
     running,
     overlaps: state.overlaps,
-    concurrency: state.config.concurrency,
+    concurrency,
     priority: state.priority,
     notBefore: state.notBefore,
     now: state.now,
-    admitted: state.admitted ?? undefined,
+    admitted: session ? new Set(landedReady(state)) : (state.admitted ?? undefined),
     holding: holding(state),
   });
-  if (state.config.schedule !== 'continuous' || !waitingPays(state.timing)) return ready;
+  // In a session a slot is not kept for work about to be recorded: the lead asks when it asks.
+  if (session || state.config.schedule !== 'continuous' || !waitingPays(state.timing)) return ready;
   const soon = byPriority(readyOnRecord(state), state.priority);
   if (soon.length === 0) return ready;
   // Fill the free slots by priority from both lists; the ready tasks win ties.
@@ -287,6 +344,19 @@ export function startable(state: EngineState): number[] {
   }
   return ready.slice(0, fromReady);
 }
+
+/** In a session: the ready tasks whose blockers' work is on the person's branch (a subagent starts from it). */
+export function landedReady(state: Pick<EngineState, 'plan' | 'unlanded'>): number[] {
+  return readySet(state.plan.tasks).filter((i) => !state.plan.tasks[i]!.blockedBy.some((b) => state.unlanded.has(b)));
+}
+
+/** In a session: ready tasks held back only because a blocker's integrated work has not landed on the branch. */
+export function waitingToLand(state: Pick<EngineState, 'plan' | 'unlanded'>): number[] {
+  return readySet(state.plan.tasks).filter((i) => state.plan.tasks[i]!.blockedBy.some((b) => state.unlanded.has(b)));
+}
+
+/** A run's usage so far with one worker's added: unknown once a worker nothing measured (a Task subagent) is in it. */
+const runFigure = (run: Pick<WorkerRun, 'usage' | 'unmeasured'>): UsageFigure => (run.unmeasured ? UNKNOWN : run.usage);
 
 /** What a decision is called in the journal's `task-finished` events. */
 export function outcomeOf(decision: Decision): TaskOutcome {
@@ -351,6 +421,8 @@ interface Work {
   notBefore: Map<number, number>;
   requeues: Map<number, number>;
   effects: EngineEffect[];
+  /** The event this step handles: in a session, only `hand-out` starts work and only `integrate` records it. */
+  event: EngineEvent;
 }
 
 export function step(state: EngineState, event: EngineEvent): Step {
@@ -365,9 +437,18 @@ export function step(state: EngineState, event: EngineEvent): Step {
     notBefore,
     requeues,
     effects: [],
+    event,
   };
   switch (event.type) {
     case 'tick':
+    case 'hand-out':
+    case 'integrate':
+      break;
+    case 'landed':
+      work.draft.unlanded = new Set(event.unlanded);
+      break;
+    case 'gate-opened':
+      work.draft.gateOpen = true;
       break;
     case 'interrupt':
       interrupt(work);
@@ -375,6 +456,10 @@ export function step(state: EngineState, event: EngineEvent): Step {
     case 'drain':
       drain(work);
       break;
+    case 'set-up':
+      // Setup's own skips trip no breaker: no attempt of this run failed yet.
+      for (const skipped of skippedEvents(plan.tasks, applySetupFindings(plan, event.findings).skips)) emit(work, skipped);
+      return { state: work.draft, effects: work.effects };
     case 'worker-finished':
       workerFinished(work, event.task, event.run);
       break;
@@ -437,7 +522,7 @@ function attemptIn(work: Work, task: number, stage: AttemptStage): Attempt {
 function workerFinished(work: Work, task: number, run: WorkerRun): void {
   const attempt = attemptIn(work, task, 'running');
   const draft = work.draft;
-  draft.usage = addUsage(draft.usage, run.usage);
+  draft.usage = addUsage(draft.usage, runFigure(run));
   draft.timing = { ...draft.timing, workers: draft.timing.workers + 1, workerMs: draft.timing.workerMs + run.durationMs };
   const judgement = judgeRun(run);
   if (judgement.kind === 'verify' && !draft.aborted) {
@@ -483,17 +568,17 @@ function workspaceFailed(work: Work, task: number, reason: string): void {
 
 /** The `task-finished` event of an attempt, but for its outcome and words. */
 function finishedEvent(work: Work, attempt: Attempt): Omit<Extract<RunEventBody, { type: 'task-finished' }>, 'outcome'> {
-  const run: Pick<WorkerRun, 'usage' | 'durationMs' | 'permissionDenials' | 'logPath' | 'sessionId'> = attempt.run ?? { usage: emptyUsage(), durationMs: 0, permissionDenials: [], logPath: '' };
+  const run: Pick<WorkerRun, 'usage' | 'unmeasured' | 'durationMs' | 'permissionDenials' | 'logPath' | 'sessionId'> = attempt.run ?? { usage: emptyUsage(), durationMs: 0, permissionDenials: [], logPath: '' };
   return {
     type: 'task-finished',
     task: attempt.task,
     subject: work.draft.plan.tasks[attempt.task]!.subject,
     attempt: attempt.number,
     durationMs: run.durationMs,
-    usage: run.usage,
+    usage: runFigure(run),
     ...(run.sessionId !== undefined ? { sessionId: run.sessionId } : {}),
     logPath: run.logPath,
-    permissionDenials: run.permissionDenials.length,
+    permissionDenials: run.unmeasured ? UNKNOWN : run.permissionDenials.length,
   };
 }
 
@@ -511,7 +596,7 @@ function conclude(work: Work, attempt: Attempt, decided: Decision, warnings: str
     interrupted: draft.stop?.reason === 'interrupted',
   });
   const base = { ...finishedEvent(work, attempt), ...(warnings.length > 0 ? { warnings } : {}) };
-  const usage = attempt.run!.usage;
+  const usage = runFigure(attempt.run!);
   // Whatever was decided, the worktree has served this attempt (its work is captured).
   work.effects.push({ type: 'release-workspace', task });
   switch (decision.kind) {
@@ -554,7 +639,7 @@ function conclude(work: Work, attempt: Attempt, decided: Decision, warnings: str
       assertNever(decision, 'decision');
   }
   const limit = draft.config.maxCostUsd;
-  if (limit !== undefined && draft.usage.costUsd >= limit && draft.stop === null) {
+  if (limit !== undefined && draft.usage !== UNKNOWN && draft.usage.costUsd >= limit && draft.stop === null) {
     emit(work, { type: 'budget-reached', costUsd: draft.usage.costUsd, limitUsd: limit });
     stopWith(work, { reason: 'budget', message: `the run's cost reached ${formatCost(draft.usage.costUsd)} (limit ${formatCost(limit)})` });
   }
@@ -606,7 +691,7 @@ function record(work: Work): void {
 function startGate(work: Work): void {
   const draft = work.draft;
   const gate = draft.config.gate;
-  if (gate === null || laneBusy(work) || draft.stop?.reason === 'interrupted') return;
+  if (gate === null || !draft.gateOpen || laneBusy(work) || draft.stop?.reason === 'interrupted') return;
   // With the rounds policy a round's verified work is one batch.
   const next = nextSegment(draft.gate, draft.config.schedule === 'rounds' ? Number.MAX_SAFE_INTEGER : gate.batchSize);
   if (next === null) return;
@@ -654,22 +739,34 @@ function blame(work: Work, task: number, output: string): void {
   const attempt = attemptIn(work, task, 'queued');
   const decision = culpritDecision(output, attemptsOf(draft.plan.tasks[task]!), draft.config.maxAttempts);
   work.attempts.delete(task);
-  const applied = applyDecision(draft.plan, task, decision, attempt.run?.usage ?? emptyUsage());
+  const applied = applyDecision(draft.plan, task, decision, attempt.run ? runFigure(attempt.run) : emptyUsage());
   work.effects.push({ type: 'save' });
   emit(work, { ...finishedEvent(work, attempt), outcome: decision.kind, reason: decision.failure });
   reportCascade(work, applied);
 }
 
-function recorded(work: Work, tasks: readonly number[], commit: string | null, failure: string | null): void {
+function recorded(work: Work, tasks: readonly number[], commit: string | null, failure: RecordFailure | null): void {
   const draft = work.draft;
   if (draft.recordingSince !== null) {
     draft.timing = { ...draft.timing, records: draft.timing.records + 1, recordMs: draft.timing.recordMs + (draft.now - draft.recordingSince) };
     draft.recordingSince = null;
   }
   if (failure !== null) {
-    // Nothing was integrated: the tasks stay in progress on disk, so the next run does them again.
+    const dropped = tasks.map((task) => work.attempts.get(task));
     for (const task of tasks) work.attempts.delete(task);
-    const why = `could not integrate the verified work of tasks ${tasks.join(', ')}: ${failure}`;
+    const why = `could not integrate the verified work of tasks ${tasks.join(', ')}: ${failure.message}`;
+    if (failure.kind === 'conflict') {
+      // The tip changed the same paths since these attempts started: their work can never
+      // integrate. They run again from the tip as it is, with no attempt counted (what it cost counts).
+      tasks.forEach((task, k) => {
+        const run = dropped[k]?.run;
+        applyDecision(draft.plan, task, { kind: 'interrupted' }, run ? runFigure(run) : emptyUsage());
+      });
+      work.effects.push({ type: 'save' });
+      emit(work, { type: 'notice', level: 'warning', message: `${why}; they run again from the work integrated since (no attempt counted)` });
+      return;
+    }
+    // Nothing was integrated: the tasks stay in progress on disk, so the next run does them again.
     emit(work, { type: 'notice', level: 'warning', message: why });
     stopWith(work, { reason: 'git-failed', message: `${why}. Your branch and files were not touched; once git works again, run the same command: those tasks run again` });
     return;
@@ -684,7 +781,7 @@ function recorded(work: Work, tasks: readonly number[], commit: string | null, f
       held.push(task);
       continue;
     }
-    applyDecision(draft.plan, task, attempt.decision!, attempt.run?.usage ?? emptyUsage());
+    applyDecision(draft.plan, task, attempt.decision!, attempt.run ? runFigure(attempt.run) : emptyUsage());
     if (attempt.decision!.kind === 'completed') {
       integrated.push(task);
       if (commit !== null) draft.plan.tasks[task] = { ...draft.plan.tasks[task]!, commit };
@@ -692,12 +789,18 @@ function recorded(work: Work, tasks: readonly number[], commit: string | null, f
     work.attempts.delete(task);
   }
   if (held.length > 0) draft.gate = enqueue(draft.gate, held);
+  // In a session, integrated work is not on the branch until the driver has landed it.
+  if (draft.config.driver === 'session' && integrated.length > 0 && commit !== null) draft.unlanded = new Set([...draft.unlanded, ...integrated]);
   work.effects.push({ type: 'save' });
   if (integrated.length > 0) emit(work, { type: 'round-committed', round: draft.round, tasks: integrated, commit });
 }
 
 /** Start what may start, hand verified work to the lane, wake for back-offs, or finish. */
 function schedule(work: Work): void {
+  if (work.draft.config.driver === 'session') {
+    scheduleSession(work);
+    return;
+  }
   const draft = work.draft;
   const policy = draft.config.schedule;
   for (;;) {
@@ -743,6 +846,26 @@ function schedule(work: Work): void {
   }
 }
 
+/**
+ * The session's schedule: the lead's `commit` (`integrate`) hands verified work to the lane, its
+ * `next` (`hand-out`) starts what may start; the gate runs whenever the lane is free, as
+ * headless. The run is over once nothing is under way, nothing verified waits for `commit`, and
+ * nothing could start even if asked (nor waits for its blockers' work to land).
+ */
+function scheduleSession(work: Work): void {
+  const draft = work.draft;
+  if (work.event.type === 'integrate' && !laneBusy(work)) record(work);
+  startGate(work);
+  if (draft.stop === null && work.event.type === 'hand-out') {
+    for (const task of startable(draft, work.event.concurrency)) start(work, task);
+  }
+  const queued = tasksIn(work, new Set(['queued'])).length > 0 && draft.stop?.reason !== 'interrupted';
+  const underWay = tasksIn(work, IN_FLIGHT).length > 0 || laneBusy(work) || queued || tasksIn(work, new Set(['verified'])).length > 0;
+  if (underWay) return;
+  if (draft.stop === null && (startable(draft).length > 0 || waitingToLand(draft).length > 0)) return;
+  finish(work);
+}
+
 /** Ask for a tick when the first back-off of a pending task ends. Whether there is one. */
 function wakeForBackoff(work: Work): boolean {
   const draft = work.draft;
@@ -758,7 +881,8 @@ function start(work: Work, task: number): void {
   markStarted(draft.plan, task);
   work.attempts.set(task, { task, number, stage: 'running' });
   work.notBefore.delete(task);
-  const logPath = `${draft.config.logDir}/worker-${task}.log`;
+  // A Task subagent of a session keeps no log foreman can point to.
+  const logPath = draft.config.driver === 'session' ? '' : `${draft.config.logDir}/worker-${task}.log`;
   const started = draft.plan.tasks[task]!;
   // Saved first: a crash after the worker started leaves the task in progress, and resume restores its files.
   work.effects.push({ type: 'save' });

@@ -105,6 +105,11 @@ export function describeWorkerFailure(failure: WorkerFailure): string {
 /** The outcome of one worker process. */
 export interface WorkerRun {
   sessionId?: string;
+  /**
+   * A Task subagent of a Claude Code session: nothing measured its usage or its permission
+   * denials (then `usage` and `permissionDenials` are empty and say nothing; they are `unknown`).
+   */
+  unmeasured?: true;
   usage: Usage;
   durationMs: number;
   permissionDenials: PermissionDenial[];

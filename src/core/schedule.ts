@@ -4,7 +4,7 @@
 // was ready when the round opened.
 
 import { readySet } from './graph.ts';
-import type { Task } from './plan.ts';
+import { type Task, statusOf } from './plan.ts';
 
 export type SchedulePolicy = 'continuous' | 'rounds';
 export const SCHEDULE_POLICIES: readonly SchedulePolicy[] = ['continuous', 'rounds'];
@@ -72,12 +72,17 @@ export function parallelGroups(ready: readonly number[], overlaps: readonly Read
  * previous rounds completed, split into parallel groups. Used by `--dry-run`.
  */
 export function projectedRounds(tasks: readonly Task[], overlaps: readonly ReadonlySet<number>[], priority: readonly number[]): number[][][] {
-  const sim = tasks.map((t) => ({ ...t }));
+  // A projection, not a run: which tasks would have completed, kept beside the plan's own states.
+  const done = new Set(tasks.flatMap((t, i) => (statusOf(t) === 'completed' ? [i] : [])));
+  const waiting = new Set(tasks.flatMap((t, i) => (statusOf(t) === 'pending' ? [i] : [])));
   const rounds: number[][][] = [];
   for (;;) {
-    const ready = readySet(sim);
+    const ready = [...waiting].filter((i) => tasks[i]!.blockedBy.every((d) => done.has(d))).sort((x, y) => x - y);
     if (ready.length === 0) return rounds;
     rounds.push(parallelGroups(ready, overlaps, priority));
-    for (const i of ready) sim[i]!.status = 'completed';
+    for (const i of ready) {
+      waiting.delete(i);
+      done.add(i);
+    }
   }
 }

@@ -52,6 +52,7 @@ export const SIMULATION_DEFAULTS: Omit<EngineConfig, 'concurrency' | 'schedule'>
   maxRequeues: 6,
   logDir: '.design',
   gate: null,
+  driver: 'headless',
 };
 
 /**

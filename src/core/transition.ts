@@ -1,9 +1,10 @@
-// Applying a finalizer decision to the plan: the one place task states change after a worker
-// ran. Used by the headless engine and by `plan.ts finalize` (the /execute skill's path).
+// The task state changes of a run, pure: a finalizer decision applied after a worker ran, a start,
+// and what setting up the run found. Only the step function (core/engine-step.ts) calls them,
+// headless and in-session alike; a static test keeps it so.
 
 import { assertNever } from './failure.ts';
 import { type CascadeOutcome, type Decision, applyCascade, trimCompleted } from './finalize.ts';
-import { type Plan, type UsageFigure, addUsage, attemptsOf, emptyUsage } from './plan.ts';
+import { type Plan, type TaskStatus, type UsageFigure, addUsage, attemptsOf, emptyUsage, statusOf } from './plan.ts';
 
 export interface Applied {
   /** Did the decision count an attempt? */
@@ -67,4 +68,69 @@ export function applyDecision(plan: Plan, index: number, decision: Decision, usa
 /** Mark a task as started (a new task object, as in `applyDecision`). */
 export function markStarted(plan: Plan, index: number): void {
   plan.tasks[index] = { ...plan.tasks[index]!, status: 'in_progress' };
+}
+
+/**
+ * What setting up a run found in the repository (run/setup.ts gathers it without touching the
+ * plan); the step function applies it with its `set-up` event.
+ */
+export interface SetupFindings {
+  /** Tasks an integration commit holds though plan.json had not recorded it: completed. */
+  recovered: Array<{ task: number; commit: string; result: string }>;
+  /** Completed tasks and the integration commit that holds them, where plan.json had none. */
+  commits: Array<{ task: number; commit: string }>;
+  /** Approved tasks moved to the merge queue: in progress again until the gate passes them. */
+  queued: number[];
+  /** Tasks in progress whose attempt was cut short: pending again. */
+  interrupted: number[];
+  /** Completed tasks whose created files are gone from the integration tip: pending again. */
+  reverted: Array<{ task: number; missing: string[] }>;
+  /** Tasks a blocking assumption failed for, and why. */
+  blocked: Array<{ task: number; result: string }>;
+}
+
+export const noFindings = (): SetupFindings => ({ recovered: [], commits: [], queued: [], interrupted: [], reverted: [], blocked: [] });
+
+/** A task's status once `findings` are applied (what setup reads while it still gathers them). */
+export function statusAfter(plan: Plan, index: number, findings: SetupFindings): TaskStatus {
+  if (findings.blocked.some((b) => b.task === index)) return 'blocked';
+  if (findings.interrupted.includes(index) || findings.reverted.some((r) => r.task === index)) return 'pending';
+  if (findings.queued.includes(index)) return 'in_progress';
+  if (findings.recovered.some((r) => r.task === index)) return 'completed';
+  return statusOf(plan.tasks[index]!);
+}
+
+/** A task's integration commit once `findings` are applied. */
+export function commitAfter(plan: Plan, index: number, findings: SetupFindings): string | undefined {
+  if (findings.reverted.some((r) => r.task === index)) return undefined;
+  return findings.recovered.find((r) => r.task === index)?.commit ?? plan.tasks[index]!.commit ?? findings.commits.find((c) => c.task === index)?.commit;
+}
+
+/** Apply what setup found, as `applyDecision` does (new task objects), then skip what can no longer run. Mutates `plan`. */
+export function applySetupFindings(plan: Plan, findings: SetupFindings): CascadeOutcome {
+  const touched = new Set([...findings.recovered.map((r) => r.task), ...findings.commits.map((c) => c.task), ...findings.queued, ...findings.interrupted, ...findings.reverted.map((r) => r.task), ...findings.blocked.map((b) => b.task)]);
+  for (const index of [...touched].sort((a, b) => a - b)) {
+    const before = plan.tasks[index]!;
+    const task = { ...before, status: statusAfter(plan, index, findings) };
+    const commit = commitAfter(plan, index, findings);
+    if (commit === undefined) delete task.commit;
+    else task.commit = commit;
+    const recovered = findings.recovered.find((r) => r.task === index);
+    const reverted = findings.reverted.find((r) => r.task === index);
+    const blocked = findings.blocked.find((b) => b.task === index);
+    const done = plan.progress?.completedTasks ?? [];
+    if (recovered) {
+      // Its attempt ran and was integrated; only the record of it was lost.
+      task.result = recovered.result;
+      task.attempts = attemptsOf(before) + 1;
+      if (!done.includes(index)) plan.progress = { ...plan.progress, completedTasks: [...done, index] };
+      plan.tasks[index] = trimCompleted(task);
+      continue;
+    }
+    if (findings.queued.includes(index) && done.includes(index)) plan.progress = { ...plan.progress, completedTasks: done.filter((i) => i !== index) };
+    if (reverted) task.result = `was completed, but its created files are missing: ${reverted.missing.join(', ')}`;
+    if (blocked) task.result = blocked.result;
+    plan.tasks[index] = task;
+  }
+  return applyCascade(plan);
 }

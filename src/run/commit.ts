@@ -5,8 +5,8 @@
 //      them, with trailers naming the plan, the tasks it holds and their results;
 //   2. plan.json records the tasks as completed with the commit hash (atomic rename).
 // A crash between 1 and 2 leaves tasks `in_progress` in plan.json whose work is integrated. On
-// resume, `reconcileWithHistory` reads the history of the integration ref (and HEAD) for commits
-// carrying this plan's id and marks those tasks completed instead of running them again. A crash
+// resume, `integratedFindings` reads the history of the integration ref (and HEAD) for commits
+// carrying this plan's id, and the step function marks those tasks completed instead of running them again. A crash
 // before 1 loses nothing the person made (the work was only in the attempt's worktree) and the
 // task runs again. So an integrated task is never run again, and a task whose work was lost always is.
 
@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import type { Git } from '../adapters/git.ts';
 import { oneLine } from '../core/format.ts';
 import { type Plan, statusOf } from '../core/plan.ts';
-import { trimCompleted } from '../core/finalize.ts';
+import type { SetupFindings } from '../core/transition.ts';
 
 export const TRAILER_PLAN = 'Foreman-Plan';
 export const TRAILER_TASKS = 'Foreman-Tasks';
@@ -59,28 +59,17 @@ export async function integratedTasks(git: Git, planId: string, revisions: reado
   return out;
 }
 
-/** Mark tasks completed whose work was integrated though plan.json did not record it. Mutates `plan`. */
-export async function reconcileWithHistory(git: Git, plan: Plan, revisions: readonly string[]): Promise<number[]> {
-  if (typeof plan.planId !== 'string') return [];
-  const landed = await integratedTasks(git, plan.planId, revisions);
-  const recovered: number[] = [];
-  for (const [i, { commit, result }] of landed) {
+/** Tasks whose work an integration commit holds though plan.json does not record it (or not its commit). */
+export async function integratedFindings(git: Git, plan: Plan, revisions: readonly string[]): Promise<Pick<SetupFindings, 'recovered' | 'commits'>> {
+  const found: Pick<SetupFindings, 'recovered' | 'commits'> = { recovered: [], commits: [] };
+  if (typeof plan.planId !== 'string') return found;
+  for (const [i, { commit, result }] of await integratedTasks(git, plan.planId, revisions)) {
     const task = plan.tasks[i];
     if (!task) continue;
-    if (statusOf(task) === 'completed') {
-      // Approved work integrated at setup, then a crash before plan.json recorded the hash.
-      task.commit ??= commit;
-      continue;
-    }
-    if (statusOf(task) !== 'in_progress' && statusOf(task) !== 'pending') continue;
-    task.status = 'completed';
-    task.result = result;
-    task.commit = commit;
-    task.attempts = (task.attempts ?? 0) + 1;
-    const done = (plan.progress ??= {}).completedTasks ?? [];
-    if (!done.includes(i)) plan.progress.completedTasks = [...done, i];
-    plan.tasks[i] = trimCompleted(task);
-    recovered.push(i);
+    // Approved work integrated at setup, then a crash before plan.json recorded the hash.
+    if (statusOf(task) === 'completed' && task.commit === undefined) found.commits.push({ task: i, commit });
+    if (statusOf(task) === 'in_progress' || statusOf(task) === 'pending') found.recovered.push({ task: i, commit, result });
   }
-  return recovered.sort((a, b) => a - b);
+  found.recovered.sort((a, b) => a.task - b.task);
+  return found;
 }

@@ -9,11 +9,11 @@
 import { realpath } from 'node:fs/promises';
 import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
 import type { WorkerRequest } from '../adapters/worker.ts';
-import { type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, type EngineStop, type HeldCandidate, initialState, step } from '../core/engine-step.ts';
+import { type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, type EngineStop, type RecordFailure, step } from '../core/engine-step.ts';
 import type { RunEventBody } from '../core/events.ts';
 import { type Result, type WorkerRun, assertNever } from '../core/failure.ts';
 import type { Verification } from '../core/finalize.ts';
-import { type Plan, type Usage, modelOf } from '../core/plan.ts';
+import { type Plan, type UsageFigure, modelOf } from '../core/plan.ts';
 import { workerPrompt } from '../core/prompt.ts';
 import { type WorkerPermissions, explicitPermissions, workerPermissions } from '../core/scope.ts';
 import type { RunSettings } from './settings.ts';
@@ -61,7 +61,7 @@ export interface EngineAdapters {
 }
 
 export interface EngineResult extends EngineStop {
-  usage: Usage;
+  usage: UsageFigure;
   /** The plan as the run left it (also saved). */
   plan: Plan;
 }
@@ -88,7 +88,11 @@ export const engineConfig = (settings: RunSettings, logDir: string): EngineConfi
   ...(settings.maxCostUsd !== undefined ? { maxCostUsd: settings.maxCostUsd } : {}),
   logDir,
   gate: settings.gate === null ? null : { batchSize: settings.gate.batchSize },
+  driver: 'headless',
 });
+
+/** A failed record as the step function tells it: work the tip conflicts with (step `integrate`), or git failing. */
+export const recordFailureOf = (failure: GitFailure): RecordFailure => ({ kind: failure.step === 'integrate' ? 'conflict' : 'git', message: describeGitFailure(failure) });
 
 /** Runs the functions given to it one after another, in call order: the lane. */
 export function lane() {
@@ -138,12 +142,10 @@ class Inbox {
  * run to start nothing new and stop once what is under way has finished and integrated.
  */
 export async function runEngine(
-  plan: Plan,
+  start: EngineState,
   settings: RunSettings,
   adapters: EngineAdapters,
   signal: AbortSignal,
-  logDir: string,
-  held: readonly HeldCandidate[] = [],
   drain: AbortSignal = new AbortController().signal,
 ): Promise<EngineResult> {
   const clock = adapters.clock;
@@ -153,7 +155,7 @@ export async function runEngine(
   /** Each running or verifying attempt's worktree. */
   const dirs = new Map<number, string>();
   const wake: { current: { at: number; cancel: () => void } | null } = { current: null };
-  let state: EngineState = initialState(plan, engineConfig(settings, logDir), clock.now(), held);
+  let state: EngineState = start;
 
   const onAbort = () => inbox.post({ type: 'interrupt', now: clock.now() });
   if (signal.aborted) onAbort();
@@ -232,7 +234,7 @@ export async function runEngine(
         const { type: _type, ...request } = effect;
         later(
           serialized(() => adapters.record(current.plan, request)),
-          (recorded) => ({ type: 'recorded', tasks: effect.tasks, commit: recorded.ok ? recorded.value : null, failure: recorded.ok ? null : describeGitFailure(recorded.error), now: clock.now() }),
+          (recorded) => ({ type: 'recorded', tasks: effect.tasks, commit: recorded.ok ? recorded.value : null, failure: recorded.ok ? null : recordFailureOf(recorded.error), now: clock.now() }),
         );
         return null;
       }

@@ -19,7 +19,7 @@ import { type Slot, type WorktreePool, describeProvisionFailure, openPool, symli
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import { type GitFailure, describeGitFailure, failureOf } from '../core/git-text.ts';
 import type { LandMode } from '../core/landing.ts';
-import { type Plan, statusOf } from '../core/plan.ts';
+import type { Plan } from '../core/plan.ts';
 import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
 import type { HeldCandidate } from '../core/engine-step.ts';
 import type { CapturedWork } from '../core/work.ts';
@@ -188,11 +188,11 @@ export class Isolation {
   }
 
   /** Candidates an earlier run held for the merge queue, for tasks still in progress: they rejoin it first. */
-  async heldCandidates(plan: Plan): Promise<HeldCandidate[]> {
+  async heldCandidates(plan: Plan, inProgress: (task: number) => boolean): Promise<HeldCandidate[]> {
     const held: HeldCandidate[] = [];
     for (const task of await parkedTasks(this.repo, this.planId, 'candidate')) {
       const planned = plan.tasks[task];
-      const work = planned !== undefined && statusOf(planned) === 'in_progress' ? await parkedWork(this.repo, this.planId, task, 'candidate') : null;
+      const work = planned !== undefined && inProgress(task) ? await parkedWork(this.repo, this.planId, task, 'candidate') : null;
       if (work === null) {
         await dropParked(this.repo, this.planId, task, 'candidate');
         continue;

@@ -1,5 +1,5 @@
-// The merge queue in a Claude Code session. The same pure queue as a headless run (`core/gate.ts`)
-// decides what the gate tests; its state lives in the session file. A gate run can take longer
+// The merge queue's gate process in a Claude Code session. The step function decides what the gate
+// tests (`core/gate.ts`, as headless); its state lives in the session file. A gate run can take longer
 // than the Bash tool allows one call, so it runs in a detached process of its own (`plan gate
 // --serve`), which only runs the plan's test command on the stack and writes what it found to
 // `.design/gate.json` (atomically). The plan tool's steps, holding the plan's lock, do everything
@@ -19,80 +19,12 @@ import { processAlive, terminateGroup } from '../adapters/processes.ts';
 import { type Result, err, ok } from '../core/failure.ts';
 import { clipMiddle } from '../core/format.ts';
 import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
-import { type GateQueue, emptyGateQueue } from '../core/gate.ts';
 import type { Plan } from '../core/plan.ts';
 import type { CapturedWork } from '../core/work.ts';
 import { Isolation } from './isolation.ts';
+import type { GateRunRecord, SessionGateConfig } from './session.ts';
 
-/** The gate a session uses: the plan's test command (or `--gate CMD`), its batch size and time limit. */
-export interface SessionGateConfig {
-  command: string;
-  batchSize: number;
-  timeoutMs: number;
-}
-
-/** `passed`: the starting commit passed the gate; `none`: no gate, or nothing needed it. */
-export type BaselineState = 'none' | 'running' | 'passed' | 'failed';
-
-/** The gate run started in the background: its id, what it tests and on which integration tip. */
-export interface GateRunRecord {
-  id: string;
-  /** Candidates stacked in order on `tip`; empty for the baseline. */
-  tasks: number[];
-  tip: string;
-  startedAt: string;
-}
-
-/** The merge queue as the session file keeps it. */
-export interface SessionGate {
-  config: SessionGateConfig | null;
-  baseline: BaselineState;
-  queue: GateQueue;
-  current: GateRunRecord | null;
-}
-
-export const noSessionGate = (): SessionGate => ({ config: null, baseline: 'none', queue: emptyGateQueue(), current: null });
-
-const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 const taskList = (value: unknown): number[] | null => (Array.isArray(value) && value.every((t) => Number.isInteger(t) && t >= 0) ? (value as number[]) : null);
-
-/** The session's gate as JSON (the queue's map as pairs). */
-export function gateToJson(gate: SessionGate): object {
-  return { ...gate, queue: { ...gate.queue, aloneFailures: [...gate.queue.aloneFailures.entries()] } };
-}
-
-/** The session's gate read back; anything damaged falls back to no queue (held candidates rejoin it at setup). */
-export function gateFromJson(value: unknown): SessionGate {
-  const data = value as { config?: any; baseline?: unknown; queue?: any; current?: any } | null;
-  if (!data || typeof data !== 'object') return noSessionGate();
-  const c = data.config;
-  const config: SessionGateConfig | null =
-    c && typeof c.command === 'string' && c.command.trim() !== '' && Number.isInteger(c.batchSize) && c.batchSize >= 1 && Number.isInteger(c.timeoutMs) && c.timeoutMs >= 1
-      ? { command: c.command, batchSize: c.batchSize, timeoutMs: c.timeoutMs }
-      : null;
-  const baseline: BaselineState = data.baseline === 'running' || data.baseline === 'passed' || data.baseline === 'failed' ? data.baseline : 'none';
-  const q = data.queue ?? {};
-  const waiting = taskList(q.waiting) ?? [];
-  const segments = Array.isArray(q.segments) ? q.segments.map(taskList).filter((s: number[] | null): s is number[] => s !== null && s.length > 0) : [];
-  const red = taskList(q.red);
-  const pairs: Array<[number, number]> = Array.isArray(q.aloneFailures)
-    ? q.aloneFailures.filter((p: unknown) => Array.isArray(p) && p.length === 2 && Number.isInteger(p[0]) && Number.isInteger(p[1]))
-    : [];
-  const r = data.current;
-  const current: GateRunRecord | null =
-    r && typeof r.id === 'string' && /^[\w-]+$/.test(r.id) && taskList(r.tasks) !== null && typeof r.tip === 'string' && OBJECT_ID.test(r.tip) && typeof r.startedAt === 'string'
-      ? { id: r.id, tasks: r.tasks, tip: r.tip, startedAt: r.startedAt }
-      : null;
-  return { config, baseline, queue: { waiting, segments, red, aloneFailures: new Map(pairs) }, current };
-}
-
-/** Why a run is refused when the gate fails on the starting commit (headless and in-session alike). */
-export function baselineRefusal(command: string, tip: string, output: string): string[] {
-  return [
-    `the gate \`${command}\` already fails on ${tip.slice(0, 12)}, before any task ran, so it would blame every task; nothing was started. Fix the failure first, or run with --no-gate (or --gate CMD for another command):`,
-    clipMiddle(output.trim(), 2000),
-  ];
-}
 
 // ---------------------------------------------------------------------------------------------
 // The gate process's files

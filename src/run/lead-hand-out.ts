@@ -20,10 +20,8 @@ export interface HandOutSource {
   repo: string;
   planPath: string;
   env: NodeJS.ProcessEnv;
-  /** By task index: when `next` handed it out (tasks finalized since are not in it). */
-  started: Readonly<Record<string, string>>;
-  /** Tasks `finalize` verified: their workers are done. */
-  verified: readonly number[];
+  /** The tasks handed out whose workers have not been finalized: their attempts are running. */
+  running: readonly number[];
   sandbox: WorkerSandbox;
   promptFile: (index: number) => string;
 }
@@ -31,10 +29,10 @@ export interface HandOutSource {
 /** The Claude Code session the steps run in, or null outside one. */
 export const claudeSession = (env: NodeJS.ProcessEnv): string | null => (safeId(env.CLAUDE_CODE_SESSION_ID) ? env.CLAUDE_CODE_SESSION_ID : null);
 
-/** The tasks whose workers may be working now: in progress, handed out, not verified. */
-export function handedOutTasks(plan: Plan, source: Pick<HandOutSource, 'started' | 'verified' | 'promptFile'>): HandedOutTask[] {
+/** The tasks whose workers may be working now: in progress, handed out, not finalized. */
+export function handedOutTasks(plan: Plan, source: Pick<HandOutSource, 'running' | 'promptFile'>): HandedOutTask[] {
   return plan.tasks.flatMap((task, index) => {
-    if (statusOf(task) !== 'in_progress' || source.started[String(index)] === undefined || source.verified.includes(index)) return [];
+    if (statusOf(task) !== 'in_progress' || !source.running.includes(index)) return [];
     const { create, modify } = task.metadata.files;
     return [{ index, attempt: attemptsOf(task) + 1, subject: task.subject, promptFile: source.promptFile(index), files: [...create, ...modify] }];
   });

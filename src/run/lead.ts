@@ -1,84 +1,90 @@
 // The /execute skill's steps as code. In that skill a Claude Code session is the lead and its
-// Task subagents are the workers; everything mechanical — setting up, choosing what starts,
-// judging and verifying what came back, retries, cascades, the breaker, commits — happens here,
-// through the same functions the headless engine uses. The lead calls these steps through
-// `plan.ts setup | next | finalize | commit` and reads only their JSON, never plan.json.
+// Task subagents are the workers. Each step (`plan setup | next | finalize | commit`) is a
+// process of its own that posts events to the engine's step function (core/engine-step.ts, the
+// same one the headless engine drives) and carries out the effects it asks for, as
+// run/engine.ts does: the step function decides what starts, what an attempt's outcome means,
+// what the gate's verdict does, when the run ends; no run logic is written here again. Between
+// steps its state lives in the session file (run/session.ts).
+//
+//   setup     → a run's first state; `integrate` (work an earlier session verified), `landed`
+//   next      → `landed` (what HEAD lacks), `hand-out`: the tasks to dispatch, their prompt files
+//   finalize  → `worker-finished` for each subagent's report, `verified` after checking its worktree
+//   commit    → `integrate`, the gate's `gated` verdicts (its process runs in the background), `landed`
 //
 // Isolation in a session: the workers are Task subagents, which foreman does not start. The lead
 // dispatches each with `isolation: "worktree"`, so Claude Code gives it a worktree of its own
 // (`<repo>/.claude/worktrees/agent-<id>`, from the session's HEAD) and names it in the Task
 // result; `finalize` captures and verifies the attempt there with the headless engine's stage
 // functions, then removes that worktree and its branch. Because a subagent starts from HEAD,
-// `commit` integrates the verified work onto the plan's integration ref and lands it on the
-// branch at once (continuous landing): a dependant handed out later sees its blockers' work.
-//
-// Between steps the lead keeps no state of its own: plan.json is the state, plus a small
-// session file in `.design/prompts/` (the round counter, the settings chosen at setup, the
-// branch landing goes to, the run's id, when and at which commit each running task was handed
-// out, and the verified attempts' captured work until `commit` integrates it).
+// `commit` lands integrated work on the branch at once, and the step function starts a
+// dependant only once its blockers' work has landed.
 //
 // Each step also writes the run's events to the journal (`.design/events.jsonl`), as a headless
-// run does, so `status`, `report` and `history` show an in-session run. What the plan tool can
-// see it records: when `next` handed a task out and when `finalize` judged it (the attempt's
-// duration). What it cannot see it records as unknown, never as zero: a Task subagent's cost,
-// tokens and permission denials (Claude Code does not report them to the plan tool; see
-// docs/skills.md).
+// run does. What the plan tool cannot see it records as unknown, never as zero: a Task subagent's
+// cost, tokens and permission denials (see docs/skills.md).
 
-import { lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { agentWorktree, describeAgentWorktreeProblem, removeAgentWorktree } from '../adapters/agent-worktrees.ts';
 import { type Git, runGit } from '../adapters/git.ts';
-import { integrationRef, park, parkedWork, readRef } from '../adapters/git-integration.ts';
-import { type GateFinished, afterGateRun, culpritDecision, emptyGateQueue, enqueue, flakeNotice, gateFinishedEvent, nextSegment } from '../core/gate.ts';
+import { integrationRef, readRef } from '../adapters/git-integration.ts';
+import { journalPathFor, newRunId, openJournal, readJournal } from '../adapters/journal.ts';
+import { ownLayout } from '../adapters/layout.ts';
+import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../adapters/orphans.ts';
+import { writePlanAtomic } from '../adapters/plan-store.ts';
+import { type SandboxMode, decideSandbox, installAdvice } from '../adapters/sandbox.ts';
 import { symlinkDirectoriesOf } from '../adapters/worktree-pool.ts';
 import { WORKTREE_INCLUDE } from '../adapters/scratch.ts';
-import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
-import { describeLandingProblem } from '../core/landing.ts';
 import { commandHint } from '../core/command-hint.ts';
-import { ownLayout } from '../adapters/layout.ts';
-import type { CapturedWork } from '../core/work.ts';
-import { journalPathFor, newRunId, openJournal, readJournal } from '../adapters/journal.ts';
-import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../adapters/orphans.ts';
-import { type SandboxDecision, type SandboxMode, SANDBOX_MODES, decideSandbox, installAdvice } from '../adapters/sandbox.ts';
-import { writeFileAtomic, writePlanAtomic } from '../adapters/plan-store.ts';
-import { type RunEventBody, type RunOutcome, type StopReason, type TaskOutcome, skippedEvents } from '../core/events.ts';
-import { type Result, type WorkerRun, err, ok } from '../core/failure.ts';
-import { holding, outcomeOf, reasonOf } from '../core/engine-step.ts';
-import { type Verification, decide, judgeRun, verificationWarnings } from '../core/finalize.ts';
-import { type BreakerDecision, type Skip, countByStatus, depsOf, longestRemainingPath, readySet, stall } from '../core/graph.ts';
-import { computeOverlaps, overlapSets } from '../core/overlap.ts';
-import { groupRuns } from '../core/report.ts';
-import { type Plan, type TaskStatus, UNKNOWN, attemptsOf, modelOf, statusOf } from '../core/plan.ts';
-import { parseStatusLine, workerPrompt } from '../core/prompt.ts';
-import { clipMiddle } from '../core/format.ts';
-import { pickStarts } from '../core/schedule.ts';
-import { type Applied, applyDecision, markStarted } from '../core/transition.ts';
-import { archivePlan, promptsDirFor } from './archive.ts';
-import { ensurePlanId, roundMessage } from './commit.ts';
+import { type EngineState, type HeldCandidate, holding, initialState, startable, step, tasksIn, waitingToLand } from '../core/engine-step.ts';
+import type { RunEventBody, StopReason, TaskOutcome } from '../core/events.ts';
+import { type Result, err, ok } from '../core/failure.ts';
+import type { Verification } from '../core/finalize.ts';
+import { clipMiddle, clipTail } from '../core/format.ts';
+import type { GateFinished } from '../core/gate.ts';
+import type { GitFailure } from '../core/git-text.ts';
+import { type BreakerDecision, countByStatus, readySet, stall as planStall } from '../core/graph.ts';
+import { type Plan, type TaskStatus, UNKNOWN, type UsageFigure, modelOf, statusOf } from '../core/plan.ts';
+import { workerPrompt } from '../core/prompt.ts';
+import { promptsDirFor } from './archive.ts';
+import { ensurePlanId } from './commit.ts';
 import { Isolation } from './isolation.ts';
-import { type BaselineState, type SessionGate, type SessionGateConfig, endGateProcess, gateAlive, gateFromJson, gateToJson, launchGate, noSessionGate, readGateState } from './lead-gate.ts';
+import { endGateProcess, gateAlive, launchGate, readGateState } from './lead-gate.ts';
 import { publishHandOut, removeStaleHandOuts, withdrawHandOut } from './lead-hand-out.ts';
+import { baselineVerdict, finishPlan, lander, runFinishedEvent, runStartedEvent } from './lifecycle.ts';
+import { type StepHooks, StepRun, commitEvents, finalizeEvent, gateOpenedEvents, gateVerdictEvents, landedEvents, nextEvents, post, setUpEvent, setupEvents } from './session-driver.ts';
+import {
+  type BaselineState,
+  type GateRunRecord,
+  type Session,
+  type SessionGateConfig,
+  type SessionSandbox,
+  defaultSession,
+  promptPathFor,
+  readSession,
+  sessionConfig,
+  withPlan,
+  writeSession,
+} from './session.ts';
 import { type AssumptionResult, type SetupProblem, setupRun } from './setup.ts';
 import { DEFAULTS } from './settings.ts';
 import { type StageContext, verifyAttempt } from './stages.ts';
+
+export { type SessionSandbox } from './session.ts';
+export { promptPathFor, sessionPathFor } from './session.ts';
 
 /** Reasons and outputs handed to the lead are clipped: its context should not grow with logs. */
 const CLIP = 1500;
 /** How many overlapping ready tasks `next` names; it counts the rest. */
 const WAITING_LISTED = 20;
+/** How long a step waits for a gate run before it returns `running` (`--wait`): well inside the Bash tool's two minutes. */
+export const DEFAULT_GATE_WAIT_MS = 90_000;
 
 export interface LeadContext {
   repo: string;
   planPath: string;
   git: Git;
   env?: NodeJS.ProcessEnv;
-}
-
-/** An attempt `finalize` verified, waiting for `commit`: its task, the result it reported and its captured work. */
-export interface VerifiedAttempt {
-  task: number;
-  result: string;
-  work: CapturedWork;
 }
 
 /** What became of integrating: the integration commit (null when nothing changed) and the tasks it recorded. */
@@ -99,130 +105,27 @@ export interface LandingReport {
   problem: string[];
 }
 
-/** What the lead's session remembers between steps. */
-export interface Session {
-  round: number;
-  concurrency: number;
-  maxAttempts: number;
-  checkTimeoutMs: number;
-  /** The branch checked out at setup (`refs/heads/…`), where integrated work lands; null on a detached HEAD. */
-  branch: string | null;
-  /** When the session's run started. */
-  startedAt: string;
-  /** The run's id in the journal; null until a step starts a run. */
-  runId: string | null;
-  /** True once a step wrote the run's run-finished event: the next task handed out starts a new run. */
-  runFinished: boolean;
-  /** When `next` handed each running task out (ISO time, by task index): its attempt's duration runs from here to `finalize`. */
-  started: Record<string, string>;
-  /** The commit HEAD was at when `next` handed each running task out (by task index): its subagent's worktree starts there. */
-  bases: Record<string, string>;
-  /**
-   * Attempts `finalize` verified and `commit` has not integrated yet. Their tasks stay in progress
-   * in plan.json until then (holding their files), as in a headless run.
-   */
-  verified: VerifiedAttempt[];
-  /** The merge queue (`core/gate.ts`) and the gate run in the background; no config: no gate. */
-  gate: SessionGate;
-  /** The sandbox mode `setup` was given and what it found: checks, the gate and workers' Bash use it. Null in a session file of an earlier version. */
-  sandbox: SessionSandbox | null;
+export interface TaskRef {
+  index: number;
+  subject: string;
+}
+export interface SkipRef extends TaskRef {
+  rootCause: number;
 }
 
-/** The session's sandbox: the mode asked for and whether commands run in it (or why not). */
-export type SessionSandbox = { mode: SandboxMode } & SandboxDecision;
+type Notice = { level: 'info' | 'warning'; message: string };
 
-const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
-
-/** A captured work read back from the session file, or null when it is not one. */
-function workOf(value: unknown): CapturedWork | null {
-  const work = value as { base?: unknown; entries?: unknown } | null;
-  if (!work || typeof work !== 'object' || typeof work.base !== 'string' || !OBJECT_ID.test(work.base) || !Array.isArray(work.entries)) return null;
-  const entries = work.entries.filter((entry: unknown) => {
-    const e = entry as { path?: unknown; mode?: unknown; object?: unknown; deleted?: unknown } | null;
-    if (!e || typeof e.path !== 'string') return false;
-    return e.deleted === true || (typeof e.mode === 'string' && typeof e.object === 'string' && OBJECT_ID.test(e.object));
-  });
-  return entries.length === work.entries.length ? { base: work.base, entries: entries as CapturedWork['entries'] } : null;
-}
-
-
-export const sessionPathFor = (planPath: string): string => join(promptsDirFor(planPath), 'session.json');
-export const promptPathFor = (planPath: string, index: number): string => join(promptsDirFor(planPath), `task-${index}.md`);
-
-const defaultSession = (): Session => ({
-  round: 0,
-  concurrency: DEFAULTS.concurrency,
-  maxAttempts: DEFAULTS.maxAttempts,
-  checkTimeoutMs: DEFAULTS.checkTimeoutMs,
-  branch: null,
-  startedAt: new Date().toISOString(),
-  runId: null,
-  runFinished: false,
-  started: {},
-  bases: {},
-  verified: [],
-  gate: noSessionGate(),
-  sandbox: null,
-});
-
-/** A session file's sandbox, or null when it has none (an earlier version's) or it is damaged. */
-function sandboxOf(value: unknown): SessionSandbox | null {
-  const v = value as { mode?: unknown; sandboxed?: unknown; unavailable?: unknown } | null;
-  if (!v || typeof v !== 'object' || !(SANDBOX_MODES as readonly unknown[]).includes(v.mode)) return null;
-  if (v.sandboxed === true) return { mode: v.mode as SandboxMode, sandboxed: true };
-  return v.sandboxed === false && (v.unavailable === null || typeof v.unavailable === 'string') ? { mode: v.mode as SandboxMode, sandboxed: false, unavailable: v.unavailable } : null;
-}
-
-/** The session file, or the defaults when there is none (a lead that skipped `setup`) or it is damaged. */
-export async function readSession(planPath: string): Promise<Session> {
-  const base = defaultSession();
-  try {
-    const data = JSON.parse(await readFile(sessionPathFor(planPath), 'utf8')) as Partial<Session>;
-    const int = (v: unknown, min: number, fallback: number) => (Number.isInteger(v) && (v as number) >= min ? (v as number) : fallback);
-    return {
-      round: int(data.round, 0, base.round),
-      concurrency: int(data.concurrency, 1, base.concurrency),
-      maxAttempts: int(data.maxAttempts, 1, base.maxAttempts),
-      checkTimeoutMs: int(data.checkTimeoutMs, 1, base.checkTimeoutMs),
-      branch: typeof data.branch === 'string' && data.branch.startsWith('refs/heads/') ? data.branch : null,
-      startedAt: typeof data.startedAt === 'string' ? data.startedAt : base.startedAt,
-      runId: typeof data.runId === 'string' ? data.runId : null,
-      runFinished: data.runFinished === true,
-      started:
-        data.started && typeof data.started === 'object'
-          ? Object.fromEntries(Object.entries(data.started).filter(([, at]) => typeof at === 'string' && Number.isFinite(Date.parse(at))))
-          : {},
-      bases:
-        data.bases && typeof data.bases === 'object'
-          ? Object.fromEntries(Object.entries(data.bases).filter(([, commit]) => typeof commit === 'string' && OBJECT_ID.test(commit)))
-          : {},
-      // An entry whose work cannot be read back is dropped: its task runs again (setup resets it).
-      verified: Array.isArray(data.verified)
-        ? data.verified.flatMap((v: unknown) => {
-            const entry = v as { task?: unknown; result?: unknown; work?: unknown } | null;
-            const work = workOf(entry?.work);
-            return entry && Number.isInteger(entry.task) && typeof entry.result === 'string' && work !== null ? [{ task: entry.task as number, result: entry.result, work }] : [];
-          })
-        : [],
-      gate: gateFromJson(data.gate),
-      sandbox: sandboxOf(data.sandbox),
-    };
-  } catch {
-    return base;
-  }
-}
-
-async function writeSession(planPath: string, session: Session): Promise<void> {
-  await mkdir(promptsDirFor(planPath), { recursive: true });
-  await writeFileAtomic(sessionPathFor(planPath), `${JSON.stringify({ ...session, gate: gateToJson(session.gate) }, null, 2)}\n`);
-}
+/** Keeps the first line (what failed) and the end (where commands print their error). */
+const clip = (text: string, max = CLIP) => clipMiddle(text, max);
+const isComplete = (plan: Plan) => plan.tasks.every((t) => statusOf(t) === 'completed');
+const env = (ctx: LeadContext): NodeJS.ProcessEnv => ctx.env ?? process.env;
 
 // ---------------------------------------------------------------------------------------------
 // The run's journal
 
 /** Appends the step's events to the journal, all stamped now. */
-function journal(planPath: string, runId: string, events: readonly RunEventBody[]): void {
-  if (events.length === 0) return;
+function journal(planPath: string, runId: string | null, events: readonly RunEventBody[]): void {
+  if (runId === null || events.length === 0) return;
   const j = openJournal(planPath);
   const at = new Date().toISOString();
   try {
@@ -237,41 +140,29 @@ function startRun(plan: Plan, ctx: LeadContext, session: Session, resumed: boole
   session.runId = newRunId();
   session.runFinished = false;
   session.startedAt = new Date().toISOString();
-  journal(ctx.planPath, session.runId, [
-    {
-      type: 'run-started',
-      goal: plan.goal,
-      planPath: ctx.planPath,
-      taskCount: plan.tasks.length,
-      maxDepth: longestRemainingPath(depsOf(plan.tasks)).reduce((m, n) => Math.max(m, n), 0),
-      resumed,
-      concurrency: session.concurrency,
-      schedule: 'rounds',
-      pid: process.pid,
-      mode: 'session',
-    },
-  ]);
+  journal(ctx.planPath, session.runId, [runStartedEvent(plan, { planPath: ctx.planPath, resumed, concurrency: session.concurrency, schedule: 'rounds', mode: 'session' })]);
 }
 
-/**
- * Ends the session's run (`run-finished`), once; `extra` events (a stop's reason) go first.
- * `lastMs`: when the run was last seen working, for a run that ended unnoticed (else now).
- */
+/** Ends the session's run (`run-finished`), once, as the lifecycle words it; `lastMs`: when it was last seen working (else now). */
 function finishRun(
   plan: Plan,
   ctx: LeadContext,
   session: Session,
-  end: { outcome: RunOutcome; reason: StopReason; exitCode: number; message: string },
-  extra: RunEventBody[] = [],
+  end: { reason: StopReason; message: string; usage: UsageFigure },
+  landing: { landed: boolean; advice: string },
+  archived: string | null,
   lastMs: number = Date.now(),
 ): void {
   if (session.runId === null || session.runFinished) return;
   session.runFinished = true;
   const durationMs = Math.max(0, lastMs - Date.parse(session.startedAt));
-  // The run's workers were Task subagents: what they cost is not known here.
-  journal(ctx.planPath, session.runId, [...extra, { type: 'run-finished', ...end, counts: countByStatus(plan), usage: UNKNOWN, durationMs: Number.isFinite(durationMs) ? durationMs : 0 }]);
+  journal(ctx.planPath, session.runId, [
+    runFinishedEvent(plan, { ...end, durationMs: Number.isFinite(durationMs) ? durationMs : 0 }, { layout: ownLayout(), planPath: ctx.planPath, landing, archived, resumeHint: `/foreman:execute again` }),
+  ]);
 }
 
+// ---------------------------------------------------------------------------------------------
+// The sandbox, and what the worker hook is told
 
 /** `auto`, asked now: for a setup given no decision, and a session file of an earlier version. */
 async function autoSandbox(): Promise<SessionSandbox> {
@@ -283,7 +174,7 @@ async function autoSandbox(): Promise<SessionSandbox> {
 const sandboxedIn = async (session: Session): Promise<boolean> => (session.sandbox ?? (await autoSandbox())).sandboxed;
 
 /** What `setup` says, once, when the session goes without the sandbox. */
-function sandboxNotices(sandbox: SessionSandbox): Array<{ level: 'info' | 'warning'; message: string }> {
+function sandboxNotices(sandbox: SessionSandbox): Notice[] {
   if (sandbox.sandboxed) return [];
   const what = 'the acceptance and assumption checks and the gate run unsandboxed, and each Bash command of a worker asks you before it runs';
   if (sandbox.unavailable === null) return [{ level: 'warning', message: `--sandbox off: ${what}` }];
@@ -292,87 +183,211 @@ function sandboxNotices(sandbox: SessionSandbox): Array<{ level: 'info' | 'warni
 
 /** Tell the worker hook what this session hands out now; once its run has finished, nothing. */
 async function syncHandOut(plan: Plan, ctx: LeadContext, session: Session): Promise<void> {
-  const env = ctx.env ?? process.env;
-  if (session.runFinished || session.runId === null) return withdrawHandOut(env);
+  if (session.runFinished || session.runId === null) return withdrawHandOut(env(ctx));
   const sandbox = session.sandbox ?? (await autoSandbox());
   await publishHandOut(plan, {
     repo: ctx.repo,
     planPath: ctx.planPath,
-    env,
-    started: session.started,
-    verified: session.verified.map((v) => v.task),
+    env: env(ctx),
+    running: session.engine === null ? [] : tasksIn(session.engine, new Set(['running'])),
     sandbox: sandbox.sandboxed ? { available: true, network: plan.context?.checkNetwork ?? [] } : { available: false, reason: sandbox.unavailable ?? '--sandbox off' },
     promptFile: (index) => promptPathFor(ctx.planPath, index),
   });
 }
 
-/** Keeps the first line (what failed) and the end (where commands print their error). */
-const clip = (text: string, max = CLIP) => clipMiddle(text, max);
-const indicesWith = (plan: Plan, want: (s: TaskStatus) => boolean) => plan.tasks.flatMap((t, i) => (want(statusOf(t)) ? [i] : []));
-const isComplete = (plan: Plan) => plan.tasks.every((t) => statusOf(t) === 'completed');
-
-export interface TaskRef {
-  index: number;
-  subject: string;
-}
-export interface SkipRef extends TaskRef {
-  rootCause: number;
-}
-const skipRefs = (plan: Plan, skips: readonly Skip[]): SkipRef[] => skips.map((s) => ({ index: s.index, subject: plan.tasks[s.index]!.subject, rootCause: s.rootCause }));
-
 // ---------------------------------------------------------------------------------------------
-// Isolation, integration and landing, shared by the steps
+// Carrying out the step function's effects
+
+/** Steps write the plan where the session's plan is. */
+const saver = (ctx: LeadContext) => ({ save: (plan: Plan) => writePlanAtomic(ctx.planPath, plan) });
+
+/** The session's step-function state with the plan as this step read it (a new run's first state when there is none). */
+function engineOf(session: Session, plan: Plan, ctx: LeadContext): EngineState {
+  return session.engine !== null ? withPlan(session.engine, plan) : initialState(plan, sessionConfig(session, ctx.planPath), Date.now());
+}
 
 /** The plan's integration ref and worktree pool, opened as a headless run opens them. */
 async function openIsolation(plan: Plan, ctx: LeadContext, options: { sandbox: boolean; checkTimeoutMs: number; registry?: ProcessRegistry }): Promise<Result<Isolation, GitFailure>> {
-  return Isolation.open(plan, { repo: ctx.repo, planPath: ctx.planPath, env: ctx.env ?? process.env, sandbox: options.sandbox, setupTimeoutMs: options.checkTimeoutMs, ...(options.registry ? { registry: options.registry } : {}) });
+  return Isolation.open(plan, { repo: ctx.repo, planPath: ctx.planPath, env: env(ctx), sandbox: options.sandbox, setupTimeoutMs: options.checkTimeoutMs, ...(options.registry ? { registry: options.registry } : {}) });
+}
+
+/** Land the integration tip on the session's branch (as commits, never over a change of the person's), and tell the step function. */
+async function land(state: EngineState, isolation: Isolation, session: Session, planPath: string, run: StepRun): Promise<{ state: EngineState; landing: LandingReport; notices: Notice[] }> {
+  const landing = lander(isolation, { branch: session.branch, commit: true, planPath, layout: ownLayout() });
+  const notice = await landing.land();
+  const report: LandingReport = { ...landing.state };
+  const next = await post(state, landedEvents(landing.landed ? [] : [...state.unlanded], Date.now()), run);
+  return { state: next, landing: report, notices: notice === null ? [] : [{ level: notice.level, message: notice.message }] };
 }
 
 /**
- * Integrate the verified attempts whose tasks are still in progress onto the integration ref, in
- * one commit whose trailers carry their results, then mark them completed with that commit.
- * Mutates `plan`; the caller saves it (after the commit, so a crash in between is reconciled
- * from the ref's history at the next setup).
+ * Integrated tasks whose commit HEAD does not contain: landing was blocked, or has not happened
+ * yet. None when HEAD holds the whole integration ref.
  */
-async function integrateVerified(plan: Plan, isolation: Isolation, verified: readonly VerifiedAttempt[], round: number): Promise<Result<CommitOutcome, { tasks: number[]; failure: GitFailure }>> {
-  const attempts = verified.filter((v) => plan.tasks[v.task] !== undefined && statusOf(plan.tasks[v.task]!) === 'in_progress');
-  if (attempts.length === 0) return ok({ commit: null, tasks: [] });
-  const tasks = attempts.map((a) => a.task).sort((a, b) => a - b);
-  // The results go into the commit's trailers.
-  for (const attempt of attempts) plan.tasks[attempt.task] = { ...plan.tasks[attempt.task]!, result: attempt.result };
-  const integrated = await isolation.integrateWork(plan, round, attempts.map((a) => ({ task: a.task, work: a.work })));
-  if (!integrated.ok) return err({ tasks, failure: integrated.error });
-  for (const attempt of attempts) {
-    applyDecision(plan, attempt.task, { kind: 'completed', result: attempt.result }, UNKNOWN);
-    if (integrated.value !== null) plan.tasks[attempt.task] = { ...plan.tasks[attempt.task]!, commit: integrated.value };
+async function unlandedTasks(plan: Plan, repo: string, head: string | null): Promise<number[]> {
+  const tip = typeof plan.planId === 'string' ? await readRef(repo, integrationRef(plan.planId)) : null;
+  if (head === null || tip === null || (await contains(repo, head, tip))) return [];
+  const known = new Map<string, boolean>();
+  const out: number[] = [];
+  for (const [i, task] of plan.tasks.entries()) {
+    if (statusOf(task) !== 'completed' || !task.commit) continue;
+    if (!known.has(task.commit)) known.set(task.commit, await contains(repo, head, task.commit));
+    if (!known.get(task.commit)) out.push(i);
   }
-  return ok({ commit: integrated.value, tasks });
+  return out;
 }
 
-/** Land the integration tip on the session's branch as commits; never touches a file the person changed. */
-async function landOnBranch(isolation: Isolation, session: Session): Promise<LandingReport> {
-  const landed = await isolation.land({ branch: session.branch, mode: 'commit' });
-  if (!landed.ok) return { landed: false, files: 0, commit: null, problem: describeLandingProblem(landed.error, isolation.ref, ownLayout()) };
-  return { landed: true, files: landed.value.upToDate ? 0 : landed.value.paths.length, commit: landed.value.to, problem: [] };
+/** Whether `commit` is in the history of `head`. */
+async function contains(repo: string, head: string, commit: string): Promise<boolean> {
+  return (await runGit(['merge-base', '--is-ancestor', commit, head], { cwd: repo })).ok;
 }
 
-/** When the plan is complete and everything landed: remove its worktrees and refs, and archive it. */
-async function finishPlan(plan: Plan, ctx: LeadContext, isolation: Isolation, landing: LandingReport): Promise<string | null> {
-  if (!isComplete(plan) || !landing.landed) return null;
-  await isolation.removeWorktrees();
-  // The gate process's own pool.
-  const gatePool = await Isolation.open(plan, { repo: ctx.repo, planPath: ctx.planPath, env: ctx.env ?? process.env, sandbox: false, setupTimeoutMs: 1000, role: 'gate' });
-  if (gatePool.ok) await gatePool.value.removeWorktrees();
-  await endGateProcess(ctx.planPath);
-  await isolation.removeRefs();
-  return archivePlan(ctx.planPath);
+// ---------------------------------------------------------------------------------------------
+// The merge queue's gate process (it outlives a step; its queue is the step function's)
+
+/** One gate run as a step reports it: its journal record without the output. */
+export type GateRunReport = Omit<GateFinished, 'type' | 'output'>;
+
+/** The merge queue as a step reports it. */
+export interface GateReport {
+  /** `running`: a gate run goes on in the background; call `plan commit` again for its result. */
+  state: 'off' | 'idle' | 'running';
+  command: string | null;
+  /** The gate on the starting commit: `running` until it has passed; `failed` refuses the run. */
+  baseline: BaselineState;
+  /** The candidates under test now, stacked in order on the integration tip (empty for the baseline). */
+  testing: number[];
+  /** Candidates waiting for a gate run after it. */
+  waiting: number[];
+  /** Gate runs this step saw finish. */
+  runs: GateRunReport[];
+  /** Culprits found by this step: back to pending with the gate's output (retry), or failed. */
+  blamed: Array<TaskRef & { outcome: 'retry' | 'failed'; reason: string }>;
+  /** Candidates whose gate failure did not repeat: a flaky test, which blamed nobody. */
+  flakes: number[];
+  /** What the gate said when the baseline failed. */
+  output?: string;
+  notices: string[];
 }
 
-/** A notice for the landing of a step, when there is something to say. */
-function landingNotices(landing: LandingReport, branch: string | null): Array<{ level: 'info' | 'warning'; message: string }> {
-  if (!landing.landed) return [{ level: 'warning', message: `the integrated work could not land: ${landing.problem.join(' ')}` }];
-  if (landing.files === 0) return [];
-  return [{ level: 'info', message: `landed ${landing.files} file${landing.files === 1 ? '' : 's'} on ${branch === null ? 'the detached HEAD' : branch.replace(/^refs\/heads\//, '')} (${landing.commit?.slice(0, 12)})` }];
+/** The gate's part of a step's output, from the state and what this step saw. */
+function gateReport(session: Session, state: EngineState | null, run: StepRun | null, extra: Partial<GateReport> = {}): GateReport {
+  const gate = session.gate;
+  const testing = gate.current?.tasks ?? [];
+  const waiting = state === null ? [] : tasksIn(state, new Set(['queued'])).filter((t) => !testing.includes(t));
+  const finished = run?.of('gate-finished') ?? [];
+  const blamed = finished.flatMap((g) => {
+    if (g.culprit === null) return [];
+    const ended = run!.of('task-finished').find((e) => e.task === g.culprit && (e.outcome === 'retry' || e.outcome === 'failed'));
+    return ended ? [{ index: g.culprit, subject: ended.subject, outcome: ended.outcome as 'retry' | 'failed', reason: clip(ended.reason ?? '', 600) }] : [];
+  });
+  return {
+    state: gate.config === null ? 'off' : gate.current !== null ? 'running' : 'idle',
+    command: gate.config?.command ?? null,
+    baseline: gate.baseline,
+    testing: [...testing],
+    waiting,
+    runs: finished.map(({ type: _type, output: _output, ...report }) => report),
+    blamed,
+    flakes: finished.filter((g) => g.flake).map((g) => g.tasks[0]!),
+    notices: [],
+    ...extra,
+  };
+}
+
+interface GateDriving {
+  ctx: LeadContext;
+  session: Session;
+  isolation: Isolation;
+  run: StepRun;
+  notices: string[];
+}
+
+/**
+ * Start the gate process on `tasks` stacked on the integration tip (none: the baseline), `state`
+ * being the step function's with those tasks being gated; false when it did not start.
+ */
+async function launchRun(driving: GateDriving, tasks: number[], state: EngineState): Promise<boolean> {
+  const { ctx, session, isolation } = driving;
+  const record: GateRunRecord = { id: `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`, tasks, tip: isolation.tip, startedAt: new Date().toISOString() };
+  session.gate.current = record;
+  // Saved before it starts, with the state that gates these tasks: a step killed now finds the run and starts it again.
+  session.engine = state;
+  await writeSession(ctx.planPath, session);
+  const started = await launchGate({ repo: isolation.repo, planPath: ctx.planPath, env: env(ctx), config: session.gate.config!, sandbox: await sandboxedIn(session) }, record);
+  if (started.ok) return true;
+  session.gate.current = null;
+  driving.notices.push(`could not start the gate process (\`plan gate --serve\`): ${started.error}; run \`${commandHint('plan', 'commit', ownLayout())}\` again`);
+  return false;
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Drive the gate until `deadline`: collect the background run's result and post its verdict to
+ * the step function (which integrates what passed and blames a culprit), start the next run it
+ * asks for (the baseline first), and wait for it. A run still going at the deadline goes on in
+ * the background; the next `commit` collects it. Returns the state after.
+ */
+async function driveGate(state: EngineState, driving: GateDriving, deadline: number): Promise<{ state: EngineState; baselineOutput?: string }> {
+  const { ctx, session, isolation, run } = driving;
+  let current = state;
+  for (;;) {
+    const out = session.gate.current;
+    if (out === null) {
+      // The step function asked for a run whose process never started, or the baseline is due.
+      const gating = tasksIn(current, new Set(['gating']));
+      if (gating.length > 0 || session.gate.baseline === 'running') {
+        if (!(await launchRun(driving, gating, current))) return { state: current };
+        continue;
+      }
+      return { state: current };
+    }
+    const gateState = await readGateState(ctx.planPath);
+    if (gateState !== null && gateState.id === out.id && gateState.state === 'finished') {
+      session.gate.current = null;
+      if (out.tasks.length === 0) {
+        const verdict = baselineVerdict(session.gate.config!.command, out.tip, gateState);
+        run.events.push(verdict.event);
+        if (verdict.refusal !== null) {
+          session.gate.baseline = 'failed';
+          return { state: current, baselineOutput: clipTail(gateState.output.trim(), 2000) };
+        }
+        session.gate.baseline = 'passed';
+        current = await post(current, gateOpenedEvents(Date.now()), run);
+        continue;
+      }
+      if (gateState.stale || isolation.tip !== out.tip) {
+        // Nothing was tested on the tip as it is now: the same stack runs again.
+        driving.notices.push(`the gate run on tasks ${out.tasks.join(', ')} is run again: ${gateState.stale ? gateState.output : 'the integration tip moved while it ran'}`);
+        if (!(await launchRun(driving, out.tasks, current))) return { state: current };
+        continue;
+      }
+      // A run the state does not know (a step killed before it saved the state gating it) tells nothing.
+      if (!out.tasks.every((t) => current.attempts.get(t)?.stage === 'gating')) continue;
+      current = await post(current, gateVerdictEvents(out.tasks, gateState, Date.now()), run);
+      continue;
+    }
+    if (gateState !== null && gateState.id === out.id && gateState.state === 'running' && gateAlive(gateState)) {
+      const left = deadline - Date.now();
+      if (left <= 0) return { state: current };
+      await pause(Math.min(200, left));
+      continue;
+    }
+    // The process is gone without a result (killed): its stack is tested again.
+    driving.notices.push(`the gate process for ${out.tasks.length === 0 ? 'the starting commit' : `tasks ${out.tasks.join(', ')}`} ended without a result: it runs again`);
+    if (!(await launchRun(driving, out.tasks, current))) return { state: current };
+  }
+}
+
+/** The step hooks that record verified work (integrate, park, hold) and start the gate process. */
+function recordingHooks(driving: GateDriving): Pick<StepHooks, 'record' | 'gate'> {
+  return {
+    record: (state, request) => driving.isolation.record(state.plan, request),
+    gate: async (tasks, state) => {
+      await launchRun(driving, tasks, state);
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -415,7 +430,7 @@ export interface SetupOutput {
   assumptions: { total: number; passed: number; failed: AssumptionResult[] };
   blocked: Array<TaskRef & { reason: string }>;
   skipped: SkipRef[];
-  notices: Array<{ level: 'info' | 'warning'; message: string }>;
+  notices: Notice[];
   counts: Record<TaskStatus, number>;
   pending: number;
   nothingToDo: boolean;
@@ -429,123 +444,141 @@ export interface SetupOutput {
   sandbox: { mode: SandboxMode; sandboxed: boolean };
 }
 
+/** Work an earlier session verified and did not hold or integrate: its attempts, for the new run's first state. */
+function verifiedEarlier(engine: EngineState | null): HeldCandidate[] {
+  if (engine === null) return [];
+  return [...engine.attempts.values()].flatMap((a) =>
+    a.stage === 'verified' && a.held !== true && a.work !== undefined && a.decision?.kind === 'completed' ? [{ task: a.task, work: a.work, result: a.decision.result }] : [],
+  );
+}
+
+/** The integration a step's events tell: the tasks integrated and the last integration commit. */
+function committedBy(run: StepRun): CommitOutcome {
+  const rounds = run.of('round-committed');
+  return { commit: rounds.findLast((r) => r.commit !== null)?.commit ?? null, tasks: rounds.flatMap((r) => r.tasks).sort((a, b) => a - b) };
+}
+
+const skipRefs = (run: StepRun): SkipRef[] => run.of('task-skipped').map((s) => ({ index: s.task, subject: s.subject, rootCause: s.rootCause }));
+
 /**
- * Validate the working tree against the plan and prepare it for a session: resume detection,
+ * Validate the working tree against the plan and start a session's run: resume detection,
  * interrupted work back to pending, approved work integrated, blocking assumptions (all
- * `setupRun`, as a headless run does), then integrate the verified work an earlier session left,
- * land what is integrated, save the plan and start a fresh session file.
+ * `setupRun`, as a headless run does); then the step function's first state, with the work an
+ * earlier session verified integrated (or, with a gate, held as candidates), landed, and the gate's
+ * check of the starting commit.
  */
-export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSettings = {}): Promise<Result<SetupOutput, SetupProblem>> {
-  const session: Session = {
-    ...defaultSession(),
-    concurrency: settings.concurrency ?? DEFAULTS.concurrency,
-    maxAttempts: settings.maxAttempts ?? DEFAULTS.maxAttempts,
-    checkTimeoutMs: settings.checkTimeoutMs ?? DEFAULTS.checkTimeoutMs,
-    sandbox: settings.sandbox ?? (await autoSandbox()),
-  };
+export async function leadSetup(given: Plan, ctx: LeadContext, settings: SetupSettings = {}): Promise<Result<SetupOutput, SetupProblem>> {
+  let plan = given;
+  const sandbox = settings.sandbox ?? (await autoSandbox());
   // Checks a killed step left behind may still be writing files: stop them before anything else.
   const registryPath = registryPathFor(ctx.planPath);
   const orphans = await killOrphans(registryPath);
   // A gate process a killed session left running is ended; its candidates are queued again below.
   const endedGate = await endGateProcess(ctx.planPath);
   const registry = new ProcessRegistry(registryPath);
+  const earlier = await readSession(ctx.planPath, plan);
   // Work an earlier session verified is integrated, not reset.
-  const earlier = await readSession(ctx.planPath);
-  const sandbox = session.sandbox!.sandboxed;
-  // Hand-outs an earlier session left for this plan: their workers are gone.
-  await removeStaleHandOuts(ctx.planPath, ctx.env ?? process.env);
+  const verified = verifiedEarlier(earlier.engine);
+  await removeStaleHandOuts(ctx.planPath, env(ctx));
   const branch = await ctx.git.currentBranch();
-  session.branch = branch === null ? null : `refs/heads/${branch}`;
   // The plan's id names its refs and worktrees: written before anything is made under it.
   if (typeof plan.planId !== 'string' || plan.planId === '') {
     ensurePlanId(plan);
     await writePlanAtomic(ctx.planPath, plan);
   }
+  const gateCommand = settings.noGate === true ? undefined : (settings.gate ?? plan.context?.testCommand);
+  const gateConfig: SessionGateConfig | null =
+    gateCommand === undefined || gateCommand.trim() === '' ? null : { command: gateCommand, batchSize: settings.gateBatch ?? DEFAULTS.gateBatch, timeoutMs: settings.gateTimeoutMs ?? settings.checkTimeoutMs ?? DEFAULTS.checkTimeoutMs };
+  const session: Session = {
+    ...defaultSession(),
+    concurrency: settings.concurrency ?? DEFAULTS.concurrency,
+    maxAttempts: settings.maxAttempts ?? DEFAULTS.maxAttempts,
+    checkTimeoutMs: settings.checkTimeoutMs ?? DEFAULTS.checkTimeoutMs,
+    branch: branch === null ? null : `refs/heads/${branch}`,
+    sandbox,
+    gate: { config: gateConfig, baseline: 'none', current: null },
+  };
   const setup = await setupRun(plan, {
     repo: ctx.repo,
     planPath: ctx.planPath,
     git: ctx.git,
-    openIsolation: () => openIsolation(plan, ctx, { sandbox, checkTimeoutMs: session.checkTimeoutMs, registry }),
+    openIsolation: () => openIsolation(plan, ctx, { sandbox: sandbox.sandboxed, checkTimeoutMs: session.checkTimeoutMs, registry }),
     checkTimeoutMs: session.checkTimeoutMs,
     env: ctx.env,
     registry,
-    verified: earlier.verified.map((v) => v.task),
-    sandbox,
+    verified: verified.map((v) => v.task),
+    sandbox: sandbox.sandboxed,
     // Approved work joins the merge queue when a gate will run (as headless).
-    gated: settings.noGate !== true && (settings.gate ?? plan.context?.testCommand ?? '').trim() !== '',
+    gated: gateConfig !== null,
   }).finally(() => registry.clear());
   if (!setup.ok) return setup;
   const report = setup.value;
+  // What setup found is applied by the step function, as every later change of a task's state.
+  const setUp = step(initialState(plan, sessionConfig(session, ctx.planPath), Date.now(), report.held, verified), setUpEvent(report.findings, Date.now()));
+  plan = setUp.state.plan;
+  const setupSkips = setUp.effects.flatMap((effect) => (effect.type === 'emit' && effect.event.type === 'task-skipped' ? [effect.event] : []));
   const isolation = report.isolation;
+  report.notices.push(...sandboxNotices(sandbox));
   if (orphans.length > 0) report.notices.unshift({ level: 'warning', message: describeOrphans(orphans) });
-  report.notices.push(...sandboxNotices(session.sandbox!));
   if (endedGate.length > 0) report.notices.unshift({ level: 'warning', message: `stopped ${endedGate.join(', ')} left running by an earlier session: its candidates are tested again` });
-  const gateCommand = settings.noGate === true ? undefined : (settings.gate ?? plan.context?.testCommand);
-  const gateConfig: SessionGateConfig | null =
-    gateCommand === undefined || gateCommand.trim() === '' ? null : { command: gateCommand, batchSize: settings.gateBatch ?? DEFAULTS.gateBatch, timeoutMs: settings.gateTimeoutMs ?? session.checkTimeoutMs };
-  // Said once, in the gate's report (`state: "off"`).
-  const noGate =
-    gateConfig !== null
-      ? []
-      : [settings.noGate === true ? 'no gate (--no-gate): verified work integrates as soon as it is verified, untested together' : 'no gate: the plan has no context.testCommand, so verified work integrates untested together (--gate CMD sets one)'];
-  if (gateConfig !== null) {
-    // Candidates an earlier session held (a gate run it was in included) rejoin the queue first: all tested, none lost.
-    session.gate = { ...noSessionGate(), config: gateConfig, queue: enqueue(emptyGateQueue(), report.held.map((h) => h.task)) };
-    session.round = earlier.round;
-  }
-  const integrated = gateConfig !== null ? await holdEarlier(plan, isolation, session, earlier.verified) : await integrateVerified(plan, isolation, earlier.verified, earlier.round);
-  if (!integrated.ok) {
-    // Nothing was integrated: those tasks run again.
-    for (const task of integrated.error.tasks) plan.tasks[task] = { ...plan.tasks[task]!, status: 'pending' };
-    report.reset.push(...integrated.error.tasks);
-    report.notices.push({ level: 'warning', message: `could not integrate the work an earlier session verified for tasks ${integrated.error.tasks.join(', ')} (${describeGitFailure(integrated.error.failure)}): they run again` });
-  }
-  const committed = integrated.ok ? integrated.value : { commit: null, tasks: [] };
   await writePlanAtomic(ctx.planPath, plan);
-  // What is integrated and not on the branch yet (this session's start, or an earlier one cut short) lands now.
-  const landing = await landOnBranch(isolation, session);
-  report.notices.push(...landingNotices(landing, session.branch));
 
   // An earlier session's run that no step finished ended with that session, some time after its last event.
   if (earlier.runId !== null && !earlier.runFinished) {
-    const lastSeen = groupRuns((await readJournal(journalPathFor(ctx.planPath))).events).find((run) => run.runId === earlier.runId)?.lastMs;
+    const lastSeen = (await readJournal(journalPathFor(ctx.planPath))).events.filter((e) => e.runId === earlier.runId).reduce((last, e) => Math.max(last, Date.parse(e.at)), 0);
     finishRun(
       plan,
       ctx,
       earlier,
-      { outcome: 'interrupted', reason: 'interrupted', exitCode: 130, message: `the session ended before this run finished (its last step was at ${lastSeen ? new Date(lastSeen).toISOString() : 'an unknown time'}); a new \`plan setup\` started another` },
-      [],
-      lastSeen ?? Date.now(),
+      { reason: 'interrupted', message: `the session ended before this run finished (its last step was at ${lastSeen > 0 ? new Date(lastSeen).toISOString() : 'an unknown time'}); a new \`plan setup\` started another`, usage: UNKNOWN },
+      { landed: true, advice: '' },
+      null,
+      lastSeen > 0 ? lastSeen : Date.now(),
     );
   }
 
   // A fresh scratch directory: prompts of an earlier session are stale.
   await rm(promptsDirFor(ctx.planPath), { recursive: true, force: true });
   startRun(plan, ctx, session, report.resumed);
-  journal(ctx.planPath, session.runId!, [
+  journal(ctx.planPath, session.runId, [
     ...report.assumptions.map((a): RunEventBody => ({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output })),
-    ...skippedEvents(plan.tasks, report.skipped),
+    ...setupSkips,
     ...(report.approved.commit !== null ? [{ type: 'round-committed', round: 0, tasks: report.approved.tasks, commit: report.approved.commit } as const] : []),
-    ...(committed.commit !== null ? [{ type: 'round-committed', round: 0, tasks: committed.tasks, commit: committed.commit } as const] : []),
   ]);
 
+  // The run's first state: candidates held on their refs, and what the earlier session verified.
+  const driving: GateDriving = { ctx, session, isolation, run: new StepRun(saver(ctx)), notices: [] };
+  const run = new StepRun({ ...saver(ctx), ...recordingHooks(driving) });
+  driving.run = run;
+  let state = await post(setUp.state, setupEvents(await unlandedTasks(plan, ctx.repo, await ctx.git.headCommit()), Date.now()), run);
+  const integrated = committedBy(run);
+  // What is integrated and not on the branch yet (this session's start, or an earlier one cut short) lands now.
+  const landed = await land(state, isolation, session, ctx.planPath, run);
+  state = landed.state;
+  report.notices.push(...landed.notices);
+
   // The baseline: a gate that already fails on the starting commit would blame every task.
-  let gate = gateReport(session, [], { notices: noGate });
-  if (gateConfig !== null && (plan.tasks.some((t) => statusOf(t) === 'pending') || session.gate.queue.waiting.length > 0)) {
+  let baselineOutput: string | undefined;
+  if (gateConfig !== null && (state.plan.tasks.some((t) => statusOf(t) === 'pending') || tasksIn(state, new Set(['queued', 'verified'])).length > 0)) {
     session.gate.baseline = 'running';
-    const drive = await driveGate(plan, ctx, session, isolation, { round: session.round, deadline: Date.now() + (settings.waitMs ?? DEFAULT_GATE_WAIT_MS) });
-    if (drive.ok) gate = drive.value.report;
-    if ((session.gate.baseline as BaselineState) === 'failed') {
-      finishRun(plan, ctx, session, { outcome: 'incomplete', reason: 'failures', exitCode: 2, message: `the gate \`${gateConfig.command}\` fails on the starting commit` });
-    }
+    const gated = await driveGate(state, driving, Date.now() + (settings.waitMs ?? DEFAULT_GATE_WAIT_MS));
+    state = gated.state;
+    baselineOutput = gated.baselineOutput;
+  } else if (gateConfig !== null) {
+    state = await post(state, gateOpenedEvents(Date.now()), run);
   }
-  const counts = countByStatus(plan);
-  if (counts.pending === 0 && !isComplete(plan) && session.gate.queue.waiting.length === 0 && session.gate.current === null) finishRun(plan, ctx, session, { outcome: 'incomplete', reason: 'failures', exitCode: 1, message: 'nothing left to run: the tasks that did not complete failed, were blocked or skipped' });
-  await writeSession(ctx.planPath, session);
-  const archived = await finishPlan(plan, ctx, isolation, landing);
-  // Archiving removed the session file with the prompts: the finished run needs it no more.
-  if (archived !== null) finishRun(plan, ctx, session, { outcome: 'completed', reason: 'all-done', exitCode: 0, message: `every task was already completed; the plan was moved to ${archived}` });
-  await syncHandOut(plan, ctx, session);
+  session.engine = state;
+  journal(ctx.planPath, session.runId, run.events);
+  const archived = await finishPlan(state.plan, isolation, ctx.planPath, landed.landing.landed, { endGate: () => endGateProcess(ctx.planPath) });
+  if (session.gate.baseline === 'failed') {
+    finishRun(state.plan, ctx, session, { reason: 'failures', message: `the gate \`${gateConfig!.command}\` fails on the starting commit`, usage: state.usage }, { landed: landed.landing.landed, advice: landed.landing.problem.join(' ') }, null);
+  } else if (run.finished !== null || archived !== null) {
+    const end = run.finished ?? { reason: 'all-done' as const, message: 'every task was already completed', usage: state.usage };
+    finishRun(state.plan, ctx, session, end, { landed: landed.landing.landed, advice: landed.landing.problem.join(' ') }, archived);
+  }
+  if (archived === null) await writeSession(ctx.planPath, session);
+  await syncHandOut(state.plan, ctx, session);
+  const counts = countByStatus(state.plan);
   return ok({
     goal: report.goal,
     taskCount: report.taskCount,
@@ -555,32 +588,31 @@ export async function leadSetup(plan: Plan, ctx: LeadContext, settings: SetupSet
     reset: report.reset,
     reverted: report.reverted,
     approved: report.approved,
-    integrated: committed,
-    landing,
+    integrated,
+    landing: landed.landing,
     assumptions: {
       total: report.assumptions.length,
       passed: report.assumptions.filter((a) => a.passed).length,
       failed: report.assumptions.filter((a) => !a.passed).map((a) => ({ ...a, output: clip(a.output.trim(), 500) })),
     },
-    blocked: report.blocked.map((i) => ({ index: i, subject: plan.tasks[i]!.subject, reason: clip(plan.tasks[i]!.result ?? '') })),
-    skipped: skipRefs(plan, report.skipped),
-    notices: report.notices,
+    blocked: report.blocked.map((i) => ({ index: i, subject: state.plan.tasks[i]!.subject, reason: clip(state.plan.tasks[i]!.result ?? '') })),
+    skipped: [...setupSkips.map((s) => ({ index: s.task, subject: s.subject, rootCause: s.rootCause })), ...skipRefs(run)],
+    notices: [...report.notices, ...driving.notices.map((message): Notice => ({ level: 'warning', message }))],
     counts,
     pending: counts.pending,
     nothingToDo: counts.pending === 0,
     archived,
     concurrency: session.concurrency,
     maxAttempts: session.maxAttempts,
-    gate,
-    sandbox: { mode: session.sandbox!.mode, sandboxed: session.sandbox!.sandboxed },
+    gate: gateReport(session, state, run, {
+      notices:
+        gateConfig !== null
+          ? []
+          : [settings.noGate === true ? 'no gate (--no-gate): verified work integrates as soon as it is verified, untested together' : 'no gate: the plan has no context.testCommand, so verified work integrates untested together (--gate CMD sets one)'],
+      ...(baselineOutput !== undefined ? { output: baselineOutput } : {}),
+    }),
+    sandbox: { mode: sandbox.mode, sandboxed: sandbox.sandboxed },
   });
-}
-
-/** With a gate, the work an earlier session verified becomes candidates (never integrated untested). */
-async function holdEarlier(plan: Plan, isolation: Isolation, session: Session, verified: VerifiedAttempt[]): Promise<Result<CommitOutcome, { tasks: number[]; failure: GitFailure }>> {
-  session.verified = verified;
-  const held = await holdVerified(plan, isolation, session);
-  return held.ok ? ok({ commit: null, tasks: [] }) : held;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -612,128 +644,87 @@ export interface NextOutput {
   /** Only when the plan is gone because the last `commit` archived it, finished: where it went. */
   archived?: string;
   /** Present when something needs saying: the plan file changed since the last step. */
-  notices?: Array<{ level: 'info' | 'warning'; message: string }>;
+  notices?: Notice[];
 }
 
+const inProgressOf = (plan: Plan) => plan.tasks.flatMap((t, i) => (statusOf(t) === 'in_progress' ? [i] : []));
+
 /**
- * The tasks to start now — ready, not overlapping each other or anything in progress, highest
- * priority first (the longest remaining path), at most `concurrency` running in all. Marks them
- * in progress and writes each one's full worker prompt to `.design/prompts/task-<i>.md`.
+ * Ask the step function what may start now — ready, its blockers' work on the branch, not
+ * overlapping anything under way, highest priority first, at most `concurrency` running — and
+ * write each task's full worker prompt to `.design/prompts/task-<i>.md`.
  */
 export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurrency?: number } = {}): Promise<NextOutput> {
-  const session = await readSession(ctx.planPath);
-  const running = new Set(indicesWith(plan, (s) => s === 'in_progress'));
+  const session = await readSession(ctx.planPath, plan);
   // Nothing starts before the gate has passed the starting commit: `plan commit` waits for it.
   if (session.gate.config !== null && (session.gate.baseline === 'running' || session.gate.baseline === 'failed')) {
-    return { round: session.round, tasks: [], waiting: [], queued: readySet(plan.tasks).length, inProgress: [...running].sort((a, b) => a - b), stall: 'gate', stuck: [], counts: countByStatus(plan), complete: isComplete(plan) };
+    return { round: session.engine?.round ?? 0, tasks: [], waiting: [], queued: readySet(plan.tasks).length, inProgress: inProgressOf(plan), stall: 'gate', stuck: [], counts: countByStatus(plan), complete: isComplete(plan) };
   }
-  const overlaps = overlapSets(computeOverlaps(plan.tasks));
-  // Every in-progress task counts as running here, so only gated work is held.
-  const gates = [...holding({ plan, attempts: new Map() })];
   const head = await ctx.git.headCommit();
-  // A subagent starts from HEAD: a task whose blockers' work has not landed there must wait.
-  const unlanded = head === null ? new Set<number>() : await unlandedReady(plan, ctx.repo, head);
-  const ready = readySet(plan.tasks);
-  const picks = pickStarts({
-    tasks: plan.tasks,
-    running,
-    overlaps,
-    concurrency: options.concurrency ?? session.concurrency,
-    priority: longestRemainingPath(depsOf(plan.tasks)),
-    holding: new Set(gates),
-    admitted: new Set(ready.filter((i) => !unlanded.has(i))),
-  });
-
-  const tasks: NextOutput['tasks'] = [];
-  // Setup refuses a repository without a commit; without one nothing can be handed out.
-  if (picks.length > 0 && head !== null) {
-    // A lead that skipped setup, or goes on after its run finished (a stall, the breaker), starts a run here.
-    if (session.runId === null || session.runFinished) startRun(plan, ctx, session, true);
-    session.round++;
-    await mkdir(promptsDirFor(ctx.planPath), { recursive: true });
-    const startedAt = new Date().toISOString();
-    const events: RunEventBody[] = [];
-    for (const i of picks) {
-      const task = plan.tasks[i]!;
-      const promptFile = promptPathFor(ctx.planPath, i);
-      // Built before the task is marked started; the prompt depends on its attempts and its blockers' results only.
-      await writeFile(promptFile, workerPrompt(plan, i, { maxAttempts: session.maxAttempts }));
-      tasks.push({ index: i, subject: task.subject, activeForm: task.activeForm ?? task.subject, model: modelOf(task), attempt: attemptsOf(task) + 1, promptFile, isolation: 'worktree', base: head! });
-      // A Task subagent keeps no log foreman can point to.
-      events.push({ type: 'task-started', task: i, subject: task.subject, attempt: attemptsOf(task) + 1, model: modelOf(task), logPath: '' });
-      session.started[String(i)] = startedAt;
-      session.bases[String(i)] = head!;
-      markStarted(plan, i);
+  const unlanded = await unlandedTasks(plan, ctx.repo, head);
+  const running = inProgressOf(plan);
+  let state = engineOf(session, plan, ctx);
+  // A run that ended (a stall, the breaker) starts again when something could start now (a retry, an approval).
+  if (state.finished || session.runId === null || session.runFinished) {
+    const fresh = { ...initialState(plan, sessionConfig(session, ctx.planPath), Date.now()), unlanded: new Set(unlanded), gateOpen: true };
+    if (startable(fresh, options.concurrency).length > 0) {
+      state = fresh;
+      startRun(plan, ctx, session, true);
     }
-    await writePlanAtomic(ctx.planPath, plan);
-    journal(ctx.planPath, session.runId!, events);
-    await writeSession(ctx.planPath, session);
   }
+  const tasks: NextOutput['tasks'] = [];
+  const run = new StepRun({
+    ...saver(ctx),
+    startWorker: async (effect, current) => {
+      // Setup refuses a repository without a commit; without one nothing can be handed out.
+      if (head === null) throw new Error('no commit to hand work out from');
+      const task = current.plan.tasks[effect.task]!;
+      const promptFile = promptPathFor(ctx.planPath, effect.task);
+      await mkdir(promptsDirFor(ctx.planPath), { recursive: true });
+      await writeFile(promptFile, workerPrompt(current.plan, effect.task, { maxAttempts: current.config.maxAttempts }));
+      session.handedOut[String(effect.task)] = { at: new Date().toISOString(), base: head };
+      tasks.push({ index: effect.task, subject: task.subject, activeForm: task.activeForm ?? task.subject, model: modelOf(task), attempt: effect.attempt, promptFile, isolation: 'worktree', base: head });
+    },
+  });
+  if (!state.finished) state = await post(state, nextEvents(unlanded, options.concurrency, Date.now()), run);
+  session.engine = state;
+  journal(ctx.planPath, session.runId, run.events);
+  if (run.finished !== null) finishRun(state.plan, ctx, session, run.finished, { landed: unlanded.length === 0, advice: '' }, null);
+  await writeSession(ctx.planPath, session);
+  await syncHandOut(state.plan, ctx, session);
 
-  const busy = new Set([...running, ...picks, ...gates]);
-  const queued = readySet(plan.tasks);
-  const heldBack = queued.filter((i) => unlanded.has(i));
-  const waiting = queued
-    .map((i) => ({ index: i, subject: plan.tasks[i]!.subject, overlapsWith: [...overlaps[i]!].filter((j) => busy.has(j)).sort((a, b) => a - b) }))
+  const busy = new Set([...state.attempts.keys(), ...holding(state)]);
+  const ready = readySet(state.plan.tasks);
+  const waiting = ready
+    .map((i) => ({ index: i, subject: state.plan.tasks[i]!.subject, overlapsWith: [...state.overlaps[i]!].filter((j) => busy.has(j)).sort((a, b) => a - b) }))
     .filter((w) => w.overlapsWith.length > 0)
     .slice(0, WAITING_LISTED);
-
-  let stallKind: NextStall = 'none';
+  // Why nothing was handed out, as the plan stands now.
+  let stall: NextStall = 'none';
   let stuck: number[] = [];
-  if (picks.length === 0) {
-    const s = stall(plan.tasks, running);
-    if (running.size > 0) stallKind = 'running';
-    else if (s.kind === 'deadlock') [stallKind, stuck] = ['deadlock', s.pending];
-    else if (s.kind === 'awaiting_approval') [stallKind, stuck] = ['awaiting_approval', s.gates];
+  if (tasks.length === 0) {
+    const stalled = planStall(state.plan.tasks, new Set(running));
+    const gates = [...holding({ plan: state.plan, attempts: new Map() })];
+    if (running.length > 0) stall = 'running';
+    else if (stalled.kind === 'deadlock') [stall, stuck] = ['deadlock', stalled.pending];
+    else if (stalled.kind === 'awaiting_approval') [stall, stuck] = ['awaiting_approval', stalled.gates];
     // Ready tasks held back only by gated work that overlaps them.
-    else if (queued.length > 0 && gates.length > 0) [stallKind, stuck] = ['awaiting_approval', gates];
+    else if (ready.length > 0 && gates.length > 0) [stall, stuck] = ['awaiting_approval', gates];
     // Ready tasks whose blockers' work waits to land: `plan commit` lands it once nothing blocks.
-    else if (heldBack.length > 0) [stallKind, stuck] = ['landing', heldBack];
-    else if (queued.length === 0) stallKind = 'done';
+    else if (waitingToLand(state).length > 0) [stall, stuck] = ['landing', waitingToLand(state)];
+    else if (ready.length === 0) stall = 'done';
   }
-  // The skill stops here: the run ends (a later `next` that hands work out starts another).
-  if (stallKind === 'deadlock' || stallKind === 'awaiting_approval' || stallKind === 'done') {
-    const stalled = stallKind === 'done' ? [] : [{ type: 'stalled', kind: stallKind, tasks: stuck } as const];
-    const end =
-      stallKind === 'deadlock'
-        ? { outcome: 'incomplete' as const, reason: 'deadlock' as const, exitCode: 1, message: `tasks ${stuck.join(', ')} can never start` }
-        : stallKind === 'awaiting_approval'
-          ? { outcome: 'incomplete' as const, reason: 'awaiting_approval' as const, exitCode: 1, message: `tasks ${stuck.join(', ')} await approval` }
-          : isComplete(plan)
-            ? { outcome: 'completed' as const, reason: 'all-done' as const, exitCode: 0, message: 'every task is completed' }
-            : { outcome: 'incomplete' as const, reason: 'failures' as const, exitCode: 1, message: 'nothing left to run: the tasks that did not complete failed, were blocked or skipped' };
-    if (session.runId !== null && !session.runFinished) {
-      finishRun(plan, ctx, session, end, [...stalled]);
-      await writeSession(ctx.planPath, session);
-    }
-  }
-  await syncHandOut(plan, ctx, session);
-  return { round: session.round, tasks, waiting, queued: queued.length, inProgress: [...running].sort((a, b) => a - b), stall: stallKind, stuck, counts: countByStatus(plan), complete: isComplete(plan) };
-}
-
-/**
- * Ready tasks a blocker of which has an integration commit that HEAD does not contain (the
- * landing was blocked, or has not happened yet). When HEAD holds the whole integration ref, none.
- */
-async function unlandedReady(plan: Plan, repo: string, head: string): Promise<Set<number>> {
-  const held = new Set<number>();
-  const tip = typeof plan.planId === 'string' ? await readRef(repo, integrationRef(plan.planId)) : null;
-  if (tip === null || (await contains(repo, head, tip))) return held;
-  const known = new Map<string, boolean>();
-  for (const i of readySet(plan.tasks)) {
-    for (const blocker of plan.tasks[i]!.blockedBy) {
-      const commit = plan.tasks[blocker]?.commit;
-      if (!commit) continue;
-      if (!known.has(commit)) known.set(commit, await contains(repo, head, commit));
-      if (!known.get(commit)) held.add(i);
-    }
-  }
-  return held;
-}
-
-/** Whether `commit` is in the history of `head`. */
-async function contains(repo: string, head: string, commit: string): Promise<boolean> {
-  return (await runGit(['merge-base', '--is-ancestor', commit, head], { cwd: repo })).ok;
+  return {
+    round: state.round + 1,
+    tasks,
+    waiting,
+    queued: ready.length,
+    inProgress: running,
+    stall,
+    stuck,
+    counts: countByStatus(state.plan),
+    complete: isComplete(state.plan),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -768,7 +759,7 @@ export interface FinalizeOutput {
   /** One line for the lead to show: the round's progress. */
   summary: string;
   /** Present when something needs saying beyond the results: processes an earlier, killed step left running. */
-  notices?: Array<{ level: 'info' | 'warning'; message: string }>;
+  notices?: Notice[];
 }
 
 /**
@@ -799,12 +790,6 @@ async function verifySubagent(stages: StageContext, plan: Plan, index: number, i
 }
 
 /**
- * A Task subagent's final text, seen as the outcome of a worker run that reported. Only the
- * outcome: its usage, duration and permission denials are not known here, so none is made up.
- */
-const reportedOutcome = (output: string): Pick<WorkerRun, 'outcome'> => ({ outcome: { kind: 'reported', resultText: output, statusLine: parseStatusLine(output) } });
-
-/**
  * What provisioning put in a subagent's worktree, never the worker's change: Claude Code links
  * the `worktree.symlinkDirectories` folders and copies the ignored files `.worktreeinclude` lists.
  */
@@ -815,15 +800,15 @@ async function claudeProvisioned(ctx: LeadContext): Promise<string[]> {
   return [...new Set([...linked, ...included])].sort();
 }
 
+
 /**
- * Judge, verify and settle the workers' results: the status line; for COMPLETED, the attempt's
- * work captured from the worktree Claude Code made for its subagent, the spot-check and the
- * acceptance checks there (the headless engine's verify stage); then the decision (completed,
- * retry, failed, blocked), the cascade and the breaker. Undeclared changes fail the attempt.
- * Work awaiting approval is parked on its ref; completed work waits in the session for
- * `commit`. Then the subagent's worktree and branch are removed. Nothing is ever restored in
- * the person's tree: the workers never worked there. Saves the plan after each task, so running
- * it again with the same results only reports the tasks already settled as `ignored`.
+ * Post each subagent's report to the step function: it judges the status line and, for
+ * COMPLETED, asks for verification — the attempt's work captured from the worktree Claude Code
+ * made for the subagent, the spot-check and the acceptance checks there (the headless engine's
+ * verify stage) — then decides (completed, retry, failed, blocked), cascades and trips the
+ * breaker. Undeclared changes fail the attempt. The subagent's worktree and branch are removed
+ * once its work is captured. Saves after each task, so running it again with the same results
+ * only reports the tasks already settled as `ignored`.
  */
 export async function leadFinalize(
   plan: Plan,
@@ -831,142 +816,98 @@ export async function leadFinalize(
   results: readonly WorkerResult[],
   options: { maxAttempts?: number; checkTimeoutMs?: number } = {},
 ): Promise<Result<FinalizeOutput, FinalizeProblem>> {
-  const session = await readSession(ctx.planPath);
-  const maxAttempts = options.maxAttempts ?? session.maxAttempts;
+  const session = await readSession(ctx.planPath, plan);
+  let state = engineOf(session, plan, ctx);
+  if (options.maxAttempts !== undefined) state = { ...state, config: { ...state.config, maxAttempts: options.maxAttempts } };
   const checkTimeoutMs = options.checkTimeoutMs ?? session.checkTimeoutMs;
+  const running = (task: number) => state.attempts.get(task)?.stage === 'running';
   // Every worktree named must be a subagent's worktree of this repository, before anything changes.
   const worktrees = new Map<number, string>();
   for (const result of results) {
     // A result settled already (finalize run again with the same results) names a worktree removed since: it is ignored below.
-    const settled = plan.tasks[result.task] === undefined || statusOf(plan.tasks[result.task]!) !== 'in_progress' || session.verified.some((v) => v.task === result.task);
-    if (result.worktree === undefined || settled) continue;
+    if (result.worktree === undefined || !running(result.task)) continue;
     const found = await agentWorktree(ctx.repo, result.worktree);
     if (!found.ok) return err({ kind: 'bad-worktree', task: result.task, message: describeAgentWorktreeProblem(found.error) });
     worktrees.set(result.task, found.value.dir);
   }
-  const out: FinalizeOutput['results'] = [];
-  const retry: FinalizeOutput['retry'] = [];
-  const skips: Skip[] = [];
-  const breakers: BreakerDecision[] = [];
-  const seen = new Set<number>();
   // Checks a killed step left behind are ended first (a fresh registry would forget them); this
   // step's acceptance checks are recorded while they run, so the step after a crash ends them.
   const registryPath = registryPathFor(ctx.planPath);
   const orphans = await killOrphans(registryPath);
   const registry = new ProcessRegistry(registryPath);
-  const events: RunEventBody[] = [];
-  // The checks run in the sandbox where it works, as a headless run's default (`--sandbox auto`).
   const sandbox = await sandboxedIn(session);
   const opened = await openIsolation(plan, ctx, { sandbox, checkTimeoutMs, registry });
   if (!opened.ok) return err({ kind: 'git-failed', task: results[0]?.task ?? -1, doing: "open the plan's integration ref", failure: opened.error });
-  const isolation = opened.value;
-  const stages: StageContext = { isolation, checkTimeoutMs, env: ctx.env, registry, sandbox };
+  const stages: StageContext = { isolation: opened.value, checkTimeoutMs, env: ctx.env, registry, sandbox };
   const kept = await claudeProvisioned(ctx);
 
+  const out: FinalizeOutput['results'] = [];
+  const seen = new Set<number>();
+  const run = new StepRun({
+    ...saver(ctx),
+    verify: (task, current) => {
+      const handed = session.handedOut[String(task)];
+      return verifySubagent(stages, current.plan, task, { worktree: worktrees.get(task), base: handed?.base, kept, repo: ctx.repo });
+    },
+    release: async (task) => {
+      delete session.handedOut[String(task)];
+      const worktree = worktrees.get(task);
+      // What Claude Code made for the subagent is removed once its work is captured (or dropped).
+      const removed = worktree === undefined ? null : await removeAgentWorktree(ctx.repo, worktree);
+      return removed !== null && !removed.ok ? [`could not remove the subagent's worktree ${worktree}: ${describeAgentWorktreeProblem(removed.error)}`] : [];
+    },
+  });
   for (const { task: index, output } of results) {
-    const task = plan.tasks[index];
-    const worktree = worktrees.get(index);
+    const task = state.plan.tasks[index];
     if (!task) {
-      out.push({ index, subject: '', outcome: 'ignored', attempt: 0, reason: `there is no task ${index} (the plan has ${plan.tasks.length})`, warnings: [] });
+      out.push({ index, subject: '', outcome: 'ignored', attempt: 0, reason: `there is no task ${index} (the plan has ${state.plan.tasks.length})`, warnings: [] });
       continue;
     }
-    const alreadyVerified = session.verified.some((v) => v.task === index);
-    if (seen.has(index) || statusOf(task) !== 'in_progress' || alreadyVerified) {
+    const attempt = state.attempts.get(index);
+    if (seen.has(index) || attempt?.stage !== 'running') {
       const why = seen.has(index)
         ? 'it appears twice in the results'
-        : alreadyVerified
+        : attempt !== undefined
           ? 'its work is verified already and waits for `plan commit`'
           : `it is ${statusOf(task)}, not in progress (settled already?)`;
-      out.push({ index, subject: task.subject, outcome: 'ignored', attempt: attemptsOf(task), reason: `task ${index} was left as it is: ${why}`, warnings: [] });
+      out.push({ index, subject: task.subject, outcome: 'ignored', attempt: attempt?.number ?? 0, reason: `task ${index} was left as it is: ${why}`, warnings: [] });
       continue;
     }
     seen.add(index);
-    const attempt = attemptsOf(task) + 1;
-    const judgement = judgeRun(reportedOutcome(output));
-    const base = session.bases[String(index)];
-    const verification = judgement.kind === 'verify' ? await verifySubagent(stages, plan, index, { worktree, base, kept, repo: ctx.repo }) : undefined;
-    // The subagent's permission denials are not known: the failure reason cannot list them.
-    const decision = decide({ task, judgement, verification, permissionDenials: [], maxAttempts });
-    let applied: Applied = { attemptCounted: true };
-    if (decision.kind === 'completed') {
-      // Verified: the task stays in progress, holding its files, until `commit` integrates it.
-      session.verified = [...session.verified.filter((v) => v.task !== index), { task: index, result: decision.result, work: verification?.work ?? { base: base ?? (await ctx.git.headCommit())!, entries: [] } }];
-    } else {
-      if (decision.kind === 'awaiting_approval') {
-        // Gated work waits on a ref of its own, holding no worktree; approving integrates it.
-        const work = verification?.work ?? { base: base ?? (await ctx.git.headCommit())!, entries: [] };
-        const { message } = roundMessage(plan, session.round, [index]);
-        const parked = await park(isolation.repo, isolation.planId, index, work, message);
-        // The task stays in progress (its decision is not applied) and this step stops here.
-        if (!parked.ok) return err({ kind: 'git-failed', task: index, doing: `park the work of task ${index} for approval`, failure: parked.error });
-      }
-      // Nothing to restore: the attempt's work never left its worktree.
-      applied = applyDecision(plan, index, decision, UNKNOWN);
-      await writePlanAtomic(ctx.planPath, plan);
-    }
-    // What Claude Code made for the subagent is removed once its work is captured (or dropped).
-    const removed = worktree === undefined ? null : await removeAgentWorktree(ctx.repo, worktree);
-    const cleanup = removed !== null && !removed.ok ? [`could not remove the subagent's worktree ${worktree}: ${describeAgentWorktreeProblem(removed.error)}`] : [];
-    const warnings = [...verificationWarnings(verification), ...cleanup];
-
-    const outcome = outcomeOf(decision);
-    const result = decision.kind === 'completed' || decision.kind === 'awaiting_approval' ? decision.result : undefined;
-    const reason = reasonOf(decision);
-    const startedAt = session.started[String(index)];
-    delete session.started[String(index)];
-    delete session.bases[String(index)];
-    // Without the time `next` handed it out (a lost session file) the attempt has no duration to record.
-    if (session.runId !== null && startedAt !== undefined) {
-      events.push({
-        type: 'task-finished',
-        task: index,
-        subject: task.subject,
-        attempt,
-        outcome,
-        ...(reason !== undefined ? { reason } : {}),
-        ...(result !== undefined ? { result } : {}),
-        durationMs: Math.max(0, Date.now() - Date.parse(startedAt)),
-        usage: UNKNOWN,
-        logPath: '',
-        permissionDenials: UNKNOWN,
-        ...(warnings.length > 0 ? { warnings } : {}),
-      });
-    }
-    out.push({ index, subject: task.subject, outcome, attempt, ...(result !== undefined ? { result: clip(result) } : {}), ...(reason !== undefined ? { reason: clip(reason) } : {}), warnings });
-    if (decision.kind === 'retry') retry.push({ index, subject: task.subject, attempt: attempt + 1, reason: clip(decision.failure, 300) });
-    if (applied.cascade) {
-      skips.push(...applied.cascade.skips);
-      events.push(...skippedEvents(plan.tasks, applied.cascade.skips));
-      breakers.push(applied.cascade.breaker);
+    const handed = session.handedOut[String(index)];
+    const durationMs = handed === undefined ? 0 : Math.max(0, Date.now() - Date.parse(handed.at));
+    state = await post(state, [finalizeEvent(index, output, durationMs, Date.now())], run);
+    const ended = run.of('task-finished').find((e) => e.task === index);
+    if (ended !== undefined) {
+      const result = ended.outcome === 'completed' || ended.outcome === 'awaiting_approval' ? ended.result : undefined;
+      out.push({ index, subject: task.subject, outcome: ended.outcome, attempt: ended.attempt, ...(result !== undefined ? { result: clip(result) } : {}), ...(ended.reason !== undefined ? { reason: clip(ended.reason) } : {}), warnings: ended.warnings ?? [] });
     }
     // Saved after each task, with the plan: a crash later in the step loses nothing verified.
+    session.engine = state;
     await writeSession(ctx.planPath, session);
   }
-
   await registry.clear();
+  journal(ctx.planPath, session.runId, run.events);
+  if (run.finished !== null) finishRun(state.plan, ctx, session, run.finished, { landed: true, advice: '' }, null);
+  session.engine = state;
+  await writeSession(ctx.planPath, session);
+  await syncHandOut(state.plan, ctx, session);
 
-  const counts = countByStatus(plan);
-  const breaker = breakers.find((b) => b.trip) ?? { trip: false, totalTasks: plan.tasks.length, pendingCount: counts.pending, wouldBeSkipped: skips.length };
+  const counts = countByStatus(state.plan);
+  const skipped = skipRefs(run);
+  const tripped = run.of('breaker')[0];
+  const breaker: BreakerDecision = tripped
+    ? { trip: true, totalTasks: state.plan.tasks.length, pendingCount: tripped.pendingCount, wouldBeSkipped: tripped.wouldBeSkipped }
+    : { trip: false, totalTasks: state.plan.tasks.length, pendingCount: counts.pending, wouldBeSkipped: skipped.length };
+  const retry = out.filter((r) => r.outcome === 'retry').map((r) => ({ index: r.index, subject: r.subject, attempt: r.attempt + 1, reason: clip(r.reason ?? '', 300) }));
   const settled = out.filter((r) => r.outcome !== 'ignored');
   const done = settled.filter((r) => r.outcome === 'completed' || r.outcome === 'awaiting_approval').length;
-  const tail = [
-    retry.length > 0 ? `${retry.length} to retry` : '',
-    skips.length > 0 ? `${skips.length} skipped` : '',
-    breaker.trip ? 'circuit breaker tripped' : '',
-  ].filter(Boolean);
+  const verifiedWaiting = tasksIn(state, new Set(['verified', 'recording', 'queued', 'gating'])).length;
+  const tail = [retry.length > 0 ? `${retry.length} to retry` : '', skipped.length > 0 ? `${skipped.length} skipped` : '', breaker.trip ? 'circuit breaker tripped' : ''].filter(Boolean);
   // Verified work counts as completed here: `commit` integrates it next.
-  const summary = `Round ${session.round}: ${done}/${settled.length} tasks completed (${counts.completed + session.verified.length}/${plan.tasks.length} overall)${tail.length > 0 ? `; ${tail.join(', ')}` : ''}`;
-  if (session.runId !== null) journal(ctx.planPath, session.runId, events);
-  // The skill stops on the breaker: so does the run.
-  if (breaker.trip) {
-    finishRun(plan, ctx, session, { outcome: 'incomplete', reason: 'breaker', exitCode: 1, message: `circuit breaker: ${breaker.wouldBeSkipped} of ${breaker.pendingCount} pending tasks would be skipped` }, [
-      { type: 'breaker', pendingCount: breaker.pendingCount, wouldBeSkipped: breaker.wouldBeSkipped },
-    ]);
-  }
-  await writeSession(ctx.planPath, session);
-  await syncHandOut(plan, ctx, session);
+  const summary = `Round ${state.round + 1}: ${done}/${settled.length} tasks completed (${counts.completed + verifiedWaiting}/${state.plan.tasks.length} overall)${tail.length > 0 ? `; ${tail.join(', ')}` : ''}`;
   const notices = orphans.length > 0 ? { notices: [{ level: 'warning' as const, message: describeOrphans(orphans) }] } : {};
-  return ok({ round: session.round, results: out, retry, skipped: skipRefs(plan, skips), breaker, counts, complete: isComplete(plan), summary, ...notices });
+  return ok({ round: state.round + 1, results: out, retry, skipped, breaker, counts, complete: isComplete(state.plan), summary, ...notices });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -982,303 +923,82 @@ export interface CommitStepOutput extends CommitOutcome {
   complete: boolean;
   /** The merge queue: off, idle, or a gate run still going in the background (call `commit` again). */
   gate: GateReport;
-  /** Present when something needs saying: the plan file changed since the last step. */
-  notices?: Array<{ level: 'info' | 'warning'; message: string }>;
+  /** Present when something needs saying: the plan file changed since the last step, work that conflicts with what was integrated since. */
+  notices?: Notice[];
 }
 
 export type CommitProblem =
-  | { kind: 'git-failed'; failure: GitFailure; tasks: number[]; retried: boolean }
+  | { kind: 'git-failed'; failure: GitFailure; tasks: number[] }
   /** The gate fails on the starting commit: it would blame every task. */
   | { kind: 'baseline-failed'; command: string; tip: string; output: string };
 
 /**
- * Integrate the round's verified work onto the plan's integration ref (one commit, trailers
- * naming each task and its result), mark those tasks completed with it, and land the
- * integration tip on the branch (continuous landing: the next subagents start from HEAD and must
- * see this work). When landing is blocked (a change of the person's on a file to update, the
- * branch switched or moved), nothing of theirs is touched and `landing.problem` says what to do;
- * running `commit` again lands it. When the plan is complete and landed: its worktrees and refs
- * are removed and it is archived (as a headless run does).
+ * Ask the step function to integrate the verified work: onto the plan's integration ref at once
+ * (one commit, trailers naming each task and its result), or, with a gate, held as candidates
+ * and integrated only in stacks the gate passes (its process runs in the background; this step
+ * waits for it at most `waitMs`). Work awaiting approval is parked on its ref. Then land the
+ * integration tip on the branch (the next subagents start from HEAD and must see this work); when
+ * landing is blocked nothing of the person's is touched and `landing.problem` says what to do.
+ * When the plan is complete and landed: its worktrees and refs are removed and it is archived.
  */
-export async function leadCommit(plan: Plan, ctx: LeadContext, options: { round?: number; waitMs?: number } = {}): Promise<Result<CommitStepOutput, CommitProblem>> {
-  const session = await readSession(ctx.planPath);
-  const round = options.round ?? session.round;
+export async function leadCommit(plan: Plan, ctx: LeadContext, options: { waitMs?: number } = {}): Promise<Result<CommitStepOutput, CommitProblem>> {
+  const session = await readSession(ctx.planPath, plan);
   const opened = await openIsolation(plan, ctx, { sandbox: false, checkTimeoutMs: session.checkTimeoutMs });
-  if (!opened.ok) return err({ kind: 'git-failed', failure: opened.error, tasks: [], retried: false });
+  if (!opened.ok) return err({ kind: 'git-failed', failure: opened.error, tasks: [] });
   const isolation = opened.value;
   // Work the person committed on top of everything integrated becomes the new starting point.
   await isolation.followHead();
-  let committed: CommitOutcome;
-  let gate: GateReport;
-  if (session.gate.config !== null) {
-    // The merge queue: verified work is held as candidates; only stacks the gate passed integrate.
-    const held = await holdVerified(plan, isolation, session);
-    if (!held.ok) return err({ kind: 'git-failed', failure: held.error.failure, tasks: held.error.tasks, retried: false });
-    const drive = await driveGate(plan, ctx, session, isolation, { round, deadline: Date.now() + (options.waitMs ?? DEFAULT_GATE_WAIT_MS) });
-    if (!drive.ok) return drive;
-    committed = drive.value.committed;
-    gate = drive.value.report;
-    if (gate.baseline === 'failed') return err({ kind: 'baseline-failed', command: session.gate.config.command, tip: isolation.tip, output: gate.output ?? '' });
-  } else {
-    gate = gateReport(session, []);
-    const integrated = await integrateVerified(plan, isolation, session.verified, round);
-    if (!integrated.ok) {
-      // The integration tip changed the same paths since the attempts started: they can never
-      // integrate; their tasks run again (no attempt counted). Any other failure keeps them verified.
-      const conflict = integrated.error.failure.step === 'integrate';
-      if (conflict) {
-        for (const task of integrated.error.tasks) plan.tasks[task] = { ...plan.tasks[task]!, status: 'pending' };
-        session.verified = session.verified.filter((v) => !integrated.error.tasks.includes(v.task));
-        await writePlanAtomic(ctx.planPath, plan);
-        await writeSession(ctx.planPath, session);
-      }
-      return err({ kind: 'git-failed', failure: integrated.error.failure, tasks: integrated.error.tasks, retried: conflict });
+  const driving: GateDriving = { ctx, session, isolation, run: new StepRun(saver(ctx)), notices: [] };
+  let failure: GitFailure | null = null;
+  const hooks = recordingHooks(driving);
+  const run = new StepRun({
+    ...saver(ctx),
+    ...hooks,
+    record: async (state, request) => {
+      const recorded = await hooks.record!(state, request);
+      if (!recorded.ok && recorded.error.step !== 'integrate') failure = recorded.error;
+      return recorded;
+    },
+  });
+  driving.run = run;
+  let state = engineOf(session, plan, ctx);
+  let baselineOutput: string | undefined;
+  if (session.engine !== null && !state.finished) {
+    state = await post(state, commitEvents(Date.now()), run);
+    if (session.gate.config !== null) {
+      const gated = await driveGate(state, driving, Date.now() + (options.waitMs ?? DEFAULT_GATE_WAIT_MS));
+      state = gated.state;
+      baselineOutput = gated.baselineOutput;
     }
-    committed = integrated.value;
-    const recorded = new Set(committed.tasks);
-    session.verified = session.verified.filter((v) => !recorded.has(v.task) && plan.tasks[v.task] !== undefined && statusOf(plan.tasks[v.task]!) === 'in_progress');
-    if (committed.tasks.length > 0) await writePlanAtomic(ctx.planPath, plan);
+  }
+  const landed = await land(state, isolation, session, ctx.planPath, run);
+  state = landed.state;
+  session.engine = state;
+  journal(ctx.planPath, session.runId, run.events);
+  const failed = failure as GitFailure | null;
+  if (session.gate.baseline === 'failed') {
+    finishRun(state.plan, ctx, session, { reason: 'failures', message: `the gate \`${session.gate.config!.command}\` fails on the starting commit`, usage: state.usage }, { landed: landed.landing.landed, advice: landed.landing.problem.join(' ') }, null);
     await writeSession(ctx.planPath, session);
-    if (committed.commit !== null && session.runId !== null) journal(ctx.planPath, session.runId, [{ type: 'round-committed', round, tasks: committed.tasks, commit: committed.commit }]);
+    return err({ kind: 'baseline-failed', command: session.gate.config!.command, tip: isolation.tip, output: baselineOutput ?? '' });
   }
-  const landing = await landOnBranch(isolation, session);
-  const counts = countByStatus(plan);
-  const complete = isComplete(plan);
-  const archived = await finishPlan(plan, ctx, isolation, landing);
-  if (archived !== null) {
-    // Archiving removed the session file with the prompts: the finished run needs it no more.
-    finishRun(plan, ctx, session, { outcome: 'completed', reason: 'all-done', exitCode: 0, message: `all ${plan.tasks.length} tasks completed; the plan was moved to ${archived}` });
-    await withdrawHandOut(ctx.env ?? process.env);
+  const archived = await finishPlan(state.plan, isolation, ctx.planPath, landed.landing.landed, { endGate: () => endGateProcess(ctx.planPath) });
+  if (run.finished !== null || archived !== null) {
+    const end = run.finished ?? { reason: 'all-done' as const, message: `all ${state.plan.tasks.length} tasks completed`, usage: state.usage };
+    finishRun(state.plan, ctx, session, end, { landed: landed.landing.landed, advice: landed.landing.problem.join(' ') }, archived);
   }
-  return ok({ ...committed, round, landing, archived, counts, complete, gate });
-}
-
-// ---------------------------------------------------------------------------------------------
-// The merge queue (with a gate)
-
-/** How long a step waits for a gate run before it returns `running` (`--wait`): well inside the Bash tool's two minutes. */
-export const DEFAULT_GATE_WAIT_MS = 90_000;
-
-/** One gate run as a step reports it: its journal record without the output. */
-export type GateRunReport = Omit<GateFinished, 'type' | 'output'>;
-
-/** The merge queue as a step reports it. */
-export interface GateReport {
-  /** `running`: a gate run goes on in the background; call `plan commit` again for its result. */
-  state: 'off' | 'idle' | 'running';
-  command: string | null;
-  /** The gate on the starting commit: `running` until it has passed; `failed` refuses the run. */
-  baseline: BaselineState;
-  /** The candidates under test now, stacked in order on the integration tip (empty for the baseline). */
-  testing: number[];
-  /** Candidates waiting for a gate run after it. */
-  waiting: number[];
-  /** Gate runs this step saw finish. */
-  runs: GateRunReport[];
-  /** Culprits found by this step: back to pending with the gate's output (retry), or failed. */
-  blamed: Array<TaskRef & { outcome: 'retry' | 'failed'; reason: string }>;
-  /** Candidates whose gate failure did not repeat: a flaky test, which blamed nobody. */
-  flakes: number[];
-  /** What the gate said when the baseline failed. */
-  output?: string;
-  notices: string[];
-}
-
-function gateReport(session: Session, runs: GateRunReport[], extra: Partial<GateReport> = {}): GateReport {
-  const gate = session.gate;
-  const testing = gate.current?.tasks ?? [];
-  const queued = [...gate.queue.segments.flat(), ...gate.queue.waiting].filter((t) => !testing.includes(t));
-  return {
-    state: gate.config === null ? 'off' : gate.current !== null ? 'running' : 'idle',
-    command: gate.config?.command ?? null,
-    baseline: gate.baseline,
-    testing: [...testing],
-    waiting: [...new Set(queued)],
-    runs,
-    blamed: [],
-    flakes: [],
-    notices: [],
-    ...extra,
-  };
-}
-
-/**
- * The verified attempts whose tasks are still in progress become candidates: held on their refs
- * (`refs/foreman-candidate/<planId>/<task>`) with their results in the plan, and queued. Their
- * tasks stay in progress until the gate has passed them.
- */
-async function holdVerified(plan: Plan, isolation: Isolation, session: Session): Promise<Result<number[], { tasks: number[]; failure: GitFailure }>> {
-  const attempts = session.verified.filter((v) => plan.tasks[v.task] !== undefined && statusOf(plan.tasks[v.task]!) === 'in_progress');
-  if (attempts.length === 0) {
-    session.verified = [];
-    return ok([]);
-  }
-  for (const attempt of attempts) plan.tasks[attempt.task] = { ...plan.tasks[attempt.task]!, result: attempt.result };
-  const held = await isolation.record(plan, { tasks: attempts.map((a) => a.task), round: session.round, integrate: [], park: [], hold: attempts.map((a) => ({ task: a.task, work: a.work })), drop: [] });
-  if (!held.ok) return err({ tasks: attempts.map((a) => a.task), failure: held.error });
-  session.gate.queue = enqueue(session.gate.queue, attempts.map((a) => a.task));
-  session.verified = [];
-  return ok(attempts.map((a) => a.task));
-}
-
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/**
- * Drive the merge queue until `deadline`: collect the background gate run's result and apply it,
- * start the next run (the baseline first), and wait for it. Returns what was integrated and the
- * queue's report; a run still going at the deadline goes on in the background.
- */
-async function driveGate(
-  plan: Plan,
-  ctx: LeadContext,
-  session: Session,
-  isolation: Isolation,
-  options: { round: number; deadline: number },
-): Promise<Result<{ committed: CommitOutcome; report: GateReport }, CommitProblem>> {
-  const config = session.gate.config!;
-  const runs: GateRunReport[] = [];
-  const extra: Pick<GateReport, 'blamed' | 'flakes' | 'notices'> & { output?: string } = { blamed: [], flakes: [], notices: [] };
-  const committed: CommitOutcome = { commit: null, tasks: [] };
-  const events: RunEventBody[] = [];
-  const flush = async () => {
-    await writePlanAtomic(ctx.planPath, plan);
-    await writeSession(ctx.planPath, session);
-    if (session.runId !== null) journal(ctx.planPath, session.runId, events.splice(0));
-  };
-  const sandbox = await sandboxedIn(session);
-  const launch = { repo: isolation.repo, planPath: ctx.planPath, env: ctx.env ?? process.env, config, sandbox };
-  forgetGone(plan, session);
-  for (;;) {
-    const current = session.gate.current;
-    if (current !== null) {
-      const state = await readGateState(ctx.planPath);
-      if (state !== null && state.id === current.id && state.state === 'finished') {
-        session.gate.current = null;
-        if (current.tasks.length === 0) {
-          // The baseline.
-          session.gate.baseline = state.passed ? 'passed' : 'failed';
-          const finished = gateFinishedEvent([], state, null);
-          events.push(finished);
-          const { type: _type, output: _output, ...run } = finished;
-          runs.push(run);
-          if (!state.passed) extra.output = clipMiddle(state.output.trim(), 2000);
-          await flush();
-          if (!state.passed) break;
-          continue;
-        }
-        if (state.stale || isolation.tip !== current.tip) {
-          // Nothing was tested on the tip as it is now: the same segment runs again.
-          extra.notices.push(`the gate run on tasks ${current.tasks.join(', ')} is run again: ${state.stale ? state.output : 'the integration tip moved while it ran'}`);
-          await flush();
-          continue;
-        }
-        const applied = await applyGateRun(plan, session, isolation, current.tasks, state, { round: options.round, events, report: extra, committed });
-        runs.push(applied);
-        await flush();
-        continue;
-      }
-      if (state !== null && state.id === current.id && state.state === 'running' && gateAlive(state)) {
-        const left = options.deadline - Date.now();
-        if (left <= 0) break;
-        await pause(Math.min(200, left));
-        continue;
-      }
-      // The process is gone without a result (killed): its segment is tested again.
-      extra.notices.push(`the gate process for ${current.tasks.length === 0 ? 'the starting commit' : `tasks ${current.tasks.join(', ')}`} ended without a result: it runs again`);
-      session.gate.current = null;
-      const started = await startGateRun(launch, session, isolation, current.tasks, events);
-      await flush();
-      if (!started.ok) {
-        extra.notices.push(`could not start the gate process (\`plan gate --serve\`): ${started.error}; run \`${commandHint('plan', 'commit', ownLayout())}\` again`);
-        break;
-      }
-      continue;
-    }
-    if (session.gate.baseline === 'failed') break;
-    let tasks: number[];
-    if (session.gate.baseline === 'running') tasks = [];
-    else {
-      const next = nextSegment(session.gate.queue, config.batchSize);
-      if (next === null) break;
-      session.gate.queue = next.queue;
-      tasks = [...next.segment];
-    }
-    const started = await startGateRun(launch, session, isolation, tasks, events);
-    await flush();
-    if (!started.ok) {
-      extra.notices.push(`could not start the gate process (\`plan gate --serve\`): ${started.error}; run \`${commandHint('plan', 'commit', ownLayout())}\` again`);
-      break;
-    }
-  }
-  await flush();
-  return ok({ committed, report: gateReport(session, runs, extra) });
-}
-
-/** Candidates whose task is no longer in progress (reset, skipped by hand) leave the queue; a batch they were in is tested anew. */
-function forgetGone(plan: Plan, session: Session): void {
-  const queue = session.gate.queue;
-  const inProgress = (task: number) => plan.tasks[task] !== undefined && statusOf(plan.tasks[task]!) === 'in_progress';
-  const all = [...queue.segments.flat(), ...queue.waiting];
-  if (all.every(inProgress)) return;
-  const underTest = session.gate.current?.tasks ?? [];
-  if (underTest.some((t) => !inProgress(t))) session.gate.current = null;
-  session.gate.queue = enqueue(emptyGateQueue(), [...new Set(all)].filter(inProgress));
-}
-
-/** Start the gate process on `tasks` stacked on the integration tip (none: the baseline). */
-async function startGateRun(launch: Parameters<typeof launchGate>[0], session: Session, isolation: Isolation, tasks: number[], events: RunEventBody[]): Promise<Result<void, string>> {
-  const run = { id: `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`, tasks, tip: isolation.tip, startedAt: new Date().toISOString() };
-  session.gate.current = run;
-  // Saved before it starts: a step killed now finds the run in the session and starts it again.
-  await writeSession(launch.planPath, session);
-  if (tasks.length > 0) events.push({ type: 'gate-started', tasks: [...tasks], waiting: session.gate.queue.waiting.length });
-  const started = await launchGate(launch, run);
-  if (!started.ok) session.gate.current = null;
-  return started;
-}
-
-/** A finished gate run's verdict, applied: integrate what passed, blame a culprit, report a flake. */
-async function applyGateRun(
-  plan: Plan,
-  session: Session,
-  isolation: Isolation,
-  tasks: number[],
-  state: { passed: boolean; output: string; durationMs: number },
-  into: { round: number; events: RunEventBody[]; report: Pick<GateReport, 'blamed' | 'flakes' | 'notices'>; committed: CommitOutcome },
-): Promise<GateRunReport> {
-  const after = afterGateRun(session.gate.queue, state.passed);
-  session.gate.queue = after.queue;
-  const { integrate, culprit, flake } = after.verdict;
-  into.events.push(gateFinishedEvent(tasks, state, after.verdict));
-  if (flake) {
-    into.report.flakes.push(tasks[0]!);
-    into.events.push(flakeNotice(tasks[0]!));
-  }
-  if (culprit !== null) {
-    const task = plan.tasks[culprit]!;
-    const decision = culpritDecision(state.output, attemptsOf(task), session.maxAttempts);
-    const applied = applyDecision(plan, culprit, decision, UNKNOWN);
-    into.report.blamed.push({ index: culprit, subject: task.subject, outcome: decision.kind, reason: clip(decision.failure, 600) });
-    if (applied.cascade) into.events.push(...skippedEvents(plan.tasks, applied.cascade.skips));
-  }
-  const items: Array<{ task: number; work: CapturedWork }> = [];
-  for (const t of integrate) {
-    const work = await parkedWork(isolation.repo, isolation.planId, t, 'candidate');
-    if (work !== null) items.push({ task: t, work });
-  }
-  const recorded = await isolation.record(plan, { tasks: items.map((i) => i.task), round: into.round, integrate: items, park: [], hold: [], drop: culprit !== null ? [culprit] : [] });
-  if (!recorded.ok) {
-    // The stack passed but could not be committed: the candidates stay held and are tested again.
-    into.report.notices.push(`could not integrate tasks ${integrate.join(', ')} after the gate passed them: ${describeGitFailure(recorded.error)}`);
-    session.gate.queue = enqueue(session.gate.queue, integrate);
-  } else if (items.length > 0) {
-    for (const item of items) {
-      applyDecision(plan, item.task, { kind: 'completed', result: plan.tasks[item.task]!.result ?? '' }, UNKNOWN);
-      if (recorded.value !== null) plan.tasks[item.task] = { ...plan.tasks[item.task]!, commit: recorded.value };
-    }
-    into.committed.commit = recorded.value ?? into.committed.commit;
-    into.committed.tasks.push(...items.map((i) => i.task));
-    into.events.push({ type: 'round-committed', round: into.round, tasks: items.map((i) => i.task), commit: recorded.value });
-  }
-  return { tasks: [...tasks], passed: state.passed, durationMs: state.durationMs, integrated: [...integrate], culprit, flake };
+  if (archived === null) await writeSession(ctx.planPath, session);
+  await syncHandOut(state.plan, ctx, session);
+  if (failed !== null) return err({ kind: 'git-failed', failure: failed, tasks: [] });
+  const committed = committedBy(run);
+  const notices = run.of('notice').filter((n) => n.level === 'warning' && n.message.startsWith('could not integrate')).map((n): Notice => ({ level: n.level, message: n.message }));
+  return ok({
+    ...committed,
+    round: state.round,
+    landing: landed.landing,
+    archived,
+    counts: countByStatus(state.plan),
+    complete: isComplete(state.plan),
+    gate: gateReport(session, state, run, { notices: driving.notices, ...(baselineOutput !== undefined ? { output: baselineOutput } : {}) }),
+    ...(notices.length > 0 ? { notices } : {}),
+  });
 }

@@ -1,8 +1,9 @@
 // Setting up a run (headless or the /execute skill's `plan.ts setup`): refusals (a busy
 // repository, unsafe or ignored paths), the plan's isolation (integration ref, worktrees), a
-// landing a crash cut short, resume detection and reconciliation with the integration ref,
-// interrupted work back to pending, approved work integrated, and blocking assumptions (checked
-// in a worktree of the integration tip). Mutates the plan it is given; the caller saves it.
+// landing a crash cut short, resume detection, and what the run must know before it starts: work
+// the integration ref holds, interrupted attempts, approved work (integrated now, or queued for the
+// gate), missing files and blocking assumptions (checked in a worktree of the integration tip).
+// Task states are not changed here: the findings go to the step function (`set-up` event).
 
 import { lstat, realpath } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
@@ -12,18 +13,17 @@ import { awaitingRef, dropParked, integrationRef, park, parkedWork, readRef } fr
 import { checkSandbox } from '../adapters/sandbox.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
-import type { Skip } from '../core/graph.ts';
-import { cascade, depsOf, depths } from '../core/graph.ts';
-import { applyCascade } from '../core/finalize.ts';
+import { depsOf, depths } from '../core/graph.ts';
+import { type SetupFindings, commitAfter, noFindings, statusAfter } from '../core/transition.ts';
 import { coveredBy, isDirPath } from '../core/paths.ts';
 import { type Result, err, ok } from '../core/failure.ts';
 import { clipMiddle, clipTail } from '../core/format.ts';
 import { describeTimeLimitHit } from '../core/time-limit.ts';
-import { type Plan, readsOf, statusOf, writesOf } from '../core/plan.ts';
+import { type Plan, type TaskStatus, readsOf, statusOf, writesOf } from '../core/plan.ts';
 import { type Landed, type LandingProblem } from '../adapters/git-landing.ts';
 import { describeLandingProblem } from '../core/landing.ts';
 import { ownLayout } from '../adapters/layout.ts';
-import { ensurePlanId, reconcileWithHistory } from './commit.ts';
+import { ensurePlanId, integratedFindings } from './commit.ts';
 import { type Isolation, completeLanding } from './isolation.ts';
 import type { HeldCandidate } from '../core/engine-step.ts';
 import { LIMIT_FLAGS } from './settings.ts';
@@ -43,7 +43,9 @@ export interface SetupReport {
   taskCount: number;
   maxDepth: number;
   resumed: boolean;
-  /** Tasks whose round commit landed though plan.json had not recorded it. */
+  /** What the step function applies before the run starts (`set-up`): the lists below come from it. */
+  findings: SetupFindings;
+  /** Tasks whose integration commit landed though plan.json had not recorded it. */
   recovered: number[];
   /** Tasks found `in_progress` (interrupted): cleaned up and back to pending. */
   reset: number[];
@@ -53,7 +55,6 @@ export interface SetupReport {
   approved: { tasks: number[]; commit: string | null };
   assumptions: AssumptionResult[];
   blocked: number[];
-  skipped: Skip[];
   notices: Array<{ level: 'info' | 'warning'; message: string }>;
   /** The plan's worktrees and integration ref. */
   isolation: Isolation;
@@ -189,6 +190,8 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
     });
   }
   ensurePlanId(plan);
+  const findings = noFindings();
+  const statusNow = (index: number) => statusAfter(plan, index, findings);
 
   // A landing a crash cut short is finished before anything else looks at the person's branch.
   const resumedLanding = await completeLanding(options.repo, options.planPath);
@@ -200,42 +203,37 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
   // Work the person committed on top of everything integrated becomes the new starting point.
   await isolation.followHead();
 
-  const recovered = await reconcileWithHistory(options.git, plan, [isolation.ref, 'HEAD']);
+  Object.assign(findings, await integratedFindings(options.git, plan, [isolation.ref, 'HEAD']));
+  const recovered = findings.recovered.map((r) => r.task);
   if (recovered.length > 0) {
     notices.push({ level: 'info', message: `tasks ${recovered.join(', ')}: their work had been integrated; recorded as completed` });
   }
 
   // With a gate, approved work is tested before it integrates: it joins the merge queue as a candidate.
   if (options.gated === true) {
-    const queued = await queueApproved(plan, isolation);
+    const queued = await queueApproved(plan, isolation, findings);
     if (!queued.ok) return err({ kind: 'git-failed', doing: 'hold approved work for the gate', failure: queued.error });
   }
   // Candidates held for the merge queue stay in progress: their verified work is on refs of their own.
-  const held = await isolation.heldCandidates(plan);
+  const held = await isolation.heldCandidates(plan, (task) => statusNow(task) === 'in_progress');
   if (held.length > 0) notices.push({ level: 'info', message: `tasks ${held.map((h) => h.task).join(', ')}: their verified work waits in the merge queue, as an earlier run left it` });
   // Interrupted attempts: their work never left their worktrees, which are reset before reuse.
-  const reset: number[] = [];
-  for (const [i, task] of plan.tasks.entries()) {
-    if (statusOf(task) !== 'in_progress' || options.verified?.includes(i) || held.some((h) => h.task === i)) continue;
-    task.status = 'pending';
-    reset.push(i);
-  }
+  const reset = plan.tasks.flatMap((_, i) => (statusNow(i) === 'in_progress' && !options.verified?.includes(i) && !held.some((h) => h.task === i) ? [i] : []));
+  findings.interrupted.push(...reset);
   if (reset.length > 0) notices.push({ level: 'info', message: `tasks ${reset.join(', ')} were interrupted: they will run again` });
 
   // Approved work waits on a ref of its own: integrated now, before anything else runs (and before
   // completed tasks are checked against the tip, which holds an approved task's files only now).
-  const approved = await integrateApproved(plan, isolation);
+  const approved = await integrateApproved(plan, isolation, findings);
   if (!approved.ok) return err({ kind: 'git-failed', doing: `integrate the approved work of tasks ${approved.error.tasks.join(', ')}`, failure: approved.error.failure });
-  await dropRejected(plan, isolation);
+  await dropRejected(plan, isolation, findings);
 
   const reverted: number[] = [];
   for (const [i, task] of plan.tasks.entries()) {
-    if (statusOf(task) !== 'completed' || task.metadata.files.create.length === 0) continue;
+    if (statusNow(i) !== 'completed' || task.metadata.files.create.length === 0) continue;
     const missingCreated = await missingIn(options.repo, isolation.tip, task.metadata.files.create);
     if (missingCreated.length === 0) continue;
-    task.status = 'pending';
-    task.result = `was completed, but its created files are missing: ${missingCreated.join(', ')}`;
-    delete task.commit;
+    findings.reverted.push({ task: i, missing: missingCreated });
     reverted.push(i);
     notices.push({ level: 'warning', message: `task ${i} (${task.subject}) was completed but ${missingCreated.join(', ')} no longer exist; it will run again` });
   }
@@ -251,7 +249,7 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
     });
   }
 
-  const checked = await checkAssumptions(plan, options, isolation);
+  const checked = await checkAssumptions(plan, options, isolation, statusNow);
   if (!checked.ok) return err({ kind: 'setup-failed', reason: checked.error });
   const assumptions = checked.value;
   const blocked: number[] = [];
@@ -261,26 +259,26 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
       notices.push({ level: 'warning', message: `task ${a.task}: assumption not confirmed (${a.claim}): \`${a.verify}\`` });
       continue;
     }
-    const task = plan.tasks[a.task]!;
-    if (statusOf(task) !== 'blocked') blocked.push(a.task);
-    task.status = 'blocked';
+    if (statusNow(a.task) !== 'blocked') blocked.push(a.task);
     // The middle goes: the first line may say it timed out, the end is where the error is.
-    task.result = `BLOCKED: assumption failed (${a.claim}): \`${a.verify}\`${a.output.trim() ? `: ${clipMiddle(a.output.trim(), 1000)}` : ''}`;
+    const result = `BLOCKED: assumption failed (${a.claim}): \`${a.verify}\`${a.output.trim() ? `: ${clipMiddle(a.output.trim(), 1000)}` : ''}`;
+    const earlier = findings.blocked.find((b) => b.task === a.task);
+    if (earlier) earlier.result = result;
+    else findings.blocked.push({ task: a.task, result });
   }
-  const skipped = cascade(plan.tasks).length > 0 ? applyCascade(plan).skips : [];
 
   return ok({
     goal: plan.goal,
     taskCount: plan.tasks.length,
     maxDepth: Math.max(...depths(depsOf(plan.tasks))),
     resumed,
+    findings,
     recovered,
     reset,
     reverted,
     approved: approved.value,
     assumptions,
     blocked,
-    skipped,
     notices,
     isolation,
     held,
@@ -305,25 +303,24 @@ async function missingIn(repo: string, commit: string, paths: readonly string[])
  * their work moves to a candidate ref and they are in progress again (with the result they
  * reported), so the gate tests them before they integrate.
  */
-async function queueApproved(plan: Plan, isolation: Isolation): Promise<Result<void, GitFailure>> {
-  for (const [i, task] of plan.tasks.entries()) {
-    if (statusOf(task) !== 'completed' || task.commit) continue;
+async function queueApproved(plan: Plan, isolation: Isolation, findings: SetupFindings): Promise<Result<void, GitFailure>> {
+  for (const i of plan.tasks.keys()) {
+    if (statusAfter(plan, i, findings) !== 'completed' || commitAfter(plan, i, findings) !== undefined) continue;
     const work = await parkedWork(isolation.repo, isolation.planId, i);
     if (work === null) continue;
     const held = await park(isolation.repo, isolation.planId, i, work, `foreman: task ${i} approved, waiting for the gate`, 'candidate');
     if (!held.ok) return held;
     await dropParked(isolation.repo, isolation.planId, i);
-    plan.tasks[i] = { ...task, status: 'in_progress' };
-    if (plan.progress?.completedTasks) plan.progress.completedTasks = plan.progress.completedTasks.filter((done) => done !== i);
+    findings.queued.push(i);
   }
   return ok(undefined);
 }
 
 /** Completed tasks whose approved work is parked and not integrated yet: integrated in one commit. */
-async function integrateApproved(plan: Plan, isolation: Isolation): Promise<Result<{ tasks: number[]; commit: string | null }, { tasks: number[]; failure: GitFailure }>> {
+async function integrateApproved(plan: Plan, isolation: Isolation, findings: SetupFindings): Promise<Result<{ tasks: number[]; commit: string | null }, { tasks: number[]; failure: GitFailure }>> {
   const items: Array<{ task: number; work: NonNullable<Awaited<ReturnType<typeof parkedWork>>> }> = [];
-  for (const [i, task] of plan.tasks.entries()) {
-    if (statusOf(task) !== 'completed' || task.commit) continue;
+  for (const i of plan.tasks.keys()) {
+    if (statusAfter(plan, i, findings) !== 'completed' || commitAfter(plan, i, findings) !== undefined) continue;
     const work = await parkedWork(isolation.repo, isolation.planId, i);
     if (work !== null) items.push({ task: i, work });
   }
@@ -332,24 +329,24 @@ async function integrateApproved(plan: Plan, isolation: Isolation): Promise<Resu
   const integrated = await isolation.integrateWork(plan, 0, items);
   if (!integrated.ok) return err({ tasks, failure: integrated.error });
   for (const task of tasks) {
-    if (integrated.value !== null) plan.tasks[task] = { ...plan.tasks[task]!, commit: integrated.value };
+    if (integrated.value !== null) findings.commits.push({ task, commit: integrated.value });
     await dropParked(isolation.repo, isolation.planId, task);
   }
   return ok({ tasks, commit: integrated.value });
 }
 
 /** Parked work of tasks neither awaiting approval nor approved (rejected, or put back since): dropped, it never lands. */
-async function dropRejected(plan: Plan, isolation: Isolation): Promise<void> {
-  for (const [i, task] of plan.tasks.entries()) {
-    const status = statusOf(task);
-    if (status === 'awaiting_approval' || (status === 'completed' && !task.commit)) continue;
+async function dropRejected(plan: Plan, isolation: Isolation, findings: SetupFindings): Promise<void> {
+  for (const i of plan.tasks.keys()) {
+    const status = statusAfter(plan, i, findings);
+    if (status === 'awaiting_approval' || (status === 'completed' && commitAfter(plan, i, findings) === undefined)) continue;
     if ((await readRef(isolation.repo, awaitingRef(isolation.planId, i))) !== null) await dropParked(isolation.repo, isolation.planId, i);
   }
 }
 
 /** The pending tasks' assumption checks, run in one worktree of the integration tip (made ready like any other). */
-async function checkAssumptions(plan: Plan, options: SetupOptions, isolation: Isolation): Promise<Result<AssumptionResult[], string>> {
-  const checks = plan.tasks.flatMap((task, i) => (statusOf(task) === 'pending' ? (task.agent?.assumptions ?? []).map((assumption) => ({ task: i, assumption })) : []));
+async function checkAssumptions(plan: Plan, options: SetupOptions, isolation: Isolation, statusNow: (index: number) => TaskStatus): Promise<Result<AssumptionResult[], string>> {
+  const checks = plan.tasks.flatMap((task, i) => (statusNow(i) === 'pending' ? (task.agent?.assumptions ?? []).map((assumption) => ({ task: i, assumption })) : []));
   if (checks.length === 0) return ok([]);
   // Task number -1: no task's attempt, just the setup's own use of a worktree.
   const prepared = await isolation.prepare(-1, options.signal);

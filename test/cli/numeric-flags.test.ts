@@ -17,7 +17,6 @@ const BATCH = 'a whole number from 1 to 64';
 const SECONDS = 'a whole number of seconds from 1 to 604800 (7 days)';
 const WAIT = 'a whole number of seconds from 0 to 604800 (7 days)';
 const DOLLARS = 'a number of dollars above 0, at most 1000000';
-const ROUND = 'a whole number from 0 to 999999';
 const TASK = 'a whole number from 0 to 99999';
 
 /** Bad values for each kind of number: negative, zero (where 0 is refused), fraction, garbage, too large. */
@@ -106,7 +105,6 @@ describe('plan tool: every numeric flag and task index', () => {
       ['next', '--concurrency', WORKERS, badWhole(1, 64)],
       ['finalize', '--max-attempts', ATTEMPTS, badWhole(1, 20)],
       ['finalize', '--check-timeout', SECONDS, badWhole(1, MAX_SECONDS)],
-      ['commit', '--round', ROUND, badWhole(0, 999_999)],
       ['commit', '--wait', WAIT, badWhole(0, MAX_SECONDS)],
       ['probe', '--check-timeout', SECONDS, badWhole(1, MAX_SECONDS)],
       ['probe', '--timeout', SECONDS, badWhole(1, MAX_SECONDS)],

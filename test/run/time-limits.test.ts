@@ -11,7 +11,8 @@ import { describe, expect, it } from 'vitest';
 import { Git } from '../../src/adapters/git.ts';
 import { decide } from '../../src/core/finalize.ts';
 import { culpritDecision, gateFinishedEvent } from '../../src/core/gate.ts';
-import type { Plan } from '../../src/core/plan.ts';
+import { type Plan, clonePlan, statusOf } from '../../src/core/plan.ts';
+import { applySetupFindings } from '../../src/core/transition.ts';
 import { describeSetupRun } from '../../src/cli/execute.ts';
 import { Isolation, type IsolationOptions, type SetupReport } from '../../src/run/isolation.ts';
 import { gateStatePathFor, serveGate } from '../../src/run/lead-gate.ts';
@@ -76,9 +77,13 @@ describe('a time limit hit says what, after how long, which flag, and that the p
     // The first line, which the live view's one line and the step's clipped JSON keep.
     expect(checked!.output.split('\n')[0]).toBe(`${said}:`);
     expect(setup.value.blocked).toEqual([0]);
-    expect(plan.tasks[0]!.result).toContain(said);
+    // The task's result, once the step function applies what setup found.
+    const applied = clonePlan(plan);
+    applySetupFindings(applied, setup.value.findings);
+    expect(statusOf(applied.tasks[0]!)).toBe('blocked');
+    expect(applied.tasks[0]!.result).toContain(said);
     // Its output's end is kept too.
-    expect(plan.tasks[0]!.result).toMatch(/x+$/);
+    expect(applied.tasks[0]!.result).toMatch(/x+$/);
   });
 
   it('the gate: its output starts with it, and the journal and a culprit\'s retry keep that line past a long output', async () => {

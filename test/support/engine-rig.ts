@@ -1,16 +1,22 @@
-// A rig that runs the headless engine inside the test process: fake worktrees, fake workers the
-// test releases one at a time, fake verification and record stages, and a fake clock. Nothing is spawned
-// and nothing sleeps; a step of the engine is waited for by letting pending I/O callbacks run.
+// Rigs that run the engine inside the test process. `EngineRig`, the headless engine: fake
+// worktrees, fake workers the test releases one at a time, fake verification and record stages,
+// and a fake clock; a step of the engine is waited for by letting pending I/O callbacks run.
+// `SessionRig`, the in-session steps: the test plays the lead and its subagents. Nothing is
+// spawned and nothing sleeps.
 
 import type { GitFailure } from '../../src/core/git-text.ts';
 import type { WorkerRequest } from '../../src/adapters/worker.ts';
 import type { RunEventBody } from '../../src/core/events.ts';
 import { type Result, type WorkerFailure, type WorkerRun, err, ok } from '../../src/core/failure.ts';
 import type { Verification } from '../../src/core/finalize.ts';
-import { type Plan, emptyUsage } from '../../src/core/plan.ts';
+import { type Plan, type UsageFigure, emptyUsage } from '../../src/core/plan.ts';
 import { parseStatusLine } from '../../src/core/prompt.ts';
-import { type Clock, type EngineResult, type GateRun, type RecordRequest, runEngine } from '../../src/run/engine.ts';
+import { type Clock, type EngineResult, type GateRun, type RecordRequest, engineConfig, runEngine } from '../../src/run/engine.ts';
+import { type EngineEffect, type EngineEvent, type EngineState, type EngineStop, initialState, step } from '../../src/core/engine-step.ts';
+import { type SetupFindings, noFindings } from '../../src/core/transition.ts';
 import { DEFAULTS, type RunSettings } from '../../src/run/settings.ts';
+import { sessionConfig } from '../../src/run/session.ts';
+import { StepRun, commitEvents, finalizeEvent, gateOpenedEvents, gateVerdictEvents, landedEvents, nextEvents, post, setUpEvent, setupEvents } from '../../src/run/session-driver.ts';
 
 export const PASSED: Verification = { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [] };
 
@@ -116,7 +122,7 @@ export class EngineRig {
       ...options.settings,
     };
     this.done = runEngine(
-      plan,
+      initialState(plan, engineConfig(settings, '/nowhere/.design'), this.clock.now()),
       settings,
       {
         prepare: async (task) => {
@@ -153,7 +159,6 @@ export class EngineRig {
         clock: this.clock,
       },
       this.controller.signal,
-      '/nowhere/.design',
     ).then(
       (result) => {
         this.result = result;
@@ -202,3 +207,133 @@ export class EngineRig {
 }
 
 export const gitFailure = (step: string, stderr: string): Result<never, GitFailure> => err({ step, exitCode: 1, stderr });
+
+// ---------------------------------------------------------------------------------------------
+// The in-session steps, in-process
+
+export interface SessionRigOptions {
+  concurrency?: number;
+  maxAttempts?: number;
+  /** A gate with this verdict on candidates stacked on what was integrated (default: no gate). */
+  gate?: (tasks: readonly number[], integrated: readonly number[]) => boolean;
+  gateBatch?: number;
+  /** What verification finds for a task's subagent worktree (default: it passes). */
+  verify?: (task: number) => Verification;
+  /** The lane's record (default: a commit named after the round). */
+  record?: (tasks: readonly number[], round: number) => Result<string | null, GitFailure>;
+}
+
+/**
+ * The plan tool's in-session steps (`setup`, `next`, `finalize`, `commit`) as run/lead.ts posts
+ * them to the step function — the same events (run/session-driver.ts) and the same carrier — with
+ * the session file, git and the gate process replaced by fakes: the test plays the lead and its
+ * subagents, one step at a time. Landing on the person's branch succeeds unless `blockLanding`.
+ */
+export class SessionRig {
+  state: EngineState;
+  readonly events: RunEventBody[] = [];
+  readonly saves: Plan[] = [];
+  /** Tasks handed out by each `next`, in order. */
+  readonly handedOut: number[][] = [];
+  /** Tasks handed out and not reported on yet, with their attempt. */
+  readonly subagents = new Map<number, number>();
+  readonly recorded: Array<Omit<Extract<EngineEffect, { type: 'record' }>, 'type'>> = [];
+  readonly integrated: number[] = [];
+  /** The candidates of every gate run, in order. */
+  readonly gated: number[][] = [];
+  /** Integrated work not on the person's branch yet. */
+  readonly unlanded = new Set<number>();
+  blockLanding = false;
+  finished: (EngineStop & { usage: UsageFigure }) | null = null;
+  private time = 0;
+  private readonly pendingGates: number[][] = [];
+
+  constructor(
+    plan: Plan,
+    private readonly options: SessionRigOptions = {},
+  ) {
+    const gate = options.gate === undefined ? null : { command: 'npm test', batchSize: options.gateBatch ?? DEFAULTS.gateBatch, timeoutMs: DEFAULTS.checkTimeoutMs };
+    this.state = initialState(plan, sessionConfig({ concurrency: options.concurrency ?? DEFAULTS.concurrency, maxAttempts: options.maxAttempts ?? DEFAULTS.maxAttempts, gate: { config: gate, baseline: 'none', current: null } }, '/nowhere/.design/plan.json'), 0);
+  }
+
+  private readonly now = () => ++this.time;
+
+  private run(): StepRun {
+    return new StepRun(
+      {
+        save: async (plan) => {
+          this.saves.push(plan);
+        },
+        startWorker: async (effect) => {
+          this.subagents.set(effect.task, effect.attempt);
+          this.handedOut.at(-1)?.push(effect.task);
+        },
+        verify: async (task) => this.options.verify?.(task) ?? PASSED,
+        release: async () => [],
+        record: async (_state, request) => {
+          this.recorded.push(request);
+          const recorded = this.options.record?.(request.tasks, request.round) ?? ok(`commit-${request.round}`);
+          if (recorded.ok) {
+            for (const item of request.integrate) {
+              this.integrated.push(item.task);
+              this.unlanded.add(item.task);
+            }
+          }
+          return recorded;
+        },
+        gate: async (tasks) => {
+          this.gated.push([...tasks]);
+          this.pendingGates.push([...tasks]);
+        },
+      },
+      this.now,
+    );
+  }
+
+  private async drive(events: EngineEvent[]): Promise<StepRun> {
+    const run = this.run();
+    this.state = await post(this.state, events, run);
+    this.events.push(...run.events);
+    this.finished ??= run.finished;
+    return run;
+  }
+
+  /** `setup`: what it found, then integrate what an earlier session verified; the gate's baseline passes. */
+  async setup(findings: SetupFindings = noFindings()): Promise<void> {
+    const setUp = step(this.state, setUpEvent(findings, this.now()));
+    this.state = setUp.state;
+    for (const effect of setUp.effects) if (effect.type === 'emit') this.events.push(effect.event);
+    await this.drive(setupEvents([...this.unlanded], this.now()));
+    if (this.options.gate !== undefined) await this.drive(gateOpenedEvents(this.now()));
+  }
+
+  /** `next`: the tasks handed out. */
+  async next(concurrency?: number): Promise<number[]> {
+    this.handedOut.push([]);
+    await this.drive(nextEvents([...this.unlanded], concurrency, this.now()));
+    return this.handedOut.at(-1)!;
+  }
+
+  /** `finalize` with each subagent's final text. */
+  async finalize(results: ReadonlyArray<readonly [number, string]>): Promise<void> {
+    for (const [task, output] of results) {
+      if (!this.subagents.delete(task)) throw new Error(`task ${task} was not handed out (out: ${[...this.subagents.keys()].join(', ') || 'none'})`);
+      await this.drive([finalizeEvent(task, output, 1, this.now())]);
+    }
+  }
+
+  /** `commit`: integrate (with a gate, run it on what it asks for until it asks for nothing), then land. */
+  async commit(): Promise<void> {
+    await this.drive(commitEvents(this.now()));
+    for (let stack = this.pendingGates.shift(); stack !== undefined; stack = this.pendingGates.shift()) {
+      const passed = this.options.gate!(stack, this.integrated);
+      await this.drive(gateVerdictEvents(stack, { passed, output: passed ? '' : `FAIL: tasks ${stack.join(', ')}`, durationMs: 1 }, this.now()));
+    }
+    if (!this.blockLanding) this.unlanded.clear();
+    await this.drive(landedEvents([...this.unlanded], this.now()));
+  }
+
+  outcomes(): Array<[number, string]> {
+    return this.events.flatMap((e) => (e.type === 'task-finished' ? [[e.task, e.outcome] as [number, string]] : []));
+  }
+}

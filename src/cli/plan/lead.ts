@@ -27,7 +27,8 @@ import { describeGitFailure, failureOf } from '../../core/git-text.ts';
 import { assertNever } from '../../core/failure.ts';
 import { DEFAULTS } from '../../run/settings.ts';
 import { DEFAULT_GATE_WAIT_MS } from '../../run/lead.ts';
-import { baselineRefusal, serveGate } from '../../run/lead-gate.ts';
+import { serveGate } from '../../run/lead-gate.ts';
+import { baselineRefusal } from '../../run/lifecycle.ts';
 import { decideSandbox, sandboxModeOf } from '../../adapters/sandbox.ts';
 
 /** A problem with a name the lead can act on. */
@@ -307,20 +308,17 @@ export const finalize = stepCommand({
 export const commit = stepCommand({
   name: 'commit',
   summary: "For /execute: integrate the verified work (exactly the declared files, with trailers) onto the plan's ref and land it on your branch; archive the plan once every task is completed and landed. JSON out; exit 1 when the work could not land.",
-  usage: '[--repo DIR] [--plan FILE] [--round N] [--wait SECONDS]',
+  usage: '[--repo DIR] [--plan FILE] [--wait SECONDS]',
   options: {
-    round: { type: 'string', valueName: 'N', description: "the round named in the commit message (default: the session's current round)", range: RANGES.round },
     ...waitOption,
   },
   async step({ numbers, plan, ctx }) {
-    const r = await leadCommit(plan, ctx, { round: numbers.round, waitMs: millisecondsOf(numbers.wait) });
+    const r = await leadCommit(plan, ctx, { waitMs: millisecondsOf(numbers.wait) });
     if (r.ok) return r.value;
     if (r.error.kind === 'baseline-failed') refuseBaseline(r.error.command, r.error.tip, r.error.output);
-    const tasks = r.error.tasks.length > 0 ? ` of tasks ${r.error.tasks.join(', ')}` : '';
+    // As a headless run: the run stops, and the tasks run again (from a fresh setup) once git works.
     throw new StepError(EXIT.gitFailed, 'git-failed', [
-      r.error.retried
-        ? `could not integrate the verified work${tasks}: ${describeGitFailure(r.error.failure)}; those tasks go back to pending and run again from the current work (no attempt counted). Your branch and files were not touched.`
-        : `could not integrate the verified work${tasks}: ${describeGitFailure(r.error.failure)}; your branch and files were not touched and the work stays verified. Fix it and run commit again.`,
+      `could not integrate the verified work: ${describeGitFailure(r.error.failure)}; your branch and files were not touched. Fix it, then start again with \`${commandHint('plan', 'setup', ownLayout())}\`: those tasks run again.`,
     ]);
   },
   attention(output) {

@@ -1,0 +1,179 @@
+// What both paths do around the step function, once: a run's start and end as the journal tells
+// them, the gate's check of the starting commit, landing the integration tip on the person's
+// branch (and what is said about it), and finishing a plan whose work has all landed. The
+// headless run (cli/execute.ts) and the in-session steps (run/lead.ts) call these.
+
+import { type Layout, approvalHint, commandHint } from '../core/command-hint.ts';
+import type { RunEventBody, RunOutcome, StopReason } from '../core/events.ts';
+import { EXIT, type ExitCode } from '../core/exit-codes.ts';
+import { assertNever } from '../core/failure.ts';
+import { clipMiddle, plural } from '../core/format.ts';
+import { type GateFinished, gateFinishedEvent } from '../core/gate.ts';
+import { countByStatus, depsOf, longestRemainingPath } from '../core/graph.ts';
+import { describeLandingProblem } from '../core/landing.ts';
+import { type Plan, type UsageFigure, statusOf } from '../core/plan.ts';
+import { archivePlan } from './archive.ts';
+import { type Isolation, landedBase, recordLandedBase } from './isolation.ts';
+
+// ---------------------------------------------------------------------------------------------
+// A run's start and end
+
+/** The `run-started` event of a run of `plan`. */
+export function runStartedEvent(plan: Plan, options: { planPath: string; resumed: boolean; concurrency: number; schedule: string; mode: 'headless' | 'session' }): RunEventBody {
+  return {
+    type: 'run-started',
+    goal: plan.goal,
+    planPath: options.planPath,
+    taskCount: plan.tasks.length,
+    maxDepth: longestRemainingPath(depsOf(plan.tasks)).reduce((m, n) => Math.max(m, n), 0),
+    resumed: options.resumed,
+    concurrency: options.concurrency,
+    schedule: options.schedule,
+    pid: process.pid,
+    ...(options.mode === 'session' ? { mode: 'session' as const } : {}),
+  };
+}
+
+/** The exit code a run that stopped for `reason` ends with. */
+export function exitCodeFor(reason: StopReason): ExitCode {
+  switch (reason) {
+    case 'all-done':
+      return EXIT.ok;
+    case 'interrupted':
+      return EXIT.interrupted;
+    case 'agent-unavailable':
+    case 'setup-failed':
+      return EXIT.cannotRun;
+    case 'git-failed':
+      return EXIT.gitFailed;
+    case 'breaker':
+    case 'deadlock':
+    case 'awaiting_approval':
+    case 'budget':
+    case 'failures':
+    case 'drained':
+      return EXIT.incomplete;
+    default:
+      return assertNever(reason, 'stop reason');
+  }
+}
+
+const outcomeOfCode = (code: ExitCode): RunOutcome => (code === EXIT.ok ? 'completed' : code === EXIT.interrupted ? 'interrupted' : code === EXIT.cannotRun ? 'cannot-run' : 'incomplete');
+
+/**
+ * What running again will do. Failed and blocked tasks stay so (and what was skipped because of
+ * them stays skipped) until `plan retry N` puts them back to pending: say so, naming them.
+ */
+export function resumeAdvice(plan: Plan, layout: Layout): string {
+  const stuck = plan.tasks.flatMap((t, i) => (statusOf(t) === 'failed' || statusOf(t) === 'blocked' ? [i] : []));
+  const pending = plan.tasks.some((t) => statusOf(t) === 'pending' || statusOf(t) === 'in_progress');
+  if (stuck.length === 0) return 'run the same command again to resume';
+  const which = stuck.length === 1 ? `task ${stuck[0]} is ${statusOf(plan.tasks[stuck[0]!]!)}` : `tasks ${stuck.join(', ')} are failed or blocked`;
+  const commands = stuck.map((i) => `\`${commandHint('plan', `retry ${i}`, layout)}\``).join(', ');
+  return `${which}, and running the same command again will not retry ${stuck.length === 1 ? 'it' : 'them'}${pending ? ' (it only resumes the pending tasks)' : ''}. Fix the cause, then put ${stuck.length === 1 ? 'it' : 'them'} back with ${commands} (tasks skipped because of ${stuck.length === 1 ? 'it' : 'them'} come back too) and run the same command again`;
+}
+
+/**
+ * The `run-finished` event of a run that stopped for `reason` (the step function's words in
+ * `message`): its exit code (1 when work could not land, whatever else), and what to do next —
+ * the approval commands, how to land by hand, where the plan went, or how to resume.
+ */
+export function runFinishedEvent(
+  plan: Plan,
+  end: { reason: StopReason; message: string; usage: UsageFigure; durationMs: number },
+  context: { layout: Layout; planPath: string; landing: { landed: boolean; advice: string }; archived: string | null; resumeHint?: string },
+): Extract<RunEventBody, { type: 'run-finished' }> {
+  let code = exitCodeFor(end.reason);
+  let message = end.message;
+  if (end.reason === 'awaiting_approval') message += ` (${approvalHint('N', context.layout)}, then ${context.resumeHint ?? 'run again'})`;
+  if (!context.landing.landed) {
+    message += `. ${context.landing.advice}`;
+    if (code === EXIT.ok) code = EXIT.incomplete;
+  }
+  if (context.archived !== null) message += `; the plan was moved to ${context.archived}`;
+  else if (end.reason !== 'all-done') message += `. The plan keeps its state in ${context.planPath}: ${resumeAdvice(plan, context.layout)}`;
+  return { type: 'run-finished', outcome: outcomeOfCode(code), reason: end.reason, exitCode: code, counts: countByStatus(plan), usage: end.usage, durationMs: Math.max(0, end.durationMs), message };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The gate on the starting commit
+
+/** Why a run is refused when the gate fails on the starting commit (headless and in-session alike). */
+export function baselineRefusal(command: string, tip: string, output: string): string[] {
+  return [
+    `the gate \`${command}\` already fails on ${tip.slice(0, 12)}, before any task ran, so it would blame every task; nothing was started. Fix the failure first, or run with --no-gate (or --gate CMD for another command):`,
+    clipMiddle(output.trim(), 2000),
+  ];
+}
+
+/**
+ * The gate's verdict on the starting commit, however it was run (at once headless, in the
+ * background in a session): its journal record, and the refusal when it failed.
+ */
+export function baselineVerdict(command: string, tip: string, run: { passed: boolean; output: string; durationMs: number }): { event: GateFinished; refusal: string[] | null } {
+  return { event: gateFinishedEvent([], run, null), refusal: run.passed ? null : baselineRefusal(command, tip, run.output) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Landing, and finishing the plan
+
+/** Landing the integration tip, as the last call found it. */
+export interface LandingState {
+  /** Everything integrated so far is on the person's branch (or in their files). */
+  landed: boolean;
+  /** What blocks it and how to land by hand; empty when it landed. */
+  problem: string[];
+  /** Files the last landing updated (0 when up to date or blocked). */
+  files: number;
+  /** The integration commit the branch is at after landing, or null when it could not land. */
+  commit: string | null;
+}
+
+/**
+ * Landing the integration tip, as a run does it: on the branch the run started on, as commits (or,
+ * with `commit: false`, as uncommitted changes, from what an earlier landing left). Each call says
+ * what happened as a notice (null when there was nothing to land); `state` is what the last call
+ * found.
+ */
+export function lander(isolation: Isolation, options: { branch: string | null; commit: boolean; planPath: string; layout: Layout }) {
+  let state: LandingState = { landed: true, problem: [], files: 0, commit: null };
+  return {
+    get state(): LandingState {
+      return state;
+    },
+    get landed(): boolean {
+      return state.landed;
+    },
+    advice: () => state.problem.join(' '),
+    async land(): Promise<Extract<RunEventBody, { type: 'notice' }> | null> {
+      const base = options.commit ? null : await landedBase(options.planPath, isolation.planId);
+      const landed = await isolation.land({ branch: options.branch, mode: options.commit ? 'commit' : 'worktree', ...(base === null ? {} : { base }) });
+      if (!landed.ok) {
+        const lines = describeLandingProblem(landed.error, isolation.ref, options.layout);
+        state = { landed: false, problem: lines, files: 0, commit: null };
+        return { type: 'notice', level: 'warning', message: `the integrated work could not land: ${lines.join(' ')}` };
+      }
+      const files = landed.value.upToDate ? 0 : landed.value.paths.length;
+      state = { landed: true, problem: [], files, commit: landed.value.to };
+      if (!options.commit) await recordLandedBase(options.planPath, isolation.planId, landed.value.to);
+      if (files === 0) return null;
+      const where = options.commit ? (options.branch === null ? 'the detached HEAD' : options.branch.replace(/^refs\/heads\//, '')) : 'your files, uncommitted';
+      return { type: 'notice', level: 'info', message: `landed ${plural(files, 'file')} on ${where} (${landed.value.to.slice(0, 12)})` };
+    },
+  };
+}
+
+/**
+ * A plan whose every task is completed and whose work has all landed is finished: its worktrees
+ * (the gate's too) and its refs go, and the plan moves to `history/`. Returns where it went, or
+ * null when it is not finished (then nothing is removed).
+ */
+export async function finishPlan(plan: Plan, isolation: Isolation, planPath: string, landed: boolean, also: { gatePool?: Isolation | null; endGate?: () => Promise<unknown> } = {}): Promise<string | null> {
+  if (!plan.tasks.every((t) => statusOf(t) === 'completed')) return null;
+  await isolation.removeWorktrees();
+  if (!landed) return null;
+  if (also.gatePool) await also.gatePool.removeWorktrees();
+  await also.endGate?.();
+  await isolation.removeRefs();
+  return archivePlan(planPath);
+}

@@ -1,0 +1,140 @@
+// How an in-session step talks to the step function: the events each step posts (one definition,
+// used by the plan tool's steps in run/lead.ts and by the in-process session rig of the tests),
+// and the carrier that carries out the effects a step can meet, through hooks the step gives it.
+// Nothing here reads the session file or runs git: the hooks do.
+
+import type { EngineEffect, EngineEvent, EngineState, EngineStop } from '../core/engine-step.ts';
+import type { RunEventBody } from '../core/events.ts';
+import type { Result, WorkerRun } from '../core/failure.ts';
+import type { Verification } from '../core/finalize.ts';
+import type { GitFailure } from '../core/git-text.ts';
+import { type Plan, type UsageFigure, emptyUsage } from '../core/plan.ts';
+import { parseStatusLine } from '../core/prompt.ts';
+import type { SetupFindings } from '../core/transition.ts';
+import { recordFailureOf } from './engine.ts';
+import { drive } from './session.ts';
+
+/** What a step can do for the step function's effects (a step missing one never gets it: that would be a bug). */
+export interface StepHooks {
+  /** Write the plan (the step function asked for it before the effects after it). */
+  save(plan: Plan): Promise<void>;
+  startWorker?(effect: Extract<EngineEffect, { type: 'start-worker' }>, state: EngineState): Promise<void>;
+  verify?(task: number, state: EngineState): Promise<Verification>;
+  /** Done with the task's worktree; returns warnings for its `task-finished` event. */
+  release?(task: number): Promise<string[]>;
+  record?(state: EngineState, request: Omit<Extract<EngineEffect, { type: 'record' }>, 'type'>): Promise<Result<string | null, GitFailure>>;
+  gate?(tasks: number[], state: EngineState): Promise<void>;
+}
+
+/** One step's dealings with the step function: the events it emitted, how the run finished (when it did). */
+export class StepRun {
+  readonly events: RunEventBody[] = [];
+  finished: (EngineStop & { usage: UsageFigure }) | null = null;
+  /** Warnings from removing a subagent's worktree, for its `task-finished` event. */
+  private readonly cleanup = new Map<number, string[]>();
+
+  constructor(
+    private readonly hooks: StepHooks,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  private need<K extends keyof StepHooks>(name: K, effect: EngineEffect): NonNullable<StepHooks[K]> {
+    const hook = this.hooks[name];
+    if (hook === undefined) throw new Error(`an in-session step cannot carry out ${effect.type} here`);
+    return hook as NonNullable<StepHooks[K]>;
+  }
+
+  readonly carry = async (effect: EngineEffect, state: EngineState): Promise<EngineEvent[]> => {
+    switch (effect.type) {
+      case 'save':
+        await this.hooks.save(state.plan);
+        return [];
+      case 'emit': {
+        const event = effect.event;
+        const extra = event.type === 'task-finished' ? this.cleanup.get(event.task) : undefined;
+        this.events.push(extra && extra.length > 0 && event.type === 'task-finished' ? { ...event, warnings: [...(event.warnings ?? []), ...extra] } : event);
+        return [];
+      }
+      case 'start-worker':
+        await this.need('startWorker', effect)(effect, state);
+        return [];
+      case 'verify':
+        return [{ type: 'verified', task: effect.task, verification: await this.need('verify', effect)(effect.task, state), now: this.now() }];
+      case 'release-workspace':
+        this.cleanup.set(effect.task, await this.need('release', effect)(effect.task));
+        return [];
+      case 'record': {
+        const { type: _type, ...request } = effect;
+        const recorded = await this.need('record', effect)(state, request);
+        return [{ type: 'recorded', tasks: effect.tasks, commit: recorded.ok ? recorded.value : null, failure: recorded.ok ? null : recordFailureOf(recorded.error), now: this.now() }];
+      }
+      case 'gate':
+        await this.need('gate', effect)(effect.tasks, state);
+        return [];
+      // A session's workers are never stopped by it, and nothing backs off.
+      case 'wake':
+      case 'abort-workers':
+        return [];
+      case 'finish':
+        this.finished = { ...effect.stop, usage: effect.usage };
+        return [];
+    }
+  };
+
+  /** Events of one type this step emitted. */
+  of<T extends RunEventBody['type']>(type: T): Array<Extract<RunEventBody, { type: T }>> {
+    return this.events.filter((e): e is Extract<RunEventBody, { type: T }> => e.type === type);
+  }
+}
+
+/**
+ * A Task subagent's final text, seen as a worker run that reported: its duration is the plan
+ * tool's (from `next` to now); its usage and permission denials are not known here.
+ */
+export const subagentRun = (output: string, durationMs: number): WorkerRun => ({
+  unmeasured: true,
+  usage: emptyUsage(),
+  durationMs,
+  permissionDenials: [],
+  logPath: '',
+  outcome: { kind: 'reported', resultText: output, statusLine: parseStatusLine(output) },
+});
+
+// ---------------------------------------------------------------------------------------------
+// What each step posts
+
+/** `setup`, after the findings (posted with `step`, before the run starts): what is on the branch, and integrate what an earlier session verified. */
+export const setupEvents = (unlanded: readonly number[], now: number): EngineEvent[] => [
+  { type: 'landed', unlanded, now },
+  { type: 'integrate', now },
+];
+
+/** `setup`'s first event: what it found in the repository. */
+export const setUpEvent = (findings: SetupFindings, now: number): EngineEvent => ({ type: 'set-up', findings, now });
+
+/** `next`: what is on the branch now, then hand out what may start. */
+export const nextEvents = (unlanded: readonly number[], concurrency: number | undefined, now: number): EngineEvent[] => [
+  { type: 'landed', unlanded, now },
+  { type: 'hand-out', ...(concurrency !== undefined ? { concurrency } : {}), now },
+];
+
+/** `finalize`, per result: the subagent reported. */
+export const finalizeEvent = (task: number, output: string, durationMs: number, now: number): EngineEvent => ({ type: 'worker-finished', task, run: subagentRun(output, durationMs), now });
+
+/** `commit`: integrate what is verified (with a gate: hold it as candidates). */
+export const commitEvents = (now: number): EngineEvent[] => [{ type: 'integrate', now }];
+
+/** A gate run's verdict (`commit`, `setup`): then integrate what it passed. */
+export const gateVerdictEvents = (tasks: readonly number[], verdict: { passed: boolean | null; output: string; durationMs: number }, now: number): EngineEvent[] => [
+  { type: 'gated', tasks, passed: verdict.passed, output: verdict.output, durationMs: verdict.durationMs, now },
+  { type: 'integrate', now },
+];
+
+/** The baseline passed: candidates may be tested. */
+export const gateOpenedEvents = (now: number): EngineEvent[] => [{ type: 'gate-opened', now }];
+
+/** Landing moved the branch (or could not): which integrated tasks are still not on it. */
+export const landedEvents = (unlanded: readonly number[], now: number): EngineEvent[] => [{ type: 'landed', unlanded, now }];
+
+/** Post `events` through `run`'s carrier. */
+export const post = (state: EngineState, events: readonly EngineEvent[], run: StepRun): Promise<EngineState> => drive(state, events, run.carry);

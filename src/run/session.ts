@@ -1,0 +1,348 @@
+// The in-session run between steps. A Claude Code session runs a plan through the plan tool's
+// steps (`setup`, `next`, `finalize`, `commit`), each a separate process; what the headless
+// engine keeps in memory — the step function's state — is kept here, in the session file
+// `.design/prompts/session.json`, with what only a session needs besides: when and at which
+// commit `next` handed each task out, the gate process under way, the run's journal id.
+//
+// The state's plan is not kept: each step reads plan.json afresh (an edit made between steps is
+// what the next step works with), and the step function's derived fields (overlaps, priority)
+// are computed from it. A session file of the previous version (before the step function ran
+// the session: `verified`, `started`, `gate.queue`) is read into the same state.
+
+import { mkdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../adapters/plan-store.ts';
+import type { SandboxDecision, SandboxMode } from '../adapters/sandbox.ts';
+import { SANDBOX_MODES } from '../adapters/sandbox.ts';
+import { type Attempt, type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, type EngineStop, initialState, step } from '../core/engine-step.ts';
+import { type GateQueue, emptyGateQueue } from '../core/gate.ts';
+import { depsOf, longestRemainingPath } from '../core/graph.ts';
+import { computeOverlaps, overlapSets } from '../core/overlap.ts';
+import { type Plan, UNKNOWN, type UsageFigure, attemptsOf, statusOf } from '../core/plan.ts';
+import type { CapturedWork } from '../core/work.ts';
+import { promptsDirFor } from './archive.ts';
+import { DEFAULTS } from './settings.ts';
+
+export const sessionPathFor = (planPath: string): string => join(promptsDirFor(planPath), 'session.json');
+export const promptPathFor = (planPath: string, index: number): string => join(promptsDirFor(planPath), `task-${index}.md`);
+
+/** The session's sandbox: the mode asked for and whether commands run in it (or why not). */
+export type SessionSandbox = { mode: SandboxMode } & SandboxDecision;
+
+/** The gate a session uses: the plan's test command (or `--gate CMD`), its batch size and time limit. */
+export interface SessionGateConfig {
+  command: string;
+  batchSize: number;
+  timeoutMs: number;
+}
+
+/** `passed`: the starting commit passed the gate; `none`: no gate, or nothing needed it. */
+export type BaselineState = 'none' | 'running' | 'passed' | 'failed';
+
+/** The gate process started in the background: its id, what it tests and on which integration tip. */
+export interface GateRunRecord {
+  id: string;
+  /** Candidates stacked in order on `tip`; empty for the baseline. */
+  tasks: number[];
+  tip: string;
+  startedAt: string;
+}
+
+/** The merge queue's process side (its queue is the step function's): the command, the baseline, the run under way. */
+export interface SessionGate {
+  config: SessionGateConfig | null;
+  baseline: BaselineState;
+  current: GateRunRecord | null;
+}
+
+/** A task `next` handed out: when, and the commit HEAD was at (its subagent's worktree starts there). */
+export interface HandedOut {
+  at: string;
+  base: string;
+}
+
+/** What the lead's session remembers between steps. */
+export interface Session {
+  concurrency: number;
+  maxAttempts: number;
+  checkTimeoutMs: number;
+  /** The branch checked out at setup (`refs/heads/…`), where integrated work lands; null on a detached HEAD. */
+  branch: string | null;
+  /** When the session's run started. */
+  startedAt: string;
+  /** The run's id in the journal; null until a step starts a run. */
+  runId: string | null;
+  /** True once a step wrote the run's run-finished event: the next task handed out starts a new run. */
+  runFinished: boolean;
+  /** By task index: the tasks handed out and not finalized yet. */
+  handedOut: Record<string, HandedOut>;
+  gate: SessionGate;
+  /** The sandbox mode `setup` was given and what it found. Null in a session file of an earlier version. */
+  sandbox: SessionSandbox | null;
+  /** The step function's state (its plan is read from plan.json at each step); null before setup. */
+  engine: EngineState | null;
+}
+
+export const noSessionGate = (): SessionGate => ({ config: null, baseline: 'none', current: null });
+
+export const defaultSession = (): Session => ({
+  concurrency: DEFAULTS.concurrency,
+  maxAttempts: DEFAULTS.maxAttempts,
+  checkTimeoutMs: DEFAULTS.checkTimeoutMs,
+  branch: null,
+  startedAt: new Date().toISOString(),
+  runId: null,
+  runFinished: false,
+  handedOut: {},
+  gate: noSessionGate(),
+  sandbox: null,
+  engine: null,
+});
+
+/** The step function's configuration for a session. */
+export const sessionConfig = (session: Pick<Session, 'concurrency' | 'maxAttempts' | 'gate'>, planPath: string): EngineConfig => ({
+  concurrency: session.concurrency,
+  maxAttempts: session.maxAttempts,
+  schedule: 'continuous',
+  backoffMs: DEFAULTS.backoffMs,
+  maxRequeues: DEFAULTS.maxRequeues,
+  logDir: promptsDirFor(planPath),
+  gate: session.gate.config === null ? null : { batchSize: session.gate.config.batchSize },
+  driver: 'session',
+});
+
+// ---------------------------------------------------------------------------------------------
+// The step function's state, to JSON and back
+
+const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+const int = (v: unknown, min: number, fallback: number) => (Number.isInteger(v) && (v as number) >= min ? (v as number) : fallback);
+const taskList = (value: unknown): number[] | null => (Array.isArray(value) && value.every((t) => Number.isInteger(t) && t >= 0) ? (value as number[]) : null);
+
+/** A captured work read back, or null when it is not one. */
+export function workOf(value: unknown): CapturedWork | null {
+  const work = value as { base?: unknown; entries?: unknown } | null;
+  if (!work || typeof work !== 'object' || typeof work.base !== 'string' || !OBJECT_ID.test(work.base) || !Array.isArray(work.entries)) return null;
+  const entries = work.entries.filter((entry: unknown) => {
+    const e = entry as { path?: unknown; mode?: unknown; object?: unknown; deleted?: unknown } | null;
+    if (!e || typeof e.path !== 'string') return false;
+    return e.deleted === true || (typeof e.mode === 'string' && typeof e.object === 'string' && OBJECT_ID.test(e.object));
+  });
+  return entries.length === work.entries.length ? { base: work.base, entries: entries as CapturedWork['entries'] } : null;
+}
+
+function queueToJson(queue: GateQueue): object {
+  return { ...queue, aloneFailures: [...queue.aloneFailures.entries()] };
+}
+
+function queueFromJson(value: unknown): GateQueue {
+  const q = (value ?? {}) as { waiting?: unknown; segments?: unknown; red?: unknown; aloneFailures?: unknown };
+  const segments = Array.isArray(q.segments) ? q.segments.map(taskList).filter((s): s is number[] => s !== null && s.length > 0) : [];
+  const pairs: Array<[number, number]> = Array.isArray(q.aloneFailures)
+    ? (q.aloneFailures as unknown[]).filter((p): p is [number, number] => Array.isArray(p) && p.length === 2 && Number.isInteger(p[0]) && Number.isInteger(p[1]))
+    : [];
+  return { ...emptyGateQueue(), waiting: taskList(q.waiting) ?? [], segments, red: taskList(q.red), aloneFailures: new Map(pairs) };
+}
+
+/** The step function's state as JSON, without its plan and what is derived from it. */
+export function engineToJson(state: EngineState): object {
+  const { plan: _plan, overlaps: _overlaps, priority: _priority, attempts, notBefore, requeues, admitted, unlanded, gate, ...rest } = state;
+  return {
+    ...rest,
+    attempts: [...attempts.values()],
+    notBefore: [...notBefore.entries()],
+    requeues: [...requeues.entries()],
+    admitted: admitted === null ? null : [...admitted],
+    unlanded: [...unlanded],
+    gate: queueToJson(gate),
+  };
+}
+
+const STAGES = new Set(['running', 'verifying', 'verified', 'recording', 'queued', 'gating']);
+
+/** An attempt read back, or null: a damaged entry is dropped (its task runs again after `setup`). */
+function attemptOf(value: unknown): Attempt | null {
+  const a = value as Partial<Attempt> | null;
+  if (!a || !Number.isInteger(a.task) || !Number.isInteger(a.number) || typeof a.stage !== 'string' || !STAGES.has(a.stage)) return null;
+  if (a.work !== undefined && workOf(a.work) === null) return null;
+  return a as Attempt;
+}
+
+/**
+ * The step function's state as a session file kept it, with `plan` (read afresh) put in and the
+ * derived fields computed from it. Attempts whose task is no longer in progress in the plan (an
+ * edit by hand, `plan skip`) are let go.
+ */
+export function engineFromJson(value: unknown, plan: Plan, config: EngineConfig): EngineState | null {
+  const v = value as Record<string, unknown> | null;
+  if (!v || typeof v !== 'object' || !Array.isArray(v.attempts)) return null;
+  const pairs = (x: unknown): Array<[number, number]> => (Array.isArray(x) ? x.filter((p): p is [number, number] => Array.isArray(p) && p.length === 2 && Number.isInteger(p[0]) && typeof p[1] === 'number') : []);
+  const inProgress = (task: number) => plan.tasks[task] !== undefined && statusOf(plan.tasks[task]!) === 'in_progress';
+  const attempts = new Map(
+    v.attempts
+      .map(attemptOf)
+      .filter((a): a is Attempt => a !== null && inProgress(a.task))
+      .map((a) => [a.task, a] as const),
+  );
+  const timing = v.timing as EngineState['timing'] | undefined;
+  const usage = v.usage === UNKNOWN || (v.usage && typeof v.usage === 'object') ? (v.usage as UsageFigure) : UNKNOWN;
+  const stop = v.stop && typeof v.stop === 'object' && typeof (v.stop as EngineStop).reason === 'string' ? (v.stop as EngineStop) : null;
+  const base = initialState(plan, config, typeof v.now === 'number' ? v.now : Date.now());
+  const queue = queueFromJson(v.gate);
+  // A candidate whose task was let go leaves the queue; a batch it was in is tested anew.
+  const candidate = (t: number) => attempts.get(t)?.stage === 'queued' || attempts.get(t)?.stage === 'gating';
+  const queued = [...queue.segments.flat(), ...queue.waiting];
+  const gate = queued.every(candidate) ? queue : { ...emptyGateQueue(), waiting: [...new Set(queued)].filter(candidate) };
+  // Their attempts wait in the queue again: nothing is under test for it.
+  if (gate !== queue) for (const t of gate.waiting) attempts.set(t, { ...attempts.get(t)!, stage: 'queued' });
+  return {
+    ...base,
+    attempts,
+    notBefore: new Map(pairs(v.notBefore)),
+    requeues: new Map(pairs(v.requeues)),
+    admitted: taskList(v.admitted) === null ? null : new Set(taskList(v.admitted)),
+    round: int(v.round, 0, 0),
+    usage,
+    unlanded: new Set(taskList(v.unlanded) ?? []),
+    gateOpen: v.gateOpen === true,
+    aborted: v.aborted === true,
+    timing: timing && typeof timing.workers === 'number' ? timing : base.timing,
+    recordingSince: typeof v.recordingSince === 'number' ? v.recordingSince : null,
+    gate,
+    stop,
+    finished: v.finished === true,
+  };
+}
+
+/**
+ * The step function's state of a session file of the previous version, which kept the session's
+ * own lists: tasks handed out (`started`), verified and not integrated (`verified`), the merge
+ * queue and the gate run under way (`gate`).
+ */
+function engineFromEarlierSession(data: Record<string, unknown>, plan: Plan, config: EngineConfig): EngineState {
+  const base = initialState(plan, config, Date.now());
+  const inProgress = (task: number) => plan.tasks[task] !== undefined && statusOf(plan.tasks[task]!) === 'in_progress';
+  const attempts = new Map<number, Attempt>();
+  const number = (task: number) => attemptsOf(plan.tasks[task]!) + 1;
+  const gate = (data.gate ?? {}) as { queue?: unknown; current?: { tasks?: unknown } | null; baseline?: unknown };
+  const queue = queueFromJson(gate.queue);
+  const gating = taskList(gate.current?.tasks) ?? [];
+  for (const task of [...queue.segments.flat(), ...queue.waiting, ...gating]) {
+    if (inProgress(task)) attempts.set(task, { task, number: number(task), stage: gating.includes(task) ? 'gating' : 'queued', held: true, decision: { kind: 'completed', result: plan.tasks[task]!.result ?? '' } });
+  }
+  for (const entry of Array.isArray(data.verified) ? data.verified : []) {
+    const v = entry as { task?: unknown; result?: unknown; work?: unknown } | null;
+    const work = workOf(v?.work);
+    if (!v || !Number.isInteger(v.task) || typeof v.result !== 'string' || work === null || !inProgress(v.task as number) || attempts.has(v.task as number)) continue;
+    attempts.set(v.task as number, { task: v.task as number, number: number(v.task as number), stage: 'verified', decision: { kind: 'completed', result: v.result }, work });
+  }
+  const started = data.started && typeof data.started === 'object' ? Object.keys(data.started as object).map(Number) : [];
+  for (const task of started) if (Number.isInteger(task) && inProgress(task) && !attempts.has(task)) attempts.set(task, { task, number: number(task), stage: 'running' });
+  return { ...base, attempts, gate: queue, round: int(data.round, 0, 0), usage: UNKNOWN, gateOpen: config.gate === null || gate.baseline === 'passed' || gate.baseline === 'none' };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The session file
+
+function sandboxOf(value: unknown): SessionSandbox | null {
+  const v = value as { mode?: unknown; sandboxed?: unknown; unavailable?: unknown } | null;
+  if (!v || typeof v !== 'object' || !(SANDBOX_MODES as readonly unknown[]).includes(v.mode)) return null;
+  if (v.sandboxed === true) return { mode: v.mode as SandboxMode, sandboxed: true };
+  return v.sandboxed === false && (v.unavailable === null || typeof v.unavailable === 'string') ? { mode: v.mode as SandboxMode, sandboxed: false, unavailable: v.unavailable } : null;
+}
+
+function gateOf(value: unknown): SessionGate {
+  const data = value as { config?: any; baseline?: unknown; current?: any } | null;
+  if (!data || typeof data !== 'object') return noSessionGate();
+  const c = data.config;
+  const config: SessionGateConfig | null =
+    c && typeof c.command === 'string' && c.command.trim() !== '' && Number.isInteger(c.batchSize) && c.batchSize >= 1 && Number.isInteger(c.timeoutMs) && c.timeoutMs >= 1
+      ? { command: c.command, batchSize: c.batchSize, timeoutMs: c.timeoutMs }
+      : null;
+  const baseline: BaselineState = data.baseline === 'running' || data.baseline === 'passed' || data.baseline === 'failed' ? data.baseline : 'none';
+  const r = data.current;
+  const current: GateRunRecord | null =
+    r && typeof r.id === 'string' && /^[\w-]+$/.test(r.id) && taskList(r.tasks) !== null && typeof r.tip === 'string' && OBJECT_ID.test(r.tip) && typeof r.startedAt === 'string'
+      ? { id: r.id, tasks: r.tasks, tip: r.tip, startedAt: r.startedAt }
+      : null;
+  return { config, baseline, current };
+}
+
+/** The handed-out tasks: this version's `handedOut`, or an earlier one's `started` and `bases`. */
+function handedOutOf(data: Record<string, unknown>): Record<string, HandedOut> {
+  const out: Record<string, HandedOut> = {};
+  const valid = (at: unknown): at is string => typeof at === 'string' && Number.isFinite(Date.parse(at));
+  const handed = data.handedOut as Record<string, { at?: unknown; base?: unknown }> | undefined;
+  if (handed && typeof handed === 'object') {
+    for (const [task, h] of Object.entries(handed)) if (h && valid(h.at) && typeof h.base === 'string' && OBJECT_ID.test(h.base)) out[task] = { at: h.at, base: h.base };
+    return out;
+  }
+  const started = (data.started ?? {}) as Record<string, unknown>;
+  const bases = (data.bases ?? {}) as Record<string, unknown>;
+  for (const [task, at] of Object.entries(started)) {
+    const base = bases[task];
+    if (valid(at) && typeof base === 'string' && OBJECT_ID.test(base)) out[task] = { at, base };
+  }
+  return out;
+}
+
+/**
+ * The session file, with the step function's state for `plan` — or the defaults when there is
+ * none (a lead that skipped `setup`) or it is damaged. A file of the previous version is read too.
+ */
+export async function readSession(planPath: string, plan: Plan): Promise<Session> {
+  const base = defaultSession();
+  let data: Record<string, unknown>;
+  try {
+    data = JSON.parse(await readFile(sessionPathFor(planPath), 'utf8')) as Record<string, unknown>;
+  } catch {
+    return base;
+  }
+  const session: Session = {
+    concurrency: int(data.concurrency, 1, base.concurrency),
+    maxAttempts: int(data.maxAttempts, 1, base.maxAttempts),
+    checkTimeoutMs: int(data.checkTimeoutMs, 1, base.checkTimeoutMs),
+    branch: typeof data.branch === 'string' && data.branch.startsWith('refs/heads/') ? data.branch : null,
+    startedAt: typeof data.startedAt === 'string' ? data.startedAt : base.startedAt,
+    runId: typeof data.runId === 'string' ? data.runId : null,
+    runFinished: data.runFinished === true,
+    handedOut: handedOutOf(data),
+    gate: gateOf(data.gate),
+    sandbox: sandboxOf(data.sandbox),
+    engine: null,
+  };
+  const config = sessionConfig(session, planPath);
+  session.engine = data.engine !== undefined ? engineFromJson(data.engine, plan, config) : engineFromEarlierSession(data, plan, config);
+  return session;
+}
+
+export async function writeSession(planPath: string, session: Session): Promise<void> {
+  await mkdir(promptsDirFor(planPath), { recursive: true });
+  const { engine, ...rest } = session;
+  await writeFileAtomic(sessionPathFor(planPath), `${JSON.stringify({ version: 2, ...rest, engine: engine === null ? null : engineToJson(engine) }, null, 2)}\n`);
+}
+
+/** The step function's state with the plan as the step read it: the state's derived fields follow it. */
+export function withPlan(state: EngineState, plan: Plan): EngineState {
+  return { ...state, plan, overlaps: overlapSets(computeOverlaps(plan.tasks)), priority: longestRemainingPath(depsOf(plan.tasks)) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Driving the step function from a step
+
+/** Carries out one effect of the step function; returns the events it leads to, at once. */
+export type Carry = (effect: EngineEffect, state: EngineState) => Promise<EngineEvent[]>;
+
+/**
+ * Post `events` to the step function, one at a time, carrying out each step's effects in order
+ * (as the headless engine does) and posting what they lead to. Returns the state it ends in.
+ */
+export async function drive(state: EngineState, events: readonly EngineEvent[], carry: Carry): Promise<EngineState> {
+  let current = state;
+  const queue = [...events];
+  while (queue.length > 0) {
+    const next = step(current, queue.shift()!);
+    current = next.state;
+    for (const effect of next.effects) queue.push(...(await carry(effect, current)));
+  }
+  return current;
+}
