@@ -1,7 +1,7 @@
 // `npm run bench`: foreman's speed, measured here and never asserted in tests. See bench/README.md.
 //
 //   npm run bench                      everything (about a minute and a half on 2 cores)
-//   npm run bench -- --only core       one section: core, schedule, gate, orchestrator, isolation, startup, hook, scale (comma-separated)
+//   npm run bench -- --only core       one section: core, schedule, gate, speculate, orchestrator, isolation, startup, hook, scale (comma-separated)
 //   npm run bench -- --quick           smaller sizes and fewer runs, for a quick look
 
 import { cpus } from 'node:os';
@@ -15,8 +15,9 @@ import { SIM_SEEDS, SIM_SIZES, benchSchedule } from './schedule.ts';
 import { benchStartup } from './startup.ts';
 import { benchHook } from './hook.ts';
 import { SCALE_CASES, benchScale } from './scale.ts';
+import { SPECULATE_SEEDS, benchSpeculationReal, benchSpeculationSimulated } from './speculate.ts';
 
-const SECTIONS = ['core', 'schedule', 'gate', 'orchestrator', 'isolation', 'startup', 'hook', 'scale'] as const;
+const SECTIONS = ['core', 'schedule', 'gate', 'speculate', 'orchestrator', 'isolation', 'startup', 'hook', 'scale'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const { values } = parseArgs({
@@ -30,11 +31,12 @@ const { values } = parseArgs({
 if (values.help) {
   process.stdout.write(
     [
-      'Usage: npm run bench -- [--only core,schedule,gate,orchestrator,isolation,startup,hook,scale] [--quick]',
+      'Usage: npm run bench -- [--only core,schedule,gate,speculate,orchestrator,isolation,startup,hook,scale] [--quick]',
       '',
       '  core          the pure core (validation, overlaps, graph functions) on random plans of 200, 1000, 3000 tasks',
       '  schedule      simulated makespans: continuous vs rounds vs the lower bound, P = 2, 4, 8',
       '  gate          the merge queue simulated: gate runs per task, time in the gate and makespan at --gate-batch 1, 2, 4, 8, with and without a culprit',
+      '  speculate     dependants built on their blockers\' candidates: simulated makespan and waste at --speculate 0–16, gate 0.1–1.0× a task, 0 or 10% culprits; the real orchestrator on a chain of 6 × 2 s under a 1 s gate',
       '  orchestrator  scripts/execute.ts with the fake worker: 20 tasks of 200 ms, continuous vs rounds; one worker round-trip',
       '  isolation     what worktrees, capture, integration and landing cost: 200 instant tasks at concurrency 8 vs bare spawns of the worker',
       '  startup       the plan tool\'s start-up: the built bundle vs the sources under tsx (plan status, plan next on 200 tasks)',
@@ -74,6 +76,10 @@ if (wanted('schedule')) {
 }
 if (wanted('gate')) {
   section('The merge queue: batch sizes, culprits, the gate in the path', benchGate(quick ? 10 : GATE_SEEDS));
+}
+if (wanted('speculate')) {
+  section('Speculative execution: simulated', benchSpeculationSimulated(quick ? 10 : SPECULATE_SEEDS));
+  section('Speculative execution: the real orchestrator on a chain', await benchSpeculationReal({ reps: quick ? 1 : 5 }));
 }
 if (wanted('orchestrator')) {
   section('The real orchestrator with the fake worker', await benchOrchestrator({ reps: quick ? 1 : 3 }));

@@ -62,6 +62,13 @@ export const executeCommand: Command = {
     'no-gate': { type: 'boolean', description: 'no gate: verified work integrates as soon as it is verified' },
     'gate-batch': { type: 'string', valueName: 'N', description: `candidates the gate tests together at most (default ${DEFAULTS.gateBatch})`, range: RANGES.gateBatch },
     'gate-timeout': { type: 'string', valueName: 'SECONDS', description: 'time limit of one gate run; its process group is ended (default: --check-timeout)', range: RANGES.timeoutSeconds },
+    speculate: {
+      type: 'string',
+      valueName: 'N',
+      description: `with a gate: a task whose blockers are candidates in the merge queue starts on them, up to N levels deep; cancelled if one is blamed (default ${DEFAULTS.speculate})`,
+      range: RANGES.speculate,
+    },
+    'no-speculate': { type: 'boolean', description: 'a task waits for its blockers to integrate (the same as --speculate 0)' },
     land: { type: 'string', valueName: 'WHEN', description: `end: land integrated work on your branch when the run stops; continuous: also after every integration (default ${DEFAULTS.land})` },
     'max-cost-usd': { type: 'string', valueName: 'N', description: "stop starting work once the run's cost reaches N dollars", range: RANGES.dollars },
     'task-budget-usd': { type: 'string', valueName: 'N', description: 'per-worker spend cap (--max-budget-usd) for tasks that set no agent.maxBudgetUsd', range: RANGES.dollars },
@@ -109,6 +116,7 @@ function settingsFrom(values: Record<string, unknown>, numbers: Numbers, io: Io)
   const gateCommand = str('gate');
   if (gateCommand !== undefined && gateCommand.trim() === '') throw usageError('--gate: the command is empty (use --no-gate for no gate)');
   if (gateCommand !== undefined && values['no-gate'] === true) throw usageError('--gate and --no-gate contradict each other: choose one');
+  if (numbers.speculate !== undefined && values['no-speculate'] === true) throw usageError('--speculate and --no-speculate contradict each other: choose one');
   const gateFlags = {
     command: gateCommand,
     off: values['no-gate'] === true,
@@ -135,6 +143,7 @@ function settingsFrom(values: Record<string, unknown>, numbers: Numbers, io: Io)
     // Checked like a flag: a typo must not silently turn the back-off off.
     backoffMs: parseNumber('FOREMAN_BACKOFF_MS', io.env.FOREMAN_BACKOFF_MS, RANGES.backoffMs) ?? DEFAULTS.backoffMs,
     maxRequeues: DEFAULTS.maxRequeues,
+    speculate: values['no-speculate'] === true ? 0 : (numbers.speculate ?? DEFAULTS.speculate),
     dryRun: values['dry-run'] === true,
     commit: values['no-commit'] !== true,
     json: values.json === true,
@@ -348,7 +357,7 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
           setUp.state,
           { ...settings, claudeBin },
           {
-            prepare: (task, signal) => isolation.prepare(task, signal),
+            prepare: (task, signal, stack) => isolation.prepare(task, signal, stack),
             release: (task) => isolation.release(task),
             runWorker: (request) => recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) =>
                 runWorker({ ...request, onSpawn, ...(sandboxed ? { sandbox: { allowedDomains: plan.context?.checkNetwork ?? [] } } : {}) }),

@@ -36,6 +36,8 @@ export const RANGES = {
   attempts: count(1, 20),
   /** `--gate-batch`: candidates the gate tests together. */
   gateBatch: count(1, 64),
+  /** `--speculate`: levels of candidates a task may be built on (0: none). */
+  speculate: count(0, 16),
   /** `--task-timeout`, `--check-timeout`, `--gate-timeout`, `--probe-timeout`, `probe --timeout`. */
   timeoutSeconds: seconds(1),
   /** `commit --wait`, `setup --wait`: 0 answers at once. */

@@ -33,11 +33,12 @@ import { type Decision, type Verification, decide, judgeRun, verificationWarning
 import { formatCost } from './format.ts';
 import { countByStatus, depsOf, longestRemainingPath, readySet, stall } from './graph.ts';
 import { computeOverlaps, overlapSets } from './overlap.ts';
-import { type Plan, UNKNOWN, type UsageFigure, addUsage, attemptsOf, emptyUsage, modelOf, statusOf } from './plan.ts';
+import { type Plan, UNKNOWN, type UsageFigure, addUsage, attemptsOf, emptyUsage, modelOf, statusOf, writesOf } from './plan.ts';
+import { pathsIntersect } from './paths.ts';
 import { type SchedulePolicy, byPriority, pickStarts } from './schedule.ts';
-import { type Applied, type SetupFindings, applyDecision, applySetupFindings, markStarted } from './transition.ts';
+import { type Applied, type SetupFindings, applyCancelled, applyDecision, applySetupFindings, markStarted } from './transition.ts';
 import type { CapturedWork } from './work.ts';
-import { type GateQueue, afterGateRun, emptyGateQueue, enqueue, culpritDecision, flakeNotice, gateFinishedEvent, nextSegment } from './gate.ts';
+import { type GateQueue, afterGateRun, emptyGateQueue, enqueue, culpritDecision, flakeNotice, gateFinishedEvent, nextSegment, queueOrder, withdraw } from './gate.ts';
 
 export interface EngineConfig {
   concurrency: number;
@@ -53,6 +54,11 @@ export interface EngineConfig {
   logDir: string;
   /** The merge queue: verified work integrates only in stacks the plan's test command passed. Null: no gate. */
   gate: { batchSize: number } | null;
+  /**
+   * How many levels of candidates not yet integrated a task may be built on (`--speculate N`;
+   * 0: none, a task waits for its blockers to integrate). Only with a gate, headless, continuous.
+   */
+  speculate: number;
   /**
    * `headless`: workers start and verified work integrates as soon as they may. `session`: only
    * when the lead asks (`hand-out`, `integrate`), and a task starts only once its blockers' work
@@ -83,6 +89,13 @@ export interface Attempt {
   readonly candidate?: boolean;
   /** Its work is held on a candidate ref, which goes once it integrates or is blamed. */
   readonly held?: boolean;
+  /**
+   * Speculative: the candidates of the merge queue, in queue order, its worktree was built on
+   * (on top of the integration tip); each is ahead of it in the queue. Absent: built on the tip.
+   */
+  readonly stack?: readonly number[];
+  /** Why it was cancelled: a candidate of its stack left the queue. It ends as soon as its worker or checks stop. */
+  readonly cancelled?: string;
 }
 
 export interface EngineStop {
@@ -176,8 +189,13 @@ export type EngineEffect =
   /** Write `state.plan` to disk before carrying out the effects after this one. */
   | { type: 'save' }
   | { type: 'emit'; event: RunEventBody }
-  /** Make a worktree ready at the integration tip, then run the worker there. */
-  | { type: 'start-worker'; task: number; attempt: number; logPath: string }
+  /**
+   * Make a worktree ready at the integration tip (speculative: with `stack`, the candidates' work
+   * stacked on it in order), then run the worker there.
+   */
+  | { type: 'start-worker'; task: number; attempt: number; logPath: string; stack?: Array<{ task: number; work: CapturedWork }> }
+  /** Stop this task's worker or checks at once (its speculation was cancelled); its event follows as usual. */
+  | { type: 'cancel-worker'; task: number }
   /** Capture the task's work in its worktree, then spot-check it and run its acceptance checks there. */
   | { type: 'verify'; task: number }
   /** The attempt is done with its worktree: it may serve the next attempt. */
@@ -218,6 +236,27 @@ export interface HeldCandidate {
   task: number;
   work: CapturedWork;
   result: string;
+}
+
+/**
+ * Candidates an earlier run held, in the order they rejoin the merge queue: each after the held
+ * candidates it depends on. One with a blocker neither completed nor held (it was built
+ * speculatively on a candidate that is gone, and a crash came before its cancellation was
+ * recorded) may never integrate before its stack: it is dropped and runs again.
+ */
+export function admitHeld(plan: Plan, held: readonly HeldCandidate[], completed: (task: number) => boolean): { kept: HeldCandidate[]; dropped: number[] } {
+  const kept: HeldCandidate[] = [];
+  const left = [...held].sort((a, b) => a.task - b.task);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const candidate of [...left]) {
+      if (!plan.tasks[candidate.task]!.blockedBy.every((b) => completed(b) || kept.some((k) => k.task === b))) continue;
+      kept.push(candidate);
+      left.splice(left.indexOf(candidate), 1);
+      grew = true;
+    }
+  }
+  return { kept, dropped: left.map((candidate) => candidate.task) };
 }
 
 /**
@@ -317,8 +356,10 @@ export function waitingPays(timing: Timing): boolean {
 export function startable(state: EngineState, concurrency: number = state.config.concurrency): number[] {
   const running = new Set(tasksIn(state, IN_FLIGHT));
   const session = state.config.driver === 'session';
+  const speculative = speculativeReady(state);
   const ready = pickStarts({
     tasks: state.plan.tasks,
+    ...(speculative.length > 0 ? { alsoReady: speculative } : {}),
     running,
     overlaps: state.overlaps,
     concurrency,
@@ -330,7 +371,8 @@ export function startable(state: EngineState, concurrency: number = state.config
   });
   // In a session a slot is not kept for work about to be recorded: the lead asks when it asks.
   if (session || state.config.schedule !== 'continuous' || !waitingPays(state.timing)) return ready;
-  const soon = byPriority(readyOnRecord(state), state.priority);
+  // A task that may start now on its blockers' candidates needs no slot kept for it.
+  const soon = byPriority(readyOnRecord(state).filter((task) => !speculative.includes(task)), state.priority);
   if (soon.length === 0) return ready;
   // Fill the free slots by priority from both lists; the ready tasks win ties.
   const capacity = state.config.concurrency - running.size;
@@ -343,6 +385,58 @@ export function startable(state: EngineState, concurrency: number = state.config
     else fromReady++;
   }
   return ready.slice(0, fromReady);
+}
+
+/** Stages of a candidate in the merge queue: what a task may be built on speculatively. */
+const IN_QUEUE: ReadonlySet<AttemptStage> = new Set(['queued', 'gating']);
+
+/**
+ * What a pending task would be built on if it started now speculatively, or null when it may not:
+ * every blocker integrated or a candidate in the merge queue (one at least), the stack being the
+ * integration tip plus every candidate queued ahead of its last blocker, in queue order — exactly
+ * what will be beneath its own candidate when the gate tests it. Not deeper than `speculate`
+ * levels, and writing none of the stack's files (the gate stacks their works one on another).
+ */
+export function speculativeStack(state: Pick<EngineState, 'config' | 'plan' | 'attempts' | 'gate'>, task: number): { stack: number[]; level: number } | null {
+  const config = state.config;
+  if (config.speculate <= 0 || config.gate === null || config.driver !== 'headless' || config.schedule !== 'continuous') return null;
+  const tasks = state.plan.tasks;
+  const planned = tasks[task]!;
+  if (statusOf(planned) !== 'pending') return null;
+  const order = queueOrder(state.gate);
+  let last = -1;
+  for (const blocker of planned.blockedBy) {
+    if (statusOf(tasks[blocker]!) === 'completed') continue;
+    const attempt = state.attempts.get(blocker);
+    const at = order.indexOf(blocker);
+    if (attempt === undefined || !IN_QUEUE.has(attempt.stage) || attempt.cancelled !== undefined || at < 0) return null;
+    last = Math.max(last, at);
+  }
+  if (last < 0) return null;
+  const stack = order.slice(0, last + 1);
+  const level = 1 + Math.max(0, ...stack.map((candidate) => levelOf(state, candidate)));
+  if (level > config.speculate) return null;
+  const writes = writesOf(planned);
+  if (stack.some((candidate) => writesOf(tasks[candidate]!).some((path) => writes.some((own) => pathsIntersect(path, own))))) return null;
+  return { stack, level };
+}
+
+/**
+ * How many levels of candidates not integrated yet `task`'s attempt stands on: 0 on the tip (or
+ * once everything it was built on has integrated), else one more than the deepest of them.
+ */
+function levelOf(state: Pick<EngineState, 'attempts'>, task: number, seen: ReadonlySet<number> = new Set()): number {
+  const stack = state.attempts.get(task)?.stack ?? [];
+  const live = stack.filter((candidate) => state.attempts.has(candidate) && !seen.has(candidate));
+  if (live.length === 0) return 0;
+  const path = new Set([...seen, task]);
+  return 1 + Math.max(...live.map((candidate) => levelOf(state, candidate, path)));
+}
+
+/** Pending tasks not ready yet that may start now on their blockers' candidates. */
+export function speculativeReady(state: Pick<EngineState, 'config' | 'plan' | 'attempts' | 'gate'>): number[] {
+  if (state.config.speculate <= 0 || state.config.gate === null || state.gate.waiting.length + state.gate.segments.length === 0) return [];
+  return state.plan.tasks.flatMap((t, i) => (statusOf(t) === 'pending' && speculativeStack(state, i) !== null ? [i] : []));
 }
 
 /** In a session: the ready tasks whose blockers' work is on the person's branch (a subagent starts from it). */
@@ -524,6 +618,10 @@ function workerFinished(work: Work, task: number, run: WorkerRun): void {
   const draft = work.draft;
   draft.usage = addUsage(draft.usage, runFigure(run));
   draft.timing = { ...draft.timing, workers: draft.timing.workers + 1, workerMs: draft.timing.workerMs + run.durationMs };
+  if (attempt.cancelled !== undefined) {
+    endCancelled(work, { ...attempt, run }, true);
+    return;
+  }
   const judgement = judgeRun(run);
   if (judgement.kind === 'verify' && !draft.aborted) {
     work.attempts.set(task, { ...attempt, stage: 'verifying', run });
@@ -549,6 +647,10 @@ function decideFor(work: Work, task: number, run: WorkerRun, verification?: Veri
 
 function verified(work: Work, task: number, verification: Verification): void {
   const attempt = attemptIn(work, task, 'verifying');
+  if (attempt.cancelled !== undefined) {
+    endCancelled(work, attempt, true);
+    return;
+  }
   const run = attempt.run!;
   // An interrupt during the acceptance checks makes their verdict meaningless.
   const decision: Decision = work.draft.aborted ? { kind: 'interrupted' } : decideFor(work, task, run, verification);
@@ -557,7 +659,12 @@ function verified(work: Work, task: number, verification: Verification): void {
 
 /** The worktree could not be made ready: the task goes back to pending, no attempt counted, and the run stops. */
 function workspaceFailed(work: Work, task: number, reason: string): void {
-  attemptIn(work, task, 'running');
+  const attempt = attemptIn(work, task, 'running');
+  // Stopped while its worktree was being made ready: the speculation was cancelled, nothing failed.
+  if (attempt.cancelled !== undefined) {
+    endCancelled(work, attempt, true);
+    return;
+  }
   work.attempts.delete(task);
   work.effects.push({ type: 'release-workspace', task });
   applyDecision(work.draft.plan, task, { kind: 'interrupted' }, emptyUsage());
@@ -638,6 +745,12 @@ function conclude(work: Work, attempt: Attempt, decided: Decision, warnings: str
     default:
       assertNever(decision, 'decision');
   }
+  checkBudget(work);
+}
+
+/** Once the run's cost (cancelled speculation included) reaches `--max-cost-usd`, nothing new starts. */
+function checkBudget(work: Work): void {
+  const draft = work.draft;
   const limit = draft.config.maxCostUsd;
   if (limit !== undefined && draft.usage !== UNKNOWN && draft.usage.costUsd >= limit && draft.stop === null) {
     emit(work, { type: 'budget-reached', costUsd: draft.usage.costUsd, limitUsd: limit });
@@ -721,7 +834,7 @@ function gated(work: Work, tasks: readonly number[], passed: boolean | null, out
   const { integrate, culprit, flake } = after.verdict;
   emit(work, gateFinishedEvent(tasks, { passed, output, durationMs }, after.verdict));
   if (flake) emit(work, flakeNotice(tasks[0]!));
-  if (culprit !== null) blame(work, culprit, output);
+  const cancelled = culprit !== null ? blame(work, culprit, output) : [];
   if (integrate.length === 0 && culprit === null) return;
   if (integrate.length > 0) draft.round++;
   const items = integrate.map((task) => {
@@ -730,19 +843,72 @@ function gated(work: Work, tasks: readonly number[], passed: boolean | null, out
     return { task, work: attempt.work ?? { base: '', entries: [] } };
   });
   draft.recordingSince = draft.now;
-  work.effects.push({ type: 'record', tasks: [...integrate], round: draft.round, integrate: items, park: [], hold: [], drop: [...integrate, ...(culprit !== null ? [culprit] : [])] });
+  work.effects.push({ type: 'record', tasks: [...integrate], round: draft.round, integrate: items, park: [], hold: [], drop: [...integrate, ...(culprit !== null ? [culprit] : []), ...cancelled] });
 }
 
-/** `task`'s work broke the test command on its own, twice: its attempt fails like a failed acceptance check. */
-function blame(work: Work, task: number, output: string): void {
+/**
+ * `task`'s work broke the test command on its own, twice: its attempt fails like a failed
+ * acceptance check, and every attempt built on it is cancelled. Returns the cancelled candidates,
+ * whose refs go with the culprit's.
+ */
+function blame(work: Work, task: number, output: string): number[] {
   const draft = work.draft;
   const attempt = attemptIn(work, task, 'queued');
   const decision = culpritDecision(output, attemptsOf(draft.plan.tasks[task]!), draft.config.maxAttempts);
   work.attempts.delete(task);
+  const cancelled = cancelBuiltOn(work, [task], `task ${task}, a candidate it was built on, broke the test command`);
   const applied = applyDecision(draft.plan, task, decision, attempt.run ? runFigure(attempt.run) : emptyUsage());
   work.effects.push({ type: 'save' });
   emit(work, { ...finishedEvent(work, attempt), outcome: decision.kind, reason: decision.failure });
   reportCascade(work, applied);
+  return cancelled;
+}
+
+/**
+ * Candidates `gone` leave the merge queue without integrating: every attempt built on one of
+ * them, transitively and in any stage, is cancelled. A worker or its checks are stopped at once
+ * and the attempt ends when they have; one verified or in the queue ends now, leaving the queue.
+ * Its task goes back to pending with no attempt counted (what it cost counts), and starts again
+ * later from the new tip. Returns the cancelled candidates that were in the queue (their refs go).
+ */
+function cancelBuiltOn(work: Work, gone: readonly number[], why: string): number[] {
+  const removed = new Set(gone);
+  const cancelled: Attempt[] = [];
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const attempt of work.attempts.values()) {
+      if (attempt.stack === undefined || attempt.cancelled !== undefined || removed.has(attempt.task)) continue;
+      if (!attempt.stack.some((candidate) => removed.has(candidate))) continue;
+      removed.add(attempt.task);
+      cancelled.push(attempt);
+      grew = true;
+    }
+  }
+  const queued = cancelled.filter((attempt) => IN_QUEUE.has(attempt.stage)).map((attempt) => attempt.task);
+  work.draft.gate = withdraw(work.draft.gate, new Set(queued));
+  for (const attempt of cancelled) {
+    const marked = { ...attempt, cancelled: why };
+    emit(work, { type: 'speculation-cancelled', task: attempt.task, subject: work.draft.plan.tasks[attempt.task]!.subject, attempt: attempt.number, stack: [...attempt.stack!], stage: attempt.stage, reason: why });
+    if (IN_FLIGHT.has(attempt.stage)) {
+      work.attempts.set(attempt.task, marked);
+      work.effects.push({ type: 'cancel-worker', task: attempt.task });
+    } else {
+      endCancelled(work, marked, false);
+    }
+  }
+  return queued;
+}
+
+/** A cancelled speculation ends: no attempt of its task, which is pending again. `worktree`: it still holds one. */
+function endCancelled(work: Work, attempt: Attempt, worktree: boolean): void {
+  const task = attempt.task;
+  work.attempts.delete(task);
+  if (worktree) work.effects.push({ type: 'release-workspace', task });
+  const applied = applyCancelled(work.draft.plan, task, attempt.run ? runFigure(attempt.run) : emptyUsage());
+  work.effects.push({ type: 'save' });
+  emit(work, { ...finishedEvent(work, attempt), outcome: 'cancelled', reason: `speculation cancelled: ${attempt.cancelled ?? 'a candidate it was built on left the merge queue'}` });
+  reportCascade(work, applied);
+  checkBudget(work);
 }
 
 function recorded(work: Work, tasks: readonly number[], commit: string | null, failure: RecordFailure | null): void {
@@ -755,6 +921,8 @@ function recorded(work: Work, tasks: readonly number[], commit: string | null, f
     const dropped = tasks.map((task) => work.attempts.get(task));
     for (const task of tasks) work.attempts.delete(task);
     const why = `could not integrate the verified work of tasks ${tasks.join(', ')}: ${failure.message}`;
+    // Work built on these candidates cannot stand either (a candidate ref of one queued goes at the next setup).
+    cancelBuiltOn(work, tasks, `tasks ${tasks.join(', ')}, candidates it was built on, could not integrate`);
     if (failure.kind === 'conflict') {
       // The tip changed the same paths since these attempts started: their work can never
       // integrate. They run again from the tip as it is, with no attempt counted (what it cost counts).
@@ -878,16 +1046,20 @@ function wakeForBackoff(work: Work): boolean {
 function start(work: Work, task: number): void {
   const draft = work.draft;
   const number = attemptsOf(draft.plan.tasks[task]!) + 1;
+  // Ready, or startable only on its blockers' candidates.
+  const blockersDone = draft.plan.tasks[task]!.blockedBy.every((b) => statusOf(draft.plan.tasks[b]!) === 'completed');
+  const speculation = blockersDone ? null : speculativeStack(draft, task);
   markStarted(draft.plan, task);
-  work.attempts.set(task, { task, number, stage: 'running' });
+  work.attempts.set(task, { task, number, stage: 'running', ...(speculation !== null ? { stack: speculation.stack } : {}) });
   work.notBefore.delete(task);
   // A Task subagent of a session keeps no log foreman can point to.
   const logPath = draft.config.driver === 'session' ? '' : `${draft.config.logDir}/worker-${task}.log`;
   const started = draft.plan.tasks[task]!;
   // Saved first: a crash after the worker started leaves the task in progress, and resume restores its files.
   work.effects.push({ type: 'save' });
-  emit(work, { type: 'task-started', task, subject: started.subject, attempt: number, model: modelOf(started), logPath });
-  work.effects.push({ type: 'start-worker', task, attempt: number, logPath });
+  emit(work, { type: 'task-started', task, subject: started.subject, attempt: number, model: modelOf(started), logPath, ...(speculation !== null ? { stack: speculation.stack } : {}) });
+  const stack = speculation?.stack.map((candidate) => ({ task: candidate, work: work.attempts.get(candidate)!.work ?? { base: '', entries: [] } }));
+  work.effects.push({ type: 'start-worker', task, attempt: number, logPath, ...(stack !== undefined ? { stack } : {}) });
 }
 
 /** Nothing runs and nothing can start: say why the run ends. */

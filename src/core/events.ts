@@ -15,7 +15,9 @@ export type TaskOutcome =
   /** Rate limited or overloaded: queued again after a pause, no attempt counted. */
   | 'requeued'
   /** The run stopped (Ctrl-C, or an infrastructure failure elsewhere): back to pending. */
-  | 'interrupted';
+  | 'interrupted'
+  /** Speculative work whose stack lost a candidate (blamed by the gate): dropped, back to pending, no attempt counted. */
+  | 'cancelled';
 
 export type RunOutcome = 'completed' | 'incomplete' | 'interrupted' | 'cannot-run';
 
@@ -51,7 +53,10 @@ export type RunEventBody =
     }
   | { type: 'notice'; level: 'info' | 'warning'; message: string }
   | { type: 'assumption-checked'; task: number; claim: string; severity: 'blocking' | 'warning'; passed: boolean; output: string }
-  | { type: 'task-started'; task: number; subject: string; attempt: number; model: string; logPath: string }
+  /** `stack`: started speculatively, on these candidates of the merge queue (in queue order) stacked on the integration tip. */
+  | { type: 'task-started'; task: number; subject: string; attempt: number; model: string; logPath: string; stack?: number[] }
+  /** A speculative attempt is cancelled: a candidate of its stack left the merge queue without integrating; `stage` is where it was. */
+  | { type: 'speculation-cancelled'; task: number; subject: string; attempt: number; stack: number[]; stage: string; reason: string }
   /** Live only (not journaled): the worker's latest tool use or message. */
   | { type: 'task-activity'; task: number; text: string; costUsd: number }
   | {

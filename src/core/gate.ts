@@ -44,6 +44,29 @@ export function enqueue(queue: GateQueue, tasks: readonly number[]): GateQueue {
   return { ...queue, waiting: [...queue.waiting, ...tasks.filter((t) => !queue.waiting.includes(t))] };
 }
 
+/**
+ * Candidates leave the queue without integrating (work built speculatively on a candidate that
+ * was blamed): out of the waiting list and the batch. The red stack they were part of is
+ * forgotten: what is left is tested again rather than assumed to fail.
+ */
+export function withdraw(queue: GateQueue, tasks: ReadonlySet<number>): GateQueue {
+  if (![...queueOrder(queue)].some((t) => tasks.has(t))) return queue;
+  const aloneFailures = new Map([...queue.aloneFailures].filter(([task]) => !tasks.has(task)));
+  return {
+    waiting: queue.waiting.filter((t) => !tasks.has(t)),
+    segments: queue.segments.map((segment) => segment.filter((t) => !tasks.has(t))).filter((segment) => segment.length > 0),
+    red: queue.red !== null && queue.red.some((t) => tasks.has(t)) ? null : queue.red,
+    aloneFailures,
+  };
+}
+
+/** Every candidate in the queue, in the order the gate will stack them: the batch under test, then those waiting. */
+export function queueOrder(queue: GateQueue): number[] {
+  const order: number[] = [];
+  for (const task of [...queue.segments.flat(), ...queue.waiting]) if (!order.includes(task)) order.push(task);
+  return order;
+}
+
 /** Whether a batch is under test (its segments not all decided). */
 export const testing = (queue: GateQueue): boolean => queue.segments.length > 0;
 

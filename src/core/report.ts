@@ -234,7 +234,18 @@ export function attemptsOf(run: RunRecord): Attempt[] {
 }
 
 /** Attempts that count against `maxAttempts` (a requeue or an interruption is not an attempt). */
-const counted = (attempt: Attempt) => attempt.outcome !== 'requeued' && attempt.outcome !== 'interrupted';
+const counted = (attempt: Attempt) => attempt.outcome !== 'requeued' && attempt.outcome !== 'interrupted' && attempt.outcome !== 'cancelled';
+
+/** What cancelled speculation cost: how many, the worker time and the spend they took. */
+export function speculationWaste(attempts: readonly Attempt[]): { cancelled: number; workerMs: number; usage: UsageTally } | null {
+  const cancelled = attempts.filter((a) => a.outcome === 'cancelled');
+  if (cancelled.length === 0) return null;
+  return {
+    cancelled: cancelled.length,
+    workerMs: cancelled.reduce((n, a) => n + (a.durationMs ?? 0), 0),
+    usage: tallyOf(cancelled.map((a) => a.usage ?? undefined)),
+  };
+}
 const isFailure = (outcome: TaskOutcome | null) => outcome === 'retry' || outcome === 'failed' || outcome === 'blocked';
 
 // ---------------------------------------------------------------------------------------------
@@ -453,6 +464,10 @@ export function renderReport(input: ReportInput): string {
   out.push(`- **Tasks:** ${countText || 'none'}${plan ? ` (of ${plan.tasks.length})` : ''}${summary ? `; ${plural(attempts.filter(counted).length, 'attempt')} in this run` : ''}`);
   const gate = input.run ? gateSummaryOf(input.run, input.now) : null;
   if (gate !== null) out.push(`- **Gate:** ${describeGate(gate)}`);
+  const waste = speculationWaste(attempts);
+  if (waste !== null) {
+    out.push(`- **Speculation:** ${waste.cancelled} cancelled (work built on a candidate the gate then blamed): ${formatDuration(waste.workerMs)} of worker time, ${formatCostTally(waste.usage, 'attempt')} wasted`);
+  }
   if (input.archivedFrom) out.push(`- **Plan:** ${input.archivedFrom} (archived)`);
   else if (input.planPath ?? summary?.planPath) out.push(`- **Plan:** ${input.planPath ?? summary?.planPath}`);
   out.push('');

@@ -11,6 +11,8 @@ export const SCHEDULE_POLICIES: readonly SchedulePolicy[] = ['continuous', 'roun
 
 export interface ScheduleState {
   tasks: readonly Task[];
+  /** Tasks that may start though their blockers have not all completed (speculatively, on candidates of the merge queue). */
+  alsoReady?: readonly number[];
   running: ReadonlySet<number>;
   overlaps: readonly ReadonlySet<number>[];
   concurrency: number;
@@ -41,7 +43,8 @@ export function pickStarts(state: ScheduleState): number[] {
   if (capacity <= 0) return [];
   const busy = new Set([...state.running, ...(state.holding ?? [])]);
   const picked: number[] = [];
-  for (const i of byPriority(readySet(state.tasks), state.priority)) {
+  const ready = state.alsoReady === undefined ? readySet(state.tasks) : [...new Set([...readySet(state.tasks), ...state.alsoReady])];
+  for (const i of byPriority(ready, state.priority)) {
     if (picked.length >= capacity) break;
     if (busy.has(i)) continue;
     if (state.admitted && !state.admitted.has(i)) continue;

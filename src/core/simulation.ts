@@ -52,6 +52,7 @@ export const SIMULATION_DEFAULTS: Omit<EngineConfig, 'concurrency' | 'schedule'>
   maxRequeues: 6,
   logDir: '.design',
   gate: null,
+  speculate: 0,
   driver: 'headless',
 };
 
@@ -126,6 +127,18 @@ export function simulateRun(
           open.delete(effect.event.task);
         }
         return false;
+      case 'cancel-worker': {
+        // The worker stops now: its finish comes at once, as an interrupted run.
+        const pending = queue.findIndex((q) => q.event.type === 'worker-finished' && q.event.task === effect.task);
+        if (pending >= 0) {
+          const event = queue.splice(pending, 1)[0]!.event as Extract<EngineEvent, { type: 'worker-finished' }>;
+          const interval = open.get(effect.task);
+          const ran = interval ? now - interval.start : 0;
+          if (interval) interval.end = now;
+          post({ ...event, run: { ...event.run, durationMs: ran, outcome: { kind: 'failed', failure: { reason: 'interrupted' } } }, now });
+        }
+        return false;
+      }
       case 'save':
       case 'abort-workers':
       case 'release-workspace':

@@ -65,6 +65,15 @@ export function applyDecision(plan: Plan, index: number, decision: Decision, usa
   }
 }
 
+/**
+ * A cancelled speculation: the task is pending again with no attempt counted (`usage`, what it
+ * cost, counts), and skipped at once when a task it depends on failed meanwhile.
+ */
+export function applyCancelled(plan: Plan, index: number, usage: UsageFigure): Applied {
+  applyDecision(plan, index, { kind: 'interrupted' }, usage);
+  return { attemptCounted: false, cascade: applyCascade(plan) };
+}
+
 /** Mark a task as started (a new task object, as in `applyDecision`). */
 export function markStarted(plan: Plan, index: number): void {
   plan.tasks[index] = { ...plan.tasks[index]!, status: 'in_progress' };

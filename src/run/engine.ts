@@ -16,7 +16,8 @@ import type { Verification } from '../core/finalize.ts';
 import { type Plan, type UsageFigure, modelOf } from '../core/plan.ts';
 import { workerPrompt } from '../core/prompt.ts';
 import { type WorkerPermissions, explicitPermissions, workerPermissions } from '../core/scope.ts';
-import type { RunSettings } from './settings.ts';
+import { DEFAULTS, type RunSettings } from './settings.ts';
+import type { CapturedWork } from '../core/work.ts';
 
 /** Time, for back-offs: the real clock, or a test's. */
 export interface Clock {
@@ -44,7 +45,8 @@ export interface GateRun {
 /** Everything the engine does to the world, passed in. */
 export interface EngineAdapters {
   /** A worktree made ready for an attempt of `task` at the integration tip: its directory, or why it could not be. */
-  prepare(task: number, signal: AbortSignal): Promise<Result<string, string>>;
+  /** A worktree for `task` at the integration tip, or (speculative) at `stack`'s candidates stacked on it in order. */
+  prepare(task: number, signal: AbortSignal, stack?: ReadonlyArray<{ task: number; work: CapturedWork }>): Promise<Result<string, string>>;
   /** The attempt of `task` is done with its worktree. */
   release(task: number): void;
   runWorker(request: WorkerRequest): Promise<WorkerRun>;
@@ -88,6 +90,7 @@ export const engineConfig = (settings: RunSettings, logDir: string): EngineConfi
   ...(settings.maxCostUsd !== undefined ? { maxCostUsd: settings.maxCostUsd } : {}),
   logDir,
   gate: settings.gate === null ? null : { batchSize: settings.gate.batchSize },
+  speculate: settings.gate === null ? 0 : (settings.speculate ?? DEFAULTS.speculate),
   driver: 'headless',
 });
 
@@ -173,7 +176,7 @@ export async function runEngine(
     const controller = new AbortController();
     workers.set(effect.task, controller);
     if (signal.aborted) controller.abort();
-    const started = adapters.prepare(effect.task, controller.signal).then(async (prepared): Promise<EngineEvent> => {
+    const started = adapters.prepare(effect.task, controller.signal, effect.stack).then(async (prepared): Promise<EngineEvent> => {
       if (!prepared.ok) return { type: 'workspace-failed', task: effect.task, reason: prepared.error, now: clock.now() };
       dirs.set(effect.task, prepared.value);
       const run = await adapters.runWorker(await workerRequest(effect, current, prepared.value, controller.signal));
@@ -260,6 +263,10 @@ export async function runEngine(
         return null;
       case 'abort-workers':
         for (const controller of workers.values()) controller.abort();
+        return null;
+      case 'cancel-worker':
+        // Its worker and checks stop; the event they end with concludes the cancelled attempt.
+        workers.get(effect.task)?.abort();
         return null;
       case 'finish':
         return { ...effect.stop, usage: effect.usage, plan: current.plan };

@@ -144,8 +144,12 @@ export class Isolation {
   }
 
   /** A worktree at the integration tip for an attempt of `task`, ready to work in; or why not. */
-  async prepare(task: number, signal?: AbortSignal): Promise<Result<string, string>> {
-    const acquired = await this.pool.acquire(this.current, signal);
+  async prepare(task: number, signal?: AbortSignal, stack: ReadonlyArray<{ task: number; work: CapturedWork }> = []): Promise<Result<string, string>> {
+    // Speculative: the candidates' work stacked in order on the tip, as the gate will stack them
+    // beneath this task's own candidate (a commit no ref holds; the attempt's base).
+    const base = await this.stacked(stack);
+    if (!base.ok) return err(base.error);
+    const acquired = await this.pool.acquire(base.value, signal);
     if (!acquired.ok) return err(describeProvisionFailure(acquired.error));
     this.slots.set(task, acquired.value);
     return ok(acquired.value.dir);
@@ -207,6 +211,14 @@ export class Isolation {
    * (the tip itself when there are none: the baseline). The ref does not move. `passed` is null
    * when `signal` stopped it first (its process group is ended).
    */
+  /** `stack`'s works committed in order on the integration tip (the tip itself when empty); the ref does not move. */
+  private async stacked(stack: ReadonlyArray<{ task: number; work: CapturedWork }>): Promise<Result<string, string>> {
+    if (stack.length === 0) return ok(this.current);
+    const tasks = stack.map((item) => item.task);
+    const made = await integrate(this.repo, null, this.current, { tasks, message: `foreman: candidates ${tasks.join(', ')} stacked`, trailers: [], works: stack.map((item) => item.work) });
+    return made.ok ? made : err(describeGitFailure(integrationFailure(made.error)));
+  }
+
   async runGate(plan: Plan, request: GateRequest, gate: { command: string; timeoutMs: number; sandbox: boolean }, signal?: AbortSignal): Promise<GateRun> {
     const started = Date.now();
     const tasks = request.works.map((item) => item.task);

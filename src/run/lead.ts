@@ -407,6 +407,8 @@ export interface SetupSettings {
   waitMs?: number;
   /** The sandbox mode and what the CLI found (`--sandbox`, `FOREMAN_SANDBOX`); default `auto`, asked here. */
   sandbox?: SessionSandbox;
+  /** `--speculate N`, when given: a session cannot build on candidates (its subagents start from HEAD), and says so. */
+  speculate?: number;
 }
 
 export interface SetupOutput {
@@ -442,6 +444,8 @@ export interface SetupOutput {
   gate: GateReport;
   /** The sandbox mode and whether checks, gate runs and workers' Bash commands run in it (`notices` says why not). */
   sandbox: { mode: SandboxMode; sandboxed: boolean };
+  /** Speculation asked for, and used: none in a session. */
+  speculate: { asked: number; depth: 0 };
 }
 
 /** Work an earlier session verified and did not hold or integrate: its attempts, for the new run's first state. */
@@ -519,6 +523,9 @@ export async function leadSetup(given: Plan, ctx: LeadContext, settings: SetupSe
   const setupSkips = setUp.effects.flatMap((effect) => (effect.type === 'emit' && effect.event.type === 'task-skipped' ? [effect.event] : []));
   const isolation = report.isolation;
   report.notices.push(...sandboxNotices(sandbox));
+  if ((settings.speculate ?? 0) > 0 && gateConfig !== null) {
+    report.notices.push({ level: 'info', message: `no speculation in a session: each subagent starts from your branch's HEAD, so a dependant starts once its blockers' work has passed the gate and landed (a headless run builds dependants on candidates: execute --speculate)` });
+  }
   if (orphans.length > 0) report.notices.unshift({ level: 'warning', message: describeOrphans(orphans) });
   if (endedGate.length > 0) report.notices.unshift({ level: 'warning', message: `stopped ${endedGate.join(', ')} left running by an earlier session: its candidates are tested again` });
   await writePlanAtomic(ctx.planPath, plan);
@@ -612,6 +619,7 @@ export async function leadSetup(given: Plan, ctx: LeadContext, settings: SetupSe
       ...(baselineOutput !== undefined ? { output: baselineOutput } : {}),
     }),
     sandbox: { mode: sandbox.mode, sandboxed: sandbox.sandboxed },
+    speculate: { asked: settings.speculate ?? 0, depth: 0 },
   });
 }
 

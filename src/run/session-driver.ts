@@ -71,9 +71,10 @@ export class StepRun {
       case 'gate':
         await this.need('gate', effect)(effect.tasks, state);
         return [];
-      // A session's workers are never stopped by it, and nothing backs off.
+      // A session's workers are never stopped by it, nothing backs off, and nothing is speculative.
       case 'wake':
       case 'abort-workers':
+      case 'cancel-worker':
         return [];
       case 'finish':
         this.finished = { ...effect.stop, usage: effect.usage };

@@ -108,6 +108,8 @@ export const sessionConfig = (session: Pick<Session, 'concurrency' | 'maxAttempt
   maxRequeues: DEFAULTS.maxRequeues,
   logDir: promptsDirFor(planPath),
   gate: session.gate.config === null ? null : { batchSize: session.gate.config.batchSize },
+  // A subagent's worktree starts from HEAD: nothing can be built on candidates in a session.
+  speculate: 0,
   driver: 'session',
 });
 

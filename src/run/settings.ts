@@ -23,6 +23,12 @@ export const DEFAULTS = {
   land: 'end' as LandPolicy,
   /** `--gate-batch`: candidates the gate tests together at most. */
   gateBatch: 4,
+  /**
+   * `--speculate`: levels of candidates not yet integrated a task may be built on (0: none). Chosen
+   * from bench/speculate.ts: 1 takes the whole gain on a chain and all but a point of it on random
+   * plans, where 2 and more add a point or two of worker time wasted on cancelled work.
+   */
+  speculate: 1,
 } as const;
 
 /**
@@ -74,6 +80,8 @@ export interface RunSettings {
   land: LandPolicy;
   /** The merge queue's gate; null: verified work integrates without one. */
   gate: GateSettings | null;
+  /** Levels of candidates a task may be built on before they integrate (`--speculate`; 0 with `--no-speculate`); default `DEFAULTS.speculate`. */
+  speculate?: number;
   backoffMs: number;
   maxRequeues: number;
 }

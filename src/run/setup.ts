@@ -25,7 +25,7 @@ import { describeLandingProblem } from '../core/landing.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { ensurePlanId, integratedFindings } from './commit.ts';
 import { type Isolation, completeLanding } from './isolation.ts';
-import type { HeldCandidate } from '../core/engine-step.ts';
+import { type HeldCandidate, admitHeld } from '../core/engine-step.ts';
 import { LIMIT_FLAGS } from './settings.ts';
 
 export interface AssumptionResult {
@@ -215,7 +215,10 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
     if (!queued.ok) return err({ kind: 'git-failed', doing: 'hold approved work for the gate', failure: queued.error });
   }
   // Candidates held for the merge queue stay in progress: their verified work is on refs of their own.
-  const held = await isolation.heldCandidates(plan, (task) => statusNow(task) === 'in_progress');
+  const admitted = admitHeld(plan, await isolation.heldCandidates(plan, (task) => statusNow(task) === 'in_progress'), (task) => statusNow(task) === 'completed');
+  const held = admitted.kept;
+  for (const task of admitted.dropped) await dropParked(isolation.repo, isolation.planId, task, 'candidate');
+  if (admitted.dropped.length > 0) notices.push({ level: 'info', message: `tasks ${admitted.dropped.join(', ')}: their held work was built on candidates that are gone; they run again` });
   if (held.length > 0) notices.push({ level: 'info', message: `tasks ${held.map((h) => h.task).join(', ')}: their verified work waits in the merge queue, as an earlier run left it` });
   // Interrupted attempts: their work never left their worktrees, which are reset before reuse.
   const reset = plan.tasks.flatMap((_, i) => (statusNow(i) === 'in_progress' && !options.verified?.includes(i) && !held.some((h) => h.task === i) ? [i] : []));

@@ -35,6 +35,7 @@ const finishedVerb: Record<TaskOutcome, string> = {
   blocked: 'blocked',
   requeued: 'requeued',
   interrupted: 'interrupted',
+  cancelled: 'cancelled',
 };
 
 /** One line describing an event, without timestamp; null for live-only activity. Commands are spelled for `layout`. */
@@ -47,7 +48,9 @@ export function describeEvent(event: RunEvent, layout: Layout): string | null {
     case 'assumption-checked':
       return `task ${event.task} assumption ${event.passed ? 'holds' : 'failed'} (${event.severity}): ${clean(event.claim, 200)}${!event.passed && event.output.trim() ? ` — ${clean(event.output, 200)}` : ''}`;
     case 'task-started':
-      return `task ${event.task} started (attempt ${event.attempt}, ${event.model}): ${clean(event.subject, 200)}`;
+      return `task ${event.task} started (attempt ${event.attempt}, ${event.model}${event.stack !== undefined ? `, on candidates ${listIndices(event.stack)}` : ''}): ${clean(event.subject, 200)}`;
+    case 'speculation-cancelled':
+      return `task ${event.task}: speculation cancelled while ${event.stage}: ${clean(event.reason)}`;
     case 'task-activity':
       return null;
     case 'task-finished': {
@@ -64,6 +67,7 @@ export function describeEvent(event: RunEvent, layout: Layout): string | null {
           return `${head}: ${clean(event.reason ?? event.result ?? 'no reason given')} (log: ${event.logPath})`;
         case 'requeued':
         case 'interrupted':
+        case 'cancelled':
           return `${head}${event.reason ? `: ${clean(event.reason)}` : ''}`;
       }
       return head;
@@ -203,6 +207,8 @@ interface Running {
   startedAt: number;
   activity: string;
   costUsd: number;
+  /** Speculative: the candidates it was built on. */
+  stack?: number[];
 }
 
 /** Compact form below this width. */
@@ -258,7 +264,7 @@ export function createLiveView(options: LiveViewOptions): LiveView {
         runEnd = null;
         break;
       case 'task-started':
-        running.set(event.task, { subject: event.subject, attempt: event.attempt, model: event.model, startedAt: timeOf(event.at), activity: 'starting', costUsd: 0 });
+        running.set(event.task, { subject: event.subject, attempt: event.attempt, model: event.model, startedAt: timeOf(event.at), activity: 'starting', costUsd: 0, ...(event.stack !== undefined ? { stack: event.stack } : {}) });
         break;
       case 'task-activity': {
         const r = running.get(event.task);
@@ -315,6 +321,7 @@ export function createLiveView(options: LiveViewOptions): LiveView {
         blocked: ['✗', 'red'],
         requeued: ['↻', 'dim'],
         interrupted: ['-', 'dim'],
+        cancelled: ['-', 'dim'],
       };
       [mark, style] = marks[event.outcome];
     } else if (event.type === 'task-skipped') [mark, style] = ['-', 'yellow'];
@@ -360,6 +367,7 @@ export function createLiveView(options: LiveViewOptions): LiveView {
             { text: '▸ ', style: 'cyan' },
             { text: String(i).padStart(idxWidth), style: 'bold' },
             { text: `  ${cutSubject}  ${elapsed.padStart(6)}  ${formatCost(r.costUsd).padStart(6)}  ` },
+            ...(r.stack !== undefined ? [{ text: `on ${listIndices(r.stack)} `, style: 'yellow' as const }] : []),
             { text: clean(r.activity, 500), style: 'dim' },
           ],
           w,

@@ -14,6 +14,7 @@ import { planCommands } from '../../src/cli/plan/index.ts';
 const WORKERS = 'a whole number from 1 to 64';
 const ATTEMPTS = 'a whole number from 1 to 20';
 const BATCH = 'a whole number from 1 to 64';
+const LEVELS = 'a whole number from 0 to 16';
 const SECONDS = 'a whole number of seconds from 1 to 604800 (7 days)';
 const WAIT = 'a whole number of seconds from 0 to 604800 (7 days)';
 const DOLLARS = 'a number of dollars above 0, at most 1000000';
@@ -51,6 +52,7 @@ describe('execute: every numeric flag', () => {
       ['--concurrency', WORKERS, badWhole(1, 64)],
       ['--max-attempts', ATTEMPTS, badWhole(1, 20)],
       ['--gate-batch', BATCH, badWhole(1, 64)],
+      ['--speculate', LEVELS, badWhole(0, 16)],
       ['--task-timeout', SECONDS, badWhole(1, MAX_SECONDS)],
       ['--check-timeout', SECONDS, badWhole(1, MAX_SECONDS)],
       ['--gate-timeout', SECONDS, badWhole(1, MAX_SECONDS)],
@@ -69,6 +71,12 @@ describe('execute: every numeric flag', () => {
     const r = await execute(['--dry-run'], { FOREMAN_BACKOFF_MS: value });
     expect(r.code).toBe(2);
     expect(r.err).toEqual([`FOREMAN_BACKOFF_MS: expected a whole number of milliseconds from 0 to 3600000 (1 hour), got "${value}"`]);
+  });
+
+  it('--speculate with --no-speculate is refused, naming both', async () => {
+    const r = await execute(['--speculate', '2', '--no-speculate', '--dry-run']);
+    expect(r.code).toBe(2);
+    expect(r.err).toEqual(['--speculate and --no-speculate contradict each other: choose one']);
   });
 
   it('a flag without its number, or a number that is not one, still says which flag', async () => {
@@ -100,6 +108,7 @@ describe('plan tool: every numeric flag and task index', () => {
       ['setup', '--max-attempts', ATTEMPTS, badWhole(1, 20)],
       ['setup', '--check-timeout', SECONDS, badWhole(1, MAX_SECONDS)],
       ['setup', '--gate-batch', BATCH, badWhole(1, 64)],
+      ['setup', '--speculate', LEVELS, badWhole(0, 16)],
       ['setup', '--gate-timeout', SECONDS, badWhole(1, MAX_SECONDS)],
       ['setup', '--wait', WAIT, badWhole(0, MAX_SECONDS)],
       ['next', '--concurrency', WORKERS, badWhole(1, 64)],

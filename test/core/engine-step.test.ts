@@ -3,7 +3,7 @@
 // filled while verified work waits to be recorded.
 
 import { describe, expect, it } from 'vitest';
-import { type EngineEffect, type EngineEvent, type EngineState, initialState, startable, step, waitingPays } from '../../src/core/engine-step.ts';
+import { type EngineEffect, type EngineEvent, type EngineState, admitHeld, initialState, startable, step, waitingPays } from '../../src/core/engine-step.ts';
 import { statusOf } from '../../src/core/plan.ts';
 import { SIMULATION_DEFAULTS } from '../../src/core/simulation.ts';
 import { PASSED, reported } from '../support/engine-rig.ts';
@@ -158,5 +158,25 @@ describe('drain', () => {
     expect(gatedDone.state.plan.tasks.map(statusOf)).toEqual(['completed', 'pending']);
     expect(gatedDone.state.stop?.reason).toBe('drained');
     expect(gatedDone.state.finished).toBe(true);
+  });
+});
+
+describe('admitHeld (candidates an earlier run held, after a crash)', () => {
+  const work = { base: 'a'.repeat(40), entries: [] };
+  const held = (task: number) => ({ task, work, result: `did ${task}` });
+
+  it('puts each held candidate after the held candidates it depends on', () => {
+    const plan = makePlan([fakeTask('A', { create: ['a'] }), fakeTask('B', { create: ['b'], blockedBy: [2] }), fakeTask('C', { create: ['c'] })]);
+    const admitted = admitHeld(plan, [held(1), held(2), held(0)], () => false);
+    expect(admitted.kept.map((h) => h.task)).toEqual([0, 2, 1]);
+    expect(admitted.dropped).toEqual([]);
+  });
+
+  it('drops one built on a candidate that is gone (its blocker neither completed nor held): it never integrates before its stack', () => {
+    const plan = makePlan([fakeTask('A', { create: ['a'] }), fakeTask('B', { create: ['b'], blockedBy: [0] }), fakeTask('C', { create: ['c'], blockedBy: [1] })]);
+    // A was blamed and went back to pending; B and C, built on it, were still held when the run died.
+    expect(admitHeld(plan, [held(1), held(2)], () => false)).toEqual({ kept: [], dropped: [1, 2] });
+    // A completed meanwhile: B and C stand, B first.
+    expect(admitHeld(plan, [held(2), held(1)], (task) => task === 0).kept.map((h) => h.task)).toEqual([1, 2]);
   });
 });

@@ -266,4 +266,49 @@ describe('the merge queue', () => {
     expect(await repo.git(['show', 'HEAD:g.js'])).toBe('module.exports = 1;\n');
     expect(await foremanRefs(repo)).toEqual([]);
   });
+
+  it('speculation: a dependant starts on its blocker’s candidate; the blocker is the culprit, so the dependant is cancelled, redone after the fix, and every commit is green', async () => {
+    const broken = "exports.greet = (name) => `bye ${name}`;\n";
+    const fixed = "exports.greet = (name) => `hi ${name}`;\nexports.shout = (name) => `HI ${name}`;\n";
+    const usesShout = "const { shout } = require('../lib.js');\nexports.loud = (name) => shout(name) + '!';\n";
+    const loudTest = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { loud } = require('../src/loud.js');\ntest('loud', () => assert.strictEqual(loud('x'), 'HI x!'));\n";
+    const blocker = fakeTask('A', {
+      subject: 'add shout',
+      modify: ['lib.js'],
+      acceptance: [{ criterion: 'it loads', check: "node -e \"require('./lib.js')\"" }],
+      fake: { attempts: [{ write: { 'lib.js': broken } }, { write: { 'lib.js': fixed } }] },
+    });
+    // Slow enough to be running when its blocker is blamed.
+    const dependant = fakeTask('B', {
+      subject: 'loud, using shout',
+      create: ['src/loud.js', 'test/loud.test.js'],
+      blockedBy: [0],
+      acceptance: [{ criterion: 'it loads', check: 'node -e "1"' }],
+      fake: { sleepMs: 1500, write: { 'src/loud.js': usesShout, 'test/loud.test.js': loudTest } },
+    });
+    const { repo, journal, env } = await setup(makePlan([blocker, dependant], { context: { testCommand: 'node --test' } }));
+    const r = await runExecute(repo.dir, ['--sandbox', 'off', '--concurrency', '2'], env);
+    expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(0);
+
+    const events = await runEvents(repo);
+    const starts = events.filter((e): e is Extract<RunEvent, { type: 'task-started' }> => e.type === 'task-started' && e.task === 1);
+    // Its first start was on the blocker's candidate, before the gate had passed it.
+    expect(starts[0]!.stack).toEqual([0]);
+    const cancelled = events.filter((e): e is Extract<RunEvent, { type: 'speculation-cancelled' }> => e.type === 'speculation-cancelled');
+    expect(cancelled.map((e) => [e.task, e.stack, e.stage])).toEqual([[1, [0], 'running']]);
+    expect(events.some((e) => e.type === 'task-finished' && e.task === 1 && e.outcome === 'cancelled')).toBe(true);
+    expect(gateFinished(events).some((g) => g.culprit === 0)).toBe(true);
+    // The cancelled speculation was not an attempt: B ran as attempt 1 twice; A's culprit attempt was retried.
+    expect(await startsOf(journal, 'B')).toEqual([1, 1]);
+    expect(await startsOf(journal, 'A')).toEqual([1, 2]);
+
+    // Green at every commit; both tasks' work landed.
+    const commits = await everyCommitRunning(repo, 'node --test');
+    for (const c of commits) expect(c.exitCode, `${c.subject} (${c.commit}) fails node --test:\n${c.output}`).toBe(0);
+    expect(await repo.git(['show', 'HEAD:lib.js'])).toBe(fixed);
+    expect(await repo.git(['show', 'HEAD:src/loud.js'])).toBe(usesShout);
+    expect(await foremanRefs(repo)).toEqual([]);
+    // The report says what speculation wasted.
+    expect(renderReport({ run: groupRuns(events).at(-1)!, plan: null, planIsOfRun: false })).toMatch(/Speculation:\*\* 1 cancelled/);
+  });
 });

@@ -66,7 +66,10 @@ describe('provisioning worktrees with the plan\'s setup command (npm ci, a real 
 
     // The default --sandbox (auto): where the sandbox works, `npm ci` runs in it and reaches the
     // registry through its proxy; the checks run in it with no network at all.
-    const r = await runExecute(repo.dir, ['--json', '--concurrency', '2'], env);
+    // Without speculation the gate has its slot to itself before the tasks after add-ms start, so
+    // they reuse the two slots the tasks before them used (speculating, they run beside the gate's
+    // run and a third slot is made).
+    const r = await runExecute(repo.dir, ['--json', '--concurrency', '2', '--no-speculate'], env);
     expect(r.stderr).toBe('');
     expect(r.exitCode, r.stdout).toBe(0);
     const events = r.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as JsonEvent);

@@ -325,4 +325,46 @@ describe('the engine with a gate (the merge queue)', () => {
     expect(statusOf(result.plan.tasks[0]!)).toBe('in_progress');
     expect(result.plan.tasks[0]!.result).toBe('a');
   });
+
+  it('speculation: a dependant starts on its blocker’s candidate; when the gate blames the blocker, its worker is stopped, its worktree released, and it is not an attempt', async () => {
+    const plan = makePlan([task('A'), task('B', { blockedBy: [0] })]);
+    let blamed = 0;
+    // A's first attempt breaks the build (twice alone: the culprit); its retry passes.
+    const rig = new EngineRig(plan, { settings: { concurrency: 2, gate, speculate: 2, maxCostUsd: 100 }, gate: (tasks) => !(tasks.includes(0) && blamed++ < 2) });
+    await rig.advance(0);
+    expect(rig.runningTasks).toEqual([0]);
+    await rig.finish(0, reported('COMPLETED: a', 1));
+    // While the gate tests A, B runs on A's candidate.
+    expect(rig.stacks).toContainEqual([1, [0]]);
+    const stopped = rig.started.find((r) => r.taskIndex === 1)!;
+    const result = await rig.ended().catch(() => null);
+    expect(result).toBeNull();
+    expect(stopped.signal?.aborted).toBe(true);
+    expect(rig.released).toContain(1);
+    expect(rig.events.filter((e) => e.type === 'speculation-cancelled').map((e) => e.type === 'speculation-cancelled' && [e.task, e.stack, e.stage])).toEqual([[1, [0], 'running']]);
+    // B's attempt ends once its stopped worker has returned, after A's verdict.
+    expect(rig.outcomes()).toEqual([[0, 'completed'], [0, 'retry'], [1, 'cancelled']]);
+    // A again; then B, again attempt 1, on A's new candidate.
+    expect(rig.runningTasks).toEqual([0]);
+    await rig.finish(0, 'COMPLETED: a, fixed');
+    expect(rig.runningTasks).toEqual([1]);
+    expect(rig.started.filter((r) => r.taskIndex === 1).map((r) => r.attempt)).toEqual([1, 1]);
+    await rig.finish(1, 'COMPLETED: b');
+    const done = await rig.ended();
+    expect(done.reason).toBe('all-done');
+    expect(rig.integrated).toEqual([0, 1]);
+    expect(done.plan.tasks.map((t) => t.attempts)).toEqual([2, 1]);
+    // What the cancelled worker cost counts (the fake worker's run reports 0 here; A's first cost 1).
+    expect(done.usage !== 'unknown' && done.usage.costUsd).toBe(1);
+  });
+
+  it('--speculate 0: a dependant waits for its blocker to integrate', async () => {
+    const rig = new EngineRig(makePlan([task('A'), task('B', { blockedBy: [0] })]), { settings: { concurrency: 2, gate, speculate: 0 } });
+    await rig.advance(0);
+    await rig.finish(0, 'COMPLETED: a');
+    await rig.finish(1, 'COMPLETED: b');
+    await rig.ended();
+    expect(rig.stacks).toEqual([[0, []], [1, []]]);
+    expect(rig.events.some((e) => e.type === 'task-started' && e.stack !== undefined)).toBe(false);
+  });
 });

@@ -90,8 +90,11 @@ describe('the in-session merge queue', () => {
       ], { context: { testCommand: 'node check.js' } } as Partial<Plan>),
       { 'lib.js': 'exports.greet = () => "hi";\n', 'check.js': check },
     );
-    const setup = await checkedStep(step, repo.dir, ['setup', '--concurrency', '2', '--wait', '60']);
+    const setup = await checkedStep(step, repo.dir, ['setup', '--concurrency', '2', '--wait', '60', '--speculate', '3']);
     expect(setup.json.gate).toMatchObject({ state: 'idle', baseline: 'passed', command: 'node check.js' });
+    // A session cannot build on candidates: its subagents start from HEAD. It says so, once.
+    expect(setup.json.speculate).toEqual({ asked: 3, depth: 0 });
+    expect(setup.json.notices.filter((n: any) => n.message.startsWith('no speculation in a session'))).toHaveLength(1);
     const first = await round(repo.dir);
     expect(first.next.tasks.map((t: any) => t.index)).toEqual([0, 1]);
     const commit = await checkedStep(step, repo.dir, ['commit', '--wait', '120']);

@@ -95,6 +95,8 @@ export class EngineRig {
   readonly recorded: RecordRequest[] = [];
   /** The candidates of every gate run, in order. */
   readonly gated: number[][] = [];
+  /** Each worktree prepared: the task and the candidates stacked on the tip for it (none: the tip). */
+  readonly stacks: Array<[number, number[]]> = [];
   /** Tasks integrated so far, in order. */
   readonly integrated: number[] = [];
   result: EngineResult | null = null;
@@ -125,8 +127,9 @@ export class EngineRig {
       initialState(plan, engineConfig(settings, '/nowhere/.design'), this.clock.now()),
       settings,
       {
-        prepare: async (task) => {
+        prepare: async (task, _signal, stack) => {
           if (this.worktrees.has(task)) throw new Error(`task ${task} was given a second worktree before releasing the first`);
+          this.stacks.push([task, (stack ?? []).map((item) => item.task)]);
           const prepared = options.prepare?.(task) ?? ok(`/worktrees/${task}`);
           if (prepared.ok) this.worktrees.set(task, prepared.value);
           return prepared;
@@ -139,7 +142,15 @@ export class EngineRig {
           new Promise<WorkerRun>((resolve) => {
             this.started.push(request);
             this.running.set(request.taskIndex, { request, finish: resolve });
-            request.signal?.addEventListener('abort', () => resolve(failedRun({ reason: 'interrupted' })), { once: true });
+            request.signal?.addEventListener(
+              'abort',
+              () => {
+                // Stopped: it runs no more (an interrupt, or its speculation was cancelled).
+                if (this.running.get(request.taskIndex)?.request === request) this.running.delete(request.taskIndex);
+                resolve(failedRun({ reason: 'interrupted' }));
+              },
+              { once: true },
+            );
           }),
         verify: async (_plan, task) => options.verify?.(task) ?? PASSED,
         gate: async (_plan, request) => {

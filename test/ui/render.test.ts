@@ -217,6 +217,9 @@ describe('plain view', () => {
       ev(T0, { type: 'interrupted', signal: 'SIGINT' }),
       ev(T0, { type: 'assumption-checked', task: 1, claim: 'has git', severity: 'blocking', passed: false, output: 'git: not found\n' }),
       ev(T0, { type: 'task-activity', task: 1, text: 'x', costUsd: 0 }),
+      ev(T0, { type: 'task-started', task: 8, subject: 'Y', attempt: 1, model: 'sonnet', logPath: 'l', stack: [2, 3] }),
+      ev(T0, { type: 'speculation-cancelled', task: 8, subject: 'Y', attempt: 1, stack: [2, 3], stage: 'running', reason: 'task 3, a candidate it was built on, broke the test command' }),
+      ev(T0, { type: 'task-finished', task: 8, subject: 'Y', attempt: 1, outcome: 'cancelled', reason: 'speculation cancelled: task 3, a candidate it was built on, broke the test command', durationMs: 2000, usage: usage(0.02), logPath: 'l', permissionDenials: 0 }),
     ].map((event) => describeEvent(event, checkout));
     expect(lines).toEqual([
       'task 4 awaits approval (attempt 1, 5s, $0.01): Gate — run `npx tsx scripts/plan.ts approve 4` or `npx tsx scripts/plan.ts reject 4 --reason …`',
@@ -229,6 +232,9 @@ describe('plain view', () => {
       'interrupted by SIGINT; stopping workers',
       'task 1 assumption failed (blocking): has git — git: not found',
       null,
+      'task 8 started (attempt 1, sonnet, on candidates 2 and 3): Y',
+      'task 8: speculation cancelled while running: task 3, a candidate it was built on, broke the test command',
+      'task 8 cancelled (attempt 1, 2s, $0.02): speculation cancelled: task 3, a candidate it was built on, broke the test command',
     ]);
   });
 });
@@ -273,7 +279,7 @@ describe('event schema', () => {
   it('has one branch per event type', () => {
     const types = (schema.oneOf as Array<{ properties: { type: { const: string } } }>).map((b) => b.properties.type.const).sort();
     const all: Record<RunEvent['type'] | DryRunEvent['type'], true> = {
-      'run-started': true, notice: true, 'assumption-checked': true, 'task-started': true, 'task-activity': true, 'task-finished': true,
+      'run-started': true, notice: true, 'assumption-checked': true, 'task-started': true, 'speculation-cancelled': true, 'task-activity': true, 'task-finished': true,
       'task-skipped': true, 'round-committed': true, 'gate-started': true, 'gate-finished': true, breaker: true, 'budget-reached': true, stalled: true, interrupted: true, draining: true, 'run-finished': true,
       'dry-run-plan': true, 'dry-run-command': true, 'dry-run-permissions': true,
     };

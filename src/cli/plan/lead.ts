@@ -180,7 +180,7 @@ function refuseBaseline(command: string, tip: string, output: string): never {
 export const setup = stepCommand({
   name: 'setup',
   summary: 'For /execute: validate the plan, set up its integration ref, clean up after an interrupted session, check blocking assumptions, integrate and land verified work an earlier session left. JSON out.',
-  usage: '[--repo DIR] [--plan FILE] [--concurrency N] [--max-attempts N] [--check-timeout SECONDS] [--gate CMD | --no-gate] [--gate-batch N] [--gate-timeout SECONDS] [--wait SECONDS] [--sandbox MODE]',
+  usage: '[--repo DIR] [--plan FILE] [--concurrency N] [--max-attempts N] [--check-timeout SECONDS] [--gate CMD | --no-gate] [--gate-batch N] [--gate-timeout SECONDS] [--speculate N | --no-speculate] [--wait SECONDS] [--sandbox MODE]',
   options: {
     concurrency: { type: 'string', valueName: 'N', description: `workers at once for this session (default ${DEFAULTS.concurrency})`, range: RANGES.workers },
     'max-attempts': { type: 'string', valueName: 'N', description: `attempts per task, retries included (default ${DEFAULTS.maxAttempts})`, range: RANGES.attempts },
@@ -189,6 +189,13 @@ export const setup = stepCommand({
     'no-gate': { type: 'boolean', description: 'no gate: verified work integrates as soon as plan commit sees it' },
     'gate-batch': { type: 'string', valueName: 'N', description: `candidates the gate tests together at most (default ${DEFAULTS.gateBatch})`, range: RANGES.gateBatch },
     'gate-timeout': { type: 'string', valueName: 'SECONDS', description: 'time limit of one gate run (default: --check-timeout)', range: RANGES.timeoutSeconds },
+    speculate: {
+      type: 'string',
+      valueName: 'N',
+      description: "as execute's; in a session a subagent starts from HEAD, so a dependant always waits for its blockers' work to land (the output's speculate.depth is 0, and a notice says so when more is asked)",
+      range: RANGES.speculate,
+    },
+    'no-speculate': { type: 'boolean', description: 'a dependant waits for its blockers to land (what a session always does)' },
     ...waitOption,
     sandbox: {
       type: 'string',
@@ -200,6 +207,7 @@ export const setup = stepCommand({
     const gate = str(values.gate);
     if (gate !== undefined && gate.trim() === '') throw new StepError(EXIT.invalid, 'usage', ['--gate: the command is empty (use --no-gate for no gate)']);
     if (gate !== undefined && values['no-gate'] === true) throw new StepError(EXIT.invalid, 'usage', ['--gate and --no-gate contradict each other: choose one']);
+    if (values.speculate !== undefined && values['no-speculate'] === true) throw new StepError(EXIT.invalid, 'usage', ['--speculate and --no-speculate contradict each other: choose one']);
     const mode = sandboxModeOf(str(values.sandbox), env);
     if (!mode.ok) throw new StepError(EXIT.invalid, 'usage', [mode.error]);
     const decided = await decideSandbox(mode.value);
@@ -217,6 +225,7 @@ export const setup = stepCommand({
       gateTimeoutMs: millisecondsOf(numbers['gate-timeout']),
       waitMs: millisecondsOf(numbers.wait),
       sandbox: sandbox as SessionSandbox,
+      ...(values['no-speculate'] === true ? { speculate: 0 } : numbers.speculate !== undefined ? { speculate: numbers.speculate } : {}),
     });
     if (setupResult.ok && setupResult.value.gate.baseline === 'failed') {
       const gate = setupResult.value.gate;

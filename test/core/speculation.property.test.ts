@@ -1,0 +1,168 @@
+// Speculative execution in the step function, on random plans in simulated time under arbitrary
+// gate verdicts: culprits (a task's first attempt breaks the build whenever it is in the stack),
+// flakes (a run fails once for no task's fault) and worker failures. Replaying the run's events:
+//   - no work is integrated before every candidate its worktree was built on is integrated;
+//   - no candidate reaches the gate on a stack other than the one it was built on (every
+//     candidate of its stack is integrated, or ahead of it in the same stack);
+//   - a cancelled speculation is not an attempt: the task's next start has the same number;
+//   - the run ends with nothing in progress, and speculation never starts deeper than allowed.
+
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { EngineConfig } from '../../src/core/engine-step.ts';
+import type { RunEventBody } from '../../src/core/events.ts';
+import { statusOf } from '../../src/core/plan.ts';
+import { SIMULATION_DEFAULTS, simulateRun } from '../../src/core/simulation.ts';
+import { MAX_SIM_TASKS, planArb } from '../support/arbitraries.ts';
+
+type Pair = `${number}#${number}`;
+const pair = (task: number, attempt: number): Pair => `${task}#${attempt}`;
+
+/** What the replay of a run's events finds wrong. */
+function violations(events: readonly RunEventBody[], speculate: number): string[] {
+  const found: string[] = [];
+  const current = new Map<number, number>();
+  /** The candidates (with their attempts) each live attempt was built on. */
+  const builtOn = new Map<Pair, Pair[]>();
+  const integrated = new Set<Pair>();
+  /** Levels of candidates not integrated yet beneath an attempt, now. */
+  const levelNow = (p: Pair): number => {
+    const live = (builtOn.get(p) ?? []).filter((q) => !integrated.has(q));
+    return live.length === 0 ? 0 : 1 + Math.max(...live.map(levelNow));
+  };
+  const cancelledAt = new Map<number, number>();
+  for (const event of events) {
+    switch (event.type) {
+      case 'task-started': {
+        const self = pair(event.task, event.attempt);
+        const again = cancelledAt.get(event.task);
+        if (again !== undefined && again !== event.attempt) found.push(`task ${event.task} started as attempt ${event.attempt} after its attempt ${again} was cancelled`);
+        cancelledAt.delete(event.task);
+        current.set(event.task, event.attempt);
+        const stack = (event.stack ?? []).map((t) => pair(t, current.get(t)!));
+        builtOn.set(self, stack);
+        if (levelNow(self) > speculate) found.push(`task ${event.task} started ${levelNow(self)} levels deep (at most ${speculate})`);
+        for (const p of stack) if (integrated.has(p)) found.push(`task ${event.task} was built on ${p}, already integrated`);
+        break;
+      }
+      case 'gate-started':
+      case 'round-committed': {
+        const below = new Set(integrated);
+        for (const t of event.tasks) {
+          const self = pair(t, current.get(t)!);
+          for (const p of builtOn.get(self) ?? []) if (!below.has(p)) found.push(`${event.type}: task ${t} (attempt ${current.get(t)}) without ${p} beneath it`);
+          below.add(self);
+        }
+        if (event.type === 'round-committed') for (const t of event.tasks) integrated.add(pair(t, current.get(t)!));
+        break;
+      }
+      case 'task-finished':
+        if (event.outcome === 'cancelled') cancelledAt.set(event.task, event.attempt);
+        break;
+      default:
+        break;
+    }
+  }
+  return found;
+}
+
+const speculationArb = fc.record({
+  plan: planArb({ maxTasks: MAX_SIM_TASKS, statuses: 'pending', maxDeps: 2 }),
+  concurrency: fc.integer({ min: 1, max: 4 }),
+  speculate: fc.integer({ min: 1, max: 3 }),
+  batchSize: fc.integer({ min: 1, max: 4 }),
+  durations: fc.array(fc.integer({ min: 1, max: 5 }), { minLength: MAX_SIM_TASKS, maxLength: MAX_SIM_TASKS }),
+  gateDuration: fc.integer({ min: 1, max: 5 }),
+  failuresBefore: fc.array(fc.oneof({ weight: 4, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 2 }) }), { minLength: MAX_SIM_TASKS, maxLength: MAX_SIM_TASKS }),
+  culprits: fc.array(fc.oneof({ weight: 3, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }), { minLength: MAX_SIM_TASKS, maxLength: MAX_SIM_TASKS }),
+  flakes: fc.array(fc.oneof({ weight: 6, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }), { minLength: 64, maxLength: 64 }),
+});
+
+describe('speculative execution', () => {
+  it('never integrates or gates work without the candidates it was built on, cancels without counting, and ends', () => {
+    // The random runs must reach what they check: speculative starts, and cancellations of them.
+    let speculativeStarts = 0;
+    let cancellations = 0;
+    fc.assert(
+      fc.property(speculationArb, (sim) => {
+        const config: EngineConfig = { ...SIMULATION_DEFAULTS, concurrency: sim.concurrency, schedule: 'continuous', gate: { batchSize: sim.batchSize }, speculate: sim.speculate };
+        const attemptNow = new Map<number, number>();
+        let gateRuns = 0;
+        const trace = simulateRun(
+          sim.plan,
+          config,
+          (task, attempt) => {
+            attemptNow.set(task, attempt);
+            return { durationMs: sim.durations[task]!, report: attempt <= sim.failuresBefore[task]! ? 'FAILED' : 'COMPLETED' };
+          },
+          undefined,
+          (segment) => {
+            const flake = sim.flakes[gateRuns++ % sim.flakes.length]!;
+            // A culprit's first attempt breaks the build whenever it is in the stack; its retry does not.
+            const broken = segment.some((t) => sim.culprits[t] === true && attemptNow.get(t) === 1);
+            return { passed: !broken && !flake, durationMs: sim.gateDuration };
+          },
+        );
+        expect(violations(trace.events, sim.speculate)).toEqual([]);
+        speculativeStarts += trace.events.filter((e) => e.type === 'task-started' && e.stack !== undefined).length;
+        cancellations += trace.events.filter((e) => e.type === 'speculation-cancelled').length;
+        expect(trace.state.attempts.size).toBe(0);
+        expect(trace.state.plan.tasks.some((t) => statusOf(t) === 'in_progress')).toBe(false);
+      }),
+      { numRuns: 400 },
+    );
+    expect(speculativeStarts).toBeGreaterThan(200);
+    expect(cancellations).toBeGreaterThan(40);
+  });
+
+  it('speculates at all: a chain under a slow gate starts dependants on candidates, and finishes sooner than without', () => {
+    const tasks = [0, 1, 2, 3].map((i) => ({
+      subject: `task ${i}`,
+      description: 'd',
+      status: 'pending' as const,
+      blockedBy: i === 0 ? [] : [i - 1],
+      metadata: { type: 'implementation' as const, files: { create: [`f${i}.ts`], modify: [], read: [] } },
+    }));
+    const plan = { schemaVersion: 3 as const, goal: 'chain', tasks };
+    const run = (speculate: number) =>
+      simulateRun(plan as never, { ...SIMULATION_DEFAULTS, concurrency: 2, schedule: 'continuous', gate: { batchSize: 4 }, speculate }, () => ({ durationMs: 10, report: 'COMPLETED' }), undefined, () => ({ passed: true, durationMs: 10 }));
+    const speculative = run(2);
+    const waiting = run(0);
+    expect(speculative.events.some((e) => e.type === 'task-started' && e.stack !== undefined)).toBe(true);
+    expect(waiting.events.some((e) => e.type === 'task-started' && e.stack !== undefined)).toBe(false);
+    expect(speculative.makespan).toBeLessThan(waiting.makespan);
+    expect(violations(speculative.events, 2)).toEqual([]);
+    expect(speculative.state.stop?.reason).toBe('all-done');
+  });
+
+  it('the blocker is the culprit: its dependant’s speculation is cancelled, redone on the fixed blocker, and every integration is of work whose stack passed', () => {
+    const tasks = [0, 1].map((i) => ({
+      subject: `task ${i}`,
+      description: 'd',
+      status: 'pending' as const,
+      blockedBy: i === 0 ? [] : [0],
+      metadata: { type: 'implementation' as const, files: { create: [`f${i}.ts`], modify: [], read: [] } },
+    }));
+    const attemptNow = new Map<number, number>();
+    const trace = simulateRun(
+      { schemaVersion: 3, goal: 'culprit', tasks } as never,
+      { ...SIMULATION_DEFAULTS, concurrency: 2, schedule: 'continuous', gate: { batchSize: 1 }, speculate: 1 },
+      (task, attempt) => {
+        attemptNow.set(task, attempt);
+        return { durationMs: 10, report: 'COMPLETED' };
+      },
+      undefined,
+      (segment) => ({ passed: !(segment.includes(0) && attemptNow.get(0) === 1), durationMs: 30 }),
+    );
+    const cancelled = trace.events.filter((e) => e.type === 'speculation-cancelled');
+    expect(cancelled.map((e) => e.type === 'speculation-cancelled' && [e.task, e.stack])).toEqual([[1, [0]]]);
+    const finished = trace.events.flatMap((e) => (e.type === 'task-finished' ? [[e.task, e.attempt, e.outcome]] : []));
+    expect(finished).toContainEqual([1, 1, 'cancelled']);
+    expect(finished).toContainEqual([0, 1, 'retry']);
+    // Redone after the fix, as attempt 1 still: the cancelled one was not an attempt.
+    expect(trace.events.filter((e) => e.type === 'task-started' && e.task === 1).map((e) => e.type === 'task-started' && e.attempt)).toEqual([1, 1]);
+    expect(trace.state.stop?.reason).toBe('all-done');
+    expect(trace.state.plan.tasks.map((t) => t.attempts)).toEqual([2, 1]);
+    expect(violations(trace.events, 1)).toEqual([]);
+  });
+});
