@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { NO_HOOKS } from '../src/core/git-text.ts';
 import { lstat, mkdir, mkdtemp, readFile, readdir, readlink, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -235,7 +236,11 @@ describe('WorktreePool', () => {
     } finally {
       process.env.PATH = savedPath;
     }
-    const asked = (await readFile(path.join(bin, 'log'), 'utf8')).split('\n').filter((line) => line.startsWith('rev-parse --verify --quiet'));
+    // Every command comes through runGit, behind the flags that keep the person's hooks off.
+    const hooksOff = `${NO_HOOKS.join(' ')} `;
+    const lines = (await readFile(path.join(bin, 'log'), 'utf8')).split('\n').filter(Boolean);
+    expect(lines.every((line) => line.startsWith(hooksOff))).toBe(true);
+    const asked = lines.map((line) => line.slice(hooksOff.length)).filter((line) => line.startsWith('rev-parse --verify --quiet'));
     expect(asked).toEqual([`rev-parse --verify --quiet ${head}^{commit}`, 'rev-parse --verify --quiet HEAD^{commit}', 'rev-parse --verify --quiet HEAD^{commit}']);
   });
 

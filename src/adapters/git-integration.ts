@@ -26,7 +26,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { type Result, err, ok } from '../core/failure.ts';
-import { type GitFailure, buildMessage, failureOf, parseStatus, splitNul } from '../core/git-text.ts';
+import { type GitFailure, OBJECT_ID, buildMessage, failureOf, parseStatus, splitNul } from '../core/git-text.ts';
 import { coveredBy } from '../core/paths.ts';
 import type { CapturedWork, WorkEntry } from '../core/work.ts';
 import { type GitCommandError, identityArgs, runGit } from './git.ts';
@@ -42,23 +42,19 @@ export const candidateRef = (planId: string, task: number) => `refs/foreman-cand
 export type ParkKind = 'awaiting' | 'candidate';
 const parkedRef = (kind: ParkKind, planId: string, task: number): string => (kind === 'awaiting' ? awaitingRef(planId, task) : candidateRef(planId, task));
 
-// The person's fsmonitor hook (a script run by status, add and the index commands) is a hook too.
-const NO_HOOKS = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false'];
 
 interface Call {
   env?: Record<string, string>;
   input?: string;
 }
 
-/** git in `cwd`, hooks off, every pathspec literal. */
+/** git in `cwd` (through `runGit`: hooks off, every pathspec literal, a time limit). */
 const git = (cwd: string, args: readonly string[], call: Call = {}): Promise<Result<string, GitCommandError>> =>
-  runGit([...NO_HOOKS, ...args], { cwd, env: { GIT_LITERAL_PATHSPECS: '1', ...call.env }, input: call.input });
-
-const FULL_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+  runGit(args, { cwd, ...(call.env ? { env: call.env } : {}), ...(call.input !== undefined ? { input: call.input } : {}) });
 
 /** A full object id, checked: callers pass ids git gave them, so anything else is a bug. */
 function objectId(id: string, what: string): string {
-  if (!FULL_ID.test(id)) throw new Error(`${what} must be a full object id, got ${JSON.stringify(id)}`);
+  if (!OBJECT_ID.test(id)) throw new Error(`${what} must be a full object id, got ${JSON.stringify(id)}`);
   return id;
 }
 

@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { lstat, mkdir, readFile, readdir, readlink, rename, rm, rmdir, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
-import { chunks, failureOf, splitNul } from '../core/git-text.ts';
+import { chunks, failureOf, isObjectId, splitNul } from '../core/git-text.ts';
 import {
   type Entry,
   type FileObservation,
@@ -68,7 +68,6 @@ interface Intent {
 }
 
 const ZERO_OBJECT = /^0+$/;
-const NO_HOOKS = ['-c', 'core.hooksPath=/dev/null'];
 
 class GitStepFailed {
   constructor(readonly error: GitCommandError) {}
@@ -76,14 +75,14 @@ class GitStepFailed {
 
 /** Runs git with no hooks and literal pathspecs; a non-zero exit throws GitStepFailed (caught in `land`). */
 async function git(repo: string, args: string[], options: { env?: Record<string, string>; input?: string } = {}): Promise<string> {
-  const result = await runGit([...NO_HOOKS, '--literal-pathspecs', ...args], { cwd: repo, ...options });
+  const result = await runGit(args, { cwd: repo, ...options });
   if (!result.ok) throw new GitStepFailed(result.error);
   return result.value;
 }
 
 /** Like `git`, but returns the exit code instead of throwing on 1 (for `merge-base --is-ancestor`, `symbolic-ref -q`). */
 async function gitStatus(repo: string, args: string[]): Promise<{ code: 0 | 1; out: string }> {
-  const result = await runGit([...NO_HOOKS, ...args], { cwd: repo });
+  const result = await runGit(args, { cwd: repo });
   if (result.ok) return { code: 0, out: result.value };
   if (result.error.exitCode === 1) return { code: 1, out: '' };
   throw new GitStepFailed(result.error);
@@ -415,7 +414,7 @@ function parseIntent(text: string): Intent | string {
     return `not JSON (${(caught as Error).message})`;
   }
   const record = data as Partial<Intent> | null;
-  const isCommit = (value: unknown): value is string => typeof value === 'string' && /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(value) && !ZERO_OBJECT.test(value);
+  const isCommit = (value: unknown): value is string => isObjectId(value) && !ZERO_OBJECT.test(value);
   if (typeof record !== 'object' || record === null) return 'not an object';
   if (record.mode !== 'commit' && record.mode !== 'worktree') return 'mode is neither "commit" nor "worktree"';
   if (!(record.branch === null || (typeof record.branch === 'string' && record.branch.startsWith('refs/heads/')))) return 'branch is neither null nor refs/heads/…';

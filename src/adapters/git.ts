@@ -1,4 +1,6 @@
-// The only module that runs git. Every method is bound to one repository.
+// `runGit`, the Result-returning git runner the adapters and run/ use, and `Git`: the questions
+// foreman asks of the person's repository (status, ignore rules, operations in progress, history)
+// and its stale-lock and worktree chores, through `runGit`. Every method is bound to one repository.
 //
 // Paths: every path taken or returned is relative to the repository's top-level directory
 // (what `root()` returns), with `/` separators. A path ending in `/` means a directory and
@@ -11,20 +13,16 @@
 // refused with an Error, because a plan is written by a model and must not steer us outside.
 
 import { spawn } from 'node:child_process';
-import { lstat, readdir, readlink, realpath, rm, rmdir } from 'node:fs/promises';
+import { lstat, readdir, readlink, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { GitError, simpleGit, type SimpleGit } from 'simple-git';
 import { type Result, err, ok } from '../core/failure.ts';
 import {
   type FileChange,
-  type GitFailure,
   type StatusEntry,
   type Trailer,
-  type TrailerList,
-  buildMessage,
+  NO_HOOKS,
   changesByPath,
   chunks,
-  failureOf,
   isTrailerKey,
   normalizeRepoPath,
   parseStatus,
@@ -35,16 +33,6 @@ import { coveredBy } from '../core/paths.ts';
 
 /** What `operationInProgress` finds. */
 export type RepositoryOperation = 'merge' | 'rebase' | 'cherry-pick' | 'revert' | 'bisect';
-
-export interface CommitRequest {
-  /** Exactly the paths to commit (files, or `dir/` for everything under a directory). */
-  paths: string[];
-  message: string;
-  /** Appended as a git trailer block, in order: `Key: value`. */
-  trailers?: TrailerList;
-  /** Run the repository's commit hooks (pre-commit, commit-msg…). Default true. */
-  verify?: boolean;
-}
 
 export interface TrailerCommit {
   hash: string;
@@ -86,23 +74,59 @@ export interface GitRun {
   env?: Record<string, string>;
   /** Written to git's stdin. */
   input?: string;
+  /** The command takes path names, not pathspecs, and refuses the literal magic (`check-ignore`). */
+  pathNames?: boolean;
 }
 
+/** How long one git command may take (`FOREMAN_GIT_TIMEOUT` seconds; default 10 minutes). */
+export const GIT_TIME_LIMIT_ENV = 'FOREMAN_GIT_TIMEOUT';
+const DEFAULT_GIT_TIME_LIMIT_MS = 600_000;
+
+function gitTimeLimitMs(env: NodeJS.ProcessEnv): number {
+  const seconds = Number(env[GIT_TIME_LIMIT_ENV]);
+  return Number.isInteger(seconds) && seconds > 0 ? seconds * 1000 : DEFAULT_GIT_TIME_LIMIT_MS;
+}
+
+let spawned = 0;
+/** How many git processes this process has started (the bench divides it by the tasks run). */
+export const gitProcessCount = (): number => spawned;
+
 /**
- * Runs `git args` (for the git modules beside this one: worktrees, integration, landing). A
- * non-zero exit is returned as a value; stdout is returned untrimmed. Hooks never run through
- * here: every caller uses plumbing.
+ * The one git runner: every git command foreman runs goes through here. It always runs with the
+ * person's hooks and fsmonitor off (NO_HOOKS) and every pathspec literal (`src/[id].ts` names that
+ * file, `*.md` is no glob), within a time limit that ends its process group and says which command
+ * hit it. A non-zero exit is returned as a value; stdout is returned untrimmed.
  */
 export function runGit(args: readonly string[], run: GitRun): Promise<Result<string, GitCommandError>> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('git', [...args], { cwd: run.cwd, env: { ...process.env, ...run.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  return new Promise((resolve) => {
+    const full = [...NO_HOOKS, ...args];
+    const limitMs = gitTimeLimitMs(process.env);
+    spawned++;
+    const child = spawn('git', full, { cwd: run.cwd, env: { ...process.env, ...(run.pathNames === true ? {} : { GIT_LITERAL_PATHSPECS: '1' }), ...run.env }, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     const out: Buffer[] = [];
     const errOut: Buffer[] = [];
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
+      }
+    }, limitMs);
     child.stdout.on('data', (d: Buffer) => out.push(d));
     child.stderr.on('data', (d: Buffer) => errOut.push(d));
-    child.on('error', reject);
+    // git cannot be started (not installed, not on PATH): a failure like any other, said plainly.
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      resolve(err(new GitCommandError(args, -1, `could not run git: ${error.message}`)));
+    });
     child.on('close', (code) => {
-      if (code === 0) resolve(ok(Buffer.concat(out).toString('utf8')));
+      clearTimeout(timer);
+      if (timedOut) {
+        const said = `\`git ${args.filter((a) => !a.startsWith('-c') && !a.includes('=')).slice(0, 2).join(' ')}\` timed out after ${Math.round(limitMs / 1000)}s (the limit set by ${GIT_TIME_LIMIT_ENV}, in seconds); its process group was ended`;
+        resolve(err(new GitCommandError(args, -1, said)));
+      } else if (code === 0) resolve(ok(Buffer.concat(out).toString('utf8')));
       else resolve(err(new GitCommandError(args, code ?? -1, Buffer.concat(errOut).toString('utf8'))));
     });
     child.stdin.on('error', () => undefined);
@@ -127,48 +151,18 @@ export async function identityArgs(cwd: string): Promise<string[]> {
 
 export class Git {
   private rootPromise: Promise<string> | undefined;
-  private readonly clients = new Map<string, SimpleGit>();
 
   /** `dir`: the repository, or any directory inside it. */
   constructor(readonly dir: string) {}
 
-  private client(baseDir: string): SimpleGit {
-    let c = this.clients.get(baseDir);
-    if (!c) {
-      c = simpleGit({
-        baseDir,
-        trimmed: false,
-        // Only ever `core.hooksPath=/dev/null`, for foreman's own commits (see `commit`).
-        unsafe: { allowUnsafeHooksPath: true },
-        // simple-git only treats a non-zero exit as an error when stderr is non-empty;
-        // we want every non-zero exit to be one, with its code.
-        errors: (error, result) => {
-          if (result.exitCode === 0) return error;
-          const stderr = Buffer.concat(result.stdErr).toString('utf8') || (error instanceof Error ? error.message : '');
-          // simple-git rewraps anything that is not a GitError; carry the exit code on one.
-          return Object.assign(new GitError(undefined, stderr), { exitCode: result.exitCode, stderrText: stderr });
-        },
-      });
-      this.clients.set(baseDir, c);
-    }
-    return c;
-  }
-
-  /** Runs git in `cwd` (default: the repository root); throws GitCommandError on a non-zero exit. */
   private async run(args: string[], cwd?: string): Promise<string> {
     return this.exec(cwd ?? (await this.root()), args);
   }
 
   private async exec(base: string, args: string[]): Promise<string> {
-    try {
-      return await this.client(base).raw(args);
-    } catch (e) {
-      const x = e as { exitCode?: unknown; stderrText?: unknown };
-      if (e instanceof GitError && typeof x.exitCode === 'number') {
-        throw new GitCommandError(args, x.exitCode, typeof x.stderrText === 'string' ? x.stderrText : e.message);
-      }
-      throw e;
-    }
+    const ran = await runGit(args, { cwd: base });
+    if (!ran.ok) throw ran.error;
+    return ran.value;
   }
 
   /** Like `run`, but a non-zero exit is returned instead of thrown. */
@@ -181,9 +175,9 @@ export class Git {
     }
   }
 
-  /** Like `tryRun`, with `input` on git's stdin (simple-git cannot pass stdin). */
+  /** Like `tryRun`, with `input` on git's stdin, for a command that reads path names there. */
   private async tryRunWithInput(args: string[], input: string): Promise<Result<string, GitCommandError>> {
-    return runGit(args, { cwd: await this.root(), input });
+    return runGit(args, { cwd: await this.root(), input, pathNames: true });
   }
 
   /** True when `dir` is inside a git working tree. */
@@ -251,7 +245,7 @@ export class Git {
 
   /** Adds a linked worktree at `dir`, detached at `commit`; no hook runs. */
   async addDetachedWorktree(dir: string, commit: string): Promise<Result<void, GitCommandError>> {
-    const added = await this.tryRun(['-c', 'core.hooksPath=/dev/null', 'worktree', 'add', '--detach', dir, commit]);
+    const added = await this.tryRun(['worktree', 'add', '--detach', dir, commit]);
     return added.ok ? ok(undefined) : added;
   }
 
@@ -279,17 +273,6 @@ export class Git {
     return splitNul(listed.value).filter((file) => coveredBy(file, ignoredEntries));
   }
 
-  /**
-   * How each path under `paths` differs from HEAD, untracked files included (each file listed,
-   * `-uall`), ignored files excluded. Renames are not detected: a renamed file shows as its old
-   * path `deleted` and its new path `added`/`untracked`. Empty `paths` → empty map.
-   */
-  async changedPaths(paths: readonly string[]): Promise<Map<string, FileChange>> {
-    const specs = paths.map(normalizeRepoPath);
-    if (specs.length === 0) return new Map();
-    return changesByPath((await this.statusEntries(specs)).filter((e) => coveredBy(e.path, specs)));
-  }
-
   /** Every change in the working tree and index vs HEAD, untracked files included. */
   async allChanges(): Promise<Map<string, FileChange>> {
     return changesByPath(await this.statusEntries(null));
@@ -298,14 +281,6 @@ export class Git {
   /** Sorted paths changed vs HEAD (working tree or index), untracked files included. */
   async diffNames(): Promise<string[]> {
     return [...(await this.allChanges()).keys()].sort();
-  }
-
-  /** Changed paths (vs HEAD, untracked included) that match none of `declared`. */
-  async changesOutside(declared: readonly string[]): Promise<Map<string, FileChange>> {
-    const specs = declared.map(normalizeRepoPath);
-    const out = new Map<string, FileChange>();
-    for (const [p, c] of await this.allChanges()) if (!coveredBy(p, specs)) out.set(p, c);
-    return out;
   }
 
   private async statusEntries(specs: string[] | null): Promise<StatusEntry[]> {
@@ -338,117 +313,6 @@ export class Git {
     return 'none';
   }
 
-  /** Whether the index holds `path` (for `dir/`: any file under it). */
-  async isTracked(repoPath: string): Promise<boolean> {
-    const spec = normalizeRepoPath(repoPath);
-    return (await this.indexFiles([spec])).length > 0;
-  }
-
-  /** Whether HEAD holds `path` (for `dir/`: the directory). False on an unborn branch. */
-  async existsInHead(repoPath: string): Promise<boolean> {
-    const spec = normalizeRepoPath(repoPath);
-    if (!(await this.headCommit())) return false;
-    const out = await this.run(['--literal-pathspecs', 'ls-tree', '-z', '--name-only', '--full-tree', 'HEAD', '--', spec.replace(/\/$/, '')]);
-    return splitNul(out).length > 0;
-  }
-
-  private async headFiles(specs: string[]): Promise<string[]> {
-    if (specs.length === 0 || !(await this.headCommit())) return [];
-    const files: string[] = [];
-    for (const chunk of chunks(specs)) {
-      files.push(...splitNul(await this.run(['--literal-pathspecs', 'ls-tree', '-r', '-z', '--name-only', '--full-tree', 'HEAD', '--', ...chunk])));
-    }
-    return files.filter((f) => coveredBy(f, specs));
-  }
-
-  private async indexFiles(specs: string[]): Promise<string[]> {
-    const files: string[] = [];
-    for (const chunk of chunks(specs)) {
-      files.push(...splitNul(await this.run(['--literal-pathspecs', 'ls-files', '-z', '--cached', '--full-name', '--', ...chunk])));
-    }
-    return files.filter((f) => coveredBy(f, specs));
-  }
-
-  private async untrackedFiles(specs: string[]): Promise<string[]> {
-    const files: string[] = [];
-    for (const chunk of chunks(specs)) {
-      files.push(
-        ...splitNul(await this.run(['--literal-pathspecs', 'ls-files', '-z', '--others', '--exclude-standard', '--full-name', '--', ...chunk])),
-      );
-    }
-    return files.filter((f) => coveredBy(f, specs));
-  }
-
-  /**
-   * Absolute path of a repo-relative path, or null when removing it would go through a symlink:
-   * every directory on the way must be a real directory inside the repository, so a removal
-   * never reaches a file through a link (inside the repository or out of it).
-   */
-  private async safeAbsolute(root: string, rel: string): Promise<string | null> {
-    const full = path.join(root, rel);
-    try {
-      const parentReal = await realpath(path.dirname(full));
-      const rootReal = await realpath(root);
-      const expected = path.dirname(rel) === '.' ? rootReal : path.join(rootReal, path.dirname(rel));
-      return parentReal === expected ? full : null;
-    } catch {
-      return null; // the parent does not exist: nothing to remove
-    }
-  }
-
-  /**
-   * Puts `paths` back as they are in HEAD, touching nothing else:
-   * - a file in HEAD gets HEAD's content in both the index and the working tree;
-   * - a file in the index but not in HEAD is dropped from both;
-   * - an untracked file is removed, unless git ignores it.
-   * A `dir/` path does this for every file under it; a bare path only for the file of that name.
-   * Ignored files are never removed: git cannot have committed them, so they are the person's
-   * (a task may not declare an ignored path; see `ignoredPaths`). Nothing is removed through a
-   * symlinked directory. Directories left empty by a removal are removed too.
-   */
-  async restore(paths: readonly string[]): Promise<Result<void, GitFailure>> {
-    const specs = [...new Set(paths.map(normalizeRepoPath))];
-    if (specs.length === 0) return ok(undefined);
-    try {
-      const root = await this.root();
-      const head = await this.headCommit();
-      const inHead = await this.headFiles(specs);
-      const inIndex = await this.indexFiles(specs);
-      const removeFromDisk = new Set<string>(await this.untrackedFiles(specs));
-      const headSet = new Set(inHead);
-
-      if (head) {
-        // Exact files, never the declared specs: `git restore -- src` would also reach `src/…`.
-        // Without --overlay, index entries HEAD does not have are dropped with their files.
-        const known = [...new Set([...inHead, ...inIndex])];
-        for (const chunk of chunks(known)) {
-          await this.run(['--literal-pathspecs', 'restore', '--source=HEAD', '--staged', '--worktree', '--', ...chunk]);
-        }
-      } else {
-        for (const chunk of chunks(inIndex)) {
-          await this.run(['--literal-pathspecs', 'rm', '--cached', '-q', '--ignore-unmatch', '--', ...chunk]);
-        }
-        for (const f of inIndex) removeFromDisk.add(f);
-      }
-
-      const removedParents = new Set<string>();
-      for (const rel of removeFromDisk) {
-        if (headSet.has(rel)) continue;
-        const full = await this.safeAbsolute(root, rel);
-        if (!full) continue;
-        const st = await lstat(full).catch(() => null);
-        if (!st || st.isDirectory()) continue;
-        await rm(full, { force: true });
-        removedParents.add(path.dirname(full));
-      }
-      await pruneEmptyDirs(root, removedParents);
-      return ok(undefined);
-    } catch (e) {
-      if (e instanceof GitCommandError) return err(failureOf(e));
-      throw e;
-    }
-  }
-
   /**
    * Paths among `paths` that git ignores (and does not track), each with the rule that ignores
    * it (`.gitignore:3:*.log`). Tracked files are never ignored: git commits their changes.
@@ -471,111 +335,6 @@ export class Git {
       out.push({ path: p, rule: `${source}:${line}:${pattern}` });
     }
     return out;
-  }
-
-  /** The index entries (`git ls-files -s`) of exactly `files`, to put back after a failed commit. */
-  private async indexEntries(files: string[]): Promise<Map<string, string[]>> {
-    const entries = new Map<string, string[]>();
-    for (const chunk of chunks(files)) {
-      for (const rec of splitNul(await this.run(['--literal-pathspecs', 'ls-files', '-s', '-z', '--full-name', '--', ...chunk]))) {
-        // `<mode> <object> <stage>\t<path>`
-        const tab = rec.indexOf('\t');
-        const file = rec.slice(tab + 1);
-        if (!files.includes(file)) continue;
-        entries.set(file, [...(entries.get(file) ?? []), rec.slice(0, tab)]);
-      }
-    }
-    return entries;
-  }
-
-  /** Puts the index entries of `files` back as `saved` holds them (absent ones are removed). */
-  private async putBackIndex(files: string[], saved: Map<string, string[]>): Promise<void> {
-    const absent = files.filter((f) => !saved.has(f));
-    for (const chunk of chunks(absent)) await this.run(['update-index', '--force-remove', '--', ...chunk]);
-    const present = files.filter((f) => saved.has(f));
-    for (const chunk of chunks(present)) {
-      const args = chunk.flatMap((f) =>
-        saved.get(f)!.flatMap((entry) => {
-          const [mode, object] = entry.split(' ');
-          return ['--cacheinfo', `${mode},${object},${f}`];
-        }),
-      );
-      await this.run(['update-index', '--add', ...args]);
-    }
-  }
-
-  /**
-   * Commits exactly `paths` (their working-tree state: changes, new files, deletions) and nothing
-   * else: whatever else the user has staged stays staged and uncommitted. Paths that neither
-   * exist nor are tracked are ignored, as are ignored files. Returns the new commit's hash, or
-   * null when there was nothing to commit. Uses the repository's identity; only when none is
-   * configured, commits as `foreman <foreman@localhost>`.
-   *
-   * When any step fails (a hook, signing, a locked index…), the index entries of the paths this
-   * call staged are put back as they were before it, so nothing is left staged, and the failure
-   * is returned.
-   */
-  async commit(req: CommitRequest): Promise<Result<string | null, GitFailure>> {
-    const specs = [...new Set(req.paths.map(normalizeRepoPath))];
-    if (specs.length === 0) return ok(null);
-    const message = buildMessage(req.message, req.trailers);
-    const root = await this.root();
-
-    const before = (await this.statusEntries(specs)).filter((e) => coveredBy(e.path, specs));
-    if (before.length === 0) return ok(null);
-    const files = [...new Set(before.map((e) => e.path))];
-    const saved = await this.indexEntries(files);
-    const undo = async (failure: GitFailure): Promise<Result<never, GitFailure>> => {
-      try {
-        await this.putBackIndex(files, saved);
-      } catch (e) {
-        if (!(e instanceof GitCommandError)) throw e;
-        return err({ ...failure, indexNotRestored: e.stderr.trim() || e.message });
-      }
-      return err(failure);
-    };
-
-    const present: string[] = [];
-    const missing: string[] = [];
-    for (const f of files) (await exists(path.join(root, f)) ? present : missing).push(f);
-    try {
-      for (const chunk of chunks(present)) await this.run(['--literal-pathspecs', 'add', '--', ...chunk]);
-      for (const chunk of chunks(missing)) await this.run(['--literal-pathspecs', 'rm', '--cached', '-q', '--ignore-unmatch', '--', ...chunk]);
-    } catch (e) {
-      if (e instanceof GitCommandError) return undo(failureOf(e));
-      throw e;
-    }
-
-    // `--only` commits the working-tree state of exactly these files, leaving the rest of the
-    // index alone. Exact file names, not the declared specs: a bare `src` names a file only. A
-    // file gone from disk that HEAD never had (staged, then deleted) has nothing to commit.
-    const inHead = new Set(await this.headFiles(missing));
-    const toCommit = [...present, ...missing.filter((f) => inHead.has(f))];
-    if (toCommit.length === 0) return ok(null);
-    const identity = await identityArgs(root);
-    const committed = await this.tryRun([
-      ...identity,
-      // verify=false: no hook at all. `--no-verify` skips only pre-commit and commit-msg;
-      // prepare-commit-msg, post-commit and the rest would still run, and could fail the commit,
-      // rewrite its message (the trailers resume relies on) or touch the working tree.
-      ...(req.verify === false ? ['-c', 'core.hooksPath=/dev/null'] : []),
-      '--literal-pathspecs',
-      'commit',
-      '--only',
-      '--quiet',
-      '--cleanup=whitespace',
-      ...(req.verify === false ? ['--no-verify'] : []),
-      '-m',
-      message,
-      '--',
-      ...toCommit,
-    ]);
-    if (!committed.ok) {
-      // Staging can leave nothing to commit (a staged change the working tree had undone).
-      if ((await this.statusEntries(specs)).filter((e) => coveredBy(e.path, specs)).length === 0) return ok(null);
-      return undo(failureOf(committed.error));
-    }
-    return ok(await this.headCommit());
   }
 
   /**
@@ -614,22 +373,6 @@ export class Git {
       if (values.length > 0) commits.push({ hash: hash.trim(), subject, values, trailers });
     }
     return commits;
-  }
-}
-
-async function pruneEmptyDirs(root: string, dirs: Set<string>): Promise<void> {
-  const rootAbs = path.resolve(root);
-  // Deepest first, so a parent is tried after its children.
-  const sorted = [...dirs].sort((a, b) => b.length - a.length);
-  for (let dir of sorted) {
-    while (dir.startsWith(rootAbs + path.sep) && dir !== rootAbs) {
-      try {
-        await rmdir(dir);
-      } catch {
-        break; // not empty (or gone): stop climbing
-      }
-      dir = path.dirname(dir);
-    }
   }
 }
 

@@ -1,5 +1,6 @@
 // Scratch worktrees: a throwaway checkout of one commit, outside the person's working tree, for
-// running commands that must not see or touch their files (the probe's checks; later, attempts).
+// running commands that must not see or touch their files (the probe's checks; attempts and the
+// gate use the worktree pool, src/adapters/worktree-pool.ts).
 //
 // `git worktree add --detach` under a new directory in the OS temporary directory: it writes only
 // that directory and the worktree's own record under `.git/worktrees/`, never the person's tree,

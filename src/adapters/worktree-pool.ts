@@ -16,7 +16,8 @@
 // removing it is deleting it. What an attempt captures is written into the person's object store
 // (`captureWork`), so nothing in the person's repository ever needs an object only a slot holds.
 //
-// Reuse: a released slot is reset to the next attempt's commit (`git reset --hard`) and cleared
+// Reuse: a released slot is detached at the next attempt's commit with its files (`git checkout
+// --force --detach`: no branch to move) and cleared
 // of every untracked and ignored file (`git clean -ffdx`) except what provisioning put there (the
 // kept entries), so build output, caches and stray files of the previous attempt cannot make the
 // next attempt's checks pass. `.worktreeinclude` copies are copied again (their original content
@@ -40,7 +41,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import { clipTail } from '../core/format.ts';
-import { type GitFailure, describeGitFailure, failureOf, normalizeRepoPath, parseStatus, splitNul } from '../core/git-text.ts';
+import { type GitFailure, NO_HOOKS, describeGitFailure, failureOf, isObjectId, normalizeRepoPath, parseStatus, splitNul } from '../core/git-text.ts';
 import { coveredBy } from '../core/paths.ts';
 import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
 import { Git, runGit } from './git.ts';
@@ -218,7 +219,7 @@ function parseRecord(text: string): SlotRecord | null {
   try {
     const value = JSON.parse(text) as Partial<SlotRecord>;
     const stringOrNull = (x: unknown): x is string | null => x === null || typeof x === 'string';
-    if (typeof value.commit !== 'string' || !/^[0-9a-f]{40,64}$/.test(value.commit)) return null;
+    if (typeof value.commit !== 'string' || !isObjectId(value.commit)) return null;
     if (!stringOrNull(value.setupCommand) || !stringOrNull(value.setupInputs)) return null;
     const entries = (list: unknown): list is string[] => Array.isArray(list) && list.every((entry) => typeof entry === 'string' && repoPathOrNull(entry) !== null);
     if (!entries(value.kept) || !entries(value.made)) return null;
@@ -429,7 +430,7 @@ export class WorktreePool {
 
   /** A commit the caller made itself (an integration): no need to ask git whether it exists. */
   remember(commit: string): void {
-    if (/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(commit)) this.knownCommits.add(commit);
+    if (isObjectId(commit)) this.knownCommits.add(commit);
   }
 
   /** The full hash of `target`, checked to be a commit before any slot is touched (a failed reset would remake the slot). */
@@ -465,7 +466,7 @@ export class WorktreePool {
     await destroySlot(this.options.repo, state.dir);
     const making = `${state.dir}.clone-${randomBytes(4).toString('hex')}`;
     const cloned = await runGit(
-      ['clone', '--template=', '--shared', '--no-checkout', '--quiet', '-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', '--', this.options.repo, making],
+      ['clone', '--template=', '--shared', '--no-checkout', '--quiet', ...NO_HOOKS, '--', this.options.repo, making],
       { cwd: this.dir },
     );
     if (!cloned.ok) {
@@ -491,7 +492,7 @@ export class WorktreePool {
     // branch, no branch moves, as `reset --hard <commit>` would move it), index and files as in it.
     // A full id: the commit is found through the alternates (an integration commit is in the
     // person's repository only), no ref in the slot needed.
-    const reset = await runGit(['-c', 'core.hooksPath=/dev/null', 'checkout', '-q', '--force', '--detach', commit], { cwd: state.dir });
+    const reset = await runGit(['checkout', '-q', '--force', '--detach', commit], { cwd: state.dir });
     if (!reset.ok) return err({ kind: 'git-failed', doing: `reset ${state.dir} to ${commit.slice(0, 12)}`, failure: failureOf(reset.error) });
     state.commit = commit;
     // -x: ignored files go too (build output, caches); the -e patterns still apply with -x.

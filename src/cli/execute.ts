@@ -27,7 +27,7 @@ import { initialState, step } from '../core/engine-step.ts';
 import { LAND_POLICIES, LIMIT_FLAGS, type LandPolicy, type RunSettings, DEFAULTS } from '../run/settings.ts';
 import { recordAttempts, verifyAttempt } from '../run/stages.ts';
 import { baselineVerdict, finishPlan, lander, runFinishedEvent, runStartedEvent } from '../run/lifecycle.ts';
-import { Isolation, type SetupReport } from '../run/isolation.ts';
+import { Isolation, type WorktreeSetup } from '../run/isolation.ts';
 import { setupRun } from '../run/setup.ts';
 import { type Command, type Io, type Numbers } from './command.ts';
 import { RANGES, parseNumber } from './numeric-flags.ts';
@@ -289,7 +289,7 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
       setupTimeoutMs: settings.checkTimeoutMs,
       registry,
       // Said, so a slow start or a re-install after a task changed the lock file is not a mystery.
-      onSetup: (run: SetupReport) => emit({ type: 'notice', level: 'info', message: describeSetupRun(run) }),
+      onSetup: (run: WorktreeSetup) => emit({ type: 'notice', level: 'info', message: describeSetupRun(run) }),
     };
     const branch = await git.currentBranch();
     // The plan's id names its refs and worktrees: written before anything is made under it, so a
@@ -463,7 +463,7 @@ async function probeAtSetup(
 }
 
 /** A run of the setup command in a worktree: `set up the worktree slot-0 with \`npm ci\` (2.1 s)`. */
-export function describeSetupRun(run: SetupReport): string {
+export function describeSetupRun(run: WorktreeSetup): string {
   const unread = run.npmUnread ? `; ${run.npmUnread}` : '';
   if (run.timedOut) return `set up the worktree ${basename(run.dir)}: ${describeTimeLimitHit(run.command, run.timeLimit)}${unread}`;
   const how = run.exitCode === 0 ? null : `failed (exit ${run.exitCode ?? 'without a code'})`;

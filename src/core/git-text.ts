@@ -1,9 +1,21 @@
 // The text git reads and writes, pure: repository paths, `git status` records, commit trailers
-// and messages, and what a failed git step says. src/adapters/git.ts runs git; this reads and
-// writes what passes between it and git.
+// and messages, what a failed git step says, the one object-id check and the flags that keep the
+// person's hooks off. The adapters run git (`runGit` in src/adapters/git.ts); this reads and
+// writes what passes between them and git.
 
 import path from 'node:path';
 import { clipTail } from './format.ts';
+
+/** A full object id: SHA-1 (40 hex digits) or SHA-256 (64). The one check foreman makes of an id. */
+export const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+export const isObjectId = (value: unknown): value is string => typeof value === 'string' && OBJECT_ID.test(value);
+
+/**
+ * Every git command foreman runs on the person's repository or a worktree of it carries these:
+ * none of the person's hooks runs (their global `core.hooksPath` included), nor their fsmonitor
+ * (a script status, add and the index commands run).
+ */
+export const NO_HOOKS: readonly string[] = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false'];
 
 /** How a path differs from HEAD (index and working tree together). */
 export type FileChange =

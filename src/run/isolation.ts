@@ -8,7 +8,7 @@
 import { readFile, readdir, realpath, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { runShell, withForemanLine } from '../adapters/checks.ts';
-import { runGit } from '../adapters/git.ts';
+import { commonGitDir, isAncestor, moveRef, resolveCommit, startIntegrationRef } from '../adapters/git-refs.ts';
 import { type Integration, type IntegrationFailure, deleteRef, dropParked, foremanRefs, integrate, integrationRef, park, parkedTasks, parkedWork, readRef } from '../adapters/git-integration.ts';
 import { type Landed, type LandingProblem, land, resumeLanding } from '../adapters/git-landing.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
@@ -17,7 +17,7 @@ import { writeFileAtomic } from '../adapters/plan-store.ts';
 import { checkSandbox, setupCommandSandbox } from '../adapters/sandbox.ts';
 import { type Slot, type WorktreePool, describeProvisionFailure, openPool, symlinkDirectoriesOf, worktreesRoot } from '../adapters/worktree-pool.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
-import { type GitFailure, describeGitFailure, failureOf } from '../core/git-text.ts';
+import { type GitFailure, describeGitFailure, isObjectId } from '../core/git-text.ts';
 import type { LandMode } from '../core/landing.ts';
 import type { Plan } from '../core/plan.ts';
 import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
@@ -38,7 +38,7 @@ export interface IsolationOptions {
   setupTimeoutMs: number;
   registry?: ProcessRegistry;
   /** Told after each run of the setup command in a worktree (a new slot, or its setup inputs changed). */
-  onSetup?: (run: SetupReport) => void;
+  onSetup?: (run: WorktreeSetup) => void;
   /**
    * `gate`: for the in-session gate process only (`plan gate --serve`), which runs beside the plan
    * tool's steps: a pool of its own, the integration ref only read (never made), and nothing a
@@ -51,7 +51,7 @@ export interface IsolationOptions {
 export const gatePoolId = (planId: string): string => `${planId}-gate`;
 
 /** One run of the plan's setup command in a worktree of the pool. */
-export interface SetupReport {
+export interface WorktreeSetup {
   /** The worktree's directory. */
   dir: string;
   command: string;
@@ -76,7 +76,7 @@ export async function landedBase(planPath: string, planId: string): Promise<stri
   if (text === null) return null;
   try {
     const data = JSON.parse(text) as { planId?: unknown; commit?: unknown };
-    return data.planId === planId && typeof data.commit === 'string' && /^[0-9a-f]{40,64}$/.test(data.commit) ? data.commit : null;
+    return data.planId === planId && typeof data.commit === 'string' && isObjectId(data.commit) ? data.commit : null;
   } catch {
     return null;
   }
@@ -111,11 +111,9 @@ export class Isolation {
     let tip = await readRef(repo, ref);
     if (tip === null && gateOnly) return err({ step: 'rev-parse', exitCode: 1, stderr: `the plan's integration ref ${ref} does not exist` });
     if (tip === null) {
-      const head = await runGit(['rev-parse', '--verify', 'HEAD^{commit}'], { cwd: repo });
-      if (!head.ok) return err(failureOf(head.error));
-      tip = head.value.trim();
-      const made = await runGit(['update-ref', '-m', 'foreman: start the integration of this plan', ref, tip, ''], { cwd: repo });
-      if (!made.ok) return err(failureOf(made.error));
+      const started = await startIntegrationRef(repo, ref);
+      if (!started.ok) return started;
+      tip = started.value;
     }
     const context = plan.context ?? {};
     // The gate process is given one limit, the gate's, and uses it for its worktree's setup too.
@@ -265,13 +263,10 @@ export class Isolation {
 
   /** The integration tip moves on to HEAD when HEAD holds all of it (the person committed on top). */
   async followHead(): Promise<void> {
-    const head = await runGit(['rev-parse', '--verify', 'HEAD^{commit}'], { cwd: this.repo });
-    if (!head.ok) return;
-    const commit = head.value.trim();
-    if (commit === this.current) return;
-    const ancestor = await runGit(['merge-base', '--is-ancestor', this.current, commit], { cwd: this.repo });
-    if (!ancestor.ok) return;
-    const moved = await runGit(['update-ref', '-m', 'foreman: follow the branch', this.ref, commit, this.current], { cwd: this.repo });
+    const commit = await resolveCommit(this.repo);
+    if (commit === null || commit === this.current) return;
+    if (!(await isAncestor(this.repo, this.current, commit))) return;
+    const moved = await moveRef(this.repo, this.ref, commit, this.current, 'foreman: follow the branch');
     if (moved.ok) this.current = commit;
   }
 
@@ -292,9 +287,9 @@ export class Isolation {
  * processes that are gone. The plan's lock is held, so no other run writes these refs.
  */
 async function clearLeftovers(repo: string, planId: string): Promise<void> {
-  const common = await runGit(['rev-parse', '--git-common-dir'], { cwd: repo });
-  if (!common.ok) return;
-  const gitDir = resolve(repo, common.value.trim());
+  const common = await commonGitDir(repo);
+  if (common === null) return;
+  const gitDir = resolve(repo, common);
   await rm(join(gitDir, `${integrationRef(planId)}.lock`), { force: true });
   for (const parked of ['foreman-awaiting', 'foreman-candidate']) {
     const dir = join(gitDir, 'refs', parked, planId);

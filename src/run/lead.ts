@@ -26,7 +26,8 @@
 import { lstat, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { agentWorktree, describeAgentWorktreeProblem, removeAgentWorktree } from '../adapters/agent-worktrees.ts';
-import { type Git, runGit } from '../adapters/git.ts';
+import type { Git } from '../adapters/git.ts';
+import { isAncestor, resolveCommit } from '../adapters/git-refs.ts';
 import { integrationRef, readRef } from '../adapters/git-integration.ts';
 import { journalPathFor, newRunId, openJournal, readJournal } from '../adapters/journal.ts';
 import { ownLayout } from '../adapters/layout.ts';
@@ -239,7 +240,7 @@ async function unlandedTasks(plan: Plan, repo: string, head: string | null): Pro
 
 /** Whether `commit` is in the history of `head`. */
 async function contains(repo: string, head: string, commit: string): Promise<boolean> {
-  return (await runGit(['merge-base', '--is-ancestor', commit, head], { cwd: repo })).ok;
+  return isAncestor(repo, commit, head);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -779,8 +780,8 @@ export interface FinalizeOutput {
 async function verifySubagent(stages: StageContext, plan: Plan, index: number, input: { worktree?: string; base?: string; kept: string[]; repo: string }): Promise<Verification> {
   if (input.worktree !== undefined) {
     // The base must be where the worktree started: else (a lost session) its HEAD is.
-    const head = await runGit(['rev-parse', '--verify', 'HEAD^{commit}'], { cwd: input.worktree });
-    const base = input.base !== undefined && head.ok && (await contains(input.repo, head.value.trim(), input.base)) ? input.base : undefined;
+    const head = await resolveCommit(input.worktree);
+    const base = input.base !== undefined && head !== null && (await contains(input.repo, head, input.base)) ? input.base : undefined;
     return verifyAttempt(stages, plan, index, { dir: input.worktree, kept: input.kept, ...(base !== undefined ? { base } : {}) });
   }
   const task = plan.tasks[index]!;

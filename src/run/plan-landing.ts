@@ -6,7 +6,7 @@
 
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { runGit } from '../adapters/git.ts';
+import { countCommits, headBranchRef, resolveCommit, startIntegrationRef, topLevel } from '../adapters/git-refs.ts';
 import { type IntegrationFailure, deleteRef, foremanRefs, integrate, integrationRef, parkedWork, readRef } from '../adapters/git-integration.ts';
 import { type Landed, land } from '../adapters/git-landing.ts';
 import { ownLayout } from '../adapters/layout.ts';
@@ -14,7 +14,7 @@ import { readPlanFile } from '../adapters/plan-store.ts';
 import { diskUsage, poolDir, removePlanWorktrees, worktreesRoot } from '../adapters/worktree-pool.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import { commandHint } from '../core/command-hint.ts';
-import { describeGitFailure, failureOf } from '../core/git-text.ts';
+import { describeGitFailure } from '../core/git-text.ts';
 import { type LandMode, type LandingProblem, describeLandingProblem } from '../core/landing.ts';
 import { type Plan, statusOf } from '../core/plan.ts';
 import { parsePlan } from '../core/validate.ts';
@@ -26,9 +26,9 @@ import { completeLanding, landedBase, landingIntentPath, recordLandedBase } from
 export async function repositoryOf(planPath: string): Promise<string | null> {
   const dir = dirname(planPath);
   if ((await stat(dir).catch(() => null))?.isDirectory() !== true) return null;
-  const top = await runGit(['rev-parse', '--show-toplevel'], { cwd: dir });
-  if (!top.ok) return null;
-  return realpath(top.value.trim()).catch(() => null);
+  const top = await topLevel(dir);
+  if (top === null) return null;
+  return realpath(top).catch(() => null);
 }
 
 /**
@@ -42,17 +42,9 @@ export const planFinished = (plan: Plan): boolean => plan.tasks.length > 0 && pl
 
 /** How many commits `ref` holds that HEAD does not (all of its commits on an unborn branch), or null when git cannot say. */
 export async function commitsNotOnHead(repo: string, ref: string): Promise<number | null> {
-  const head = await runGit(['rev-parse', '--verify', '--quiet', 'HEAD^{commit}'], { cwd: repo });
-  const range = head.ok && head.value.trim() !== '' ? `HEAD..${ref}` : ref;
-  const counted = await runGit(['rev-list', '--count', range, '--'], { cwd: repo });
-  return counted.ok ? Number(counted.value.trim()) : null;
+  return countCommits(repo, (await resolveCommit(repo)) !== null ? `HEAD..${ref}` : ref);
 }
 
-/** The ref HEAD points to (`refs/heads/x`), or null on a detached HEAD. */
-async function headBranch(repo: string): Promise<string | null> {
-  const found = await runGit(['symbolic-ref', '-q', 'HEAD'], { cwd: repo });
-  return found.ok ? found.value.trim() || null : null;
-}
 
 /** A plan whose integration ref can be landed. */
 export interface LandTarget {
@@ -175,7 +167,7 @@ export async function landTarget(repo: string, target: LandTarget, options: { mo
     const problem: LandingProblem = { kind: 'git-failed', failure: { step: 'rev-parse', exitCode: 1, stderr: `${target.ref} disappeared` } };
     return err({ problem, lines: describeLandingProblem(problem, target.ref, ownLayout()), resumed });
   }
-  const branch = await headBranch(repo);
+  const branch = await headBranchRef(repo);
   const base = options.mode === 'worktree' ? await landedBase(target.runPath, target.planId) : null;
   const landed = await land({ repo, to: tip, branch, mode: options.mode, intentPath: landingIntentPath(target.runPath), ...(base === null ? {} : { base }) });
   if (!landed.ok) return err({ problem: landed.error, lines: describeLandingProblem(landed.error, target.ref, ownLayout()), resumed });
@@ -205,11 +197,13 @@ export async function integrateParked(repo: string, plan: Plan, task: number): P
   const ref = integrationRef(planId);
   let tip = await readRef(repo, ref);
   if (tip === null) {
-    const head = await runGit(['rev-parse', '--verify', 'HEAD^{commit}'], { cwd: repo });
-    if (!head.ok) return err({ kind: 'git-failed', failure: failureOf(head.error) });
-    tip = head.value.trim();
-    const made = await runGit(['-c', 'core.hooksPath=/dev/null', 'update-ref', '--create-reflog', '-m', 'foreman: start the integration of this plan', ref, tip, ''], { cwd: repo });
-    if (!made.ok) return err({ kind: 'moved', expected: null, actual: await readRef(repo, ref) });
+    const started = await startIntegrationRef(repo, ref);
+    if (!started.ok) {
+      // Another process made the ref meanwhile, or HEAD has no commit.
+      const actual = await readRef(repo, ref);
+      return err(actual !== null ? { kind: 'moved', expected: null, actual } : { kind: 'git-failed', failure: started.error });
+    }
+    tip = started.value;
   }
   const { message, trailers } = roundMessage(plan, 0, [task]);
   const integrated = await integrate(repo, ref, tip, { tasks: [task], message, trailers, works: [work] });

@@ -9,6 +9,7 @@
 // are computed from it. A session file of the previous version (before the step function ran
 // the session: `verified`, `started`, `gate.queue`) is read into the same state.
 
+import { OBJECT_ID } from '../core/git-text.ts';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
@@ -116,7 +117,6 @@ export const sessionConfig = (session: Pick<Session, 'concurrency' | 'maxAttempt
 // ---------------------------------------------------------------------------------------------
 // The step function's state, to JSON and back
 
-const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 const int = (v: unknown, min: number, fallback: number) => (Number.isInteger(v) && (v as number) >= min ? (v as number) : fallback);
 const taskList = (value: unknown): number[] | null => (Array.isArray(value) && value.every((t) => Number.isInteger(t) && t >= 0) ? (value as number[]) : null);
 

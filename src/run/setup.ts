@@ -8,7 +8,8 @@
 import { lstat, realpath } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { runShell } from '../adapters/checks.ts';
-import { type Git, type RepositoryOperation, runGit } from '../adapters/git.ts';
+import type { Git, RepositoryOperation } from '../adapters/git.ts';
+import { filesIn } from '../adapters/git-refs.ts';
 import { awaitingRef, dropParked, integrationRef, park, parkedWork, readRef } from '../adapters/git-integration.ts';
 import { checkSandbox } from '../adapters/sandbox.ts';
 import type { GitFailure } from '../core/git-text.ts';
@@ -296,8 +297,7 @@ export function landingNotice(landed: Result<Landed, LandingProblem>, ref: strin
 
 /** Which of `paths` (files, or `dir/`) `commit` does not have. */
 async function missingIn(repo: string, commit: string, paths: readonly string[]): Promise<string[]> {
-  const listed = await runGit(['--literal-pathspecs', 'ls-tree', '-r', '-z', '--name-only', commit, '--', ...paths.map((p) => (isDirPath(p) ? p.slice(0, -1) : p))], { cwd: repo });
-  const present = listed.ok ? listed.value.split('\0').filter(Boolean) : [];
+  const present = (await filesIn(repo, commit, paths.map((p) => (isDirPath(p) ? p.slice(0, -1) : p)))) ?? [];
   return paths.filter((p) => !present.some((file) => coveredBy(file, [p])));
 }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../src/core/events.ts';
 import {
-  attemptsOf,
+  attemptRecordsOf,
   ganttChart,
   ganttText,
   groupRuns,
@@ -64,7 +64,7 @@ describe('runs and attempts', () => {
   });
 
   it('pairs task-started with task-finished', () => {
-    const attempts = attemptsOf(groupRuns(journal())[0]!);
+    const attempts = attemptRecordsOf(groupRuns(journal())[0]!);
     expect(attempts.map((a) => [a.task, a.attempt, a.outcome, a.durationMs, a.usage === 'unknown' ? 'unknown' : a.usage?.costUsd])).toEqual([
       [0, 1, 'completed', 60_000, 0.12],
       [1, 1, 'retry', 90_000, 0.3],
@@ -108,7 +108,7 @@ describe('warnings in the report', () => {
     events.splice(retry + 1, 0, ev(T0 + 91_600, { type: 'notice', level: 'warning', message: 'the integrated work could not land: your change to README.md is in the way' }));
     events.splice(retry + 2, 0, ev(T0 + 91_700, { type: 'notice', level: 'info', message: 'landed 2 files on main' }));
     const run = groupRuns(events)[0]!;
-    expect(attemptsOf(run)[1]!.warnings).toEqual(['changed files it did not declare (the attempt failed; they were not kept): src/stray.ts']);
+    expect(attemptRecordsOf(run)[1]!.warnings).toEqual(['changed files it did not declare (the attempt failed; they were not kept): src/stray.ts']);
     const md = renderReport({ run, plan: planAfterRecordedRun(), planIsOfRun: true }).split('\n');
     const at = md.indexOf('## Warnings');
     expect(at).toBeGreaterThan(-1);

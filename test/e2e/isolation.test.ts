@@ -102,7 +102,8 @@ describe('every attempt in a worktree of its own', () => {
     expect(await readFile(join(cwd, '.git', 'objects', 'info', 'alternates'), 'utf8')).toBe(`${join(repo.dir, '.git', 'objects')}\n`);
     expect((await repo.git(['-C', cwd, 'rev-parse', 'HEAD'])).trim()).toBe(startHead);
     expect((await repo.git(['-C', cwd, 'rev-parse', '--abbrev-ref', 'HEAD'])).trim()).toBe('HEAD');
-    // The half-done work is in the worktree only.
+    // The half-done work is in the worktree only (the worker writes it just after it starts).
+    await waitFor('A to write a.txt', async () => existsSync(join(cwd, 'a.txt')));
     expect(await readFile(join(cwd, 'a.txt'), 'utf8')).toBe('a\n');
     expect(existsSync(join(repo.dir, 'a.txt'))).toBe(false);
     await writeFile(join(signals, 'go'), '');

@@ -14,7 +14,7 @@ import { culpritDecision, gateFinishedEvent } from '../../src/core/gate.ts';
 import { type Plan, clonePlan, statusOf } from '../../src/core/plan.ts';
 import { applySetupFindings } from '../../src/core/transition.ts';
 import { describeSetupRun } from '../../src/cli/execute.ts';
-import { Isolation, type IsolationOptions, type SetupReport } from '../../src/run/isolation.ts';
+import { Isolation, type IsolationOptions, type WorktreeSetup } from '../../src/run/isolation.ts';
 import { gateStatePathFor, serveGate } from '../../src/run/lead-gate.ts';
 import { setupRun } from '../../src/run/setup.ts';
 import { verifyAttempt } from '../../src/run/stages.ts';
@@ -114,7 +114,7 @@ describe('a time limit hit says what, after how long, which flag, and that the p
   it('the setup command in a worktree: the attempt cannot start, and the notice of the run says so', async () => {
     const repo = await repoWith({ 'a.txt': 'a\n' });
     const plan = makePlan([fakeTask('A', { create: ['b.txt'] })], { context: { setupCommand: 'sleep 5' } });
-    const reports: SetupReport[] = [];
+    const reports: WorktreeSetup[] = [];
     const isolation = await open(repo.dir, plan, { setupTimeoutMs: 1000, onSetup: (report) => reports.push(report) });
     const prepared = await isolation.prepare(0);
     const said = `\`sleep 5\` timed out after 1s (the limit set by --check-timeout); ${ended}`;

@@ -23,7 +23,7 @@ import { describeEditBetweenSteps, editedSinceLastStep, rememberPlanFile } from 
 import { lockHeldMessage } from './interventions.ts';
 import { describeSetupProblem } from '../setup-problem.ts';
 import { GitCommandError } from '../../adapters/git.ts';
-import { describeGitFailure, failureOf } from '../../core/git-text.ts';
+import { describeGitFailure, failureOf, isObjectId } from '../../core/git-text.ts';
 import { assertNever } from '../../core/failure.ts';
 import { DEFAULTS } from '../../run/settings.ts';
 import { DEFAULT_GATE_WAIT_MS } from '../../run/lead.ts';
@@ -363,7 +363,7 @@ export const gate: Command = {
     const tasksText = str(values.tasks) ?? '';
     const tasks = tasksText === '' ? [] : tasksText.split(',').map(Number);
     const timeoutMs = numbers['timeout-ms'];
-    if (values.serve !== true || id === undefined || !/^[\w-]+$/.test(id) || tip === undefined || !/^[0-9a-f]{40,64}$/.test(tip) || command === undefined || tasks.some((t) => !Number.isInteger(t) || t < 0) || timeoutMs === undefined) {
+    if (values.serve !== true || id === undefined || !/^[\w-]+$/.test(id) || tip === undefined || !isObjectId(tip) || command === undefined || tasks.some((t) => !Number.isInteger(t) || t < 0) || timeoutMs === undefined) {
       io.err('plan gate: internal to plan commit (--serve --id ID --tip COMMIT --tasks N,… --command CMD --timeout-ms MS)');
       return EXIT.invalid;
     }

@@ -1,0 +1,65 @@
+// The Mermaid Gantt chart of a run, a renderer: one row per task (a bar per attempt) and one for
+// the gate.
+
+import { clipHead, formatDuration } from '../format.ts';
+import { attemptRecordsOf, isFailure } from './attempts.ts';
+import { gateRunName, gateRunsOf } from './gate-runs.ts';
+import { type RunRecord } from './runs.ts';
+
+// ---------------------------------------------------------------------------------------------
+// Mermaid Gantt
+
+/** Gantt text: `:` `#` `;` are syntax in a gantt chart, control characters end lines. */
+export function ganttText(text: string, max = 60): string {
+  const flat = text
+    .replace(/[\u0000-\u001f\u007f]+/g, ' ')
+    .replace(/:/g, '：')
+    .replace(/#/g, '＃')
+    .replace(/;/g, '；')
+    .replace(/\s+/g, ' ')
+    .trim();
+  const cut = clipHead(flat, max);
+  return cut === '' ? '(untitled)' : cut;
+}
+
+export interface GanttOptions {
+  title?: string;
+  /** End of bars still running (default: the run's last event). */
+  now?: number;
+}
+
+/**
+ * The run's attempts as a Mermaid Gantt chart: one section per task (in order of first start),
+ * one bar per attempt from task-started to task-finished; `crit` marks failed attempts, `done`
+ * completed ones, `active` the ones still running. Dates are millisecond timestamps (`dateFormat x`).
+ */
+export function ganttChart(run: RunRecord, options: GanttOptions = {}): string {
+  const attempts = attemptRecordsOf(run);
+  const lines = ['gantt', `  title ${ganttText(options.title ?? `Run ${run.runId}`, 100)}`, '  dateFormat x', '  axisFormat %H:%M:%S', '  todayMarker off'];
+  const order: number[] = [];
+  for (const a of [...attempts].sort((x, y) => x.startMs - y.startMs)) if (!order.includes(a.task)) order.push(a.task);
+  const runEnd = options.now ?? run.lastMs;
+  for (const task of order) {
+    const mine = attempts.filter((a) => a.task === task);
+    lines.push(`  section ${task} ${ganttText(mine[mine.length - 1]!.subject)}`);
+    mine.forEach((a, k) => {
+      const end = Math.max(a.endMs ?? runEnd, a.startMs + 1);
+      const tags = a.outcome === null ? ['active'] : isFailure(a.outcome) ? ['crit'] : a.outcome === 'completed' || a.outcome === 'awaiting_approval' ? ['done'] : [];
+      const label = `attempt ${a.attempt} ${a.outcome === null ? 'running' : a.outcome === 'retry' ? 'failed (retried)' : a.outcome.replace('_', ' ')}${a.durationMs !== null ? ` ${formatDuration(a.durationMs)}` : ''}`;
+      lines.push(`  ${ganttText(label)} :${[...tags, `t${task}a${k + 1}`, String(Math.round(a.startMs)), String(Math.round(end))].join(', ')}`);
+    });
+  }
+  // The gate: one row, a bar per run named by its candidates, red when the stack failed.
+  const gateRuns = gateRunsOf(run);
+  if (gateRuns.length > 0) {
+    lines.push('  section gate');
+    gateRuns.forEach((g, k) => {
+      const end = Math.max(g.endMs ?? runEnd, g.startMs + 1);
+      const tags = g.passed === null ? ['active'] : g.passed ? ['done'] : ['crit'];
+      const found = g.culprit !== null ? ` culprit ${g.culprit}` : g.flake ? ' flake' : '';
+      const label = `${gateRunName(g.tasks)} ${g.passed === null ? 'running' : g.passed ? 'passed' : 'failed'}${found}${g.durationMs !== null ? ` ${formatDuration(g.durationMs)}` : ''}`;
+      lines.push(`  ${ganttText(label)} :${[...tags, `gate${k + 1}`, String(Math.round(g.startMs)), String(Math.round(end))].join(', ')}`);
+    });
+  }
+  return lines.join('\n');
+}

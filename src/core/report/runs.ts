@@ -1,0 +1,195 @@
+// Runs, a projection of the journal: its events grouped by run id, each run summarised (outcome,
+// counts, cost), and the run still in progress that `plan status` shows.
+
+import type { RunEvent, RunOutcome, StopReason, TaskOutcome } from '../events.ts';
+import { isoSeconds } from '../format.ts';
+import { type Plan, type TaskStatus, UNKNOWN, type UsageTally, statusOf, tallyCostUsd, tallyOf } from '../plan.ts';
+import { attemptRecordsOf } from './attempts.ts';
+
+/** The journal event of one type. */
+export type EventOf<T extends RunEvent['type']> = Extract<RunEvent, { type: T }>;
+
+// ---------------------------------------------------------------------------------------------
+// Runs
+
+export interface RunRecord {
+  runId: string;
+  /** The run's events in journal order. */
+  events: RunEvent[];
+  started: EventOf<'run-started'> | null;
+  finished: EventOf<'run-finished'> | null;
+  /** Time of the first and last event (ms since the epoch). */
+  firstMs: number;
+  lastMs: number;
+}
+
+export const timeOf = (at: string): number => {
+  const t = Date.parse(at);
+  return Number.isFinite(t) ? t : 0;
+};
+
+/** Events grouped by runId, runs ordered by their first event. */
+export function groupRuns(events: readonly RunEvent[]): RunRecord[] {
+  const byId = new Map<string, RunRecord>();
+  for (const e of events) {
+    let run = byId.get(e.runId);
+    const t = timeOf(e.at);
+    if (!run) {
+      run = { runId: e.runId, events: [], started: null, finished: null, firstMs: t, lastMs: t };
+      byId.set(e.runId, run);
+    }
+    run.events.push(e);
+    run.firstMs = Math.min(run.firstMs, t);
+    run.lastMs = Math.max(run.lastMs, t);
+    if (e.type === 'run-started' && !run.started) run.started = e;
+    if (e.type === 'run-finished') run.finished = e;
+  }
+  return [...byId.values()].sort((a, b) => startOf(a) - startOf(b));
+}
+
+export const startOf = (run: RunRecord): number => (run.started ? timeOf(run.started.at) : run.firstMs);
+
+/**
+ * `running` when the run has no run-finished event and its process still holds the lock;
+ * `unfinished` when a headless run died; `in-session` for an in-session run (`/foreman:execute`)
+ * no step has finished: its lead may be between steps, or its session ended.
+ */
+export type RunState = RunOutcome | 'running' | 'unfinished' | 'in-session';
+
+export interface RunSummary {
+  runId: string;
+  startedAt: string;
+  finishedAt: string | null;
+  goal: string | null;
+  outcome: RunState;
+  reason: StopReason | null;
+  message: string | null;
+  durationMs: number;
+  /** The run's attempts: measured figures, and how many attempts nothing measured. */
+  usage: UsageTally;
+  /** The measured cost (a lower bound when `usage.unknown > 0`), or `unknown` when nothing was measured. */
+  costUsd: number | typeof UNKNOWN;
+  /** True for an in-session run (`plan.ts setup|next|finalize|commit`). */
+  inSession: boolean;
+  /** Task counts by status at the end of the run (from run-finished), else tallied from the events. */
+  counts: Record<string, number>;
+  pid: number | null;
+  resumed: boolean;
+  planPath: string | null;
+}
+
+export interface SummaryOptions {
+  /** pid of the process holding the plan lock, if any: an unfinished run with that pid is `running`. */
+  livePid?: number | null;
+  /** Clock for the duration of an unfinished run that is still running. */
+  now?: number;
+}
+
+export function summarizeRun(run: RunRecord, options: SummaryOptions = {}): RunSummary {
+  const start = startOf(run);
+  const f = run.finished;
+  const live = !f && run.started !== null && options.livePid != null && run.started.pid === options.livePid;
+  const inSession = run.started?.mode === 'session';
+  const usage = runTally(run);
+  const end = f ? timeOf(f.at) : live && options.now !== undefined ? options.now : run.lastMs;
+  return {
+    runId: run.runId,
+    startedAt: isoSeconds(start),
+    finishedAt: f ? f.at : null,
+    goal: run.started?.goal ?? null,
+    outcome: f ? f.outcome : live ? 'running' : inSession ? 'in-session' : 'unfinished',
+    reason: f?.reason ?? null,
+    message: f?.message ?? null,
+    durationMs: f ? f.durationMs : Math.max(0, end - start),
+    usage,
+    costUsd: tallyCostUsd(usage),
+    inSession,
+    counts: f ? f.counts : tallyOutcomes(run),
+    pid: run.started?.pid ?? null,
+    resumed: run.started?.resumed ?? false,
+    planPath: run.started?.planPath ?? null,
+  };
+}
+
+/**
+ * What the run's attempts cost. A finished run's own measured total is used when it has one (it
+ * is what the run counted against its budget); otherwise the attempts are tallied, the unknown
+ * ones counted apart.
+ */
+export function runTally(run: RunRecord): UsageTally {
+  const attempts = attemptRecordsOf(run).filter((a) => a.usage !== null);
+  const f = run.finished;
+  if (f && f.usage !== UNKNOWN) return { measured: f.usage, measuredCount: Math.max(1, attempts.length), unknown: 0 };
+  return tallyOf(attempts.map((a) => a.usage ?? undefined));
+}
+
+/** Last known state of each task the run touched. */
+export function taskStatesIn(run: RunRecord): Map<number, TaskStatus> {
+  const states = new Map<number, TaskStatus>();
+  for (const e of run.events) {
+    if (e.type === 'task-started') states.set(e.task, 'in_progress');
+    else if (e.type === 'task-skipped') states.set(e.task, 'skipped');
+    else if (e.type === 'task-finished') states.set(e.task, statusAfter(e.outcome));
+  }
+  return states;
+}
+
+const statusAfter = (outcome: TaskOutcome): TaskStatus =>
+  outcome === 'completed' || outcome === 'awaiting_approval' || outcome === 'failed' || outcome === 'blocked' ? outcome : 'pending';
+
+function tallyOutcomes(run: RunRecord): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const s of taskStatesIn(run).values()) counts[s] = (counts[s] ?? 0) + 1;
+  return counts;
+}
+// ---------------------------------------------------------------------------------------------
+// The run in progress (for `plan.ts status`)
+
+export interface RunningTask {
+  index: number;
+  subject: string;
+  attempt: number;
+  model: string | null;
+  startedAt: string;
+  elapsedMs: number;
+}
+
+export interface UnfinishedRun {
+  runId: string;
+  startedAt: string;
+  pid: number | null;
+  /** task-started without a task-finished yet. */
+  running: RunningTask[];
+  /** True for an in-session run: its lead works between the plan tool's steps, holding no lock. */
+  inSession: boolean;
+  /** What this run's finished attempts cost, from the journal. */
+  runCost: UsageTally;
+  /**
+   * Cost the plan does not show yet: attempts that completed but wait for their round's commit
+   * (the plan records a completed task's usage when the commit lands; other outcomes at once).
+   */
+  unrecordedCost: UsageTally;
+}
+
+/** The latest run, when it has no run-finished event (still running, or it died). */
+export function unfinishedRun(runs: readonly RunRecord[], plan: Plan | null, now: number): UnfinishedRun | null {
+  const run = runs[runs.length - 1];
+  if (!run || run.finished) return null;
+  const attempts = attemptRecordsOf(run);
+  const waitsForCommit = (i: number) => {
+    const task = plan?.tasks[i];
+    return task === undefined || statusOf(task) === 'in_progress';
+  };
+  const unrecorded = attempts.filter((a) => a.outcome === 'completed' && waitsForCommit(a.task));
+  return {
+    runId: run.runId,
+    startedAt: isoSeconds(startOf(run)),
+    pid: run.started?.pid ?? null,
+    inSession: run.started?.mode === 'session',
+    running: attempts
+      .filter((a) => a.outcome === null)
+      .map((a) => ({ index: a.task, subject: a.subject, attempt: a.attempt, model: a.model, startedAt: isoSeconds(a.startMs), elapsedMs: Math.max(0, now - a.startMs) })),
+    runCost: tallyOf(attempts.map((a) => a.usage ?? undefined)),
+    unrecordedCost: tallyOf(unrecorded.map((a) => a.usage ?? undefined)),
+  };
+}
