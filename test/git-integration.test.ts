@@ -248,7 +248,7 @@ describe('captureWork', () => {
     cleanups.push(() => rm(plain, { recursive: true, force: true }));
     const r = await captureWork(plain, ['a'], []);
     expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.error.step).toBe('rev-parse');
+    if (!r.ok) expect(r.error.step).toBe('status');
   });
 });
 
@@ -619,8 +619,9 @@ describe('git calls', () => {
     const captureSmall = await gitCalls(async () => (smallWork = (await captured(captureWork(small.dir, ['a.txt'], []))).work));
     const captureLarge = await gitCalls(async () => (largeWork = (await captured(captureWork(large.dir, ['src/'], []))).work));
     expect(largeWork!.entries).toHaveLength(451);
-    // rev-parse and status, add, diff-index.
-    expect(captureSmall).toHaveLength(4);
+    // status (HEAD with it: --branch), add, diff-index.
+    expect(captureSmall).toHaveLength(3);
+    expect(captureSmall.some((call) => call.includes('rev-parse'))).toBe(false);
     expect(captureLarge).toHaveLength(captureSmall.length);
 
     const ref = integrationRef('p');
@@ -647,8 +648,8 @@ describe('git calls', () => {
     await committed.git(['-c', 'user.name=w', '-c', 'user.email=w@w', 'commit', '-qam', 'worker']);
     const plainCalls = await gitCalls(() => captured(captureWork(plain.dir, ['a.txt'], [], start)));
     const committedCalls = await gitCalls(() => captured(captureWork(committed.dir, ['a.txt'], [], start)));
-    // rev-parse and status, add, diff-index: the slot's own store is empty, so nothing to look up.
-    expect(plainCalls).toHaveLength(4);
+    // status (HEAD with it), add, diff-index: the slot's own store is empty, so nothing to look up.
+    expect(plainCalls).toHaveLength(3);
     expect(plainCalls.filter((call) => call.includes('pack-objects'))).toEqual([]);
     // diff-tree for the worker's commits, nothing to add (it is in the index), and the copy.
     expect(committedCalls.filter((call) => call.includes('pack-objects'))).toHaveLength(1);

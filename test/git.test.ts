@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { GIT_TIME_LIMIT_ENV, Git, gitProcessCount, runGit } from '../src/adapters/git.ts';
-import { buildMessage, normalizeRepoPath } from '../src/core/git-text.ts';
+import { buildMessage, normalizeRepoPath, parseStatus, parseStatusV2 } from '../src/core/git-text.ts';
 import { tempGitRepo, type TempGitRepo, withoutMachineGitConfig } from './support/git-repo.ts';
 
 // Keep the machine's own git configuration (identity, signing, hooks…) out of these tests.
@@ -252,6 +252,21 @@ describe('runGit, the one git runner', () => {
     expect((await runGit(['update-ref', 'refs/foreman/probe', head], { cwd: r.dir })).ok).toBe(true);
     expect(gitProcessCount() - before).toBe(2);
     expect(existsSync(path.join(r.dir, 'hook-ran'))).toBe(false);
+  });
+
+  it('one status --porcelain=v2 --branch says what rev-parse HEAD and a v1 status say together', async () => {
+    const r = await repo({ 'a.txt': 'a\n', 'gone.txt': 'g\n', 'sp ace/b.txt': 'b\n' });
+    await r.write({ 'a.txt': 'A\n', 'sp ace/b.txt': 'B\n', 'new ✓ file.txt': 'n\n', 'staged.txt': 's\n' });
+    await unlink(path.join(r.dir, 'gone.txt'));
+    await r.git(['add', 'staged.txt']);
+    const flags = ['-z', '-uall', '--no-renames', '--ignore-submodules=none'];
+    const v1 = await runGit(['status', '--porcelain=v1', ...flags], { cwd: r.dir });
+    const v2 = await runGit(['status', '--porcelain=v2', '--branch', ...flags], { cwd: r.dir });
+    const parsed = parseStatusV2(v2.ok ? v2.value : '');
+    expect(parsed.head).toBe((await r.git(['rev-parse', 'HEAD'])).trim());
+    const byPath = (a: { path: string }, b: { path: string }) => a.path.localeCompare(b.path);
+    expect(parsed.entries.sort(byPath)).toEqual(parseStatus(v1.ok ? v1.value : '').sort(byPath));
+    expect(parsed.entries.length).toBe(5);
   });
 
   it('ends a git command that outlives its time limit, naming it and the setting', async () => {

@@ -26,7 +26,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { type Result, err, ok } from '../core/failure.ts';
-import { type GitFailure, OBJECT_ID, buildMessage, failureOf, parseStatus, splitNul } from '../core/git-text.ts';
+import { type GitFailure, OBJECT_ID, buildMessage, failureOf, parseStatusV2, splitNul } from '../core/git-text.ts';
 import { coveredBy } from '../core/paths.ts';
 import type { CapturedWork, WorkEntry } from '../core/work.ts';
 import { type GitCommandError, identityArgs, runGit } from './git.ts';
@@ -104,17 +104,15 @@ function parseRaw(output: string): WorkEntry[] {
  * `base`, not HEAD). Without it, HEAD is the base.
  */
 export async function captureWork(dir: string, declared: readonly string[], kept: readonly string[], base?: string): Promise<Result<Capture, GitFailure>> {
-  const [head, status, store] = await Promise.all([
-    git(dir, ['rev-parse', '--verify', 'HEAD^{commit}']),
-    git(dir, ['status', '--porcelain=v1', '-z', '-uall', '--no-renames', '--ignore-submodules=none']),
-    borrowedStore(dir),
-  ]);
-  if (!head.ok) return err(failureOf(head.error));
+  // HEAD and the changes in one git process (`--branch` adds `# branch.oid`).
+  const [status, store] = await Promise.all([git(dir, ['status', '--porcelain=v2', '--branch', '-z', '-uall', '--no-renames', '--ignore-submodules=none']), borrowedStore(dir)]);
   if (!status.ok) return err(failureOf(status.error));
-  const headCommit = head.value.trim();
+  const parsed = parseStatusV2(status.value);
+  if (parsed.head === null) return err({ step: 'status', exitCode: 128, stderr: `fatal: the worktree ${dir} has no commit checked out (HEAD is unborn)` });
+  const headCommit = parsed.head;
   const start = base === undefined ? headCommit : objectId(base, 'base');
 
-  const listed = parseStatus(status.value);
+  const listed = parsed.entries;
   const changedSet = new Set(listed.map((entry) => entry.path));
   // What `add` can take: a path on disk or in this index. A deletion already staged (`git rm`,
   // status `D `) is neither, and is already in the index as the worker left it.

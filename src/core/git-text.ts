@@ -126,6 +126,40 @@ export function parseStatus(output: string): StatusEntry[] {
   return entries;
 }
 
+/**
+ * Parses `git status --porcelain=v2 --branch -z`: the commit HEAD is at (`# branch.oid`; null on an
+ * unborn branch) and the entries, their XY spelled as v1 spells them (`.` is a space, `??` untracked,
+ * `!!` ignored). One command instead of `rev-parse HEAD` beside a v1 status.
+ */
+export function parseStatusV2(output: string): { head: string | null; entries: StatusEntry[] } {
+  const records = output.split('\0');
+  const entries: StatusEntry[] = [];
+  let head: string | null = null;
+  for (let index = 0; index < records.length; index++) {
+    const record = records[index]!;
+    if (record === '') continue;
+    if (record.startsWith('# branch.oid ')) {
+      const oid = record.slice('# branch.oid '.length);
+      head = isObjectId(oid) ? oid : null;
+      continue;
+    }
+    if (record.startsWith('#')) continue;
+    const kind = record[0];
+    if (kind === '?' || kind === '!') {
+      entries.push({ path: record.slice(2), xy: kind === '?' ? '??' : '!!' });
+      continue;
+    }
+    // Ordinary (1), renamed or copied (2: the original path follows as the next record), unmerged (u).
+    const fields = kind === '1' ? 8 : kind === '2' ? 9 : kind === 'u' ? 10 : -1;
+    if (fields < 0) continue;
+    const parts = record.split(' ');
+    const xy = parts[1]!.replace(/\./g, ' ');
+    entries.push({ path: parts.slice(fields).join(' '), xy });
+    if (kind === '2') index++;
+  }
+  return { head, entries };
+}
+
 /** Each path's change; a file deleted in the index and re-created on disk counts as modified. */
 export function changesByPath(entries: readonly StatusEntry[]): Map<string, FileChange> {
   const changes = new Map<string, FileChange>();

@@ -7,6 +7,7 @@ import {
   failureOf,
   isTrailerKey,
   parseStatus,
+  parseStatusV2,
   parseTrailers,
   splitNul,
   subcommandOf,
@@ -23,6 +24,35 @@ describe('git status records', () => {
       { path: 'gone.ts', xy: 'D ' },
     ]);
     expect(parseStatus('')).toEqual([]);
+  });
+
+  it('parseStatusV2 reads porcelain v2 --branch -z: HEAD, and each entry with its XY as v1 spells it', () => {
+    const h = 'a'.repeat(40);
+    const z = '0'.repeat(40);
+    const output = [
+      `# branch.oid ${h}`,
+      '# branch.head main',
+      `1 .M N... 100644 100644 100644 ${h} ${h} src/a b.ts`,
+      `1 D. N... 100644 000000 000000 ${h} ${z} gone.ts`,
+      `2 R. N... 100644 100644 100644 ${h} ${h} R100 to file.ts`,
+      'from.ts',
+      `u UU N... 100644 100644 100644 100644 ${h} ${h} ${h} conflict.ts`,
+      '? new file.txt',
+      '! ignored.log',
+      '',
+    ].join('\0');
+    expect(parseStatusV2(output)).toEqual({
+      head: h,
+      entries: [
+        { path: 'src/a b.ts', xy: ' M' },
+        { path: 'gone.ts', xy: 'D ' },
+        { path: 'to file.ts', xy: 'R ' },
+        { path: 'conflict.ts', xy: 'UU' },
+        { path: 'new file.txt', xy: '??' },
+        { path: 'ignored.log', xy: '!!' },
+      ],
+    });
+    expect(parseStatusV2(['# branch.oid (initial)', '# branch.head main', '? a.txt', ''].join('\0'))).toEqual({ head: null, entries: [{ path: 'a.txt', xy: '??' }] });
   });
 
   it('changeOf names every status code', () => {
