@@ -211,9 +211,11 @@ export class Isolation {
    */
   /** `stack`'s works committed in order on the integration tip (the tip itself when empty); the ref does not move. */
   private async stacked(stack: ReadonlyArray<{ task: number; work: CapturedWork }>): Promise<Result<string, string>> {
-    if (stack.length === 0) return ok(this.current);
-    const tasks = stack.map((item) => item.task);
-    const made = await integrate(this.repo, null, this.current, { tasks, message: `foreman: candidates ${tasks.join(', ')} stacked`, trailers: [], works: stack.map((item) => item.work) });
+    // A candidate that changed nothing has nothing to stack.
+    const changing = stack.filter((item) => item.work.entries.length > 0);
+    if (changing.length === 0) return ok(this.current);
+    const tasks = changing.map((item) => item.task);
+    const made = await integrate(this.repo, null, this.current, { tasks, message: `foreman: candidates ${tasks.join(', ')} stacked`, trailers: [], works: changing.map((item) => item.work) });
     return made.ok ? made : err(describeGitFailure(integrationFailure(made.error)));
   }
 
