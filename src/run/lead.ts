@@ -124,13 +124,14 @@ const env = (ctx: LeadContext): NodeJS.ProcessEnv => ctx.env ?? process.env;
 // ---------------------------------------------------------------------------------------------
 // The run's journal
 
-/** Appends the step's events to the journal, all stamped now. */
-function journal(planPath: string, runId: string | null, events: readonly RunEventBody[]): void {
+/** Appends events to the journal: a step's, each stamped when it happened (`run.times`), or a list stamped now. */
+function journal(planPath: string, runId: string | null, source: readonly RunEventBody[] | StepRun): void {
+  const events = source instanceof StepRun ? source.events : source;
   if (runId === null || events.length === 0) return;
   const j = openJournal(planPath);
-  const at = new Date().toISOString();
+  const now = Date.now();
   try {
-    for (const e of events) j.append({ ...e, runId, at });
+    events.forEach((e, k) => j.append({ ...e, runId, at: new Date(source instanceof StepRun ? (source.times[k] ?? now) : now).toISOString() }));
   } finally {
     void j.close();
   }
@@ -349,7 +350,7 @@ async function driveGate(state: EngineState, driving: GateDriving, deadline: num
       session.gate.current = null;
       if (out.tasks.length === 0) {
         const verdict = baselineVerdict(session.gate.config!.command, out.tip, gateState);
-        run.events.push(verdict.event);
+        run.note(verdict.event);
         if (verdict.refusal !== null) {
           session.gate.baseline = 'failed';
           return { state: current, baselineOutput: clipTail(gateState.output.trim(), 2000) };
@@ -576,7 +577,7 @@ export async function leadSetup(given: Plan, ctx: LeadContext, settings: SetupSe
     state = await post(state, gateOpenedEvents(Date.now()), run);
   }
   session.engine = state;
-  journal(ctx.planPath, session.runId, run.events);
+  journal(ctx.planPath, session.runId, run);
   const archived = await finishPlan(state.plan, isolation, ctx.planPath, landed.landing.landed, { endGate: () => endGateProcess(ctx.planPath) });
   if (session.gate.baseline === 'failed') {
     finishRun(state.plan, ctx, session, { reason: 'failures', message: `the gate \`${gateConfig!.command}\` fails on the starting commit`, usage: state.usage }, { landed: landed.landing.landed, advice: landed.landing.problem.join(' ') }, null);
@@ -697,7 +698,7 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
   });
   if (!state.finished) state = await post(state, nextEvents(unlanded, options.concurrency, Date.now()), run);
   session.engine = state;
-  journal(ctx.planPath, session.runId, run.events);
+  journal(ctx.planPath, session.runId, run);
   if (run.finished !== null) finishRun(state.plan, ctx, session, run.finished, { landed: unlanded.length === 0, advice: '' }, null);
   await writeSession(ctx.planPath, session);
   await syncHandOut(state.plan, ctx, session);
@@ -896,7 +897,7 @@ export async function leadFinalize(
     await writeSession(ctx.planPath, session);
   }
   await registry.clear();
-  journal(ctx.planPath, session.runId, run.events);
+  journal(ctx.planPath, session.runId, run);
   if (run.finished !== null) finishRun(state.plan, ctx, session, run.finished, { landed: true, advice: '' }, null);
   session.engine = state;
   await writeSession(ctx.planPath, session);
@@ -983,7 +984,7 @@ export async function leadCommit(plan: Plan, ctx: LeadContext, options: { waitMs
   const landed = await land(state, isolation, session, ctx.planPath, run);
   state = landed.state;
   session.engine = state;
-  journal(ctx.planPath, session.runId, run.events);
+  journal(ctx.planPath, session.runId, run);
   const failed = failure as GitFailure | null;
   if (session.gate.baseline === 'failed') {
     finishRun(state.plan, ctx, session, { reason: 'failures', message: `the gate \`${session.gate.config!.command}\` fails on the starting commit`, usage: state.usage }, { landed: landed.landing.landed, advice: landed.landing.problem.join(' ') }, null);

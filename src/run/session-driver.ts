@@ -29,6 +29,8 @@ export interface StepHooks {
 /** One step's dealings with the step function: the events it emitted, how the run finished (when it did). */
 export class StepRun {
   readonly events: RunEventBody[] = [];
+  /** When each event was emitted (ms), for the journal: a step can take a while (verification). */
+  readonly times: number[] = [];
   finished: (EngineStop & { usage: UsageFigure }) | null = null;
   /** Warnings from removing a subagent's worktree, for its `task-finished` event. */
   private readonly cleanup = new Map<number, string[]>();
@@ -53,6 +55,7 @@ export class StepRun {
         const event = effect.event;
         const extra = event.type === 'task-finished' ? this.cleanup.get(event.task) : undefined;
         this.events.push(extra && extra.length > 0 && event.type === 'task-finished' ? { ...event, warnings: [...(event.warnings ?? []), ...extra] } : event);
+        this.times.push(this.now());
         return [];
       }
       case 'start-worker':
@@ -81,6 +84,12 @@ export class StepRun {
         return [];
     }
   };
+
+  /** An event the step itself tells (not the step function): journaled with the others, stamped now. */
+  note(event: RunEventBody): void {
+    this.events.push(event);
+    this.times.push(this.now());
+  }
 
   /** Events of one type this step emitted. */
   of<T extends RunEventBody['type']>(type: T): Array<Extract<RunEventBody, { type: T }>> {
