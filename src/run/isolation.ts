@@ -221,11 +221,10 @@ export class Isolation {
 
   async runGate(plan: Plan, request: GateRequest, gate: { command: string; timeoutMs: number; sandbox: boolean }, signal?: AbortSignal): Promise<GateRun> {
     const started = Date.now();
-    const tasks = request.works.map((item) => item.task);
-    const { message, trailers } = roundMessage(plan, 0, tasks);
-    const stacked = tasks.length === 0 ? ok(this.current) : await integrate(this.repo, null, this.current, { tasks, message, trailers, works: request.works.map((item) => item.work) });
-    // Work that cannot even be stacked (another change reached its files) fails like a red test.
-    if (!stacked.ok) return { passed: false, output: describeGitFailure(integrationFailure(stacked.error)), durationMs: Date.now() - started };
+    // The same stack a speculative worktree is built on; work that cannot even be stacked
+    // (another change reached its files) fails like a red test.
+    const stacked = await this.stacked(request.works);
+    if (!stacked.ok) return { passed: false, output: stacked.error, durationMs: Date.now() - started };
     const acquired = await this.pool.acquire(stacked.value, signal);
     if (!acquired.ok) return { passed: acquired.error.kind === 'interrupted' ? null : false, output: describeProvisionFailure(acquired.error), durationMs: Date.now() - started };
     const dir = acquired.value.dir;

@@ -228,20 +228,15 @@ async function land(state: EngineState, isolation: Isolation, session: Session, 
  */
 async function unlandedTasks(plan: Plan, repo: string, head: string | null): Promise<number[]> {
   const tip = typeof plan.planId === 'string' ? await readRef(repo, integrationRef(plan.planId)) : null;
-  if (head === null || tip === null || (await contains(repo, head, tip))) return [];
+  if (head === null || tip === null || (await isAncestor(repo, tip, head))) return [];
   const known = new Map<string, boolean>();
   const out: number[] = [];
   for (const [i, task] of plan.tasks.entries()) {
     if (statusOf(task) !== 'completed' || !task.commit) continue;
-    if (!known.has(task.commit)) known.set(task.commit, await contains(repo, head, task.commit));
+    if (!known.has(task.commit)) known.set(task.commit, await isAncestor(repo, task.commit, head));
     if (!known.get(task.commit)) out.push(i);
   }
   return out;
-}
-
-/** Whether `commit` is in the history of `head`. */
-async function contains(repo: string, head: string, commit: string): Promise<boolean> {
-  return isAncestor(repo, commit, head);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -782,7 +777,7 @@ async function verifySubagent(stages: StageContext, plan: Plan, index: number, i
   if (input.worktree !== undefined) {
     // The base must be where the worktree started: else (a lost session) its HEAD is.
     const head = await resolveCommit(input.worktree);
-    const base = input.base !== undefined && head !== null && (await contains(input.repo, head, input.base)) ? input.base : undefined;
+    const base = input.base !== undefined && head !== null && (await isAncestor(input.repo, input.base, head)) ? input.base : undefined;
     return verifyAttempt(stages, plan, index, { dir: input.worktree, kept: input.kept, ...(base !== undefined ? { base } : {}) });
   }
   const task = plan.tasks[index]!;
