@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Plan } from '../src/core/plan.ts';
-import { executeScript, fakeWorker, tsxLoader } from '../test/support/execute.ts';
+import { executeScript, fakeWorker, nodeArgsFor } from '../test/support/execute.ts';
 import { tempGitRepo } from '../test/support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../test/support/plans.ts';
 import { median, ms, progress, table } from './timing.ts';
@@ -77,7 +77,7 @@ async function dryRun(plan: Plan): Promise<void> {
   const repo = await tempGitRepo({ 'README.md': '# bench\n' });
   try {
     await writePlan(repo.dir, plan);
-    const r = await execa('node', ['--import', tsxLoader, executeScript, '--claude-bin', fakeWorker, '--dry-run'], { cwd: repo.dir, reject: false, env: { NO_COLOR: '1' }, stdin: 'ignore' });
+    const r = await execa('node', [...nodeArgsFor(executeScript), '--claude-bin', fakeWorker, '--dry-run'], { cwd: repo.dir, reject: false, env: { NO_COLOR: '1' }, stdin: 'ignore' });
     if (r.exitCode !== 0) throw new Error(`execute.ts --dry-run exited ${r.exitCode}: ${r.stderr.slice(-2000)}`);
   } finally {
     await repo.cleanup();
@@ -99,7 +99,7 @@ async function engineRun(plan: Plan, concurrency: number): Promise<EngineRun> {
   try {
     await writePlan(repo.dir, plan);
     const t0 = performance.now();
-    const r = await execa('node', ['--import', tsxLoader, executeScript, '--claude-bin', fakeWorker, '--concurrency', String(concurrency), '--no-probe'], {
+    const r = await execa('node', [...nodeArgsFor(executeScript), '--claude-bin', fakeWorker, '--concurrency', String(concurrency), '--no-probe'], {
       cwd: repo.dir,
       reject: false,
       env: { NO_COLOR: '1', FOREMAN_WORKTREES: join(worktrees, 'pool'), GIT_TRACE: trace },

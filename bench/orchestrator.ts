@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Plan } from '../src/core/plan.ts';
-import { executeScript, fakeWorker, tsxLoader } from '../test/support/execute.ts';
+import { executeScript, fakeWorker, nodeArgsFor } from '../test/support/execute.ts';
 import { tempGitRepo } from '../test/support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../test/support/plans.ts';
 import { randInt, rng } from './random.ts';
@@ -61,7 +61,7 @@ async function runOnce(plan: Plan, args: string[]): Promise<Measured> {
   try {
     await writePlan(repo.dir, plan);
     const t0 = performance.now();
-    const r = await execa('node', ['--import', tsxLoader, executeScript, '--claude-bin', fakeWorker, ...args], {
+    const r = await execa('node', [...nodeArgsFor(executeScript), '--claude-bin', fakeWorker, ...args], {
       cwd: repo.dir,
       reject: false,
       env: { NO_COLOR: '1' },

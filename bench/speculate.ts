@@ -14,7 +14,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Plan, Task } from '../src/core/plan.ts';
 import { SIMULATION_DEFAULTS, simulateRun } from '../src/core/simulation.ts';
-import { executeScript, fakeWorker, tsxLoader } from '../test/support/execute.ts';
+import { executeScript, fakeWorker, nodeArgsFor } from '../test/support/execute.ts';
 import { tempGitRepo } from '../test/support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../test/support/plans.ts';
 import { randomDurations, randomPlan, rng } from './random.ts';
@@ -125,7 +125,7 @@ async function realChain(n: number, sleepMs: number, gateSeconds: number, args: 
     const repo = await tempGitRepo({ 'README.md': '# bench\n' });
     try {
       await writePlan(repo.dir, plan);
-      const r = await execa('node', ['--import', tsxLoader, executeScript, '--claude-bin', fakeWorker, '--sandbox', 'off', '--no-probe', ...args], { cwd: repo.dir, reject: false, env: { NO_COLOR: '1' }, stdin: 'ignore', timeout: 300_000 });
+      const r = await execa('node', [...nodeArgsFor(executeScript), '--claude-bin', fakeWorker, '--sandbox', 'off', '--no-probe', ...args], { cwd: repo.dir, reject: false, env: { NO_COLOR: '1' }, stdin: 'ignore', timeout: 300_000 });
       if (r.exitCode !== 0) throw new Error(`execute.ts ${args.join(' ')} exited ${r.exitCode}:\n${r.stdout}\n${r.stderr}`);
       const events = (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; durationMs?: number });
       out.push(events.find((e) => e.type === 'run-finished')!.durationMs!);

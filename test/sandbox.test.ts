@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runShell } from '../src/adapters/checks.ts';
 import { installAdvice, runtimeSettings, sandboxMountPoints, sandboxSupport } from '../src/adapters/sandbox.ts';
-import { executeScript, fakeWorker, runExecute, tsxLoader } from './support/execute.ts';
+import { executeScript, fakeWorker, runExecute, nodeArgsFor } from './support/execute.ts';
 import { PROCESS_MARKER_VARIABLE, findMarked } from '../src/adapters/processes.ts';
 import { execa } from 'execa';
 import { tempGitRepo } from './support/git-repo.ts';
@@ -106,7 +106,7 @@ describe.runIf(support.ok)('a sandboxed check orphaned by kill -9', () => {
       const task = fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a exists', check }], fake: { write: { 'a.txt': 'a\n' } } });
       await writePlan(repo.dir, makePlan([task]));
       // --no-probe: the probe would run this check too (in its scratch worktree) before any worker.
-      const first = execa('node', ['--import', tsxLoader, executeScript, '--claude-bin', fakeWorker, '--sandbox', 'on', '--no-probe'], { cwd: repo.dir, reject: false, stdin: 'ignore' });
+      const first = execa('node', [...nodeArgsFor(executeScript), '--claude-bin', fakeWorker, '--sandbox', 'on', '--no-probe'], { cwd: repo.dir, reject: false, stdin: 'ignore' });
       let marker: string | undefined;
       for (let i = 0; i < 600; i++) {
         await new Promise((r) => setTimeout(r, 50));

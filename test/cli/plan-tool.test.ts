@@ -4,7 +4,7 @@
 import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { nodeArgsFor } from '../support/execute.ts';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Io, runProgram } from '../../src/cli/command.ts';
@@ -16,8 +16,6 @@ import { brokenCorpus, validFile, validText } from '../plans/corpus.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const SCRIPT = path.join(ROOT, 'scripts', 'plan.ts');
-// `--import tsx` resolves from the working directory; the tests run in temp directories.
-const TSX = pathToFileURL(path.join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
 
 interface Ran {
   code: number;
@@ -40,9 +38,9 @@ async function plan(argv: string[], cwd: string): Promise<Ran> {
   return { code, out, err };
 }
 
-/** The real script, through node + tsx (what `npx tsx scripts/plan.ts` runs). */
+/** The real script in a process of its own (bundled for the test run, or under tsx: `nodeArgsFor`); `npx tsx` itself is the last test's. */
 async function spawnPlan(argv: string[], cwd: string) {
-  const r = await execa('node', ['--import', TSX, SCRIPT, ...argv], { cwd, reject: false, env: { FOREMAN_DEBUG: '' } });
+  const r = await execa('node', [...nodeArgsFor(SCRIPT), ...argv], { cwd, reject: false, env: { FOREMAN_DEBUG: '' } });
   return { code: r.exitCode, stdout: r.stdout, stderr: r.stderr };
 }
 

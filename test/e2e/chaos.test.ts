@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { rng } from '../../bench/random.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { parsePlan } from '../../src/core/validate.ts';
-import { executeScript, fakeWorker, runExecute, tsxLoader } from '../support/execute.ts';
+import { executeScript, fakeWorker, runExecute, nodeArgsFor } from '../support/execute.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../support/plans.ts';
 import { alive } from '../support/processes.ts';
@@ -74,7 +74,7 @@ describe('SIGKILL at random moments', () => {
     let kills = 0;
     let finished = false;
     for (let run = 0; run < 40 && !finished; run++) {
-      const child = execa('node', ['--import', tsxLoader, executeScript, '--claude-bin', fakeWorker, '--concurrency', '3'], {
+      const child = execa('node', [...nodeArgsFor(executeScript), '--claude-bin', fakeWorker, '--concurrency', '3'], {
         cwd: repo.dir,
         reject: false,
         stdin: 'ignore',

@@ -14,7 +14,7 @@ import { processAlive } from '../../src/adapters/processes.ts';
 import type { RunEvent } from '../../src/core/events.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { groupRuns, renderReport, reportData } from '../../src/core/report.ts';
-import { executeScript, fakeWorker, runExecute, runPlanTool, tsxLoader } from '../support/execute.ts';
+import { executeScript, fakeWorker, runExecute, runPlanTool, nodeArgsFor } from '../support/execute.ts';
 import { fakeEvents, repoWithPlan } from '../support/fake-run.ts';
 import type { TempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
@@ -192,7 +192,7 @@ describe('the merge queue', () => {
         { context: { testCommand: gateCommand } },
       ),
     );
-    const child = execa('node', ['--import', tsxLoader, executeScript, '--claude-bin', fakeWorker, '--sandbox', 'off'], {
+    const child = execa('node', [...nodeArgsFor(executeScript), '--claude-bin', fakeWorker, '--sandbox', 'off'], {
       cwd: repo.dir,
       reject: false,
       stdin: 'ignore',

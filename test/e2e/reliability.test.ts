@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
 import { parsePlan } from '../../src/core/validate.ts';
 import { groupAlive, processStartTime } from '../../src/adapters/processes.ts';
-import { planScript, runExecute, runPlanTool, tsxLoader } from '../support/execute.ts';
+import { planScript, runExecute, runPlanTool, nodeArgsFor } from '../support/execute.ts';
 import type { TempGitRepo } from '../support/git-repo.ts';
 import { type FakeEvent, fakeEvents, repoWithPlan, startExecute, waitFor as waitForIt } from '../support/fake-run.ts';
 import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
@@ -209,7 +209,7 @@ describe('nothing left running after a crash', () => {
       await writeFile(join(agent.dir, 'a.txt'), 'a\n');
       const results = join(scratch, 'results.json');
       await writeFile(results, JSON.stringify([{ task: 0, output: 'COMPLETED: made a', worktree: agent.dir }]));
-      const finalize = execa('node', ['--import', tsxLoader, planScript, 'finalize', '--results', results], { cwd: repo.dir, reject: false, stdin: 'ignore', env: unsandboxed });
+      const finalize = execa('node', [...nodeArgsFor(planScript), 'finalize', '--results', results], { cwd: repo.dir, reject: false, stdin: 'ignore', env: unsandboxed });
       children.push(finalize);
       await waitFor('the acceptance check to start', async () => existsSync(pidFile) && (await readFile(pidFile, 'utf8')).trim() !== '');
       const checkGroup = Number((await readFile(pidFile, 'utf8')).trim());

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
-import { executeScript, fakeWorker, runExecute, runPlanTool, tsxLoader } from '../support/execute.ts';
+import { executeScript, fakeWorker, runExecute, runPlanTool, nodeArgsFor } from '../support/execute.ts';
 import { repoWithPlan } from '../support/fake-run.ts';
 import type { TempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
@@ -196,7 +196,7 @@ describe('an integration that fails', () => {
     await repo.git(['config', 'gpg.program', 'false']);
     const head = (await repo.git(['rev-parse', 'HEAD'])).trim();
 
-    const run = execa('node', ['--import', tsxLoader, executeScript, '--claude-bin', fakeWorker], { cwd: repo.dir, reject: false, stdin: 'ignore', env: { ...env, NO_COLOR: '1' } });
+    const run = execa('node', [...nodeArgsFor(executeScript), '--claude-bin', fakeWorker], { cwd: repo.dir, reject: false, stdin: 'ignore', env: { ...env, NO_COLOR: '1' } });
     const deadline = Date.now() + 30_000;
     while (!(await readFile(journal, 'utf8').catch(() => '')).includes('"start"')) {
       if (Date.now() > deadline) throw new Error('A did not start');

@@ -3,7 +3,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
-import { executeScript, fakeWorker, tsxLoader } from './execute.ts';
+import { executeScript, fakeWorker, nodeArgsFor } from './execute.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { type TempGitRepo, tempGitRepo } from './git-repo.ts';
 import { writePlan } from './plans.ts';
@@ -47,7 +47,7 @@ export async function fakeEvents(journal: string): Promise<FakeEvent[]> {
  * goes into `children`, for the test file's afterEach to kill.
  */
 export function startExecute(dir: string, args: string[], env: Record<string, string>, children: ResultPromise[]) {
-  const child = execa('node', ['--import', tsxLoader, executeScript, '--claude-bin', fakeWorker, ...args], {
+  const child = execa('node', [...nodeArgsFor(executeScript), '--claude-bin', fakeWorker, ...args], {
     cwd: dir,
     reject: false,
     stdin: 'ignore',
