@@ -105,7 +105,7 @@ describe.runIf(support.ok)('a sandboxed check orphaned by kill -9', () => {
       const check = `if [ -e '${release}' ]; then exit 0; fi; sleep 1000; echo late > a.txt`;
       const task = fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a exists', check }], fake: { write: { 'a.txt': 'a\n' } } });
       await writePlan(repo.dir, makePlan([task]));
-      // --no-probe: the probe would run this check too (in its scratch worktree) before any worker.
+      // --no-probe: the probe would run this check too (in its own checkout) before any worker.
       const first = execa('node', [...nodeArgsFor(executeScript), '--claude-bin', fakeWorker, '--sandbox', 'on', '--no-probe'], { cwd: repo.dir, reject: false, stdin: 'ignore' });
       let marker: string | undefined;
       for (let i = 0; i < 600; i++) {

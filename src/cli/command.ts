@@ -3,7 +3,7 @@
 // positionals declare their range, and are checked here, before the command runs.
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { GitCommandError } from '../adapters/git.ts';
+import { GitCommandError } from '../adapters/git/runner.ts';
 import { describeGitFailure, failureOf } from '../core/git-text.ts';
 import { CliError, EXIT, type ExitCode, usageError } from './exit.ts';
 import { type NumberRange, describeRange, parseNumber } from './numeric-flags.ts';

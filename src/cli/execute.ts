@@ -3,7 +3,7 @@
 import { constants } from 'node:fs';
 import { access, realpath, stat } from 'node:fs/promises';
 import { basename, delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
-import { Git } from '../adapters/git.ts';
+import { Git } from '../adapters/git/repository.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { type LockTakeover, PlanKeeper, acquireLock, currentLockInfo, describeKeptEdit } from '../adapters/plan-store.ts';
 import { ProcessRegistry, describeOrphans, killOrphans, recorded, registryPathFor } from '../adapters/orphans.ts';
@@ -17,7 +17,7 @@ import { assertNever } from '../core/failure.ts';
 import { plural } from '../core/format.ts';
 import { describeTimeLimitHit } from '../core/time-limit.ts';
 import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
-import { describeScratchProblem, runProbe, saveProbe } from '../run/probe.ts';
+import { describeProbeProblem, runProbe, saveProbe } from '../run/probe.ts';
 import { type Plan, emptyUsage, statusOf } from '../core/plan.ts';
 import { type WorkerPermissions, explicitPermissions, planPermissions } from '../core/scope.ts';
 import { SCHEDULE_POLICIES, type SchedulePolicy } from '../core/schedule.ts';
@@ -426,12 +426,12 @@ async function probeAtSetup(
   const checks = probedTasks(plan).reduce((n, i) => n + (plan.tasks[i]!.agent?.acceptanceCriteria?.length ?? 0), 0);
   if (checks === 0) return;
   const setupCommand = plan.context?.setupCommand;
-  const probing = `probing ${plural(checks, 'acceptance check')} of the pending tasks in a scratch worktree of HEAD${setupCommand ? ` prepared with \`${setupCommand}\`` : ' (the plan has no context.setupCommand: nothing is installed there)'} (--no-probe skips this)`;
+  const probing = `probing ${plural(checks, 'acceptance check')} of the pending tasks in a checkout of HEAD${setupCommand ? ` prepared with \`${setupCommand}\`` : ' (the plan has no context.setupCommand: nothing is installed there)'} (--no-probe skips this)`;
   context.progress(`foreman: ${probing}`);
   emit({ type: 'notice', level: 'info', message: probing });
   const probed = await runProbe(plan, { repo: settings.repo, checkTimeoutMs: settings.checkTimeoutMs, timeoutMs: settings.probeTimeoutMs, timeoutFlag: LIMIT_FLAGS.probe, env: context.env, signal: context.signal, registry: context.registry, sandbox: context.sandbox });
   if (!probed.ok) {
-    emit({ type: 'notice', level: 'warning', message: `the probe could not run: ${describeScratchProblem(probed.error)}` });
+    emit({ type: 'notice', level: 'warning', message: `the probe could not run: ${describeProbeProblem(probed.error)}` });
     return;
   }
   const report = probed.value;

@@ -1,10 +1,11 @@
 // The text git reads and writes, pure: repository paths, `git status` records, commit trailers
 // and messages, what a failed git step says, the one object-id check and the flags that keep the
-// person's hooks off. The adapters run git (`runGit` in src/adapters/git.ts); this reads and
+// person's hooks off. The adapters run git (`runGit` in src/adapters/git/runner.ts); this reads and
 // writes what passes between them and git.
 
 import path from 'node:path';
 import { clipTail } from './format.ts';
+import type { WorkEntry } from './work.ts';
 
 /** A full object id: SHA-1 (40 hex digits) or SHA-256 (64). The one check foreman makes of an id. */
 export const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
@@ -126,14 +127,22 @@ export function parseStatus(output: string): StatusEntry[] {
   return entries;
 }
 
+/** An entry of a v2 status, with what v2 says beyond v1. */
+export interface StatusV2Entry extends StatusEntry {
+  /** HEAD's entry at the path (ordinary changes only; null when HEAD has none or v2 does not say). */
+  head: { mode: string; object: string } | null;
+  /** An untracked path, or an ordinary change that is not a submodule's: not renamed, copied or unmerged. */
+  ordinary: boolean;
+}
+
 /**
  * Parses `git status --porcelain=v2 --branch -z`: the commit HEAD is at (`# branch.oid`; null on an
  * unborn branch) and the entries, their XY spelled as v1 spells them (`.` is a space, `??` untracked,
  * `!!` ignored). One command instead of `rev-parse HEAD` beside a v1 status.
  */
-export function parseStatusV2(output: string): { head: string | null; entries: StatusEntry[] } {
+export function parseStatusV2(output: string): { head: string | null; entries: StatusV2Entry[] } {
   const records = output.split('\0');
-  const entries: StatusEntry[] = [];
+  const entries: StatusV2Entry[] = [];
   let head: string | null = null;
   for (let index = 0; index < records.length; index++) {
     const record = records[index]!;
@@ -146,7 +155,7 @@ export function parseStatusV2(output: string): { head: string | null; entries: S
     if (record.startsWith('#')) continue;
     const kind = record[0];
     if (kind === '?' || kind === '!') {
-      entries.push({ path: record.slice(2), xy: kind === '?' ? '??' : '!!' });
+      entries.push({ path: record.slice(2), xy: kind === '?' ? '??' : '!!', head: null, ordinary: kind === '?' });
       continue;
     }
     // Ordinary (1), renamed or copied (2: the original path follows as the next record), unmerged (u).
@@ -154,7 +163,9 @@ export function parseStatusV2(output: string): { head: string | null; entries: S
     if (fields < 0) continue;
     const parts = record.split(' ');
     const xy = parts[1]!.replace(/\./g, ' ');
-    entries.push({ path: parts.slice(fields).join(' '), xy });
+    // `1 XY sub mH mI mW hH hI path`: HEAD's entry is mH and hH (mode 000000 when HEAD has none).
+    const headEntry = kind === '1' && parts[3] !== '000000' ? { mode: parts[3]!, object: parts[6]! } : null;
+    entries.push({ path: parts.slice(fields).join(' '), xy, head: headEntry, ordinary: kind === '1' && parts[2] === 'N...' });
     if (kind === '2') index++;
   }
   return { head, entries };
@@ -214,4 +225,26 @@ export function buildMessage(message: string, trailers: TrailerList | undefined)
   });
   // The trailer block must be its own last paragraph, after the subject.
   return `${body}\n\n${lines.join('\n')}\n`;
+}
+
+/** A full object id, checked: callers pass ids git gave them, so anything else is a bug (thrown). */
+export function expectObjectId(id: string, what: string): string {
+  if (!isObjectId(id)) throw new Error(`${what} must be a full object id, got ${JSON.stringify(id)}`);
+  return id;
+}
+
+/** Byte order, as git sorts paths. */
+export const byPath = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
+
+/** The entries of `git diff-index`/`diff-tree -z --raw` output: `:<old mode> <new mode> <old id> <new id> <status>\0<path>\0`. */
+export function parseRaw(output: string): WorkEntry[] {
+  const records = splitNul(output);
+  const entries: WorkEntry[] = [];
+  for (let index = 0; index + 1 < records.length; index += 2) {
+    const fields = records[index]!.replace(/^:/, '').split(' ');
+    const [, mode = '', , object = '', status = ''] = fields;
+    const entryPath = records[index + 1]!;
+    entries.push(status.startsWith('D') ? { path: entryPath, deleted: true } : { path: entryPath, mode, object });
+  }
+  return entries;
 }

@@ -1,6 +1,6 @@
 // Landing, the pure part: which of the paths that differ between the commit the person's tree is
 // at and the integration tip can be moved to the tip, which already are there, and which hold a
-// change of the person's that landing must not touch. The adapter (src/adapters/git-landing.ts)
+// change of the person's that landing must not touch. The adapter (src/adapters/git/land.ts)
 // observes the repository and does the moving.
 
 import { type Layout, commandHint } from './command-hint.ts';

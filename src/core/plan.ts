@@ -115,7 +115,7 @@ export interface PlanContext {
   conventions?: string;
   testCommand?: string;
   buildCommand?: string;
-  /** The command that prepares a fresh checkout (e.g. `npm ci`): run in every new worktree, and in the probe's scratch worktree. */
+  /** The command that prepares a fresh checkout (e.g. `npm ci`): run in every new worktree, and in the probe's checkout. */
   setupCommand?: string;
   /** Files whose change makes a reused worktree run the setup command again (default: the usual lock and manifest files). */
   setupInputs?: string[];

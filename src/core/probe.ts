@@ -121,7 +121,7 @@ export interface ProbeReport {
   verdict: 'ok' | 'problems' | 'setup-failed';
   budget: { checkTimeoutSeconds: number; timeoutSeconds: number; exhausted: boolean; interrupted: boolean };
   setup: ProbeSetup | null;
-  /** Ignored files copied into the scratch worktree because `.worktreeinclude` lists them. */
+  /** Ignored files copied into the probe's checkout because `.worktreeinclude` lists them. */
   included: string[];
   tasks: ProbeTask[];
   counts: { tasks: number; checks: number; broken: number; vacuous: number; passing: number; undecided: number };

@@ -11,7 +11,7 @@
 // task runs again. So an integrated task is never run again, and a task whose work was lost always is.
 
 import { randomUUID } from 'node:crypto';
-import type { Git } from '../adapters/git.ts';
+import type { Git } from '../adapters/git/repository.ts';
 import { oneLine } from '../core/format.ts';
 import { type Plan, statusOf } from '../core/plan.ts';
 import type { SetupFindings } from '../core/transition.ts';

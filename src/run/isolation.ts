@@ -8,14 +8,14 @@
 import { readFile, readdir, realpath, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { runShell, withForemanLine } from '../adapters/checks.ts';
-import { commonGitDir, isAncestor, moveRef, resolveCommit, startIntegrationRef } from '../adapters/git-refs.ts';
-import { type Integration, type IntegrationFailure, deleteRef, dropParked, foremanRefs, integrate, integrationRef, park, parkedTasks, parkedWork, readRef } from '../adapters/git-integration.ts';
-import { type Landed, type LandingProblem, land, resumeLanding } from '../adapters/git-landing.ts';
+import { type Integration, type IntegrationFailure, Integrator, parkedWork } from '../adapters/git/integrate.ts';
+import { type ParkKind, commonGitDir, deleteRef, dropParked, foremanRefs, integrationRef, isAncestor, moveRef, parkedFolders, parkedTasks, readRef, resolveCommit, startIntegrationRef } from '../adapters/git/refs.ts';
+import { type Landed, type LandingProblem, land, resumeLanding } from '../adapters/git/land.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import { processAlive } from '../adapters/processes.ts';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
 import { checkSandbox, setupCommandSandbox } from '../adapters/sandbox.ts';
-import { type Slot, type WorktreePool, describeProvisionFailure, openPool, symlinkDirectoriesOf, worktreesRoot } from '../adapters/worktree-pool.ts';
+import { type Slot, type WorktreePool, describeProvisionFailure, openPool, symlinkDirectoriesOf, worktreesRoot } from '../adapters/git/worktree-pool.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import { type GitFailure, describeGitFailure, isObjectId } from '../core/git-text.ts';
 import type { LandMode } from '../core/landing.ts';
@@ -88,6 +88,8 @@ export function recordLandedBase(planPath: string, planId: string, commit: strin
 
 export class Isolation {
   private readonly slots = new Map<number, Slot>();
+  /** Integrations, stacks and parked work: its tree index kept in the pool's folder, foreman's own. */
+  private readonly integrator: Integrator;
 
   private constructor(
     readonly repo: string,
@@ -96,7 +98,9 @@ export class Isolation {
     private current: string,
     readonly pool: WorktreePool,
     private readonly options: IsolationOptions,
-  ) {}
+  ) {
+    this.integrator = new Integrator(repo, pool.dir);
+  }
 
   /**
    * The plan's integration ref (made at HEAD when it does not exist) and its worktree pool (with
@@ -174,7 +178,7 @@ export class Isolation {
     for (const [kind, items] of [['awaiting', request.park], ['candidate', request.hold ?? []]] as const) {
       for (const item of items) {
         const { message } = roundMessage(plan, request.round, [item.task]);
-        const made = await park(this.repo, this.planId, item.task, item.work, message, kind);
+        const made = await this.park(item.task, item.work, message, kind);
         if (!made.ok) return made;
       }
     }
@@ -187,6 +191,11 @@ export class Isolation {
     // Candidates that integrated, or broke the build, leave the merge queue.
     for (const task of request.drop) await dropParked(this.repo, this.planId, task, 'candidate');
     return ok(commit);
+  }
+
+  /** Parks `work` of `task` on its own ref (`park`), with this run's integrator. */
+  park(task: number, work: CapturedWork, message: string, kind: ParkKind): Promise<Result<string, GitFailure>> {
+    return this.integrator.park(this.planId, task, work, message, kind);
   }
 
   /** Candidates an earlier run held for the merge queue, for tasks still in progress: they rejoin it first. */
@@ -215,7 +224,7 @@ export class Isolation {
     const changing = stack.filter((item) => item.work.entries.length > 0);
     if (changing.length === 0) return ok(this.current);
     const tasks = changing.map((item) => item.task);
-    const made = await integrate(this.repo, null, this.current, { tasks, message: `foreman: candidates ${tasks.join(', ')} stacked`, trailers: [], works: changing.map((item) => item.work) });
+    const made = await this.integrator.integrate(null, this.current, { tasks, message: `foreman: candidates ${tasks.join(', ')} stacked`, trailers: [], works: changing.map((item) => item.work) });
     return made.ok ? made : err(describeGitFailure(integrationFailure(made.error)));
   }
 
@@ -249,7 +258,7 @@ export class Isolation {
     const tasks = items.map((item) => item.task);
     const { message, trailers } = roundMessage(plan, round, tasks);
     const integration: Integration = { tasks, message, trailers, works: items.map((item) => item.work) };
-    const integrated = await integrate(this.repo, this.ref, this.current, integration);
+    const integrated = await this.integrator.integrate(this.ref, this.current, integration);
     if (!integrated.ok) return err(integrationFailure(integrated.error));
     const changed = integrated.value !== this.current;
     this.current = integrated.value;
@@ -292,8 +301,8 @@ async function clearLeftovers(repo: string, planId: string): Promise<void> {
   if (common === null) return;
   const gitDir = resolve(repo, common);
   await rm(join(gitDir, `${integrationRef(planId)}.lock`), { force: true });
-  for (const parked of ['foreman-awaiting', 'foreman-candidate']) {
-    const dir = join(gitDir, 'refs', parked, planId);
+  for (const folder of parkedFolders(planId)) {
+    const dir = join(gitDir, folder);
     for (const name of await readdir(dir).catch(() => [] as string[])) if (name.endsWith('.lock')) await rm(join(dir, name), { force: true });
   }
   for (const name of await readdir(gitDir).catch(() => [] as string[])) {

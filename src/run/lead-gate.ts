@@ -12,7 +12,7 @@ import { spawn } from 'node:child_process';
 import { readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ownLauncherPath } from '../adapters/layout.ts';
-import { parkedWork } from '../adapters/git-integration.ts';
+import { parkedWork } from '../adapters/git/integrate.ts';
 import { ProcessRegistry, killOrphans } from '../adapters/orphans.ts';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
 import { processAlive, terminateGroup } from '../adapters/processes.ts';

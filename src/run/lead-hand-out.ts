@@ -5,8 +5,7 @@
 // Code gives the lead's Bash commands); run from a terminal, there is no session and nothing to
 // publish. When the run ends, the session's folder goes.
 
-import { realpath, stat } from 'node:fs/promises';
-import { readdir } from 'node:fs/promises';
+import { readdir, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { handOutRoot, removeHandOut, sessionsOfPlan, writeHandOut } from '../adapters/hand-out.ts';
 import { type Plan, attemptsOf, statusOf } from '../core/plan.ts';

@@ -25,17 +25,15 @@
 
 import { lstat, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { agentWorktree, describeAgentWorktreeProblem, removeAgentWorktree } from '../adapters/agent-worktrees.ts';
-import type { Git } from '../adapters/git.ts';
-import { isAncestor, resolveCommit } from '../adapters/git-refs.ts';
-import { integrationRef, readRef } from '../adapters/git-integration.ts';
+import { agentWorktree, describeAgentWorktreeProblem, removeAgentWorktree } from '../adapters/git/agent-worktrees.ts';
+import type { Git } from '../adapters/git/repository.ts';
+import { integrationRef, isAncestor, readRef, resolveCommit } from '../adapters/git/refs.ts';
 import { journalPathFor, newRunId, openJournal, readJournal } from '../adapters/journal.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../adapters/orphans.ts';
 import { writePlanAtomic } from '../adapters/plan-store.ts';
 import { type SandboxMode, decideSandbox, installAdvice } from '../adapters/sandbox.ts';
-import { symlinkDirectoriesOf } from '../adapters/worktree-pool.ts';
-import { WORKTREE_INCLUDE } from '../adapters/scratch.ts';
+import { symlinkDirectoriesOf, WORKTREE_INCLUDE } from '../adapters/git/worktree-pool.ts';
 import { commandHint } from '../core/command-hint.ts';
 import { type EngineState, type HeldCandidate, holding, initialState, startable, step, tasksIn, waitingToLand } from '../core/engine-step.ts';
 import type { RunEventBody, StopReason, TaskOutcome } from '../core/events.ts';

@@ -2,16 +2,16 @@
 // (`plan land`, and `plan approve` after integrating the approved work), remove its worktrees
 // (`plan clean`), and say where they stand (`plan status`). A run's end does the same landing
 // (src/cli/execute.ts); these share its pieces: the intent and landed-base files next to the plan,
-// `land`/`resumeLanding`, and the refs of git-integration.
+// `land`/`resumeLanding`, and the refs of src/adapters/git/refs.ts.
 
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { countCommits, headBranchRef, resolveCommit, startIntegrationRef, topLevel } from '../adapters/git-refs.ts';
-import { type IntegrationFailure, deleteRef, foremanRefs, integrate, integrationRef, parkedWork, readRef } from '../adapters/git-integration.ts';
-import { type Landed, land } from '../adapters/git-landing.ts';
+import { countCommits, deleteRef, foremanRefs, headBranchRef, integrationRef, parkedTasks, readRef, resolveCommit, startIntegrationRef, topLevel } from '../adapters/git/refs.ts';
+import { type IntegrationFailure, integrate, parkedWork } from '../adapters/git/integrate.ts';
+import { type Landed, land } from '../adapters/git/land.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { readPlanFile } from '../adapters/plan-store.ts';
-import { diskUsage, poolDir, removePlanWorktrees, worktreesRoot } from '../adapters/worktree-pool.ts';
+import { diskUsage, poolDir, removePlanWorktrees, worktreesRoot } from '../adapters/git/worktree-pool.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import { commandHint } from '../core/command-hint.ts';
 import { describeGitFailure } from '../core/git-text.ts';
@@ -245,12 +245,7 @@ export async function isolationStatus(planPath: string, plan: Plan, env: NodeJS.
   const bytes = count === 0 ? 0 : await diskUsage(dir);
   const name = integrationRef(planId);
   const commit = await readRef(repo, name);
-  const parkedPrefix = `refs/foreman-awaiting/${planId}/`;
-  const parked = (await foremanRefs(repo, planId))
-    .filter((ref) => ref.startsWith(parkedPrefix))
-    .map((ref) => Number(ref.slice(parkedPrefix.length)))
-    .filter((task) => Number.isInteger(task))
-    .sort((a, b) => a - b);
+  const parked = await parkedTasks(repo, planId, 'awaiting');
   return { worktrees: { count, bytes, dir }, ref: commit === null ? null : { name, commit, notLanded: await commitsNotOnHead(repo, name) }, parked };
 }
 

@@ -1,5 +1,5 @@
 // The probe: every pending task's acceptance checks, run on the integration tip (HEAD) in a
-// scratch worktree provisioned with the plan's `context.setupCommand`, before any work, to catch
+// checkout of its own (a worktree-pool slot, removed afterwards) provisioned with the plan's `context.setupCommand`, before any work, to catch
 // checks that cannot run (broken) and tasks whose checks already pass (vacuous). It never touches
 // the person's tree and never starts a worker. Verdicts are src/core/probe.ts.
 
@@ -9,7 +9,8 @@ import { runShell, withForemanLine } from '../adapters/checks.ts';
 import { checkSandbox, setupCommandSandbox } from '../adapters/sandbox.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
-import { type ScratchProblem, withScratchWorktree } from '../adapters/scratch.ts';
+import { resolveCommit } from '../adapters/git/refs.ts';
+import { type ProvisionFailure, describeProvisionFailure, withCheckout, worktreesRoot } from '../adapters/git/worktree-pool.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import type { Plan } from '../core/plan.ts';
 import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
@@ -44,7 +45,7 @@ export interface ProbeOptions {
   /** Milliseconds now; a test may pass a fake clock. */
   now?: () => number;
   /**
-   * Run the checks in the operating-system sandbox: writes in the scratch checkout and their own
+   * Run the checks in the operating-system sandbox: writes in the probe's checkout and their own
    * TMPDIR, no network but the plan's `checkNetwork` hosts. The setup command too, with the
    * package managers' caches writable and the package registries reachable (`setupCommandSandbox`).
    */
@@ -54,10 +55,10 @@ export interface ProbeOptions {
 export const probePathFor = (planPath: string): string => join(dirname(planPath), 'probe.json');
 
 /**
- * Runs the probe. A repository without a commit, or a scratch worktree git cannot create, is a
+ * Runs the probe. A repository without a commit, or a checkout git cannot make, is a
  * problem value; interrupts stop the running check and leave the rest `not-run`.
  */
-export async function runProbe(plan: Plan, options: ProbeOptions): Promise<Result<ProbeReport, ScratchProblem>> {
+export async function runProbe(plan: Plan, options: ProbeOptions): Promise<Result<ProbeReport, ProbeProblem>> {
   const now = options.now ?? Date.now;
   const started = now();
   const deadline = started + options.timeoutMs;
@@ -66,14 +67,17 @@ export async function runProbe(plan: Plan, options: ProbeOptions): Promise<Resul
   const setupCommand = typeof plan.context?.setupCommand === 'string' && plan.context.setupCommand.trim() !== '' ? plan.context.setupCommand : null;
   const shellEnv = options.env === undefined ? undefined : { ...options.env };
 
-  const probed = await withScratchWorktree(options.repo, async (scratch) => {
+  // The last commit, checked out as an attempt's worktree is (copies, links), outside the person's tree.
+  const head = await resolveCommit(options.repo);
+  if (head === null) return err({ kind: 'no-commit' });
+  const probed = await withCheckout(options.repo, worktreesRoot(options.env ?? process.env), async (checkout) => {
     let exhausted = false;
     let setup: ProbeSetup | null = null;
     if (setupCommand !== null) {
-      const sandbox = options.sandbox ? await setupCommandSandbox(scratch.dir, plan.context?.setupNetwork, { ...process.env, ...shellEnv }) : undefined;
+      const sandbox = options.sandbox ? await setupCommandSandbox(checkout.dir, plan.context?.setupNetwork, { ...process.env, ...shellEnv }) : undefined;
       // The setup command is bounded by the whole budget only: `npm ci` can take longer than a check.
       const limit: TimeLimit = { ms: Math.max(0, remaining()), flag: options.timeoutFlag, budgetMs: options.timeoutMs };
-      const run = await runShell(setupCommand, { cwd: scratch.dir, timeoutMs: limit.ms, env: shellEnv, signal: options.signal, ...(sandbox ? { sandbox } : {}) });
+      const run = await runShell(setupCommand, { cwd: checkout.dir, timeoutMs: limit.ms, env: shellEnv, signal: options.signal, ...(sandbox ? { sandbox } : {}) });
       setup = {
         command: setupCommand,
         exitCode: run.exitCode,
@@ -110,12 +114,12 @@ export async function runProbe(plan: Plan, options: ProbeOptions): Promise<Resul
         // Its own limit, or what is left of the whole probe's when that is shorter.
         const limit: TimeLimit = options.checkTimeoutMs <= left ? { ms: options.checkTimeoutMs, flag: LIMIT_FLAGS.check } : { ms: left, flag: options.timeoutFlag, budgetMs: options.timeoutMs };
         const run = await recorded(options.registry, role, (onSpawn) => runShell(criterion.check, {
-            cwd: scratch.dir,
+            cwd: checkout.dir,
             timeoutMs: limit.ms,
             env: shellEnv,
             signal: options.signal,
             onSpawn,
-            ...(options.sandbox ? { sandbox: checkSandbox(scratch.dir, plan) } : {}),
+            ...(options.sandbox ? { sandbox: checkSandbox(checkout.dir, plan) } : {}),
           }),
         );
         if (run.timedOut && limit.ms < options.checkTimeoutMs) exhausted = true;
@@ -131,9 +135,9 @@ export async function runProbe(plan: Plan, options: ProbeOptions): Promise<Resul
       }
       tasks.push({ index, subject: task.subject, verdict: taskVerdict(checks.map((c) => c.outcome)), checks });
     }
-    return { tasks, setup, exhausted, commit: scratch.commit, included: scratch.included };
-  });
-  if (!probed.ok) return err(probed.error);
+    return { tasks, setup, exhausted, commit: checkout.commit, included: checkout.included };
+  }, head);
+  if (!probed.ok) return err({ kind: 'checkout-failed', failure: probed.error });
   const { tasks, setup, exhausted, commit, included } = probed.value;
   return ok({
     schemaVersion: 1,
@@ -167,14 +171,17 @@ export async function storedProbe(planPath: string, plan: Plan): Promise<ProbeRe
   return report as ProbeReport;
 }
 
+/** Why the probe could not start. */
+export type ProbeProblem = { kind: 'no-commit' } | { kind: 'checkout-failed'; failure: ProvisionFailure };
+
 /** Why the probe could not start, in one line. */
-export function describeScratchProblem(problem: ScratchProblem): string {
+export function describeProbeProblem(problem: ProbeProblem): string {
   switch (problem.kind) {
     case 'no-commit':
       return 'the repository has no commit yet: the probe checks out the last commit; commit something first';
-    case 'git-failed':
-      return `could not ${problem.doing}: ${problem.message}`;
+    case 'checkout-failed':
+      return `could not check out the last commit for the probe: ${describeProvisionFailure(problem.failure)}`;
     default:
-      return assertNever(problem, 'scratch worktree problem');
+      return assertNever(problem, 'probe problem');
   }
 }

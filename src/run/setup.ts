@@ -8,9 +8,9 @@
 import { lstat, realpath } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { runShell } from '../adapters/checks.ts';
-import type { Git, RepositoryOperation } from '../adapters/git.ts';
-import { filesIn } from '../adapters/git-refs.ts';
-import { awaitingRef, dropParked, integrationRef, park, parkedWork, readRef } from '../adapters/git-integration.ts';
+import type { Git, RepositoryOperation } from '../adapters/git/repository.ts';
+import { dropParked, filesIn, integrationRef, parkedTasks } from '../adapters/git/refs.ts';
+import { parkedWork } from '../adapters/git/integrate.ts';
 import { checkSandbox } from '../adapters/sandbox.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
@@ -21,7 +21,7 @@ import { type Result, err, ok } from '../core/failure.ts';
 import { clipMiddle, clipTail } from '../core/format.ts';
 import { describeTimeLimitHit } from '../core/time-limit.ts';
 import { type Plan, type TaskStatus, readsOf, statusOf, writesOf } from '../core/plan.ts';
-import { type Landed, type LandingProblem } from '../adapters/git-landing.ts';
+import { type Landed, type LandingProblem } from '../adapters/git/land.ts';
 import { describeLandingProblem } from '../core/landing.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { ensurePlanId, integratedFindings } from './commit.ts';
@@ -311,7 +311,7 @@ async function queueApproved(plan: Plan, isolation: Isolation, findings: SetupFi
     if (statusAfter(plan, i, findings) !== 'completed' || commitAfter(plan, i, findings) !== undefined) continue;
     const work = await parkedWork(isolation.repo, isolation.planId, i);
     if (work === null) continue;
-    const held = await park(isolation.repo, isolation.planId, i, work, `foreman: task ${i} approved, waiting for the gate`, 'candidate');
+    const held = await isolation.park(i, work, `foreman: task ${i} approved, waiting for the gate`, 'candidate');
     if (!held.ok) return held;
     await dropParked(isolation.repo, isolation.planId, i);
     findings.queued.push(i);
@@ -340,10 +340,11 @@ async function integrateApproved(plan: Plan, isolation: Isolation, findings: Set
 
 /** Parked work of tasks neither awaiting approval nor approved (rejected, or put back since): dropped, it never lands. */
 async function dropRejected(plan: Plan, isolation: Isolation, findings: SetupFindings): Promise<void> {
-  for (const i of plan.tasks.keys()) {
-    const status = statusAfter(plan, i, findings);
+  // One listing of the parked refs, not one lookup per task.
+  for (const i of await parkedTasks(isolation.repo, isolation.planId, 'awaiting')) {
+    const status = i < plan.tasks.length ? statusAfter(plan, i, findings) : undefined;
     if (status === 'awaiting_approval' || (status === 'completed' && commitAfter(plan, i, findings) === undefined)) continue;
-    if ((await readRef(isolation.repo, awaitingRef(isolation.planId, i))) !== null) await dropParked(isolation.repo, isolation.planId, i);
+    await dropParked(isolation.repo, isolation.planId, i);
   }
 }
 

@@ -5,7 +5,7 @@
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runShell } from '../adapters/checks.ts';
-import { captureWork } from '../adapters/git-integration.ts';
+import { captureWork } from '../adapters/git/capture.ts';
 import type { CommandSandbox } from '../adapters/sandbox.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import type { AcceptanceResult, Verification } from '../core/finalize.ts';

@@ -44,15 +44,21 @@ describe('git status records', () => {
     expect(parseStatusV2(output)).toEqual({
       head: h,
       entries: [
-        { path: 'src/a b.ts', xy: ' M' },
-        { path: 'gone.ts', xy: 'D ' },
-        { path: 'to file.ts', xy: 'R ' },
-        { path: 'conflict.ts', xy: 'UU' },
-        { path: 'new file.txt', xy: '??' },
-        { path: 'ignored.log', xy: '!!' },
+        { path: 'src/a b.ts', xy: ' M', head: { mode: '100644', object: h }, ordinary: true },
+        { path: 'gone.ts', xy: 'D ', head: { mode: '100644', object: h }, ordinary: true },
+        { path: 'to file.ts', xy: 'R ', head: null, ordinary: false },
+        { path: 'conflict.ts', xy: 'UU', head: null, ordinary: false },
+        { path: 'new file.txt', xy: '??', head: null, ordinary: true },
+        { path: 'ignored.log', xy: '!!', head: null, ordinary: false },
       ],
     });
-    expect(parseStatusV2(['# branch.oid (initial)', '# branch.head main', '? a.txt', ''].join('\0'))).toEqual({ head: null, entries: [{ path: 'a.txt', xy: '??' }] });
+    expect(parseStatusV2(['# branch.oid (initial)', '# branch.head main', '? a.txt', ''].join('\0'))).toEqual({ head: null, entries: [{ path: 'a.txt', xy: '??', head: null, ordinary: true }] });
+    // Added in the index (HEAD has none), and a submodule's change: neither carries HEAD's entry as ordinary.
+    const added = parseStatusV2([`1 A. N... 000000 100644 100644 ${z} ${h} added.ts`, `1 .M SC.. 160000 160000 160000 ${h} ${h} sub`, ''].join('\0'));
+    expect(added.entries).toEqual([
+      { path: 'added.ts', xy: 'A ', head: null, ordinary: true },
+      { path: 'sub', xy: ' M', head: { mode: '160000', object: h }, ordinary: false },
+    ]);
   });
 
   it('changeOf names every status code', () => {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sandboxSupport } from '../../src/adapters/sandbox.ts';
-import { worktreesRoot } from '../../src/adapters/worktree-pool.ts';
+import { worktreesRoot } from '../../src/adapters/git/worktree-pool.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { runExecute } from '../support/execute.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';

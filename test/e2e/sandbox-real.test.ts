@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sandboxSupport } from '../../src/adapters/sandbox.ts';
 import { runWorker } from '../../src/adapters/worker.ts';
-import { openPool, worktreesRoot } from '../../src/adapters/worktree-pool.ts';
+import { openPool, worktreesRoot } from '../../src/adapters/git/worktree-pool.ts';
 import { runGit, tempGitRepo } from '../support/git-repo.ts';
 import { type ModelServer, type ScriptedRequest, scenario, startModelServer, text, toolUse } from '../support/model-server.ts';
 import { claudeBin, claudeEnv, tempHome } from '../support/real-claude.ts';

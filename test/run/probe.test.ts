@@ -1,5 +1,5 @@
 // The probe against real git repositories: vacuous, proven and broken checks, time budgets, the
-// scratch worktree (provisioned, .worktreeinclude, always removed) and the person's tree untouched.
+// checkout of its own (provisioned, .worktreeinclude, always removed) and the person's tree untouched.
 
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -70,7 +70,7 @@ describe('runProbe', () => {
     expect(probed.value.verdict).toBe('ok');
   });
 
-  it('runs in a scratch worktree prepared by setupCommand, with .worktreeinclude files, removes it, and leaves the tree, index and branch as they were', async () => {
+  it('runs in a checkout of its own prepared by setupCommand, with .worktreeinclude files, removes it, and leaves the tree, index and branch as they were', async () => {
     const r = await repo({ ...project, '.gitignore': '.env\nbuild/\n', '.worktreeinclude': '.env\n' });
     await writeFile(join(r.dir, '.env'), 'SECRET=1\n');
     await r.write({ 'build/out.txt': 'ignored, not listed\n' });
@@ -93,7 +93,7 @@ describe('runProbe', () => {
     if (!probed.ok) throw new Error('probe failed');
     expect(probed.value.setup).toMatchObject({ command: 'touch provisioned.txt', passed: true });
     expect(probed.value.included).toEqual(['.env']);
-    // Every condition of the check held in the scratch worktree: it passed.
+    // Every condition of the check held in the checkout: it passed.
     expect(probed.value.tasks[0]!.checks[0]!.outcome).toBe('passed');
     const ranIn = (await readFile(where, 'utf8')).trim();
     expect(ranIn).not.toBe(r.dir);
@@ -121,7 +121,7 @@ describe('runProbe', () => {
     const probed = await runProbe(plan, { repo: r.dir, checkTimeoutMs: 30_000, timeoutMs: 1000, timeoutFlag: '--probe-timeout' });
     if (!probed.ok) throw new Error('probe failed');
     expect(probed.value.verdict).toBe('setup-failed');
-    // It had what was left of the whole budget once the scratch worktree was made.
+    // It had what was left of the whole budget once the checkout was made.
     expect(probed.value.setup).toMatchObject({ timedOut: true, passed: false });
     const reason = probed.value.setup!.reason!;
     expect(reason).toMatch(/^`sleep 5` timed out after \d+ms \(the rest of the 1s set by --probe-timeout\); its whole process group was ended$/);

@@ -8,7 +8,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Git } from '../../src/adapters/git.ts';
+import { Git } from '../../src/adapters/git/repository.ts';
 import { decide } from '../../src/core/finalize.ts';
 import { culpritDecision, gateFinishedEvent } from '../../src/core/gate.ts';
 import { type Plan, clonePlan, statusOf } from '../../src/core/plan.ts';

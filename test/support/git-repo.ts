@@ -1,4 +1,4 @@
-// A throwaway git repository for tests. Runs git directly (not through src/adapters/git.ts),
+// A throwaway git repository for tests. Runs git directly (not through src/adapters/git/runner.ts),
 // so tests of the adapter check it against git itself.
 
 import { execFile } from 'node:child_process';

@@ -1,5 +1,5 @@
 import { dirname } from 'node:path';
-import { Git } from '../../adapters/git.ts';
+import { Git } from '../../adapters/git/repository.ts';
 import { writePlanAtomic } from '../../adapters/plan-store.ts';
 import { withDefaults } from '../../core/validate.ts';
 import { describeIgnored, ignoredDeclaredPaths } from '../../run/setup.ts';

@@ -3,7 +3,7 @@
 // a run holds it, refuses with exit 2 when the task's state does not allow the change, writes
 // the plan atomically and prints what changed. Run events are the run's: none is journaled here.
 
-import { awaitingRef, dropParked, integrationRef, readRef } from '../../adapters/git-integration.ts';
+import { awaitingRef, dropParked, integrationRef, readRef } from '../../adapters/git/refs.ts';
 import { describeGitFailure } from '../../core/git-text.ts';
 import { type LockInfo, acquireLock, currentLockInfo, writePlanAtomic } from '../../adapters/plan-store.ts';
 import { type Change, type InterventionResult, approveTask, describeChange, rejectTask, retryTask, skipTask } from '../../core/interventions.ts';

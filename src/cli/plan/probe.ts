@@ -1,15 +1,15 @@
-// `plan.ts probe`: run every pending task's acceptance checks before any work, in a scratch
-// worktree of the last commit, and report broken checks and vacuous tasks (src/run/probe.ts).
+// `plan.ts probe`: run every pending task's acceptance checks before any work, in a checkout
+// of the last commit of its own, and report broken checks and vacuous tasks (src/run/probe.ts).
 
 import { dirname } from 'node:path';
-import { Git } from '../../adapters/git.ts';
+import { Git } from '../../adapters/git/repository.ts';
 import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../../adapters/orphans.ts';
 import { acquireLock, currentLockInfo } from '../../adapters/plan-store.ts';
 import { assertNever } from '../../core/failure.ts';
 import { formatDuration, oneLine } from '../../core/format.ts';
 import { type ProbeReport, probeFindings, probeHeadline } from '../../core/probe.ts';
 import { decideSandbox, installAdvice, sandboxModeOf } from '../../adapters/sandbox.ts';
-import { describeScratchProblem, runProbe, saveProbe } from '../../run/probe.ts';
+import { describeProbeProblem, runProbe, saveProbe } from '../../run/probe.ts';
 import { DEFAULTS, LIMIT_FLAGS } from '../../run/settings.ts';
 import { table } from '../../ui/table.ts';
 import { type Command, type Io } from '../command.ts';
@@ -24,7 +24,7 @@ const str = (value: unknown): string | undefined => (typeof value === 'string' ?
 export const probe: Command = {
   name: 'probe',
   summary:
-    "Run every pending task's acceptance checks before any work, in a scratch worktree of the last commit (prepared with context.setupCommand): report broken checks (the command cannot run) and vacuous tasks (every check passes already). Exit 0 when there are none, 1 when there are. The result is kept in .design/probe.json for `plan summary`.",
+    "Run every pending task's acceptance checks before any work, in a checkout of the last commit of its own (prepared with context.setupCommand): report broken checks (the command cannot run) and vacuous tasks (every check passes already). Exit 0 when there are none, 1 when there are. The result is kept in .design/probe.json for `plan summary`.",
   usage: '[--plan FILE] [--json] [--check-timeout SECONDS] [--timeout SECONDS] [--sandbox MODE]',
   options: {
     ...planOption,
@@ -63,10 +63,10 @@ export const probe: Command = {
         io.err(`plan probe: running without the sandbox: ${sandbox.value.unavailable}. The setup command and the checks run unsandboxed; to sandbox them, ${installAdvice()}`);
       }
       const probed = await runProbe(plan, { repo, checkTimeoutMs, timeoutMs, timeoutFlag: LIMIT_FLAGS.planProbe, env: io.env, signal: controller.signal, registry, sandbox: sandbox.value.sandboxed });
-      if (!probed.ok) throw new CliError(EXIT.cannotRun, [`plan probe: ${describeScratchProblem(probed.error)}`]);
+      if (!probed.ok) throw new CliError(EXIT.cannotRun, [`plan probe: ${describeProbeProblem(probed.error)}`]);
       const report = probed.value;
       if (controller.signal.aborted) {
-        io.err('plan probe: interrupted; the scratch worktree was removed and nothing was stored');
+        io.err('plan probe: interrupted; its checkout was removed and nothing was stored');
         return EXIT.interrupted;
       }
       await saveProbe(path, report);

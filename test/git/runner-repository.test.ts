@@ -3,9 +3,10 @@ import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { GIT_TIME_LIMIT_ENV, Git, gitProcessCount, runGit } from '../src/adapters/git.ts';
-import { buildMessage, normalizeRepoPath, parseStatus, parseStatusV2 } from '../src/core/git-text.ts';
-import { tempGitRepo, type TempGitRepo, withoutMachineGitConfig } from './support/git-repo.ts';
+import { Git } from '../../src/adapters/git/repository.ts';
+import { GIT_TIME_LIMIT_ENV, gitProcessCount, runGit } from '../../src/adapters/git/runner.ts';
+import { buildMessage, normalizeRepoPath, parseStatus, parseStatusV2 } from '../../src/core/git-text.ts';
+import { tempGitRepo, type TempGitRepo, withoutMachineGitConfig } from '../support/git-repo.ts';
 
 // Keep the machine's own git configuration (identity, signing, hooks…) out of these tests.
 withoutMachineGitConfig();
@@ -265,7 +266,7 @@ describe('runGit, the one git runner', () => {
     const parsed = parseStatusV2(v2.ok ? v2.value : '');
     expect(parsed.head).toBe((await r.git(['rev-parse', 'HEAD'])).trim());
     const byPath = (a: { path: string }, b: { path: string }) => a.path.localeCompare(b.path);
-    expect(parsed.entries.sort(byPath)).toEqual(parseStatus(v1.ok ? v1.value : '').sort(byPath));
+    expect(parsed.entries.map(({ path, xy }) => ({ path, xy })).sort(byPath)).toEqual(parseStatus(v1.ok ? v1.value : '').sort(byPath));
     expect(parsed.entries.length).toBe(5);
   });
 

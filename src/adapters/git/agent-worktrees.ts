@@ -7,9 +7,9 @@
 
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
-import { type Result, assertNever, err, ok } from '../core/failure.ts';
-import { type GitFailure, describeGitFailure, failureOf } from '../core/git-text.ts';
-import { runGit } from './git.ts';
+import { type Result, assertNever, err, ok } from '../../core/failure.ts';
+import { type GitFailure, describeGitFailure, failureOf } from '../../core/git-text.ts';
+import { runGit } from './runner.ts';
 
 /** Where Claude Code puts a session's subagent worktrees, inside the repository. */
 export const AGENT_WORKTREES_DIR = path.join('.claude', 'worktrees');

@@ -1,22 +1,11 @@
 import { spawn } from 'node:child_process';
-import { NO_HOOKS } from '../src/core/git-text.ts';
+import { NO_HOOKS } from '../../src/core/git-text.ts';
 import { lstat, mkdir, mkdtemp, readFile, readdir, readlink, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import {
-  DEFAULT_SETUP_INPUTS,
-  type PoolOptions,
-  type SetupRun,
-  describeProvisionFailure,
-  diskUsage,
-  openPool,
-  poolDir,
-  removePlanWorktrees,
-  symlinkDirectoriesOf,
-  worktreesRoot,
-} from '../src/adapters/worktree-pool.ts';
-import { type TempGitRepo, afterEachCleanups, tempRepoIn } from './support/git-repo.ts';
+import { DEFAULT_SETUP_INPUTS, type PoolOptions, type SetupRun, describeProvisionFailure, diskUsage, openPool, poolDir, removePlanWorktrees, symlinkDirectoriesOf, worktreesRoot } from '../../src/adapters/git/worktree-pool.ts';
+import { type TempGitRepo, afterEachCleanups, tempRepoIn } from '../support/git-repo.ts';
 
 const cleanups = afterEachCleanups();
 const tempRepo = tempRepoIn(cleanups);

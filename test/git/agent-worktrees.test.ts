@@ -4,8 +4,8 @@
 import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { agentWorktree, removeAgentWorktree } from '../src/adapters/agent-worktrees.ts';
-import { type TempGitRepo, tempGitRepo } from './support/git-repo.ts';
+import { agentWorktree, removeAgentWorktree } from '../../src/adapters/git/agent-worktrees.ts';
+import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 
 const repos: TempGitRepo[] = [];
 afterEach(async () => {

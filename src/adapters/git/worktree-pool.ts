@@ -39,14 +39,18 @@ import { createHash, randomBytes } from 'node:crypto';
 import { copyFile, lstat, mkdir, readFile, readdir, readlink, realpath, rename, rm, rmdir, stat, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { type Result, assertNever, err, ok } from '../core/failure.ts';
-import { clipTail } from '../core/format.ts';
-import { type GitFailure, NO_HOOKS, describeGitFailure, failureOf, isObjectId, normalizeRepoPath, parseStatus, splitNul } from '../core/git-text.ts';
-import { coveredBy } from '../core/paths.ts';
-import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
-import { Git, runGit } from './git.ts';
-import { writeFileAtomic } from './plan-store.ts';
-import { copyIncluded } from './scratch.ts';
+import { type Result, assertNever, err, ok } from '../../core/failure.ts';
+import { clipTail } from '../../core/format.ts';
+import { type GitFailure, NO_HOOKS, describeGitFailure, failureOf, isObjectId, normalizeRepoPath, parseStatus, splitNul } from '../../core/git-text.ts';
+import { coveredBy } from '../../core/paths.ts';
+import { type TimeLimit, describeTimeLimitHit } from '../../core/time-limit.ts';
+import { Git } from './repository.ts';
+import { runGit } from './runner.ts';
+import { writeFileAtomic } from '../plan-store.ts';
+import { processAlive } from '../processes.ts';
+
+/** The file at the repository's top listing the ignored files a new worktree gets a copy of (gitignore syntax, as Claude Code reads it). */
+export const WORKTREE_INCLUDE = '.worktreeinclude';
 
 /** Files whose change (at the repository's top) re-runs the setup command on a reused slot. */
 export const DEFAULT_SETUP_INPUTS: readonly string[] = [
@@ -129,6 +133,8 @@ export interface Slot {
    * sees a link, not a directory).
    */
   kept: string[];
+  /** The `.worktreeinclude` copies among `kept`. */
+  included: string[];
 }
 
 /** A slot as `slots()` shows it. */
@@ -385,7 +391,7 @@ export class WorktreePool {
     return [...this.states.values()]
       .filter((state) => state.exists)
       .sort((a, b) => a.index - b.index)
-      .map((state) => ({ index: state.index, dir: state.dir, commit: state.commit ?? state.record?.commit ?? '', kept: [...(state.record?.kept ?? [])], busy: state.busy, provisioned: state.record !== null }));
+      .map((state) => ({ index: state.index, dir: state.dir, commit: state.commit ?? state.record?.commit ?? '', kept: [...(state.record?.kept ?? [])], included: [], busy: state.busy, provisioned: state.record !== null }));
   }
 
   /** Removes every slot and the pool directory. Never throws. Call when no attempt runs. */
@@ -511,7 +517,7 @@ export class WorktreePool {
       state.record = { ...record, kept };
       await writeFileAtomic(recordPath(this.dir, state.index), `${JSON.stringify(state.record, null, 2)}\n`);
     }
-    return ok({ index: state.index, dir: state.dir, commit, kept });
+    return ok({ index: state.index, dir: state.dir, commit, kept, included });
   }
 
   /** Drops the slot's record: until provisioning finishes again, it is not provisioned. */
@@ -544,7 +550,7 @@ export class WorktreePool {
     const kept = [...new Set([...ours, ...made])].sort();
     state.record = { commit, setupCommand: this.setupCommand, setupInputs: fingerprint, made: made.filter((entry) => !ours.includes(entry)).sort(), kept };
     await writeFileAtomic(recordPath(this.dir, state.index), `${JSON.stringify(state.record, null, 2)}\n`);
-    return ok({ index: state.index, dir: state.dir, commit, kept });
+    return ok({ index: state.index, dir: state.dir, commit, kept, included });
   }
 
   /**
@@ -590,6 +596,58 @@ export class WorktreePool {
     }
     return linked;
   }
+}
+
+/** A pool for one use (`withCheckout`): `checkout-<pid>-<8 hex>`. */
+const CHECKOUT_NAME = /^checkout-(\d+)-[0-9a-f]{8}$/;
+
+/**
+ * A checkout of `commit` (default HEAD) for one use, the probe's: a pool of its own with one slot,
+ * made and provisioned as an attempt's is (`.worktreeinclude` copies, linked directories; the
+ * caller runs any setup command itself), and removed afterwards whatever `use` does. What `use`
+ * throws is rethrown after the removal.
+ */
+export async function withCheckout<T>(repo: string, root: string, use: (slot: Slot) => Promise<T>, commit = 'HEAD'): Promise<Result<T, ProvisionFailure>> {
+  // Those a killed process left (its pid gone) go first.
+  const repoFolder = path.dirname(poolDir(root, repo, 'x'));
+  for (const entry of await readdir(repoFolder).catch(() => [] as string[])) {
+    const pid = CHECKOUT_NAME.exec(entry)?.[1];
+    if (pid !== undefined && !processAlive(Number(pid))) await removePoolAt(repo, path.join(repoFolder, entry));
+  }
+  const pool = await openPool({
+    repo,
+    planId: `checkout-${process.pid}-${randomBytes(4).toString('hex')}`,
+    root,
+    symlinkDirectories: await symlinkDirectoriesOf(repo),
+    runSetup: () => Promise.reject(new Error('a checkout for one use has no setup command')),
+  });
+  try {
+    const acquired = await pool.acquire(commit);
+    if (!acquired.ok) return acquired;
+    return ok(await use(acquired.value));
+  } finally {
+    await pool.remove();
+  }
+}
+
+/**
+ * Copies into `dir` the files of `repo` that `.worktreeinclude` lists and git ignores. Nothing
+ * when the file is absent. Symbolic links are copied as links.
+ */
+async function copyIncluded(git: Git, repo: string, dir: string): Promise<string[]> {
+  const listFile = path.join(repo, WORKTREE_INCLUDE);
+  if ((await lstat(listFile).catch(() => null))?.isFile() !== true) return [];
+  const files = await git.ignoredFilesListedIn(listFile);
+  for (const file of files) {
+    const from = path.join(repo, file);
+    const to = path.join(dir, file);
+    await mkdir(path.dirname(to), { recursive: true });
+    const st = await lstat(from).catch(() => null);
+    if (st === null) continue;
+    if (st.isSymbolicLink()) await symlink(await readlink(from), to).catch(() => undefined);
+    else if (st.isFile()) await copyFile(from, to);
+  }
+  return files.sort();
 }
 
 /** Bytes `dir` takes on disk, not following symlinks, each hard-linked file once; 0 when absent. */

@@ -3,26 +3,15 @@ import { chmod, mkdir, mkdtemp, readFile, readdir, realpath, rm, symlink, unlink
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Git } from '../src/adapters/git.ts';
-import {
-  type Capture,
-  type Integration,
-  awaitingRef,
-  captureWork,
-  deleteRef,
-  dropParked,
-  foremanRefs,
-  integrate,
-  integrationRef,
-  park,
-  parkedWork,
-  readRef,
-} from '../src/adapters/git-integration.ts';
-import { type Slot, type WorktreePool, openPool } from '../src/adapters/worktree-pool.ts';
-import { type GitFailure, describeGitFailure } from '../src/core/git-text.ts';
-import type { Result } from '../src/core/failure.ts';
-import type { CapturedWork } from '../src/core/work.ts';
-import { afterEachCleanups, runGit, tempGitRepo, type TempGitRepo, withoutMachineGitConfig } from './support/git-repo.ts';
+import { Git } from '../../src/adapters/git/repository.ts';
+import { type Capture, captureWork, hashedWork, stagedWork } from '../../src/adapters/git/capture.ts';
+import { type Integration, integrate, Integrator, park, parkedWork } from '../../src/adapters/git/integrate.ts';
+import { awaitingRef, deleteRef, dropParked, foremanRefs, integrationRef, readRef } from '../../src/adapters/git/refs.ts';
+import { type Slot, type WorktreePool, openPool } from '../../src/adapters/git/worktree-pool.ts';
+import { type GitFailure, describeGitFailure, parseStatusV2 } from '../../src/core/git-text.ts';
+import type { Result } from '../../src/core/failure.ts';
+import type { CapturedWork } from '../../src/core/work.ts';
+import { afterEachCleanups, runGit, tempGitRepo, type TempGitRepo, withoutMachineGitConfig } from '../support/git-repo.ts';
 
 // Keep the machine's own git configuration (identity, signing, hooks…) out of these tests.
 withoutMachineGitConfig();
@@ -637,6 +626,47 @@ describe('git calls', () => {
     expect(second).toHaveLength(7);
     expect(second.filter((call) => call.includes('diff-tree'))).toHaveLength(1);
   });
+  it("a run's integrator asks for the identity once, keeps its tree index, and asks git about an older base only when its own commits since set one of the paths", async () => {
+    const r = await repo({ 'a.txt': 'a\n', 'b.txt': 'b\n', 'c.txt': 'c\n' });
+    const start = await rev(r, 'HEAD');
+    const scratch = await realpath(await mkdtemp(path.join(os.tmpdir(), 'foreman-integrator-')));
+    cleanups.push(() => rm(scratch, { recursive: true, force: true }));
+    const integrator = new Integrator(r.dir, scratch);
+    const ref = integrationRef('p');
+    let blobs = 0;
+    const work = async (file: string, content: string, base: string): Promise<CapturedWork> => {
+      const source = path.join(scratch, `blob-${blobs++}`);
+      await writeFile(source, content);
+      return { base, entries: [{ path: file, mode: '100644', object: (await r.git(['hash-object', '-w', source])).trim() }] };
+    };
+
+    const a1 = await work('a.txt', 'A\n', start);
+    const first = await gitCalls(() => succeeded(integrator.integrate(ref, start, batch([1], [a1]))));
+    expect(first.filter((call) => / config /.test(call))).toHaveLength(1);
+    const tip1 = (await readRef(r.dir, ref))!;
+    // From the tip it made: no identity, no read-tree (the index holds that tree); and a work from
+    // the older base whose path none of its commits set needs no diff-tree.
+    const b2 = await work('b.txt', 'B\n', start);
+    const second = await gitCalls(() => succeeded(integrator.integrate(ref, tip1, batch([2], [b2]))));
+    expect(second.map((call) => call.replace(/^(-c \S+ )+/, '').split(' ')[0])).toEqual(['update-index', 'write-tree', 'commit-tree', 'update-ref']);
+    const tip2 = (await readRef(r.dir, ref))!;
+    // A path one of its commits set since the base: git is asked, and finds the conflict.
+    const a3 = await work('a.txt', 'other\n', start);
+    const conflict = await gitCalls(async () => expect(await integrator.integrate(ref, tip2, batch([3], [a3]))).toMatchObject({ ok: false, error: { kind: 'conflict', paths: ['a.txt'] } }));
+    expect(conflict.filter((call) => call.includes('diff-tree'))).toHaveLength(1);
+    // Set back since (a.txt as at the base again): git says no conflict, so it integrates.
+    const back = await succeeded(integrator.integrate(ref, tip2, batch([4], [await work('a.txt', 'a\n', tip2)])));
+    await succeeded(integrator.integrate(ref, back, batch([5], [await work('a.txt', 'fine\n', start)])));
+    expect(await r.git(['show', `${ref}:a.txt`])).toBe('fine\n');
+    expect(await r.git(['show', `${ref}:b.txt`])).toBe('B\n');
+    // Side by side: one at a time through the kept index, each on the tip the other made.
+    const now = (await readRef(r.dir, ref))!;
+    const [x, y] = await Promise.all([integrator.integrate(null, now, batch([6], [await work('b.txt', 'x\n', now)])), integrator.integrate(null, now, batch([7], [await work('c.txt', 'y\n', now)]))]);
+    expect(await r.git(['show', `${await succeeded(Promise.resolve(x))}:c.txt`])).toBe('c\n');
+    expect(await r.git(['show', `${await succeeded(Promise.resolve(y))}:b.txt`])).toBe('B\n');
+    expect(await r.git(['show', `${await succeeded(Promise.resolve(y))}:c.txt`])).toBe('y\n');
+  });
+
   it('capture in a clone slot asks nothing more while the slot holds no objects of its own, and copies only what the person\'s store lacks', async () => {
     const r = await repo({ 'a.txt': 'a\n', 'b.txt': 'b\n' });
     const start = await rev(r, 'HEAD');
@@ -648,10 +678,72 @@ describe('git calls', () => {
     await committed.git(['-c', 'user.name=w', '-c', 'user.email=w@w', 'commit', '-qam', 'worker']);
     const plainCalls = await gitCalls(() => captured(captureWork(plain.dir, ['a.txt'], [], start)));
     const committedCalls = await gitCalls(() => captured(captureWork(committed.dir, ['a.txt'], [], start)));
-    // status (HEAD with it), add, diff-index: the slot's own store is empty, so nothing to look up.
-    expect(plainCalls).toHaveLength(3);
+    // status (HEAD with it) and hash-object: the slot's own store is empty, so nothing to look up.
+    expect(plainCalls).toHaveLength(2);
+    expect(plainCalls[1]).toMatch(/ hash-object -w --stdin-paths$/);
     expect(plainCalls.filter((call) => call.includes('pack-objects'))).toEqual([]);
     // diff-tree for the worker's commits, nothing to add (it is in the index), and the copy.
     expect(committedCalls.filter((call) => call.includes('pack-objects'))).toHaveLength(1);
   });
 });
+
+describe('capture in one git process (hashedWork)', () => {
+  it('records exactly what staging and diffing the index records (stagedWork), file by file', async () => {
+    const r = await repo({
+      '.gitattributes': '*.txt text eol=lf\n*.bin -text\n',
+      'mod.txt': 'one\n',
+      'gone.txt': 'bye\n',
+      'tool.sh': 'echo\n',
+      'was-exec.sh': 'x\n',
+      'back.txt': 'same\n',
+      'restaged.txt': 'restaged\n',
+      'raw.bin': 'raw\n',
+      'dir/sp ace ✓.txt': 'odd\n',
+    });
+    await chmod(path.join(r.dir, 'was-exec.sh'), 0o755);
+    await r.git(['add', 'was-exec.sh']);
+    await r.git(['commit', '-qm', 'exec']);
+    const start = await rev(r, 'HEAD');
+    const { wt } = await cloneSlot(await clonePool(r), start);
+    // Edits, a new file in a new folder, a deletion, modes both ways, CRLF the attributes convert
+    // and binary they do not, a change made and undone after staging, a staged deletion
+    // re-created, a file added and removed again.
+    await wt.write({ 'mod.txt': 'two\r\nlines\r\n', 'new/deep/file.txt': 'new\n', 'raw.bin': 'raw\r\n', 'dir/sp ace ✓.txt': 'odder\n', 'back.txt': 'changed\n' });
+    await unlink(path.join(wt.dir, 'gone.txt'));
+    await chmod(path.join(wt.dir, 'tool.sh'), 0o755);
+    await chmod(path.join(wt.dir, 'was-exec.sh'), 0o644);
+    await wt.git(['add', 'back.txt']);
+    await wt.write({ 'back.txt': 'same\n' });
+    await wt.git(['rm', '-q', '--cached', 'restaged.txt']);
+    await wt.write({ 'restaged.txt': 'restaged, changed\n', 'fleeting.txt': 'f\n' });
+    await wt.git(['add', 'fleeting.txt']);
+    await unlink(path.join(wt.dir, 'fleeting.txt'));
+
+    const status = await runGit(wt.dir, ['status', '--porcelain=v2', '--branch', '-z', '-uall', '--no-renames', '--ignore-submodules=none']);
+    const listed = parseStatusV2(status).entries;
+    const paths = [...new Set(listed.map((entry) => entry.path))];
+    const hashed = await hashedWork(wt.dir, listed, paths, undefined);
+    expect(hashed).not.toBeNull();
+    const fast = await succeeded(Promise.resolve(hashed!));
+    const stageable = listed.filter((entry) => entry.xy !== 'D ').map((entry) => entry.path);
+    const general = await succeeded(stagedWork(wt.dir, start, [...new Set(stageable)], undefined));
+    const byName = (a: { path: string }, b: { path: string }) => (a.path < b.path ? -1 : 1);
+    expect(fast.sort(byName)).toEqual(general.sort(byName));
+    expect(fast.map((entry) => entry.path)).toEqual(['dir/sp ace ✓.txt', 'gone.txt', 'mod.txt', 'new/deep/file.txt', 'raw.bin', 'restaged.txt', 'tool.sh', 'was-exec.sh']);
+  });
+
+  it('leaves to staging what it cannot hash plainly: a symbolic link, a linked worktree', async () => {
+    const r = await repo({ 'a.txt': 'a\n' });
+    const start = await rev(r, 'HEAD');
+    const { wt } = await cloneSlot(await clonePool(r), start);
+    await symlink('a.txt', path.join(wt.dir, 'link'));
+    const listed = parseStatusV2(await runGit(wt.dir, ['status', '--porcelain=v2', '-z', '-uall'])).entries;
+    expect(await hashedWork(wt.dir, listed, ['link'], undefined)).toBeNull();
+    // A linked worktree's config is the main repository's: not read here, so staged.
+    const linked = await slot(r);
+    await linked.write({ 'a.txt': 'b\n' });
+    const linkedListed = parseStatusV2(await runGit(linked.dir, ['status', '--porcelain=v2', '-z', '-uall'])).entries;
+    expect(await hashedWork(linked.dir, linkedListed, ['a.txt'], undefined)).toBeNull();
+  });
+});
+

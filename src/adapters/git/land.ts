@@ -13,8 +13,8 @@
 import { createHash } from 'node:crypto';
 import { lstat, mkdir, readFile, readdir, readlink, rename, rm, rmdir, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { type Result, assertNever, err, ok } from '../core/failure.ts';
-import { chunks, failureOf, isObjectId, splitNul } from '../core/git-text.ts';
+import { type Result, assertNever, err, ok } from '../../core/failure.ts';
+import { chunks, failureOf, isObjectId, splitNul } from '../../core/git-text.ts';
 import {
   type Entry,
   type FileObservation,
@@ -23,10 +23,10 @@ import {
   type LandingProblem,
   type PathObservation,
   judgeLanding,
-} from '../core/landing.ts';
-import { type GitCommandError, runGit } from './git.ts';
+} from '../../core/landing.ts';
+import { type GitCommandError, runGit } from './runner.ts';
 
-export type { LandMode, LandingProblem } from '../core/landing.ts';
+export type { LandMode, LandingProblem } from '../../core/landing.ts';
 
 export interface LandRequest {
   repo: string;

@@ -2,10 +2,10 @@ import { existsSync } from 'node:fs';
 import { chmod, lstat, mkdir, readFile, readdir, readlink, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LandRequest, type LandingStep, land, resumeLanding } from '../src/adapters/git-landing.ts';
-import { runGit } from '../src/adapters/git.ts';
-import { describeLandingProblem } from '../src/core/landing.ts';
-import { afterEachCleanups, tempRepoIn, type TempGitRepo } from './support/git-repo.ts';
+import { type LandRequest, type LandingStep, land, resumeLanding } from '../../src/adapters/git/land.ts';
+import { runGit } from '../../src/adapters/git/runner.ts';
+import { describeLandingProblem } from '../../src/core/landing.ts';
+import { afterEachCleanups, tempRepoIn, type TempGitRepo } from '../support/git-repo.ts';
 
 // Keep the machine's own git configuration out of these tests.
 const savedEnv = { ...process.env };

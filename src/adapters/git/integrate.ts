@@ -1,0 +1,315 @@
+// Integration: verified work committed onto the ref foreman owns for the plan
+// (`refs/foreman/<planId>`, the integration tip), stacks of candidates for the gate, and work
+// parked on a sibling ref awaiting approval or the gate.
+//
+// Nothing here uses the person's index, working tree or hooks. A tree is built in an index file of
+// foreman's own (`read-tree`, `update-index`, `write-tree`; a run's `Integrator` keeps it in the
+// pool's folder between integrations), the commit made with `commit-tree` and the ref moved with
+// `update-ref` (compare-and-swap).
+//
+// Git calls are counted (test/git/capture-integrate.test.ts checks them): update-index, write-tree,
+// commit-tree and update-ref, plus read-tree when the kept index holds another tree, the identity
+// once per integrator, and one diff-tree per older base only when a commit the integrator made
+// since set one of its paths: no per-file calls, so a batch of tasks costs what one task costs.
+
+import { randomBytes } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import { type Result, err, ok } from '../../core/failure.ts';
+import { type GitFailure, buildMessage, byPath, expectObjectId, failureOf, parseRaw, splitNul } from '../../core/git-text.ts';
+import type { CapturedWork, WorkEntry } from '../../core/work.ts';
+import { type ParkKind, parkedRef, readRef } from './refs.ts';
+import { type GitCommandError, git, identityArgs } from './runner.ts';
+
+/** The all-zero id of the repository's hash (SHA-1 or SHA-256), as long as `like`. */
+const zeroIdLike = (like: string): string => '0'.repeat(like.length);
+
+export interface Integration {
+  /** The tasks whose work this commit records (for the reflog message). */
+  tasks: number[];
+  message: string;
+  /** The commit's trailer block (`Foreman-Tasks`, `Foreman-Plan`…), in order. */
+  trailers: Array<[string, string]>;
+  works: CapturedWork[];
+}
+
+export type IntegrationFailure =
+  /** The ref is not where the caller thought (compare-and-swap failed). */
+  | { kind: 'moved'; expected: string | null; actual: string | null }
+  /** Paths whose tip entry differs from the attempt's base entry: another change reached them meanwhile (or two works of the batch both changed them). */
+  | { kind: 'conflict'; paths: string[] }
+  | { kind: 'git-failed'; failure: GitFailure };
+
+const gitDirs = new Map<string, Promise<Result<string, GitCommandError>>>();
+
+/** The repository's git directory (absolute), asked once per repository. */
+function gitDirOf(repo: string): Promise<Result<string, GitCommandError>> {
+  let found = gitDirs.get(repo);
+  if (!found) {
+    found = git(repo, ['rev-parse', '--git-path', 'foreman']).then((r) => (r.ok ? ok(path.dirname(path.resolve(repo, r.value.replace(/\n$/, '')))) : r));
+    // A failure is not cached: the next call asks again.
+    void found.then((r) => (r.ok ? undefined : gitDirs.delete(repo)));
+    gitDirs.set(repo, found);
+  }
+  return found;
+}
+
+let temporaryIndexes = 0;
+
+/** A commit an integrator made: its parent and the paths its entries set. */
+interface Made {
+  parent: string;
+  paths: ReadonlySet<string>;
+}
+
+/**
+ * Commits work onto a repository's refs with plumbing, and keeps what a run's integrations can
+ * share instead of asking git again: the identity (asked once), the index it builds trees in (kept
+ * in `scratchDir` between calls, read again only when it does not hold the tip's tree), and the
+ * commits it made (so a work from an older base needs no `diff-tree` when none of those commits
+ * since its base set one of its paths). Calls run one at a time: they share the index.
+ *
+ * Without `scratchDir` (a one-off integration, a test), each tree is built in a temporary index
+ * in the git directory, removed afterwards.
+ */
+export class Integrator {
+  private identity: Promise<string[]> | null = null;
+  /** The commit whose tree the kept index holds; null when unknown (or no index is kept). */
+  private indexHolds: string | null = null;
+  private readonly made = new Map<string, Made>();
+  private lane: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    readonly repo: string,
+    private readonly scratchDir?: string,
+  ) {}
+
+  /** See `integrate`. */
+  integrate(ref: string | null, tip: string, integration: Integration): Promise<Result<string, IntegrationFailure>> {
+    return this.inLane(() => this.integrateNow(ref, tip, integration));
+  }
+
+  /** See `park`. */
+  park(planId: string, task: number, work: CapturedWork, message: string, kind: ParkKind = 'awaiting'): Promise<Result<string, GitFailure>> {
+    return this.inLane(async () => {
+      const base = expectObjectId(work.base, 'base');
+      const tree = await this.treeWith(base, work.entries);
+      if (!tree.ok) return err(failureOf(tree.error));
+      const commit = await this.commitTree(tree.value, base, buildMessage(message, undefined));
+      if (!commit.ok) return err(failureOf(commit.error));
+      const moved = await git(this.repo, ['update-ref', '-m', `foreman: park task ${task}`, parkedRef(kind, planId, task), commit.value]);
+      return moved.ok ? ok(commit.value) : err(failureOf(moved.error));
+    });
+  }
+
+  private inLane<T>(step: () => Promise<T>): Promise<T> {
+    const next = this.lane.then(step, step);
+    this.lane = next.catch(() => undefined);
+    return next;
+  }
+
+  private async integrateNow(ref: string | null, tip: string, integration: Integration): Promise<Result<string, IntegrationFailure>> {
+    expectObjectId(tip, 'tip');
+    const gitFailed = (error: GitCommandError): Result<never, IntegrationFailure> => err({ kind: 'git-failed', failure: failureOf(error) });
+    const message = buildMessage(integration.message, integration.trailers);
+
+    const entries: WorkEntry[] = [];
+    const seen = new Set<string>();
+    const twice = new Set<string>();
+    const pathsByBase = new Map<string, string[]>();
+    for (const work of integration.works) {
+      expectObjectId(work.base, 'base');
+      for (const entry of work.entries) {
+        if (seen.has(entry.path)) twice.add(entry.path);
+        seen.add(entry.path);
+        entries.push(entry);
+        if (work.base !== tip) pathsByBase.set(work.base, [...(pathsByBase.get(work.base) ?? []), entry.path]);
+      }
+    }
+    if (twice.size > 0) return err({ kind: 'conflict', paths: [...twice].sort(byPath) });
+    if (entries.length === 0) return ok(tip);
+
+    // The conflict checks git must answer and the tree are independent: asked side by side.
+    const asked = [...pathsByBase].filter(([base, paths]) => !this.untouchedSince(base, tip, paths));
+    const [moved, tree] = await Promise.all([Promise.all(asked.map(([base, paths]) => changedSince(this.repo, base, tip, paths))), this.treeWith(tip, entries)]);
+    const conflicts = new Set<string>();
+    for (const found of moved) {
+      if (!found.ok) return gitFailed(found.error);
+      for (const conflicted of found.value) conflicts.add(conflicted);
+    }
+    if (conflicts.size > 0) return err({ kind: 'conflict', paths: [...conflicts].sort(byPath) });
+    if (!tree.ok) return gitFailed(tree.error);
+
+    const commit = await this.commitTree(tree.value, tip, message);
+    if (!commit.ok) return gitFailed(commit.error);
+    this.made.set(commit.value, { parent: tip, paths: new Set(entries.map((entry) => entry.path)) });
+    // No ref: a candidate stack for the gate to test, reachable from nothing until it integrates.
+    if (ref === null) return ok(commit.value);
+    const reason = `foreman: integrate task${integration.tasks.length === 1 ? '' : 's'} ${integration.tasks.join(', ')}`;
+    const swapped = await compareAndSwap(this.repo, ref, commit.value, tip, reason);
+    return swapped.ok ? ok(commit.value) : err(swapped.error);
+  }
+
+  /**
+   * True when every commit from `tip` back to `base` is one this integrator made and none of them
+   * set any of `paths`: the paths are as they were at `base`, no git needed. False means "ask
+   * git" (a commit not made here, or a path set since, perhaps set back).
+   */
+  private untouchedSince(base: string, tip: string, paths: readonly string[]): boolean {
+    let commit = tip;
+    while (commit !== base) {
+      const made = this.made.get(commit);
+      if (made === undefined || paths.some((changed) => made.paths.has(changed))) return false;
+      commit = made.parent;
+    }
+    return true;
+  }
+
+  /**
+   * A tree: `start`'s tree with `entries` applied. Deletions go first, so a file may replace a
+   * directory. In the kept index (`read-tree` only when it holds another tree), else in a
+   * temporary index file in the git directory, which is always removed.
+   */
+  private async treeWith(start: string, entries: readonly WorkEntry[]): Promise<Result<string, GitCommandError>> {
+    if (this.scratchDir === undefined) {
+      const gitDir = await gitDirOf(this.repo);
+      if (!gitDir.ok) return gitDir;
+      const indexFile = path.join(gitDir.value, `foreman-index-${process.pid}-${++temporaryIndexes}-${randomBytes(4).toString('hex')}`);
+      try {
+        return await buildTree(this.repo, indexFile, start, entries, false);
+      } finally {
+        await rm(indexFile, { force: true });
+        await rm(`${indexFile}.lock`, { force: true });
+      }
+    }
+    const holds = this.indexHolds;
+    // Unknown until the tree is written: a step that fails leaves the index half-built.
+    this.indexHolds = null;
+    const tree = await buildTree(this.repo, path.join(this.scratchDir, INTEGRATION_INDEX), start, entries, holds === start);
+    return tree;
+  }
+
+  private async commitTree(tree: string, parent: string, message: string): Promise<Result<string, GitCommandError>> {
+    this.identity ??= identityArgs(this.repo);
+    const made = await git(this.repo, [...(await this.identity), 'commit-tree', tree, '-p', parent], { input: message });
+    if (!made.ok) return made;
+    const commit = made.value.trim();
+    // The kept index holds this commit's tree now (`buildTree` wrote it just before).
+    if (this.scratchDir !== undefined) this.indexHolds = commit;
+    return ok(commit);
+  }
+}
+
+/** The kept index's file name in an integrator's scratch directory. */
+export const INTEGRATION_INDEX = 'integration.index';
+
+/** `start`'s tree with `entries` applied, built in the index at `indexFile` (`read-tree` skipped when it holds `start`'s tree already). */
+async function buildTree(repo: string, indexFile: string, start: string, entries: readonly WorkEntry[], holdsStart: boolean): Promise<Result<string, GitCommandError>> {
+  const env = { GIT_INDEX_FILE: indexFile };
+  if (!holdsStart) {
+    const read = await git(repo, ['read-tree', start], { env });
+    if (!read.ok) return read;
+  }
+  if (entries.length > 0) {
+    const zero = zeroIdLike(start);
+    const lines = [
+      ...entries.flatMap((entry) => ('deleted' in entry ? [`0 ${zero}\t${entry.path}\0`] : [])),
+      ...entries.flatMap((entry) => ('deleted' in entry ? [] : [`${entry.mode} ${entry.object}\t${entry.path}\0`])),
+    ];
+    const updated = await git(repo, ['update-index', '-z', '--index-info'], { env, input: lines.join('') });
+    if (!updated.ok) return updated;
+  }
+  const tree = await git(repo, ['write-tree'], { env });
+  return tree.ok ? ok(tree.value.trim()) : tree;
+}
+
+/**
+ * `paths` in slices whose command line stays well under the system's limit (ARG_MAX is 2 MiB on
+ * Linux, less elsewhere): one slice for any task of ordinary size.
+ */
+function commandLineChunks(paths: readonly string[], maxBytes = 96 * 1024): string[][] {
+  const slices: string[][] = [];
+  let slice: string[] = [];
+  let bytes = 0;
+  for (const item of paths) {
+    const size = Buffer.byteLength(item) + 1;
+    if (slice.length > 0 && bytes + size > maxBytes) {
+      slices.push(slice);
+      slice = [];
+      bytes = 0;
+    }
+    slice.push(item);
+    bytes += size;
+  }
+  if (slice.length > 0) slices.push(slice);
+  return slices;
+}
+
+/** Paths among `paths` whose entries differ between `base` and `tip` (a directory's files too). */
+async function changedSince(repo: string, base: string, tip: string, paths: readonly string[]): Promise<Result<string[], GitCommandError>> {
+  const found: string[] = [];
+  // diff-tree takes no pathspec file: the paths go on the command line.
+  for (const chunk of commandLineChunks(paths)) {
+    const diff = await git(repo, ['diff-tree', '-r', '-z', '--name-only', '--no-renames', base, tip, '--', ...chunk]);
+    if (!diff.ok) return diff;
+    found.push(...splitNul(diff.value));
+  }
+  return ok(found);
+}
+
+/**
+ * Commits `works` on top of `tip` and moves `ref` there: a compare-and-swap from `tip` (when
+ * `ref` does not exist yet, `tip` is the commit it starts from and the ref is created, failing if
+ * someone else created it meanwhile). Returns the new commit.
+ *
+ * Each work's entries are applied over the tip's tree; a path whose entry at the tip differs from
+ * the work's base (another task's work reached it since the attempt started), or that two works
+ * both change, is a conflict and nothing is committed. Works from an older base integrate as long
+ * as their own paths did not move.
+ *
+ * An integration with no entries at all records nothing: no commit is made and `tip` is returned
+ * unchanged (the ref is not touched).
+ *
+ * `tip` and each work's base are full commit ids (as `readRef` and `captureWork` give them).
+ * With `ref` null nothing moves: the commit is returned for the gate to test.
+ */
+export function integrate(repo: string, ref: string | null, tip: string, integration: Integration): Promise<Result<string, IntegrationFailure>> {
+  return new Integrator(repo).integrate(ref, tip, integration);
+}
+
+/** Moves `ref` from `expected` to `next`; when `ref` does not exist, creates it (only if still absent). */
+async function compareAndSwap(repo: string, ref: string, next: string, expected: string, reason: string): Promise<Result<void, IntegrationFailure>> {
+  // --create-reflog: refs outside refs/heads get none by default; this one lets the person see
+  // (and recover) every integration with `git reflog <ref>`.
+  const moved = await git(repo, ['update-ref', '--create-reflog', '-m', reason, ref, next, expected]);
+  if (moved.ok) return ok(undefined);
+  const actual = await readRef(repo, ref);
+  if (actual !== null) return err(actual === expected ? { kind: 'git-failed', failure: failureOf(moved.error) } : { kind: 'moved', expected, actual });
+  // The first integration of the plan: the ref starts here. An empty old value means "must not exist".
+  const created = await git(repo, ['update-ref', '--create-reflog', '-m', reason, ref, next, '']);
+  if (created.ok) return ok(undefined);
+  const now = await readRef(repo, ref);
+  return err(now === null ? { kind: 'git-failed', failure: failureOf(created.error) } : { kind: 'moved', expected: null, actual: now });
+}
+
+/**
+ * Parks `work` awaiting approval: a commit whose parent is the work's base, on
+ * `awaitingRef(planId, task)` (replacing any earlier parked work of the task). It holds no
+ * worktree; approving integrates `parkedWork`, rejecting drops it. Returns the commit.
+ */
+export function park(repo: string, planId: string, task: number, work: CapturedWork, message: string, kind: ParkKind = 'awaiting'): Promise<Result<string, GitFailure>> {
+  return new Integrator(repo).park(planId, task, work, message, kind);
+}
+
+/** The work parked for `task`, read back from its commit (parent..commit, no renames), or null when none is parked. */
+export async function parkedWork(repo: string, planId: string, task: number, kind: ParkKind = 'awaiting'): Promise<CapturedWork | null> {
+  const ref = parkedRef(kind, planId, task);
+  const commit = await readRef(repo, ref);
+  if (commit === null) return null;
+  const parent = await git(repo, ['rev-parse', '--verify', '--quiet', `${commit}^1`]);
+  if (!parent.ok) throw parent.error; // every parked commit has its base as parent
+  const base = parent.value.trim();
+  const diff = await git(repo, ['diff-tree', '-r', '-z', '--raw', '--no-renames', '--full-index', base, commit]);
+  if (!diff.ok) throw diff.error;
+  return { base, entries: parseRaw(diff.value).sort((a, b) => byPath(a.path, b.path)) };
+}

@@ -1,0 +1,123 @@
+// Refs and revisions: the names of foreman's refs (one spelling each), resolving a revision to a
+// commit, asking whether one commit holds another, moving a ref by compare-and-swap, starting the
+// plan's integration ref, listing and deleting foreman's refs, and the repository's own
+// directories. run/ asks git these things only here.
+
+import { type Result, err, ok } from '../../core/failure.ts';
+import { type GitFailure, byPath, expectObjectId, failureOf } from '../../core/git-text.ts';
+import { git, runGit } from './runner.ts';
+
+/** foreman's ref namespaces: integration tips, work awaiting approval, candidates of the merge queue. */
+const NAMESPACES = { integration: 'refs/foreman', awaiting: 'refs/foreman-awaiting', candidate: 'refs/foreman-candidate' } as const;
+
+/** The plan's integration tip: verified work is committed here, never on the person's branch. */
+export const integrationRef = (planId: string) => `${NAMESPACES.integration}/${planId}`;
+
+/** Why work is parked on a ref of its own: awaiting approval, or a candidate in the merge queue. */
+export type ParkKind = 'awaiting' | 'candidate';
+/** The folder of a plan's parked refs of one kind (`refs/foreman-awaiting/<planId>/`), ending in `/`. */
+export const parkedPrefix = (kind: ParkKind, planId: string): string => `${NAMESPACES[kind]}/${planId}/`;
+/** A task's parked work: one commit whose parent is the attempt's base. */
+export const parkedRef = (kind: ParkKind, planId: string, task: number): string => `${parkedPrefix(kind, planId)}${task}`;
+/** A task's work waiting at a human-approval gate. */
+export const awaitingRef = (planId: string, task: number) => parkedRef('awaiting', planId, task);
+/** Verified work waiting in the merge queue: kept here until it integrates (or is found to break the build). */
+export const candidateRef = (planId: string, task: number) => parkedRef('candidate', planId, task);
+/** Every folder of a plan's parked refs, relative to the git directory (`refs/foreman-awaiting/<planId>`…). */
+export const parkedFolders = (planId: string): string[] => (['awaiting', 'candidate'] as const).map((kind) => parkedPrefix(kind, planId).slice(0, -1));
+
+/** The commit `revision` names in `cwd` (default HEAD), or null: no such revision, or an unborn branch. */
+export async function resolveCommit(cwd: string, revision = 'HEAD'): Promise<string | null> {
+  const found = await runGit(['rev-parse', '--verify', '--quiet', `${revision}^{commit}`], { cwd });
+  return found.ok && found.value.trim() !== '' ? found.value.trim() : null;
+}
+
+/** Whether `descendant`'s history holds `ancestor` (a commit is its own ancestor). */
+export async function isAncestor(cwd: string, ancestor: string, descendant: string): Promise<boolean> {
+  return (await runGit(['merge-base', '--is-ancestor', ancestor, descendant], { cwd })).ok;
+}
+
+/** Move `ref` to `next` only if it is at `expected` (`''`: only if it does not exist yet), with a reflog entry. */
+export async function moveRef(cwd: string, ref: string, next: string, expected: string, reason: string): Promise<Result<void, GitFailure>> {
+  const moved = await runGit(['update-ref', '--create-reflog', '-m', reason, ref, next, expected], { cwd });
+  return moved.ok ? ok(undefined) : err(failureOf(moved.error));
+}
+
+/**
+ * The plan's integration ref starts at HEAD when it does not exist yet. Returns where it starts,
+ * or the failure (no commit yet; another process made the ref meanwhile).
+ */
+export async function startIntegrationRef(repo: string, ref: string): Promise<Result<string, GitFailure>> {
+  const head = await resolveCommit(repo);
+  if (head === null) return err({ step: 'rev-parse', exitCode: 128, stderr: 'fatal: HEAD does not name a commit (the repository has no commit yet)' });
+  const made = await moveRef(repo, ref, head, '', 'foreman: start the integration of this plan');
+  return made.ok ? ok(head) : made;
+}
+
+/** The directory git keeps the repository's shared data in (`.git` of the main worktree), or null. */
+export async function commonGitDir(cwd: string): Promise<string | null> {
+  const found = await runGit(['rev-parse', '--git-common-dir'], { cwd });
+  return found.ok ? found.value.trim() : null;
+}
+
+/** The top of the working tree holding `cwd`, or null when it is in none. */
+export async function topLevel(cwd: string): Promise<string | null> {
+  const found = await runGit(['rev-parse', '--show-toplevel'], { cwd });
+  return found.ok ? found.value.trim() : null;
+}
+
+/** The ref HEAD points to (`refs/heads/x`), or null on a detached HEAD. */
+export async function headBranchRef(cwd: string): Promise<string | null> {
+  const found = await runGit(['symbolic-ref', '-q', 'HEAD'], { cwd });
+  return found.ok ? found.value.trim() || null : null;
+}
+
+/** How many commits `range` (`a..b`, or a ref) holds, or null when git cannot say. */
+export async function countCommits(cwd: string, range: string): Promise<number | null> {
+  const counted = await runGit(['rev-list', '--count', range, '--'], { cwd });
+  return counted.ok ? Number(counted.value.trim()) : null;
+}
+
+/** The files of `commit` under `paths` (each a file, or a directory without its `/`), or null when git cannot say. */
+export async function filesIn(cwd: string, commit: string, paths: readonly string[]): Promise<string[] | null> {
+  const listed = await runGit(['ls-tree', '-r', '-z', '--name-only', commit, '--', ...paths], { cwd });
+  return listed.ok ? listed.value.split('\0').filter(Boolean) : null;
+}
+
+/**
+ * The commit `ref` points at, or null when it does not exist. Throws when git cannot answer at
+ * all (`repo` is not a repository): a caller's bug, not a state of the ref.
+ */
+export async function readRef(repo: string, ref: string): Promise<string | null> {
+  const found = await git(repo, ['rev-parse', '--verify', '--quiet', `${ref}^{commit}`]);
+  if (found.ok) return found.value.trim() || null;
+  if (found.error.exitCode === 1) return null;
+  throw found.error;
+}
+
+/** Deletes `ref` (when `expected` is given, only if it is still there). Deleting a ref that does not exist succeeds. */
+export async function deleteRef(repo: string, ref: string, expected?: string): Promise<Result<void, GitFailure>> {
+  const deleted = await git(repo, ['update-ref', '-m', 'foreman: clean up', '-d', ref, ...(expected === undefined ? [] : [expectObjectId(expected, 'expected')])]);
+  return deleted.ok ? ok(undefined) : err(failureOf(deleted.error));
+}
+
+/** Drops the work parked for `task` (rejected, or integrated). Nothing parked is fine. */
+export function dropParked(repo: string, planId: string, task: number, kind: ParkKind = 'awaiting'): Promise<Result<void, GitFailure>> {
+  return deleteRef(repo, parkedRef(kind, planId, task));
+}
+
+/** The tasks of a plan with work parked as `kind`. */
+export async function parkedTasks(repo: string, planId: string, kind: ParkKind): Promise<number[]> {
+  const prefix = parkedPrefix(kind, planId);
+  const listed = await git(repo, ['for-each-ref', '--format=%(refname)', prefix]);
+  if (!listed.ok) throw listed.error;
+  return listed.value.split('\n').flatMap((ref) => (/^\d+$/.test(ref.slice(prefix.length)) ? [Number(ref.slice(prefix.length))] : [])).sort((a, b) => a - b);
+}
+
+/** foreman's refs in `repo` (of one plan, when `planId` is given): the integration tips and parked work. */
+export async function foremanRefs(repo: string, planId?: string): Promise<string[]> {
+  const patterns = planId === undefined ? Object.values(NAMESPACES).map((namespace) => `${namespace}/`) : [integrationRef(planId), parkedPrefix('awaiting', planId), parkedPrefix('candidate', planId)];
+  const listed = await git(repo, ['for-each-ref', '--format=%(refname)', ...patterns]);
+  if (!listed.ok) throw listed.error;
+  return listed.value.split('\n').filter(Boolean).sort(byPath);
+}

@@ -1,0 +1,114 @@
+// The one git runner: every git process foreman starts goes through `runGit`. Hooks and fsmonitor
+// are always off, every pathspec is literal, each command has a time limit (FOREMAN_GIT_TIMEOUT)
+// that ends its process group and names the command, and a failure is a value, never a throw.
+// The runner counts the processes it starts (`gitProcessCount`; the bench divides it by tasks).
+
+import { spawn } from 'node:child_process';
+import { type Result, err, ok } from '../../core/failure.ts';
+import { NO_HOOKS } from '../../core/git-text.ts';
+
+/** A git command exited non-zero. */
+export class GitCommandError extends Error {
+  constructor(
+    readonly args: readonly string[],
+    readonly exitCode: number,
+    readonly stderr: string,
+  ) {
+    super(`git ${args.join(' ')} failed (exit ${exitCode}): ${stderr.trim() || '(no output)'}`);
+    this.name = 'GitCommandError';
+  }
+}
+
+const FALLBACK_NAME = 'foreman';
+const FALLBACK_EMAIL = 'foreman@localhost';
+
+export interface GitRun {
+  /** The directory git runs in. */
+  cwd: string;
+  /** Extra environment (GIT_INDEX_FILE for a temporary index, GIT_AUTHOR_… for commit-tree). */
+  env?: Record<string, string>;
+  /** Written to git's stdin. */
+  input?: string;
+  /** The command takes path names, not pathspecs, and refuses the literal magic (`check-ignore`). */
+  pathNames?: boolean;
+}
+
+/** How long one git command may take (`FOREMAN_GIT_TIMEOUT` seconds; default 10 minutes). */
+export const GIT_TIME_LIMIT_ENV = 'FOREMAN_GIT_TIMEOUT';
+const DEFAULT_GIT_TIME_LIMIT_MS = 600_000;
+
+function gitTimeLimitMs(env: NodeJS.ProcessEnv): number {
+  const seconds = Number(env[GIT_TIME_LIMIT_ENV]);
+  return Number.isInteger(seconds) && seconds > 0 ? seconds * 1000 : DEFAULT_GIT_TIME_LIMIT_MS;
+}
+
+let spawned = 0;
+/** How many git processes this process has started (the bench divides it by the tasks run). */
+export const gitProcessCount = (): number => spawned;
+
+/**
+ * The one git runner: every git command foreman runs goes through here. It always runs with the
+ * person's hooks and fsmonitor off (NO_HOOKS) and every pathspec literal (`src/[id].ts` names that
+ * file, `*.md` is no glob), within a time limit that ends its process group and says which command
+ * hit it. A non-zero exit is returned as a value; stdout is returned untrimmed.
+ */
+export function runGit(args: readonly string[], run: GitRun): Promise<Result<string, GitCommandError>> {
+  return new Promise((resolve) => {
+    const full = [...NO_HOOKS, ...args];
+    const limitMs = gitTimeLimitMs(process.env);
+    spawned++;
+    const child = spawn('git', full, { cwd: run.cwd, env: { ...process.env, ...(run.pathNames === true ? {} : { GIT_LITERAL_PATHSPECS: '1' }), ...run.env }, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    const out: Buffer[] = [];
+    const errOut: Buffer[] = [];
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
+      }
+    }, limitMs);
+    child.stdout.on('data', (d: Buffer) => out.push(d));
+    child.stderr.on('data', (d: Buffer) => errOut.push(d));
+    // git cannot be started (not installed, not on PATH): a failure like any other, said plainly.
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      resolve(err(new GitCommandError(args, -1, `could not run git: ${error.message}`)));
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      if (timedOut) {
+        const said = `\`git ${args.filter((a) => !a.startsWith('-c') && !a.includes('=')).slice(0, 2).join(' ')}\` timed out after ${Math.round(limitMs / 1000)}s (the limit set by ${GIT_TIME_LIMIT_ENV}, in seconds); its process group was ended`;
+        resolve(err(new GitCommandError(args, -1, said)));
+      } else if (code === 0) resolve(ok(Buffer.concat(out).toString('utf8')));
+      else resolve(err(new GitCommandError(args, code ?? -1, Buffer.concat(errOut).toString('utf8'))));
+    });
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(run.input ?? '');
+  });
+}
+
+/**
+ * `-c user.name=… -c user.email=…` for whichever part of the identity is not configured (git
+ * config at any level, or the GIT_AUTHOR_… and GIT_COMMITTER_… environment). Git's guesses from the
+ * host name do not count: they are often refused, and would differ from machine to machine.
+ * One `git config` call: both keys at once.
+ */
+export async function identityArgs(cwd: string): Promise<string[]> {
+  const env = process.env;
+  const found = await runGit(['config', '--get-regexp', '^user\\.(name|email)$'], { cwd });
+  const keys = new Set(found.ok ? found.value.split('\n').flatMap((line) => (/^\S+ \S/.test(line) ? [line.split(' ')[0]!.toLowerCase()] : [])) : []);
+  const hasName = (!!env.GIT_AUTHOR_NAME && !!env.GIT_COMMITTER_NAME) || keys.has('user.name');
+  const hasEmail = (!!env.GIT_AUTHOR_EMAIL && !!env.GIT_COMMITTER_EMAIL) || !!env.EMAIL || keys.has('user.email');
+  return [...(hasName ? [] : ['-c', `user.name=${FALLBACK_NAME}`]), ...(hasEmail ? [] : ['-c', `user.email=${FALLBACK_EMAIL}`])];
+}
+
+interface Call {
+  env?: Record<string, string>;
+  input?: string;
+}
+
+/** `runGit` in `cwd`, with extra environment or stdin: the short form the git modules use. */
+export const git = (cwd: string, args: readonly string[], call: Call = {}): Promise<Result<string, GitCommandError>> =>
+  runGit(args, { cwd, ...(call.env ? { env: call.env } : {}), ...(call.input !== undefined ? { input: call.input } : {}) });
