@@ -24,7 +24,7 @@ import {
   type PathObservation,
   judgeLanding,
 } from '../../core/landing.ts';
-import { type GitCommandError, runGit } from './runner.ts';
+import { type GitCommandError, git } from './runner.ts';
 
 export type { LandMode, LandingProblem } from '../../core/landing.ts';
 
@@ -69,54 +69,58 @@ interface Intent {
 
 const ZERO_OBJECT = /^0+$/;
 
-class GitStepFailed {
-  constructor(readonly error: GitCommandError) {}
+/** What a landing step gives: its value, or the git command that failed. */
+type Step<T> = Result<T, GitCommandError>;
+
+/** git's answer with exit 1 as a value (for `merge-base --is-ancestor`, `symbolic-ref -q`, `config`). */
+async function gitStatus(repo: string, args: string[]): Promise<Step<{ code: 0 | 1; out: string }>> {
+  const result = await git(repo, args);
+  if (result.ok) return ok({ code: 0, out: result.value });
+  return result.error.exitCode === 1 ? ok({ code: 1, out: '' }) : result;
 }
 
-/** Runs git with no hooks and literal pathspecs; a non-zero exit throws GitStepFailed (caught in `land`). */
-async function git(repo: string, args: string[], options: { env?: Record<string, string>; input?: string } = {}): Promise<string> {
-  const result = await runGit(args, { cwd: repo, ...options });
-  if (!result.ok) throw new GitStepFailed(result.error);
-  return result.value;
+async function commitOf(repo: string, rev: string): Promise<Step<string>> {
+  const found = await git(repo, ['rev-parse', '--verify', '--end-of-options', `${rev}^{commit}`]);
+  return found.ok ? ok(found.value.trim()) : found;
 }
-
-/** Like `git`, but returns the exit code instead of throwing on 1 (for `merge-base --is-ancestor`, `symbolic-ref -q`). */
-async function gitStatus(repo: string, args: string[]): Promise<{ code: 0 | 1; out: string }> {
-  const result = await runGit(args, { cwd: repo });
-  if (result.ok) return { code: 0, out: result.value };
-  if (result.error.exitCode === 1) return { code: 1, out: '' };
-  throw new GitStepFailed(result.error);
-}
-
-const commitOf = async (repo: string, rev: string): Promise<string> => (await git(repo, ['rev-parse', '--verify', '--end-of-options', `${rev}^{commit}`])).trim();
 
 /** The ref HEAD points to (`refs/heads/x`), or null when HEAD is detached. */
-async function headRef(repo: string): Promise<string | null> {
+async function headRef(repo: string): Promise<Step<string | null>> {
   const found = await gitStatus(repo, ['symbolic-ref', '-q', 'HEAD']);
-  return found.code === 0 ? found.out.trim() : null;
+  return found.ok ? ok(found.value.code === 0 ? found.value.out.trim() : null) : found;
+}
+
+/** The repository's all-zero object id (SHA-1 or SHA-256). */
+async function zeroObjectId(repo: string): Promise<Step<string>> {
+  const format = await git(repo, ['rev-parse', '--show-object-format']);
+  return format.ok ? ok('0'.repeat(format.value.trim() === 'sha256' ? 64 : 40)) : format;
 }
 
 /** Entries of `commit` for exactly `paths`. */
-async function treeEntries(repo: string, commit: string, paths: readonly string[]): Promise<Map<string, Entry>> {
+async function treeEntries(repo: string, commit: string, paths: readonly string[]): Promise<Step<Map<string, Entry>>> {
   const wanted = new Set(paths);
   const entries = new Map<string, Entry>();
   for (const chunk of chunks(paths)) {
-    for (const record of splitNul(await git(repo, ['ls-tree', '-r', '-z', '--full-tree', commit, '--', ...chunk]))) {
+    const listed = await git(repo, ['ls-tree', '-r', '-z', '--full-tree', commit, '--', ...chunk]);
+    if (!listed.ok) return listed;
+    for (const record of splitNul(listed.value)) {
       const tab = record.indexOf('\t');
       const [mode, , object] = record.slice(0, tab).split(' ');
       const name = record.slice(tab + 1);
       if (wanted.has(name) && mode && object) entries.set(name, { mode, object });
     }
   }
-  return entries;
+  return ok(entries);
 }
 
 /** The person's index for exactly `paths`. */
-async function indexEntries(repo: string, paths: readonly string[]): Promise<Map<string, IndexObservation>> {
+async function indexEntries(repo: string, paths: readonly string[]): Promise<Step<Map<string, IndexObservation>>> {
   const wanted = new Set(paths);
   const entries = new Map<string, IndexObservation>();
   for (const chunk of chunks(paths)) {
-    for (const record of splitNul(await git(repo, ['ls-files', '-s', '-z', '--', ...chunk]))) {
+    const listed = await git(repo, ['ls-files', '-s', '-z', '--', ...chunk]);
+    if (!listed.ok) return listed;
+    for (const record of splitNul(listed.value)) {
       const tab = record.indexOf('\t');
       const [mode, object, stage] = record.slice(0, tab).split(' ');
       const name = record.slice(tab + 1);
@@ -124,7 +128,7 @@ async function indexEntries(repo: string, paths: readonly string[]): Promise<Map
       entries.set(name, stage === '0' ? { kind: 'entry', entry: { mode, object } } : { kind: 'conflicted' });
     }
   }
-  return entries;
+  return ok(entries);
 }
 
 interface Disk {
@@ -177,7 +181,7 @@ function blobId(content: Buffer, algorithm: string): string {
 }
 
 /** What is on disk at each path: content ids through git (so clean filters apply), symlinks hashed by their target. */
-async function fileObservations(repo: string, paths: readonly string[]): Promise<Map<string, FileObservation>> {
+async function fileObservations(repo: string, paths: readonly string[]): Promise<Step<Map<string, FileObservation>>> {
   const observations = new Map<string, FileObservation>();
   const regular: Array<{ path: string; executable: boolean }> = [];
   let algorithm: string | undefined;
@@ -191,7 +195,11 @@ async function fileObservations(repo: string, paths: readonly string[]): Promise
         observations.set(repoPath, { kind: 'directory', files: await filesUnder(repo, repoPath) });
         break;
       case 'symlink': {
-        algorithm ??= (await git(repo, ['rev-parse', '--show-object-format'])).trim() === 'sha256' ? 'sha256' : 'sha1';
+        if (algorithm === undefined) {
+          const format = await git(repo, ['rev-parse', '--show-object-format']);
+          if (!format.ok) return format;
+          algorithm = format.value.trim() === 'sha256' ? 'sha256' : 'sha1';
+        }
         const target = await readlink(path.join(repo, repoPath), { encoding: 'buffer' });
         observations.set(repoPath, { kind: 'file', entry: { mode: '120000', object: blobId(target, algorithm) } });
         break;
@@ -205,30 +213,41 @@ async function fileObservations(repo: string, paths: readonly string[]): Promise
   }
   for (const chunk of chunks(regular)) {
     // File names as arguments (not --stdin-paths, which cannot carry a newline); `--path` is implied.
-    const ids = (await git(repo, ['hash-object', '--', ...chunk.map((file) => file.path)])).split('\n');
+    const hashed = await git(repo, ['hash-object', '--', ...chunk.map((file) => file.path)]);
+    if (!hashed.ok) return hashed;
+    const ids = hashed.value.split('\n');
     chunk.forEach((file, index) => {
       observations.set(file.path, { kind: 'file', entry: { mode: file.executable ? '100755' : '100644', object: ids[index] ?? '' } });
     });
   }
-  return observations;
+  return ok(observations);
 }
 
-async function fileModeConfigured(repo: string): Promise<boolean> {
+async function fileModeConfigured(repo: string): Promise<Step<boolean>> {
   const found = await gitStatus(repo, ['config', '--type=bool', 'core.fileMode']);
-  return found.code === 1 || found.out.trim() !== 'false';
+  return found.ok ? ok(found.value.code === 1 || found.value.out.trim() !== 'false') : found;
 }
 
 /** Observes every path that differs between `from` and `to`; `unstagedAt`: the commit whose entries mean "nothing staged". */
-async function observe(repo: string, from: string, to: string, unstagedAt: string): Promise<{ paths: string[]; observations: PathObservation[] }> {
-  const paths = splitNul(await git(repo, ['diff-tree', '-r', '-z', '--no-renames', '--name-only', from, to]));
-  if (paths.length === 0) return { paths, observations: [] };
-  const [fromEntries, toEntries, unstagedEntries, index, files] = await Promise.all([
+async function observe(repo: string, from: string, to: string, unstagedAt: string): Promise<Step<{ paths: string[]; observations: PathObservation[] }>> {
+  const differing = await git(repo, ['diff-tree', '-r', '-z', '--no-renames', '--name-only', from, to]);
+  if (!differing.ok) return differing;
+  const paths = splitNul(differing.value);
+  if (paths.length === 0) return ok({ paths, observations: [] });
+  const [fromFound, toFound, unstagedFound, indexFound, filesFound] = await Promise.all([
     treeEntries(repo, from, paths),
     treeEntries(repo, to, paths),
     unstagedAt === from ? null : treeEntries(repo, unstagedAt, paths),
     indexEntries(repo, paths),
     fileObservations(repo, paths),
   ]);
+  if (!fromFound.ok) return fromFound;
+  if (!toFound.ok) return toFound;
+  if (unstagedFound !== null && !unstagedFound.ok) return unstagedFound;
+  if (!indexFound.ok) return indexFound;
+  if (!filesFound.ok) return filesFound;
+  const [fromEntries, toEntries, index, files] = [fromFound.value, toFound.value, indexFound.value, filesFound.value];
+  const unstagedEntries = unstagedFound === null ? null : unstagedFound.value;
   const observations: PathObservation[] = [];
   for (const repoPath of paths) {
     const toEntry = toEntries.get(repoPath) ?? null;
@@ -243,7 +262,7 @@ async function observe(repo: string, from: string, to: string, unstagedAt: strin
       ...(obstacle === undefined ? {} : { obstacle }),
     });
   }
-  return { paths, observations };
+  return ok({ paths, observations });
 }
 
 async function writeIntent(intentPath: string, intent: Intent): Promise<void> {
@@ -270,47 +289,60 @@ async function removeFile(repo: string, repoPath: string): Promise<void> {
   }
 }
 
-/** The git directory's own path for a file (`.git/<name>`, or a linked worktree's). */
-const gitPath = async (repo: string, name: string): Promise<string> => path.resolve(repo, (await git(repo, ['rev-parse', '--git-path', name])).trim());
-
 /** Writes `to`'s content for `paths` (deletions included) into the working tree, leaving the person's index alone. */
-async function writeFilesOnly(repo: string, to: string, paths: readonly string[], toEntries: Map<string, Entry>): Promise<void> {
+async function writeFilesOnly(repo: string, to: string, paths: readonly string[], toEntries: Map<string, Entry>): Promise<Step<void>> {
   for (const repoPath of paths) if (!toEntries.has(repoPath)) await removeFile(repo, repoPath);
   const present = paths.filter((repoPath) => toEntries.has(repoPath));
-  if (present.length === 0) return;
-  // One fixed name: a crashed landing's leftover is replaced by the next one.
-  const temporaryIndex = await gitPath(repo, 'foreman-landing.index');
+  if (present.length === 0) return ok(undefined);
+  // One fixed name in the git directory (a linked worktree's own): a crashed landing's leftover is replaced by the next one.
+  const located = await git(repo, ['rev-parse', '--git-path', 'foreman-landing.index']);
+  if (!located.ok) return located;
+  const temporaryIndex = path.resolve(repo, located.value.trim());
   try {
     const env = { GIT_INDEX_FILE: temporaryIndex };
     // The whole tip, so its .gitattributes apply to what is written.
-    await git(repo, ['read-tree', to], { env });
-    await git(repo, ['checkout-index', '-f', '-z', '--stdin'], { env, input: present.map((repoPath) => `${repoPath}\0`).join('') });
+    const read = await git(repo, ['read-tree', to], { env });
+    if (!read.ok) return read;
+    const written = await git(repo, ['checkout-index', '-f', '-z', '--stdin'], { env, input: present.map((repoPath) => `${repoPath}\0`).join('') });
+    return written.ok ? ok(undefined) : written;
   } finally {
     await rm(temporaryIndex, { force: true });
   }
 }
 
 /** Commit mode's index and file steps: `to`'s entries into the person's index for `paths`, then the files from it. */
-async function moveIndexAndFiles(repo: string, paths: readonly string[], toEntries: Map<string, Entry>, hooks: LandingHooks): Promise<void> {
+async function moveIndexAndFiles(repo: string, paths: readonly string[], toEntries: Map<string, Entry>, hooks: LandingHooks): Promise<Result<void, MoveFailure>> {
   // Removals first: a path that becomes a directory (`a` → `a/b`) is removed before its new entries are added.
   const removals = paths.filter((repoPath) => !toEntries.has(repoPath));
   const additions = paths.filter((repoPath) => toEntries.has(repoPath));
-  const zero = '0'.repeat((await git(repo, ['rev-parse', '--show-object-format'])).trim() === 'sha256' ? 64 : 40);
+  const zero = await zeroObjectId(repo);
+  if (!zero.ok) return err({ error: zero.error, changedNothing: true });
   const lines = [
-    ...removals.map((repoPath) => `0 ${zero}\t${repoPath}\0`),
+    ...removals.map((repoPath) => `0 ${zero.value}\t${repoPath}\0`),
     ...additions.map((repoPath) => {
       const entry = toEntries.get(repoPath)!;
       return `${entry.mode} ${entry.object}\t${repoPath}\0`;
     }),
   ];
-  await git(repo, ['update-index', '-z', '--index-info'], { input: lines.join('') });
+  const indexed = await git(repo, ['update-index', '-z', '--index-info'], { input: lines.join('') });
+  if (!indexed.ok) return err({ error: indexed.error, changedNothing: true });
   await hooks.afterStep?.('index-updated');
   for (const repoPath of removals) await removeFile(repo, repoPath);
   if (additions.length > 0) {
-    await git(repo, ['checkout-index', '-f', '-u', '-z', '--stdin'], { input: additions.map((repoPath) => `${repoPath}\0`).join('') });
+    const written = await git(repo, ['checkout-index', '-f', '-u', '-z', '--stdin'], { input: additions.map((repoPath) => `${repoPath}\0`).join('') });
+    if (!written.ok) return err({ error: written.error, changedNothing: false });
   }
   await hooks.afterStep?.('files-written');
+  return ok(undefined);
 }
+
+/** A failed step of moving the index and files, and whether it failed before anything changed. */
+interface MoveFailure {
+  error: GitCommandError;
+  changedNothing: boolean;
+}
+
+const gitFailed = (error: GitCommandError): Result<never, LandingProblem> => err({ kind: 'git-failed', failure: failureOf(error) });
 
 interface Prepared {
   intent: Intent;
@@ -326,8 +358,12 @@ async function prepare(
   unstagedAt: string,
   resuming: boolean,
 ): Promise<Result<Prepared, LandingProblem>> {
-  const { paths, observations } = await observe(repo, intent.from, intent.to, unstagedAt);
-  const judgement = judgeLanding(observations, { mode: intent.mode, resuming, fileMode: await fileModeConfigured(repo) });
+  const observed = await observe(repo, intent.from, intent.to, unstagedAt);
+  if (!observed.ok) return gitFailed(observed.error);
+  const { paths, observations } = observed.value;
+  const fileMode = await fileModeConfigured(repo);
+  if (!fileMode.ok) return gitFailed(fileMode.error);
+  const judgement = judgeLanding(observations, { mode: intent.mode, resuming, fileMode: fileMode.value });
   if (judgement.blocked.length > 0) return err({ kind: 'local-changes', paths: judgement.blocked });
   const toEntries = new Map<string, Entry>();
   for (const observation of observations) if (observation.to !== null) toEntries.set(observation.path, observation.to);
@@ -338,71 +374,71 @@ async function prepare(
 const refArgs = (branch: string | null): string[] => (branch === null ? ['--no-deref', 'HEAD'] : [branch]);
 
 /** Carries out a judged landing; the intent file is written first and removed last. */
-async function carryOut(repo: string, prepared: Prepared, intentPath: string, hooks: LandingHooks, resuming: boolean): Promise<Landed> {
+async function carryOut(repo: string, prepared: Prepared, intentPath: string, hooks: LandingHooks, resuming: boolean): Promise<Result<Landed, LandingProblem>> {
   const { intent, update, toEntries } = prepared;
   if (!resuming) {
     await writeIntent(intentPath, intent);
     await hooks.afterStep?.('intent-written');
   }
-  try {
-    if (update.length > 0) {
-      if (intent.mode === 'commit') await moveIndexAndFiles(repo, update, toEntries, hooks);
-      else {
-        await writeFilesOnly(repo, intent.to, update, toEntries);
-        await hooks.afterStep?.('files-written');
+  if (update.length > 0) {
+    if (intent.mode === 'commit') {
+      const moved = await moveIndexAndFiles(repo, update, toEntries, hooks);
+      if (!moved.ok) {
+        // Nothing was changed when the very first git step of a new landing failed (say, the index was locked): no record to keep.
+        if (!resuming && moved.error.changedNothing) await rm(intentPath, { force: true });
+        return gitFailed(moved.error.error);
       }
+    } else {
+      const written = await writeFilesOnly(repo, intent.to, update, toEntries);
+      if (!written.ok) return gitFailed(written.error);
+      await hooks.afterStep?.('files-written');
     }
-  } catch (caught) {
-    // Nothing was changed when the very first git step of a new landing failed (say, the index was locked): no record to keep.
-    if (!resuming && caught instanceof GitStepFailed && caught.error.args.includes('--index-info')) await rm(intentPath, { force: true });
-    throw caught;
   }
   if (intent.mode === 'commit') {
     const subject = `foreman: land ${intent.to.slice(0, 12)}`;
-    await git(repo, ['update-ref', '-m', subject, ...refArgs(intent.branch), intent.to, intent.from]);
+    const moved = await git(repo, ['update-ref', '-m', subject, ...refArgs(intent.branch), intent.to, intent.from]);
+    if (!moved.ok) return gitFailed(moved.error);
     await hooks.afterStep?.('ref-updated');
   }
   await rm(intentPath, { force: true });
-  return { from: intent.from, to: intent.to, paths: [...prepared.done, ...update].sort(), upToDate: false };
+  return ok({ from: intent.from, to: intent.to, paths: [...prepared.done, ...update].sort(), upToDate: false });
 }
-
-const gitFailed = (caught: unknown): Result<never, LandingProblem> => {
-  if (caught instanceof GitStepFailed) return err({ kind: 'git-failed', failure: failureOf(caught.error) });
-  throw caught;
-};
 
 /**
  * Lands the integration tip `to` on the person's branch (commit mode) or working tree (worktree
  * mode) when it is safe; otherwise changes nothing and says what blocks it.
  */
 export async function land(request: LandRequest, hooks: LandingHooks = {}): Promise<Result<Landed, LandingProblem>> {
-  try {
-    const actual = await headRef(request.repo);
-    if (actual !== request.branch) return err({ kind: 'branch-switched', expected: request.branch, actual });
-    const head = await commitOf(request.repo, 'HEAD');
-    const to = await commitOf(request.repo, request.to);
-    switch (request.mode) {
-      case 'commit': {
-        if (head === to) return ok({ from: head, to, paths: [], upToDate: true });
-        const ancestor = await gitStatus(request.repo, ['merge-base', '--is-ancestor', head, to]);
-        if (ancestor.code === 1) return err({ kind: 'diverged', head, tip: to });
-        const prepared = await prepare(request.repo, { mode: 'commit', branch: request.branch, from: head, to }, head, false);
-        if (!prepared.ok) return prepared;
-        return ok(await carryOut(request.repo, prepared.value, request.intentPath, hooks, false));
-      }
-      case 'worktree': {
-        const base = request.base === undefined ? head : await commitOf(request.repo, request.base);
-        if (base === to) return ok({ from: base, to, paths: [], upToDate: true });
-        const prepared = await prepare(request.repo, { mode: 'worktree', branch: request.branch, from: base, to }, head, false);
-        if (!prepared.ok) return prepared;
-        if (prepared.value.update.length === 0 && prepared.value.done.length === 0) return ok({ from: base, to, paths: [], upToDate: true });
-        return ok(await carryOut(request.repo, prepared.value, request.intentPath, hooks, false));
-      }
-      default:
-        return assertNever(request.mode, 'land mode');
+  const actual = await headRef(request.repo);
+  if (!actual.ok) return gitFailed(actual.error);
+  if (actual.value !== request.branch) return err({ kind: 'branch-switched', expected: request.branch, actual: actual.value });
+  const headFound = await commitOf(request.repo, 'HEAD');
+  if (!headFound.ok) return gitFailed(headFound.error);
+  const toFound = await commitOf(request.repo, request.to);
+  if (!toFound.ok) return gitFailed(toFound.error);
+  const [head, to] = [headFound.value, toFound.value];
+  switch (request.mode) {
+    case 'commit': {
+      if (head === to) return ok({ from: head, to, paths: [], upToDate: true });
+      const ancestor = await gitStatus(request.repo, ['merge-base', '--is-ancestor', head, to]);
+      if (!ancestor.ok) return gitFailed(ancestor.error);
+      if (ancestor.value.code === 1) return err({ kind: 'diverged', head, tip: to });
+      const prepared = await prepare(request.repo, { mode: 'commit', branch: request.branch, from: head, to }, head, false);
+      if (!prepared.ok) return prepared;
+      return carryOut(request.repo, prepared.value, request.intentPath, hooks, false);
     }
-  } catch (caught) {
-    return gitFailed(caught);
+    case 'worktree': {
+      const baseFound = request.base === undefined ? ok(head) : await commitOf(request.repo, request.base);
+      if (!baseFound.ok) return gitFailed(baseFound.error);
+      const base = baseFound.value;
+      if (base === to) return ok({ from: base, to, paths: [], upToDate: true });
+      const prepared = await prepare(request.repo, { mode: 'worktree', branch: request.branch, from: base, to }, head, false);
+      if (!prepared.ok) return prepared;
+      if (prepared.value.update.length === 0 && prepared.value.done.length === 0) return ok({ from: base, to, paths: [], upToDate: true });
+      return carryOut(request.repo, prepared.value, request.intentPath, hooks, false);
+    }
+    default:
+      return assertNever(request.mode, 'land mode');
   }
 }
 
@@ -434,32 +470,31 @@ export async function resumeLanding(repo: string, intentPath: string, hooks: Lan
   }
   const intent = parseIntent(text);
   if (typeof intent === 'string') return err({ kind: 'bad-intent', intentPath, reason: intent });
-  try {
-    const actual = await headRef(repo);
-    if (actual !== intent.branch) return err({ kind: 'branch-switched', expected: intent.branch, actual });
-    const head = await commitOf(repo, 'HEAD');
-    switch (intent.mode) {
-      case 'commit': {
-        // The ref moves after every file is written: at `to`, only removing the record was left,
-        // and whatever the files hold now is the person's.
-        if (head === intent.to) {
-          await rm(intentPath, { force: true });
-          return ok({ from: intent.from, to: intent.to, paths: intent.paths, upToDate: false });
-        }
-        if (head !== intent.from) return err({ kind: 'diverged', head, tip: intent.to });
-        const prepared = await prepare(repo, { mode: 'commit', branch: intent.branch, from: intent.from, to: intent.to }, head, true);
-        if (!prepared.ok) return prepared;
-        return ok(await carryOut(repo, prepared.value, intentPath, hooks, true));
+  const actual = await headRef(repo);
+  if (!actual.ok) return gitFailed(actual.error);
+  if (actual.value !== intent.branch) return err({ kind: 'branch-switched', expected: intent.branch, actual: actual.value });
+  const headFound = await commitOf(repo, 'HEAD');
+  if (!headFound.ok) return gitFailed(headFound.error);
+  const head = headFound.value;
+  switch (intent.mode) {
+    case 'commit': {
+      // The ref moves after every file is written: at `to`, only removing the record was left,
+      // and whatever the files hold now is the person's.
+      if (head === intent.to) {
+        await rm(intentPath, { force: true });
+        return ok({ from: intent.from, to: intent.to, paths: intent.paths, upToDate: false });
       }
-      case 'worktree': {
-        const prepared = await prepare(repo, { mode: 'worktree', branch: intent.branch, from: intent.from, to: intent.to }, head, true);
-        if (!prepared.ok) return prepared;
-        return ok(await carryOut(repo, prepared.value, intentPath, hooks, true));
-      }
-      default:
-        return assertNever(intent.mode, 'land mode');
+      if (head !== intent.from) return err({ kind: 'diverged', head, tip: intent.to });
+      const prepared = await prepare(repo, { mode: 'commit', branch: intent.branch, from: intent.from, to: intent.to }, head, true);
+      if (!prepared.ok) return prepared;
+      return carryOut(repo, prepared.value, intentPath, hooks, true);
     }
-  } catch (caught) {
-    return gitFailed(caught);
+    case 'worktree': {
+      const prepared = await prepare(repo, { mode: 'worktree', branch: intent.branch, from: intent.from, to: intent.to }, head, true);
+      if (!prepared.ok) return prepared;
+      return carryOut(repo, prepared.value, intentPath, hooks, true);
+    }
+    default:
+      return assertNever(intent.mode, 'land mode');
   }
 }
