@@ -1,10 +1,12 @@
 // The run journal: `.design/events.jsonl` next to the plan, one JSON run event per line, appended
 // by every run (runs are told apart by `runId`). Written synchronously through an fd opened for
-// appending, and fsync'ed after the events a crash must not lose, so the journal survives a
-// crash; read back tolerating a torn last line (a crash mid-write) and garbage lines.
+// appending, so an event is in the file (the kernel's) when `append` returns and survives the
+// run's own crash or kill -9; the events a machine crash must not lose are then fsync'ed on
+// libuv's thread pool, so the run does not wait for the disk on every task. Read back tolerating a
+// torn last line (a crash mid-write) and garbage lines.
 
 import { randomBytes } from 'node:crypto';
-import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, fsync, fsyncSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { type RunEvent, type RunEventType, isJournaled } from '../core/events.ts';
@@ -18,7 +20,7 @@ export const journalPathFor = (planPath: string): string => join(dirname(planPat
 /** A new run's id, for headless and in-session runs alike: `20261122T010203Z-a1b2c3`. */
 export const newRunId = (): string => `${compactTimestamp()}-${randomBytes(3).toString('hex')}`;
 
-/** Events after which the journal is flushed to disk (run-level events and task results). */
+/** Events after which the journal is flushed to the disk (run-level events and task results). */
 const DURABLE: ReadonlySet<RunEventType> = new Set<RunEventType>([
   'run-started',
   'task-finished',
@@ -32,7 +34,7 @@ const DURABLE: ReadonlySet<RunEventType> = new Set<RunEventType>([
 
 export interface Journal {
   readonly path: string;
-  /** Appends the event if it is journaled (`task-activity` is not). Synchronous: on disk when it returns. */
+  /** Appends the event if it is journaled (`task-activity` is not). Synchronous: in the file when it returns. */
   append(event: RunEvent): void;
   /** Flushes and closes. Appending after close throws. */
   close(): Promise<void>;
@@ -47,6 +49,22 @@ export function openJournal(planPath: string): Journal {
   // event is not glued to the torn one.
   let needsNewline = endsWithoutNewline(fd);
   let closed = false;
+  // The flush in flight, if any, and whether another is wanted after it (one at a time, coalesced).
+  let flushing: Promise<void> | null = null;
+  let flushAgain = false;
+  const flush = (): void => {
+    if (flushing !== null) {
+      flushAgain = true;
+      return;
+    }
+    flushing = new Promise<void>((resolve) => fsync(fd, () => resolve())).then(() => {
+      flushing = null;
+      if (flushAgain && !closed) {
+        flushAgain = false;
+        flush();
+      }
+    });
+  };
   return {
     path,
     append(event) {
@@ -55,11 +73,13 @@ export function openJournal(planPath: string): Journal {
       const text = `${needsNewline ? '\n' : ''}${JSON.stringify(event)}\n`;
       writeAll(fd, Buffer.from(text, 'utf8'));
       needsNewline = false;
-      if (DURABLE.has(event.type)) fsyncSync(fd);
+      if (DURABLE.has(event.type)) flush();
     },
     async close() {
       if (closed) return;
       closed = true;
+      // The fd stays open until a flush in flight is done with it.
+      while (flushing !== null) await flushing;
       try {
         fsyncSync(fd);
       } finally {
