@@ -283,4 +283,10 @@ describe('runGit, the one git runner', () => {
       else process.env[GIT_TIME_LIMIT_ENV] = saved;
     }
   }, 20_000);
+
+  it('says plainly when git cannot be started, as a failure value', async () => {
+    const ran = await runGit(['status'], { cwd: path.join(os.tmpdir(), `foreman-no-such-directory-${process.pid}-${Date.now()}`) });
+    expect(ran.ok).toBe(false);
+    expect(!ran.ok && ran.error.stderr).toMatch(/^could not run git: /);
+  });
 });

@@ -607,7 +607,9 @@ const CHECKOUT_NAME = /^checkout-(\d+)-[0-9a-f]{8}$/;
  * caller runs any setup command itself), and removed afterwards whatever `use` does. What `use`
  * throws is rethrown after the removal.
  */
-export async function withCheckout<T>(repo: string, root: string, use: (slot: Slot) => Promise<T>, commit = 'HEAD'): Promise<Result<T, ProvisionFailure>> {
+export async function withCheckout<T>(repository: string, root: string, use: (slot: Slot) => Promise<T>, commit = 'HEAD'): Promise<Result<T, ProvisionFailure>> {
+  // Pools are named by the repository's real path, as a run's are.
+  const repo = await realpath(repository);
   // Those a killed process left (its pid gone) go first.
   const repoFolder = path.dirname(poolDir(root, repo, 'x'));
   for (const entry of await readdir(repoFolder).catch(() => [] as string[])) {
