@@ -4,6 +4,7 @@ import { constants } from 'node:fs';
 import { access, realpath, stat } from 'node:fs/promises';
 import { basename, delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { Git } from '../adapters/git/repository.ts';
+import { gitProcessCount } from '../adapters/git/runner.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { type LockTakeover, PlanKeeper, acquireLock, currentLockInfo, describeKeptEdit } from '../adapters/plan-store.ts';
 import { ProcessRegistry, describeOrphans, killOrphans, recorded, registryPathFor } from '../adapters/orphans.ts';
@@ -398,7 +399,8 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
       { reason: result.reason, message: result.message, usage: result.usage, durationMs: Date.now() - started },
       { layout, planPath: settings.planPath, landing: { landed: landing.landed, advice: landing.advice() }, archived },
     );
-    emit(finished);
+    // This process runs one run: every git process it started is the run's.
+    emit({ ...finished, gitProcesses: gitProcessCount() });
     reporter.summary(plan, result.usage);
     return finished.exitCode as ExitCode;
   } finally {

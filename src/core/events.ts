@@ -110,6 +110,8 @@ export type RunEventBody =
       usage: UsageFigure;
       durationMs: number;
       message: string;
+      /** Headless: the git processes the run started, as its one git runner counted them. */
+      gitProcesses?: number;
     };
 
 export type RunEvent = RunEventBody & { runId: string; at: string };

@@ -52,6 +52,9 @@ describe('operator tools on a real run', () => {
     expect(journal.events).toEqual(streamed.filter((e) => e.type !== 'task-activity'));
     expect(journal.events.map((e) => e.type)).toContain('task-skipped');
     expect(journal.events.at(-1)!.type).toBe('run-finished');
+    // The run's own count of the git processes it started (validated by the schema above).
+    const finished = journal.events.at(-1) as Extract<RunEvent, { type: 'run-finished' }>;
+    expect(finished.gitProcesses).toBeGreaterThan(0);
 
     const report = await runPlanTool(repo.dir, ['report']);
     expect(report.exitCode).toBe(0);
