@@ -732,13 +732,20 @@ describe('capture in one git process (hashedWork)', () => {
     expect(fast.map((entry) => entry.path)).toEqual(['dir/sp ace ✓.txt', 'gone.txt', 'mod.txt', 'new/deep/file.txt', 'raw.bin', 'restaged.txt', 'tool.sh', 'was-exec.sh']);
   });
 
-  it('leaves to staging what it cannot hash plainly: a symbolic link, a linked worktree', async () => {
+  it('leaves to staging what it cannot hash plainly: a symbolic link, names --stdin-paths cannot carry, a linked worktree', async () => {
     const r = await repo({ 'a.txt': 'a\n' });
     const start = await rev(r, 'HEAD');
     const { wt } = await cloneSlot(await clonePool(r), start);
     await symlink('a.txt', path.join(wt.dir, 'link'));
     const listed = parseStatusV2(await runGit(wt.dir, ['status', '--porcelain=v2', '-z', '-uall'])).entries;
     expect(await hashedWork(wt.dir, listed, ['link'], undefined)).toBeNull();
+    // Names `--stdin-paths` would read otherwise: a leading quote (C quoting), a carriage return.
+    await wt.write({ '"quoted.txt': 'q\n', 'cr\r.txt': 'r\n' });
+    const odd = parseStatusV2(await runGit(wt.dir, ['status', '--porcelain=v2', '-z', '-uall'])).entries;
+    expect(await hashedWork(wt.dir, odd, ['"quoted.txt'], undefined)).toBeNull();
+    expect(await hashedWork(wt.dir, odd, ['cr\r.txt'], undefined)).toBeNull();
+    const captured = await succeeded(captureWork(wt.dir, ['"quoted.txt', 'cr\r.txt'], []));
+    expect(captured.work.entries.map((entry) => entry.path).sort()).toEqual(['"quoted.txt', 'cr\r.txt']);
     // A linked worktree's config is the main repository's: not read here, so staged.
     const linked = await slot(r);
     await linked.write({ 'a.txt': 'b\n' });

@@ -118,6 +118,9 @@ async function trustsFileMode(dir: string): Promise<boolean> {
   return /^\s*filemode\s*=\s*true\s*$/im.test(config) && !/^\s*\[include/im.test(config);
 }
 
+/** A path `--stdin-paths` would not read back as itself: a line break in it, a carriage return (dropped before a newline), or a leading `"` (read as C quoting). */
+const unsafeLine = (changedPath: string): boolean => /[\n\r]/.test(changedPath) || changedPath.startsWith('"');
+
 /**
  * The declared changes of a worker that did not commit, without touching the index: each changed
  * file's blob written by one `git hash-object -w --stdin-paths` (the clean filters and line-ending
@@ -125,11 +128,12 @@ async function trustsFileMode(dir: string): Promise<boolean> {
  * status. What `add` then `diff-index` would say, in one process instead of two.
  *
  * Null (the caller takes `stagedWork`) when status or the file system shows anything else: a
- * submodule, a symbolic link, a directory (a nested repository), an unmerged path, a name with a
- * newline (`--stdin-paths` reads lines), or a repository whose config this does not read plainly.
+ * submodule, a symbolic link, a directory (a nested repository), an unmerged path, a name
+ * `--stdin-paths` cannot carry (`unsafeLine`), or a repository whose config this does not read
+ * plainly.
  */
 export async function hashedWork(dir: string, listed: readonly StatusV2Entry[], paths: readonly string[], env: ObjectEnv): Promise<Result<WorkEntry[], GitCommandError> | null> {
-  if (listed.some((entry) => !entry.ordinary) || paths.some((changedPath) => changedPath.includes('\n'))) return null;
+  if (listed.some((entry) => !entry.ordinary) || paths.some(unsafeLine)) return null;
   if (!(await trustsFileMode(dir))) return null;
   // HEAD's entry at each path (a path deleted in the index and re-created on disk is listed twice).
   const heads = new Map<string, { mode: string; object: string }>();
