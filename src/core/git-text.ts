@@ -8,7 +8,7 @@ import { clipTail } from './format.ts';
 import type { WorkEntry } from './work.ts';
 
 /** A full object id: SHA-1 (40 hex digits) or SHA-256 (64). The one check foreman makes of an id. */
-export const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 export const isObjectId = (value: unknown): value is string => typeof value === 'string' && OBJECT_ID.test(value);
 
 /**

@@ -213,11 +213,6 @@ export class Isolation {
     return held;
   }
 
-  /**
-   * The gate: `command` in a worktree of the candidates stacked, in order, on the integration tip
-   * (the tip itself when there are none: the baseline). The ref does not move. `passed` is null
-   * when `signal` stopped it first (its process group is ended).
-   */
   /** `stack`'s works committed in order on the integration tip (the tip itself when empty); the ref does not move. */
   private async stacked(stack: ReadonlyArray<{ task: number; work: CapturedWork }>): Promise<Result<string, string>> {
     // A candidate that changed nothing has nothing to stack.
@@ -228,6 +223,11 @@ export class Isolation {
     return made.ok ? made : err(describeGitFailure(integrationFailure(made.error)));
   }
 
+  /**
+   * The gate: `command` in a worktree of the candidates stacked, in order, on the integration tip
+   * (the tip itself when there are none: the baseline). The ref does not move. `passed` is null
+   * when `signal` stopped it first (its process group is ended).
+   */
   async runGate(plan: Plan, request: GateRequest, gate: { command: string; timeoutMs: number; sandbox: boolean }, signal?: AbortSignal): Promise<GateRun> {
     const started = Date.now();
     // The same stack a speculative worktree is built on; work that cannot even be stacked

@@ -9,7 +9,7 @@
 // are computed from it. A session file of the previous version (before the step function ran
 // the session: `verified`, `started`, `gate.queue`) is read into the same state.
 
-import { OBJECT_ID } from '../core/git-text.ts';
+import { isObjectId } from '../core/git-text.ts';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
@@ -122,11 +122,11 @@ const taskList = (value: unknown): number[] | null => (Array.isArray(value) && v
 /** A captured work read back, or null when it is not one. */
 export function workOf(value: unknown): CapturedWork | null {
   const work = value as { base?: unknown; entries?: unknown } | null;
-  if (!work || typeof work !== 'object' || typeof work.base !== 'string' || !OBJECT_ID.test(work.base) || !Array.isArray(work.entries)) return null;
+  if (!work || typeof work !== 'object' || typeof work.base !== 'string' || !isObjectId(work.base) || !Array.isArray(work.entries)) return null;
   const entries = work.entries.filter((entry: unknown) => {
     const e = entry as { path?: unknown; mode?: unknown; object?: unknown; deleted?: unknown } | null;
     if (!e || typeof e.path !== 'string') return false;
-    return e.deleted === true || (typeof e.mode === 'string' && typeof e.object === 'string' && OBJECT_ID.test(e.object));
+    return e.deleted === true || (typeof e.mode === 'string' && isObjectId(e.object));
   });
   return entries.length === work.entries.length ? { base: work.base, entries: entries as CapturedWork['entries'] } : null;
 }
@@ -262,7 +262,7 @@ function gateOf(value: unknown): SessionGate {
   const baseline: BaselineState = data.baseline === 'running' || data.baseline === 'passed' || data.baseline === 'failed' ? data.baseline : 'none';
   const r = data.current;
   const current: GateRunRecord | null =
-    r && typeof r.id === 'string' && /^[\w-]+$/.test(r.id) && taskList(r.tasks) !== null && typeof r.tip === 'string' && OBJECT_ID.test(r.tip) && typeof r.startedAt === 'string'
+    r && typeof r.id === 'string' && /^[\w-]+$/.test(r.id) && taskList(r.tasks) !== null && isObjectId(r.tip) && typeof r.startedAt === 'string'
       ? { id: r.id, tasks: r.tasks, tip: r.tip, startedAt: r.startedAt }
       : null;
   return { config, baseline, current };
@@ -274,14 +274,14 @@ function handedOutOf(data: Record<string, unknown>): Record<string, HandedOut> {
   const valid = (at: unknown): at is string => typeof at === 'string' && Number.isFinite(Date.parse(at));
   const handed = data.handedOut as Record<string, { at?: unknown; base?: unknown }> | undefined;
   if (handed && typeof handed === 'object') {
-    for (const [task, h] of Object.entries(handed)) if (h && valid(h.at) && typeof h.base === 'string' && OBJECT_ID.test(h.base)) out[task] = { at: h.at, base: h.base };
+    for (const [task, h] of Object.entries(handed)) if (h && valid(h.at) && isObjectId(h.base)) out[task] = { at: h.at, base: h.base };
     return out;
   }
   const started = (data.started ?? {}) as Record<string, unknown>;
   const bases = (data.bases ?? {}) as Record<string, unknown>;
   for (const [task, at] of Object.entries(started)) {
     const base = bases[task];
-    if (valid(at) && typeof base === 'string' && OBJECT_ID.test(base)) out[task] = { at, base };
+    if (valid(at) && isObjectId(base)) out[task] = { at, base };
   }
   return out;
 }
