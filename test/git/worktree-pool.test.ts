@@ -230,7 +230,7 @@ describe('WorktreePool', () => {
     const lines = (await readFile(path.join(bin, 'log'), 'utf8')).split('\n').filter(Boolean);
     expect(lines.every((line) => line.startsWith(hooksOff))).toBe(true);
     const asked = lines.map((line) => line.slice(hooksOff.length)).filter((line) => line.startsWith('rev-parse --verify --quiet'));
-    expect(asked).toEqual([`rev-parse --verify --quiet ${head}^{commit}`, 'rev-parse --verify --quiet HEAD^{commit}', 'rev-parse --verify --quiet HEAD^{commit}']);
+    expect(asked).toEqual([`rev-parse --verify --quiet --end-of-options ${head}^{commit}`, 'rev-parse --verify --quiet --end-of-options HEAD^{commit}', 'rev-parse --verify --quiet --end-of-options HEAD^{commit}']);
   });
 
   it('gives a busy slot to no one else and reuses the lowest released one', async () => {

@@ -18,7 +18,7 @@ import path from 'node:path';
 import { type Result, err, ok } from '../../core/failure.ts';
 import { type GitFailure, buildMessage, byPath, expectObjectId, failureOf, parseRaw, splitNul } from '../../core/git-text.ts';
 import type { CapturedWork, WorkEntry } from '../../core/work.ts';
-import { type ParkKind, parkedRef, readRef } from './refs.ts';
+import { type ParkKind, commitOf, parkedRef, readRef } from './refs.ts';
 import { type GitCommandError, git, identityArgs } from './runner.ts';
 
 /** The all-zero id of the repository's hash (SHA-1 or SHA-256), as long as `like`. */
@@ -306,9 +306,9 @@ export async function parkedWork(repo: string, planId: string, task: number, kin
   const ref = parkedRef(kind, planId, task);
   const commit = await readRef(repo, ref);
   if (commit === null) return null;
-  const parent = await git(repo, ['rev-parse', '--verify', '--quiet', `${commit}^1`]);
+  const parent = await commitOf(repo, `${commit}^1`);
   if (!parent.ok) throw parent.error; // every parked commit has its base as parent
-  const base = parent.value.trim();
+  const base = parent.value;
   const diff = await git(repo, ['diff-tree', '-r', '-z', '--raw', '--no-renames', '--full-index', base, commit]);
   if (!diff.ok) throw diff.error;
   return { base, entries: parseRaw(diff.value).sort((a, b) => byPath(a.path, b.path)) };

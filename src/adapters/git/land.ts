@@ -24,6 +24,7 @@ import {
   type PathObservation,
   judgeLanding,
 } from '../../core/landing.ts';
+import { commitOf, headRef } from './refs.ts';
 import { type GitCommandError, git } from './runner.ts';
 
 export type { LandMode, LandingProblem } from '../../core/landing.ts';
@@ -77,17 +78,6 @@ async function gitStatus(repo: string, args: string[]): Promise<Step<{ code: 0 |
   const result = await git(repo, args);
   if (result.ok) return ok({ code: 0, out: result.value });
   return result.error.exitCode === 1 ? ok({ code: 1, out: '' }) : result;
-}
-
-async function commitOf(repo: string, rev: string): Promise<Step<string>> {
-  const found = await git(repo, ['rev-parse', '--verify', '--end-of-options', `${rev}^{commit}`]);
-  return found.ok ? ok(found.value.trim()) : found;
-}
-
-/** The ref HEAD points to (`refs/heads/x`), or null when HEAD is detached. */
-async function headRef(repo: string): Promise<Step<string | null>> {
-  const found = await gitStatus(repo, ['symbolic-ref', '-q', 'HEAD']);
-  return found.ok ? ok(found.value.code === 0 ? found.value.out.trim() : null) : found;
 }
 
 /** The repository's all-zero object id (SHA-1 or SHA-256). */

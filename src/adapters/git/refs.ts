@@ -5,7 +5,7 @@
 
 import { type Result, err, ok } from '../../core/failure.ts';
 import { type GitFailure, byPath, expectObjectId, failureOf } from '../../core/git-text.ts';
-import { git, runGit } from './runner.ts';
+import { GitCommandError, git, runGit } from './runner.ts';
 
 /** foreman's ref namespaces: integration tips, work awaiting approval, candidates of the merge queue. */
 const NAMESPACES = { integration: 'refs/foreman', awaiting: 'refs/foreman-awaiting', candidate: 'refs/foreman-candidate' } as const;
@@ -26,10 +26,21 @@ export const candidateRef = (planId: string, task: number) => parkedRef('candida
 /** Every folder of a plan's parked refs, relative to the git directory (`refs/foreman-awaiting/<planId>`…). */
 export const parkedFolders = (planId: string): string[] => (['awaiting', 'candidate'] as const).map((kind) => parkedPrefix(kind, planId).slice(0, -1));
 
+/**
+ * The full id of the commit `revision` names in `cwd`: the one place a revision is resolved. A
+ * failure says why (exit 1: it names no commit; else git could not answer at all).
+ */
+export async function commitOf(cwd: string, revision: string): Promise<Result<string, GitCommandError>> {
+  const found = await runGit(['rev-parse', '--verify', '--quiet', '--end-of-options', `${revision}^{commit}`], { cwd });
+  if (!found.ok) return found;
+  const commit = found.value.trim();
+  return commit === '' ? err(new GitCommandError(['rev-parse', revision], 1, `${revision} names no commit`)) : ok(commit);
+}
+
 /** The commit `revision` names in `cwd` (default HEAD), or null: no such revision, or an unborn branch. */
 export async function resolveCommit(cwd: string, revision = 'HEAD'): Promise<string | null> {
-  const found = await runGit(['rev-parse', '--verify', '--quiet', `${revision}^{commit}`], { cwd });
-  return found.ok && found.value.trim() !== '' ? found.value.trim() : null;
+  const found = await commitOf(cwd, revision);
+  return found.ok ? found.value : null;
 }
 
 /** Whether `descendant`'s history holds `ancestor` (a commit is its own ancestor). */
@@ -66,10 +77,17 @@ export async function topLevel(cwd: string): Promise<string | null> {
   return found.ok ? found.value.trim() : null;
 }
 
-/** The ref HEAD points to (`refs/heads/x`), or null on a detached HEAD. */
-export async function headBranchRef(cwd: string): Promise<string | null> {
+/** The ref HEAD points to (`refs/heads/x`, an unborn branch's too), null on a detached HEAD; or why git could not say. */
+export async function headRef(cwd: string): Promise<Result<string | null, GitCommandError>> {
   const found = await runGit(['symbolic-ref', '-q', 'HEAD'], { cwd });
-  return found.ok ? found.value.trim() || null : null;
+  if (found.ok) return ok(found.value.trim() || null);
+  return found.error.exitCode === 1 ? ok(null) : found;
+}
+
+/** The ref HEAD points to, or null on a detached HEAD (or when git cannot say). */
+export async function headBranchRef(cwd: string): Promise<string | null> {
+  const found = await headRef(cwd);
+  return found.ok ? found.value : null;
 }
 
 /** How many commits `range` (`a..b`, or a ref) holds, or null when git cannot say. */
@@ -89,8 +107,8 @@ export async function filesIn(cwd: string, commit: string, paths: readonly strin
  * all (`repo` is not a repository): a caller's bug, not a state of the ref.
  */
 export async function readRef(repo: string, ref: string): Promise<string | null> {
-  const found = await git(repo, ['rev-parse', '--verify', '--quiet', `${ref}^{commit}`]);
-  if (found.ok) return found.value.trim() || null;
+  const found = await commitOf(repo, ref);
+  if (found.ok) return found.value;
   if (found.error.exitCode === 1) return null;
   throw found.error;
 }

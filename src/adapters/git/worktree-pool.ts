@@ -44,6 +44,7 @@ import { clipTail } from '../../core/format.ts';
 import { type GitFailure, NO_HOOKS, describeGitFailure, failureOf, isObjectId, normalizeRepoPath, parseStatus, splitNul } from '../../core/git-text.ts';
 import { coveredBy } from '../../core/paths.ts';
 import { type TimeLimit, describeTimeLimitHit } from '../../core/time-limit.ts';
+import { commitOf } from './refs.ts';
 import { Git } from './repository.ts';
 import { runGit } from './runner.ts';
 import { writeFileAtomic } from '../plan-store.ts';
@@ -442,9 +443,9 @@ export class WorktreePool {
   /** The full hash of `target`, checked to be a commit before any slot is touched (a failed reset would remake the slot). */
   private async resolve(target: string): Promise<Result<string, ProvisionFailure>> {
     if (this.knownCommits.has(target)) return ok(target);
-    const found = await runGit(['rev-parse', '--verify', '--quiet', `${target}^{commit}`], { cwd: this.options.repo });
+    const found = await commitOf(this.options.repo, target);
     if (!found.ok) return err({ kind: 'git-failed', doing: `find the commit ${target}`, failure: failureOf(found.error) });
-    const commit = found.value.trim();
+    const commit = found.value;
     // Only a full id is remembered as itself: a name (HEAD, a branch) may move.
     if (commit === target) this.knownCommits.add(commit);
     return ok(commit);
