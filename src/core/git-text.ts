@@ -248,3 +248,21 @@ export function parseRaw(output: string): WorkEntry[] {
   }
   return entries;
 }
+
+/** The all-zero id of the repository's hash (SHA-1 or SHA-256), as long as `like`, an id of it. */
+export const zeroIdLike = (like: string): string => '0'.repeat(like.length);
+
+/** The hash the repository whose id `like` is uses: a SHA-256 id is 64 characters long, a SHA-1 id 40. */
+export const hashAlgorithmOf = (like: string): 'sha1' | 'sha256' => (like.length === 64 ? 'sha256' : 'sha1');
+
+/**
+ * `git update-index -z --index-info` input setting `entries`: deletions (mode 0, the zero id)
+ * first, so a file may replace a directory and the reverse. `like`: any id of the repository.
+ */
+export function indexInfo(entries: readonly WorkEntry[], like: string): string {
+  const zero = zeroIdLike(like);
+  return [
+    ...entries.flatMap((entry) => ('deleted' in entry ? [`0 ${zero}\t${entry.path}\0`] : [])),
+    ...entries.flatMap((entry) => ('deleted' in entry ? [] : [`${entry.mode} ${entry.object}\t${entry.path}\0`])),
+  ].join('');
+}

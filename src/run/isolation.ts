@@ -193,7 +193,7 @@ export class Isolation {
     return ok(commit);
   }
 
-  /** Parks `work` of `task` on its own ref (`park`), with this run's integrator. */
+  /** Parks `work` of `task` on its own ref (`Integrator.park`), with this run's integrator. */
   park(task: number, work: CapturedWork, message: string, kind: ParkKind): Promise<Result<string, GitFailure>> {
     return this.integrator.park(this.planId, task, work, message, kind);
   }

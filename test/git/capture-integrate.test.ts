@@ -5,7 +5,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Git } from '../../src/adapters/git/repository.ts';
 import { type Capture, captureWork, hashedWork, stagedWork } from '../../src/adapters/git/capture.ts';
-import { type Integration, integrate, Integrator, park, parkedWork } from '../../src/adapters/git/integrate.ts';
+import { type Integration, integrate, Integrator, parkedWork } from '../../src/adapters/git/integrate.ts';
 import { awaitingRef, deleteRef, dropParked, foremanRefs, integrationRef, readRef } from '../../src/adapters/git/refs.ts';
 import { type Slot, type WorktreePool, openPool } from '../../src/adapters/git/worktree-pool.ts';
 import { type GitFailure, describeGitFailure, parseStatusV2 } from '../../src/core/git-text.ts';
@@ -329,7 +329,7 @@ describe('captureWork in a pool slot (a clone borrowing the person\'s objects)',
     await wt.write({ 'a.txt': 'awaiting approval\n' });
     await wt.git(['-c', 'user.name=w', '-c', 'user.email=w@w', 'commit', '-qam', 'worker']);
     const capture = await captured(captureWork(wt.dir, ['a.txt'], [], start));
-    const parked = await succeeded(park(r.dir, 'p', 1, capture.work, 'parked'));
+    const parked = await succeeded(new Integrator(r.dir).park('p', 1, capture.work, 'parked'));
     await pool.remove();
     await assertComplete(r, parked);
     expect(await parkedWork(r.dir, 'p', 1)).toEqual(capture.work);
@@ -501,7 +501,7 @@ describe('integrate', () => {
     const one = await attempt(r, start, { 'a.txt': 'task one\n' }, slots[0]);
     const two = await attempt(r, start, { 'b.txt': 'task two\n' }, slots[1]);
     const tip = await succeeded(integrate(r.dir, ref, start, batch([1], [one])));
-    await succeeded(park(r.dir, 'plan-1', 2, two, 'task 2 awaiting approval'));
+    await succeeded(new Integrator(r.dir).park('plan-1', 2, two, 'task 2 awaiting approval'));
     await succeeded(dropParked(r.dir, 'plan-1', 2));
     await succeeded(deleteRef(r.dir, ref, tip));
 
@@ -537,7 +537,7 @@ describe('refs', () => {
     expect(work.entries).toHaveLength(5);
 
     expect(await parkedWork(r.dir, 'plan-1', 4)).toBeNull();
-    const parked = await succeeded(park(r.dir, 'plan-1', 4, work, 'task 4: awaiting approval'));
+    const parked = await succeeded(new Integrator(r.dir).park('plan-1', 4, work, 'task 4: awaiting approval'));
     expect(await readRef(r.dir, awaitingRef('plan-1', 4))).toBe(parked);
     expect((await r.git(['rev-parse', `${parked}^`])).trim()).toBe(start);
     expect(await parkedWork(r.dir, 'plan-1', 4)).toEqual(work);
@@ -547,7 +547,7 @@ describe('refs', () => {
     expect(await treeOf(r, tip)).toEqual(await treeOf(r, parked));
 
     await r.git(['update-ref', integrationRef('plan-10'), start]);
-    await succeeded(park(r.dir, 'plan-10', 1, work, 'other plan'));
+    await succeeded(new Integrator(r.dir).park('plan-10', 1, work, 'other plan'));
     // Sorted as git sorts refs: `refs/foreman-awaiting/` before `refs/foreman/`.
     expect(await foremanRefs(r.dir, 'plan-1')).toEqual([awaitingRef('plan-1', 4), integrationRef('plan-1')]);
     expect(await foremanRefs(r.dir)).toEqual([awaitingRef('plan-1', 4), awaitingRef('plan-10', 1), integrationRef('plan-1'), integrationRef('plan-10')]);

@@ -16,13 +16,10 @@ import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { type Result, err, ok } from '../../core/failure.ts';
-import { type GitFailure, buildMessage, byPath, expectObjectId, failureOf, parseRaw, splitNul } from '../../core/git-text.ts';
+import { type GitFailure, buildMessage, byPath, expectObjectId, failureOf, indexInfo, parseRaw, splitNul } from '../../core/git-text.ts';
 import type { CapturedWork, WorkEntry } from '../../core/work.ts';
-import { type ParkKind, commitOf, parkedRef, readRef } from './refs.ts';
+import { type ParkKind, commitOf, gitPath, moveRef, parkedRef, readRef } from './refs.ts';
 import { type GitCommandError, git, identityArgs } from './runner.ts';
-
-/** The all-zero id of the repository's hash (SHA-1 or SHA-256), as long as `like`. */
-const zeroIdLike = (like: string): string => '0'.repeat(like.length);
 
 export interface Integration {
   /** The tasks whose work this commit records (for the reflog message). */
@@ -46,7 +43,7 @@ const gitDirs = new Map<string, Promise<Result<string, GitCommandError>>>();
 function gitDirOf(repo: string): Promise<Result<string, GitCommandError>> {
   let found = gitDirs.get(repo);
   if (!found) {
-    found = git(repo, ['rev-parse', '--git-path', 'foreman']).then((r) => (r.ok ? ok(path.dirname(path.resolve(repo, r.value.replace(/\n$/, '')))) : r));
+    found = gitPath(repo, 'foreman').then((r) => (r.ok ? ok(path.dirname(r.value)) : r));
     // A failure is not cached: the next call asks again.
     void found.then((r) => (r.ok ? undefined : gitDirs.delete(repo)));
     gitDirs.set(repo, found);
@@ -89,7 +86,11 @@ export class Integrator {
     return this.inLane(() => this.integrateNow(ref, tip, integration));
   }
 
-  /** See `park`. */
+  /**
+   * Parks `work` awaiting approval: a commit whose parent is the work's base, on
+   * `parkedRef(kind, planId, task)` (replacing any earlier parked work of the task). It holds no
+   * worktree; approving integrates `parkedWork`, rejecting drops it. Returns the commit.
+   */
   park(planId: string, task: number, work: CapturedWork, message: string, kind: ParkKind = 'awaiting'): Promise<Result<string, GitFailure>> {
     return this.inLane(async () => {
       const base = expectObjectId(work.base, 'base');
@@ -211,12 +212,7 @@ async function buildTree(repo: string, indexFile: string, start: string, entries
     if (!read.ok) return read;
   }
   if (entries.length > 0) {
-    const zero = zeroIdLike(start);
-    const lines = [
-      ...entries.flatMap((entry) => ('deleted' in entry ? [`0 ${zero}\t${entry.path}\0`] : [])),
-      ...entries.flatMap((entry) => ('deleted' in entry ? [] : [`${entry.mode} ${entry.object}\t${entry.path}\0`])),
-    ];
-    const updated = await git(repo, ['update-index', '-z', '--index-info'], { env, input: lines.join('') });
+    const updated = await git(repo, ['update-index', '-z', '--index-info'], { env, input: indexInfo(entries, start) });
     if (!updated.ok) return updated;
   }
   const tree = await git(repo, ['write-tree'], { env });
@@ -281,24 +277,15 @@ export function integrate(repo: string, ref: string | null, tip: string, integra
 async function compareAndSwap(repo: string, ref: string, next: string, expected: string, reason: string): Promise<Result<void, IntegrationFailure>> {
   // --create-reflog: refs outside refs/heads get none by default; this one lets the person see
   // (and recover) every integration with `git reflog <ref>`.
-  const moved = await git(repo, ['update-ref', '--create-reflog', '-m', reason, ref, next, expected]);
+  const moved = await moveRef(repo, ref, next, expected, reason);
   if (moved.ok) return ok(undefined);
   const actual = await readRef(repo, ref);
-  if (actual !== null) return err(actual === expected ? { kind: 'git-failed', failure: failureOf(moved.error) } : { kind: 'moved', expected, actual });
+  if (actual !== null) return err(actual === expected ? { kind: 'git-failed', failure: moved.error } : { kind: 'moved', expected, actual });
   // The first integration of the plan: the ref starts here. An empty old value means "must not exist".
-  const created = await git(repo, ['update-ref', '--create-reflog', '-m', reason, ref, next, '']);
+  const created = await moveRef(repo, ref, next, '', reason);
   if (created.ok) return ok(undefined);
   const now = await readRef(repo, ref);
-  return err(now === null ? { kind: 'git-failed', failure: failureOf(created.error) } : { kind: 'moved', expected: null, actual: now });
-}
-
-/**
- * Parks `work` awaiting approval: a commit whose parent is the work's base, on
- * `awaitingRef(planId, task)` (replacing any earlier parked work of the task). It holds no
- * worktree; approving integrates `parkedWork`, rejecting drops it. Returns the commit.
- */
-export function park(repo: string, planId: string, task: number, work: CapturedWork, message: string, kind: ParkKind = 'awaiting'): Promise<Result<string, GitFailure>> {
-  return new Integrator(repo).park(planId, task, work, message, kind);
+  return err(now === null ? { kind: 'git-failed', failure: created.error } : { kind: 'moved', expected: null, actual: now });
 }
 
 /** The work parked for `task`, read back from its commit (parent..commit, no renames), or null when none is parked. */

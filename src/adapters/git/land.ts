@@ -14,7 +14,8 @@ import { createHash } from 'node:crypto';
 import { lstat, mkdir, readFile, readdir, readlink, rename, rm, rmdir, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type Result, assertNever, err, ok } from '../../core/failure.ts';
-import { chunks, failureOf, isObjectId, splitNul } from '../../core/git-text.ts';
+import { chunks, failureOf, hashAlgorithmOf, indexInfo, isObjectId, splitNul } from '../../core/git-text.ts';
+import type { WorkEntry } from '../../core/work.ts';
 import {
   type Entry,
   type FileObservation,
@@ -24,7 +25,7 @@ import {
   type PathObservation,
   judgeLanding,
 } from '../../core/landing.ts';
-import { commitOf, headRef } from './refs.ts';
+import { commitOf, gitPath, headRef } from './refs.ts';
 import { type GitCommandError, git } from './runner.ts';
 
 export type { LandMode, LandingProblem } from '../../core/landing.ts';
@@ -78,12 +79,6 @@ async function gitStatus(repo: string, args: string[]): Promise<Step<{ code: 0 |
   const result = await git(repo, args);
   if (result.ok) return ok({ code: 0, out: result.value });
   return result.error.exitCode === 1 ? ok({ code: 1, out: '' }) : result;
-}
-
-/** The repository's all-zero object id (SHA-1 or SHA-256). */
-async function zeroObjectId(repo: string): Promise<Step<string>> {
-  const format = await git(repo, ['rev-parse', '--show-object-format']);
-  return format.ok ? ok('0'.repeat(format.value.trim() === 'sha256' ? 64 : 40)) : format;
 }
 
 /** Entries of `commit` for exactly `paths`. */
@@ -170,11 +165,10 @@ function blobId(content: Buffer, algorithm: string): string {
     .digest('hex');
 }
 
-/** What is on disk at each path: content ids through git (so clean filters apply), symlinks hashed by their target. */
-async function fileObservations(repo: string, paths: readonly string[]): Promise<Step<Map<string, FileObservation>>> {
+/** What is on disk at each path: content ids through git (so clean filters apply), symlinks hashed by their target with the repository's `algorithm`. */
+async function fileObservations(repo: string, paths: readonly string[], algorithm: 'sha1' | 'sha256'): Promise<Step<Map<string, FileObservation>>> {
   const observations = new Map<string, FileObservation>();
   const regular: Array<{ path: string; executable: boolean }> = [];
-  let algorithm: string | undefined;
   for (const repoPath of paths) {
     const disk = await onDisk(path.join(repo, repoPath));
     switch (disk.kind) {
@@ -185,11 +179,6 @@ async function fileObservations(repo: string, paths: readonly string[]): Promise
         observations.set(repoPath, { kind: 'directory', files: await filesUnder(repo, repoPath) });
         break;
       case 'symlink': {
-        if (algorithm === undefined) {
-          const format = await git(repo, ['rev-parse', '--show-object-format']);
-          if (!format.ok) return format;
-          algorithm = format.value.trim() === 'sha256' ? 'sha256' : 'sha1';
-        }
         const target = await readlink(path.join(repo, repoPath), { encoding: 'buffer' });
         observations.set(repoPath, { kind: 'file', entry: { mode: '120000', object: blobId(target, algorithm) } });
         break;
@@ -229,7 +218,7 @@ async function observe(repo: string, from: string, to: string, unstagedAt: strin
     treeEntries(repo, to, paths),
     unstagedAt === from ? null : treeEntries(repo, unstagedAt, paths),
     indexEntries(repo, paths),
-    fileObservations(repo, paths),
+    fileObservations(repo, paths, hashAlgorithmOf(to)),
   ]);
   if (!fromFound.ok) return fromFound;
   if (!toFound.ok) return toFound;
@@ -285,9 +274,9 @@ async function writeFilesOnly(repo: string, to: string, paths: readonly string[]
   const present = paths.filter((repoPath) => toEntries.has(repoPath));
   if (present.length === 0) return ok(undefined);
   // One fixed name in the git directory (a linked worktree's own): a crashed landing's leftover is replaced by the next one.
-  const located = await git(repo, ['rev-parse', '--git-path', 'foreman-landing.index']);
+  const located = await gitPath(repo, 'foreman-landing.index');
   if (!located.ok) return located;
-  const temporaryIndex = path.resolve(repo, located.value.trim());
+  const temporaryIndex = located.value;
   try {
     const env = { GIT_INDEX_FILE: temporaryIndex };
     // The whole tip, so its .gitattributes apply to what is written.
@@ -301,20 +290,15 @@ async function writeFilesOnly(repo: string, to: string, paths: readonly string[]
 }
 
 /** Commit mode's index and file steps: `to`'s entries into the person's index for `paths`, then the files from it. */
-async function moveIndexAndFiles(repo: string, paths: readonly string[], toEntries: Map<string, Entry>, hooks: LandingHooks): Promise<Result<void, MoveFailure>> {
+async function moveIndexAndFiles(repo: string, to: string, paths: readonly string[], toEntries: Map<string, Entry>, hooks: LandingHooks): Promise<Result<void, MoveFailure>> {
   // Removals first: a path that becomes a directory (`a` → `a/b`) is removed before its new entries are added.
   const removals = paths.filter((repoPath) => !toEntries.has(repoPath));
   const additions = paths.filter((repoPath) => toEntries.has(repoPath));
-  const zero = await zeroObjectId(repo);
-  if (!zero.ok) return err({ error: zero.error, changedNothing: true });
-  const lines = [
-    ...removals.map((repoPath) => `0 ${zero.value}\t${repoPath}\0`),
-    ...additions.map((repoPath) => {
-      const entry = toEntries.get(repoPath)!;
-      return `${entry.mode} ${entry.object}\t${repoPath}\0`;
-    }),
-  ];
-  const indexed = await git(repo, ['update-index', '-z', '--index-info'], { input: lines.join('') });
+  const entries: WorkEntry[] = paths.map((repoPath) => {
+    const entry = toEntries.get(repoPath);
+    return entry === undefined ? { path: repoPath, deleted: true } : { path: repoPath, ...entry };
+  });
+  const indexed = await git(repo, ['update-index', '-z', '--index-info'], { input: indexInfo(entries, to) });
   if (!indexed.ok) return err({ error: indexed.error, changedNothing: true });
   await hooks.afterStep?.('index-updated');
   for (const repoPath of removals) await removeFile(repo, repoPath);
@@ -372,7 +356,7 @@ async function carryOut(repo: string, prepared: Prepared, intentPath: string, ho
   }
   if (update.length > 0) {
     if (intent.mode === 'commit') {
-      const moved = await moveIndexAndFiles(repo, update, toEntries, hooks);
+      const moved = await moveIndexAndFiles(repo, intent.to, update, toEntries, hooks);
       if (!moved.ok) {
         // Nothing was changed when the very first git step of a new landing failed (say, the index was locked): no record to keep.
         if (!resuming && moved.error.changedNothing) await rm(intentPath, { force: true });

@@ -3,6 +3,7 @@
 // plan's integration ref, listing and deleting foreman's refs, and the repository's own
 // directories. run/ asks git these things only here.
 
+import path from 'node:path';
 import { type Result, err, ok } from '../../core/failure.ts';
 import { type GitFailure, byPath, expectObjectId, failureOf } from '../../core/git-text.ts';
 import { GitCommandError, git, runGit } from './runner.ts';
@@ -63,6 +64,12 @@ export async function startIntegrationRef(repo: string, ref: string): Promise<Re
   if (head === null) return err({ step: 'rev-parse', exitCode: 128, stderr: 'fatal: HEAD does not name a commit (the repository has no commit yet)' });
   const made = await moveRef(repo, ref, head, '', 'foreman: start the integration of this plan');
   return made.ok ? ok(head) : made;
+}
+
+/** Where git keeps `name` for the working tree at `cwd` (`.git/<name>`, or a linked worktree's own), absolute. */
+export async function gitPath(cwd: string, name: string): Promise<Result<string, GitCommandError>> {
+  const found = await runGit(['rev-parse', '--git-path', name], { cwd });
+  return found.ok ? ok(path.resolve(cwd, found.value.replace(/\n$/, ''))) : found;
 }
 
 /** The directory git keeps the repository's shared data in (`.git` of the main worktree), or null. */
