@@ -11,6 +11,7 @@
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as esbuild from 'esbuild';
+import { processAlive } from '../../src/adapters/processes.ts';
 
 /** The folder under the repository's top the bundles go to (ignored by git). */
 export const SCRIPT_BUILD_DIR = '.test-build';
@@ -28,7 +29,7 @@ export async function buildScripts(root: string): Promise<string> {
   await mkdir(top, { recursive: true });
   for (const name of await readdir(top)) {
     const pid = /^run-(\d+)$/.exec(name)?.[1];
-    if (pid === undefined || !alive(Number(pid))) await rm(join(top, name), { recursive: true, force: true });
+    if (pid === undefined || !processAlive(Number(pid))) await rm(join(top, name), { recursive: true, force: true });
   }
   const dir = join(top, `run-${process.pid}`);
   const result = await esbuild.build({
@@ -47,13 +48,4 @@ export async function buildScripts(root: string): Promise<string> {
   });
   if (result.errors.length > 0) throw new Error(result.errors.map((error) => error.text).join('\n'));
   return dir;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
