@@ -13,15 +13,12 @@
 // session runs a plan, so the hook's launcher (hooks/pre-tool-use) costs one `test -d` elsewhere.
 
 import { mkdir, open, readFile, readdir, rename, rm, rmdir, writeFile } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
+import { ownCacheDir } from './layout.ts';
 import { type Binding, type HandOut, type HandedOutTask, safeId, workerSandboxSettings } from '../core/worker-hook.ts';
 
-/** Where every session's hand-out lives (see above). A relative XDG_CACHE_HOME is ignored, as the XDG spec says. */
-export function handOutRoot(env: NodeJS.ProcessEnv): string {
-  const cache = env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : path.join(env.HOME || os.homedir(), '.cache');
-  return path.join(cache, 'foreman', 'sessions');
-}
+/** Where every session's hand-out lives (see above). */
+export const handOutRoot = (env: NodeJS.ProcessEnv): string => path.join(ownCacheDir(env), 'sessions');
 
 const sessionDir = (root: string, session: string) => path.join(root, session);
 const handOutFile = (root: string, session: string) => path.join(sessionDir(root, session), 'hand-out.json');

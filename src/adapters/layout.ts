@@ -6,7 +6,8 @@
 //   as plugin/dist/srt.mjs (its native helpers in plugin/vendor/, where it looks for them).
 
 import { createRequire } from 'node:module';
-import { basename, dirname, join } from 'node:path';
+import { homedir } from 'node:os';
+import { basename, dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Layout } from '../core/command-hint.ts';
 
@@ -32,3 +33,12 @@ export const ownLayout = (): Layout => (bundled ? { kind: 'plugin', launcher: ow
 /** The sandbox runtime's command-line entry point (`srt`), run with `node`. */
 export const sandboxCliPath = (): string =>
   bundled ? join(ownRoot(), 'dist', 'srt.mjs') : createRequire(import.meta.url).resolve('@anthropic-ai/sandbox-runtime/dist/cli.js');
+
+/**
+ * foreman's folder in the person's cache: `$XDG_CACHE_HOME/foreman`, else `~/.cache/foreman`. A
+ * relative XDG_CACHE_HOME is ignored, as the XDG spec says.
+ */
+export function ownCacheDir(env: NodeJS.ProcessEnv): string {
+  const cache = env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : join(env.HOME || homedir(), '.cache');
+  return join(cache, 'foreman');
+}

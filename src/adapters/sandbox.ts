@@ -14,6 +14,7 @@
 // Whether the sandbox can run here is asked once per run (`sandboxSupport`): the runtime's own
 // dependency check (bubblewrap, socat and ripgrep on Linux), then one real sandboxed `true`, since
 // bubblewrap can be installed and still be refused namespaces (a container without privileges).
+// A yes is remembered across runs while the facts it depends on stay the same (sandbox-support.ts).
 
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { lstat, mkdir, readdir } from 'node:fs/promises';
@@ -22,7 +23,8 @@ import { isAbsolute, join } from 'node:path';
 import { type Result, err, ok } from '../core/failure.ts';
 import type { Plan } from '../core/plan.ts';
 import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
-import { sandboxCliPath } from './layout.ts';
+import { ownCacheDir, sandboxCliPath } from './layout.ts';
+import { rememberedSupport, supportCacheFile, supportKey } from './sandbox-support.ts';
 
 export const SANDBOX_MODES = ['auto', 'on', 'off'] as const;
 export type SandboxMode = (typeof SANDBOX_MODES)[number];
@@ -238,11 +240,18 @@ let support: Promise<Result<void, string>> | undefined;
 
 /**
  * Why the sandbox cannot run here, or ok. Runs one sandboxed `true` when the dependencies are
- * there; asked once per process, since that takes a moment and the answer does not change. The
- * runtime's library is loaded only here: a run without the sandbox does not pay for it at start-up.
+ * there; asked once per process, since that takes a moment, and a yes is remembered across runs
+ * while the machine's facts stay the same (sandbox-support.ts). The runtime's library is loaded
+ * only when asking: a run that finds a remembered yes, or runs without the sandbox, does not pay
+ * for it at start-up.
  */
 export function sandboxSupport(): Promise<Result<void, string>> {
-  support ??= askSupport();
+  support ??= rememberedSupport({
+    file: supportCacheFile(ownCacheDir(process.env)),
+    key: supportKey({ env: process.env, platform: process.platform, sandboxCli: sandboxCliPath(), nodePath: process.execPath }),
+    now: Date.now,
+    ask: askSupport,
+  });
   return support;
 }
 

@@ -37,8 +37,8 @@
 
 import { createHash, randomBytes } from 'node:crypto';
 import { copyFile, lstat, mkdir, readFile, readdir, readlink, realpath, rename, rm, rmdir, stat, symlink } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
+import { ownCacheDir } from '../layout.ts';
 import { type Result, assertNever, err, ok } from '../../core/failure.ts';
 import { clipTail } from '../../core/format.ts';
 import { type GitFailure, NO_HOOKS, describeGitFailure, failureOf, isObjectId, normalizeRepoPath, parseStatus, splitNul } from '../../core/git-text.ts';
@@ -82,8 +82,7 @@ const SETUP_OUTPUT_TAIL = 4000;
  */
 export function worktreesRoot(env: NodeJS.ProcessEnv): string {
   if (env.FOREMAN_WORKTREES) return path.resolve(env.FOREMAN_WORKTREES);
-  const cache = env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : path.join(env.HOME || os.homedir(), '.cache');
-  return path.join(cache, 'foreman', 'worktrees');
+  return path.join(ownCacheDir(env), 'worktrees');
 }
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
