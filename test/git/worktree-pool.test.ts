@@ -217,6 +217,12 @@ describe('WorktreePool', () => {
     process.env.PATH = `${bin}${path.delimiter}${savedPath ?? ''}`;
     try {
       const pool = await openPool(options);
+      // Three slots at once for the same commit: one lookup between them.
+      const together = await Promise.all([pool.acquire(head), pool.acquire(head), pool.acquire(head)]);
+      for (const acquired of together) {
+        expect(acquired.ok && acquired.value.commit).toBe(head);
+        if (acquired.ok) pool.release(acquired.value);
+      }
       for (const target of [head, head, head, 'HEAD', 'HEAD']) {
         const acquired = await pool.acquire(target);
         expect(acquired.ok && acquired.value.commit).toBe(head);

@@ -327,6 +327,8 @@ export class WorktreePool {
   private removed = false;
   /** Commits already found to exist: a commit stays, so each is asked about once (attempts share the integration tip). */
   private readonly knownCommits = new Set<string>();
+  /** Lookups of full ids under way. */
+  private readonly lookups = new Map<string, Promise<Result<string, ProvisionFailure>>>();
   private readonly person: Git;
   private readonly setupCommand: string | null;
   private readonly setupInputs: string[];
@@ -439,9 +441,22 @@ export class WorktreePool {
     if (isObjectId(commit)) this.knownCommits.add(commit);
   }
 
-  /** The full hash of `target`, checked to be a commit before any slot is touched (a failed reset would remake the slot). */
-  private async resolve(target: string): Promise<Result<string, ProvisionFailure>> {
-    if (this.knownCommits.has(target)) return ok(target);
+  /**
+   * The full hash of `target`, checked to be a commit before any slot is touched (a failed reset
+   * would remake the slot). Slots acquired at once for the same full id share one lookup.
+   */
+  private resolve(target: string): Promise<Result<string, ProvisionFailure>> {
+    if (this.knownCommits.has(target)) return Promise.resolve(ok(target));
+    if (!isObjectId(target)) return this.lookUp(target);
+    let pending = this.lookups.get(target);
+    if (pending === undefined) {
+      pending = this.lookUp(target).finally(() => this.lookups.delete(target));
+      this.lookups.set(target, pending);
+    }
+    return pending;
+  }
+
+  private async lookUp(target: string): Promise<Result<string, ProvisionFailure>> {
     const found = await commitOf(this.options.repo, target);
     if (!found.ok) return err({ kind: 'git-failed', doing: `find the commit ${target}`, failure: failureOf(found.error) });
     const commit = found.value;
