@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -41,6 +41,27 @@ describe('ProcessRegistry', () => {
     expect(JSON.parse(await readFile(path, 'utf8'))).toEqual([]);
     await registry.clear();
     expect(existsSync(path)).toBe(false);
+  });
+
+  it('rewrites its file in place: the same file throughout, always the whole list, however it shrinks', async () => {
+    const path = join(dir, 'workers.json');
+    const registry = new ProcessRegistry(path);
+    const [first, second] = [sleeper(), sleeper()];
+    registry.add({ kind: 'worker', task: 0 }, first);
+    const inode = (await stat(path)).ino;
+    registry.add({ kind: 'acceptance-check', task: 1, command: 'x'.repeat(150) }, second);
+    expect((JSON.parse(await readFile(path, 'utf8')) as Array<{ pgid: number }>).map((r) => r.pgid)).toEqual([first, second]);
+    registry.remove(first);
+    expect((JSON.parse(await readFile(path, 'utf8')) as Array<{ pgid: number }>).map((r) => r.pgid)).toEqual([second]);
+    registry.remove(second);
+    expect(JSON.parse(await readFile(path, 'utf8'))).toEqual([]);
+    expect((await stat(path)).ino).toBe(inode);
+    // What a crashed run left is read as it was last written.
+    registry.add({ kind: 'worker', task: 2 }, first);
+    const killed = await killOrphans(path);
+    expect(killed.map((r) => [r.kind, r.task])).toEqual([['worker', 2]]);
+    expect(groupAlive(first)).toBe(false);
+    await registry.clear();
   });
 
   it('forgets a group even when what started it throws', async () => {

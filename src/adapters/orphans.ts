@@ -8,7 +8,7 @@
 
 import { readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { renameSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, writeSync } from 'node:fs';
 import { clipHead } from '../core/format.ts';
 import { type MarkedProcess, PROCESS_MARKER_VARIABLE, describeMarked, endMarked, groupAlive, processStartTime, signalTree, waitForGroupsGone } from './processes.ts';
 
@@ -59,9 +59,15 @@ export function describeProcess(role: ProcessRole): string {
  * The live process groups of this run, mirrored to disk on every change. Written synchronously,
  * the moment a group is spawned: a run killed right after starting a check must find the check's
  * record, and an asynchronous write could still be pending when the kill comes.
+ *
+ * The file is opened once and rewritten in place, the whole list in one write at its start,
+ * padded with spaces to the longest list written so far (JSON ignores them): no temporary file
+ * and no rename per change (two a worker; a rename in a busy directory cost milliseconds). A
+ * list fits in a page, and one write of it is never seen half done by a run that follows a kill.
  */
 export class ProcessRegistry {
   private readonly records = new Map<number, ProcessRecord>();
+  private file: { fd: number; length: number } | null = null;
 
   constructor(private readonly path: string) {}
 
@@ -80,17 +86,22 @@ export class ProcessRegistry {
   }
 
   private flush(): void {
-    const text = `${JSON.stringify([...this.records.values()], null, 2)}\n`;
-    const temporary = `${this.path}.${process.pid}.tmp`;
+    const text = Buffer.from(`${JSON.stringify([...this.records.values()], null, 2)}\n`);
     try {
-      writeFileSync(temporary, text);
-      renameSync(temporary, this.path);
+      this.file ??= { fd: openSync(this.path, 'w'), length: 0 };
+      const padding = Math.max(0, this.file.length - text.length);
+      writeSync(this.file.fd, padding === 0 ? text : Buffer.concat([text, Buffer.alloc(padding, 0x20)]), 0, text.length + padding, 0);
+      this.file.length = Math.max(this.file.length, text.length);
     } catch {
       // A registry that cannot be written must not fail the run; only orphan cleanup is lost.
     }
   }
 
   async clear(): Promise<void> {
+    if (this.file !== null) {
+      closeSync(this.file.fd);
+      this.file = null;
+    }
     await rm(this.path, { force: true });
   }
 }
