@@ -62,6 +62,27 @@ describe.runIf(linux)('markers (Linux: /proc/<pid>/environ)', () => {
     for (const pid of seen) expect(processAlive(pid)).toBe(false);
   });
 
+  it('commands that end together: each ends what it left, and only that', async () => {
+    const markers: string[] = [];
+    const results = await Promise.all(
+      [0, 1, 2].map((k) =>
+        runShell(`${DETACH} echo ${k}`, {
+          cwd: dir,
+          timeoutMs: 30_000,
+          killGraceMs: 500,
+          onSpawn: (_pgid, m) => {
+            markers[k] = m;
+          },
+        }),
+      ),
+    );
+    const left = results.map((r) => r.leftBehind ?? []);
+    expect(left.map((l) => l.map((p) => p.command))).toEqual([['sleep 1000'], ['sleep 1000'], ['sleep 1000']]);
+    expect(new Set(left.flat().map((p) => p.pid)).size).toBe(3);
+    for (const [k, r] of results.entries()) expect(r.output).toContain(`ended what the command left running: ${left[k]![0]!.pid} (sleep 1000)`);
+    for (const m of markers) expect(findMarked(PROCESS_MARKER_VARIABLE, m)).toEqual([]);
+  });
+
   it('a command that leaves nothing behind says nothing', async () => {
     const result = await runShell('echo plain', { cwd: dir, timeoutMs: 30_000 });
     expect(result.output).toBe('plain\n');

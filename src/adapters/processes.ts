@@ -332,37 +332,69 @@ function procCommand(pid: number): string {
 }
 
 /**
- * The running processes whose environment has `variable=value`. Linux reads /proc/<pid>/environ
- * (the environment the process started with; processes of other users cannot be read). macOS
- * has no /proc: `ps -E` prints the environment after the command, for the user's own processes
- * only, and newer macOS versions may hide it; there, only the process groups are ended.
+ * The running processes whose environment holds `variable`, by its value. Linux reads
+ * /proc/<pid>/environ (the environment the process started with; processes of other users cannot
+ * be read). macOS has no /proc: `ps -E` prints the environment after the command, for the user's
+ * own processes only, and newer macOS versions may hide it; there, only the process groups are
+ * ended.
  */
-export function findMarked(variable: string, value: string): MarkedProcess[] {
-  const needle = `${variable}=${value}`;
-  const found: MarkedProcess[] = [];
+function markedProcesses(variable: string): Map<string, MarkedProcess[]> {
+  const prefix = `${variable}=`;
+  const found = new Map<string, MarkedProcess[]>();
+  const add = (value: string, marked: MarkedProcess) => found.set(value, [...(found.get(value) ?? []), marked]);
+  const valuesIn = (entries: readonly string[]): string[] => [...new Set(entries.filter((e) => e.startsWith(prefix)).map((e) => e.slice(prefix.length)))];
   if (hasProcfs()) {
     for (const pid of procPids() ?? []) {
       if (pid === process.pid) continue;
       const environ = procEnviron(pid);
-      if (environ === null || !environ.split('\0').includes(needle)) continue;
+      // Most processes carry no marker: one search rules them out before anything is split.
+      if (environ === null || !environ.includes(prefix)) continue;
+      const values = valuesIn(environ.split('\0'));
+      if (values.length === 0) continue;
       const st = procStat(pid);
       if (st === null || isGone(st.state)) continue;
-      found.push({ pid, command: procCommand(pid) });
+      const marked = { pid, command: procCommand(pid) };
+      for (const value of values) add(value, marked);
     }
     return found;
   }
   const out = ps(['-A', '-E', '-ww', '-o', 'pid=', '-o', 'stat=', '-o', 'command=']);
-  if (out === null) return [];
+  if (out === null) return found;
   for (const line of out.split('\n')) {
     const match = /^\s*(\d+)\s+(\S+)\s+(.*)$/.exec(line);
     if (!match || isGone(match[2]!)) continue;
     const pid = Number(match[1]);
     const words = match[3]!.split(' ');
-    if (pid === process.pid || !words.includes(needle)) continue;
+    const values = valuesIn(words);
+    if (pid === process.pid || values.length === 0) continue;
     // The environment follows the command on the same line; the first word names the program.
-    found.push({ pid, command: words[0] ?? '?' });
+    for (const value of values) add(value, { pid, command: words[0] ?? '?' });
   }
   return found;
+}
+
+/** The running processes whose environment has `variable=value` (see markedProcesses). */
+export const findMarked = (variable: string, value: string): MarkedProcess[] => markedProcesses(variable).get(value) ?? [];
+
+const scansAhead = new Map<string, Promise<Map<string, MarkedProcess[]>>>();
+
+/**
+ * `findMarked`, from a scan that starts once pending callbacks have run and serves every caller
+ * that asked before it started: workers that end together cost one pass over /proc, not one each.
+ * Started after the caller asked, it sees whatever the caller's processes left.
+ */
+function findMarkedShared(variable: string, value: string): Promise<MarkedProcess[]> {
+  let scan = scansAhead.get(variable);
+  if (scan === undefined) {
+    scan = new Promise((resolve) =>
+      setImmediate(() => {
+        scansAhead.delete(variable);
+        resolve(markedProcesses(variable));
+      }),
+    );
+    scansAhead.set(variable, scan);
+  }
+  return scan.then((found) => found.get(value) ?? []);
 }
 
 /**
@@ -372,7 +404,7 @@ export function findMarked(variable: string, value: string): MarkedProcess[] {
  */
 export async function endMarked(variable: string, value: string, graceMs = 1000): Promise<MarkedProcess[]> {
   const named = new Map<number, MarkedProcess>();
-  let found = findMarked(variable, value);
+  let found = await findMarkedShared(variable, value);
   if (found.length === 0) return [];
   for (const p of found) named.set(p.pid, p);
   for (const p of found) send(p.pid, 'SIGTERM');
