@@ -303,7 +303,7 @@ export function initialState(plan: Plan, config: EngineConfig, now: number, held
  */
 const IN_FLIGHT: ReadonlySet<AttemptStage> = new Set(['running', 'verifying']);
 
-/** Verified attempts not integrated yet: they hold their files, and their dependants wait for them. */
+/** Verified attempts not integrated yet: they claim their files, and their dependants wait for them. */
 const WAITING_TO_LAND: ReadonlySet<AttemptStage> = new Set(['verified', 'recording', 'queued', 'gating']);
 
 /** Tasks whose attempt is in one of `stages`, ascending. */
@@ -312,16 +312,16 @@ export function tasksIn(state: Pick<EngineState, 'attempts'>, stages: ReadonlySe
 }
 
 /**
- * Tasks that hold their files without a worker: verified attempts waiting to be recorded or being
+ * Tasks that claim their files without a worker: verified attempts waiting to be recorded or being
  * recorded, and work awaiting approval. A task overlapping them must wait: its edits would mix
  * into that work.
  */
-export function holding(state: Pick<EngineState, 'attempts' | 'plan'>): Set<number> {
-  const held = new Set(tasksIn(state, WAITING_TO_LAND));
+export function claimingFiles(state: Pick<EngineState, 'attempts' | 'plan'>): Set<number> {
+  const claiming = new Set(tasksIn(state, WAITING_TO_LAND));
   state.plan.tasks.forEach((t, i) => {
-    if (statusOf(t) === 'awaiting_approval') held.add(i);
+    if (statusOf(t) === 'awaiting_approval') claiming.add(i);
   });
-  return held;
+  return claiming;
 }
 
 /**
@@ -367,7 +367,7 @@ export function startable(state: EngineState, concurrency: number = state.config
     notBefore: state.notBefore,
     now: state.now,
     admitted: session ? new Set(landedReady(state)) : (state.admitted ?? undefined),
-    holding: holding(state),
+    claimingFiles: claimingFiles(state),
   });
   // In a session a slot is not kept for work about to be recorded: the lead asks when it asks.
   if (session || state.config.schedule !== 'continuous' || !waitingPays(state.timing)) return ready;
@@ -444,7 +444,7 @@ export function landedReady(state: Pick<EngineState, 'plan' | 'unlanded'>): numb
   return readySet(state.plan.tasks).filter((i) => !state.plan.tasks[i]!.blockedBy.some((b) => state.unlanded.has(b)));
 }
 
-/** In a session: ready tasks held back only because a blocker's integrated work has not landed on the branch. */
+/** In a session: ready tasks that wait only because a blocker's integrated work has not landed on the branch. */
 export function waitingToLand(state: Pick<EngineState, 'plan' | 'unlanded'>): number[] {
   return readySet(state.plan.tasks).filter((i) => state.plan.tasks[i]!.blockedBy.some((b) => state.unlanded.has(b)));
 }

@@ -24,11 +24,11 @@ export interface ScheduleState {
   /** With the rounds policy: the tasks of the open round. */
   admitted?: ReadonlySet<number>;
   /**
-   * Tasks that hold their files without a worker (verified work not recorded yet, gated work; see
-   * `holding` in engine-step.ts). They take no slot, but a task overlapping them must still wait:
-   * its edits would mix into their commit.
+   * Tasks that claim their files without a worker (verified work not recorded yet, gated work; see
+   * `claimingFiles` in engine-step.ts). They take no slot, but a task overlapping them must still
+   * wait: its edits would mix into their commit.
    */
-  holding?: ReadonlySet<number>;
+  claimingFiles?: ReadonlySet<number>;
 }
 
 /** Ready tasks ordered by priority (longest remaining path first), then index. */
@@ -41,7 +41,7 @@ export function pickStarts(state: ScheduleState): number[] {
   const now = state.now ?? Date.now();
   const capacity = state.concurrency - state.running.size;
   if (capacity <= 0) return [];
-  const busy = new Set([...state.running, ...(state.holding ?? [])]);
+  const busy = new Set([...state.running, ...(state.claimingFiles ?? [])]);
   const picked: number[] = [];
   const ready = state.alsoReady === undefined ? readySet(state.tasks) : [...new Set([...readySet(state.tasks), ...state.alsoReady])];
   for (const i of byPriority(ready, state.priority)) {

@@ -35,7 +35,7 @@ import { writePlanAtomic } from '../adapters/plan-store.ts';
 import { type SandboxMode, decideSandbox, installAdvice } from '../adapters/sandbox.ts';
 import { symlinkDirectoriesOf, WORKTREE_INCLUDE } from '../adapters/git/worktree-pool.ts';
 import { commandHint } from '../core/command-hint.ts';
-import { type EngineState, type HeldCandidate, holding, initialState, startable, step, tasksIn, waitingToLand } from '../core/engine-step.ts';
+import { type EngineState, type HeldCandidate, claimingFiles, initialState, startable, step, tasksIn, waitingToLand } from '../core/engine-step.ts';
 import type { RunEventBody, StopReason, TaskOutcome } from '../core/events.ts';
 import { type Result, err, ok } from '../core/failure.ts';
 import type { Verification } from '../core/finalize.ts';
@@ -696,7 +696,7 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
   await writeSession(ctx.planPath, session);
   await syncHandOut(state.plan, ctx, session);
 
-  const busy = new Set([...state.attempts.keys(), ...holding(state)]);
+  const busy = new Set([...state.attempts.keys(), ...claimingFiles(state)]);
   const ready = readySet(state.plan.tasks);
   const waiting = ready
     .map((i) => ({ index: i, subject: state.plan.tasks[i]!.subject, overlapsWith: [...state.overlaps[i]!].filter((j) => busy.has(j)).sort((a, b) => a - b) }))
@@ -707,7 +707,7 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
   let stuck: number[] = [];
   if (tasks.length === 0) {
     const stalled = planStall(state.plan.tasks, new Set(running));
-    const gates = [...holding({ plan: state.plan, attempts: new Map() })];
+    const gates = [...claimingFiles({ plan: state.plan, attempts: new Map() })];
     if (running.length > 0) stall = 'running';
     else if (stalled.kind === 'deadlock') [stall, stuck] = ['deadlock', stalled.pending];
     else if (stalled.kind === 'awaiting_approval') [stall, stuck] = ['awaiting_approval', stalled.gates];

@@ -4,7 +4,7 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type EngineState, holding } from '../../src/core/engine-step.ts';
+import { type EngineState, claimingFiles } from '../../src/core/engine-step.ts';
 import { cascade, depsOf, depths, longestRemainingPath, readySet, stall } from '../../src/core/graph.ts';
 import { computeOverlaps, overlapSets } from '../../src/core/overlap.ts';
 import { type Plan, attemptsOf, clonePlan, statusOf } from '../../src/core/plan.ts';
@@ -49,13 +49,13 @@ function simulate(sim: Simulation, gated: readonly boolean[] = []): SimResult {
     }
     // The engine already cascaded whatever an outcome made impossible.
     expect(cascade(tasks)).toEqual([]);
-    // Work-conserving: whatever is still ready is held back only by a full slot count or an
-    // overlap with a running task or with work that holds its files (awaiting approval).
+    // Work-conserving: whatever is still ready waits only for a full slot count or an overlap
+    // with a running task or with work that claims its files (awaiting approval).
     if (state.stop === null && running.length < sim.concurrency) {
-      const held = holding(state);
+      const claiming = claimingFiles(state);
       for (const r of readySet(tasks)) {
-        const heldByOverlap = [...running, ...held].some((x) => conflictBrute(tasks[r]!, tasks[x]!));
-        expect(heldByOverlap).toBe(true);
+        const waitsOnOverlap = [...running, ...claiming].some((x) => conflictBrute(tasks[r]!, tasks[x]!));
+        expect(waitsOnOverlap).toBe(true);
       }
     }
   };
