@@ -2,6 +2,7 @@
 // of a discriminated union, handled by exhaustive switches (see `assertNever`).
 
 import type { Usage } from './plan.ts';
+import { formatLimit } from './time-limit.ts';
 
 export type Result<T, E> = { ok: true; value: T } | { ok: false; error: E };
 export const ok = <T>(value: T): Result<T, never> => ({ ok: true, value });
@@ -84,7 +85,8 @@ export function describeWorkerFailure(failure: WorkerFailure): string {
     case 'interrupted':
       return 'interrupted';
     case 'timed-out':
-      return `timed out after ${Math.round(failure.timeoutMs / 1000)}s; the worker's process group was killed`;
+      // Worded as every other time limit (time-limit.ts), naming the flag that sets it.
+      return `the worker timed out after ${formatLimit(failure.timeoutMs)} (the limit set by --task-timeout); its whole process group was ended`;
     case 'max-turns':
       return `the worker hit its turn limit: ${failure.message}`;
     case 'max-budget':

@@ -209,7 +209,7 @@ describe('decide', () => {
 
   it('a worker failure that is an attempt (timeout) is retried with its description', () => {
     const d = decide(input(judgeRun(failedRun({ reason: 'timed-out', timeoutMs: 90_000 }))));
-    expect(d).toEqual({ kind: 'retry', failure: "timed out after 90s; the worker's process group was killed" });
+    expect(d).toEqual({ kind: 'retry', failure: 'the worker timed out after 90s (the limit set by --task-timeout); its whole process group was ended' });
   });
 
   it('infrastructure failure → abort the run, no attempt counted', () => {

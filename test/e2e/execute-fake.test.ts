@@ -190,7 +190,7 @@ describe('execute.ts with the fake worker', () => {
     expect(r.exitCode).toBe(1);
     const after = await readPlan(planPath);
     expect(after.tasks[0]!.status).toBe('failed');
-    expect(after.tasks[0]!.result).toMatch(/timed out/);
+    expect(after.tasks[0]!.result).toContain('the worker timed out after 2s (the limit set by --task-timeout); its whole process group was ended');
     const pids = (await journalOf(journal)).flatMap((l) => [l.pid, (l as { childPid?: number }).childPid].filter((p): p is number => typeof p === 'number'));
     expect(pids.length).toBeGreaterThanOrEqual(2);
     expect(pids.filter(alive)).toEqual([]);
