@@ -88,7 +88,7 @@ export function recordLandedBase(planPath: string, planId: string, commit: strin
 
 export class Isolation {
   private readonly slots = new Map<number, Slot>();
-  /** Integrations, stacks and parked work: its tree index kept in the pool's folder, foreman's own. */
+  /** Integrations, stacks and parked work: its tree builder's git processes last as long as this process. */
   private readonly integrator: Integrator;
 
   private constructor(
@@ -99,7 +99,7 @@ export class Isolation {
     readonly pool: WorktreePool,
     private readonly options: IsolationOptions,
   ) {
-    this.integrator = new Integrator(repo, pool.dir);
+    this.integrator = new Integrator(repo);
   }
 
   /**

@@ -577,6 +577,9 @@ describe('refs', () => {
 
 describe('git calls', () => {
   /** Runs `body` with every git command it spawns written to a log; returns the commands. */
+  /** A logged call's command word, after the runner's `-c` options. */
+  const command = (call: string) => call.replace(/^(-c \S+ )+/, '').split(' ')[0];
+
   async function gitCalls(body: () => Promise<unknown>): Promise<string[]> {
     const shims = await realpath(await mkdtemp(path.join(os.tmpdir(), 'foreman-git-shim-')));
     cleanups.push(() => rm(shims, { recursive: true, force: true }));
@@ -619,19 +622,19 @@ describe('git calls', () => {
     // A batch from an older base: the same calls plus one conflict check.
     const second = await gitCalls(() => succeeded(integrate(r.dir, ref, tip, batch([2, 3], [largeWork!]))));
     expect(Object.keys(await treeOf(r, (await readRef(r.dir, ref))!))).toHaveLength(452);
-    // git dir, identity, read-tree, update-index, write-tree, commit-tree, update-ref, and (the
-    // ref being new) a look at the ref and its creation.
-    expect(first).toHaveLength(9);
-    // The git dir is known by now; one diff-tree for the older base.
-    expect(second).toHaveLength(7);
-    expect(second.filter((call) => call.includes('diff-tree'))).toHaveLength(1);
+    // The tree builder's two processes (cat-file --batch, mktree --batch), identity, commit-tree,
+    // update-ref, and (the ref being new) a look at the ref and its creation.
+    expect(first.map(command)).toEqual(['cat-file', 'mktree', 'config', 'commit-tree', 'update-ref', 'rev-parse', 'update-ref']);
+    // A one-off integration starts its own; one diff-tree for the older base.
+    expect(second.map(command).sort()).toEqual(['cat-file', 'commit-tree', 'config', 'diff-tree', 'mktree', 'update-ref']);
   });
-  it("a run's integrator asks for the identity once, keeps its tree index, and asks git about an older base only when its own commits since set one of the paths", async () => {
+  it("a run's integrator asks for the identity once, keeps its tree builder, and asks git about an older base only when its own commits since set one of the paths", async () => {
     const r = await repo({ 'a.txt': 'a\n', 'b.txt': 'b\n', 'c.txt': 'c\n' });
     const start = await rev(r, 'HEAD');
     const scratch = await realpath(await mkdtemp(path.join(os.tmpdir(), 'foreman-integrator-')));
     cleanups.push(() => rm(scratch, { recursive: true, force: true }));
-    const integrator = new Integrator(r.dir, scratch);
+    const integrator = new Integrator(r.dir);
+    cleanups.push(async () => integrator.close());
     const ref = integrationRef('p');
     let blobs = 0;
     const work = async (file: string, content: string, base: string): Promise<CapturedWork> => {
@@ -644,11 +647,11 @@ describe('git calls', () => {
     const first = await gitCalls(() => succeeded(integrator.integrate(ref, start, batch([1], [a1]))));
     expect(first.filter((call) => / config /.test(call))).toHaveLength(1);
     const tip1 = (await readRef(r.dir, ref))!;
-    // From the tip it made: no identity, no read-tree (the index holds that tree); and a work from
-    // the older base whose path none of its commits set needs no diff-tree.
+    // From the tip it made: no identity, no tree read or process started (the builder keeps
+    // both); and a work from the older base whose path none of its commits set needs no diff-tree.
     const b2 = await work('b.txt', 'B\n', start);
     const second = await gitCalls(() => succeeded(integrator.integrate(ref, tip1, batch([2], [b2]))));
-    expect(second.map((call) => call.replace(/^(-c \S+ )+/, '').split(' ')[0])).toEqual(['update-index', 'write-tree', 'commit-tree', 'update-ref']);
+    expect(second.map(command)).toEqual(['commit-tree', 'update-ref']);
     const tip2 = (await readRef(r.dir, ref))!;
     // A path one of its commits set since the base: git is asked, and finds the conflict.
     const a3 = await work('a.txt', 'other\n', start);
@@ -659,7 +662,7 @@ describe('git calls', () => {
     await succeeded(integrator.integrate(ref, back, batch([5], [await work('a.txt', 'fine\n', start)])));
     expect(await r.git(['show', `${ref}:a.txt`])).toBe('fine\n');
     expect(await r.git(['show', `${ref}:b.txt`])).toBe('B\n');
-    // Side by side: one at a time through the kept index, each on the tip the other made.
+    // Side by side: one at a time through the one tree builder, each on the tip the other made.
     const now = (await readRef(r.dir, ref))!;
     const [x, y] = await Promise.all([integrator.integrate(null, now, batch([6], [await work('b.txt', 'x\n', now)])), integrator.integrate(null, now, batch([7], [await work('c.txt', 'y\n', now)]))]);
     expect(await r.git(['show', `${await succeeded(Promise.resolve(x))}:c.txt`])).toBe('c\n');

@@ -2,24 +2,21 @@
 // (`refs/foreman/<planId>`, the integration tip), stacks of candidates for the gate, and work
 // parked on a sibling ref awaiting approval or the gate.
 //
-// Nothing here uses the person's index, working tree or hooks. A tree is built in an index file of
-// foreman's own (`read-tree`, `update-index`, `write-tree`; a run's `Integrator` keeps it in the
-// pool's folder between integrations), the commit made with `commit-tree` and the ref moved with
-// `update-ref` (compare-and-swap).
+// Nothing here uses the person's index, working tree or hooks. A tree is built by a `TreeBuilder`
+// (trees.ts: two git processes kept running for the integrator's life, no index file), the commit
+// made with `commit-tree` and the ref moved with `update-ref` (compare-and-swap).
 //
-// Git calls are counted (test/git/capture-integrate.test.ts checks them): update-index, write-tree,
-// commit-tree and update-ref, plus read-tree when the kept index holds another tree, the identity
-// once per integrator, and one diff-tree per older base only when a commit the integrator made
-// since set one of its paths: no per-file calls, so a batch of tasks costs what one task costs.
+// Git calls are counted (test/git/capture-integrate.test.ts checks them): commit-tree and
+// update-ref per integration, the tree builder's two processes and the identity once per
+// integrator, and one diff-tree per older base only when a commit the integrator made since set
+// one of its paths: no per-file calls, so a batch of tasks costs what one task costs.
 
-import { randomBytes } from 'node:crypto';
-import { rm } from 'node:fs/promises';
-import path from 'node:path';
 import { type Result, err, ok } from '../../core/failure.ts';
-import { type GitFailure, buildMessage, byPath, expectObjectId, failureOf, indexInfo, parseRaw, splitNul } from '../../core/git-text.ts';
+import { type GitFailure, buildMessage, byPath, expectObjectId, failureOf, parseRaw, splitNul } from '../../core/git-text.ts';
 import type { CapturedWork, WorkEntry } from '../../core/work.ts';
-import { type ParkKind, commitOf, gitPath, moveRef, parkedRef, readRef } from './refs.ts';
+import { type ParkKind, commitOf, moveRef, parkedRef, readRef } from './refs.ts';
 import { type GitCommandError, git, identityArgs } from './runner.ts';
+import { TreeBuilder } from './trees.ts';
 
 export interface Integration {
   /** The tasks whose work this commit records (for the reflog message). */
@@ -37,22 +34,6 @@ export type IntegrationFailure =
   | { kind: 'conflict'; paths: string[] }
   | { kind: 'git-failed'; failure: GitFailure };
 
-const gitDirs = new Map<string, Promise<Result<string, GitCommandError>>>();
-
-/** The repository's git directory (absolute), asked once per repository. */
-function gitDirOf(repo: string): Promise<Result<string, GitCommandError>> {
-  let found = gitDirs.get(repo);
-  if (!found) {
-    found = gitPath(repo, 'foreman').then((r) => (r.ok ? ok(path.dirname(r.value)) : r));
-    // A failure is not cached: the next call asks again.
-    void found.then((r) => (r.ok ? undefined : gitDirs.delete(repo)));
-    gitDirs.set(repo, found);
-  }
-  return found;
-}
-
-let temporaryIndexes = 0;
-
 /** A commit an integrator made: its parent and the paths its entries set. */
 interface Made {
   parent: string;
@@ -61,25 +42,25 @@ interface Made {
 
 /**
  * Commits work onto a repository's refs with plumbing, and keeps what a run's integrations can
- * share instead of asking git again: the identity (asked once), the index it builds trees in (kept
- * in `scratchDir` between calls, read again only when it does not hold the tip's tree), and the
- * commits it made (so a work from an older base needs no `diff-tree` when none of those commits
- * since its base set one of its paths). Calls run one at a time: they share the index.
- *
- * Without `scratchDir` (a one-off integration, a test), each tree is built in a temporary index
- * in the git directory, removed afterwards.
+ * share instead of asking git again: the identity (asked once), the tree builder's processes and
+ * the trees it read or wrote, and the commits it made (so a work from an older base needs no
+ * `diff-tree` when none of those commits since its base set one of its paths). Calls run one at
+ * a time. `close` ends its processes (they also end with this process).
  */
 export class Integrator {
   private identity: Promise<string[]> | null = null;
-  /** The commit whose tree the kept index holds; null when unknown (or no index is kept). */
-  private indexHolds: string | null = null;
   private readonly made = new Map<string, Made>();
   private lane: Promise<unknown> = Promise.resolve();
+  private readonly trees: TreeBuilder;
 
-  constructor(
-    readonly repo: string,
-    private readonly scratchDir?: string,
-  ) {}
+  constructor(readonly repo: string) {
+    this.trees = new TreeBuilder(repo);
+  }
+
+  /** Ends the tree builder's git processes; a later call starts them again. */
+  close(): void {
+    this.trees.close();
+  }
 
   /** See `integrate`. */
   integrate(ref: string | null, tip: string, integration: Integration): Promise<Result<string, IntegrationFailure>> {
@@ -94,7 +75,7 @@ export class Integrator {
   park(planId: string, task: number, work: CapturedWork, message: string, kind: ParkKind = 'awaiting'): Promise<Result<string, GitFailure>> {
     return this.inLane(async () => {
       const base = expectObjectId(work.base, 'base');
-      const tree = await this.treeWith(base, work.entries);
+      const tree = await this.trees.treeWith(base, work.entries);
       if (!tree.ok) return err(failureOf(tree.error));
       const commit = await this.commitTree(tree.value, base, buildMessage(message, undefined));
       if (!commit.ok) return err(failureOf(commit.error));
@@ -132,7 +113,7 @@ export class Integrator {
 
     // The conflict checks git must answer and the tree are independent: asked side by side.
     const asked = [...pathsByBase].filter(([base, paths]) => !this.untouchedSince(base, tip, paths));
-    const [moved, tree] = await Promise.all([Promise.all(asked.map(([base, paths]) => changedSince(this.repo, base, tip, paths))), this.treeWith(tip, entries)]);
+    const [moved, tree] = await Promise.all([Promise.all(asked.map(([base, paths]) => changedSince(this.repo, base, tip, paths))), this.trees.treeWith(tip, entries)]);
     const conflicts = new Set<string>();
     for (const found of moved) {
       if (!found.ok) return gitFailed(found.error);
@@ -166,57 +147,14 @@ export class Integrator {
     return true;
   }
 
-  /**
-   * A tree: `start`'s tree with `entries` applied. Deletions go first, so a file may replace a
-   * directory. In the kept index (`read-tree` only when it holds another tree), else in a
-   * temporary index file in the git directory, which is always removed.
-   */
-  private async treeWith(start: string, entries: readonly WorkEntry[]): Promise<Result<string, GitCommandError>> {
-    if (this.scratchDir === undefined) {
-      const gitDir = await gitDirOf(this.repo);
-      if (!gitDir.ok) return gitDir;
-      const indexFile = path.join(gitDir.value, `foreman-index-${process.pid}-${++temporaryIndexes}-${randomBytes(4).toString('hex')}`);
-      try {
-        return await buildTree(this.repo, indexFile, start, entries, false);
-      } finally {
-        await rm(indexFile, { force: true });
-        await rm(`${indexFile}.lock`, { force: true });
-      }
-    }
-    const holds = this.indexHolds;
-    // Unknown until the tree is written: a step that fails leaves the index half-built.
-    this.indexHolds = null;
-    const tree = await buildTree(this.repo, path.join(this.scratchDir, INTEGRATION_INDEX), start, entries, holds === start);
-    return tree;
-  }
-
   private async commitTree(tree: string, parent: string, message: string): Promise<Result<string, GitCommandError>> {
     this.identity ??= identityArgs(this.repo);
     const made = await git(this.repo, [...(await this.identity), 'commit-tree', tree, '-p', parent], { input: message });
     if (!made.ok) return made;
     const commit = made.value.trim();
-    // The kept index holds this commit's tree now (`buildTree` wrote it just before).
-    if (this.scratchDir !== undefined) this.indexHolds = commit;
+    this.trees.rememberCommit(commit, tree);
     return ok(commit);
   }
-}
-
-/** The kept index's file name in an integrator's scratch directory. */
-export const INTEGRATION_INDEX = 'integration.index';
-
-/** `start`'s tree with `entries` applied, built in the index at `indexFile` (`read-tree` skipped when it holds `start`'s tree already). */
-async function buildTree(repo: string, indexFile: string, start: string, entries: readonly WorkEntry[], holdsStart: boolean): Promise<Result<string, GitCommandError>> {
-  const env = { GIT_INDEX_FILE: indexFile };
-  if (!holdsStart) {
-    const read = await git(repo, ['read-tree', start], { env });
-    if (!read.ok) return read;
-  }
-  if (entries.length > 0) {
-    const updated = await git(repo, ['update-index', '-z', '--index-info'], { env, input: indexInfo(entries, start) });
-    if (!updated.ok) return updated;
-  }
-  const tree = await git(repo, ['write-tree'], { env });
-  return tree.ok ? ok(tree.value.trim()) : tree;
 }
 
 /**
@@ -269,8 +207,13 @@ async function changedSince(repo: string, base: string, tip: string, paths: read
  * `tip` and each work's base are full commit ids (as `readRef` and `captureWork` give them).
  * With `ref` null nothing moves: the commit is returned for the gate to test.
  */
-export function integrate(repo: string, ref: string | null, tip: string, integration: Integration): Promise<Result<string, IntegrationFailure>> {
-  return new Integrator(repo).integrate(ref, tip, integration);
+export async function integrate(repo: string, ref: string | null, tip: string, integration: Integration): Promise<Result<string, IntegrationFailure>> {
+  const integrator = new Integrator(repo);
+  try {
+    return await integrator.integrate(ref, tip, integration);
+  } finally {
+    integrator.close();
+  }
 }
 
 /** Moves `ref` from `expected` to `next`; when `ref` does not exist, creates it (only if still absent). */

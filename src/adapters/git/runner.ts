@@ -1,9 +1,11 @@
-// The one git runner: every git process foreman starts goes through `runGit`. Hooks and fsmonitor
+// The one git runner: every git process foreman starts goes through `runGit`, or `GitSession`
+// for one kept running to answer request after request. Hooks and fsmonitor
 // are always off, every pathspec is literal, each command has a time limit (FOREMAN_GIT_TIMEOUT)
 // that ends its process group and names the command, and a failure is a value, never a throw.
 // The runner counts the processes it starts (`gitProcessCount`; the bench divides it by tasks).
 
-import { spawn } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import type { Socket } from 'node:net';
 import { type Result, err, ok } from '../../core/failure.ts';
 import { NO_HOOKS } from '../../core/git-text.ts';
 
@@ -87,6 +89,117 @@ export function runGit(args: readonly string[], run: GitRun): Promise<Result<str
     child.stdin.on('error', () => undefined);
     child.stdin.end(run.input ?? '');
   });
+}
+
+/** Whether `child`'s output keeps this process alive: only while a request waits for it. */
+function holdOpen(child: ChildProcessWithoutNullStreams, hold: boolean): void {
+  for (const stream of [child.stdout, child.stderr] as unknown as Socket[]) {
+    if (hold) stream.ref();
+    else stream.unref();
+  }
+}
+
+/**
+ * A git process kept running to answer requests one at a time (`cat-file --batch`,
+ * `mktree --batch`): started through the same runner (hooks and fsmonitor off, literal
+ * pathspecs, counted once), each request under the same time limit as a command. While it waits
+ * for nothing it does not keep this process alive; closing its input ends it, as does this
+ * process's end (git reads end of file).
+ */
+export class GitSession {
+  private child: ChildProcessWithoutNullStreams | null = null;
+  private buffered: Buffer = Buffer.alloc(0);
+  private stderr = '';
+  private waiting: { child: ChildProcessWithoutNullStreams; complete: (buffered: Buffer) => number; settle: (answer: Result<Buffer, GitCommandError>) => void } | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly cwd: string,
+    private readonly args: readonly string[],
+  ) {}
+
+  /**
+   * Writes `input` and resolves with the answer: the first bytes of what git prints for which
+   * `complete` returns a length (it returns -1 while the answer is incomplete). A process that
+   * died or hit the time limit is a failure, and the next request starts a new one.
+   */
+  ask(input: Buffer, complete: (buffered: Buffer) => number): Promise<Result<Buffer, GitCommandError>> {
+    const next = this.queue.then(() => this.askNow(input, complete));
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Ends the process (its input closed); a later request starts another. */
+  close(): void {
+    const child = this.child;
+    this.child = null;
+    child?.stdin.end();
+  }
+
+  private askNow(input: Buffer, complete: (buffered: Buffer) => number): Promise<Result<Buffer, GitCommandError>> {
+    const child = this.child ?? this.start();
+    return new Promise((resolve) => {
+      const limitMs = gitTimeLimitMs(process.env);
+      const timer = setTimeout(() => {
+        this.fail(child, `\`git ${this.args[0]}\` did not answer within ${Math.round(limitMs / 1000)}s (the limit set by ${GIT_TIME_LIMIT_ENV}, in seconds); its process group was ended`);
+        try {
+          process.kill(-child.pid!, 'SIGKILL');
+        } catch {
+          child.kill('SIGKILL');
+        }
+      }, limitMs);
+      this.waiting = {
+        child,
+        complete,
+        settle: (answer) => {
+          clearTimeout(timer);
+          this.waiting = null;
+          holdOpen(child, false);
+          resolve(answer);
+        },
+      };
+      holdOpen(child, true);
+      child.stdin.write(input);
+      this.deliver();
+    });
+  }
+
+  private start(): ChildProcessWithoutNullStreams {
+    spawned++;
+    this.buffered = Buffer.alloc(0);
+    this.stderr = '';
+    const child = spawn('git', [...NO_HOOKS, ...this.args], { cwd: this.cwd, env: { ...process.env, GIT_LITERAL_PATHSPECS: '1' }, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    this.child = child;
+    child.unref();
+    holdOpen(child, false);
+    child.stdout.on('data', (data: Buffer) => {
+      if (this.child !== child) return;
+      this.buffered = this.buffered.length === 0 ? data : Buffer.concat([this.buffered, data]);
+      this.deliver();
+    });
+    child.stderr.on('data', (data: Buffer) => {
+      this.stderr = (this.stderr + data.toString('utf8')).slice(-4000);
+    });
+    child.stdin.on('error', () => undefined);
+    child.on('error', (error) => this.fail(child, `could not run git: ${error.message}`));
+    child.on('close', (code) => this.fail(child, this.stderr.trim() || `git ${this.args[0]} ended (exit ${code ?? 'by a signal'})`, code ?? -1));
+    return child;
+  }
+
+  /** Hands the waiting request its answer once the output holds all of it. */
+  private deliver(): void {
+    if (this.waiting === null) return;
+    const length = this.waiting.complete(this.buffered);
+    if (length < 0) return;
+    const answer = this.buffered.subarray(0, length);
+    this.buffered = this.buffered.subarray(length);
+    this.waiting.settle(ok(answer));
+  }
+
+  private fail(child: ChildProcessWithoutNullStreams, said: string, exitCode = -1): void {
+    if (this.child === child) this.child = null;
+    if (this.waiting?.child === child) this.waiting.settle(err(new GitCommandError(this.args, exitCode, said)));
+  }
 }
 
 /**
