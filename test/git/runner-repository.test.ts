@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Git } from '../../src/adapters/git/repository.ts';
-import { GIT_TIME_LIMIT_ENV, gitProcessCount, runGit } from '../../src/adapters/git/runner.ts';
+import { GIT_TIME_LIMIT_ENV, gitProcessCount, runGit, runGitSteps } from '../../src/adapters/git/runner.ts';
 import { buildMessage, normalizeRepoPath, parseStatus, parseStatusV2 } from '../../src/core/git-text.ts';
 import { tempGitRepo, type TempGitRepo, withoutMachineGitConfig } from '../support/git-repo.ts';
 
@@ -278,6 +278,42 @@ describe('runGit, the one git runner', () => {
       const ran = await runGit(['-c', 'alias.hang=!sleep 60', 'hang'], { cwd: r.dir });
       expect(ran.ok).toBe(false);
       expect(!ran.ok && ran.error.stderr).toMatch(/^`git hang` timed out after 1s \(the limit set by FOREMAN_GIT_TIMEOUT, in seconds\); its process group was ended$/);
+    } finally {
+      if (saved === undefined) delete process.env[GIT_TIME_LIMIT_ENV];
+      else process.env[GIT_TIME_LIMIT_ENV] = saved;
+    }
+  }, 20_000);
+
+  it('runs steps one after another from one shell: each word as given, the last step\'s output, each step counted', async () => {
+    const r = await repo({ 'a.txt': 'a\n' });
+    const value = `it's "odd" $HOME \`x\` \\ ; end\nsecond line`;
+    const before = gitProcessCount();
+    const ran = await runGitSteps([['config', 'foreman.probe', value], ['config', '--get', 'foreman.probe']], { cwd: r.dir });
+    expect(ran).toEqual({ ok: true, value: `${value}\n` });
+    expect(gitProcessCount() - before).toBe(2);
+  });
+
+  it('stops steps at the first that fails, with its own command, exit code and error; nothing after it runs', async () => {
+    const r = await repo({ 'a.txt': 'a\n' });
+    const ran = await runGitSteps([['checkout', '-q', '--detach', 'no-such-commit'], ['config', 'foreman.after', 'ran']], { cwd: r.dir });
+    expect(ran.ok).toBe(false);
+    if (ran.ok) return;
+    expect(ran.error.args).toEqual(['checkout', '-q', '--detach', 'no-such-commit']);
+    expect(ran.error.exitCode).toBe(128);
+    expect(ran.error.stderr).toMatch(/no-such-commit/);
+    expect(ran.error.stderr).not.toContain('foreman-failed-step');
+    await expect(r.git(['config', '--get', 'foreman.after'])).rejects.toThrow();
+    const last = await runGitSteps([['status', '-s'], ['rev-parse', '--verify', 'no-such-commit']], { cwd: r.dir });
+    expect(!last.ok && last.error.args[0]).toBe('rev-parse');
+  });
+
+  it('ends steps that outlive their time limit, naming them', async () => {
+    const r = await repo({ 'a.txt': 'a\n' });
+    const saved = process.env[GIT_TIME_LIMIT_ENV];
+    process.env[GIT_TIME_LIMIT_ENV] = '1';
+    try {
+      const ran = await runGitSteps([['status', '-s'], ['-c', 'alias.hang=!sleep 60', 'hang']], { cwd: r.dir });
+      expect(!ran.ok && ran.error.stderr).toMatch(/^`git status` then `git hang` timed out after 2s \(the limit set by FOREMAN_GIT_TIMEOUT, in seconds\); its process group was ended$/);
     } finally {
       if (saved === undefined) delete process.env[GIT_TIME_LIMIT_ENV];
       else process.env[GIT_TIME_LIMIT_ENV] = saved;

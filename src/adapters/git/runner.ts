@@ -33,7 +33,12 @@ export interface GitRun {
   input?: string;
   /** The command takes path names, not pathspecs, and refuses the literal magic (`check-ignore`). */
   pathNames?: boolean;
+  /** Run by `runGitSteps`: a shell script of `steps` git commands instead of one git command. */
+  shell?: { script: string; steps: number; name: string };
 }
+
+/** `git status`, `git hang`: how a message names a command (its word, without `-c` settings). */
+const commandName = (args: readonly string[]): string => `\`git ${args.filter((a) => !a.startsWith('-') && !a.includes('=')).slice(0, 1).join(' ')}\``;
 
 /** How long one git command may take (`FOREMAN_GIT_TIMEOUT` seconds; default 10 minutes). */
 export const GIT_TIME_LIMIT_ENV = 'FOREMAN_GIT_TIMEOUT';
@@ -56,10 +61,10 @@ export const gitProcessCount = (): number => spawned;
  */
 export function runGit(args: readonly string[], run: GitRun): Promise<Result<string, GitCommandError>> {
   return new Promise((resolve) => {
-    const full = [...NO_HOOKS, ...args];
-    const limitMs = gitTimeLimitMs(process.env);
-    spawned++;
-    const child = spawn('git', full, { cwd: run.cwd, env: { ...process.env, ...(run.pathNames === true ? {} : { GIT_LITERAL_PATHSPECS: '1' }), ...run.env }, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    const full = run.shell === undefined ? [...NO_HOOKS, ...args] : ['-c', run.shell.script];
+    const limitMs = gitTimeLimitMs(process.env) * (run.shell?.steps ?? 1);
+    spawned += run.shell?.steps ?? 1;
+    const child = spawn(run.shell === undefined ? 'git' : '/bin/sh', full, { cwd: run.cwd, env: { ...process.env, ...(run.pathNames === true ? {} : { GIT_LITERAL_PATHSPECS: '1' }), ...run.env }, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     const out: Buffer[] = [];
     const errOut: Buffer[] = [];
     let timedOut = false;
@@ -81,7 +86,8 @@ export function runGit(args: readonly string[], run: GitRun): Promise<Result<str
     child.on('close', (code) => {
       clearTimeout(timer);
       if (timedOut) {
-        const said = `\`git ${args.filter((a) => !a.startsWith('-c') && !a.includes('=')).slice(0, 2).join(' ')}\` timed out after ${Math.round(limitMs / 1000)}s (the limit set by ${GIT_TIME_LIMIT_ENV}, in seconds); its process group was ended`;
+        const named = run.shell?.name ?? commandName(args);
+        const said = `${named} timed out after ${Math.round(limitMs / 1000)}s (the limit set by ${GIT_TIME_LIMIT_ENV}, in seconds); its process group was ended`;
         resolve(err(new GitCommandError(args, -1, said)));
       } else if (code === 0) resolve(ok(Buffer.concat(out).toString('utf8')));
       else resolve(err(new GitCommandError(args, code ?? -1, Buffer.concat(errOut).toString('utf8'))));
@@ -89,6 +95,37 @@ export function runGit(args: readonly string[], run: GitRun): Promise<Result<str
     child.stdin.on('error', () => undefined);
     child.stdin.end(run.input ?? '');
   });
+}
+
+/** A word the shell reads back as exactly `word`. */
+const shellWord = (word: string): string => `'${word.replace(/'/g, `'\\''`)}'`;
+
+/** The line a step sequence's shell prints (to stderr) before it exits with a failed step's code. */
+const FAILED_STEP = /(?:^|\n)foreman-failed-step (\d+)\n?$/;
+
+/**
+ * Git commands run one after another by one `sh` started from here: each spawn from this process
+ * holds its event loop for as long as the fork takes, which grows with the process's memory
+ * (about 6 ms at 80 MB), and a shell's own forks do not. Each step runs as `runGit` would run it
+ * (hooks and fsmonitor off, literal pathspecs) and counts as one git process; the sequence stops
+ * at the first step that fails, whose failure (its own command, exit code and stderr) is returned.
+ * The time limit covers all the steps, one limit each. Output: the last step's.
+ */
+export async function runGitSteps(steps: ReadonlyArray<readonly string[]>, run: GitRun): Promise<Result<string, GitCommandError>> {
+  const script = steps
+    .map((args, index) => {
+      const command = ['git', ...NO_HOOKS, ...args].map(shellWord).join(' ');
+      // Every step but the last is quiet on stdout; a failure names its step and keeps git's code.
+      return index === steps.length - 1 ? `exec ${command}` : `${command} >/dev/null || { code=$?; echo "foreman-failed-step ${index}" >&2; exit $code; }`;
+    })
+    .join('\n');
+  const name = steps.map(commandName).join(' then ');
+  const ran = await runGit(['foreman-steps'], { ...run, shell: { script, steps: steps.length, name } });
+  if (ran.ok) return ran;
+  const failed = FAILED_STEP.exec(ran.error.stderr);
+  const index = failed === null ? steps.length - 1 : Number(failed[1]);
+  const stderr = failed === null ? ran.error.stderr : ran.error.stderr.slice(0, failed.index);
+  return err(new GitCommandError(steps[index] ?? ran.error.args, ran.error.exitCode, stderr));
 }
 
 /** Whether `child`'s output keeps this process alive: only while a request waits for it. */

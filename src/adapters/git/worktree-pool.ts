@@ -46,7 +46,7 @@ import { coveredBy } from '../../core/paths.ts';
 import { type TimeLimit, describeTimeLimitHit } from '../../core/time-limit.ts';
 import { commitOf } from './refs.ts';
 import { Git } from './repository.ts';
-import { runGit } from './runner.ts';
+import { runGit, runGitSteps } from './runner.ts';
 import { writeFileAtomic } from '../plan-store.ts';
 import { processAlive } from '../processes.ts';
 
@@ -513,13 +513,18 @@ export class WorktreePool {
     // branch, no branch moves, as `reset --hard <commit>` would move it), index and files as in it.
     // A full id: the commit is found through the alternates (an integration commit is in the
     // person's repository only), no ref in the slot needed.
-    const reset = await runGit(['checkout', '-q', '--force', '--detach', commit], { cwd: state.dir });
-    if (!reset.ok) return err({ kind: 'git-failed', doing: `reset ${state.dir} to ${commit.slice(0, 12)}`, failure: failureOf(reset.error) });
-    state.commit = commit;
+    const checkout = ['checkout', '-q', '--force', '--detach', commit];
     // -x: ignored files go too (build output, caches); the -e patterns still apply with -x.
-    if (kept === null) return ok(undefined);
-    const clean = await runGit(['clean', '-ffdxq', ...kept.flatMap((entry) => ['-e', excludePattern(entry)])], { cwd: state.dir });
-    if (!clean.ok) return err({ kind: 'git-failed', doing: `clean ${state.dir}`, failure: failureOf(clean.error) });
+    const clean = ['clean', '-ffdxq', ...(kept ?? []).flatMap((entry) => ['-e', excludePattern(entry)])];
+    // Both from one shell: one spawn from this process for the two (runGitSteps says why).
+    const reset = kept === null ? await runGit(checkout, { cwd: state.dir }) : await runGitSteps([checkout, clean], { cwd: state.dir });
+    if (!reset.ok) {
+      const doing = reset.error.args[0] === 'clean' ? `clean ${state.dir}` : `reset ${state.dir} to ${commit.slice(0, 12)}`;
+      // A failed clean leaves the slot at the commit: only a failed checkout leaves it unknown.
+      if (reset.error.args[0] === 'clean') state.commit = commit;
+      return err({ kind: 'git-failed', doing, failure: failureOf(reset.error) });
+    }
+    state.commit = commit;
     return ok(undefined);
   }
 
