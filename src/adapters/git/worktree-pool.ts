@@ -20,7 +20,7 @@
 // --force --detach`: no branch to move) and cleared
 // of every untracked and ignored file (`git clean -ffdx`) except what provisioning put there (the
 // kept entries), so build output, caches and stray files of the previous attempt cannot make the
-// next attempt's checks pass. `.worktreeinclude` copies are copied again (their original content
+// next attempt's checks pass. Both commands come from one shell (`runGitSteps`): one spawn. `.worktreeinclude` copies are copied again (their original content
 // back) and the `worktree.symlinkDirectories` links re-made when missing.
 //
 // Provisioning: `.worktreeinclude` copies, symlinked directories, then the plan's setup command.
