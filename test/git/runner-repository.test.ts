@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Git } from '../../src/adapters/git/repository.ts';
-import { GIT_TIME_LIMIT_ENV, gitProcessCount, runGit, runGitSteps } from '../../src/adapters/git/runner.ts';
+import { GIT_TIME_LIMIT_ENV, PREVIOUS_OUTPUT, gitProcessCount, runGit, runGitSteps } from '../../src/adapters/git/runner.ts';
 import { buildMessage, normalizeRepoPath, parseStatus, parseStatusV2 } from '../../src/core/git-text.ts';
 import { tempGitRepo, type TempGitRepo, withoutMachineGitConfig } from '../support/git-repo.ts';
 
@@ -305,6 +305,23 @@ describe('runGit, the one git runner', () => {
     await expect(r.git(['config', '--get', 'foreman.after'])).rejects.toThrow();
     const last = await runGitSteps([['status', '-s'], ['rev-parse', '--verify', 'no-such-commit']], { cwd: r.dir });
     expect(!last.ok && last.error.args[0]).toBe('rev-parse');
+  });
+
+  it('gives a step the previous step\'s output, stdin to the first, and keeps what ran before a failure', async () => {
+    const r = await repo({ 'a.txt': 'a\n' });
+    const idOf = async (content: string) => {
+      const hashed = await runGit(['hash-object', '--stdin'], { cwd: r.dir, input: content });
+      return hashed.ok ? hashed.value.trim() : '';
+    };
+    const written = await runGitSteps([['hash-object', '-w', '--stdin'], ['cat-file', '-p', PREVIOUS_OUTPUT]], { cwd: r.dir, input: 'from stdin' });
+    expect(written).toEqual({ ok: true, value: `${await idOf('from stdin')}\nfrom stdin\n` });
+    // The second step fails (the ref is not at the id given): its failure, and the first step's output.
+    const failed = await runGitSteps([['hash-object', '-w', '--stdin'], ['update-ref', 'refs/foreman-test/x', PREVIOUS_OUTPUT, 'f'.repeat(40)]], { cwd: r.dir, input: 'kept' });
+    expect(failed.ok).toBe(false);
+    if (failed.ok) return;
+    expect(failed.error.args).toEqual(['update-ref', 'refs/foreman-test/x', PREVIOUS_OUTPUT, 'f'.repeat(40)]);
+    expect(failed.error.stdout).toBe(`${await idOf('kept')}\n`);
+    expect(failed.error.stderr).toMatch(/refs\/foreman-test\/x/);
   });
 
   it('ends steps that outlive their time limit, naming them', async () => {

@@ -4,7 +4,8 @@
 //
 // Nothing here uses the person's index, working tree or hooks. A tree is built by a `TreeBuilder`
 // (trees.ts: two git processes kept running for the integrator's life, no index file), the commit
-// made with `commit-tree` and the ref moved with `update-ref` (compare-and-swap).
+// made with `commit-tree` and the ref moved with `update-ref` (compare-and-swap), both from one
+// shell (`runGitSteps`): one spawn from the run.
 //
 // Git calls are counted (test/git/capture-integrate.test.ts checks them): commit-tree and
 // update-ref per integration, the tree builder's two processes and the identity once per
@@ -12,10 +13,10 @@
 // one of its paths: no per-file calls, so a batch of tasks costs what one task costs.
 
 import { type Result, err, ok } from '../../core/failure.ts';
-import { type GitFailure, buildMessage, byPath, expectObjectId, failureOf, parseRaw, splitNul } from '../../core/git-text.ts';
+import { type GitFailure, buildMessage, byPath, expectObjectId, failureOf, isObjectId, parseRaw, splitNul } from '../../core/git-text.ts';
 import type { CapturedWork, WorkEntry } from '../../core/work.ts';
-import { type ParkKind, commitOf, moveRef, parkedRef, readRef } from './refs.ts';
-import { type GitCommandError, git, identityArgs } from './runner.ts';
+import { type ParkKind, commitOf, moveRef, moveRefArgs, parkedRef, readRef } from './refs.ts';
+import { GitCommandError, PREVIOUS_OUTPUT, git, identityArgs, runGitSteps } from './runner.ts';
 import { TreeBuilder } from './trees.ts';
 
 export interface Integration {
@@ -77,10 +78,9 @@ export class Integrator {
       const base = expectObjectId(work.base, 'base');
       const tree = await this.trees.treeWith(base, work.entries);
       if (!tree.ok) return err(failureOf(tree.error));
-      const commit = await this.commitTree(tree.value, base, buildMessage(message, undefined));
-      if (!commit.ok) return err(failureOf(commit.error));
-      const moved = await git(this.repo, ['update-ref', '-m', `foreman: park task ${task}`, parkedRef(kind, planId, task), commit.value]);
-      return moved.ok ? ok(commit.value) : err(failureOf(moved.error));
+      const made = await this.commitTree(tree.value, base, buildMessage(message, undefined), ['update-ref', '-m', `foreman: park task ${task}`, parkedRef(kind, planId, task), PREVIOUS_OUTPUT]);
+      if (!made.ok) return err(failureOf(made.error));
+      return made.value.moved?.ok === false ? made.value.moved : ok(made.value.commit);
     });
   }
 
@@ -122,14 +122,18 @@ export class Integrator {
     if (conflicts.size > 0) return err({ kind: 'conflict', paths: [...conflicts].sort(byPath) });
     if (!tree.ok) return gitFailed(tree.error);
 
-    const commit = await this.commitTree(tree.value, tip, message);
-    if (!commit.ok) return gitFailed(commit.error);
-    this.made.set(commit.value, { parent: tip, paths: new Set(entries.map((entry) => entry.path)) });
-    // No ref: a candidate stack for the gate to test, reachable from nothing until it integrates.
-    if (ref === null) return ok(commit.value);
     const reason = `foreman: integrate task${integration.tasks.length === 1 ? '' : 's'} ${integration.tasks.join(', ')}`;
-    const swapped = await compareAndSwap(this.repo, ref, commit.value, tip, reason);
-    return swapped.ok ? ok(commit.value) : err(swapped.error);
+    // No ref: a candidate stack for the gate to test, reachable from nothing until it integrates.
+    // Else the ref moves from the tip to the commit in the same shell (a compare-and-swap; the
+    // reflog, which refs outside refs/heads lack by default, lets the person see and recover
+    // every integration with `git reflog <ref>`).
+    const made = await this.commitTree(tree.value, tip, message, ref === null ? undefined : moveRefArgs(ref, PREVIOUS_OUTPUT, tip, reason));
+    if (!made.ok) return gitFailed(made.error);
+    const { commit, moved: swap } = made.value;
+    this.made.set(commit, { parent: tip, paths: new Set(entries.map((entry) => entry.path)) });
+    if (ref === null || swap === null || swap.ok) return ok(commit);
+    const swapped = await afterFailedMove(this.repo, ref, commit, tip, reason, swap.error);
+    return swapped.ok ? ok(commit) : err(swapped.error);
   }
 
   /**
@@ -147,13 +151,23 @@ export class Integrator {
     return true;
   }
 
-  private async commitTree(tree: string, parent: string, message: string): Promise<Result<string, GitCommandError>> {
+  /**
+   * A commit of `tree` on `parent`; given `move` (update-ref's arguments, the commit as
+   * PREVIOUS_OUTPUT), the ref moved to it from the same shell, one spawn for both. The commit is
+   * returned whenever it was made, with how the move went (null: none asked).
+   */
+  private async commitTree(tree: string, parent: string, message: string, move?: readonly string[]): Promise<Result<{ commit: string; moved: Result<void, GitFailure> | null }, GitCommandError>> {
     this.identity ??= identityArgs(this.repo);
-    const made = await git(this.repo, [...(await this.identity), 'commit-tree', tree, '-p', parent], { input: message });
-    if (!made.ok) return made;
-    const commit = made.value.trim();
+    const commitArgs = [...(await this.identity), 'commit-tree', tree, '-p', parent];
+    const made = move === undefined ? await git(this.repo, commitArgs, { input: message }) : await runGitSteps([commitArgs, move], { cwd: this.repo, input: message });
+    const moveFailed = !made.ok && move !== undefined && made.error.args[0] === 'update-ref';
+    if (!made.ok && !moveFailed) return made;
+    const printed: string = made.ok ? made.value : made.error.stdout;
+    const commit = printed.trim();
+    if (!isObjectId(commit)) return err(new GitCommandError(commitArgs, -1, `commit-tree printed no commit id: ${printed.slice(0, 200)}`));
     this.trees.rememberCommit(commit, tree);
-    return ok(commit);
+    const moved: Result<void, GitFailure> | null = move === undefined ? null : made.ok ? ok(undefined) : err(failureOf(made.error));
+    return ok({ commit, moved });
   }
 }
 
@@ -216,15 +230,15 @@ export async function integrate(repo: string, ref: string | null, tip: string, i
   }
 }
 
-/** Moves `ref` from `expected` to `next`; when `ref` does not exist, creates it (only if still absent). */
-async function compareAndSwap(repo: string, ref: string, next: string, expected: string, reason: string): Promise<Result<void, IntegrationFailure>> {
-  // --create-reflog: refs outside refs/heads get none by default; this one lets the person see
-  // (and recover) every integration with `git reflog <ref>`.
-  const moved = await moveRef(repo, ref, next, expected, reason);
-  if (moved.ok) return ok(undefined);
+/**
+ * After the compare-and-swap of `ref` from `expected` to `next` failed with `failure`: the ref
+ * moved (someone else's commit), or does not exist yet, and is then created at `next` (only if
+ * still absent: the first integration of a plan whose ref was not started), or git failed.
+ */
+async function afterFailedMove(repo: string, ref: string, next: string, expected: string, reason: string, failure: GitFailure): Promise<Result<void, IntegrationFailure>> {
   const actual = await readRef(repo, ref);
-  if (actual !== null) return err(actual === expected ? { kind: 'git-failed', failure: moved.error } : { kind: 'moved', expected, actual });
-  // The first integration of the plan: the ref starts here. An empty old value means "must not exist".
+  if (actual !== null) return err(actual === expected ? { kind: 'git-failed', failure } : { kind: 'moved', expected, actual });
+  // An empty old value means "must not exist".
   const created = await moveRef(repo, ref, next, '', reason);
   if (created.ok) return ok(undefined);
   const now = await readRef(repo, ref);

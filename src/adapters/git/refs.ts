@@ -49,9 +49,12 @@ export async function isAncestor(cwd: string, ancestor: string, descendant: stri
   return (await runGit(['merge-base', '--is-ancestor', ancestor, descendant], { cwd })).ok;
 }
 
+/** update-ref's arguments for `moveRef` (for a caller that runs it as one of `runGitSteps`). */
+export const moveRefArgs = (ref: string, next: string, expected: string, reason: string): string[] => ['update-ref', '--create-reflog', '-m', reason, ref, next, expected];
+
 /** Move `ref` to `next` only if it is at `expected` (`''`: only if it does not exist yet), with a reflog entry. */
 export async function moveRef(cwd: string, ref: string, next: string, expected: string, reason: string): Promise<Result<void, GitFailure>> {
-  const moved = await runGit(['update-ref', '--create-reflog', '-m', reason, ref, next, expected], { cwd });
+  const moved = await runGit(moveRefArgs(ref, next, expected, reason), { cwd });
   return moved.ok ? ok(undefined) : err(failureOf(moved.error));
 }
 

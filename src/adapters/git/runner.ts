@@ -15,6 +15,8 @@ export class GitCommandError extends Error {
     readonly args: readonly string[],
     readonly exitCode: number,
     readonly stderr: string,
+    /** What it printed on stdout before it failed (of `runGitSteps`: the steps before it). */
+    readonly stdout = '',
   ) {
     super(`git ${args.join(' ')} failed (exit ${exitCode}): ${stderr.trim() || '(no output)'}`);
     this.name = 'GitCommandError';
@@ -90,7 +92,7 @@ export function runGit(args: readonly string[], run: GitRun): Promise<Result<str
         const said = `${named} timed out after ${Math.round(limitMs / 1000)}s (the limit set by ${GIT_TIME_LIMIT_ENV}, in seconds); its process group was ended`;
         resolve(err(new GitCommandError(args, -1, said)));
       } else if (code === 0) resolve(ok(Buffer.concat(out).toString('utf8')));
-      else resolve(err(new GitCommandError(args, code ?? -1, Buffer.concat(errOut).toString('utf8'))));
+      else resolve(err(new GitCommandError(args, code ?? -1, Buffer.concat(errOut).toString('utf8'), Buffer.concat(out).toString('utf8'))));
     });
     child.stdin.on('error', () => undefined);
     child.stdin.end(run.input ?? '');
@@ -100,6 +102,9 @@ export function runGit(args: readonly string[], run: GitRun): Promise<Result<str
 /** A word the shell reads back as exactly `word`. */
 const shellWord = (word: string): string => `'${word.replace(/'/g, `'\\''`)}'`;
 
+/** In a step's arguments (`runGitSteps`): the output of the step before it, as one word. No argument git takes holds a NUL. */
+export const PREVIOUS_OUTPUT = '\0previous-output';
+
 /** The line a step sequence's shell prints (to stderr) before it exits with a failed step's code. */
 const FAILED_STEP = /(?:^|\n)foreman-failed-step (\d+)\n?$/;
 
@@ -107,16 +112,19 @@ const FAILED_STEP = /(?:^|\n)foreman-failed-step (\d+)\n?$/;
  * Git commands run one after another by one `sh` started from here: each spawn from this process
  * holds its event loop for as long as the fork takes, which grows with the process's memory
  * (about 6 ms at 80 MB), and a shell's own forks do not. Each step runs as `runGit` would run it
- * (hooks and fsmonitor off, literal pathspecs) and counts as one git process; the sequence stops
- * at the first step that fails, whose failure (its own command, exit code and stderr) is returned.
- * The time limit covers all the steps, one limit each. Output: the last step's.
+ * (hooks and fsmonitor off, literal pathspecs) and counts as one git process; a step may take
+ * the previous step's output as an argument (`PREVIOUS_OUTPUT`); stdin goes to the first step
+ * that reads it. The output is each step's, its trailing newlines trimmed, one line each (none
+ * for a step that printed nothing): for commands that print little. The sequence stops at the
+ * first step that fails, whose failure (its own command, exit code and stderr, and on stdout
+ * what the steps before it printed) is returned. The time limit covers all the steps, one limit
+ * each.
  */
 export async function runGitSteps(steps: ReadonlyArray<readonly string[]>, run: GitRun): Promise<Result<string, GitCommandError>> {
   const script = steps
     .map((args, index) => {
-      const command = ['git', ...NO_HOOKS, ...args].map(shellWord).join(' ');
-      // Every step but the last is quiet on stdout; a failure names its step and keeps git's code.
-      return index === steps.length - 1 ? `exec ${command}` : `${command} >/dev/null || { code=$?; echo "foreman-failed-step ${index}" >&2; exit $code; }`;
+      const command = ['git', ...NO_HOOKS, ...args].map((word) => (word === PREVIOUS_OUTPUT ? '"$out"' : shellWord(word))).join(' ');
+      return `out=$(${command}) || { code=$?; echo "foreman-failed-step ${index}" >&2; exit $code; }\n[ -z "$out" ] || printf '%s\\n' "$out"`;
     })
     .join('\n');
   const name = steps.map(commandName).join(' then ');
@@ -125,7 +133,7 @@ export async function runGitSteps(steps: ReadonlyArray<readonly string[]>, run: 
   const failed = FAILED_STEP.exec(ran.error.stderr);
   const index = failed === null ? steps.length - 1 : Number(failed[1]);
   const stderr = failed === null ? ran.error.stderr : ran.error.stderr.slice(0, failed.index);
-  return err(new GitCommandError(steps[index] ?? ran.error.args, ran.error.exitCode, stderr));
+  return err(new GitCommandError(steps[index] ?? ran.error.args, ran.error.exitCode, stderr, ran.error.stdout));
 }
 
 /** Whether `child`'s output keeps this process alive: only while a request waits for it. */
