@@ -2,6 +2,7 @@
 // and renderers over them (the Markdown report and its JSON form, the Mermaid Gantt chart), one
 // file per concern under core/report/; this module is their single entry point.
 
+export * from './report/journal.ts';
 export * from './report/runs.ts';
 export * from './report/attempts.ts';
 export * from './report/gate-runs.ts';

@@ -3,7 +3,7 @@
 
 import type { TaskOutcome } from '../events.ts';
 import { UNKNOWN, type UsageFigure, type UsageTally, tallyOf } from '../plan.ts';
-import { type RunRecord, timeOf } from './runs.ts';
+import { type RunRecord, timeOf } from './journal.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Attempts

@@ -4,7 +4,7 @@
 import { clipHead, formatDuration } from '../format.ts';
 import { attemptRecordsOf, isFailure } from './attempts.ts';
 import { gateRunName, gateRunsOf } from './gate-runs.ts';
-import { type RunRecord } from './runs.ts';
+import { type RunRecord } from './journal.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Mermaid Gantt

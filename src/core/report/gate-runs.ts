@@ -2,7 +2,7 @@
 // merge queue's figures (runs, time in the gate, culprits, flakes).
 
 import { listIndices } from '../format.ts';
-import { type RunRecord, timeOf } from './runs.ts';
+import { type RunRecord, timeOf } from './journal.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Gate runs (the merge queue)

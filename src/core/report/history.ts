@@ -4,7 +4,8 @@
 import type { StopReason } from '../events.ts';
 import { formatCount, isoSeconds, plural } from '../format.ts';
 import { type Plan, UNKNOWN, type UsageTally, tallyCostUsd, tallyOf } from '../plan.ts';
-import { type RunRecord, type RunState, type SummaryOptions, startOf, summarizeRun } from './runs.ts';
+import { type RunRecord, startOf } from './journal.ts';
+import { type RunState, type SummaryOptions, summarizeRun } from './runs.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Archives and history

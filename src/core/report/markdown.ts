@@ -10,7 +10,8 @@ import { type AttemptRecord, attemptRecordsOf, counted, isFailure, speculationWa
 import { ganttChart } from './gantt.ts';
 import { type GateSummary, gateRunName, gateSummaryOf } from './gate-runs.ts';
 import { formatTokens, planTally } from './history.ts';
-import { type RunRecord, type RunSummary, type SummaryOptions, summarizeRun, taskStatesIn, timeOf, type EventOf } from './runs.ts';
+import { type EventOf, type RunRecord, timeOf } from './journal.ts';
+import { type RunSummary, type SummaryOptions, summarizeRun, taskStatesIn } from './runs.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Markdown report

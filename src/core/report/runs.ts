@@ -1,53 +1,14 @@
-// Runs, a projection of the journal: its events grouped by run id, each run summarised (outcome,
-// counts, cost), and the run still in progress that `plan status` shows.
+// Runs, a projection of the journal: each run summarised (outcome, counts, cost), and the run
+// still in progress that `plan status` shows.
 
-import type { RunEvent, RunOutcome, StopReason, TaskOutcome } from '../events.ts';
+import type { RunOutcome, StopReason, TaskOutcome } from '../events.ts';
 import { isoSeconds } from '../format.ts';
 import { type Plan, type TaskStatus, UNKNOWN, type UsageTally, statusOf, tallyCostUsd, tallyOf } from '../plan.ts';
 import { attemptRecordsOf } from './attempts.ts';
-
-/** The journal event of one type. */
-export type EventOf<T extends RunEvent['type']> = Extract<RunEvent, { type: T }>;
+import { type RunRecord, startOf, timeOf } from './journal.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Runs
-
-export interface RunRecord {
-  runId: string;
-  /** The run's events in journal order. */
-  events: RunEvent[];
-  started: EventOf<'run-started'> | null;
-  finished: EventOf<'run-finished'> | null;
-  /** Time of the first and last event (ms since the epoch). */
-  firstMs: number;
-  lastMs: number;
-}
-
-export const timeOf = (at: string): number => {
-  const t = Date.parse(at);
-  return Number.isFinite(t) ? t : 0;
-};
-
-/** Events grouped by runId, runs ordered by their first event. */
-export function groupRuns(events: readonly RunEvent[]): RunRecord[] {
-  const byId = new Map<string, RunRecord>();
-  for (const e of events) {
-    let run = byId.get(e.runId);
-    const t = timeOf(e.at);
-    if (!run) {
-      run = { runId: e.runId, events: [], started: null, finished: null, firstMs: t, lastMs: t };
-      byId.set(e.runId, run);
-    }
-    run.events.push(e);
-    run.firstMs = Math.min(run.firstMs, t);
-    run.lastMs = Math.max(run.lastMs, t);
-    if (e.type === 'run-started' && !run.started) run.started = e;
-    if (e.type === 'run-finished') run.finished = e;
-  }
-  return [...byId.values()].sort((a, b) => startOf(a) - startOf(b));
-}
-
-export const startOf = (run: RunRecord): number => (run.started ? timeOf(run.started.at) : run.firstMs);
 
 /**
  * `running` when the run has no run-finished event and its process still holds the lock;
