@@ -191,6 +191,10 @@ export interface LockInfo {
   processStart?: string;
 }
 
+/** Why a plan command cannot run now: the run that holds the lock, named. */
+export const lockHeldMessage = (holder: LockInfo): string =>
+  `a run (pid ${holder.pid} on host ${holder.host}, started ${holder.startedAt}) holds the lock; stop it first or wait`;
+
 export interface LockTakeover {
   /** The stale holder, or null when the lock file was not a lock (empty, or cut off mid-write). */
   previous: LockInfo | null;

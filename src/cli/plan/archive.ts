@@ -1,12 +1,11 @@
 // `plan.ts archive`: put the current plan away in .design/history/ — what /design does before a
 // new plan replaces one with unfinished tasks. Refuses (exit 3) while a run holds the lock.
 
-import { acquireLock, currentLockInfo, readPlanFile } from '../../adapters/plan-store.ts';
+import { acquireLock, currentLockInfo, lockHeldMessage, readPlanFile } from '../../adapters/plan-store.ts';
 import { archivePlan } from '../../run/archive.ts';
 import type { Command } from '../command.ts';
 import { CliError, EXIT } from '../exit.ts';
 import { planPathFrom } from '../load.ts';
-import { lockHeldMessage } from './interventions.ts';
 import { planOption } from './options.ts';
 
 export const archive: Command = {

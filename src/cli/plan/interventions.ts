@@ -5,7 +5,7 @@
 
 import { awaitingRef, dropParked, integrationRef, readRef } from '../../adapters/git/refs.ts';
 import { describeGitFailure } from '../../core/git-text.ts';
-import { type LockInfo, acquireLock, currentLockInfo, writePlanAtomic } from '../../adapters/plan-store.ts';
+import { acquireLock, currentLockInfo, lockHeldMessage, writePlanAtomic } from '../../adapters/plan-store.ts';
 import { type Change, type InterventionResult, approveTask, describeChange, rejectTask, retryTask, skipTask } from '../../core/interventions.ts';
 import type { Plan } from '../../core/plan.ts';
 import { describeIntegrationFailure, integrateParked, landTarget, repositoryOf } from '../../run/plan-landing.ts';
@@ -15,9 +15,6 @@ import { CliError, EXIT, type ExitCode, usageError } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';
 import { describeLanding } from './land.ts';
 import { planOption } from './options.ts';
-
-export const lockHeldMessage = (holder: LockInfo): string =>
-  `a run (pid ${holder.pid} on host ${holder.host}, started ${holder.startedAt}) holds the lock; stop it first or wait`;
 
 const reasonOption: Record<string, OptionSpec> = {
   reason: { type: 'string', valueName: 'TEXT', description: 'why (required; recorded in the task\'s result)' },

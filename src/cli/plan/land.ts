@@ -4,14 +4,13 @@
 // there is nothing to land (the plan never ran, or its ref is gone).
 
 import { ownLayout } from '../../adapters/layout.ts';
-import { acquireLock, currentLockInfo } from '../../adapters/plan-store.ts';
+import { acquireLock, currentLockInfo, lockHeldMessage } from '../../adapters/plan-store.ts';
 import { approvalHint, commandHint, shellWord } from '../../core/command-hint.ts';
 import type { LandMode } from '../../core/landing.ts';
 import { type LandBlocked, type LandReport, type LandTarget, cleanPlans, describeTargetProblem, findLandTarget, landTarget, repositoryOf, runPathOf } from '../../run/plan-landing.ts';
 import type { Command, Io } from '../command.ts';
 import { CliError, EXIT, type ExitCode, usageError } from '../exit.ts';
 import { planPathFrom } from '../load.ts';
-import { lockHeldMessage } from './interventions.ts';
 import { jsonOption, planOption } from './options.ts';
 import type { Result } from '../../core/failure.ts';
 

@@ -4,7 +4,7 @@
 import { dirname } from 'node:path';
 import { Git } from '../../adapters/git/repository.ts';
 import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../../adapters/orphans.ts';
-import { acquireLock, currentLockInfo } from '../../adapters/plan-store.ts';
+import { acquireLock, currentLockInfo, lockHeldMessage } from '../../adapters/plan-store.ts';
 import { assertNever } from '../../core/failure.ts';
 import { formatDuration, oneLine } from '../../core/format.ts';
 import { type ProbeReport, probeFindings, probeHeadline } from '../../core/probe.ts';
@@ -16,7 +16,6 @@ import { type Command, type Io } from '../command.ts';
 import { RANGES } from '../numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, usageError } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';
-import { lockHeldMessage } from './interventions.ts';
 import { jsonOption, planOption } from './options.ts';
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
