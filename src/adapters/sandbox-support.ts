@@ -11,8 +11,9 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, readlinkSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { uptime } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { type Result, ok } from '../core/failure.ts';
+import { findExecutable } from './executables.ts';
 
 /** How long a yes is believed without asking again, whatever the facts say. */
 export const SUPPORT_KEPT_MS = 24 * 60 * 60 * 1000;
@@ -34,20 +35,6 @@ function fileFacts(path: string): string | null {
   } catch {
     return null;
   }
-}
-
-/** The first executable `name` on `path`, as `which` finds it; null when there is none. */
-function onPath(name: string, path: string): string | null {
-  for (const dir of path.split(delimiter)) {
-    if (dir === '') continue;
-    try {
-      const s = statSync(join(dir, name));
-      if (s.isFile() && (s.mode & 0o111) !== 0) return join(dir, name);
-    } catch {
-      // not here
-    }
-  }
-  return null;
 }
 
 const read = (path: string): string | null => {
@@ -84,7 +71,7 @@ export function supportKey(input: SupportFactsInput): string | null {
   if (tools === undefined) return null;
   const facts: Array<string | null> = [input.platform, `uid ${process.getuid?.() ?? ''}`, `node ${process.version}`, fileFacts(input.nodePath), fileFacts(input.sandboxCli)];
   for (const tool of tools) {
-    const found = tool === 'sandbox-exec' ? '/usr/bin/sandbox-exec' : onPath(tool, input.env.PATH ?? '');
+    const found = tool === 'sandbox-exec' ? '/usr/bin/sandbox-exec' : findExecutable(tool, input.env, '/');
     const identity = found === null ? null : fileFacts(found);
     if (identity === null) return null;
     facts.push(identity);

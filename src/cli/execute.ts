@@ -1,8 +1,8 @@
 // `execute`: run a plan headless with real `claude -p` workers.
 
-import { constants } from 'node:fs';
-import { access, realpath, stat } from 'node:fs/promises';
-import { basename, delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
+import { realpath } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import { findExecutable } from '../adapters/executables.ts';
 import { Git } from '../adapters/git/repository.ts';
 import { gitProcessCount } from '../adapters/git/runner.ts';
 import { ownLayout } from '../adapters/layout.ts';
@@ -156,20 +156,6 @@ function settingsFrom(values: Record<string, unknown>, numbers: Numbers, io: Io)
 
 const seconds = (value: number | undefined): number | undefined => (value === undefined ? undefined : value * 1000);
 
-/** Where the agent CLI is, or null. A bare name is looked up on PATH. */
-async function findExecutable(bin: string, env: NodeJS.ProcessEnv, cwd: string): Promise<string | null> {
-  const candidates = bin.includes('/') ? [isAbsolute(bin) ? bin : resolve(cwd, bin)] : (env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, bin));
-  for (const c of candidates) {
-    try {
-      await access(c, constants.X_OK);
-      if ((await stat(c)).isFile()) return c;
-    } catch {
-      // not here
-    }
-  }
-  return null;
-}
-
 /** `--dry-run`: what the run would do, as text or (--json) one event per line; nothing starts. */
 function dryRun(plan: Plan, settings: Settings, permissions: WorkerPermissions[], io: Io): ExitCode {
   const events = dryRunEvents(plan, settings, permissions);
@@ -203,7 +189,7 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   const permissions = await workerRules(plan, settings);
   if (settings.dryRun) return dryRun(plan, settings, permissions, io);
 
-  const claudeBin = await findExecutable(settings.claudeBin, io.env, io.cwd);
+  const claudeBin = findExecutable(settings.claudeBin, io.env, io.cwd);
   if (claudeBin === null) {
     throw new CliError(EXIT.cannotRun, [
       `the Claude Code CLI "${settings.claudeBin}" was not found. Install it with \`npm install -g @anthropic-ai/claude-code\`, or pass --claude-bin PATH (or set CLAUDE_BIN).`,
