@@ -14,7 +14,7 @@ import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sandboxSupport } from '../../src/adapters/sandbox.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
-import { type ContentBlock, type ModelServer, type ScriptedRequest, startModelServer, text, toolUse } from '../support/model-server.ts';
+import { type ContentBlock, type ModelServer, type ScriptedRequest, rendezvous, startModelServer, text, toolUse } from '../support/model-server.ts';
 import { makePlan, writePlan } from '../support/plans.ts';
 import { type StreamEvent, claudeBin, claudeEnv, parseStreamJson, repoRoot, tempHome } from '../support/real-claude.ts';
 
@@ -200,10 +200,13 @@ describe.each(installs)('$command in the default permission mode, nothing pre-ap
       1: (cwd) => [[toolUse('Write', { file_path: join(cwd, 'b.txt'), content: 'beta\n' })], [toolUse('Bash', { command: 'mkdir -p build && echo ok > build/out.txt && rm -r build', description: 'build' })]],
       2: (cwd) => [[toolUse('Read', { file_path: join(cwd, 'a.txt') })], [toolUse('Write', { file_path: join(cwd, 'c.txt'), content: 'gamma\n' })]],
     };
+    // Tasks 0 and 1 are handed out together: each one's first answer waits for the other's first request.
+    const together = rendezvous([0, 1], 30_000);
     server = await startModelServer({
-      respond: (req) => {
+      respond: async (req) => {
         if (req.prompt.startsWith('First read the file ')) {
           const task = Number(/task-(\d+)\.md/.exec(req.prompt)?.[1]);
+          if (req.assistantTurns === 0 && (task === 0 || task === 1)) await together(task);
           for (const c of lastCalls(req)) workerResults.push({ task, tool: `${c.name} ${JSON.stringify(c.input).slice(0, 120)}`, result: c.result });
           return playWorker(req, repo.dir, scripts);
         }

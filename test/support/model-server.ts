@@ -408,6 +408,25 @@ export function failFirst(error: ErrorReply, then: TurnScript, failures = 1): Tu
   return (req) => (req.attempt <= failures ? error : typeof then === 'function' ? then(req) : then);
 }
 
+/**
+ * Holds requests until every party named has arrived (or `timeoutMs` has passed), so that two
+ * agents' conversations overlap whatever the machine's load: when the CLI runs them at once, each
+ * one's first answer waits for the other's first request; when it runs them one after the other,
+ * the first waits out the time limit and the overlap a test asserts is not there.
+ */
+export function rendezvous<Party>(parties: readonly Party[], timeoutMs: number): (party: Party) => Promise<void> {
+  const arrived = new Set<Party>();
+  let release!: () => void;
+  const everyone = new Promise<void>((resolve) => (release = resolve));
+  return async (party) => {
+    arrived.add(party);
+    if (parties.every((p) => arrived.has(p))) release();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([everyone, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    clearTimeout(timer);
+  };
+}
+
 export const NO_SCENARIO_TEXT = 'FAILED: the scripted model has no scenario for this prompt';
 export const NO_MORE_TURNS_TEXT = 'FAILED: the scripted scenario has no more turns';
 
