@@ -2,8 +2,8 @@
 // cycles, paths, overlaps. Every problem is one line naming where it is, e.g.
 // `tasks[3].blockedBy[0]: task 7 does not exist (the plan has 5 tasks)`.
 
-import { Ajv, type ErrorObject } from 'ajv';
-import schema from '../../schemas/plan.schema.json' with { type: 'json' };
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { validate as generatedValidator } from './plan-schema.generated.ts';
 import { type Layout, commandHint } from './command-hint.ts';
 import { type Result, err, ok } from './failure.ts';
 import { findCycles } from './graph.ts';
@@ -12,8 +12,9 @@ import { pathProblem } from './paths.ts';
 import { editRuleProblem } from './scope.ts';
 import { DEFAULT_MODEL, type Plan, SCHEMA_VERSION, statusOf } from './plan.ts';
 
-const ajv = new Ajv({ allErrors: true, strict: false });
-const validateSchema = ajv.compile(schema);
+// schemas/plan.schema.json compiled by ajv ahead of time (scripts/plan-validator.ts): loading ajv
+// and compiling the schema at every start cost more than the rest of a plan step's start-up.
+const validateSchema = generatedValidator as ValidateFunction;
 
 /** `/tasks/3/blockedBy/0` → `tasks[3].blockedBy[0]` */
 export function jsonPathOf(pointer: string): string {

@@ -43,7 +43,8 @@ describe('one spelling', () => {
   it('no code outside core/command-hint.ts spells a foreman command for one layout only', () => {
     const layoutBound = /\bplan\.ts [a-z]|scripts\/(plan|execute)\.ts|bin\/foreman (plan|execute)|npx tsx/;
     const found = sources(join(root, 'src'))
-      .filter((file) => !file.endsWith(join('core', 'command-hint.ts')))
+      // The generated validator holds schemas/plan.schema.json's text, a data file this test does not read.
+      .filter((file) => !file.endsWith(join('core', 'command-hint.ts')) && !file.endsWith('.generated.ts'))
       .flatMap((file) =>
         readFileSync(file, 'utf8')
           .split('\n')
