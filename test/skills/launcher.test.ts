@@ -100,6 +100,16 @@ describe("the plugin's bin/foreman, in a copy without node_modules", () => {
     expect(r.stdout).toBe('');
   });
 
+  it('with a node older than 20, names the version found and exits 3', async () => {
+    const path = await pathOf(['bash', 'dirname', 'readlink']);
+    // A node that answers --version as Node 18 does, and fails loudly if the launcher runs it for anything else.
+    await writeFile(join(path, 'node'), '#!/bin/bash\n[ "$1" = --version ] && { echo v18.19.0; exit 0; }\necho "ran node $*" >&2; exit 99\n', { mode: 0o755 });
+    const r = await run(join(pack, 'bin/foreman'), ['plan', 'status'], tmp, { PATH: path, HOME: tmp });
+    expect(r.exitCode).toBe(3);
+    expect(r.stderr.trim()).toBe('foreman: Node.js 20 or later is needed (found v18.19.0): install a newer one (https://nodejs.org)');
+    expect(r.stdout).toBe('');
+  });
+
   it('refuses a first word other than plan or execute with exit 2', async () => {
     const r = await run(viaSkillDir, ['install']);
     expect(r.exitCode).toBe(2);
