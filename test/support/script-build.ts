@@ -3,9 +3,9 @@
 // again (about 0.3 s against 1 s a start on a 2-core machine; the e2e files start hundreds).
 //
 // The bundle is of the sources as they are (vitest's global setup makes it before any test), with
-// the packages left to node_modules, and it sits two folders below the repository's top (`.test-build/run-<pid>/`), where
-// the sources' own layout finds the checkout (src/adapters/layout.ts): it runs as the checkout
-// runs under tsx, hints naming `npx tsx scripts/…` included. What only tsx can prove (that the
+// the packages but the sandbox runtime in it, one file a script (no chunks: its code must sit two
+// folders below the repository's top, `.test-build/run-<pid>/`, where the sources' own layout
+// finds the checkout, src/adapters/layout.ts): it runs as the checkout runs under tsx, hints naming `npx tsx scripts/…` included. What only tsx can prove (that the
 // README's `npx tsx scripts/…` commands start) keeps tests of its own.
 
 import { mkdir, readdir, rm } from 'node:fs/promises';
@@ -41,7 +41,11 @@ export async function buildScripts(root: string): Promise<string> {
     platform: 'node',
     format: 'esm',
     target: 'node20',
-    packages: 'external',
+    // The packages are bundled too: resolving them in node_modules at every start cost 0.1 s of
+    // CPU. All but the sandbox runtime, which finds its helpers (vendor/) beside its own files.
+    external: ['@anthropic-ai/sandbox-runtime'],
+    // Bundled CommonJS dependencies call `require` for Node's own modules.
+    banner: { js: "import { createRequire as __foremanCreateRequire } from 'node:module'; const require = __foremanCreateRequire(import.meta.url);" },
     // A linked map costs nothing at start-up; `node --enable-source-maps` reads it when a stack trace needs it.
     sourcemap: 'linked',
     logLevel: 'warning',
