@@ -1,6 +1,6 @@
-// The plan tool's start-up, as the skills pay it at every step: the built plugin's bundle
-// (plugin/dist/plan.mjs with plain node, what an installed plugin runs) against the sources under
-// tsx (what a checkout's bin/foreman runs). Wall time and CPU time (user + system) of the whole
+// The plan tool's start-up, as the skills pay it at every step: the built plugin's launcher
+// (plugin/bin/foreman, what a skill's step runs), its bundle alone (plugin/dist/plan.mjs with plain
+// node) and the sources under tsx (what a checkout's bin/foreman runs). Wall time and CPU time (user + system) of the whole
 // process, and its peak memory, medians of several runs.
 //   - `plan status` on a small plan (test/plans/valid/realistic.json, 8 tasks);
 //   - `plan next` on a 200-task plan in a fresh git repository each run (it marks tasks in
@@ -17,6 +17,7 @@ import { benchPlan } from './orchestrator.ts';
 import { median, ms, progress, table } from './timing.ts';
 
 const bundle = join(repoRoot, 'plugin/dist/plan.mjs');
+const launcher = join(repoRoot, 'plugin/bin/foreman');
 const sources = join(repoRoot, 'scripts/plan.ts');
 const smallPlan = join(repoRoot, 'test/plans/valid/realistic.json');
 
@@ -26,15 +27,15 @@ export interface Sample {
   maxRssKb: number;
 }
 
-/** One run of `node <args>` in `cwd`, timed by /usr/bin/time when present (for CPU and memory). */
-export function timed(args: string[], cwd: string): Sample {
+/** One run of `program <args>` (node unless said) in `cwd`, timed by /usr/bin/time when present (for CPU and memory). */
+export function timed(args: string[], cwd: string, program: string = process.execPath): Sample {
   const useTime = existsSync('/usr/bin/time');
   const t0 = performance.now();
   const r = useTime
-    ? spawnSync('/usr/bin/time', ['-f', '%U %S %M', process.execPath, ...args], { cwd, encoding: 'utf8' })
-    : spawnSync(process.execPath, args, { cwd, encoding: 'utf8' });
+    ? spawnSync('/usr/bin/time', ['-f', '%U %S %M', program, ...args], { cwd, encoding: 'utf8' })
+    : spawnSync(program, args, { cwd, encoding: 'utf8' });
   const wallMs = performance.now() - t0;
-  if (r.status !== 0) throw new Error(`node ${args.join(' ')} exited ${r.status}: ${r.stderr.slice(-500)}`);
+  if (r.status !== 0) throw new Error(`${program} ${args.join(' ')} exited ${r.status}: ${r.stderr.slice(-500)}`);
   if (!useTime) return { wallMs, cpuMs: Number.NaN, maxRssKb: Number.NaN };
   const [user, system, rss] = r.stderr.trim().split('\n').at(-1)!.split(' ').map(Number);
   return { wallMs, cpuMs: (user! + system!) * 1000, maxRssKb: rss! };
@@ -46,21 +47,33 @@ export const medianCells = (samples: readonly Sample[]): string[] => {
   return [ms(mid((s) => s.wallMs)), ms(mid((s) => s.cpuMs)), `${Math.round(mid((s) => s.maxRssKb) / 1024)} MB`];
 };
 
+/** A way of running the plan tool: `program` (node unless said) with `args(the tool's arguments)`. */
+export interface PlanToolRun {
+  name: string;
+  /** The file the run needs (it is skipped when the file is missing). */
+  script: string;
+  program?: string;
+  args: (toolArgs: string[]) => string[];
+}
+
 /** The plan tool run two ways: a built bundle with plain node, and the sources under tsx. */
-export const planToolRuns = (bundlePath = bundle) => [
-  { name: `bundle (node ${bundlePath.startsWith(repoRoot) ? relative(repoRoot, bundlePath) : bundlePath})`, script: bundlePath, args: (a: string[]) => [bundlePath, ...a] },
-  { name: 'sources (node --import tsx scripts/plan.ts)', script: sources, args: (a: string[]) => ['--import', tsxLoader, sources, ...a] },
+export const planToolRuns = (bundlePath = bundle): PlanToolRun[] => [
+  { name: `bundle (node ${bundlePath.startsWith(repoRoot) ? relative(repoRoot, bundlePath) : bundlePath})`, script: bundlePath, args: (a) => [bundlePath, ...a] },
+  { name: 'sources (node --import tsx scripts/plan.ts)', script: sources, args: (a) => ['--import', tsxLoader, sources, ...a] },
 ];
+
+/** What a skill's step runs: the plugin's launcher, which finds node and starts the bundle. */
+const launcherRun: PlanToolRun = { name: 'launcher (plugin/bin/foreman plan)', script: launcher, program: launcher, args: (a) => ['plan', ...a] };
 
 export async function benchStartup(o: { reps?: number } = {}): Promise<string> {
   if (!existsSync(bundle)) return `No bundle at ${bundle}: run \`npm run build\` first.`;
   const reps = o.reps ?? 7;
   const rows: string[][] = [];
   const plan = benchPlan(200, 0);
-  for (const v of planToolRuns()) {
+  for (const v of [launcherRun, ...planToolRuns()]) {
     progress(`startup: ${v.name}, plan status`);
     const status: Sample[] = [];
-    for (let i = 0; i < reps; i++) status.push(timed(v.args(['status', '--plan', smallPlan]), repoRoot));
+    for (let i = 0; i < reps; i++) status.push(timed(v.args(['status', '--plan', smallPlan]), repoRoot, v.program));
     progress(`startup: ${v.name}, plan next on 200 tasks`);
     const next: Sample[] = [];
     for (let i = 0; i < Math.max(3, Math.ceil(reps / 2)); i++) {
@@ -69,7 +82,7 @@ export async function benchStartup(o: { reps?: number } = {}): Promise<string> {
         await writePlan(repo.dir, plan);
         await repo.git(['add', '-A']);
         await repo.git(['commit', '-q', '-m', 'plan']);
-        next.push(timed(v.args(['next', '--concurrency', '4']), repo.dir));
+        next.push(timed(v.args(['next', '--concurrency', '4']), repo.dir, v.program));
       } finally {
         await repo.cleanup();
       }
