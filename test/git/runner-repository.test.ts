@@ -50,6 +50,23 @@ describe('repository basics', () => {
     expect(await new Git(path.join(plain, 'does-not-exist')).isRepo()).toBe(false);
   });
 
+  it('isRepo learns the top in the same git process, a top whose name holds a line break included', async () => {
+    const r = await repo({ 'a.txt': 'a\n' });
+    const odd = path.join(await mkdtemp(path.join(os.tmpdir(), 'foreman-odd-')), 'two\nlines');
+    try {
+      await r.git(['clone', '-q', r.dir, odd]);
+      const g = new Git(odd);
+      const before = gitProcessCount();
+      expect(await g.isRepo()).toBe(true);
+      expect(await g.root()).toBe(odd);
+      expect(gitProcessCount() - before).toBe(1);
+      // Inside the git directory is not inside a working tree.
+      expect(await new Git(path.join(odd, '.git')).isRepo()).toBe(false);
+    } finally {
+      await rm(path.dirname(odd), { recursive: true, force: true });
+    }
+  });
+
   it('headCommit is null on an unborn branch', async () => {
     const r = await repo({ 'a.txt': 'a\n' }, { unborn: true });
     const g = new Git(r.dir);

@@ -84,11 +84,17 @@ export class Git {
     return runGit(args, { cwd: await this.root(), input, pathNames: true });
   }
 
-  /** True when `dir` is inside a git working tree. */
+  /** True when `dir` is inside a git working tree. The same git process says where its top is (`root`). */
   async isRepo(): Promise<boolean> {
     if (!(await exists(this.dir))) return false;
-    const r = await this.tryRun(['rev-parse', '--is-inside-work-tree'], this.dir);
-    return r.ok && r.value.trim() === 'true';
+    // Outside a working tree `--show-toplevel` fails, and so does the call.
+    const r = await this.tryRun(['rev-parse', '--is-inside-work-tree', '--show-toplevel'], this.dir);
+    if (!r.ok) return false;
+    const [inside, ...top] = r.value.replace(/\n$/, '').split('\n');
+    if (inside !== 'true') return false;
+    // Everything after the first line: a top whose name holds a line break stays whole.
+    this.rootPromise ??= Promise.resolve(top.join('\n'));
+    return true;
   }
 
   /** Absolute path of the working tree's top-level directory. */
