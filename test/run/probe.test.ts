@@ -147,11 +147,13 @@ describe('runProbe', () => {
     expect(perCheck.value.budget.exhausted).toBe(false);
 
     // The whole probe's budget: the hanging check is cut at what is left, the next is not run.
-    const whole = await runProbe(plan, { repo: r.dir, checkTimeoutMs: 600_000, timeoutMs: 300, timeoutFlag: 'plan probe --timeout', env: { ...process.env, PROBE_WHERE: where } });
+    // The budget covers the probe's scratch checkout too: 3 s, so that on a loaded machine the
+    // first check still starts inside it (with 300 ms it sometimes did not, and was not run).
+    const whole = await runProbe(plan, { repo: r.dir, checkTimeoutMs: 600_000, timeoutMs: 3000, timeoutFlag: 'plan probe --timeout', env: { ...process.env, PROBE_WHERE: where } });
     if (!whole.ok) throw new Error('probe failed');
     expect(whole.value.tasks[0]!.checks[0]!.outcome).toBe('timed-out');
     // Cut at what was left of the whole probe's budget: that flag is named.
-    expect(whole.value.tasks[0]!.checks[0]!.reason).toMatch(/^`echo \$\$ >> "\$PROBE_WHERE"; sleep 1000` timed out after \d+ms \(the rest of the 300ms set by plan probe --timeout\); its whole process group was ended$/);
+    expect(whole.value.tasks[0]!.checks[0]!.reason).toMatch(/^`echo \$\$ >> "\$PROBE_WHERE"; sleep 1000` timed out after (\d+ms|\d(\.\d)?s) \(the rest of the 3s set by plan probe --timeout\); its whole process group was ended$/);
     expect(whole.value.tasks[1]!.checks[0]).toMatchObject({ outcome: 'not-run', reason: expect.stringContaining('budget') });
     expect(whole.value.budget.exhausted).toBe(true);
     await expectSchema('probe', whole.value);
