@@ -83,6 +83,25 @@ describe.runIf(linux)('markers (Linux: /proc/<pid>/environ)', () => {
     for (const m of markers) expect(findMarked(PROCESS_MARKER_VARIABLE, m)).toEqual([]);
   });
 
+  it('finds a marker at the end of an environment larger than the buffer a scan reads into (64 KiB), and only its own', async () => {
+    const { marker, env } = newProcessMarker();
+    const other = newProcessMarker();
+    // Variables are laid out in the order given: the marker comes after 200 KiB of others.
+    const large = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`FOREMAN_TEST_FILLER_${i}`, 'x'.repeat(4096)]));
+    const sleeper = execa('sleep', ['1000'], { env: { ...large, ...env }, extendEnv: false, reject: false });
+    const bystander = execa('sleep', ['1000'], { env: other.env, extendEnv: false, reject: false });
+    try {
+      const deadline = Date.now() + 10_000;
+      while (findMarked(PROCESS_MARKER_VARIABLE, marker).length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(findMarked(PROCESS_MARKER_VARIABLE, marker)).toEqual([{ pid: sleeper.pid, command: 'sleep 1000' }]);
+      expect(findMarked(PROCESS_MARKER_VARIABLE, other.marker)).toEqual([{ pid: bystander.pid, command: 'sleep 1000' }]);
+    } finally {
+      sleeper.kill('SIGKILL');
+      bystander.kill('SIGKILL');
+      await Promise.all([sleeper, bystander]);
+    }
+  });
+
   it('a command that leaves nothing behind says nothing', async () => {
     const result = await runShell('echo plain', { cwd: dir, timeoutMs: 30_000 });
     expect(result.output).toBe('plain\n');

@@ -14,7 +14,7 @@
 //   orchestrator exits without cleaning up (`process.exit`, an uncaught error).
 
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readSync, readdirSync, readFileSync } from 'node:fs';
 import { clipHead } from '../core/format.ts';
 
 /** Whether /proc describes processes here (Linux). Checked once. */
@@ -313,12 +313,37 @@ export interface MarkedProcess {
   command: string;
 }
 
-/** NUL-separated `/proc/<pid>/environ` holds `NAME=value`; null when it cannot be read (gone, not ours). */
-function procEnviron(pid: number): string | null {
+/** Where every scan reads environments into (grown for a larger one): a scan reads one per process on the machine. */
+let environBuffer = Buffer.allocUnsafe(64 * 1024);
+
+/**
+ * `/proc/<pid>/environ` (NUL-separated `NAME=value`) when it holds `needle`; null when it does
+ * not, or cannot be read (gone, not ours). Read into one reused buffer and searched as bytes:
+ * most processes carry no marker, and a scan reads every process of the machine, so one that is
+ * ruled out costs no allocation (against readFileSync's, which also asks the size first: about a
+ * third less time a scan).
+ */
+function procEnvironHolding(pid: number, needle: Buffer): string | null {
+  let fd: number | undefined;
   try {
-    return readFileSync(`/proc/${pid}/environ`, 'latin1');
+    fd = openSync(`/proc/${pid}/environ`, 'r');
+    let length = 0;
+    for (;;) {
+      if (length === environBuffer.length) {
+        const larger = Buffer.allocUnsafe(environBuffer.length * 2);
+        environBuffer.copy(larger, 0, 0, length);
+        environBuffer = larger;
+      }
+      const read = readSync(fd, environBuffer, length, environBuffer.length - length, null);
+      if (read === 0) break;
+      length += read;
+    }
+    const environ = environBuffer.subarray(0, length);
+    return environ.indexOf(needle) === -1 ? null : environ.toString('latin1');
   } catch {
     return null;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 
@@ -344,11 +369,12 @@ function markedProcesses(variable: string): Map<string, MarkedProcess[]> {
   const add = (value: string, marked: MarkedProcess) => found.set(value, [...(found.get(value) ?? []), marked]);
   const valuesIn = (entries: readonly string[]): string[] => [...new Set(entries.filter((e) => e.startsWith(prefix)).map((e) => e.slice(prefix.length)))];
   if (hasProcfs()) {
+    const needle = Buffer.from(prefix, 'latin1');
     for (const pid of procPids() ?? []) {
       if (pid === process.pid) continue;
-      const environ = procEnviron(pid);
-      // Most processes carry no marker: one search rules them out before anything is split.
-      if (environ === null || !environ.includes(prefix)) continue;
+      // Most processes carry no marker: one search of the bytes rules them out before anything is split.
+      const environ = procEnvironHolding(pid, needle);
+      if (environ === null) continue;
       const values = valuesIn(environ.split('\0'));
       if (values.length === 0) continue;
       const st = procStat(pid);
