@@ -4,35 +4,21 @@
 // worker starts; --no-gate runs it anyway; a flaky gate fails no task; a run killed while the gate
 // runs resumes with its candidates held on refs/foreman-candidate/… and tests them.
 
-import { execa, type ResultPromise } from 'execa';
+import { execa } from 'execa';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { processAlive } from '../../src/adapters/processes.ts';
 import type { RunEvent } from '../../src/core/events.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { groupRuns, renderReport, reportData } from '../../src/core/report.ts';
 import { executeScript, fakeWorker, runExecute, runPlanTool, nodeArgsFor } from '../support/execute.ts';
-import { fakeEvents, repoWithPlan } from '../support/fake-run.ts';
+import { fakeEvents, leftovers, repoWithPlan } from '../support/fake-run.ts';
 import type { TempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
-const repos: TempGitRepo[] = [];
-const scratch: string[] = [];
-const children: ResultPromise[] = [];
-afterEach(async () => {
-  for (const child of children.splice(0)) child.kill('SIGKILL');
-  while (repos.length) await repos.pop()!.cleanup();
-  for (const dir of scratch.splice(0)) await rm(dir, { recursive: true, force: true });
-});
-
-async function tempDir(prefix: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), prefix));
-  scratch.push(dir);
-  return dir;
-}
+const { repos, children, tempDir } = leftovers();
 
 // The project: lib.js exports greet(), with its own test.
 const LIB = "exports.greet = (name) => `hi ${name}`;\n";

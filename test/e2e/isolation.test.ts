@@ -3,32 +3,17 @@
 // and the person's tree changes only when finished work lands on files they have not changed.
 // Crashes (kill -9 at random, resumed until done) are in chaos.test.ts.
 
-import type { ResultPromise } from 'execa';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
 import { runExecute, runPlanTool } from '../support/execute.ts';
-import { type FakeEvent, fakeEvents, repoWithPlan, startExecute, waitFor } from '../support/fake-run.ts';
+import { type FakeEvent, fakeEvents, leftovers, repoWithPlan, startExecute, waitFor } from '../support/fake-run.ts';
 import type { TempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
 
-const repos: TempGitRepo[] = [];
-const scratch: string[] = [];
-const children: ResultPromise[] = [];
-afterEach(async () => {
-  for (const child of children.splice(0)) child.kill('SIGKILL');
-  while (repos.length) await repos.pop()!.cleanup();
-  for (const dir of scratch.splice(0)) await rm(dir, { recursive: true, force: true });
-});
-
-async function tempDir(prefix: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), prefix));
-  scratch.push(dir);
-  return dir;
-}
+const { repos, children, tempDir } = leftovers();
 
 /** A repository with the plan, a journal, and a worktree root of its own (so what the run leaves there can be seen). */
 async function setup(plan: Plan, files?: Record<string, string>) {

@@ -1,7 +1,7 @@
 // Interrupts, the run lock, dirty trees and hostile plans: nothing a person did is lost, no
 // worker is left running, and the run can always be resumed.
 
-import { execa, type ResultPromise } from 'execa';
+import { execa } from 'execa';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
@@ -11,19 +11,13 @@ import type { Plan } from '../../src/core/plan.ts';
 import { parsePlan } from '../../src/core/validate.ts';
 import { groupAlive, processStartTime } from '../../src/adapters/processes.ts';
 import { planScript, runExecute, runPlanTool, nodeArgsFor } from '../support/execute.ts';
-import type { TempGitRepo } from '../support/git-repo.ts';
-import { type FakeEvent, fakeEvents, repoWithPlan, startExecute, waitFor as waitForIt } from '../support/fake-run.ts';
+import { type FakeEvent, fakeEvents, leftovers, repoWithPlan, startExecute, waitFor as waitForIt } from '../support/fake-run.ts';
 import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
 import { alive } from '../support/processes.ts';
 import { makeZombie } from '../support/zombies.ts';
 import { agentWorktreeFor } from '../skills/support.ts';
 
-const repos: TempGitRepo[] = [];
-const children: ResultPromise[] = [];
-afterEach(async () => {
-  for (const c of children.splice(0)) c.kill('SIGKILL');
-  while (repos.length) await repos.pop()!.cleanup();
-});
+const { repos, children } = leftovers();
 
 const setup = (plan: Plan, files?: Record<string, string>) => repoWithPlan(plan, repos, files);
 

@@ -3,26 +3,16 @@
 // the same, and a second SIGTERM stops it at once; an edit to the plan file while the run holds it
 // is kept, byte for byte, where the run says, and never written over.
 
-import type { ResultPromise } from 'execa';
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseJournal } from '../../src/adapters/journal.ts';
 import { type Plan, statusOf } from '../../src/core/plan.ts';
 import { runExecute, runPlanTool } from '../support/execute.ts';
-import type { TempGitRepo } from '../support/git-repo.ts';
-import { fakeEvents, repoWithPlan, startExecute, waitFor } from '../support/fake-run.ts';
+import { fakeEvents, leftovers, repoWithPlan, startExecute, waitFor } from '../support/fake-run.ts';
 import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
 
-const repos: TempGitRepo[] = [];
-const children: ResultPromise[] = [];
-const scratch: string[] = [];
-afterEach(async () => {
-  for (const c of children.splice(0)) c.kill('SIGKILL');
-  while (repos.length) await repos.pop()!.cleanup();
-  for (const d of scratch.splice(0)) await rm(d, { recursive: true, force: true });
-});
+const { repos, children, tempDir } = leftovers();
 
 const start = (dir: string, journal: string, args: string[] = []) => startExecute(dir, ['--no-probe', '--json', ...args], { FAKE_WORKER_JOURNAL: journal }, children);
 
@@ -38,8 +28,7 @@ const eventsOf = (stdout: string) =>
     .map((l) => JSON.parse(l) as { type: string; [k: string]: unknown });
 
 async function signals(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'foreman-controls-'));
-  scratch.push(dir);
+  const dir = await tempDir('foreman-controls-');
   return dir;
 }
 

@@ -6,23 +6,12 @@
 
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import type { Plan } from '../../src/core/plan.ts';
-import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
-import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
-import { agentLeftovers, checkedStep, isolatedSubagent, step } from './support.ts';
+import { describe, expect, it } from 'vitest';
+import type { TempGitRepo } from '../support/git-repo.ts';
+import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
+import { agentLeftovers, checkedStep, isolatedSubagent, plannedRepos, step } from './support.ts';
 
-const repos: TempGitRepo[] = [];
-afterEach(async () => {
-  while (repos.length) await repos.pop()!.cleanup();
-});
-
-async function repoWith(plan: Plan, files: Record<string, string> = { 'README.md': 'hello\n' }) {
-  const repo = await tempGitRepo(files);
-  repos.push(repo);
-  const planPath = await writePlan(repo.dir, plan);
-  return { repo, planPath };
-}
+const { repoWith } = plannedRepos();
 
 /** Runs every task `next` handed out as an isolated subagent and finalizes them all. */
 async function round(dir: string, next: any) {

@@ -4,25 +4,13 @@
 
 import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { acquireLock, currentLockInfo } from '../../src/adapters/plan-store.ts';
-import type { Plan } from '../../src/core/plan.ts';
 import { runExecute } from '../support/execute.ts';
-import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
-import { agentLeftovers, checkedStep, dirtyOutsideDesign, headTree, isolatedSubagent, playLead, step, stepViaLauncher } from './support.ts';
+import { agentLeftovers, checkedStep, dirtyOutsideDesign, headTree, isolatedSubagent, playLead, plannedRepos, step, stepViaLauncher } from './support.ts';
 
-const repos: TempGitRepo[] = [];
-afterEach(async () => {
-  while (repos.length) await repos.pop()!.cleanup();
-});
-
-async function repoWith(plan: Plan, files: Record<string, string> = { 'README.md': 'hello\n' }) {
-  const repo = await tempGitRepo(files);
-  repos.push(repo);
-  const planPath = await writePlan(repo.dir, plan);
-  return { repo, planPath };
-}
+const { repoWith, tempRepo } = plannedRepos();
 
 const archives = async (dir: string) => (await readdir(join(dir, '.design/history')).catch(() => [])).filter((f) => f.endsWith('-plan.json'));
 
@@ -249,8 +237,7 @@ describe('the /execute steps played by a model-free lead', () => {
   });
 
   it('refuses with a JSON error: no plan, an invalid plan, a bad results file, a worktree that is not a subagent\'s, a held lock; a dirty planned file is a notice', async () => {
-    const repo = await tempGitRepo({ 'notes.txt': 'original\n' });
-    repos.push(repo);
+    const repo = await tempRepo({ 'notes.txt': 'original\n' });
     const none = await checkedStep(step, repo.dir, ['setup']);
     expect(none).toMatchObject({ code: 2, json: { error: { kind: 'no-plan' } } });
     expect(none.stderr.split('\n')).toHaveLength(1);

@@ -6,10 +6,13 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { execa } from 'execa';
-import { expect } from 'vitest';
+import { afterEach, expect } from 'vitest';
 import { type Io, runProgram } from '../../src/cli/command.ts';
 import { planCommands } from '../../src/cli/plan/index.ts';
+import type { Plan } from '../../src/core/plan.ts';
 import { fakeWorker, repoRoot } from '../support/execute.ts';
+import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
+import { writePlan } from '../support/plans.ts';
 
 export const launcher = join(repoRoot, 'bin/foreman');
 
@@ -212,4 +215,30 @@ export async function copyCheckout(dest: string): Promise<void> {
     // Listed but deleted in the working tree: skip it.
     await cp(join(repoRoot, f), join(dest, f), { preserveTimestamps: true }).catch(() => undefined);
   }
+}
+
+/**
+ * Repositories removed after each test (this registers the `afterEach`): `tempRepo` with `files`
+ * committed, `repoWith` with `plan` written in it too.
+ */
+export function plannedRepos(): {
+  tempRepo: (files: Record<string, string>) => Promise<TempGitRepo>;
+  repoWith: (plan: Plan, files?: Record<string, string>) => Promise<{ repo: TempGitRepo; planPath: string }>;
+} {
+  const repos: TempGitRepo[] = [];
+  afterEach(async () => {
+    while (repos.length) await repos.pop()!.cleanup();
+  });
+  const tempRepo = async (files: Record<string, string>) => {
+    const repo = await tempGitRepo(files);
+    repos.push(repo);
+    return repo;
+  };
+  return {
+    tempRepo,
+    repoWith: async (plan, files = { 'README.md': 'hello\n' }) => {
+      const repo = await tempRepo(files);
+      return { repo, planPath: await writePlan(repo.dir, plan) };
+    },
+  };
 }

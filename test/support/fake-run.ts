@@ -1,8 +1,10 @@
 // A temporary repository holding a plan, plus the fake worker's journal next to it.
 
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
+import { afterEach } from 'vitest';
 import { executeScript, fakeWorker, nodeArgsFor } from './execute.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { type TempGitRepo, tempGitRepo } from './git-repo.ts';
@@ -64,4 +66,26 @@ export async function waitFor(what: string, check: () => Promise<boolean>, timeo
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/**
+ * What an end-to-end test file leaves behind, ended or removed after each test (registers the
+ * `afterEach`): repositories (`repoWithPlan`'s list), runs started in the background, and
+ * scratch directories made by `tempDir`.
+ */
+export function leftovers(): { repos: TempGitRepo[]; children: ResultPromise[]; tempDir: (prefix: string) => Promise<string> } {
+  const repos: TempGitRepo[] = [];
+  const scratch: string[] = [];
+  const children: ResultPromise[] = [];
+  afterEach(async () => {
+    for (const child of children.splice(0)) child.kill('SIGKILL');
+    while (repos.length) await repos.pop()!.cleanup();
+    for (const dir of scratch.splice(0)) await rm(dir, { recursive: true, force: true });
+  });
+  const tempDir = async (prefix: string): Promise<string> => {
+    const dir = await mkdtemp(join(tmpdir(), prefix));
+    scratch.push(dir);
+    return dir;
+  };
+  return { repos, children, tempDir };
 }
