@@ -6,9 +6,8 @@
 //             plugin cache by version, so a release that forgets one is not picked up.
 //   build     builds the plugin again (scripts/build.ts) and fails when the plugin folder, or the
 //             plan validator it generates in src/core/, then differs from the commit (changed,
-//             deleted or new files): a source was changed without
-//             `npm run build`, or the build was edited by hand. It rewrites plugin/ in place, as
-//             `npm run build` does.
+//             deleted or new files): a source was changed without `npm run build`, or the build
+//             was edited by hand. It rewrites plugin/ in place, as `npm run build` does.
 //
 // Exit 0 when both hold, 1 when one does not (each problem on its own line), 2 on bad usage,
 // 3 when it cannot run (not a git checkout, a manifest missing or unreadable).

@@ -88,7 +88,7 @@ describe('a remembered answer', () => {
 
   it('a no is never kept, and does not erase a kept yes of other facts', async () => {
     const file = supportCacheFile(join(dir, 'cache'));
-    keepYes(file, 'facts-1', 5);
+    await keepYes(file, 'facts-1', 5);
     const no = asking(err('bubblewrap (bwrap) not installed'));
     for (let k = 0; k < 2; k++) expect(await rememberedSupport({ file, key: 'facts-2', now: () => 10, ask: no.ask })).toEqual(err('bubblewrap (bwrap) not installed'));
     expect(no.asked).toHaveLength(2);
@@ -102,7 +102,7 @@ describe('a remembered answer', () => {
     await writeFile(file, '{"key": "facts-1", "checkedAt": ');
     await rememberedSupport({ file, key: 'facts-1', now: () => 10, ask: yes.ask });
     expect(yes.asked).toHaveLength(1);
-    keepYes(file, 'facts-1', 1_000);
+    await keepYes(file, 'facts-1', 1_000);
     await rememberedSupport({ file, key: 'facts-1', now: () => 10, ask: yes.ask });
     expect(yes.asked).toHaveLength(2);
     await rm(file);

@@ -9,11 +9,13 @@
 // sysctl) asks again. A no is never kept: it is cheap to find again and the person may be fixing it.
 
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, readlinkSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, readlinkSync, statSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { uptime } from 'node:os';
 import { dirname, join } from 'node:path';
 import { type Result, ok } from '../core/failure.ts';
 import { findExecutable } from './executables.ts';
+import { writeFileAtomic } from './plan-store.ts';
 
 /** How long a yes is believed without asking again, whatever the facts say. */
 export const SUPPORT_KEPT_MS = 24 * 60 * 60 * 1000;
@@ -106,12 +108,10 @@ export function keptYes(file: string, key: string, now: number): boolean {
 }
 
 /** Keeps a yes for `key` (written whole: another run reads the old file or the new one). A cache that cannot be written only costs the next run its question. */
-export function keepYes(file: string, key: string, now: number): void {
-  const temporary = `${file}.${process.pid}.tmp`;
+export async function keepYes(file: string, key: string, now: number): Promise<void> {
   try {
-    mkdirSync(dirname(file), { recursive: true });
-    writeFileSync(temporary, `${JSON.stringify({ key, checkedAt: now } satisfies Kept)}\n`);
-    renameSync(temporary, file);
+    await mkdir(dirname(file), { recursive: true });
+    await writeFileAtomic(file, `${JSON.stringify({ key, checkedAt: now } satisfies Kept)}\n`);
   } catch {
     // not kept
   }
@@ -124,6 +124,6 @@ export function keepYes(file: string, key: string, now: number): void {
 export async function rememberedSupport(options: { file: string; key: string | null; now: () => number; ask: () => Promise<Result<void, string>> }): Promise<Result<void, string>> {
   if (options.key !== null && keptYes(options.file, options.key, options.now())) return ok(undefined);
   const answer = await options.ask();
-  if (answer.ok && options.key !== null) keepYes(options.file, options.key, options.now());
+  if (answer.ok && options.key !== null) await keepYes(options.file, options.key, options.now());
   return answer;
 }

@@ -4,10 +4,11 @@
 // that ends its process group and names the command, and a failure is a value, never a throw.
 // The runner counts the processes it starts (`gitProcessCount`; the bench divides it by tasks).
 
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { type ChildProcess, type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { type Result, err, ok } from '../../core/failure.ts';
 import { NO_HOOKS } from '../../core/git-text.ts';
+import { signalGroup } from '../processes.ts';
 
 /** A git command exited non-zero. */
 export class GitCommandError extends Error {
@@ -51,6 +52,11 @@ function gitTimeLimitMs(env: NodeJS.ProcessEnv): number {
   return Number.isInteger(seconds) && seconds > 0 ? seconds * 1000 : DEFAULT_GIT_TIME_LIMIT_MS;
 }
 
+/** Ends a git process started with `detached: true` (a group of its own) that ran out of time, with whatever it started. */
+function endGroup(child: ChildProcess): void {
+  if (child.pid === undefined || !signalGroup(child.pid, 'SIGKILL')) child.kill('SIGKILL');
+}
+
 let spawned = 0;
 /** How many git processes this process has started (the bench divides it by the tasks run). */
 export const gitProcessCount = (): number => spawned;
@@ -72,11 +78,7 @@ export function runGit(args: readonly string[], run: GitRun): Promise<Result<str
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        child.kill('SIGKILL');
-      }
+      endGroup(child);
     }, limitMs);
     child.stdout.on('data', (d: Buffer) => out.push(d));
     child.stderr.on('data', (d: Buffer) => errOut.push(d));
@@ -187,11 +189,7 @@ export class GitSession {
       const limitMs = gitTimeLimitMs(process.env);
       const timer = setTimeout(() => {
         this.fail(child, `\`git ${this.args[0]}\` did not answer within ${Math.round(limitMs / 1000)}s (the limit set by ${GIT_TIME_LIMIT_ENV}, in seconds); its process group was ended`);
-        try {
-          process.kill(-child.pid!, 'SIGKILL');
-        } catch {
-          child.kill('SIGKILL');
-        }
+        endGroup(child);
       }, limitMs);
       this.waiting = {
         child,

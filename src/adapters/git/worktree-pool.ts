@@ -17,11 +17,11 @@
 // (`captureWork`), so nothing in the person's repository ever needs an object only a slot holds.
 //
 // Reuse: a released slot is detached at the next attempt's commit with its files (`git checkout
-// --force --detach`: no branch to move) and cleared
-// of every untracked and ignored file (`git clean -ffdx`) except what provisioning put there (the
-// kept entries), so build output, caches and stray files of the previous attempt cannot make the
-// next attempt's checks pass. Both commands come from one shell (`runGitSteps`): one spawn. `.worktreeinclude` copies are copied again (their original content
-// back) and the `worktree.symlinkDirectories` links re-made when missing.
+// --force --detach`: no branch to move) and cleared of every untracked and ignored file (`git
+// clean -ffdx`) except what provisioning put there (the kept entries), so build output, caches and
+// stray files of the previous attempt cannot make the next attempt's checks pass. Both commands
+// come from one shell (`runGitSteps`): one spawn. `.worktreeinclude` copies are copied again
+// (their original content back) and the `worktree.symlinkDirectories` links re-made when missing.
 //
 // Provisioning: `.worktreeinclude` copies, symlinked directories, then the plan's setup command.
 // The setup runs again on a reused slot when the files it depends on (lock files) differ at the
