@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
 import { parsePlan } from '../../src/core/validate.ts';
+import { registryPathFor } from '../../src/adapters/orphans.ts';
 import { groupAlive, processStartTime } from '../../src/adapters/processes.ts';
 import { planScript, runExecute, runPlanTool, nodeArgsFor } from '../support/execute.ts';
 import { type FakeEvent, fakeEvents, leftovers, repoWithPlan, startExecute, waitFor as waitForIt } from '../support/fake-run.ts';
@@ -208,6 +209,10 @@ describe('nothing left running after a crash', () => {
       await waitFor('the acceptance check to start', async () => existsSync(pidFile) && (await readFile(pidFile, 'utf8')).trim() !== '');
       const checkGroup = Number((await readFile(pidFile, 'utf8')).trim());
       leftovers.push(checkGroup);
+      // Killed once the check is recorded: on a loaded machine the check can write its pid before
+      // finalize, descheduled right after starting it, has written the record.
+      const registry = registryPathFor(planPath);
+      await waitFor('finalize to record the check', async () => (await readFile(registry, 'utf8').catch(() => '')).includes(`"pgid": ${checkGroup},`));
       finalize.kill('SIGKILL');
       await finalize;
       expect(alive(checkGroup)).toBe(true);
