@@ -105,6 +105,37 @@ describe.runIf(linux)('markers (Linux: /proc/<pid>/environ)', () => {
     }
   });
 
+  it('finds a process at every scan while it goes from program to program (execve empties its environment for a moment)', async () => {
+    // 400 programs in turn, one pid: each `exec`s the next. Before scans looked again at an empty
+    // environment, a fifth of them missed it.
+    const chain = join(dir, 'chain.sh');
+    await writeFile(chain, `n=$1; if [ "$n" -gt 0 ]; then exec sh '${chain}' $((n - 1)); fi; exec sleep 1000\n`);
+    const { marker, env } = newProcessMarker();
+    const child = execa('sh', [chain, '400'], { env, reject: false });
+    const missed: number[] = [];
+    let scans = 0;
+    try {
+      for (;;) {
+        const command = (() => {
+          try {
+            return readFileSync(`/proc/${child.pid}/cmdline`, 'utf8');
+          } catch {
+            return '';
+          }
+        })();
+        if (command.startsWith('sleep')) break;
+        expect(processAlive(child.pid!)).toBe(true);
+        scans++;
+        if (findMarked(PROCESS_MARKER_VARIABLE, marker).length === 0) missed.push(scans);
+      }
+      expect(scans).toBeGreaterThan(20);
+      expect(missed).toEqual([]);
+    } finally {
+      child.kill('SIGKILL');
+      await child;
+    }
+  });
+
   it('a command that leaves nothing behind says nothing', async () => {
     const result = await runShell('echo plain', { cwd: dir, timeoutMs: 30_000 });
     expect(result.output).toBe('plain\n');

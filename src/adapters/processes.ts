@@ -38,6 +38,14 @@ interface ProcStat {
   pgrp: number;
   /** Field 22: clock ticks since boot. */
   startTime: string;
+  /** Field 9: the kernel's flags of the task (PF_KTHREAD marks a kernel thread). */
+  flags: number;
+  /**
+   * Field 51 (Linux 3.5 and later; 0 when not ours to read): where the environment ends in the
+   * process's memory. 0 while the process is between programs: execve has replaced its memory and
+   * not yet laid out the new program's environment. Undefined on kernels that lack the field.
+   */
+  environmentEnd: number | undefined;
 }
 
 /** /proc/<pid>/stat, or null when there is no such process. */
@@ -50,7 +58,15 @@ function procStat(pid: number): ProcStat | null {
   }
   // pid (comm) state ppid pgrp …; comm may contain spaces and parentheses.
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return { state: fields[0] ?? '', ppid: Number(fields[1]), pgrp: Number(fields[2]), startTime: fields[19] ?? '' };
+  const environmentEnd = fields[48];
+  return {
+    state: fields[0] ?? '',
+    ppid: Number(fields[1]),
+    pgrp: Number(fields[2]),
+    startTime: fields[19] ?? '',
+    flags: Number(fields[6]),
+    environmentEnd: environmentEnd === undefined ? undefined : Number(environmentEnd),
+  };
 }
 
 const isGone = (state: string): boolean => state.startsWith('Z') || state.startsWith('X');
@@ -316,14 +332,21 @@ export interface MarkedProcess {
 /** Where every scan reads environments into (grown for a larger one): a scan reads one per process on the machine. */
 let environBuffer = Buffer.allocUnsafe(64 * 1024);
 
+/** What one read of `/proc/<pid>/environ` found. */
+type EnvironRead =
+  | { kind: 'holds'; environ: string }
+  | { kind: 'lacks' }
+  /** Nothing to read: a kernel thread, an empty environment, or a process between programs. */
+  | { kind: 'empty' };
+
 /**
- * `/proc/<pid>/environ` (NUL-separated `NAME=value`) when it holds `needle`; null when it does
- * not, or cannot be read (gone, not ours). Read into one reused buffer and searched as bytes:
+ * `/proc/<pid>/environ` (NUL-separated `NAME=value`), and whether it holds `needle`; a process
+ * that is gone or not ours to read lacks it. Read into one reused buffer and searched as bytes:
  * most processes carry no marker, and a scan reads every process of the machine, so one that is
  * ruled out costs no allocation (against readFileSync's, which also asks the size first: about a
  * third less time a scan).
  */
-function procEnvironHolding(pid: number, needle: Buffer): string | null {
+function readEnviron(pid: number, needle: Buffer): EnvironRead {
   let fd: number | undefined;
   try {
     fd = openSync(`/proc/${pid}/environ`, 'r');
@@ -338,12 +361,66 @@ function procEnvironHolding(pid: number, needle: Buffer): string | null {
       if (read === 0) break;
       length += read;
     }
+    if (length === 0) return { kind: 'empty' };
     const environ = environBuffer.subarray(0, length);
-    return environ.indexOf(needle) === -1 ? null : environ.toString('latin1');
+    return environ.indexOf(needle) === -1 ? { kind: 'lacks' } : { kind: 'holds', environ: environ.toString('latin1') };
   } catch {
-    return null;
+    return { kind: 'lacks' };
   } finally {
     if (fd !== undefined) closeSync(fd);
+  }
+}
+
+const PF_KTHREAD = 0x00200000;
+
+/**
+ * The kernel's threads: kthreadd (pid 2) and its children, from one read, so that a scan asks
+ * nothing more of each (a desktop has hundreds, and every one reads empty). Undefined where /proc
+ * cannot list them (pid 2 is not kthreadd in a container's pid namespace; a kernel built without
+ * CONFIG_PROC_CHILDREN): then each empty one's flags say.
+ */
+function kernelThreads(): ReadonlySet<number> | undefined {
+  const kthreadd = procStat(2);
+  if (kthreadd === null || (kthreadd.flags & PF_KTHREAD) === 0) return undefined;
+  try {
+    const children = readFileSync('/proc/2/task/2/children', 'latin1').trim();
+    return new Set([2, ...(children === '' ? [] : children.split(' ').map(Number))]);
+  } catch {
+    return undefined;
+  }
+}
+
+/** How long a scan waits, in all, for processes between programs to show their environments. */
+const BETWEEN_PROGRAMS_WAIT_MS = 50;
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * The environment of a process whose first read was empty, read again until it shows. An empty
+ * read is a kernel thread, a process with no environment, or a process between two programs:
+ * execve empties it from when the old program's memory goes until the new one's environment is
+ * laid out (about 0.1 ms a program, longer under load), and a read whose file was opened before
+ * an execve is empty after it. A chain of `exec`s (`sh -c 'exec setsid sh -c …'`) reads empty in
+ * a fifth of the scans; taking that as the answer let such a process outlive its task.
+ */
+function readSettled(pid: number, needle: Buffer, deadline: number): EnvironRead {
+  let emptyOnceLaidOut = 0;
+  for (;;) {
+    const st = procStat(pid);
+    if (st === null || isGone(st.state) || (st.flags & PF_KTHREAD) !== 0) return { kind: 'lacks' };
+    const read = readEnviron(pid, needle);
+    // A kernel without the field (before 3.5) cannot say more: the read stands, as it did.
+    if (read.kind !== 'empty' || st.environmentEnd === undefined) return read;
+    if (st.environmentEnd !== 0) {
+      // Laid out before the read, yet empty: no environment, unless an execve began in between,
+      // which a second look rules out.
+      if (++emptyOnceLaidOut === 2) return read;
+      continue;
+    }
+    emptyOnceLaidOut = 0;
+    if (performance.now() >= deadline) return read;
+    // A synchronous pause: scans are synchronous, and this is reached only while a process of
+    // the machine is between programs.
+    Atomics.wait(pause, 0, 0, 1);
   }
 }
 
@@ -370,11 +447,23 @@ function markedProcesses(variable: string): Map<string, MarkedProcess[]> {
   const valuesIn = (entries: readonly string[]): string[] => [...new Set(entries.filter((e) => e.startsWith(prefix)).map((e) => e.slice(prefix.length)))];
   if (hasProcfs()) {
     const needle = Buffer.from(prefix, 'latin1');
+    const holding = new Map<number, string>();
+    const empty: number[] = [];
     for (const pid of procPids() ?? []) {
       if (pid === process.pid) continue;
       // Most processes carry no marker: one search of the bytes rules them out before anything is split.
-      const environ = procEnvironHolding(pid, needle);
-      if (environ === null) continue;
+      const read = readEnviron(pid, needle);
+      if (read.kind === 'holds') holding.set(pid, read.environ);
+      else if (read.kind === 'empty') empty.push(pid);
+    }
+    const deadline = performance.now() + BETWEEN_PROGRAMS_WAIT_MS;
+    const kernel = empty.length > 0 ? kernelThreads() : undefined;
+    for (const pid of empty) {
+      if (kernel?.has(pid)) continue;
+      const read = readSettled(pid, needle, deadline);
+      if (read.kind === 'holds') holding.set(pid, read.environ);
+    }
+    for (const [pid, environ] of holding) {
       const values = valuesIn(environ.split('\0'));
       if (values.length === 0) continue;
       const st = procStat(pid);
