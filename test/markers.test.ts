@@ -13,6 +13,7 @@ import { runShell } from '../src/adapters/checks.ts';
 import { describeOrphans, killOrphans } from '../src/adapters/orphans.ts';
 import { PROCESS_MARKER_VARIABLE, findMarked, newProcessMarker, processAlive } from '../src/adapters/processes.ts';
 import { runWorker } from '../src/adapters/worker.ts';
+import { readPidCounter } from '../src/adapters/pid-counter.ts';
 import { repoRoot, tsxLoader } from './support/execute.ts';
 
 const linux = process.platform === 'linux';
@@ -133,6 +134,25 @@ describe.runIf(linux)('markers (Linux: /proc/<pid>/environ)', () => {
     } finally {
       child.kill('SIGKILL');
       await child;
+    }
+  });
+
+  it('a scan from a marker\'s pid counter reads only the processes started after it', async () => {
+    const { marker, env, since } = newProcessMarker();
+    expect(since).not.toBeNull();
+    const after = execa('sleep', ['1000'], { env, reject: false });
+    try {
+      // `after` carries the marker, but was started before this counter was read: a scan from it skips it.
+      const laterCounter = readPidCounter();
+      const deadline = Date.now() + 10_000;
+      while (findMarked(PROCESS_MARKER_VARIABLE, marker).length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(findMarked(PROCESS_MARKER_VARIABLE, marker, since)).toEqual([{ pid: after.pid, command: 'sleep 1000' }]);
+      expect(findMarked(PROCESS_MARKER_VARIABLE, marker, laterCounter)).toEqual([]);
+      // Without a counter, every process is read.
+      expect(findMarked(PROCESS_MARKER_VARIABLE, marker)).toEqual([{ pid: after.pid, command: 'sleep 1000' }]);
+    } finally {
+      after.kill('SIGKILL');
+      await after;
     }
   });
 

@@ -269,7 +269,7 @@ export function runShell(command: string, opts: RunShellOptions): Promise<ShellR
       // Leftover background processes would outlive the check and keep the pipes open.
       if (pid !== undefined && groupAlive(pid)) terminate();
       // Then what left the group still carries the marker: ending it also closes the pipes it holds.
-      sweep = (termination ?? Promise.resolve(true)).then(() => endMarked(PROCESS_MARKER_VARIABLE, marker.marker, grace));
+      sweep = (termination ?? Promise.resolve(true)).then(() => endMarked(PROCESS_MARKER_VARIABLE, marker.marker, grace, marker.since));
       // Whatever still holds the pipes once the group is dead (something that left the group,
       // e.g. with setsid) is not waited for.
       timers.push(setTimeout(finish, (termination !== undefined ? grace : 0) + PIPE_DRAIN_MS));

@@ -14,8 +14,10 @@
 //   orchestrator exits without cleaning up (`process.exit`, an uncaught error).
 
 import { execFileSync } from 'node:child_process';
-import { closeSync, openSync, readSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { clipHead } from '../core/format.ts';
+import { type PidCounter, allocatedSince, readPidCounter, readPidMax } from './pid-counter.ts';
+import { readProcFile } from './proc-files.ts';
 
 /** Whether /proc describes processes here (Linux). Checked once. */
 let procfs: boolean | undefined;
@@ -316,11 +318,20 @@ export const PROCESS_MARKER_VARIABLE = 'FOREMAN_PROCESS';
 export const runMarker = `${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
 let markerCount = 0;
 
-/** A new marker for one worker or command of this run, and the variables that carry it. */
-export function newProcessMarker(): { marker: string; env: Record<string, string> } {
+/** A marker for one worker or command of this run. */
+export interface ProcessMarker {
+  marker: string;
+  /** The variables that carry it. */
+  env: Record<string, string>;
+  /** The pid counter before anything carried it (null where Linux does not say): what carries it got a pid after. */
+  since: PidCounter | null;
+}
+
+/** A new marker for one worker or command of this run: make it just before starting what carries it. */
+export function newProcessMarker(): ProcessMarker {
   markerCount++;
   const marker = `${runMarker}.${markerCount}`;
-  return { marker, env: { [RUN_MARKER_VARIABLE]: runMarker, [PROCESS_MARKER_VARIABLE]: marker } };
+  return { marker, env: { [RUN_MARKER_VARIABLE]: runMarker, [PROCESS_MARKER_VARIABLE]: marker }, since: hasProcfs() ? readPidCounter() : null };
 }
 
 /** A process found carrying a marker: its pid and its command line, to name it in a log. */
@@ -328,9 +339,6 @@ export interface MarkedProcess {
   pid: number;
   command: string;
 }
-
-/** Where every scan reads environments into (grown for a larger one): a scan reads one per process on the machine. */
-let environBuffer = Buffer.allocUnsafe(64 * 1024);
 
 /** What one read of `/proc/<pid>/environ` found. */
 type EnvironRead =
@@ -341,34 +349,14 @@ type EnvironRead =
 
 /**
  * `/proc/<pid>/environ` (NUL-separated `NAME=value`), and whether it holds `needle`; a process
- * that is gone or not ours to read lacks it. Read into one reused buffer and searched as bytes:
- * most processes carry no marker, and a scan reads every process of the machine, so one that is
- * ruled out costs no allocation (against readFileSync's, which also asks the size first: about a
- * third less time a scan).
+ * that is gone or not ours to read lacks it. Searched as bytes: most processes carry no marker,
+ * and a scan reads every process of the machine, so one that is ruled out costs no allocation.
  */
 function readEnviron(pid: number, needle: Buffer): EnvironRead {
-  let fd: number | undefined;
-  try {
-    fd = openSync(`/proc/${pid}/environ`, 'r');
-    let length = 0;
-    for (;;) {
-      if (length === environBuffer.length) {
-        const larger = Buffer.allocUnsafe(environBuffer.length * 2);
-        environBuffer.copy(larger, 0, 0, length);
-        environBuffer = larger;
-      }
-      const read = readSync(fd, environBuffer, length, environBuffer.length - length, null);
-      if (read === 0) break;
-      length += read;
-    }
-    if (length === 0) return { kind: 'empty' };
-    const environ = environBuffer.subarray(0, length);
-    return environ.indexOf(needle) === -1 ? { kind: 'lacks' } : { kind: 'holds', environ: environ.toString('latin1') };
-  } catch {
-    return { kind: 'lacks' };
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
+  const environ = readProcFile(`/proc/${pid}/environ`);
+  if (environ === null) return { kind: 'lacks' };
+  if (environ.length === 0) return { kind: 'empty' };
+  return environ.indexOf(needle) === -1 ? { kind: 'lacks' } : { kind: 'holds', environ: environ.toString('latin1') };
 }
 
 const PF_KTHREAD = 0x00200000;
@@ -440,7 +428,7 @@ function procCommand(pid: number): string {
  * own processes only, and newer macOS versions may hide it; there, only the process groups are
  * ended.
  */
-function markedProcesses(variable: string): Map<string, MarkedProcess[]> {
+function markedProcesses(variable: string, since: PidCounter | null = null): Map<string, MarkedProcess[]> {
   const prefix = `${variable}=`;
   const found = new Map<string, MarkedProcess[]>();
   const add = (value: string, marked: MarkedProcess) => found.set(value, [...(found.get(value) ?? []), marked]);
@@ -449,8 +437,11 @@ function markedProcesses(variable: string): Map<string, MarkedProcess[]> {
     const needle = Buffer.from(prefix, 'latin1');
     const holding = new Map<number, string>();
     const empty: number[] = [];
-    for (const pid of procPids() ?? []) {
-      if (pid === process.pid) continue;
+    const pids = procPids() ?? [];
+    // Read after the listing: every pid listed was handed out before the counter was read.
+    const isNew = since === null ? null : allocatedSince(since, readPidCounter(), readPidMax());
+    for (const pid of pids) {
+      if (pid === process.pid || (isNew !== null && !isNew(pid))) continue;
       // Most processes carry no marker: one search of the bytes rules them out before anything is split.
       const read = readEnviron(pid, needle);
       if (read.kind === 'holds') holding.set(pid, read.environ);
@@ -488,50 +479,67 @@ function markedProcesses(variable: string): Map<string, MarkedProcess[]> {
   return found;
 }
 
-/** The running processes whose environment has `variable=value` (see markedProcesses). */
-export const findMarked = (variable: string, value: string): MarkedProcess[] => markedProcesses(variable).get(value) ?? [];
+/**
+ * The running processes whose environment has `variable=value` (see markedProcesses). With
+ * `since`, the pid counter before the first of them started: only pids handed out after are read.
+ */
+export const findMarked = (variable: string, value: string, since: PidCounter | null = null): MarkedProcess[] => markedProcesses(variable, since).get(value) ?? [];
 
-const scansAhead = new Map<string, Promise<Map<string, MarkedProcess[]>>>();
+interface SharedScan {
+  found: Promise<Map<string, MarkedProcess[]>>;
+  /** What the scan reads from: the earliest counter of its callers; null, every process. */
+  since: PidCounter | null;
+}
+
+const scansAhead = new Map<string, SharedScan>();
 
 /**
  * `findMarked`, from a scan that starts once pending callbacks have run and serves every caller
  * that asked before it started: workers that end together cost one pass over /proc, not one each.
- * Started after the caller asked, it sees whatever the caller's processes left.
+ * Started after the caller asked, it sees whatever the caller's processes left; it reads from the
+ * earliest of its callers' counters.
  */
-function findMarkedShared(variable: string, value: string): Promise<MarkedProcess[]> {
+function findMarkedShared(variable: string, value: string, since: PidCounter | null): Promise<MarkedProcess[]> {
   let scan = scansAhead.get(variable);
   if (scan === undefined) {
-    scan = new Promise((resolve) =>
-      setImmediate(() => {
-        scansAhead.delete(variable);
-        resolve(markedProcesses(variable));
-      }),
-    );
+    const shared: SharedScan = {
+      since,
+      found: new Promise((resolve) =>
+        setImmediate(() => {
+          scansAhead.delete(variable);
+          resolve(markedProcesses(variable, shared.since));
+        }),
+      ),
+    };
+    scan = shared;
     scansAhead.set(variable, scan);
+  } else if (scan.since !== null && (since === null || since.forks < scan.since.forks)) {
+    scan.since = since;
   }
-  return scan.then((found) => found.get(value) ?? []);
+  return scan.found.then((found) => found.get(value) ?? []);
 }
 
 /**
  * Ends every process that still carries `variable=value`: SIGTERM, then SIGKILL after `graceMs`
  * to what is left, scanning again so what one of them started meanwhile is ended too. Returns the
- * processes found, to name them.
+ * processes found, to name them. `since`: the marker's pid counter (`newProcessMarker`), so a scan
+ * reads only the processes started after it; null reads every process (a marker of another run).
  */
-export async function endMarked(variable: string, value: string, graceMs = 1000): Promise<MarkedProcess[]> {
+export async function endMarked(variable: string, value: string, graceMs = 1000, since: PidCounter | null = null): Promise<MarkedProcess[]> {
   const named = new Map<number, MarkedProcess>();
-  let found = await findMarkedShared(variable, value);
+  let found = await findMarkedShared(variable, value, since);
   if (found.length === 0) return [];
   for (const p of found) named.set(p.pid, p);
   for (const p of found) send(p.pid, 'SIGTERM');
   const deadline = performance.now() + graceMs;
   while (performance.now() < deadline) {
     await sleep(POLL_MS);
-    found = findMarked(variable, value);
+    found = findMarked(variable, value, since);
     if (found.length === 0) return [...named.values()];
   }
   // What is left, and what those started while we waited, until nothing carries the marker.
   for (let round = 0; round < 20; round++) {
-    found = findMarked(variable, value);
+    found = findMarked(variable, value, since);
     if (found.length === 0) break;
     for (const p of found) {
       if (!named.has(p.pid)) named.set(p.pid, p);

@@ -381,7 +381,7 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
 
   // The group got SIGTERM: stragglers get the rest of the grace period, then SIGKILL.
   if (termination !== undefined) await termination;
-  const leftBehind = await endMarked(PROCESS_MARKER_VARIABLE, marker.marker, killGraceMs);
+  const leftBehind = await endMarked(PROCESS_MARKER_VARIABLE, marker.marker, killGraceMs, marker.since);
   if (leftBehind.length > 0) log.line(`${stamp(t0)} ! ended what the worker left running outside its process group: ${describeMarked(leftBehind)}`);
   clearTimeout(timeoutTimer);
   clearTimeout(postResultTimer);
