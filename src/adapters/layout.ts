@@ -1,6 +1,7 @@
 // Where foreman's own files are. Two layouts run the same code:
-// - a checkout: tsx runs the sources, src/adapters/layout.ts is this file, and the sandbox
-//   runtime's CLI is in node_modules;
+// - a checkout: the sources run under tsx, or bundled as they are into .build/checkout/ by the
+//   checkout's launcher (scripts/checkout-bundle.mjs, two folders below the top, as this file is
+//   here), and the sandbox runtime's CLI is in node_modules;
 // - the built plugin (`npm run build`, scripts/build.ts): the code is bundled into
 //   plugin/dist/*.mjs, which defines FOREMAN_BUNDLE, and the runtime's CLI is bundled beside it
 //   as plugin/dist/srt.mjs (its native helpers in plugin/vendor/, where it looks for them).
@@ -14,7 +15,7 @@ import type { Layout } from '../core/command-hint.ts';
 // Replaced by `true` in the bundle (esbuild's `define`); never declared in a checkout.
 declare const FOREMAN_BUNDLE: boolean | undefined;
 
-/** True in the built plugin's bundle, false when the sources run under tsx. */
+/** True in the built plugin's bundle, false when the sources run (under tsx, or a checkout's bundle of them). */
 export const bundled: boolean = typeof FOREMAN_BUNDLE !== 'undefined' && FOREMAN_BUNDLE;
 
 /** The plugin folder (bundled: this code is in dist/ or dist/chunks/) or the checkout (src/adapters/). */

@@ -1,11 +1,11 @@
 // bin/foreman, which never installs anything: the built plugin's copy (plugin/bin/foreman) runs the
 // bundle with plain node from a copy that has no node_modules — what a plugin install or a
 // project-skill install looks like — even with no npm on PATH; a checkout's copy runs the sources
-// with the checkout's tsx, and says to run `npm ci` when it is missing; without node, both say
-// what to install.
+// (a bundle of them made again whenever one changed, else the checkout's tsx), and says to run
+// `npm ci` when node_modules is missing; without node, both say what to install.
 
 import { existsSync } from 'node:fs';
-import { access, cp, mkdir, mkdtemp, readdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { access, cp, mkdir, mkdtemp, readFile, readdir, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
@@ -127,10 +127,45 @@ describe("the plugin's bin/foreman, in a copy without node_modules", () => {
 });
 
 describe("a checkout's bin/foreman", () => {
-  it('runs the sources with tsx when the checkout has its node_modules', async () => {
+  it('runs the sources when the checkout has its node_modules', async () => {
     const r = await run(join(repoRoot, 'bin/foreman'), ['plan', 'check', '--plan', sample]);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout).toBe(`${sample}: valid (8 tasks)`);
+  });
+
+  it('runs a bundle of the sources, made again as soon as one changes; sources that do not build run through tsx, which says why', async () => {
+    const live = join(tmp, 'live-checkout');
+    await mkdir(live);
+    await copyCheckout(live);
+    await symlink(join(repoRoot, 'node_modules'), join(live, 'node_modules'));
+    const bin = join(live, 'bin/foreman');
+    const bundleOf = async () => realpath(join(live, '.build/checkout'));
+
+    const first = await run(bin, ['plan', 'check', '--plan', sample]);
+    expect(first.exitCode, first.stderr).toBe(0);
+    expect(first.stdout).toBe(`${sample}: valid (8 tasks)`);
+    expect(first.stderr).toBe('');
+    const made = await bundleOf();
+    expect(await readdir(made)).toEqual(expect.arrayContaining(['.stamp', 'plan.mjs', 'execute.mjs']));
+    // Nothing changed: the same bundle runs.
+    expect((await run(bin, ['plan', 'check', '--plan', sample])).stdout).toBe(`${sample}: valid (8 tasks)`);
+    expect(await bundleOf()).toBe(made);
+
+    // An edit: the next start runs it.
+    const check = join(live, 'src/cli/plan/check.ts');
+    const source = await readFile(check, 'utf8');
+    await writeFile(check, source.replaceAll(': valid (', ': VALID ('));
+    const edited = await run(bin, ['plan', 'check', '--plan', sample]);
+    expect(edited.exitCode, edited.stderr).toBe(0);
+    expect(edited.stdout).toBe(`${sample}: VALID (8 tasks)`);
+    expect(await bundleOf()).not.toBe(made);
+
+    // A source that does not compile: not the last bundle, but tsx, whose error names the file.
+    await writeFile(check, `${source}\nexport const broken = ;\n`);
+    const broken = await run(bin, ['plan', 'check', '--plan', sample]);
+    expect(broken.exitCode).not.toBe(0);
+    expect(broken.stdout).toBe('');
+    expect(broken.stderr).toContain('check.ts');
   });
 
   it('without node_modules, says to run `npm ci` (exit 3) and installs nothing', async () => {
