@@ -1,7 +1,8 @@
 // The plan tool's start-up, as the skills pay it at every step: the built plugin's launcher
 // (plugin/bin/foreman, what a skill's step runs), its bundle alone (plugin/dist/plan.mjs with plain
-// node) and the sources under tsx (what a checkout's bin/foreman runs). Wall time and CPU time (user + system) of the whole
-// process, and its peak memory, medians of several runs.
+// node), a checkout's launcher (bin/foreman: its bundle of the sources, made again when one
+// changed) and the sources under tsx (what that launcher ran before). Wall time and CPU time
+// (user + system) of the whole process, and its peak memory, medians of several runs.
 //   - `plan status` on a small plan (test/plans/valid/realistic.json, 8 tasks);
 //   - `plan next` on a 200-task plan in a fresh git repository each run (it marks tasks in
 //     progress and writes their prompts), the plan tool's heaviest step of a round.
@@ -65,12 +66,16 @@ export const planToolRuns = (bundlePath = bundle): PlanToolRun[] => [
 /** What a skill's step runs: the plugin's launcher, which finds node and starts the bundle. */
 const launcherRun: PlanToolRun = { name: 'launcher (plugin/bin/foreman plan)', script: launcher, program: launcher, args: (a) => ['plan', ...a] };
 
+/** What a step runs from a checkout: its launcher, which checks that its bundle of the sources is fresh and starts it. */
+const checkoutLauncher = join(repoRoot, 'bin/foreman');
+const checkoutLauncherRun: PlanToolRun = { name: 'checkout launcher (bin/foreman plan)', script: checkoutLauncher, program: checkoutLauncher, args: (a) => ['plan', ...a] };
+
 export async function benchStartup(o: { reps?: number } = {}): Promise<string> {
   if (!existsSync(bundle)) return `No bundle at ${bundle}: run \`npm run build\` first.`;
   const reps = o.reps ?? 7;
   const rows: string[][] = [];
   const plan = benchPlan(200, 0);
-  for (const v of [launcherRun, ...planToolRuns()]) {
+  for (const v of [launcherRun, checkoutLauncherRun, ...planToolRuns()]) {
     progress(`startup: ${v.name}, plan status`);
     const status: Sample[] = [];
     for (let i = 0; i < reps; i++) status.push(timed(v.args(['status', '--plan', smallPlan]), repoRoot, v.program));
