@@ -15,7 +15,7 @@
 // start bundles again), then `.build/checkout` is pointed at it in one rename. Exit 0 when made;
 // 1, silently, when not (the launcher then runs the sources through tsx, which says what is wrong).
 
-import { closeSync, mkdirSync, openSync, readdirSync, realpathSync, renameSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, realpathSync, renameSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -84,9 +84,10 @@ export async function makeCheckoutBundle(root) {
   symlinkSync(name, link);
   renameSync(link, join(root, CHECKOUT_BUNDLE));
   for (const entry of readdirSync(top)) {
-    if (entry === name || !/^checkout-\d+$/.test(entry)) continue;
+    // Older bundles, and links a start that was killed left before renaming them.
+    if (entry === name || !/^checkout(-\d+|\.\d+\.link)$/.test(entry)) continue;
     const old = join(top, entry);
-    if (Date.now() - statSync(old).mtimeMs > KEEP_OLD_BUNDLE_MS) rmSync(old, { recursive: true, force: true });
+    if (Date.now() - lstatSync(old).mtimeMs > KEEP_OLD_BUNDLE_MS) rmSync(old, { recursive: true, force: true });
   }
 }
 
