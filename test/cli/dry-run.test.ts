@@ -6,21 +6,17 @@ import { readFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type Io, runCommand } from '../../src/cli/command.ts';
 import { executeCommand } from '../../src/cli/execute.ts';
 import type { DryRunEvent } from '../../src/core/events.ts';
-import { repoWithPlan } from '../support/fake-run.ts';
-import type { TempGitRepo } from '../support/git-repo.ts';
+import { leftovers, repoWithPlan } from '../support/fake-run.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
 const schema = JSON.parse(readFileSync(new URL('../../schemas/event.schema.json', import.meta.url), 'utf8'));
 const validate = new Ajv({ allErrors: true, strict: false }).compile(schema);
 
-const repos: TempGitRepo[] = [];
-afterEach(async () => {
-  while (repos.length) await repos.pop()!.cleanup();
-});
+const { repos } = leftovers();
 
 /** A plan with a finished task, two that overlap on a file, checks of both kinds, a setup command and a test command (the gate). */
 function samplePlan() {

@@ -3,18 +3,14 @@
 import { existsSync } from 'node:fs';
 import { readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
 import { runExecute, runPlanTool } from '../support/execute.ts';
 import { alive } from '../support/processes.ts';
-import type { TempGitRepo } from '../support/git-repo.ts';
-import { type FakeEvent, fakeEvents, repoWithPlan } from '../support/fake-run.ts';
+import { type FakeEvent, fakeEvents, leftovers, repoWithPlan } from '../support/fake-run.ts';
 import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
 
-const repos: TempGitRepo[] = [];
-afterEach(async () => {
-  while (repos.length) await repos.pop()!.cleanup();
-});
+const { repos } = leftovers();
 
 const setup = (plan: Plan, files?: Record<string, string>) => repoWithPlan(plan, repos, files);
 const journalOf = fakeEvents;

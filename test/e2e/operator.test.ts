@@ -5,13 +5,14 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseJournal } from '../../src/adapters/journal.ts';
 import type { RunEvent } from '../../src/core/events.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { runExecute, runPlanTool } from '../support/execute.ts';
-import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
+import { tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
+import { leftovers } from '../support/fake-run.ts';
 
 const schema = JSON.parse(readFileSync(new URL('../../schemas/event.schema.json', import.meta.url), 'utf8'));
 const validate = new Ajv({ allErrors: true, strict: false }).compile(schema);
@@ -19,10 +20,7 @@ const expectValid = (events: unknown[]) => {
   for (const e of events) expect(validate(e), `${JSON.stringify(e)}\n${JSON.stringify(validate.errors)}`).toBe(true);
 };
 
-const repos: TempGitRepo[] = [];
-afterEach(async () => {
-  while (repos.length) await repos.pop()!.cleanup();
-});
+const { repos } = leftovers();
 
 async function setup(plan: Plan) {
   const repo = await tempGitRepo({ 'README.md': 'hello\n' });

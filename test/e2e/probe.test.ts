@@ -4,18 +4,14 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
 import { runExecute, runPlanTool } from '../support/execute.ts';
-import { fakeEvents, repoWithPlan } from '../support/fake-run.ts';
-import type { TempGitRepo } from '../support/git-repo.ts';
+import { fakeEvents, leftovers, repoWithPlan } from '../support/fake-run.ts';
 import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
 import { expectSchema } from '../skills/support.ts';
 
-const repos: TempGitRepo[] = [];
-afterEach(async () => {
-  while (repos.length) await repos.pop()!.cleanup();
-});
+const { repos } = leftovers();
 
 const files = { 'README.md': 'hello\n', 'present.txt': 'here\n' };
 const setup = (plan: Plan) => repoWithPlan(plan, repos, files);

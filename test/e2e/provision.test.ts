@@ -6,17 +6,13 @@
 import { existsSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
-import { fakeEvents, repoWithPlan } from '../support/fake-run.ts';
+import { fakeEvents, leftovers, repoWithPlan } from '../support/fake-run.ts';
 import { repoRoot, runExecute } from '../support/execute.ts';
-import type { TempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
-const repos: TempGitRepo[] = [];
-afterEach(async () => {
-  while (repos.length) await repos.pop()!.cleanup();
-});
+const { repos } = leftovers();
 
 const sample = join(repoRoot, 'test/fixtures/provision-sample');
 const read = (file: string) => readFile(join(sample, file), 'utf8');

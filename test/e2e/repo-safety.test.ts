@@ -7,17 +7,14 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
 import { executeScript, fakeWorker, runExecute, runPlanTool, nodeArgsFor } from '../support/execute.ts';
-import { repoWithPlan } from '../support/fake-run.ts';
+import { leftovers, repoWithPlan } from '../support/fake-run.ts';
 import type { TempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
 
-const repos: TempGitRepo[] = [];
-afterEach(async () => {
-  while (repos.length) await repos.pop()!.cleanup();
-});
+const { repos } = leftovers();
 const setup = (plan: Plan, files?: Record<string, string>) => repoWithPlan(plan, repos, files);
 
 /** Everything of the repository a refused run must leave alone: HEAD, index, status, and the bytes of every file outside .design/. */

@@ -3,14 +3,12 @@
 
 import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { agentWorktree, removeAgentWorktree } from '../../src/adapters/git/agent-worktrees.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
+import { leftovers } from '../support/fake-run.ts';
 
-const repos: TempGitRepo[] = [];
-afterEach(async () => {
-  while (repos.length) await repos.pop()!.cleanup();
-});
+const { repos } = leftovers();
 
 async function repo(): Promise<TempGitRepo> {
   const r = await tempGitRepo({ 'README.md': 'x\n' });

@@ -3,15 +3,13 @@
 
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
+import { describe, expect, it } from 'vitest';
+import { tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../support/plans.ts';
 import { checkedStep, isolatedSubagent, step } from './support.ts';
+import { leftovers } from '../support/fake-run.ts';
 
-const repos: TempGitRepo[] = [];
-afterEach(async () => {
-  while (repos.length) await repos.pop()!.cleanup();
-});
+const { repos } = leftovers();
 
 describe('plan.ts next with gated work', () => {
   it('keeps an overlapping task waiting until the gate is decided', async () => {

@@ -5,17 +5,15 @@
 
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../src/core/events.ts';
 import { formatDuration } from '../../src/core/format.ts';
-import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
+import { tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../support/plans.ts';
 import { checkedStep, expectSchema, isolatedSubagent, step } from './support.ts';
+import { leftovers } from '../support/fake-run.ts';
 
-const repos: TempGitRepo[] = [];
-afterEach(async () => {
-  while (repos.length) await repos.pop()!.cleanup();
-});
+const { repos } = leftovers();
 
 const lastLine = (text: string) => text.trimEnd().split('\n').at(-1) ?? '';
 

@@ -4,15 +4,13 @@
 
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
+import { describe, expect, it } from 'vitest';
+import { tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
 import { checkedStep, isolatedSubagent, step } from './support.ts';
+import { leftovers } from '../support/fake-run.ts';
 
-const repos: TempGitRepo[] = [];
-afterEach(async () => {
-  while (repos.length) await repos.pop()!.cleanup();
-});
+const { repos } = leftovers();
 
 describe('an edit to the plan between in-session steps', () => {
   it('is read by the next step, which says so; a task in progress is judged against the plan as edited', async () => {

@@ -6,11 +6,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { execa } from 'execa';
-import { afterEach, expect } from 'vitest';
+import { expect } from 'vitest';
 import { type Io, runProgram } from '../../src/cli/command.ts';
 import { planCommands } from '../../src/cli/plan/index.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { fakeWorker, repoRoot } from '../support/execute.ts';
+import { leftovers } from '../support/fake-run.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { writePlan } from '../support/plans.ts';
 
@@ -225,10 +226,7 @@ export function plannedRepos(): {
   tempRepo: (files: Record<string, string>) => Promise<TempGitRepo>;
   repoWith: (plan: Plan, files?: Record<string, string>) => Promise<{ repo: TempGitRepo; planPath: string }>;
 } {
-  const repos: TempGitRepo[] = [];
-  afterEach(async () => {
-    while (repos.length) await repos.pop()!.cleanup();
-  });
+  const { repos } = leftovers();
   const tempRepo = async (files: Record<string, string>) => {
     const repo = await tempGitRepo(files);
     repos.push(repo);

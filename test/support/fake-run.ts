@@ -69,8 +69,8 @@ export async function waitFor(what: string, check: () => Promise<boolean>, timeo
 }
 
 /**
- * What an end-to-end test file leaves behind, ended or removed after each test (registers the
- * `afterEach`): repositories (`repoWithPlan`'s list), runs started in the background, and
+ * What a test file leaves behind, ended or removed after each test (registers the `afterEach`):
+ * repositories a test made (`repoWithPlan` takes the list), runs started in the background, and
  * scratch directories made by `tempDir`.
  */
 export function leftovers(): { repos: TempGitRepo[]; children: ResultPromise[]; tempDir: (prefix: string) => Promise<string> } {
