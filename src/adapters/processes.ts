@@ -52,12 +52,9 @@ interface ProcStat {
 
 /** /proc/<pid>/stat, or null when there is no such process. */
 function procStat(pid: number): ProcStat | null {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return null;
-  }
+  // Read as latin1: the fields used come after the command's name, and are ASCII.
+  const text = readProcFile(`/proc/${pid}/stat`)?.toString('latin1');
+  if (text === undefined) return null;
   // pid (comm) state ppid pgrp …; comm may contain spaces and parentheses.
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
   const environmentEnd = fields[48];
@@ -331,7 +328,7 @@ export interface ProcessMarker {
 export function newProcessMarker(): ProcessMarker {
   markerCount++;
   const marker = `${runMarker}.${markerCount}`;
-  return { marker, env: { [RUN_MARKER_VARIABLE]: runMarker, [PROCESS_MARKER_VARIABLE]: marker }, since: hasProcfs() ? readPidCounter() : null };
+  return { marker, env: { [RUN_MARKER_VARIABLE]: runMarker, [PROCESS_MARKER_VARIABLE]: marker }, since: readPidCounter() };
 }
 
 /** A process found carrying a marker: its pid and its command line, to name it in a log. */
@@ -370,12 +367,9 @@ const PF_KTHREAD = 0x00200000;
 function kernelThreads(): ReadonlySet<number> | undefined {
   const kthreadd = procStat(2);
   if (kthreadd === null || (kthreadd.flags & PF_KTHREAD) === 0) return undefined;
-  try {
-    const children = readFileSync('/proc/2/task/2/children', 'latin1').trim();
-    return new Set([2, ...(children === '' ? [] : children.split(' ').map(Number))]);
-  } catch {
-    return undefined;
-  }
+  const children = readProcFile('/proc/2/task/2/children')?.toString('latin1').trim();
+  if (children === undefined) return undefined;
+  return new Set([2, ...(children === '' ? [] : children.split(' ').map(Number))]);
 }
 
 /** How long a scan waits, in all, for processes between programs to show their environments. */
