@@ -10,23 +10,23 @@
 // (its launcher, its schemas, the sandbox runtime in its node_modules). One file a script, no
 // chunks, for the same reason.
 //
-// `node scripts/checkout-bundle.mjs` makes the launcher's: `.build/checkout-<pid>/`, stamped
+// `node scripts/checkout-bundle.mjs` makes the launcher's: `.build/checkout-<random>/`, stamped
 // before esbuild reads a source (an edit made meanwhile is newer than the stamp, so the next
 // start bundles again), then `.build/checkout` is pointed at it in one rename. Exit 0 when made;
 // 1, silently, when not (the launcher then runs the sources through tsx, which says what is wrong).
 
-import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, realpathSync, renameSync, rmSync, symlinkSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, closeSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, realpathSync, renameSync, rmSync, symlinkSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The scripts bundled, by the name of their file in scripts/. */
 export const BUNDLED_SCRIPTS = /** @type {const} */ (['execute', 'plan']);
 
-/** Where the launcher's bundle is, under the checkout's top: a link to the newest `checkout-<pid>` folder. */
-export const CHECKOUT_BUNDLE = join('.build', 'checkout');
+/** Where the launcher's bundle is, under the checkout's top (bin/foreman spells it too): a link to the newest `checkout-*` folder. */
+const CHECKOUT_BUNDLE = join('.build', 'checkout');
 
-/** The file whose time says when the bundle's sources were read: a source newer than it is not in the bundle. */
-export const BUNDLE_STAMP = '.stamp';
+/** The file whose time says when the bundle's sources were read (bin/foreman spells it too): a source newer than it is not in the bundle. */
+const BUNDLE_STAMP = '.stamp';
 
 /** Older bundles are removed once no start can still be reading them. */
 const KEEP_OLD_BUNDLE_MS = 60 * 60 * 1000;
@@ -67,10 +67,11 @@ export async function bundleScripts(root, outdir) {
 export async function makeCheckoutBundle(root) {
   const top = join(root, '.build');
   mkdirSync(top, { recursive: true });
-  const name = `checkout-${process.pid}`;
-  const outdir = join(top, name);
-  rmSync(outdir, { recursive: true, force: true });
-  mkdirSync(outdir);
+  // A folder of its own, never one a start may be running from (a pid of the past would be).
+  const outdir = mkdtempSync(join(top, 'checkout-'));
+  const name = basename(outdir);
+  // mkdtemp makes it private: readable like the rest of the checkout, as mkdir would have made it.
+  chmodSync(outdir, 0o755);
   closeSync(openSync(join(outdir, BUNDLE_STAMP), 'w'));
   try {
     await bundleScripts(root, outdir);
@@ -85,7 +86,7 @@ export async function makeCheckoutBundle(root) {
   renameSync(link, join(root, CHECKOUT_BUNDLE));
   for (const entry of readdirSync(top)) {
     // Older bundles, and links a start that was killed left before renaming them.
-    if (entry === name || !/^checkout(-\d+|\.\d+\.link)$/.test(entry)) continue;
+    if (entry === name || !/^checkout(-\w+|\.\d+\.link)$/.test(entry)) continue;
     const old = join(top, entry);
     if (Date.now() - lstatSync(old).mtimeMs > KEEP_OLD_BUNDLE_MS) rmSync(old, { recursive: true, force: true });
   }
