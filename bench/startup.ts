@@ -63,19 +63,18 @@ export const planToolRuns = (bundlePath = bundle): PlanToolRun[] => [
   { name: 'sources (node --import tsx scripts/plan.ts)', script: sources, args: (a) => ['--import', tsxLoader, sources, ...a] },
 ];
 
-/** What a skill's step runs: the plugin's launcher, which finds node and starts the bundle. */
-const launcherRun: PlanToolRun = { name: 'launcher (plugin/bin/foreman plan)', script: launcher, program: launcher, args: (a) => ['plan', ...a] };
+/** A step run by a launcher (`<launcher> plan …`), which finds node and starts a bundle. */
+const launcherRun = (name: string, launcherPath: string): PlanToolRun => ({ name, script: launcherPath, program: launcherPath, args: (a) => ['plan', ...a] });
 
-/** What a step runs from a checkout: its launcher, which checks that its bundle of the sources is fresh and starts it. */
-const checkoutLauncher = join(repoRoot, 'bin/foreman');
-const checkoutLauncherRun: PlanToolRun = { name: 'checkout launcher (bin/foreman plan)', script: checkoutLauncher, program: checkoutLauncher, args: (a) => ['plan', ...a] };
+/** What a skill's step runs (the plugin's launcher), and what a step runs from a checkout (its launcher, which bundles the sources again when one changed). */
+const launcherRuns = [launcherRun('launcher (plugin/bin/foreman plan)', launcher), launcherRun('checkout launcher (bin/foreman plan)', join(repoRoot, 'bin/foreman'))];
 
 export async function benchStartup(o: { reps?: number } = {}): Promise<string> {
   if (!existsSync(bundle)) return `No bundle at ${bundle}: run \`npm run build\` first.`;
   const reps = o.reps ?? 7;
   const rows: string[][] = [];
   const plan = benchPlan(200, 0);
-  for (const v of [launcherRun, checkoutLauncherRun, ...planToolRuns()]) {
+  for (const v of [...launcherRuns, ...planToolRuns()]) {
     progress(`startup: ${v.name}, plan status`);
     const status: Sample[] = [];
     for (let i = 0; i < reps; i++) status.push(timed(v.args(['status', '--plan', smallPlan]), repoRoot, v.program));
