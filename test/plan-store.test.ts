@@ -269,6 +269,22 @@ describe('run lock', () => {
     expect(await r.value.release()).toBe(true);
   });
 
+  it('waits out a takeover guard left by a process killed inside it, rather than calling the lock contended', async () => {
+    // A run killed between entering the guard and leaving it: its lock is stale and its guard stays.
+    const stale: LockInfo = { pid: await deadPid(), host: os.hostname(), startedAt: '2024-01-01T00:00:00.000Z', command: 'execute' };
+    await writeFile(lockPathFor(planPath()), JSON.stringify(stale));
+    const guard = `${lockPathFor(planPath())}.takeover`;
+    await mkdir(guard);
+    // 7.5 s old: it turns stale (10 s) after 2.5 s, longer than the old fifty tries lasted.
+    const then = new Date(Date.now() - 7_500);
+    await utimes(guard, then, then);
+    const r = await acquireLock(planPath(), info());
+    if (!r.ok) throw new Error(`expected a takeover, got ${JSON.stringify(r.error)}`);
+    expect(r.value.takenOver).toEqual({ previous: stale, reason: 'dead-process' });
+    expect(await r.value.release()).toBe(true);
+    expect(await otherFiles(['plan.json'])).toEqual([]);
+  });
+
   it('records the holder\'s process start time in the lock', async () => {
     const r = await acquireLock(planPath(), info());
     if (!r.ok) throw new Error('expected the lock');

@@ -231,7 +231,6 @@ export const lockPathFor = (planPath: string): string => path.join(path.dirname(
 
 /** An unparseable lock younger than this might be one being written right now by a non-atomic writer. */
 const UNPARSEABLE_GRACE_MS = 2000;
-const MAX_ATTEMPTS = 50;
 
 interface LockFileBody extends LockInfo {
   /** Random per acquisition; tells our lock from a later one by the same pid. */
@@ -332,6 +331,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A takeover guard older than this was left by a process that died inside the guard. */
 const GUARD_STALE_MS = 10_000;
+/** How long past GUARD_STALE_MS `acquireLock` keeps trying before it calls the lock contended. */
+const ACQUIRE_SLACK_MS = 5_000;
 
 /**
  * Enters the mutual-exclusion guard `dir` (created with mkdir, which is atomic). Returns null,
@@ -418,7 +419,10 @@ export async function acquireLock(planPath: string, info: LockInfo): Promise<Res
   const body: LockFileBody = { ...publicInfo(info), token };
   const text = `${JSON.stringify(body)}\n`;
 
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+  // Bounded by time, not by tries: a guard left by a process killed inside it blocks every
+  // takeover until it is stale, so the budget must outlast GUARD_STALE_MS.
+  const deadline = Date.now() + GUARD_STALE_MS + ACQUIRE_SLACK_MS;
+  while (Date.now() < deadline) {
     if (await createExclusive(file, text)) return ok(makeLock(file, info, token));
 
     const current = await readRaw(file);
@@ -444,22 +448,26 @@ export async function acquireLock(planPath: string, info: LockInfo): Promise<Res
     }
 
     // Replace the stale file under a takeover guard, so that of several processes finding the
-    // same stale lock exactly one replaces it; the others then see a live lock.
-    const guard = await enterGuard(`${file}.takeover`);
-    if (!guard) continue;
+    // same stale lock exactly one replaces it; the others then see a live lock. The new lock is
+    // written and synced before the guard is entered and the directory synced after it is left,
+    // so the guard is held for a read and a rename only: a kill inside it is rare.
+    const tmp = await writeTemp(file, text);
+    let replaced = false;
     try {
-      const again = await readRaw(file);
-      if (again === null || again.text !== current.text) continue; // changed meanwhile: look again
-      const tmp = await writeTemp(file, text);
+      const guard = await enterGuard(`${file}.takeover`);
+      if (!guard) continue;
       try {
+        const again = await readRaw(file);
+        if (again === null || again.text !== current.text) continue; // changed meanwhile: look again
         await rename(tmp, file);
+        replaced = true;
       } finally {
-        await unlink(tmp).catch(() => {});
+        await guard.leave();
       }
-      await fsyncDir(path.dirname(file));
     } finally {
-      await guard.leave();
+      if (!replaced) await unlink(tmp).catch(() => {});
     }
+    await fsyncDir(path.dirname(file));
     const confirm = await readRaw(file);
     if (confirm?.text === text) return ok(makeLock(file, info, token, takeover));
   }
