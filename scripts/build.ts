@@ -3,8 +3,9 @@
 // A plugin is installed by copying a folder of a repository, and nothing installs its
 // dependencies, so the plugin holds everything it runs: the plan tool and the headless
 // orchestrator bundled by esbuild into plugin/dist/*.mjs (plain `node` 20+ runs them, no
-// node_modules), the sandbox runtime's CLI bundled likewise (dist/srt.mjs) with the native helpers
-// it loads by path (vendor/), the launcher, the skills and the JSON schemas. No package.json: a
+// node_modules), the sandbox runtime's CLI and foreman's sandbox host bundled likewise
+// (dist/srt.mjs, dist/sandbox-host.mjs) with the native helpers the runtime loads by path
+// (vendor/), the launcher, the skills and the JSON schemas. No package.json: a
 // plugin that has one gets `npm ci` run in it by Claude Code.
 //
 // Everything in plugin/ but .claude-plugin/plugin.json (the manifest, edited by hand) is made
@@ -71,6 +72,7 @@ export async function build(root: string): Promise<BuildOutput> {
       plan: join(root, 'scripts/plan.ts'),
       execute: join(root, 'scripts/execute.ts'),
       srt: join(sandboxRoot, 'dist/cli.js'),
+      'sandbox-host': join(root, 'scripts/sandbox-host.mjs'),
     },
     // Code the entry points share, and what only some commands load (the sandbox runtime, loaded
     // when the sandbox is asked about), go to chunks: \`plan status\` does not parse them.
@@ -98,7 +100,7 @@ export async function build(root: string): Promise<BuildOutput> {
   const hook = await esbuild.build({ ...common, entryPoints: { hook: join(root, 'scripts/hook.ts') } });
   if (hook.errors.length > 0) throw new Error(hook.errors.map((e) => e.text).join('\n'));
   // The scripts' own `#!/usr/bin/env -S npx tsx` line: the bundle runs with plain node.
-  for (const entry of ['plan', 'execute', 'srt', 'hook']) {
+  for (const entry of ['plan', 'execute', 'srt', 'sandbox-host', 'hook']) {
     const file = join(plugin, 'dist', `${entry}.mjs`);
     const text = await readFile(file, 'utf8');
     await writeFile(file, text.startsWith('#!') ? `#!/usr/bin/env node${text.slice(text.indexOf('\n'))}` : text);

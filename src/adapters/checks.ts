@@ -48,6 +48,13 @@ export interface ShellResult {
 }
 
 export const DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024;
+
+/**
+ * How long a sandboxed command's own processes may take to end after its shell did: bubblewrap's
+ * process inside the sandbox, in a session of its own, is ended by the kernel once its parent is
+ * gone, a moment later. What still carries the command's marker after that was left running.
+ */
+const SANDBOX_SETTLE_MS = 500;
 const DEFAULT_KILL_GRACE_MS = 2000;
 /** After the shell exits and the group is killed, how long to wait for the pipes to close. */
 const PIPE_DRAIN_MS = 1000;
@@ -135,7 +142,7 @@ export class BoundedOutput {
  * cannot start is reported in the result (a spawn failure as exitCode null with the error as
  * output). When the shell exits, whatever it left running in its process group is killed too.
  */
-export function runShell(command: string, opts: RunShellOptions): Promise<ShellResult> {
+export async function runShell(command: string, opts: RunShellOptions): Promise<ShellResult> {
   const started = performance.now();
   const max = Math.max(0, opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
   const headMax = Math.floor(max / 2);
@@ -151,7 +158,17 @@ export function runShell(command: string, opts: RunShellOptions): Promise<ShellR
     durationMs: performance.now() - started,
   });
 
-  if (opts.signal?.aborted) return Promise.resolve(failed('aborted before start', true));
+  if (opts.signal?.aborted) return failed('aborted before start', true);
+  let sandboxed: SandboxedSpawn | undefined;
+  if (opts.sandbox) {
+    const prepared = await sandboxedSpawn(command, opts.cwd, opts.sandbox);
+    if (!prepared.ok) return failed(`could not start the sandbox: ${prepared.error}`);
+    sandboxed = prepared.value;
+    if (opts.signal?.aborted) {
+      await sandboxed.cleanup();
+      return failed('aborted before start', true);
+    }
+  }
 
   return new Promise<ShellResult>((resolve) => {
     const env: NodeJS.ProcessEnv = { ...process.env };
@@ -163,9 +180,7 @@ export function runShell(command: string, opts: RunShellOptions): Promise<ShellR
     Object.assign(env, marker.env);
 
     let child: ChildProcessByStdio<null, Readable, Readable>;
-    let sandboxed: SandboxedSpawn | undefined;
     try {
-      sandboxed = opts.sandbox ? sandboxedSpawn(command, opts.sandbox) : undefined;
       if (sandboxed) Object.assign(env, sandboxed.env);
       child = spawn(sandboxed?.file ?? '/bin/sh', sandboxed?.args ?? ['-c', command], {
         cwd: opts.cwd,
@@ -174,8 +189,7 @@ export function runShell(command: string, opts: RunShellOptions): Promise<ShellR
         stdio: ['ignore', 'pipe', 'pipe'],
       });
     } catch (e) {
-      sandboxed?.cleanup();
-      resolve(failed(`could not start ${sandboxed ? 'the sandbox' : '/bin/sh'}: ${(e as Error).message}`));
+      void (sandboxed?.cleanup() ?? Promise.resolve()).then(() => resolve(failed(`could not start ${sandboxed ? 'the sandbox' : '/bin/sh'}: ${(e as Error).message}`)));
       return;
     }
     if (child.pid !== undefined) {
@@ -202,9 +216,9 @@ export function runShell(command: string, opts: RunShellOptions): Promise<ShellR
       // check started outlives it.
       void (termination ?? Promise.resolve(true))
         .then(() => sweep)
-        .then((leftBehind) => {
+        .then(async (leftBehind) => {
           if (child.pid !== undefined) untrackGroup(child.pid);
-          sandboxed?.cleanup();
+          await sandboxed?.cleanup();
           resolve({
             exitCode: exit?.code ?? null,
             ...(exit?.signal ? { signal: exit.signal } : {}),
@@ -269,7 +283,7 @@ export function runShell(command: string, opts: RunShellOptions): Promise<ShellR
       // Leftover background processes would outlive the check and keep the pipes open.
       if (pid !== undefined && groupAlive(pid)) terminate();
       // Then what left the group still carries the marker: ending it also closes the pipes it holds.
-      sweep = (termination ?? Promise.resolve(true)).then(() => endMarked(PROCESS_MARKER_VARIABLE, marker.marker, grace, marker.since));
+      sweep = (termination ?? Promise.resolve(true)).then(() => endMarked(PROCESS_MARKER_VARIABLE, marker.marker, grace, marker.since, sandboxed ? SANDBOX_SETTLE_MS : 0));
       // Whatever still holds the pipes once the group is dead (something that left the group,
       // e.g. with setsid) is not waited for.
       timers.push(setTimeout(finish, (termination !== undefined ? grace : 0) + PIPE_DRAIN_MS));

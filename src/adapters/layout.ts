@@ -4,7 +4,8 @@
 //   here), and the sandbox runtime's CLI is in node_modules;
 // - the built plugin (`npm run build`, scripts/build.ts): the code is bundled into
 //   plugin/dist/*.mjs, which defines FOREMAN_BUNDLE, and the runtime's CLI is bundled beside it
-//   as plugin/dist/srt.mjs (its native helpers in plugin/vendor/, where it looks for them).
+//   as plugin/dist/srt.mjs (its native helpers in plugin/vendor/, where it looks for them), and
+//   so is foreman's sandbox host (scripts/sandbox-host.mjs, as plugin/dist/sandbox-host.mjs).
 
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
@@ -34,6 +35,13 @@ export const ownLayout = (): Layout => (bundled ? { kind: 'plugin', launcher: ow
 /** The sandbox runtime's command-line entry point (`srt`), run with `node`. */
 export const sandboxCliPath = (): string =>
   bundled ? join(ownRoot(), 'dist', 'srt.mjs') : createRequire(import.meta.url).resolve('@anthropic-ai/sandbox-runtime/dist/cli.js');
+
+/**
+ * The sandbox host foreman starts to wrap its own commands (scripts/sandbox-host.mjs): bundled
+ * beside the runtime's CLI in the plugin, run as it is in a checkout, whose node_modules hold the
+ * runtime.
+ */
+export const sandboxHostPath = (): string => (bundled ? join(ownRoot(), 'dist', 'sandbox-host.mjs') : join(ownRoot(), 'scripts', 'sandbox-host.mjs'));
 
 /**
  * foreman's folder in the person's cache: `$XDG_CACHE_HOME/foreman`, else `~/.cache/foreman`. A

@@ -518,10 +518,16 @@ function findMarkedShared(variable: string, value: string, since: PidCounter | n
  * to what is left, scanning again so what one of them started meanwhile is ended too. Returns the
  * processes found, to name them. `since`: the marker's pid counter (`newProcessMarker`), so a scan
  * reads only the processes started after it; null reads every process (a marker of another run).
+ * `settleMs`: how long what was found may take to end by itself before it counts as left running
+ * (a sandboxed command's bubblewrap, in a session of its own, ends a moment after the shell).
  */
-export async function endMarked(variable: string, value: string, graceMs = 1000, since: PidCounter | null = null): Promise<MarkedProcess[]> {
+export async function endMarked(variable: string, value: string, graceMs = 1000, since: PidCounter | null = null, settleMs = 0): Promise<MarkedProcess[]> {
   const named = new Map<number, MarkedProcess>();
   let found = await findMarkedShared(variable, value, since);
+  for (const until = performance.now() + settleMs; found.length > 0 && performance.now() < until; ) {
+    await sleep(POLL_MS);
+    found = findMarked(variable, value, since);
+  }
   if (found.length === 0) return [];
   for (const p of found) named.set(p.pid, p);
   for (const p of found) send(p.pid, 'SIGTERM');

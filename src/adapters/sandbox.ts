@@ -1,8 +1,9 @@
 // The operating-system sandbox for the commands foreman runs itself (acceptance checks,
 // assumption checks): `@anthropic-ai/sandbox-runtime` (bubblewrap on Linux, Seatbelt on macOS).
-// A command runs as `srt -s <settings> -c <command>`: it may read anywhere, write only in the
-// directories given (the workspace) and a temporary directory of its own (`TMPDIR`), and reach
-// no network but its own loopback unless the plan names hosts (`context.checkNetwork`). Workers get the same
+// A command runs wrapped by a sandbox host of this process (sandbox-host.ts): it may read anywhere,
+// write only in the directories given (the workspace) and a temporary directory of its own
+// (`TMPDIR`), and reach no network but its own loopback unless the plan names hosts
+// (`context.checkNetwork`). Workers get the same
 // limits from Claude Code's own sandbox (`sandbox` settings, see core/scope.ts).
 //
 // The plan's setup command (`context.setupCommand`, e.g. `npm ci`) runs in the same sandbox with
@@ -16,7 +17,7 @@
 // bubblewrap can be installed and still be refused namespaces (a container without privileges).
 // A yes is remembered across runs while the facts it depends on stay the same (sandbox-support.ts).
 
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { lstat, mkdir, readdir } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
@@ -24,6 +25,7 @@ import { type Result, err, ok } from '../core/failure.ts';
 import type { Plan } from '../core/plan.ts';
 import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
 import { ownCacheDir, sandboxCliPath } from './layout.ts';
+import { leaseSandboxHost } from './sandbox-host.ts';
 import { rememberedSupport, supportCacheFile, supportKey } from './sandbox-support.ts';
 
 export const SANDBOX_MODES = ['auto', 'on', 'off'] as const;
@@ -55,8 +57,14 @@ export function installAdvice(platform: NodeJS.Platform = process.platform): str
   }
 }
 
+/** The runtime's settings for one command: what it may write (`filesystem`) and reach (`network`). */
+export interface RuntimeSettings {
+  filesystem: { allowWrite: string[]; denyWrite: string[]; denyRead: string[] };
+  network: { allowedDomains: string[]; deniedDomains: string[] };
+}
+
 /** The runtime's settings for one command. */
-export function runtimeSettings(sandbox: CommandSandbox, ownTmp: string): Record<string, unknown> {
+export function runtimeSettings(sandbox: CommandSandbox, ownTmp: string): RuntimeSettings {
   return {
     filesystem: { allowWrite: [...sandbox.writable, ownTmp], denyWrite: [], denyRead: [] },
     // No allowed domain: the command's network namespace has its own loopback and nothing else.
@@ -64,33 +72,43 @@ export function runtimeSettings(sandbox: CommandSandbox, ownTmp: string): Record
   };
 }
 
-/** How to spawn `command` in the sandbox, and what to remove once it ended. */
+/** How to spawn `command` in the sandbox, and what to do once it ended. */
 export interface SandboxedSpawn {
   file: string;
   args: string[];
   /** Added to the command's environment: its own TMPDIR. */
   env: Record<string, string>;
-  /** Removes the settings and the temporary directory. */
-  cleanup: () => void;
+  /** Hands the host back (the runtime removes its placeholders) and removes the temporary directory. */
+  cleanup: () => Promise<void>;
 }
 
 /**
- * Prepares one sandboxed run of `command`: a directory holding the runtime's settings (read-only
- * to the command) and the command's own temporary directory (writable).
+ * Prepares one sandboxed run of `command` in `cwd`: a host of this process wraps it
+ * (adapters/sandbox-host.ts) with a temporary directory of its own as its TMPDIR; why not, when
+ * the host cannot.
  */
-export function sandboxedSpawn(command: string, sandbox: CommandSandbox): SandboxedSpawn {
+export async function sandboxedSpawn(command: string, cwd: string, sandbox: CommandSandbox): Promise<Result<SandboxedSpawn, string>> {
   const base = mkdtempSync(join(tmpdir(), 'foreman-sandbox-'));
   const ownTmp = join(base, 'tmp');
   mkdirSync(ownTmp);
-  const settingsPath = join(base, 'srt-settings.json');
-  writeFileSync(settingsPath, JSON.stringify(runtimeSettings(sandbox, ownTmp)));
-  return {
-    file: process.execPath,
-    args: [sandboxCliPath(), '--settings', settingsPath, '-c', command],
-    // The runtime sets the command's TMPDIR from CLAUDE_CODE_TMPDIR (default /tmp/claude).
-    env: { CLAUDE_CODE_TMPDIR: ownTmp, TMPDIR: ownTmp, TMP: ownTmp, TEMP: ownTmp },
-    cleanup: () => rmSync(base, { recursive: true, force: true }),
+  const removeTmp = () => rmSync(base, { recursive: true, force: true });
+  const settings = runtimeSettings(sandbox, ownTmp);
+  const leased = await leaseSandboxHost(settings.network);
+  if (!leased.ok) {
+    removeTmp();
+    return err(leased.error);
+  }
+  const lease = leased.value;
+  const cleanup = async () => {
+    await lease.release();
+    removeTmp();
   };
+  const wrapped = await lease.wrap(command, cwd, settings.filesystem, ownTmp);
+  if (!wrapped.ok) {
+    await cleanup();
+    return err(wrapped.error);
+  }
+  return ok({ file: '/bin/sh', args: ['-c', wrapped.value], env: { TMPDIR: ownTmp, TMP: ownTmp, TEMP: ownTmp }, cleanup });
 }
 
 /**
