@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runShell } from '../src/adapters/checks.ts';
-import { installAdvice, runtimeSettings, sandboxMountPoints, sandboxSupport } from '../src/adapters/sandbox.ts';
+import { installAdvice, runtimeSettings, sandboxSupport } from '../src/adapters/sandbox.ts';
 import { executeScript, fakeWorker, runExecute, nodeArgsFor } from './support/execute.ts';
 import { PROCESS_MARKER_VARIABLE, findMarked } from '../src/adapters/processes.ts';
 import { execa } from 'execa';
@@ -136,17 +136,6 @@ describe.runIf(support.ok)('a sandboxed check orphaned by kill -9', () => {
       await repo.cleanup();
     }
   }, 120_000);
-});
-
-describe('sandbox placeholders', () => {
-  it('counts only empty, untracked protected names as the sandbox\'s mount points', async () => {
-    const tree = join(dir, 'tree');
-    await mkdir(join(tree, '.claude', 'commands'), { recursive: true });
-    await writeFile(join(tree, '.bashrc'), '');
-    await writeFile(join(tree, '.profile'), 'export X=1\n');
-    await writeFile(join(tree, 'empty.txt'), '');
-    expect([...(await sandboxMountPoints(tree, ['.bashrc', '.profile', 'empty.txt', '.claude/']))].sort()).toEqual(['.bashrc', '.claude/']);
-  });
 });
 
 describe('--sandbox on without the sandbox', () => {

@@ -18,7 +18,7 @@
 // A yes is remembered across runs while the facts it depends on stay the same (sandbox-support.ts).
 
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { lstat, mkdir, readdir } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { type Result, err, ok } from '../core/failure.ts';
@@ -283,31 +283,4 @@ async function askSupport(): Promise<Result<void, string>> {
   if (run.exitCode === 0) return ok(undefined);
   const said = run.output.trim().split('\n').filter(Boolean).pop();
   return err(`a sandboxed test command failed${said ? `: ${said}` : ''}`);
-}
-
-/**
- * While a sandboxed command runs, bubblewrap holds an empty mount point in the workspace for each
- * protected name that does not exist there (`.bashrc`, `.gitconfig`, `.mcp.json`, `.vscode`,
- * `.idea`, `.claude/commands`, …; the runtime's DANGEROUS_FILES and dangerous directories) and
- * removes it afterwards. Another task verified meanwhile in the same tree would see them as
- * changes: these are the untracked paths that are such a placeholder (empty, and named so).
- */
-const MOUNT_POINT_NAMES = new Set(['.gitconfig', '.gitmodules', '.bashrc', '.bash_profile', '.zshrc', '.zprofile', '.profile', '.ripgreprc', '.mcp.json', '.vscode', '.idea', '.claude']);
-
-async function emptyTree(path: string): Promise<boolean> {
-  const st = await lstat(path).catch(() => null);
-  if (st === null) return true; // already removed
-  if (st.isFile()) return st.size === 0;
-  if (!st.isDirectory()) return false;
-  for (const entry of await readdir(path).catch(() => null) ?? []) if (!(await emptyTree(join(path, entry)))) return false;
-  return true;
-}
-
-export async function sandboxMountPoints(dir: string, untracked: readonly string[]): Promise<Set<string>> {
-  const found = new Set<string>();
-  for (const path of untracked) {
-    const top = path.replace(/\/$/, '').split('/')[0]!;
-    if (MOUNT_POINT_NAMES.has(top) && (await emptyTree(join(dir, path)))) found.add(path);
-  }
-  return found;
 }
