@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runShell } from '../src/adapters/checks.ts';
 import { installAdvice, runtimeSettings, sandboxSupport } from '../src/adapters/sandbox.ts';
-import { executeScript, fakeWorker, runExecute, nodeArgsFor } from './support/execute.ts';
+import { executeScript, fakeWorker, runExecute, runExecuteProcess, nodeArgsFor } from './support/execute.ts';
 import { PROCESS_MARKER_VARIABLE, findMarked } from '../src/adapters/processes.ts';
 import { execa } from 'execa';
 import { tempGitRepo } from './support/git-repo.ts';
@@ -147,7 +147,8 @@ describe('--sandbox on without the sandbox', () => {
       const bin = join(dir, 'bin-without-bwrap');
       await mkdir(bin, { recursive: true });
       for (const tool of ['node', 'git', 'sh']) if (!existsSync(join(bin, tool))) await symlink(`/usr/bin/${tool}`, join(bin, tool));
-      const r = await runExecute(repo.dir, ['--sandbox', 'on'], { PATH: bin });
+      // A process of its own: the sandbox's support is asked once per process, with its PATH.
+      const r = await runExecuteProcess(repo.dir, ['--sandbox', 'on'], { PATH: bin });
       expect(r.exitCode, r.stderr).toBe(3);
       expect(r.stderr).toMatch(/--sandbox on: the sandbox cannot run here \(.*bubblewrap \(bwrap\) not installed.*\)/);
       expect(r.stderr).toContain('apt-get install bubblewrap socat ripgrep');

@@ -178,6 +178,7 @@ async function workerRules(plan: Plan, settings: Settings): Promise<WorkerPermis
 }
 
 async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io): Promise<ExitCode> {
+  const gitProcessesBefore = gitProcessCount();
   const settings = settingsFrom(values, numbers, io);
   const loaded = await loadPlanFile(settings.planPath);
   let plan = loaded.plan;
@@ -385,8 +386,8 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
       { reason: result.reason, message: result.message, usage: result.usage, durationMs: Date.now() - started },
       { layout, planPath: settings.planPath, landing: { landed: landing.landed, advice: landing.advice() }, archived },
     );
-    // This process runs one run: every git process it started is the run's.
-    emit({ ...finished, gitProcesses: gitProcessCount() });
+    // The git processes this process started since the run began: the run's, one run at a time.
+    emit({ ...finished, gitProcesses: gitProcessCount() - gitProcessesBefore });
     reporter.summary(plan, result.usage);
     return finished.exitCode as ExitCode;
   } finally {

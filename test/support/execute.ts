@@ -1,8 +1,13 @@
-// Running the real orchestrator (scripts/execute.ts) as a child process, as a user would.
+// Running the real orchestrator (scripts/execute.ts): its command in this process, or the script as a process of its own.
 
 import { execa } from 'execa';
 import { basename, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { ownLayout } from '../../src/adapters/layout.ts';
+import { type Io, runCommand } from '../../src/cli/command.ts';
+import { EXIT } from '../../src/cli/exit.ts';
+import { executeCommand } from '../../src/cli/execute.ts';
+import { programName } from '../../src/core/command-hint.ts';
 import { BUILT_SCRIPTS } from './script-build.ts';
 
 export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
@@ -29,18 +34,46 @@ export interface ExecuteRun {
   stderr: string;
 }
 
-/** `scripts/execute.ts …` in `cwd` (bundled, or under tsx: `nodeArgsFor`) with the fake worker unless a bin is given. */
+/**
+ * `scripts/execute.ts …` in `cwd` with the fake worker unless a bin is given, run in this process:
+ * the command the script runs, with its arguments, the environment (this process's, with `env`
+ * over it) and a plain (non-terminal) output, returning what it printed and its exit code as the
+ * script's process would (an unexpected exception is exit 70, here with its stack). The
+ * workers, git and the checks are real processes; what is saved is a node start of the
+ * orchestrator, and the sandbox hosts it would start again, per run. Tests that signal or kill a
+ * run, or that need a process environment of its own, use `runExecuteProcess`.
+ */
 export async function runExecute(cwd: string, args: string[] = [], env: Record<string, string | undefined> = {}): Promise<ExecuteRun> {
-  const withBin = args.includes('--claude-bin') ? args : ['--claude-bin', fakeWorker, ...args];
-  const r = await execa('node', [...nodeArgsFor(executeScript), ...withBin], {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io: Io = { out: (text) => out.push(text), err: (text) => err.push(text), cwd, env: { ...process.env, ...EXECUTE_ENV, ...env }, isTTY: false, columns: 80 };
+  let exitCode: number;
+  try {
+    exitCode = await runCommand(programName('execute', ownLayout()), executeCommand, withFakeWorker(args), io);
+  } catch (e) {
+    err.push(`foreman: internal error: ${(e as Error).message}`, (e as Error).stack ?? '');
+    exitCode = EXIT.internal;
+  }
+  // As a process's output reads: lines ended by newlines, the last newline dropped.
+  return { exitCode, stdout: out.join('\n'), stderr: err.join('\n') };
+}
+
+/** `scripts/execute.ts …` as a process of its own (bundled, or under tsx: `nodeArgsFor`), as `runExecute` otherwise. */
+export async function runExecuteProcess(cwd: string, args: string[] = [], env: Record<string, string | undefined> = {}): Promise<ExecuteRun> {
+  const r = await execa('node', [...nodeArgsFor(executeScript), ...withFakeWorker(args)], {
     cwd,
     reject: false,
-    env: { FOREMAN_BACKOFF_MS: '50', NO_COLOR: '1', ...env },
+    env: { ...EXECUTE_ENV, ...env },
     timeout: 120_000,
     stdin: 'ignore',
   });
   return { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr };
 }
+
+/** What every test run of the orchestrator gets: a short back-off between retries, no colour. */
+const EXECUTE_ENV = { FOREMAN_BACKOFF_MS: '50', NO_COLOR: '1' };
+
+const withFakeWorker = (args: string[]) => (args.includes('--claude-bin') ? args : ['--claude-bin', fakeWorker, ...args]);
 
 export async function runPlanTool(cwd: string, args: string[], env: Record<string, string | undefined> = {}): Promise<ExecuteRun> {
   const r = await execa('node', [...nodeArgsFor(planScript), ...args], { cwd, reject: false, env, timeout: 60_000, stdin: 'ignore' });
