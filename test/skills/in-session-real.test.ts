@@ -266,8 +266,15 @@ describe.each(installs)('$command in the default permission mode, nothing pre-ap
         .map((r) => (r as ScriptedRequest).receivedAt);
       return { start: Math.min(...times), end: Math.max(...times) };
     });
-    expect(spans[0]!.start).toBeLessThan(spans[1]!.end);
-    expect(spans[1]!.start).toBeLessThan(spans[0]!.end);
+    // What the server saw, in order, to tell a run of the two one after the other from a late start.
+    const t0 = Math.min(...server.turns().map((r) => (r as ScriptedRequest).receivedAt));
+    const seen = server
+      .turns()
+      .map((r) => r as ScriptedRequest)
+      .map((r) => `${r.receivedAt - t0}ms ${/task-(\d+)\.md/.exec(r.prompt)?.[0] ?? r.prompt.slice(0, 30)} turn ${r.assistantTurns} ${lastCalls(r).map((c) => c.result.slice(0, 400)).join(' | ')}`)
+      .join('; ');
+    expect(spans[0]!.start, seen).toBeLessThan(spans[1]!.end);
+    expect(spans[1]!.start, seen).toBeLessThan(spans[0]!.end);
   });
 
   it('leaves no hand-out behind once the run has finished, so the hook costs one `test -d` again', async () => {
