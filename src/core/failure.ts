@@ -46,7 +46,13 @@ export type WorkerFailure =
   /** Exited (or was killed by a signal) without a result event. */
   | { reason: 'no-result'; exitCode?: number; signal?: string; stderrTail: string }
   /** The stream was not stream-json at all. */
-  | { reason: 'garbage-output'; sample: string };
+  | { reason: 'garbage-output'; sample: string }
+  /**
+   * In a session: Claude Code could not make the subagent's worktree, so the worker never ran (two
+   * `git worktree add` at once can trip on each other: `fatal: failed to read …/commondir`). It
+   * starts again at the next hand-out (`retryAfterMs` 0), no attempt spent.
+   */
+  | { reason: 'no-worktree'; message: string; retryAfterMs: number };
 
 export type FailureClass = 'infrastructure' | 'transient' | 'interrupted' | 'attempt';
 
@@ -57,6 +63,7 @@ export function classifyWorkerFailure(failure: WorkerFailure): FailureClass {
       return 'infrastructure';
     case 'rate-limited':
     case 'overloaded':
+    case 'no-worktree':
       return 'transient';
     case 'interrupted':
       return 'interrupted';
@@ -99,6 +106,8 @@ export function describeWorkerFailure(failure: WorkerFailure): string {
     }
     case 'garbage-output':
       return `the worker printed something that is not stream-json: ${JSON.stringify(failure.sample)}`;
+    case 'no-worktree':
+      return `Claude Code could not make the worker's worktree, so it did not start (${failure.message})`;
     default:
       return assertNever(failure, 'worker failure');
   }

@@ -107,8 +107,16 @@ export const subagentRun = (output: string, durationMs: number): WorkerRun => ({
   durationMs,
   permissionDenials: [],
   logPath: '',
-  outcome: { kind: 'reported', resultText: output, statusLine: parseStatusLine(output) },
+  outcome: WORKTREE_NOT_MADE.test(output)
+    ? { kind: 'failed', failure: { reason: 'no-worktree', message: output.split('\n')[0]!.trim(), retryAfterMs: 0 } }
+    : { kind: 'reported', resultText: output, statusLine: parseStatusLine(output) },
 });
+
+/**
+ * How Claude Code's Agent call begins its result when it could not make the subagent's worktree
+ * (2.1.330), which the execute skill has the lead pass on as the task's output.
+ */
+export const WORKTREE_NOT_MADE = /^Failed to create worktree\b/;
 
 // ---------------------------------------------------------------------------------------------
 // What each step posts

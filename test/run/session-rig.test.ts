@@ -74,6 +74,29 @@ describe('the in-session steps, in process', () => {
     expect(rig.finished?.reason).toBe('all-done');
   });
 
+  it("a subagent Claude Code could not make a worktree for goes back to pending without spending an attempt, and is handed out at the next `next`", async () => {
+    const rig = new SessionRig(makePlan([task('A'), task('B')]), { concurrency: 4 });
+    await rig.setup();
+    expect(await rig.next()).toEqual([0, 1]);
+    await rig.finalize([
+      [0, "Failed to create worktree: Preparing worktree (new branch 'worktree-agent-a1')\nfatal: failed to read /r/.git/worktrees/agent-a1/commondir: Success"],
+      [1, 'COMPLETED: made B'],
+    ]);
+    const finished = rig.events.filter((e) => e.type === 'task-finished');
+    expect(finished).toEqual([
+      expect.objectContaining({ task: 0, outcome: 'requeued', reason: expect.stringContaining("Claude Code could not make the worker's worktree, so it did not start (Failed to create worktree:") }),
+      expect.objectContaining({ task: 1, outcome: 'completed' }),
+    ]);
+    expect(statuses(rig)[0]).toBe('pending');
+    expect(rig.state.plan.tasks[0]!.attempts ?? 0).toBe(0);
+    // No back-off: the next hand-out gives it out again, as the same attempt.
+    expect(await rig.next()).toEqual([0]);
+    await rig.finalize([[0, 'COMPLETED: made A']]);
+    await rig.commit();
+    expect(rig.finished?.reason).toBe('all-done');
+    expect(rig.state.plan.tasks.map((t) => t.attempts)).toEqual([1, 1]);
+  });
+
   it('git failing while recording stops the run', async () => {
     const rig = new SessionRig(makePlan([task('A'), task('B')]), { record: () => gitFailure('update-ref', 'fatal: cannot lock ref') });
     await rig.setup();

@@ -17,6 +17,7 @@ import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { type ContentBlock, type ModelServer, type ScriptedRequest, rendezvous, startModelServer, text, toolUse } from '../support/model-server.ts';
 import { makePlan, writePlan } from '../support/plans.ts';
 import { type StreamEvent, claudeBin, claudeEnv, parseStreamJson, repoRoot, tempHome } from '../support/real-claude.ts';
+import { WORKTREE_NOT_MADE } from '../../src/run/session-driver.ts';
 
 const pluginRoot = join(repoRoot, 'plugin');
 
@@ -95,7 +96,8 @@ function playLead(req: ScriptedRequest, repo: string): ContentBlock[] {
   if (first.name === 'Agent') {
     const results = calls.map((c) => {
       const task = Number(/TASK-NUMBER (\d+)/.exec(String(c.input.prompt))?.[1] ?? /task-(\d+)\.md/.exec(String(c.input.prompt))?.[1]);
-      const status = [...c.result.matchAll(/^\s*((?:COMPLETED|FAILED|BLOCKED):.*)$/gm)].at(-1)?.[1] ?? '';
+      // As the skill says: the status line, or the first line of Claude Code's own failure to make the worktree.
+      const status = [...c.result.matchAll(/^\s*((?:COMPLETED|FAILED|BLOCKED):.*)$/gm)].at(-1)?.[1] ?? (WORKTREE_NOT_MADE.test(c.result) ? c.result.split('\n')[0]! : '');
       const worktree = /^worktreePath: (.+)$/m.exec(c.result)?.[1];
       return { task, output: status, ...(worktree ? { worktree } : {}) };
     });
@@ -258,7 +260,26 @@ describe.each(installs)('$command in the default permission mode, nothing pre-ap
     expect(workerResults.find((w) => w.tool.includes('mkdir -p build'))?.result).not.toMatch(/Read-only|denied|approval/i);
   });
 
-  it('ran two workers at once', () => {
+  it("ran two workers at once, or, where Claude Code could not make one's worktree, handed that task out again with no attempt spent", () => {
+    // Two `git worktree add` at once can trip on each other (`fatal: failed to read …/commondir`):
+    // Claude Code's Agent call then fails before its worker makes a request, and the two cannot
+    // overlap. What foreman owes then is the task again, as the same attempt.
+    const leadCalls = server
+      .turns()
+      .map((r) => r as ScriptedRequest)
+      .filter((r) => !r.prompt.startsWith('First read the file '))
+      .flatMap((r) => lastCalls(r));
+    const notMade = leadCalls.filter((c) => c.name === 'Agent' && WORKTREE_NOT_MADE.test(c.result)).map((c) => Number(/task-(\d+)\.md/.exec(String(c.input.prompt))?.[1]));
+    if (notMade.length > 0) {
+      const finalized = leadCalls.filter((c) => c.name === 'Bash' && String(c.input.command).includes(' plan finalize')).flatMap((c) => (json(c.result)?.results ?? []) as Array<{ index: number; outcome: string }>);
+      for (const task of notMade) {
+        expect(finalized).toContainEqual(expect.objectContaining({ index: task, outcome: 'requeued' }));
+        const prompts = workerResults.filter((w) => w.task === task && w.tool.startsWith('Read') && w.tool.includes(`task-${task}.md`));
+        expect(prompts.length).toBeGreaterThan(0);
+        for (const p of prompts) expect(p.result).not.toContain('This is attempt 2');
+      }
+      return;
+    }
     const spans = [0, 1].map((task) => {
       const times = server
         .turns()
