@@ -111,7 +111,11 @@ describe.runIf(support.ok)('a sandboxed check orphaned by kill -9', () => {
       for (let i = 0; i < 600; i++) {
         await new Promise((r) => setTimeout(r, 50));
         // The check is recorded the moment it is spawned; it is asleep in the sandbox once its `sleep` runs.
-        const records = JSON.parse(await readFile(join(repo.dir, '.design/workers.json'), 'utf8').catch(() => '[]')) as Array<{ kind: string; marker?: string }>;
+        // Read while the run rewrites it in place: a read can land mid-write (the file is whole for
+        // the run that follows a kill, which reads it once the writer is gone), so a torn read is "not yet".
+        const records = await readFile(join(repo.dir, '.design/workers.json'), 'utf8')
+          .then((text) => JSON.parse(text) as Array<{ kind: string; marker?: string }>)
+          .catch(() => []);
         marker = records.find((r) => r.kind === 'acceptance-check')?.marker;
         if (marker !== undefined && findMarked(PROCESS_MARKER_VARIABLE, marker).some((p) => /\bsleep 1000\b/.test(p.command))) break;
       }
