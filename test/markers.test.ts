@@ -28,11 +28,11 @@ afterAll(async () => {
 
 /**
  * A background process that leaves the command's process group and session, from another
- * directory, through a subshell that exits once it has: its parent link leads to init, not to us.
- * The subshell waits for the session to be its own (at most 5 s): a command that ended before
- * then would have its group ended with the process still in it, which then was not left running.
+ * directory, through a subshell that exits at once: its parent link leads to init, not to us.
+ * The command then waits (at most 5 s) until the process leads a session of its own: a command
+ * that ended before would have its group ended with the process still in it, not left running.
  */
-const DETACH = `cd / && (setsid sh -c 'exec sleep 1000' </dev/null >/dev/null 2>&1 & d=$!; i=0; while [ "$(ps -o sid= -p $d | tr -d ' ')" != "$d" ] && [ $i -lt 500 ]; do i=$((i+1)); sleep 0.01; done);`;
+const DETACH = `cd / && f=/tmp/foreman-detach-$$ && (setsid sh -c 'exec sleep 1000' </dev/null >/dev/null 2>&1 & echo $! > "$f") && d=$(cat "$f") && rm -f "$f" && i=0 && while [ "$(ps -o sid= -p $d | tr -d ' ')" != "$d" ] && [ $i -lt 500 ]; do i=$((i+1)); sleep 0.01; done;`;
 
 describe.runIf(linux)('markers (Linux: /proc/<pid>/environ)', () => {
   it('gives each process its own marker, under the run marker', () => {
