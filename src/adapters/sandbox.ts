@@ -3,8 +3,8 @@
 // A command runs wrapped by a sandbox host of this process (sandbox-host.ts): it may read anywhere,
 // write only in the directories given (the workspace) and a temporary directory of its own
 // (`TMPDIR`), and reach no network but its own loopback unless the plan names hosts
-// (`context.checkNetwork`). Workers get the same
-// limits from Claude Code's own sandbox (`sandbox` settings, see core/scope.ts).
+// (`context.checkNetwork`). Workers get the same limits from Claude Code's own sandbox (`sandbox`
+// settings, see core/scope.ts).
 //
 // The plan's setup command (`context.setupCommand`, e.g. `npm ci`) runs in the same sandbox with
 // two openings, since it installs dependencies (`setupCommandSandbox`): it reaches the package
