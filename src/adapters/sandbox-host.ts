@@ -48,6 +48,8 @@ class SandboxHost {
   private readonly child: ChildProcessByStdio<Writable, Readable, Readable>;
   private readonly waiting = new Map<number, (answer: Answer) => void>();
   private nextId = 1;
+  /** Until its first line (ready or not), the host holds this process's event loop open. */
+  private starting = true;
   private ended: string | null = null;
   private stderrTail = '';
   readonly ready: Promise<Result<void, string>>;
@@ -82,8 +84,12 @@ class SandboxHost {
     };
     this.child.once('error', (e) => gone(`the sandbox host could not start: ${e.message}`));
     this.child.once('exit', (code, signal) => gone(`the sandbox host exited (${signal ?? `code ${code}`})`));
-    this.ready = this.answerWithin(first).then((answer) => (answer.ready === true ? ok(undefined) : err(answer.error ?? 'the sandbox host did not start')));
-    this.keepAliveWhileWaiting(true);
+    this.ready = this.answerWithin(first).then((answer) => {
+      this.starting = false;
+      this.keepAliveWhileWaiting();
+      return answer.ready === true ? ok(undefined) : err(answer.error ?? 'the sandbox host did not start');
+    });
+    this.keepAliveWhileWaiting();
   }
 
   get alive(): boolean {
@@ -122,17 +128,12 @@ class SandboxHost {
   }
 
   /** Holds this process's event loop open only while an answer is awaited. */
-  private keepAliveWhileWaiting(starting = false): void {
-    const waiting = starting || this.waiting.size > 0;
+  private keepAliveWhileWaiting(): void {
+    const waiting = this.starting || this.waiting.size > 0;
     for (const handle of [this.child, this.child.stdout, this.child.stderr, this.child.stdin] as Array<{ ref?: () => void; unref?: () => void }>) {
       if (waiting) handle.ref?.();
       else handle.unref?.();
     }
-  }
-
-  /** Once started (answered or not), the host no longer needs the loop held for it. */
-  settle(): void {
-    this.keepAliveWhileWaiting();
   }
 }
 
@@ -142,13 +143,12 @@ const idle = new Map<string, SandboxHost[]>();
 /** A host of the network policy `network`, to wrap one command: an idle one, or a new one. */
 export async function leaseSandboxHost(network: RuntimeSettings['network']): Promise<Result<SandboxHostLease, string>> {
   const key = JSON.stringify(network);
-  const free = idle.get(key) ?? [];
-  idle.set(key, free);
+  let free = idle.get(key);
+  if (free === undefined) idle.set(key, (free = []));
   let host = free.pop();
   while (host !== undefined && !host.alive) host = free.pop();
   host ??= new SandboxHost(network);
   const ready = await host.ready;
-  host.settle();
   if (!ready.ok) {
     host.end(ready.error);
     return err(ready.error);
