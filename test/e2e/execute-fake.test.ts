@@ -287,7 +287,7 @@ describe('execute.ts with the fake worker', () => {
     // so use the journal to make the second run succeed.
     const { repo, planPath } = await setup(plan);
     const r = await runExecute(repo.dir, ['--json', '--max-attempts', '1']);
-    const events = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; outcome?: string; attempt?: number; at: string });
+    const events = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; outcome?: string; attempt?: number; durationMs?: number; at: string });
     const finished = events.filter((e) => e.type === 'task-finished');
     const outcomes = finished.map((e) => e.outcome);
     expect(outcomes.slice(0, 6)).toEqual(['requeued', 'requeued', 'requeued', 'requeued', 'requeued', 'requeued']);
@@ -297,10 +297,13 @@ describe('execute.ts with the fake worker', () => {
     expect(starts.map((e) => e.attempt)).toEqual([1, 1, 1, 1, 1, 1, 1]);
     // Each retry waited its back-off: the delay the worker's CLI reported for the rate limit
     // (its api_retry retry_delay_ms: 200 here), which takes the place of FOREMAN_BACKOFF_MS (50).
+    // The back-off runs from the worker's exit, which no event stamps (`task-finished` is stamped
+    // after the plan is saved, late on a busy machine); the start's stamp plus the worker's own
+    // duration is no later than that exit, so what is left of the gap to the next start is a wait.
     for (let k = 0; k < 6; k++) {
-      const waited = Date.parse(starts[k + 1]!.at) - Date.parse(finished[k]!.at);
-      // (measured from the event, stamped a little after the back-off was set: half of it is a safe bound)
-      expect(waited, `wait after requeue ${k + 1}`).toBeGreaterThanOrEqual(100);
+      const waited = Date.parse(starts[k + 1]!.at) - Date.parse(starts[k]!.at) - finished[k]!.durationMs!;
+      // (1 ms for the worker's duration, rounded to the millisecond)
+      expect(waited, `wait after requeue ${k + 1}`).toBeGreaterThanOrEqual(199);
     }
     const after = await readPlan(planPath);
     expect(after.tasks[0]!.attempts).toBe(1);
