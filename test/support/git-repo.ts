@@ -1,11 +1,11 @@
-// A throwaway git repository for tests. Runs git directly (not through src/adapters/git/runner.ts),
-// so tests of the adapter check it against git itself.
+// A throwaway git repository for tests. Runs git itself (not through src/adapters/git/runner.ts),
+// so tests of the adapter check it against git.
 
-import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
+import { runProcess } from '../../src/adapters/spawner.ts';
 
 export interface TempGitRepo {
   /** Absolute, symlink-free path of the working tree. */
@@ -24,13 +24,13 @@ export interface TempGitRepoOptions {
   identity?: boolean;
 }
 
-export function runGit(cwd: string, args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile('git', args, { cwd, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`git ${args.join(' ')} failed: ${stderr || error.message}`));
-      else resolve(stdout);
-    });
-  });
+export async function runGit(cwd: string, args: string[]): Promise<string> {
+  // Started through the process starter, as foreman's runner starts git: a fork of this test
+  // process for each command costs more than the command.
+  const ended = await runProcess({ file: 'git', args, cwd, env: process.env, timeoutMs: 120_000 });
+  if (ended.kind === 'exited' && ended.code === 0) return ended.stdout.toString('utf8');
+  const said = ended.kind === 'exited' ? ended.stderr.toString('utf8') || `exit ${ended.code}` : ended.kind === 'timed-out' ? 'timed out' : ended.message;
+  throw new Error(`git ${args.join(' ')} failed: ${said}`);
 }
 
 async function writeFiles(dir: string, files: Record<string, string>): Promise<void> {

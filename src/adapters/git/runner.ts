@@ -2,13 +2,15 @@
 // for one kept running to answer request after request. Hooks and fsmonitor
 // are always off, every pathspec is literal, each command has a time limit (FOREMAN_GIT_TIMEOUT)
 // that ends its process group and names the command, and a failure is a value, never a throw.
+// Commands are started by the process starter (../spawner.ts), not forked from this process.
 // The runner counts the processes it starts (`gitProcessCount`; the bench divides it by tasks).
 
 import { type ChildProcess, type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import type { Socket } from 'node:net';
-import { type Result, err, ok } from '../../core/failure.ts';
+import { type Result, assertNever, err, ok } from '../../core/failure.ts';
 import { NO_HOOKS } from '../../core/git-text.ts';
 import { signalGroup } from '../processes.ts';
+import { runProcess } from '../spawner.ts';
 
 /** A git command exited non-zero. */
 export class GitCommandError extends Error {
@@ -67,38 +69,31 @@ export const gitProcessCount = (): number => spawned;
  * file, `*.md` is no glob), within a time limit that ends its process group and says which command
  * hit it. A non-zero exit is returned as a value; stdout is returned untrimmed.
  */
-export function runGit(args: readonly string[], run: GitRun): Promise<Result<string, GitCommandError>> {
-  return new Promise((resolve) => {
-    const full = run.shell === undefined ? [...NO_HOOKS, ...args] : ['-c', run.shell.script];
-    const limitMs = gitTimeLimitMs(process.env) * (run.shell?.steps ?? 1);
-    spawned += run.shell?.steps ?? 1;
-    const child = spawn(run.shell === undefined ? 'git' : '/bin/sh', full, { cwd: run.cwd, env: { ...process.env, ...(run.pathNames === true ? {} : { GIT_LITERAL_PATHSPECS: '1' }), ...run.env }, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
-    const out: Buffer[] = [];
-    const errOut: Buffer[] = [];
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      endGroup(child);
-    }, limitMs);
-    child.stdout.on('data', (d: Buffer) => out.push(d));
-    child.stderr.on('data', (d: Buffer) => errOut.push(d));
-    // git cannot be started (not installed, not on PATH): a failure like any other, said plainly.
-    child.on('error', (error) => {
-      clearTimeout(timer);
-      resolve(err(new GitCommandError(args, -1, `could not run git: ${error.message}`)));
-    });
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      if (timedOut) {
-        const named = run.shell?.name ?? commandName(args);
-        const said = `${named} timed out after ${Math.round(limitMs / 1000)}s (the limit set by ${GIT_TIME_LIMIT_ENV}, in seconds); its process group was ended`;
-        resolve(err(new GitCommandError(args, -1, said)));
-      } else if (code === 0) resolve(ok(Buffer.concat(out).toString('utf8')));
-      else resolve(err(new GitCommandError(args, code ?? -1, Buffer.concat(errOut).toString('utf8'), Buffer.concat(out).toString('utf8'))));
-    });
-    child.stdin.on('error', () => undefined);
-    child.stdin.end(run.input ?? '');
+export async function runGit(args: readonly string[], run: GitRun): Promise<Result<string, GitCommandError>> {
+  const limitMs = gitTimeLimitMs(process.env) * (run.shell?.steps ?? 1);
+  spawned += run.shell?.steps ?? 1;
+  const ended = await runProcess({
+    file: run.shell === undefined ? 'git' : '/bin/sh',
+    args: run.shell === undefined ? [...NO_HOOKS, ...args] : ['-c', run.shell.script],
+    cwd: run.cwd,
+    env: { ...process.env, ...(run.pathNames === true ? {} : { GIT_LITERAL_PATHSPECS: '1' }), ...run.env },
+    ...(run.input !== undefined ? { input: run.input } : {}),
+    timeoutMs: limitMs,
   });
+  switch (ended.kind) {
+    case 'exited':
+      if (ended.code === 0) return ok(ended.stdout.toString('utf8'));
+      return err(new GitCommandError(args, ended.code, ended.stderr.toString('utf8'), ended.stdout.toString('utf8')));
+    case 'timed-out': {
+      const named = run.shell?.name ?? commandName(args);
+      return err(new GitCommandError(args, -1, `${named} timed out after ${Math.round(limitMs / 1000)}s (the limit set by ${GIT_TIME_LIMIT_ENV}, in seconds); its process group was ended`));
+    }
+    case 'not-started':
+      // git cannot be started (not installed, not on PATH, no such directory): a failure like any other, said plainly.
+      return err(new GitCommandError(args, -1, `could not run git: ${ended.message}`));
+    default:
+      return assertNever(ended, 'process end');
+  }
 }
 
 /** A word the shell reads back as exactly `word`. */
@@ -111,9 +106,8 @@ export const PREVIOUS_OUTPUT = '\0previous-output';
 const FAILED_STEP = /(?:^|\n)foreman-failed-step (\d+)\n?$/;
 
 /**
- * Git commands run one after another by one `sh` started from here: each spawn from this process
- * holds its event loop for as long as the fork takes, which grows with the process's memory
- * (about 6 ms at 80 MB), and a shell's own forks do not. Each step runs as `runGit` would run it
+ * Git commands run one after another by one `sh`: one command for the process starter to start
+ * and report (its output files read, its line answered) instead of one per step. Each step runs as `runGit` would run it
  * (hooks and fsmonitor off, literal pathspecs) and counts as one git process; a step may take
  * the previous step's output as an argument (`PREVIOUS_OUTPUT`); stdin goes to the first step
  * that reads it. The output is each step's, its trailing newlines trimmed, one line each (none

@@ -1,0 +1,150 @@
+// The process starter (src/adapters/spawner.ts): commands started through one long-lived bash get
+// exactly their words, input, directory and environment, as a fork of this process would give
+// them; their output comes back byte for byte; a time limit ends everything a command started; a
+// starter that dies fails only what it was running; and it never keeps its process alive.
+
+import { execa } from 'execa';
+import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ProcessEnd, type ProcessRequest, runProcess } from '../src/adapters/spawner.ts';
+import { repoRoot, tsxLoader } from './support/execute.ts';
+import { alive } from './support/processes.ts';
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'foreman-spawner-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const run = (file: string, args: string[], more: Partial<ProcessRequest> = {}): Promise<ProcessEnd> =>
+  runProcess({ file, args, cwd: dir, env: process.env, timeoutMs: 30_000, ...more });
+
+/** Its stdout as text, once it exited 0. */
+async function output(file: string, args: string[], more: Partial<ProcessRequest> = {}): Promise<string> {
+  const ended = await run(file, args, more);
+  if (ended.kind !== 'exited' || ended.code !== 0) throw new Error(`${file} ${args.join(' ')}: ${JSON.stringify(ended)}`);
+  return ended.stdout.toString('utf8');
+}
+
+/** The bash starters this process runs. */
+function starters(): number[] {
+  return readdirSync('/proc').flatMap((entry) => {
+    if (!/^\d+$/.test(entry)) return [];
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      return ppid === process.pid && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('foreman-starter') && alive(Number(entry)) ? [Number(entry)] : [];
+    } catch {
+      return [];
+    }
+  });
+}
+
+async function until(check: () => boolean | Promise<boolean>, what: string, limitMs = 5_000): Promise<void> {
+  const end = Date.now() + limitMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`gave up waiting: ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe('the process starter', () => {
+  it('gives a command exactly its words, quotes, newlines and control characters included', async () => {
+    const words = ["it's", 'a "quoted" $HOME `x` \\n', 'two\nlines', 'tab\there', '\x01\x1b[0m\x7f', 'ünïcødé ✓', '', '*', '-n', '$(touch pwned)'];
+    const printed = await output('/bin/sh', ['-c', 'for a; do printf "%s\\0" "$a"; done', 'sh', ...words]);
+    expect(printed.split('\0').slice(0, -1)).toEqual(words);
+    expect(await readdir(dir)).not.toContain('pwned');
+  });
+
+  it('delivers its input and returns its output byte for byte, at any size', async () => {
+    const input = 'line one\nlínea dos\n\n  three  \n';
+    expect(await output('cat', [], { input })).toBe(input);
+    const ended = await run('/bin/sh', ['-c', 'printf "a\\0b\\377"; head -c 3000000 /dev/zero; echo err >&2']);
+    expect(ended.kind).toBe('exited');
+    if (ended.kind !== 'exited') return;
+    expect(ended.stdout.subarray(0, 4)).toEqual(Buffer.from([0x61, 0, 0x62, 0xff]));
+    expect(ended.stdout.length).toBe(4 + 3_000_000);
+    expect(ended.stderr.toString()).toBe('err\n');
+  });
+
+  it('reports exit codes, and 128 + the signal for a command a signal ended', async () => {
+    expect(await run('/bin/sh', ['-c', 'exit 7'])).toMatchObject({ kind: 'exited', code: 7 });
+    expect(await run('/bin/sh', ['-c', 'kill -TERM $$'])).toMatchObject({ kind: 'exited', code: 143 });
+  });
+
+  it('gives the environment of this process as it is when the command starts, with the command’s own', async () => {
+    await output('true', []);
+    const saved = { ...process.env };
+    try {
+      process.env.FOREMAN_SPAWNER_LATER = 'set after the starter started';
+      delete process.env.HOME;
+      delete process.env.OLDPWD;
+      process.env.SHLVL = '7';
+      const env = (await output('env', [], { env: { ...process.env, FOREMAN_SPAWNER_OWN: 'a\nb' } })).split('\n');
+      expect(env).toContain('FOREMAN_SPAWNER_LATER=set after the starter started');
+      expect(env.join('\n')).toContain('FOREMAN_SPAWNER_OWN=a\nb');
+      expect(env.some((line) => line.startsWith('HOME='))).toBe(false);
+      expect(env).toContain('SHLVL=7');
+      expect(env.some((line) => line.startsWith('OLDPWD='))).toBe(false);
+      // A name bash cannot export: the command is forked from here, with it.
+      expect((await output('env', [], { env: { ...process.env, 'FOREMAN.DOTTED': '1' } })).split('\n')).toContain('FOREMAN.DOTTED=1');
+    } finally {
+      process.env = saved;
+    }
+  });
+
+  it('runs in its directory, a relative one from this process’s, and says when it cannot start', async () => {
+    const sub = await mkdtemp(join(dir, 'sub-'));
+    expect((await output('pwd', ['-P'], { cwd: sub })).trim()).toBe(sub);
+    expect((await output('pwd', ['-P'], { cwd: relative(process.cwd(), sub) })).trim()).toBe(sub);
+    expect(await run('pwd', [], { cwd: join(dir, 'no-such-directory') })).toEqual({ kind: 'not-started', message: 'no such directory' });
+    expect(await run('foreman-no-such-program', [])).toEqual({ kind: 'not-started', message: 'no such program on the PATH' });
+  });
+
+  it('ends a command at its time limit, with everything it started', async () => {
+    const pidFile = join(dir, 'sleeper.pid');
+    const ended = await run('/bin/sh', ['-c', `sleep 60 & echo $! > ${pidFile}; wait`], { timeoutMs: 500 });
+    expect(ended).toEqual({ kind: 'timed-out' });
+    const sleeper = Number(readFileSync(pidFile, 'utf8'));
+    await until(() => !alive(sleeper), 'the command’s child ended');
+  });
+
+  it('keeps the output of commands that run at once apart', async () => {
+    const ends = await Promise.all(Array.from({ length: 30 }, (_, i) => output('/bin/sh', ['-c', `sleep 0.0${i % 10}; echo ${i}; echo ${i} >&2`])));
+    expect(ends).toEqual(Array.from({ length: 30 }, (_, i) => `${i}\n`));
+  });
+
+  it('still reports what a starter that died was running, and starts another', async () => {
+    const running = run('/bin/sh', ['-c', 'sleep 1; echo finished']);
+    await until(() => starters().length === 1, 'one starter');
+    const first = starters()[0]!;
+    process.kill(first, 'SIGKILL');
+    await until(() => !alive(first), 'the starter gone');
+    // The command's job outlives its starter, and still says how it ended.
+    const ended = await running;
+    expect(ended.kind === 'exited' && ended.stdout.toString()).toBe('finished\n');
+    expect(await output('echo', ['again'])).toBe('again\n');
+    expect(starters()).not.toContain(first);
+  });
+
+  it('never keeps its process alive, removes its files when that process ends, and is not misled by BASH_ENV', async () => {
+    const own = await mkdtemp(join(dir, 'tmp-'));
+    const script = join(dir, 'uses-starter.mts');
+    const noisy = join(dir, 'noisy.sh');
+    await writeFile(noisy, 'echo "d 0 0"\necho noise\n');
+    await writeFile(
+      script,
+      `import { runProcess } from ${JSON.stringify(join(repoRoot, 'src/adapters/spawner.ts'))};\n` +
+        `const ended = await runProcess({ file: 'printenv', args: ['BASH_ENV'], cwd: process.cwd(), env: process.env, timeoutMs: 30000 });\n` +
+        `console.log(ended.kind === 'exited' ? ended.stdout.toString().trim() : JSON.stringify(ended));\n`,
+    );
+    const ran = await execa('node', ['--import', tsxLoader, script], { cwd: dir, env: { TMPDIR: own, BASH_ENV: noisy }, timeout: 20_000 });
+    expect(ran.stdout).toBe(noisy);
+    await until(async () => !(await readdir(own)).some((name) => name.startsWith('foreman-spawn-')), 'the starter removed its directory');
+  });
+});
