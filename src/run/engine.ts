@@ -107,6 +107,33 @@ export function lane() {
   };
 }
 
+/**
+ * Plan writes behind the step loop, as a database commits a group: the loop asks for a write
+ * after a step and goes on with the next event; asks made while a write runs are served together
+ * by one more write, of the newest plan (a state's plan is a snapshot no later step changes).
+ * Each ask resolves once a plan at least as new as its own is on disk. A write takes several ms
+ * (two fsyncs): awaited inline, it held every other event back for as long.
+ */
+export function planWrites(save: (plan: Plan) => Promise<void>): (plan: Plan) => Promise<void> {
+  let running: Promise<void> = Promise.resolve();
+  let next: { plan: Plan; written: Promise<void> } | null = null;
+  return (plan) => {
+    if (next !== null) {
+      next.plan = plan;
+      return next.written;
+    }
+    const ask = { plan, written: Promise.resolve() };
+    ask.written = running.then(() => {
+      // From here a newer plan waits for the write after this one.
+      next = null;
+      return save(ask.plan);
+    });
+    next = ask;
+    running = ask.written.catch(() => undefined);
+    return ask.written;
+  };
+}
+
 /** Events in arrival order, awaited one at a time. */
 class Inbox {
   private readonly queue: EngineEvent[] = [];
@@ -159,6 +186,9 @@ export async function runEngine(
   const dirs = new Map<number, string>();
   const wake: { current: { at: number; cancel: () => void } | null } = { current: null };
   let state: EngineState = start;
+  const write = planWrites(adapters.save);
+  /** The plan of the last step that changed it, on disk: a worker starts, and the run ends, only after. */
+  let written: Promise<void> = Promise.resolve();
 
   const onAbort = () => inbox.post({ type: 'interrupt', now: clock.now() });
   if (signal.aborted) onAbort();
@@ -176,9 +206,13 @@ export async function runEngine(
     const controller = new AbortController();
     workers.set(effect.task, controller);
     if (signal.aborted) controller.abort();
+    // Its worktree is made ready while the plan that says it started is written.
+    const saved = written;
     const started = adapters.prepare(effect.task, controller.signal, effect.stack).then(async (prepared): Promise<EngineEvent> => {
       if (!prepared.ok) return { type: 'workspace-failed', task: effect.task, reason: prepared.error, now: clock.now() };
       dirs.set(effect.task, prepared.value);
+      // A crash once the worker runs leaves the task in progress on disk, and a resume cleans up after it.
+      await saved;
       const run = await adapters.runWorker(await workerRequest(effect, current, prepared.value, controller.signal));
       return { type: 'worker-finished', task: effect.task, run, now: clock.now() };
     });
@@ -212,7 +246,9 @@ export async function runEngine(
   const execute = async (effect: EngineEffect, current: EngineState): Promise<EngineResult | null> => {
     switch (effect.type) {
       case 'save':
-        await adapters.save(current.plan);
+        written = write(current.plan);
+        // A write that fails stops the run, as an adapter's bug does.
+        written.catch((error: unknown) => inbox.fail(error));
         return null;
       case 'emit':
         adapters.emit(effect.event);
@@ -269,6 +305,7 @@ export async function runEngine(
         workers.get(effect.task)?.abort();
         return null;
       case 'finish':
+        await written;
         return { ...effect.stop, usage: effect.usage, plan: current.plan };
       default:
         return assertNever(effect, 'engine effect');

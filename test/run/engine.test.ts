@@ -3,7 +3,7 @@
 // the breaker, interrupts, gates and git failures, checked step by step with no sleeps.
 
 import { describe, expect, it } from 'vitest';
-import { statusOf } from '../../src/core/plan.ts';
+import { type Plan, statusOf } from '../../src/core/plan.ts';
 import { EngineRig, PASSED, failedRun, gitFailure, reported } from '../support/engine-rig.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
@@ -34,6 +34,55 @@ describe('the engine, in process', () => {
     ]);
     // Saved before each worker started, with the task in progress.
     expect(rig.saves.some((p) => statusOf(p.tasks[0]!) === 'in_progress' && statusOf(p.tasks[2]!) === 'in_progress')).toBe(true);
+  });
+
+  it('starts a worker only once the plan that says it started is written, and holds nothing else back for a slow write', async () => {
+    const writes: Array<{ plan: Plan; done: () => void }> = [];
+    const rig = new EngineRig(makePlan([task('A'), task('B'), task('C', { blockedBy: [0] })]), {
+      settings: { concurrency: 2 },
+      save: (plan) => new Promise<void>((done) => writes.push({ plan, done })),
+    });
+    await rig.advance(0);
+    // The worktrees are made ready meanwhile; the workers wait for the write.
+    expect(rig.stacks.map(([t]) => t)).toEqual([0, 1]);
+    expect(rig.runningTasks).toEqual([]);
+    expect(writes.map((w) => w.plan.tasks.map(statusOf))).toEqual([['in_progress', 'in_progress', 'pending']]);
+    writes[0]!.done();
+    await rig.advance(0);
+    expect(rig.runningTasks).toEqual([0, 1]);
+    // A is verified and recorded, and its dependant C may start: C's worker waits for the write
+    // that says so, while everything else goes on.
+    await rig.finish(0, 'COMPLETED: a');
+    expect(rig.recorded.map((r) => r.tasks)).toEqual([[0]]);
+    expect(writes).toHaveLength(2);
+    expect(writes[1]!.plan.tasks.map(statusOf)).toEqual(['completed', 'in_progress', 'in_progress']);
+    expect(rig.runningTasks).toEqual([1]);
+    await rig.finish(1, 'COMPLETED: b');
+    expect(rig.recorded.map((r) => r.tasks)).toEqual([[0], [1]]);
+    // Steps that change the plan while a write runs share the one write after it, of the newest plan.
+    expect(writes).toHaveLength(2);
+    writes[1]!.done();
+    await rig.advance(0);
+    expect(rig.runningTasks).toEqual([2]);
+    expect(writes).toHaveLength(3);
+    expect(writes[2]!.plan.tasks.map(statusOf)).toEqual(['completed', 'completed', 'in_progress']);
+    await rig.finish(2, 'COMPLETED: c');
+    // The run ends only once its last plan is written.
+    writes[2]!.done();
+    await rig.advance(0);
+    expect(rig.result).toBeNull();
+    expect(writes).toHaveLength(4);
+    writes[3]!.done();
+    const result = await rig.ended();
+    expect(result.reason).toBe('all-done');
+    expect(writes[3]!.plan.tasks.map(statusOf)).toEqual(['completed', 'completed', 'completed']);
+  });
+
+  it('stops with the error when the plan cannot be written', async () => {
+    const rig = new EngineRig(makePlan([task('A')]), { save: async () => Promise.reject(new Error('ENOSPC: no space left on device')) });
+    await rig.advance(0);
+    expect(rig.runningTasks).toEqual([]);
+    await expect(rig.ended()).rejects.toThrow(/ENOSPC/);
   });
 
   it('never runs two tasks that touch the same file at once, and never more than the concurrency', async () => {

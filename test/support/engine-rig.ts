@@ -78,6 +78,8 @@ export interface RigOptions {
   record?: (tasks: readonly number[], round: number) => Result<string | null, GitFailure>;
   /** The gate's verdict on candidates stacked on what was integrated (needs `settings.gate`; default: passes). */
   gate?: (tasks: readonly number[], integrated: readonly number[]) => boolean | GateRun;
+  /** Writing the plan, after it is listed in `saves` (default: done at once). */
+  save?: (plan: Plan) => Promise<void>;
 }
 
 export class EngineRig {
@@ -165,6 +167,7 @@ export class EngineRig {
         },
         save: async (saved) => {
           this.saves.push(saved);
+          await options.save?.(saved);
         },
         emit: (event) => this.events.push(event),
         clock: this.clock,
