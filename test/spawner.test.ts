@@ -4,7 +4,7 @@
 // starter that dies fails only what it was running; and it never keeps its process alive.
 
 import { execa } from 'execa';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -120,8 +120,10 @@ describe('the process starter', () => {
   });
 
   it('still reports what a starter that died was running, and starts another', async () => {
-    const running = run('/bin/sh', ['-c', 'sleep 1; echo finished']);
-    await until(() => starters().length === 1, 'one starter');
+    const started = join(dir, 'job-started');
+    const running = run('/bin/sh', ['-c', `touch ${started}; sleep 1; echo finished`]);
+    await until(() => existsSync(started), 'the job started');
+    expect(starters()).toHaveLength(1);
     const first = starters()[0]!;
     process.kill(first, 'SIGKILL');
     await until(() => !alive(first), 'the starter gone');

@@ -11,7 +11,7 @@ import { poolDir } from '../../src/adapters/git/worktree-pool.ts';
 import { type Io, runProgram } from '../../src/cli/command.ts';
 import { planCommands } from '../../src/cli/plan/index.ts';
 import type { Plan, Task } from '../../src/core/plan.ts';
-import { type TempGitRepo, afterEachCleanups, tempRepoIn } from '../support/git-repo.ts';
+import { type TempGitRepo, afterEachCleanups, runGit, tempRepoIn } from '../support/git-repo.ts';
 
 const cleanups = afterEachCleanups();
 const newRepo = tempRepoIn(cleanups);
@@ -49,16 +49,14 @@ function plan(tasks: Task[], planId: string | null = PLAN_ID): Plan {
 /** A commit of `files` on top of `parent` (default HEAD), made without touching the working tree or index. */
 async function commitOn(files: Record<string, string>, parent = 'HEAD', message = 'foreman: integrated'): Promise<string> {
   const index = path.join(repo.dir, '.git', `test-index-${Math.random().toString(16).slice(2)}`);
-  const env = { ...process.env, GIT_INDEX_FILE: index };
-  const { execFileSync } = await import('node:child_process');
-  const run = (args: string[], input?: string) => execFileSync('git', args, { cwd: repo.dir, env, input, encoding: 'utf8' }).trim();
-  run(['read-tree', parent]);
+  const run = async (args: string[], input?: string) => (await runGit(repo.dir, args, { env: { GIT_INDEX_FILE: index }, ...(input !== undefined ? { input } : {}) })).trim();
+  await run(['read-tree', parent]);
   for (const [file, content] of Object.entries(files)) {
-    const blob = run(['hash-object', '-w', '--stdin'], content);
-    run(['update-index', '--add', '--cacheinfo', `100644,${blob},${file}`]);
+    const blob = await run(['hash-object', '-w', '--stdin'], content);
+    await run(['update-index', '--add', '--cacheinfo', `100644,${blob},${file}`]);
   }
-  const tree = run(['write-tree']);
-  const commit = run(['commit-tree', tree, '-p', parent, '-m', message]);
+  const tree = await run(['write-tree']);
+  const commit = await run(['commit-tree', tree, '-p', parent, '-m', message]);
   await rm(index, { force: true });
   return commit;
 }

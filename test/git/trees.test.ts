@@ -3,7 +3,6 @@
 // --index-info` with deletions first, `write-tree`): checked on arbitrary trees and changes,
 // directories replacing files and the reverse included, and on names git stores as bytes.
 
-import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,7 +12,7 @@ import { TreeBuilder } from '../../src/adapters/git/trees.ts';
 import { gitProcessCount } from '../../src/adapters/git/runner.ts';
 import { indexInfo } from '../../src/core/git-text.ts';
 import type { WorkEntry } from '../../src/core/work.ts';
-import { type TempGitRepo, tempGitRepo, withoutMachineGitConfig } from '../support/git-repo.ts';
+import { type TempGitRepo, runGit, tempGitRepo, withoutMachineGitConfig } from '../support/git-repo.ts';
 
 withoutMachineGitConfig();
 
@@ -22,13 +21,13 @@ let scratch: string;
 let builder: TreeBuilder;
 const blobs: string[] = [];
 
-const git = (args: string[], input = '', env: Record<string, string> = {}): string =>
-  execFileSync('git', args, { cwd: repo.dir, input, env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 }).trim();
+/** Git itself, as the oracle: its trimmed output. */
+const git = async (args: string[], input = '', env: Record<string, string> = {}): Promise<string> => (await runGit(repo.dir, args, { input, env })).trim();
 
 beforeAll(async () => {
   repo = await tempGitRepo({ 'README.md': 'r\n' });
   scratch = await mkdtemp(path.join(os.tmpdir(), 'foreman-trees-'));
-  for (const content of ['one\n', 'two\n', 'three\n', 'target\n']) blobs.push(git(['hash-object', '-w', '--stdin'], content));
+  for (const content of ['one\n', 'two\n', 'three\n', 'target\n']) blobs.push(await git(['hash-object', '-w', '--stdin'], content));
   builder = new TreeBuilder(repo.dir);
 });
 afterAll(async () => {
@@ -39,16 +38,16 @@ afterAll(async () => {
 
 let indexes = 0;
 /** What git's own index makes of `entries` over `start`'s tree. */
-function indexTree(start: string | null, entries: readonly WorkEntry[]): string {
+async function indexTree(start: string | null, entries: readonly WorkEntry[]): Promise<string> {
   const env = { GIT_INDEX_FILE: path.join(scratch, `index-${indexes++}`) };
-  if (start === null) git(['read-tree', '--empty'], '', env);
-  else git(['read-tree', start], '', env);
-  if (entries.length > 0) git(['update-index', '-z', '--index-info'], indexInfo(entries, blobs[0]!), env);
+  if (start === null) await git(['read-tree', '--empty'], '', env);
+  else await git(['read-tree', start], '', env);
+  if (entries.length > 0) await git(['update-index', '-z', '--index-info'], indexInfo(entries, blobs[0]!), env);
   return git(['write-tree'], '', env);
 }
 
 /** A commit of the tree git's index makes of `entries` (the start of a case). */
-const commitOf = (entries: readonly WorkEntry[]): string => git(['commit-tree', indexTree(null, entries), '-m', 'start']);
+const commitOf = async (entries: readonly WorkEntry[]): Promise<string> => git(['commit-tree', await indexTree(null, entries), '-m', 'start']);
 
 // Few names, so paths meet: the same file, a file where a directory was, and the reverse.
 const name = fc.constantFrom('a', 'b', 'c', 'a b', 'é');
@@ -68,16 +67,16 @@ describe('TreeBuilder', () => {
   it('makes the tree git\'s index makes, for any start and any entries', async () => {
     await fc.assert(
       fc.asyncProperty(startFiles, fc.array(entry, { maxLength: 6 }), async (files, changes) => {
-        const start = commitOf(files);
+        const start = await commitOf(files);
         const built = await builder.treeWith(start, changes);
-        expect(built).toEqual({ ok: true, value: indexTree(start, changes) });
+        expect(built).toEqual({ ok: true, value: await indexTree(start, changes) });
       }),
       { numRuns: 60 },
     );
   });
 
   it('keeps two processes for any number of trees, and reads no tree twice', async () => {
-    const start = commitOf([{ path: 'x/y', mode: '100644', object: blobs[0]! }]);
+    const start = await commitOf([{ path: 'x/y', mode: '100644', object: blobs[0]! }]);
     const local = new TreeBuilder(repo.dir);
     const before = gitProcessCount();
     for (let k = 0; k < 5; k++) {
@@ -89,25 +88,25 @@ describe('TreeBuilder', () => {
   });
 
   it('writes a submodule entry, names with a tab or a line break, and a tree left empty', async () => {
-    const start = commitOf([{ path: 'gone/only', mode: '100644', object: blobs[0]! }]);
+    const start = await commitOf([{ path: 'gone/only', mode: '100644', object: blobs[0]! }]);
     const changes: WorkEntry[] = [
       { path: 'gone/only', deleted: true },
       { path: 'lib/sub', mode: '160000', object: '1'.repeat(40) },
       { path: 'odd\tname\nhere', mode: '100644', object: blobs[2]! },
     ];
     const built = await builder.treeWith(start, changes);
-    expect(built).toEqual({ ok: true, value: indexTree(start, changes) });
-    expect(git(['ls-tree', '-r', '--name-only', '-z', built.ok ? built.value : '']).split('\0').filter(Boolean)).toEqual(['lib/sub', 'odd\tname\nhere']);
+    expect(built).toEqual({ ok: true, value: await indexTree(start, changes) });
+    expect((await git(['ls-tree', '-r', '--name-only', '-z', built.ok ? built.value : ''])).split('\0').filter(Boolean)).toEqual(['lib/sub', 'odd\tname\nhere']);
   });
 
   it('says what went wrong for a blob git does not have or a start that is no commit, and works again after', async () => {
-    const start = commitOf([{ path: 'f', mode: '100644', object: blobs[0]! }]);
+    const start = await commitOf([{ path: 'f', mode: '100644', object: blobs[0]! }]);
     const missing = await builder.treeWith(start, [{ path: 'f', mode: '100644', object: 'f'.repeat(40) }]);
     expect(missing.ok).toBe(false);
     expect(!missing.ok && missing.error.stderr).toMatch(/f{40}/);
     const notCommit = await builder.treeWith(blobs[0]!, []);
     expect(!notCommit.ok && notCommit.error.stderr).toContain('is not a commit');
     const fine = await builder.treeWith(start, [{ path: 'f', mode: '100644', object: blobs[1]! }]);
-    expect(fine).toEqual({ ok: true, value: indexTree(start, [{ path: 'f', mode: '100644', object: blobs[1]! }]) });
+    expect(fine).toEqual({ ok: true, value: await indexTree(start, [{ path: 'f', mode: '100644', object: blobs[1]! }]) });
   });
 });

@@ -24,10 +24,10 @@ export interface TempGitRepoOptions {
   identity?: boolean;
 }
 
-export async function runGit(cwd: string, args: string[]): Promise<string> {
+export async function runGit(cwd: string, args: string[], call: { input?: string; env?: Record<string, string> } = {}): Promise<string> {
   // Started through the process starter, as foreman's runner starts git: a fork of this test
   // process for each command costs more than the command.
-  const ended = await runProcess({ file: 'git', args, cwd, env: process.env, timeoutMs: 120_000 });
+  const ended = await runProcess({ file: 'git', args, cwd, env: { ...process.env, ...call.env }, ...(call.input !== undefined ? { input: call.input } : {}), timeoutMs: 120_000 });
   if (ended.kind === 'exited' && ended.code === 0) return ended.stdout.toString('utf8');
   const said = ended.kind === 'exited' ? ended.stderr.toString('utf8') || `exit ${ended.code}` : ended.kind === 'timed-out' ? 'timed out' : ended.message;
   throw new Error(`git ${args.join(' ')} failed: ${said}`);
