@@ -134,7 +134,7 @@ describe('the process starter', () => {
     expect(starters()).not.toContain(first);
   });
 
-  it('never keeps its process alive, removes its files when that process ends, and is not misled by BASH_ENV', async () => {
+  it('never keeps its process alive, removes its files when that process ends, and is not misled by BASH_ENV or a shell function', async () => {
     const own = await mkdtemp(join(dir, 'tmp-'));
     const script = join(dir, 'uses-starter.mts');
     const noisy = join(dir, 'noisy.sh');
@@ -143,10 +143,15 @@ describe('the process starter', () => {
       script,
       `import { runProcess } from ${JSON.stringify(join(repoRoot, 'src/adapters/spawner.ts'))};\n` +
         `const ended = await runProcess({ file: 'printenv', args: ['BASH_ENV'], cwd: process.cwd(), env: process.env, timeoutMs: 30000 });\n` +
-        `console.log(ended.kind === 'exited' ? ended.stdout.toString().trim() : JSON.stringify(ended));\n`,
+        `console.log(ended.kind === 'exited' ? ended.stdout.toString().trim() : JSON.stringify(ended));\n` +
+        `const git = await runProcess({ file: 'git', args: ['--version'], cwd: process.cwd(), env: process.env, timeoutMs: 30000 });\n` +
+        `console.log(git.kind === 'exited' ? git.stdout.toString().trim() : JSON.stringify(git));\n`,
     );
-    const ran = await execa('node', ['--import', tsxLoader, script], { cwd: dir, env: { TMPDIR: own, BASH_ENV: noisy }, timeout: 20_000 });
-    expect(ran.stdout).toBe(noisy);
+    // The starter starts with this environment: a shell function named git, exported, is not what runs.
+    const ran = await execa('node', ['--import', tsxLoader, script], { cwd: dir, env: { TMPDIR: own, BASH_ENV: noisy, 'BASH_FUNC_git%%': '() { echo hijacked; }' }, timeout: 20_000 });
+    const [bashEnv, git] = ran.stdout.split('\n');
+    expect(bashEnv).toBe(noisy);
+    expect(git).toMatch(/^git version /);
     await until(async () => !(await readdir(own)).some((name) => name.startsWith('foreman-spawn-')), 'the starter removed its directory');
   });
 });

@@ -117,8 +117,10 @@ class Starter {
       `cd -- ${bashWord(resolve(request.cwd))} 2>/dev/null || { echo "n ${id} cwd"; exit; }`,
       ...(unset.length > 0 ? [`unset ${unset.join(' ')}`] : []),
       ...(assignments.length > 0 ? [`export ${assignments.join(' ')}`] : []),
-      `command -v -- ${bashWord(request.file)} >/dev/null || { echo "n ${id} command"; exit; }`,
-      `${[request.file, ...request.args].map(bashWord).join(' ')} <${files.in === undefined ? '/dev/null' : bashWord(files.in)} >${bashWord(files.out)} 2>${bashWord(files.err)}`,
+      // `type -P`: a program file on the PATH (a shell function of that name does not count).
+      `type -P -- ${bashWord(request.file)} >/dev/null || { echo "n ${id} command"; exit; }`,
+      // `command`: the program itself, never a shell function of that name from the environment.
+      `command -- ${[request.file, ...request.args].map(bashWord).join(' ')} <${files.in === undefined ? '/dev/null' : bashWord(files.in)} >${bashWord(files.out)} 2>${bashWord(files.err)}`,
       `echo "d ${id} $?"`,
     ];
     return `{ ${body.join('; ')}; } & echo "s ${id} $!"\n`;
