@@ -134,6 +134,36 @@ describe('the process starter', () => {
     expect(starters()).not.toContain(first);
   });
 
+  it('forks a command whose output or input it cannot write, and carries on with another bash', async () => {
+    const own = await mkdtemp(join(dir, 'tmp-'));
+    const script = join(dir, 'full-tmp.mts');
+    await writeFile(
+      script,
+      `import { readdirSync, rmSync } from 'node:fs';\n` +
+        `import { join } from 'node:path';\n` +
+        `import { runProcess } from ${JSON.stringify(join(repoRoot, 'src/adapters/spawner.ts'))};\n` +
+        `const starters = () => readdirSync(process.env.TMPDIR).filter((name) => name.startsWith('foreman-spawn-'));\n` +
+        `const run = async (file, args, input) => { const ended = await runProcess({ file, args, cwd: process.cwd(), env: process.env, timeoutMs: 30000, ...(input ? { input } : {}) }); return ended.kind === 'exited' ? ended.stdout.toString().trim() : JSON.stringify(ended); };\n` +
+        `await run('true', []);\n` +
+        `const first = starters();\n` +
+        // What a cleaned or full temporary directory does to the starter: its files cannot be made.
+        `for (const name of first) rmSync(join(process.env.TMPDIR, name), { recursive: true });\n` +
+        `console.log(await run('cat', [], 'input, forked'));\n` +
+        `console.log(await run('echo', ['output, forked']));\n` +
+        `console.log(await run('echo', ['a new bash']));\n` +
+        `console.log(JSON.stringify({ first, now: starters() }));\n`,
+    );
+    const ran = await execa('node', ['--import', tsxLoader, script], { cwd: dir, env: { TMPDIR: own }, timeout: 20_000 });
+    const [input, output, again, starters] = ran.stdout.split('\n');
+    expect(input).toBe('input, forked');
+    expect(output).toBe('output, forked');
+    expect(again).toBe('a new bash');
+    const { first, now } = JSON.parse(starters!) as { first: string[]; now: string[] };
+    expect(first).toHaveLength(1);
+    expect(now).toHaveLength(1);
+    expect(now[0]).not.toBe(first[0]);
+  });
+
   it('never keeps its process alive, removes its files when that process ends, and is not misled by BASH_ENV or a shell function', async () => {
     const own = await mkdtemp(join(dir, 'tmp-'));
     const script = join(dir, 'uses-starter.mts');

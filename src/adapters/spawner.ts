@@ -14,7 +14,8 @@
 // from the environment it was started with.
 //
 // Where that cannot be done exactly (no bash, a variable whose name bash cannot export differs),
-// the command is forked from here as before: the same outcome, only dearer.
+// or the private directory cannot be written (removed by a cleaner, a full disk), the command is
+// forked from here as before: the same outcome, only dearer.
 
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
@@ -69,6 +70,7 @@ export function bashWord(word: string): string {
 const LOOP = 'set -m\nwhile IFS= read -r line; do eval "$line"; done\nwait\nrm -rf -- "$1"';
 
 interface Pending {
+  request: ProcessRequest;
   pid: number | null;
   timedOut: boolean;
   timer: NodeJS.Timeout;
@@ -132,9 +134,18 @@ class Starter {
     const files: Pending['files'] = { out: join(this.dir, `${id}.out`), err: join(this.dir, `${id}.err`), ...(request.input ? { in: join(this.dir, `${id}.in`) } : {}) };
     const line = this.line(id, request, files);
     if (line === null) return null;
-    if (files.in !== undefined) writeFileSync(files.in, request.input!);
+    if (files.in !== undefined) {
+      try {
+        writeFileSync(files.in, request.input!);
+      } catch {
+        // No room for its input (a full temporary directory): a fork needs none.
+        take(files.in);
+        return null;
+      }
+    }
     return new Promise((resolve) => {
       const entry: Pending = {
+        request,
         pid: null,
         timedOut: false,
         files,
@@ -173,7 +184,8 @@ class Starter {
       } else if (kind === 'n') {
         this.finish(id!, { kind: 'not-started', message: value === 'cwd' ? 'no such directory' : 'no such program on the PATH' });
       } else if (kind === 'd') {
-        this.finish(id!, { kind: 'exited', code: Number(value), stdout: take(entry.files.out), stderr: take(entry.files.err) });
+        if (existsSync(entry.files.err)) this.finish(id!, { kind: 'exited', code: Number(value), stdout: take(entry.files.out), stderr: take(entry.files.err) });
+        else this.refork(id!);
       }
     }
   }
@@ -191,6 +203,23 @@ class Starter {
     if (entry.files.in !== undefined) take(entry.files.in);
     if (this.pending.size === 0) this.hold(false);
     entry.settle(end);
+  }
+
+  /**
+   * Bash could not open a command's output files (its directory removed, or no room left), so the
+   * command never ran: it is forked from here instead, and this bash ends once its jobs have, the
+   * next command starting another with a directory of its own.
+   */
+  private refork(id: string): void {
+    const entry = this.pending.get(id)!;
+    this.pending.delete(id);
+    clearTimeout(entry.timer);
+    take(entry.files.out);
+    if (entry.files.in !== undefined) take(entry.files.in);
+    if (this.pending.size === 0) this.hold(false);
+    this.retire();
+    this.child.stdin.end();
+    void forkProcess(entry.request).then(entry.settle);
   }
 
   private retire(): void {
@@ -227,7 +256,13 @@ function theStarter(): Starter | null {
   if (!bashAvailable) return null;
   const base: NodeJS.ProcessEnv = { ...process.env };
   for (const name of BASH_STARTUP) delete base[name];
-  const dir = mkdtempSync(join(tmpdir(), 'foreman-spawn-'));
+  let dir: string;
+  try {
+    dir = mkdtempSync(join(tmpdir(), 'foreman-spawn-'));
+  } catch {
+    // No temporary directory to write in: commands are forked, and the next one tries again.
+    return null;
+  }
   const child = spawn(BASH, ['-c', LOOP, 'foreman-starter', dir], { stdio: ['pipe', 'pipe', 'ignore'], detached: true, env: base });
   starter = new Starter(child, dir, base);
   return starter;
