@@ -91,6 +91,8 @@ describe('the process starter', () => {
       expect(env.some((line) => line.startsWith('HOME='))).toBe(false);
       expect(env).toContain('SHLVL=7');
       expect(env.some((line) => line.startsWith('OLDPWD='))).toBe(false);
+      // A read-only variable of bash's, exported: forked, with it.
+      expect((await output('env', [], { env: { ...process.env, UID: '12345' } })).split('\n')).toContain('UID=12345');
       // A name bash cannot export: the command is forked from here, with it.
       expect((await output('env', [], { env: { ...process.env, 'FOREMAN.DOTTED': '1' } })).split('\n')).toContain('FOREMAN.DOTTED=1');
     } finally {
@@ -104,6 +106,8 @@ describe('the process starter', () => {
     expect((await output('pwd', ['-P'], { cwd: relative(process.cwd(), sub) })).trim()).toBe(sub);
     expect(await run('pwd', [], { cwd: join(dir, 'no-such-directory') })).toEqual({ kind: 'not-started', message: 'no such directory' });
     expect(await run('foreman-no-such-program', [])).toEqual({ kind: 'not-started', message: 'no such program on the PATH' });
+    // A word with a NUL in it is refused, as a fork refuses it.
+    await expect(run('echo', ['a\0b'])).rejects.toThrow(/null bytes/);
   });
 
   it('ends a command at its time limit, with everything it started', async () => {

@@ -53,7 +53,8 @@ const BASH = '/bin/bash';
  * not export the two option lists; a command that needs them differing is forked from here.
  */
 const BASH_STARTUP = ['BASH_ENV', 'ENV', 'SHELLOPTS', 'BASHOPTS'];
-const UNEXPORTABLE = new Set(['SHELLOPTS', 'BASHOPTS']);
+/** Variables bash keeps read-only: a command that needs them other than bash has them is forked. */
+const UNEXPORTABLE = new Set(['SHELLOPTS', 'BASHOPTS', 'BASH_VERSINFO', 'EUID', 'PPID', 'UID']);
 /** What bash sets in its own environment, put back to the command's own values each time. */
 const BASH_SETS = ['SHLVL', 'OLDPWD'];
 
@@ -105,6 +106,8 @@ class Starter {
 
   /** The line that starts `request` as job `id`, or null when its environment cannot be given exactly. */
   private line(id: string, request: ProcessRequest, files: Pending['files']): string | null {
+    // A NUL ends a word for bash, where a fork refuses it: let the fork say so.
+    if ([request.file, request.cwd, ...request.args].some((word) => word.includes('\0'))) return null;
     const assignments: string[] = [];
     const unset: string[] = [];
     const names = new Set([...Object.keys(this.base), ...Object.keys(request.env), ...BASH_SETS]);
