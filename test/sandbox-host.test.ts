@@ -4,7 +4,7 @@
 // keeps its process alive, and ends when that process ends, however it ends.
 
 import { execa } from 'execa';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,27 +12,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runShell } from '../src/adapters/checks.ts';
 import { sandboxSupport } from '../src/adapters/sandbox.ts';
 import { repoRoot, tsxLoader } from './support/execute.ts';
-import { alive } from './support/processes.ts';
+import { alive, childrenOf } from './support/processes.ts';
 
 const support = await sandboxSupport();
 if (!support.ok) console.warn(`sandbox host tests are skipped, the sandbox cannot run here: ${support.error}`);
 
 /** The sandbox hosts `parent` started whose network policy names `host` (each test its own). */
-function hostsOf(parent: number, host: string): number[] {
-  const found: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      const command = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (ppid === parent && command.includes('sandbox-host.mjs') && command.includes(host) && alive(Number(entry))) found.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return found;
-}
+const hostsOf = (parent: number, host: string): number[] => childrenOf(parent, 'sandbox-host.mjs', host);
 
 let dir: string;
 beforeAll(async () => {

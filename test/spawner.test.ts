@@ -4,14 +4,14 @@
 // starter that dies fails only what it was running; and it never keeps its process alive.
 
 import { execa } from 'execa';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ProcessEnd, type ProcessRequest, runProcess } from '../src/adapters/spawner.ts';
 import { repoRoot, tsxLoader } from './support/execute.ts';
-import { alive } from './support/processes.ts';
+import { alive, childrenOf } from './support/processes.ts';
 
 let dir: string;
 beforeAll(async () => {
@@ -32,18 +32,7 @@ async function output(file: string, args: string[], more: Partial<ProcessRequest
 }
 
 /** The bash starters this process runs. */
-function starters(): number[] {
-  return readdirSync('/proc').flatMap((entry) => {
-    if (!/^\d+$/.test(entry)) return [];
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      return ppid === process.pid && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('foreman-starter') && alive(Number(entry)) ? [Number(entry)] : [];
-    } catch {
-      return [];
-    }
-  });
-}
+const starters = (): number[] => childrenOf(process.pid, 'foreman-starter');
 
 async function until(check: () => boolean | Promise<boolean>, what: string, limitMs = 5_000): Promise<void> {
   const end = Date.now() + limitMs;

@@ -20,8 +20,8 @@ import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { type Result, err, ok } from '../core/failure.ts';
 import { sandboxHostPath } from './layout.ts';
-import { signalGroup } from './processes.ts';
 import type { RuntimeSettings } from './sandbox.ts';
+import { endGroup, holdOpen } from './spawner.ts';
 
 /** How long a host may take to start, or to answer a request, before it is ended. */
 export const HOST_ANSWER_LIMIT_MS = 30_000;
@@ -56,6 +56,7 @@ class SandboxHost {
 
   constructor(network: RuntimeSettings['network']) {
     this.child = spawn(process.execPath, [sandboxHostPath(), JSON.stringify(network)], { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    this.child.unref();
     let onReady!: (answer: Answer) => void;
     const first = new Promise<Answer>((resolve) => (onReady = resolve));
     createInterface({ input: this.child.stdout }).on('line', (line) => {
@@ -108,7 +109,7 @@ class SandboxHost {
   /** Ends the host (its process group: the runtime's bridges with it). */
   end(why: string): void {
     this.ended ??= why;
-    if (this.child.pid !== undefined) signalGroup(this.child.pid, 'SIGKILL');
+    endGroup(this.child);
   }
 
   private async answerWithin(answer: Promise<Answer>): Promise<Answer> {
@@ -129,11 +130,7 @@ class SandboxHost {
 
   /** Holds this process's event loop open only while an answer is awaited. */
   private keepAliveWhileWaiting(): void {
-    const waiting = this.starting || this.waiting.size > 0;
-    for (const handle of [this.child, this.child.stdout, this.child.stderr, this.child.stdin] as Array<{ ref?: () => void; unref?: () => void }>) {
-      if (waiting) handle.ref?.();
-      else handle.unref?.();
-    }
+    holdOpen(this.child, this.starting || this.waiting.size > 0);
   }
 }
 

@@ -17,9 +17,10 @@
 // or the private directory cannot be written (removed by a cleaner, a full disk), the command is
 // forked from here as before: the same outcome, only dearer.
 
-import { type ChildProcessByStdio, spawn } from 'node:child_process';
+import { type ChildProcess, type ChildProcessByStdio, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { constants, tmpdir } from 'node:os';
+import type { Socket } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { signalGroup } from './processes.ts';
@@ -46,6 +47,22 @@ export type ProcessEnd =
   | { kind: 'not-started'; message: string };
 
 const BASH = '/bin/bash';
+
+/**
+ * Whether `child`'s output keeps this process alive: for a child kept running (a starter, a
+ * long-lived git, a sandbox host), only while something here waits for what it says.
+ */
+export function holdOpen(child: { stdout: Readable | null; stderr: Readable | null }, hold: boolean): void {
+  for (const stream of [child.stdout, child.stderr] as unknown as Array<Socket | null>) {
+    if (hold) stream?.ref();
+    else stream?.unref();
+  }
+}
+
+/** Ends a child started with `detached: true` (a group of its own) with whatever it started. */
+export function endGroup(child: ChildProcess): void {
+  if (child.pid === undefined || !signalGroup(child.pid, 'SIGKILL')) child.kill('SIGKILL');
+}
 
 /**
  * Variables that change how bash itself starts (a file it sources, options it sets): the starter
@@ -93,7 +110,7 @@ class Starter {
     readonly base: NodeJS.ProcessEnv,
   ) {
     child.unref();
-    this.hold(false);
+    holdOpen(child, false);
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (text: string) => this.read(text));
     child.stdin.on('error', () => undefined);
@@ -160,16 +177,9 @@ class Starter {
         settle: resolve,
       };
       this.pending.set(id, entry);
-      this.hold(true);
+      holdOpen(this.child, true);
       this.child.stdin.write(line);
     });
-  }
-
-  /** Bash's output keeps this process alive only while a command runs. */
-  private hold(hold: boolean): void {
-    const stream = this.child.stdout as unknown as { ref(): void; unref(): void };
-    if (hold) stream.ref();
-    else stream.unref();
   }
 
   private read(text: string): void {
@@ -194,17 +204,9 @@ class Starter {
   }
 
   private finish(id: string, end: ProcessEnd): void {
-    const entry = this.pending.get(id);
+    const entry = this.forget(id, end.kind === 'exited');
     if (entry === undefined) return;
-    this.pending.delete(id);
-    clearTimeout(entry.timer);
     if (end.kind === 'timed-out' && entry.pid !== null) signalGroup(entry.pid, 'SIGKILL');
-    if (end.kind !== 'exited') {
-      take(entry.files.out);
-      take(entry.files.err);
-    }
-    if (entry.files.in !== undefined) take(entry.files.in);
-    if (this.pending.size === 0) this.hold(false);
     entry.settle(end);
   }
 
@@ -214,15 +216,25 @@ class Starter {
    * next command starting another with a directory of its own.
    */
   private refork(id: string): void {
-    const entry = this.pending.get(id)!;
-    this.pending.delete(id);
-    clearTimeout(entry.timer);
-    take(entry.files.out);
-    if (entry.files.in !== undefined) take(entry.files.in);
-    if (this.pending.size === 0) this.hold(false);
+    const entry = this.forget(id, false)!;
     this.retire();
     this.child.stdin.end();
     void forkProcess(entry.request).then(entry.settle);
+  }
+
+  /** No longer waits for job `id`: its timer cleared, its files removed (the output files unless `read` took them already). */
+  private forget(id: string, outputTaken: boolean): Pending | undefined {
+    const entry = this.pending.get(id);
+    if (entry === undefined) return undefined;
+    this.pending.delete(id);
+    clearTimeout(entry.timer);
+    if (!outputTaken) {
+      take(entry.files.out);
+      take(entry.files.err);
+    }
+    if (entry.files.in !== undefined) take(entry.files.in);
+    if (this.pending.size === 0) holdOpen(this.child, false);
+    return entry;
   }
 
   private retire(): void {
@@ -291,7 +303,7 @@ export function forkProcess(request: ProcessRequest): Promise<ProcessEnd> {
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
-      if (child.pid === undefined || !signalGroup(child.pid, 'SIGKILL')) child.kill('SIGKILL');
+      endGroup(child);
     }, request.timeoutMs);
     child.stdout.on('data', (d: Buffer) => out.push(d));
     child.stderr.on('data', (d: Buffer) => errOut.push(d));

@@ -5,12 +5,10 @@
 // Commands are started by the process starter (../spawner.ts), not forked from this process.
 // The runner counts the processes it starts (`gitProcessCount`; the bench divides it by tasks).
 
-import { type ChildProcess, type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import type { Socket } from 'node:net';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { type Result, assertNever, err, ok } from '../../core/failure.ts';
 import { NO_HOOKS } from '../../core/git-text.ts';
-import { signalGroup } from '../processes.ts';
-import { runProcess } from '../spawner.ts';
+import { endGroup, holdOpen, runProcess } from '../spawner.ts';
 
 /** A git command exited non-zero. */
 export class GitCommandError extends Error {
@@ -52,11 +50,6 @@ const DEFAULT_GIT_TIME_LIMIT_MS = 600_000;
 function gitTimeLimitMs(env: NodeJS.ProcessEnv): number {
   const seconds = Number(env[GIT_TIME_LIMIT_ENV]);
   return Number.isInteger(seconds) && seconds > 0 ? seconds * 1000 : DEFAULT_GIT_TIME_LIMIT_MS;
-}
-
-/** Ends a git process started with `detached: true` (a group of its own) that ran out of time, with whatever it started. */
-function endGroup(child: ChildProcess): void {
-  if (child.pid === undefined || !signalGroup(child.pid, 'SIGKILL')) child.kill('SIGKILL');
 }
 
 let spawned = 0;
@@ -130,14 +123,6 @@ export async function runGitSteps(steps: ReadonlyArray<readonly string[]>, run: 
   const index = failed === null ? steps.length - 1 : Number(failed[1]);
   const stderr = failed === null ? ran.error.stderr : ran.error.stderr.slice(0, failed.index);
   return err(new GitCommandError(steps[index] ?? ran.error.args, ran.error.exitCode, stderr, ran.error.stdout));
-}
-
-/** Whether `child`'s output keeps this process alive: only while a request waits for it. */
-function holdOpen(child: ChildProcessWithoutNullStreams, hold: boolean): void {
-  for (const stream of [child.stdout, child.stderr] as unknown as Socket[]) {
-    if (hold) stream.ref();
-    else stream.unref();
-  }
 }
 
 /**
