@@ -9,7 +9,7 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ProcessEnd, type ProcessRequest, runProcess } from '../src/adapters/spawner.ts';
+import { type ProcessEnd, type ProcessRequest, STARTER_LOOP, bashWord, runProcess } from '../src/adapters/spawner.ts';
 import { repoRoot, tsxLoader } from './support/execute.ts';
 import { alive, childrenOf } from './support/processes.ts';
 
@@ -105,6 +105,34 @@ describe('the process starter', () => {
     expect(ended).toEqual({ kind: 'timed-out' });
     const sleeper = Number(readFileSync(pidFile, 'utf8'));
     await until(() => !alive(sleeper), 'the command’s child ended');
+  });
+
+  it('reads a request of any length whole, with words, a directory and a value beyond ASCII, in a UTF-8 locale or C', async () => {
+    // About 70 KB as an argument (one may hold 128 KiB), a request of 220 KB once escaped.
+    const long = 'é✓'.repeat(10_000) + 'x'.repeat(20_000);
+    const own = await mkdtemp(join(dir, 'dïr ✓-'));
+    const script = join(dir, 'locale.mts');
+    await writeFile(
+      script,
+      `import { runProcess } from ${JSON.stringify(join(repoRoot, 'src/adapters/spawner.ts'))};\n` +
+        `const ask = (args) => runProcess({ file: '/bin/sh', args: ['-c', 'printf "%s|%s|%s" "$1" "$PWD" "$FOREMAN_SPAWNER_VALUE"', 'sh', ...args], cwd: ${JSON.stringify(own)}, env: { ...process.env, FOREMAN_SPAWNER_VALUE: 'välue ✓' }, timeoutMs: 30000 });\n` +
+        `const ends = await Promise.all([ask([${JSON.stringify(long)}]), ask(['ünï ✓']), ask(['plain'])]);\n` +
+        `console.log(JSON.stringify(ends.map((e) => (e.kind === 'exited' ? e.stdout.toString('utf8') : e))));\n`,
+    );
+    for (const locale of ['C.UTF-8', 'C']) {
+      const ran = await execa('node', ['--import', tsxLoader, script], { cwd: dir, env: { LC_ALL: locale }, timeout: 20_000 });
+      expect(JSON.parse(ran.stdout), locale).toEqual([`${long}|${own}|välue ✓`, `ünï ✓|${own}|välue ✓`, `plain|${own}|välue ✓`]);
+    }
+  });
+
+  it('reads requests line by line where bash has no `read -N` (older than 4.1)', async () => {
+    const slow = STARTER_LOOP.replace(/^if .*; then$/m, 'if false; then');
+    expect(slow).not.toBe(STARTER_LOOP);
+    const out = join(dir, 'older-bash.out');
+    const line = `{ printf %s ${bashWord('ünï ✓ \'quoted\'')} >${bashWord(out)}; echo "d 0 $?"; } & echo "s 0 $!"\n`;
+    const ran = await execa('/bin/bash', ['-c', slow, 'foreman-starter', await mkdtemp(join(dir, 'older-'))], { input: `${line.length}\n${line}`, timeout: 20_000 });
+    expect(ran.stdout.split('\n').map((answer) => answer.split(' ')[0])).toEqual(['s', 'd']);
+    expect(readFileSync(out, 'utf8')).toBe("ünï ✓ 'quoted'");
   });
 
   it('keeps the output of commands that run at once apart', async () => {
