@@ -9,7 +9,7 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ProcessEnd, type ProcessRequest, STARTER_LOOP, bashWord, runProcess } from '../src/adapters/spawner.ts';
+import { type ProcessEnd, type ProcessRequest, STARTER_LOOP, bashWord, endStarter, runProcess } from '../src/adapters/spawner.ts';
 import { repoRoot, tsxLoader } from './support/execute.ts';
 import { alive, childrenOf } from './support/processes.ts';
 
@@ -183,6 +183,29 @@ describe('the process starter', () => {
     expect(first).toHaveLength(1);
     expect(now).toHaveLength(1);
     expect(now[0]).not.toBe(first[0]);
+  });
+
+  it.runIf(existsSync('/proc/self/stat'))('ended at the end of a command line, its commands’ CPU counts among the process’s children’s, as a fork’s would', async () => {
+    const script = join(dir, 'ends-starter.mts');
+    await writeFile(
+      script,
+      `import { readFileSync } from 'node:fs';\n` +
+        `import { endStarter, runProcess } from ${JSON.stringify(join(repoRoot, 'src/adapters/spawner.ts'))};\n` +
+        `const childrenCpuMs = () => { const f = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' '); return (Number(f[13]) + Number(f[14])) * 10; };\n` +
+        `const burn = () => runProcess({ file: '/bin/sh', args: ['-c', 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'], cwd: process.cwd(), env: process.env, timeoutMs: 60000 });\n` +
+        `await burn();\n` +
+        `const before = childrenCpuMs();\n` +
+        `await endStarter();\n` +
+        `const after = childrenCpuMs();\n` +
+        `const again = await runProcess({ file: 'echo', args: ['a new bash'], cwd: process.cwd(), env: process.env, timeoutMs: 60000 });\n` +
+        `await endStarter();\n` +
+        `console.log(JSON.stringify({ before, after, again: again.kind === 'exited' ? again.stdout.toString().trim() : again }));\n`,
+    );
+    const ran = await execa('node', ['--import', tsxLoader, script], { cwd: dir, timeout: 60_000 });
+    const { before, after, again } = JSON.parse(ran.stdout) as { before: number; after: number; again: string };
+    // Before: the command's CPU is the starter's, which nothing has waited for yet.
+    expect(after - before).toBeGreaterThan(50);
+    expect(again).toBe('a new bash');
   });
 
   it('never keeps its process alive, removes its files when that process ends, and is not misled by BASH_ENV or a shell function', async () => {

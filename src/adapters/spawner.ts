@@ -267,6 +267,23 @@ class Starter {
     if (starter === this) starter = null;
   }
 
+  /** Ends this bash once what it runs has ended; resolves when it is gone, or after `limitMs`. */
+  end(limitMs: number): Promise<void> {
+    this.retire();
+    if (this.closed) return Promise.resolve();
+    return new Promise((resolveEnd) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.child.unref();
+        resolveEnd();
+      };
+      const timer = setTimeout(done, limitMs);
+      this.child.once('exit', done);
+      this.child.ref();
+      this.child.stdin.end();
+    });
+  }
+
   /** Bash and every job it started are gone: what is unanswered failed; the next command starts a new bash. */
   private close(): void {
     if (this.closed) return;
@@ -307,6 +324,15 @@ function theStarter(): Starter | null {
   const child = spawn(BASH, ['-c', STARTER_LOOP, 'foreman-starter', dir], { stdio: ['pipe', 'pipe', 'ignore'], detached: true, env: base });
   starter = new Starter(child, dir, base);
   return starter;
+}
+
+/**
+ * Ends this process's starter, if it has one, and waits for it (at most `limitMs`): it exits once
+ * the commands it runs have, and, waited for, the CPU they spent is counted among this process's
+ * children's, as a fork's would be (`time`, a parent's rusage). The next command starts another.
+ */
+export function endStarter(limitMs = 2_000): Promise<void> {
+  return starter?.end(limitMs) ?? Promise.resolve();
 }
 
 /**

@@ -4,6 +4,7 @@
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { GitCommandError } from '../adapters/git/runner.ts';
+import { endStarter } from '../adapters/spawner.ts';
 import { describeGitFailure, failureOf } from '../core/git-text.ts';
 import { CliError, EXIT, type ExitCode, usageError } from './exit.ts';
 import { type NumberRange, describeRange, parseNumber } from './numeric-flags.ts';
@@ -197,6 +198,8 @@ export async function main(run: () => Promise<ExitCode>): Promise<void> {
   } catch (e) {
     process.stderr.write(`foreman: internal error: ${(e as Error).message}\n${process.env.FOREMAN_DEBUG ? `${(e as Error).stack}\n` : 'Set FOREMAN_DEBUG=1 for a stack trace; please report it.\n'}`);
     process.exitCode = EXIT.internal;
+  } finally {
+    await endStarter();
   }
 }
 
