@@ -9,7 +9,7 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ProcessEnd, type ProcessRequest, STARTER_LOOP, bashWord, endStarter, runProcess } from '../src/adapters/spawner.ts';
+import { type ProcessEnd, type ProcessRequest, STARTER_LOOP, bashWord, runProcess } from '../src/adapters/spawner.ts';
 import { repoRoot, tsxLoader } from './support/execute.ts';
 import { alive, childrenOf } from './support/processes.ts';
 
