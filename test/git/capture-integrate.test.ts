@@ -622,11 +622,12 @@ describe('git calls', () => {
     // A batch from an older base: the same calls plus one conflict check.
     const second = await gitCalls(() => succeeded(integrate(r.dir, ref, tip, batch([2, 3], [largeWork!]))));
     expect(Object.keys(await treeOf(r, (await readRef(r.dir, ref))!))).toHaveLength(452);
-    // The tree builder's two processes (cat-file --batch, mktree --batch), identity, commit-tree,
-    // update-ref, and (the ref being new) a look at the ref and its creation.
-    expect(first.map(command)).toEqual(['cat-file', 'mktree', 'config', 'commit-tree', 'update-ref', 'rev-parse', 'update-ref']);
+    // The tree builder's two processes (cat-file --batch, mktree --batch), the identity (config,
+    // var), the commit writer (hash-object, kept), update-ref, and (the ref being new) a look at
+    // the ref and its creation.
+    expect(first.map(command)).toEqual(['cat-file', 'mktree', 'config', 'var', 'hash-object', 'update-ref', 'rev-parse', 'update-ref']);
     // A one-off integration starts its own; one diff-tree for the older base.
-    expect(second.map(command).sort()).toEqual(['cat-file', 'commit-tree', 'config', 'diff-tree', 'mktree', 'update-ref']);
+    expect(second.map(command).sort()).toEqual(['cat-file', 'config', 'diff-tree', 'hash-object', 'mktree', 'update-ref', 'var']);
   });
   it("a run's integrator asks for the identity once, keeps its tree builder, and asks git about an older base only when its own commits since set one of the paths", async () => {
     const r = await repo({ 'a.txt': 'a\n', 'b.txt': 'b\n', 'c.txt': 'c\n' });
@@ -647,11 +648,12 @@ describe('git calls', () => {
     const first = await gitCalls(() => succeeded(integrator.integrate(ref, start, batch([1], [a1]))));
     expect(first.filter((call) => / config /.test(call))).toHaveLength(1);
     const tip1 = (await readRef(r.dir, ref))!;
-    // From the tip it made: no identity, no tree read or process started (the builder keeps
-    // both); and a work from the older base whose path none of its commits set needs no diff-tree.
+    // From the tip it made: no identity, no tree read or process started (the builder and the
+    // commit writer keep theirs); and a work from the older base whose path none of its commits
+    // set needs no diff-tree: the ref's move is the one process.
     const b2 = await work('b.txt', 'B\n', start);
     const second = await gitCalls(() => succeeded(integrator.integrate(ref, tip1, batch([2], [b2]))));
-    expect(second.map(command)).toEqual(['commit-tree', 'update-ref']);
+    expect(second.map(command)).toEqual(['update-ref']);
     const tip2 = (await readRef(r.dir, ref))!;
     // A path one of its commits set since the base: git is asked, and finds the conflict.
     const a3 = await work('a.txt', 'other\n', start);

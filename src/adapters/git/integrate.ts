@@ -4,19 +4,22 @@
 //
 // Nothing here uses the person's index, working tree or hooks. A tree is built by a `TreeBuilder`
 // (trees.ts: two git processes kept running for the integrator's life, no index file), the commit
-// made with `commit-tree` and the ref moved with `update-ref` (compare-and-swap), both from one
-// shell (`runGitSteps`): one spawn from the run.
+// written by a `CommitWriter` (commits.ts: one more, kept) and the ref moved with `update-ref`
+// (compare-and-swap, with the integration's reflog message).
 //
-// Git calls are counted (test/git/capture-integrate.test.ts checks them): commit-tree and
-// update-ref per integration, the tree builder's two processes and the identity once per
-// integrator, and one diff-tree per older base only when a commit the integrator made since set
-// one of its paths: no per-file calls, so a batch of tasks costs what one task costs.
+// Git calls are counted (test/git/capture-integrate.test.ts checks them): update-ref per
+// integration, the kept processes and the identity (`config`, `var`) once per integrator, and
+// one diff-tree per older base only when a commit the integrator made since set one of its
+// paths: no per-file calls, so a batch of tasks costs what one task costs. Where git would write
+// a commit differently (an `i18n.commitEncoding` other than UTF-8) or the commit cannot be
+// written that way, `commit-tree` and `update-ref` run from one shell as before.
 
 import { type Result, err, ok } from '../../core/failure.ts';
 import { type GitFailure, buildMessage, byPath, expectObjectId, failureOf, isObjectId, parseRaw, splitNul } from '../../core/git-text.ts';
 import type { CapturedWork, WorkEntry } from '../../core/work.ts';
 import { type ParkKind, commitOf, moveRef, moveRefArgs, parkedRef, readRef } from './refs.ts';
 import { GitCommandError, PREVIOUS_OUTPUT, git, identityArgs, runGitSteps } from './runner.ts';
+import { CommitWriter } from './commits.ts';
 import { TreeBuilder } from './trees.ts';
 
 export interface Integration {
@@ -53,14 +56,17 @@ export class Integrator {
   private readonly made = new Map<string, Made>();
   private lane: Promise<unknown> = Promise.resolve();
   private readonly trees: TreeBuilder;
+  private readonly commits: CommitWriter;
 
   constructor(readonly repo: string) {
     this.trees = new TreeBuilder(repo);
+    this.commits = new CommitWriter(repo);
   }
 
-  /** Ends the tree builder's git processes; a later call starts them again. */
+  /** Ends the kept git processes; a later call starts them again. */
   close(): void {
     this.trees.close();
+    this.commits.close();
   }
 
   /** See `integrate`. */
@@ -157,6 +163,15 @@ export class Integrator {
    * returned whenever it was made, with how the move went (null: none asked).
    */
   private async commitTree(tree: string, parent: string, message: string, move?: readonly string[]): Promise<Result<{ commit: string; moved: Result<void, GitFailure> | null }, GitCommandError>> {
+    const written = await this.commits.write(tree, parent, message);
+    if (written !== null) {
+      if (!written.ok) return written;
+      const commit = written.value;
+      this.trees.rememberCommit(commit, tree);
+      if (move === undefined) return ok({ commit, moved: null });
+      const moved = await git(this.repo, move.map((word) => (word === PREVIOUS_OUTPUT ? commit : word)));
+      return ok({ commit, moved: moved.ok ? ok(undefined) : err(failureOf(moved.error)) });
+    }
     this.identity ??= identityArgs(this.repo);
     const commitArgs = [...(await this.identity), 'commit-tree', tree, '-p', parent];
     const made = move === undefined ? await git(this.repo, commitArgs, { input: message }) : await runGitSteps([commitArgs, move], { cwd: this.repo, input: message });

@@ -125,6 +125,12 @@ export async function runGitSteps(steps: ReadonlyArray<readonly string[]>, run: 
   return err(new GitCommandError(steps[index] ?? ran.error.args, ran.error.exitCode, stderr, ran.error.stdout));
 }
 
+/** Where a one-line answer of a kept git process (an object id and a newline) ends in `buffered`, or -1. */
+export function lineAnswerLength(buffered: Buffer): number {
+  const newline = buffered.indexOf(0x0a);
+  return newline < 0 ? -1 : newline + 1;
+}
+
 /**
  * A git process kept running to answer requests one at a time (`cat-file --batch`,
  * `mktree --batch`): started through the same runner (hooks and fsmonitor off, literal

@@ -13,7 +13,7 @@
 import { type Result, err, ok } from '../../core/failure.ts';
 import { isObjectId } from '../../core/git-text.ts';
 import type { WorkEntry } from '../../core/work.ts';
-import { GitCommandError, GitSession } from './runner.ts';
+import { GitCommandError, GitSession, lineAnswerLength } from './runner.ts';
 
 interface TreeEntry {
   mode: string;
@@ -43,12 +43,6 @@ function catFileAnswerLength(buffered: Buffer): number {
   const end = newline + 1 + size + 1;
   return buffered.length >= end ? end : -1;
 }
-
-/** Where a `mktree --batch` answer (an id and a newline) ends, or -1. */
-const lineLength = (buffered: Buffer): number => {
-  const newline = buffered.indexOf(0x0a);
-  return newline < 0 ? -1 : newline + 1;
-};
 
 /** A tree object's entries (mode SP name NUL raw id), ids as hex of `idBytes` bytes; null when it does not parse. */
 function parseTree(body: Buffer, idBytes: number): Entries | null {
@@ -208,7 +202,7 @@ export class TreeBuilder {
 
   private async writeTree(entries: Entries): Promise<Result<string, GitCommandError>> {
     const lines = [...entries].map(([name, entry]) => Buffer.concat([Buffer.from(`${entry.mode} ${typeOf(entry.mode)} ${entry.id}\t`), Buffer.from(name, 'latin1'), Buffer.from([0])]));
-    const answer = await this.writer.ask(Buffer.concat([...lines, Buffer.from([0])]), lineLength);
+    const answer = await this.writer.ask(Buffer.concat([...lines, Buffer.from([0])]), lineAnswerLength);
     if (!answer.ok) return answer;
     const id = answer.value.toString('latin1').trim();
     if (!isObjectId(id)) return err(failure(['mktree', '-z', '--batch'], id || 'no tree id'));
