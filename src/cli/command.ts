@@ -3,7 +3,7 @@
 // positionals declare their range, and are checked here, before the command runs.
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { GitCommandError } from '../adapters/git/runner.ts';
+import { GitCommandError, endGitSessions } from '../adapters/git/runner.ts';
 import { endStarter } from '../adapters/spawner.ts';
 import { describeGitFailure, failureOf } from '../core/git-text.ts';
 import { CliError, EXIT, type ExitCode, usageError } from './exit.ts';
@@ -199,7 +199,7 @@ export async function main(run: () => Promise<ExitCode>): Promise<void> {
     process.stderr.write(`foreman: internal error: ${(e as Error).message}\n${process.env.FOREMAN_DEBUG ? `${(e as Error).stack}\n` : 'Set FOREMAN_DEBUG=1 for a stack trace; please report it.\n'}`);
     process.exitCode = EXIT.internal;
   } finally {
-    await endStarter();
+    await Promise.all([endGitSessions(), endStarter()]);
   }
 }
 

@@ -9,10 +9,12 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CommitWriter } from '../../src/adapters/git/commits.ts';
-import { integrate } from '../../src/adapters/git/integrate.ts';
+import { Integrator, integrate } from '../../src/adapters/git/integrate.ts';
+import { endGitSessions } from '../../src/adapters/git/runner.ts';
 import { integrationRef } from '../../src/adapters/git/refs.ts';
 import { repoRoot, tsxLoader } from '../support/execute.ts';
 import { afterEachCleanups, runGit, tempGitRepo } from '../support/git-repo.ts';
+import { childrenOf } from '../support/processes.ts';
 
 const cleanups = afterEachCleanups();
 const saved = { GIT_AUTHOR_DATE: process.env.GIT_AUTHOR_DATE, GIT_COMMITTER_DATE: process.env.GIT_COMMITTER_DATE };
@@ -97,5 +99,21 @@ describe('commits written without commit-tree', () => {
     const made = await integrate(repo.dir, ref, head, { tasks: [1], message: 'latin', trailers: [], works: [{ base: head, entries: [{ path: 'b.txt', mode: '100644', object: blob }] }] });
     expect(made.ok).toBe(true);
     expect(await repo.git(['cat-file', '-p', ref])).toMatch(/^encoding ISO-8859-1$/m);
+  });
+
+  it('end with the command line: its end closes the kept git processes and waits for them; a later commit starts one again', async () => {
+    const { repo, head } = await writerIn({ 'a.txt': 'a\n' });
+    const integrator = new Integrator(repo.dir);
+    cleanups.push(async () => integrator.close());
+    const blob = (await runGit(repo.dir, ['hash-object', '-w', '--stdin'], { input: 'b\n' })).trim();
+    const work = (base: string, task: number) => ({ tasks: [task], message: `task ${task}`, trailers: [], works: [{ base, entries: [{ path: `t${task}.txt`, mode: '100644', object: blob }] }] });
+    const first = await integrator.integrate(null, head, work(head, 1));
+    expect(first.ok).toBe(true);
+    const kept = () => ['cat-file', 'mktree', 'hash-object'].flatMap((word) => childrenOf(process.pid, 'git', word));
+    expect(kept().length).toBeGreaterThanOrEqual(3);
+    await endGitSessions();
+    expect(kept()).toEqual([]);
+    const second = await integrator.integrate(null, head, work(head, 2));
+    expect(second.ok).toBe(true);
   });
 });

@@ -131,6 +131,20 @@ export function lineAnswerLength(buffered: Buffer): number {
   return newline < 0 ? -1 : newline + 1;
 }
 
+/** The git sessions of this process that started a process. */
+const sessions = new Set<GitSession>();
+
+/**
+ * Ends every kept git process of this process and waits for them (at most `limitMs`): waited for,
+ * their CPU is counted among this process's children's, as a command's is. For the end of a
+ * command line; a later request starts a process again.
+ */
+export async function endGitSessions(limitMs = 2_000): Promise<void> {
+  const ending = [...sessions].map((session) => session.end(limitMs));
+  sessions.clear();
+  await Promise.all(ending);
+}
+
 /**
  * A git process kept running to answer requests one at a time (`cat-file --batch`,
  * `mktree --batch`): started through the same runner (hooks and fsmonitor off, literal
@@ -168,6 +182,23 @@ export class GitSession {
     child?.stdin.end();
   }
 
+  /** `close`, resolving once the process is gone (or after `limitMs`). */
+  end(limitMs: number): Promise<void> {
+    const child = this.child;
+    this.close();
+    if (child === null || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        child.unref();
+        resolve();
+      };
+      const timer = setTimeout(done, limitMs);
+      child.once('exit', done);
+      child.ref();
+    });
+  }
+
   private askNow(input: Buffer, complete: (buffered: Buffer) => number): Promise<Result<Buffer, GitCommandError>> {
     const child = this.child ?? this.start();
     return new Promise((resolve) => {
@@ -194,6 +225,7 @@ export class GitSession {
 
   private start(): ChildProcessWithoutNullStreams {
     spawned++;
+    sessions.add(this);
     this.buffered = Buffer.alloc(0);
     this.stderr = '';
     const child = spawn('git', [...NO_HOOKS, ...this.args], { cwd: this.cwd, env: { ...process.env, GIT_LITERAL_PATHSPECS: '1' }, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
