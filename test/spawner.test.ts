@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ProcessEnd, type ProcessRequest, STARTER_LOOP, bashWord, runProcess } from '../src/adapters/spawner.ts';
 import { repoRoot, tsxLoader } from './support/execute.ts';
 import { alive, childrenOf } from './support/processes.ts';
+import { restoreEnv } from './support/env.ts';
 
 let dir: string;
 beforeAll(async () => {
@@ -85,7 +86,7 @@ describe('the process starter', () => {
       // A name bash cannot export: the command is forked from here, with it.
       expect((await output('env', [], { env: { ...process.env, 'FOREMAN.DOTTED': '1' } })).split('\n')).toContain('FOREMAN.DOTTED=1');
     } finally {
-      process.env = saved;
+      restoreEnv(saved);
     }
   });
 

@@ -6,6 +6,7 @@ import { type LandRequest, type LandingStep, land, resumeLanding } from '../../s
 import { runGit } from '../../src/adapters/git/runner.ts';
 import { describeLandingProblem } from '../../src/core/landing.ts';
 import { afterEachCleanups, tempRepoIn, type TempGitRepo } from '../support/git-repo.ts';
+import { restoreEnv } from '../support/env.ts';
 
 // Keep the machine's own git configuration out of these tests.
 const savedEnv = { ...process.env };
@@ -15,7 +16,7 @@ beforeAll(() => {
   for (const key of ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE']) delete process.env[key];
 });
 afterAll(() => {
-  process.env = savedEnv;
+  restoreEnv(savedEnv);
 });
 
 const cleanups = afterEachCleanups();

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { runProcess } from '../../src/adapters/spawner.ts';
+import { restoreEnv } from './env.ts';
 
 export interface TempGitRepo {
   /** Absolute, symlink-free path of the working tree. */
@@ -100,6 +101,6 @@ export function withoutMachineGitConfig(): void {
     }
   });
   afterAll(() => {
-    process.env = savedEnv;
+    restoreEnv(savedEnv);
   });
 }
