@@ -48,10 +48,13 @@ function signatureOf(ident: string, dateVariable: string | undefined): Signature
 async function identityIn(repo: string): Promise<Result<Identity | null, GitCommandError>> {
   const listed = await git(repo, [...(await identityArgs(repo)), 'var', '-l']);
   if (!listed.ok) return listed;
+  // `var -l` lists the configuration too: only what a commit needs is kept (the last value wins, as in git).
+  const wanted = new Set(['i18n.commitencoding', 'git_author_ident', 'git_committer_ident']);
   const values = new Map<string, string>();
   for (const line of listed.value.split('\n')) {
     const equals = line.indexOf('=');
-    if (equals > 0) values.set(line.slice(0, equals).toLowerCase(), line.slice(equals + 1));
+    const name = line.slice(0, Math.max(equals, 0)).toLowerCase();
+    if (wanted.has(name)) values.set(name, line.slice(equals + 1));
   }
   const encoding = values.get('i18n.commitencoding');
   if (encoding !== undefined && !/^utf-?8$/i.test(encoding)) return ok(null);

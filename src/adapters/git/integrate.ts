@@ -84,7 +84,7 @@ export class Integrator {
       const base = expectObjectId(work.base, 'base');
       const tree = await this.trees.treeWith(base, work.entries);
       if (!tree.ok) return err(failureOf(tree.error));
-      const made = await this.commitTree(tree.value, base, buildMessage(message, undefined), ['update-ref', '-m', `foreman: park task ${task}`, parkedRef(kind, planId, task), PREVIOUS_OUTPUT]);
+      const made = await this.makeCommit(tree.value, base, buildMessage(message, undefined), ['update-ref', '-m', `foreman: park task ${task}`, parkedRef(kind, planId, task), PREVIOUS_OUTPUT]);
       if (!made.ok) return err(failureOf(made.error));
       return made.value.moved?.ok === false ? made.value.moved : ok(made.value.commit);
     });
@@ -133,7 +133,7 @@ export class Integrator {
     // Else the ref moves from the tip to the commit in the same shell (a compare-and-swap; the
     // reflog, which refs outside refs/heads lack by default, lets the person see and recover
     // every integration with `git reflog <ref>`).
-    const made = await this.commitTree(tree.value, tip, message, ref === null ? undefined : moveRefArgs(ref, PREVIOUS_OUTPUT, tip, reason));
+    const made = await this.makeCommit(tree.value, tip, message, ref === null ? undefined : moveRefArgs(ref, PREVIOUS_OUTPUT, tip, reason));
     if (!made.ok) return gitFailed(made.error);
     const { commit, moved: swap } = made.value;
     this.made.set(commit, { parent: tip, paths: new Set(entries.map((entry) => entry.path)) });
@@ -158,11 +158,12 @@ export class Integrator {
   }
 
   /**
-   * A commit of `tree` on `parent`; given `move` (update-ref's arguments, the commit as
-   * PREVIOUS_OUTPUT), the ref moved to it from the same shell, one spawn for both. The commit is
-   * returned whenever it was made, with how the move went (null: none asked).
+   * A commit of `tree` on `parent`, written by the commit writer (or `commit-tree` where it
+   * cannot); given `move` (update-ref's arguments, the commit as PREVIOUS_OUTPUT), the ref moved
+   * to it (after `commit-tree`, from the same shell: one spawn for both). The commit is returned
+   * whenever it was made, with how the move went (null: none asked).
    */
-  private async commitTree(tree: string, parent: string, message: string, move?: readonly string[]): Promise<Result<{ commit: string; moved: Result<void, GitFailure> | null }, GitCommandError>> {
+  private async makeCommit(tree: string, parent: string, message: string, move?: readonly string[]): Promise<Result<{ commit: string; moved: Result<void, GitFailure> | null }, GitCommandError>> {
     const written = await this.commits.write(tree, parent, message);
     if (written !== null) {
       if (!written.ok) return written;
