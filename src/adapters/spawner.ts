@@ -6,9 +6,10 @@
 // for more than half of what it spent per task.
 //
 // The protocol: one line per command on bash's stdin, after a line giving its length in bytes,
-// which bash evaluates to start the command as a background job (`set -m`: a process group of its own, so a time limit ends everything it
-// started), answering `s <id> <pid>` at once and `d <id> <exit code>` when it ends (or `n <id>`
-// when it could not start). Output goes to files in a private directory, read and removed here:
+// which bash evaluates to start the command as a background job (`set -m`: a process group of its
+// own, so a time limit ends everything it started), answering `s <id> <pid>` at once and
+// `d <id> <exit code>` when it ends (or `n <id>` when it could not start). Output goes to files
+// in a private directory, read and removed here:
 // binary-safe, any size, and no interleaving of concurrent commands. The command's environment is
 // this process's (as it is when the command starts) plus its own: bash exports the differences
 // from the environment it was started with.
