@@ -60,6 +60,26 @@ export function holdOpen(child: { stdout: Readable | null; stderr: Readable | nu
   }
 }
 
+/**
+ * Closes the input of a child kept running (which it takes as the signal to end) and resolves
+ * once it has exited, or after `limitMs`: waited for, its CPU counts among this process's
+ * children's.
+ */
+export function endInput(child: ChildProcess, limitMs: number): Promise<void> {
+  child.stdin?.end();
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      child.unref();
+      resolve();
+    };
+    const timer = setTimeout(done, limitMs);
+    child.once('exit', done);
+    child.ref();
+  });
+}
+
 /** Ends a child started with `detached: true` (a group of its own) with whatever it started. */
 export function endGroup(child: ChildProcess): void {
   if (child.pid === undefined || !signalGroup(child.pid, 'SIGKILL')) child.kill('SIGKILL');
@@ -271,18 +291,7 @@ class Starter {
   /** Ends this bash once what it runs has ended; resolves when it is gone, or after `limitMs`. */
   end(limitMs: number): Promise<void> {
     this.retire();
-    if (this.closed) return Promise.resolve();
-    return new Promise((resolveEnd) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.child.unref();
-        resolveEnd();
-      };
-      const timer = setTimeout(done, limitMs);
-      this.child.once('exit', done);
-      this.child.ref();
-      this.child.stdin.end();
-    });
+    return this.closed ? Promise.resolve() : endInput(this.child, limitMs);
   }
 
   /** Bash and every job it started are gone: what is unanswered failed; the next command starts a new bash. */

@@ -8,7 +8,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { type Result, assertNever, err, ok } from '../../core/failure.ts';
 import { NO_HOOKS } from '../../core/git-text.ts';
-import { endGroup, holdOpen, runProcess } from '../spawner.ts';
+import { endGroup, endInput, holdOpen, runProcess } from '../spawner.ts';
 
 /** A git command exited non-zero. */
 export class GitCommandError extends Error {
@@ -185,18 +185,8 @@ export class GitSession {
   /** `close`, resolving once the process is gone (or after `limitMs`). */
   end(limitMs: number): Promise<void> {
     const child = this.child;
-    this.close();
-    if (child === null || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        child.unref();
-        resolve();
-      };
-      const timer = setTimeout(done, limitMs);
-      child.once('exit', done);
-      child.ref();
-    });
+    this.child = null;
+    return child === null ? Promise.resolve() : endInput(child, limitMs);
   }
 
   private askNow(input: Buffer, complete: (buffered: Buffer) => number): Promise<Result<Buffer, GitCommandError>> {
