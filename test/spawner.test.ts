@@ -35,6 +35,16 @@ async function output(file: string, args: string[], more: Partial<ProcessRequest
 /** The bash starters this process runs. */
 const starters = (): number[] => childrenOf(process.pid, 'foreman-starter');
 
+/** The spawner module, for an import in a script of its own. */
+const SPAWNER = JSON.stringify(join(repoRoot, 'src/adapters/spawner.ts'));
+
+/** Writes `source` as a script of its own; running it (node with tsx, in `dir`) resolves with its stdout. */
+async function script(name: string, source: string): Promise<(env?: Record<string, string>, timeoutMs?: number) => Promise<string>> {
+  const file = join(dir, `${name}.mts`);
+  await writeFile(file, source);
+  return async (env = {}, timeoutMs = 20_000) => (await execa('node', ['--import', tsxLoader, file], { cwd: dir, env, timeout: timeoutMs })).stdout;
+}
+
 async function until(check: () => boolean | Promise<boolean>, what: string, limitMs = 5_000): Promise<void> {
   const end = Date.now() + limitMs;
   while (!(await check())) {
@@ -112,17 +122,15 @@ describe('the process starter', () => {
     // About 70 KB as an argument (one may hold 128 KiB), a request of 220 KB once escaped.
     const long = 'é✓'.repeat(10_000) + 'x'.repeat(20_000);
     const own = await mkdtemp(join(dir, 'dïr ✓-'));
-    const script = join(dir, 'locale.mts');
-    await writeFile(
-      script,
-      `import { runProcess } from ${JSON.stringify(join(repoRoot, 'src/adapters/spawner.ts'))};\n` +
+    const runScript = await script(
+      'locale',
+      `import { runProcess } from ${SPAWNER};\n` +
         `const ask = (args) => runProcess({ file: '/bin/sh', args: ['-c', 'printf "%s|%s|%s" "$1" "$PWD" "$FOREMAN_SPAWNER_VALUE"', 'sh', ...args], cwd: ${JSON.stringify(own)}, env: { ...process.env, FOREMAN_SPAWNER_VALUE: 'välue ✓' }, timeoutMs: 30000 });\n` +
         `const ends = await Promise.all([ask([${JSON.stringify(long)}]), ask(['ünï ✓']), ask(['plain'])]);\n` +
         `console.log(JSON.stringify(ends.map((e) => (e.kind === 'exited' ? e.stdout.toString('utf8') : e))));\n`,
     );
     for (const locale of ['C.UTF-8', 'C']) {
-      const ran = await execa('node', ['--import', tsxLoader, script], { cwd: dir, env: { LC_ALL: locale }, timeout: 20_000 });
-      expect(JSON.parse(ran.stdout), locale).toEqual([`${long}|${own}|välue ✓`, `ünï ✓|${own}|välue ✓`, `plain|${own}|välue ✓`]);
+      expect(JSON.parse(await runScript({ LC_ALL: locale })), locale).toEqual([`${long}|${own}|välue ✓`, `ünï ✓|${own}|välue ✓`, `plain|${own}|välue ✓`]);
     }
   });
 
@@ -158,12 +166,11 @@ describe('the process starter', () => {
 
   it('forks a command whose output or input it cannot write, and carries on with another bash', async () => {
     const own = await mkdtemp(join(dir, 'tmp-'));
-    const script = join(dir, 'full-tmp.mts');
-    await writeFile(
-      script,
+    const runScript = await script(
+      'full-tmp',
       `import { readdirSync, rmSync } from 'node:fs';\n` +
         `import { join } from 'node:path';\n` +
-        `import { runProcess } from ${JSON.stringify(join(repoRoot, 'src/adapters/spawner.ts'))};\n` +
+        `import { runProcess } from ${SPAWNER};\n` +
         `const starters = () => readdirSync(process.env.TMPDIR).filter((name) => name.startsWith('foreman-spawn-'));\n` +
         `const run = async (file, args, input) => { const ended = await runProcess({ file, args, cwd: process.cwd(), env: process.env, timeoutMs: 30000, ...(input ? { input } : {}) }); return ended.kind === 'exited' ? ended.stdout.toString().trim() : JSON.stringify(ended); };\n` +
         `await run('true', []);\n` +
@@ -175,8 +182,7 @@ describe('the process starter', () => {
         `console.log(await run('echo', ['a new bash']));\n` +
         `console.log(JSON.stringify({ first, now: starters() }));\n`,
     );
-    const ran = await execa('node', ['--import', tsxLoader, script], { cwd: dir, env: { TMPDIR: own }, timeout: 20_000 });
-    const [input, output, again, starters] = ran.stdout.split('\n');
+    const [input, output, again, starters] = (await runScript({ TMPDIR: own })).split('\n');
     expect(input).toBe('input, forked');
     expect(output).toBe('output, forked');
     expect(again).toBe('a new bash');
@@ -187,11 +193,10 @@ describe('the process starter', () => {
   });
 
   it.runIf(existsSync('/proc/self/stat'))('ended at the end of a command line, its commands’ CPU counts among the process’s children’s, as a fork’s would', async () => {
-    const script = join(dir, 'ends-starter.mts');
-    await writeFile(
-      script,
+    const runScript = await script(
+      'ends-starter',
       `import { readFileSync } from 'node:fs';\n` +
-        `import { endStarter, runProcess } from ${JSON.stringify(join(repoRoot, 'src/adapters/spawner.ts'))};\n` +
+        `import { endStarter, runProcess } from ${SPAWNER};\n` +
         `const childrenCpuMs = () => { const f = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' '); return (Number(f[13]) + Number(f[14])) * 10; };\n` +
         `const burn = () => runProcess({ file: '/bin/sh', args: ['-c', 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'], cwd: process.cwd(), env: process.env, timeoutMs: 60000 });\n` +
         `await burn();\n` +
@@ -202,8 +207,7 @@ describe('the process starter', () => {
         `await endStarter();\n` +
         `console.log(JSON.stringify({ before, after, again: again.kind === 'exited' ? again.stdout.toString().trim() : again }));\n`,
     );
-    const ran = await execa('node', ['--import', tsxLoader, script], { cwd: dir, timeout: 60_000 });
-    const { before, after, again } = JSON.parse(ran.stdout) as { before: number; after: number; again: string };
+    const { before, after, again } = JSON.parse(await runScript({}, 60_000)) as { before: number; after: number; again: string };
     // Before: the command's CPU is the starter's, which nothing has waited for yet.
     expect(after - before).toBeGreaterThan(50);
     expect(again).toBe('a new bash');
@@ -211,20 +215,18 @@ describe('the process starter', () => {
 
   it('never keeps its process alive, removes its files when that process ends, and is not misled by BASH_ENV or a shell function', async () => {
     const own = await mkdtemp(join(dir, 'tmp-'));
-    const script = join(dir, 'uses-starter.mts');
     const noisy = join(dir, 'noisy.sh');
     await writeFile(noisy, 'echo "d 0 0"\necho noise\n');
-    await writeFile(
-      script,
-      `import { runProcess } from ${JSON.stringify(join(repoRoot, 'src/adapters/spawner.ts'))};\n` +
+    const runScript = await script(
+      'uses-starter',
+      `import { runProcess } from ${SPAWNER};\n` +
         `const ended = await runProcess({ file: 'printenv', args: ['BASH_ENV'], cwd: process.cwd(), env: process.env, timeoutMs: 30000 });\n` +
         `console.log(ended.kind === 'exited' ? ended.stdout.toString().trim() : JSON.stringify(ended));\n` +
         `const git = await runProcess({ file: 'git', args: ['--version'], cwd: process.cwd(), env: process.env, timeoutMs: 30000 });\n` +
         `console.log(git.kind === 'exited' ? git.stdout.toString().trim() : JSON.stringify(git));\n`,
     );
     // The starter starts with this environment: a shell function named git, exported, is not what runs.
-    const ran = await execa('node', ['--import', tsxLoader, script], { cwd: dir, env: { TMPDIR: own, BASH_ENV: noisy, 'BASH_FUNC_git%%': '() { echo hijacked; }' }, timeout: 20_000 });
-    const [bashEnv, git] = ran.stdout.split('\n');
+    const [bashEnv, git] = (await runScript({ TMPDIR: own, BASH_ENV: noisy, 'BASH_FUNC_git%%': '() { echo hijacked; }' })).split('\n');
     expect(bashEnv).toBe(noisy);
     expect(git).toMatch(/^git version /);
     await until(async () => !(await readdir(own)).some((name) => name.startsWith('foreman-spawn-')), 'the starter removed its directory');
