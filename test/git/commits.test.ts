@@ -14,16 +14,12 @@ import { endGitSessions } from '../../src/adapters/git/runner.ts';
 import { integrationRef } from '../../src/adapters/git/refs.ts';
 import { repoRoot, tsxLoader } from '../support/execute.ts';
 import { afterEachCleanups, runGit, tempGitRepo } from '../support/git-repo.ts';
+import { restoreEnv } from '../support/env.ts';
 import { childrenOf } from '../support/processes.ts';
 
 const cleanups = afterEachCleanups();
-const saved = { GIT_AUTHOR_DATE: process.env.GIT_AUTHOR_DATE, GIT_COMMITTER_DATE: process.env.GIT_COMMITTER_DATE };
-afterEach(() => {
-  for (const [name, value] of Object.entries(saved)) {
-    if (value === undefined) delete process.env[name];
-    else process.env[name] = value;
-  }
-});
+const saved = { ...process.env };
+afterEach(() => restoreEnv(saved));
 
 async function writerIn(files: Record<string, string>) {
   const repo = await tempGitRepo(files);
