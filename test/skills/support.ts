@@ -12,7 +12,8 @@ import { planCommands } from '../../src/cli/plan/index.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { fakeWorker, repoRoot } from '../support/execute.ts';
 import { leftovers } from '../support/fake-run.ts';
-import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
+import { type TempGitRepo, runGit, tempGitRepo } from '../support/git-repo.ts';
+import { runProcess } from '../../src/adapters/spawner.ts';
 import { writePlan } from '../support/plans.ts';
 
 export const launcher = join(repoRoot, 'bin/foreman');
@@ -81,8 +82,10 @@ export async function checkedStep(run: (cwd: string, argv: string[]) => Promise<
 /** Run the fake worker as a Task subagent would run: the prompt file's text in, the final text out. */
 export async function fakeSubagent(cwd: string, promptFile: string, model: string): Promise<string> {
   const prompt = await readFile(promptFile, 'utf8');
-  const r = await execa('node', [fakeWorker, '-p', '--output-format', 'stream-json', '--verbose', '--model', model], { cwd, input: prompt, reject: false, timeout: 60_000 });
-  const result = r.stdout
+  // Through the process starter, as git is: a fork of this test process costs more than the worker.
+  const ended = await runProcess({ file: process.execPath, args: [fakeWorker, '-p', '--output-format', 'stream-json', '--verbose', '--model', model], cwd, env: process.env, input: prompt, timeoutMs: 60_000 });
+  const stdout = ended.kind === 'exited' ? ended.stdout.toString('utf8') : '';
+  const result = stdout
     .split('\n')
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as { type: string; result?: string })
@@ -104,7 +107,7 @@ export async function agentWorktreeFor(repo: string): Promise<{ dir: string; bra
   const id = `t${process.pid}n${++agents}`;
   const dir = join(repo, '.claude', 'worktrees', `agent-${id}`);
   // One `git worktree add` at a time: parallel ones race on .git/worktrees/ (seen as "failed to read …/commondir").
-  const added = adding.then(() => execa('git', ['worktree', 'add', '-q', '-b', `worktree-agent-${id}`, dir, 'HEAD'], { cwd: repo }));
+  const added = adding.then(() => runGit(repo, ['worktree', 'add', '-q', '-b', `worktree-agent-${id}`, dir, 'HEAD']));
   adding = added.then(
     () => undefined,
     () => undefined,
@@ -122,18 +125,18 @@ let adding: Promise<void> = Promise.resolve();
 export async function isolatedSubagent(repo: string, promptFile: string, model: string): Promise<{ output: string; worktree?: string }> {
   const { dir, branch } = await agentWorktreeFor(repo);
   const output = await fakeSubagent(dir, promptFile, model);
-  const { stdout } = await execa('git', ['status', '--porcelain', '-uall'], { cwd: dir });
-  if (stdout.trim() !== '') return { output, worktree: dir };
-  await execa('git', ['worktree', 'remove', '--force', dir], { cwd: repo });
-  await execa('git', ['branch', '-D', branch], { cwd: repo });
+  const status = await runGit(dir, ['status', '--porcelain', '-uall']);
+  if (status.trim() !== '') return { output, worktree: dir };
+  await runGit(repo, ['worktree', 'remove', '--force', dir]);
+  await runGit(repo, ['branch', '-D', branch]);
   return { output };
 }
 
 /** Worktrees git has registered for `repo` besides its own checkout, and its `worktree-agent-*` branches. */
 export async function agentLeftovers(repo: string): Promise<{ worktrees: string[]; branches: string[] }> {
-  const list = (await execa('git', ['worktree', 'list', '--porcelain'], { cwd: repo })).stdout;
+  const list = await runGit(repo, ['worktree', 'list', '--porcelain']);
   const worktrees = list.split('\n').filter((l) => l.startsWith('worktree ')).slice(1).map((l) => l.slice('worktree '.length));
-  const branches = (await execa('git', ['branch', '--list', 'worktree-agent-*', '--format=%(refname:short)'], { cwd: repo })).stdout.split('\n').filter(Boolean);
+  const branches = (await runGit(repo, ['branch', '--list', 'worktree-agent-*', '--format=%(refname:short)'])).split('\n').filter(Boolean);
   return { worktrees, branches };
 }
 
@@ -186,9 +189,9 @@ export async function playLead(repo: string, run: (cwd: string, argv: string[]) 
 
 /** `path blob` for every file of HEAD: equal trees have equal listings. */
 export async function headTree(repo: string): Promise<string[]> {
-  const { stdout } = await execa('git', ['ls-tree', '-r', 'HEAD'], { cwd: repo });
+  const listing = await runGit(repo, ['ls-tree', '-r', 'HEAD']);
   // `<mode> blob <hash>\t<path>`
-  return stdout
+  return listing
     .split('\n')
     .filter(Boolean)
     .map((l) => `${l.split('\t')[1]} ${l.split(' ')[2]?.split('\t')[0]}`)
@@ -197,8 +200,8 @@ export async function headTree(repo: string): Promise<string[]> {
 
 /** Changes in the working tree outside .design/. */
 export async function dirtyOutsideDesign(repo: string): Promise<string[]> {
-  const { stdout } = await execa('git', ['status', '--porcelain', '-uall'], { cwd: repo });
-  return stdout
+  const status = await runGit(repo, ['status', '--porcelain', '-uall']);
+  return status
     .split('\n')
     .filter(Boolean)
     .map((l) => l.slice(3))
@@ -210,8 +213,8 @@ export async function dirtyOutsideDesign(repo: string): Promise<string[]> {
  * does not ignore), without node_modules, copied into `dest`.
  */
 export async function copyCheckout(dest: string): Promise<void> {
-  const { stdout } = await execa('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], { cwd: repoRoot });
-  for (const f of stdout.split('\0').filter(Boolean)) {
+  const files = await runGit(repoRoot, ['ls-files', '--cached', '--others', '--exclude-standard', '-z']);
+  for (const f of files.split('\0').filter(Boolean)) {
     await mkdir(dirname(join(dest, f)), { recursive: true });
     // Listed but deleted in the working tree: skip it.
     await cp(join(repoRoot, f), join(dest, f), { preserveTimestamps: true }).catch(() => undefined);
