@@ -7,13 +7,13 @@ import { dirname, join } from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { execa } from 'execa';
 import { expect } from 'vitest';
+import { runProcess } from '../../src/adapters/spawner.ts';
 import { type Io, runProgram } from '../../src/cli/command.ts';
 import { planCommands } from '../../src/cli/plan/index.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { fakeWorker, repoRoot } from '../support/execute.ts';
 import { leftovers } from '../support/fake-run.ts';
 import { type TempGitRepo, runGit, tempGitRepo } from '../support/git-repo.ts';
-import { runProcess } from '../../src/adapters/spawner.ts';
 import { writePlan } from '../support/plans.ts';
 
 export const launcher = join(repoRoot, 'bin/foreman');
@@ -82,7 +82,8 @@ export async function checkedStep(run: (cwd: string, argv: string[]) => Promise<
 /** Run the fake worker as a Task subagent would run: the prompt file's text in, the final text out. */
 export async function fakeSubagent(cwd: string, promptFile: string, model: string): Promise<string> {
   const prompt = await readFile(promptFile, 'utf8');
-  // Through the process starter, as git is: a fork of this test process costs more than the worker.
+  // Through the process starter, as git is: a fork of this test process (about 1 GB) costs it
+  // tens of milliseconds of CPU.
   const ended = await runProcess({ file: process.execPath, args: [fakeWorker, '-p', '--output-format', 'stream-json', '--verbose', '--model', model], cwd, env: process.env, input: prompt, timeoutMs: 60_000 });
   const stdout = ended.kind === 'exited' ? ended.stdout.toString('utf8') : '';
   const result = stdout
