@@ -1,23 +1,14 @@
 import { existsSync } from 'node:fs';
 import { chmod, lstat, mkdir, readFile, readdir, readlink, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type LandRequest, type LandingStep, land, resumeLanding } from '../../src/adapters/git/land.ts';
 import { runGit } from '../../src/adapters/git/runner.ts';
 import { describeLandingProblem } from '../../src/core/landing.ts';
-import { afterEachCleanups, tempRepoIn, type TempGitRepo } from '../support/git-repo.ts';
-import { restoreEnv } from '../support/env.ts';
+import { afterEachCleanups, tempRepoIn, type TempGitRepo, withoutMachineGitConfig } from '../support/git-repo.ts';
 
 // Keep the machine's own git configuration out of these tests.
-const savedEnv = { ...process.env };
-beforeAll(() => {
-  process.env.GIT_CONFIG_GLOBAL = '/dev/null';
-  process.env.GIT_CONFIG_NOSYSTEM = '1';
-  for (const key of ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE']) delete process.env[key];
-});
-afterAll(() => {
-  restoreEnv(savedEnv);
-});
+withoutMachineGitConfig();
 
 const cleanups = afterEachCleanups();
 const tempRepo = tempRepoIn(cleanups);
