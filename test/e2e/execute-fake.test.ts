@@ -10,7 +10,7 @@ import { alive } from '../support/processes.ts';
 import { type FakeEvent, fakeEvents, leftovers, repoWithPlan } from '../support/fake-run.ts';
 import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
 
-const { repos } = leftovers();
+const { repos, tempDir } = leftovers();
 
 const setup = (plan: Plan, files?: Record<string, string>) => repoWithPlan(plan, repos, files);
 const journalOf = fakeEvents;
@@ -30,9 +30,15 @@ const archived = async (dir: string) => (await readdir(join(dir, '.design/histor
 
 describe('execute.ts with the fake worker', () => {
   it('runs independent tasks in parallel, dependants after, commits each round and archives the plan', async () => {
+    // A and B each say they started (a file outside the repository) and wait for the other's
+    // word: run one after the other, the first would wait out its 30 s alone and the spans below
+    // would not overlap. (Timed overlap alone failed on a loaded machine, where the second
+    // worker's node start could outlast the first's whole run.)
+    const rendezvous = await tempDir('foreman-fake-parallel-');
+    const started = (marker: string) => join(rendezvous, `${marker}-started`);
     const plan = makePlan([
-      fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n' }, sleepMs: 400, status: 'COMPLETED: made a' } }),
-      fakeTask('B', { create: ['b.txt'], fake: { write: { 'b.txt': 'b\n' }, sleepMs: 400 } }),
+      fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n', [started('A')]: '' }, waitForFile: started('B'), sleepMs: 400, status: 'COMPLETED: made a' } }),
+      fakeTask('B', { create: ['b.txt'], fake: { write: { 'b.txt': 'b\n', [started('B')]: '' }, waitForFile: started('A'), sleepMs: 400 } }),
       fakeTask('C', { create: ['c.txt'], blockedBy: [0, 1], fake: { write: { 'c.txt': 'c\n' }, echoPrompt: true } }),
     ]);
     const { repo, planPath, journal, env } = await setup(plan);
@@ -45,6 +51,8 @@ describe('execute.ts with the fake worker', () => {
     const b = spans.get('B#1')!;
     const c = spans.get('C#1')!;
     expect(a.start < b.end && b.start < a.end).toBe(true); // A and B overlapped in time
+    const waits = (await journalOf(journal)).filter((line) => line.event === 'waited');
+    expect(waits.map((line) => [line.taskMarker, line.found]).sort()).toEqual([['A', true], ['B', true]]);
     expect(c.start).toBeGreaterThanOrEqual(Math.max(a.end, b.end));
 
     const log = await repo.git(['log', '--format=%s%n%b', '--name-only']);

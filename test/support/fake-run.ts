@@ -18,6 +18,8 @@ export interface FakeEvent {
   taskMarker?: string;
   attempt?: number;
   t: number;
+  /** `waited`: whether the file it waited for appeared. */
+  found?: boolean;
 }
 
 export interface PlanRepo {
