@@ -258,19 +258,23 @@ describe('the merge queue', () => {
     const fixed = "exports.greet = (name) => `hi ${name}`;\nexports.shout = (name) => `HI ${name}`;\n";
     const usesShout = "const { shout } = require('../lib.js');\nexports.loud = (name) => shout(name) + '!';\n";
     const loudTest = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { loud } = require('../src/loud.js');\ntest('loud', () => assert.strictEqual(loud('x'), 'HI x!'));\n";
+    // The blocker's fix also leaves a word outside the repository, and the dependant waits for it:
+    // its speculative attempt is still running when the blocker is blamed, however slow the
+    // machine (a fixed sleep was outlasted by the gate on a loaded one), and its redo, after the
+    // fix, finds the word at once.
+    const fixDone = join(await tempDir('foreman-gate-speculation-'), 'fix-done');
     const blocker = fakeTask('A', {
       subject: 'add shout',
       modify: ['lib.js'],
       acceptance: [{ criterion: 'it loads', check: "node -e \"require('./lib.js')\"" }],
-      fake: { attempts: [{ write: { 'lib.js': broken } }, { write: { 'lib.js': fixed } }] },
+      fake: { attempts: [{ write: { 'lib.js': broken } }, { write: { 'lib.js': fixed, [fixDone]: '' } }] },
     });
-    // Slow enough to be running when its blocker is blamed.
     const dependant = fakeTask('B', {
       subject: 'loud, using shout',
       create: ['src/loud.js', 'test/loud.test.js'],
       blockedBy: [0],
       acceptance: [{ criterion: 'it loads', check: 'node -e "1"' }],
-      fake: { sleepMs: 1500, write: { 'src/loud.js': usesShout, 'test/loud.test.js': loudTest } },
+      fake: { waitForFile: fixDone, write: { 'src/loud.js': usesShout, 'test/loud.test.js': loudTest } },
     });
     const { repo, journal, env } = await setup(makePlan([blocker, dependant], { context: { testCommand: 'node --test' } }));
     const r = await runExecute(repo.dir, ['--sandbox', 'off', '--concurrency', '2'], env);
