@@ -116,6 +116,13 @@ describe("the plugin's bin/foreman, in a copy without node_modules", () => {
     expect(r.stderr).toMatch(/^foreman: expected `plan` or `execute`/);
   });
 
+  it('with no command at all, says one is needed and shows the usage, exit 2', async () => {
+    const r = await run(viaSkillDir, []);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toMatch(/^foreman: a command is needed: `plan` or `execute`\nUsage: .* plan <command>/);
+    expect(r.stdout).toBe('');
+  });
+
   it('a copy missing its bundle is refused with exit 3, naming what to copy', async () => {
     const partial = join(tmp, 'partial');
     await cp(pack, partial, { recursive: true });
