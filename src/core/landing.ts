@@ -203,6 +203,14 @@ const branchName = (ref: string | null): string => (ref === null ? 'a detached H
 const short = (commit: string): string => commit.slice(0, 12);
 const MAX_LISTED = 10;
 
+/**
+ * The lines of `describeLandingProblem` as one sentence, for a message of one line (empty when
+ * nothing blocked landing).
+ */
+export function landingProblemSentence(lines: readonly string[]): string {
+  return lines.length === 0 ? '' : `${lines.join('; ')}.`;
+}
+
 /** One line saying what blocks landing, and one saying how to land by hand (`plan land` spelled for `layout`). */
 export function describeLandingProblem(problem: LandingProblem, ref: string, layout: Layout): string[] {
   const byHand = `land it with \`${commandHint('plan', 'land', layout)}\`, or by hand with \`git merge --ff-only ${ref}\``;

@@ -42,6 +42,7 @@ import type { Verification } from '../core/finalize.ts';
 import { clipMiddle, clipTail } from '../core/format.ts';
 import type { GateFinished } from '../core/gate.ts';
 import type { GitFailure } from '../core/git-text.ts';
+import { landingProblemSentence } from '../core/landing.ts';
 import { type BreakerDecision, countByStatus, readySet, stall as planStall } from '../core/graph.ts';
 import { type Plan, type TaskStatus, UNKNOWN, type UsageFigure, modelOf, statusOf } from '../core/plan.ts';
 import { workerPrompt } from '../core/prompt.ts';
@@ -573,10 +574,10 @@ export async function leadSetup(given: Plan, ctx: LeadContext, settings: SetupSe
   journal(ctx.planPath, session.runId, run);
   const archived = await finishPlan(state.plan, isolation, ctx.planPath, landed.landing.landed, { endGate: () => endGateProcess(ctx.planPath) });
   if (session.gate.baseline === 'failed') {
-    finishRun(state.plan, ctx, session, { reason: 'failures', message: `the gate \`${gateConfig!.command}\` fails on the starting commit`, usage: state.usage }, { landed: landed.landing.landed, advice: landed.landing.problem.join(' ') }, null);
+    finishRun(state.plan, ctx, session, { reason: 'failures', message: `the gate \`${gateConfig!.command}\` fails on the starting commit`, usage: state.usage }, { landed: landed.landing.landed, advice: landingProblemSentence(landed.landing.problem) }, null);
   } else if (run.finished !== null || archived !== null) {
     const end = run.finished ?? { reason: 'all-done' as const, message: 'every task was already completed', usage: state.usage };
-    finishRun(state.plan, ctx, session, end, { landed: landed.landing.landed, advice: landed.landing.problem.join(' ') }, archived);
+    finishRun(state.plan, ctx, session, end, { landed: landed.landing.landed, advice: landingProblemSentence(landed.landing.problem) }, archived);
   }
   if (archived === null) await writeSession(ctx.planPath, session);
   await syncHandOut(state.plan, ctx, session);
@@ -980,14 +981,14 @@ export async function leadCommit(plan: Plan, ctx: LeadContext, options: { waitMs
   journal(ctx.planPath, session.runId, run);
   const failed = failure as GitFailure | null;
   if (session.gate.baseline === 'failed') {
-    finishRun(state.plan, ctx, session, { reason: 'failures', message: `the gate \`${session.gate.config!.command}\` fails on the starting commit`, usage: state.usage }, { landed: landed.landing.landed, advice: landed.landing.problem.join(' ') }, null);
+    finishRun(state.plan, ctx, session, { reason: 'failures', message: `the gate \`${session.gate.config!.command}\` fails on the starting commit`, usage: state.usage }, { landed: landed.landing.landed, advice: landingProblemSentence(landed.landing.problem) }, null);
     await writeSession(ctx.planPath, session);
     return err({ kind: 'baseline-failed', command: session.gate.config!.command, tip: isolation.tip, output: baselineOutput ?? '' });
   }
   const archived = await finishPlan(state.plan, isolation, ctx.planPath, landed.landing.landed, { endGate: () => endGateProcess(ctx.planPath) });
   if (run.finished !== null || archived !== null) {
     const end = run.finished ?? { reason: 'all-done' as const, message: `all ${state.plan.tasks.length} tasks completed`, usage: state.usage };
-    finishRun(state.plan, ctx, session, end, { landed: landed.landing.landed, advice: landed.landing.problem.join(' ') }, archived);
+    finishRun(state.plan, ctx, session, end, { landed: landed.landing.landed, advice: landingProblemSentence(landed.landing.problem) }, archived);
   }
   if (archived === null) await writeSession(ctx.planPath, session);
   await syncHandOut(state.plan, ctx, session);

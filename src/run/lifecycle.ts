@@ -10,7 +10,7 @@ import { assertNever } from '../core/failure.ts';
 import { clipMiddle, plural } from '../core/format.ts';
 import { type GateFinished, gateFinishedEvent } from '../core/gate.ts';
 import { countByStatus, depsOf, longestRemainingPath } from '../core/graph.ts';
-import { describeLandingProblem } from '../core/landing.ts';
+import { describeLandingProblem, landingProblemSentence } from '../core/landing.ts';
 import { type Plan, type UsageFigure, statusOf } from '../core/plan.ts';
 import { archivePlan } from './archive.ts';
 import { type Isolation, landedBase, recordLandedBase } from './isolation.ts';
@@ -144,14 +144,14 @@ export function lander(isolation: Isolation, options: { branch: string | null; c
     get landed(): boolean {
       return state.landed;
     },
-    advice: () => state.problem.join(' '),
+    advice: () => landingProblemSentence(state.problem),
     async land(): Promise<Extract<RunEventBody, { type: 'notice' }> | null> {
       const base = options.commit ? null : await landedBase(options.planPath, isolation.planId);
       const landed = await isolation.land({ branch: options.branch, mode: options.commit ? 'commit' : 'worktree', ...(base === null ? {} : { base }) });
       if (!landed.ok) {
         const lines = describeLandingProblem(landed.error, isolation.ref, options.layout);
         state = { landed: false, problem: lines, files: 0, commit: null };
-        return { type: 'notice', level: 'warning', message: `the integrated work could not land: ${lines.join(' ')}` };
+        return { type: 'notice', level: 'warning', message: `the integrated work could not land: ${landingProblemSentence(lines)}` };
       }
       const files = landed.value.upToDate ? 0 : landed.value.paths.length;
       state = { landed: true, problem: [], files, commit: landed.value.to };

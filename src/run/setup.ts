@@ -22,7 +22,7 @@ import { clipMiddle, clipTail } from '../core/format.ts';
 import { describeTimeLimitHit } from '../core/time-limit.ts';
 import { type Plan, type TaskStatus, readsOf, statusOf, writesOf } from '../core/plan.ts';
 import { type Landed, type LandingProblem } from '../adapters/git/land.ts';
-import { describeLandingProblem } from '../core/landing.ts';
+import { describeLandingProblem, landingProblemSentence } from '../core/landing.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { ensurePlanId, integratedFindings } from './commit.ts';
 import { type Isolation, completeLanding } from './isolation.ts';
@@ -292,7 +292,7 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
 /** The notice for a landing: done (which paths), or what blocks it and how to land by hand. */
 export function landingNotice(landed: Result<Landed, LandingProblem>, ref: string, what: string): { level: 'info' | 'warning'; message: string } {
   if (landed.ok) return { level: 'info', message: `${what} was completed: ${landed.value.paths.length} files updated` };
-  return { level: 'warning', message: `${what} could not be completed: ${describeLandingProblem(landed.error, ref, ownLayout()).join(' ')}` };
+  return { level: 'warning', message: `${what} could not be completed: ${landingProblemSentence(describeLandingProblem(landed.error, ref, ownLayout()))}` };
 }
 
 /** Which of `paths` (files, or `dir/`) `commit` does not have. */

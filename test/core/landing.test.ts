@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Layout } from '../../src/core/command-hint.ts';
-import { type Entry, type FileObservation, type IndexObservation, type PathObservation, describeLandingProblem, judgeLanding, pathState } from '../../src/core/landing.ts';
+import { type Entry, type FileObservation, type IndexObservation, type PathObservation, describeLandingProblem, judgeLanding, landingProblemSentence, pathState } from '../../src/core/landing.ts';
 
 const A: Entry = { mode: '100644', object: 'a'.repeat(40) };
 const B: Entry = { mode: '100644', object: 'b'.repeat(40) };
@@ -157,6 +157,14 @@ describe('describeLandingProblem', () => {
     const intent = describeLandingProblem({ kind: 'bad-intent', intentPath: '/r/.design/landing.json', reason: 'not JSON' }, ref, checkout);
     expect(intent[0]).toContain('/r/.design/landing.json');
     expect(intent[1]).toContain('`npx tsx scripts/plan.ts land`');
+  });
+
+  it('reads as one sentence on one line: the problem, then what to do', () => {
+    const lines = describeLandingProblem({ kind: 'local-changes', paths: [{ path: 'src/a.ts', why: 'untracked' }] }, ref, checkout);
+    expect(landingProblemSentence(lines)).toBe(
+      `not landed: a file it would update has local changes: src/a.ts (untracked); commit, stash or undo them, then land it with \`npx tsx scripts/plan.ts land\`, or by hand with \`git merge --ff-only ${ref}\`.`,
+    );
+    expect(landingProblemSentence([])).toBe('');
   });
 
   it("names the plugin's launcher when the code is the built plugin's", () => {

@@ -12,6 +12,7 @@ import { ownLayout } from '../../adapters/layout.ts';
 import { commandHint } from '../../core/command-hint.ts';
 import { acquireLock, currentLockInfo, lockHeldMessage, readPlanFile } from '../../adapters/plan-store.ts';
 import { type Plan, statusOf } from '../../core/plan.ts';
+import { landingProblemSentence } from '../../core/landing.ts';
 import { countByStatus } from '../../core/graph.ts';
 import { archivedPlans } from '../../run/plan-landing.ts';
 import { DEFAULT_GATE_WAIT_MS, leadCommit, type LeadContext, leadFinalize, leadNext, leadSetup, type NextOutput, type SessionSandbox, type WorkerResult } from '../../run/lead.ts';
@@ -330,7 +331,7 @@ export const commit = stepCommand({
   },
   attention(output) {
     const landing = (output as { landing: { landed: boolean; problem: string[] } }).landing;
-    return landing.landed ? null : { code: EXIT.incomplete, line: `the integrated work could not land: ${landing.problem.join(' ')} Then run \`${commandHint('plan', 'commit', ownLayout())}\` again.` };
+    return landing.landed ? null : { code: EXIT.incomplete, line: `the integrated work could not land: ${landingProblemSentence(landing.problem)} Then run \`${commandHint('plan', 'commit', ownLayout())}\` again.` };
   },
 });
 
