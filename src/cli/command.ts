@@ -75,8 +75,56 @@ export function parseCommandArgs(command: Command, argv: string[]) {
   try {
     return parseArgs({ args: negativeNumbersAsValues(argv, config), options: config, allowPositionals: true, strict: true });
   } catch (e) {
-    throw usageError(`${command.name}: ${(e as Error).message.split('\n')[0]} (see --help)`);
+    throw usageError(`${command.name}: ${describeParseError(e as Error & { code?: string }, Object.keys(options))} (see --help)`);
   }
+}
+
+/**
+ * parseArgs's complaint in a person's words: its own text tells how to pass a positional that
+ * starts with a dash, which no command here takes, and says nothing of the flag that was meant.
+ * Text it words differently (another Node version) is passed on as it is.
+ */
+export function describeParseError(error: Error & { code?: string }, optionNames: readonly string[]): string {
+  const said = error.message.split('\n')[0] ?? '';
+  const unknown = /^Unknown option '([^']+)'/.exec(said);
+  if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && unknown) {
+    const meant = closestOption(unknown[1]!, optionNames);
+    return `unknown option ${unknown[1]}${meant === null ? '' : `: did you mean --${meant}?`}`;
+  }
+  const option = /^Option '(--?[^' ]+)/.exec(said)?.[1];
+  if (error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && option !== undefined) {
+    if (said.endsWith('argument missing')) return `${option} needs a value`;
+    if (said.endsWith('does not take an argument')) return `${option} takes no value`;
+    if (said.includes('is ambiguous')) return `${option} needs a value, and the word after it starts with a dash (write ${option}=VALUE for a value that does)`;
+  }
+  return said;
+}
+
+/** The option a mistyped `--name` most likely meant: the only one it begins, else the nearest within two edits. */
+function closestOption(given: string, optionNames: readonly string[]): string | null {
+  const name = given.replace(/^--?/, '').replace(/=.*$/, '');
+  if (name === '') return null;
+  const begun = optionNames.filter((option) => option.startsWith(name));
+  if (begun.length === 1) return begun[0]!;
+  let best: { option: string; distance: number } | null = null;
+  for (const option of optionNames) {
+    const distance = editDistance(name, option);
+    if (distance <= 2 && (best === null || distance < best.distance)) best = { option, distance };
+  }
+  return best?.option ?? null;
+}
+
+/** Levenshtein distance (insertions, deletions and substitutions of one character). */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
 }
 
 /** `-1`, `-0.5`, `-.5`: parseArgs would take it for an option; it is a (bad) number. */

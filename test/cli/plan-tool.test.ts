@@ -101,6 +101,27 @@ describe('plan.ts check', () => {
     expect(r.err[0]).toContain(`no plan at ${path.join(tmp, '.design', 'plan.json')}`);
   });
 
+  it('a missing plan after one was archived names the archive, as every command that reads the plan says it', async () => {
+    const file = await planDir(validText('minimal'));
+    const dir = path.dirname(path.dirname(file));
+    await mkdir(path.join(dir, '.design', 'history'));
+    const archived = path.join(dir, '.design', 'history', '20261125T180804Z-plan.json');
+    const done = JSON.parse(validText('minimal')) as { tasks: Array<{ status?: string }> };
+    done.tasks[0]!.status = 'completed';
+    await writeFile(archived, JSON.stringify(done));
+    await rm(file);
+    const line = `no plan at ${file}: the last one ("Add a greeting module", 1 of 1 tasks completed) was archived to ${archived}; write a new one with /foreman:design <goal>, or pass --plan FILE`;
+    for (const command of ['check', 'status']) {
+      const r = await plan([command], dir);
+      expect(r.code).toBe(2);
+      expect(r.err).toEqual([line]);
+    }
+    await execa('git', ['init', '-q'], { cwd: dir });
+    const step = await plan(['setup'], dir);
+    expect(step.code).toBe(2);
+    expect(step.out.map((l) => JSON.parse(l))).toEqual([{ error: { kind: 'no-plan', message: line, details: [] } }]);
+  });
+
   it('--fix writes defaults and computed overlaps, keeping unknown fields', async () => {
     const file = await planDir(validText('extra-fields'));
     const r = await plan(['check', '--fix', '--plan', file], tmp);

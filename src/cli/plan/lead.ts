@@ -19,7 +19,7 @@ import { DEFAULT_GATE_WAIT_MS, leadCommit, type LeadContext, leadFinalize, leadN
 import { type Command, type Io, type Numbers, type OptionSpec } from '../command.ts';
 import { RANGES } from '../numeric-flags.ts';
 import { CliError, EXIT, type ExitCode } from '../exit.ts';
-import { DEFAULT_PLAN, loadPlan, loadPlanFile } from '../load.ts';
+import { DEFAULT_PLAN, loadPlan, loadPlanFile, missingPlanLine } from '../load.ts';
 import { describeEditBetweenSteps, editedSinceLastStep, rememberPlanFile } from '../../run/plan-edits.ts';
 import { describeSetupProblem } from '../setup-problem.ts';
 import { GitCommandError } from '../../adapters/git/runner.ts';
@@ -73,8 +73,10 @@ interface StepSpec {
 
 /** A step's problem: `{"error": {kind, message, details}}` on stdout, its first line on stderr. */
 function reportProblem(step: string, kind: string, e: CliError, io: Io): ExitCode {
-  io.out(JSON.stringify({ error: { kind, message: e.lines[0] ?? '', details: e.lines.slice(1) } }));
-  io.err(`plan ${step}: ${e.lines[0] ?? kind}${e.lines.length > 1 ? ` (${e.lines.length - 1} more line${e.lines.length === 2 ? '' : 's'} in the JSON on stdout)` : ''}`);
+  // A usage error already starts with the step's name (`next: unknown option …`): said once.
+  const first = e.lines[0]?.startsWith(`${step}: `) ? e.lines[0].slice(step.length + 2) : e.lines[0];
+  io.out(JSON.stringify({ error: { kind, message: first ?? '', details: e.lines.slice(1) } }));
+  io.err(`plan ${step}: ${first ?? kind}${e.lines.length > 1 ? ` (${e.lines.length - 1} more line${e.lines.length === 2 ? '' : 's'} in the JSON on stdout)` : ''}`);
   return e.code;
 }
 
@@ -85,7 +87,7 @@ async function locate(values: Record<string, unknown>, cwd: string): Promise<{ r
   const git = new Git(repo);
   if (!(await git.isRepo())) throw new StepError(EXIT.invalid, 'not-a-repo', [`${repo} is not a git repository (foreman commits each round; run \`git init\` first)`]);
   const read = await readPlanFile(planPath);
-  if (!read.ok && read.error.kind === 'missing') throw new StepError(EXIT.invalid, 'no-plan', [`no plan at ${planPath}: run /foreman:design <goal> first, or pass --plan FILE`]);
+  if (!read.ok && read.error.kind === 'missing') throw new StepError(EXIT.invalid, 'no-plan', [await missingPlanLine(planPath)]);
   return { repo, planPath, git };
 }
 

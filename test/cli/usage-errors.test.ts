@@ -1,0 +1,68 @@
+// A mistyped option is one line in a person's words, naming the option and, when one is near, the
+// option meant; exit 2, before the command does anything. In-process, through runCommand /
+// runProgram.
+
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Io, runCommand, runProgram } from '../../src/cli/command.ts';
+import { executeCommand } from '../../src/cli/execute.ts';
+import { planCommands } from '../../src/cli/plan/index.ts';
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'foreman-usage-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function ran(run: (io: Io) => Promise<number>) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await run({ out: (t) => out.push(t), err: (t) => err.push(t), cwd: dir, env: {}, isTTY: false, columns: 200 });
+  return { code, out, err };
+}
+
+const execute = (argv: string[]) => ran((io) => runCommand('execute', executeCommand, argv, io));
+const plan = (argv: string[]) => ran((io) => runProgram('plan', planCommands, argv, io));
+
+describe('execute: a mistyped option', () => {
+  it.each([
+    [['--concurency', '2'], 'execute: unknown option --concurency: did you mean --concurrency? (see --help)'],
+    [['--dry-rn'], 'execute: unknown option --dry-rn: did you mean --dry-run? (see --help)'],
+    [['--stric'], 'execute: unknown option --stric: did you mean --strict? (see --help)'],
+    // Begins several options (--no-commit, --no-gate, --no-probe, …): none is guessed.
+    [['--no'], 'execute: unknown option --no (see --help)'],
+    [['--wibble'], 'execute: unknown option --wibble (see --help)'],
+    [['-x'], 'execute: unknown option -x (see --help)'],
+    [['--repo'], 'execute: --repo needs a value (see --help)'],
+    [['--json=yes'], 'execute: --json takes no value (see --help)'],
+    [['--repo', '--json'], 'execute: --repo needs a value, and the word after it starts with a dash (write --repo=VALUE for a value that does) (see --help)'],
+  ])('%j → %s, exit 2', async (argv, line) => {
+    const r = await execute(argv);
+    expect(r.code).toBe(2);
+    expect(r.err).toEqual([line]);
+    expect(r.out).toEqual([]);
+  });
+});
+
+describe('plan: a mistyped option', () => {
+  it('a plan command says it the same way', async () => {
+    const r = await plan(['check', '--fx']);
+    expect(r.code).toBe(2);
+    expect(r.err).toEqual(['check: unknown option --fx: did you mean --fix? (see --help)']);
+  });
+
+  it('a step (JSON on stdout) names itself once, on stderr and in the JSON', async () => {
+    const r = await plan(['next', '--jsn']);
+    expect(r.code).toBe(2);
+    expect(r.err).toEqual(['plan next: unknown option --jsn (see --help)']);
+    expect(r.out.map((line) => JSON.parse(line))).toEqual([{ error: { kind: 'usage', message: 'unknown option --jsn (see --help)', details: [] } }]);
+
+    const extra = await plan(['finalize', '0']);
+    expect(extra.code).toBe(2);
+    expect(extra.err).toEqual(['plan finalize: expected no arguments, got 0 (see --help)']);
+  });
+});
