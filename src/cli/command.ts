@@ -33,6 +33,7 @@ export interface Io {
   cwd: string;
   env: NodeJS.ProcessEnv;
   isTTY: boolean;
+  /** The terminal's width, which tables fit; unbounded when stdout is a pipe or a file, which keeps every cell whole. */
   columns: number;
 }
 
@@ -235,7 +236,7 @@ export function processIo(): Io {
     cwd: process.cwd(),
     env: process.env,
     isTTY: Boolean(process.stdout.isTTY),
-    columns: process.stdout.columns ?? 80,
+    columns: process.stdout.isTTY ? (process.stdout.columns ?? 80) : Number.POSITIVE_INFINITY,
   };
 }
 

@@ -325,8 +325,12 @@ describe('the real script', () => {
     const notJsonFile = await planDir(notJson.text);
     const fixFile = await planDir(validText('extra-fields'));
     await copyFile(validFile('realistic'), path.join(tmp, 'realistic.json'));
+    const longSubject = `Create src/a.ts: ${'a greeting for each of the people named in the list, '.repeat(3).trim()}`;
+    const minimal = JSON.parse(validText('minimal')) as { tasks: Array<{ subject: string }> };
+    minimal.tasks[0]!.subject = longSubject;
+    const longFile = await planDir(JSON.stringify(minimal));
 
-    const [valid, invalid, garbage, unknownCmd, unknownFlag, help, fix] = await Promise.all([
+    const [valid, invalid, garbage, unknownCmd, unknownFlag, help, fix, piped] = await Promise.all([
       spawnPlan(['check', '--plan', 'realistic.json'], tmp),
       spawnPlan(['check', '--plan', severalFile], tmp),
       spawnPlan(['check', '--plan', notJsonFile], tmp),
@@ -334,6 +338,7 @@ describe('the real script', () => {
       spawnPlan(['ready', '--frob'], tmp),
       spawnPlan(['graph', '--help'], tmp),
       spawnPlan(['check', '--fix', '--plan', fixFile], tmp),
+      spawnPlan(['status', '--plan', longFile], tmp),
     ]);
 
     const noStack = (s: string) => {
@@ -372,6 +377,10 @@ describe('the real script', () => {
     const fixed = parsePlan(await readFile(fixFile, 'utf8'));
     expect(fixed.ok).toBe(true);
     if (fixed.ok) expect(fixed.value.tasks.map((t) => t.fileOverlaps)).toEqual([[1], [0], []]);
+
+    // Piped, not on a terminal: no width to fit, so the table keeps every cell whole.
+    expect(piped.code).toBe(0);
+    expect(piped.stdout.split('\n')[3]).toMatch(new RegExp(`^0  ${longSubject}  pending`));
   });
 
   it('runs as documented: npx tsx scripts/plan.ts', async () => {
