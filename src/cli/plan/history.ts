@@ -10,6 +10,9 @@ import { planPathFrom } from '../load.ts';
 import { jsonOption, planOption } from './options.ts';
 import { historyDirFor, livePid, loadArchives, loadRuns } from './runs.ts';
 
+/** `…20261125T181147Z-plan.json`: an archived plan's file name whole, after the mark of the cut folder. */
+const ARCHIVE_NAME_WIDTH = 27;
+
 export const history: Command = {
   name: 'history',
   summary: 'List past runs (journal and archived plans): run id, start, goal, outcome, duration, cost.',
@@ -41,7 +44,8 @@ export const history: Command = {
           e.goal ?? '—',
           e.archive ?? '—',
         ]),
-        { maxWidth: io.columns, flex: 5 },
+        // The archive's folder goes first (its file name stays), then the goal and the outcome down to a few words.
+        { maxWidth: io.columns, shrink: [{ column: 6, min: ARCHIVE_NAME_WIDTH, keep: 'end' }, { column: 5, min: 16 }, { column: 2, min: 12 }] },
       ),
     );
     // A total over runs: unknown costs (in-session attempts) make it a lower bound, never a zero.

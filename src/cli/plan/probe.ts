@@ -105,7 +105,7 @@ export function renderProbe(report: ProbeReport, io: Pick<Io, 'columns'>): strin
   const lines = [probeHeadline(report)];
   if (report.setup) lines.push(`setup: \`${report.setup.command}\` ${report.setup.passed ? 'ok' : 'FAILED'} (${formatDuration(report.setup.durationMs)})`);
   if (report.included.length > 0) lines.push(`copied from .worktreeinclude: ${report.included.join(', ')}`);
-  if (rows.length > 0) lines.push('', table(['task', 'verdict', 'check', 'command', 'time'], rows, { maxWidth: Math.max(60, io.columns), flex: 3 }));
+  if (rows.length > 0) lines.push('', table(['task', 'verdict', 'check', 'command', 'time'], rows, { maxWidth: Math.max(60, io.columns), shrink: [{ column: 3 }] }));
   const { problems, information } = probeFindings(report);
   if (problems.length > 0) lines.push('', 'To fix:', ...problems.map((p) => `  - ${p}`));
   if (information.length > 0) lines.push('', 'For information:', ...information.map((p) => `  - ${p}`));

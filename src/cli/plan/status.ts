@@ -75,7 +75,7 @@ export const status: Command = {
       table(
         ['#', 'subject', 'status', 'attempts', 'blocked by'],
         tasks.map((t) => [String(t.index), t.subject, t.status, String(t.attempts), t.blockedBy.join(', ') || '—']),
-        { maxWidth: io.columns, flex: 1 },
+        { maxWidth: io.columns, shrink: [{ column: 1 }] },
       ),
     );
     io.out(
@@ -107,7 +107,7 @@ export const status: Command = {
         table(
           ['#', 'subject', 'attempt', 'model', 'elapsed'],
           running.map((r) => [String(r.index), r.subject, String(r.attempt), r.model ?? '—', formatElapsed(r.elapsedMs)]),
-          { maxWidth: io.columns, flex: 1 },
+          { maxWidth: io.columns, shrink: [{ column: 1 }] },
         ),
       );
     }
