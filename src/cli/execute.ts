@@ -310,10 +310,14 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
     await save(plan);
     // The probe runs before the run starts: a plan it refuses leaves no half-started run in the
     // journal. Its first line is said at once (not in --json mode, whose stdout is events only);
-    // what it found is journaled once the run has started.
-    const probeEvents: RunEventBody[] = [];
+    // what it found is journaled once the run has started, the first line without saying it again.
+    const probeEvents: Array<{ event: RunEventBody; said: boolean }> = [];
     if (settings.probe && !controller.signal.aborted) {
-      await probeAtSetup(plan, settings, { emit: (event) => probeEvents.push(event), progress: settings.json ? () => undefined : (line) => io.out(line), registry, signal: controller.signal, env: io.env, sandbox: sandboxed });
+      const announce = (event: Extract<RunEventBody, { type: 'notice' }>) => {
+        if (!settings.json) io.out(`foreman: ${event.message}`);
+        probeEvents.push({ event, said: !settings.json });
+      };
+      await probeAtSetup(plan, settings, { emit: (event) => probeEvents.push({ event, said: false }), announce, registry, signal: controller.signal, env: io.env, sandbox: sandboxed });
     }
     if (settings.gate === null) {
       emit({ type: 'notice', level: 'info', message: settings.gateFlags.off ? 'no gate (--no-gate): verified work integrates as soon as it is verified, untested together' : "no gate: the plan has no context.testCommand, so verified work integrates untested together (--gate CMD sets one)" });
@@ -322,7 +326,10 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
     for (const n of report.notices) emit({ type: 'notice', ...n });
     for (const a of report.assumptions) emit({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output });
     for (const effect of setUp.effects) if (effect.type === 'emit') emit(effect.event);
-    for (const event of probeEvents) emit(event);
+    for (const { event, said } of probeEvents) {
+      if (said) reporter.record(event);
+      else emit(event);
+    }
 
     const isolation = report.isolation;
     const gateOptions = settings.gate === null ? null : { command: settings.gate.command, timeoutMs: settings.gate.timeoutMs, sandbox: sandboxed };
@@ -409,15 +416,14 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
 async function probeAtSetup(
   plan: Plan,
   settings: Settings,
-  context: { emit: (event: RunEventBody) => void; progress: (line: string) => void; registry: ProcessRegistry; signal: AbortSignal; env: NodeJS.ProcessEnv; sandbox: boolean },
+  context: { emit: (event: RunEventBody) => void; announce: (event: Extract<RunEventBody, { type: 'notice' }>) => void; registry: ProcessRegistry; signal: AbortSignal; env: NodeJS.ProcessEnv; sandbox: boolean },
 ): Promise<void> {
   const { emit } = context;
   const checks = probedTasks(plan).reduce((n, i) => n + (plan.tasks[i]!.agent?.acceptanceCriteria?.length ?? 0), 0);
   if (checks === 0) return;
   const setupCommand = plan.context?.setupCommand;
   const probing = `probing ${plural(checks, 'acceptance check')} of the pending tasks in a checkout of HEAD${setupCommand ? ` prepared with \`${setupCommand}\`` : ' (the plan has no context.setupCommand: nothing is installed there)'} (--no-probe skips this)`;
-  context.progress(`foreman: ${probing}`);
-  emit({ type: 'notice', level: 'info', message: probing });
+  context.announce({ type: 'notice', level: 'info', message: probing });
   const probed = await runProbe(plan, { repo: settings.repo, checkTimeoutMs: settings.checkTimeoutMs, timeoutMs: settings.probeTimeoutMs, timeoutFlag: LIMIT_FLAGS.probe, env: context.env, signal: context.signal, registry: context.registry, sandbox: context.sandbox });
   if (!probed.ok) {
     emit({ type: 'notice', level: 'warning', message: `the probe could not run: ${describeProbeProblem(probed.error)}` });

@@ -12,6 +12,8 @@ import type { Io } from './command.ts';
 
 export interface Reporter {
   emit(event: RunEventBody): void;
+  /** The journal only: for what was said on stdout already, before the run started. */
+  record(event: RunEventBody): void;
   /** The closing summary (text modes only; --json has `run-finished`). */
   summary(plan: Plan, usage: UsageFigure): void;
   close(): Promise<void>;
@@ -37,11 +39,15 @@ export async function createReporter(options: { io: Io; json: boolean; runId: st
   const onResize = () => (view as { setColumns?: (c: number) => void }).setColumns?.(process.stdout.columns ?? 80);
   if (live) process.stdout.on('resize', onResize);
 
+  const stamped = (body: RunEventBody) => ({ ...body, runId: options.runId, at: new Date().toISOString() }) as RunEvent;
   return {
     emit(body) {
-      const event = { ...body, runId: options.runId, at: new Date().toISOString() } as RunEvent;
+      const event = stamped(body);
       journal.append(event);
       view.update(event);
+    },
+    record(body) {
+      journal.append(stamped(body));
     },
     summary(plan, usage) {
       if (options.json) return;

@@ -77,6 +77,18 @@ describe('execute probes at setup', () => {
     expect(existsSync(join(repo.dir, '.design/events.jsonl')) ? await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8') : '').not.toMatch(/run-started/);
   });
 
+  it('its first line is said once, as it starts, and journaled once the run has started', async () => {
+    const { repo } = await setup(makePlan([proven()]));
+    const r = await runExecute(repo.dir, []);
+    expect(r.exitCode, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout.match(/probing 1 acceptance check/g)).toHaveLength(1);
+    expect(r.stdout.split('\n')[0]).toMatch(/^foreman: probing 1 acceptance check/);
+    const journal = await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8');
+    const events = journal.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { type: string; message?: string });
+    expect(events.filter((e) => e.type === 'notice' && e.message?.startsWith('probing 1 acceptance check'))).toHaveLength(1);
+    expect(events.findIndex((e) => e.type === 'run-started')).toBeLessThan(events.findIndex((e) => e.message?.startsWith('probing') === true));
+  });
+
   it('--no-probe skips it (the broken check then fails its task)', async () => {
     const { repo, journal, env } = await setup(makePlan([broken()]));
     const r = await runExecute(repo.dir, ['--no-probe', '--max-attempts', '1'], env);
@@ -90,6 +102,8 @@ describe('execute probes at setup', () => {
     const r = await runExecute(warned.repo.dir, ['--json'], warned.env);
     expect(r.exitCode, r.stderr).toBe(0);
     const notices = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; level?: string; message?: string }).filter((e) => e.type === 'notice');
+    // With --json, stdout is events only: the first line is a notice among them.
+    expect(notices.filter((n) => n.message?.startsWith('probing 2 acceptance checks'))).toHaveLength(1);
     expect(notices).toContainEqual(expect.objectContaining({ level: 'warning', message: expect.stringMatching(/^task 1 \(task V\): every acceptance check passes before the work is done/) }));
     expect(notices).toContainEqual(expect.objectContaining({ level: 'warning', message: expect.stringMatching(/^probe found problems: .* \(on [0-9a-f]{12}, \S+\)/) }));
 
