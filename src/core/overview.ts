@@ -46,7 +46,7 @@ export function planOverview(plan: Plan, options: OverviewOptions): string {
     out.push(`### Rounds if every task succeeds (${rounds.length})`, '');
     rounds.forEach((groups, r) => {
       const text = groups.map((g) => g.map((i) => `${i}`).join(', ')).join(' | then ');
-      out.push(`${r + 1}. tasks ${text}${groups.length > 1 ? ' (the groups overlap on files, so they run one after another)' : ''}`);
+      out.push(`${r + 1}. ${groups.flat().length === 1 ? 'task' : 'tasks'} ${text}${groups.length > 1 ? ' (the groups overlap on files, so they run one after another)' : ''}`);
     });
     out.push('');
   }
