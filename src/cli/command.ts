@@ -76,7 +76,7 @@ export function parseCommandArgs(command: Command, argv: string[]) {
   try {
     return parseArgs({ args: negativeNumbersAsValues(argv, config), options: config, allowPositionals: true, strict: true });
   } catch (e) {
-    throw usageError(`${command.name}: ${describeParseError(e as Error & { code?: string }, Object.keys(options))} (see --help)`);
+    throw usageError(`${command.name}: ${describeParseError(e as Error & { code?: string }, options)} (see --help)`);
   }
 }
 
@@ -85,7 +85,8 @@ export function parseCommandArgs(command: Command, argv: string[]) {
  * starts with a dash, which no command here takes, and says nothing of the flag that was meant.
  * Text it words differently (another Node version) is passed on as it is.
  */
-export function describeParseError(error: Error & { code?: string }, optionNames: readonly string[]): string {
+export function describeParseError(error: Error & { code?: string }, options: Readonly<Record<string, Pick<OptionSpec, 'range' | 'valueName'>>>): string {
+  const optionNames = Object.keys(options);
   const said = error.message.split('\n')[0] ?? '';
   const unknown = /^Unknown option '([^']+)'/.exec(said);
   if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && unknown) {
@@ -94,11 +95,17 @@ export function describeParseError(error: Error & { code?: string }, optionNames
   }
   const option = /^Option '(--?[^' ]+)/.exec(said)?.[1];
   if (error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && option !== undefined) {
-    if (said.endsWith('argument missing')) return `${option} needs a value`;
+    if (said.endsWith('argument missing')) return `${option} needs a value${valueOf(options[option.replace(/^--?/, '')])}`;
     if (said.endsWith('does not take an argument')) return `${option} takes no value`;
-    if (said.includes('is ambiguous')) return `${option} needs a value, and the word after it starts with a dash (write ${option}=VALUE for a value that does)`;
+    if (said.includes('is ambiguous')) return `${option} needs a value${valueOf(options[option.replace(/^--?/, '')])}, and the word after it starts with a dash (write ${option}=VALUE for a value that does)`;
   }
   return said;
+}
+
+/** What an option takes, for a message that it is missing: `: a whole number from 1 to 64`, `: FILE`. */
+function valueOf(spec: Pick<OptionSpec, 'range' | 'valueName'> | undefined): string {
+  if (spec?.range) return `: ${describeRange(spec.range)}`;
+  return spec?.valueName ? ` (${spec.valueName})` : '';
 }
 
 /** The option a mistyped `--name` most likely meant: the only one it begins, else the nearest within two edits. */

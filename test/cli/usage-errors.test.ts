@@ -37,9 +37,12 @@ describe('execute: a mistyped option', () => {
     [['--no'], 'execute: unknown option --no (see --help)'],
     [['--wibble'], 'execute: unknown option --wibble (see --help)'],
     [['-x'], 'execute: unknown option -x (see --help)'],
-    [['--repo'], 'execute: --repo needs a value (see --help)'],
+    [['--repo'], 'execute: --repo needs a value (DIR) (see --help)'],
+    // A number's flag says what it takes and its range, as for a value out of range.
+    [['--concurrency'], 'execute: --concurrency needs a value: a whole number from 1 to 64 (see --help)'],
+    [['--speculate', '--dry-run'], 'execute: --speculate needs a value: a whole number from 0 to 16, and the word after it starts with a dash (write --speculate=VALUE for a value that does) (see --help)'],
     [['--json=yes'], 'execute: --json takes no value (see --help)'],
-    [['--repo', '--json'], 'execute: --repo needs a value, and the word after it starts with a dash (write --repo=VALUE for a value that does) (see --help)'],
+    [['--repo', '--json'], 'execute: --repo needs a value (DIR), and the word after it starts with a dash (write --repo=VALUE for a value that does) (see --help)'],
   ])('%j → %s, exit 2', async (argv, line) => {
     const r = await execute(argv);
     expect(r.code).toBe(2);
