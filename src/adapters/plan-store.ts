@@ -384,6 +384,8 @@ function makeLock(file: string, info: LockInfo, token: string, takenOver?: LockT
     async release() {
       const cur = await readRaw(file);
       if (!cur || !ours(cur.text)) return false;
+      // A drain asked of this run is over with it.
+      await unlink(path.join(path.dirname(file), DRAIN_FILE_NAME)).catch(() => undefined);
       try {
         await unlink(file);
         return true;
@@ -395,6 +397,11 @@ function makeLock(file: string, info: LockInfo, token: string, takenOver?: LockT
     releaseSync() {
       try {
         if (!ours(readFileSync(file, 'utf8'))) return false;
+        try {
+          unlinkSync(path.join(path.dirname(file), DRAIN_FILE_NAME));
+        } catch {
+          // none asked
+        }
         unlinkSync(file);
         return true;
       } catch {
@@ -479,6 +486,38 @@ export async function readLock(planPath: string): Promise<LockStatus> {
   const raw = await readRaw(lockPathFor(planPath));
   return raw === null ? { state: 'free' } : classify(raw.text);
 }
+
+// ---------------------------------------------------------------------------------------------
+// A drain asked of the lock's holder
+
+export const DRAIN_FILE_NAME = 'plan.drain';
+const drainPathFor = (planPath: string): string => path.join(path.dirname(planPath), DRAIN_FILE_NAME);
+/** The same run: its pid, and the time it took the lock (a later run may get the same pid). */
+const sameHolder = (a: Pick<LockInfo, 'pid' | 'startedAt'>, b: Pick<LockInfo, 'pid' | 'startedAt'>) => a.pid === b.pid && a.startedAt === b.startedAt;
+
+/**
+ * Notes that `holder` was asked to drain (`plan drain`, before it signals): a second SIGTERM
+ * would stop the run at once, so a second `plan drain` reads this and sends none. The holder's
+ * lock release removes it; a note naming another run is stale and ignored.
+ */
+export async function recordDrainAsked(planPath: string, holder: LockInfo): Promise<void> {
+  await writeFileAtomic(drainPathFor(planPath), `${JSON.stringify({ pid: holder.pid, startedAt: holder.startedAt, at: new Date().toISOString() })}\n`);
+}
+
+/** When `holder` was asked to drain, or null when it was not. */
+export async function drainAskedAt(planPath: string, holder: LockInfo): Promise<string | null> {
+  const raw = await readRaw(drainPathFor(planPath));
+  if (raw === null) return null;
+  try {
+    const asked = JSON.parse(raw.text) as { pid?: unknown; startedAt?: unknown; at?: unknown };
+    return typeof asked.pid === 'number' && typeof asked.startedAt === 'string' && typeof asked.at === 'string' && sameHolder({ pid: asked.pid, startedAt: asked.startedAt }, holder) ? asked.at : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Withdraws the note (the signal could not be sent). */
+export const forgetDrainAsked = (planPath: string): Promise<void> => unlink(drainPathFor(planPath)).catch(() => undefined);
 
 /** Whether a run holds the lock (one that `acquireLock` would refuse). */
 export async function isLocked(planPath: string): Promise<boolean> {

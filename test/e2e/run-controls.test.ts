@@ -51,9 +51,16 @@ describe('plan drain', () => {
     expect(drained.exitCode, drained.stderr).toBe(0);
     expect(drained.stdout).toMatch(/^asked the run \(pid \d+, started .*\) to drain: it finishes the tasks it is running, starts nothing new/);
     await waitFor('the drain to be journaled', async () => (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8').catch(() => '')).includes('"draining"'));
+    // Asked again, it sends no second SIGTERM (which would stop the run at once) and says so.
+    const again = await runPlanTool(repo.dir, ['drain']);
+    expect(again.exitCode, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(/^the run \(pid \d+\) was asked to drain already, at \d{4}-.*: it is finishing what it was running/);
     await writeFile(go, '');
     const r = await run;
     expect(r.exitCode, r.stderr).toBe(1);
+    expect(eventsOf(r.stdout).some((e) => e.type === 'interrupted')).toBe(false);
+    // The note went with the run's lock.
+    expect(await readdir(join(repo.dir, '.design'))).not.toContain('plan.drain');
     const events = eventsOf(r.stdout);
     expect(events.find((e) => e.type === 'draining')).toMatchObject({ running: [0, 1] });
     expect(events.find((e) => e.type === 'run-finished')).toMatchObject({ reason: 'drained', outcome: 'incomplete', exitCode: 1 });

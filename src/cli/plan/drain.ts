@@ -4,7 +4,7 @@
 // SIGTERM, or Ctrl-C, stops it at once). Only a run on this host can be reached this way.
 
 import { ownLayout } from '../../adapters/layout.ts';
-import { readLock } from '../../adapters/plan-store.ts';
+import { drainAskedAt, forgetDrainAsked, readLock, recordDrainAsked } from '../../adapters/plan-store.ts';
 import { commandHint } from '../../core/command-hint.ts';
 import { assertNever } from '../../core/failure.ts';
 import type { Command } from '../command.ts';
@@ -18,7 +18,7 @@ const HEADLESS_RUN = 'execute';
 export const drain: Command = {
   name: 'drain',
   summary:
-    "Ask the headless run working on the plan to finish what is running, start nothing new, integrate and land its work, and exit (resumable): sends SIGTERM to the run the plan's lock names. Exit 0 asked, 2 no run to drain, 3 the run cannot be reached from here.",
+    "Ask the headless run working on the plan to finish what is running, start nothing new, integrate and land its work, and exit (resumable): sends SIGTERM to the run the plan's lock names, once. Exit 0 asked (or asked already), 2 no run to drain, 3 the run cannot be reached from here.",
   usage: '[--plan FILE]',
   options: { ...planOption },
   async run({ values }, io) {
@@ -40,13 +40,22 @@ export const drain: Command = {
             `${holder.command ?? 'a command'} (pid ${holder.pid}) holds ${path} for a moment, not a headless run: nothing to drain. An in-session run (/foreman:execute) stops when its lead stops asking for rounds`,
           ]);
         }
+        const stopAtOnce = `Ctrl-C in its terminal (or \`kill ${holder.pid}\` once more) stops it at once`;
+        // A second SIGTERM stops the run at once: a drain asked already is not asked again.
+        const askedAt = await drainAskedAt(path, holder);
+        if (askedAt !== null) {
+          io.out(`the run (pid ${holder.pid}) was asked to drain already, at ${askedAt}: it is finishing what it was running. Watch it with \`${commandHint('plan', 'status', ownLayout())}\`; ${stopAtOnce}`);
+          return EXIT.ok;
+        }
+        await recordDrainAsked(path, holder);
         try {
           process.kill(holder.pid, 'SIGTERM');
         } catch (e) {
+          await forgetDrainAsked(path);
           throw new CliError(EXIT.cannotRun, [`could not signal the run (pid ${holder.pid}): ${(e as Error).message}`]);
         }
         io.out(
-          `asked the run (pid ${holder.pid}, started ${holder.startedAt}) to drain: it finishes the tasks it is running, starts nothing new, integrates and lands their work, and exits; run it again to resume. Watch it with \`${commandHint('plan', 'status', ownLayout())}\`; Ctrl-C in its terminal (or \`kill ${holder.pid}\` once more) stops it at once`,
+          `asked the run (pid ${holder.pid}, started ${holder.startedAt}) to drain: it finishes the tasks it is running, starts nothing new, integrates and lands their work, and exits; run it again to resume. Watch it with \`${commandHint('plan', 'status', ownLayout())}\`; ${stopAtOnce}`,
         );
         return EXIT.ok;
       }
