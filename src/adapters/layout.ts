@@ -7,6 +7,7 @@
 //   as plugin/dist/srt.mjs (its native helpers in plugin/vendor/, where it looks for them), and
 //   so is foreman's sandbox host (scripts/sandbox-host.mjs, as plugin/dist/sandbox-host.mjs).
 
+import { realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join } from 'node:path';
@@ -29,8 +30,24 @@ function ownRoot(): string {
 /** foreman's launcher in this layout: the plugin's bin/foreman, or the checkout's. */
 export const ownLauncherPath = (): string => join(ownRoot(), 'bin', 'foreman');
 
-/** How a person runs this copy of foreman: for the commands its messages name (core/command-hint.ts). */
-export const ownLayout = (): Layout => (bundled ? { kind: 'plugin', launcher: ownLauncherPath() } : { kind: 'checkout' });
+/**
+ * How a person runs this copy of foreman, from where this process runs: for the commands its
+ * messages name (core/command-hint.ts). A checkout's `npx tsx scripts/…` runs only in its top
+ * folder; from anywhere else its launcher does.
+ */
+export function ownLayout(): Layout {
+  if (bundled) return { kind: 'plugin', launcher: ownLauncherPath() };
+  return sameFolder(process.cwd(), ownRoot()) ? { kind: 'checkout' } : { kind: 'checkout', launcher: ownLauncherPath() };
+}
+
+/** Whether two paths name one folder, through symbolic links. */
+function sameFolder(a: string, b: string): boolean {
+  try {
+    return realpathSync(a) === realpathSync(b);
+  } catch {
+    return false;
+  }
+}
 
 /** The sandbox runtime's command-line entry point (`srt`), run with `node`. */
 export const sandboxCliPath = (): string =>

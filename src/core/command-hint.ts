@@ -2,18 +2,24 @@
 // names a foreman command spells it here, so there is one spelling:
 // - the built plugin (bundled code; also its copy in a project's .claude/): its launcher,
 //   `<plugin>/bin/foreman plan retry 3`, which runs from any directory;
-// - a checkout (the sources under tsx): `npx tsx scripts/plan.ts retry 3`, as README says.
+// - a checkout (the sources under tsx): `npx tsx scripts/plan.ts retry 3`, as README says, when
+//   the person is in the checkout's top folder; elsewhere (a run started with `--repo`, or the
+//   checkout's launcher run from the repository) that line would not run, so its launcher,
+//   `<checkout>/bin/foreman plan retry 3`, which runs from anywhere.
 // Pure: the layout is a parameter (adapters/layout.ts `ownLayout()` knows this process's).
 
 /** foreman's two programs: the plan tool and the headless orchestrator. */
 export type ForemanProgram = 'plan' | 'execute';
 
-/** Where the running code is: the built plugin (with its launcher's path) or a checkout. */
-export type Layout = { kind: 'plugin'; launcher: string } | { kind: 'checkout' };
+/**
+ * Where the running code is: the built plugin (with its launcher's path) or a checkout (with its
+ * launcher's path when the person is not in its top folder, where `npx tsx scripts/…` runs).
+ */
+export type Layout = { kind: 'plugin'; launcher: string } | { kind: 'checkout'; launcher?: string };
 
 /** The command line that starts `program`: `/p/bin/foreman plan`, or `npx tsx scripts/plan.ts`. */
 export function programName(program: ForemanProgram, layout: Layout): string {
-  return layout.kind === 'plugin' ? `${shellWord(layout.launcher)} ${program}` : `npx tsx scripts/${program}.ts`;
+  return layout.launcher !== undefined ? `${shellWord(layout.launcher)} ${program}` : `npx tsx scripts/${program}.ts`;
 }
 
 /** A foreman command as the person can type it, e.g. `commandHint('plan', 'retry 3', layout)`. */

@@ -371,7 +371,8 @@ describe('the real script', () => {
     expect(unknownFlag.stderr).toContain('--frob');
 
     expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(/^Usage: npx tsx scripts\/plan\.ts graph/);
+    // Run from elsewhere than the checkout's top folder, where `npx tsx scripts/plan.ts` would not run: its launcher.
+    expect(help.stdout.split('\n')[0]).toBe(`Usage: ${path.join(ROOT, 'bin', 'foreman')} plan graph [--plan FILE]`);
 
     expect(fix.code).toBe(0);
     const fixed = parsePlan(await readFile(fixFile, 'utf8'));
@@ -387,5 +388,7 @@ describe('the real script', () => {
     const r = await execa('npx', ['tsx', SCRIPT, 'check', '--plan', validFile('minimal')], { cwd: ROOT, reject: false });
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toContain('valid (1 task');
+    const help = await execa('npx', ['tsx', SCRIPT, 'graph', '--help'], { cwd: ROOT, reject: false });
+    expect(help.stdout).toMatch(/^Usage: npx tsx scripts\/plan\.ts graph/);
   });
 });

@@ -2,6 +2,7 @@
 // plugin, `npx tsx scripts/…` in a checkout; and no message spells them any other way.
 
 import { readFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ownLayout } from '../../src/adapters/layout.ts';
@@ -16,6 +17,8 @@ describe('commandHint', () => {
     [plugin, 'execute', '', '/home/me/.claude/plugins/cache/foreman/foreman/0.1.0/bin/foreman execute'],
     [checkout, 'plan', 'retry 3', 'npx tsx scripts/plan.ts retry 3'],
     [checkout, 'execute', '--dry-run', 'npx tsx scripts/execute.ts --dry-run'],
+    // Away from the checkout's top folder, where `npx tsx scripts/…` does not run: its launcher.
+    [{ kind: 'checkout', launcher: '/src/foreman/bin/foreman' }, 'plan', 'retry 3', '/src/foreman/bin/foreman plan retry 3'],
   ] as const)('%j %s %j → %s', (layout, program, args, expected) => {
     expect(commandHint(program, args, layout)).toBe(expected);
   });
@@ -30,8 +33,15 @@ describe('commandHint', () => {
     expect(approvalHint('N', plugin)).toBe(`\`${plugin.launcher} plan approve N\` or \`${plugin.launcher} plan reject N --reason …\``);
   });
 
-  it('the sources under tsx are a checkout', () => {
+  it('the sources under tsx are a checkout; away from its top folder, named by its launcher', () => {
     expect(ownLayout()).toEqual(checkout);
+    const top = process.cwd();
+    try {
+      process.chdir(tmpdir());
+      expect(ownLayout()).toEqual({ kind: 'checkout', launcher: join(top, 'bin', 'foreman') });
+    } finally {
+      process.chdir(top);
+    }
   });
 });
 
