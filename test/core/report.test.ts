@@ -8,6 +8,7 @@ import {
   historyEntries,
   parseArchiveStamp,
   renderReport,
+  reportData,
   runForArchive,
   summarizeRun,
   unfinishedRun,
@@ -118,6 +119,11 @@ describe('warnings in the report', () => {
     ]);
     // Information is not a warning.
     expect(md.join('\n')).not.toContain('landed 2 files on main');
+    // The JSON report carries the same: the attempt's on the attempt, the run's beside them.
+    const data = JSON.parse(JSON.stringify(reportData(run))) as ReturnType<typeof reportData>;
+    expect(data.attempts[1]!.warnings).toEqual(['changed files it did not declare (the attempt failed; they were not kept): src/stray.ts']);
+    expect(data.warnings).toEqual(['the integrated work could not land: your change to README.md is in the way', 'task 1 changed files it did not declare: notes.txt']);
+    expect(data.speculation).toBeNull();
   });
 
   it('has no warnings section when nothing warned', () => {

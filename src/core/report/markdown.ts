@@ -183,7 +183,7 @@ export function renderReport(input: ReportInput): string {
  */
 function warningsSection(run: RunRecord, attempts: readonly AttemptRecord[]): string[] {
   const ofAttempts = attempts.flatMap((a) => a.warnings.map((w) => `- Task ${a.task}, attempt ${a.attempt}: ${markdownCell(w)}`));
-  const ofRun = run.events.flatMap((e) => (e.type === 'notice' && e.level === 'warning' ? [`- ${markdownCell(e.message)}`] : []));
+  const ofRun = runWarnings(run).map((warning) => `- ${markdownCell(warning)}`);
   if (ofAttempts.length === 0 && ofRun.length === 0) return [];
   return ['## Warnings', '', ...ofAttempts, ...ofRun, ''];
 }
@@ -219,9 +219,19 @@ function gateSection(gate: GateSummary): string[] {
   return out;
 }
 
-/** The report as data (`plan.ts report --json`): the run's summary, its attempts and its gate runs. */
-export function reportData(run: RunRecord, options: SummaryOptions = {}): { summary: RunSummary; attempts: AttemptRecord[]; gate: GateSummary | null } {
-  return { summary: summarizeRun(run, options), attempts: attemptRecordsOf(run), gate: gateSummaryOf(run, options.now) };
+/** The run's own warnings, in order (each attempt's are on the attempt). */
+const runWarnings = (run: RunRecord): string[] => run.events.flatMap((e) => (e.type === 'notice' && e.level === 'warning' ? [e.message] : []));
+
+/**
+ * The report as data (`plan.ts report --json`): the run's summary, its attempts (each with its
+ * warnings), its own warnings, what cancelled speculation cost (null when none was), and its gate runs.
+ */
+export function reportData(
+  run: RunRecord,
+  options: SummaryOptions = {},
+): { summary: RunSummary; attempts: AttemptRecord[]; warnings: string[]; speculation: ReturnType<typeof speculationWaste>; gate: GateSummary | null } {
+  const attempts = attemptRecordsOf(run);
+  return { summary: summarizeRun(run, options), attempts, warnings: runWarnings(run), speculation: speculationWaste(attempts), gate: gateSummaryOf(run, options.now) };
 }
 
 function describeStop(event: RunEvent): string {
