@@ -55,6 +55,31 @@ export function clipMiddle(text: string, max: number): string {
   return `${firstLine}${clipTail(text.slice(newline + 1), max - firstLine.length)}`;
 }
 
+/**
+ * `text` as lines of at most `width` characters (code points), broken at spaces; a word longer
+ * than a line is cut across lines. Whitespace runs become one space.
+ */
+export function wrapWords(text: string, width: number): string[] {
+  const room = Math.max(1, width);
+  const lines: string[] = [];
+  let line: string[] = [];
+  for (const word of text.split(/\s+/).filter(Boolean)) {
+    let chars = [...word];
+    if (line.length > 0 && line.length + 1 + chars.length <= room) {
+      line.push(' ', ...chars);
+      continue;
+    }
+    if (line.length > 0) lines.push(line.join(''));
+    while (chars.length > room) {
+      lines.push(chars.slice(0, room).join(''));
+      chars = chars.slice(room);
+    }
+    line = chars;
+  }
+  if (line.length > 0 || lines.length === 0) lines.push(line.join(''));
+  return lines;
+}
+
 /** Collapse whitespace (newlines included) to single spaces and clip to `max` characters. */
 export function oneLine(text: string, max = 400): string {
   return clipHead(text.replace(/\s+/g, ' ').trim(), max);

@@ -8,7 +8,7 @@
 
 import { type Layout, approvalHint } from '../core/command-hint.ts';
 import type { RunEvent, TaskOutcome } from '../core/events.ts';
-import { clipHead, formatCost, formatCostFigure, formatCostTally, formatElapsed, isoSeconds, listIndices, oneLine, plural } from '../core/format.ts';
+import { clipHead, formatCost, formatCostFigure, formatCostTally, formatElapsed, isoSeconds, listIndices, oneLine, plural, wrapWords } from '../core/format.ts';
 import { type TaskStatus, emptyTally, tallyAdd } from '../core/plan.ts';
 
 export interface RunView {
@@ -341,6 +341,10 @@ export function createLiveView(options: LiveViewOptions): LiveView {
       ];
       if (event.outcome !== 'retry') lines.push(fitSegments([{ text: `    log: ${event.logPath}`, style: 'dim' }], width(), color));
       return lines;
+    }
+    if (event.type === 'run-finished' || (event.type === 'notice' && event.level === 'warning')) {
+      // What to do next ends these lines (how to resume, what blocks landing): they wrap, never cut.
+      return wrapWords(sanitize(text), width() - 2).map((line, k) => fitSegments([{ text: k === 0 ? `${mark} ` : '  ', style }, { text: line, style: style === 'bold' ? 'bold' : undefined }], width(), color));
     }
     return [fitSegments([{ text: `${mark} `, style }, { text, style: style === 'bold' ? 'bold' : undefined }], width(), color)];
   }

@@ -17,6 +17,7 @@ import {
   markdownCell,
   oneLine,
   plural,
+  wrapWords,
 } from '../../src/core/format.ts';
 
 /** What `npm test` prints when it fails: a page of warnings, then the error. */
@@ -79,6 +80,21 @@ describe('oneLine', () => {
     expect(oneLine('  a\n\tb   c  ')).toBe('a b c');
     expect(oneLine('word '.repeat(200), 10)).toBe('word word…');
     expect(oneLine('x'.repeat(500)).length).toBe(400);
+  });
+});
+
+describe('wrapWords', () => {
+  it('breaks at spaces, cuts a word longer than a line, and loses no word', () => {
+    expect(wrapWords('run the same command again to resume', 12)).toEqual(['run the same', 'command', 'again to', 'resume']);
+    expect(wrapWords('see /a/very/long/path/name here', 8)).toEqual(['see', '/a/very/', 'long/pat', 'h/name', 'here']);
+    expect(wrapWords('', 10)).toEqual(['']);
+    fc.assert(
+      fc.property(fc.array(fc.stringMatching(/^[a-zé✓]{1,15}$/), { maxLength: 30 }), fc.integer({ min: 1, max: 40 }), (words, width) => {
+        const lines = wrapWords(words.join(' '), width);
+        for (const line of lines) expect([...line].length).toBeLessThanOrEqual(width);
+        expect(lines.join('').replace(/ /g, '')).toBe(words.join(''));
+      }),
+    );
   });
 });
 

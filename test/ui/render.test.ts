@@ -171,6 +171,30 @@ describe('live view', () => {
     expect(screen.text.find((l) => l.startsWith('▸ 0'))).toContain('Bash(printf " [31mred [2J")');
   });
 
+  it('shows a drain: a line saying what finishes, and `draining` in the counts until the run ends', () => {
+    const events = recordedRun();
+    const { screen, view } = playLive(200, false, events, isActivityOf(1));
+    const at = Date.parse(events.find(isActivityOf(1))!.at) + 100;
+    view.update(ev(at, { type: 'draining', running: [0, 1] }));
+    expect(screen.text).toContain('! draining: tasks 0 and 1 finish; nothing new starts, and the run stops once their work is integrated and landed (Ctrl-C stops it now)');
+    expect(screen.text.at(-1)).toBe('2 running · 0 completed · 0 failed · 0 skipped · 2 pending · draining · round 1 · $0.07 · 2s');
+    view.update(ev(at + 200, { type: 'run-finished', outcome: 'incomplete', reason: 'drained', exitCode: 1, counts: { pending: 2, in_progress: 0, completed: 2, failed: 0, blocked: 0, skipped: 0, awaiting_approval: 0 }, usage: usage(0.07), durationMs: 2000, message: 'drained' }));
+    expect(screen.text.at(-1)).not.toContain('draining');
+  });
+
+  it('wraps the end of the run and warnings rather than cutting off what to do next', () => {
+    const finished = recordedRun().find((e) => e.type === 'run-finished')!;
+    const resume = `${finished.type === 'run-finished' ? finished.message : ''}. The plan keeps its state in .design/plan.json: run the same command again to resume`;
+    const events = [recordedRun()[0]!, { ...finished, message: resume } as RunEvent, ev(Date.parse(finished.at), { type: 'notice', level: 'warning', message: `not landed: a file it would update has local changes: ${'src/a.ts '.repeat(8).trim()}; commit, stash or undo them` })];
+    const { screen } = playLive(60, false, events);
+    const said = screen.text.slice(1, -2).join(' ').replace(/\s+/g, ' ');
+    expect(said).toContain('run the same command again to resume');
+    expect(said).toContain('commit, stash or undo them');
+    for (const line of screen.text) expect(width(line), line).toBeLessThanOrEqual(60);
+    // The start line is cut as before; none of the lines after it.
+    expect(screen.text.slice(1).filter((line) => line.endsWith('…'))).toEqual([]);
+  });
+
   it('counts tasks finished before a resumed run', () => {
     const screen = new Screen();
     const view = createLiveView({ write: screen.write, columns: 100, color: false, layout: checkout, now: () => T0, baseline: { completed: 2, pending: 2 } });
