@@ -200,7 +200,7 @@ export function probeHeadline(report: ProbeReport): string {
   const where = `on ${report.commit?.slice(0, 12) ?? 'an empty repository'}, ${formatDuration(report.durationMs)}`;
   switch (report.verdict) {
     case 'setup-failed':
-      return `probe: the setup command \`${report.setup?.command ?? ''}\` failed in a fresh checkout (${where}); no check was run`;
+      return `probe: the setup command \`${report.setup?.command ?? ''}\` ${report.setup?.timedOut ? 'ran out of time' : 'failed'} in a fresh checkout (${where}); no check was run`;
     case 'ok':
     case 'problems': {
       const parts = [`${plural(counts.checks, 'check')} of ${plural(counts.tasks, 'pending task')}`];

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
-import { probeFindings, probeKey } from '../../src/core/probe.ts';
+import { probeFindings, probeHeadline, probeKey } from '../../src/core/probe.ts';
 import { runProbe, saveProbe, storedProbe } from '../../src/run/probe.ts';
 import { afterEachCleanups, tempGitRepo, tempRepoIn } from '../support/git-repo.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
@@ -111,6 +111,7 @@ describe('runProbe', () => {
     if (!probed.ok) throw new Error('probe failed');
     expect(probed.value.verdict).toBe('setup-failed');
     expect(probed.value.setup).toMatchObject({ exitCode: 3, passed: false });
+    expect(probeHeadline(probed.value)).toMatch(/^probe: the setup command `exit 3` failed in a fresh checkout /);
     expect(probed.value.tasks[0]!.checks[0]!.outcome).toBe('not-run');
     await expectSchema('probe', probed.value);
   });
@@ -126,6 +127,7 @@ describe('runProbe', () => {
     const reason = probed.value.setup!.reason!;
     expect(reason).toMatch(/^`sleep 5` timed out after \d+ms \(the rest of the 1s set by --probe-timeout\); its whole process group was ended$/);
     expect(probeFindings(probed.value).problems[0]).toBe(`setup command ${reason}`);
+    expect(probeHeadline(probed.value)).toMatch(/^probe: the setup command `sleep 5` ran out of time in a fresh checkout /);
     await expectSchema('probe', probed.value);
   });
 
