@@ -10,7 +10,7 @@ import { type LockTakeover, PlanKeeper, acquireLock, currentLockInfo, describeKe
 import { ProcessRegistry, describeOrphans, killOrphans, recorded, registryPathFor } from '../adapters/orphans.ts';
 import { killAllWorkers, runWorker } from '../adapters/worker.ts';
 import { type SandboxMode, decideSandbox, installAdvice, sandboxModeOf } from '../adapters/sandbox.ts';
-import { type RunEventBody, type StopReason } from '../core/events.ts';
+import { type RunEventBody } from '../core/events.ts';
 import { newRunId } from '../adapters/journal.ts';
 
 import { commandHint } from '../core/command-hint.ts';
@@ -19,7 +19,7 @@ import { plural } from '../core/format.ts';
 import { describeTimeLimitHit } from '../core/time-limit.ts';
 import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
 import { describeProbeProblem, runProbe, saveProbe } from '../run/probe.ts';
-import { type Plan, emptyUsage, statusOf } from '../core/plan.ts';
+import { type Plan } from '../core/plan.ts';
 import { type WorkerPermissions, explicitPermissions, planPermissions } from '../core/scope.ts';
 import { SCHEDULE_POLICIES, type SchedulePolicy } from '../core/schedule.ts';
 import { ensurePlanId } from '../run/commit.ts';
@@ -27,7 +27,7 @@ import { engineConfig, runEngine, systemClock } from '../run/engine.ts';
 import { initialState, step } from '../core/engine-step.ts';
 import { LAND_POLICIES, LIMIT_FLAGS, type LandPolicy, type RunSettings, DEFAULTS } from '../run/settings.ts';
 import { recordAttempts, verifyAttempt } from '../run/stages.ts';
-import { baselineVerdict, finishPlan, lander, runFinishedEvent, runStartedEvent } from '../run/lifecycle.ts';
+import { baselineRefusal, finishPlan, lander, runFinishedEvent, runStartedEvent } from '../run/lifecycle.ts';
 import { Isolation, type WorktreeSetup } from '../run/isolation.ts';
 import { setupRun } from '../run/setup.ts';
 import { type Command, type Io, type Numbers } from './command.ts';
@@ -333,22 +333,13 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
 
     const isolation = report.isolation;
     const gateOptions = settings.gate === null ? null : { command: settings.gate.command, timeoutMs: settings.gate.timeoutMs, sandbox: sandboxed };
-    // The baseline: a gate that already fails on the starting commit would blame every task.
-    if (gateOptions !== null && !controller.signal.aborted && (report.held.length > 0 || plan.tasks.some((t) => statusOf(t) === 'pending'))) {
-      const baseline = await isolation.runGate(plan, { tasks: [], works: [] }, gateOptions, controller.signal);
-      const verdict = baselineVerdict(gateOptions.command, isolation.tip, { ...baseline, passed: baseline.passed === true });
-      emit(verdict.event);
-      // Stopped before a verdict (Ctrl-C, `passed` null): the run goes on to stop as interrupted.
-      if (baseline.passed === false) throw new CliError(EXIT.invalid, verdict.refusal!);
-    }
     const stages = { isolation, checkTimeoutMs: settings.checkTimeoutMs, env: io.env, registry, sandbox: sandboxed };
     const landing = lander(isolation, { branch: branch === null ? null : `refs/heads/${branch}`, commit: settings.commit, planPath: settings.planPath, layout });
     // Integrated work an earlier run could not land (a crash, a blocked landing) lands first.
     const before = await landing.land();
     if (before !== null) emit(before);
-    const result = controller.signal.aborted
-      ? { reason: 'interrupted' as StopReason, usage: emptyUsage(), message: 'interrupted', plan }
-      : await runEngine(
+    // Interrupted already: the step function's first event is the interrupt, and it ends the run.
+    const result = await runEngine(
           setUp.state,
           { ...settings, claudeBin },
           {
@@ -386,16 +377,18 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
       // An edit made since the last write is kept aside before the plan moves to history.
       await save(plan);
       await saving;
-      archived = await finishPlan(plan, isolation, settings.planPath, landing.landed);
     }
+    archived = await finishPlan(result, isolation, settings.planPath, landing.landed);
     const finished = runFinishedEvent(
       plan,
-      { reason: result.reason, message: result.message, usage: result.usage, durationMs: Date.now() - started },
+      { ...result, durationMs: Date.now() - started },
       { layout, planPath: settings.planPath, landing: { landed: landing.landed, advice: landing.advice() }, archived },
     );
     // The git processes this process started since the run began: the run's, one run at a time.
     emit({ ...finished, gitProcesses: gitProcessCount() - gitProcessesBefore });
     reporter.summary(plan, result.usage);
+    // The gate failed on the starting commit: the run was refused, as `plan setup` refuses it.
+    if (result.baselineFailure !== undefined) throw new CliError(EXIT.invalid, baselineRefusal(settings.gate!.command, isolation.tip, result.baselineFailure.output));
     return finished.exitCode as ExitCode;
   } finally {
     // The handlers stay until the end: a second Ctrl-C while the run winds up still exits 130.

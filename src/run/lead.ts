@@ -35,7 +35,7 @@ import { writePlanAtomic } from '../adapters/plan-store.ts';
 import { type SandboxMode, decideSandbox, installAdvice } from '../adapters/sandbox.ts';
 import { symlinkDirectoriesOf, WORKTREE_INCLUDE } from '../adapters/git/worktree-pool.ts';
 import { commandHint } from '../core/command-hint.ts';
-import { type EngineState, type HeldCandidate, claimingFiles, initialState, startable, step, tasksIn, waitingToLand } from '../core/engine-step.ts';
+import { type EngineState, type HeldCandidate, claimingFiles, gateOpen, initialState, startable, step, tasksIn, waitingToLand } from '../core/engine-step.ts';
 import type { RunEventBody, StopReason, TaskOutcome } from '../core/events.ts';
 import { type Result, err, ok } from '../core/failure.ts';
 import type { Verification } from '../core/finalize.ts';
@@ -44,21 +44,22 @@ import type { GateFinished } from '../core/gate.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import { landingProblemSentence } from '../core/landing.ts';
 import { type BreakerDecision, countByStatus, readySet, stall as planStall } from '../core/graph.ts';
-import { type Plan, type TaskStatus, UNKNOWN, type UsageFigure, modelOf, statusOf } from '../core/plan.ts';
+import { type Plan, type TaskStatus, type UsageFigure, modelOf, statusOf } from '../core/plan.ts';
 import { workerPrompt } from '../core/prompt.ts';
 import { promptsDirFor } from './archive.ts';
 import { ensurePlanId } from './commit.ts';
 import { Isolation } from './isolation.ts';
 import { endGateProcess, gateAlive, launchGate, readGateState } from './lead-gate.ts';
 import { publishHandOut, removeStaleHandOuts, withdrawHandOut } from './lead-hand-out.ts';
-import { baselineVerdict, finishPlan, lander, runFinishedEvent, runStartedEvent } from './lifecycle.ts';
-import { type StepHooks, StepRun, commitEvents, finalizeEvent, gateOpenedEvents, gateVerdictEvents, landedEvents, nextEvents, post, setUpEvent, setupEvents } from './session-driver.ts';
+import { finishPlan, lander, runFinishedEvent, runStartedEvent } from './lifecycle.ts';
+import { type StepHooks, StepRun, commitEvents, finalizeEvent, gateVerdictEvents, landedEvents, nextEvents, post, runEnd, sessionEndedEvents, setUpEvent, setupEvents } from './session-driver.ts';
 import {
   type BaselineState,
   type GateRunRecord,
   type Session,
   type SessionGateConfig,
   type SessionSandbox,
+  baselineState,
   defaultSession,
   promptPathFor,
   readSession,
@@ -280,7 +281,7 @@ function gateReport(session: Session, state: EngineState | null, run: StepRun | 
   return {
     state: gate.config === null ? 'off' : gate.current !== null ? 'running' : 'idle',
     command: gate.config?.command ?? null,
-    baseline: gate.baseline,
+    baseline: gate.config === null || state === null ? 'none' : baselineState(state.baseline),
     testing: [...testing],
     waiting,
     runs: finished.map(({ type: _type, output: _output, ...report }) => report),
@@ -331,9 +332,9 @@ async function driveGate(state: EngineState, driving: GateDriving, deadline: num
   for (;;) {
     const out = session.gate.current;
     if (out === null) {
-      // The step function asked for a run whose process never started, or the baseline is due.
+      // The step function asked for a run (the baseline: none gating) whose process never started.
       const gating = tasksIn(current, new Set(['gating']));
-      if (gating.length > 0 || session.gate.baseline === 'running') {
+      if (gating.length > 0 || current.baseline === 'testing') {
         if (!(await launchRun(driving, gating, current))) return { state: current };
         continue;
       }
@@ -343,14 +344,10 @@ async function driveGate(state: EngineState, driving: GateDriving, deadline: num
     if (gateState !== null && gateState.id === out.id && gateState.state === 'finished') {
       session.gate.current = null;
       if (out.tasks.length === 0) {
-        const verdict = baselineVerdict(session.gate.config!.command, out.tip, gateState);
-        run.note(verdict.event);
-        if (verdict.refusal !== null) {
-          session.gate.baseline = 'failed';
-          return { state: current, baselineOutput: clipTail(gateState.output.trim(), 2000) };
-        }
-        session.gate.baseline = 'passed';
-        current = await post(current, gateOpenedEvents(Date.now()), run);
+        // The starting commit's verdict: the step function opens the gate, or refuses the run.
+        if (current.baseline !== 'testing') continue;
+        current = await post(current, gateVerdictEvents([], gateState, Date.now()), run);
+        if (current.stop?.baselineFailure !== undefined) return { state: current, baselineOutput: clipTail(gateState.output.trim(), 2000) };
         continue;
       }
       if (gateState.stale || isolation.tip !== out.tip) {
@@ -496,7 +493,7 @@ export async function leadSetup(given: Plan, ctx: LeadContext, settings: SetupSe
     checkTimeoutMs: settings.checkTimeoutMs ?? DEFAULTS.checkTimeoutMs,
     branch: branch === null ? null : `refs/heads/${branch}`,
     sandbox,
-    gate: { config: gateConfig, baseline: 'none', current: null },
+    gate: { config: gateConfig, current: null },
   };
   const setup = await setupRun(plan, {
     repo: ctx.repo,
@@ -529,15 +526,10 @@ export async function leadSetup(given: Plan, ctx: LeadContext, settings: SetupSe
   // An earlier session's run that no step finished ended with that session, some time after its last event.
   if (earlier.runId !== null && !earlier.runFinished) {
     const lastSeen = (await readJournal(journalPathFor(ctx.planPath))).events.filter((e) => e.runId === earlier.runId).reduce((last, e) => Math.max(last, Date.parse(e.at)), 0);
-    finishRun(
-      plan,
-      ctx,
-      earlier,
-      { reason: 'interrupted', message: `the session ended before this run finished (its last step was at ${lastSeen > 0 ? new Date(lastSeen).toISOString() : 'an unknown time'}); a new \`plan setup\` started another`, usage: UNKNOWN },
-      { landed: true, advice: '' },
-      null,
-      lastSeen > 0 ? lastSeen : Date.now(),
-    );
+    const ended = new StepRun(saver(ctx));
+    const state = await post(engineOf(earlier, plan, ctx), sessionEndedEvents(lastSeen > 0 ? lastSeen : null, Date.now()), ended);
+    const end = runEnd(state, ended);
+    if (end !== null) finishRun(plan, ctx, earlier, end, { landed: true, advice: '' }, null, lastSeen > 0 ? lastSeen : Date.now());
   }
 
   // A fresh scratch directory: prompts of an earlier session are stale.
@@ -560,25 +552,18 @@ export async function leadSetup(given: Plan, ctx: LeadContext, settings: SetupSe
   state = landed.state;
   report.notices.push(...landed.notices);
 
-  // The baseline: a gate that already fails on the starting commit would blame every task.
+  // The gate's check of the starting commit, when the step function asked for it: waited for at most --wait.
   let baselineOutput: string | undefined;
-  if (gateConfig !== null && (state.plan.tasks.some((t) => statusOf(t) === 'pending') || tasksIn(state, new Set(['queued', 'verified'])).length > 0)) {
-    session.gate.baseline = 'running';
+  if (gateConfig !== null) {
     const gated = await driveGate(state, driving, Date.now() + (settings.waitMs ?? DEFAULT_GATE_WAIT_MS));
     state = gated.state;
     baselineOutput = gated.baselineOutput;
-  } else if (gateConfig !== null) {
-    state = await post(state, gateOpenedEvents(Date.now()), run);
   }
   session.engine = state;
   journal(ctx.planPath, session.runId, run);
-  const archived = await finishPlan(state.plan, isolation, ctx.planPath, landed.landing.landed, { endGate: () => endGateProcess(ctx.planPath) });
-  if (session.gate.baseline === 'failed') {
-    finishRun(state.plan, ctx, session, { reason: 'failures', message: `the gate \`${gateConfig!.command}\` fails on the starting commit`, usage: state.usage }, { landed: landed.landing.landed, advice: landingProblemSentence(landed.landing.problem) }, null);
-  } else if (run.finished !== null || archived !== null) {
-    const end = run.finished ?? { reason: 'all-done' as const, message: 'every task was already completed', usage: state.usage };
-    finishRun(state.plan, ctx, session, end, { landed: landed.landing.landed, advice: landingProblemSentence(landed.landing.problem) }, archived);
-  }
+  const end = runEnd(state, run);
+  const archived = await finishPlan(end, isolation, ctx.planPath, landed.landing.landed, { endGate: () => endGateProcess(ctx.planPath) });
+  if (end !== null) finishRun(state.plan, ctx, session, end, { landed: landed.landing.landed, advice: landingProblemSentence(landed.landing.problem) }, archived);
   if (archived === null) await writeSession(ctx.planPath, session);
   await syncHandOut(state.plan, ctx, session);
   const counts = countByStatus(state.plan);
@@ -660,17 +645,14 @@ const inProgressOf = (plan: Plan) => plan.tasks.flatMap((t, i) => (statusOf(t) =
  */
 export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurrency?: number } = {}): Promise<NextOutput> {
   const session = await readSession(ctx.planPath, plan);
-  // Nothing starts before the gate has passed the starting commit: `plan commit` waits for it.
-  if (session.gate.config !== null && (session.gate.baseline === 'running' || session.gate.baseline === 'failed')) {
-    return { round: session.engine?.round ?? 0, tasks: [], waiting: [], queued: readySet(plan.tasks).length, inProgress: inProgressOf(plan), stall: 'gate', stuck: [], counts: countByStatus(plan), complete: isComplete(plan) };
-  }
   const head = await ctx.git.headCommit();
   const unlanded = await unlandedTasks(plan, ctx.repo, head);
   const running = inProgressOf(plan);
   let state = engineOf(session, plan, ctx);
   // A run that ended (a stall, the breaker) starts again when something could start now (a retry, an approval).
   if (state.finished || session.runId === null || session.runFinished) {
-    const fresh = { ...initialState(plan, sessionConfig(session, ctx.planPath), Date.now()), unlanded: new Set(unlanded), gateOpen: true };
+    // The gate's verdict on the starting commit stands for the session.
+    const fresh: EngineState = { ...initialState(plan, sessionConfig(session, ctx.planPath), Date.now()), unlanded: new Set(unlanded), baseline: state.baseline };
     if (startable(fresh, options.concurrency).length > 0) {
       state = fresh;
       startRun(plan, ctx, session, true);
@@ -709,7 +691,9 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
   if (tasks.length === 0) {
     const stalled = planStall(state.plan.tasks, new Set(running));
     const gates = [...claimingFiles({ plan: state.plan, attempts: new Map() })];
-    if (running.length > 0) stall = 'running';
+    // Nothing starts before the gate has passed the starting commit: `plan commit` waits for it.
+    if (!gateOpen(state)) stall = 'gate';
+    else if (running.length > 0) stall = 'running';
     else if (stalled.kind === 'deadlock') [stall, stuck] = ['deadlock', stalled.pending];
     else if (stalled.kind === 'awaiting_approval') [stall, stuck] = ['awaiting_approval', stalled.gates];
     // Ready tasks held back only by gated work that overlaps them.
@@ -980,15 +964,13 @@ export async function leadCommit(plan: Plan, ctx: LeadContext, options: { waitMs
   session.engine = state;
   journal(ctx.planPath, session.runId, run);
   const failed = failure as GitFailure | null;
-  if (session.gate.baseline === 'failed') {
-    finishRun(state.plan, ctx, session, { reason: 'failures', message: `the gate \`${session.gate.config!.command}\` fails on the starting commit`, usage: state.usage }, { landed: landed.landing.landed, advice: landingProblemSentence(landed.landing.problem) }, null);
+  const end = runEnd(state, run);
+  const archived = await finishPlan(end, isolation, ctx.planPath, landed.landing.landed, { endGate: () => endGateProcess(ctx.planPath) });
+  if (end !== null) finishRun(state.plan, ctx, session, end, { landed: landed.landing.landed, advice: landingProblemSentence(landed.landing.problem) }, archived);
+  const refused = state.stop?.baselineFailure;
+  if (refused !== undefined) {
     await writeSession(ctx.planPath, session);
-    return err({ kind: 'baseline-failed', command: session.gate.config!.command, tip: isolation.tip, output: baselineOutput ?? '' });
-  }
-  const archived = await finishPlan(state.plan, isolation, ctx.planPath, landed.landing.landed, { endGate: () => endGateProcess(ctx.planPath) });
-  if (run.finished !== null || archived !== null) {
-    const end = run.finished ?? { reason: 'all-done' as const, message: `all ${state.plan.tasks.length} tasks completed`, usage: state.usage };
-    finishRun(state.plan, ctx, session, end, { landed: landed.landing.landed, advice: landingProblemSentence(landed.landing.problem) }, archived);
+    return err({ kind: 'baseline-failed', command: session.gate.config?.command ?? '', tip: isolation.tip, output: baselineOutput ?? clipTail(refused.output.trim(), 2000) });
   }
   if (archived === null) await writeSession(ctx.planPath, session);
   await syncHandOut(state.plan, ctx, session);

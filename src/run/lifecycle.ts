@@ -8,7 +8,7 @@ import type { RunEventBody, RunOutcome, StopReason } from '../core/events.ts';
 import { EXIT, type ExitCode } from '../core/exit-codes.ts';
 import { assertNever } from '../core/failure.ts';
 import { clipMiddle, plural } from '../core/format.ts';
-import { type GateFinished, gateFinishedEvent } from '../core/gate.ts';
+import type { EngineStop } from '../core/engine-step.ts';
 import { countByStatus, depsOf, longestRemainingPath } from '../core/graph.ts';
 import { describeLandingProblem, landingProblemSentence } from '../core/landing.ts';
 import { type Plan, type UsageFigure, statusOf } from '../core/plan.ts';
@@ -34,8 +34,10 @@ export function runStartedEvent(plan: Plan, options: { planPath: string; resumed
   };
 }
 
-/** The exit code a run that stopped for `reason` ends with. */
-export function exitCodeFor(reason: StopReason): ExitCode {
+/** The exit code a run that stopped as `stop` says ends with: a run the gate refused on the starting commit had invalid input. */
+export function exitCodeFor(stop: Pick<EngineStop, 'reason' | 'baselineFailure'>): ExitCode {
+  if (stop.baselineFailure !== undefined) return EXIT.invalid;
+  const reason = stop.reason;
   switch (reason) {
     case 'all-done':
       return EXIT.ok;
@@ -80,10 +82,10 @@ export function resumeAdvice(plan: Plan, layout: Layout): string {
  */
 export function runFinishedEvent(
   plan: Plan,
-  end: { reason: StopReason; message: string; usage: UsageFigure; durationMs: number },
+  end: Pick<EngineStop, 'reason' | 'message' | 'baselineFailure'> & { usage: UsageFigure; durationMs: number },
   context: { layout: Layout; planPath: string; landing: { landed: boolean; advice: string }; archived: string | null; resumeHint?: string },
 ): Extract<RunEventBody, { type: 'run-finished' }> {
-  let code = exitCodeFor(end.reason);
+  let code = exitCodeFor(end);
   let message = end.message;
   if (end.reason === 'awaiting_approval') message += ` (${approvalHint('N', context.layout)}, then ${context.resumeHint ?? 'run again'})`;
   if (!context.landing.landed) {
@@ -106,13 +108,6 @@ export function baselineRefusal(command: string, tip: string, output: string): s
   ];
 }
 
-/**
- * The gate's verdict on the starting commit, however it was run (at once headless, in the
- * background in a session): its journal record, and the refusal when it failed.
- */
-export function baselineVerdict(command: string, tip: string, run: { passed: boolean; output: string; durationMs: number }): { event: GateFinished; refusal: string[] | null } {
-  return { event: gateFinishedEvent([], run, null), refusal: run.passed ? null : baselineRefusal(command, tip, run.output) };
-}
 
 // ---------------------------------------------------------------------------------------------
 // Landing, and finishing the plan
@@ -164,12 +159,13 @@ export function lander(isolation: Isolation, options: { branch: string | null; c
 }
 
 /**
- * A plan whose every task is completed and whose work has all landed is finished: its worktrees
- * (the gate's too) and its refs go, and the plan moves to `history/`. Returns where it went, or
- * null when it is not finished (then nothing is removed).
+ * A run that ended with every task completed (`all-done`, as the step function said) finishes its
+ * plan once the work has all landed: its worktrees (the gate's too) and its refs go, and the plan
+ * moves to `history/`. Returns where it went, or null when it is not finished (then its refs stay;
+ * its worktrees go once every task is completed).
  */
-export async function finishPlan(plan: Plan, isolation: Isolation, planPath: string, landed: boolean, also: { gatePool?: Isolation | null; endGate?: () => Promise<unknown> } = {}): Promise<string | null> {
-  if (!plan.tasks.every((t) => statusOf(t) === 'completed')) return null;
+export async function finishPlan(end: { reason: StopReason } | null, isolation: Isolation, planPath: string, landed: boolean, also: { gatePool?: Isolation | null; endGate?: () => Promise<unknown> } = {}): Promise<string | null> {
+  if (end?.reason !== 'all-done') return null;
   await isolation.removeWorktrees();
   if (!landed) return null;
   if (also.gatePool) await also.gatePool.removeWorktrees();

@@ -16,7 +16,7 @@ import { type EngineEffect, type EngineEvent, type EngineState, type EngineStop,
 import { type SetupFindings, noFindings } from '../../src/core/transition.ts';
 import { DEFAULTS, type RunSettings } from '../../src/run/settings.ts';
 import { sessionConfig } from '../../src/run/session.ts';
-import { StepRun, commitEvents, finalizeEvent, gateOpenedEvents, gateVerdictEvents, landedEvents, nextEvents, post, setUpEvent, setupEvents } from '../../src/run/session-driver.ts';
+import { StepRun, commitEvents, finalizeEvent, gateVerdictEvents, landedEvents, nextEvents, post, setUpEvent, setupEvents } from '../../src/run/session-driver.ts';
 
 export const PASSED: Verification = { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [] };
 
@@ -231,6 +231,8 @@ export interface SessionRigOptions {
   /** A gate with this verdict on candidates stacked on what was integrated (default: no gate). */
   gate?: (tasks: readonly number[], integrated: readonly number[]) => boolean;
   gateBatch?: number;
+  /** The gate's verdict on the starting commit (default: it passes). */
+  baseline?: boolean;
   /** What verification finds for a task's subagent worktree (default: it passes). */
   verify?: (task: number) => Verification;
   /** The lane's record (default: a commit named after the round). */
@@ -267,7 +269,7 @@ export class SessionRig {
     private readonly options: SessionRigOptions = {},
   ) {
     const gate = options.gate === undefined ? null : { command: 'npm test', batchSize: options.gateBatch ?? DEFAULTS.gateBatch, timeoutMs: DEFAULTS.checkTimeoutMs };
-    this.state = initialState(plan, sessionConfig({ concurrency: options.concurrency ?? DEFAULTS.concurrency, maxAttempts: options.maxAttempts ?? DEFAULTS.maxAttempts, gate: { config: gate, baseline: 'none', current: null } }, '/nowhere/.design/plan.json'), 0);
+    this.state = initialState(plan, sessionConfig({ concurrency: options.concurrency ?? DEFAULTS.concurrency, maxAttempts: options.maxAttempts ?? DEFAULTS.maxAttempts, gate: { config: gate, current: null } }, '/nowhere/.design/plan.json'), 0);
   }
 
   private readonly now = () => ++this.time;
@@ -312,13 +314,13 @@ export class SessionRig {
     return run;
   }
 
-  /** `setup`: what it found, then integrate what an earlier session verified; the gate's baseline passes. */
+  /** `setup`: what it found, then integrate what an earlier session verified; the gate runs on the starting commit. */
   async setup(findings: SetupFindings = noFindings()): Promise<void> {
     const setUp = step(this.state, setUpEvent(findings, this.now()));
     this.state = setUp.state;
     for (const effect of setUp.effects) if (effect.type === 'emit') this.events.push(effect.event);
     await this.drive(setupEvents([...this.unlanded], this.now()));
-    if (this.options.gate !== undefined) await this.drive(gateOpenedEvents(this.now()));
+    await this.runGates();
   }
 
   /** `next`: the tasks handed out. */
@@ -339,12 +341,17 @@ export class SessionRig {
   /** `commit`: integrate (with a gate, run it on what it asks for until it asks for nothing), then land. */
   async commit(): Promise<void> {
     await this.drive(commitEvents(this.now()));
-    for (let stack = this.pendingGates.shift(); stack !== undefined; stack = this.pendingGates.shift()) {
-      const passed = this.options.gate!(stack, this.integrated);
-      await this.drive(gateVerdictEvents(stack, { passed, output: passed ? '' : `FAIL: tasks ${stack.join(', ')}`, durationMs: 1 }, this.now()));
-    }
+    await this.runGates();
     if (!this.blockLanding) this.unlanded.clear();
     await this.drive(landedEvents([...this.unlanded], this.now()));
+  }
+
+  /** The gate's verdicts on what the step function asked it to test (the starting commit: `baseline`), until it asks for nothing. */
+  private async runGates(): Promise<void> {
+    for (let stack = this.pendingGates.shift(); stack !== undefined; stack = this.pendingGates.shift()) {
+      const passed = stack.length === 0 ? (this.options.baseline ?? true) : this.options.gate!(stack, this.integrated);
+      await this.drive(gateVerdictEvents(stack, { passed, output: passed ? '' : `FAIL: ${stack.length === 0 ? 'the starting commit' : `tasks ${stack.join(', ')}`}`, durationMs: 1 }, this.now()));
+    }
   }
 
   outcomes(): Array<[number, string]> {
