@@ -23,7 +23,7 @@
 // run does. What the plan tool cannot see it records as unknown, never as zero: a Task subagent's
 // cost, tokens and permission denials (see docs/skills.md).
 
-import { lstat, mkdir, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { agentWorktree, describeAgentWorktreeProblem, removeAgentWorktree } from '../adapters/git/agent-worktrees.ts';
 import type { Git } from '../adapters/git/repository.ts';
@@ -31,7 +31,7 @@ import { integrationRef, isAncestor, readRef, resolveCommit } from '../adapters/
 import { journalPathFor, newRunId, openJournal, readJournal } from '../adapters/journal.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../adapters/orphans.ts';
-import { writePlanAtomic } from '../adapters/plan-store.ts';
+import { PlanKeeper } from '../adapters/plan-store.ts';
 import { type SandboxMode, decideSandbox, installAdvice } from '../adapters/sandbox.ts';
 import { symlinkDirectoriesOf, WORKTREE_INCLUDE } from '../adapters/git/worktree-pool.ts';
 import { commandHint } from '../core/command-hint.ts';
@@ -51,7 +51,7 @@ import { ensurePlanId } from './commit.ts';
 import { Isolation } from './isolation.ts';
 import { endGateProcess, gateAlive, launchGate, readGateState } from './lead-gate.ts';
 import { publishHandOut, removeStaleHandOuts, withdrawHandOut } from './lead-hand-out.ts';
-import { finishPlan, lander, runFinishedEvent, runStartedEvent } from './lifecycle.ts';
+import { finishPlan, lander, noGateNotice, runFinishedEvent, runStartedEvent } from './lifecycle.ts';
 import { type StepHooks, StepRun, commitEvents, finalizeEvent, gateVerdictEvents, landedEvents, nextEvents, post, runEnd, sessionEndedEvents, setUpEvent, setupEvents } from './session-driver.ts';
 import {
   type BaselineState,
@@ -86,6 +86,8 @@ export interface LeadContext {
   planPath: string;
   git: Git;
   env?: NodeJS.ProcessEnv;
+  /** The plan file as the step read it: a person's edit made while the step holds the plan is kept aside. */
+  planText?: string;
 }
 
 /** What became of integrating: the integration commit (null when nothing changed) and the tasks it recorded. */
@@ -200,8 +202,47 @@ async function syncHandOut(plan: Plan, ctx: LeadContext, session: Session): Prom
 // ---------------------------------------------------------------------------------------------
 // Carrying out the step function's effects
 
-/** Steps write the plan where the session's plan is. */
-const saver = (ctx: LeadContext) => ({ save: (plan: Plan) => writePlanAtomic(ctx.planPath, plan) });
+/**
+ * A step's writes of the plan: through a PlanKeeper, as a headless run's, so an edit a person
+ * makes while the step holds the plan is kept aside, byte for byte, never written over. The step
+ * says where (`report`).
+ */
+class PlanWrites {
+  private readonly kept: string[] = [];
+
+  private constructor(
+    private readonly keeper: PlanKeeper,
+    private readonly planPath: string,
+    private readonly step: string,
+  ) {}
+
+  /** `ctx.planText`: the file as the step read it (else as it is now). */
+  static async of(ctx: LeadContext, step: string): Promise<PlanWrites> {
+    const text = ctx.planText ?? (await readFile(ctx.planPath, 'utf8').catch(() => ''));
+    return new PlanWrites(new PlanKeeper(ctx.planPath, text), ctx.planPath, step);
+  }
+
+  /** Write `plan`: where an edit found in the file was kept, or null. */
+  readonly write = async (plan: Plan): Promise<string | null> => {
+    const kept = await this.keeper.save(plan);
+    if (kept !== null) this.kept.push(kept);
+    return kept;
+  };
+
+  readonly save = async (plan: Plan): Promise<void> => {
+    await this.write(plan);
+  };
+
+  /** The edits kept aside by this step, said once: journaled with `run`'s events, and for the step's output. */
+  report(run: StepRun): Notice[] {
+    const notices = this.kept.splice(0).map((kept): Notice => ({
+      level: 'warning',
+      message: `${this.planPath} was changed while \`plan ${this.step}\` held it: the step did not take the change in, and kept it, byte for byte, in ${kept}. To use it, copy ${kept} over ${this.planPath}: the next step works with it`,
+    }));
+    for (const notice of notices) run.note({ type: 'notice', ...notice });
+    return notices;
+  }
+}
 
 /** The session's step-function state with the plan as this step read it (a new run's first state when there is none). */
 function engineOf(session: Session, plan: Plan, ctx: LeadContext): EngineState {
@@ -478,10 +519,11 @@ export async function leadSetup(given: Plan, ctx: LeadContext, settings: SetupSe
   const verified = verifiedEarlier(earlier.engine);
   await removeStaleHandOuts(ctx.planPath, env(ctx));
   const branch = await ctx.git.currentBranch();
+  const writes = await PlanWrites.of(ctx, 'setup');
   // The plan's id names its refs and worktrees: written before anything is made under it.
   if (typeof plan.planId !== 'string' || plan.planId === '') {
     ensurePlanId(plan);
-    await writePlanAtomic(ctx.planPath, plan);
+    await writes.save(plan);
   }
   const gateCommand = settings.noGate === true ? undefined : (settings.gate ?? plan.context?.testCommand);
   const gateConfig: SessionGateConfig | null =
@@ -521,12 +563,12 @@ export async function leadSetup(given: Plan, ctx: LeadContext, settings: SetupSe
   }
   if (orphans.length > 0) report.notices.unshift({ level: 'warning', message: describeOrphans(orphans) });
   if (endedGate.length > 0) report.notices.unshift({ level: 'warning', message: `stopped ${endedGate.join(', ')} left running by an earlier session: its candidates are tested again` });
-  await writePlanAtomic(ctx.planPath, plan);
+  await writes.save(plan);
 
   // An earlier session's run that no step finished ended with that session, some time after its last event.
   if (earlier.runId !== null && !earlier.runFinished) {
     const lastSeen = (await readJournal(journalPathFor(ctx.planPath))).events.filter((e) => e.runId === earlier.runId).reduce((last, e) => Math.max(last, Date.parse(e.at)), 0);
-    const ended = new StepRun(saver(ctx));
+    const ended = new StepRun(writes);
     const state = await post(engineOf(earlier, plan, ctx), sessionEndedEvents(lastSeen > 0 ? lastSeen : null, Date.now()), ended);
     const end = runEnd(state, ended);
     if (end !== null) finishRun(plan, ctx, earlier, end, { landed: true, advice: '' }, null, lastSeen > 0 ? lastSeen : Date.now());
@@ -542,8 +584,8 @@ export async function leadSetup(given: Plan, ctx: LeadContext, settings: SetupSe
   ]);
 
   // The run's first state: candidates held on their refs, and what the earlier session verified.
-  const driving: GateDriving = { ctx, session, isolation, run: new StepRun(saver(ctx)), notices: [] };
-  const run = new StepRun({ ...saver(ctx), ...recordingHooks(driving) });
+  const driving: GateDriving = { ctx, session, isolation, run: new StepRun(writes), notices: [] };
+  const run = new StepRun({ save: writes.save, ...recordingHooks(driving) });
   driving.run = run;
   let state = await post(setUp.state, setupEvents(await unlandedTasks(plan, ctx.repo, await ctx.git.headCommit()), Date.now()), run);
   const integrated = committedBy(run);
@@ -560,9 +602,11 @@ export async function leadSetup(given: Plan, ctx: LeadContext, settings: SetupSe
     baselineOutput = gated.baselineOutput;
   }
   session.engine = state;
-  journal(ctx.planPath, session.runId, run);
   const end = runEnd(state, run);
-  const archived = await finishPlan(end, isolation, ctx.planPath, landed.landing.landed, { endGate: () => endGateProcess(ctx.planPath) });
+  const { archived, notice } = await finishPlan(end, state.plan, isolation, { planPath: ctx.planPath, landed: landed.landing.landed, save: writes.write, endGate: () => endGateProcess(ctx.planPath) });
+  if (notice !== null) run.note(notice);
+  const kept = writes.report(run);
+  journal(ctx.planPath, session.runId, run);
   if (end !== null) finishRun(state.plan, ctx, session, end, { landed: landed.landing.landed, advice: landingProblemSentence(landed.landing.problem) }, archived);
   if (archived === null) await writeSession(ctx.planPath, session);
   await syncHandOut(state.plan, ctx, session);
@@ -585,7 +629,7 @@ export async function leadSetup(given: Plan, ctx: LeadContext, settings: SetupSe
     },
     blocked: report.blocked.map((i) => ({ index: i, subject: state.plan.tasks[i]!.subject, reason: clip(state.plan.tasks[i]!.result ?? '') })),
     skipped: [...setupSkips.map((s) => ({ index: s.task, subject: s.subject, rootCause: s.rootCause })), ...skipRefs(run)],
-    notices: [...report.notices, ...driving.notices.map((message): Notice => ({ level: 'warning', message }))],
+    notices: [...report.notices, ...driving.notices.map((message): Notice => ({ level: 'warning', message })), ...kept, ...(notice !== null ? [{ level: notice.level, message: notice.message }] : [])],
     counts,
     pending: counts.pending,
     nothingToDo: counts.pending === 0,
@@ -593,10 +637,7 @@ export async function leadSetup(given: Plan, ctx: LeadContext, settings: SetupSe
     concurrency: session.concurrency,
     maxAttempts: session.maxAttempts,
     gate: gateReport(session, state, run, {
-      notices:
-        gateConfig !== null
-          ? []
-          : [settings.noGate === true ? 'no gate (--no-gate): verified work integrates as soon as it is verified, untested together' : 'no gate: the plan has no context.testCommand, so verified work integrates untested together (--gate CMD sets one)'],
+      notices: gateConfig !== null ? [] : [noGateNotice(settings.noGate === true)],
       ...(baselineOutput !== undefined ? { output: baselineOutput } : {}),
     }),
     sandbox: { mode: sandbox.mode, sandboxed: sandbox.sandboxed },
@@ -659,8 +700,9 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
     }
   }
   const tasks: NextOutput['tasks'] = [];
+  const writes = await PlanWrites.of(ctx, 'next');
   const run = new StepRun({
-    ...saver(ctx),
+    save: writes.save,
     startWorker: async (effect, current) => {
       // Setup refuses a repository without a commit; without one nothing can be handed out.
       if (head === null) throw new Error('no commit to hand work out from');
@@ -674,6 +716,7 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
   });
   if (!state.finished) state = await post(state, nextEvents(unlanded, options.concurrency, Date.now()), run);
   session.engine = state;
+  const keptEdits = writes.report(run);
   journal(ctx.planPath, session.runId, run);
   if (run.finished !== null) finishRun(state.plan, ctx, session, run.finished, { landed: unlanded.length === 0, advice: '' }, null);
   await writeSession(ctx.planPath, session);
@@ -712,6 +755,7 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
     stuck,
     counts: countByStatus(state.plan),
     complete: isComplete(state.plan),
+    ...(keptEdits.length > 0 ? { notices: keptEdits } : {}),
   };
 }
 
@@ -831,8 +875,9 @@ export async function leadFinalize(
 
   const out: FinalizeOutput['results'] = [];
   const seen = new Set<number>();
+  const writes = await PlanWrites.of(ctx, 'finalize');
   const run = new StepRun({
-    ...saver(ctx),
+    save: writes.save,
     verify: (task, current) => {
       const handed = session.handedOut[String(task)];
       return verifySubagent(stages, current.plan, task, { worktree: worktrees.get(task), base: handed?.base, kept, repo: ctx.repo });
@@ -875,6 +920,7 @@ export async function leadFinalize(
     await writeSession(ctx.planPath, session);
   }
   await registry.clear();
+  const keptEdits = writes.report(run);
   journal(ctx.planPath, session.runId, run);
   if (run.finished !== null) finishRun(state.plan, ctx, session, run.finished, { landed: true, advice: '' }, null);
   session.engine = state;
@@ -894,8 +940,8 @@ export async function leadFinalize(
   const tail = [retry.length > 0 ? `${retry.length} to retry` : '', skipped.length > 0 ? `${skipped.length} skipped` : '', breaker.trip ? 'circuit breaker tripped' : ''].filter(Boolean);
   // Verified work counts as completed here: `commit` integrates it next.
   const summary = `Round ${state.round + 1}: ${done}/${settled.length} tasks completed (${counts.completed + verifiedWaiting}/${state.plan.tasks.length} overall)${tail.length > 0 ? `; ${tail.join(', ')}` : ''}`;
-  const notices = orphans.length > 0 ? { notices: [{ level: 'warning' as const, message: describeOrphans(orphans) }] } : {};
-  return ok({ round: state.round + 1, results: out, retry, skipped, breaker, counts, complete: isComplete(state.plan), summary, ...notices });
+  const said: Notice[] = [...(orphans.length > 0 ? [{ level: 'warning' as const, message: describeOrphans(orphans) }] : []), ...keptEdits];
+  return ok({ round: state.round + 1, results: out, retry, skipped, breaker, counts, complete: isComplete(state.plan), summary, ...(said.length > 0 ? { notices: said } : {}) });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -936,11 +982,12 @@ export async function leadCommit(plan: Plan, ctx: LeadContext, options: { waitMs
   const isolation = opened.value;
   // Work the person committed on top of everything integrated becomes the new starting point.
   await isolation.followHead();
-  const driving: GateDriving = { ctx, session, isolation, run: new StepRun(saver(ctx)), notices: [] };
+  const writes = await PlanWrites.of(ctx, 'commit');
+  const driving: GateDriving = { ctx, session, isolation, run: new StepRun(writes), notices: [] };
   let failure: GitFailure | null = null;
   const hooks = recordingHooks(driving);
   const run = new StepRun({
-    ...saver(ctx),
+    save: writes.save,
     ...hooks,
     record: async (state, request) => {
       const recorded = await hooks.record!(state, request);
@@ -962,10 +1009,12 @@ export async function leadCommit(plan: Plan, ctx: LeadContext, options: { waitMs
   const landed = await land(state, isolation, session, ctx.planPath, run);
   state = landed.state;
   session.engine = state;
-  journal(ctx.planPath, session.runId, run);
   const failed = failure as GitFailure | null;
   const end = runEnd(state, run);
-  const archived = await finishPlan(end, isolation, ctx.planPath, landed.landing.landed, { endGate: () => endGateProcess(ctx.planPath) });
+  const { archived, notice } = await finishPlan(end, state.plan, isolation, { planPath: ctx.planPath, landed: landed.landing.landed, save: writes.write, endGate: () => endGateProcess(ctx.planPath) });
+  if (notice !== null) run.note(notice);
+  const kept = writes.report(run);
+  journal(ctx.planPath, session.runId, run);
   if (end !== null) finishRun(state.plan, ctx, session, end, { landed: landed.landing.landed, advice: landingProblemSentence(landed.landing.problem) }, archived);
   const refused = state.stop?.baselineFailure;
   if (refused !== undefined) {
@@ -976,7 +1025,8 @@ export async function leadCommit(plan: Plan, ctx: LeadContext, options: { waitMs
   await syncHandOut(state.plan, ctx, session);
   if (failed !== null) return err({ kind: 'git-failed', failure: failed, tasks: [] });
   const committed = committedBy(run);
-  const notices = run.of('notice').filter((n) => n.level === 'warning' && n.message.startsWith('could not integrate')).map((n): Notice => ({ level: n.level, message: n.message }));
+  const integrating = run.of('notice').filter((n) => n.level === 'warning' && n.message.startsWith('could not integrate'));
+  const notices = [...integrating, ...(notice !== null ? [notice] : [])].map((n): Notice => ({ level: n.level, message: n.message })).concat(kept);
   return ok({
     ...committed,
     round: state.round,
