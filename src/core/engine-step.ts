@@ -621,8 +621,12 @@ function interrupt(work: Work): void {
   abortWorkers(work);
 }
 
-/** The session ended with the run under way: it ends now, whatever stopped it before; nothing of it changes. */
+/**
+ * The session ended with the run under way: it ends now, whatever stopped it before; no task of it
+ * changes. What its subagents still out cost is not known.
+ */
 function sessionEnded(work: Work, lastStepAt: number | null): void {
+  if (tasksIn(work, IN_FLIGHT).length > 0) work.draft.usage = UNKNOWN;
   const when = lastStepAt === null ? 'an unknown time' : new Date(lastStepAt).toISOString();
   work.draft.stop = { reason: 'interrupted', message: `the session ended before this run finished (its last step was at ${when}); a new \`plan setup\` started another` };
   finish(work);
