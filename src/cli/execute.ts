@@ -1,35 +1,23 @@
-// `execute`: run a plan headless with real `claude -p` workers.
+// `execute`: run a plan headless with real `claude -p` workers. This parses the flags, checks
+// that the run can start (a git repository, the Claude Code CLI, the sandbox, the plan's lock),
+// handles signals and prints; the run itself is run/headless.ts's.
 
 import { realpath } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { findExecutable } from '../adapters/executables.ts';
 import { Git } from '../adapters/git/repository.ts';
 import { gitProcessCount } from '../adapters/git/runner.ts';
-import { ownLayout } from '../adapters/layout.ts';
-import { type LockTakeover, PlanKeeper, acquireLock, currentLockInfo, describeKeptEdit } from '../adapters/plan-store.ts';
-import { ProcessRegistry, describeOrphans, killOrphans, recorded, registryPathFor } from '../adapters/orphans.ts';
-import { killAllWorkers, runWorker } from '../adapters/worker.ts';
+import { type LockTakeover, acquireLock, currentLockInfo } from '../adapters/plan-store.ts';
+import { killAllWorkers } from '../adapters/worker.ts';
 import { type SandboxMode, decideSandbox, installAdvice, sandboxModeOf } from '../adapters/sandbox.ts';
-import { type RunEventBody, type StopReason } from '../core/events.ts';
+import { type RunEventBody } from '../core/events.ts';
 import { newRunId } from '../adapters/journal.ts';
-
-import { commandHint } from '../core/command-hint.ts';
 import { assertNever } from '../core/failure.ts';
-import { plural } from '../core/format.ts';
-import { describeTimeLimitHit } from '../core/time-limit.ts';
-import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
-import { describeProbeProblem, runProbe, saveProbe } from '../run/probe.ts';
-import { type Plan, emptyUsage, statusOf } from '../core/plan.ts';
+import { type Plan } from '../core/plan.ts';
 import { type WorkerPermissions, explicitPermissions, planPermissions } from '../core/scope.ts';
 import { SCHEDULE_POLICIES, type SchedulePolicy } from '../core/schedule.ts';
-import { ensurePlanId } from '../run/commit.ts';
-import { engineConfig, runEngine, systemClock } from '../run/engine.ts';
-import { initialState, step } from '../core/engine-step.ts';
-import { LAND_POLICIES, LIMIT_FLAGS, type LandPolicy, type RunSettings, DEFAULTS } from '../run/settings.ts';
-import { recordAttempts, verifyAttempt } from '../run/stages.ts';
-import { baselineVerdict, finishPlan, lander, runFinishedEvent, runStartedEvent } from '../run/lifecycle.ts';
-import { Isolation, type WorktreeSetup } from '../run/isolation.ts';
-import { setupRun } from '../run/setup.ts';
+import { type HeadlessRefusal, runHeadless } from '../run/headless.ts';
+import { LAND_POLICIES, type LandPolicy, type RunSettings, DEFAULTS } from '../run/settings.ts';
 import { type Command, type Io, type Numbers } from './command.ts';
 import { RANGES, parseNumber } from './numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, usageError } from './exit.ts';
@@ -181,7 +169,7 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   const gitProcessesBefore = gitProcessCount();
   const settings = settingsFrom(values, numbers, io);
   const loaded = await loadPlanFile(settings.planPath);
-  let plan = loaded.plan;
+  const plan = loaded.plan;
   const testCommand = typeof plan.context?.testCommand === 'string' && plan.context.testCommand.trim() !== '' ? plan.context.testCommand : undefined;
   const gateCommand = settings.gateFlags.off ? undefined : (settings.gateFlags.command ?? testCommand);
   settings.gate = gateCommand === undefined ? null : { command: gateCommand, batchSize: settings.gateFlags.batchSize, timeoutMs: settings.gateFlags.timeoutMs };
@@ -222,14 +210,6 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
     });
   }
 
-  // Workers and checks a killed run left behind are still editing files: stop them before anything else.
-  const registryPath = registryPathFor(settings.planPath);
-  const orphans = await killOrphans(registryPath);
-  if (orphans.length > 0) emit({ type: 'notice', level: 'warning', message: describeOrphans(orphans) });
-  const registry = new ProcessRegistry(registryPath);
-  const indexLock = await git.clearStaleIndexLock();
-  if (indexLock === 'removed') emit({ type: 'notice', level: 'warning', message: 'removed a stale .git/index.lock left by a git process that was killed' });
-
   const controller = new AbortController();
   // SIGTERM (what `plan drain` sends) drains: nothing new starts, what runs finishes and lands.
   // A second SIGTERM, or SIGINT / SIGHUP at any time, interrupts; one more exits at once.
@@ -254,153 +234,27 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   process.on('SIGTERM', onSignal);
   process.on('SIGHUP', onSignal);
 
-  const started = Date.now();
-  const layout = ownLayout();
-  let saving = Promise.resolve();
-  // Writes are chained so two never race on the temporary file. A person's edit to the plan file
-  // while the run holds it is kept aside, never written over (PlanKeeper), and the run says where.
-  const keeper = new PlanKeeper(settings.planPath, loaded.text);
-  const save = (p: Plan) =>
-    (saving = saving.then(async () => {
-      const kept = await keeper.save(p);
-      if (kept !== null) emit({ type: 'notice', level: 'warning', message: describeKeptEdit(settings.planPath, kept, layout) });
-    }));
   try {
-    if (indexLock === 'held') {
-      throw new CliError(EXIT.cannotRun, ['another git process is using this repository (.git/index.lock is held open); wait for it to finish and run again']);
-    }
-    const isolationOptions = {
-      repo: settings.repo,
-      planPath: settings.planPath,
-      env: io.env,
-      sandbox: sandboxed,
-      setupTimeoutMs: settings.checkTimeoutMs,
-      registry,
-      // Said, so a slow start or a re-install after a task changed the lock file is not a mystery.
-      onSetup: (run: WorktreeSetup) => emit({ type: 'notice', level: 'info', message: describeSetupRun(run) }),
-    };
-    const branch = await git.currentBranch();
-    // The plan's id names its refs and worktrees: written before anything is made under it, so a
-    // run killed at once leaves nothing a later run (with the same id) cannot find and clean up.
-    if (typeof plan.planId !== 'string' || plan.planId === '') {
-      ensurePlanId(plan);
-      await save(plan);
-      await saving;
-    }
-    const setup = await setupRun(plan, {
-      repo: settings.repo,
-      planPath: settings.planPath,
+    const run = await runHeadless(plan, { ...settings, claudeBin, noGate: settings.gateFlags.off }, {
+      planText: loaded.text,
       git,
-      openIsolation: () => Isolation.open(plan, isolationOptions),
-      gated: settings.gate !== null,
-      checkTimeoutMs: settings.checkTimeoutMs,
-      signal: controller.signal,
       env: io.env,
-      registry,
-      sandbox: sandboxed,
+      sandboxed,
+      interrupt: controller.signal,
+      drain: draining.signal,
+      emit,
+      record: (event) => reporter.record(event),
+      // The probe's first line is said at once, but not with --json: its stdout is events only.
+      say: settings.json ? null : (line) => io.out(line),
+      gitProcessesBefore,
     });
-    if (!setup.ok) {
-      const problem = describeSetupProblem(setup.error);
-      throw new CliError(problem.code, problem.lines);
-    }
-    const report = setup.value;
-    // What setup found is applied by the step function, as every later change of a task's state.
-    const setUp = step(initialState(plan, engineConfig({ ...settings, claudeBin }, dirname(settings.planPath)), Date.now(), report.held), { type: 'set-up', findings: report.findings, now: Date.now() });
-    plan = setUp.state.plan;
-    await save(plan);
-    // The probe runs before the run starts: a plan it refuses leaves no half-started run in the
-    // journal. Its first line is said at once (not in --json mode, whose stdout is events only);
-    // what it found is journaled once the run has started, the first line without saying it again.
-    const probeEvents: Array<{ event: RunEventBody; said: boolean }> = [];
-    if (settings.probe && !controller.signal.aborted) {
-      const announce = (event: Extract<RunEventBody, { type: 'notice' }>) => {
-        if (!settings.json) io.out(`foreman: ${event.message}`);
-        probeEvents.push({ event, said: !settings.json });
-      };
-      await probeAtSetup(plan, settings, { emit: (event) => probeEvents.push({ event, said: false }), announce, registry, signal: controller.signal, env: io.env, sandbox: sandboxed });
-    }
-    if (settings.gate === null) {
-      emit({ type: 'notice', level: 'info', message: settings.gateFlags.off ? 'no gate (--no-gate): verified work integrates as soon as it is verified, untested together' : "no gate: the plan has no context.testCommand, so verified work integrates untested together (--gate CMD sets one)" });
-    }
-    emit(runStartedEvent(plan, { planPath: settings.planPath, resumed: report.resumed, concurrency: settings.concurrency, schedule: settings.schedule, mode: 'headless' }));
-    for (const n of report.notices) emit({ type: 'notice', ...n });
-    for (const a of report.assumptions) emit({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output });
-    for (const effect of setUp.effects) if (effect.type === 'emit') emit(effect.event);
-    for (const { event, said } of probeEvents) {
-      if (said) reporter.record(event);
-      else emit(event);
-    }
-
-    const isolation = report.isolation;
-    const gateOptions = settings.gate === null ? null : { command: settings.gate.command, timeoutMs: settings.gate.timeoutMs, sandbox: sandboxed };
-    // The baseline: a gate that already fails on the starting commit would blame every task.
-    if (gateOptions !== null && !controller.signal.aborted && (report.held.length > 0 || plan.tasks.some((t) => statusOf(t) === 'pending'))) {
-      const baseline = await isolation.runGate(plan, { tasks: [], works: [] }, gateOptions, controller.signal);
-      const verdict = baselineVerdict(gateOptions.command, isolation.tip, { ...baseline, passed: baseline.passed === true });
-      emit(verdict.event);
-      // Stopped before a verdict (Ctrl-C, `passed` null): the run goes on to stop as interrupted.
-      if (baseline.passed === false) throw new CliError(EXIT.invalid, verdict.refusal!);
-    }
-    const stages = { isolation, checkTimeoutMs: settings.checkTimeoutMs, env: io.env, registry, sandbox: sandboxed };
-    const landing = lander(isolation, { branch: branch === null ? null : `refs/heads/${branch}`, commit: settings.commit, planPath: settings.planPath, layout });
-    // Integrated work an earlier run could not land (a crash, a blocked landing) lands first.
-    const before = await landing.land();
-    if (before !== null) emit(before);
-    const result = controller.signal.aborted
-      ? { reason: 'interrupted' as StopReason, usage: emptyUsage(), message: 'interrupted', plan }
-      : await runEngine(
-          setUp.state,
-          { ...settings, claudeBin },
-          {
-            prepare: (task, signal, stack) => isolation.prepare(task, signal, stack),
-            release: (task) => isolation.release(task),
-            runWorker: (request) => recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) =>
-                runWorker({ ...request, onSpawn, ...(sandboxed ? { sandbox: { allowedDomains: plan.context?.checkNetwork ?? [] } } : {}) }),
-              ),
-            verify: (current, task, input) => verifyAttempt(stages, current, task, input),
-            gate: (current, request, signal) => (gateOptions === null ? Promise.resolve({ passed: true, output: '', durationMs: 0 }) : isolation.runGate(current, request, gateOptions, signal)),
-            record: async (current, request) => {
-              const recordedWork = await recordAttempts(stages, current, request);
-              if (recordedWork.ok && settings.land === 'continuous') {
-                const landed = await landing.land();
-                if (landed !== null && landed.level === 'warning') emit(landed);
-              }
-              return recordedWork;
-            },
-            save,
-            emit,
-            clock: systemClock,
-            env: io.env,
-          },
-          controller.signal,
-          draining.signal,
-        );
-    await saving;
-    plan = result.plan;
-
-    // Whatever stopped the run, what was integrated lands now (when nothing of the person's is in its way).
-    const after = await landing.land();
-    if (after !== null) emit(after);
-    let archived: string | null = null;
-    if (result.reason === 'all-done') {
-      // An edit made since the last write is kept aside before the plan moves to history.
-      await save(plan);
-      await saving;
-      archived = await finishPlan(plan, isolation, settings.planPath, landing.landed);
-    }
-    const finished = runFinishedEvent(
-      plan,
-      { reason: result.reason, message: result.message, usage: result.usage, durationMs: Date.now() - started },
-      { layout, planPath: settings.planPath, landing: { landed: landing.landed, advice: landing.advice() }, archived },
-    );
-    // The git processes this process started since the run began: the run's, one run at a time.
-    emit({ ...finished, gitProcesses: gitProcessCount() - gitProcessesBefore });
-    reporter.summary(plan, result.usage);
-    return finished.exitCode as ExitCode;
+    if (!run.ok) throw refusalError(run.error);
+    reporter.summary(run.value.plan, run.value.usage);
+    // The gate failed on the starting commit: the run was refused, as `plan setup` refuses it.
+    if (run.value.refusal !== null) throw new CliError(EXIT.invalid, run.value.refusal);
+    return run.value.finished.exitCode as ExitCode;
   } finally {
     // The handlers stay until the end: a second Ctrl-C while the run winds up still exits 130.
-    await saving.catch(() => undefined);
-    await registry.clear();
     await reporter.close();
     await lock.value.release();
     process.off('SIGINT', onSignal);
@@ -409,60 +263,20 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   }
 }
 
-/**
- * The probe before any attempt: broken checks stop the run (exit 2, naming them), vacuous tasks
- * are warned about (refused with --strict). Its time shows in the run's events as notices.
- */
-async function probeAtSetup(
-  plan: Plan,
-  settings: Settings,
-  context: { emit: (event: RunEventBody) => void; announce: (event: Extract<RunEventBody, { type: 'notice' }>) => void; registry: ProcessRegistry; signal: AbortSignal; env: NodeJS.ProcessEnv; sandbox: boolean },
-): Promise<void> {
-  const { emit } = context;
-  const checks = probedTasks(plan).reduce((n, i) => n + (plan.tasks[i]!.agent?.acceptanceCriteria?.length ?? 0), 0);
-  if (checks === 0) return;
-  const setupCommand = plan.context?.setupCommand;
-  const probing = `probing ${plural(checks, 'acceptance check')} of the pending tasks in a checkout of HEAD${setupCommand ? ` prepared with \`${setupCommand}\`` : ' (the plan has no context.setupCommand: nothing is installed there)'} (--no-probe skips this)`;
-  context.announce({ type: 'notice', level: 'info', message: probing });
-  const probed = await runProbe(plan, { repo: settings.repo, checkTimeoutMs: settings.checkTimeoutMs, timeoutMs: settings.probeTimeoutMs, timeoutFlag: LIMIT_FLAGS.probe, env: context.env, signal: context.signal, registry: context.registry, sandbox: context.sandbox });
-  if (!probed.ok) {
-    emit({ type: 'notice', level: 'warning', message: `the probe could not run: ${describeProbeProblem(probed.error)}` });
-    return;
-  }
-  const report = probed.value;
-  if (context.signal.aborted) return;
-  await saveProbe(settings.planPath, report);
-  const { problems, information } = probeFindings(report);
-  emit({ type: 'notice', level: report.verdict === 'ok' ? 'info' : 'warning', message: probeHeadline(report) });
-  for (const line of information) emit({ type: 'notice', level: 'info', message: `probe: ${line}` });
-  const hint = setupCommand ? '' : ' If a check needs installed dependencies, set context.setupCommand (e.g. `npm ci`) in the plan.';
-  switch (report.verdict) {
-    case 'setup-failed':
-      throw new CliError(EXIT.invalid, [`the plan's setup command \`${setupCommand ?? ''}\` fails in a fresh checkout of HEAD, so its checks cannot be probed: ${problems.join('; ')}. Fix it, or run with --no-probe.`]);
-    case 'problems': {
-      const broken = report.tasks.flatMap((t) => t.checks.filter((c) => c.outcome === 'broken').map((c) => `  task ${t.index}: \`${c.check}\`: ${c.reason ?? 'cannot run'}`));
-      if (broken.length > 0) {
-        throw new CliError(EXIT.invalid, [`${plural(broken.length, 'acceptance check')} cannot run, so every attempt of ${broken.length === 1 ? 'its task' : 'their tasks'} would fail; nothing was started. Fix the plan (\`${commandHint('plan', 'probe', ownLayout())}\` shows the details), or run with --no-probe.${hint}`, ...broken]);
-      }
-      const vacuous = report.tasks.filter((t) => t.verdict === 'vacuous');
-      const lines = vacuous.map((t) => `task ${t.index} (${t.subject}): every acceptance check passes before the work is done, so they prove nothing about it`);
-      if (settings.strict) throw new CliError(EXIT.invalid, [`${plural(vacuous.length, 'vacuous task')} refused (--strict); give each a check that fails until its work is done:`, ...lines.map((l) => `  ${l}`)]);
-      for (const line of lines) emit({ type: 'notice', level: 'warning', message: `${line} (--strict refuses this)` });
-      return;
+/** A run refused before it started, as the person is told. */
+function refusalError(refusal: HeadlessRefusal): CliError {
+  switch (refusal.kind) {
+    case 'index-locked':
+      return new CliError(EXIT.cannotRun, ['another git process is using this repository (.git/index.lock is held open); wait for it to finish and run again']);
+    case 'setup': {
+      const problem = describeSetupProblem(refusal.problem);
+      return new CliError(problem.code, problem.lines);
     }
-    case 'ok':
-      return;
+    case 'probe':
+      return new CliError(EXIT.invalid, refusal.lines);
     default:
-      assertNever(report.verdict, 'probe verdict');
+      return assertNever(refusal, 'run refusal');
   }
-}
-
-/** A run of the setup command in a worktree: `set up the worktree slot-0 with \`npm ci\` (2.1 s)`. */
-export function describeSetupRun(run: WorktreeSetup): string {
-  const unread = run.npmUnread ? `; ${run.npmUnread}` : '';
-  if (run.timedOut) return `set up the worktree ${basename(run.dir)}: ${describeTimeLimitHit(run.command, run.timeLimit)}${unread}`;
-  const how = run.exitCode === 0 ? null : `failed (exit ${run.exitCode ?? 'without a code'})`;
-  return `set up the worktree ${basename(run.dir)} with \`${run.command}\`${how ? `: ${how}` : ''} (${(run.durationMs / 1000).toFixed(1)} s)${unread}`;
 }
 
 /** The notice for a lock taken over from a run that is gone. */

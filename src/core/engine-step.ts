@@ -10,6 +10,8 @@
 //   again (a red stack is split) | recording (integrated) | gone (the culprit: retried or failed)
 //   running | verifying → gone (pending, failed, …): nothing to undo, the person's tree was never
 //   touched and the worktree is reset before its next use.
+//   With a gate, before any of this: the gate on the starting commit (the baseline). Nothing starts
+//   before it passed; when it fails the run is refused.
 //
 // The headless engine (src/run/engine.ts) executes the effects with real workers, checks and git;
 // the in-session steps (src/run/session.ts: `plan setup | next | finalize | commit`) execute them
@@ -52,8 +54,11 @@ export interface EngineConfig {
   maxCostUsd?: number;
   /** Worker logs go to `<logDir>/worker-<task>.log`. */
   logDir: string;
-  /** The merge queue: verified work integrates only in stacks the plan's test command passed. Null: no gate. */
-  gate: { batchSize: number } | null;
+  /**
+   * The merge queue: verified work integrates only in stacks the plan's test command passed. Null:
+   * no gate. `command` names the gate in the words of a run it refused (it fails on the starting commit).
+   */
+  gate: { batchSize: number; command?: string } | null;
   /**
    * How many levels of candidates not yet integrated a task may be built on (`--speculate N`;
    * 0: none, a task waits for its blockers to integrate). Only with a gate, headless, continuous.
@@ -103,7 +108,19 @@ export interface EngineStop {
   message: string;
   /** For `agent-unavailable`: what failed. */
   agentFailure?: WorkerFailure;
+  /**
+   * The gate failed on the starting commit, so the run was refused before anything started (what
+   * it printed): invalid input rather than an incomplete run.
+   */
+  baselineFailure?: { output: string };
 }
+
+/**
+ * The gate's check of the starting commit, which comes before it tests any candidate and before
+ * any task starts: `none` (no gate, or nothing to test when the run was set up), `due`, `testing`,
+ * `passed`, or `failed` (the run was refused).
+ */
+export type Baseline = 'none' | 'due' | 'testing' | 'passed' | 'failed';
 
 export interface EngineState {
   readonly config: EngineConfig;
@@ -127,11 +144,8 @@ export interface EngineState {
   readonly usage: UsageFigure;
   /** In a session: tasks whose work is integrated and not on the person's branch yet (their dependants wait). */
   readonly unlanded: ReadonlySet<number>;
-  /**
-   * The gate may test candidates: the starting commit passed it. A headless run tests the starting
-   * commit before the engine starts; a session tests it in the background and says when it passed.
-   */
-  readonly gateOpen: boolean;
+  /** The gate's check of the starting commit: until it passed, nothing starts and no candidate is tested. */
+  readonly baseline: Baseline;
   /** Workers were told to stop (an interrupt, an agent that cannot run): verdicts after it are void. */
   readonly aborted: boolean;
   /** Time spent by finished workers, and by the lane recording, to tell whether waiting for a record pays. */
@@ -164,24 +178,32 @@ export type EngineEvent =
    * started: their work can never integrate) or any other git failure.
    */
   | { type: 'recorded'; tasks: readonly number[]; commit: string | null; failure: RecordFailure | null; now: number }
-  /** The gate ran on these candidates stacked on the tip; `passed` null: it was stopped (Ctrl-C) before a verdict. */
+  /**
+   * The gate ran on these candidates stacked on the tip (none: on the tip itself, the baseline);
+   * `passed` null: it was stopped (Ctrl-C) before a verdict.
+   */
   | { type: 'gated'; tasks: readonly number[]; passed: boolean | null; output: string; durationMs: number; now: number }
   /** Ctrl-C: stop the workers, record what is verified, stop. */
   | { type: 'interrupt'; now: number }
+  /**
+   * In a session: the lead's session ended with this run under way (a new `setup` begins another;
+   * `lastStepAt`, when its last step was, if known). The run ends now; what it had under way is
+   * left as it is, for the new run's setup to find.
+   */
+  | { type: 'session-ended'; lastStepAt: number | null; now: number }
   /** In a session, `next`: start what may start now (at most `concurrency` running, when given). */
   | { type: 'hand-out'; concurrency?: number; now: number }
   /** In a session, `commit`: integrate what is verified (with a gate: hold it as candidates). */
   | { type: 'integrate'; now: number }
   /** In a session: the person's branch holds every integrated task's work but these tasks'. */
   | { type: 'landed'; unlanded: readonly number[]; now: number }
-  /** In a session: the gate passed the starting commit; candidates may be tested now. */
-  | { type: 'gate-opened'; now: number }
   /** Drain (`plan drain`, SIGTERM): start nothing new; what runs finishes, is verified, gated and integrated; then stop. */
   | { type: 'drain'; now: number }
   /**
    * Before anything starts: what setting up the run found (work integrated that plan.json had not
    * recorded, interrupted attempts, approved work, missing files, failed assumptions). Applied,
-   * then what can no longer run is skipped; nothing starts on this event.
+   * then what can no longer run is skipped; with a gate and anything to test, its check of the
+   * starting commit is due. Nothing starts on this event.
    */
   | { type: 'set-up'; findings: SetupFindings; now: number };
 
@@ -287,7 +309,7 @@ export function initialState(plan: Plan, config: EngineConfig, now: number, held
     round: 0,
     usage: emptyUsage(),
     unlanded: new Set(),
-    gateOpen: config.driver === 'headless' || config.gate === null,
+    baseline: 'none',
     aborted: false,
     timing: { workers: 0, workerMs: 0, records: 0, recordMs: 0 },
     recordingSince: null,
@@ -354,6 +376,8 @@ export function waitingPays(timing: Timing): boolean {
  * ready first.
  */
 export function startable(state: EngineState, concurrency: number = state.config.concurrency): number[] {
+  // Nothing starts before the gate has passed the starting commit: it would blame every task.
+  if (!gateOpen(state)) return [];
   const running = new Set(tasksIn(state, IN_FLIGHT));
   const session = state.config.driver === 'session';
   const speculative = speculativeReady(state);
@@ -541,18 +565,19 @@ export function step(state: EngineState, event: EngineEvent): Step {
     case 'landed':
       work.draft.unlanded = new Set(event.unlanded);
       break;
-    case 'gate-opened':
-      work.draft.gateOpen = true;
-      break;
     case 'interrupt':
       interrupt(work);
       break;
+    case 'session-ended':
+      sessionEnded(work, event.lastStepAt);
+      return { state: work.draft, effects: work.effects };
     case 'drain':
       drain(work);
       break;
     case 'set-up':
       // Setup's own skips trip no breaker: no attempt of this run failed yet.
       for (const skipped of skippedEvents(plan.tasks, applySetupFindings(plan, event.findings).skips)) emit(work, skipped);
+      work.draft.baseline = baselineDue(work) ? 'due' : 'none';
       return { state: work.draft, effects: work.effects };
     case 'worker-finished':
       workerFinished(work, event.task, event.run);
@@ -594,6 +619,49 @@ function interrupt(work: Work): void {
   if (work.draft.stop?.reason === 'drained') work.draft.stop = null;
   stopWith(work, { reason: 'interrupted', message: 'interrupted' });
   abortWorkers(work);
+}
+
+/**
+ * The session ended with the run under way: it ends now, whatever stopped it before; no task of it
+ * changes. What its subagents still out cost is not known.
+ */
+function sessionEnded(work: Work, lastStepAt: number | null): void {
+  if (tasksIn(work, IN_FLIGHT).length > 0) work.draft.usage = UNKNOWN;
+  const when = lastStepAt === null ? 'an unknown time' : new Date(lastStepAt).toISOString();
+  work.draft.stop = { reason: 'interrupted', message: `the session ended before this run finished (its last step was at ${when}); a new \`plan setup\` started another` };
+  finish(work);
+}
+
+/** The gate may test candidates, and tasks may start: its check of the starting commit passed, or none was needed. */
+export const gateOpen = (state: Pick<EngineState, 'baseline'>): boolean => state.baseline === 'none' || state.baseline === 'passed';
+
+/** With a gate, the starting commit is checked when there is anything to test: a pending task, or verified work to integrate. */
+function baselineDue(work: Work): boolean {
+  return work.draft.config.gate !== null && (work.draft.plan.tasks.some((t) => statusOf(t) === 'pending') || tasksIn(work, WAITING_TO_LAND).length > 0);
+}
+
+/**
+ * The gate's verdict on the starting commit. Passed: candidates may be tested and tasks start.
+ * Failed: it would blame every task, so the run is refused (outranking a drain); candidates an
+ * earlier run held stay on their refs. Stopped before a verdict: only Ctrl-C does that.
+ */
+function baselineGated(work: Work, passed: boolean | null, output: string, durationMs: number): void {
+  const draft = work.draft;
+  if (passed === null) {
+    draft.baseline = 'due';
+    interrupt(work);
+    return;
+  }
+  emit(work, gateFinishedEvent([], { passed, output, durationMs }, null));
+  draft.baseline = passed ? 'passed' : 'failed';
+  if (passed) return;
+  if (draft.stop?.reason === 'drained') draft.stop = null;
+  const command = draft.config.gate?.command;
+  stopWith(work, {
+    reason: 'failures',
+    message: `the gate ${command === undefined ? '' : `\`${command}\` `}already fails on the starting commit, before any task ran, so it would blame every task; nothing was started`,
+    baselineFailure: { output },
+  });
 }
 
 /** Start nothing new; let every attempt under way finish, and its work integrate. Once only. */
@@ -804,7 +872,14 @@ function record(work: Work): void {
 function startGate(work: Work): void {
   const draft = work.draft;
   const gate = draft.config.gate;
-  if (gate === null || !draft.gateOpen || laneBusy(work) || draft.stop?.reason === 'interrupted') return;
+  if (gate === null || laneBusy(work) || draft.stop?.reason === 'interrupted') return;
+  if (draft.baseline === 'due') {
+    // Before any candidate: the starting commit, on its own (no gate-started: the journal has its verdict).
+    draft.baseline = 'testing';
+    work.effects.push({ type: 'gate', tasks: [], works: [] });
+    return;
+  }
+  if (!gateOpen(draft)) return;
   // With the rounds policy a round's verified work is one batch.
   const next = nextSegment(draft.gate, draft.config.schedule === 'rounds' ? Number.MAX_SAFE_INTEGER : gate.batchSize);
   if (next === null) return;
@@ -818,10 +893,14 @@ function startGate(work: Work): void {
   work.effects.push({ type: 'gate', tasks: [...next.segment], works });
 }
 
-/** The lane is busy: a record or a gate run is in it. */
-const laneBusy = (work: Work): boolean => tasksIn(work, new Set(['recording', 'gating'])).length > 0;
+/** The lane is busy: a record or a gate run (the baseline's too) is in it. */
+const laneBusy = (work: Work): boolean => work.draft.baseline === 'testing' || tasksIn(work, new Set(['recording', 'gating'])).length > 0;
 
 function gated(work: Work, tasks: readonly number[], passed: boolean | null, output: string, durationMs: number): void {
+  if (tasks.length === 0) {
+    baselineGated(work, passed, output, durationMs);
+    return;
+  }
   const draft = work.draft;
   for (const task of tasks) work.attempts.set(task, { ...attemptIn(work, task, 'gating'), stage: 'queued' });
   // Stopped before a verdict: only Ctrl-C does that. The candidates stay held on their refs for the next run.
@@ -983,8 +1062,7 @@ function schedule(work: Work): void {
       }
       for (const task of startable(draft)) start(work, task);
     }
-    // Candidates in the merge queue keep the run going, unless Ctrl-C stopped it: they stay held for the next run.
-    const queued = tasksIn(work, new Set(['queued'])).length > 0 && draft.stop?.reason !== 'interrupted';
+    const queued = candidatesWait(work);
     const busy = tasksIn(work, IN_FLIGHT).length > 0 || recording || queued;
     if (!busy && draft.admitted !== null) {
       // The round is over when none of its tasks runs or can still start.
@@ -1027,12 +1105,18 @@ function scheduleSession(work: Work): void {
   if (draft.stop === null && work.event.type === 'hand-out') {
     for (const task of startable(draft, work.event.concurrency)) start(work, task);
   }
-  const queued = tasksIn(work, new Set(['queued'])).length > 0 && draft.stop?.reason !== 'interrupted';
+  const queued = candidatesWait(work);
   const underWay = tasksIn(work, IN_FLIGHT).length > 0 || laneBusy(work) || queued || tasksIn(work, new Set(['verified'])).length > 0;
   if (underWay) return;
   if (draft.stop === null && (startable(draft).length > 0 || waitingToLand(draft).length > 0)) return;
   finish(work);
 }
+
+/**
+ * Candidates in the merge queue keep the run going, unless Ctrl-C stopped it or the gate failed on
+ * the starting commit: then they stay held on their refs for the next run.
+ */
+const candidatesWait = (work: Work): boolean => tasksIn(work, new Set(['queued'])).length > 0 && work.draft.stop?.reason !== 'interrupted' && work.draft.baseline !== 'failed';
 
 /** Ask for a tick when the first back-off of a pending task ends. Whether there is one. */
 function wakeForBackoff(work: Work): boolean {

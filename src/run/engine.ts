@@ -89,7 +89,7 @@ export const engineConfig = (settings: RunSettings, logDir: string): EngineConfi
   maxRequeues: settings.maxRequeues,
   ...(settings.maxCostUsd !== undefined ? { maxCostUsd: settings.maxCostUsd } : {}),
   logDir,
-  gate: settings.gate === null ? null : { batchSize: settings.gate.batchSize },
+  gate: settings.gate === null ? null : { batchSize: settings.gate.batchSize, command: settings.gate.command },
   speculate: settings.gate === null ? 0 : (settings.speculate ?? DEFAULTS.speculate),
   driver: 'headless',
 });

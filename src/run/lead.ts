@@ -19,46 +19,43 @@
 // `commit` lands integrated work on the branch at once, and the step function starts a
 // dependant only once its blockers' work has landed.
 //
+// What a step does to the repository, Claude Code's worktrees, the gate process, the journal and
+// the clock goes through run/lead-io.ts: the real adapters, or a test's (the in-process session
+// rig); the session file, the plan and the prompts are files beside the plan.
+//
 // Each step also writes the run's events to the journal (`.design/events.jsonl`), as a headless
 // run does. What the plan tool cannot see it records as unknown, never as zero: a Task subagent's
 // cost, tokens and permission denials (see docs/skills.md).
 
-import { lstat, mkdir, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { agentWorktree, describeAgentWorktreeProblem, removeAgentWorktree } from '../adapters/git/agent-worktrees.ts';
-import type { Git } from '../adapters/git/repository.ts';
-import { integrationRef, isAncestor, readRef, resolveCommit } from '../adapters/git/refs.ts';
-import { journalPathFor, newRunId, openJournal, readJournal } from '../adapters/journal.ts';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { newRunId } from '../adapters/journal.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../adapters/orphans.ts';
-import { writePlanAtomic } from '../adapters/plan-store.ts';
-import { type SandboxMode, decideSandbox, installAdvice } from '../adapters/sandbox.ts';
-import { symlinkDirectoriesOf, WORKTREE_INCLUDE } from '../adapters/git/worktree-pool.ts';
+import { PlanKeeper } from '../adapters/plan-store.ts';
+import { type SandboxMode, installAdvice } from '../adapters/sandbox.ts';
 import { commandHint } from '../core/command-hint.ts';
-import { type EngineState, type HeldCandidate, claimingFiles, initialState, startable, step, tasksIn, waitingToLand } from '../core/engine-step.ts';
+import { type EngineState, type HeldCandidate, claimingFiles, gateOpen, initialState, startable, step, tasksIn, waitingToLand } from '../core/engine-step.ts';
 import type { RunEventBody, StopReason, TaskOutcome } from '../core/events.ts';
 import { type Result, err, ok } from '../core/failure.ts';
-import type { Verification } from '../core/finalize.ts';
 import { clipMiddle, clipTail } from '../core/format.ts';
 import type { GateFinished } from '../core/gate.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import { landingProblemSentence } from '../core/landing.ts';
 import { type BreakerDecision, countByStatus, readySet, stall as planStall } from '../core/graph.ts';
-import { type Plan, type TaskStatus, UNKNOWN, type UsageFigure, modelOf, statusOf } from '../core/plan.ts';
+import { type Plan, type TaskStatus, type UsageFigure, modelOf, statusOf } from '../core/plan.ts';
 import { workerPrompt } from '../core/prompt.ts';
 import { promptsDirFor } from './archive.ts';
 import { ensurePlanId } from './commit.ts';
-import { Isolation } from './isolation.ts';
-import { endGateProcess, gateAlive, launchGate, readGateState } from './lead-gate.ts';
-import { publishHandOut, removeStaleHandOuts, withdrawHandOut } from './lead-hand-out.ts';
-import { baselineVerdict, finishPlan, lander, runFinishedEvent, runStartedEvent } from './lifecycle.ts';
-import { type StepHooks, StepRun, commitEvents, finalizeEvent, gateOpenedEvents, gateVerdictEvents, landedEvents, nextEvents, post, setUpEvent, setupEvents } from './session-driver.ts';
+import { type LeadIo, type LeadIsolation, type LeadPlace, realLeadIo } from './lead-io.ts';
+import { finishPlan, lander, noGateNotice, runFinishedEvent, runStartedEvent } from './lifecycle.ts';
+import { type StepHooks, StepRun, commitEvents, finalizeEvent, gateVerdictEvents, landedEvents, nextEvents, post, runEnd, sessionEndedEvents, setUpEvent, setupEvents } from './session-driver.ts';
 import {
   type BaselineState,
   type GateRunRecord,
   type Session,
   type SessionGateConfig,
   type SessionSandbox,
+  baselineState,
   defaultSession,
   promptPathFor,
   readSession,
@@ -66,9 +63,8 @@ import {
   withPlan,
   writeSession,
 } from './session.ts';
-import { type AssumptionResult, type SetupProblem, setupRun } from './setup.ts';
+import type { AssumptionResult, SetupProblem } from './setup.ts';
 import { DEFAULTS } from './settings.ts';
-import { type StageContext, verifyAttempt } from './stages.ts';
 
 export { type SessionSandbox } from './session.ts';
 export { promptPathFor, sessionPathFor } from './session.ts';
@@ -80,12 +76,16 @@ const WAITING_LISTED = 20;
 /** How long a step waits for a gate run before it returns `running` (`--wait`): well inside the Bash tool's two minutes. */
 export const DEFAULT_GATE_WAIT_MS = 90_000;
 
-export interface LeadContext {
-  repo: string;
-  planPath: string;
-  git: Git;
-  env?: NodeJS.ProcessEnv;
+export interface LeadContext extends LeadPlace {
+  /** The plan file as the step read it: a person's edit made while the step holds the plan is kept aside. */
+  planText?: string;
+  /** The steps' I/O a test replaces (run/lead-io.ts); the rest is the real one. */
+  io?: Partial<LeadIo>;
 }
+
+/** A step's context with its I/O. */
+type Lead = LeadContext & { io: LeadIo };
+const withIo = (ctx: LeadContext): Lead => ({ ...ctx, io: { ...realLeadIo(ctx), ...ctx.io } });
 
 /** What became of integrating: the integration commit (null when nothing changed) and the tasks it recorded. */
 export interface CommitOutcome {
@@ -118,46 +118,40 @@ type Notice = { level: 'info' | 'warning'; message: string };
 /** Keeps the first line (what failed) and the end (where commands print their error). */
 const clip = (text: string, max = CLIP) => clipMiddle(text, max);
 const isComplete = (plan: Plan) => plan.tasks.every((t) => statusOf(t) === 'completed');
-const env = (ctx: LeadContext): NodeJS.ProcessEnv => ctx.env ?? process.env;
 
 // ---------------------------------------------------------------------------------------------
 // The run's journal
 
 /** Appends events to the journal: a step's, each stamped when it happened (`run.times`), or a list stamped now. */
-function journal(planPath: string, runId: string | null, source: readonly RunEventBody[] | StepRun): void {
+function journal(io: LeadIo, runId: string | null, source: readonly RunEventBody[] | StepRun): void {
   const events = source instanceof StepRun ? source.events : source;
   if (runId === null || events.length === 0) return;
-  const j = openJournal(planPath);
-  const now = Date.now();
-  try {
-    events.forEach((e, k) => j.append({ ...e, runId, at: new Date(source instanceof StepRun ? (source.times[k] ?? now) : now).toISOString() }));
-  } finally {
-    void j.close();
-  }
+  const now = io.now();
+  io.journal.append(events.map((e, k) => ({ ...e, runId, at: new Date(source instanceof StepRun ? (source.times[k] ?? now) : now).toISOString() })));
 }
 
 /** Starts a run in the session (a new id, `run-started`); the caller saves the session. */
-function startRun(plan: Plan, ctx: LeadContext, session: Session, resumed: boolean): void {
+function startRun(plan: Plan, ctx: Lead, session: Session, resumed: boolean): void {
   session.runId = newRunId();
   session.runFinished = false;
-  session.startedAt = new Date().toISOString();
-  journal(ctx.planPath, session.runId, [runStartedEvent(plan, { planPath: ctx.planPath, resumed, concurrency: session.concurrency, schedule: 'rounds', mode: 'session' })]);
+  session.startedAt = new Date(ctx.io.now()).toISOString();
+  journal(ctx.io, session.runId, [runStartedEvent(plan, { planPath: ctx.planPath, resumed, concurrency: session.concurrency, schedule: 'rounds', mode: 'session' })]);
 }
 
 /** Ends the session's run (`run-finished`), once, as the lifecycle words it; `lastMs`: when it was last seen working (else now). */
 function finishRun(
   plan: Plan,
-  ctx: LeadContext,
+  ctx: Lead,
   session: Session,
   end: { reason: StopReason; message: string; usage: UsageFigure },
   landing: { landed: boolean; advice: string },
   archived: string | null,
-  lastMs: number = Date.now(),
+  lastMs: number = ctx.io.now(),
 ): void {
   if (session.runId === null || session.runFinished) return;
   session.runFinished = true;
   const durationMs = Math.max(0, lastMs - Date.parse(session.startedAt));
-  journal(ctx.planPath, session.runId, [
+  journal(ctx.io, session.runId, [
     runFinishedEvent(plan, { ...end, durationMs: Number.isFinite(durationMs) ? durationMs : 0 }, { layout: ownLayout(), planPath: ctx.planPath, landing, archived, resumeHint: `/foreman:execute again` }),
   ]);
 }
@@ -165,14 +159,8 @@ function finishRun(
 // ---------------------------------------------------------------------------------------------
 // The sandbox, and what the worker hook is told
 
-/** `auto`, asked now: for a setup given no decision, and a session file of an earlier version. */
-async function autoSandbox(): Promise<SessionSandbox> {
-  const decided = await decideSandbox('auto');
-  return { mode: 'auto', ...(decided.ok ? decided.value : { sandboxed: false, unavailable: decided.error }) };
-}
-
-/** Whether this session's checks, gate runs and workers' Bash commands run in the sandbox. */
-const sandboxedIn = async (session: Session): Promise<boolean> => (session.sandbox ?? (await autoSandbox())).sandboxed;
+/** Whether this session's checks, gate runs and workers' Bash commands run in the sandbox (`auto` asked now for a session file of an earlier version). */
+const sandboxedIn = async (session: Session, io: LeadIo): Promise<boolean> => (session.sandbox ?? (await io.sandbox())).sandboxed;
 
 /** What `setup` says, once, when the session goes without the sandbox. */
 function sandboxNotices(sandbox: SessionSandbox): Notice[] {
@@ -183,13 +171,10 @@ function sandboxNotices(sandbox: SessionSandbox): Notice[] {
 }
 
 /** Tell the worker hook what this session hands out now; once its run has finished, nothing. */
-async function syncHandOut(plan: Plan, ctx: LeadContext, session: Session): Promise<void> {
-  if (session.runFinished || session.runId === null) return withdrawHandOut(env(ctx));
-  const sandbox = session.sandbox ?? (await autoSandbox());
-  await publishHandOut(plan, {
-    repo: ctx.repo,
-    planPath: ctx.planPath,
-    env: env(ctx),
+async function syncHandOut(plan: Plan, ctx: Lead, session: Session): Promise<void> {
+  if (session.runFinished || session.runId === null) return ctx.io.handOut.withdraw();
+  const sandbox = session.sandbox ?? (await ctx.io.sandbox());
+  await ctx.io.handOut.publish(plan, {
     running: session.engine === null ? [] : tasksIn(session.engine, new Set(['running'])),
     sandbox: sandbox.sandboxed ? { available: true, network: plan.context?.checkNetwork ?? [] } : { available: false, reason: sandbox.unavailable ?? '--sandbox off' },
     promptFile: (index) => promptPathFor(ctx.planPath, index),
@@ -199,43 +184,60 @@ async function syncHandOut(plan: Plan, ctx: LeadContext, session: Session): Prom
 // ---------------------------------------------------------------------------------------------
 // Carrying out the step function's effects
 
-/** Steps write the plan where the session's plan is. */
-const saver = (ctx: LeadContext) => ({ save: (plan: Plan) => writePlanAtomic(ctx.planPath, plan) });
+/**
+ * A step's writes of the plan: through a PlanKeeper, as a headless run's, so an edit a person
+ * makes while the step holds the plan is kept aside, byte for byte, never written over. The step
+ * says where (`report`).
+ */
+class PlanWrites {
+  private readonly kept: string[] = [];
 
-/** The session's step-function state with the plan as this step read it (a new run's first state when there is none). */
-function engineOf(session: Session, plan: Plan, ctx: LeadContext): EngineState {
-  return session.engine !== null ? withPlan(session.engine, plan) : initialState(plan, sessionConfig(session, ctx.planPath), Date.now());
+  private constructor(
+    private readonly keeper: PlanKeeper,
+    private readonly planPath: string,
+    private readonly step: string,
+  ) {}
+
+  /** `ctx.planText`: the file as the step read it (else as it is now). */
+  static async of(ctx: LeadContext, step: string): Promise<PlanWrites> {
+    const text = ctx.planText ?? (await readFile(ctx.planPath, 'utf8').catch(() => ''));
+    return new PlanWrites(new PlanKeeper(ctx.planPath, text), ctx.planPath, step);
+  }
+
+  /** Write `plan`: where an edit found in the file was kept, or null. */
+  readonly write = async (plan: Plan): Promise<string | null> => {
+    const kept = await this.keeper.save(plan);
+    if (kept !== null) this.kept.push(kept);
+    return kept;
+  };
+
+  readonly save = async (plan: Plan): Promise<void> => {
+    await this.write(plan);
+  };
+
+  /** The edits kept aside by this step, said once: journaled with `run`'s events, and for the step's output. */
+  report(run: StepRun): Notice[] {
+    const notices = this.kept.splice(0).map((kept): Notice => ({
+      level: 'warning',
+      message: `${this.planPath} was changed while \`plan ${this.step}\` held it: the step did not take the change in, and kept it, byte for byte, in ${kept}. To use it, copy ${kept} over ${this.planPath}: the next step works with it`,
+    }));
+    for (const notice of notices) run.note({ type: 'notice', ...notice });
+    return notices;
+  }
 }
 
-/** The plan's integration ref and worktree pool, opened as a headless run opens them. */
-async function openIsolation(plan: Plan, ctx: LeadContext, options: { sandbox: boolean; checkTimeoutMs: number; registry?: ProcessRegistry }): Promise<Result<Isolation, GitFailure>> {
-  return Isolation.open(plan, { repo: ctx.repo, planPath: ctx.planPath, env: env(ctx), sandbox: options.sandbox, setupTimeoutMs: options.checkTimeoutMs, ...(options.registry ? { registry: options.registry } : {}) });
+/** The session's step-function state with the plan as this step read it (a new run's first state when there is none). */
+function engineOf(session: Session, plan: Plan, ctx: Lead): EngineState {
+  return session.engine !== null ? withPlan(session.engine, plan) : initialState(plan, sessionConfig(session, ctx.planPath), ctx.io.now());
 }
 
 /** Land the integration tip on the session's branch (as commits, never over a change of the person's), and tell the step function. */
-async function land(state: EngineState, isolation: Isolation, session: Session, planPath: string, run: StepRun): Promise<{ state: EngineState; landing: LandingReport; notices: Notice[] }> {
-  const landing = lander(isolation, { branch: session.branch, commit: true, planPath, layout: ownLayout() });
+async function land(state: EngineState, isolation: LeadIsolation, session: Session, ctx: Lead, run: StepRun): Promise<{ state: EngineState; landing: LandingReport; notices: Notice[] }> {
+  const landing = lander(isolation, { branch: session.branch, commit: true, planPath: ctx.planPath, layout: ownLayout() });
   const notice = await landing.land();
   const report: LandingReport = { ...landing.state };
-  const next = await post(state, landedEvents(landing.landed ? [] : [...state.unlanded], Date.now()), run);
+  const next = await post(state, landedEvents(landing.landed ? [] : [...state.unlanded], ctx.io.now()), run);
   return { state: next, landing: report, notices: notice === null ? [] : [{ level: notice.level, message: notice.message }] };
-}
-
-/**
- * Integrated tasks whose commit HEAD does not contain: landing was blocked, or has not happened
- * yet. None when HEAD holds the whole integration ref.
- */
-async function unlandedTasks(plan: Plan, repo: string, head: string | null): Promise<number[]> {
-  const tip = typeof plan.planId === 'string' ? await readRef(repo, integrationRef(plan.planId)) : null;
-  if (head === null || tip === null || (await isAncestor(repo, tip, head))) return [];
-  const known = new Map<string, boolean>();
-  const out: number[] = [];
-  for (const [i, task] of plan.tasks.entries()) {
-    if (statusOf(task) !== 'completed' || !task.commit) continue;
-    if (!known.has(task.commit)) known.set(task.commit, await isAncestor(repo, task.commit, head));
-    if (!known.get(task.commit)) out.push(i);
-  }
-  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -280,7 +282,7 @@ function gateReport(session: Session, state: EngineState | null, run: StepRun | 
   return {
     state: gate.config === null ? 'off' : gate.current !== null ? 'running' : 'idle',
     command: gate.config?.command ?? null,
-    baseline: gate.baseline,
+    baseline: gate.config === null || state === null ? 'none' : baselineState(state.baseline),
     testing: [...testing],
     waiting,
     runs: finished.map(({ type: _type, output: _output, ...report }) => report),
@@ -292,9 +294,9 @@ function gateReport(session: Session, state: EngineState | null, run: StepRun | 
 }
 
 interface GateDriving {
-  ctx: LeadContext;
+  ctx: Lead;
   session: Session;
-  isolation: Isolation;
+  isolation: LeadIsolation;
   run: StepRun;
   notices: string[];
 }
@@ -305,19 +307,17 @@ interface GateDriving {
  */
 async function launchRun(driving: GateDriving, tasks: number[], state: EngineState): Promise<boolean> {
   const { ctx, session, isolation } = driving;
-  const record: GateRunRecord = { id: `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`, tasks, tip: isolation.tip, startedAt: new Date().toISOString() };
+  const record: GateRunRecord = { id: `${ctx.io.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`, tasks, tip: isolation.tip, startedAt: new Date(ctx.io.now()).toISOString() };
   session.gate.current = record;
   // Saved before it starts, with the state that gates these tasks: a step killed now finds the run and starts it again.
   session.engine = state;
   await writeSession(ctx.planPath, session);
-  const started = await launchGate({ repo: isolation.repo, planPath: ctx.planPath, env: env(ctx), config: session.gate.config!, sandbox: await sandboxedIn(session) }, record);
+  const started = await ctx.io.gate.launch({ repo: isolation.repo, planPath: ctx.planPath, env: ctx.env ?? process.env, config: session.gate.config!, sandbox: await sandboxedIn(session, ctx.io) }, record);
   if (started.ok) return true;
   session.gate.current = null;
   driving.notices.push(`could not start the gate process (\`plan gate --serve\`): ${started.error}; run \`${commandHint('plan', 'commit', ownLayout())}\` again`);
   return false;
 }
-
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Drive the gate until `deadline`: collect the background run's result and post its verdict to
@@ -331,26 +331,22 @@ async function driveGate(state: EngineState, driving: GateDriving, deadline: num
   for (;;) {
     const out = session.gate.current;
     if (out === null) {
-      // The step function asked for a run whose process never started, or the baseline is due.
+      // The step function asked for a run (the baseline: none gating) whose process never started.
       const gating = tasksIn(current, new Set(['gating']));
-      if (gating.length > 0 || session.gate.baseline === 'running') {
+      if (gating.length > 0 || current.baseline === 'testing') {
         if (!(await launchRun(driving, gating, current))) return { state: current };
         continue;
       }
       return { state: current };
     }
-    const gateState = await readGateState(ctx.planPath);
+    const gateState = await ctx.io.gate.read();
     if (gateState !== null && gateState.id === out.id && gateState.state === 'finished') {
       session.gate.current = null;
       if (out.tasks.length === 0) {
-        const verdict = baselineVerdict(session.gate.config!.command, out.tip, gateState);
-        run.note(verdict.event);
-        if (verdict.refusal !== null) {
-          session.gate.baseline = 'failed';
-          return { state: current, baselineOutput: clipTail(gateState.output.trim(), 2000) };
-        }
-        session.gate.baseline = 'passed';
-        current = await post(current, gateOpenedEvents(Date.now()), run);
+        // The starting commit's verdict: the step function opens the gate, or refuses the run.
+        if (current.baseline !== 'testing') continue;
+        current = await post(current, gateVerdictEvents([], gateState, ctx.io.now()), run);
+        if (current.stop?.baselineFailure !== undefined) return { state: current, baselineOutput: clipTail(gateState.output.trim(), 2000) };
         continue;
       }
       if (gateState.stale || isolation.tip !== out.tip) {
@@ -361,13 +357,13 @@ async function driveGate(state: EngineState, driving: GateDriving, deadline: num
       }
       // A run the state does not know (a step killed before it saved the state gating it) tells nothing.
       if (!out.tasks.every((t) => current.attempts.get(t)?.stage === 'gating')) continue;
-      current = await post(current, gateVerdictEvents(out.tasks, gateState, Date.now()), run);
+      current = await post(current, gateVerdictEvents(out.tasks, gateState, ctx.io.now()), run);
       continue;
     }
-    if (gateState !== null && gateState.id === out.id && gateState.state === 'running' && gateAlive(gateState)) {
-      const left = deadline - Date.now();
+    if (gateState !== null && gateState.id === out.id && gateState.state === 'running' && ctx.io.gate.alive(gateState)) {
+      const left = deadline - ctx.io.now();
       if (left <= 0) return { state: current };
-      await pause(Math.min(200, left));
+      await ctx.io.sleep(Math.min(200, left));
       continue;
     }
     // The process is gone without a result (killed): its stack is tested again.
@@ -467,24 +463,27 @@ const skipRefs = (run: StepRun): SkipRef[] => run.of('task-skipped').map((s) => 
  * earlier session verified integrated (or, with a gate, held as candidates), landed, and the gate's
  * check of the starting commit.
  */
-export async function leadSetup(given: Plan, ctx: LeadContext, settings: SetupSettings = {}): Promise<Result<SetupOutput, SetupProblem>> {
+export async function leadSetup(given: Plan, context: LeadContext, settings: SetupSettings = {}): Promise<Result<SetupOutput, SetupProblem>> {
   let plan = given;
-  const sandbox = settings.sandbox ?? (await autoSandbox());
+  const ctx = withIo(context);
+  const { io } = ctx;
+  const sandbox = settings.sandbox ?? (await io.sandbox());
   // Checks a killed step left behind may still be writing files: stop them before anything else.
   const registryPath = registryPathFor(ctx.planPath);
   const orphans = await killOrphans(registryPath);
   // A gate process a killed session left running is ended; its candidates are queued again below.
-  const endedGate = await endGateProcess(ctx.planPath);
+  const endedGate = await io.gate.end();
   const registry = new ProcessRegistry(registryPath);
   const earlier = await readSession(ctx.planPath, plan);
   // Work an earlier session verified is integrated, not reset.
   const verified = verifiedEarlier(earlier.engine);
-  await removeStaleHandOuts(ctx.planPath, env(ctx));
-  const branch = await ctx.git.currentBranch();
+  await io.handOut.removeStale();
+  const branch = await io.repository.branch();
+  const writes = await PlanWrites.of(ctx, 'setup');
   // The plan's id names its refs and worktrees: written before anything is made under it.
   if (typeof plan.planId !== 'string' || plan.planId === '') {
     ensurePlanId(plan);
-    await writePlanAtomic(ctx.planPath, plan);
+    await writes.save(plan);
   }
   const gateCommand = settings.noGate === true ? undefined : (settings.gate ?? plan.context?.testCommand);
   const gateConfig: SessionGateConfig | null =
@@ -496,15 +495,10 @@ export async function leadSetup(given: Plan, ctx: LeadContext, settings: SetupSe
     checkTimeoutMs: settings.checkTimeoutMs ?? DEFAULTS.checkTimeoutMs,
     branch: branch === null ? null : `refs/heads/${branch}`,
     sandbox,
-    gate: { config: gateConfig, baseline: 'none', current: null },
+    gate: { config: gateConfig, current: null },
   };
-  const setup = await setupRun(plan, {
-    repo: ctx.repo,
-    planPath: ctx.planPath,
-    git: ctx.git,
-    openIsolation: () => openIsolation(plan, ctx, { sandbox: sandbox.sandboxed, checkTimeoutMs: session.checkTimeoutMs, registry }),
+  const setup = await io.repository.setUp(plan, {
     checkTimeoutMs: session.checkTimeoutMs,
-    env: ctx.env,
     registry,
     verified: verified.map((v) => v.task),
     sandbox: sandbox.sandboxed,
@@ -514,7 +508,7 @@ export async function leadSetup(given: Plan, ctx: LeadContext, settings: SetupSe
   if (!setup.ok) return setup;
   const report = setup.value;
   // What setup found is applied by the step function, as every later change of a task's state.
-  const setUp = step(initialState(plan, sessionConfig(session, ctx.planPath), Date.now(), report.held, verified), setUpEvent(report.findings, Date.now()));
+  const setUp = step(initialState(plan, sessionConfig(session, ctx.planPath), io.now(), report.held, verified), setUpEvent(report.findings, io.now()));
   plan = setUp.state.plan;
   const setupSkips = setUp.effects.flatMap((effect) => (effect.type === 'emit' && effect.event.type === 'task-skipped' ? [effect.event] : []));
   const isolation = report.isolation;
@@ -524,61 +518,51 @@ export async function leadSetup(given: Plan, ctx: LeadContext, settings: SetupSe
   }
   if (orphans.length > 0) report.notices.unshift({ level: 'warning', message: describeOrphans(orphans) });
   if (endedGate.length > 0) report.notices.unshift({ level: 'warning', message: `stopped ${endedGate.join(', ')} left running by an earlier session: its candidates are tested again` });
-  await writePlanAtomic(ctx.planPath, plan);
+  await writes.save(plan);
 
   // An earlier session's run that no step finished ended with that session, some time after its last event.
   if (earlier.runId !== null && !earlier.runFinished) {
-    const lastSeen = (await readJournal(journalPathFor(ctx.planPath))).events.filter((e) => e.runId === earlier.runId).reduce((last, e) => Math.max(last, Date.parse(e.at)), 0);
-    finishRun(
-      plan,
-      ctx,
-      earlier,
-      { reason: 'interrupted', message: `the session ended before this run finished (its last step was at ${lastSeen > 0 ? new Date(lastSeen).toISOString() : 'an unknown time'}); a new \`plan setup\` started another`, usage: UNKNOWN },
-      { landed: true, advice: '' },
-      null,
-      lastSeen > 0 ? lastSeen : Date.now(),
-    );
+    const lastSeen = await io.journal.lastSeen(earlier.runId);
+    const ended = new StepRun(writes, io.now);
+    const state = await post(engineOf(earlier, plan, ctx), sessionEndedEvents(lastSeen, io.now()), ended);
+    const end = runEnd(state, ended);
+    if (end !== null) finishRun(plan, ctx, earlier, end, { landed: true, advice: '' }, null, lastSeen ?? io.now());
   }
 
   // A fresh scratch directory: prompts of an earlier session are stale.
   await rm(promptsDirFor(ctx.planPath), { recursive: true, force: true });
   startRun(plan, ctx, session, report.resumed);
-  journal(ctx.planPath, session.runId, [
+  journal(io, session.runId, [
     ...report.assumptions.map((a): RunEventBody => ({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output })),
     ...setupSkips,
     ...(report.approved.commit !== null ? [{ type: 'round-committed', round: 0, tasks: report.approved.tasks, commit: report.approved.commit } as const] : []),
   ]);
 
   // The run's first state: candidates held on their refs, and what the earlier session verified.
-  const driving: GateDriving = { ctx, session, isolation, run: new StepRun(saver(ctx)), notices: [] };
-  const run = new StepRun({ ...saver(ctx), ...recordingHooks(driving) });
+  const driving: GateDriving = { ctx, session, isolation, run: new StepRun(writes, io.now), notices: [] };
+  const run = new StepRun({ save: writes.save, ...recordingHooks(driving) }, io.now);
   driving.run = run;
-  let state = await post(setUp.state, setupEvents(await unlandedTasks(plan, ctx.repo, await ctx.git.headCommit()), Date.now()), run);
+  let state = await post(setUp.state, setupEvents(await io.repository.unlanded(plan, await io.repository.head()), io.now()), run);
   const integrated = committedBy(run);
   // What is integrated and not on the branch yet (this session's start, or an earlier one cut short) lands now.
-  const landed = await land(state, isolation, session, ctx.planPath, run);
+  const landed = await land(state, isolation, session, ctx, run);
   state = landed.state;
   report.notices.push(...landed.notices);
 
-  // The baseline: a gate that already fails on the starting commit would blame every task.
+  // The gate's check of the starting commit, when the step function asked for it: waited for at most --wait.
   let baselineOutput: string | undefined;
-  if (gateConfig !== null && (state.plan.tasks.some((t) => statusOf(t) === 'pending') || tasksIn(state, new Set(['queued', 'verified'])).length > 0)) {
-    session.gate.baseline = 'running';
-    const gated = await driveGate(state, driving, Date.now() + (settings.waitMs ?? DEFAULT_GATE_WAIT_MS));
+  if (gateConfig !== null) {
+    const gated = await driveGate(state, driving, io.now() + (settings.waitMs ?? DEFAULT_GATE_WAIT_MS));
     state = gated.state;
     baselineOutput = gated.baselineOutput;
-  } else if (gateConfig !== null) {
-    state = await post(state, gateOpenedEvents(Date.now()), run);
   }
   session.engine = state;
-  journal(ctx.planPath, session.runId, run);
-  const archived = await finishPlan(state.plan, isolation, ctx.planPath, landed.landing.landed, { endGate: () => endGateProcess(ctx.planPath) });
-  if (session.gate.baseline === 'failed') {
-    finishRun(state.plan, ctx, session, { reason: 'failures', message: `the gate \`${gateConfig!.command}\` fails on the starting commit`, usage: state.usage }, { landed: landed.landing.landed, advice: landingProblemSentence(landed.landing.problem) }, null);
-  } else if (run.finished !== null || archived !== null) {
-    const end = run.finished ?? { reason: 'all-done' as const, message: 'every task was already completed', usage: state.usage };
-    finishRun(state.plan, ctx, session, end, { landed: landed.landing.landed, advice: landingProblemSentence(landed.landing.problem) }, archived);
-  }
+  const end = runEnd(state, run);
+  const { archived, notice } = await finishPlan(end, state.plan, isolation, { planPath: ctx.planPath, landed: landed.landing.landed, save: writes.write, endGate: io.gate.end });
+  if (notice !== null) run.note(notice);
+  const kept = writes.report(run);
+  journal(io, session.runId, run);
+  if (end !== null) finishRun(state.plan, ctx, session, end, { landed: landed.landing.landed, advice: landingProblemSentence(landed.landing.problem) }, archived);
   if (archived === null) await writeSession(ctx.planPath, session);
   await syncHandOut(state.plan, ctx, session);
   const counts = countByStatus(state.plan);
@@ -600,7 +584,7 @@ export async function leadSetup(given: Plan, ctx: LeadContext, settings: SetupSe
     },
     blocked: report.blocked.map((i) => ({ index: i, subject: state.plan.tasks[i]!.subject, reason: clip(state.plan.tasks[i]!.result ?? '') })),
     skipped: [...setupSkips.map((s) => ({ index: s.task, subject: s.subject, rootCause: s.rootCause })), ...skipRefs(run)],
-    notices: [...report.notices, ...driving.notices.map((message): Notice => ({ level: 'warning', message }))],
+    notices: [...report.notices, ...driving.notices.map((message): Notice => ({ level: 'warning', message })), ...kept, ...(notice !== null ? [{ level: notice.level, message: notice.message }] : [])],
     counts,
     pending: counts.pending,
     nothingToDo: counts.pending === 0,
@@ -608,10 +592,7 @@ export async function leadSetup(given: Plan, ctx: LeadContext, settings: SetupSe
     concurrency: session.concurrency,
     maxAttempts: session.maxAttempts,
     gate: gateReport(session, state, run, {
-      notices:
-        gateConfig !== null
-          ? []
-          : [settings.noGate === true ? 'no gate (--no-gate): verified work integrates as soon as it is verified, untested together' : 'no gate: the plan has no context.testCommand, so verified work integrates untested together (--gate CMD sets one)'],
+      notices: gateConfig !== null ? [] : [noGateNotice(settings.noGate === true)],
       ...(baselineOutput !== undefined ? { output: baselineOutput } : {}),
     }),
     sandbox: { mode: sandbox.mode, sandboxed: sandbox.sandboxed },
@@ -658,27 +639,27 @@ const inProgressOf = (plan: Plan) => plan.tasks.flatMap((t, i) => (statusOf(t) =
  * overlapping anything under way, highest priority first, at most `concurrency` running — and
  * write each task's full worker prompt to `.design/prompts/task-<i>.md`.
  */
-export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurrency?: number } = {}): Promise<NextOutput> {
+export async function leadNext(plan: Plan, context: LeadContext, options: { concurrency?: number } = {}): Promise<NextOutput> {
+  const ctx = withIo(context);
+  const { io } = ctx;
   const session = await readSession(ctx.planPath, plan);
-  // Nothing starts before the gate has passed the starting commit: `plan commit` waits for it.
-  if (session.gate.config !== null && (session.gate.baseline === 'running' || session.gate.baseline === 'failed')) {
-    return { round: session.engine?.round ?? 0, tasks: [], waiting: [], queued: readySet(plan.tasks).length, inProgress: inProgressOf(plan), stall: 'gate', stuck: [], counts: countByStatus(plan), complete: isComplete(plan) };
-  }
-  const head = await ctx.git.headCommit();
-  const unlanded = await unlandedTasks(plan, ctx.repo, head);
+  const head = await io.repository.head();
+  const unlanded = await io.repository.unlanded(plan, head);
   const running = inProgressOf(plan);
   let state = engineOf(session, plan, ctx);
   // A run that ended (a stall, the breaker) starts again when something could start now (a retry, an approval).
   if (state.finished || session.runId === null || session.runFinished) {
-    const fresh = { ...initialState(plan, sessionConfig(session, ctx.planPath), Date.now()), unlanded: new Set(unlanded), gateOpen: true };
+    // The gate's verdict on the starting commit stands for the session.
+    const fresh: EngineState = { ...initialState(plan, sessionConfig(session, ctx.planPath), io.now()), unlanded: new Set(unlanded), baseline: state.baseline };
     if (startable(fresh, options.concurrency).length > 0) {
       state = fresh;
       startRun(plan, ctx, session, true);
     }
   }
   const tasks: NextOutput['tasks'] = [];
+  const writes = await PlanWrites.of(ctx, 'next');
   const run = new StepRun({
-    ...saver(ctx),
+    save: writes.save,
     startWorker: async (effect, current) => {
       // Setup refuses a repository without a commit; without one nothing can be handed out.
       if (head === null) throw new Error('no commit to hand work out from');
@@ -686,13 +667,14 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
       const promptFile = promptPathFor(ctx.planPath, effect.task);
       await mkdir(promptsDirFor(ctx.planPath), { recursive: true });
       await writeFile(promptFile, workerPrompt(current.plan, effect.task, { maxAttempts: current.config.maxAttempts }));
-      session.handedOut[String(effect.task)] = { at: new Date().toISOString(), base: head };
+      session.handedOut[String(effect.task)] = { at: new Date(io.now()).toISOString(), base: head };
       tasks.push({ index: effect.task, subject: task.subject, activeForm: task.activeForm ?? task.subject, model: modelOf(task), attempt: effect.attempt, promptFile, isolation: 'worktree', base: head });
     },
-  });
-  if (!state.finished) state = await post(state, nextEvents(unlanded, options.concurrency, Date.now()), run);
+  }, io.now);
+  if (!state.finished) state = await post(state, nextEvents(unlanded, options.concurrency, io.now()), run);
   session.engine = state;
-  journal(ctx.planPath, session.runId, run);
+  const keptEdits = writes.report(run);
+  journal(io, session.runId, run);
   if (run.finished !== null) finishRun(state.plan, ctx, session, run.finished, { landed: unlanded.length === 0, advice: '' }, null);
   await writeSession(ctx.planPath, session);
   await syncHandOut(state.plan, ctx, session);
@@ -709,7 +691,9 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
   if (tasks.length === 0) {
     const stalled = planStall(state.plan.tasks, new Set(running));
     const gates = [...claimingFiles({ plan: state.plan, attempts: new Map() })];
-    if (running.length > 0) stall = 'running';
+    // Nothing starts before the gate has passed the starting commit: `plan commit` waits for it.
+    if (!gateOpen(state)) stall = 'gate';
+    else if (running.length > 0) stall = 'running';
     else if (stalled.kind === 'deadlock') [stall, stuck] = ['deadlock', stalled.pending];
     else if (stalled.kind === 'awaiting_approval') [stall, stuck] = ['awaiting_approval', stalled.gates];
     // Ready tasks held back only by gated work that overlaps them.
@@ -728,6 +712,7 @@ export async function leadNext(plan: Plan, ctx: LeadContext, options: { concurre
     stuck,
     counts: countByStatus(state.plan),
     complete: isComplete(state.plan),
+    ...(keptEdits.length > 0 ? { notices: keptEdits } : {}),
   };
 }
 
@@ -767,45 +752,6 @@ export interface FinalizeOutput {
 }
 
 /**
- * Verify a COMPLETED report in the subagent's worktree, from the commit `next` handed it out at.
- * A subagent that changed nothing has no worktree (Claude Code removed it): its work is empty,
- * so the spot-check fails for every declared file; a task that declares none is checked in a
- * worktree of the integration tip.
- */
-async function verifySubagent(stages: StageContext, plan: Plan, index: number, input: { worktree?: string; base?: string; kept: string[]; repo: string }): Promise<Verification> {
-  if (input.worktree !== undefined) {
-    // The base must be where the worktree started: else (a lost session) its HEAD is.
-    const head = await resolveCommit(input.worktree);
-    const base = input.base !== undefined && head !== null && (await isAncestor(input.repo, input.base, head)) ? input.base : undefined;
-    return verifyAttempt(stages, plan, index, { dir: input.worktree, kept: input.kept, ...(base !== undefined ? { base } : {}) });
-  }
-  const task = plan.tasks[index]!;
-  const { create, modify } = task.metadata.files;
-  if (create.length > 0 || modify.length > 0) {
-    return { missingCreated: [...create], unchangedModified: [...modify], outsideChanges: [], acceptance: [], work: { base: input.base ?? stages.isolation.tip, entries: [] } };
-  }
-  const prepared = await stages.isolation.prepare(index);
-  if (!prepared.ok) return { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [], captureFailure: prepared.error };
-  try {
-    return await verifyAttempt(stages, plan, index, { dir: prepared.value });
-  } finally {
-    stages.isolation.release(index);
-  }
-}
-
-/**
- * What provisioning put in a subagent's worktree, never the worker's change: Claude Code links
- * the `worktree.symlinkDirectories` folders and copies the ignored files `.worktreeinclude` lists.
- */
-async function claudeProvisioned(ctx: LeadContext): Promise<string[]> {
-  const linked = await symlinkDirectoriesOf(ctx.repo);
-  const includeFile = join(ctx.repo, WORKTREE_INCLUDE);
-  const included = (await lstat(includeFile).catch(() => null))?.isFile() ? await ctx.git.ignoredFilesListedIn(includeFile) : [];
-  return [...new Set([...linked, ...included])].sort();
-}
-
-
-/**
  * Post each subagent's report to the step function: it judges the status line and, for
  * COMPLETED, asks for verification — the attempt's work captured from the worktree Claude Code
  * made for the subagent, the spot-check and the acceptance checks there (the headless engine's
@@ -816,10 +762,12 @@ async function claudeProvisioned(ctx: LeadContext): Promise<string[]> {
  */
 export async function leadFinalize(
   plan: Plan,
-  ctx: LeadContext,
+  context: LeadContext,
   results: readonly WorkerResult[],
   options: { maxAttempts?: number; checkTimeoutMs?: number } = {},
 ): Promise<Result<FinalizeOutput, FinalizeProblem>> {
+  const ctx = withIo(context);
+  const { io } = ctx;
   const session = await readSession(ctx.planPath, plan);
   let state = engineOf(session, plan, ctx);
   if (options.maxAttempts !== undefined) state = { ...state, config: { ...state.config, maxAttempts: options.maxAttempts } };
@@ -830,37 +778,38 @@ export async function leadFinalize(
   for (const result of results) {
     // A result settled already (finalize run again with the same results) names a worktree removed since: it is ignored below.
     if (result.worktree === undefined || !running(result.task)) continue;
-    const found = await agentWorktree(ctx.repo, result.worktree);
-    if (!found.ok) return err({ kind: 'bad-worktree', task: result.task, message: describeAgentWorktreeProblem(found.error) });
-    worktrees.set(result.task, found.value.dir);
+    const found = await io.subagents.find(result.worktree);
+    if (!found.ok) return err({ kind: 'bad-worktree', task: result.task, message: found.error });
+    worktrees.set(result.task, found.value);
   }
   // Checks a killed step left behind are ended first (a fresh registry would forget them); this
   // step's acceptance checks are recorded while they run, so the step after a crash ends them.
   const registryPath = registryPathFor(ctx.planPath);
   const orphans = await killOrphans(registryPath);
   const registry = new ProcessRegistry(registryPath);
-  const sandbox = await sandboxedIn(session);
-  const opened = await openIsolation(plan, ctx, { sandbox, checkTimeoutMs, registry });
+  const sandbox = await sandboxedIn(session, io);
+  const opened = await io.repository.open(plan, { sandbox, checkTimeoutMs, registry });
   if (!opened.ok) return err({ kind: 'git-failed', task: results[0]?.task ?? -1, doing: "open the plan's integration ref", failure: opened.error });
-  const stages: StageContext = { isolation: opened.value, checkTimeoutMs, env: ctx.env, registry, sandbox };
-  const kept = await claudeProvisioned(ctx);
+  const isolation = opened.value;
 
   const out: FinalizeOutput['results'] = [];
   const seen = new Set<number>();
+  const writes = await PlanWrites.of(ctx, 'finalize');
   const run = new StepRun({
-    ...saver(ctx),
+    save: writes.save,
     verify: (task, current) => {
       const handed = session.handedOut[String(task)];
-      return verifySubagent(stages, current.plan, task, { worktree: worktrees.get(task), base: handed?.base, kept, repo: ctx.repo });
+      const worktree = worktrees.get(task);
+      return isolation.verify(current.plan, task, { ...(worktree !== undefined ? { worktree } : {}), ...(handed !== undefined ? { base: handed.base } : {}) });
     },
     release: async (task) => {
       delete session.handedOut[String(task)];
       const worktree = worktrees.get(task);
       // What Claude Code made for the subagent is removed once its work is captured (or dropped).
-      const removed = worktree === undefined ? null : await removeAgentWorktree(ctx.repo, worktree);
-      return removed !== null && !removed.ok ? [`could not remove the subagent's worktree ${worktree}: ${describeAgentWorktreeProblem(removed.error)}`] : [];
+      const problem = worktree === undefined ? null : await io.subagents.remove(worktree);
+      return problem !== null ? [`could not remove the subagent's worktree ${worktree}: ${problem}`] : [];
     },
-  });
+  }, io.now);
   for (const { task: index, output } of results) {
     const task = state.plan.tasks[index];
     if (!task) {
@@ -879,8 +828,8 @@ export async function leadFinalize(
     }
     seen.add(index);
     const handed = session.handedOut[String(index)];
-    const durationMs = handed === undefined ? 0 : Math.max(0, Date.now() - Date.parse(handed.at));
-    state = await post(state, [finalizeEvent(index, output, durationMs, Date.now())], run);
+    const durationMs = handed === undefined ? 0 : Math.max(0, io.now() - Date.parse(handed.at));
+    state = await post(state, [finalizeEvent(index, output, durationMs, io.now())], run);
     const ended = run.of('task-finished').find((e) => e.task === index);
     if (ended !== undefined) {
       const result = ended.outcome === 'completed' || ended.outcome === 'awaiting_approval' ? ended.result : undefined;
@@ -891,7 +840,8 @@ export async function leadFinalize(
     await writeSession(ctx.planPath, session);
   }
   await registry.clear();
-  journal(ctx.planPath, session.runId, run);
+  const keptEdits = writes.report(run);
+  journal(io, session.runId, run);
   if (run.finished !== null) finishRun(state.plan, ctx, session, run.finished, { landed: true, advice: '' }, null);
   session.engine = state;
   await writeSession(ctx.planPath, session);
@@ -910,8 +860,8 @@ export async function leadFinalize(
   const tail = [retry.length > 0 ? `${retry.length} to retry` : '', skipped.length > 0 ? `${skipped.length} skipped` : '', breaker.trip ? 'circuit breaker tripped' : ''].filter(Boolean);
   // Verified work counts as completed here: `commit` integrates it next.
   const summary = `Round ${state.round + 1}: ${done}/${settled.length} tasks completed (${counts.completed + verifiedWaiting}/${state.plan.tasks.length} overall)${tail.length > 0 ? `; ${tail.join(', ')}` : ''}`;
-  const notices = orphans.length > 0 ? { notices: [{ level: 'warning' as const, message: describeOrphans(orphans) }] } : {};
-  return ok({ round: state.round + 1, results: out, retry, skipped, breaker, counts, complete: isComplete(state.plan), summary, ...notices });
+  const said: Notice[] = [...(orphans.length > 0 ? [{ level: 'warning' as const, message: describeOrphans(orphans) }] : []), ...keptEdits];
+  return ok({ round: state.round + 1, results: out, retry, skipped, breaker, counts, complete: isComplete(state.plan), summary, ...(said.length > 0 ? { notices: said } : {}) });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -945,56 +895,60 @@ export type CommitProblem =
  * landing is blocked nothing of the person's is touched and `landing.problem` says what to do.
  * When the plan is complete and landed: its worktrees and refs are removed and it is archived.
  */
-export async function leadCommit(plan: Plan, ctx: LeadContext, options: { waitMs?: number } = {}): Promise<Result<CommitStepOutput, CommitProblem>> {
+export async function leadCommit(plan: Plan, context: LeadContext, options: { waitMs?: number } = {}): Promise<Result<CommitStepOutput, CommitProblem>> {
+  const ctx = withIo(context);
+  const { io } = ctx;
   const session = await readSession(ctx.planPath, plan);
-  const opened = await openIsolation(plan, ctx, { sandbox: false, checkTimeoutMs: session.checkTimeoutMs });
+  const opened = await io.repository.open(plan, { sandbox: false, checkTimeoutMs: session.checkTimeoutMs });
   if (!opened.ok) return err({ kind: 'git-failed', failure: opened.error, tasks: [] });
   const isolation = opened.value;
   // Work the person committed on top of everything integrated becomes the new starting point.
   await isolation.followHead();
-  const driving: GateDriving = { ctx, session, isolation, run: new StepRun(saver(ctx)), notices: [] };
+  const writes = await PlanWrites.of(ctx, 'commit');
+  const driving: GateDriving = { ctx, session, isolation, run: new StepRun(writes, io.now), notices: [] };
   let failure: GitFailure | null = null;
   const hooks = recordingHooks(driving);
   const run = new StepRun({
-    ...saver(ctx),
+    save: writes.save,
     ...hooks,
     record: async (state, request) => {
       const recorded = await hooks.record!(state, request);
       if (!recorded.ok && recorded.error.step !== 'integrate') failure = recorded.error;
       return recorded;
     },
-  });
+  }, io.now);
   driving.run = run;
   let state = engineOf(session, plan, ctx);
   let baselineOutput: string | undefined;
   if (session.engine !== null && !state.finished) {
-    state = await post(state, commitEvents(Date.now()), run);
+    state = await post(state, commitEvents(io.now()), run);
     if (session.gate.config !== null) {
-      const gated = await driveGate(state, driving, Date.now() + (options.waitMs ?? DEFAULT_GATE_WAIT_MS));
+      const gated = await driveGate(state, driving, io.now() + (options.waitMs ?? DEFAULT_GATE_WAIT_MS));
       state = gated.state;
       baselineOutput = gated.baselineOutput;
     }
   }
-  const landed = await land(state, isolation, session, ctx.planPath, run);
+  const landed = await land(state, isolation, session, ctx, run);
   state = landed.state;
   session.engine = state;
-  journal(ctx.planPath, session.runId, run);
   const failed = failure as GitFailure | null;
-  if (session.gate.baseline === 'failed') {
-    finishRun(state.plan, ctx, session, { reason: 'failures', message: `the gate \`${session.gate.config!.command}\` fails on the starting commit`, usage: state.usage }, { landed: landed.landing.landed, advice: landingProblemSentence(landed.landing.problem) }, null);
+  const end = runEnd(state, run);
+  const { archived, notice } = await finishPlan(end, state.plan, isolation, { planPath: ctx.planPath, landed: landed.landing.landed, save: writes.write, endGate: io.gate.end });
+  if (notice !== null) run.note(notice);
+  const kept = writes.report(run);
+  journal(io, session.runId, run);
+  if (end !== null) finishRun(state.plan, ctx, session, end, { landed: landed.landing.landed, advice: landingProblemSentence(landed.landing.problem) }, archived);
+  const refused = state.stop?.baselineFailure;
+  if (refused !== undefined) {
     await writeSession(ctx.planPath, session);
-    return err({ kind: 'baseline-failed', command: session.gate.config!.command, tip: isolation.tip, output: baselineOutput ?? '' });
-  }
-  const archived = await finishPlan(state.plan, isolation, ctx.planPath, landed.landing.landed, { endGate: () => endGateProcess(ctx.planPath) });
-  if (run.finished !== null || archived !== null) {
-    const end = run.finished ?? { reason: 'all-done' as const, message: `all ${state.plan.tasks.length} tasks completed`, usage: state.usage };
-    finishRun(state.plan, ctx, session, end, { landed: landed.landing.landed, advice: landingProblemSentence(landed.landing.problem) }, archived);
+    return err({ kind: 'baseline-failed', command: session.gate.config?.command ?? '', tip: isolation.tip, output: baselineOutput ?? clipTail(refused.output.trim(), 2000) });
   }
   if (archived === null) await writeSession(ctx.planPath, session);
   await syncHandOut(state.plan, ctx, session);
   if (failed !== null) return err({ kind: 'git-failed', failure: failed, tasks: [] });
   const committed = committedBy(run);
-  const notices = run.of('notice').filter((n) => n.level === 'warning' && n.message.startsWith('could not integrate')).map((n): Notice => ({ level: n.level, message: n.message }));
+  const integrating = run.of('notice').filter((n) => n.level === 'warning' && n.message.startsWith('could not integrate'));
+  const notices = [...integrating, ...(notice !== null ? [notice] : [])].map((n): Notice => ({ level: n.level, message: n.message })).concat(kept);
   return ok({
     ...committed,
     round: state.round,

@@ -1,16 +1,18 @@
 // What both paths do around the step function, once: a run's start and end as the journal tells
-// them, the gate's check of the starting commit, landing the integration tip on the person's
-// branch (and what is said about it), and finishing a plan whose work has all landed. The
-// headless run (cli/execute.ts) and the in-session steps (run/lead.ts) call these.
+// them, the refusal of a gate that fails on the starting commit, landing the integration tip on
+// the person's branch (and what is said about it), and finishing a plan whose work has all
+// landed. The headless run (run/headless.ts) and the in-session steps (run/lead.ts) call these.
 
 import { type Layout, approvalHint, commandHint } from '../core/command-hint.ts';
 import type { RunEventBody, RunOutcome, StopReason } from '../core/events.ts';
 import { EXIT, type ExitCode } from '../core/exit-codes.ts';
 import { assertNever } from '../core/failure.ts';
 import { clipMiddle, plural } from '../core/format.ts';
-import { type GateFinished, gateFinishedEvent } from '../core/gate.ts';
+import type { EngineStop } from '../core/engine-step.ts';
 import { countByStatus, depsOf, longestRemainingPath } from '../core/graph.ts';
 import { describeLandingProblem, landingProblemSentence } from '../core/landing.ts';
+import type { Landed, LandingProblem } from '../adapters/git/land.ts';
+import type { Result } from '../core/failure.ts';
 import { type Plan, type UsageFigure, statusOf } from '../core/plan.ts';
 import { archivePlan } from './archive.ts';
 import { type Isolation, landedBase, recordLandedBase } from './isolation.ts';
@@ -34,8 +36,10 @@ export function runStartedEvent(plan: Plan, options: { planPath: string; resumed
   };
 }
 
-/** The exit code a run that stopped for `reason` ends with. */
-export function exitCodeFor(reason: StopReason): ExitCode {
+/** The exit code a run that stopped as `stop` says ends with: a run the gate refused on the starting commit had invalid input. */
+export function exitCodeFor(stop: Pick<EngineStop, 'reason' | 'baselineFailure'>): ExitCode {
+  if (stop.baselineFailure !== undefined) return EXIT.invalid;
+  const reason = stop.reason;
   switch (reason) {
     case 'all-done':
       return EXIT.ok;
@@ -80,10 +84,10 @@ export function resumeAdvice(plan: Plan, layout: Layout): string {
  */
 export function runFinishedEvent(
   plan: Plan,
-  end: { reason: StopReason; message: string; usage: UsageFigure; durationMs: number },
+  end: Pick<EngineStop, 'reason' | 'message' | 'baselineFailure'> & { usage: UsageFigure; durationMs: number },
   context: { layout: Layout; planPath: string; landing: { landed: boolean; advice: string }; archived: string | null; resumeHint?: string },
 ): Extract<RunEventBody, { type: 'run-finished' }> {
-  let code = exitCodeFor(end.reason);
+  let code = exitCodeFor(end);
   let message = end.message;
   if (end.reason === 'awaiting_approval') message += ` (${approvalHint('N', context.layout)}, then ${context.resumeHint ?? 'run again'})`;
   if (!context.landing.landed) {
@@ -98,6 +102,10 @@ export function runFinishedEvent(
 // ---------------------------------------------------------------------------------------------
 // The gate on the starting commit
 
+/** What a run says when it has no gate: `--no-gate`, or a plan without a test command. */
+export const noGateNotice = (noGate: boolean): string =>
+  noGate ? 'no gate (--no-gate): verified work integrates as soon as it is verified, untested together' : 'no gate: the plan has no context.testCommand, so verified work integrates untested together (--gate CMD sets one)';
+
 /** Why a run is refused when the gate fails on the starting commit (headless and in-session alike). */
 export function baselineRefusal(command: string, tip: string, output: string): string[] {
   return [
@@ -106,13 +114,6 @@ export function baselineRefusal(command: string, tip: string, output: string): s
   ];
 }
 
-/**
- * The gate's verdict on the starting commit, however it was run (at once headless, in the
- * background in a session): its journal record, and the refusal when it failed.
- */
-export function baselineVerdict(command: string, tip: string, run: { passed: boolean; output: string; durationMs: number }): { event: GateFinished; refusal: string[] | null } {
-  return { event: gateFinishedEvent([], run, null), refusal: run.passed ? null : baselineRefusal(command, tip, run.output) };
-}
 
 // ---------------------------------------------------------------------------------------------
 // Landing, and finishing the plan
@@ -129,14 +130,35 @@ export interface LandingState {
   commit: string | null;
 }
 
+/** A notice of the run's, as the journal keeps it. */
+export type RunNotice = Extract<RunEventBody, { type: 'notice' }>;
+
+/** What landing and finishing the plan need of the plan's isolation (run/isolation.ts's, or a test's). */
+export type LandingIsolation = Pick<Isolation, 'planId' | 'ref' | 'land' | 'removeWorktrees' | 'removeRefs'>;
+
+/**
+ * A landing as a run tells it: the files it updated and where (`where`, when known), or what
+ * blocks it and how to land by hand; null when there was nothing to land. `resumed`: a landing an
+ * earlier run started and a crash cut short, which setup completes first.
+ */
+export function landingNotice(landed: Result<Landed, LandingProblem>, context: { ref: string; layout: Layout; where: string | null; resumed?: boolean }): RunNotice | null {
+  if (!landed.ok) {
+    return { type: 'notice', level: 'warning', message: `${context.resumed ? 'a landing an earlier run started' : 'the integrated work'} could not land: ${landingProblemSentence(describeLandingProblem(landed.error, context.ref, context.layout))}` };
+  }
+  const files = landed.value.upToDate ? 0 : landed.value.paths.length;
+  if (files === 0) return null;
+  const what = `landed ${plural(files, 'file')}${context.where === null ? '' : ` on ${context.where}`} (${landed.value.to.slice(0, 12)})`;
+  return { type: 'notice', level: 'info', message: context.resumed ? `completed a landing an earlier run started: ${what}` : what };
+}
+
 /**
  * Landing the integration tip, as a run does it: on the branch the run started on, as commits (or,
  * with `commit: false`, as uncommitted changes, from what an earlier landing left). Each call says
- * what happened as a notice (null when there was nothing to land); `state` is what the last call
- * found.
+ * what happened (`landingNotice`); `state` is what the last call found.
  */
-export function lander(isolation: Isolation, options: { branch: string | null; commit: boolean; planPath: string; layout: Layout }) {
+export function lander(isolation: LandingIsolation, options: { branch: string | null; commit: boolean; planPath: string; layout: Layout }) {
   let state: LandingState = { landed: true, problem: [], files: 0, commit: null };
+  const where = options.commit ? (options.branch === null ? 'the detached HEAD' : options.branch.replace(/^refs\/heads\//, '')) : 'your files, uncommitted';
   return {
     get state(): LandingState {
       return state;
@@ -145,35 +167,49 @@ export function lander(isolation: Isolation, options: { branch: string | null; c
       return state.landed;
     },
     advice: () => landingProblemSentence(state.problem),
-    async land(): Promise<Extract<RunEventBody, { type: 'notice' }> | null> {
+    async land(): Promise<RunNotice | null> {
       const base = options.commit ? null : await landedBase(options.planPath, isolation.planId);
       const landed = await isolation.land({ branch: options.branch, mode: options.commit ? 'commit' : 'worktree', ...(base === null ? {} : { base }) });
       if (!landed.ok) {
-        const lines = describeLandingProblem(landed.error, isolation.ref, options.layout);
-        state = { landed: false, problem: lines, files: 0, commit: null };
-        return { type: 'notice', level: 'warning', message: `the integrated work could not land: ${landingProblemSentence(lines)}` };
+        state = { landed: false, problem: describeLandingProblem(landed.error, isolation.ref, options.layout), files: 0, commit: null };
+      } else {
+        state = { landed: true, problem: [], files: landed.value.upToDate ? 0 : landed.value.paths.length, commit: landed.value.to };
+        if (!options.commit) await recordLandedBase(options.planPath, isolation.planId, landed.value.to);
       }
-      const files = landed.value.upToDate ? 0 : landed.value.paths.length;
-      state = { landed: true, problem: [], files, commit: landed.value.to };
-      if (!options.commit) await recordLandedBase(options.planPath, isolation.planId, landed.value.to);
-      if (files === 0) return null;
-      const where = options.commit ? (options.branch === null ? 'the detached HEAD' : options.branch.replace(/^refs\/heads\//, '')) : 'your files, uncommitted';
-      return { type: 'notice', level: 'info', message: `landed ${plural(files, 'file')} on ${where} (${landed.value.to.slice(0, 12)})` };
+      return landingNotice(landed, { ref: isolation.ref, layout: options.layout, where });
     },
   };
 }
 
+/** What finishing the plan did: where the plan went (null: not finished), and what to say of a person's edit kept aside. */
+export interface FinishedPlan {
+  archived: string | null;
+  notice: RunNotice | null;
+}
+
 /**
- * A plan whose every task is completed and whose work has all landed is finished: its worktrees
- * (the gate's too) and its refs go, and the plan moves to `history/`. Returns where it went, or
- * null when it is not finished (then nothing is removed).
+ * A run that ended with every task completed (`all-done`, as the step function said) finishes its
+ * plan once the work has all landed: its worktrees and refs go (the gate process too, `endGate`)
+ * and the plan moves to `history/`. The run's plan is written last through `save` (a PlanKeeper's):
+ * an edit a person made since the run's last write is kept aside, byte for byte, and said, never
+ * archived unseen. Not finished: nothing moves (its worktrees go once every task is completed).
  */
-export async function finishPlan(plan: Plan, isolation: Isolation, planPath: string, landed: boolean, also: { gatePool?: Isolation | null; endGate?: () => Promise<unknown> } = {}): Promise<string | null> {
-  if (!plan.tasks.every((t) => statusOf(t) === 'completed')) return null;
+export async function finishPlan(
+  end: { reason: StopReason } | null,
+  plan: Plan,
+  isolation: LandingIsolation,
+  options: { planPath: string; landed: boolean; save: (plan: Plan) => Promise<string | null>; endGate?: () => Promise<unknown> },
+): Promise<FinishedPlan> {
+  if (end?.reason !== 'all-done') return { archived: null, notice: null };
   await isolation.removeWorktrees();
-  if (!landed) return null;
-  if (also.gatePool) await also.gatePool.removeWorktrees();
-  await also.endGate?.();
+  if (!options.landed) return { archived: null, notice: null };
+  await options.endGate?.();
   await isolation.removeRefs();
-  return archivePlan(planPath);
+  const kept = await options.save(plan);
+  const archived = await archivePlan(options.planPath);
+  if (kept === null) return { archived, notice: null };
+  return {
+    archived,
+    notice: { type: 'notice', level: 'warning', message: `${options.planPath} was changed after the run last wrote it: the finished plan moved to ${archived} as the run left it, and the change was kept, byte for byte, in ${kept}` },
+  };
 }

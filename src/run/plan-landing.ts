@@ -1,7 +1,7 @@
 // What the plan tool does with a plan's isolation between runs: land its integration ref now
 // (`plan land`, and `plan approve` after integrating the approved work), remove its worktrees
 // (`plan clean`), and say where they stand (`plan status`). A run's end does the same landing
-// (src/cli/execute.ts); these share its pieces: the intent and landed-base files next to the plan,
+// (src/run/lifecycle.ts); these share its pieces: the intent and landed-base files next to the plan,
 // `land`/`resumeLanding`, and the refs of src/adapters/git/refs.ts.
 
 import { readdir, realpath, stat } from 'node:fs/promises';

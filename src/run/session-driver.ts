@@ -31,7 +31,7 @@ export class StepRun {
   readonly events: RunEventBody[] = [];
   /** When each event was emitted (ms), for the journal: a step can take a while (verification). */
   readonly times: number[] = [];
-  finished: (EngineStop & { usage: UsageFigure }) | null = null;
+  finished: RunEnd | null = null;
   /** Warnings from removing a subagent's worktree, for its `task-finished` event. */
   private readonly cleanup = new Map<number, string[]>();
 
@@ -97,6 +97,15 @@ export class StepRun {
   }
 }
 
+/** How a run ended, as the step function said it. */
+export type RunEnd = EngineStop & { usage: UsageFigure };
+
+/** How the run ended: in this step, or (a state that finished earlier) before it; null while it goes on. */
+export function runEnd(state: EngineState, run: StepRun): RunEnd | null {
+  if (run.finished !== null) return run.finished;
+  return state.finished && state.stop !== null ? { ...state.stop, usage: state.usage } : null;
+}
+
 /**
  * A Task subagent's final text, seen as a worker run that reported: its duration is the plan
  * tool's (from `next` to now); its usage and permission denials are not known here.
@@ -148,8 +157,8 @@ export const gateVerdictEvents = (tasks: readonly number[], verdict: { passed: b
   { type: 'integrate', now },
 ];
 
-/** The baseline passed: candidates may be tested. */
-export const gateOpenedEvents = (now: number): EngineEvent[] => [{ type: 'gate-opened', now }];
+/** `setup`, to the run an earlier session left under way: that session ended (its last step at `lastStepAt`, when known). */
+export const sessionEndedEvents = (lastStepAt: number | null, now: number): EngineEvent[] => [{ type: 'session-ended', lastStepAt, now }];
 
 /** Landing moved the branch (or could not): which integrated tasks are still not on it. */
 export const landedEvents = (unlanded: readonly number[], now: number): EngineEvent[] => [{ type: 'landed', unlanded, now }];

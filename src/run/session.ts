@@ -14,7 +14,8 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
 import { SANDBOX_MODES, type SandboxDecision, type SandboxMode } from '../adapters/sandbox.ts';
-import { type Attempt, type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, type EngineStop, initialState, step } from '../core/engine-step.ts';
+import { assertNever } from '../core/failure.ts';
+import { type Attempt, type Baseline, type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, type EngineStop, initialState, step } from '../core/engine-step.ts';
 import { type GateQueue, emptyGateQueue } from '../core/gate.ts';
 import { depsOf, longestRemainingPath } from '../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
@@ -36,8 +37,23 @@ export interface SessionGateConfig {
   timeoutMs: number;
 }
 
-/** `passed`: the starting commit passed the gate; `none`: no gate, or nothing needed it. */
+/** The gate's check of the starting commit as a step reports it: `none` (no gate, or nothing needed it), `running` until it passed, `passed`, `failed`. */
 export type BaselineState = 'none' | 'running' | 'passed' | 'failed';
+
+/** The step function's baseline as a step reports it. */
+export function baselineState(baseline: Baseline): BaselineState {
+  switch (baseline) {
+    case 'none':
+    case 'passed':
+    case 'failed':
+      return baseline;
+    case 'due':
+    case 'testing':
+      return 'running';
+    default:
+      return assertNever(baseline, 'baseline');
+  }
+}
 
 /** The gate process started in the background: its id, what it tests and on which integration tip. */
 export interface GateRunRecord {
@@ -48,10 +64,9 @@ export interface GateRunRecord {
   startedAt: string;
 }
 
-/** The merge queue's process side (its queue is the step function's): the command, the baseline, the run under way. */
+/** The merge queue's process side (its queue and its baseline are the step function's): the command, the run under way. */
 export interface SessionGate {
   config: SessionGateConfig | null;
-  baseline: BaselineState;
   current: GateRunRecord | null;
 }
 
@@ -83,7 +98,7 @@ export interface Session {
   engine: EngineState | null;
 }
 
-export const noSessionGate = (): SessionGate => ({ config: null, baseline: 'none', current: null });
+export const noSessionGate = (): SessionGate => ({ config: null, current: null });
 
 export const defaultSession = (): Session => ({
   concurrency: DEFAULTS.concurrency,
@@ -107,7 +122,7 @@ export const sessionConfig = (session: Pick<Session, 'concurrency' | 'maxAttempt
   backoffMs: DEFAULTS.backoffMs,
   maxRequeues: DEFAULTS.maxRequeues,
   logDir: promptsDirFor(planPath),
-  gate: session.gate.config === null ? null : { batchSize: session.gate.config.batchSize },
+  gate: session.gate.config === null ? null : { batchSize: session.gate.config.batchSize, command: session.gate.config.command },
   // A subagent's worktree starts from HEAD: nothing can be built on candidates in a session.
   speculate: 0,
   driver: 'session',
@@ -159,6 +174,25 @@ export function engineToJson(state: EngineState): object {
 }
 
 const STAGES = new Set(['running', 'verifying', 'verified', 'recording', 'queued', 'gating']);
+const BASELINES = new Set<string>(['none', 'due', 'testing', 'passed', 'failed'] satisfies Baseline[]);
+
+/**
+ * The baseline of a session file from before the step function kept it: the session's own word
+ * (`gate.baseline`: `running` while its gate process tested the starting commit, or until it
+ * started; `none` with no gate, or when nothing needed it).
+ */
+function earlierBaseline(data: Record<string, unknown>): Baseline {
+  const gate = (data.gate ?? {}) as { baseline?: unknown; current?: { tasks?: unknown } | null };
+  switch (gate.baseline) {
+    case 'passed':
+    case 'failed':
+      return gate.baseline;
+    case 'running':
+      return taskList(gate.current?.tasks)?.length === 0 ? 'testing' : 'due';
+    default:
+      return 'none';
+  }
+}
 
 /** An attempt read back, or null: a damaged entry is dropped (its task runs again after `setup`). */
 function attemptOf(value: unknown): Attempt | null {
@@ -171,9 +205,10 @@ function attemptOf(value: unknown): Attempt | null {
 /**
  * The step function's state as a session file kept it, with `plan` (read afresh) put in and the
  * derived fields computed from it. Attempts whose task is no longer in progress in the plan (an
- * edit by hand, `plan skip`) are let go.
+ * edit by hand, `plan skip`) are let go. `session`: the rest of the file, where an earlier version
+ * kept the baseline.
  */
-export function engineFromJson(value: unknown, plan: Plan, config: EngineConfig): EngineState | null {
+export function engineFromJson(value: unknown, plan: Plan, config: EngineConfig, session: Record<string, unknown> = {}): EngineState | null {
   const v = value as Record<string, unknown> | null;
   if (!v || typeof v !== 'object' || !Array.isArray(v.attempts)) return null;
   const pairs = (x: unknown): Array<[number, number]> => (Array.isArray(x) ? x.filter((p): p is [number, number] => Array.isArray(p) && p.length === 2 && Number.isInteger(p[0]) && typeof p[1] === 'number') : []);
@@ -204,7 +239,7 @@ export function engineFromJson(value: unknown, plan: Plan, config: EngineConfig)
     round: int(v.round, 0, 0),
     usage,
     unlanded: new Set(taskList(v.unlanded) ?? []),
-    gateOpen: v.gateOpen === true,
+    baseline: typeof v.baseline === 'string' && BASELINES.has(v.baseline) ? (v.baseline as Baseline) : earlierBaseline(session),
     aborted: v.aborted === true,
     timing: timing && typeof timing.workers === 'number' ? timing : base.timing,
     recordingSince: typeof v.recordingSince === 'number' ? v.recordingSince : null,
@@ -224,7 +259,7 @@ function engineFromEarlierSession(data: Record<string, unknown>, plan: Plan, con
   const inProgress = (task: number) => plan.tasks[task] !== undefined && statusOf(plan.tasks[task]!) === 'in_progress';
   const attempts = new Map<number, Attempt>();
   const number = (task: number) => attemptsOf(plan.tasks[task]!) + 1;
-  const gate = (data.gate ?? {}) as { queue?: unknown; current?: { tasks?: unknown } | null; baseline?: unknown };
+  const gate = (data.gate ?? {}) as { queue?: unknown; current?: { tasks?: unknown } | null };
   const queue = queueFromJson(gate.queue);
   const gating = taskList(gate.current?.tasks) ?? [];
   for (const task of [...queue.segments.flat(), ...queue.waiting, ...gating]) {
@@ -238,7 +273,7 @@ function engineFromEarlierSession(data: Record<string, unknown>, plan: Plan, con
   }
   const started = data.started && typeof data.started === 'object' ? Object.keys(data.started as object).map(Number) : [];
   for (const task of started) if (Number.isInteger(task) && inProgress(task) && !attempts.has(task)) attempts.set(task, { task, number: number(task), stage: 'running' });
-  return { ...base, attempts, gate: queue, round: int(data.round, 0, 0), usage: UNKNOWN, gateOpen: config.gate === null || gate.baseline === 'passed' || gate.baseline === 'none' };
+  return { ...base, attempts, gate: queue, round: int(data.round, 0, 0), usage: UNKNOWN, baseline: config.gate === null ? 'none' : earlierBaseline(data) };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -252,20 +287,19 @@ function sandboxOf(value: unknown): SessionSandbox | null {
 }
 
 function gateOf(value: unknown): SessionGate {
-  const data = value as { config?: any; baseline?: unknown; current?: any } | null;
+  const data = value as { config?: any; current?: any } | null;
   if (!data || typeof data !== 'object') return noSessionGate();
   const c = data.config;
   const config: SessionGateConfig | null =
     c && typeof c.command === 'string' && c.command.trim() !== '' && Number.isInteger(c.batchSize) && c.batchSize >= 1 && Number.isInteger(c.timeoutMs) && c.timeoutMs >= 1
       ? { command: c.command, batchSize: c.batchSize, timeoutMs: c.timeoutMs }
       : null;
-  const baseline: BaselineState = data.baseline === 'running' || data.baseline === 'passed' || data.baseline === 'failed' ? data.baseline : 'none';
   const r = data.current;
   const current: GateRunRecord | null =
     r && typeof r.id === 'string' && /^[\w-]+$/.test(r.id) && taskList(r.tasks) !== null && isObjectId(r.tip) && typeof r.startedAt === 'string'
       ? { id: r.id, tasks: r.tasks, tip: r.tip, startedAt: r.startedAt }
       : null;
-  return { config, baseline, current };
+  return { config, current };
 }
 
 /** The handed-out tasks: this version's `handedOut`, or an earlier one's `started` and `bases`. */
@@ -312,7 +346,7 @@ export async function readSession(planPath: string, plan: Plan): Promise<Session
     engine: null,
   };
   const config = sessionConfig(session, planPath);
-  session.engine = data.engine !== undefined ? engineFromJson(data.engine, plan, config) : engineFromEarlierSession(data, plan, config);
+  session.engine = data.engine !== undefined ? engineFromJson(data.engine, plan, config, data) : engineFromEarlierSession(data, plan, config);
   return session;
 }
 

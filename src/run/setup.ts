@@ -21,12 +21,11 @@ import { type Result, err, ok } from '../core/failure.ts';
 import { clipMiddle, clipTail } from '../core/format.ts';
 import { describeTimeLimitHit } from '../core/time-limit.ts';
 import { type Plan, type TaskStatus, readsOf, statusOf, writesOf } from '../core/plan.ts';
-import { type Landed, type LandingProblem } from '../adapters/git/land.ts';
-import { describeLandingProblem, landingProblemSentence } from '../core/landing.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { ensurePlanId, integratedFindings } from './commit.ts';
 import { type Isolation, completeLanding } from './isolation.ts';
 import { type HeldCandidate, admitHeld } from '../core/engine-step.ts';
+import { landingNotice } from './lifecycle.ts';
 import { LIMIT_FLAGS } from './settings.ts';
 
 export interface AssumptionResult {
@@ -196,7 +195,8 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
 
   // A landing a crash cut short is finished before anything else looks at the person's branch.
   const resumedLanding = await completeLanding(options.repo, options.planPath);
-  if (resumedLanding !== null) notices.push(landingNotice(resumedLanding, integrationRef(plan.planId as string), 'a landing an earlier run started'));
+  const resumedNotice = resumedLanding === null ? null : landingNotice(resumedLanding, { ref: integrationRef(plan.planId as string), layout: ownLayout(), where: null, resumed: true });
+  if (resumedNotice !== null) notices.push({ level: resumedNotice.level, message: resumedNotice.message });
 
   const opened = await options.openIsolation();
   if (!opened.ok) return err({ kind: 'git-failed', doing: 'set up the plan\'s integration ref', failure: opened.error });
@@ -287,12 +287,6 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
     isolation,
     held,
   });
-}
-
-/** The notice for a landing: done (which paths), or what blocks it and how to land by hand. */
-export function landingNotice(landed: Result<Landed, LandingProblem>, ref: string, what: string): { level: 'info' | 'warning'; message: string } {
-  if (landed.ok) return { level: 'info', message: `${what} was completed: ${landed.value.paths.length} files updated` };
-  return { level: 'warning', message: `${what} could not be completed: ${landingProblemSentence(describeLandingProblem(landed.error, ref, ownLayout()))}` };
 }
 
 /** Which of `paths` (files, or `dir/`) `commit` does not have. */

@@ -7,7 +7,8 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, initialState, step } from '../../src/core/engine-step.ts';
+import { type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, gateOpen, initialState, step } from '../../src/core/engine-step.ts';
+import { noFindings } from '../../src/core/transition.ts';
 import type { Verification } from '../../src/core/finalize.ts';
 import type { WorkerRun } from '../../src/core/failure.ts';
 import { emptyUsage, statusOf } from '../../src/core/plan.ts';
@@ -43,8 +44,10 @@ interface Lead {
   violations: string[];
 }
 
+/** A lead after `setup`: with a gate and something to test, the starting commit's gate run is due. */
 function leadFor(config: EngineConfig, plan: Parameters<typeof initialState>[0]): Lead {
-  return { state: initialState(plan, config, 0), now: 0, running: new Map(), unlanded: new Set(), gates: [], finished: false, violations: [] };
+  const { state } = step(initialState(plan, config, 0), { type: 'set-up', findings: noFindings(), now: 0 });
+  return { state, now: 0, running: new Map(), unlanded: new Set(), gates: [], finished: false, violations: [] };
 }
 
 /** Post one event and carry out its effects as the in-session steps do, checking each against the rules. */
@@ -58,6 +61,7 @@ function post(lead: Lead, event: EngineEvent, behaviour: (task: number, attempt:
     switch (effect.type) {
       case 'start-worker': {
         if (event.type !== 'hand-out') lead.violations.push(`task ${effect.task} started on ${event.type}`);
+        if (!gateOpen(before)) lead.violations.push(`task ${effect.task} started before the gate passed the starting commit (${before.baseline})`);
         const task = before.plan.tasks[effect.task]!;
         for (const blocker of task.blockedBy) {
           if (statusOf(before.plan.tasks[blocker]!) !== 'completed') lead.violations.push(`task ${effect.task} started before blocker ${blocker} completed`);
@@ -123,10 +127,7 @@ function act(lead: Lead, action: LeadAction, pick: number, behaviour: (task: num
       post(lead, { type: 'landed', unlanded: [], now }, behaviour, gatePasses);
       return;
     case 'gate': {
-      if (!lead.state.gateOpen) {
-        post(lead, { type: 'gate-opened', now }, behaviour, gatePasses);
-        return;
-      }
+      // The gate process answers the oldest run it was asked for: the starting commit's first.
       const run = lead.gates.shift();
       if (run) post(lead, { type: 'gated', tasks: run.tasks, passed: gatePasses(run.tasks), output: '', durationMs: 1, now }, behaviour, gatePasses);
       return;

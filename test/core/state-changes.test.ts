@@ -1,11 +1,15 @@
 // A task's status changes in one place: the step function (core/engine-step.ts), through the
 // transitions it calls (core/transition.ts, and the cascade of skips in core/finalize.ts). The
 // person's own decisions between runs (approve, reject, retry, skip: core/interventions.ts) are
-// the one other door. This reads the source, so a new writer anywhere else fails here.
+// the one other door. This reads the source with the TypeScript compiler's type checker
+// (test/support/status-writes.ts), so a new writer anywhere else fails here, in any form: the
+// detector itself is checked on a snippet of each.
 
 import { readFileSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { type StatusWrite, TASK_MODULE, programOf, statusWrites } from '../support/status-writes.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const SRC = join(ROOT, 'src');
@@ -18,10 +22,21 @@ function sources(dir: string): string[] {
   });
 }
 
-const files = sources(SRC).map((path) => ({ path: relative(ROOT, path).split('\\').join('/'), text: readFileSync(path, 'utf8') }));
+const rel = (path: string) => relative(ROOT, path).split('\\').join('/');
+const paths = sources(SRC);
+const files = paths.map((path) => ({ path: rel(path), text: readFileSync(path, 'utf8') }));
 
-/** Where a task's status may be written. */
-const WRITERS = new Set(['src/core/transition.ts', 'src/core/finalize.ts', 'src/core/interventions.ts']);
+/** Where a task may be given a status, and why. */
+const ALLOWED: ReadonlyArray<{ file: string; within?: string; forms?: ReadonlyArray<StatusWrite['form']>; why: string }> = [
+  { file: 'src/core/transition.ts', why: 'the transitions the step function applies' },
+  { file: 'src/core/finalize.ts', within: 'applyCascade', why: "the skips a failure (or a person's decision) leads to" },
+  { file: 'src/core/finalize.ts', within: 'trimCompleted', why: 'a completed task keeps the status it has' },
+  { file: 'src/core/interventions.ts', why: "the person's decisions between runs" },
+  { file: 'src/core/validate.ts', within: 'withDefaults', why: '`plan check --fix` writes out the status a task has (statusOf)' },
+  { file: 'src/core/engine-step.ts', forms: ['replacement'], why: 'the step function records results and commits on new task objects, giving none a status (that would be a literal)' },
+];
+
+const allowedBy = (write: StatusWrite) => ALLOWED.find((a) => a.file === rel(write.file) && (a.within === undefined || a.within === write.within) && (a.forms === undefined || a.forms.includes(write.form)));
 
 /** The functions that change task states, and who may call them. */
 const TRANSITIONS: Record<string, readonly string[]> = {
@@ -33,41 +48,24 @@ const TRANSITIONS: Record<string, readonly string[]> = {
   applyCascade: ['src/core/transition.ts', 'src/core/interventions.ts'],
 };
 
-const STATUS_WRITES = [
-  // task.status = …
-  /\.status\s*=(?!=)/,
-  // { …, status: 'completed' }
-  /\bstatus:\s*'(pending|in_progress|completed|failed|blocked|skipped|awaiting_approval)'/,
-  // plan.tasks[i] = … (a new task object may carry another status)
-  /\btasks\[[^\]]+\]\s*=(?!=)/,
-];
-
-function lines(text: string, pattern: RegExp): number[] {
-  return text.split('\n').flatMap((line, i) => (pattern.test(line) && !line.trim().startsWith('//') && !line.trim().startsWith('*') ? [i + 1] : []));
-}
-
 describe('task states change only through the step function', () => {
-  it('finds the source it reads (the test would pass vacuously otherwise)', () => {
+  const writes = statusWrites(programOf(paths), paths);
+
+  it('reads the whole source, and sees the writes that exist (the test would pass vacuously otherwise)', () => {
     expect(files.length).toBeGreaterThan(50);
-    expect(files.some((f) => f.path === 'src/core/engine-step.ts')).toBe(true);
-    // The patterns do see the writes that exist.
-    expect(lines(files.find((f) => f.path === 'src/core/transition.ts')!.text, STATUS_WRITES[0]!).length).toBeGreaterThan(0);
+    expect(writes.filter((w) => rel(w.file) === 'src/core/transition.ts' && w.form === 'assignment').length).toBeGreaterThan(0);
   });
 
-  it('no module outside the transitions writes a task status or replaces a task', () => {
-    const writes = files
-      .filter((file) => !WRITERS.has(file.path) && file.path !== 'src/core/engine-step.ts')
-      .flatMap((file) => STATUS_WRITES.flatMap((pattern) => lines(file.text, pattern).map((line) => `${file.path}:${line}`)));
-    expect(writes).toEqual([]);
+  it('no module outside the transitions gives a task a status or replaces a task, in any form', () => {
+    expect(writes.filter((w) => allowedBy(w) === undefined).map((w) => `${rel(w.file)}:${w.line} (${w.form}${w.within ? ` in ${w.within}` : ''}): ${w.text}`)).toEqual([]);
+    // Every allowance is still needed: one no longer used would let a writer in unseen.
+    for (const allowance of ALLOWED) expect(writes.some((w) => allowedBy(w) === allowance), allowance.why).toBe(true);
   });
 
-  it('the step function replaces task objects only to record results and commits, never a status', () => {
-    const engine = files.find((f) => f.path === 'src/core/engine-step.ts')!.text;
-    const replaced = engine.split('\n').filter((line) => /\btasks\[[^\]]+\]\s*=(?!=)/.test(line));
+  it('the step function replaces task objects only from the task itself, to record results and commits', () => {
+    const replaced = writes.filter((w) => rel(w.file) === 'src/core/engine-step.ts');
     expect(replaced.length).toBeGreaterThan(0);
-    for (const line of replaced) expect(line).not.toMatch(/status/);
-    expect(lines(engine, STATUS_WRITES[0]!)).toEqual([]);
-    expect(lines(engine, STATUS_WRITES[1]!)).toEqual([]);
+    for (const write of replaced) expect(write.text).toMatch(/^draft\.plan\.tasks\[task\] = \{ \.\.\.draft\.plan\.tasks\[task\]!, (result|commit)\b/);
   });
 
   it('the transitions are called only by the step function (and the cascade by the transitions)', () => {
@@ -77,5 +75,58 @@ describe('task states change only through the step function', () => {
         .map((file) => file.path);
       expect({ name, callers: using.sort() }).toEqual({ name, callers: [...callers].sort() });
     }
+  });
+});
+
+describe('the detector of status writes', () => {
+  const task = `import type { Plan, Task } from '${TASK_MODULE}';\ndeclare const plan: Plan;\ndeclare const task: Task;\ndeclare const i: number;\n`;
+  /** Each form a status can be given in: the detector must find every one. */
+  const WRITES: Record<string, string> = {
+    assigned: `task.status = 'completed';`,
+    'assigned by index': `task['status'] = 'completed';`,
+    'assigned by a key': `const key = 'status' as const;\ntask[key] = 'failed';`,
+    'assigned when absent': `task.status ??= 'pending';`,
+    'Object.assign': `Object.assign(task, { status: 'completed' });`,
+    'Object.assign of a patch': `const patch = { status: 'failed' as const };\nObject.assign(plan.tasks[i]!, patch);`,
+    'Reflect.set': `Reflect.set(task, 'status', 'completed');`,
+    'Object.defineProperty': `Object.defineProperty(task, 'status', { value: 'completed' });`,
+    splice: `plan.tasks.splice(i, 1, { ...plan.tasks[i]!, status: 'failed' });`,
+    push: `plan.tasks.push({ subject: 's', blockedBy: [], metadata: { files: { create: [], modify: [] } }, status: 'completed' });`,
+    'a new object put in the list': `const { status: _old, ...rest } = task;\nplan.tasks[i] = { ...rest, status: 'blocked' };`,
+    'a copy shaped like a task': `const next = { ...task, status: 'pending' as const };\nvoid next;`,
+    'a spread of a status': `plan.tasks[i] = { ...task, ...{ status: 'skipped' as const } };`,
+    'a shorthand status': `const status = 'completed' as const;\nplan.tasks = plan.tasks.map((t) => ({ ...t, status }));`,
+    'a computed key': `plan.tasks[i] = { ...task, ['status']: 'failed' };`,
+    'a cast': `const made = { status: 'completed' } as Task;\nvoid made;`,
+    'a task replaced whole': `declare const other: Task;\nplan.tasks[i] = other;`,
+  };
+  /** What is not a status write: reading one, another object's status, a task recorded without one. */
+  const NOT_WRITES: Record<string, string> = {
+    'a read': `const s = task.status;\nvoid s;`,
+    "another object's status": `const run = { status: 'done', subject: 1 };\nrun.status = 'failed';`,
+    'a copy without a status': `const copy = { ...task, result: 'done' };\nvoid copy;`,
+    'a status of something else': `declare const probe: { status: string; checks: number[] };\nObject.assign(probe, { status: 'ok' });`,
+  };
+  const snippetPath = (name: string) => join(ROOT, 'test/core/status-write-snippets', `${name.replace(/\W+/g, '-')}.ts`);
+  const snippets = new Map([...Object.entries(WRITES), ...Object.entries(NOT_WRITES)].map(([name, body]) => [snippetPath(name), `${task}${body}\n`]));
+  const options = programOf([]).getCompilerOptions();
+  const host = ts.createCompilerHost(options);
+  const real = { getSourceFile: host.getSourceFile, fileExists: host.fileExists, readFile: host.readFile };
+  host.getSourceFile = (name, language, ...rest) => (snippets.has(name) ? ts.createSourceFile(name, snippets.get(name)!, language) : real.getSourceFile(name, language, ...rest));
+  host.fileExists = (name) => snippets.has(name) || real.fileExists(name);
+  host.readFile = (name) => snippets.get(name) ?? real.readFile(name);
+  const program = programOf([...snippets.keys()], host);
+
+  it('the snippets are well-typed: what it finds is not an artefact of an error', () => {
+    const errors = ts.getPreEmitDiagnostics(program).filter((d) => d.file !== undefined && snippets.has(d.file.fileName));
+    expect(errors.map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))).toEqual([]);
+  });
+
+  it.each(Object.keys(WRITES))('finds a status given by %s', (name) => {
+    expect(statusWrites(program, [snippetPath(name)]).length, snippets.get(snippetPath(name))).toBeGreaterThan(0);
+  });
+
+  it.each(Object.keys(NOT_WRITES))('finds nothing in %s', (name) => {
+    expect(statusWrites(program, [snippetPath(name)])).toEqual([]);
   });
 });

@@ -137,6 +137,9 @@ describe('the merge queue', () => {
     expect(refused.stderr).toContain('--no-gate');
     expect(refused.stderr).toMatch(/bye x/);
     expect(await fakeEvents(journal)).toEqual([]);
+    // The journal ends the run as the in-session steps do (test/skills/lead-gate.test.ts): refused, exit 2.
+    const finished = (await runEvents(repo)).filter((e) => e.type === 'run-finished');
+    expect(finished).toEqual([expect.objectContaining({ reason: 'failures', exitCode: 2, message: expect.stringMatching(/^the gate `node --test` already fails on the starting commit, before any task ran, so it would blame every task; nothing was started\./) })]);
     expect(existsSync(join(repo.dir, '.design/worker-0.log'))).toBe(false);
     expect((await repo.git(['rev-parse', 'HEAD'])).trim()).toBe(startHead);
 

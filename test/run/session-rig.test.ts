@@ -1,14 +1,25 @@
 // The in-session steps in the test process (SessionRig): the test plays the lead — `setup`,
-// `next`, `finalize` with each subagent's final text, `commit` — with the session file, git and
-// the gate process replaced by fakes. The same events and carrier as the plan tool's steps, so
-// what the step function decides for a session is checked here in milliseconds; the real-git
-// side of the steps stays with test/skills/lead-*.test.ts.
+// `next`, `finalize` with each subagent's final text, `commit` — and run/lead.ts's own steps run,
+// with their I/O (the repository, the subagents' worktrees, the gate process, the journal, the
+// clock) replaced by fakes. What a session's steps decide is checked here in milliseconds; the
+// real-git side of the steps stays with test/skills/lead-*.test.ts. Each output is checked
+// against its schema, as the plan tool prints it.
 
+import { readFile, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { statusOf } from '../../src/core/plan.ts';
 import { noFindings } from '../../src/core/transition.ts';
 import { SessionRig, gitFailure } from '../support/engine-rig.ts';
-import { fakeTask, makePlan } from '../support/plans.ts';
+import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
+import { expectSchema } from '../skills/support.ts';
+
+/** A step's output as the plan tool prints it, checked against schemas/<step>.schema.json. */
+async function printed<T>(step: string, output: T): Promise<any> {
+  const json = JSON.parse(JSON.stringify(output));
+  await expectSchema(step, json);
+  return json;
+}
 
 const task = (marker: string, spec: Parameters<typeof fakeTask>[1] = {}) => fakeTask(marker, { create: [`${marker}.txt`], ...spec });
 const statuses = (rig: SessionRig) => rig.state.plan.tasks.map((t) => statusOf(t));
@@ -154,5 +165,95 @@ describe('the in-session steps, in process', () => {
     expect(statuses(rig)).toEqual(['blocked', 'skipped', 'pending', 'pending']);
     expect(rig.events.filter((e) => e.type === 'task-skipped').map((e) => e.type === 'task-skipped' && [e.task, e.rootCause])).toEqual([[1, 0]]);
     expect(await rig.next()).toEqual([2, 3]);
+  });
+});
+
+describe('the end of an in-session run, as the step function says it', () => {
+  it('a red baseline: nothing is handed out, and the journal ends the run refused (exit 2), in the words a headless run has', async () => {
+    const rig = new SessionRig(makePlan([task('A')]), { gate: () => true, baseline: false });
+    const set = await printed('setup', await rig.setup());
+    expect(set.gate).toMatchObject({ baseline: 'failed', runs: [{ tasks: [], passed: false }], output: 'FAIL: the starting commit' });
+    expect(rig.gated).toEqual([[]]);
+    expect(await printed('next', await rig.nextStep())).toMatchObject({ tasks: [], stall: 'gate' });
+    expect(rig.finished).toMatchObject({ reason: 'failures', exitCode: 2, message: expect.stringMatching(/^the gate `npm test` already fails on the starting commit, before any task ran/) });
+    // `commit` refuses it again, and the run is not ended twice.
+    const commit = await rig.commit();
+    expect(!commit.ok && commit.error).toMatchObject({ kind: 'baseline-failed', output: 'FAIL: the starting commit' });
+    expect(rig.events.filter((e) => e.type === 'run-finished')).toHaveLength(1);
+  });
+
+  it('a new setup ends the run an earlier session left under way, at its last step, as the step function words it', async () => {
+    const rig = new SessionRig(makePlan([task('A'), task('B')]), { concurrency: 1 });
+    await rig.setup();
+    await rig.next();
+    const lastStep = rig.events.at(-1)!.at;
+    // The session ends here, its subagent still out; another begins.
+    rig.subagents.clear();
+    await rig.setup({ ...noFindings(), interrupted: [0] });
+    const runs = rig.events.filter((e) => e.type === 'run-finished');
+    expect(runs).toEqual([expect.objectContaining({ reason: 'interrupted', exitCode: 130, message: expect.stringContaining(`the session ended before this run finished (its last step was at ${lastStep}); a new \`plan setup\` started another`) })]);
+    expect(runs[0]!.runId).not.toBe(rig.events.at(-1)!.runId);
+    expect(statuses(rig)).toEqual(['pending', 'pending']);
+    expect(await rig.next()).toEqual([0]);
+  });
+});
+
+// Moved from test/skills/lead-steps.test.ts, with their assertions: they need the steps and the
+// step function, not git.
+describe('the /execute steps, in process', () => {
+  it('next writes full worker prompts and marks the tasks in progress; overlapping ready tasks wait', async () => {
+    const plan = makePlan([
+      fakeTask('A', { modify: ['shared.txt'], fake: { append: { 'shared.txt': 'A\n' } } }),
+      fakeTask('B', { modify: ['shared.txt'], fake: { append: { 'shared.txt': 'B\n' } } }),
+      fakeTask('C', { create: ['c.txt'], blockedBy: [0], prompt: 'Build on A.\nDependency results will appear here when the task starts.\nThen stop.' }),
+    ]);
+    const rig = new SessionRig(plan);
+    await printed('setup', await rig.setup());
+    const next = await printed('next', await rig.nextStep());
+    expect(next.tasks).toHaveLength(1);
+    const [first] = next.tasks;
+    expect(next.waiting).toEqual([{ index: 1 - first.index, subject: expect.any(String), overlapsWith: [first.index] }]);
+    expect(next.queued).toBe(1);
+    expect(next).toMatchObject({ round: 1, stall: 'none', inProgress: [] });
+    const prompt = await readFile(first.promptFile, 'utf8');
+    expect(prompt).toContain(`TASK-MARKER: ${first.index === 0 ? 'A' : 'B'}`);
+    expect(prompt).toContain('COMPLETED: <one-line summary');
+    expect(prompt).toContain('Do not stage, commit');
+    expect((await readPlan(rig.planPath)).tasks[first.index]!.status).toBe('in_progress');
+
+    // Called again before finalizing: nothing new may start beside the running task.
+    const again = await printed('next', await rig.nextStep());
+    expect(again).toMatchObject({ tasks: [], stall: 'running', inProgress: [first.index], round: 1 });
+  });
+
+  it('cascades a failure to the dependants and trips the circuit breaker', async () => {
+    const plan = makePlan([
+      fakeTask('A', { create: ['a.txt'] }),
+      fakeTask('B', { create: ['b.txt'], blockedBy: [0] }),
+      fakeTask('C', { create: ['c.txt'], blockedBy: [1] }),
+      fakeTask('D', { create: ['d.txt'] }),
+      fakeTask('E', { create: ['e.txt'], blockedBy: [3] }),
+    ]);
+    const rig = new SessionRig(plan, { maxAttempts: 1, concurrency: 1 });
+    await rig.setup();
+    const next = await printed('next', await rig.nextStep());
+    expect(next.tasks.map((t: { index: number }) => t.index)).toEqual([0]); // the longest chain first
+    expect(next).toMatchObject({ waiting: [], queued: 1 }); // task D: no free slot
+    const fin = await printed('finalize', await rig.finalize([[0, 'FAILED: the API is gone']]));
+    expect(fin.results[0]).toMatchObject({ outcome: 'failed', reason: 'the worker reported FAILED: the API is gone' });
+    expect(fin.skipped).toEqual([
+      { index: 1, subject: 'task B', rootCause: 0 },
+      { index: 2, subject: 'task C', rootCause: 0 },
+    ]);
+    expect(fin.breaker).toEqual({ trip: true, totalTasks: 5, pendingCount: 4, wouldBeSkipped: 2 });
+    expect(fin.summary).toContain('circuit breaker tripped');
+  });
+
+  it('setup on a plan whose tasks are all completed archives it and says there is nothing to do', async () => {
+    const plan = makePlan([{ ...fakeTask('A', { create: ['a.txt'] }), status: 'completed', result: 'done', attempts: 1 }]);
+    const rig = new SessionRig(plan);
+    const s = await printed('setup', await rig.setup());
+    expect(s).toMatchObject({ nothingToDo: true, pending: 0, archived: expect.stringContaining('.design/history/') });
+    expect((await readdir(join(rig.dir, '.design/history'))).filter((f) => f.endsWith('-plan.json'))).toHaveLength(1);
   });
 });

@@ -13,7 +13,7 @@ import { decide } from '../../src/core/finalize.ts';
 import { culpritDecision, gateFinishedEvent } from '../../src/core/gate.ts';
 import { type Plan, clonePlan, statusOf } from '../../src/core/plan.ts';
 import { applySetupFindings } from '../../src/core/transition.ts';
-import { describeSetupRun } from '../../src/cli/execute.ts';
+import { describeSetupRun } from '../../src/run/headless.ts';
 import { Isolation, type IsolationOptions, type WorktreeSetup } from '../../src/run/isolation.ts';
 import { gateStatePathFor, serveGate } from '../../src/run/lead-gate.ts';
 import { setupRun } from '../../src/run/setup.ts';

@@ -65,31 +65,6 @@ describe('the /execute steps played by a model-free lead', () => {
     expect(log.filter((l) => l.startsWith('Foreman-Tasks:'))).toHaveLength(t.rounds.filter((x) => x.commit.commit).length);
   });
 
-  it('next writes full worker prompts and marks the tasks in progress; overlapping ready tasks wait', async () => {
-    const plan = makePlan([
-      fakeTask('A', { modify: ['shared.txt'], fake: { append: { 'shared.txt': 'A\n' } } }),
-      fakeTask('B', { modify: ['shared.txt'], fake: { append: { 'shared.txt': 'B\n' } } }),
-      fakeTask('C', { create: ['c.txt'], blockedBy: [0], prompt: 'Build on A.\nDependency results will appear here when the task starts.\nThen stop.' }),
-    ]);
-    const { repo, planPath } = await repoWith(plan, { 'shared.txt': 'x\n' });
-    expect((await checkedStep(step, repo.dir, ['setup'])).code).toBe(0);
-    const next = await checkedStep(step, repo.dir, ['next']);
-    expect(next.json.tasks).toHaveLength(1);
-    const [first] = next.json.tasks;
-    expect(next.json.waiting).toEqual([{ index: 1 - first.index, subject: expect.any(String), overlapsWith: [first.index] }]);
-    expect(next.json.queued).toBe(1);
-    expect(next.json).toMatchObject({ round: 1, stall: 'none', inProgress: [] });
-    const prompt = await readFile(first.promptFile, 'utf8');
-    expect(prompt).toContain(`TASK-MARKER: ${first.index === 0 ? 'A' : 'B'}`);
-    expect(prompt).toContain('COMPLETED: <one-line summary');
-    expect(prompt).toContain('Do not stage, commit');
-    expect((await readPlan(planPath)).tasks[first.index]!.status).toBe('in_progress');
-
-    // Called again before finalizing: nothing new may start beside the running task.
-    const again = await checkedStep(step, repo.dir, ['next']);
-    expect(again.json).toMatchObject({ tasks: [], stall: 'running', inProgress: [first.index], round: 1 });
-  });
-
   it('finalize verifies in the subagent\'s worktree and removes it; a failed attempt never reaches the tree; the next prompt carries the retry and the fallback', async () => {
     const plan = makePlan([
       fakeTask('A', {
@@ -139,30 +114,6 @@ describe('the /execute steps played by a model-free lead', () => {
     expect(fin.json.results[1].reason).toContain('without a COMPLETED/FAILED/BLOCKED line');
     const next = await checkedStep(step, repo.dir, ['next']);
     expect(next.json.stall).toBe('done');
-  });
-
-  it('cascades a failure to the dependants and trips the circuit breaker', async () => {
-    const plan = makePlan([
-      fakeTask('A', { create: ['a.txt'] }),
-      fakeTask('B', { create: ['b.txt'], blockedBy: [0] }),
-      fakeTask('C', { create: ['c.txt'], blockedBy: [1] }),
-      fakeTask('D', { create: ['d.txt'] }),
-      fakeTask('E', { create: ['e.txt'], blockedBy: [3] }),
-    ]);
-    const { repo } = await repoWith(plan);
-    await checkedStep(step, repo.dir, ['setup', '--max-attempts', '1', '--concurrency', '1']);
-    const next = await checkedStep(step, repo.dir, ['next']);
-    expect(next.json.tasks.map((t: { index: number }) => t.index)).toEqual([0]); // the longest chain first
-    expect(next.json).toMatchObject({ waiting: [], queued: 1 }); // task D: no free slot
-    await writeFile(join(repo.dir, 'r.json'), JSON.stringify([{ task: 0, output: 'FAILED: the API is gone' }]));
-    const fin = await checkedStep(step, repo.dir, ['finalize', '--results', 'r.json']);
-    expect(fin.json.results[0]).toMatchObject({ outcome: 'failed', reason: 'the worker reported FAILED: the API is gone' });
-    expect(fin.json.skipped).toEqual([
-      { index: 1, subject: 'task B', rootCause: 0 },
-      { index: 2, subject: 'task C', rootCause: 0 },
-    ]);
-    expect(fin.json.breaker).toEqual({ trip: true, totalTasks: 5, pendingCount: 4, wouldBeSkipped: 2 });
-    expect(fin.json.summary).toContain('circuit breaker tripped');
   });
 
   it('a blocked report blocks the task and skips what depends on it; awaiting approval stalls the run', async () => {
@@ -281,13 +232,6 @@ describe('the /execute steps played by a model-free lead', () => {
     expect(invalid).toMatchObject({ code: 2, json: { error: { kind: 'invalid-plan', details: [expect.stringContaining('task 4 does not exist')] } } });
   });
 
-  it('setup on a plan whose tasks are all completed archives it and says there is nothing to do', async () => {
-    const plan = makePlan([{ ...fakeTask('A', { create: ['a.txt'] }), status: 'completed', result: 'done', attempts: 1 }]);
-    const { repo } = await repoWith(plan, { 'README.md': 'x\n', 'a.txt': 'a\n' });
-    const s = await checkedStep(step, repo.dir, ['setup']);
-    expect(s.json).toMatchObject({ nothingToDo: true, pending: 0, archived: expect.stringContaining('.design/history/') });
-    expect(await archives(repo.dir)).toHaveLength(1);
-  });
 });
 
 describe('plan.ts summary and archive', () => {

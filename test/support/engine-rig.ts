@@ -1,22 +1,31 @@
 // Rigs that run the engine inside the test process. `EngineRig`, the headless engine: fake
 // worktrees, fake workers the test releases one at a time, fake verification and record stages,
 // and a fake clock; a step of the engine is waited for by letting pending I/O callbacks run.
-// `SessionRig`, the in-session steps: the test plays the lead and its subagents. Nothing is
-// spawned and nothing sleeps.
+// `SessionRig`, the in-session steps themselves (run/lead.ts) with fake I/O: the test plays the
+// lead and its subagents. Nothing is spawned and nothing sleeps.
 
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { onTestFinished } from 'vitest';
+import { Git } from '../../src/adapters/git/repository.ts';
+import { serializePlan } from '../../src/adapters/plan-store.ts';
 import type { GitFailure } from '../../src/core/git-text.ts';
 import type { WorkerRequest } from '../../src/adapters/worker.ts';
-import type { RunEventBody } from '../../src/core/events.ts';
+import type { RunEvent, RunEventBody } from '../../src/core/events.ts';
 import { type Result, type WorkerFailure, type WorkerRun, err, ok } from '../../src/core/failure.ts';
 import type { Verification } from '../../src/core/finalize.ts';
-import { type Plan, type UsageFigure, emptyUsage } from '../../src/core/plan.ts';
+import { type Plan, type UsageFigure, emptyUsage, statusOf } from '../../src/core/plan.ts';
 import { parseStatusLine } from '../../src/core/prompt.ts';
 import { type Clock, type EngineResult, type GateRun, type RecordRequest, engineConfig, runEngine } from '../../src/run/engine.ts';
-import { type EngineEffect, type EngineEvent, type EngineState, type EngineStop, initialState, step } from '../../src/core/engine-step.ts';
+import { initialState } from '../../src/core/engine-step.ts';
+import { depsOf, depths } from '../../src/core/graph.ts';
 import { type SetupFindings, noFindings } from '../../src/core/transition.ts';
 import { DEFAULTS, type RunSettings } from '../../src/run/settings.ts';
-import { sessionConfig } from '../../src/run/session.ts';
-import { StepRun, commitEvents, finalizeEvent, gateOpenedEvents, gateVerdictEvents, landedEvents, nextEvents, post, setUpEvent, setupEvents } from '../../src/run/session-driver.ts';
+import { type CommitProblem, type CommitStepOutput, type FinalizeOutput, type LeadContext, type NextOutput, type SetupOutput, type SetupSettings, leadCommit, leadFinalize, leadNext, leadSetup } from '../../src/run/lead.ts';
+import type { GateState } from '../../src/run/lead-gate.ts';
+import type { LeadIo, LeadIsolation } from '../../src/run/lead-io.ts';
+import { sessionPathFor } from '../../src/run/session.ts';
 
 export const PASSED: Verification = { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [] };
 
@@ -231,120 +240,221 @@ export interface SessionRigOptions {
   /** A gate with this verdict on candidates stacked on what was integrated (default: no gate). */
   gate?: (tasks: readonly number[], integrated: readonly number[]) => boolean;
   gateBatch?: number;
+  /** The gate's verdict on the starting commit (default: it passes). */
+  baseline?: boolean;
   /** What verification finds for a task's subagent worktree (default: it passes). */
   verify?: (task: number) => Verification;
   /** The lane's record (default: a commit named after the round). */
   record?: (tasks: readonly number[], round: number) => Result<string | null, GitFailure>;
 }
 
+/** A commit id of the rig's fake repository. */
+const commitId = (n: number): string => n.toString(16).padStart(40, '0');
+
 /**
- * The plan tool's in-session steps (`setup`, `next`, `finalize`, `commit`) as run/lead.ts posts
- * them to the step function — the same events (run/session-driver.ts) and the same carrier — with
- * the session file, git and the gate process replaced by fakes: the test plays the lead and its
- * subagents, one step at a time. Landing on the person's branch succeeds unless `blockLanding`.
+ * The plan tool's in-session steps — run/lead.ts's `leadSetup`, `leadNext`, `leadFinalize` and
+ * `leadCommit` themselves — with their I/O (run/lead-io.ts) replaced by fakes: the repository
+ * (what setup finds, the integration ref, HEAD, landing), the subagents' worktrees and their
+ * verification, the gate process (its verdicts are there as soon as it starts), the journal and
+ * the clock. The plan, the session file and the prompts are files in a scratch directory. The
+ * test plays the lead and its subagents, one step at a time; landing on the person's branch
+ * succeeds unless `blockLanding`.
  */
 export class SessionRig {
-  state: EngineState;
-  readonly events: RunEventBody[] = [];
-  readonly saves: Plan[] = [];
+  readonly dir: string;
+  readonly planPath: string;
+  /** The run's journal. */
+  readonly events: RunEvent[] = [];
   /** Tasks handed out by each `next`, in order. */
   readonly handedOut: number[][] = [];
   /** Tasks handed out and not reported on yet, with their attempt. */
   readonly subagents = new Map<number, number>();
-  readonly recorded: Array<Omit<Extract<EngineEffect, { type: 'record' }>, 'type'>> = [];
+  readonly recorded: RecordRequest[] = [];
   readonly integrated: number[] = [];
-  /** The candidates of every gate run, in order. */
+  /** The candidates of every gate run (none: the starting commit), in order. */
   readonly gated: number[][] = [];
   /** Integrated work not on the person's branch yet. */
   readonly unlanded = new Set<number>();
   blockLanding = false;
-  finished: (EngineStop & { usage: UsageFigure }) | null = null;
-  private time = 0;
-  private readonly pendingGates: number[][] = [];
+  /** Where a step moved the finished plan, or null. */
+  archived: string | null = null;
+  private time = Date.parse('2026-01-01T00:00:00.000Z');
+  private commits = 1;
+  private tip = commitId(1);
+  private head = commitId(1);
+  private gateRun: GateState | null = null;
+  private findings: SetupFindings = noFindings();
 
   constructor(
     plan: Plan,
     private readonly options: SessionRigOptions = {},
   ) {
-    const gate = options.gate === undefined ? null : { command: 'npm test', batchSize: options.gateBatch ?? DEFAULTS.gateBatch, timeoutMs: DEFAULTS.checkTimeoutMs };
-    this.state = initialState(plan, sessionConfig({ concurrency: options.concurrency ?? DEFAULTS.concurrency, maxAttempts: options.maxAttempts ?? DEFAULTS.maxAttempts, gate: { config: gate, baseline: 'none', current: null } }, '/nowhere/.design/plan.json'), 0);
+    this.dir = mkdtempSync(join(tmpdir(), 'foreman-session-rig-'));
+    onTestFinished(() => rmSync(this.dir, { recursive: true, force: true }));
+    this.planPath = join(this.dir, '.design/plan.json');
+    mkdirSync(dirname(this.planPath), { recursive: true });
+    writeFileSync(this.planPath, serializePlan(plan));
   }
 
-  private readonly now = () => ++this.time;
+  /** The plan as the steps left it (once archived, as it went to history). */
+  get plan(): Plan {
+    return JSON.parse(readFileSync(this.archived ?? this.planPath, 'utf8')) as Plan;
+  }
 
-  private run(): StepRun {
-    return new StepRun(
-      {
-        save: async (plan) => {
-          this.saves.push(plan);
-        },
-        startWorker: async (effect) => {
-          this.subagents.set(effect.task, effect.attempt);
-          this.handedOut.at(-1)?.push(effect.task);
-        },
-        verify: async (task) => this.options.verify?.(task) ?? PASSED,
-        release: async () => [],
-        record: async (_state, request) => {
-          this.recorded.push(request);
-          const recorded = this.options.record?.(request.tasks, request.round) ?? ok(`commit-${request.round}`);
-          if (recorded.ok) {
-            for (const item of request.integrate) {
-              this.integrated.push(item.task);
-              this.unlanded.add(item.task);
-            }
-          }
-          return recorded;
-        },
-        gate: async (tasks) => {
-          this.gated.push([...tasks]);
-          this.pendingGates.push([...tasks]);
-        },
+  /** The plan, and the run's usage as the session file keeps it (once archived, as the run's end said it). */
+  get state(): { plan: Plan; usage: UsageFigure } {
+    const session = this.archived === null ? (JSON.parse(readFileSync(sessionPathFor(this.planPath), 'utf8')) as { engine: { usage: UsageFigure } }) : null;
+    return { plan: this.plan, usage: session?.engine.usage ?? this.finished!.usage };
+  }
+
+  /** How the run ended, as the journal says, or null while it goes on. */
+  get finished(): Extract<RunEvent, { type: 'run-finished' }> | null {
+    return this.events.findLast((e): e is Extract<RunEvent, { type: 'run-finished' }> => e.type === 'run-finished') ?? null;
+  }
+
+  /** The plan's integration ref: its tip moves with each integration, and lands on HEAD unless `blockLanding`. */
+  private readonly isolation: LeadIsolation = this.fakeIsolation();
+
+  private fakeIsolation(): LeadIsolation {
+    const rig = this;
+    return {
+      repo: '/nowhere',
+      planId: 'rig',
+      ref: 'refs/foreman/rig',
+      get tip() {
+        return rig.tip;
       },
-      this.now,
-    );
+      followHead: async () => undefined,
+      record: async (_plan, request) => {
+        rig.recorded.push(request);
+        const recorded = rig.options.record?.(request.tasks, request.round) ?? ok(`commit-${request.round}`);
+        if (recorded.ok && request.integrate.length > 0) {
+          for (const item of request.integrate) {
+            rig.integrated.push(item.task);
+            rig.unlanded.add(item.task);
+          }
+          rig.tip = commitId(++rig.commits);
+        }
+        return recorded;
+      },
+      land: async () => {
+        if (rig.blockLanding) return err({ kind: 'local-changes', paths: [{ path: 'notes.txt', why: 'modified' }] });
+        const paths = [...rig.unlanded].map((task) => `task-${task}.txt`);
+        const from = rig.head;
+        rig.unlanded.clear();
+        rig.head = rig.tip;
+        return ok({ from, to: rig.tip, paths, upToDate: paths.length === 0 });
+      },
+      removeWorktrees: async () => undefined,
+      removeRefs: async () => undefined,
+      verify: async (_plan, task) => rig.options.verify?.(task) ?? PASSED,
+    };
   }
 
-  private async drive(events: EngineEvent[]): Promise<StepRun> {
-    const run = this.run();
-    this.state = await post(this.state, events, run);
-    this.events.push(...run.events);
-    this.finished ??= run.finished;
-    return run;
+  private readonly io: LeadIo = {
+    now: () => (this.time += 1),
+    sleep: async () => undefined,
+    journal: {
+      append: (events) => void this.events.push(...events),
+      lastSeen: async (runId) => {
+        const last = this.events.filter((e) => e.runId === runId).reduce((latest, e) => Math.max(latest, Date.parse(e.at)), 0);
+        return last > 0 ? last : null;
+      },
+    },
+    repository: {
+      setUp: async (plan) => {
+        const findings = this.findings;
+        return ok({
+          goal: plan.goal,
+          taskCount: plan.tasks.length,
+          maxDepth: Math.max(...depths(depsOf(plan.tasks))),
+          resumed: plan.tasks.some((t) => statusOf(t) !== 'pending'),
+          findings,
+          recovered: findings.recovered.map((r) => r.task),
+          reset: findings.interrupted,
+          reverted: findings.reverted.map((r) => r.task),
+          approved: { tasks: [], commit: null },
+          assumptions: [],
+          blocked: findings.blocked.map((b) => b.task),
+          notices: [],
+          isolation: this.isolation,
+          held: [],
+        });
+      },
+      open: async () => ok(this.isolation),
+      head: async () => this.head,
+      branch: async () => 'main',
+      unlanded: async () => [...this.unlanded],
+    },
+    subagents: { find: async (worktree) => ok(worktree), remove: async () => null },
+    gate: {
+      launch: async (_launch, run) => {
+        this.gated.push([...run.tasks]);
+        const passed = run.tasks.length === 0 ? (this.options.baseline ?? true) : this.options.gate!(run.tasks, this.integrated);
+        const output = passed ? '' : `FAIL: ${run.tasks.length === 0 ? 'the starting commit' : `tasks ${run.tasks.join(', ')}`}`;
+        this.gateRun = { id: run.id, state: 'finished', pid: 0, tasks: [...run.tasks], passed, stale: false, output, durationMs: 1 };
+        return ok(undefined);
+      },
+      read: async () => this.gateRun,
+      alive: () => false,
+      end: async () => {
+        this.gateRun = null;
+        return [];
+      },
+    },
+    handOut: { publish: async () => undefined, withdraw: async () => undefined, removeStale: async () => undefined },
+    sandbox: async () => ({ mode: 'off', sandboxed: false, unavailable: null }),
+  };
+
+  /** A step's context: the plan as the file has it now, and the rig's I/O. */
+  private context(): { plan: Plan; ctx: LeadContext } {
+    const text = readFileSync(this.planPath, 'utf8');
+    return { plan: JSON.parse(text) as Plan, ctx: { repo: this.dir, planPath: this.planPath, git: new Git(this.dir), env: {}, planText: text, io: this.io } };
   }
 
-  /** `setup`: what it found, then integrate what an earlier session verified; the gate's baseline passes. */
-  async setup(findings: SetupFindings = noFindings()): Promise<void> {
-    const setUp = step(this.state, setUpEvent(findings, this.now()));
-    this.state = setUp.state;
-    for (const effect of setUp.effects) if (effect.type === 'emit') this.events.push(effect.event);
-    await this.drive(setupEvents([...this.unlanded], this.now()));
-    if (this.options.gate !== undefined) await this.drive(gateOpenedEvents(this.now()));
+  /** `setup`, finding `findings` in the repository: then what an earlier session verified integrates, and the gate runs on the starting commit. */
+  async setup(findings: SetupFindings = noFindings()): Promise<SetupOutput> {
+    this.findings = findings;
+    const { plan, ctx } = this.context();
+    const gate = this.options.gate === undefined ? { noGate: true } : { gate: 'npm test', gateBatch: this.options.gateBatch ?? DEFAULTS.gateBatch };
+    const settings: SetupSettings = { concurrency: this.options.concurrency ?? DEFAULTS.concurrency, maxAttempts: this.options.maxAttempts ?? DEFAULTS.maxAttempts, sandbox: await this.io.sandbox(), ...gate };
+    const set = await leadSetup(plan, ctx, settings);
+    if (!set.ok) throw new Error(`setup refused: ${set.error.kind}`);
+    this.archived = set.value.archived;
+    return set.value;
+  }
+
+  /** `next`: what it answered. */
+  async nextStep(concurrency?: number): Promise<NextOutput> {
+    const { plan, ctx } = this.context();
+    const next = await leadNext(plan, ctx, concurrency !== undefined ? { concurrency } : {});
+    this.handedOut.push(next.tasks.map((t) => t.index));
+    for (const task of next.tasks) this.subagents.set(task.index, task.attempt);
+    return next;
   }
 
   /** `next`: the tasks handed out. */
   async next(concurrency?: number): Promise<number[]> {
-    this.handedOut.push([]);
-    await this.drive(nextEvents([...this.unlanded], concurrency, this.now()));
-    return this.handedOut.at(-1)!;
+    return (await this.nextStep(concurrency)).tasks.map((t) => t.index);
   }
 
   /** `finalize` with each subagent's final text. */
-  async finalize(results: ReadonlyArray<readonly [number, string]>): Promise<void> {
-    for (const [task, output] of results) {
+  async finalize(results: ReadonlyArray<readonly [number, string]>): Promise<FinalizeOutput> {
+    for (const [task] of results) {
       if (!this.subagents.delete(task)) throw new Error(`task ${task} was not handed out (out: ${[...this.subagents.keys()].join(', ') || 'none'})`);
-      await this.drive([finalizeEvent(task, output, 1, this.now())]);
     }
+    const { plan, ctx } = this.context();
+    const finalized = await leadFinalize(plan, ctx, results.map(([task, output]) => ({ task, output })));
+    if (!finalized.ok) throw new Error(`finalize refused: ${finalized.error.kind}`);
+    return finalized.value;
   }
 
-  /** `commit`: integrate (with a gate, run it on what it asks for until it asks for nothing), then land. */
-  async commit(): Promise<void> {
-    await this.drive(commitEvents(this.now()));
-    for (let stack = this.pendingGates.shift(); stack !== undefined; stack = this.pendingGates.shift()) {
-      const passed = this.options.gate!(stack, this.integrated);
-      await this.drive(gateVerdictEvents(stack, { passed, output: passed ? '' : `FAIL: tasks ${stack.join(', ')}`, durationMs: 1 }, this.now()));
-    }
-    if (!this.blockLanding) this.unlanded.clear();
-    await this.drive(landedEvents([...this.unlanded], this.now()));
+  /** `commit`: integrate (with a gate, its runs until it asks for none), then land. */
+  async commit(): Promise<Result<CommitStepOutput, CommitProblem>> {
+    const { plan, ctx } = this.context();
+    const committed = await leadCommit(plan, ctx);
+    if (committed.ok) this.archived = committed.value.archived;
+    return committed;
   }
 
   outcomes(): Array<[number, string]> {

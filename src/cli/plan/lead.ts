@@ -136,7 +136,7 @@ export function stepCommand(spec: StepSpec): Command {
           const { plan, text } = await loadStepPlan(planPath);
           // An edit between steps is used as it is (setup starts afresh anyway); the step says so.
           const edited = spec.name !== 'setup' && (await editedSinceLastStep(planPath, text)) ? describeEditBetweenSteps(plan) : null;
-          const output = await spec.step({ values, numbers, plan, io, ctx: { repo, planPath, git, env: io.env } }, prepared);
+          const output = await spec.step({ values, numbers, plan, io, ctx: { repo, planPath, git, env: io.env, planText: text } }, prepared);
           if (edited !== null) {
             const withNotices = output as { notices?: Array<{ level: string; message: string }> };
             withNotices.notices = [edited, ...(withNotices.notices ?? [])];

@@ -1,0 +1,274 @@
+// A headless run's life, from setup to its last event: what `execute` runs once it has parsed its
+// flags, taken the plan's lock and opened the journal. Workers and checks a killed run left behind
+// are stopped, the run is set up (run/setup.ts) and what setup found goes to the step function
+// (`set-up`), the probe checks the acceptance checks, then the engine (run/engine.ts) runs the
+// step function with real workers, git and checks until it says the run is over. Around it, the
+// lifecycle both paths share (run/lifecycle.ts): the run's start and end in the journal, landing
+// the integration tip before and after, finishing the plan. The CLI handles signals and prints.
+
+import { basename, dirname } from 'node:path';
+import type { Git } from '../adapters/git/repository.ts';
+import { gitProcessCount } from '../adapters/git/runner.ts';
+import { ownLayout } from '../adapters/layout.ts';
+import { ProcessRegistry, describeOrphans, killOrphans, recorded, registryPathFor } from '../adapters/orphans.ts';
+import { PlanKeeper, describeKeptEdit } from '../adapters/plan-store.ts';
+import { runWorker } from '../adapters/worker.ts';
+import { commandHint } from '../core/command-hint.ts';
+import { initialState, step } from '../core/engine-step.ts';
+import type { RunEventBody } from '../core/events.ts';
+import { type Result, assertNever, err, ok } from '../core/failure.ts';
+import { plural } from '../core/format.ts';
+import type { Plan, UsageFigure } from '../core/plan.ts';
+import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
+import { describeTimeLimitHit } from '../core/time-limit.ts';
+import { ensurePlanId } from './commit.ts';
+import { engineConfig, runEngine, systemClock } from './engine.ts';
+import { Isolation, type WorktreeSetup } from './isolation.ts';
+import { baselineRefusal, finishPlan, lander, noGateNotice, runFinishedEvent, runStartedEvent } from './lifecycle.ts';
+import { describeProbeProblem, runProbe, saveProbe } from './probe.ts';
+import { LIMIT_FLAGS, type RunSettings } from './settings.ts';
+import { type SetupProblem, setupRun } from './setup.ts';
+import { recordAttempts, verifyAttempt } from './stages.ts';
+
+/** A headless run's settings: the run's own, and what the CLI settled before it. */
+export interface HeadlessSettings extends RunSettings {
+  /** Probe the pending tasks' acceptance checks at setup. */
+  probe: boolean;
+  /** Refuse vacuous tasks instead of warning about them. */
+  strict: boolean;
+  probeTimeoutMs: number;
+  /** `--no-gate` was given (the notice of a run without a gate says so). */
+  noGate: boolean;
+}
+
+/** What the run is given: the repository, the signals, and where its events go. */
+export interface HeadlessContext {
+  /** The plan file's text as read: a person's edit while the run holds the plan is kept aside, never written over. */
+  planText: string;
+  git: Git;
+  env: NodeJS.ProcessEnv;
+  /** Checks, the setup command and workers' Bash run in the operating-system sandbox. */
+  sandboxed: boolean;
+  /** Ctrl-C: workers stop now, what is verified is recorded, the run ends. */
+  interrupt: AbortSignal;
+  /** SIGTERM (`plan drain`): nothing new starts; what runs finishes and lands. */
+  drain: AbortSignal;
+  /** A run event: journaled and shown. */
+  emit(event: RunEventBody): void;
+  /** A run event already shown: journaled only. */
+  record(event: RunEventBody): void;
+  /** Shows a line at once, before the run starts (null when nothing but events may be shown: --json). */
+  say: ((line: string) => void) | null;
+  /** This process's count of git processes when the run began: the run-finished event gives the run's own. */
+  gitProcessesBefore: number;
+}
+
+/** Why the run did not start: a live git process holds the index, setup refused, or the probe did (exit 2, its lines). */
+export type HeadlessRefusal = { kind: 'index-locked' } | { kind: 'setup'; problem: SetupProblem } | { kind: 'probe'; lines: string[] };
+
+/** How the run ended. */
+export interface HeadlessEnd {
+  plan: Plan;
+  usage: UsageFigure;
+  /** The run's last event: its exit code is the run's. */
+  finished: Extract<RunEventBody, { type: 'run-finished' }>;
+  /** The gate failed on the starting commit: why the run was refused, for the person; else null. */
+  refusal: string[] | null;
+}
+
+/** Run `plan` headless until the step function ends it (or refuse it before it starts). */
+export async function runHeadless(given: Plan, settings: HeadlessSettings, context: HeadlessContext): Promise<Result<HeadlessEnd, HeadlessRefusal>> {
+  let plan = given;
+  const { emit, git, env, sandboxed } = context;
+  const started = Date.now();
+  const layout = ownLayout();
+  // Workers and checks a killed run left behind are still editing files: stop them before anything else.
+  const registryPath = registryPathFor(settings.planPath);
+  const orphans = await killOrphans(registryPath);
+  if (orphans.length > 0) emit({ type: 'notice', level: 'warning', message: describeOrphans(orphans) });
+  const registry = new ProcessRegistry(registryPath);
+  const indexLock = await git.clearStaleIndexLock();
+  if (indexLock === 'removed') emit({ type: 'notice', level: 'warning', message: 'removed a stale .git/index.lock left by a git process that was killed' });
+
+  // Writes are chained so two never race on the temporary file. A person's edit to the plan file
+  // while the run holds it is kept aside, never written over (PlanKeeper), and the run says where.
+  const keeper = new PlanKeeper(settings.planPath, context.planText);
+  let saving: Promise<unknown> = Promise.resolve();
+  const write = (p: Plan): Promise<string | null> => {
+    const written = saving.then(() => keeper.save(p));
+    saving = written.catch(() => undefined);
+    return written;
+  };
+  const save = async (p: Plan) => {
+    const kept = await write(p);
+    if (kept !== null) emit({ type: 'notice', level: 'warning', message: describeKeptEdit(settings.planPath, kept, layout) });
+  };
+  try {
+    if (indexLock === 'held') return err({ kind: 'index-locked' });
+    const isolationOptions = {
+      repo: settings.repo,
+      planPath: settings.planPath,
+      env,
+      sandbox: sandboxed,
+      setupTimeoutMs: settings.checkTimeoutMs,
+      registry,
+      // Said, so a slow start or a re-install after a task changed the lock file is not a mystery.
+      onSetup: (run: WorktreeSetup) => emit({ type: 'notice', level: 'info', message: describeSetupRun(run) }),
+    };
+    const branch = await git.currentBranch();
+    // The plan's id names its refs and worktrees: written before anything is made under it, so a
+    // run killed at once leaves nothing a later run (with the same id) cannot find and clean up.
+    if (typeof plan.planId !== 'string' || plan.planId === '') {
+      ensurePlanId(plan);
+      await save(plan);
+    }
+    const setup = await setupRun(plan, {
+      repo: settings.repo,
+      planPath: settings.planPath,
+      git,
+      openIsolation: () => Isolation.open(plan, isolationOptions),
+      gated: settings.gate !== null,
+      checkTimeoutMs: settings.checkTimeoutMs,
+      signal: context.interrupt,
+      env,
+      registry,
+      sandbox: sandboxed,
+    });
+    if (!setup.ok) return err({ kind: 'setup', problem: setup.error });
+    const report = setup.value;
+    // What setup found is applied by the step function, as every later change of a task's state.
+    const setUp = step(initialState(plan, engineConfig(settings, dirname(settings.planPath)), Date.now(), report.held), { type: 'set-up', findings: report.findings, now: Date.now() });
+    plan = setUp.state.plan;
+    await save(plan);
+    // The probe runs before the run starts: a plan it refuses leaves no half-started run in the
+    // journal. Its first line is said at once (not with --json, whose output is events only);
+    // what it found is journaled once the run has started, the first line without saying it again.
+    const probeEvents: Array<{ event: RunEventBody; said: boolean }> = [];
+    if (settings.probe && !context.interrupt.aborted) {
+      const refused = await probeAtSetup(plan, settings, { events: probeEvents, say: context.say, registry, signal: context.interrupt, env, sandbox: sandboxed });
+      if (refused !== null) return err({ kind: 'probe', lines: refused });
+    }
+    if (settings.gate === null) emit({ type: 'notice', level: 'info', message: noGateNotice(settings.noGate) });
+    emit(runStartedEvent(plan, { planPath: settings.planPath, resumed: report.resumed, concurrency: settings.concurrency, schedule: settings.schedule, mode: 'headless' }));
+    for (const n of report.notices) emit({ type: 'notice', ...n });
+    for (const a of report.assumptions) emit({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output });
+    for (const effect of setUp.effects) if (effect.type === 'emit') emit(effect.event);
+    for (const { event, said } of probeEvents) {
+      if (said) context.record(event);
+      else emit(event);
+    }
+
+    const isolation = report.isolation;
+    const gateOptions = settings.gate === null ? null : { command: settings.gate.command, timeoutMs: settings.gate.timeoutMs, sandbox: sandboxed };
+    const stages = { isolation, checkTimeoutMs: settings.checkTimeoutMs, env, registry, sandbox: sandboxed };
+    const landing = lander(isolation, { branch: branch === null ? null : `refs/heads/${branch}`, commit: settings.commit, planPath: settings.planPath, layout });
+    // Integrated work an earlier run could not land (a crash, a blocked landing) lands first.
+    const before = await landing.land();
+    if (before !== null) emit(before);
+    // The step function asks for the gate on the starting commit first; interrupted already, its first event ends the run.
+    const result = await runEngine(
+      setUp.state,
+      settings,
+      {
+        prepare: (task, signal, stack) => isolation.prepare(task, signal, stack),
+        release: (task) => isolation.release(task),
+        runWorker: (request) =>
+          recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) => runWorker({ ...request, onSpawn, ...(sandboxed ? { sandbox: { allowedDomains: plan.context?.checkNetwork ?? [] } } : {}) })),
+        verify: (current, task, input) => verifyAttempt(stages, current, task, input),
+        gate: (current, request, signal) => (gateOptions === null ? Promise.resolve({ passed: true, output: '', durationMs: 0 }) : isolation.runGate(current, request, gateOptions, signal)),
+        record: async (current, request) => {
+          const recordedWork = await recordAttempts(stages, current, request);
+          if (recordedWork.ok && settings.land === 'continuous') {
+            const landed = await landing.land();
+            if (landed !== null && landed.level === 'warning') emit(landed);
+          }
+          return recordedWork;
+        },
+        save,
+        emit,
+        clock: systemClock,
+        env,
+      },
+      context.interrupt,
+      context.drain,
+    );
+    await saving;
+    plan = result.plan;
+
+    // Whatever stopped the run, what was integrated lands now (when nothing of the person's is in its way).
+    const after = await landing.land();
+    if (after !== null) emit(after);
+    const finishedPlan = await finishPlan(result, plan, isolation, { planPath: settings.planPath, landed: landing.landed, save: write });
+    if (finishedPlan.notice !== null) emit(finishedPlan.notice);
+    const finished = runFinishedEvent(
+      plan,
+      { ...result, durationMs: Date.now() - started },
+      { layout, planPath: settings.planPath, landing: { landed: landing.landed, advice: landing.advice() }, archived: finishedPlan.archived },
+    );
+    // The git processes this process started since the run began: the run's, one run at a time.
+    emit({ ...finished, gitProcesses: gitProcessCount() - context.gitProcessesBefore });
+    const refusal = result.baselineFailure === undefined ? null : baselineRefusal(settings.gate?.command ?? '', isolation.tip, result.baselineFailure.output);
+    return ok({ plan, usage: result.usage, finished, refusal });
+  } finally {
+    await saving.catch(() => undefined);
+    await registry.clear();
+  }
+}
+
+/**
+ * The probe before any attempt: broken checks refuse the run (their lines, exit 2), vacuous tasks
+ * are warned about (refused with --strict). Its events are kept for the journal once the run has
+ * started; the first is said at once (`say`). Returns the refusal, or null.
+ */
+async function probeAtSetup(
+  plan: Plan,
+  settings: HeadlessSettings,
+  context: { events: Array<{ event: RunEventBody; said: boolean }>; say: ((line: string) => void) | null; registry: ProcessRegistry; signal: AbortSignal; env: NodeJS.ProcessEnv; sandbox: boolean },
+): Promise<string[] | null> {
+  const emit = (event: RunEventBody) => context.events.push({ event, said: false });
+  const checks = probedTasks(plan).reduce((n, i) => n + (plan.tasks[i]!.agent?.acceptanceCriteria?.length ?? 0), 0);
+  if (checks === 0) return null;
+  const setupCommand = plan.context?.setupCommand;
+  const probing = `probing ${plural(checks, 'acceptance check')} of the pending tasks in a checkout of HEAD${setupCommand ? ` prepared with \`${setupCommand}\`` : ' (the plan has no context.setupCommand: nothing is installed there)'} (--no-probe skips this)`;
+  context.say?.(`foreman: ${probing}`);
+  context.events.push({ event: { type: 'notice', level: 'info', message: probing }, said: context.say !== null });
+  const probed = await runProbe(plan, { repo: settings.repo, checkTimeoutMs: settings.checkTimeoutMs, timeoutMs: settings.probeTimeoutMs, timeoutFlag: LIMIT_FLAGS.probe, env: context.env, signal: context.signal, registry: context.registry, sandbox: context.sandbox });
+  if (!probed.ok) {
+    emit({ type: 'notice', level: 'warning', message: `the probe could not run: ${describeProbeProblem(probed.error)}` });
+    return null;
+  }
+  const report = probed.value;
+  if (context.signal.aborted) return null;
+  await saveProbe(settings.planPath, report);
+  const { problems, information } = probeFindings(report);
+  emit({ type: 'notice', level: report.verdict === 'ok' ? 'info' : 'warning', message: probeHeadline(report) });
+  for (const line of information) emit({ type: 'notice', level: 'info', message: `probe: ${line}` });
+  const hint = setupCommand ? '' : ' If a check needs installed dependencies, set context.setupCommand (e.g. `npm ci`) in the plan.';
+  switch (report.verdict) {
+    case 'setup-failed':
+      return [`the plan's setup command \`${setupCommand ?? ''}\` fails in a fresh checkout of HEAD, so its checks cannot be probed: ${problems.join('; ')}. Fix it, or run with --no-probe.`];
+    case 'problems': {
+      const broken = report.tasks.flatMap((t) => t.checks.filter((c) => c.outcome === 'broken').map((c) => `  task ${t.index}: \`${c.check}\`: ${c.reason ?? 'cannot run'}`));
+      if (broken.length > 0) {
+        return [`${plural(broken.length, 'acceptance check')} cannot run, so every attempt of ${broken.length === 1 ? 'its task' : 'their tasks'} would fail; nothing was started. Fix the plan (\`${commandHint('plan', 'probe', ownLayout())}\` shows the details), or run with --no-probe.${hint}`, ...broken];
+      }
+      const vacuous = report.tasks.filter((t) => t.verdict === 'vacuous');
+      const lines = vacuous.map((t) => `task ${t.index} (${t.subject}): every acceptance check passes before the work is done, so they prove nothing about it`);
+      if (settings.strict) return [`${plural(vacuous.length, 'vacuous task')} refused (--strict); give each a check that fails until its work is done:`, ...lines.map((l) => `  ${l}`)];
+      for (const line of lines) emit({ type: 'notice', level: 'warning', message: `${line} (--strict refuses this)` });
+      return null;
+    }
+    case 'ok':
+      return null;
+    default:
+      return assertNever(report.verdict, 'probe verdict');
+  }
+}
+
+/** A run of the setup command in a worktree: `set up the worktree slot-0 with \`npm ci\` (2.1 s)`. */
+export function describeSetupRun(run: WorktreeSetup): string {
+  const unread = run.npmUnread ? `; ${run.npmUnread}` : '';
+  if (run.timedOut) return `set up the worktree ${basename(run.dir)}: ${describeTimeLimitHit(run.command, run.timeLimit)}${unread}`;
+  const how = run.exitCode === 0 ? null : `failed (exit ${run.exitCode ?? 'without a code'})`;
+  return `set up the worktree ${basename(run.dir)} with \`${run.command}\`${how ? `: ${how}` : ''} (${(run.durationMs / 1000).toFixed(1)} s)${unread}`;
+}
