@@ -6,7 +6,9 @@
 // (the skill pre-approves the lead's steps; the plugin's hook allows each worker its declared
 // files and runs its Bash in the sandbox); a worker's undeclared write is denied when it is made,
 // while its declared work lands; a worker's Bash that writes outside its worktree changes nothing
-// of the person's. And the same for `/foreman:design`'s plan-tool steps.
+// of the person's. And the same for `/foreman:design`'s plan-tool steps. And the other side of
+// the skills' exact rules: a step with other flags (`--sandbox off`, a `--gate` of its own), behind
+// an assignment, or joined to another command is not pre-approved (in -p mode: refused).
 
 import { cp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -66,7 +68,7 @@ const bash = (command: string) => toolUse('Bash', { command, description: comman
 
 function playLead(req: ScriptedRequest, repo: string): ContentBlock[] {
   const launcher = `"${skillDir(req)}/../../bin/foreman"`;
-  if (req.assistantTurns === 0) return [bash(`${launcher} plan setup`)];
+  if (req.assistantTurns === 0) return [bash(`${launcher} plan setup --sandbox on`)];
   const calls = lastCalls(req);
   const first = calls[0];
   if (first === undefined) return [text('The scripted lead lost its place.')];
@@ -75,11 +77,11 @@ function playLead(req: ScriptedRequest, repo: string): ContentBlock[] {
     const setup = json(first.result);
     if (setup?.error) return [text(`setup failed: ${first.result}`)];
     // The gate still checks the starting commit: `plan commit` waits for it.
-    return [bash(`${launcher} plan ${setup?.gate?.baseline === 'running' ? 'commit' : 'next'}`)];
+    return [bash(setup?.gate?.baseline === 'running' ? `${launcher} plan commit --sandbox on` : `${launcher} plan next`)];
   }
   if (first.name === 'Bash' && step === 'next') {
     const next = json(first.result);
-    if (next?.stall === 'gate') return [bash(`${launcher} plan commit`)];
+    if (next?.stall === 'gate') return [bash(`${launcher} plan commit --sandbox on`)];
     if (next?.stall === 'done') return [text(`Done: ${next.complete ? 'every task completed' : 'incomplete'}${next.archived ? `, archived at ${next.archived}` : ''}.`)];
     if (!next || next.tasks.length === 0) return [text(`next said: ${first.result}`)];
     // One Agent call per task, all in one message: they run at once.
@@ -103,11 +105,11 @@ function playLead(req: ScriptedRequest, repo: string): ContentBlock[] {
     });
     return [toolUse('Write', { file_path: join(repo, '.design/prompts/results.json'), content: JSON.stringify(results) })];
   }
-  if (first.name === 'Write') return [bash(`${launcher} plan finalize --results .design/prompts/results.json`)];
-  if (first.name === 'Bash' && step === 'finalize') return [bash(`${launcher} plan commit`)];
+  if (first.name === 'Write') return [bash(`${launcher} plan finalize --results .design/prompts/results.json --sandbox on`)];
+  if (first.name === 'Bash' && step === 'finalize') return [bash(`${launcher} plan commit --sandbox on`)];
   if (first.name === 'Bash' && step === 'commit') {
     const commit = json(first.result);
-    if (commit?.gate?.state === 'running') return [bash(`${launcher} plan commit`)];
+    if (commit?.gate?.state === 'running') return [bash(`${launcher} plan commit --sandbox on`)];
     return [bash(`${launcher} plan next`)];
   }
   return [text(`The scripted lead does not know what to do after ${first.name} ${step ?? ''}.`)];
@@ -325,7 +327,7 @@ describe('/foreman:design in the default permission mode, nothing pre-approved, 
           [bash(`${launcher} plan status --json`)],
           [toolUse('Write', { file_path: join(repo.dir, '.design/plan.json'), content: JSON.stringify(plan, null, 2) })],
           [bash(`${launcher} plan check --fix`)],
-          [bash(`${launcher} plan probe --json`)],
+          [bash(`${launcher} plan probe --json --sandbox on`)],
           [bash(`${launcher} plan summary`)],
         ];
         return steps[req.assistantTurns] ?? [text(`Designed. ${lastCalls(req)[0]?.result.split('\n')[0] ?? ''}`)];
@@ -352,5 +354,66 @@ describe('/foreman:design in the default permission mode, nothing pre-approved, 
     expect(results.some((t) => /valid/.test(t))).toBe(true);
     expect(JSON.parse(await readFile(join(repo.dir, '.design/probe.json'), 'utf8'))).toMatchObject({ verdict: 'ok' });
     expect(JSON.parse(await readFile(join(repo.dir, '.design/plan.json'), 'utf8')).tasks[0].fileOverlaps).toEqual([]);
+  }, 240_000);
+});
+
+describe('what the skills do not pre-approve, in the default permission mode with the plugin', () => {
+  /** Runs `skill` with a scripted model that makes each Bash call of `commands` (`L` the launcher) in turn; the result event. */
+  async function attempt(repo: string, skill: string, commands: string[]) {
+    const home = await tempHome();
+    cleanups.push(() => rm(home, { recursive: true, force: true }));
+    const local = await startModelServer({
+      respond: (req) => {
+        const launcher = `"${skillDir(req)}/../../bin/foreman"`;
+        const command = commands[req.assistantTurns];
+        return command === undefined ? [text('Stopped.')] : [toolUse('Bash', { command: command.replaceAll('L', launcher), description: 'a step' })];
+      },
+    });
+    cleanups.push(() => local.close());
+    const r = await execa(claudeBin, ['-p', '--output-format', 'stream-json', '--verbose', '--model', 'haiku', '--plugin-dir', pluginRoot, '--permission-mode', 'default'], {
+      cwd: repo,
+      env: claudeEnv(local.url, home),
+      extendEnv: false,
+      input: skill,
+      reject: false,
+      timeout: 180_000,
+    });
+    expect(r.exitCode, String(r.stderr)).toBe(0);
+    const events = parseStreamJson(String(r.stdout));
+    const denied = (([...events].reverse().find((e) => e.type === 'result')?.permission_denials ?? []) as Array<{ tool_input: { command?: string } }>).map((d) =>
+      String(d.tool_input.command).replace(/"[^"]*\/bin\/foreman"/, 'L'),
+    );
+    const results = local
+      .turns()
+      .map((t) => (t as ScriptedRequest).toolResults[0]?.content ?? '')
+      .filter(Boolean);
+    return { denied, results };
+  }
+
+  it('/foreman:execute: a step with --sandbox off, with a --gate of its own, behind an assignment, or joined to another command asks; the exact steps run', async () => {
+    const repo = await tempGitRepo({ 'README.md': readme, '.gitignore': '.design/\n' });
+    cleanups.push(repo.cleanup);
+    await writePlan(repo.dir, makePlan([{ subject: 'write a.txt', prompt: 'Write a.txt.\nCOMPLETED:', blockedBy: [], metadata: { files: { create: ['a.txt'], modify: [] } } }]));
+    const unsafe = ['L plan setup --sandbox off', "L plan setup --sandbox on --gate 'touch gate-ran.txt'", 'L plan status && touch joined.txt', 'FOREMAN_SANDBOX=off L plan next', 'L plan finalize --results .design/prompts/results.json'];
+    const { denied, results } = await attempt(repo.dir, '/foreman:execute', [...unsafe, 'L plan setup --sandbox on', 'L plan status']);
+    // In -p mode a call that would ask is refused: each unsafe form, and nothing else.
+    expect(denied).toEqual(unsafe);
+    for (const file of ['gate-ran.txt', 'joined.txt']) await expect(readFile(join(repo.dir, file))).rejects.toMatchObject({ code: 'ENOENT' });
+    // The exact forms ran: setup's JSON (sandboxed or, without the sandbox, its refusal), then the status table.
+    expect(results.filter((t) => /requires approval|needs approval|multiple operations/.test(t))).toHaveLength(unsafe.length);
+    expect(json(results.at(-2)!)).toMatchObject(support.ok ? { sandbox: { mode: 'on', sandboxed: true } } : { error: { kind: 'sandbox-unavailable' } });
+    expect(results.at(-1)).toMatch(/write a\.txt/);
+  }, 240_000);
+
+  it('/foreman:design: the probe unsandboxed, or a step joined to another command, asks; the exact steps run', async () => {
+    const repo = await tempGitRepo({ 'README.md': readme });
+    cleanups.push(repo.cleanup);
+    await writePlan(repo.dir, makePlan([{ subject: 'add greet.txt', prompt: 'Write greet.txt.\nCOMPLETED:', blockedBy: [], metadata: { files: { create: ['greet.txt'], modify: [] } }, agent: { model: 'haiku', acceptanceCriteria: [{ criterion: 'greet.txt', check: `touch ${join(repo.dir, 'probe-ran.txt')}; test -f greet.txt` }] } }]));
+    const unsafe = ['L plan probe --json --sandbox off', 'L plan probe --json', 'L plan check --fix && touch joined.txt'];
+    const { denied, results } = await attempt(repo.dir, '/foreman:design add a greeting', [...unsafe, 'L plan check --fix', 'L plan status --json']);
+    expect(denied).toEqual(unsafe);
+    for (const file of ['probe-ran.txt', 'joined.txt', '.design/probe.json']) await expect(readFile(join(repo.dir, file))).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(results.at(-2)).toMatch(/valid/);
+    expect(json(results.at(-1)!)).toMatchObject({ goal: expect.any(String) });
   }, 240_000);
 });
