@@ -7,6 +7,7 @@
 
 import { readFileSync } from 'node:fs';
 import { realpath } from 'node:fs/promises';
+import { homedir } from 'node:os';
 import path from 'node:path';
 import { bindWorker, handOutRoot, readBinding, readHandOut, workerFiles } from '../adapters/hand-out.ts';
 import { sandboxCliPath } from '../adapters/layout.ts';
@@ -51,9 +52,11 @@ async function realTarget(file: string): Promise<string> {
 }
 
 /** Where an Edit, Write or NotebookEdit of `call` lands, relative to `worktree` when inside it. */
-async function writeTarget(call: ToolCall, worktree: string): Promise<WriteTarget> {
-  const named = writePath(call);
-  if (named === null) return { kind: 'missing' };
+async function writeTarget(call: ToolCall, worktree: string, home: string): Promise<WriteTarget> {
+  const written = writePath(call, home);
+  if (written === null) return { kind: 'missing' };
+  if (written.kind === 'user-home') return { kind: 'outside', path: written.path };
+  const named = written.path;
   const real = await realTarget(named);
   const top = await realpath(worktree).catch(() => worktree);
   return real !== top && within(real, top) ? { kind: 'inside', path: path.relative(top, real).split(path.sep).join('/') } : { kind: 'outside', path: named };
@@ -70,7 +73,7 @@ async function lookUp(call: ToolCall & { agentId: string }, handOut: HandOut, ro
   }
   const facts: CallFacts = { handOut, binding };
   if (binding === null) return facts;
-  if (kind === 'write') facts.target = await writeTarget(call, worktree);
+  if (kind === 'write') facts.target = await writeTarget(call, worktree, env.HOME || homedir());
   if (kind === 'bash' && handOut.sandbox.available) {
     facts.personRules = await personRules(env, [env.CLAUDE_PROJECT_DIR ?? handOut.repo, handOut.repo, worktree]);
     const files = workerFiles(root, handOut.session, call.agentId);

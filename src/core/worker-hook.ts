@@ -95,11 +95,22 @@ export function classifyTool(name: string): ToolClass {
   return 'refused';
 }
 
-/** The path an Edit, Write or NotebookEdit call names (absolute, or relative to `cwd`), or null. */
-export function writePath(call: Pick<ToolCall, 'toolName' | 'toolInput' | 'cwd'>): string | null {
+/**
+ * Where the path an Edit, Write or NotebookEdit call names lands: absolute, or relative to `cwd`,
+ * and a leading `~` or `~/` in `home`, as Claude Code reads it (seen on 2.1.330: `~/x` wrote in the
+ * home folder). `~user/…` is another user's home to a shell (Claude Code 2.1.330 wrote it as a
+ * folder named `~user` in its working directory): never a path of the worker's, so `user-home`.
+ * Null when the call names no path.
+ */
+export type NamedPath = { kind: 'path'; path: string } | { kind: 'user-home'; path: string };
+
+export function writePath(call: Pick<ToolCall, 'toolName' | 'toolInput' | 'cwd'>, home: string): NamedPath | null {
   const field = WRITE_TOOLS[call.toolName];
   const value = field === undefined ? undefined : call.toolInput[field];
-  return typeof value === 'string' && value !== '' ? posix.resolve(call.cwd, value) : null;
+  if (typeof value !== 'string' || value === '') return null;
+  if (value === '~' || value.startsWith('~/')) return { kind: 'path', path: posix.join(home, value.slice(1)) };
+  if (value.startsWith('~')) return { kind: 'user-home', path: value };
+  return { kind: 'path', path: posix.resolve(call.cwd, value) };
 }
 
 /** Where Claude Code puts a subagent's worktree: `<repo>/.claude/worktrees/agent-<agent id>`. */

@@ -88,6 +88,18 @@ describe('the worker hook, as Claude Code calls it', () => {
     expect(await hook('a1', 'Write', { file_path: join(repo, 'src/a.ts') })).toMatchObject({ permissionDecision: 'deny' });
   });
 
+  it('reads a path starting with ~ as Claude Code does: `~/…` is in the home folder, so outside the worktree; `~user/…` is refused as outside', async () => {
+    for (const file_path of ['~/src/a.ts', '~', '~root/src/a.ts']) {
+      const verdict = await hook('a1', 'Write', { file_path, content: 'x\n' });
+      expect(verdict, file_path).toMatchObject({ permissionDecision: 'deny' });
+      expect(verdict!.permissionDecisionReason, file_path).toContain('is outside your worktree');
+    }
+    expect((await hook('a1', 'Write', { file_path: '~/src/a.ts' }))!.permissionDecisionReason).toContain(`${env.HOME}/src/a.ts is outside your worktree`);
+    // Where the home folder is the worktree, `~/src/a.ts` is the declared file there, as Claude Code would write it.
+    const stdin = JSON.stringify({ session_id: 'sess-1', agent_id: 'a1', cwd: worktreeOf('a1'), hook_event_name: 'PreToolUse', tool_name: 'Write', tool_input: { file_path: '~/src/a.ts' } });
+    expect(JSON.parse(await preToolUse(stdin, { ...env, HOME: worktreeOf('a1'), XDG_CACHE_HOME: join(env.HOME!, '.cache') })).hookSpecificOutput).toMatchObject({ permissionDecision: 'allow' });
+  });
+
   it('a finalized task’s worker is no longer bound', async () => {
     const root = handOutRoot(env);
     await writeHandOut(root, { ...handOut, tasks: handOut.tasks.slice(1) });

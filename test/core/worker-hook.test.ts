@@ -138,9 +138,19 @@ describe('the pieces', () => {
   });
 
   it('reads the written path from the field of each tool, relative to the working directory', () => {
-    expect(writePath({ toolName: 'Write', toolInput: { file_path: 'x/../y.ts' }, cwd: '/w' })).toBe('/w/y.ts');
-    expect(writePath({ toolName: 'NotebookEdit', toolInput: { notebook_path: '/w/n.ipynb' }, cwd: '/w' })).toBe('/w/n.ipynb');
-    expect(writePath({ toolName: 'Edit', toolInput: {}, cwd: '/w' })).toBeNull();
+    expect(writePath({ toolName: 'Write', toolInput: { file_path: 'x/../y.ts' }, cwd: '/w' }, '/h')).toEqual({ kind: 'path', path: '/w/y.ts' });
+    expect(writePath({ toolName: 'NotebookEdit', toolInput: { notebook_path: '/w/n.ipynb' }, cwd: '/w' }, '/h')).toEqual({ kind: 'path', path: '/w/n.ipynb' });
+    expect(writePath({ toolName: 'Edit', toolInput: {}, cwd: '/w' }, '/h')).toBeNull();
+  });
+
+  it('reads a leading ~ as Claude Code does: `~` and `~/…` in the home folder; `~user/…` is a home folder too, never the worktree', () => {
+    const at = (file_path: string) => writePath({ toolName: 'Write', toolInput: { file_path }, cwd: '/w' }, '/home/me');
+    expect(at('~/x.ts')).toEqual({ kind: 'path', path: '/home/me/x.ts' });
+    expect(at('~')).toEqual({ kind: 'path', path: '/home/me' });
+    expect(at('~/../w/a.ts')).toEqual({ kind: 'path', path: '/home/w/a.ts' });
+    expect(at('~root/x.ts')).toEqual({ kind: 'user-home', path: '~root/x.ts' });
+    // Only a leading one: elsewhere `~` is a name like any other.
+    expect(at('src/~/x.ts')).toEqual({ kind: 'path', path: '/w/src/~/x.ts' });
   });
 
   it('errs towards "a rule of the person may match"', () => {
