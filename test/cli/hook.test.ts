@@ -133,6 +133,32 @@ describe('the worker hook, as Claude Code calls it', () => {
     expect(await readFile(join(repo, 'README.md'), 'utf8')).toBe('the person’s\n');
   });
 
+  it.runIf(support.ok)("holds a worker's Bash command to the person's Read and Edit deny rules in the sandbox; leaves it to them where the sandbox cannot hold one", async () => {
+    await mkdir(join(repo, '.claude'), { recursive: true });
+    for (const dir of [repo, worktreeOf('a1')]) await writeFile(join(dir, '.env'), 'SECRET=1\n');
+    await writeFile(join(worktreeOf('a1'), 'locked.txt'), 'as it was\n');
+    await writeFile(join(repo, '.claude/settings.json'), JSON.stringify({ permissions: { deny: ['Read(./.env)', 'Edit(./locked.txt)'] } }));
+    try {
+      const run = async (command: string) => {
+        const verdict = await hook('a1', 'Bash', { command, description: 'try' });
+        expect(verdict, command).toMatchObject({ permissionDecision: 'allow' });
+        return execa('bash', ['-c', String(verdict!.updatedInput!.command)], { cwd: worktreeOf('a1'), reject: false });
+      };
+      const read = await run(`cat .env; cat ${join(repo, '.env')}`);
+      expect(read.stdout).not.toContain('SECRET');
+      expect(read.stderr).toMatch(/\.env: Permission denied[\s\S]*\.env: Permission denied/);
+      const write = await run('echo changed > locked.txt; echo inside > src/a.ts');
+      expect(write.stderr).toMatch(/locked\.txt: Read-only file system/);
+      expect(await readFile(join(worktreeOf('a1'), 'locked.txt'), 'utf8')).toBe('as it was\n');
+      expect(await readFile(join(worktreeOf('a1'), 'src/a.ts'), 'utf8')).toBe('inside\n');
+      // A write pattern the runtime cannot deny on Linux: the command is the person's to approve.
+      await writeFile(join(repo, '.claude/settings.json'), JSON.stringify({ permissions: { deny: ['Edit(**/*.lock)'] } }));
+      expect(await hook('a1', 'Bash', { command: 'npm install' })).toBeNull();
+    } finally {
+      await rm(join(repo, '.claude/settings.json'));
+    }
+  });
+
   it('the bundled hook answers the same through its launcher, and costs one `test -d` when no session runs a plan', async () => {
     const launcher = join(repoRoot, 'plugin/hooks/pre-tool-use');
     const input = JSON.stringify({ session_id: 'sess-1', agent_id: 'a1', cwd: worktreeOf('a1'), tool_name: 'WebFetch', tool_input: { url: 'https://example.com' } });
