@@ -2,8 +2,10 @@
 // that has the plugin, started through hooks/pre-tool-use (the built plugin's). p50 and p95 of the
 // wall time, from spawn to exit, for the calls that matter:
 //   - any call while no session runs a plan in-session (the launcher's `test -d`, no node);
-//   - the lead's own call in a session running a plan (node starts, reads the input, decides nothing);
-//   - a worker's Write of a declared file, and its Bash (the person's rules read, the command rewritten).
+//   - the lead's own call in a session running a plan (the launcher reads the input and, finding no
+//     `agent_id` in it, exits in sh: no node);
+//   - a worker's Write of a declared file, and its Bash (node starts the bundled hook: the person's
+//     rules read, the sandbox settings written, the command rewritten).
 // For scale, the same for `node -e 0`. The bundle is the committed one: `npm run build` first.
 
 import { spawnSync } from 'node:child_process';
@@ -51,9 +53,9 @@ export async function benchHook(o: { reps?: number } = {}): Promise<string> {
       JSON.stringify({ session_id: 'bench', ...(agent ? { agent_id: agent } : {}), cwd: agent ? worktree : repo, hook_event_name: 'PreToolUse', tool_name: tool, tool_input: input });
     const cases: Array<{ what: string; run: () => number }> = [
       { what: 'any call, no session running a plan (test -d)', run: () => wall(launcher, [], call(null, 'Read', { file_path: join(repo, 'x') }), idle) },
-      { what: "the lead's own call, a plan running", run: () => wall(launcher, [], call(null, 'Bash', { command: 'ls' }), busy) },
+      { what: "the lead's own call, a plan running (sh, no node)", run: () => wall(launcher, [], call(null, 'Bash', { command: 'ls' }), busy) },
       { what: "a worker's Write of a declared file", run: () => wall(launcher, [], call('w1', 'Write', { file_path: join(worktree, 'src/a.ts'), content: 'x' }), busy) },
-      { what: "a worker's Bash (rules read, command rewritten)", run: () => wall(launcher, [], call('w1', 'Bash', { command: 'npm test' }), busy) },
+      { what: "a worker's Bash (rules read, settings written, command rewritten)", run: () => wall(launcher, [], call('w1', 'Bash', { command: 'npm test' }), busy) },
       { what: 'for scale: node -e 0', run: () => wall(process.execPath, ['-e', '0'], '', busy) },
     ];
     const rows: string[][] = [];

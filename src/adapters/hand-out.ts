@@ -15,7 +15,7 @@
 import { mkdir, open, readFile, readdir, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ownCacheDir } from './layout.ts';
-import { type Binding, type HandOut, type HandedOutTask, safeId, workerSandboxSettings } from '../core/worker-hook.ts';
+import { type Binding, type HandOut, type HandedOutTask, safeId } from '../core/worker-hook.ts';
 
 /** Where every session's hand-out lives (see above). */
 export const handOutRoot = (env: NodeJS.ProcessEnv): string => path.join(ownCacheDir(env), 'sessions');
@@ -116,10 +116,16 @@ export const workerFiles = (root: string, session: string, agent: string): Worke
   tmpdir: path.join(sessionDir(root, session), 'tmp', agent),
 });
 
+/** Write the sandbox settings a worker's rewritten Bash command runs with (they follow the person's rules at each call). */
+export async function writeSandboxSettings(file: string, settings: Record<string, unknown>): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true });
+  await replaceFile(file, JSON.stringify(settings));
+}
+
 /**
  * Bind `agent` (working in `worktree`) to a handed-out task's attempt: the first subagent to read
  * its prompt file takes it (the claim is created exclusively, so two cannot), and gets its
- * sandbox settings and TMPDIR. Returns the binding, or null when another subagent took it first.
+ * TMPDIR (its sandbox settings are written at each Bash call). Returns the binding, or null when another subagent took it first.
  */
 export async function bindWorker(root: string, handOut: HandOut, agent: string, task: HandedOutTask, worktree: string): Promise<Binding | null> {
   if (!safeId(agent)) return null;
@@ -136,8 +142,6 @@ export async function bindWorker(root: string, handOut: HandOut, agent: string, 
   }
   const files = workerFiles(root, handOut.session, agent);
   await mkdir(files.tmpdir, { recursive: true, mode: 0o700 });
-  const network = handOut.sandbox.available ? handOut.sandbox.network : [];
-  await replaceFile(files.settingsFile, JSON.stringify(workerSandboxSettings(worktree, files.tmpdir, network)));
   const binding: Binding = { agent, task: task.index, attempt: task.attempt, worktree };
   await replaceFile(bindingFile(root, handOut.session, agent), JSON.stringify(binding));
   return binding;

@@ -1,7 +1,8 @@
 // The person's deny and ask permission rules, as the worker hook needs them before it rewrites a
 // worker's Bash command to run in the sandbox: Claude Code applies deny and ask rules after the
 // hook, to the command the hook returns, so a rule that would have matched the original command
-// could miss the sandboxed form. The hook reads the rules wherever a session takes them from —
+// could miss the sandboxed form; and their Read and Edit deny rules go into the sandbox's settings
+// (core/sandbox-denies.ts). The hook reads the rules wherever a session takes them from —
 // the managed settings, the user's (`$CLAUDE_CONFIG_DIR` or `~/.claude`), the project's shared
 // and local settings, and the session's own command line (`--disallowedTools`, `--settings`) —
 // and makes no decision when one may match (core/worker-hook.ts `bashRuleMayMatch`).
@@ -11,18 +12,27 @@ import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
-/** Every deny or ask rule of a settings object: `permissions.deny` and `permissions.ask`. */
-export function rulesOfSettings(settings: unknown): string[] {
-  const permissions = (settings as { permissions?: { deny?: unknown; ask?: unknown } } | null)?.permissions;
-  const take = (list: unknown) => (Array.isArray(list) ? list.filter((r): r is string => typeof r === 'string') : []);
-  return [...take(permissions?.deny), ...take(permissions?.ask)];
+/** The person's deny and ask rules. */
+export interface PersonRules {
+  deny: string[];
+  ask: string[];
 }
 
-const settingsFileRules = async (file: string): Promise<string[]> => {
+const noRules = (): PersonRules => ({ deny: [], ask: [] });
+const merged = (all: readonly PersonRules[]): PersonRules => ({ deny: all.flatMap((r) => r.deny), ask: all.flatMap((r) => r.ask) });
+
+/** The deny and ask rules of a settings object: `permissions.deny` and `permissions.ask`. */
+export function rulesOfSettings(settings: unknown): PersonRules {
+  const permissions = (settings as { permissions?: { deny?: unknown; ask?: unknown } } | null)?.permissions;
+  const take = (list: unknown) => (Array.isArray(list) ? list.filter((r): r is string => typeof r === 'string') : []);
+  return { deny: take(permissions?.deny), ask: take(permissions?.ask) };
+}
+
+const settingsFileRules = async (file: string): Promise<PersonRules> => {
   try {
     return rulesOfSettings(JSON.parse(await readFile(file, 'utf8')));
   } catch {
-    return [];
+    return noRules();
   }
 };
 
@@ -41,26 +51,26 @@ const RULE_FLAGS = new Set(['--disallowedTools', '--disallowed-tools', '--settin
  * The deny and ask rules on a `claude` command line: the words after `--disallowedTools` (until
  * the next flag; a word may hold several rules), and those of the `--settings` JSON or file.
  */
-export async function commandLineRules(args: readonly string[], cwd: string): Promise<string[]> {
-  const rules: string[] = [];
+export async function commandLineRules(args: readonly string[], cwd: string): Promise<PersonRules> {
+  const rules: PersonRules[] = [];
   for (let i = 0; i < args.length; i++) {
     const [flag, inline] = args[i]!.split(/=(.*)/s, 2) as [string, string | undefined];
     if (flag === '--disallowedTools' || flag === '--disallowed-tools') {
       const words = inline !== undefined ? [inline] : [];
       while (inline === undefined && i + 1 < args.length && !args[i + 1]!.startsWith('--')) words.push(args[++i]!);
       // Several rules may share a word, separated by spaces or commas outside parentheses.
-      for (const word of words) rules.push(...(word.match(/[^\s,(]+(?:\([^)]*\))?/g) ?? []));
+      for (const word of words) rules.push({ deny: word.match(/[^\s,(]+(?:\([^)]*\))?/g) ?? [], ask: [] });
     } else if (flag === '--settings') {
       const value = inline ?? args[++i] ?? '';
       const text = value.trim().startsWith('{') ? value : await readFile(path.resolve(cwd, value), 'utf8').catch(() => 'null');
       try {
-        rules.push(...rulesOfSettings(JSON.parse(text)));
+        rules.push(rulesOfSettings(JSON.parse(text)));
       } catch {
         /* not JSON: the session would have refused it */
       }
     }
   }
-  return rules;
+  return merged(rules);
 }
 
 /**
@@ -84,21 +94,24 @@ async function processArgs(pid: number): Promise<{ args: string[]; exact: boolea
   });
 }
 
+/** Stands for rules nobody could read: a deny rule for every Bash command, so nothing is rewritten behind one. */
+const UNREAD: PersonRules = { deny: ['Bash'], ask: [] };
+
 /**
  * The person's deny and ask rules for a session whose project folders are `projectDirs` (the
  * session's, the repository, the worker's worktree) and whose CLI is `CLAUDE_PID`. When the
  * command line names rules it cannot read exactly (no /proc), the answer includes a rule for
  * every Bash command, so nothing is rewritten behind one.
  */
-export async function personRules(env: NodeJS.ProcessEnv, projectDirs: readonly string[]): Promise<string[]> {
-  const rules = (await Promise.all(settingsFiles(env, projectDirs).map(settingsFileRules))).flat();
+export async function personRules(env: NodeJS.ProcessEnv, projectDirs: readonly string[]): Promise<PersonRules> {
+  const rules = merged(await Promise.all(settingsFiles(env, projectDirs).map(settingsFileRules)));
   const projectDir = projectDirs[0] ?? process.cwd();
   const pid = Number(env.CLAUDE_PID);
   if (!Number.isInteger(pid) || pid <= 0) return rules;
   const cli = await processArgs(pid);
   if (cli === null) return rules;
   // Its command line may name rules nobody read: as when they cannot be read exactly.
-  if (cli === 'timed-out') return [...rules, 'Bash'];
-  if (!cli.exact) return cli.args.some((a) => RULE_FLAGS.has(a.split('=')[0]!)) ? [...rules, 'Bash'] : rules;
-  return [...rules, ...(await commandLineRules(cli.args, projectDir))];
+  if (cli === 'timed-out') return merged([rules, UNREAD]);
+  if (!cli.exact) return cli.args.some((a) => RULE_FLAGS.has(a.split('=')[0]!)) ? merged([rules, UNREAD]) : rules;
+  return merged([rules, await commandLineRules(cli.args, projectDir)]);
 }

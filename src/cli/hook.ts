@@ -7,8 +7,9 @@
 
 import { readFileSync } from 'node:fs';
 import { realpath } from 'node:fs/promises';
+import { homedir } from 'node:os';
 import path from 'node:path';
-import { bindWorker, handOutRoot, readBinding, readHandOut, workerFiles } from '../adapters/hand-out.ts';
+import { bindWorker, handOutRoot, readBinding, readHandOut, workerFiles, writeSandboxSettings } from '../adapters/hand-out.ts';
 import { sandboxCliPath } from '../adapters/layout.ts';
 import { personRules } from '../adapters/person-rules.ts';
 import {
@@ -51,9 +52,11 @@ async function realTarget(file: string): Promise<string> {
 }
 
 /** Where an Edit, Write or NotebookEdit of `call` lands, relative to `worktree` when inside it. */
-async function writeTarget(call: ToolCall, worktree: string): Promise<WriteTarget> {
-  const named = writePath(call);
-  if (named === null) return { kind: 'missing' };
+async function writeTarget(call: ToolCall, worktree: string, home: string): Promise<WriteTarget> {
+  const written = writePath(call, home);
+  if (written === null) return { kind: 'missing' };
+  if (written.kind === 'user-home') return { kind: 'outside', path: written.path };
+  const named = written.path;
   const real = await realTarget(named);
   const top = await realpath(worktree).catch(() => worktree);
   return real !== top && within(real, top) ? { kind: 'inside', path: path.relative(top, real).split(path.sep).join('/') } : { kind: 'outside', path: named };
@@ -70,9 +73,11 @@ async function lookUp(call: ToolCall & { agentId: string }, handOut: HandOut, ro
   }
   const facts: CallFacts = { handOut, binding };
   if (binding === null) return facts;
-  if (kind === 'write') facts.target = await writeTarget(call, worktree);
+  if (kind === 'write') facts.target = await writeTarget(call, worktree, env.HOME || homedir());
   if (kind === 'bash' && handOut.sandbox.available) {
-    facts.personRules = await personRules(env, [env.CLAUDE_PROJECT_DIR ?? handOut.repo, handOut.repo, worktree]);
+    const projectDirs = [env.CLAUDE_PROJECT_DIR ?? handOut.repo, handOut.repo, worktree];
+    facts.personRules = await personRules(env, projectDirs);
+    facts.ruleRoots = { home: env.HOME || homedir(), roots: [...new Set(projectDirs)] };
     const files = workerFiles(root, handOut.session, call.agentId);
     facts.runner = { node: process.execPath, cli: sandboxCliPath(), settingsFile: files.settingsFile, tmpdir: files.tmpdir };
   }
@@ -90,7 +95,11 @@ export async function judgeHookInput(input: unknown, env: NodeJS.ProcessEnv): Pr
   const cwd = await realpath(call.cwd).catch(() => path.resolve(call.cwd));
   const worker = { ...call, agentId: call.agentId, cwd };
   if (!within(cwd, workerWorktree(handOut.repo, call.agentId))) return { kind: 'none' };
-  return decideToolCall(worker, await lookUp(worker, handOut, root, env));
+  const facts = await lookUp(worker, handOut, root, env);
+  const verdict = decideToolCall(worker, facts);
+  // The rewritten command reads its sandbox's settings when it runs: they are written first.
+  if (verdict.kind === 'allow' && verdict.sandboxSettings !== undefined && facts.runner !== undefined) await writeSandboxSettings(facts.runner.settingsFile, verdict.sandboxSettings);
+  return verdict;
 }
 
 /** The hook's answer for Claude Code: empty for no decision. */

@@ -12,6 +12,8 @@ export function pathProblem(path: string): string | null {
   if (path.includes('\0')) return 'contains a NUL byte';
   if (path.includes('\\')) return `"${path}" uses a backslash; write paths with "/"`;
   if (path.startsWith('/') || /^[A-Za-z]:/.test(path)) return `"${path}" is absolute; paths are relative to the repository root`;
+  // Claude Code's file tools read a leading `~/` as the home folder, and a shell `~user` as a user's.
+  if (path.startsWith('~')) return `"${path}" starts with ~, which Claude Code and the shell read as a home folder; paths are relative to the repository root`;
   const isDir = path.endsWith('/');
   const body = isDir ? path.slice(0, -1) : path;
   if (body.length === 0) return `"${path}" names the whole repository`;

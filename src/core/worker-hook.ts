@@ -7,8 +7,10 @@
 // - Edit, Write and NotebookEdit of a path its task declares, inside its worktree: allowed; any
 //   other path: denied, naming the files it may change (as a headless worker's exact Edit rules);
 // - Bash: allowed, rewritten to run in the sandbox runtime (writes only in the worktree and the
-//   worker's own TMPDIR, no network but the plan's `context.checkNetwork`); left to the person
-//   where the sandbox cannot run or where a deny or ask rule of theirs may match the command;
+//   worker's own TMPDIR, no network but the plan's `context.checkNetwork`, nothing the person's
+//   Read and Edit deny rules name); left to the person where the sandbox cannot run, where a deny
+//   or ask rule of theirs may match the command, or where the sandbox cannot hold one of their
+//   Read or Edit deny rules exactly;
 // - reads: left alone (the prompt file is allowed, so binding never waits for the person);
 // - tools a headless worker does not get (the web, MCP servers, subagents, leaving the
 //   worktree…): denied with a reason, never prompted for.
@@ -21,6 +23,7 @@
 
 import { posix } from 'node:path';
 import { coveredBy } from './paths.ts';
+import { type FileDenies, runtimeWritable, sandboxDenies } from './sandbox-denies.ts';
 
 /** A tool call as the hook receives it: the fields it reads. */
 export interface ToolCall {
@@ -71,7 +74,8 @@ export type WriteTarget = { kind: 'inside'; path: string } | { kind: 'outside'; 
 export type HookVerdict =
   /** No decision: the person's settings and Claude Code's own checks apply. */
   | { kind: 'none' }
-  | { kind: 'allow'; reason: string; updatedInput?: Record<string, unknown> }
+  /** `sandboxSettings`: what the rewritten Bash command's sandbox settings file must hold before it runs. */
+  | { kind: 'allow'; reason: string; updatedInput?: Record<string, unknown>; sandboxSettings?: Record<string, unknown> }
   | { kind: 'deny'; reason: string };
 
 /** How the hook treats a tool. */
@@ -95,11 +99,22 @@ export function classifyTool(name: string): ToolClass {
   return 'refused';
 }
 
-/** The path an Edit, Write or NotebookEdit call names (absolute, or relative to `cwd`), or null. */
-export function writePath(call: Pick<ToolCall, 'toolName' | 'toolInput' | 'cwd'>): string | null {
+/**
+ * Where the path an Edit, Write or NotebookEdit call names lands: absolute, or relative to `cwd`,
+ * and a leading `~` or `~/` in `home`, as Claude Code reads it (seen on 2.1.330: `~/x` wrote in the
+ * home folder). `~user/…` is another user's home to a shell (Claude Code 2.1.330 wrote it as a
+ * folder named `~user` in its working directory): never a path of the worker's, so `user-home`.
+ * Null when the call names no path.
+ */
+export type NamedPath = { kind: 'path'; path: string } | { kind: 'user-home'; path: string };
+
+export function writePath(call: Pick<ToolCall, 'toolName' | 'toolInput' | 'cwd'>, home: string): NamedPath | null {
   const field = WRITE_TOOLS[call.toolName];
   const value = field === undefined ? undefined : call.toolInput[field];
-  return typeof value === 'string' && value !== '' ? posix.resolve(call.cwd, value) : null;
+  if (typeof value !== 'string' || value === '') return null;
+  if (value === '~' || value.startsWith('~/')) return { kind: 'path', path: posix.join(home, value.slice(1)) };
+  if (value.startsWith('~')) return { kind: 'user-home', path: value };
+  return { kind: 'path', path: posix.resolve(call.cwd, value) };
 }
 
 /** Where Claude Code puts a subagent's worktree: `<repo>/.claude/worktrees/agent-<agent id>`. */
@@ -196,10 +211,14 @@ export function sandboxedCommand(command: string, runner: SandboxRunner): string
   return `CLAUDE_CODE_TMPDIR=${shellQuote(runner.tmpdir)} ${shellQuote(runner.node)} ${shellQuote(runner.cli)} --settings ${shellQuote(runner.settingsFile)} -c ${shellQuote(command)}`;
 }
 
-/** The sandbox runtime's settings for a worker's commands: writes in its worktree and TMPDIR only (not the worktree's `.git` link). */
-export function workerSandboxSettings(worktree: string, tmpdir: string, network: readonly string[]): Record<string, unknown> {
+/**
+ * The sandbox runtime's settings for a worker's commands: writes in its worktree and TMPDIR only
+ * (not the worktree's `.git` link), and nothing the person's Read and Edit deny rules name
+ * (`denies`, from core/sandbox-denies.ts).
+ */
+export function workerSandboxSettings(worktree: string, tmpdir: string, network: readonly string[], denies: FileDenies = { denyRead: [], denyWrite: [] }): Record<string, unknown> {
   return {
-    filesystem: { allowWrite: [worktree, tmpdir], denyWrite: [posix.join(worktree, '.git')], denyRead: [] },
+    filesystem: { allowWrite: [worktree, tmpdir], denyWrite: [posix.join(worktree, '.git'), ...denies.denyWrite], denyRead: [...denies.denyRead] },
     network: { allowedDomains: [...network], deniedDomains: [] },
   };
 }
@@ -216,7 +235,9 @@ export interface CallFacts {
   /** Edit, Write, NotebookEdit: where the named path lies. */
   target?: WriteTarget;
   /** Bash: the person's deny and ask rules. */
-  personRules?: readonly string[];
+  personRules?: { deny: readonly string[]; ask: readonly string[] };
+  /** Bash: what a rule's path is read against: the home folder (`~/`), and the folders a relative path may be under. */
+  ruleRoots?: { home: string; roots: readonly string[] };
   /** Bash: how to run it in the sandbox. */
   runner?: SandboxRunner;
 }
@@ -249,13 +270,18 @@ export function decideToolCall(call: ToolCall, facts: CallFacts): HookVerdict {
   }
   if (kind === 'write') return facts.target === undefined ? { kind: 'none' } : judgeWrite(task, facts.target);
   // Bash.
-  if (!handOut.sandbox.available || facts.runner === undefined || facts.personRules === undefined) return { kind: 'none' };
+  const { runner, personRules, ruleRoots } = facts;
+  if (!handOut.sandbox.available || runner === undefined || personRules === undefined || ruleRoots === undefined) return { kind: 'none' };
   const command = call.toolInput.command;
   if (typeof command !== 'string' || command.trim() === '') return { kind: 'none' };
-  if (bashRuleMayMatch(facts.personRules, command) !== null) return { kind: 'none' };
+  if (bashRuleMayMatch([...personRules.deny, ...personRules.ask], command) !== null) return { kind: 'none' };
+  // The person's Read and Edit deny rules hold in the sandbox too; one it cannot hold exactly leaves the command to the person.
+  const denies = sandboxDenies(personRules.deny, { ...ruleRoots, writable: [worktree, runner.tmpdir, ...runtimeWritable(ruleRoots.home)] });
+  if (!denies.ok) return { kind: 'none' };
   return {
     kind: 'allow',
     reason: `foreman: runs in the sandbox (writes only in the worktree of task ${task.index} and its own TMPDIR)`,
-    updatedInput: { ...call.toolInput, command: sandboxedCommand(command, facts.runner) },
+    updatedInput: { ...call.toolInput, command: sandboxedCommand(command, runner) },
+    sandboxSettings: workerSandboxSettings(worktree, runner.tmpdir, handOut.sandbox.network, denies.value),
   };
 }

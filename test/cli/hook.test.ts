@@ -88,6 +88,18 @@ describe('the worker hook, as Claude Code calls it', () => {
     expect(await hook('a1', 'Write', { file_path: join(repo, 'src/a.ts') })).toMatchObject({ permissionDecision: 'deny' });
   });
 
+  it('reads a path starting with ~ as Claude Code does: `~/…` is in the home folder, so outside the worktree; `~user/…` is refused as outside', async () => {
+    for (const file_path of ['~/src/a.ts', '~', '~root/src/a.ts']) {
+      const verdict = await hook('a1', 'Write', { file_path, content: 'x\n' });
+      expect(verdict, file_path).toMatchObject({ permissionDecision: 'deny' });
+      expect(verdict!.permissionDecisionReason, file_path).toContain('is outside your worktree');
+    }
+    expect((await hook('a1', 'Write', { file_path: '~/src/a.ts' }))!.permissionDecisionReason).toContain(`${env.HOME}/src/a.ts is outside your worktree`);
+    // Where the home folder is the worktree, `~/src/a.ts` is the declared file there, as Claude Code would write it.
+    const stdin = JSON.stringify({ session_id: 'sess-1', agent_id: 'a1', cwd: worktreeOf('a1'), hook_event_name: 'PreToolUse', tool_name: 'Write', tool_input: { file_path: '~/src/a.ts' } });
+    expect(JSON.parse(await preToolUse(stdin, { ...env, HOME: worktreeOf('a1'), XDG_CACHE_HOME: join(env.HOME!, '.cache') })).hookSpecificOutput).toMatchObject({ permissionDecision: 'allow' });
+  });
+
   it('a finalized task’s worker is no longer bound', async () => {
     const root = handOutRoot(env);
     await writeHandOut(root, { ...handOut, tasks: handOut.tasks.slice(1) });
@@ -119,6 +131,32 @@ describe('the worker hook, as Claude Code calls it', () => {
     expect(run.stderr).toMatch(/Read-only file system/);
     expect(await readFile(join(worktreeOf('a1'), 'src/a.ts'), 'utf8')).toBe('inside\n');
     expect(await readFile(join(repo, 'README.md'), 'utf8')).toBe('the person’s\n');
+  });
+
+  it.runIf(support.ok)("holds a worker's Bash command to the person's Read and Edit deny rules in the sandbox; leaves it to them where the sandbox cannot hold one", async () => {
+    await mkdir(join(repo, '.claude'), { recursive: true });
+    for (const dir of [repo, worktreeOf('a1')]) await writeFile(join(dir, '.env'), 'SECRET=1\n');
+    await writeFile(join(worktreeOf('a1'), 'locked.txt'), 'as it was\n');
+    await writeFile(join(repo, '.claude/settings.json'), JSON.stringify({ permissions: { deny: ['Read(./.env)', 'Edit(./locked.txt)'] } }));
+    try {
+      const run = async (command: string) => {
+        const verdict = await hook('a1', 'Bash', { command, description: 'try' });
+        expect(verdict, command).toMatchObject({ permissionDecision: 'allow' });
+        return execa('bash', ['-c', String(verdict!.updatedInput!.command)], { cwd: worktreeOf('a1'), reject: false });
+      };
+      const read = await run(`cat .env; cat ${join(repo, '.env')}`);
+      expect(read.stdout).not.toContain('SECRET');
+      expect(read.stderr).toMatch(/\.env: Permission denied[\s\S]*\.env: Permission denied/);
+      const write = await run('echo changed > locked.txt; echo inside > src/a.ts');
+      expect(write.stderr).toMatch(/locked\.txt: Read-only file system/);
+      expect(await readFile(join(worktreeOf('a1'), 'locked.txt'), 'utf8')).toBe('as it was\n');
+      expect(await readFile(join(worktreeOf('a1'), 'src/a.ts'), 'utf8')).toBe('inside\n');
+      // A write pattern the runtime cannot deny on Linux: the command is the person's to approve.
+      await writeFile(join(repo, '.claude/settings.json'), JSON.stringify({ permissions: { deny: ['Edit(**/*.lock)'] } }));
+      expect(await hook('a1', 'Bash', { command: 'npm install' })).toBeNull();
+    } finally {
+      await rm(join(repo, '.claude/settings.json'));
+    }
   });
 
   it('the bundled hook answers the same through its launcher, and costs one `test -d` when no session runs a plan', async () => {

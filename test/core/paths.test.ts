@@ -16,6 +16,8 @@ describe('pathProblem', () => {
     '...',
     'src/.hidden',
     'C',
+    'docs/~draft.md',
+    'a~',
   ])('accepts %j', (p) => {
     expect(pathProblem(p)).toBeNull();
   });
@@ -49,6 +51,10 @@ describe('pathProblem', () => {
     ['.design/', '".design/" is inside .design/'],
     ['.GIT/hooks/pre-commit', '".GIT/hooks/pre-commit" is inside .git/'],
     ['.Design/plan.json', '".Design/plan.json" is inside .design/'],
+    ['~/.bashrc', '"~/.bashrc" starts with ~, which Claude Code and the shell read as a home folder'],
+    ['~', '"~" starts with ~'],
+    ['~root/x', '"~root/x" starts with ~'],
+    ['~x.txt', '"~x.txt" starts with ~'],
   ])('refuses %j', (p, message) => {
     const problem = pathProblem(p);
     expect(problem).not.toBeNull();

@@ -34,6 +34,8 @@ const handOut: HandOut = {
 };
 const bound: Binding = { agent: 'a1', task: 0, attempt: 1, worktree };
 const runner = { node: '/usr/bin/node', cli: '/plugin/dist/srt.mjs', settingsFile: '/cache/S1/agents/a1.sandbox.json', tmpdir: '/cache/S1/tmp/a1' };
+/** What a Bash call's decision needs besides the call: the person's rules (`deny`, `ask`), where their paths are read, the runner. */
+const bashFacts = (deny: string[] = [], ask: string[] = []): Partial<CallFacts> => ({ personRules: { deny, ask }, ruleRoots: { home: '/home/me', roots: [repo, worktree] }, runner });
 
 const call = (toolName: string, toolInput: Record<string, unknown>, over: Partial<ToolCall> = {}): ToolCall => ({ sessionId: 'S1', agentId: 'a1', cwd: worktree, toolName, toolInput, ...over });
 const facts = (over: Partial<CallFacts> = {}): CallFacts => ({ handOut, binding: bound, ...over });
@@ -78,7 +80,7 @@ describe('a bound worker', () => {
   });
 
   it('has its Bash command rewritten to run in the sandbox, every other input field kept', () => {
-    const verdict = decideToolCall(call('Bash', { command: "npm test -- --grep 'it works'", run_in_background: false, description: 'tests' }), facts({ personRules: [], runner }));
+    const verdict = decideToolCall(call('Bash', { command: "npm test -- --grep 'it works'", run_in_background: false, description: 'tests' }), facts(bashFacts()));
     expect(verdict).toMatchObject({ kind: 'allow' });
     const input = verdict.kind === 'allow' ? verdict.updatedInput : undefined;
     expect(input).toMatchObject({ run_in_background: false, description: 'tests' });
@@ -88,10 +90,32 @@ describe('a bound worker', () => {
 
   it('leaves Bash to the person where the sandbox cannot run, or where a deny or ask rule of theirs may match', () => {
     const bash = call('Bash', { command: 'rm -rf build' });
-    expect(decideToolCall(bash, facts({ handOut: { ...handOut, sandbox: { available: false, reason: 'bwrap missing' } }, personRules: [], runner }))).toEqual({ kind: 'none' });
-    expect(decideToolCall(bash, facts({ personRules: ['Bash(rm:*)'], runner }))).toEqual({ kind: 'none' });
-    expect(decideToolCall(bash, facts({ personRules: ['Bash'], runner }))).toEqual({ kind: 'none' });
-    expect(decideToolCall(bash, facts({ personRules: ['Read(./.env)', 'Bash(git push:*)'], runner }))).toMatchObject({ kind: 'allow' });
+    expect(decideToolCall(bash, facts({ handOut: { ...handOut, sandbox: { available: false, reason: 'bwrap missing' } }, ...bashFacts() }))).toEqual({ kind: 'none' });
+    expect(decideToolCall(bash, facts(bashFacts(['Bash(rm:*)'])))).toEqual({ kind: 'none' });
+    expect(decideToolCall(bash, facts(bashFacts([], ['Bash(rm:*)'])))).toEqual({ kind: 'none' });
+    expect(decideToolCall(bash, facts(bashFacts(['Bash'])))).toEqual({ kind: 'none' });
+    expect(decideToolCall(bash, facts(bashFacts(['Read(./.env)', 'Bash(git push:*)'])))).toMatchObject({ kind: 'allow' });
+  });
+
+  it("runs its Bash command with the person's Read and Edit deny rules in its sandbox settings, or leaves it to them where the sandbox cannot hold one exactly", () => {
+    const bash = call('Bash', { command: 'npm test' });
+    const settings = (deny: string[], ask: string[] = []) => {
+      const verdict = decideToolCall(bash, facts(bashFacts(deny, ask)));
+      return verdict.kind === 'allow' ? verdict.sandboxSettings : verdict;
+    };
+    expect(settings([])).toEqual(workerSandboxSettings(worktree, runner.tmpdir, []));
+    expect(settings(['Read(./.env)', 'Read(~/.aws/**)', 'Edit(./package-lock.json)', 'Edit(~/.ssh/*)'])).toEqual({
+      filesystem: {
+        allowWrite: [worktree, runner.tmpdir],
+        // The person's tree is not writable anyway: only the worktree's copy needs a write entry.
+        denyWrite: [`${worktree}/.git`, `${worktree}/package-lock.json`],
+        denyRead: [`${repo}/.env`, `${worktree}/.env`, '/home/me/.aws/**'],
+      },
+      network: { allowedDomains: [], deniedDomains: [] },
+    });
+    // Ask rules are about Claude Code's own file tools, as in its sandbox.
+    expect(settings([], ['Read(./.env)'])).toEqual(workerSandboxSettings(worktree, runner.tmpdir, []));
+    for (const deny of [['Edit(**/*.lock)'], ['Read(//**/*.pem)'], ['Read'], [`Edit(/${repo}/**)`], ['Read(\\[id\\].ts)']]) expect(settings(deny), deny[0]).toEqual({ kind: 'none' });
   });
 
   it('is refused the tools a headless worker does not get, with a reason', () => {
@@ -138,9 +162,19 @@ describe('the pieces', () => {
   });
 
   it('reads the written path from the field of each tool, relative to the working directory', () => {
-    expect(writePath({ toolName: 'Write', toolInput: { file_path: 'x/../y.ts' }, cwd: '/w' })).toBe('/w/y.ts');
-    expect(writePath({ toolName: 'NotebookEdit', toolInput: { notebook_path: '/w/n.ipynb' }, cwd: '/w' })).toBe('/w/n.ipynb');
-    expect(writePath({ toolName: 'Edit', toolInput: {}, cwd: '/w' })).toBeNull();
+    expect(writePath({ toolName: 'Write', toolInput: { file_path: 'x/../y.ts' }, cwd: '/w' }, '/h')).toEqual({ kind: 'path', path: '/w/y.ts' });
+    expect(writePath({ toolName: 'NotebookEdit', toolInput: { notebook_path: '/w/n.ipynb' }, cwd: '/w' }, '/h')).toEqual({ kind: 'path', path: '/w/n.ipynb' });
+    expect(writePath({ toolName: 'Edit', toolInput: {}, cwd: '/w' }, '/h')).toBeNull();
+  });
+
+  it('reads a leading ~ as Claude Code does: `~` and `~/…` in the home folder; `~user/…` is a home folder too, never the worktree', () => {
+    const at = (file_path: string) => writePath({ toolName: 'Write', toolInput: { file_path }, cwd: '/w' }, '/home/me');
+    expect(at('~/x.ts')).toEqual({ kind: 'path', path: '/home/me/x.ts' });
+    expect(at('~')).toEqual({ kind: 'path', path: '/home/me' });
+    expect(at('~/../w/a.ts')).toEqual({ kind: 'path', path: '/home/w/a.ts' });
+    expect(at('~root/x.ts')).toEqual({ kind: 'user-home', path: '~root/x.ts' });
+    // Only a leading one: elsewhere `~` is a name like any other.
+    expect(at('src/~/x.ts')).toEqual({ kind: 'path', path: '/w/src/~/x.ts' });
   });
 
   it('errs towards "a rule of the person may match"', () => {

@@ -6,9 +6,11 @@
 // (the skill pre-approves the lead's steps; the plugin's hook allows each worker its declared
 // files and runs its Bash in the sandbox); a worker's undeclared write is denied when it is made,
 // while its declared work lands; a worker's Bash that writes outside its worktree changes nothing
-// of the person's. And the same for `/foreman:design`'s plan-tool steps.
+// of the person's. And the same for `/foreman:design`'s plan-tool steps. And the other side of
+// the skills' exact rules: a step with other flags (`--sandbox off`, a `--gate` of its own), behind
+// an assignment, or joined to another command is not pre-approved (in -p mode: refused).
 
-import { cp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -66,7 +68,7 @@ const bash = (command: string) => toolUse('Bash', { command, description: comman
 
 function playLead(req: ScriptedRequest, repo: string): ContentBlock[] {
   const launcher = `"${skillDir(req)}/../../bin/foreman"`;
-  if (req.assistantTurns === 0) return [bash(`${launcher} plan setup`)];
+  if (req.assistantTurns === 0) return [bash(`${launcher} plan setup --sandbox on`)];
   const calls = lastCalls(req);
   const first = calls[0];
   if (first === undefined) return [text('The scripted lead lost its place.')];
@@ -75,11 +77,11 @@ function playLead(req: ScriptedRequest, repo: string): ContentBlock[] {
     const setup = json(first.result);
     if (setup?.error) return [text(`setup failed: ${first.result}`)];
     // The gate still checks the starting commit: `plan commit` waits for it.
-    return [bash(`${launcher} plan ${setup?.gate?.baseline === 'running' ? 'commit' : 'next'}`)];
+    return [bash(setup?.gate?.baseline === 'running' ? `${launcher} plan commit --sandbox on` : `${launcher} plan next`)];
   }
   if (first.name === 'Bash' && step === 'next') {
     const next = json(first.result);
-    if (next?.stall === 'gate') return [bash(`${launcher} plan commit`)];
+    if (next?.stall === 'gate') return [bash(`${launcher} plan commit --sandbox on`)];
     if (next?.stall === 'done') return [text(`Done: ${next.complete ? 'every task completed' : 'incomplete'}${next.archived ? `, archived at ${next.archived}` : ''}.`)];
     if (!next || next.tasks.length === 0) return [text(`next said: ${first.result}`)];
     // One Agent call per task, all in one message: they run at once.
@@ -103,11 +105,11 @@ function playLead(req: ScriptedRequest, repo: string): ContentBlock[] {
     });
     return [toolUse('Write', { file_path: join(repo, '.design/prompts/results.json'), content: JSON.stringify(results) })];
   }
-  if (first.name === 'Write') return [bash(`${launcher} plan finalize --results .design/prompts/results.json`)];
-  if (first.name === 'Bash' && step === 'finalize') return [bash(`${launcher} plan commit`)];
+  if (first.name === 'Write') return [bash(`${launcher} plan finalize --results .design/prompts/results.json --sandbox on`)];
+  if (first.name === 'Bash' && step === 'finalize') return [bash(`${launcher} plan commit --sandbox on`)];
   if (first.name === 'Bash' && step === 'commit') {
     const commit = json(first.result);
-    if (commit?.gate?.state === 'running') return [bash(`${launcher} plan commit`)];
+    if (commit?.gate?.state === 'running') return [bash(`${launcher} plan commit --sandbox on`)];
     return [bash(`${launcher} plan next`)];
   }
   return [text(`The scripted lead does not know what to do after ${first.name} ${step ?? ''}.`)];
@@ -126,6 +128,47 @@ function playWorker(req: ScriptedRequest, repo: string, scripts: Record<number, 
   const steps = [[toolUse('Read', { file_path: promptFile })], ...(scripts[task]?.(cwd) ?? [])];
   return steps[req.assistantTurns] ?? [text(`Did task ${task}.\nCOMPLETED: task ${task} done`)];
 }
+
+// ---------------------------------------------------------------------------------------------
+// Worktrees one at a time, workers at once
+
+/**
+ * Claude Code makes the worktrees of the Agent calls of one message at the same time, and two
+ * `git worktree add` at once can fail (`fatal: failed to read …/commondir`, CLI-NOTES.md): that
+ * agent never runs, and nothing ran beside its partner. This PreToolUse hook of the test's own
+ * (beside foreman's; it answers nothing, so it decides nothing) makes each of the lead's Agent calls
+ * wait until the subagents of the calls before it have sent their first request, so the worktrees
+ * are made one after the other; the subagents still run at once (each one's first answer waits for
+ * the others of its hand-out). `started()` is told each subagent's first request.
+ */
+async function worktreesOneAtATime(dir: string): Promise<{ settings: object; started: () => Promise<void> }> {
+  await mkdir(dir, { recursive: true });
+  const script = join(dir, 'agent-calls-in-turn.mjs');
+  await writeFile(
+    script,
+    `import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+const dir = ${JSON.stringify(dir)};
+const call = JSON.parse(readFileSync(0, 'utf8'));
+if (!call.agent_id) {
+  // This call's place among the lead's Agent calls: the first ticket free.
+  let ticket = 0;
+  for (;; ticket++) {
+    try { mkdirSync(dir + '/ticket-' + ticket); break; } catch (e) { if (e.code !== 'EEXIST') throw e; }
+  }
+  const deadline = Date.now() + 60000;
+  while (readdirSync(dir).filter((f) => f.startsWith('started-')).length < ticket && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+}
+`,
+  );
+  let count = 0;
+  return {
+    settings: { hooks: { PreToolUse: [{ matcher: 'Agent|Task', hooks: [{ type: 'command', command: `node ${JSON.stringify(script)}`, timeout: 120 }] }] } },
+    started: () => writeFile(join(dir, `started-${count++}`), ''),
+  };
+}
+
+/** The task of an Agent call's prompt (`…/task-<i>.md`), or NaN. */
+const taskOfPrompt = (prompt: unknown): number => Number(/task-(\d+)\.md/.exec(String(prompt))?.[1]);
 
 // ---------------------------------------------------------------------------------------------
 
@@ -202,21 +245,33 @@ describe.each(installs)('$command in the default permission mode, nothing pre-ap
       1: (cwd) => [[toolUse('Write', { file_path: join(cwd, 'b.txt'), content: 'beta\n' })], [toolUse('Bash', { command: 'mkdir -p build && echo ok > build/out.txt && rm -r build', description: 'build' })]],
       2: (cwd) => [[toolUse('Read', { file_path: join(cwd, 'a.txt') })], [toolUse('Write', { file_path: join(cwd, 'c.txt'), content: 'gamma\n' })]],
     };
-    // Tasks 0 and 1 are handed out together: each one's first answer waits for the other's first request.
-    const together = rendezvous([0, 1], 30_000);
+    // The tasks of one hand-out meet: each one's first answer waits for the others' first requests.
+    const meets = new Map<number, (task: number) => Promise<void>>();
+    const inTurn = await worktreesOneAtATime(join(home, 'agent-calls'));
     server = await startModelServer({
       respond: async (req) => {
         if (req.prompt.startsWith('First read the file ')) {
-          const task = Number(/task-(\d+)\.md/.exec(req.prompt)?.[1]);
-          if (req.assistantTurns === 0 && (task === 0 || task === 1)) await together(task);
+          const task = taskOfPrompt(req.prompt);
+          if (req.assistantTurns === 0) {
+            await inTurn.started();
+            const meet = meets.get(task);
+            meets.delete(task);
+            await meet?.(task);
+          }
           for (const c of lastCalls(req)) workerResults.push({ task, tool: `${c.name} ${JSON.stringify(c.input).slice(0, 120)}`, result: c.result });
           return playWorker(req, repo.dir, scripts);
         }
-        return playLead(req, repo.dir);
+        const blocks = playLead(req, repo.dir);
+        const handedOut = blocks.flatMap((b) => (b.type === 'tool_use' && b.name === 'Agent' ? [taskOfPrompt(b.input.prompt)] : []));
+        if (handedOut.length > 1) {
+          const meet = rendezvous(handedOut, 30_000);
+          for (const t of handedOut) meets.set(t, meet);
+        }
+        return blocks;
       },
     });
     cleanups.push(() => server.close());
-    const r = await execa(claudeBin, ['-p', '--output-format', 'stream-json', '--verbose', '--model', 'haiku', ...args, '--permission-mode', 'default'], {
+    const r = await execa(claudeBin, ['-p', '--output-format', 'stream-json', '--verbose', '--model', 'haiku', ...args, '--permission-mode', 'default', '--settings', JSON.stringify(inTurn.settings)], {
       cwd: repo.dir,
       env: claudeEnv(server.url, home),
       extendEnv: false,
@@ -260,42 +315,30 @@ describe.each(installs)('$command in the default permission mode, nothing pre-ap
     expect(workerResults.find((w) => w.tool.includes('mkdir -p build'))?.result).not.toMatch(/Read-only|denied|approval/i);
   });
 
-  it("ran two workers at once, or, where Claude Code could not make one's worktree, handed that task out again with no attempt spent", () => {
-    // Two `git worktree add` at once can trip on each other (`fatal: failed to read …/commondir`):
-    // Claude Code's Agent call then fails before its worker makes a request, and the two cannot
-    // overlap. What foreman owes then is the task again, as the same attempt.
-    const leadCalls = server
-      .turns()
-      .map((r) => r as ScriptedRequest)
-      .filter((r) => !r.prompt.startsWith('First read the file '))
-      .flatMap((r) => lastCalls(r));
-    const notMade = leadCalls.filter((c) => c.name === 'Agent' && WORKTREE_NOT_MADE.test(c.result)).map((c) => Number(/task-(\d+)\.md/.exec(String(c.input.prompt))?.[1]));
-    if (notMade.length > 0) {
-      const finalized = leadCalls.filter((c) => c.name === 'Bash' && String(c.input.command).includes(' plan finalize')).flatMap((c) => (json(c.result)?.results ?? []) as Array<{ index: number; outcome: string }>);
-      for (const task of notMade) {
-        expect(finalized).toContainEqual(expect.objectContaining({ index: task, outcome: 'requeued' }));
-        const prompts = workerResults.filter((w) => w.task === task && w.tool.startsWith('Read') && w.tool.includes(`task-${task}.md`));
-        expect(prompts.length).toBeGreaterThan(0);
-        for (const p of prompts) expect(p.result).not.toContain('This is attempt 2');
-      }
-      return;
-    }
-    const spans = [0, 1].map((task) => {
-      const times = server
-        .turns()
-        .filter((r) => (r as ScriptedRequest).prompt.includes(`task-${task}.md`))
-        .map((r) => (r as ScriptedRequest).receivedAt);
-      return { start: Math.min(...times), end: Math.max(...times) };
-    });
+  it('ran two workers at once (and, had Claude Code failed to make a worktree, handed that task out again with no attempt spent)', async () => {
+    // The lead's Agent calls went through the test's hook, one ticket each.
+    expect(await readdir(join(home, 'agent-calls'))).toEqual(expect.arrayContaining(['ticket-0', 'ticket-1', 'started-0', 'started-1']));
+    const requests = server.turns().map((r) => r as ScriptedRequest);
+    const leadCalls = requests.filter((r) => !r.prompt.startsWith('First read the file ')).flatMap((r) => lastCalls(r));
     // What the server saw, in order, to tell a run of the two one after the other from a late start.
-    const t0 = Math.min(...server.turns().map((r) => (r as ScriptedRequest).receivedAt));
-    const seen = server
-      .turns()
-      .map((r) => r as ScriptedRequest)
-      .map((r) => `${r.receivedAt - t0}ms ${/task-(\d+)\.md/.exec(r.prompt)?.[0] ?? r.prompt.slice(0, 30)} turn ${r.assistantTurns} ${lastCalls(r).map((c) => c.result.slice(0, 400)).join(' | ')}`)
-      .join('; ');
-    expect(spans[0]!.start, seen).toBeLessThan(spans[1]!.end);
-    expect(spans[1]!.start, seen).toBeLessThan(spans[0]!.end);
+    const t0 = Math.min(...requests.map((r) => r.receivedAt));
+    const seen = requests.map((r) => `${r.receivedAt - t0}ms ${/task-(\d+)\.md/.exec(r.prompt)?.[0] ?? r.prompt.slice(0, 30)} turn ${r.assistantTurns} ${lastCalls(r).map((c) => c.result.slice(0, 400)).join(' | ')}`).join('; ');
+    // The worktrees are made one at a time (worktreesOneAtATime), so each is made; were one not,
+    // foreman would owe the task again, as the same attempt, and its partners would meet the retry.
+    const notMade = leadCalls.filter((c) => c.name === 'Agent' && WORKTREE_NOT_MADE.test(c.result)).map((c) => taskOfPrompt(c.input.prompt));
+    const finalized = leadCalls.filter((c) => c.name === 'Bash' && String(c.input.command).includes(' plan finalize')).flatMap((c) => (json(c.result)?.results ?? []) as Array<{ index: number; outcome: string }>);
+    for (const task of notMade) {
+      expect(finalized, seen).toContainEqual(expect.objectContaining({ index: task, outcome: 'requeued' }));
+      for (const p of workerResults.filter((w) => w.task === task && w.tool.startsWith('Read') && w.tool.includes(`task-${task}.md`))) expect(p.result).not.toContain('This is attempt 2');
+    }
+    // Each subagent (one worktree each) from its first request to its last: two of them overlap.
+    const bySubagent = new Map<string, ScriptedRequest[]>();
+    for (const r of requests.filter((q) => q.prompt.startsWith('First read the file '))) bySubagent.set(r.cwd ?? '', [...(bySubagent.get(r.cwd ?? '') ?? []), r]);
+    const spans = [...bySubagent.values()].map((rs) => ({ task: taskOfPrompt(rs[0]!.prompt), start: Math.min(...rs.map((r) => r.receivedAt)), end: Math.max(...rs.map((r) => r.receivedAt)) }));
+    const overlapping = spans.flatMap((a, i) => spans.slice(i + 1).filter((b) => a.task !== b.task && a.start < b.end && b.start < a.end).map((b) => [a.task, b.task].sort().join(' and ')));
+    expect(overlapping.length, seen).toBeGreaterThan(0);
+    // As scripted, with every worktree made: the two handed out first.
+    if (notMade.length === 0) expect(overlapping, seen).toContain('0 and 1');
   });
 
   it('leaves no hand-out behind once the run has finished, so the hook costs one `test -d` again', async () => {
@@ -325,7 +368,7 @@ describe('/foreman:design in the default permission mode, nothing pre-approved, 
           [bash(`${launcher} plan status --json`)],
           [toolUse('Write', { file_path: join(repo.dir, '.design/plan.json'), content: JSON.stringify(plan, null, 2) })],
           [bash(`${launcher} plan check --fix`)],
-          [bash(`${launcher} plan probe --json`)],
+          [bash(`${launcher} plan probe --json --sandbox on`)],
           [bash(`${launcher} plan summary`)],
         ];
         return steps[req.assistantTurns] ?? [text(`Designed. ${lastCalls(req)[0]?.result.split('\n')[0] ?? ''}`)];
@@ -352,5 +395,66 @@ describe('/foreman:design in the default permission mode, nothing pre-approved, 
     expect(results.some((t) => /valid/.test(t))).toBe(true);
     expect(JSON.parse(await readFile(join(repo.dir, '.design/probe.json'), 'utf8'))).toMatchObject({ verdict: 'ok' });
     expect(JSON.parse(await readFile(join(repo.dir, '.design/plan.json'), 'utf8')).tasks[0].fileOverlaps).toEqual([]);
+  }, 240_000);
+});
+
+describe('what the skills do not pre-approve, in the default permission mode with the plugin', () => {
+  /** Runs `skill` with a scripted model that makes each Bash call of `commands` (`L` the launcher) in turn; the result event. */
+  async function attempt(repo: string, skill: string, commands: string[]) {
+    const home = await tempHome();
+    cleanups.push(() => rm(home, { recursive: true, force: true }));
+    const local = await startModelServer({
+      respond: (req) => {
+        const launcher = `"${skillDir(req)}/../../bin/foreman"`;
+        const command = commands[req.assistantTurns];
+        return command === undefined ? [text('Stopped.')] : [toolUse('Bash', { command: command.replaceAll('L', launcher), description: 'a step' })];
+      },
+    });
+    cleanups.push(() => local.close());
+    const r = await execa(claudeBin, ['-p', '--output-format', 'stream-json', '--verbose', '--model', 'haiku', '--plugin-dir', pluginRoot, '--permission-mode', 'default'], {
+      cwd: repo,
+      env: claudeEnv(local.url, home),
+      extendEnv: false,
+      input: skill,
+      reject: false,
+      timeout: 180_000,
+    });
+    expect(r.exitCode, String(r.stderr)).toBe(0);
+    const events = parseStreamJson(String(r.stdout));
+    const denied = (([...events].reverse().find((e) => e.type === 'result')?.permission_denials ?? []) as Array<{ tool_input: { command?: string } }>).map((d) =>
+      String(d.tool_input.command).replace(/"[^"]*\/bin\/foreman"/, 'L'),
+    );
+    const results = local
+      .turns()
+      .map((t) => (t as ScriptedRequest).toolResults[0]?.content ?? '')
+      .filter(Boolean);
+    return { denied, results };
+  }
+
+  it('/foreman:execute: a step with --sandbox off, with a --gate of its own, behind an assignment, or joined to another command asks; the exact steps run', async () => {
+    const repo = await tempGitRepo({ 'README.md': readme, '.gitignore': '.design/\n' });
+    cleanups.push(repo.cleanup);
+    await writePlan(repo.dir, makePlan([{ subject: 'write a.txt', prompt: 'Write a.txt.\nCOMPLETED:', blockedBy: [], metadata: { files: { create: ['a.txt'], modify: [] } } }]));
+    const unsafe = ['L plan setup --sandbox off', "L plan setup --sandbox on --gate 'touch gate-ran.txt'", 'L plan status && touch joined.txt', 'FOREMAN_SANDBOX=off L plan next', 'L plan finalize --results .design/prompts/results.json'];
+    const { denied, results } = await attempt(repo.dir, '/foreman:execute', [...unsafe, 'L plan setup --sandbox on', 'L plan status']);
+    // In -p mode a call that would ask is refused: each unsafe form, and nothing else.
+    expect(denied).toEqual(unsafe);
+    for (const file of ['gate-ran.txt', 'joined.txt']) await expect(readFile(join(repo.dir, file))).rejects.toMatchObject({ code: 'ENOENT' });
+    // The exact forms ran: setup's JSON (sandboxed or, without the sandbox, its refusal), then the status table.
+    expect(results.filter((t) => /requires approval|needs approval|multiple operations/.test(t))).toHaveLength(unsafe.length);
+    expect(json(results.at(-2)!)).toMatchObject(support.ok ? { sandbox: { mode: 'on', sandboxed: true } } : { error: { kind: 'sandbox-unavailable' } });
+    expect(results.at(-1)).toMatch(/write a\.txt/);
+  }, 240_000);
+
+  it('/foreman:design: the probe unsandboxed, or a step joined to another command, asks; the exact steps run', async () => {
+    const repo = await tempGitRepo({ 'README.md': readme });
+    cleanups.push(repo.cleanup);
+    await writePlan(repo.dir, makePlan([{ subject: 'add greet.txt', prompt: 'Write greet.txt.\nCOMPLETED:', blockedBy: [], metadata: { files: { create: ['greet.txt'], modify: [] } }, agent: { model: 'haiku', acceptanceCriteria: [{ criterion: 'greet.txt', check: `touch ${join(repo.dir, 'probe-ran.txt')}; test -f greet.txt` }] } }]));
+    const unsafe = ['L plan probe --json --sandbox off', 'L plan probe --json', 'L plan check --fix && touch joined.txt'];
+    const { denied, results } = await attempt(repo.dir, '/foreman:design add a greeting', [...unsafe, 'L plan check --fix', 'L plan status --json']);
+    expect(denied).toEqual(unsafe);
+    for (const file of ['probe-ran.txt', 'joined.txt', '.design/probe.json']) await expect(readFile(join(repo.dir, file))).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(results.at(-2)).toMatch(/valid/);
+    expect(json(results.at(-1)!)).toMatchObject({ goal: expect.any(String) });
   }, 240_000);
 });

@@ -4,17 +4,42 @@
 // repository prepared to the state in which the skill runs it (test/skills/skill-lines.ts; the
 // install test in plugin.test.ts runs the same lines from an installed copy of the plugin).
 
-import { readFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parsePlan } from '../../src/core/validate.ts';
 import { planCommands } from '../../src/cli/plan/index.ts';
 import { parseResults } from '../../src/cli/plan/lead.ts';
+import { tempGitRepo } from '../support/git-repo.ts';
+import { fakeTask, makePlan, writePlan } from '../support/plans.ts';
 import { repoRoot } from '../support/real-claude.ts';
-import { LAUNCHER, type PreparedRepos, preparedRepos, runSkillLine, skillLines } from './skill-lines.ts';
+import { LAUNCHER, type PreparedRepos, preparedRepos, runSkillLine, skillLines, substitute } from './skill-lines.ts';
+import { isolatedSubagent } from './support.ts';
 
 const repos: PreparedRepos = preparedRepos();
 afterAll(() => repos.cleanup());
+
+/** The skill's `allowed-tools` rules, from its front matter. */
+async function rules(skill: string): Promise<string[]> {
+  const text = await readFile(join(repoRoot, 'skills', skill, 'SKILL.md'), 'utf8');
+  const front = /^---\n([\s\S]*?)\n---\n/.exec(text)?.[1] ?? '';
+  return [...front.matchAll(/^ {2}- (.+)$/gm)].map((m) => m[1]!);
+}
+
+/** A PATH folder (made at `dir`) with every command of this PATH but `missing`: a machine without the sandbox. */
+async function pathWithout(dir: string, missing: string[]): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  for (const from of (process.env.PATH ?? '').split(':').filter(Boolean)) {
+    for (const name of await readdir(from).catch(() => [] as string[])) {
+      if (missing.includes(name) || existsSync(join(dir, name))) continue;
+      await symlink(join(from, name), join(dir, name)).catch(() => undefined);
+    }
+  }
+  return dir;
+}
 
 describe('the commands in the skills', async () => {
   const { counts, unique } = await skillLines(join(repoRoot, 'skills'));
@@ -37,17 +62,88 @@ describe('the commands in the skills', async () => {
     await runSkillLine(c, repoRoot, repos);
   });
 
-  it("pre-approve exactly their own plan-tool steps and files, never a decision that is the person's", async () => {
-    const rules = async (skill: string) => {
-      const text = await readFile(join(repoRoot, 'skills', skill, 'SKILL.md'), 'utf8');
-      const front = /^---\n([\s\S]*?)\n---\n/.exec(text)?.[1] ?? '';
-      return [...front.matchAll(/^ {2}- (.+)$/gm)].map((m) => m[1]!);
-    };
-    const step = (name: string) => `Bash(${LAUNCHER} plan ${name}:*)`;
-    expect(await rules('execute')).toEqual([...['setup', 'next', 'finalize', 'commit', 'status'].map(step), 'Edit(.design/prompts/results.json)']);
-    expect(await rules('design')).toEqual([...['status', 'check', 'probe', 'summary'].map(step), 'Edit(.design/plan.json)']);
+  it("pre-approve exactly their own plan-tool steps, in the forms the skill runs, and files; never a decision that is the person's", async () => {
+    const exact = (command: string) => `Bash(${LAUNCHER} plan ${command})`;
+    // Exact rules, no prefixes: Claude Code 2.1.330 asks for any other argument, an assignment
+    // before the command, or another command joined to it (CLI-NOTES.md).
+    expect(await rules('execute')).toEqual([
+      ...['setup --sandbox on', 'next', 'finalize --results .design/prompts/results.json --sandbox on', 'commit --sandbox on', 'status'].map(exact),
+      'Edit(.design/prompts/results.json)',
+    ]);
+    expect(await rules('design')).toEqual([...['status --json', 'check --fix', 'probe --json --sandbox on', 'summary'].map(exact), 'Edit(.design/plan.json)']);
     for (const skill of ['execute', 'design']) {
-      for (const rule of await rules(skill)) expect(rule, skill).not.toMatch(/ (approve|reject|retry|skip|land|clean|archive|execute)\b|foreman" execute/);
+      const own = await rules(skill);
+      for (const rule of own) {
+        expect(rule, skill).not.toMatch(/\*|:\*|--sandbox (off|auto)|--gate|--no-gate/);
+        expect(rule, skill).not.toMatch(/ (approve|reject|retry|skip|land|clean|archive|execute)\b|foreman" execute/);
+      }
+      // The skill runs each of its pre-approved steps exactly so: every launcher line of one of those steps is a rule.
+      const lines = unique.filter((c) => c.file === `skills/${skill}/SKILL.md`).map((c) => c.line);
+      const commands = own.filter((r) => r.startsWith('Bash(')).map((r) => r.slice('Bash('.length, -1));
+      for (const c of commands) expect(lines, skill).toContain(c);
+      const steps = new Set(commands.map((c) => c.slice(LAUNCHER.length).trim().split(' ').slice(0, 2).join(' ')));
+      for (const line of lines) if (steps.has(line.slice(LAUNCHER.length).trim().split(/\s+/).slice(0, 2).join(' '))) expect(commands, `${skill}: ${line}`).toContain(line);
+    }
+  });
+
+  it('the pre-approved steps run no command outside the sandbox: where it cannot run, each runs none or refuses (exit 3) before it does', async () => {
+    const scratch = await mkdtemp(join(tmpdir(), 'foreman-no-sandbox-'));
+    try {
+      const PATH = await pathWithout(join(scratch, 'bin'), ['bwrap']);
+      // Every command the plan holds leaves a line in the file $MARK names, outside the repository.
+      const mark = (what: string) => `echo ${what} >> "$MARK"`;
+      const plan = makePlan(
+        [
+          fakeTask('A', {
+            create: ['a.txt'],
+            acceptance: [{ criterion: 'a.txt exists', check: `${mark('check')}; test -f a.txt` }],
+            assumptions: [{ claim: 'holds', verify: mark('assumption'), severity: 'blocking' }],
+            fake: { write: { 'a.txt': 'a\n' } },
+          }),
+        ],
+        { context: { testCommand: mark('gate'), setupCommand: mark('setup') } },
+      );
+      const run = (dir: string, line: string, markFile: string) =>
+        execa('bash', ['-c', line], { cwd: dir, env: { NO_COLOR: '1', PATH, MARK: markFile, FOREMAN_WORKTREES: join(scratch, 'worktrees') }, reject: false, timeout: 120_000, stdin: 'ignore' });
+      const launcher = `"${join(repoRoot, 'bin/foreman')}"`;
+      /** A repository in the state the skill runs `step` in, reached with the plain steps (which ran commands unsandboxed: marked in prep). */
+      const prepared = async (stage: 'fresh' | 'in-progress' | 'finalized', prep: string) => {
+        const repo = await tempGitRepo({ 'README.md': 'hello\n' });
+        repos.add(repo);
+        await writePlan(repo.dir, plan);
+        if (stage === 'fresh') return repo.dir;
+        const plain = async (args: string) => {
+          const r = await run(repo.dir, `${launcher} plan ${args}`, prep);
+          expect(r.exitCode, `${args}: ${r.stdout}\n${r.stderr}`).toBe(0);
+          return JSON.parse(r.stdout);
+        };
+        expect((await plain('setup')).sandbox).toEqual({ mode: 'auto', sandboxed: false });
+        expect((await plain('commit --wait 60')).gate.baseline).toBe('passed');
+        const next = await plain('next');
+        const ran = await isolatedSubagent(repo.dir, next.tasks[0].promptFile, 'haiku');
+        await writeFile(join(repo.dir, '.design/prompts/results.json'), JSON.stringify([{ task: 0, output: ran.output.split('\n').at(-1), worktree: ran.worktree }]));
+        if (stage === 'finalized') expect((await plain('finalize --results .design/prompts/results.json')).results[0]).toMatchObject({ outcome: 'completed' });
+        // The plain steps did run the plan's commands unsandboxed: the marks work.
+        expect((await readFile(prep, 'utf8')).split('\n')).toEqual(expect.arrayContaining(['assumption', 'gate', ...(stage === 'finalized' ? ['check'] : [])]));
+        return repo.dir;
+      };
+      for (const skill of ['execute', 'design']) {
+        for (const rule of (await rules(skill)).filter((r) => r.startsWith('Bash('))) {
+          const line = rule.slice('Bash('.length, -1);
+          const words = line.slice(LAUNCHER.length).trim().split(' ');
+          const stage = words[1] === 'finalize' ? 'in-progress' : words[1] === 'commit' ? 'finalized' : 'fresh';
+          const name = `${skill}-${words.slice(1, 2)}`;
+          const dir = await prepared(stage, join(scratch, `${name}.prep`));
+          const ran = await run(dir, substitute(line, repoRoot, `skills/${skill}/SKILL.md`), join(scratch, `${name}.mark`));
+          expect(existsSync(join(scratch, `${name}.mark`)), `${line} ran a command of the plan: ${ran.stdout}\n${ran.stderr}`).toBe(false);
+          if (['setup', 'finalize', 'commit', 'probe'].includes(words[1]!)) {
+            expect(ran.exitCode, line).toBe(3);
+            expect(ran.stderr, line).toMatch(/--sandbox on: (the sandbox cannot run here|this session runs)/);
+          } else expect([0, 2], `${line}: ${ran.stderr}`).toContain(ran.exitCode);
+        }
+      }
+    } finally {
+      await rm(scratch, { recursive: true, force: true });
     }
   });
 

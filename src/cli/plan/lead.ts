@@ -28,7 +28,8 @@ import { assertNever } from '../../core/failure.ts';
 import { DEFAULTS } from '../../run/settings.ts';
 import { serveGate } from '../../run/lead-gate.ts';
 import { baselineRefusal } from '../../run/lifecycle.ts';
-import { decideSandbox, sandboxModeOf } from '../../adapters/sandbox.ts';
+import { type SandboxDecision, decideSandbox, installAdvice, sandboxModeOf } from '../../adapters/sandbox.ts';
+import { readSession } from '../../run/session.ts';
 
 /** A problem with a name the lead can act on. */
 export class StepError extends CliError {
@@ -173,6 +174,51 @@ const waitOption: Record<string, OptionSpec> = {
   },
 };
 
+/**
+ * `--sandbox on` of a step after setup (`finalize`, `commit`): the form a skill pre-approves. The
+ * session's sandbox is plan setup's to decide; with this flag the step refuses (exit 3,
+ * `sandbox-unavailable`) before it runs anything when that would run a command outside the
+ * sandbox, so running one unsandboxed always takes the person's approval of the plain step.
+ */
+const requireSandboxOption: Record<string, OptionSpec> = {
+  sandbox: {
+    type: 'string',
+    valueName: 'on',
+    description: "on: refuse (exit 3) when this session would run a command outside the sandbox (set up with --sandbox off, or where the sandbox cannot run); without it the step runs them as plan setup decided",
+  },
+};
+
+const autoDecision = async (): Promise<SandboxDecision> => {
+  const d = await decideSandbox('auto');
+  return d.ok ? d.value : { sandboxed: false, unavailable: d.error };
+};
+
+/** The flag's value checked before anything else: only `on`. */
+function requireSandboxFlag(values: Record<string, unknown>): boolean {
+  const flag = str(values.sandbox);
+  if (flag === undefined) return false;
+  if (flag !== 'on') throw new StepError(EXIT.invalid, 'usage', [`--sandbox: "${flag}" is not accepted here; a step after setup takes only --sandbox on (the session's sandbox is plan setup's --sandbox MODE)`]);
+  return true;
+}
+
+/**
+ * With `--sandbox on`: refuse when this session runs `what` outside the sandbox. `what` null: the
+ * step runs no command this session (a commit with no gate), so there is nothing to refuse.
+ */
+async function refuseUnsandboxed(step: string, values: Record<string, unknown>, plan: Plan, planPath: string, what: (gated: boolean) => string | null): Promise<void> {
+  if (!requireSandboxFlag(values)) return;
+  const session = await readSession(planPath, plan);
+  const runs = what(session.gate.config !== null);
+  if (runs === null) return;
+  // A session file of an earlier version has no decision: its steps ask as `auto`.
+  const decided: SandboxDecision = session.sandbox ?? (await autoDecision());
+  if (decided.sandboxed) return;
+  const why = decided.unavailable === null ? 'it was set up with --sandbox off' : `plan setup found that the sandbox cannot run here: ${decided.unavailable}`;
+  throw new StepError(EXIT.cannotRun, 'sandbox-unavailable', [
+    `--sandbox on: this session runs ${runs} outside the sandbox (${why}); nothing was done. To go on unsandboxed, run \`plan ${step}\` as before without --sandbox on (the person approves it); to sandbox them, ${installAdvice()}, then \`plan setup --sandbox on\` again`,
+  ]);
+}
+
 /** The gate failed on the starting commit: the same refusal as a headless run. */
 function refuseBaseline(command: string, tip: string, output: string): never {
   throw new StepError(EXIT.invalid, 'baseline-failed', baselineRefusal(command, tip, output));
@@ -281,13 +327,15 @@ export function parseResults(text: string, file: string): WorkerResult[] {
 export const finalize = stepCommand({
   name: 'finalize',
   summary: "For /execute: judge the workers' final lines, verify each in its subagent's worktree (spot-check, undeclared changes, acceptance checks), retry, fail or block, cascade, breaker; remove the worktrees. JSON out.",
-  usage: '--results FILE [--repo DIR] [--plan FILE] [--max-attempts N] [--check-timeout SECONDS]',
+  usage: '--results FILE [--repo DIR] [--plan FILE] [--max-attempts N] [--check-timeout SECONDS] [--sandbox on]',
   options: {
+    ...requireSandboxOption,
     results: { type: 'string', valueName: 'FILE', description: 'JSON array of {"task": N, "output": "<the worker\'s final text, or its last line>", "worktree": "<the worktreePath of its Task result>"}' },
     'max-attempts': { type: 'string', valueName: 'N', description: "attempts per task (default: the session's, from setup)", range: RANGES.attempts },
     'check-timeout': { type: 'string', valueName: 'SECONDS', description: "time limit of each acceptance command (default: the session's)", range: RANGES.timeoutSeconds },
   },
   async prepare(values, cwd) {
+    requireSandboxFlag(values);
     const file = str(values.results);
     if (file === undefined) throw new StepError(EXIT.invalid, 'usage', ['finalize: --results FILE is required (a JSON array of {"task": N, "output": "…"})']);
     const path = resolve(cwd, file);
@@ -296,7 +344,8 @@ export const finalize = stepCommand({
     });
     return parseResults(text, path);
   },
-  async step({ numbers, plan, ctx }, results) {
+  async step({ values, numbers, plan, ctx }, results) {
+    await refuseUnsandboxed('finalize', values, plan, ctx.planPath, () => 'the acceptance checks');
     const r = await leadFinalize(plan, ctx, results as WorkerResult[], {
       maxAttempts: numbers['max-attempts'],
       checkTimeoutMs: millisecondsOf(numbers['check-timeout']),
@@ -318,11 +367,14 @@ export const finalize = stepCommand({
 export const commit = stepCommand({
   name: 'commit',
   summary: "For /execute: integrate the verified work (exactly the declared files, with trailers) onto the plan's ref and land it on your branch; archive the plan once every task is completed and landed. JSON out; exit 1 when the work could not land.",
-  usage: '[--repo DIR] [--plan FILE] [--wait SECONDS]',
+  usage: '[--repo DIR] [--plan FILE] [--wait SECONDS] [--sandbox on]',
   options: {
     ...waitOption,
+    ...requireSandboxOption,
   },
-  async step({ numbers, plan, ctx }) {
+  prepare: async (values) => requireSandboxFlag(values),
+  async step({ values, numbers, plan, ctx }) {
+    await refuseUnsandboxed('commit', values, plan, ctx.planPath, (gated) => (gated ? "the gate (the plan's test command)" : null));
     const r = await leadCommit(plan, ctx, { waitMs: millisecondsOf(numbers.wait) });
     if (r.ok) return r.value;
     if (r.error.kind === 'baseline-failed') refuseBaseline(r.error.command, r.error.tip, r.error.output);
