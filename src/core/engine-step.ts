@@ -403,6 +403,9 @@ export function speculativeStack(state: Pick<EngineState, 'config' | 'plan' | 'a
   const tasks = state.plan.tasks;
   const planned = tasks[task]!;
   if (statusOf(planned) !== 'pending') return null;
+  // Candidates the gate passed are being integrated: until the tip holds them, a worktree made
+  // now would stand on the tip without them, and its candidate would be gated with them beneath.
+  if ([...state.attempts.values()].some(integrating)) return null;
   const order = queueOrder(state.gate);
   let last = -1;
   for (const blocker of planned.blockedBy) {
@@ -420,6 +423,9 @@ export function speculativeStack(state: Pick<EngineState, 'config' | 'plan' | 'a
   if (stack.some((candidate) => writesOf(tasks[candidate]!).some((path) => writes.some((own) => pathsIntersect(path, own))))) return null;
   return { stack, level };
 }
+
+/** A candidate the gate passed, in the lane being integrated: the integration tip is about to move. */
+const integrating = (attempt: Attempt): boolean => attempt.stage === 'recording' && attempt.candidate !== true && attempt.decision?.kind === 'completed';
 
 /**
  * How many levels of candidates not integrated yet `task`'s attempt stands on: 0 on the tip (or
