@@ -396,13 +396,16 @@ const IN_QUEUE: ReadonlySet<AttemptStage> = new Set(['queued', 'gating']);
  * integration tip plus every candidate queued ahead of its last blocker, in queue order — exactly
  * what will be beneath its own candidate when the gate tests it. Not deeper than `speculate`
  * levels, and writing none of the stack's files (the gate stacks their works one on another).
+ * A task that needs approval never starts speculatively: it waits for its blockers to integrate.
  */
 export function speculativeStack(state: Pick<EngineState, 'config' | 'plan' | 'attempts' | 'gate'>, task: number): { stack: number[]; level: number } | null {
   const config = state.config;
   if (config.speculate <= 0 || config.gate === null || config.driver !== 'headless' || config.schedule !== 'continuous') return null;
   const tasks = state.plan.tasks;
   const planned = tasks[task]!;
-  if (statusOf(planned) !== 'pending') return null;
+  // Work that waits for approval is parked, out of every live attempt: a candidate of its stack
+  // blamed later could not reach it, and once approved it would integrate on a stack that failed.
+  if (statusOf(planned) !== 'pending' || planned.gate === 'human-approval') return null;
   // Candidates the gate passed are being integrated: until the tip holds them, a worktree made
   // now would stand on the tip without them, and its candidate would be gated with them beneath.
   if ([...state.attempts.values()].some(integrating)) return null;

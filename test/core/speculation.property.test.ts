@@ -107,8 +107,13 @@ function violations(plan: Plan, events: readonly RunEventBody[], speculate: numb
   return found;
 }
 
+/** Some tasks wait for a person's approval once verified: their work is parked, never a candidate. */
+const withApprovals = ([plan, approvals]: [Plan, boolean[]]): Plan => ({ ...plan, tasks: plan.tasks.map((t, i) => (approvals[i] === true ? { ...t, gate: 'human-approval' as const } : t)) });
+
 const speculationArb = fc.record({
-  plan: planArb({ maxTasks: MAX_SIM_TASKS, statuses: 'pending', maxDeps: 2 }),
+  plan: fc
+    .tuple(planArb({ maxTasks: MAX_SIM_TASKS, statuses: 'pending', maxDeps: 2 }), fc.array(fc.oneof({ weight: 5, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }), { minLength: MAX_SIM_TASKS, maxLength: MAX_SIM_TASKS }))
+    .map(withApprovals),
   concurrency: fc.integer({ min: 1, max: 4 }),
   speculate: fc.integer({ min: 1, max: 3 }),
   batchSize: fc.integer({ min: 1, max: 4 }),
@@ -124,6 +129,7 @@ describe('speculative execution', () => {
     // The random runs must reach what they check: speculative starts, and cancellations of them.
     let speculativeStarts = 0;
     let cancellations = 0;
+    let parked = 0;
     fc.assert(
       fc.property(speculationArb, (sim) => {
         const config: EngineConfig = { ...SIMULATION_DEFAULTS, concurrency: sim.concurrency, schedule: 'continuous', gate: { batchSize: sim.batchSize }, speculate: sim.speculate };
@@ -147,6 +153,7 @@ describe('speculative execution', () => {
         expect(violations(sim.plan, trace.events, sim.speculate)).toEqual([]);
         speculativeStarts += trace.events.filter((e) => e.type === 'task-started' && e.stack !== undefined).length;
         cancellations += trace.events.filter((e) => e.type === 'speculation-cancelled').length;
+        parked += trace.events.filter((e) => e.type === 'task-finished' && e.outcome === 'awaiting_approval').length;
         expect(trace.state.attempts.size).toBe(0);
         expect(trace.state.plan.tasks.some((t) => statusOf(t) === 'in_progress')).toBe(false);
       }),
@@ -154,6 +161,7 @@ describe('speculative execution', () => {
     );
     expect(speculativeStarts).toBeGreaterThan(200);
     expect(cancellations).toBeGreaterThan(40);
+    expect(parked).toBeGreaterThan(100);
   });
 
   it('speculates at all: a chain under a slow gate starts dependants on candidates, and finishes sooner than without', () => {

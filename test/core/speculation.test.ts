@@ -3,6 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, initialState, step } from '../../src/core/engine-step.ts';
+import { statusOf } from '../../src/core/plan.ts';
 import { SIMULATION_DEFAULTS } from '../../src/core/simulation.ts';
 import { PASSED, reported } from '../support/engine-rig.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
@@ -15,6 +16,8 @@ let clock = 0;
 const finished = (task: number, text: string, costUsd = 0): EngineEvent => ({ type: 'worker-finished', task, run: reported(text, costUsd), now: ++clock });
 const verified = (task: number): EngineEvent => ({ type: 'verified', task, verification: PASSED, now: ++clock });
 const recorded = (...tasks: number[]): EngineEvent => ({ type: 'recorded', tasks, commit: `c${clock}`, failure: null, now: ++clock });
+/** A worker that was told to stop returns. */
+const stopped = (task: number): EngineEvent => ({ type: 'worker-finished', task, run: { ...reported(''), outcome: { kind: 'failed', failure: { reason: 'interrupted' } } }, now: ++clock });
 const gated = (tasks: number[], passed: boolean): EngineEvent => ({ type: 'gated', tasks, passed, output: passed ? '' : 'FAIL', durationMs: 1, now: ++clock });
 
 /** Steps through `events`: the last state and the effects of every step, in order. */
@@ -54,5 +57,25 @@ describe('speculation, step by step', () => {
     // Once X is on the tip, C starts again on Y alone: what its candidate will be gated on.
     const integrated = run(failed.state, recorded(0));
     expect(starts(integrated.effects)).toEqual([[2, [1]]]);
+  });
+});
+
+describe('a task that needs approval', () => {
+  it('is not built on candidates: it waits for its blockers to integrate, so no parked work stands on a candidate the gate may blame', () => {
+    const plan = makePlan([task('A'), task('G', { blockedBy: [0], gate: 'human-approval' }), task('B', { blockedBy: [0] })]);
+    const queued = run(initialState(plan, config(), 0), { type: 'tick', now: 0 }, finished(0, 'COMPLETED: a'), verified(0), recorded(0));
+    // A is a candidate under test: B starts on it, G does not.
+    expect(starts(queued.effects)).toEqual([
+      [0, []],
+      [2, [0]],
+    ]);
+    expect(statusOf(queued.state.plan.tasks[1]!)).toBe('pending');
+    // A is blamed: B's speculation is cancelled; G has nothing to lose.
+    const blamed = run(queued.state, gated([0], false), gated([0], false));
+    expect(blamed.effects.flatMap((e) => (e.type === 'emit' && e.event.type === 'speculation-cancelled' ? [e.event.task] : []))).toEqual([2]);
+    // A's retry integrates; G starts on the tip, with A's work in it.
+    const fixed = run(blamed.state, stopped(2), finished(0, 'COMPLETED: a again'), verified(0), recorded(0), gated([0], true), recorded(0));
+    expect(starts(fixed.effects)).toContainEqual([1, []]);
+    expect(fixed.state.attempts.get(1)?.stack).toBeUndefined();
   });
 });
