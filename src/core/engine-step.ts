@@ -832,6 +832,7 @@ const laneBusy = (work: Work): boolean => tasksIn(work, new Set(['recording', 'g
 
 function gated(work: Work, tasks: readonly number[], passed: boolean | null, output: string, durationMs: number): void {
   const draft = work.draft;
+  // Back in the queue first: work built on a culprit and tested with it is cancelled as queued.
   for (const task of tasks) work.attempts.set(task, { ...attemptIn(work, task, 'gating'), stage: 'queued' });
   // Stopped before a verdict: only Ctrl-C does that. The candidates stay held on their refs for the next run.
   if (passed === null) {
@@ -877,6 +878,8 @@ function blame(work: Work, task: number, output: string): number[] {
  * Candidates `gone` leave the merge queue without integrating: every attempt built on one of
  * them, transitively and in any stage, is cancelled. A worker or its checks are stopped at once
  * and the attempt ends when they have; one verified or in the queue ends now, leaving the queue.
+ * None is `gating` here: `gated` puts the whole run's candidates back in the queue before it
+ * blames one, and no gate runs while a record (one that failed) is in the lane.
  * Its task goes back to pending with no attempt counted (what it cost counts), and starts again
  * later from the new tip. Returns the cancelled candidates that were in the queue (their refs go).
  */
