@@ -210,8 +210,11 @@ export type EngineEffect =
       round: number;
       integrate: Array<{ task: number; work: CapturedWork }>;
       park: Array<{ task: number; work: CapturedWork }>;
-      /** Candidates joining the merge queue: kept on refs of their own until they integrate, so a crash loses none. */
-      hold: Array<{ task: number; work: CapturedWork }>;
+      /**
+       * Candidates joining the merge queue: kept on refs of their own until they integrate, so a
+       * crash loses none; with the stack each was built on (speculative), so a resumed run gates it on the same.
+       */
+      hold: Array<{ task: number; work: CapturedWork; stack?: number[] }>;
       /** Candidates leaving the merge queue without integrating (culprits): their refs go. */
       drop: number[];
     }
@@ -236,27 +239,56 @@ export interface HeldCandidate {
   task: number;
   work: CapturedWork;
   result: string;
+  /**
+   * The candidates its worker was built on, in queue order (speculative); absent or empty: the
+   * integration tip. From `admitHeld` on, only those not integrated yet: what must be ahead of it.
+   */
+  stack?: readonly number[];
 }
 
 /**
- * Candidates an earlier run held, in the order they rejoin the merge queue: each after the held
- * candidates it depends on. One with a blocker neither completed nor held (it was built
- * speculatively on a candidate that is gone, and a crash came before its cancellation was
- * recorded) may never integrate before its stack: it is dropped and runs again.
+ * Candidates an earlier run held, in the order they rejoin the merge queue, so that each is gated
+ * on the stack its worker was built on: the candidates of its stack not integrated yet come first,
+ * in their order (the queue's front, which a live run's queue also was), then the rest. One whose
+ * stack the queue cannot give it again — a candidate of it neither integrated nor held (blamed,
+ * and a crash came before its cancellation was recorded), a blocker neither integrated nor in
+ * its stack, or a stack that is not the front of the longest one — is dropped and runs again: it
+ * may never integrate before its stack, nor be gated on another.
  */
 export function admitHeld(plan: Plan, held: readonly HeldCandidate[], completed: (task: number) => boolean): { kept: HeldCandidate[]; dropped: number[] } {
-  const kept: HeldCandidate[] = [];
-  const left = [...held].sort((a, b) => a.task - b.task);
-  for (let grew = true; grew; ) {
-    grew = false;
-    for (const candidate of [...left]) {
-      if (!plan.tasks[candidate.task]!.blockedBy.every((b) => completed(b) || kept.some((k) => k.task === b))) continue;
-      kept.push(candidate);
-      left.splice(left.indexOf(candidate), 1);
-      grew = true;
+  const beneath = new Map(held.map((candidate) => [candidate.task, (candidate.stack ?? []).filter((task) => !completed(task))]));
+  const standing = new Set(held.map((candidate) => candidate.task));
+  const isFrontOf = (stack: readonly number[], longer: readonly number[]) => stack.length <= longer.length && stack.every((task, i) => longer[i] === task);
+  let front: number[] = [];
+  for (let dropped = true; dropped; ) {
+    dropped = false;
+    const drop = (task: number) => {
+      standing.delete(task);
+      dropped = true;
+    };
+    for (const task of [...standing]) {
+      const stack = beneath.get(task)!;
+      const blockers = plan.tasks[task]!.blockedBy;
+      if (!stack.every((below) => below !== task && standing.has(below)) || !blockers.every((b) => completed(b) || stack.includes(b))) drop(task);
     }
+    // Every stack is the front of the queue: the shorter ones are the front of the longest.
+    front = [];
+    for (const task of [...standing].sort((a, b) => beneath.get(a)!.length - beneath.get(b)!.length || a - b)) {
+      const stack = beneath.get(task)!;
+      if (isFrontOf(front, stack)) front = stack;
+      else if (!isFrontOf(stack, front)) drop(task);
+    }
+    // A candidate of the front stands on what is ahead of it there.
+    front.forEach((task, i) => {
+      if (standing.has(task) && beneath.get(task)!.length > i) drop(task);
+    });
   }
-  return { kept, dropped: left.map((candidate) => candidate.task) };
+  const order = [...front, ...[...standing].filter((task) => !front.includes(task)).sort((a, b) => a - b)];
+  const byTask = new Map(held.map((candidate) => [candidate.task, candidate]));
+  return {
+    kept: order.map((task) => ({ ...byTask.get(task)!, stack: beneath.get(task)! })),
+    dropped: held.map((candidate) => candidate.task).filter((task) => !standing.has(task)).sort((a, b) => a - b),
+  };
 }
 
 /**
@@ -268,7 +300,9 @@ export function initialState(plan: Plan, config: EngineConfig, now: number, held
   const attempts = new Map<number, Attempt>();
   const stage: AttemptStage = config.gate === null ? 'verified' : 'queued';
   for (const candidate of held) {
-    attempts.set(candidate.task, { task: candidate.task, number: attemptsOf(plan.tasks[candidate.task]!) + 1, stage, decision: { kind: 'completed', result: candidate.result }, work: candidate.work, held: true });
+    // Built on candidates still held: cancelled if one of them is blamed, as in the run that made it.
+    const stack = candidate.stack !== undefined && candidate.stack.length > 0 ? { stack: candidate.stack } : {};
+    attempts.set(candidate.task, { task: candidate.task, number: attemptsOf(plan.tasks[candidate.task]!) + 1, stage, decision: { kind: 'completed', result: candidate.result }, work: candidate.work, held: true, ...stack });
   }
   for (const attempt of verified) {
     if (attempts.has(attempt.task)) continue;
@@ -788,7 +822,7 @@ function record(work: Work): void {
   const gated = draft.config.gate !== null;
   const integrate: Array<{ task: number; work: CapturedWork }> = [];
   const park: Array<{ task: number; work: CapturedWork }> = [];
-  const hold: Array<{ task: number; work: CapturedWork }> = [];
+  const hold: Array<{ task: number; work: CapturedWork; stack?: number[] }> = [];
   for (const task of verifiedTasks) {
     const attempt = work.attempts.get(task)!;
     // The results go into the commit's trailers, so the plan carries them before the commit.
@@ -797,7 +831,8 @@ function record(work: Work): void {
     const captured = attempt.work ?? { base: '', entries: [] };
     const candidate = gated && decision.kind === 'completed';
     work.attempts.set(task, { ...attempt, stage: 'recording', candidate });
-    (decision.kind === 'awaiting_approval' ? park : candidate ? hold : integrate).push({ task, work: captured });
+    if (candidate) hold.push({ task, work: captured, ...(attempt.stack !== undefined ? { stack: [...attempt.stack] } : {}) });
+    else (decision.kind === 'awaiting_approval' ? park : integrate).push({ task, work: captured });
   }
   draft.recordingSince = draft.now;
   // Rounds count integrations: holding candidates for the gate, or parking gated work, is none.
