@@ -14,7 +14,7 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { EngineConfig } from '../../src/core/engine-step.ts';
+import { type EngineConfig, admitHeld } from '../../src/core/engine-step.ts';
 import type { RunEventBody } from '../../src/core/events.ts';
 import { type Plan, statusOf } from '../../src/core/plan.ts';
 import { SIMULATION_DEFAULTS, simulateRun } from '../../src/core/simulation.ts';
@@ -213,5 +213,52 @@ describe('speculative execution', () => {
     expect(trace.state.stop?.reason).toBe('all-done');
     expect(trace.state.plan.tasks.map((t) => t.attempts)).toEqual([2, 1]);
     expect(violations({ schemaVersion: 3, goal: 'culprit', tasks } as never, trace.events, 1)).toEqual([]);
+  });
+});
+
+describe('held candidates after a crash (admitHeld)', () => {
+  it('every kept candidate has the not-integrated part of its stack as the front of the queue, ahead of it; one built on integrated work alone is kept', () => {
+    let speculativeKept = 0;
+    const heldArb = planArb({ maxTasks: MAX_SIM_TASKS, statuses: 'pending', maxDeps: 2 }).chain((plan) =>
+      fc.record({
+        plan: fc.constant(plan),
+        completed: fc.subarray(plan.tasks.map((_, i) => i)),
+        // Mostly as a live run leaves them (each stack a front of one queue, ahead of its candidate), some not.
+        held: fc.shuffledSubarray(plan.tasks.map((_, i) => i)).chain((queue) =>
+          fc.tuple(
+            ...queue.map((task, at) =>
+              fc.oneof(
+                { weight: 3, arbitrary: fc.nat({ max: at }).map((k) => ({ task, stack: queue.slice(0, k) })) },
+                { weight: 1, arbitrary: fc.subarray(plan.tasks.map((_, i) => i)).map((stack) => ({ task, stack })) },
+              ),
+            ),
+          ),
+        ),
+      }),
+    );
+    fc.assert(
+      fc.property(heldArb, ({ plan, completed, held }) => {
+        const done = (task: number) => completed.includes(task);
+        const work = { base: 'a'.repeat(40), entries: [] };
+        const { kept, dropped } = admitHeld(
+          plan,
+          held.map((h) => ({ task: h.task, work, result: 'r', stack: h.stack })),
+          done,
+        );
+        const order = kept.map((h) => h.task);
+        expect([...order, ...dropped].sort((a, b) => a - b)).toEqual(held.map((h) => h.task).sort((a, b) => a - b));
+        kept.forEach((h, i) => {
+          const given = held.find((g) => g.task === h.task)!.stack;
+          expect(h.stack).toEqual(given.filter((t) => !done(t)));
+          expect(order.slice(0, h.stack!.length)).toEqual(h.stack);
+          expect(i).toBeGreaterThanOrEqual(h.stack!.length);
+          for (const b of plan.tasks[h.task]!.blockedBy) expect(done(b) || h.stack!.includes(b)).toBe(true);
+          if (h.stack!.length > 0) speculativeKept++;
+        });
+        for (const h of held) if (h.stack.every(done) && plan.tasks[h.task]!.blockedBy.every(done)) expect(order).toContain(h.task);
+      }),
+      { numRuns: 500 },
+    );
+    expect(speculativeKept).toBeGreaterThan(50);
   });
 });
