@@ -13,7 +13,7 @@ import { execa } from 'execa';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Plan, Task } from '../src/core/plan.ts';
-import { SIMULATION_DEFAULTS, simulateRun } from '../src/core/simulation.ts';
+import { SIMULATION_DEFAULTS, type SimulatedInterval, simulateRun } from '../src/core/simulation.ts';
 import { executeScript, fakeWorker, nodeArgsFor } from '../test/support/execute.ts';
 import { tempGitRepo } from '../test/support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../test/support/plans.ts';
@@ -48,7 +48,16 @@ export function simulateSpeculation(plan: Plan, durations: readonly number[], o:
     undefined,
     (segment, integrated) => ({ durationMs: o.gateMs, passed: ![...integrated, ...segment].some(broken) }),
   );
-  const cancelled = trace.intervals.filter((i) => i.outcome === 'cancelled');
+  // The journal says what was cancelled, in any stage: a worker stopped mid-run (its interval ends
+  // there), or work that had finished, been verified and queued (its whole run is wasted). The
+  // k-th start is the k-th interval.
+  const running = new Map<number, SimulatedInterval>();
+  const cancelled: SimulatedInterval[] = [];
+  let starts = 0;
+  for (const event of trace.events) {
+    if (event.type === 'task-started') running.set(event.task, trace.intervals[starts++]!);
+    if (event.type === 'speculation-cancelled') cancelled.push(running.get(event.task)!);
+  }
   return {
     makespan: trace.makespan,
     wasted: cancelled.reduce((n, i) => n + (i.end - i.start), 0),

@@ -232,8 +232,11 @@ export type EngineEffect =
       round: number;
       integrate: Array<{ task: number; work: CapturedWork }>;
       park: Array<{ task: number; work: CapturedWork }>;
-      /** Candidates joining the merge queue: kept on refs of their own until they integrate, so a crash loses none. */
-      hold: Array<{ task: number; work: CapturedWork }>;
+      /**
+       * Candidates joining the merge queue: kept on refs of their own until they integrate, so a
+       * crash loses none; with the stack each was built on (speculative), so a resumed run gates it on the same.
+       */
+      hold: Array<{ task: number; work: CapturedWork; stack?: number[] }>;
       /** Candidates leaving the merge queue without integrating (culprits): their refs go. */
       drop: number[];
     }
@@ -258,27 +261,56 @@ export interface HeldCandidate {
   task: number;
   work: CapturedWork;
   result: string;
+  /**
+   * The candidates its worker was built on, in queue order (speculative); absent or empty: the
+   * integration tip. From `admitHeld` on, only those not integrated yet: what must be ahead of it.
+   */
+  stack?: readonly number[];
 }
 
 /**
- * Candidates an earlier run held, in the order they rejoin the merge queue: each after the held
- * candidates it depends on. One with a blocker neither completed nor held (it was built
- * speculatively on a candidate that is gone, and a crash came before its cancellation was
- * recorded) may never integrate before its stack: it is dropped and runs again.
+ * Candidates an earlier run held, in the order they rejoin the merge queue, so that each is gated
+ * on the stack its worker was built on: the candidates of its stack not integrated yet come first,
+ * in their order (the queue's front, which a live run's queue also was), then the rest. One whose
+ * stack the queue cannot give it again — a candidate of it neither integrated nor held (blamed,
+ * and a crash came before its cancellation was recorded), a blocker neither integrated nor in
+ * its stack, or a stack that is not the front of the longest one — is dropped and runs again: it
+ * may never integrate before its stack, nor be gated on another.
  */
 export function admitHeld(plan: Plan, held: readonly HeldCandidate[], completed: (task: number) => boolean): { kept: HeldCandidate[]; dropped: number[] } {
-  const kept: HeldCandidate[] = [];
-  const left = [...held].sort((a, b) => a.task - b.task);
-  for (let grew = true; grew; ) {
-    grew = false;
-    for (const candidate of [...left]) {
-      if (!plan.tasks[candidate.task]!.blockedBy.every((b) => completed(b) || kept.some((k) => k.task === b))) continue;
-      kept.push(candidate);
-      left.splice(left.indexOf(candidate), 1);
-      grew = true;
+  const beneath = new Map(held.map((candidate) => [candidate.task, (candidate.stack ?? []).filter((task) => !completed(task))]));
+  const standing = new Set(held.map((candidate) => candidate.task));
+  const isFrontOf = (stack: readonly number[], longer: readonly number[]) => stack.length <= longer.length && stack.every((task, i) => longer[i] === task);
+  let front: number[] = [];
+  for (let dropped = true; dropped; ) {
+    dropped = false;
+    const drop = (task: number) => {
+      standing.delete(task);
+      dropped = true;
+    };
+    for (const task of [...standing]) {
+      const stack = beneath.get(task)!;
+      const blockers = plan.tasks[task]!.blockedBy;
+      if (!stack.every((below) => below !== task && standing.has(below)) || !blockers.every((b) => completed(b) || stack.includes(b))) drop(task);
     }
+    // Every stack is the front of the queue: the shorter ones are the front of the longest.
+    front = [];
+    for (const task of [...standing].sort((a, b) => beneath.get(a)!.length - beneath.get(b)!.length || a - b)) {
+      const stack = beneath.get(task)!;
+      if (isFrontOf(front, stack)) front = stack;
+      else if (!isFrontOf(stack, front)) drop(task);
+    }
+    // A candidate of the front stands on what is ahead of it there.
+    front.forEach((task, i) => {
+      if (standing.has(task) && beneath.get(task)!.length > i) drop(task);
+    });
   }
-  return { kept, dropped: left.map((candidate) => candidate.task) };
+  const order = [...front, ...[...standing].filter((task) => !front.includes(task)).sort((a, b) => a - b)];
+  const byTask = new Map(held.map((candidate) => [candidate.task, candidate]));
+  return {
+    kept: order.map((task) => ({ ...byTask.get(task)!, stack: beneath.get(task)! })),
+    dropped: held.map((candidate) => candidate.task).filter((task) => !standing.has(task)).sort((a, b) => a - b),
+  };
 }
 
 /**
@@ -290,7 +322,9 @@ export function initialState(plan: Plan, config: EngineConfig, now: number, held
   const attempts = new Map<number, Attempt>();
   const stage: AttemptStage = config.gate === null ? 'verified' : 'queued';
   for (const candidate of held) {
-    attempts.set(candidate.task, { task: candidate.task, number: attemptsOf(plan.tasks[candidate.task]!) + 1, stage, decision: { kind: 'completed', result: candidate.result }, work: candidate.work, held: true });
+    // Built on candidates still held: cancelled if one of them is blamed, as in the run that made it.
+    const stack = candidate.stack !== undefined && candidate.stack.length > 0 ? { stack: candidate.stack } : {};
+    attempts.set(candidate.task, { task: candidate.task, number: attemptsOf(plan.tasks[candidate.task]!) + 1, stage, decision: { kind: 'completed', result: candidate.result }, work: candidate.work, held: true, ...stack });
   }
   for (const attempt of verified) {
     if (attempts.has(attempt.task)) continue;
@@ -420,13 +454,19 @@ const IN_QUEUE: ReadonlySet<AttemptStage> = new Set(['queued', 'gating']);
  * integration tip plus every candidate queued ahead of its last blocker, in queue order — exactly
  * what will be beneath its own candidate when the gate tests it. Not deeper than `speculate`
  * levels, and writing none of the stack's files (the gate stacks their works one on another).
+ * A task that needs approval never starts speculatively: it waits for its blockers to integrate.
  */
 export function speculativeStack(state: Pick<EngineState, 'config' | 'plan' | 'attempts' | 'gate'>, task: number): { stack: number[]; level: number } | null {
   const config = state.config;
   if (config.speculate <= 0 || config.gate === null || config.driver !== 'headless' || config.schedule !== 'continuous') return null;
   const tasks = state.plan.tasks;
   const planned = tasks[task]!;
-  if (statusOf(planned) !== 'pending') return null;
+  // Work that waits for approval is parked, out of every live attempt: a candidate of its stack
+  // blamed later could not reach it, and once approved it would integrate on a stack that failed.
+  if (statusOf(planned) !== 'pending' || planned.gate === 'human-approval') return null;
+  // Candidates the gate passed are being integrated: until the tip holds them, a worktree made
+  // now would stand on the tip without them, and its candidate would be gated with them beneath.
+  if ([...state.attempts.values()].some(integrating)) return null;
   const order = queueOrder(state.gate);
   let last = -1;
   for (const blocker of planned.blockedBy) {
@@ -444,6 +484,9 @@ export function speculativeStack(state: Pick<EngineState, 'config' | 'plan' | 'a
   if (stack.some((candidate) => writesOf(tasks[candidate]!).some((path) => writes.some((own) => pathsIntersect(path, own))))) return null;
   return { stack, level };
 }
+
+/** A candidate the gate passed, in the lane being integrated: the integration tip is about to move. */
+const integrating = (attempt: Attempt): boolean => attempt.stage === 'recording' && attempt.candidate !== true && attempt.decision?.kind === 'completed';
 
 /**
  * How many levels of candidates not integrated yet `task`'s attempt stands on: 0 on the tip (or
@@ -847,7 +890,7 @@ function record(work: Work): void {
   const gated = draft.config.gate !== null;
   const integrate: Array<{ task: number; work: CapturedWork }> = [];
   const park: Array<{ task: number; work: CapturedWork }> = [];
-  const hold: Array<{ task: number; work: CapturedWork }> = [];
+  const hold: Array<{ task: number; work: CapturedWork; stack?: number[] }> = [];
   for (const task of verifiedTasks) {
     const attempt = work.attempts.get(task)!;
     // The results go into the commit's trailers, so the plan carries them before the commit.
@@ -856,7 +899,8 @@ function record(work: Work): void {
     const captured = attempt.work ?? { base: '', entries: [] };
     const candidate = gated && decision.kind === 'completed';
     work.attempts.set(task, { ...attempt, stage: 'recording', candidate });
-    (decision.kind === 'awaiting_approval' ? park : candidate ? hold : integrate).push({ task, work: captured });
+    if (candidate) hold.push({ task, work: captured, ...(attempt.stack !== undefined ? { stack: [...attempt.stack] } : {}) });
+    else (decision.kind === 'awaiting_approval' ? park : integrate).push({ task, work: captured });
   }
   draft.recordingSince = draft.now;
   // Rounds count integrations: holding candidates for the gate, or parking gated work, is none.
@@ -902,6 +946,7 @@ function gated(work: Work, tasks: readonly number[], passed: boolean | null, out
     return;
   }
   const draft = work.draft;
+  // Back in the queue first: work built on a culprit and tested with it is cancelled as queued.
   for (const task of tasks) work.attempts.set(task, { ...attemptIn(work, task, 'gating'), stage: 'queued' });
   // Stopped before a verdict: only Ctrl-C does that. The candidates stay held on their refs for the next run.
   if (passed === null) {
@@ -947,6 +992,8 @@ function blame(work: Work, task: number, output: string): number[] {
  * Candidates `gone` leave the merge queue without integrating: every attempt built on one of
  * them, transitively and in any stage, is cancelled. A worker or its checks are stopped at once
  * and the attempt ends when they have; one verified or in the queue ends now, leaving the queue.
+ * None is `gating` here: `gated` puts the whole run's candidates back in the queue before it
+ * blames one, and no gate runs while a record (one that failed) is in the lane.
  * Its task goes back to pending with no attempt counted (what it cost counts), and starts again
  * later from the new tip. Returns the cancelled candidates that were in the queue (their refs go).
  */

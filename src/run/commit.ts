@@ -19,6 +19,18 @@ import type { SetupFindings } from '../core/transition.ts';
 export const TRAILER_PLAN = 'Foreman-Plan';
 export const TRAILER_TASKS = 'Foreman-Tasks';
 export const TRAILER_RESULT = 'Foreman-Result';
+/** On a held candidate's commit: the candidates its worker was built on, in queue order, or `tip`. */
+export const TRAILER_STACK = 'Foreman-Stack';
+
+/** A held candidate's `Foreman-Stack` trailer: what its worker was built on. */
+export const stackTrailer = (stack: readonly number[]): [string, string] => [TRAILER_STACK, stack.length === 0 ? 'tip' : stack.join(',')];
+
+/** The stack a `Foreman-Stack` trailer names, or null when it names none (no trailer: an earlier foreman's candidate). */
+export function stackOfTrailer(trailers: ReadonlyArray<{ key: string; value: string }>): number[] | null {
+  const value = trailers.find((t) => t.key.toLowerCase() === TRAILER_STACK.toLowerCase())?.value;
+  if (value === 'tip') return [];
+  return value !== undefined && /^\d+(,\d+)*$/.test(value) ? value.split(',').map(Number) : null;
+}
 
 /** The plan's identity in commit trailers; written into the plan on its first run. */
 export function ensurePlanId(plan: Plan): string {

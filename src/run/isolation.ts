@@ -8,7 +8,7 @@
 import { readFile, readdir, realpath, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { runShell, withForemanLine } from '../adapters/checks.ts';
-import { type Integration, type IntegrationFailure, Integrator, parkedWork } from '../adapters/git/integrate.ts';
+import { type Integration, type IntegrationFailure, Integrator, parkedTrailers, parkedWork } from '../adapters/git/integrate.ts';
 import { type ParkKind, commonGitDir, deleteRef, dropParked, foremanRefs, integrationRef, isAncestor, moveRef, parkedFolders, parkedTasks, readRef, resolveCommit, startIntegrationRef } from '../adapters/git/refs.ts';
 import { type Landed, type LandingProblem, land, resumeLanding } from '../adapters/git/land.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
@@ -17,13 +17,13 @@ import { writeFileAtomic } from '../adapters/plan-store.ts';
 import { checkSandbox, setupCommandSandbox } from '../adapters/sandbox.ts';
 import { type Slot, type WorktreePool, describeProvisionFailure, openPool, symlinkDirectoriesOf, worktreesRoot } from '../adapters/git/worktree-pool.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
-import { type GitFailure, describeGitFailure, isObjectId } from '../core/git-text.ts';
+import { type GitFailure, type TrailerList, describeGitFailure, isObjectId } from '../core/git-text.ts';
 import type { LandMode } from '../core/landing.ts';
 import type { Plan } from '../core/plan.ts';
 import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
 import type { HeldCandidate } from '../core/engine-step.ts';
 import type { CapturedWork } from '../core/work.ts';
-import { ensurePlanId, roundMessage } from './commit.ts';
+import { ensurePlanId, roundMessage, stackOfTrailer, stackTrailer } from './commit.ts';
 import type { GateRequest, GateRun, RecordRequest } from './engine.ts';
 import { LIMIT_FLAGS } from './settings.ts';
 
@@ -175,10 +175,15 @@ export class Isolation {
    * awaiting approval on refs of its own. The integration commit, or null when nothing changed.
    */
   async record(plan: Plan, request: RecordRequest): Promise<Result<string | null, GitFailure>> {
-    for (const [kind, items] of [['awaiting', request.park], ['candidate', request.hold ?? []]] as const) {
+    const parking: Array<[ParkKind, ReadonlyArray<{ task: number; work: CapturedWork; stack?: readonly number[] }>]> = [
+      ['awaiting', request.park],
+      ['candidate', request.hold ?? []],
+    ];
+    for (const [kind, items] of parking) {
       for (const item of items) {
         const { message } = roundMessage(plan, request.round, [item.task]);
-        const made = await this.park(item.task, item.work, message, kind);
+        // A candidate says what it was built on: a resumed run gates it on the same stack, or drops it.
+        const made = await this.park(item.task, item.work, message, kind, kind === 'candidate' ? [stackTrailer(item.stack ?? [])] : undefined);
         if (!made.ok) return made;
       }
     }
@@ -194,21 +199,27 @@ export class Isolation {
   }
 
   /** Parks `work` of `task` on its own ref (`Integrator.park`), with this run's integrator. */
-  park(task: number, work: CapturedWork, message: string, kind: ParkKind): Promise<Result<string, GitFailure>> {
-    return this.integrator.park(this.planId, task, work, message, kind);
+  park(task: number, work: CapturedWork, message: string, kind: ParkKind, trailers?: TrailerList): Promise<Result<string, GitFailure>> {
+    return this.integrator.park(this.planId, task, work, message, kind, trailers);
   }
 
-  /** Candidates an earlier run held for the merge queue, for tasks still in progress: they rejoin it first. */
+  /**
+   * Candidates an earlier run held for the merge queue, for tasks still in progress, with the
+   * stack each was built on: they rejoin it first (`admitHeld`). One an earlier foreman held names
+   * no stack: built on the tip when its base is in the integration ref's history; else on
+   * candidates nothing names, and it is dropped (it runs again).
+   */
   async heldCandidates(plan: Plan, inProgress: (task: number) => boolean): Promise<HeldCandidate[]> {
     const held: HeldCandidate[] = [];
     for (const task of await parkedTasks(this.repo, this.planId, 'candidate')) {
       const planned = plan.tasks[task];
       const work = planned !== undefined && inProgress(task) ? await parkedWork(this.repo, this.planId, task, 'candidate') : null;
-      if (work === null) {
+      const stack = work === null ? null : (stackOfTrailer(await parkedTrailers(this.repo, this.planId, task, 'candidate')) ?? ((await isAncestor(this.repo, work.base, this.current)) ? [] : null));
+      if (work === null || stack === null) {
         await dropParked(this.repo, this.planId, task, 'candidate');
         continue;
       }
-      held.push({ task, work, result: planned!.result ?? 'completed' });
+      held.push({ task, work, result: planned!.result ?? 'completed', stack });
     }
     return held;
   }

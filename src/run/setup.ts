@@ -219,7 +219,7 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
   const admitted = admitHeld(plan, await isolation.heldCandidates(plan, (task) => statusNow(task) === 'in_progress'), (task) => statusNow(task) === 'completed');
   const held = admitted.kept;
   for (const task of admitted.dropped) await dropParked(isolation.repo, isolation.planId, task, 'candidate');
-  if (admitted.dropped.length > 0) notices.push({ level: 'info', message: `tasks ${admitted.dropped.join(', ')}: their held work was built on candidates that are gone; they run again` });
+  if (admitted.dropped.length > 0) notices.push({ level: 'info', message: `tasks ${admitted.dropped.join(', ')}: their held work was built on candidates that are gone, or on a stack the merge queue cannot give it again; they run again` });
   if (held.length > 0) notices.push({ level: 'info', message: `tasks ${held.map((h) => h.task).join(', ')}: their verified work waits in the merge queue, as an earlier run left it` });
   // Interrupted attempts: their work never left their worktrees, which are reset before reuse.
   const reset = plan.tasks.flatMap((_, i) => (statusNow(i) === 'in_progress' && !options.verified?.includes(i) && !held.some((h) => h.task === i) ? [i] : []));

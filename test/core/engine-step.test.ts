@@ -163,20 +163,71 @@ describe('drain', () => {
 
 describe('admitHeld (candidates an earlier run held, after a crash)', () => {
   const work = { base: 'a'.repeat(40), entries: [] };
-  const held = (task: number) => ({ task, work, result: `did ${task}` });
+  const held = (task: number, stack: number[] = []) => ({ task, work, result: `did ${task}`, stack });
+  const tasks = (marker: string, blockedBy: number[] = []) => fakeTask(marker, { create: [marker.toLowerCase()], blockedBy });
 
-  it('puts each held candidate after the held candidates it depends on', () => {
-    const plan = makePlan([fakeTask('A', { create: ['a'] }), fakeTask('B', { create: ['b'], blockedBy: [2] }), fakeTask('C', { create: ['c'] })]);
-    const admitted = admitHeld(plan, [held(1), held(2), held(0)], () => false);
-    expect(admitted.kept.map((h) => h.task)).toEqual([0, 2, 1]);
+  it('puts the candidates a held candidate was built on first, in their order: the queue ahead of it is its stack again', () => {
+    // B was built on C's candidate (all the queue held then); A joined the queue after.
+    const plan = makePlan([tasks('A'), tasks('B', [2]), tasks('C')]);
+    const admitted = admitHeld(plan, [held(1, [2]), held(2), held(0)], () => false);
+    expect(admitted.kept.map((h) => [h.task, h.stack])).toEqual([
+      [2, []],
+      [0, []],
+      [1, [2]],
+    ]);
     expect(admitted.dropped).toEqual([]);
   });
 
-  it('drops one built on a candidate that is gone (its blocker neither completed nor held): it never integrates before its stack', () => {
-    const plan = makePlan([fakeTask('A', { create: ['a'] }), fakeTask('B', { create: ['b'], blockedBy: [0] }), fakeTask('C', { create: ['c'], blockedBy: [1] })]);
+  it('what of a stack has integrated is no longer ahead of it; the rest still is, in order', () => {
+    // X was built on A, Y and B (queued in that order); A integrated before the crash, Z came later.
+    const plan = makePlan([tasks('Z'), tasks('A'), tasks('Y'), tasks('B'), tasks('X', [3])]);
+    const admitted = admitHeld(plan, [held(0), held(2), held(3), held(4, [1, 2, 3])], (task) => task === 1);
+    expect(admitted.kept.map((h) => [h.task, h.stack])).toEqual([
+      [2, []],
+      [3, []],
+      [0, []],
+      [4, [2, 3]],
+    ]);
+  });
+
+  it('drops one built on a candidate that is gone (blamed before the crash was recorded), and what was built on it: it never integrates before its stack', () => {
+    const plan = makePlan([tasks('A'), tasks('B', [0]), tasks('C', [1])]);
     // A was blamed and went back to pending; B and C, built on it, were still held when the run died.
-    expect(admitHeld(plan, [held(1), held(2)], () => false)).toEqual({ kept: [], dropped: [1, 2] });
+    expect(admitHeld(plan, [held(1, [0]), held(2, [0, 1])], () => false)).toEqual({ kept: [], dropped: [1, 2] });
     // A completed meanwhile: B and C stand, B first.
-    expect(admitHeld(plan, [held(2), held(1)], (task) => task === 0).kept.map((h) => h.task)).toEqual([1, 2]);
+    expect(admitHeld(plan, [held(2, [0, 1]), held(1, [0])], (task) => task === 0).kept.map((h) => [h.task, h.stack])).toEqual([
+      [1, []],
+      [2, [1]],
+    ]);
+  });
+
+  it('drops one whose stack the queue cannot give it again: a blocker outside its stack, or a stack that is not the front of the others', () => {
+    // B names no candidate beneath it, yet its blocker A is only held: it cannot have been built on the tip.
+    const plan = makePlan([tasks('A'), tasks('B', [0])]);
+    expect(admitHeld(plan, [held(0), held(1)], () => false)).toEqual({ kept: [held(0)], dropped: [1] });
+    // X stood on A alone and Y on B alone: both cannot be the front of one queue.
+    const two = makePlan([tasks('A'), tasks('B'), tasks('X', [0]), tasks('Y', [1])]);
+    const admitted = admitHeld(two, [held(0), held(1), held(2, [0]), held(3, [1])], () => false);
+    expect(admitted.kept.map((h) => h.task)).toEqual([0, 1, 2]);
+    expect(admitted.dropped).toEqual([3]);
+  });
+
+  it('a resumed run gates a held candidate after its stack, and cancels it when a candidate of its stack is blamed', () => {
+    // As a resumed run finds them: in progress, their work held.
+    const plan = makePlan([tasks('A'), tasks('Z'), tasks('X', [0])].map((t) => ({ ...t, status: 'in_progress' as const })));
+    const config = { ...SIMULATION_DEFAULTS, concurrency: 2, schedule: 'continuous' as const, gate: { batchSize: 1 }, speculate: 1 };
+    const admitted = admitHeld(plan, [held(1), held(2, [0]), held(0)], () => false);
+    const start = initialState(plan, config, 0, admitted.kept);
+    expect(start.attempts.get(2)).toMatchObject({ stage: 'queued', held: true, stack: [0] });
+    expect(start.attempts.get(1)?.stack).toBeUndefined();
+    const gate = run(start, { type: 'tick', now: 0 });
+    expect(gate.effects.find((e) => e.type === 'gate')).toMatchObject({ tasks: [0] });
+    const blamed = run(gate.state, { type: 'gated', tasks: [0], passed: false, output: 'FAIL', durationMs: 1, now: 1 }, { type: 'gated', tasks: [0], passed: false, output: 'FAIL', durationMs: 1, now: 2 });
+    expect(blamed.effects.flatMap((e) => (e.type === 'emit' && e.event.type === 'speculation-cancelled' ? [[e.event.task, e.event.stage]] : []))).toEqual([[2, 'queued']]);
+    expect(blamed.effects.find((e) => e.type === 'record')).toMatchObject({ drop: [0, 2] });
+    expect(blamed.state.plan.tasks.map(statusOf)).toEqual(['in_progress', 'in_progress', 'pending']);
+    // Z, built on the tip, is tested next on its own.
+    expect(blamed.effects.filter((e) => e.type === 'gate').at(-1)).toMatchObject({ tasks: [1] });
   });
 });
+

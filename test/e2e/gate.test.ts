@@ -2,11 +2,12 @@
 // (`node --test`): two tasks that pass alone and break together never land a red commit; the
 // culprit is retried with the gate's failure in its prompt; a red baseline is refused before any
 // worker starts; --no-gate runs it anyway; a flaky gate fails no task; a run killed while the gate
-// runs resumes with its candidates held on refs/foreman-candidate/… and tests them.
+// runs resumes with its candidates held on refs/foreman-candidate/… and tests them; one killed
+// mid-speculation resumes with each candidate on the stack it was built on.
 
 import { execa } from 'execa';
 import { existsSync } from 'node:fs';
-import { readFile, readdir } from 'node:fs/promises';
+import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { processAlive } from '../../src/adapters/processes.ts';
@@ -16,7 +17,7 @@ import { groupRuns, renderReport, reportData } from '../../src/core/report.ts';
 import { executeScript, fakeWorker, runExecute, runPlanTool, nodeArgsFor } from '../support/execute.ts';
 import { fakeEvents, leftovers, repoWithPlan } from '../support/fake-run.ts';
 import type { TempGitRepo } from '../support/git-repo.ts';
-import { fakeTask, makePlan } from '../support/plans.ts';
+import { fakeTask, makePlan, writePlan } from '../support/plans.ts';
 
 const { repos, children, tempDir } = leftovers();
 
@@ -303,5 +304,81 @@ describe('the merge queue', () => {
     expect(await foremanRefs(repo)).toEqual([]);
     // The report says what speculation wasted.
     expect(renderReport({ run: groupRuns(events).at(-1)!, plan: null, planIsOfRun: false })).toMatch(/Speculation:\*\* 1 cancelled/);
+  });
+
+  it('a run killed mid-speculation resumes with the dependant’s candidate on the stack it was built on: its blocker blamed after the restart, it is cancelled and redone, never integrated before it', async () => {
+    const broken = "exports.greet = (name) => `bye ${name}`;\n";
+    const fixed = "exports.greet = (name) => `hi ${name}`;\nexports.shout = (name) => `HI ${name}`;\n";
+    const usesShout = "const { shout } = require('../lib.js');\nexports.loud = (name) => shout(name) + '!';\n";
+    const loudTest = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { loud } = require('../src/loud.js');\ntest('loud', () => assert.strictEqual(loud('x'), 'HI x!'));\n";
+    const marks = await tempDir('foreman-gate-speculation-killed-');
+    const first = join(marks, 'first-run');
+    const running = join(marks, 'gate-running');
+    const resumed = join(marks, 'resumed');
+    const blocker = fakeTask('A', {
+      subject: 'add shout',
+      modify: ['lib.js'],
+      acceptance: [{ criterion: 'it loads', check: "node -e \"require('./lib.js')\"" }],
+      fake: { attempts: [{ write: { 'lib.js': broken } }, { write: { 'lib.js': fixed } }] },
+    });
+    const dependant = fakeTask('B', {
+      subject: 'loud, using shout',
+      create: ['src/loud.js', 'test/loud.test.js'],
+      blockedBy: [0],
+      acceptance: [{ criterion: 'it loads', check: 'node -e "1"' }],
+      fake: { write: { 'src/loud.js': usesShout, 'test/loud.test.js': loudTest } },
+    });
+    const { repo, journal, env } = await setup(makePlan([blocker, dependant], { context: { testCommand: 'node --test' } }));
+    // The killed run's gate on A's broken work: its first run fails once B is verified (so the
+    // lane is free for B's candidate to join the queue behind A's), its second hangs once both
+    // candidates are held; the resumed run's gate is the real test.
+    const events = join(repo.dir, '.design/events.jsonl');
+    const gateCommand = [
+      `if [ ! -e '${resumed}' ] && grep -q bye lib.js; then`,
+      `  if [ ! -e '${first}' ]; then touch '${first}'; until grep '"type":"task-finished"' '${events}' | grep -q '"task":1,'; do sleep 0.05; done; exit 1; fi`,
+      `  until [ "$(git -C '${repo.dir}' for-each-ref refs/foreman-candidate/ | wc -l)" -ge 2 ]; do sleep 0.05; done; echo $$ > '${running}'; exec sleep 300`,
+      'fi',
+      'node --test',
+    ].join('\n');
+    await writePlan(repo.dir, makePlan([blocker, dependant], { context: { testCommand: gateCommand } }));
+
+    const child = execa('node', [...nodeArgsFor(executeScript), '--claude-bin', fakeWorker, '--sandbox', 'off', '--concurrency', '2'], { cwd: repo.dir, reject: false, stdin: 'ignore', env: { NO_COLOR: '1', ...env } });
+    children.push(child);
+    const deadline = Date.now() + 40_000;
+    while (!existsSync(running) || (await readFile(running, 'utf8')).trim() === '') {
+      if (Date.now() > deadline) throw new Error(`the gate never hung on the held candidates:\n${await readFile(events, 'utf8').catch(() => '')}`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    child.kill('SIGKILL');
+    await child;
+
+    // Both candidates held; B's names the stack it was built on: A's candidate.
+    const refs = await foremanRefs(repo);
+    const planId = refs.find((ref) => ref.startsWith('refs/foreman/'))!.split('/').pop()!;
+    expect(refs.filter((ref) => ref.startsWith('refs/foreman-candidate/')).sort()).toEqual([`refs/foreman-candidate/${planId}/0`, `refs/foreman-candidate/${planId}/1`]);
+    expect((await repo.git(['log', '-1', '--format=%(trailers:key=Foreman-Stack,valueonly)', `refs/foreman-candidate/${planId}/1`])).trim()).toBe('0');
+    expect((await runEvents(repo)).find((e) => e.type === 'task-started' && e.task === 1)).toMatchObject({ stack: [0] });
+
+    await writeFile(resumed, '');
+    const again = await runExecute(repo.dir, ['--sandbox', 'off', '--concurrency', '2'], env);
+    expect(again.exitCode, `${again.stdout}\n${again.stderr}`).toBe(0);
+    const all = await runEvents(repo);
+    const lastRun = all.filter((e) => e.type === 'run-started').at(-1)!.runId;
+    const resumedEvents = all.filter((e) => e.runId === lastRun);
+    // A was blamed by the resumed run's gate; B, held on A's candidate, was cancelled in the queue, not gated without A.
+    expect(gateFinished(resumedEvents).some((g) => g.culprit === 0)).toBe(true);
+    expect(gateFinished(resumedEvents).some((g) => g.culprit === 1)).toBe(false);
+    expect(resumedEvents.filter((e) => e.type === 'speculation-cancelled').map((e) => e.type === 'speculation-cancelled' && [e.task, e.stack, e.stage])).toEqual([[1, [0], 'queued']]);
+    // Not an attempt: B ran as attempt 1 again; A's blamed attempt was retried.
+    expect(await startsOf(journal, 'B')).toEqual([1, 1]);
+    expect(await startsOf(journal, 'A')).toEqual([1, 2]);
+    // B integrated after A, and every commit is green.
+    const integrated = gateFinished(resumedEvents).flatMap((g) => g.integrated);
+    expect(integrated.indexOf(0)).toBeGreaterThanOrEqual(0);
+    expect(integrated.indexOf(1)).toBeGreaterThan(integrated.indexOf(0));
+    for (const c of await everyCommitRunning(repo, 'node --test')) expect(c.exitCode, `${c.subject} (${c.commit}) fails node --test:\n${c.output}`).toBe(0);
+    expect(await repo.git(['show', 'HEAD:lib.js'])).toBe(fixed);
+    expect(await repo.git(['show', 'HEAD:src/loud.js'])).toBe(usesShout);
+    expect(await foremanRefs(repo)).toEqual([]);
   });
 });

@@ -7,8 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { captureWork } from '../../src/adapters/git/capture.ts';
-import { integrationRef } from '../../src/adapters/git/refs.ts';
+import { candidateRef, integrationRef } from '../../src/adapters/git/refs.ts';
 import type { Plan } from '../../src/core/plan.ts';
+import type { CapturedWork } from '../../src/core/work.ts';
 import { Isolation } from '../../src/run/isolation.ts';
 import { afterEachCleanups, tempRepoIn } from '../support/git-repo.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
@@ -81,5 +82,38 @@ describe('Isolation', () => {
     await repo.git(['commit', '-qm', 'mine']);
     await isolation.followHead();
     expect(isolation.tip).toBe((await repo.git(['rev-parse', 'HEAD'])).trim());
+  });
+
+  it('a held candidate keeps the stack it was built on; one an earlier foreman held names none, and stands only if built on the tip', async () => {
+    const repo = await repoWith({ 'a.txt': 'a\n' });
+    const plan = makePlan([fakeTask('A', { create: ['b.txt'] }), fakeTask('B', { create: ['c.txt'], blockedBy: [0] }), fakeTask('C', { create: ['d.txt'] })]);
+    plan.tasks.forEach((t) => (t.status = 'in_progress'));
+    const { isolation } = await open(repo.dir, plan);
+    const workIn = async (task: number, file: string, stack: Array<{ task: number; work: CapturedWork }> = []): Promise<CapturedWork> => {
+      const prepared = await isolation.prepare(task, undefined, stack);
+      if (!prepared.ok) throw new Error(prepared.error);
+      await writeFile(join(prepared.value, file), `${file}\n`);
+      const captured = await captureWork(prepared.value, [file], isolation.workspaceOf(task)!.kept, isolation.workspaceOf(task)!.base);
+      isolation.release(task);
+      if (!captured.ok) throw new Error('capture');
+      return captured.value.work;
+    };
+    const a = await workIn(0, 'b.txt');
+    // B was built on A's candidate: its base is A's work stacked on the tip.
+    const b = await workIn(1, 'c.txt', [{ task: 0, work: a }]);
+    expect(b.base).not.toBe(isolation.tip);
+    const held = await isolation.record(plan, { tasks: [0, 1], round: 0, integrate: [], park: [], hold: [{ task: 0, work: a }, { task: 1, work: b, stack: [0] }], drop: [] });
+    expect(held.ok).toBe(true);
+    const found = async () => (await isolation.heldCandidates(plan, () => true)).map((h) => [h.task, h.stack]);
+    expect(await found()).toEqual([
+      [0, []],
+      [1, [0]],
+    ]);
+
+    // Parked as an earlier foreman did, with no stack named: A's base is the tip (it stands on
+    // it), B's is a stack of candidates nothing names (it goes, and runs again).
+    for (const [task, work] of [[0, a], [1, b]] as const) await isolation.park(task, work, `foreman: round 0: task ${task}`, 'candidate');
+    expect(await found()).toEqual([[0, []]]);
+    expect((await repo.git(['for-each-ref', '--format=%(refname)', 'refs/foreman-candidate/'])).trim()).toBe(candidateRef(isolation.planId, 0));
   });
 });

@@ -15,7 +15,7 @@
 // written that way, `commit-tree` and `update-ref` run from one shell as before.
 
 import { type Result, err, ok } from '../../core/failure.ts';
-import { type GitFailure, buildMessage, byPath, expectObjectId, failureOf, isObjectId, parseRaw, splitNul } from '../../core/git-text.ts';
+import { type GitFailure, type Trailer, type TrailerList, buildMessage, byPath, expectObjectId, failureOf, isObjectId, parseRaw, parseTrailers, splitNul } from '../../core/git-text.ts';
 import type { CapturedWork, WorkEntry } from '../../core/work.ts';
 import { type ParkKind, commitOf, moveRef, moveRefArgs, parkedRef, readRef } from './refs.ts';
 import { GitCommandError, PREVIOUS_OUTPUT, git, identityArgs, runGitSteps } from './runner.ts';
@@ -77,14 +77,15 @@ export class Integrator {
   /**
    * Parks `work` awaiting approval: a commit whose parent is the work's base, on
    * `parkedRef(kind, planId, task)` (replacing any earlier parked work of the task). It holds no
-   * worktree; approving integrates `parkedWork`, rejecting drops it. Returns the commit.
+   * worktree; approving integrates `parkedWork`, rejecting drops it. `trailers` end its message
+   * (`parkedTrailers` reads them back). Returns the commit.
    */
-  park(planId: string, task: number, work: CapturedWork, message: string, kind: ParkKind = 'awaiting'): Promise<Result<string, GitFailure>> {
+  park(planId: string, task: number, work: CapturedWork, message: string, kind: ParkKind = 'awaiting', trailers?: TrailerList): Promise<Result<string, GitFailure>> {
     return this.inLane(async () => {
       const base = expectObjectId(work.base, 'base');
       const tree = await this.trees.treeWith(base, work.entries);
       if (!tree.ok) return err(failureOf(tree.error));
-      const made = await this.makeCommit(tree.value, base, buildMessage(message, undefined), ['update-ref', '-m', `foreman: park task ${task}`, parkedRef(kind, planId, task), PREVIOUS_OUTPUT]);
+      const made = await this.makeCommit(tree.value, base, buildMessage(message, trailers), ['update-ref', '-m', `foreman: park task ${task}`, parkedRef(kind, planId, task), PREVIOUS_OUTPUT]);
       if (!made.ok) return err(failureOf(made.error));
       return made.value.moved?.ok === false ? made.value.moved : ok(made.value.commit);
     });
@@ -272,4 +273,11 @@ export async function parkedWork(repo: string, planId: string, task: number, kin
   const diff = await git(repo, ['diff-tree', '-r', '-z', '--raw', '--no-renames', '--full-index', base, commit]);
   if (!diff.ok) throw diff.error;
   return { base, entries: parseRaw(diff.value).sort((a, b) => byPath(a.path, b.path)) };
+}
+
+/** The trailers of the commit parked for `task` (which must be parked: `parkedWork` found it). */
+export async function parkedTrailers(repo: string, planId: string, task: number, kind: ParkKind): Promise<Trailer[]> {
+  const shown = await git(repo, ['log', '-1', '--format=%(trailers:only,unfold)', parkedRef(kind, planId, task), '--']);
+  if (!shown.ok) throw shown.error;
+  return parseTrailers(shown.value);
 }
