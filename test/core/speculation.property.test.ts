@@ -223,12 +223,14 @@ describe('held candidates after a crash (admitHeld)', () => {
       fc.record({
         plan: fc.constant(plan),
         completed: fc.subarray(plan.tasks.map((_, i) => i)),
-        // Mostly as a live run leaves them (each stack a front of one queue, ahead of its candidate), some not.
+        // Mostly as a live run leaves them (each stack a front of one queue, ahead of its candidate:
+        // a part of it when one is ahead, else none), some built on integrated work alone, some not.
         held: fc.shuffledSubarray(plan.tasks.map((_, i) => i)).chain((queue) =>
           fc.tuple(
             ...queue.map((task, at) =>
               fc.oneof(
-                { weight: 3, arbitrary: fc.nat({ max: at }).map((k) => ({ task, stack: queue.slice(0, k) })) },
+                { weight: 3, arbitrary: fc.integer({ min: Math.min(1, at), max: at }).map((k) => ({ task, stack: queue.slice(0, k) })) },
+                { weight: 1, arbitrary: fc.constant({ task, stack: [] as number[] }) },
                 { weight: 1, arbitrary: fc.subarray(plan.tasks.map((_, i) => i)).map((stack) => ({ task, stack })) },
               ),
             ),
@@ -257,8 +259,9 @@ describe('held candidates after a crash (admitHeld)', () => {
         });
         for (const h of held) if (h.stack.every(done) && plan.tasks[h.task]!.blockedBy.every(done)) expect(order).toContain(h.task);
       }),
-      { numRuns: 500 },
+      { numRuns: 1000 },
     );
+    // Not vacuous: candidates built on others were kept (about 165 a run; the fewest seen in 20 runs, 137).
     expect(speculativeKept).toBeGreaterThan(50);
   });
 });
