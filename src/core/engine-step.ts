@@ -14,10 +14,10 @@
 //   before it passed; when it fails the run is refused.
 //
 // The headless engine (src/run/engine.ts) executes the effects with real workers, checks and git;
-// the in-session steps (src/run/session.ts: `plan setup | next | finalize | commit`) execute them
-// across a Claude Code session, whose Task subagents are the workers; the scheduling bench and
-// the property tests execute them in simulated time. Nothing here does I/O or reads a clock: time
-// comes in with each event.
+// the in-session steps (src/run/lead.ts: `plan setup | next | finalize | commit`, their I/O in
+// src/run/lead-io.ts) execute them across a Claude Code session, whose Task subagents are the
+// workers; the scheduling bench and the property tests execute them in simulated time. Nothing
+// here does I/O or reads a clock: time comes in with each event.
 //
 // The two drivers differ in three things, named by `config.driver`. Headless, the engine starts
 // workers and integrates verified work as soon as it may. In a session, a task starts only when
@@ -300,10 +300,8 @@ export function admitHeld(plan: Plan, held: readonly HeldCandidate[], completed:
       if (isFrontOf(front, stack)) front = stack;
       else if (!isFrontOf(stack, front)) drop(task);
     }
-    // A candidate of the front stands on what is ahead of it there.
-    front.forEach((task, i) => {
-      if (standing.has(task) && beneath.get(task)!.length > i) drop(task);
-    });
+    // A candidate of the front stands on no more than what is ahead of it there: its stack is a
+    // front of the front, and one holding itself was dropped above.
   }
   const order = [...front, ...[...standing].filter((task) => !front.includes(task)).sort((a, b) => a - b)];
   const byTask = new Map(held.map((candidate) => [candidate.task, candidate]));

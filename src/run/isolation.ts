@@ -9,7 +9,7 @@ import { readFile, readdir, realpath, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { runShell, withForemanLine } from '../adapters/checks.ts';
 import { type Integration, type IntegrationFailure, Integrator, parkedTrailers, parkedWork } from '../adapters/git/integrate.ts';
-import { type ParkKind, commonGitDir, deleteRef, dropParked, foremanRefs, integrationRef, isAncestor, moveRef, parkedFolders, parkedTasks, readRef, resolveCommit, startIntegrationRef } from '../adapters/git/refs.ts';
+import { type ParkKind, commonGitDir, deletePlanRefs, dropParked, integrationRef, isAncestor, moveRef, parkedFolders, parkedTasks, readRef, resolveCommit, startIntegrationRef } from '../adapters/git/refs.ts';
 import { type Landed, type LandingProblem, land, resumeLanding } from '../adapters/git/land.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import { processAlive } from '../adapters/processes.ts';
@@ -297,8 +297,8 @@ export class Isolation {
   }
 
   /** Remove the plan's refs (integration and parked work): only once everything on them has landed. */
-  async removeRefs(): Promise<void> {
-    for (const ref of await foremanRefs(this.repo, this.planId)) await deleteRef(this.repo, ref);
+  removeRefs(): Promise<void> {
+    return deletePlanRefs(this.repo, this.planId);
   }
 }
 

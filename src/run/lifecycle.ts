@@ -95,6 +95,8 @@ export function runFinishedEvent(
     if (code === EXIT.ok) code = EXIT.incomplete;
   }
   if (context.archived !== null) message += `; the plan was moved to ${context.archived}`;
+  // Refused: running again is refused again until the gate passes on the starting commit.
+  else if (end.baselineFailure !== undefined) message += `. Fix the failure (or run with --no-gate, or --gate CMD for a command that passes), then ${context.resumeHint ?? 'run the same command again'}`;
   else if (end.reason !== 'all-done') message += `. The plan keeps its state in ${context.planPath}: ${resumeAdvice(plan, context.layout)}`;
   return { type: 'run-finished', outcome: outcomeOfCode(code), reason: end.reason, exitCode: code, counts: countByStatus(plan), usage: end.usage, durationMs: Math.max(0, end.durationMs), message };
 }
@@ -203,8 +205,22 @@ export async function finishPlan(
   if (end?.reason !== 'all-done') return { archived: null, notice: null };
   await isolation.removeWorktrees();
   if (!options.landed) return { archived: null, notice: null };
+  return retirePlan(plan, isolation, options);
+}
+
+/**
+ * A plan whose every task is completed and landed, its worktrees gone, by a run's end or by `plan
+ * land`: its gate process (`endGate`) and its refs go, and the plan moves to `history/` (unless it
+ * is there already: `archived`), written last through `save`, which keeps a person's later edit aside.
+ */
+export async function retirePlan(
+  plan: Plan,
+  parts: Pick<LandingIsolation, 'removeRefs'>,
+  options: { planPath: string; save: (plan: Plan) => Promise<string | null>; endGate?: () => Promise<unknown>; archived?: boolean },
+): Promise<FinishedPlan> {
   await options.endGate?.();
-  await isolation.removeRefs();
+  await parts.removeRefs();
+  if (options.archived === true) return { archived: null, notice: null };
   const kept = await options.save(plan);
   const archived = await archivePlan(options.planPath);
   if (kept === null) return { archived, notice: null };

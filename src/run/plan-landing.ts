@@ -6,7 +6,7 @@
 
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { countCommits, deleteRef, foremanRefs, headBranchRef, integrationRef, parkedTasks, readRef, resolveCommit, startIntegrationRef, topLevel } from '../adapters/git/refs.ts';
+import { countCommits, deletePlanRefs, deleteRef, foremanRefs, headBranchRef, integrationRef, parkedTasks, readRef, resolveCommit, startIntegrationRef, topLevel } from '../adapters/git/refs.ts';
 import { type IntegrationFailure, integrate, parkedWork } from '../adapters/git/integrate.ts';
 import { type Landed, land } from '../adapters/git/land.ts';
 import { ownLayout } from '../adapters/layout.ts';
@@ -18,9 +18,10 @@ import { describeGitFailure } from '../core/git-text.ts';
 import { type LandMode, type LandingProblem, describeLandingProblem } from '../core/landing.ts';
 import { type Plan, statusOf } from '../core/plan.ts';
 import { parsePlan } from '../core/validate.ts';
-import { archivePlan } from './archive.ts';
 import { roundMessage } from './commit.ts';
 import { completeLanding, landedBase, landingIntentPath, recordLandedBase } from './isolation.ts';
+import { endGateProcess } from './lead-gate.ts';
+import { retirePlan } from './lifecycle.ts';
 
 /** The top of the git repository holding `planPath`'s directory (real path), or null when it is in none. */
 export async function repositoryOf(planPath: string): Promise<string | null> {
@@ -175,10 +176,17 @@ export async function landTarget(repo: string, target: LandTarget, options: { mo
   let cleanedUp = false;
   let archivedTo: string | null = null;
   if (planFinished(target.plan)) {
+    // Nothing of this command wrote the plan: what it read is what it moves.
     await removePlanWorktrees(repo, worktreesRoot(options.env), target.planId);
-    for (const ref of await foremanRefs(repo, target.planId)) await deleteRef(repo, ref);
+    const retired = await retirePlan(
+      target.plan,
+      { removeRefs: () => deletePlanRefs(repo, target.planId) },
+      // A gate process of a session on this plan goes too; an archived plan's is long gone (and the
+      // one running now, if any, is another plan's).
+      { planPath: target.planPath, save: async () => null, archived: target.archived, ...(target.archived ? {} : { endGate: () => endGateProcess(target.planPath) }) },
+    );
     cleanedUp = true;
-    if (!target.archived) archivedTo = await archivePlan(target.planPath);
+    archivedTo = retired.archived;
   }
   return ok({ resumed, mode: options.mode, branch: branch?.replace(/^refs\/heads\//, '') ?? null, landed: landed.value, cleanedUp, archivedTo });
 }

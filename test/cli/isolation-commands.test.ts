@@ -190,7 +190,8 @@ describe('plan land', () => {
     writeFileSync(path.join(repo.dir, '.design', 'landing.json'), JSON.stringify({ version: 1, mode: 'commit', branch: 'refs/heads/main', from: head, to: tip, paths: ['a.txt'] }));
     writeFileSync(path.join(repo.dir, 'a.txt'), 'two\n');
     expect(await run('land')).toBe(0);
-    expect(out[0]).toBe('completed a landing an earlier run started: 1 file updated');
+    // Worded as a run words it (run/lifecycle.ts landingNotice).
+    expect(out[0]).toBe(`completed a landing an earlier run started: landed 1 file (${tip.slice(0, 12)})`);
     expect(await git('rev-parse', 'HEAD')).toBe(tip);
     expect(existsSync(path.join(repo.dir, '.design', 'landing.json'))).toBe(false);
     expect(await git('status', '--porcelain')).toBe('');

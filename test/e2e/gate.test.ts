@@ -141,6 +141,8 @@ describe('the merge queue', () => {
     // The journal ends the run as the in-session steps do (test/skills/lead-gate.test.ts): refused, exit 2.
     const finished = (await runEvents(repo)).filter((e) => e.type === 'run-finished');
     expect(finished).toEqual([expect.objectContaining({ reason: 'failures', exitCode: 2, message: expect.stringMatching(/^the gate `node --test` already fails on the starting commit, before any task ran, so it would blame every task; nothing was started\./) })]);
+    // Running again is refused again until the gate passes: it says what to do, not to resume.
+    expect(finished[0]!.message).toMatch(/\. Fix the failure \(or run with --no-gate, or --gate CMD for a command that passes\), then run the same command again$/);
     expect(existsSync(join(repo.dir, '.design/worker-0.log'))).toBe(false);
     expect((await repo.git(['rev-parse', 'HEAD'])).trim()).toBe(startHead);
 

@@ -129,6 +129,11 @@ export async function deleteRef(repo: string, ref: string, expected?: string): P
   return deleted.ok ? ok(undefined) : err(failureOf(deleted.error));
 }
 
+/** Deletes every ref of the plan `planId` (integration, parked work, candidates): once everything on them has landed. */
+export async function deletePlanRefs(repo: string, planId: string): Promise<void> {
+  for (const ref of await foremanRefs(repo, planId)) await deleteRef(repo, ref);
+}
+
 /** Drops the work parked for `task` (rejected, or integrated). Nothing parked is fine. */
 export function dropParked(repo: string, planId: string, task: number, kind: ParkKind = 'awaiting'): Promise<Result<void, GitFailure>> {
   return deleteRef(repo, parkedRef(kind, planId, task));

@@ -12,7 +12,8 @@ import type { Command, Io } from '../command.ts';
 import { CliError, EXIT, type ExitCode, usageError } from '../exit.ts';
 import { planPathFrom } from '../load.ts';
 import { jsonOption, planOption } from './options.ts';
-import type { Result } from '../../core/failure.ts';
+import { type Result, ok } from '../../core/failure.ts';
+import { landingNotice } from '../../run/lifecycle.ts';
 
 const noCommitOption = {
   'no-commit': { type: 'boolean' as const, description: 'land the work in your files as uncommitted changes (as `execute --no-commit` does) instead of commits on your branch' },
@@ -54,7 +55,9 @@ async function withLock<T>(runPath: string, command: string, body: () => Promise
 /** What a landing did, in lines for people; and its exit code (0 landed or up to date, 1 blocked). */
 export function describeLanding(target: LandTarget, outcome: Result<LandReport, LandBlocked>, io: Io): ExitCode {
   const resumed = outcome.ok ? outcome.value.resumed : outcome.error.resumed;
-  if (resumed !== null) io.out(`completed a landing an earlier run started: ${plural(resumed.paths.length, 'file')} updated`);
+  // Said as a run says it.
+  const resumedNotice = resumed === null ? null : landingNotice(ok(resumed), { ref: target.ref, layout: ownLayout(), where: null, resumed: true });
+  if (resumedNotice !== null) io.out(resumedNotice.message);
   if (!outcome.ok) {
     for (const line of outcome.error.lines) io.err(line);
     return EXIT.incomplete;
