@@ -99,7 +99,8 @@ const UNREAD: PersonRules = { deny: ['Bash'], ask: [] };
 
 /**
  * The person's deny and ask rules for a session whose project folders are `projectDirs` (the
- * session's, the repository, the worker's worktree) and whose CLI is `CLAUDE_PID`. When the
+ * session's and the repository: never a worker's worktree, whose files its commands may write)
+ * and whose CLI is `CLAUDE_PID`. When the
  * command line names rules it cannot read exactly (no /proc), the answer includes a rule for
  * every Bash command, so nothing is rewritten behind one.
  */

@@ -123,6 +123,13 @@ export const workerWorktree = (repo: string, agentId: string): string => posix.j
 /** True when `path` is `dir` or inside it (both absolute and normalised). */
 export const within = (path: string, dir: string): boolean => path === dir || path.startsWith(`${dir}/`);
 
+/**
+ * The folders whose `.claude/settings.json` and `settings.local.json` hold the person's rules for a
+ * worker's call: the session's project folder and the repository, never a folder inside the
+ * worker's worktree, whose files the worker's own commands may write.
+ */
+export const settingsFolders = (projectDir: string, repo: string, worktree: string): string[] => [...new Set([projectDir, repo])].filter((dir) => !within(dir, worktree));
+
 /** A session or agent id that can name a file: letters, digits, `-` and `_`. */
 export const safeId = (id: unknown): id is string => typeof id === 'string' && /^[A-Za-z0-9_-]{1,128}$/.test(id);
 
@@ -212,13 +219,21 @@ export function sandboxedCommand(command: string, runner: SandboxRunner): string
 }
 
 /**
+ * What a worker's commands may never write in its worktree: the `.git` link, and the two
+ * settings files Claude Code reads rules from (`.claude/settings.json`, `.claude/settings.local.json`),
+ * as Claude Code's own sandbox protects its settings files. Not the whole `.claude` folder: a
+ * task may declare files there.
+ */
+export const guardedInWorktree = (worktree: string): string[] => ['.git', '.claude/settings.json', '.claude/settings.local.json'].map((name) => posix.join(worktree, name));
+
+/**
  * The sandbox runtime's settings for a worker's commands: writes in its worktree and TMPDIR only
- * (not the worktree's `.git` link), and nothing the person's Read and Edit deny rules name
- * (`denies`, from core/sandbox-denies.ts).
+ * (not `guardedInWorktree`), and nothing the person's Read and Edit deny rules name (`denies`,
+ * from core/sandbox-denies.ts).
  */
 export function workerSandboxSettings(worktree: string, tmpdir: string, network: readonly string[], denies: FileDenies = { denyRead: [], denyWrite: [] }): Record<string, unknown> {
   return {
-    filesystem: { allowWrite: [worktree, tmpdir], denyWrite: [posix.join(worktree, '.git'), ...denies.denyWrite], denyRead: [...denies.denyRead] },
+    filesystem: { allowWrite: [worktree, tmpdir], denyWrite: [...guardedInWorktree(worktree), ...denies.denyWrite], denyRead: [...denies.denyRead] },
     network: { allowedDomains: [...network], deniedDomains: [] },
   };
 }

@@ -4,12 +4,13 @@
 // binding by the prompt file's Read, one worker per task, paths through symlinks, the person's
 // rules, and a rewritten Bash command that really runs confined.
 
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { handOutRoot, readBinding, writeHandOut } from '../../src/adapters/hand-out.ts';
+import { handOutRoot, readBinding, workerFiles, writeHandOut } from '../../src/adapters/hand-out.ts';
 import { sandboxSupport } from '../../src/adapters/sandbox.ts';
 import { preToolUse } from '../../src/cli/hook.ts';
 import type { HandOut } from '../../src/core/worker-hook.ts';
@@ -120,6 +121,32 @@ describe('the worker hook, as Claude Code calls it', () => {
       expect(await hook('a1', 'Bash', { command: 'git status' })).toMatchObject({ permissionDecision: 'allow' });
     } finally {
       await rm(join(repo, '.claude/settings.json'));
+    }
+  });
+
+  it("takes no rule from the worker's worktree, whose files its own commands may write; its sandbox may not write the settings files there", async () => {
+    const dir = join(worktreeOf('a1'), '.claude');
+    await mkdir(dir, { recursive: true });
+    // What a worker's sandboxed command could have written to switch its sandbox off.
+    await writeFile(join(dir, 'settings.local.json'), JSON.stringify({ permissions: { deny: ['Edit(**/zz*)'] } }));
+    await writeFile(join(dir, 'settings.json'), JSON.stringify({ permissions: { deny: ['Bash(git status:*)'], ask: ['Bash'] } }));
+    try {
+      const verdict = await hook('a1', 'Bash', { command: 'git status' });
+      expect(verdict).toMatchObject({ permissionDecision: 'allow' });
+      const settings = JSON.parse(await readFile(workerFiles(handOutRoot(env), 'sess-1', 'a1').settingsFile, 'utf8'));
+      expect(settings.filesystem.denyWrite).toEqual(expect.arrayContaining([join(dir, 'settings.json'), join(dir, 'settings.local.json')]));
+      if (!support.ok) return;
+      // In the real sandbox: neither file can be written, the existing one or a new one.
+      await rm(join(dir, 'settings.json'));
+      const run = await execa('bash', ['-c', String((await hook('a1', 'Bash', { command: 'echo {} > .claude/settings.local.json; echo {} > .claude/settings.json; echo other > .claude/other.md' }))!.updatedInput!.command)], { cwd: worktreeOf('a1'), reject: false });
+      expect(run.stderr).toMatch(/settings\.local\.json: Read-only file system[\s\S]*settings\.json: (Read-only file system|Permission denied)/);
+      expect(JSON.parse(await readFile(join(dir, 'settings.local.json'), 'utf8'))).toEqual({ permissions: { deny: ['Edit(**/zz*)'] } });
+      // Not written, and no placeholder of the sandbox's left behind.
+      expect(existsSync(join(dir, 'settings.json'))).toBe(false);
+      // The rest of the folder is the worktree's, as a task may declare files there.
+      expect(await readFile(join(dir, 'other.md'), 'utf8')).toBe('other\n');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 

@@ -14,6 +14,7 @@ import {
   decideToolCall,
   judgeWrite,
   sandboxedCommand,
+  settingsFolders,
   shellQuote,
   workerSandboxSettings,
   writePath,
@@ -108,7 +109,7 @@ describe('a bound worker', () => {
       filesystem: {
         allowWrite: [worktree, runner.tmpdir],
         // The person's tree is not writable anyway: only the worktree's copy needs a write entry.
-        denyWrite: [`${worktree}/.git`, `${worktree}/package-lock.json`],
+        denyWrite: [`${worktree}/.git`, `${worktree}/.claude/settings.json`, `${worktree}/.claude/settings.local.json`, `${worktree}/package-lock.json`],
         denyRead: [`${repo}/.env`, `${worktree}/.env`, '/home/me/.aws/**'],
       },
       network: { allowedDomains: [], deniedDomains: [] },
@@ -186,6 +187,13 @@ describe('the pieces', () => {
     expect(bashRuleMayMatch(['Edit(src/**)', 'WebFetch'], 'rm -rf /')).toBeNull();
   });
 
+  it('reads the person’s settings from the session’s project folder and the repository, never from inside the worker’s worktree', () => {
+    expect(settingsFolders(repo, repo, worktree)).toEqual([repo]);
+    expect(settingsFolders(`${repo}/sub`, repo, worktree)).toEqual([`${repo}/sub`, repo]);
+    expect(settingsFolders(worktree, repo, worktree)).toEqual([repo]);
+    expect(settingsFolders(`${worktree}/sub`, repo, worktree)).toEqual([repo]);
+  });
+
   it('quotes any text as one shell word', () => {
     fc.assert(
       fc.property(fc.string(), (text) => {
@@ -197,9 +205,9 @@ describe('the pieces', () => {
     );
   });
 
-  it('gives a worker’s commands its worktree and TMPDIR to write, never the worktree’s .git link', () => {
+  it('gives a worker’s commands its worktree and TMPDIR to write, never the worktree’s .git link nor the settings files Claude Code reads rules from', () => {
     expect(workerSandboxSettings('/w', '/t', ['registry.npmjs.org'])).toEqual({
-      filesystem: { allowWrite: ['/w', '/t'], denyWrite: ['/w/.git'], denyRead: [] },
+      filesystem: { allowWrite: ['/w', '/t'], denyWrite: ['/w/.git', '/w/.claude/settings.json', '/w/.claude/settings.local.json'], denyRead: [] },
       network: { allowedDomains: ['registry.npmjs.org'], deniedDomains: [] },
     });
   });
