@@ -23,6 +23,7 @@ import {
   currentBinding,
   decideToolCall,
   promptFileRead,
+  ruleRootsOf,
   safeId,
   settingsFolders,
   within,
@@ -76,12 +77,12 @@ async function lookUp(call: ToolCall & { agentId: string }, handOut: HandOut, ro
   if (binding === null) return facts;
   if (kind === 'write') facts.target = await writeTarget(call, worktree, env.HOME || homedir());
   if (kind === 'bash' && handOut.sandbox.available) {
-    const projectDir = env.CLAUDE_PROJECT_DIR ?? handOut.repo;
+    const projectDir = env.CLAUDE_PROJECT_DIR ? await realTarget(path.resolve(env.CLAUDE_PROJECT_DIR)) : handOut.repo;
     // The person's settings: the session's project folder's and the repository's, never the
     // worktree's, which the worker's own commands may write (a rule it wrote there would make
     // the hook step aside, and the command run unsandboxed under an allow rule of the person's).
     facts.personRules = await personRules(env, settingsFolders(projectDir, handOut.repo, worktree));
-    facts.ruleRoots = { home: env.HOME || homedir(), roots: [...new Set([projectDir, handOut.repo, worktree])] };
+    facts.ruleRoots = { home: env.HOME || homedir(), roots: ruleRootsOf(projectDir, handOut.repo, worktree) };
     const files = workerFiles(root, handOut.session, call.agentId);
     facts.runner = { node: process.execPath, cli: sandboxCliPath(), settingsFile: files.settingsFile, tmpdir: files.tmpdir };
   }

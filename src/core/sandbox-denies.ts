@@ -5,7 +5,8 @@
 //
 // A rule's path is read as Claude Code's sandbox reads it: `//p` from the root, `~/p` in the home
 // folder, `/p`, `./p` and `p` under the project folder — here under each folder it may mean for a
-// worker (the session's project folder, the repository, the worker's worktree), which denies
+// worker (the session's project folder, the repository, the worker's worktree, and the worktree's
+// copy of a project folder below the repository: core/worker-hook.ts `ruleRootsOf`), which denies
 // more, never less. Wildcards are kept: the sandbox runtime expands a read glob when it wraps a
 // command, but on Linux it drops a write glob (bubblewrap binds concrete paths) and leaves a read
 // glob with no literal folder to start from unenforced. A rule it would not enforce exactly is

@@ -130,6 +130,16 @@ export const within = (path: string, dir: string): boolean => path === dir || pa
  */
 export const settingsFolders = (projectDir: string, repo: string, worktree: string): string[] => [...new Set([projectDir, repo])].filter((dir) => !within(dir, worktree));
 
+/**
+ * The folders a relative path of the person's rules is read against for a worker: the session's
+ * project folder, the repository, the worktree, and — when the project folder is a subfolder of
+ * the repository — the same subfolder in the worktree (the worker's copy of what the rule names).
+ */
+export function ruleRootsOf(projectDir: string, repo: string, worktree: string): string[] {
+  const sub = projectDir !== repo && within(projectDir, repo) && !within(projectDir, worktree) ? [posix.join(worktree, posix.relative(repo, projectDir))] : [];
+  return [...new Set([projectDir, repo, worktree, ...sub])];
+}
+
 /** A session or agent id that can name a file: letters, digits, `-` and `_`. */
 export const safeId = (id: unknown): id is string => typeof id === 'string' && /^[A-Za-z0-9_-]{1,128}$/.test(id);
 

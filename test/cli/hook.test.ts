@@ -186,6 +186,27 @@ describe('the worker hook, as Claude Code calls it', () => {
     }
   });
 
+  it.runIf(support.ok)("reads a relative rule of a project folder below the repository in the worker's copy of that folder too", async () => {
+    const sub = join(repo, 'sub');
+    await mkdir(join(sub, '.claude'), { recursive: true });
+    await mkdir(join(worktreeOf('a1'), 'sub'), { recursive: true });
+    await writeFile(join(worktreeOf('a1'), 'sub', 'secret.txt'), 'SECRET=2\n');
+    await writeFile(join(sub, '.claude/settings.json'), JSON.stringify({ permissions: { deny: ['Read(./secret.txt)'] } }));
+    try {
+      const stdin = JSON.stringify({ session_id: 'sess-1', agent_id: 'a1', cwd: worktreeOf('a1'), hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_input: { command: 'cat sub/secret.txt' } });
+      const verdict = JSON.parse(await preToolUse(stdin, { ...env, CLAUDE_PROJECT_DIR: sub })).hookSpecificOutput;
+      expect(verdict).toMatchObject({ permissionDecision: 'allow' });
+      const settings = JSON.parse(await readFile(workerFiles(handOutRoot(env), 'sess-1', 'a1').settingsFile, 'utf8'));
+      expect(settings.filesystem.denyRead).toContain(join(worktreeOf('a1'), 'sub', 'secret.txt'));
+      const run = await execa('bash', ['-c', String(verdict.updatedInput.command)], { cwd: worktreeOf('a1'), reject: false });
+      expect(run.stdout).not.toContain('SECRET');
+      expect(run.stderr).toMatch(/secret\.txt: Permission denied/);
+    } finally {
+      await rm(sub, { recursive: true, force: true });
+      await rm(join(worktreeOf('a1'), 'sub'), { recursive: true, force: true });
+    }
+  });
+
   it('the bundled hook answers the same through its launcher, and costs one `test -d` when no session runs a plan', async () => {
     const launcher = join(repoRoot, 'plugin/hooks/pre-tool-use');
     const input = JSON.stringify({ session_id: 'sess-1', agent_id: 'a1', cwd: worktreeOf('a1'), tool_name: 'WebFetch', tool_input: { url: 'https://example.com' } });

@@ -13,6 +13,7 @@ import {
   currentBinding,
   decideToolCall,
   judgeWrite,
+  ruleRootsOf,
   sandboxedCommand,
   settingsFolders,
   shellQuote,
@@ -192,6 +193,12 @@ describe('the pieces', () => {
     expect(settingsFolders(`${repo}/sub`, repo, worktree)).toEqual([`${repo}/sub`, repo]);
     expect(settingsFolders(worktree, repo, worktree)).toEqual([repo]);
     expect(settingsFolders(`${worktree}/sub`, repo, worktree)).toEqual([repo]);
+  });
+
+  it('reads a relative rule under the project folder, the repository, the worktree, and the worktree’s copy of a project subfolder', () => {
+    expect(ruleRootsOf(repo, repo, worktree)).toEqual([repo, worktree]);
+    expect(ruleRootsOf(`${repo}/sub/deep`, repo, worktree)).toEqual([`${repo}/sub/deep`, repo, worktree, `${worktree}/sub/deep`]);
+    expect(ruleRootsOf('/elsewhere', repo, worktree)).toEqual(['/elsewhere', repo, worktree]);
   });
 
   it('quotes any text as one shell word', () => {
