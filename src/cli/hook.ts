@@ -102,8 +102,17 @@ export async function judgeHookInput(input: unknown, env: NodeJS.ProcessEnv): Pr
   if (!within(cwd, workerWorktree(handOut.repo, call.agentId))) return { kind: 'none' };
   const facts = await lookUp(worker, handOut, root, env);
   const verdict = decideToolCall(worker, facts);
-  // The rewritten command reads its sandbox's settings when it runs: they are written first.
-  if (verdict.kind === 'allow' && verdict.sandboxSettings !== undefined && facts.runner !== undefined) await writeSandboxSettings(facts.runner.settingsFile, verdict.sandboxSettings);
+  // The rewritten command reads its sandbox's settings when it runs: they are written first. A
+  // failure is not "no decision", which could let the command run unconfined under an allow rule
+  // of the person's: the call is denied, saying why.
+  if (verdict.kind === 'allow' && verdict.sandboxSettings !== undefined && facts.runner !== undefined) {
+    const file = facts.runner.settingsFile;
+    try {
+      await writeSandboxSettings(file, verdict.sandboxSettings);
+    } catch (e) {
+      return { kind: 'deny', reason: `foreman: this command cannot run in the sandbox, and does not run outside it: its sandbox settings could not be written (${file}: ${(e as Error).message}). Tell the person running the plan.` };
+    }
+  }
   return verdict;
 }
 

@@ -150,6 +150,22 @@ describe('the worker hook, as Claude Code calls it', () => {
     }
   });
 
+  it("denies a worker's Bash command, saying why, when its sandbox settings cannot be written (never leaves it to the person's allow rules)", async () => {
+    const { settingsFile } = workerFiles(handOutRoot(env), 'sess-1', 'a1');
+    // A folder where the settings file goes: it cannot be replaced by a file.
+    await rm(settingsFile, { force: true });
+    await mkdir(join(settingsFile, 'in-the-way'), { recursive: true });
+    try {
+      const verdict = await hook('a1', 'Bash', { command: 'git status' });
+      expect(verdict).toMatchObject({ permissionDecision: 'deny' });
+      expect(verdict!.permissionDecisionReason).toContain(`its sandbox settings could not be written (${settingsFile}: `);
+      expect(verdict!.updatedInput).toBeUndefined();
+    } finally {
+      await rm(settingsFile, { recursive: true, force: true });
+    }
+    expect(await hook('a1', 'Bash', { command: 'git status' })).toMatchObject({ permissionDecision: 'allow' });
+  });
+
   it.runIf(support.ok)('runs a worker’s Bash command in the sandbox: its worktree is writable, the person’s files are not', async () => {
     const verdict = await hook('a1', 'Bash', { command: `echo inside > src/a.ts && echo escaped >> ${join(repo, 'README.md')}`, description: 'try' });
     expect(verdict).toMatchObject({ permissionDecision: 'allow', updatedInput: { description: 'try' } });
