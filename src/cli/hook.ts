@@ -12,6 +12,8 @@ import path from 'node:path';
 import { bindWorker, handOutRoot, readBinding, readHandOut, workerFiles, writeSandboxSettings } from '../adapters/hand-out.ts';
 import { sandboxCliPath } from '../adapters/layout.ts';
 import { personRules } from '../adapters/person-rules.ts';
+import { realTarget, realTargets } from '../adapters/real-paths.ts';
+import { pathsToResolve } from '../core/sandbox-denies.ts';
 import {
   type Binding,
   type CallFacts,
@@ -28,6 +30,7 @@ import {
   settingsFolders,
   within,
   workerWorktree,
+  workerWritable,
   writePath,
 } from '../core/worker-hook.ts';
 
@@ -37,20 +40,6 @@ export function toolCallOf(input: unknown): ToolCall | null {
   if (!v || typeof v !== 'object' || typeof v.session_id !== 'string' || typeof v.cwd !== 'string' || typeof v.tool_name !== 'string') return null;
   const toolInput = v.tool_input !== null && typeof v.tool_input === 'object' ? (v.tool_input as Record<string, unknown>) : {};
   return { sessionId: v.session_id, agentId: typeof v.agent_id === 'string' && v.agent_id !== '' ? v.agent_id : null, cwd: v.cwd, toolName: v.tool_name, toolInput };
-}
-
-/** The real path of `file`: its deepest existing folder resolved through symlinks, the rest as named. */
-async function realTarget(file: string): Promise<string> {
-  let existing = file;
-  const rest: string[] = [];
-  for (;;) {
-    const real = await realpath(existing).catch(() => null);
-    if (real !== null) return path.join(real, ...rest.reverse());
-    const parent = path.dirname(existing);
-    if (parent === existing) return file;
-    rest.push(path.basename(existing));
-    existing = parent;
-  }
 }
 
 /** Where an Edit, Write or NotebookEdit of `call` lands, relative to `worktree` when inside it. */
@@ -82,8 +71,12 @@ async function lookUp(call: ToolCall & { agentId: string }, handOut: HandOut, ro
     // worktree's, which the worker's own commands may write (a rule it wrote there would make
     // the hook step aside, and the command run unsandboxed under an allow rule of the person's).
     facts.personRules = await personRules(env, settingsFolders(projectDir, handOut.repo, worktree));
-    facts.ruleRoots = { home: env.HOME || homedir(), roots: ruleRootsOf(projectDir, handOut.repo, worktree) };
     const files = workerFiles(root, handOut.session, call.agentId);
+    const home = env.HOME || homedir();
+    const ruleRoots = { home, roots: ruleRootsOf(projectDir, handOut.repo, worktree) };
+    // The runtime resolves deny paths through symlinks: the decision compares real paths.
+    const real = await realTargets(pathsToResolve(facts.personRules.deny, { ...ruleRoots, writable: workerWritable(worktree, files.tmpdir, home) }));
+    facts.ruleRoots = { ...ruleRoots, real };
     facts.runner = { node: process.execPath, cli: sandboxCliPath(), settingsFile: files.settingsFile, tmpdir: files.tmpdir };
   }
   return facts;

@@ -228,6 +228,9 @@ export function sandboxedCommand(command: string, runner: SandboxRunner): string
   return `CLAUDE_CODE_TMPDIR=${shellQuote(runner.tmpdir)} ${shellQuote(runner.node)} ${shellQuote(runner.cli)} --settings ${shellQuote(runner.settingsFile)} -c ${shellQuote(command)}`;
 }
 
+/** Where a worker's sandboxed commands may write: its worktree, its TMPDIR, and the runtime's own folders. */
+export const workerWritable = (worktree: string, tmpdir: string, home: string): string[] => [worktree, tmpdir, ...runtimeWritable(home)];
+
 /**
  * What a worker's commands may never write in its worktree: the `.git` link, and the two
  * settings files Claude Code reads rules from (`.claude/settings.json`, `.claude/settings.local.json`),
@@ -261,8 +264,12 @@ export interface CallFacts {
   target?: WriteTarget;
   /** Bash: the person's deny and ask rules. */
   personRules?: { deny: readonly string[]; ask: readonly string[] };
-  /** Bash: what a rule's path is read against: the home folder (`~/`), and the folders a relative path may be under. */
-  ruleRoots?: { home: string; roots: readonly string[] };
+  /**
+   * Bash: what a rule's path is read against: the home folder (`~/`), and the folders a relative
+   * path may be under; and the real paths of the rules' folders and of `workerWritable`
+   * (core/sandbox-denies.ts `pathsToResolve`).
+   */
+  ruleRoots?: { home: string; roots: readonly string[]; real?: ReadonlyMap<string, string> };
   /** Bash: how to run it in the sandbox. */
   runner?: SandboxRunner;
 }
@@ -301,7 +308,7 @@ export function decideToolCall(call: ToolCall, facts: CallFacts): HookVerdict {
   if (typeof command !== 'string' || command.trim() === '') return { kind: 'none' };
   if (bashRuleMayMatch([...personRules.deny, ...personRules.ask], command) !== null) return { kind: 'none' };
   // The person's Read and Edit deny rules hold in the sandbox too; one it cannot hold exactly leaves the command to the person.
-  const denies = sandboxDenies(personRules.deny, { ...ruleRoots, writable: [worktree, runner.tmpdir, ...runtimeWritable(ruleRoots.home)] });
+  const denies = sandboxDenies(personRules.deny, { ...ruleRoots, writable: workerWritable(worktree, runner.tmpdir, ruleRoots.home) });
   if (!denies.ok) return { kind: 'none' };
   return {
     kind: 'allow',

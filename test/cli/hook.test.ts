@@ -223,6 +223,35 @@ describe('the worker hook, as Claude Code calls it', () => {
     }
   });
 
+  it.runIf(support.ok)('reads a rule spelled through a symlink (a home folder that is a link) by its real path', async () => {
+    // The home folder is a link to the folder holding the repository, which the hand-out names by its real path.
+    const linkedHome = join(base, 'home-link');
+    await symlink(base, linkedHome);
+    await mkdir(join(repo, '.claude'), { recursive: true });
+    await writeFile(join(worktreeOf('a1'), 'locked.txt'), 'as it was\n');
+    const viaLink = { ...env, HOME: linkedHome, XDG_CACHE_HOME: join(env.HOME!, '.cache') };
+    const bash = async (command: string) => {
+      const stdin = JSON.stringify({ session_id: 'sess-1', agent_id: 'a1', cwd: worktreeOf('a1'), hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_input: { command } });
+      const out = await preToolUse(stdin, viaLink);
+      return out === '' ? null : JSON.parse(out).hookSpecificOutput;
+    };
+    try {
+      // A folder holding the worktree: the sandbox cannot hold it, so the command is the person's.
+      await writeFile(join(repo, '.claude/settings.json'), JSON.stringify({ permissions: { deny: ['Edit(~/repo/**)'] } }));
+      expect(await bash('npm install')).toBeNull();
+      // A file in the worktree, named through the link: its writes are denied in the sandbox.
+      await writeFile(join(repo, '.claude/settings.json'), JSON.stringify({ permissions: { deny: ['Edit(~/repo/.claude/worktrees/agent-a1/locked.txt)'] } }));
+      const verdict = await bash('echo changed > locked.txt');
+      expect(verdict).toMatchObject({ permissionDecision: 'allow' });
+      const run = await execa('bash', ['-c', String(verdict.updatedInput.command)], { cwd: worktreeOf('a1'), reject: false });
+      expect(run.stderr).toMatch(/locked\.txt: Read-only file system/);
+      expect(await readFile(join(worktreeOf('a1'), 'locked.txt'), 'utf8')).toBe('as it was\n');
+    } finally {
+      await rm(join(repo, '.claude/settings.json'), { force: true });
+      await rm(linkedHome);
+    }
+  });
+
   it('the bundled hook answers the same through its launcher, and costs one `test -d` when no session runs a plan', async () => {
     const launcher = join(repoRoot, 'plugin/hooks/pre-tool-use');
     const input = JSON.stringify({ session_id: 'sess-1', agent_id: 'a1', cwd: worktreeOf('a1'), tool_name: 'WebFetch', tool_input: { url: 'https://example.com' } });
