@@ -16,10 +16,15 @@ import path from 'node:path';
 export interface PersonRules {
   deny: string[];
   ask: string[];
+  /** Where rules are that could not be read exactly (then `deny` holds `Bash`, so no Bash command is rewritten behind them). */
+  unread?: string[];
 }
 
 const noRules = (): PersonRules => ({ deny: [], ask: [] });
-const merged = (all: readonly PersonRules[]): PersonRules => ({ deny: all.flatMap((r) => r.deny), ask: all.flatMap((r) => r.ask) });
+const merged = (all: readonly PersonRules[]): PersonRules => {
+  const unread = all.flatMap((r) => r.unread ?? []);
+  return { deny: all.flatMap((r) => r.deny), ask: all.flatMap((r) => r.ask), ...(unread.length > 0 ? { unread: [...new Set(unread)] } : {}) };
+};
 
 /** The deny and ask rules of a settings object: `permissions.deny` and `permissions.ask`. */
 export function rulesOfSettings(settings: unknown): PersonRules {
@@ -106,8 +111,8 @@ function oneRule(part: string): boolean {
   return depth === 0;
 }
 
-/** Stands for rules nobody could read: a deny rule for every Bash command, so nothing is rewritten behind one. */
-const UNREAD: PersonRules = { deny: ['Bash'], ask: [] };
+/** Stands for rules nobody could read (`where` they are): a deny rule for every Bash command, so nothing is rewritten behind one. */
+const unreadRules = (where: string): PersonRules => ({ deny: ['Bash'], ask: [], unread: [where] });
 
 /** Flags of the `claude` command line that carry rules. */
 const RULE_FLAGS = new Set(['--disallowedTools', '--disallowed-tools', '--settings']);
@@ -127,7 +132,7 @@ export async function commandLineRules(args: readonly string[], cwd: string): Pr
       // that does not split into rules cleanly holds rules nobody can read exactly.
       for (const word of words) {
         const split = disallowedWords(word);
-        rules.push({ deny: split.rules, ask: [] }, ...(split.clean ? [] : [UNREAD]));
+        rules.push({ deny: split.rules, ask: [] }, ...(split.clean ? [] : [unreadRules(`--disallowedTools ${word}`)]));
       }
     } else if (flag === '--settings') {
       const value = inline ?? args[++i] ?? '';
@@ -178,7 +183,8 @@ export async function personRules(env: NodeJS.ProcessEnv, projectDirs: readonly 
   const cli = await processArgs(pid);
   if (cli === null) return rules;
   // Its command line may name rules nobody read: as when they cannot be read exactly.
-  if (cli === 'timed-out') return merged([rules, UNREAD]);
-  if (!cli.exact) return cli.args.some((a) => RULE_FLAGS.has(a.split('=')[0]!)) ? merged([rules, UNREAD]) : rules;
+  const commandLine = `the rules on the session's command line (pid ${pid})`;
+  if (cli === 'timed-out') return merged([rules, unreadRules(commandLine)]);
+  if (!cli.exact) return cli.args.some((a) => RULE_FLAGS.has(a.split('=')[0]!)) ? merged([rules, unreadRules(commandLine)]) : rules;
   return merged([rules, await commandLineRules(cli.args, projectDir)]);
 }

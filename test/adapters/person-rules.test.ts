@@ -21,7 +21,9 @@ describe('--disallowedTools', () => {
   it('counts a word that is not rules cleanly as rules nobody could read: every Bash command denied', async () => {
     for (const word of ['Read(./foo(1).txt', 'Read(./a))', 'Read(./a)b', ')', 'Read(a) (b)']) {
       expect(disallowedWords(word).clean, word).toBe(false);
-      expect((await commandLineRules(['claude', '--disallowedTools', word], '/p')).deny, word).toContain('Bash');
+      const rules = await commandLineRules(['claude', '--disallowedTools', word], '/p');
+      expect(rules.deny, word).toContain('Bash');
+      expect(rules.unread, word).toEqual([`--disallowedTools ${word}`]);
     }
   });
 });
