@@ -10,8 +10,10 @@
 // more, never less. Wildcards are kept: the sandbox runtime expands a read glob when it wraps a
 // command, but on Linux it drops a write glob (bubblewrap binds concrete paths) and leaves a read
 // glob with no literal folder to start from unenforced. A rule it would not enforce exactly is
-// not expressed: the hook then makes no decision, and Claude Code asks the person as without it.
-// Deny rules only, as Claude Code's sandbox: ask rules are about its own file tools.
+// not expressed: the hook then makes no decision, and Claude Code asks the person as without it
+// (`sandboxDenies`); foreman's own sandboxed commands hold the rest and say which once
+// (`heldDenies`, adapters/person-denies.ts). Deny rules only, as Claude Code's sandbox: ask
+// rules are about its own file tools.
 
 import { posix } from 'node:path';
 import { type Result, err, ok } from './failure.ts';
