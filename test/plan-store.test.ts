@@ -8,6 +8,7 @@ import type { Plan } from '../src/core/plan.ts';
 import {
   PlanKeeper,
   acquireLock,
+  askDrain,
   currentLockInfo,
   isLocked,
   lockPathFor,
@@ -405,5 +406,33 @@ describe('run lock', () => {
   it('lets exactly one of many concurrent acquirers create a fresh lock', async () => {
     const results = await Promise.all(Array.from({ length: 8 }, () => acquireLock(planPath(), info())));
     expect(results.filter((r) => r.ok)).toHaveLength(1);
+  });
+});
+
+describe('a drain asked of the lock\'s holder', () => {
+  const planPath = () => path.join(dir, 'plan.json');
+  const holder: LockInfo = { pid: 4242, host: os.hostname(), startedAt: '2024-05-01T10:00:00.000Z', command: 'execute' };
+  const settled = <T,>(r: { ok: true; value: T } | { ok: false; error: string }): T => {
+    if (!r.ok) throw new Error(r.error);
+    return r.value;
+  };
+
+  it('of drains asked at the same moment, exactly one asks (and signals); the others find it asked already', async () => {
+    const asks = (await Promise.all(Array.from({ length: 4 }, () => askDrain(planPath(), holder)))).map(settled);
+    expect(asks.filter((a) => a.kind === 'asked')).toHaveLength(1);
+    const at = JSON.parse(await readFile(path.join(dir, 'plan.drain'), 'utf8')).at;
+    expect(asks.filter((a) => a.kind === 'asked-already')).toEqual(Array.from({ length: 3 }, () => ({ kind: 'asked-already', at })));
+    expect(await askDrain(planPath(), holder)).toEqual({ ok: true, value: { kind: 'asked-already', at } });
+  });
+
+  it('replaces a note another run left (another pid, or the same pid started at another time), once, however many drains find it', async () => {
+    for (const other of [{ pid: 4243 }, { startedAt: '2024-04-30T09:00:00.000Z' }]) {
+      await writeFile(path.join(dir, 'plan.drain'), `${JSON.stringify({ ...holder, ...other, at: '2024-04-30T09:00:01.000Z' })}\n`);
+      const asks = (await Promise.all(Array.from({ length: 3 }, () => askDrain(planPath(), holder)))).map(settled);
+      expect(asks.filter((a) => a.kind === 'asked'), JSON.stringify(other)).toHaveLength(1);
+      expect(JSON.parse(await readFile(path.join(dir, 'plan.drain'), 'utf8'))).toMatchObject({ pid: holder.pid, startedAt: holder.startedAt });
+      expect(await otherFiles(['plan.drain'])).toEqual([]);
+      await rm(path.join(dir, 'plan.drain'));
+    }
   });
 });

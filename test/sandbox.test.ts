@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runShell } from '../src/adapters/checks.ts';
-import { installAdvice, runtimeSettings, sandboxSupport } from '../src/adapters/sandbox.ts';
+import { installAdvice, ownSandboxNotice, runtimeSettings, sandboxSupport } from '../src/adapters/sandbox.ts';
 import { executeScript, fakeWorker, runExecute, runExecuteProcess, nodeArgsFor } from './support/execute.ts';
 import { PROCESS_MARKER_VARIABLE, findMarked } from '../src/adapters/processes.ts';
 import { execa } from 'execa';
@@ -44,6 +44,7 @@ describe('runtime settings', () => {
       network: { allowedDomains: [], deniedDomains: [] },
     });
     expect(runtimeSettings({ writable: ['/w'], allowedDomains: ['registry.npmjs.org'] }, '/t')).toMatchObject({ network: { allowedDomains: ['registry.npmjs.org'] } });
+    expect(runtimeSettings({ writable: ['/w'], allowedDomains: [] }, '/t', { denyRead: ['/home/me/.aws/**'], denyWrite: ['/w/locked.txt'] }).filesystem).toEqual({ allowWrite: ['/w', '/t'], denyWrite: ['/w/locked.txt'], denyRead: ['/home/me/.aws/**'] });
   });
 
   it('names what to install', () => {
@@ -89,6 +90,72 @@ describe.runIf(support.ok)('checks in the sandbox', () => {
       expect(r.exitCode, r.stderr + r.stdout).toBe(1);
       expect(existsSync(target)).toBe(false);
       expect((await readPlan(planPath)).tasks[0]!.status).toBe('failed');
+    } finally {
+      await repo.cleanup();
+    }
+  }, 120_000);
+});
+
+describe.runIf(support.ok)("the person's Read and Edit deny rules in foreman's own sandboxed commands", () => {
+  /** A repository whose settings deny reading `secret.txt` outside it and `.env` in it, and writing `locked.txt`, plus `extra` rules. */
+  async function repoWithRules(extra: string[] = []): Promise<{ repo: string; secret: string }> {
+    const repo = await mkdtemp(join(dir, 'repo-'));
+    const secret = join(outside, 'secret.txt');
+    await writeFile(secret, 'SECRET=1\n');
+    await mkdir(join(repo, '.claude'));
+    await writeFile(join(repo, '.claude/settings.json'), JSON.stringify({ permissions: { deny: [`Read(/${secret})`, 'Read(./.env)', 'Edit(./locked.txt)', ...extra] } }));
+    return { repo, secret };
+  }
+  const check = (command: string, repo: string) => runShell(command, { cwd: workspace, timeoutMs: 60_000, sandbox: { writable: [workspace], allowedDomains: [], rulesOf: repo } });
+
+  it('a check that reads a file a Read deny rule names fails; one that writes a file an Edit deny rule names too; the rest reads and writes', async () => {
+    const { repo, secret } = await repoWithRules();
+    await writeFile(join(workspace, '.env'), 'TOKEN=2\n');
+    await writeFile(join(workspace, 'locked.txt'), 'as it was\n');
+    await writeFile(join(workspace, 'open.txt'), 'readable\n');
+    const read = await check(`cat ${secret}`, repo);
+    expect(read.exitCode).not.toBe(0);
+    expect(read.output).toMatch(/secret\.txt: Permission denied/);
+    expect(read.output).not.toContain('SECRET');
+    const local = await check('cat .env', repo);
+    expect(local.exitCode).not.toBe(0);
+    expect(local.output).not.toContain('TOKEN');
+    const write = await check('echo changed > locked.txt', repo);
+    expect(write.exitCode).not.toBe(0);
+    expect(await readFile(join(workspace, 'locked.txt'), 'utf8')).toBe('as it was\n');
+    const rest = await check('cat open.txt && echo new > new.txt', repo);
+    expect(rest.exitCode, rest.output).toBe(0);
+    expect(rest.output).toContain('readable');
+  });
+
+  it('where a rule cannot be held as written, the others still hold, and the notice names it', async () => {
+    const { repo, secret } = await repoWithRules(['Read', 'Edit(**/*.lock)']);
+    const read = await check(`cat ${secret}`, repo);
+    expect(read.exitCode).not.toBe(0);
+    expect(read.output).not.toContain('SECRET');
+    const notice = await ownSandboxNotice(repo);
+    expect(notice).toContain('cannot be held as written by the sandbox foreman runs its own commands in');
+    expect(notice).toContain('Read: every file; Edit(**/*.lock): a pattern');
+    expect(notice).not.toContain('secret.txt');
+    expect(await ownSandboxNotice((await repoWithRules()).repo)).toBeNull();
+  });
+
+  it('a run whose acceptance check reads a denied file verifies the task as failed', async () => {
+    const repo = await tempGitRepo({ 'README.md': '# r\n' });
+    try {
+      const secret = join(outside, 'run-secret.txt');
+      await writeFile(secret, 'SECRET=3\n');
+      await mkdir(join(repo.dir, '.claude'));
+      await writeFile(join(repo.dir, '.claude/settings.local.json'), JSON.stringify({ permissions: { deny: [`Read(/${secret})`, 'Read'] } }));
+      await writeFile(join(repo.dir, '.git/info/exclude'), '.claude/\n');
+      const task = fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n' } } });
+      task.agent = { ...task.agent, acceptanceCriteria: [{ criterion: 'reads the secret', check: `test -f a.txt && grep -q SECRET ${secret}` }] };
+      const planPath = await writePlan(repo.dir, makePlan([task]));
+      const r = await runExecute(repo.dir, ['--sandbox', 'on', '--max-attempts', '1']);
+      expect(r.exitCode, r.stderr + r.stdout).toBe(1);
+      expect((await readPlan(planPath)).tasks[0]!.status).toBe('failed');
+      // The rule it cannot hold is said, once.
+      expect(r.stdout.split('Read: every file').length - 1).toBe(1);
     } finally {
       await repo.cleanup();
     }

@@ -37,13 +37,13 @@ export const ownLauncherPath = (): string => join(ownRoot(), 'bin', 'foreman');
  */
 export function ownLayout(): Layout {
   if (bundled) return { kind: 'plugin', launcher: ownLauncherPath() };
-  return sameFolder(process.cwd(), ownRoot()) ? { kind: 'checkout' } : { kind: 'checkout', launcher: ownLauncherPath() };
+  return inOwnRoot() ? { kind: 'checkout' } : { kind: 'checkout', launcher: ownLauncherPath() };
 }
 
-/** Whether two paths name one folder, through symbolic links. */
-function sameFolder(a: string, b: string): boolean {
+/** Whether this process runs in the checkout's top folder, through symbolic links; not when its current folder is gone. */
+function inOwnRoot(): boolean {
   try {
-    return realpathSync(a) === realpathSync(b);
+    return realpathSync(process.cwd()) === realpathSync(ownRoot());
   } catch {
     return false;
   }

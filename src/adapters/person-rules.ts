@@ -16,10 +16,15 @@ import path from 'node:path';
 export interface PersonRules {
   deny: string[];
   ask: string[];
+  /** Where rules are that could not be read exactly (then `deny` holds `Bash`, so no Bash command is rewritten behind them). */
+  unread?: string[];
 }
 
 const noRules = (): PersonRules => ({ deny: [], ask: [] });
-const merged = (all: readonly PersonRules[]): PersonRules => ({ deny: all.flatMap((r) => r.deny), ask: all.flatMap((r) => r.ask) });
+const merged = (all: readonly PersonRules[]): PersonRules => {
+  const unread = all.flatMap((r) => r.unread ?? []);
+  return { deny: all.flatMap((r) => r.deny), ask: all.flatMap((r) => r.ask), ...(unread.length > 0 ? { unread: [...new Set(unread)] } : {}) };
+};
 
 /** The deny and ask rules of a settings object: `permissions.deny` and `permissions.ask`. */
 export function rulesOfSettings(settings: unknown): PersonRules {
@@ -44,6 +49,71 @@ export function settingsFiles(env: NodeJS.ProcessEnv, projectDirs: readonly stri
   return [managed, path.join(configDir, 'settings.json'), ...projects];
 }
 
+/**
+ * The rules in one word of `--disallowedTools`, split as Claude Code 2.1.330 splits it (read in
+ * its bundle, seen on the CLI: test/support/CLI-NOTES.md): at blanks and commas outside
+ * parentheses, counted in pairs (`Read(./foo(1).txt)` is one rule; a backslash escapes the
+ * character after it) — and also as its first pass does, which takes any `)` as the end of the
+ * parentheses (`Read(./a(1) b.txt)` denies `./a(1` too), since the CLI denies both. `clean` is
+ * false when a part is not one rule (`Tool` or `Tool(…)`, parentheses closing at its end): an
+ * unclosed `(`, a stray `)`, text after the parentheses.
+ */
+export function disallowedWords(word: string): { rules: string[]; clean: boolean } {
+  const balanced: string[] = [];
+  let clean = true;
+  let start = 0;
+  let depth = 0;
+  for (let i = 0; i <= word.length; i++) {
+    const c = word[i];
+    if (c === '\\') i++;
+    else if (c === '(') depth++;
+    else if (c === ')') {
+      if (depth === 0) clean = false;
+      depth = Math.max(depth - 1, 0);
+    } else if (i === word.length || (depth === 0 && (c === ',' || /\s/.test(c!)))) {
+      const part = word.slice(start, i).trim();
+      if (part !== '') balanced.push(part);
+      start = i + 1;
+    }
+  }
+  if (depth > 0) clean = false;
+  if (!balanced.every(oneRule)) clean = false;
+  // The CLI's first pass: inside parentheses from any `(` to the next `)`.
+  const naive: string[] = [];
+  let current = '';
+  let inside = false;
+  for (const c of word) {
+    if (c === '(') inside = true;
+    else if (c === ')') inside = false;
+    else if (!inside && (c === ',' || /\s/.test(c))) {
+      if (current.trim() !== '') naive.push(current.trim());
+      current = '';
+      continue;
+    }
+    current += c;
+  }
+  if (current.trim() !== '') naive.push(current.trim());
+  return { rules: [...new Set([...naive, ...balanced])], clean };
+}
+
+/** Whether `part` is one rule: a tool name, or a tool name and parentheses that close at its end and nowhere before. */
+function oneRule(part: string): boolean {
+  const open = part.indexOf('(');
+  if (open === -1) return !part.includes(')');
+  if (open === 0 || !part.endsWith(')')) return false;
+  let depth = 0;
+  for (let i = open; i < part.length; i++) {
+    const c = part[i];
+    if (c === '\\') i++;
+    else if (c === '(') depth++;
+    else if (c === ')' && --depth === 0 && i !== part.length - 1) return false;
+  }
+  return depth === 0;
+}
+
+/** Stands for rules nobody could read (`where` they are): a deny rule for every Bash command, so nothing is rewritten behind one. */
+const unreadRules = (where: string): PersonRules => ({ deny: ['Bash'], ask: [], unread: [where] });
+
 /** Flags of the `claude` command line that carry rules. */
 const RULE_FLAGS = new Set(['--disallowedTools', '--disallowed-tools', '--settings']);
 
@@ -58,8 +128,12 @@ export async function commandLineRules(args: readonly string[], cwd: string): Pr
     if (flag === '--disallowedTools' || flag === '--disallowed-tools') {
       const words = inline !== undefined ? [inline] : [];
       while (inline === undefined && i + 1 < args.length && !args[i + 1]!.startsWith('--')) words.push(args[++i]!);
-      // Several rules may share a word, separated by spaces or commas outside parentheses.
-      for (const word of words) rules.push({ deny: word.match(/[^\s,(]+(?:\([^)]*\))?/g) ?? [], ask: [] });
+      // Several rules may share a word, separated by spaces or commas outside parentheses; a word
+      // that does not split into rules cleanly holds rules nobody can read exactly.
+      for (const word of words) {
+        const split = disallowedWords(word);
+        rules.push({ deny: split.rules, ask: [] }, ...(split.clean ? [] : [unreadRules(`--disallowedTools ${word}`)]));
+      }
     } else if (flag === '--settings') {
       const value = inline ?? args[++i] ?? '';
       const text = value.trim().startsWith('{') ? value : await readFile(path.resolve(cwd, value), 'utf8').catch(() => 'null');
@@ -94,12 +168,10 @@ async function processArgs(pid: number): Promise<{ args: string[]; exact: boolea
   });
 }
 
-/** Stands for rules nobody could read: a deny rule for every Bash command, so nothing is rewritten behind one. */
-const UNREAD: PersonRules = { deny: ['Bash'], ask: [] };
-
 /**
  * The person's deny and ask rules for a session whose project folders are `projectDirs` (the
- * session's, the repository, the worker's worktree) and whose CLI is `CLAUDE_PID`. When the
+ * session's and the repository: never a worker's worktree, whose files its commands may write)
+ * and whose CLI is `CLAUDE_PID`. When the
  * command line names rules it cannot read exactly (no /proc), the answer includes a rule for
  * every Bash command, so nothing is rewritten behind one.
  */
@@ -111,7 +183,8 @@ export async function personRules(env: NodeJS.ProcessEnv, projectDirs: readonly 
   const cli = await processArgs(pid);
   if (cli === null) return rules;
   // Its command line may name rules nobody read: as when they cannot be read exactly.
-  if (cli === 'timed-out') return merged([rules, UNREAD]);
-  if (!cli.exact) return cli.args.some((a) => RULE_FLAGS.has(a.split('=')[0]!)) ? merged([rules, UNREAD]) : rules;
+  const commandLine = `the rules on the session's command line (pid ${pid})`;
+  if (cli === 'timed-out') return merged([rules, unreadRules(commandLine)]);
+  if (!cli.exact) return cli.args.some((a) => RULE_FLAGS.has(a.split('=')[0]!)) ? merged([rules, unreadRules(commandLine)]) : rules;
   return merged([rules, await commandLineRules(cli.args, projectDir)]);
 }

@@ -3,7 +3,8 @@
 // A command runs wrapped by a sandbox host of this process (sandbox-host.ts): it may read anywhere,
 // write only in the directories given (the workspace) and a temporary directory of its own
 // (`TMPDIR`), and reach no network but its own loopback unless the plan names hosts
-// (`context.checkNetwork`). Workers get the same limits from Claude Code's own sandbox (`sandbox`
+// (`context.checkNetwork`); and, as in Claude Code's own sandbox, it may not read or write what
+// the person's Read and Edit deny rules name (person-denies.ts). Workers get the same limits from Claude Code's own sandbox (`sandbox`
 // settings, see core/scope.ts).
 //
 // The plan's setup command (`context.setupCommand`, e.g. `npm ci`) runs in the same sandbox with
@@ -24,7 +25,10 @@ import { isAbsolute, join } from 'node:path';
 import { type Result, err, ok } from '../core/failure.ts';
 import type { Plan } from '../core/plan.ts';
 import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
+import type { FileDenies } from '../core/sandbox-denies.ts';
+import { worktreesRoot } from './git/worktree-pool.ts';
 import { ownCacheDir, sandboxCliPath } from './layout.ts';
+import { personDenies, unheldNotice } from './person-denies.ts';
 import { leaseSandboxHost } from './sandbox-host.ts';
 import { rememberedSupport, supportCacheFile, supportKey } from './sandbox-support.ts';
 
@@ -40,10 +44,15 @@ export interface CommandSandbox {
    * `:port`): the plan's `context.checkNetwork`. Empty: no network but its own loopback.
    */
   allowedDomains: readonly string[];
+  /**
+   * The repository whose person's Read and Edit deny rules the command is held to, as in Claude
+   * Code's own sandbox (adapters/person-denies.ts); none for the sandbox's own self-test.
+   */
+  rulesOf?: string;
 }
 
-/** The sandbox of a check run in `dir`: writes there, no network but the plan's `context.checkNetwork` hosts. */
-export const checkSandbox = (dir: string, plan: Plan): CommandSandbox => ({ writable: [dir], allowedDomains: plan.context?.checkNetwork ?? [] });
+/** The sandbox of a check run in `dir`, a checkout of `repo`: writes there, no network but the plan's `context.checkNetwork` hosts, nothing the person's deny rules name. */
+export const checkSandbox = (dir: string, plan: Plan, repo: string): CommandSandbox => ({ writable: [dir], allowedDomains: plan.context?.checkNetwork ?? [], rulesOf: repo });
 
 /** What to install for the sandbox, by platform, for the messages that say it is missing. */
 export function installAdvice(platform: NodeJS.Platform = process.platform): string {
@@ -63,10 +72,10 @@ export interface RuntimeSettings {
   network: { allowedDomains: string[]; deniedDomains: string[] };
 }
 
-/** The runtime's settings for one command. */
-export function runtimeSettings(sandbox: CommandSandbox, ownTmp: string): RuntimeSettings {
+/** The runtime's settings for one command; `denies`: what the person's deny rules keep it from (adapters/person-denies.ts). */
+export function runtimeSettings(sandbox: CommandSandbox, ownTmp: string, denies: FileDenies = { denyRead: [], denyWrite: [] }): RuntimeSettings {
   return {
-    filesystem: { allowWrite: [...sandbox.writable, ownTmp], denyWrite: [], denyRead: [] },
+    filesystem: { allowWrite: [...sandbox.writable, ownTmp], denyWrite: [...denies.denyWrite], denyRead: [...denies.denyRead] },
     // No allowed domain: the command's network namespace has its own loopback and nothing else.
     network: { allowedDomains: [...sandbox.allowedDomains], deniedDomains: [] },
   };
@@ -92,7 +101,9 @@ export async function sandboxedSpawn(command: string, cwd: string, sandbox: Comm
   const ownTmp = join(base, 'tmp');
   mkdirSync(ownTmp);
   const removeTmp = () => rmSync(base, { recursive: true, force: true });
-  const settings = runtimeSettings(sandbox, ownTmp);
+  // What cannot be held was said once, before the run's commands (`ownSandboxNotice`).
+  const denies = sandbox.rulesOf === undefined ? undefined : (await personDenies({ repo: sandbox.rulesOf, cwd, writable: [...sandbox.writable, ownTmp] })).denies;
+  const settings = runtimeSettings(sandbox, ownTmp, denies);
   const leased = await leaseSandboxHost(settings.network);
   if (!leased.ok) {
     removeTmp();
@@ -211,11 +222,12 @@ export interface SetupSandbox extends CommandSandbox {
 }
 
 /**
- * The sandbox of the setup command run in `workspace`: writes there, in its own TMPDIR and the
- * package managers' caches (npm's is created when missing, since npm cannot work without it;
- * the runtime skips the others that do not exist), and reaches the hosts of `setupNetworkHosts`.
+ * The sandbox of the setup command run in `workspace`, a checkout of `repo`: writes there, in its
+ * own TMPDIR and the package managers' caches (npm's is created when missing, since npm cannot
+ * work without it; the runtime skips the others that do not exist), reaches the hosts of
+ * `setupNetworkHosts`, and nothing the person's deny rules name.
  */
-export async function setupCommandSandbox(workspace: string, planHosts: readonly string[] | undefined, env: NodeJS.ProcessEnv = process.env): Promise<SetupSandbox> {
+export async function setupCommandSandbox(workspace: string, repo: string, planHosts: readonly string[] | undefined, env: NodeJS.ProcessEnv = process.env): Promise<SetupSandbox> {
   const asked = await npmConfig(workspace, env);
   const npm = asked.ok ? asked.value : null;
   const home = env.HOME || homedir();
@@ -225,8 +237,23 @@ export async function setupCommandSandbox(workspace: string, planHosts: readonly
   return {
     writable: [workspace, ...packageCacheDirectories(env, npmCache)],
     allowedDomains: setupNetworkHosts(planHosts, configured),
+    rulesOf: repo,
     ...(asked.ok ? {} : { npmUnread: `npm's settings were not read (${asked.error}): its cache was taken to be ${npmCache}, and a registry of its settings other than the public ones is not reachable from the sandbox` }),
   };
+}
+
+/**
+ * What to say once, where foreman's own commands are about to run in the sandbox for `repo`: the
+ * person's deny rules the sandbox cannot hold as written there (null when it holds them all). Read
+ * for where those commands run: a checkout under foreman's worktrees folder, their own TMPDIR
+ * under the system's, and, for the setup command, the package managers' caches.
+ */
+export async function ownSandboxNotice(repo: string, env: NodeJS.ProcessEnv = process.env): Promise<string | null> {
+  const worktrees = worktreesRoot(env);
+  const home = env.HOME || homedir();
+  const ownTmp = join(tmpdir(), 'foreman-sandbox-XXXXXX', 'tmp');
+  const held = await personDenies({ repo, cwd: join(worktrees, 'checkout'), writable: [worktrees, ownTmp, ...packageCacheDirectories(env, join(home, '.npm'))] }, env);
+  return unheldNotice(held);
 }
 
 /**

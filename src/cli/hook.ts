@@ -12,6 +12,8 @@ import path from 'node:path';
 import { bindWorker, handOutRoot, readBinding, readHandOut, workerFiles, writeSandboxSettings } from '../adapters/hand-out.ts';
 import { sandboxCliPath } from '../adapters/layout.ts';
 import { personRules } from '../adapters/person-rules.ts';
+import { realTarget, realTargets } from '../adapters/real-paths.ts';
+import { pathsToResolve } from '../core/sandbox-denies.ts';
 import {
   type Binding,
   type CallFacts,
@@ -23,9 +25,12 @@ import {
   currentBinding,
   decideToolCall,
   promptFileRead,
+  ruleRootsOf,
   safeId,
+  settingsFolders,
   within,
   workerWorktree,
+  workerWritable,
   writePath,
 } from '../core/worker-hook.ts';
 
@@ -35,20 +40,6 @@ export function toolCallOf(input: unknown): ToolCall | null {
   if (!v || typeof v !== 'object' || typeof v.session_id !== 'string' || typeof v.cwd !== 'string' || typeof v.tool_name !== 'string') return null;
   const toolInput = v.tool_input !== null && typeof v.tool_input === 'object' ? (v.tool_input as Record<string, unknown>) : {};
   return { sessionId: v.session_id, agentId: typeof v.agent_id === 'string' && v.agent_id !== '' ? v.agent_id : null, cwd: v.cwd, toolName: v.tool_name, toolInput };
-}
-
-/** The real path of `file`: its deepest existing folder resolved through symlinks, the rest as named. */
-async function realTarget(file: string): Promise<string> {
-  let existing = file;
-  const rest: string[] = [];
-  for (;;) {
-    const real = await realpath(existing).catch(() => null);
-    if (real !== null) return path.join(real, ...rest.reverse());
-    const parent = path.dirname(existing);
-    if (parent === existing) return file;
-    rest.push(path.basename(existing));
-    existing = parent;
-  }
 }
 
 /** Where an Edit, Write or NotebookEdit of `call` lands, relative to `worktree` when inside it. */
@@ -75,10 +66,17 @@ async function lookUp(call: ToolCall & { agentId: string }, handOut: HandOut, ro
   if (binding === null) return facts;
   if (kind === 'write') facts.target = await writeTarget(call, worktree, env.HOME || homedir());
   if (kind === 'bash' && handOut.sandbox.available) {
-    const projectDirs = [env.CLAUDE_PROJECT_DIR ?? handOut.repo, handOut.repo, worktree];
-    facts.personRules = await personRules(env, projectDirs);
-    facts.ruleRoots = { home: env.HOME || homedir(), roots: [...new Set(projectDirs)] };
+    const projectDir = env.CLAUDE_PROJECT_DIR ? await realTarget(path.resolve(env.CLAUDE_PROJECT_DIR)) : handOut.repo;
+    // The person's settings: the session's project folder's and the repository's, never the
+    // worktree's, which the worker's own commands may write (a rule it wrote there would make
+    // the hook step aside, and the command run unsandboxed under an allow rule of the person's).
+    facts.personRules = await personRules(env, settingsFolders(projectDir, handOut.repo, worktree));
     const files = workerFiles(root, handOut.session, call.agentId);
+    const home = env.HOME || homedir();
+    const ruleRoots = { home, roots: ruleRootsOf(projectDir, handOut.repo, worktree) };
+    // The runtime resolves deny paths through symlinks: the decision compares real paths.
+    const real = await realTargets(pathsToResolve(facts.personRules.deny, { ...ruleRoots, writable: workerWritable(worktree, files.tmpdir, home) }));
+    facts.ruleRoots = { ...ruleRoots, real };
     facts.runner = { node: process.execPath, cli: sandboxCliPath(), settingsFile: files.settingsFile, tmpdir: files.tmpdir };
   }
   return facts;
@@ -97,8 +95,17 @@ export async function judgeHookInput(input: unknown, env: NodeJS.ProcessEnv): Pr
   if (!within(cwd, workerWorktree(handOut.repo, call.agentId))) return { kind: 'none' };
   const facts = await lookUp(worker, handOut, root, env);
   const verdict = decideToolCall(worker, facts);
-  // The rewritten command reads its sandbox's settings when it runs: they are written first.
-  if (verdict.kind === 'allow' && verdict.sandboxSettings !== undefined && facts.runner !== undefined) await writeSandboxSettings(facts.runner.settingsFile, verdict.sandboxSettings);
+  // The rewritten command reads its sandbox's settings when it runs: they are written first. A
+  // failure is not "no decision", which could let the command run unconfined under an allow rule
+  // of the person's: the call is denied, saying why.
+  if (verdict.kind === 'allow' && verdict.sandboxSettings !== undefined && facts.runner !== undefined) {
+    const file = facts.runner.settingsFile;
+    try {
+      await writeSandboxSettings(file, verdict.sandboxSettings);
+    } catch (e) {
+      return { kind: 'deny', reason: `foreman: this command cannot run in the sandbox, and does not run outside it: its sandbox settings could not be written (${file}: ${(e as Error).message}). Tell the person running the plan.` };
+    }
+  }
   return verdict;
 }
 

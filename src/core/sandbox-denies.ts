@@ -5,12 +5,15 @@
 //
 // A rule's path is read as Claude Code's sandbox reads it: `//p` from the root, `~/p` in the home
 // folder, `/p`, `./p` and `p` under the project folder — here under each folder it may mean for a
-// worker (the session's project folder, the repository, the worker's worktree), which denies
+// worker (the session's project folder, the repository, the worker's worktree, and the worktree's
+// copy of a project folder below the repository: core/worker-hook.ts `ruleRootsOf`), which denies
 // more, never less. Wildcards are kept: the sandbox runtime expands a read glob when it wraps a
 // command, but on Linux it drops a write glob (bubblewrap binds concrete paths) and leaves a read
 // glob with no literal folder to start from unenforced. A rule it would not enforce exactly is
-// not expressed: the hook then makes no decision, and Claude Code asks the person as without it.
-// Deny rules only, as Claude Code's sandbox: ask rules are about its own file tools.
+// not expressed: the hook then makes no decision, and Claude Code asks the person as without it
+// (`sandboxDenies`); foreman's own sandboxed commands hold the rest and say which once
+// (`heldDenies`, adapters/person-denies.ts). Deny rules only, as Claude Code's sandbox: ask
+// rules are about its own file tools.
 
 import { posix } from 'node:path';
 import { type Result, err, ok } from './failure.ts';
@@ -21,6 +24,12 @@ export interface DenyContext {
   home: string;
   /** Where the worker's commands may write (its worktree, its TMPDIR, `runtimeWritable`): a write rule wholly outside them needs no entry. */
   writable: readonly string[];
+  /**
+   * The real paths of what `pathsToResolve` names (their deepest existing part resolved through
+   * symlinks, as the runtime resolves a deny path): rules and writable folders are compared, and
+   * entries written, as real paths. A path it does not hold is taken as spelled.
+   */
+  real?: ReadonlyMap<string, string>;
 }
 
 /** What the sandbox settings get: more `denyRead` and `denyWrite` entries. */
@@ -74,36 +83,85 @@ export function rulePaths(spec: string, ctx: Pick<DenyContext, 'roots' | 'home'>
   return ok([...new Set(ctx.roots.map((root) => trimmed(posix.join(root, relative))))]);
 }
 
+/** A file rule of the person's: its tool, and whether it is about reading; null for a rule of another tool. */
+function fileRule(rule: string): { reads: boolean; spec: string | null } | null {
+  const parsed = parseFileRule(rule);
+  if (parsed === null) return null;
+  const reads = READ_TOOLS.has(parsed.tool);
+  return reads || WRITE_TOOLS.has(parsed.tool) ? { reads, spec: parsed.spec } : null;
+}
+
+/** The literal part of a rule's path the runtime starts from: the path less a trailing `/**`, or a glob's base folder. */
+function literalBase(path: string): { literal: string; base: string } {
+  const literal = withoutTrailingGlob(path);
+  return { literal, base: isGlob(literal) ? globBase(literal) : literal };
+}
+
+/** The paths whose real paths `sandboxDenies` compares: each file rule's literal base, and the writable folders. */
+export function pathsToResolve(rules: readonly string[], ctx: Omit<DenyContext, 'real'>): string[] {
+  const bases = rules.flatMap((rule) => {
+    const file = fileRule(rule);
+    const paths = file?.spec == null ? null : rulePaths(file.spec, ctx);
+    return paths?.ok ? paths.value.map((path) => literalBase(path).base).filter((base) => base !== '') : [];
+  });
+  return [...new Set([...bases, ...ctx.writable])];
+}
+
+/** What the person's deny rules come to in a sandbox: the entries it holds exactly, and each rule it could not hold as written, with why. */
+export interface HeldDenies {
+  denies: FileDenies;
+  unheld: string[];
+}
+
 /**
  * The `denyRead` and `denyWrite` entries for the person's deny `rules` (rules of other tools are
- * not about files and are left out), or the first rule the sandbox could not enforce as written,
- * with why.
+ * not about files and are left out), and the rules the sandbox could not enforce as written, each
+ * with why (`Rule(path): why`). A rule held for some of the folders it names and not others
+ * gives its entries for those, and is named too.
  */
-export function sandboxDenies(rules: readonly string[], ctx: DenyContext): Result<FileDenies, string> {
+export function heldDenies(rules: readonly string[], ctx: DenyContext): HeldDenies {
   const denies: FileDenies = { denyRead: [], denyWrite: [] };
+  const unheld = new Map<string, string>();
+  const real = (path: string): string => ctx.real?.get(path) ?? path;
+  /** `path` with its literal base replaced by the base's real path. */
+  const realPath = (path: string, base: string): string => `${real(base)}${path.slice(base.length)}`;
+  const writable = ctx.writable.map(real);
   for (const rule of rules) {
-    const parsed = parseFileRule(rule);
-    const reads = parsed !== null && READ_TOOLS.has(parsed.tool);
-    if (parsed === null || (!reads && !WRITE_TOOLS.has(parsed.tool))) continue;
-    if (parsed.spec === null) return err(`${rule}: every file`);
-    const paths = rulePaths(parsed.spec, ctx);
-    if (!paths.ok) return err(`${rule}: ${paths.error}`);
+    const file = fileRule(rule);
+    if (file === null) continue;
+    const refuse = (why: string) => (unheld.has(rule) ? undefined : unheld.set(rule, `${rule}: ${why}`));
+    if (file.spec === null) {
+      refuse('every file');
+      continue;
+    }
+    const paths = rulePaths(file.spec, ctx);
+    if (!paths.ok) {
+      refuse(paths.error);
+      continue;
+    }
     for (const path of paths.value) {
-      const literal = withoutTrailingGlob(path);
-      if (reads) {
+      const { literal, base } = literalBase(path);
+      if (file.reads) {
         // A glob with no literal folder to start from is left unenforced by the runtime.
-        const base = isGlob(literal) ? globBase(literal) : literal;
-        if (base === '' || base === '/') return err(`${rule}: a pattern over the whole file system`);
-        denies.denyRead.push(path);
+        if (base === '' || base === '/') refuse('a pattern over the whole file system');
+        else denies.denyRead.push(realPath(path, base));
         continue;
       }
-      // Writes: only what lies where the worker may write needs an entry.
-      const base = isGlob(literal) ? globBase(literal) : literal;
-      if (ctx.writable.every((dir) => disjoint(base, dir))) continue;
-      if (isGlob(literal)) return err(`${rule}: a pattern, which the sandbox runtime cannot deny writes to (on Linux it binds whole paths only)`);
-      if (ctx.writable.some((dir) => within(dir, literal))) return err(`${rule}: a folder holding the worker's own`);
-      denies.denyWrite.push(literal);
+      // Writes: only what lies where the worker may write needs an entry (a glob from the root: everywhere).
+      if (writable.every((dir) => disjoint(real(base || '/'), dir))) continue;
+      if (isGlob(literal)) refuse('a pattern, which the sandbox runtime cannot deny writes to (on Linux it binds whole paths only)');
+      else if (writable.some((dir) => within(dir, real(literal)))) refuse("a folder holding the worker's own");
+      else denies.denyWrite.push(real(literal));
     }
   }
-  return ok({ denyRead: [...new Set(denies.denyRead)], denyWrite: [...new Set(denies.denyWrite)] });
+  return { denies: { denyRead: [...new Set(denies.denyRead)], denyWrite: [...new Set(denies.denyWrite)] }, unheld: [...unheld.values()] };
+}
+
+/**
+ * The `denyRead` and `denyWrite` entries for the person's deny `rules`, or the first rule the
+ * sandbox could not enforce as written, with why: all or nothing, for the worker hook.
+ */
+export function sandboxDenies(rules: readonly string[], ctx: DenyContext): Result<FileDenies, string> {
+  const held = heldDenies(rules, ctx);
+  return held.unheld.length > 0 ? err(held.unheld[0]!) : ok(held.denies);
 }

@@ -123,6 +123,23 @@ export const workerWorktree = (repo: string, agentId: string): string => posix.j
 /** True when `path` is `dir` or inside it (both absolute and normalised). */
 export const within = (path: string, dir: string): boolean => path === dir || path.startsWith(`${dir}/`);
 
+/**
+ * The folders whose `.claude/settings.json` and `settings.local.json` hold the person's rules for a
+ * worker's call: the session's project folder and the repository, never a folder inside the
+ * worker's worktree, whose files the worker's own commands may write.
+ */
+export const settingsFolders = (projectDir: string, repo: string, worktree: string): string[] => [...new Set([projectDir, repo])].filter((dir) => !within(dir, worktree));
+
+/**
+ * The folders a relative path of the person's rules is read against for a worker: the session's
+ * project folder, the repository, the worktree, and — when the project folder is a subfolder of
+ * the repository — the same subfolder in the worktree (the worker's copy of what the rule names).
+ */
+export function ruleRootsOf(projectDir: string, repo: string, worktree: string): string[] {
+  const sub = projectDir !== repo && within(projectDir, repo) && !within(projectDir, worktree) ? [posix.join(worktree, posix.relative(repo, projectDir))] : [];
+  return [...new Set([projectDir, repo, worktree, ...sub])];
+}
+
 /** A session or agent id that can name a file: letters, digits, `-` and `_`. */
 export const safeId = (id: unknown): id is string => typeof id === 'string' && /^[A-Za-z0-9_-]{1,128}$/.test(id);
 
@@ -211,14 +228,25 @@ export function sandboxedCommand(command: string, runner: SandboxRunner): string
   return `CLAUDE_CODE_TMPDIR=${shellQuote(runner.tmpdir)} ${shellQuote(runner.node)} ${shellQuote(runner.cli)} --settings ${shellQuote(runner.settingsFile)} -c ${shellQuote(command)}`;
 }
 
+/** Where a worker's sandboxed commands may write: its worktree, its TMPDIR, and the runtime's own folders. */
+export const workerWritable = (worktree: string, tmpdir: string, home: string): string[] => [worktree, tmpdir, ...runtimeWritable(home)];
+
+/**
+ * What a worker's commands may never write in its worktree: the `.git` link, and the two
+ * settings files Claude Code reads rules from (`.claude/settings.json`, `.claude/settings.local.json`),
+ * as Claude Code's own sandbox protects its settings files. Not the whole `.claude` folder: a
+ * task may declare files there.
+ */
+export const guardedInWorktree = (worktree: string): string[] => ['.git', '.claude/settings.json', '.claude/settings.local.json'].map((name) => posix.join(worktree, name));
+
 /**
  * The sandbox runtime's settings for a worker's commands: writes in its worktree and TMPDIR only
- * (not the worktree's `.git` link), and nothing the person's Read and Edit deny rules name
- * (`denies`, from core/sandbox-denies.ts).
+ * (not `guardedInWorktree`), and nothing the person's Read and Edit deny rules name (`denies`,
+ * from core/sandbox-denies.ts).
  */
 export function workerSandboxSettings(worktree: string, tmpdir: string, network: readonly string[], denies: FileDenies = { denyRead: [], denyWrite: [] }): Record<string, unknown> {
   return {
-    filesystem: { allowWrite: [worktree, tmpdir], denyWrite: [posix.join(worktree, '.git'), ...denies.denyWrite], denyRead: [...denies.denyRead] },
+    filesystem: { allowWrite: [worktree, tmpdir], denyWrite: [...guardedInWorktree(worktree), ...denies.denyWrite], denyRead: [...denies.denyRead] },
     network: { allowedDomains: [...network], deniedDomains: [] },
   };
 }
@@ -236,8 +264,12 @@ export interface CallFacts {
   target?: WriteTarget;
   /** Bash: the person's deny and ask rules. */
   personRules?: { deny: readonly string[]; ask: readonly string[] };
-  /** Bash: what a rule's path is read against: the home folder (`~/`), and the folders a relative path may be under. */
-  ruleRoots?: { home: string; roots: readonly string[] };
+  /**
+   * Bash: what a rule's path is read against: the home folder (`~/`), and the folders a relative
+   * path may be under; and the real paths of the rules' folders and of `workerWritable`
+   * (core/sandbox-denies.ts `pathsToResolve`).
+   */
+  ruleRoots?: { home: string; roots: readonly string[]; real?: ReadonlyMap<string, string> };
   /** Bash: how to run it in the sandbox. */
   runner?: SandboxRunner;
 }
@@ -276,7 +308,7 @@ export function decideToolCall(call: ToolCall, facts: CallFacts): HookVerdict {
   if (typeof command !== 'string' || command.trim() === '') return { kind: 'none' };
   if (bashRuleMayMatch([...personRules.deny, ...personRules.ask], command) !== null) return { kind: 'none' };
   // The person's Read and Edit deny rules hold in the sandbox too; one it cannot hold exactly leaves the command to the person.
-  const denies = sandboxDenies(personRules.deny, { ...ruleRoots, writable: [worktree, runner.tmpdir, ...runtimeWritable(ruleRoots.home)] });
+  const denies = sandboxDenies(personRules.deny, { ...ruleRoots, writable: workerWritable(worktree, runner.tmpdir, ruleRoots.home) });
   if (!denies.ok) return { kind: 'none' };
   return {
     kind: 'allow',

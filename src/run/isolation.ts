@@ -130,7 +130,7 @@ export class Isolation {
       ...(context.setupInputs ? { setupInputs: context.setupInputs } : {}),
       symlinkDirectories: await symlinkDirectoriesOf(repo),
       runSetup: async (dir, command, signal) => {
-        const sandbox = options.sandbox ? await setupCommandSandbox(dir, context.setupNetwork, options.env) : undefined;
+        const sandbox = options.sandbox ? await setupCommandSandbox(dir, repo, context.setupNetwork, options.env) : undefined;
         const role = { kind: 'setup-command' as const, task: -1, command };
         const run = await recorded(options.registry, role, (onSpawn) => runShell(command, { cwd: dir, timeoutMs: setupLimit.ms, env: options.env, signal, onSpawn, ...(sandbox ? { sandbox } : {}) }));
         options.onSetup?.({ dir, command, exitCode: run.exitCode, timedOut: run.timedOut, timeLimit: setupLimit, durationMs: run.durationMs, ...(sandbox?.npmUnread ? { npmUnread: sandbox.npmUnread } : {}) });
@@ -249,7 +249,7 @@ export class Isolation {
     if (!acquired.ok) return { passed: acquired.error.kind === 'interrupted' ? null : false, output: describeProvisionFailure(acquired.error), durationMs: Date.now() - started };
     const dir = acquired.value.dir;
     try {
-      const sandbox = gate.sandbox ? checkSandbox(dir, plan) : undefined;
+      const sandbox = gate.sandbox ? checkSandbox(dir, plan, this.repo) : undefined;
       const role = { kind: 'gate' as const, task: -1, command: gate.command };
       // Headless and in-session alike (`plan setup --gate-timeout`), --gate-timeout sets it.
       const timeLimit: TimeLimit = { ms: gate.timeoutMs, flag: LIMIT_FLAGS.gate };

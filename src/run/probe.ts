@@ -74,7 +74,7 @@ export async function runProbe(plan: Plan, options: ProbeOptions): Promise<Resul
     let exhausted = false;
     let setup: ProbeSetup | null = null;
     if (setupCommand !== null) {
-      const sandbox = options.sandbox ? await setupCommandSandbox(checkout.dir, plan.context?.setupNetwork, { ...process.env, ...shellEnv }) : undefined;
+      const sandbox = options.sandbox ? await setupCommandSandbox(checkout.dir, options.repo, plan.context?.setupNetwork, { ...process.env, ...shellEnv }) : undefined;
       // The setup command is bounded by the whole budget only: `npm ci` can take longer than a check.
       const limit: TimeLimit = { ms: Math.max(0, remaining()), flag: options.timeoutFlag, budgetMs: options.timeoutMs };
       const run = await runShell(setupCommand, { cwd: checkout.dir, timeoutMs: limit.ms, env: shellEnv, signal: options.signal, ...(sandbox ? { sandbox } : {}) });
@@ -119,7 +119,7 @@ export async function runProbe(plan: Plan, options: ProbeOptions): Promise<Resul
             env: shellEnv,
             signal: options.signal,
             onSpawn,
-            ...(options.sandbox ? { sandbox: checkSandbox(checkout.dir, plan) } : {}),
+            ...(options.sandbox ? { sandbox: checkSandbox(checkout.dir, plan, options.repo) } : {}),
           }),
         );
         if (run.timedOut && limit.ms < options.checkTimeoutMs) exhausted = true;

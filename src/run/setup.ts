@@ -11,7 +11,7 @@ import { runShell } from '../adapters/checks.ts';
 import type { Git, RepositoryOperation } from '../adapters/git/repository.ts';
 import { dropParked, filesIn, integrationRef, parkedTasks } from '../adapters/git/refs.ts';
 import { parkedWork } from '../adapters/git/integrate.ts';
-import { checkSandbox } from '../adapters/sandbox.ts';
+import { checkSandbox, ownSandboxNotice } from '../adapters/sandbox.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import { depsOf, depths } from '../core/graph.ts';
@@ -189,6 +189,9 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
       message: `HEAD is detached at ${head?.slice(0, 12) ?? '(no commit)'}: finished work lands on the detached HEAD, on no branch; to keep it, create a branch afterwards (git switch -c <name>)`,
     });
   }
+  // The person's deny rules foreman's own sandboxed commands cannot hold are said once, here.
+  const unheld = options.sandbox ? await ownSandboxNotice(options.repo) : null;
+  if (unheld !== null) notices.push({ level: 'warning', message: unheld });
   ensurePlanId(plan);
   const findings = noFindings();
   const statusNow = (index: number) => statusAfter(plan, index, findings);
@@ -356,7 +359,7 @@ async function checkAssumptions(plan: Plan, options: SetupOptions, isolation: Is
     const results: AssumptionResult[] = [];
     for (const { task, assumption: a } of checks) {
       const role = { kind: 'assumption-check' as const, task, command: a.verify };
-      const run = await recorded(options.registry, role, (onSpawn) => runShell(a.verify, { cwd: dir, timeoutMs: timeLimit.ms, env: options.env, signal: options.signal, onSpawn, ...(options.sandbox ? { sandbox: checkSandbox(dir, plan) } : {}) }));
+      const run = await recorded(options.registry, role, (onSpawn) => runShell(a.verify, { cwd: dir, timeoutMs: timeLimit.ms, env: options.env, signal: options.signal, onSpawn, ...(options.sandbox ? { sandbox: checkSandbox(dir, plan, isolation.repo) } : {}) }));
       // Said first, where the live view, the step's JSON and the task's result each keep it.
       const output = run.timedOut ? `${describeTimeLimitHit(a.verify, timeLimit)}${run.output.trim() ? `:\n${run.output}` : ''}` : run.output;
       results.push({ task, claim: a.claim, verify: a.verify, severity: a.severity, passed: run.exitCode === 0 && !run.timedOut, output });

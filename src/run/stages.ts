@@ -36,7 +36,7 @@ export function verifyAttempt(context: StageContext, plan: Plan, task: number, i
     env: context.env,
     signal: input.signal,
     ...(context.registry ? { record: { registry: context.registry, task } } : {}),
-    ...(context.sandbox ? { sandbox: checkSandbox(input.dir, plan) } : {}),
+    ...(context.sandbox ? { sandbox: checkSandbox(input.dir, plan, context.isolation.repo) } : {}),
   });
 }
 

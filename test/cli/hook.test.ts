@@ -4,12 +4,13 @@
 // binding by the prompt file's Read, one worker per task, paths through symlinks, the person's
 // rules, and a rewritten Bash command that really runs confined.
 
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { handOutRoot, readBinding, writeHandOut } from '../../src/adapters/hand-out.ts';
+import { handOutRoot, readBinding, workerFiles, writeHandOut } from '../../src/adapters/hand-out.ts';
 import { sandboxSupport } from '../../src/adapters/sandbox.ts';
 import { preToolUse } from '../../src/cli/hook.ts';
 import type { HandOut } from '../../src/core/worker-hook.ts';
@@ -123,6 +124,48 @@ describe('the worker hook, as Claude Code calls it', () => {
     }
   });
 
+  it("takes no rule from the worker's worktree, whose files its own commands may write; its sandbox may not write the settings files there", async () => {
+    const dir = join(worktreeOf('a1'), '.claude');
+    await mkdir(dir, { recursive: true });
+    // What a worker's sandboxed command could have written to switch its sandbox off.
+    await writeFile(join(dir, 'settings.local.json'), JSON.stringify({ permissions: { deny: ['Edit(**/zz*)'] } }));
+    await writeFile(join(dir, 'settings.json'), JSON.stringify({ permissions: { deny: ['Bash(git status:*)'], ask: ['Bash'] } }));
+    try {
+      const verdict = await hook('a1', 'Bash', { command: 'git status' });
+      expect(verdict).toMatchObject({ permissionDecision: 'allow' });
+      const settings = JSON.parse(await readFile(workerFiles(handOutRoot(env), 'sess-1', 'a1').settingsFile, 'utf8'));
+      expect(settings.filesystem.denyWrite).toEqual(expect.arrayContaining([join(dir, 'settings.json'), join(dir, 'settings.local.json')]));
+      if (!support.ok) return;
+      // In the real sandbox: neither file can be written, the existing one or a new one.
+      await rm(join(dir, 'settings.json'));
+      const run = await execa('bash', ['-c', String((await hook('a1', 'Bash', { command: 'echo {} > .claude/settings.local.json; echo {} > .claude/settings.json; echo other > .claude/other.md' }))!.updatedInput!.command)], { cwd: worktreeOf('a1'), reject: false });
+      expect(run.stderr).toMatch(/settings\.local\.json: Read-only file system[\s\S]*settings\.json: (Read-only file system|Permission denied)/);
+      expect(JSON.parse(await readFile(join(dir, 'settings.local.json'), 'utf8'))).toEqual({ permissions: { deny: ['Edit(**/zz*)'] } });
+      // Not written, and no placeholder of the sandbox's left behind.
+      expect(existsSync(join(dir, 'settings.json'))).toBe(false);
+      // The rest of the folder is the worktree's, as a task may declare files there.
+      expect(await readFile(join(dir, 'other.md'), 'utf8')).toBe('other\n');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("denies a worker's Bash command, saying why, when its sandbox settings cannot be written (never leaves it to the person's allow rules)", async () => {
+    const { settingsFile } = workerFiles(handOutRoot(env), 'sess-1', 'a1');
+    // A folder where the settings file goes: it cannot be replaced by a file.
+    await rm(settingsFile, { force: true });
+    await mkdir(join(settingsFile, 'in-the-way'), { recursive: true });
+    try {
+      const verdict = await hook('a1', 'Bash', { command: 'git status' });
+      expect(verdict).toMatchObject({ permissionDecision: 'deny' });
+      expect(verdict!.permissionDecisionReason).toContain(`its sandbox settings could not be written (${settingsFile}: `);
+      expect(verdict!.updatedInput).toBeUndefined();
+    } finally {
+      await rm(settingsFile, { recursive: true, force: true });
+    }
+    expect(await hook('a1', 'Bash', { command: 'git status' })).toMatchObject({ permissionDecision: 'allow' });
+  });
+
   it.runIf(support.ok)('runs a worker’s Bash command in the sandbox: its worktree is writable, the person’s files are not', async () => {
     const verdict = await hook('a1', 'Bash', { command: `echo inside > src/a.ts && echo escaped >> ${join(repo, 'README.md')}`, description: 'try' });
     expect(verdict).toMatchObject({ permissionDecision: 'allow', updatedInput: { description: 'try' } });
@@ -156,6 +199,56 @@ describe('the worker hook, as Claude Code calls it', () => {
       expect(await hook('a1', 'Bash', { command: 'npm install' })).toBeNull();
     } finally {
       await rm(join(repo, '.claude/settings.json'));
+    }
+  });
+
+  it.runIf(support.ok)("reads a relative rule of a project folder below the repository in the worker's copy of that folder too", async () => {
+    const sub = join(repo, 'sub');
+    await mkdir(join(sub, '.claude'), { recursive: true });
+    await mkdir(join(worktreeOf('a1'), 'sub'), { recursive: true });
+    await writeFile(join(worktreeOf('a1'), 'sub', 'secret.txt'), 'SECRET=2\n');
+    await writeFile(join(sub, '.claude/settings.json'), JSON.stringify({ permissions: { deny: ['Read(./secret.txt)'] } }));
+    try {
+      const stdin = JSON.stringify({ session_id: 'sess-1', agent_id: 'a1', cwd: worktreeOf('a1'), hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_input: { command: 'cat sub/secret.txt' } });
+      const verdict = JSON.parse(await preToolUse(stdin, { ...env, CLAUDE_PROJECT_DIR: sub })).hookSpecificOutput;
+      expect(verdict).toMatchObject({ permissionDecision: 'allow' });
+      const settings = JSON.parse(await readFile(workerFiles(handOutRoot(env), 'sess-1', 'a1').settingsFile, 'utf8'));
+      expect(settings.filesystem.denyRead).toContain(join(worktreeOf('a1'), 'sub', 'secret.txt'));
+      const run = await execa('bash', ['-c', String(verdict.updatedInput.command)], { cwd: worktreeOf('a1'), reject: false });
+      expect(run.stdout).not.toContain('SECRET');
+      expect(run.stderr).toMatch(/secret\.txt: Permission denied/);
+    } finally {
+      await rm(sub, { recursive: true, force: true });
+      await rm(join(worktreeOf('a1'), 'sub'), { recursive: true, force: true });
+    }
+  });
+
+  it.runIf(support.ok)('reads a rule spelled through a symlink (a home folder that is a link) by its real path', async () => {
+    // The home folder is a link to the folder holding the repository, which the hand-out names by its real path.
+    const linkedHome = join(base, 'home-link');
+    await symlink(base, linkedHome);
+    await mkdir(join(repo, '.claude'), { recursive: true });
+    await writeFile(join(worktreeOf('a1'), 'locked.txt'), 'as it was\n');
+    const viaLink = { ...env, HOME: linkedHome, XDG_CACHE_HOME: join(env.HOME!, '.cache') };
+    const bash = async (command: string) => {
+      const stdin = JSON.stringify({ session_id: 'sess-1', agent_id: 'a1', cwd: worktreeOf('a1'), hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_input: { command } });
+      const out = await preToolUse(stdin, viaLink);
+      return out === '' ? null : JSON.parse(out).hookSpecificOutput;
+    };
+    try {
+      // A folder holding the worktree: the sandbox cannot hold it, so the command is the person's.
+      await writeFile(join(repo, '.claude/settings.json'), JSON.stringify({ permissions: { deny: ['Edit(~/repo/**)'] } }));
+      expect(await bash('npm install')).toBeNull();
+      // A file in the worktree, named through the link: its writes are denied in the sandbox.
+      await writeFile(join(repo, '.claude/settings.json'), JSON.stringify({ permissions: { deny: ['Edit(~/repo/.claude/worktrees/agent-a1/locked.txt)'] } }));
+      const verdict = await bash('echo changed > locked.txt');
+      expect(verdict).toMatchObject({ permissionDecision: 'allow' });
+      const run = await execa('bash', ['-c', String(verdict.updatedInput.command)], { cwd: worktreeOf('a1'), reject: false });
+      expect(run.stderr).toMatch(/locked\.txt: Read-only file system/);
+      expect(await readFile(join(worktreeOf('a1'), 'locked.txt'), 'utf8')).toBe('as it was\n');
+    } finally {
+      await rm(join(repo, '.claude/settings.json'), { force: true });
+      await rm(linkedHome);
     }
   });
 

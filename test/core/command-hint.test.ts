@@ -1,7 +1,7 @@
 // The one spelling of foreman's commands in messages: the plugin's launcher inside the built
 // plugin, `npx tsx scripts/…` in a checkout; and no message spells them any other way.
 
-import { readFileSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -38,6 +38,18 @@ describe('commandHint', () => {
     const top = process.cwd();
     try {
       process.chdir(tmpdir());
+      expect(ownLayout()).toEqual({ kind: 'checkout', launcher: join(top, 'bin', 'foreman') });
+    } finally {
+      process.chdir(top);
+    }
+  });
+
+  it('a current folder that was removed is away from the top folder: named by its launcher, not an error', () => {
+    const top = process.cwd();
+    const gone = mkdtempSync(join(tmpdir(), 'foreman-gone-'));
+    try {
+      process.chdir(gone);
+      rmdirSync(gone);
       expect(ownLayout()).toEqual({ kind: 'checkout', launcher: join(top, 'bin', 'foreman') });
     } finally {
       process.chdir(top);

@@ -3,7 +3,7 @@
 // the runtime then refuses the reads and writes is test/cli/hook.test.ts's.
 
 import { describe, expect, it } from 'vitest';
-import { rulePaths, runtimeWritable, sandboxDenies } from '../../src/core/sandbox-denies.ts';
+import { heldDenies, pathsToResolve, rulePaths, runtimeWritable, sandboxDenies } from '../../src/core/sandbox-denies.ts';
 
 const repo = '/r/repo';
 const worktree = `${repo}/.claude/worktrees/agent-a1`;
@@ -51,6 +51,7 @@ describe('sandboxDenies', () => {
       ['Read(//**/*.pem)', /the whole file system/],
       ['Read(//*)', /the whole file system/],
       ['Edit(**/*.lock)', /a pattern, which the sandbox runtime cannot deny writes to/],
+      ['Edit(//**/*.lock)', /a pattern, which the sandbox runtime cannot deny writes to/],
       ['Edit(//r/repo/**)', /a folder holding the worker's own/],
       ['Edit(~/.claude/**)', /a folder holding the worker's own/],
       ['Read(~other/x)', /another user/],
@@ -60,5 +61,41 @@ describe('sandboxDenies', () => {
       expect(denies.ok, rule).toBe(false);
       if (!denies.ok) expect(denies.error, rule).toMatch(why);
     }
+  });
+});
+
+describe('through symlinks', () => {
+  // `/home/me` is a link to `/data/me`; the repository is named by its real path, under it.
+  const realRepo = '/data/me/repo';
+  const realWorktree = `${realRepo}/.claude/worktrees/agent-a1`;
+  const linked = { roots: [realRepo, realWorktree], home, writable: [realWorktree, '/cache/tmp/a1'] };
+  const real = new Map([
+    ['/home/me/repo', realRepo],
+    ['/home/me/repo/.claude/worktrees/agent-a1/locked.txt', `${realWorktree}/locked.txt`],
+    ['/home/me/.aws', '/data/me/.aws'],
+  ]);
+
+  it('names the folders whose real paths the decision needs: each rule’s literal base, and where the worker may write', () => {
+    expect(pathsToResolve(['Edit(~/repo/**)', 'Read(~/.aws/**)', 'Read(**/*.pem)', 'Bash(rm:*)', 'Read'], linked)).toEqual(['/home/me/repo', '/home/me/.aws', realRepo, realWorktree, '/cache/tmp/a1']);
+  });
+
+  it('compares a rule spelled through a symlink by its real path: a folder holding the worktree is not "outside what the worker may write"', () => {
+    expect(sandboxDenies(['Edit(~/repo/**)'], linked)).toEqual({ ok: true, value: { denyRead: [], denyWrite: [] } });
+    const denies = sandboxDenies(['Edit(~/repo/**)'], { ...linked, real });
+    expect(denies.ok).toBe(false);
+    if (!denies.ok) expect(denies.error).toMatch(/a folder holding the worker's own/);
+    expect(sandboxDenies(['Edit(~/repo/.claude/worktrees/agent-a1/locked.txt)', 'Read(~/.aws/**)'], { ...linked, real })).toEqual({
+      ok: true,
+      value: { denyRead: ['/data/me/.aws/**'], denyWrite: [`${realWorktree}/locked.txt`] },
+    });
+  });
+});
+
+describe('heldDenies', () => {
+  it('gives the entries of every rule the sandbox holds, and names each one it cannot hold, once', () => {
+    expect(heldDenies(['Read(~/.aws/**)', 'Read', 'Edit(**/*.lock)', 'Read(//**/*.pem)', 'Edit(./package-lock.json)', 'Read(~/.aws/**)'], ctx)).toEqual({
+      denies: { denyRead: ['/home/me/.aws/**'], denyWrite: [`${worktree}/package-lock.json`] },
+      unheld: ['Read: every file', 'Edit(**/*.lock): a pattern, which the sandbox runtime cannot deny writes to (on Linux it binds whole paths only)', 'Read(//**/*.pem): a pattern over the whole file system'],
+    });
   });
 });

@@ -13,7 +13,9 @@ import {
   currentBinding,
   decideToolCall,
   judgeWrite,
+  ruleRootsOf,
   sandboxedCommand,
+  settingsFolders,
   shellQuote,
   workerSandboxSettings,
   writePath,
@@ -108,7 +110,7 @@ describe('a bound worker', () => {
       filesystem: {
         allowWrite: [worktree, runner.tmpdir],
         // The person's tree is not writable anyway: only the worktree's copy needs a write entry.
-        denyWrite: [`${worktree}/.git`, `${worktree}/package-lock.json`],
+        denyWrite: [`${worktree}/.git`, `${worktree}/.claude/settings.json`, `${worktree}/.claude/settings.local.json`, `${worktree}/package-lock.json`],
         denyRead: [`${repo}/.env`, `${worktree}/.env`, '/home/me/.aws/**'],
       },
       network: { allowedDomains: [], deniedDomains: [] },
@@ -186,6 +188,19 @@ describe('the pieces', () => {
     expect(bashRuleMayMatch(['Edit(src/**)', 'WebFetch'], 'rm -rf /')).toBeNull();
   });
 
+  it('reads the person’s settings from the session’s project folder and the repository, never from inside the worker’s worktree', () => {
+    expect(settingsFolders(repo, repo, worktree)).toEqual([repo]);
+    expect(settingsFolders(`${repo}/sub`, repo, worktree)).toEqual([`${repo}/sub`, repo]);
+    expect(settingsFolders(worktree, repo, worktree)).toEqual([repo]);
+    expect(settingsFolders(`${worktree}/sub`, repo, worktree)).toEqual([repo]);
+  });
+
+  it('reads a relative rule under the project folder, the repository, the worktree, and the worktree’s copy of a project subfolder', () => {
+    expect(ruleRootsOf(repo, repo, worktree)).toEqual([repo, worktree]);
+    expect(ruleRootsOf(`${repo}/sub/deep`, repo, worktree)).toEqual([`${repo}/sub/deep`, repo, worktree, `${worktree}/sub/deep`]);
+    expect(ruleRootsOf('/elsewhere', repo, worktree)).toEqual(['/elsewhere', repo, worktree]);
+  });
+
   it('quotes any text as one shell word', () => {
     fc.assert(
       fc.property(fc.string(), (text) => {
@@ -197,9 +212,9 @@ describe('the pieces', () => {
     );
   });
 
-  it('gives a worker’s commands its worktree and TMPDIR to write, never the worktree’s .git link', () => {
+  it('gives a worker’s commands its worktree and TMPDIR to write, never the worktree’s .git link nor the settings files Claude Code reads rules from', () => {
     expect(workerSandboxSettings('/w', '/t', ['registry.npmjs.org'])).toEqual({
-      filesystem: { allowWrite: ['/w', '/t'], denyWrite: ['/w/.git'], denyRead: [] },
+      filesystem: { allowWrite: ['/w', '/t'], denyWrite: ['/w/.git', '/w/.claude/settings.json', '/w/.claude/settings.local.json'], denyRead: [] },
       network: { allowedDomains: ['registry.npmjs.org'], deniedDomains: [] },
     });
   });

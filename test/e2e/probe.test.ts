@@ -2,9 +2,10 @@
 // `plan summary`), and the headless run probing at setup with the fake worker.
 
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { sandboxSupport } from '../../src/adapters/sandbox.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { runExecute, runPlanTool } from '../support/execute.ts';
 import { fakeEvents, leftovers, repoWithPlan } from '../support/fake-run.ts';
@@ -12,6 +13,7 @@ import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
 import { expectSchema } from '../skills/support.ts';
 
 const { repos } = leftovers();
+const sandbox = await sandboxSupport();
 
 const files = { 'README.md': 'hello\n', 'present.txt': 'here\n' };
 const setup = (plan: Plan) => repoWithPlan(plan, repos, files);
@@ -50,6 +52,20 @@ describe('plan probe', () => {
     expect((await runPlanTool(bad.repo.dir, ['summary'])).stdout).not.toMatch(/## Probe/);
     // Nothing of the probe is left in the person's tree.
     expect(await bad.repo.git(['status', '--porcelain', '--untracked-files=all'])).toBe('?? .design/plan.json\n?? .design/probe.json\n');
+  });
+
+  it.runIf(sandbox.ok)("--sandbox on holds its checks to the person's Read deny rules, and says the one it cannot hold", async () => {
+    const { repo } = await setup(makePlan([fakeTask('S', { create: ['s.txt'], acceptance: [check('grep -q here present.txt')], fake: { write: { 's.txt': 's\n' } } })]));
+    // Unsandboxed, the check passes before any work (vacuous); with present.txt's reads denied, it fails.
+    await mkdir(join(repo.dir, '.claude'));
+    await writeFile(join(repo.dir, '.claude/settings.local.json'), JSON.stringify({ permissions: { deny: ['Read(./present.txt)', 'Read(//**/*.pem)'] } }));
+    await writeFile(join(repo.dir, '.git/info/exclude'), '.claude/\n');
+    const probed = await runPlanTool(repo.dir, ['probe', '--json', '--sandbox', 'on']);
+    expect(JSON.parse(probed.stdout).tasks[0].checks[0].outcome, probed.stderr).toBe('failed');
+    expect(probed.stderr).toContain('plan probe: these deny rules of yours cannot be held as written by the sandbox foreman runs its own commands in');
+    expect(probed.stderr).toContain('Read(//**/*.pem): a pattern over the whole file system');
+    const unsandboxed = await runPlanTool(repo.dir, ['probe', '--json', '--sandbox', 'off']);
+    expect(JSON.parse(unsandboxed.stdout).tasks[0].checks[0].outcome).toBe('passed');
   });
 
   it('exits 2 on bad flags', async () => {

@@ -81,6 +81,25 @@ describe('plan drain', () => {
     expect(starts.slice(2)).toEqual(['C']);
   });
 
+  it('asked twice at the same moment, signals the run once: it drains, not stops', async () => {
+    const go = join(await signals(), 'go');
+    const { repo, journal } = await repoWithPlan(waitingPlan(go), repos);
+    const run = start(repo.dir, journal, ['--concurrency', '2']);
+    await waitFor('A and B to start', () => started(journal, ['A', 'B']));
+    // Both in this process, so each one's reads and writes interleave with the other's.
+    const both = await Promise.all([runPlanTool(repo.dir, ['drain']), runPlanTool(repo.dir, ['drain'])]);
+    for (const d of both) expect(d.exitCode, d.stderr).toBe(0);
+    expect(both.filter((d) => d.stdout.startsWith('asked the run '))).toHaveLength(1);
+    expect(both.filter((d) => /^the run \(pid \d+\) was asked to drain already/.test(d.stdout))).toHaveLength(1);
+    await waitFor('the drain to be journaled', async () => (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8').catch(() => '')).includes('"draining"'));
+    await writeFile(go, '');
+    const r = await run;
+    expect(r.exitCode, r.stderr).toBe(1);
+    const events = eventsOf(r.stdout);
+    expect(events.some((e) => e.type === 'interrupted')).toBe(false);
+    expect(events.find((e) => e.type === 'run-finished')).toMatchObject({ reason: 'drained', exitCode: 1 });
+  });
+
   it('says there is nothing to drain when no run holds the plan (exit 2)', async () => {
     const { repo } = await repoWithPlan(waitingPlan('/nonexistent'), repos);
     const r = await runPlanTool(repo.dir, ['drain']);

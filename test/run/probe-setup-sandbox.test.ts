@@ -95,7 +95,7 @@ describe('the package managers\' caches', () => {
 
   it('include npm\'s cache as npm reads it (npm_config_cache here), created when missing, and its registry\'s host', async () => {
     const { cache, env } = freshCache('resolved-cache');
-    const sandbox = await setupCommandSandbox(dir, ['npm.example.com'], { ...env, npm_config_registry: 'https://npm.corp.example:8443/' });
+    const sandbox = await setupCommandSandbox(dir, dir, ['npm.example.com'], { ...env, npm_config_registry: 'https://npm.corp.example:8443/' });
     expect(sandbox.writable.slice(0, 2)).toEqual([dir, cache]);
     expect(existsSync(cache)).toBe(true);
     expect(sandbox.allowedDomains).toEqual([...DEFAULT_SETUP_NETWORK, 'npm.corp.example:8443', 'npm.example.com']);

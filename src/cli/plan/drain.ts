@@ -4,7 +4,7 @@
 // SIGTERM, or Ctrl-C, stops it at once). Only a run on this host can be reached this way.
 
 import { ownLayout } from '../../adapters/layout.ts';
-import { drainAskedAt, forgetDrainAsked, readLock, recordDrainAsked } from '../../adapters/plan-store.ts';
+import { askDrain, forgetDrainAsked, readLock } from '../../adapters/plan-store.ts';
 import { commandHint } from '../../core/command-hint.ts';
 import { assertNever } from '../../core/failure.ts';
 import type { Command } from '../command.ts';
@@ -41,13 +41,14 @@ export const drain: Command = {
           ]);
         }
         const stopAtOnce = `Ctrl-C in its terminal (or \`kill ${holder.pid}\` once more) stops it at once`;
-        // A second SIGTERM stops the run at once: a drain asked already is not asked again.
-        const askedAt = await drainAskedAt(path, holder);
-        if (askedAt !== null) {
-          io.out(`the run (pid ${holder.pid}) was asked to drain already, at ${askedAt}: it is finishing what it was running. Watch it with \`${commandHint('plan', 'status', ownLayout())}\`; ${stopAtOnce}`);
+        // A second SIGTERM stops the run at once: a drain asked already (by this command or
+        // another one at the same moment) is not asked again.
+        const asked = await askDrain(path, holder);
+        if (!asked.ok) throw new CliError(EXIT.cannotRun, [`${asked.error}: no signal sent; run it again`]);
+        if (asked.value.kind === 'asked-already') {
+          io.out(`the run (pid ${holder.pid}) was asked to drain already, at ${asked.value.at}: it is finishing what it was running. Watch it with \`${commandHint('plan', 'status', ownLayout())}\`; ${stopAtOnce}`);
           return EXIT.ok;
         }
-        await recordDrainAsked(path, holder);
         try {
           process.kill(holder.pid, 'SIGTERM');
         } catch (e) {

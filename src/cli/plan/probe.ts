@@ -8,7 +8,7 @@ import { acquireLock, currentLockInfo, lockHeldMessage } from '../../adapters/pl
 import { assertNever } from '../../core/failure.ts';
 import { formatDuration, oneLine } from '../../core/format.ts';
 import { type ProbeReport, probeFindings, probeHeadline } from '../../core/probe.ts';
-import { decideSandbox, installAdvice, sandboxModeOf } from '../../adapters/sandbox.ts';
+import { decideSandbox, installAdvice, ownSandboxNotice, sandboxModeOf } from '../../adapters/sandbox.ts';
 import { describeProbeProblem, runProbe, saveProbe } from '../../run/probe.ts';
 import { DEFAULTS, LIMIT_FLAGS } from '../../run/settings.ts';
 import { table } from '../../ui/table.ts';
@@ -61,6 +61,8 @@ export const probe: Command = {
       if (!sandbox.value.sandboxed && sandbox.value.unavailable !== null) {
         io.err(`plan probe: running without the sandbox: ${sandbox.value.unavailable}. The setup command and the checks run unsandboxed; to sandbox them, ${installAdvice()}`);
       }
+      const unheld = sandbox.value.sandboxed ? await ownSandboxNotice(repo) : null;
+      if (unheld !== null) io.err(`plan probe: ${unheld}`);
       const probed = await runProbe(plan, { repo, checkTimeoutMs, timeoutMs, timeoutFlag: LIMIT_FLAGS.planProbe, env: io.env, signal: controller.signal, registry, sandbox: sandbox.value.sandboxed });
       if (!probed.ok) throw new CliError(EXIT.cannotRun, [`plan probe: ${describeProbeProblem(probed.error)}`]);
       const report = probed.value;
