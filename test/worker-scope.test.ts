@@ -2,22 +2,22 @@
 // and how its denials read in the log.
 
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readLoginSettings, userSettingsPath } from '../src/adapters/claude-settings.ts';
 import { StreamJsonParser } from '../src/adapters/stream-json.ts';
 import { formatEventForLog } from '../src/adapters/stream-log.ts';
-import { buildWorkerArgs, runWorker } from '../src/adapters/worker.ts';
+import { buildWorkerArgs, runWorker, type WorkerRequest } from '../src/adapters/worker.ts';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const FAKE = join(ROOT, 'test/fixtures/fake-worker.mjs');
 
 let dir: string;
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'foreman-worker-scope-'));
+  dir = await realpath(await mkdtemp(join(tmpdir(), 'foreman-worker-scope-')));
 });
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -25,6 +25,29 @@ afterAll(async () => {
 
 const DENIED_MESSAGE =
   "Permission to use Write has been denied because Claude Code is running in don't ask mode. IMPORTANT: You *may* attempt to accomplish this action using other tools.";
+
+/** Runs the fake worker in `cwd` with `request`'s rules and `env`; the run, and the `--settings` it was started with. */
+async function startFake(cwd: string, request: Pick<WorkerRequest, 'allowedTools' | 'deniedTools' | 'rulesOf'>, env: NodeJS.ProcessEnv, logPath: string) {
+  await mkdir(cwd, { recursive: true });
+  const journal = join(dir, `journal-${basename(logPath)}.jsonl`);
+  const run = await runWorker({
+    taskIndex: 0,
+    attempt: 1,
+    prompt: 'TASK-MARKER: t0\nFAKE-WORKER: {}\n',
+    model: 'sonnet',
+    cwd,
+    claudeBin: FAKE,
+    permissionMode: 'dontAsk',
+    ...request,
+    timeoutMs: 20_000,
+    logPath,
+    env: { ...process.env, CLAUDE_CONFIG_DIR: undefined, ...env, FAKE_WORKER_JOURNAL: journal },
+  });
+  expect(existsSync(journal)).toBe(true);
+  const start = JSON.parse(readFileSync(journal, 'utf8').split('\n')[0]!) as { args: string[] };
+  const settings = JSON.parse(start.args[start.args.indexOf('--settings') + 1]!) as Record<string, unknown> & { permissions: { allow: string[]; deny: string[] } };
+  return { run, settings };
+}
 
 describe('buildWorkerArgs', () => {
   it('passes the rules in --settings JSON with --setting-sources "", never --allowedTools', () => {
@@ -63,28 +86,9 @@ describe('login settings', () => {
       join(home, '.claude/settings.json'),
       JSON.stringify({ apiKeyHelper: 'print-secret-key', env: { ANTHROPIC_API_KEY: 'sk-secret-123' }, permissions: { allow: ['Write', 'Bash(*)'] } }),
     );
-    const cwd = join(dir, 'w');
-    await mkdir(cwd, { recursive: true });
-    const journal = join(dir, 'journal.jsonl');
     const logPath = join(dir, 'logs', 'worker-0.log');
-    const run = await runWorker({
-      taskIndex: 0,
-      attempt: 1,
-      prompt: 'TASK-MARKER: t0\nFAKE-WORKER: {}\n',
-      model: 'sonnet',
-      cwd,
-      claudeBin: FAKE,
-      permissionMode: 'dontAsk',
-      allowedTools: ['Read', 'Edit(//r/a.ts)'],
-      deniedTools: ['Edit(//r/a.ts/*)'],
-      timeoutMs: 20_000,
-      logPath,
-      env: { ...process.env, HOME: home, CLAUDE_CONFIG_DIR: undefined, FAKE_WORKER_JOURNAL: journal },
-    });
+    const { run, settings } = await startFake(join(dir, 'w'), { allowedTools: ['Read', 'Edit(//r/a.ts)'], deniedTools: ['Edit(//r/a.ts/*)'] }, { HOME: home }, logPath);
     expect(run.outcome.kind).toBe('reported');
-    expect(existsSync(journal)).toBe(true);
-    const start = JSON.parse(readFileSync(journal, 'utf8').split('\n')[0]!) as { args: string[] };
-    const settings = JSON.parse(start.args[start.args.indexOf('--settings') + 1]!) as Record<string, unknown>;
     expect(settings).toEqual({
       apiKeyHelper: 'print-secret-key',
       env: { ANTHROPIC_API_KEY: 'sk-secret-123' },
@@ -96,6 +100,45 @@ describe('login settings', () => {
     expect(log).toContain('"env":"<from your Claude Code user settings>"');
     expect(log).not.toContain('sk-secret-123');
     expect(log).not.toContain('print-secret-key');
+  });
+});
+
+describe("the person's deny rules", () => {
+  it('reach a worker given the repository they hold for, from the settings --setting-sources "" drops, anchored at its worktree and the repository; allow and ask rules do not, nor the worktree\'s own settings', async () => {
+    const home = join(dir, 'home-c');
+    const repo = join(dir, 'repo-c');
+    const cwd = join(dir, 'wt-c');
+    for (const folder of [join(home, '.claude'), join(repo, '.claude'), join(cwd, '.claude')]) await mkdir(folder, { recursive: true });
+    await writeFile(join(home, '.claude/settings.json'), JSON.stringify({ permissions: { deny: ['Read(~/.aws/**)', 'Bash(git push:*)'], allow: ['Bash(*)'], ask: ['WebFetch'] } }));
+    await writeFile(join(repo, '.claude/settings.json'), JSON.stringify({ permissions: { deny: ['Edit(/package-lock.json)'] } }));
+    await writeFile(join(repo, '.claude/settings.local.json'), JSON.stringify({ permissions: { deny: ['Read(./.env)'] } }));
+    // A worker may write its worktree's files: nothing there is read as the person's.
+    await writeFile(join(cwd, '.claude/settings.local.json'), JSON.stringify({ permissions: { deny: ['Read(//from-the-worktree)'] } }));
+    const { run, settings } = await startFake(
+      cwd,
+      { allowedTools: ['Read', `Edit(/${cwd}/a.ts)`], deniedTools: [`Edit(/${cwd}/a.ts/*)`], rulesOf: repo },
+      // A session the run was started from has rules of its own; they are not the person's settings.
+      { HOME: home, CLAUDE_PID: String(process.pid) },
+      join(dir, 'logs', 'worker-c.log'),
+    );
+    expect(run.outcome.kind).toBe('reported');
+    expect(settings.permissions.allow).toEqual(['Read', `Edit(/${cwd}/a.ts)`]);
+    expect(settings.permissions.deny).toEqual([
+      `Edit(/${cwd}/a.ts/*)`,
+      'Read(~/.aws/**)',
+      'Bash(git push:*)',
+      `Edit(/${cwd}/package-lock.json)`,
+      `Edit(/${repo}/package-lock.json)`,
+      `Read(/${cwd}/.env)`,
+      `Read(/${cwd}/**/.env)`,
+      `Read(/${repo}/.env)`,
+      `Read(/${repo}/**/.env)`,
+    ]);
+  });
+
+  it('are not read for a worker not given a repository', async () => {
+    const { settings } = await startFake(join(dir, 'wt-d'), { allowedTools: ['Read'] }, { HOME: join(dir, 'home-c') }, join(dir, 'logs', 'worker-d.log'));
+    expect(settings.permissions.deny).toEqual([]);
   });
 });
 

@@ -5,7 +5,9 @@
 // a Claude Code session, its command line: `CLAUDE_PID`). Where a rule cannot be held as written,
 // the rest still are, and the run says so once (`unheldNotice`): never silently dropped.
 
+import { realpath } from 'node:fs/promises';
 import { homedir } from 'node:os';
+import { carriedDenies } from '../core/carried-denies.ts';
 import { type HeldDenies, heldDenies, pathsToResolve, runtimeWritable } from '../core/sandbox-denies.ts';
 import { personRules } from './person-rules.ts';
 import { realTargets } from './real-paths.ts';
@@ -36,4 +38,21 @@ export function unheldNotice(held: { unheld: readonly string[]; unread: readonly
     ...(held.unread.length > 0 ? [`${held.unread.join(' and ')} could not be read exactly, so the Read and Edit deny rules there do not hold in it`] : []),
   ];
   return parts.length === 0 ? null : `${parts.join('; and ')}. Your other Read and Edit deny rules hold in it, as in Claude Code's own sandbox`;
+}
+
+/**
+ * The person's deny rules for a headless worker in `worktree`, a checkout of `repo`, as its
+ * `--settings` carries them (core/carried-denies.ts): those of the settings files that
+ * `--setting-sources ""` drops (managed, the user's, the repository's shared and local), never a
+ * worktree's, whose files a worker may write. A path rule is anchored at each spelling of the two
+ * folders, as written and as real paths, to deny more, never less.
+ */
+export async function workerPersonDenies(repo: string, worktree: string, env: NodeJS.ProcessEnv = process.env): Promise<string[]> {
+  // The files only: a session the run was started from has rules of its own, not the person's settings.
+  const { CLAUDE_PID: _session, ...settingsOnly } = env;
+  const rules = await personRules(settingsOnly, [repo]);
+  if (rules.deny.length === 0) return [];
+  const spelled = [worktree, repo];
+  const real = await Promise.all(spelled.map((folder) => realpath(folder).catch(() => folder)));
+  return carriedDenies(rules.deny, [...real, ...spelled]);
 }

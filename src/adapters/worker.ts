@@ -4,7 +4,8 @@
 //
 // - The prompt goes on stdin (argv strings are limited to 128 KiB).
 // - The worker's permission rules go in `--settings` JSON with `--setting-sources ""`: no word
-//   splitting of rules, and the person's own settings cannot widen them (see src/core/scope.ts).
+//   splitting of rules, and the person's own settings cannot widen them (see src/core/scope.ts);
+//   their deny rules are carried over, so they still narrow them (core/carried-denies.ts).
 // - The worker leads its own process group (`detached: true`); on timeout, abort or an
 //   authentication failure the whole group gets SIGTERM, then SIGKILL after a grace period, so
 //   the tools it started die with it. When the worker exits on its own, whatever it left behind
@@ -27,6 +28,7 @@ import { execa } from 'execa';
 import { describeWorkerFailure, type WorkerRun } from '../core/failure.ts';
 import { type WorkerSandbox, workerSettings } from '../core/scope.ts';
 import { readLoginSettings } from './claude-settings.ts';
+import { workerPersonDenies } from './person-denies.ts';
 import { PROCESS_MARKER_VARIABLE, describeMarked, endMarked, groupAlive, killTrackedGroups, newProcessMarker, terminateGroup, trackGroup, untrackGroup } from './processes.ts';
 import { clipHead, formatClock, formatSeconds, oneLine } from '../core/format.ts';
 import type { ExitInfo } from '../core/worker-outcome.ts';
@@ -58,6 +60,11 @@ export interface WorkerRequest {
    * of the attempt's own (its TMPDIR), network only to these hosts. Absent: no sandbox.
    */
   sandbox?: { allowedDomains: readonly string[] };
+  /**
+   * The repository whose person's deny rules hold for the worker (adapters/person-denies.ts
+   * `workerPersonDenies`): `--setting-sources ""` drops them with the rest of their settings.
+   */
+  rulesOf?: string;
   /** Called with the worker's process group id and its marker once it runs (to record it for orphan cleanup). */
   onSpawn?: (pgid: number, marker: string) => void;
   /** Between SIGTERM and SIGKILL of the worker's group. Default 3000 ms. */
@@ -240,16 +247,18 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
   const log = new LogWriter(createWriteStream(req.logPath, { flags: 'a' }), req.logLimit ?? DEFAULT_LOG_LIMIT);
   const parser = new StreamJsonParser({ cwd: req.cwd });
   const inherited = await readLoginSettings(req.env ?? process.env);
+  const personDenies = req.rulesOf === undefined ? [] : await workerPersonDenies(req.rulesOf, req.cwd, req.env ?? process.env);
+  const ruled = personDenies.length === 0 ? req : { ...req, deniedTools: [...(req.deniedTools ?? []), ...personDenies] };
   // A sandboxed attempt's own TMPDIR, writable by its Bash commands, removed when it ends.
   const ownTmp = req.sandbox ? await mkdtemp(join(tmpdir(), `foreman-task-${req.taskIndex}-`)) : undefined;
   const sandbox: WorkerSandbox | undefined =
     req.sandbox && ownTmp ? { writable: [await realpath(req.cwd), await realpath(ownTmp)], allowedDomains: req.sandbox.allowedDomains } : undefined;
   const tmpEnv = ownTmp ? { TMPDIR: ownTmp, CLAUDE_CODE_TMPDIR: ownTmp } : {};
-  const args = buildWorkerArgs(req, inherited, sandbox);
+  const args = buildWorkerArgs(ruled, inherited, sandbox);
 
   log.line(`==== task ${req.taskIndex} · attempt ${req.attempt} · ${new Date().toISOString()} ====`);
   log.line(`$ cd ${shellQuote(req.cwd)}`);
-  log.line(`$ ${[req.claudeBin, ...buildWorkerArgs(req, redacted(inherited), sandbox)].map(shellQuote).join(' ')} < prompt (${Buffer.byteLength(req.prompt)} bytes)`);
+  log.line(`$ ${[req.claudeBin, ...buildWorkerArgs(ruled, redacted(inherited), sandbox)].map(shellQuote).join(' ')} < prompt (${Buffer.byteLength(req.prompt)} bytes)`);
   log.line('---- prompt ----');
   for (const l of clipHead(req.prompt, PROMPT_LOG_CHARS, `\n… [${req.prompt.length - PROMPT_LOG_CHARS} more chars]`).split('\n')) {
     log.line(formatRawLineForLog(l));

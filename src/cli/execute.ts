@@ -7,6 +7,7 @@ import { dirname, join, resolve } from 'node:path';
 import { findExecutable } from '../adapters/executables.ts';
 import { Git } from '../adapters/git/repository.ts';
 import { gitProcessCount } from '../adapters/git/runner.ts';
+import { workerPersonDenies } from '../adapters/person-denies.ts';
 import { type LockTakeover, acquireLock, currentLockInfo } from '../adapters/plan-store.ts';
 import { killAllWorkers } from '../adapters/worker.ts';
 import { type SandboxMode, decideSandbox, installAdvice, sandboxModeOf } from '../adapters/sandbox.ts';
@@ -176,7 +177,11 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   const git = new Git(settings.repo);
   if (!(await git.isRepo())) throw usageError(`${settings.repo} is not a git repository (foreman commits each round; run \`git init\` first)`);
   const permissions = await workerRules(plan, settings);
-  if (settings.dryRun) return dryRun(plan, settings, permissions, io);
+  if (settings.dryRun) {
+    // As each worker will get them (anchored at its worktree too; adapters/person-denies.ts).
+    const personDenies = await workerPersonDenies(settings.repo, settings.repo, io.env);
+    return dryRun(plan, settings, permissions.map((p) => ({ allow: p.allow, deny: [...p.deny, ...personDenies] })), io);
+  }
 
   const claudeBin = findExecutable(settings.claudeBin, io.env, io.cwd);
   if (claudeBin === null) {

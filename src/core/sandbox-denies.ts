@@ -47,6 +47,8 @@ export const runtimeWritable = (home: string): string[] => ['/tmp/claude', '/pri
 const READ_TOOLS = new Set(['Read']);
 /** `Edit` rules govern every file-writing tool (CLI-NOTES.md); `Write` and `NotebookEdit` rules are taken too, to deny more. */
 const WRITE_TOOLS = new Set(['Edit', 'Write', 'NotebookEdit']);
+/** The tools whose rules name paths. */
+export const FILE_RULE_TOOLS: ReadonlySet<string> = new Set([...READ_TOOLS, ...WRITE_TOOLS]);
 
 /** The sandbox runtime's glob characters (its `containsGlobChars`). */
 const isGlob = (path: string): boolean => /[*?[\]]/.test(path);
@@ -65,7 +67,7 @@ const within = (path: string, dir: string): boolean => dir === '/' || path === d
 const disjoint = (a: string, b: string): boolean => !within(a, b) && !within(b, a);
 
 /** A rule's tool and the path between its parentheses (`Read(./.env)` → Read, `./.env`); null spec for a bare tool. */
-function parseFileRule(rule: string): { tool: string; spec: string | null } | null {
+export function parseFileRule(rule: string): { tool: string; spec: string | null } | null {
   const m = /^\s*([A-Za-z]+)\s*(?:\((.*)\))?\s*$/s.exec(rule);
   return m === null ? null : { tool: m[1]!, spec: m[2] ?? null };
 }

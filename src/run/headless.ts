@@ -173,7 +173,7 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
         prepare: (task, signal, stack) => isolation.prepare(task, signal, stack),
         release: (task) => isolation.release(task),
         runWorker: (request) =>
-          recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) => runWorker({ ...request, onSpawn, ...(sandboxed ? { sandbox: { allowedDomains: plan.context?.checkNetwork ?? [] } } : {}) })),
+          recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) => runWorker({ ...request, onSpawn, rulesOf: settings.repo, ...(sandboxed ? { sandbox: { allowedDomains: plan.context?.checkNetwork ?? [] } } : {}) })),
         verify: (current, task, input) => verifyAttempt(stages, current, task, input),
         gate: (current, request, signal) => (gateOptions === null ? Promise.resolve({ passed: true, output: '', durationMs: 0 }) : isolation.runGate(current, request, gateOptions, signal)),
         record: async (current, request) => {

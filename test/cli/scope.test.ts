@@ -1,7 +1,7 @@
 // The worker permission rules as the person sees them (`--dry-run`) and the paths refused
 // because no rule can express them exactly (exit 2).
 
-import { mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -47,6 +47,20 @@ describe('worker permission rules', () => {
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toContain(`Edit(/${repo.dir}/a.txt)`);
     expect(r.stdout).not.toContain(`Edit(/${link}/`);
+  });
+
+  it("--dry-run shows the person's deny rules, which every worker gets besides its own (with --allowed-tools too), anchored at the repository", async () => {
+    const plan = makePlan([fakeTask('A', { create: ['a.txt'] })]);
+    const { repo } = await repoWithPlan(plan, repos);
+    await mkdir(join(repo.dir, '.claude'));
+    await writeFile(join(repo.dir, '.claude/settings.local.json'), JSON.stringify({ permissions: { deny: ['Read(./.env)', 'Bash(git push:*)'], allow: ['Bash(*)'] } }));
+    const root = `/${repo.dir}`;
+    const computed = await runExecute(repo.dir, ['--dry-run']);
+    expect(computed.exitCode).toBe(0);
+    expect(computed.stdout).toContain(`  task 0 deny:  Edit(${root}/a.txt/*)  Read(${root}/.env)  Read(${root}/**/.env)  Bash(git push:*)\n`);
+    expect(computed.stdout).not.toContain('Bash(*)');
+    const listed = await runExecute(repo.dir, ['--dry-run', '--allowed-tools', 'Read,Write']);
+    expect(listed.stdout).toContain(`  task 0 deny:  Read(${root}/.env)  Read(${root}/**/.env)  Bash(git push:*)\n`);
   });
 
   it('--allowed-tools replaces the computed rules, for every task', async () => {

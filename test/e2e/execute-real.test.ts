@@ -87,7 +87,7 @@ afterAll(async () => {
   for (const c of cleanups) await c();
 });
 
-async function repoWith(plan: Plan): Promise<{ repo: TempGitRepo; planPath: string; env: Record<string, string> }> {
+async function repoWith(plan: Plan): Promise<{ repo: TempGitRepo; planPath: string; env: Record<string, string | undefined> }> {
   const repo = await tempGitRepo({ 'README.md': '# sample\n', 'shared.txt': 'top\n' });
   const home = await tempHome();
   cleanups.push(repo.cleanup);

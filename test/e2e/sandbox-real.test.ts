@@ -6,11 +6,13 @@
 // longer share a directory, so they no longer trip on each other's placeholder files. And, the
 // slots being clones with git directories of their own, the placeholders Claude Code's sandbox
 // makes in the git directory it guards (`config.lock`…) appear in the slot's `.git/`, never in
-// the person's: polled while a slow sandboxed command runs.
+// the person's: polled while a slow sandboxed command runs. And the person's deny rules, which
+// `--setting-sources ""` drops with their settings, hold for a headless run's worker: its file tools
+// and its sandboxed commands alike, in the person's checkout and in the worker's own copy.
 // Needs the sandbox (Debian: bubblewrap, socat, ripgrep); says so and skips without it.
 
 import { existsSync, readdirSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +21,8 @@ import { runWorker } from '../../src/adapters/worker.ts';
 import { openPool, worktreesRoot } from '../../src/adapters/git/worktree-pool.ts';
 import { runGit, tempGitRepo } from '../support/git-repo.ts';
 import { type ModelServer, type ScriptedRequest, scenario, startModelServer, text, toolUse } from '../support/model-server.ts';
+import { runExecute } from '../support/execute.ts';
+import { makePlan, writePlan } from '../support/plans.ts';
 import { claudeBin, claudeEnv, tempHome } from '../support/real-claude.ts';
 
 const support = await sandboxSupport();
@@ -45,8 +49,22 @@ const steps: Array<{ name: string; command: (req: ScriptedRequest) => string }> 
   { name: 'slow', command: () => 'node scripts/slow.js' },
 ];
 
+/** What a headless worker tries against the person's deny rules; `denied` says whether it should be refused. */
+const readSteps: Array<{ name: string; denied: boolean; call: (req: ScriptedRequest) => { tool: string; input: Record<string, unknown> } }> = [
+  { name: 'Read the person\'s secret', denied: true, call: () => ({ tool: 'Read', input: { file_path: join(personRepo, 'secret.txt') } }) },
+  { name: 'Read its own copy, one level down', denied: true, call: (req) => ({ tool: 'Read', input: { file_path: join(req.cwd ?? '.', 'deep/secret.txt') } }) },
+  { name: 'Read the home secret', denied: true, call: () => ({ tool: 'Read', input: { file_path: join(personHome, 'home-secret.txt') } }) },
+  { name: 'cat the person\'s secret', denied: true, call: () => ({ tool: 'Bash', input: { command: `cat ${join(personRepo, 'secret.txt')}` } }) },
+  { name: 'cat its own copy', denied: true, call: () => ({ tool: 'Bash', input: { command: 'cat deep/secret.txt' } }) },
+  { name: 'cat the home secret', denied: true, call: () => ({ tool: 'Bash', input: { command: 'cat ~/home-secret.txt' } }) },
+  { name: 'Read the README', denied: false, call: () => ({ tool: 'Read', input: { file_path: join(personRepo, 'README.md') } }) },
+  { name: 'cat the README', denied: false, call: () => ({ tool: 'Bash', input: { command: 'cat README.md' } }) },
+];
+
 let server: ModelServer;
 let outside: string;
+let personRepo = '';
+let personHome = '';
 const cleanups: Array<() => Promise<void>> = [];
 
 beforeAll(async () => {
@@ -54,6 +72,17 @@ beforeAll(async () => {
   cleanups.push(() => rm(outside, { recursive: true, force: true }));
   server = await startModelServer({
     scenarios: [
+      scenario({
+        match: 'TASK-MARKER: person-denies',
+        turns: [
+          ...readSteps.map((s) => (req: ScriptedRequest) => {
+            const { tool, input } = s.call(req);
+            return [toolUse(tool, input)];
+          }),
+          (req: ScriptedRequest) => [toolUse('Write', { file_path: join(req.cwd ?? '.', 'notes.txt'), content: 'read what I may\n' })],
+          [text('COMPLETED: wrote notes.txt')],
+        ],
+      }),
       scenario({
         match: 'TASK-MARKER: sandboxed',
         turns: [...steps.map((s) => (req: ScriptedRequest) => [toolUse('Bash', { command: s.command(req) })]), [text('COMPLETED: tried every command')]],
@@ -153,5 +182,43 @@ describe.runIf(support.ok)('workers in the sandbox (real CLI)', () => {
     // The person's tree saw none of it.
     expect(existsSync(join(repo.dir, 'inside.txt'))).toBe(false);
     expect((await runGit(repo.dir, ['status', '--short', '--ignored'])).trim()).toBe('?? .design/');
+  }, 180_000);
+
+  it("holds a headless run's worker to the person's deny rules, which --setting-sources \"\" drops: its Read tool and its sandboxed commands, in the person's checkout and its own copy", async () => {
+    const repo = await tempGitRepo({ 'README.md': '# sample\n', 'deep/secret.txt': 'TRACKED-SECRET\n' });
+    cleanups.push(repo.cleanup);
+    personRepo = repo.dir;
+    personHome = await tempHome();
+    cleanups.push(() => rm(personHome, { recursive: true, force: true }));
+    // The person's own files and rules: a secret beside the code, one in the home folder; a
+    // relative rule in the repository's local settings, a home rule in the user's.
+    await writeFile(join(repo.dir, 'secret.txt'), 'ROOT-SECRET\n');
+    await writeFile(join(personHome, 'home-secret.txt'), 'HOME-SECRET\n');
+    await mkdir(join(repo.dir, '.claude'));
+    await writeFile(join(repo.dir, '.claude/settings.local.json'), JSON.stringify({ permissions: { deny: ['Read(./secret.txt)'], allow: ['Bash(*)'] } }));
+    await mkdir(join(personHome, '.claude'));
+    await writeFile(join(personHome, '.claude/settings.json'), JSON.stringify({ permissions: { deny: ['Read(~/home-secret.txt)'] } }));
+
+    await writePlan(
+      repo.dir,
+      makePlan([{ subject: 'reader', prompt: 'Read around, then write notes.\nTASK-MARKER: person-denies', blockedBy: [], metadata: { files: { create: ['notes.txt'], modify: [] } }, agent: { model: 'haiku' } }]),
+    );
+    const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--max-attempts', '1', '--json', '--sandbox', 'on', '--no-gate'], claudeEnv(server.url, personHome));
+    expect(r.exitCode, r.stderr).toBe(0);
+    const turns = server.turns().filter((t) => t.prompt.includes('TASK-MARKER: person-denies'));
+    for (const [index, step] of readSteps.entries()) {
+      const result = turns[index + 1]?.toolResults[0];
+      expect(result, step.name).toBeDefined();
+      if (step.denied) {
+        expect(result!.content, step.name).not.toMatch(/ROOT-SECRET|TRACKED-SECRET|HOME-SECRET/);
+        expect(result!.is_error, step.name).toBe(true);
+        // The file tool by the rule itself, the command by the sandbox Claude Code gives the rule to.
+        expect(result!.content, step.name).toMatch(step.call({ cwd: '.' } as ScriptedRequest).tool === 'Read' ? /denied by your permission settings/ : /Permission denied/);
+      } else {
+        expect(result!.is_error, `${step.name}: ${result!.content}`).toBe(false);
+        expect(result!.content, step.name).toContain('# sample');
+      }
+    }
+    expect(await readFile(join(repo.dir, 'notes.txt'), 'utf8')).toBe('read what I may\n');
   }, 180_000);
 });

@@ -1,6 +1,7 @@
 // vitest's global setup: runs once, before any test file, in the process that starts the workers.
 
-import { rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
@@ -14,5 +15,12 @@ export default async function setup(): Promise<() => Promise<void>> {
   await execa(join(root, 'bin/foreman'), ['plan', '--help'], { stdin: 'ignore' });
   // The workers are started after this and inherit the variable (test/support/execute.ts reads it).
   process.env.FOREMAN_TEST_SCRIPTS = dir;
-  return () => rm(dir, { recursive: true, force: true });
+  // The person's own Claude Code user settings stay out of the tests: their deny rules would reach
+  // the workers' rules and the sandbox of every check. A test that means a person's settings writes them.
+  const settingsDir = await mkdtemp(join(tmpdir(), 'foreman-test-claude-config-'));
+  process.env.CLAUDE_CONFIG_DIR = settingsDir;
+  return async () => {
+    await rm(dir, { recursive: true, force: true });
+    await rm(settingsDir, { recursive: true, force: true });
+  };
 }

@@ -51,7 +51,7 @@ export function claudeEnv(
   serverUrl: string | undefined,
   home: string,
   extra: Record<string, string | undefined> = {},
-): Record<string, string> {
+): Record<string, string | undefined> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (v === undefined) continue;
@@ -82,7 +82,10 @@ export function claudeEnv(
     if (v === undefined) delete env[k];
     else env[k] = v;
   }
-  return env;
+  // Said as absent, so that merged over this process's environment (as `runExecute` merges it) it
+  // still clears the test run's own settings folder (test/support/global-setup.ts): the CLI and
+  // foreman read the user settings under `home`.
+  return { CLAUDE_CONFIG_DIR: undefined, ...env };
 }
 
 /** The usual headless flags: stream-json output, a model, and write tools allowed. */
@@ -143,7 +146,7 @@ export async function runClaude(opts: {
   cwd: string;
   prompt: string;
   serverUrl?: string;
-  env?: Record<string, string>;
+  env?: Record<string, string | undefined>;
   args?: string[];
   timeoutMs?: number;
 }): Promise<ClaudeRun> {
