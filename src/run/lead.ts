@@ -240,6 +240,20 @@ async function land(state: EngineState, isolation: LeadIsolation, session: Sessi
   return { state: next, landing: report, notices: notice === null ? [] : [{ level: notice.level, message: notice.message }] };
 }
 
+/**
+ * The close of a step that landed (`setup`, `commit`): when the run ended, the plan is finished
+ * (archived once all is done); the step's events are journaled and the run's end recorded.
+ */
+async function closeLandedStep(state: EngineState, landing: LandingReport, run: StepRun, isolation: LeadIsolation, session: Session, ctx: Lead, writes: PlanWrites) {
+  const end = runEnd(state, run);
+  const { archived, notice } = await finishPlan(end, state.plan, isolation, { planPath: ctx.planPath, landed: landing.landed, save: writes.write, endGate: ctx.io.gate.end });
+  if (notice !== null) run.note(notice);
+  const kept = writes.report(run);
+  journal(ctx.io, session.runId, run);
+  if (end !== null) finishRun(state.plan, ctx, session, end, { landed: landing.landed, advice: landingProblemSentence(landing.problem) }, archived);
+  return { archived, notice, kept };
+}
+
 // ---------------------------------------------------------------------------------------------
 // The merge queue's gate process (it outlives a step; its queue is the step function's)
 
@@ -557,12 +571,7 @@ export async function leadSetup(given: Plan, context: LeadContext, settings: Set
     baselineOutput = gated.baselineOutput;
   }
   session.engine = state;
-  const end = runEnd(state, run);
-  const { archived, notice } = await finishPlan(end, state.plan, isolation, { planPath: ctx.planPath, landed: landed.landing.landed, save: writes.write, endGate: io.gate.end });
-  if (notice !== null) run.note(notice);
-  const kept = writes.report(run);
-  journal(io, session.runId, run);
-  if (end !== null) finishRun(state.plan, ctx, session, end, { landed: landed.landing.landed, advice: landingProblemSentence(landed.landing.problem) }, archived);
+  const { archived, notice, kept } = await closeLandedStep(state, landed.landing, run, isolation, session, ctx, writes);
   if (archived === null) await writeSession(ctx.planPath, session);
   await syncHandOut(state.plan, ctx, session);
   const counts = countByStatus(state.plan);
@@ -932,12 +941,7 @@ export async function leadCommit(plan: Plan, context: LeadContext, options: { wa
   state = landed.state;
   session.engine = state;
   const failed = failure as GitFailure | null;
-  const end = runEnd(state, run);
-  const { archived, notice } = await finishPlan(end, state.plan, isolation, { planPath: ctx.planPath, landed: landed.landing.landed, save: writes.write, endGate: io.gate.end });
-  if (notice !== null) run.note(notice);
-  const kept = writes.report(run);
-  journal(io, session.runId, run);
-  if (end !== null) finishRun(state.plan, ctx, session, end, { landed: landed.landing.landed, advice: landingProblemSentence(landed.landing.problem) }, archived);
+  const { archived, notice, kept } = await closeLandedStep(state, landed.landing, run, isolation, session, ctx, writes);
   const refused = state.stop?.baselineFailure;
   if (refused !== undefined) {
     await writeSession(ctx.planPath, session);
