@@ -6,7 +6,8 @@
 // lifecycle both paths share (run/lifecycle.ts): the run's start and end in the journal, landing
 // the integration tip before and after, finishing the plan. The CLI handles signals and prints.
 
-import { basename, dirname } from 'node:path';
+import { basename, dirname, join } from 'node:path';
+import { writeWorkerExcludes } from '../adapters/git/excludes.ts';
 import type { Git } from '../adapters/git/repository.ts';
 import { gitProcessCount } from '../adapters/git/runner.ts';
 import { ownLayout } from '../adapters/layout.ts';
@@ -19,6 +20,7 @@ import type { RunEventBody } from '../core/events.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import { plural } from '../core/format.ts';
 import type { Plan, UsageFigure } from '../core/plan.ts';
+import { excludesFileEnv } from '../core/sandbox-placeholders.ts';
 import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
 import { describeTimeLimitHit } from '../core/time-limit.ts';
 import { ensurePlanId } from './commit.ts';
@@ -159,6 +161,10 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
     }
 
     const isolation = report.isolation;
+    // A worker's own git commands do not see the sandbox's placeholder files (its worktree is a
+    // clone of foreman's; the file is kept beside the plan's worktrees).
+    const excludes = await writeWorkerExcludes(settings.repo, join(isolation.pool.dir, 'git-excludes'), env);
+    const workerEnv = { ...env, ...excludesFileEnv(env, excludes) };
     const gateOptions = settings.gate === null ? null : { command: settings.gate.command, timeoutMs: settings.gate.timeoutMs, sandbox: sandboxed };
     const stages = { isolation, checkTimeoutMs: settings.checkTimeoutMs, env, registry, sandbox: sandboxed };
     const landing = lander(isolation, { branch: branch === null ? null : `refs/heads/${branch}`, commit: settings.commit, planPath: settings.planPath, layout });
@@ -173,7 +179,7 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
         prepare: (task, signal, stack) => isolation.prepare(task, signal, stack),
         release: (task) => isolation.release(task),
         runWorker: (request) =>
-          recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) => runWorker({ ...request, onSpawn, rulesOf: settings.repo, ...(sandboxed ? { sandbox: { allowedDomains: plan.context?.checkNetwork ?? [] } } : {}) })),
+          recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) => runWorker({ ...request, env: workerEnv, onSpawn, rulesOf: settings.repo, ...(sandboxed ? { sandbox: { allowedDomains: plan.context?.checkNetwork ?? [] } } : {}) })),
         verify: (current, task, input) => verifyAttempt(stages, current, task, input),
         gate: (current, request, signal) => (gateOptions === null ? Promise.resolve({ passed: true, output: '', durationMs: 0 }) : isolation.runGate(current, request, gateOptions, signal)),
         record: async (current, request) => {

@@ -179,6 +179,21 @@ describe('captureWork', () => {
     expect(unkept.outside).toEqual(['.env.local', 'node_modules', 'vendor/lib/x.js']);
   });
 
+  it("leaves out the sandbox's placeholder files a killed sandboxed command left behind, but not a real file at such a name", async () => {
+    const r = await repo({ 'a.txt': 'a\n' });
+    const wt = await slot(r);
+    // Empty placeholders (bubblewrap's mount points, as a command killed mid-way leaves them).
+    await wt.write({ '.bashrc': '', '.gitconfig': '', '.mcp.json': '', 'a.txt': 'b\n' });
+    const capture = await captured(captureWork(wt.dir, ['a.txt'], []));
+    expect(capture.changed).toEqual(['a.txt']);
+    expect(capture.outside).toEqual([]);
+    // One the worker filled is its change (outside when undeclared); a declared one is its work, even empty.
+    await wt.write({ '.bashrc': 'alias x=y\n' });
+    const filled = await captured(captureWork(wt.dir, ['a.txt', '.mcp.json'], []));
+    expect(filled.outside).toEqual(['.bashrc']);
+    expect(filled.work.entries.map((e) => e.path)).toEqual(['.mcp.json', 'a.txt']);
+  });
+
   it('what a check writes after the capture does not change what was captured', async () => {
     const r = await repo({ 'snap.txt': 'v1\n' });
     const wt = await slot(r);
@@ -319,6 +334,63 @@ describe('captureWork in a pool slot (a clone borrowing the person\'s objects)',
     expect(await fileAt(r, commit, 'a.txt')).toBe('committed by the worker\n');
     expect(await fileAt(r, commit, 'b.txt')).toBe('staged by the worker\n');
     expect(await fileAt(r, commit, 'mod.txt')).toBe('left unstaged\n');
+  });
+
+  it("integrates a self-committing worker's work after the integrator's kept processes started (their object lists are fixed at start)", async () => {
+    const r = await repo({ 'a.txt': 'a\n', 'b.txt': 'b\n', 'c.txt': 'c\n' });
+    const start = await rev(r, 'HEAD');
+    const pool = await clonePool(r);
+    const ref = integrationRef('p');
+    const integrator = new Integrator(r.dir);
+    cleanups.push(async () => integrator.close());
+    // A first task integrates: the integrator's cat-file and mktree processes are now running.
+    const first = await cloneSlot(pool, start);
+    await first.wt.write({ 'a.txt': 'first task\n' });
+    const firstWork = await captured(captureWork(first.wt.dir, ['a.txt'], [], start));
+    let tip = await succeeded(integrator.integrate(ref, start, batch([0], [firstWork.work])));
+    pool.release(first.slot);
+    // Then workers that committed in their own slots, captured and integrated one after another
+    // with the same integrator: objects only their slots held are copied into the person's store
+    // while those processes run.
+    for (const [task, file] of [[1, 'b.txt'], [2, 'c.txt'], [3, 'sub/new.txt']] as const) {
+      const { slot, wt } = await cloneSlot(pool, tip);
+      await wt.write({ [file]: `task ${task} committed this\n` });
+      await wt.git(['add', file]);
+      await wt.git(['-c', 'user.name=w', '-c', 'user.email=w@w', 'commit', '-q', '-m', 'wip']);
+      const work = await captured(captureWork(wt.dir, [file], [], tip));
+      // Copied as loose objects: the person's store gains no pack a running git process would miss.
+      expect((await readdir(path.join(r.dir, '.git', 'objects', 'pack'))).filter((name) => name.endsWith('.pack'))).toEqual([]);
+      tip = await succeeded(integrator.integrate(ref, tip, batch([task], [work.work])));
+      pool.release(slot);
+      expect(await fileAt(r, tip, file)).toBe(`task ${task} committed this\n`);
+    }
+    await pool.remove();
+    await assertComplete(r, tip);
+    // Only foreman's commits are on the ref: none of the workers' own.
+    expect((await r.git(['log', '--format=%s', `${start}..${tip}`])).trim().split('\n')).toEqual(['foreman: tasks 3', 'foreman: tasks 2', 'foreman: tasks 1', 'foreman: tasks 0']);
+  });
+
+  it('keeps integrating after the person repacks the repository during the run (git gc moves loose objects into a new pack)', async () => {
+    const r = await repo({ 'a.txt': 'a\n', 'dir/b.txt': 'b\n' });
+    const start = await rev(r, 'HEAD');
+    const ref = integrationRef('p');
+    const integrator = new Integrator(r.dir);
+    cleanups.push(async () => integrator.close());
+    const pool = await clonePool(r);
+    let tip = start;
+    for (const task of [0, 1, 2]) {
+      const { slot, wt } = await cloneSlot(pool, tip);
+      await wt.write({ [`dir/t${task}.txt`]: `task ${task}\n` });
+      const work = await captured(captureWork(wt.dir, [`dir/t${task}.txt`], [], tip));
+      tip = await succeeded(integrator.integrate(ref, tip, batch([task], [work.work])));
+      pool.release(slot);
+      // What `git gc` does to loose objects: packed into a pack the kept processes did not list.
+      await r.git(['repack', '-a', '-d', '-q']);
+      await r.git(['prune-packed']);
+    }
+    await pool.remove();
+    await assertComplete(r, tip);
+    expect(Object.keys(await treeOf(r, tip)).sort()).toEqual(['a.txt', 'dir/b.txt', 'dir/t0.txt', 'dir/t1.txt', 'dir/t2.txt']);
   });
 
   it('parks work captured in a slot whole too (the gate and approval read it later)', async () => {
@@ -686,9 +758,11 @@ describe('git calls', () => {
     // status (HEAD with it) and hash-object: the slot's own store is empty, so nothing to look up.
     expect(plainCalls).toHaveLength(2);
     expect(plainCalls[1]).toMatch(/ hash-object -w --stdin-paths$/);
-    expect(plainCalls.filter((call) => call.includes('pack-objects'))).toEqual([]);
-    // diff-tree for the worker's commits, nothing to add (it is in the index), and the copy.
-    expect(committedCalls.filter((call) => call.includes('pack-objects'))).toHaveLength(1);
+    expect(plainCalls.filter((call) => command(call)!.endsWith('pack-objects'))).toEqual([]);
+    // diff-tree for the worker's commits, nothing to add (it is in the index), and the copy: one
+    // pack-objects piped into one unpack-objects (loose objects, never a new pack).
+    expect(committedCalls.filter((call) => command(call) === 'pack-objects')).toHaveLength(1);
+    expect(committedCalls.filter((call) => command(call) === 'unpack-objects')).toHaveLength(1);
   });
 });
 

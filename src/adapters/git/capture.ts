@@ -18,8 +18,9 @@ import path from 'node:path';
 import { type Result, err, ok } from '../../core/failure.ts';
 import { type GitFailure, type StatusV2Entry, byPath, expectObjectId, failureOf, isObjectId, parseRaw, parseStatusV2, splitNul } from '../../core/git-text.ts';
 import { coveredBy } from '../../core/paths.ts';
+import { isCliScratch, isPlaceholderPath } from '../../core/sandbox-placeholders.ts';
 import type { CapturedWork, WorkEntry } from '../../core/work.ts';
-import { type GitCommandError, git } from './runner.ts';
+import { type GitCommandError, git, runGitPipe } from './runner.ts';
 
 export interface Capture {
   /** Every path the attempt changed in its worktree (tracked modified/deleted, new files git does not ignore), sorted; never what `kept` covers. */
@@ -56,7 +57,7 @@ export async function captureWork(dir: string, declared: readonly string[], kept
   const headCommit = parsed.head;
   const start = base === undefined ? headCommit : expectObjectId(base, 'base');
 
-  const listed = parsed.entries;
+  const listed = await withoutPlaceholders(dir, parsed.entries, declared);
   const changedSet = new Set(listed.map((entry) => entry.path));
   // What `add` can take: a path on disk or in this index. A deletion already staged (`git rm`,
   // status `D `) is neither, and is already in the index as the worker left it.
@@ -97,6 +98,27 @@ export async function captureWork(dir: string, declared: readonly string[], kept
 }
 
 type ObjectEnv = Record<string, string> | undefined;
+
+/**
+ * `listed` without what the sandbox and Claude Code leave that is never a worker's change, when
+ * undeclared and untracked: a placeholder file a sandboxed command left behind (its process
+ * killed before the sandbox removed it), at a placeholder's name and empty or a device; anything
+ * in Claude Code's scratch folder.
+ */
+async function withoutPlaceholders(dir: string, listed: readonly StatusV2Entry[], declared: readonly string[]): Promise<StatusV2Entry[]> {
+  const kept: StatusV2Entry[] = [];
+  for (const entry of listed) {
+    if (entry.xy === '??' && !coveredBy(entry.path, declared)) {
+      if (isCliScratch(entry.path)) continue;
+      if (isPlaceholderPath(entry.path)) {
+        const info = await lstat(path.join(dir, entry.path)).catch(() => null);
+        if (info !== null && ((info.isFile() && info.size === 0) || info.isCharacterDevice())) continue;
+      }
+    }
+    kept.push(entry);
+  }
+  return kept;
+}
 
 /**
  * Any capture: `toStage` staged into the worktree's index (`add -A`, exact paths from status, so
@@ -199,8 +221,13 @@ async function storeIsEmpty(objectsDir: string): Promise<boolean> {
 
 /**
  * Copies into the shared store every entry object it does not hold (one `cat-file
- * --batch-check` against that store alone, then one `pack-objects` writing a pack there).
- * Gitlinks (a submodule's commit) are not objects of this repository and are skipped.
+ * --batch-check` against that store alone, then `pack-objects --stdout` into `unpack-objects`
+ * there). Gitlinks (a submodule's commit) are not objects of this repository and are skipped.
+ *
+ * Copied as loose objects, never as a new pack: git processes kept running against the person's
+ * repository (the integrator's `mktree --batch` and `cat-file --batch`) read the list of packs
+ * when they start, and `mktree` never looks for packs made after that (it checks its entries
+ * with git's "quick" lookup), while a loose object is found by its file at every lookup.
  */
 async function shareObjects(dir: string, store: BorrowedStore, entries: readonly WorkEntry[]): Promise<Result<void, GitCommandError>> {
   const objects = [...new Set(entries.flatMap((entry) => ('deleted' in entry || entry.mode === '160000' ? [] : [entry.object])))];
@@ -212,11 +239,9 @@ async function shareObjects(dir: string, store: BorrowedStore, entries: readonly
   if (!checked.ok) return checked;
   const missing = checked.value.split('\n').flatMap((line) => (line.endsWith(' missing') ? [line.slice(0, -' missing'.length)] : []));
   if (missing.length === 0) return ok(undefined);
-  // Run with the shared store as the object directory, so pack-objects' temporary files are made
-  // beside the pack it renames them to (a slot may be on another file system).
-  const packed = await git(dir, ['pack-objects', '-q', path.join(store.shared, 'pack', 'pack')], {
-    input: `${missing.join('\n')}\n`,
-    env: { GIT_OBJECT_DIRECTORY: store.shared, GIT_ALTERNATE_OBJECT_DIRECTORIES: store.own },
-  });
-  return packed.ok ? ok(undefined) : packed;
+  // pack-objects reads the slot's store and, through its alternates, the shared one; unpack-objects
+  // writes into the shared store alone (without the slot's store beside it, which already holds
+  // every one of these objects and would make it skip them).
+  const copied = await runGitPipe(['pack-objects', '-q', '--stdout'], ['unpack-objects', '-q'], { GIT_OBJECT_DIRECTORY: store.shared, GIT_ALTERNATE_OBJECT_DIRECTORIES: '' }, { cwd: dir, input: `${missing.join('\n')}\n` });
+  return copied.ok ? ok(undefined) : copied;
 }

@@ -125,6 +125,19 @@ export async function runGitSteps(steps: ReadonlyArray<readonly string[]>, run: 
   return err(new GitCommandError(steps[index] ?? ran.error.args, ran.error.exitCode, stderr, ran.error.stdout));
 }
 
+/**
+ * Two git commands joined by a pipe in one `sh` (one process for the starter to start), each run
+ * as `runGit` runs a command (hooks and fsmonitor off, literal pathspecs; counted as two), the
+ * second with `consumerEnv` added to its environment. `input` goes to the first. Fails with the
+ * pipeline's exit code and both commands' stderr; stdout is the second's.
+ */
+export function runGitPipe(producer: readonly string[], consumer: readonly string[], consumerEnv: Readonly<Record<string, string>>, run: Omit<GitRun, 'shell'>): Promise<Result<string, GitCommandError>> {
+  const words = (args: readonly string[]) => ['git', ...NO_HOOKS, ...args].map(shellWord).join(' ');
+  const assignments = Object.entries(consumerEnv).map(([name, value]) => `${name}=${shellWord(value)}`).join(' ');
+  const script = `${words(producer)} | ${assignments} ${words(consumer)}`;
+  return runGit([...producer, '|', ...consumer], { ...run, shell: { script, steps: 2, name: `${commandName(producer)} into ${commandName(consumer)}` } });
+}
+
 /** Where a one-line answer of a kept git process (an object id and a newline) ends in `buffered`, or -1. */
 export function lineAnswerLength(buffered: Buffer): number {
   const newline = buffered.indexOf(0x0a);

@@ -13,7 +13,7 @@
 import { type Result, err, ok } from '../../core/failure.ts';
 import { isObjectId } from '../../core/git-text.ts';
 import type { WorkEntry } from '../../core/work.ts';
-import { GitCommandError, GitSession, lineAnswerLength } from './runner.ts';
+import { GitCommandError, GitSession, git, lineAnswerLength } from './runner.ts';
 
 interface TreeEntry {
   mode: string;
@@ -70,7 +70,7 @@ export class TreeBuilder {
   private readonly trees = new Map<string, ReadonlyMap<string, TreeEntry>>();
   private readonly commitTrees = new Map<string, string>();
 
-  constructor(repo: string) {
+  constructor(private readonly repo: string) {
     this.reader = new GitSession(repo, ['cat-file', '--batch']);
     this.writer = new GitSession(repo, ['mktree', '-z', '--batch']);
   }
@@ -202,12 +202,28 @@ export class TreeBuilder {
 
   private async writeTree(entries: Entries): Promise<Result<string, GitCommandError>> {
     const lines = [...entries].map(([name, entry]) => Buffer.concat([Buffer.from(`${entry.mode} ${typeOf(entry.mode)} ${entry.id}\t`), Buffer.from(name, 'latin1'), Buffer.from([0])]));
-    const answer = await this.writer.ask(Buffer.concat([...lines, Buffer.from([0])]), lineAnswerLength);
+    const input = Buffer.concat([...lines, Buffer.from([0])]);
+    let answer = await this.writer.ask(input, lineAnswerLength);
+    if (!answer.ok && (await this.packedSinceStart(answer.error))) answer = await this.writer.ask(input, lineAnswerLength);
     if (!answer.ok) return answer;
     const id = answer.value.toString('latin1').trim();
     if (!isObjectId(id)) return err(failure(['mktree', '-z', '--batch'], id || 'no tree id'));
     this.cache(id, entries);
     return ok(id);
+  }
+
+  /**
+   * Whether `mktree` died on an entry that the repository does hold: an object packed after the
+   * process started (the person's `git gc` moved loose objects into a new pack), which `mktree`,
+   * checking entries with git's quick lookup, never looks for. The next request starts a process
+   * that lists the packs as they are now. Objects foreman writes are loose, so this is only ever
+   * someone else's repack.
+   */
+  private async packedSinceStart(error: GitCommandError): Promise<boolean> {
+    const named = /object ([0-9a-f]{40,64}) is unavailable/.exec(error.stderr);
+    if (named === null) return false;
+    const present = await git(this.repo, ['cat-file', '-e', named[1]!]);
+    return present.ok;
   }
 
   private cache(id: string, entries: ReadonlyMap<string, TreeEntry>): void {
