@@ -1058,9 +1058,16 @@ function recorded(work: Work, tasks: readonly number[], commit: string | null, f
       emit(work, { type: 'notice', level: 'warning', message: `${why}; they run again from the work integrated since (no attempt counted)` });
       return;
     }
-    // Nothing was integrated: the tasks stay in progress on disk, so the next run does them again.
+    // Nothing was integrated: the tasks are pending again, saying why, with no attempt counted;
+    // the run stops (integrating anything else could meet the same failure).
+    tasks.forEach((task, k) => {
+      const run = dropped[k]?.run;
+      applyDecision(draft.plan, task, { kind: 'interrupted', reason: `${why}; it runs again at the next run (no attempt counted)` }, run ? runFigure(run) : emptyUsage());
+    });
+    work.effects.push({ type: 'save' });
     emit(work, { type: 'notice', level: 'warning', message: why });
-    stopWith(work, { reason: 'git-failed', message: `${why}. Your branch and files were not touched; once git works again, run the same command: those tasks run again` });
+    const named = tasks.length === 1 ? `task ${tasks[0]} is` : `tasks ${tasks.join(', ')} are`;
+    stopWith(work, { reason: 'git-failed', message: `${why}. Nothing of yours was touched and no attempt was counted: ${named} pending again and run again when you run the same command` });
     return;
   }
   const integrated: number[] = [];

@@ -107,8 +107,8 @@ export type Decision =
   | { kind: 'requeued'; reason: string; delayMs?: number }
   /** The agent cannot run at all (missing, not logged in): stop the whole run. */
   | { kind: 'abort-run'; failure: WorkerFailure }
-  /** The user interrupted the run: back to pending, no attempt counted. */
-  | { kind: 'interrupted' };
+  /** The user interrupted the run, or its verified work could not be integrated: back to pending, no attempt counted; `reason` says why on the task. */
+  | { kind: 'interrupted'; reason?: string };
 
 /** What a worker's run means before verification. `verify` means: check files and acceptance next. */
 export type Judgement =

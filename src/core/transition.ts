@@ -55,8 +55,11 @@ export function applyDecision(plan: Plan, index: number, decision: Decision, usa
       task.status = 'blocked';
       task.result = `BLOCKED: ${decision.reason}`;
       return { attemptCounted: true, cascade: applyCascade(plan) };
-    case 'requeued':
     case 'interrupted':
+      task.status = 'pending';
+      if (decision.reason !== undefined) task.result = decision.reason;
+      return { attemptCounted: false };
+    case 'requeued':
     case 'abort-run':
       task.status = 'pending';
       return { attemptCounted: false };

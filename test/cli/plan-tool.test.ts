@@ -13,6 +13,7 @@ import { computeOverlaps } from '../../src/core/overlap.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { parsePlan } from '../../src/core/validate.ts';
 import { brokenCorpus, validFile, validText } from '../plans/corpus.ts';
+import { makePlan } from '../support/plans.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const SCRIPT = path.join(ROOT, 'scripts', 'plan.ts');
@@ -221,6 +222,31 @@ describe('plan.ts status, graph, ready', () => {
     expect(text).toContain('Wire the limiter into the server');
     expect(text).toMatch(/1 completed/);
     expect(text).toMatch(/7 pending/);
+  });
+
+  it("status: each failed, blocked or skipped task's reason in the table, and what left a pending task behind, clipped to one line", async () => {
+    const long = `could not integrate the verified work of tasks 3: ${'x'.repeat(300)}`;
+    const file = await planDir(
+      JSON.stringify(
+        makePlan([
+          { subject: 'done', prompt: 'p', blockedBy: [], metadata: { files: { create: ['a'], modify: [] } }, status: 'completed', attempts: 1, result: 'all good' },
+          { subject: 'broke', prompt: 'p', blockedBy: [], metadata: { files: { create: ['b'], modify: [] } }, status: 'failed', attempts: 3, result: 'acceptance check failed (tests pass)\nline two' },
+          { subject: 'stuck', prompt: 'p', blockedBy: [], metadata: { files: { create: ['c'], modify: [] } }, status: 'blocked', attempts: 1, result: 'BLOCKED: needs src/index.js' },
+          { subject: 'after', prompt: 'p', blockedBy: [1], metadata: { files: { create: ['d'], modify: [] } }, status: 'skipped', result: 'skipped: task 1 failed' },
+          { subject: 'left', prompt: 'p', blockedBy: [], metadata: { files: { create: ['e'], modify: [] } }, status: 'pending', result: long },
+        ]),
+      ),
+    );
+    const r = await plan(['status', '--plan', file], tmp);
+    expect(r.code).toBe(0);
+    const row = (subject: string) => r.out.find((line) => line.includes(`  ${subject}  `)) ?? '';
+    expect(r.out.find((line) => line.startsWith('#'))).toMatch(/blocked by\s+reason$/);
+    expect(row('done')).not.toContain('all good');
+    expect(row('broke')).toMatch(/acceptance check failed \(tests pass\) line two$/);
+    expect(row('stuck')).toMatch(/BLOCKED: needs src\/index\.js$/);
+    expect(row('after')).toMatch(/skipped: task 1 failed$/);
+    expect(row('left')).toContain('could not integrate the verified work of tasks 3: xxx');
+    expect(row('left').length).toBeLessThan(200);
   });
 
   it('graph: a Mermaid flowchart with every task, every edge and status classes', async () => {

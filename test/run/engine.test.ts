@@ -267,14 +267,18 @@ describe('the engine, in process', () => {
     ]);
   });
 
-  it('an integration that fails stops the run; the task stays in progress, to run again', async () => {
+  it('an integration that fails stops the run, saying what failed; the task is pending again with the reason on it and no attempt counted', async () => {
     const rig = new EngineRig(makePlan([task('A'), task('B', { blockedBy: [0] })]), { record: () => gitFailure('update-ref', 'cannot lock ref') });
     await rig.advance(0);
     await rig.finish(0, 'COMPLETED: a');
     const result = await rig.ended();
     expect(result.reason).toBe('git-failed');
     expect(result.message).toContain('cannot lock ref');
-    expect(result.plan.tasks[0]).toMatchObject({ status: 'in_progress' });
+    expect(result.message).toContain('task 0 is pending again and run again when you run the same command');
+    expect(result.message).not.toMatch(/once git works/);
+    expect(statusOf(result.plan.tasks[0]!)).toBe('pending');
+    expect(result.plan.tasks[0]!.attempts ?? 0).toBe(0);
+    expect(result.plan.tasks[0]!.result).toMatch(/^could not integrate the verified work of tasks 0: .*cannot lock ref.*; it runs again at the next run \(no attempt counted\)$/);
     expect(result.plan.tasks[0]!.commit).toBeUndefined();
     expect(rig.started.map((r) => r.taskIndex)).toEqual([0]);
   });

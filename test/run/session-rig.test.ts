@@ -115,6 +115,12 @@ describe('the in-session steps, in process', () => {
     await rig.finalize([[0, 'COMPLETED: made A'], [1, 'COMPLETED: made B']]);
     await rig.commit();
     expect(rig.finished?.reason).toBe('git-failed');
+    // Pending again, saying why, no attempt counted: the next run does them again.
+    expect(statuses(rig)).toEqual(['pending', 'pending']);
+    expect(rig.state.plan.tasks.map((t) => [t.attempts ?? 0, t.result])).toEqual([
+      [0, expect.stringContaining('fatal: cannot lock ref')],
+      [0, expect.stringContaining('fatal: cannot lock ref')],
+    ]);
   });
 
   it('a gate that blames a candidate: its task-finished says retry with the gate output, the others integrate', async () => {

@@ -2,7 +2,7 @@ import { journalPathFor, readJournal } from '../../adapters/journal.ts';
 import { ownLayout } from '../../adapters/layout.ts';
 import { type LockStatus, readLock } from '../../adapters/plan-store.ts';
 import { approvalHint, commandHint } from '../../core/command-hint.ts';
-import { formatCostTally, formatElapsed } from '../../core/format.ts';
+import { formatCostTally, formatElapsed, oneLine } from '../../core/format.ts';
 import { countByStatus } from '../../core/graph.ts';
 import { attemptsOf, emptyTally, mergeTallies, statusOf, tallyCostUsd } from '../../core/plan.ts';
 import { groupRuns, planTally, timeOf, unfinishedRun } from '../../core/report.ts';
@@ -13,6 +13,18 @@ import { loadPlan, planPathFrom } from '../load.ts';
 import { jsonOption, planOption } from './options.ts';
 import { type IsolationStatus, isolationStatus } from '../../run/plan-landing.ts';
 import { formatBytes } from './land.ts';
+
+/** The longest reason the table shows (`--json` has it whole). */
+const REASON_CHARS = 100;
+
+/**
+ * Why a task is where it is: a failed, blocked or skipped task's reason, or what left a pending or
+ * running task behind (a failed attempt to retry, work that could not be integrated); one line, clipped.
+ */
+function reasonCell(task: { status: string; result: string | null }): string {
+  const shown = ['failed', 'blocked', 'skipped', 'pending', 'in_progress'].includes(task.status) && task.result !== null;
+  return shown ? oneLine(task.result!, REASON_CHARS) : '';
+}
 
 export const status: Command = {
   name: 'status',
@@ -73,9 +85,9 @@ export const status: Command = {
     io.out(`Goal: ${plan.goal}`);
     io.out(
       table(
-        ['#', 'subject', 'status', 'attempts', 'blocked by'],
-        tasks.map((t) => [String(t.index), t.subject, t.status, String(t.attempts), t.blockedBy.join(', ') || '—']),
-        { maxWidth: io.columns, shrink: [{ column: 1 }] },
+        ['#', 'subject', 'status', 'attempts', 'blocked by', 'reason'],
+        tasks.map((t) => [String(t.index), t.subject, t.status, String(t.attempts), t.blockedBy.join(', ') || '—', reasonCell(t)]),
+        { maxWidth: io.columns, shrink: [{ column: 5, min: 24 }, { column: 1 }] },
       ),
     );
     io.out(
