@@ -204,6 +204,7 @@ describe.each(installs)('$command in the default permission mode, nothing pre-ap
     await install(repo.dir);
     home = await tempHome();
     cleanups.push(() => rm(home, { recursive: true, force: true }));
+    await writeFile(join(home, '.gitconfig'), '[user]\n\tname = Agent\n\temail = agent@example.com\n');
     await writePlan(
       repo.dir,
       makePlan(
@@ -243,7 +244,12 @@ describe.each(installs)('$command in the default permission mode, nothing pre-ap
         [toolUse('Bash', { command: 'cat a.txt && echo "tmp: $TMPDIR" && touch "$TMPDIR/scratch"', description: 'check' })],
       ],
       1: (cwd) => [[toolUse('Write', { file_path: join(cwd, 'b.txt'), content: 'beta\n' })], [toolUse('Bash', { command: 'mkdir -p build && echo ok > build/out.txt && rm -r build', description: 'build' })]],
-      2: (cwd) => [[toolUse('Read', { file_path: join(cwd, 'a.txt') })], [toolUse('Write', { file_path: join(cwd, 'c.txt'), content: 'gamma\n' })]],
+      2: (cwd) => [
+        [toolUse('Read', { file_path: join(cwd, 'a.txt') })],
+        [toolUse('Write', { file_path: join(cwd, 'c.txt'), content: 'gamma\n' })],
+        // As real agents do, though told not to: it commits its own work (after task 0 has landed).
+        [toolUse('Bash', { command: 'git status --porcelain; git add c.txt && git commit -q -m wip; echo "commit exit $?"', description: 'commit my work' })],
+      ],
     };
     // The tasks of one hand-out meet: each one's first answer waits for the others' first requests.
     const meets = new Map<number, (task: number) => Promise<void>>();
@@ -313,6 +319,24 @@ describe.each(installs)('$command in the default permission mode, nothing pre-ap
     expect(check?.result).toContain('alpha');
     expect(check?.result).not.toMatch(/Read-only|denied|approval/i);
     expect(workerResults.find((w) => w.tool.includes('mkdir -p build'))?.result).not.toMatch(/Read-only|denied|approval/i);
+  });
+
+  it.runIf(support.ok)("a worker that commits its own work: the commit cannot write your repository's git directory, the sandbox's placeholders are not its changes, and only foreman's commits reach the branch", async () => {
+    const committing = workerResults.find((w) => w.task === 2 && w.tool.includes('git commit'));
+    // Its git directory is in the person's .git, which its sandbox keeps read-only: `git add` and
+    // `git commit` fail there (README: What happens when things go wrong). Its `git status` lists
+    // the sandbox's placeholder files: Claude Code refuses a worktree agent's command that sets
+    // GIT_CONFIG_* (CLI-NOTES.md), so nothing can hide them from it without writing the person's
+    // .git/info/exclude.
+    expect(committing?.result).toMatch(/index\.lock': Read-only file system/);
+    expect(committing?.result).toContain('commit exit 128');
+    expect(committing?.result).toMatch(/^\?\? \.bashrc$/m);
+    // The placeholders are not its changes: the task completed with exactly its declared file.
+    const log = (await execa('git', ['log', '--format=%s', '--all'], { cwd: repo.dir })).stdout;
+    expect(log).not.toContain('wip');
+    expect(await readFile(join(repo.dir, 'c.txt'), 'utf8')).toBe('gamma\n');
+    const tracked = (await execa('git', ['ls-files'], { cwd: repo.dir })).stdout.split('\n');
+    expect(tracked).not.toContain('.bashrc');
   });
 
   it('ran two workers at once (and, had Claude Code failed to make a worktree, handed that task out again with no attempt spent)', async () => {

@@ -102,6 +102,31 @@ describe('the /execute steps with Claude Code worktrees', () => {
     expect(await repo.git(['show', 'HEAD:b.txt'])).toBe('b\n');
   });
 
+  it("subagents that commit their own work after a blocker landed: their committed (and then extended) work integrates, and only foreman's commits reach the branch", async () => {
+    const { repo } = await repoWith(
+      makePlan([
+        fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'from A\n' } } }),
+        fakeTask('B', { create: ['b.txt'], modify: ['README.md'], blockedBy: [0], fake: { write: { 'b.txt': 'b\n' }, commit: 'wip B', then: { append: { 'README.md': 'after the commit\n' } } } }),
+        fakeTask('C', { create: ['c/c.txt'], blockedBy: [0], fake: { write: { 'c/c.txt': 'c\n' }, commit: 'wip C' } }),
+      ]),
+    );
+    const start = await head(repo);
+    await checkedStep(step, repo.dir, ['setup']);
+    await round(repo.dir, (await checkedStep(step, repo.dir, ['next'])).json);
+    await checkedStep(step, repo.dir, ['commit']);
+    const second = await checkedStep(step, repo.dir, ['next']);
+    expect(second.json.tasks.map((t: any) => t.index).sort()).toEqual([1, 2]);
+    const { finalize } = await round(repo.dir, second.json);
+    expect(finalize.results.map((r: any) => r.outcome)).toEqual(['completed', 'completed']);
+    const last = await checkedStep(step, repo.dir, ['commit']);
+    expect(last.json).toMatchObject({ complete: true, landing: { landed: true } });
+    expect(await repo.git(['show', 'HEAD:b.txt'])).toBe('b\n');
+    expect(await repo.git(['show', 'HEAD:c/c.txt'])).toBe('c\n');
+    expect(await repo.git(['show', 'HEAD:README.md'])).toBe('hello\nafter the commit\n');
+    expect(await repo.git(['log', '--format=%s', `${start}..HEAD`])).not.toMatch(/wip/);
+    expect(await agentLeftovers(repo.dir)).toEqual({ worktrees: [], branches: [] });
+  });
+
   it('a landing blocked by the person\'s edit touches nothing of theirs, exits 1, holds dependants back, and lands once the edit is gone', async () => {
     const { repo } = await repoWith(
       makePlan([

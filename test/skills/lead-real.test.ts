@@ -25,6 +25,8 @@ beforeAll(async () => {
       if (req.prompt.startsWith('Read the file ')) {
         subagentCwds.push(req.cwd ?? '');
         if (req.assistantTurns === 0) return [toolUse('Write', { file_path: join(req.cwd ?? '.', 'greet.txt'), content: 'hello\n' })];
+        // As real agents do, though told not to: commit the work (when its Bash is allowed).
+        if (req.assistantTurns === 1 && req.prompt.includes('COMMIT-IT')) return [toolUse('Bash', { command: 'git add greet.txt && git commit -q -m wip && git status --porcelain && echo COMMITTED', description: 'commit' })];
         return [text('Wrote greet.txt.\nCOMPLETED: greet.txt says hello')];
       }
       // The lead: one Agent call per task, as skills/execute/SKILL.md says, then it stops.
@@ -36,7 +38,7 @@ beforeAll(async () => {
             subagent_type: 'general-purpose',
             isolation: 'worktree',
             run_in_background: false,
-            prompt: `Read the file ${promptFile} and do the task it describes, exactly as it says, in your current working directory. Do not stage or commit anything. The last line of your final reply must be the status line the file asks for (COMPLETED: / FAILED: / BLOCKED:).`,
+            prompt: `Read the file ${promptFile} and do the task it describes, exactly as it says, in your current working directory.${req.prompt.includes('COMMIT-IT') ? ' COMMIT-IT' : ''} Do not stage or commit anything. The last line of your final reply must be the status line the file asks for (COMPLETED: / FAILED: / BLOCKED:).`,
           }),
         ];
       }
@@ -100,5 +102,45 @@ describe('a lead session with the real CLI', () => {
     const commit = await checkedStep(step, repo.dir, ['commit']);
     expect(commit.json).toMatchObject({ tasks: [0], complete: true, landing: { landed: true, files: 1 } });
     expect(await readFile(join(repo.dir, 'greet.txt'), 'utf8')).toBe('hello\n');
+  });
+
+  it("a subagent that commits its own work (its Bash allowed, no sandbox): Claude Code keeps its worktree, finalize takes the committed work, and only foreman's commit lands", async () => {
+    const repo: TempGitRepo = await tempGitRepo({ 'README.md': '# sample\n' });
+    cleanups.push(repo.cleanup);
+    const home = await tempHome();
+    cleanups.push(() => execa('rm', ['-rf', home]).then(() => undefined));
+    await writeFile(join(home, '.gitconfig'), '[user]\n\tname = Agent\n\temail = agent@example.com\n');
+    await writePlan(
+      repo.dir,
+      makePlan([{ subject: 'greet', prompt: 'Write greet.txt saying hello.', blockedBy: [], metadata: { files: { create: ['greet.txt'], modify: [] } }, agent: { model: 'haiku' } }]),
+    );
+    expect((await checkedStep(step, repo.dir, ['setup', '--sandbox', 'off'])).code).toBe(0);
+    const next = await checkedStep(step, repo.dir, ['next']);
+    const [task] = next.json.tasks;
+    const run = await execa(claudeBin, headlessArgs({ permissionMode: 'dontAsk', allowedTools: 'Read Edit Write Glob Grep Agent Bash' }), {
+      cwd: repo.dir,
+      env: claudeEnv(server.url, home),
+      extendEnv: false,
+      input: `Run the round. COMMIT-IT\nPROMPT-FILE: ${task.promptFile}\n`,
+      reject: false,
+      timeout: 90_000,
+    });
+    expect(run.exitCode, run.stderr).toBe(0);
+    const events = parseStreamJson(run.stdout);
+    const texts = events.flatMap((e) => (e.type === 'user' && Array.isArray(e.message?.content) ? e.message.content : [])).map((c: any) => (Array.isArray(c.content) ? c.content.map((p: any) => p.text ?? '').join('\n') : String(c.content ?? '')));
+    expect(texts.some((t) => t.includes('COMMITTED'))).toBe(true);
+    // With a clean status but a commit on its branch, Claude Code keeps the worktree and names it.
+    const agentResult = texts.find((t) => t.includes('worktreePath:'));
+    expect(agentResult).toBeDefined();
+    const worktree = /^worktreePath: (.+)$/m.exec(agentResult!)?.[1];
+    expect((await execa('git', ['log', '-1', '--format=%s'], { cwd: worktree! })).stdout).toBe('wip');
+    await writeFile(join(repo.dir, '.design/prompts/results.json'), JSON.stringify([{ task: 0, output: 'COMPLETED: greet.txt says hello', worktree }]));
+    const finalize = await checkedStep(step, repo.dir, ['finalize', '--results', '.design/prompts/results.json']);
+    expect(finalize.json.results).toEqual([expect.objectContaining({ index: 0, outcome: 'completed' })]);
+    const commit = await checkedStep(step, repo.dir, ['commit']);
+    expect(commit.json).toMatchObject({ tasks: [0], complete: true, landing: { landed: true, files: 1 } });
+    expect(await readFile(join(repo.dir, 'greet.txt'), 'utf8')).toBe('hello\n');
+    expect((await execa('git', ['log', '--format=%s', '--all'], { cwd: repo.dir })).stdout).not.toContain('wip');
+    expect(await agentLeftovers(repo.dir)).toEqual({ worktrees: [], branches: [] });
   });
 });

@@ -125,9 +125,12 @@ let adding: Promise<void> = Promise.resolve();
  */
 export async function isolatedSubagent(repo: string, promptFile: string, model: string): Promise<{ output: string; worktree?: string }> {
   const { dir, branch } = await agentWorktreeFor(repo);
+  const base = (await runGit(dir, ['rev-parse', 'HEAD'])).trim();
   const output = await fakeSubagent(dir, promptFile, model);
   const status = await runGit(dir, ['status', '--porcelain', '-uall']);
-  if (status.trim() !== '') return { output, worktree: dir };
+  // As Claude Code 2.1.330 does (test/skills/lead-real.test.ts): kept when it changed files or committed.
+  const committed = (await runGit(dir, ['rev-parse', 'HEAD'])).trim() !== base;
+  if (status.trim() !== '' || committed) return { output, worktree: dir };
   await runGit(repo, ['worktree', 'remove', '--force', dir]);
   await runGit(repo, ['branch', '-D', branch]);
   return { output };

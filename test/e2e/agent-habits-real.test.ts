@@ -1,0 +1,155 @@
+// Workers that behave as real agents do, through the REAL Claude Code CLI (scripted model,
+// headless, the default --sandbox auto): they commit their own work in their worktree although
+// their prompt says not to. A task integrates first; then several self-committing workers are
+// captured and integrated in the same run, by the integrator whose git processes were already
+// running. Their work lands byte for byte (modes, symlinks, binary, CRLF, odd paths, a rename,
+// work committed then extended uncommitted), and none of their own commits reaches the branch.
+// In its sandbox, a worker's `git status` shows none of the sandbox's placeholder files and
+// `git add -A` works.
+
+import { lstat, readFile, readlink, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sandboxSupport } from '../../src/adapters/sandbox.ts';
+import type { Plan } from '../../src/core/plan.ts';
+import { runExecute } from '../support/execute.ts';
+import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
+import { type ContentBlock, type ModelServer, type ScriptedRequest, scenario, startModelServer, text, toolUse } from '../support/model-server.ts';
+import { makePlan, readPlan, writePlan } from '../support/plans.ts';
+import { claudeBin, claudeEnv, tempHome } from '../support/real-claude.ts';
+
+const support = await sandboxSupport();
+const cwdOf = (req: ScriptedRequest) => req.cwd ?? '.';
+const bash = (command: string) => () => [toolUse('Bash', { command, description: 'shell' })];
+const write = (file: string, content: string) => (req: ScriptedRequest) => [toolUse('Write', { file_path: join(cwdOf(req), file), content })];
+// As an agent's machine has it, the identity comes from the home folder's .gitconfig (a `git -c` is not auto-allowed).
+const COMMIT = 'git commit -q -m wip';
+const ODD = 'dir with space/ünï "q".txt';
+
+/** What each worker's Bash commands printed, by task marker. */
+const shellOutput = new Map<string, string[]>();
+const recording = (marker: string) => (req: ScriptedRequest) => {
+  const said = req.toolResults.map((r) => r.content);
+  shellOutput.set(marker, [...(shellOutput.get(marker) ?? []), ...said]);
+};
+/** A turn that first keeps what the previous Bash call printed. */
+const after = (marker: string, turn: (req: ScriptedRequest) => ContentBlock[]) => (req: ScriptedRequest): ContentBlock[] => {
+  recording(marker)(req);
+  return turn(req);
+};
+
+let server: ModelServer;
+const cleanups: Array<() => Promise<void>> = [];
+
+beforeAll(async () => {
+  server = await startModelServer({
+    scenarios: [
+      scenario({ match: 'TASK-MARKER: first', turns: [write('first.txt', 'integrated first\n'), () => [text('COMPLETED: first.txt')]] }),
+      scenario({
+        match: 'TASK-MARKER: shapes',
+        turns: [
+          write('bin/tool.sh', '#!/bin/sh\necho tool\n'),
+          bash(`chmod +x bin/tool.sh && ln -s first.txt link-to-first && printf 'a\\r\\nb\\r\\n' > crlf.txt && printf '\\000\\001\\377bin' > data.bin && mkdir -p 'dir with space' && printf 'odd\\n' > '${ODD}'`),
+          after('shapes', bash(`git status --porcelain && git add -A && ${COMMIT} && echo COMMITTED`)),
+          // Committed, then extended without committing again.
+          after('shapes', bash(`printf 'c\\r\\n' >> crlf.txt && git status --porcelain`)),
+          after('shapes', () => [text('COMPLETED: every shape written')]),
+        ],
+      }),
+      scenario({
+        match: 'TASK-MARKER: rename',
+        // A draft committed, then renamed in a second commit. (An existing declared file cannot be
+        // renamed or removed from the worker's sandbox: Claude Code mounts each file an Edit rule
+        // allows on its own, and a mount point cannot be moved: CLI-NOTES.md.)
+        turns: [
+          bash(`printf 'drafted\\n' > draft.txt && git add draft.txt && ${COMMIT}`),
+          after('rename', bash(`git mv draft.txt new-name.txt && ${COMMIT} && echo COMMITTED`)),
+          after('rename', () => [text('COMPLETED: renamed')]),
+        ],
+      }),
+      scenario({
+        match: 'TASK-MARKER: plain',
+        turns: [write('plain.txt', 'plain\n'), bash(`git add plain.txt && ${COMMIT} && echo COMMITTED`), after('plain', () => [text('COMPLETED: plain.txt')])],
+      }),
+    ],
+  });
+});
+
+afterAll(async () => {
+  await server?.close();
+  for (const c of cleanups) await c();
+});
+
+const task = (marker: string, files: { create?: string[]; modify?: string[] }, blockedBy: number[] = []) => ({
+  subject: `task ${marker}`,
+  prompt: `Do the ${marker} step.\nTASK-MARKER: ${marker}`,
+  blockedBy,
+  metadata: { files: { create: files.create ?? [], modify: files.modify ?? [] } },
+  agent: { model: 'haiku' },
+});
+
+describe.runIf(support.ok)('workers that commit their own work, with the real Claude Code CLI', () => {
+  let repo: TempGitRepo;
+  let exitCode: number;
+  let start: string;
+
+  beforeAll(async () => {
+    repo = await tempGitRepo({ 'README.md': '# sample\n' });
+    cleanups.push(repo.cleanup);
+    const home = await tempHome();
+    cleanups.push(() => rm(home, { recursive: true, force: true }));
+    await writeFile(join(home, '.gitconfig'), '[user]\n\tname = Agent\n\temail = agent@example.com\n');
+    start = (await repo.git(['rev-parse', 'HEAD'])).trim();
+    const plan: Plan = makePlan([
+      task('first', { create: ['first.txt'] }),
+      // Each starts once the first has integrated: the integrator's git processes are running.
+      task('shapes', { create: ['bin/tool.sh', 'link-to-first', 'crlf.txt', 'data.bin', ODD] }, [0]),
+      task('rename', { create: ['new-name.txt'] }, [0]),
+      task('plain', { create: ['plain.txt'] }, [0]),
+    ]);
+    await writePlan(repo.dir, plan);
+    const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--concurrency', '3'], claudeEnv(server.url, home));
+    exitCode = r.exitCode ?? -1;
+    if (r.exitCode !== 0) console.error(r.stdout, r.stderr);
+  }, 240_000);
+
+  it('completes every task and lands every file byte for byte', async () => {
+    expect(exitCode).toBe(0);
+    const files = async (name: string) => readFile(join(repo.dir, name));
+    expect((await files('first.txt')).toString()).toBe('integrated first\n');
+    expect((await files('bin/tool.sh')).toString()).toBe('#!/bin/sh\necho tool\n');
+    expect(((await lstat(join(repo.dir, 'bin/tool.sh'))).mode & 0o111) !== 0).toBe(true);
+    expect((await lstat(join(repo.dir, 'link-to-first'))).isSymbolicLink()).toBe(true);
+    expect(await readlink(join(repo.dir, 'link-to-first'))).toBe('first.txt');
+    expect(await files('crlf.txt')).toEqual(Buffer.from('a\r\nb\r\nc\r\n'));
+    expect(await files('data.bin')).toEqual(Buffer.from([0, 1, 255, ...Buffer.from('bin')]));
+    expect((await files(ODD)).toString()).toBe('odd\n');
+    expect((await files('new-name.txt')).toString()).toBe('drafted\n');
+    await expect(lstat(join(repo.dir, 'draft.txt'))).rejects.toMatchObject({ code: 'ENOENT' });
+    expect((await files('plain.txt')).toString()).toBe('plain\n');
+    const tree = await repo.git(['ls-tree', '-r', 'HEAD']);
+    expect(tree).toMatch(/^100755 blob \S+\tbin\/tool\.sh$/m);
+    expect(tree).toMatch(/^120000 blob \S+\tlink-to-first$/m);
+    expect(await repo.git(['status', '--porcelain', '--', '.', ':!.design'])).toBe('');
+  });
+
+  it("puts only foreman's commits on the branch, none of the workers' own", async () => {
+    const subjects = (await repo.git(['log', '--format=%s%n%b', `${start}..HEAD`])).split('\n');
+    expect(subjects.join('\n')).not.toContain('wip');
+    for (const commit of (await repo.git(['rev-list', `${start}..HEAD`])).trim().split('\n')) {
+      expect(await repo.git(['log', '-1', '--format=%B', commit])).toMatch(/^Foreman-Tasks: /m);
+    }
+    const plan = await readPlan(repo.dir).catch(() => null);
+    // The plan finished and was archived.
+    expect(plan).toBeNull();
+  });
+
+  it("in a worker's sandbox, git shows none of the sandbox's placeholder files, and add -A and commit work", () => {
+    for (const marker of ['shapes', 'rename', 'plain']) expect((shellOutput.get(marker) ?? []).join('\n'), marker).toContain('COMMITTED');
+    const status = (shellOutput.get('shapes') ?? []).join('\n');
+    expect(status).not.toMatch(/\.bashrc|\.gitconfig|\.mcp\.json|\.profile|\.vscode|\.idea|\.claude|can only add regular files/);
+    expect(status).toContain('?? crlf.txt');
+    // After the commit, only the extension is left uncommitted.
+    expect(status).toMatch(/^ M crlf\.txt$/m);
+  });
+});
