@@ -40,13 +40,21 @@ interface ProcStat {
   pgrp: number;
   /** Field 22: clock ticks since boot. */
   startTime: string;
-  /** Field 9: the kernel's flags of the task (PF_KTHREAD marks a kernel thread). */
+  /** Field 9: the kernel's flags of the task (PF_KTHREAD marks a kernel thread, PF_EXITING one in exit). */
   flags: number;
   /**
-   * Field 51 (Linux 3.5 and later; 0 when not ours to read): where the environment ends in the
-   * process's memory. 0 while the process is between programs: execve has replaced its memory and
-   * not yet laid out the new program's environment. Undefined on kernels that lack the field.
+   * Field 26: where the program's code starts in its memory. 0 while the process is between
+   * programs: execve sets it once the new program's arguments and environment are laid out.
    */
+  codeStart: number;
+  /**
+   * Fields 50 and 51 (Linux 3.5 and later; 0 when not ours to read): where the environment starts
+   * and ends in the process's memory. The end is 0 while the process is between programs (execve
+   * has replaced its memory and not yet laid out the new program's environment), and equals the
+   * start while it lays the environment out, and after, when the environment is empty. Undefined
+   * on kernels that lack the fields.
+   */
+  environmentStart: number | undefined;
   environmentEnd: number | undefined;
 }
 
@@ -57,6 +65,7 @@ function procStat(pid: number): ProcStat | null {
   if (text === undefined) return null;
   // pid (comm) state ppid pgrp …; comm may contain spaces and parentheses.
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  const environmentStart = fields[47];
   const environmentEnd = fields[48];
   return {
     state: fields[0] ?? '',
@@ -64,6 +73,8 @@ function procStat(pid: number): ProcStat | null {
     pgrp: Number(fields[2]),
     startTime: fields[19] ?? '',
     flags: Number(fields[6]),
+    codeStart: Number(fields[23]),
+    environmentStart: environmentStart === undefined ? undefined : Number(environmentStart),
     environmentEnd: environmentEnd === undefined ? undefined : Number(environmentEnd),
   };
 }
@@ -341,7 +352,7 @@ export interface MarkedProcess {
 type EnvironRead =
   | { kind: 'holds'; environ: string }
   | { kind: 'lacks' }
-  /** Nothing to read: a kernel thread, an empty environment, or a process between programs. */
+  /** Nothing to read: a kernel thread, a process in exit, an empty environment, or a process between programs. */
   | { kind: 'empty' };
 
 /**
@@ -356,6 +367,7 @@ function readEnviron(pid: number, needle: Buffer): EnvironRead {
   return environ.indexOf(needle) === -1 ? { kind: 'lacks' } : { kind: 'holds', environ: environ.toString('latin1') };
 }
 
+const PF_EXITING = 0x00000004;
 const PF_KTHREAD = 0x00200000;
 
 /**
@@ -372,37 +384,50 @@ function kernelThreads(): ReadonlySet<number> | undefined {
   return new Set([2, ...(children === '' ? [] : children.split(' ').map(Number))]);
 }
 
-/** How long a scan waits, in all, for processes between programs to show their environments. */
-const BETWEEN_PROGRAMS_WAIT_MS = 50;
+/**
+ * How long a scan looks again, in all, at processes whose environment it cannot read yet: 2 s.
+ * Only a process inside execve is waited for (see readSettled). Its window is kernel work of
+ * about 0.2 ms that stretches while the process waits for a CPU: on 2 cores with the test suite
+ * running (load average near 20) windows of up to 45 ms were measured, up to 120 ms with 4 busy
+ * processes beside the one that execs, and 280 ms with 16. The scheduler runs every runnable
+ * process in turn, so 2 s is reached only by a process stuck in the kernel (reading its program
+ * from a hung file system); then the scan has to end, and counts it as not marked. The wait
+ * pauses the caller (scans are synchronous), and only while a process is between programs.
+ */
+const BETWEEN_PROGRAMS_WAIT_MS = 2_000;
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
 /**
- * The environment of a process whose first read was empty, read again until it shows. An empty
- * read is a kernel thread, a process with no environment, or a process between two programs:
- * execve empties it from when the old program's memory goes until the new one's environment is
- * laid out (about 0.1 ms a program, longer under load), and a read whose file was opened before
- * an execve is empty after it. A chain of `exec`s (`sh -c 'exec setsid sh -c …'`) reads empty in
- * a fifth of the scans; taking that as the answer let such a process outlive its task.
+ * The environment of a process whose read was empty, looked at again until it can be decided.
+ * The scan decides, not its callers: each of them (a command's or a worker's end, the run after
+ * a crash, their settle and kill loops) takes a scan that finds nothing as the answer.
+ *
+ * An empty read is a kernel thread, a process in exit (it runs no more of its program), an empty
+ * environment (`env -i`), or a process between two programs: execve empties it from when the old
+ * program's memory goes until the new one's environment is laid out, and a read whose file was
+ * opened before an execve, or inside one, stays empty. /proc/<pid>/stat, read after the empty
+ * read, tells them apart. While execve lays the environment out, its start and end are equal, as
+ * for an empty one (caught in up to 15 of 400 execs); the code start, set after it, tells an
+ * empty environment from one being laid out. Anything not decided is read again, 1 ms apart,
+ * until the read shows it or the scan's bound passes. Taking an empty read as the answer, or
+ * giving up after 50 ms (which a loaded machine outlasts), let a process in a chain of `exec`s
+ * (`sh -c 'exec setsid sh -c …'`) outlive its task.
  */
 function readSettled(pid: number, needle: Buffer, deadline: number): EnvironRead {
-  let emptyOnceLaidOut = 0;
   for (;;) {
     const st = procStat(pid);
-    if (st === null || isGone(st.state) || (st.flags & PF_KTHREAD) !== 0) return { kind: 'lacks' };
-    const read = readEnviron(pid, needle);
-    // A kernel without the field (before 3.5) cannot say more: the read stands, as it did.
-    if (read.kind !== 'empty' || st.environmentEnd === undefined) return read;
-    if (st.environmentEnd !== 0) {
-      // Laid out before the read, yet empty: no environment, unless an execve began in between,
-      // which a second look rules out.
-      if (++emptyOnceLaidOut === 2) return read;
-      continue;
-    }
-    emptyOnceLaidOut = 0;
-    if (performance.now() >= deadline) return read;
+    if (st === null || isGone(st.state) || (st.flags & (PF_KTHREAD | PF_EXITING)) !== 0) return { kind: 'lacks' };
+    // A kernel without the fields (before 3.5) cannot say more: the read stands, as it did.
+    if (st.environmentStart === undefined || st.environmentEnd === undefined) return { kind: 'empty' };
+    if (st.environmentEnd !== 0 && st.codeStart !== 0 && st.environmentStart === st.environmentEnd) return { kind: 'empty' };
+    // Between programs, laying the environment out, or laid out with variables the read missed
+    // (an execve began during it).
+    if (performance.now() >= deadline) return { kind: 'empty' };
     // A synchronous pause: scans are synchronous, and this is reached only while a process of
     // the machine is between programs.
     Atomics.wait(pause, 0, 0, 1);
+    const read = readEnviron(pid, needle);
+    if (read.kind !== 'empty') return read;
   }
 }
 
