@@ -96,25 +96,40 @@ function directoryKeys(key: string): string[] {
   return keys;
 }
 
-function indexUses(tasks: readonly Task[], pathsOf: (task: Task) => readonly string[]): Map<string, Use[]> {
-  const byKey = new Map<string, Use[]>();
+/** Declared paths by key, and apart from them the directories (`src/`), which cover what is under them. */
+interface PathIndex {
+  byKey: Map<string, Use[]>;
+  directories: Map<string, Use[]>;
+}
+
+function indexUses(tasks: readonly Task[], pathsOf: (task: Task) => readonly string[]): PathIndex {
+  const index: PathIndex = { byKey: new Map(), directories: new Map() };
+  const add = (map: Map<string, Use[]>, key: string, use: Use) => {
+    const list = map.get(key);
+    if (list) list.push(use);
+    else map.set(key, [use]);
+  };
   tasks.forEach((task, i) => {
     for (const path of pathsOf(task)) {
       const key = keyOf(path);
-      const list = byKey.get(key);
-      if (list) list.push({ task: i, path });
-      else byKey.set(key, [{ task: i, path }]);
+      add(index.byKey, key, { task: i, path });
+      if (isDirPath(path)) add(index.directories, key, { task: i, path });
     }
   });
-  return byKey;
+  return index;
 }
 
 /** The uses at `path` itself and at the directories above it that are declared as directories. */
-function usesCovering(byKey: ReadonlyMap<string, readonly Use[]>, path: string): Use[] {
+function usesCovering(index: PathIndex, path: string): readonly Use[] {
   const key = keyOf(path);
-  const found = [...(byKey.get(key) ?? [])];
-  for (const above of directoryKeys(key)) for (const use of byKey.get(above) ?? []) if (isDirPath(use.path)) found.push(use);
-  return found;
+  const here = index.byKey.get(key) ?? [];
+  if (index.directories.size === 0) return here;
+  let found: Use[] | null = null;
+  for (let cut = key.indexOf('/'); cut > 0; cut = key.indexOf('/', cut + 1)) {
+    const above = index.directories.get(key.slice(0, cut));
+    if (above !== undefined) found = [...(found ?? here), ...above];
+  }
+  return found ?? here;
 }
 
 /**
@@ -152,63 +167,63 @@ export function lintPlan(plan: Plan, tracked: ReadonlySet<string> | null): PlanL
     members.add(b);
   };
 
-  const modifies: Array<{ task: number; path: string; creators: Use[] }> = [];
+  const modifies: Array<{ task: number; path: string; creators: readonly Use[] }> = [];
   tasks.forEach((task, t) => {
     if (isDone(task)) return;
     for (const path of task.metadata.files.modify) {
       const covering = usesCovering(creators, path);
-      const others = covering.filter((c) => c.task !== t);
-      for (const c of others) if (!isDone(tasks[c.task]!)) pair(t, c.task);
+      for (const c of covering) if (c.task !== t && !isDone(tasks[c.task]!)) pair(t, c.task);
       modifies.push({ task: t, path, creators: covering });
     }
   });
 
-  const duplicates = [...creators.entries()].flatMap(([key, uses]) => {
+  const duplicates: Array<{ owners: number[]; uses: readonly Use[] }> = [];
+  for (const uses of creators.byKey.values()) {
+    if (uses.length < 2) continue;
     const owners = [...new Set(uses.map((use) => use.task))];
-    if (owners.length < 2 || owners.every((i) => isDone(tasks[i]!))) return [];
+    if (owners.length < 2 || owners.every((i) => isDone(tasks[i]!))) continue;
     for (const i of owners) members.add(i);
-    return [{ key, owners, uses }];
-  });
+    duplicates.push({ owners, uses });
+  }
 
-  const reads = readPairs(tasks, writers);
-  for (const r of reads) pair(r.task, r.writer.task);
+  const reads = readsOfWritten(tasks, writers);
+  for (const read of reads) for (const writer of read.writers.keys()) pair(read.task, writer);
 
   const order = members.size > 0 ? ancestry(depsOf(tasks), members) : null;
   const ordered = (a: number, b: number) => order!.dependsOn(a, b) || order!.dependsOn(b, a);
 
   const exists = existence(tasks, tracked);
   for (const m of modifies) {
+    if (m.creators.length === 0) {
+      if (exists !== null && !exists(m.path)) hazards.push({ kind: 'missing-file', task: m.task, path: m.path });
+      continue;
+    }
     const live = uniqueTasks(m.creators.filter((c) => c.task !== m.task && !isDone(tasks[c.task]!)));
     const unordered = live.filter((c) => !ordered(m.task, c.task));
     const after = live.filter((c) => order!.dependsOn(c.task, m.task));
     if (unordered.length > 0) hazards.push({ kind: 'unordered-create', task: m.task, path: m.path, creators: unordered });
     if (after.length > 0) hazards.push({ kind: 'create-after-modify', task: m.task, path: m.path, creators: after });
-    if (m.creators.length === 0 && exists !== null && !exists(m.path)) hazards.push({ kind: 'missing-file', task: m.task, path: m.path });
   }
 
   for (const { owners, uses } of duplicates) hazards.push(...duplicateHazards(tasks, owners, uses, order!));
 
-  const byReader = new Map<string, { task: number; path: string; writers: Use[] }>();
-  for (const r of reads) {
-    if (ordered(r.task, r.writer.task)) continue;
-    const id = `${r.task}\0${r.path}`;
-    const entry = byReader.get(id);
-    if (entry === undefined) byReader.set(id, { task: r.task, path: r.path, writers: [r.writer] });
-    else if (!entry.writers.some((w) => w.task === r.writer.task)) entry.writers.push(r.writer);
+  for (const read of reads) {
+    const unordered = [...read.writers.values()].filter((writer) => !ordered(read.task, writer.task));
+    if (unordered.length > 0) hazards.push({ kind: 'unordered-read', task: read.task, path: read.path, writers: unordered.sort((a, b) => a.task - b.task) });
   }
-  for (const entry of byReader.values()) hazards.push({ kind: 'unordered-read', ...entry, writers: entry.writers.sort((a, b) => a.task - b.task) });
 
   if (tracked !== null) {
     tasks.forEach((task, t) => {
       if (isDone(task)) return;
-      const declared = declaredOf(task);
-      for (const path of promptPaths(task.prompt ?? '', tracked)) {
-        if (!coveredBy(path, declared)) hazards.push({ kind: 'undeclared-prompt-path', task: t, path });
-      }
-      const changes = changesOf(task);
+      const named = promptPaths(task.prompt ?? '', tracked);
+      const declared = named.length > 0 ? declaredOf(task) : [];
+      for (const path of named) if (!coveredBy(path, declared)) hazards.push({ kind: 'undeclared-prompt-path', task: t, path });
       for (const path of task.metadata.files.modify) {
-        const lockfiles = lockfilesOf(path, tracked).filter((lockfile) => !coveredBy(lockfile, changes));
-        if (lockfiles.length > 0) hazards.push({ kind: 'lockfile', task: t, path, lockfiles });
+        const lockfiles = lockfilesOf(path, tracked);
+        if (lockfiles.length === 0) continue;
+        const changes = changesOf(task);
+        const undeclared = lockfiles.filter((lockfile) => !coveredBy(lockfile, changes));
+        if (undeclared.length > 0) hazards.push({ kind: 'lockfile', task: t, path, lockfiles: undeclared });
       }
     });
   }
@@ -216,40 +231,47 @@ export function lintPlan(plan: Plan, tracked: ReadonlySet<string> | null): PlanL
   return withAcceptances(plan, hazards.map(warningOf));
 }
 
+/** A pending task's read of a path, and the other pending tasks writing what it covers or what covers it. */
+interface ReadOfWritten {
+  task: number;
+  path: string;
+  writers: Map<number, Use>;
+}
+
 /**
- * Every (reader, read path, writer) where a pending task reads a path another pending task
- * writes: the same path, a directory read holding the written path, or a directory written
- * holding the read path. Found through the index, from both sides.
+ * Every read of a pending task with the other pending tasks writing the same path, a path under a
+ * directory read, or a directory holding the path read. Found through the index, from both sides.
  */
-function readPairs(tasks: readonly Task[], writers: ReadonlyMap<string, readonly Use[]>): Array<{ task: number; path: string; writer: Use }> {
-  const out: Array<{ task: number; path: string; writer: Use }> = [];
-  const seen = new Set<string>();
+function readsOfWritten(tasks: readonly Task[], writers: PathIndex): ReadOfWritten[] {
+  const byRead = new Map<string, ReadOfWritten>();
   const add = (task: number, path: string, writer: Use) => {
     if (writer.task === task || isDone(tasks[writer.task]!)) return;
-    const id = `${task}\0${path}\0${writer.task}`;
-    if (seen.has(id)) return;
-    seen.add(id);
-    out.push({ task, path, writer });
+    const id = `${task}\0${path}`;
+    let read = byRead.get(id);
+    if (read === undefined) {
+      read = { task, path, writers: new Map() };
+      byRead.set(id, read);
+    }
+    if (!read.writers.has(writer.task)) read.writers.set(writer.task, writer);
   };
-  const dirReaders = new Map<string, Use[]>();
+  const directoryReads = new Map<string, Use[]>();
   tasks.forEach((task, t) => {
     if (isDone(task)) return;
     for (const path of task.metadata.reads ?? []) {
       for (const writer of usesCovering(writers, path)) add(t, path, writer);
-      if (isDirPath(path)) {
-        const key = keyOf(path);
-        const list = dirReaders.get(key);
-        if (list) list.push({ task: t, path });
-        else dirReaders.set(key, [{ task: t, path }]);
-      }
+      if (!isDirPath(path)) continue;
+      const list = directoryReads.get(keyOf(path));
+      if (list) list.push({ task: t, path });
+      else directoryReads.set(keyOf(path), [{ task: t, path }]);
     }
   });
-  if (dirReaders.size === 0) return out;
   // A directory read holding a written path: walk up from each written path.
-  for (const [key, uses] of writers) {
-    for (const above of directoryKeys(key)) for (const reader of dirReaders.get(above) ?? []) for (const writer of uses) add(reader.task, reader.path, writer);
+  if (directoryReads.size > 0) {
+    for (const [key, uses] of writers.byKey) {
+      for (const above of directoryKeys(key)) for (const reader of directoryReads.get(above) ?? []) for (const writer of uses) add(reader.task, reader.path, writer);
+    }
   }
-  return out;
+  return [...byRead.values()];
 }
 
 /** One creator per task (a task may create a file and a directory holding it), by task. */
@@ -305,6 +327,8 @@ const PROMPT_SEPARATORS = /[\s`'"()<>[\]{},;|*]+/;
 export function promptPaths(prompt: string, tracked: ReadonlySet<string>): string[] {
   const found = new Set<string>();
   for (const word of prompt.split(PROMPT_SEPARATORS)) {
+    // Most words are prose: only the ones that could be a path are cleaned up and looked up.
+    if (!(word.includes('/') || word.includes('.') || word.endsWith('file'))) continue;
     const path = word
       .replace(/^\.\//, '')
       .replace(/#.*$/, '')
