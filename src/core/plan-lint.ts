@@ -27,6 +27,8 @@ export const PLAN_WARNING_KINDS = [
   'stale-acceptance',
 ] as const;
 export type PlanWarningKind = (typeof PLAN_WARNING_KINDS)[number];
+/** A task's warnings are listed in this order. */
+const KIND_ORDER = Object.fromEntries(PLAN_WARNING_KINDS.map((kind, i) => [kind, i])) as Record<PlanWarningKind, number>;
 
 export interface PlanWarning {
   kind: PlanWarningKind;
@@ -212,23 +214,27 @@ export function lintPlan(plan: Plan, tracked: ReadonlySet<string> | null): PlanL
     if (unordered.length > 0) hazards.push({ kind: 'unordered-read', task: read.task, path: read.path, writers: unordered.sort((a, b) => a.task - b.task) });
   }
 
-  if (tracked !== null) {
-    tasks.forEach((task, t) => {
-      if (isDone(task)) return;
-      const named = promptPaths(task.prompt ?? '', tracked);
-      const declared = named.length > 0 ? declaredOf(task) : [];
-      for (const path of named) if (!coveredBy(path, declared)) hazards.push({ kind: 'undeclared-prompt-path', task: t, path });
-      for (const path of task.metadata.files.modify) {
-        const lockfiles = lockfilesOf(path, tracked);
-        if (lockfiles.length === 0) continue;
-        const changes = changesOf(task);
-        const undeclared = lockfiles.filter((lockfile) => !coveredBy(lockfile, changes));
-        if (undeclared.length > 0) hazards.push({ kind: 'lockfile', task: t, path, lockfiles: undeclared });
-      }
-    });
-  }
-
+  if (tracked !== null) hazards.push(...undeclaredFiles(tasks, tracked));
   return withAcceptances(plan, hazards.map(warningOf));
+}
+
+/** What each pending task uses of the last commit without declaring it: files its prompt names, lockfiles of the manifests it modifies. */
+function undeclaredFiles(tasks: readonly Task[], tracked: ReadonlySet<string>): Hazard[] {
+  const hazards: Hazard[] = [];
+  tasks.forEach((task, t) => {
+    if (isDone(task)) return;
+    const named = promptPaths(task.prompt ?? '', tracked);
+    const declared = named.length > 0 ? declaredOf(task) : [];
+    for (const path of named) if (!coveredBy(path, declared)) hazards.push({ kind: 'undeclared-prompt-path', task: t, path });
+    for (const path of task.metadata.files.modify) {
+      const lockfiles = lockfilesOf(path, tracked);
+      if (lockfiles.length === 0) continue;
+      const changes = changesOf(task);
+      const undeclared = lockfiles.filter((lockfile) => !coveredBy(lockfile, changes));
+      if (undeclared.length > 0) hazards.push({ kind: 'lockfile', task: t, path, lockfiles: undeclared });
+    }
+  });
+  return hazards;
 }
 
 /** A pending task's read of a path, and the other pending tasks writing what it covers or what covers it. */
@@ -243,35 +249,32 @@ interface ReadOfWritten {
  * directory read, or a directory holding the path read. Found through the index, from both sides.
  */
 function readsOfWritten(tasks: readonly Task[], writers: PathIndex): ReadOfWritten[] {
-  const byRead = new Map<string, ReadOfWritten>();
-  const add = (task: number, path: string, writer: Use) => {
-    if (writer.task === task || isDone(tasks[writer.task]!)) return;
-    const id = `${task}\0${path}`;
-    let read = byRead.get(id);
-    if (read === undefined) {
-      read = { task, path, writers: new Map() };
-      byRead.set(id, read);
-    }
-    if (!read.writers.has(writer.task)) read.writers.set(writer.task, writer);
+  const reads: ReadOfWritten[] = [];
+  const add = (read: ReadOfWritten, writer: Use) => {
+    if (writer.task !== read.task && !read.writers.has(writer.task) && !isDone(tasks[writer.task]!)) read.writers.set(writer.task, writer);
   };
-  const directoryReads = new Map<string, Use[]>();
+  const directoryReads = new Map<string, ReadOfWritten[]>();
   tasks.forEach((task, t) => {
     if (isDone(task)) return;
-    for (const path of task.metadata.reads ?? []) {
-      for (const writer of usesCovering(writers, path)) add(t, path, writer);
+    for (const path of new Set(task.metadata.reads ?? [])) {
+      const read: ReadOfWritten = { task: t, path, writers: new Map() };
+      reads.push(read);
+      for (const writer of usesCovering(writers, path)) add(read, writer);
       if (!isDirPath(path)) continue;
       const list = directoryReads.get(keyOf(path));
-      if (list) list.push({ task: t, path });
-      else directoryReads.set(keyOf(path), [{ task: t, path }]);
+      if (list) list.push(read);
+      else directoryReads.set(keyOf(path), [read]);
     }
   });
   // A directory read holding a written path: walk up from each written path.
   if (directoryReads.size > 0) {
     for (const [key, uses] of writers.byKey) {
-      for (const above of directoryKeys(key)) for (const reader of directoryReads.get(above) ?? []) for (const writer of uses) add(reader.task, reader.path, writer);
+      for (let cut = key.indexOf('/'); cut > 0; cut = key.indexOf('/', cut + 1)) {
+        for (const read of directoryReads.get(key.slice(0, cut)) ?? []) for (const writer of uses) add(read, writer);
+      }
     }
   }
-  return [...byRead.values()];
+  return reads.filter((read) => read.writers.size > 0);
 }
 
 /** One creator per task (a task may create a file and a directory holding it), by task. */
@@ -421,7 +424,7 @@ function warningOf(hazard: Hazard): PlanWarning {
 
 /** The plan's acceptances applied: accepted warnings set apart, acceptances matching none reported. */
 function withAcceptances(plan: Plan, found: PlanWarning[]): PlanLint {
-  found.sort((a, b) => a.task! - b.task! || PLAN_WARNING_KINDS.indexOf(a.kind) - PLAN_WARNING_KINDS.indexOf(b.kind) || (a.message < b.message ? -1 : a.message > b.message ? 1 : 0));
+  found.sort((a, b) => a.task! - b.task! || KIND_ORDER[a.kind] - KIND_ORDER[b.kind] || (a.message < b.message ? -1 : a.message > b.message ? 1 : 0));
   const acceptances = plan.acceptedWarnings ?? [];
   const reasons = new Map<string, string>();
   for (const acceptance of acceptances) if (!reasons.has(acceptance.warning.trim())) reasons.set(acceptance.warning.trim(), acceptance.reason);
