@@ -41,7 +41,8 @@ export async function benchScale(o: { reps?: number; cases?: readonly ScaleCase[
   const reps = o.reps ?? 3;
   const rows: string[][] = [];
   for (const c of o.cases ?? SCALE_CASES) {
-    const repo = await tempGitRepo({ 'README.md': '# bench\n', '.gitignore': 'node_modules/\n*.log\n' });
+    // The shared file the last case's tasks modify is in the repository, as a file a plan modifies is.
+    const repo = await tempGitRepo({ 'README.md': '# bench\n', '.gitignore': 'node_modules/\n*.log\n', 'shared.txt': 'shared\n' });
     try {
       const path = await writePlan(repo.dir, c.plan());
       await repo.git(['add', '-A']);

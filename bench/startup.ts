@@ -32,9 +32,10 @@ export interface Sample {
 export function timed(args: string[], cwd: string, program: string = process.execPath): Sample {
   const useTime = existsSync('/usr/bin/time');
   const t0 = performance.now();
-  const r = useTime
-    ? spawnSync('/usr/bin/time', ['-f', '%U %S %M', program, ...args], { cwd, encoding: 'utf8' })
-    : spawnSync(program, args, { cwd, encoding: 'utf8' });
+  // Its output is not kept: a plan check listing thousands of warnings would pass spawnSync's
+  // buffer limit, and the process would be killed mid-run.
+  const options = { cwd, encoding: 'utf8' as const, stdio: ['ignore', 'ignore', 'pipe'] as ('ignore' | 'pipe')[] };
+  const r = useTime ? spawnSync('/usr/bin/time', ['-f', '%U %S %M', program, ...args], options) : spawnSync(program, args, options);
   const wallMs = performance.now() - t0;
   if (r.status !== 0) throw new Error(`${program} ${args.join(' ')} exited ${r.status}: ${r.stderr.slice(-500)}`);
   if (!useTime) return { wallMs, cpuMs: Number.NaN, maxRssKb: Number.NaN };

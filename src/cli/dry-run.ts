@@ -6,6 +6,7 @@ import type { DryRunEventBody, PlannedCommand } from '../core/events.ts';
 import { countByStatus, depsOf, depths, longestRemainingPath } from '../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { type Plan, type Task, statusOf } from '../core/plan.ts';
+import type { PlanWarning } from '../core/plan-lint.ts';
 import { projectedRounds } from '../core/schedule.ts';
 import type { WorkerPermissions } from '../core/scope.ts';
 import type { RunSettings } from '../run/settings.ts';
@@ -32,7 +33,7 @@ function plannedCommands(plan: Plan, settings: DryRunSettings): PlannedCommand[]
   ];
 }
 
-export function dryRunEvents(plan: Plan, settings: DryRunSettings, permissions: readonly WorkerPermissions[]): DryRunEventBody[] {
+export function dryRunEvents(plan: Plan, settings: DryRunSettings, permissions: readonly WorkerPermissions[], warnings: readonly PlanWarning[] = []): DryRunEventBody[] {
   const deps = depsOf(plan.tasks);
   const rounds = projectedRounds(plan.tasks, overlapSets(computeOverlaps(plan.tasks)), longestRemainingPath(deps));
   return [
@@ -65,6 +66,7 @@ export function dryRunEvents(plan: Plan, settings: DryRunSettings, permissions: 
     ...plan.tasks.flatMap((task, i): DryRunEventBody[] =>
       willRun(task) ? [{ type: 'dry-run-permissions', task: i, allow: permissions[i]!.allow, deny: permissions[i]!.deny }] : [],
     ),
+    ...warnings.map((warning): DryRunEventBody => ({ type: 'dry-run-warning', ...warning })),
   ];
 }
 
@@ -86,6 +88,8 @@ function describeCommand(command: PlannedCommand): string {
 export function describeDryRun(events: readonly DryRunEventBody[], plan: Plan): string[] {
   const lines: string[] = [];
   const commands = events.flatMap((e) => (e.type === 'dry-run-command' ? [e] : []));
+  const warnings = events.filter((e) => e.type === 'dry-run-warning').length;
+  let warned = false;
   for (const event of events) {
     switch (event.type) {
       case 'dry-run-plan': {
@@ -115,6 +119,11 @@ export function describeDryRun(events: readonly DryRunEventBody[], plan: Plan): 
       case 'dry-run-permissions':
         lines.push(`  task ${event.task} allow: ${event.allow.length > 0 ? event.allow.join('  ') : '(nothing)'}`);
         if (event.deny.length > 0) lines.push(`  task ${event.task} deny:  ${event.deny.join('  ')}`);
+        break;
+      case 'dry-run-warning':
+        if (!warned) lines.push(`Plan warnings (${warnings}; fix each in the plan, or accept it with a reason in the plan's "acceptedWarnings"):`);
+        warned = true;
+        lines.push(`  ${event.message}`);
         break;
     }
   }

@@ -15,6 +15,7 @@ import { type RunEventBody } from '../core/events.ts';
 import { newRunId } from '../adapters/journal.ts';
 import { assertNever } from '../core/failure.ts';
 import { type Plan } from '../core/plan.ts';
+import { type PlanWarning, lintPlan } from '../core/plan-lint.ts';
 import { type WorkerPermissions, explicitPermissions, planPermissions } from '../core/scope.ts';
 import { SCHEDULE_POLICIES, type SchedulePolicy } from '../core/schedule.ts';
 import { type HeadlessRefusal, runHeadless } from '../run/headless.ts';
@@ -146,8 +147,8 @@ function settingsFrom(values: Record<string, unknown>, numbers: Numbers, io: Io)
 const seconds = (value: number | undefined): number | undefined => (value === undefined ? undefined : value * 1000);
 
 /** `--dry-run`: what the run would do, as text or (--json) one event per line; nothing starts. */
-function dryRun(plan: Plan, settings: Settings, permissions: WorkerPermissions[], io: Io): ExitCode {
-  const events = dryRunEvents(plan, settings, permissions);
+function dryRun(plan: Plan, settings: Settings, permissions: WorkerPermissions[], warnings: readonly PlanWarning[], io: Io): ExitCode {
+  const events = dryRunEvents(plan, settings, permissions, warnings);
   if (settings.json) {
     // Its own id: nothing is journaled under it, it only ties the lines of this dry run together.
     const envelope = { runId: newRunId(), at: new Date().toISOString() };
@@ -180,7 +181,8 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   if (settings.dryRun) {
     // As each worker will get them (anchored at its worktree too; adapters/person-denies.ts).
     const personDenies = await workerPersonDenies(settings.repo, settings.repo, io.env);
-    return dryRun(plan, settings, permissions.map((p) => ({ allow: p.allow, deny: [...p.deny, ...personDenies] })), io);
+    const { warnings } = lintPlan(plan, await git.committedFiles());
+    return dryRun(plan, settings, permissions.map((p) => ({ allow: p.allow, deny: [...p.deny, ...personDenies] })), warnings, io);
   }
 
   const claudeBin = findExecutable(settings.claudeBin, io.env, io.cwd);

@@ -3,6 +3,7 @@
 // schemas/event.schema.json). Every event carries the run id and an ISO timestamp.
 
 import type { Skip } from './graph.ts';
+import type { PlanWarning } from './plan-lint.ts';
 import type { Task, UsageFigure } from './plan.ts';
 
 export type TaskOutcome =
@@ -128,7 +129,8 @@ export type PlannedCommand =
 
 /**
  * What `execute --dry-run --json` prints, one per line, instead of running: the plan and the
- * settings, then every command the plan runs, then each pending task's permission rules. Never
+ * settings, then every command the plan runs, then each pending task's permission rules, then the
+ * plan lint's warnings left. Never
  * journaled (nothing ran); the lines of one dry run share an id of their own.
  */
 export type DryRunEventBody =
@@ -162,7 +164,9 @@ export type DryRunEventBody =
     }
   | ({ type: 'dry-run-command' } & PlannedCommand)
   /** A task the run would start, and the permission rules its worker would get. */
-  | { type: 'dry-run-permissions'; task: number; allow: string[]; deny: string[] };
+  | { type: 'dry-run-permissions'; task: number; allow: string[]; deny: string[] }
+  /** A warning of the plan lint the plan neither fixes nor accepts. */
+  | ({ type: 'dry-run-warning' } & PlanWarning);
 
 export type DryRunEvent = DryRunEventBody & { runId: string; at: string };
 

@@ -3,7 +3,7 @@
 
 export const validate = validate10;
 export default validate10;
-const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://github.com/foreman/foreman/schemas/plan.schema.json","title":"foreman plan (schemaVersion 3)","description":"A plan of coding tasks. A task's id is its index in `tasks`. Fields not listed here are kept as they are. Defaults: status `pending`, attempts 0, agent.model `sonnet`, fileOverlaps computed by `plan.ts check --fix`.","type":"object","required":["schemaVersion","goal","tasks"],"properties":{"schemaVersion":{"const":3},"goal":{"type":"string","minLength":1},"context":{"type":"object","properties":{"stack":{"type":"string"},"conventions":{"type":"string"},"testCommand":{"type":"string"},"buildCommand":{"type":"string"},"setupCommand":{"type":"string","minLength":1,"description":"the command that prepares a fresh checkout (e.g. npm ci): run in every new worktree before its first attempt (and again when a setup input changes), and in the probe's scratch worktree"},"setupInputs":{"type":"array","items":{"type":"string","minLength":1},"description":"files whose change makes a reused worktree run the setup command again (default: the usual lock and manifest files: package.json, package-lock.json, yarn.lock, pnpm-lock.yaml, requirements.txt, pyproject.toml, go.sum, Cargo.lock, …)"},"checkNetwork":{"type":"array","items":{"type":"string","minLength":1},"description":"Hosts the sandboxed checks and workers' Bash commands may reach (example.com, *.example.com, optional :port); without it they reach no network but their own loopback"},"setupNetwork":{"type":"array","items":{"type":"string","minLength":1,"not":{"const":"*"}},"description":"Hosts the sandboxed setup command may reach besides the package registries allowed by default (registry.npmjs.org, registry.yarnpkg.com, repo.yarnpkg.com, pypi.org, files.pythonhosted.org, crates.io, index.crates.io, static.crates.io, proxy.golang.org, sum.golang.org, and the npm registry configured on the machine); the entry \"no-defaults\" makes these hosts replace the defaults"}}},"progress":{"type":"object","properties":{"completedTasks":{"type":"array","items":{"type":"integer","minimum":0}},"surprises":{"type":"array","items":{"type":"string"}},"decisions":{"type":"array","items":{"type":"string"}}}},"tasks":{"type":"array","minItems":1,"items":{"$ref":"#/definitions/task"}}},"definitions":{"path":{"type":"string","minLength":1},"paths":{"type":"array","items":{"$ref":"#/definitions/path"}},"task":{"type":"object","required":["subject","blockedBy","metadata"],"properties":{"subject":{"type":"string","minLength":1},"description":{"type":"string"},"activeForm":{"type":"string"},"status":{"enum":["pending","in_progress","completed","failed","blocked","skipped","awaiting_approval"]},"result":{"type":"string"},"attempts":{"type":"integer","minimum":0},"blockedBy":{"type":"array","items":{"type":"integer","minimum":0}},"metadata":{"type":"object","required":["files"],"properties":{"type":{"enum":["research","implementation","testing","configuration"]},"files":{"type":"object","required":["create","modify"],"properties":{"create":{"$ref":"#/definitions/paths"},"modify":{"$ref":"#/definitions/paths"}}},"reads":{"$ref":"#/definitions/paths"}}},"agent":{"type":"object","properties":{"role":{"type":"string"},"model":{"type":"string","minLength":1},"approach":{"type":"string"},"contextFiles":{"type":"array","items":{"type":"object","required":["path"],"properties":{"path":{"type":"string"},"reason":{"type":"string"},"lines":{"type":"string"}}}},"assumptions":{"type":"array","items":{"type":"object","required":["claim","verify","severity"],"properties":{"claim":{"type":"string"},"verify":{"type":"string","minLength":1},"severity":{"enum":["blocking","warning"]}}}},"acceptanceCriteria":{"type":"array","items":{"type":"object","required":["criterion","check"],"properties":{"criterion":{"type":"string"},"check":{"type":"string","minLength":1}}}},"rollbackTriggers":{"type":"array","items":{"type":"string"}},"constraints":{"type":"array","items":{"type":"string"}},"fallback":{"type":"string"},"expertise":{"type":"string"},"priorArt":{"type":"string"},"maxBudgetUsd":{"type":"number","exclusiveMinimum":0}}},"prompt":{"type":"string","minLength":1},"fileOverlaps":{"type":"array","items":{"type":"integer","minimum":0}},"gate":{"enum":["human-approval"]},"usage":{"description":"What the task's attempts cost, summed: measured figures (headless workers), or \"unknown\" once any attempt was not measured (a Task subagent of /foreman:execute: Claude Code does not report its cost). Written by foreman.","oneOf":[{"type":"object","properties":{"costUsd":{"type":"number","minimum":0},"inputTokens":{"type":"integer","minimum":0},"outputTokens":{"type":"integer","minimum":0},"cacheReadTokens":{"type":"integer","minimum":0},"cacheCreationTokens":{"type":"integer","minimum":0}}},{"const":"unknown"}]},"skippedBy":{"type":"integer","minimum":0},"commit":{"type":"string"}}}}};
+const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://github.com/foreman/foreman/schemas/plan.schema.json","title":"foreman plan (schemaVersion 3)","description":"A plan of coding tasks. A task's id is its index in `tasks`. Fields not listed here are kept as they are. Defaults: status `pending`, attempts 0, agent.model `sonnet`, fileOverlaps computed by `plan.ts check --fix`.","type":"object","required":["schemaVersion","goal","tasks"],"properties":{"schemaVersion":{"const":3},"goal":{"type":"string","minLength":1},"context":{"type":"object","properties":{"stack":{"type":"string"},"conventions":{"type":"string"},"testCommand":{"type":"string"},"buildCommand":{"type":"string"},"setupCommand":{"type":"string","minLength":1,"description":"the command that prepares a fresh checkout (e.g. npm ci): run in every new worktree before its first attempt (and again when a setup input changes), and in the probe's scratch worktree"},"setupInputs":{"type":"array","items":{"type":"string","minLength":1},"description":"files whose change makes a reused worktree run the setup command again (default: the usual lock and manifest files: package.json, package-lock.json, yarn.lock, pnpm-lock.yaml, requirements.txt, pyproject.toml, go.sum, Cargo.lock, …)"},"checkNetwork":{"type":"array","items":{"type":"string","minLength":1},"description":"Hosts the sandboxed checks and workers' Bash commands may reach (example.com, *.example.com, optional :port); without it they reach no network but their own loopback"},"setupNetwork":{"type":"array","items":{"type":"string","minLength":1,"not":{"const":"*"}},"description":"Hosts the sandboxed setup command may reach besides the package registries allowed by default (registry.npmjs.org, registry.yarnpkg.com, repo.yarnpkg.com, pypi.org, files.pythonhosted.org, crates.io, index.crates.io, static.crates.io, proxy.golang.org, sum.golang.org, and the npm registry configured on the machine); the entry \"no-defaults\" makes these hosts replace the defaults"}}},"progress":{"type":"object","properties":{"completedTasks":{"type":"array","items":{"type":"integer","minimum":0}},"surprises":{"type":"array","items":{"type":"string"}},"decisions":{"type":"array","items":{"type":"string"}}}},"tasks":{"type":"array","minItems":1,"items":{"$ref":"#/definitions/task"}},"acceptedWarnings":{"type":"array","description":"Warnings of the plan lint (`plan check`) the plan's author accepts: each the warning's line exactly as `plan check` prints it, and why it is accepted. An accepted warning is no longer reported; an acceptance that matches no warning is reported itself.","items":{"type":"object","required":["warning","reason"],"properties":{"warning":{"type":"string","minLength":1},"reason":{"type":"string","minLength":1}}}}},"definitions":{"path":{"type":"string","minLength":1},"paths":{"type":"array","items":{"$ref":"#/definitions/path"}},"task":{"type":"object","required":["subject","blockedBy","metadata"],"properties":{"subject":{"type":"string","minLength":1},"description":{"type":"string"},"activeForm":{"type":"string"},"status":{"enum":["pending","in_progress","completed","failed","blocked","skipped","awaiting_approval"]},"result":{"type":"string"},"attempts":{"type":"integer","minimum":0},"blockedBy":{"type":"array","items":{"type":"integer","minimum":0}},"metadata":{"type":"object","required":["files"],"properties":{"type":{"enum":["research","implementation","testing","configuration"]},"files":{"type":"object","required":["create","modify"],"properties":{"create":{"$ref":"#/definitions/paths"},"modify":{"$ref":"#/definitions/paths"}}},"reads":{"$ref":"#/definitions/paths"}}},"agent":{"type":"object","properties":{"role":{"type":"string"},"model":{"type":"string","minLength":1},"approach":{"type":"string"},"contextFiles":{"type":"array","items":{"type":"object","required":["path"],"properties":{"path":{"type":"string"},"reason":{"type":"string"},"lines":{"type":"string"}}}},"assumptions":{"type":"array","items":{"type":"object","required":["claim","verify","severity"],"properties":{"claim":{"type":"string"},"verify":{"type":"string","minLength":1},"severity":{"enum":["blocking","warning"]}}}},"acceptanceCriteria":{"type":"array","items":{"type":"object","required":["criterion","check"],"properties":{"criterion":{"type":"string"},"check":{"type":"string","minLength":1}}}},"rollbackTriggers":{"type":"array","items":{"type":"string"}},"constraints":{"type":"array","items":{"type":"string"}},"fallback":{"type":"string"},"expertise":{"type":"string"},"priorArt":{"type":"string"},"maxBudgetUsd":{"type":"number","exclusiveMinimum":0}}},"prompt":{"type":"string","minLength":1},"fileOverlaps":{"type":"array","items":{"type":"integer","minimum":0}},"gate":{"enum":["human-approval"]},"usage":{"description":"What the task's attempts cost, summed: measured figures (headless workers), or \"unknown\" once any attempt was not measured (a Task subagent of /foreman:execute: Claude Code does not report its cost). Written by foreman.","oneOf":[{"type":"object","properties":{"costUsd":{"type":"number","minimum":0},"inputTokens":{"type":"integer","minimum":0},"outputTokens":{"type":"integer","minimum":0},"cacheReadTokens":{"type":"integer","minimum":0},"cacheCreationTokens":{"type":"integer","minimum":0}}},{"const":"unknown"}]},"skippedBy":{"type":"integer","minimum":0},"commit":{"type":"string"}}}}};
 const func2 = (function ucs2length(str) {
     const len = str.length;
     let length = 0;
@@ -1577,14 +1577,115 @@ vErrors.push(err33);
 errors++;
 }
 }
-}
-else {
-const err34 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.acceptedWarnings !== undefined){
+let data23 = data.acceptedWarnings;
+if(Array.isArray(data23)){
+const len7 = data23.length;
+for(let i7=0; i7<len7; i7++){
+let data24 = data23[i7];
+if(data24 && typeof data24 == "object" && !Array.isArray(data24)){
+if(data24.warning === undefined){
+const err34 = {instancePath:instancePath+"/acceptedWarnings/" + i7,schemaPath:"#/properties/acceptedWarnings/items/required",keyword:"required",params:{missingProperty: "warning"},message:"must have required property '"+"warning"+"'"};
 if(vErrors === null){
 vErrors = [err34];
 }
 else {
 vErrors.push(err34);
+}
+errors++;
+}
+if(data24.reason === undefined){
+const err35 = {instancePath:instancePath+"/acceptedWarnings/" + i7,schemaPath:"#/properties/acceptedWarnings/items/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+if(data24.warning !== undefined){
+let data25 = data24.warning;
+if(typeof data25 === "string"){
+if(func2(data25) < 1){
+const err36 = {instancePath:instancePath+"/acceptedWarnings/" + i7+"/warning",schemaPath:"#/properties/acceptedWarnings/items/properties/warning/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+}
+else {
+const err37 = {instancePath:instancePath+"/acceptedWarnings/" + i7+"/warning",schemaPath:"#/properties/acceptedWarnings/items/properties/warning/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+if(data24.reason !== undefined){
+let data26 = data24.reason;
+if(typeof data26 === "string"){
+if(func2(data26) < 1){
+const err38 = {instancePath:instancePath+"/acceptedWarnings/" + i7+"/reason",schemaPath:"#/properties/acceptedWarnings/items/properties/reason/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+else {
+const err39 = {instancePath:instancePath+"/acceptedWarnings/" + i7+"/reason",schemaPath:"#/properties/acceptedWarnings/items/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+}
+else {
+const err40 = {instancePath:instancePath+"/acceptedWarnings/" + i7,schemaPath:"#/properties/acceptedWarnings/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+}
+else {
+const err41 = {instancePath:instancePath+"/acceptedWarnings",schemaPath:"#/properties/acceptedWarnings/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+}
+else {
+const err42 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
 }
 errors++;
 }

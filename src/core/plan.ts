@@ -137,12 +137,21 @@ export interface PlanProgress {
   [extra: string]: unknown;
 }
 
+/** A warning of the plan lint its author accepts: the warning's line, as `plan check` prints it, and why. */
+export interface AcceptedWarning {
+  warning: string;
+  reason: string;
+  [extra: string]: unknown;
+}
+
 export interface Plan {
   schemaVersion: 3;
   goal: string;
   context?: PlanContext;
   progress?: PlanProgress;
   tasks: Task[];
+  /** Warnings of the plan lint (core/plan-lint.ts) the plan's author accepts: no longer reported. */
+  acceptedWarnings?: AcceptedWarning[];
   [extra: string]: unknown;
 }
 

@@ -22,6 +22,8 @@ import { clipMiddle, clipTail } from '../core/format.ts';
 import { describeTimeLimitHit } from '../core/time-limit.ts';
 import { type Plan, type TaskStatus, readsOf, statusOf, writesOf } from '../core/plan.ts';
 import { ownLayout } from '../adapters/layout.ts';
+import { commandHint, shellWord } from '../core/command-hint.ts';
+import { lintPlan, warningNotices } from '../core/plan-lint.ts';
 import { ensurePlanId, integratedFindings } from './commit.ts';
 import { type Isolation, completeLanding } from './isolation.ts';
 import { type HeldCandidate, admitHeld } from '../core/engine-step.ts';
@@ -158,6 +160,12 @@ export async function ignoredDeclaredPaths(plan: Plan, git: Git): Promise<Ignore
   return ignored.map(({ path, rule }) => ({ task: owners.get(path) ?? owners.get(`${path}/`) ?? -1, path: owners.has(path) ? path : `${path}/`, rule }));
 }
 
+/** The plan lint's warnings against the repository's last commit, as a run's start says them. */
+async function planWarningNotices(plan: Plan, planPath: string, git: Git): Promise<string[]> {
+  const { warnings } = lintPlan(plan, await git.committedFiles());
+  return warningNotices(warnings, commandHint('plan', `check --plan ${shellWord(planPath)}`, ownLayout()));
+}
+
 /** One line per ignored path, for every command that refuses them. */
 export const describeIgnored = (ignored: IgnoredPath): string =>
   `tasks[${ignored.task}]: "${ignored.path}" is ignored by git (${ignored.rule}): foreman can neither verify nor commit it, and restoring it would delete it; remove it from the plan or from the ignore rule`;
@@ -182,6 +190,8 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
 
   const resumed = plan.tasks.some((t) => statusOf(t) !== 'pending');
   const notices: SetupReport['notices'] = [];
+  // The plan lint's warnings not fixed nor accepted, said once as the run starts (headless and in-session).
+  for (const message of await planWarningNotices(plan, options.planPath, options.git)) notices.push({ level: 'warning', message });
   if ((await options.git.currentBranch()) === null) {
     const head = await options.git.headCommit();
     notices.push({

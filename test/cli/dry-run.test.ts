@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { type Io, runCommand } from '../../src/cli/command.ts';
 import { executeCommand } from '../../src/cli/execute.ts';
 import type { DryRunEvent } from '../../src/core/events.ts';
+import { PLAN_WARNING_KINDS } from '../../src/core/plan-lint.ts';
 import { leftovers, repoWithPlan } from '../support/fake-run.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
@@ -101,6 +102,33 @@ describe('execute --dry-run --json', () => {
     for (const event of events) expect(validate(event), JSON.stringify(validate.errors)).toBe(true);
     expect(events[0]).toMatchObject({ settings: { gate: null, allowedTools: ['Read', 'Write', 'Bash(make check)'], commit: false, probe: false, sandbox: 'off' } });
     expect(events.slice(1)).toEqual([expect.objectContaining({ type: 'dry-run-permissions', task: 0, allow: ['Read', 'Write', 'Bash(make check)'], deny: [] })]);
+  });
+
+  it("ends with the plan lint's warnings the plan neither fixes nor accepts, against the last commit", async () => {
+    const plan = makePlan([
+      fakeTask('A', { create: ['src/a.ts'] }),
+      fakeTask('B', { modify: ['src/a.ts'] }),
+      fakeTask('C', { modify: ['package.json'], blockedBy: [0] }),
+    ]);
+    const accepted = "tasks[2] modifies package.json but does not declare package-lock.json, which installing its dependencies may rewrite: add package-lock.json to tasks[2].metadata.files.mayChange";
+    plan.acceptedWarnings = [{ warning: accepted, reason: 'only its scripts change' }];
+    const { repo } = await repoWithPlan(plan, repos, { 'README.md': 'hello\n', 'package.json': '{}\n', 'package-lock.json': '{}\n' });
+    const unordered = 'tasks[1] modifies src/a.ts, which tasks[0] creates, but does not depend on it: add 0 to tasks[1].blockedBy';
+    const r = await dryRun(repo.dir, ['--json']);
+    expect(r.code).toBe(0);
+    const events = r.out.map((line) => JSON.parse(line) as DryRunEvent);
+    for (const event of events) expect(validate(event), JSON.stringify(validate.errors)).toBe(true);
+    expect(events.filter((e) => e.type === 'dry-run-warning').map(({ runId: _r, at: _a, ...w }) => w)).toEqual([
+      { type: 'dry-run-warning', kind: 'unordered-create', task: 1, others: [0], path: 'src/a.ts', message: unordered },
+    ]);
+    expect(events.at(-1)!.type).toBe('dry-run-warning');
+    const text = await dryRun(repo.dir, []);
+    expect(text.out.slice(-3)).toEqual([`Plan warnings (1; fix each in the plan, or accept it with a reason in the plan's "acceptedWarnings"):`, `  ${unordered}`, 'Nothing was started (--dry-run).']);
+  });
+
+  it("the schema's warning kinds are the lint's", () => {
+    const branch = (schema.oneOf as Array<{ title: string; properties: { kind: { enum: string[] } } }>).find((b) => b.title === 'dry-run-warning')!;
+    expect(branch.properties.kind.enum).toEqual([...PLAN_WARNING_KINDS]);
   });
 
   it('the schema refuses a dry-run event with a field out of place', () => {

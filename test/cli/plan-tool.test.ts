@@ -13,6 +13,7 @@ import { computeOverlaps } from '../../src/core/overlap.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { parsePlan } from '../../src/core/validate.ts';
 import { brokenCorpus, validFile, validText } from '../plans/corpus.ts';
+import { tempGitRepo } from '../support/git-repo.ts';
 import { makePlan } from '../support/plans.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
@@ -48,6 +49,13 @@ async function spawnPlan(argv: string[], cwd: string) {
 let tmp: string;
 let n = 0;
 
+/** The extra-fields plan with its task 1 (it reads src/export/) no longer after task 0 (it creates a file there): the two overlap. */
+function overlappingText(): string {
+  const p = JSON.parse(validText('extra-fields')) as Plan;
+  p.tasks[1]!.blockedBy = [];
+  return JSON.stringify(p, null, 2);
+}
+
 /** A fresh directory holding `text` at `.design/plan.json`; returns the plan path. */
 async function planDir(text: string): Promise<string> {
   const dir = path.join(tmp, `case-${n++}`);
@@ -80,6 +88,51 @@ describe('plan.ts check', () => {
     const r = await plan(['check', '--plan', validFile(name)], tmp);
     expect(r).toMatchObject({ code: 0, err: [] });
     expect(r.out.join('\n')).toMatch(/: valid \(\d+ tasks?\)/);
+  });
+
+  it('warns of the hazards a valid plan holds, each with its fix, and exits 0; --strict exits 2', async () => {
+    const hazard = JSON.parse(validText('minimal')) as Plan;
+    hazard.tasks.push({ subject: 'Use a', prompt: 'Call greet from src/b.ts.', blockedBy: [], metadata: { files: { create: [], modify: ['src/a.ts'] } } });
+    const file = await planDir(JSON.stringify(hazard));
+    const line = 'tasks[1] modifies src/a.ts, which tasks[0] creates, but does not depend on it: add 0 to tasks[1].blockedBy';
+    const how = 'to accept a warning instead of fixing it, add {"warning": "<its line>", "reason": "<why>"} to the plan\'s "acceptedWarnings"';
+    const r = await plan(['check', '--plan', file], tmp);
+    expect(r).toEqual({ code: 0, out: [`${file}: valid (2 tasks), with 1 warning:`, `  ${line}`, how], err: [] });
+    const strict = await plan(['check', '--strict', '--plan', file], tmp);
+    expect(strict).toEqual({ code: 2, out: [], err: [`${file}: valid (2 tasks), but --strict refuses its 1 warning:`, `  ${line}`, how] });
+    // Accepted with a reason: no longer listed, and --strict passes.
+    hazard.acceptedWarnings = [{ warning: line, reason: 'task 1 only appends to it' }];
+    await writeFile(file, JSON.stringify(hazard));
+    expect(await plan(['check', '--strict', '--plan', file], tmp)).toEqual({ code: 0, out: [`${file}: valid (2 tasks, 1 warning accepted)`], err: [] });
+    // Fixed as it says: the acceptance matches nothing now, and is itself a warning.
+    hazard.tasks[1]!.blockedBy = [0];
+    await writeFile(file, JSON.stringify(hazard));
+    const stale = await plan(['check', '--fix', '--plan', file], tmp);
+    expect(stale.code).toBe(0);
+    expect(stale.out.slice(0, 2)).toEqual([`${file}: valid (2 tasks); defaults and file overlaps written, with 1 warning:`, `  acceptedWarnings[0] accepts a warning the plan no longer has ("${line}"): remove it from acceptedWarnings`]);
+  });
+
+  it('in a git repository, checks the plan against the files of the last commit', async () => {
+    const repo = await tempGitRepo({ 'src/index.ts': 'export {};\n', 'package.json': '{}\n', 'package-lock.json': '{}\n' });
+    try {
+      const p = JSON.parse(validText('minimal')) as Plan;
+      p.tasks[0]!.prompt = 'Create src/a.ts and export it from src/index.ts.';
+      p.tasks.push({ subject: 'Add a dependency', prompt: 'Add left-pad to package.json.', blockedBy: [], metadata: { files: { create: [], modify: ['package.json', 'src/gone.ts'] } } });
+      const file = path.join(repo.dir, '.design', 'plan.json');
+      await repo.write({ '.design/plan.json': JSON.stringify(p) });
+      // A file only in the working tree is not the last commit's: no worker would see it.
+      await repo.write({ 'src/gone.ts': 'uncommitted\n' });
+      const r = await plan(['check'], repo.dir);
+      expect(r.code).toBe(0);
+      expect(r.out.slice(1, 4)).toEqual([
+        '  tasks[0].prompt names src/index.ts, which the task does not declare: add it to tasks[0].metadata.files.modify, or to tasks[0].metadata.reads if the task only reads it',
+        "  tasks[1] modifies src/gone.ts, which the repository's last commit does not have and no task creates: correct the path, or move it from modify to create in tasks[1]",
+        '  tasks[1] modifies package.json but does not declare package-lock.json, which installing its dependencies may rewrite: add package-lock.json to tasks[1].metadata.files.mayChange',
+      ]);
+      expect(r.out[0]).toBe(`${file}: valid (2 tasks), with 3 warnings:`);
+    } finally {
+      await repo.cleanup();
+    }
   });
 
   it('reads .design/plan.json under the current directory by default', async () => {
@@ -124,14 +177,14 @@ describe('plan.ts check', () => {
   });
 
   it('--fix writes defaults and computed overlaps, keeping unknown fields', async () => {
-    const file = await planDir(validText('extra-fields'));
+    const file = await planDir(overlappingText());
     const r = await plan(['check', '--fix', '--plan', file], tmp);
     expect(r.code).toBe(0);
     expect(r.out.join('\n')).toContain('written');
     const text = await readFile(file, 'utf8');
     expect(text.endsWith('\n')).toBe(true);
     const fixed = JSON.parse(text) as Plan;
-    const original = JSON.parse(validText('extra-fields')) as Plan;
+    const original = JSON.parse(overlappingText()) as Plan;
     // Unknown fields at every level survive.
     expect(fixed.designer).toEqual(original.designer);
     expect(fixed.reviewedAt).toBe('2024-05-01');
@@ -188,7 +241,10 @@ describe('plan.ts check', () => {
   });
 
   it('--fix keeps completed tasks trimmed', async () => {
-    const file = await planDir(validText('realistic'));
+    // Task 7 reads src/metrics/, where task 4 writes: with nothing ordering them, they overlap.
+    const realistic = JSON.parse(validText('realistic')) as Plan;
+    realistic.tasks[7]!.blockedBy = [1];
+    const file = await planDir(JSON.stringify(realistic));
     expect((await plan(['check', '--fix', '--plan', file], tmp)).code).toBe(0);
     const fixed = JSON.parse(await readFile(file, 'utf8')) as Plan;
     expect(fixed.tasks[0]).not.toHaveProperty('prompt');
@@ -255,8 +311,8 @@ describe('plan.ts status, graph, ready', () => {
     expect(r.out[0]).toBe('flowchart TD');
     const text = r.out.join('\n');
     for (let i = 0; i < 8; i++) expect(text).toContain(`t${i}["${i}: `);
-    for (const [from, to] of [[0, 1], [0, 2], [1, 3], [2, 3], [2, 4], [2, 5], [3, 6], [1, 7]]) expect(r.out).toContain(`  t${from} --> t${to}`);
-    expect(r.out.filter((l) => l.includes('-->'))).toHaveLength(8);
+    for (const [from, to] of [[0, 1], [0, 2], [1, 3], [2, 3], [2, 4], [2, 5], [3, 6], [1, 7], [4, 7]]) expect(r.out).toContain(`  t${from} --> t${to}`);
+    expect(r.out.filter((l) => l.includes('-->'))).toHaveLength(9);
     expect(text).toMatch(/classDef completed /);
     expect(text).toMatch(/classDef pending /);
     expect(text).not.toMatch(/classDef failed /);
@@ -264,7 +320,7 @@ describe('plan.ts status, graph, ready', () => {
   });
 
   it('ready --json: the ready set, split so no two tasks in a group overlap', async () => {
-    const r = await plan(['ready', '--json', '--plan', validFile('extra-fields')], tmp);
+    const r = await plan(['ready', '--json', '--plan', await planDir(overlappingText())], tmp);
     expect(r.code).toBe(0);
     // Tasks 0 and 1 overlap (1 reads src/export/, 0 creates src/export/csv.ts); 2 waits for 0.
     expect(JSON.parse(r.out.join('\n'))).toEqual({ ready: [0, 1], groups: [[0], [1]] });
@@ -273,7 +329,7 @@ describe('plan.ts status, graph, ready', () => {
   });
 
   it('ready: text groups, and a clear line when nothing is ready', async () => {
-    const r = await plan(['ready', '--plan', validFile('extra-fields')], tmp);
+    const r = await plan(['ready', '--plan', await planDir(overlappingText())], tmp);
     expect(r.code).toBe(0);
     const text = r.out.join('\n');
     expect(text).toMatch(/Group 1[^\n]*:\n\s+0: Write the exporter/);
@@ -349,7 +405,7 @@ describe('the real script', () => {
     const notJson = broken.find((c) => c.name === 'not-json')!;
     const severalFile = await planDir(several.text);
     const notJsonFile = await planDir(notJson.text);
-    const fixFile = await planDir(validText('extra-fields'));
+    const fixFile = await planDir(overlappingText());
     await copyFile(validFile('realistic'), path.join(tmp, 'realistic.json'));
     const longSubject = `Create src/a.ts: ${'a greeting for each of the people named in the list, '.repeat(3).trim()}`;
     const minimal = JSON.parse(validText('minimal')) as { tasks: Array<{ subject: string }> };

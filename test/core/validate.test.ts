@@ -64,8 +64,11 @@ describe('valid plans', () => {
     expect(r.ok, r.ok ? '' : r.error.join('\n')).toBe(true);
     if (!r.ok) return;
     expect(r.value.tasks).toHaveLength(8);
+    // Every task that reads what another writes depends on it: nothing overlaps.
+    expect(computeOverlaps(r.value.tasks).every((o) => o.length === 0)).toBe(true);
+    // Task 4 writes under src/metrics/, which task 7 reads; once nothing orders them, they overlap.
+    r.value.tasks[7]!.blockedBy = [1];
     const overlaps = computeOverlaps(r.value.tasks);
-    // Task 4 writes under src/metrics/, which task 7 reads; nothing orders them.
     expect(overlaps[4]).toEqual([7]);
     expect(overlaps[7]).toEqual([4]);
     expect(overlaps.filter((o) => o.length > 0)).toHaveLength(2);
@@ -83,7 +86,7 @@ describe('valid plans', () => {
     expect(fixed.tasks[0]).not.toHaveProperty('prompt');
     expect(fixed.tasks[0]!.agent).toEqual({ role: 'researcher', model: 'haiku' });
     expect(fixed.tasks[1]!.fileOverlaps).toEqual([]);
-    expect(fixed.tasks[4]!.fileOverlaps).toEqual([7]);
+    expect(fixed.tasks[4]!.fileOverlaps).toEqual([]);
     expect(fixed.tasks[2]!.agent!.model).toBe('sonnet');
     expect(fixed.tasks[2]!.agent!.fallback).toBe('use a fixed window counter instead');
     expect(fixed.tasks.map((t) => t.attempts)).toEqual([1, 0, 0, 0, 0, 0, 0, 0]);
@@ -141,6 +144,8 @@ describe('validation rules', () => {
 
   it('withDefaults brings a completed task’s declared fileOverlaps up to date', () => {
     const p = base();
+    // Nothing orders task 7 (it reads src/metrics/) and task 4 (it writes there): they overlap.
+    p.tasks[7]!.blockedBy = [1];
     p.tasks[4]!.status = 'completed';
     p.tasks[4]!.fileOverlaps = [];
     expect(validatePlan(p).ok).toBe(false);

@@ -216,6 +216,18 @@ describe('execute.ts with the fake worker', () => {
     expect(after.tasks[2]!.result).toMatch(/without a COMPLETED/);
   });
 
+  it("says the plan lint's warnings once as the run starts, in the journal and the log", async () => {
+    const plan = makePlan([fakeTask('A', { create: ['a.txt'], prompt: 'Write a.txt as README.md describes.', fake: { write: { 'a.txt': 'a' } } })]);
+    const { repo, env } = await setup(plan);
+    const r = await runExecute(repo.dir, ['--no-probe'], env);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const line = 'plan warning: tasks[0].prompt names README.md, which the task does not declare: add it to tasks[0].metadata.files.modify, or to tasks[0].metadata.reads if the task only reads it';
+    const journaled = (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; level?: string; message?: string });
+    expect(journaled.filter((e) => e.type === 'notice' && e.message?.startsWith('plan warning:'))).toEqual([expect.objectContaining({ level: 'warning', message: line })]);
+    expect(r.stdout.split('\n').filter((l) => l.includes('plan warning:'))).toHaveLength(1);
+    expect(r.stdout).toContain(line);
+  });
+
   it('survives a worker that prints 50 MB', async () => {
     const plan = makePlan([fakeTask('A', { create: ['a.txt'], fake: { hugeOutputMB: 50, write: { 'a.txt': 'a' } } })]);
     const { repo } = await setup(plan);

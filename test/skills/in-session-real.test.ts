@@ -371,26 +371,34 @@ describe.each(installs)('$command in the default permission mode, nothing pre-ap
 });
 
 describe('/foreman:design in the default permission mode, nothing pre-approved, with the plugin', () => {
-  it("runs the plan tool's steps and writes the plan with 0 refusals", async () => {
+  it("runs the plan tool's steps, fixes the plan's warning and writes the plan with 0 refusals", async () => {
     const repo = await tempGitRepo({ 'README.md': readme });
     cleanups.push(repo.cleanup);
     const home = await tempHome();
     cleanups.push(() => rm(home, { recursive: true, force: true }));
+    // The first draft's prompt names README.md, which its task does not declare: a warning.
     const plan = makePlan([
       {
         subject: 'add greet.txt',
-        prompt: 'Write greet.txt saying hello.\nThe last line of your reply: COMPLETED: <summary>, FAILED: <what> or BLOCKED: <what>.',
+        prompt: 'Write greet.txt saying hello, in the tone of README.md.\nThe last line of your reply: COMPLETED: <summary>, FAILED: <what> or BLOCKED: <what>.',
         blockedBy: [],
         metadata: { files: { create: ['greet.txt'], modify: [] } },
         agent: { model: 'haiku', acceptanceCriteria: [{ criterion: 'greet.txt says hello', check: 'grep -q hello greet.txt' }] },
       },
     ]);
+    const fixed = structuredClone(plan);
+    fixed.tasks[0]!.metadata.reads = ['README.md'];
+    const planFile = join(repo.dir, '.design/plan.json');
     const local = await startModelServer({
       respond: (req) => {
         const launcher = `"${skillDir(req)}/../../bin/foreman"`;
         const steps: ContentBlock[][] = [
           [bash(`${launcher} plan status --json`)],
-          [toolUse('Write', { file_path: join(repo.dir, '.design/plan.json'), content: JSON.stringify(plan, null, 2) })],
+          [toolUse('Write', { file_path: planFile, content: JSON.stringify(plan, null, 2) })],
+          [bash(`${launcher} plan check --fix`)],
+          // The skill's loop: the fix the warning names, then the check again.
+          [toolUse('Read', { file_path: planFile })],
+          [toolUse('Write', { file_path: planFile, content: JSON.stringify(fixed, null, 2) })],
           [bash(`${launcher} plan check --fix`)],
           [bash(`${launcher} plan probe --json --sandbox on`)],
           [bash(`${launcher} plan summary`)],
@@ -415,10 +423,17 @@ describe('/foreman:design in the default permission mode, nothing pre-approved, 
       .turns()
       .map((t) => (t as ScriptedRequest).toolResults[0]?.content ?? '')
       .filter(Boolean);
-    // status: no plan yet; check: valid; probe: the check fails before the work (exit 0: nothing to fix).
-    expect(results.some((t) => /valid/.test(t))).toBe(true);
+    // status: no plan yet; check: valid, with the warning and its fix; check again: valid, nothing
+    // left; probe: the check fails before the work (exit 0: nothing to fix).
+    const checks = results.filter((t) => /: valid \(/.test(t));
+    expect(checks).toHaveLength(2);
+    expect(checks[0]).toMatch(/: valid \(1 tasks?\); defaults and file overlaps written, with 1 warning:/);
+    expect(checks[0]).toContain('tasks[0].prompt names README.md, which the task does not declare: add it to tasks[0].metadata.files.modify, or to tasks[0].metadata.reads if the task only reads it');
+    // Claude Code adds a line of its own after the output: the command rewrote the plan the model had read.
+    expect(checks[1]!.split('\n')[0]).toMatch(/: valid \(1 tasks?\); defaults and file overlaps written$/);
+    expect(checks[1]).not.toContain('warning');
     expect(JSON.parse(await readFile(join(repo.dir, '.design/probe.json'), 'utf8'))).toMatchObject({ verdict: 'ok' });
-    expect(JSON.parse(await readFile(join(repo.dir, '.design/plan.json'), 'utf8')).tasks[0].fileOverlaps).toEqual([]);
+    expect(JSON.parse(await readFile(planFile, 'utf8')).tasks[0]).toMatchObject({ fileOverlaps: [], metadata: { reads: ['README.md'] } });
   }, 240_000);
 });
 

@@ -14,7 +14,11 @@ import { commandHint } from '../../src/core/command-hint.ts';
 import { repoRoot } from '../support/real-claude.ts';
 import { copyCheckout } from './support.ts';
 
-const sample = join(repoRoot, 'test/plans/valid/realistic.json');
+/**
+ * The realistic sample plan, copied outside any repository: inside foreman's own, `plan check`
+ * would check it against foreman's files, which are not the files it is written for.
+ */
+let sample: string;
 
 let tmp: string;
 /** The plugin folder copied into a project's .claude/ folder, as the project-skill install does. */
@@ -36,6 +40,8 @@ async function pathOf(commands: string[]): Promise<string> {
 
 beforeAll(async () => {
   tmp = await mkdtemp(join(tmpdir(), 'foreman-launcher-'));
+  sample = join(tmp, 'realistic.json');
+  await cp(join(repoRoot, 'test/plans/valid/realistic.json'), sample);
   pack = join(tmp, 'project/.claude');
   await mkdir(dirname(pack), { recursive: true });
   await cp(join(repoRoot, 'plugin'), pack, { recursive: true });

@@ -162,6 +162,23 @@ describe('the /execute steps played by a model-free lead', () => {
     expect(s.json).toMatchObject({ pending: 1, nothingToDo: false, isResume: false });
   });
 
+  it("setup says the plan lint's warnings the plan neither fixes nor accepts, once, in its notices", async () => {
+    const plan = makePlan([
+      fakeTask('A', { create: ['a.txt'], prompt: 'Write a.txt as README.md describes.' }),
+      fakeTask('B', { create: ['b.txt'], reads: ['a.txt'] }),
+    ]);
+    const accepted = 'tasks[1] reads a.txt, which tasks[0] changes, but neither depends on the other: add 0 to tasks[1].blockedBy to read it after the change, or 1 to tasks[0].blockedBy to read it before';
+    plan.acceptedWarnings = [{ warning: accepted, reason: 'B only needs a.txt not to change while it runs' }];
+    const { repo } = await repoWith(plan);
+    const s = await checkedStep(step, repo.dir, ['setup']);
+    expect(s.json.notices).toEqual([
+      {
+        level: 'warning',
+        message: 'plan warning: tasks[0].prompt names README.md, which the task does not declare: add it to tasks[0].metadata.files.modify, or to tasks[0].metadata.reads if the task only reads it',
+      },
+    ]);
+  });
+
   it('setup resumes an interrupted session: in-progress work runs again, verified work left unintegrated is integrated and landed', async () => {
     const plan = makePlan([
       fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n' } } }),

@@ -164,6 +164,15 @@ export class Git {
     return splitNul(listed.value).filter((file) => coveredBy(file, ignoredEntries));
   }
 
+  /**
+   * Every file of the last commit (HEAD), the state each worker starts from; none on an unborn
+   * branch. Staged and untracked files are not in it: no worker would see them.
+   */
+  async committedFiles(): Promise<Set<string>> {
+    const listed = await this.tryRun(['ls-tree', '-r', '-z', '--name-only', '--full-tree', 'HEAD']);
+    return new Set(listed.ok ? splitNul(listed.value) : []);
+  }
+
   /** Every change in the working tree and index vs HEAD, untracked files included. */
   async allChanges(): Promise<Map<string, FileChange>> {
     return changesByPath(await this.statusEntries(null));

@@ -1,6 +1,7 @@
 import { dirname } from 'node:path';
 import { Git } from '../../adapters/git/repository.ts';
 import { writePlanAtomic } from '../../adapters/plan-store.ts';
+import { HOW_TO_ACCEPT, type PlanLint, lintPlan } from '../../core/plan-lint.ts';
 import { withDefaults } from '../../core/validate.ts';
 import { describeIgnored, ignoredDeclaredPaths } from '../../run/setup.ts';
 import type { Command } from '../command.ts';
@@ -11,11 +12,12 @@ import { planOption } from './options.ts';
 export const check: Command = {
   name: 'check',
   summary:
-    "Validate the plan: schema, dependencies, cycles, paths, computed file overlaps, and (inside a git repository) no declared path that git ignores. Exit 0 if valid, 2 if not.",
-  usage: '[--plan FILE] [--fix]',
+    "Validate the plan: schema, dependencies, cycles, paths, computed file overlaps, and (inside a git repository) no declared path that git ignores; then warn of hazards it still holds (undeclared files, unordered tasks, lockfiles), each with its fix. Exit 0 if valid (warnings included), 2 if not.",
+  usage: '[--plan FILE] [--fix] [--strict]',
   options: {
     ...planOption,
     fix: { type: 'boolean', description: 'write defaults (status, attempts, model) and the computed fileOverlaps back to the plan' },
+    strict: { type: 'boolean', description: 'exit 2 when a warning is left (neither fixed nor accepted in acceptedWarnings)' },
   },
   async run({ values }, io) {
     const path = planPathFrom(values, io.cwd);
@@ -24,18 +26,29 @@ export const check: Command = {
     // The plan's repository is the one its folder is in; a plan outside any repository is only
     // checked on its own.
     const git = new Git(dirname(path));
-    if (await git.isRepo()) {
+    const inRepository = await git.isRepo();
+    if (inRepository) {
       const ignored = await ignoredDeclaredPaths(plan, git);
       if (ignored.length > 0) {
         throw new CliError(EXIT.invalid, [`${path}: the plan is invalid (${ignored.length} problem${ignored.length === 1 ? '' : 's'}):`, ...ignored.map((p) => `  ${describeIgnored(p)}`)]);
       }
     }
-    if (fix) {
-      await writePlanAtomic(path, withDefaults(plan));
-      io.out(`${path}: valid (${plan.tasks.length} tasks); defaults and file overlaps written`);
-    } else {
-      io.out(`${path}: valid (${plan.tasks.length} tasks)`);
+    // Outside a repository only the hazards between the plan's own tasks can be found.
+    const lint = lintPlan(plan, inRepository ? await git.committedFiles() : null);
+    if (fix) await writePlanAtomic(path, withDefaults(plan));
+    const valid = `${path}: valid (${plan.tasks.length} tasks${acceptedNote(lint)})${fix ? '; defaults and file overlaps written' : ''}`;
+    if (lint.warnings.length === 0) {
+      io.out(valid);
+      return EXIT.ok;
     }
+    const listed = [...lint.warnings.map((warning) => `  ${warning.message}`), HOW_TO_ACCEPT];
+    if (values.strict === true) throw new CliError(EXIT.invalid, [`${valid}, but --strict refuses its ${counted(lint.warnings.length)}:`, ...listed]);
+    io.out([`${valid}, with ${counted(lint.warnings.length)}:`, ...listed].join('\n'));
     return EXIT.ok;
   },
 };
+
+const counted = (warnings: number): string => `${warnings} warning${warnings === 1 ? '' : 's'}`;
+
+/** `, 2 warnings accepted`: accepted warnings are not listed, but a person sees that there are some. */
+const acceptedNote = (lint: PlanLint): string => (lint.accepted.length === 0 ? '' : `, ${counted(lint.accepted.length)} accepted`);
