@@ -17,7 +17,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { demoPlan, demoScenarios, RETRY_TASK } from '../demo/scenario.ts';
 import { type Command, type Io, type Numbers, main, processIo, runCommand } from '../src/cli/command.ts';
 import { RANGES } from '../src/cli/numeric-flags.ts';
-import { CliError, EXIT, type ExitCode } from '../src/cli/exit.ts';
+import { CliError, EXIT, type ExitCode, usageError } from '../src/cli/exit.ts';
 import { formatDuration } from '../src/core/format.ts';
 import { SCHEDULE_POLICIES } from '../src/core/schedule.ts';
 import { validatePlan, withDefaults } from '../src/core/validate.ts';
@@ -102,7 +102,7 @@ async function demo(values: Record<string, unknown>, numbers: Numbers, io: Io): 
   const concurrency = numbers.concurrency;
   const schedule = typeof values.schedule === 'string' ? values.schedule : undefined;
   if (schedule !== undefined && !(SCHEDULE_POLICIES as readonly string[]).includes(schedule)) {
-    throw new CliError(EXIT.invalid, [`--schedule: "${schedule}" is not one of ${SCHEDULE_POLICIES.join(', ')}`]);
+    throw usageError(`--schedule expects one of ${SCHEDULE_POLICIES.join(', ')}, got "${schedule}"`);
   }
   try {
     await access(claudeBin);

@@ -235,9 +235,9 @@ describe('--sandbox on without the sandbox', () => {
   it('rejects an unknown mode (exit 2)', async () => {
     const r = await runExecute(dir, ['--sandbox', 'sometimes']);
     expect(r.exitCode).toBe(2);
-    expect(r.stderr).toContain('--sandbox: "sometimes" is not one of auto, on, off');
+    expect(r.stderr).toContain('--sandbox expects one of auto, on, off, got "sometimes" (see --help)');
     const fromEnv = await runExecute(dir, [], { FOREMAN_SANDBOX: 'maybe' });
     expect(fromEnv.exitCode).toBe(2);
-    expect(fromEnv.stderr).toContain('FOREMAN_SANDBOX: "maybe" is not one of auto, on, off');
+    expect(fromEnv.stderr).toContain('FOREMAN_SANDBOX expects one of auto, on, off, got "maybe"');
   });
 });

@@ -92,19 +92,19 @@ function settingsFrom(values: Record<string, unknown>, numbers: Numbers, io: Io)
   const str = (key: string) => (typeof values[key] === 'string' ? (values[key] as string) : undefined);
   const repo = resolve(io.cwd, str('repo') ?? '.');
   const permissionMode = str('permission-mode') ?? DEFAULTS.permissionMode;
-  if (!PERMISSION_MODES.includes(permissionMode)) throw usageError(`--permission-mode: "${permissionMode}" is not one of ${PERMISSION_MODES.join(', ')}`);
+  if (!PERMISSION_MODES.includes(permissionMode)) throw usageError(`--permission-mode expects one of ${PERMISSION_MODES.join(', ')}, got "${permissionMode}"`);
   const schedule = (str('schedule') ?? DEFAULTS.schedule) as SchedulePolicy;
-  if (!SCHEDULE_POLICIES.includes(schedule)) throw usageError(`--schedule: "${schedule}" is not one of ${SCHEDULE_POLICIES.join(', ')}`);
+  if (!SCHEDULE_POLICIES.includes(schedule)) throw usageError(`--schedule expects one of ${SCHEDULE_POLICIES.join(', ')}, got "${schedule}"`);
   const tools = str('allowed-tools');
   // `FOREMAN_SANDBOX` is the default, checked like the flag.
   const sandboxMode = sandboxModeOf(str('sandbox'), io.env);
   if (!sandboxMode.ok) throw usageError(sandboxMode.error);
   const sandbox = sandboxMode.value;
   const land = (str('land') ?? DEFAULTS.land) as LandPolicy;
-  if (!LAND_POLICIES.includes(land)) throw usageError(`--land: "${land}" is not one of ${LAND_POLICIES.join(', ')}`);
+  if (!LAND_POLICIES.includes(land)) throw usageError(`--land expects one of ${LAND_POLICIES.join(', ')}, got "${land}"`);
   const checkTimeoutMs = seconds(numbers['check-timeout']) ?? DEFAULTS.checkTimeoutMs;
   const gateCommand = str('gate');
-  if (gateCommand !== undefined && gateCommand.trim() === '') throw usageError('--gate: the command is empty (use --no-gate for no gate)');
+  if (gateCommand !== undefined && gateCommand.trim() === '') throw usageError('--gate expects a command, got an empty one (use --no-gate for no gate)');
   if (gateCommand !== undefined && values['no-gate'] === true) throw usageError('--gate and --no-gate contradict each other: choose one');
   if (numbers.speculate !== undefined && values['no-speculate'] === true) throw usageError('--speculate and --no-speculate contradict each other: choose one');
   const gateFlags = {
@@ -175,7 +175,7 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   const gateCommand = settings.gateFlags.off ? undefined : (settings.gateFlags.command ?? testCommand);
   settings.gate = gateCommand === undefined ? null : { command: gateCommand, batchSize: settings.gateFlags.batchSize, timeoutMs: settings.gateFlags.timeoutMs };
   const git = new Git(settings.repo);
-  if (!(await git.isRepo())) throw usageError(`${settings.repo} is not a git repository (foreman commits each round; run \`git init\` first)`);
+  if (!(await git.isRepo())) throw new CliError(EXIT.invalid, [`${settings.repo} is not a git repository (foreman commits each round; run \`git init\` first)`]);
   const permissions = await workerRules(plan, settings);
   if (settings.dryRun) {
     // As each worker will get them (anchored at its worktree too; adapters/person-denies.ts).

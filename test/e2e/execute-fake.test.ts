@@ -362,7 +362,7 @@ describe('execute.ts with the fake worker', () => {
     for (const value of ['abc', '-5', '1.5', '']) {
       const r = await runExecute(repo.dir, [], { FOREMAN_BACKOFF_MS: value });
       expect(r.exitCode, value).toBe(2);
-      expect(r.stderr.trim().split('\n'), value).toEqual([`FOREMAN_BACKOFF_MS: expected a whole number of milliseconds from 0 to 3600000 (1 hour), got "${value}"`]);
+      expect(r.stderr.trim().split('\n'), value).toEqual([`execute: FOREMAN_BACKOFF_MS expects a whole number of milliseconds from 0 to 3600000 (1 hour), got "${value}"`]);
     }
     expect(await readFile(planPath, 'utf8')).toBe(before);
     await expect(readFile(join(repo.dir, 'a.txt'))).rejects.toThrow();

@@ -1,6 +1,7 @@
 import { dirname } from 'node:path';
 import { Git } from '../../adapters/git/repository.ts';
 import { writePlanAtomic } from '../../adapters/plan-store.ts';
+import { plural } from '../../core/format.ts';
 import { withDefaults } from '../../core/validate.ts';
 import { describeIgnored, ignoredDeclaredPaths } from '../../run/setup.ts';
 import type { Command } from '../command.ts';
@@ -27,14 +28,14 @@ export const check: Command = {
     if (await git.isRepo()) {
       const ignored = await ignoredDeclaredPaths(plan, git);
       if (ignored.length > 0) {
-        throw new CliError(EXIT.invalid, [`${path}: the plan is invalid (${ignored.length} problem${ignored.length === 1 ? '' : 's'}):`, ...ignored.map((p) => `  ${describeIgnored(p)}`)]);
+        throw new CliError(EXIT.invalid, [`${path}: the plan is invalid (${plural(ignored.length, 'problem')}):`, ...ignored.map((p) => `  ${describeIgnored(p)}`)]);
       }
     }
     if (fix) {
       await writePlanAtomic(path, withDefaults(plan));
-      io.out(`${path}: valid (${plan.tasks.length} tasks); defaults and file overlaps written`);
+      io.out(`${path}: valid (${plural(plan.tasks.length, 'task')}); defaults and file overlaps written`);
     } else {
-      io.out(`${path}: valid (${plan.tasks.length} tasks)`);
+      io.out(`${path}: valid (${plural(plan.tasks.length, 'task')})`);
     }
     return EXIT.ok;
   },

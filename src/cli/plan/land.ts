@@ -9,7 +9,7 @@ import { approvalHint, commandHint, shellWord } from '../../core/command-hint.ts
 import type { LandMode } from '../../core/landing.ts';
 import { type LandBlocked, type LandReport, type LandTarget, cleanPlans, describeTargetProblem, findLandTarget, landTarget, repositoryOf, runPathOf } from '../../run/plan-landing.ts';
 import type { Command, Io } from '../command.ts';
-import { CliError, EXIT, type ExitCode, usageError } from '../exit.ts';
+import { CliError, EXIT, type ExitCode } from '../exit.ts';
 import { planPathFrom } from '../load.ts';
 import { jsonOption, planOption } from './options.ts';
 import { type Result, ok } from '../../core/failure.ts';
@@ -37,7 +37,7 @@ const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 /** The repository holding the plan, or exit 2. */
 async function repositoryFor(planPath: string, command: string): Promise<string> {
   const repo = await repositoryOf(planPath);
-  if (repo === null) throw usageError(`${command}: ${planPath} is not in a git repository`);
+  if (repo === null) throw new CliError(EXIT.invalid, [`${command}: ${planPath} is not in a git repository`]);
   return repo;
 }
 

@@ -40,7 +40,7 @@ export const probe: Command = {
     const path = planPathFrom(values, io.cwd);
     const plan = await loadPlan(path);
     const git = new Git(dirname(path));
-    if (!(await git.isRepo())) throw usageError(`${dirname(path)} is not in a git repository: the probe checks out the last commit`);
+    if (!(await git.isRepo())) throw new CliError(EXIT.invalid, [`${dirname(path)} is not in a git repository: the probe checks out the last commit`]);
     const repo = await git.root();
 
     // The lock keeps the probe's records in .design/workers.json from clobbering a run's.
