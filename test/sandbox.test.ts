@@ -72,7 +72,7 @@ describe.runIf(support.ok)('checks in the sandbox', () => {
   it('writes in the workspace and its own TMPDIR, and its own loopback works', async () => {
     const server = `const s = require('net').createServer((c) => c.end('pong')).listen(0, '127.0.0.1', () => require('net').connect(s.address().port, '127.0.0.1').on('data', (d) => { console.log(String(d)); process.exit(0); }));`;
     await writeFile(join(workspace, 'loop.js'), server);
-    const r = await inSandbox('echo inside > inside.txt && touch "$TMPDIR/own" && case "$TMPDIR" in /tmp/foreman-sandbox-*) echo own-tmp;; esac && node loop.js');
+    const r = await inSandbox(`echo inside > inside.txt && touch "$TMPDIR/own" && case "$TMPDIR" in ${tmpdir()}/foreman-sandbox-*) echo own-tmp;; esac && node loop.js`);
     expect(r.output).toContain('own-tmp');
     expect(r.output).toContain('pong');
     expect(r.exitCode).toBe(0);

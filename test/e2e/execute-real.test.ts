@@ -2,7 +2,7 @@
 // API server on 127.0.0.1: real tool calls write the files in a temporary git repository.
 
 import { existsSync } from 'node:fs';
-import { readFile, readdir, realpath } from 'node:fs/promises';
+import { readFile, readdir, realpath, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -90,7 +90,7 @@ afterAll(async () => {
 async function repoWith(plan: Plan): Promise<{ repo: TempGitRepo; planPath: string; env: Record<string, string | undefined> }> {
   const repo = await tempGitRepo({ 'README.md': '# sample\n', 'shared.txt': 'top\n' });
   const home = await tempHome();
-  cleanups.push(repo.cleanup);
+  cleanups.push(repo.cleanup, () => rm(home, { recursive: true, force: true }));
   const planPath = await writePlan(repo.dir, plan);
   return { repo, planPath, env: claudeEnv(server.url, home) };
 }
@@ -193,6 +193,7 @@ describe('execute.ts with the real Claude Code CLI', () => {
     const plan = makePlan([task('greet', ['src/greet.txt']), task('farewell', ['src/farewell.txt'])]);
     const { repo, planPath } = await repoWith(plan);
     const home = await tempHome();
+    cleanups.push(() => rm(home, { recursive: true, force: true }));
     const before = server.requests.length;
     const r = await runExecute(repo.dir, ['--claude-bin', claudeBin], claudeEnv(undefined, home));
     expect(r.exitCode).toBe(3);
