@@ -259,5 +259,26 @@ describe('a failing check’s error is at the end of its output', () => {
     // The closing message says what makes a re-run retry it.
     expect(r.stdout + r.stderr).toContain('task 0 is failed');
     expect(r.stdout + r.stderr).toContain('`npx tsx scripts/plan.ts retry 0`');
+
+    // The worker's log has each attempt's whole check output, warnings and all; the report, a few lines.
+    const sections = [...log.matchAll(/^==== acceptance check failed \(tests pass\): `.*` exited 1; its whole output ====\n([^]*?)^==== end of its output ====$/gm)];
+    expect(sections).toHaveLength(2);
+    for (const [, output] of sections) {
+      expect(output!.split('\n').filter(Boolean)).toHaveLength(201);
+      expect(output).toMatch(/^npm WARN deprecated pkg-0@1\.0\.0: unsupported\n/);
+      expect(output).toMatch(/npm ERR! Test failed: expected 2 to equal 3\n$/);
+    }
+    const report = await runPlanTool(repo.dir, ['report']);
+    expect(report.exitCode).toBe(0);
+    const fenced = [...report.stdout.matchAll(/^```text\n([^]*?)\n```$/gm)].map((m) => m[1]!);
+    expect(fenced).toHaveLength(2);
+    const runId = /^# foreman run (\S+)/m.exec(report.stdout)![1];
+    for (const reason of fenced) {
+      const lines = reason.split('\n');
+      expect(lines).toHaveLength(7);
+      expect(lines[0]).toBe('acceptance check failed (tests pass): `' + check + '` exited 1:');
+      expect(lines[1]).toMatch(new RegExp(`^… \\d+ lines cut: the whole reason is in \`npx tsx scripts/plan\\.ts report --run ${runId} --json\`, each failed check's whole output in the log …$`));
+      expect(lines[6]).toBe('npm ERR! Test failed: expected 2 to equal 3');
+    }
   });
 });
