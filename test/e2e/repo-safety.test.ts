@@ -148,17 +148,21 @@ describe('repository states', () => {
     expect(await snapshot(repo)).toBe(before);
   });
 
-  it('refuses --repo pointing into a subdirectory, naming the top (exit 2)', async () => {
-    const plan = makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a' } } })]);
-    const { repo } = await setup(plan, { 'sub/keep.txt': 'k\n' });
+  it('takes --repo pointing into a subdirectory as git does: it works at the top, with the plan nearest the folder', async () => {
+    // Changed by design (issue 44): a subdirectory was refused (exit 2, naming the top); plan
+    // paths are relative to the top either way, so the run now works there.
+    const top = makePlan([fakeTask('TOP', { create: ['top.txt'], fake: { write: { 'top.txt': 't' } } })]);
+    const { repo } = await setup(top, { 'sub/keep.txt': 'k\n' });
+    const nearer = makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n' } } })]);
     await mkdir(join(repo.dir, 'sub/.design'), { recursive: true });
-    await writeFile(join(repo.dir, 'sub/.design/plan.json'), JSON.stringify(plan));
-    const before = await snapshot(repo);
+    await writeFile(join(repo.dir, 'sub/.design/plan.json'), JSON.stringify(nearer));
+    const topPlan = await readFile(join(repo.dir, '.design/plan.json'), 'utf8');
     const r = await runExecute(repo.dir, ['--repo', join(repo.dir, 'sub')]);
-    expect(r.exitCode).toBe(2);
-    expect(r.stderr).toContain(`is not the top of its git repository (${repo.dir})`);
-    expect(r.stderr).toContain(`--repo ${repo.dir}`);
-    expect(await snapshot(repo)).toBe(before);
+    expect(r.exitCode).toBe(0);
+    // The plan in sub/.design ran, its path relative to the top; the top's plan is untouched.
+    expect(await repo.git(['show', 'HEAD:a.txt'])).toBe('a\n');
+    expect(existsSync(join(repo.dir, 'sub/a.txt'))).toBe(false);
+    expect(await readFile(join(repo.dir, '.design/plan.json'), 'utf8')).toBe(topPlan);
   });
 
   it('runs on a detached HEAD, with a notice naming the commit; the commit lands on the detached HEAD', async () => {

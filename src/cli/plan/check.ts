@@ -19,7 +19,7 @@ export const check: Command = {
     fix: { type: 'boolean', description: 'write defaults (status, attempts, model) and the computed fileOverlaps back to the plan' },
   },
   async run({ values }, io) {
-    const path = planPathFrom(values, io.cwd);
+    const path = await planPathFrom(values, io.cwd);
     const fix = Boolean(values.fix);
     const plan = await loadPlan(path, { ignoreDeclaredOverlaps: fix });
     // The plan's repository is the one its folder is in; a plan outside any repository is only

@@ -97,7 +97,7 @@ export const landCommand: Command = {
   usage: '[--plan FILE] [--no-commit] [--json]',
   options: { ...planOption, ...noCommitOption, ...jsonOption },
   async run({ values }, io) {
-    const planPath = planPathFrom(values, io.cwd);
+    const planPath = await planPathFrom(values, io.cwd);
     const repo = await repositoryFor(planPath, 'land');
     const mode: LandMode = values['no-commit'] === true ? 'worktree' : 'commit';
     return withLock(runPathOf(planPath), 'land', async () => {
@@ -120,7 +120,7 @@ export const clean: Command = {
   usage: '[--plan FILE] [--json]',
   options: { ...planOption, ...jsonOption },
   async run({ values }, io) {
-    const planPath = planPathFrom(values, io.cwd);
+    const planPath = await planPathFrom(values, io.cwd);
     const repo = await repositoryFor(planPath, 'clean');
     return withLock(runPathOf(planPath), 'clean', async () => {
       const cleaned = await cleanPlans(repo, planPath, io.env);

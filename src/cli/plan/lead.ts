@@ -19,7 +19,7 @@ import { DEFAULT_GATE_WAIT_MS, leadCommit, type LeadContext, leadFinalize, leadN
 import { type Command, type Io, type Numbers, type OptionSpec, describeUsageError } from '../command.ts';
 import { RANGES } from '../numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, UsageError, usageError } from '../exit.ts';
-import { DEFAULT_PLAN, loadPlan, loadPlanFile, missingPlanLine } from '../load.ts';
+import { DEFAULT_PLAN, findPlan, loadPlan, loadPlanFile, missingPlanLine, repositoryTop } from '../load.ts';
 import { describeEditBetweenSteps, editedSinceLastStep, rememberPlanFile } from '../../run/plan-edits.ts';
 import { describeSetupProblem } from '../setup-problem.ts';
 import { GitCommandError } from '../../adapters/git/runner.ts';
@@ -46,8 +46,8 @@ export class StepError extends CliError {
 const str = (value: unknown) => (typeof value === 'string' ? value : undefined);
 
 export const repoPlanOptions: Record<string, OptionSpec> = {
-  repo: { type: 'string', valueName: 'DIR', description: 'the repository (default: the current directory)' },
-  plan: { type: 'string', valueName: 'FILE', description: 'the plan (default: <repo>/.design/plan.json)' },
+  repo: { type: 'string', valueName: 'DIR', description: 'a folder of the repository, which the step works in at its top, as git finds it (default: the current folder)' },
+  plan: { type: 'string', valueName: 'FILE', description: 'the plan (default: .design/plan.json in DIR or the nearest folder above it in the repository, else at its top)' },
 };
 
 interface StepArgs {
@@ -82,24 +82,31 @@ function reportProblem(step: string, kind: string, e: CliError, io: Io): ExitCod
   return e.code;
 }
 
+/**
+ * Where a step works: the repository holding `--repo DIR` (default: the current folder), at its
+ * top, as git finds it; the plan `--plan FILE` (relative to the current folder), else the one
+ * found from DIR (`findPlan`). `top` is null outside any repository.
+ */
+async function whereOf(values: Record<string, unknown>, cwd: string): Promise<{ start: string; top: string | null; planPath: string }> {
+  const start = resolve(cwd, str(values.repo) ?? '.');
+  const top = await repositoryTop(start);
+  const planPath = str(values.plan) !== undefined ? resolve(cwd, str(values.plan)!) : await findPlan(start, top);
+  return { start, top, planPath };
+}
+
 /** Where the repository and the plan are, and that both exist. */
-async function locate(values: Record<string, unknown>, cwd: string): Promise<{ repo: string; planPath: string; git: Git }> {
-  const repo = resolve(cwd, str(values.repo) ?? '.');
-  const planPath = str(values.plan) !== undefined ? resolve(cwd, str(values.plan)!) : join(repo, DEFAULT_PLAN);
-  const git = new Git(repo);
-  if (!(await git.isRepo())) throw new StepError(EXIT.invalid, 'not-a-repo', [`${repo} is not a git repository (foreman commits each round; run \`git init\` first)`]);
+async function locate({ start, top, planPath }: { start: string; top: string | null; planPath: string }): Promise<{ repo: string; planPath: string; git: Git }> {
+  if (top === null) throw new StepError(EXIT.invalid, 'not-a-repo', [`${start} is not in a git repository (foreman commits each round; run \`git init\` first)`]);
   const read = await readPlanFile(planPath);
   if (!read.ok && read.error.kind === 'missing') throw new StepError(EXIT.invalid, 'no-plan', [await missingPlanLine(planPath)]);
-  return { repo, planPath, git };
+  return { repo: top, planPath, git: new Git(top) };
 }
 
 /**
  * When there is no plan at the plan path and the newest archived plan next to it has every task
  * completed (`plan commit` archives a plan once all of it has landed): that archive. Else null.
  */
-async function archivedFinished(values: Record<string, unknown>, cwd: string): Promise<{ path: string; plan: Plan } | null> {
-  const repo = resolve(cwd, str(values.repo) ?? '.');
-  const planPath = str(values.plan) !== undefined ? resolve(cwd, str(values.plan)!) : join(repo, DEFAULT_PLAN);
+async function archivedFinished(planPath: string): Promise<{ path: string; plan: Plan } | null> {
   const read = await readPlanFile(planPath);
   if (read.ok || read.error.kind !== 'missing') return null;
   const newest = (await archivedPlans(planPath))[0];
@@ -124,12 +131,13 @@ export function stepCommand(spec: StepSpec): Command {
     async run({ values, numbers }, io) {
       try {
         const prepared = await spec.prepare?.(values, io.cwd, io.env);
-        const finished = spec.afterArchive === undefined ? null : await archivedFinished(values, io.cwd);
+        const where = await whereOf(values, io.cwd);
+        const finished = spec.afterArchive === undefined ? null : await archivedFinished(where.planPath);
         if (finished !== null) {
           io.out(JSON.stringify(spec.afterArchive!(finished)));
           return EXIT.ok;
         }
-        const { repo, planPath, git } = await locate(values, io.cwd);
+        const { repo, planPath, git } = await locate(where);
         const lock = await acquireLock(planPath, currentLockInfo(`plan ${spec.name}`));
         if (!lock.ok) {
           throw new StepError(EXIT.cannotRun, 'locked', [`${lockHeldMessage(lock.error.holder)}; watch it with \`${commandHint('plan', 'status', ownLayout())}\``]);
