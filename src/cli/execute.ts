@@ -4,12 +4,14 @@
 
 import { realpath } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
+import { authStatus } from '../adapters/claude-auth.ts';
 import { findExecutable } from '../adapters/executables.ts';
 import { Git } from '../adapters/git/repository.ts';
 import { gitProcessCount } from '../adapters/git/runner.ts';
 import { type LockTakeover, acquireLock, currentLockInfo } from '../adapters/plan-store.ts';
 import { killAllWorkers } from '../adapters/worker.ts';
 import { type SandboxMode, decideSandbox, installAdvice, sandboxModeOf } from '../adapters/sandbox.ts';
+import { notLoggedInLines } from '../core/auth-status.ts';
 import { type RunEventBody } from '../core/events.ts';
 import { newRunId } from '../adapters/journal.ts';
 import { assertNever } from '../core/failure.ts';
@@ -190,8 +192,12 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
     ]);
   }
 
+  // The CLI's login is asked about before anything starts (the probe, the gate, a worker), beside
+  // the sandbox: a CLI that says it is not logged in refuses the run; one that cannot say does not.
+  const login = authStatus(claudeBin, settings.repo, io.env);
   // The sandbox is asked about once: `on` refuses without it, `auto` says why it goes without.
   const decided = await decideSandbox(settings.sandbox);
+  if ((await login).kind === 'logged-out') throw new CliError(EXIT.cannotRun, notLoggedInLines(claudeBin));
   if (!decided.ok) throw new CliError(EXIT.cannotRun, [decided.error]);
   const sandboxed = decided.value.sandboxed;
   const unavailable = decided.value.sandboxed ? null : decided.value.unavailable;

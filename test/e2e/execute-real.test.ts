@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sandboxSupport } from '../../src/adapters/sandbox.ts';
 import { worktreesRoot } from '../../src/adapters/git/worktree-pool.ts';
 import type { Plan } from '../../src/core/plan.ts';
+import { notLoggedInLines } from '../../src/core/auth-status.ts';
 import { runExecute } from '../support/execute.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { type ModelServer, type ScriptedRequest, scenario, startModelServer, text, toolUse, variants } from '../support/model-server.ts';
@@ -189,7 +190,7 @@ describe('execute.ts with the real Claude Code CLI', () => {
     expect(history).toHaveLength(1);
   });
 
-  it('stops with exit 3 and burns nothing when the real CLI has no credentials', async () => {
+  it('refuses with exit 3 before anything starts when the real CLI has no credentials', async () => {
     const plan = makePlan([task('greet', ['src/greet.txt']), task('farewell', ['src/farewell.txt'])]);
     const { repo, planPath } = await repoWith(plan);
     const home = await tempHome();
@@ -197,10 +198,13 @@ describe('execute.ts with the real Claude Code CLI', () => {
     const before = server.requests.length;
     const r = await runExecute(repo.dir, ['--claude-bin', claudeBin], claudeEnv(undefined, home));
     expect(r.exitCode).toBe(3);
-    expect(r.stdout + r.stderr).toMatch(/not authenticated/i);
+    // Its `auth status` says so: the headless words, before the probe, the gate and any worker (no run in the journal).
+    expect(r.stderr.split('\n')).toEqual(notLoggedInLines(claudeBin));
+    expect(r.stdout).toBe('');
+    await expect(readFile(join(repo.dir, '.design/events.jsonl'))).rejects.toThrow(/ENOENT/);
     expect(server.requests.length).toBe(before);
     const after = await readPlan(planPath);
-    expect(after.tasks.map((t) => [t.status, t.attempts ?? 0])).toEqual([
+    expect(after.tasks.map((t) => [t.status ?? 'pending', t.attempts ?? 0])).toEqual([
       ['pending', 0],
       ['pending', 0],
     ]);
