@@ -15,7 +15,7 @@ import { notLoggedInLines } from '../core/auth-status.ts';
 import { type RunEventBody } from '../core/events.ts';
 import { newRunId } from '../adapters/journal.ts';
 import { assertNever } from '../core/failure.ts';
-import { type Plan } from '../core/plan.ts';
+import { type Plan, statusOf } from '../core/plan.ts';
 import { planPermissions } from '../core/scope.ts';
 import { SCHEDULE_POLICIES, type SchedulePolicy } from '../core/schedule.ts';
 import { type HeadlessRefusal, runHeadless } from '../run/headless.ts';
@@ -193,11 +193,12 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   }
 
   // The CLI's login is asked about before anything starts (the probe, the gate, a worker), beside
-  // the sandbox: a CLI that says it is not logged in refuses the run; one that cannot say does not.
-  const login = authStatus(claudeBin, settings.repo, io.env);
+  // the sandbox, when the run has a task to start: a CLI that says it is not logged in refuses the
+  // run; one that cannot say does not. A run with nothing to start (it lands, or gates approved work) needs no login.
+  const login = plan.tasks.some((task) => statusOf(task) === 'pending' || statusOf(task) === 'in_progress') ? authStatus(claudeBin, settings.repo, io.env) : null;
   // The sandbox is asked about once: `on` refuses without it, `auto` says why it goes without.
   const decided = await decideSandbox(settings.sandbox);
-  if ((await login).kind === 'logged-out') throw new CliError(EXIT.cannotRun, notLoggedInLines(claudeBin));
+  if ((await login)?.kind === 'logged-out') throw new CliError(EXIT.cannotRun, notLoggedInLines(claudeBin));
   if (!decided.ok) throw new CliError(EXIT.cannotRun, [decided.error]);
   const sandboxed = decided.value.sandboxed;
   const unavailable = decided.value.sandboxed ? null : decided.value.unavailable;

@@ -306,6 +306,15 @@ describe('execute.ts with the fake worker', () => {
     expect(await readFile(planPath, 'utf8')).toBe(before);
   });
 
+  it('asks nothing of a run that starts no worker: a plan with nothing left to run is not refused for the login', async () => {
+    const plan = makePlan([{ ...fakeTask('A', { create: ['a.txt'] }), status: 'failed', attempts: 3, result: 'FAILED: no' }]);
+    const { repo } = await setup(plan);
+    const r = await runExecute(repo.dir, [], { FAKE_WORKER_AUTH: 'none' });
+    expect(r.exitCode).toBe(1);
+    expect(r.stderr).not.toContain('not logged in');
+    expect(r.stdout).toContain('task 0 is failed');
+  });
+
   it('runs when the CLI cannot say whether it is logged in', async () => {
     const plan = makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n' } } })]);
     const { repo } = await setup(plan);
