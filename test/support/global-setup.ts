@@ -2,7 +2,7 @@
 
 import { mkdir, readdir, rm, rmdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { processAlive } from '../../src/adapters/processes.ts';
@@ -18,6 +18,9 @@ export default async function setup(): Promise<() => Promise<void>> {
   // folder of this run, removed at its end: a test that leaves something behind (a run it killed
   // on purpose leaves its attempts' TMPDIRs) leaves it there. Folders of runs that are gone (a
   // suite stopped with Ctrl-C) are removed first; runs side by side each keep their own.
+  // vitest runs the global setup once per project, in one process: the second time, TMPDIR is
+  // this run's folder already, and stays.
+  if (RUN_TMP.exec(basename(tmpdir()))?.[1] === String(process.pid)) return async () => undefined;
   const system = tmpdir();
   for (const name of await readdir(system)) {
     const pid = RUN_TMP.exec(name)?.[1];
