@@ -1,5 +1,4 @@
-import { availableParallelism, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 /**
@@ -18,8 +17,8 @@ export default defineConfig({
     // waiting on the processes they start, and a file more fills those waits (on 2 cores, 2 files
     // at a time took 335 s, 3 took 286 s and 4 took 291 s, for the same CPU).
     maxWorkers: availableParallelism() + 1,
-    // Runs in tests make their worktrees under the temporary directory, never in ~/.cache.
-    env: { FOREMAN_WORKTREES: join(tmpdir(), 'foreman-test-worktrees') },
+    // Runs in tests make their worktrees in the test run's temporary folder, never in ~/.cache:
+    // FOREMAN_WORKTREES is set by the global setup, with TMPDIR.
     projects: [
       // A worker process runs file after file with the modules it already loaded: a new process
       // and a fresh load of vitest and the sources per file cost about 0.6 s of CPU each (on 2

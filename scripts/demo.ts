@@ -17,7 +17,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { demoPlan, demoScenarios, RETRY_TASK } from '../demo/scenario.ts';
 import { type Command, type Io, type Numbers, main, processIo, runCommand } from '../src/cli/command.ts';
 import { RANGES } from '../src/cli/numeric-flags.ts';
-import { CliError, EXIT, type ExitCode } from '../src/cli/exit.ts';
+import { CliError, EXIT, type ExitCode, usageError } from '../src/cli/exit.ts';
 import { formatDuration } from '../src/core/format.ts';
 import { SCHEDULE_POLICIES } from '../src/core/schedule.ts';
 import { validatePlan, withDefaults } from '../src/core/validate.ts';
@@ -102,7 +102,7 @@ async function demo(values: Record<string, unknown>, numbers: Numbers, io: Io): 
   const concurrency = numbers.concurrency;
   const schedule = typeof values.schedule === 'string' ? values.schedule : undefined;
   if (schedule !== undefined && !(SCHEDULE_POLICIES as readonly string[]).includes(schedule)) {
-    throw new CliError(EXIT.invalid, [`--schedule: "${schedule}" is not one of ${SCHEDULE_POLICIES.join(', ')}`]);
+    throw usageError(`--schedule expects one of ${SCHEDULE_POLICIES.join(', ')}, got "${schedule}"`);
   }
   try {
     await access(claudeBin);
@@ -142,6 +142,7 @@ async function demo(values: Record<string, unknown>, numbers: Numbers, io: Io): 
       'Workers: the real Claude Code CLI, talking to a scripted model on',
       `${server.url} (started by this script; no API key, nothing leaves this machine).`,
       'Every acceptance check really runs (node --test, node -e) in the repository.',
+      'The costs it shows are simulated: the scripted model\'s token counts, priced by Claude Code; nothing is billed.',
     );
 
     const args = ['--import', tsxLoader, join(root, 'scripts/execute.ts'), '--repo', dir, '--claude-bin', claudeBin];
@@ -155,7 +156,11 @@ async function demo(values: Record<string, unknown>, numbers: Numbers, io: Io): 
     const workers = new Set(turns.map((t) => t.sessionId)).size;
     const retryPrompt = turns.find((t) => t.assistantTurns === 0 && t.prompt.includes('TASK-MARKER: word-count') && t.prompt.includes('This is attempt 2'));
     heading('What the scripted model saw');
-    say(`${turns.length} model turns from ${workers} Claude Code worker processes.`);
+    say(
+      `${turns.length} model turns from ${workers} Claude Code worker processes.`,
+      'The cost figures above (the run\'s total, each task\'s) are simulated: Claude Code priced the tokens the',
+      'scripted model said it used at the rates of the model named; no account was billed.',
+    );
     if (retryPrompt) {
       const line = retryPrompt.prompt.split('\n').find((l) => l.includes('This is attempt 2')) ?? '';
       say(`The retry: task ${RETRY_TASK}'s second prompt says "${line.trim()}"`, 'and quotes the acceptance check that failed, so the worker can do better.');

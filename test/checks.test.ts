@@ -1,4 +1,4 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
@@ -104,6 +104,7 @@ describe('runShell', () => {
     expect(groups).toHaveLength(1);
     // No waiting here: the leftover got SIGKILL and is gone when runShell resolves.
     expect(groupAlive(groups[0]!)).toBe(false);
+    await rm(path.join(cwd, ready), { force: true });
   });
 
   it('stops on abort', async () => {

@@ -72,7 +72,7 @@ describe.runIf(support.ok)('checks in the sandbox', () => {
   it('writes in the workspace and its own TMPDIR, and its own loopback works', async () => {
     const server = `const s = require('net').createServer((c) => c.end('pong')).listen(0, '127.0.0.1', () => require('net').connect(s.address().port, '127.0.0.1').on('data', (d) => { console.log(String(d)); process.exit(0); }));`;
     await writeFile(join(workspace, 'loop.js'), server);
-    const r = await inSandbox('echo inside > inside.txt && touch "$TMPDIR/own" && case "$TMPDIR" in /tmp/foreman-sandbox-*) echo own-tmp;; esac && node loop.js');
+    const r = await inSandbox(`echo inside > inside.txt && touch "$TMPDIR/own" && case "$TMPDIR" in ${tmpdir()}/foreman-sandbox-*) echo own-tmp;; esac && node loop.js`);
     expect(r.output).toContain('own-tmp');
     expect(r.output).toContain('pong');
     expect(r.exitCode).toBe(0);
@@ -235,9 +235,9 @@ describe('--sandbox on without the sandbox', () => {
   it('rejects an unknown mode (exit 2)', async () => {
     const r = await runExecute(dir, ['--sandbox', 'sometimes']);
     expect(r.exitCode).toBe(2);
-    expect(r.stderr).toContain('--sandbox: "sometimes" is not one of auto, on, off');
+    expect(r.stderr).toContain('--sandbox expects one of auto, on, off, got "sometimes" (see --help)');
     const fromEnv = await runExecute(dir, [], { FOREMAN_SANDBOX: 'maybe' });
     expect(fromEnv.exitCode).toBe(2);
-    expect(fromEnv.stderr).toContain('FOREMAN_SANDBOX: "maybe" is not one of auto, on, off');
+    expect(fromEnv.stderr).toContain('FOREMAN_SANDBOX expects one of auto, on, off, got "maybe"');
   });
 });

@@ -263,7 +263,7 @@ export async function ownSandboxNotice(repo: string, env: NodeJS.ProcessEnv = pr
 export function sandboxModeOf(flag: string | undefined, env: NodeJS.ProcessEnv): Result<SandboxMode, string> {
   const source = flag !== undefined ? '--sandbox' : 'FOREMAN_SANDBOX';
   const mode = flag ?? env.FOREMAN_SANDBOX ?? 'auto';
-  return (SANDBOX_MODES as readonly string[]).includes(mode) ? ok(mode as SandboxMode) : err(`${source}: "${mode}" is not one of ${SANDBOX_MODES.join(', ')}`);
+  return (SANDBOX_MODES as readonly string[]).includes(mode) ? ok(mode as SandboxMode) : err(`${source} expects one of ${SANDBOX_MODES.join(', ')}, got "${mode}"`);
 }
 
 /** Whether commands run in the sandbox: `sandboxed`, or why not (`unavailable`: `auto` where it cannot run). */

@@ -6,7 +6,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { GitCommandError, endGitSessions } from '../adapters/git/runner.ts';
 import { endStarter } from '../adapters/spawner.ts';
 import { describeGitFailure, failureOf } from '../core/git-text.ts';
-import { CliError, EXIT, type ExitCode, usageError } from './exit.ts';
+import { CliError, EXIT, type ExitCode, UsageError, usageError } from './exit.ts';
 import { type NumberRange, describeRange, parseNumber } from './numeric-flags.ts';
 
 export type OptionSpec = NonNullable<ParseArgsConfig['options']>[string] & {
@@ -76,7 +76,7 @@ export function parseCommandArgs(command: Command, argv: string[]) {
   try {
     return parseArgs({ args: negativeNumbersAsValues(argv, config), options: config, allowPositionals: true, strict: true });
   } catch (e) {
-    throw usageError(`${command.name}: ${describeParseError(e as Error & { code?: string }, options)} (see --help)`);
+    throw usageError(describeParseError(e as Error & { code?: string }, options));
   }
 }
 
@@ -177,12 +177,12 @@ function numbersOf(command: Command, parsed: { values: Record<string, unknown>; 
     if (spec.range && typeof raw === 'string') numbers[name] = parseNumber(`--${name}`, raw, spec.range);
   }
   (command.positionals ?? []).forEach((spec, i) => {
-    if (spec.range) numbers[spec.name] = parseNumber(`${command.name} ${spec.name} (${spec.description})`, parsed.positionals[i], spec.range);
+    if (spec.range) numbers[spec.name] = parseNumber(`${spec.name} (${spec.description})`, parsed.positionals[i], spec.range);
   });
   return numbers;
 }
 
-/** Run a program of subcommands; returns the exit code. */
+/** Run the plan tool (a program of subcommands, each said as `plan <command>` in its problems); returns the exit code. */
 export async function runProgram(program: string, commands: Command[], argv: string[], io: Io): Promise<ExitCode> {
   const [name, ...rest] = argv;
   const overview = () =>
@@ -196,11 +196,14 @@ export async function runProgram(program: string, commands: Command[], argv: str
     io.err(`${program}: unknown command "${name}" (commands: ${commands.filter((c) => c.hidden !== true).map((c) => c.name).join(', ')})`);
     return EXIT.invalid;
   }
-  return runCommand(`${program} ${command.name}`, command, rest, io);
+  return runCommand(`${program} ${command.name}`, command, rest, io, `plan ${command.name}`);
 }
 
-/** Run one command; `commandLine` is how the person starts it (`npx tsx scripts/execute.ts`, `… plan check`). */
-export async function runCommand(commandLine: string, command: Command, argv: string[], io: Io): Promise<ExitCode> {
+/**
+ * Run one command; `commandLine` is how the person starts it (`npx tsx scripts/execute.ts`,
+ * `… plan check`), `label` how its problems name it (`execute`, `plan check`).
+ */
+export async function runCommand(commandLine: string, command: Command, argv: string[], io: Io, label = command.name): Promise<ExitCode> {
   let args: Parameters<Command['run']>[0];
   try {
     const parsed = parseCommandArgs(command, argv);
@@ -211,20 +214,20 @@ export async function runCommand(commandLine: string, command: Command, argv: st
     const required = (command.positionals ?? []).filter((p) => p.required).length;
     const allowed = (command.positionals ?? []).length;
     if (parsed.positionals.length < required || parsed.positionals.length > allowed) {
-      throw usageError(`${command.name}: expected ${allowed === 0 ? 'no arguments' : (command.positionals ?? []).map((p) => p.name).join(' ')}, got ${parsed.positionals.length === 0 ? 'none' : parsed.positionals.join(' ')} (see --help)`);
+      throw usageError(`expected ${allowed === 0 ? 'no arguments' : (command.positionals ?? []).map((p) => p.name).join(' ')}, got ${parsed.positionals.length === 0 ? 'none' : parsed.positionals.join(' ')}`);
     }
     args = { ...parsed, numbers: numbersOf(command, parsed) } as never;
   } catch (e) {
     if (!(e instanceof CliError)) throw e;
     if (command.reportUsageError) command.reportUsageError(e, io);
-    else for (const line of e.lines) io.err(line);
+    else sayProblem(label, e, io);
     return e.code;
   }
   try {
     return await command.run(args, io);
   } catch (e) {
     if (e instanceof CliError) {
-      for (const line of e.lines) io.err(line);
+      sayProblem(label, e, io);
       return e.code;
     }
     // A git command that failed where no step turned it into a value: still git's failure, not ours.
@@ -234,6 +237,18 @@ export async function runCommand(commandLine: string, command: Command, argv: st
     }
     throw e;
   }
+}
+
+/**
+ * A bad flag or argument, as every command says it: `--concurrency expects … (see --help)`, after
+ * the command's name. A bad environment variable (`FOREMAN_BACKOFF_MS expects …`) is not in --help.
+ */
+export const describeUsageError = (error: UsageError): string => (/^[A-Z][A-Z0-9]*_[A-Z0-9_]* /.test(error.problem) ? error.problem : `${error.problem} (see --help)`);
+
+/** A command's problem on stderr: a usage error as one line naming the command, anything else as its lines. */
+function sayProblem(label: string, error: CliError, io: Io): void {
+  if (error instanceof UsageError) io.err(`${label}: ${describeUsageError(error)}`);
+  else for (const line of error.lines) io.err(line);
 }
 
 export function processIo(): Io {

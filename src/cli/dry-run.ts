@@ -1,21 +1,37 @@
 // `execute --dry-run`: what a run of the plan would do, starting nothing. One list of events
 // (src/core/events.ts, DryRunEventBody) is printed as JSON lines with --json, or as text, so
-// both forms say the same.
+// both forms say the same: every setting, where each command runs, and each worker's permission
+// rules as the worker gets them, anchored at its worktree (shown as `//<worktree>/…`).
 
+import { realpath } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { ok } from '../core/failure.ts';
+import { formatCost, plural } from '../core/format.ts';
 import type { DryRunEventBody, PlannedCommand } from '../core/events.ts';
 import { countByStatus, depsOf, depths, longestRemainingPath } from '../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { type Plan, type Task, statusOf } from '../core/plan.ts';
 import type { PlanWarning } from '../core/plan-lint.ts';
 import { projectedRounds } from '../core/schedule.ts';
-import type { WorkerPermissions } from '../core/scope.ts';
-import type { RunSettings } from '../run/settings.ts';
+import { type WorkerPermissions, explicitPermissions, planPermissions } from '../core/scope.ts';
+import { poolDir, worktreesRoot } from '../adapters/git/worktree-pool.ts';
+import { workerPersonDenies } from '../adapters/person-denies.ts';
+import { DEFAULTS, type RunSettings } from '../run/settings.ts';
 
 /** What the dry run reports of the settings (the run's, plus what only the command line sets). */
 export interface DryRunSettings extends RunSettings {
   sandbox: string;
   probe: boolean;
+  probeTimeoutMs: number;
+  strict: boolean;
 }
+
+/**
+ * The attempt's worktree in the rules the dry run shows: an absolute path (`//<worktree>/a.ts`
+ * in a rule, as `//<its real path>/a.ts` in the worker's), since each attempt has a worktree of
+ * its own, known only when it starts.
+ */
+export const WORKTREE_PLACEHOLDER = '/<worktree>';
 
 /** A task a run would start: pending, or in progress when an earlier run was cut short. */
 const willRun = (task: Task): boolean => statusOf(task) === 'pending' || statusOf(task) === 'in_progress';
@@ -33,7 +49,25 @@ function plannedCommands(plan: Plan, settings: DryRunSettings): PlannedCommand[]
   ];
 }
 
-export function dryRunEvents(plan: Plan, settings: DryRunSettings, permissions: readonly WorkerPermissions[], warnings: readonly PlanWarning[] = []): DryRunEventBody[] {
+/**
+ * Each task's rules as its worker gets them — anchored at its worktree (`WORKTREE_PLACEHOLDER`),
+ * with the person's deny rules anchored there and at the checkout (adapters/person-denies.ts) —
+ * and where that worktree is: `<pool>/slot-<n>`, the pool named by the plan's id (`<planId>`
+ * before its first run gives it one).
+ */
+export async function workerRulesShown(plan: Plan, repo: string, allowedTools: readonly string[] | undefined, env: NodeJS.ProcessEnv): Promise<{ permissions: WorkerPermissions[]; worktree: string }> {
+  const repoReal = await realpath(repo);
+  const pool = typeof plan.planId === 'string' && plan.planId !== '' ? poolDir(worktreesRoot(env), repoReal, plan.planId) : join(dirname(poolDir(worktreesRoot(env), repoReal, 'plan')), '<planId>');
+  const worktree = join(pool, 'slot-<n>');
+  const personDenies = await workerPersonDenies(repo, WORKTREE_PLACEHOLDER, env);
+  const rules = allowedTools !== undefined ? ok(plan.tasks.map(() => explicitPermissions(allowedTools))) : planPermissions(plan, WORKTREE_PLACEHOLDER);
+  // The declared paths and the checkout's real path were checked already (execute's checkWorkerRules).
+  if (!rules.ok) throw new Error(`dry run: rules at ${WORKTREE_PLACEHOLDER}: ${rules.error.join('; ')}`);
+  return { permissions: rules.value.map((p) => ({ allow: p.allow, deny: [...p.deny, ...personDenies] })), worktree };
+}
+
+/** `worktree`: where an attempt's worktree is (`<pool>/slot-<n>`), which `//<worktree>` stands for; `warnings`: the plan lint's, neither fixed nor accepted. */
+export function dryRunEvents(plan: Plan, settings: DryRunSettings, permissions: readonly WorkerPermissions[], worktree: string, warnings: readonly PlanWarning[] = []): DryRunEventBody[] {
   const deps = depsOf(plan.tasks);
   const rounds = projectedRounds(plan.tasks, overlapSets(computeOverlaps(plan.tasks)), longestRemainingPath(deps));
   return [
@@ -44,6 +78,7 @@ export function dryRunEvents(plan: Plan, settings: DryRunSettings, permissions: 
       taskCount: plan.tasks.length,
       counts: countByStatus(plan),
       maxDepth: Math.max(...depths(deps)),
+      worktree,
       settings: {
         concurrency: settings.concurrency,
         schedule: settings.schedule,
@@ -55,6 +90,9 @@ export function dryRunEvents(plan: Plan, settings: DryRunSettings, permissions: 
         commit: settings.commit,
         sandbox: settings.sandbox,
         probe: settings.probe,
+        probeTimeoutMs: settings.probeTimeoutMs,
+        strict: settings.strict,
+        speculate: settings.speculate ?? DEFAULTS.speculate,
         maxCostUsd: settings.maxCostUsd ?? null,
         taskBudgetUsd: settings.taskBudgetUsd ?? null,
         gate: settings.gate,
@@ -70,18 +108,49 @@ export function dryRunEvents(plan: Plan, settings: DryRunSettings, permissions: 
   ];
 }
 
-/** One line for a command the plan runs. */
+/** One line for a command the plan runs, with where it runs. */
 function describeCommand(command: PlannedCommand): string {
   switch (command.kind) {
     case 'setup':
-      return `setup (in each new worktree, and the probe's checkout): ${command.command}`;
+      return `setup, in each new worktree and in the probe's checkout of HEAD: ${command.command}`;
     case 'gate':
-      return `gate (on the starting commit, then on each batch of verified work): ${command.command}`;
+      return `gate, in a worktree of its own: on the starting commit, then on each batch of verified work on the integration tip: ${command.command}`;
     case 'assumption':
-      return `task ${command.task} assumption (${command.severity}): ${command.command}`;
+      return `task ${command.task} assumption (${command.severity}), in a worktree of the integration tip before any worker starts: ${command.command}`;
     case 'acceptance':
-      return `task ${command.task} acceptance: ${command.command}`;
+      return `task ${command.task} acceptance, in the attempt's worktree after its worker: ${command.command}`;
   }
+}
+
+/** Where the plan's commands run, by sandbox mode: never in the person's working tree. */
+function describeWhere(sandbox: string): string {
+  switch (sandbox) {
+    case 'on':
+      return 'in the operating-system sandbox (--sandbox on: the run refuses to start without it)';
+    case 'off':
+      return 'without the sandbox (--sandbox off)';
+    default:
+      return 'in the operating-system sandbox where it works on this machine (--sandbox auto: the run says so once when it cannot, and runs them without it)';
+  }
+}
+
+/** The settings of the dry-run-plan event, one line each, in the words of their flags. */
+function describeSettings(event: Extract<DryRunEventBody, { type: 'dry-run-plan' }>): string[] {
+  const s = event.settings;
+  const seconds = (ms: number) => `${ms / 1000} s`;
+  return [
+    `Plan: ${event.planPath}`,
+    `Goal: ${event.goal}`,
+    `Tasks: ${event.taskCount} (max dependency depth ${event.maxDepth}); ${event.counts.pending ?? 0} pending`,
+    `Workers: up to ${s.concurrency} at once, ${s.schedule} scheduling, ${s.maxAttempts} attempts per task, ${seconds(s.taskTimeoutMs)} each (--task-timeout), permission mode ${s.permissionMode}; each in a worktree of its own, ${event.worktree}`,
+    s.gate === null
+      ? 'Gate: none (verified work integrates untested together)'
+      : `Gate: \`${s.gate.command}\` on batches of up to ${s.gate.batchSize}, ${seconds(s.gate.timeoutMs)} each (--gate-timeout); first on the starting commit; ${s.speculate === 0 ? 'a task waits for its blockers to integrate (--speculate 0)' : `a task may start on candidates in the queue, up to ${plural(s.speculate, 'level')} (--speculate)`}`,
+    `Checks: ${seconds(s.checkTimeoutMs)} each (--check-timeout); ${s.probe ? `the pending tasks' acceptance checks probed before any worker starts, ${seconds(s.probeTimeoutMs)} in all (--probe-timeout), a vacuous task ${s.strict ? 'refusing the run (--strict)' : 'warned about (--strict refuses it)'}` : 'no probe (--no-probe)'}`,
+    `Sandbox: ${s.sandbox}: checks, the setup command, the gate and the workers' Bash commands run ${describeWhere(s.sandbox)}`,
+    `Landing: integrated work lands on your branch ${s.land === 'continuous' ? 'after every integration and when the run stops (--land continuous)' : 'when the run stops (--land end)'}, ${s.commit ? 'as commits' : 'as uncommitted changes in your files (--no-commit)'}`,
+    `Cost: ${s.maxCostUsd === null ? 'no limit (--max-cost-usd)' : `no new work once the run has spent ${formatCost(s.maxCostUsd)} (--max-cost-usd)`}; ${s.taskBudgetUsd === null ? 'no budget per worker (--task-budget-usd)' : `${formatCost(s.taskBudgetUsd)} per worker whose task sets none (--task-budget-usd)`}`,
+  ];
 }
 
 /** The text form of the events; the plan gives the tasks' subjects. */
@@ -94,10 +163,7 @@ export function describeDryRun(events: readonly DryRunEventBody[], plan: Plan): 
     switch (event.type) {
       case 'dry-run-plan': {
         const s = event.settings;
-        lines.push(`Goal: ${event.goal}`);
-        lines.push(`Tasks: ${event.taskCount} (max dependency depth ${event.maxDepth}); ${event.counts.pending ?? 0} pending`);
-        lines.push(`Workers: up to ${s.concurrency} at once, ${s.schedule} scheduling, ${s.maxAttempts} attempts per task, permission mode ${s.permissionMode}`);
-        lines.push(s.gate === null ? 'Gate: none (verified work integrates untested together)' : `Gate: \`${s.gate.command}\` on batches of up to ${s.gate.batchSize}, ${s.gate.timeoutMs / 1000} s each; first on the starting commit`);
+        lines.push(...describeSettings(event));
         event.rounds.forEach((groups, r) => {
           lines.push(`Round ${r + 1}:`);
           groups.forEach((group, k) => {
@@ -105,12 +171,12 @@ export function describeDryRun(events: readonly DryRunEventBody[], plan: Plan): 
             lines.push(`  ${group.map((i) => `[${i}] ${plan.tasks[i]!.subject}`).join('  |  ')}${note}`);
           });
         });
-        lines.push('Commands this plan runs on this machine (with /bin/sh, in the repository):');
+        lines.push(`Commands this plan runs on this machine (with /bin/sh, never in your working tree; sandbox: ${s.sandbox}, as above):`);
         lines.push(...(commands.length > 0 ? commands.map((c) => `  ${describeCommand(c)}`) : ['  (none)']));
         lines.push(
           s.allowedTools !== null
             ? `Worker permission rules (--allowed-tools, every task; permission mode ${s.permissionMode}):`
-            : `Worker permission rules (permission mode ${s.permissionMode}; anything else is denied in dontAsk mode):`,
+            : `Worker permission rules, as each worker gets them (permission mode ${s.permissionMode}; anything else is denied in dontAsk mode); //<worktree> is its worktree's real path:`,
         );
         break;
       }

@@ -4,28 +4,29 @@
 
 import { realpath } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
+import { authStatus } from '../adapters/claude-auth.ts';
 import { findExecutable } from '../adapters/executables.ts';
 import { Git } from '../adapters/git/repository.ts';
 import { gitProcessCount } from '../adapters/git/runner.ts';
-import { workerPersonDenies } from '../adapters/person-denies.ts';
 import { type LockTakeover, acquireLock, currentLockInfo } from '../adapters/plan-store.ts';
 import { killAllWorkers } from '../adapters/worker.ts';
 import { type SandboxMode, decideSandbox, installAdvice, sandboxModeOf } from '../adapters/sandbox.ts';
+import { notLoggedInLines } from '../core/auth-status.ts';
 import { type RunEventBody } from '../core/events.ts';
 import { newRunId } from '../adapters/journal.ts';
 import { assertNever } from '../core/failure.ts';
-import { type Plan } from '../core/plan.ts';
+import { type Plan, statusOf } from '../core/plan.ts';
 import { type PlanWarning, lintPlan } from '../core/plan-lint.ts';
-import { type WorkerPermissions, explicitPermissions, planPermissions } from '../core/scope.ts';
+import { planPermissions } from '../core/scope.ts';
 import { SCHEDULE_POLICIES, type SchedulePolicy } from '../core/schedule.ts';
 import { type HeadlessRefusal, runHeadless } from '../run/headless.ts';
 import { LAND_POLICIES, type LandPolicy, type RunSettings, DEFAULTS } from '../run/settings.ts';
 import { type Command, type Io, type Numbers } from './command.ts';
 import { RANGES, parseNumber } from './numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, usageError } from './exit.ts';
-import { loadPlanFile } from './load.ts';
+import { findPlan, loadPlanFile, repositoryTop } from './load.ts';
 import { createReporter } from './reporter.ts';
-import { describeDryRun, dryRunEvents } from './dry-run.ts';
+import { describeDryRun, dryRunEvents, workerRulesShown } from './dry-run.ts';
 import { describeSetupProblem } from './setup-problem.ts';
 
 export const PERMISSION_MODES = ['acceptEdits', 'auto', 'bypassPermissions', 'default', 'dontAsk', 'manual', 'plan'];
@@ -35,8 +36,8 @@ export const executeCommand: Command = {
   summary: 'Run the plan with parallel Claude Code workers, each in a git worktree of its own: verify, retry, integrate verified work, land it on your branch, resume after any stop.',
   usage: '[options]',
   options: {
-    repo: { type: 'string', valueName: 'DIR', description: 'the repository to work in (default: the current directory)' },
-    plan: { type: 'string', valueName: 'FILE', description: 'the plan (default: <repo>/.design/plan.json)' },
+    repo: { type: 'string', valueName: 'DIR', description: "a folder of the repository to work in, which foreman works in at its top, as git finds it (default: the current folder)" },
+    plan: { type: 'string', valueName: 'FILE', description: 'the plan, relative to DIR (default: .design/plan.json in DIR or the nearest folder above it in the repository, else at its top)' },
     'claude-bin': { type: 'string', valueName: 'PATH', description: 'the Claude Code CLI (default: $CLAUDE_BIN, else `claude` on PATH)' },
     concurrency: { type: 'string', valueName: 'N', description: `workers at once (default ${DEFAULTS.concurrency})`, range: RANGES.workers },
     'task-timeout': { type: 'string', valueName: 'SECONDS', description: `a worker's time limit; its whole process group is killed (default ${DEFAULTS.taskTimeoutMs / 1000})`, range: RANGES.timeoutSeconds },
@@ -93,19 +94,19 @@ function settingsFrom(values: Record<string, unknown>, numbers: Numbers, io: Io)
   const str = (key: string) => (typeof values[key] === 'string' ? (values[key] as string) : undefined);
   const repo = resolve(io.cwd, str('repo') ?? '.');
   const permissionMode = str('permission-mode') ?? DEFAULTS.permissionMode;
-  if (!PERMISSION_MODES.includes(permissionMode)) throw usageError(`--permission-mode: "${permissionMode}" is not one of ${PERMISSION_MODES.join(', ')}`);
+  if (!PERMISSION_MODES.includes(permissionMode)) throw usageError(`--permission-mode expects one of ${PERMISSION_MODES.join(', ')}, got "${permissionMode}"`);
   const schedule = (str('schedule') ?? DEFAULTS.schedule) as SchedulePolicy;
-  if (!SCHEDULE_POLICIES.includes(schedule)) throw usageError(`--schedule: "${schedule}" is not one of ${SCHEDULE_POLICIES.join(', ')}`);
+  if (!SCHEDULE_POLICIES.includes(schedule)) throw usageError(`--schedule expects one of ${SCHEDULE_POLICIES.join(', ')}, got "${schedule}"`);
   const tools = str('allowed-tools');
   // `FOREMAN_SANDBOX` is the default, checked like the flag.
   const sandboxMode = sandboxModeOf(str('sandbox'), io.env);
   if (!sandboxMode.ok) throw usageError(sandboxMode.error);
   const sandbox = sandboxMode.value;
   const land = (str('land') ?? DEFAULTS.land) as LandPolicy;
-  if (!LAND_POLICIES.includes(land)) throw usageError(`--land: "${land}" is not one of ${LAND_POLICIES.join(', ')}`);
+  if (!LAND_POLICIES.includes(land)) throw usageError(`--land expects one of ${LAND_POLICIES.join(', ')}, got "${land}"`);
   const checkTimeoutMs = seconds(numbers['check-timeout']) ?? DEFAULTS.checkTimeoutMs;
   const gateCommand = str('gate');
-  if (gateCommand !== undefined && gateCommand.trim() === '') throw usageError('--gate: the command is empty (use --no-gate for no gate)');
+  if (gateCommand !== undefined && gateCommand.trim() === '') throw usageError('--gate expects a command, got an empty one (use --no-gate for no gate)');
   if (gateCommand !== undefined && values['no-gate'] === true) throw usageError('--gate and --no-gate contradict each other: choose one');
   if (numbers.speculate !== undefined && values['no-speculate'] === true) throw usageError('--speculate and --no-speculate contradict each other: choose one');
   const gateFlags = {
@@ -147,8 +148,9 @@ function settingsFrom(values: Record<string, unknown>, numbers: Numbers, io: Io)
 const seconds = (value: number | undefined): number | undefined => (value === undefined ? undefined : value * 1000);
 
 /** `--dry-run`: what the run would do, as text or (--json) one event per line; nothing starts. */
-function dryRun(plan: Plan, settings: Settings, permissions: WorkerPermissions[], warnings: readonly PlanWarning[], io: Io): ExitCode {
-  const events = dryRunEvents(plan, settings, permissions, warnings);
+async function dryRun(plan: Plan, settings: Settings, warnings: readonly PlanWarning[], io: Io): Promise<ExitCode> {
+  const { permissions, worktree } = await workerRulesShown(plan, settings.repo, settings.allowedTools, io.env);
+  const events = dryRunEvents(plan, settings, permissions, worktree, warnings);
   if (settings.json) {
     // Its own id: nothing is journaled under it, it only ties the lines of this dry run together.
     const envelope = { runId: newRunId(), at: new Date().toISOString() };
@@ -159,31 +161,30 @@ function dryRun(plan: Plan, settings: Settings, permissions: WorkerPermissions[]
   return EXIT.ok;
 }
 
-/** Every task's permission rules, or exit 2 naming each path no rule can express exactly. */
-async function workerRules(plan: Plan, settings: Settings): Promise<WorkerPermissions[]> {
-  if (settings.allowedTools) return plan.tasks.map(() => explicitPermissions(settings.allowedTools!));
+/** Exit 2 naming each path no permission rule can express exactly (the repository's own included). */
+async function checkWorkerRules(plan: Plan, settings: Settings): Promise<void> {
+  if (settings.allowedTools) return;
   const rules = planPermissions(plan, await realpath(settings.repo));
   if (!rules.ok) throw new CliError(EXIT.invalid, ['these paths cannot be given to a worker as exact permission rules:', ...rules.error.map((p) => `  ${p}`)]);
-  return rules.value;
 }
 
 async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io): Promise<ExitCode> {
   const gitProcessesBefore = gitProcessCount();
   const settings = settingsFrom(values, numbers, io);
+  // As git finds its repository: the one holding --repo DIR (or the current folder), worked in at
+  // its top, and the plan found from DIR up to that top (`--plan FILE` is relative to DIR).
+  const top = await repositoryTop(settings.repo);
+  if (typeof values.plan !== 'string') settings.planPath = await findPlan(settings.repo, top);
+  if (top !== null) settings.repo = top;
   const loaded = await loadPlanFile(settings.planPath);
   const plan = loaded.plan;
   const testCommand = typeof plan.context?.testCommand === 'string' && plan.context.testCommand.trim() !== '' ? plan.context.testCommand : undefined;
   const gateCommand = settings.gateFlags.off ? undefined : (settings.gateFlags.command ?? testCommand);
   settings.gate = gateCommand === undefined ? null : { command: gateCommand, batchSize: settings.gateFlags.batchSize, timeoutMs: settings.gateFlags.timeoutMs };
   const git = new Git(settings.repo);
-  if (!(await git.isRepo())) throw usageError(`${settings.repo} is not a git repository (foreman commits each round; run \`git init\` first)`);
-  const permissions = await workerRules(plan, settings);
-  if (settings.dryRun) {
-    // As each worker will get them (anchored at its worktree too; adapters/person-denies.ts).
-    const personDenies = await workerPersonDenies(settings.repo, settings.repo, io.env);
-    const { warnings } = lintPlan(plan, await git.committedFiles());
-    return dryRun(plan, settings, permissions.map((p) => ({ allow: p.allow, deny: [...p.deny, ...personDenies] })), warnings, io);
-  }
+  if (top === null || !(await git.isRepo())) throw new CliError(EXIT.invalid, [`${settings.repo} is not in a git repository (foreman commits each round; run \`git init\` first)`]);
+  await checkWorkerRules(plan, settings);
+  if (settings.dryRun) return dryRun(plan, settings, lintPlan(plan, await git.committedFiles()).warnings, io);
 
   const claudeBin = findExecutable(settings.claudeBin, io.env, io.cwd);
   if (claudeBin === null) {
@@ -192,8 +193,13 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
     ]);
   }
 
+  // The CLI's login is asked about before anything starts (the probe, the gate, a worker), beside
+  // the sandbox, when the run has a task to start: a CLI that says it is not logged in refuses the
+  // run; one that cannot say does not. A run with nothing to start (it lands, or gates approved work) needs no login.
+  const login = plan.tasks.some((task) => statusOf(task) === 'pending' || statusOf(task) === 'in_progress') ? authStatus(claudeBin, settings.repo, io.env) : null;
   // The sandbox is asked about once: `on` refuses without it, `auto` says why it goes without.
   const decided = await decideSandbox(settings.sandbox);
+  if ((await login)?.kind === 'logged-out') throw new CliError(EXIT.cannotRun, notLoggedInLines(claudeBin));
   if (!decided.ok) throw new CliError(EXIT.cannotRun, [decided.error]);
   const sandboxed = decided.value.sandboxed;
   const unavailable = decided.value.sandboxed ? null : decided.value.unavailable;

@@ -13,4 +13,14 @@ export class CliError extends Error {
   }
 }
 
-export const usageError = (message: string) => new CliError(EXIT.invalid, [message]);
+/**
+ * A bad flag, argument or flag-like setting (`FOREMAN_SANDBOX`): exit 2, said the one way every
+ * command says it, `<command>: <problem> (see --help)` (command.ts `runCommand` words it).
+ */
+export class UsageError extends CliError {
+  constructor(readonly problem: string) {
+    super(EXIT.invalid, [problem]);
+  }
+}
+
+export const usageError = (problem: string) => new UsageError(problem);

@@ -1,6 +1,8 @@
 // Loading a plan for a command: read, validate, and turn every problem into a CliError (exit 2).
 
-import { resolve } from 'node:path';
+import { access, realpath } from 'node:fs/promises';
+import { dirname, join, resolve, sep } from 'node:path';
+import { topLevel } from '../adapters/git/refs.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { readPlanFile } from '../adapters/plan-store.ts';
 import { clipHead } from '../core/format.ts';
@@ -11,9 +13,53 @@ import { CliError, EXIT } from './exit.ts';
 
 export const DEFAULT_PLAN = '.design/plan.json';
 
-export function planPathFrom(values: { plan?: unknown }, base: string): string {
-  return resolve(base, typeof values.plan === 'string' ? values.plan : DEFAULT_PLAN);
+/**
+ * The plan a plan command reads: `--plan FILE` (relative to the current folder `cwd`), else the
+ * one `findPlan` finds from `cwd`. No git process when `cwd` holds the plan.
+ */
+export async function planPathFrom(values: { plan?: unknown }, cwd: string): Promise<string> {
+  if (typeof values.plan === 'string') return resolve(cwd, values.plan);
+  const here = join(cwd, DEFAULT_PLAN);
+  return (await exists(here)) ? here : findPlan(cwd, await repositoryTop(cwd));
 }
+
+/**
+ * The plan a command uses when it is not told, found as git finds its repository:
+ * `.design/plan.json` in `start`, else in the nearest folder above it, up to the top of its
+ * repository (`top`); with none, the top's (outside any repository, `start`'s), which the
+ * message for a missing plan then names.
+ */
+export async function findPlan(start: string, top: string | null): Promise<string> {
+  const candidates = [start];
+  if (top !== null) {
+    const topReal = await realpath(top).catch(() => top);
+    let dir = await realpath(start).catch(() => start);
+    while (dir.startsWith(`${topReal}${sep}`)) {
+      dir = dirname(dir);
+      candidates.push(dir === topReal ? top : dir);
+    }
+  }
+  for (const dir of candidates) if (await exists(join(dir, DEFAULT_PLAN))) return join(dir, DEFAULT_PLAN);
+  return join(top ?? start, DEFAULT_PLAN);
+}
+
+/**
+ * The top of the git working tree holding `dir` (as `git rev-parse --show-toplevel` says, or
+ * `dir` as written when it is the top); null outside any working tree, or when `dir` is not there.
+ */
+export async function repositoryTop(dir: string): Promise<string | null> {
+  if (!(await exists(dir))) return null;
+  const top = await topLevel(dir);
+  if (top === null || top === '') return null;
+  const [dirReal, topReal] = await Promise.all([realpath(dir).catch(() => dir), realpath(top).catch(() => top)]);
+  return dirReal === topReal ? dir : top;
+}
+
+const exists = (path: string): Promise<boolean> =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
 
 /**
  * The line for a plan path with no plan. After a plan finished it was moved to `history/`: the

@@ -67,6 +67,6 @@ export function parseNumber(name: string, raw: string | undefined, range: Number
   if (raw === undefined) return undefined;
   const value = Number(raw);
   const fits = (range.whole ? WHOLE : DECIMAL).test(raw) && (range.aboveMin ? value > range.min : value >= range.min) && value <= range.max;
-  if (!fits) throw usageError(`${name}: expected ${describeRange(range)}, got "${raw}"`);
+  if (!fits) throw usageError(`${name} expects ${describeRange(range)}, got "${raw}"`);
   return value;
 }

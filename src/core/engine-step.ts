@@ -316,6 +316,9 @@ export function admitHeld(plan: Plan, held: readonly HeldCandidate[], completed:
  * queue first; without a gate now, they integrate at once). `verified`: work an earlier session
  * verified and did not integrate, whose work it kept (it integrates, or is held, at the first record).
  */
+/** Where a headless worker's log is: `<logDir>/worker-<task>.log`, every attempt of the task in turn. */
+export const workerLogPath = (logDir: string, task: number): string => `${logDir}/worker-${task}.log`;
+
 export function initialState(plan: Plan, config: EngineConfig, now: number, held: readonly HeldCandidate[] = [], verified: readonly HeldCandidate[] = []): EngineState {
   const attempts = new Map<number, Attempt>();
   const stage: AttemptStage = config.gate === null ? 'verified' : 'queued';
@@ -1189,7 +1192,7 @@ function start(work: Work, task: number): void {
   work.attempts.set(task, { task, number, stage: 'running', ...(speculation !== null ? { stack: speculation.stack } : {}) });
   work.notBefore.delete(task);
   // A Task subagent of a session keeps no log foreman can point to.
-  const logPath = draft.config.driver === 'session' ? '' : `${draft.config.logDir}/worker-${task}.log`;
+  const logPath = draft.config.driver === 'session' ? '' : workerLogPath(draft.config.logDir, task);
   const started = draft.plan.tasks[task]!;
   // Saved first: a crash after the worker started leaves the task in progress, and resume restores its files.
   work.effects.push({ type: 'save' });

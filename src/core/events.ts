@@ -141,6 +141,11 @@ export type DryRunEventBody =
       taskCount: number;
       counts: Record<string, number>;
       maxDepth: number;
+      /**
+       * Where an attempt works: its worktree, `<pool>/slot-<n>` (`<planId>` for a plan that never
+       * ran), which `//<worktree>` in the permission rules stands for (as its real path).
+       */
+      worktree: string;
       settings: {
         concurrency: number;
         schedule: string;
@@ -153,6 +158,11 @@ export type DryRunEventBody =
         /** The mode asked for (`auto`, `on`, `off`); a dry run does not try the sandbox. */
         sandbox: string;
         probe: boolean;
+        probeTimeoutMs: number;
+        /** `--strict`: a vacuous task refuses the run. */
+        strict: boolean;
+        /** Levels of candidates in the merge queue a task may start on (0: it waits for its blockers to integrate). */
+        speculate: number;
         maxCostUsd: number | null;
         taskBudgetUsd: number | null;
         gate: { command: string; batchSize: number; timeoutMs: number } | null;

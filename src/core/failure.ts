@@ -84,7 +84,8 @@ export function describeWorkerFailure(failure: WorkerFailure): string {
     case 'agent-missing':
       return `the agent CLI '${failure.bin}' was not found: ${failure.message}`;
     case 'not-authenticated':
-      return `the agent is not authenticated: ${failure.message}`;
+      // The CLI's own words name its in-session command (`/login`); a headless run says what to do in a terminal.
+      return `the agent is not authenticated (${failure.message}): log in by running \`claude\` once in a terminal, or set ANTHROPIC_API_KEY, then run again`;
     case 'rate-limited':
       return `rate limited: ${failure.message}`;
     case 'overloaded':

@@ -7,6 +7,7 @@ import { validate as generatedValidator } from './plan-schema.generated.ts';
 import { type Layout, commandHint } from './command-hint.ts';
 import { type Result, err, ok } from './failure.ts';
 import { findCycles } from './graph.ts';
+import { describeJsonError } from './json-text.ts';
 import { computeOverlaps } from './overlap.ts';
 import { pathProblem } from './paths.ts';
 import { editRuleProblem } from './scope.ts';
@@ -74,8 +75,7 @@ export function parsePlan(text: string, options: ValidateOptions = {}): Result<P
   try {
     data = JSON.parse(text);
   } catch (e) {
-    // V8 quotes the offending text, newlines and all; a problem is one line.
-    return err([`plan: not valid JSON (${(e as Error).message.replace(/\s*[\r\n]+\s*/g, ' ')})`]);
+    return err([`plan: ${describeJsonError(text, e as Error)}`]);
   }
   return validatePlan(data, options);
 }

@@ -14,8 +14,9 @@ import { ownLayout } from '../adapters/layout.ts';
 import { ProcessRegistry, describeOrphans, killOrphans, recorded, registryPathFor } from '../adapters/orphans.ts';
 import { PlanKeeper, describeKeptEdit } from '../adapters/plan-store.ts';
 import { runWorker } from '../adapters/worker.ts';
+import { logFailedChecks } from '../adapters/worker-log.ts';
 import { commandHint } from '../core/command-hint.ts';
-import { initialState, step } from '../core/engine-step.ts';
+import { initialState, step, workerLogPath } from '../core/engine-step.ts';
 import type { RunEventBody } from '../core/events.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import { plural } from '../core/format.ts';
@@ -180,7 +181,12 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
         release: (task) => isolation.release(task),
         runWorker: (request) =>
           recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) => runWorker({ ...request, env: workerEnv, onSpawn, rulesOf: settings.repo, ...(sandboxed ? { sandbox: { allowedDomains: plan.context?.checkNetwork ?? [] } } : {}) })),
-        verify: (current, task, input) => verifyAttempt(stages, current, task, input),
+        verify: async (current, task, input) => {
+          const verification = await verifyAttempt(stages, current, task, input);
+          // The reason keeps the end of a failed check's output; the worker's log gets all of it.
+          await logFailedChecks(workerLogPath(dirname(settings.planPath), task), verification.acceptance);
+          return verification;
+        },
         gate: (current, request, signal) => (gateOptions === null ? Promise.resolve({ passed: true, output: '', durationMs: 0 }) : isolation.runGate(current, request, gateOptions, signal)),
         record: async (current, request) => {
           const recordedWork = await recordAttempts(stages, current, request);

@@ -194,8 +194,9 @@ export interface LiveViewOptions {
   /** Minimum time between redraws of the block (default 200 ms: at most 5 redraws a second). */
   minIntervalMs?: number;
   /**
-   * Tasks already in a final state when the run starts (e.g. `countByStatus(plan)` of a resumed
-   * plan): counted in the footer so `pending` is right. Only the finished states are used.
+   * The plan's tasks by status when the run starts (`countByStatus(plan)`): the footer counts
+   * them from its first frame, before `run-started` says how many there are, and the finished
+   * ones of a resumed plan stay counted so `pending` is right.
    */
   baseline?: Partial<Record<TaskStatus, number>>;
 }
@@ -234,9 +235,10 @@ export function createLiveView(options: LiveViewOptions): LiveView {
     blocked: base.blocked ?? 0,
     skipped: base.skipped ?? 0,
   };
-  let taskCount = 0;
+  let taskCount = Object.values(base).reduce((sum, n) => sum + (n ?? 0), 0);
   let runStart: number | null = null;
   let runEnd: number | null = null;
+  /** The last round committed (what the footer shows: never one the lines above have not said). */
   let lastRound = 0;
   /** The merge queue: the candidates under test and how many wait behind them. */
   let gate: { testing: number[]; waiting: number } = { testing: [], waiting: 0 };
@@ -386,9 +388,8 @@ export function createLiveView(options: LiveViewOptions): LiveView {
     const failed = counts.failed + counts.blocked;
     const done = counts.completed;
     const pending = Math.max(0, taskCount - done - counts.awaiting - failed - counts.skipped - running.size);
-    const round = runEnd === null ? lastRound + 1 : Math.max(1, lastRound);
     if (compact) {
-      lines.push(fitSegments([{ text: `${cost} ${elapsed}`, style: 'bold' }, { text: ` r${round}` }], w, color));
+      lines.push(fitSegments([{ text: `${cost} ${elapsed}`, style: 'bold' }, { text: ` r${lastRound}` }], w, color));
       lines.push(
         fitSegments(
           [
@@ -415,7 +416,7 @@ export function createLiveView(options: LiveViewOptions): LiveView {
       ...(gate.testing.length > 0 ? [{ text: ' · ' }, { text: `gate: ${listIndices(gate.testing)}${gate.waiting > 0 ? ` (+${gate.waiting} queued)` : ''}`, style: 'cyan' as const }] : []),
       ...(draining && runEnd === null ? [{ text: ' · ' }, { text: 'draining', style: 'yellow' as const }] : []),
     ];
-    const moneySegs: Segment[] = [{ text: `round ${round} · ` }, { text: `${cost} · ${elapsed}`, style: 'bold' }];
+    const moneySegs: Segment[] = [{ text: `${plural(lastRound, 'round')} committed · ` }, { text: `${cost} · ${elapsed}`, style: 'bold' }];
     const len = (segs: Segment[]) => segs.reduce((n, s) => n + [...s.text].length, 0);
     if (len(countSegs) + 3 + len(moneySegs) <= w) {
       lines.push(fitSegments([...countSegs, { text: ' · ' }, ...moneySegs], w, color));

@@ -2,7 +2,7 @@
 // schemas/event.schema.json: the plan and its settings, every command the plan runs, each pending
 // task's permission rules; as text, the same. In-process; nothing starts, nothing is journaled.
 
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, realpath, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
@@ -149,18 +149,66 @@ describe('execute --dry-run (text)', () => {
     const text = r.out.join('\n');
     expect(text).toContain('Tasks: 4 (max dependency depth 3); 3 pending');
     expect(text).toContain('Round 1:\n  [1] task B\n  [2] task C  (overlaps the group above: runs after it)\nRound 2:\n  [3] task D');
+    // Where each command runs: never in the person's tree, sandboxed as --sandbox says.
+    expect(text).toContain("Sandbox: auto: checks, the setup command, the gate and the workers' Bash commands run in the operating-system sandbox where it works on this machine");
     expect(text).toContain(
       [
-        'Commands this plan runs on this machine (with /bin/sh, in the repository):',
-        "  setup (in each new worktree, and the probe's checkout): npm ci",
-        '  gate (on the starting commit, then on each batch of verified work): npm test',
-        '  task 0 acceptance: test -f a.txt',
-        '  task 1 assumption (blocking): node --version',
-        '  task 2 acceptance: grep -q C README.md',
+        'Commands this plan runs on this machine (with /bin/sh, never in your working tree; sandbox: auto, as above):',
+        "  setup, in each new worktree and in the probe's checkout of HEAD: npm ci",
+        '  gate, in a worktree of its own: on the starting commit, then on each batch of verified work on the integration tip: npm test',
+        "  task 0 acceptance, in the attempt's worktree after its worker: test -f a.txt",
+        '  task 1 assumption (blocking), in a worktree of the integration tip before any worker starts: node --version',
+        "  task 2 acceptance, in the attempt's worktree after its worker: grep -q C README.md",
       ].join('\n'),
     );
     expect(text).not.toContain('task 0 allow');
-    expect(text).toMatch(/ {2}task 3 allow: Read {2}Glob {2}Grep {2}Edit\(/);
+    // The rules as the worker gets them: anchored at its worktree, not at the checkout.
+    expect(text).toContain('//<worktree> is its worktree\'s real path:');
+    expect(text).toContain('  task 3 allow: Read  Glob  Grep  Edit(//<worktree>/d.txt)');
+    expect(text).not.toContain(`Edit(/${repo.dir}`);
     expect(r.out.at(-1)).toBe('Nothing was started (--dry-run).');
+  });
+
+  it('shows every setting its --json form has, in the words of their flags', async () => {
+    const { repo, planPath } = await repoWithPlan(samplePlan(), repos);
+    const flags = ['--concurrency', '3', '--max-attempts', '2', '--task-timeout', '900', '--check-timeout', '120', '--gate-timeout', '240', '--gate-batch', '5', '--speculate', '2', '--land', 'continuous', '--no-commit', '--sandbox', 'on', '--strict', '--probe-timeout', '60', '--max-cost-usd', '4', '--task-budget-usd', '0.5', '--schedule', 'rounds', '--permission-mode', 'acceptEdits'];
+    const json = JSON.parse((await dryRun(repo.dir, ['--json', ...flags])).out[0]!) as Extract<DryRunEvent, { type: 'dry-run-plan' }>;
+    const text = (await dryRun(repo.dir, flags)).out.join('\n');
+    // What each setting of the JSON form reads as in the text; a setting added to one form only fails here.
+    const shown: Record<keyof typeof json.settings, string[]> = {
+      concurrency: ['up to 3 at once'],
+      schedule: ['rounds scheduling'],
+      maxAttempts: ['2 attempts per task'],
+      permissionMode: ['permission mode acceptEdits'],
+      taskTimeoutMs: ['900 s each (--task-timeout)'],
+      checkTimeoutMs: ['Checks: 120 s each (--check-timeout)'],
+      land: ['after every integration and when the run stops (--land continuous)'],
+      commit: ['as uncommitted changes in your files (--no-commit)'],
+      sandbox: ['Sandbox: on:', '--sandbox on: the run refuses to start without it'],
+      probe: ["the pending tasks' acceptance checks probed before any worker starts"],
+      probeTimeoutMs: ['60 s in all (--probe-timeout)'],
+      strict: ['a vacuous task refusing the run (--strict)'],
+      speculate: ['up to 2 levels (--speculate)'],
+      maxCostUsd: ['spent $4.00 (--max-cost-usd)'],
+      taskBudgetUsd: ['$0.50 per worker whose task sets none (--task-budget-usd)'],
+      gate: ['Gate: `npm test` on batches of up to 5, 240 s each (--gate-timeout)'],
+      allowedTools: ['Worker permission rules, as each worker gets them'],
+    };
+    expect(Object.keys(shown).sort()).toEqual(Object.keys(json.settings).sort());
+    for (const [key, fragments] of Object.entries(shown)) for (const fragment of fragments) expect(text, key).toContain(fragment);
+    expect(text).toContain(`Plan: ${planPath}`);
+    expect(json.worktree).toMatch(/\/slot-<n>$/);
+    expect(text).toContain(`each in a worktree of its own, ${json.worktree}`);
+  });
+
+  it("carries the person's deny rules as the worker gets them: at the checkout and at its worktree", async () => {
+    const { repo } = await repoWithPlan(makePlan([fakeTask('A', { create: ['a.txt'] })]), repos);
+    await mkdir(join(repo.dir, '.claude'), { recursive: true });
+    await writeFile(join(repo.dir, '.claude/settings.json'), JSON.stringify({ permissions: { deny: ['Read(./.env)'] } }));
+    const text = (await dryRun(repo.dir, [])).out.join('\n');
+    const deny = text.split('\n').find((line) => line.startsWith('  task 0 deny:'))!;
+    expect(deny).toContain('Read(//<worktree>/.env)');
+    expect(deny).toContain(`Read(/${await realpath(repo.dir)}/.env)`);
+    expect(deny).toContain('Edit(//<worktree>/a.txt/*)');
   });
 });

@@ -64,19 +64,19 @@ describe('execute: every numeric flag', () => {
     const r = await execute([...argv, '--dry-run']);
     expect(r.code).toBe(2);
     expect(r.out).toEqual([]);
-    expect(r.err).toEqual([`${flag}: expected ${takes}, got "${value}"`]);
+    expect(r.err).toEqual([`execute: ${flag} expects ${takes}, got "${value}" (see --help)`]);
   });
 
   it.each(['abc', '-5', '1.5', '', '3600001', '99999999999999999999'])('FOREMAN_BACKOFF_MS refuses %j like a flag', async (value) => {
     const r = await execute(['--dry-run'], { FOREMAN_BACKOFF_MS: value });
     expect(r.code).toBe(2);
-    expect(r.err).toEqual([`FOREMAN_BACKOFF_MS: expected a whole number of milliseconds from 0 to 3600000 (1 hour), got "${value}"`]);
+    expect(r.err).toEqual([`execute: FOREMAN_BACKOFF_MS expects a whole number of milliseconds from 0 to 3600000 (1 hour), got "${value}"`]);
   });
 
   it('--speculate with --no-speculate is refused, naming both', async () => {
     const r = await execute(['--speculate', '2', '--no-speculate', '--dry-run']);
     expect(r.code).toBe(2);
-    expect(r.err).toEqual(['--speculate and --no-speculate contradict each other: choose one']);
+    expect(r.err).toEqual(['execute: --speculate and --no-speculate contradict each other: choose one (see --help)']);
   });
 
   it('a flag without its number, or a number that is not one, still says which flag', async () => {
@@ -119,14 +119,14 @@ describe('plan tool: every numeric flag and task index', () => {
       ['probe', '--timeout', SECONDS, badWhole(1, MAX_SECONDS)],
     ].flatMap(([command, flag, takes, values]) => (values as string[]).map((value) => [command as string, flag as string, takes as string, value] as const)),
   )('%s %s (%s) refuses %j', async (command, flag, takes, value) => {
-    const line = `${flag}: expected ${takes}, got "${value}"`;
+    const line = `${flag} expects ${takes}, got "${value}" (see --help)`;
     const r = await plan([command, flag, value]);
     expect(r.code).toBe(2);
+    // Said as every flag error is, after the command's name; a step also answers in JSON.
+    expect(r.err).toEqual([`plan ${command}: ${line}`]);
     if (steps.has(command)) {
-      expect(r.err).toEqual([`plan ${command}: ${line}`]);
       expect(r.out.map((o) => JSON.parse(o))).toEqual([{ error: { kind: 'usage', message: line, details: [] } }]);
     } else {
-      expect(r.err).toEqual([line]);
       expect(r.out).toEqual([]);
     }
     // The `=` form says the same.
@@ -140,13 +140,13 @@ describe('plan tool: every numeric flag and task index', () => {
     const r = await plan([command, value, ...reason]);
     expect(r.code).toBe(2);
     expect(r.out).toEqual([]);
-    expect(r.err).toEqual([`${command} N (the task index): expected ${TASK}, got "${value}"`]);
+    expect(r.err).toEqual([`plan ${command}: N (the task index) expects ${TASK}, got "${value}" (see --help)`]);
   });
 
   it('a negative task index after the flags, or after `--`, is a task index too', async () => {
     for (const argv of [['retry', '--plan', 'x.json', '-3'], ['retry', '--', '-3'], ['skip', '--reason', 'r', '-3']]) {
       const r = await plan(argv);
-      expect(r.err, argv.join(' ')).toEqual([`${argv[0]} N (the task index): expected ${TASK}, got "-3"`]);
+      expect(r.err, argv.join(' ')).toEqual([`plan ${argv[0]}: N (the task index) expects ${TASK}, got "-3" (see --help)`]);
     }
   });
 

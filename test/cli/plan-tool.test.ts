@@ -439,7 +439,8 @@ describe('the real script', () => {
     noStack(invalid.stderr);
 
     expect(garbage.code).toBe(2);
-    expect(garbage.stderr).toContain('plan: not valid JSON');
+    // Where the text stops being JSON, as an editor shows it: a line and a column.
+    expect(garbage.stderr).toContain('plan: not valid JSON at line 1, column 47: Unexpected token');
     expect(garbage.stderr.trimEnd().split('\n')).toHaveLength(2);
     noStack(garbage.stderr);
 
@@ -469,7 +470,8 @@ describe('the real script', () => {
   it('runs as documented: npx tsx scripts/plan.ts', async () => {
     const r = await execa('npx', ['tsx', SCRIPT, 'check', '--plan', validFile('minimal')], { cwd: ROOT, reject: false });
     expect(r.exitCode).toBe(0);
-    expect(r.stdout).toContain('valid (1 task');
+    // One task, in the singular.
+    expect(r.stdout).toBe(`${validFile('minimal')}: valid (1 task)`);
     const help = await execa('npx', ['tsx', SCRIPT, 'graph', '--help'], { cwd: ROOT, reject: false });
     expect(help.stdout).toMatch(/^Usage: npx tsx scripts\/plan\.ts graph/);
   });

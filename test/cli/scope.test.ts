@@ -28,8 +28,9 @@ describe('worker permission rules', () => {
     const r = await runExecute(repo.dir, ['--dry-run']);
     expect(r.stderr).toBe('');
     expect(r.exitCode).toBe(0);
-    const root = `/${repo.dir}`; // tempGitRepo gives the real path: rules are written //<real path>/…
-    expect(r.stdout).toContain('Worker permission rules (permission mode dontAsk; anything else is denied in dontAsk mode):');
+    // As the worker gets them: anchored at its worktree, //<its real path>/…, shown as //<worktree>/….
+    const root = '//<worktree>';
+    expect(r.stdout).toContain("Worker permission rules, as each worker gets them (permission mode dontAsk; anything else is denied in dontAsk mode); //<worktree> is its worktree's real path:");
     expect(r.stdout).toContain(`  task 0 allow: Read  Glob  Grep  Edit(${root}/src/\\[id\\].ts)  Edit(${root}/README.md)  Bash(npm test)  Bash(test -f "src/[id].ts")\n`);
     expect(r.stdout).toContain(`  task 0 deny:  Edit(${root}/src/\\[id\\].ts/*)  Edit(${root}/README.md/*)\n`);
     expect(r.stdout).toContain(`  task 1 allow: Read  Glob  Grep  Edit(${root}/docs/**)  Bash(npm test)\n`);
@@ -37,30 +38,34 @@ describe('worker permission rules', () => {
     expect(r.stdout).not.toMatch(/ (Write|Edit)( |\n)/);
   });
 
-  it('--dry-run anchors the rules at the real path when the repository is reached through a symlink', async () => {
+  it("--dry-run anchors the rules at the worktree, and the person's deny rules at the checkout's real path too, when it is reached through a symlink", async () => {
     const plan = makePlan([fakeTask('A', { create: ['a.txt'] })]);
     const { repo } = await repoWithPlan(plan, repos);
+    await mkdir(join(repo.dir, '.claude'));
+    await writeFile(join(repo.dir, '.claude/settings.json'), JSON.stringify({ permissions: { deny: ['Read(/secret.txt)'] } }));
     const link = `${repo.dir}-link`;
     await symlink(repo.dir, link);
     dirs.push(link);
     const r = await runExecute(link, ['--dry-run']);
     expect(r.exitCode).toBe(0);
-    expect(r.stdout).toContain(`Edit(/${repo.dir}/a.txt)`);
+    expect(r.stdout).toContain('Edit(//<worktree>/a.txt)');
     expect(r.stdout).not.toContain(`Edit(/${link}/`);
+    expect(r.stdout).toContain(`  task 0 deny:  Edit(//<worktree>/a.txt/*)  Read(//<worktree>/secret.txt)  Read(/${repo.dir}/secret.txt)  Read(/${link}/secret.txt)\n`);
   });
 
-  it("--dry-run shows the person's deny rules, which every worker gets besides its own (with --allowed-tools too), anchored at the repository", async () => {
+  it("--dry-run shows the person's deny rules, which every worker gets besides its own (with --allowed-tools too), anchored at its worktree and at the repository", async () => {
     const plan = makePlan([fakeTask('A', { create: ['a.txt'] })]);
     const { repo } = await repoWithPlan(plan, repos);
     await mkdir(join(repo.dir, '.claude'));
     await writeFile(join(repo.dir, '.claude/settings.local.json'), JSON.stringify({ permissions: { deny: ['Read(./.env)', 'Bash(git push:*)'], allow: ['Bash(*)'] } }));
     const root = `/${repo.dir}`;
+    const carried = `Read(//<worktree>/.env)  Read(//<worktree>/**/.env)  Read(${root}/.env)  Read(${root}/**/.env)  Bash(git push:*)`;
     const computed = await runExecute(repo.dir, ['--dry-run']);
     expect(computed.exitCode).toBe(0);
-    expect(computed.stdout).toContain(`  task 0 deny:  Edit(${root}/a.txt/*)  Read(${root}/.env)  Read(${root}/**/.env)  Bash(git push:*)\n`);
+    expect(computed.stdout).toContain(`  task 0 deny:  Edit(//<worktree>/a.txt/*)  ${carried}\n`);
     expect(computed.stdout).not.toContain('Bash(*)');
     const listed = await runExecute(repo.dir, ['--dry-run', '--allowed-tools', 'Read,Write']);
-    expect(listed.stdout).toContain(`  task 0 deny:  Read(${root}/.env)  Read(${root}/**/.env)  Bash(git push:*)\n`);
+    expect(listed.stdout).toContain(`  task 0 deny:  ${carried}\n`);
   });
 
   it('--allowed-tools replaces the computed rules, for every task', async () => {

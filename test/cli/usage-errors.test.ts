@@ -55,7 +55,7 @@ describe('plan: a mistyped option', () => {
   it('a plan command says it the same way', async () => {
     const r = await plan(['check', '--fx']);
     expect(r.code).toBe(2);
-    expect(r.err).toEqual(['check: unknown option --fx: did you mean --fix? (see --help)']);
+    expect(r.err).toEqual(['plan check: unknown option --fx: did you mean --fix? (see --help)']);
   });
 
   it('a step (JSON on stdout) names itself once, on stderr and in the JSON', async () => {
@@ -67,5 +67,33 @@ describe('plan: a mistyped option', () => {
     const extra = await plan(['finalize', '0']);
     expect(extra.code).toBe(2);
     expect(extra.err).toEqual(['plan finalize: expected no arguments, got 0 (see --help)']);
+  });
+});
+
+describe('every flag error starts the one way: the command, the problem, (see --help)', () => {
+  it.each([
+    [['--concurrency', '0'], 'execute: --concurrency expects a whole number from 1 to 64, got "0" (see --help)'],
+    [['--schedule', 'sometimes'], 'execute: --schedule expects one of continuous, rounds, got "sometimes" (see --help)'],
+    [['--land', 'never'], 'execute: --land expects one of end, continuous, got "never" (see --help)'],
+    [['--permission-mode', 'yolo'], 'execute: --permission-mode expects one of acceptEdits, auto, bypassPermissions, default, dontAsk, manual, plan, got "yolo" (see --help)'],
+    [['--sandbox', 'maybe'], 'execute: --sandbox expects one of auto, on, off, got "maybe" (see --help)'],
+    [['--gate', ' '], 'execute: --gate expects a command, got an empty one (use --no-gate for no gate) (see --help)'],
+    [['--gate', 'npm test', '--no-gate'], 'execute: --gate and --no-gate contradict each other: choose one (see --help)'],
+    [['extra'], 'execute: expected no arguments, got extra (see --help)'],
+  ])('execute %j', async (argv, line) => {
+    const r = await execute(argv);
+    expect(r.code).toBe(2);
+    expect(r.err).toEqual([line]);
+  });
+
+  it.each([
+    [['skip', '2'], 'plan skip: --reason "…" is required (say why; it is recorded in the plan) (see --help)'],
+    [['retry'], 'plan retry: expected N, got none (see --help)'],
+    [['probe', '--sandbox', 'maybe'], 'plan probe: --sandbox expects one of auto, on, off, got "maybe" (see --help)'],
+    [['status', '--wat'], 'plan status: unknown option --wat (see --help)'],
+  ])('plan %j', async (argv, line) => {
+    const r = await plan(argv);
+    expect(r.code).toBe(2);
+    expect(r.err).toEqual([line]);
   });
 });

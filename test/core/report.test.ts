@@ -15,6 +15,7 @@ import {
 } from '../../src/core/report.ts';
 import { LONG_SUBJECT, RUN_ID, T0, ev, recordedRun, usage } from '../support/events.ts';
 import { planAfterRecordedRun } from '../support/report-plan.ts';
+import { clipReason } from '../../src/core/report/markdown.ts';
 
 const journal = (runId = RUN_ID, t0 = T0): RunEvent[] => recordedRun(runId, t0).filter((e) => e.type !== 'task-activity');
 
@@ -259,5 +260,24 @@ describe('archives and history', () => {
       { runId: 'r1', startedAt: '2026-11-22T01:02:03Z', goal: 'Build the parser', outcome: 'incomplete', reason: 'failures', durationMs: 151_000, costUsd: 0.67, costUnknownFor: 0, usage: expect.objectContaining({ unknown: 0 }), archive: '.design/history/a-plan.json' },
       { runId: 'r2', startedAt: '2026-11-22T02:02:03Z', goal: 'Build the parser', outcome: 'running', reason: null, durationMs: 100_000, costUsd: 0, costUnknownFor: 0, usage: expect.objectContaining({ unknown: 0 }), archive: null },
     ]);
+  });
+});
+
+describe('a failure reason in the report', () => {
+  it('keeps what failed and the last lines of the output, saying how much was cut and where all of it is', () => {
+    const output = Array.from({ length: 60 }, (_, i) => `output line ${i}`);
+    const reason = ['acceptance check failed (tests): `npm test` exited 1:', ...output].join('\n');
+    expect(clipReason(reason, 'see the log').split('\n')).toEqual([
+      'acceptance check failed (tests): `npm test` exited 1:',
+      '… 55 lines cut: see the log …',
+      ...output.slice(-5),
+    ]);
+  });
+
+  it('leaves a short reason whole, and cuts a very long line', () => {
+    const short = 'the worker reported FAILED: no\nsecond\nthird';
+    expect(clipReason(short, 'x')).toBe(short);
+    const [line] = clipReason('x'.repeat(5000), 'x').split('\n');
+    expect(line!.length).toBeLessThanOrEqual(300);
   });
 });

@@ -2,7 +2,7 @@
 // result must be exactly that of an uninterrupted run.
 
 import { execa } from 'execa';
-import { readFile, readdir } from 'node:fs/promises';
+import { readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { rng } from '../../bench/random.ts';
@@ -67,9 +67,9 @@ describe('SIGKILL at random moments', () => {
     const seed = Number(process.env.CHAOS_SEED ?? Date.now() % 100000);
     const random = rng(seed);
     const repo = await tempGitRepo(initialFiles);
-    repos.push(repo);
-    const planPath = await writePlan(repo.dir, chaosPlan());
     const journal = join(repo.dir, '..', `${repo.dir.split('/').pop()}-fake.jsonl`);
+    repos.push({ ...repo, cleanup: () => repo.cleanup().then(() => rm(journal, { force: true })) });
+    const planPath = await writePlan(repo.dir, chaosPlan());
 
     let kills = 0;
     let finished = false;

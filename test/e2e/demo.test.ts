@@ -35,6 +35,10 @@ describe('npm run demo', () => {
     expect(out).toMatch(/^\S+ task 2 started \(attempt 2, haiku\)/m);
     expect(out).toContain('The retry: task 2\'s second prompt says "This is attempt 2 of 3.');
     expect(out).toMatch(/run \S+ finished: completed \(all-done\)/);
+    // Its cost figures are the scripted model's tokens priced, and it says so.
+    expect(out).toMatch(/^\s+cost: \$\d/m);
+    expect(out).toContain('The costs it shows are simulated');
+    expect(out).toContain('The cost figures above (the run\'s total, each task\'s) are simulated');
 
     // The commits, with their trailers: every task is in one of them.
     const log = out.slice(out.indexOf('== The commits the run made'), out.indexOf('== The run report'));

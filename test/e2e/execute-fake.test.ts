@@ -5,7 +5,8 @@ import { readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
-import { runExecute, runPlanTool } from '../support/execute.ts';
+import { fakeWorker, runExecute, runPlanTool } from '../support/execute.ts';
+import { notLoggedInLines } from '../../src/core/auth-status.ts';
 import { alive } from '../support/processes.ts';
 import { type FakeEvent, fakeEvents, leftovers, repoWithPlan } from '../support/fake-run.ts';
 import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
@@ -293,12 +294,45 @@ describe('execute.ts with the fake worker', () => {
     const { repo, planPath } = await setup(plan);
     const r = await runExecute(repo.dir);
     expect(r.exitCode).toBe(3);
-    expect(r.stdout + r.stderr).toMatch(/not authenticated/);
+    // Its `auth status` said it was logged in (an expired key says so too): the worker's failure stops the run, in a terminal's words.
+    expect(r.stdout + r.stderr).toMatch(/the agent is not authenticated \(.*\): log in by running `claude` once in a terminal, or set ANTHROPIC_API_KEY, then run again/);
     const after = await readPlan(planPath);
     expect(after.tasks.map((t) => [t.status, t.attempts ?? 0])).toEqual([
       ['pending', 0],
       ['pending', 0],
     ]);
+  });
+
+  it('refuses at once (exit 3) when the CLI says it is not logged in: no probe, no gate, no worker, nothing written', async () => {
+    const plan = makePlan([fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a exists', check: 'test -f a.txt' }] })], { context: { testCommand: 'true' } });
+    const { repo, planPath, journal } = await setup(plan);
+    const before = await readFile(planPath, 'utf8');
+    const r = await runExecute(repo.dir, [], { FAKE_WORKER_JOURNAL: journal, FAKE_WORKER_AUTH: 'none' });
+    expect(r.exitCode).toBe(3);
+    expect(r.stderr.split('\n')).toEqual(notLoggedInLines(fakeWorker));
+    // Nothing said of a probe or a gate, no worker started, no run journaled, the plan as it was.
+    expect(r.stdout).toBe('');
+    expect(await fakeEvents(journal)).toEqual([]);
+    expect(existsSync(join(repo.dir, '.design/events.jsonl'))).toBe(false);
+    expect(existsSync(join(repo.dir, '.design/plan.lock'))).toBe(false);
+    expect(await readFile(planPath, 'utf8')).toBe(before);
+  });
+
+  it('asks nothing of a run that starts no worker: a plan with nothing left to run is not refused for the login', async () => {
+    const plan = makePlan([{ ...fakeTask('A', { create: ['a.txt'] }), status: 'failed', attempts: 3, result: 'FAILED: no' }]);
+    const { repo } = await setup(plan);
+    const r = await runExecute(repo.dir, [], { FAKE_WORKER_AUTH: 'none' });
+    expect(r.exitCode).toBe(1);
+    expect(r.stderr).not.toContain('not logged in');
+    expect(r.stdout).toContain('task 0 is failed');
+  });
+
+  it('runs when the CLI cannot say whether it is logged in', async () => {
+    const plan = makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n' } } })]);
+    const { repo } = await setup(plan);
+    const r = await runExecute(repo.dir, ['--no-probe'], { FAKE_WORKER_AUTH: 'garbage' });
+    expect(r.exitCode).toBe(0);
+    expect(await repo.git(['show', 'HEAD:a.txt'])).toBe('a\n');
   });
 
   it('retries a rate-limited task after a back-off without counting an attempt', async () => {
@@ -374,7 +408,7 @@ describe('execute.ts with the fake worker', () => {
     for (const value of ['abc', '-5', '1.5', '']) {
       const r = await runExecute(repo.dir, [], { FOREMAN_BACKOFF_MS: value });
       expect(r.exitCode, value).toBe(2);
-      expect(r.stderr.trim().split('\n'), value).toEqual([`FOREMAN_BACKOFF_MS: expected a whole number of milliseconds from 0 to 3600000 (1 hour), got "${value}"`]);
+      expect(r.stderr.trim().split('\n'), value).toEqual([`execute: FOREMAN_BACKOFF_MS expects a whole number of milliseconds from 0 to 3600000 (1 hour), got "${value}"`]);
     }
     expect(await readFile(planPath, 'utf8')).toBe(before);
     await expect(readFile(join(repo.dir, 'a.txt'))).rejects.toThrow();

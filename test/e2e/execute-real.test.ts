@@ -2,13 +2,14 @@
 // API server on 127.0.0.1: real tool calls write the files in a temporary git repository.
 
 import { existsSync } from 'node:fs';
-import { readFile, readdir, realpath } from 'node:fs/promises';
+import { readFile, readdir, realpath, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sandboxSupport } from '../../src/adapters/sandbox.ts';
 import { worktreesRoot } from '../../src/adapters/git/worktree-pool.ts';
 import type { Plan } from '../../src/core/plan.ts';
+import { notLoggedInLines } from '../../src/core/auth-status.ts';
 import { runExecute } from '../support/execute.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { type ModelServer, type ScriptedRequest, scenario, startModelServer, text, toolUse, variants } from '../support/model-server.ts';
@@ -90,7 +91,7 @@ afterAll(async () => {
 async function repoWith(plan: Plan): Promise<{ repo: TempGitRepo; planPath: string; env: Record<string, string | undefined> }> {
   const repo = await tempGitRepo({ 'README.md': '# sample\n', 'shared.txt': 'top\n' });
   const home = await tempHome();
-  cleanups.push(repo.cleanup);
+  cleanups.push(repo.cleanup, () => rm(home, { recursive: true, force: true }));
   const planPath = await writePlan(repo.dir, plan);
   return { repo, planPath, env: claudeEnv(server.url, home) };
 }
@@ -189,17 +190,21 @@ describe('execute.ts with the real Claude Code CLI', () => {
     expect(history).toHaveLength(1);
   });
 
-  it('stops with exit 3 and burns nothing when the real CLI has no credentials', async () => {
+  it('refuses with exit 3 before anything starts when the real CLI has no credentials', async () => {
     const plan = makePlan([task('greet', ['src/greet.txt']), task('farewell', ['src/farewell.txt'])]);
     const { repo, planPath } = await repoWith(plan);
     const home = await tempHome();
+    cleanups.push(() => rm(home, { recursive: true, force: true }));
     const before = server.requests.length;
     const r = await runExecute(repo.dir, ['--claude-bin', claudeBin], claudeEnv(undefined, home));
     expect(r.exitCode).toBe(3);
-    expect(r.stdout + r.stderr).toMatch(/not authenticated/i);
+    // Its `auth status` says so: the headless words, before the probe, the gate and any worker (no run in the journal).
+    expect(r.stderr.split('\n')).toEqual(notLoggedInLines(claudeBin));
+    expect(r.stdout).toBe('');
+    await expect(readFile(join(repo.dir, '.design/events.jsonl'))).rejects.toThrow(/ENOENT/);
     expect(server.requests.length).toBe(before);
     const after = await readPlan(planPath);
-    expect(after.tasks.map((t) => [t.status, t.attempts ?? 0])).toEqual([
+    expect(after.tasks.map((t) => [t.status ?? 'pending', t.attempts ?? 0])).toEqual([
       ['pending', 0],
       ['pending', 0],
     ]);

@@ -16,6 +16,7 @@ import { claudeBin, claudeEnv, tempHome } from '../support/real-claude.ts';
 const MARK = `foreman-orphan-mark-${process.pid}`;
 let server: ModelServer;
 let dir: string;
+let home: string;
 
 beforeAll(async () => {
   server = await startModelServer({
@@ -27,6 +28,7 @@ beforeAll(async () => {
     ],
   });
   dir = await mkdtemp(join(tmpdir(), 'foreman-orphans-real-'));
+  home = await tempHome();
 });
 
 afterAll(async () => {
@@ -39,6 +41,7 @@ afterAll(async () => {
   }
   await server?.close();
   await rm(dir, { recursive: true, force: true });
+  await rm(home, { recursive: true, force: true });
 });
 
 /** Live processes whose command line carries the mark (the Bash command itself, not its shell). */
@@ -62,7 +65,7 @@ function withMark(): Array<{ pid: number; pgrp: number }> {
 it('a run after a crash ends the Bash commands of the orphaned worker, which run outside its group', async () => {
   const registryPath = join(dir, 'workers.json');
   const registry = new ProcessRegistry(registryPath);
-  const env = claudeEnv(server.url, await tempHome());
+  const env = claudeEnv(server.url, home);
   let workerGroup = 0;
   const running = recorded(registry, { kind: 'worker', task: 0 }, (onSpawn) =>
     runWorker({

@@ -160,7 +160,8 @@ describe('nothing left running after a crash', () => {
   async function sleepyCheck() {
     const scratch = await mkdtemp(join(tmpdir(), 'foreman-check-'));
     const pidFile = join(scratch, 'check.pid');
-    const check = `if [ -e ${pidFile} ]; then exit 0; fi; echo $$ > ${pidFile}; sleep 1000; echo late > a.txt`;
+    // The path once: the registry keeps a command's first 200 characters, and a temporary directory's path can be long.
+    const check = `p=${pidFile}; if [ -e $p ]; then exit 0; fi; echo $$ > $p; sleep 1000; echo late > a.txt`;
     return { scratch, pidFile, check };
   }
 

@@ -148,17 +148,21 @@ describe('repository states', () => {
     expect(await snapshot(repo)).toBe(before);
   });
 
-  it('refuses --repo pointing into a subdirectory, naming the top (exit 2)', async () => {
-    const plan = makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a' } } })]);
-    const { repo } = await setup(plan, { 'sub/keep.txt': 'k\n' });
+  it('takes --repo pointing into a subdirectory as git does: it works at the top, with the plan nearest the folder', async () => {
+    // Changed by design (issue 44): a subdirectory was refused (exit 2, naming the top); plan
+    // paths are relative to the top either way, so the run now works there.
+    const top = makePlan([fakeTask('TOP', { create: ['top.txt'], fake: { write: { 'top.txt': 't' } } })]);
+    const { repo } = await setup(top, { 'sub/keep.txt': 'k\n' });
+    const nearer = makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n' } } })]);
     await mkdir(join(repo.dir, 'sub/.design'), { recursive: true });
-    await writeFile(join(repo.dir, 'sub/.design/plan.json'), JSON.stringify(plan));
-    const before = await snapshot(repo);
+    await writeFile(join(repo.dir, 'sub/.design/plan.json'), JSON.stringify(nearer));
+    const topPlan = await readFile(join(repo.dir, '.design/plan.json'), 'utf8');
     const r = await runExecute(repo.dir, ['--repo', join(repo.dir, 'sub')]);
-    expect(r.exitCode).toBe(2);
-    expect(r.stderr).toContain(`is not the top of its git repository (${repo.dir})`);
-    expect(r.stderr).toContain(`--repo ${repo.dir}`);
-    expect(await snapshot(repo)).toBe(before);
+    expect(r.exitCode).toBe(0);
+    // The plan in sub/.design ran, its path relative to the top; the top's plan is untouched.
+    expect(await repo.git(['show', 'HEAD:a.txt'])).toBe('a\n');
+    expect(existsSync(join(repo.dir, 'sub/a.txt'))).toBe(false);
+    expect(await readFile(join(repo.dir, '.design/plan.json'), 'utf8')).toBe(topPlan);
   });
 
   it('runs on a detached HEAD, with a notice naming the commit; the commit lands on the detached HEAD', async () => {
@@ -259,5 +263,26 @@ describe('a failing check’s error is at the end of its output', () => {
     // The closing message says what makes a re-run retry it.
     expect(r.stdout + r.stderr).toContain('task 0 is failed');
     expect(r.stdout + r.stderr).toContain('`npx tsx scripts/plan.ts retry 0`');
+
+    // The worker's log has each attempt's whole check output, warnings and all; the report, a few lines.
+    const sections = [...log.matchAll(/^==== acceptance check failed \(tests pass\): `.*` exited 1; its whole output ====\n([^]*?)^==== end of its output ====$/gm)];
+    expect(sections).toHaveLength(2);
+    for (const [, output] of sections) {
+      expect(output!.split('\n').filter(Boolean)).toHaveLength(201);
+      expect(output).toMatch(/^npm WARN deprecated pkg-0@1\.0\.0: unsupported\n/);
+      expect(output).toMatch(/npm ERR! Test failed: expected 2 to equal 3\n$/);
+    }
+    const report = await runPlanTool(repo.dir, ['report']);
+    expect(report.exitCode).toBe(0);
+    const fenced = [...report.stdout.matchAll(/^```text\n([^]*?)\n```$/gm)].map((m) => m[1]!);
+    expect(fenced).toHaveLength(2);
+    const runId = /^# foreman run (\S+)/m.exec(report.stdout)![1];
+    for (const reason of fenced) {
+      const lines = reason.split('\n');
+      expect(lines).toHaveLength(7);
+      expect(lines[0]).toBe('acceptance check failed (tests pass): `' + check + '` exited 1:');
+      expect(lines[1]).toMatch(new RegExp(`^… \\d+ lines cut: the whole reason is in \`npx tsx scripts/plan\\.ts report --run ${runId} --json\`, each failed check's whole output in the log …$`));
+      expect(lines[6]).toBe('npm ERR! Test failed: expected 2 to equal 3');
+    }
   });
 });

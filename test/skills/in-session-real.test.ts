@@ -264,7 +264,7 @@ describe.each(installs)('$command in the default permission mode, nothing pre-ap
             meets.delete(task);
             await meet?.(task);
           }
-          for (const c of lastCalls(req)) workerResults.push({ task, tool: `${c.name} ${JSON.stringify(c.input).slice(0, 120)}`, result: c.result });
+          for (const c of lastCalls(req)) workerResults.push({ task, tool: `${c.name} ${JSON.stringify(c.input).slice(0, 400)}`, result: c.result });
           return playWorker(req, repo.dir, scripts);
         }
         const blocks = playLead(req, repo.dir);

@@ -2,6 +2,7 @@
 // the lead's Agent tool call with `isolation: "worktree"` gives a subagent a worktree of its own
 // under `.claude/worktrees/`, the tool result names it (`worktreePath: …`), and `plan finalize`
 // verifies the subagent's work there, removes it, and `plan commit` lands it on the branch.
+// From the top of the repository and from a subfolder of it alike.
 
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -53,8 +54,12 @@ afterAll(async () => {
 });
 
 describe('a lead session with the real CLI', () => {
-  it('dispatches with isolation "worktree": the subagent writes in its own worktree, finalize verifies it there and removes it, commit lands it', async () => {
-    const repo: TempGitRepo = await tempGitRepo({ 'README.md': '# sample\n' });
+  // '': the session and the steps at the repository's top; 'sub': in a subfolder of it, as git
+  // is run from anywhere (the steps find the plan at the top and work there).
+  it.each(['', 'sub'])('dispatches with isolation "worktree" (session in %j): the subagent writes in its own worktree, finalize verifies it there and removes it, commit lands it', async (folder) => {
+    const repo: TempGitRepo = await tempGitRepo({ 'README.md': '# sample\n', 'sub/keep.txt': 'k\n' });
+    const cwd = join(repo.dir, folder);
+    subagentCwds.length = 0;
     cleanups.push(repo.cleanup);
     const home = await tempHome();
     cleanups.push(() => execa('rm', ['-rf', home]).then(() => undefined));
@@ -62,13 +67,13 @@ describe('a lead session with the real CLI', () => {
       repo.dir,
       makePlan([{ subject: 'greet', prompt: 'Write greet.txt saying hello.', blockedBy: [], metadata: { files: { create: ['greet.txt'], modify: [] } }, agent: { model: 'haiku' } }]),
     );
-    expect((await checkedStep(step, repo.dir, ['setup'])).code).toBe(0);
-    const next = await checkedStep(step, repo.dir, ['next']);
+    expect((await checkedStep(step, cwd, ['setup'])).code).toBe(0);
+    const next = await checkedStep(step, cwd, ['next']);
     const [task] = next.json.tasks;
     expect(task).toMatchObject({ index: 0, isolation: 'worktree' });
 
     const run = await execa(claudeBin, headlessArgs({ permissionMode: 'dontAsk', allowedTools: 'Read Edit Write Glob Grep Agent' }), {
-      cwd: repo.dir,
+      cwd,
       env: claudeEnv(server.url, home),
       extendEnv: false,
       input: `Run the round.\nPROMPT-FILE: ${task.promptFile}\n`,
@@ -89,17 +94,17 @@ describe('a lead session with the real CLI', () => {
     expect(worktree).toMatch(new RegExp(`^${repo.dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/\\.claude/worktrees/agent-[0-9a-f]+$`));
     expect(branch).toBe(`worktree-agent-${worktree!.split('agent-').at(-1)}`);
     // The subagent worked there, from the session's HEAD; the person's tree is untouched.
-    expect(subagentCwds.every((cwd) => cwd === worktree)).toBe(true);
+    expect(subagentCwds.every((dir) => dir === worktree), subagentCwds.join(', ')).toBe(true);
     expect(await readFile(join(worktree!, 'greet.txt'), 'utf8')).toBe('hello\n');
     await expect(readFile(join(repo.dir, 'greet.txt'))).rejects.toThrow();
     expect((await execa('git', ['rev-parse', 'HEAD'], { cwd: worktree! })).stdout).toBe(task.base);
 
     const status = /COMPLETED: .*/.exec(agentResult!)?.[0] ?? '';
     await writeFile(join(repo.dir, '.design/prompts/results.json'), JSON.stringify([{ task: 0, output: status, worktree }]));
-    const finalize = await checkedStep(step, repo.dir, ['finalize', '--results', '.design/prompts/results.json']);
+    const finalize = await checkedStep(step, cwd, ['finalize', '--results', join(repo.dir, '.design/prompts/results.json')]);
     expect(finalize.json.results).toEqual([expect.objectContaining({ index: 0, outcome: 'completed', result: 'greet.txt says hello' })]);
     expect(await agentLeftovers(repo.dir)).toEqual({ worktrees: [], branches: [] });
-    const commit = await checkedStep(step, repo.dir, ['commit']);
+    const commit = await checkedStep(step, cwd, ['commit']);
     expect(commit.json).toMatchObject({ tasks: [0], complete: true, landing: { landed: true, files: 1 } });
     expect(await readFile(join(repo.dir, 'greet.txt'), 'utf8')).toBe('hello\n');
   });

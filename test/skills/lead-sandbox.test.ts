@@ -167,6 +167,6 @@ describe('without the sandbox (a PATH without bubblewrap)', () => {
     expect((await runPlanToolProcess(repo.dir, ['probe'], { ...env, FOREMAN_SANDBOX: 'on' })).exitCode).toBe(3);
     const bad = await runPlanToolProcess(repo.dir, ['probe', '--sandbox', 'sometimes'], env);
     expect(bad.exitCode).toBe(2);
-    expect(bad.stderr).toContain('--sandbox: "sometimes" is not one of auto, on, off');
+    expect(bad.stderr).toContain('--sandbox expects one of auto, on, off, got "sometimes" (see --help)');
   });
 });

@@ -231,6 +231,11 @@ describe('the /execute steps played by a model-free lead', () => {
     await writeFile(join(repo.dir, 'bad.json'), '{"oops": 1}');
     const bad = await checkedStep(step, repo.dir, ['finalize', '--results', 'bad.json']);
     expect(bad).toMatchObject({ code: 2, json: { error: { kind: 'bad-results' } } });
+    // A results file that is not JSON is named with the line and column where it stops being JSON.
+    await writeFile(join(repo.dir, 'broken.json'), '[{"task": 0,\n  "output": }]');
+    const broken = await checkedStep(step, repo.dir, ['finalize', '--results', 'broken.json']);
+    expect(broken).toMatchObject({ code: 2, json: { error: { kind: 'bad-results' } } });
+    expect((broken.json as { error: { message: string } }).error.message).toMatch(/broken\.json: not valid JSON at line 2, column 13: Unexpected token '\}'$/);
     const missing = await checkedStep(step, repo.dir, ['finalize']);
     expect(missing).toMatchObject({ code: 2, json: { error: { kind: 'usage' } } });
 

@@ -32,9 +32,10 @@ export interface PlanRepo {
 /** Creates the repository and registers it in `cleanups` for the caller's afterEach. */
 export async function repoWithPlan(plan: Plan, cleanups: TempGitRepo[], files: Record<string, string> = { 'README.md': 'hello\n' }): Promise<PlanRepo> {
   const repo = await tempGitRepo(files);
-  cleanups.push(repo);
-  const planPath = await writePlan(repo.dir, plan);
   const journal = join(repo.dir, '..', `${repo.dir.split('/').pop()}-fake.jsonl`);
+  // The fake worker's journal is beside the repository (outside its tree): removed with it.
+  cleanups.push({ ...repo, cleanup: () => repo.cleanup().then(() => rm(journal, { force: true })) });
+  const planPath = await writePlan(repo.dir, plan);
   return { repo, planPath, journal, env: { FAKE_WORKER_JOURNAL: journal } };
 }
 

@@ -82,7 +82,7 @@ describe('live view', () => {
       '• run run-20261122-010203 started: Build the parser (4 tasks, concurrency 2, rounds schedule, pid 4242)',
       '▸ 0  Add parser                                    1s   $0.05  Edit src/parser.ts',
       '▸ 1  Write the lexer: tokens #1; numbers, st…      1s   $0.02  Bash(npm test -- --run lexer) with a second line',
-      '2 running · 0 completed · 0 failed · 0 skipped · 2 pending · round 1 · $0.07 · 2s',
+      '2 running · 0 completed · 0 failed · 0 skipped · 2 pending · 0 rounds committed · $0.07 · 2s',
     ]);
   });
 
@@ -102,7 +102,7 @@ describe('live view', () => {
       '- task 3 skipped: depends on task 1 (Write the lexer), which is failed (through task 2)',
       '• warning: task 1 changed files it did not declare: notes.txt',
       '• run run-20261122-010203 finished: incomplete (failures) in 2m31s, $0.67; 1 completed, 1 failed, 2 skipped — 1 of 4 tasks completed',
-      '0 running · 1 completed · 1 failed · 2 skipped · 0 pending · round 1 · $0.67 · 2m31s',
+      '0 running · 1 completed · 1 failed · 2 skipped · 0 pending · 1 round committed · $0.67 · 2m31s',
     ]);
   });
 
@@ -123,12 +123,12 @@ describe('live view', () => {
             '• run run-20261122-010203 started: Build the parser (4 tas…',
             '▸ 0  Add parser               1s   $0.05  Edit src/parser.…',
             '▸ 1  Write the lexer: t…      1s   $0.02  Bash(npm test --…',
-            'round 1 · $0.07 · 2s',
+            '0 rounds committed · $0.07 · 2s',
             '2 running · 0 completed · 0 failed · 0 skipped · 2 pending',
           ]);
         } else {
           // Compact: index, elapsed, subject; then a one-line footer.
-          expect(rows.slice(-4)).toEqual(['0 1s Add parser', '1 1s Write the lexer: tokens…', '$0.07 2s r1', '0 done 0 fail 0 skip 2 left']);
+          expect(rows.slice(-4)).toEqual(['0 1s Add parser', '1 1s Write the lexer: tokens…', '$0.07 2s r0', '0 done 0 fail 0 skip 2 left']);
         }
         view.close();
       });
@@ -161,7 +161,7 @@ describe('live view', () => {
     setClock(t + 1300);
     view.tick();
     expect(screen.frames).toBe(before + 2);
-    expect(screen.text.at(-2)).toBe('round 1 · $0.17 · 3s');
+    expect(screen.text.at(-2)).toBe('0 rounds committed · $0.17 · 3s');
   });
 
   it('keeps control characters from workers off the terminal', () => {
@@ -177,7 +177,7 @@ describe('live view', () => {
     const at = Date.parse(events.find(isActivityOf(1))!.at) + 100;
     view.update(ev(at, { type: 'draining', running: [0, 1] }));
     expect(screen.text).toContain('! draining: tasks 0 and 1 finish; nothing new starts, and the run stops once their work is integrated and landed (Ctrl-C stops it now)');
-    expect(screen.text.at(-1)).toBe('2 running · 0 completed · 0 failed · 0 skipped · 2 pending · draining · round 1 · $0.07 · 2s');
+    expect(screen.text.at(-1)).toBe('2 running · 0 completed · 0 failed · 0 skipped · 2 pending · draining · 0 rounds committed · $0.07 · 2s');
     view.update(ev(at + 200, { type: 'run-finished', outcome: 'incomplete', reason: 'drained', exitCode: 1, counts: { pending: 2, in_progress: 0, completed: 2, failed: 0, blocked: 0, skipped: 0, awaiting_approval: 0 }, usage: usage(0.07), durationMs: 2000, message: 'drained' }));
     expect(screen.text.at(-1)).not.toContain('draining');
   });
@@ -195,11 +195,34 @@ describe('live view', () => {
     expect(screen.text.slice(1).filter((line) => line.endsWith('…'))).toEqual([]);
   });
 
+  it('counts the tasks of the plan from its first frame, before the run has started', () => {
+    const screen = new Screen();
+    const view = createLiveView({ write: screen.write, columns: 100, color: false, layout: checkout, now: () => T0, baseline: { pending: 6 } });
+    // What a run says before run-started (the probe's notices, a lock taken over) draws the first frame.
+    view.update(ev(T0, { type: 'notice', level: 'info', message: 'probe passed' }));
+    expect(screen.text.at(-1)).toBe('0 running · 0 completed · 0 failed · 0 skipped · 6 pending · 0 rounds committed · $0.00 · 0s');
+  });
+
+  it('shows the last round committed, never one the lines above have not said, up to the end', () => {
+    const screen = new Screen();
+    const view = createLiveView({ write: screen.write, columns: 200, color: false, layout: checkout, now: () => T0, baseline: { pending: 2 } });
+    const footer = () => screen.text.at(-1)!.replace(/ · \$.*$/, '');
+    view.update(ev(T0, { type: 'run-started', goal: 'g', planPath: 'p', taskCount: 2, maxDepth: 1, resumed: false, concurrency: 2, schedule: 'continuous', pid: 1 }));
+    expect(footer()).toMatch(/ · 0 rounds committed$/);
+    for (const round of [1, 2]) {
+      view.update(ev(T0 + round, { type: 'round-committed', round, commit: `${round}`.repeat(40), tasks: [round - 1] }));
+      expect(screen.text.at(-2)).toMatch(new RegExp(`^● round ${round} committed`));
+      expect(footer()).toMatch(new RegExp(` · ${round} rounds? committed$`));
+    }
+    view.update(ev(T0 + 3, { type: 'run-finished', outcome: 'completed', reason: 'all-done', exitCode: 0, counts: { pending: 0, in_progress: 0, completed: 2, failed: 0, blocked: 0, skipped: 0, awaiting_approval: 0 }, usage: usage(0), durationMs: 3, message: '' }));
+    expect(footer()).toMatch(/ · 2 rounds committed$/);
+  });
+
   it('counts tasks finished before a resumed run', () => {
     const screen = new Screen();
     const view = createLiveView({ write: screen.write, columns: 100, color: false, layout: checkout, now: () => T0, baseline: { completed: 2, pending: 2 } });
     view.update(ev(T0, { type: 'run-started', goal: 'g', planPath: 'p', taskCount: 4, maxDepth: 1, resumed: true, concurrency: 1, schedule: 'rounds', pid: 1 }));
-    expect(screen.text.at(-1)).toBe('0 running · 2 completed · 0 failed · 0 skipped · 2 pending · round 1 · $0.00 · 0s');
+    expect(screen.text.at(-1)).toBe('0 running · 2 completed · 0 failed · 0 skipped · 2 pending · 0 rounds committed · $0.00 · 0s');
   });
 });
 

@@ -14,7 +14,7 @@ export const archive: Command = {
   usage: '[--plan FILE]',
   options: { ...planOption },
   async run({ values }, io) {
-    const path = planPathFrom(values, io.cwd);
+    const path = await planPathFrom(values, io.cwd);
     const read = await readPlanFile(path);
     if (!read.ok && read.error.kind === 'missing') throw new CliError(EXIT.invalid, [`no plan at ${path}: nothing to archive`]);
     const lock = await acquireLock(path, currentLockInfo('plan archive'));

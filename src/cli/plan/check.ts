@@ -1,6 +1,7 @@
 import { dirname } from 'node:path';
 import { Git } from '../../adapters/git/repository.ts';
 import { writePlanAtomic } from '../../adapters/plan-store.ts';
+import { plural } from '../../core/format.ts';
 import { HOW_TO_ACCEPT, type PlanLint, lintPlan } from '../../core/plan-lint.ts';
 import { withDefaults } from '../../core/validate.ts';
 import { describeIgnored, ignoredDeclaredPaths } from '../../run/setup.ts';
@@ -20,7 +21,7 @@ export const check: Command = {
     strict: { type: 'boolean', description: 'exit 2 when a warning is left (neither fixed nor accepted in acceptedWarnings)' },
   },
   async run({ values }, io) {
-    const path = planPathFrom(values, io.cwd);
+    const path = await planPathFrom(values, io.cwd);
     const fix = Boolean(values.fix);
     const plan = await loadPlan(path, { ignoreDeclaredOverlaps: fix });
     // The plan's repository is the one its folder is in; a plan outside any repository is only
@@ -30,25 +31,23 @@ export const check: Command = {
     if (inRepository) {
       const ignored = await ignoredDeclaredPaths(plan, git);
       if (ignored.length > 0) {
-        throw new CliError(EXIT.invalid, [`${path}: the plan is invalid (${ignored.length} problem${ignored.length === 1 ? '' : 's'}):`, ...ignored.map((p) => `  ${describeIgnored(p)}`)]);
+        throw new CliError(EXIT.invalid, [`${path}: the plan is invalid (${plural(ignored.length, 'problem')}):`, ...ignored.map((p) => `  ${describeIgnored(p)}`)]);
       }
     }
     // Outside a repository only the hazards between the plan's own tasks can be found.
     const lint = lintPlan(plan, inRepository ? await git.committedFiles() : null);
     if (fix) await writePlanAtomic(path, withDefaults(plan));
-    const valid = `${path}: valid (${plan.tasks.length} tasks${acceptedNote(lint)})${fix ? '; defaults and file overlaps written' : ''}`;
+    const valid = `${path}: valid (${plural(plan.tasks.length, 'task')}${acceptedNote(lint)})${fix ? '; defaults and file overlaps written' : ''}`;
     if (lint.warnings.length === 0) {
       io.out(valid);
       return EXIT.ok;
     }
     const listed = [...lint.warnings.map((warning) => `  ${warning.message}`), HOW_TO_ACCEPT];
-    if (values.strict === true) throw new CliError(EXIT.invalid, [`${valid}, but --strict refuses its ${counted(lint.warnings.length)}:`, ...listed]);
-    io.out([`${valid}, with ${counted(lint.warnings.length)}:`, ...listed].join('\n'));
+    if (values.strict === true) throw new CliError(EXIT.invalid, [`${valid}, but --strict refuses its ${plural(lint.warnings.length, 'warning')}:`, ...listed]);
+    io.out([`${valid}, with ${plural(lint.warnings.length, 'warning')}:`, ...listed].join('\n'));
     return EXIT.ok;
   },
 };
 
-const counted = (warnings: number): string => `${warnings} warning${warnings === 1 ? '' : 's'}`;
-
 /** `, 2 warnings accepted`: accepted warnings are not listed, but a person sees that there are some. */
-const acceptedNote = (lint: PlanLint): string => (lint.accepted.length === 0 ? '' : `, ${counted(lint.accepted.length)} accepted`);
+const acceptedNote = (lint: PlanLint): string => (lint.accepted.length === 0 ? '' : `, ${plural(lint.accepted.length, 'warning')} accepted`);

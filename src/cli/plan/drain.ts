@@ -22,7 +22,7 @@ export const drain: Command = {
   usage: '[--plan FILE]',
   options: { ...planOption },
   async run({ values }, io) {
-    const path = planPathFrom(values, io.cwd);
+    const path = await planPathFrom(values, io.cwd);
     const status = await readLock(path);
     switch (status.state) {
       case 'free':

@@ -10,7 +10,7 @@ export const graph: Command = {
   usage: '[--plan FILE]',
   options: { ...planOption },
   async run({ values }, io) {
-    const plan = await loadPlan(planPathFrom(values, io.cwd));
+    const plan = await loadPlan(await planPathFrom(values, io.cwd));
     io.out(mermaidGraph(plan));
     return EXIT.ok;
   },

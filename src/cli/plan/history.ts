@@ -19,7 +19,7 @@ export const history: Command = {
   usage: '[--plan FILE] [--json]',
   options: { ...planOption, ...jsonOption },
   async run({ values }, io) {
-    const path = planPathFrom(values, io.cwd);
+    const path = await planPathFrom(values, io.cwd);
     const { journalPath, runs } = await loadRuns(path, io);
     const archives = await loadArchives(path, io);
     const now = Date.now();

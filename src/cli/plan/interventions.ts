@@ -60,8 +60,8 @@ function interventionCommand(spec: Spec): Command {
     async run({ values, numbers }, io) {
       const index = numbers.N!;
       const reason = typeof values.reason === 'string' ? values.reason : '';
-      if (spec.needsReason && reason.trim() === '') throw usageError(`${spec.name}: --reason "…" is required (say why; it is recorded in the plan)`);
-      const path = planPathFrom(values, io.cwd);
+      if (spec.needsReason && reason.trim() === '') throw usageError('--reason "…" is required (say why; it is recorded in the plan)');
+      const path = await planPathFrom(values, io.cwd);
       const lock = await acquireLock(path, currentLockInfo(`plan ${spec.name} ${index}`));
       if (!lock.ok) throw new CliError(EXIT.cannotRun, [`${spec.name}: ${lockHeldMessage(lock.error.holder)}`]);
       try {

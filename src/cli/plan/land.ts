@@ -9,7 +9,7 @@ import { approvalHint, commandHint, shellWord } from '../../core/command-hint.ts
 import type { LandMode } from '../../core/landing.ts';
 import { type LandBlocked, type LandReport, type LandTarget, cleanPlans, describeTargetProblem, findLandTarget, landTarget, repositoryOf, runPathOf } from '../../run/plan-landing.ts';
 import type { Command, Io } from '../command.ts';
-import { CliError, EXIT, type ExitCode, usageError } from '../exit.ts';
+import { CliError, EXIT, type ExitCode } from '../exit.ts';
 import { planPathFrom } from '../load.ts';
 import { jsonOption, planOption } from './options.ts';
 import { type Result, ok } from '../../core/failure.ts';
@@ -37,7 +37,7 @@ const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 /** The repository holding the plan, or exit 2. */
 async function repositoryFor(planPath: string, command: string): Promise<string> {
   const repo = await repositoryOf(planPath);
-  if (repo === null) throw usageError(`${command}: ${planPath} is not in a git repository`);
+  if (repo === null) throw new CliError(EXIT.invalid, [`${command}: ${planPath} is not in a git repository`]);
   return repo;
 }
 
@@ -97,7 +97,7 @@ export const landCommand: Command = {
   usage: '[--plan FILE] [--no-commit] [--json]',
   options: { ...planOption, ...noCommitOption, ...jsonOption },
   async run({ values }, io) {
-    const planPath = planPathFrom(values, io.cwd);
+    const planPath = await planPathFrom(values, io.cwd);
     const repo = await repositoryFor(planPath, 'land');
     const mode: LandMode = values['no-commit'] === true ? 'worktree' : 'commit';
     return withLock(runPathOf(planPath), 'land', async () => {
@@ -120,7 +120,7 @@ export const clean: Command = {
   usage: '[--plan FILE] [--json]',
   options: { ...planOption, ...jsonOption },
   async run({ values }, io) {
-    const planPath = planPathFrom(values, io.cwd);
+    const planPath = await planPathFrom(values, io.cwd);
     const repo = await repositoryFor(planPath, 'clean');
     return withLock(runPathOf(planPath), 'clean', async () => {
       const cleaned = await cleanPlans(repo, planPath, io.env);

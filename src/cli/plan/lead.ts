@@ -16,10 +16,10 @@ import { landingProblemSentence } from '../../core/landing.ts';
 import { countByStatus } from '../../core/graph.ts';
 import { archivedPlans } from '../../run/plan-landing.ts';
 import { DEFAULT_GATE_WAIT_MS, leadCommit, type LeadContext, leadFinalize, leadNext, leadSetup, type NextOutput, type SessionSandbox, type WorkerResult } from '../../run/lead.ts';
-import { type Command, type Io, type Numbers, type OptionSpec } from '../command.ts';
+import { type Command, type Io, type Numbers, type OptionSpec, describeUsageError } from '../command.ts';
 import { RANGES } from '../numeric-flags.ts';
-import { CliError, EXIT, type ExitCode } from '../exit.ts';
-import { DEFAULT_PLAN, loadPlan, loadPlanFile, missingPlanLine } from '../load.ts';
+import { CliError, EXIT, type ExitCode, UsageError, usageError } from '../exit.ts';
+import { DEFAULT_PLAN, findPlan, loadPlan, loadPlanFile, missingPlanLine, repositoryTop } from '../load.ts';
 import { describeEditBetweenSteps, editedSinceLastStep, rememberPlanFile } from '../../run/plan-edits.ts';
 import { describeSetupProblem } from '../setup-problem.ts';
 import { GitCommandError } from '../../adapters/git/runner.ts';
@@ -28,6 +28,7 @@ import { assertNever } from '../../core/failure.ts';
 import { DEFAULTS } from '../../run/settings.ts';
 import { serveGate } from '../../run/lead-gate.ts';
 import { baselineRefusal } from '../../run/lifecycle.ts';
+import { describeJsonError } from '../../core/json-text.ts';
 import { type SandboxDecision, decideSandbox, installAdvice, sandboxModeOf } from '../../adapters/sandbox.ts';
 import { readSession } from '../../run/session.ts';
 
@@ -45,8 +46,8 @@ export class StepError extends CliError {
 const str = (value: unknown) => (typeof value === 'string' ? value : undefined);
 
 export const repoPlanOptions: Record<string, OptionSpec> = {
-  repo: { type: 'string', valueName: 'DIR', description: 'the repository (default: the current directory)' },
-  plan: { type: 'string', valueName: 'FILE', description: 'the plan (default: <repo>/.design/plan.json)' },
+  repo: { type: 'string', valueName: 'DIR', description: 'a folder of the repository, which the step works in at its top, as git finds it (default: the current folder)' },
+  plan: { type: 'string', valueName: 'FILE', description: 'the plan (default: .design/plan.json in DIR or the nearest folder above it in the repository, else at its top)' },
 };
 
 interface StepArgs {
@@ -74,31 +75,38 @@ interface StepSpec {
 
 /** A step's problem: `{"error": {kind, message, details}}` on stdout, its first line on stderr. */
 function reportProblem(step: string, kind: string, e: CliError, io: Io): ExitCode {
-  // A usage error already starts with the step's name (`next: unknown option …`): said once.
-  const first = e.lines[0]?.startsWith(`${step}: `) ? e.lines[0].slice(step.length + 2) : e.lines[0];
+  // A usage error is worded as every command words it; stderr names the step, as for any problem.
+  const first = e instanceof UsageError ? describeUsageError(e) : e.lines[0];
   io.out(JSON.stringify({ error: { kind, message: first ?? '', details: e.lines.slice(1) } }));
   io.err(`plan ${step}: ${first ?? kind}${e.lines.length > 1 ? ` (${e.lines.length - 1} more line${e.lines.length === 2 ? '' : 's'} in the JSON on stdout)` : ''}`);
   return e.code;
 }
 
+/**
+ * Where a step works: the repository holding `--repo DIR` (default: the current folder), at its
+ * top, as git finds it; the plan `--plan FILE` (relative to the current folder), else the one
+ * found from DIR (`findPlan`). `top` is null outside any repository.
+ */
+async function whereOf(values: Record<string, unknown>, cwd: string): Promise<{ start: string; top: string | null; planPath: string }> {
+  const start = resolve(cwd, str(values.repo) ?? '.');
+  const top = await repositoryTop(start);
+  const planPath = str(values.plan) !== undefined ? resolve(cwd, str(values.plan)!) : await findPlan(start, top);
+  return { start, top, planPath };
+}
+
 /** Where the repository and the plan are, and that both exist. */
-async function locate(values: Record<string, unknown>, cwd: string): Promise<{ repo: string; planPath: string; git: Git }> {
-  const repo = resolve(cwd, str(values.repo) ?? '.');
-  const planPath = str(values.plan) !== undefined ? resolve(cwd, str(values.plan)!) : join(repo, DEFAULT_PLAN);
-  const git = new Git(repo);
-  if (!(await git.isRepo())) throw new StepError(EXIT.invalid, 'not-a-repo', [`${repo} is not a git repository (foreman commits each round; run \`git init\` first)`]);
+async function locate({ start, top, planPath }: { start: string; top: string | null; planPath: string }): Promise<{ repo: string; planPath: string; git: Git }> {
+  if (top === null) throw new StepError(EXIT.invalid, 'not-a-repo', [`${start} is not in a git repository (foreman commits each round; run \`git init\` first)`]);
   const read = await readPlanFile(planPath);
   if (!read.ok && read.error.kind === 'missing') throw new StepError(EXIT.invalid, 'no-plan', [await missingPlanLine(planPath)]);
-  return { repo, planPath, git };
+  return { repo: top, planPath, git: new Git(top) };
 }
 
 /**
  * When there is no plan at the plan path and the newest archived plan next to it has every task
  * completed (`plan commit` archives a plan once all of it has landed): that archive. Else null.
  */
-async function archivedFinished(values: Record<string, unknown>, cwd: string): Promise<{ path: string; plan: Plan } | null> {
-  const repo = resolve(cwd, str(values.repo) ?? '.');
-  const planPath = str(values.plan) !== undefined ? resolve(cwd, str(values.plan)!) : join(repo, DEFAULT_PLAN);
+async function archivedFinished(planPath: string): Promise<{ path: string; plan: Plan } | null> {
   const read = await readPlanFile(planPath);
   if (read.ok || read.error.kind !== 'missing') return null;
   const newest = (await archivedPlans(planPath))[0];
@@ -123,12 +131,13 @@ export function stepCommand(spec: StepSpec): Command {
     async run({ values, numbers }, io) {
       try {
         const prepared = await spec.prepare?.(values, io.cwd, io.env);
-        const finished = spec.afterArchive === undefined ? null : await archivedFinished(values, io.cwd);
+        const where = await whereOf(values, io.cwd);
+        const finished = spec.afterArchive === undefined ? null : await archivedFinished(where.planPath);
         if (finished !== null) {
           io.out(JSON.stringify(spec.afterArchive!(finished)));
           return EXIT.ok;
         }
-        const { repo, planPath, git } = await locate(values, io.cwd);
+        const { repo, planPath, git } = await locate(where);
         const lock = await acquireLock(planPath, currentLockInfo(`plan ${spec.name}`));
         if (!lock.ok) {
           throw new StepError(EXIT.cannotRun, 'locked', [`${lockHeldMessage(lock.error.holder)}; watch it with \`${commandHint('plan', 'status', ownLayout())}\``]);
@@ -154,7 +163,7 @@ export function stepCommand(spec: StepSpec): Command {
       } catch (caught) {
         const e = caught instanceof GitCommandError ? new StepError(EXIT.gitFailed, 'git-failed', [describeGitFailure(failureOf(caught))]) : caught;
         if (!(e instanceof CliError)) throw e;
-        return reportProblem(spec.name, e instanceof StepError ? e.kind : e.code === EXIT.cannotRun ? 'cannot-run' : 'invalid', e, io);
+        return reportProblem(spec.name, e instanceof StepError ? e.kind : e instanceof UsageError ? 'usage' : e.code === EXIT.cannotRun ? 'cannot-run' : 'invalid', e, io);
       }
     },
     // Bad flags (a number out of range) are said like any problem of a step: JSON on stdout.
@@ -197,7 +206,7 @@ const autoDecision = async (): Promise<SandboxDecision> => {
 function requireSandboxFlag(values: Record<string, unknown>): boolean {
   const flag = str(values.sandbox);
   if (flag === undefined) return false;
-  if (flag !== 'on') throw new StepError(EXIT.invalid, 'usage', [`--sandbox: "${flag}" is not accepted here; a step after setup takes only --sandbox on (the session's sandbox is plan setup's --sandbox MODE)`]);
+  if (flag !== 'on') throw usageError(`--sandbox: "${flag}" is not accepted here; a step after setup takes only --sandbox on (the session's sandbox is plan setup's --sandbox MODE)`);
   return true;
 }
 
@@ -252,11 +261,11 @@ export const setup = stepCommand({
   },
   async prepare(values, _cwd, env) {
     const gate = str(values.gate);
-    if (gate !== undefined && gate.trim() === '') throw new StepError(EXIT.invalid, 'usage', ['--gate: the command is empty (use --no-gate for no gate)']);
-    if (gate !== undefined && values['no-gate'] === true) throw new StepError(EXIT.invalid, 'usage', ['--gate and --no-gate contradict each other: choose one']);
-    if (values.speculate !== undefined && values['no-speculate'] === true) throw new StepError(EXIT.invalid, 'usage', ['--speculate and --no-speculate contradict each other: choose one']);
+    if (gate !== undefined && gate.trim() === '') throw usageError('--gate expects a command, got an empty one (use --no-gate for no gate)');
+    if (gate !== undefined && values['no-gate'] === true) throw usageError('--gate and --no-gate contradict each other: choose one');
+    if (values.speculate !== undefined && values['no-speculate'] === true) throw usageError('--speculate and --no-speculate contradict each other: choose one');
     const mode = sandboxModeOf(str(values.sandbox), env);
-    if (!mode.ok) throw new StepError(EXIT.invalid, 'usage', [mode.error]);
+    if (!mode.ok) throw usageError(mode.error);
     const decided = await decideSandbox(mode.value);
     if (!decided.ok) throw new StepError(EXIT.cannotRun, 'sandbox-unavailable', [decided.error]);
     return { mode: mode.value, ...decided.value };
@@ -308,7 +317,7 @@ export function parseResults(text: string, file: string): WorkerResult[] {
   try {
     data = JSON.parse(text);
   } catch (e) {
-    throw new StepError(EXIT.invalid, 'bad-results', [`${file}: not valid JSON (${(e as Error).message.replace(/\s+/g, ' ')})`]);
+    throw new StepError(EXIT.invalid, 'bad-results', [`${file}: ${describeJsonError(text, e as Error)}`]);
   }
   const list = Array.isArray(data) ? data : (data as { results?: unknown } | null)?.results;
   if (!Array.isArray(list)) throw new StepError(EXIT.invalid, 'bad-results', [`${file}: expected a JSON array of {"task": N, "output": "…"}`]);
@@ -337,7 +346,7 @@ export const finalize = stepCommand({
   async prepare(values, cwd) {
     requireSandboxFlag(values);
     const file = str(values.results);
-    if (file === undefined) throw new StepError(EXIT.invalid, 'usage', ['finalize: --results FILE is required (a JSON array of {"task": N, "output": "…"})']);
+    if (file === undefined) throw usageError('--results FILE is required (a JSON array of {"task": N, "output": "…"})');
     const path = resolve(cwd, file);
     const text = await readFile(path, 'utf8').catch((e: Error) => {
       throw new StepError(EXIT.invalid, 'bad-results', [`cannot read ${path}: ${e.message}`]);

@@ -37,10 +37,10 @@ export const probe: Command = {
     const timeoutMs = (numbers.timeout ?? DEFAULTS.probeTimeoutMs / 1000) * 1000;
     const mode = sandboxModeOf(str(values.sandbox), io.env);
     if (!mode.ok) throw usageError(mode.error);
-    const path = planPathFrom(values, io.cwd);
+    const path = await planPathFrom(values, io.cwd);
     const plan = await loadPlan(path);
     const git = new Git(dirname(path));
-    if (!(await git.isRepo())) throw usageError(`${dirname(path)} is not in a git repository: the probe checks out the last commit`);
+    if (!(await git.isRepo())) throw new CliError(EXIT.invalid, [`${dirname(path)} is not in a git repository: the probe checks out the last commit`]);
     const repo = await git.root();
 
     // The lock keeps the probe's records in .design/workers.json from clobbering a run's.

@@ -12,7 +12,7 @@ export const ready: Command = {
   usage: '[--plan FILE] [--json]',
   options: { ...planOption, ...jsonOption },
   async run({ values }, io) {
-    const plan = await loadPlan(planPathFrom(values, io.cwd));
+    const plan = await loadPlan(await planPathFrom(values, io.cwd));
     const priority = longestRemainingPath(depsOf(plan.tasks));
     const groups = parallelGroups(readySet(plan.tasks), overlapSets(computeOverlaps(plan.tasks)), priority);
     if (values.json) {

@@ -50,7 +50,7 @@ export const report: Command = {
     archived: { type: 'string', valueName: 'FILE', description: 'report the run an archived plan (.design/history/<timestamp>-plan.json) records, with that plan' },
   },
   async run({ values }, io) {
-    const path = planPathFrom(values, io.cwd);
+    const path = await planPathFrom(values, io.cwd);
     const { journalPath, runs } = await loadRuns(path, io);
     const pid = await livePid(path);
     if (values.json === true) {

@@ -32,7 +32,7 @@ export const status: Command = {
   usage: '[--plan FILE] [--json]',
   options: { ...planOption, ...jsonOption },
   async run({ values }, io) {
-    const path = planPathFrom(values, io.cwd);
+    const path = await planPathFrom(values, io.cwd);
     const plan = await loadPlan(path);
     const now = Date.now();
     const lockStatus = await readLock(path);

@@ -16,7 +16,7 @@ export const summary: Command = {
   usage: '[--plan FILE]',
   options: { ...planOption },
   async run({ values }, io) {
-    const path = planPathFrom(values, io.cwd);
+    const path = await planPathFrom(values, io.cwd);
     const plan = await loadPlan(path);
     const layout = ownLayout();
     io.out(planOverview(plan, { headless: commandHint('execute', '', layout), status: commandHint('plan', 'status', layout) }));

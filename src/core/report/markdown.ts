@@ -1,9 +1,9 @@
 // The Markdown report of a run (`plan report`), a renderer over the projections, and its JSON
 // form (`plan report --json`).
 
-import { type Layout, approvalHint } from '../command-hint.ts';
+import { type Layout, approvalHint, commandHint } from '../command-hint.ts';
 import type { RunEvent } from '../events.ts';
-import { clipTail, formatCost, formatCostFigure, formatCostTally, formatDuration, isoSeconds, listIndices, markdownCell, plural } from '../format.ts';
+import { clipHead, clipTail, formatCost, formatCostFigure, formatCostTally, formatDuration, isoSeconds, listIndices, markdownCell, plural } from '../format.ts';
 import { countByStatus } from '../graph.ts';
 import { type Plan, attemptsOf, modelOf, statusOf, tallyOf } from '../plan.ts';
 import { type AttemptRecord, attemptRecordsOf, counted, isFailure, speculationWaste } from './attempts.ts';
@@ -35,10 +35,30 @@ export interface ReportInput {
   layout?: Layout;
 }
 
+/** A failure reason keeps this many of its first and last lines in the report (test output runs to dozens). */
+const REASON_LINES = { head: 1, tail: 5 };
+/** Longest line kept of a reason (a minified bundle in a stack trace is one line). */
+const REASON_LINE_CHARS = 300;
+
+/**
+ * A failure reason as the report shows it: what failed (its first line) and the end of the output
+ * (where the error is), with a line saying how much was cut and where all of it is.
+ */
+export function clipReason(reason: string, wholeIn: string): string {
+  const lines = reason.trimEnd().split('\n').map((line) => clipHead(line, REASON_LINE_CHARS));
+  const { head, tail } = REASON_LINES;
+  if (lines.length <= head + tail + 1) return lines.join('\n');
+  return [...lines.slice(0, head), `… ${plural(lines.length - head - tail, 'line')} cut: ${wholeIn} …`, ...lines.slice(-tail)].join('\n');
+}
+
 const fence = (text: string) => {
   const ticks = Math.max(3, ...[...text.matchAll(/`+/g)].map((m) => m[0].length + 1));
   return `${'`'.repeat(ticks)}text\n${text.trimEnd()}\n${'`'.repeat(ticks)}`;
 };
+
+/** Where the whole of an attempt's clipped reason is: the JSON report, and (headless) its log, which has its failed checks' whole output. */
+const reasonWholeIn = (attempt: AttemptRecord, runId: string, layout: Layout): string =>
+  `the whole reason is in \`${commandHint('plan', `report --run ${runId} --json`, layout)}\`${attempt.logPath ? `, each failed check's whole output in the log` : ''}`;
 
 function describeOutcome(summary: RunSummary): string {
   if (summary.outcome === 'running') return 'running (this run still holds the lock)';
@@ -127,8 +147,9 @@ export function renderReport(input: ReportInput): string {
     if (failed.length) out.push('## Failures', '');
     for (const i of failed) {
       const t = plan.tasks[i]!;
-      out.push(`### Task ${i}: ${markdownCell(t.subject)}`, '', `- ${statusOf(t)} after ${plural(attemptsOf(t), 'attempt')} — log \`${input.logDir ?? '.design'}/worker-${i}.log\``);
-      if (t.result) out.push('', fence(t.result));
+      const log = `${input.logDir ?? '.design'}/worker-${i}.log`;
+      out.push(`### Task ${i}: ${markdownCell(t.subject)}`, '', `- ${statusOf(t)} after ${plural(attemptsOf(t), 'attempt')} — log \`${log}\``);
+      if (t.result) out.push('', fence(clipReason(t.result, `the whole reason is the task's \`result\` in the plan, each failed check's whole output in the log`)));
       out.push('');
     }
   }
@@ -149,7 +170,7 @@ export function renderReport(input: ReportInput): string {
       for (const a of mine.filter((x) => isFailure(x.outcome) || x === last)) {
         const how = a.outcome === null ? 'still running' : a.outcome === 'retry' ? 'failed, retried' : a.outcome.replace('_', ' ');
         out.push(`- Attempt ${a.attempt}${a.model ? ` (${a.model})` : ''}: ${how}${a.durationMs !== null ? ` after ${formatDuration(a.durationMs)}` : ''} — ${a.logPath ? `log \`${a.logPath}\`` : 'no log (a Task subagent in a Claude Code session)'}`);
-        if (a.reason) out.push('', fence(a.reason), '');
+        if (a.reason) out.push('', fence(clipReason(a.reason, reasonWholeIn(a, run.runId, input.layout ?? { kind: 'checkout' }))), '');
       }
       if (out[out.length - 1] !== '') out.push('');
     }
