@@ -19,9 +19,11 @@ const REASON_CHARS = 100;
 
 /**
  * Why a task is where it is: a failed, blocked or skipped task's reason, or what left a pending or
- * running task behind (a failed attempt to retry, work that could not be integrated); one line, clipped.
+ * running task behind (a failed attempt to retry, work that could not be integrated), or what a
+ * completed task's last attempt set aside; one line, clipped.
  */
-function reasonCell(task: { status: string; result: string | null }): string {
+function reasonCell(task: { status: string; result: string | null; setAside: string[] }): string {
+  if (task.status === 'completed' || task.status === 'awaiting_approval') return task.setAside.length > 0 ? oneLine(`set aside (not integrated): ${task.setAside.join(', ')}`, REASON_CHARS) : '';
   const shown = ['failed', 'blocked', 'skipped', 'pending', 'in_progress'].includes(task.status) && task.result !== null;
   return shown ? oneLine(task.result!, REASON_CHARS) : '';
 }
@@ -55,6 +57,7 @@ export const status: Command = {
       attempts: attemptsOf(t),
       blockedBy: t.blockedBy,
       result: t.result ?? null,
+      setAside: t.setAside?.paths ?? [],
     }));
     if (values.json) {
       io.out(
