@@ -7,12 +7,13 @@
 //   <root>/<session>/agents/<agent>.json        that subagent's binding (written by the hook)
 //   <root>/<session>/agents/<agent>.sandbox.json  its commands' sandbox settings
 //   <root>/<session>/tmp/<agent>/               its commands' TMPDIR
+//   <root>/<session>/denied/<task>-<attempt>    the undeclared paths the hook refused that attempt's worker, a line each
 //
 // `<root>` is `$XDG_CACHE_HOME/foreman/sessions`, else `~/.cache/foreman/sessions`, outside every
 // repository and outside what a worker's sandboxed command may write. It exists only while some
 // session runs a plan, so the hook's launcher (hooks/pre-tool-use) costs one `test -d` elsewhere.
 
-import { mkdir, open, readFile, readdir, rename, rm, rmdir, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, open, readFile, readdir, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ownCacheDir } from './layout.ts';
 import { type Binding, type HandOut, type HandedOutTask, safeId } from '../core/worker-hook.ts';
@@ -23,6 +24,7 @@ export const handOutRoot = (env: NodeJS.ProcessEnv): string => path.join(ownCach
 const sessionDir = (root: string, session: string) => path.join(root, session);
 const handOutFile = (root: string, session: string) => path.join(sessionDir(root, session), 'hand-out.json');
 const bindingFile = (root: string, session: string, agent: string) => path.join(sessionDir(root, session), 'agents', `${agent}.json`);
+const deniedFile = (root: string, session: string, task: number, attempt: number) => path.join(sessionDir(root, session), 'denied', `${task}-${attempt}`);
 const claimFile = (root: string, session: string, task: number, attempt: number) => path.join(sessionDir(root, session), 'claims', `${task}-${attempt}`);
 
 /** Write `text` to `file` whole: readers see the old content or the new one, never a part. */
@@ -145,4 +147,26 @@ export async function bindWorker(root: string, handOut: HandOut, agent: string, 
   const binding: Binding = { agent, task: task.index, attempt: task.attempt, worktree };
   await replaceFile(bindingFile(root, handOut.session, agent), JSON.stringify(binding));
   return binding;
+}
+
+/** The hook refused the worker of `task`'s attempt a write of `repoPath`, which its task does not declare: recorded for `finalize`. */
+export async function recordDeniedWrite(root: string, session: string, task: number, attempt: number, repoPath: string): Promise<void> {
+  const file = deniedFile(root, session, task, attempt);
+  await mkdir(path.dirname(file), { recursive: true });
+  await appendFile(file, `${JSON.stringify(repoPath)}\n`, { mode: 0o600 });
+}
+
+/** The undeclared paths the hook refused the worker of `task`'s attempt `attempt`, each once, in order. */
+export async function deniedWrites(root: string, session: string, task: number, attempt: number): Promise<string[]> {
+  if (!safeId(session)) return [];
+  const text = await readFile(deniedFile(root, session, task, attempt), 'utf8').catch(() => '');
+  const paths = text.split('\n').flatMap((line) => {
+    try {
+      const value: unknown = JSON.parse(line);
+      return typeof value === 'string' ? [value] : [];
+    } catch {
+      return [];
+    }
+  });
+  return [...new Set(paths)];
 }

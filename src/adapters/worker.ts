@@ -32,6 +32,7 @@ import { workerPersonDenies } from './person-denies.ts';
 import { PROCESS_MARKER_VARIABLE, describeMarked, endMarked, groupAlive, killTrackedGroups, newProcessMarker, terminateGroup, trackGroup, untrackGroup } from './processes.ts';
 import { clipHead, formatClock, formatSeconds, oneLine } from '../core/format.ts';
 import type { ExitInfo } from '../core/worker-outcome.ts';
+import { withDeniedPaths } from '../core/finalize.ts';
 import { LineSplitter } from './line-splitter.ts';
 import { StreamJsonParser } from './stream-json.ts';
 import { formatEventForLog, formatRawLineForLog } from './stream-log.ts';
@@ -278,7 +279,9 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
     log.line(`==== outcome: ${oneLine(summary, 1000)} · ${formatSeconds(durationMs)} ====`);
     await log.close();
     if (ownTmp) await rm(ownTmp, { recursive: true, force: true });
-    const run: WorkerRun = { usage: c.usage, durationMs, permissionDenials: c.permissionDenials, logPath: req.logPath, outcome: o };
+    // A denied write names a path in the worktree: said as a repository path, for the task's record.
+    const roots = [...new Set([req.cwd, await realpath(req.cwd).catch(() => req.cwd)])];
+    const run: WorkerRun = { usage: c.usage, durationMs, permissionDenials: withDeniedPaths(c.permissionDenials, roots), logPath: req.logPath, outcome: o };
     if (c.sessionId) run.sessionId = c.sessionId;
     return run;
   };

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { realpath } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import { bindWorker, handOutRoot, readBinding, readHandOut, workerFiles, writeSandboxSettings } from '../adapters/hand-out.ts';
+import { bindWorker, handOutRoot, readBinding, readHandOut, recordDeniedWrite, workerFiles, writeSandboxSettings } from '../adapters/hand-out.ts';
 import { sandboxCliPath } from '../adapters/layout.ts';
 import { personRules } from '../adapters/person-rules.ts';
 import { realTarget, realTargets } from '../adapters/real-paths.ts';
@@ -95,6 +95,10 @@ export async function judgeHookInput(input: unknown, env: NodeJS.ProcessEnv): Pr
   if (!within(cwd, workerWorktree(handOut.repo, call.agentId))) return { kind: 'none' };
   const facts = await lookUp(worker, handOut, root, env);
   const verdict = decideToolCall(worker, facts);
+  // A refused undeclared write is kept for `finalize`: the task wanted that file.
+  if (verdict.kind === 'deny' && verdict.undeclared !== undefined && facts.binding !== null) {
+    await recordDeniedWrite(root, handOut.session, facts.binding.task, facts.binding.attempt, verdict.undeclared).catch(() => undefined);
+  }
   // The rewritten command reads its sandbox's settings when it runs: they are written first. A
   // failure is not "no decision", which could let the command run unconfined under an allow rule
   // of the person's: the call is denied, saying why.

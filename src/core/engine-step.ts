@@ -31,14 +31,14 @@
 
 import { type RunEventBody, type StopReason, type TaskOutcome, skippedEvents } from './events.ts';
 import { type WorkerFailure, type WorkerRun, assertNever, describeWorkerFailure } from './failure.ts';
-import { type Decision, type Verification, decide, judgeRun, verificationWarnings } from './finalize.ts';
+import { type Decision, type Verification, decide, judgeRun, undeclaredWritesOf, verificationWarnings } from './finalize.ts';
 import { formatCost } from './format.ts';
 import { countByStatus, depsOf, longestRemainingPath, readySet, stall } from './graph.ts';
 import { computeOverlaps, overlapSets } from './overlap.ts';
-import { type Plan, UNKNOWN, type UsageFigure, addUsage, attemptsOf, emptyUsage, modelOf, statusOf, writesOf } from './plan.ts';
+import { type Plan, type TaskSetAside, UNKNOWN, type UsageFigure, addUsage, attemptsOf, emptyUsage, modelOf, statusOf, writesOf } from './plan.ts';
 import { pathsIntersect } from './paths.ts';
 import { type SchedulePolicy, byPriority, pickStarts } from './schedule.ts';
-import { type Applied, type SetupFindings, applyCancelled, applyDecision, applySetupFindings, markStarted } from './transition.ts';
+import { type Applied, type SetupFindings, applyCancelled, applyDecision, applySetupFindings, markStarted, recordUndeclared } from './transition.ts';
 import type { CapturedWork } from './work.ts';
 import { type GateQueue, afterGateRun, emptyGateQueue, enqueue, culpritDecision, flakeNotice, gateFinishedEvent, nextSegment, queueOrder, withdraw } from './gate.ts';
 
@@ -54,6 +54,8 @@ export interface EngineConfig {
   maxCostUsd?: number;
   /** Worker logs go to `<logDir>/worker-<task>.log`. */
   logDir: string;
+  /** A change outside a task's declared files fails its attempt (`--strict-scope`); without, it is set aside and the checks decide. */
+  strictScope?: boolean;
   /**
    * The merge queue: verified work integrates only in stacks the plan's test command passed. Null:
    * no gate. `command` names the gate in the words of a run it refused (it fails on the starting commit).
@@ -742,7 +744,7 @@ function workerFinished(work: Work, task: number, run: WorkerRun): void {
   }
   // A COMPLETED report after the workers were told to stop is not verified: the run is ending.
   const decision: Decision = judgement.kind === 'verify' ? { kind: 'interrupted' } : decideFor(work, task, run);
-  conclude(work, { ...attempt, run }, decision);
+  conclude(work, { ...attempt, run }, decision, undeclaredOf(attempt, run));
 }
 
 function decideFor(work: Work, task: number, run: WorkerRun, verification?: Verification): Decision {
@@ -754,7 +756,17 @@ function decideFor(work: Work, task: number, run: WorkerRun, verification?: Veri
     permissionDenials: run.permissionDenials,
     maxAttempts: draft.config.maxAttempts,
     backoffMs: draft.config.backoffMs * 2 ** (work.requeues.get(task) ?? 0),
+    strictScope: draft.config.strictScope ?? false,
   });
+}
+
+/** What an attempt did outside its declared files, for the task's record (`recordUndeclared`). */
+function undeclaredOf(attempt: Attempt, run: WorkerRun, verification?: Verification): Concluded {
+  const setAside = verification?.setAside;
+  return {
+    undeclared: undeclaredWritesOf(verification, run.permissionDenials),
+    setAside: setAside === undefined ? null : { attempt: attempt.number, paths: setAside.paths, ...(setAside.kept !== null ? { commit: setAside.kept.commit } : {}) },
+  };
 }
 
 function verified(work: Work, task: number, verification: Verification): void {
@@ -766,7 +778,8 @@ function verified(work: Work, task: number, verification: Verification): void {
   const run = attempt.run!;
   // An interrupt during the acceptance checks makes their verdict meaningless.
   const decision: Decision = work.draft.aborted ? { kind: 'interrupted' } : decideFor(work, task, run, verification);
-  conclude(work, verification.work ? { ...attempt, work: verification.work } : attempt, decision, verificationWarnings(verification));
+  const warnings = verificationWarnings(verification, decision, judgeRun(run));
+  conclude(work, verification.work ? { ...attempt, work: verification.work } : attempt, decision, { warnings, ...undeclaredOf(attempt, run, verification) });
 }
 
 /** The worktree could not be made ready: the task goes back to pending, no attempt counted, and the run stops. */
@@ -801,8 +814,16 @@ function finishedEvent(work: Work, attempt: Attempt): Omit<Extract<RunEventBody,
   };
 }
 
-/** What happens to an attempt once it is decided; `warnings` go into its `task-finished` event. */
-function conclude(work: Work, attempt: Attempt, decided: Decision, warnings: string[] = []): void {
+/** Beside an attempt's decision: warnings for its `task-finished` event, and what it did outside its declared files. */
+interface Concluded {
+  warnings?: string[];
+  undeclared?: readonly string[];
+  setAside?: TaskSetAside | null;
+}
+
+/** What happens to an attempt once it is decided. */
+function conclude(work: Work, attempt: Attempt, decided: Decision, concluded: Concluded = {}): void {
+  const warnings = concluded.warnings ?? [];
   const draft = work.draft;
   const task = attempt.task;
   let decision = decided;
@@ -816,6 +837,8 @@ function conclude(work: Work, attempt: Attempt, decided: Decision, warnings: str
   });
   const base = { ...finishedEvent(work, attempt), ...(warnings.length > 0 ? { warnings } : {}) };
   const usage = runFigure(attempt.run!);
+  // Judged work (not an interruption, a limit or a missing agent) says what it did outside its files.
+  if (['completed', 'awaiting_approval', 'retry', 'failed', 'blocked'].includes(decision.kind)) recordUndeclared(draft.plan, task, concluded.undeclared ?? [], concluded.setAside ?? null);
   // Whatever was decided, the worktree has served this attempt (its work is captured).
   work.effects.push({ type: 'release-workspace', task });
   switch (decision.kind) {

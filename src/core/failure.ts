@@ -15,6 +15,8 @@ export function assertNever(value: never, what = 'value'): never {
 export interface PermissionDenial {
   tool: string;
   input?: unknown;
+  /** For a denied write inside the worker's worktree: its repository path (the worker adapter, or the in-session worker hook's record, sets it). */
+  path?: string;
 }
 
 /** What the worker reported on its final status line. */

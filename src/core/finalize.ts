@@ -20,13 +20,24 @@ export interface AcceptanceResult {
   output: string;
 }
 
+/** What an attempt changed outside its task's declared files, set aside before its checks ran. */
+export interface SetAside {
+  /** The paths (each restored in the worktree to the attempt's starting commit before the checks). */
+  paths: string[];
+  /** A commit holding the attempt's whole work (declared and set aside) on its starting commit, and the ref of foreman's it is on; null when it could not be kept (`keepFailure` says why). */
+  kept: { commit: string; ref: string } | null;
+  keepFailure?: string;
+}
+
 export interface Verification {
   /** Declared created files that do not exist. */
   missingCreated: string[];
-  /** Declared modified files with no change against HEAD. */
+  /** Declared modified files with no change against the attempt's starting commit. */
   unchangedModified: string[];
-  /** Paths the attempt changed that its task does not declare: the attempt fails with them. */
+  /** Paths the attempt changed that its task does not declare: set aside (never integrated); with `strictScope`, they fail the attempt. */
   outsideChanges: string[];
+  /** Where `outsideChanges` were kept, when there were any. */
+  setAside?: SetAside;
   /** Empty when the spot-check failed (acceptance is not run then). */
   acceptance: AcceptanceResult[];
   /** The declared files as the worker left them, captured before any check ran (what is integrated). */
@@ -35,14 +46,28 @@ export interface Verification {
   captureFailure?: string;
 }
 
+/** How a warning and a failure name what was set aside. */
+export const describeSetAside = (setAside: SetAside): string => {
+  const where = setAside.kept !== null ? `kept in ${setAside.kept.ref}, commit ${setAside.kept.commit.slice(0, 12)}` : `not kept: ${setAside.keepFailure ?? 'unknown'}`;
+  return `changed files its task does not declare: ${setAside.paths.join(', ')} (set aside, not integrated; ${where})`;
+};
+
 /**
- * What an attempt's verification found that a person should see beside the decision: files the
- * worker changed without its task declaring them (the attempt fails with them, and they are not
- * kept). One spelling for the headless engine and the in-session `finalize`.
+ * What an attempt's verification found that a person should see beside the decision: the files it
+ * changed without its task declaring them (set aside), declared files it left unchanged while
+ * changing others, and, for work that completed, a missing status line. One spelling for the
+ * headless engine and the in-session `finalize`.
  */
-export function verificationWarnings(verification: Verification | undefined): string[] {
-  if (verification === undefined || verification.outsideChanges.length === 0) return [];
-  return [`changed files it did not declare (the attempt failed; they were not kept): ${verification.outsideChanges.join(', ')}`];
+export function verificationWarnings(verification: Verification | undefined, decision: Decision, judgement: Judgement): string[] {
+  if (verification === undefined) return [];
+  const warnings: string[] = [];
+  if (verification.setAside !== undefined) warnings.push(describeSetAside(verification.setAside));
+  const passed = decision.kind === 'completed' || decision.kind === 'awaiting_approval';
+  if (passed && verification.unchangedModified.length > 0) warnings.push(`left declared files unchanged: ${verification.unchangedModified.join(', ')}`);
+  if (passed && judgement.kind === 'verify' && !judgement.claimed) {
+    warnings.push('its reply had no COMPLETED/FAILED/BLOCKED line; it completed because it changed its declared files and passed every acceptance check');
+  }
+  return warnings;
 }
 
 /** Why one attempt of a task did not pass. */
@@ -51,6 +76,7 @@ export type AttemptFailure =
   | { reason: 'no-status-line'; tail: string }
   | { reason: 'worker'; failure: WorkerFailure }
   | { reason: 'spot-check'; missingCreated: string[]; unchangedModified: string[] }
+  /** With `strictScope`: changes outside the declared files fail the attempt. */
   | { reason: 'outside-changes'; paths: string[] }
   | { reason: 'capture'; message: string }
   | { reason: 'acceptance'; failures: AcceptanceResult[] };
@@ -72,7 +98,7 @@ export function describeAttemptFailure(failure: AttemptFailure): string {
     case 'capture':
       return `the attempt's work could not be read from its worktree: ${failure.message}`;
     case 'outside-changes':
-      return `the worker changed files its task does not declare (only the declared files may change; these were not kept): ${failure.paths.join(', ')}`;
+      return `the worker changed files its task does not declare (only the declared files may change; these were set aside, not kept): ${failure.paths.join(', ')}`;
     case 'acceptance':
       return failure.failures
         .map((a) => {
@@ -100,7 +126,8 @@ export type Decision =
   | { kind: 'completed'; result: string }
   /** Verified work on a gated task: it waits for `plan.ts approve`. */
   | { kind: 'awaiting_approval'; result: string }
-  | { kind: 'retry'; failure: string }
+  /** `advice`: what the next attempt is told to do about it (task.retryAdvice, in its prompt). */
+  | { kind: 'retry'; failure: string; advice?: string }
   | { kind: 'failed'; failure: string }
   | { kind: 'blocked'; reason: string }
   /** Rate limit or overload: try again after a pause, no attempt counted. */
@@ -110,9 +137,14 @@ export type Decision =
   /** The user interrupted the run, or its verified work could not be integrated: back to pending, no attempt counted; `reason` says why on the task. */
   | { kind: 'interrupted'; reason?: string };
 
-/** What a worker's run means before verification. `verify` means: check files and acceptance next. */
+/**
+ * What a worker's run means before verification. `verify` means: check files and acceptance next;
+ * `claimed` is false for a run that succeeded with no status line (`tail`: its last line), which
+ * completes only on the strength of its checks.
+ */
 export type Judgement =
-  | { kind: 'verify'; summary: string }
+  | { kind: 'verify'; summary: string; claimed: true }
+  | { kind: 'verify'; summary: string; claimed: false; tail: string }
   | { kind: 'blocked'; reason: string }
   | { kind: 'attempt-failed'; failure: AttemptFailure }
   | { kind: 'not-an-attempt'; failure: WorkerFailure; class: Exclude<FailureClass, 'attempt'> };
@@ -127,11 +159,12 @@ export function judgeRun(run: Pick<WorkerRun, 'outcome'>): Judgement {
   const line = outcome.statusLine;
   if (line === null) {
     const lines = outcome.resultText.trim().split('\n');
-    return { kind: 'attempt-failed', failure: { reason: 'no-status-line', tail: lines[lines.length - 1] ?? '' } };
+    const tail = lines[lines.length - 1] ?? '';
+    return { kind: 'verify', summary: tail.trim() === '' ? 'completed (no status line)' : clipHead(tail.trim(), 300), claimed: false, tail };
   }
   switch (line.status) {
     case 'COMPLETED':
-      return { kind: 'verify', summary: line.text };
+      return { kind: 'verify', summary: line.text, claimed: true };
     case 'BLOCKED':
       return { kind: 'blocked', reason: line.text };
     case 'FAILED':
@@ -141,16 +174,60 @@ export function judgeRun(run: Pick<WorkerRun, 'outcome'>): Judgement {
   }
 }
 
-/** The failure verification found, if any. */
-export function verificationFailure(verification: Verification): AttemptFailure | null {
+/**
+ * The failure verification found, if any. Changes outside the declared files were set aside and
+ * fail the attempt only with `strictScope`. A declared file left unchanged fails it only when the
+ * attempt changed none of its declared files (a tool may well leave a declared lockfile as it was).
+ */
+export function verificationFailure(verification: Verification, strictScope: boolean): AttemptFailure | null {
   if (verification.captureFailure !== undefined) return { reason: 'capture', message: verification.captureFailure };
-  if (verification.outsideChanges.length > 0) return { reason: 'outside-changes', paths: verification.outsideChanges };
-  if (verification.missingCreated.length > 0 || verification.unchangedModified.length > 0) {
-    return { reason: 'spot-check', missingCreated: verification.missingCreated, unchangedModified: verification.unchangedModified };
+  if (strictScope && verification.outsideChanges.length > 0) return { reason: 'outside-changes', paths: verification.outsideChanges };
+  const changedNone = (verification.work?.entries.length ?? 0) === 0;
+  if (verification.missingCreated.length > 0 || (changedNone && verification.unchangedModified.length > 0)) {
+    return { reason: 'spot-check', missingCreated: verification.missingCreated, unchangedModified: changedNone ? verification.unchangedModified : [] };
   }
   const failures = verification.acceptance.filter((a) => !a.passed);
   return failures.length > 0 ? { reason: 'acceptance', failures } : null;
 }
+
+/** What the next attempt is told to do about what failed this one (beside the failure itself). */
+function retryAdvice(failure: AttemptFailure | null, judgement: Judgement, undeclared: readonly string[]): string | undefined {
+  const advice: string[] = [];
+  if (judgement.kind === 'verify' && !judgement.claimed) {
+    const tail = judgement.tail.trim();
+    advice.push(
+      `Your previous reply did not end with a status line${tail !== '' ? ` (its last line was: ${JSON.stringify(clipHead(tail, 200))})` : ''}. End your reply with exactly one plain status line and nothing after it, without bold or backticks, for example: COMPLETED: <what you did>`,
+    );
+  }
+  if (undeclared.length > 0) {
+    const named = undeclared.join(', ');
+    advice.push(
+      `The previous attempt changed or tried to change ${named}, which this task does not declare: such changes are set aside and never kept. Leave ${undeclared.length === 1 ? 'it' : 'them'} as ${undeclared.length === 1 ? 'it is' : 'they are'}. If the task cannot be done without changing one of them, stop and end your reply with: BLOCKED: needs to change <path>, which the task does not declare`,
+    );
+  }
+  if (failure?.reason === 'spot-check' && failure.missingCreated.length > 0) advice.push(`Create ${failure.missingCreated.join(', ')}: the task declares ${failure.missingCreated.length === 1 ? 'it' : 'them'}, and the previous attempt did not create ${failure.missingCreated.length === 1 ? 'it' : 'them'}.`);
+  return advice.length > 0 ? advice.join('\n\n') : undefined;
+}
+
+/** The file tools whose denial names a path the worker wanted to write. */
+const WRITE_TOOLS = new Set(['Write', 'Edit', 'MultiEdit', 'NotebookEdit']);
+
+/**
+ * `denials` with the repository path of each denied write inside the worktree (`roots`: its
+ * paths as the worker may have named them, e.g. as given and resolved), posix separators.
+ */
+export function withDeniedPaths(denials: readonly PermissionDenial[], roots: readonly string[]): PermissionDenial[] {
+  return denials.map((denial) => {
+    const input = denial.input as { file_path?: unknown; notebook_path?: unknown } | undefined;
+    const named = typeof input?.file_path === 'string' ? input.file_path : typeof input?.notebook_path === 'string' ? input.notebook_path : undefined;
+    if (!WRITE_TOOLS.has(denial.tool) || named === undefined) return denial;
+    const root = roots.find((dir) => named.startsWith(`${dir}/`));
+    return root === undefined ? denial : { ...denial, path: named.slice(root.length + 1) };
+  });
+}
+
+/** The undeclared paths a run's denied writes named (the worker adapter or the worker hook gave each its repository path). */
+export const deniedPaths = (denials: readonly PermissionDenial[]): string[] => denials.flatMap((denial) => (denial.path !== undefined ? [denial.path] : []));
 
 export interface DecideInput {
   task: Task;
@@ -161,7 +238,13 @@ export interface DecideInput {
   maxAttempts: number;
   /** Back-off before re-queuing a rate-limited task. */
   backoffMs?: number;
+  /** A change outside the declared files fails the attempt (`--strict-scope`); else it is set aside. */
+  strictScope?: boolean;
 }
+
+/** The undeclared paths this attempt changed (set aside) or was refused writing, sorted. */
+export const undeclaredWritesOf = (verification: Verification | undefined, denials: readonly PermissionDenial[]): string[] =>
+  [...new Set([...(verification?.outsideChanges ?? []), ...deniedPaths(denials)])].sort();
 
 /**
  * The task's next state. `attempts` in the task is the number of attempts finished before this
@@ -171,9 +254,17 @@ export function decide(input: DecideInput): Decision {
   const { task, judgement } = input;
   const denials = describeDenials(input.permissionDenials);
   const withDenials = (text: string) => (denials ? `${text} (${denials})` : text);
+  const undeclared = undeclaredWritesOf(input.verification, input.permissionDenials);
+  const setAside = input.verification?.setAside;
   const attemptFailed = (attemptFailure: AttemptFailure): Decision => {
-    const failure = withDenials(describeAttemptFailure(attemptFailure));
-    return attemptsOf(task) + 1 < input.maxAttempts ? { kind: 'retry', failure } : { kind: 'failed', failure };
+    const noted = setAside !== undefined && attemptFailure.reason !== 'outside-changes' ? `${describeAttemptFailure(attemptFailure)}; ${describeSetAside(setAside)}` : describeAttemptFailure(attemptFailure);
+    const failure = withDenials(noted);
+    // An earlier attempt changed (or was refused) the same undeclared file: the task needs it.
+    const again = undeclared.filter((path) => (task.undeclaredWrites ?? []).includes(path));
+    if (again.length > 0) return { kind: 'blocked', reason: needsUndeclared(again, failure) };
+    if (attemptsOf(task) + 1 >= input.maxAttempts) return { kind: 'failed', failure };
+    const advice = retryAdvice(attemptFailure, judgement, undeclared);
+    return advice !== undefined ? { kind: 'retry', failure, advice } : { kind: 'retry', failure };
   };
   switch (judgement.kind) {
     case 'not-an-attempt':
@@ -197,7 +288,15 @@ export function decide(input: DecideInput): Decision {
       return attemptFailed(judgement.failure);
     case 'verify': {
       if (!input.verification) throw new Error('decide: a COMPLETED report needs a verification');
-      const failure = verificationFailure(input.verification);
+      const failure = verificationFailure(input.verification, input.strictScope ?? false);
+      if (!judgement.claimed) {
+        // No status line: complete only on changed declared files and every check passing.
+        const proven = failure === null && (input.verification.work?.entries.length ?? 0) > 0 && input.verification.acceptance.length > 0;
+        if (!proven) {
+          const missing: AttemptFailure = { reason: 'no-status-line', tail: judgement.tail };
+          return failure === null ? attemptFailed(missing) : withMissingLine(attemptFailed(failure), missing);
+        }
+      }
       if (failure) return attemptFailed(failure);
       return task.gate === 'human-approval'
         ? { kind: 'awaiting_approval', result: judgement.summary }
@@ -205,6 +304,24 @@ export function decide(input: DecideInput): Decision {
     }
     default:
       return assertNever(judgement, 'judgement');
+  }
+}
+
+/** The reason of a task blocked because its attempts keep changing undeclared files. */
+function needsUndeclared(paths: readonly string[], failure: string): string {
+  const named = paths.join(', ');
+  return `the task needs ${named}, which it does not declare: its attempts changed or tried to change ${paths.length === 1 ? 'it' : 'them'} more than once. Declare ${paths.length === 1 ? 'it' : 'them'} in the task's metadata.files, then put the task back (the last attempt: ${failure})`;
+}
+
+/** A failed attempt's decision whose failure also says the status line was missing. */
+function withMissingLine(decision: Decision, missing: AttemptFailure): Decision {
+  const line = describeAttemptFailure(missing);
+  switch (decision.kind) {
+    case 'retry':
+    case 'failed':
+      return { ...decision, failure: `${line}; and ${decision.failure}` };
+    default:
+      return decision;
   }
 }
 
@@ -225,6 +342,7 @@ export function trimCompleted(task: Task): Task {
   }
   if (task.usage) kept.usage = task.usage;
   if (task.commit) kept.commit = task.commit;
+  if (task.setAside) kept.setAside = task.setAside;
   if (task.gate) kept.gate = task.gate;
   return kept;
 }

@@ -85,7 +85,8 @@ export function rejectTask(plan: Plan, index: number, reason: string, at?: strin
 }
 
 /**
- * failed or blocked → pending with attempts reset to 0; every task skipped because of it
+ * failed or blocked → pending with attempts reset to 0 (and the undeclared writes its attempts
+ * made forgotten); every task skipped because of it
  * (`skippedBy`, transitively) goes back to pending with its result cleared. Tasks that still
  * cannot run for another reason are skipped again (cascade).
  */
@@ -101,6 +102,10 @@ export function retryTask(plan: Plan, index: number): InterventionResult {
   const task = next.tasks[index]!;
   reset(task);
   task.attempts = 0;
+  // A fresh start: no earlier attempt's undeclared writes count against it, nor its advice. What
+  // an attempt set aside stays recorded (and on its ref) until a later attempt replaces it.
+  delete task.undeclaredWrites;
+  delete task.retryAdvice;
   const changes: Change[] = [{ task: index, subject: task.subject, from: t.value, to: 'pending', note: 'attempts reset to 0' }];
   const roots = new Set([index]);
   for (let grew = true; grew; ) {

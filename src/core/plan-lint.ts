@@ -14,7 +14,7 @@ import { type Ancestry, ancestry, depsOf } from './graph.ts';
 import { assertNever } from './failure.ts';
 import { clipHead } from './format.ts';
 import { coveredBy, isDirPath } from './paths.ts';
-import { type Plan, type Task, statusOf } from './plan.ts';
+import { type Plan, type Task, statusOf, writesOf } from './plan.ts';
 
 export const PLAN_WARNING_KINDS = [
   'unordered-create',
@@ -134,21 +134,9 @@ function usesCovering(index: PathIndex, path: string): readonly Use[] {
   return found ?? here;
 }
 
-/**
- * `metadata.files.mayChange`: paths a task may change but need not (lockfiles, snapshots). Read
- * as the plan holds it; a value that is not a list of strings declares nothing.
- */
-export function mayChangeOf(task: Task): string[] {
-  const value = (task.metadata.files as unknown as Record<string, unknown>).mayChange;
-  return Array.isArray(value) ? value.filter((p): p is string => typeof p === 'string') : [];
-}
-
-/** Every path a task says it writes or may write. */
-const changesOf = (task: Task): string[] => [...task.metadata.files.create, ...task.metadata.files.modify, ...mayChangeOf(task)];
-
 /** Every path a task declares: what it writes or may write, what it reads, the files given it as context. */
 const declaredOf = (task: Task): string[] => [
-  ...changesOf(task),
+  ...writesOf(task),
   ...(task.metadata.reads ?? []),
   ...(task.agent?.contextFiles ?? []).flatMap((file) => (typeof file.path === 'string' ? [file.path] : [])),
 ];
@@ -229,7 +217,7 @@ function undeclaredFiles(tasks: readonly Task[], tracked: ReadonlySet<string>): 
     for (const path of task.metadata.files.modify) {
       const lockfiles = lockfilesOf(path, tracked);
       if (lockfiles.length === 0) continue;
-      const changes = changesOf(task);
+      const changes = writesOf(task);
       const undeclared = lockfiles.filter((lockfile) => !coveredBy(lockfile, changes));
       if (undeclared.length > 0) hazards.push({ kind: 'lockfile', task: t, path, lockfiles: undeclared });
     }

@@ -3,7 +3,7 @@
 
 export const validate = validate10;
 export default validate10;
-const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://github.com/foreman/foreman/schemas/plan.schema.json","title":"foreman plan (schemaVersion 3)","description":"A plan of coding tasks. A task's id is its index in `tasks`. Fields not listed here are kept as they are. Defaults: status `pending`, attempts 0, agent.model `sonnet`, fileOverlaps computed by `plan.ts check --fix`.","type":"object","required":["schemaVersion","goal","tasks"],"properties":{"schemaVersion":{"const":3},"goal":{"type":"string","minLength":1},"context":{"type":"object","properties":{"stack":{"type":"string"},"conventions":{"type":"string"},"testCommand":{"type":"string"},"buildCommand":{"type":"string"},"setupCommand":{"type":"string","minLength":1,"description":"the command that prepares a fresh checkout (e.g. npm ci): run in every new worktree before its first attempt (and again when a setup input changes), and in the probe's scratch worktree"},"setupInputs":{"type":"array","items":{"type":"string","minLength":1},"description":"files whose change makes a reused worktree run the setup command again (default: the usual lock and manifest files: package.json, package-lock.json, yarn.lock, pnpm-lock.yaml, requirements.txt, pyproject.toml, go.sum, Cargo.lock, …)"},"checkNetwork":{"type":"array","items":{"type":"string","minLength":1},"description":"Hosts the sandboxed checks and workers' Bash commands may reach (example.com, *.example.com, optional :port); without it they reach no network but their own loopback"},"setupNetwork":{"type":"array","items":{"type":"string","minLength":1,"not":{"const":"*"}},"description":"Hosts the sandboxed setup command may reach besides the package registries allowed by default (registry.npmjs.org, registry.yarnpkg.com, repo.yarnpkg.com, pypi.org, files.pythonhosted.org, crates.io, index.crates.io, static.crates.io, proxy.golang.org, sum.golang.org, and the npm registry configured on the machine); the entry \"no-defaults\" makes these hosts replace the defaults"}}},"progress":{"type":"object","properties":{"completedTasks":{"type":"array","items":{"type":"integer","minimum":0}},"surprises":{"type":"array","items":{"type":"string"}},"decisions":{"type":"array","items":{"type":"string"}}}},"tasks":{"type":"array","minItems":1,"items":{"$ref":"#/definitions/task"}},"acceptedWarnings":{"type":"array","description":"Warnings of the plan lint (`plan check`) the plan's author accepts: each the warning's line exactly as `plan check` prints it, and why it is accepted. An accepted warning is no longer reported; an acceptance that matches no warning is reported itself.","items":{"type":"object","required":["warning","reason"],"properties":{"warning":{"type":"string","minLength":1},"reason":{"type":"string","minLength":1}}}}},"definitions":{"path":{"type":"string","minLength":1},"paths":{"type":"array","items":{"$ref":"#/definitions/path"}},"task":{"type":"object","required":["subject","blockedBy","metadata"],"properties":{"subject":{"type":"string","minLength":1},"description":{"type":"string"},"activeForm":{"type":"string"},"status":{"enum":["pending","in_progress","completed","failed","blocked","skipped","awaiting_approval"]},"result":{"type":"string"},"attempts":{"type":"integer","minimum":0},"blockedBy":{"type":"array","items":{"type":"integer","minimum":0}},"metadata":{"type":"object","required":["files"],"properties":{"type":{"enum":["research","implementation","testing","configuration"]},"files":{"type":"object","required":["create","modify"],"properties":{"create":{"$ref":"#/definitions/paths"},"modify":{"$ref":"#/definitions/paths"}}},"reads":{"$ref":"#/definitions/paths"}}},"agent":{"type":"object","properties":{"role":{"type":"string"},"model":{"type":"string","minLength":1},"approach":{"type":"string"},"contextFiles":{"type":"array","items":{"type":"object","required":["path"],"properties":{"path":{"type":"string"},"reason":{"type":"string"},"lines":{"type":"string"}}}},"assumptions":{"type":"array","items":{"type":"object","required":["claim","verify","severity"],"properties":{"claim":{"type":"string"},"verify":{"type":"string","minLength":1},"severity":{"enum":["blocking","warning"]}}}},"acceptanceCriteria":{"type":"array","items":{"type":"object","required":["criterion","check"],"properties":{"criterion":{"type":"string"},"check":{"type":"string","minLength":1}}}},"rollbackTriggers":{"type":"array","items":{"type":"string"}},"constraints":{"type":"array","items":{"type":"string"}},"fallback":{"type":"string"},"expertise":{"type":"string"},"priorArt":{"type":"string"},"maxBudgetUsd":{"type":"number","exclusiveMinimum":0}}},"prompt":{"type":"string","minLength":1},"fileOverlaps":{"type":"array","items":{"type":"integer","minimum":0}},"gate":{"enum":["human-approval"]},"usage":{"description":"What the task's attempts cost, summed: measured figures (headless workers), or \"unknown\" once any attempt was not measured (a Task subagent of /foreman:execute: Claude Code does not report its cost). Written by foreman.","oneOf":[{"type":"object","properties":{"costUsd":{"type":"number","minimum":0},"inputTokens":{"type":"integer","minimum":0},"outputTokens":{"type":"integer","minimum":0},"cacheReadTokens":{"type":"integer","minimum":0},"cacheCreationTokens":{"type":"integer","minimum":0}}},{"const":"unknown"}]},"skippedBy":{"type":"integer","minimum":0},"commit":{"type":"string"}}}}};
+const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://github.com/foreman/foreman/schemas/plan.schema.json","title":"foreman plan (schemaVersion 3)","description":"A plan of coding tasks. A task's id is its index in `tasks`. Fields not listed here are kept as they are. Defaults: status `pending`, attempts 0, agent.model `sonnet`, fileOverlaps computed by `plan.ts check --fix`.","type":"object","required":["schemaVersion","goal","tasks"],"properties":{"schemaVersion":{"const":3},"goal":{"type":"string","minLength":1},"context":{"type":"object","properties":{"stack":{"type":"string"},"conventions":{"type":"string"},"testCommand":{"type":"string"},"buildCommand":{"type":"string"},"setupCommand":{"type":"string","minLength":1,"description":"the command that prepares a fresh checkout (e.g. npm ci): run in every new worktree before its first attempt (and again when a setup input changes), and in the probe's scratch worktree"},"setupInputs":{"type":"array","items":{"type":"string","minLength":1},"description":"files whose change makes a reused worktree run the setup command again (default: the usual lock and manifest files: package.json, package-lock.json, yarn.lock, pnpm-lock.yaml, requirements.txt, pyproject.toml, go.sum, Cargo.lock, …)"},"checkNetwork":{"type":"array","items":{"type":"string","minLength":1},"description":"Hosts the sandboxed checks and workers' Bash commands may reach (example.com, *.example.com, optional :port); without it they reach no network but their own loopback"},"setupNetwork":{"type":"array","items":{"type":"string","minLength":1,"not":{"const":"*"}},"description":"Hosts the sandboxed setup command may reach besides the package registries allowed by default (registry.npmjs.org, registry.yarnpkg.com, repo.yarnpkg.com, pypi.org, files.pythonhosted.org, crates.io, index.crates.io, static.crates.io, proxy.golang.org, sum.golang.org, and the npm registry configured on the machine); the entry \"no-defaults\" makes these hosts replace the defaults"}}},"progress":{"type":"object","properties":{"completedTasks":{"type":"array","items":{"type":"integer","minimum":0}},"surprises":{"type":"array","items":{"type":"string"}},"decisions":{"type":"array","items":{"type":"string"}}}},"tasks":{"type":"array","minItems":1,"items":{"$ref":"#/definitions/task"}},"acceptedWarnings":{"type":"array","description":"Warnings of the plan lint (`plan check`) the plan's author accepts: each the warning's line exactly as `plan check` prints it, and why it is accepted. An accepted warning is no longer reported; an acceptance that matches no warning is reported itself.","items":{"type":"object","required":["warning","reason"],"properties":{"warning":{"type":"string","minLength":1},"reason":{"type":"string","minLength":1}}}}},"definitions":{"path":{"type":"string","minLength":1},"paths":{"type":"array","items":{"$ref":"#/definitions/path"}},"task":{"type":"object","required":["subject","blockedBy","metadata"],"properties":{"subject":{"type":"string","minLength":1},"description":{"type":"string"},"activeForm":{"type":"string"},"status":{"enum":["pending","in_progress","completed","failed","blocked","skipped","awaiting_approval"]},"result":{"type":"string"},"attempts":{"type":"integer","minimum":0},"blockedBy":{"type":"array","items":{"type":"integer","minimum":0}},"metadata":{"type":"object","required":["files"],"properties":{"type":{"enum":["research","implementation","testing","configuration"]},"files":{"type":"object","required":["create","modify"],"properties":{"create":{"$ref":"#/definitions/paths"},"modify":{"$ref":"#/definitions/paths"},"mayChange":{"$ref":"#/definitions/paths","description":"paths the task may change but need not (a lockfile an install rewrites, snapshots a test run updates, generated files): integrated when changed, never required; counted in overlaps and in the worker's permission rules like create and modify"}}},"reads":{"$ref":"#/definitions/paths"}}},"agent":{"type":"object","properties":{"role":{"type":"string"},"model":{"type":"string","minLength":1},"approach":{"type":"string"},"contextFiles":{"type":"array","items":{"type":"object","required":["path"],"properties":{"path":{"type":"string"},"reason":{"type":"string"},"lines":{"type":"string"}}}},"assumptions":{"type":"array","items":{"type":"object","required":["claim","verify","severity"],"properties":{"claim":{"type":"string"},"verify":{"type":"string","minLength":1},"severity":{"enum":["blocking","warning"]}}}},"acceptanceCriteria":{"type":"array","items":{"type":"object","required":["criterion","check"],"properties":{"criterion":{"type":"string"},"check":{"type":"string","minLength":1}}}},"rollbackTriggers":{"type":"array","items":{"type":"string"}},"constraints":{"type":"array","items":{"type":"string"}},"fallback":{"type":"string"},"expertise":{"type":"string"},"priorArt":{"type":"string"},"maxBudgetUsd":{"type":"number","exclusiveMinimum":0}}},"prompt":{"type":"string","minLength":1},"fileOverlaps":{"type":"array","items":{"type":"integer","minimum":0}},"gate":{"enum":["human-approval"]},"usage":{"description":"What the task's attempts cost, summed: measured figures (headless workers), or \"unknown\" once any attempt was not measured (a Task subagent of /foreman:execute: Claude Code does not report its cost). Written by foreman.","oneOf":[{"type":"object","properties":{"costUsd":{"type":"number","minimum":0},"inputTokens":{"type":"integer","minimum":0},"outputTokens":{"type":"integer","minimum":0},"cacheReadTokens":{"type":"integer","minimum":0},"cacheCreationTokens":{"type":"integer","minimum":0}}},{"const":"unknown"}]},"skippedBy":{"type":"integer","minimum":0},"commit":{"type":"string"},"undeclaredWrites":{"$ref":"#/definitions/paths","description":"written by foreman: paths outside its declared files that the task's attempts changed (set aside) or were refused writing; an attempt that does so again ends the task blocked"},"setAside":{"type":"object","description":"written by foreman: what the task's last such attempt changed outside its declared files, set aside before its checks ran (never integrated), and the commit holding that attempt's whole work (refs/foreman-aside/<planId>/<task>)","required":["attempt","paths"],"properties":{"attempt":{"type":"integer","minimum":1},"paths":{"$ref":"#/definitions/paths"},"commit":{"type":"string"}}},"retryAdvice":{"type":"string","description":"written by foreman: what the next attempt's prompt tells the worker to do about the last failure"}}}}};
 const func2 = (function ucs2length(str) {
     const len = str.length;
     let length = 0;
@@ -21,7 +21,7 @@ const func2 = (function ucs2length(str) {
     }
     return length;
 });
-const schema12 = {"type":"object","required":["subject","blockedBy","metadata"],"properties":{"subject":{"type":"string","minLength":1},"description":{"type":"string"},"activeForm":{"type":"string"},"status":{"enum":["pending","in_progress","completed","failed","blocked","skipped","awaiting_approval"]},"result":{"type":"string"},"attempts":{"type":"integer","minimum":0},"blockedBy":{"type":"array","items":{"type":"integer","minimum":0}},"metadata":{"type":"object","required":["files"],"properties":{"type":{"enum":["research","implementation","testing","configuration"]},"files":{"type":"object","required":["create","modify"],"properties":{"create":{"$ref":"#/definitions/paths"},"modify":{"$ref":"#/definitions/paths"}}},"reads":{"$ref":"#/definitions/paths"}}},"agent":{"type":"object","properties":{"role":{"type":"string"},"model":{"type":"string","minLength":1},"approach":{"type":"string"},"contextFiles":{"type":"array","items":{"type":"object","required":["path"],"properties":{"path":{"type":"string"},"reason":{"type":"string"},"lines":{"type":"string"}}}},"assumptions":{"type":"array","items":{"type":"object","required":["claim","verify","severity"],"properties":{"claim":{"type":"string"},"verify":{"type":"string","minLength":1},"severity":{"enum":["blocking","warning"]}}}},"acceptanceCriteria":{"type":"array","items":{"type":"object","required":["criterion","check"],"properties":{"criterion":{"type":"string"},"check":{"type":"string","minLength":1}}}},"rollbackTriggers":{"type":"array","items":{"type":"string"}},"constraints":{"type":"array","items":{"type":"string"}},"fallback":{"type":"string"},"expertise":{"type":"string"},"priorArt":{"type":"string"},"maxBudgetUsd":{"type":"number","exclusiveMinimum":0}}},"prompt":{"type":"string","minLength":1},"fileOverlaps":{"type":"array","items":{"type":"integer","minimum":0}},"gate":{"enum":["human-approval"]},"usage":{"description":"What the task's attempts cost, summed: measured figures (headless workers), or \"unknown\" once any attempt was not measured (a Task subagent of /foreman:execute: Claude Code does not report its cost). Written by foreman.","oneOf":[{"type":"object","properties":{"costUsd":{"type":"number","minimum":0},"inputTokens":{"type":"integer","minimum":0},"outputTokens":{"type":"integer","minimum":0},"cacheReadTokens":{"type":"integer","minimum":0},"cacheCreationTokens":{"type":"integer","minimum":0}}},{"const":"unknown"}]},"skippedBy":{"type":"integer","minimum":0},"commit":{"type":"string"}}};
+const schema12 = {"type":"object","required":["subject","blockedBy","metadata"],"properties":{"subject":{"type":"string","minLength":1},"description":{"type":"string"},"activeForm":{"type":"string"},"status":{"enum":["pending","in_progress","completed","failed","blocked","skipped","awaiting_approval"]},"result":{"type":"string"},"attempts":{"type":"integer","minimum":0},"blockedBy":{"type":"array","items":{"type":"integer","minimum":0}},"metadata":{"type":"object","required":["files"],"properties":{"type":{"enum":["research","implementation","testing","configuration"]},"files":{"type":"object","required":["create","modify"],"properties":{"create":{"$ref":"#/definitions/paths"},"modify":{"$ref":"#/definitions/paths"},"mayChange":{"$ref":"#/definitions/paths","description":"paths the task may change but need not (a lockfile an install rewrites, snapshots a test run updates, generated files): integrated when changed, never required; counted in overlaps and in the worker's permission rules like create and modify"}}},"reads":{"$ref":"#/definitions/paths"}}},"agent":{"type":"object","properties":{"role":{"type":"string"},"model":{"type":"string","minLength":1},"approach":{"type":"string"},"contextFiles":{"type":"array","items":{"type":"object","required":["path"],"properties":{"path":{"type":"string"},"reason":{"type":"string"},"lines":{"type":"string"}}}},"assumptions":{"type":"array","items":{"type":"object","required":["claim","verify","severity"],"properties":{"claim":{"type":"string"},"verify":{"type":"string","minLength":1},"severity":{"enum":["blocking","warning"]}}}},"acceptanceCriteria":{"type":"array","items":{"type":"object","required":["criterion","check"],"properties":{"criterion":{"type":"string"},"check":{"type":"string","minLength":1}}}},"rollbackTriggers":{"type":"array","items":{"type":"string"}},"constraints":{"type":"array","items":{"type":"string"}},"fallback":{"type":"string"},"expertise":{"type":"string"},"priorArt":{"type":"string"},"maxBudgetUsd":{"type":"number","exclusiveMinimum":0}}},"prompt":{"type":"string","minLength":1},"fileOverlaps":{"type":"array","items":{"type":"integer","minimum":0}},"gate":{"enum":["human-approval"]},"usage":{"description":"What the task's attempts cost, summed: measured figures (headless workers), or \"unknown\" once any attempt was not measured (a Task subagent of /foreman:execute: Claude Code does not report its cost). Written by foreman.","oneOf":[{"type":"object","properties":{"costUsd":{"type":"number","minimum":0},"inputTokens":{"type":"integer","minimum":0},"outputTokens":{"type":"integer","minimum":0},"cacheReadTokens":{"type":"integer","minimum":0},"cacheCreationTokens":{"type":"integer","minimum":0}}},{"const":"unknown"}]},"skippedBy":{"type":"integer","minimum":0},"commit":{"type":"string"},"undeclaredWrites":{"$ref":"#/definitions/paths","description":"written by foreman: paths outside its declared files that the task's attempts changed (set aside) or were refused writing; an attempt that does so again ends the task blocked"},"setAside":{"type":"object","description":"written by foreman: what the task's last such attempt changed outside its declared files, set aside before its checks ran (never integrated), and the commit holding that attempt's whole work (refs/foreman-aside/<planId>/<task>)","required":["attempt","paths"],"properties":{"attempt":{"type":"integer","minimum":1},"paths":{"$ref":"#/definitions/paths"},"commit":{"type":"string"}}},"retryAdvice":{"type":"string","description":"written by foreman: what the next attempt's prompt tells the worker to do about the last failure"}}};
 const schema13 = {"type":"array","items":{"$ref":"#/definitions/path"}};
 const schema14 = {"type":"string","minLength":1};
 
@@ -306,6 +306,12 @@ vErrors = vErrors === null ? validate12.errors : vErrors.concat(validate12.error
 errors = vErrors.length;
 }
 }
+if(data10.mayChange !== undefined){
+if(!(validate12(data10.mayChange, {instancePath:instancePath+"/metadata/files/mayChange",parentData:data10,parentDataProperty:"mayChange",rootData}))){
+vErrors = vErrors === null ? validate12.errors : vErrors.concat(validate12.errors);
+errors = vErrors.length;
+}
+}
 }
 else {
 const err18 = {instancePath:instancePath+"/metadata/files",schemaPath:"#/properties/metadata/properties/files/type",keyword:"type",params:{type: "object"},message:"must be object"};
@@ -337,10 +343,10 @@ errors++;
 }
 }
 if(data.agent !== undefined){
-let data14 = data.agent;
-if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
-if(data14.role !== undefined){
-if(typeof data14.role !== "string"){
+let data15 = data.agent;
+if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
+if(data15.role !== undefined){
+if(typeof data15.role !== "string"){
 const err20 = {instancePath:instancePath+"/agent/role",schemaPath:"#/properties/agent/properties/role/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err20];
@@ -351,10 +357,10 @@ vErrors.push(err20);
 errors++;
 }
 }
-if(data14.model !== undefined){
-let data16 = data14.model;
-if(typeof data16 === "string"){
-if(func2(data16) < 1){
+if(data15.model !== undefined){
+let data17 = data15.model;
+if(typeof data17 === "string"){
+if(func2(data17) < 1){
 const err21 = {instancePath:instancePath+"/agent/model",schemaPath:"#/properties/agent/properties/model/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err21];
@@ -376,8 +382,8 @@ vErrors.push(err22);
 errors++;
 }
 }
-if(data14.approach !== undefined){
-if(typeof data14.approach !== "string"){
+if(data15.approach !== undefined){
+if(typeof data15.approach !== "string"){
 const err23 = {instancePath:instancePath+"/agent/approach",schemaPath:"#/properties/agent/properties/approach/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err23];
@@ -388,14 +394,14 @@ vErrors.push(err23);
 errors++;
 }
 }
-if(data14.contextFiles !== undefined){
-let data18 = data14.contextFiles;
-if(Array.isArray(data18)){
-const len1 = data18.length;
+if(data15.contextFiles !== undefined){
+let data19 = data15.contextFiles;
+if(Array.isArray(data19)){
+const len1 = data19.length;
 for(let i1=0; i1<len1; i1++){
-let data19 = data18[i1];
-if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
-if(data19.path === undefined){
+let data20 = data19[i1];
+if(data20 && typeof data20 == "object" && !Array.isArray(data20)){
+if(data20.path === undefined){
 const err24 = {instancePath:instancePath+"/agent/contextFiles/" + i1,schemaPath:"#/properties/agent/properties/contextFiles/items/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
 if(vErrors === null){
 vErrors = [err24];
@@ -405,8 +411,8 @@ vErrors.push(err24);
 }
 errors++;
 }
-if(data19.path !== undefined){
-if(typeof data19.path !== "string"){
+if(data20.path !== undefined){
+if(typeof data20.path !== "string"){
 const err25 = {instancePath:instancePath+"/agent/contextFiles/" + i1+"/path",schemaPath:"#/properties/agent/properties/contextFiles/items/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err25];
@@ -417,8 +423,8 @@ vErrors.push(err25);
 errors++;
 }
 }
-if(data19.reason !== undefined){
-if(typeof data19.reason !== "string"){
+if(data20.reason !== undefined){
+if(typeof data20.reason !== "string"){
 const err26 = {instancePath:instancePath+"/agent/contextFiles/" + i1+"/reason",schemaPath:"#/properties/agent/properties/contextFiles/items/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err26];
@@ -429,8 +435,8 @@ vErrors.push(err26);
 errors++;
 }
 }
-if(data19.lines !== undefined){
-if(typeof data19.lines !== "string"){
+if(data20.lines !== undefined){
+if(typeof data20.lines !== "string"){
 const err27 = {instancePath:instancePath+"/agent/contextFiles/" + i1+"/lines",schemaPath:"#/properties/agent/properties/contextFiles/items/properties/lines/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err27];
@@ -465,14 +471,14 @@ vErrors.push(err29);
 errors++;
 }
 }
-if(data14.assumptions !== undefined){
-let data23 = data14.assumptions;
-if(Array.isArray(data23)){
-const len2 = data23.length;
+if(data15.assumptions !== undefined){
+let data24 = data15.assumptions;
+if(Array.isArray(data24)){
+const len2 = data24.length;
 for(let i2=0; i2<len2; i2++){
-let data24 = data23[i2];
-if(data24 && typeof data24 == "object" && !Array.isArray(data24)){
-if(data24.claim === undefined){
+let data25 = data24[i2];
+if(data25 && typeof data25 == "object" && !Array.isArray(data25)){
+if(data25.claim === undefined){
 const err30 = {instancePath:instancePath+"/agent/assumptions/" + i2,schemaPath:"#/properties/agent/properties/assumptions/items/required",keyword:"required",params:{missingProperty: "claim"},message:"must have required property '"+"claim"+"'"};
 if(vErrors === null){
 vErrors = [err30];
@@ -482,7 +488,7 @@ vErrors.push(err30);
 }
 errors++;
 }
-if(data24.verify === undefined){
+if(data25.verify === undefined){
 const err31 = {instancePath:instancePath+"/agent/assumptions/" + i2,schemaPath:"#/properties/agent/properties/assumptions/items/required",keyword:"required",params:{missingProperty: "verify"},message:"must have required property '"+"verify"+"'"};
 if(vErrors === null){
 vErrors = [err31];
@@ -492,7 +498,7 @@ vErrors.push(err31);
 }
 errors++;
 }
-if(data24.severity === undefined){
+if(data25.severity === undefined){
 const err32 = {instancePath:instancePath+"/agent/assumptions/" + i2,schemaPath:"#/properties/agent/properties/assumptions/items/required",keyword:"required",params:{missingProperty: "severity"},message:"must have required property '"+"severity"+"'"};
 if(vErrors === null){
 vErrors = [err32];
@@ -502,8 +508,8 @@ vErrors.push(err32);
 }
 errors++;
 }
-if(data24.claim !== undefined){
-if(typeof data24.claim !== "string"){
+if(data25.claim !== undefined){
+if(typeof data25.claim !== "string"){
 const err33 = {instancePath:instancePath+"/agent/assumptions/" + i2+"/claim",schemaPath:"#/properties/agent/properties/assumptions/items/properties/claim/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err33];
@@ -514,10 +520,10 @@ vErrors.push(err33);
 errors++;
 }
 }
-if(data24.verify !== undefined){
-let data26 = data24.verify;
-if(typeof data26 === "string"){
-if(func2(data26) < 1){
+if(data25.verify !== undefined){
+let data27 = data25.verify;
+if(typeof data27 === "string"){
+if(func2(data27) < 1){
 const err34 = {instancePath:instancePath+"/agent/assumptions/" + i2+"/verify",schemaPath:"#/properties/agent/properties/assumptions/items/properties/verify/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err34];
@@ -539,9 +545,9 @@ vErrors.push(err35);
 errors++;
 }
 }
-if(data24.severity !== undefined){
-let data27 = data24.severity;
-if(!((data27 === "blocking") || (data27 === "warning"))){
+if(data25.severity !== undefined){
+let data28 = data25.severity;
+if(!((data28 === "blocking") || (data28 === "warning"))){
 const err36 = {instancePath:instancePath+"/agent/assumptions/" + i2+"/severity",schemaPath:"#/properties/agent/properties/assumptions/items/properties/severity/enum",keyword:"enum",params:{allowedValues: schema12.properties.agent.properties.assumptions.items.properties.severity.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err36];
@@ -576,14 +582,14 @@ vErrors.push(err38);
 errors++;
 }
 }
-if(data14.acceptanceCriteria !== undefined){
-let data28 = data14.acceptanceCriteria;
-if(Array.isArray(data28)){
-const len3 = data28.length;
+if(data15.acceptanceCriteria !== undefined){
+let data29 = data15.acceptanceCriteria;
+if(Array.isArray(data29)){
+const len3 = data29.length;
 for(let i3=0; i3<len3; i3++){
-let data29 = data28[i3];
-if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
-if(data29.criterion === undefined){
+let data30 = data29[i3];
+if(data30 && typeof data30 == "object" && !Array.isArray(data30)){
+if(data30.criterion === undefined){
 const err39 = {instancePath:instancePath+"/agent/acceptanceCriteria/" + i3,schemaPath:"#/properties/agent/properties/acceptanceCriteria/items/required",keyword:"required",params:{missingProperty: "criterion"},message:"must have required property '"+"criterion"+"'"};
 if(vErrors === null){
 vErrors = [err39];
@@ -593,7 +599,7 @@ vErrors.push(err39);
 }
 errors++;
 }
-if(data29.check === undefined){
+if(data30.check === undefined){
 const err40 = {instancePath:instancePath+"/agent/acceptanceCriteria/" + i3,schemaPath:"#/properties/agent/properties/acceptanceCriteria/items/required",keyword:"required",params:{missingProperty: "check"},message:"must have required property '"+"check"+"'"};
 if(vErrors === null){
 vErrors = [err40];
@@ -603,8 +609,8 @@ vErrors.push(err40);
 }
 errors++;
 }
-if(data29.criterion !== undefined){
-if(typeof data29.criterion !== "string"){
+if(data30.criterion !== undefined){
+if(typeof data30.criterion !== "string"){
 const err41 = {instancePath:instancePath+"/agent/acceptanceCriteria/" + i3+"/criterion",schemaPath:"#/properties/agent/properties/acceptanceCriteria/items/properties/criterion/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err41];
@@ -615,10 +621,10 @@ vErrors.push(err41);
 errors++;
 }
 }
-if(data29.check !== undefined){
-let data31 = data29.check;
-if(typeof data31 === "string"){
-if(func2(data31) < 1){
+if(data30.check !== undefined){
+let data32 = data30.check;
+if(typeof data32 === "string"){
+if(func2(data32) < 1){
 const err42 = {instancePath:instancePath+"/agent/acceptanceCriteria/" + i3+"/check",schemaPath:"#/properties/agent/properties/acceptanceCriteria/items/properties/check/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err42];
@@ -664,12 +670,12 @@ vErrors.push(err45);
 errors++;
 }
 }
-if(data14.rollbackTriggers !== undefined){
-let data32 = data14.rollbackTriggers;
-if(Array.isArray(data32)){
-const len4 = data32.length;
+if(data15.rollbackTriggers !== undefined){
+let data33 = data15.rollbackTriggers;
+if(Array.isArray(data33)){
+const len4 = data33.length;
 for(let i4=0; i4<len4; i4++){
-if(typeof data32[i4] !== "string"){
+if(typeof data33[i4] !== "string"){
 const err46 = {instancePath:instancePath+"/agent/rollbackTriggers/" + i4,schemaPath:"#/properties/agent/properties/rollbackTriggers/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err46];
@@ -692,12 +698,12 @@ vErrors.push(err47);
 errors++;
 }
 }
-if(data14.constraints !== undefined){
-let data34 = data14.constraints;
-if(Array.isArray(data34)){
-const len5 = data34.length;
+if(data15.constraints !== undefined){
+let data35 = data15.constraints;
+if(Array.isArray(data35)){
+const len5 = data35.length;
 for(let i5=0; i5<len5; i5++){
-if(typeof data34[i5] !== "string"){
+if(typeof data35[i5] !== "string"){
 const err48 = {instancePath:instancePath+"/agent/constraints/" + i5,schemaPath:"#/properties/agent/properties/constraints/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err48];
@@ -720,8 +726,8 @@ vErrors.push(err49);
 errors++;
 }
 }
-if(data14.fallback !== undefined){
-if(typeof data14.fallback !== "string"){
+if(data15.fallback !== undefined){
+if(typeof data15.fallback !== "string"){
 const err50 = {instancePath:instancePath+"/agent/fallback",schemaPath:"#/properties/agent/properties/fallback/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err50];
@@ -732,8 +738,8 @@ vErrors.push(err50);
 errors++;
 }
 }
-if(data14.expertise !== undefined){
-if(typeof data14.expertise !== "string"){
+if(data15.expertise !== undefined){
+if(typeof data15.expertise !== "string"){
 const err51 = {instancePath:instancePath+"/agent/expertise",schemaPath:"#/properties/agent/properties/expertise/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err51];
@@ -744,8 +750,8 @@ vErrors.push(err51);
 errors++;
 }
 }
-if(data14.priorArt !== undefined){
-if(typeof data14.priorArt !== "string"){
+if(data15.priorArt !== undefined){
+if(typeof data15.priorArt !== "string"){
 const err52 = {instancePath:instancePath+"/agent/priorArt",schemaPath:"#/properties/agent/properties/priorArt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err52];
@@ -756,10 +762,10 @@ vErrors.push(err52);
 errors++;
 }
 }
-if(data14.maxBudgetUsd !== undefined){
-let data39 = data14.maxBudgetUsd;
-if(typeof data39 == "number"){
-if(data39 <= 0 || isNaN(data39)){
+if(data15.maxBudgetUsd !== undefined){
+let data40 = data15.maxBudgetUsd;
+if(typeof data40 == "number"){
+if(data40 <= 0 || isNaN(data40)){
 const err53 = {instancePath:instancePath+"/agent/maxBudgetUsd",schemaPath:"#/properties/agent/properties/maxBudgetUsd/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err53];
@@ -794,9 +800,9 @@ errors++;
 }
 }
 if(data.prompt !== undefined){
-let data40 = data.prompt;
-if(typeof data40 === "string"){
-if(func2(data40) < 1){
+let data41 = data.prompt;
+if(typeof data41 === "string"){
+if(func2(data41) < 1){
 const err56 = {instancePath:instancePath+"/prompt",schemaPath:"#/properties/prompt/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err56];
@@ -819,12 +825,12 @@ errors++;
 }
 }
 if(data.fileOverlaps !== undefined){
-let data41 = data.fileOverlaps;
-if(Array.isArray(data41)){
-const len6 = data41.length;
+let data42 = data.fileOverlaps;
+if(Array.isArray(data42)){
+const len6 = data42.length;
 for(let i6=0; i6<len6; i6++){
-let data42 = data41[i6];
-if(!((typeof data42 == "number") && (!(data42 % 1) && !isNaN(data42)))){
+let data43 = data42[i6];
+if(!((typeof data43 == "number") && (!(data43 % 1) && !isNaN(data43)))){
 const err58 = {instancePath:instancePath+"/fileOverlaps/" + i6,schemaPath:"#/properties/fileOverlaps/items/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err58];
@@ -834,8 +840,8 @@ vErrors.push(err58);
 }
 errors++;
 }
-if(typeof data42 == "number"){
-if(data42 < 0 || isNaN(data42)){
+if(typeof data43 == "number"){
+if(data43 < 0 || isNaN(data43)){
 const err59 = {instancePath:instancePath+"/fileOverlaps/" + i6,schemaPath:"#/properties/fileOverlaps/items/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err59];
@@ -872,16 +878,16 @@ errors++;
 }
 }
 if(data.usage !== undefined){
-let data44 = data.usage;
-const _errs83 = errors;
+let data45 = data.usage;
+const _errs84 = errors;
 let valid21 = false;
 let passing0 = null;
-const _errs84 = errors;
-if(data44 && typeof data44 == "object" && !Array.isArray(data44)){
-if(data44.costUsd !== undefined){
-let data45 = data44.costUsd;
-if(typeof data45 == "number"){
-if(data45 < 0 || isNaN(data45)){
+const _errs85 = errors;
+if(data45 && typeof data45 == "object" && !Array.isArray(data45)){
+if(data45.costUsd !== undefined){
+let data46 = data45.costUsd;
+if(typeof data46 == "number"){
+if(data46 < 0 || isNaN(data46)){
 const err62 = {instancePath:instancePath+"/usage/costUsd",schemaPath:"#/properties/usage/oneOf/0/properties/costUsd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err62];
@@ -903,9 +909,9 @@ vErrors.push(err63);
 errors++;
 }
 }
-if(data44.inputTokens !== undefined){
-let data46 = data44.inputTokens;
-if(!((typeof data46 == "number") && (!(data46 % 1) && !isNaN(data46)))){
+if(data45.inputTokens !== undefined){
+let data47 = data45.inputTokens;
+if(!((typeof data47 == "number") && (!(data47 % 1) && !isNaN(data47)))){
 const err64 = {instancePath:instancePath+"/usage/inputTokens",schemaPath:"#/properties/usage/oneOf/0/properties/inputTokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err64];
@@ -915,8 +921,8 @@ vErrors.push(err64);
 }
 errors++;
 }
-if(typeof data46 == "number"){
-if(data46 < 0 || isNaN(data46)){
+if(typeof data47 == "number"){
+if(data47 < 0 || isNaN(data47)){
 const err65 = {instancePath:instancePath+"/usage/inputTokens",schemaPath:"#/properties/usage/oneOf/0/properties/inputTokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err65];
@@ -928,9 +934,9 @@ errors++;
 }
 }
 }
-if(data44.outputTokens !== undefined){
-let data47 = data44.outputTokens;
-if(!((typeof data47 == "number") && (!(data47 % 1) && !isNaN(data47)))){
+if(data45.outputTokens !== undefined){
+let data48 = data45.outputTokens;
+if(!((typeof data48 == "number") && (!(data48 % 1) && !isNaN(data48)))){
 const err66 = {instancePath:instancePath+"/usage/outputTokens",schemaPath:"#/properties/usage/oneOf/0/properties/outputTokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err66];
@@ -940,8 +946,8 @@ vErrors.push(err66);
 }
 errors++;
 }
-if(typeof data47 == "number"){
-if(data47 < 0 || isNaN(data47)){
+if(typeof data48 == "number"){
+if(data48 < 0 || isNaN(data48)){
 const err67 = {instancePath:instancePath+"/usage/outputTokens",schemaPath:"#/properties/usage/oneOf/0/properties/outputTokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err67];
@@ -953,9 +959,9 @@ errors++;
 }
 }
 }
-if(data44.cacheReadTokens !== undefined){
-let data48 = data44.cacheReadTokens;
-if(!((typeof data48 == "number") && (!(data48 % 1) && !isNaN(data48)))){
+if(data45.cacheReadTokens !== undefined){
+let data49 = data45.cacheReadTokens;
+if(!((typeof data49 == "number") && (!(data49 % 1) && !isNaN(data49)))){
 const err68 = {instancePath:instancePath+"/usage/cacheReadTokens",schemaPath:"#/properties/usage/oneOf/0/properties/cacheReadTokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err68];
@@ -965,8 +971,8 @@ vErrors.push(err68);
 }
 errors++;
 }
-if(typeof data48 == "number"){
-if(data48 < 0 || isNaN(data48)){
+if(typeof data49 == "number"){
+if(data49 < 0 || isNaN(data49)){
 const err69 = {instancePath:instancePath+"/usage/cacheReadTokens",schemaPath:"#/properties/usage/oneOf/0/properties/cacheReadTokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err69];
@@ -978,9 +984,9 @@ errors++;
 }
 }
 }
-if(data44.cacheCreationTokens !== undefined){
-let data49 = data44.cacheCreationTokens;
-if(!((typeof data49 == "number") && (!(data49 % 1) && !isNaN(data49)))){
+if(data45.cacheCreationTokens !== undefined){
+let data50 = data45.cacheCreationTokens;
+if(!((typeof data50 == "number") && (!(data50 % 1) && !isNaN(data50)))){
 const err70 = {instancePath:instancePath+"/usage/cacheCreationTokens",schemaPath:"#/properties/usage/oneOf/0/properties/cacheCreationTokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err70];
@@ -990,8 +996,8 @@ vErrors.push(err70);
 }
 errors++;
 }
-if(typeof data49 == "number"){
-if(data49 < 0 || isNaN(data49)){
+if(typeof data50 == "number"){
+if(data50 < 0 || isNaN(data50)){
 const err71 = {instancePath:instancePath+"/usage/cacheCreationTokens",schemaPath:"#/properties/usage/oneOf/0/properties/cacheCreationTokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err71];
@@ -1014,13 +1020,13 @@ vErrors.push(err72);
 }
 errors++;
 }
-var _valid0 = _errs84 === errors;
+var _valid0 = _errs85 === errors;
 if(_valid0){
 valid21 = true;
 passing0 = 0;
 }
-const _errs96 = errors;
-if("unknown" !== data44){
+const _errs97 = errors;
+if("unknown" !== data45){
 const err73 = {instancePath:instancePath+"/usage",schemaPath:"#/properties/usage/oneOf/1/const",keyword:"const",params:{allowedValue: "unknown"},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err73];
@@ -1030,7 +1036,7 @@ vErrors.push(err73);
 }
 errors++;
 }
-var _valid0 = _errs96 === errors;
+var _valid0 = _errs97 === errors;
 if(_valid0 && valid21){
 valid21 = false;
 passing0 = [passing0, 1];
@@ -1052,10 +1058,10 @@ vErrors.push(err74);
 errors++;
 }
 else {
-errors = _errs83;
+errors = _errs84;
 if(vErrors !== null){
-if(_errs83){
-vErrors.length = _errs83;
+if(_errs84){
+vErrors.length = _errs84;
 }
 else {
 vErrors = null;
@@ -1064,8 +1070,8 @@ vErrors = null;
 }
 }
 if(data.skippedBy !== undefined){
-let data50 = data.skippedBy;
-if(!((typeof data50 == "number") && (!(data50 % 1) && !isNaN(data50)))){
+let data51 = data.skippedBy;
+if(!((typeof data51 == "number") && (!(data51 % 1) && !isNaN(data51)))){
 const err75 = {instancePath:instancePath+"/skippedBy",schemaPath:"#/properties/skippedBy/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err75];
@@ -1075,8 +1081,8 @@ vErrors.push(err75);
 }
 errors++;
 }
-if(typeof data50 == "number"){
-if(data50 < 0 || isNaN(data50)){
+if(typeof data51 == "number"){
+if(data51 < 0 || isNaN(data51)){
 const err76 = {instancePath:instancePath+"/skippedBy",schemaPath:"#/properties/skippedBy/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err76];
@@ -1100,14 +1106,110 @@ vErrors.push(err77);
 errors++;
 }
 }
+if(data.undeclaredWrites !== undefined){
+if(!(validate12(data.undeclaredWrites, {instancePath:instancePath+"/undeclaredWrites",parentData:data,parentDataProperty:"undeclaredWrites",rootData}))){
+vErrors = vErrors === null ? validate12.errors : vErrors.concat(validate12.errors);
+errors = vErrors.length;
 }
-else {
-const err78 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+if(data.setAside !== undefined){
+let data54 = data.setAside;
+if(data54 && typeof data54 == "object" && !Array.isArray(data54)){
+if(data54.attempt === undefined){
+const err78 = {instancePath:instancePath+"/setAside",schemaPath:"#/properties/setAside/required",keyword:"required",params:{missingProperty: "attempt"},message:"must have required property '"+"attempt"+"'"};
 if(vErrors === null){
 vErrors = [err78];
 }
 else {
 vErrors.push(err78);
+}
+errors++;
+}
+if(data54.paths === undefined){
+const err79 = {instancePath:instancePath+"/setAside",schemaPath:"#/properties/setAside/required",keyword:"required",params:{missingProperty: "paths"},message:"must have required property '"+"paths"+"'"};
+if(vErrors === null){
+vErrors = [err79];
+}
+else {
+vErrors.push(err79);
+}
+errors++;
+}
+if(data54.attempt !== undefined){
+let data55 = data54.attempt;
+if(!((typeof data55 == "number") && (!(data55 % 1) && !isNaN(data55)))){
+const err80 = {instancePath:instancePath+"/setAside/attempt",schemaPath:"#/properties/setAside/properties/attempt/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err80];
+}
+else {
+vErrors.push(err80);
+}
+errors++;
+}
+if(typeof data55 == "number"){
+if(data55 < 1 || isNaN(data55)){
+const err81 = {instancePath:instancePath+"/setAside/attempt",schemaPath:"#/properties/setAside/properties/attempt/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err81];
+}
+else {
+vErrors.push(err81);
+}
+errors++;
+}
+}
+}
+if(data54.paths !== undefined){
+if(!(validate12(data54.paths, {instancePath:instancePath+"/setAside/paths",parentData:data54,parentDataProperty:"paths",rootData}))){
+vErrors = vErrors === null ? validate12.errors : vErrors.concat(validate12.errors);
+errors = vErrors.length;
+}
+}
+if(data54.commit !== undefined){
+if(typeof data54.commit !== "string"){
+const err82 = {instancePath:instancePath+"/setAside/commit",schemaPath:"#/properties/setAside/properties/commit/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err82];
+}
+else {
+vErrors.push(err82);
+}
+errors++;
+}
+}
+}
+else {
+const err83 = {instancePath:instancePath+"/setAside",schemaPath:"#/properties/setAside/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err83];
+}
+else {
+vErrors.push(err83);
+}
+errors++;
+}
+}
+if(data.retryAdvice !== undefined){
+if(typeof data.retryAdvice !== "string"){
+const err84 = {instancePath:instancePath+"/retryAdvice",schemaPath:"#/properties/retryAdvice/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err84];
+}
+else {
+vErrors.push(err84);
+}
+errors++;
+}
+}
+}
+else {
+const err85 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err85];
+}
+else {
+vErrors.push(err85);
 }
 errors++;
 }

@@ -60,6 +60,8 @@ export interface Agent {
 export interface TaskFiles {
   create: string[];
   modify: string[];
+  /** Paths the task may change but need not (a lockfile an install rewrites, snapshots a test run updates, generated files): integrated when changed, never required. */
+  mayChange?: string[];
 }
 
 export interface TaskMetadata {
@@ -87,6 +89,14 @@ export interface Usage {
 export type UsageFigure = Usage | 'unknown';
 export const UNKNOWN = 'unknown' as const;
 
+/** A task's record of what an attempt set aside (core/finalize.ts `SetAside`, as kept in the plan). */
+export interface TaskSetAside {
+  attempt: number;
+  paths: string[];
+  /** The commit holding the attempt's whole work on its starting commit (`refs/foreman-aside/<planId>/<task>`); absent when it could not be kept. */
+  commit?: string;
+}
+
 export interface Task {
   subject: string;
   description?: string;
@@ -107,6 +117,12 @@ export interface Task {
   skippedBy?: number;
   /** Commit that holds the task's files, once committed. */
   commit?: string;
+  /** Paths outside its declared files that the task's attempts changed (set aside) or were refused writing: an attempt that does so again ends the task blocked. */
+  undeclaredWrites?: string[];
+  /** What its last attempt changed outside its declared files, set aside before its checks, and where it was kept. */
+  setAside?: TaskSetAside;
+  /** What the next attempt's prompt tells the worker to do about the last failure (beside `result`). */
+  retryAdvice?: string;
   [extra: string]: unknown;
 }
 
@@ -159,8 +175,8 @@ export const statusOf = (task: Task): TaskStatus => task.status ?? 'pending';
 export const attemptsOf = (task: Task): number => task.attempts ?? 0;
 export const modelOf = (task: Task): string => task.agent?.model ?? DEFAULT_MODEL;
 
-/** Every path the task writes (creates or modifies). */
-export const writesOf = (task: Task): string[] => [...task.metadata.files.create, ...task.metadata.files.modify];
+/** Every path the task writes (creates, modifies, or may change). */
+export const writesOf = (task: Task): string[] => [...task.metadata.files.create, ...task.metadata.files.modify, ...(task.metadata.files.mayChange ?? [])];
 export const readsOf = (task: Task): string[] => task.metadata.reads ?? [];
 
 /**

@@ -2,12 +2,13 @@
 // resumed run rebuilds exactly the prompt an uninterrupted run would have sent.
 
 import type { ReportedStatus, StatusLine } from './failure.ts';
-import { type Plan, attemptsOf, statusOf } from './plan.ts';
+import { type Plan, attemptsOf, statusOf, writesOf } from './plan.ts';
 
 /** A line the designer may leave in a prompt to mark where dependency results go. */
 const PLACEHOLDER = /^.*\[?dependency results\b.*(deferred|placeholder|appended|go here|will appear).*$/im;
 
 const STATUS_LINE = /^(COMPLETED|FAILED|BLOCKED):(?:\s+(.*))?$/;
+const STATUS_WORD = /^(COMPLETED|FAILED|BLOCKED)/;
 
 export function dependencyResults(plan: Plan, index: number): string | null {
   const task = plan.tasks[index]!;
@@ -43,6 +44,7 @@ function retryBlock(plan: Plan, index: number, attempt: number, maxAttempts: num
     '',
     task.result ?? '(no reason was recorded)',
     '',
+    ...(task.retryAdvice !== undefined ? [task.retryAdvice, ''] : []),
     'The files of the previous attempt were restored, so start again from the repository as it is now.',
     '',
     `You may change only these files (a path ending in "/" covers everything under it): ${fileList(plan, index)}. Every other write is denied.`,
@@ -60,35 +62,63 @@ function retryBlock(plan: Plan, index: number, attempt: number, maxAttempts: num
 
 /** The files a task may change, as the worker is told: every path, or "(none)". */
 function fileList(plan: Plan, index: number): string {
-  const files = plan.tasks[index]!.metadata.files;
-  const all = [...files.create, ...files.modify];
+  const all = writesOf(plan.tasks[index]!);
   return all.length > 0 ? all.join(', ') : '(none)';
 }
 
 function rules(plan: Plan, index: number): string {
   const files = plan.tasks[index]!.metadata.files;
   const list = (xs: string[]) => (xs.length > 0 ? xs.join(', ') : '(none)');
+  const mayChange = files.mayChange ?? [];
   return [
     '## Rules for this run',
     '',
-    `- You are one of several workers changing this repository at the same time. Change only your task's files: create ${list(files.create)}; modify ${list(files.modify)}. Writes to any other path are denied.`,
+    `- You are one of several workers changing this repository at the same time. Change only your task's files: create ${list(files.create)}; modify ${list(files.modify)}.${mayChange.length > 0 ? ` These may change too, when a tool you run rewrites them (an install, a test run, a build): ${list(mayChange)}.` : ''} Writes to any other path are denied, and a change to one is set aside and never kept.`,
+    "- If the task cannot be done without changing a file it does not list, do not change that file: end with `BLOCKED: needs to change <path>, which the task does not declare`.",
     '- Do not stage, commit, stash, reset or check out anything with git: the orchestrator verifies your work and commits it.',
-    '- End your reply with exactly one final status line, and nothing after it:',
-    '  `COMPLETED: <one-line summary of what you did>`',
-    '  `FAILED: <what went wrong>`',
-    '  `BLOCKED: <what is missing that you cannot provide>`',
+    '- End your reply with exactly one final status line, as plain text (no bold, no backticks), and nothing after it: the word COMPLETED, FAILED or BLOCKED, a colon, and on the same line what you did, what went wrong, or what is missing that you cannot provide. For example, a reply may end with the line COMPLETED: added the CSV exporter and its test',
   ].join('\n');
 }
 
 /**
  * The worker's report: the LAST line of its final text reading `COMPLETED: …`, `FAILED: …` or
- * `BLOCKED: …` (after trimming), or null when there is none.
+ * `BLOCKED: …`, as models write it: trimmed, after `>` quote markers and a list marker (`-`, `*`,
+ * `1.`), and inside markdown emphasis or code (`**COMPLETED:** …`, `**COMPLETED**: …`,
+ * `` `COMPLETED: …` ``). Null when there is none.
  */
 export function parseStatusLine(text: string): StatusLine | null {
   const lines = text.split(/\r?\n/);
   for (let i = lines.length - 1; i >= 0; i--) {
-    const m = STATUS_LINE.exec((lines[i] ?? '').trim());
-    if (m) return { status: m[1] as ReportedStatus, text: (m[2] ?? '').trim() };
+    const found = statusOfLine(lines[i] ?? '');
+    if (found !== null) return found;
   }
   return null;
+}
+
+function statusOfLine(raw: string): StatusLine | null {
+  const bare = raw
+    .trim()
+    .replace(/^(?:>\s*)+/, '')
+    .replace(/^(?:[-*+]|\d+[.)])\s+/, '');
+  const opening = /^[*_`~]*/.exec(bare)![0];
+  if (opening === '') {
+    const m = STATUS_LINE.exec(bare);
+    return m === null ? null : { status: m[1] as ReportedStatus, text: (m[2] ?? '').trim() };
+  }
+  // Markup opened before the word closes right after it, right after its colon, or at the end.
+  const rest = bare.slice(opening.length);
+  const word = STATUS_WORD.exec(rest);
+  if (word === null) return null;
+  const closing = [...opening].reverse().join('');
+  const after = rest.slice(word[0].length);
+  let text: string;
+  if (after.startsWith(`${closing}:`)) text = after.slice(closing.length + 1);
+  else if (after.startsWith(`:${closing}`)) text = after.slice(closing.length + 1);
+  else if (after.startsWith(':')) {
+    const body = after.slice(1).trimEnd();
+    text = body.endsWith(closing) ? body.slice(0, body.length - closing.length) : body;
+  }
+  else return null;
+  if (text !== '' && !/^\s/.test(text)) return null;
+  return { status: word[1] as ReportedStatus, text: text.trim() };
 }

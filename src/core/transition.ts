@@ -4,7 +4,7 @@
 
 import { assertNever } from './failure.ts';
 import { type CascadeOutcome, type Decision, applyCascade, trimCompleted } from './finalize.ts';
-import { type Plan, type TaskStatus, type UsageFigure, addUsage, attemptsOf, emptyUsage, statusOf } from './plan.ts';
+import { type Plan, type TaskSetAside, type TaskStatus, type UsageFigure, addUsage, attemptsOf, emptyUsage, statusOf } from './plan.ts';
 
 export interface Applied {
   /** Did the decision count an attempt? */
@@ -24,6 +24,7 @@ export function applyDecision(plan: Plan, index: number, decision: Decision, usa
   task.usage = addUsage(task.usage ?? emptyUsage(), usage);
   const countAttempt = () => {
     task.attempts = attemptsOf(task) + 1;
+    delete task.retryAdvice;
   };
   switch (decision.kind) {
     case 'completed': {
@@ -44,6 +45,7 @@ export function applyDecision(plan: Plan, index: number, decision: Decision, usa
       countAttempt();
       task.status = 'pending';
       task.result = decision.failure;
+      if (decision.advice !== undefined) task.retryAdvice = decision.advice;
       return { attemptCounted: true };
     case 'failed':
       countAttempt();
@@ -75,6 +77,19 @@ export function applyDecision(plan: Plan, index: number, decision: Decision, usa
 export function applyCancelled(plan: Plan, index: number, usage: UsageFigure): Applied {
   applyDecision(plan, index, { kind: 'interrupted' }, usage);
   return { attemptCounted: false, cascade: applyCascade(plan) };
+}
+
+/**
+ * What an attempt did outside its task's declared files (a new task object, as in
+ * `applyDecision`): `undeclared` joins the paths its earlier attempts changed or were refused
+ * (`undeclaredWrites`), and `setAside` (when it set any aside) replaces the last record of it.
+ */
+export function recordUndeclared(plan: Plan, index: number, undeclared: readonly string[], setAside: TaskSetAside | null): void {
+  if (undeclared.length === 0 && setAside === null) return;
+  const task = { ...plan.tasks[index]! };
+  if (undeclared.length > 0) task.undeclaredWrites = [...new Set([...(task.undeclaredWrites ?? []), ...undeclared])].sort();
+  if (setAside !== null) task.setAside = setAside;
+  plan.tasks[index] = task;
 }
 
 /** Mark a task as started (a new task object, as in `applyDecision`). */

@@ -129,6 +129,7 @@ function semanticProblems(plan: Plan, options: ValidateOptions): string[] {
     const pathLists: Array<[string, string[]]> = [
       ['metadata.files.create', files.create],
       ['metadata.files.modify', files.modify],
+      ['metadata.files.mayChange', files.mayChange ?? []],
       ['metadata.reads', task.metadata.reads ?? []],
     ];
     for (const [field, list] of pathLists) {
@@ -140,6 +141,9 @@ function semanticProblems(plan: Plan, options: ValidateOptions): string[] {
     }
     const both = files.create.filter((p) => files.modify.includes(p));
     for (const p of both) problems.push(`${at}.metadata.files: "${p}" is listed under both create and modify`);
+    for (const p of (files.mayChange ?? []).filter((q) => files.create.includes(q) || files.modify.includes(q))) {
+      problems.push(`${at}.metadata.files: "${p}" is listed under mayChange and under ${files.create.includes(p) ? 'create' : 'modify'}: a path the task must change belongs in create or modify alone`);
+    }
     // `check --fix` rewrites fileOverlaps, so it accepts any declared value.
     if (!options.ignoreDeclaredOverlaps) {
       (task.fileOverlaps ?? []).forEach((o, k) => {

@@ -76,7 +76,8 @@ export type HookVerdict =
   | { kind: 'none' }
   /** `sandboxSettings`: what the rewritten Bash command's sandbox settings file must hold before it runs. */
   | { kind: 'allow'; reason: string; updatedInput?: Record<string, unknown>; sandboxSettings?: Record<string, unknown> }
-  | { kind: 'deny'; reason: string };
+  /** `undeclared`: the repository path of a write the worker's task does not declare (recorded for `finalize`). */
+  | { kind: 'deny'; reason: string; undeclared?: string };
 
 /** How the hook treats a tool. */
 export type ToolClass = 'read' | 'write' | 'bash' | 'neutral' | 'refused';
@@ -173,7 +174,8 @@ export function judgeWrite(task: HandedOutTask, target: WriteTarget): HookVerdic
         ? { kind: 'allow', reason: `foreman: ${target.path} is declared by task ${task.index}` }
         : {
             kind: 'deny',
-            reason: `foreman: task ${task.index} does not declare ${target.path}, so its worker may not change it (an undeclared change would fail the attempt). It may change only: ${list(task.files)}. Leave ${target.path} as it is and finish the declared work.`,
+            undeclared: target.path,
+            reason: `foreman: task ${task.index} does not declare ${target.path}, so its worker may not change it (a change to it is set aside, never kept, and a second attempt that changes it ends the task blocked). It may change only: ${list(task.files)}. Leave ${target.path} as it is and finish the declared work; if the task cannot be done without changing it, end with: BLOCKED: needs to change ${target.path}, which the task does not declare`,
           };
   }
 }

@@ -89,6 +89,7 @@ export const engineConfig = (settings: RunSettings, logDir: string): EngineConfi
   maxRequeues: settings.maxRequeues,
   ...(settings.maxCostUsd !== undefined ? { maxCostUsd: settings.maxCostUsd } : {}),
   logDir,
+  ...(settings.strictScope === true ? { strictScope: true } : {}),
   gate: settings.gate === null ? null : { batchSize: settings.gate.batchSize, command: settings.gate.command },
   speculate: settings.gate === null ? 0 : (settings.speculate ?? DEFAULTS.speculate),
   driver: 'headless',

@@ -167,7 +167,7 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
     const excludes = await writeWorkerExcludes(settings.repo, join(isolation.pool.dir, 'git-excludes'), env);
     const workerEnv = { ...env, ...excludesFileEnv(env, excludes) };
     const gateOptions = settings.gate === null ? null : { command: settings.gate.command, timeoutMs: settings.gate.timeoutMs, sandbox: sandboxed };
-    const stages = { isolation, checkTimeoutMs: settings.checkTimeoutMs, env, registry, sandbox: sandboxed };
+    const stages = { isolation, checkTimeoutMs: settings.checkTimeoutMs, env, registry, sandbox: sandboxed, strictScope: settings.strictScope === true };
     const landing = lander(isolation, { branch: branch === null ? null : `refs/heads/${branch}`, commit: settings.commit, planPath: settings.planPath, layout });
     // Integrated work an earlier run could not land (a crash, a blocked landing) lands first.
     const before = await landing.land();

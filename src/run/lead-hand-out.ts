@@ -7,8 +7,8 @@
 
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { handOutRoot, removeHandOut, sessionsOfPlan, writeHandOut } from '../adapters/hand-out.ts';
-import { type Plan, attemptsOf, statusOf } from '../core/plan.ts';
+import { deniedWrites, handOutRoot, removeHandOut, sessionsOfPlan, writeHandOut } from '../adapters/hand-out.ts';
+import { type Plan, attemptsOf, statusOf, writesOf } from '../core/plan.ts';
 import { type HandOut, type HandedOutTask, safeId } from '../core/worker-hook.ts';
 
 /** Whether a worker's Bash commands can run in the sandbox in this session, as `setup` decided. */
@@ -32,8 +32,7 @@ export const claudeSession = (env: NodeJS.ProcessEnv): string | null => (safeId(
 export function handedOutTasks(plan: Plan, source: Pick<HandOutSource, 'running' | 'promptFile'>): HandedOutTask[] {
   return plan.tasks.flatMap((task, index) => {
     if (statusOf(task) !== 'in_progress' || !source.running.includes(index)) return [];
-    const { create, modify } = task.metadata.files;
-    return [{ index, attempt: attemptsOf(task) + 1, subject: task.subject, promptFile: source.promptFile(index), files: [...create, ...modify] }];
+    return [{ index, attempt: attemptsOf(task) + 1, subject: task.subject, promptFile: source.promptFile(index), files: writesOf(task) }];
   });
 }
 
@@ -43,6 +42,12 @@ export async function publishHandOut(plan: Plan, source: HandOutSource): Promise
   if (session === null) return;
   const repo = await realpath(source.repo);
   await writeHandOut(handOutRoot(source.env), { version: 1, session, repo, planPath: source.planPath, sandbox: source.sandbox, tasks: handedOutTasks(plan, source) });
+}
+
+/** The undeclared paths the worker hook refused the worker of `task`'s attempt `attempt` in this session (none outside one). */
+export async function deniedWritesOf(env: NodeJS.ProcessEnv, task: number, attempt: number): Promise<string[]> {
+  const session = claudeSession(env);
+  return session === null ? [] : deniedWrites(handOutRoot(env), session, task, attempt);
 }
 
 /** The run ended: this session hands nothing out any more. */

@@ -24,7 +24,7 @@ import { type Plan, statusOf } from '../core/plan.ts';
 import type { RecordRequest } from './engine.ts';
 import { Isolation } from './isolation.ts';
 import { type GateLaunch, type GateState, endGateProcess, gateAlive, launchGate, readGateState } from './lead-gate.ts';
-import { type HandOutSource, publishHandOut, removeStaleHandOuts, withdrawHandOut } from './lead-hand-out.ts';
+import { type HandOutSource, deniedWritesOf, publishHandOut, removeStaleHandOuts, withdrawHandOut } from './lead-hand-out.ts';
 import type { LandingIsolation } from './lifecycle.ts';
 import type { GateRunRecord, SessionSandbox } from './session.ts';
 import { type SetupOptions, type SetupProblem, type SetupReport, setupRun } from './setup.ts';
@@ -51,6 +51,8 @@ export interface IsolationUse {
   sandbox: boolean;
   checkTimeoutMs: number;
   registry?: ProcessRegistry;
+  /** A change outside a task's declared files fails its attempt (`setup --strict-scope`). */
+  strictScope?: boolean;
 }
 
 /** What setup found, with the isolation a step uses. */
@@ -98,6 +100,8 @@ export interface LeadIo {
     publish(plan: Plan, source: Pick<HandOutSource, 'running' | 'sandbox' | 'promptFile'>): Promise<void>;
     withdraw(): Promise<void>;
     removeStale(): Promise<void>;
+    /** The undeclared paths the worker hook refused the worker of `task`'s attempt `attempt`. */
+    deniedWrites(task: number, attempt: number): Promise<string[]>;
   };
   /** The sandbox `auto` finds, for a setup given no decision (and a session file of an earlier version). */
   sandbox(): Promise<SessionSandbox>;
@@ -116,7 +120,8 @@ export function realLeadIo(place: LeadPlace): LeadIo {
   const env = place.env ?? process.env;
   const open = (plan: Plan, use: IsolationUse) =>
     Isolation.open(plan, { repo: place.repo, planPath: place.planPath, env, sandbox: use.sandbox, setupTimeoutMs: use.checkTimeoutMs, ...(use.registry ? { registry: use.registry } : {}) });
-  const forStep = (isolation: Isolation, use: IsolationUse) => leadIsolation(isolation, { isolation, checkTimeoutMs: use.checkTimeoutMs, env, ...(use.registry ? { registry: use.registry } : {}), sandbox: use.sandbox }, place);
+  const forStep = (isolation: Isolation, use: IsolationUse) =>
+    leadIsolation(isolation, { isolation, checkTimeoutMs: use.checkTimeoutMs, env, ...(use.registry ? { registry: use.registry } : {}), sandbox: use.sandbox, ...(use.strictScope ? { strictScope: true } : {}) }, place);
   return {
     now: () => Date.now(),
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
@@ -168,6 +173,7 @@ export function realLeadIo(place: LeadPlace): LeadIo {
       publish: (plan, source) => publishHandOut(plan, { ...source, repo: place.repo, planPath: place.planPath, env }),
       withdraw: () => withdrawHandOut(env),
       removeStale: () => removeStaleHandOuts(place.planPath, env),
+      deniedWrites: (task, attempt) => deniedWritesOf(env, task, attempt),
     },
     async sandbox() {
       const decided = await decideSandbox('auto');

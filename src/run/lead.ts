@@ -415,6 +415,8 @@ export interface SetupSettings {
   sandbox?: SessionSandbox;
   /** `--speculate N`, when given: a session cannot build on candidates (its subagents start from HEAD), and says so. */
   speculate?: number;
+  /** `--strict-scope`: a change outside a task's declared files fails its attempt (else it is set aside). */
+  strictScope?: boolean;
 }
 
 export interface SetupOutput {
@@ -509,6 +511,7 @@ export async function leadSetup(given: Plan, context: LeadContext, settings: Set
     checkTimeoutMs: settings.checkTimeoutMs ?? DEFAULTS.checkTimeoutMs,
     branch: branch === null ? null : `refs/heads/${branch}`,
     sandbox,
+    strictScope: settings.strictScope === true,
     gate: { config: gateConfig, current: null },
   };
   const setup = await io.repository.setUp(plan, {
@@ -797,7 +800,7 @@ export async function leadFinalize(
   const orphans = await killOrphans(registryPath);
   const registry = new ProcessRegistry(registryPath);
   const sandbox = await sandboxedIn(session, io);
-  const opened = await io.repository.open(plan, { sandbox, checkTimeoutMs, registry });
+  const opened = await io.repository.open(plan, { sandbox, checkTimeoutMs, registry, strictScope: session.strictScope });
   if (!opened.ok) return err({ kind: 'git-failed', task: results[0]?.task ?? -1, doing: "open the plan's integration ref", failure: opened.error });
   const isolation = opened.value;
 
@@ -838,7 +841,9 @@ export async function leadFinalize(
     seen.add(index);
     const handed = session.handedOut[String(index)];
     const durationMs = handed === undefined ? 0 : Math.max(0, io.now() - Date.parse(handed.at));
-    state = await post(state, [finalizeEvent(index, output, durationMs, io.now())], run);
+    // The undeclared writes the worker hook refused this attempt's worker: the task wanted those files.
+    const denied = await io.handOut.deniedWrites(index, attempt.number);
+    state = await post(state, [finalizeEvent(index, output, durationMs, io.now(), denied)], run);
     const ended = run.of('task-finished').find((e) => e.task === index);
     if (ended !== undefined) {
       const result = ended.outcome === 'completed' || ended.outcome === 'awaiting_approval' ? ended.result : undefined;

@@ -6,7 +6,7 @@
 
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { countCommits, deletePlanRefs, deleteRef, foremanRefs, headBranchRef, integrationRef, parkedTasks, readRef, resolveCommit, startIntegrationRef, topLevel } from '../adapters/git/refs.ts';
+import { countCommits, deletePlanRefs, deleteRef, foremanRefs, headBranchRef, integrationRef, parkedPrefix, parkedTasks, readRef, resolveCommit, startIntegrationRef, topLevel } from '../adapters/git/refs.ts';
 import { type IntegrationFailure, integrate, parkedWork } from '../adapters/git/integrate.ts';
 import { type Landed, land } from '../adapters/git/land.ts';
 import { ownLayout } from '../adapters/layout.ts';
@@ -286,13 +286,15 @@ async function cleanOne(repo: string, root: string, planPath: string, planId: st
   const deletedRefs: string[] = [];
   const keptRefs: CleanedPlan['keptRefs'] = [];
   const ref = integrationRef(planId);
+  const aside = parkedPrefix('aside', planId);
   for (const found of await foremanRefs(repo, planId)) {
-    // Parked work is never on the branch: it waits for a decision.
+    // Parked work is never on the branch: it waits for a decision. What attempts set aside waits
+    // for nothing once the plan is archived.
     const commits = found === ref ? await commitsNotOnHead(repo, found) : null;
-    if (found === ref && commits === 0 && archived) {
+    if (((found === ref && commits === 0) || found.startsWith(aside)) && archived) {
       await deleteRef(repo, found);
       deletedRefs.push(found);
-    } else if (found !== ref || commits !== 0) {
+    } else if (!found.startsWith(aside) && (found !== ref || commits !== 0)) {
       keptRefs.push({ ref: found, kind: found === ref ? 'integration' : 'awaiting', commits });
     }
   }

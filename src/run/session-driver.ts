@@ -110,11 +110,12 @@ export function runEnd(state: EngineState, run: StepRun): RunEnd | null {
  * A Task subagent's final text, seen as a worker run that reported: its duration is the plan
  * tool's (from `next` to now); its usage and permission denials are not known here.
  */
-export const subagentRun = (output: string, durationMs: number): WorkerRun => ({
+export const subagentRun = (output: string, durationMs: number, denied: readonly string[] = []): WorkerRun => ({
   unmeasured: true,
   usage: emptyUsage(),
   durationMs,
-  permissionDenials: [],
+  // What the worker hook refused it (an undeclared write), as a headless worker's denials say it.
+  permissionDenials: denied.map((path) => ({ tool: 'Write', input: { file_path: path }, path })),
   logPath: '',
   outcome: WORKTREE_NOT_MADE.test(output)
     ? { kind: 'failed', failure: { reason: 'no-worktree', message: output.split('\n')[0]!.trim(), retryAfterMs: 0 } }
@@ -146,7 +147,7 @@ export const nextEvents = (unlanded: readonly number[], concurrency: number | un
 ];
 
 /** `finalize`, per result: the subagent reported. */
-export const finalizeEvent = (task: number, output: string, durationMs: number, now: number): EngineEvent => ({ type: 'worker-finished', task, run: subagentRun(output, durationMs), now });
+export const finalizeEvent = (task: number, output: string, durationMs: number, now: number, denied: readonly string[] = []): EngineEvent => ({ type: 'worker-finished', task, run: subagentRun(output, durationMs, denied), now });
 
 /** `commit`: integrate what is verified (with a gate: hold it as candidates). */
 export const commitEvents = (now: number): EngineEvent[] => [{ type: 'integrate', now }];

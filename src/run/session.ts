@@ -94,6 +94,8 @@ export interface Session {
   gate: SessionGate;
   /** The sandbox mode `setup` was given and what it found. Null in a session file of an earlier version. */
   sandbox: SessionSandbox | null;
+  /** `setup --strict-scope`: a change outside a task's declared files fails its attempt (else it is set aside). */
+  strictScope: boolean;
   /** The step function's state (its plan is read from plan.json at each step); null before setup. */
   engine: EngineState | null;
 }
@@ -111,17 +113,19 @@ export const defaultSession = (): Session => ({
   handedOut: {},
   gate: noSessionGate(),
   sandbox: null,
+  strictScope: false,
   engine: null,
 });
 
 /** The step function's configuration for a session. */
-export const sessionConfig = (session: Pick<Session, 'concurrency' | 'maxAttempts' | 'gate'>, planPath: string): EngineConfig => ({
+export const sessionConfig = (session: Pick<Session, 'concurrency' | 'maxAttempts' | 'gate'> & Partial<Pick<Session, 'strictScope'>>, planPath: string): EngineConfig => ({
   concurrency: session.concurrency,
   maxAttempts: session.maxAttempts,
   schedule: 'continuous',
   backoffMs: DEFAULTS.backoffMs,
   maxRequeues: DEFAULTS.maxRequeues,
   logDir: promptsDirFor(planPath),
+  ...(session.strictScope === true ? { strictScope: true } : {}),
   gate: session.gate.config === null ? null : { batchSize: session.gate.config.batchSize, command: session.gate.config.command },
   // A subagent's worktree starts from HEAD: nothing can be built on candidates in a session.
   speculate: 0,
@@ -343,6 +347,7 @@ export async function readSession(planPath: string, plan: Plan): Promise<Session
     handedOut: handedOutOf(data),
     gate: gateOf(data.gate),
     sandbox: sandboxOf(data.sandbox),
+    strictScope: data.strictScope === true,
     engine: null,
   };
   const config = sessionConfig(session, planPath);

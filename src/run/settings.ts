@@ -77,6 +77,8 @@ export interface RunSettings {
   checkTimeoutMs: number;
   /** Land integrated work as commits on the branch; without, it lands as uncommitted changes. */
   commit: boolean;
+  /** A change outside a task's declared files fails its attempt (`--strict-scope`); else it is set aside and the checks decide. */
+  strictScope?: boolean;
   land: LandPolicy;
   /** The merge queue's gate; null: verified work integrates without one. */
   gate: GateSettings | null;

@@ -6,7 +6,9 @@
 
 import { checkSandbox } from '../adapters/sandbox.ts';
 import type { ProcessRegistry } from '../adapters/orphans.ts';
-import type { Result } from '../core/failure.ts';
+import { type Result, ok } from '../core/failure.ts';
+import { asideRef } from '../adapters/git/refs.ts';
+import type { CapturedWork } from '../core/work.ts';
 import type { Verification } from '../core/finalize.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import type { Plan } from '../core/plan.ts';
@@ -22,12 +24,19 @@ export interface StageContext {
   registry?: ProcessRegistry;
   /** Run acceptance checks in the operating-system sandbox (writes: the worktree and their own TMPDIR). */
   sandbox?: boolean;
+  /** A change outside a task's declared files fails its attempt (`--strict-scope`). */
+  strictScope?: boolean;
 }
 
 /** Verify task `task`'s work in `dir`, its worktree. */
 export function verifyAttempt(context: StageContext, plan: Plan, task: number, input: { dir: string; kept?: readonly string[]; base?: string; signal?: AbortSignal }): Promise<Verification> {
   const workspace = context.isolation.workspaceOf(task);
   const base = input.base ?? workspace?.base;
+  const isolation = context.isolation;
+  const keepAside = async (work: CapturedWork) => {
+    const parked = await isolation.park(task, work, `foreman: task ${task} (${plan.tasks[task]!.subject}): an attempt's work with what it changed outside its declared files`, 'aside');
+    return parked.ok ? ok({ commit: parked.value, ref: asideRef(isolation.planId, task) }) : parked;
+  };
   return verifyTask(plan.tasks[task]!, {
     dir: input.dir,
     kept: input.kept ?? workspace?.kept ?? [],
@@ -37,6 +46,8 @@ export function verifyAttempt(context: StageContext, plan: Plan, task: number, i
     signal: input.signal,
     ...(context.registry ? { record: { registry: context.registry, task } } : {}),
     ...(context.sandbox ? { sandbox: checkSandbox(input.dir, plan, context.isolation.repo) } : {}),
+    ...(context.strictScope ? { strictScope: true } : {}),
+    keepAside,
   });
 }
 

@@ -1,18 +1,22 @@
 // The verify stage, in the attempt's own worktree: first the attempt's work is captured (what it
-// changed, before any check can write a file), then the spot-check (declared files exist /
-// changed) and the acceptance checks, each run with a shell in that worktree.
+// changed, before any check can write a file), then what it changed outside its declared files
+// is set aside (kept on a ref of foreman's, and put back in the worktree as the attempt's starting
+// commit has it), then the spot-check (declared files exist / changed) and the acceptance checks,
+// each run with a shell in that worktree: they judge exactly the work that would land.
 
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runShell } from '../adapters/checks.ts';
 import { captureWork } from '../adapters/git/capture.ts';
+import { setAsideInWorktree } from '../adapters/git/set-aside.ts';
 import type { CommandSandbox } from '../adapters/sandbox.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
-import type { AcceptanceResult, Verification } from '../core/finalize.ts';
-import { describeGitFailure } from '../core/git-text.ts';
+import type { AcceptanceResult, SetAside, Verification } from '../core/finalize.ts';
+import type { Result } from '../core/failure.ts';
+import { type GitFailure, byPath, describeGitFailure } from '../core/git-text.ts';
 import { coveredBy, isDirPath } from '../core/paths.ts';
 import { type Task, writesOf } from '../core/plan.ts';
-import { pathsOf } from '../core/work.ts';
+import { type CapturedWork, pathsOf } from '../core/work.ts';
 import { LIMIT_FLAGS } from './settings.ts';
 
 export interface VerifyOptions {
@@ -29,6 +33,10 @@ export interface VerifyOptions {
   record?: { registry: ProcessRegistry; task: number };
   /** Run the checks in the operating-system sandbox with these limits. */
   sandbox?: CommandSandbox;
+  /** A change outside the declared files fails the attempt (`--strict-scope`): no check runs then. */
+  strictScope?: boolean;
+  /** Keeps the attempt's whole work (declared and undeclared) as one commit on a ref of foreman's: what was set aside can be read back. */
+  keepAside?: (work: CapturedWork) => Promise<Result<{ commit: string; ref: string }, GitFailure>>;
 }
 
 const exists = (p: string) =>
@@ -70,11 +78,20 @@ export async function runAcceptance(task: Task, options: VerifyOptions): Promise
 }
 
 export async function verifyTask(task: Task, options: VerifyOptions): Promise<Verification> {
+  const captureFailed = (message: string): Verification => ({ missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [], captureFailure: message });
   const captured = await captureWork(options.dir, writesOf(task), options.kept, options.base);
-  if (!captured.ok) return { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [], captureFailure: describeGitFailure(captured.error) };
-  const { outside, work } = captured.value;
+  if (!captured.ok) return captureFailed(describeGitFailure(captured.error));
+  const { outside, work, aside } = captured.value;
+  let setAside: SetAside | undefined;
+  if (outside.length > 0) {
+    const kept = options.keepAside === undefined ? null : await options.keepAside({ base: work.base, entries: [...work.entries, ...aside].sort((a, b) => byPath(a.path, b.path)) });
+    setAside = { paths: outside, kept: kept?.ok === true ? kept.value : null, ...(kept?.ok === false ? { keepFailure: describeGitFailure(kept.error) } : kept === null ? { keepFailure: 'nothing keeps it here' } : {}) };
+    // The checks judge the work that would land: the worktree without what was set aside.
+    const restored = await setAsideInWorktree(options.dir, work.base, outside);
+    if (!restored.ok) return captureFailed(`what it changed outside its declared files (${outside.join(', ')}) could not be set aside: ${describeGitFailure(restored.error)}`);
+  }
   const spot = await spotCheck(task, options.dir, pathsOf(work));
-  const failedSpot = outside.length > 0 || spot.missingCreated.length > 0 || spot.unchangedModified.length > 0;
+  const failedSpot = (options.strictScope === true && outside.length > 0) || spot.missingCreated.length > 0 || (spot.unchangedModified.length > 0 && work.entries.length === 0);
   const acceptance = failedSpot ? [] : await runAcceptance(task, options);
-  return { ...spot, outsideChanges: outside, acceptance, work };
+  return { ...spot, outsideChanges: outside, ...(setAside !== undefined ? { setAside } : {}), acceptance, work };
 }

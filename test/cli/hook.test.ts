@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { handOutRoot, readBinding, workerFiles, writeHandOut } from '../../src/adapters/hand-out.ts';
+import { deniedWrites, handOutRoot, readBinding, workerFiles, writeHandOut } from '../../src/adapters/hand-out.ts';
 import { sandboxSupport } from '../../src/adapters/sandbox.ts';
 import { preToolUse } from '../../src/cli/hook.ts';
 import type { HandOut } from '../../src/core/worker-hook.ts';
@@ -71,6 +71,18 @@ describe('the worker hook, as Claude Code calls it', () => {
     expect(await readBinding(handOutRoot(env), 'sess-1', 'a1')).toEqual({ agent: 'a1', task: 0, attempt: 1, worktree: worktreeOf('a1') });
     expect(await hook('a1', 'Write', { file_path: join(worktreeOf('a1'), 'src/a.ts') })).toMatchObject({ permissionDecision: 'allow' });
     expect(await hook('a1', 'Edit', { file_path: join(worktreeOf('a1'), 'linked/deep/x.md') })).toMatchObject({ permissionDecision: 'deny' });
+  });
+
+  it("records each undeclared write it refuses a bound worker, for finalize (the task wanted that file)", async () => {
+    expect(await hook('a1', 'Read', { file_path: handOut.tasks[0]!.promptFile })).toMatchObject({ permissionDecision: 'allow' });
+    const refused = await hook('a1', 'Edit', { file_path: join(worktreeOf('a1'), 'src/index.ts') });
+    expect(refused).toMatchObject({ permissionDecision: 'deny' });
+    expect(refused?.permissionDecisionReason).toContain('if the task cannot be done without changing it, end with: BLOCKED: needs to change src/index.ts, which the task does not declare');
+    await hook('a1', 'Write', { file_path: join(worktreeOf('a1'), 'src/index.ts') });
+    // Outside the worktree is not a file the task could declare: not recorded.
+    await hook('a1', 'Write', { file_path: join(base, 'outside', 'x.txt') });
+    expect(await deniedWrites(handOutRoot(env), 'sess-1', 0, 1)).toEqual(['src/index.ts']);
+    expect(await deniedWrites(handOutRoot(env), 'sess-1', 0, 2)).toEqual([]);
   });
 
   it('one worker per task: a second subagent reading the same prompt file is not bound', async () => {

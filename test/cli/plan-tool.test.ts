@@ -290,6 +290,7 @@ describe('plan.ts status, graph, ready', () => {
           { subject: 'stuck', prompt: 'p', blockedBy: [], metadata: { files: { create: ['c'], modify: [] } }, status: 'blocked', attempts: 1, result: 'BLOCKED: needs src/index.js' },
           { subject: 'after', prompt: 'p', blockedBy: [1], metadata: { files: { create: ['d'], modify: [] } }, status: 'skipped', result: 'skipped: task 1 failed' },
           { subject: 'left', prompt: 'p', blockedBy: [], metadata: { files: { create: ['e'], modify: [] } }, status: 'pending', result: long },
+          { subject: 'aside', prompt: 'p', blockedBy: [], metadata: { files: { create: ['f'], modify: [] } }, status: 'completed', attempts: 1, result: 'ok', setAside: { attempt: 1, paths: ['package-lock.json'], commit: 'a'.repeat(40) } },
         ]),
       ),
     );
@@ -303,6 +304,7 @@ describe('plan.ts status, graph, ready', () => {
     expect(row('after')).toMatch(/skipped: task 1 failed$/);
     expect(row('left')).toContain('could not integrate the verified work of tasks 3: xxx');
     expect(row('left').length).toBeLessThan(200);
+    expect(row('aside')).toMatch(/set aside \(not integrated\): package-lock\.json$/);
   });
 
   it('graph: a Mermaid flowchart with every task, every edge and status classes', async () => {

@@ -12,6 +12,7 @@ import {
   judgeRun,
   trimCompleted,
   verificationFailure,
+  verificationWarnings,
 } from '../../src/core/finalize.ts';
 import { breaker, stall } from '../../src/core/graph.ts';
 import { type Plan, type Task, type TaskStatus, emptyUsage } from '../../src/core/plan.ts';
@@ -64,7 +65,7 @@ const input = (judgement: Judgement, over: Partial<DecideInput> = {}): DecideInp
   ...over,
 });
 
-const verify: Judgement = { kind: 'verify', summary: 'wrote src/a.ts' };
+const verify: Judgement = { kind: 'verify', summary: 'wrote src/a.ts', claimed: true };
 const failedAttempt: Judgement = { kind: 'attempt-failed', failure: { reason: 'reported-failed', text: 'the API changed' } };
 
 function failureText(d: Decision): string {
@@ -76,7 +77,7 @@ function failureText(d: Decision): string {
 
 describe('judgeRun', () => {
   it('COMPLETED → verify with the summary', () => {
-    expect(judgeRun(reported('done\nCOMPLETED: wrote it', { status: 'COMPLETED', text: 'wrote it' }))).toEqual({ kind: 'verify', summary: 'wrote it' });
+    expect(judgeRun(reported('done\nCOMPLETED: wrote it', { status: 'COMPLETED', text: 'wrote it' }))).toEqual({ kind: 'verify', summary: 'wrote it', claimed: true });
   });
 
   it('BLOCKED → blocked with the reason', () => {
@@ -90,12 +91,9 @@ describe('judgeRun', () => {
     });
   });
 
-  it('no status line → a failed attempt carrying the last line', () => {
-    expect(judgeRun(reported('I did some work.\nThen I stopped.\n\n', null))).toEqual({
-      kind: 'attempt-failed',
-      failure: { reason: 'no-status-line', tail: 'Then I stopped.' },
-    });
-    expect(judgeRun(reported('', null))).toEqual({ kind: 'attempt-failed', failure: { reason: 'no-status-line', tail: '' } });
+  it('no status line after a successful run → verify unclaimed, carrying the last line (its checks decide)', () => {
+    expect(judgeRun(reported('I did some work.\nThen I stopped.\n\n', null))).toEqual({ kind: 'verify', summary: 'Then I stopped.', claimed: false, tail: 'Then I stopped.' });
+    expect(judgeRun(reported('', null))).toEqual({ kind: 'verify', summary: 'completed (no status line)', claimed: false, tail: '' });
   });
 
   it.each<[WorkerFailure, Judgement['kind'], string?]>([
@@ -126,10 +124,82 @@ describe('decide', () => {
     expect(decide(input(verify, { verification: passing }))).toEqual({ kind: 'completed', result: 'wrote src/a.ts' });
   });
 
-  it('changes outside the declared files fail the attempt, naming them (each attempt has a worktree of its own: they are its own)', () => {
-    const decision = decide(input(verify, { verification: { ...passing, outsideChanges: ['other.ts', 'junk/x'] } }));
+  it('with --strict-scope, changes outside the declared files fail the attempt, naming them (each attempt has a worktree of its own: they are its own)', () => {
+    const decision = decide(input(verify, { strictScope: true, verification: { ...passing, outsideChanges: ['other.ts', 'junk/x'], setAside: { paths: ['other.ts', 'junk/x'], kept: { commit: 'c'.repeat(40), ref: 'refs/foreman-aside/p/0' } } } }));
     expect(decision.kind).toBe('retry');
-    expect(decision.kind === 'retry' && decision.failure).toContain('does not declare (only the declared files may change; these were not kept): other.ts, junk/x');
+    expect(decision.kind === 'retry' && decision.failure).toContain('does not declare (only the declared files may change; these were set aside, not kept): other.ts, junk/x');
+  });
+
+  describe('changes outside the declared files, set aside (the default)', () => {
+    const aside = { paths: ['package-lock.json'], kept: { commit: 'a'.repeat(40), ref: 'refs/foreman-aside/p/0' } };
+    const declaredWork = { base: 'b'.repeat(40), entries: [{ path: 'src/a.ts', mode: '100644', object: 'c'.repeat(40) }] };
+
+    it('checks pass → completed with its declared work, and a warning names each file set aside and where it is kept', () => {
+      const verification: Verification = { ...passing, work: declaredWork, outsideChanges: aside.paths, setAside: aside, acceptance: [acceptance({ passed: true })] };
+      const decision = decide(input(verify, { verification }));
+      expect(decision).toEqual({ kind: 'completed', result: 'wrote src/a.ts' });
+      expect(verificationWarnings(verification, decision, verify)).toEqual([
+        `changed files its task does not declare: package-lock.json (set aside, not integrated; kept in refs/foreman-aside/p/0, commit ${'a'.repeat(12)})`,
+      ]);
+    });
+
+    it('a check fails → the failure names the check and the files set aside; the retry is told to leave them or answer BLOCKED', () => {
+      const verification: Verification = { ...passing, work: declaredWork, outsideChanges: aside.paths, setAside: aside, acceptance: [acceptance()] };
+      const decision = decide(input(verify, { verification }));
+      expect(decision.kind).toBe('retry');
+      if (decision.kind !== 'retry') return;
+      expect(decision.failure).toMatch(/^acceptance check failed \(tests pass\): .*; changed files its task does not declare: package-lock\.json \(set aside, not integrated; kept in refs\/foreman-aside\/p\/0/s);
+      expect(decision.advice).toContain('changed or tried to change package-lock.json, which this task does not declare');
+      expect(decision.advice).toContain('BLOCKED: needs to change <path>, which the task does not declare');
+    });
+
+    it('an attempt that changes an undeclared file an earlier attempt changed (or was refused) ends the task blocked, naming it', () => {
+      const verification: Verification = { ...passing, work: declaredWork, outsideChanges: ['src/index.ts'], setAside: { ...aside, paths: ['src/index.ts'] }, acceptance: [acceptance()] };
+      const decision = decide(input(verify, { verification, task: task({ attempts: 1, undeclaredWrites: ['src/index.ts'] }) }));
+      expect(decision.kind).toBe('blocked');
+      expect(decision.kind === 'blocked' && decision.reason).toMatch(/^the task needs src\/index\.ts, which it does not declare: its attempts changed or tried to change it more than once\. Declare it/);
+      // A refused write counts as much as a change: a FAILED report after a refusal of the same file.
+      const refused: PermissionDenial = { tool: 'Edit', input: { file_path: '/w/src/index.ts' }, path: 'src/index.ts' };
+      const again = decide(input(failedAttempt, { permissionDenials: [refused], task: task({ attempts: 1, undeclaredWrites: ['src/index.ts'] }) }));
+      expect(again.kind).toBe('blocked');
+      // The first time, a retry told what to do.
+      const first = decide(input(failedAttempt, { permissionDenials: [refused] }));
+      expect(first.kind === 'retry' && first.advice).toContain('src/index.ts, which this task does not declare');
+      // Passing checks still complete, the file set aside.
+      expect(decide(input(verify, { verification: { ...verification, acceptance: [acceptance({ passed: true })] }, task: task({ attempts: 1, undeclaredWrites: ['src/index.ts'] }) })).kind).toBe('completed');
+    });
+  });
+
+  describe('no status line', () => {
+    const unclaimed: Judgement = { kind: 'verify', summary: 'all wired up', claimed: false, tail: 'all wired up' };
+    const declaredWork = { base: 'b'.repeat(40), entries: [{ path: 'src/a.ts', mode: '100644', object: 'c'.repeat(40) }] };
+
+    it('completes when it changed a declared file and every one of at least one check passed, with a warning', () => {
+      const verification: Verification = { ...passing, work: declaredWork, acceptance: [acceptance({ passed: true })] };
+      const decision = decide(input(unclaimed, { verification }));
+      expect(decision).toEqual({ kind: 'completed', result: 'all wired up' });
+      expect(verificationWarnings(verification, decision, unclaimed)).toEqual([expect.stringMatching(/^its reply had no COMPLETED\/FAILED\/BLOCKED line; it completed because/)]);
+    });
+
+    it('fails as before without a check, without a changed declared file, or with a failing check, and the retry says what to write', () => {
+      const noChecks = decide(input(unclaimed, { verification: { ...passing, work: declaredWork } }));
+      expect(noChecks.kind === 'retry' && noChecks.failure).toBe('the worker ended without a COMPLETED/FAILED/BLOCKED line (its last words: "all wired up")');
+      expect(noChecks.kind === 'retry' && noChecks.advice).toContain('Your previous reply did not end with a status line (its last line was: "all wired up")');
+      const nothingChanged = decide(input(unclaimed, { task: task({ metadata: { files: { create: [], modify: [] } } }), verification: { ...passing, acceptance: [acceptance({ passed: true })] } }));
+      expect(nothingChanged.kind).toBe('retry');
+      const failing = decide(input(unclaimed, { verification: { ...passing, work: declaredWork, acceptance: [acceptance()] } }));
+      expect(failing.kind === 'retry' && failing.failure).toMatch(/^the worker ended without a COMPLETED\/FAILED\/BLOCKED line .*; and acceptance check failed \(tests pass\)/s);
+    });
+  });
+
+  it('a declared modify left unchanged fails the attempt only when it changed none of its declared files; else it is a warning', () => {
+    const declaredWork = { base: 'b'.repeat(40), entries: [{ path: 'src/a.ts', mode: '100644', object: 'c'.repeat(40) }] };
+    const some: Verification = { ...passing, work: declaredWork, unchangedModified: ['src/b.ts'], acceptance: [acceptance({ passed: true })] };
+    const decision = decide(input(verify, { verification: some }));
+    expect(decision.kind).toBe('completed');
+    expect(verificationWarnings(some, decision, verify)).toEqual(['left declared files unchanged: src/b.ts']);
+    const none = decide(input(verify, { verification: { ...passing, work: { ...declaredWork, entries: [] }, unchangedModified: ['src/b.ts'] } }));
+    expect(none.kind === 'retry' && none.failure).toBe('the worker reported COMPLETED but declared files were not modified: src/b.ts');
   });
 
   it('a gated task with verified work → awaiting_approval', () => {
@@ -180,9 +250,9 @@ describe('decide', () => {
 
   it('a spot-check failure is reported before acceptance (which did not run)', () => {
     const v: Verification = { ...passing, missingCreated: ['src/a.ts'], acceptance: [acceptance()] };
-    expect(verificationFailure(v)?.reason).toBe('spot-check');
-    expect(verificationFailure(passing)).toBeNull();
-    expect(verificationFailure({ ...passing, acceptance: [acceptance({ passed: true })] })).toBeNull();
+    expect(verificationFailure(v, false)?.reason).toBe('spot-check');
+    expect(verificationFailure(passing, false)).toBeNull();
+    expect(verificationFailure({ ...passing, acceptance: [acceptance({ passed: true })] }, false)).toBeNull();
   });
 
   it('FAILED → retry while attempts remain, then failed', () => {

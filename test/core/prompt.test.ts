@@ -73,9 +73,11 @@ describe('workerPrompt', () => {
     const footer = text.slice(text.indexOf('## Rules for this run'));
     expect(footer).toContain('create src/hook.ts; modify src/server.ts.');
     expect(footer).toContain('Do not stage, commit, stash, reset or check out anything with git');
-    expect(footer).toContain('`COMPLETED: <one-line summary of what you did>`');
-    expect(footer).toContain('`FAILED: <what went wrong>`');
-    expect(footer).toContain('`BLOCKED: <what is missing that you cannot provide>`');
+    // The status line as plain text: the prompt shows no line a worker would copy in backticks.
+    expect(footer).toContain('End your reply with exactly one final status line, as plain text (no bold, no backticks), and nothing after it: the word COMPLETED, FAILED or BLOCKED, a colon');
+    expect(footer).not.toMatch(/`(COMPLETED|FAILED): /);
+    // What to do when the task needs a file it does not declare.
+    expect(footer).toContain('end with `BLOCKED: needs to change <path>, which the task does not declare`');
     expect(text.endsWith('\n')).toBe(true);
     expect(text.endsWith('\n\n')).toBe(false);
     const none = workerPrompt(plan([{ subject: 's', prompt: 'p', blockedBy: [], metadata: files() }]), 0, opts);
@@ -128,7 +130,24 @@ describe('workerPrompt', () => {
     p.tasks[3]!.attempts = 0;
     const first = workerPrompt(p, 3, opts);
     expect(first).not.toContain('## Retry');
-    expect(first).toContain('create src/hook.ts, src/hooks/; modify src/server.ts. Writes to any other path are denied.');
+    expect(first).toContain('create src/hook.ts, src/hooks/; modify src/server.ts. Writes to any other path are denied, and a change to one is set aside and never kept.');
+  });
+
+  it("a retry says what to do about what failed (task.retryAdvice), and paths a task may change but need not are named", () => {
+    const p = base();
+    Object.assign(p.tasks[3]!, {
+      attempts: 1,
+      result: 'acceptance check failed (tests pass): `npm test` exited 1; changed files its task does not declare: src/index.ts (set aside, not integrated)',
+      retryAdvice: 'The previous attempt changed or tried to change src/index.ts, which this task does not declare: such changes are set aside and never kept.',
+      metadata: { files: { create: ['src/hook.ts'], modify: ['src/server.ts'], mayChange: ['package-lock.json'] } },
+    });
+    const text = workerPrompt(p, 3, opts);
+    const retry = text.slice(text.indexOf('## Retry'), text.indexOf('## Rules for this run'));
+    expect(retry).toContain('acceptance check failed (tests pass)');
+    expect(retry).toContain('The previous attempt changed or tried to change src/index.ts');
+    expect(retry).toContain('src/hook.ts, src/server.ts, package-lock.json. Every other write is denied.');
+    expect(text).toContain('These may change too, when a tool you run rewrites them (an install, a test run, a build): package-lock.json.');
+    expect(parseStatusLine(text)).toBeNull();
   });
 
   it('a retry of a task with no declared files says it may change none', () => {
@@ -167,6 +186,17 @@ describe('parseStatusLine', () => {
     ['COMPLETED:', { status: 'COMPLETED', text: '' }],
     ['   COMPLETED: indented   ', { status: 'COMPLETED', text: 'indented' }],
     ['work\r\nCOMPLETED: crlf\r\n', { status: 'COMPLETED', text: 'crlf' }],
+    // As models write it: in emphasis or code, after a list or quote marker.
+    ['**COMPLETED:** bold claim', { status: 'COMPLETED', text: 'bold claim' }],
+    ['**COMPLETED**: bold word', { status: 'COMPLETED', text: 'bold word' }],
+    ['__FAILED__: underscores', { status: 'FAILED', text: 'underscores' }],
+    ['`COMPLETED: quoted`', { status: 'COMPLETED', text: 'quoted' }],
+    ['`BLOCKED:`', { status: 'BLOCKED', text: '' }],
+    ['- COMPLETED: a list item', { status: 'COMPLETED', text: 'a list item' }],
+    ['1. FAILED: numbered', { status: 'FAILED', text: 'numbered' }],
+    ['> **BLOCKED:** quoted and bold', { status: 'BLOCKED', text: 'quoted and bold' }],
+    ['COMPLETED: wrote `src/a.ts` and *docs*', { status: 'COMPLETED', text: 'wrote `src/a.ts` and *docs*' }],
+    ['COMPLETED: _', { status: 'COMPLETED', text: '_' }],
   ] as const)('%j', (input, expected) => {
     expect(parseStatusLine(input)).toEqual(expected);
   });
@@ -176,7 +206,7 @@ describe('parseStatusLine', () => {
     expect(parseStatusLine('COMPLETED: looked fine\nthen the tests ran\nFAILED: they did not pass\n\nThanks!')).toEqual({ status: 'FAILED', text: 'they did not pass' });
   });
 
-  it.each(['', 'all done', 'completed: lower case', 'Status: COMPLETED: prefixed', 'COMPLETED - no colon', 'COMPLETED:no space after the colon', 'DONE: other word', '`COMPLETED: quoted`'])(
+  it.each(['', 'all done', 'completed: lower case', 'Status: COMPLETED: prefixed', 'COMPLETED - no colon', 'COMPLETED:no space after the colon', 'DONE: other word', '**COMPLETED:**glued', '**done**: COMPLETED: in the middle', '-COMPLETED: no space after the marker'])(
     'no status in %j',
     (input) => {
       expect(parseStatusLine(input)).toBeNull();

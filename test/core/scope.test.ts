@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Plan, Task } from '../../src/core/plan.ts';
+import { computeOverlaps } from '../../src/core/overlap.ts';
 import { parsePlan } from '../../src/core/validate.ts';
 import {
   editRuleProblem,
@@ -30,6 +31,20 @@ describe('escapeRulePath', () => {
     expect(escapeRulePath('src/[id].ts')).toBe('src/\\[id\\].ts');
     expect(escapeRulePath('a*b{c,d}(e)!f#g\\h')).toBe('a\\*b\\{c,d\\}\\(e\\)\\!f\\#g\\\\h');
     expect(escapeRulePath('my file.txt')).toBe('my file.txt');
+  });
+});
+
+describe('metadata.files.mayChange', () => {
+  it('gives the worker an Edit rule for each path it may change, counts in overlaps, and may not repeat a create or modify path', () => {
+    const mayChange = task(['src/a.ts'], ['package.json'], { metadata: { files: { create: ['src/a.ts'], modify: ['package.json'], mayChange: ['package-lock.json'] } } });
+    expect(value(workerPermissions(plan([mayChange]), 0, '/repo')).allow).toContain('Edit(//repo/package-lock.json)');
+    expect(computeOverlaps([mayChange, task([], [], { metadata: { files: { create: [], modify: [], mayChange: ['package-lock.json'] } } })])).toEqual([[1], [0]]);
+    const twice = parsePlan(JSON.stringify(plan([task(['a.ts'], [], { metadata: { files: { create: ['a.ts'], modify: [], mayChange: ['a.ts', '../x'] } } })])));
+    expect(twice.ok).toBe(false);
+    if (!twice.ok) {
+      expect(twice.error.join('\n')).toContain('"a.ts" is listed under mayChange and under create');
+      expect(twice.error.join('\n')).toContain('tasks[0].metadata.files.mayChange[1]');
+    }
   });
 });
 

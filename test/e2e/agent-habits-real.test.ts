@@ -26,6 +26,10 @@ const write = (file: string, content: string) => (req: ScriptedRequest) => [tool
 const COMMIT = 'git commit -q -m wip';
 const ODD = 'dir with space/ünï "q".txt';
 
+/** What the shell-writer's refused Edit was told, and its second attempt's prompt. */
+const refusals: string[] = [];
+let shellWriterRetryPrompt = '';
+
 /** What each worker's Bash commands printed, by task marker. */
 const shellOutput = new Map<string, string[]>();
 const recording = (marker: string) => (req: ScriptedRequest) => {
@@ -67,6 +71,33 @@ beforeAll(async () => {
           after('rename', () => [text('COMPLETED: renamed')]),
         ],
       }),
+      // Issue 39's habits: tools that rewrite tracked files, status lines in markup or missing, a
+      // refused write done through the shell.
+      scenario({
+        match: 'TASK-MARKER: tooling',
+        turns: [
+          write('src/feature.txt', 'feature\n'),
+          bash(`printf 'rewritten by an install\\n' > package-lock.json && mkdir -p coverage && printf 'report\\n' > coverage/out.txt`),
+          () => [text('Wrote it and ran the tools.\n\n**COMPLETED:** wrote the feature')],
+        ],
+      }),
+      scenario({ match: 'TASK-MARKER: backticks', turns: [write('b.txt', 'b\n'), () => [text('Done.\n`COMPLETED: wrote b.txt`')]] }),
+      scenario({ match: 'TASK-MARKER: silent', turns: [write('c.txt', 'c\n'), () => [text('I wrote c.txt, as asked.')]] }),
+      scenario({
+        match: 'TASK-MARKER: shell-writer',
+        turns: [
+          (req) => {
+            if (req.prompt.includes('This is attempt 2')) shellWriterRetryPrompt = req.prompt;
+            return [toolUse('Edit', { file_path: join(cwdOf(req), 'src/index.js'), old_string: '// index\n', new_string: '// index\nd-export\n' })];
+          },
+          (req) => {
+            refusals.push(req.toolResults[0]?.content ?? '');
+            return [toolUse('Bash', { command: `printf 'd-export\\n' >> src/index.js`, description: 'export it' })];
+          },
+          write('d.txt', 'd\n'),
+          () => [text('COMPLETED: wrote d.txt and exported it')],
+        ],
+      }),
       scenario({
         match: 'TASK-MARKER: plain',
         turns: [write('plain.txt', 'plain\n'), bash(`git add plain.txt && ${COMMIT} && echo COMMITTED`), after('plain', () => [text('COMPLETED: plain.txt')])],
@@ -80,7 +111,7 @@ afterAll(async () => {
   for (const c of cleanups) await c();
 });
 
-const task = (marker: string, files: { create?: string[]; modify?: string[] }, blockedBy: number[] = []) => ({
+const task = (marker: string, files: { create?: string[]; modify?: string[] }, blockedBy: number[] = []): Plan['tasks'][number] => ({
   subject: `task ${marker}`,
   prompt: `Do the ${marker} step.\nTASK-MARKER: ${marker}`,
   blockedBy,
@@ -151,5 +182,54 @@ describe.runIf(support.ok)('workers that commit their own work, with the real Cl
     expect(status).toContain('?? crlf.txt');
     // After the commit, only the extension is left uncommitted.
     expect(status).toMatch(/^ M crlf\.txt$/m);
+  });
+});
+
+describe.runIf(support.ok)('workers whose tools rewrite tracked files, whose status lines are in markup or missing, and who write a refused file through the shell, with the real Claude Code CLI', () => {
+  let repo: TempGitRepo;
+  let exitCode: number;
+  let events: Array<{ type: string; task?: number; outcome?: string; reason?: string; warnings?: string[] }>;
+
+  beforeAll(async () => {
+    repo = await tempGitRepo({ 'README.md': '# sample\n', 'package-lock.json': 'committed\n', 'src/index.js': '// index\n', '.gitignore': 'node_modules/\n' });
+    cleanups.push(repo.cleanup);
+    const home = await tempHome();
+    cleanups.push(() => rm(home, { recursive: true, force: true }));
+    const check = (command: string) => ({ agent: { model: 'haiku', acceptanceCriteria: [{ criterion: 'it holds', check: command }] } });
+    await writePlan(
+      repo.dir,
+      makePlan([
+        { ...task('tooling', { create: ['src/feature.txt'] }), ...check('grep -q feature src/feature.txt && grep -q committed package-lock.json && test ! -e coverage/out.txt') },
+        { ...task('backticks', { create: ['b.txt'] }), ...check('test -f b.txt') },
+        { ...task('silent', { create: ['c.txt'] }), ...check('grep -q c c.txt') },
+        { ...task('shell-writer', { create: ['d.txt'] }), ...check('grep -q d-export src/index.js') },
+      ]),
+    );
+    const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--concurrency', '4', '--json'], claudeEnv(server.url, home));
+    exitCode = r.exitCode ?? -1;
+    events = r.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line));
+  }, 240_000);
+
+  const finished = (task: number) => events.filter((e) => e.type === 'task-finished' && e.task === task);
+
+  it('a tool that rewrote a tracked lockfile and left coverage output costs nothing: the task completes with its declared work, the files set aside and named', async () => {
+    expect(finished(0)).toEqual([expect.objectContaining({ outcome: 'completed', warnings: [expect.stringMatching(/^changed files its task does not declare: coverage\/out\.txt, package-lock\.json \(set aside, not integrated; kept in refs\/foreman-aside\//)] })]);
+    expect(await readFile(join(repo.dir, 'src/feature.txt'), 'utf8')).toBe('feature\n');
+    expect(await readFile(join(repo.dir, 'package-lock.json'), 'utf8')).toBe('committed\n');
+  });
+
+  it('a status line in bold or in backticks is the claim; no status line completes on its checks, with a warning', () => {
+    expect(finished(1).map((e) => e.outcome)).toEqual(['completed']);
+    expect(finished(2)).toEqual([expect.objectContaining({ outcome: 'completed', warnings: [expect.stringMatching(/^its reply had no COMPLETED\/FAILED\/BLOCKED line/)] })]);
+  });
+
+  it('a worker refused an Edit that writes the file through the shell: its retry is told to answer BLOCKED, and its second try ends the task blocked, naming the file', async () => {
+    expect(refusals[0]).toMatch(/permission|denied/i);
+    expect(finished(3).map((e) => e.outcome)).toEqual(['retry', 'blocked']);
+    expect(finished(3)[0]!.reason).toMatch(/acceptance check failed \(it holds\).*changed files its task does not declare: src\/index\.js/s);
+    expect(shellWriterRetryPrompt).toContain('The previous attempt changed or tried to change src/index.js, which this task does not declare');
+    expect(finished(3)[1]!.reason).toMatch(/^the task needs src\/index\.js, which it does not declare/);
+    expect(await readFile(join(repo.dir, 'src/index.js'), 'utf8')).toBe('// index\n');
+    expect(exitCode).toBe(1);
   });
 });

@@ -552,18 +552,37 @@ describe('changes outside the declared files', () => {
         fakeTask('C', { create: ['c.txt'], fake: { write: { 'c.txt': 'c' }, sleepMs: 300 } }),
       ]),
     );
-    // Changed by design (issue 12): an undeclared change fails the attempt (it was a warning), and
-    // each worker has a worktree of its own, so it is pinned on its task even when all run at once.
-    const r = await runExecute(repo.dir, ['--max-attempts', '1']);
+    // With --strict-scope an undeclared change fails the attempt, and each worker has a worktree of
+    // its own, so it is pinned on its task even when all run at once.
+    const r = await runExecute(repo.dir, ['--max-attempts', '1', '--strict-scope']);
     expect(r.exitCode).toBe(1);
     const after = await readPlan(planPath);
     expect(after.tasks.map((t) => t.status)).toEqual(['failed', 'failed', 'completed']);
     expect(after.tasks[0]!.result).toMatch(/does not declare.*: stray\.txt$/);
     expect(after.tasks[1]!.result).not.toContain('stray.txt');
     expect(after.tasks[2]!.result ?? '').not.toContain('stray.txt');
-    // The stray file is not committed, and never was in the person's tree.
-    expect(await repo.git(['log', '--all', '--format=', '--name-only'])).not.toContain('stray.txt');
+    // The stray file is committed only where foreman keeps what it set aside, and never was in the person's tree.
+    expect(await repo.git(['log', '--format=', '--name-only', '--exclude=refs/foreman-aside/*', '--all'])).not.toContain('stray.txt');
+    expect((await repo.git(['for-each-ref', '--format=%(refname)', 'refs/foreman-aside/'])).trim()).toMatch(/^refs\/foreman-aside\/[^/]+\/0$/);
     expect(existsSync(join(repo.dir, 'stray.txt'))).toBe(false);
     expect(await repo.git(['show', 'HEAD:c.txt'])).toBe('c');
+  });
+
+  it('are set aside by default: the task that made them completes with its declared work, named in a warning, and they never reach the person\'s tree', async () => {
+    const { repo, planPath } = await setup(
+      makePlan([
+        fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'declared work only', check: 'test -f a.txt && test ! -e stray.txt' }], fake: { write: { 'a.txt': 'a', 'stray.txt': 'oops' }, sleepMs: 300 } }),
+        fakeTask('C', { create: ['c.txt'], fake: { write: { 'c.txt': 'c' }, sleepMs: 300 } }),
+      ]),
+    );
+    const r = await runExecute(repo.dir, ['--max-attempts', '1', '--json']);
+    expect(r.exitCode).toBe(0);
+    const finished = r.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line)).filter((e) => e.type === 'task-finished' && e.task === 0);
+    expect(finished).toEqual([expect.objectContaining({ outcome: 'completed', warnings: [expect.stringMatching(/^changed files its task does not declare: stray\.txt \(set aside, not integrated; kept in refs\/foreman-aside\//)] })]);
+    expect(await repo.git(['log', '--format=', '--name-only', '--exclude=refs/foreman-aside/*', '--all'])).not.toContain('stray.txt');
+    expect(existsSync(join(repo.dir, 'stray.txt'))).toBe(false);
+    expect(await repo.git(['show', 'HEAD:a.txt'])).toBe('a');
+    // The plan finished and its refs went with it; the archived plan names what was set aside.
+    await expect(readPlan(planPath)).rejects.toThrow();
   });
 });

@@ -155,7 +155,7 @@ describe('every attempt in a worktree of its own', () => {
 });
 
 describe('changes outside the declared files', () => {
-  it('fail the attempt, naming the paths; they never reach the person’s tree or any commit; the retry is told what it may change', async () => {
+  it('with --strict-scope, fail the attempt, naming the paths; they never reach the person’s tree or any commit; the retry is told what it may change', async () => {
     const signals = await tempDir('foreman-iso-signals-');
     const { repo, env, worktrees } = await setup(
       makePlan([
@@ -172,7 +172,7 @@ describe('changes outside the declared files', () => {
       { 'README.md': 'hello\n' },
     );
     const prompts = join(signals, 'prompts');
-    const r = await runExecute(repo.dir, ['--json', '--max-attempts', '2'], { ...env, FAKE_WORKER_PROMPTS: prompts });
+    const r = await runExecute(repo.dir, ['--json', '--max-attempts', '2', '--strict-scope'], { ...env, FAKE_WORKER_PROMPTS: prompts });
     expect(r.exitCode, r.stdout).toBe(0);
     const finished = r.stdout
       .split('\n')
@@ -196,13 +196,13 @@ describe('changes outside the declared files', () => {
     await expectNothingLeft(repo, worktrees);
   });
 
-  it('with no attempt left the task fails, and nothing of its attempt is anywhere', async () => {
+  it('with --strict-scope and no attempt left the task fails, and nothing of its attempt is anywhere but the ref keeping what was set aside', async () => {
     const { repo, planPath, env } = await setup(
       makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n', 'junk/stray.txt': 'oops\n', 'README.md': 'overwritten\n' } } })]),
       { 'README.md': 'hello\n' },
     );
     const startHead = await head(repo);
-    const r = await runExecute(repo.dir, ['--max-attempts', '1'], env);
+    const r = await runExecute(repo.dir, ['--max-attempts', '1', '--strict-scope'], env);
     expect(r.exitCode).toBe(1);
     const task = (await readPlan(planPath)).tasks[0]!;
     expect(task.status).toBe('failed');
@@ -210,7 +210,42 @@ describe('changes outside the declared files', () => {
     expect(await treeFiles(repo)).toEqual(['README.md']);
     expect(await readFile(join(repo.dir, 'README.md'), 'utf8')).toBe('hello\n');
     expect(await head(repo)).toBe(startHead);
-    expect(await repo.git(['log', '--all', '--format=', '--name-only'])).not.toMatch(/junk|a\.txt/);
+    expect(await repo.git(['log', '--exclude=refs/foreman-aside/*', '--all', '--format=', '--name-only'])).not.toMatch(/junk|a\.txt/);
+    // Kept there, to be read back: the attempt's whole work.
+    expect(await repo.git(['show', `${task.setAside!.commit}:junk/stray.txt`])).toBe('oops\n');
+  });
+});
+
+describe('changes outside the declared files, set aside (the default)', () => {
+  it('the checks judge the declared work alone; passing, it lands, the set-aside files named and never in the person’s tree; failing, the retry is told to leave them or answer BLOCKED, and a second time ends the task blocked', async () => {
+    const signals = await tempDir('foreman-iso-signals-');
+    const { repo, planPath, env } = await setup(
+      makePlan([
+        // A tool's side effect (a rewritten lockfile) beside the declared work: its check passes without it.
+        fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'lockfile as committed', check: 'grep -q committed lock.json && test -f a.txt' }], fake: { write: { 'a.txt': 'a\n', 'lock.json': 'rewritten\n' } } }),
+        // A worker that needs an undeclared file: both attempts write it through the shell, and the check needs it.
+        fakeTask('B', { create: ['b.txt'], acceptance: [{ criterion: 'needs index', check: 'grep -q b index.txt' }], fake: { write: { 'b.txt': 'b\n', 'index.txt': 'b\n' } } }),
+      ]),
+      { 'README.md': 'hello\n', 'lock.json': 'committed\n', 'index.txt': 'index\n' },
+    );
+    const prompts = join(signals, 'prompts');
+    const r = await runExecute(repo.dir, ['--json', '--max-attempts', '3'], { ...env, FAKE_WORKER_PROMPTS: prompts });
+    expect(r.exitCode, r.stdout).toBe(1);
+    const events = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; task?: number; outcome?: string; reason?: string; warnings?: string[] });
+    const finished = (task: number) => events.filter((e) => e.type === 'task-finished' && e.task === task);
+    expect(finished(0)).toEqual([expect.objectContaining({ outcome: 'completed', warnings: [expect.stringContaining('changed files its task does not declare: lock.json (set aside, not integrated')] })]);
+    expect(await repo.git(['show', 'HEAD:a.txt'])).toBe('a\n');
+    expect(await readFile(join(repo.dir, 'lock.json'), 'utf8')).toBe('committed\n');
+    // B: the first attempt fails its check, naming the file; the retry is told what to do; the second ends it blocked.
+    expect(finished(1).map((e) => e.outcome)).toEqual(['retry', 'blocked']);
+    expect(finished(1)[0]!.reason).toMatch(/acceptance check failed \(needs index\).*; changed files its task does not declare: index\.txt/s);
+    const retryPrompt = await readFile(join(prompts, 'B-2.txt'), 'utf8');
+    expect(retryPrompt).toContain('The previous attempt changed or tried to change index.txt, which this task does not declare');
+    expect(retryPrompt).toContain('BLOCKED: needs to change <path>, which the task does not declare');
+    expect(finished(1)[1]!.reason).toMatch(/^the task needs index\.txt, which it does not declare/);
+    const b = (await readPlan(planPath)).tasks[1]!;
+    expect(b).toMatchObject({ status: 'blocked', attempts: 2, undeclaredWrites: ['index.txt'], setAside: { attempt: 2, paths: ['index.txt'] } });
+    expect(await readFile(join(repo.dir, 'index.txt'), 'utf8')).toBe('index\n');
   });
 });
 

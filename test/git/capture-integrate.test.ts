@@ -213,7 +213,7 @@ describe('captureWork', () => {
     const r = await repo({ 'a.txt': 'a\n' });
     const wt = await slot(r);
     const capture = await captured(captureWork(wt.dir, ['a.txt', 'missing.txt', 'missing-dir/'], []));
-    expect(capture).toEqual({ changed: [], outside: [], work: { base: await rev(r, 'HEAD'), entries: [] } });
+    expect(capture).toEqual({ changed: [], outside: [], aside: [], work: { base: await rev(r, 'HEAD'), entries: [] } });
   });
 
   it('with the start commit given, what the worker committed in its worktree is its work too', async () => {

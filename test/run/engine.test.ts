@@ -242,16 +242,30 @@ describe('the engine, in process', () => {
     ]);
   });
 
-  it('an attempt that changed files its task does not declare fails with their names', async () => {
-    const rig = new EngineRig(makePlan([task('A')]), { settings: { maxAttempts: 1 }, verify: () => ({ ...PASSED, outsideChanges: ['README.md', 'junk/stray.txt'] }) });
+  it('with --strict-scope, an attempt that changed files its task does not declare fails with their names', async () => {
+    const setAside = { paths: ['README.md', 'junk/stray.txt'], kept: { commit: 'a'.repeat(40), ref: 'refs/foreman-aside/p/0' } };
+    const rig = new EngineRig(makePlan([task('A')]), { settings: { maxAttempts: 1, strictScope: true }, verify: () => ({ ...PASSED, outsideChanges: setAside.paths, setAside }) });
     await rig.advance(0);
     await rig.finish(0, 'COMPLETED: a');
     const result = await rig.ended();
     expect(statusOf(result.plan.tasks[0]!)).toBe('failed');
     expect(result.plan.tasks[0]!.result).toContain('README.md, junk/stray.txt');
     expect(rig.recorded).toEqual([]);
-    // The journal's task-finished carries them as a warning too, for the report.
-    expect(rig.events.find((e) => e.type === 'task-finished')).toMatchObject({ warnings: ['changed files it did not declare (the attempt failed; they were not kept): README.md, junk/stray.txt'] });
+    // The journal's task-finished carries them as a warning too, for the report; the task records them.
+    expect(rig.events.find((e) => e.type === 'task-finished')).toMatchObject({ warnings: [`changed files its task does not declare: README.md, junk/stray.txt (set aside, not integrated; kept in refs/foreman-aside/p/0, commit ${'a'.repeat(12)})`] });
+    expect(result.plan.tasks[0]).toMatchObject({ undeclaredWrites: ['README.md', 'junk/stray.txt'], setAside: { attempt: 1, paths: ['README.md', 'junk/stray.txt'], commit: 'a'.repeat(40) } });
+  });
+
+  it('an attempt that changed files its task does not declare completes with its declared work when its checks pass, the files set aside and named', async () => {
+    const setAside = { paths: ['package-lock.json'], kept: { commit: 'b'.repeat(40), ref: 'refs/foreman-aside/p/0' } };
+    const rig = new EngineRig(makePlan([task('A')]), { verify: () => ({ ...PASSED, outsideChanges: setAside.paths, setAside }) });
+    await rig.advance(0);
+    await rig.finish(0, 'COMPLETED: a');
+    const result = await rig.ended();
+    expect(statusOf(result.plan.tasks[0]!)).toBe('completed');
+    expect(rig.recorded.flatMap((r) => r.integrate.map((w) => w.task))).toEqual([0]);
+    expect(rig.events.find((e) => e.type === 'task-finished')).toMatchObject({ outcome: 'completed', warnings: [expect.stringContaining('changed files its task does not declare: package-lock.json (set aside, not integrated')] });
+    expect(result.plan.tasks[0]!.setAside).toEqual({ attempt: 1, paths: ['package-lock.json'], commit: 'b'.repeat(40) });
   });
 
   it('stops the run when the agent cannot run at all, counting no attempt', async () => {

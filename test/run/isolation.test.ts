@@ -2,29 +2,21 @@
 // outside the repository, verified work is integrated there and lands on the branch only through
 // `land`; what a killed run leaves in the git directory does not stop the next one.
 
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { captureWork } from '../../src/adapters/git/capture.ts';
 import { candidateRef, integrationRef } from '../../src/adapters/git/refs.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import type { CapturedWork } from '../../src/core/work.ts';
-import { Isolation } from '../../src/run/isolation.ts';
 import { afterEachCleanups, tempRepoIn } from '../support/git-repo.ts';
+import { openIsolation } from '../support/isolation.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
 const cleanups = afterEachCleanups();
 const repoWith = tempRepoIn(cleanups);
 
-async function open(repo: string, plan: Plan) {
-  const root = await mkdtemp(join(tmpdir(), 'foreman-isolation-'));
-  cleanups.push(() => rm(root, { recursive: true, force: true }));
-  const opened = await Isolation.open(plan, { repo, planPath: join(repo, '.design/plan.json'), env: { ...process.env, FOREMAN_WORKTREES: root }, sandbox: false, setupTimeoutMs: 60_000 });
-  if (!opened.ok) throw new Error(`open: ${opened.error.stderr}`);
-  cleanups.push(() => opened.value.removeWorktrees());
-  return { isolation: opened.value, root };
-}
+const open = (repo: string, plan: Plan) => openIsolation(cleanups, repo, plan);
 
 describe('Isolation', () => {
   it('starts the integration ref at HEAD, gives attempts worktrees outside the repository, and lands only when asked', async () => {

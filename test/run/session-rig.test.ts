@@ -108,6 +108,21 @@ describe('the in-session steps, in process', () => {
     expect(rig.state.plan.tasks.map((t) => t.attempts)).toEqual([1, 1]);
   });
 
+  it("a write the worker hook refused counts as the task wanting that file: the retry is told to answer BLOCKED, and a second refusal ends the task blocked", async () => {
+    const rig = new SessionRig(makePlan([task('A')]));
+    await rig.setup();
+    await rig.next();
+    rig.deniedWrites.set('0-1', ['src/index.ts']);
+    await rig.finalize([[0, 'FAILED: could not export it from src/index.ts']]);
+    expect(statuses(rig)).toEqual(['pending']);
+    expect(rig.state.plan.tasks[0]).toMatchObject({ undeclaredWrites: ['src/index.ts'], retryAdvice: expect.stringContaining('BLOCKED: needs to change <path>') });
+    await rig.next();
+    rig.deniedWrites.set('0-2', ['src/index.ts']);
+    await rig.finalize([[0, 'FAILED: still cannot']]);
+    expect(statuses(rig)).toEqual(['blocked']);
+    expect(rig.state.plan.tasks[0]!.result).toMatch(/^BLOCKED: the task needs src\/index\.ts, which it does not declare/);
+  });
+
   it('git failing while recording stops the run', async () => {
     const rig = new SessionRig(makePlan([task('A'), task('B')]), { record: () => gitFailure('update-ref', 'fatal: cannot lock ref') });
     await rig.setup();
@@ -223,7 +238,7 @@ describe('the /execute steps, in process', () => {
     expect(next).toMatchObject({ round: 1, stall: 'none', inProgress: [] });
     const prompt = await readFile(first.promptFile, 'utf8');
     expect(prompt).toContain(`TASK-MARKER: ${first.index === 0 ? 'A' : 'B'}`);
-    expect(prompt).toContain('COMPLETED: <one-line summary');
+    expect(prompt).toContain('End your reply with exactly one final status line, as plain text');
     expect(prompt).toContain('Do not stage, commit');
     expect((await readPlan(rig.planPath)).tasks[first.index]!.status).toBe('in_progress');
 

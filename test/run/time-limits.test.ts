@@ -53,7 +53,7 @@ describe('a time limit hit says what, after how long, which flag, and that the p
     const verification = await verifyAttempt({ isolation, checkTimeoutMs: 1000 }, plan, 0, { dir: prepared.value });
     isolation.release(0);
     expect(verification.acceptance).toMatchObject([{ passed: false, timedOut: true }]);
-    const decision = decide({ task: plan.tasks[0]!, judgement: { kind: 'verify', summary: 'done' }, verification, permissionDenials: [], maxAttempts: 3 });
+    const decision = decide({ task: plan.tasks[0]!, judgement: { kind: 'verify', summary: 'done', claimed: true }, verification, permissionDenials: [], maxAttempts: 3 });
     expect(decision.kind).toBe('retry');
     expect(decision.kind === 'retry' && decision.failure).toBe(`acceptance check failed (it finishes): \`sleep 5\` timed out after 1s (the limit set by --check-timeout); ${ended}`);
   });

@@ -98,8 +98,9 @@ function playLead(req: ScriptedRequest, repo: string): ContentBlock[] {
   if (first.name === 'Agent') {
     const results = calls.map((c) => {
       const task = Number(/TASK-NUMBER (\d+)/.exec(String(c.input.prompt))?.[1] ?? /task-(\d+)\.md/.exec(String(c.input.prompt))?.[1]);
-      // As the skill says: the status line, or the first line of Claude Code's own failure to make the worktree.
-      const status = [...c.result.matchAll(/^\s*((?:COMPLETED|FAILED|BLOCKED):.*)$/gm)].at(-1)?.[1] ?? (WORKTREE_NOT_MADE.test(c.result) ? c.result.split('\n')[0]! : '');
+      // As the skill says: the status line as the worker wrote it (bold or backticks included), or
+      // the first line of Claude Code's own failure to make the worktree.
+      const status = [...c.result.matchAll(/^\s*([*_`>\s-]*(?:COMPLETED|FAILED|BLOCKED)[*_`]*:.*)$/gm)].at(-1)?.[1] ?? (WORKTREE_NOT_MADE.test(c.result) ? c.result.split('\n')[0]! : '');
       const worktree = /^worktreePath: (.+)$/m.exec(c.result)?.[1];
       return { task, output: status, ...(worktree ? { worktree } : {}) };
     });
@@ -243,7 +244,14 @@ describe.each(installs)('$command in the default permission mode, nothing pre-ap
         [toolUse('Bash', { command: `echo escaped >> ${join(repo.dir, 'README.md')}`, description: 'try the person’s file' })],
         [toolUse('Bash', { command: 'cat a.txt && echo "tmp: $TMPDIR" && touch "$TMPDIR/scratch"', description: 'check' })],
       ],
-      1: (cwd) => [[toolUse('Write', { file_path: join(cwd, 'b.txt'), content: 'beta\n' })], [toolUse('Bash', { command: 'mkdir -p build && echo ok > build/out.txt && rm -r build', description: 'build' })]],
+      1: (cwd) => [
+        [toolUse('Write', { file_path: join(cwd, 'b.txt'), content: 'beta\n' })],
+        [toolUse('Bash', { command: 'mkdir -p build && echo ok > build/out.txt && rm -r build', description: 'build' })],
+        // A tool's side effect on a tracked file it does not declare, written by the shell in its worktree: set aside.
+        [toolUse('Bash', { command: 'echo "appended by a tool" >> README.md', description: 'a tool rewrites README.md' })],
+        // And its claim in bold, as models write it.
+        [text('Wrote b.txt.\n\n**COMPLETED:** task 1 done')],
+      ],
       2: (cwd) => [
         [toolUse('Read', { file_path: join(cwd, 'a.txt') })],
         [toolUse('Write', { file_path: join(cwd, 'c.txt'), content: 'gamma\n' })],
@@ -302,6 +310,17 @@ describe.each(installs)('$command in the default permission mode, nothing pre-ap
     expect((await readdir(join(repo.dir, '.design/history'))).some((f) => f.endsWith('-plan.json'))).toBe(true);
     // The worker's view of task 2 held its blocker's work.
     expect(workerResults.find((w) => w.task === 2 && w.tool.startsWith('Read') && w.tool.includes('a.txt'))?.result).toContain('alpha');
+  });
+
+  it("a worker's shell change to a file it does not declare is set aside, named in finalize's warnings, and its bold claim counts", async () => {
+    const finalized = server
+      .turns()
+      .map((r) => r as ScriptedRequest)
+      .flatMap((r) => lastCalls(r))
+      .filter((c) => c.name === 'Bash' && String(c.input.command).includes(' plan finalize'))
+      .flatMap((c) => (json(c.result)?.results ?? []) as Array<{ index: number; outcome: string; warnings: string[] }>);
+    expect(finalized.find((r) => r.index === 1)).toMatchObject({ outcome: 'completed', warnings: [expect.stringMatching(/^changed files its task does not declare: README\.md \(set aside, not integrated/)] });
+    expect(await readFile(join(repo.dir, 'README.md'), 'utf8')).toBe(readme);
   });
 
   it('refuses not one call the run needs: the only denial is the undeclared write, made by the hook at write time', () => {

@@ -55,11 +55,11 @@ describe('the /execute steps with Claude Code worktrees', () => {
     await expect(readFile(planPath)).rejects.toThrow();
   });
 
-  it('an undeclared change fails the attempt and never reaches the person\'s tree or a commit', async () => {
+  it('with setup --strict-scope, an undeclared change fails the attempt and never reaches the person\'s tree or a commit', async () => {
     const { repo, planPath } = await repoWith(
       makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n', 'junk/stray.txt': 'stray\n', 'README.md': 'overwritten\n' } } })]),
     );
-    await checkedStep(step, repo.dir, ['setup', '--max-attempts', '1']);
+    await checkedStep(step, repo.dir, ['setup', '--max-attempts', '1', '--strict-scope']);
     const next = await checkedStep(step, repo.dir, ['next']);
     const { finalize } = await round(repo.dir, next.json);
     expect(finalize.results[0]).toMatchObject({ outcome: 'failed', reason: expect.stringContaining('README.md, junk/stray.txt') });
@@ -71,6 +71,30 @@ describe('the /execute steps with Claude Code worktrees', () => {
     await expect(readFile(join(repo.dir, 'a.txt'))).rejects.toThrow();
     expect(await repo.git(['log', '--format=%s'])).not.toContain('foreman');
     expect((await readPlan(planPath)).tasks[0]!.status).toBe('failed');
+    expect(await agentLeftovers(repo.dir)).toEqual({ worktrees: [], branches: [] });
+  });
+
+  it('by default an undeclared change is set aside: the task completes with its declared work, finalize names it in its warnings, and it never reaches the person\'s tree', async () => {
+    const { repo, planPath } = await repoWith(
+      makePlan([
+        fakeTask('A', {
+          create: ['a.txt'],
+          acceptance: [{ criterion: 'the declared work alone', check: 'test -f a.txt && test ! -e junk/stray.txt && grep -q hello README.md' }],
+          fake: { write: { 'a.txt': 'a\n', 'junk/stray.txt': 'stray\n', 'README.md': 'overwritten\n' } },
+        }),
+      ]),
+    );
+    await checkedStep(step, repo.dir, ['setup']);
+    const { finalize } = await round(repo.dir, (await checkedStep(step, repo.dir, ['next'])).json);
+    expect(finalize.results[0]).toMatchObject({ outcome: 'completed' });
+    expect(finalize.results[0].warnings).toEqual([expect.stringMatching(/^changed files its task does not declare: README\.md, junk\/stray\.txt \(set aside, not integrated; kept in refs\/foreman-aside\//)]);
+    const commit = await checkedStep(step, repo.dir, ['commit']);
+    expect(commit.json).toMatchObject({ tasks: [0], complete: true });
+    expect(await readFile(join(repo.dir, 'a.txt'), 'utf8')).toBe('a\n');
+    expect(await readFile(join(repo.dir, 'README.md'), 'utf8')).toBe('hello\n');
+    await expect(readFile(join(repo.dir, 'junk/stray.txt'))).rejects.toThrow();
+    expect(await repo.git(['stash', 'list'])).toBe('');
+    await expect(readFile(planPath)).rejects.toThrow();
     expect(await agentLeftovers(repo.dir)).toEqual({ worktrees: [], branches: [] });
   });
 

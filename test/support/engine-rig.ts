@@ -276,6 +276,8 @@ export class SessionRig {
   /** Integrated work not on the person's branch yet. */
   readonly unlanded = new Set<number>();
   blockLanding = false;
+  /** The undeclared writes the worker hook refused, by `<task>-<attempt>`. */
+  readonly deniedWrites = new Map<string, string[]>();
   /** Where a step moved the finished plan, or null. */
   archived: string | null = null;
   private time = Date.parse('2026-01-01T00:00:00.000Z');
@@ -402,7 +404,7 @@ export class SessionRig {
         return [];
       },
     },
-    handOut: { publish: async () => undefined, withdraw: async () => undefined, removeStale: async () => undefined },
+    handOut: { publish: async () => undefined, withdraw: async () => undefined, removeStale: async () => undefined, deniedWrites: async (task, attempt) => this.deniedWrites.get(`${task}-${attempt}`) ?? [] },
     sandbox: async () => ({ mode: 'off', sandboxed: false, unavailable: null }),
   };
 

@@ -25,10 +25,12 @@ import { type GitCommandError, git, runGitPipe } from './runner.ts';
 export interface Capture {
   /** Every path the attempt changed in its worktree (tracked modified/deleted, new files git does not ignore), sorted; never what `kept` covers. */
   changed: string[];
-  /** The changed paths no declared path covers (and not under `kept`): the attempt fails with them. */
+  /** The changed paths no declared path covers (and not under `kept`): set aside, never integrated. */
   outside: string[];
   /** The declared paths as the worker left them. */
   work: CapturedWork;
+  /** The `outside` paths as the worker left them (stored too, so what was set aside can be read back), sorted. */
+  aside: WorkEntry[];
 }
 
 /** Whether provisioning put `repoPath` there: a kept file, or a kept `dir/` (the directory itself too, as a symlink is listed without its `/`). */
@@ -40,9 +42,11 @@ const keptPath = (repoPath: string, kept: readonly string[]): boolean => covered
  * `kept`: what provisioning put in the worktree (dependency folders, `.worktreeinclude` copies;
  * directories end in `/`): never the worker's, so never reported.
  *
- * The declared paths that changed are written into the object store as they are now (blobs, by
- * `hashedWork` or `stagedWork`): what a check writes afterwards cannot change what was captured.
- * Declared paths the worker did not touch, or that match nothing, are simply absent.
+ * Every changed path is written into the object store as it is now (blobs, by `hashedWork` or
+ * `stagedWork`): what a check writes afterwards cannot change what was captured. The declared
+ * ones are the work; the others (`aside`) are what the attempt changed outside its scope, kept so
+ * they can be set aside and read back. Declared paths the worker did not touch, or that match
+ * nothing, are simply absent.
  *
  * `base`: the commit the attempt started from, when the caller knows it. A worker that
  * committed in its worktree moved HEAD; its commits then count as its changes (diffed from
@@ -70,15 +74,14 @@ export async function captureWork(dir: string, declared: readonly string[], kept
   }
   const changed = [...changedSet].filter((changedPath) => !keptPath(changedPath, kept)).sort(byPath);
   const outside = changed.filter((changedPath) => !coveredBy(changedPath, declared));
-  const declaredChanges = changed.filter((changedPath) => coveredBy(changedPath, declared));
   // What the worker committed and left alone since is in the index already.
-  const toStage = declaredChanges.filter((changedPath) => stageable.has(changedPath));
+  const toStage = changed.filter((changedPath) => stageable.has(changedPath));
 
-  if (declaredChanges.length === 0) return ok({ changed, outside, work: { base: start, entries: [] } });
+  if (changed.length === 0) return ok({ changed, outside, work: { base: start, entries: [] }, aside: [] });
   // In a slot, new objects go straight into the person's store; the slot's own stays readable.
   const env = store === null ? undefined : { GIT_OBJECT_DIRECTORY: store.shared, GIT_ALTERNATE_OBJECT_DIRECTORIES: store.own };
   // The common case, a worker that changed files and did not commit, in one git process.
-  const hashed = start === headCommit ? await hashedWork(dir, listed, declaredChanges, env) : null;
+  const hashed = start === headCommit ? await hashedWork(dir, listed, changed, env) : null;
   let entries: WorkEntry[];
   if (hashed !== null) {
     if (!hashed.ok) return err(failureOf(hashed.error));
@@ -86,15 +89,17 @@ export async function captureWork(dir: string, declared: readonly string[], kept
   } else {
     const staged = await stagedWork(dir, start, toStage, env);
     if (!staged.ok) return err(failureOf(staged.error));
-    // The worker may have staged undeclared files itself: only declared ones are its work.
-    entries = staged.value.filter((entry) => coveredBy(entry.path, declared) && !keptPath(entry.path, kept));
+    // What provisioning put there is never the worker's, even when it staged it itself.
+    entries = staged.value.filter((entry) => !keptPath(entry.path, kept));
   }
   entries.sort((a, b) => byPath(a.path, b.path));
   if (store !== null) {
     const shared = await shareObjects(dir, store, entries);
     if (!shared.ok) return err(failureOf(shared.error));
   }
-  return ok({ changed, outside, work: { base: start, entries } });
+  const work = entries.filter((entry) => coveredBy(entry.path, declared));
+  const aside = entries.filter((entry) => !coveredBy(entry.path, declared));
+  return ok({ changed, outside, work: { base: start, entries: work }, aside });
 }
 
 type ObjectEnv = Record<string, string> | undefined;

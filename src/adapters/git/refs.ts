@@ -8,14 +8,18 @@ import { type Result, err, ok } from '../../core/failure.ts';
 import { type GitFailure, byPath, expectObjectId, failureOf } from '../../core/git-text.ts';
 import { GitCommandError, git, runGit } from './runner.ts';
 
-/** foreman's ref namespaces: integration tips, work awaiting approval, candidates of the merge queue. */
-const NAMESPACES = { integration: 'refs/foreman', awaiting: 'refs/foreman-awaiting', candidate: 'refs/foreman-candidate' } as const;
+/** foreman's ref namespaces: integration tips, work awaiting approval, candidates of the merge queue, attempts' set-aside changes. */
+const NAMESPACES = { integration: 'refs/foreman', awaiting: 'refs/foreman-awaiting', candidate: 'refs/foreman-candidate', aside: 'refs/foreman-aside' } as const;
 
 /** The plan's integration tip: verified work is committed here, never on the person's branch. */
 export const integrationRef = (planId: string) => `${NAMESPACES.integration}/${planId}`;
 
-/** Why work is parked on a ref of its own: awaiting approval, or a candidate in the merge queue. */
-export type ParkKind = 'awaiting' | 'candidate';
+/**
+ * Why work is parked on a ref of its own: awaiting approval, a candidate in the merge queue, or
+ * an attempt whose changes outside its declared files were set aside (its whole work, kept to be
+ * read back; never integrated from there).
+ */
+export type ParkKind = 'awaiting' | 'candidate' | 'aside';
 /** The folder of a plan's parked refs of one kind (`refs/foreman-awaiting/<planId>/`), ending in `/`. */
 export const parkedPrefix = (kind: ParkKind, planId: string): string => `${NAMESPACES[kind]}/${planId}/`;
 /** A task's parked work: one commit whose parent is the attempt's base. */
@@ -24,8 +28,11 @@ export const parkedRef = (kind: ParkKind, planId: string, task: number): string 
 export const awaitingRef = (planId: string, task: number) => parkedRef('awaiting', planId, task);
 /** Verified work waiting in the merge queue: kept here until it integrates (or is found to break the build). */
 export const candidateRef = (planId: string, task: number) => parkedRef('candidate', planId, task);
+/** A task's last attempt that set changes aside: its whole work on its starting commit. */
+export const asideRef = (planId: string, task: number) => parkedRef('aside', planId, task);
+const PARK_KINDS = ['awaiting', 'candidate', 'aside'] as const;
 /** Every folder of a plan's parked refs, relative to the git directory (`refs/foreman-awaiting/<planId>`…). */
-export const parkedFolders = (planId: string): string[] => (['awaiting', 'candidate'] as const).map((kind) => parkedPrefix(kind, planId).slice(0, -1));
+export const parkedFolders = (planId: string): string[] => PARK_KINDS.map((kind) => parkedPrefix(kind, planId).slice(0, -1));
 
 /**
  * The full id of the commit `revision` names in `cwd`: the one place a revision is resolved. A
@@ -149,7 +156,7 @@ export async function parkedTasks(repo: string, planId: string, kind: ParkKind):
 
 /** foreman's refs in `repo` (of one plan, when `planId` is given): the integration tips and parked work. */
 export async function foremanRefs(repo: string, planId?: string): Promise<string[]> {
-  const patterns = planId === undefined ? Object.values(NAMESPACES).map((namespace) => `${namespace}/`) : [integrationRef(planId), parkedPrefix('awaiting', planId), parkedPrefix('candidate', planId)];
+  const patterns = planId === undefined ? Object.values(NAMESPACES).map((namespace) => `${namespace}/`) : [integrationRef(planId), ...PARK_KINDS.map((kind) => parkedPrefix(kind, planId))];
   const listed = await git(repo, ['for-each-ref', '--format=%(refname)', ...patterns]);
   if (!listed.ok) throw listed.error;
   return listed.value.split('\n').filter(Boolean).sort(byPath);

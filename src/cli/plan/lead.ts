@@ -236,7 +236,7 @@ function refuseBaseline(command: string, tip: string, output: string): never {
 export const setup = stepCommand({
   name: 'setup',
   summary: 'For /execute: validate the plan, set up its integration ref, clean up after an interrupted session, check blocking assumptions, integrate and land verified work an earlier session left. JSON out.',
-  usage: '[--repo DIR] [--plan FILE] [--concurrency N] [--max-attempts N] [--check-timeout SECONDS] [--gate CMD | --no-gate] [--gate-batch N] [--gate-timeout SECONDS] [--speculate N | --no-speculate] [--wait SECONDS] [--sandbox MODE]',
+  usage: '[--repo DIR] [--plan FILE] [--concurrency N] [--max-attempts N] [--check-timeout SECONDS] [--gate CMD | --no-gate] [--gate-batch N] [--gate-timeout SECONDS] [--speculate N | --no-speculate] [--wait SECONDS] [--sandbox MODE] [--strict-scope]',
   options: {
     concurrency: { type: 'string', valueName: 'N', description: `workers at once for this session (default ${DEFAULTS.concurrency})`, range: RANGES.workers },
     'max-attempts': { type: 'string', valueName: 'N', description: `attempts per task, retries included (default ${DEFAULTS.maxAttempts})`, range: RANGES.attempts },
@@ -252,6 +252,7 @@ export const setup = stepCommand({
       range: RANGES.speculate,
     },
     'no-speculate': { type: 'boolean', description: 'a dependant waits for its blockers to land (what a session always does)' },
+    'strict-scope': { type: 'boolean', description: "as execute's: a change outside a task's declared files fails its attempt (default: it is set aside, never integrated, and the acceptance checks decide)" },
     ...waitOption,
     sandbox: {
       type: 'string',
@@ -282,6 +283,7 @@ export const setup = stepCommand({
       waitMs: millisecondsOf(numbers.wait),
       sandbox: sandbox as SessionSandbox,
       ...(values['no-speculate'] === true ? { speculate: 0 } : numbers.speculate !== undefined ? { speculate: numbers.speculate } : {}),
+      ...(values['strict-scope'] === true ? { strictScope: true } : {}),
     });
     if (setupResult.ok && setupResult.value.gate.baseline === 'failed') {
       const gate = setupResult.value.gate;

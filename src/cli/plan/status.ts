@@ -19,9 +19,11 @@ const REASON_CHARS = 100;
 
 /**
  * Why a task is where it is: a failed, blocked or skipped task's reason, or what left a pending or
- * running task behind (a failed attempt to retry, work that could not be integrated); one line, clipped.
+ * running task behind (a failed attempt to retry, work that could not be integrated), or what a
+ * completed task's last attempt set aside; one line, clipped.
  */
-function reasonCell(task: { status: string; result: string | null }): string {
+function reasonCell(task: { status: string; result: string | null }, setAside: readonly string[]): string {
+  if (task.status === 'completed' || task.status === 'awaiting_approval') return setAside.length > 0 ? oneLine(`set aside (not integrated): ${setAside.join(', ')}`, REASON_CHARS) : '';
   const shown = ['failed', 'blocked', 'skipped', 'pending', 'in_progress'].includes(task.status) && task.result !== null;
   return shown ? oneLine(task.result!, REASON_CHARS) : '';
 }
@@ -86,7 +88,7 @@ export const status: Command = {
     io.out(
       table(
         ['#', 'subject', 'status', 'attempts', 'blocked by', 'reason'],
-        tasks.map((t) => [String(t.index), t.subject, t.status, String(t.attempts), t.blockedBy.join(', ') || '—', reasonCell(t)]),
+        tasks.map((t) => [String(t.index), t.subject, t.status, String(t.attempts), t.blockedBy.join(', ') || '—', reasonCell(t, plan.tasks[t.index]!.setAside?.paths ?? [])]),
         { maxWidth: io.columns, shrink: [{ column: 5, min: 24 }, { column: 1 }] },
       ),
     );

@@ -1,0 +1,37 @@
+// Setting aside what an attempt changed outside its task's declared files: in the attempt's own
+// worktree, each such path goes back to what the attempt's starting commit holds (restored from
+// it, or removed when it has none), so the checks that follow judge exactly the work that would
+// land. What was set aside is kept by the caller on a ref of foreman's (capture stored it first).
+// Never `git stash`: an in-session worktree shares the person's refs/stash.
+
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import { type Result, err, ok } from '../../core/failure.ts';
+import { type GitFailure, failureOf, splitNul } from '../../core/git-text.ts';
+import { git } from './runner.ts';
+
+/** How many paths one `ls-tree` is given (a command line has a limit). */
+const PATHS_PER_CALL = 500;
+
+/**
+ * Puts `paths` (repository paths, files) in the worktree at `dir` back as commit `base` has
+ * them: those it holds are checked out from it (content and mode), the others removed.
+ */
+export async function setAsideInWorktree(dir: string, base: string, paths: readonly string[]): Promise<Result<void, GitFailure>> {
+  if (paths.length === 0) return ok(undefined);
+  const inBase = new Set<string>();
+  for (let from = 0; from < paths.length; from += PATHS_PER_CALL) {
+    const listed = await git(dir, ['ls-tree', '-z', '--name-only', '--full-tree', base, '--', ...paths.slice(from, from + PATHS_PER_CALL)]);
+    if (!listed.ok) return err(failureOf(listed.error));
+    for (const listedPath of splitNul(listed.value)) inBase.add(listedPath);
+  }
+  const restore = paths.filter((changedPath) => inBase.has(changedPath));
+  if (restore.length > 0) {
+    const checkedOut = await git(dir, ['checkout', '--no-overlay', base, '--pathspec-from-file=-', '--pathspec-file-nul'], { input: `${restore.join('\0')}\0` });
+    if (!checkedOut.ok) return err(failureOf(checkedOut.error));
+  }
+  for (const changedPath of paths) {
+    if (!inBase.has(changedPath)) await rm(path.join(dir, changedPath), { force: true, recursive: true });
+  }
+  return ok(undefined);
+}
