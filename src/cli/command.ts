@@ -22,6 +22,8 @@ export interface PositionalSpec {
   required: boolean;
   /** As for an option: checked, and given in `numbers` under `name`. */
   range?: NumberRange;
+  /** The last positional only: it takes every argument left (none or more). */
+  rest?: boolean;
 }
 
 /** The numeric options and positionals given, checked and parsed, by name (without `--`). */
@@ -212,7 +214,7 @@ export async function runCommand(commandLine: string, command: Command, argv: st
       return EXIT.ok;
     }
     const required = (command.positionals ?? []).filter((p) => p.required).length;
-    const allowed = (command.positionals ?? []).length;
+    const allowed = (command.positionals ?? []).at(-1)?.rest === true ? Number.POSITIVE_INFINITY : (command.positionals ?? []).length;
     if (parsed.positionals.length < required || parsed.positionals.length > allowed) {
       throw usageError(`expected ${allowed === 0 ? 'no arguments' : (command.positionals ?? []).map((p) => p.name).join(' ')}, got ${parsed.positionals.length === 0 ? 'none' : parsed.positionals.join(' ')}`);
     }

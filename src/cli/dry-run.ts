@@ -92,6 +92,8 @@ export function dryRunEvents(plan: Plan, settings: DryRunSettings, permissions: 
         probe: settings.probe,
         probeTimeoutMs: settings.probeTimeoutMs,
         strict: settings.strict,
+        strictScope: settings.strictScope === true,
+        widen: settings.widen ?? [],
         speculate: settings.speculate ?? DEFAULTS.speculate,
         maxCostUsd: settings.maxCostUsd ?? null,
         taskBudgetUsd: settings.taskBudgetUsd ?? null,
@@ -147,6 +149,7 @@ function describeSettings(event: Extract<DryRunEventBody, { type: 'dry-run-plan'
       ? 'Gate: none (verified work integrates untested together)'
       : `Gate: \`${s.gate.command}\` on batches of up to ${s.gate.batchSize}, ${seconds(s.gate.timeoutMs)} each (--gate-timeout); first on the starting commit; ${s.speculate === 0 ? 'a task waits for its blockers to integrate (--speculate 0)' : `a task may start on candidates in the queue, up to ${plural(s.speculate, 'level')} (--speculate)`}`,
     `Checks: ${seconds(s.checkTimeoutMs)} each (--check-timeout); ${s.probe ? `the pending tasks' acceptance checks probed before any worker starts, ${seconds(s.probeTimeoutMs)} in all (--probe-timeout), a vacuous task ${s.strict ? 'refusing the run (--strict)' : 'warned about (--strict refuses it)'}` : 'no probe (--no-probe)'}`,
+    `Scope: ${s.strictScope ? "a change outside a task's declared files fails its attempt (--strict-scope)" : "a change outside a task's declared files is set aside, never integrated, and the checks decide (--strict-scope fails it)"}; ${s.widen.length === 0 ? 'no task is widened during the run (--widen)' : `a task may be widened to files it needs matching ${s.widen.join(' ')} (--widen)`}`,
     `Sandbox: ${s.sandbox}: checks, the setup command, the gate and the workers' Bash commands run ${describeWhere(s.sandbox)}`,
     `Landing: integrated work lands on your branch ${s.land === 'continuous' ? 'after every integration and when the run stops (--land continuous)' : 'when the run stops (--land end)'}, ${s.commit ? 'as commits' : 'as uncommitted changes in your files (--no-commit)'}`,
     `Cost: ${s.maxCostUsd === null ? 'no limit (--max-cost-usd)' : `no new work once the run has spent ${formatCost(s.maxCostUsd)} (--max-cost-usd)`}; ${s.taskBudgetUsd === null ? 'no budget per worker (--task-budget-usd)' : `${formatCost(s.taskBudgetUsd)} per worker whose task sets none (--task-budget-usd)`}`,

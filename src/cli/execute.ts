@@ -24,7 +24,7 @@ import { LAND_POLICIES, type LandPolicy, type RunSettings, DEFAULTS } from '../r
 import { type Command, type Io, type Numbers } from './command.ts';
 import { RANGES, parseNumber } from './numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, usageError } from './exit.ts';
-import { findPlan, loadPlanFile, repositoryTop } from './load.ts';
+import { findPlan, loadPlanFile, planPathFrom, repositoryTop } from './load.ts';
 import { createReporter } from './reporter.ts';
 import { describeDryRun, dryRunEvents, workerRulesShown } from './dry-run.ts';
 import { describeSetupProblem } from './setup-problem.ts';
@@ -70,6 +70,12 @@ export const executeCommand: Command = {
     'no-commit': { type: 'boolean', description: 'land integrated work in your files as uncommitted changes instead of commits on your branch' },
     'no-probe': { type: 'boolean', description: "skip the probe of the pending tasks' acceptance checks at setup" },
     strict: { type: 'boolean', description: 'refuse to run (exit 2) when the probe finds a vacuous task (every check passes before the work)' },
+    widen: {
+      type: 'string',
+      valueName: 'PATTERNS',
+      description:
+        "let the run add to a task's declared files what an attempt showed it needs (refused, or changed and set aside), when the path matches one of these patterns (space or comma separated, git's wildmatch: 'src/**'), is a file the repository has, lies outside .design/, .git/ and .claude/, and no other task not yet landed declares it; once per task per run, no attempt counted (default: never)",
+    },
     'strict-scope': { type: 'boolean', description: "a change outside a task's declared files fails its attempt (default: it is set aside, never integrated, and the acceptance checks decide)" },
     'probe-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of the whole probe at setup, its setup command included; each check has --check-timeout (default ${DEFAULTS.probeTimeoutMs / 1000})`, range: RANGES.timeoutSeconds },
     json: { type: 'boolean', description: 'one JSON event per line on stdout (with --dry-run too)' },
@@ -140,6 +146,7 @@ function settingsFrom(values: Record<string, unknown>, numbers: Numbers, io: Io)
     dryRun: values['dry-run'] === true,
     commit: values['no-commit'] !== true,
     strictScope: values['strict-scope'] === true,
+    ...(str('widen') !== undefined ? { widen: widenPatterns(str('widen')!) } : {}),
     json: values.json === true,
     probe: values['no-probe'] !== true,
     strict: values.strict === true,
@@ -148,6 +155,19 @@ function settingsFrom(values: Record<string, unknown>, numbers: Numbers, io: Io)
 }
 
 const seconds = (value: number | undefined): number | undefined => (value === undefined ? undefined : value * 1000);
+
+/** Whether two paths name the same file (through symlinks); null names none. */
+const samePath = async (one: string | null, other: string): Promise<boolean> =>
+  one !== null && (await realpath(one).catch(() => one)) === (await realpath(other).catch(() => other));
+
+/** `--widen`'s patterns: repository paths with wildmatch's `*`, `**`, `?`, `[…]`; none may leave the repository. */
+function widenPatterns(value: string): string[] {
+  const patterns = value.split(/[\s,]+/).filter(Boolean);
+  if (patterns.length === 0) throw usageError('--widen: no pattern given (e.g. --widen \'src/**\')');
+  const bad = patterns.find((pattern) => pattern.startsWith('/') || pattern.split('/').includes('..'));
+  if (bad !== undefined) throw usageError(`--widen: "${bad}" is not a pattern of repository paths (relative to its top, without ..)`);
+  return patterns;
+}
 
 /** `--dry-run`: what the run would do, as text or (--json) one event per line; nothing starts. */
 async function dryRun(plan: Plan, settings: Settings, warnings: readonly PlanWarning[], io: Io): Promise<ExitCode> {
@@ -262,6 +282,8 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
       // The probe's first line is said at once, but not with --json: its stdout is events only.
       say: settings.json ? null : (line) => io.out(line),
       gitProcessesBefore,
+      // `plan …` where the person is would find another plan (or none): printed commands name this one.
+      nameThePlan: !(await samePath(await planPathFrom({}, io.cwd).catch(() => null), settings.planPath)),
     });
     if (!run.ok) throw refusalError(run.error);
     reporter.summary(run.value.plan, run.value.usage);

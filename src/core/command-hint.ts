@@ -15,7 +15,10 @@ export type ForemanProgram = 'plan' | 'execute';
  * Where the running code is: the built plugin (with its launcher's path) or a checkout (with its
  * launcher's path when the person is not in its top folder, where `npx tsx scripts/…` runs).
  */
-export type Layout = { kind: 'plugin'; launcher: string } | { kind: 'checkout'; launcher?: string };
+export type Layout = ({ kind: 'plugin'; launcher: string } | { kind: 'checkout'; launcher?: string }) & {
+  /** The plan, when the plan tool run where the person is would not find it (a run given `--repo` or `--plan`): plan commands name it. */
+  plan?: string;
+};
 
 /** The command line that starts `program`: `/p/bin/foreman plan`, or `npx tsx scripts/plan.ts`. */
 export function programName(program: ForemanProgram, layout: Layout): string {
@@ -24,7 +27,8 @@ export function programName(program: ForemanProgram, layout: Layout): string {
 
 /** A foreman command as the person can type it, e.g. `commandHint('plan', 'retry 3', layout)`. */
 export function commandHint(program: ForemanProgram, args: string, layout: Layout): string {
-  return args === '' ? programName(program, layout) : `${programName(program, layout)} ${args}`;
+  const named = program === 'plan' && layout.plan !== undefined && !/(^|\s)--plan\b/.test(args) ? `${args === '' ? '' : `${args} `}--plan ${shellWord(layout.plan)}` : args;
+  return named === '' ? programName(program, layout) : `${programName(program, layout)} ${named}`;
 }
 
 /** A word (a path) as the shell reads it back: as it is when nothing in it is special, else single-quoted. */

@@ -38,7 +38,8 @@ import { computeOverlaps, overlapSets } from './overlap.ts';
 import { type Plan, type TaskSetAside, UNKNOWN, type UsageFigure, addUsage, attemptsOf, emptyUsage, modelOf, statusOf, writesOf } from './plan.ts';
 import { pathsIntersect } from './paths.ts';
 import { type SchedulePolicy, byPriority, pickStarts } from './schedule.ts';
-import { type Applied, type SetupFindings, applyCancelled, applyDecision, applySetupFindings, markStarted, recordUndeclared } from './transition.ts';
+import { type Applied, type SetupFindings, applyCancelled, applyDecision, applySetupFindings, markStarted, recordUndeclared, widenDeclared } from './transition.ts';
+import { type WantedPath, recheckable, wantedPaths, widenRefusal } from './widen.ts';
 import type { CapturedWork } from './work.ts';
 import { type GateQueue, afterGateRun, emptyGateQueue, enqueue, culpritDecision, flakeNotice, gateFinishedEvent, nextSegment, queueOrder, withdraw } from './gate.ts';
 
@@ -56,6 +57,8 @@ export interface EngineConfig {
   logDir: string;
   /** A change outside a task's declared files fails its attempt (`--strict-scope`); without, it is set aside and the checks decide. */
   strictScope?: boolean;
+  /** `--widen PATTERN…` (headless): files an attempt showed its task needs, matching one, join its declared files (core/widen.ts). */
+  widen?: readonly string[];
   /**
    * The merge queue: verified work integrates only in stacks the plan's test command passed. Null:
    * no gate. `command` names the gate in the words of a run it refused (it fails on the starting commit).
@@ -158,6 +161,8 @@ export interface EngineState {
   readonly gate: GateQueue;
   readonly stop: EngineStop | null;
   readonly finished: boolean;
+  /** Tasks `--widen` widened in this run: once each. */
+  readonly widened: ReadonlySet<number>;
 }
 
 export interface Timing {
@@ -217,7 +222,8 @@ export type EngineEffect =
    * Make a worktree ready at the integration tip (speculative: with `stack`, the candidates' work
    * stacked on it in order), then run the worker there.
    */
-  | { type: 'start-worker'; task: number; attempt: number; logPath: string; stack?: Array<{ task: number; work: CapturedWork }> }
+  /** `recheck`: no worker: the work its last attempt set aside (this commit holds it) is verified as the attempt's work (core/widen.ts). */
+  | { type: 'start-worker'; task: number; attempt: number; logPath: string; stack?: Array<{ task: number; work: CapturedWork }>; recheck?: string }
   /** Stop this task's worker or checks at once (its speculation was cancelled); its event follows as usual. */
   | { type: 'cancel-worker'; task: number }
   /** Capture the task's work in its worktree, then spot-check it and run its acceptance checks there. */
@@ -353,6 +359,7 @@ export function initialState(plan: Plan, config: EngineConfig, now: number, held
     gate: enqueue(emptyGateQueue(), stage === 'queued' ? held.map((candidate) => candidate.task) : []),
     stop: null,
     finished: false,
+    widened: new Set(),
   };
 }
 
@@ -764,6 +771,7 @@ function decideFor(work: Work, task: number, run: WorkerRun, verification?: Veri
 function undeclaredOf(attempt: Attempt, run: WorkerRun, verification?: Verification): Concluded {
   const setAside = verification?.setAside;
   return {
+    wanted: wantedPaths(verification, run.permissionDenials),
     undeclared: undeclaredWritesOf(verification, run.permissionDenials),
     setAside: setAside === undefined ? null : { attempt: attempt.number, paths: setAside.paths, ...(setAside.kept !== null ? { commit: setAside.kept.commit } : {}) },
   };
@@ -819,11 +827,17 @@ interface Concluded {
   warnings?: string[];
   undeclared?: readonly string[];
   setAside?: TaskSetAside | null;
+  /** The undeclared files it wanted, with what `--widen` needs to know of each. */
+  wanted?: readonly WantedPath[];
 }
 
 /** What happens to an attempt once it is decided. */
 function conclude(work: Work, attempt: Attempt, decided: Decision, concluded: Concluded = {}): void {
   const warnings = concluded.warnings ?? [];
+  if (attempt.run?.recheck === true) {
+    concludeRecheck(work, attempt, decided, warnings);
+    return;
+  }
   const draft = work.draft;
   const task = attempt.task;
   let decision = decided;
@@ -839,6 +853,7 @@ function conclude(work: Work, attempt: Attempt, decided: Decision, concluded: Co
   const usage = runFigure(attempt.run!);
   // Judged work (not an interruption, a limit or a missing agent) says what it did outside its files.
   if (['completed', 'awaiting_approval', 'retry', 'failed', 'blocked'].includes(decision.kind)) recordUndeclared(draft.plan, task, concluded.undeclared ?? [], concluded.setAside ?? null);
+  decision = widened(work, task, decision, concluded.wanted ?? []);
   // Whatever was decided, the worktree has served this attempt (its work is captured).
   work.effects.push({ type: 'release-workspace', task });
   switch (decision.kind) {
@@ -881,6 +896,55 @@ function conclude(work: Work, attempt: Attempt, decided: Decision, concluded: Co
       assertNever(decision, 'decision');
   }
   checkBudget(work);
+}
+
+/**
+ * `--widen`: an attempt that failed (or ended blocked) wanting undeclared files the run may add
+ * (core/widen.ts `widenRefusal`) has them added to its task's declared files, once per task per
+ * run, and the task runs again with no attempt counted. Otherwise the decision stands, and a
+ * failure or block says why the run did not add them.
+ */
+function widened(work: Work, task: number, decision: Decision, wanted: readonly WantedPath[]): Decision {
+  const draft = work.draft;
+  const patterns = draft.config.widen;
+  if (patterns === undefined || patterns.length === 0 || wanted.length === 0) return decision;
+  if (decision.kind !== 'retry' && decision.kind !== 'failed' && decision.kind !== 'blocked') return decision;
+  const refusals = wanted.flatMap((path) => {
+    const why = draft.widened.has(task) ? `${path.path}: the task was widened once in this run already` : widenRefusal(draft.plan, task, path, patterns);
+    return why === null ? [] : [why];
+  });
+  if (refusals.length > 0) {
+    const note = `; --widen did not add what it wanted: ${refusals.join('; ')}`;
+    return decision.kind === 'blocked' ? { ...decision, reason: `${decision.reason}${note}` } : { ...decision, failure: `${decision.failure}${note}` };
+  }
+  const paths = wanted.map((path) => path.path);
+  const recheck = widenDeclared(draft.plan, task, paths);
+  draft.widened = new Set([...draft.widened, task]);
+  draft.overlaps = overlapSets(computeOverlaps(draft.plan.tasks));
+  emit(work, { type: 'task-widened', task, subject: draft.plan.tasks[task]!.subject, paths, recheck });
+  return { kind: 'interrupted', reason: `widened by --widen to declare ${paths.join(', ')}; it runs again with no attempt counted (the attempt before: ${decision.kind === 'blocked' ? decision.reason : decision.failure})` };
+}
+
+/**
+ * A re-check of the work a task's last attempt set aside (no worker ran): passing, it is the
+ * task's work like any verified attempt's; else the task is pending again with no attempt
+ * counted, and its next start pays a worker.
+ */
+function concludeRecheck(work: Work, attempt: Attempt, decision: Decision, warnings: string[]): void {
+  const task = attempt.task;
+  const base = { ...finishedEvent(work, attempt), ...(warnings.length > 0 ? { warnings } : {}) };
+  work.effects.push({ type: 'release-workspace', task });
+  if (decision.kind === 'completed' || decision.kind === 'awaiting_approval') {
+    work.attempts.set(task, { ...attempt, stage: 'verified', decision });
+    emit(work, { ...base, outcome: decision.kind, result: decision.result });
+    return;
+  }
+  const why = decision.kind === 'retry' || decision.kind === 'failed' ? decision.failure : decision.kind === 'blocked' ? decision.reason : decision.kind;
+  const reason = `the re-check of the work its last attempt set aside did not pass (${why}); a worker does the task next, with no attempt counted`;
+  applyDecision(work.draft.plan, task, { kind: 'interrupted', reason }, emptyUsage());
+  work.attempts.delete(task);
+  work.effects.push({ type: 'save' });
+  emit(work, { ...base, outcome: 'interrupted', reason });
 }
 
 /** Once the run's cost (cancelled speculation included) reaches `--max-cost-usd`, nothing new starts. */
@@ -1211,6 +1275,9 @@ function start(work: Work, task: number): void {
   // Ready, or startable only on its blockers' candidates.
   const blockersDone = draft.plan.tasks[task]!.blockedBy.every((b) => statusOf(draft.plan.tasks[b]!) === 'completed');
   const speculation = blockersDone ? null : speculativeStack(draft, task);
+  // Widened to declare what its last attempt set aside: that work is re-checked before a worker is paid.
+  const planned = draft.plan.tasks[task]!;
+  const recheck = speculation === null && planned.recheck === true && recheckable(planned) ? planned.setAside!.commit! : null;
   markStarted(draft.plan, task);
   work.attempts.set(task, { task, number, stage: 'running', ...(speculation !== null ? { stack: speculation.stack } : {}) });
   work.notBefore.delete(task);
@@ -1221,7 +1288,7 @@ function start(work: Work, task: number): void {
   work.effects.push({ type: 'save' });
   emit(work, { type: 'task-started', task, subject: started.subject, attempt: number, model: modelOf(started), logPath, ...(speculation !== null ? { stack: speculation.stack } : {}) });
   const stack = speculation?.stack.map((candidate) => ({ task: candidate, work: work.attempts.get(candidate)!.work ?? { base: '', entries: [] } }));
-  work.effects.push({ type: 'start-worker', task, attempt: number, logPath, ...(stack !== undefined ? { stack } : {}) });
+  work.effects.push({ type: 'start-worker', task, attempt: number, logPath, ...(stack !== undefined ? { stack } : {}), ...(recheck !== null ? { recheck } : {}) });
 }
 
 /** Nothing runs and nothing can start: say why the run ends. */

@@ -79,6 +79,8 @@ export type RunEventBody =
       warnings?: string[];
     }
   | { type: 'task-skipped'; task: number; subject: string; rootCause: number; reason: string }
+  /** `--widen`: the run added files an attempt showed the task needs to its declared files; it runs again (`recheck`: first re-checking the work it set aside). */
+  | { type: 'task-widened'; task: number; subject: string; paths: string[]; recheck: boolean }
   | { type: 'round-committed'; round: number; tasks: number[]; commit: string | null }
   /** The gate (the plan's test command) starts on these candidates, stacked in order on the integration tip. */
   | { type: 'gate-started'; tasks: number[]; waiting: number }
@@ -161,6 +163,10 @@ export type DryRunEventBody =
         probeTimeoutMs: number;
         /** `--strict`: a vacuous task refuses the run. */
         strict: boolean;
+        /** `--strict-scope`: a change outside a task's declared files fails its attempt (else it is set aside). */
+        strictScope: boolean;
+        /** `--widen`: the patterns within which the run may add files a task needs; empty: never. */
+        widen: string[];
         /** Levels of candidates in the merge queue a task may start on (0: it waits for its blockers to integrate). */
         speculate: number;
         maxCostUsd: number | null;

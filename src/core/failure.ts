@@ -17,6 +17,8 @@ export interface PermissionDenial {
   input?: unknown;
   /** For a denied write inside the worker's worktree: its repository path (the worker adapter, or the in-session worker hook's record, sets it). */
   path?: string;
+  /** For such a path: whether the repository has it as a regular file (set when the run may widen tasks). */
+  tracked?: boolean;
 }
 
 /** What the worker reported on its final status line. */
@@ -117,6 +119,16 @@ export function describeWorkerFailure(failure: WorkerFailure): string {
 }
 
 /** The outcome of one worker process. */
+/** The run of a re-check: no worker, no cost; its "report" has no status line, so its checks decide (core/finalize.ts). */
+export const recheckRun = (logPath: string): WorkerRun => ({
+  recheck: true,
+  usage: { costUsd: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheCreationTokens: 0 },
+  durationMs: 0,
+  permissionDenials: [],
+  logPath,
+  outcome: { kind: 'reported', resultText: 'the work an earlier attempt set aside, re-checked with the task widened', statusLine: null },
+});
+
 export interface WorkerRun {
   sessionId?: string;
   /**
@@ -124,6 +136,8 @@ export interface WorkerRun {
    * denials (then `usage` and `permissionDenials` are empty and say nothing; they are `unknown`).
    */
   unmeasured?: true;
+  /** No worker ran: the work a task's last attempt set aside was re-checked (`recheckRun`). */
+  recheck?: true;
   usage: Usage;
   durationMs: number;
   permissionDenials: PermissionDenial[];

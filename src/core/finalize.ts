@@ -24,6 +24,8 @@ export interface AcceptanceResult {
 export interface SetAside {
   /** The paths (each restored in the worktree to the attempt's starting commit before the checks). */
   paths: string[];
+  /** Those the attempt's starting commit holds as regular files (the repository has them). */
+  tracked: string[];
   /** A commit holding the attempt's whole work (declared and set aside) on its starting commit, and the ref of foreman's it is on; null when it could not be kept (`keepFailure` says why). */
   kept: { commit: string; ref: string } | null;
   keepFailure?: string;
@@ -283,7 +285,8 @@ export function decide(input: DecideInput): Decision {
           return assertNever(judgement.class, 'failure class');
       }
     case 'blocked':
-      return { kind: 'blocked', reason: withDenials(judgement.reason) };
+      // What it was refused or changed outside its files, foreman names itself (not only the worker's words).
+      return { kind: 'blocked', reason: undeclared.length > 0 ? `${withDenials(judgement.reason)}; it needs ${undeclared.join(', ')}, which the task does not declare` : withDenials(judgement.reason) };
     case 'attempt-failed':
       return attemptFailed(judgement.failure);
     case 'verify': {

@@ -1,10 +1,11 @@
 // What a person can do to a plan between runs, pure: approve or reject a task awaiting approval,
-// retry a failed or blocked task, skip a task. Each returns a new plan and the changes made, or
+// retry a failed or blocked task, skip a task, widen a task's declared files. Each returns a new plan and the changes made, or
 // a one-line message saying why the task's state does not allow it. The input plan is not touched.
 
 import { type Result, err, ok } from './failure.ts';
 import { applyCascade } from './finalize.ts';
 import { type Plan, type Task, type TaskStatus, clonePlan, statusOf } from './plan.ts';
+import { recheckable, withDeclared } from './widen.ts';
 
 export interface Change {
   task: number;
@@ -26,8 +27,8 @@ export type InterventionResult = Result<Intervention, string>;
 export const describeChange = (change: Change): string =>
   `task ${change.task} (${change.subject}): ${change.from} → ${change.to}${change.note ? ` — ${change.note}` : ''}`;
 
-type Verb = 'approve' | 'reject' | 'retry' | 'skip';
-const PAST: Record<Verb, string> = { approve: 'approved', reject: 'rejected', retry: 'retried', skip: 'skipped' };
+type Verb = 'approve' | 'reject' | 'retry' | 'skip' | 'declare';
+const PAST: Record<Verb, string> = { approve: 'approved', reject: 'rejected', retry: 'retried', skip: 'skipped', declare: 'widened' };
 
 function target(plan: Plan, index: number, verb: Verb, allowed: readonly TaskStatus[]): Result<TaskStatus, string> {
   if (!Number.isInteger(index) || index < 0 || index >= plan.tasks.length) {
@@ -147,4 +148,41 @@ export function skipTask(plan: Plan, index: number, reason: string): Interventio
   delete task.skippedBy; // a task skipped by a person is its own root cause
   const changes: Change[] = [{ task: index, subject: task.subject, from: t.value, to: 'skipped', note: reason.trim() }];
   return ok({ plan: next, changes: [...changes, ...cascadeChanges(next)] });
+}
+
+/** Paths to add to a task's declared files, by list. */
+export interface Declared {
+  create: readonly string[];
+  modify: readonly string[];
+  mayChange: readonly string[];
+}
+
+/**
+ * `plan declare`: `declared` join task `index`'s declared files; a blocked or failed task is put
+ * back as `retry` puts it (attempts reset, what was skipped because of it back to pending). When
+ * that declares everything its last attempt set aside (kept on its ref), its next start
+ * re-checks that work before a worker is paid (`recheck`). Allowed while the task is pending,
+ * blocked or failed. The caller validates the plan this makes.
+ */
+export function declareFiles(plan: Plan, index: number, declared: Declared): InterventionResult {
+  const t = target(plan, index, 'declare', ['pending', 'blocked', 'failed']);
+  if (!t.ok) return t;
+  const all = [...declared.create, ...declared.modify, ...declared.mayChange];
+  if (all.length === 0) return err(`nothing to declare for task ${index}: name the files (or --needed, for those its attempts wanted)`);
+  const widened = clonePlan(plan);
+  let task = widened.tasks[index]!;
+  task = withDeclared(task, declared.create, 'create');
+  task = withDeclared(task, declared.modify, 'modify');
+  task = withDeclared(task, declared.mayChange, 'mayChange');
+  widened.tasks[index] = task;
+  const note = `declares ${all.join(', ')} now`;
+  const back = t.value === 'pending' ? ok<Intervention>({ plan: widened, changes: [{ task: index, subject: task.subject, from: 'pending', to: 'pending', note }] }) : retryTask(widened, index);
+  if (!back.ok) return back;
+  const result = back.value;
+  const declaredTask = result.plan.tasks[index]!;
+  // What its attempts wanted is declared now: it no longer counts against the task.
+  delete declaredTask.undeclaredWrites;
+  if (recheckable(declaredTask)) declaredTask.recheck = true;
+  const [first, ...rest] = result.changes;
+  return ok({ plan: result.plan, changes: [{ ...first!, note: `${note}${first!.note ? `; ${first!.note}` : ''}${declaredTask.recheck ? '; its next start re-checks the work its last attempt set aside before a worker runs' : ''}` }, ...rest] });
 }

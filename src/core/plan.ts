@@ -123,6 +123,8 @@ export interface Task {
   setAside?: TaskSetAside;
   /** What the next attempt's prompt tells the worker to do about the last failure (beside `result`). */
   retryAdvice?: string;
+  /** Set when the task was widened to declare what its last attempt set aside: its next start re-checks that work before any worker runs. */
+  recheck?: boolean;
   [extra: string]: unknown;
 }
 

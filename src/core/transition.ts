@@ -4,6 +4,7 @@
 
 import { assertNever } from './failure.ts';
 import { type CascadeOutcome, type Decision, applyCascade, trimCompleted } from './finalize.ts';
+import { recheckable, withDeclared } from './widen.ts';
 import { type Plan, type TaskSetAside, type TaskStatus, type UsageFigure, addUsage, attemptsOf, emptyUsage, statusOf } from './plan.ts';
 
 export interface Applied {
@@ -92,9 +93,22 @@ export function recordUndeclared(plan: Plan, index: number, undeclared: readonly
   plan.tasks[index] = task;
 }
 
-/** Mark a task as started (a new task object, as in `applyDecision`). */
+/** Mark a task as started (a new task object, as in `applyDecision`); a re-check of its set-aside work is done once. */
 export function markStarted(plan: Plan, index: number): void {
-  plan.tasks[index] = { ...plan.tasks[index]!, status: 'in_progress' };
+  const { recheck: _recheck, ...task } = plan.tasks[index]!;
+  plan.tasks[index] = { ...task, status: 'in_progress' };
+}
+
+/**
+ * `--widen`: `paths` (files the repository has) join the task's declared files to modify; when
+ * that declares all its last attempt set aside, its next start re-checks that work first. Returns
+ * whether it will.
+ */
+export function widenDeclared(plan: Plan, index: number, paths: readonly string[]): boolean {
+  const widened = withDeclared(plan.tasks[index]!, paths, 'modify');
+  const recheck = recheckable(widened);
+  plan.tasks[index] = recheck ? { ...widened, recheck: true } : widened;
+  return recheck;
 }
 
 /**

@@ -11,7 +11,7 @@ import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
 import type { WorkerRequest } from '../adapters/worker.ts';
 import { type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, type EngineStop, type RecordFailure, step } from '../core/engine-step.ts';
 import type { RunEventBody } from '../core/events.ts';
-import { type Result, type WorkerRun, assertNever } from '../core/failure.ts';
+import { type Result, type WorkerRun, assertNever, recheckRun } from '../core/failure.ts';
 import type { Verification } from '../core/finalize.ts';
 import { type Plan, type UsageFigure, modelOf } from '../core/plan.ts';
 import { workerPrompt } from '../core/prompt.ts';
@@ -44,9 +44,10 @@ export interface GateRun {
 
 /** Everything the engine does to the world, passed in. */
 export interface EngineAdapters {
-  /** A worktree made ready for an attempt of `task` at the integration tip: its directory, or why it could not be. */
-  /** A worktree for `task` at the integration tip, or (speculative) at `stack`'s candidates stacked on it in order. */
+  /** A worktree for `task` at the integration tip, or (speculative) at `stack`'s candidates stacked on it in order: its directory, or why it could not be made ready. */
   prepare(task: number, signal: AbortSignal, stack?: ReadonlyArray<{ task: number; work: CapturedWork }>): Promise<Result<string, string>>;
+  /** A worktree for a re-check of `task`: at `commit`, the work its last attempt set aside, its attempt starting at that commit's parent. */
+  prepareRecheck(task: number, commit: string, signal: AbortSignal): Promise<Result<string, string>>;
   /** The attempt of `task` is done with its worktree. */
   release(task: number): void;
   runWorker(request: WorkerRequest): Promise<WorkerRun>;
@@ -90,6 +91,7 @@ export const engineConfig = (settings: RunSettings, logDir: string): EngineConfi
   ...(settings.maxCostUsd !== undefined ? { maxCostUsd: settings.maxCostUsd } : {}),
   logDir,
   ...(settings.strictScope === true ? { strictScope: true } : {}),
+  ...(settings.widen !== undefined && settings.widen.length > 0 ? { widen: settings.widen } : {}),
   gate: settings.gate === null ? null : { batchSize: settings.gate.batchSize, command: settings.gate.command },
   speculate: settings.gate === null ? 0 : (settings.speculate ?? DEFAULTS.speculate),
   driver: 'headless',
@@ -209,9 +211,13 @@ export async function runEngine(
     if (signal.aborted) controller.abort();
     // Its worktree is made ready while the plan that says it started is written.
     const saved = written;
-    const started = adapters.prepare(effect.task, controller.signal, effect.stack).then(async (prepared): Promise<EngineEvent> => {
+    const recheck = effect.recheck;
+    const preparing = recheck !== undefined ? adapters.prepareRecheck(effect.task, recheck, controller.signal) : adapters.prepare(effect.task, controller.signal, effect.stack);
+    const started = preparing.then(async (prepared): Promise<EngineEvent> => {
       if (!prepared.ok) return { type: 'workspace-failed', task: effect.task, reason: prepared.error, now: clock.now() };
       dirs.set(effect.task, prepared.value);
+      // No worker: the work its last attempt set aside is verified as this attempt's.
+      if (recheck !== undefined) return { type: 'worker-finished', task: effect.task, run: recheckRun(effect.logPath), now: clock.now() };
       // A crash once the worker runs leaves the task in progress on disk, and a resume cleans up after it.
       await saved;
       const run = await adapters.runWorker(await workerRequest(effect, current, prepared.value, controller.signal));

@@ -8,6 +8,7 @@
 
 import { basename, dirname, join } from 'node:path';
 import { writeWorkerExcludes } from '../adapters/git/excludes.ts';
+import { regularFilesIn } from '../adapters/git/refs.ts';
 import type { Git } from '../adapters/git/repository.ts';
 import { gitProcessCount } from '../adapters/git/runner.ts';
 import { ownLayout } from '../adapters/layout.ts';
@@ -18,7 +19,7 @@ import { logFailedChecks } from '../adapters/worker-log.ts';
 import { commandHint } from '../core/command-hint.ts';
 import { initialState, step, workerLogPath } from '../core/engine-step.ts';
 import type { RunEventBody } from '../core/events.ts';
-import { type Result, assertNever, err, ok } from '../core/failure.ts';
+import { type Result, type WorkerRun, assertNever, err, ok } from '../core/failure.ts';
 import { plural } from '../core/format.ts';
 import type { Plan, UsageFigure } from '../core/plan.ts';
 import { excludesFileEnv } from '../core/sandbox-placeholders.ts';
@@ -64,6 +65,8 @@ export interface HeadlessContext {
   say: ((line: string) => void) | null;
   /** This process's count of git processes when the run began: the run-finished event gives the run's own. */
   gitProcessesBefore: number;
+  /** The plan tool run where the person is would not find this plan: commands it prints name it (`--plan`). */
+  nameThePlan?: boolean;
 }
 
 /** Why the run did not start: a live git process holds the index, setup refused, or the probe did (exit 2, its lines). */
@@ -84,7 +87,7 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
   let plan = given;
   const { emit, git, env, sandboxed } = context;
   const started = Date.now();
-  const layout = ownLayout();
+  const layout = context.nameThePlan === true ? { ...ownLayout(), plan: settings.planPath } : ownLayout();
   // Workers and checks a killed run left behind are still editing files: stop them before anything else.
   const registryPath = registryPathFor(settings.planPath);
   const orphans = await killOrphans(registryPath);
@@ -178,9 +181,15 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
       settings,
       {
         prepare: (task, signal, stack) => isolation.prepare(task, signal, stack),
+        prepareRecheck: (task, commit, signal) => isolation.prepareRecheck(task, commit, signal),
         release: (task) => isolation.release(task),
-        runWorker: (request) =>
-          recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) => runWorker({ ...request, env: workerEnv, onSpawn, rulesOf: settings.repo, ...(sandboxed ? { sandbox: { allowedDomains: plan.context?.checkNetwork ?? [] } } : {}) })),
+        runWorker: async (request) => {
+          const run = await recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) =>
+            runWorker({ ...request, env: workerEnv, onSpawn, rulesOf: settings.repo, ...(sandboxed ? { sandbox: { allowedDomains: plan.context?.checkNetwork ?? [] } } : {}) }),
+          );
+          // --widen adds only files the repository has: which of the refused ones it has, at the attempt's start.
+          return (settings.widen ?? []).length > 0 ? withTrackedDenials(run, request.cwd, isolation.workspaceOf(request.taskIndex)?.base) : run;
+        },
         verify: async (current, task, input) => {
           const verification = await verifyAttempt(stages, current, task, input);
           // The reason keeps the end of a failed check's output; the worker's log gets all of it.
@@ -232,6 +241,14 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
  * are warned about (refused with --strict). Its events are kept for the journal once the run has
  * started; the first is said at once (`say`). Returns the refusal, or null.
  */
+/** `run` with each refused write marked as a file the repository has at `base` (or not). */
+async function withTrackedDenials(run: WorkerRun, dir: string, base: string | undefined): Promise<WorkerRun> {
+  const paths = run.permissionDenials.flatMap((denial) => (denial.path !== undefined ? [denial.path] : []));
+  if (paths.length === 0 || base === undefined) return run;
+  const tracked = (await regularFilesIn(dir, base, paths)) ?? new Set<string>();
+  return { ...run, permissionDenials: run.permissionDenials.map((denial) => (denial.path === undefined ? denial : { ...denial, tracked: tracked.has(denial.path) })) };
+}
+
 async function probeAtSetup(
   plan: Plan,
   settings: HeadlessSettings,

@@ -9,7 +9,7 @@ import { readFile, readdir, realpath, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { runShell, withForemanLine } from '../adapters/checks.ts';
 import { type Integration, type IntegrationFailure, Integrator, parkedTrailers, parkedWork } from '../adapters/git/integrate.ts';
-import { type ParkKind, commonGitDir, deletePlanRefs, dropParked, integrationRef, isAncestor, moveRef, parkedFolders, parkedTasks, readRef, resolveCommit, startIntegrationRef } from '../adapters/git/refs.ts';
+import { type ParkKind, commitOf, commonGitDir, deletePlanRefs, dropParked, integrationRef, isAncestor, moveRef, parkedFolders, parkedTasks, readRef, resolveCommit, startIntegrationRef } from '../adapters/git/refs.ts';
 import { type Landed, type LandingProblem, land, resumeLanding } from '../adapters/git/land.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import { processAlive } from '../adapters/processes.ts';
@@ -17,7 +17,7 @@ import { writeFileAtomic } from '../adapters/plan-store.ts';
 import { checkSandbox, setupCommandSandbox } from '../adapters/sandbox.ts';
 import { type Slot, type WorktreePool, describeProvisionFailure, openPool, symlinkDirectoriesOf, worktreesRoot } from '../adapters/git/worktree-pool.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
-import { type GitFailure, type TrailerList, describeGitFailure, isObjectId } from '../core/git-text.ts';
+import { type GitFailure, type TrailerList, describeGitFailure, failureOf, isObjectId } from '../core/git-text.ts';
 import type { LandMode } from '../core/landing.ts';
 import type { Plan } from '../core/plan.ts';
 import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
@@ -88,6 +88,8 @@ export function recordLandedBase(planPath: string, planId: string, commit: strin
 
 export class Isolation {
   private readonly slots = new Map<number, Slot>();
+  /** A re-check's start, where it is not its slot's commit. */
+  private readonly bases = new Map<number, string>();
   /** Integrations, stacks and parked work: its tree builder's git processes last as long as this process. */
   private readonly integrator: Integrator;
 
@@ -157,14 +159,30 @@ export class Isolation {
     return ok(acquired.value.dir);
   }
 
-  /** What provisioning put in `task`'s worktree (never the worker's change), and the commit the attempt started from. */
-  workspaceOf(task: number): { kept: string[]; base: string } | null {
+  /**
+   * A worktree for a re-check of `task`: at `commit` (an attempt's whole work, kept on its
+   * set-aside ref), the attempt's start being that commit's parent: capture reads the work as
+   * what the "worker" committed since.
+   */
+  async prepareRecheck(task: number, commit: string, signal?: AbortSignal): Promise<Result<string, string>> {
+    const parent = await commitOf(this.repo, `${commit}^`);
+    if (!parent.ok) return err(`the work task ${task}'s last attempt set aside (commit ${commit.slice(0, 12)}) cannot be read: ${describeGitFailure(failureOf(parent.error))}`);
+    const acquired = await this.pool.acquire(commit, signal);
+    if (!acquired.ok) return err(describeProvisionFailure(acquired.error));
+    this.slots.set(task, acquired.value);
+    this.bases.set(task, parent.value);
+    return ok(acquired.value.dir);
+  }
+
+  /** `task`'s worktree, what provisioning put in it (never the worker's change), and the commit the attempt started from. */
+  workspaceOf(task: number): { dir: string; kept: string[]; base: string } | null {
     const slot = this.slots.get(task);
-    return slot === undefined ? null : { kept: slot.kept, base: slot.commit };
+    return slot === undefined ? null : { dir: slot.dir, kept: slot.kept, base: this.bases.get(task) ?? slot.commit };
   }
 
   release(task: number): void {
     const slot = this.slots.get(task);
+    this.bases.delete(task);
     if (slot === undefined) return;
     this.slots.delete(task);
     this.pool.release(slot);

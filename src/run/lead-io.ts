@@ -44,6 +44,12 @@ export interface LeadIsolation extends LandingIsolation {
    * nothing, Claude Code removed it), from `base`, the commit `next` handed it out at.
    */
   verify(plan: Plan, task: number, work: { worktree?: string; base?: string }): Promise<Verification>;
+  /** A worktree of foreman's for re-checking the work `task`'s last attempt set aside, at `commit` (core/widen.ts). */
+  prepareRecheck(task: number, commit: string): Promise<Result<string, string>>;
+  /** Verify the re-check in the worktree `prepareRecheck` made. */
+  verifyRecheck(plan: Plan, task: number): Promise<Verification>;
+  /** Done with that worktree. */
+  release(task: number): void;
 }
 
 /** How a step opens the plan's isolation: its checks' sandbox and time limit, and where they are recorded. */
@@ -202,6 +208,13 @@ function leadIsolation(isolation: Isolation, stages: StageContext, place: LeadPl
       provisioned ??= claudeProvisioned(place);
       return verifySubagent(stages, plan, task, { ...work, kept: await provisioned, repo: place.repo });
     },
+    prepareRecheck: (task, commit) => isolation.prepareRecheck(task, commit),
+    async verifyRecheck(plan, task) {
+      const workspace = isolation.workspaceOf(task);
+      if (workspace === null) return { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [], captureFailure: `task ${task} has no re-check worktree` };
+      return verifyAttempt(stages, plan, task, { dir: workspace.dir });
+    },
+    release: (task) => isolation.release(task),
   };
 }
 

@@ -36,10 +36,11 @@ import { type SandboxMode, installAdvice } from '../adapters/sandbox.ts';
 import { commandHint } from '../core/command-hint.ts';
 import { type EngineState, type HeldCandidate, claimingFiles, gateOpen, initialState, startable, step, tasksIn, waitingToLand } from '../core/engine-step.ts';
 import type { RunEventBody, StopReason, TaskOutcome } from '../core/events.ts';
-import { type Result, err, ok } from '../core/failure.ts';
+import { type Result, err, ok, recheckRun } from '../core/failure.ts';
 import { clipMiddle, clipTail } from '../core/format.ts';
 import type { GateFinished } from '../core/gate.ts';
-import type { GitFailure } from '../core/git-text.ts';
+import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
+import { neededPaths } from '../core/widen.ts';
 import { landingProblemSentence } from '../core/landing.ts';
 import { type BreakerDecision, countByStatus, readySet, stall as planStall } from '../core/graph.ts';
 import { type Plan, type TaskStatus, type UsageFigure, modelOf, statusOf } from '../core/plan.ts';
@@ -642,6 +643,12 @@ export interface NextOutput {
   archived?: string;
   /** Present when something needs saying: the plan file changed since the last step. */
   notices?: Notice[];
+  /**
+   * Tasks whose set-aside work this step re-checked instead of handing them out (they were widened
+   * to declare it, `plan declare`): `completed` waits for `plan commit`; otherwise a worker does
+   * the task at a later `next`.
+   */
+  rechecked?: Array<TaskRef & { outcome: string; reason?: string; warnings: string[] }>;
 }
 
 const inProgressOf = (plan: Plan) => plan.tasks.flatMap((t, i) => (statusOf(t) === 'in_progress' ? [i] : []));
@@ -670,9 +677,33 @@ export async function leadNext(plan: Plan, context: LeadContext, options: { conc
   }
   const tasks: NextOutput['tasks'] = [];
   const writes = await PlanWrites.of(ctx, 'next');
+  // A re-check runs in a worktree of foreman's, with the checks recorded as finalize's are.
+  let recheckIsolation: Promise<Result<LeadIsolation, GitFailure>> | null = null;
+  const registry = new ProcessRegistry(registryPathFor(ctx.planPath));
+  const isolationForRecheck = (): Promise<Result<LeadIsolation, GitFailure>> =>
+    (recheckIsolation ??= sandboxedIn(session, io).then((sandbox) => io.repository.open(plan, { sandbox, checkTimeoutMs: session.checkTimeoutMs, registry, strictScope: session.strictScope })));
+  // A re-check that could not be made ready fails its verification: a worker does the task next.
+  const unprepared = new Map<number, string>();
   const run = new StepRun({
     save: writes.save,
+    verify: async (task, current) => {
+      const opened = await isolationForRecheck();
+      const why = unprepared.get(task) ?? (opened.ok ? null : `the plan's integration ref cannot be opened: ${describeGitFailure(opened.error)}`);
+      if (why !== null || !opened.ok) return { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [], captureFailure: why ?? '' };
+      return opened.value.verifyRecheck(current.plan, task);
+    },
+    release: async (task) => {
+      const opened = await isolationForRecheck();
+      if (opened.ok) opened.value.release(task);
+      return [];
+    },
     startWorker: async (effect, current) => {
+      if (effect.recheck !== undefined) {
+        const opened = await isolationForRecheck();
+        const prepared = opened.ok ? await opened.value.prepareRecheck(effect.task, effect.recheck) : null;
+        if (prepared !== null && !prepared.ok) unprepared.set(effect.task, prepared.error);
+        return [{ type: 'worker-finished', task: effect.task, run: recheckRun(''), now: io.now() }];
+      }
       // Setup refuses a repository without a commit; without one nothing can be handed out.
       if (head === null) throw new Error('no commit to hand work out from');
       const task = current.plan.tasks[effect.task]!;
@@ -684,6 +715,8 @@ export async function leadNext(plan: Plan, context: LeadContext, options: { conc
     },
   }, io.now);
   if (!state.finished) state = await post(state, nextEvents(unlanded, options.concurrency, io.now()), run);
+  if (recheckIsolation !== null) await registry.clear();
+  const rechecked = run.of('task-finished').map((e) => ({ index: e.task, subject: e.subject, outcome: e.outcome, ...(e.reason !== undefined ? { reason: clip(e.reason) } : {}), warnings: e.warnings ?? [] }));
   session.engine = state;
   const keptEdits = writes.report(run);
   journal(io, session.runId, run);
@@ -725,6 +758,7 @@ export async function leadNext(plan: Plan, context: LeadContext, options: { conc
     counts: countByStatus(state.plan),
     complete: isComplete(state.plan),
     ...(keptEdits.length > 0 ? { notices: keptEdits } : {}),
+    ...(rechecked.length > 0 ? { rechecked } : {}),
   };
 }
 
@@ -750,7 +784,11 @@ export type FinalizeOutcome = TaskOutcome | 'ignored';
 
 export interface FinalizeOutput {
   round: number;
-  results: Array<TaskRef & { outcome: FinalizeOutcome; attempt: number; result?: string; reason?: string; warnings: string[] }>;
+  /**
+   * `needs`: for a task blocked (or failed) wanting files it does not declare, what foreman knows
+   * it wanted; `plan declare N --needed` declares them and puts the task back.
+   */
+  results: Array<TaskRef & { outcome: FinalizeOutcome; attempt: number; result?: string; reason?: string; warnings: string[]; needs?: string[] }>;
   /** Tasks that go back to pending for another attempt: the next `next` starts them with a retry prompt. */
   retry: Array<TaskRef & { attempt: number; reason: string }>;
   skipped: SkipRef[];
@@ -768,7 +806,7 @@ export interface FinalizeOutput {
  * COMPLETED, asks for verification — the attempt's work captured from the worktree Claude Code
  * made for the subagent, the spot-check and the acceptance checks there (the headless engine's
  * verify stage) — then decides (completed, retry, failed, blocked), cascades and trips the
- * breaker. Undeclared changes fail the attempt. The subagent's worktree and branch are removed
+ * breaker. Undeclared changes are set aside (named in `warnings`). The subagent's worktree and branch are removed
  * once its work is captured. Saves after each task, so running it again with the same results
  * only reports the tasks already settled as `ignored`.
  */
@@ -847,7 +885,17 @@ export async function leadFinalize(
     const ended = run.of('task-finished').find((e) => e.task === index);
     if (ended !== undefined) {
       const result = ended.outcome === 'completed' || ended.outcome === 'awaiting_approval' ? ended.result : undefined;
-      out.push({ index, subject: task.subject, outcome: ended.outcome, attempt: ended.attempt, ...(result !== undefined ? { result: clip(result) } : {}), ...(ended.reason !== undefined ? { reason: clip(ended.reason) } : {}), warnings: ended.warnings ?? [] });
+      const needs = ended.outcome === 'blocked' || ended.outcome === 'failed' ? neededPaths(state.plan.tasks[index]!) : [];
+      out.push({
+        index,
+        subject: task.subject,
+        outcome: ended.outcome,
+        attempt: ended.attempt,
+        ...(result !== undefined ? { result: clip(result) } : {}),
+        ...(ended.reason !== undefined ? { reason: clip(ended.reason) } : {}),
+        warnings: ended.warnings ?? [],
+        ...(needs.length > 0 ? { needs } : {}),
+      });
     }
     // Saved after each task, with the plan: a crash later in the step loses nothing verified.
     session.engine = state;

@@ -14,6 +14,7 @@ import { describeLandingProblem, landingProblemSentence } from '../core/landing.
 import type { Landed, LandingProblem } from '../adapters/git/land.ts';
 import type { Result } from '../core/failure.ts';
 import { type Plan, type UsageFigure, statusOf } from '../core/plan.ts';
+import { neededPaths } from '../core/widen.ts';
 import { archivePlan } from './archive.ts';
 import { type Isolation, landedBase, recordLandedBase } from './isolation.ts';
 
@@ -73,7 +74,13 @@ export function resumeAdvice(plan: Plan, layout: Layout): string {
   const pending = plan.tasks.some((t) => statusOf(t) === 'pending' || statusOf(t) === 'in_progress');
   if (stuck.length === 0) return 'run the same command again to resume';
   const which = stuck.length === 1 ? `task ${stuck[0]} is ${statusOf(plan.tasks[stuck[0]!]!)}` : `tasks ${stuck.join(', ')} are failed or blocked`;
-  const commands = stuck.map((i) => `\`${commandHint('plan', `retry ${i}`, layout)}\``).join(', ');
+  // A task that wanted files it does not declare is put back by declaring them (which retries it).
+  const commands = stuck
+    .map((i) => {
+      const needs = neededPaths(plan.tasks[i]!);
+      return needs.length > 0 ? `\`${commandHint('plan', `declare ${i} --needed`, layout)}\` (it needs ${needs.join(', ')})` : `\`${commandHint('plan', `retry ${i}`, layout)}\``;
+    })
+    .join(', ');
   return `${which}, and running the same command again will not retry ${stuck.length === 1 ? 'it' : 'them'}${pending ? ' (it only resumes the pending tasks)' : ''}. Fix the cause, then put ${stuck.length === 1 ? 'it' : 'them'} back with ${commands} (tasks skipped because of ${stuck.length === 1 ? 'it' : 'them'} come back too) and run the same command again`;
 }
 

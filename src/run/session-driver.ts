@@ -18,7 +18,8 @@ import { drive } from './session.ts';
 export interface StepHooks {
   /** Write the plan (the step function asked for it before the effects after it). */
   save(plan: Plan): Promise<void>;
-  startWorker?(effect: Extract<EngineEffect, { type: 'start-worker' }>, state: EngineState): Promise<void>;
+  /** Hands the task out (no events), or, for a re-check, prepares its worktree and says the "worker" finished. */
+  startWorker?(effect: Extract<EngineEffect, { type: 'start-worker' }>, state: EngineState): Promise<EngineEvent[] | void>;
   verify?(task: number, state: EngineState): Promise<Verification>;
   /** Done with the task's worktree; returns warnings for its `task-finished` event. */
   release?(task: number): Promise<string[]>;
@@ -59,8 +60,7 @@ export class StepRun {
         return [];
       }
       case 'start-worker':
-        await this.need('startWorker', effect)(effect, state);
-        return [];
+        return (await this.need('startWorker', effect)(effect, state)) ?? [];
       case 'verify':
         return [{ type: 'verified', task: effect.task, verification: await this.need('verify', effect)(effect.task, state), now: this.now() }];
       case 'release-workspace':

@@ -79,6 +79,8 @@ export interface RunSettings {
   commit: boolean;
   /** A change outside a task's declared files fails its attempt (`--strict-scope`); else it is set aside and the checks decide. */
   strictScope?: boolean;
+  /** `--widen PATTERN…`: files an attempt showed its task needs, matching one, join its declared files (once per task per run). */
+  widen?: string[];
   land: LandPolicy;
   /** The merge queue's gate; null: verified work integrates without one. */
   gate: GateSettings | null;

@@ -85,10 +85,15 @@ export async function verifyTask(task: Task, options: VerifyOptions): Promise<Ve
   let setAside: SetAside | undefined;
   if (outside.length > 0) {
     const kept = options.keepAside === undefined ? null : await options.keepAside({ base: work.base, entries: [...work.entries, ...aside].sort((a, b) => byPath(a.path, b.path)) });
-    setAside = { paths: outside, kept: kept?.ok === true ? kept.value : null, ...(kept?.ok === false ? { keepFailure: describeGitFailure(kept.error) } : kept === null ? { keepFailure: 'nothing keeps it here' } : {}) };
     // The checks judge the work that would land: the worktree without what was set aside.
     const restored = await setAsideInWorktree(options.dir, work.base, outside);
     if (!restored.ok) return captureFailed(`what it changed outside its declared files (${outside.join(', ')}) could not be set aside: ${describeGitFailure(restored.error)}`);
+    setAside = {
+      paths: outside,
+      tracked: restored.value.tracked,
+      kept: kept?.ok === true ? kept.value : null,
+      ...(kept?.ok === false ? { keepFailure: describeGitFailure(kept.error) } : kept === null ? { keepFailure: 'nothing keeps it here' } : {}),
+    };
   }
   const spot = await spotCheck(task, options.dir, pathsOf(work));
   const failedSpot = (options.strictScope === true && outside.length > 0) || spot.missingCreated.length > 0 || (spot.unchangedModified.length > 0 && work.entries.length === 0);

@@ -74,6 +74,8 @@ export function describeEvent(event: RunEvent, layout: Layout): string | null {
     }
     case 'task-skipped':
       return `task ${event.task} skipped: ${clean(event.reason.replace(/^skipped:\s*/i, ''))}`;
+    case 'task-widened':
+      return `task ${event.task} widened (--widen): it now declares ${event.paths.join(', ')}, and runs again${event.recheck ? ', first re-checking the work it set aside' : ''} with no attempt counted`;
     case 'round-committed':
       return event.commit
         ? `round ${event.round} committed (${event.commit.slice(0, 10)}): ${event.tasks.length ? `tasks ${listIndices(event.tasks)}` : 'no tasks'}`

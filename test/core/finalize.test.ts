@@ -125,13 +125,13 @@ describe('decide', () => {
   });
 
   it('with --strict-scope, changes outside the declared files fail the attempt, naming them (each attempt has a worktree of its own: they are its own)', () => {
-    const decision = decide(input(verify, { strictScope: true, verification: { ...passing, outsideChanges: ['other.ts', 'junk/x'], setAside: { paths: ['other.ts', 'junk/x'], kept: { commit: 'c'.repeat(40), ref: 'refs/foreman-aside/p/0' } } } }));
+    const decision = decide(input(verify, { strictScope: true, verification: { ...passing, outsideChanges: ['other.ts', 'junk/x'], setAside: { paths: ['other.ts', 'junk/x'], tracked: [], kept: { commit: 'c'.repeat(40), ref: 'refs/foreman-aside/p/0' } } } }));
     expect(decision.kind).toBe('retry');
     expect(decision.kind === 'retry' && decision.failure).toContain('does not declare (only the declared files may change; these were set aside, not kept): other.ts, junk/x');
   });
 
   describe('changes outside the declared files, set aside (the default)', () => {
-    const aside = { paths: ['package-lock.json'], kept: { commit: 'a'.repeat(40), ref: 'refs/foreman-aside/p/0' } };
+    const aside = { paths: ['package-lock.json'], tracked: ['package-lock.json'], kept: { commit: 'a'.repeat(40), ref: 'refs/foreman-aside/p/0' } };
     const declaredWork = { base: 'b'.repeat(40), entries: [{ path: 'src/a.ts', mode: '100644', object: 'c'.repeat(40) }] };
 
     it('checks pass → completed with its declared work, and a warning names each file set aside and where it is kept', () => {

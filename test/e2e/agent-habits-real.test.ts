@@ -29,6 +29,8 @@ const ODD = 'dir with space/ünï "q".txt';
 /** What the shell-writer's refused Edit was told, and its second attempt's prompt. */
 const refusals: string[] = [];
 let shellWriterRetryPrompt = '';
+/** What the widen-me worker's Edit of src/index.js met, each attempt. */
+const widenAttempts: string[] = [];
 
 /** What each worker's Bash commands printed, by task marker. */
 const shellOutput = new Map<string, string[]>();
@@ -96,6 +98,18 @@ beforeAll(async () => {
           },
           write('d.txt', 'd\n'),
           () => [text('COMPLETED: wrote d.txt and exported it')],
+        ],
+      }),
+      // Issue 40: a worker refused the file it needs answers BLOCKED; --widen adds it and it runs again.
+      scenario({
+        match: 'TASK-MARKER: widen-me',
+        turns: [
+          (req) => [toolUse('Read', { file_path: join(cwdOf(req), 'src/index.js') })],
+          (req) => [toolUse('Edit', { file_path: join(cwdOf(req), 'src/index.js'), old_string: '// index\n', new_string: '// index\nexport const wide = 1;\n' })],
+          (req) => {
+            widenAttempts.push(req.toolResults.at(-1)?.is_error === true ? 'refused' : 'edited');
+            return req.toolResults.at(-1)?.is_error === true ? [text('BLOCKED: needs to modify src/index.js, which the task does not declare')] : [text('COMPLETED: exported it')];
+          },
         ],
       }),
       scenario({
@@ -232,4 +246,21 @@ describe.runIf(support.ok)('workers whose tools rewrite tracked files, whose sta
     expect(await readFile(join(repo.dir, 'src/index.js'), 'utf8')).toBe('// index\n');
     expect(exitCode).toBe(1);
   });
+});
+
+describe.runIf(support.ok)('--widen with the real Claude Code CLI', () => {
+  it('a worker refused the file it needs answers BLOCKED; the run adds the file, journals it, and the task runs again and completes with no attempt counted', async () => {
+    const repo = await tempGitRepo({ 'README.md': '# sample\n', 'src/index.js': '// index\n' });
+    cleanups.push(repo.cleanup);
+    const home = await tempHome();
+    cleanups.push(() => rm(home, { recursive: true, force: true }));
+    await writePlan(repo.dir, makePlan([{ ...task('widen-me', { create: ['src/feature.js'] }), metadata: { files: { create: [], modify: [] } } }]));
+    const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--widen', 'src/**', '--json'], claudeEnv(server.url, home));
+    const events = r.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { type: string; outcome?: string; paths?: string[] });
+    expect(r.exitCode, r.stdout.slice(-2000)).toBe(0);
+    expect(widenAttempts).toEqual(['refused', 'edited']);
+    expect(events.find((e) => e.type === 'task-widened')).toMatchObject({ paths: ['src/index.js'], recheck: false });
+    expect(events.filter((e) => e.type === 'task-finished').map((e) => e.outcome)).toEqual(['interrupted', 'completed']);
+    expect(await readFile(join(repo.dir, 'src/index.js'), 'utf8')).toBe('// index\nexport const wide = 1;\n');
+  }, 240_000);
 });

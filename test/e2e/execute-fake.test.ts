@@ -586,3 +586,51 @@ describe('changes outside the declared files', () => {
     await expect(readPlan(planPath)).rejects.toThrow();
   });
 });
+
+describe('what a task needed, named and fixed (issue 40)', () => {
+  it("a blocked task that wanted an undeclared file: the run names it and the exact command, runnable from where the person is (a --repo run names its plan); plan declare --needed puts it back", async () => {
+    const { repo, planPath } = await setup(
+      makePlan([
+        fakeTask('A', {
+          create: ['a.txt'],
+          // The refused Edit names the file in its own worktree.
+          fake: { write: { 'a.txt': 'a\n' }, permissionDenials: [{ tool_name: 'Edit', tool_input: { file_path: '$CWD/src/index.js' } }], status: 'BLOCKED: needs to modify src/index.js, which the task does not declare' },
+        }),
+      ]),
+      { 'src/index.js': 'export {};\n' },
+    );
+    const elsewhere = join(repo.dir, '..');
+    const r = await runExecute(elsewhere, ['--repo', repo.dir]);
+    expect(r.exitCode).toBe(1);
+    const after = await readPlan(planPath);
+    expect(after.tasks[0]).toMatchObject({ status: 'blocked', undeclaredWrites: ['src/index.js'] });
+    expect(after.tasks[0]!.result).toContain('it needs src/index.js, which the task does not declare');
+    expect(r.stdout).toMatch(new RegExp(`declare 0 --needed --plan ${planPath.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}\` \\(it needs src/index\\.js\\)`));
+    const declared = await runPlanTool(repo.dir, ['declare', '0', '--needed']);
+    expect(declared.exitCode).toBe(0);
+    expect((await readPlan(planPath)).tasks[0]).toMatchObject({ status: 'pending', attempts: 0, metadata: { files: { create: ['a.txt'], modify: ['src/index.js'] } } });
+  });
+
+  it('--widen adds it within the run instead: journaled, and the task runs again with no attempt counted', async () => {
+    const { repo, planPath } = await setup(
+      makePlan([
+        fakeTask('A', {
+          create: ['a.txt'],
+          acceptance: [{ criterion: 'exported', check: 'grep -q feature src/index.js' }],
+          // Both attempts write the file through the shell; once it is declared, the second lands.
+          fake: { write: { 'a.txt': 'a\n', 'src/index.js': 'export { feature };\n' } },
+        }),
+      ]),
+      { 'src/index.js': 'export {};\n' },
+    );
+    const r = await runExecute(repo.dir, ['--widen', 'src/**', '--json']);
+    expect(r.exitCode, r.stdout).toBe(0);
+    const events = r.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { type: string; task?: number; outcome?: string; paths?: string[]; recheck?: boolean });
+    expect(events.find((e) => e.type === 'task-widened')).toMatchObject({ task: 0, paths: ['src/index.js'], recheck: true });
+    expect(events.filter((e) => e.type === 'task-finished').map((e) => e.outcome)).toEqual(['interrupted', 'completed']);
+    expect(await repo.git(['show', 'HEAD:src/index.js'])).toBe('export { feature };\n');
+    // The re-check of the set-aside work completed it: the worker ran once.
+    expect(events.filter((e) => e.type === 'task-started')).toHaveLength(2);
+    await expect(readPlan(planPath)).rejects.toThrow();
+  });
+});

@@ -243,7 +243,7 @@ describe('the engine, in process', () => {
   });
 
   it('with --strict-scope, an attempt that changed files its task does not declare fails with their names', async () => {
-    const setAside = { paths: ['README.md', 'junk/stray.txt'], kept: { commit: 'a'.repeat(40), ref: 'refs/foreman-aside/p/0' } };
+    const setAside = { paths: ['README.md', 'junk/stray.txt'], tracked: ['README.md'], kept: { commit: 'a'.repeat(40), ref: 'refs/foreman-aside/p/0' } };
     const rig = new EngineRig(makePlan([task('A')]), { settings: { maxAttempts: 1, strictScope: true }, verify: () => ({ ...PASSED, outsideChanges: setAside.paths, setAside }) });
     await rig.advance(0);
     await rig.finish(0, 'COMPLETED: a');
@@ -257,7 +257,7 @@ describe('the engine, in process', () => {
   });
 
   it('an attempt that changed files its task does not declare completes with its declared work when its checks pass, the files set aside and named', async () => {
-    const setAside = { paths: ['package-lock.json'], kept: { commit: 'b'.repeat(40), ref: 'refs/foreman-aside/p/0' } };
+    const setAside = { paths: ['package-lock.json'], tracked: ['package-lock.json'], kept: { commit: 'b'.repeat(40), ref: 'refs/foreman-aside/p/0' } };
     const rig = new EngineRig(makePlan([task('A')]), { verify: () => ({ ...PASSED, outsideChanges: setAside.paths, setAside }) });
     await rig.advance(0);
     await rig.finish(0, 'COMPLETED: a');
@@ -266,6 +266,68 @@ describe('the engine, in process', () => {
     expect(rig.recorded.flatMap((r) => r.integrate.map((w) => w.task))).toEqual([0]);
     expect(rig.events.find((e) => e.type === 'task-finished')).toMatchObject({ outcome: 'completed', warnings: [expect.stringContaining('changed files its task does not declare: package-lock.json (set aside, not integrated')] });
     expect(result.plan.tasks[0]!.setAside).toEqual({ attempt: 1, paths: ['package-lock.json'], commit: 'b'.repeat(40) });
+  });
+
+  it('a task widened to declare its set-aside work re-checks that work first: passing, it completes with no worker run', async () => {
+    const commit = 'c'.repeat(40);
+    const widened = task('A', { modify: ['src/index.ts'] });
+    Object.assign(widened, { recheck: true, setAside: { attempt: 1, paths: ['src/index.ts'], commit } });
+    const rig = new EngineRig(makePlan([widened]), { verify: () => ({ ...PASSED, acceptance: [{ criterion: 'c', check: 'true', passed: true, exitCode: 0, timedOut: false, timeLimit: { ms: 1000, flag: '--check-timeout' }, output: '' }], work: { base: 'b'.repeat(40), entries: [{ path: 'src/index.ts', mode: '100644', object: 'd'.repeat(40) }] } }) });
+    const result = await rig.ended();
+    expect(rig.rechecks).toEqual([[0, commit]]);
+    expect(rig.started).toEqual([]);
+    expect(statusOf(result.plan.tasks[0]!)).toBe('completed');
+    expect(result.plan.tasks[0]!.recheck).toBeUndefined();
+  });
+
+  it('a re-check that does not pass costs no attempt: a worker does the task next', async () => {
+    const widened = task('A', { modify: ['src/index.ts'] });
+    Object.assign(widened, { recheck: true, setAside: { attempt: 1, paths: ['src/index.ts'], commit: 'c'.repeat(40) } });
+    // No acceptance check: a re-check (no status line) cannot prove itself.
+    const rig = new EngineRig(makePlan([widened]));
+    await rig.advance(0);
+    expect(rig.rechecks).toHaveLength(1);
+    expect(rig.started.map((r) => r.taskIndex)).toEqual([0]);
+    expect(rig.events.find((e) => e.type === 'task-finished')).toMatchObject({ outcome: 'interrupted', reason: expect.stringMatching(/^the re-check of the work its last attempt set aside did not pass/) });
+    await rig.finish(0, 'COMPLETED: by a worker');
+    const result = await rig.ended();
+    expect(statusOf(result.plan.tasks[0]!)).toBe('completed');
+    expect(result.plan.tasks[0]!.attempts).toBe(1);
+  });
+
+  it('--widen adds a tracked file an attempt wanted, once, and the task runs again with no attempt counted (re-checking what it set aside)', async () => {
+    const setAside = { paths: ['src/index.ts'], tracked: ['src/index.ts'], kept: { commit: 'e'.repeat(40), ref: 'refs/foreman-aside/p/0' } };
+    let verifications = 0;
+    const rig = new EngineRig(makePlan([task('A', { create: ['src/feature.ts'], acceptance: [{ criterion: 'c', check: 'true' }] })]), {
+      settings: { widen: ['src/**'] },
+      verify: () => {
+        const check = { criterion: 'c', check: 'true', exitCode: 0, timedOut: false, timeLimit: { ms: 1000, flag: '--check-timeout' as const }, output: '' };
+        if (verifications++ === 0) return { ...PASSED, outsideChanges: setAside.paths, setAside, acceptance: [{ ...check, passed: false, exitCode: 1 }] };
+        // The re-check: the attempt's whole work, now all declared, passes.
+        return { ...PASSED, acceptance: [{ ...check, passed: true }], work: { base: 'b'.repeat(40), entries: [{ path: 'src/index.ts', mode: '100644', object: 'd'.repeat(40) }] } };
+      },
+    });
+    await rig.advance(0);
+    await rig.finish(0, 'COMPLETED: a');
+    await rig.advance(0);
+    const widenedEvent = rig.events.find((e) => e.type === 'task-widened');
+    expect(widenedEvent).toMatchObject({ task: 0, paths: ['src/index.ts'], recheck: true });
+    expect(rig.rechecks).toEqual([[0, 'e'.repeat(40)]]);
+    const result = await rig.ended();
+    expect(statusOf(result.plan.tasks[0]!)).toBe('completed');
+    expect(result.plan.tasks[0]!.metadata.files.modify).toEqual(['src/index.ts']);
+    // The widened attempt counted nothing; the re-check's pass is the task's one attempt.
+    expect(result.plan.tasks[0]!.attempts).toBe(1);
+  });
+
+  it('--widen adds nothing outside its patterns, nor an untracked file: the failure says why', async () => {
+    const setAside = { paths: ['docs/x.md', 'src/new.ts'], tracked: ['docs/x.md'], kept: null };
+    const rig = new EngineRig(makePlan([task('A')]), { settings: { widen: ['src/**'], maxAttempts: 1 }, verify: () => ({ ...PASSED, outsideChanges: setAside.paths, setAside, missingCreated: ['A.txt'] }) });
+    await rig.advance(0);
+    await rig.finish(0, 'COMPLETED: a');
+    const result = await rig.ended();
+    expect(rig.events.some((e) => e.type === 'task-widened')).toBe(false);
+    expect(result.plan.tasks[0]!.result).toMatch(/--widen did not add what it wanted: docs\/x\.md matches no --widen pattern \(src\/\*\*\); src\/new\.ts is not a file git tracks/);
   });
 
   it('stops the run when the agent cannot run at all, counting no attempt', async () => {

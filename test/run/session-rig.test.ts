@@ -11,7 +11,9 @@ import { describe, expect, it } from 'vitest';
 import { statusOf } from '../../src/core/plan.ts';
 import { noFindings } from '../../src/core/transition.ts';
 import { SessionRig, gitFailure } from '../support/engine-rig.ts';
-import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
+import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
+import { declareFiles } from '../../src/core/interventions.ts';
+import { PASSED } from '../support/engine-rig.ts';
 import { expectSchema } from '../skills/support.ts';
 
 /** A step's output as the plan tool prints it, checked against schemas/<step>.schema.json. */
@@ -121,6 +123,33 @@ describe('the in-session steps, in process', () => {
     await rig.finalize([[0, 'FAILED: still cannot']]);
     expect(statuses(rig)).toEqual(['blocked']);
     expect(rig.state.plan.tasks[0]!.result).toMatch(/^BLOCKED: the task needs src\/index\.ts, which it does not declare/);
+  });
+
+  it("finalize names what a blocked task needs; declared (plan declare), the next `next` re-checks its set-aside work instead of handing it out, and `commit` integrates it", async () => {
+    const check = { criterion: 'it holds', check: 'true', exitCode: 0, timedOut: false, timeLimit: { ms: 1000, flag: '--check-timeout' as const }, output: '' };
+    const setAside = { paths: ['src/index.ts'], tracked: ['src/index.ts'], kept: { commit: 'f'.repeat(40), ref: 'refs/foreman-aside/rig/0' } };
+    const rig = new SessionRig(makePlan([task('A', { acceptance: [{ criterion: 'it holds', check: 'true' }] })]), {
+      verify: () => ({ ...PASSED, outsideChanges: setAside.paths, setAside, acceptance: [{ ...check, passed: false, exitCode: 1 }] }),
+      recheck: () => ({ ...PASSED, acceptance: [{ ...check, passed: true }], work: { base: 'b'.repeat(40), entries: [{ path: 'src/index.ts', mode: '100644', object: 'd'.repeat(40) }] } }),
+    });
+    await rig.setup();
+    await rig.next();
+    await rig.finalize([[0, 'COMPLETED: done']]);
+    await rig.next();
+    const blocked = await rig.finalize([[0, 'COMPLETED: done again']]);
+    expect(blocked.results[0]).toMatchObject({ outcome: 'blocked', needs: ['src/index.ts'] });
+    // What `plan declare 0 --needed` writes.
+    const plan = await readPlan(rig.planPath);
+    const done = declareFiles(plan, 0, { create: [], modify: ['src/index.ts'], mayChange: [] });
+    if (!done.ok) throw new Error(done.error);
+    await writePlan(rig.dir, done.value.plan);
+    const next = await rig.nextStep();
+    expect(next.tasks).toEqual([]);
+    expect(next.rechecked).toEqual([expect.objectContaining({ index: 0, outcome: 'completed' })]);
+    expect(rig.rechecks).toEqual([[0, 'f'.repeat(40)]]);
+    const committed = await rig.commit();
+    expect(committed.ok && committed.value.tasks).toEqual([0]);
+    expect(statuses(rig)).toEqual(['completed']);
   });
 
   it('git failing while recording stops the run', async () => {

@@ -66,23 +66,35 @@ describe('the commands in the skills', async () => {
     const exact = (command: string) => `Bash(${LAUNCHER} plan ${command})`;
     // Exact rules, no prefixes: Claude Code 2.1.330 asks for any other argument, an assignment
     // before the command, or another command joined to it (CLI-NOTES.md).
+    // One prefix rule: `plan declare --needed <N>`, a form the command refuses to take any path,
+    // --as or other argument in, so it can do nothing but widen the named task by what its own
+    // attempts wanted (test/cli/declare.test.ts).
+    const declareNeeded = `Bash(${LAUNCHER} plan declare --needed:*)`;
     expect(await rules('execute')).toEqual([
       ...['setup --sandbox on', 'next', 'finalize --results .design/prompts/results.json --sandbox on', 'commit --sandbox on', 'status'].map(exact),
+      declareNeeded,
       'Edit(.design/prompts/results.json)',
     ]);
     expect(await rules('design')).toEqual([...['status --json', 'check --fix', 'probe --json --sandbox on', 'summary'].map(exact), 'Edit(.design/plan.json)']);
     for (const skill of ['execute', 'design']) {
       const own = await rules(skill);
-      for (const rule of own) {
+      for (const rule of own.filter((r) => r !== declareNeeded)) {
         expect(rule, skill).not.toMatch(/\*|:\*|--sandbox (off|auto)|--gate|--no-gate/);
-        expect(rule, skill).not.toMatch(/ (approve|reject|retry|skip|land|clean|archive|execute)\b|foreman" execute/);
+        expect(rule, skill).not.toMatch(/ (approve|reject|retry|skip|declare|land|clean|archive|execute)\b|foreman" execute/);
       }
-      // The skill runs each of its pre-approved steps exactly so: every launcher line of one of those steps is a rule.
+      // The skill runs each of its pre-approved steps exactly so: every launcher line of one of those steps is a rule (a prefix rule: its line starts with the prefix).
       const lines = unique.filter((c) => c.file === `skills/${skill}/SKILL.md`).map((c) => c.line);
       const commands = own.filter((r) => r.startsWith('Bash(')).map((r) => r.slice('Bash('.length, -1));
-      for (const c of commands) expect(lines, skill).toContain(c);
+      for (const c of commands) {
+        if (c.endsWith(':*')) expect(lines.some((line) => line.startsWith(`${c.slice(0, -2)} `)), `${skill}: ${c}`).toBe(true);
+        else expect(lines, skill).toContain(c);
+      }
       const steps = new Set(commands.map((c) => c.slice(LAUNCHER.length).trim().split(' ').slice(0, 2).join(' ')));
-      for (const line of lines) if (steps.has(line.slice(LAUNCHER.length).trim().split(/\s+/).slice(0, 2).join(' '))) expect(commands, `${skill}: ${line}`).toContain(line);
+      const prefixes = commands.filter((c) => c.endsWith(':*')).map((c) => `${c.slice(0, -2)} `);
+      for (const line of lines) {
+        if (!steps.has(line.slice(LAUNCHER.length).trim().split(/\s+/).slice(0, 2).join(' '))) continue;
+        if (!prefixes.some((prefix) => line.startsWith(prefix))) expect(commands, `${skill}: ${line}`).toContain(line);
+      }
     }
   });
 

@@ -65,7 +65,7 @@ const samplePlan = () =>
     { context: { testCommand: 'true' } },
   );
 
-type State = 'fresh' | 'in-progress' | 'finalized' | 'failed' | 'awaiting_approval' | 'after-headless-run';
+type State = 'fresh' | 'in-progress' | 'finalized' | 'failed' | 'blocked-wanting' | 'awaiting_approval' | 'after-headless-run';
 
 /** The state a skill is in when it runs a given command. */
 function stateFor(words: string[]): State {
@@ -73,6 +73,7 @@ function stateFor(words: string[]): State {
   if (tool === 'plan' && sub === 'finalize') return 'in-progress';
   if (tool === 'plan' && sub === 'commit') return 'finalized';
   if (tool === 'plan' && (sub === 'retry' || sub === 'skip')) return 'failed';
+  if (tool === 'plan' && sub === 'declare') return 'blocked-wanting';
   if (tool === 'plan' && (sub === 'approve' || sub === 'reject')) return 'awaiting_approval';
   if (tool === 'plan' && sub === 'report') return 'after-headless-run';
   return 'fresh';
@@ -100,9 +101,9 @@ async function prepare(state: State, root: string, repos: PreparedRepos): Promis
   const repo = await tempGitRepo({ 'README.md': 'hello\n' });
   repos.add(repo);
   const planPath = await writePlan(repo.dir, samplePlan());
-  const mark = async (status: 'failed' | 'awaiting_approval') => {
+  const mark = async (status: 'failed' | 'blocked' | 'awaiting_approval', wanted: Record<string, unknown> = {}) => {
     const plan = await readPlan(planPath);
-    plan.tasks[0] = { ...plan.tasks[0]!, status, attempts: 1, result: 'for the test' };
+    plan.tasks[0] = { ...plan.tasks[0]!, status, attempts: 1, result: 'for the test', ...wanted };
     await writePlan(repo.dir, plan);
   };
   switch (state) {
@@ -123,6 +124,10 @@ async function prepare(state: State, root: string, repos: PreparedRepos): Promis
     }
     case 'failed':
       await mark('failed');
+      break;
+    case 'blocked-wanting':
+      // As foreman leaves a task whose attempts wrote outside its files twice.
+      await mark('blocked', { undeclaredWrites: ['src/wanted.ts'] });
       break;
     case 'awaiting_approval':
       await mark('awaiting_approval');

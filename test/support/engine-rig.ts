@@ -108,6 +108,8 @@ export class EngineRig {
   readonly gated: number[][] = [];
   /** Each worktree prepared: the task and the candidates stacked on the tip for it (none: the tip). */
   readonly stacks: Array<[number, number[]]> = [];
+  /** Each re-check's task and the commit it was made at, in order. */
+  readonly rechecks: Array<[number, string]> = [];
   /** Tasks integrated so far, in order. */
   readonly integrated: number[] = [];
   result: EngineResult | null = null;
@@ -144,6 +146,12 @@ export class EngineRig {
           const prepared = options.prepare?.(task) ?? ok(`/worktrees/${task}`);
           if (prepared.ok) this.worktrees.set(task, prepared.value);
           return prepared;
+        },
+        prepareRecheck: async (task, commit) => {
+          if (this.worktrees.has(task)) throw new Error(`task ${task} was given a second worktree before releasing the first`);
+          this.rechecks.push([task, commit]);
+          this.worktrees.set(task, `/worktrees/${task}`);
+          return ok(`/worktrees/${task}`);
         },
         release: (task) => {
           this.worktrees.delete(task);
@@ -244,6 +252,8 @@ export interface SessionRigOptions {
   baseline?: boolean;
   /** What verification finds for a task's subagent worktree (default: it passes). */
   verify?: (task: number) => Verification;
+  /** What a re-check of a task's set-aside work finds (default: as `verify`). */
+  recheck?: (task: number) => Verification;
   /** The lane's record (default: a commit named after the round). */
   record?: (tasks: readonly number[], round: number) => Result<string | null, GitFailure>;
 }
@@ -276,6 +286,8 @@ export class SessionRig {
   /** Integrated work not on the person's branch yet. */
   readonly unlanded = new Set<number>();
   blockLanding = false;
+  /** Each re-check's task and the commit it was made at, in order. */
+  readonly rechecks: Array<[number, string]> = [];
   /** The undeclared writes the worker hook refused, by `<task>-<attempt>`. */
   readonly deniedWrites = new Map<string, string[]>();
   /** Where a step moved the finished plan, or null. */
@@ -350,6 +362,12 @@ export class SessionRig {
       removeWorktrees: async () => undefined,
       removeRefs: async () => undefined,
       verify: async (_plan, task) => rig.options.verify?.(task) ?? PASSED,
+      prepareRecheck: async (task, commit) => {
+        rig.rechecks.push([task, commit]);
+        return ok(`/rechecks/${task}`);
+      },
+      verifyRecheck: async (_plan, task) => rig.options.recheck?.(task) ?? rig.options.verify?.(task) ?? PASSED,
+      release: () => undefined,
     };
   }
 

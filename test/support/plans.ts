@@ -51,3 +51,15 @@ export async function writePlan(repo: string, plan: Plan, rel = '.design/plan.js
 }
 
 export const readPlan = async (path: string): Promise<Plan> => JSON.parse(await readFile(path, 'utf8')) as Plan;
+
+/** A task blocked because it needed a file it does not declare (`ext`: its files' extension), as a run leaves it. */
+export const blockedOnUndeclared = (ext = 'js'): Task => ({
+  subject: 'export the feature',
+  prompt: `Create src/feature.${ext} and export it from src/index.${ext}.`,
+  blockedBy: [],
+  metadata: { files: { create: [`src/feature.${ext}`], modify: [] } },
+  status: 'blocked',
+  attempts: 1,
+  result: `BLOCKED: needs to modify src/index.${ext}; it needs src/index.${ext}, which the task does not declare`,
+  undeclaredWrites: [`src/index.${ext}`],
+});

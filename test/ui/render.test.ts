@@ -327,7 +327,7 @@ describe('event schema', () => {
     const types = (schema.oneOf as Array<{ properties: { type: { const: string } } }>).map((b) => b.properties.type.const).sort();
     const all: Record<RunEvent['type'] | DryRunEvent['type'], true> = {
       'run-started': true, notice: true, 'assumption-checked': true, 'task-started': true, 'speculation-cancelled': true, 'task-activity': true, 'task-finished': true,
-      'task-skipped': true, 'round-committed': true, 'gate-started': true, 'gate-finished': true, breaker: true, 'budget-reached': true, stalled: true, interrupted: true, draining: true, 'run-finished': true,
+      'task-skipped': true, 'task-widened': true, 'round-committed': true, 'gate-started': true, 'gate-finished': true, breaker: true, 'budget-reached': true, stalled: true, interrupted: true, draining: true, 'run-finished': true,
       'dry-run-plan': true, 'dry-run-command': true, 'dry-run-permissions': true, 'dry-run-warning': true,
     };
     expect(types).toEqual(Object.keys(all).sort());

@@ -119,6 +119,14 @@ export async function filesIn(cwd: string, commit: string, paths: readonly strin
   return listed.ok ? listed.value.split('\0').filter(Boolean) : null;
 }
 
+/** Which of `paths` `commit` holds as regular files (git's modes 100644, 100755), or null when git cannot say. */
+export async function regularFilesIn(cwd: string, commit: string, paths: readonly string[]): Promise<Set<string> | null> {
+  if (paths.length === 0) return new Set();
+  const listed = await runGit(['ls-tree', '-z', '--full-tree', commit, '--', ...paths], { cwd });
+  if (!listed.ok) return null;
+  return new Set(listed.value.split('\0').flatMap((record) => (/^100(644|755) /.test(record) ? [record.slice(record.indexOf('\t') + 1)] : [])));
+}
+
 /**
  * The commit `ref` points at, or null when it does not exist. Throws when git cannot answer at
  * all (`repo` is not a repository): a caller's bug, not a state of the ref.

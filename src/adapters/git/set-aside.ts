@@ -15,15 +15,23 @@ const PATHS_PER_CALL = 500;
 
 /**
  * Puts `paths` (repository paths, files) in the worktree at `dir` back as commit `base` has
- * them: those it holds are checked out from it (content and mode), the others removed.
+ * them: those it holds are checked out from it (content and mode), the others removed. Returns
+ * those `base` holds as regular files (git's modes 100644 and 100755): files the repository has.
  */
-export async function setAsideInWorktree(dir: string, base: string, paths: readonly string[]): Promise<Result<void, GitFailure>> {
-  if (paths.length === 0) return ok(undefined);
+export async function setAsideInWorktree(dir: string, base: string, paths: readonly string[]): Promise<Result<{ tracked: string[] }, GitFailure>> {
+  if (paths.length === 0) return ok({ tracked: [] });
   const inBase = new Set<string>();
+  const tracked: string[] = [];
   for (let from = 0; from < paths.length; from += PATHS_PER_CALL) {
-    const listed = await git(dir, ['ls-tree', '-z', '--name-only', '--full-tree', base, '--', ...paths.slice(from, from + PATHS_PER_CALL)]);
+    const listed = await git(dir, ['ls-tree', '-z', '--full-tree', base, '--', ...paths.slice(from, from + PATHS_PER_CALL)]);
     if (!listed.ok) return err(failureOf(listed.error));
-    for (const listedPath of splitNul(listed.value)) inBase.add(listedPath);
+    // `<mode> <type> <id>\t<path>`
+    for (const record of splitNul(listed.value)) {
+      const tab = record.indexOf('\t');
+      const listedPath = record.slice(tab + 1);
+      inBase.add(listedPath);
+      if (/^100(644|755) /.test(record)) tracked.push(listedPath);
+    }
   }
   const restore = paths.filter((changedPath) => inBase.has(changedPath));
   if (restore.length > 0) {
@@ -33,5 +41,5 @@ export async function setAsideInWorktree(dir: string, base: string, paths: reado
   for (const changedPath of paths) {
     if (!inBase.has(changedPath)) await rm(path.join(dir, changedPath), { force: true, recursive: true });
   }
-  return ok(undefined);
+  return ok({ tracked: tracked.sort() });
 }

@@ -5,6 +5,7 @@ import { approvalHint, commandHint } from '../../core/command-hint.ts';
 import { formatCostTally, formatElapsed, oneLine } from '../../core/format.ts';
 import { countByStatus } from '../../core/graph.ts';
 import { attemptsOf, emptyTally, mergeTallies, statusOf, tallyCostUsd } from '../../core/plan.ts';
+import { neededPaths } from '../../core/widen.ts';
 import { groupRuns, planTally, timeOf, unfinishedRun } from '../../core/report.ts';
 import { table } from '../../ui/table.ts';
 import type { Command } from '../command.ts';
@@ -124,6 +125,11 @@ export const status: Command = {
           { maxWidth: io.columns, shrink: [{ column: 1 }] },
         ),
       );
+    }
+    // What a stuck task needed that it does not declare, and the command that puts it back.
+    for (const [i, t] of plan.tasks.entries()) {
+      const needs = statusOf(t) === 'blocked' || statusOf(t) === 'failed' ? neededPaths(t) : [];
+      if (needs.length > 0) io.out(`Task ${i} needs ${needs.join(', ')}, which it does not declare: \`${commandHint('plan', `declare ${i} --needed`, ownLayout())}\` declares ${needs.length === 1 ? 'it' : 'them'} and puts the task back`);
     }
     for (const line of isolationLines(isolation)) io.out(line);
     // Tasks count in the plan's figure (a task's cost is unknown once a Task subagent worked on it); the run's figure counts attempts.

@@ -240,8 +240,13 @@ function gateSection(gate: GateSummary): string[] {
   return out;
 }
 
-/** The run's own warnings, in order (each attempt's are on the attempt). */
-const runWarnings = (run: RunRecord): string[] => run.events.flatMap((e) => (e.type === 'notice' && e.level === 'warning' ? [e.message] : []));
+/** The run's own warnings, in order (each attempt's are on the attempt): its warning notices, and each task `--widen` widened. */
+const runWarnings = (run: RunRecord): string[] =>
+  run.events.flatMap((e) => {
+    if (e.type === 'notice' && e.level === 'warning') return [e.message];
+    if (e.type === 'task-widened') return [`task ${e.task} (${e.subject}) was widened by --widen: it now declares ${e.paths.join(', ')}`];
+    return [];
+  });
 
 /**
  * The report as data (`plan.ts report --json`): the run's summary, its attempts (each with its
