@@ -15,7 +15,8 @@
 // - a usage limit (a reset time) holds until the reset and lowers nothing: past it the account
 //   serves as before;
 // - refusals in a row with nothing served between: each new hold backs off twice as long as the
-//   last (from `FOREMAN_BACKOFF_MS`), never shorter than what the API asked for;
+//   last (from `FOREMAN_BACKOFF_MS`), never shorter than what the API asked for; a response served
+//   lifts a hold of the limiter's own (the API serves), never one the API asked for;
 // - the run waits at most `--limit-wait` for a limit (0: never): `overdue` says when it would wait
 //   longer, and until when.
 //
@@ -48,6 +49,8 @@ export interface Limiter {
   readonly working: number;
   /** Nothing new starts before this time (ms); 0: no hold. */
   readonly holdUntil: number;
+  /** The hold's end is the limiter's own back-off, longer than anything the API asked for. */
+  readonly ownHold: boolean;
   /** What the last hold was for (null before any refusal). */
   readonly kind: LimitKind | null;
   /** When the usage limit that holds resets (ms), when one does. */
@@ -76,6 +79,7 @@ export const MAX_BACKOFF_MS = 3_600_000;
 export const newLimiter = (ceiling: number): Limiter => ({
   working: Math.max(1, ceiling),
   holdUntil: 0,
+  ownHold: false,
   kind: null,
   resetAt: null,
   strikes: 0,
@@ -110,9 +114,10 @@ export function refused(limiter: Limiter, refusal: Refusal, now: number, setting
   // The first hold of a streak waits what the API asked for (the limiter's own back-off when it named nothing); later ones back off too.
   const own = strikes <= 1 ? (refusal.delayMs === undefined && !usage ? settings.backoffMs : 0) : Math.min(MAX_BACKOFF_MS, settings.backoffMs * 2 ** (strikes - 1));
   const holdUntil = Math.max(limiter.holdUntil, now + Math.max(named, own));
+  const ownHold = holdUntil > limiter.holdUntil ? own > named : limiter.ownHold;
   const kind: LimitKind = usage ? 'usage-limit' : burst && limiter.kind === 'usage-limit' ? 'usage-limit' : refusal.kind;
   const resetAt = usage ? Math.max(refusal.resetAt!, limiter.resetAt ?? 0) : burst ? limiter.resetAt : null;
-  if (usage) return { ...counted, strikes, holdUntil, kind, resetAt };
+  if (usage) return { ...counted, strikes, holdUntil, ownHold, kind, resetAt };
   // A new burst halves the working concurrency, and is the moment to learn patience.
   let { working, patience, refusedAt } = limiter;
   if (!burst) {
@@ -122,12 +127,16 @@ export function refused(limiter: Limiter, refusal: Refusal, now: number, setting
   }
   working = Math.max(1, Math.min(working, running));
   const changed = working !== limiter.working;
-  return { ...counted, strikes, holdUntil, kind, resetAt, working, patience, refusedAt, served: changed ? 0 : limiter.served };
+  return { ...counted, strikes, holdUntil, ownHold, kind, resetAt, working, patience, refusedAt, served: changed ? 0 : limiter.served };
 }
 
-/** A response served at `now`: the streak of refusals is over; enough of them raise the working concurrency. */
+/**
+ * A response served at `now`: the streak of refusals is over, and a hold of the limiter's own is
+ * lifted (the API serves); enough responses raise the working concurrency.
+ */
 export function served(limiter: Limiter, now: number, settings: LimiterSettings, session = false): Limiter {
-  const base = { ...limiter, strikes: 0, refusedSince: null, resetAt: holding(limiter, now) ? limiter.resetAt : null };
+  const lifted = limiter.ownHold && holding(limiter, now) ? { holdUntil: now, ownHold: false } : {};
+  const base = { ...limiter, ...lifted, strikes: 0, refusedSince: null, resetAt: holding(limiter, now) && !limiter.ownHold ? limiter.resetAt : null };
   if (session) return { ...base, round: { ...limiter.round, through: limiter.round.through + 1 } };
   if (limiter.working >= settings.ceiling) return { ...base, working: settings.ceiling, served: 0 };
   const count = limiter.served + 1;

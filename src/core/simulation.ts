@@ -49,7 +49,7 @@ const PASSED: Verification = { missingCreated: [], unchangedModified: [], outsid
 export const SIMULATION_DEFAULTS: Omit<EngineConfig, 'concurrency' | 'schedule'> = {
   maxAttempts: 3,
   backoffMs: 1000,
-  maxRequeues: 6,
+  limitWaitMs: 18_000_000,
   logDir: '.design',
   gate: null,
   speculate: 0,
@@ -139,6 +139,8 @@ export function simulateRun(
         }
         return false;
       }
+      // Simulated workers are never refused by an API: nothing asks to stop one.
+      case 'stop-worker':
       case 'save':
       case 'abort-workers':
       case 'release-workspace':

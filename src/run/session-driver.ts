@@ -74,10 +74,11 @@ export class StepRun {
       case 'gate':
         await this.need('gate', effect)(effect.tasks, state);
         return [];
-      // A session's workers are never stopped by it, nothing backs off, and nothing is speculative.
+      // A session's workers are never stopped by it, nothing wakes it (the lead comes back), and nothing is speculative.
       case 'wake':
       case 'abort-workers':
       case 'cancel-worker':
+      case 'stop-worker':
         return [];
       case 'finish':
         this.finished = { ...effect.stop, usage: effect.usage };

@@ -68,9 +68,10 @@ describe('the limiter', () => {
     });
   });
 
-  it('a refusal holds new starts for what the API asked (until a usage limit resets), and a hold never shortens', () => {
+  it('a refusal holds new starts for what the API asked (until a usage limit resets); only a response served lifts a hold, one of the limiter\'s own', () => {
     everyStep((settings, before, step, after) => {
-      expect(after.holdUntil).toBeGreaterThanOrEqual(before.holdUntil);
+      if (step.kind === 'served' && before.ownHold && holding(before, step.at)) expect([after.holdUntil, after.ownHold]).toEqual([step.at, false]);
+      else expect(after.holdUntil).toBeGreaterThanOrEqual(before.holdUntil);
       if (step.kind !== 'refused') return;
       const { refusal } = step;
       if (refusal.resetAt !== undefined) expect(after.holdUntil).toBeGreaterThanOrEqual(refusal.resetAt);
@@ -103,7 +104,7 @@ describe('the limiter', () => {
 
   it('holds in a row with nothing served between back off twice as long each time', () => {
     fc.assert(
-      fc.property(settingsArb, fc.integer({ min: 2, max: 8 }), (settings, holds) => {
+      fc.property(settingsArb.filter((s) => s.backoffMs > 0), fc.integer({ min: 2, max: 8 }), (settings, holds) => {
         let limiter = newLimiter(settings.ceiling);
         let now = 0;
         for (let k = 1; k <= holds; k++) {
@@ -113,8 +114,9 @@ describe('the limiter', () => {
           expect(limiter.holdUntil - now).toBe(own);
           now = limiter.holdUntil;
         }
-        // A response served ends the streak: the next hold is the API's word again.
-        limiter = served(limiter, now, settings);
+        // A response served ends the streak (and lifts the limiter's own hold): the next hold is the API's word again.
+        limiter = served(limiter, now - 1, settings);
+        expect(holding(limiter, now - 1)).toBe(false);
         limiter = refused(limiter, { kind: 'rate-limit', delayMs: 7 }, now, settings, settings.ceiling);
         expect(limiter.strikes).toBe(1);
         expect(limiter.holdUntil - now).toBe(7);

@@ -292,7 +292,7 @@ describe('event schema', () => {
 
   it('accepts every reason a run stops for', () => {
     const reasons: Record<StopReason, true> = {
-      'all-done': true, breaker: true, deadlock: true, awaiting_approval: true, budget: true, failures: true, interrupted: true, 'agent-unavailable': true, 'git-failed': true, 'setup-failed': true, drained: true,
+      'all-done': true, breaker: true, deadlock: true, awaiting_approval: true, budget: true, failures: true, interrupted: true, 'agent-unavailable': true, 'git-failed': true, 'setup-failed': true, drained: true, limited: true,
     };
     for (const reason of Object.keys(reasons)) {
       const finished = ev(T0, { type: 'run-finished', outcome: 'incomplete', reason: reason as StopReason, exitCode: 1, counts: {}, usage: usage(0), durationMs: 0, message: '' });
@@ -303,7 +303,7 @@ describe('event schema', () => {
   it('has one branch per event type', () => {
     const types = (schema.oneOf as Array<{ properties: { type: { const: string } } }>).map((b) => b.properties.type.const).sort();
     const all: Record<RunEvent['type'] | DryRunEvent['type'], true> = {
-      'run-started': true, notice: true, 'assumption-checked': true, 'task-started': true, 'speculation-cancelled': true, 'task-activity': true, 'task-finished': true,
+      'run-started': true, notice: true, 'assumption-checked': true, 'task-started': true, 'speculation-cancelled': true, limit: true, 'task-paused': true, 'task-resumed': true, 'task-activity': true, 'task-finished': true,
       'task-skipped': true, 'round-committed': true, 'gate-started': true, 'gate-finished': true, breaker: true, 'budget-reached': true, stalled: true, interrupted: true, draining: true, 'run-finished': true,
       'dry-run-plan': true, 'dry-run-command': true, 'dry-run-permissions': true,
     };
