@@ -107,6 +107,8 @@ export interface Attempt {
   readonly progressed?: true;
   /** Its worker was asked to stop: a limit refused it before it had done anything. */
   readonly stopping?: true;
+  /** The API refused its worker, and has served it nothing since. */
+  readonly refused?: true;
   /**
    * `paused`: its worker was ended by a limit after it had done something; its worktree and its
    * conversation (this session) are kept, and it resumes (`--resume`) when the limiter lets it.
@@ -624,10 +626,13 @@ export function step(state: EngineState, event: EngineEvent): Step {
     case 'tick':
     case 'integrate':
       break;
-    case 'hand-out':
+    case 'hand-out': {
       // A session's rounds: what the last one got through sets what this one may hand out.
-      work.draft.limiter = settleRound(work.draft.limiter, event.concurrency ?? work.draft.config.concurrency);
+      const before = work.draft.limiter;
+      work.draft.limiter = settleRound(before, event.concurrency ?? work.draft.config.concurrency);
+      if (work.draft.limiter.working !== before.working) announce(work, before, work.draft.limiter.working < before.working ? 'lowered' : 'raised', null);
       break;
+    }
     case 'worker-refused':
       workerRefused(work, event.task, event.refusal, event.progressed);
       break;
@@ -816,42 +821,54 @@ export function refusalOf(run: Pick<WorkerRun, 'outcome'> | undefined): Refusal 
   return null;
 }
 
-/** Workers that run on: running, not asked to stop, `ending` aside. */
-const runningOn = (work: Work, ending: number | null): number =>
-  [...work.attempts.values()].filter((a) => a.stage === 'running' && a.stopping !== true && a.task !== ending).length;
+/** A subagent that ran and reported (or failed its own way), not one a limit refused nor one whose worktree was never made. */
+const gotThrough = (run: WorkerRun): boolean => run.outcome.kind === 'reported' || (refusalOf(run) === null && run.outcome.failure.reason !== 'no-worktree' && run.outcome.failure.reason !== 'interrupted');
 
 /**
- * A worker the API refused while it ran. One that has done nothing yet is stopped (its task waits,
- * no attempt spent; a resumed one pauses again): nothing of it is lost, and it asks the API
- * nothing more while the run is held. One that has done something is never cut short: its CLI
- * retries on its own.
+ * A worker the API refused while it ran; its CLI asks again after the delay it named. One that
+ * has done nothing yet is stopped unless this is the first refusal of a streak, within what the
+ * run may have at once, and its CLI waits out the hold by itself: refused again (or in a streak
+ * the API keeps up), crowding the API, or asking again before the hold ends, it would only be
+ * refused again. Its task waits (a resumed one pauses again), no attempt spent, nothing of it
+ * lost. One that has done something is never cut short.
  */
 function workerRefused(work: Work, task: number, refusal: Refusal, progressed: boolean): void {
+  refuse(work, task, refusal);
+  const draft = work.draft;
   const attempt = work.attempts.get(task);
-  if (attempt?.stage === 'running' && attempt.cancelled === undefined && attempt.stopping !== true && !progressed && work.draft.config.driver === 'headless') {
-    work.attempts.set(task, { ...attempt, stopping: true });
+  if (attempt?.stage !== 'running') return;
+  work.attempts.set(task, { ...attempt, refused: true });
+  const running = [...work.attempts.values()].filter((a) => a.stage === 'running' && a.stopping !== true).length;
+  const crowded = running > allowed(draft.limiter, draft.config.concurrency);
+  const again = attempt.refused === true || draft.limiter.strikes >= 2;
+  const asksTooSoon = refusal.delayMs === undefined || draft.now + refusal.delayMs < draft.limiter.holdUntil || draft.stop?.reason === 'limited';
+  if (attempt.cancelled === undefined && attempt.stopping !== true && !progressed && draft.config.driver === 'headless' && (crowded || again || asksTooSoon)) {
+    work.attempts.set(task, { ...attempt, refused: true, stopping: true });
     work.effects.push({ type: 'stop-worker', task });
   }
-  refuse(work, task, refusal, runningOn(work, null));
 }
 
 /** A worker was served a response: it has done something, and the limiter hears of it. */
 function workerServed(work: Work, task: number): void {
   const draft = work.draft;
   const attempt = work.attempts.get(task);
-  if (attempt?.stage === 'running' && attempt.progressed !== true) work.attempts.set(task, { ...attempt, progressed: true });
+  if (attempt?.stage === 'running' && (attempt.progressed !== true || attempt.refused === true)) {
+    const { refused: _refused, ...rest } = attempt;
+    work.attempts.set(task, { ...rest, progressed: true });
+  }
   const before = draft.limiter;
-  draft.limiter = served(before, draft.now, limiterSettings(draft.config));
+  // A worker refused before is served again: the API serves it, the hold it was told to wait is over.
+  draft.limiter = served(before, draft.now, limiterSettings(draft.config), false, attempt?.refused === true);
   if (before.refusedSince !== null) announce(work, before, 'serving', null);
   else if (draft.limiter.working !== before.working) announce(work, before, 'raised', null);
 }
 
 /** A refusal, to the limiter; said when it changes what the run may do; past --limit-wait, the run drains. */
-function refuse(work: Work, task: number, refusal: Refusal, running: number): void {
+function refuse(work: Work, task: number, refusal: Refusal): void {
   const draft = work.draft;
   const settings = limiterSettings(draft.config);
   const before = draft.limiter;
-  draft.limiter = refused(before, refusal, draft.now, settings, running, draft.config.driver === 'session');
+  draft.limiter = refused(before, refusal, draft.now, settings, draft.config.driver === 'session');
   const after = draft.limiter;
   // A new hold, or a hold for another limit (a usage limit's reset), is news; a lower working concurrency too.
   if ((!holding(before, draft.now) || after.kind !== before.kind || after.resetAt !== before.resetAt) && holding(after, draft.now)) announce(work, before, 'hold', task);
@@ -877,7 +894,7 @@ const mayPause = (work: Work, attempt: Attempt): boolean =>
 
 /** A limit ended the worker after it had done something: the attempt keeps its worktree and conversation, and resumes when the limiter lets it. */
 function pause(work: Work, attempt: Attempt, reason: string): void {
-  const { stopping: _stopping, ...rest } = attempt;
+  const { stopping: _stopping, refused: _refused, ...rest } = attempt;
   work.attempts.set(attempt.task, { ...rest, stage: 'paused', sessionId: attempt.run!.sessionId! });
   emit(work, { type: 'task-paused', task: attempt.task, subject: work.draft.plan.tasks[attempt.task]!.subject, attempt: attempt.number, reason, sessionId: attempt.run!.sessionId! });
 }
@@ -958,7 +975,9 @@ function conclude(work: Work, attempt: Attempt, decided: Decision, warnings: str
   const decision = settleRules(decided, { interrupted: draft.stop?.reason === 'interrupted' });
   // A worker a limit ended (not one the limiter stopped: that refusal was heard already) was refused once more.
   const refusal = decided.kind === 'requeued' ? refusalOf(attempt.run) : null;
-  if (refusal !== null && attempt.stopping !== true) refuse(work, task, refusal, runningOn(work, task));
+  if (refusal !== null && attempt.stopping !== true) refuse(work, task, refusal);
+  // In a session the lead hands out rounds: a subagent that reached the API and reported got through.
+  if (draft.config.driver === 'session' && refusal === null && attempt.run !== undefined && gotThrough(attempt.run)) draft.limiter = served(draft.limiter, draft.now, limiterSettings(draft.config), true);
   if (decision.kind === 'requeued' && refusal !== null && mayPause(work, attempt)) {
     pause(work, attempt, decision.reason);
     checkBudget(work);

@@ -4,7 +4,8 @@
 // (UTC)", "You've hit your limit · resets Nov 28, 4:05pm (America/New_York)", "You're out of extra
 // usage · resets 5pm", and, from older versions, "Claude AI usage limit reached|1749924000" (an
 // epoch second). The reset is read as the first such wall-clock time after `now` in the zone
-// named (the local zone when none is), and, at hours, as the times of day of the limit.
+// named (the local zone when none is), and taken as the end of the minute named: Claude Code
+// writes the reset to the minute (`9:33pm` for 21:33:02), so waiting until then is never short.
 
 /** A limit the words tell of: the account's usage limit (or another 429), and when it resets. */
 export interface LimitText {
@@ -16,9 +17,10 @@ export interface LimitText {
 
 const USAGE = /you[’']ve hit your (?:[\w-]+ )*limit|you[’']re out of (?:extra )?usage|you[’']re out of usage credits|usage limit reached/i;
 // Claude Code's words for the API's 429 (not any mention of rate limits: a task may be about them).
-const RATE = /request rejected \(429\)|temporarily limiting requests|rate_limit_error|API Error: 429\b|exceed your (?:account|organization)[’']s rate limit/i;
+const RATE = /request rejected \(429\)|temporarily limiting requests|rate_limit_error|API Error: 429\b|error type rate_limit, HTTP 429|exceed your (?:account|organization)[’']s rate limit/i;
 const EPOCH = /usage limit reached\|(\d{9,11})\b/i;
 const RESETS = /\bresets\s+(?:([A-Z][a-z]{2})\s+(\d{1,2}),\s*)?(\d{1,2})(?::(\d{2}))?\s*(am|pm)(?:\s*\(([^)]+)\))?/i;
+const MINUTE = 60_000;
 const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
 
 /** What `text` says of a limit, or null when it speaks of none. */
@@ -27,8 +29,8 @@ export function readLimitText(text: string, now: number): LimitText | null {
   if (!usage && !RATE.test(text)) return null;
   const epoch = EPOCH.exec(text);
   if (epoch) return { usage: true, resetAt: Number(epoch[1]) * 1000 };
-  const resetAt = resetTime(text, now);
-  return resetAt === undefined ? { usage } : { usage, resetAt };
+  const named = resetTime(text, now);
+  return named === undefined ? { usage } : { usage, resetAt: named + MINUTE };
 }
 
 /** The reset time a "resets 10pm (America/New_York)" says, as the first such moment after `now`. */

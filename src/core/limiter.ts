@@ -7,16 +7,17 @@
 //   decrease) and holds new starts for the back-off the API asked for (`retry-after`, or the CLI's
 //   own delay, which honours it), or until a usage limit resets; the refusals of one burst (they
 //   arrive while that hold is in force) change nothing more but the hold's end;
-// - every refusal also brings the working concurrency down to the workers still running, those
-//   stopped for it aside: what runs on is what the API evidently serves;
 // - responses served raise it by one per `working × patience` of them (additive increase), up to
-//   `--concurrency`; patience doubles each time the run is refused again at or below the level it
-//   was last refused at, so probing a level the API already refused grows rarer;
+//   `--concurrency`; patience doubles (to 2 at most) each time a burst comes at a level no higher
+//   than the last burst came at, and starts over at 1 once the working concurrency passes that
+//   level: a level the API refused is probed again less and less often;
 // - a usage limit (a reset time) holds until the reset and lowers nothing: past it the account
 //   serves as before;
 // - refusals in a row with nothing served between: each new hold backs off twice as long as the
 //   last (from `FOREMAN_BACKOFF_MS`), never shorter than what the API asked for; a response served
-//   lifts a hold of the limiter's own (the API serves), never one the API asked for;
+//   lifts a hold of the limiter's own (the API serves), and a response to a worker the hold's
+//   refusals refused lifts any (it waited what it was told, and the API serves it again: the CLIs
+//   add jitter to the delay, and the hold is the longest of a burst's);
 // - the run waits at most `--limit-wait` for a limit (0: never): `overdue` says when it would wait
 //   longer, and until when.
 //
@@ -63,7 +64,7 @@ export interface Limiter {
   readonly served: number;
   /** Additive increase waits for `working × patience` responses served. */
   readonly patience: number;
-  /** The working concurrency when a refusal last lowered it, or null. */
+  /** The working concurrency the last burst came at (before it halved it), or null. */
   readonly refusedAt: number | null;
   /** Every refusal seen. */
   readonly refusals: number;
@@ -71,8 +72,8 @@ export interface Limiter {
   readonly round: { readonly through: number; readonly refused: number };
 }
 
-/** The most patience: additive increase waits at most 32 × working responses. */
-export const MAX_PATIENCE = 32;
+/** The most patience: additive increase waits at most 2 × working responses. */
+export const MAX_PATIENCE = 2;
 /** A back-off of the limiter's own never exceeds an hour (the API's own word may). */
 export const MAX_BACKOFF_MS = 3_600_000;
 
@@ -98,10 +99,10 @@ export const holding = (limiter: Limiter, now: number): boolean => now < limiter
 export const allowed = (limiter: Limiter, ceiling: number): number => Math.max(1, Math.min(ceiling, limiter.working));
 
 /**
- * A refusal at `now`. `running`: the workers that run on (those stopped because of it aside).
- * In a session (`session`), only the round's count changes: the lead settles it at its next hand-out.
+ * A refusal at `now`. In a session (`session`), only the round's count changes (and a usage
+ * limit's reset holds): the lead settles the round at its next hand-out.
  */
-export function refused(limiter: Limiter, refusal: Refusal, now: number, settings: LimiterSettings, running: number, session = false): Limiter {
+export function refused(limiter: Limiter, refusal: Refusal, now: number, settings: LimiterSettings, session = false): Limiter {
   const counted = { ...limiter, refusals: limiter.refusals + 1, refusedSince: limiter.refusedSince ?? now };
   if (session) {
     const held = refusal.resetAt !== undefined && refusal.resetAt > now ? { holdUntil: Math.max(limiter.holdUntil, refusal.resetAt), kind: 'usage-limit' as const, resetAt: refusal.resetAt } : {};
@@ -117,34 +118,28 @@ export function refused(limiter: Limiter, refusal: Refusal, now: number, setting
   const ownHold = holdUntil > limiter.holdUntil ? own > named : limiter.ownHold;
   const kind: LimitKind = usage ? 'usage-limit' : burst && limiter.kind === 'usage-limit' ? 'usage-limit' : refusal.kind;
   const resetAt = usage ? Math.max(refusal.resetAt!, limiter.resetAt ?? 0) : burst ? limiter.resetAt : null;
-  if (usage) return { ...counted, strikes, holdUntil, ownHold, kind, resetAt };
-  // A new burst halves the working concurrency, and is the moment to learn patience.
-  let { working, patience, refusedAt } = limiter;
-  if (!burst) {
-    patience = refusedAt !== null && working <= refusedAt ? Math.min(MAX_PATIENCE, patience * 2) : 1;
-    refusedAt = working;
-    working = Math.ceil(working / 2);
-  }
-  working = Math.max(1, Math.min(working, running));
-  const changed = working !== limiter.working;
-  return { ...counted, strikes, holdUntil, ownHold, kind, resetAt, working, patience, refusedAt, served: changed ? 0 : limiter.served };
+  if (usage || burst) return { ...counted, strikes, holdUntil, ownHold, kind, resetAt };
+  // A new burst halves the working concurrency; refused again at a level already refused, patience grows.
+  const working = Math.max(1, Math.ceil(limiter.working / 2));
+  const patience = limiter.refusedAt !== null && limiter.working <= limiter.refusedAt ? Math.min(MAX_PATIENCE, limiter.patience * 2) : 1;
+  return { ...counted, strikes, holdUntil, ownHold, kind, resetAt, working, patience, refusedAt: limiter.working, served: working !== limiter.working ? 0 : limiter.served };
 }
 
 /**
  * A response served at `now`: the streak of refusals is over, and a hold of the limiter's own is
- * lifted (the API serves); enough responses raise the working concurrency.
+ * lifted (the API serves), any hold when `refusedBefore` (the worker served was refused in it);
+ * enough responses raise the working concurrency.
  */
-export function served(limiter: Limiter, now: number, settings: LimiterSettings, session = false): Limiter {
-  const lifted = limiter.ownHold && holding(limiter, now) ? { holdUntil: now, ownHold: false } : {};
-  const base = { ...limiter, ...lifted, strikes: 0, refusedSince: null, resetAt: holding(limiter, now) && !limiter.ownHold ? limiter.resetAt : null };
+export function served(limiter: Limiter, now: number, settings: LimiterSettings, session = false, refusedBefore = false): Limiter {
+  const lifted = (limiter.ownHold || refusedBefore) && holding(limiter, now) ? { holdUntil: now, ownHold: false } : {};
+  const base = { ...limiter, ...lifted, strikes: 0, refusedSince: null, resetAt: holding({ ...limiter, ...lifted }, now) ? limiter.resetAt : null };
   if (session) return { ...base, round: { ...limiter.round, through: limiter.round.through + 1 } };
   if (limiter.working >= settings.ceiling) return { ...base, working: settings.ceiling, served: 0 };
   const count = limiter.served + 1;
   if (count < limiter.working * limiter.patience) return { ...base, served: count };
   const working = limiter.working + 1;
-  // Above the level the API last refused: that level is passed, patience starts over.
-  const patience = limiter.refusedAt !== null && working > limiter.refusedAt ? 1 : limiter.patience;
-  return { ...base, working, served: 0, patience };
+  // Past the level the last burst came at: that level holds, patience starts over.
+  return { ...base, working, served: 0, patience: limiter.refusedAt !== null && working > limiter.refusedAt ? 1 : limiter.patience };
 }
 
 /**

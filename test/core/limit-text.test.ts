@@ -21,26 +21,28 @@ describe('readLimitText', () => {
     ["You've hit your session limit · resets 12:50am (America/Los_Angeles)", '2026-11-28T08:50:00Z'],
     ['Claude AI usage limit reached|1749924000', '2025-06-14T18:00:00Z'],
   ])('%s → %s', (text, reset) => {
-    expect(readLimitText(text, now)).toEqual({ usage: true, resetAt: Date.parse(reset) });
+    // The end of the minute named, except for an epoch second (exact).
+    const minute = text.includes('|') ? 0 : 60_000;
+    expect(readLimitText(text, now)).toEqual({ usage: true, resetAt: Date.parse(reset) + minute });
   });
 
   it('a time of day already past today is tomorrow’s', () => {
     // 12:18 in New York: 9am has passed.
-    expect(readLimitText("You've hit your limit · resets 9am (America/New_York)", now)?.resetAt).toBe(Date.parse('2026-11-28T14:00:00Z'));
+    expect(readLimitText("You've hit your limit · resets 9am (America/New_York)", now)?.resetAt).toBe(Date.parse('2026-11-28T14:01:00Z'));
   });
 
   it('reads a time without a zone in the local zone', () => {
     const read = readLimitText("You're out of extra usage · resets 5pm", now);
     expect(read?.usage).toBe(true);
     const local = new Date(read!.resetAt!);
-    expect([local.getHours(), local.getMinutes()]).toEqual([17, 0]);
+    expect([local.getHours(), local.getMinutes()]).toEqual([17, 1]);
     expect(read!.resetAt! > now && read!.resetAt! - now <= 86_400_000).toBe(true);
   });
 
   it('a daylight-saving change between now and the reset is counted', () => {
     // 2026-03-08: New York goes from EST to EDT at 2am. Seen the evening before, 10am is EDT.
     const before = Date.parse('2026-03-08T04:00:00Z');
-    expect(readLimitText("You've hit your limit · resets 10am (America/New_York)", before)?.resetAt).toBe(Date.parse('2026-03-08T14:00:00Z'));
+    expect(readLimitText("You've hit your limit · resets 10am (America/New_York)", before)?.resetAt).toBe(Date.parse('2026-03-08T14:01:00Z'));
   });
 
   it('a rate limit or overload with no reset, a zone Intl does not know, or no limit at all', () => {

@@ -26,34 +26,45 @@ const limitedAfterWork = (sessionId: string, extra: { resetAt?: number; waitedMs
 });
 
 describe('limits in the headless engine', () => {
-  it('a refusal stops a worker that has done nothing (its task waits, no attempt), halves what runs at once and holds new starts for the API’s delay', async () => {
+  it('a refusal halves what runs at once and holds new starts for the API’s delay; a worker that has done nothing is stopped while more run than that, or when it would ask again before the hold ends (its task waits, no attempt)', async () => {
     const rig = new EngineRig(tasks(8), { settings: { concurrency: 4 } });
     await rig.advance(0);
     expect(rig.runningTasks).toEqual([0, 1, 2, 3]);
+    await rig.serve(1);
     await rig.refuse(0, { kind: 'rate-limit', delayMs: 2000 });
-    // Stopped (the API had served it nothing): requeued, no attempt spent, nothing started in its place.
-    expect(rig.outcomes()).toEqual([[0, 'requeued']]);
-    expect(rig.runningTasks).toEqual([1, 2, 3]);
-    expect(rig.released).toEqual([0]);
     const [hold] = limitEvents(rig);
     expect(hold).toMatchObject({ change: 'hold', limit: 'rate-limit', working: 2, concurrency: 4, task: 0, refusals: 1 });
     expect(hold!.message).toMatch(/^rate-limited: 2 of 4 workers until \d\d:\d\d:\d\d$/);
-    // Two finish: two would be free, but the hold stands until the delay has passed.
+    // Four run where two may: it had done nothing, so it is stopped, requeued, no attempt spent.
+    expect(rig.outcomes()).toEqual([[0, 'requeued']]);
+    expect(rig.released).toEqual([0]);
+    // One that has done something is never stopped, however crowded.
+    await rig.refuse(1, { kind: 'rate-limit', delayMs: 500 });
+    // Crowded still (three for two): stopped.
+    await rig.refuse(2, { kind: 'rate-limit', delayMs: 3000 });
+    expect(rig.runningTasks).toEqual([1, 3]);
+    // Two for two, and its CLI waits out the hold (until 3 s) itself: it runs on, spared a restart.
+    await rig.refuse(3, { kind: 'rate-limit', delayMs: 3000 });
+    expect(rig.runningTasks).toEqual([1, 3]);
+    expect(rig.outcomes()).toEqual([
+      [0, 'requeued'],
+      [2, 'requeued'],
+    ]);
+    // The refusals of one burst halved it once.
+    expect(limitEvents(rig).filter((e) => e.change !== 'serving').map((e) => e.working)).toEqual([2]);
     await rig.finish(1, 'COMPLETED: one');
-    await rig.finish(2, 'COMPLETED: two');
-    expect(rig.runningTasks).toEqual([3]);
-    await rig.advance(1999);
+    await rig.advance(2999);
     expect(rig.runningTasks).toEqual([3]);
     await rig.advance(1);
-    // Then two at once (the working concurrency), the refused task first again (attempt 1).
+    // Then up to two at once (the working concurrency), the stopped tasks first again (attempt 1).
     expect(rig.runningTasks).toEqual([0, 3]);
     expect(rig.started.filter((r) => r.taskIndex === 0).map((r) => r.attempt)).toEqual([1, 1]);
-    // Responses served raise it again, one step per working × patience of them.
+    // Responses served raise it again, one step per `working` of them.
     await rig.serve(3, 2);
-    expect(rig.runningTasks).toEqual([0, 3, 4]);
-    expect(limitEvents(rig).map((e) => [e.change, e.working])).toEqual([['hold', 2], ['serving', 2], ['raised', 3]]);
-    for (const t of [0, 3, 4]) await rig.finish(t, 'COMPLETED: done');
-    await rig.serve(5, 3);
+    expect(rig.runningTasks).toEqual([0, 2, 3]);
+    expect(limitEvents(rig).at(-1)).toMatchObject({ change: 'raised', working: 3 });
+    await rig.serve(0, 3);
+    expect(rig.runningTasks).toEqual([0, 2, 3, 4]);
     for (;;) {
       const running = rig.runningTasks;
       if (running.length === 0) break;
@@ -62,6 +73,20 @@ describe('limits in the headless engine', () => {
     const result = await rig.ended();
     expect(result.reason).toBe('all-done');
     expect(attemptsOf(result.plan)).toEqual([1, 1, 1, 1, 1, 1, 1, 1]);
+  });
+
+  it('a response to a worker the hold refused lifts the hold: the API serves again', async () => {
+    const rig = new EngineRig(tasks(3), { settings: { concurrency: 2 } });
+    await rig.advance(0);
+    await rig.serve(0);
+    await rig.refuse(0, { kind: 'rate-limit', delayMs: 15_000 });
+    await rig.finish(1, 'COMPLETED: one');
+    expect(rig.runningTasks).toEqual([0]);
+    // Its CLI retried sooner than the run's hold (jitter, a shorter word from the API) and got through.
+    await rig.advance(12_000);
+    await rig.serve(0);
+    expect(rig.runningTasks).toEqual([0, 2]);
+    expect(limitEvents(rig).at(-1)).toMatchObject({ change: 'serving', until: null });
   });
 
   it('a worker that has done something is never cut short; when a limit ends it, the attempt pauses with its worktree and goes on with its conversation', async () => {
@@ -204,7 +229,7 @@ describe('limits in the headless engine', () => {
     await rig.advance(1000);
     expect(rig.runningTasks).toEqual([0]);
     expect(rig.started.at(-1)!.resume).toBe('a');
-    await rig.refuse(0, { kind: 'rate-limit', delayMs: 5000 });
+    await rig.finish(0, limitedAfterWork('a'));
     expect(rig.runningTasks).toEqual([]);
     expect(rig.events.filter((e) => e.type === 'task-paused').length).toBe(2);
     await rig.interrupt();
