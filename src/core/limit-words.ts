@@ -3,7 +3,7 @@
 // "waiting for the usage limit to reset at 22:00"). Times are the machine's local wall clock.
 
 import { formatDuration } from './format.ts';
-import { type Limiter, type LimitKind, allowed, holding } from './limiter.ts';
+import { type Limiter, type LimitKind, allowed, holding, settleRound } from './limiter.ts';
 
 /** The limiter's state as events carry it (times as ISO strings). */
 export interface LimitState {
@@ -67,4 +67,40 @@ export function limitWords(limiter: Limiter, concurrency: number, now: number) {
       return `${what}; ${allowance}: nothing new started, and the run stopped once what ran had finished. Run the same command again after ${clockTime(until, now)} to go on (or with a longer --limit-wait)`;
     },
   };
+}
+
+/** What a session's lead is told of a limit (`plan finalize`, `plan next`): how many the next round may hand out, and a usage limit's reset. */
+export interface SessionLimit {
+  message: string;
+  /** Tasks the next `plan next` hands out at most (0 while a usage limit holds). */
+  handOut: number;
+  /** When the usage limit resets (ISO), when a subagent's reply said. */
+  resetAt: string | null;
+}
+
+/**
+ * After a round (`plan finalize`): what the limits that refused its subagents mean for the next
+ * round, or null when none did. `limiter` is the round's, not settled yet.
+ */
+export function roundLimit(limiter: Limiter, concurrency: number, now: number): SessionLimit | null {
+  const { refused, through } = limiter.round;
+  if (refused === 0) return null;
+  const who = `a limit refused ${refused} of this round's subagent${refused + through === 1 ? '' : 's'} (handed back, no attempt spent)`;
+  if (holding(limiter, now) && limiter.resetAt !== null) {
+    const at = clockTime(limiter.resetAt, now);
+    return { message: `${who}: the usage limit resets at ${at}; \`plan next\` hands out nothing before then. Run /foreman:execute again after ${at}`, handOut: 0, resetAt: new Date(limiter.resetAt).toISOString() };
+  }
+  const handOut = settleRound(limiter, concurrency).working;
+  return { message: `${who}: the next round hands out at most ${handOut} task${handOut === 1 ? '' : 's'}, as many as this one got through`, handOut, resetAt: null };
+}
+
+/** At a hand-out (`plan next`): the limit that holds the session back or narrows its rounds, or null. */
+export function handOutLimit(limiter: Limiter, concurrency: number, now: number): SessionLimit | null {
+  if (holding(limiter, now) && limiter.resetAt !== null) {
+    const at = clockTime(limiter.resetAt, now);
+    return { message: `waiting for the usage limit to reset at ${at}: nothing is handed out before then. Run /foreman:execute again after ${at}`, handOut: 0, resetAt: new Date(limiter.resetAt).toISOString() };
+  }
+  const working = allowed(limiter, concurrency);
+  if (working >= concurrency) return null;
+  return { message: `rate-limited: rounds of at most ${working} of ${concurrency} tasks, one more after each round no limit refused`, handOut: working, resetAt: null };
 }
