@@ -86,6 +86,22 @@ describe('live view', () => {
     ]);
   });
 
+  it('says what a limit holds the run back for: a new hold above, the wait in the footer until it ends', () => {
+    const started = recordedRun().slice(0, 3);
+    const at = Date.parse(started.at(-1)!.at) + 1000;
+    const until = new Date(at + 90_000);
+    const pad = (n: number) => String(n).padStart(2, '0');
+    const hold: RunEvent = { type: 'limit', change: 'hold', limit: 'rate-limit', working: 1, concurrency: 2, until: until.toISOString(), resetAt: null, refusals: 1, task: 1, message: 'rate-limited: 1 of 2 workers until then', runId: RUN_ID, at: new Date(at).toISOString() };
+    const { screen, view, setClock } = playLive(160, false, [...started, hold]);
+    const clock = `${pad(until.getHours())}:${pad(until.getMinutes())}:${pad(until.getSeconds())}`;
+    expect(screen.text).toContain('! rate-limited: 1 of 2 workers until then (task 1 refused; 1 refusal so far)');
+    expect(screen.text.at(-1)).toMatch(new RegExp(`· rate-limited: 1 of 2 workers until ${clock} · round 1`));
+    // Past the hold: still one of two at once, until responses raise it.
+    setClock(until.getTime() + 1);
+    view.tick();
+    expect(screen.text.at(-1)).toMatch(/· rate-limited: 1 of 2 workers · round 1/);
+  });
+
   it('prints finished tasks and notices above the block and keeps the block at the bottom', () => {
     const { screen, view } = playLive(160, false);
     view.close();
