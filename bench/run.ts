@@ -1,7 +1,7 @@
 // `npm run bench`: foreman's speed, measured here and never asserted in tests. See bench/README.md.
 //
 //   npm run bench                      everything (about a minute and a half on 2 cores)
-//   npm run bench -- --only core       one section: core, schedule, gate, speculate, orchestrator, isolation, startup, hook, scale (comma-separated)
+//   npm run bench -- --only core       one section: core, schedule, gate, speculate, orchestrator, isolation, startup, hook, scale, limits (comma-separated)
 //   npm run bench -- --quick           smaller sizes and fewer runs, for a quick look
 
 import { cpus } from 'node:os';
@@ -16,8 +16,9 @@ import { benchStartup } from './startup.ts';
 import { benchHook } from './hook.ts';
 import { SCALE_CASES, benchScale } from './scale.ts';
 import { SPECULATE_SEEDS, benchSpeculationReal, benchSpeculationSimulated } from './speculate.ts';
+import { benchLimits } from './limits.ts';
 
-const SECTIONS = ['core', 'schedule', 'gate', 'speculate', 'orchestrator', 'isolation', 'startup', 'hook', 'scale'] as const;
+const SECTIONS = ['core', 'schedule', 'gate', 'speculate', 'orchestrator', 'isolation', 'startup', 'hook', 'scale', 'limits'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const { values } = parseArgs({
@@ -31,7 +32,7 @@ const { values } = parseArgs({
 if (values.help) {
   process.stdout.write(
     [
-      'Usage: npm run bench -- [--only core,schedule,gate,speculate,orchestrator,isolation,startup,hook,scale] [--quick]',
+      'Usage: npm run bench -- [--only core,schedule,gate,speculate,orchestrator,isolation,startup,hook,scale,limits] [--quick]',
       '',
       '  core          the pure core (validation, overlaps, graph functions) on random plans of 200, 1000, 3000 tasks',
       '  schedule      simulated makespans: continuous vs rounds vs the lower bound, P = 2, 4, 8',
@@ -42,6 +43,7 @@ if (values.help) {
       '  startup       the plan tool\'s start-up: the built bundle vs the sources under tsx (plan status, plan next on 200 tasks)',
       '  hook          the worker hook of every tool call: p50/p95 with no plan running, for the lead, for a worker\'s Write and Bash',
       '  scale         plan check on 20,000-task plans (a chain, a wide plan, a random one, a chain sharing one file): wall time and peak memory',
+      '  limits        rate limits through the real CLI: 16 tasks at --concurrency 8 against a scripted API serving 2 at once and closed for 15 s (refusals a task, time against what the limit allows)',
       '  --quick       smaller plans and fewer runs',
       '',
     ].join('\n'),
@@ -96,5 +98,8 @@ if (wanted('hook')) {
 if (wanted('scale')) {
   const cases = quick ? SCALE_CASES.filter((c) => c.tasks <= 5_000) : SCALE_CASES;
   section('plan check on very large plans', await benchScale({ reps: quick ? 1 : 3, cases }));
+}
+if (wanted('limits')) {
+  section('Rate limits through the real CLI', await benchLimits({ quick }));
 }
 process.stdout.write(`\n(bench took ${((performance.now() - t0) / 1000).toFixed(1)} s)\n`);

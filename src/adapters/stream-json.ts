@@ -106,6 +106,14 @@ export class StreamJsonParser {
   private readonly _retryErrors = new Set<string>();
   private _assistantError: AssistantErrorInfo | undefined;
   private _authFailure = false;
+  // Responses the API served (assistant messages that are not API errors), by message id.
+  private _served = 0;
+  private _lastServedId: string | undefined;
+  // Refusals (429/529): a new `api_retry` attempt since the last response. The CLI repeats a long
+  // wait's api_retry every 30 s with the same attempt number and the time left (CLI-NOTES.md).
+  private _refusals = 0;
+  private _refusedAttempt: number | undefined;
+  private _limitResetAt: number | undefined;
   private _result: ResultInfo | undefined;
   private _streamDenials: PermissionDenial[] = [];
   // Running usage: assistant events repeat one message's usage once per content block, so
@@ -153,9 +161,19 @@ export class StreamJsonParser {
       case 'result':
         this.onResult(event);
         break;
+      case 'rate_limit_event':
+        this.onRateLimitInfo(event['rate_limit_info']);
+        break;
       default:
         break;
     }
+  }
+
+  /** A `rate_limit_info` that says the account's limit refused: when it resets. */
+  private onRateLimitInfo(info: unknown): void {
+    if (!isJsonObject(info) || info['status'] !== 'rejected') return;
+    const resetsAt = asNumber(info['resetsAt']) ?? asNumber(info['overageResetsAt']);
+    if (resetsAt !== undefined && resetsAt > 0) this._limitResetAt = resetsAt * 1000;
   }
 
   private onSystem(event: Json): void {
@@ -188,6 +206,10 @@ export class StreamJsonParser {
           if (error === 'authentication_failed') this._authFailure = true;
         }
         this._lastApiRetry = info;
+        if (isRefusal(info) && attempt !== this._refusedAttempt) {
+          this._refusals++;
+          this._refusedAttempt = attempt;
+        }
         this._activity = `API retry ${attempt ?? '?'}${maxRetries ? `/${maxRetries}` : ''}: ${errorStatus ?? ''} ${error ?? ''}`.trim();
         break;
       }
@@ -210,6 +232,14 @@ export class StreamJsonParser {
     const error = asString(event['error']);
     const message = isJsonObject(event['message']) ? event['message'] : undefined;
     const content = asArray(message?.['content']);
+    if (message && error === undefined && event['is_api_error_message'] !== true) {
+      // A response served: each message once (its content blocks come as lines of their own).
+      const id = asString(message['id']);
+      if (id === undefined || id !== this._lastServedId) this._served++;
+      this._lastServedId = id;
+      this._refusedAttempt = undefined;
+    }
+    if (isJsonObject(event['api_error_params'])) this.onRateLimitInfo(event['api_error_params']['rate_limit_info']);
     if (message) {
       const id = asString(message['id']);
       const usage = usageOf(message['usage']);
@@ -300,6 +330,18 @@ export class StreamJsonParser {
   get result(): ResultInfo | undefined {
     return this._result;
   }
+  /** Responses the API served so far: more than none, and the worker has done something. */
+  get served(): number {
+    return this._served;
+  }
+  /** Refusals (429/529) seen so far, each once however often the CLI reports its wait. */
+  get refusals(): number {
+    return this._refusals;
+  }
+  /** A usage limit's reset (epoch ms), once the stream said one. */
+  get limitResetAt(): number | undefined {
+    return this._limitResetAt;
+  }
 
   /** Cost known so far: the CLI reports cost only in its `result` event, so 0 until then. */
   get costUsd(): number {
@@ -338,6 +380,8 @@ export class StreamJsonParser {
       retryStatuses: this._retryStatuses,
       retryErrors: this._retryErrors,
       authFailure: this._authFailure,
+      progressed: this._served > 0,
+      ...(this._limitResetAt !== undefined ? { limitResetAt: this._limitResetAt } : {}),
       validEvents: this._validEvents,
       nonJsonLines: this._nonJsonLines,
       initSeen: this._initSeen,
@@ -350,6 +394,10 @@ export class StreamJsonParser {
     return classifyOutcome(this.facts(), exit);
   }
 }
+
+/** An api_retry for a 429 or a 529: the API refused (a limit), not a failure of the network or the server. */
+export const isRefusal = (retry: ApiRetryInfo): boolean =>
+  retry.errorStatus === 429 || retry.errorStatus === 529 || retry.error === 'rate_limit' || retry.error === 'overloaded';
 
 function textOf(content: unknown[]): string {
   const parts: string[] = [];

@@ -18,6 +18,10 @@
 // - The worker carries a marker in its environment, inherited by every command it runs: when the
 //   worker ends, whatever still carries it (a dev server started with `setsid` or `nohup … &`,
 //   outside the group and no longer its descendant) is ended and named in the log.
+// - Limits: each refusal (a 429 or 529 its CLI retries: `api_retry`) and each response served is
+//   told as it comes (`onRefused`, `onServed`), for the run's limiter; `stopIfIdle` ends a worker
+//   the API has served nothing yet (one that has done something is left alone); the time its CLI
+//   waits to retry a refused request counts toward no time limit; `resume` continues a session.
 
 import { createWriteStream, existsSync, type WriteStream } from 'node:fs';
 import { mkdir, mkdtemp, realpath, rm } from 'node:fs/promises';
@@ -27,6 +31,7 @@ import type { Readable } from 'node:stream';
 import { execa } from 'execa';
 import { describeWorkerFailure, type WorkerRun } from '../core/failure.ts';
 import { type WorkerSandbox, workerSettings } from '../core/scope.ts';
+import type { Refusal } from '../core/limiter.ts';
 import { readLoginSettings } from './claude-settings.ts';
 import { workerPersonDenies } from './person-denies.ts';
 import { PROCESS_MARKER_VARIABLE, describeMarked, endMarked, groupAlive, killTrackedGroups, newProcessMarker, terminateGroup, trackGroup, untrackGroup } from './processes.ts';
@@ -34,7 +39,7 @@ import { clipHead, formatClock, formatSeconds, oneLine } from '../core/format.ts
 import type { ExitInfo } from '../core/worker-outcome.ts';
 import { withDeniedPaths } from '../core/finalize.ts';
 import { LineSplitter } from './line-splitter.ts';
-import { StreamJsonParser } from './stream-json.ts';
+import { StreamJsonParser, isRefusal } from './stream-json.ts';
 import { formatEventForLog, formatRawLineForLog } from './stream-log.ts';
 
 export interface WorkerRequest {
@@ -74,6 +79,14 @@ export interface WorkerRequest {
   postResultGraceMs?: number;
   /** How much of this attempt's output the log keeps. Default 8 MiB head + 2 MiB tail. */
   logLimit?: LogLimit;
+  /** Continue this Claude Code session (`--resume`) instead of starting one: the prompt follows its conversation. */
+  resume?: string;
+  /** The API refused it (429/529) and its CLI will retry; `progressed`: it had been served a response before. */
+  onRefused?: (refusal: Refusal, progressed: boolean) => void;
+  /** The API served it a response. */
+  onServed?: () => void;
+  /** Aborted: end the worker if the API has served it nothing yet (it has done nothing); otherwise let it be. */
+  stopIfIdle?: AbortSignal;
 }
 
 const DEFAULT_KILL_GRACE_MS = 3000;
@@ -88,7 +101,7 @@ const PROMPT_LOG_CHARS = 16 * 1024;
  * and `inherited` carries the person's login settings over (see `readLoginSettings`).
  */
 export function buildWorkerArgs(
-  req: Pick<WorkerRequest, 'model' | 'permissionMode' | 'allowedTools' | 'deniedTools' | 'maxBudgetUsd' | 'extraArgs'>,
+  req: Pick<WorkerRequest, 'model' | 'permissionMode' | 'allowedTools' | 'deniedTools' | 'maxBudgetUsd' | 'extraArgs' | 'resume'>,
   inherited: Readonly<Record<string, unknown>> = {},
   sandbox?: WorkerSandbox,
 ): string[] {
@@ -96,6 +109,7 @@ export function buildWorkerArgs(
   const args = ['-p', '--output-format', 'stream-json', '--verbose', '--model', req.model, '--permission-mode', req.permissionMode];
   args.push('--setting-sources', '', '--settings', JSON.stringify(settings));
   if (req.maxBudgetUsd !== undefined) args.push('--max-budget-usd', String(req.maxBudgetUsd));
+  if (req.resume !== undefined) args.push('--resume', req.resume);
   if (req.extraArgs) args.push(...req.extraArgs);
   return args;
 }
@@ -237,6 +251,22 @@ class LogWriter {
   }
 }
 
+/** A callback of the caller's: a throw there must not break the worker. */
+function tell(call: () => void): void {
+  try {
+    call();
+  } catch {
+    /* the engine's inbox does not throw; a broken listener must not stop the worker */
+  }
+}
+
+/** A CLI's `api_retry` as the limiter hears it: a 529 is overload, a 429 a rate limit (a usage limit once a reset is known). */
+function refusalOf(retry: { errorStatus?: number; error?: string; retryDelayMs?: number }, resetAt: number | undefined): Refusal {
+  const overloaded = retry.errorStatus === 529 || retry.error === 'overloaded';
+  const kind = overloaded ? 'overloaded' : resetAt !== undefined ? 'usage-limit' : 'rate-limit';
+  return { kind, ...(retry.retryDelayMs !== undefined ? { delayMs: retry.retryDelayMs } : {}), ...(resetAt !== undefined && !overloaded ? { resetAt } : {}) };
+}
+
 /** Run one worker to completion. Resolves with its outcome; rejects only on programming errors. */
 export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
   const t0 = performance.now();
@@ -257,7 +287,7 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
   const tmpEnv = ownTmp ? { TMPDIR: ownTmp, CLAUDE_CODE_TMPDIR: ownTmp } : {};
   const args = buildWorkerArgs(ruled, inherited, sandbox);
 
-  log.line(`==== task ${req.taskIndex} · attempt ${req.attempt} · ${new Date().toISOString()} ====`);
+  log.line(`==== task ${req.taskIndex} · attempt ${req.attempt}${req.resume !== undefined ? ` · resumed (session ${req.resume})` : ''} · ${new Date().toISOString()} ====`);
   log.line(`$ cd ${shellQuote(req.cwd)}`);
   log.line(`$ ${[req.claudeBin, ...buildWorkerArgs(ruled, redacted(inherited), sandbox)].map(shellQuote).join(' ')} < prompt (${Buffer.byteLength(req.prompt)} bytes)`);
   log.line('---- prompt ----');
@@ -268,7 +298,16 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
 
   const exit: ExitInfo = { timedOut: false, aborted: false, stderrTail: '', timeoutMs: req.timeoutMs, bin: req.claudeBin };
 
+  // Time its CLI waits to retry a refused request: from the api_retry until the next line, at most the delay it named.
+  const waits = { total: 0, since: null as number | null, until: 0 };
+  const waited = (now: number): number => waits.total + (waits.since === null ? 0 : Math.max(0, Math.min(now, waits.until) - waits.since));
+  const endWait = (now: number): void => {
+    waits.total = waited(now);
+    waits.since = null;
+  };
+
   const finish = async (): Promise<WorkerRun> => {
+    exit.endedAt = Date.now();
     const c = parser.classify(exit);
     const durationMs = Math.round(performance.now() - t0);
     const o = c.outcome;
@@ -283,6 +322,9 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
     const roots = [...new Set([req.cwd, await realpath(req.cwd).catch(() => req.cwd)])];
     const run: WorkerRun = { usage: c.usage, durationMs, permissionDenials: withDeniedPaths(c.permissionDenials, roots), logPath: req.logPath, outcome: o };
     if (c.sessionId) run.sessionId = c.sessionId;
+    if (c.progressed) run.progressed = true;
+    const waitedMs = Math.round(waited(performance.now()));
+    if (waitedMs > 0) run.waitedMs = waitedMs;
     return run;
   };
 
@@ -320,14 +362,30 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
   };
 
   let killedForAuth = false;
-  // No timeout when it is not a usable delay (0, Infinity, or past what setTimeout can hold).
-  const timeoutTimer =
-    req.timeoutMs > 0 && req.timeoutMs <= 2 ** 31 - 1
-      ? setTimeout(() => {
-          exit.timedOut = true;
-          terminate(`timed out after ${req.timeoutMs} ms`);
-        }, req.timeoutMs)
-      : undefined;
+  // No timeout when it is not a usable delay (0, Infinity, or past what setTimeout can hold). Time
+  // waiting on a limit does not count: when the limit is up, the timer looks again.
+  let timeoutTimer: NodeJS.Timeout | undefined;
+  const armTimeout = (delay: number): void => {
+    timeoutTimer = setTimeout(() => {
+      const now = performance.now();
+      const active = now - t0 - waited(now);
+      if (active < req.timeoutMs) {
+        armTimeout(Math.max(10, req.timeoutMs - active));
+        return;
+      }
+      exit.timedOut = true;
+      const excused = Math.round(waited(now));
+      terminate(`timed out after ${req.timeoutMs} ms${excused > 0 ? ` of work (${excused} ms waiting on a limit not counted)` : ''}`);
+    }, delay);
+  };
+  if (req.timeoutMs > 0 && req.timeoutMs <= 2 ** 31 - 1) armTimeout(req.timeoutMs);
+  const onStopIfIdle = (): void => {
+    if (parser.served === 0 && !exit.aborted && !exit.stoppedForLimit) {
+      exit.stoppedForLimit = true;
+      terminate('a limit refused it before the API had served it anything; it waits for the limit');
+    }
+  };
+  req.stopIfIdle?.addEventListener('abort', onStopIfIdle, { once: true });
   let postResultTimer: NodeJS.Timeout | undefined;
   const onAbort = (): void => {
     exit.aborted = true;
@@ -340,8 +398,19 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
   const stdout = subprocess.stdout;
   const stderr = subprocess.stderr;
   const onStdoutLine = (line: string, truncated: boolean): void => {
+    const served = parser.served;
+    const refusals = parser.refusals;
     const r = parser.accept(line);
     const at = stamp(t0);
+    const now = performance.now();
+    const retry = parser.lastApiRetry;
+    if (r.kind === 'event' && r.event['type'] === 'system' && r.event['subtype'] === 'api_retry' && retry !== undefined) {
+      // A refused request waits its delay (a long wait is told again every 30 s with the time left).
+      if (waits.since === null) waits.since = now;
+      waits.until = now + (retry.retryDelayMs ?? 0);
+    } else if (r.kind === 'event') endWait(now);
+    if (parser.refusals > refusals && retry !== undefined && isRefusal(retry)) tell(() => req.onRefused?.(refusalOf(retry, parser.limitResetAt), served > 0));
+    if (parser.served > served) tell(() => req.onServed?.());
     if (r.kind === 'event') {
       for (const l of formatEventForLog(r.event, { cwd: req.cwd, toolUse: (id) => parser.toolUse(id) })) log.line(`${at} ${l}`, stdout);
     } else if (r.kind === 'garbage') {
@@ -399,6 +468,7 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
   clearTimeout(postResultTimer);
   clearTimeout(pipeTimer);
   req.signal?.removeEventListener('abort', onAbort);
+  req.stopIfIdle?.removeEventListener('abort', onStopIfIdle);
   if (pid !== undefined) untrackGroup(pid);
 
   if (result.exitCode !== undefined) exit.exitCode = result.exitCode;

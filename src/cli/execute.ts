@@ -64,6 +64,12 @@ export const executeCommand: Command = {
     land: { type: 'string', valueName: 'WHEN', description: `end: land integrated work on your branch when the run stops; continuous: also after every integration (default ${DEFAULTS.land})` },
     'max-cost-usd': { type: 'string', valueName: 'N', description: "stop starting work once the run's cost reaches N dollars", range: RANGES.dollars },
     'task-budget-usd': { type: 'string', valueName: 'N', description: 'per-worker spend cap (--max-budget-usd) for tasks that set no agent.maxBudgetUsd', range: RANGES.dollars },
+    'limit-wait': {
+      type: 'string',
+      valueName: 'SECONDS',
+      description: `the longest the run waits for a rate or usage limit to lift (a usage limit's reset); past it, it drains and stops (exit 75), saying when to run again; 0: wait for none (default ${DEFAULTS.limitWaitMs / 1000}, 5 hours)`,
+      range: RANGES.limitWait,
+    },
     'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each acceptance or assumption command, and of the setup command in a worktree; its process group is ended (default ${DEFAULTS.checkTimeoutMs / 1000})`, range: RANGES.timeoutSeconds },
     sandbox: { type: 'string', valueName: 'MODE', description: `auto: run checks, the setup command and workers' Bash in the operating-system sandbox where it works, say once when it cannot; on: refuse to run without it (exit 3); off: never (default ${DEFAULTS.sandbox})` },
     'dry-run': { type: 'boolean', description: "validate, print the settings, the rounds, every command the plan would run and the permission rules of each task it would start (with --json: as events); start nothing" },
@@ -141,7 +147,7 @@ function settingsFrom(values: Record<string, unknown>, numbers: Numbers, io: Io)
     checkTimeoutMs,
     // Checked like a flag: a typo must not silently turn the back-off off.
     backoffMs: parseNumber('FOREMAN_BACKOFF_MS', io.env.FOREMAN_BACKOFF_MS, RANGES.backoffMs) ?? DEFAULTS.backoffMs,
-    maxRequeues: DEFAULTS.maxRequeues,
+    limitWaitMs: seconds(numbers['limit-wait']) ?? DEFAULTS.limitWaitMs,
     speculate: values['no-speculate'] === true ? 0 : (numbers.speculate ?? DEFAULTS.speculate),
     dryRun: values['dry-run'] === true,
     commit: values['no-commit'] !== true,

@@ -46,8 +46,10 @@ export const RANGES = {
   dollars,
   /** A task index (`retry N`): plans are far smaller. */
   taskIndex: count(0, 99_999),
-  /** `FOREMAN_BACKOFF_MS`: doubled per requeue (6 at most), so an hour stays far below the timer limit. */
+  /** `FOREMAN_BACKOFF_MS`: the limiter's first back-off; its doublings stop at an hour too (core/limiter.ts). */
   backoffMs: { whole: true, min: 0, max: 3_600_000, unit: 'milliseconds', maxNote: '1 hour' },
+  /** `--limit-wait`: 0 waits for no limit. */
+  limitWait: seconds(0),
   /** `plan gate --timeout-ms` (internal): a gate timeout in milliseconds. */
   timeoutMs: { whole: true, min: 1, max: MAX_SECONDS * 1000, unit: 'milliseconds', maxNote: '7 days' },
 } satisfies Record<string, NumberRange>;

@@ -42,15 +42,17 @@ import { type Applied, type SetupFindings, applyCancelled, applyDecision, applyS
 import { type WantedPath, recheckable, wantedPaths, widenRefusal } from './widen.ts';
 import type { CapturedWork } from './work.ts';
 import { type GateQueue, afterGateRun, emptyGateQueue, enqueue, culpritDecision, flakeNotice, gateFinishedEvent, nextSegment, queueOrder, withdraw } from './gate.ts';
+import { type Limiter, type LimiterSettings, type Refusal, allowed, holding, newLimiter, overdue, refused, served, settleRound } from './limiter.ts';
+import { limitWords } from './limit-words.ts';
 
 export interface EngineConfig {
   concurrency: number;
   maxAttempts: number;
   schedule: SchedulePolicy;
-  /** First back-off after a rate limit; doubles per requeue of the same task. */
+  /** The limiter's back-off when a refusal names none; doubled per hold in a row with nothing served between. */
   backoffMs: number;
-  /** Requeues of one task after rate limits before it counts as a failed attempt. */
-  maxRequeues: number;
+  /** `--limit-wait`: the longest the run waits for a rate or usage limit (0: never); past it, it drains and stops. */
+  limitWaitMs: number;
   /** Stop starting work once the run's cost reaches this. */
   maxCostUsd?: number;
   /** Worker logs go to `<logDir>/worker-<task>.log`. */
@@ -79,7 +81,7 @@ export interface EngineConfig {
 
 export type EngineDriver = 'headless' | 'session';
 
-export type AttemptStage = 'running' | 'verifying' | 'verified' | 'recording' | 'queued' | 'gating';
+export type AttemptStage = 'running' | 'paused' | 'verifying' | 'verified' | 'recording' | 'queued' | 'gating';
 
 /** One attempt of one task, from its start until the plan records how it ended. */
 export interface Attempt {
@@ -106,6 +108,17 @@ export interface Attempt {
   readonly stack?: readonly number[];
   /** Why it was cancelled: a candidate of its stack left the queue. It ends as soon as its worker or checks stop. */
   readonly cancelled?: string;
+  /** The API served its worker a response: it has done something, and a limit never costs it that. */
+  readonly progressed?: true;
+  /** Its worker was asked to stop: a limit refused it before it had done anything. */
+  readonly stopping?: true;
+  /** The API refused its worker, and has served it nothing since. */
+  readonly refused?: true;
+  /**
+   * `paused`: its worker was ended by a limit after it had done something; its worktree and its
+   * conversation (this session) are kept, and it resumes (`--resume`) when the limiter lets it.
+   */
+  readonly sessionId?: string;
 }
 
 export interface EngineStop {
@@ -118,6 +131,8 @@ export interface EngineStop {
    * it printed): invalid input rather than an incomplete run.
    */
   baselineFailure?: { output: string };
+  /** For `limited`: the run had to wait until then (ms); running it again after that goes on. */
+  resumeAfter?: number;
 }
 
 /**
@@ -137,10 +152,8 @@ export interface EngineState {
   readonly now: number;
   /** Live attempts by task. */
   readonly attempts: ReadonlyMap<number, Attempt>;
-  /** Tasks backing off after a rate limit may not start before this time. */
-  readonly notBefore: ReadonlyMap<number, number>;
-  /** Rate-limit requeues per task in this run. */
-  readonly requeues: ReadonlyMap<number, number>;
+  /** The run's one limiter for rate and usage limits (core/limiter.ts). */
+  readonly limiter: Limiter;
   /** With the rounds policy: the tasks of the open round. */
   readonly admitted: ReadonlySet<number> | null;
   /** Rounds recorded so far (the number in commit messages). */
@@ -176,6 +189,13 @@ export type EngineEvent =
   /** The run starts, or a back-off may have ended. */
   | { type: 'tick'; now: number }
   | { type: 'worker-finished'; task: number; run: WorkerRun; now: number }
+  /**
+   * While its worker runs, the API refused it (a 429 or 529: the CLI's `api_retry`); `progressed`:
+   * this worker process had been served a response before (it has done something).
+   */
+  | { type: 'worker-refused'; task: number; refusal: Refusal; progressed: boolean; now: number }
+  /** While its worker runs, the API served it a response. */
+  | { type: 'worker-served'; task: number; now: number }
   | { type: 'verified'; task: number; verification: Verification; now: number }
   /** The attempt's worktree could not be made ready (its setup command failed): no attempt was made. */
   | { type: 'workspace-failed'; task: number; reason: string; now: number }
@@ -222,8 +242,19 @@ export type EngineEffect =
    * Make a worktree ready at the integration tip (speculative: with `stack`, the candidates' work
    * stacked on it in order), then run the worker there.
    */
-  /** `recheck`: no worker: the work its last attempt set aside (this commit holds it) is verified as the attempt's work (core/widen.ts). */
-  | { type: 'start-worker'; task: number; attempt: number; logPath: string; stack?: Array<{ task: number; work: CapturedWork }>; recheck?: string }
+  | {
+      type: 'start-worker';
+      task: number;
+      attempt: number;
+      logPath: string;
+      stack?: Array<{ task: number; work: CapturedWork }>;
+      /** A paused attempt goes on: its worker continues this conversation (`--resume`) in the worktree it kept; `reason`: what stopped it. */
+      resume?: { sessionId: string; reason: string };
+      /** No worker: the work its last attempt set aside (this commit holds it) is verified as the attempt's work (core/widen.ts). */
+      recheck?: string;
+    }
+  /** Stop this task's worker if it has still done nothing (no response served): a limit refused it. Its event follows as usual. */
+  | { type: 'stop-worker'; task: number }
   /** Stop this task's worker or checks at once (its speculation was cancelled); its event follows as usual. */
   | { type: 'cancel-worker'; task: number }
   /** Capture the task's work in its worktree, then spot-check it and run its acceptance checks there. */
@@ -346,8 +377,7 @@ export function initialState(plan: Plan, config: EngineConfig, now: number, held
     priority: longestRemainingPath(depsOf(plan.tasks)),
     now,
     attempts,
-    notBefore: new Map(),
-    requeues: new Map(),
+    limiter: newLimiter(config.concurrency),
     admitted: null,
     round: 0,
     usage: emptyUsage(),
@@ -372,6 +402,9 @@ const IN_FLIGHT: ReadonlySet<AttemptStage> = new Set(['running', 'verifying']);
 /** Verified attempts not integrated yet: they claim their files, and their dependants wait for them. */
 const WAITING_TO_LAND: ReadonlySet<AttemptStage> = new Set(['verified', 'recording', 'queued', 'gating']);
 
+/** Attempts whose worker a limit ended after it had done something: they keep their worktree and files, and resume. */
+const PAUSED: ReadonlySet<AttemptStage> = new Set(['paused']);
+
 /** Tasks whose attempt is in one of `stages`, ascending. */
 export function tasksIn(state: Pick<EngineState, 'attempts'>, stages: ReadonlySet<AttemptStage>): number[] {
   return [...state.attempts.values()].filter((a) => stages.has(a.stage)).map((a) => a.task).sort((a, b) => a - b);
@@ -383,7 +416,7 @@ export function tasksIn(state: Pick<EngineState, 'attempts'>, stages: ReadonlySe
  * into that work.
  */
 export function claimingFiles(state: Pick<EngineState, 'attempts' | 'plan'>): Set<number> {
-  const claiming = new Set(tasksIn(state, WAITING_TO_LAND));
+  const claiming = new Set([...tasksIn(state, WAITING_TO_LAND), ...tasksIn(state, PAUSED)]);
   state.plan.tasks.forEach((t, i) => {
     if (statusOf(t) === 'awaiting_approval') claiming.add(i);
   });
@@ -413,15 +446,20 @@ export function waitingPays(timing: Timing): boolean {
   return (timing.recordMs / timing.records) * 10 <= timing.workerMs / timing.workers;
 }
 
+/** The limiter's settings from the run's configuration (`ceiling`: the concurrency asked for). */
+export const limiterSettings = (config: EngineConfig, ceiling: number = config.concurrency): LimiterSettings => ({ ceiling, backoffMs: config.backoffMs, maxWaitMs: config.limitWaitMs });
+
 /**
- * The tasks the policy lets start now. With the continuous policy a free slot is not given to a
- * ready task that a task about to become ready (its blockers' work is being recorded) outranks:
- * that slot waits for the record, so the longer path is not held up by whatever happened to be
- * ready first.
+ * The tasks the policy lets start now, within what the limiter allows (none while it holds).
+ * With the continuous policy a free slot is not given to a ready task that a task about to become
+ * ready (its blockers' work is being recorded) outranks: that slot waits for the record, so the
+ * longer path is not held up by whatever happened to be ready first.
  */
-export function startable(state: EngineState, concurrency: number = state.config.concurrency): number[] {
+export function startable(state: EngineState, asked: number = state.config.concurrency): number[] {
   // Nothing starts before the gate has passed the starting commit: it would blame every task.
   if (!gateOpen(state)) return [];
+  if (holding(state.limiter, state.now)) return [];
+  const concurrency = allowed(state.limiter, asked);
   const running = new Set(tasksIn(state, IN_FLIGHT));
   const session = state.config.driver === 'session';
   const speculative = speculativeReady(state);
@@ -432,8 +470,6 @@ export function startable(state: EngineState, concurrency: number = state.config
     overlaps: state.overlaps,
     concurrency,
     priority: state.priority,
-    notBefore: state.notBefore,
-    now: state.now,
     admitted: session ? new Set(landedReady(state)) : (state.admitted ?? undefined),
     claimingFiles: claimingFiles(state),
   });
@@ -443,7 +479,7 @@ export function startable(state: EngineState, concurrency: number = state.config
   const soon = byPriority(readyOnRecord(state).filter((task) => !speculative.includes(task)), state.priority);
   if (soon.length === 0) return ready;
   // Fill the free slots by priority from both lists; the ready tasks win ties.
-  const capacity = state.config.concurrency - running.size;
+  const capacity = concurrency - running.size;
   let fromReady = 0;
   let fromSoon = 0;
   while (fromReady + fromSoon < capacity && (fromReady < ready.length || fromSoon < soon.length)) {
@@ -569,17 +605,12 @@ export function reasonOf(decision: Decision): string | undefined {
 }
 
 /**
- * The decision for a finished attempt, after the run-wide rules: a rate-limited task requeued too
- * often counts as a failed attempt, and after an interrupt nothing but verified work stands.
+ * The decision for a finished attempt, after the run-wide rule: after an interrupt nothing but
+ * verified work stands. A limit never becomes a failure, however often it comes.
  */
-export function settleRules(decision: Decision, context: { requeues: number; maxRequeues: number; attemptsBefore: number; maxAttempts: number; interrupted: boolean }): Decision {
-  let result = decision;
-  if (result.kind === 'requeued' && context.requeues > context.maxRequeues) {
-    const failure = `${result.reason} (${context.requeues - 1} back-offs did not help)`;
-    result = context.attemptsBefore + 1 < context.maxAttempts ? { kind: 'retry', failure } : { kind: 'failed', failure: result.reason };
-  }
-  if (context.interrupted && result.kind !== 'completed' && result.kind !== 'awaiting_approval') result = { kind: 'interrupted' };
-  return result;
+export function settleRules(decision: Decision, context: { interrupted: boolean }): Decision {
+  if (context.interrupted && decision.kind !== 'completed' && decision.kind !== 'awaiting_approval') return { kind: 'interrupted' };
+  return decision;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -589,8 +620,6 @@ type Draft = { -readonly [K in keyof EngineState]: EngineState[K] };
 interface Work {
   draft: Draft;
   attempts: Map<number, Attempt>;
-  notBefore: Map<number, number>;
-  requeues: Map<number, number>;
   effects: EngineEffect[];
   /** The event this step handles: in a session, only `hand-out` starts work and only `integrate` records it. */
   event: EngineEvent;
@@ -599,21 +628,29 @@ interface Work {
 export function step(state: EngineState, event: EngineEvent): Step {
   if (state.finished) return { state, effects: [] };
   const attempts = new Map(state.attempts);
-  const notBefore = new Map(state.notBefore);
-  const requeues = new Map(state.requeues);
   const plan: Plan = { ...state.plan, tasks: state.plan.tasks.slice() };
   const work: Work = {
-    draft: { ...state, plan, attempts, notBefore, requeues, now: Math.max(state.now, event.now) },
+    draft: { ...state, plan, attempts, now: Math.max(state.now, event.now) },
     attempts,
-    notBefore,
-    requeues,
     effects: [],
     event,
   };
   switch (event.type) {
     case 'tick':
-    case 'hand-out':
     case 'integrate':
+      break;
+    case 'hand-out': {
+      // A session's rounds: what the last one got through sets what this one may hand out.
+      const before = work.draft.limiter;
+      work.draft.limiter = settleRound(before, event.concurrency ?? work.draft.config.concurrency);
+      if (work.draft.limiter.working !== before.working) announce(work, before, work.draft.limiter.working < before.working ? 'lowered' : 'raised', null);
+      break;
+    }
+    case 'worker-refused':
+      workerRefused(work, event.task, event.refusal, event.progressed);
+      break;
+    case 'worker-served':
+      workerServed(work, event.task);
       break;
     case 'landed':
       work.draft.unlanded = new Set(event.unlanded);
@@ -739,19 +776,37 @@ function workerFinished(work: Work, task: number, run: WorkerRun): void {
   const draft = work.draft;
   draft.usage = addUsage(draft.usage, runFigure(run));
   draft.timing = { ...draft.timing, workers: draft.timing.workers + 1, workerMs: draft.timing.workerMs + run.durationMs };
+  // A resumed worker went on with the conversation of the one before it: one attempt, their runs together.
+  const whole = attempt.run !== undefined ? joinRuns(attempt.run, run) : run;
+  const current: Attempt = { ...attempt, run: whole, ...(whole.progressed === true ? { progressed: true as const } : {}) };
   if (attempt.cancelled !== undefined) {
-    endCancelled(work, { ...attempt, run }, true);
+    endCancelled(work, current, true);
     return;
   }
   const judgement = judgeRun(run);
   if (judgement.kind === 'verify' && !draft.aborted) {
-    work.attempts.set(task, { ...attempt, stage: 'verifying', run });
+    work.attempts.set(task, { ...current, stage: 'verifying' });
     work.effects.push({ type: 'verify', task });
     return;
   }
   // A COMPLETED report after the workers were told to stop is not verified: the run is ending.
-  const decision: Decision = judgement.kind === 'verify' ? { kind: 'interrupted' } : decideFor(work, task, run);
-  conclude(work, { ...attempt, run }, decision, undeclaredOf(attempt, run));
+  const decision: Decision = judgement.kind === 'verify' ? { kind: 'interrupted' } : decideFor(work, task, whole);
+  conclude(work, current, decision, undeclaredOf(current, whole));
+}
+
+/** A paused attempt's worker runs, then its resumed worker's: what they cost and did together, and how the last ended. */
+function joinRuns(before: WorkerRun, after: WorkerRun): WorkerRun {
+  const unmeasured = before.unmeasured === true || after.unmeasured === true;
+  const sessionId = after.sessionId ?? before.sessionId;
+  return {
+    ...after,
+    ...(unmeasured ? { unmeasured: true as const } : {}),
+    usage: addUsage(before.usage, after.usage),
+    durationMs: before.durationMs + after.durationMs,
+    permissionDenials: [...before.permissionDenials, ...after.permissionDenials],
+    ...(sessionId !== undefined ? { sessionId } : {}),
+    ...(before.progressed === true || after.progressed === true ? { progressed: true as const } : {}),
+  };
 }
 
 function decideFor(work: Work, task: number, run: WorkerRun, verification?: Verification): Decision {
@@ -762,7 +817,6 @@ function decideFor(work: Work, task: number, run: WorkerRun, verification?: Veri
     verification,
     permissionDenials: run.permissionDenials,
     maxAttempts: draft.config.maxAttempts,
-    backoffMs: draft.config.backoffMs * 2 ** (work.requeues.get(task) ?? 0),
     strictScope: draft.config.strictScope ?? false,
   });
 }
@@ -775,6 +829,123 @@ function undeclaredOf(attempt: Attempt, run: WorkerRun, verification?: Verificat
     undeclared: undeclaredWritesOf(verification, run.permissionDenials),
     setAside: setAside === undefined ? null : { attempt: attempt.number, paths: setAside.paths, ...(setAside.kept !== null ? { commit: setAside.kept.commit } : {}) },
   };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Limits: the run's limiter (core/limiter.ts) hears every refusal and every response served
+
+/** The refusal a worker's failure is, when it is a limit's (a 429, a 529), or null. */
+export function refusalOf(run: Pick<WorkerRun, 'outcome'> | undefined): Refusal | null {
+  if (run?.outcome.kind !== 'failed') return null;
+  const failure = run.outcome.failure;
+  if (failure.reason === 'rate-limited') {
+    return { kind: failure.resetAt !== undefined ? 'usage-limit' : 'rate-limit', ...(failure.retryAfterMs !== undefined ? { delayMs: failure.retryAfterMs } : {}), ...(failure.resetAt !== undefined ? { resetAt: failure.resetAt } : {}) };
+  }
+  if (failure.reason === 'overloaded') return { kind: 'overloaded', ...(failure.retryAfterMs !== undefined ? { delayMs: failure.retryAfterMs } : {}) };
+  return null;
+}
+
+/** A subagent that ran and reported (or failed its own way), not one a limit refused nor one whose worktree was never made. */
+const gotThrough = (run: WorkerRun): boolean => run.outcome.kind === 'reported' || (refusalOf(run) === null && run.outcome.failure.reason !== 'no-worktree' && run.outcome.failure.reason !== 'interrupted');
+
+/**
+ * A worker the API refused while it ran; its CLI asks again after the delay it named. One that
+ * has done nothing yet is stopped unless this is the first refusal of a streak, within what the
+ * run may have at once, and its CLI waits out the hold by itself: refused again (or in a streak
+ * the API keeps up), crowding the API, or asking again before the hold ends, it would only be
+ * refused again. Its task waits (a resumed one pauses again), no attempt spent, nothing of it
+ * lost. One that has done something is never cut short.
+ */
+function workerRefused(work: Work, task: number, refusal: Refusal, progressed: boolean): void {
+  refuse(work, task, refusal);
+  const draft = work.draft;
+  const attempt = work.attempts.get(task);
+  if (attempt?.stage !== 'running') return;
+  work.attempts.set(task, { ...attempt, refused: true });
+  const running = [...work.attempts.values()].filter((a) => a.stage === 'running' && a.stopping !== true).length;
+  const crowded = running > allowed(draft.limiter, draft.config.concurrency);
+  const again = attempt.refused === true || draft.limiter.strikes >= 2;
+  const asksTooSoon = refusal.delayMs === undefined || draft.now + refusal.delayMs < draft.limiter.holdUntil || draft.stop?.reason === 'limited';
+  if (attempt.cancelled === undefined && attempt.stopping !== true && !progressed && draft.config.driver === 'headless' && (crowded || again || asksTooSoon)) {
+    work.attempts.set(task, { ...attempt, refused: true, stopping: true });
+    work.effects.push({ type: 'stop-worker', task });
+  }
+}
+
+/** A worker was served a response: it has done something, and the limiter hears of it. */
+function workerServed(work: Work, task: number): void {
+  const draft = work.draft;
+  const attempt = work.attempts.get(task);
+  if (attempt?.stage === 'running' && (attempt.progressed !== true || attempt.refused === true)) {
+    const { refused: _refused, ...rest } = attempt;
+    work.attempts.set(task, { ...rest, progressed: true });
+  }
+  const before = draft.limiter;
+  // A worker refused before is served again: the API serves it, the hold it was told to wait is over.
+  draft.limiter = served(before, draft.now, limiterSettings(draft.config), false, attempt?.refused === true);
+  if (before.refusedSince !== null) announce(work, before, 'serving', null);
+  else if (draft.limiter.working !== before.working) announce(work, before, 'raised', null);
+}
+
+/** A refusal, to the limiter; said when it changes what the run may do; past --limit-wait, the run drains. */
+function refuse(work: Work, task: number, refusal: Refusal): void {
+  const draft = work.draft;
+  const settings = limiterSettings(draft.config);
+  const before = draft.limiter;
+  draft.limiter = refused(before, refusal, draft.now, settings, draft.config.driver === 'session');
+  const after = draft.limiter;
+  // A new hold, or a hold for another limit (a usage limit's reset), is news; a lower working concurrency too.
+  if ((!holding(before, draft.now) || after.kind !== before.kind || after.resetAt !== before.resetAt) && holding(after, draft.now)) announce(work, before, 'hold', task);
+  else if (after.working !== before.working) announce(work, before, 'lowered', task);
+  const late = draft.config.driver === 'headless' ? overdue(after, draft.now, settings) : null;
+  if (late !== null && draft.stop === null) {
+    const words = limitWords(after, draft.config.concurrency, draft.now);
+    stopWith(work, { reason: 'limited', message: words.stop(late.until, draft.config.limitWaitMs), resumeAfter: late.until });
+    emit(work, { type: 'draining', running: tasksIn(work, IN_FLIGHT) });
+  }
+}
+
+/** Emit the limiter's state, as changed by `change` (the task whose refusal it was). */
+function announce(work: Work, before: Limiter, change: 'hold' | 'lowered' | 'serving' | 'raised', task: number | null): void {
+  const draft = work.draft;
+  const words = limitWords(draft.limiter, draft.config.concurrency, draft.now);
+  emit(work, { type: 'limit', change, ...words.state, refusals: draft.limiter.refusals, task, message: change === 'serving' && before.refusedSince !== null ? words.serving() : words.now() });
+}
+
+/** The attempt may wait for the limit with its worktree and conversation: headless, it has done something, and the run goes on. */
+const mayPause = (work: Work, attempt: Attempt): boolean =>
+  work.draft.config.driver === 'headless' && work.draft.stop === null && !work.draft.aborted && attempt.progressed === true && attempt.run?.sessionId !== undefined && attempt.cancelled === undefined;
+
+/** A limit ended the worker after it had done something: the attempt keeps its worktree and conversation, and resumes when the limiter lets it. */
+function pause(work: Work, attempt: Attempt, reason: string): void {
+  const { stopping: _stopping, refused: _refused, ...rest } = attempt;
+  work.attempts.set(attempt.task, { ...rest, stage: 'paused', sessionId: attempt.run!.sessionId! });
+  emit(work, { type: 'task-paused', task: attempt.task, subject: work.draft.plan.tasks[attempt.task]!.subject, attempt: attempt.number, reason, sessionId: attempt.run!.sessionId! });
+}
+
+/** A paused attempt goes on: its worker continues its conversation in the worktree it kept. */
+function resume(work: Work, task: number): void {
+  const attempt = attemptIn(work, task, 'paused');
+  const draft = work.draft;
+  work.attempts.set(task, { ...attempt, stage: 'running' });
+  const logPath = `${draft.config.logDir}/worker-${task}.log`;
+  emit(work, { type: 'task-resumed', task, subject: draft.plan.tasks[task]!.subject, attempt: attempt.number, logPath });
+  const failure = attempt.run?.outcome.kind === 'failed' ? describeWorkerFailure(attempt.run.outcome.failure) : 'a limit';
+  work.effects.push({ type: 'start-worker', task, attempt: attempt.number, logPath, resume: { sessionId: attempt.sessionId!, reason: failure } });
+}
+
+/** The run stops: paused attempts will not resume; their tasks wait for the next run (no attempt spent), their worktrees go. */
+function endPaused(work: Work): void {
+  const interrupted = work.draft.stop?.reason === 'interrupted';
+  for (const task of tasksIn(work, PAUSED)) {
+    const attempt = work.attempts.get(task)!;
+    work.attempts.delete(task);
+    work.effects.push({ type: 'release-workspace', task });
+    const decision: Decision = interrupted ? { kind: 'interrupted' } : { kind: 'requeued', reason: `${reasonOf(decideFor(work, task, attempt.run!)) ?? 'a limit'}; the run stopped before it could go on` };
+    applyDecision(work.draft.plan, task, decision, attempt.run ? runFigure(attempt.run) : emptyUsage());
+    work.effects.push({ type: 'save' });
+    emit(work, { ...finishedEvent(work, attempt), outcome: outcomeOf(decision), reason: reasonOf(decision) ?? 'interrupted' });
+  }
 }
 
 function verified(work: Work, task: number, verification: Verification): void {
@@ -840,15 +1011,17 @@ function conclude(work: Work, attempt: Attempt, decided: Decision, concluded: Co
   }
   const draft = work.draft;
   const task = attempt.task;
-  let decision = decided;
-  if (decision.kind === 'requeued') work.requeues.set(task, (work.requeues.get(task) ?? 0) + 1);
-  decision = settleRules(decision, {
-    requeues: work.requeues.get(task) ?? 0,
-    maxRequeues: draft.config.maxRequeues,
-    attemptsBefore: attemptsOf(draft.plan.tasks[task]!),
-    maxAttempts: draft.config.maxAttempts,
-    interrupted: draft.stop?.reason === 'interrupted',
-  });
+  let decision = settleRules(decided, { interrupted: draft.stop?.reason === 'interrupted' });
+  // A worker a limit ended (not one the limiter stopped: that refusal was heard already) was refused once more.
+  const refusal = decided.kind === 'requeued' ? refusalOf(attempt.run) : null;
+  if (refusal !== null && attempt.stopping !== true) refuse(work, task, refusal);
+  // In a session the lead hands out rounds: a subagent that reached the API and reported got through.
+  if (draft.config.driver === 'session' && refusal === null && attempt.run !== undefined && gotThrough(attempt.run)) draft.limiter = served(draft.limiter, draft.now, limiterSettings(draft.config), true);
+  if (decision.kind === 'requeued' && refusal !== null && mayPause(work, attempt)) {
+    pause(work, attempt, decision.reason);
+    checkBudget(work);
+    return;
+  }
   const base = { ...finishedEvent(work, attempt), ...(warnings.length > 0 ? { warnings } : {}) };
   const usage = runFigure(attempt.run!);
   // Judged work (not an interruption, a limit or a missing agent) says what it did outside its files.
@@ -886,9 +1059,9 @@ function conclude(work: Work, attempt: Attempt, decided: Decision, concluded: Co
       emit(work, { ...base, outcome: 'blocked', reason: decision.reason });
       break;
     case 'requeued':
+      // Pending again, no attempt spent: it starts when the limiter lets it.
       applyDecision(draft.plan, task, decision, usage);
       work.attempts.delete(task);
-      work.notBefore.set(task, draft.now + (decision.delayMs ?? draft.config.backoffMs));
       work.effects.push({ type: 'save' });
       emit(work, { ...base, outcome: 'requeued', reason: decision.reason });
       break;
@@ -1184,7 +1357,7 @@ function recorded(work: Work, tasks: readonly number[], commit: string | null, f
   if (integrated.length > 0) emit(work, { type: 'round-committed', round: draft.round, tasks: integrated, commit });
 }
 
-/** Start what may start, hand verified work to the lane, wake for back-offs, or finish. */
+/** Start (or resume) what may, hand verified work to the lane, wake when a limit's hold ends, or finish. */
 function schedule(work: Work): void {
   if (work.draft.config.driver === 'session') {
     scheduleSession(work);
@@ -1202,13 +1375,14 @@ function schedule(work: Work): void {
         const ready = readySet(draft.plan.tasks);
         if (ready.length > 0) draft.admitted = new Set(ready);
       }
+      resumePaused(work);
       for (const task of startable(draft)) start(work, task);
-    }
+    } else endPaused(work);
     const queued = candidatesWait(work);
     const busy = tasksIn(work, IN_FLIGHT).length > 0 || recording || queued;
     if (!busy && draft.admitted !== null) {
-      // The round is over when none of its tasks runs or can still start.
-      const waiting = [...draft.admitted].some((i) => statusOf(draft.plan.tasks[i]!) === 'pending' && work.notBefore.has(i));
+      // The round is over when none of its tasks runs or can still start (a limit holds some of them back).
+      const waiting = tasksIn(work, PAUSED).length > 0 || (holding(draft.limiter, draft.now) && [...draft.admitted].some((i) => statusOf(draft.plan.tasks[i]!) === 'pending'));
       if (!waiting || draft.stop !== null) {
         draft.admitted = null;
         record(work);
@@ -1216,7 +1390,7 @@ function schedule(work: Work): void {
       }
     }
     if (busy) {
-      wakeForBackoff(work);
+      wakeForHold(work);
       return;
     }
     if (draft.stop !== null) {
@@ -1228,10 +1402,18 @@ function schedule(work: Work): void {
       finish(work);
       return;
     }
-    // Nothing runs and what could start has started: wait for a back-off, or the run is over.
-    if (!wakeForBackoff(work)) finish(work);
+    // Nothing runs and what could start has started: wait for a limit's hold to end, or the run is over.
+    if (!wakeForHold(work)) finish(work);
     return;
   }
+}
+
+/** Paused attempts go on first, highest priority first, as far as the limiter lets workers run. */
+function resumePaused(work: Work): void {
+  const draft = work.draft;
+  if (holding(draft.limiter, draft.now)) return;
+  const free = allowed(draft.limiter, draft.config.concurrency) - tasksIn(work, IN_FLIGHT).length;
+  for (const task of byPriority(tasksIn(work, PAUSED), draft.priority).slice(0, Math.max(0, free))) resume(work, task);
 }
 
 /**
@@ -1250,9 +1432,13 @@ function scheduleSession(work: Work): void {
   const queued = candidatesWait(work);
   const underWay = tasksIn(work, IN_FLIGHT).length > 0 || laneBusy(work) || queued || tasksIn(work, new Set(['verified'])).length > 0;
   if (underWay) return;
-  if (draft.stop === null && (startable(draft).length > 0 || waitingToLand(draft).length > 0)) return;
+  // A usage limit holds the hand-outs until it resets: the run waits for the lead to come back.
+  if (draft.stop === null && (startable(unheld(draft)).length > 0 || waitingToLand(draft).length > 0)) return;
   finish(work);
 }
+
+/** The state as if no limit held it: what would start but for the hold. */
+const unheld = (state: EngineState): EngineState => ({ ...state, limiter: { ...state.limiter, holdUntil: 0 } });
 
 /**
  * Candidates in the merge queue keep the run going, unless Ctrl-C stopped it or the gate failed on
@@ -1260,12 +1446,12 @@ function scheduleSession(work: Work): void {
  */
 const candidatesWait = (work: Work): boolean => tasksIn(work, new Set(['queued'])).length > 0 && work.draft.stop?.reason !== 'interrupted' && work.draft.baseline !== 'failed';
 
-/** Ask for a tick when the first back-off of a pending task ends. Whether there is one. */
-function wakeForBackoff(work: Work): boolean {
+/** Ask for a tick when a limit's hold ends, if anything waits for it (a paused attempt, a task that would start). Whether it did. */
+function wakeForHold(work: Work): boolean {
   const draft = work.draft;
-  const times = [...work.notBefore.entries()].filter(([task]) => statusOf(draft.plan.tasks[task]!) === 'pending').map(([, at]) => at);
-  if (times.length === 0 || draft.stop !== null) return false;
-  work.effects.push({ type: 'wake', at: Math.min(...times) });
+  if (draft.stop !== null || !holding(draft.limiter, draft.now)) return false;
+  if (tasksIn(work, PAUSED).length === 0 && startable(unheld(draft)).length === 0) return false;
+  work.effects.push({ type: 'wake', at: draft.limiter.holdUntil });
   return true;
 }
 
@@ -1280,7 +1466,6 @@ function start(work: Work, task: number): void {
   const recheck = speculation === null && planned.recheck === true && recheckable(planned) ? planned.setAside!.commit! : null;
   markStarted(draft.plan, task);
   work.attempts.set(task, { task, number, stage: 'running', ...(speculation !== null ? { stack: speculation.stack } : {}) });
-  work.notBefore.delete(task);
   // A Task subagent of a session keeps no log foreman can point to.
   const logPath = draft.config.driver === 'session' ? '' : workerLogPath(draft.config.logDir, task);
   const started = draft.plan.tasks[task]!;
@@ -1295,8 +1480,8 @@ function start(work: Work, task: number): void {
 function finish(work: Work): void {
   const draft = work.draft;
   const plan = draft.plan;
-  // A drain that ended with every task completed finished the plan.
-  if (draft.stop?.reason === 'drained' && countByStatus(plan).completed === plan.tasks.length) draft.stop = null;
+  // A drain (asked for, or a limit's wait too long) that ended with every task completed finished the plan.
+  if ((draft.stop?.reason === 'drained' || draft.stop?.reason === 'limited') && countByStatus(plan).completed === plan.tasks.length) draft.stop = null;
   if (draft.stop === null) {
     const counts = countByStatus(plan);
     const stalled = stall(plan.tasks);

@@ -3,6 +3,7 @@
 // schemas/event.schema.json). Every event carries the run id and an ISO timestamp.
 
 import type { Skip } from './graph.ts';
+import type { LimitKind } from './limiter.ts';
 import type { PlanWarning } from './plan-lint.ts';
 import type { Task, UsageFigure } from './plan.ts';
 
@@ -36,7 +37,12 @@ export type StopReason =
   /** A worktree could not be made ready (the plan's setup command failed): no attempt was spent. */
   | 'setup-failed'
   /** Asked to drain (`plan drain`, SIGTERM): what was running finished, nothing new started; resumable. */
-  | 'drained';
+  | 'drained'
+  /**
+   * A rate or usage limit would have held the run longer than `--limit-wait`: it drained (what ran
+   * finished, nothing new started) and stopped, resumable after the time `run-finished` names.
+   */
+  | 'limited';
 
 export type RunEventBody =
   | {
@@ -58,6 +64,28 @@ export type RunEventBody =
   | { type: 'task-started'; task: number; subject: string; attempt: number; model: string; logPath: string; stack?: number[] }
   /** A speculative attempt is cancelled: a candidate of its stack left the merge queue without integrating; `stage` is where it was. */
   | { type: 'speculation-cancelled'; task: number; subject: string; attempt: number; stack: number[]; stage: string; reason: string }
+  /**
+   * The run's limiter changed what the run may do. `hold`: a refusal holds new starts until
+   * `until`; `lowered`: a refusal lowered the workers it may have at once (`working`); `serving`:
+   * the API serves again after refusals; `raised`: responses served raised `working`. `task`: whose
+   * refusal it was. `limit`: what the last hold was for; `resetAt`: a usage limit's reset.
+   */
+  | {
+      type: 'limit';
+      change: 'hold' | 'lowered' | 'serving' | 'raised';
+      limit: LimitKind | null;
+      working: number;
+      concurrency: number;
+      until: string | null;
+      resetAt: string | null;
+      refusals: number;
+      task: number | null;
+      message: string;
+    }
+  /** A limit ended the task's worker after it had done something: the attempt keeps its worktree and conversation, and resumes. */
+  | { type: 'task-paused'; task: number; subject: string; attempt: number; reason: string; sessionId: string }
+  /** A paused attempt goes on: its worker continues its conversation (`claude -p --resume`) in the worktree it kept. */
+  | { type: 'task-resumed'; task: number; subject: string; attempt: number; logPath: string }
   /** Live only (not journaled): the worker's latest tool use or message. */
   | { type: 'task-activity'; task: number; text: string; costUsd: number }
   | {
@@ -115,6 +143,8 @@ export type RunEventBody =
       message: string;
       /** Headless: the git processes the run started, as its one git runner counted them. */
       gitProcesses?: number;
+      /** For `limited`: the run had to wait until then; running it again after that goes on. */
+      resumeAfter?: string;
     };
 
 export type RunEvent = RunEventBody & { runId: string; at: string };
@@ -165,6 +195,7 @@ export type DryRunEventBody =
         strict: boolean;
         /** `--strict-scope`: a change outside a task's declared files fails its attempt (else it is set aside). */
         strictScope: boolean;
+        limitWaitMs: number;
         /** `--widen`: the patterns within which the run may add files a task needs; empty: never. */
         widen: string[];
         /** Levels of candidates in the merge queue a task may start on (0: it waits for its blockers to integrate). */

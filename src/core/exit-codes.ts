@@ -16,6 +16,11 @@ export const EXIT = {
    * says which and what git said; nothing foreman staged is left staged. Fix it and run again.
    */
   gitFailed: 4,
+  /**
+   * A rate or usage limit would have held the run longer than `--limit-wait`: it drained and
+   * stopped; run it again after the time it names (sysexits' EX_TEMPFAIL: try again later).
+   */
+  limited: 75,
   /** Interrupted by SIGINT or SIGHUP (or a second SIGTERM: a first one drains). */
   interrupted: 130,
   /** An internal error: a bug in foreman (one line, plus a stack trace with FOREMAN_DEBUG=1). */

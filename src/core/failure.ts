@@ -33,14 +33,16 @@ export interface StatusLine {
 /**
  * Why a worker process did not produce a usable report. Grouped by what the orchestrator does:
  * - infrastructure (`agent-missing`, `not-authenticated`): stop the whole run, count no attempt;
- * - transient (`rate-limited`, `overloaded`): back off and retry, count no attempt;
+ * - transient (`rate-limited`, `overloaded`): the run's limiter holds, the task waits (or its
+ *   worker's conversation is resumed), no attempt counted;
  * - `interrupted`: the user stopped the run; the task goes back to pending, no attempt;
  * - the rest are failed attempts of the task.
  */
 export type WorkerFailure =
   | { reason: 'agent-missing'; bin: string; message: string }
   | { reason: 'not-authenticated'; message: string }
-  | { reason: 'rate-limited'; message: string; retryAfterMs?: number }
+  /** `resetAt` (epoch ms): a usage limit's reset, when the worker's stream or words said it. */
+  | { reason: 'rate-limited'; message: string; retryAfterMs?: number; resetAt?: number }
   | { reason: 'overloaded'; message: string; retryAfterMs?: number }
   | { reason: 'interrupted' }
   | { reason: 'timed-out'; timeoutMs: number }
@@ -142,6 +144,10 @@ export interface WorkerRun {
   durationMs: number;
   permissionDenials: PermissionDenial[];
   logPath: string;
+  /** The API served it a response (an assistant message that is not an API error): it did something. */
+  progressed?: true;
+  /** Of `durationMs`, the time its CLI waited to retry requests a limit refused (counts toward no time limit). */
+  waitedMs?: number;
   outcome:
     | { kind: 'reported'; resultText: string; statusLine: StatusLine | null }
     | { kind: 'failed'; failure: WorkerFailure };

@@ -35,6 +35,19 @@ export function workerPrompt(plan: Plan, index: number, options: PromptOptions):
   return `${sections.join('\n\n')}\n`;
 }
 
+/**
+ * What a resumed worker is told (`claude -p --resume <session>`): Claude Code appends it to the
+ * conversation the limit cut off, after its last tool results (CLI-NOTES.md).
+ */
+export function resumePrompt(reason: string): string {
+  return [
+    `The API refused your last request (${reason}), so your work stopped there; it answers again now.`,
+    'Carry on with your task exactly where you left off: your files are as you left them.',
+    'End your reply with the final status line your task asks for (COMPLETED: / FAILED: / BLOCKED:).',
+    '',
+  ].join('\n');
+}
+
 function retryBlock(plan: Plan, index: number, attempt: number, maxAttempts: number): string {
   const task = plan.tasks[index]!;
   const lines = [

@@ -1,5 +1,5 @@
 // The scheduling policy. The engine asks "what may start now?" whenever something changes
-// (a worker finished, a back-off expired), so a task starts the moment its blockers complete
+// (a worker finished, a limit's hold ended), so a task starts the moment its blockers complete
 // and a slot is free. Rounds are a policy on top: the `rounds` policy admits only the wave that
 // was ready when the round opened.
 
@@ -18,9 +18,6 @@ export interface ScheduleState {
   concurrency: number;
   /** Higher runs first (the longest remaining path). */
   priority: readonly number[];
-  /** Tasks backing off after a rate limit may not start before this time (ms). */
-  notBefore?: ReadonlyMap<number, number>;
-  now?: number;
   /** With the rounds policy: the tasks of the open round. */
   admitted?: ReadonlySet<number>;
   /**
@@ -36,9 +33,8 @@ export function byPriority(ready: readonly number[], priority: readonly number[]
   return [...ready].sort((a, b) => priority[b]! - priority[a]! || a - b);
 }
 
-/** The tasks to start now: ready, admitted, not backing off, within capacity, overlapping nothing running or uncommitted. */
+/** The tasks to start now: ready, admitted, within capacity, overlapping nothing running or uncommitted. */
 export function pickStarts(state: ScheduleState): number[] {
-  const now = state.now ?? Date.now();
   const capacity = state.concurrency - state.running.size;
   if (capacity <= 0) return [];
   const busy = new Set([...state.running, ...(state.claimingFiles ?? [])]);
@@ -48,7 +44,6 @@ export function pickStarts(state: ScheduleState): number[] {
     if (picked.length >= capacity) break;
     if (busy.has(i)) continue;
     if (state.admitted && !state.admitted.has(i)) continue;
-    if ((state.notBefore?.get(i) ?? 0) > now) continue;
     if ([...busy].some((r) => state.overlaps[i]!.has(r))) continue;
     picked.push(i);
     busy.add(i);

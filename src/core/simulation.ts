@@ -15,6 +15,14 @@ export interface SimulatedAttempt {
   durationMs: number;
   /** The status line the worker ends with; COMPLETED work passes verification. */
   report: 'COMPLETED' | 'FAILED' | 'BLOCKED';
+  /**
+   * The API refuses its worker `atMs` into its run (a 429 its CLI retries after `delayMs`):
+   * `served`, it had been served a response before (at half that time); `endsIt`, its retries
+   * never get through and the refusal ends it when it would have finished. A worker the run stops
+   * ends at once (when it had been served nothing, as the worker adapter does). A resumed worker
+   * is refused no more.
+   */
+  refused?: { atMs: number; served: boolean; delayMs: number; endsIt: boolean };
 }
 
 export interface SimulatedInterval {
@@ -42,6 +50,8 @@ export interface SimulationTrace {
   events: RunEventBody[];
   /** Gate runs: the candidates tested, when, and the verdict. */
   gateRuns: Array<{ tasks: number[]; start: number; end: number; passed: boolean }>;
+  /** Workers the run asked to stop after a refusal: whether the API had served them before. */
+  stops: Array<{ task: number; served: boolean }>;
 }
 
 const PASSED: Verification = { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [] };
@@ -49,7 +59,7 @@ const PASSED: Verification = { missingCreated: [], unchangedModified: [], outsid
 export const SIMULATION_DEFAULTS: Omit<EngineConfig, 'concurrency' | 'schedule'> = {
   maxAttempts: 3,
   backoffMs: 1000,
-  maxRequeues: 6,
+  limitWaitMs: 18_000_000,
   logDir: '.design',
   gate: null,
   speculate: 0,
@@ -80,26 +90,39 @@ export function simulateRun(
   const events: RunEventBody[] = [];
   const gateRuns: SimulationTrace['gateRuns'] = [];
   const integrated: number[] = [];
+  const stops: SimulationTrace['stops'] = [];
+  /** Each running worker's refusal, if it has one. */
+  const refusals = new Map<number, NonNullable<SimulatedAttempt['refused']>>();
 
-  const run = (task: number, attempt: number, now: number): void => {
+  const run = (task: number, attempt: number, now: number, resumed: boolean): void => {
     const behaviour = attemptOf(task, attempt);
     const interval: SimulatedInterval = { task, attempt, start: now, end: now + behaviour.durationMs, outcome: null };
     intervals.push(interval);
     open.set(task, interval);
+    const refused = resumed ? undefined : behaviour.refused;
+    const limited = refused !== undefined && refused.endsIt;
     const worker: WorkerRun = {
       usage: emptyUsage(),
       durationMs: behaviour.durationMs,
       permissionDenials: [],
       logPath: '',
-      outcome: { kind: 'reported', resultText: `${behaviour.report}: attempt ${attempt}`, statusLine: { status: behaviour.report, text: `attempt ${attempt}` } },
+      ...(refused?.served ? { progressed: true as const, sessionId: `session-${task}` } : {}),
+      outcome: limited
+        ? { kind: 'failed', failure: { reason: 'rate-limited', message: 'API Error: Request rejected (429)', retryAfterMs: refused.delayMs } }
+        : { kind: 'reported', resultText: `${behaviour.report}: attempt ${attempt}`, statusLine: { status: behaviour.report, text: `attempt ${attempt}` } },
     };
+    if (refused !== undefined) {
+      refusals.set(task, refused);
+      if (refused.served) post({ type: 'worker-served', task, now: now + Math.floor(refused.atMs / 2) });
+      post({ type: 'worker-refused', task, refusal: { kind: 'rate-limit', delayMs: refused.delayMs }, progressed: refused.served, now: now + refused.atMs });
+    } else refusals.delete(task);
     post({ type: 'worker-finished', task, run: worker, now: interval.end });
   };
 
   const carryOut = (effect: EngineEffect, now: number): boolean => {
     switch (effect.type) {
       case 'start-worker':
-        run(effect.task, effect.attempt, now);
+        run(effect.task, effect.attempt, now, effect.resume !== undefined);
         return false;
       case 'verify':
         post({ type: 'verified', task: effect.task, verification: PASSED, now });
@@ -139,6 +162,19 @@ export function simulateRun(
         }
         return false;
       }
+      case 'stop-worker': {
+        // Ended at once if it had been served nothing: its refusal is its outcome.
+        const refused = refusals.get(effect.task);
+        stops.push({ task: effect.task, served: refused?.served === true });
+        const pending = queue.findIndex((q) => q.event.type === 'worker-finished' && q.event.task === effect.task);
+        if (refused?.served !== true && pending >= 0) {
+          const event = queue.splice(pending, 1)[0]!.event as Extract<EngineEvent, { type: 'worker-finished' }>;
+          const interval = open.get(effect.task);
+          if (interval) interval.end = now;
+          post({ ...event, run: { ...event.run, durationMs: interval ? now - interval.start : 0, outcome: { kind: 'failed', failure: { reason: 'rate-limited', message: 'API Error: Request rejected (429)' } } }, now });
+        }
+        return false;
+      }
       case 'save':
       case 'abort-workers':
       case 'release-workspace':
@@ -165,7 +201,7 @@ export function simulateRun(
     for (const effect of result.effects) finished = carryOut(effect, at) || finished;
     if (finished) {
       observe?.(state);
-      return { state, intervals, makespan: at, events, gateRuns };
+      return { state, intervals, makespan: at, events, gateRuns, stops };
     }
     if (observe && !queue.some((q) => q.at <= at)) observe(state);
   }

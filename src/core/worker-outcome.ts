@@ -7,6 +7,7 @@ import type { PermissionDenial, WorkerFailure, WorkerRun } from './failure.ts';
 import { clipHead } from './format.ts';
 import type { Usage } from './plan.ts';
 import { parseStatusLine } from './prompt.ts';
+import { readLimitText } from './limit-text.ts';
 
 /** A `system`/`api_retry` event: the CLI is retrying an API call. */
 export interface ApiRetryInfo {
@@ -54,6 +55,10 @@ export interface ExitInfo {
   timeoutMs?: number;
   /** For the `agent-missing` failure. */
   bin?: string;
+  /** When the process ended (ms): a usage limit's "resets 10pm" is read against it. */
+  endedAt?: number;
+  /** Ended by the run's limiter: a limit refused it before the API had served it anything. */
+  stoppedForLimit?: boolean;
 }
 
 /** What the worker's stdout showed, as far as its outcome is concerned. */
@@ -69,6 +74,10 @@ export interface StreamFacts {
   retryErrors: ReadonlySet<string>;
   /** The stream showed the worker cannot authenticate (a 401/403 retry, an `authentication_failed` flag). */
   authFailure: boolean;
+  /** The API served the worker a response (an assistant message that is not an API error). */
+  progressed: boolean;
+  /** A usage limit's reset (epoch ms) from a `rate_limit_event` or an error's `rate_limit_info`. */
+  limitResetAt?: number;
   validEvents: number;
   nonJsonLines: number;
   initSeen: boolean;
@@ -81,6 +90,7 @@ export interface Classification {
   usage: Usage;
   sessionId?: string;
   permissionDenials: PermissionDenial[];
+  progressed: boolean;
 }
 
 /** Turn what the stream showed plus how the process ended into the worker's outcome. */
@@ -88,6 +98,7 @@ export function classifyOutcome(facts: StreamFacts, exit: ExitInfo): Classificat
   const base = {
     usage: facts.usage,
     permissionDenials: facts.permissionDenials,
+    progressed: facts.progressed,
     ...(facts.sessionId ? { sessionId: facts.sessionId } : {}),
   };
   const failed = (failure: WorkerFailure): Classification => ({ ...base, outcome: { kind: 'failed', failure } });
@@ -100,6 +111,8 @@ export function classifyOutcome(facts: StreamFacts, exit: ExitInfo): Classificat
     return failed({ reason: 'no-result', stderrTail: clipHead(`${exit.spawnError.message}\n${exit.stderrTail}`.trim(), 4096) });
   }
   if (exit.aborted) return failed({ reason: 'interrupted' });
+  // Stopped while it waited to retry a refused request: that refusal is its outcome.
+  if (exit.stoppedForLimit && !facts.result) return failed(transientFromStream(facts, exit.endedAt) ?? { reason: 'rate-limited', message: 'the API refused it; the run waits for the limit' });
 
   const result = facts.result;
   // A result that arrived before the deadline wins over the timeout: the work was done.
@@ -107,12 +120,12 @@ export function classifyOutcome(facts: StreamFacts, exit: ExitInfo): Classificat
     if (!result.isError) {
       return { ...base, outcome: { kind: 'reported', resultText: result.resultText, statusLine: parseStatusLine(result.resultText) } };
     }
-    return failed(errorResultFailure(facts, result));
+    return failed(errorResultFailure(facts, result, exit.endedAt));
   }
   if (exit.timedOut) return failed({ reason: 'timed-out', timeoutMs: exit.timeoutMs ?? 0 });
 
   // No result event.
-  const transient = transientFromStream(facts);
+  const transient = transientFromStream(facts, exit.endedAt);
   if (transient) return failed(transient);
   if (facts.nonJsonLines > 0 && (facts.validEvents === 0 || (!facts.initSeen && facts.nonJsonLines > facts.validEvents))) {
     return failed({ reason: 'garbage-output', sample: facts.garbageSample ?? '' });
@@ -128,8 +141,14 @@ function retryAfter(facts: StreamFacts): { retryAfterMs?: number } {
   return ms !== undefined ? { retryAfterMs: ms } : {};
 }
 
+/** A rate limit, with the usage limit's reset the stream said (or its words, read at `endedAt`). */
+function rateLimited(facts: StreamFacts, message: string, endedAt: number | undefined): WorkerFailure {
+  const resetAt = facts.limitResetAt ?? (endedAt === undefined ? undefined : readLimitText(message, endedAt)?.resetAt);
+  return { reason: 'rate-limited', message, ...retryAfter(facts), ...(resetAt !== undefined ? { resetAt } : {}) };
+}
+
 /** From api_retry events and assistant error flags, when there is no result event. */
-function transientFromStream(facts: StreamFacts): WorkerFailure | undefined {
+function transientFromStream(facts: StreamFacts, endedAt: number | undefined): WorkerFailure | undefined {
   const assistantError = facts.assistantError;
   const retry = facts.lastApiRetry;
   const describe = (): string =>
@@ -144,7 +163,7 @@ function transientFromStream(facts: StreamFacts): WorkerFailure | undefined {
     assistantError?.error === 'rate_limit' ||
     assistantError?.apiErrorStatus === 429
   ) {
-    return { reason: 'rate-limited', message: describe(), ...retryAfter(facts) };
+    return rateLimited(facts, describe(), endedAt);
   }
   if (
     facts.retryStatuses.has(529) ||
@@ -158,7 +177,7 @@ function transientFromStream(facts: StreamFacts): WorkerFailure | undefined {
 }
 
 /** Why a result event flagged `is_error` failed: limits, authentication, rate, load, or the API. */
-function errorResultFailure(facts: StreamFacts, result: ResultInfo): WorkerFailure {
+function errorResultFailure(facts: StreamFacts, result: ResultInfo, endedAt: number | undefined): WorkerFailure {
   const message = clipHead([result.resultText, ...result.errors].filter((text) => text.trim() !== '').join('; ') || result.subtype, 2000);
   if (result.subtype === 'error_max_turns' || result.terminalReason === 'max_turns') return { reason: 'max-turns', message };
   if (result.subtype === 'error_max_budget_usd' || result.terminalReason === 'budget_exhausted') {
@@ -174,8 +193,8 @@ function errorResultFailure(facts: StreamFacts, result: ResultInfo): WorkerFailu
   ) {
     return { reason: 'not-authenticated', message };
   }
-  if (status === 429 || assistantError?.error === 'rate_limit' || /rate[_ ]?limit/i.test(message)) {
-    return { reason: 'rate-limited', message, ...retryAfter(facts) };
+  if (status === 429 || assistantError?.error === 'rate_limit' || /rate[_ ]?limit/i.test(message) || readLimitText(message, endedAt ?? 0)?.usage === true) {
+    return rateLimited(facts, message, endedAt);
   }
   if (status === 529 || assistantError?.apiErrorType === 'overloaded_error' || /overloaded/i.test(message)) {
     return { reason: 'overloaded', message, ...retryAfter(facts) };

@@ -14,7 +14,7 @@ import type { RunEventBody } from '../core/events.ts';
 import { type Result, type WorkerRun, assertNever, recheckRun } from '../core/failure.ts';
 import type { Verification } from '../core/finalize.ts';
 import { type Plan, type UsageFigure, modelOf } from '../core/plan.ts';
-import { workerPrompt } from '../core/prompt.ts';
+import { resumePrompt, workerPrompt } from '../core/prompt.ts';
 import { type WorkerPermissions, explicitPermissions, workerPermissions } from '../core/scope.ts';
 import { DEFAULTS, type RunSettings } from './settings.ts';
 import type { CapturedWork } from '../core/work.ts';
@@ -87,7 +87,7 @@ export const engineConfig = (settings: RunSettings, logDir: string): EngineConfi
   maxAttempts: settings.maxAttempts,
   schedule: settings.schedule,
   backoffMs: settings.backoffMs,
-  maxRequeues: settings.maxRequeues,
+  limitWaitMs: settings.limitWaitMs,
   ...(settings.maxCostUsd !== undefined ? { maxCostUsd: settings.maxCostUsd } : {}),
   logDir,
   ...(settings.strictScope === true ? { strictScope: true } : {}),
@@ -185,7 +185,9 @@ export async function runEngine(
   const inbox = new Inbox();
   const serialized = lane();
   const workers = new Map<number, AbortController>();
-  /** Each running or verifying attempt's worktree. */
+  /** Each running worker's `stopIfIdle`: the limiter stops one the API has served nothing yet. */
+  const idle = new Map<number, AbortController>();
+  /** Each running, paused or verifying attempt's worktree. */
   const dirs = new Map<number, string>();
   const wake: { current: { at: number; cancel: () => void } | null } = { current: null };
   let state: EngineState = start;
@@ -208,12 +210,19 @@ export async function runEngine(
   const startWorker = (effect: Extract<EngineEffect, { type: 'start-worker' }>, current: EngineState) => {
     const controller = new AbortController();
     workers.set(effect.task, controller);
+    idle.set(effect.task, new AbortController());
     if (signal.aborted) controller.abort();
-    // Its worktree is made ready while the plan that says it started is written.
+    // Its worktree is made ready while the plan that says it started is written; a resumed attempt kept its own.
     const saved = written;
+    const kept = dirs.get(effect.task);
     const recheck = effect.recheck;
-    const preparing = recheck !== undefined ? adapters.prepareRecheck(effect.task, recheck, controller.signal) : adapters.prepare(effect.task, controller.signal, effect.stack);
-    const started = preparing.then(async (prepared): Promise<EngineEvent> => {
+    const ready: Promise<Result<string, string>> =
+      effect.resume !== undefined
+        ? Promise.resolve(kept !== undefined ? { ok: true, value: kept } : { ok: false, error: `task ${effect.task}'s paused attempt has no worktree to resume in` })
+        : recheck !== undefined
+          ? adapters.prepareRecheck(effect.task, recheck, controller.signal)
+          : adapters.prepare(effect.task, controller.signal, effect.stack);
+    const started = ready.then(async (prepared): Promise<EngineEvent> => {
       if (!prepared.ok) return { type: 'workspace-failed', task: effect.task, reason: prepared.error, now: clock.now() };
       dirs.set(effect.task, prepared.value);
       // No worker: the work its last attempt set aside is verified as this attempt's.
@@ -231,10 +240,18 @@ export async function runEngine(
     // The CLI matches edit rules against real paths: a rule through a symlink matches nothing.
     const root = settings.allowedTools ? dir : await realpath(dir);
     const tools = toolsFor(current.plan, effect.task, root, settings.allowedTools);
+    // A resumed worker has what the attempt's earlier workers left of --task-timeout (their waits on limits not counted).
+    const before = effect.resume !== undefined ? current.attempts.get(effect.task)?.run : undefined;
+    const worked = before === undefined ? 0 : Math.max(0, before.durationMs - (before.waitedMs ?? 0));
+    const post = (event: EngineEvent) => inbox.post(event);
     return {
       taskIndex: effect.task,
       attempt: effect.attempt,
-      prompt: workerPrompt(current.plan, effect.task, { maxAttempts: settings.maxAttempts }),
+      prompt: effect.resume !== undefined ? resumePrompt(effect.resume.reason) : workerPrompt(current.plan, effect.task, { maxAttempts: settings.maxAttempts }),
+      ...(effect.resume !== undefined ? { resume: effect.resume.sessionId } : {}),
+      onRefused: (refusal, progressed) => post({ type: 'worker-refused', task: effect.task, refusal, progressed, now: clock.now() }),
+      onServed: () => post({ type: 'worker-served', task: effect.task, now: clock.now() }),
+      stopIfIdle: idle.get(effect.task)?.signal ?? new AbortController().signal,
       model: modelOf(task),
       cwd: dir,
       claudeBin: settings.claudeBin,
@@ -242,7 +259,7 @@ export async function runEngine(
       allowedTools: tools.allow,
       deniedTools: tools.deny,
       maxBudgetUsd: task.agent?.maxBudgetUsd ?? settings.taskBudgetUsd,
-      timeoutMs: settings.taskTimeoutMs,
+      timeoutMs: Math.max(1, settings.taskTimeoutMs - worked),
       logPath: effect.logPath,
       env: adapters.env,
       signal: stop,
@@ -273,6 +290,7 @@ export async function runEngine(
       }
       case 'release-workspace':
         workers.delete(effect.task);
+        idle.delete(effect.task);
         dirs.delete(effect.task);
         adapters.release(effect.task);
         return null;
@@ -310,6 +328,10 @@ export async function runEngine(
       case 'cancel-worker':
         // Its worker and checks stop; the event they end with concludes the cancelled attempt.
         workers.get(effect.task)?.abort();
+        return null;
+      case 'stop-worker':
+        // Ended if the API has still served it nothing (the adapter looks); its event follows as usual.
+        idle.get(effect.task)?.abort();
         return null;
       case 'finish':
         await written;

@@ -45,6 +45,8 @@ import { landingProblemSentence } from '../core/landing.ts';
 import { type BreakerDecision, countByStatus, readySet, stall as planStall } from '../core/graph.ts';
 import { type Plan, type TaskStatus, type UsageFigure, modelOf, statusOf } from '../core/plan.ts';
 import { workerPrompt } from '../core/prompt.ts';
+import { type SessionLimit, handOutLimit, roundLimit } from '../core/limit-words.ts';
+import { holding } from '../core/limiter.ts';
 import { promptsDirFor } from './archive.ts';
 import { ensurePlanId } from './commit.ts';
 import { type LeadIo, type LeadIsolation, type LeadPlace, realLeadIo } from './lead-io.ts';
@@ -616,7 +618,7 @@ export async function leadSetup(given: Plan, context: LeadContext, settings: Set
 // ---------------------------------------------------------------------------------------------
 // next
 
-export type NextStall = 'none' | 'running' | 'deadlock' | 'awaiting_approval' | 'landing' | 'gate' | 'done';
+export type NextStall = 'none' | 'running' | 'deadlock' | 'awaiting_approval' | 'landing' | 'gate' | 'limit' | 'done';
 
 export interface NextOutput {
   round: number;
@@ -641,6 +643,11 @@ export interface NextOutput {
   complete: boolean;
   /** Only when the plan is gone because the last `commit` archived it, finished: where it went. */
   archived?: string;
+  /**
+   * A limit that holds the round back (stall `limit`: a usage limit until its reset) or narrows it
+   * (a round a limit refused some of leaves the next no more than it got through): tell the user.
+   */
+  limit?: SessionLimit;
   /** Present when something needs saying: the plan file changed since the last step. */
   notices?: Notice[];
   /**
@@ -726,6 +733,7 @@ export async function leadNext(plan: Plan, context: LeadContext, options: { conc
 
   const busy = new Set([...state.attempts.keys(), ...claimingFiles(state)]);
   const ready = readySet(state.plan.tasks);
+  const limit = handOutLimit(state.limiter, options.concurrency ?? session.concurrency, io.now());
   const waiting = ready
     .map((i) => ({ index: i, subject: state.plan.tasks[i]!.subject, overlapsWith: [...state.overlaps[i]!].filter((j) => busy.has(j)).sort((a, b) => a - b) }))
     .filter((w) => w.overlapsWith.length > 0)
@@ -739,6 +747,8 @@ export async function leadNext(plan: Plan, context: LeadContext, options: { conc
     // Nothing starts before the gate has passed the starting commit: `plan commit` waits for it.
     if (!gateOpen(state)) stall = 'gate';
     else if (running.length > 0) stall = 'running';
+    // A usage limit holds the hand-outs until it resets.
+    else if (holding(state.limiter, io.now()) && ready.length > 0) stall = 'limit';
     else if (stalled.kind === 'deadlock') [stall, stuck] = ['deadlock', stalled.pending];
     else if (stalled.kind === 'awaiting_approval') [stall, stuck] = ['awaiting_approval', stalled.gates];
     // Ready tasks held back only by gated work that overlaps them.
@@ -757,6 +767,7 @@ export async function leadNext(plan: Plan, context: LeadContext, options: { conc
     stuck,
     counts: countByStatus(state.plan),
     complete: isComplete(state.plan),
+    ...(limit !== null ? { limit } : {}),
     ...(keptEdits.length > 0 ? { notices: keptEdits } : {}),
     ...(rechecked.length > 0 ? { rechecked } : {}),
   };
@@ -797,6 +808,8 @@ export interface FinalizeOutput {
   complete: boolean;
   /** One line for the lead to show: the round's progress. */
   summary: string;
+  /** A limit refused subagents of this round (handed back, no attempt spent): what that means for the next round; tell the user. */
+  limit?: SessionLimit;
   /** Present when something needs saying beyond the results: processes an earlier, killed step left running. */
   notices?: Notice[];
 }
@@ -903,6 +916,7 @@ export async function leadFinalize(
   }
   await registry.clear();
   const keptEdits = writes.report(run);
+  const limit = roundLimit(state.limiter, session.concurrency, io.now());
   journal(io, session.runId, run);
   if (run.finished !== null) finishRun(state.plan, ctx, session, run.finished, { landed: true, advice: '' }, null);
   session.engine = state;
@@ -923,7 +937,7 @@ export async function leadFinalize(
   // Verified work counts as completed here: `commit` integrates it next.
   const summary = `Round ${state.round + 1}: ${done}/${settled.length} tasks completed (${counts.completed + verifiedWaiting}/${state.plan.tasks.length} overall)${tail.length > 0 ? `; ${tail.join(', ')}` : ''}`;
   const said: Notice[] = [...(orphans.length > 0 ? [{ level: 'warning' as const, message: describeOrphans(orphans) }] : []), ...keptEdits];
-  return ok({ round: state.round + 1, results: out, retry, skipped, breaker, counts, complete: isComplete(state.plan), summary, ...(said.length > 0 ? { notices: said } : {}) });
+  return ok({ round: state.round + 1, results: out, retry, skipped, breaker, counts, complete: isComplete(state.plan), summary, ...(limit !== null ? { limit } : {}), ...(said.length > 0 ? { notices: said } : {}) });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -58,6 +58,8 @@ export function exitCodeFor(stop: Pick<EngineStop, 'reason' | 'baselineFailure'>
     case 'failures':
     case 'drained':
       return EXIT.incomplete;
+    case 'limited':
+      return EXIT.limited;
     default:
       return assertNever(reason, 'stop reason');
   }
@@ -91,7 +93,7 @@ export function resumeAdvice(plan: Plan, layout: Layout): string {
  */
 export function runFinishedEvent(
   plan: Plan,
-  end: Pick<EngineStop, 'reason' | 'message' | 'baselineFailure'> & { usage: UsageFigure; durationMs: number },
+  end: Pick<EngineStop, 'reason' | 'message' | 'baselineFailure' | 'resumeAfter'> & { usage: UsageFigure; durationMs: number },
   context: { layout: Layout; planPath: string; landing: { landed: boolean; advice: string }; archived: string | null; resumeHint?: string },
 ): Extract<RunEventBody, { type: 'run-finished' }> {
   let code = exitCodeFor(end);
@@ -104,8 +106,11 @@ export function runFinishedEvent(
   if (context.archived !== null) message += `; the plan was moved to ${context.archived}`;
   // Refused: running again is refused again until the gate passes on the starting commit.
   else if (end.baselineFailure !== undefined) message += `. Fix the failure (or run with --no-gate, or --gate CMD for a command that passes), then ${context.resumeHint ?? 'run the same command again'}`;
+  // A limit's stop says when to run again already.
+  else if (end.reason === 'limited') message += `. The plan keeps its state in ${context.planPath}`;
   else if (end.reason !== 'all-done') message += `. The plan keeps its state in ${context.planPath}: ${resumeAdvice(plan, context.layout)}`;
-  return { type: 'run-finished', outcome: outcomeOfCode(code), reason: end.reason, exitCode: code, counts: countByStatus(plan), usage: end.usage, durationMs: Math.max(0, end.durationMs), message };
+  const resumeAfter = end.reason === 'limited' && end.resumeAfter !== undefined ? { resumeAfter: new Date(end.resumeAfter).toISOString() } : {};
+  return { type: 'run-finished', outcome: outcomeOfCode(code), reason: end.reason, exitCode: code, counts: countByStatus(plan), usage: end.usage, durationMs: Math.max(0, end.durationMs), message, ...resumeAfter };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import type { Verification } from '../core/finalize.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import { type Plan, type UsageFigure, emptyUsage } from '../core/plan.ts';
 import { parseStatusLine } from '../core/prompt.ts';
+import { readLimitText } from '../core/limit-text.ts';
 import type { SetupFindings } from '../core/transition.ts';
 import { recordFailureOf } from './engine.ts';
 import { drive } from './session.ts';
@@ -74,10 +75,11 @@ export class StepRun {
       case 'gate':
         await this.need('gate', effect)(effect.tasks, state);
         return [];
-      // A session's workers are never stopped by it, nothing backs off, and nothing is speculative.
+      // A session's workers are never stopped by it, nothing wakes it (the lead comes back), and nothing is speculative.
       case 'wake':
       case 'abort-workers':
       case 'cancel-worker':
+      case 'stop-worker':
         return [];
       case 'finish':
         this.finished = { ...effect.stop, usage: effect.usage };
@@ -108,19 +110,31 @@ export function runEnd(state: EngineState, run: StepRun): RunEnd | null {
 
 /**
  * A Task subagent's final text, seen as a worker run that reported: its duration is the plan
- * tool's (from `next` to now); its usage and permission denials are not known here.
+ * tool's (from `next` to now); its usage and permission denials are not known here. Without a
+ * status line, Claude Code's words for a limit that refused it ("You've hit your limit · resets
+ * 10pm (America/New_York)", "API Error: Request rejected (429) · …", a 529) make it a rate limit
+ * (with the reset read against `now`), or overload: the task is handed back, no attempt spent.
  */
-export const subagentRun = (output: string, durationMs: number, denied: readonly string[] = []): WorkerRun => ({
-  unmeasured: true,
-  usage: emptyUsage(),
-  durationMs,
-  // What the worker hook refused it (an undeclared write), as a headless worker's denials say it.
-  permissionDenials: denied.map((path) => ({ tool: 'Write', input: { file_path: path }, path })),
-  logPath: '',
-  outcome: WORKTREE_NOT_MADE.test(output)
-    ? { kind: 'failed', failure: { reason: 'no-worktree', message: output.split('\n')[0]!.trim(), retryAfterMs: 0 } }
-    : { kind: 'reported', resultText: output, statusLine: parseStatusLine(output) },
-});
+export function subagentRun(output: string, durationMs: number, now: number, denied: readonly string[] = []): WorkerRun {
+  const run = {
+    unmeasured: true as const,
+    usage: emptyUsage(),
+    durationMs,
+    // What the worker hook refused it (an undeclared write), as a headless worker's denials say it.
+    permissionDenials: denied.map((path) => ({ tool: 'Write', input: { file_path: path }, path })),
+    logPath: '',
+  };
+  const line = output.split('\n')[0]!.trim();
+  if (WORKTREE_NOT_MADE.test(output)) return { ...run, outcome: { kind: 'failed', failure: { reason: 'no-worktree', message: line, retryAfterMs: 0 } } };
+  const statusLine = parseStatusLine(output);
+  const limit = statusLine === null ? readLimitText(output, now) : null;
+  if (limit !== null) return { ...run, outcome: { kind: 'failed', failure: { reason: 'rate-limited', message: line, ...(limit.resetAt !== undefined ? { resetAt: limit.resetAt } : {}) } } };
+  if (statusLine === null && OVERLOADED.test(output)) return { ...run, outcome: { kind: 'failed', failure: { reason: 'overloaded', message: line } } };
+  return { ...run, outcome: { kind: 'reported', resultText: output, statusLine } };
+}
+
+/** Claude Code's words for the API's 529 (2.1.330: `API Error: 529 …`; an Agent call's `… (error type server_error, HTTP 529, …)`). */
+const OVERLOADED = /API Error: 529\b|HTTP 529\b|overloaded_error/i;
 
 /**
  * How Claude Code's Agent call begins its result when it could not make the subagent's worktree
@@ -147,7 +161,7 @@ export const nextEvents = (unlanded: readonly number[], concurrency: number | un
 ];
 
 /** `finalize`, per result: the subagent reported. */
-export const finalizeEvent = (task: number, output: string, durationMs: number, now: number, denied: readonly string[] = []): EngineEvent => ({ type: 'worker-finished', task, run: subagentRun(output, durationMs, denied), now });
+export const finalizeEvent = (task: number, output: string, durationMs: number, now: number, denied: readonly string[] = []): EngineEvent => ({ type: 'worker-finished', task, run: subagentRun(output, durationMs, now, denied), now });
 
 /** `commit`: integrate what is verified (with a gate: hold it as candidates). */
 export const commitEvents = (now: number): EngineEvent[] => [{ type: 'integrate', now }];

@@ -17,6 +17,7 @@ import { SANDBOX_MODES, type SandboxDecision, type SandboxMode } from '../adapte
 import { assertNever } from '../core/failure.ts';
 import { type Attempt, type Baseline, type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, type EngineStop, initialState, step } from '../core/engine-step.ts';
 import { type GateQueue, emptyGateQueue } from '../core/gate.ts';
+import type { Limiter, LimitKind } from '../core/limiter.ts';
 import { depsOf, longestRemainingPath } from '../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { type Plan, UNKNOWN, type UsageFigure, attemptsOf, statusOf } from '../core/plan.ts';
@@ -123,7 +124,8 @@ export const sessionConfig = (session: Pick<Session, 'concurrency' | 'maxAttempt
   maxAttempts: session.maxAttempts,
   schedule: 'continuous',
   backoffMs: DEFAULTS.backoffMs,
-  maxRequeues: DEFAULTS.maxRequeues,
+  // A session waits for no limit: its lead is told the reset time and comes back after it.
+  limitWaitMs: 0,
   logDir: promptsDirFor(planPath),
   ...(session.strictScope === true ? { strictScope: true } : {}),
   gate: session.gate.config === null ? null : { batchSize: session.gate.config.batchSize, command: session.gate.config.command },
@@ -165,12 +167,10 @@ function queueFromJson(value: unknown): GateQueue {
 
 /** The step function's state as JSON, without its plan and what is derived from it. */
 export function engineToJson(state: EngineState): object {
-  const { plan: _plan, overlaps: _overlaps, priority: _priority, attempts, notBefore, requeues, admitted, unlanded, gate, ...rest } = state;
+  const { plan: _plan, overlaps: _overlaps, priority: _priority, attempts, admitted, unlanded, gate, ...rest } = state;
   return {
     ...rest,
     attempts: [...attempts.values()],
-    notBefore: [...notBefore.entries()],
-    requeues: [...requeues.entries()],
     admitted: admitted === null ? null : [...admitted],
     unlanded: [...unlanded],
     gate: queueToJson(gate),
@@ -198,6 +198,30 @@ function earlierBaseline(data: Record<string, unknown>): Baseline {
   }
 }
 
+const LIMIT_KINDS = new Set<string>(['rate-limit', 'overloaded', 'usage-limit'] satisfies LimitKind[]);
+
+/** The limiter read back; `fresh` (a new run's) for what is missing or damaged (a session file from before it kept one). */
+export function limiterFromJson(value: unknown, fresh: Limiter): Limiter {
+  const v = value as Partial<Record<keyof Limiter, unknown>> | null;
+  if (!v || typeof v !== 'object') return fresh;
+  const num = (x: unknown, min: number, fallback: number) => (typeof x === 'number' && Number.isFinite(x) && x >= min ? x : fallback);
+  const round = (v.round ?? {}) as { through?: unknown; refused?: unknown };
+  return {
+    working: int(v.working, 1, fresh.working),
+    holdUntil: num(v.holdUntil, 0, 0),
+    ownHold: v.ownHold === true,
+    kind: typeof v.kind === 'string' && LIMIT_KINDS.has(v.kind) ? (v.kind as LimitKind) : null,
+    resetAt: typeof v.resetAt === 'number' ? v.resetAt : null,
+    strikes: int(v.strikes, 0, 0),
+    refusedSince: typeof v.refusedSince === 'number' ? v.refusedSince : null,
+    served: int(v.served, 0, 0),
+    patience: int(v.patience, 1, 1),
+    refusedAt: Number.isInteger(v.refusedAt) ? (v.refusedAt as number) : null,
+    refusals: int(v.refusals, 0, 0),
+    round: { through: int(round.through, 0, 0), refused: int(round.refused, 0, 0) },
+  };
+}
+
 /** An attempt read back, or null: a damaged entry is dropped (its task runs again after `setup`). */
 function attemptOf(value: unknown): Attempt | null {
   const a = value as Partial<Attempt> | null;
@@ -215,7 +239,6 @@ function attemptOf(value: unknown): Attempt | null {
 export function engineFromJson(value: unknown, plan: Plan, config: EngineConfig, session: Record<string, unknown> = {}): EngineState | null {
   const v = value as Record<string, unknown> | null;
   if (!v || typeof v !== 'object' || !Array.isArray(v.attempts)) return null;
-  const pairs = (x: unknown): Array<[number, number]> => (Array.isArray(x) ? x.filter((p): p is [number, number] => Array.isArray(p) && p.length === 2 && Number.isInteger(p[0]) && typeof p[1] === 'number') : []);
   const inProgress = (task: number) => plan.tasks[task] !== undefined && statusOf(plan.tasks[task]!) === 'in_progress';
   const attempts = new Map(
     v.attempts
@@ -237,8 +260,7 @@ export function engineFromJson(value: unknown, plan: Plan, config: EngineConfig,
   return {
     ...base,
     attempts,
-    notBefore: new Map(pairs(v.notBefore)),
-    requeues: new Map(pairs(v.requeues)),
+    limiter: limiterFromJson(v.limiter, base.limiter),
     admitted: taskList(v.admitted) === null ? null : new Set(taskList(v.admitted)),
     round: int(v.round, 0, 0),
     usage,

@@ -13,10 +13,16 @@ export const DEFAULTS = {
   probeTimeoutMs: 600_000,
   permissionMode: 'dontAsk',
   schedule: 'continuous' as SchedulePolicy,
-  /** First back-off after a rate limit (`FOREMAN_BACKOFF_MS`); doubles per requeue of the same task. */
-  backoffMs: 15_000,
-  /** Requeues of one task after rate limits before it counts as a failed attempt. */
-  maxRequeues: 6,
+  /**
+   * The run's back-off after a refusal that names none (`FOREMAN_BACKOFF_MS`), doubled per hold in
+   * a row with nothing served between; a delay the API names (`retry-after`) is waited as it is.
+   */
+  backoffMs: 5_000,
+  /**
+   * `--limit-wait`: the longest the run waits for a rate or usage limit before it drains and stops
+   * (exit 75). Five hours: a subscription's session limit resets within that, a weekly one does not.
+   */
+  limitWaitMs: 18_000_000,
   /** `--sandbox` (and `FOREMAN_SANDBOX`): the sandbox wherever the platform has it. */
   sandbox: 'auto' as SandboxMode,
   /** `--land`: when integrated work lands on the person's branch. */
@@ -87,5 +93,5 @@ export interface RunSettings {
   /** Levels of candidates a task may be built on before they integrate (`--speculate`; 0 with `--no-speculate`); default `DEFAULTS.speculate`. */
   speculate?: number;
   backoffMs: number;
-  maxRequeues: number;
+  limitWaitMs: number;
 }

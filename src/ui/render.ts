@@ -10,6 +10,7 @@ import { type Layout, approvalHint } from '../core/command-hint.ts';
 import type { RunEvent, TaskOutcome } from '../core/events.ts';
 import { clipHead, formatCost, formatCostFigure, formatCostTally, formatElapsed, isoSeconds, listIndices, oneLine, plural, wrapWords } from '../core/format.ts';
 import { type TaskStatus, emptyTally, tallyAdd } from '../core/plan.ts';
+import { type LimitState, waitWords } from '../core/limit-words.ts';
 
 export interface RunView {
   update(event: RunEvent): void;
@@ -53,6 +54,12 @@ export function describeEvent(event: RunEvent, layout: Layout): string | null {
       return `task ${event.task}: speculation cancelled while ${event.stage}: ${clean(event.reason)}`;
     case 'task-activity':
       return null;
+    case 'limit':
+      return `${clean(event.message)}${event.task !== null && (event.change === 'hold' || event.change === 'lowered') ? ` (task ${event.task} refused; ${plural(event.refusals, 'refusal')} so far)` : ''}`;
+    case 'task-paused':
+      return `task ${event.task} paused (attempt ${event.attempt}): ${clean(event.reason)}; it goes on where it stopped once the limit lets it`;
+    case 'task-resumed':
+      return `task ${event.task} resumed (attempt ${event.attempt}): its worker goes on with its conversation: ${clean(event.subject, 200)}`;
     case 'task-finished': {
       const stats = `attempt ${event.attempt}, ${formatElapsed(event.durationMs)}, ${formatCostFigure(event.usage)}`;
       const head = `task ${event.task} ${finishedVerb[event.outcome]} (${stats})`;
@@ -247,6 +254,8 @@ export function createLiveView(options: LiveViewOptions): LiveView {
   let finishedCost = emptyTally();
   /** Asked to drain: nothing new starts. */
   let draining = false;
+  /** What the run's limiter last said (a rate or usage limit holding it back), or null. */
+  let limit: LimitState | null = null;
 
   let drawnLines = 0;
   let lastBlock: string[] = [];
@@ -269,6 +278,15 @@ export function createLiveView(options: LiveViewOptions): LiveView {
         break;
       case 'task-started':
         running.set(event.task, { subject: event.subject, attempt: event.attempt, model: event.model, startedAt: timeOf(event.at), activity: 'starting', costUsd: 0, ...(event.stack !== undefined ? { stack: event.stack } : {}) });
+        break;
+      case 'task-resumed':
+        running.set(event.task, { subject: event.subject, attempt: event.attempt, model: running.get(event.task)?.model ?? '', startedAt: timeOf(event.at), activity: 'resuming', costUsd: 0 });
+        break;
+      case 'task-paused':
+        running.delete(event.task);
+        break;
+      case 'limit':
+        limit = event;
         break;
       case 'task-activity': {
         const r = running.get(event.task);
@@ -336,6 +354,11 @@ export function createLiveView(options: LiveViewOptions): LiveView {
     else if (event.type === 'gate-finished') [mark, style] = event.passed ? ['◉', 'cyan'] : ['!', 'yellow'];
     else if (event.type === 'run-started' || event.type === 'run-finished') style = 'bold';
     else if (event.type === 'breaker' || event.type === 'budget-reached' || event.type === 'stalled' || event.type === 'interrupted' || event.type === 'draining') [mark, style] = ['!', 'yellow'];
+    else if (event.type === 'limit') {
+      // A new hold and the API serving again scroll above; the rest only changes the footer.
+      if (event.change !== 'hold' && event.change !== 'serving') return [];
+      [mark, style] = event.change === 'hold' ? ['!', 'yellow'] : ['•', 'dim'];
+    } else if (event.type === 'task-paused' || event.type === 'task-resumed') [mark, style] = ['↻', 'dim'];
     if (event.type === 'task-finished' && (event.outcome === 'retry' || event.outcome === 'failed' || event.outcome === 'blocked')) {
       // On a terminal the reason gets a line of its own (cut to the width) and so does the log.
       const head = `task ${event.task} ${finishedVerb[event.outcome]} (attempt ${event.attempt}, ${formatElapsed(event.durationMs)}, ${formatCostFigure(event.usage)}): ${clean(event.subject, 200)}`;
@@ -390,6 +413,7 @@ export function createLiveView(options: LiveViewOptions): LiveView {
     const failed = counts.failed + counts.blocked;
     const done = counts.completed;
     const pending = Math.max(0, taskCount - done - counts.awaiting - failed - counts.skipped - running.size);
+    const waiting = limit !== null && runEnd === null ? waitWords(limit, t) : null;
     if (compact) {
       lines.push(fitSegments([{ text: `${cost} ${elapsed}`, style: 'bold' }, { text: ` r${lastRound}` }], w, color));
       lines.push(
@@ -417,6 +441,7 @@ export function createLiveView(options: LiveViewOptions): LiveView {
       { text: ` · ${pending} pending` },
       ...(gate.testing.length > 0 ? [{ text: ' · ' }, { text: `gate: ${listIndices(gate.testing)}${gate.waiting > 0 ? ` (+${gate.waiting} queued)` : ''}`, style: 'cyan' as const }] : []),
       ...(draining && runEnd === null ? [{ text: ' · ' }, { text: 'draining', style: 'yellow' as const }] : []),
+      ...(waiting !== null ? [{ text: ' · ' }, { text: waiting, style: 'yellow' as const }] : []),
     ];
     const moneySegs: Segment[] = [{ text: `${plural(lastRound, 'round')} committed · ` }, { text: `${cost} · ${elapsed}`, style: 'bold' }];
     const len = (segs: Segment[]) => segs.reduce((n, s) => n + [...s.text].length, 0);

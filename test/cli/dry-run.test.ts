@@ -171,7 +171,7 @@ describe('execute --dry-run (text)', () => {
 
   it('shows every setting its --json form has, in the words of their flags', async () => {
     const { repo, planPath } = await repoWithPlan(samplePlan(), repos);
-    const flags = ['--concurrency', '3', '--max-attempts', '2', '--task-timeout', '900', '--check-timeout', '120', '--gate-timeout', '240', '--gate-batch', '5', '--speculate', '2', '--land', 'continuous', '--no-commit', '--sandbox', 'on', '--strict', '--strict-scope', '--widen', 'src/** docs/*.md', '--probe-timeout', '60', '--max-cost-usd', '4', '--task-budget-usd', '0.5', '--schedule', 'rounds', '--permission-mode', 'acceptEdits'];
+    const flags = ['--concurrency', '3', '--max-attempts', '2', '--task-timeout', '900', '--check-timeout', '120', '--gate-timeout', '240', '--gate-batch', '5', '--speculate', '2', '--land', 'continuous', '--no-commit', '--sandbox', 'on', '--strict', '--strict-scope', '--widen', 'src/** docs/*.md', '--probe-timeout', '60', '--limit-wait', '600', '--max-cost-usd', '4', '--task-budget-usd', '0.5', '--schedule', 'rounds', '--permission-mode', 'acceptEdits'];
     const json = JSON.parse((await dryRun(repo.dir, ['--json', ...flags])).out[0]!) as Extract<DryRunEvent, { type: 'dry-run-plan' }>;
     const text = (await dryRun(repo.dir, flags)).out.join('\n');
     // What each setting of the JSON form reads as in the text; a setting added to one form only fails here.
@@ -189,6 +189,7 @@ describe('execute --dry-run (text)', () => {
       probeTimeoutMs: ['60 s in all (--probe-timeout)'],
       strict: ['a vacuous task refusing the run (--strict)'],
       strictScope: ["a change outside a task's declared files fails its attempt (--strict-scope)"],
+      limitWaitMs: ['waits up to 600 s for a usage limit to reset', '(--limit-wait)'],
       widen: ['a task may be widened to files it needs matching src/** docs/*.md (--widen)'],
       speculate: ['up to 2 levels (--speculate)'],
       maxCostUsd: ['spent $4.00 (--max-cost-usd)'],

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openJournal } from '../../src/adapters/journal.ts';
 import { type Io, runProgram } from '../../src/cli/command.ts';
 import { planCommands } from '../../src/cli/plan/index.ts';
-import type { RunEvent } from '../../src/core/events.ts';
+import type { RunEvent, RunEventBody } from '../../src/core/events.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { LONG_SUBJECT, RUN_ID, T0, ev, recordedRun } from '../support/events.ts';
 import { planAfterRecordedRun } from '../support/report-plan.ts';
@@ -84,6 +84,31 @@ describe('plan.ts status', () => {
     expect(text).toContain(`Run in progress: pid ${process.pid} on host ${os.hostname()} holds the lock since ${startedAt} (1m00s): execute`);
     expect(text).toMatch(/Running \(1\):\n#\s+subject\s+attempt\s+model\s+elapsed\n[─ ]+\n1\s+Write the lexer.*\s+3\s+opus\s+\d+s$/m);
     expect(text).toContain('Cost so far: $0.67 ($0.00 in run run-live)');
+  });
+
+  it('says what a rate or usage limit holds the running run back for, as its last limit event says it now', async () => {
+    const plan = planAfterRecordedRun();
+    plan.tasks[1]!.status = 'in_progress';
+    writePlan(plan);
+    const inAMinute = new Date(Date.now() + 60_000);
+    const inThreeHours = new Date(Date.now() + 3 * 3_600_000);
+    const limit = (change: 'hold' | 'serving', extra: object) =>
+      ev(Date.now() - 1000, { type: 'limit', change, limit: 'rate-limit', working: 1, concurrency: 2, until: null, resetAt: null, refusals: 3, task: 1, message: 'as it was then', ...extra } as RunEventBody, 'run-live');
+    const lock = () => writeFileSync(path.join(dir, '.design', 'plan.lock'), JSON.stringify({ pid: process.pid, host: os.hostname(), startedAt: new Date().toISOString(), command: 'execute' }));
+    const pad = (n: number) => String(n).padStart(2, '0');
+    await writeJournal([...liveRun(), limit('hold', { until: inAMinute.toISOString() })]);
+    lock();
+    expect(await run('status')).toBe(0);
+    expect(out).toContain(`Waiting: rate-limited: 1 of 2 workers until ${pad(inAMinute.getHours())}:${pad(inAMinute.getMinutes())}:${pad(inAMinute.getSeconds())}`);
+    out = [];
+    await writeJournal([...liveRun(), limit('hold', { limit: 'usage-limit', until: inThreeHours.toISOString(), resetAt: inThreeHours.toISOString() })]);
+    expect(await run('status', '--json')).toBe(0);
+    expect(JSON.parse(out[0]!).run.waiting).toMatch(/^waiting for the usage limit to reset at (\w{3} \d+ )?\d\d:\d\d$/);
+    // Held back no more, and at full width again: nothing to say.
+    out = [];
+    await writeJournal([...liveRun(), limit('serving', { working: 2 })]);
+    expect(await run('status', '--json')).toBe(0);
+    expect(JSON.parse(out[0]!).run.waiting).toBeNull();
   });
 
   it('says when the last run died', async () => {

@@ -119,20 +119,14 @@ describe('scheduling examples', () => {
   });
 
   it('pickStarts: the critical path first, overlapping tasks apart, within capacity', () => {
-    expect(pickStarts({ tasks: ts, running: new Set(), overlaps, concurrency: 1, priority, now: 0 })).toEqual([0]);
-    expect(pickStarts({ tasks: ts, running: new Set(), overlaps, concurrency: 4, priority, now: 0 })).toEqual([0, 3]);
-    expect(pickStarts({ tasks: ts, running: new Set([3]), overlaps, concurrency: 4, priority, now: 0 })).toEqual([0]);
-    expect(pickStarts({ tasks: ts, running: new Set([0, 3]), overlaps, concurrency: 2, priority, now: 0 })).toEqual([]);
-  });
-
-  it('pickStarts: a task backing off waits until its time', () => {
-    const notBefore = new Map([[0, 100]]);
-    expect(pickStarts({ tasks: ts, running: new Set(), overlaps, concurrency: 4, priority, notBefore, now: 99 })).toEqual([3]);
-    expect(pickStarts({ tasks: ts, running: new Set(), overlaps, concurrency: 4, priority, notBefore, now: 100 })).toEqual([0, 3]);
+    expect(pickStarts({ tasks: ts, running: new Set(), overlaps, concurrency: 1, priority })).toEqual([0]);
+    expect(pickStarts({ tasks: ts, running: new Set(), overlaps, concurrency: 4, priority })).toEqual([0, 3]);
+    expect(pickStarts({ tasks: ts, running: new Set([3]), overlaps, concurrency: 4, priority })).toEqual([0]);
+    expect(pickStarts({ tasks: ts, running: new Set([0, 3]), overlaps, concurrency: 2, priority })).toEqual([]);
   });
 
   it('pickStarts with rounds: only the admitted wave starts', () => {
-    expect(pickStarts({ tasks: ts, running: new Set(), overlaps, concurrency: 4, priority, admitted: new Set([4]), now: 0 })).toEqual([4]);
+    expect(pickStarts({ tasks: ts, running: new Set(), overlaps, concurrency: 4, priority, admitted: new Set([4]) })).toEqual([4]);
   });
 
   it('parallelGroups and projectedRounds', () => {

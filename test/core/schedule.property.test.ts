@@ -198,27 +198,24 @@ describe('scheduler simulation', () => {
 });
 
 describe('pickStarts', () => {
-  it('is maximal: every ready task left out is held back by capacity, an overlap, the round or a back-off', () => {
+  it('is maximal: every ready task left out is held back by capacity, an overlap or the round', () => {
     fc.assert(
       fc.property(
         planArb({ statuses: 'consistent' }),
         fc.integer({ min: 1, max: 4 }),
         fc.array(fc.boolean(), { minLength: MAX_SIM_TASKS, maxLength: MAX_SIM_TASKS }),
-        fc.array(fc.boolean(), { minLength: MAX_SIM_TASKS, maxLength: MAX_SIM_TASKS }),
-        (plan, concurrency, admit, backingOff) => {
+        (plan, concurrency, admit) => {
           const tasks = plan.tasks;
           const overlaps = overlapSets(computeOverlaps(tasks));
           const priority = longestRemainingPath(depsOf(tasks));
           const running = new Set(tasks.flatMap((t, i) => (statusOf(t) === 'in_progress' ? [i] : [])));
           const admitted = new Set(tasks.flatMap((_, i) => (admit[i] ? [i] : [])));
-          const notBefore = new Map(tasks.flatMap((_, i) => (backingOff[i] ? [[i, 2000] as [number, number]] : [])));
-          const picked = pickStarts({ tasks, running, overlaps, concurrency, priority, admitted, notBefore, now: 1000 });
+          const picked = pickStarts({ tasks, running, overlaps, concurrency, priority, admitted });
           const busy = new Set([...running, ...picked]);
           expect(picked.length).toBeLessThanOrEqual(Math.max(0, concurrency - running.size));
           for (const p of picked) {
             expect(readySet(tasks)).toContain(p);
             expect(admitted.has(p)).toBe(true);
-            expect(backingOff[p]).toBe(false);
             for (const b of busy) expect(overlaps[p]!.has(b)).toBe(false);
           }
           // Picked in priority order.
@@ -226,13 +223,9 @@ describe('pickStarts', () => {
           const full = busy.size >= concurrency;
           for (const r of readySet(tasks)) {
             if (picked.includes(r)) continue;
-            const held = full || !admitted.has(r) || backingOff[r] || [...busy].some((b) => overlaps[r]!.has(b));
+            const held = full || !admitted.has(r) || [...busy].some((b) => overlaps[r]!.has(b));
             expect(held).toBe(true);
           }
-          // Once the back-off expires the same tasks are eligible.
-          const later = pickStarts({ tasks, running, overlaps, concurrency, priority, notBefore, now: 2000 });
-          const plainPick = pickStarts({ tasks, running, overlaps, concurrency, priority, now: 2000 });
-          expect(later).toEqual(plainPick);
         },
       ),
       { numRuns: 200 },

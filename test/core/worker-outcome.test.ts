@@ -8,6 +8,7 @@ const facts = (extra: Partial<StreamFacts> = {}): StreamFacts => ({
   retryStatuses: new Set(),
   retryErrors: new Set(),
   authFailure: false,
+  progressed: false,
   validEvents: 3,
   nonJsonLines: 0,
   initSeen: true,

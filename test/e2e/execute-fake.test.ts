@@ -335,33 +335,64 @@ describe('execute.ts with the fake worker', () => {
     expect(await repo.git(['show', 'HEAD:a.txt'])).toBe('a\n');
   });
 
-  it('retries a rate-limited task after a back-off without counting an attempt', async () => {
-    const plan = makePlan([fakeTask('A', { create: ['a.txt'], fake: { attempts: [{ error: '429', retryDelayMs: 200 }] } })]);
-    // The directive's attempts are chosen by the prompt's attempt number, which a requeue keeps at 1,
-    // so use the journal to make the second run succeed.
-    const { repo, planPath } = await setup(plan);
-    const r = await runExecute(repo.dir, ['--json', '--max-attempts', '1']);
-    const events = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; outcome?: string; attempt?: number; durationMs?: number; at: string });
+  it('a rate limit never spends an attempt: a worker refused before it did anything is requeued, its task waits out the hold and runs again', async () => {
+    // Refused at its first three starts (the journal counts them), served at the fourth.
+    const plan = makePlan([fakeTask('A', { create: ['a.txt'], fake: { refusedStarts: 3, retryDelayMs: 200, write: { 'a.txt': 'a' } } })]);
+    const { repo, planPath, env } = await setup(plan);
+    const r = await runExecute(repo.dir, ['--json', '--max-attempts', '1'], env);
+    const events = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; outcome?: string; attempt?: number; durationMs?: number; at: string; change?: string; until?: string | null });
+    expect(r.exitCode, r.stderr).toBe(0);
     const finished = events.filter((e) => e.type === 'task-finished');
-    const outcomes = finished.map((e) => e.outcome);
-    expect(outcomes.slice(0, 6)).toEqual(['requeued', 'requeued', 'requeued', 'requeued', 'requeued', 'requeued']);
-    expect(outcomes.at(-1)).toBe('failed');
+    expect(finished.map((e) => e.outcome)).toEqual(['requeued', 'requeued', 'requeued', 'completed']);
     // A requeue counts no attempt: every start is attempt 1 (with --max-attempts 1 a counted one would have ended the task).
     const starts = events.filter((e) => e.type === 'task-started');
-    expect(starts.map((e) => e.attempt)).toEqual([1, 1, 1, 1, 1, 1, 1]);
-    // Each retry waited its back-off: the delay the worker's CLI reported for the rate limit
-    // (its api_retry retry_delay_ms: 200 here), which takes the place of FOREMAN_BACKOFF_MS (50).
-    // The back-off runs from the worker's exit, which no event stamps (`task-finished` is stamped
-    // after the plan is saved, late on a busy machine); the start's stamp plus the worker's own
-    // duration is no later than that exit, so what is left of the gap to the next start is a wait.
-    for (let k = 0; k < 6; k++) {
-      const waited = Date.parse(starts[k + 1]!.at) - Date.parse(starts[k]!.at) - finished[k]!.durationMs!;
-      // (1 ms for the worker's duration, rounded to the millisecond)
-      expect(waited, `wait after requeue ${k + 1}`).toBeGreaterThanOrEqual(199);
-    }
-    const after = await readPlan(planPath);
-    expect(after.tasks[0]!.attempts).toBe(1);
-    expect(r.exitCode).toBe(1);
+    expect(starts.map((e) => e.attempt)).toEqual([1, 1, 1, 1]);
+    // Each refusal held the run for the delay the worker's CLI named (its api_retry's retry_delay_ms, 200 ms
+    // here; holds in a row back off longer): no start came before the last hold announced ahead of it had ended.
+    events.forEach((e, k) => {
+      if (e.type !== 'task-started' || k === 0) return;
+      const hold = events.slice(0, k).findLast((h) => h.type === 'limit' && h.change === 'hold');
+      if (hold !== undefined) expect(Date.parse(e.at)).toBeGreaterThanOrEqual(Date.parse(hold.until!));
+    });
+    expect(events.filter((e) => e.type === 'limit' && e.change === 'hold').length).toBeGreaterThanOrEqual(3);
+    expect((await readPlan(planPath).catch(() => null))?.tasks[0]?.attempts ?? 1).toBe(1);
+  });
+
+  it('a limit that ends a worker after it did something: the attempt pauses with its worktree and goes on with its own conversation (--resume)', async () => {
+    const plan = makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'from the first worker\n' }, limitAfterWork: true, retryDelayMs: 100 } })]);
+    const { repo, journal, env } = await setup(plan);
+    const r = await runExecute(repo.dir, ['--json'], env);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const types = r.stdout.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { type: string }).type);
+    expect(types.filter((t) => ['task-started', 'task-paused', 'task-resumed', 'task-finished'].includes(t))).toEqual(['task-started', 'task-paused', 'task-resumed', 'task-finished']);
+    // The resumed worker wrote nothing: what the first one wrote, in the worktree it kept, is what landed.
+    expect(await readFile(join(repo.dir, 'a.txt'), 'utf8')).toBe('from the first worker\n');
+    const starts = (await journalOf(journal)).filter((l) => l.event === 'start');
+    expect(starts.length).toBe(2);
+    expect(starts[1]!.cwd).toBe(starts[0]!.cwd);
+    expect(starts[1]!.args).toContain('--resume');
+  });
+
+  it('a usage limit resetting later than --limit-wait: the run drains and stops with exit 75, naming when to run again; nothing is spent', async () => {
+    const plan = makePlan([
+      fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a' }, limitAfterWork: { resetInSeconds: 7200 } } }),
+      fakeTask('B', { create: ['b.txt'], blockedBy: [0], fake: { write: { 'b.txt': 'b' } } }),
+    ]);
+    const { repo, planPath, env } = await setup(plan);
+    const r = await runExecute(repo.dir, ['--json', '--limit-wait', '3600'], env);
+    expect(r.exitCode, r.stderr).toBe(75);
+    const events = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    // Its CLI's retries held the run as a rate limit first; the reset its last refusal named, as a usage limit.
+    const hold = events.find((e) => e['type'] === 'limit' && e['change'] === 'hold' && e['limit'] === 'usage-limit')!;
+    expect(String(hold['message'])).toMatch(/^waiting for the usage limit to reset at /);
+    const end = events.find((e) => e['type'] === 'run-finished')!;
+    expect([end['reason'], end['exitCode'], end['outcome']]).toEqual(['limited', 75, 'incomplete']);
+    expect(Date.parse(String(end['resumeAfter'])) - Date.parse(String(hold['at']))).toBeGreaterThan(7100_000);
+    expect(String(end['message'])).toMatch(/the usage limit resets at .*longer than --limit-wait \(1h00m\).*Run the same command again after /);
+    expect((await readPlan(planPath)).tasks.map((t) => [t.status ?? 'pending', t.attempts ?? 0])).toEqual([
+      ['pending', 0],
+      ['pending', 0],
+    ]);
   });
 
   it('--dry-run prints the rounds and the commands and starts nothing', async () => {

@@ -1,6 +1,7 @@
 // The headless engine in the test process: workers are released one at a time by the test, time
-// is a fake clock, worktrees, verification and git are fakes. Ordering, overlaps, retries, back-off, budget,
-// the breaker, interrupts, gates and git failures, checked step by step with no sleeps.
+// is a fake clock, worktrees, verification and git are fakes. Ordering, overlaps, retries, budget,
+// the breaker, interrupts, gates and git failures, checked step by step with no sleeps (rate and
+// usage limits: limits.test.ts).
 
 import { describe, expect, it } from 'vitest';
 import { type Plan, statusOf } from '../../src/core/plan.ts';
@@ -131,28 +132,6 @@ describe('the engine, in process', () => {
     expect(result.plan.tasks.map((t) => statusOf(t))).toEqual(['failed', 'skipped']);
     expect(result.plan.tasks[0]!.result).toContain('expected 2');
     expect(result.reason).toBe('failures');
-  });
-
-  it('backs off a rate-limited task on the clock, counting no attempt, and doubles the pause', async () => {
-    const rig = new EngineRig(makePlan([task('A'), task('B')]), { settings: { concurrency: 2 } });
-    await rig.advance(0);
-    await rig.finish(0, failedRun({ reason: 'rate-limited', message: '429' }));
-    expect(rig.outcomes()).toEqual([[0, 'requeued']]);
-    expect(rig.runningTasks).toEqual([1]);
-    await rig.advance(999);
-    expect(rig.runningTasks).toEqual([1]);
-    await rig.advance(1);
-    expect(rig.runningTasks).toEqual([0, 1]);
-    expect(rig.started.filter((r) => r.taskIndex === 0).map((r) => r.attempt)).toEqual([1, 1]);
-    await rig.finish(0, failedRun({ reason: 'overloaded', message: '529' }));
-    await rig.advance(1999);
-    expect(rig.runningTasks).toEqual([1]);
-    await rig.advance(1);
-    expect(rig.runningTasks).toEqual([0, 1]);
-    await rig.finish(0, 'COMPLETED: a');
-    await rig.finish(1, 'COMPLETED: b');
-    const result = await rig.ended();
-    expect(result.plan.tasks[0]!.attempts).toBe(1);
   });
 
   it('stops starting work once the budget is spent, and finishes what runs', async () => {

@@ -10,7 +10,7 @@
 // the skills' exact rules: a step with other flags (`--sandbox off`, a `--gate` of its own), behind
 // an assignment, or joined to another command is not pre-approved (in -p mode: refused).
 
-import { cp, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { cp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,6 +20,7 @@ import { type ContentBlock, type ModelServer, type ScriptedRequest, rendezvous, 
 import { makePlan, writePlan } from '../support/plans.ts';
 import { type StreamEvent, claudeBin, claudeEnv, parseStreamJson, repoRoot, tempHome } from '../support/real-claude.ts';
 import { WORKTREE_NOT_MADE } from '../../src/run/session-driver.ts';
+import { agentCall, bash, json, lastCalls, leadPlace, skillDir, taskOfPrompt, worktreesOneAtATime } from './real-session.ts';
 
 const pluginRoot = join(repoRoot, 'plugin');
 
@@ -36,43 +37,12 @@ afterAll(async () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// Reading the conversation the CLI sends
-
-interface ToolUseSeen {
-  id: string;
-  name: string;
-  input: Record<string, any>;
-}
-
-/** The tool calls of the last assistant message and the text of each one's result. */
-function lastCalls(req: ScriptedRequest): Array<ToolUseSeen & { result: string }> {
-  const assistant = [...req.messages].reverse().find((m) => m.role === 'assistant');
-  const uses = Array.isArray(assistant?.content) ? (assistant.content.filter((b) => b['type'] === 'tool_use') as unknown as ToolUseSeen[]) : [];
-  return uses.map((u) => ({ ...u, result: req.toolResults.find((r) => r.tool_use_id === u.id)?.content ?? '' }));
-}
-
-const json = (text: string): any => {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
-};
-
-/** `Base directory for this skill: <dir>`: where the skill's launcher is. */
-const skillDir = (req: ScriptedRequest) => /Base directory for this skill: (\S+)/.exec(req.promptRaw)?.[1] ?? '';
-const bash = (command: string) => toolUse('Bash', { command, description: command.split(' plan ')[1] ?? command });
-
-// ---------------------------------------------------------------------------------------------
 // The lead, as skills/execute/SKILL.md tells it
 
 function playLead(req: ScriptedRequest, repo: string): ContentBlock[] {
-  const launcher = `"${skillDir(req)}/../../bin/foreman"`;
+  const { launcher, calls, first, step } = leadPlace(req);
   if (req.assistantTurns === 0) return [bash(`${launcher} plan setup --sandbox on`)];
-  const calls = lastCalls(req);
-  const first = calls[0];
   if (first === undefined) return [text('The scripted lead lost its place.')];
-  const step = / plan (\w+)/.exec(String(first.input.command ?? ''))?.[1];
   if (first.name === 'Bash' && step === 'setup') {
     const setup = json(first.result);
     if (setup?.error) return [text(`setup failed: ${first.result}`)];
@@ -85,15 +55,7 @@ function playLead(req: ScriptedRequest, repo: string): ContentBlock[] {
     if (next?.stall === 'done') return [text(`Done: ${next.complete ? 'every task completed' : 'incomplete'}${next.archived ? `, archived at ${next.archived}` : ''}.`)];
     if (!next || next.tasks.length === 0) return [text(`next said: ${first.result}`)];
     // One Agent call per task, all in one message: they run at once.
-    return next.tasks.map((t: any) =>
-      toolUse('Agent', {
-        description: t.subject,
-        subagent_type: 'general-purpose',
-        isolation: 'worktree',
-        run_in_background: false,
-        prompt: `First read the file ${t.promptFile}, then do the task it describes, exactly as it says, in your current working directory (a git worktree made for you; do not cd elsewhere). Until you have read it you may not change files or run commands. Do not stage or commit anything. The last line of your final reply must be the status line the file asks for (COMPLETED: / FAILED: / BLOCKED:).`,
-      }),
-    );
+    return next.tasks.map(agentCall);
   }
   if (first.name === 'Agent') {
     const results = calls.map((c) => {
@@ -129,47 +91,6 @@ function playWorker(req: ScriptedRequest, repo: string, scripts: Record<number, 
   const steps = [[toolUse('Read', { file_path: promptFile })], ...(scripts[task]?.(cwd) ?? [])];
   return steps[req.assistantTurns] ?? [text(`Did task ${task}.\nCOMPLETED: task ${task} done`)];
 }
-
-// ---------------------------------------------------------------------------------------------
-// Worktrees one at a time, workers at once
-
-/**
- * Claude Code makes the worktrees of the Agent calls of one message at the same time, and two
- * `git worktree add` at once can fail (`fatal: failed to read …/commondir`, CLI-NOTES.md): that
- * agent never runs, and nothing ran beside its partner. This PreToolUse hook of the test's own
- * (beside foreman's; it answers nothing, so it decides nothing) makes each of the lead's Agent calls
- * wait until the subagents of the calls before it have sent their first request, so the worktrees
- * are made one after the other; the subagents still run at once (each one's first answer waits for
- * the others of its hand-out). `started()` is told each subagent's first request.
- */
-async function worktreesOneAtATime(dir: string): Promise<{ settings: object; started: () => Promise<void> }> {
-  await mkdir(dir, { recursive: true });
-  const script = join(dir, 'agent-calls-in-turn.mjs');
-  await writeFile(
-    script,
-    `import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
-const dir = ${JSON.stringify(dir)};
-const call = JSON.parse(readFileSync(0, 'utf8'));
-if (!call.agent_id) {
-  // This call's place among the lead's Agent calls: the first ticket free.
-  let ticket = 0;
-  for (;; ticket++) {
-    try { mkdirSync(dir + '/ticket-' + ticket); break; } catch (e) { if (e.code !== 'EEXIST') throw e; }
-  }
-  const deadline = Date.now() + 60000;
-  while (readdirSync(dir).filter((f) => f.startsWith('started-')).length < ticket && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-}
-`,
-  );
-  let count = 0;
-  return {
-    settings: { hooks: { PreToolUse: [{ matcher: 'Agent|Task', hooks: [{ type: 'command', command: `node ${JSON.stringify(script)}`, timeout: 120 }] }] } },
-    started: () => writeFile(join(dir, `started-${count++}`), ''),
-  };
-}
-
-/** The task of an Agent call's prompt (`…/task-<i>.md`), or NaN. */
-const taskOfPrompt = (prompt: unknown): number => Number(/task-(\d+)\.md/.exec(String(prompt))?.[1]);
 
 // ---------------------------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ import type { WorkerRequest } from '../../src/adapters/worker.ts';
 import type { RunEvent, RunEventBody } from '../../src/core/events.ts';
 import { type Result, type WorkerFailure, type WorkerRun, err, ok } from '../../src/core/failure.ts';
 import type { Verification } from '../../src/core/finalize.ts';
+import type { Refusal } from '../../src/core/limiter.ts';
 import { type Plan, type UsageFigure, emptyUsage, statusOf } from '../../src/core/plan.ts';
 import { parseStatusLine } from '../../src/core/prompt.ts';
 import { type Clock, type EngineResult, type GateRun, type RecordRequest, engineConfig, runEngine } from '../../src/run/engine.ts';
@@ -75,6 +76,8 @@ export async function settle(): Promise<void> {
 interface Running {
   request: WorkerRequest;
   finish: (run: WorkerRun) => void;
+  /** The API served it a response (`serve`): the limiter may no longer stop it. */
+  served: boolean;
 }
 
 export interface RigOptions {
@@ -133,7 +136,7 @@ export class EngineRig {
       land: DEFAULTS.land,
       gate: null,
       backoffMs: 1000,
-      maxRequeues: DEFAULTS.maxRequeues,
+      limitWaitMs: DEFAULTS.limitWaitMs,
       ...options.settings,
     };
     this.done = runEngine(
@@ -160,7 +163,18 @@ export class EngineRig {
         runWorker: (request) =>
           new Promise<WorkerRun>((resolve) => {
             this.started.push(request);
-            this.running.set(request.taskIndex, { request, finish: resolve });
+            const worker: Running = { request, finish: resolve, served: false };
+            this.running.set(request.taskIndex, worker);
+            // As the worker adapter does: stopped by the limiter only while it has been served nothing.
+            request.stopIfIdle?.addEventListener(
+              'abort',
+              () => {
+                if (worker.served || this.running.get(request.taskIndex) !== worker) return;
+                this.running.delete(request.taskIndex);
+                resolve({ ...failedRun({ reason: 'rate-limited', message: 'API Error: Request rejected (429)' }), ...(request.resume !== undefined ? { sessionId: request.resume } : {}) });
+              },
+              { once: true },
+            );
             request.signal?.addEventListener(
               'abort',
               () => {
@@ -211,6 +225,25 @@ export class EngineRig {
     if (!worker) throw new Error(`task ${task} is not running (running: ${this.runningTasks.join(', ') || 'none'})`);
     this.running.delete(task);
     worker.finish(typeof run === 'string' ? reported(run) : run);
+    await settle();
+  }
+
+  /** The API refuses `task`'s worker while it runs (its CLI will retry): the engine hears of it. */
+  async refuse(task: number, refusal: Refusal): Promise<void> {
+    const worker = this.running.get(task);
+    if (!worker) throw new Error(`task ${task} is not running (running: ${this.runningTasks.join(', ') || 'none'})`);
+    worker.request.onRefused?.(refusal, worker.served);
+    await settle();
+  }
+
+  /** The API serves `task`'s worker a response. */
+  async serve(task: number, times = 1): Promise<void> {
+    const worker = this.running.get(task);
+    if (!worker) throw new Error(`task ${task} is not running (running: ${this.runningTasks.join(', ') || 'none'})`);
+    for (let k = 0; k < times; k++) {
+      worker.served = true;
+      worker.request.onServed?.();
+    }
     await settle();
   }
 

@@ -18,6 +18,9 @@ export interface FakeEvent {
   taskMarker?: string;
   attempt?: number;
   t: number;
+  /** The worker's working directory and its arguments. */
+  cwd?: string;
+  args?: string[];
   /** `waited`: whether the file it waited for appeared. */
   found?: boolean;
 }

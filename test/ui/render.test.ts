@@ -86,6 +86,22 @@ describe('live view', () => {
     ]);
   });
 
+  it('says what a limit holds the run back for: a new hold above, the wait in the footer until it ends', () => {
+    const started = recordedRun().slice(0, 3);
+    const at = Date.parse(started.at(-1)!.at) + 1000;
+    const until = new Date(at + 90_000);
+    const pad = (n: number) => String(n).padStart(2, '0');
+    const hold: RunEvent = { type: 'limit', change: 'hold', limit: 'rate-limit', working: 1, concurrency: 2, until: until.toISOString(), resetAt: null, refusals: 1, task: 1, message: 'rate-limited: 1 of 2 workers until then', runId: RUN_ID, at: new Date(at).toISOString() };
+    const { screen, view, setClock } = playLive(160, false, [...started, hold]);
+    const clock = `${pad(until.getHours())}:${pad(until.getMinutes())}:${pad(until.getSeconds())}`;
+    expect(screen.text).toContain('! rate-limited: 1 of 2 workers until then (task 1 refused; 1 refusal so far)');
+    expect(screen.text.at(-1)).toMatch(new RegExp(`· rate-limited: 1 of 2 workers until ${clock} · 0 rounds committed`));
+    // Past the hold: still one of two at once, until responses raise it.
+    setClock(until.getTime() + 1);
+    view.tick();
+    expect(screen.text.at(-1)).toMatch(/· rate-limited: 1 of 2 workers · 0 rounds committed/);
+  });
+
   it('prints finished tasks and notices above the block and keeps the block at the bottom', () => {
     const { screen, view } = playLive(160, false);
     view.close();
@@ -315,7 +331,7 @@ describe('event schema', () => {
 
   it('accepts every reason a run stops for', () => {
     const reasons: Record<StopReason, true> = {
-      'all-done': true, breaker: true, deadlock: true, awaiting_approval: true, budget: true, failures: true, interrupted: true, 'agent-unavailable': true, 'git-failed': true, 'setup-failed': true, drained: true,
+      'all-done': true, breaker: true, deadlock: true, awaiting_approval: true, budget: true, failures: true, interrupted: true, 'agent-unavailable': true, 'git-failed': true, 'setup-failed': true, drained: true, limited: true,
     };
     for (const reason of Object.keys(reasons)) {
       const finished = ev(T0, { type: 'run-finished', outcome: 'incomplete', reason: reason as StopReason, exitCode: 1, counts: {}, usage: usage(0), durationMs: 0, message: '' });
@@ -326,7 +342,7 @@ describe('event schema', () => {
   it('has one branch per event type', () => {
     const types = (schema.oneOf as Array<{ properties: { type: { const: string } } }>).map((b) => b.properties.type.const).sort();
     const all: Record<RunEvent['type'] | DryRunEvent['type'], true> = {
-      'run-started': true, notice: true, 'assumption-checked': true, 'task-started': true, 'speculation-cancelled': true, 'task-activity': true, 'task-finished': true,
+      'run-started': true, notice: true, 'assumption-checked': true, 'task-started': true, 'speculation-cancelled': true, limit: true, 'task-paused': true, 'task-resumed': true, 'task-activity': true, 'task-finished': true,
       'task-skipped': true, 'task-widened': true, 'round-committed': true, 'gate-started': true, 'gate-finished': true, breaker: true, 'budget-reached': true, stalled: true, interrupted: true, draining: true, 'run-finished': true,
       'dry-run-plan': true, 'dry-run-command': true, 'dry-run-permissions': true, 'dry-run-warning': true,
     };

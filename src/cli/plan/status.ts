@@ -76,6 +76,7 @@ export const status: Command = {
                 pid: unfinished.pid,
                 live: live !== null,
                 inSession: unfinished.inSession,
+                waiting: live !== null ? unfinished.waiting : null,
                 costUsd: tallyCostUsd(unfinished.runCost),
                 costUnknownFor: unfinished.runCost.unknown,
               }
@@ -116,6 +117,8 @@ export const status: Command = {
           : `The last run (${unfinished.runId}, started ${unfinished.startedAt}) did not finish: it crashed or was killed.`,
       );
     }
+    // What a rate or usage limit holds the run back for.
+    if (live?.waiting) io.out(`Waiting: ${live.waiting}`);
     if (running.length > 0) {
       io.out(`Running (${running.length}):`);
       io.out(

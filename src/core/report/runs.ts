@@ -1,7 +1,8 @@
 // Runs, a projection of the journal: each run summarised (outcome, counts, cost), and the run
 // still in progress that `plan status` shows.
 
-import type { RunOutcome, StopReason, TaskOutcome } from '../events.ts';
+import type { RunEvent, RunOutcome, StopReason, TaskOutcome } from '../events.ts';
+import { waitWords } from '../limit-words.ts';
 import { isoSeconds } from '../format.ts';
 import { type Plan, type TaskStatus, UNKNOWN, type UsageTally, statusOf, tallyCostUsd, tallyOf } from '../plan.ts';
 import { attemptRecordsOf } from './attempts.ts';
@@ -121,6 +122,12 @@ export interface UnfinishedRun {
   pid: number | null;
   /** task-started without a task-finished yet. */
   running: RunningTask[];
+  /**
+   * What a rate or usage limit holds the run back for, as its last `limit` event says it at `now`
+   * ("rate-limited: 2 of 8 workers until 14:05:07", "waiting for the usage limit to reset at
+   * 22:00"), or null.
+   */
+  waiting: string | null;
   /** True for an in-session run: its lead works between the plan tool's steps, holding no lock. */
   inSession: boolean;
   /** What this run's finished attempts cost, from the journal. */
@@ -150,7 +157,14 @@ export function unfinishedRun(runs: readonly RunRecord[], plan: Plan | null, now
     running: attempts
       .filter((a) => a.outcome === null)
       .map((a) => ({ index: a.task, subject: a.subject, attempt: a.attempt, model: a.model, startedAt: isoSeconds(a.startMs), elapsedMs: Math.max(0, now - a.startMs) })),
+    waiting: limitNow(run, now),
     runCost: tallyOf(attempts.map((a) => a.usage ?? undefined)),
     unrecordedCost: tallyOf(unrecorded.map((a) => a.usage ?? undefined)),
   };
+}
+
+/** What the run's last `limit` event says holds it back at `now`, or null. */
+function limitNow(run: RunRecord, now: number): string | null {
+  const last = run.events.findLast((e): e is Extract<RunEvent, { type: 'limit' }> => e.type === 'limit');
+  return last === undefined ? null : waitWords(last, now);
 }
