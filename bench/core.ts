@@ -28,7 +28,11 @@ export function benchCore(sizes: readonly number[] = CORE_SIZES, opts: { budgetM
   const rows: Row[] = [
     { name: 'parsePlan', note: 'JSON text → validated plan (schema, indices, cycles, paths, overlaps)', bySize: new Map() },
     { name: 'validatePlan', note: 'the same from a parsed object', bySize: new Map() },
-    { name: 'computeOverlaps', note: 'a path index (only paths that can intersect are compared), the ancestry of the tasks sharing a written path', bySize: new Map() },
+    {
+      name: 'computeOverlaps',
+      note: 'a path index (only paths that can intersect are compared), the ancestry of the tasks sharing a written path',
+      bySize: new Map(),
+    },
     { name: 'findCycles', note: 'Tarjan over the whole graph (acyclic here)', bySize: new Map() },
     { name: 'longestRemainingPath', note: 'the scheduling priority', bySize: new Map() },
     { name: 'readySet', note: '40% of the tasks completed', bySize: new Map() },
@@ -44,22 +48,45 @@ export function benchCore(sizes: readonly number[] = CORE_SIZES, opts: { budgetM
     const pairs = overlaps.reduce((a, o) => a + o.length, 0) / 2;
     const edges = deps.reduce((a, d) => a + d.length, 0);
     const depth = Math.max(...longestRemainingPath(deps));
-    stats.push(`${n} tasks: ${edges} dependency edges, longest chain ${depth} tasks, ${pairs} overlapping pairs, ${text.length.toLocaleString('en-US')} bytes of JSON`);
+    stats.push(
+      `${n} tasks: ${edges} dependency edges, longest chain ${depth} tasks, ${pairs} overlapping pairs, ${text.length.toLocaleString('en-US')} bytes of JSON`,
+    );
     const budgetMs = opts.budgetMs ?? 1000;
     const t = (fn: (s: void) => unknown) => timeSync(fn, { setup: () => undefined, budgetMs });
 
     const parsed = parsePlan(text);
     if (!parsed.ok) throw new Error(`the random plan is invalid: ${parsed.error.slice(0, 3).join('; ')}`);
-    rows[0]!.bySize.set(n, t(() => parsePlan(text)));
-    rows[1]!.bySize.set(n, timeSync((p) => validatePlan(p), { setup: () => JSON.parse(text) as unknown, budgetMs }));
-    rows[2]!.bySize.set(n, t(() => computeOverlaps(plan.tasks)));
-    rows[3]!.bySize.set(n, t(() => findCycles(deps)));
-    rows[4]!.bySize.set(n, t(() => longestRemainingPath(deps)));
+    rows[0]!.bySize.set(
+      n,
+      t(() => parsePlan(text)),
+    );
+    rows[1]!.bySize.set(
+      n,
+      timeSync((p) => validatePlan(p), { setup: () => JSON.parse(text) as unknown, budgetMs }),
+    );
+    rows[2]!.bySize.set(
+      n,
+      t(() => computeOverlaps(plan.tasks)),
+    );
+    rows[3]!.bySize.set(
+      n,
+      t(() => findCycles(deps)),
+    );
+    rows[4]!.bySize.set(
+      n,
+      t(() => longestRemainingPath(deps)),
+    );
     const tasks = halfDone(plan);
-    rows[5]!.bySize.set(n, t(() => readySet(tasks)));
+    rows[5]!.bySize.set(
+      n,
+      t(() => readySet(tasks)),
+    );
     const sets = overlapSets(overlaps);
     const priority = longestRemainingPath(deps);
-    rows[6]!.bySize.set(n, t(() => pickStarts({ tasks, running: new Set(), overlaps: sets, concurrency: 8, priority })));
+    rows[6]!.bySize.set(
+      n,
+      t(() => pickStarts({ tasks, running: new Set(), overlaps: sets, concurrency: 8, priority })),
+    );
   }
   const header = ['function', ...sizes.map((n) => `${n} tasks`), 'what it does'];
   const body = rows.map((r) => [r.name, ...sizes.map((n) => ms(r.bySize.get(n)!.medianMs)), r.note]);

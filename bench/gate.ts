@@ -28,14 +28,23 @@ export interface GateFigures {
  * gate at `batchSize` (null: no gate). Each gate run takes `gateMs`; a stack fails while it holds
  * the first attempt of `culprit`.
  */
-export function simulateGate(plan: Plan, durations: readonly number[], options: { concurrency: number; batchSize: number | null; gateMs: number; culprit: number | null }): GateFigures {
+export function simulateGate(
+  plan: Plan,
+  durations: readonly number[],
+  options: { concurrency: number; batchSize: number | null; gateMs: number; culprit: number | null },
+): GateFigures {
   const fresh: Plan = { ...plan, tasks: plan.tasks.map((t) => ({ ...t, status: 'pending' })) };
   // The attempt a task's candidate comes from: its latest.
   const latest = new Map<number, number>();
   const broken = (task: number) => task === options.culprit && latest.get(task) === 1;
   const trace = simulateRun(
     fresh,
-    { ...SIMULATION_DEFAULTS, concurrency: options.concurrency, schedule: 'continuous', gate: options.batchSize === null ? null : { batchSize: options.batchSize } },
+    {
+      ...SIMULATION_DEFAULTS,
+      concurrency: options.concurrency,
+      schedule: 'continuous',
+      gate: options.batchSize === null ? null : { batchSize: options.batchSize },
+    },
     (task, attempt) => {
       latest.set(task, attempt);
       return { durationMs: durations[task]!, report: 'COMPLETED' };
@@ -43,7 +52,8 @@ export function simulateGate(plan: Plan, durations: readonly number[], options: 
     undefined,
     (segment, integrated) => ({ durationMs: options.gateMs, passed: ![...integrated, ...segment].some(broken) }),
   );
-  if (trace.state.stop?.reason !== 'all-done' && trace.state.stop?.reason !== 'failures') throw new Error(`gate bench: the run ended with ${trace.state.stop?.reason}`);
+  if (trace.state.stop?.reason !== 'all-done' && trace.state.stop?.reason !== 'failures')
+    throw new Error(`gate bench: the run ended with ${trace.state.stop?.reason}`);
   const failed = trace.state.plan.tasks.filter((t) => t.status === 'failed').length;
   return {
     makespan: trace.makespan,
@@ -134,7 +144,18 @@ export function benchGate(seeds = GATE_SEEDS): string {
     '"slower" is makespan with the gate ÷ makespan of the same plan without one − 1 (mean, 90th percentile).',
     '"failed": tasks that ended failed over all plans of the row (a culprit is retried, so 0 is expected).',
     '',
-    table(['plan', 'P', 'gate', 'culprit', 'batch', 'runs / task', 'gate time', 'slower', 'p90', 'failed'], rows, ['l', 'r', 'r', 'l', 'r', 'r', 'r', 'r', 'r', 'r']),
+    table(['plan', 'P', 'gate', 'culprit', 'batch', 'runs / task', 'gate time', 'slower', 'p90', 'failed'], rows, [
+      'l',
+      'r',
+      'r',
+      'l',
+      'r',
+      'r',
+      'r',
+      'r',
+      'r',
+      'r',
+    ]),
     '',
     'Over all rows, by batch size:',
     '',

@@ -50,12 +50,25 @@ export async function benchHook(o: { reps?: number } = {}): Promise<string> {
     await writeHandOut(root, handOut);
     await bindWorker(root, handOut, 'w1', handOut.tasks[0]!, worktree);
     const call = (agent: string | null, tool: string, input: Record<string, unknown>) =>
-      JSON.stringify({ session_id: 'bench', ...(agent ? { agent_id: agent } : {}), cwd: agent ? worktree : repo, hook_event_name: 'PreToolUse', tool_name: tool, tool_input: input });
+      JSON.stringify({
+        session_id: 'bench',
+        ...(agent ? { agent_id: agent } : {}),
+        cwd: agent ? worktree : repo,
+        hook_event_name: 'PreToolUse',
+        tool_name: tool,
+        tool_input: input,
+      });
     const cases: Array<{ what: string; run: () => number }> = [
       { what: 'any call, no session running a plan (test -d)', run: () => wall(launcher, [], call(null, 'Read', { file_path: join(repo, 'x') }), idle) },
       { what: "the lead's own call, a plan running (sh, no node)", run: () => wall(launcher, [], call(null, 'Bash', { command: 'ls' }), busy) },
-      { what: "a worker's Write of a declared file", run: () => wall(launcher, [], call('w1', 'Write', { file_path: join(worktree, 'src/a.ts'), content: 'x' }), busy) },
-      { what: "a worker's Bash (rules read, settings written, command rewritten)", run: () => wall(launcher, [], call('w1', 'Bash', { command: 'npm test' }), busy) },
+      {
+        what: "a worker's Write of a declared file",
+        run: () => wall(launcher, [], call('w1', 'Write', { file_path: join(worktree, 'src/a.ts'), content: 'x' }), busy),
+      },
+      {
+        what: "a worker's Bash (rules read, settings written, command rewritten)",
+        run: () => wall(launcher, [], call('w1', 'Bash', { command: 'npm test' }), busy),
+      },
       { what: 'for scale: node -e 0', run: () => wall(process.execPath, ['-e', '0'], '', busy) },
     ];
     const rows: string[][] = [];

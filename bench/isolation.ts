@@ -64,7 +64,10 @@ async function bareSpawns(plan: Plan, concurrency: number): Promise<number> {
     const lane = async () => {
       while (next < plan.tasks.length) {
         const task = plan.tasks[next++]!;
-        await execa(fakeWorker, ['-p', '--output-format', 'stream-json', '--verbose', '--model', 'sonnet', '--permission-mode', 'dontAsk'], { input: `${task.prompt}\n`, cwd: scratch });
+        await execa(fakeWorker, ['-p', '--output-format', 'stream-json', '--verbose', '--model', 'sonnet', '--permission-mode', 'dontAsk'], {
+          input: `${task.prompt}\n`,
+          cwd: scratch,
+        });
       }
     };
     await Promise.all(Array.from({ length: concurrency }, lane));
@@ -79,7 +82,12 @@ async function dryRun(plan: Plan): Promise<void> {
   const repo = await tempGitRepo({ 'README.md': '# bench\n' });
   try {
     await writePlan(repo.dir, plan);
-    const r = await execa('node', [...nodeArgsFor(executeScript), '--claude-bin', fakeWorker, '--dry-run'], { cwd: repo.dir, reject: false, env: { NO_COLOR: '1' }, stdin: 'ignore' });
+    const r = await execa('node', [...nodeArgsFor(executeScript), '--claude-bin', fakeWorker, '--dry-run'], {
+      cwd: repo.dir,
+      reject: false,
+      env: { NO_COLOR: '1' },
+      stdin: 'ignore',
+    });
     if (r.exitCode !== 0) throw new Error(`execute.ts --dry-run exited ${r.exitCode}: ${r.stderr.slice(-2000)}`);
   } finally {
     await repo.cleanup();
@@ -178,7 +186,11 @@ export async function benchIsolation(o: { tasks?: number; concurrency?: number; 
       ? []
       : [
           ['CPU: the bare spawns', ms(median(bareCpu)), ms(median(bareCpu) / n)],
-          ['CPU: execute.ts and everything it ran, less its start-up (--dry-run)', ms(median(engineCpu) - median(startCpu)), ms((median(engineCpu) - median(startCpu)) / n)],
+          [
+            'CPU: execute.ts and everything it ran, less its start-up (--dry-run)',
+            ms(median(engineCpu) - median(startCpu)),
+            ms((median(engineCpu) - median(startCpu)) / n),
+          ],
           ['**CPU foreman adds**', ms(median(engineCpu) - median(startCpu) - median(bareCpu)), `**${ms(cpuPerTask)}**`],
         ];
 

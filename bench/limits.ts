@@ -68,14 +68,20 @@ function limitedApi(shape: ApiShape): { respond: (req: ScriptedRequest) => Promi
         log.push(`${((now - first) / 1000).toFixed(1)} closed ${/TASK-MARKER: (t\d+)/.exec(req.prompt)?.[1]} turn ${req.assistantTurns}`);
         return closed.how === '529'
           ? httpError(529, { message: 'Overloaded' })
-          : httpError(429, { message: "This request would exceed your account's rate limit. Please try again later.", headers: { 'retry-after': String(Math.max(1, Math.ceil((opens - now) / 1000))) } });
+          : httpError(429, {
+              message: "This request would exceed your account's rate limit. Please try again later.",
+              headers: { 'retry-after': String(Math.max(1, Math.ceil((opens - now) / 1000))) },
+            });
       }
     }
     while (shape.queue === true && inFlight >= shape.capacity) await sleep(20);
     if (inFlight >= shape.capacity) {
       refusals++;
       log.push(`${((now - first) / 1000).toFixed(1)} full ${/TASK-MARKER: (t\d+)/.exec(req.prompt)?.[1]} turn ${req.assistantTurns}`);
-      return httpError(429, { message: "This request would exceed your account's rate limit. Please try again later.", headers: { 'retry-after': String(Math.max(1, Math.ceil(shape.serveMs / 1000))) } });
+      return httpError(429, {
+        message: "This request would exceed your account's rate limit. Please try again later.",
+        headers: { 'retry-after': String(Math.max(1, Math.ceil(shape.serveMs / 1000))) },
+      });
     }
     inFlight++;
     try {
@@ -115,14 +121,18 @@ export async function runLimited(shape: ApiShape, o: { tasks: number; concurrenc
     const planPath = await writePlan(repo.dir, limitsPlan(o.tasks));
     // As a person runs it: the CLI's own retries as they come (no CLAUDE_CODE_MAX_RETRIES).
     const env = { ...claudeEnv(server.url, home, { CLAUDE_CODE_MAX_RETRIES: undefined }), NO_COLOR: '1', ...o.env };
-    const r = await execa('node', [...nodeArgsFor(executeScript), '--claude-bin', claudeBin, '--no-probe', '--sandbox', 'off', '--concurrency', String(o.concurrency), '--json'], {
-      cwd: repo.dir,
-      reject: false,
-      env,
-      extendEnv: false,
-      stdin: 'ignore',
-      timeout: 1_200_000,
-    });
+    const r = await execa(
+      'node',
+      [...nodeArgsFor(executeScript), '--claude-bin', claudeBin, '--no-probe', '--sandbox', 'off', '--concurrency', String(o.concurrency), '--json'],
+      {
+        cwd: repo.dir,
+        reject: false,
+        env,
+        extendEnv: false,
+        stdin: 'ignore',
+        timeout: 1_200_000,
+      },
+    );
     const events = String(r.stdout)
       .split('\n')
       .filter((l) => l.startsWith('{'))
@@ -174,8 +184,14 @@ export async function benchLimits(o: { quick?: boolean } = {}): Promise<string> 
   const longMs = 75_000;
   const shapes: Array<[string, ApiShape]> = [
     ['the limit paced perfectly: API 2 at once, queues the rest, never closed', { capacity: 2, serveMs, queue: true }],
-    ['API 2 at once (429 + retry-after), closed 15 s (429 + retry-after: the seconds left)', { capacity: 2, serveMs, closed: { afterMs: 5000, forMs: closedMs, how: '429' } }],
-    ['API 2 at once (429 + retry-after), closed 15 s (529 overloaded_error, no retry-after)', { capacity: 2, serveMs, closed: { afterMs: 5000, forMs: closedMs, how: '529' } }],
+    [
+      'API 2 at once (429 + retry-after), closed 15 s (429 + retry-after: the seconds left)',
+      { capacity: 2, serveMs, closed: { afterMs: 5000, forMs: closedMs, how: '429' } },
+    ],
+    [
+      'API 2 at once (429 + retry-after), closed 15 s (529 overloaded_error, no retry-after)',
+      { capacity: 2, serveMs, closed: { afterMs: 5000, forMs: closedMs, how: '529' } },
+    ],
   ];
   const runs = shapes.map(() => [] as Measured[]);
   for (let k = 0; k < reps; k++) {
@@ -184,7 +200,10 @@ export async function benchLimits(o: { quick?: boolean } = {}): Promise<string> 
       runs[i]!.push(await runLimited(shape, { tasks, concurrency: 8 }));
     }
   }
-  const long: [string, ApiShape] = ['API 2 at once, closed 75 s (429 + retry-after: the seconds left, more than the minute a CLI waits at first, so it gives up)', { capacity: 2, serveMs, closed: { afterMs: 5000, forMs: longMs, how: '429' } }];
+  const long: [string, ApiShape] = [
+    'API 2 at once, closed 75 s (429 + retry-after: the seconds left, more than the minute a CLI waits at first, so it gives up)',
+    { capacity: 2, serveMs, closed: { afterMs: 5000, forMs: longMs, how: '429' } },
+  ];
   progress(`limits: ${long[0]}`);
   const longRun = await runLimited(long[1], { tasks, concurrency: 8 });
   const paced = median(runs[0]!.map((m) => m.seconds));

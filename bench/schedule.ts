@@ -25,7 +25,10 @@ export interface SimResult {
  */
 export function simulate(plan: Plan, durations: readonly number[], concurrency: number, policy: SchedulePolicy): SimResult {
   const fresh: Plan = { ...plan, tasks: plan.tasks.map((t) => ({ ...t, status: 'pending' })) };
-  const trace = simulateRun(fresh, { ...SIMULATION_DEFAULTS, concurrency, schedule: policy }, (task) => ({ durationMs: durations[task]!, report: 'COMPLETED' }));
+  const trace = simulateRun(fresh, { ...SIMULATION_DEFAULTS, concurrency, schedule: policy }, (task) => ({
+    durationMs: durations[task]!,
+    report: 'COMPLETED',
+  }));
   if (trace.state.stop?.reason !== 'all-done') throw new Error(`simulation: the run ended with ${trace.state.stop?.reason}`);
   return { makespan: trace.makespan, rounds: policy === 'rounds' ? trace.state.round : 0 };
 }

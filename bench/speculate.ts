@@ -34,7 +34,11 @@ interface Figures {
 }
 
 /** Run `plan` with a gate of `gateMs` per run; a task in `culprits` breaks the build on its first attempt whenever it is in the stack. */
-export function simulateSpeculation(plan: Plan, durations: readonly number[], o: { concurrency: number; gateMs: number; culprits: ReadonlySet<number>; speculate: number }): Figures {
+export function simulateSpeculation(
+  plan: Plan,
+  durations: readonly number[],
+  o: { concurrency: number; gateMs: number; culprits: ReadonlySet<number>; speculate: number },
+): Figures {
   const fresh: Plan = { ...plan, tasks: plan.tasks.map((t) => ({ ...t, status: 'pending' })) };
   const latest = new Map<number, number>();
   const broken = (task: number) => o.culprits.has(task) && latest.get(task) === 1;
@@ -77,7 +81,10 @@ const chainTask = (i: number, n: number): Task => ({
 const chainPlan = (n: number): Plan => ({ schemaVersion: 3, goal: `a chain of ${n}`, tasks: Array.from({ length: n }, (_, i) => chainTask(i, n)) });
 
 /** Every task writes a file of its own: the bench measures the gate and speculation, not overlaps. */
-const disjoint = (plan: Plan): Plan => ({ ...plan, tasks: plan.tasks.map((t, i) => ({ ...t, metadata: { ...t.metadata, files: { create: [`own/t${i}.ts`], modify: [] }, reads: [] } })) });
+const disjoint = (plan: Plan): Plan => ({
+  ...plan,
+  tasks: plan.tasks.map((t, i) => ({ ...t, metadata: { ...t.metadata, files: { create: [`own/t${i}.ts`], modify: [] }, reads: [] } })),
+});
 
 export function benchSpeculationSimulated(seeds = SPECULATE_SEEDS): string {
   const task = 1000;
@@ -119,14 +126,25 @@ export function benchSpeculationSimulated(seeds = SPECULATE_SEEDS): string {
   return [
     `Simulated with the engine's step function: tasks of 1 unit (random plans: lognormal around it), P = 4, gate batch 4; ${seeds} seeds for random plans and culprit rows.`,
     '',
-    table(['plan', 'gate', 'culprits', '--speculate', 'makespan', 'wasted worker time', 'cancellations / run', 'failed'], rows, ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r']),
+    table(['plan', 'gate', 'culprits', '--speculate', 'makespan', 'wasted worker time', 'cancellations / run', 'failed'], rows, [
+      'l',
+      'r',
+      'r',
+      'r',
+      'r',
+      'r',
+      'r',
+      'r',
+    ]),
   ].join('\n');
 }
 
 /** The real orchestrator on a chain of `n` fake tasks of `sleepMs` under a gate of `sleep gateSeconds`; run-finished durations in ms. */
 async function realChain(n: number, sleepMs: number, gateSeconds: number, args: string[], reps: number): Promise<number[]> {
   const plan = makePlan(
-    Array.from({ length: n }, (_, i) => fakeTask(`c${i}`, { blockedBy: i === 0 ? [] : [i - 1], create: [`chain/t${i}.txt`], fake: { sleepMs, write: { [`chain/t${i}.txt`]: `level ${i}\n` } } })),
+    Array.from({ length: n }, (_, i) =>
+      fakeTask(`c${i}`, { blockedBy: i === 0 ? [] : [i - 1], create: [`chain/t${i}.txt`], fake: { sleepMs, write: { [`chain/t${i}.txt`]: `level ${i}\n` } } }),
+    ),
     { goal: `bench: a chain of ${n}`, context: { testCommand: `sleep ${gateSeconds}` } },
   );
   const out: number[] = [];
@@ -134,9 +152,18 @@ async function realChain(n: number, sleepMs: number, gateSeconds: number, args: 
     const repo = await tempGitRepo({ 'README.md': '# bench\n' });
     try {
       await writePlan(repo.dir, plan);
-      const r = await execa('node', [...nodeArgsFor(executeScript), '--claude-bin', fakeWorker, '--sandbox', 'off', '--no-probe', ...args], { cwd: repo.dir, reject: false, env: { NO_COLOR: '1' }, stdin: 'ignore', timeout: 300_000 });
+      const r = await execa('node', [...nodeArgsFor(executeScript), '--claude-bin', fakeWorker, '--sandbox', 'off', '--no-probe', ...args], {
+        cwd: repo.dir,
+        reject: false,
+        env: { NO_COLOR: '1' },
+        stdin: 'ignore',
+        timeout: 300_000,
+      });
       if (r.exitCode !== 0) throw new Error(`execute.ts ${args.join(' ')} exited ${r.exitCode}:\n${r.stdout}\n${r.stderr}`);
-      const events = (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; durationMs?: number });
+      const events = (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8'))
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { type: string; durationMs?: number });
       out.push(events.find((e) => e.type === 'run-finished')!.durationMs!);
     } finally {
       await repo.cleanup();

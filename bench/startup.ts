@@ -60,7 +60,11 @@ export interface PlanToolRun {
 
 /** The plan tool run two ways: a built bundle with plain node, and the sources under tsx. */
 export const planToolRuns = (bundlePath = bundle): PlanToolRun[] => [
-  { name: `bundle (node ${bundlePath.startsWith(repoRoot) ? relative(repoRoot, bundlePath) : bundlePath})`, script: bundlePath, args: (a) => [bundlePath, ...a] },
+  {
+    name: `bundle (node ${bundlePath.startsWith(repoRoot) ? relative(repoRoot, bundlePath) : bundlePath})`,
+    script: bundlePath,
+    args: (a) => [bundlePath, ...a],
+  },
   { name: 'sources (node --import tsx scripts/plan.ts)', script: sources, args: (a) => ['--import', tsxLoader, sources, ...a] },
 ];
 
@@ -68,7 +72,10 @@ export const planToolRuns = (bundlePath = bundle): PlanToolRun[] => [
 const launcherRun = (name: string, launcherPath: string): PlanToolRun => ({ name, script: launcherPath, program: launcherPath, args: (a) => ['plan', ...a] });
 
 /** What a skill's step runs (the plugin's launcher), and what a step runs from a checkout (its launcher, which bundles the sources again when one changed). */
-const launcherRuns = [launcherRun('launcher (plugin/bin/foreman plan)', launcher), launcherRun('checkout launcher (bin/foreman plan)', join(repoRoot, 'bin/foreman'))];
+const launcherRuns = [
+  launcherRun('launcher (plugin/bin/foreman plan)', launcher),
+  launcherRun('checkout launcher (bin/foreman plan)', join(repoRoot, 'bin/foreman')),
+];
 
 export async function benchStartup(o: { reps?: number } = {}): Promise<string> {
   if (!existsSync(bundle)) return `No bundle at ${bundle}: run \`npm run build\` first.`;
@@ -92,7 +99,10 @@ export async function benchStartup(o: { reps?: number } = {}): Promise<string> {
         await repo.cleanup();
       }
     }
-    for (const [what, samples] of [['plan status, 8 tasks', status], ['plan next, 200 tasks', next]] as const) {
+    for (const [what, samples] of [
+      ['plan status, 8 tasks', status],
+      ['plan next, 200 tasks', next],
+    ] as const) {
       rows.push([what, v.name, ...medianCells(samples)]);
     }
   }

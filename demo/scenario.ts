@@ -100,14 +100,21 @@ export function demoPlan(): Plan {
         prompt: 'Re-export `slugify` from src/index.js (keep everything else in the file).',
         blockedBy: [0],
         metadata: { type: 'implementation', files: { create: [], modify: ['src/index.js'] } },
-        checks: [['src/index.js exports slugify', nodeCheck("import { slugify } from './src/index.js'", "if (slugify('Hello, World') !== 'hello-world') process.exit(1)")]],
+        checks: [
+          [
+            'src/index.js exports slugify',
+            nodeCheck("import { slugify } from './src/index.js'", "if (slugify('Hello, World') !== 'hello-world') process.exit(1)"),
+          ],
+        ],
       }),
       task('export-truncate', {
         subject: 'Export truncate from the entry point',
         prompt: 'Re-export `truncate` from src/index.js (keep everything else in the file).',
         blockedBy: [1],
         metadata: { type: 'implementation', files: { create: [], modify: ['src/index.js'] } },
-        checks: [['src/index.js exports truncate', nodeCheck("import { truncate } from './src/index.js'", "if (truncate('abcdef', 4) !== 'abc…') process.exit(1)")]],
+        checks: [
+          ['src/index.js exports truncate', nodeCheck("import { truncate } from './src/index.js'", "if (truncate('abcdef', 4) !== 'abc…') process.exit(1)")],
+        ],
       }),
       task('docs', {
         subject: 'Export wordCount and document the API in the README',
@@ -119,8 +126,21 @@ export function demoPlan(): Plan {
         blockedBy: [2, 3, 4],
         metadata: { type: 'implementation', files: { create: [], modify: ['src/index.js', 'README.md'] } },
         checks: [
-          ['the README documents every helper', nodeCheck("import { readFileSync } from 'node:fs'", "const readme = readFileSync('README.md', 'utf8')", "for (const name of ['slugify', 'truncate', 'wordCount']) if (!readme.includes(name)) process.exit(1)")],
-          ['src/index.js exports all three helpers', nodeCheck("import * as m from './src/index.js'", "for (const name of ['slugify', 'truncate', 'wordCount']) if (typeof m[name] !== 'function') process.exit(1)")],
+          [
+            'the README documents every helper',
+            nodeCheck(
+              "import { readFileSync } from 'node:fs'",
+              "const readme = readFileSync('README.md', 'utf8')",
+              "for (const name of ['slugify', 'truncate', 'wordCount']) if (!readme.includes(name)) process.exit(1)",
+            ),
+          ],
+          [
+            'src/index.js exports all three helpers',
+            nodeCheck(
+              "import * as m from './src/index.js'",
+              "for (const name of ['slugify', 'truncate', 'wordCount']) if (typeof m[name] !== 'function') process.exit(1)",
+            ),
+          ],
           ['the whole test suite passes', 'node --test'],
         ],
       }),
@@ -279,8 +299,14 @@ export function demoScenarios(pace: Pace): Scenario[] {
         name: 'word-count, attempt 2',
         when: 'This is attempt 2',
         turns: [
-          step(600, (req) => [text('The previous attempt failed the specification; reading it again.'), toolUse('Read', { file_path: at(req, 'spec/word-count.spec.js') })]),
-          step(700, (req) => [text('Splitting on runs of whitespace this time.'), toolUse('Write', { file_path: at(req, 'src/word-count.js'), content: WORD_COUNT })]),
+          step(600, (req) => [
+            text('The previous attempt failed the specification; reading it again.'),
+            toolUse('Read', { file_path: at(req, 'spec/word-count.spec.js') }),
+          ]),
+          step(700, (req) => [
+            text('Splitting on runs of whitespace this time.'),
+            toolUse('Write', { file_path: at(req, 'src/word-count.js'), content: WORD_COUNT }),
+          ]),
           step(500, () => [runTests('node --test spec/word-count.spec.js')]),
           finish(400, 'wordCount() splits on runs of whitespace; the specification passes', { needPassingTests: true }),
         ],
@@ -289,7 +315,10 @@ export function demoScenarios(pace: Pace): Scenario[] {
         name: 'word-count, attempt 1',
         turns: [
           step(600, (req) => [text('Reading the specification.'), toolUse('Read', { file_path: at(req, 'spec/word-count.spec.js') })]),
-          step(700, (req) => [text('Words are separated by spaces.'), toolUse('Write', { file_path: at(req, 'src/word-count.js'), content: WORD_COUNT_NAIVE })]),
+          step(700, (req) => [
+            text('Words are separated by spaces.'),
+            toolUse('Write', { file_path: at(req, 'src/word-count.js'), content: WORD_COUNT_NAIVE }),
+          ]),
           finish(400, 'wordCount() in src/word-count.js'),
         ],
       },
@@ -312,7 +341,10 @@ export function demoScenarios(pace: Pace): Scenario[] {
             new_string: `${VERSION_LINE}\n${exportLine('wordCount', 'word-count.js')}`,
           }),
         ]),
-        step(800, (req) => [text('Documenting the API.'), toolUse('Edit', { file_path: at(req, 'README.md'), old_string: '(To be written.)', new_string: README_API })]),
+        step(800, (req) => [
+          text('Documenting the API.'),
+          toolUse('Edit', { file_path: at(req, 'README.md'), old_string: '(To be written.)', new_string: README_API }),
+        ]),
         step(500, () => [text('Running the whole suite.'), runTests('node --test')]),
         finish(400, 'wordCount exported; README documents slugify, truncate and wordCount; all tests pass', { needPassingTests: true }),
       ],

@@ -27,7 +27,12 @@ export const GENERATED = ['bin', 'dist', 'hooks', 'schemas', 'skills', 'vendor',
 /** The sandbox runtime's files it reads by path at run time, for the platforms foreman supports
  * (Linux x64 and arm64: the seccomp helper; macOS uses the system's sandbox-exec; any: the Java
  * proxy agent). Windows is not supported by foreman, so srt-win is left out. */
-const SANDBOX_VENDOR = ['vendor/seccomp/x64/apply-seccomp', 'vendor/seccomp/arm64/apply-seccomp', 'vendor/java-proxy-agent/srt-proxy-agent.jar', 'LICENSE'] as const;
+const SANDBOX_VENDOR = [
+  'vendor/seccomp/x64/apply-seccomp',
+  'vendor/seccomp/arm64/apply-seccomp',
+  'vendor/java-proxy-agent/srt-proxy-agent.jar',
+  'LICENSE',
+] as const;
 
 /** The sandbox runtime reads its version from its package.json at start-up; the plugin has none. */
 const SRT_VERSION_READ = "createRequire(import.meta.url)('../package.json')";

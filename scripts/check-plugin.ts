@@ -47,10 +47,19 @@ export async function checkVersions(root: string): Promise<CheckOutcome> {
   const entry = (market.value.plugins ?? []).find((p: { name?: unknown }) => p.name === name);
   if (entry === undefined) return { kind: 'problems', lines: [`${MANIFESTS.marketplace} lists no plugin named "${name}" (the name in ${MANIFESTS.plugin})`] };
   const lines: string[] = [];
-  if (entry.source !== `./${PLUGIN_DIR}`) lines.push(`${MANIFESTS.marketplace}: the plugin's source is ${JSON.stringify(entry.source)}, not "./${PLUGIN_DIR}" (the built plugin)`);
-  const versions = { [MANIFESTS.package]: pkg.value.version, [MANIFESTS.plugin]: plugin.value.version, [`${MANIFESTS.marketplace} (plugins[name=${name}])`]: entry.version };
+  if (entry.source !== `./${PLUGIN_DIR}`)
+    lines.push(`${MANIFESTS.marketplace}: the plugin's source is ${JSON.stringify(entry.source)}, not "./${PLUGIN_DIR}" (the built plugin)`);
+  const versions = {
+    [MANIFESTS.package]: pkg.value.version,
+    [MANIFESTS.plugin]: plugin.value.version,
+    [`${MANIFESTS.marketplace} (plugins[name=${name}])`]: entry.version,
+  };
   if (new Set(Object.values(versions)).size !== 1) {
-    lines.push(`the version fields disagree: ${Object.entries(versions).map(([file, v]) => `${file} ${JSON.stringify(v ?? null)}`).join(', ')}`);
+    lines.push(
+      `the version fields disagree: ${Object.entries(versions)
+        .map(([file, v]) => `${file} ${JSON.stringify(v ?? null)}`)
+        .join(', ')}`,
+    );
   }
   return lines.length === 0 ? { kind: 'ok' } : { kind: 'problems', lines };
 }
@@ -64,7 +73,10 @@ export async function checkBuild(root: string): Promise<CheckOutcome> {
   } catch (e) {
     return { kind: 'problems', lines: [`the build failed: ${e instanceof Error ? e.message : String(e)}`] };
   }
-  const { stdout } = await run('git', ['status', '--porcelain', '--untracked-files=all', '--no-renames', '--', PLUGIN_DIR, PLAN_VALIDATOR_FILE], { cwd: root, maxBuffer: 16 * 1024 * 1024 });
+  const { stdout } = await run('git', ['status', '--porcelain', '--untracked-files=all', '--no-renames', '--', PLUGIN_DIR, PLAN_VALIDATOR_FILE], {
+    cwd: root,
+    maxBuffer: 16 * 1024 * 1024,
+  });
   const changed = stdout.split('\n').filter(Boolean);
   if (changed.length === 0) return { kind: 'ok' };
   return {

@@ -37,7 +37,7 @@ const demoCommand: Command = {
     'The workers talk to a scripted model server on 127.0.0.1 started by this script: no account or',
     'API key is needed and nothing leaves this machine. At the end it prints the commits the run',
     'made and the run report. The repository is deleted afterwards unless --keep is given (or the',
-    'run did not complete). Exits with the orchestrator\'s exit code.',
+    "run did not complete). Exits with the orchestrator's exit code.",
   ].join('\n'),
   usage: '-- [--keep] [--fast] [--concurrency N] [--schedule continuous|rounds]   (or: npx tsx scripts/demo.ts [options])',
   options: {
@@ -142,13 +142,15 @@ async function demo(values: Record<string, unknown>, numbers: Numbers, io: Io): 
       'Workers: the real Claude Code CLI, talking to a scripted model on',
       `${server.url} (started by this script; no API key, nothing leaves this machine).`,
       'Every acceptance check really runs (node --test, node -e) in the repository.',
-      'The costs it shows are simulated: the scripted model\'s token counts, priced by Claude Code; nothing is billed.',
+      "The costs it shows are simulated: the scripted model's token counts, priced by Claude Code; nothing is billed.",
     );
 
     const args = ['--import', tsxLoader, join(root, 'scripts/execute.ts'), '--repo', dir, '--claude-bin', claudeBin];
     if (concurrency !== undefined) args.push('--concurrency', String(concurrency));
     if (schedule !== undefined) args.push('--schedule', schedule);
-    heading(`npx tsx scripts/execute.ts --repo ${dir} --claude-bin node_modules/.bin/claude${concurrency !== undefined ? ` --concurrency ${concurrency}` : ''}${schedule ? ` --schedule ${schedule}` : ''}`);
+    heading(
+      `npx tsx scripts/execute.ts --repo ${dir} --claude-bin node_modules/.bin/claude${concurrency !== undefined ? ` --concurrency ${concurrency}` : ''}${schedule ? ` --schedule ${schedule}` : ''}`,
+    );
     code = await run(process.execPath, args, { env: claudeEnv(server.url, home), onSpawn: (c) => (child = c) });
     child = undefined;
 
@@ -158,7 +160,7 @@ async function demo(values: Record<string, unknown>, numbers: Numbers, io: Io): 
     heading('What the scripted model saw');
     say(
       `${turns.length} model turns from ${workers} Claude Code worker processes.`,
-      'The cost figures above (the run\'s total, each task\'s) are simulated: Claude Code priced the tokens the',
+      "The cost figures above (the run's total, each task's) are simulated: Claude Code priced the tokens the",
       'scripted model said it used at the rates of the model named; no account was billed.',
     );
     if (retryPrompt) {
@@ -181,7 +183,9 @@ async function demo(values: Record<string, unknown>, numbers: Numbers, io: Io): 
   }
 
   heading('Done');
-  say(`The orchestrator exited with ${code}${code === 0 ? ' (every task completed and committed)' : ''}; the demo took ${formatDuration(Date.now() - started)}.`);
+  say(
+    `The orchestrator exited with ${code}${code === 0 ? ' (every task completed and committed)' : ''}; the demo took ${formatDuration(Date.now() - started)}.`,
+  );
   if (keep || code !== 0) {
     say(
       `The demo repository is kept${keep ? '' : ' (the run did not complete)'}: ${dir}`,
@@ -189,7 +193,7 @@ async function demo(values: Record<string, unknown>, numbers: Numbers, io: Io): 
       `  npx tsx ${join(root, 'scripts/plan.ts')} history --plan ${planPath}`,
       `Delete it with: rm -rf ${dir}`,
     );
-    if (code !== 0) say('(Its workers\' scripted model stopped with this script, so this run cannot be resumed; run the demo again instead.)');
+    if (code !== 0) say("(Its workers' scripted model stopped with this script, so this run cannot be resumed; run the demo again instead.)");
   } else {
     await rm(dir, { recursive: true, force: true });
     say(`The demo repository ${dir} was deleted; run \`npm run demo -- --keep\` to keep it and look around.`);

@@ -29,7 +29,11 @@ describe('checkVersions', () => {
     await mkdir(join(dir, '.claude-plugin'), { recursive: true });
     await mkdir(join(dir, 'plugin/.claude-plugin'), { recursive: true });
     const read = async (p: string) => JSON.parse(await readFile(join(repoRoot, p), 'utf8'));
-    const files = { pkg: await read('package.json'), plugin: await read('plugin/.claude-plugin/plugin.json'), market: await read('.claude-plugin/marketplace.json') };
+    const files = {
+      pkg: await read('package.json'),
+      plugin: await read('plugin/.claude-plugin/plugin.json'),
+      market: await read('.claude-plugin/marketplace.json'),
+    };
     edit(files);
     await writeFile(join(dir, 'package.json'), JSON.stringify(files.pkg));
     await writeFile(join(dir, 'plugin/.claude-plugin/plugin.json'), JSON.stringify(files.plugin));
@@ -94,7 +98,10 @@ describe('checkBuild', () => {
   it('catches a skill changed without a build', async () => {
     await writeFile(join(repo, 'skills/design/SKILL.md'), `${await readFile(join(repo, 'skills/design/SKILL.md'), 'utf8')}\nA new line.\n`);
     const outcome = await checkBuild(repo);
-    expect(outcome).toEqual({ kind: 'problems', lines: [expect.stringContaining('run `npm run build` and commit plugin/'), '   M plugin/skills/design/SKILL.md'] });
+    expect(outcome).toEqual({
+      kind: 'problems',
+      lines: [expect.stringContaining('run `npm run build` and commit plugin/'), '   M plugin/skills/design/SKILL.md'],
+    });
     await reset();
   }, 120_000);
 

@@ -145,7 +145,7 @@ describe.runIf(linux)('markers (Linux: /proc/<pid>/environ)', () => {
     }
   });
 
-  it('a scan from a marker\'s pid counter reads only the processes started after it', async () => {
+  it("a scan from a marker's pid counter reads only the processes started after it", async () => {
     const { marker, env, since } = newProcessMarker();
     expect(since).not.toBeNull();
     const after = execa('sleep', ['1000'], { env, reject: false });

@@ -36,8 +36,19 @@ describe('ProcessRegistry', () => {
     const registry = new ProcessRegistry(path);
     // The record is written just after the spawn: wait for it, then show it.
     const command = `echo ${'x'.repeat(300)} >/dev/null; while [ ! -s ${path} ]; do sleep 0.05; done; cat ${path}`;
-    const r = await recorded(registry, { kind: 'acceptance-check', task: 3, command }, (onSpawn) => runShell(command, { cwd: dir, timeoutMs: 10_000, onSpawn }));
-    expect(JSON.parse(r.output)).toEqual([{ kind: 'acceptance-check', task: 3, command: `${command.slice(0, 199)}…`, pgid: expect.any(Number), started: expect.stringMatching(/\S/), marker: expect.stringMatching(/^\d+-\w+\.\d+$/) }]);
+    const r = await recorded(registry, { kind: 'acceptance-check', task: 3, command }, (onSpawn) =>
+      runShell(command, { cwd: dir, timeoutMs: 10_000, onSpawn }),
+    );
+    expect(JSON.parse(r.output)).toEqual([
+      {
+        kind: 'acceptance-check',
+        task: 3,
+        command: `${command.slice(0, 199)}…`,
+        pgid: expect.any(Number),
+        started: expect.stringMatching(/\S/),
+        marker: expect.stringMatching(/^\d+-\w+\.\d+$/),
+      },
+    ]);
     expect(JSON.parse(await readFile(path, 'utf8'))).toEqual([]);
     await registry.clear();
     expect(existsSync(path)).toBe(false);
@@ -102,7 +113,9 @@ describe('killOrphans', () => {
     expect(groupAlive(oldWorker)).toBe(false);
     expect(groupAlive(stranger)).toBe(true);
     expect(existsSync(path)).toBe(false);
-    expect(describeOrphans(killed)).toBe('stopped 2 process group(s) left running by an earlier run: the assumption check of task 2 (`test -f x`); the worker of task 1');
+    expect(describeOrphans(killed)).toBe(
+      'stopped 2 process group(s) left running by an earlier run: the assumption check of task 2 (`test -f x`); the worker of task 1',
+    );
   });
 
   it('does nothing without a registry file, or with a damaged one', async () => {

@@ -58,7 +58,10 @@ class Allocator {
 }
 
 /** Forks, exits and groups let go, in bursts: the counter skips the most when many numbers are in use. */
-type Operation = { kind: 'fork'; times: number } | { kind: 'exit'; index: number; times: number; keep: boolean } | { kind: 'release'; index: number; times: number };
+type Operation =
+  | { kind: 'fork'; times: number }
+  | { kind: 'exit'; index: number; times: number; keep: boolean }
+  | { kind: 'release'; index: number; times: number };
 
 const operation: fc.Arbitrary<Operation> = fc.oneof(
   fc.record({ kind: fc.constant('fork' as const), times: fc.integer({ min: 1, max: 60 }) }),

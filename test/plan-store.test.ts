@@ -286,7 +286,7 @@ describe('run lock', () => {
     expect(await otherFiles(['plan.json'])).toEqual([]);
   });
 
-  it('records the holder\'s process start time in the lock', async () => {
+  it("records the holder's process start time in the lock", async () => {
     const r = await acquireLock(planPath(), info());
     if (!r.ok) throw new Error('expected the lock');
     const onDisk = JSON.parse(await readFile(lockPathFor(planPath()), 'utf8')) as Record<string, unknown>;
@@ -299,7 +299,13 @@ describe('run lock', () => {
     const zombie = await makeZombie();
     try {
       process.kill(zombie.pid, 0); // kill(0) alone would call it alive
-      const held: LockInfo = { pid: zombie.pid, host: os.hostname(), startedAt: '2024-01-01T00:00:00.000Z', command: 'execute', processStart: processStartTime(zombie.pid)! };
+      const held: LockInfo = {
+        pid: zombie.pid,
+        host: os.hostname(),
+        startedAt: '2024-01-01T00:00:00.000Z',
+        command: 'execute',
+        processStart: processStartTime(zombie.pid)!,
+      };
       await writeFile(lockPathFor(planPath()), JSON.stringify(held));
       expect(await readLock(planPath())).toEqual({ state: 'stale', holder: held, why: 'dead-process' });
       const r = await acquireLock(planPath(), info());
@@ -409,10 +415,10 @@ describe('run lock', () => {
   });
 });
 
-describe('a drain asked of the lock\'s holder', () => {
+describe("a drain asked of the lock's holder", () => {
   const planPath = () => path.join(dir, 'plan.json');
   const holder: LockInfo = { pid: 4242, host: os.hostname(), startedAt: '2024-05-01T10:00:00.000Z', command: 'execute' };
-  const settled = <T,>(r: { ok: true; value: T } | { ok: false; error: string }): T => {
+  const settled = <T>(r: { ok: true; value: T } | { ok: false; error: string }): T => {
     if (!r.ok) throw new Error(r.error);
     return r.value;
   };
@@ -429,7 +435,10 @@ describe('a drain asked of the lock\'s holder', () => {
     for (const other of [{ pid: 4243 }, { startedAt: '2024-04-30T09:00:00.000Z' }]) {
       await writeFile(path.join(dir, 'plan.drain'), `${JSON.stringify({ ...holder, ...other, at: '2024-04-30T09:00:01.000Z' })}\n`);
       const asks = (await Promise.all(Array.from({ length: 3 }, () => askDrain(planPath(), holder)))).map(settled);
-      expect(asks.filter((a) => a.kind === 'asked'), JSON.stringify(other)).toHaveLength(1);
+      expect(
+        asks.filter((a) => a.kind === 'asked'),
+        JSON.stringify(other),
+      ).toHaveLength(1);
       expect(JSON.parse(await readFile(path.join(dir, 'plan.drain'), 'utf8'))).toMatchObject({ pid: holder.pid, startedAt: holder.startedAt });
       expect(await otherFiles(['plan.drain'])).toEqual([]);
       await rm(path.join(dir, 'plan.drain'));

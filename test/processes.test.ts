@@ -41,7 +41,8 @@ function group(script: string): ChildProcess & { pid: number } {
   return child as ChildProcess & { pid: number };
 }
 
-const exited = (child: ChildProcess) => new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(null) : child.once('exit', resolve)));
+const exited = (child: ChildProcess) =>
+  new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(null) : child.once('exit', resolve)));
 
 /** Whether kill(pid, 0) succeeds: what a check that ignores zombies would believe. */
 const kill0 = (target: number): boolean => {

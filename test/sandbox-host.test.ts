@@ -28,7 +28,8 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const sandboxed = (command: string, cwd: string, host: string) => runShell(command, { cwd, timeoutMs: 60_000, sandbox: { writable: [cwd], allowedDomains: [host] } });
+const sandboxed = (command: string, cwd: string, host: string) =>
+  runShell(command, { cwd, timeoutMs: 60_000, sandbox: { writable: [cwd], allowedDomains: [host] } });
 
 describe.runIf(support.ok)('sandbox hosts', () => {
   it('serves commands one after another from one host', async () => {
@@ -47,7 +48,11 @@ describe.runIf(support.ok)('sandbox hosts', () => {
     const work = join(dir, 'guarded');
     await mkdir(join(work, '.git', 'hooks'), { recursive: true });
     expect(process.cwd()).not.toBe(work);
-    const run = await sandboxed('echo ok > file.txt; echo hook > .git/hooks/pre-commit; echo rc >> .bashrc; mkdir -p .claude/commands && echo cmd > .claude/commands/x.md; exit 0', work, 'guarded.invalid');
+    const run = await sandboxed(
+      'echo ok > file.txt; echo hook > .git/hooks/pre-commit; echo rc >> .bashrc; mkdir -p .claude/commands && echo cmd > .claude/commands/x.md; exit 0',
+      work,
+      'guarded.invalid',
+    );
     expect(run.exitCode, run.output).toBe(0);
     expect(readFileSync(join(work, 'file.txt'), 'utf8')).toBe('ok\n');
     expect(await readdir(join(work, '.git', 'hooks'))).toEqual([]);
@@ -73,7 +78,11 @@ describe.runIf(support.ok)('sandbox hosts', () => {
     await mkdir(second);
     const release = join(dir, 'release');
     // The second runs until the test releases it; the first starts once the second runs, and ends at once.
-    const waiting = sandboxed(`touch running; while [ ! -e '${release}' ]; do sleep 0.05; done; rm running; echo done > second.txt`, second, 'together.invalid');
+    const waiting = sandboxed(
+      `touch running; while [ ! -e '${release}' ]; do sleep 0.05; done; rm running; echo done > second.txt`,
+      second,
+      'together.invalid',
+    );
     try {
       for (let i = 0; i < 1200 && !(await readdir(second)).includes('running'); i++) await new Promise((r) => setTimeout(r, 25));
       // bubblewrap holds empty placeholders (.bashrc, .gitconfig, .mcp.json, …) in a directory it guards while its command runs.

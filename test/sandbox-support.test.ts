@@ -90,7 +90,8 @@ describe('a remembered answer', () => {
     const file = supportCacheFile(join(dir, 'cache'));
     await keepYes(file, 'facts-1', 5);
     const no = asking(err('bubblewrap (bwrap) not installed'));
-    for (let k = 0; k < 2; k++) expect(await rememberedSupport({ file, key: 'facts-2', now: () => 10, ask: no.ask })).toEqual(err('bubblewrap (bwrap) not installed'));
+    for (let k = 0; k < 2; k++)
+      expect(await rememberedSupport({ file, key: 'facts-2', now: () => 10, ask: no.ask })).toEqual(err('bubblewrap (bwrap) not installed'));
     expect(no.asked).toHaveLength(2);
     expect(JSON.parse(await readFile(file, 'utf8'))).toEqual({ key: 'facts-1', checkedAt: 5 });
   });
@@ -116,7 +117,7 @@ describe('a remembered answer', () => {
 const here = await sandboxSupport();
 
 describe.skipIf(!here.ok)('on this machine', () => {
-  it('a second process finds the first one\'s yes and does not ask again', async () => {
+  it("a second process finds the first one's yes and does not ask again", async () => {
     const cache = join(dir, 'xdg');
     const probe = `import { sandboxSupport } from ${JSON.stringify(join(repoRoot, 'src/adapters/sandbox.ts'))};
 const r = await sandboxSupport();

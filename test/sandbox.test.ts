@@ -43,8 +43,12 @@ describe('runtime settings', () => {
       filesystem: { allowWrite: ['/w', '/t'], denyWrite: [], denyRead: [] },
       network: { allowedDomains: [], deniedDomains: [] },
     });
-    expect(runtimeSettings({ writable: ['/w'], allowedDomains: ['registry.npmjs.org'] }, '/t')).toMatchObject({ network: { allowedDomains: ['registry.npmjs.org'] } });
-    expect(runtimeSettings({ writable: ['/w'], allowedDomains: [] }, '/t', { denyRead: ['/home/me/.aws/**'], denyWrite: ['/w/locked.txt'] }).filesystem).toEqual({ allowWrite: ['/w', '/t'], denyWrite: ['/w/locked.txt'], denyRead: ['/home/me/.aws/**'] });
+    expect(runtimeSettings({ writable: ['/w'], allowedDomains: ['registry.npmjs.org'] }, '/t')).toMatchObject({
+      network: { allowedDomains: ['registry.npmjs.org'] },
+    });
+    expect(
+      runtimeSettings({ writable: ['/w'], allowedDomains: [] }, '/t', { denyRead: ['/home/me/.aws/**'], denyWrite: ['/w/locked.txt'] }).filesystem,
+    ).toEqual({ allowWrite: ['/w', '/t'], denyWrite: ['/w/locked.txt'], denyRead: ['/home/me/.aws/**'] });
   });
 
   it('names what to install', () => {
@@ -72,7 +76,9 @@ describe.runIf(support.ok)('checks in the sandbox', () => {
   it('writes in the workspace and its own TMPDIR, and its own loopback works', async () => {
     const server = `const s = require('net').createServer((c) => c.end('pong')).listen(0, '127.0.0.1', () => require('net').connect(s.address().port, '127.0.0.1').on('data', (d) => { console.log(String(d)); process.exit(0); }));`;
     await writeFile(join(workspace, 'loop.js'), server);
-    const r = await inSandbox(`echo inside > inside.txt && touch "$TMPDIR/own" && case "$TMPDIR" in ${tmpdir()}/foreman-sandbox-*) echo own-tmp;; esac && node loop.js`);
+    const r = await inSandbox(
+      `echo inside > inside.txt && touch "$TMPDIR/own" && case "$TMPDIR" in ${tmpdir()}/foreman-sandbox-*) echo own-tmp;; esac && node loop.js`,
+    );
     expect(r.output).toContain('own-tmp');
     expect(r.output).toContain('pong');
     expect(r.exitCode).toBe(0);
@@ -103,10 +109,14 @@ describe.runIf(support.ok)("the person's Read and Edit deny rules in foreman's o
     const secret = join(outside, 'secret.txt');
     await writeFile(secret, 'SECRET=1\n');
     await mkdir(join(repo, '.claude'));
-    await writeFile(join(repo, '.claude/settings.json'), JSON.stringify({ permissions: { deny: [`Read(/${secret})`, 'Read(./.env)', 'Edit(./locked.txt)', ...extra] } }));
+    await writeFile(
+      join(repo, '.claude/settings.json'),
+      JSON.stringify({ permissions: { deny: [`Read(/${secret})`, 'Read(./.env)', 'Edit(./locked.txt)', ...extra] } }),
+    );
     return { repo, secret };
   }
-  const check = (command: string, repo: string) => runShell(command, { cwd: workspace, timeoutMs: 60_000, sandbox: { writable: [workspace], allowedDomains: [], rulesOf: repo } });
+  const check = (command: string, repo: string) =>
+    runShell(command, { cwd: workspace, timeoutMs: 60_000, sandbox: { writable: [workspace], allowedDomains: [], rulesOf: repo } });
 
   it('a check that reads a file a Read deny rule names fails; one that writes a file an Edit deny rule names too; the rest reads and writes', async () => {
     const { repo, secret } = await repoWithRules();
@@ -173,7 +183,11 @@ describe.runIf(support.ok)('a sandboxed check orphaned by kill -9', () => {
       const task = fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a exists', check }], fake: { write: { 'a.txt': 'a\n' } } });
       await writePlan(repo.dir, makePlan([task]));
       // --no-probe: the probe would run this check too (in its own checkout) before any worker.
-      const first = execa('node', [...nodeArgsFor(executeScript), '--claude-bin', fakeWorker, '--sandbox', 'on', '--no-probe'], { cwd: repo.dir, reject: false, stdin: 'ignore' });
+      const first = execa('node', [...nodeArgsFor(executeScript), '--claude-bin', fakeWorker, '--sandbox', 'on', '--no-probe'], {
+        cwd: repo.dir,
+        reject: false,
+        stdin: 'ignore',
+      });
       let marker: string | undefined;
       for (let i = 0; i < 600; i++) {
         await new Promise((r) => setTimeout(r, 50));

@@ -138,10 +138,18 @@ describe('the process starter', () => {
     const slow = STARTER_LOOP.replace(/^if .*; then$/m, 'if false; then');
     expect(slow).not.toBe(STARTER_LOOP);
     const out = join(dir, 'older-bash.out');
-    const line = `{ printf %s ${bashWord('ünï ✓ \'quoted\'')} >${bashWord(out)}; echo "d 0 $?"; } & echo "s 0 $!"\n`;
-    const ran = await execa('/bin/bash', ['-c', slow, 'foreman-starter', await mkdtemp(join(dir, 'older-'))], { input: `${line.length}\n${line}`, timeout: 20_000 });
+    const line = `{ printf %s ${bashWord("ünï ✓ 'quoted'")} >${bashWord(out)}; echo "d 0 $?"; } & echo "s 0 $!"\n`;
+    const ran = await execa('/bin/bash', ['-c', slow, 'foreman-starter', await mkdtemp(join(dir, 'older-'))], {
+      input: `${line.length}\n${line}`,
+      timeout: 20_000,
+    });
     // Two processes answer, the started one and the one that ends: either may write first.
-    expect(ran.stdout.split('\n').map((answer) => answer.split(' ')[0]).sort()).toEqual(['d', 's']);
+    expect(
+      ran.stdout
+        .split('\n')
+        .map((answer) => answer.split(' ')[0])
+        .sort(),
+    ).toEqual(['d', 's']);
     expect(readFileSync(out, 'utf8')).toBe("ünï ✓ 'quoted'");
   });
 
@@ -193,26 +201,29 @@ describe('the process starter', () => {
     expect(now[0]).not.toBe(first[0]);
   });
 
-  it.runIf(existsSync('/proc/self/stat'))('ended at the end of a command line, its commands’ CPU counts among the process’s children’s, as a fork’s would', async () => {
-    const runScript = await script(
-      'ends-starter',
-      `import { readFileSync } from 'node:fs';\n` +
-        `import { endStarter, runProcess } from ${SPAWNER};\n` +
-        `const childrenCpuMs = () => { const f = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' '); return (Number(f[13]) + Number(f[14])) * 10; };\n` +
-        `const burn = () => runProcess({ file: '/bin/sh', args: ['-c', 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'], cwd: process.cwd(), env: process.env, timeoutMs: 60000 });\n` +
-        `await burn();\n` +
-        `const before = childrenCpuMs();\n` +
-        `await endStarter();\n` +
-        `const after = childrenCpuMs();\n` +
-        `const again = await runProcess({ file: 'echo', args: ['a new bash'], cwd: process.cwd(), env: process.env, timeoutMs: 60000 });\n` +
-        `await endStarter();\n` +
-        `console.log(JSON.stringify({ before, after, again: again.kind === 'exited' ? again.stdout.toString().trim() : again }));\n`,
-    );
-    const { before, after, again } = JSON.parse(await runScript({}, 60_000)) as { before: number; after: number; again: string };
-    // Before: the command's CPU is the starter's, which nothing has waited for yet.
-    expect(after - before).toBeGreaterThan(50);
-    expect(again).toBe('a new bash');
-  });
+  it.runIf(existsSync('/proc/self/stat'))(
+    'ended at the end of a command line, its commands’ CPU counts among the process’s children’s, as a fork’s would',
+    async () => {
+      const runScript = await script(
+        'ends-starter',
+        `import { readFileSync } from 'node:fs';\n` +
+          `import { endStarter, runProcess } from ${SPAWNER};\n` +
+          `const childrenCpuMs = () => { const f = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' '); return (Number(f[13]) + Number(f[14])) * 10; };\n` +
+          `const burn = () => runProcess({ file: '/bin/sh', args: ['-c', 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'], cwd: process.cwd(), env: process.env, timeoutMs: 60000 });\n` +
+          `await burn();\n` +
+          `const before = childrenCpuMs();\n` +
+          `await endStarter();\n` +
+          `const after = childrenCpuMs();\n` +
+          `const again = await runProcess({ file: 'echo', args: ['a new bash'], cwd: process.cwd(), env: process.env, timeoutMs: 60000 });\n` +
+          `await endStarter();\n` +
+          `console.log(JSON.stringify({ before, after, again: again.kind === 'exited' ? again.stdout.toString().trim() : again }));\n`,
+      );
+      const { before, after, again } = JSON.parse(await runScript({}, 60_000)) as { before: number; after: number; again: string };
+      // Before: the command's CPU is the starter's, which nothing has waited for yet.
+      expect(after - before).toBeGreaterThan(50);
+      expect(again).toBe('a new bash');
+    },
+  );
 
   it('never keeps its process alive, removes its files when that process ends, and is not misled by BASH_ENV or a shell function', async () => {
     const own = await mkdtemp(join(dir, 'tmp-'));

@@ -298,10 +298,14 @@ describe('formatEventForLog', () => {
     expect(log).toContain('  COMPLETED: wrote x/a.txt');
   });
   it('notes api retries, API errors and permission denials', () => {
-    const l401 = sample('status401').split('\n').flatMap((l) => formatEventForLog(JSON.parse(l)));
+    const l401 = sample('status401')
+      .split('\n')
+      .flatMap((l) => formatEventForLog(JSON.parse(l)));
     expect(l401).toContain('! API retry 1/1: status 401 authentication_failed, next try in 523 ms');
     expect(l401).toContain('! API error: authentication_failed (status 401)');
-    const denied = sample('denied').split('\n').flatMap((l) => formatEventForLog(JSON.parse(l)));
+    const denied = sample('denied')
+      .split('\n')
+      .flatMap((l) => formatEventForLog(JSON.parse(l)));
     expect(denied.some((l) => l.startsWith('! permission denied: Write'))).toBe(true);
     expect(denied).toContain('  permission denials (1):');
     expect(denied).toContain('    Write /tmp/rec/x/a.txt');
@@ -312,8 +316,8 @@ describe('formatEventForLog', () => {
     expect(out).toHaveLength(21);
     expect(out[0]).toBe('  ← line 0');
     expect(out[20]).toBe('    … [30 more lines]');
-    expect(formatEventForLog({ type: 'user', message: { content: [{ type: 'tool_result', is_error: true, content: [{ type: 'text', text: 'bad' }] }] } })).toEqual([
-      '  ✗ bad',
-    ]);
+    expect(
+      formatEventForLog({ type: 'user', message: { content: [{ type: 'tool_result', is_error: true, content: [{ type: 'text', text: 'bad' }] }] } }),
+    ).toEqual(['  ✗ bad']);
   });
 });

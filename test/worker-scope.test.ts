@@ -45,21 +45,31 @@ async function startFake(cwd: string, request: Pick<WorkerRequest, 'allowedTools
   });
   expect(existsSync(journal)).toBe(true);
   const start = JSON.parse(readFileSync(journal, 'utf8').split('\n')[0]!) as { args: string[] };
-  const settings = JSON.parse(start.args[start.args.indexOf('--settings') + 1]!) as Record<string, unknown> & { permissions: { allow: string[]; deny: string[] } };
+  const settings = JSON.parse(start.args[start.args.indexOf('--settings') + 1]!) as Record<string, unknown> & {
+    permissions: { allow: string[]; deny: string[] };
+  };
   return { run, settings };
 }
 
 describe('buildWorkerArgs', () => {
   it('passes the rules in --settings JSON with --setting-sources "", never --allowedTools', () => {
     const args = buildWorkerArgs(
-      { model: 'haiku', permissionMode: 'dontAsk', allowedTools: ['Read', 'Edit(//r/my file (1).txt)', 'Bash(npm test)'], deniedTools: ['Edit(//r/my file (1).txt/*)'] },
+      {
+        model: 'haiku',
+        permissionMode: 'dontAsk',
+        allowedTools: ['Read', 'Edit(//r/my file (1).txt)', 'Bash(npm test)'],
+        deniedTools: ['Edit(//r/my file (1).txt/*)'],
+      },
       { apiKeyHelper: 'get-key' },
     );
     expect(args).not.toContain('--allowedTools');
     const at = args.indexOf('--setting-sources');
     expect(args[at + 1]).toBe('');
     expect(args[args.indexOf('--settings') + 1]).toBe(
-      JSON.stringify({ apiKeyHelper: 'get-key', permissions: { allow: ['Read', 'Edit(//r/my file (1).txt)', 'Bash(npm test)'], deny: ['Edit(//r/my file (1).txt/*)'] } }),
+      JSON.stringify({
+        apiKeyHelper: 'get-key',
+        permissions: { allow: ['Read', 'Edit(//r/my file (1).txt)', 'Bash(npm test)'], deny: ['Edit(//r/my file (1).txt/*)'] },
+      }),
     );
   });
 });
@@ -79,7 +89,7 @@ describe('login settings', () => {
     expect(await readLoginSettings({ HOME: home })).toEqual({});
   });
 
-  it('a worker gets the person\'s login settings but not their allow rules; the log names the keys, never the values', async () => {
+  it("a worker gets the person's login settings but not their allow rules; the log names the keys, never the values", async () => {
     const home = join(dir, 'home-b');
     await mkdir(join(home, '.claude'), { recursive: true });
     await writeFile(
@@ -87,7 +97,12 @@ describe('login settings', () => {
       JSON.stringify({ apiKeyHelper: 'print-secret-key', env: { ANTHROPIC_API_KEY: 'sk-secret-123' }, permissions: { allow: ['Write', 'Bash(*)'] } }),
     );
     const logPath = join(dir, 'logs', 'worker-0.log');
-    const { run, settings } = await startFake(join(dir, 'w'), { allowedTools: ['Read', 'Edit(//r/a.ts)'], deniedTools: ['Edit(//r/a.ts/*)'] }, { HOME: home }, logPath);
+    const { run, settings } = await startFake(
+      join(dir, 'w'),
+      { allowedTools: ['Read', 'Edit(//r/a.ts)'], deniedTools: ['Edit(//r/a.ts/*)'] },
+      { HOME: home },
+      logPath,
+    );
     expect(run.outcome.kind).toBe('reported');
     expect(settings).toEqual({
       apiKeyHelper: 'print-secret-key',
@@ -109,7 +124,10 @@ describe("the person's deny rules", () => {
     const repo = join(dir, 'repo-c');
     const cwd = join(dir, 'wt-c');
     for (const folder of [join(home, '.claude'), join(repo, '.claude'), join(cwd, '.claude')]) await mkdir(folder, { recursive: true });
-    await writeFile(join(home, '.claude/settings.json'), JSON.stringify({ permissions: { deny: ['Read(~/.aws/**)', 'Bash(git push:*)'], allow: ['Bash(*)'], ask: ['WebFetch'] } }));
+    await writeFile(
+      join(home, '.claude/settings.json'),
+      JSON.stringify({ permissions: { deny: ['Read(~/.aws/**)', 'Bash(git push:*)'], allow: ['Bash(*)'], ask: ['WebFetch'] } }),
+    );
     await writeFile(join(repo, '.claude/settings.json'), JSON.stringify({ permissions: { deny: ['Edit(/package-lock.json)'] } }));
     await writeFile(join(repo, '.claude/settings.local.json'), JSON.stringify({ permissions: { deny: ['Read(./.env)'] } }));
     // A worker may write its worktree's files: nothing there is read as the person's.
@@ -147,7 +165,14 @@ describe('denials in the log', () => {
     type: 'assistant',
     message: { id: 'm1', content: [{ type: 'tool_use', id: 'toolu_9', name: 'Write', input: { file_path: '/repo/src/other.ts', content: 'x' } }] },
   };
-  const denied = { type: 'system', subtype: 'permission_denied', tool_name: 'Write', tool_use_id: 'toolu_9', decision_reason_type: 'mode', message: DENIED_MESSAGE };
+  const denied = {
+    type: 'system',
+    subtype: 'permission_denied',
+    tool_name: 'Write',
+    tool_use_id: 'toolu_9',
+    decision_reason_type: 'mode',
+    message: DENIED_MESSAGE,
+  };
 
   it('names the denied file (from the tool call before it) and keeps only the reason, not the advice to the model', () => {
     const parser = new StreamJsonParser({ cwd: '/repo' });

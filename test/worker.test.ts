@@ -103,9 +103,22 @@ describe('runWorker with the fake worker', () => {
     expect(start?.taskMarker).toBe(`t${req.taskIndex}`);
     expect(start?.args).toEqual(buildWorkerArgs(req));
     expect(start?.args).toEqual([
-      '-p', '--output-format', 'stream-json', '--verbose', '--model', 'sonnet', '--permission-mode', 'dontAsk',
-      '--setting-sources', '', '--settings', JSON.stringify({ permissions: { allow: ['Read', 'Edit', 'Write', 'Bash(npm test *)'], deny: [] } }),
-      '--max-budget-usd', '1.5', '--append-system-prompt', 'be brief',
+      '-p',
+      '--output-format',
+      'stream-json',
+      '--verbose',
+      '--model',
+      'sonnet',
+      '--permission-mode',
+      'dontAsk',
+      '--setting-sources',
+      '',
+      '--settings',
+      JSON.stringify({ permissions: { allow: ['Read', 'Edit', 'Write', 'Bash(npm test *)'], deny: [] } }),
+      '--max-budget-usd',
+      '1.5',
+      '--append-system-prompt',
+      'be brief',
     ]);
 
     const log = await readFile(req.logPath, 'utf8');
@@ -308,24 +321,29 @@ console.log(JSON.stringify({ kind: run.outcome.kind, growthMB: (peak - base) / 2
 });
 
 const LOUD = join(ROOT, 'test/fixtures/loud-worker.mjs');
-const CUT_MARKER = /^==== log cut: (\d+) bytes \([\d.]+ MiB, (\d+) whole lines\) of this attempt's log omitted here; the log keeps the first [\d.]+ MiB and the last [\d.]+ MiB of each attempt ====$/;
+const CUT_MARKER =
+  /^==== log cut: (\d+) bytes \([\d.]+ MiB, (\d+) whole lines\) of this attempt's log omitted here; the log keeps the first [\d.]+ MiB and the last [\d.]+ MiB of each attempt ====$/;
 
 /** The noise line numbers in `lines`, in order. */
-const noiseIndices = (lines: string[]): number[] => lines.flatMap((l) => {
-  const m = / stdout\| noise (\d+) x/.exec(l);
-  return m ? [Number(m[1])] : [];
-});
+const noiseIndices = (lines: string[]): number[] =>
+  lines.flatMap((l) => {
+    const m = / stdout\| noise (\d+) x/.exec(l);
+    return m ? [Number(m[1])] : [];
+  });
 const consecutive = (xs: number[]): boolean => xs.every((x, i) => i === 0 || x === xs[i - 1]! + 1);
 
 describe('the worker log bound', () => {
   it('keeps the head and the real tail with a line saying what was cut, while the parser sees every line', async () => {
     const activity: string[] = [];
-    const { req } = await setup({}, {
-      claudeBin: LOUD,
-      env: { ...process.env, LOUD_LINES: '2000', LOUD_LINE_BYTES: '100' },
-      logLimit: { headBytes: 20_000, tailBytes: 10_000 },
-      onActivity: (a) => activity.push(a.text),
-    });
+    const { req } = await setup(
+      {},
+      {
+        claudeBin: LOUD,
+        env: { ...process.env, LOUD_LINES: '2000', LOUD_LINE_BYTES: '100' },
+        logLimit: { headBytes: 20_000, tailBytes: 10_000 },
+        onActivity: (a) => activity.push(a.text),
+      },
+    );
     const run = await runWorker(req);
     // The result and the Write in the middle of the noise reached the parser, though the log cut them.
     expect(run.outcome).toEqual({ kind: 'reported', resultText: 'COMPLETED: loud', statusLine: { status: 'COMPLETED', text: 'loud' } });

@@ -12,7 +12,17 @@ import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import { type CommandSandbox, type SandboxedSpawn, sandboxedSpawn } from './sandbox.ts';
-import { type MarkedProcess, PROCESS_MARKER_VARIABLE, describeMarked, endMarked, groupAlive, newProcessMarker, terminateGroup, trackGroup, untrackGroup } from './processes.ts';
+import {
+  type MarkedProcess,
+  PROCESS_MARKER_VARIABLE,
+  describeMarked,
+  endMarked,
+  groupAlive,
+  newProcessMarker,
+  terminateGroup,
+  trackGroup,
+  untrackGroup,
+} from './processes.ts';
 
 export interface RunShellOptions {
   cwd: string;
@@ -189,7 +199,9 @@ export async function runShell(command: string, opts: RunShellOptions): Promise<
         stdio: ['ignore', 'pipe', 'pipe'],
       });
     } catch (e) {
-      void (sandboxed?.cleanup() ?? Promise.resolve()).then(() => resolve(failed(`could not start ${sandboxed ? 'the sandbox' : '/bin/sh'}: ${(e as Error).message}`)));
+      void (sandboxed?.cleanup() ?? Promise.resolve()).then(() =>
+        resolve(failed(`could not start ${sandboxed ? 'the sandbox' : '/bin/sh'}: ${(e as Error).message}`)),
+      );
       return;
     }
     if (child.pid !== undefined) {
@@ -253,11 +265,14 @@ export async function runShell(command: string, opts: RunShellOptions): Promise<
     opts.signal?.addEventListener('abort', onAbort, { once: true });
 
     timers.push(
-      setTimeout(() => {
-        if (exit) return;
-        timedOut = true;
-        terminate();
-      }, Math.max(0, opts.timeoutMs)),
+      setTimeout(
+        () => {
+          if (exit) return;
+          timedOut = true;
+          terminate();
+        },
+        Math.max(0, opts.timeoutMs),
+      ),
     );
 
     for (const stream of [child.stdout, child.stderr]) {
@@ -283,7 +298,9 @@ export async function runShell(command: string, opts: RunShellOptions): Promise<
       // Leftover background processes would outlive the check and keep the pipes open.
       if (pid !== undefined && groupAlive(pid)) terminate();
       // Then what left the group still carries the marker: ending it also closes the pipes it holds.
-      sweep = (termination ?? Promise.resolve(true)).then(() => endMarked(PROCESS_MARKER_VARIABLE, marker.marker, grace, marker.since, sandboxed ? SANDBOX_SETTLE_MS : 0));
+      sweep = (termination ?? Promise.resolve(true)).then(() =>
+        endMarked(PROCESS_MARKER_VARIABLE, marker.marker, grace, marker.since, sandboxed ? SANDBOX_SETTLE_MS : 0),
+      );
       // Whatever still holds the pipes once the group is dead (something that left the group,
       // e.g. with setsid) is not waited for.
       timers.push(setTimeout(finish, (termination !== undefined ? grace : 0) + PIPE_DRAIN_MS));

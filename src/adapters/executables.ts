@@ -6,7 +6,12 @@ import { delimiter, isAbsolute, join, resolve } from 'node:path';
 
 /** Where `bin` is, or null when no executable file answers to it. */
 export function findExecutable(bin: string, env: NodeJS.ProcessEnv, cwd: string): string | null {
-  const candidates = bin.includes('/') ? [isAbsolute(bin) ? bin : resolve(cwd, bin)] : (env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, bin));
+  const candidates = bin.includes('/')
+    ? [isAbsolute(bin) ? bin : resolve(cwd, bin)]
+    : (env.PATH ?? '')
+        .split(delimiter)
+        .filter(Boolean)
+        .map((dir) => join(dir, bin));
   for (const candidate of candidates) {
     try {
       accessSync(candidate, constants.X_OK);

@@ -45,7 +45,15 @@ const readJson = async (file: string): Promise<unknown> => {
 
 const isTask = (t: unknown): t is HandedOutTask => {
   const v = t as Partial<HandedOutTask> | null;
-  return !!v && Number.isInteger(v.index) && Number.isInteger(v.attempt) && typeof v.subject === 'string' && typeof v.promptFile === 'string' && Array.isArray(v.files) && v.files.every((f) => typeof f === 'string');
+  return (
+    !!v &&
+    Number.isInteger(v.index) &&
+    Number.isInteger(v.attempt) &&
+    typeof v.subject === 'string' &&
+    typeof v.promptFile === 'string' &&
+    Array.isArray(v.files) &&
+    v.files.every((f) => typeof f === 'string')
+  );
 };
 
 /** The hand-out of `session`, or null when it runs no plan (or the file is damaged: then the hook stays out). */

@@ -10,7 +10,16 @@ import { readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { clipHead } from '../core/format.ts';
-import { type MarkedProcess, PROCESS_MARKER_VARIABLE, describeMarked, endMarked, groupAlive, processStartTime, signalTree, waitForGroupsGone } from './processes.ts';
+import {
+  type MarkedProcess,
+  PROCESS_MARKER_VARIABLE,
+  describeMarked,
+  endMarked,
+  groupAlive,
+  processStartTime,
+  signalTree,
+  waitForGroupsGone,
+} from './processes.ts';
 
 /** What a recorded process group is. */
 export type ProcessRole =
@@ -110,7 +119,11 @@ export class ProcessRegistry {
  * Runs `start` with an `onSpawn` hook that records the process group it starts under `role`, and
  * forgets the group once `start` settles. Without a registry it just runs `start`.
  */
-export async function recorded<T>(registry: ProcessRegistry | undefined, role: ProcessRole, start: (onSpawn: (pgid: number, marker?: string) => void) => Promise<T>): Promise<T> {
+export async function recorded<T>(
+  registry: ProcessRegistry | undefined,
+  role: ProcessRole,
+  start: (onSpawn: (pgid: number, marker?: string) => void) => Promise<T>,
+): Promise<T> {
   if (registry === undefined) return start(() => {});
   let pgid: number | undefined;
   try {

@@ -34,7 +34,11 @@ export async function personDenies(scope: OwnCommandScope, env: NodeJS.ProcessEn
 /** What to say once, before foreman's own sandboxed commands run, about the person's deny rules they cannot hold; null when they hold every one. */
 export function unheldNotice(held: { unheld: readonly string[]; unread: readonly string[] }): string | null {
   const parts = [
-    ...(held.unheld.length > 0 ? [`these deny rules of yours cannot be held as written by the sandbox foreman runs its own commands in (the setup command, the acceptance and assumption checks, the gate), so they do not hold there: ${held.unheld.join('; ')}`] : []),
+    ...(held.unheld.length > 0
+      ? [
+          `these deny rules of yours cannot be held as written by the sandbox foreman runs its own commands in (the setup command, the acceptance and assumption checks, the gate), so they do not hold there: ${held.unheld.join('; ')}`,
+        ]
+      : []),
     ...(held.unread.length > 0 ? [`${held.unread.join(' and ')} could not be read exactly, so the Read and Edit deny rules there do not hold in it`] : []),
   ];
   return parts.length === 0 ? null : `${parts.join('; and ')}. Your other Read and Edit deny rules hold in it, as in Claude Code's own sandbox`;

@@ -502,7 +502,12 @@ export type DrainAsk = { kind: 'asked' } | { kind: 'asked-already'; at: string }
 function drainNoteFor(text: string, holder: LockInfo): string | null {
   try {
     const asked = JSON.parse(text) as { pid?: unknown; startedAt?: unknown; at?: unknown };
-    return typeof asked.pid === 'number' && typeof asked.startedAt === 'string' && typeof asked.at === 'string' && sameHolder({ pid: asked.pid, startedAt: asked.startedAt }, holder) ? asked.at : null;
+    return typeof asked.pid === 'number' &&
+      typeof asked.startedAt === 'string' &&
+      typeof asked.at === 'string' &&
+      sameHolder({ pid: asked.pid, startedAt: asked.startedAt }, holder)
+      ? asked.at
+      : null;
   } catch {
     return null;
   }

@@ -502,7 +502,8 @@ function markedProcesses(variable: string, since: PidCounter | null = null): Map
  * The running processes whose environment has `variable=value` (see markedProcesses). With
  * `since`, the pid counter before the first of them started: only pids handed out after are read.
  */
-export const findMarked = (variable: string, value: string, since: PidCounter | null = null): MarkedProcess[] => markedProcesses(variable, since).get(value) ?? [];
+export const findMarked = (variable: string, value: string, since: PidCounter | null = null): MarkedProcess[] =>
+  markedProcesses(variable, since).get(value) ?? [];
 
 interface SharedScan {
   found: Promise<Map<string, MarkedProcess[]>>;
@@ -576,5 +577,4 @@ export async function endMarked(variable: string, value: string, graceMs = 1000,
 }
 
 /** "1234 (sleep 1000), 1240 (node server.js)". */
-export const describeMarked = (processes: readonly MarkedProcess[]): string =>
-  processes.map((p) => `${p.pid} (${clipHead(p.command, 120)})`).join(', ');
+export const describeMarked = (processes: readonly MarkedProcess[]): string => processes.map((p) => `${p.pid} (${clipHead(p.command, 120)})`).join(', ');

@@ -27,7 +27,11 @@ export const supportCacheFile = (cacheDir: string): string => join(cacheDir, 'sa
 const TOOLS: Partial<Record<NodeJS.Platform, readonly string[]>> = { linux: ['bwrap', 'socat', 'rg'], darwin: ['rg', 'sandbox-exec'] };
 
 /** Kernel switches that turn unprivileged user namespaces (bubblewrap's) off or on. */
-const LINUX_SWITCHES = ['/proc/sys/kernel/unprivileged_userns_clone', '/proc/sys/user/max_user_namespaces', '/proc/sys/kernel/apparmor_restrict_unprivileged_userns'];
+const LINUX_SWITCHES = [
+  '/proc/sys/kernel/unprivileged_userns_clone',
+  '/proc/sys/user/max_user_namespaces',
+  '/proc/sys/kernel/apparmor_restrict_unprivileged_userns',
+];
 
 /** A file's identity and version: where it is, its inode, size and change time. Null when it is not there. */
 function fileFacts(path: string): string | null {
@@ -71,7 +75,13 @@ export interface SupportFactsInput {
 export function supportKey(input: SupportFactsInput): string | null {
   const tools = TOOLS[input.platform];
   if (tools === undefined) return null;
-  const facts: Array<string | null> = [input.platform, `uid ${process.getuid?.() ?? ''}`, `node ${process.version}`, fileFacts(input.nodePath), fileFacts(input.sandboxCli)];
+  const facts: Array<string | null> = [
+    input.platform,
+    `uid ${process.getuid?.() ?? ''}`,
+    `node ${process.version}`,
+    fileFacts(input.nodePath),
+    fileFacts(input.sandboxCli),
+  ];
   for (const tool of tools) {
     const found = tool === 'sandbox-exec' ? '/usr/bin/sandbox-exec' : findExecutable(tool, input.env, '/');
     const identity = found === null ? null : fileFacts(found);
@@ -121,7 +131,12 @@ export async function keepYes(file: string, key: string, now: number): Promise<v
  * `ask`'s answer, or a yes kept from an earlier run under the same facts. A yes `ask` gives is
  * kept; a no is not.
  */
-export async function rememberedSupport(options: { file: string; key: string | null; now: () => number; ask: () => Promise<Result<void, string>> }): Promise<Result<void, string>> {
+export async function rememberedSupport(options: {
+  file: string;
+  key: string | null;
+  now: () => number;
+  ask: () => Promise<Result<void, string>>;
+}): Promise<Result<void, string>> {
   if (options.key !== null && keptYes(options.file, options.key, options.now())) return ok(undefined);
   const answer = await options.ask();
   if (answer.ok && options.key !== null) await keepYes(options.file, options.key, options.now());

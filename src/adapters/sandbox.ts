@@ -52,7 +52,11 @@ export interface CommandSandbox {
 }
 
 /** The sandbox of a check run in `dir`, a checkout of `repo`: writes there, no network but the plan's `context.checkNetwork` hosts, nothing the person's deny rules name. */
-export const checkSandbox = (dir: string, plan: Plan, repo: string): CommandSandbox => ({ writable: [dir], allowedDomains: plan.context?.checkNetwork ?? [], rulesOf: repo });
+export const checkSandbox = (dir: string, plan: Plan, repo: string): CommandSandbox => ({
+  writable: [dir],
+  allowedDomains: plan.context?.checkNetwork ?? [],
+  rulesOf: repo,
+});
 
 /** What to install for the sandbox, by platform, for the messages that say it is missing. */
 export function installAdvice(platform: NodeJS.Platform = process.platform): string {
@@ -102,7 +106,8 @@ export async function sandboxedSpawn(command: string, cwd: string, sandbox: Comm
   mkdirSync(ownTmp);
   const removeTmp = () => rmSync(base, { recursive: true, force: true });
   // What cannot be held was said once, before the run's commands (`ownSandboxNotice`).
-  const denies = sandbox.rulesOf === undefined ? undefined : (await personDenies({ repo: sandbox.rulesOf, cwd, writable: [...sandbox.writable, ownTmp] })).denies;
+  const denies =
+    sandbox.rulesOf === undefined ? undefined : (await personDenies({ repo: sandbox.rulesOf, cwd, writable: [...sandbox.writable, ownTmp] })).denies;
   const settings = runtimeSettings(sandbox, ownTmp, denies);
   const leased = await leaseSandboxHost(settings.network);
   if (!leased.ok) {
@@ -212,7 +217,12 @@ async function npmConfig(cwd: string, env: NodeJS.ProcessEnv): Promise<Result<{ 
   const run = await (await shell()).runShell(NPM_CONFIG, { cwd, env, timeoutMs: HELPER_LIMIT.ms });
   if (run.timedOut) return err(describeTimeLimitHit(NPM_CONFIG, HELPER_LIMIT));
   if (run.exitCode !== 0) return ok(null);
-  const value = (key: string) => run.output.split('\n').find((line) => line.startsWith(`${key}=`))?.slice(key.length + 1).trim();
+  const value = (key: string) =>
+    run.output
+      .split('\n')
+      .find((line) => line.startsWith(`${key}=`))
+      ?.slice(key.length + 1)
+      .trim();
   return ok({ cache: value('cache'), registry: value('registry') });
 }
 
@@ -227,7 +237,12 @@ export interface SetupSandbox extends CommandSandbox {
  * work without it; the runtime skips the others that do not exist), reaches the hosts of
  * `setupNetworkHosts`, and nothing the person's deny rules name.
  */
-export async function setupCommandSandbox(workspace: string, repo: string, planHosts: readonly string[] | undefined, env: NodeJS.ProcessEnv = process.env): Promise<SetupSandbox> {
+export async function setupCommandSandbox(
+  workspace: string,
+  repo: string,
+  planHosts: readonly string[] | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<SetupSandbox> {
   const asked = await npmConfig(workspace, env);
   const npm = asked.ok ? asked.value : null;
   const home = env.HOME || homedir();
@@ -238,7 +253,11 @@ export async function setupCommandSandbox(workspace: string, repo: string, planH
     writable: [workspace, ...packageCacheDirectories(env, npmCache)],
     allowedDomains: setupNetworkHosts(planHosts, configured),
     rulesOf: repo,
-    ...(asked.ok ? {} : { npmUnread: `npm's settings were not read (${asked.error}): its cache was taken to be ${npmCache}, and a registry of its settings other than the public ones is not reachable from the sandbox` }),
+    ...(asked.ok
+      ? {}
+      : {
+          npmUnread: `npm's settings were not read (${asked.error}): its cache was taken to be ${npmCache}, and a registry of its settings other than the public ones is not reachable from the sandbox`,
+        }),
   };
 }
 
@@ -252,7 +271,10 @@ export async function ownSandboxNotice(repo: string, env: NodeJS.ProcessEnv = pr
   const worktrees = worktreesRoot(env);
   const home = env.HOME || homedir();
   const ownTmp = join(tmpdir(), 'foreman-sandbox-XXXXXX', 'tmp');
-  const held = await personDenies({ repo, cwd: join(worktrees, 'checkout'), writable: [worktrees, ownTmp, ...packageCacheDirectories(env, join(home, '.npm'))] }, env);
+  const held = await personDenies(
+    { repo, cwd: join(worktrees, 'checkout'), writable: [worktrees, ownTmp, ...packageCacheDirectories(env, join(home, '.npm'))] },
+    env,
+  );
   return unheldNotice(held);
 }
 
@@ -263,7 +285,9 @@ export async function ownSandboxNotice(repo: string, env: NodeJS.ProcessEnv = pr
 export function sandboxModeOf(flag: string | undefined, env: NodeJS.ProcessEnv): Result<SandboxMode, string> {
   const source = flag !== undefined ? '--sandbox' : 'FOREMAN_SANDBOX';
   const mode = flag ?? env.FOREMAN_SANDBOX ?? 'auto';
-  return (SANDBOX_MODES as readonly string[]).includes(mode) ? ok(mode as SandboxMode) : err(`${source} expects one of ${SANDBOX_MODES.join(', ')}, got "${mode}"`);
+  return (SANDBOX_MODES as readonly string[]).includes(mode)
+    ? ok(mode as SandboxMode)
+    : err(`${source} expects one of ${SANDBOX_MODES.join(', ')}, got "${mode}"`);
 }
 
 /** Whether commands run in the sandbox: `sandboxed`, or why not (`unavailable`: `auto` where it cannot run). */

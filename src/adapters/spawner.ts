@@ -197,7 +197,11 @@ class Starter {
   /** Starts `request`; null when it must be forked from here instead. */
   run(request: ProcessRequest): Promise<ProcessEnd> | null {
     const id = String(this.next++);
-    const files: Pending['files'] = { out: join(this.dir, `${id}.out`), err: join(this.dir, `${id}.err`), ...(request.input ? { in: join(this.dir, `${id}.in`) } : {}) };
+    const files: Pending['files'] = {
+      out: join(this.dir, `${id}.out`),
+      err: join(this.dir, `${id}.err`),
+      ...(request.input ? { in: join(this.dir, `${id}.in`) } : {}),
+    };
     const line = this.line(id, request, files);
     if (line === null) return null;
     if (files.in !== undefined) {
@@ -244,7 +248,8 @@ class Starter {
       } else if (kind === 'n') {
         this.finish(id!, { kind: 'not-started', message: value === 'cwd' ? 'no such directory' : 'no such program on the PATH' });
       } else if (kind === 'd') {
-        if (existsSync(entry.files.err)) this.finish(id!, { kind: 'exited', code: Number(value), stdout: take(entry.files.out), stderr: take(entry.files.err) });
+        if (existsSync(entry.files.err))
+          this.finish(id!, { kind: 'exited', code: Number(value), stdout: take(entry.files.out), stderr: take(entry.files.err) });
         else this.refork(id!);
       }
     }

@@ -34,10 +34,7 @@ export const asArray = (value: unknown): unknown[] => (Array.isArray(value) ? va
 // ---------------------------------------------------------------------------------------------
 // The accumulator
 
-export type AcceptResult =
-  | { kind: 'event'; event: Json }
-  | { kind: 'blank' }
-  | { kind: 'garbage'; line: string };
+export type AcceptResult = { kind: 'event'; event: Json } | { kind: 'blank' } | { kind: 'garbage'; line: string };
 
 const MAX_DENIALS = 100;
 const ACTIVITY_CHARS = 200;

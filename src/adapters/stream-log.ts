@@ -37,7 +37,10 @@ export function formatRawLineForLog(line: string): string {
  * Readable log lines for one stream-json event (for `.design/worker-<i>.log`). Returns no lines
  * for events not worth logging. `cwd` shortens file paths.
  */
-export function formatEventForLog(event: unknown, options: { cwd?: string; toolUse?: (id: string | undefined) => { input: unknown } | undefined } = {}): string[] {
+export function formatEventForLog(
+  event: unknown,
+  options: { cwd?: string; toolUse?: (id: string | undefined) => { input: unknown } | undefined } = {},
+): string[] {
   if (!isJsonObject(event)) return [formatRawLineForLog(JSON.stringify(event) ?? String(event))];
   const type = asString(event['type']);
   const subtype = asString(event['subtype']);

@@ -34,7 +34,17 @@ import { type WorkerSandbox, workerSettings } from '../core/scope.ts';
 import type { Refusal } from '../core/limiter.ts';
 import { readLoginSettings } from './claude-settings.ts';
 import { workerPersonDenies } from './person-denies.ts';
-import { PROCESS_MARKER_VARIABLE, describeMarked, endMarked, groupAlive, killTrackedGroups, newProcessMarker, terminateGroup, trackGroup, untrackGroup } from './processes.ts';
+import {
+  PROCESS_MARKER_VARIABLE,
+  describeMarked,
+  endMarked,
+  groupAlive,
+  killTrackedGroups,
+  newProcessMarker,
+  terminateGroup,
+  trackGroup,
+  untrackGroup,
+} from './processes.ts';
 import { clipHead, formatClock, formatSeconds, oneLine } from '../core/format.ts';
 import type { ExitInfo } from '../core/worker-outcome.ts';
 import { withDeniedPaths } from '../core/finalize.ts';
@@ -194,7 +204,12 @@ class LogWriter {
     const max = Math.max(0, this.limit.tailBytes);
     if (bytes > max) {
       // A single line longer than the whole tail: keep its end.
-      const kept = max > 1 ? Buffer.from(text).subarray(-(max - 1)).toString('utf8') : '';
+      const kept =
+        max > 1
+          ? Buffer.from(text)
+              .subarray(-(max - 1))
+              .toString('utf8')
+          : '';
       const keptBytes = max > 1 ? Buffer.byteLength(kept) + 1 : 0;
       this.cutBytes += bytes - keptBytes;
       this.dropTail(this.tailBytes);
@@ -287,9 +302,13 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
   const tmpEnv = ownTmp ? { TMPDIR: ownTmp, CLAUDE_CODE_TMPDIR: ownTmp } : {};
   const args = buildWorkerArgs(ruled, inherited, sandbox);
 
-  log.line(`==== task ${req.taskIndex} · attempt ${req.attempt}${req.resume !== undefined ? ` · resumed (session ${req.resume})` : ''} · ${new Date().toISOString()} ====`);
+  log.line(
+    `==== task ${req.taskIndex} · attempt ${req.attempt}${req.resume !== undefined ? ` · resumed (session ${req.resume})` : ''} · ${new Date().toISOString()} ====`,
+  );
   log.line(`$ cd ${shellQuote(req.cwd)}`);
-  log.line(`$ ${[req.claudeBin, ...buildWorkerArgs(ruled, redacted(inherited), sandbox)].map(shellQuote).join(' ')} < prompt (${Buffer.byteLength(req.prompt)} bytes)`);
+  log.line(
+    `$ ${[req.claudeBin, ...buildWorkerArgs(ruled, redacted(inherited), sandbox)].map(shellQuote).join(' ')} < prompt (${Buffer.byteLength(req.prompt)} bytes)`,
+  );
   log.line('---- prompt ----');
   for (const l of clipHead(req.prompt, PROMPT_LOG_CHARS, `\n… [${req.prompt.length - PROMPT_LOG_CHARS} more chars]`).split('\n')) {
     log.line(formatRawLineForLog(l));

@@ -57,7 +57,8 @@ export interface Command {
 /** `commandLine`: how the person starts this command, e.g. `npx tsx scripts/plan.ts check`. */
 export function helpText(commandLine: string, command: Command): string {
   const lines = [`Usage: ${commandLine} ${command.usage}`.trimEnd(), '', command.summary, ''];
-  const withRange = (spec: { description: string; range?: NumberRange }) => (spec.range ? `${spec.description}; ${describeRange(spec.range)}` : spec.description);
+  const withRange = (spec: { description: string; range?: NumberRange }) =>
+    spec.range ? `${spec.description}; ${describeRange(spec.range)}` : spec.description;
   for (const p of command.positionals ?? []) lines.push(`  ${p.name.padEnd(24)} ${withRange(p)}`);
   const opts = { ...command.options, help: { type: 'boolean', description: 'show this help' } as OptionSpec };
   for (const [name, spec] of Object.entries(opts)) {
@@ -99,7 +100,8 @@ export function describeParseError(error: Error & { code?: string }, options: Re
   if (error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && option !== undefined) {
     if (said.endsWith('argument missing')) return `${option} needs a value${valueOf(options[option.replace(/^--?/, '')])}`;
     if (said.endsWith('does not take an argument')) return `${option} takes no value`;
-    if (said.includes('is ambiguous')) return `${option} needs a value${valueOf(options[option.replace(/^--?/, '')])}, and the word after it starts with a dash (write ${option}=VALUE for a value that does)`;
+    if (said.includes('is ambiguous'))
+      return `${option} needs a value${valueOf(options[option.replace(/^--?/, '')])}, and the word after it starts with a dash (write ${option}=VALUE for a value that does)`;
   }
   return said;
 }
@@ -188,14 +190,26 @@ function numbersOf(command: Command, parsed: { values: Record<string, unknown>; 
 export async function runProgram(program: string, commands: Command[], argv: string[], io: Io): Promise<ExitCode> {
   const [name, ...rest] = argv;
   const overview = () =>
-    [`Usage: ${program} <command> [options]`, '', 'Commands:', ...commands.filter((c) => c.hidden !== true).map((c) => `  ${c.name.padEnd(12)} ${c.summary}`), '', `Run \`${program} <command> --help\` for a command's options.`].join('\n');
+    [
+      `Usage: ${program} <command> [options]`,
+      '',
+      'Commands:',
+      ...commands.filter((c) => c.hidden !== true).map((c) => `  ${c.name.padEnd(12)} ${c.summary}`),
+      '',
+      `Run \`${program} <command> --help\` for a command's options.`,
+    ].join('\n');
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     io.out(overview());
     return name === undefined ? EXIT.invalid : EXIT.ok;
   }
   const command = commands.find((c) => c.name === name);
   if (!command) {
-    io.err(`${program}: unknown command "${name}" (commands: ${commands.filter((c) => c.hidden !== true).map((c) => c.name).join(', ')})`);
+    io.err(
+      `${program}: unknown command "${name}" (commands: ${commands
+        .filter((c) => c.hidden !== true)
+        .map((c) => c.name)
+        .join(', ')})`,
+    );
     return EXIT.invalid;
   }
   return runCommand(`${program} ${command.name}`, command, rest, io, `plan ${command.name}`);
@@ -216,7 +230,9 @@ export async function runCommand(commandLine: string, command: Command, argv: st
     const required = (command.positionals ?? []).filter((p) => p.required).length;
     const allowed = (command.positionals ?? []).at(-1)?.rest === true ? Number.POSITIVE_INFINITY : (command.positionals ?? []).length;
     if (parsed.positionals.length < required || parsed.positionals.length > allowed) {
-      throw usageError(`expected ${allowed === 0 ? 'no arguments' : (command.positionals ?? []).map((p) => p.name).join(' ')}, got ${parsed.positionals.length === 0 ? 'none' : parsed.positionals.join(' ')}`);
+      throw usageError(
+        `expected ${allowed === 0 ? 'no arguments' : (command.positionals ?? []).map((p) => p.name).join(' ')}, got ${parsed.positionals.length === 0 ? 'none' : parsed.positionals.join(' ')}`,
+      );
     }
     args = { ...parsed, numbers: numbersOf(command, parsed) } as never;
   } catch (e) {
@@ -245,7 +261,8 @@ export async function runCommand(commandLine: string, command: Command, argv: st
  * A bad flag or argument, as every command says it: `--concurrency expects … (see --help)`, after
  * the command's name. A bad environment variable (`FOREMAN_BACKOFF_MS expects …`) is not in --help.
  */
-export const describeUsageError = (error: UsageError): string => (/^[A-Z][A-Z0-9]*_[A-Z0-9_]* /.test(error.problem) ? error.problem : `${error.problem} (see --help)`);
+export const describeUsageError = (error: UsageError): string =>
+  /^[A-Z][A-Z0-9]*_[A-Z0-9_]* /.test(error.problem) ? error.problem : `${error.problem} (see --help)`;
 
 /** A command's problem on stderr: a usage error as one line naming the command, anything else as its lines. */
 function sayProblem(label: string, error: CliError, io: Io): void {
@@ -269,7 +286,9 @@ export async function main(run: () => Promise<ExitCode>): Promise<void> {
   try {
     process.exitCode = await run();
   } catch (e) {
-    process.stderr.write(`foreman: internal error: ${(e as Error).message}\n${process.env.FOREMAN_DEBUG ? `${(e as Error).stack}\n` : 'Set FOREMAN_DEBUG=1 for a stack trace; please report it.\n'}`);
+    process.stderr.write(
+      `foreman: internal error: ${(e as Error).message}\n${process.env.FOREMAN_DEBUG ? `${(e as Error).stack}\n` : 'Set FOREMAN_DEBUG=1 for a stack trace; please report it.\n'}`,
+    );
     process.exitCode = EXIT.internal;
   } finally {
     await Promise.all([endGitSessions(), endStarter()]);

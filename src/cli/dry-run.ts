@@ -55,9 +55,17 @@ function plannedCommands(plan: Plan, settings: DryRunSettings): PlannedCommand[]
  * and where that worktree is: `<pool>/slot-<n>`, the pool named by the plan's id (`<planId>`
  * before its first run gives it one).
  */
-export async function workerRulesShown(plan: Plan, repo: string, allowedTools: readonly string[] | undefined, env: NodeJS.ProcessEnv): Promise<{ permissions: WorkerPermissions[]; worktree: string }> {
+export async function workerRulesShown(
+  plan: Plan,
+  repo: string,
+  allowedTools: readonly string[] | undefined,
+  env: NodeJS.ProcessEnv,
+): Promise<{ permissions: WorkerPermissions[]; worktree: string }> {
   const repoReal = await realpath(repo);
-  const pool = typeof plan.planId === 'string' && plan.planId !== '' ? poolDir(worktreesRoot(env), repoReal, plan.planId) : join(dirname(poolDir(worktreesRoot(env), repoReal, 'plan')), '<planId>');
+  const pool =
+    typeof plan.planId === 'string' && plan.planId !== ''
+      ? poolDir(worktreesRoot(env), repoReal, plan.planId)
+      : join(dirname(poolDir(worktreesRoot(env), repoReal, 'plan')), '<planId>');
   const worktree = join(pool, 'slot-<n>');
   const personDenies = await workerPersonDenies(repo, WORKTREE_PLACEHOLDER, env);
   const rules = allowedTools !== undefined ? ok(plan.tasks.map(() => explicitPermissions(allowedTools))) : planPermissions(plan, WORKTREE_PLACEHOLDER);
@@ -67,7 +75,13 @@ export async function workerRulesShown(plan: Plan, repo: string, allowedTools: r
 }
 
 /** `worktree`: where an attempt's worktree is (`<pool>/slot-<n>`), which `//<worktree>` stands for; `warnings`: the plan lint's, neither fixed nor accepted. */
-export function dryRunEvents(plan: Plan, settings: DryRunSettings, permissions: readonly WorkerPermissions[], worktree: string, warnings: readonly PlanWarning[] = []): DryRunEventBody[] {
+export function dryRunEvents(
+  plan: Plan,
+  settings: DryRunSettings,
+  permissions: readonly WorkerPermissions[],
+  worktree: string,
+  warnings: readonly PlanWarning[] = [],
+): DryRunEventBody[] {
   const deps = depsOf(plan.tasks);
   const rounds = projectedRounds(plan.tasks, overlapSets(computeOverlaps(plan.tasks)), longestRemainingPath(deps));
   return [

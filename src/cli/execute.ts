@@ -33,27 +33,69 @@ export const PERMISSION_MODES = ['acceptEdits', 'auto', 'bypassPermissions', 'de
 
 export const executeCommand: Command = {
   name: 'execute',
-  summary: 'Run the plan with parallel Claude Code workers, each in a git worktree of its own: verify, retry, integrate verified work, land it on your branch, resume after any stop.',
+  summary:
+    'Run the plan with parallel Claude Code workers, each in a git worktree of its own: verify, retry, integrate verified work, land it on your branch, resume after any stop.',
   usage: '[options]',
   options: {
-    repo: { type: 'string', valueName: 'DIR', description: "a folder of the repository to work in, which foreman works in at its top, as git finds it (default: the current folder)" },
-    plan: { type: 'string', valueName: 'FILE', description: 'the plan, relative to DIR (default: .design/plan.json in DIR or the nearest folder above it in the repository, else at its top)' },
+    repo: {
+      type: 'string',
+      valueName: 'DIR',
+      description: 'a folder of the repository to work in, which foreman works in at its top, as git finds it (default: the current folder)',
+    },
+    plan: {
+      type: 'string',
+      valueName: 'FILE',
+      description: 'the plan, relative to DIR (default: .design/plan.json in DIR or the nearest folder above it in the repository, else at its top)',
+    },
     'claude-bin': { type: 'string', valueName: 'PATH', description: 'the Claude Code CLI (default: $CLAUDE_BIN, else `claude` on PATH)' },
     concurrency: { type: 'string', valueName: 'N', description: `workers at once (default ${DEFAULTS.concurrency})`, range: RANGES.workers },
-    'task-timeout': { type: 'string', valueName: 'SECONDS', description: `a worker's time limit; its whole process group is killed (default ${DEFAULTS.taskTimeoutMs / 1000})`, range: RANGES.timeoutSeconds },
-    'max-attempts': { type: 'string', valueName: 'N', description: `attempts per task, retries included (default ${DEFAULTS.maxAttempts})`, range: RANGES.attempts },
-    'permission-mode': { type: 'string', valueName: 'MODE', description: `passed to every worker (default ${DEFAULTS.permissionMode}; one of ${PERMISSION_MODES.join(', ')})` },
+    'task-timeout': {
+      type: 'string',
+      valueName: 'SECONDS',
+      description: `a worker's time limit; its whole process group is killed (default ${DEFAULTS.taskTimeoutMs / 1000})`,
+      range: RANGES.timeoutSeconds,
+    },
+    'max-attempts': {
+      type: 'string',
+      valueName: 'N',
+      description: `attempts per task, retries included (default ${DEFAULTS.maxAttempts})`,
+      range: RANGES.attempts,
+    },
+    'permission-mode': {
+      type: 'string',
+      valueName: 'MODE',
+      description: `passed to every worker (default ${DEFAULTS.permissionMode}; one of ${PERMISSION_MODES.join(', ')})`,
+    },
     'allowed-tools': {
       type: 'string',
       valueName: 'LIST',
       description:
         "permission rules every worker gets instead of the computed ones, space or comma separated (default, per task: Read Glob Grep, Edit(<path>) for exactly the task's declared files, Bash(<command>) for the test/build commands and the task's acceptance checks)",
     },
-    schedule: { type: 'string', valueName: 'POLICY', description: 'continuous: start a task the moment its blockers finish, integrate work as it is verified; rounds: run the ready set as a round, integrate once per round (default continuous)' },
-    gate: { type: 'string', valueName: 'CMD', description: "the merge queue's gate: verified work integrates only in stacks this command passes (default: the plan's context.testCommand)" },
+    schedule: {
+      type: 'string',
+      valueName: 'POLICY',
+      description:
+        'continuous: start a task the moment its blockers finish, integrate work as it is verified; rounds: run the ready set as a round, integrate once per round (default continuous)',
+    },
+    gate: {
+      type: 'string',
+      valueName: 'CMD',
+      description: "the merge queue's gate: verified work integrates only in stacks this command passes (default: the plan's context.testCommand)",
+    },
     'no-gate': { type: 'boolean', description: 'no gate: verified work integrates as soon as it is verified' },
-    'gate-batch': { type: 'string', valueName: 'N', description: `candidates the gate tests together at most (default ${DEFAULTS.gateBatch})`, range: RANGES.gateBatch },
-    'gate-timeout': { type: 'string', valueName: 'SECONDS', description: 'time limit of one gate run; its process group is ended (default: --check-timeout)', range: RANGES.timeoutSeconds },
+    'gate-batch': {
+      type: 'string',
+      valueName: 'N',
+      description: `candidates the gate tests together at most (default ${DEFAULTS.gateBatch})`,
+      range: RANGES.gateBatch,
+    },
+    'gate-timeout': {
+      type: 'string',
+      valueName: 'SECONDS',
+      description: 'time limit of one gate run; its process group is ended (default: --check-timeout)',
+      range: RANGES.timeoutSeconds,
+    },
     speculate: {
       type: 'string',
       valueName: 'N',
@@ -61,18 +103,40 @@ export const executeCommand: Command = {
       range: RANGES.speculate,
     },
     'no-speculate': { type: 'boolean', description: 'a task waits for its blockers to integrate (the same as --speculate 0)' },
-    land: { type: 'string', valueName: 'WHEN', description: `end: land integrated work on your branch when the run stops; continuous: also after every integration (default ${DEFAULTS.land})` },
+    land: {
+      type: 'string',
+      valueName: 'WHEN',
+      description: `end: land integrated work on your branch when the run stops; continuous: also after every integration (default ${DEFAULTS.land})`,
+    },
     'max-cost-usd': { type: 'string', valueName: 'N', description: "stop starting work once the run's cost reaches N dollars", range: RANGES.dollars },
-    'task-budget-usd': { type: 'string', valueName: 'N', description: 'per-worker spend cap (--max-budget-usd) for tasks that set no agent.maxBudgetUsd', range: RANGES.dollars },
+    'task-budget-usd': {
+      type: 'string',
+      valueName: 'N',
+      description: 'per-worker spend cap (--max-budget-usd) for tasks that set no agent.maxBudgetUsd',
+      range: RANGES.dollars,
+    },
     'limit-wait': {
       type: 'string',
       valueName: 'SECONDS',
       description: `the longest the run waits for a rate or usage limit to lift (a usage limit's reset); past it, it drains and stops (exit 75), saying when to run again; 0: wait for none (default ${DEFAULTS.limitWaitMs / 1000}, 5 hours)`,
       range: RANGES.limitWait,
     },
-    'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each acceptance or assumption command, and of the setup command in a worktree; its process group is ended (default ${DEFAULTS.checkTimeoutMs / 1000})`, range: RANGES.timeoutSeconds },
-    sandbox: { type: 'string', valueName: 'MODE', description: `auto: run checks, the setup command and workers' Bash in the operating-system sandbox where it works, say once when it cannot; on: refuse to run without it (exit 3); off: never (default ${DEFAULTS.sandbox})` },
-    'dry-run': { type: 'boolean', description: "validate, print the settings, the rounds, every command the plan would run and the permission rules of each task it would start (with --json: as events); start nothing" },
+    'check-timeout': {
+      type: 'string',
+      valueName: 'SECONDS',
+      description: `time limit of each acceptance or assumption command, and of the setup command in a worktree; its process group is ended (default ${DEFAULTS.checkTimeoutMs / 1000})`,
+      range: RANGES.timeoutSeconds,
+    },
+    sandbox: {
+      type: 'string',
+      valueName: 'MODE',
+      description: `auto: run checks, the setup command and workers' Bash in the operating-system sandbox where it works, say once when it cannot; on: refuse to run without it (exit 3); off: never (default ${DEFAULTS.sandbox})`,
+    },
+    'dry-run': {
+      type: 'boolean',
+      description:
+        'validate, print the settings, the rounds, every command the plan would run and the permission rules of each task it would start (with --json: as events); start nothing',
+    },
     'no-commit': { type: 'boolean', description: 'land integrated work in your files as uncommitted changes instead of commits on your branch' },
     'no-probe': { type: 'boolean', description: "skip the probe of the pending tasks' acceptance checks at setup" },
     strict: { type: 'boolean', description: 'refuse to run (exit 2) when the probe finds a vacuous task (every check passes before the work)' },
@@ -82,8 +146,16 @@ export const executeCommand: Command = {
       description:
         "let the run add to a task's declared files what an attempt showed it needs (refused, or changed and set aside), when the path matches one of these patterns (space or comma separated, git's wildmatch: 'src/**'), is a file the repository has, lies outside .design/, .git/ and .claude/, and no other task not yet landed declares it; once per task per run, no attempt counted (default: never)",
     },
-    'strict-scope': { type: 'boolean', description: "a change outside a task's declared files fails its attempt (default: it is set aside, never integrated, and the acceptance checks decide)" },
-    'probe-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of the whole probe at setup, its setup command included; each check has --check-timeout (default ${DEFAULTS.probeTimeoutMs / 1000})`, range: RANGES.timeoutSeconds },
+    'strict-scope': {
+      type: 'boolean',
+      description: "a change outside a task's declared files fails its attempt (default: it is set aside, never integrated, and the acceptance checks decide)",
+    },
+    'probe-timeout': {
+      type: 'string',
+      valueName: 'SECONDS',
+      description: `time limit of the whole probe at setup, its setup command included; each check has --check-timeout (default ${DEFAULTS.probeTimeoutMs / 1000})`,
+      range: RANGES.timeoutSeconds,
+    },
     json: { type: 'boolean', description: 'one JSON event per line on stdout (with --dry-run too)' },
   },
   run: (args, io) => execute(args.values, args.numbers, io),
@@ -169,7 +241,7 @@ const samePath = async (one: string | null, other: string): Promise<boolean> =>
 /** `--widen`'s patterns: repository paths with wildmatch's `*`, `**`, `?`, `[…]`; none may leave the repository. */
 function widenPatterns(value: string): string[] {
   const patterns = value.split(/[\s,]+/).filter(Boolean);
-  if (patterns.length === 0) throw usageError('--widen: no pattern given (e.g. --widen \'src/**\')');
+  if (patterns.length === 0) throw usageError("--widen: no pattern given (e.g. --widen 'src/**')");
   const bad = patterns.find((pattern) => pattern.startsWith('/') || pattern.split('/').includes('..'));
   if (bad !== undefined) throw usageError(`--widen: "${bad}" is not a pattern of repository paths (relative to its top, without ..)`);
   return patterns;
@@ -210,7 +282,8 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   const gateCommand = settings.gateFlags.off ? undefined : (settings.gateFlags.command ?? testCommand);
   settings.gate = gateCommand === undefined ? null : { command: gateCommand, batchSize: settings.gateFlags.batchSize, timeoutMs: settings.gateFlags.timeoutMs };
   const git = new Git(settings.repo);
-  if (top === null || !(await git.isRepo())) throw new CliError(EXIT.invalid, [`${settings.repo} is not in a git repository (foreman commits each round; run \`git init\` first)`]);
+  if (top === null || !(await git.isRepo()))
+    throw new CliError(EXIT.invalid, [`${settings.repo} is not in a git repository (foreman commits each round; run \`git init\` first)`]);
   await checkWorkerRules(plan, settings);
   if (settings.dryRun) return dryRun(plan, settings, lintPlan(plan, await git.committedFiles()).warnings, io);
 
@@ -224,7 +297,9 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   // The CLI's login is asked about before anything starts (the probe, the gate, a worker), beside
   // the sandbox, when the run has a task to start: a CLI that says it is not logged in refuses the
   // run; one that cannot say does not. A run with nothing to start (it lands, or gates approved work) needs no login.
-  const login = plan.tasks.some((task) => statusOf(task) === 'pending' || statusOf(task) === 'in_progress') ? authStatus(claudeBin, settings.repo, io.env) : null;
+  const login = plan.tasks.some((task) => statusOf(task) === 'pending' || statusOf(task) === 'in_progress')
+    ? authStatus(claudeBin, settings.repo, io.env)
+    : null;
   // The sandbox is asked about once: `on` refuses without it, `auto` says why it goes without.
   const decided = await decideSandbox(settings.sandbox);
   if ((await login)?.kind === 'logged-out') throw new CliError(EXIT.cannotRun, notLoggedInLines(claudeBin));
@@ -236,7 +311,9 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   const lock = await acquireLock(settings.planPath, currentLockInfo('execute'));
   if (!lock.ok) {
     const h = lock.error.holder;
-    throw new CliError(EXIT.cannotRun, [`another run holds ${join(dirname(settings.planPath), 'plan.lock')}: pid ${h.pid} on ${h.host}, started ${h.startedAt}. Wait for it, or stop it first.`]);
+    throw new CliError(EXIT.cannotRun, [
+      `another run holds ${join(dirname(settings.planPath), 'plan.lock')}: pid ${h.pid} on ${h.host}, started ${h.startedAt}. Wait for it, or stop it first.`,
+    ]);
   }
   const reporter = await createReporter({ io, json: settings.json, runId, planPath: settings.planPath, plan });
   const emit = (event: RunEventBody) => reporter.emit(event);
@@ -276,21 +353,25 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   process.on('SIGHUP', onSignal);
 
   try {
-    const run = await runHeadless(plan, { ...settings, claudeBin, noGate: settings.gateFlags.off }, {
-      planText: loaded.text,
-      git,
-      env: io.env,
-      sandboxed,
-      interrupt: controller.signal,
-      drain: draining.signal,
-      emit,
-      record: (event) => reporter.record(event),
-      // The probe's first line is said at once, but not with --json: its stdout is events only.
-      say: settings.json ? null : (line) => io.out(line),
-      gitProcessesBefore,
-      // `plan …` where the person is would find another plan (or none): printed commands name this one.
-      nameThePlan: !(await samePath(await planPathFrom({}, io.cwd).catch(() => null), settings.planPath)),
-    });
+    const run = await runHeadless(
+      plan,
+      { ...settings, claudeBin, noGate: settings.gateFlags.off },
+      {
+        planText: loaded.text,
+        git,
+        env: io.env,
+        sandboxed,
+        interrupt: controller.signal,
+        drain: draining.signal,
+        emit,
+        record: (event) => reporter.record(event),
+        // The probe's first line is said at once, but not with --json: its stdout is events only.
+        say: settings.json ? null : (line) => io.out(line),
+        gitProcessesBefore,
+        // `plan …` where the person is would find another plan (or none): printed commands name this one.
+        nameThePlan: !(await samePath(await planPathFrom({}, io.cwd).catch(() => null), settings.planPath)),
+      },
+    );
     if (!run.ok) throw refusalError(run.error);
     reporter.summary(run.value.plan, run.value.usage);
     // The gate failed on the starting commit: the run was refused, as `plan setup` refuses it.
@@ -336,4 +417,3 @@ export function describeTakeover(takeover: LockTakeover): string {
       return assertNever(takeover.reason, 'lock takeover');
   }
 }
-

@@ -39,7 +39,13 @@ export function toolCallOf(input: unknown): ToolCall | null {
   const v = input as { session_id?: unknown; agent_id?: unknown; cwd?: unknown; tool_name?: unknown; tool_input?: unknown } | null;
   if (!v || typeof v !== 'object' || typeof v.session_id !== 'string' || typeof v.cwd !== 'string' || typeof v.tool_name !== 'string') return null;
   const toolInput = v.tool_input !== null && typeof v.tool_input === 'object' ? (v.tool_input as Record<string, unknown>) : {};
-  return { sessionId: v.session_id, agentId: typeof v.agent_id === 'string' && v.agent_id !== '' ? v.agent_id : null, cwd: v.cwd, toolName: v.tool_name, toolInput };
+  return {
+    sessionId: v.session_id,
+    agentId: typeof v.agent_id === 'string' && v.agent_id !== '' ? v.agent_id : null,
+    cwd: v.cwd,
+    toolName: v.tool_name,
+    toolInput,
+  };
 }
 
 /** Where an Edit, Write or NotebookEdit of `call` lands, relative to `worktree` when inside it. */
@@ -107,7 +113,10 @@ export async function judgeHookInput(input: unknown, env: NodeJS.ProcessEnv): Pr
     try {
       await writeSandboxSettings(file, verdict.sandboxSettings);
     } catch (e) {
-      return { kind: 'deny', reason: `foreman: this command cannot run in the sandbox, and does not run outside it: its sandbox settings could not be written (${file}: ${(e as Error).message}). Tell the person running the plan.` };
+      return {
+        kind: 'deny',
+        reason: `foreman: this command cannot run in the sandbox, and does not run outside it: its sandbox settings could not be written (${file}: ${(e as Error).message}). Tell the person running the plan.`,
+      };
     }
   }
   return verdict;

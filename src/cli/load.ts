@@ -85,7 +85,10 @@ export async function loadPlanFile(path: string, options: ValidateOptions = {}):
   }
   const parsed = parsePlan(read.value.text, { layout: ownLayout(), ...options });
   if (!parsed.ok) {
-    throw new CliError(EXIT.invalid, [`${path}: the plan is invalid (${parsed.error.length} problem${parsed.error.length === 1 ? '' : 's'}):`, ...parsed.error.map((p) => `  ${p}`)]);
+    throw new CliError(EXIT.invalid, [
+      `${path}: the plan is invalid (${parsed.error.length} problem${parsed.error.length === 1 ? '' : 's'}):`,
+      ...parsed.error.map((p) => `  ${p}`),
+    ]);
   }
   return { plan: parsed.value, text: read.value.text };
 }

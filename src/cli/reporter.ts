@@ -52,13 +52,20 @@ export async function createReporter(options: { io: Io; json: boolean; runId: st
     summary(plan, usage) {
       if (options.json) return;
       view.close();
-      const by = (s: string) => plan.tasks.flatMap((t, i) => (statusOf(t) === s ? [`    ${i}: ${t.subject}${t.result && s !== 'completed' ? ` — ${t.result.split('\n')[0]}` : ''}`] : []));
+      const by = (s: string) =>
+        plan.tasks.flatMap((t, i) =>
+          statusOf(t) === s ? [`    ${i}: ${t.subject}${t.result && s !== 'completed' ? ` — ${t.result.split('\n')[0]}` : ''}`] : [],
+        );
       const counts = countByStatus(plan);
       const lines = ['', `Summary: ${counts.completed}/${plan.tasks.length} completed`];
       for (const s of ['failed', 'blocked', 'skipped', 'awaiting_approval', 'pending'] as const) {
         if (counts[s] > 0) lines.push(`  ${s}: ${counts[s]}`, ...by(s));
       }
-      lines.push(usage === UNKNOWN ? '  cost: unknown (not measured)' : `  cost: ${formatCostExact(usage.costUsd)}; tokens: ${usage.inputTokens} in, ${usage.outputTokens} out, ${usage.cacheReadTokens} cache read`);
+      lines.push(
+        usage === UNKNOWN
+          ? '  cost: unknown (not measured)'
+          : `  cost: ${formatCostExact(usage.costUsd)}; tokens: ${usage.inputTokens} in, ${usage.outputTokens} out, ${usage.cacheReadTokens} cache read`,
+      );
       options.io.out(lines.join('\n'));
     },
     async close() {

@@ -16,13 +16,17 @@ export function describeSetupProblem(problem: SetupProblem): { code: ExitCode; k
       return {
         code: EXIT.invalid,
         kind: 'repository-busy',
-        lines: [`the repository is in the middle of a ${problem.operation}: finish or abort it first (git ${problem.operation === 'bisect' ? 'bisect reset' : `${problem.operation} --continue / --abort`}); landing foreman's work on your branch would mix with it`],
+        lines: [
+          `the repository is in the middle of a ${problem.operation}: finish or abort it first (git ${problem.operation === 'bisect' ? 'bisect reset' : `${problem.operation} --continue / --abort`}); landing foreman's work on your branch would mix with it`,
+        ],
       };
     case 'not-top':
       return {
         code: EXIT.invalid,
         kind: 'not-top',
-        lines: [`${problem.dir} is not the top of its git repository (${problem.top}): plan paths are relative to the top, so run from there or pass --repo ${problem.top}`],
+        lines: [
+          `${problem.dir} is not the top of its git repository (${problem.top}): plan paths are relative to the top, so run from there or pass --repo ${problem.top}`,
+        ],
       };
     case 'git-failed':
       return {
@@ -31,7 +35,11 @@ export function describeSetupProblem(problem: SetupProblem): { code: ExitCode; k
         lines: [`could not ${problem.doing}: ${describeGitFailure(problem.failure)}; nothing is left staged. Fix it and run again.`],
       };
     case 'setup-failed':
-      return { code: EXIT.cannotRun, kind: 'setup-failed', lines: [`${problem.reason}. Fix the plan's context.setupCommand (or what it needs) and run again; no attempt was spent.`] };
+      return {
+        code: EXIT.cannotRun,
+        kind: 'setup-failed',
+        lines: [`${problem.reason}. Fix the plan's context.setupCommand (or what it needs) and run again; no attempt was spent.`],
+      };
     default:
       return assertNever(problem, 'setup problem');
   }

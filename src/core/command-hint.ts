@@ -27,7 +27,8 @@ export function programName(program: ForemanProgram, layout: Layout): string {
 
 /** A foreman command as the person can type it, e.g. `commandHint('plan', 'retry 3', layout)`. */
 export function commandHint(program: ForemanProgram, args: string, layout: Layout): string {
-  const named = program === 'plan' && layout.plan !== undefined && !/(^|\s)--plan\b/.test(args) ? `${args === '' ? '' : `${args} `}--plan ${shellWord(layout.plan)}` : args;
+  const named =
+    program === 'plan' && layout.plan !== undefined && !/(^|\s)--plan\b/.test(args) ? `${args === '' ? '' : `${args} `}--plan ${shellWord(layout.plan)}` : args;
   return named === '' ? programName(program, layout) : `${programName(program, layout)} ${named}`;
 }
 

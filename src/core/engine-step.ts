@@ -38,10 +38,30 @@ import { computeOverlaps, overlapSets } from './overlap.ts';
 import { type Plan, type TaskSetAside, UNKNOWN, type UsageFigure, addUsage, attemptsOf, emptyUsage, modelOf, statusOf, writesOf } from './plan.ts';
 import { pathsIntersect } from './paths.ts';
 import { type SchedulePolicy, byPriority, pickStarts } from './schedule.ts';
-import { type Applied, type SetupFindings, applyCancelled, applyDecision, applySetupFindings, markStarted, recordUndeclared, widenDeclared } from './transition.ts';
+import {
+  type Applied,
+  type SetupFindings,
+  applyCancelled,
+  applyDecision,
+  applySetupFindings,
+  markStarted,
+  recordUndeclared,
+  widenDeclared,
+} from './transition.ts';
 import { type WantedPath, recheckable, wantedPaths, widenRefusal } from './widen.ts';
 import type { CapturedWork } from './work.ts';
-import { type GateQueue, afterGateRun, emptyGateQueue, enqueue, culpritDecision, flakeNotice, gateFinishedEvent, nextSegment, queueOrder, withdraw } from './gate.ts';
+import {
+  type GateQueue,
+  afterGateRun,
+  emptyGateQueue,
+  enqueue,
+  culpritDecision,
+  flakeNotice,
+  gateFinishedEvent,
+  nextSegment,
+  queueOrder,
+  withdraw,
+} from './gate.ts';
 import { type Limiter, type LimiterSettings, type Refusal, allowed, holding, newLimiter, overdue, refused, served, settleRound } from './limiter.ts';
 import { limitWords } from './limit-words.ts';
 
@@ -346,7 +366,10 @@ export function admitHeld(plan: Plan, held: readonly HeldCandidate[], completed:
   const byTask = new Map(held.map((candidate) => [candidate.task, candidate]));
   return {
     kept: order.map((task) => ({ ...byTask.get(task)!, stack: beneath.get(task)! })),
-    dropped: held.map((candidate) => candidate.task).filter((task) => !standing.has(task)).sort((a, b) => a - b),
+    dropped: held
+      .map((candidate) => candidate.task)
+      .filter((task) => !standing.has(task))
+      .sort((a, b) => a - b),
   };
 }
 
@@ -358,17 +381,37 @@ export function admitHeld(plan: Plan, held: readonly HeldCandidate[], completed:
 /** Where a headless worker's log is: `<logDir>/worker-<task>.log`, every attempt of the task in turn. */
 export const workerLogPath = (logDir: string, task: number): string => `${logDir}/worker-${task}.log`;
 
-export function initialState(plan: Plan, config: EngineConfig, now: number, held: readonly HeldCandidate[] = [], verified: readonly HeldCandidate[] = []): EngineState {
+export function initialState(
+  plan: Plan,
+  config: EngineConfig,
+  now: number,
+  held: readonly HeldCandidate[] = [],
+  verified: readonly HeldCandidate[] = [],
+): EngineState {
   const attempts = new Map<number, Attempt>();
   const stage: AttemptStage = config.gate === null ? 'verified' : 'queued';
   for (const candidate of held) {
     // Built on candidates still held: cancelled if one of them is blamed, as in the run that made it.
     const stack = candidate.stack !== undefined && candidate.stack.length > 0 ? { stack: candidate.stack } : {};
-    attempts.set(candidate.task, { task: candidate.task, number: attemptsOf(plan.tasks[candidate.task]!) + 1, stage, decision: { kind: 'completed', result: candidate.result }, work: candidate.work, held: true, ...stack });
+    attempts.set(candidate.task, {
+      task: candidate.task,
+      number: attemptsOf(plan.tasks[candidate.task]!) + 1,
+      stage,
+      decision: { kind: 'completed', result: candidate.result },
+      work: candidate.work,
+      held: true,
+      ...stack,
+    });
   }
   for (const attempt of verified) {
     if (attempts.has(attempt.task)) continue;
-    attempts.set(attempt.task, { task: attempt.task, number: attemptsOf(plan.tasks[attempt.task]!) + 1, stage: 'verified', decision: { kind: 'completed', result: attempt.result }, work: attempt.work });
+    attempts.set(attempt.task, {
+      task: attempt.task,
+      number: attemptsOf(plan.tasks[attempt.task]!) + 1,
+      stage: 'verified',
+      decision: { kind: 'completed', result: attempt.result },
+      work: attempt.work,
+    });
   }
   return {
     config,
@@ -407,7 +450,10 @@ const PAUSED: ReadonlySet<AttemptStage> = new Set(['paused']);
 
 /** Tasks whose attempt is in one of `stages`, ascending. */
 export function tasksIn(state: Pick<EngineState, 'attempts'>, stages: ReadonlySet<AttemptStage>): number[] {
-  return [...state.attempts.values()].filter((a) => stages.has(a.stage)).map((a) => a.task).sort((a, b) => a - b);
+  return [...state.attempts.values()]
+    .filter((a) => stages.has(a.stage))
+    .map((a) => a.task)
+    .sort((a, b) => a - b);
 }
 
 /**
@@ -447,7 +493,11 @@ export function waitingPays(timing: Timing): boolean {
 }
 
 /** The limiter's settings from the run's configuration (`ceiling`: the concurrency asked for). */
-export const limiterSettings = (config: EngineConfig, ceiling: number = config.concurrency): LimiterSettings => ({ ceiling, backoffMs: config.backoffMs, maxWaitMs: config.limitWaitMs });
+export const limiterSettings = (config: EngineConfig, ceiling: number = config.concurrency): LimiterSettings => ({
+  ceiling,
+  backoffMs: config.backoffMs,
+  maxWaitMs: config.limitWaitMs,
+});
 
 /**
  * The tasks the policy lets start now, within what the limiter allows (none while it holds).
@@ -476,7 +526,10 @@ export function startable(state: EngineState, asked: number = state.config.concu
   // In a session a slot is not kept for work about to be recorded: the lead asks when it asks.
   if (session || state.config.schedule !== 'continuous' || !waitingPays(state.timing)) return ready;
   // A task that may start now on its blockers' candidates needs no slot kept for it.
-  const soon = byPriority(readyOnRecord(state).filter((task) => !speculative.includes(task)), state.priority);
+  const soon = byPriority(
+    readyOnRecord(state).filter((task) => !speculative.includes(task)),
+    state.priority,
+  );
   if (soon.length === 0) return ready;
   // Fill the free slots by priority from both lists; the ready tasks win ties.
   const capacity = concurrency - running.size;
@@ -718,7 +771,10 @@ function interrupt(work: Work): void {
 function sessionEnded(work: Work, lastStepAt: number | null): void {
   if (tasksIn(work, IN_FLIGHT).length > 0) work.draft.usage = UNKNOWN;
   const when = lastStepAt === null ? 'an unknown time' : new Date(lastStepAt).toISOString();
-  work.draft.stop = { reason: 'interrupted', message: `the session ended before this run finished (its last step was at ${when}); a new \`plan setup\` started another` };
+  work.draft.stop = {
+    reason: 'interrupted',
+    message: `the session ended before this run finished (its last step was at ${when}); a new \`plan setup\` started another`,
+  };
   finish(work);
 }
 
@@ -760,7 +816,10 @@ function drain(work: Work): void {
   const running = tasksIn(work, IN_FLIGHT);
   stopWith(work, {
     reason: 'drained',
-    message: running.length === 0 ? 'drained: nothing was running, and nothing new started' : `drained: ${running.length === 1 ? 'task' : 'tasks'} ${running.join(', ')} finished, and nothing new started`,
+    message:
+      running.length === 0
+        ? 'drained: nothing was running, and nothing new started'
+        : `drained: ${running.length === 1 ? 'task' : 'tasks'} ${running.join(', ')} finished, and nothing new started`,
   });
   emit(work, { type: 'draining', running });
 }
@@ -827,7 +886,8 @@ function undeclaredOf(attempt: Attempt, run: WorkerRun, verification?: Verificat
   return {
     wanted: wantedPaths(verification, run.permissionDenials),
     undeclared: undeclaredWritesOf(verification, run.permissionDenials),
-    setAside: setAside === undefined ? null : { attempt: attempt.number, paths: setAside.paths, ...(setAside.kept !== null ? { commit: setAside.kept.commit } : {}) },
+    setAside:
+      setAside === undefined ? null : { attempt: attempt.number, paths: setAside.paths, ...(setAside.kept !== null ? { commit: setAside.kept.commit } : {}) },
   };
 }
 
@@ -839,14 +899,19 @@ export function refusalOf(run: Pick<WorkerRun, 'outcome'> | undefined): Refusal 
   if (run?.outcome.kind !== 'failed') return null;
   const failure = run.outcome.failure;
   if (failure.reason === 'rate-limited') {
-    return { kind: failure.resetAt !== undefined ? 'usage-limit' : 'rate-limit', ...(failure.retryAfterMs !== undefined ? { delayMs: failure.retryAfterMs } : {}), ...(failure.resetAt !== undefined ? { resetAt: failure.resetAt } : {}) };
+    return {
+      kind: failure.resetAt !== undefined ? 'usage-limit' : 'rate-limit',
+      ...(failure.retryAfterMs !== undefined ? { delayMs: failure.retryAfterMs } : {}),
+      ...(failure.resetAt !== undefined ? { resetAt: failure.resetAt } : {}),
+    };
   }
   if (failure.reason === 'overloaded') return { kind: 'overloaded', ...(failure.retryAfterMs !== undefined ? { delayMs: failure.retryAfterMs } : {}) };
   return null;
 }
 
 /** A subagent that ran and reported (or failed its own way), not one a limit refused nor one whose worktree was never made. */
-const gotThrough = (run: WorkerRun): boolean => run.outcome.kind === 'reported' || (refusalOf(run) === null && run.outcome.failure.reason !== 'no-worktree' && run.outcome.failure.reason !== 'interrupted');
+const gotThrough = (run: WorkerRun): boolean =>
+  run.outcome.kind === 'reported' || (refusalOf(run) === null && run.outcome.failure.reason !== 'no-worktree' && run.outcome.failure.reason !== 'interrupted');
 
 /**
  * A worker the API refused while it ran; its CLI asks again after the delay it named. One that
@@ -895,7 +960,8 @@ function refuse(work: Work, task: number, refusal: Refusal): void {
   draft.limiter = refused(before, refusal, draft.now, settings, draft.config.driver === 'session');
   const after = draft.limiter;
   // A new hold, or a hold for another limit (a usage limit's reset), is news; a lower working concurrency too.
-  if ((!holding(before, draft.now) || after.kind !== before.kind || after.resetAt !== before.resetAt) && holding(after, draft.now)) announce(work, before, 'hold', task);
+  if ((!holding(before, draft.now) || after.kind !== before.kind || after.resetAt !== before.resetAt) && holding(after, draft.now))
+    announce(work, before, 'hold', task);
   else if (after.working !== before.working) announce(work, before, 'lowered', task);
   const late = draft.config.driver === 'headless' ? overdue(after, draft.now, settings) : null;
   if (late !== null && draft.stop === null) {
@@ -909,18 +975,37 @@ function refuse(work: Work, task: number, refusal: Refusal): void {
 function announce(work: Work, before: Limiter, change: 'hold' | 'lowered' | 'serving' | 'raised', task: number | null): void {
   const draft = work.draft;
   const words = limitWords(draft.limiter, draft.config.concurrency, draft.now);
-  emit(work, { type: 'limit', change, ...words.state, refusals: draft.limiter.refusals, task, message: change === 'serving' && before.refusedSince !== null ? words.serving() : words.now() });
+  emit(work, {
+    type: 'limit',
+    change,
+    ...words.state,
+    refusals: draft.limiter.refusals,
+    task,
+    message: change === 'serving' && before.refusedSince !== null ? words.serving() : words.now(),
+  });
 }
 
 /** The attempt may wait for the limit with its worktree and conversation: headless, it has done something, and the run goes on. */
 const mayPause = (work: Work, attempt: Attempt): boolean =>
-  work.draft.config.driver === 'headless' && work.draft.stop === null && !work.draft.aborted && attempt.progressed === true && attempt.run?.sessionId !== undefined && attempt.cancelled === undefined;
+  work.draft.config.driver === 'headless' &&
+  work.draft.stop === null &&
+  !work.draft.aborted &&
+  attempt.progressed === true &&
+  attempt.run?.sessionId !== undefined &&
+  attempt.cancelled === undefined;
 
 /** A limit ended the worker after it had done something: the attempt keeps its worktree and conversation, and resumes when the limiter lets it. */
 function pause(work: Work, attempt: Attempt, reason: string): void {
   const { stopping: _stopping, refused: _refused, ...rest } = attempt;
   work.attempts.set(attempt.task, { ...rest, stage: 'paused', sessionId: attempt.run!.sessionId! });
-  emit(work, { type: 'task-paused', task: attempt.task, subject: work.draft.plan.tasks[attempt.task]!.subject, attempt: attempt.number, reason, sessionId: attempt.run!.sessionId! });
+  emit(work, {
+    type: 'task-paused',
+    task: attempt.task,
+    subject: work.draft.plan.tasks[attempt.task]!.subject,
+    attempt: attempt.number,
+    reason,
+    sessionId: attempt.run!.sessionId!,
+  });
 }
 
 /** A paused attempt goes on: its worker continues its conversation in the worktree it kept. */
@@ -941,7 +1026,9 @@ function endPaused(work: Work): void {
     const attempt = work.attempts.get(task)!;
     work.attempts.delete(task);
     work.effects.push({ type: 'release-workspace', task });
-    const decision: Decision = interrupted ? { kind: 'interrupted' } : { kind: 'requeued', reason: `${reasonOf(decideFor(work, task, attempt.run!)) ?? 'a limit'}; the run stopped before it could go on` };
+    const decision: Decision = interrupted
+      ? { kind: 'interrupted' }
+      : { kind: 'requeued', reason: `${reasonOf(decideFor(work, task, attempt.run!)) ?? 'a limit'}; the run stopped before it could go on` };
     applyDecision(work.draft.plan, task, decision, attempt.run ? runFigure(attempt.run) : emptyUsage());
     work.effects.push({ type: 'save' });
     emit(work, { ...finishedEvent(work, attempt), outcome: outcomeOf(decision), reason: reasonOf(decision) ?? 'interrupted' });
@@ -974,12 +1061,20 @@ function workspaceFailed(work: Work, task: number, reason: string): void {
   applyDecision(work.draft.plan, task, { kind: 'interrupted' }, emptyUsage());
   work.effects.push({ type: 'save' });
   emit(work, { type: 'notice', level: 'warning', message: `task ${task} could not start: ${reason}` });
-  stopWith(work, { reason: 'setup-failed', message: `${reason}. No attempt was spent; fix the setup command (context.setupCommand in the plan) and run the same command again` });
+  stopWith(work, {
+    reason: 'setup-failed',
+    message: `${reason}. No attempt was spent; fix the setup command (context.setupCommand in the plan) and run the same command again`,
+  });
 }
 
 /** The `task-finished` event of an attempt, but for its outcome and words. */
 function finishedEvent(work: Work, attempt: Attempt): Omit<Extract<RunEventBody, { type: 'task-finished' }>, 'outcome'> {
-  const run: Pick<WorkerRun, 'usage' | 'unmeasured' | 'durationMs' | 'permissionDenials' | 'logPath' | 'sessionId'> = attempt.run ?? { usage: emptyUsage(), durationMs: 0, permissionDenials: [], logPath: '' };
+  const run: Pick<WorkerRun, 'usage' | 'unmeasured' | 'durationMs' | 'permissionDenials' | 'logPath' | 'sessionId'> = attempt.run ?? {
+    usage: emptyUsage(),
+    durationMs: 0,
+    permissionDenials: [],
+    logPath: '',
+  };
   return {
     type: 'task-finished',
     task: attempt.task,
@@ -1016,7 +1111,8 @@ function conclude(work: Work, attempt: Attempt, decided: Decision, concluded: Co
   const refusal = decided.kind === 'requeued' ? refusalOf(attempt.run) : null;
   if (refusal !== null && attempt.stopping !== true) refuse(work, task, refusal);
   // In a session the lead hands out rounds: a subagent that reached the API and reported got through.
-  if (draft.config.driver === 'session' && refusal === null && attempt.run !== undefined && gotThrough(attempt.run)) draft.limiter = served(draft.limiter, draft.now, limiterSettings(draft.config), true);
+  if (draft.config.driver === 'session' && refusal === null && attempt.run !== undefined && gotThrough(attempt.run))
+    draft.limiter = served(draft.limiter, draft.now, limiterSettings(draft.config), true);
   if (decision.kind === 'requeued' && refusal !== null && mayPause(work, attempt)) {
     pause(work, attempt, decision.reason);
     checkBudget(work);
@@ -1025,7 +1121,8 @@ function conclude(work: Work, attempt: Attempt, decided: Decision, concluded: Co
   const base = { ...finishedEvent(work, attempt), ...(warnings.length > 0 ? { warnings } : {}) };
   const usage = runFigure(attempt.run!);
   // Judged work (not an interruption, a limit or a missing agent) says what it did outside its files.
-  if (['completed', 'awaiting_approval', 'retry', 'failed', 'blocked'].includes(decision.kind)) recordUndeclared(draft.plan, task, concluded.undeclared ?? [], concluded.setAside ?? null);
+  if (['completed', 'awaiting_approval', 'retry', 'failed', 'blocked'].includes(decision.kind))
+    recordUndeclared(draft.plan, task, concluded.undeclared ?? [], concluded.setAside ?? null);
   decision = widened(work, task, decision, concluded.wanted ?? []);
   // Whatever was decided, the worktree has served this attempt (its work is captured).
   work.effects.push({ type: 'release-workspace', task });
@@ -1095,7 +1192,10 @@ function widened(work: Work, task: number, decision: Decision, wanted: readonly 
   draft.widened = new Set([...draft.widened, task]);
   draft.overlaps = overlapSets(computeOverlaps(draft.plan.tasks));
   emit(work, { type: 'task-widened', task, subject: draft.plan.tasks[task]!.subject, paths, recheck });
-  return { kind: 'interrupted', reason: `widened by --widen to declare ${paths.join(', ')}; it runs again with no attempt counted (the attempt before: ${decision.kind === 'blocked' ? decision.reason : decision.failure})` };
+  return {
+    kind: 'interrupted',
+    reason: `widened by --widen to declare ${paths.join(', ')}; it runs again with no attempt counted (the attempt before: ${decision.kind === 'blocked' ? decision.reason : decision.failure})`,
+  };
 }
 
 /**
@@ -1136,7 +1236,10 @@ function reportCascade(work: Work, applied: Applied): void {
   for (const event of skippedEvents(work.draft.plan.tasks, cascade.skips)) emit(work, event);
   if (cascade.breaker.trip) {
     emit(work, { type: 'breaker', pendingCount: cascade.breaker.pendingCount, wouldBeSkipped: cascade.breaker.wouldBeSkipped });
-    stopWith(work, { reason: 'breaker', message: `circuit breaker: ${cascade.breaker.wouldBeSkipped} of ${cascade.breaker.pendingCount} pending tasks were skipped because of failures` });
+    stopWith(work, {
+      reason: 'breaker',
+      message: `circuit breaker: ${cascade.breaker.wouldBeSkipped} of ${cascade.breaker.pendingCount} pending tasks were skipped because of failures`,
+    });
   }
 }
 
@@ -1228,7 +1331,15 @@ function gated(work: Work, tasks: readonly number[], passed: boolean | null, out
     return { task, work: attempt.work ?? { base: '', entries: [] } };
   });
   draft.recordingSince = draft.now;
-  work.effects.push({ type: 'record', tasks: [...integrate], round: draft.round, integrate: items, park: [], hold: [], drop: [...integrate, ...(culprit !== null ? [culprit] : []), ...cancelled] });
+  work.effects.push({
+    type: 'record',
+    tasks: [...integrate],
+    round: draft.round,
+    integrate: items,
+    park: [],
+    hold: [],
+    drop: [...integrate, ...(culprit !== null ? [culprit] : []), ...cancelled],
+  });
 }
 
 /**
@@ -1275,7 +1386,15 @@ function cancelBuiltOn(work: Work, gone: readonly number[], why: string): number
   work.draft.gate = withdraw(work.draft.gate, new Set(queued));
   for (const attempt of cancelled) {
     const marked = { ...attempt, cancelled: why };
-    emit(work, { type: 'speculation-cancelled', task: attempt.task, subject: work.draft.plan.tasks[attempt.task]!.subject, attempt: attempt.number, stack: [...attempt.stack!], stage: attempt.stage, reason: why });
+    emit(work, {
+      type: 'speculation-cancelled',
+      task: attempt.task,
+      subject: work.draft.plan.tasks[attempt.task]!.subject,
+      attempt: attempt.number,
+      stack: [...attempt.stack!],
+      stage: attempt.stage,
+      reason: why,
+    });
     if (IN_FLIGHT.has(attempt.stage)) {
       work.attempts.set(attempt.task, marked);
       work.effects.push({ type: 'cancel-worker', task: attempt.task });
@@ -1293,7 +1412,11 @@ function endCancelled(work: Work, attempt: Attempt, worktree: boolean): void {
   if (worktree) work.effects.push({ type: 'release-workspace', task });
   const applied = applyCancelled(work.draft.plan, task, attempt.run ? runFigure(attempt.run) : emptyUsage());
   work.effects.push({ type: 'save' });
-  emit(work, { ...finishedEvent(work, attempt), outcome: 'cancelled', reason: `speculation cancelled: ${attempt.cancelled ?? 'a candidate it was built on left the merge queue'}` });
+  emit(work, {
+    ...finishedEvent(work, attempt),
+    outcome: 'cancelled',
+    reason: `speculation cancelled: ${attempt.cancelled ?? 'a candidate it was built on left the merge queue'}`,
+  });
   reportCascade(work, applied);
   checkBudget(work);
 }
@@ -1325,12 +1448,20 @@ function recorded(work: Work, tasks: readonly number[], commit: string | null, f
     // the run stops (integrating anything else could meet the same failure).
     tasks.forEach((task, k) => {
       const run = dropped[k]?.run;
-      applyDecision(draft.plan, task, { kind: 'interrupted', reason: `${why}; it runs again at the next run (no attempt counted)` }, run ? runFigure(run) : emptyUsage());
+      applyDecision(
+        draft.plan,
+        task,
+        { kind: 'interrupted', reason: `${why}; it runs again at the next run (no attempt counted)` },
+        run ? runFigure(run) : emptyUsage(),
+      );
     });
     work.effects.push({ type: 'save' });
     emit(work, { type: 'notice', level: 'warning', message: why });
     const named = tasks.length === 1 ? `task ${tasks[0]} is` : `tasks ${tasks.join(', ')} are`;
-    stopWith(work, { reason: 'git-failed', message: `${why}. Nothing of yours was touched and no attempt was counted: ${named} pending again and run again when you run the same command` });
+    stopWith(work, {
+      reason: 'git-failed',
+      message: `${why}. Nothing of yours was touched and no attempt was counted: ${named} pending again and run again when you run the same command`,
+    });
     return;
   }
   const integrated: number[] = [];
@@ -1382,7 +1513,9 @@ function schedule(work: Work): void {
     const busy = tasksIn(work, IN_FLIGHT).length > 0 || recording || queued;
     if (!busy && draft.admitted !== null) {
       // The round is over when none of its tasks runs or can still start (a limit holds some of them back).
-      const waiting = tasksIn(work, PAUSED).length > 0 || (holding(draft.limiter, draft.now) && [...draft.admitted].some((i) => statusOf(draft.plan.tasks[i]!) === 'pending'));
+      const waiting =
+        tasksIn(work, PAUSED).length > 0 ||
+        (holding(draft.limiter, draft.now) && [...draft.admitted].some((i) => statusOf(draft.plan.tasks[i]!) === 'pending'));
       if (!waiting || draft.stop !== null) {
         draft.admitted = null;
         record(work);
@@ -1444,7 +1577,8 @@ const unheld = (state: EngineState): EngineState => ({ ...state, limiter: { ...s
  * Candidates in the merge queue keep the run going, unless Ctrl-C stopped it or the gate failed on
  * the starting commit: then they stay held on their refs for the next run.
  */
-const candidatesWait = (work: Work): boolean => tasksIn(work, new Set(['queued'])).length > 0 && work.draft.stop?.reason !== 'interrupted' && work.draft.baseline !== 'failed';
+const candidatesWait = (work: Work): boolean =>
+  tasksIn(work, new Set(['queued'])).length > 0 && work.draft.stop?.reason !== 'interrupted' && work.draft.baseline !== 'failed';
 
 /** Ask for a tick when a limit's hold ends, if anything waits for it (a paused attempt, a task that would start). Whether it did. */
 function wakeForHold(work: Work): boolean {
@@ -1471,9 +1605,24 @@ function start(work: Work, task: number): void {
   const started = draft.plan.tasks[task]!;
   // Saved first: a crash after the worker started leaves the task in progress, and resume restores its files.
   work.effects.push({ type: 'save' });
-  emit(work, { type: 'task-started', task, subject: started.subject, attempt: number, model: modelOf(started), logPath, ...(speculation !== null ? { stack: speculation.stack } : {}) });
+  emit(work, {
+    type: 'task-started',
+    task,
+    subject: started.subject,
+    attempt: number,
+    model: modelOf(started),
+    logPath,
+    ...(speculation !== null ? { stack: speculation.stack } : {}),
+  });
   const stack = speculation?.stack.map((candidate) => ({ task: candidate, work: work.attempts.get(candidate)!.work ?? { base: '', entries: [] } }));
-  work.effects.push({ type: 'start-worker', task, attempt: number, logPath, ...(stack !== undefined ? { stack } : {}), ...(recheck !== null ? { recheck } : {}) });
+  work.effects.push({
+    type: 'start-worker',
+    task,
+    attempt: number,
+    logPath,
+    ...(stack !== undefined ? { stack } : {}),
+    ...(recheck !== null ? { recheck } : {}),
+  });
 }
 
 /** Nothing runs and nothing can start: say why the run ends. */

@@ -222,4 +222,10 @@ export const isJournaled = (event: RunEventBody): boolean => event.type !== 'tas
 
 /** The `task-skipped` events of a cascade's skips, once `tasks` records them. */
 export const skippedEvents = (tasks: readonly Task[], skips: readonly Skip[]): RunEventBody[] =>
-  skips.map((skip) => ({ type: 'task-skipped', task: skip.index, subject: tasks[skip.index]!.subject, rootCause: skip.rootCause, reason: tasks[skip.index]!.result ?? '' }));
+  skips.map((skip) => ({
+    type: 'task-skipped',
+    task: skip.index,
+    subject: tasks[skip.index]!.subject,
+    rootCause: skip.rootCause,
+    reason: tasks[skip.index]!.result ?? '',
+  }));

@@ -27,4 +27,3 @@ export const EXIT = {
   internal: 70,
 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
-

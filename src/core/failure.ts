@@ -148,7 +148,5 @@ export interface WorkerRun {
   progressed?: true;
   /** Of `durationMs`, the time its CLI waited to retry requests a limit refused (counts toward no time limit). */
   waitedMs?: number;
-  outcome:
-    | { kind: 'reported'; resultText: string; statusLine: StatusLine | null }
-    | { kind: 'failed'; failure: WorkerFailure };
+  outcome: { kind: 'reported'; resultText: string; statusLine: StatusLine | null } | { kind: 'failed'; failure: WorkerFailure };
 }

@@ -2,7 +2,15 @@
 // decide the task's next state. The engine (and `plan.ts finalize` for the /execute skill) does
 // the I/O and applies these decisions.
 
-import { type FailureClass, type PermissionDenial, type WorkerFailure, type WorkerRun, assertNever, classifyWorkerFailure, describeWorkerFailure } from './failure.ts';
+import {
+  type FailureClass,
+  type PermissionDenial,
+  type WorkerFailure,
+  type WorkerRun,
+  assertNever,
+  classifyWorkerFailure,
+  describeWorkerFailure,
+} from './failure.ts';
 import { cascade, breaker, type BreakerDecision, type Skip } from './graph.ts';
 import { type Plan, type Task, attemptsOf, statusOf } from './plan.ts';
 import { clipHead, clipTail } from './format.ts';
@@ -50,7 +58,8 @@ export interface Verification {
 
 /** How a warning and a failure name what was set aside. */
 export const describeSetAside = (setAside: SetAside): string => {
-  const where = setAside.kept !== null ? `kept in ${setAside.kept.ref}, commit ${setAside.kept.commit.slice(0, 12)}` : `not kept: ${setAside.keepFailure ?? 'unknown'}`;
+  const where =
+    setAside.kept !== null ? `kept in ${setAside.kept.ref}, commit ${setAside.kept.commit.slice(0, 12)}` : `not kept: ${setAside.keepFailure ?? 'unknown'}`;
   return `changed files its task does not declare: ${setAside.paths.join(', ')} (set aside, not integrated; ${where})`;
 };
 
@@ -207,7 +216,10 @@ function retryAdvice(failure: AttemptFailure | null, judgement: Judgement, undec
       `The previous attempt changed or tried to change ${named}, which this task does not declare: such changes are set aside and never kept. Leave ${undeclared.length === 1 ? 'it' : 'them'} as ${undeclared.length === 1 ? 'it is' : 'they are'}. If the task cannot be done without changing one of them, stop and end your reply with: BLOCKED: needs to change <path>, which the task does not declare`,
     );
   }
-  if (failure?.reason === 'spot-check' && failure.missingCreated.length > 0) advice.push(`Create ${failure.missingCreated.join(', ')}: the task declares ${failure.missingCreated.length === 1 ? 'it' : 'them'}, and the previous attempt did not create ${failure.missingCreated.length === 1 ? 'it' : 'them'}.`);
+  if (failure?.reason === 'spot-check' && failure.missingCreated.length > 0)
+    advice.push(
+      `Create ${failure.missingCreated.join(', ')}: the task declares ${failure.missingCreated.length === 1 ? 'it' : 'them'}, and the previous attempt did not create ${failure.missingCreated.length === 1 ? 'it' : 'them'}.`,
+    );
   return advice.length > 0 ? advice.join('\n\n') : undefined;
 }
 
@@ -259,7 +271,10 @@ export function decide(input: DecideInput): Decision {
   const undeclared = undeclaredWritesOf(input.verification, input.permissionDenials);
   const setAside = input.verification?.setAside;
   const attemptFailed = (attemptFailure: AttemptFailure): Decision => {
-    const noted = setAside !== undefined && attemptFailure.reason !== 'outside-changes' ? `${describeAttemptFailure(attemptFailure)}; ${describeSetAside(setAside)}` : describeAttemptFailure(attemptFailure);
+    const noted =
+      setAside !== undefined && attemptFailure.reason !== 'outside-changes'
+        ? `${describeAttemptFailure(attemptFailure)}; ${describeSetAside(setAside)}`
+        : describeAttemptFailure(attemptFailure);
     const failure = withDenials(noted);
     // An earlier attempt changed (or was refused) the same undeclared file: the task needs it.
     const again = undeclared.filter((path) => (task.undeclaredWrites ?? []).includes(path));
@@ -286,7 +301,13 @@ export function decide(input: DecideInput): Decision {
       }
     case 'blocked':
       // What it was refused or changed outside its files, foreman names itself (not only the worker's words).
-      return { kind: 'blocked', reason: undeclared.length > 0 ? `${withDenials(judgement.reason)}; it needs ${undeclared.join(', ')}, which the task does not declare` : withDenials(judgement.reason) };
+      return {
+        kind: 'blocked',
+        reason:
+          undeclared.length > 0
+            ? `${withDenials(judgement.reason)}; it needs ${undeclared.join(', ')}, which the task does not declare`
+            : withDenials(judgement.reason),
+      };
     case 'attempt-failed':
       return attemptFailed(judgement.failure);
     case 'verify': {
@@ -301,9 +322,7 @@ export function decide(input: DecideInput): Decision {
         }
       }
       if (failure) return attemptFailed(failure);
-      return task.gate === 'human-approval'
-        ? { kind: 'awaiting_approval', result: judgement.summary }
-        : { kind: 'completed', result: judgement.summary };
+      return task.gate === 'human-approval' ? { kind: 'awaiting_approval', result: judgement.summary } : { kind: 'completed', result: judgement.summary };
     }
     default:
       return assertNever(judgement, 'judgement');

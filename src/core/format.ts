@@ -144,10 +144,18 @@ export const formatCount = (count: number): string => Math.round(count).toLocale
 export const isoSeconds = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 /** A UTC timestamp for names (archived plans, run ids): `20261122T010203Z`. */
-export const compactTimestamp = (at: Date = new Date()): string => at.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+export const compactTimestamp = (at: Date = new Date()): string =>
+  at
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
 
 /** Text for one cell of a Markdown table (or a Markdown line): one line, `|` escaped. */
-export const markdownCell = (text: string): string => text.replace(/[\r\n]+/g, ' ').replace(/\|/g, '\\|').trim();
+export const markdownCell = (text: string): string =>
+  text
+    .replace(/[\r\n]+/g, ' ')
+    .replace(/\|/g, '\\|')
+    .trim();
 
 /** `1`, `1 and 3`, `1, 3 and 4` */
 export function listIndices(indices: readonly number[]): string {

@@ -113,7 +113,8 @@ export function afterGateRun(queue: GateQueue, passed: boolean): { queue: GateQu
 /** The segments left once a bisection has its answer, as one: tested together, split only if red again. */
 const collapse = (segments: readonly (readonly number[])[]): number[][] => (segments.length === 0 ? [] : [segments.flat()]);
 
-const sameTasks = (a: readonly number[] | undefined, b: readonly number[]): boolean => a !== undefined && a.length === b.length && a.every((task, i) => b[i] === task);
+const sameTasks = (a: readonly number[] | undefined, b: readonly number[]): boolean =>
+  a !== undefined && a.length === b.length && a.every((task, i) => b[i] === task);
 
 /** `segment` failed on the current tip (it is no longer in `queue.segments`): split it, retest it, or name its culprit. */
 function failSegment(queue: GateQueue, segment: readonly number[]): { queue: GateQueue; culprit: number | null } {
@@ -137,7 +138,11 @@ export type GateFinished = Extract<RunEventBody, { type: 'gate-finished' }>;
  * with what its verdict made of it; the output only when it failed: its first line (how the
  * command ended: it exited, or timed out after its limit) and its end.
  */
-export function gateFinishedEvent(tasks: readonly number[], run: { passed: boolean; output: string; durationMs: number }, verdict: GateVerdict | null): GateFinished {
+export function gateFinishedEvent(
+  tasks: readonly number[],
+  run: { passed: boolean; output: string; durationMs: number },
+  verdict: GateVerdict | null,
+): GateFinished {
   return {
     type: 'gate-finished',
     tasks: [...tasks],

@@ -19,15 +19,7 @@ export const isObjectId = (value: unknown): value is string => typeof value === 
 export const NO_HOOKS: readonly string[] = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false'];
 
 /** How a path differs from HEAD (index and working tree together). */
-export type FileChange =
-  | 'modified'
-  | 'added'
-  | 'deleted'
-  | 'untracked'
-  | 'renamed'
-  | 'copied'
-  | 'type-changed'
-  | 'unmerged';
+export type FileChange = 'modified' | 'added' | 'deleted' | 'untracked' | 'renamed' | 'copied' | 'type-changed' | 'unmerged';
 
 export interface Trailer {
   key: string;
@@ -69,7 +61,16 @@ export const failureOf = (error: { args: readonly string[]; exitCode: number; st
 
 /** One line: the step, its exit code and the end of what git said (where the reason is). */
 export function describeGitFailure(failure: GitFailure): string {
-  const said = clipTail(failure.stderr.trim().split(/\r?\n/).map((line) => line.trim()).filter(Boolean).join(' | '), 400) || '(no output)';
+  const said =
+    clipTail(
+      failure.stderr
+        .trim()
+        .split(/\r?\n/)
+        .map((line) => line.trim())
+        .filter(Boolean)
+        .join(' | '),
+      400,
+    ) || '(no output)';
   const index = failure.indexNotRestored === undefined ? '' : `; the index could not be put back either (${failure.indexNotRestored}): check \`git status\``;
   return `git ${failure.step} failed (exit ${failure.exitCode}): ${said}${index}`;
 }

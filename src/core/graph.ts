@@ -208,10 +208,7 @@ export function criticalPath(deps: Deps, weight: (i: number) => number = () => 1
   let v = lrp.reduce((best, x, i) => (x > lrp[best]! ? i : best), 0);
   const path = [v];
   for (;;) {
-    const next = dependants[v]!.reduce<number | null>(
-      (best, w) => (best === null || lrp[w]! > lrp[best]! ? w : best),
-      null,
-    );
+    const next = dependants[v]!.reduce<number | null>((best, w) => (best === null || lrp[w]! > lrp[best]! ? w : best), null);
     if (next === null) return path;
     path.push(next);
     v = next;

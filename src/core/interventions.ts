@@ -42,8 +42,7 @@ function target(plan: Plan, index: number, verb: Verb, allowed: readonly TaskSta
   return ok(status);
 }
 
-const needReason = (reason: string, verb: string): string | null =>
-  reason.trim() === '' ? `${verb} needs a reason (--reason "…")` : null;
+const needReason = (reason: string, verb: string): string | null => (reason.trim() === '' ? `${verb} needs a reason (--reason "…")` : null);
 
 /** Cascade skips applied to `plan` (mutated), as changes. */
 function cascadeChanges(plan: Plan): Change[] {
@@ -176,7 +175,10 @@ export function declareFiles(plan: Plan, index: number, declared: Declared): Int
   task = withDeclared(task, declared.mayChange, 'mayChange');
   widened.tasks[index] = task;
   const note = `declares ${all.join(', ')} now`;
-  const back = t.value === 'pending' ? ok<Intervention>({ plan: widened, changes: [{ task: index, subject: task.subject, from: 'pending', to: 'pending', note }] }) : retryTask(widened, index);
+  const back =
+    t.value === 'pending'
+      ? ok<Intervention>({ plan: widened, changes: [{ task: index, subject: task.subject, from: 'pending', to: 'pending', note }] })
+      : retryTask(widened, index);
   if (!back.ok) return back;
   const result = back.value;
   const declaredTask = result.plan.tasks[index]!;
@@ -184,5 +186,14 @@ export function declareFiles(plan: Plan, index: number, declared: Declared): Int
   delete declaredTask.undeclaredWrites;
   if (recheckable(declaredTask)) declaredTask.recheck = true;
   const [first, ...rest] = result.changes;
-  return ok({ plan: result.plan, changes: [{ ...first!, note: `${note}${first!.note ? `; ${first!.note}` : ''}${declaredTask.recheck ? '; its next start re-checks the work its last attempt set aside before a worker runs' : ''}` }, ...rest] });
+  return ok({
+    plan: result.plan,
+    changes: [
+      {
+        ...first!,
+        note: `${note}${first!.note ? `; ${first!.note}` : ''}${declaredTask.recheck ? '; its next start re-checks the work its last attempt set aside before a worker runs' : ''}`,
+      },
+      ...rest,
+    ],
+  });
 }

@@ -68,8 +68,7 @@ export interface JudgeOptions {
   fileMode?: boolean;
 }
 
-const sameEntry = (a: Entry | null, b: Entry | null): boolean =>
-  a === null || b === null ? a === b : a.mode === b.mode && a.object === b.object;
+const sameEntry = (a: Entry | null, b: Entry | null): boolean => (a === null || b === null ? a === b : a.mode === b.mode && a.object === b.object);
 
 const sameIndex = (index: IndexObservation, entry: Entry | null): boolean => {
   switch (index.kind) {

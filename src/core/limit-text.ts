@@ -17,7 +17,8 @@ export interface LimitText {
 
 const USAGE = /you[’']ve hit your (?:[\w-]+ )*limit|you[’']re out of (?:extra )?usage|you[’']re out of usage credits|usage limit reached/i;
 // Claude Code's words for the API's 429 (not any mention of rate limits: a task may be about them).
-const RATE = /request rejected \(429\)|temporarily limiting requests|rate_limit_error|API Error: 429\b|error type rate_limit, HTTP 429|exceed your (?:account|organization)[’']s rate limit/i;
+const RATE =
+  /request rejected \(429\)|temporarily limiting requests|rate_limit_error|API Error: 429\b|error type rate_limit, HTTP 429|exceed your (?:account|organization)[’']s rate limit/i;
 const EPOCH = /usage limit reached\|(\d{9,11})\b/i;
 const RESETS = /\bresets\s+(?:([A-Z][a-z]{2})\s+(\d{1,2}),\s*)?(\d{1,2})(?::(\d{2}))?\s*(am|pm)(?:\s*\(([^)]+)\))?/i;
 const MINUTE = 60_000;
@@ -59,7 +60,7 @@ function resetTime(text: string, now: number): number | undefined {
   // A time of day: today's, or tomorrow's once today's has passed.
   const today = instantOf({ year: wall.year, month: wall.month, day: wall.day, hour, minute }, zone);
   if (today === null) return undefined;
-  return today > now ? today : instantOf({ year: wall.year, month: wall.month, day: wall.day + 1, hour, minute }, zone) ?? undefined;
+  return today > now ? today : (instantOf({ year: wall.year, month: wall.month, day: wall.day + 1, hour, minute }, zone) ?? undefined);
 }
 
 interface Wall {
@@ -75,7 +76,15 @@ interface Wall {
 function wallClock(at: number, zone: string | undefined): Wall | null {
   let parts: Intl.DateTimeFormatPart[];
   try {
-    parts = new Intl.DateTimeFormat('en-US', { timeZone: zone, year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', hourCycle: 'h23' }).formatToParts(at);
+    parts = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      hourCycle: 'h23',
+    }).formatToParts(at);
   } catch {
     return null;
   }

@@ -32,7 +32,8 @@ export function clockTime(at: number, now: number): string {
 export function waitWords(state: LimitState, now: number): string | null {
   const until = state.until === null ? null : Date.parse(state.until);
   const held = until !== null && until > now;
-  if (state.limit === 'usage-limit' && held) return `waiting for the usage limit to reset at ${clockTime(state.resetAt === null ? until : Date.parse(state.resetAt), now)}`;
+  if (state.limit === 'usage-limit' && held)
+    return `waiting for the usage limit to reset at ${clockTime(state.resetAt === null ? until : Date.parse(state.resetAt), now)}`;
   const label = LABELS[state.limit === null || state.limit === 'usage-limit' ? 'rate-limit' : state.limit];
   const workers = `${state.working} of ${state.concurrency} worker${state.concurrency === 1 ? '' : 's'}`;
   if (held) return `${label}: ${workers} until ${clockTime(until, now)}`;
@@ -62,8 +63,12 @@ export function limitWords(limiter: Limiter, concurrency: number, now: number) {
     serving: (): string => `the API serves again: ${waitWords({ ...state, until: null }, now) ?? `${state.working} of ${concurrency} workers`}`,
     /** The run stops rather than wait until `until`, past `--limit-wait`. */
     stop: (until: number, limitWaitMs: number): string => {
-      const what = limiter.kind === 'usage-limit' ? `the usage limit resets at ${clockTime(until, now)}` : `the API has refused every request since ${clockTime(limiter.refusedSince ?? now, now)} and asks to wait until ${clockTime(until, now)}`;
-      const allowance = limitWaitMs === 0 ? '--limit-wait 0 waits for no limit' : `that is longer than --limit-wait (${formatDuration(limitWaitMs)}) lets the run wait`;
+      const what =
+        limiter.kind === 'usage-limit'
+          ? `the usage limit resets at ${clockTime(until, now)}`
+          : `the API has refused every request since ${clockTime(limiter.refusedSince ?? now, now)} and asks to wait until ${clockTime(until, now)}`;
+      const allowance =
+        limitWaitMs === 0 ? '--limit-wait 0 waits for no limit' : `that is longer than --limit-wait (${formatDuration(limitWaitMs)}) lets the run wait`;
       return `${what}; ${allowance}: nothing new started, and the run stopped once what ran had finished. Run the same command again after ${clockTime(until, now)} to go on (or with a longer --limit-wait)`;
     },
   };
@@ -88,19 +93,35 @@ export function roundLimit(limiter: Limiter, concurrency: number, now: number): 
   const who = `a limit refused ${refused} of this round's subagent${refused + through === 1 ? '' : 's'} (handed back, no attempt spent)`;
   if (holding(limiter, now) && limiter.resetAt !== null) {
     const at = clockTime(limiter.resetAt, now);
-    return { message: `${who}: the usage limit resets at ${at}; \`plan next\` hands out nothing before then. Run /foreman:execute again after ${at}`, handOut: 0, resetAt: new Date(limiter.resetAt).toISOString() };
+    return {
+      message: `${who}: the usage limit resets at ${at}; \`plan next\` hands out nothing before then. Run /foreman:execute again after ${at}`,
+      handOut: 0,
+      resetAt: new Date(limiter.resetAt).toISOString(),
+    };
   }
   const handOut = settleRound(limiter, concurrency).working;
-  return { message: `${who}: the next round hands out at most ${handOut} task${handOut === 1 ? '' : 's'}, as many as this one got through`, handOut, resetAt: null };
+  return {
+    message: `${who}: the next round hands out at most ${handOut} task${handOut === 1 ? '' : 's'}, as many as this one got through`,
+    handOut,
+    resetAt: null,
+  };
 }
 
 /** At a hand-out (`plan next`): the limit that holds the session back or narrows its rounds, or null. */
 export function handOutLimit(limiter: Limiter, concurrency: number, now: number): SessionLimit | null {
   if (holding(limiter, now) && limiter.resetAt !== null) {
     const at = clockTime(limiter.resetAt, now);
-    return { message: `waiting for the usage limit to reset at ${at}: nothing is handed out before then. Run /foreman:execute again after ${at}`, handOut: 0, resetAt: new Date(limiter.resetAt).toISOString() };
+    return {
+      message: `waiting for the usage limit to reset at ${at}: nothing is handed out before then. Run /foreman:execute again after ${at}`,
+      handOut: 0,
+      resetAt: new Date(limiter.resetAt).toISOString(),
+    };
   }
   const working = allowed(limiter, concurrency);
   if (working >= concurrency) return null;
-  return { message: `rate-limited: rounds of at most ${working} of ${concurrency} tasks, one more after each round no limit refused`, handOut: working, resetAt: null };
+  return {
+    message: `rate-limited: rounds of at most ${working} of ${concurrency} tasks, one more after each round no limit refused`,
+    handOut: working,
+    resetAt: null,
+  };
 }

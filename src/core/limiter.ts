@@ -105,7 +105,10 @@ export const allowed = (limiter: Limiter, ceiling: number): number => Math.max(1
 export function refused(limiter: Limiter, refusal: Refusal, now: number, settings: LimiterSettings, session = false): Limiter {
   const counted = { ...limiter, refusals: limiter.refusals + 1, refusedSince: limiter.refusedSince ?? now };
   if (session) {
-    const held = refusal.resetAt !== undefined && refusal.resetAt > now ? { holdUntil: Math.max(limiter.holdUntil, refusal.resetAt), kind: 'usage-limit' as const, resetAt: refusal.resetAt } : {};
+    const held =
+      refusal.resetAt !== undefined && refusal.resetAt > now
+        ? { holdUntil: Math.max(limiter.holdUntil, refusal.resetAt), kind: 'usage-limit' as const, resetAt: refusal.resetAt }
+        : {};
     return { ...counted, ...held, round: { ...limiter.round, refused: limiter.round.refused + 1 } };
   }
   const usage = refusal.resetAt !== undefined && refusal.resetAt > now;
@@ -113,7 +116,8 @@ export function refused(limiter: Limiter, refusal: Refusal, now: number, setting
   const strikes = burst ? limiter.strikes : limiter.strikes + 1;
   const named = usage ? refusal.resetAt! - now : (refusal.delayMs ?? 0);
   // The first hold of a streak waits what the API asked for (the limiter's own back-off when it named nothing); later ones back off too.
-  const own = strikes <= 1 ? (refusal.delayMs === undefined && !usage ? settings.backoffMs : 0) : Math.min(MAX_BACKOFF_MS, settings.backoffMs * 2 ** (strikes - 1));
+  const own =
+    strikes <= 1 ? (refusal.delayMs === undefined && !usage ? settings.backoffMs : 0) : Math.min(MAX_BACKOFF_MS, settings.backoffMs * 2 ** (strikes - 1));
   const holdUntil = Math.max(limiter.holdUntil, now + Math.max(named, own));
   const ownHold = holdUntil > limiter.holdUntil ? own > named : limiter.ownHold;
   const kind: LimitKind = usage ? 'usage-limit' : burst && limiter.kind === 'usage-limit' ? 'usage-limit' : refusal.kind;
@@ -122,7 +126,18 @@ export function refused(limiter: Limiter, refusal: Refusal, now: number, setting
   // A new burst halves the working concurrency; refused again at a level already refused, patience grows.
   const working = Math.max(1, Math.ceil(limiter.working / 2));
   const patience = limiter.refusedAt !== null && limiter.working <= limiter.refusedAt ? Math.min(MAX_PATIENCE, limiter.patience * 2) : 1;
-  return { ...counted, strikes, holdUntil, ownHold, kind, resetAt, working, patience, refusedAt: limiter.working, served: working !== limiter.working ? 0 : limiter.served };
+  return {
+    ...counted,
+    strikes,
+    holdUntil,
+    ownHold,
+    kind,
+    resetAt,
+    working,
+    patience,
+    refusedAt: limiter.working,
+    served: working !== limiter.working ? 0 : limiter.served,
+  };
 }
 
 /**

@@ -14,7 +14,11 @@ const STYLE: Record<TaskStatus, string> = {
 
 /** Mermaid labels: quotes and angle brackets become entity codes. */
 export const mermaidText = (text: string): string =>
-  text.replace(/"/g, '#quot;').replace(/</g, '#lt;').replace(/>/g, '#gt;').replace(/[\r\n]+/g, ' ');
+  text
+    .replace(/"/g, '#quot;')
+    .replace(/</g, '#lt;')
+    .replace(/>/g, '#gt;')
+    .replace(/[\r\n]+/g, ' ');
 
 export function mermaidGraph(plan: Plan): string {
   const lines = ['flowchart TD'];

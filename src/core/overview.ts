@@ -21,7 +21,9 @@ export interface OverviewOptions {
 export function planOverview(plan: Plan, options: OverviewOptions): string {
   const out: string[] = [`## Plan: ${markdownCell(plan.goal)}`, ''];
   const c = plan.context;
-  const facts = [c?.stack && `stack: ${c.stack}`, c?.testCommand && `tests: \`${c.testCommand}\``, c?.buildCommand && `build: \`${c.buildCommand}\``].filter(Boolean);
+  const facts = [c?.stack && `stack: ${c.stack}`, c?.testCommand && `tests: \`${c.testCommand}\``, c?.buildCommand && `build: \`${c.buildCommand}\``].filter(
+    Boolean,
+  );
   if (facts.length > 0) out.push(markdownCell(facts.join('; ')), '');
 
   out.push('| # | Task | Model | Files | Blocked by | Checks | Status |', '|---:|---|---|---|---|---:|---|');
@@ -41,15 +43,27 @@ export function planOverview(plan: Plan, options: OverviewOptions): string {
   const overlaps = overlapSets(computeOverlaps(plan.tasks));
   const rounds = projectedRounds(plan.tasks, overlaps, longestRemainingPath(deps));
   out.push('', '### Dependency graph', '', '```mermaid', mermaidGraph(plan), '```', '');
-  out.push('### Critical path', '', `${path.map((i) => `${i} (${markdownCell(plan.tasks[i]!.subject)})`).join(' → ')}: ${path.length} task${path.length === 1 ? '' : 's'} that must run one after another.`, '');
+  out.push(
+    '### Critical path',
+    '',
+    `${path.map((i) => `${i} (${markdownCell(plan.tasks[i]!.subject)})`).join(' → ')}: ${path.length} task${path.length === 1 ? '' : 's'} that must run one after another.`,
+    '',
+  );
   if (rounds.length > 0) {
     out.push(`### Rounds if every task succeeds (${rounds.length})`, '');
     rounds.forEach((groups, r) => {
       const text = groups.map((g) => g.map((i) => `${i}`).join(', ')).join(' | then ');
-      out.push(`${r + 1}. ${groups.flat().length === 1 ? 'task' : 'tasks'} ${text}${groups.length > 1 ? ' (the groups overlap on files, so they run one after another)' : ''}`);
+      out.push(
+        `${r + 1}. ${groups.flat().length === 1 ? 'task' : 'tasks'} ${text}${groups.length > 1 ? ' (the groups overlap on files, so they run one after another)' : ''}`,
+      );
     });
     out.push('');
   }
-  out.push('### Run it', '', '- in this Claude Code session: `/foreman:execute`', `- headless, outside the session: \`${options.headless}\` (watch it with \`${options.status}\`)`);
+  out.push(
+    '### Run it',
+    '',
+    '- in this Claude Code session: `/foreman:execute`',
+    `- headless, outside the session: \`${options.headless}\` (watch it with \`${options.status}\`)`,
+  );
   return out.join('\n');
 }

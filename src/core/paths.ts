@@ -51,5 +51,4 @@ export function pathsIntersect(a: string, b: string): boolean {
 }
 
 /** True when `path` is one of `declared`, or under a declared directory. */
-export const coveredBy = (path: string, declared: readonly string[]): boolean =>
-  declared.some((d) => d === path || (isDirPath(d) && path.startsWith(d)));
+export const coveredBy = (path: string, declared: readonly string[]): boolean => declared.some((d) => d === path || (isDirPath(d) && path.startsWith(d)));

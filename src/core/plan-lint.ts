@@ -79,7 +79,11 @@ type Hazard =
  * keep one lockfile at their root); the nearest directory holding one is the manifest's.
  */
 const LOCKFILES: ReadonlyArray<{ manifest: string; lockfiles: readonly string[]; workspace: boolean }> = [
-  { manifest: 'package.json', lockfiles: ['package-lock.json', 'npm-shrinkwrap.json', 'pnpm-lock.yaml', 'yarn.lock', 'bun.lock', 'bun.lockb'], workspace: true },
+  {
+    manifest: 'package.json',
+    lockfiles: ['package-lock.json', 'npm-shrinkwrap.json', 'pnpm-lock.yaml', 'yarn.lock', 'bun.lock', 'bun.lockb'],
+    workspace: true,
+  },
   { manifest: 'Cargo.toml', lockfiles: ['Cargo.lock'], workspace: true },
   { manifest: 'go.mod', lockfiles: ['go.sum'], workspace: false },
   { manifest: 'pyproject.toml', lockfiles: ['poetry.lock', 'uv.lock', 'pdm.lock'], workspace: true },
@@ -365,24 +369,49 @@ function warningOf(hazard: Hazard): PlanWarning {
     case 'unordered-create': {
       const { task, path, creators } = hazard;
       const ids = creators.map((c) => c.task);
-      return line(task, path, ids, `${at(task)} modifies ${path}, which ${creating(creators, path)}, but does not depend on ${ids.length === 1 ? 'it' : 'them'}: add ${listed(ids.map(String))} to ${at(task)}.blockedBy`);
+      return line(
+        task,
+        path,
+        ids,
+        `${at(task)} modifies ${path}, which ${creating(creators, path)}, but does not depend on ${ids.length === 1 ? 'it' : 'them'}: add ${listed(ids.map(String))} to ${at(task)}.blockedBy`,
+      );
     }
     case 'create-after-modify': {
       const { task, path, creators } = hazard;
       const ids = creators.map((c) => c.task);
       const after = ids.length === 1 ? 'it depends on TASK and runs' : 'they depend on TASK and run';
-      return line(task, path, ids, `${at(task)} modifies ${path}, which ${creating(creators, path)}, but ${after.replace('TASK', at(task))} after it: move ${path} from modify to create in ${at(task)}, and from create to modify in ${listed(ids.map(at))}`);
+      return line(
+        task,
+        path,
+        ids,
+        `${at(task)} modifies ${path}, which ${creating(creators, path)}, but ${after.replace('TASK', at(task))} after it: move ${path} from modify to create in ${at(task)}, and from create to modify in ${listed(ids.map(at))}`,
+      );
     }
     case 'duplicate-create': {
       const { task, path, first } = hazard;
       const before = hazard.firstDone ? 'created already' : hazard.unordered ? 'creates too, and neither depends on the other' : 'creates before it';
-      return line(task, path, [first], `${at(task)} creates ${path}, which ${at(first)} ${before}: move ${path} from create to modify in ${at(task)}${hazard.unordered ? ` and add ${first} to ${at(task)}.blockedBy` : ''}`);
+      return line(
+        task,
+        path,
+        [first],
+        `${at(task)} creates ${path}, which ${at(first)} ${before}: move ${path} from create to modify in ${at(task)}${hazard.unordered ? ` and add ${first} to ${at(task)}.blockedBy` : ''}`,
+      );
     }
     case 'missing-file':
-      return line(hazard.task, hazard.path, [], `${at(hazard.task)} modifies ${hazard.path}, which the repository's last commit does not have and no task creates: correct the path, or move it from modify to create in ${at(hazard.task)}`);
+      return line(
+        hazard.task,
+        hazard.path,
+        [],
+        `${at(hazard.task)} modifies ${hazard.path}, which the repository's last commit does not have and no task creates: correct the path, or move it from modify to create in ${at(hazard.task)}`,
+      );
     case 'undeclared-prompt-path': {
       const { task, path } = hazard;
-      return line(task, path, [], `${at(task)}.prompt names ${path}, which the task does not declare: add it to ${at(task)}.metadata.files.modify, or to ${at(task)}.metadata.reads if the task only reads it`);
+      return line(
+        task,
+        path,
+        [],
+        `${at(task)}.prompt names ${path}, which the task does not declare: add it to ${at(task)}.metadata.files.modify, or to ${at(task)}.metadata.reads if the task only reads it`,
+      );
     }
     case 'unordered-read': {
       const { task, path, writers } = hazard;
@@ -390,12 +419,22 @@ function warningOf(hazard: Hazard): PlanWarning {
       const one = ids.length === 1;
       const changing = `${naming(writers, path)} ${one ? 'changes' : 'change'}, but ${one ? 'neither depends on the other' : `no dependency orders ${at(task)} with them`}`;
       const before = one ? `${task} to ${at(ids[0]!)}.blockedBy` : `${task} to the blockedBy of ${listed(ids.map(at))}`;
-      return line(task, path, ids, `${at(task)} reads ${path}, which ${changing}: add ${listed(ids.map(String))} to ${at(task)}.blockedBy to read it after the ${one ? 'change' : 'changes'}, or ${before} to read it before`);
+      return line(
+        task,
+        path,
+        ids,
+        `${at(task)} reads ${path}, which ${changing}: add ${listed(ids.map(String))} to ${at(task)}.blockedBy to read it after the ${one ? 'change' : 'changes'}, or ${before} to read it before`,
+      );
     }
     case 'lockfile': {
       const { task, path } = hazard;
       const names = listed(hazard.lockfiles);
-      return line(task, path, [], `${at(task)} modifies ${path} but does not declare ${names}, which installing its dependencies may rewrite: add ${names} to ${at(task)}.metadata.files.mayChange`);
+      return line(
+        task,
+        path,
+        [],
+        `${at(task)} modifies ${path} but does not declare ${names}, which installing its dependencies may rewrite: add ${names} to ${at(task)}.metadata.files.mayChange`,
+      );
     }
     case 'stale-acceptance':
       return {

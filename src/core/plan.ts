@@ -4,15 +4,7 @@
 
 export const SCHEMA_VERSION = 3;
 
-export const TASK_STATUSES = [
-  'pending',
-  'in_progress',
-  'completed',
-  'failed',
-  'blocked',
-  'skipped',
-  'awaiting_approval',
-] as const;
+export const TASK_STATUSES = ['pending', 'in_progress', 'completed', 'failed', 'blocked', 'skipped', 'awaiting_approval'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
 export const TASK_TYPES = ['research', 'implementation', 'testing', 'configuration'] as const;

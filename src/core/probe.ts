@@ -54,9 +54,11 @@ export interface CheckJudgement {
  * `… Permission denied`; bash: `sh: line 1: foo: command not found`, `bash: foo: No such file or
  * directory`. The command word is captured so a command that a task will create is not blamed.
  */
-const SHELL_CANNOT_RUN = /^(?:\/\S*\/)?(?:ba|da|z|k)?sh: (?:line )?\d*:? ?([^:\n]+): (not found|command not found|Permission denied|No such file or directory|Is a directory|cannot execute[^\n]*)$/m;
+const SHELL_CANNOT_RUN =
+  /^(?:\/\S*\/)?(?:ba|da|z|k)?sh: (?:line )?\d*:? ?([^:\n]+): (not found|command not found|Permission denied|No such file or directory|Is a directory|cannot execute[^\n]*)$/m;
 /** npm (`npm error Missing script: "lint"`, older `npm ERR! missing script: lint`), yarn, pnpm. */
-const MISSING_SCRIPT = /^(?:npm (?:error|ERR!) [Mm]issing script:\s*"?([^"\n]+)"?|error Command "([^"\n]+)" not found\.|.*ERR_PNPM_NO_SCRIPT[^\n]*Missing script:\s*"?([^"\n]+)"?)/m;
+const MISSING_SCRIPT =
+  /^(?:npm (?:error|ERR!) [Mm]issing script:\s*"?([^"\n]+)"?|error Command "([^"\n]+)" not found\.|.*ERR_PNPM_NO_SCRIPT[^\n]*Missing script:\s*"?([^"\n]+)"?)/m;
 
 /**
  * Judges one check's run before the work. `created` lists the paths tasks still to run will
@@ -215,7 +217,8 @@ export function probeHeadline(report: ProbeReport): string {
   }
 }
 
-const SANDBOXED_SETUP_HINT = " (it ran in the sandbox: it may write only in the checkout, its TMPDIR and the package managers' caches, and reach only the package registries and the plan's context.setupNetwork hosts)";
+const SANDBOXED_SETUP_HINT =
+  " (it ran in the sandbox: it may write only in the checkout, its TMPDIR and the package managers' caches, and reach only the package registries and the plan's context.setupNetwork hosts)";
 
 /** What a person must fix (broken checks, vacuous tasks), then what is only information. */
 export function probeFindings(report: ProbeReport): { problems: string[]; information: string[] } {
@@ -234,7 +237,8 @@ export function probeFindings(report: ProbeReport): { problems: string[]; inform
           problems.push(`task ${t.index}: broken check \`${c.check}\`: ${c.reason ?? 'cannot run'}`);
           break;
         case 'passed':
-          if (t.verdict !== 'vacuous') information.push(`task ${t.index}: \`${c.check}\` passes already (other checks of the task fail, so the task is still proven)`);
+          if (t.verdict !== 'vacuous')
+            information.push(`task ${t.index}: \`${c.check}\` passes already (other checks of the task fail, so the task is still proven)`);
           break;
         case 'timed-out':
           information.push(`task ${t.index}: ${c.reason ?? `\`${c.check}\` did not finish within its time budget`}`);
@@ -248,7 +252,10 @@ export function probeFindings(report: ProbeReport): { problems: string[]; inform
           assertNever(c.outcome, 'check outcome');
       }
     }
-    if (t.verdict === 'vacuous') problems.push(`task ${t.index} (${t.subject}) is vacuous: every check passes before the work is done (${t.checks.map((c) => `\`${c.check}\``).join(', ')})`);
+    if (t.verdict === 'vacuous')
+      problems.push(
+        `task ${t.index} (${t.subject}) is vacuous: every check passes before the work is done (${t.checks.map((c) => `\`${c.check}\``).join(', ')})`,
+      );
     if (t.verdict === 'unchecked') information.push(`task ${t.index} (${t.subject}) has no acceptance checks`);
   }
   return { problems, information };

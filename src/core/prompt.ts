@@ -87,7 +87,7 @@ function rules(plan: Plan, index: number): string {
     '## Rules for this run',
     '',
     `- You are one of several workers changing this repository at the same time. Change only your task's files: create ${list(files.create)}; modify ${list(files.modify)}.${mayChange.length > 0 ? ` These may change too, when a tool you run rewrites them (an install, a test run, a build): ${list(mayChange)}.` : ''} Writes to any other path are denied, and a change to one is set aside and never kept.`,
-    "- If the task cannot be done without changing a file it does not list, do not change that file: end with `BLOCKED: needs to change <path>, which the task does not declare`.",
+    '- If the task cannot be done without changing a file it does not list, do not change that file: end with `BLOCKED: needs to change <path>, which the task does not declare`.',
     '- Do not stage, commit, stash, reset or check out anything with git: the orchestrator verifies your work and commits it.',
     '- End your reply with exactly one final status line, as plain text (no bold, no backticks), and nothing after it: the word COMPLETED, FAILED or BLOCKED, a colon, and on the same line what you did, what went wrong, or what is missing that you cannot provide. For example, a reply may end with the line COMPLETED: added the CSV exporter and its test',
   ].join('\n');
@@ -130,8 +130,7 @@ function statusOfLine(raw: string): StatusLine | null {
   else if (after.startsWith(':')) {
     const body = after.slice(1).trimEnd();
     text = body.endsWith(closing) ? body.slice(0, body.length - closing.length) : body;
-  }
-  else return null;
+  } else return null;
   if (text !== '' && !/^\s/.test(text)) return null;
   return { status: word[1] as ReportedStatus, text: text.trim() };
 }

@@ -42,7 +42,12 @@ export interface FileDenies {
  * Where the sandbox runtime (0.0.78) lets every command write besides what it is given: its own
  * folders under /tmp and two in the home folder (its `getDefaultWritePaths`).
  */
-export const runtimeWritable = (home: string): string[] => ['/tmp/claude', '/private/tmp/claude', posix.join(home, '.npm/_logs'), posix.join(home, '.claude/debug')];
+export const runtimeWritable = (home: string): string[] => [
+  '/tmp/claude',
+  '/private/tmp/claude',
+  posix.join(home, '.npm/_logs'),
+  posix.join(home, '.claude/debug'),
+];
 
 const READ_TOOLS = new Set(['Read']);
 /** `Edit` rules govern every file-writing tool (CLI-NOTES.md); `Write` and `NotebookEdit` rules are taken too, to deny more. */

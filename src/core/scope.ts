@@ -154,7 +154,11 @@ export function sandboxSettings(sandbox: WorkerSandbox): Record<string, unknown>
 }
 
 /** The `--settings` JSON of a worker: its rules, its sandbox when it has one, plus the person's login settings. */
-export function workerSettings(permissions: WorkerPermissions, inherited: Readonly<Record<string, unknown>> = {}, sandbox?: WorkerSandbox): Record<string, unknown> {
+export function workerSettings(
+  permissions: WorkerPermissions,
+  inherited: Readonly<Record<string, unknown>> = {},
+  sandbox?: WorkerSandbox,
+): Record<string, unknown> {
   const carried: Record<string, unknown> = {};
   for (const key of AUTH_SETTING_KEYS) if (inherited[key] !== undefined) carried[key] = inherited[key];
   return { ...carried, permissions: { allow: [...permissions.allow], deny: [...permissions.deny] }, ...(sandbox ? { sandbox: sandboxSettings(sandbox) } : {}) };

@@ -135,7 +135,14 @@ export function simulateRun(
         if (!gateOf) throw new Error('simulation: the config has a gate but no gateOf was given');
         const verdict = gateOf(effect.tasks, integrated);
         gateRuns.push({ tasks: effect.tasks, start: now, end: now + verdict.durationMs, passed: verdict.passed });
-        post({ type: 'gated', tasks: effect.tasks, passed: verdict.passed, output: verdict.passed ? '' : 'simulated failure', durationMs: verdict.durationMs, now: now + verdict.durationMs });
+        post({
+          type: 'gated',
+          tasks: effect.tasks,
+          passed: verdict.passed,
+          output: verdict.passed ? '' : 'simulated failure',
+          durationMs: verdict.durationMs,
+          now: now + verdict.durationMs,
+        });
         return false;
       }
       case 'wake':
@@ -171,7 +178,15 @@ export function simulateRun(
           const event = queue.splice(pending, 1)[0]!.event as Extract<EngineEvent, { type: 'worker-finished' }>;
           const interval = open.get(effect.task);
           if (interval) interval.end = now;
-          post({ ...event, run: { ...event.run, durationMs: interval ? now - interval.start : 0, outcome: { kind: 'failed', failure: { reason: 'rate-limited', message: 'API Error: Request rejected (429)' } } }, now });
+          post({
+            ...event,
+            run: {
+              ...event.run,
+              durationMs: interval ? now - interval.start : 0,
+              outcome: { kind: 'failed', failure: { reason: 'rate-limited', message: 'API Error: Request rejected (429)' } },
+            },
+            now,
+          });
         }
         return false;
       }

@@ -28,6 +28,11 @@ export function formatLimit(ms: number): string {
  * ``\`npm test\` timed out after 300s (the limit set by --check-timeout); its whole process group was ended``.
  */
 export function describeTimeLimitHit(command: string, limit: TimeLimit): string {
-  const setBy = limit.flag === null ? 'a fixed limit' : limit.budgetMs !== undefined ? `the rest of the ${formatLimit(limit.budgetMs)} set by ${limit.flag}` : `the limit set by ${limit.flag}`;
+  const setBy =
+    limit.flag === null
+      ? 'a fixed limit'
+      : limit.budgetMs !== undefined
+        ? `the rest of the ${formatLimit(limit.budgetMs)} set by ${limit.flag}`
+        : `the limit set by ${limit.flag}`;
   return `\`${oneLine(command, COMMAND_CHARS)}\` timed out after ${formatLimit(limit.ms)} (${setBy}); its whole process group was ended`;
 }

@@ -149,7 +149,14 @@ export function commitAfter(plan: Plan, index: number, findings: SetupFindings):
 
 /** Apply what setup found, as `applyDecision` does (new task objects), then skip what can no longer run. Mutates `plan`. */
 export function applySetupFindings(plan: Plan, findings: SetupFindings): CascadeOutcome {
-  const touched = new Set([...findings.recovered.map((r) => r.task), ...findings.commits.map((c) => c.task), ...findings.queued, ...findings.interrupted, ...findings.reverted.map((r) => r.task), ...findings.blocked.map((b) => b.task)]);
+  const touched = new Set([
+    ...findings.recovered.map((r) => r.task),
+    ...findings.commits.map((c) => c.task),
+    ...findings.queued,
+    ...findings.interrupted,
+    ...findings.reverted.map((r) => r.task),
+    ...findings.blocked.map((b) => b.task),
+  ]);
   for (const index of [...touched].sort((a, b) => a - b)) {
     const before = plan.tasks[index]!;
     const task = { ...before, status: statusAfter(plan, index, findings) };

@@ -19,7 +19,10 @@ const validateSchema = generatedValidator as ValidateFunction;
 
 /** `/tasks/3/blockedBy/0` → `tasks[3].blockedBy[0]` */
 export function jsonPathOf(pointer: string): string {
-  const parts = pointer.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const parts = pointer
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   let out = '';
   for (const part of parts) out += /^\d+$/.test(part) ? `[${part}]` : out === '' ? part : `.${part}`;
   return out === '' ? 'plan' : out;
@@ -142,7 +145,9 @@ function semanticProblems(plan: Plan, options: ValidateOptions): string[] {
     const both = files.create.filter((p) => files.modify.includes(p));
     for (const p of both) problems.push(`${at}.metadata.files: "${p}" is listed under both create and modify`);
     for (const p of (files.mayChange ?? []).filter((q) => files.create.includes(q) || files.modify.includes(q))) {
-      problems.push(`${at}.metadata.files: "${p}" is listed under mayChange and under ${files.create.includes(p) ? 'create' : 'modify'}: a path the task must change belongs in create or modify alone`);
+      problems.push(
+        `${at}.metadata.files: "${p}" is listed under mayChange and under ${files.create.includes(p) ? 'create' : 'modify'}: a path the task must change belongs in create or modify alone`,
+      );
     }
     // `check --fix` rewrites fileOverlaps, so it accepts any declared value.
     if (!options.ignoreDeclaredOverlaps) {

@@ -43,7 +43,10 @@ export function matchesPattern(path: string, pattern: string): boolean {
       const end = pattern.indexOf(']', at + 1);
       if (end < 0) source += '\\[';
       else {
-        source += `[${pattern.slice(at + 1, end).replace(/^!/, '^').replace(/\\/g, '\\\\')}]`;
+        source += `[${pattern
+          .slice(at + 1, end)
+          .replace(/^!/, '^')
+          .replace(/\\/g, '\\\\')}]`;
         at = end;
       }
     } else source += c.replace(/[.+^${}()|\\]/g, '\\$&');
@@ -53,7 +56,8 @@ export function matchesPattern(path: string, pattern: string): boolean {
 
 /** Why the run may not add a wanted file to its task's declared files, or null when it may. */
 export function widenRefusal(plan: Plan, index: number, wanted: WantedPath, patterns: readonly string[]): string | null {
-  if (RESERVED.some((folder) => wanted.path.startsWith(folder))) return `${wanted.path} is under ${RESERVED.find((folder) => wanted.path.startsWith(folder))}, which a run never widens a task into`;
+  if (RESERVED.some((folder) => wanted.path.startsWith(folder)))
+    return `${wanted.path} is under ${RESERVED.find((folder) => wanted.path.startsWith(folder))}, which a run never widens a task into`;
   if (!patterns.some((pattern) => matchesPattern(wanted.path, pattern))) return `${wanted.path} matches no --widen pattern (${patterns.join(' ')})`;
   if (!wanted.tracked) return `${wanted.path} is not a file git tracks (a run widens a task only to files the repository has)`;
   const other = plan.tasks.findIndex((task, i) => i !== index && statusOf(task) !== 'completed' && coveredBy(wanted.path, writesOf(task)));
@@ -71,7 +75,8 @@ export function withDeclared(task: Task, paths: readonly string[], as: 'create' 
 }
 
 /** What `task`'s attempts wanted outside its declared files and it still does not declare: refused writes and changes set aside. */
-export const neededPaths = (task: Task): string[] => [...new Set([...(task.undeclaredWrites ?? []), ...(task.setAside?.paths ?? [])])].filter((path) => !coveredBy(path, writesOf(task))).sort();
+export const neededPaths = (task: Task): string[] =>
+  [...new Set([...(task.undeclaredWrites ?? []), ...(task.setAside?.paths ?? [])])].filter((path) => !coveredBy(path, writesOf(task))).sort();
 
 /** Whether the next start of `task` can re-check the work its last attempt set aside instead of running a worker: kept, and now all declared. */
 export const recheckable = (task: Task): boolean => task.setAside?.commit !== undefined && task.setAside.paths.every((path) => coveredBy(path, writesOf(task)));

@@ -4,9 +4,7 @@
 // its declared files, never what a check wrote afterwards.
 
 /** One path as the attempt left it: a blob (or symlink, or submodule) entry, or deleted. */
-export type WorkEntry =
-  | { path: string; mode: string; object: string }
-  | { path: string; deleted: true };
+export type WorkEntry = { path: string; mode: string; object: string } | { path: string; deleted: true };
 
 export interface CapturedWork {
   /** The commit the attempt's worktree was at when it started. */

@@ -90,7 +90,18 @@ const READ_TOOLS = new Set(['Read', 'Glob', 'Grep', 'LS']);
  * Tools that neither change files nor reach outside the session and never ask the person (the
  * CLI's own bookkeeping): left alone. Anything not named here or above is refused to a worker.
  */
-const NEUTRAL_TOOLS = new Set(['TodoWrite', 'ToolSearch', 'TaskOutput', 'TaskStop', 'BashOutput', 'KillShell', 'KillBash', 'ListAgents', 'ReportFindings', 'CronList']);
+const NEUTRAL_TOOLS = new Set([
+  'TodoWrite',
+  'ToolSearch',
+  'TaskOutput',
+  'TaskStop',
+  'BashOutput',
+  'KillShell',
+  'KillBash',
+  'ListAgents',
+  'ReportFindings',
+  'CronList',
+]);
 
 export function classifyTool(name: string): ToolClass {
   if (name in WRITE_TOOLS) return 'write';
@@ -129,7 +140,8 @@ export const within = (path: string, dir: string): boolean => path === dir || pa
  * worker's call: the session's project folder and the repository, never a folder inside the
  * worker's worktree, whose files the worker's own commands may write.
  */
-export const settingsFolders = (projectDir: string, repo: string, worktree: string): string[] => [...new Set([projectDir, repo])].filter((dir) => !within(dir, worktree));
+export const settingsFolders = (projectDir: string, repo: string, worktree: string): string[] =>
+  [...new Set([projectDir, repo])].filter((dir) => !within(dir, worktree));
 
 /**
  * The folders a relative path of the person's rules is read against for a worker: the session's
@@ -190,7 +202,11 @@ function parseRule(rule: string): { tool: string; spec: string | null } {
 }
 
 /** The command as rules see it, roughly: no quotes or backslashes, runs of blanks as one space. */
-const loosened = (text: string) => text.replace(/["'\\]/g, '').replace(/\s+/g, ' ').trim();
+const loosened = (text: string) =>
+  text
+    .replace(/["'\\]/g, '')
+    .replace(/\s+/g, ' ')
+    .trim();
 
 /**
  * The first of `rules` (the person's deny and ask rules) that may apply to a Bash `command`, or
@@ -239,14 +255,20 @@ export const workerWritable = (worktree: string, tmpdir: string, home: string): 
  * as Claude Code's own sandbox protects its settings files. Not the whole `.claude` folder: a
  * task may declare files there.
  */
-export const guardedInWorktree = (worktree: string): string[] => ['.git', '.claude/settings.json', '.claude/settings.local.json'].map((name) => posix.join(worktree, name));
+export const guardedInWorktree = (worktree: string): string[] =>
+  ['.git', '.claude/settings.json', '.claude/settings.local.json'].map((name) => posix.join(worktree, name));
 
 /**
  * The sandbox runtime's settings for a worker's commands: writes in its worktree and TMPDIR only
  * (not `guardedInWorktree`), and nothing the person's Read and Edit deny rules name (`denies`,
  * from core/sandbox-denies.ts).
  */
-export function workerSandboxSettings(worktree: string, tmpdir: string, network: readonly string[], denies: FileDenies = { denyRead: [], denyWrite: [] }): Record<string, unknown> {
+export function workerSandboxSettings(
+  worktree: string,
+  tmpdir: string,
+  network: readonly string[],
+  denies: FileDenies = { denyRead: [], denyWrite: [] },
+): Record<string, unknown> {
   return {
     filesystem: { allowWrite: [worktree, tmpdir], denyWrite: [...guardedInWorktree(worktree), ...denies.denyWrite], denyRead: [...denies.denyRead] },
     network: { allowedDomains: [...network], deniedDomains: [] },
@@ -291,10 +313,13 @@ export function decideToolCall(call: ToolCall, facts: CallFacts): HookVerdict {
   const kind = classifyTool(call.toolName);
   if (kind === 'read') {
     const prompt = promptFileRead(call, handOut);
-    return prompt !== null && (task === undefined || prompt.index === task.index) ? { kind: 'allow', reason: `foreman: the prompt file of task ${prompt.index}` } : { kind: 'none' };
+    return prompt !== null && (task === undefined || prompt.index === task.index)
+      ? { kind: 'allow', reason: `foreman: the prompt file of task ${prompt.index}` }
+      : { kind: 'none' };
   }
   if (kind === 'neutral') return { kind: 'none' };
-  if (kind === 'refused') return { kind: 'deny', reason: `foreman: ${call.toolName} is not available to a worker. ${NOT_FOR_WORKERS}; finish the task with those.` };
+  if (kind === 'refused')
+    return { kind: 'deny', reason: `foreman: ${call.toolName} is not available to a worker. ${NOT_FOR_WORKERS}; finish the task with those.` };
   if (task === undefined) {
     const prompts = handOut.tasks.map((t) => t.promptFile);
     return {

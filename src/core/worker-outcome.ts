@@ -112,7 +112,8 @@ export function classifyOutcome(facts: StreamFacts, exit: ExitInfo): Classificat
   }
   if (exit.aborted) return failed({ reason: 'interrupted' });
   // Stopped while it waited to retry a refused request: that refusal is its outcome.
-  if (exit.stoppedForLimit && !facts.result) return failed(transientFromStream(facts, exit.endedAt) ?? { reason: 'rate-limited', message: 'the API refused it; the run waits for the limit' });
+  if (exit.stoppedForLimit && !facts.result)
+    return failed(transientFromStream(facts, exit.endedAt) ?? { reason: 'rate-limited', message: 'the API refused it; the run waits for the limit' });
 
   const result = facts.result;
   // A result that arrived before the deadline wins over the timeout: the work was done.
@@ -152,17 +153,11 @@ function transientFromStream(facts: StreamFacts, endedAt: number | undefined): W
   const assistantError = facts.assistantError;
   const retry = facts.lastApiRetry;
   const describe = (): string =>
-    assistantError?.text ||
-    (retry ? `API retry ${retry.attempt ?? '?'}: ${retry.errorStatus ?? ''} ${retry.error ?? ''}`.trim() : 'unknown');
+    assistantError?.text || (retry ? `API retry ${retry.attempt ?? '?'}: ${retry.errorStatus ?? ''} ${retry.error ?? ''}`.trim() : 'unknown');
   if (facts.retryStatuses.has(401) || facts.retryStatuses.has(403) || facts.authFailure) {
     return { reason: 'not-authenticated', message: describe() };
   }
-  if (
-    facts.retryStatuses.has(429) ||
-    facts.retryErrors.has('rate_limit') ||
-    assistantError?.error === 'rate_limit' ||
-    assistantError?.apiErrorStatus === 429
-  ) {
+  if (facts.retryStatuses.has(429) || facts.retryErrors.has('rate_limit') || assistantError?.error === 'rate_limit' || assistantError?.apiErrorStatus === 429) {
     return rateLimited(facts, describe(), endedAt);
   }
   if (

@@ -38,7 +38,6 @@ export function ensurePlanId(plan: Plan): string {
   return plan.planId as string;
 }
 
-
 export function roundMessage(plan: Plan, round: number, tasks: readonly number[]): { message: string; trailers: Array<[string, string]> } {
   const subjects = tasks.map((i) => `- task ${i}: ${plan.tasks[i]!.subject}`);
   const title = tasks.length === 1 ? `foreman: round ${round}: ${plan.tasks[tasks[0]!]!.subject}` : `foreman: round ${round}: tasks ${tasks.join(', ')}`;

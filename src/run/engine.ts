@@ -98,7 +98,10 @@ export const engineConfig = (settings: RunSettings, logDir: string): EngineConfi
 });
 
 /** A failed record as the step function tells it: work the tip conflicts with (step `integrate`), or git failing. */
-export const recordFailureOf = (failure: GitFailure): RecordFailure => ({ kind: failure.step === 'integrate' ? 'conflict' : 'git', message: describeGitFailure(failure) });
+export const recordFailureOf = (failure: GitFailure): RecordFailure => ({
+  kind: failure.step === 'integrate' ? 'conflict' : 'git',
+  message: describeGitFailure(failure),
+});
 
 /** Runs the functions given to it one after another, in call order: the lane. */
 export function lane() {
@@ -204,7 +207,10 @@ export async function runEngine(
 
   /** Runs `work`, posting its event; a rejection is a bug and stops the engine. */
   const later = <T>(work: Promise<T>, toEvent: (value: T) => EngineEvent) => {
-    work.then((value) => inbox.post(toEvent(value)), (error: unknown) => inbox.fail(error));
+    work.then(
+      (value) => inbox.post(toEvent(value)),
+      (error: unknown) => inbox.fail(error),
+    );
   };
 
   const startWorker = (effect: Extract<EngineEffect, { type: 'start-worker' }>, current: EngineState) => {
@@ -218,7 +224,9 @@ export async function runEngine(
     const recheck = effect.recheck;
     const ready: Promise<Result<string, string>> =
       effect.resume !== undefined
-        ? Promise.resolve(kept !== undefined ? { ok: true, value: kept } : { ok: false, error: `task ${effect.task}'s paused attempt has no worktree to resume in` })
+        ? Promise.resolve(
+            kept !== undefined ? { ok: true, value: kept } : { ok: false, error: `task ${effect.task}'s paused attempt has no worktree to resume in` },
+          )
         : recheck !== undefined
           ? adapters.prepareRecheck(effect.task, recheck, controller.signal)
           : adapters.prepare(effect.task, controller.signal, effect.stack);
@@ -235,7 +243,12 @@ export async function runEngine(
     later(started, (event) => event);
   };
 
-  const workerRequest = async (effect: Extract<EngineEffect, { type: 'start-worker' }>, current: EngineState, dir: string, stop: AbortSignal): Promise<WorkerRequest> => {
+  const workerRequest = async (
+    effect: Extract<EngineEffect, { type: 'start-worker' }>,
+    current: EngineState,
+    dir: string,
+    stop: AbortSignal,
+  ): Promise<WorkerRequest> => {
     const task = current.plan.tasks[effect.task]!;
     // The CLI matches edit rules against real paths: a rule through a symlink matches nothing.
     const root = settings.allowedTools ? dir : await realpath(dir);
@@ -285,7 +298,12 @@ export async function runEngine(
         if (signal.aborted) controller.abort();
         const dir = dirs.get(effect.task);
         if (dir === undefined) throw new Error(`engine: task ${effect.task} has no worktree to verify in`);
-        later(adapters.verify(current.plan, effect.task, { dir, signal: controller.signal }), (verification) => ({ type: 'verified', task: effect.task, verification, now: clock.now() }));
+        later(adapters.verify(current.plan, effect.task, { dir, signal: controller.signal }), (verification) => ({
+          type: 'verified',
+          task: effect.task,
+          verification,
+          now: clock.now(),
+        }));
         return null;
       }
       case 'release-workspace':
@@ -298,7 +316,13 @@ export async function runEngine(
         const { type: _type, ...request } = effect;
         later(
           serialized(() => adapters.record(current.plan, request)),
-          (recorded) => ({ type: 'recorded', tasks: effect.tasks, commit: recorded.ok ? recorded.value : null, failure: recorded.ok ? null : recordFailureOf(recorded.error), now: clock.now() }),
+          (recorded) => ({
+            type: 'recorded',
+            tasks: effect.tasks,
+            commit: recorded.ok ? recorded.value : null,
+            failure: recorded.ok ? null : recordFailureOf(recorded.error),
+            now: clock.now(),
+          }),
         );
         return null;
       }

@@ -143,7 +143,11 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
     if (!setup.ok) return err({ kind: 'setup', problem: setup.error });
     const report = setup.value;
     // What setup found is applied by the step function, as every later change of a task's state.
-    const setUp = step(initialState(plan, engineConfig(settings, dirname(settings.planPath)), Date.now(), report.held), { type: 'set-up', findings: report.findings, now: Date.now() });
+    const setUp = step(initialState(plan, engineConfig(settings, dirname(settings.planPath)), Date.now(), report.held), {
+      type: 'set-up',
+      findings: report.findings,
+      now: Date.now(),
+    });
     plan = setUp.state.plan;
     await save(plan);
     // The probe runs before the run starts: a plan it refuses leaves no half-started run in the
@@ -151,13 +155,29 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
     // what it found is journaled once the run has started, the first line without saying it again.
     const probeEvents: Array<{ event: RunEventBody; said: boolean }> = [];
     if (settings.probe && !context.interrupt.aborted) {
-      const refused = await probeAtSetup(plan, settings, { events: probeEvents, say: context.say, registry, signal: context.interrupt, env, sandbox: sandboxed });
+      const refused = await probeAtSetup(plan, settings, {
+        events: probeEvents,
+        say: context.say,
+        registry,
+        signal: context.interrupt,
+        env,
+        sandbox: sandboxed,
+      });
       if (refused !== null) return err({ kind: 'probe', lines: refused });
     }
     if (settings.gate === null) emit({ type: 'notice', level: 'info', message: noGateNotice(settings.noGate) });
-    emit(runStartedEvent(plan, { planPath: settings.planPath, resumed: report.resumed, concurrency: settings.concurrency, schedule: settings.schedule, mode: 'headless' }));
+    emit(
+      runStartedEvent(plan, {
+        planPath: settings.planPath,
+        resumed: report.resumed,
+        concurrency: settings.concurrency,
+        schedule: settings.schedule,
+        mode: 'headless',
+      }),
+    );
     for (const n of report.notices) emit({ type: 'notice', ...n });
-    for (const a of report.assumptions) emit({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output });
+    for (const a of report.assumptions)
+      emit({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output });
     for (const effect of setUp.effects) if (effect.type === 'emit') emit(effect.event);
     for (const { event, said } of probeEvents) {
       if (said) context.record(event);
@@ -171,7 +191,12 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
     const workerEnv = { ...env, ...excludesFileEnv(env, excludes) };
     const gateOptions = settings.gate === null ? null : { command: settings.gate.command, timeoutMs: settings.gate.timeoutMs, sandbox: sandboxed };
     const stages = { isolation, checkTimeoutMs: settings.checkTimeoutMs, env, registry, sandbox: sandboxed, strictScope: settings.strictScope === true };
-    const landing = lander(isolation, { branch: branch === null ? null : `refs/heads/${branch}`, commit: settings.commit, planPath: settings.planPath, layout });
+    const landing = lander(isolation, {
+      branch: branch === null ? null : `refs/heads/${branch}`,
+      commit: settings.commit,
+      planPath: settings.planPath,
+      layout,
+    });
     // Integrated work an earlier run could not land (a crash, a blocked landing) lands first.
     const before = await landing.land();
     if (before !== null) emit(before);
@@ -185,7 +210,13 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
         release: (task) => isolation.release(task),
         runWorker: async (request) => {
           const run = await recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) =>
-            runWorker({ ...request, env: workerEnv, onSpawn, rulesOf: settings.repo, ...(sandboxed ? { sandbox: { allowedDomains: plan.context?.checkNetwork ?? [] } } : {}) }),
+            runWorker({
+              ...request,
+              env: workerEnv,
+              onSpawn,
+              rulesOf: settings.repo,
+              ...(sandboxed ? { sandbox: { allowedDomains: plan.context?.checkNetwork ?? [] } } : {}),
+            }),
           );
           // --widen adds only files the repository has: which of the refused ones it has, at the attempt's start.
           return (settings.widen ?? []).length > 0 ? withTrackedDenials(run, request.cwd, isolation.workspaceOf(request.taskIndex)?.base) : run;
@@ -196,7 +227,8 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
           await logFailedChecks(workerLogPath(dirname(settings.planPath), task), verification.acceptance);
           return verification;
         },
-        gate: (current, request, signal) => (gateOptions === null ? Promise.resolve({ passed: true, output: '', durationMs: 0 }) : isolation.runGate(current, request, gateOptions, signal)),
+        gate: (current, request, signal) =>
+          gateOptions === null ? Promise.resolve({ passed: true, output: '', durationMs: 0 }) : isolation.runGate(current, request, gateOptions, signal),
         record: async (current, request) => {
           const recordedWork = await recordAttempts(stages, current, request);
           if (recordedWork.ok && settings.land === 'continuous') {
@@ -246,13 +278,23 @@ async function withTrackedDenials(run: WorkerRun, dir: string, base: string | un
   const paths = run.permissionDenials.flatMap((denial) => (denial.path !== undefined ? [denial.path] : []));
   if (paths.length === 0 || base === undefined) return run;
   const tracked = (await regularFilesIn(dir, base, paths)) ?? new Set<string>();
-  return { ...run, permissionDenials: run.permissionDenials.map((denial) => (denial.path === undefined ? denial : { ...denial, tracked: tracked.has(denial.path) })) };
+  return {
+    ...run,
+    permissionDenials: run.permissionDenials.map((denial) => (denial.path === undefined ? denial : { ...denial, tracked: tracked.has(denial.path) })),
+  };
 }
 
 async function probeAtSetup(
   plan: Plan,
   settings: HeadlessSettings,
-  context: { events: Array<{ event: RunEventBody; said: boolean }>; say: ((line: string) => void) | null; registry: ProcessRegistry; signal: AbortSignal; env: NodeJS.ProcessEnv; sandbox: boolean },
+  context: {
+    events: Array<{ event: RunEventBody; said: boolean }>;
+    say: ((line: string) => void) | null;
+    registry: ProcessRegistry;
+    signal: AbortSignal;
+    env: NodeJS.ProcessEnv;
+    sandbox: boolean;
+  },
 ): Promise<string[] | null> {
   const emit = (event: RunEventBody) => context.events.push({ event, said: false });
   const checks = probedTasks(plan).reduce((n, i) => n + (plan.tasks[i]!.agent?.acceptanceCriteria?.length ?? 0), 0);
@@ -261,7 +303,16 @@ async function probeAtSetup(
   const probing = `probing ${plural(checks, 'acceptance check')} of the pending tasks in a checkout of HEAD${setupCommand ? ` prepared with \`${setupCommand}\`` : ' (the plan has no context.setupCommand: nothing is installed there)'} (--no-probe skips this)`;
   context.say?.(`foreman: ${probing}`);
   context.events.push({ event: { type: 'notice', level: 'info', message: probing }, said: context.say !== null });
-  const probed = await runProbe(plan, { repo: settings.repo, checkTimeoutMs: settings.checkTimeoutMs, timeoutMs: settings.probeTimeoutMs, timeoutFlag: LIMIT_FLAGS.probe, env: context.env, signal: context.signal, registry: context.registry, sandbox: context.sandbox });
+  const probed = await runProbe(plan, {
+    repo: settings.repo,
+    checkTimeoutMs: settings.checkTimeoutMs,
+    timeoutMs: settings.probeTimeoutMs,
+    timeoutFlag: LIMIT_FLAGS.probe,
+    env: context.env,
+    signal: context.signal,
+    registry: context.registry,
+    sandbox: context.sandbox,
+  });
   if (!probed.ok) {
     emit({ type: 'notice', level: 'warning', message: `the probe could not run: ${describeProbeProblem(probed.error)}` });
     return null;
@@ -275,15 +326,26 @@ async function probeAtSetup(
   const hint = setupCommand ? '' : ' If a check needs installed dependencies, set context.setupCommand (e.g. `npm ci`) in the plan.';
   switch (report.verdict) {
     case 'setup-failed':
-      return [`the plan's setup command \`${setupCommand ?? ''}\` fails in a fresh checkout of HEAD, so its checks cannot be probed: ${problems.join('; ')}. Fix it, or run with --no-probe.`];
+      return [
+        `the plan's setup command \`${setupCommand ?? ''}\` fails in a fresh checkout of HEAD, so its checks cannot be probed: ${problems.join('; ')}. Fix it, or run with --no-probe.`,
+      ];
     case 'problems': {
-      const broken = report.tasks.flatMap((t) => t.checks.filter((c) => c.outcome === 'broken').map((c) => `  task ${t.index}: \`${c.check}\`: ${c.reason ?? 'cannot run'}`));
+      const broken = report.tasks.flatMap((t) =>
+        t.checks.filter((c) => c.outcome === 'broken').map((c) => `  task ${t.index}: \`${c.check}\`: ${c.reason ?? 'cannot run'}`),
+      );
       if (broken.length > 0) {
-        return [`${plural(broken.length, 'acceptance check')} cannot run, so every attempt of ${broken.length === 1 ? 'its task' : 'their tasks'} would fail; nothing was started. Fix the plan (\`${commandHint('plan', 'probe', ownLayout())}\` shows the details), or run with --no-probe.${hint}`, ...broken];
+        return [
+          `${plural(broken.length, 'acceptance check')} cannot run, so every attempt of ${broken.length === 1 ? 'its task' : 'their tasks'} would fail; nothing was started. Fix the plan (\`${commandHint('plan', 'probe', ownLayout())}\` shows the details), or run with --no-probe.${hint}`,
+          ...broken,
+        ];
       }
       const vacuous = report.tasks.filter((t) => t.verdict === 'vacuous');
       const lines = vacuous.map((t) => `task ${t.index} (${t.subject}): every acceptance check passes before the work is done, so they prove nothing about it`);
-      if (settings.strict) return [`${plural(vacuous.length, 'vacuous task')} refused (--strict); give each a check that fails until its work is done:`, ...lines.map((l) => `  ${l}`)];
+      if (settings.strict)
+        return [
+          `${plural(vacuous.length, 'vacuous task')} refused (--strict); give each a check that fails until its work is done:`,
+          ...lines.map((l) => `  ${l}`),
+        ];
       for (const line of lines) emit({ type: 'notice', level: 'warning', message: `${line} (--strict refuses this)` });
       return null;
     }

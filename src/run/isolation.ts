@@ -9,7 +9,21 @@ import { readFile, readdir, realpath, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { runShell, withForemanLine } from '../adapters/checks.ts';
 import { type Integration, type IntegrationFailure, Integrator, parkedTrailers, parkedWork } from '../adapters/git/integrate.ts';
-import { type ParkKind, commitOf, commonGitDir, deletePlanRefs, dropParked, integrationRef, isAncestor, moveRef, parkedFolders, parkedTasks, readRef, resolveCommit, startIntegrationRef } from '../adapters/git/refs.ts';
+import {
+  type ParkKind,
+  commitOf,
+  commonGitDir,
+  deletePlanRefs,
+  dropParked,
+  integrationRef,
+  isAncestor,
+  moveRef,
+  parkedFolders,
+  parkedTasks,
+  readRef,
+  resolveCommit,
+  startIntegrationRef,
+} from '../adapters/git/refs.ts';
 import { type Landed, type LandingProblem, land, resumeLanding } from '../adapters/git/land.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import { processAlive } from '../adapters/processes.ts';
@@ -134,8 +148,18 @@ export class Isolation {
       runSetup: async (dir, command, signal) => {
         const sandbox = options.sandbox ? await setupCommandSandbox(dir, repo, context.setupNetwork, options.env) : undefined;
         const role = { kind: 'setup-command' as const, task: -1, command };
-        const run = await recorded(options.registry, role, (onSpawn) => runShell(command, { cwd: dir, timeoutMs: setupLimit.ms, env: options.env, signal, onSpawn, ...(sandbox ? { sandbox } : {}) }));
-        options.onSetup?.({ dir, command, exitCode: run.exitCode, timedOut: run.timedOut, timeLimit: setupLimit, durationMs: run.durationMs, ...(sandbox?.npmUnread ? { npmUnread: sandbox.npmUnread } : {}) });
+        const run = await recorded(options.registry, role, (onSpawn) =>
+          runShell(command, { cwd: dir, timeoutMs: setupLimit.ms, env: options.env, signal, onSpawn, ...(sandbox ? { sandbox } : {}) }),
+        );
+        options.onSetup?.({
+          dir,
+          command,
+          exitCode: run.exitCode,
+          timedOut: run.timedOut,
+          timeLimit: setupLimit,
+          durationMs: run.durationMs,
+          ...(sandbox?.npmUnread ? { npmUnread: sandbox.npmUnread } : {}),
+        });
         return { ...run, timeLimit: setupLimit, output: sandbox?.npmUnread ? withForemanLine(run.output, sandbox.npmUnread) : run.output };
       },
     });
@@ -166,7 +190,10 @@ export class Isolation {
    */
   async prepareRecheck(task: number, commit: string, signal?: AbortSignal): Promise<Result<string, string>> {
     const parent = await commitOf(this.repo, `${commit}^`);
-    if (!parent.ok) return err(`the work task ${task}'s last attempt set aside (commit ${commit.slice(0, 12)}) cannot be read: ${describeGitFailure(failureOf(parent.error))}`);
+    if (!parent.ok)
+      return err(
+        `the work task ${task}'s last attempt set aside (commit ${commit.slice(0, 12)}) cannot be read: ${describeGitFailure(failureOf(parent.error))}`,
+      );
     const acquired = await this.pool.acquire(commit, signal);
     if (!acquired.ok) return err(describeProvisionFailure(acquired.error));
     this.slots.set(task, acquired.value);
@@ -232,7 +259,11 @@ export class Isolation {
     for (const task of await parkedTasks(this.repo, this.planId, 'candidate')) {
       const planned = plan.tasks[task];
       const work = planned !== undefined && inProgress(task) ? await parkedWork(this.repo, this.planId, task, 'candidate') : null;
-      const stack = work === null ? null : (stackOfTrailer(await parkedTrailers(this.repo, this.planId, task, 'candidate')) ?? ((await isAncestor(this.repo, work.base, this.current)) ? [] : null));
+      const stack =
+        work === null
+          ? null
+          : (stackOfTrailer(await parkedTrailers(this.repo, this.planId, task, 'candidate')) ??
+            ((await isAncestor(this.repo, work.base, this.current)) ? [] : null));
       if (work === null || stack === null) {
         await dropParked(this.repo, this.planId, task, 'candidate');
         continue;
@@ -248,7 +279,12 @@ export class Isolation {
     const changing = stack.filter((item) => item.work.entries.length > 0);
     if (changing.length === 0) return ok(this.current);
     const tasks = changing.map((item) => item.task);
-    const made = await this.integrator.integrate(null, this.current, { tasks, message: `foreman: candidates ${tasks.join(', ')} stacked`, trailers: [], works: changing.map((item) => item.work) });
+    const made = await this.integrator.integrate(null, this.current, {
+      tasks,
+      message: `foreman: candidates ${tasks.join(', ')} stacked`,
+      trailers: [],
+      works: changing.map((item) => item.work),
+    });
     return made.ok ? made : err(describeGitFailure(integrationFailure(made.error)));
   }
 
@@ -264,14 +300,21 @@ export class Isolation {
     const stacked = await this.stacked(request.works);
     if (!stacked.ok) return { passed: false, output: stacked.error, durationMs: Date.now() - started };
     const acquired = await this.pool.acquire(stacked.value, signal);
-    if (!acquired.ok) return { passed: acquired.error.kind === 'interrupted' ? null : false, output: describeProvisionFailure(acquired.error), durationMs: Date.now() - started };
+    if (!acquired.ok)
+      return {
+        passed: acquired.error.kind === 'interrupted' ? null : false,
+        output: describeProvisionFailure(acquired.error),
+        durationMs: Date.now() - started,
+      };
     const dir = acquired.value.dir;
     try {
       const sandbox = gate.sandbox ? checkSandbox(dir, plan, this.repo) : undefined;
       const role = { kind: 'gate' as const, task: -1, command: gate.command };
       // Headless and in-session alike (`plan setup --gate-timeout`), --gate-timeout sets it.
       const timeLimit: TimeLimit = { ms: gate.timeoutMs, flag: LIMIT_FLAGS.gate };
-      const run = await recorded(this.options.registry, role, (onSpawn) => runShell(gate.command, { cwd: dir, timeoutMs: timeLimit.ms, env: this.options.env, signal, onSpawn, ...(sandbox ? { sandbox } : {}) }));
+      const run = await recorded(this.options.registry, role, (onSpawn) =>
+        runShell(gate.command, { cwd: dir, timeoutMs: timeLimit.ms, env: this.options.env, signal, onSpawn, ...(sandbox ? { sandbox } : {}) }),
+      );
       if (run.aborted) return { passed: null, output: run.output, durationMs: run.durationMs };
       const passed = run.exitCode === 0 && !run.timedOut;
       // The first line says how it ended: what shows the output keeps it (`clipMiddle`).
@@ -297,7 +340,14 @@ export class Isolation {
 
   /** Land the integration tip on the person's branch (or, `worktree` mode, in their files only). */
   land(options: { branch: string | null; mode: LandMode; base?: string }): Promise<Result<Landed, LandingProblem>> {
-    return land({ repo: this.repo, to: this.current, branch: options.branch, mode: options.mode, intentPath: landingIntentPath(this.options.planPath), ...(options.base ? { base: options.base } : {}) });
+    return land({
+      repo: this.repo,
+      to: this.current,
+      branch: options.branch,
+      mode: options.mode,
+      intentPath: landingIntentPath(this.options.planPath),
+      ...(options.base ? { base: options.base } : {}),
+    });
   }
 
   /** The integration tip moves on to HEAD when HEAD holds all of it (the person committed on top). */
@@ -348,11 +398,14 @@ function integrationFailure(failure: IntegrationFailure): GitFailure {
     case 'git-failed':
       return failure.failure;
     case 'moved':
-      return { step: 'update-ref', exitCode: 1, stderr: `the integration ref moved while foreman was writing it (expected ${failure.expected ?? 'none'}, found ${failure.actual ?? 'none'}): another foreman run on the same plan?` };
+      return {
+        step: 'update-ref',
+        exitCode: 1,
+        stderr: `the integration ref moved while foreman was writing it (expected ${failure.expected ?? 'none'}, found ${failure.actual ?? 'none'}): another foreman run on the same plan?`,
+      };
     case 'conflict':
       return { step: 'integrate', exitCode: 1, stderr: `the integration tip changed ${failure.paths.join(', ')} after the attempt started` };
     default:
       return assertNever(failure, 'integration failure');
   }
 }
-

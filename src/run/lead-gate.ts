@@ -46,7 +46,16 @@ export async function readGateState(planPath: string): Promise<GateState | null>
     if (typeof data.id !== 'string' || !Number.isInteger(data.pid) || tasks === null) return null;
     if (data.state === 'running') return { id: data.id, state: 'running', pid: data.pid as number, tasks };
     if (data.state === 'finished' && typeof data.passed === 'boolean' && typeof data.output === 'string' && typeof data.durationMs === 'number') {
-      return { id: data.id, state: 'finished', pid: data.pid as number, tasks, passed: data.passed, stale: data.stale === true, output: data.output, durationMs: data.durationMs };
+      return {
+        id: data.id,
+        state: 'finished',
+        pid: data.pid as number,
+        tasks,
+        passed: data.passed,
+        stale: data.stale === true,
+        output: data.output,
+        durationMs: data.durationMs,
+      };
     }
     return null;
   } catch {
@@ -159,18 +168,35 @@ export async function serveGate(request: ServeRequest): Promise<void> {
   const finish = (result: { passed: boolean; stale: boolean; output: string }) =>
     writeGateState(request.planPath, { ...base, state: 'finished', ...result, output: clipMiddle(result.output, 16_000), durationMs: Date.now() - started });
   try {
-    const opened = await Isolation.open(request.plan, { repo: request.repo, planPath: request.planPath, env: request.env, sandbox: request.sandbox, setupTimeoutMs: request.timeoutMs, registry, role: 'gate' });
+    const opened = await Isolation.open(request.plan, {
+      repo: request.repo,
+      planPath: request.planPath,
+      env: request.env,
+      sandbox: request.sandbox,
+      setupTimeoutMs: request.timeoutMs,
+      registry,
+      role: 'gate',
+    });
     if (!opened.ok) return await finish({ passed: false, stale: true, output: `could not open the plan's integration ref: ${opened.error.stderr}` });
     const isolation = opened.value;
     // The tip moved (the person committed, an approval integrated): this stack is not what the step meant to test.
-    if (isolation.tip !== request.tip) return await finish({ passed: false, stale: true, output: `the integration tip moved from ${request.tip.slice(0, 12)} to ${isolation.tip.slice(0, 12)}` });
+    if (isolation.tip !== request.tip)
+      return await finish({
+        passed: false,
+        stale: true,
+        output: `the integration tip moved from ${request.tip.slice(0, 12)} to ${isolation.tip.slice(0, 12)}`,
+      });
     const works: Array<{ task: number; work: CapturedWork }> = [];
     for (const task of request.tasks) {
       const work = await parkedWork(request.repo, isolation.planId, task, 'candidate');
       if (work === null) return await finish({ passed: false, stale: true, output: `the candidate of task ${task} is gone` });
       works.push({ task, work });
     }
-    const run = await isolation.runGate(request.plan, { tasks: request.tasks, works }, { command: request.command, timeoutMs: request.timeoutMs, sandbox: request.sandbox });
+    const run = await isolation.runGate(
+      request.plan,
+      { tasks: request.tasks, works },
+      { command: request.command, timeoutMs: request.timeoutMs, sandbox: request.sandbox },
+    );
     await finish({ passed: run.passed === true, stale: run.passed === null, output: run.output });
   } finally {
     await registry.clear();

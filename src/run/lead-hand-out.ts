@@ -41,7 +41,14 @@ export async function publishHandOut(plan: Plan, source: HandOutSource): Promise
   const session = claudeSession(source.env);
   if (session === null) return;
   const repo = await realpath(source.repo);
-  await writeHandOut(handOutRoot(source.env), { version: 1, session, repo, planPath: source.planPath, sandbox: source.sandbox, tasks: handedOutTasks(plan, source) });
+  await writeHandOut(handOutRoot(source.env), {
+    version: 1,
+    session,
+    repo,
+    planPath: source.planPath,
+    sandbox: source.sandbox,
+    tasks: handedOutTasks(plan, source),
+  });
 }
 
 /** The undeclared paths the worker hook refused the worker of `task`'s attempt `attempt` in this session (none outside one). */

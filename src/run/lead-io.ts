@@ -77,7 +77,10 @@ export interface LeadIo {
   };
   repository: {
     /** Set a run up (run/setup.ts): what can refuse it, the plan's isolation, what setup found. */
-    setUp(plan: Plan, options: Omit<SetupOptions, 'repo' | 'planPath' | 'git' | 'openIsolation' | 'env'> & IsolationUse): Promise<Result<LeadSetupReport, SetupProblem>>;
+    setUp(
+      plan: Plan,
+      options: Omit<SetupOptions, 'repo' | 'planPath' | 'git' | 'openIsolation' | 'env'> & IsolationUse,
+    ): Promise<Result<LeadSetupReport, SetupProblem>>;
     open(plan: Plan, use: IsolationUse): Promise<Result<LeadIsolation, GitFailure>>;
     /** HEAD's commit, or null before the first. */
     head(): Promise<string | null>;
@@ -125,9 +128,27 @@ export interface LeadPlace {
 export function realLeadIo(place: LeadPlace): LeadIo {
   const env = place.env ?? process.env;
   const open = (plan: Plan, use: IsolationUse) =>
-    Isolation.open(plan, { repo: place.repo, planPath: place.planPath, env, sandbox: use.sandbox, setupTimeoutMs: use.checkTimeoutMs, ...(use.registry ? { registry: use.registry } : {}) });
+    Isolation.open(plan, {
+      repo: place.repo,
+      planPath: place.planPath,
+      env,
+      sandbox: use.sandbox,
+      setupTimeoutMs: use.checkTimeoutMs,
+      ...(use.registry ? { registry: use.registry } : {}),
+    });
   const forStep = (isolation: Isolation, use: IsolationUse) =>
-    leadIsolation(isolation, { isolation, checkTimeoutMs: use.checkTimeoutMs, env, ...(use.registry ? { registry: use.registry } : {}), sandbox: use.sandbox, ...(use.strictScope ? { strictScope: true } : {}) }, place);
+    leadIsolation(
+      isolation,
+      {
+        isolation,
+        checkTimeoutMs: use.checkTimeoutMs,
+        env,
+        ...(use.registry ? { registry: use.registry } : {}),
+        sandbox: use.sandbox,
+        ...(use.strictScope ? { strictScope: true } : {}),
+      },
+      place,
+    );
   return {
     now: () => Date.now(),
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
@@ -142,13 +163,22 @@ export function realLeadIo(place: LeadPlace): LeadIo {
         }
       },
       async lastSeen(runId) {
-        const last = (await readJournal(journalPathFor(place.planPath))).events.filter((e) => e.runId === runId).reduce((latest, e) => Math.max(latest, Date.parse(e.at)), 0);
+        const last = (await readJournal(journalPathFor(place.planPath))).events
+          .filter((e) => e.runId === runId)
+          .reduce((latest, e) => Math.max(latest, Date.parse(e.at)), 0);
         return last > 0 ? last : null;
       },
     },
     repository: {
       async setUp(plan, options) {
-        const set = await setupRun(plan, { ...options, repo: place.repo, planPath: place.planPath, git: place.git, env, openIsolation: () => open(plan, options) });
+        const set = await setupRun(plan, {
+          ...options,
+          repo: place.repo,
+          planPath: place.planPath,
+          git: place.git,
+          env,
+          openIsolation: () => open(plan, options),
+        });
         return set.ok ? ok({ ...set.value, isolation: forStep(set.value.isolation, options) }) : set;
       },
       async open(plan, use) {
@@ -211,7 +241,8 @@ function leadIsolation(isolation: Isolation, stages: StageContext, place: LeadPl
     prepareRecheck: (task, commit) => isolation.prepareRecheck(task, commit),
     async verifyRecheck(plan, task) {
       const workspace = isolation.workspaceOf(task);
-      if (workspace === null) return { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [], captureFailure: `task ${task} has no re-check worktree` };
+      if (workspace === null)
+        return { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [], captureFailure: `task ${task} has no re-check worktree` };
       return verifyAttempt(stages, plan, task, { dir: workspace.dir });
     },
     release: (task) => isolation.release(task),
@@ -224,7 +255,12 @@ function leadIsolation(isolation: Isolation, stages: StageContext, place: LeadPl
  * so the spot-check fails for every declared file; a task that declares none is checked in a
  * worktree of the integration tip.
  */
-async function verifySubagent(stages: StageContext, plan: Plan, index: number, input: { worktree?: string; base?: string; kept: string[]; repo: string }): Promise<Verification> {
+async function verifySubagent(
+  stages: StageContext,
+  plan: Plan,
+  index: number,
+  input: { worktree?: string; base?: string; kept: string[]; repo: string },
+): Promise<Verification> {
   if (input.worktree !== undefined) {
     // The base must be where the worktree started: else (a lost session) its HEAD is.
     const head = await resolveCommit(input.worktree);
@@ -234,7 +270,13 @@ async function verifySubagent(stages: StageContext, plan: Plan, index: number, i
   const task = plan.tasks[index]!;
   const { create, modify } = task.metadata.files;
   if (create.length > 0 || modify.length > 0) {
-    return { missingCreated: [...create], unchangedModified: [...modify], outsideChanges: [], acceptance: [], work: { base: input.base ?? stages.isolation.tip, entries: [] } };
+    return {
+      missingCreated: [...create],
+      unchangedModified: [...modify],
+      outsideChanges: [],
+      acceptance: [],
+      work: { base: input.base ?? stages.isolation.tip, entries: [] },
+    };
   }
   const prepared = await stages.isolation.prepare(index);
   if (!prepared.ok) return { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [], captureFailure: prepared.error };

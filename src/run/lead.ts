@@ -51,7 +51,20 @@ import { promptsDirFor } from './archive.ts';
 import { ensurePlanId } from './commit.ts';
 import { type LeadIo, type LeadIsolation, type LeadPlace, realLeadIo } from './lead-io.ts';
 import { finishPlan, lander, noGateNotice, runFinishedEvent, runStartedEvent } from './lifecycle.ts';
-import { type StepHooks, StepRun, commitEvents, finalizeEvent, gateVerdictEvents, landedEvents, nextEvents, post, runEnd, sessionEndedEvents, setUpEvent, setupEvents } from './session-driver.ts';
+import {
+  type StepHooks,
+  StepRun,
+  commitEvents,
+  finalizeEvent,
+  gateVerdictEvents,
+  landedEvents,
+  nextEvents,
+  post,
+  runEnd,
+  sessionEndedEvents,
+  setUpEvent,
+  setupEvents,
+} from './session-driver.ts';
 import {
   type BaselineState,
   type GateRunRecord,
@@ -138,7 +151,9 @@ function startRun(plan: Plan, ctx: Lead, session: Session, resumed: boolean): vo
   session.runId = newRunId();
   session.runFinished = false;
   session.startedAt = new Date(ctx.io.now()).toISOString();
-  journal(ctx.io, session.runId, [runStartedEvent(plan, { planPath: ctx.planPath, resumed, concurrency: session.concurrency, schedule: 'rounds', mode: 'session' })]);
+  journal(ctx.io, session.runId, [
+    runStartedEvent(plan, { planPath: ctx.planPath, resumed, concurrency: session.concurrency, schedule: 'rounds', mode: 'session' }),
+  ]);
 }
 
 /** Ends the session's run (`run-finished`), once, as the lifecycle words it; `lastMs`: when it was last seen working (else now). */
@@ -155,7 +170,11 @@ function finishRun(
   session.runFinished = true;
   const durationMs = Math.max(0, lastMs - Date.parse(session.startedAt));
   journal(ctx.io, session.runId, [
-    runFinishedEvent(plan, { ...end, durationMs: Number.isFinite(durationMs) ? durationMs : 0 }, { layout: ownLayout(), planPath: ctx.planPath, landing, archived, resumeHint: `/foreman:execute again` }),
+    runFinishedEvent(
+      plan,
+      { ...end, durationMs: Number.isFinite(durationMs) ? durationMs : 0 },
+      { layout: ownLayout(), planPath: ctx.planPath, landing, archived, resumeHint: `/foreman:execute again` },
+    ),
   ]);
 }
 
@@ -179,7 +198,9 @@ async function syncHandOut(plan: Plan, ctx: Lead, session: Session): Promise<voi
   const sandbox = session.sandbox ?? (await ctx.io.sandbox());
   await ctx.io.handOut.publish(plan, {
     running: session.engine === null ? [] : tasksIn(session.engine, new Set(['running'])),
-    sandbox: sandbox.sandboxed ? { available: true, network: plan.context?.checkNetwork ?? [] } : { available: false, reason: sandbox.unavailable ?? '--sandbox off' },
+    sandbox: sandbox.sandboxed
+      ? { available: true, network: plan.context?.checkNetwork ?? [] }
+      : { available: false, reason: sandbox.unavailable ?? '--sandbox off' },
     promptFile: (index) => promptPathFor(ctx.planPath, index),
   });
 }
@@ -220,10 +241,12 @@ class PlanWrites {
 
   /** The edits kept aside by this step, said once: journaled with `run`'s events, and for the step's output. */
   report(run: StepRun): Notice[] {
-    const notices = this.kept.splice(0).map((kept): Notice => ({
-      level: 'warning',
-      message: `${this.planPath} was changed while \`plan ${this.step}\` held it: the step did not take the change in, and kept it, byte for byte, in ${kept}. To use it, copy ${kept} over ${this.planPath}: the next step works with it`,
-    }));
+    const notices = this.kept.splice(0).map(
+      (kept): Notice => ({
+        level: 'warning',
+        message: `${this.planPath} was changed while \`plan ${this.step}\` held it: the step did not take the change in, and kept it, byte for byte, in ${kept}. To use it, copy ${kept} over ${this.planPath}: the next step works with it`,
+      }),
+    );
     for (const notice of notices) run.note({ type: 'notice', ...notice });
     return notices;
   }
@@ -235,7 +258,13 @@ function engineOf(session: Session, plan: Plan, ctx: Lead): EngineState {
 }
 
 /** Land the integration tip on the session's branch (as commits, never over a change of the person's), and tell the step function. */
-async function land(state: EngineState, isolation: LeadIsolation, session: Session, ctx: Lead, run: StepRun): Promise<{ state: EngineState; landing: LandingReport; notices: Notice[] }> {
+async function land(
+  state: EngineState,
+  isolation: LeadIsolation,
+  session: Session,
+  ctx: Lead,
+  run: StepRun,
+): Promise<{ state: EngineState; landing: LandingReport; notices: Notice[] }> {
   const landing = lander(isolation, { branch: session.branch, commit: true, planPath: ctx.planPath, layout: ownLayout() });
   const notice = await landing.land();
   const report: LandingReport = { ...landing.state };
@@ -247,9 +276,22 @@ async function land(state: EngineState, isolation: LeadIsolation, session: Sessi
  * The close of a step that landed (`setup`, `commit`): when the run ended, the plan is finished
  * (archived once all is done); the step's events are journaled and the run's end recorded.
  */
-async function closeLandedStep(state: EngineState, landing: LandingReport, run: StepRun, isolation: LeadIsolation, session: Session, ctx: Lead, writes: PlanWrites) {
+async function closeLandedStep(
+  state: EngineState,
+  landing: LandingReport,
+  run: StepRun,
+  isolation: LeadIsolation,
+  session: Session,
+  ctx: Lead,
+  writes: PlanWrites,
+) {
   const end = runEnd(state, run);
-  const { archived, notice } = await finishPlan(end, state.plan, isolation, { planPath: ctx.planPath, landed: landing.landed, save: writes.write, endGate: ctx.io.gate.end });
+  const { archived, notice } = await finishPlan(end, state.plan, isolation, {
+    planPath: ctx.planPath,
+    landed: landing.landed,
+    save: writes.write,
+    endGate: ctx.io.gate.end,
+  });
   if (notice !== null) run.note(notice);
   const kept = writes.report(run);
   journal(ctx.io, session.runId, run);
@@ -324,15 +366,25 @@ interface GateDriving {
  */
 async function launchRun(driving: GateDriving, tasks: number[], state: EngineState): Promise<boolean> {
   const { ctx, session, isolation } = driving;
-  const record: GateRunRecord = { id: `${ctx.io.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`, tasks, tip: isolation.tip, startedAt: new Date(ctx.io.now()).toISOString() };
+  const record: GateRunRecord = {
+    id: `${ctx.io.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
+    tasks,
+    tip: isolation.tip,
+    startedAt: new Date(ctx.io.now()).toISOString(),
+  };
   session.gate.current = record;
   // Saved before it starts, with the state that gates these tasks: a step killed now finds the run and starts it again.
   session.engine = state;
   await writeSession(ctx.planPath, session);
-  const started = await ctx.io.gate.launch({ repo: isolation.repo, planPath: ctx.planPath, env: ctx.env ?? process.env, config: session.gate.config!, sandbox: await sandboxedIn(session, ctx.io) }, record);
+  const started = await ctx.io.gate.launch(
+    { repo: isolation.repo, planPath: ctx.planPath, env: ctx.env ?? process.env, config: session.gate.config!, sandbox: await sandboxedIn(session, ctx.io) },
+    record,
+  );
   if (started.ok) return true;
   session.gate.current = null;
-  driving.notices.push(`could not start the gate process (\`plan gate --serve\`): ${started.error}; run \`${commandHint('plan', 'commit', ownLayout())}\` again`);
+  driving.notices.push(
+    `could not start the gate process (\`plan gate --serve\`): ${started.error}; run \`${commandHint('plan', 'commit', ownLayout())}\` again`,
+  );
   return false;
 }
 
@@ -368,7 +420,9 @@ async function driveGate(state: EngineState, driving: GateDriving, deadline: num
       }
       if (gateState.stale || isolation.tip !== out.tip) {
         // Nothing was tested on the tip as it is now: the same stack runs again.
-        driving.notices.push(`the gate run on tasks ${out.tasks.join(', ')} is run again: ${gateState.stale ? gateState.output : 'the integration tip moved while it ran'}`);
+        driving.notices.push(
+          `the gate run on tasks ${out.tasks.join(', ')} is run again: ${gateState.stale ? gateState.output : 'the integration tip moved while it ran'}`,
+        );
         if (!(await launchRun(driving, out.tasks, current))) return { state: current };
         continue;
       }
@@ -384,7 +438,9 @@ async function driveGate(state: EngineState, driving: GateDriving, deadline: num
       continue;
     }
     // The process is gone without a result (killed): its stack is tested again.
-    driving.notices.push(`the gate process for ${out.tasks.length === 0 ? 'the starting commit' : `tasks ${out.tasks.join(', ')}`} ended without a result: it runs again`);
+    driving.notices.push(
+      `the gate process for ${out.tasks.length === 0 ? 'the starting commit' : `tasks ${out.tasks.join(', ')}`} ended without a result: it runs again`,
+    );
     if (!(await launchRun(driving, out.tasks, current))) return { state: current };
   }
 }
@@ -463,7 +519,9 @@ export interface SetupOutput {
 function verifiedEarlier(engine: EngineState | null): HeldCandidate[] {
   if (engine === null) return [];
   return [...engine.attempts.values()].flatMap((a) =>
-    a.stage === 'verified' && a.held !== true && a.work !== undefined && a.decision?.kind === 'completed' ? [{ task: a.task, work: a.work, result: a.decision.result }] : [],
+    a.stage === 'verified' && a.held !== true && a.work !== undefined && a.decision?.kind === 'completed'
+      ? [{ task: a.task, work: a.work, result: a.decision.result }]
+      : [],
   );
 }
 
@@ -506,7 +564,13 @@ export async function leadSetup(given: Plan, context: LeadContext, settings: Set
   }
   const gateCommand = settings.noGate === true ? undefined : (settings.gate ?? plan.context?.testCommand);
   const gateConfig: SessionGateConfig | null =
-    gateCommand === undefined || gateCommand.trim() === '' ? null : { command: gateCommand, batchSize: settings.gateBatch ?? DEFAULTS.gateBatch, timeoutMs: settings.gateTimeoutMs ?? settings.checkTimeoutMs ?? DEFAULTS.checkTimeoutMs };
+    gateCommand === undefined || gateCommand.trim() === ''
+      ? null
+      : {
+          command: gateCommand,
+          batchSize: settings.gateBatch ?? DEFAULTS.gateBatch,
+          timeoutMs: settings.gateTimeoutMs ?? settings.checkTimeoutMs ?? DEFAULTS.checkTimeoutMs,
+        };
   const session: Session = {
     ...defaultSession(),
     concurrency: settings.concurrency ?? DEFAULTS.concurrency,
@@ -517,14 +581,16 @@ export async function leadSetup(given: Plan, context: LeadContext, settings: Set
     strictScope: settings.strictScope === true,
     gate: { config: gateConfig, current: null },
   };
-  const setup = await io.repository.setUp(plan, {
-    checkTimeoutMs: session.checkTimeoutMs,
-    registry,
-    verified: verified.map((v) => v.task),
-    sandbox: sandbox.sandboxed,
-    // Approved work joins the merge queue when a gate will run (as headless).
-    gated: gateConfig !== null,
-  }).finally(() => registry.clear());
+  const setup = await io.repository
+    .setUp(plan, {
+      checkTimeoutMs: session.checkTimeoutMs,
+      registry,
+      verified: verified.map((v) => v.task),
+      sandbox: sandbox.sandboxed,
+      // Approved work joins the merge queue when a gate will run (as headless).
+      gated: gateConfig !== null,
+    })
+    .finally(() => registry.clear());
   if (!setup.ok) return setup;
   const report = setup.value;
   // What setup found is applied by the step function, as every later change of a task's state.
@@ -534,10 +600,17 @@ export async function leadSetup(given: Plan, context: LeadContext, settings: Set
   const isolation = report.isolation;
   report.notices.push(...sandboxNotices(sandbox));
   if ((settings.speculate ?? 0) > 0 && gateConfig !== null) {
-    report.notices.push({ level: 'info', message: `no speculation in a session: each subagent starts from your branch's HEAD, so a dependant starts once its blockers' work has passed the gate and landed (a headless run builds dependants on candidates: execute --speculate)` });
+    report.notices.push({
+      level: 'info',
+      message: `no speculation in a session: each subagent starts from your branch's HEAD, so a dependant starts once its blockers' work has passed the gate and landed (a headless run builds dependants on candidates: execute --speculate)`,
+    });
   }
   if (orphans.length > 0) report.notices.unshift({ level: 'warning', message: describeOrphans(orphans) });
-  if (endedGate.length > 0) report.notices.unshift({ level: 'warning', message: `stopped ${endedGate.join(', ')} left running by an earlier session: its candidates are tested again` });
+  if (endedGate.length > 0)
+    report.notices.unshift({
+      level: 'warning',
+      message: `stopped ${endedGate.join(', ')} left running by an earlier session: its candidates are tested again`,
+    });
   await writes.save(plan);
 
   // An earlier session's run that no step finished ended with that session, some time after its last event.
@@ -553,7 +626,9 @@ export async function leadSetup(given: Plan, context: LeadContext, settings: Set
   await rm(promptsDirFor(ctx.planPath), { recursive: true, force: true });
   startRun(plan, ctx, session, report.resumed);
   journal(io, session.runId, [
-    ...report.assumptions.map((a): RunEventBody => ({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output })),
+    ...report.assumptions.map(
+      (a): RunEventBody => ({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output }),
+    ),
     ...setupSkips,
     ...(report.approved.commit !== null ? [{ type: 'round-committed', round: 0, tasks: report.approved.tasks, commit: report.approved.commit } as const] : []),
   ]);
@@ -599,7 +674,12 @@ export async function leadSetup(given: Plan, context: LeadContext, settings: Set
     },
     blocked: report.blocked.map((i) => ({ index: i, subject: state.plan.tasks[i]!.subject, reason: clip(state.plan.tasks[i]!.result ?? '') })),
     skipped: [...setupSkips.map((s) => ({ index: s.task, subject: s.subject, rootCause: s.rootCause })), ...skipRefs(run)],
-    notices: [...report.notices, ...driving.notices.map((message): Notice => ({ level: 'warning', message })), ...kept, ...(notice !== null ? [{ level: notice.level, message: notice.message }] : [])],
+    notices: [
+      ...report.notices,
+      ...driving.notices.map((message): Notice => ({ level: 'warning', message })),
+      ...kept,
+      ...(notice !== null ? [{ level: notice.level, message: notice.message }] : []),
+    ],
     counts,
     pending: counts.pending,
     nothingToDo: counts.pending === 0,
@@ -688,42 +768,62 @@ export async function leadNext(plan: Plan, context: LeadContext, options: { conc
   let recheckIsolation: Promise<Result<LeadIsolation, GitFailure>> | null = null;
   const registry = new ProcessRegistry(registryPathFor(ctx.planPath));
   const isolationForRecheck = (): Promise<Result<LeadIsolation, GitFailure>> =>
-    (recheckIsolation ??= sandboxedIn(session, io).then((sandbox) => io.repository.open(plan, { sandbox, checkTimeoutMs: session.checkTimeoutMs, registry, strictScope: session.strictScope })));
+    (recheckIsolation ??= sandboxedIn(session, io).then((sandbox) =>
+      io.repository.open(plan, { sandbox, checkTimeoutMs: session.checkTimeoutMs, registry, strictScope: session.strictScope }),
+    ));
   // A re-check that could not be made ready fails its verification: a worker does the task next.
   const unprepared = new Map<number, string>();
-  const run = new StepRun({
-    save: writes.save,
-    verify: async (task, current) => {
-      const opened = await isolationForRecheck();
-      const why = unprepared.get(task) ?? (opened.ok ? null : `the plan's integration ref cannot be opened: ${describeGitFailure(opened.error)}`);
-      if (why !== null || !opened.ok) return { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [], captureFailure: why ?? '' };
-      return opened.value.verifyRecheck(current.plan, task);
-    },
-    release: async (task) => {
-      const opened = await isolationForRecheck();
-      if (opened.ok) opened.value.release(task);
-      return [];
-    },
-    startWorker: async (effect, current) => {
-      if (effect.recheck !== undefined) {
+  const run = new StepRun(
+    {
+      save: writes.save,
+      verify: async (task, current) => {
         const opened = await isolationForRecheck();
-        const prepared = opened.ok ? await opened.value.prepareRecheck(effect.task, effect.recheck) : null;
-        if (prepared !== null && !prepared.ok) unprepared.set(effect.task, prepared.error);
-        return [{ type: 'worker-finished', task: effect.task, run: recheckRun(''), now: io.now() }];
-      }
-      // Setup refuses a repository without a commit; without one nothing can be handed out.
-      if (head === null) throw new Error('no commit to hand work out from');
-      const task = current.plan.tasks[effect.task]!;
-      const promptFile = promptPathFor(ctx.planPath, effect.task);
-      await mkdir(promptsDirFor(ctx.planPath), { recursive: true });
-      await writeFile(promptFile, workerPrompt(current.plan, effect.task, { maxAttempts: current.config.maxAttempts }));
-      session.handedOut[String(effect.task)] = { at: new Date(io.now()).toISOString(), base: head };
-      tasks.push({ index: effect.task, subject: task.subject, activeForm: task.activeForm ?? task.subject, model: modelOf(task), attempt: effect.attempt, promptFile, isolation: 'worktree', base: head });
+        const why = unprepared.get(task) ?? (opened.ok ? null : `the plan's integration ref cannot be opened: ${describeGitFailure(opened.error)}`);
+        if (why !== null || !opened.ok) return { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [], captureFailure: why ?? '' };
+        return opened.value.verifyRecheck(current.plan, task);
+      },
+      release: async (task) => {
+        const opened = await isolationForRecheck();
+        if (opened.ok) opened.value.release(task);
+        return [];
+      },
+      startWorker: async (effect, current) => {
+        if (effect.recheck !== undefined) {
+          const opened = await isolationForRecheck();
+          const prepared = opened.ok ? await opened.value.prepareRecheck(effect.task, effect.recheck) : null;
+          if (prepared !== null && !prepared.ok) unprepared.set(effect.task, prepared.error);
+          return [{ type: 'worker-finished', task: effect.task, run: recheckRun(''), now: io.now() }];
+        }
+        // Setup refuses a repository without a commit; without one nothing can be handed out.
+        if (head === null) throw new Error('no commit to hand work out from');
+        const task = current.plan.tasks[effect.task]!;
+        const promptFile = promptPathFor(ctx.planPath, effect.task);
+        await mkdir(promptsDirFor(ctx.planPath), { recursive: true });
+        await writeFile(promptFile, workerPrompt(current.plan, effect.task, { maxAttempts: current.config.maxAttempts }));
+        session.handedOut[String(effect.task)] = { at: new Date(io.now()).toISOString(), base: head };
+        tasks.push({
+          index: effect.task,
+          subject: task.subject,
+          activeForm: task.activeForm ?? task.subject,
+          model: modelOf(task),
+          attempt: effect.attempt,
+          promptFile,
+          isolation: 'worktree',
+          base: head,
+        });
+      },
     },
-  }, io.now);
+    io.now,
+  );
   if (!state.finished) state = await post(state, nextEvents(unlanded, options.concurrency, io.now()), run);
   if (recheckIsolation !== null) await registry.clear();
-  const rechecked = run.of('task-finished').map((e) => ({ index: e.task, subject: e.subject, outcome: e.outcome, ...(e.reason !== undefined ? { reason: clip(e.reason) } : {}), warnings: e.warnings ?? [] }));
+  const rechecked = run.of('task-finished').map((e) => ({
+    index: e.task,
+    subject: e.subject,
+    outcome: e.outcome,
+    ...(e.reason !== undefined ? { reason: clip(e.reason) } : {}),
+    warnings: e.warnings ?? [],
+  }));
   session.engine = state;
   const keptEdits = writes.report(run);
   journal(io, session.runId, run);
@@ -788,7 +888,9 @@ export interface WorkerResult {
 }
 
 /** Why `finalize` stopped: a result naming a worktree that is not a subagent's, or git failing. */
-export type FinalizeProblem = { kind: 'bad-worktree'; task: number; message: string } | { kind: 'git-failed'; task: number; doing: string; failure: GitFailure };
+export type FinalizeProblem =
+  | { kind: 'bad-worktree'; task: number; message: string }
+  | { kind: 'git-failed'; task: number; doing: string; failure: GitFailure };
 
 /** What became of a result: the journal's outcome of its attempt, or `ignored` (not a task in progress). */
 export type FinalizeOutcome = TaskOutcome | 'ignored';
@@ -858,25 +960,38 @@ export async function leadFinalize(
   const out: FinalizeOutput['results'] = [];
   const seen = new Set<number>();
   const writes = await PlanWrites.of(ctx, 'finalize');
-  const run = new StepRun({
-    save: writes.save,
-    verify: (task, current) => {
-      const handed = session.handedOut[String(task)];
-      const worktree = worktrees.get(task);
-      return isolation.verify(current.plan, task, { ...(worktree !== undefined ? { worktree } : {}), ...(handed !== undefined ? { base: handed.base } : {}) });
+  const run = new StepRun(
+    {
+      save: writes.save,
+      verify: (task, current) => {
+        const handed = session.handedOut[String(task)];
+        const worktree = worktrees.get(task);
+        return isolation.verify(current.plan, task, {
+          ...(worktree !== undefined ? { worktree } : {}),
+          ...(handed !== undefined ? { base: handed.base } : {}),
+        });
+      },
+      release: async (task) => {
+        delete session.handedOut[String(task)];
+        const worktree = worktrees.get(task);
+        // What Claude Code made for the subagent is removed once its work is captured (or dropped).
+        const problem = worktree === undefined ? null : await io.subagents.remove(worktree);
+        return problem !== null ? [`could not remove the subagent's worktree ${worktree}: ${problem}`] : [];
+      },
     },
-    release: async (task) => {
-      delete session.handedOut[String(task)];
-      const worktree = worktrees.get(task);
-      // What Claude Code made for the subagent is removed once its work is captured (or dropped).
-      const problem = worktree === undefined ? null : await io.subagents.remove(worktree);
-      return problem !== null ? [`could not remove the subagent's worktree ${worktree}: ${problem}`] : [];
-    },
-  }, io.now);
+    io.now,
+  );
   for (const { task: index, output } of results) {
     const task = state.plan.tasks[index];
     if (!task) {
-      out.push({ index, subject: '', outcome: 'ignored', attempt: 0, reason: `there is no task ${index} (the plan has ${state.plan.tasks.length})`, warnings: [] });
+      out.push({
+        index,
+        subject: '',
+        outcome: 'ignored',
+        attempt: 0,
+        reason: `there is no task ${index} (the plan has ${state.plan.tasks.length})`,
+        warnings: [],
+      });
       continue;
     }
     const attempt = state.attempts.get(index);
@@ -886,7 +1001,14 @@ export async function leadFinalize(
         : attempt !== undefined
           ? 'its work is verified already and waits for `plan commit`'
           : `it is ${statusOf(task)}, not in progress (settled already?)`;
-      out.push({ index, subject: task.subject, outcome: 'ignored', attempt: attempt?.number ?? 0, reason: `task ${index} was left as it is: ${why}`, warnings: [] });
+      out.push({
+        index,
+        subject: task.subject,
+        outcome: 'ignored',
+        attempt: attempt?.number ?? 0,
+        reason: `task ${index} was left as it is: ${why}`,
+        warnings: [],
+      });
       continue;
     }
     seen.add(index);
@@ -929,15 +1051,32 @@ export async function leadFinalize(
   const breaker: BreakerDecision = tripped
     ? { trip: true, totalTasks: state.plan.tasks.length, pendingCount: tripped.pendingCount, wouldBeSkipped: tripped.wouldBeSkipped }
     : { trip: false, totalTasks: state.plan.tasks.length, pendingCount: counts.pending, wouldBeSkipped: skipped.length };
-  const retry = out.filter((r) => r.outcome === 'retry').map((r) => ({ index: r.index, subject: r.subject, attempt: r.attempt + 1, reason: clip(r.reason ?? '', 300) }));
+  const retry = out
+    .filter((r) => r.outcome === 'retry')
+    .map((r) => ({ index: r.index, subject: r.subject, attempt: r.attempt + 1, reason: clip(r.reason ?? '', 300) }));
   const settled = out.filter((r) => r.outcome !== 'ignored');
   const done = settled.filter((r) => r.outcome === 'completed' || r.outcome === 'awaiting_approval').length;
   const verifiedWaiting = tasksIn(state, new Set(['verified', 'recording', 'queued', 'gating'])).length;
-  const tail = [retry.length > 0 ? `${retry.length} to retry` : '', skipped.length > 0 ? `${skipped.length} skipped` : '', breaker.trip ? 'circuit breaker tripped' : ''].filter(Boolean);
+  const tail = [
+    retry.length > 0 ? `${retry.length} to retry` : '',
+    skipped.length > 0 ? `${skipped.length} skipped` : '',
+    breaker.trip ? 'circuit breaker tripped' : '',
+  ].filter(Boolean);
   // Verified work counts as completed here: `commit` integrates it next.
   const summary = `Round ${state.round + 1}: ${done}/${settled.length} tasks completed (${counts.completed + verifiedWaiting}/${state.plan.tasks.length} overall)${tail.length > 0 ? `; ${tail.join(', ')}` : ''}`;
   const said: Notice[] = [...(orphans.length > 0 ? [{ level: 'warning' as const, message: describeOrphans(orphans) }] : []), ...keptEdits];
-  return ok({ round: state.round + 1, results: out, retry, skipped, breaker, counts, complete: isComplete(state.plan), summary, ...(limit !== null ? { limit } : {}), ...(said.length > 0 ? { notices: said } : {}) });
+  return ok({
+    round: state.round + 1,
+    results: out,
+    retry,
+    skipped,
+    breaker,
+    counts,
+    complete: isComplete(state.plan),
+    summary,
+    ...(limit !== null ? { limit } : {}),
+    ...(said.length > 0 ? { notices: said } : {}),
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -984,15 +1123,18 @@ export async function leadCommit(plan: Plan, context: LeadContext, options: { wa
   const driving: GateDriving = { ctx, session, isolation, run: new StepRun(writes, io.now), notices: [] };
   let failure: GitFailure | null = null;
   const hooks = recordingHooks(driving);
-  const run = new StepRun({
-    save: writes.save,
-    ...hooks,
-    record: async (state, request) => {
-      const recorded = await hooks.record!(state, request);
-      if (!recorded.ok && recorded.error.step !== 'integrate') failure = recorded.error;
-      return recorded;
+  const run = new StepRun(
+    {
+      save: writes.save,
+      ...hooks,
+      record: async (state, request) => {
+        const recorded = await hooks.record!(state, request);
+        if (!recorded.ok && recorded.error.step !== 'integrate') failure = recorded.error;
+        return recorded;
+      },
     },
-  }, io.now);
+    io.now,
+  );
   driving.run = run;
   let state = engineOf(session, plan, ctx);
   let baselineOutput: string | undefined;
@@ -1012,7 +1154,12 @@ export async function leadCommit(plan: Plan, context: LeadContext, options: { wa
   const refused = state.stop?.baselineFailure;
   if (refused !== undefined) {
     await writeSession(ctx.planPath, session);
-    return err({ kind: 'baseline-failed', command: session.gate.config?.command ?? '', tip: isolation.tip, output: baselineOutput ?? clipTail(refused.output.trim(), 2000) });
+    return err({
+      kind: 'baseline-failed',
+      command: session.gate.config?.command ?? '',
+      tip: isolation.tip,
+      output: baselineOutput ?? clipTail(refused.output.trim(), 2000),
+    });
   }
   if (archived === null) await writeSession(ctx.planPath, session);
   await syncHandOut(state.plan, ctx, session);

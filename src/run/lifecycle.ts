@@ -22,7 +22,10 @@ import { type Isolation, landedBase, recordLandedBase } from './isolation.ts';
 // A run's start and end
 
 /** The `run-started` event of a run of `plan`. */
-export function runStartedEvent(plan: Plan, options: { planPath: string; resumed: boolean; concurrency: number; schedule: string; mode: 'headless' | 'session' }): RunEventBody {
+export function runStartedEvent(
+  plan: Plan,
+  options: { planPath: string; resumed: boolean; concurrency: number; schedule: string; mode: 'headless' | 'session' },
+): RunEventBody {
   return {
     type: 'run-started',
     goal: plan.goal,
@@ -65,7 +68,8 @@ export function exitCodeFor(stop: Pick<EngineStop, 'reason' | 'baselineFailure'>
   }
 }
 
-const outcomeOfCode = (code: ExitCode): RunOutcome => (code === EXIT.ok ? 'completed' : code === EXIT.interrupted ? 'interrupted' : code === EXIT.cannotRun ? 'cannot-run' : 'incomplete');
+const outcomeOfCode = (code: ExitCode): RunOutcome =>
+  code === EXIT.ok ? 'completed' : code === EXIT.interrupted ? 'interrupted' : code === EXIT.cannotRun ? 'cannot-run' : 'incomplete';
 
 /**
  * What running again will do. Failed and blocked tasks stay so (and what was skipped because of
@@ -80,7 +84,9 @@ export function resumeAdvice(plan: Plan, layout: Layout): string {
   const commands = stuck
     .map((i) => {
       const needs = neededPaths(plan.tasks[i]!);
-      return needs.length > 0 ? `\`${commandHint('plan', `declare ${i} --needed`, layout)}\` (it needs ${needs.join(', ')})` : `\`${commandHint('plan', `retry ${i}`, layout)}\``;
+      return needs.length > 0
+        ? `\`${commandHint('plan', `declare ${i} --needed`, layout)}\` (it needs ${needs.join(', ')})`
+        : `\`${commandHint('plan', `retry ${i}`, layout)}\``;
     })
     .join(', ');
   return `${which}, and running the same command again will not retry ${stuck.length === 1 ? 'it' : 'them'}${pending ? ' (it only resumes the pending tasks)' : ''}. Fix the cause, then put ${stuck.length === 1 ? 'it' : 'them'} back with ${commands} (tasks skipped because of ${stuck.length === 1 ? 'it' : 'them'} come back too) and run the same command again`;
@@ -105,12 +111,23 @@ export function runFinishedEvent(
   }
   if (context.archived !== null) message += `; the plan was moved to ${context.archived}`;
   // Refused: running again is refused again until the gate passes on the starting commit.
-  else if (end.baselineFailure !== undefined) message += `. Fix the failure (or run with --no-gate, or --gate CMD for a command that passes), then ${context.resumeHint ?? 'run the same command again'}`;
+  else if (end.baselineFailure !== undefined)
+    message += `. Fix the failure (or run with --no-gate, or --gate CMD for a command that passes), then ${context.resumeHint ?? 'run the same command again'}`;
   // A limit's stop says when to run again already.
   else if (end.reason === 'limited') message += `. The plan keeps its state in ${context.planPath}`;
   else if (end.reason !== 'all-done') message += `. The plan keeps its state in ${context.planPath}: ${resumeAdvice(plan, context.layout)}`;
   const resumeAfter = end.reason === 'limited' && end.resumeAfter !== undefined ? { resumeAfter: new Date(end.resumeAfter).toISOString() } : {};
-  return { type: 'run-finished', outcome: outcomeOfCode(code), reason: end.reason, exitCode: code, counts: countByStatus(plan), usage: end.usage, durationMs: Math.max(0, end.durationMs), message, ...resumeAfter };
+  return {
+    type: 'run-finished',
+    outcome: outcomeOfCode(code),
+    reason: end.reason,
+    exitCode: code,
+    counts: countByStatus(plan),
+    usage: end.usage,
+    durationMs: Math.max(0, end.durationMs),
+    message,
+    ...resumeAfter,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -118,7 +135,9 @@ export function runFinishedEvent(
 
 /** What a run says when it has no gate: `--no-gate`, or a plan without a test command. */
 export const noGateNotice = (noGate: boolean): string =>
-  noGate ? 'no gate (--no-gate): verified work integrates as soon as it is verified, untested together' : 'no gate: the plan has no context.testCommand, so verified work integrates untested together (--gate CMD sets one)';
+  noGate
+    ? 'no gate (--no-gate): verified work integrates as soon as it is verified, untested together'
+    : 'no gate: the plan has no context.testCommand, so verified work integrates untested together (--gate CMD sets one)';
 
 /** Why a run is refused when the gate fails on the starting commit (headless and in-session alike). */
 export function baselineRefusal(command: string, tip: string, output: string): string[] {
@@ -127,7 +146,6 @@ export function baselineRefusal(command: string, tip: string, output: string): s
     clipMiddle(output.trim(), 2000),
   ];
 }
-
 
 // ---------------------------------------------------------------------------------------------
 // Landing, and finishing the plan
@@ -155,9 +173,16 @@ export type LandingIsolation = Pick<Isolation, 'planId' | 'ref' | 'land' | 'remo
  * blocks it and how to land by hand; null when there was nothing to land. `resumed`: a landing an
  * earlier run started and a crash cut short, which setup completes first.
  */
-export function landingNotice(landed: Result<Landed, LandingProblem>, context: { ref: string; layout: Layout; where: string | null; resumed?: boolean }): RunNotice | null {
+export function landingNotice(
+  landed: Result<Landed, LandingProblem>,
+  context: { ref: string; layout: Layout; where: string | null; resumed?: boolean },
+): RunNotice | null {
   if (!landed.ok) {
-    return { type: 'notice', level: 'warning', message: `${context.resumed ? 'a landing an earlier run started' : 'the integrated work'} could not land: ${landingProblemSentence(describeLandingProblem(landed.error, context.ref, context.layout))}` };
+    return {
+      type: 'notice',
+      level: 'warning',
+      message: `${context.resumed ? 'a landing an earlier run started' : 'the integrated work'} could not land: ${landingProblemSentence(describeLandingProblem(landed.error, context.ref, context.layout))}`,
+    };
   }
   const files = landed.value.upToDate ? 0 : landed.value.paths.length;
   if (files === 0) return null;
@@ -238,6 +263,10 @@ export async function retirePlan(
   if (kept === null) return { archived, notice: null };
   return {
     archived,
-    notice: { type: 'notice', level: 'warning', message: `${options.planPath} was changed after the run last wrote it: the finished plan moved to ${archived} as the run left it, and the change was kept, byte for byte, in ${kept}` },
+    notice: {
+      type: 'notice',
+      level: 'warning',
+      message: `${options.planPath} was changed after the run last wrote it: the finished plan moved to ${archived} as the run left it, and the change was kept, byte for byte, in ${kept}`,
+    },
   };
 }

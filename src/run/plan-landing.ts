@@ -6,7 +6,20 @@
 
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { countCommits, deletePlanRefs, deleteRef, foremanRefs, headBranchRef, integrationRef, parkedPrefix, parkedTasks, readRef, resolveCommit, startIntegrationRef, topLevel } from '../adapters/git/refs.ts';
+import {
+  countCommits,
+  deletePlanRefs,
+  deleteRef,
+  foremanRefs,
+  headBranchRef,
+  integrationRef,
+  parkedPrefix,
+  parkedTasks,
+  readRef,
+  resolveCommit,
+  startIntegrationRef,
+  topLevel,
+} from '../adapters/git/refs.ts';
 import { type IntegrationFailure, integrate, parkedWork } from '../adapters/git/integrate.ts';
 import { type Landed, land } from '../adapters/git/land.ts';
 import { ownLayout } from '../adapters/layout.ts';
@@ -46,7 +59,6 @@ export async function commitsNotOnHead(repo: string, ref: string): Promise<numbe
   return countCommits(repo, (await resolveCommit(repo)) !== null ? `HEAD..${ref}` : ref);
 }
 
-
 /** A plan whose integration ref can be landed. */
 export interface LandTarget {
   /** The file the plan was read from (the live plan, or an archived one). */
@@ -81,7 +93,9 @@ export async function archivedPlans(runPath: string): Promise<Array<{ path: stri
   }
   // The timestamp in the name first (`-2` suffixes of the same second by modification time).
   const stamp = (file: string) => basename(file).slice(0, 16);
-  return found.sort((a, b) => (stamp(a.path) === stamp(b.path) ? b.ms - a.ms : stamp(a.path) < stamp(b.path) ? 1 : -1)).map(({ path, plan }) => ({ path, plan }));
+  return found
+    .sort((a, b) => (stamp(a.path) === stamp(b.path) ? b.ms - a.ms : stamp(a.path) < stamp(b.path) ? 1 : -1))
+    .map(({ path, plan }) => ({ path, plan }));
 }
 
 export type TargetProblem =
@@ -159,9 +173,14 @@ export interface LandBlocked {
  * landing is completed first. A finished plan that landed loses its refs and worktrees, and a
  * live one is archived, as at the end of a run. The caller holds the plan lock.
  */
-export async function landTarget(repo: string, target: LandTarget, options: { mode: LandMode; env: NodeJS.ProcessEnv }): Promise<Result<LandReport, LandBlocked>> {
+export async function landTarget(
+  repo: string,
+  target: LandTarget,
+  options: { mode: LandMode; env: NodeJS.ProcessEnv },
+): Promise<Result<LandReport, LandBlocked>> {
   const resumedLanding = await completeLanding(repo, target.runPath);
-  if (resumedLanding !== null && !resumedLanding.ok) return err({ problem: resumedLanding.error, lines: describeLandingProblem(resumedLanding.error, target.ref, ownLayout()), resumed: null });
+  if (resumedLanding !== null && !resumedLanding.ok)
+    return err({ problem: resumedLanding.error, lines: describeLandingProblem(resumedLanding.error, target.ref, ownLayout()), resumed: null });
   const resumed = resumedLanding?.value ?? null;
   const tip = await readRef(repo, target.ref);
   if (tip === null) {
@@ -183,7 +202,12 @@ export async function landTarget(repo: string, target: LandTarget, options: { mo
       { removeRefs: () => deletePlanRefs(repo, target.planId) },
       // A gate process of a session on this plan goes too; an archived plan's is long gone (and the
       // one running now, if any, is another plan's).
-      { planPath: target.planPath, save: async () => null, archived: target.archived, ...(target.archived ? {} : { endGate: () => endGateProcess(target.planPath) }) },
+      {
+        planPath: target.planPath,
+        save: async () => null,
+        archived: target.archived,
+        ...(target.archived ? {} : { endGate: () => endGateProcess(target.planPath) }),
+      },
     );
     cleanedUp = true;
     archivedTo = retired.archived;

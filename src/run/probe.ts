@@ -70,73 +70,90 @@ export async function runProbe(plan: Plan, options: ProbeOptions): Promise<Resul
   // The last commit, checked out as an attempt's worktree is (copies, links), outside the person's tree.
   const head = await resolveCommit(options.repo);
   if (head === null) return err({ kind: 'no-commit' });
-  const probed = await withCheckout(options.repo, worktreesRoot(options.env ?? process.env), async (checkout) => {
-    let exhausted = false;
-    let setup: ProbeSetup | null = null;
-    if (setupCommand !== null) {
-      const sandbox = options.sandbox ? await setupCommandSandbox(checkout.dir, options.repo, plan.context?.setupNetwork, { ...process.env, ...shellEnv }) : undefined;
-      // The setup command is bounded by the whole budget only: `npm ci` can take longer than a check.
-      const limit: TimeLimit = { ms: Math.max(0, remaining()), flag: options.timeoutFlag, budgetMs: options.timeoutMs };
-      const run = await runShell(setupCommand, { cwd: checkout.dir, timeoutMs: limit.ms, env: shellEnv, signal: options.signal, ...(sandbox ? { sandbox } : {}) });
-      setup = {
-        command: setupCommand,
-        exitCode: run.exitCode,
-        timedOut: run.timedOut,
-        ...(run.timedOut ? { reason: describeTimeLimitHit(setupCommand, limit) } : {}),
-        passed: run.exitCode === 0 && !run.timedOut && !run.aborted,
-        durationMs: Math.round(run.durationMs),
-        output: clipProbeOutput(sandbox?.npmUnread ? withForemanLine(run.output, sandbox.npmUnread) : run.output),
-        sandboxed: sandbox !== undefined,
-      };
-      if (run.timedOut) exhausted = true;
-    }
-    const tasks: ProbeTask[] = [];
-    for (const index of probedTasks(plan)) {
-      const task = plan.tasks[index]!;
-      const checks: ProbeCheck[] = [];
-      for (const criterion of task.agent?.acceptanceCriteria ?? []) {
-        const base = { criterion: criterion.criterion, check: criterion.check };
-        if (setup !== null && !setup.passed) {
-          checks.push({ ...base, outcome: 'not-run', exitCode: null, reason: 'the setup command failed', durationMs: 0, output: '' });
-          continue;
-        }
-        if (options.signal?.aborted) {
-          checks.push({ ...base, outcome: 'not-run', exitCode: null, reason: 'interrupted', durationMs: 0, output: '' });
-          continue;
-        }
-        const left = remaining();
-        if (left <= 0) {
-          exhausted = true;
-          checks.push({ ...base, outcome: 'not-run', exitCode: null, reason: "the whole probe's time budget was spent", durationMs: 0, output: '' });
-          continue;
-        }
-        const role = { kind: 'acceptance-check' as const, task: index, command: criterion.check };
-        // Its own limit, or what is left of the whole probe's when that is shorter.
-        const limit: TimeLimit = options.checkTimeoutMs <= left ? { ms: options.checkTimeoutMs, flag: LIMIT_FLAGS.check } : { ms: left, flag: options.timeoutFlag, budgetMs: options.timeoutMs };
-        const run = await recorded(options.registry, role, (onSpawn) => runShell(criterion.check, {
-            cwd: checkout.dir,
-            timeoutMs: limit.ms,
-            env: shellEnv,
-            signal: options.signal,
-            onSpawn,
-            ...(options.sandbox ? { sandbox: checkSandbox(checkout.dir, plan, options.repo) } : {}),
-          }),
-        );
-        if (run.timedOut && limit.ms < options.checkTimeoutMs) exhausted = true;
-        const judged = judgeCheck(run, created);
-        checks.push({
-          ...base,
-          outcome: judged.outcome,
-          exitCode: run.exitCode,
-          ...(judged.reason !== undefined ? { reason: judged.outcome === 'timed-out' ? describeTimeLimitHit(criterion.check, limit) : judged.reason } : {}),
-          durationMs: Math.round(run.durationMs),
-          output: clipProbeOutput(run.output),
+  const probed = await withCheckout(
+    options.repo,
+    worktreesRoot(options.env ?? process.env),
+    async (checkout) => {
+      let exhausted = false;
+      let setup: ProbeSetup | null = null;
+      if (setupCommand !== null) {
+        const sandbox = options.sandbox
+          ? await setupCommandSandbox(checkout.dir, options.repo, plan.context?.setupNetwork, { ...process.env, ...shellEnv })
+          : undefined;
+        // The setup command is bounded by the whole budget only: `npm ci` can take longer than a check.
+        const limit: TimeLimit = { ms: Math.max(0, remaining()), flag: options.timeoutFlag, budgetMs: options.timeoutMs };
+        const run = await runShell(setupCommand, {
+          cwd: checkout.dir,
+          timeoutMs: limit.ms,
+          env: shellEnv,
+          signal: options.signal,
+          ...(sandbox ? { sandbox } : {}),
         });
+        setup = {
+          command: setupCommand,
+          exitCode: run.exitCode,
+          timedOut: run.timedOut,
+          ...(run.timedOut ? { reason: describeTimeLimitHit(setupCommand, limit) } : {}),
+          passed: run.exitCode === 0 && !run.timedOut && !run.aborted,
+          durationMs: Math.round(run.durationMs),
+          output: clipProbeOutput(sandbox?.npmUnread ? withForemanLine(run.output, sandbox.npmUnread) : run.output),
+          sandboxed: sandbox !== undefined,
+        };
+        if (run.timedOut) exhausted = true;
       }
-      tasks.push({ index, subject: task.subject, verdict: taskVerdict(checks.map((c) => c.outcome)), checks });
-    }
-    return { tasks, setup, exhausted, commit: checkout.commit, included: checkout.included };
-  }, head);
+      const tasks: ProbeTask[] = [];
+      for (const index of probedTasks(plan)) {
+        const task = plan.tasks[index]!;
+        const checks: ProbeCheck[] = [];
+        for (const criterion of task.agent?.acceptanceCriteria ?? []) {
+          const base = { criterion: criterion.criterion, check: criterion.check };
+          if (setup !== null && !setup.passed) {
+            checks.push({ ...base, outcome: 'not-run', exitCode: null, reason: 'the setup command failed', durationMs: 0, output: '' });
+            continue;
+          }
+          if (options.signal?.aborted) {
+            checks.push({ ...base, outcome: 'not-run', exitCode: null, reason: 'interrupted', durationMs: 0, output: '' });
+            continue;
+          }
+          const left = remaining();
+          if (left <= 0) {
+            exhausted = true;
+            checks.push({ ...base, outcome: 'not-run', exitCode: null, reason: "the whole probe's time budget was spent", durationMs: 0, output: '' });
+            continue;
+          }
+          const role = { kind: 'acceptance-check' as const, task: index, command: criterion.check };
+          // Its own limit, or what is left of the whole probe's when that is shorter.
+          const limit: TimeLimit =
+            options.checkTimeoutMs <= left
+              ? { ms: options.checkTimeoutMs, flag: LIMIT_FLAGS.check }
+              : { ms: left, flag: options.timeoutFlag, budgetMs: options.timeoutMs };
+          const run = await recorded(options.registry, role, (onSpawn) =>
+            runShell(criterion.check, {
+              cwd: checkout.dir,
+              timeoutMs: limit.ms,
+              env: shellEnv,
+              signal: options.signal,
+              onSpawn,
+              ...(options.sandbox ? { sandbox: checkSandbox(checkout.dir, plan, options.repo) } : {}),
+            }),
+          );
+          if (run.timedOut && limit.ms < options.checkTimeoutMs) exhausted = true;
+          const judged = judgeCheck(run, created);
+          checks.push({
+            ...base,
+            outcome: judged.outcome,
+            exitCode: run.exitCode,
+            ...(judged.reason !== undefined ? { reason: judged.outcome === 'timed-out' ? describeTimeLimitHit(criterion.check, limit) : judged.reason } : {}),
+            durationMs: Math.round(run.durationMs),
+            output: clipProbeOutput(run.output),
+          });
+        }
+        tasks.push({ index, subject: task.subject, verdict: taskVerdict(checks.map((c) => c.outcome)), checks });
+      }
+      return { tasks, setup, exhausted, commit: checkout.commit, included: checkout.included };
+    },
+    head,
+  );
   if (!probed.ok) return err({ kind: 'checkout-failed', failure: probed.error });
   const { tasks, setup, exhausted, commit, included } = probed.value;
   return ok({
@@ -145,7 +162,12 @@ export async function runProbe(plan: Plan, options: ProbeOptions): Promise<Resul
     commit,
     startedAt: new Date(started).toISOString(),
     durationMs: Math.max(0, Math.round(now() - started)),
-    budget: { checkTimeoutSeconds: options.checkTimeoutMs / 1000, timeoutSeconds: options.timeoutMs / 1000, exhausted, interrupted: options.signal?.aborted === true },
+    budget: {
+      checkTimeoutSeconds: options.checkTimeoutMs / 1000,
+      timeoutSeconds: options.timeoutMs / 1000,
+      exhausted,
+      interrupted: options.signal?.aborted === true,
+    },
     setup,
     included,
     ...summarize(tasks, setup),

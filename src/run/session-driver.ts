@@ -70,7 +70,15 @@ export class StepRun {
       case 'record': {
         const { type: _type, ...request } = effect;
         const recorded = await this.need('record', effect)(state, request);
-        return [{ type: 'recorded', tasks: effect.tasks, commit: recorded.ok ? recorded.value : null, failure: recorded.ok ? null : recordFailureOf(recorded.error), now: this.now() }];
+        return [
+          {
+            type: 'recorded',
+            tasks: effect.tasks,
+            commit: recorded.ok ? recorded.value : null,
+            failure: recorded.ok ? null : recordFailureOf(recorded.error),
+            now: this.now(),
+          },
+        ];
       }
       case 'gate':
         await this.need('gate', effect)(effect.tasks, state);
@@ -128,7 +136,11 @@ export function subagentRun(output: string, durationMs: number, now: number, den
   if (WORKTREE_NOT_MADE.test(output)) return { ...run, outcome: { kind: 'failed', failure: { reason: 'no-worktree', message: line, retryAfterMs: 0 } } };
   const statusLine = parseStatusLine(output);
   const limit = statusLine === null ? readLimitText(output, now) : null;
-  if (limit !== null) return { ...run, outcome: { kind: 'failed', failure: { reason: 'rate-limited', message: line, ...(limit.resetAt !== undefined ? { resetAt: limit.resetAt } : {}) } } };
+  if (limit !== null)
+    return {
+      ...run,
+      outcome: { kind: 'failed', failure: { reason: 'rate-limited', message: line, ...(limit.resetAt !== undefined ? { resetAt: limit.resetAt } : {}) } },
+    };
   if (statusLine === null && OVERLOADED.test(output)) return { ...run, outcome: { kind: 'failed', failure: { reason: 'overloaded', message: line } } };
   return { ...run, outcome: { kind: 'reported', resultText: output, statusLine } };
 }
@@ -161,13 +173,22 @@ export const nextEvents = (unlanded: readonly number[], concurrency: number | un
 ];
 
 /** `finalize`, per result: the subagent reported. */
-export const finalizeEvent = (task: number, output: string, durationMs: number, now: number, denied: readonly string[] = []): EngineEvent => ({ type: 'worker-finished', task, run: subagentRun(output, durationMs, now, denied), now });
+export const finalizeEvent = (task: number, output: string, durationMs: number, now: number, denied: readonly string[] = []): EngineEvent => ({
+  type: 'worker-finished',
+  task,
+  run: subagentRun(output, durationMs, now, denied),
+  now,
+});
 
 /** `commit`: integrate what is verified (with a gate: hold it as candidates). */
 export const commitEvents = (now: number): EngineEvent[] => [{ type: 'integrate', now }];
 
 /** A gate run's verdict (`commit`, `setup`): then integrate what it passed. */
-export const gateVerdictEvents = (tasks: readonly number[], verdict: { passed: boolean | null; output: string; durationMs: number }, now: number): EngineEvent[] => [
+export const gateVerdictEvents = (
+  tasks: readonly number[],
+  verdict: { passed: boolean | null; output: string; durationMs: number },
+  now: number,
+): EngineEvent[] => [
   { type: 'gated', tasks, passed: verdict.passed, output: verdict.output, durationMs: verdict.durationMs, now },
   { type: 'integrate', now },
 ];

@@ -15,7 +15,17 @@ import { join } from 'node:path';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
 import { SANDBOX_MODES, type SandboxDecision, type SandboxMode } from '../adapters/sandbox.ts';
 import { assertNever } from '../core/failure.ts';
-import { type Attempt, type Baseline, type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, type EngineStop, initialState, step } from '../core/engine-step.ts';
+import {
+  type Attempt,
+  type Baseline,
+  type EngineConfig,
+  type EngineEffect,
+  type EngineEvent,
+  type EngineState,
+  type EngineStop,
+  initialState,
+  step,
+} from '../core/engine-step.ts';
 import { type GateQueue, emptyGateQueue } from '../core/gate.ts';
 import type { Limiter, LimitKind } from '../core/limiter.ts';
 import { depsOf, longestRemainingPath } from '../core/graph.ts';
@@ -119,7 +129,10 @@ export const defaultSession = (): Session => ({
 });
 
 /** The step function's configuration for a session. */
-export const sessionConfig = (session: Pick<Session, 'concurrency' | 'maxAttempts' | 'gate'> & Partial<Pick<Session, 'strictScope'>>, planPath: string): EngineConfig => ({
+export const sessionConfig = (
+  session: Pick<Session, 'concurrency' | 'maxAttempts' | 'gate'> & Partial<Pick<Session, 'strictScope'>>,
+  planPath: string,
+): EngineConfig => ({
   concurrency: session.concurrency,
   maxAttempts: session.maxAttempts,
   schedule: 'continuous',
@@ -160,7 +173,9 @@ function queueFromJson(value: unknown): GateQueue {
   const q = (value ?? {}) as { waiting?: unknown; segments?: unknown; red?: unknown; aloneFailures?: unknown };
   const segments = Array.isArray(q.segments) ? q.segments.map(taskList).filter((s): s is number[] => s !== null && s.length > 0) : [];
   const pairs: Array<[number, number]> = Array.isArray(q.aloneFailures)
-    ? (q.aloneFailures as unknown[]).filter((p): p is [number, number] => Array.isArray(p) && p.length === 2 && Number.isInteger(p[0]) && Number.isInteger(p[1]))
+    ? (q.aloneFailures as unknown[]).filter(
+        (p): p is [number, number] => Array.isArray(p) && p.length === 2 && Number.isInteger(p[0]) && Number.isInteger(p[1]),
+      )
     : [];
   return { ...emptyGateQueue(), waiting: taskList(q.waiting) ?? [], segments, red: taskList(q.red), aloneFailures: new Map(pairs) };
 }
@@ -289,16 +304,31 @@ function engineFromEarlierSession(data: Record<string, unknown>, plan: Plan, con
   const queue = queueFromJson(gate.queue);
   const gating = taskList(gate.current?.tasks) ?? [];
   for (const task of [...queue.segments.flat(), ...queue.waiting, ...gating]) {
-    if (inProgress(task)) attempts.set(task, { task, number: number(task), stage: gating.includes(task) ? 'gating' : 'queued', held: true, decision: { kind: 'completed', result: plan.tasks[task]!.result ?? '' } });
+    if (inProgress(task))
+      attempts.set(task, {
+        task,
+        number: number(task),
+        stage: gating.includes(task) ? 'gating' : 'queued',
+        held: true,
+        decision: { kind: 'completed', result: plan.tasks[task]!.result ?? '' },
+      });
   }
   for (const entry of Array.isArray(data.verified) ? data.verified : []) {
     const v = entry as { task?: unknown; result?: unknown; work?: unknown } | null;
     const work = workOf(v?.work);
-    if (!v || !Number.isInteger(v.task) || typeof v.result !== 'string' || work === null || !inProgress(v.task as number) || attempts.has(v.task as number)) continue;
-    attempts.set(v.task as number, { task: v.task as number, number: number(v.task as number), stage: 'verified', decision: { kind: 'completed', result: v.result }, work });
+    if (!v || !Number.isInteger(v.task) || typeof v.result !== 'string' || work === null || !inProgress(v.task as number) || attempts.has(v.task as number))
+      continue;
+    attempts.set(v.task as number, {
+      task: v.task as number,
+      number: number(v.task as number),
+      stage: 'verified',
+      decision: { kind: 'completed', result: v.result },
+      work,
+    });
   }
   const started = data.started && typeof data.started === 'object' ? Object.keys(data.started as object).map(Number) : [];
-  for (const task of started) if (Number.isInteger(task) && inProgress(task) && !attempts.has(task)) attempts.set(task, { task, number: number(task), stage: 'running' });
+  for (const task of started)
+    if (Number.isInteger(task) && inProgress(task) && !attempts.has(task)) attempts.set(task, { task, number: number(task), stage: 'running' });
   return { ...base, attempts, gate: queue, round: int(data.round, 0, 0), usage: UNKNOWN, baseline: config.gate === null ? 'none' : earlierBaseline(data) };
 }
 
@@ -309,7 +339,9 @@ function sandboxOf(value: unknown): SessionSandbox | null {
   const v = value as { mode?: unknown; sandboxed?: unknown; unavailable?: unknown } | null;
   if (!v || typeof v !== 'object' || !(SANDBOX_MODES as readonly unknown[]).includes(v.mode)) return null;
   if (v.sandboxed === true) return { mode: v.mode as SandboxMode, sandboxed: true };
-  return v.sandboxed === false && (v.unavailable === null || typeof v.unavailable === 'string') ? { mode: v.mode as SandboxMode, sandboxed: false, unavailable: v.unavailable } : null;
+  return v.sandboxed === false && (v.unavailable === null || typeof v.unavailable === 'string')
+    ? { mode: v.mode as SandboxMode, sandboxed: false, unavailable: v.unavailable }
+    : null;
 }
 
 function gateOf(value: unknown): SessionGate {
@@ -317,7 +349,13 @@ function gateOf(value: unknown): SessionGate {
   if (!data || typeof data !== 'object') return noSessionGate();
   const c = data.config;
   const config: SessionGateConfig | null =
-    c && typeof c.command === 'string' && c.command.trim() !== '' && Number.isInteger(c.batchSize) && c.batchSize >= 1 && Number.isInteger(c.timeoutMs) && c.timeoutMs >= 1
+    c &&
+    typeof c.command === 'string' &&
+    c.command.trim() !== '' &&
+    Number.isInteger(c.batchSize) &&
+    c.batchSize >= 1 &&
+    Number.isInteger(c.timeoutMs) &&
+    c.timeoutMs >= 1
       ? { command: c.command, batchSize: c.batchSize, timeoutMs: c.timeoutMs }
       : null;
   const r = data.current;
@@ -380,7 +418,10 @@ export async function readSession(planPath: string, plan: Plan): Promise<Session
 export async function writeSession(planPath: string, session: Session): Promise<void> {
   await mkdir(promptsDirFor(planPath), { recursive: true });
   const { engine, ...rest } = session;
-  await writeFileAtomic(sessionPathFor(planPath), `${JSON.stringify({ version: 2, ...rest, engine: engine === null ? null : engineToJson(engine) }, null, 2)}\n`);
+  await writeFileAtomic(
+    sessionPathFor(planPath),
+    `${JSON.stringify({ version: 2, ...rest, engine: engine === null ? null : engineToJson(engine) }, null, 2)}\n`,
+  );
 }
 
 /** The step function's state with the plan as the step read it: the state's derived fields follow it. */

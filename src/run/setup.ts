@@ -208,11 +208,14 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
 
   // A landing a crash cut short is finished before anything else looks at the person's branch.
   const resumedLanding = await completeLanding(options.repo, options.planPath);
-  const resumedNotice = resumedLanding === null ? null : landingNotice(resumedLanding, { ref: integrationRef(plan.planId as string), layout: ownLayout(), where: null, resumed: true });
+  const resumedNotice =
+    resumedLanding === null
+      ? null
+      : landingNotice(resumedLanding, { ref: integrationRef(plan.planId as string), layout: ownLayout(), where: null, resumed: true });
   if (resumedNotice !== null) notices.push({ level: resumedNotice.level, message: resumedNotice.message });
 
   const opened = await options.openIsolation();
-  if (!opened.ok) return err({ kind: 'git-failed', doing: 'set up the plan\'s integration ref', failure: opened.error });
+  if (!opened.ok) return err({ kind: 'git-failed', doing: "set up the plan's integration ref", failure: opened.error });
   const isolation = opened.value;
   // Work the person committed on top of everything integrated becomes the new starting point.
   await isolation.followHead();
@@ -229,11 +232,23 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
     if (!queued.ok) return err({ kind: 'git-failed', doing: 'hold approved work for the gate', failure: queued.error });
   }
   // Candidates held for the merge queue stay in progress: their verified work is on refs of their own.
-  const admitted = admitHeld(plan, await isolation.heldCandidates(plan, (task) => statusNow(task) === 'in_progress'), (task) => statusNow(task) === 'completed');
+  const admitted = admitHeld(
+    plan,
+    await isolation.heldCandidates(plan, (task) => statusNow(task) === 'in_progress'),
+    (task) => statusNow(task) === 'completed',
+  );
   const held = admitted.kept;
   for (const task of admitted.dropped) await dropParked(isolation.repo, isolation.planId, task, 'candidate');
-  if (admitted.dropped.length > 0) notices.push({ level: 'info', message: `tasks ${admitted.dropped.join(', ')}: their held work was built on candidates that are gone, or on a stack the merge queue cannot give it again; they run again` });
-  if (held.length > 0) notices.push({ level: 'info', message: `tasks ${held.map((h) => h.task).join(', ')}: their verified work waits in the merge queue, as an earlier run left it` });
+  if (admitted.dropped.length > 0)
+    notices.push({
+      level: 'info',
+      message: `tasks ${admitted.dropped.join(', ')}: their held work was built on candidates that are gone, or on a stack the merge queue cannot give it again; they run again`,
+    });
+  if (held.length > 0)
+    notices.push({
+      level: 'info',
+      message: `tasks ${held.map((h) => h.task).join(', ')}: their verified work waits in the merge queue, as an earlier run left it`,
+    });
   // Interrupted attempts: their work never left their worktrees, which are reset before reuse.
   const reset = plan.tasks.flatMap((_, i) => (statusNow(i) === 'in_progress' && !options.verified?.includes(i) && !held.some((h) => h.task === i) ? [i] : []));
   findings.interrupted.push(...reset);
@@ -242,7 +257,8 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
   // Approved work waits on a ref of its own: integrated now, before anything else runs (and before
   // completed tasks are checked against the tip, which holds an approved task's files only now).
   const approved = await integrateApproved(plan, isolation, findings);
-  if (!approved.ok) return err({ kind: 'git-failed', doing: `integrate the approved work of tasks ${approved.error.tasks.join(', ')}`, failure: approved.error.failure });
+  if (!approved.ok)
+    return err({ kind: 'git-failed', doing: `integrate the approved work of tasks ${approved.error.tasks.join(', ')}`, failure: approved.error.failure });
   await dropRejected(plan, isolation, findings);
 
   const reverted: number[] = [];
@@ -252,7 +268,10 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
     if (missingCreated.length === 0) continue;
     findings.reverted.push({ task: i, missing: missingCreated });
     reverted.push(i);
-    notices.push({ level: 'warning', message: `task ${i} (${task.subject}) was completed but ${missingCreated.join(', ')} no longer exist; it will run again` });
+    notices.push({
+      level: 'warning',
+      message: `task ${i} (${task.subject}) was completed but ${missingCreated.join(', ')} no longer exist; it will run again`,
+    });
   }
 
   // The plan's own files (plan.json, its lock) and subagent worktrees of a session are not the person's edits.
@@ -304,7 +323,12 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
 
 /** Which of `paths` (files, or `dir/`) `commit` does not have. */
 async function missingIn(repo: string, commit: string, paths: readonly string[]): Promise<string[]> {
-  const present = (await filesIn(repo, commit, paths.map((p) => (isDirPath(p) ? p.slice(0, -1) : p)))) ?? [];
+  const present =
+    (await filesIn(
+      repo,
+      commit,
+      paths.map((p) => (isDirPath(p) ? p.slice(0, -1) : p)),
+    )) ?? [];
   return paths.filter((p) => !present.some((file) => coveredBy(file, [p])));
 }
 
@@ -327,7 +351,11 @@ async function queueApproved(plan: Plan, isolation: Isolation, findings: SetupFi
 }
 
 /** Completed tasks whose approved work is parked and not integrated yet: integrated in one commit. */
-async function integrateApproved(plan: Plan, isolation: Isolation, findings: SetupFindings): Promise<Result<{ tasks: number[]; commit: string | null }, { tasks: number[]; failure: GitFailure }>> {
+async function integrateApproved(
+  plan: Plan,
+  isolation: Isolation,
+  findings: SetupFindings,
+): Promise<Result<{ tasks: number[]; commit: string | null }, { tasks: number[]; failure: GitFailure }>> {
   const items: Array<{ task: number; work: NonNullable<Awaited<ReturnType<typeof parkedWork>>> }> = [];
   for (const i of plan.tasks.keys()) {
     if (statusAfter(plan, i, findings) !== 'completed' || commitAfter(plan, i, findings) !== undefined) continue;
@@ -356,8 +384,15 @@ async function dropRejected(plan: Plan, isolation: Isolation, findings: SetupFin
 }
 
 /** The pending tasks' assumption checks, run in one worktree of the integration tip (made ready like any other). */
-async function checkAssumptions(plan: Plan, options: SetupOptions, isolation: Isolation, statusNow: (index: number) => TaskStatus): Promise<Result<AssumptionResult[], string>> {
-  const checks = plan.tasks.flatMap((task, i) => (statusNow(i) === 'pending' ? (task.agent?.assumptions ?? []).map((assumption) => ({ task: i, assumption })) : []));
+async function checkAssumptions(
+  plan: Plan,
+  options: SetupOptions,
+  isolation: Isolation,
+  statusNow: (index: number) => TaskStatus,
+): Promise<Result<AssumptionResult[], string>> {
+  const checks = plan.tasks.flatMap((task, i) =>
+    statusNow(i) === 'pending' ? (task.agent?.assumptions ?? []).map((assumption) => ({ task: i, assumption })) : [],
+  );
   if (checks.length === 0) return ok([]);
   // Task number -1: no task's attempt, just the setup's own use of a worktree.
   const prepared = await isolation.prepare(-1, options.signal);
@@ -369,7 +404,16 @@ async function checkAssumptions(plan: Plan, options: SetupOptions, isolation: Is
     const results: AssumptionResult[] = [];
     for (const { task, assumption: a } of checks) {
       const role = { kind: 'assumption-check' as const, task, command: a.verify };
-      const run = await recorded(options.registry, role, (onSpawn) => runShell(a.verify, { cwd: dir, timeoutMs: timeLimit.ms, env: options.env, signal: options.signal, onSpawn, ...(options.sandbox ? { sandbox: checkSandbox(dir, plan, isolation.repo) } : {}) }));
+      const run = await recorded(options.registry, role, (onSpawn) =>
+        runShell(a.verify, {
+          cwd: dir,
+          timeoutMs: timeLimit.ms,
+          env: options.env,
+          signal: options.signal,
+          onSpawn,
+          ...(options.sandbox ? { sandbox: checkSandbox(dir, plan, isolation.repo) } : {}),
+        }),
+      );
       // Said first, where the live view, the step's JSON and the task's result each keep it.
       const output = run.timedOut ? `${describeTimeLimitHit(a.verify, timeLimit)}${run.output.trim() ? `:\n${run.output}` : ''}` : run.output;
       results.push({ task, claim: a.claim, verify: a.verify, severity: a.severity, passed: run.exitCode === 0 && !run.timedOut, output });

@@ -29,12 +29,22 @@ export interface StageContext {
 }
 
 /** Verify task `task`'s work in `dir`, its worktree. */
-export function verifyAttempt(context: StageContext, plan: Plan, task: number, input: { dir: string; kept?: readonly string[]; base?: string; signal?: AbortSignal }): Promise<Verification> {
+export function verifyAttempt(
+  context: StageContext,
+  plan: Plan,
+  task: number,
+  input: { dir: string; kept?: readonly string[]; base?: string; signal?: AbortSignal },
+): Promise<Verification> {
   const workspace = context.isolation.workspaceOf(task);
   const base = input.base ?? workspace?.base;
   const isolation = context.isolation;
   const keepAside = async (work: CapturedWork) => {
-    const parked = await isolation.park(task, work, `foreman: task ${task} (${plan.tasks[task]!.subject}): an attempt's work with what it changed outside its declared files`, 'aside');
+    const parked = await isolation.park(
+      task,
+      work,
+      `foreman: task ${task} (${plan.tasks[task]!.subject}): an attempt's work with what it changed outside its declared files`,
+      'aside',
+    );
     return parked.ok ? ok({ commit: parked.value, ref: asideRef(isolation.planId, task) }) : parked;
   };
   return verifyTask(plan.tasks[task]!, {

@@ -63,7 +63,9 @@ export async function runAcceptance(task: Task, options: VerifyOptions): Promise
   const timeLimit = { ms: options.checkTimeoutMs, flag: LIMIT_FLAGS.check };
   for (const c of task.agent?.acceptanceCriteria ?? []) {
     const role = { kind: 'acceptance-check' as const, task: options.record?.task ?? -1, command: c.check };
-    const r = await recorded(options.record?.registry, role, (onSpawn) => runShell(c.check, { cwd: options.dir, timeoutMs: options.checkTimeoutMs, signal: options.signal, env: options.env, sandbox: options.sandbox, onSpawn }));
+    const r = await recorded(options.record?.registry, role, (onSpawn) =>
+      runShell(c.check, { cwd: options.dir, timeoutMs: options.checkTimeoutMs, signal: options.signal, env: options.env, sandbox: options.sandbox, onSpawn }),
+    );
     results.push({
       criterion: c.criterion,
       check: c.check,
@@ -78,16 +80,26 @@ export async function runAcceptance(task: Task, options: VerifyOptions): Promise
 }
 
 export async function verifyTask(task: Task, options: VerifyOptions): Promise<Verification> {
-  const captureFailed = (message: string): Verification => ({ missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [], captureFailure: message });
+  const captureFailed = (message: string): Verification => ({
+    missingCreated: [],
+    unchangedModified: [],
+    outsideChanges: [],
+    acceptance: [],
+    captureFailure: message,
+  });
   const captured = await captureWork(options.dir, writesOf(task), options.kept, options.base);
   if (!captured.ok) return captureFailed(describeGitFailure(captured.error));
   const { outside, work, aside } = captured.value;
   let setAside: SetAside | undefined;
   if (outside.length > 0) {
-    const kept = options.keepAside === undefined ? null : await options.keepAside({ base: work.base, entries: [...work.entries, ...aside].sort((a, b) => byPath(a.path, b.path)) });
+    const kept =
+      options.keepAside === undefined
+        ? null
+        : await options.keepAside({ base: work.base, entries: [...work.entries, ...aside].sort((a, b) => byPath(a.path, b.path)) });
     // The checks judge the work that would land: the worktree without what was set aside.
     const restored = await setAsideInWorktree(options.dir, work.base, outside);
-    if (!restored.ok) return captureFailed(`what it changed outside its declared files (${outside.join(', ')}) could not be set aside: ${describeGitFailure(restored.error)}`);
+    if (!restored.ok)
+      return captureFailed(`what it changed outside its declared files (${outside.join(', ')}) could not be set aside: ${describeGitFailure(restored.error)}`);
     setAside = {
       paths: outside,
       tracked: restored.value.tracked,
@@ -96,7 +108,8 @@ export async function verifyTask(task: Task, options: VerifyOptions): Promise<Ve
     };
   }
   const spot = await spotCheck(task, options.dir, pathsOf(work));
-  const failedSpot = (options.strictScope === true && outside.length > 0) || spot.missingCreated.length > 0 || (spot.unchangedModified.length > 0 && work.entries.length === 0);
+  const failedSpot =
+    (options.strictScope === true && outside.length > 0) || spot.missingCreated.length > 0 || (spot.unchangedModified.length > 0 && work.entries.length === 0);
   const acceptance = failedSpot ? [] : await runAcceptance(task, options);
   return { ...spot, outsideChanges: outside, ...(setAside !== undefined ? { setAside } : {}), acceptance, work };
 }

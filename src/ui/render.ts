@@ -277,10 +277,25 @@ export function createLiveView(options: LiveViewOptions): LiveView {
         runEnd = null;
         break;
       case 'task-started':
-        running.set(event.task, { subject: event.subject, attempt: event.attempt, model: event.model, startedAt: timeOf(event.at), activity: 'starting', costUsd: 0, ...(event.stack !== undefined ? { stack: event.stack } : {}) });
+        running.set(event.task, {
+          subject: event.subject,
+          attempt: event.attempt,
+          model: event.model,
+          startedAt: timeOf(event.at),
+          activity: 'starting',
+          costUsd: 0,
+          ...(event.stack !== undefined ? { stack: event.stack } : {}),
+        });
         break;
       case 'task-resumed':
-        running.set(event.task, { subject: event.subject, attempt: event.attempt, model: running.get(event.task)?.model ?? '', startedAt: timeOf(event.at), activity: 'resuming', costUsd: 0 });
+        running.set(event.task, {
+          subject: event.subject,
+          attempt: event.attempt,
+          model: running.get(event.task)?.model ?? '',
+          startedAt: timeOf(event.at),
+          activity: 'resuming',
+          costUsd: 0,
+        });
         break;
       case 'task-paused':
         running.delete(event.task);
@@ -353,7 +368,14 @@ export function createLiveView(options: LiveViewOptions): LiveView {
     else if (event.type === 'gate-started') [mark, style] = ['◌', 'dim'];
     else if (event.type === 'gate-finished') [mark, style] = event.passed ? ['◉', 'cyan'] : ['!', 'yellow'];
     else if (event.type === 'run-started' || event.type === 'run-finished') style = 'bold';
-    else if (event.type === 'breaker' || event.type === 'budget-reached' || event.type === 'stalled' || event.type === 'interrupted' || event.type === 'draining') [mark, style] = ['!', 'yellow'];
+    else if (
+      event.type === 'breaker' ||
+      event.type === 'budget-reached' ||
+      event.type === 'stalled' ||
+      event.type === 'interrupted' ||
+      event.type === 'draining'
+    )
+      [mark, style] = ['!', 'yellow'];
     else if (event.type === 'limit') {
       // A new hold and the API serving again scroll above; the rest only changes the footer.
       if (event.change !== 'hold' && event.change !== 'serving') return [];
@@ -371,9 +393,27 @@ export function createLiveView(options: LiveViewOptions): LiveView {
     }
     if (event.type === 'run-finished' || (event.type === 'notice' && event.level === 'warning')) {
       // What to do next ends these lines (how to resume, what blocks landing): they wrap, never cut.
-      return wrapWords(sanitize(text), width() - 2).map((line, k) => fitSegments([{ text: k === 0 ? `${mark} ` : '  ', style }, { text: line, style: style === 'bold' ? 'bold' : undefined }], width(), color));
+      return wrapWords(sanitize(text), width() - 2).map((line, k) =>
+        fitSegments(
+          [
+            { text: k === 0 ? `${mark} ` : '  ', style },
+            { text: line, style: style === 'bold' ? 'bold' : undefined },
+          ],
+          width(),
+          color,
+        ),
+      );
     }
-    return [fitSegments([{ text: `${mark} `, style }, { text, style: style === 'bold' ? 'bold' : undefined }], width(), color)];
+    return [
+      fitSegments(
+        [
+          { text: `${mark} `, style },
+          { text, style: style === 'bold' ? 'bold' : undefined },
+        ],
+        width(),
+        color,
+      ),
+    ];
   }
 
   function block(): string[] {
@@ -439,7 +479,9 @@ export function createLiveView(options: LiveViewOptions): LiveView {
       { text: `${counts.skipped} skipped`, style: counts.skipped ? 'yellow' : undefined },
       ...(counts.awaiting ? [{ text: ' · ' }, { text: `${counts.awaiting} awaiting approval`, style: 'yellow' as const }] : []),
       { text: ` · ${pending} pending` },
-      ...(gate.testing.length > 0 ? [{ text: ' · ' }, { text: `gate: ${listIndices(gate.testing)}${gate.waiting > 0 ? ` (+${gate.waiting} queued)` : ''}`, style: 'cyan' as const }] : []),
+      ...(gate.testing.length > 0
+        ? [{ text: ' · ' }, { text: `gate: ${listIndices(gate.testing)}${gate.waiting > 0 ? ` (+${gate.waiting} queued)` : ''}`, style: 'cyan' as const }]
+        : []),
       ...(draining && runEnd === null ? [{ text: ' · ' }, { text: 'draining', style: 'yellow' as const }] : []),
       ...(waiting !== null ? [{ text: ' · ' }, { text: waiting, style: 'yellow' as const }] : []),
     ];

@@ -55,7 +55,9 @@ describe('personDenies', () => {
       const held = await personDenies(scope(), { ...env, CLAUDE_PID: String(pid) });
       expect(held.denies.denyRead).toContain(join(base, 'secret.txt'));
       expect(held.unread).toEqual(['--disallowedTools Read(./x']);
-      expect(unheldNotice(held)).toBe("--disallowedTools Read(./x could not be read exactly, so the Read and Edit deny rules there do not hold in it. Your other Read and Edit deny rules hold in it, as in Claude Code's own sandbox");
+      expect(unheldNotice(held)).toBe(
+        "--disallowedTools Read(./x could not be read exactly, so the Read and Edit deny rules there do not hold in it. Your other Read and Edit deny rules hold in it, as in Claude Code's own sandbox",
+      );
     });
   });
 });

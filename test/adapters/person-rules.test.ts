@@ -9,8 +9,14 @@ import { commandLineRules, disallowedWords } from '../../src/adapters/person-rul
 describe('--disallowedTools', () => {
   it('keeps a rule whose path holds parentheses whole', async () => {
     expect(await commandLineRules(['claude', '--disallowedTools', 'Read(./foo(1).txt)'], '/p')).toEqual({ deny: ['Read(./foo(1).txt)'], ask: [] });
-    expect(await commandLineRules(['claude', '--disallowedTools=Read(./x(1).txt),Read(./y.txt) WebFetch'], '/p')).toEqual({ deny: ['Read(./x(1).txt)', 'Read(./y.txt)', 'WebFetch'], ask: [] });
-    expect(await commandLineRules(['claude', '--disallowedTools', 'Bash(git push:*)', 'Edit', '--model', 'x'], '/p')).toEqual({ deny: ['Bash(git push:*)', 'Edit'], ask: [] });
+    expect(await commandLineRules(['claude', '--disallowedTools=Read(./x(1).txt),Read(./y.txt) WebFetch'], '/p')).toEqual({
+      deny: ['Read(./x(1).txt)', 'Read(./y.txt)', 'WebFetch'],
+      ask: [],
+    });
+    expect(await commandLineRules(['claude', '--disallowedTools', 'Bash(git push:*)', 'Edit', '--model', 'x'], '/p')).toEqual({
+      deny: ['Bash(git push:*)', 'Edit'],
+      ask: [],
+    });
   });
 
   it('takes both of the CLI’s readings where they differ: `Read(./a(1) b.txt)` denies `./a(1` too', () => {

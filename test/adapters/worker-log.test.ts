@@ -8,7 +8,16 @@ import { checkOutputSection, logFailedChecks } from '../../src/adapters/worker-l
 import type { AcceptanceResult } from '../../src/core/finalize.ts';
 
 const timeLimit = { ms: 300_000, flag: '--check-timeout' as const };
-const result = (over: Partial<AcceptanceResult>): AcceptanceResult => ({ criterion: 'tests pass', check: 'npm test', passed: false, exitCode: 1, timedOut: false, timeLimit, output: 'FAIL a.test.ts\n', ...over });
+const result = (over: Partial<AcceptanceResult>): AcceptanceResult => ({
+  criterion: 'tests pass',
+  check: 'npm test',
+  passed: false,
+  exitCode: 1,
+  timedOut: false,
+  timeLimit,
+  output: 'FAIL a.test.ts\n',
+  ...over,
+});
 
 let dir: string;
 beforeAll(async () => {
@@ -23,7 +32,11 @@ describe('logFailedChecks', () => {
     const log = join(dir, 'worker-0.log');
     await writeFile(log, '==== outcome: reported COMPLETED: done · 1.0s ====\n');
     const long = Array.from({ length: 80 }, (_, i) => `line ${i}`).join('\n');
-    await logFailedChecks(log, [result({ output: long }), result({ check: 'npm run lint', passed: true, exitCode: 0, output: 'clean\n' }), result({ check: 'npm run e2e', exitCode: null, timedOut: true, output: '' })]);
+    await logFailedChecks(log, [
+      result({ output: long }),
+      result({ check: 'npm run lint', passed: true, exitCode: 0, output: 'clean\n' }),
+      result({ check: 'npm run e2e', exitCode: null, timedOut: true, output: '' }),
+    ]);
     expect(await readFile(log, 'utf8')).toBe(
       [
         '==== outcome: reported COMPLETED: done · 1.0s ====',
@@ -46,6 +59,8 @@ describe('logFailedChecks', () => {
   });
 
   it('keeps the output as the check printed it, a last line without its newline included', () => {
-    expect(checkOutputSection(result({ output: 'a\nb' }))).toBe('==== acceptance check failed (tests pass): `npm test` exited 1; its whole output ====\na\nb\n==== end of its output ====\n');
+    expect(checkOutputSection(result({ output: 'a\nb' }))).toBe(
+      '==== acceptance check failed (tests pass): `npm test` exited 1; its whole output ====\na\nb\n==== end of its output ====\n',
+    );
   });
 });

@@ -25,7 +25,15 @@ async function plan(cwd: string, argv: string[]) {
 const blockedPlan = (): Plan =>
   makePlan([
     blockedOnUndeclared('ts'),
-    { subject: 'use it', prompt: 'p', blockedBy: [0], metadata: { files: { create: ['src/use.ts'], modify: [] } }, status: 'skipped', skippedBy: 0, result: 'skipped: depends on task 0' },
+    {
+      subject: 'use it',
+      prompt: 'p',
+      blockedBy: [0],
+      metadata: { files: { create: ['src/use.ts'], modify: [] } },
+      status: 'skipped',
+      skippedBy: 0,
+      result: 'skipped: depends on task 0',
+    },
     { subject: 'touches index', prompt: 'p', blockedBy: [], metadata: { files: { create: [], modify: ['README.md'] } } },
   ]);
 

@@ -21,7 +21,11 @@ const { repos } = leftovers();
 
 /** A plan with a finished task, two that overlap on a file, checks of both kinds, a setup command and a test command (the gate). */
 function samplePlan() {
-  const done = { ...fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a exists', check: 'test -f a.txt' }] }), status: 'completed' as const, attempts: 1 };
+  const done = {
+    ...fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a exists', check: 'test -f a.txt' }] }),
+    status: 'completed' as const,
+    attempts: 1,
+  };
   return makePlan(
     [
       done,
@@ -84,7 +88,9 @@ describe('execute --dry-run --json', () => {
     // The pending tasks' rules, not the finished one's.
     const rules = rest.filter((e) => e.type === 'dry-run-permissions');
     expect(rules.map((e) => e.task)).toEqual([1, 2, 3]);
-    expect(rules[0]).toMatchObject({ allow: expect.arrayContaining(['Read', 'Glob', 'Grep', expect.stringMatching(/^Edit\(\/\/.*\/README\.md\)$/), 'Bash(npm test)']) });
+    expect(rules[0]).toMatchObject({
+      allow: expect.arrayContaining(['Read', 'Glob', 'Grep', expect.stringMatching(/^Edit\(\/\/.*\/README\.md\)$/), 'Bash(npm test)']),
+    });
     // Events come in order: the plan, the commands, the rules.
     expect(events.map((e) => e.type)).toEqual(['dry-run-plan', ...Array(5).fill('dry-run-command'), ...Array(3).fill('dry-run-permissions')]);
 
@@ -96,12 +102,25 @@ describe('execute --dry-run --json', () => {
   it('says no gate, no setup command and --allowed-tools as they are', async () => {
     const plan = makePlan([fakeTask('A', { create: ['a.txt'] })]);
     const { repo } = await repoWithPlan(plan, repos);
-    const r = await dryRun(repo.dir, ['--json', '--no-gate', '--allowed-tools', 'Read,Write Bash(make check)', '--no-commit', '--no-probe', '--sandbox', 'off']);
+    const r = await dryRun(repo.dir, [
+      '--json',
+      '--no-gate',
+      '--allowed-tools',
+      'Read,Write Bash(make check)',
+      '--no-commit',
+      '--no-probe',
+      '--sandbox',
+      'off',
+    ]);
     expect(r.code).toBe(0);
     const events = r.out.map((line) => JSON.parse(line) as DryRunEvent);
     for (const event of events) expect(validate(event), JSON.stringify(validate.errors)).toBe(true);
-    expect(events[0]).toMatchObject({ settings: { gate: null, allowedTools: ['Read', 'Write', 'Bash(make check)'], commit: false, probe: false, sandbox: 'off' } });
-    expect(events.slice(1)).toEqual([expect.objectContaining({ type: 'dry-run-permissions', task: 0, allow: ['Read', 'Write', 'Bash(make check)'], deny: [] })]);
+    expect(events[0]).toMatchObject({
+      settings: { gate: null, allowedTools: ['Read', 'Write', 'Bash(make check)'], commit: false, probe: false, sandbox: 'off' },
+    });
+    expect(events.slice(1)).toEqual([
+      expect.objectContaining({ type: 'dry-run-permissions', task: 0, allow: ['Read', 'Write', 'Bash(make check)'], deny: [] }),
+    ]);
   });
 
   it("ends with the plan lint's warnings the plan neither fixes nor accepts, against the last commit", async () => {
@@ -110,7 +129,8 @@ describe('execute --dry-run --json', () => {
       fakeTask('B', { modify: ['src/a.ts'] }),
       fakeTask('C', { modify: ['package.json'], blockedBy: [0] }),
     ]);
-    const accepted = "tasks[2] modifies package.json but does not declare package-lock.json, which installing its dependencies may rewrite: add package-lock.json to tasks[2].metadata.files.mayChange";
+    const accepted =
+      'tasks[2] modifies package.json but does not declare package-lock.json, which installing its dependencies may rewrite: add package-lock.json to tasks[2].metadata.files.mayChange';
     plan.acceptedWarnings = [{ warning: accepted, reason: 'only its scripts change' }];
     const { repo } = await repoWithPlan(plan, repos, { 'README.md': 'hello\n', 'package.json': '{}\n', 'package-lock.json': '{}\n' });
     const unordered = 'tasks[1] modifies src/a.ts, which tasks[0] creates, but does not depend on it: add 0 to tasks[1].blockedBy';
@@ -123,7 +143,11 @@ describe('execute --dry-run --json', () => {
     ]);
     expect(events.at(-1)!.type).toBe('dry-run-warning');
     const text = await dryRun(repo.dir, []);
-    expect(text.out.slice(-3)).toEqual([`Plan warnings (1; fix each in the plan, or accept it with a reason in the plan's "acceptedWarnings"):`, `  ${unordered}`, 'Nothing was started (--dry-run).']);
+    expect(text.out.slice(-3)).toEqual([
+      `Plan warnings (1; fix each in the plan, or accept it with a reason in the plan's "acceptedWarnings"):`,
+      `  ${unordered}`,
+      'Nothing was started (--dry-run).',
+    ]);
   });
 
   it("the schema's warning kinds are the lint's", () => {
@@ -142,7 +166,7 @@ describe('execute --dry-run --json', () => {
 });
 
 describe('execute --dry-run (text)', () => {
-  it('says the same: the plan, the rounds, every command with the setup command and the gate, the pending tasks\' rules', async () => {
+  it("says the same: the plan, the rounds, every command with the setup command and the gate, the pending tasks' rules", async () => {
     const { repo } = await repoWithPlan(samplePlan(), repos);
     const r = await dryRun(repo.dir, []);
     expect(r.code).toBe(0);
@@ -150,7 +174,9 @@ describe('execute --dry-run (text)', () => {
     expect(text).toContain('Tasks: 4 (max dependency depth 3); 3 pending');
     expect(text).toContain('Round 1:\n  [1] task B\n  [2] task C  (overlaps the group above: runs after it)\nRound 2:\n  [3] task D');
     // Where each command runs: never in the person's tree, sandboxed as --sandbox says.
-    expect(text).toContain("Sandbox: auto: checks, the setup command, the gate and the workers' Bash commands run in the operating-system sandbox where it works on this machine");
+    expect(text).toContain(
+      "Sandbox: auto: checks, the setup command, the gate and the workers' Bash commands run in the operating-system sandbox where it works on this machine",
+    );
     expect(text).toContain(
       [
         'Commands this plan runs on this machine (with /bin/sh, never in your working tree; sandbox: auto, as above):',
@@ -163,7 +189,7 @@ describe('execute --dry-run (text)', () => {
     );
     expect(text).not.toContain('task 0 allow');
     // The rules as the worker gets them: anchored at its worktree, not at the checkout.
-    expect(text).toContain('//<worktree> is its worktree\'s real path:');
+    expect(text).toContain("//<worktree> is its worktree's real path:");
     expect(text).toContain('  task 3 allow: Read  Glob  Grep  Edit(//<worktree>/d.txt)');
     expect(text).not.toContain(`Edit(/${repo.dir}`);
     expect(r.out.at(-1)).toBe('Nothing was started (--dry-run).');
@@ -171,7 +197,43 @@ describe('execute --dry-run (text)', () => {
 
   it('shows every setting its --json form has, in the words of their flags', async () => {
     const { repo, planPath } = await repoWithPlan(samplePlan(), repos);
-    const flags = ['--concurrency', '3', '--max-attempts', '2', '--task-timeout', '900', '--check-timeout', '120', '--gate-timeout', '240', '--gate-batch', '5', '--speculate', '2', '--land', 'continuous', '--no-commit', '--sandbox', 'on', '--strict', '--strict-scope', '--widen', 'src/** docs/*.md', '--probe-timeout', '60', '--limit-wait', '600', '--max-cost-usd', '4', '--task-budget-usd', '0.5', '--schedule', 'rounds', '--permission-mode', 'acceptEdits'];
+    const flags = [
+      '--concurrency',
+      '3',
+      '--max-attempts',
+      '2',
+      '--task-timeout',
+      '900',
+      '--check-timeout',
+      '120',
+      '--gate-timeout',
+      '240',
+      '--gate-batch',
+      '5',
+      '--speculate',
+      '2',
+      '--land',
+      'continuous',
+      '--no-commit',
+      '--sandbox',
+      'on',
+      '--strict',
+      '--strict-scope',
+      '--widen',
+      'src/** docs/*.md',
+      '--probe-timeout',
+      '60',
+      '--limit-wait',
+      '600',
+      '--max-cost-usd',
+      '4',
+      '--task-budget-usd',
+      '0.5',
+      '--schedule',
+      'rounds',
+      '--permission-mode',
+      'acceptEdits',
+    ];
     const json = JSON.parse((await dryRun(repo.dir, ['--json', ...flags])).out[0]!) as Extract<DryRunEvent, { type: 'dry-run-plan' }>;
     const text = (await dryRun(repo.dir, flags)).out.join('\n');
     // What each setting of the JSON form reads as in the text; a setting added to one form only fails here.

@@ -52,9 +52,19 @@ afterAll(async () => {
 });
 
 const hook = async (agent: string | null, tool: string, input: Record<string, unknown>, over: Record<string, unknown> = {}) => {
-  const stdin = JSON.stringify({ session_id: 'sess-1', ...(agent ? { agent_id: agent, agent_type: 'general-purpose' } : {}), cwd: agent ? worktreeOf(agent) : repo, hook_event_name: 'PreToolUse', tool_name: tool, tool_input: input, ...over });
+  const stdin = JSON.stringify({
+    session_id: 'sess-1',
+    ...(agent ? { agent_id: agent, agent_type: 'general-purpose' } : {}),
+    cwd: agent ? worktreeOf(agent) : repo,
+    hook_event_name: 'PreToolUse',
+    tool_name: tool,
+    tool_input: input,
+    ...over,
+  });
   const out = await preToolUse(stdin, env);
-  return out === '' ? null : (JSON.parse(out).hookSpecificOutput as { permissionDecision: string; permissionDecisionReason: string; updatedInput?: Record<string, unknown> });
+  return out === ''
+    ? null
+    : (JSON.parse(out).hookSpecificOutput as { permissionDecision: string; permissionDecisionReason: string; updatedInput?: Record<string, unknown> });
 };
 
 describe('the worker hook, as Claude Code calls it', () => {
@@ -73,11 +83,13 @@ describe('the worker hook, as Claude Code calls it', () => {
     expect(await hook('a1', 'Edit', { file_path: join(worktreeOf('a1'), 'linked/deep/x.md') })).toMatchObject({ permissionDecision: 'deny' });
   });
 
-  it("records each undeclared write it refuses a bound worker, for finalize (the task wanted that file)", async () => {
+  it('records each undeclared write it refuses a bound worker, for finalize (the task wanted that file)', async () => {
     expect(await hook('a1', 'Read', { file_path: handOut.tasks[0]!.promptFile })).toMatchObject({ permissionDecision: 'allow' });
     const refused = await hook('a1', 'Edit', { file_path: join(worktreeOf('a1'), 'src/index.ts') });
     expect(refused).toMatchObject({ permissionDecision: 'deny' });
-    expect(refused?.permissionDecisionReason).toContain('if the task cannot be done without changing it, end with: BLOCKED: needs to change src/index.ts, which the task does not declare');
+    expect(refused?.permissionDecisionReason).toContain(
+      'if the task cannot be done without changing it, end with: BLOCKED: needs to change src/index.ts, which the task does not declare',
+    );
     await hook('a1', 'Write', { file_path: join(worktreeOf('a1'), 'src/index.ts') });
     // Outside the worktree is not a file the task could declare: not recorded.
     await hook('a1', 'Write', { file_path: join(base, 'outside', 'x.txt') });
@@ -109,8 +121,17 @@ describe('the worker hook, as Claude Code calls it', () => {
     }
     expect((await hook('a1', 'Write', { file_path: '~/src/a.ts' }))!.permissionDecisionReason).toContain(`${env.HOME}/src/a.ts is outside your worktree`);
     // Where the home folder is the worktree, `~/src/a.ts` is the declared file there, as Claude Code would write it.
-    const stdin = JSON.stringify({ session_id: 'sess-1', agent_id: 'a1', cwd: worktreeOf('a1'), hook_event_name: 'PreToolUse', tool_name: 'Write', tool_input: { file_path: '~/src/a.ts' } });
-    expect(JSON.parse(await preToolUse(stdin, { ...env, HOME: worktreeOf('a1'), XDG_CACHE_HOME: join(env.HOME!, '.cache') })).hookSpecificOutput).toMatchObject({ permissionDecision: 'allow' });
+    const stdin = JSON.stringify({
+      session_id: 'sess-1',
+      agent_id: 'a1',
+      cwd: worktreeOf('a1'),
+      hook_event_name: 'PreToolUse',
+      tool_name: 'Write',
+      tool_input: { file_path: '~/src/a.ts' },
+    });
+    expect(JSON.parse(await preToolUse(stdin, { ...env, HOME: worktreeOf('a1'), XDG_CACHE_HOME: join(env.HOME!, '.cache') })).hookSpecificOutput).toMatchObject(
+      { permissionDecision: 'allow' },
+    );
   });
 
   it('a finalized task’s worker is no longer bound', async () => {
@@ -125,7 +146,7 @@ describe('the worker hook, as Claude Code calls it', () => {
     }
   });
 
-  it("leaves a Bash command to the person when a deny or ask rule of theirs may match it", async () => {
+  it('leaves a Bash command to the person when a deny or ask rule of theirs may match it', async () => {
     await mkdir(join(repo, '.claude'), { recursive: true });
     await writeFile(join(repo, '.claude/settings.json'), JSON.stringify({ permissions: { ask: ['Bash(git push:*)'] } }));
     try {
@@ -150,7 +171,17 @@ describe('the worker hook, as Claude Code calls it', () => {
       if (!support.ok) return;
       // In the real sandbox: neither file can be written, the existing one or a new one.
       await rm(join(dir, 'settings.json'));
-      const run = await execa('bash', ['-c', String((await hook('a1', 'Bash', { command: 'echo {} > .claude/settings.local.json; echo {} > .claude/settings.json; echo other > .claude/other.md' }))!.updatedInput!.command)], { cwd: worktreeOf('a1'), reject: false });
+      const run = await execa(
+        'bash',
+        [
+          '-c',
+          String(
+            (await hook('a1', 'Bash', { command: 'echo {} > .claude/settings.local.json; echo {} > .claude/settings.json; echo other > .claude/other.md' }))!
+              .updatedInput!.command,
+          ),
+        ],
+        { cwd: worktreeOf('a1'), reject: false },
+      );
       expect(run.stderr).toMatch(/settings\.local\.json: Read-only file system[\s\S]*settings\.json: (Read-only file system|Permission denied)/);
       expect(JSON.parse(await readFile(join(dir, 'settings.local.json'), 'utf8'))).toEqual({ permissions: { deny: ['Edit(**/zz*)'] } });
       // Not written, and no placeholder of the sandbox's left behind.
@@ -188,31 +219,34 @@ describe('the worker hook, as Claude Code calls it', () => {
     expect(await readFile(join(repo, 'README.md'), 'utf8')).toBe('the person’s\n');
   });
 
-  it.runIf(support.ok)("holds a worker's Bash command to the person's Read and Edit deny rules in the sandbox; leaves it to them where the sandbox cannot hold one", async () => {
-    await mkdir(join(repo, '.claude'), { recursive: true });
-    for (const dir of [repo, worktreeOf('a1')]) await writeFile(join(dir, '.env'), 'SECRET=1\n');
-    await writeFile(join(worktreeOf('a1'), 'locked.txt'), 'as it was\n');
-    await writeFile(join(repo, '.claude/settings.json'), JSON.stringify({ permissions: { deny: ['Read(./.env)', 'Edit(./locked.txt)'] } }));
-    try {
-      const run = async (command: string) => {
-        const verdict = await hook('a1', 'Bash', { command, description: 'try' });
-        expect(verdict, command).toMatchObject({ permissionDecision: 'allow' });
-        return execa('bash', ['-c', String(verdict!.updatedInput!.command)], { cwd: worktreeOf('a1'), reject: false });
-      };
-      const read = await run(`cat .env; cat ${join(repo, '.env')}`);
-      expect(read.stdout).not.toContain('SECRET');
-      expect(read.stderr).toMatch(/\.env: Permission denied[\s\S]*\.env: Permission denied/);
-      const write = await run('echo changed > locked.txt; echo inside > src/a.ts');
-      expect(write.stderr).toMatch(/locked\.txt: Read-only file system/);
-      expect(await readFile(join(worktreeOf('a1'), 'locked.txt'), 'utf8')).toBe('as it was\n');
-      expect(await readFile(join(worktreeOf('a1'), 'src/a.ts'), 'utf8')).toBe('inside\n');
-      // A write pattern the runtime cannot deny on Linux: the command is the person's to approve.
-      await writeFile(join(repo, '.claude/settings.json'), JSON.stringify({ permissions: { deny: ['Edit(**/*.lock)'] } }));
-      expect(await hook('a1', 'Bash', { command: 'npm install' })).toBeNull();
-    } finally {
-      await rm(join(repo, '.claude/settings.json'));
-    }
-  });
+  it.runIf(support.ok)(
+    "holds a worker's Bash command to the person's Read and Edit deny rules in the sandbox; leaves it to them where the sandbox cannot hold one",
+    async () => {
+      await mkdir(join(repo, '.claude'), { recursive: true });
+      for (const dir of [repo, worktreeOf('a1')]) await writeFile(join(dir, '.env'), 'SECRET=1\n');
+      await writeFile(join(worktreeOf('a1'), 'locked.txt'), 'as it was\n');
+      await writeFile(join(repo, '.claude/settings.json'), JSON.stringify({ permissions: { deny: ['Read(./.env)', 'Edit(./locked.txt)'] } }));
+      try {
+        const run = async (command: string) => {
+          const verdict = await hook('a1', 'Bash', { command, description: 'try' });
+          expect(verdict, command).toMatchObject({ permissionDecision: 'allow' });
+          return execa('bash', ['-c', String(verdict!.updatedInput!.command)], { cwd: worktreeOf('a1'), reject: false });
+        };
+        const read = await run(`cat .env; cat ${join(repo, '.env')}`);
+        expect(read.stdout).not.toContain('SECRET');
+        expect(read.stderr).toMatch(/\.env: Permission denied[\s\S]*\.env: Permission denied/);
+        const write = await run('echo changed > locked.txt; echo inside > src/a.ts');
+        expect(write.stderr).toMatch(/locked\.txt: Read-only file system/);
+        expect(await readFile(join(worktreeOf('a1'), 'locked.txt'), 'utf8')).toBe('as it was\n');
+        expect(await readFile(join(worktreeOf('a1'), 'src/a.ts'), 'utf8')).toBe('inside\n');
+        // A write pattern the runtime cannot deny on Linux: the command is the person's to approve.
+        await writeFile(join(repo, '.claude/settings.json'), JSON.stringify({ permissions: { deny: ['Edit(**/*.lock)'] } }));
+        expect(await hook('a1', 'Bash', { command: 'npm install' })).toBeNull();
+      } finally {
+        await rm(join(repo, '.claude/settings.json'));
+      }
+    },
+  );
 
   it.runIf(support.ok)("reads a relative rule of a project folder below the repository in the worker's copy of that folder too", async () => {
     const sub = join(repo, 'sub');
@@ -221,7 +255,14 @@ describe('the worker hook, as Claude Code calls it', () => {
     await writeFile(join(worktreeOf('a1'), 'sub', 'secret.txt'), 'SECRET=2\n');
     await writeFile(join(sub, '.claude/settings.json'), JSON.stringify({ permissions: { deny: ['Read(./secret.txt)'] } }));
     try {
-      const stdin = JSON.stringify({ session_id: 'sess-1', agent_id: 'a1', cwd: worktreeOf('a1'), hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_input: { command: 'cat sub/secret.txt' } });
+      const stdin = JSON.stringify({
+        session_id: 'sess-1',
+        agent_id: 'a1',
+        cwd: worktreeOf('a1'),
+        hook_event_name: 'PreToolUse',
+        tool_name: 'Bash',
+        tool_input: { command: 'cat sub/secret.txt' },
+      });
       const verdict = JSON.parse(await preToolUse(stdin, { ...env, CLAUDE_PROJECT_DIR: sub })).hookSpecificOutput;
       expect(verdict).toMatchObject({ permissionDecision: 'allow' });
       const settings = JSON.parse(await readFile(workerFiles(handOutRoot(env), 'sess-1', 'a1').settingsFile, 'utf8'));
@@ -243,7 +284,14 @@ describe('the worker hook, as Claude Code calls it', () => {
     await writeFile(join(worktreeOf('a1'), 'locked.txt'), 'as it was\n');
     const viaLink = { ...env, HOME: linkedHome, XDG_CACHE_HOME: join(env.HOME!, '.cache') };
     const bash = async (command: string) => {
-      const stdin = JSON.stringify({ session_id: 'sess-1', agent_id: 'a1', cwd: worktreeOf('a1'), hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_input: { command } });
+      const stdin = JSON.stringify({
+        session_id: 'sess-1',
+        agent_id: 'a1',
+        cwd: worktreeOf('a1'),
+        hook_event_name: 'PreToolUse',
+        tool_name: 'Bash',
+        tool_input: { command },
+      });
       const out = await preToolUse(stdin, viaLink);
       return out === '' ? null : JSON.parse(out).hookSpecificOutput;
     };
@@ -266,7 +314,13 @@ describe('the worker hook, as Claude Code calls it', () => {
 
   it('the bundled hook answers the same through its launcher, and costs one `test -d` when no session runs a plan', async () => {
     const launcher = join(repoRoot, 'plugin/hooks/pre-tool-use');
-    const input = JSON.stringify({ session_id: 'sess-1', agent_id: 'a1', cwd: worktreeOf('a1'), tool_name: 'WebFetch', tool_input: { url: 'https://example.com' } });
+    const input = JSON.stringify({
+      session_id: 'sess-1',
+      agent_id: 'a1',
+      cwd: worktreeOf('a1'),
+      tool_name: 'WebFetch',
+      tool_input: { url: 'https://example.com' },
+    });
     const denied = await execa(launcher, { input, env });
     expect(JSON.parse(denied.stdout).hookSpecificOutput).toMatchObject({ permissionDecision: 'deny' });
     const elsewhere = await execa(launcher, { input, env: { ...env, HOME: join(base, 'nobody') } });

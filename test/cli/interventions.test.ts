@@ -32,7 +32,12 @@ function fixture(): Plan {
       task('gate', [], { status: 'awaiting_approval', gate: 'human-approval', attempts: 1, result: 'done, please look' }),
       task('after gate', [0]),
       task('after after gate', [1]),
-      task('flaky', [], { status: 'failed', attempts: 3, result: 'tests failed', usage: { costUsd: 1, inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheCreationTokens: 0 } }),
+      task('flaky', [], {
+        status: 'failed',
+        attempts: 3,
+        result: 'tests failed',
+        usage: { costUsd: 1, inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheCreationTokens: 0 },
+      }),
       task('needs flaky', [3], { status: 'skipped', skippedBy: 3, result: 'skipped: depends on task 3' }),
       task('needs needs flaky', [4], { status: 'skipped', skippedBy: 3, result: 'skipped: depends on task 3 (through task 4)' }),
       task('needs flaky and broken', [3, 7], { status: 'skipped', skippedBy: 3, result: 'skipped: depends on task 3' }),
@@ -177,10 +182,17 @@ describe('while a run holds the lock', () => {
     const lock = { pid: process.pid, host: os.hostname(), startedAt: '2026-11-22T01:02:03.000Z', command: 'execute' };
     writeFileSync(path.join(dir, '.design', 'plan.lock'), JSON.stringify(lock));
     const before = readFileSync(planPath, 'utf8');
-    for (const argv of [['approve', '0'], ['reject', '0', '--reason', 'r'], ['retry', '3'], ['skip', '8', '--reason', 'r']]) {
+    for (const argv of [
+      ['approve', '0'],
+      ['reject', '0', '--reason', 'r'],
+      ['retry', '3'],
+      ['skip', '8', '--reason', 'r'],
+    ]) {
       errs = [];
       expect(await run(...argv), argv.join(' ')).toBe(3);
-      expect(errs).toEqual([`${argv[0]}: a run (pid ${process.pid} on host ${os.hostname()}, started 2026-11-22T01:02:03.000Z) holds the lock; stop it first or wait`]);
+      expect(errs).toEqual([
+        `${argv[0]}: a run (pid ${process.pid} on host ${os.hostname()}, started 2026-11-22T01:02:03.000Z) holds the lock; stop it first or wait`,
+      ]);
     }
     expect(readFileSync(planPath, 'utf8')).toBe(before);
     expect(JSON.parse(readFileSync(path.join(dir, '.design', 'plan.lock'), 'utf8'))).toEqual(lock); // untouched

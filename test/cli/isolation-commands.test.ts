@@ -49,7 +49,8 @@ function plan(tasks: Task[], planId: string | null = PLAN_ID): Plan {
 /** A commit of `files` on top of `parent` (default HEAD), made without touching the working tree or index. */
 async function commitOn(files: Record<string, string>, parent = 'HEAD', message = 'foreman: integrated'): Promise<string> {
   const index = path.join(repo.dir, '.git', `test-index-${Math.random().toString(16).slice(2)}`);
-  const run = async (args: string[], input?: string) => (await runGit(repo.dir, args, { env: { GIT_INDEX_FILE: index }, ...(input !== undefined ? { input } : {}) })).trim();
+  const run = async (args: string[], input?: string) =>
+    (await runGit(repo.dir, args, { env: { GIT_INDEX_FILE: index }, ...(input !== undefined ? { input } : {}) })).trim();
   await run(['read-tree', parent]);
   for (const [file, content] of Object.entries(files)) {
     const blob = await run(['hash-object', '-w', '--stdin'], content);
@@ -88,7 +89,7 @@ beforeEach(async () => {
 });
 
 describe('plan land', () => {
-  it('lands the integration ref on the branch, leaving the person\'s other changes alone', async () => {
+  it("lands the integration ref on the branch, leaving the person's other changes alone", async () => {
     writePlan(plan([task('edit a', 'a.txt', { status: 'completed' }), task('later', 'c.txt')]));
     const tip = await integrate({ 'a.txt': 'two\n', 'b.txt': 'new\n' });
     // The person's own work in progress: an unrelated edit, a staged change, an untracked file.
@@ -113,7 +114,7 @@ describe('plan land', () => {
     expect(out).toEqual([`nothing new to land: main holds everything on ${REF} (${tip.slice(0, 12)})`]);
   });
 
-  it('is blocked (exit 1) by a change of the person\'s to a file it would update, and touches nothing', async () => {
+  it("is blocked (exit 1) by a change of the person's to a file it would update, and touches nothing", async () => {
     writePlan(plan([task('edit a', 'a.txt', { status: 'completed' })]));
     await integrate({ 'a.txt': 'two\n', 'b.txt': 'new\n' });
     const head = await git('rev-parse', 'HEAD');
@@ -138,7 +139,12 @@ describe('plan land', () => {
     const tip = await integrate({ 'b.txt': 'new\n' });
     writeFileSync(path.join(repo.dir, 'b.txt'), 'in the way\n');
     expect(await run('land', '--json')).toBe(1);
-    expect(JSON.parse(out[0]!)).toMatchObject({ planId: PLAN_ID, ref: REF, landed: false, problem: { kind: 'local-changes', lines: [expect.stringContaining('b.txt (untracked)'), expect.any(String)] } });
+    expect(JSON.parse(out[0]!)).toMatchObject({
+      planId: PLAN_ID,
+      ref: REF,
+      landed: false,
+      problem: { kind: 'local-changes', lines: [expect.stringContaining('b.txt (untracked)'), expect.any(String)] },
+    });
     expect(read('b.txt')).toBe('in the way\n');
 
     await rm(path.join(repo.dir, 'b.txt'));
@@ -187,7 +193,10 @@ describe('plan land', () => {
     const head = await git('rev-parse', 'HEAD');
     const tip = await integrate({ 'a.txt': 'two\n' });
     // A crash after the intent was recorded and the file written, before the ref moved.
-    writeFileSync(path.join(repo.dir, '.design', 'landing.json'), JSON.stringify({ version: 1, mode: 'commit', branch: 'refs/heads/main', from: head, to: tip, paths: ['a.txt'] }));
+    writeFileSync(
+      path.join(repo.dir, '.design', 'landing.json'),
+      JSON.stringify({ version: 1, mode: 'commit', branch: 'refs/heads/main', from: head, to: tip, paths: ['a.txt'] }),
+    );
     writeFileSync(path.join(repo.dir, 'a.txt'), 'two\n');
     expect(await run('land')).toBe(0);
     // Worded as a run words it (run/lifecycle.ts landingNotice).
@@ -215,7 +224,10 @@ describe('plan land', () => {
     await mkdir(path.join(repo.dir, '.design', 'history'));
     const archived = path.join(repo.dir, '.design', 'history', '20250101T000000Z-plan.json');
     writePlan(plan([task('edit a', 'a.txt', { status: 'completed' })]), archived);
-    writePlan({ ...plan([task('older', 'a.txt', { status: 'completed' })], 'older-plan') }, path.join(repo.dir, '.design', 'history', '20240101T000000Z-plan.json'));
+    writePlan(
+      { ...plan([task('older', 'a.txt', { status: 'completed' })], 'older-plan') },
+      path.join(repo.dir, '.design', 'history', '20240101T000000Z-plan.json'),
+    );
     const tip = await integrate({ 'a.txt': 'two\n' });
     expect(await run('land')).toBe(0);
     expect(out[0]).toBe(`landing the archived plan ${archived} (isolate)`);
@@ -254,24 +266,29 @@ describe('plan land', () => {
 });
 
 describe('plan clean', () => {
-  it('removes the plan\'s worktrees and keeps a ref holding work not landed', async () => {
+  it("removes the plan's worktrees and keeps a ref holding work not landed", async () => {
     writePlan(plan([task('edit a', 'a.txt', { status: 'completed' }), task('b', 'b.txt')]));
     await integrate({ 'a.txt': 'two\n' });
     const slots = [await poolSlot(PLAN_ID, 0), await poolSlot(PLAN_ID, 1)];
     expect(await run('clean')).toBe(0);
     expect(out[0]).toMatch(new RegExp(`^the plan: removed 2 worktrees \\(\\d+(\\.\\d)? KB\\) from ${poolDir(worktrees, repo.dir, PLAN_ID)}$`));
-    expect(out[1]).toBe(`  kept ${REF}: it holds 1 commit not on your branch; land it with \`npx tsx scripts/plan.ts land\`, or by hand with \`git merge --ff-only ${REF}\``);
+    expect(out[1]).toBe(
+      `  kept ${REF}: it holds 1 commit not on your branch; land it with \`npx tsx scripts/plan.ts land\`, or by hand with \`git merge --ff-only ${REF}\``,
+    );
     for (const slot of slots) expect(existsSync(slot)).toBe(false);
     expect(await git('worktree', 'list', '--porcelain')).not.toContain(worktrees);
     expect(await refExists(REF)).toBe(true);
     expect(read('a.txt')).toBe('one\n');
   });
 
-  it('removes archived plans\' worktrees, deleting their refs only when landed', async () => {
+  it("removes archived plans' worktrees, deleting their refs only when landed", async () => {
     writePlan(plan([task('current', 'c.txt')], 'current'));
     await mkdir(path.join(repo.dir, '.design', 'history'));
     writePlan(plan([task('landed', 'a.txt', { status: 'completed' })], 'landed-plan'), path.join(repo.dir, '.design', 'history', '20250101T000000Z-plan.json'));
-    writePlan(plan([task('unlanded', 'a.txt', { status: 'completed' })], 'unlanded-plan'), path.join(repo.dir, '.design', 'history', '20250102T000000Z-plan.json'));
+    writePlan(
+      plan([task('unlanded', 'a.txt', { status: 'completed' })], 'unlanded-plan'),
+      path.join(repo.dir, '.design', 'history', '20250102T000000Z-plan.json'),
+    );
     await git('update-ref', 'refs/foreman/landed-plan', 'HEAD');
     await git('update-ref', 'refs/foreman/unlanded-plan', await commitOn({ 'a.txt': 'x\n' }));
     await git('update-ref', 'refs/foreman-awaiting/unlanded-plan/0', await commitOn({ 'z.txt': 'z\n' }));
@@ -282,7 +299,15 @@ describe('plan clean', () => {
     const { plans } = JSON.parse(out[0]!) as { plans: Array<{ planId: string; worktrees: number; deletedRefs: string[]; keptRefs: unknown[] }> };
     expect(plans.map((p) => [p.planId, p.worktrees, p.deletedRefs, p.keptRefs])).toEqual([
       ['current', 0, [], []],
-      ['unlanded-plan', 1, [], [{ ref: 'refs/foreman-awaiting/unlanded-plan/0', kind: 'awaiting', commits: null }, { ref: 'refs/foreman/unlanded-plan', kind: 'integration', commits: 1 }]],
+      [
+        'unlanded-plan',
+        1,
+        [],
+        [
+          { ref: 'refs/foreman-awaiting/unlanded-plan/0', kind: 'awaiting', commits: null },
+          { ref: 'refs/foreman/unlanded-plan', kind: 'integration', commits: 1 },
+        ],
+      ],
       ['landed-plan', 1, ['refs/foreman/landed-plan'], []],
     ]);
     expect(existsSync(landedSlot)).toBe(false);
@@ -323,13 +348,17 @@ describe('plan status: worktrees and integrated work', () => {
     await poolSlot(PLAN_ID);
     expect(await run('status')).toBe(0);
     const dir = poolDir(worktrees, repo.dir, PLAN_ID);
-    expect(out).toContainEqual(expect.stringMatching(new RegExp(`^Worktrees: 1 \\(\\d+(\\.\\d)? KB\\) in ${dir}; \`npx tsx scripts/plan.ts clean\` removes them$`)));
+    expect(out).toContainEqual(
+      expect.stringMatching(new RegExp(`^Worktrees: 1 \\(\\d+(\\.\\d)? KB\\) in ${dir}; \`npx tsx scripts/plan.ts clean\` removes them$`)),
+    );
     expect(out).toContainEqual(`Integrated work: 2 commits on ${REF} not on your branch yet; \`npx tsx scripts/plan.ts land\` lands them`);
     expect(out).toContainEqual('Awaiting approval, parked: task 1 (`npx tsx scripts/plan.ts approve N` or `npx tsx scripts/plan.ts reject N --reason …`)');
 
     out = [];
     expect(await run('status', '--json')).toBe(0);
-    const { isolation } = JSON.parse(out[0]!) as { isolation: { worktrees: { count: number; bytes: number; dir: string }; ref: { name: string; notLanded: number }; parked: number[] } };
+    const { isolation } = JSON.parse(out[0]!) as {
+      isolation: { worktrees: { count: number; bytes: number; dir: string }; ref: { name: string; notLanded: number }; parked: number[] };
+    };
     expect(isolation.worktrees).toMatchObject({ count: 1, dir });
     expect(isolation.worktrees.bytes).toBeGreaterThanOrEqual(64 * 1024);
     expect(isolation.ref).toMatchObject({ name: REF, notLanded: 2 });
@@ -351,7 +380,8 @@ describe('plan status: worktrees and integrated work', () => {
 });
 
 describe('plan approve and reject with parked work', () => {
-  const gated = (extra: Partial<Task> = {}) => task('gate', 'g.txt', { status: 'awaiting_approval', gate: 'human-approval', attempts: 1, result: 'please look', ...extra });
+  const gated = (extra: Partial<Task> = {}) =>
+    task('gate', 'g.txt', { status: 'awaiting_approval', gate: 'human-approval', attempts: 1, result: 'please look', ...extra });
 
   it('approve integrates the parked work (the ref made at HEAD), records the commit, drops the parked ref and lands', async () => {
     writePlan(plan([gated(), task('after', 'h.txt', { blockedBy: [0] })]));
@@ -364,7 +394,10 @@ describe('plan approve and reject with parked work', () => {
     expect(recorded.status).toBe('completed');
     const commit = recorded.commit as string;
     expect(commit).toMatch(/^[0-9a-f]{40}$/);
-    expect(out).toEqual([`task 0 (gate): awaiting_approval → completed — approved; its work was integrated (${commit.slice(0, 12)})`, `landed 1 file on main (${commit.slice(0, 12)}): g.txt`]);
+    expect(out).toEqual([
+      `task 0 (gate): awaiting_approval → completed — approved; its work was integrated (${commit.slice(0, 12)})`,
+      `landed 1 file on main (${commit.slice(0, 12)}): g.txt`,
+    ]);
     expect(await git('rev-parse', 'HEAD')).toBe(commit);
     expect(await git('rev-parse', REF)).toBe(commit);
     expect(read('g.txt')).toBe('gated\n');
@@ -373,7 +406,7 @@ describe('plan approve and reject with parked work', () => {
     expect(await git('log', '-1', '--format=%(trailers:key=Foreman-Tasks,valueonly)', commit)).toBe('0');
   });
 
-  it('approve: a blocked landing exits 1 with the work integrated and the person\'s file untouched', async () => {
+  it("approve: a blocked landing exits 1 with the work integrated and the person's file untouched", async () => {
     writePlan(plan([gated(), task('after', 'h.txt', { blockedBy: [0] })]));
     await git('update-ref', `refs/foreman-awaiting/${PLAN_ID}/0`, await commitOn({ 'g.txt': 'gated\n' }));
     writeFileSync(path.join(repo.dir, 'g.txt'), 'my own g\n');
@@ -393,7 +426,9 @@ describe('plan approve and reject with parked work', () => {
     await git('update-ref', `refs/foreman-awaiting/${PLAN_ID}/0`, await commitOn({ 'g.txt': 'gated\n' }, base));
     const before = readFileSync(planPath(), 'utf8');
     expect(await run('approve', '0')).toBe(2);
-    expect(errs).toEqual([`approve: task 0's approved work changes g.txt, which integrated work changed after its attempt started: reject it (\`npx tsx scripts/plan.ts reject 0 --reason …\`) and retry the task (\`npx tsx scripts/plan.ts retry 0\`); task 0 is still awaiting approval`]);
+    expect(errs).toEqual([
+      `approve: task 0's approved work changes g.txt, which integrated work changed after its attempt started: reject it (\`npx tsx scripts/plan.ts reject 0 --reason …\`) and retry the task (\`npx tsx scripts/plan.ts retry 0\`); task 0 is still awaiting approval`,
+    ]);
     expect(readFileSync(planPath(), 'utf8')).toBe(before);
     expect(await git('rev-parse', REF)).toBe(tip);
     expect(await refExists(`refs/foreman-awaiting/${PLAN_ID}/0`)).toBe(true);

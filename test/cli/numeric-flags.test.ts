@@ -21,7 +21,18 @@ const DOLLARS = 'a number of dollars above 0, at most 1000000';
 const TASK = 'a whole number from 0 to 99999';
 
 /** Bad values for each kind of number: negative, zero (where 0 is refused), fraction, garbage, too large. */
-const badWhole = (min: number, max: number) => ['-1', ...(min > 0 ? ['0'] : []), '1.5', 'abc', '', '0x10', '1e3', ' 4', String(max + 1), '99999999999999999999'];
+const badWhole = (min: number, max: number) => [
+  '-1',
+  ...(min > 0 ? ['0'] : []),
+  '1.5',
+  'abc',
+  '',
+  '0x10',
+  '1e3',
+  ' 4',
+  String(max + 1),
+  '99999999999999999999',
+];
 const badDollars = ['-1', '-0.5', '0', '0.0', 'abc', '', '1e3', 'Infinity', '1000000.01', '99999999999999999999'];
 
 let dir: string;
@@ -44,7 +55,9 @@ const plan = (argv: string[]) => ran((io) => runProgram('plan', planCommands, ar
 
 /** Each value, given both as `--flag VALUE` and `--flag=VALUE` (a negative number reaches the check either way). */
 const cases = (flags: Array<[string, string, string[]]>) =>
-  flags.flatMap(([flag, takes, values]) => values.flatMap((value) => [[flag, takes, value, [flag, value]] as const, [flag, takes, value, [`${flag}=${value}`]] as const]));
+  flags.flatMap(([flag, takes, values]) =>
+    values.flatMap((value) => [[flag, takes, value, [flag, value]] as const, [flag, takes, value, [`${flag}=${value}`]] as const]),
+  );
 
 describe('execute: every numeric flag', () => {
   it.each(
@@ -133,18 +146,23 @@ describe('plan tool: every numeric flag and task index', () => {
     expect((await plan([command, `${flag}=${value}`])).err).toEqual(r.err);
   });
 
-  it.each(
-    ['approve', 'reject', 'retry', 'skip'].flatMap((command) => badWhole(0, 99_999).map((value) => [command, value] as const)),
-  )('%s N refuses %j', async (command, value) => {
-    const reason = command === 'reject' || command === 'skip' ? ['--reason', 'why'] : [];
-    const r = await plan([command, value, ...reason]);
-    expect(r.code).toBe(2);
-    expect(r.out).toEqual([]);
-    expect(r.err).toEqual([`plan ${command}: N (the task index) expects ${TASK}, got "${value}" (see --help)`]);
-  });
+  it.each(['approve', 'reject', 'retry', 'skip'].flatMap((command) => badWhole(0, 99_999).map((value) => [command, value] as const)))(
+    '%s N refuses %j',
+    async (command, value) => {
+      const reason = command === 'reject' || command === 'skip' ? ['--reason', 'why'] : [];
+      const r = await plan([command, value, ...reason]);
+      expect(r.code).toBe(2);
+      expect(r.out).toEqual([]);
+      expect(r.err).toEqual([`plan ${command}: N (the task index) expects ${TASK}, got "${value}" (see --help)`]);
+    },
+  );
 
   it('a negative task index after the flags, or after `--`, is a task index too', async () => {
-    for (const argv of [['retry', '--plan', 'x.json', '-3'], ['retry', '--', '-3'], ['skip', '--reason', 'r', '-3']]) {
+    for (const argv of [
+      ['retry', '--plan', 'x.json', '-3'],
+      ['retry', '--', '-3'],
+      ['skip', '--reason', 'r', '-3'],
+    ]) {
       const r = await plan(argv);
       expect(r.err, argv.join(' ')).toEqual([`plan ${argv[0]}: N (the task index) expects ${TASK}, got "-3" (see --help)`]);
     }

@@ -81,7 +81,11 @@ describe('plan.ts check', () => {
     expect(r.out).toEqual([]);
     expect(r.err[0]).toBe(`${file}: the plan is invalid (${c.expected.length} problem${c.expected.length === 1 ? '' : 's'}):`);
     expect(r.err).toHaveLength(c.expected.length + 1);
-    for (const line of c.expected) expect(r.err.some((e) => e.startsWith(`  ${line}`)), `${line}\n${r.err.join('\n')}`).toBe(true);
+    for (const line of c.expected)
+      expect(
+        r.err.some((e) => e.startsWith(`  ${line}`)),
+        `${line}\n${r.err.join('\n')}`,
+      ).toBe(true);
   });
 
   it.each(['minimal', 'extra-fields', 'realistic'])('%s → exit 0', async (name) => {
@@ -109,7 +113,10 @@ describe('plan.ts check', () => {
     await writeFile(file, JSON.stringify(hazard));
     const stale = await plan(['check', '--fix', '--plan', file], tmp);
     expect(stale.code).toBe(0);
-    expect(stale.out.slice(0, 2)).toEqual([`${file}: valid (2 tasks); defaults and file overlaps written, with 1 warning:`, `  acceptedWarnings[0] accepts a warning the plan no longer has ("${line}"): remove it from acceptedWarnings`]);
+    expect(stale.out.slice(0, 2)).toEqual([
+      `${file}: valid (2 tasks); defaults and file overlaps written, with 1 warning:`,
+      `  acceptedWarnings[0] accepts a warning the plan no longer has ("${line}"): remove it from acceptedWarnings`,
+    ]);
   });
 
   it('in a git repository, checks the plan against the files of the last commit', async () => {
@@ -117,7 +124,12 @@ describe('plan.ts check', () => {
     try {
       const p = JSON.parse(validText('minimal')) as Plan;
       p.tasks[0]!.prompt = 'Create src/a.ts and export it from src/index.ts.';
-      p.tasks.push({ subject: 'Add a dependency', prompt: 'Add left-pad to package.json.', blockedBy: [], metadata: { files: { create: [], modify: ['package.json', 'src/gone.ts'] } } });
+      p.tasks.push({
+        subject: 'Add a dependency',
+        prompt: 'Add left-pad to package.json.',
+        blockedBy: [],
+        metadata: { files: { create: [], modify: ['package.json', 'src/gone.ts'] } },
+      });
       const file = path.join(repo.dir, '.design', 'plan.json');
       await repo.write({ '.design/plan.json': JSON.stringify(p) });
       // A file only in the working tree is not the last commit's: no worker would see it.
@@ -266,8 +278,21 @@ describe('plan.ts status, graph, ready', () => {
     expect(s.goal).toBe('Add rate limiting to the public HTTP API, with configuration, metrics and docs');
     expect(s.counts).toMatchObject({ pending: 7, completed: 1, failed: 0 });
     expect(s.tasks).toHaveLength(8);
-    expect(s.tasks[0]).toMatchObject({ index: 0, status: 'completed', attempts: 1, blockedBy: [], result: 'Hook after auth in src/server/hooks.ts; keys are on request.apiKey' });
-    expect(s.tasks[3]).toMatchObject({ index: 3, subject: 'Wire the limiter into the server', status: 'pending', attempts: 0, blockedBy: [1, 2], result: null });
+    expect(s.tasks[0]).toMatchObject({
+      index: 0,
+      status: 'completed',
+      attempts: 1,
+      blockedBy: [],
+      result: 'Hook after auth in src/server/hooks.ts; keys are on request.apiKey',
+    });
+    expect(s.tasks[3]).toMatchObject({
+      index: 3,
+      subject: 'Wire the limiter into the server',
+      status: 'pending',
+      attempts: 0,
+      blockedBy: [1, 2],
+      result: null,
+    });
   });
 
   it('status: a table of tasks and the counts', async () => {
@@ -285,12 +310,52 @@ describe('plan.ts status, graph, ready', () => {
     const file = await planDir(
       JSON.stringify(
         makePlan([
-          { subject: 'done', prompt: 'p', blockedBy: [], metadata: { files: { create: ['a'], modify: [] } }, status: 'completed', attempts: 1, result: 'all good' },
-          { subject: 'broke', prompt: 'p', blockedBy: [], metadata: { files: { create: ['b'], modify: [] } }, status: 'failed', attempts: 3, result: 'acceptance check failed (tests pass)\nline two' },
-          { subject: 'stuck', prompt: 'p', blockedBy: [], metadata: { files: { create: ['c'], modify: [] } }, status: 'blocked', attempts: 1, result: 'BLOCKED: needs src/index.js' },
-          { subject: 'after', prompt: 'p', blockedBy: [1], metadata: { files: { create: ['d'], modify: [] } }, status: 'skipped', result: 'skipped: task 1 failed' },
+          {
+            subject: 'done',
+            prompt: 'p',
+            blockedBy: [],
+            metadata: { files: { create: ['a'], modify: [] } },
+            status: 'completed',
+            attempts: 1,
+            result: 'all good',
+          },
+          {
+            subject: 'broke',
+            prompt: 'p',
+            blockedBy: [],
+            metadata: { files: { create: ['b'], modify: [] } },
+            status: 'failed',
+            attempts: 3,
+            result: 'acceptance check failed (tests pass)\nline two',
+          },
+          {
+            subject: 'stuck',
+            prompt: 'p',
+            blockedBy: [],
+            metadata: { files: { create: ['c'], modify: [] } },
+            status: 'blocked',
+            attempts: 1,
+            result: 'BLOCKED: needs src/index.js',
+          },
+          {
+            subject: 'after',
+            prompt: 'p',
+            blockedBy: [1],
+            metadata: { files: { create: ['d'], modify: [] } },
+            status: 'skipped',
+            result: 'skipped: task 1 failed',
+          },
           { subject: 'left', prompt: 'p', blockedBy: [], metadata: { files: { create: ['e'], modify: [] } }, status: 'pending', result: long },
-          { subject: 'aside', prompt: 'p', blockedBy: [], metadata: { files: { create: ['f'], modify: [] } }, status: 'completed', attempts: 1, result: 'ok', setAside: { attempt: 1, paths: ['package-lock.json'], commit: 'a'.repeat(40) } },
+          {
+            subject: 'aside',
+            prompt: 'p',
+            blockedBy: [],
+            metadata: { files: { create: ['f'], modify: [] } },
+            status: 'completed',
+            attempts: 1,
+            result: 'ok',
+            setAside: { attempt: 1, paths: ['package-lock.json'], commit: 'a'.repeat(40) },
+          },
         ]),
       ),
     );
@@ -313,7 +378,18 @@ describe('plan.ts status, graph, ready', () => {
     expect(r.out[0]).toBe('flowchart TD');
     const text = r.out.join('\n');
     for (let i = 0; i < 8; i++) expect(text).toContain(`t${i}["${i}: `);
-    for (const [from, to] of [[0, 1], [0, 2], [1, 3], [2, 3], [2, 4], [2, 5], [3, 6], [1, 7], [4, 7]]) expect(r.out).toContain(`  t${from} --> t${to}`);
+    for (const [from, to] of [
+      [0, 1],
+      [0, 2],
+      [1, 3],
+      [2, 3],
+      [2, 4],
+      [2, 5],
+      [3, 6],
+      [1, 7],
+      [4, 7],
+    ])
+      expect(r.out).toContain(`  t${from} --> t${to}`);
     expect(r.out.filter((l) => l.includes('-->'))).toHaveLength(9);
     expect(text).toMatch(/classDef completed /);
     expect(text).toMatch(/classDef pending /);

@@ -42,7 +42,21 @@ afterEach(async () => {
 function liveRun(): RunEvent[] {
   const t = Date.now() - 30_000;
   return [
-    ev(t, { type: 'run-started', goal: 'Build the parser', planPath: '.design/plan.json', taskCount: 4, maxDepth: 3, resumed: true, concurrency: 2, schedule: 'rounds', pid: process.pid }, 'run-live'),
+    ev(
+      t,
+      {
+        type: 'run-started',
+        goal: 'Build the parser',
+        planPath: '.design/plan.json',
+        taskCount: 4,
+        maxDepth: 3,
+        resumed: true,
+        concurrency: 2,
+        schedule: 'rounds',
+        pid: process.pid,
+      },
+      'run-live',
+    ),
     ev(t + 1000, { type: 'task-started', task: 1, subject: LONG_SUBJECT, attempt: 3, model: 'opus', logPath: '.design/worker-1.log' }, 'run-live'),
   ];
 }
@@ -93,13 +107,35 @@ describe('plan.ts status', () => {
     const inAMinute = new Date(Date.now() + 60_000);
     const inThreeHours = new Date(Date.now() + 3 * 3_600_000);
     const limit = (change: 'hold' | 'serving', extra: object) =>
-      ev(Date.now() - 1000, { type: 'limit', change, limit: 'rate-limit', working: 1, concurrency: 2, until: null, resetAt: null, refusals: 3, task: 1, message: 'as it was then', ...extra } as RunEventBody, 'run-live');
-    const lock = () => writeFileSync(path.join(dir, '.design', 'plan.lock'), JSON.stringify({ pid: process.pid, host: os.hostname(), startedAt: new Date().toISOString(), command: 'execute' }));
+      ev(
+        Date.now() - 1000,
+        {
+          type: 'limit',
+          change,
+          limit: 'rate-limit',
+          working: 1,
+          concurrency: 2,
+          until: null,
+          resetAt: null,
+          refusals: 3,
+          task: 1,
+          message: 'as it was then',
+          ...extra,
+        } as RunEventBody,
+        'run-live',
+      );
+    const lock = () =>
+      writeFileSync(
+        path.join(dir, '.design', 'plan.lock'),
+        JSON.stringify({ pid: process.pid, host: os.hostname(), startedAt: new Date().toISOString(), command: 'execute' }),
+      );
     const pad = (n: number) => String(n).padStart(2, '0');
     await writeJournal([...liveRun(), limit('hold', { until: inAMinute.toISOString() })]);
     lock();
     expect(await run('status')).toBe(0);
-    expect(out).toContain(`Waiting: rate-limited: 1 of 2 workers until ${pad(inAMinute.getHours())}:${pad(inAMinute.getMinutes())}:${pad(inAMinute.getSeconds())}`);
+    expect(out).toContain(
+      `Waiting: rate-limited: 1 of 2 workers until ${pad(inAMinute.getHours())}:${pad(inAMinute.getMinutes())}:${pad(inAMinute.getSeconds())}`,
+    );
     out = [];
     await writeJournal([...liveRun(), limit('hold', { limit: 'usage-limit', until: inThreeHours.toISOString(), resetAt: inThreeHours.toISOString() })]);
     expect(await run('status', '--json')).toBe(0);

@@ -18,7 +18,7 @@ afterEach(async () => {
 });
 
 describe('worker permission rules', () => {
-  it('--dry-run shows each pending task\'s rules: its declared files, its judged commands, no bare Write', async () => {
+  it("--dry-run shows each pending task's rules: its declared files, its judged commands, no bare Write", async () => {
     const plan = makePlan([
       fakeTask('A', { create: ['src/[id].ts'], modify: ['README.md'], acceptance: [{ criterion: 'exists', check: 'test -f "src/[id].ts"' }] }),
       fakeTask('B', { create: ['docs/'], blockedBy: [0] }),
@@ -30,8 +30,12 @@ describe('worker permission rules', () => {
     expect(r.exitCode).toBe(0);
     // As the worker gets them: anchored at its worktree, //<its real path>/…, shown as //<worktree>/….
     const root = '//<worktree>';
-    expect(r.stdout).toContain("Worker permission rules, as each worker gets them (permission mode dontAsk; anything else is denied in dontAsk mode); //<worktree> is its worktree's real path:");
-    expect(r.stdout).toContain(`  task 0 allow: Read  Glob  Grep  Edit(${root}/src/\\[id\\].ts)  Edit(${root}/README.md)  Bash(npm test)  Bash(test -f "src/[id].ts")\n`);
+    expect(r.stdout).toContain(
+      "Worker permission rules, as each worker gets them (permission mode dontAsk; anything else is denied in dontAsk mode); //<worktree> is its worktree's real path:",
+    );
+    expect(r.stdout).toContain(
+      `  task 0 allow: Read  Glob  Grep  Edit(${root}/src/\\[id\\].ts)  Edit(${root}/README.md)  Bash(npm test)  Bash(test -f "src/[id].ts")\n`,
+    );
     expect(r.stdout).toContain(`  task 0 deny:  Edit(${root}/src/\\[id\\].ts/*)  Edit(${root}/README.md/*)\n`);
     expect(r.stdout).toContain(`  task 1 allow: Read  Glob  Grep  Edit(${root}/docs/**)  Bash(npm test)\n`);
     expect(r.stdout).not.toContain('task 1 deny');
@@ -50,14 +54,19 @@ describe('worker permission rules', () => {
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toContain('Edit(//<worktree>/a.txt)');
     expect(r.stdout).not.toContain(`Edit(/${link}/`);
-    expect(r.stdout).toContain(`  task 0 deny:  Edit(//<worktree>/a.txt/*)  Read(//<worktree>/secret.txt)  Read(/${repo.dir}/secret.txt)  Read(/${link}/secret.txt)\n`);
+    expect(r.stdout).toContain(
+      `  task 0 deny:  Edit(//<worktree>/a.txt/*)  Read(//<worktree>/secret.txt)  Read(/${repo.dir}/secret.txt)  Read(/${link}/secret.txt)\n`,
+    );
   });
 
   it("--dry-run shows the person's deny rules, which every worker gets besides its own (with --allowed-tools too), anchored at its worktree and at the repository", async () => {
     const plan = makePlan([fakeTask('A', { create: ['a.txt'] })]);
     const { repo } = await repoWithPlan(plan, repos);
     await mkdir(join(repo.dir, '.claude'));
-    await writeFile(join(repo.dir, '.claude/settings.local.json'), JSON.stringify({ permissions: { deny: ['Read(./.env)', 'Bash(git push:*)'], allow: ['Bash(*)'] } }));
+    await writeFile(
+      join(repo.dir, '.claude/settings.local.json'),
+      JSON.stringify({ permissions: { deny: ['Read(./.env)', 'Bash(git push:*)'], allow: ['Bash(*)'] } }),
+    );
     const root = `/${repo.dir}`;
     const carried = `Read(//<worktree>/.env)  Read(//<worktree>/**/.env)  Read(${root}/.env)  Read(${root}/**/.env)  Bash(git push:*)`;
     const computed = await runExecute(repo.dir, ['--dry-run']);

@@ -40,9 +40,15 @@ describe('execute: a mistyped option', () => {
     [['--repo'], 'execute: --repo needs a value (DIR) (see --help)'],
     // A number's flag says what it takes and its range, as for a value out of range.
     [['--concurrency'], 'execute: --concurrency needs a value: a whole number from 1 to 64 (see --help)'],
-    [['--speculate', '--dry-run'], 'execute: --speculate needs a value: a whole number from 0 to 16, and the word after it starts with a dash (write --speculate=VALUE for a value that does) (see --help)'],
+    [
+      ['--speculate', '--dry-run'],
+      'execute: --speculate needs a value: a whole number from 0 to 16, and the word after it starts with a dash (write --speculate=VALUE for a value that does) (see --help)',
+    ],
     [['--json=yes'], 'execute: --json takes no value (see --help)'],
-    [['--repo', '--json'], 'execute: --repo needs a value (DIR), and the word after it starts with a dash (write --repo=VALUE for a value that does) (see --help)'],
+    [
+      ['--repo', '--json'],
+      'execute: --repo needs a value (DIR), and the word after it starts with a dash (write --repo=VALUE for a value that does) (see --help)',
+    ],
   ])('%j → %s, exit 2', async (argv, line) => {
     const r = await execute(argv);
     expect(r.code).toBe(2);
@@ -75,7 +81,10 @@ describe('every flag error starts the one way: the command, the problem, (see --
     [['--concurrency', '0'], 'execute: --concurrency expects a whole number from 1 to 64, got "0" (see --help)'],
     [['--schedule', 'sometimes'], 'execute: --schedule expects one of continuous, rounds, got "sometimes" (see --help)'],
     [['--land', 'never'], 'execute: --land expects one of end, continuous, got "never" (see --help)'],
-    [['--permission-mode', 'yolo'], 'execute: --permission-mode expects one of acceptEdits, auto, bypassPermissions, default, dontAsk, manual, plan, got "yolo" (see --help)'],
+    [
+      ['--permission-mode', 'yolo'],
+      'execute: --permission-mode expects one of acceptEdits, auto, bypassPermissions, default, dontAsk, manual, plan, got "yolo" (see --help)',
+    ],
     [['--sandbox', 'maybe'], 'execute: --sandbox expects one of auto, on, off, got "maybe" (see --help)'],
     [['--gate', ' '], 'execute: --gate expects a command, got an empty one (use --no-gate for no gate) (see --help)'],
     [['--gate', 'npm test', '--no-gate'], 'execute: --gate and --no-gate contradict each other: choose one (see --help)'],

@@ -24,9 +24,7 @@ function matrixOracle(deps: Deps): boolean[][] {
 }
 
 /** A DAG and a subset of its tasks (possibly empty, possibly all of them). */
-const dagWithMembers = dagArb({ maxTasks: 100, maxDeps: 4 }).chain((deps) =>
-  fc.tuple(fc.constant(deps), fc.subarray(deps.map((_, i) => i))),
-);
+const dagWithMembers = dagArb({ maxTasks: 100, maxDeps: 4 }).chain((deps) => fc.tuple(fc.constant(deps), fc.subarray(deps.map((_, i) => i))));
 
 describe('ancestry', () => {
   it('dependsOn and unordered match the old matrix for every task against every member', () => {
@@ -36,7 +34,9 @@ describe('ancestry', () => {
         const ancestors = ancestry(deps, members);
         // One comparison per property run: an expect per pair makes the test slow, not stricter.
         expect(deps.map((_, task) => members.map((m) => ancestors.dependsOn(task, m)))).toEqual(deps.map((_, task) => members.map((m) => matrix[task]![m])));
-        expect(members.map((a) => members.map((b) => ancestors.unordered(a, b)))).toEqual(members.map((a) => members.map((b) => !matrix[a]![b] && !matrix[b]![a])));
+        expect(members.map((a) => members.map((b) => ancestors.unordered(a, b)))).toEqual(
+          members.map((a) => members.map((b) => !matrix[a]![b] && !matrix[b]![a])),
+        );
       }),
       runs,
     );

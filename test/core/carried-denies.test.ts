@@ -27,12 +27,21 @@ describe('carriedDenies', () => {
     ]);
   });
 
-  it('carries absolute and home paths, bare tools and other tools\' rules as written', () => {
-    const asWritten = ['Read(//etc/shadow)', 'Read(~/.aws/**)', 'Edit(~other/x)', 'Bash(git push:*)', 'WebFetch(domain:example.com)', 'WebSearch', 'Read', 'mcp__github'];
+  it("carries absolute and home paths, bare tools and other tools' rules as written", () => {
+    const asWritten = [
+      'Read(//etc/shadow)',
+      'Read(~/.aws/**)',
+      'Edit(~other/x)',
+      'Bash(git push:*)',
+      'WebFetch(domain:example.com)',
+      'WebSearch',
+      'Read',
+      'mcp__github',
+    ];
     expect(carriedDenies(asWritten, roots)).toEqual(asWritten);
   });
 
-  it('escapes pattern characters in a root, never in the person\'s pattern, and resolves ..', () => {
+  it("escapes pattern characters in a root, never in the person's pattern, and resolves ..", () => {
     expect(carriedDenies(['Read(./*.key)'], ['/w/a (1)'])).toEqual(['Read(//w/a \\(1\\)/*.key)', 'Read(//w/a \\(1\\)/**/*.key)']);
     expect(carriedDenies(['Read(../shared/secrets/**)'], ['/w/repo'])).toEqual(['Read(//w/shared/secrets/**)']);
   });

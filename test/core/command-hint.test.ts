@@ -60,7 +60,9 @@ describe('commandHint', () => {
 describe('one spelling', () => {
   const root = join(import.meta.dirname, '..', '..');
   const sources = (dir: string): string[] =>
-    readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+    );
 
   it('no code outside core/command-hint.ts spells a foreman command for one layout only', () => {
     const layoutBound = /\bplan\.ts [a-z]|scripts\/(plan|execute)\.ts|bin\/foreman (plan|execute)|npx tsx/;

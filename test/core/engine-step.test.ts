@@ -116,12 +116,20 @@ describe('drain', () => {
     expect(drained.effects[0]).toMatchObject({ event: { type: 'draining', running: [0, 1] } });
     // The workers are not told to stop.
     expect(drained.state.aborted).toBe(false);
-    const a = run(drained.state, { type: 'worker-finished', task: 0, run: reported('COMPLETED: a'), now: 5 }, { type: 'verified', task: 0, verification: PASSED, now: 6 });
+    const a = run(
+      drained.state,
+      { type: 'worker-finished', task: 0, run: reported('COMPLETED: a'), now: 5 },
+      { type: 'verified', task: 0, verification: PASSED, now: 6 },
+    );
     expect(a.state.attempts.get(0)?.stage).toBe('recording');
     const recorded = run(a.state, { type: 'recorded', tasks: [0], commit: 'c1', failure: null, now: 7 });
     // D is ready now, and C has been all along: neither starts.
     expect(recorded.effects.some((e) => e.type === 'start-worker')).toBe(false);
-    const b = run(recorded.state, { type: 'worker-finished', task: 1, run: reported('COMPLETED: b'), now: 8 }, { type: 'verified', task: 1, verification: PASSED, now: 9 });
+    const b = run(
+      recorded.state,
+      { type: 'worker-finished', task: 1, run: reported('COMPLETED: b'), now: 8 },
+      { type: 'verified', task: 1, verification: PASSED, now: 9 },
+    );
     const end = run(b.state, { type: 'recorded', tasks: [1], commit: 'c2', failure: null, now: 10 });
     expect(kinds(end.effects)).toContain('finish');
     expect(end.state.stop).toMatchObject({ reason: 'drained', message: 'drained: tasks 0, 1 finished, and nothing new started' });
@@ -138,7 +146,13 @@ describe('drain', () => {
 
   it('a drain that ends with every task completed finishes the plan (all-done)', () => {
     const one = makePlan([task('A')]);
-    const state = run(initialState(one, config, 0), { type: 'tick', now: 0 }, { type: 'drain', now: 1 }, { type: 'worker-finished', task: 0, run: reported('COMPLETED: a'), now: 2 }, { type: 'verified', task: 0, verification: PASSED, now: 3 });
+    const state = run(
+      initialState(one, config, 0),
+      { type: 'tick', now: 0 },
+      { type: 'drain', now: 1 },
+      { type: 'worker-finished', task: 0, run: reported('COMPLETED: a'), now: 2 },
+      { type: 'verified', task: 0, verification: PASSED, now: 3 },
+    );
     const end = run(state.state, { type: 'recorded', tasks: [0], commit: 'c1', failure: null, now: 4 });
     expect(end.state.stop?.reason).toBe('all-done');
   });
@@ -154,7 +168,11 @@ describe('drain', () => {
       { type: 'recorded', tasks: [0], commit: null, failure: null, now: 4 },
     );
     expect(s.effects.find((e) => e.type === 'gate')).toMatchObject({ tasks: [0] });
-    const gatedDone = run(s.state, { type: 'gated', tasks: [0], passed: true, output: '', durationMs: 1, now: 5 }, { type: 'recorded', tasks: [0], commit: 'c1', failure: null, now: 6 });
+    const gatedDone = run(
+      s.state,
+      { type: 'gated', tasks: [0], passed: true, output: '', durationMs: 1, now: 5 },
+      { type: 'recorded', tasks: [0], commit: 'c1', failure: null, now: 6 },
+    );
     expect(gatedDone.state.plan.tasks.map(statusOf)).toEqual(['completed', 'pending']);
     expect(gatedDone.state.stop?.reason).toBe('drained');
     expect(gatedDone.state.finished).toBe(true);
@@ -222,12 +240,17 @@ describe('admitHeld (candidates an earlier run held, after a crash)', () => {
     expect(start.attempts.get(1)?.stack).toBeUndefined();
     const gate = run(start, { type: 'tick', now: 0 });
     expect(gate.effects.find((e) => e.type === 'gate')).toMatchObject({ tasks: [0] });
-    const blamed = run(gate.state, { type: 'gated', tasks: [0], passed: false, output: 'FAIL', durationMs: 1, now: 1 }, { type: 'gated', tasks: [0], passed: false, output: 'FAIL', durationMs: 1, now: 2 });
-    expect(blamed.effects.flatMap((e) => (e.type === 'emit' && e.event.type === 'speculation-cancelled' ? [[e.event.task, e.event.stage]] : []))).toEqual([[2, 'queued']]);
+    const blamed = run(
+      gate.state,
+      { type: 'gated', tasks: [0], passed: false, output: 'FAIL', durationMs: 1, now: 1 },
+      { type: 'gated', tasks: [0], passed: false, output: 'FAIL', durationMs: 1, now: 2 },
+    );
+    expect(blamed.effects.flatMap((e) => (e.type === 'emit' && e.event.type === 'speculation-cancelled' ? [[e.event.task, e.event.stage]] : []))).toEqual([
+      [2, 'queued'],
+    ]);
     expect(blamed.effects.find((e) => e.type === 'record')).toMatchObject({ drop: [0, 2] });
     expect(blamed.state.plan.tasks.map(statusOf)).toEqual(['in_progress', 'in_progress', 'pending']);
     // Z, built on the tip, is tested next on its own.
     expect(blamed.effects.filter((e) => e.type === 'gate').at(-1)).toMatchObject({ tasks: [1] });
   });
 });
-

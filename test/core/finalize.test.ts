@@ -77,7 +77,11 @@ function failureText(d: Decision): string {
 
 describe('judgeRun', () => {
   it('COMPLETED → verify with the summary', () => {
-    expect(judgeRun(reported('done\nCOMPLETED: wrote it', { status: 'COMPLETED', text: 'wrote it' }))).toEqual({ kind: 'verify', summary: 'wrote it', claimed: true });
+    expect(judgeRun(reported('done\nCOMPLETED: wrote it', { status: 'COMPLETED', text: 'wrote it' }))).toEqual({
+      kind: 'verify',
+      summary: 'wrote it',
+      claimed: true,
+    });
   });
 
   it('BLOCKED → blocked with the reason', () => {
@@ -92,7 +96,12 @@ describe('judgeRun', () => {
   });
 
   it('no status line after a successful run → verify unclaimed, carrying the last line (its checks decide)', () => {
-    expect(judgeRun(reported('I did some work.\nThen I stopped.\n\n', null))).toEqual({ kind: 'verify', summary: 'Then I stopped.', claimed: false, tail: 'Then I stopped.' });
+    expect(judgeRun(reported('I did some work.\nThen I stopped.\n\n', null))).toEqual({
+      kind: 'verify',
+      summary: 'Then I stopped.',
+      claimed: false,
+      tail: 'Then I stopped.',
+    });
     expect(judgeRun(reported('', null))).toEqual({ kind: 'verify', summary: 'completed (no status line)', claimed: false, tail: '' });
   });
 
@@ -125,9 +134,20 @@ describe('decide', () => {
   });
 
   it('with --strict-scope, changes outside the declared files fail the attempt, naming them (each attempt has a worktree of its own: they are its own)', () => {
-    const decision = decide(input(verify, { strictScope: true, verification: { ...passing, outsideChanges: ['other.ts', 'junk/x'], setAside: { paths: ['other.ts', 'junk/x'], tracked: [], kept: { commit: 'c'.repeat(40), ref: 'refs/foreman-aside/p/0' } } } }));
+    const decision = decide(
+      input(verify, {
+        strictScope: true,
+        verification: {
+          ...passing,
+          outsideChanges: ['other.ts', 'junk/x'],
+          setAside: { paths: ['other.ts', 'junk/x'], tracked: [], kept: { commit: 'c'.repeat(40), ref: 'refs/foreman-aside/p/0' } },
+        },
+      }),
+    );
     expect(decision.kind).toBe('retry');
-    expect(decision.kind === 'retry' && decision.failure).toContain('does not declare (only the declared files may change; these were set aside, not kept): other.ts, junk/x');
+    expect(decision.kind === 'retry' && decision.failure).toContain(
+      'does not declare (only the declared files may change; these were set aside, not kept): other.ts, junk/x',
+    );
   });
 
   describe('changes outside the declared files, set aside (the default)', () => {
@@ -135,7 +155,13 @@ describe('decide', () => {
     const declaredWork = { base: 'b'.repeat(40), entries: [{ path: 'src/a.ts', mode: '100644', object: 'c'.repeat(40) }] };
 
     it('checks pass → completed with its declared work, and a warning names each file set aside and where it is kept', () => {
-      const verification: Verification = { ...passing, work: declaredWork, outsideChanges: aside.paths, setAside: aside, acceptance: [acceptance({ passed: true })] };
+      const verification: Verification = {
+        ...passing,
+        work: declaredWork,
+        outsideChanges: aside.paths,
+        setAside: aside,
+        acceptance: [acceptance({ passed: true })],
+      };
       const decision = decide(input(verify, { verification }));
       expect(decision).toEqual({ kind: 'completed', result: 'wrote src/a.ts' });
       expect(verificationWarnings(verification, decision, verify)).toEqual([
@@ -148,16 +174,26 @@ describe('decide', () => {
       const decision = decide(input(verify, { verification }));
       expect(decision.kind).toBe('retry');
       if (decision.kind !== 'retry') return;
-      expect(decision.failure).toMatch(/^acceptance check failed \(tests pass\): .*; changed files its task does not declare: package-lock\.json \(set aside, not integrated; kept in refs\/foreman-aside\/p\/0/s);
+      expect(decision.failure).toMatch(
+        /^acceptance check failed \(tests pass\): .*; changed files its task does not declare: package-lock\.json \(set aside, not integrated; kept in refs\/foreman-aside\/p\/0/s,
+      );
       expect(decision.advice).toContain('changed or tried to change package-lock.json, which this task does not declare');
       expect(decision.advice).toContain('BLOCKED: needs to change <path>, which the task does not declare');
     });
 
     it('an attempt that changes an undeclared file an earlier attempt changed (or was refused) ends the task blocked, naming it', () => {
-      const verification: Verification = { ...passing, work: declaredWork, outsideChanges: ['src/index.ts'], setAside: { ...aside, paths: ['src/index.ts'] }, acceptance: [acceptance()] };
+      const verification: Verification = {
+        ...passing,
+        work: declaredWork,
+        outsideChanges: ['src/index.ts'],
+        setAside: { ...aside, paths: ['src/index.ts'] },
+        acceptance: [acceptance()],
+      };
       const decision = decide(input(verify, { verification, task: task({ attempts: 1, undeclaredWrites: ['src/index.ts'] }) }));
       expect(decision.kind).toBe('blocked');
-      expect(decision.kind === 'blocked' && decision.reason).toMatch(/^the task needs src\/index\.ts, which it does not declare: its attempts changed or tried to change it more than once\. Declare it/);
+      expect(decision.kind === 'blocked' && decision.reason).toMatch(
+        /^the task needs src\/index\.ts, which it does not declare: its attempts changed or tried to change it more than once\. Declare it/,
+      );
       // A refused write counts as much as a change: a FAILED report after a refusal of the same file.
       const refused: PermissionDenial = { tool: 'Edit', input: { file_path: '/w/src/index.ts' }, path: 'src/index.ts' };
       const again = decide(input(failedAttempt, { permissionDenials: [refused], task: task({ attempts: 1, undeclaredWrites: ['src/index.ts'] }) }));
@@ -166,7 +202,14 @@ describe('decide', () => {
       const first = decide(input(failedAttempt, { permissionDenials: [refused] }));
       expect(first.kind === 'retry' && first.advice).toContain('src/index.ts, which this task does not declare');
       // Passing checks still complete, the file set aside.
-      expect(decide(input(verify, { verification: { ...verification, acceptance: [acceptance({ passed: true })] }, task: task({ attempts: 1, undeclaredWrites: ['src/index.ts'] }) })).kind).toBe('completed');
+      expect(
+        decide(
+          input(verify, {
+            verification: { ...verification, acceptance: [acceptance({ passed: true })] },
+            task: task({ attempts: 1, undeclaredWrites: ['src/index.ts'] }),
+          }),
+        ).kind,
+      ).toBe('completed');
     });
   });
 
@@ -178,17 +221,26 @@ describe('decide', () => {
       const verification: Verification = { ...passing, work: declaredWork, acceptance: [acceptance({ passed: true })] };
       const decision = decide(input(unclaimed, { verification }));
       expect(decision).toEqual({ kind: 'completed', result: 'all wired up' });
-      expect(verificationWarnings(verification, decision, unclaimed)).toEqual([expect.stringMatching(/^its reply had no COMPLETED\/FAILED\/BLOCKED line; it completed because/)]);
+      expect(verificationWarnings(verification, decision, unclaimed)).toEqual([
+        expect.stringMatching(/^its reply had no COMPLETED\/FAILED\/BLOCKED line; it completed because/),
+      ]);
     });
 
     it('fails as before without a check, without a changed declared file, or with a failing check, and the retry says what to write', () => {
       const noChecks = decide(input(unclaimed, { verification: { ...passing, work: declaredWork } }));
       expect(noChecks.kind === 'retry' && noChecks.failure).toBe('the worker ended without a COMPLETED/FAILED/BLOCKED line (its last words: "all wired up")');
       expect(noChecks.kind === 'retry' && noChecks.advice).toContain('Your previous reply did not end with a status line (its last line was: "all wired up")');
-      const nothingChanged = decide(input(unclaimed, { task: task({ metadata: { files: { create: [], modify: [] } } }), verification: { ...passing, acceptance: [acceptance({ passed: true })] } }));
+      const nothingChanged = decide(
+        input(unclaimed, {
+          task: task({ metadata: { files: { create: [], modify: [] } } }),
+          verification: { ...passing, acceptance: [acceptance({ passed: true })] },
+        }),
+      );
       expect(nothingChanged.kind).toBe('retry');
       const failing = decide(input(unclaimed, { verification: { ...passing, work: declaredWork, acceptance: [acceptance()] } }));
-      expect(failing.kind === 'retry' && failing.failure).toMatch(/^the worker ended without a COMPLETED\/FAILED\/BLOCKED line .*; and acceptance check failed \(tests pass\)/s);
+      expect(failing.kind === 'retry' && failing.failure).toMatch(
+        /^the worker ended without a COMPLETED\/FAILED\/BLOCKED line .*; and acceptance check failed \(tests pass\)/s,
+      );
     });
   });
 
@@ -232,7 +284,9 @@ describe('decide', () => {
   });
 
   it('an acceptance failure names the criterion, the command, how it ended and its output', () => {
-    const d = decide(input(verify, { verification: { ...passing, acceptance: [acceptance({ passed: true, criterion: 'builds', check: 'tsc' }), acceptance()] } }));
+    const d = decide(
+      input(verify, { verification: { ...passing, acceptance: [acceptance({ passed: true, criterion: 'builds', check: 'tsc' }), acceptance()] } }),
+    );
     const text = failureText(d);
     expect(text).toContain('acceptance check failed (tests pass)');
     expect(text).toContain('`npx vitest run test/a.test.ts` exited 1');
@@ -241,8 +295,13 @@ describe('decide', () => {
   });
 
   it('a timed-out acceptance check says so, with its limit and the flag that sets it; long output is clipped', () => {
-    const text = describeAttemptFailure({ reason: 'acceptance', failures: [acceptance({ timedOut: true, exitCode: null, timeLimit: { ms: 1000, flag: '--check-timeout' }, output: 'x'.repeat(5000) })] });
-    expect(text).toContain('acceptance check failed (tests pass): `npx vitest run test/a.test.ts` timed out after 1s (the limit set by --check-timeout); its whole process group was ended');
+    const text = describeAttemptFailure({
+      reason: 'acceptance',
+      failures: [acceptance({ timedOut: true, exitCode: null, timeLimit: { ms: 1000, flag: '--check-timeout' }, output: 'x'.repeat(5000) })],
+    });
+    expect(text).toContain(
+      'acceptance check failed (tests pass): `npx vitest run test/a.test.ts` timed out after 1s (the limit set by --check-timeout); its whole process group was ended',
+    );
     expect(text.length).toBeLessThan(2300);
     // The end is kept (where a command prints its error); the cut is marked at the start.
     expect(text).toMatch(/its whole process group was ended:\n…x+$/);
@@ -327,7 +386,16 @@ describe('decide', () => {
   it('a long denied path keeps its end (the file), a long denied command its start', () => {
     const worktree = `/tmp/foreman-worktrees/${'repo-0123456789/'.repeat(4)}3e689208-3216-4c5c-b4a1-000000000000/slot-0`;
     const command = `npm test -- ${'--flag '.repeat(20)}`;
-    const text = failureText(decide(input(failedAttempt, { permissionDenials: [{ tool: 'Write', input: { file_path: `${worktree}/src/forbidden.txt` } }, { tool: 'Bash', input: { command } }] })));
+    const text = failureText(
+      decide(
+        input(failedAttempt, {
+          permissionDenials: [
+            { tool: 'Write', input: { file_path: `${worktree}/src/forbidden.txt` } },
+            { tool: 'Bash', input: { command } },
+          ],
+        }),
+      ),
+    );
     expect(text).toMatch(/permission denied for: Write\(…[^)]*\/slot-0\/src\/forbidden\.txt\), Bash\(npm test -- --flag [^)]*…\)/);
   });
 
@@ -374,7 +442,9 @@ describe('trimCompleted', () => {
   });
 
   it('drops the agent when it has neither role nor model, and omits absent optional fields', () => {
-    const trimmed = JSON.parse(JSON.stringify(trimCompleted({ ...task({ status: 'completed', result: 'ok', attempts: 1 }), agent: { approach: 'x' } }))) as Task;
+    const trimmed = JSON.parse(
+      JSON.stringify(trimCompleted({ ...task({ status: 'completed', result: 'ok', attempts: 1 }), agent: { approach: 'x' } })),
+    ) as Task;
     expect(Object.keys(trimmed).sort()).toEqual(['attempts', 'blockedBy', 'metadata', 'result', 'status', 'subject']);
     const modelOnly = trimCompleted({ ...full, agent: { model: 'haiku', approach: 'x' } });
     expect(modelOnly.agent).toEqual({ model: 'haiku' });

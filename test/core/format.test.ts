@@ -21,7 +21,10 @@ import {
 } from '../../src/core/format.ts';
 
 /** What `npm test` prints when it fails: a page of warnings, then the error. */
-const npmLike = [...Array.from({ length: 200 }, (_, i) => `npm WARN deprecated package-${i}@1.0.0: no longer supported`), 'Error: expected 2 to equal 3 (test/sum.test.js:4)'].join('\n');
+const npmLike = [
+  ...Array.from({ length: 200 }, (_, i) => `npm WARN deprecated package-${i}@1.0.0: no longer supported`),
+  'Error: expected 2 to equal 3 (test/sum.test.js:4)',
+].join('\n');
 
 describe('clipHead / clipTail / clipMiddle', () => {
   it('leave short text alone', () => {
@@ -121,7 +124,16 @@ describe('durations, clocks and timestamps', () => {
 
 describe('costs', () => {
   it('formatCost rounds to cents and never shows a measured cost under a cent as zero', () => {
-    expect([0, 0.0002, 0.004, 0.005, 0.42, 12.345, -1, Number.NaN].map(formatCost)).toEqual(['$0.00', '<$0.01', '<$0.01', '$0.01', '$0.42', '$12.35', '$0.00', '$0.00']);
+    expect([0, 0.0002, 0.004, 0.005, 0.42, 12.345, -1, Number.NaN].map(formatCost)).toEqual([
+      '$0.00',
+      '<$0.01',
+      '<$0.01',
+      '$0.01',
+      '$0.42',
+      '$12.35',
+      '$0.00',
+      '$0.00',
+    ]);
   });
 
   it('formatCostExact keeps four places under a cent', () => {
@@ -144,7 +156,17 @@ describe('failure reasons quote the end of a command’s output', () => {
   it('an acceptance check that prints 200 warnings then its error shows the error', () => {
     const reason = describeAttemptFailure({
       reason: 'acceptance',
-      failures: [{ criterion: 'tests pass', check: 'npm test', passed: false, exitCode: 1, timedOut: false, timeLimit: { ms: 300_000, flag: '--check-timeout' }, output: npmLike }],
+      failures: [
+        {
+          criterion: 'tests pass',
+          check: 'npm test',
+          passed: false,
+          exitCode: 1,
+          timedOut: false,
+          timeLimit: { ms: 300_000, flag: '--check-timeout' },
+          output: npmLike,
+        },
+      ],
     });
     expect(reason).toContain('acceptance check failed (tests pass): `npm test` exited 1');
     expect(reason).toContain('Error: expected 2 to equal 3 (test/sum.test.js:4)');

@@ -76,30 +76,44 @@ describe('the merge queue', () => {
   it('batches hold at most --gate-batch candidates', () => {
     const out = drain([0, 1, 2, 3, 4], 2, () => false);
     expect(out.runs).toBe(3);
-    expect(out.landedStacks).toEqual([[0, 1], [0, 1, 2, 3], [0, 1, 2, 3, 4]]);
+    expect(out.landedStacks).toEqual([
+      [0, 1],
+      [0, 1, 2, 3],
+      [0, 1, 2, 3, 4],
+    ]);
   });
 
   it('with a deterministic suite, nothing that lands fails it, every culprit breaks it and every candidate ends integrated or blamed', () => {
     fc.assert(
-      fc.property(fc.uniqueArray(fc.integer({ min: 0, max: 30 }), { minLength: 1, maxLength: 16 }), fc.func(fc.boolean()), fc.integer({ min: 1, max: 16 }), (candidates, isBad, batchSize) => {
-        const bad = new Set(candidates.filter((task) => isBad(task)));
-        const fails = breaks(bad);
-        const out = drain(candidates, batchSize, fails);
-        for (const stack of out.landedStacks) expect(fails(stack)).toBe(false);
-        expect(new Set(out.culprits)).toEqual(bad);
-        expect([...out.integrated, ...out.culprits].sort((a, b) => a - b)).toEqual([...candidates].sort((a, b) => a - b));
-        expect(out.flakes).toBe(0);
-        if (bad.size === 0) expect(out.runs).toBe(Math.ceil(candidates.length / batchSize));
-      }),
+      fc.property(
+        fc.uniqueArray(fc.integer({ min: 0, max: 30 }), { minLength: 1, maxLength: 16 }),
+        fc.func(fc.boolean()),
+        fc.integer({ min: 1, max: 16 }),
+        (candidates, isBad, batchSize) => {
+          const bad = new Set(candidates.filter((task) => isBad(task)));
+          const fails = breaks(bad);
+          const out = drain(candidates, batchSize, fails);
+          for (const stack of out.landedStacks) expect(fails(stack)).toBe(false);
+          expect(new Set(out.culprits)).toEqual(bad);
+          expect([...out.integrated, ...out.culprits].sort((a, b) => a - b)).toEqual([...candidates].sort((a, b) => a - b));
+          expect(out.flakes).toBe(0);
+          if (bad.size === 0) expect(out.runs).toBe(Math.ceil(candidates.length / batchSize));
+        },
+      ),
     );
   });
 
   it('with a flaky suite, every candidate still ends integrated or blamed (none lost, none twice)', () => {
     fc.assert(
-      fc.property(fc.uniqueArray(fc.integer({ min: 0, max: 30 }), { minLength: 1, maxLength: 12 }), fc.array(fc.boolean(), { minLength: 64, maxLength: 64 }), fc.integer({ min: 1, max: 12 }), (candidates, flaky, batchSize) => {
-        const out = drain(candidates, batchSize, (_stack, run) => flaky[run % flaky.length]!);
-        expect([...out.integrated, ...out.culprits].sort((a, b) => a - b)).toEqual([...candidates].sort((a, b) => a - b));
-      }),
+      fc.property(
+        fc.uniqueArray(fc.integer({ min: 0, max: 30 }), { minLength: 1, maxLength: 12 }),
+        fc.array(fc.boolean(), { minLength: 64, maxLength: 64 }),
+        fc.integer({ min: 1, max: 12 }),
+        (candidates, flaky, batchSize) => {
+          const out = drain(candidates, batchSize, (_stack, run) => flaky[run % flaky.length]!);
+          expect([...out.integrated, ...out.culprits].sort((a, b) => a - b)).toEqual([...candidates].sort((a, b) => a - b));
+        },
+      ),
     );
   });
 });

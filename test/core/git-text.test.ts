@@ -52,7 +52,10 @@ describe('git status records', () => {
         { path: 'ignored.log', xy: '!!', head: null, ordinary: false },
       ],
     });
-    expect(parseStatusV2(['# branch.oid (initial)', '# branch.head main', '? a.txt', ''].join('\0'))).toEqual({ head: null, entries: [{ path: 'a.txt', xy: '??', head: null, ordinary: true }] });
+    expect(parseStatusV2(['# branch.oid (initial)', '# branch.head main', '? a.txt', ''].join('\0'))).toEqual({
+      head: null,
+      entries: [{ path: 'a.txt', xy: '??', head: null, ordinary: true }],
+    });
     // Added in the index (HEAD has none), and a submodule's change: neither carries HEAD's entry as ordinary.
     const added = parseStatusV2([`1 A. N... 000000 100644 100644 ${z} ${h} added.ts`, `1 .M SC.. 160000 160000 160000 ${h} ${h} sub`, ''].join('\0'));
     expect(added.entries).toEqual([
@@ -76,7 +79,7 @@ describe('git status records', () => {
       'T ': 'type-changed',
       ' T': 'type-changed',
       ' M': 'modified',
-      'MM': 'modified',
+      MM: 'modified',
     };
     for (const [xy, change] of Object.entries(codes)) expect(changeOf(xy), xy).toBe(change);
   });
@@ -102,7 +105,11 @@ describe('command lines and their failures', () => {
   });
 
   it('failureOf and describeGitFailure keep the end of what git said, on one line', () => {
-    const failure = failureOf({ args: ['--literal-pathspecs', 'add', '--', 'a'], exitCode: 128, stderr: `${'warning: noise\n'.repeat(100)}fatal: Unable to create '.git/index.lock': File exists.\n` });
+    const failure = failureOf({
+      args: ['--literal-pathspecs', 'add', '--', 'a'],
+      exitCode: 128,
+      stderr: `${'warning: noise\n'.repeat(100)}fatal: Unable to create '.git/index.lock': File exists.\n`,
+    });
     expect(failure.step).toBe('add');
     const line = describeGitFailure(failure);
     expect(line).toMatch(/^git add failed \(exit 128\): …/);

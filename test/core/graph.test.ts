@@ -68,7 +68,15 @@ describe('depths, longest remaining path, critical path', () => {
 
 describe('readySet and countByStatus', () => {
   it('ready = pending with every blocker completed', () => {
-    const ts = tasks([{ status: 'completed' }, { blockedBy: [0] }, { blockedBy: [0, 1] }, { status: 'failed' }, { blockedBy: [3] }, {}, { status: 'in_progress' }]);
+    const ts = tasks([
+      { status: 'completed' },
+      { blockedBy: [0] },
+      { blockedBy: [0, 1] },
+      { status: 'failed' },
+      { blockedBy: [3] },
+      {},
+      { status: 'in_progress' },
+    ]);
     expect(readySet(ts)).toEqual([1, 5]);
     const plan: Plan = { schemaVersion: 3, goal: 'g', tasks: ts };
     expect(countByStatus(plan)).toEqual({ pending: 4, in_progress: 1, completed: 1, failed: 1, blocked: 0, skipped: 0, awaiting_approval: 0 });
@@ -77,7 +85,11 @@ describe('readySet and countByStatus', () => {
 
 describe('computeOverlaps', () => {
   it('a chain A → B → C writing the same file: no overlaps', () => {
-    expect(computeOverlaps(tasks([{ modify: ['src/a.ts'] }, { modify: ['src/a.ts'], blockedBy: [0] }, { modify: ['src/a.ts'], blockedBy: [1] }]))).toEqual([[], [], []]);
+    expect(computeOverlaps(tasks([{ modify: ['src/a.ts'] }, { modify: ['src/a.ts'], blockedBy: [0] }, { modify: ['src/a.ts'], blockedBy: [1] }]))).toEqual([
+      [],
+      [],
+      [],
+    ]);
   });
 
   it('a chain listed out of order (C, A, B) is still a chain', () => {

@@ -40,10 +40,12 @@ describe('jsonErrorOffset', () => {
   });
 
   it('finds the error where V8 says it is, in a text JSON.parse refuses', () => {
-    const nearJson = fc.tuple(fc.json(), fc.nat(), fc.constantFrom('', ',', '}', ']', '"', ':', 'x', '\n', '\u0001', '\\', '-', '.', 'e', '0')).map(([text, at, insert]) => {
-      const k = text.length === 0 ? 0 : at % (text.length + 1);
-      return text.slice(0, k) + insert + text.slice(k + (insert === '' ? 1 : 0));
-    });
+    const nearJson = fc
+      .tuple(fc.json(), fc.nat(), fc.constantFrom('', ',', '}', ']', '"', ':', 'x', '\n', '\u0001', '\\', '-', '.', 'e', '0'))
+      .map(([text, at, insert]) => {
+        const k = text.length === 0 ? 0 : at % (text.length + 1);
+        return text.slice(0, k) + insert + text.slice(k + (insert === '' ? 1 : 0));
+      });
     fc.assert(
       fc.property(nearJson, (text) => {
         let said: string | null = null;

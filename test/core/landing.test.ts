@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import type { Layout } from '../../src/core/command-hint.ts';
-import { type Entry, type FileObservation, type IndexObservation, type PathObservation, describeLandingProblem, judgeLanding, landingProblemSentence, pathState } from '../../src/core/landing.ts';
+import {
+  type Entry,
+  type FileObservation,
+  type IndexObservation,
+  type PathObservation,
+  describeLandingProblem,
+  judgeLanding,
+  landingProblemSentence,
+  pathState,
+} from '../../src/core/landing.ts';
 
 const A: Entry = { mode: '100644', object: 'a'.repeat(40) };
 const B: Entry = { mode: '100644', object: 'b'.repeat(40) };
@@ -13,7 +22,12 @@ const inIndex = (entry: Entry | null): IndexObservation => (entry === null ? { k
 const onDisk = (entry: Entry | null): FileObservation => (entry === null ? { kind: 'absent' } : { kind: 'file', entry });
 
 /** A path moving from `from` to `to`, untouched by the person unless `index`/`file` say otherwise. */
-function observed(path: string, from: Entry | null, to: Entry | null, person: { index?: IndexObservation; file?: FileObservation; unstaged?: Entry | null; obstacle?: string } = {}): PathObservation {
+function observed(
+  path: string,
+  from: Entry | null,
+  to: Entry | null,
+  person: { index?: IndexObservation; file?: FileObservation; unstaged?: Entry | null; obstacle?: string } = {},
+): PathObservation {
   return {
     path,
     from,
@@ -35,12 +49,12 @@ describe('pathState, commit mode', () => {
     expect(pathState(observed('d', A, null), commit)).toEqual({ kind: 'from' });
   });
 
-  it('a path whose index and file are already the tip\'s is done', () => {
+  it("a path whose index and file are already the tip's is done", () => {
     expect(pathState(observed('m', A, B, { index: inIndex(B), file: onDisk(B) }), commit)).toEqual({ kind: 'to' });
     expect(pathState(observed('d', A, null, { index: inIndex(null), file: onDisk(null) }), commit)).toEqual({ kind: 'to' });
   });
 
-  it('the person\'s changes block, each with its reason', () => {
+  it("the person's changes block, each with its reason", () => {
     expect(pathState(observed('m', A, B, { index: inIndex(C), file: onDisk(C) }), commit)).toEqual({ kind: 'changed', why: 'staged' });
     expect(pathState(observed('m', A, B, { index: { kind: 'conflicted' } }), commit)).toEqual({ kind: 'changed', why: 'staged' });
     expect(pathState(observed('m', A, B, { file: onDisk(C) }), commit)).toEqual({ kind: 'changed', why: 'modified' });
@@ -51,7 +65,7 @@ describe('pathState, commit mode', () => {
     expect(pathState(observed('m', A, B, { file: onDisk(LINK) }), commit)).toEqual({ kind: 'changed', why: 'modified' });
   });
 
-  it('a file already holding the tip\'s content loses nothing: updatable', () => {
+  it("a file already holding the tip's content loses nothing: updatable", () => {
     expect(pathState(observed('m', A, B, { file: onDisk(B) }), commit)).toEqual({ kind: 'from' });
     expect(pathState(observed('n', null, B, { file: onDisk(B) }), commit)).toEqual({ kind: 'from' });
     expect(pathState(observed('d', A, null, { file: onDisk(null) }), commit)).toEqual({ kind: 'from' });
@@ -61,24 +75,32 @@ describe('pathState, commit mode', () => {
     const halfway = observed('m', A, B, { index: inIndex(B) });
     expect(pathState(halfway, commit)).toEqual({ kind: 'changed', why: 'staged' });
     expect(pathState(halfway, { mode: 'commit', resuming: true })).toEqual({ kind: 'from' });
-    expect(pathState(observed('m', A, B, { index: inIndex(B), file: onDisk(C) }), { mode: 'commit', resuming: true })).toEqual({ kind: 'changed', why: 'modified' });
+    expect(pathState(observed('m', A, B, { index: inIndex(B), file: onDisk(C) }), { mode: 'commit', resuming: true })).toEqual({
+      kind: 'changed',
+      why: 'modified',
+    });
   });
 
   it('the exec bit is not compared when core.fileMode is false', () => {
     const exec = observed('m', A, B, { file: onDisk(A_EXEC) });
     expect(pathState(exec, { mode: 'commit', fileMode: false })).toEqual({ kind: 'from' });
     // A symlink is never a regular file, whatever core.fileMode says.
-    expect(pathState(observed('m', A, B, { file: onDisk({ mode: '120000', object: A.object }) }), { mode: 'commit', fileMode: false })).toEqual({ kind: 'changed', why: 'modified' });
+    expect(pathState(observed('m', A, B, { file: onDisk({ mode: '120000', object: A.object }) }), { mode: 'commit', fileMode: false })).toEqual({
+      kind: 'changed',
+      why: 'modified',
+    });
   });
 
   it('a submodule matches its directory or its absence', () => {
-    expect(pathState(observed('s', SUBMODULE, { ...SUBMODULE, object: 'f'.repeat(40) }, { file: { kind: 'directory', files: ['s/x'] } }), commit)).toEqual({ kind: 'from' });
+    expect(pathState(observed('s', SUBMODULE, { ...SUBMODULE, object: 'f'.repeat(40) }, { file: { kind: 'directory', files: ['s/x'] } }), commit)).toEqual({
+      kind: 'from',
+    });
     expect(pathState(observed('s', SUBMODULE, null, { file: onDisk(null) }), commit)).toEqual({ kind: 'from' });
   });
 });
 
 describe('pathState, worktree mode', () => {
-  it('nothing staged means the index equals HEAD\'s entry, not base\'s', () => {
+  it("nothing staged means the index equals HEAD's entry, not base's", () => {
     // An earlier --no-commit landing left B on disk; HEAD still has A.
     expect(pathState(observed('m', B, C, { unstaged: A, index: inIndex(A), file: onDisk(B) }), worktree)).toEqual({ kind: 'from' });
     expect(pathState(observed('m', B, C, { unstaged: A, index: inIndex(B), file: onDisk(B) }), worktree)).toEqual({ kind: 'changed', why: 'staged' });
@@ -125,9 +147,15 @@ describe('judgeLanding', () => {
   });
 
   it('a file standing where the tip needs a directory blocks unless the landing deletes it', () => {
-    expect(judgeLanding([observed('a', A, null, { file: onDisk(A) }), observed('a/b', null, B, { obstacle: 'a' })], commit)).toEqual({ update: ['a', 'a/b'], done: [], blocked: [] });
+    expect(judgeLanding([observed('a', A, null, { file: onDisk(A) }), observed('a/b', null, B, { obstacle: 'a' })], commit)).toEqual({
+      update: ['a', 'a/b'],
+      done: [],
+      blocked: [],
+    });
     expect(judgeLanding([observed('a/b', null, B, { obstacle: 'a' })], commit).blocked).toEqual([{ path: 'a', why: 'untracked' }]);
-    expect(judgeLanding([observed('a/b', null, B, { obstacle: 'a' }), observed('a/c', null, B, { obstacle: 'a' })], commit).blocked).toEqual([{ path: 'a', why: 'untracked' }]);
+    expect(judgeLanding([observed('a/b', null, B, { obstacle: 'a' }), observed('a/c', null, B, { obstacle: 'a' })], commit).blocked).toEqual([
+      { path: 'a', why: 'untracked' },
+    ]);
   });
 });
 
@@ -135,7 +163,17 @@ describe('describeLandingProblem', () => {
   const ref = 'refs/foreman/p1';
   const checkout: Layout = { kind: 'checkout' };
   it('says what blocks landing and how to land by hand', () => {
-    const local = describeLandingProblem({ kind: 'local-changes', paths: [{ path: 'src/a.ts', why: 'modified' }, { path: 'b.md', why: 'staged' }] }, ref, checkout);
+    const local = describeLandingProblem(
+      {
+        kind: 'local-changes',
+        paths: [
+          { path: 'src/a.ts', why: 'modified' },
+          { path: 'b.md', why: 'staged' },
+        ],
+      },
+      ref,
+      checkout,
+    );
     expect(local).toHaveLength(2);
     expect(local[0]).toBe('not landed: 2 files it would update have local changes: src/a.ts (modified), b.md (staged)');
     expect(local[1]).toContain('`npx tsx scripts/plan.ts land`');
@@ -149,7 +187,11 @@ describe('describeLandingProblem', () => {
     expect(diverged[0]).toContain('111111111111 is not an ancestor of 222222222222');
     expect(diverged[1]).toContain(`git merge ${ref}`);
 
-    const failed = describeLandingProblem({ kind: 'git-failed', failure: { step: 'update-index', exitCode: 128, stderr: "fatal: Unable to create '/r/.git/index.lock': File exists.\n" } }, ref, checkout);
+    const failed = describeLandingProblem(
+      { kind: 'git-failed', failure: { step: 'update-index', exitCode: 128, stderr: "fatal: Unable to create '/r/.git/index.lock': File exists.\n" } },
+      ref,
+      checkout,
+    );
     expect(failed[0]).toContain('git update-index failed (exit 128)');
     expect(failed[0]).toContain('index.lock');
     expect(failed[1]).toContain('try again');
@@ -168,7 +210,10 @@ describe('describeLandingProblem', () => {
   });
 
   it("names the plugin's launcher when the code is the built plugin's", () => {
-    const [, byHand] = describeLandingProblem({ kind: 'branch-switched', expected: 'refs/heads/main', actual: null }, ref, { kind: 'plugin', launcher: '/p/foreman/bin/foreman' });
+    const [, byHand] = describeLandingProblem({ kind: 'branch-switched', expected: 'refs/heads/main', actual: null }, ref, {
+      kind: 'plugin',
+      launcher: '/p/foreman/bin/foreman',
+    });
     expect(byHand).toBe(`switch back to main and land it with \`/p/foreman/bin/foreman plan land\`, or by hand with \`git merge --ff-only ${ref}\``);
   });
 

@@ -47,7 +47,9 @@ describe('readLimitText', () => {
 
   it('a rate limit or overload with no reset, a zone Intl does not know, or no limit at all', () => {
     expect(readLimitText('API Error: Request rejected (429) · This request would exceed your account’s rate limit.', now)).toEqual({ usage: false });
-    expect(readLimitText('API Error: Server is temporarily limiting requests (not your usage limit) · scripted 429 rate_limit_error', now)).toEqual({ usage: false });
+    expect(readLimitText('API Error: Server is temporarily limiting requests (not your usage limit) · scripted 429 rate_limit_error', now)).toEqual({
+      usage: false,
+    });
     expect(readLimitText("You've hit your limit · resets 10pm (Mars/Olympus_Mons)", now)).toEqual({ usage: true });
     // A task about rate limits is not one.
     expect(readLimitText('COMPLETED: added the rate limiter; a 429 answers past the rate limit', now)).toBeNull();

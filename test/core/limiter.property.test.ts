@@ -9,35 +9,59 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type Limiter, type LimiterSettings, type Refusal, MAX_BACKOFF_MS, MAX_PATIENCE, allowed, holding, newLimiter, overdue, refused, served, settleRound } from '../../src/core/limiter.ts';
+import {
+  type Limiter,
+  type LimiterSettings,
+  type Refusal,
+  MAX_BACKOFF_MS,
+  MAX_PATIENCE,
+  allowed,
+  holding,
+  newLimiter,
+  overdue,
+  refused,
+  served,
+  settleRound,
+} from '../../src/core/limiter.ts';
 
 type Step = { at: number } & ({ kind: 'served' } | { kind: 'refused'; refusal: Refusal });
 
 const refusalArb: fc.Arbitrary<Refusal> = fc.oneof(
-  fc.record({ kind: fc.constantFrom('rate-limit' as const, 'overloaded' as const), delayMs: fc.option(fc.integer({ min: 0, max: 60_000 }), { nil: undefined }) }).map((r) => (r.delayMs === undefined ? { kind: r.kind } : r)),
+  fc
+    .record({
+      kind: fc.constantFrom('rate-limit' as const, 'overloaded' as const),
+      delayMs: fc.option(fc.integer({ min: 0, max: 60_000 }), { nil: undefined }),
+    })
+    .map((r) => (r.delayMs === undefined ? { kind: r.kind } : r)),
   fc.integer({ min: 1, max: 30_000_000 }).map((ahead) => ({ kind: 'usage-limit' as const, resetAt: ahead })),
 );
 
 /** Steps at non-decreasing times; a usage limit's reset is taken as that far after its step. */
-const stepsArb: fc.Arbitrary<Step[]> =
-  fc
-    .array(
-      fc.tuple(
-        fc.integer({ min: 0, max: 20_000 }),
-        fc.oneof({ weight: 2, arbitrary: fc.constant<{ kind: 'served' }>({ kind: 'served' }) }, { weight: 1, arbitrary: fc.record({ kind: fc.constant('refused' as const), refusal: refusalArb }) }),
+const stepsArb: fc.Arbitrary<Step[]> = fc
+  .array(
+    fc.tuple(
+      fc.integer({ min: 0, max: 20_000 }),
+      fc.oneof(
+        { weight: 2, arbitrary: fc.constant<{ kind: 'served' }>({ kind: 'served' }) },
+        { weight: 1, arbitrary: fc.record({ kind: fc.constant('refused' as const), refusal: refusalArb }) },
       ),
-      { maxLength: 80 },
-    )
-    .map((raw) => {
-      let at = 0;
-      return raw.map(([gap, s]) => {
-        at += gap;
-        if (s.kind === 'refused' && s.refusal.resetAt !== undefined) return { at, ...s, refusal: { ...s.refusal, resetAt: at + s.refusal.resetAt } };
-        return { at, ...s };
-      });
+    ),
+    { maxLength: 80 },
+  )
+  .map((raw) => {
+    let at = 0;
+    return raw.map(([gap, s]) => {
+      at += gap;
+      if (s.kind === 'refused' && s.refusal.resetAt !== undefined) return { at, ...s, refusal: { ...s.refusal, resetAt: at + s.refusal.resetAt } };
+      return { at, ...s };
     });
+  });
 
-const settingsArb = fc.record({ ceiling: fc.integer({ min: 1, max: 16 }), backoffMs: fc.integer({ min: 0, max: 20_000 }), maxWaitMs: fc.integer({ min: 0, max: 20_000_000 }) });
+const settingsArb = fc.record({
+  ceiling: fc.integer({ min: 1, max: 16 }),
+  backoffMs: fc.integer({ min: 0, max: 20_000 }),
+  maxWaitMs: fc.integer({ min: 0, max: 20_000_000 }),
+});
 
 const apply = (limiter: Limiter, step: Step, settings: LimiterSettings): Limiter =>
   step.kind === 'served' ? served(limiter, step.at, settings) : refused(limiter, step.refusal, step.at, settings);
@@ -68,7 +92,7 @@ describe('the limiter', () => {
     });
   });
 
-  it('a refusal holds new starts for what the API asked (until a usage limit resets); only a response served lifts a hold, one of the limiter\'s own', () => {
+  it("a refusal holds new starts for what the API asked (until a usage limit resets); only a response served lifts a hold, one of the limiter's own", () => {
     everyStep((settings, before, step, after) => {
       if (step.kind === 'served' && before.ownHold && holding(before, step.at)) expect([after.holdUntil, after.ownHold]).toEqual([step.at, false]);
       else expect(after.holdUntil).toBeGreaterThanOrEqual(before.holdUntil);
@@ -117,23 +141,27 @@ describe('the limiter', () => {
 
   it('holds in a row with nothing served between back off twice as long each time', () => {
     fc.assert(
-      fc.property(settingsArb.filter((s) => s.backoffMs > 0), fc.integer({ min: 2, max: 8 }), (settings, holds) => {
-        let limiter = newLimiter(settings.ceiling);
-        let now = 0;
-        for (let k = 1; k <= holds; k++) {
-          limiter = refused(limiter, { kind: 'overloaded' }, now, settings);
-          expect(limiter.strikes).toBe(k);
-          const own = k === 1 ? settings.backoffMs : Math.min(MAX_BACKOFF_MS, settings.backoffMs * 2 ** (k - 1));
-          expect(limiter.holdUntil - now).toBe(own);
-          now = limiter.holdUntil;
-        }
-        // A response served ends the streak (and lifts the limiter's own hold): the next hold is the API's word again.
-        limiter = served(limiter, now - 1, settings);
-        expect(holding(limiter, now - 1)).toBe(false);
-        limiter = refused(limiter, { kind: 'rate-limit', delayMs: 7 }, now, settings);
-        expect(limiter.strikes).toBe(1);
-        expect(limiter.holdUntil - now).toBe(7);
-      }),
+      fc.property(
+        settingsArb.filter((s) => s.backoffMs > 0),
+        fc.integer({ min: 2, max: 8 }),
+        (settings, holds) => {
+          let limiter = newLimiter(settings.ceiling);
+          let now = 0;
+          for (let k = 1; k <= holds; k++) {
+            limiter = refused(limiter, { kind: 'overloaded' }, now, settings);
+            expect(limiter.strikes).toBe(k);
+            const own = k === 1 ? settings.backoffMs : Math.min(MAX_BACKOFF_MS, settings.backoffMs * 2 ** (k - 1));
+            expect(limiter.holdUntil - now).toBe(own);
+            now = limiter.holdUntil;
+          }
+          // A response served ends the streak (and lifts the limiter's own hold): the next hold is the API's word again.
+          limiter = served(limiter, now - 1, settings);
+          expect(holding(limiter, now - 1)).toBe(false);
+          limiter = refused(limiter, { kind: 'rate-limit', delayMs: 7 }, now, settings);
+          expect(limiter.strikes).toBe(1);
+          expect(limiter.holdUntil - now).toBe(7);
+        },
+      ),
     );
   });
 
@@ -202,7 +230,8 @@ describe('the limiter', () => {
         let now = 0;
         for (const results of rounds) {
           const before = limiter.working;
-          for (const through of results) limiter = through ? served(limiter, now++, settings, true) : refused(limiter, { kind: 'rate-limit' }, now++, settings, true);
+          for (const through of results)
+            limiter = through ? served(limiter, now++, settings, true) : refused(limiter, { kind: 'rate-limit' }, now++, settings, true);
           // Nothing changes the working concurrency in the round itself (nor holds, without a reset time).
           expect(limiter.working).toBe(before);
           expect(limiter.holdUntil).toBe(0);

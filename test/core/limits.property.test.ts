@@ -11,7 +11,9 @@ import { SIMULATION_DEFAULTS, type SimulatedAttempt, simulateRun } from '../../s
 import { MAX_SIM_TASKS, simulationArb } from '../support/arbitraries.ts';
 
 const refusalArb: fc.Arbitrary<SimulatedAttempt['refused'] | undefined> = fc.option(
-  fc.record({ at: fc.double({ min: 0.1, max: 0.9, noNaN: true }), served: fc.boolean(), delayMs: fc.integer({ min: 0, max: 5 }), endsIt: fc.boolean() }).map((r) => ({ atMs: r.at, served: r.served, delayMs: r.delayMs, endsIt: r.endsIt })),
+  fc
+    .record({ at: fc.double({ min: 0.1, max: 0.9, noNaN: true }), served: fc.boolean(), delayMs: fc.integer({ min: 0, max: 5 }), endsIt: fc.boolean() })
+    .map((r) => ({ atMs: r.at, served: r.served, delayMs: r.delayMs, endsIt: r.endsIt })),
   { nil: undefined, freq: 2 },
 );
 
@@ -20,31 +22,48 @@ describe('limits in the engine', () => {
     // How often each way was met, so the property is known to have seen them.
     const seen = { stopped: 0, paused: 0, resumed: 0, held: 0 };
     fc.assert(
-      fc.property(simulationArb({ allSucceed: true }), fc.array(refusalArb, { minLength: 2 * MAX_SIM_TASKS, maxLength: 2 * MAX_SIM_TASKS }), fc.integer({ min: 0, max: 3 }), (sim, refusals, backoffMs) => {
-        // Each task's first start may be refused (at a fraction of its run); later starts go through.
-        const starts = new Map<number, number>();
-        const trace = simulateRun(sim.plan, { ...SIMULATION_DEFAULTS, backoffMs, concurrency: sim.concurrency, schedule: 'continuous' }, (task) => {
-          const n = starts.get(task) ?? 0;
-          starts.set(task, n + 1);
-          const durationMs = sim.durations[task]! * 10;
-          const refused = n < 2 ? refusals[2 * task + n] : undefined;
-          return { durationMs, report: 'COMPLETED', ...(refused !== undefined ? { refused: { ...refused, atMs: Math.max(1, Math.floor(refused.atMs * durationMs)) } } : {}) };
-        });
-        expect(trace.state.stop?.reason).toBe('all-done');
-        expect(trace.state.plan.tasks.map((t) => [statusOf(t), t.attempts])).toEqual(trace.state.plan.tasks.map(() => ['completed', 1]));
-        expect(trace.events.filter((e) => e.type === 'task-finished').map((e) => e.type === 'task-finished' && e.outcome).filter((o) => o !== 'completed' && o !== 'requeued')).toEqual([]);
-        for (const stop of trace.stops) expect(stop.served).toBe(false);
-        seen.stopped += trace.stops.length;
-        seen.paused += trace.events.filter((e) => e.type === 'task-paused').length;
-        seen.resumed += trace.events.filter((e) => e.type === 'task-resumed').length;
-        seen.held += trace.events.filter((e) => e.type === 'limit' && e.change === 'hold').length;
-        // At no moment more workers than --concurrency.
-        const moments = trace.intervals.flatMap((i) => [i.start, i.end]);
-        for (const t of moments) expect(trace.intervals.filter((i) => i.start <= t && t < i.end).length).toBeLessThanOrEqual(sim.concurrency);
-      }),
+      fc.property(
+        simulationArb({ allSucceed: true }),
+        fc.array(refusalArb, { minLength: 2 * MAX_SIM_TASKS, maxLength: 2 * MAX_SIM_TASKS }),
+        fc.integer({ min: 0, max: 3 }),
+        (sim, refusals, backoffMs) => {
+          // Each task's first start may be refused (at a fraction of its run); later starts go through.
+          const starts = new Map<number, number>();
+          const trace = simulateRun(sim.plan, { ...SIMULATION_DEFAULTS, backoffMs, concurrency: sim.concurrency, schedule: 'continuous' }, (task) => {
+            const n = starts.get(task) ?? 0;
+            starts.set(task, n + 1);
+            const durationMs = sim.durations[task]! * 10;
+            const refused = n < 2 ? refusals[2 * task + n] : undefined;
+            return {
+              durationMs,
+              report: 'COMPLETED',
+              ...(refused !== undefined ? { refused: { ...refused, atMs: Math.max(1, Math.floor(refused.atMs * durationMs)) } } : {}),
+            };
+          });
+          expect(trace.state.stop?.reason).toBe('all-done');
+          expect(trace.state.plan.tasks.map((t) => [statusOf(t), t.attempts])).toEqual(trace.state.plan.tasks.map(() => ['completed', 1]));
+          expect(
+            trace.events
+              .filter((e) => e.type === 'task-finished')
+              .map((e) => e.type === 'task-finished' && e.outcome)
+              .filter((o) => o !== 'completed' && o !== 'requeued'),
+          ).toEqual([]);
+          for (const stop of trace.stops) expect(stop.served).toBe(false);
+          seen.stopped += trace.stops.length;
+          seen.paused += trace.events.filter((e) => e.type === 'task-paused').length;
+          seen.resumed += trace.events.filter((e) => e.type === 'task-resumed').length;
+          seen.held += trace.events.filter((e) => e.type === 'limit' && e.change === 'hold').length;
+          // At no moment more workers than --concurrency.
+          const moments = trace.intervals.flatMap((i) => [i.start, i.end]);
+          for (const t of moments) expect(trace.intervals.filter((i) => i.start <= t && t < i.end).length).toBeLessThanOrEqual(sim.concurrency);
+        },
+      ),
       { numRuns: 300 },
     );
-    expect(Object.values(seen).every((n) => n > 0), JSON.stringify(seen)).toBe(true);
+    expect(
+      Object.values(seen).every((n) => n > 0),
+      JSON.stringify(seen),
+    ).toBe(true);
     expect(seen.resumed).toBe(seen.paused);
   });
 });

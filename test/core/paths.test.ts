@@ -63,16 +63,12 @@ describe('pathProblem', () => {
 
   it('suggests a normalised form that is itself accepted', () => {
     fc.assert(
-      fc.property(
-        fc.array(fc.constantFrom('src', 'a.ts', '.', '', 'lib', 'x'), { minLength: 1, maxLength: 5 }),
-        fc.boolean(),
-        (segments, dir) => {
-          const p = segments.join('/') + (dir ? '/' : '');
-          const problem = pathProblem(p);
-          const m = problem?.match(/is not normalised \(write "(.*)"\)$/);
-          if (m) expect(pathProblem(m[1]!)).toBeNull();
-        },
-      ),
+      fc.property(fc.array(fc.constantFrom('src', 'a.ts', '.', '', 'lib', 'x'), { minLength: 1, maxLength: 5 }), fc.boolean(), (segments, dir) => {
+        const p = segments.join('/') + (dir ? '/' : '');
+        const problem = pathProblem(p);
+        const m = problem?.match(/is not normalised \(write "(.*)"\)$/);
+        if (m) expect(pathProblem(m[1]!)).toBeNull();
+      }),
       { numRuns: 300 },
     );
   });

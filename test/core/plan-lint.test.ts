@@ -30,7 +30,10 @@ function task(spec: Spec, i: number): Task {
     subject: `task ${i}`,
     prompt: spec.prompt ?? `Do task ${i}.`,
     blockedBy: spec.blockedBy ?? [],
-    metadata: { files: { create: spec.create ?? [], modify: spec.modify ?? [], ...(spec.mayChange ? { mayChange: spec.mayChange } : {}) }, ...(spec.reads ? { reads: spec.reads } : {}) },
+    metadata: {
+      files: { create: spec.create ?? [], modify: spec.modify ?? [], ...(spec.mayChange ? { mayChange: spec.mayChange } : {}) },
+      ...(spec.reads ? { reads: spec.reads } : {}),
+    },
   };
   if (spec.status) t.status = spec.status;
   if (spec.contextFiles) t.agent = { contextFiles: spec.contextFiles.map((path) => ({ path, reason: 'read it first' })) };
@@ -45,7 +48,8 @@ function planOf(specs: Spec[], extra: Partial<Plan> = {}): Plan {
   return plan;
 }
 
-const lines = (plan: Plan, tracked: readonly string[] | null): string[] => lintPlan(plan, tracked === null ? null : new Set(tracked)).warnings.map((w) => w.message);
+const lines = (plan: Plan, tracked: readonly string[] | null): string[] =>
+  lintPlan(plan, tracked === null ? null : new Set(tracked)).warnings.map((w) => w.message);
 
 interface HazardCase {
   name: string;
@@ -81,13 +85,17 @@ const HAZARDS: HazardCase[] = [
     name: 'the creator depends on the task that modifies the file',
     tasks: [{ modify: ['src/a.ts'] }, { create: ['src/a.ts'], blockedBy: [0] }],
     tracked: null,
-    expected: ['tasks[0] modifies src/a.ts, which tasks[1] creates, but it depends on tasks[0] and runs after it: move src/a.ts from modify to create in tasks[0], and from create to modify in tasks[1]'],
+    expected: [
+      'tasks[0] modifies src/a.ts, which tasks[1] creates, but it depends on tasks[0] and runs after it: move src/a.ts from modify to create in tasks[0], and from create to modify in tasks[1]',
+    ],
   },
   {
     name: 'two tasks create the same file, neither depending on the other',
     tasks: [{ create: ['src/a.ts'] }, { create: ['src/a.ts'] }],
     tracked: null,
-    expected: ['tasks[1] creates src/a.ts, which tasks[0] creates too, and neither depends on the other: move src/a.ts from create to modify in tasks[1] and add 0 to tasks[1].blockedBy'],
+    expected: [
+      'tasks[1] creates src/a.ts, which tasks[0] creates too, and neither depends on the other: move src/a.ts from create to modify in tasks[1] and add 0 to tasks[1].blockedBy',
+    ],
   },
   {
     name: 'two tasks create the same file, the lower index running second',
@@ -105,19 +113,25 @@ const HAZARDS: HazardCase[] = [
     name: 'a modify of a file the last commit does not have and no task creates',
     tasks: [{ modify: ['src/old.ts'] }],
     tracked: ['src/a.ts'],
-    expected: ["tasks[0] modifies src/old.ts, which the repository's last commit does not have and no task creates: correct the path, or move it from modify to create in tasks[0]"],
+    expected: [
+      "tasks[0] modifies src/old.ts, which the repository's last commit does not have and no task creates: correct the path, or move it from modify to create in tasks[0]",
+    ],
   },
   {
     name: 'a modify of a directory with no file of the last commit under it',
     tasks: [{ modify: ['src/gen/'] }],
     tracked: ['src/a.ts', 'src/generated.ts'],
-    expected: ["tasks[0] modifies src/gen/, which the repository's last commit does not have and no task creates: correct the path, or move it from modify to create in tasks[0]"],
+    expected: [
+      "tasks[0] modifies src/gen/, which the repository's last commit does not have and no task creates: correct the path, or move it from modify to create in tasks[0]",
+    ],
   },
   {
-    name: 'a prompt names a tracked file the task does not declare (the issue\'s case)',
+    name: "a prompt names a tracked file the task does not declare (the issue's case)",
     tasks: [{ create: ['src/feature.ts'], prompt: 'Create src/feature.ts and export it from src/index.ts.' }],
     tracked: ['src/index.ts', 'package.json'],
-    expected: ['tasks[0].prompt names src/index.ts, which the task does not declare: add it to tasks[0].metadata.files.modify, or to tasks[0].metadata.reads if the task only reads it'],
+    expected: [
+      'tasks[0].prompt names src/index.ts, which the task does not declare: add it to tasks[0].metadata.files.modify, or to tasks[0].metadata.reads if the task only reads it',
+    ],
   },
   {
     name: 'prompt paths in Markdown, with a line number, a leading ./ and a build file',
@@ -133,7 +147,9 @@ const HAZARDS: HazardCase[] = [
     name: 'a task reads a file another changes, with no dependency either way',
     tasks: [{ modify: ['src/a.ts'] }, { create: ['src/b.ts'], reads: ['src/a.ts'] }],
     tracked: ['src/a.ts'],
-    expected: ['tasks[1] reads src/a.ts, which tasks[0] changes, but neither depends on the other: add 0 to tasks[1].blockedBy to read it after the change, or 1 to tasks[0].blockedBy to read it before'],
+    expected: [
+      'tasks[1] reads src/a.ts, which tasks[0] changes, but neither depends on the other: add 0 to tasks[1].blockedBy to read it after the change, or 1 to tasks[0].blockedBy to read it before',
+    ],
   },
   {
     name: 'a directory read holding what two tasks write',
@@ -147,19 +163,25 @@ const HAZARDS: HazardCase[] = [
     name: 'a file read under a directory another task writes',
     tasks: [{ create: ['src/x/'] }, { create: ['docs/x.md'], reads: ['src/x/a.ts'] }],
     tracked: [],
-    expected: ['tasks[1] reads src/x/a.ts, which tasks[0] (src/x/) changes, but neither depends on the other: add 0 to tasks[1].blockedBy to read it after the change, or 1 to tasks[0].blockedBy to read it before'],
+    expected: [
+      'tasks[1] reads src/x/a.ts, which tasks[0] (src/x/) changes, but neither depends on the other: add 0 to tasks[1].blockedBy to read it after the change, or 1 to tasks[0].blockedBy to read it before',
+    ],
   },
   {
     name: 'a manifest modified without its lockfile',
     tasks: [{ modify: ['package.json'] }],
     tracked: ['package.json', 'package-lock.json'],
-    expected: ['tasks[0] modifies package.json but does not declare package-lock.json, which installing its dependencies may rewrite: add package-lock.json to tasks[0].metadata.files.mayChange'],
+    expected: [
+      'tasks[0] modifies package.json but does not declare package-lock.json, which installing its dependencies may rewrite: add package-lock.json to tasks[0].metadata.files.mayChange',
+    ],
   },
   {
     name: 'a workspace package: the lockfile at the root',
     tasks: [{ modify: ['packages/a/package.json'] }],
     tracked: ['package.json', 'pnpm-lock.yaml', 'packages/a/package.json'],
-    expected: ['tasks[0] modifies packages/a/package.json but does not declare pnpm-lock.yaml, which installing its dependencies may rewrite: add pnpm-lock.yaml to tasks[0].metadata.files.mayChange'],
+    expected: [
+      'tasks[0] modifies packages/a/package.json but does not declare pnpm-lock.yaml, which installing its dependencies may rewrite: add pnpm-lock.yaml to tasks[0].metadata.files.mayChange',
+    ],
   },
   {
     name: 'Cargo, Go, uv and Poetry',
@@ -189,11 +211,25 @@ function designSkillExample(): Plan {
 }
 
 /** What the rate-limit examples' repository holds before the plan runs (the survey's notes: its completed task 0 made them). */
-const RATE_LIMIT_REPOSITORY = ['package.json', 'package-lock.json', 'src/config/schema.ts', 'src/config/load.ts', 'src/server/hooks.ts', 'src/metrics/index.ts', 'docs/index.md', 'docs/notes/rate-limit-survey.md', 'README.md'];
+const RATE_LIMIT_REPOSITORY = [
+  'package.json',
+  'package-lock.json',
+  'src/config/schema.ts',
+  'src/config/load.ts',
+  'src/server/hooks.ts',
+  'src/metrics/index.ts',
+  'docs/index.md',
+  'docs/notes/rate-limit-survey.md',
+  'README.md',
+];
 
 const SOUND: SoundCase[] = [
   { name: 'test/plans/valid/minimal.json', plan: () => JSON.parse(validText('minimal')) as Plan, tracked: ['README.md'] },
-  { name: 'test/plans/valid/extra-fields.json', plan: () => JSON.parse(validText('extra-fields')) as Plan, tracked: ['src/model.ts', 'docs/export.md', 'package.json'] },
+  {
+    name: 'test/plans/valid/extra-fields.json',
+    plan: () => JSON.parse(validText('extra-fields')) as Plan,
+    tracked: ['src/model.ts', 'docs/export.md', 'package.json'],
+  },
   { name: 'test/plans/valid/realistic.json', plan: () => JSON.parse(validText('realistic')) as Plan, tracked: RATE_LIMIT_REPOSITORY },
   { name: 'test/plans/valid/realistic.json, no repository', plan: () => JSON.parse(validText('realistic')) as Plan, tracked: null },
   { name: '.design/examples/plan.json', plan: () => exampleFile('.design/examples/plan.json'), tracked: RATE_LIMIT_REPOSITORY },
@@ -215,12 +251,22 @@ const SOUND: SoundCase[] = [
   },
   {
     name: 'a read ordered either way round: after the writer, or before it',
-    plan: () => planOf([{ modify: ['src/a.ts'] }, { create: ['docs/a.md'], reads: ['src/a.ts'], blockedBy: [0] }, { create: ['docs/b.md'], reads: ['src/b.ts'] }, { modify: ['src/b.ts'], blockedBy: [2] }]),
+    plan: () =>
+      planOf([
+        { modify: ['src/a.ts'] },
+        { create: ['docs/a.md'], reads: ['src/a.ts'], blockedBy: [0] },
+        { create: ['docs/b.md'], reads: ['src/b.ts'] },
+        { modify: ['src/b.ts'], blockedBy: [2] },
+      ]),
     tracked: ['src/a.ts', 'src/b.ts'],
   },
   {
     name: 'reads of the same path by unordered tasks, no writer',
-    plan: () => planOf([{ create: ['a.md'], reads: ['src/'] }, { create: ['b.md'], reads: ['src/a.ts'] }]),
+    plan: () =>
+      planOf([
+        { create: ['a.md'], reads: ['src/'] },
+        { create: ['b.md'], reads: ['src/a.ts'] },
+      ]),
     tracked: ['src/a.ts'],
   },
   {
@@ -240,7 +286,12 @@ const SOUND: SoundCase[] = [
   },
   {
     name: 'a manifest with its lockfile declared, in modify, in mayChange or under a directory',
-    plan: () => planOf([{ modify: ['package.json', 'package-lock.json'] }, { modify: ['a/package.json'], mayChange: ['a/yarn.lock'], blockedBy: [0] }, { modify: ['b/Cargo.toml', 'b/'], blockedBy: [1] }]),
+    plan: () =>
+      planOf([
+        { modify: ['package.json', 'package-lock.json'] },
+        { modify: ['a/package.json'], mayChange: ['a/yarn.lock'], blockedBy: [0] },
+        { modify: ['b/Cargo.toml', 'b/'], blockedBy: [1] },
+      ]),
     tracked: ['package.json', 'package-lock.json', 'a/package.json', 'a/yarn.lock', 'b/Cargo.toml', 'b/Cargo.lock'],
   },
   {
@@ -250,7 +301,12 @@ const SOUND: SoundCase[] = [
   },
   {
     name: 'completed tasks: hazards only they held are past',
-    plan: () => planOf([{ create: ['src/a.ts'], status: 'completed' }, { modify: ['src/a.ts'], reads: ['src/b.ts'], status: 'completed', prompt: 'Edit src/a.ts and src/b.ts.' }, { modify: ['src/b.ts'] }]),
+    plan: () =>
+      planOf([
+        { create: ['src/a.ts'], status: 'completed' },
+        { modify: ['src/a.ts'], reads: ['src/b.ts'], status: 'completed', prompt: 'Edit src/a.ts and src/b.ts.' },
+        { modify: ['src/b.ts'] },
+      ]),
     tracked: ['src/a.ts', 'src/b.ts'],
   },
 ];
@@ -276,7 +332,10 @@ describe('the plan lint: hazard plans', () => {
       { tasks: [{ create: ['src/a.ts'] }, { modify: ['src/a.ts'], blockedBy: [0] }], tracked: null },
       { tasks: [{ create: ['src/a.ts'] }, { modify: ['src/a.ts'], blockedBy: [0] }], tracked: null },
       { tasks: [{ create: ['src/a.ts'] }, { create: ['src/b.ts'], reads: ['src/a.ts'], blockedBy: [0] }], tracked: [] },
-      { tasks: [{ create: ['src/feature.ts'], modify: ['src/index.ts'], prompt: 'Create src/feature.ts and export it from src/index.ts.' }], tracked: ['src/index.ts'] },
+      {
+        tasks: [{ create: ['src/feature.ts'], modify: ['src/index.ts'], prompt: 'Create src/feature.ts and export it from src/index.ts.' }],
+        tracked: ['src/index.ts'],
+      },
       { tasks: [{ modify: ['package.json'], mayChange: ['package-lock.json'] }], tracked: ['package.json', 'package-lock.json'] },
     ];
     for (const f of fixed) expect(lines(planOf(f.tasks), f.tracked)).toEqual([]);
@@ -304,7 +363,8 @@ describe('the plan lint: sound plans get no warning', () => {
 describe('accepted warnings', () => {
   const hazard = (): Plan => planOf([{ create: ['src/a.ts'] }, { modify: ['src/a.ts'] }, { modify: ['src/b.ts'] }]);
   const unordered = 'tasks[1] modifies src/a.ts, which tasks[0] creates, but does not depend on it: add 0 to tasks[1].blockedBy';
-  const missing = "tasks[2] modifies src/b.ts, which the repository's last commit does not have and no task creates: correct the path, or move it from modify to create in tasks[2]";
+  const missing =
+    "tasks[2] modifies src/b.ts, which the repository's last commit does not have and no task creates: correct the path, or move it from modify to create in tasks[2]";
 
   it('an accepted warning is set apart with its reason and no longer reported; the others are', () => {
     const plan = hazard();
@@ -312,7 +372,12 @@ describe('accepted warnings', () => {
     expect(validatePlan(structuredClone(plan)).ok).toBe(true);
     const lint = lintPlan(plan, new Set());
     expect(lint.warnings.map((w) => w.message)).toEqual([missing]);
-    expect(lint.accepted).toEqual([{ warning: expect.objectContaining({ kind: 'unordered-create', task: 1, path: 'src/a.ts', message: unordered }), reason: 'task 1 only appends; either order works' }]);
+    expect(lint.accepted).toEqual([
+      {
+        warning: expect.objectContaining({ kind: 'unordered-create', task: 1, path: 'src/a.ts', message: unordered }),
+        reason: 'task 1 only appends; either order works',
+      },
+    ]);
   });
 
   it('an acceptance that matches no warning is reported, naming it, and is kept', () => {
@@ -350,11 +415,15 @@ describe('accepted warnings', () => {
 describe('prompt paths and lockfiles', () => {
   it('a prompt path is a tracked file named exactly, never prose', () => {
     const tracked = new Set(['src/index.ts', 'README.md', 'Makefile', 'build', 'docs/a b.md']);
-    expect(promptPaths('See src/index.ts: and README.md. Then build it with the Makefile; src/index.tsx is not it.', tracked).sort()).toEqual(['Makefile', 'README.md', 'src/index.ts']);
+    expect(promptPaths('See src/index.ts: and README.md. Then build it with the Makefile; src/index.tsx is not it.', tracked).sort()).toEqual([
+      'Makefile',
+      'README.md',
+      'src/index.ts',
+    ]);
     expect(promptPaths('src/index.ts#L3 and "./README.md"', tracked).sort()).toEqual(['README.md', 'src/index.ts']);
   });
 
-  it('the nearest directory holding a lockfile of the manifest\'s kind', () => {
+  it("the nearest directory holding a lockfile of the manifest's kind", () => {
     const tracked = new Set(['package-lock.json', 'yarn.lock', 'web/package.json', 'web/app/package.json', 'web/app/yarn.lock', 'go.sum', 'svc/go.mod']);
     expect(lockfilesOf('web/package.json', tracked)).toEqual(['package-lock.json', 'yarn.lock']);
     expect(lockfilesOf('web/app/package.json', tracked)).toEqual(['web/app/yarn.lock']);
@@ -402,7 +471,11 @@ function orderingBrute(plan: Plan, tracked: ReadonlySet<string>): string[] {
       if (creators.length === 0 && !exists) out.push(`missing-file ${i} ${p} `);
     }
     for (const r of t.metadata.reads ?? []) {
-      const writers = tasks.flatMap((w, j) => (j !== i && !done(j) && !reach[i]!.has(j) && !reach[j]!.has(i) && [...w.metadata.files.create, ...w.metadata.files.modify].some((x) => meet(x, r)) ? [j] : []));
+      const writers = tasks.flatMap((w, j) =>
+        j !== i && !done(j) && !reach[i]!.has(j) && !reach[j]!.has(i) && [...w.metadata.files.create, ...w.metadata.files.modify].some((x) => meet(x, r))
+          ? [j]
+          : [],
+      );
       if (writers.length > 0) out.push(`unordered-read ${i} ${r} ${writers.join(',')}`);
     }
   });

@@ -39,13 +39,25 @@ describe('the generated plan validator', () => {
   });
 
   it('judges arbitrary plans, and arbitrary values put into them, as ajv compiling at run time does', () => {
-    const anyValue = fc.oneof(fc.string(), fc.integer(), fc.constant(null), fc.boolean(), fc.array(fc.string(), { maxLength: 2 }), fc.constant(''), fc.constant('\u{1F600}'));
+    const anyValue = fc.oneof(
+      fc.string(),
+      fc.integer(),
+      fc.constant(null),
+      fc.boolean(),
+      fc.array(fc.string(), { maxLength: 2 }),
+      fc.constant(''),
+      fc.constant('\u{1F600}'),
+    );
     fc.assert(
-      fc.property(planArb(), fc.array(fc.tuple(fc.nat(), fc.constantFrom('subject', 'prompt', 'blockedBy', 'status', 'attempts', 'agent', 'metadata'), anyValue), { maxLength: 3 }), (plan, edits) => {
-        const data = structuredClone(plan) as unknown as { tasks: Array<Record<string, unknown>> };
-        for (const [index, field, value] of edits) if (data.tasks.length > 0) data.tasks[index % data.tasks.length]![field] = value;
-        expect(verdict(generated, data)).toEqual(verdict(compiled, data));
-      }),
+      fc.property(
+        planArb(),
+        fc.array(fc.tuple(fc.nat(), fc.constantFrom('subject', 'prompt', 'blockedBy', 'status', 'attempts', 'agent', 'metadata'), anyValue), { maxLength: 3 }),
+        (plan, edits) => {
+          const data = structuredClone(plan) as unknown as { tasks: Array<Record<string, unknown>> };
+          for (const [index, field, value] of edits) if (data.tasks.length > 0) data.tasks[index % data.tasks.length]![field] = value;
+          expect(verdict(generated, data)).toEqual(verdict(compiled, data));
+        },
+      ),
       { numRuns: 200 },
     );
   });

@@ -4,7 +4,13 @@ import { describe, expect, it } from 'vitest';
 import { type CheckRun, judgeCheck, probeKey, taskVerdict } from '../../src/core/probe.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
-const run = (exitCode: number | null, output = '', extra: Partial<CheckRun> = {}): CheckRun => ({ exitCode, output, timedOut: false, aborted: false, ...extra });
+const run = (exitCode: number | null, output = '', extra: Partial<CheckRun> = {}): CheckRun => ({
+  exitCode,
+  output,
+  timedOut: false,
+  aborted: false,
+  ...extra,
+});
 
 describe('judgeCheck', () => {
   it('exit 126 and 127 are broken; other failures can prove the work; exit 0 passes', () => {
@@ -17,7 +23,12 @@ describe('judgeCheck', () => {
   });
 
   it("the shell's words for a command it cannot run are broken, even when a pipeline's exit status hides them", () => {
-    for (const line of ['/bin/sh: 1: tesst: not found', 'sh: line 1: tesst: command not found', 'bash: ./run.sh: Permission denied', '/bin/sh: 1: ./tool: No such file or directory']) {
+    for (const line of [
+      '/bin/sh: 1: tesst: not found',
+      'sh: line 1: tesst: command not found',
+      'bash: ./run.sh: Permission denied',
+      '/bin/sh: 1: ./tool: No such file or directory',
+    ]) {
       const judged = judgeCheck(run(0, `${line}\n`), []);
       expect(judged.outcome, line).toBe('broken');
       expect(judged.reason, line).toMatch(/^the command `(\.\/)?(tesst|run\.sh|tool)` cannot run/);

@@ -74,7 +74,9 @@ describe('workerPrompt', () => {
     expect(footer).toContain('create src/hook.ts; modify src/server.ts.');
     expect(footer).toContain('Do not stage, commit, stash, reset or check out anything with git');
     // The status line as plain text: the prompt shows no line a worker would copy in backticks.
-    expect(footer).toContain('End your reply with exactly one final status line, as plain text (no bold, no backticks), and nothing after it: the word COMPLETED, FAILED or BLOCKED, a colon');
+    expect(footer).toContain(
+      'End your reply with exactly one final status line, as plain text (no bold, no backticks), and nothing after it: the word COMPLETED, FAILED or BLOCKED, a colon',
+    );
     expect(footer).not.toMatch(/`(COMPLETED|FAILED): /);
     // What to do when the task needs a file it does not declare.
     expect(footer).toContain('end with `BLOCKED: needs to change <path>, which the task does not declare`');
@@ -130,10 +132,12 @@ describe('workerPrompt', () => {
     p.tasks[3]!.attempts = 0;
     const first = workerPrompt(p, 3, opts);
     expect(first).not.toContain('## Retry');
-    expect(first).toContain('create src/hook.ts, src/hooks/; modify src/server.ts. Writes to any other path are denied, and a change to one is set aside and never kept.');
+    expect(first).toContain(
+      'create src/hook.ts, src/hooks/; modify src/server.ts. Writes to any other path are denied, and a change to one is set aside and never kept.',
+    );
   });
 
-  it("a retry says what to do about what failed (task.retryAdvice), and paths a task may change but need not are named", () => {
+  it('a retry says what to do about what failed (task.retryAdvice), and paths a task may change but need not are named', () => {
     const p = base();
     Object.assign(p.tasks[3]!, {
       attempts: 1,
@@ -203,15 +207,26 @@ describe('parseStatusLine', () => {
 
   it('the LAST matching line wins', () => {
     expect(parseStatusLine('FAILED: first try broke\nretrying…\nCOMPLETED: second try worked')).toEqual({ status: 'COMPLETED', text: 'second try worked' });
-    expect(parseStatusLine('COMPLETED: looked fine\nthen the tests ran\nFAILED: they did not pass\n\nThanks!')).toEqual({ status: 'FAILED', text: 'they did not pass' });
+    expect(parseStatusLine('COMPLETED: looked fine\nthen the tests ran\nFAILED: they did not pass\n\nThanks!')).toEqual({
+      status: 'FAILED',
+      text: 'they did not pass',
+    });
   });
 
-  it.each(['', 'all done', 'completed: lower case', 'Status: COMPLETED: prefixed', 'COMPLETED - no colon', 'COMPLETED:no space after the colon', 'DONE: other word', '**COMPLETED:**glued', '**done**: COMPLETED: in the middle', '-COMPLETED: no space after the marker'])(
-    'no status in %j',
-    (input) => {
-      expect(parseStatusLine(input)).toBeNull();
-    },
-  );
+  it.each([
+    '',
+    'all done',
+    'completed: lower case',
+    'Status: COMPLETED: prefixed',
+    'COMPLETED - no colon',
+    'COMPLETED:no space after the colon',
+    'DONE: other word',
+    '**COMPLETED:**glued',
+    '**done**: COMPLETED: in the middle',
+    '-COMPLETED: no space after the marker',
+  ])('no status in %j', (input) => {
+    expect(parseStatusLine(input)).toBeNull();
+  });
 
   it('finds the final status line after any amount of other text', () => {
     fc.assert(

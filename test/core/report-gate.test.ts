@@ -8,14 +8,50 @@ import { RUN_ID, T0, ev, usage } from '../support/events.ts';
 
 const e = (dt: number, body: RunEventBody): RunEvent => ev(T0 + dt, body);
 const finished = (task: number, dt: number, outcome: 'completed' | 'retry', reason?: string): RunEvent =>
-  e(dt, { type: 'task-finished', task, subject: `task ${task}`, attempt: outcome === 'retry' ? 1 : 2, outcome, ...(reason ? { reason } : { result: 'done' }), durationMs: 1000, usage: usage(0.1), logPath: `.design/worker-${task}.log`, permissionDenials: 0 });
-const gateDone = (dt: number, tasks: number[], passed: boolean, durationMs: number, extra: Partial<{ integrated: number[]; culprit: number | null; flake: boolean; output: string }> = {}): RunEvent =>
-  e(dt, { type: 'gate-finished', tasks, passed, durationMs, integrated: extra.integrated ?? [], culprit: extra.culprit ?? null, flake: extra.flake ?? false, ...(extra.output ? { output: extra.output } : {}) });
+  e(dt, {
+    type: 'task-finished',
+    task,
+    subject: `task ${task}`,
+    attempt: outcome === 'retry' ? 1 : 2,
+    outcome,
+    ...(reason ? { reason } : { result: 'done' }),
+    durationMs: 1000,
+    usage: usage(0.1),
+    logPath: `.design/worker-${task}.log`,
+    permissionDenials: 0,
+  });
+const gateDone = (
+  dt: number,
+  tasks: number[],
+  passed: boolean,
+  durationMs: number,
+  extra: Partial<{ integrated: number[]; culprit: number | null; flake: boolean; output: string }> = {},
+): RunEvent =>
+  e(dt, {
+    type: 'gate-finished',
+    tasks,
+    passed,
+    durationMs,
+    integrated: extra.integrated ?? [],
+    culprit: extra.culprit ?? null,
+    flake: extra.flake ?? false,
+    ...(extra.output ? { output: extra.output } : {}),
+  });
 
 /** Baseline, a red batch of three bisected to its culprit (task 2), a flake on task 0's retry batch. */
 function gatedRun(): RunEvent[] {
   return [
-    e(0, { type: 'run-started', goal: 'Gate', planPath: '.design/plan.json', taskCount: 3, maxDepth: 1, resumed: false, concurrency: 3, schedule: 'continuous', pid: 7 }),
+    e(0, {
+      type: 'run-started',
+      goal: 'Gate',
+      planPath: '.design/plan.json',
+      taskCount: 3,
+      maxDepth: 1,
+      resumed: false,
+      concurrency: 3,
+      schedule: 'continuous',
+      pid: 7,
+    }),
     gateDone(400, [], true, 400),
     e(1000, { type: 'task-started', task: 0, subject: 'task 0', attempt: 1, model: 'sonnet', logPath: '.design/worker-0.log' }),
     e(1000, { type: 'task-started', task: 1, subject: 'task 1', attempt: 1, model: 'sonnet', logPath: '.design/worker-1.log' }),
@@ -37,7 +73,16 @@ function gatedRun(): RunEvent[] {
     e(10_400, { type: 'gate-started', tasks: [2], waiting: 0 }),
     gateDone(11_400, [2], true, 1000, { integrated: [2], flake: true }),
     e(11_500, { type: 'round-committed', round: 3, tasks: [2], commit: 'c0ffee' }),
-    e(12_000, { type: 'run-finished', outcome: 'completed', reason: 'all-done', exitCode: 0, counts: { completed: 3 }, usage: usage(0.4), durationMs: 12_000, message: 'all 3 tasks completed' }),
+    e(12_000, {
+      type: 'run-finished',
+      outcome: 'completed',
+      reason: 'all-done',
+      exitCode: 0,
+      counts: { completed: 3 },
+      usage: usage(0.4),
+      durationMs: 12_000,
+      message: 'all 3 tasks completed',
+    }),
   ];
 }
 
@@ -132,7 +177,10 @@ describe('the gate in plan report', () => {
     expect(data.summary.runId).toBe(RUN_ID);
     // The culprit's verified attempt, blamed by the gate, is one attempt that failed, not two.
     expect(data.attempts).toHaveLength(4);
-    expect(data.attempts.filter((a) => a.task === 2).map((a) => [a.attempt, a.outcome])).toEqual([[1, 'retry'], [2, 'completed']]);
+    expect(data.attempts.filter((a) => a.task === 2).map((a) => [a.attempt, a.outcome])).toEqual([
+      [1, 'retry'],
+      [2, 'completed'],
+    ]);
     expect(data.gate).toMatchObject({ totalMs: 8400, flakes: [2], culprits: [2], baseline: true });
     expect(data.gate!.runs).toHaveLength(6);
   });

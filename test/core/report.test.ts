@@ -78,7 +78,15 @@ describe('runs and attempts', () => {
 
   it('summarises a finished run from run-finished', () => {
     const s = summarizeRun(groupRuns(journal())[0]!);
-    expect(s).toMatchObject({ runId: RUN_ID, startedAt: '2026-11-22T01:02:03Z', goal: 'Build the parser', outcome: 'incomplete', reason: 'failures', durationMs: 151_000, costUsd: 0.67 });
+    expect(s).toMatchObject({
+      runId: RUN_ID,
+      startedAt: '2026-11-22T01:02:03Z',
+      goal: 'Build the parser',
+      outcome: 'incomplete',
+      reason: 'failures',
+      durationMs: 151_000,
+      costUsd: 0.67,
+    });
   });
 
   it('tells a running run from a dead one by the lock holder’s pid', () => {
@@ -90,14 +98,35 @@ describe('runs and attempts', () => {
 
   it('lists the tasks of an unfinished run that are still running, and cost not yet in the plan', () => {
     const events = journal().slice(0, 4); // run-started, assumption, two task-started
-    events.push(ev(T0 + 61_000, { type: 'task-finished', task: 0, subject: 'Add parser', attempt: 1, outcome: 'completed', durationMs: 60_000, usage: usage(0.12), logPath: 'l', permissionDenials: 0 }));
+    events.push(
+      ev(T0 + 61_000, {
+        type: 'task-finished',
+        task: 0,
+        subject: 'Add parser',
+        attempt: 1,
+        outcome: 'completed',
+        durationMs: 60_000,
+        usage: usage(0.12),
+        logPath: 'l',
+        permissionDenials: 0,
+      }),
+    );
     const plan = planAfterRecordedRun();
     plan.tasks[0]!.status = 'in_progress'; // its round has not committed yet
     const u = unfinishedRun(groupRuns(events), plan, T0 + 71_500);
-    expect(u).toMatchObject({ runId: RUN_ID, pid: 4242, runCost: { measured: { costUsd: 0.12 }, unknown: 0 }, unrecordedCost: { measured: { costUsd: 0.12 }, unknown: 0 } });
+    expect(u).toMatchObject({
+      runId: RUN_ID,
+      pid: 4242,
+      runCost: { measured: { costUsd: 0.12 }, unknown: 0 },
+      unrecordedCost: { measured: { costUsd: 0.12 }, unknown: 0 },
+    });
     expect(u!.running).toEqual([{ index: 1, subject: LONG_SUBJECT, attempt: 1, model: 'opus', startedAt: '2026-11-22T01:02:04Z', elapsedMs: 70_000 }]);
     plan.tasks[0]!.status = 'completed';
-    expect(unfinishedRun(groupRuns(events), plan, T0)!.unrecordedCost).toEqual({ measured: expect.objectContaining({ costUsd: 0 }), measuredCount: 0, unknown: 0 });
+    expect(unfinishedRun(groupRuns(events), plan, T0)!.unrecordedCost).toEqual({
+      measured: expect.objectContaining({ costUsd: 0 }),
+      measuredCount: 0,
+      unknown: 0,
+    });
     expect(unfinishedRun(groupRuns(journal()), plan, T0)).toBeNull();
   });
 });
@@ -107,7 +136,11 @@ describe('warnings in the report', () => {
     const events = journal();
     const retry = events.findIndex((e) => e.type === 'task-finished' && e.outcome === 'retry');
     events[retry] = { ...events[retry]!, warnings: ['changed files it did not declare (the attempt failed; they were not kept): src/stray.ts'] } as RunEvent;
-    events.splice(retry + 1, 0, ev(T0 + 91_600, { type: 'notice', level: 'warning', message: 'the integrated work could not land: your change to README.md is in the way' }));
+    events.splice(
+      retry + 1,
+      0,
+      ev(T0 + 91_600, { type: 'notice', level: 'warning', message: 'the integrated work could not land: your change to README.md is in the way' }),
+    );
     events.splice(retry + 2, 0, ev(T0 + 91_700, { type: 'notice', level: 'info', message: 'landed 2 files on main' }));
     const run = groupRuns(events)[0]!;
     expect(attemptRecordsOf(run)[1]!.warnings).toEqual(['changed files it did not declare (the attempt failed; they were not kept): src/stray.ts']);
@@ -123,7 +156,10 @@ describe('warnings in the report', () => {
     // The JSON report carries the same: the attempt's on the attempt, the run's beside them.
     const data = JSON.parse(JSON.stringify(reportData(run))) as ReturnType<typeof reportData>;
     expect(data.attempts[1]!.warnings).toEqual(['changed files it did not declare (the attempt failed; they were not kept): src/stray.ts']);
-    expect(data.warnings).toEqual(['the integrated work could not land: your change to README.md is in the way', 'task 1 changed files it did not declare: notes.txt']);
+    expect(data.warnings).toEqual([
+      'the integrated work could not land: your change to README.md is in the way',
+      'task 1 changed files it did not declare: notes.txt',
+    ]);
     expect(data.speculation).toBeNull();
   });
 
@@ -221,7 +257,14 @@ describe('report', () => {
 describe('archives and history', () => {
   it('reads the time in archive names', () => {
     const t = Date.UTC(2026, 10, 22, 1, 4, 40);
-    for (const name of ['2026-11-22T01-04-40Z-plan.json', '2026-11-22T01:04:40Z-plan.json', '2026-11-22T01-04-40-000Z-plan.json', '20261122T010440Z-plan.json', `${t}-plan.json`, `/a/b/${t / 1000}-plan.json`]) {
+    for (const name of [
+      '2026-11-22T01-04-40Z-plan.json',
+      '2026-11-22T01:04:40Z-plan.json',
+      '2026-11-22T01-04-40-000Z-plan.json',
+      '20261122T010440Z-plan.json',
+      `${t}-plan.json`,
+      `/a/b/${t / 1000}-plan.json`,
+    ]) {
       expect(parseArchiveStamp(name), name).toBe(t);
     }
     expect(parseArchiveStamp('latest-plan.json')).toBeNull();
@@ -239,7 +282,9 @@ describe('archives and history', () => {
   });
 
   it('prefers the run whose last message names the archive', () => {
-    const named = journal('r1', T0).map((e) => (e.type === 'run-finished' ? { ...e, message: 'all done; the plan was moved to /x/.design/history/x-plan.json' } : e));
+    const named = journal('r1', T0).map((e) =>
+      e.type === 'run-finished' ? { ...e, message: 'all done; the plan was moved to /x/.design/history/x-plan.json' } : e,
+    );
     const runs = groupRuns([...named, ...journal('r2', T0 + 3_600_000)]);
     expect(runForArchive({ path: '.design/history/x-plan.json', plan: planAfterRecordedRun(), archivedMs: T0 + 3_800_000 }, runs)?.runId).toBe('r1');
   });
@@ -256,9 +301,42 @@ describe('archives and history', () => {
       { livePid: 4242, now: T0 + 3_700_000 },
     );
     expect(entries).toEqual([
-      { runId: null, startedAt: '2026-11-21T01:02:03Z', goal: 'Old goal', outcome: 'archived', reason: null, durationMs: null, costUsd: 0.67, costUnknownFor: 0, usage: expect.objectContaining({ unknown: 0 }), archive: '.design/history/old-plan.json' },
-      { runId: 'r1', startedAt: '2026-11-22T01:02:03Z', goal: 'Build the parser', outcome: 'incomplete', reason: 'failures', durationMs: 151_000, costUsd: 0.67, costUnknownFor: 0, usage: expect.objectContaining({ unknown: 0 }), archive: '.design/history/a-plan.json' },
-      { runId: 'r2', startedAt: '2026-11-22T02:02:03Z', goal: 'Build the parser', outcome: 'running', reason: null, durationMs: 100_000, costUsd: 0, costUnknownFor: 0, usage: expect.objectContaining({ unknown: 0 }), archive: null },
+      {
+        runId: null,
+        startedAt: '2026-11-21T01:02:03Z',
+        goal: 'Old goal',
+        outcome: 'archived',
+        reason: null,
+        durationMs: null,
+        costUsd: 0.67,
+        costUnknownFor: 0,
+        usage: expect.objectContaining({ unknown: 0 }),
+        archive: '.design/history/old-plan.json',
+      },
+      {
+        runId: 'r1',
+        startedAt: '2026-11-22T01:02:03Z',
+        goal: 'Build the parser',
+        outcome: 'incomplete',
+        reason: 'failures',
+        durationMs: 151_000,
+        costUsd: 0.67,
+        costUnknownFor: 0,
+        usage: expect.objectContaining({ unknown: 0 }),
+        archive: '.design/history/a-plan.json',
+      },
+      {
+        runId: 'r2',
+        startedAt: '2026-11-22T02:02:03Z',
+        goal: 'Build the parser',
+        outcome: 'running',
+        reason: null,
+        durationMs: 100_000,
+        costUsd: 0,
+        costUnknownFor: 0,
+        usage: expect.objectContaining({ unknown: 0 }),
+        archive: null,
+      },
     ]);
   });
 });

@@ -36,7 +36,19 @@ describe('sandboxDenies', () => {
   });
 
   it('takes Edit, Write and NotebookEdit deny rules into denyWrite where the worker may write; elsewhere nothing is writable anyway', () => {
-    expect(sandboxDenies(['Edit(./package-lock.json)', 'Write(dist/**)', 'NotebookEdit(//r/repo/.claude/worktrees/agent-a1/n.ipynb)', 'Edit(~/.bashrc)', 'Edit(~/.config/*)', 'Edit(//etc/**)'], ctx)).toEqual({
+    expect(
+      sandboxDenies(
+        [
+          'Edit(./package-lock.json)',
+          'Write(dist/**)',
+          'NotebookEdit(//r/repo/.claude/worktrees/agent-a1/n.ipynb)',
+          'Edit(~/.bashrc)',
+          'Edit(~/.config/*)',
+          'Edit(//etc/**)',
+        ],
+        ctx,
+      ),
+    ).toEqual({
       ok: true,
       value: { denyRead: [], denyWrite: [`${worktree}/package-lock.json`, `${worktree}/dist`, `${worktree}/n.ipynb`] },
     });
@@ -76,7 +88,13 @@ describe('through symlinks', () => {
   ]);
 
   it('names the folders whose real paths the decision needs: each rule’s literal base, and where the worker may write', () => {
-    expect(pathsToResolve(['Edit(~/repo/**)', 'Read(~/.aws/**)', 'Read(**/*.pem)', 'Bash(rm:*)', 'Read'], linked)).toEqual(['/home/me/repo', '/home/me/.aws', realRepo, realWorktree, '/cache/tmp/a1']);
+    expect(pathsToResolve(['Edit(~/repo/**)', 'Read(~/.aws/**)', 'Read(**/*.pem)', 'Bash(rm:*)', 'Read'], linked)).toEqual([
+      '/home/me/repo',
+      '/home/me/.aws',
+      realRepo,
+      realWorktree,
+      '/cache/tmp/a1',
+    ]);
   });
 
   it('compares a rule spelled through a symlink by its real path: a folder holding the worktree is not "outside what the worker may write"', () => {
@@ -95,7 +113,11 @@ describe('heldDenies', () => {
   it('gives the entries of every rule the sandbox holds, and names each one it cannot hold, once', () => {
     expect(heldDenies(['Read(~/.aws/**)', 'Read', 'Edit(**/*.lock)', 'Read(//**/*.pem)', 'Edit(./package-lock.json)', 'Read(~/.aws/**)'], ctx)).toEqual({
       denies: { denyRead: ['/home/me/.aws/**'], denyWrite: [`${worktree}/package-lock.json`] },
-      unheld: ['Read: every file', 'Edit(**/*.lock): a pattern, which the sandbox runtime cannot deny writes to (on Linux it binds whole paths only)', 'Read(//**/*.pem): a pattern over the whole file system'],
+      unheld: [
+        'Read: every file',
+        'Edit(**/*.lock): a pattern, which the sandbox runtime cannot deny writes to (on Linux it binds whole paths only)',
+        'Read(//**/*.pem): a pattern over the whole file system',
+      ],
     });
   });
 });

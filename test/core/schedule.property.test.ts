@@ -173,25 +173,21 @@ describe('scheduler simulation', () => {
 
   it('with gates and no failures, a run that stops short is waiting on approval, never deadlocked', () => {
     fc.assert(
-      fc.property(
-        simulationArb({ allSucceed: true }),
-        fc.array(fc.boolean(), { minLength: MAX_SIM_TASKS, maxLength: MAX_SIM_TASKS }),
-        (sim, gated) => {
-          const r = simulate(sim, gated);
-          const tasks = r.plan.tasks;
-          for (const [i, t] of tasks.entries()) {
-            const s = statusOf(t);
-            expect(['completed', 'awaiting_approval', 'pending']).toContain(s);
-            if (s === 'completed') expect(gated[i]).toBeFalsy();
-            if (s === 'awaiting_approval') expect(gated[i]).toBe(true);
-          }
-          const pending = tasks.some((t) => statusOf(t) === 'pending');
-          // Pending work that overlaps gated work is ready but held, so the engine's own verdict is the one to check.
-          const gatedLeft = tasks.some((t) => statusOf(t) === 'awaiting_approval');
-          expect(r.trace.state.stop?.reason).toBe(gatedLeft ? 'awaiting_approval' : 'all-done');
-          if (!pending) expect(stall(tasks).kind).toBe('none');
-        },
-      ),
+      fc.property(simulationArb({ allSucceed: true }), fc.array(fc.boolean(), { minLength: MAX_SIM_TASKS, maxLength: MAX_SIM_TASKS }), (sim, gated) => {
+        const r = simulate(sim, gated);
+        const tasks = r.plan.tasks;
+        for (const [i, t] of tasks.entries()) {
+          const s = statusOf(t);
+          expect(['completed', 'awaiting_approval', 'pending']).toContain(s);
+          if (s === 'completed') expect(gated[i]).toBeFalsy();
+          if (s === 'awaiting_approval') expect(gated[i]).toBe(true);
+        }
+        const pending = tasks.some((t) => statusOf(t) === 'pending');
+        // Pending work that overlaps gated work is ready but held, so the engine's own verdict is the one to check.
+        const gatedLeft = tasks.some((t) => statusOf(t) === 'awaiting_approval');
+        expect(r.trace.state.stop?.reason).toBe(gatedLeft ? 'awaiting_approval' : 'all-done');
+        if (!pending) expect(stall(tasks).kind).toBe('none');
+      }),
       { numRuns: 150 },
     );
   });

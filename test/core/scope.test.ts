@@ -36,9 +36,14 @@ describe('escapeRulePath', () => {
 
 describe('metadata.files.mayChange', () => {
   it('gives the worker an Edit rule for each path it may change, counts in overlaps, and may not repeat a create or modify path', () => {
-    const mayChange = task(['src/a.ts'], ['package.json'], { metadata: { files: { create: ['src/a.ts'], modify: ['package.json'], mayChange: ['package-lock.json'] } } });
+    const mayChange = task(['src/a.ts'], ['package.json'], {
+      metadata: { files: { create: ['src/a.ts'], modify: ['package.json'], mayChange: ['package-lock.json'] } },
+    });
     expect(value(workerPermissions(plan([mayChange]), 0, '/repo')).allow).toContain('Edit(//repo/package-lock.json)');
-    expect(computeOverlaps([mayChange, task([], [], { metadata: { files: { create: [], modify: [], mayChange: ['package-lock.json'] } } })])).toEqual([[1], [0]]);
+    expect(computeOverlaps([mayChange, task([], [], { metadata: { files: { create: [], modify: [], mayChange: ['package-lock.json'] } } })])).toEqual([
+      [1],
+      [0],
+    ]);
     const twice = parsePlan(JSON.stringify(plan([task(['a.ts'], [], { metadata: { files: { create: ['a.ts'], modify: [], mayChange: ['a.ts', '../x'] } } })])));
     expect(twice.ok).toBe(false);
     if (!twice.ok) {
@@ -100,7 +105,12 @@ describe('workerPermissions', () => {
     const p = plan(
       [
         task(['src/new.ts'], ['src/old.ts', 'lib/'], {
-          agent: { acceptanceCriteria: [{ criterion: 'builds', check: ' npm run build ' }, { criterion: 'tests', check: 'npm test' }] },
+          agent: {
+            acceptanceCriteria: [
+              { criterion: 'builds', check: ' npm run build ' },
+              { criterion: 'tests', check: 'npm test' },
+            ],
+          },
         }),
       ],
       { testCommand: 'npm test', buildCommand: 'npm run build' },
@@ -142,7 +152,7 @@ describe('explicitPermissions and workerSettings', () => {
     expect(explicitPermissions(['Read', 'Write', 'Bash(make *)'])).toEqual({ allow: ['Read', 'Write', 'Bash(make *)'], deny: [] });
   });
 
-  it('carries over only the login keys of the person\'s settings, never their permissions', () => {
+  it("carries over only the login keys of the person's settings, never their permissions", () => {
     const inherited = {
       apiKeyHelper: 'get-key',
       env: { ANTHROPIC_BASE_URL: 'http://x' },
@@ -161,7 +171,11 @@ describe('explicitPermissions and workerSettings', () => {
 describe('plan validation', () => {
   it('refuses (plan check, exit 2) a declared file no permission rule can express, but not a read', () => {
     const raw = (create: string[], reads: string[] = []) =>
-      JSON.stringify({ schemaVersion: 3, goal: 'g', tasks: [{ subject: 's', prompt: 'p', blockedBy: [], metadata: { files: { create, modify: [] }, reads } }] });
+      JSON.stringify({
+        schemaVersion: 3,
+        goal: 'g',
+        tasks: [{ subject: 's', prompt: 'p', blockedBy: [], metadata: { files: { create, modify: [] }, reads } }],
+      });
     const bad = parsePlan(raw(['src/what?.ts']));
     expect(bad.ok).toBe(false);
     if (!bad.ok) expect(bad.error).toEqual([expect.stringMatching(/^tasks\[0\]\.metadata\.files\.create\[0\]: "src\/what\?\.ts" contains "\?"/)]);

@@ -51,7 +51,12 @@ function leadFor(config: EngineConfig, plan: Parameters<typeof initialState>[0])
 }
 
 /** Post one event and carry out its effects as the in-session steps do, checking each against the rules. */
-function post(lead: Lead, event: EngineEvent, behaviour: (task: number, attempt: number) => 'COMPLETED' | 'FAILED', gatePasses: (tasks: readonly number[]) => boolean): void {
+function post(
+  lead: Lead,
+  event: EngineEvent,
+  behaviour: (task: number, attempt: number) => 'COMPLETED' | 'FAILED',
+  gatePasses: (tasks: readonly number[]) => boolean,
+): void {
   if (lead.finished) return;
   const before = lead.state;
   const { state, effects } = step(before, event);
@@ -78,7 +83,8 @@ function post(lead: Lead, event: EngineEvent, behaviour: (task: number, attempt:
       case 'record':
         // Verified work enters the lane when the lead commits; a gate verdict integrates (or drops) only what it tested.
         if (event.type === 'gated') {
-          if (effect.tasks.some((t) => !event.tasks.includes(t))) lead.violations.push(`gate verdict on ${event.tasks.join(', ')} recorded tasks ${effect.tasks.join(', ')}`);
+          if (effect.tasks.some((t) => !event.tasks.includes(t)))
+            lead.violations.push(`gate verdict on ${event.tasks.join(', ')} recorded tasks ${effect.tasks.join(', ')}`);
         } else if (event.type !== 'integrate') lead.violations.push(`recorded tasks ${effect.tasks.join(', ')} on ${event.type}`);
         for (const item of effect.integrate) lead.unlanded.add(item.task);
         followUps.push({ type: 'recorded', tasks: effect.tasks, commit: `commit-${effect.round}`, failure: null, now: lead.now });
@@ -100,7 +106,14 @@ function post(lead: Lead, event: EngineEvent, behaviour: (task: number, attempt:
   for (const followUp of followUps) post(lead, followUp, behaviour, gatePasses);
 }
 
-function act(lead: Lead, action: LeadAction, pick: number, behaviour: (task: number, attempt: number) => 'COMPLETED' | 'FAILED', gatePasses: (tasks: readonly number[]) => boolean, handOut?: number): void {
+function act(
+  lead: Lead,
+  action: LeadAction,
+  pick: number,
+  behaviour: (task: number, attempt: number) => 'COMPLETED' | 'FAILED',
+  gatePasses: (tasks: readonly number[]) => boolean,
+  handOut?: number,
+): void {
   // Time moves on between the lead's calls, past any back-off.
   lead.now += 5_000;
   const now = lead.now;
@@ -141,14 +154,22 @@ const sessionArb = fc.record({
   gated: fc.boolean(),
   failuresBefore: fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 7, maxLength: 7 }),
   culprits: fc.array(fc.boolean(), { minLength: 7, maxLength: 7 }),
-  actions: fc.array(fc.tuple(fc.constantFrom(...ACTIONS), fc.nat({ max: 20 }), fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined })), { maxLength: 40 }),
+  actions: fc.array(fc.tuple(fc.constantFrom(...ACTIONS), fc.nat({ max: 20 }), fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined })), {
+    maxLength: 40,
+  }),
 });
 
 describe('the step function driven by a session', () => {
   it('starts work only on hand-out, on landed blockers, within the concurrency; records only on integrate (or what a gate verdict passed); and a lead that keeps asking reaches the end', () => {
     fc.assert(
       fc.property(sessionArb, (sim) => {
-        const config: EngineConfig = { ...SIMULATION_DEFAULTS, concurrency: sim.concurrency, schedule: 'continuous', driver: 'session', gate: sim.gated ? { batchSize: 2 } : null };
+        const config: EngineConfig = {
+          ...SIMULATION_DEFAULTS,
+          concurrency: sim.concurrency,
+          schedule: 'continuous',
+          driver: 'session',
+          gate: sim.gated ? { batchSize: 2 } : null,
+        };
         const lead = leadFor(config, sim.plan);
         const behaviour = (task: number, attempt: number) => (attempt <= sim.failuresBefore[task]! ? 'FAILED' : 'COMPLETED');
         // A culprit fails the gate the first time it is tested, and passes after its retry.
@@ -172,7 +193,10 @@ describe('the step function driven by a session', () => {
         if (end.stop?.reason !== 'breaker') {
           for (const [i, task] of end.plan.tasks.entries()) {
             if (statusOf(task) !== 'pending') continue;
-            expect(task.blockedBy.every((b) => statusOf(end.plan.tasks[b]!) === 'completed'), `task ${i} was left pending though it could run`).toBe(false);
+            expect(
+              task.blockedBy.every((b) => statusOf(end.plan.tasks[b]!) === 'completed'),
+              `task ${i} was left pending though it could run`,
+            ).toBe(false);
           }
         }
       }),

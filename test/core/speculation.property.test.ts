@@ -51,7 +51,8 @@ function violations(plan: Plan, events: readonly RunEventBody[], speculate: numb
     const blockers = new Set(plan.tasks[taskOf(self)]!.blockedBy);
     const cut = beneath.findLastIndex((p) => blockers.has(taskOf(p))) + 1;
     const gatedOn = beneath.slice(0, cut);
-    if (gatedOn.join() !== stack.join()) found.push(`${what}: ${self} was built on [${stack.join(', ')}] but stands on [${gatedOn.join(', ')}] up to its last blocker`);
+    if (gatedOn.join() !== stack.join())
+      found.push(`${what}: ${self} was built on [${stack.join(', ')}] but stands on [${gatedOn.join(', ')}] up to its last blocker`);
   };
   const cancelledAt = new Map<number, number>();
   for (const event of events) {
@@ -59,7 +60,8 @@ function violations(plan: Plan, events: readonly RunEventBody[], speculate: numb
       case 'task-started': {
         const self = pair(event.task, event.attempt);
         const again = cancelledAt.get(event.task);
-        if (again !== undefined && again !== event.attempt) found.push(`task ${event.task} started as attempt ${event.attempt} after its attempt ${again} was cancelled`);
+        if (again !== undefined && again !== event.attempt)
+          found.push(`task ${event.task} started as attempt ${event.attempt} after its attempt ${again} was cancelled`);
         cancelledAt.delete(event.task);
         current.set(event.task, event.attempt);
         const stack = (event.stack ?? []).map(at);
@@ -68,7 +70,8 @@ function violations(plan: Plan, events: readonly RunEventBody[], speculate: numb
         live.add(self);
         if (levelNow(self) > speculate) found.push(`task ${event.task} started ${levelNow(self)} levels deep (at most ${speculate})`);
         for (const p of stack) if (integrated.includes(p)) found.push(`task ${event.task} was built on ${p}, already integrated`);
-        if (stack.length > 0 && plan.tasks[event.task]!.gate === 'human-approval') found.push(`task ${event.task} waits for approval, and was built on candidates`);
+        if (stack.length > 0 && plan.tasks[event.task]!.gate === 'human-approval')
+          found.push(`task ${event.task} waits for approval, and was built on candidates`);
         break;
       }
       case 'gate-started':
@@ -96,7 +99,8 @@ function violations(plan: Plan, events: readonly RunEventBody[], speculate: numb
         live.delete(self);
         // A candidate the gate blamed ends here, after every attempt built on it was cancelled.
         if (event.outcome === 'retry' || event.outcome === 'failed') {
-          for (const p of live) if (!cancelled.has(p) && builtOnTransitively(p, self)) found.push(`${p}, built on ${self}, which the gate blamed, was not cancelled`);
+          for (const p of live)
+            if (!cancelled.has(p) && builtOnTransitively(p, self)) found.push(`${p}, built on ${self}, which the gate blamed, was not cancelled`);
         }
         break;
       }
@@ -108,19 +112,34 @@ function violations(plan: Plan, events: readonly RunEventBody[], speculate: numb
 }
 
 /** Some tasks wait for a person's approval once verified: their work is parked, never a candidate. */
-const withApprovals = ([plan, approvals]: [Plan, boolean[]]): Plan => ({ ...plan, tasks: plan.tasks.map((t, i) => (approvals[i] === true ? { ...t, gate: 'human-approval' as const } : t)) });
+const withApprovals = ([plan, approvals]: [Plan, boolean[]]): Plan => ({
+  ...plan,
+  tasks: plan.tasks.map((t, i) => (approvals[i] === true ? { ...t, gate: 'human-approval' as const } : t)),
+});
 
 const speculationArb = fc.record({
   plan: fc
-    .tuple(planArb({ maxTasks: MAX_SIM_TASKS, statuses: 'pending', maxDeps: 2 }), fc.array(fc.oneof({ weight: 5, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }), { minLength: MAX_SIM_TASKS, maxLength: MAX_SIM_TASKS }))
+    .tuple(
+      planArb({ maxTasks: MAX_SIM_TASKS, statuses: 'pending', maxDeps: 2 }),
+      fc.array(fc.oneof({ weight: 5, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }), {
+        minLength: MAX_SIM_TASKS,
+        maxLength: MAX_SIM_TASKS,
+      }),
+    )
     .map(withApprovals),
   concurrency: fc.integer({ min: 1, max: 4 }),
   speculate: fc.integer({ min: 1, max: 3 }),
   batchSize: fc.integer({ min: 1, max: 4 }),
   durations: fc.array(fc.integer({ min: 1, max: 5 }), { minLength: MAX_SIM_TASKS, maxLength: MAX_SIM_TASKS }),
   gateDuration: fc.integer({ min: 1, max: 5 }),
-  failuresBefore: fc.array(fc.oneof({ weight: 4, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 2 }) }), { minLength: MAX_SIM_TASKS, maxLength: MAX_SIM_TASKS }),
-  culprits: fc.array(fc.oneof({ weight: 3, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }), { minLength: MAX_SIM_TASKS, maxLength: MAX_SIM_TASKS }),
+  failuresBefore: fc.array(fc.oneof({ weight: 4, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 2 }) }), {
+    minLength: MAX_SIM_TASKS,
+    maxLength: MAX_SIM_TASKS,
+  }),
+  culprits: fc.array(fc.oneof({ weight: 3, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }), {
+    minLength: MAX_SIM_TASKS,
+    maxLength: MAX_SIM_TASKS,
+  }),
   flakes: fc.array(fc.oneof({ weight: 6, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }), { minLength: 64, maxLength: 64 }),
 });
 
@@ -132,7 +151,13 @@ describe('speculative execution', () => {
     let parked = 0;
     fc.assert(
       fc.property(speculationArb, (sim) => {
-        const config: EngineConfig = { ...SIMULATION_DEFAULTS, concurrency: sim.concurrency, schedule: 'continuous', gate: { batchSize: sim.batchSize }, speculate: sim.speculate };
+        const config: EngineConfig = {
+          ...SIMULATION_DEFAULTS,
+          concurrency: sim.concurrency,
+          schedule: 'continuous',
+          gate: { batchSize: sim.batchSize },
+          speculate: sim.speculate,
+        };
         const attemptNow = new Map<number, number>();
         let gateRuns = 0;
         const trace = simulateRun(
@@ -174,7 +199,13 @@ describe('speculative execution', () => {
     }));
     const plan = { schemaVersion: 3 as const, goal: 'chain', tasks };
     const run = (speculate: number) =>
-      simulateRun(plan as never, { ...SIMULATION_DEFAULTS, concurrency: 2, schedule: 'continuous', gate: { batchSize: 4 }, speculate }, () => ({ durationMs: 10, report: 'COMPLETED' }), undefined, () => ({ passed: true, durationMs: 10 }));
+      simulateRun(
+        plan as never,
+        { ...SIMULATION_DEFAULTS, concurrency: 2, schedule: 'continuous', gate: { batchSize: 4 }, speculate },
+        () => ({ durationMs: 10, report: 'COMPLETED' }),
+        undefined,
+        () => ({ passed: true, durationMs: 10 }),
+      );
     const speculative = run(2);
     const waiting = run(0);
     expect(speculative.events.some((e) => e.type === 'task-started' && e.stack !== undefined)).toBe(true);
@@ -225,17 +256,19 @@ describe('held candidates after a crash (admitHeld)', () => {
         completed: fc.subarray(plan.tasks.map((_, i) => i)),
         // Mostly as a live run leaves them (each stack a front of one queue, ahead of its candidate:
         // a part of it when one is ahead, else none), some built on integrated work alone, some not.
-        held: fc.shuffledSubarray(plan.tasks.map((_, i) => i)).chain((queue) =>
-          fc.tuple(
-            ...queue.map((task, at) =>
-              fc.oneof(
-                { weight: 3, arbitrary: fc.integer({ min: Math.min(1, at), max: at }).map((k) => ({ task, stack: queue.slice(0, k) })) },
-                { weight: 1, arbitrary: fc.constant({ task, stack: [] as number[] }) },
-                { weight: 1, arbitrary: fc.subarray(plan.tasks.map((_, i) => i)).map((stack) => ({ task, stack })) },
+        held: fc
+          .shuffledSubarray(plan.tasks.map((_, i) => i))
+          .chain((queue) =>
+            fc.tuple(
+              ...queue.map((task, at) =>
+                fc.oneof(
+                  { weight: 3, arbitrary: fc.integer({ min: Math.min(1, at), max: at }).map((k) => ({ task, stack: queue.slice(0, k) })) },
+                  { weight: 1, arbitrary: fc.constant({ task, stack: [] as number[] }) },
+                  { weight: 1, arbitrary: fc.subarray(plan.tasks.map((_, i) => i)).map((stack) => ({ task, stack })) },
+                ),
               ),
             ),
           ),
-        ),
       }),
     );
     fc.assert(

@@ -10,14 +10,26 @@ import { fakeTask, makePlan } from '../support/plans.ts';
 
 const task = (marker: string, spec: Parameters<typeof fakeTask>[1] = {}) => fakeTask(marker, { create: [`${marker}.txt`], ...spec });
 
-const config = (over: Partial<EngineConfig> = {}): EngineConfig => ({ ...SIMULATION_DEFAULTS, concurrency: 3, schedule: 'continuous', gate: { batchSize: 1 }, speculate: 1, ...over });
+const config = (over: Partial<EngineConfig> = {}): EngineConfig => ({
+  ...SIMULATION_DEFAULTS,
+  concurrency: 3,
+  schedule: 'continuous',
+  gate: { batchSize: 1 },
+  speculate: 1,
+  ...over,
+});
 
 let clock = 0;
 const finished = (task: number, text: string, costUsd = 0): EngineEvent => ({ type: 'worker-finished', task, run: reported(text, costUsd), now: ++clock });
 const verified = (task: number): EngineEvent => ({ type: 'verified', task, verification: PASSED, now: ++clock });
 const recorded = (...tasks: number[]): EngineEvent => ({ type: 'recorded', tasks, commit: `c${clock}`, failure: null, now: ++clock });
 /** A worker that was told to stop returns, having cost `costUsd`. */
-const stopped = (task: number, costUsd = 0): EngineEvent => ({ type: 'worker-finished', task, run: { ...reported('', costUsd), outcome: { kind: 'failed', failure: { reason: 'interrupted' } } }, now: ++clock });
+const stopped = (task: number, costUsd = 0): EngineEvent => ({
+  type: 'worker-finished',
+  task,
+  run: { ...reported('', costUsd), outcome: { kind: 'failed', failure: { reason: 'interrupted' } } },
+  now: ++clock,
+});
 const gated = (tasks: number[], passed: boolean): EngineEvent => ({ type: 'gated', tasks, passed, output: passed ? '' : 'FAIL', durationMs: 1, now: ++clock });
 
 /** Steps through `events`: the last state and the effects of every step, in order. */
@@ -32,13 +44,24 @@ function run(state: EngineState, ...events: EngineEvent[]): { state: EngineState
   return { state: current, effects };
 }
 
-const cancellations = (effects: EngineEffect[]) => effects.flatMap((e) => (e.type === 'emit' && e.event.type === 'speculation-cancelled' ? [[e.event.task, e.event.stage]] : []));
-const outcomes = (effects: EngineEffect[]) => effects.flatMap((e) => (e.type === 'emit' && e.event.type === 'task-finished' ? [[e.event.task, e.event.outcome]] : []));
+const cancellations = (effects: EngineEffect[]) =>
+  effects.flatMap((e) => (e.type === 'emit' && e.event.type === 'speculation-cancelled' ? [[e.event.task, e.event.stage]] : []));
+const outcomes = (effects: EngineEffect[]) =>
+  effects.flatMap((e) => (e.type === 'emit' && e.event.type === 'task-finished' ? [[e.event.task, e.event.outcome]] : []));
 const starts = (effects: EngineEffect[]) => effects.flatMap((e) => (e.type === 'start-worker' ? [[e.task, (e.stack ?? []).map((item) => item.task)]] : []));
 
 /** X and Y verified together: both queued, X ahead; the gate takes X alone (batch 1). */
 function queuedPair(plan = makePlan([task('X'), task('Y'), task('C', { blockedBy: [1] })]), over: Partial<EngineConfig> = {}) {
-  return run(initialState(plan, config(over), 0), { type: 'tick', now: 0 }, finished(0, 'COMPLETED: x'), finished(1, 'COMPLETED: y'), verified(0), verified(1), recorded(0), recorded(1));
+  return run(
+    initialState(plan, config(over), 0),
+    { type: 'tick', now: 0 },
+    finished(0, 'COMPLETED: x'),
+    finished(1, 'COMPLETED: y'),
+    verified(0),
+    verified(1),
+    recorded(0),
+    recorded(1),
+  );
 }
 
 describe('speculation, step by step', () => {

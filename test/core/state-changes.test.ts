@@ -33,10 +33,17 @@ const ALLOWED: ReadonlyArray<{ file: string; within?: string; forms?: ReadonlyAr
   { file: 'src/core/finalize.ts', within: 'trimCompleted', why: 'a completed task keeps the status it has' },
   { file: 'src/core/interventions.ts', why: "the person's decisions between runs" },
   { file: 'src/core/validate.ts', within: 'withDefaults', why: '`plan check --fix` writes out the status a task has (statusOf)' },
-  { file: 'src/core/engine-step.ts', forms: ['replacement'], why: 'the step function records results and commits on new task objects, giving none a status (that would be a literal)' },
+  {
+    file: 'src/core/engine-step.ts',
+    forms: ['replacement'],
+    why: 'the step function records results and commits on new task objects, giving none a status (that would be a literal)',
+  },
 ];
 
-const allowedBy = (write: StatusWrite) => ALLOWED.find((a) => a.file === rel(write.file) && (a.within === undefined || a.within === write.within) && (a.forms === undefined || a.forms.includes(write.form)));
+const allowedBy = (write: StatusWrite) =>
+  ALLOWED.find(
+    (a) => a.file === rel(write.file) && (a.within === undefined || a.within === write.within) && (a.forms === undefined || a.forms.includes(write.form)),
+  );
 
 /** The functions that change task states, and who may call them. */
 const TRANSITIONS: Record<string, readonly string[]> = {
@@ -57,9 +64,15 @@ describe('task states change only through the step function', () => {
   });
 
   it('no module outside the transitions gives a task a status or replaces a task, in any form', () => {
-    expect(writes.filter((w) => allowedBy(w) === undefined).map((w) => `${rel(w.file)}:${w.line} (${w.form}${w.within ? ` in ${w.within}` : ''}): ${w.text}`)).toEqual([]);
+    expect(
+      writes.filter((w) => allowedBy(w) === undefined).map((w) => `${rel(w.file)}:${w.line} (${w.form}${w.within ? ` in ${w.within}` : ''}): ${w.text}`),
+    ).toEqual([]);
     // Every allowance is still needed: one no longer used would let a writer in unseen.
-    for (const allowance of ALLOWED) expect(writes.some((w) => allowedBy(w) === allowance), allowance.why).toBe(true);
+    for (const allowance of ALLOWED)
+      expect(
+        writes.some((w) => allowedBy(w) === allowance),
+        allowance.why,
+      ).toBe(true);
   });
 
   it('the step function replaces task objects only from the task itself, to record results and commits', () => {
@@ -112,7 +125,8 @@ describe('the detector of status writes', () => {
   const options = programOf([]).getCompilerOptions();
   const host = ts.createCompilerHost(options);
   const real = { getSourceFile: host.getSourceFile, fileExists: host.fileExists, readFile: host.readFile };
-  host.getSourceFile = (name, language, ...rest) => (snippets.has(name) ? ts.createSourceFile(name, snippets.get(name)!, language) : real.getSourceFile(name, language, ...rest));
+  host.getSourceFile = (name, language, ...rest) =>
+    snippets.has(name) ? ts.createSourceFile(name, snippets.get(name)!, language) : real.getSourceFile(name, language, ...rest);
   host.fileExists = (name) => snippets.has(name) || real.fileExists(name);
   host.readFile = (name) => snippets.get(name) ?? real.readFile(name);
   const program = programOf([...snippets.keys()], host);

@@ -11,7 +11,7 @@ describe('describeTimeLimitHit', () => {
     );
   });
 
-  it('says when the limit is a fixed one of foreman\'s own', () => {
+  it("says when the limit is a fixed one of foreman's own", () => {
     expect(describeTimeLimitHit('npm config get cache registry', { ms: 30_000, flag: null })).toBe(
       '`npm config get cache registry` timed out after 30s (a fixed limit); its whole process group was ended',
     );
@@ -34,6 +34,13 @@ describe('describeTimeLimitHit', () => {
 
 describe('formatLimit', () => {
   it('gives seconds as the flags take them, tenths when not whole, milliseconds under a second', () => {
-    expect([formatLimit(300_000), formatLimit(1000), formatLimit(2_500), formatLimit(4_321), formatLimit(300), formatLimit(0)]).toEqual(['300s', '1s', '2.5s', '4.3s', '300ms', '0ms']);
+    expect([formatLimit(300_000), formatLimit(1000), formatLimit(2_500), formatLimit(4_321), formatLimit(300), formatLimit(0)]).toEqual([
+      '300s',
+      '1s',
+      '2.5s',
+      '4.3s',
+      '300ms',
+      '0ms',
+    ]);
   });
 });

@@ -12,10 +12,52 @@ import { planAfterRecordedRun } from '../support/report-plan.ts';
 
 /** A session run: one attempt, unknown figures, finished. */
 const sessionRun = (runId: string, t0: number): RunEvent[] => [
-  ev(t0, { type: 'run-started', goal: 'Build the parser', planPath: '.design/plan.json', taskCount: 4, maxDepth: 3, resumed: true, concurrency: 4, schedule: 'rounds', pid: 77, mode: 'session' }, runId),
+  ev(
+    t0,
+    {
+      type: 'run-started',
+      goal: 'Build the parser',
+      planPath: '.design/plan.json',
+      taskCount: 4,
+      maxDepth: 3,
+      resumed: true,
+      concurrency: 4,
+      schedule: 'rounds',
+      pid: 77,
+      mode: 'session',
+    },
+    runId,
+  ),
   ev(t0 + 1000, { type: 'task-started', task: 1, subject: 'Add lexer', attempt: 3, model: 'sonnet', logPath: '' }, runId),
-  ev(t0 + 31_000, { type: 'task-finished', task: 1, subject: 'Add lexer', attempt: 3, outcome: 'completed', durationMs: 30_000, usage: UNKNOWN, logPath: '', permissionDenials: UNKNOWN }, runId),
-  ev(t0 + 32_000, { type: 'run-finished', outcome: 'incomplete', reason: 'failures', exitCode: 1, counts: { completed: 2 }, usage: UNKNOWN, durationMs: 32_000, message: 'm' }, runId),
+  ev(
+    t0 + 31_000,
+    {
+      type: 'task-finished',
+      task: 1,
+      subject: 'Add lexer',
+      attempt: 3,
+      outcome: 'completed',
+      durationMs: 30_000,
+      usage: UNKNOWN,
+      logPath: '',
+      permissionDenials: UNKNOWN,
+    },
+    runId,
+  ),
+  ev(
+    t0 + 32_000,
+    {
+      type: 'run-finished',
+      outcome: 'incomplete',
+      reason: 'failures',
+      exitCode: 1,
+      counts: { completed: 2 },
+      usage: UNKNOWN,
+      durationMs: 32_000,
+      message: 'm',
+    },
+    runId,
+  ),
 ];
 
 describe('unknown usage', () => {

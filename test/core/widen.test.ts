@@ -6,7 +6,13 @@ import { declareFiles } from '../../src/core/interventions.ts';
 import type { Plan, Task } from '../../src/core/plan.ts';
 import { matchesPattern, neededPaths, recheckable, wantedPaths, widenRefusal, withDeclared } from '../../src/core/widen.ts';
 
-const task = (over: Partial<Task> = {}): Task => ({ subject: 's', prompt: 'p', blockedBy: [], metadata: { files: { create: ['src/feature.ts'], modify: [] } }, ...over });
+const task = (over: Partial<Task> = {}): Task => ({
+  subject: 's',
+  prompt: 'p',
+  blockedBy: [],
+  metadata: { files: { create: ['src/feature.ts'], modify: [] } },
+  ...over,
+});
 const plan = (tasks: Task[]): Plan => ({ schemaVersion: 3, goal: 'g', tasks });
 
 describe('matchesPattern (git wildmatch)', () => {
@@ -28,7 +34,11 @@ describe('matchesPattern (git wildmatch)', () => {
 });
 
 describe('what --widen may add', () => {
-  const p = plan([task(), task({ metadata: { files: { create: [], modify: ['src/owned.ts'] } } }), task({ status: 'completed', metadata: { files: { create: [], modify: ['src/landed.ts'] } } })]);
+  const p = plan([
+    task(),
+    task({ metadata: { files: { create: [], modify: ['src/owned.ts'] } } }),
+    task({ status: 'completed', metadata: { files: { create: [], modify: ['src/landed.ts'] } } }),
+  ]);
   it('a tracked file matching a pattern, outside .design/.git/.claude, that no other task not yet landed declares', () => {
     expect(widenRefusal(p, 0, { path: 'src/index.ts', tracked: true }, ['src/**'])).toBeNull();
     expect(widenRefusal(p, 0, { path: 'src/landed.ts', tracked: true }, ['src/**'])).toBeNull();
@@ -40,7 +50,13 @@ describe('what --widen may add', () => {
   });
 
   it('wantedPaths joins the set-aside changes and the refused writes, each once, tracked when either says so', () => {
-    const verification = { missingCreated: [], unchangedModified: [], acceptance: [], outsideChanges: ['src/a.ts', 'new.txt'], setAside: { paths: ['src/a.ts', 'new.txt'], tracked: ['src/a.ts'], kept: null } };
+    const verification = {
+      missingCreated: [],
+      unchangedModified: [],
+      acceptance: [],
+      outsideChanges: ['src/a.ts', 'new.txt'],
+      setAside: { paths: ['src/a.ts', 'new.txt'], tracked: ['src/a.ts'], kept: null },
+    };
     expect(wantedPaths(verification, [{ tool: 'Edit', path: 'src/b.ts', tracked: true }, { tool: 'Write', path: 'src/a.ts' }, { tool: 'Bash' }])).toEqual([
       { path: 'new.txt', tracked: false },
       { path: 'src/a.ts', tracked: true },
@@ -63,23 +79,42 @@ describe('what a task still needs, and its re-check', () => {
 });
 
 describe('declareFiles (plan declare)', () => {
-  const blocked = task({ status: 'blocked', attempts: 2, result: 'BLOCKED: needs src/index.ts', undeclaredWrites: ['src/index.ts'], setAside: { attempt: 2, paths: ['src/index.ts'], commit: 'c'.repeat(40) } });
+  const blocked = task({
+    status: 'blocked',
+    attempts: 2,
+    result: 'BLOCKED: needs src/index.ts',
+    undeclaredWrites: ['src/index.ts'],
+    setAside: { attempt: 2, paths: ['src/index.ts'], commit: 'c'.repeat(40) },
+  });
   const dependant = task({ status: 'skipped', skippedBy: 0, blockedBy: [0], result: 'skipped: depends on task 0' });
 
   it('widens a blocked task and puts it back with its dependants, no attempt spent, its set-aside work to be re-checked', () => {
     const done = declareFiles(plan([blocked, dependant]), 0, { create: [], modify: ['src/index.ts'], mayChange: [] });
     if (!done.ok) throw new Error(done.error);
     const [widened, back] = done.value.plan.tasks;
-    expect(widened).toMatchObject({ status: 'pending', attempts: 0, recheck: true, metadata: { files: { create: ['src/feature.ts'], modify: ['src/index.ts'] } } });
+    expect(widened).toMatchObject({
+      status: 'pending',
+      attempts: 0,
+      recheck: true,
+      metadata: { files: { create: ['src/feature.ts'], modify: ['src/index.ts'] } },
+    });
     expect(widened!.undeclaredWrites).toBeUndefined();
     expect(back).toMatchObject({ status: 'pending' });
-    expect(done.value.changes[0]!.note).toMatch(/^declares src\/index\.ts now; attempts reset to 0; its next start re-checks the work its last attempt set aside before a worker runs$/);
+    expect(done.value.changes[0]!.note).toMatch(
+      /^declares src\/index\.ts now; attempts reset to 0; its next start re-checks the work its last attempt set aside before a worker runs$/,
+    );
   });
 
   it('widens a pending task as it is; refuses a task in progress or done, and nothing to declare', () => {
     const pending = declareFiles(plan([task()]), 0, { create: [], modify: [], mayChange: ['package-lock.json'] });
     expect(pending.ok && pending.value.plan.tasks[0]!.metadata.files.mayChange).toEqual(['package-lock.json']);
-    expect(declareFiles(plan([task({ status: 'completed' })]), 0, { create: [], modify: ['a'], mayChange: [] })).toEqual({ ok: false, error: expect.stringContaining('it is completed; only a task that is pending, blocked or failed can be widened') });
-    expect(declareFiles(plan([task()]), 0, { create: [], modify: [], mayChange: [] })).toEqual({ ok: false, error: expect.stringMatching(/^nothing to declare/) });
+    expect(declareFiles(plan([task({ status: 'completed' })]), 0, { create: [], modify: ['a'], mayChange: [] })).toEqual({
+      ok: false,
+      error: expect.stringContaining('it is completed; only a task that is pending, blocked or failed can be widened'),
+    });
+    expect(declareFiles(plan([task()]), 0, { create: [], modify: [], mayChange: [] })).toEqual({
+      ok: false,
+      error: expect.stringMatching(/^nothing to declare/),
+    });
   });
 });

@@ -37,9 +37,20 @@ const handOut: HandOut = {
 const bound: Binding = { agent: 'a1', task: 0, attempt: 1, worktree };
 const runner = { node: '/usr/bin/node', cli: '/plugin/dist/srt.mjs', settingsFile: '/cache/S1/agents/a1.sandbox.json', tmpdir: '/cache/S1/tmp/a1' };
 /** What a Bash call's decision needs besides the call: the person's rules (`deny`, `ask`), where their paths are read, the runner. */
-const bashFacts = (deny: string[] = [], ask: string[] = []): Partial<CallFacts> => ({ personRules: { deny, ask }, ruleRoots: { home: '/home/me', roots: [repo, worktree] }, runner });
+const bashFacts = (deny: string[] = [], ask: string[] = []): Partial<CallFacts> => ({
+  personRules: { deny, ask },
+  ruleRoots: { home: '/home/me', roots: [repo, worktree] },
+  runner,
+});
 
-const call = (toolName: string, toolInput: Record<string, unknown>, over: Partial<ToolCall> = {}): ToolCall => ({ sessionId: 'S1', agentId: 'a1', cwd: worktree, toolName, toolInput, ...over });
+const call = (toolName: string, toolInput: Record<string, unknown>, over: Partial<ToolCall> = {}): ToolCall => ({
+  sessionId: 'S1',
+  agentId: 'a1',
+  cwd: worktree,
+  toolName,
+  toolInput,
+  ...over,
+});
 const facts = (over: Partial<CallFacts> = {}): CallFacts => ({ handOut, binding: bound, ...over });
 
 describe('the worker hook decides nothing outside a worker', () => {
@@ -82,17 +93,24 @@ describe('a bound worker', () => {
   });
 
   it('has its Bash command rewritten to run in the sandbox, every other input field kept', () => {
-    const verdict = decideToolCall(call('Bash', { command: "npm test -- --grep 'it works'", run_in_background: false, description: 'tests' }), facts(bashFacts()));
+    const verdict = decideToolCall(
+      call('Bash', { command: "npm test -- --grep 'it works'", run_in_background: false, description: 'tests' }),
+      facts(bashFacts()),
+    );
     expect(verdict).toMatchObject({ kind: 'allow' });
     const input = verdict.kind === 'allow' ? verdict.updatedInput : undefined;
     expect(input).toMatchObject({ run_in_background: false, description: 'tests' });
     expect(input?.command).toBe(sandboxedCommand("npm test -- --grep 'it works'", runner));
-    expect(input?.command).toBe(`CLAUDE_CODE_TMPDIR='/cache/S1/tmp/a1' '/usr/bin/node' '/plugin/dist/srt.mjs' --settings '/cache/S1/agents/a1.sandbox.json' -c 'npm test -- --grep '\\''it works'\\'''`);
+    expect(input?.command).toBe(
+      `CLAUDE_CODE_TMPDIR='/cache/S1/tmp/a1' '/usr/bin/node' '/plugin/dist/srt.mjs' --settings '/cache/S1/agents/a1.sandbox.json' -c 'npm test -- --grep '\\''it works'\\'''`,
+    );
   });
 
   it('leaves Bash to the person where the sandbox cannot run, or where a deny or ask rule of theirs may match', () => {
     const bash = call('Bash', { command: 'rm -rf build' });
-    expect(decideToolCall(bash, facts({ handOut: { ...handOut, sandbox: { available: false, reason: 'bwrap missing' } }, ...bashFacts() }))).toEqual({ kind: 'none' });
+    expect(decideToolCall(bash, facts({ handOut: { ...handOut, sandbox: { available: false, reason: 'bwrap missing' } }, ...bashFacts() }))).toEqual({
+      kind: 'none',
+    });
     expect(decideToolCall(bash, facts(bashFacts(['Bash(rm:*)'])))).toEqual({ kind: 'none' });
     expect(decideToolCall(bash, facts(bashFacts([], ['Bash(rm:*)'])))).toEqual({ kind: 'none' });
     expect(decideToolCall(bash, facts(bashFacts(['Bash'])))).toEqual({ kind: 'none' });
@@ -117,7 +135,8 @@ describe('a bound worker', () => {
     });
     // Ask rules are about Claude Code's own file tools, as in its sandbox.
     expect(settings([], ['Read(./.env)'])).toEqual(workerSandboxSettings(worktree, runner.tmpdir, []));
-    for (const deny of [['Edit(**/*.lock)'], ['Read(//**/*.pem)'], ['Read'], [`Edit(/${repo}/**)`], ['Read(\\[id\\].ts)']]) expect(settings(deny), deny[0]).toEqual({ kind: 'none' });
+    for (const deny of [['Edit(**/*.lock)'], ['Read(//**/*.pem)'], ['Read'], [`Edit(/${repo}/**)`], ['Read(\\[id\\].ts)']])
+      expect(settings(deny), deny[0]).toEqual({ kind: 'none' });
   });
 
   it('is refused the tools a headless worker does not get, with a reason', () => {
@@ -141,7 +160,10 @@ describe('a subagent in a worktree that has not read its prompt file', () => {
   it('may read (its prompt file is allowed) but not write or run commands', () => {
     const unbound = facts({ binding: null });
     expect(decideToolCall(call('Read', { file_path: handOut.tasks[1]!.promptFile }), unbound)).toMatchObject({ kind: 'allow' });
-    for (const [tool, input] of [['Write', { file_path: `${worktree}/src/a.ts` }], ['Bash', { command: 'ls' }]] as const) {
+    for (const [tool, input] of [
+      ['Write', { file_path: `${worktree}/src/a.ts` }],
+      ['Bash', { command: 'ls' }],
+    ] as const) {
       const verdict = decideToolCall(call(tool, input), unbound);
       expect(verdict).toMatchObject({ kind: 'deny' });
       expect(verdict.kind === 'deny' && verdict.reason).toContain('read your task');

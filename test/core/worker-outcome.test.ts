@@ -15,7 +15,14 @@ const facts = (extra: Partial<StreamFacts> = {}): StreamFacts => ({
   ...extra,
 });
 const exit = (extra: Partial<ExitInfo> = {}): ExitInfo => ({ exitCode: 1, timedOut: false, aborted: false, stderrTail: '', ...extra });
-const result = (extra: Partial<ResultInfo> = {}): ResultInfo => ({ subtype: 'success', isError: false, resultText: '', permissionDenials: [], errors: [], ...extra });
+const result = (extra: Partial<ResultInfo> = {}): ResultInfo => ({
+  subtype: 'success',
+  isError: false,
+  resultText: '',
+  permissionDenials: [],
+  errors: [],
+  ...extra,
+});
 const failureOf = (seen: StreamFacts, ended: ExitInfo) => {
   const outcome = classifyOutcome(seen, ended).outcome;
   return outcome.kind === 'failed' ? outcome.failure : outcome;
@@ -44,11 +51,19 @@ describe('classifyOutcome', () => {
   });
 
   it('an error result is classified by subtype, terminal reason, status and message', () => {
-    const failed = (extra: Partial<ResultInfo>, seen: Partial<StreamFacts> = {}) => failureOf(facts({ ...seen, result: result({ isError: true, ...extra }) }), exit());
-    expect(failed({ subtype: 'error_max_turns', errors: ['Reached maximum number of turns (1)'] })).toEqual({ reason: 'max-turns', message: 'Reached maximum number of turns (1)' });
+    const failed = (extra: Partial<ResultInfo>, seen: Partial<StreamFacts> = {}) =>
+      failureOf(facts({ ...seen, result: result({ isError: true, ...extra }) }), exit());
+    expect(failed({ subtype: 'error_max_turns', errors: ['Reached maximum number of turns (1)'] })).toEqual({
+      reason: 'max-turns',
+      message: 'Reached maximum number of turns (1)',
+    });
     expect(failed({ terminalReason: 'budget_exhausted', resultText: 'over' })).toEqual({ reason: 'max-budget', message: 'over' });
     expect(failed({ resultText: 'Not logged in · Please run /login' })).toEqual({ reason: 'not-authenticated', message: 'Not logged in · Please run /login' });
-    expect(failed({ apiErrorStatus: 429, resultText: 'slow down' }, { lastApiRetry: { retryDelayMs: 2216 } })).toEqual({ reason: 'rate-limited', message: 'slow down', retryAfterMs: 2216 });
+    expect(failed({ apiErrorStatus: 429, resultText: 'slow down' }, { lastApiRetry: { retryDelayMs: 2216 } })).toEqual({
+      reason: 'rate-limited',
+      message: 'slow down',
+      retryAfterMs: 2216,
+    });
     expect(failed({ resultText: 'API Error: 529 Overloaded' })).toEqual({ reason: 'overloaded', message: 'API Error: 529 Overloaded' });
     expect(failed({ apiErrorStatus: 400, resultText: 'bad request' })).toEqual({ reason: 'api-error', message: 'bad request', status: 400 });
     expect(failed({ subtype: 'error_during_execution' })).toEqual({ reason: 'api-error', message: 'error_during_execution' });
@@ -56,7 +71,12 @@ describe('classifyOutcome', () => {
 
   it('without a result: retries and error flags say transient or unauthenticated, else garbage or no result', () => {
     expect(failureOf(facts({ retryStatuses: new Set([401]) }), exit())).toEqual({ reason: 'not-authenticated', message: 'unknown' });
-    expect(failureOf(facts({ retryErrors: new Set(['overloaded']), lastApiRetry: { attempt: 2, errorStatus: 529, error: 'overloaded', retryDelayMs: 900 } }), exit())).toEqual({
+    expect(
+      failureOf(
+        facts({ retryErrors: new Set(['overloaded']), lastApiRetry: { attempt: 2, errorStatus: 529, error: 'overloaded', retryDelayMs: 900 } }),
+        exit(),
+      ),
+    ).toEqual({
       reason: 'overloaded',
       message: 'API retry 2: 529 overloaded',
       retryAfterMs: 900,
@@ -65,6 +85,10 @@ describe('classifyOutcome', () => {
       reason: 'garbage-output',
       sample: 'Segmentation fault',
     });
-    expect(failureOf(facts(), exit({ exitCode: undefined, signal: 'SIGKILL', stderrTail: 'killed' }))).toEqual({ reason: 'no-result', signal: 'SIGKILL', stderrTail: 'killed' });
+    expect(failureOf(facts(), exit({ exitCode: undefined, signal: 'SIGKILL', stderrTail: 'killed' }))).toEqual({
+      reason: 'no-result',
+      signal: 'SIGKILL',
+      stderrTail: 'killed',
+    });
   });
 });

@@ -39,10 +39,12 @@ const recording = (marker: string) => (req: ScriptedRequest) => {
   shellOutput.set(marker, [...(shellOutput.get(marker) ?? []), ...said]);
 };
 /** A turn that first keeps what the previous Bash call printed. */
-const after = (marker: string, turn: (req: ScriptedRequest) => ContentBlock[]) => (req: ScriptedRequest): ContentBlock[] => {
-  recording(marker)(req);
-  return turn(req);
-};
+const after =
+  (marker: string, turn: (req: ScriptedRequest) => ContentBlock[]) =>
+  (req: ScriptedRequest): ContentBlock[] => {
+    recording(marker)(req);
+    return turn(req);
+  };
 
 let server: ModelServer;
 const cleanups: Array<() => Promise<void>> = [];
@@ -55,7 +57,9 @@ beforeAll(async () => {
         match: 'TASK-MARKER: shapes',
         turns: [
           write('bin/tool.sh', '#!/bin/sh\necho tool\n'),
-          bash(`chmod +x bin/tool.sh && ln -s first.txt link-to-first && printf 'a\\r\\nb\\r\\n' > crlf.txt && printf '\\000\\001\\377bin' > data.bin && mkdir -p 'dir with space' && printf 'odd\\n' > '${ODD}'`),
+          bash(
+            `chmod +x bin/tool.sh && ln -s first.txt link-to-first && printf 'a\\r\\nb\\r\\n' > crlf.txt && printf '\\000\\001\\377bin' > data.bin && mkdir -p 'dir with space' && printf 'odd\\n' > '${ODD}'`,
+          ),
           after('shapes', bash(`git status --porcelain && git add -A && ${COMMIT} && echo COMMITTED`)),
           // Committed, then extended without committing again.
           after('shapes', bash(`printf 'c\\r\\n' >> crlf.txt && git status --porcelain`)),
@@ -105,10 +109,14 @@ beforeAll(async () => {
         match: 'TASK-MARKER: widen-me',
         turns: [
           (req) => [toolUse('Read', { file_path: join(cwdOf(req), 'src/index.js') })],
-          (req) => [toolUse('Edit', { file_path: join(cwdOf(req), 'src/index.js'), old_string: '// index\n', new_string: '// index\nexport const wide = 1;\n' })],
+          (req) => [
+            toolUse('Edit', { file_path: join(cwdOf(req), 'src/index.js'), old_string: '// index\n', new_string: '// index\nexport const wide = 1;\n' }),
+          ],
           (req) => {
             widenAttempts.push(req.toolResults.at(-1)?.is_error === true ? 'refused' : 'edited');
-            return req.toolResults.at(-1)?.is_error === true ? [text('BLOCKED: needs to modify src/index.js, which the task does not declare')] : [text('COMPLETED: exported it')];
+            return req.toolResults.at(-1)?.is_error === true
+              ? [text('BLOCKED: needs to modify src/index.js, which the task does not declare')]
+              : [text('COMPLETED: exported it')];
           },
         ],
       }),
@@ -199,54 +207,79 @@ describe.runIf(support.ok)('workers that commit their own work, with the real Cl
   });
 });
 
-describe.runIf(support.ok)('workers whose tools rewrite tracked files, whose status lines are in markup or missing, and who write a refused file through the shell, with the real Claude Code CLI', () => {
-  let repo: TempGitRepo;
-  let exitCode: number;
-  let events: Array<{ type: string; task?: number; outcome?: string; reason?: string; warnings?: string[] }>;
+describe.runIf(support.ok)(
+  'workers whose tools rewrite tracked files, whose status lines are in markup or missing, and who write a refused file through the shell, with the real Claude Code CLI',
+  () => {
+    let repo: TempGitRepo;
+    let exitCode: number;
+    let events: Array<{ type: string; task?: number; outcome?: string; reason?: string; warnings?: string[] }>;
 
-  beforeAll(async () => {
-    repo = await tempGitRepo({ 'README.md': '# sample\n', 'package-lock.json': 'committed\n', 'src/index.js': '// index\n', '.gitignore': 'node_modules/\n' });
-    cleanups.push(repo.cleanup);
-    const home = await tempHome();
-    cleanups.push(() => rm(home, { recursive: true, force: true }));
-    const check = (command: string) => ({ agent: { model: 'haiku', acceptanceCriteria: [{ criterion: 'it holds', check: command }] } });
-    await writePlan(
-      repo.dir,
-      makePlan([
-        { ...task('tooling', { create: ['src/feature.txt'] }), ...check('grep -q feature src/feature.txt && grep -q committed package-lock.json && test ! -e coverage/out.txt') },
-        { ...task('backticks', { create: ['b.txt'] }), ...check('test -f b.txt') },
-        { ...task('silent', { create: ['c.txt'] }), ...check('grep -q c c.txt') },
-        { ...task('shell-writer', { create: ['d.txt'] }), ...check('grep -q d-export src/index.js') },
-      ]),
-    );
-    const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--concurrency', '4', '--json'], claudeEnv(server.url, home));
-    exitCode = r.exitCode ?? -1;
-    events = r.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line));
-  }, 240_000);
+    beforeAll(async () => {
+      repo = await tempGitRepo({
+        'README.md': '# sample\n',
+        'package-lock.json': 'committed\n',
+        'src/index.js': '// index\n',
+        '.gitignore': 'node_modules/\n',
+      });
+      cleanups.push(repo.cleanup);
+      const home = await tempHome();
+      cleanups.push(() => rm(home, { recursive: true, force: true }));
+      const check = (command: string) => ({ agent: { model: 'haiku', acceptanceCriteria: [{ criterion: 'it holds', check: command }] } });
+      await writePlan(
+        repo.dir,
+        makePlan([
+          {
+            ...task('tooling', { create: ['src/feature.txt'] }),
+            ...check('grep -q feature src/feature.txt && grep -q committed package-lock.json && test ! -e coverage/out.txt'),
+          },
+          { ...task('backticks', { create: ['b.txt'] }), ...check('test -f b.txt') },
+          { ...task('silent', { create: ['c.txt'] }), ...check('grep -q c c.txt') },
+          { ...task('shell-writer', { create: ['d.txt'] }), ...check('grep -q d-export src/index.js') },
+        ]),
+      );
+      const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--concurrency', '4', '--json'], claudeEnv(server.url, home));
+      exitCode = r.exitCode ?? -1;
+      events = r.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line));
+    }, 240_000);
 
-  const finished = (task: number) => events.filter((e) => e.type === 'task-finished' && e.task === task);
+    const finished = (task: number) => events.filter((e) => e.type === 'task-finished' && e.task === task);
 
-  it('a tool that rewrote a tracked lockfile and left coverage output costs nothing: the task completes with its declared work, the files set aside and named', async () => {
-    expect(finished(0)).toEqual([expect.objectContaining({ outcome: 'completed', warnings: [expect.stringMatching(/^changed files its task does not declare: coverage\/out\.txt, package-lock\.json \(set aside, not integrated; kept in refs\/foreman-aside\//)] })]);
-    expect(await readFile(join(repo.dir, 'src/feature.txt'), 'utf8')).toBe('feature\n');
-    expect(await readFile(join(repo.dir, 'package-lock.json'), 'utf8')).toBe('committed\n');
-  });
+    it('a tool that rewrote a tracked lockfile and left coverage output costs nothing: the task completes with its declared work, the files set aside and named', async () => {
+      expect(finished(0)).toEqual([
+        expect.objectContaining({
+          outcome: 'completed',
+          warnings: [
+            expect.stringMatching(
+              /^changed files its task does not declare: coverage\/out\.txt, package-lock\.json \(set aside, not integrated; kept in refs\/foreman-aside\//,
+            ),
+          ],
+        }),
+      ]);
+      expect(await readFile(join(repo.dir, 'src/feature.txt'), 'utf8')).toBe('feature\n');
+      expect(await readFile(join(repo.dir, 'package-lock.json'), 'utf8')).toBe('committed\n');
+    });
 
-  it('a status line in bold or in backticks is the claim; no status line completes on its checks, with a warning', () => {
-    expect(finished(1).map((e) => e.outcome)).toEqual(['completed']);
-    expect(finished(2)).toEqual([expect.objectContaining({ outcome: 'completed', warnings: [expect.stringMatching(/^its reply had no COMPLETED\/FAILED\/BLOCKED line/)] })]);
-  });
+    it('a status line in bold or in backticks is the claim; no status line completes on its checks, with a warning', () => {
+      expect(finished(1).map((e) => e.outcome)).toEqual(['completed']);
+      expect(finished(2)).toEqual([
+        expect.objectContaining({ outcome: 'completed', warnings: [expect.stringMatching(/^its reply had no COMPLETED\/FAILED\/BLOCKED line/)] }),
+      ]);
+    });
 
-  it('a worker refused an Edit that writes the file through the shell: its retry is told to answer BLOCKED, and its second try ends the task blocked, naming the file', async () => {
-    expect(refusals[0]).toMatch(/permission|denied/i);
-    expect(finished(3).map((e) => e.outcome)).toEqual(['retry', 'blocked']);
-    expect(finished(3)[0]!.reason).toMatch(/acceptance check failed \(it holds\).*changed files its task does not declare: src\/index\.js/s);
-    expect(shellWriterRetryPrompt).toContain('The previous attempt changed or tried to change src/index.js, which this task does not declare');
-    expect(finished(3)[1]!.reason).toMatch(/^the task needs src\/index\.js, which it does not declare/);
-    expect(await readFile(join(repo.dir, 'src/index.js'), 'utf8')).toBe('// index\n');
-    expect(exitCode).toBe(1);
-  });
-});
+    it('a worker refused an Edit that writes the file through the shell: its retry is told to answer BLOCKED, and its second try ends the task blocked, naming the file', async () => {
+      expect(refusals[0]).toMatch(/permission|denied/i);
+      expect(finished(3).map((e) => e.outcome)).toEqual(['retry', 'blocked']);
+      expect(finished(3)[0]!.reason).toMatch(/acceptance check failed \(it holds\).*changed files its task does not declare: src\/index\.js/s);
+      expect(shellWriterRetryPrompt).toContain('The previous attempt changed or tried to change src/index.js, which this task does not declare');
+      expect(finished(3)[1]!.reason).toMatch(/^the task needs src\/index\.js, which it does not declare/);
+      expect(await readFile(join(repo.dir, 'src/index.js'), 'utf8')).toBe('// index\n');
+      expect(exitCode).toBe(1);
+    });
+  },
+);
 
 describe.runIf(support.ok)('--widen with the real Claude Code CLI', () => {
   it('a worker refused the file it needs answers BLOCKED; the run adds the file, journals it, and the task runs again and completes with no attempt counted', async () => {
@@ -256,7 +289,10 @@ describe.runIf(support.ok)('--widen with the real Claude Code CLI', () => {
     cleanups.push(() => rm(home, { recursive: true, force: true }));
     await writePlan(repo.dir, makePlan([{ ...task('widen-me', { create: ['src/feature.js'] }), metadata: { files: { create: [], modify: [] } } }]));
     const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--widen', 'src/**', '--json'], claudeEnv(server.url, home));
-    const events = r.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { type: string; outcome?: string; paths?: string[] });
+    const events = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { type: string; outcome?: string; paths?: string[] });
     expect(r.exitCode, r.stdout.slice(-2000)).toBe(0);
     expect(widenAttempts).toEqual(['refused', 'edited']);
     expect(events.find((e) => e.type === 'task-widened')).toMatchObject({ paths: ['src/index.js'], recheck: false });

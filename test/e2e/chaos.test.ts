@@ -109,8 +109,14 @@ describe('SIGKILL at random moments', () => {
     expect(await repo.git(['status', '--porcelain', '--', 'out', 'notes.txt', 'shared.txt'])).toBe('');
 
     // Each task is named by exactly one commit's trailer, and each own file was committed once.
-    const trailers = (await repo.git(['log', '--format=%(trailers:key=Foreman-Tasks,valueonly)'])).split(/[\s,]+/).filter(Boolean).map(Number);
-    expect(trailers.sort((a, b) => a - b), `seed ${seed}`).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    const trailers = (await repo.git(['log', '--format=%(trailers:key=Foreman-Tasks,valueonly)']))
+      .split(/[\s,]+/)
+      .filter(Boolean)
+      .map(Number);
+    expect(
+      trailers.sort((a, b) => a - b),
+      `seed ${seed}`,
+    ).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
     for (const i of [0, 1, 2, 5, 6, 7, 8]) {
       const commits = (await repo.git(['log', '--format=%H', '--', `out/t${i}.txt`])).trim().split('\n').filter(Boolean);
       expect(commits, `seed ${seed}: out/t${i}.txt`).toHaveLength(1);
@@ -123,11 +129,18 @@ describe('SIGKILL at random moments', () => {
     for (const dir of [reference.dir, repo.dir]) {
       const worktrees = (await execa('git', ['worktree', 'list', '--porcelain'], { cwd: dir })).stdout.match(/^worktree /gm);
       expect(worktrees, `seed ${seed}: ${dir}`).toHaveLength(1);
-      expect((await execa('git', ['for-each-ref', '--format=%(refname)', 'refs/foreman/', 'refs/foreman-awaiting/', 'refs/foreman-candidate/'], { cwd: dir })).stdout, `seed ${seed}`).toBe('');
+      expect(
+        (await execa('git', ['for-each-ref', '--format=%(refname)', 'refs/foreman/', 'refs/foreman-awaiting/', 'refs/foreman-candidate/'], { cwd: dir }))
+          .stdout,
+        `seed ${seed}`,
+      ).toBe('');
     }
 
     // No worker of any killed run is left running.
-    const lines = (await readFile(journal, 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { pid: number; childPid?: number });
+    const lines = (await readFile(journal, 'utf8'))
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { pid: number; childPid?: number });
     expect(lines.map((l) => l.pid).filter(alive)).toEqual([]);
   }, 240_000);
 });

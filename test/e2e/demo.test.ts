@@ -38,7 +38,7 @@ describe('npm run demo', () => {
     // Its cost figures are the scripted model's tokens priced, and it says so.
     expect(out).toMatch(/^\s+cost: \$\d/m);
     expect(out).toContain('The costs it shows are simulated');
-    expect(out).toContain('The cost figures above (the run\'s total, each task\'s) are simulated');
+    expect(out).toContain("The cost figures above (the run's total, each task's) are simulated");
 
     // The commits, with their trailers: every task is in one of them.
     const log = out.slice(out.indexOf('== The commits the run made'), out.indexOf('== The run report'));

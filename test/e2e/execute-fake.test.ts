@@ -38,7 +38,10 @@ describe('execute.ts with the fake worker', () => {
     const rendezvous = await tempDir('foreman-fake-parallel-');
     const started = (marker: string) => join(rendezvous, `${marker}-started`);
     const plan = makePlan([
-      fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n', [started('A')]: '' }, waitForFile: started('B'), sleepMs: 400, status: 'COMPLETED: made a' } }),
+      fakeTask('A', {
+        create: ['a.txt'],
+        fake: { write: { 'a.txt': 'a\n', [started('A')]: '' }, waitForFile: started('B'), sleepMs: 400, status: 'COMPLETED: made a' },
+      }),
       fakeTask('B', { create: ['b.txt'], fake: { write: { 'b.txt': 'b\n', [started('B')]: '' }, waitForFile: started('A'), sleepMs: 400 } }),
       fakeTask('C', { create: ['c.txt'], blockedBy: [0, 1], fake: { write: { 'c.txt': 'c\n' }, echoPrompt: true } }),
     ]);
@@ -53,7 +56,10 @@ describe('execute.ts with the fake worker', () => {
     const c = spans.get('C#1')!;
     expect(a.start < b.end && b.start < a.end).toBe(true); // A and B overlapped in time
     const waits = (await journalOf(journal)).filter((line) => line.event === 'waited');
-    expect(waits.map((line) => [line.taskMarker, line.found]).sort()).toEqual([['A', true], ['B', true]]);
+    expect(waits.map((line) => [line.taskMarker, line.found]).sort()).toEqual([
+      ['A', true],
+      ['B', true],
+    ]);
     expect(c.start).toBeGreaterThanOrEqual(Math.max(a.end, b.end));
 
     const log = await repo.git(['log', '--format=%s%n%b', '--name-only']);
@@ -124,7 +130,10 @@ describe('execute.ts with the fake worker', () => {
     const { repo, journal, env } = await setup(plan);
     const r = await runExecute(repo.dir, ['--json'], env);
     expect(r.exitCode).toBe(0);
-    const events = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; outcome?: string; reason?: string });
+    const events = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { type: string; outcome?: string; reason?: string });
     const finished = events.filter((e) => e.type === 'task-finished');
     expect(finished.map((e) => e.outcome)).toEqual(['retry', 'completed']);
     expect(finished[0]!.reason).toContain('grep -q good a.txt');
@@ -133,7 +142,7 @@ describe('execute.ts with the fake worker', () => {
     expect(await readFile(join(repo.dir, 'a.txt'), 'utf8')).toBe('good');
   });
 
-  it('puts the retry block and the fallback into the second attempt\'s prompt', async () => {
+  it("puts the retry block and the fallback into the second attempt's prompt", async () => {
     const plan = makePlan([
       fakeTask('A', {
         create: ['a.txt'],
@@ -222,9 +231,15 @@ describe('execute.ts with the fake worker', () => {
     const { repo, env } = await setup(plan);
     const r = await runExecute(repo.dir, ['--no-probe'], env);
     expect(r.exitCode, r.stderr).toBe(0);
-    const line = 'plan warning: tasks[0].prompt names README.md, which the task does not declare: add it to tasks[0].metadata.files.modify, or to tasks[0].metadata.reads if the task only reads it';
-    const journaled = (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; level?: string; message?: string });
-    expect(journaled.filter((e) => e.type === 'notice' && e.message?.startsWith('plan warning:'))).toEqual([expect.objectContaining({ level: 'warning', message: line })]);
+    const line =
+      'plan warning: tasks[0].prompt names README.md, which the task does not declare: add it to tasks[0].metadata.files.modify, or to tasks[0].metadata.reads if the task only reads it';
+    const journaled = (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8'))
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { type: string; level?: string; message?: string });
+    expect(journaled.filter((e) => e.type === 'notice' && e.message?.startsWith('plan warning:'))).toEqual([
+      expect.objectContaining({ level: 'warning', message: line }),
+    ]);
     expect(r.stdout.split('\n').filter((l) => l.includes('plan warning:'))).toHaveLength(1);
     expect(r.stdout).toContain(line);
   });
@@ -254,7 +269,7 @@ describe('execute.ts with the fake worker', () => {
     expect(starts.filter((m) => m === 'A')).toHaveLength(1);
   });
 
-  it('a person\'s uncommitted change to a planned file survives; the work waits on the integration ref and landing names the file (exit 1)', async () => {
+  it("a person's uncommitted change to a planned file survives; the work waits on the integration ref and landing names the file (exit 1)", async () => {
     // Changed by design (issue 12): no refusal any more. The worker starts from the last commit in
     // a worktree of its own; landing is what the person's change blocks.
     const plan = makePlan([fakeTask('A', { modify: ['notes.txt'], fake: { write: { 'notes.txt': 'worker' } } })]);
@@ -295,7 +310,9 @@ describe('execute.ts with the fake worker', () => {
     const r = await runExecute(repo.dir);
     expect(r.exitCode).toBe(3);
     // Its `auth status` said it was logged in (an expired key says so too): the worker's failure stops the run, in a terminal's words.
-    expect(r.stdout + r.stderr).toMatch(/the agent is not authenticated \(.*\): log in by running `claude` once in a terminal, or set ANTHROPIC_API_KEY, then run again/);
+    expect(r.stdout + r.stderr).toMatch(
+      /the agent is not authenticated \(.*\): log in by running `claude` once in a terminal, or set ANTHROPIC_API_KEY, then run again/,
+    );
     const after = await readPlan(planPath);
     expect(after.tasks.map((t) => [t.status, t.attempts ?? 0])).toEqual([
       ['pending', 0],
@@ -304,7 +321,9 @@ describe('execute.ts with the fake worker', () => {
   });
 
   it('refuses at once (exit 3) when the CLI says it is not logged in: no probe, no gate, no worker, nothing written', async () => {
-    const plan = makePlan([fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a exists', check: 'test -f a.txt' }] })], { context: { testCommand: 'true' } });
+    const plan = makePlan([fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a exists', check: 'test -f a.txt' }] })], {
+      context: { testCommand: 'true' },
+    });
     const { repo, planPath, journal } = await setup(plan);
     const before = await readFile(planPath, 'utf8');
     const r = await runExecute(repo.dir, [], { FAKE_WORKER_JOURNAL: journal, FAKE_WORKER_AUTH: 'none' });
@@ -340,7 +359,12 @@ describe('execute.ts with the fake worker', () => {
     const plan = makePlan([fakeTask('A', { create: ['a.txt'], fake: { refusedStarts: 3, retryDelayMs: 200, write: { 'a.txt': 'a' } } })]);
     const { repo, planPath, env } = await setup(plan);
     const r = await runExecute(repo.dir, ['--json', '--max-attempts', '1'], env);
-    const events = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; outcome?: string; attempt?: number; durationMs?: number; at: string; change?: string; until?: string | null });
+    const events = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map(
+        (l) => JSON.parse(l) as { type: string; outcome?: string; attempt?: number; durationMs?: number; at: string; change?: string; until?: string | null },
+      );
     expect(r.exitCode, r.stderr).toBe(0);
     const finished = events.filter((e) => e.type === 'task-finished');
     expect(finished.map((e) => e.outcome)).toEqual(['requeued', 'requeued', 'requeued', 'completed']);
@@ -359,12 +383,22 @@ describe('execute.ts with the fake worker', () => {
   });
 
   it('a limit that ends a worker after it did something: the attempt pauses with its worktree and goes on with its own conversation (--resume)', async () => {
-    const plan = makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'from the first worker\n' }, limitAfterWork: true, retryDelayMs: 100 } })]);
+    const plan = makePlan([
+      fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'from the first worker\n' }, limitAfterWork: true, retryDelayMs: 100 } }),
+    ]);
     const { repo, journal, env } = await setup(plan);
     const r = await runExecute(repo.dir, ['--json'], env);
     expect(r.exitCode, r.stderr).toBe(0);
-    const types = r.stdout.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { type: string }).type);
-    expect(types.filter((t) => ['task-started', 'task-paused', 'task-resumed', 'task-finished'].includes(t))).toEqual(['task-started', 'task-paused', 'task-resumed', 'task-finished']);
+    const types = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => (JSON.parse(l) as { type: string }).type);
+    expect(types.filter((t) => ['task-started', 'task-paused', 'task-resumed', 'task-finished'].includes(t))).toEqual([
+      'task-started',
+      'task-paused',
+      'task-resumed',
+      'task-finished',
+    ]);
     // The resumed worker wrote nothing: what the first one wrote, in the worktree it kept, is what landed.
     expect(await readFile(join(repo.dir, 'a.txt'), 'utf8')).toBe('from the first worker\n');
     const starts = (await journalOf(journal)).filter((l) => l.event === 'start');
@@ -381,7 +415,10 @@ describe('execute.ts with the fake worker', () => {
     const { repo, planPath, env } = await setup(plan);
     const r = await runExecute(repo.dir, ['--json', '--limit-wait', '3600'], env);
     expect(r.exitCode, r.stderr).toBe(75);
-    const events = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const events = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     // Its CLI's retries held the run as a rate limit first; the reset its last refusal named, as a usage limit.
     const hold = events.find((e) => e['type'] === 'limit' && e['change'] === 'hold' && e['limit'] === 'usage-limit')!;
     expect(String(hold['message'])).toMatch(/^waiting for the usage limit to reset at /);
@@ -424,7 +461,10 @@ describe('execute.ts with the fake worker', () => {
     const { repo, planPath } = await setup(plan);
     expect((await runExecute(repo.dir, ['--concurrency', 'zero'])).exitCode).toBe(2);
     expect((await runExecute(repo.dir, ['--bogus'])).exitCode).toBe(2);
-    await writeFile(planPath, '{"schemaVersion": 3, "goal": "x", "tasks": [{"subject": "s", "prompt": "p", "blockedBy": [4], "metadata": {"files": {"create": ["../x"], "modify": []}}}]}');
+    await writeFile(
+      planPath,
+      '{"schemaVersion": 3, "goal": "x", "tasks": [{"subject": "s", "prompt": "p", "blockedBy": [4], "metadata": {"files": {"create": ["../x"], "modify": []}}}]}',
+    );
     const bad = await runExecute(repo.dir);
     expect(bad.exitCode).toBe(2);
     expect(bad.stderr).toContain('tasks[0].blockedBy[0]: task 4 does not exist');
@@ -439,7 +479,9 @@ describe('execute.ts with the fake worker', () => {
     for (const value of ['abc', '-5', '1.5', '']) {
       const r = await runExecute(repo.dir, [], { FOREMAN_BACKOFF_MS: value });
       expect(r.exitCode, value).toBe(2);
-      expect(r.stderr.trim().split('\n'), value).toEqual([`execute: FOREMAN_BACKOFF_MS expects a whole number of milliseconds from 0 to 3600000 (1 hour), got "${value}"`]);
+      expect(r.stderr.trim().split('\n'), value).toEqual([
+        `execute: FOREMAN_BACKOFF_MS expects a whole number of milliseconds from 0 to 3600000 (1 hour), got "${value}"`,
+      ]);
     }
     expect(await readFile(planPath, 'utf8')).toBe(before);
     await expect(readFile(join(repo.dir, 'a.txt'))).rejects.toThrow();
@@ -462,7 +504,10 @@ describe('cost budgets', () => {
     const { repo, planPath, journal, env } = await setup(makePlan([t('A'), t('B'), t('C'), t('D')]));
     const r = await runExecute(repo.dir, ['--max-cost-usd', '1', '--concurrency', '1', '--json'], env);
     expect(r.exitCode).toBe(1);
-    const events = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; costUsd?: number; limitUsd?: number; reason?: string; message?: string });
+    const events = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { type: string; costUsd?: number; limitUsd?: number; reason?: string; message?: string });
     const budget = events.find((e) => e.type === 'budget-reached')!;
     expect(budget.costUsd).toBeCloseTo(1.2);
     expect(budget.limitUsd).toBe(1);
@@ -575,7 +620,7 @@ describe('approval gates and overlapping work', () => {
 });
 
 describe('changes outside the declared files', () => {
-  it('fail the attempt of the task that made them, never of other tasks, and never reach the person\'s tree', async () => {
+  it("fail the attempt of the task that made them, never of other tasks, and never reach the person's tree", async () => {
     const { repo, planPath } = await setup(
       makePlan([
         fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a', 'stray.txt': 'oops' }, sleepMs: 300 } }),
@@ -599,17 +644,30 @@ describe('changes outside the declared files', () => {
     expect(await repo.git(['show', 'HEAD:c.txt'])).toBe('c');
   });
 
-  it('are set aside by default: the task that made them completes with its declared work, named in a warning, and they never reach the person\'s tree', async () => {
+  it("are set aside by default: the task that made them completes with its declared work, named in a warning, and they never reach the person's tree", async () => {
     const { repo, planPath } = await setup(
       makePlan([
-        fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'declared work only', check: 'test -f a.txt && test ! -e stray.txt' }], fake: { write: { 'a.txt': 'a', 'stray.txt': 'oops' }, sleepMs: 300 } }),
+        fakeTask('A', {
+          create: ['a.txt'],
+          acceptance: [{ criterion: 'declared work only', check: 'test -f a.txt && test ! -e stray.txt' }],
+          fake: { write: { 'a.txt': 'a', 'stray.txt': 'oops' }, sleepMs: 300 },
+        }),
         fakeTask('C', { create: ['c.txt'], fake: { write: { 'c.txt': 'c' }, sleepMs: 300 } }),
       ]),
     );
     const r = await runExecute(repo.dir, ['--max-attempts', '1', '--json']);
     expect(r.exitCode).toBe(0);
-    const finished = r.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line)).filter((e) => e.type === 'task-finished' && e.task === 0);
-    expect(finished).toEqual([expect.objectContaining({ outcome: 'completed', warnings: [expect.stringMatching(/^changed files its task does not declare: stray\.txt \(set aside, not integrated; kept in refs\/foreman-aside\//)] })]);
+    const finished = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line))
+      .filter((e) => e.type === 'task-finished' && e.task === 0);
+    expect(finished).toEqual([
+      expect.objectContaining({
+        outcome: 'completed',
+        warnings: [expect.stringMatching(/^changed files its task does not declare: stray\.txt \(set aside, not integrated; kept in refs\/foreman-aside\//)],
+      }),
+    ]);
     expect(await repo.git(['log', '--format=', '--name-only', '--exclude=refs/foreman-aside/*', '--all'])).not.toContain('stray.txt');
     expect(existsSync(join(repo.dir, 'stray.txt'))).toBe(false);
     expect(await repo.git(['show', 'HEAD:a.txt'])).toBe('a');
@@ -619,13 +677,17 @@ describe('changes outside the declared files', () => {
 });
 
 describe('what a task needed, named and fixed (issue 40)', () => {
-  it("a blocked task that wanted an undeclared file: the run names it and the exact command, runnable from where the person is (a --repo run names its plan); plan declare --needed puts it back", async () => {
+  it('a blocked task that wanted an undeclared file: the run names it and the exact command, runnable from where the person is (a --repo run names its plan); plan declare --needed puts it back', async () => {
     const { repo, planPath } = await setup(
       makePlan([
         fakeTask('A', {
           create: ['a.txt'],
           // The refused Edit names the file in its own worktree.
-          fake: { write: { 'a.txt': 'a\n' }, permissionDenials: [{ tool_name: 'Edit', tool_input: { file_path: '$CWD/src/index.js' } }], status: 'BLOCKED: needs to modify src/index.js, which the task does not declare' },
+          fake: {
+            write: { 'a.txt': 'a\n' },
+            permissionDenials: [{ tool_name: 'Edit', tool_input: { file_path: '$CWD/src/index.js' } }],
+            status: 'BLOCKED: needs to modify src/index.js, which the task does not declare',
+          },
         }),
       ]),
       { 'src/index.js': 'export {};\n' },
@@ -639,7 +701,11 @@ describe('what a task needed, named and fixed (issue 40)', () => {
     expect(r.stdout).toMatch(new RegExp(`declare 0 --needed --plan ${planPath.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}\` \\(it needs src/index\\.js\\)`));
     const declared = await runPlanTool(repo.dir, ['declare', '0', '--needed']);
     expect(declared.exitCode).toBe(0);
-    expect((await readPlan(planPath)).tasks[0]).toMatchObject({ status: 'pending', attempts: 0, metadata: { files: { create: ['a.txt'], modify: ['src/index.js'] } } });
+    expect((await readPlan(planPath)).tasks[0]).toMatchObject({
+      status: 'pending',
+      attempts: 0,
+      metadata: { files: { create: ['a.txt'], modify: ['src/index.js'] } },
+    });
   });
 
   it('--widen adds it within the run instead: journaled, and the task runs again with no attempt counted', async () => {
@@ -656,7 +722,10 @@ describe('what a task needed, named and fixed (issue 40)', () => {
     );
     const r = await runExecute(repo.dir, ['--widen', 'src/**', '--json']);
     expect(r.exitCode, r.stdout).toBe(0);
-    const events = r.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { type: string; task?: number; outcome?: string; paths?: string[]; recheck?: boolean });
+    const events = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { type: string; task?: number; outcome?: string; paths?: string[]; recheck?: boolean });
     expect(events.find((e) => e.type === 'task-widened')).toMatchObject({ task: 0, paths: ['src/index.js'], recheck: true });
     expect(events.filter((e) => e.type === 'task-finished').map((e) => e.outcome)).toEqual(['interrupted', 'completed']);
     expect(await repo.git(['show', 'HEAD:src/index.js'])).toBe('export { feature };\n');

@@ -58,7 +58,10 @@ const cleanups: Array<() => Promise<void>> = [];
 beforeAll(async () => {
   server = await startModelServer({
     scenarios: [
-      scenario({ match: 'TASK-MARKER: greet', turns: [writeTurn('src/greet.txt', 'hello\n'), finish('greet', 'Wrote it.\nCOMPLETED: src/greet.txt says hello')] }),
+      scenario({
+        match: 'TASK-MARKER: greet',
+        turns: [writeTurn('src/greet.txt', 'hello\n'), finish('greet', 'Wrote it.\nCOMPLETED: src/greet.txt says hello')],
+      }),
       scenario({ match: 'TASK-MARKER: farewell', turns: [writeTurn('src/farewell.txt', 'bye\n'), finish('farewell', 'COMPLETED: src/farewell.txt says bye')] }),
       scenario({
         match: 'TASK-MARKER: combine',
@@ -69,7 +72,10 @@ beforeAll(async () => {
             return ok ? [toolUse('Read', { file_path: join(cwdOf(req), 'src/greet.txt') })] : [text('FAILED: no dependency results in my prompt')];
           },
           // The blockers' files must be in this worker's worktree: it starts at the integration tip.
-          (req) => (/hello/.test(req.toolResults[0]?.content ?? '') && req.toolResults[0]?.is_error === false ? writeTurn('src/both.txt', 'hello bye\n')(req) : [text('FAILED: src/greet.txt is not in my worktree')]),
+          (req) =>
+            /hello/.test(req.toolResults[0]?.content ?? '') && req.toolResults[0]?.is_error === false
+              ? writeTurn('src/both.txt', 'hello bye\n')(req)
+              : [text('FAILED: src/greet.txt is not in my worktree')],
           finish('combine', 'COMPLETED: combined'),
         ],
       }),
@@ -127,9 +133,18 @@ describe('execute.ts with the real Claude Code CLI', () => {
     expect(r.stderr).toBe('');
     expect(r.exitCode).toBe(0);
 
-    const events = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; task?: number; attempt?: number; outcome?: string; commit?: string | null; at: string; message?: string });
+    const events = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { type: string; task?: number; attempt?: number; outcome?: string; commit?: string | null; at: string; message?: string });
     const sandboxed = (await sandboxSupport()).ok;
-    if (sandboxed) expect(events.filter((e) => e.type === 'notice').map((e) => e.message).join('\n')).not.toMatch(/without the sandbox/);
+    if (sandboxed)
+      expect(
+        events
+          .filter((e) => e.type === 'notice')
+          .map((e) => e.message)
+          .join('\n'),
+      ).not.toMatch(/without the sandbox/);
 
     // Every attempt's worker ran in a worktree under FOREMAN_WORKTREES, never in the repository,
     // and workers running at the same time never shared one.

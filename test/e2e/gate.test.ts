@@ -22,32 +22,42 @@ import { fakeTask, makePlan, writePlan } from '../support/plans.ts';
 const { repos, children, tempDir } = leftovers();
 
 // The project: lib.js exports greet(), with its own test.
-const LIB = "exports.greet = (name) => `hi ${name}`;\n";
-const LIB_TEST = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { greet } = require('../lib.js');\ntest('greet', () => assert.strictEqual(greet('x'), 'hi x'));\n";
+const LIB = 'exports.greet = (name) => `hi ${name}`;\n';
+const LIB_TEST =
+  "const test = require('node:test');\nconst assert = require('node:assert');\nconst { greet } = require('../lib.js');\ntest('greet', () => assert.strictEqual(greet('x'), 'hi x'));\n";
 const PROJECT = { 'README.md': 'hello\n', 'lib.js': LIB, 'test/lib.test.js': LIB_TEST };
 
 // Task A renames greet() to hello(), and its test with it. Its retry (if it is the one blamed) keeps greet as an alias.
-const RENAMED = "exports.hello = (name) => `hi ${name}`;\n";
-const RENAMED_TEST = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { hello } = require('../lib.js');\ntest('hello', () => assert.strictEqual(hello('x'), 'hi x'));\n";
+const RENAMED = 'exports.hello = (name) => `hi ${name}`;\n';
+const RENAMED_TEST =
+  "const test = require('node:test');\nconst assert = require('node:assert');\nconst { hello } = require('../lib.js');\ntest('hello', () => assert.strictEqual(hello('x'), 'hi x'));\n";
 const RENAMED_WITH_ALIAS = `${RENAMED}exports.greet = exports.hello;\n`;
 // Task B adds src/use.js calling greet(), with its own test. Its retry calls what lib.js has now.
 const USE_GREET = "const { greet } = require('../lib.js');\nexports.welcome = (name) => greet(name).toUpperCase();\n";
 const USE_HELLO = "const { hello } = require('../lib.js');\nexports.welcome = (name) => hello(name).toUpperCase();\n";
-const USE_TEST = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { welcome } = require('../src/use.js');\ntest('welcome', () => assert.strictEqual(welcome('x'), 'HI X'));\n";
+const USE_TEST =
+  "const test = require('node:test');\nconst assert = require('node:assert');\nconst { welcome } = require('../src/use.js');\ntest('welcome', () => assert.strictEqual(welcome('x'), 'HI X'));\n";
 
 const taskA = () =>
   fakeTask('A', {
     subject: 'rename greet to hello',
     modify: ['lib.js', 'test/lib.test.js'],
     acceptance: [{ criterion: 'its own test passes', check: 'node --test test/lib.test.js' }],
-    fake: { attempts: [{ write: { 'lib.js': RENAMED, 'test/lib.test.js': RENAMED_TEST } }, { write: { 'lib.js': RENAMED_WITH_ALIAS, 'test/lib.test.js': RENAMED_TEST } }] },
+    fake: {
+      attempts: [
+        { write: { 'lib.js': RENAMED, 'test/lib.test.js': RENAMED_TEST } },
+        { write: { 'lib.js': RENAMED_WITH_ALIAS, 'test/lib.test.js': RENAMED_TEST } },
+      ],
+    },
   });
 const taskB = () =>
   fakeTask('B', {
     subject: 'welcome, using greet',
     create: ['src/use.js', 'test/use.test.js'],
     acceptance: [{ criterion: 'its own test passes', check: 'node --test test/use.test.js' }],
-    fake: { attempts: [{ write: { 'src/use.js': USE_GREET, 'test/use.test.js': USE_TEST } }, { write: { 'src/use.js': USE_HELLO, 'test/use.test.js': USE_TEST } }] },
+    fake: {
+      attempts: [{ write: { 'src/use.js': USE_GREET, 'test/use.test.js': USE_TEST } }, { write: { 'src/use.js': USE_HELLO, 'test/use.test.js': USE_TEST } }],
+    },
   });
 
 async function setup(plan: Plan, files: Record<string, string> = PROJECT) {
@@ -66,11 +76,16 @@ async function runEvents(repo: TempGitRepo): Promise<RunEvent[]> {
 }
 
 const gateFinished = (events: RunEvent[]) => events.filter((e): e is Extract<RunEvent, { type: 'gate-finished' }> => e.type === 'gate-finished');
-const startsOf = async (journal: string, marker: string) => (await fakeEvents(journal)).filter((e) => e.event === 'start' && e.taskMarker === marker).map((e) => e.attempt);
-const foremanRefs = async (repo: TempGitRepo) => (await repo.git(['for-each-ref', '--format=%(refname)', 'refs/foreman/', 'refs/foreman-awaiting/', 'refs/foreman-candidate/'])).split('\n').filter(Boolean);
+const startsOf = async (journal: string, marker: string) =>
+  (await fakeEvents(journal)).filter((e) => e.event === 'start' && e.taskMarker === marker).map((e) => e.attempt);
+const foremanRefs = async (repo: TempGitRepo) =>
+  (await repo.git(['for-each-ref', '--format=%(refname)', 'refs/foreman/', 'refs/foreman-awaiting/', 'refs/foreman-candidate/'])).split('\n').filter(Boolean);
 
 /** Runs `command` on the files of every commit of the branch (each extracted on its own, outside the repository). */
-async function everyCommitRunning(repo: TempGitRepo, command: string): Promise<Array<{ commit: string; subject: string; exitCode: number | undefined; output: string }>> {
+async function everyCommitRunning(
+  repo: TempGitRepo,
+  command: string,
+): Promise<Array<{ commit: string; subject: string; exitCode: number | undefined; output: string }>> {
   const commits = (await repo.git(['rev-list', '--reverse', 'HEAD'])).split('\n').filter(Boolean);
   const results = [];
   for (const commit of commits) {
@@ -101,7 +116,9 @@ describe('the merge queue', () => {
     const culprit = culprits[0]!;
     const marker = culprit === 0 ? 'A' : 'B';
     const other = culprit === 0 ? 'B' : 'A';
-    expect(gate.some((g) => !g.passed && g.output !== undefined && /greet is not a function|hello is not a function|is not a function/.test(g.output))).toBe(true);
+    expect(gate.some((g) => !g.passed && g.output !== undefined && /greet is not a function|hello is not a function|is not a function/.test(g.output))).toBe(
+      true,
+    );
     expect(await startsOf(journal, marker)).toEqual([1, 2]);
     expect(await startsOf(journal, other)).toEqual([1]);
 
@@ -129,7 +146,10 @@ describe('the merge queue', () => {
 
   it('a red baseline is refused (exit 2) before any worker starts; --no-gate runs the plan anyway', async () => {
     const red = { ...PROJECT, 'test/lib.test.js': LIB_TEST.replace("'hi x'", "'bye x'") };
-    const { repo, journal, env } = await setup(makePlan([fakeTask('C', { create: ['c.txt'], fake: { write: { 'c.txt': 'c\n' } } })], { context: { testCommand: 'node --test' } }), red);
+    const { repo, journal, env } = await setup(
+      makePlan([fakeTask('C', { create: ['c.txt'], fake: { write: { 'c.txt': 'c\n' } } })], { context: { testCommand: 'node --test' } }),
+      red,
+    );
     const startHead = (await repo.git(['rev-parse', 'HEAD'])).trim();
 
     const refused = await runExecute(repo.dir, ['--sandbox', 'off'], env);
@@ -140,9 +160,19 @@ describe('the merge queue', () => {
     expect(await fakeEvents(journal)).toEqual([]);
     // The journal ends the run as the in-session steps do (test/skills/lead-gate.test.ts): refused, exit 2.
     const finished = (await runEvents(repo)).filter((e) => e.type === 'run-finished');
-    expect(finished).toEqual([expect.objectContaining({ reason: 'failures', exitCode: 2, message: expect.stringMatching(/^the gate `node --test` already fails on the starting commit, before any task ran, so it would blame every task; nothing was started\./) })]);
+    expect(finished).toEqual([
+      expect.objectContaining({
+        reason: 'failures',
+        exitCode: 2,
+        message: expect.stringMatching(
+          /^the gate `node --test` already fails on the starting commit, before any task ran, so it would blame every task; nothing was started\./,
+        ),
+      }),
+    ]);
     // Running again is refused again until the gate passes: it says what to do, not to resume.
-    expect(finished[0]!.message).toMatch(/\. Fix the failure \(or run with --no-gate, or --gate CMD for a command that passes\), then run the same command again$/);
+    expect(finished[0]!.message).toMatch(
+      /\. Fix the failure \(or run with --no-gate, or --gate CMD for a command that passes\), then run the same command again$/,
+    );
     expect(existsSync(join(repo.dir, '.design/worker-0.log'))).toBe(false);
     expect((await repo.git(['rev-parse', 'HEAD'])).trim()).toBe(startHead);
 
@@ -155,7 +185,9 @@ describe('the merge queue', () => {
   it('a flaky gate (fails the first time it tests the work, then passes) fails no task', async () => {
     const marks = await tempDir('foreman-gate-flaky-');
     const flaky = `if [ -e c.txt ] && [ ! -e '${join(marks, 'failed-once')}' ]; then touch '${join(marks, 'failed-once')}'; echo 'flaky: the first run fails'; exit 1; fi; node --test`;
-    const { repo, journal, env } = await setup(makePlan([fakeTask('C', { create: ['c.txt'], fake: { write: { 'c.txt': 'c\n' } } })], { context: { testCommand: flaky } }));
+    const { repo, journal, env } = await setup(
+      makePlan([fakeTask('C', { create: ['c.txt'], fake: { write: { 'c.txt': 'c\n' } } })], { context: { testCommand: flaky } }),
+    );
     const r = await runExecute(repo.dir, ['--sandbox', 'off'], env);
     expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(0);
     expect(existsSync(join(marks, 'failed-once'))).toBe(true);
@@ -236,10 +268,9 @@ describe('the merge queue', () => {
   });
 
   it('approved work is gated after approval: approve records it, the next run tests it before it integrates', async () => {
-    const plan = makePlan(
-      [fakeTask('G', { create: ['g.js'], gate: 'human-approval', fake: { write: { 'g.js': 'module.exports = 1;\n' } } })],
-      { context: { testCommand: 'node --test' } },
-    );
+    const plan = makePlan([fakeTask('G', { create: ['g.js'], gate: 'human-approval', fake: { write: { 'g.js': 'module.exports = 1;\n' } } })], {
+      context: { testCommand: 'node --test' },
+    });
     const { repo, env } = await setup(plan);
     const first = await runExecute(repo.dir, ['--sandbox', 'off'], env);
     expect(first.exitCode, `${first.stdout}\n${first.stderr}`).toBe(1);
@@ -260,10 +291,11 @@ describe('the merge queue', () => {
   });
 
   it('speculation: a dependant starts on its blocker’s candidate; the blocker is the culprit, so the dependant is cancelled, redone after the fix, and every commit is green', async () => {
-    const broken = "exports.greet = (name) => `bye ${name}`;\n";
-    const fixed = "exports.greet = (name) => `hi ${name}`;\nexports.shout = (name) => `HI ${name}`;\n";
+    const broken = 'exports.greet = (name) => `bye ${name}`;\n';
+    const fixed = 'exports.greet = (name) => `hi ${name}`;\nexports.shout = (name) => `HI ${name}`;\n';
     const usesShout = "const { shout } = require('../lib.js');\nexports.loud = (name) => shout(name) + '!';\n";
-    const loudTest = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { loud } = require('../src/loud.js');\ntest('loud', () => assert.strictEqual(loud('x'), 'HI x!'));\n";
+    const loudTest =
+      "const test = require('node:test');\nconst assert = require('node:assert');\nconst { loud } = require('../src/loud.js');\ntest('loud', () => assert.strictEqual(loud('x'), 'HI x!'));\n";
     // The blocker's fix also leaves a word outside the repository, and the dependant waits for it:
     // its speculative attempt is still running when the blocker is blamed, however slow the
     // machine (a fixed sleep was outlasted by the gate on a loaded one), and its redo, after the
@@ -272,7 +304,7 @@ describe('the merge queue', () => {
     const blocker = fakeTask('A', {
       subject: 'add shout',
       modify: ['lib.js'],
-      acceptance: [{ criterion: 'it loads', check: "node -e \"require('./lib.js')\"" }],
+      acceptance: [{ criterion: 'it loads', check: 'node -e "require(\'./lib.js\')"' }],
       fake: { attempts: [{ write: { 'lib.js': broken } }, { write: { 'lib.js': fixed, [fixDone]: '' } }] },
     });
     const dependant = fakeTask('B', {
@@ -309,10 +341,11 @@ describe('the merge queue', () => {
   });
 
   it('a run killed mid-speculation resumes with the dependant’s candidate on the stack it was built on: its blocker blamed after the restart, it is cancelled and redone, never integrated before it', async () => {
-    const broken = "exports.greet = (name) => `bye ${name}`;\n";
-    const fixed = "exports.greet = (name) => `hi ${name}`;\nexports.shout = (name) => `HI ${name}`;\n";
+    const broken = 'exports.greet = (name) => `bye ${name}`;\n';
+    const fixed = 'exports.greet = (name) => `hi ${name}`;\nexports.shout = (name) => `HI ${name}`;\n';
     const usesShout = "const { shout } = require('../lib.js');\nexports.loud = (name) => shout(name) + '!';\n";
-    const loudTest = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { loud } = require('../src/loud.js');\ntest('loud', () => assert.strictEqual(loud('x'), 'HI x!'));\n";
+    const loudTest =
+      "const test = require('node:test');\nconst assert = require('node:assert');\nconst { loud } = require('../src/loud.js');\ntest('loud', () => assert.strictEqual(loud('x'), 'HI x!'));\n";
     const marks = await tempDir('foreman-gate-speculation-killed-');
     const first = join(marks, 'first-run');
     const running = join(marks, 'gate-running');
@@ -320,7 +353,7 @@ describe('the merge queue', () => {
     const blocker = fakeTask('A', {
       subject: 'add shout',
       modify: ['lib.js'],
-      acceptance: [{ criterion: 'it loads', check: "node -e \"require('./lib.js')\"" }],
+      acceptance: [{ criterion: 'it loads', check: 'node -e "require(\'./lib.js\')"' }],
       fake: { attempts: [{ write: { 'lib.js': broken } }, { write: { 'lib.js': fixed } }] },
     });
     const dependant = fakeTask('B', {
@@ -344,7 +377,12 @@ describe('the merge queue', () => {
     ].join('\n');
     await writePlan(repo.dir, makePlan([blocker, dependant], { context: { testCommand: gateCommand } }));
 
-    const child = execa('node', [...nodeArgsFor(executeScript), '--claude-bin', fakeWorker, '--sandbox', 'off', '--concurrency', '2'], { cwd: repo.dir, reject: false, stdin: 'ignore', env: { NO_COLOR: '1', ...env } });
+    const child = execa('node', [...nodeArgsFor(executeScript), '--claude-bin', fakeWorker, '--sandbox', 'off', '--concurrency', '2'], {
+      cwd: repo.dir,
+      reject: false,
+      stdin: 'ignore',
+      env: { NO_COLOR: '1', ...env },
+    });
     children.push(child);
     const deadline = Date.now() + 40_000;
     while (!existsSync(running) || (await readFile(running, 'utf8')).trim() === '') {
@@ -356,8 +394,14 @@ describe('the merge queue', () => {
 
     // Both candidates held; B's names the stack it was built on: A's candidate.
     const refs = await foremanRefs(repo);
-    const planId = refs.find((ref) => ref.startsWith('refs/foreman/'))!.split('/').pop()!;
-    expect(refs.filter((ref) => ref.startsWith('refs/foreman-candidate/')).sort()).toEqual([`refs/foreman-candidate/${planId}/0`, `refs/foreman-candidate/${planId}/1`]);
+    const planId = refs
+      .find((ref) => ref.startsWith('refs/foreman/'))!
+      .split('/')
+      .pop()!;
+    expect(refs.filter((ref) => ref.startsWith('refs/foreman-candidate/')).sort()).toEqual([
+      `refs/foreman-candidate/${planId}/0`,
+      `refs/foreman-candidate/${planId}/1`,
+    ]);
     expect((await repo.git(['log', '-1', '--format=%(trailers:key=Foreman-Stack,valueonly)', `refs/foreman-candidate/${planId}/1`])).trim()).toBe('0');
     expect((await runEvents(repo)).find((e) => e.type === 'task-started' && e.task === 1)).toMatchObject({ stack: [0] });
 
@@ -370,7 +414,9 @@ describe('the merge queue', () => {
     // A was blamed by the resumed run's gate; B, held on A's candidate, was cancelled in the queue, not gated without A.
     expect(gateFinished(resumedEvents).some((g) => g.culprit === 0)).toBe(true);
     expect(gateFinished(resumedEvents).some((g) => g.culprit === 1)).toBe(false);
-    expect(resumedEvents.filter((e) => e.type === 'speculation-cancelled').map((e) => e.type === 'speculation-cancelled' && [e.task, e.stack, e.stage])).toEqual([[1, [0], 'queued']]);
+    expect(
+      resumedEvents.filter((e) => e.type === 'speculation-cancelled').map((e) => e.type === 'speculation-cancelled' && [e.task, e.stack, e.stage]),
+    ).toEqual([[1, [0], 'queued']]);
     // Not an attempt: B ran as attempt 1 again; A's blamed attempt was retried.
     expect(await startsOf(journal, 'B')).toEqual([1, 1]);
     expect(await startsOf(journal, 'A')).toEqual([1, 2]);

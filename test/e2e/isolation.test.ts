@@ -26,13 +26,17 @@ async function setup(plan: Plan, files?: Record<string, string>) {
 const start = (dir: string, args: string[], env: Record<string, string>) => startExecute(dir, args, env, children);
 
 const started = (events: FakeEvent[], marker: string) => events.some((e) => e.event === 'start' && e.taskMarker === marker);
-const foremanRefs = async (repo: TempGitRepo) => (await repo.git(['for-each-ref', '--format=%(refname)', 'refs/foreman/', 'refs/foreman-awaiting/'])).split('\n').filter(Boolean);
+const foremanRefs = async (repo: TempGitRepo) =>
+  (await repo.git(['for-each-ref', '--format=%(refname)', 'refs/foreman/', 'refs/foreman-awaiting/'])).split('\n').filter(Boolean);
 const worktreeDirs = async (repo: TempGitRepo) => [...(await repo.git(['worktree', 'list', '--porcelain'])).matchAll(/^worktree (.*)$/gm)].map((m) => m[1]!);
 const head = async (repo: TempGitRepo) => (await repo.git(['rev-parse', 'HEAD'])).trim();
 
 /** Files git lists in the working tree (tracked and untracked, not ignored), outside .design/. */
 async function treeFiles(repo: TempGitRepo): Promise<string[]> {
-  return (await repo.git(['ls-files', '-co', '--exclude-standard'])).split('\n').filter((f) => f && !f.startsWith('.design/')).sort();
+  return (await repo.git(['ls-files', '-co', '--exclude-standard']))
+    .split('\n')
+    .filter((f) => f && !f.startsWith('.design/'))
+    .sort();
 }
 
 /** A finished, landed plan leaves no worktree registered, no foreman ref and nothing in the worktree root. */
@@ -73,9 +77,11 @@ describe('every attempt in a worktree of its own', () => {
     await expectNothingLeft(repo, worktrees);
   });
 
-  it('a worktree is a clone of its own borrowing the repository\'s objects while its worker runs, detached at the integration tip', async () => {
+  it("a worktree is a clone of its own borrowing the repository's objects while its worker runs, detached at the integration tip", async () => {
     const signals = await tempDir('foreman-iso-signals-');
-    const { repo, journal, env } = await setup(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n' }, waitForFile: join(signals, 'go') } })]));
+    const { repo, journal, env } = await setup(
+      makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n' }, waitForFile: join(signals, 'go') } })]),
+    );
     const startHead = await head(repo);
     const child = start(repo.dir, [], env);
     await waitFor('A to start', async () => started(await fakeEvents(journal), 'A'));
@@ -162,10 +168,7 @@ describe('changes outside the declared files', () => {
         fakeTask('A', {
           create: ['a.txt'],
           fake: {
-            attempts: [
-              { write: { 'a.txt': 'a\n', 'junk/stray.txt': 'oops\n', 'README.md': 'overwritten\n' } },
-              { write: { 'a.txt': 'a\n' } },
-            ],
+            attempts: [{ write: { 'a.txt': 'a\n', 'junk/stray.txt': 'oops\n', 'README.md': 'overwritten\n' } }, { write: { 'a.txt': 'a\n' } }],
           },
         }),
       ]),
@@ -222,18 +225,34 @@ describe('changes outside the declared files, set aside (the default)', () => {
     const { repo, planPath, env } = await setup(
       makePlan([
         // A tool's side effect (a rewritten lockfile) beside the declared work: its check passes without it.
-        fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'lockfile as committed', check: 'grep -q committed lock.json && test -f a.txt' }], fake: { write: { 'a.txt': 'a\n', 'lock.json': 'rewritten\n' } } }),
+        fakeTask('A', {
+          create: ['a.txt'],
+          acceptance: [{ criterion: 'lockfile as committed', check: 'grep -q committed lock.json && test -f a.txt' }],
+          fake: { write: { 'a.txt': 'a\n', 'lock.json': 'rewritten\n' } },
+        }),
         // A worker that needs an undeclared file: both attempts write it through the shell, and the check needs it.
-        fakeTask('B', { create: ['b.txt'], acceptance: [{ criterion: 'needs index', check: 'grep -q b index.txt' }], fake: { write: { 'b.txt': 'b\n', 'index.txt': 'b\n' } } }),
+        fakeTask('B', {
+          create: ['b.txt'],
+          acceptance: [{ criterion: 'needs index', check: 'grep -q b index.txt' }],
+          fake: { write: { 'b.txt': 'b\n', 'index.txt': 'b\n' } },
+        }),
       ]),
       { 'README.md': 'hello\n', 'lock.json': 'committed\n', 'index.txt': 'index\n' },
     );
     const prompts = join(signals, 'prompts');
     const r = await runExecute(repo.dir, ['--json', '--max-attempts', '3'], { ...env, FAKE_WORKER_PROMPTS: prompts });
     expect(r.exitCode, r.stdout).toBe(1);
-    const events = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; task?: number; outcome?: string; reason?: string; warnings?: string[] });
+    const events = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { type: string; task?: number; outcome?: string; reason?: string; warnings?: string[] });
     const finished = (task: number) => events.filter((e) => e.type === 'task-finished' && e.task === task);
-    expect(finished(0)).toEqual([expect.objectContaining({ outcome: 'completed', warnings: [expect.stringContaining('changed files its task does not declare: lock.json (set aside, not integrated')] })]);
+    expect(finished(0)).toEqual([
+      expect.objectContaining({
+        outcome: 'completed',
+        warnings: [expect.stringContaining('changed files its task does not declare: lock.json (set aside, not integrated')],
+      }),
+    ]);
     expect(await repo.git(['show', 'HEAD:a.txt'])).toBe('a\n');
     expect(await readFile(join(repo.dir, 'lock.json'), 'utf8')).toBe('committed\n');
     // B: the first attempt fails its check, naming the file; the retry is told what to do; the second ends it blocked.
@@ -305,7 +324,13 @@ describe('the person’s edits during a run', () => {
 
   it('uncommitted changes at the start get a notice, are not seen by workers, and survive', async () => {
     const { repo, env, journal, worktrees } = await setup(
-      makePlan([fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'the committed notes', check: 'grep -qx notes notes.txt && ! grep -q draft notes.txt' }], fake: { write: { 'a.txt': 'a\n' } } })]),
+      makePlan([
+        fakeTask('A', {
+          create: ['a.txt'],
+          acceptance: [{ criterion: 'the committed notes', check: 'grep -qx notes notes.txt && ! grep -q draft notes.txt' }],
+          fake: { write: { 'a.txt': 'a\n' } },
+        }),
+      ]),
       { 'README.md': 'hello\n', 'notes.txt': 'notes\n' },
     );
     await writeFile(join(repo.dir, 'notes.txt'), 'notes\ndraft\n');
@@ -325,8 +350,18 @@ describe('approval gates', () => {
   it('gated work waits on its own ref, nothing of it in the person’s tree; approving lands it, and the refs go', async () => {
     const { repo, planPath, env, worktrees } = await setup(
       makePlan([
-        fakeTask('G', { create: ['g.txt'], modify: ['notes.txt'], gate: 'human-approval', fake: { write: { 'g.txt': 'g\n' }, append: { 'notes.txt': 'G\n' } } }),
-        fakeTask('H', { create: ['h.txt'], blockedBy: [0], acceptance: [{ criterion: 'sees G', check: 'test -f g.txt' }], fake: { write: { 'h.txt': 'h\n' } } }),
+        fakeTask('G', {
+          create: ['g.txt'],
+          modify: ['notes.txt'],
+          gate: 'human-approval',
+          fake: { write: { 'g.txt': 'g\n' }, append: { 'notes.txt': 'G\n' } },
+        }),
+        fakeTask('H', {
+          create: ['h.txt'],
+          blockedBy: [0],
+          acceptance: [{ criterion: 'sees G', check: 'test -f g.txt' }],
+          fake: { write: { 'h.txt': 'h\n' } },
+        }),
         fakeTask('I', { create: ['i.txt'], fake: { write: { 'i.txt': 'i\n' } } }),
       ]),
       { 'README.md': 'hello\n', 'notes.txt': 'notes\n' },

@@ -75,10 +75,7 @@ beforeAll(async () => {
           },
         ],
       }),
-      ...variants('TASK-VARIANT', [
-        { when: 'This is attempt 2', turns: [[text('COMPLETED: second attempt')]] },
-        { turns: [[text('FAILED: first attempt')]] },
-      ]),
+      ...variants('TASK-VARIANT', [{ when: 'This is attempt 2', turns: [[text('COMPLETED: second attempt')]] }, { turns: [[text('FAILED: first attempt')]] }]),
       ...['A', 'B', 'C'].map((id) =>
         scenario({
           name: `parallel ${id}`,
@@ -147,7 +144,10 @@ describe('real claude CLI against the scripted model', () => {
     expect(init).toMatchObject({ type: 'system', subtype: 'init', cwd, permissionMode: 'dontAsk', claude_code_version: '2.1.330' });
     expect(init?.['model']).toMatch(/^claude-haiku-/);
 
-    const toolUses = run.events.filter((e) => e.type === 'assistant').flatMap((e) => e['message'].content).filter((c: any) => c.type === 'tool_use');
+    const toolUses = run.events
+      .filter((e) => e.type === 'assistant')
+      .flatMap((e) => e['message'].content)
+      .filter((c: any) => c.type === 'tool_use');
     expect(toolUses.map((c: any) => c.name)).toEqual(['Write']);
     const toolResult = run.events.find((e) => e.type === 'user')?.['message'].content[0];
     expect(toolResult).toMatchObject({ type: 'tool_result' });

@@ -40,7 +40,10 @@ describe('operator tools on a real run', () => {
     const { repo } = await setup(plan);
     const r = await runExecute(repo.dir, ['--json', '--max-attempts', '2']);
     expect(r.exitCode).toBe(1);
-    const streamed = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as RunEvent);
+    const streamed = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as RunEvent);
     expectValid(streamed);
     expect(streamed.some((e) => e.type === 'task-activity')).toBe(true);
 
@@ -89,19 +92,31 @@ describe('operator tools on a real run', () => {
     const { repo, planPath } = await setup(plan);
     const first = await runExecute(repo.dir, ['--json']);
     expect(first.exitCode).toBe(1);
-    expectValid(first.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)));
+    expectValid(
+      first.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l)),
+    );
     expect((await readPlan(planPath)).tasks[0]!.status).toBe('awaiting_approval');
 
     expect((await runPlanTool(repo.dir, ['retry', '0'])).exitCode).toBe(2);
     const approve = await runPlanTool(repo.dir, ['approve', '0']);
     expect(approve.exitCode).toBe(0);
     // Its parked work is integrated and landed at once.
-    expect(approve.stdout).toMatch(/^task 0 \(task G\): awaiting_approval → completed — approved; its work was integrated \(([0-9a-f]{12})\)\nlanded 1 file on main \(\1\): g\.txt$/);
+    expect(approve.stdout).toMatch(
+      /^task 0 \(task G\): awaiting_approval → completed — approved; its work was integrated \(([0-9a-f]{12})\)\nlanded 1 file on main \(\1\): g\.txt$/,
+    );
     expect(readFileSync(join(repo.dir, 'g.txt'), 'utf8')).toBe('g\n');
 
     const second = await runExecute(repo.dir, ['--json']);
     expect(second.exitCode).toBe(0);
-    expectValid(second.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)));
+    expectValid(
+      second.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l)),
+    );
     // A finished plan is archived.
     const archives = readdirSync(join(repo.dir, '.design/history')).filter((f) => f.endsWith('-plan.json'));
     expect(archives).toHaveLength(1);

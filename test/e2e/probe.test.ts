@@ -55,7 +55,9 @@ describe('plan probe', () => {
   });
 
   it.runIf(sandbox.ok)("--sandbox on holds its checks to the person's Read deny rules, and says the one it cannot hold", async () => {
-    const { repo } = await setup(makePlan([fakeTask('S', { create: ['s.txt'], acceptance: [check('grep -q here present.txt')], fake: { write: { 's.txt': 's\n' } } })]));
+    const { repo } = await setup(
+      makePlan([fakeTask('S', { create: ['s.txt'], acceptance: [check('grep -q here present.txt')], fake: { write: { 's.txt': 's\n' } } })]),
+    );
     // Unsandboxed, the check passes before any work (vacuous); with present.txt's reads denied, it fails.
     await mkdir(join(repo.dir, '.claude'));
     await writeFile(join(repo.dir, '.claude/settings.local.json'), JSON.stringify({ permissions: { deny: ['Read(./present.txt)', 'Read(//**/*.pem)'] } }));
@@ -87,7 +89,10 @@ describe('execute probes at setup', () => {
     expect(r.stderr).toMatch(/task 1: `tesst -f b.txt`/);
     expect(await fakeEvents(journal)).toEqual([]);
     const plan = await readPlan(planPath);
-    expect(plan.tasks.map((t) => [t.status ?? 'pending', t.attempts ?? 0])).toEqual([['pending', 0], ['pending', 0]]);
+    expect(plan.tasks.map((t) => [t.status ?? 'pending', t.attempts ?? 0])).toEqual([
+      ['pending', 0],
+      ['pending', 0],
+    ]);
     // Said as it starts; the run never started, so nothing of it is journaled.
     expect(r.stdout).toMatch(/probing 2 acceptance checks/);
     expect(existsSync(join(repo.dir, '.design/events.jsonl')) ? await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8') : '').not.toMatch(/run-started/);
@@ -100,7 +105,10 @@ describe('execute probes at setup', () => {
     expect(r.stdout.match(/probing 1 acceptance check/g)).toHaveLength(1);
     expect(r.stdout.split('\n')[0]).toMatch(/^foreman: probing 1 acceptance check/);
     const journal = await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8');
-    const events = journal.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { type: string; message?: string });
+    const events = journal
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { type: string; message?: string });
     expect(events.filter((e) => e.type === 'notice' && e.message?.startsWith('probing 1 acceptance check'))).toHaveLength(1);
     expect(events.findIndex((e) => e.type === 'run-started')).toBeLessThan(events.findIndex((e) => e.message?.startsWith('probing') === true));
   });
@@ -117,11 +125,22 @@ describe('execute probes at setup', () => {
     const warned = await setup(makePlan([proven(), vacuous()]));
     const r = await runExecute(warned.repo.dir, ['--json'], warned.env);
     expect(r.exitCode, r.stderr).toBe(0);
-    const notices = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; level?: string; message?: string }).filter((e) => e.type === 'notice');
+    const notices = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { type: string; level?: string; message?: string })
+      .filter((e) => e.type === 'notice');
     // With --json, stdout is events only: the first line is a notice among them.
     expect(notices.filter((n) => n.message?.startsWith('probing 2 acceptance checks'))).toHaveLength(1);
-    expect(notices).toContainEqual(expect.objectContaining({ level: 'warning', message: expect.stringMatching(/^task 1 \(task V\): every acceptance check passes before the work is done/) }));
-    expect(notices).toContainEqual(expect.objectContaining({ level: 'warning', message: expect.stringMatching(/^probe found problems: .* \(on [0-9a-f]{12}, \S+\)/) }));
+    expect(notices).toContainEqual(
+      expect.objectContaining({
+        level: 'warning',
+        message: expect.stringMatching(/^task 1 \(task V\): every acceptance check passes before the work is done/),
+      }),
+    );
+    expect(notices).toContainEqual(
+      expect.objectContaining({ level: 'warning', message: expect.stringMatching(/^probe found problems: .* \(on [0-9a-f]{12}, \S+\)/) }),
+    );
 
     const strict = await setup(makePlan([proven(), vacuous()]));
     const s = await runExecute(strict.repo.dir, ['--strict'], strict.env);

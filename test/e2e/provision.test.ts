@@ -37,8 +37,8 @@ interface JsonEvent {
   message?: string;
 }
 
-describe('provisioning worktrees with the plan\'s setup command (npm ci, a real devDependency)', () => {
-  it('parallel tasks pass their npm test checks first time; a task that adds a dependency makes the setup run again for the tasks after it; nothing installed reaches the person\'s tree', async () => {
+describe("provisioning worktrees with the plan's setup command (npm ci, a real devDependency)", () => {
+  it("parallel tasks pass their npm test checks first time; a task that adds a dependency makes the setup run again for the tasks after it; nothing installed reaches the person's tree", async () => {
     const withMs = { 'package.json': await read('with-ms/package.json'), 'package-lock.json': await read('with-ms/package-lock.json') };
     const plan: Plan = makePlan(
       [
@@ -52,12 +52,21 @@ describe('provisioning worktrees with the plan\'s setup command (npm ci, a real 
           fake: { write: withMs, status: 'COMPLETED: added the dependency ms' },
         }),
         // Both after add-ms, in parallel, in the two worktrees the tasks before them used.
-        moduleTask('duration', "const ms = require('ms');\nexports.duration = (seconds) => ms(seconds * 1000);", "assert.strictEqual(duration(2), '2s');\n  assert.ok(isNumber(ms('2s')));", { blockedBy: [2], requires: ['ms'] }),
+        moduleTask(
+          'duration',
+          "const ms = require('ms');\nexports.duration = (seconds) => ms(seconds * 1000);",
+          "assert.strictEqual(duration(2), '2s');\n  assert.ok(isNumber(ms('2s')));",
+          { blockedBy: [2], requires: ['ms'] },
+        ),
         moduleTask('cube', 'exports.cube = (n) => n * n * n;', 'assert.ok(isNumber(cube(2)));\n  assert.strictEqual(cube(2), 8);', { blockedBy: [2] }),
       ],
       { context: { setupCommand: 'npm ci', testCommand: 'npm test' } },
     );
-    const files: Record<string, string> = { '.gitignore': await read('.gitignore'), 'package.json': await read('package.json'), 'package-lock.json': await read('package-lock.json') };
+    const files: Record<string, string> = {
+      '.gitignore': await read('.gitignore'),
+      'package.json': await read('package.json'),
+      'package-lock.json': await read('package-lock.json'),
+    };
     const { repo, journal, env } = await repoWithPlan(plan, repos, files);
 
     // The default --sandbox (auto): where the sandbox works, `npm ci` runs in it and reaches the
@@ -68,7 +77,10 @@ describe('provisioning worktrees with the plan\'s setup command (npm ci, a real 
     const r = await runExecute(repo.dir, ['--json', '--concurrency', '2', '--no-speculate'], env);
     expect(r.stderr).toBe('');
     expect(r.exitCode, r.stdout).toBe(0);
-    const events = r.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as JsonEvent);
+    const events = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as JsonEvent);
 
     // Every task passed its checks on its first attempt: the worktrees had is-number (and, after add-ms, ms).
     const finished = events.filter((e) => e.type === 'task-finished');
@@ -98,7 +110,19 @@ describe('provisioning worktrees with the plan\'s setup command (npm ci, a real 
     // Everything landed in the person's repository, committed; nothing installed or built there.
     expect(JSON.parse(await readFile(join(repo.dir, 'package.json'), 'utf8')).dependencies).toEqual({ ms: '2.1.3' });
     const tracked = (await repo.git(['ls-files'])).split('\n').filter(Boolean).sort();
-    expect(tracked).toEqual(['.gitignore', 'package-lock.json', 'package.json', 'src/cube.js', 'src/duration.js', 'src/square.js', 'src/sum.js', 'test/cube.test.js', 'test/duration.test.js', 'test/square.test.js', 'test/sum.test.js']);
+    expect(tracked).toEqual([
+      '.gitignore',
+      'package-lock.json',
+      'package.json',
+      'src/cube.js',
+      'src/duration.js',
+      'src/square.js',
+      'src/sum.js',
+      'test/cube.test.js',
+      'test/duration.test.js',
+      'test/square.test.js',
+      'test/sum.test.js',
+    ]);
     expect(existsSync(join(repo.dir, 'node_modules'))).toBe(false);
     const status = (await repo.git(['status', '--porcelain', '--ignored', '--untracked-files=all'])).split('\n').filter(Boolean);
     expect(status.filter((line) => !line.slice(3).startsWith('.design/'))).toEqual([]);

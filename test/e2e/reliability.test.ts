@@ -24,7 +24,6 @@ const setup = (plan: Plan, files?: Record<string, string>) => repoWithPlan(plan,
 
 const start = (dir: string, journal: string, args: string[] = []) => startExecute(dir, args, { FAKE_WORKER_JOURNAL: journal }, children);
 
-
 const waitFor = (what: string, check: () => Promise<boolean>, timeoutMs = 20_000) => waitForIt(what, check, timeoutMs);
 
 const allPids = (events: FakeEvent[]) => [...new Set(events.flatMap((e) => [e.pid, e.childPid].filter((p): p is number => typeof p === 'number')))];
@@ -102,7 +101,9 @@ describe('interrupts', () => {
     const child = start(repo.dir, journal);
     await waitFor('both workers and their children', async () => (await fakeEvents(journal)).filter((e) => e.event === 'child').length >= 2);
     child.kill('SIGTERM');
-    await waitFor('the drain to be journaled', async () => (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8').catch(() => '')).includes('"draining"'));
+    await waitFor('the drain to be journaled', async () =>
+      (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8').catch(() => '')).includes('"draining"'),
+    );
     // Draining: the hanging workers are left to finish.
     expect(allPids(await fakeEvents(journal)).filter(alive).length).toBeGreaterThanOrEqual(2);
     child.kill('SIGTERM');
@@ -168,7 +169,9 @@ describe('nothing left running after a crash', () => {
   it('an acceptance check orphaned by kill -9 of the run is ended by the next run and never writes', async () => {
     const { scratch, pidFile, check } = await sleepyCheck();
     try {
-      const { repo, journal } = await setup(makePlan([fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a exists', check }], fake: { write: { 'a.txt': 'a\n' } } })]));
+      const { repo, journal } = await setup(
+        makePlan([fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a exists', check }], fake: { write: { 'a.txt': 'a\n' } } })]),
+      );
       const child = start(repo.dir, journal, ['--sandbox', 'off']);
       await waitFor('the acceptance check to start', async () => existsSync(pidFile) && (await readFile(pidFile, 'utf8')).trim() !== '');
       const checkGroup = Number((await readFile(pidFile, 'utf8')).trim());
@@ -205,7 +208,12 @@ describe('nothing left running after a crash', () => {
       await writeFile(join(agent.dir, 'a.txt'), 'a\n');
       const results = join(scratch, 'results.json');
       await writeFile(results, JSON.stringify([{ task: 0, output: 'COMPLETED: made a', worktree: agent.dir }]));
-      const finalize = execa('node', [...nodeArgsFor(planScript), 'finalize', '--results', results], { cwd: repo.dir, reject: false, stdin: 'ignore', env: unsandboxed });
+      const finalize = execa('node', [...nodeArgsFor(planScript), 'finalize', '--results', results], {
+        cwd: repo.dir,
+        reject: false,
+        stdin: 'ignore',
+        env: unsandboxed,
+      });
       children.push(finalize);
       await waitFor('the acceptance check to start', async () => existsSync(pidFile) && (await readFile(pidFile, 'utf8')).trim() !== '');
       const checkGroup = Number((await readFile(pidFile, 'utf8')).trim());
@@ -221,7 +229,10 @@ describe('nothing left running after a crash', () => {
       const r = await runPlanTool(repo.dir, ['setup'], unsandboxed);
       expect(r.exitCode, r.stderr).toBe(0);
       const out = JSON.parse(r.stdout) as { notices: Array<{ level: string; message: string }>; reset: number[] };
-      expect(out.notices).toContainEqual({ level: 'warning', message: `stopped 1 process group(s) left running by an earlier run: the acceptance check of task 0 (\`${check}\`)` });
+      expect(out.notices).toContainEqual({
+        level: 'warning',
+        message: `stopped 1 process group(s) left running by an earlier run: the acceptance check of task 0 (\`${check}\`)`,
+      });
       expect(out.reset).toEqual([0]);
       expect(groupAlive(checkGroup)).toBe(false);
       expect((await readPlan(planPath)).tasks[0]!.status ?? 'pending').toBe('pending');
@@ -248,7 +259,10 @@ describe('one run at a time', () => {
     const { repo } = await setup(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a' } } })]));
     const dead = execa('node', ['-e', '']);
     await dead;
-    await writeFile(join(repo.dir, '.design/plan.lock'), JSON.stringify({ pid: dead.pid, host: hostname(), startedAt: '2026-01-01T00:00:00Z', command: 'execute' }));
+    await writeFile(
+      join(repo.dir, '.design/plan.lock'),
+      JSON.stringify({ pid: dead.pid, host: hostname(), startedAt: '2026-01-01T00:00:00Z', command: 'execute' }),
+    );
     const r = await runExecute(repo.dir);
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toMatch(/took over a stale lock left by pid \d+/);
@@ -259,7 +273,16 @@ describe('one run at a time', () => {
     try {
       const { repo } = await setup(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a' } } })]));
       const lockFile = join(repo.dir, '.design/plan.lock');
-      await writeFile(lockFile, JSON.stringify({ pid: zombie.pid, host: hostname(), startedAt: '2026-01-01T00:00:00Z', command: 'execute', processStart: processStartTime(zombie.pid) }));
+      await writeFile(
+        lockFile,
+        JSON.stringify({
+          pid: zombie.pid,
+          host: hostname(),
+          startedAt: '2026-01-01T00:00:00Z',
+          command: 'execute',
+          processStart: processStartTime(zombie.pid),
+        }),
+      );
       const r = await runExecute(repo.dir);
       expect(r.exitCode, r.stderr).toBe(0);
       expect(r.stdout).toContain(`took over a stale lock left by pid ${zombie.pid} (started 2026-01-01T00:00:00Z), which is no longer running`);
@@ -267,7 +290,10 @@ describe('one run at a time', () => {
       // The zombie's parent is alive: its pid with a start time that is not its own is a reused pid.
       const parent = zombie.parent.pid!;
       const { repo: again } = await setup(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a' } } })]));
-      await writeFile(join(again.dir, '.design/plan.lock'), JSON.stringify({ pid: parent, host: hostname(), startedAt: '2026-01-01T00:00:00Z', processStart: `${processStartTime(parent)}9` }));
+      await writeFile(
+        join(again.dir, '.design/plan.lock'),
+        JSON.stringify({ pid: parent, host: hostname(), startedAt: '2026-01-01T00:00:00Z', processStart: `${processStartTime(parent)}9` }),
+      );
       const reused = await runExecute(again.dir);
       expect(reused.exitCode, reused.stderr).toBe(0);
       expect(reused.stdout).toContain(`took over a stale lock left by pid ${parent} (started 2026-01-01T00:00:00Z), a pid that now belongs to another process`);
@@ -289,13 +315,15 @@ describe('one run at a time', () => {
   });
 });
 
-describe('a person\'s work is never lost', () => {
+describe("a person's work is never lost", () => {
   it('uncommitted and staged edits outside the plan survive retries, a crash and the resume', async () => {
     const plan = makePlan([
       fakeTask('A', {
         modify: ['src/app.txt'],
         acceptance: [{ criterion: 'fixed', check: 'grep -q fixed src/app.txt' }],
-        fake: { attempts: [{ append: { 'src/app.txt': 'broken\n' } }, { append: { 'src/app.txt': 'broken again\n' } }, { append: { 'src/app.txt': 'fixed\n' } }] },
+        fake: {
+          attempts: [{ append: { 'src/app.txt': 'broken\n' } }, { append: { 'src/app.txt': 'broken again\n' } }, { append: { 'src/app.txt': 'fixed\n' } }],
+        },
       }),
       fakeTask('B', { create: ['b.txt'], blockedBy: [0], fake: { write: { 'b.txt': 'b' }, sleepMs: 3000 } }),
     ]);

@@ -22,14 +22,16 @@ async function snapshot(repo: TempGitRepo): Promise<string> {
   const head = await repo.git(['rev-parse', 'HEAD']);
   const branch = await repo.git(['symbolic-ref', '-q', 'HEAD']).catch(() => 'detached');
   const index = await repo.git(['ls-files', '-s']);
-  const status = (await repo.git(['status', '--porcelain=v1', '-uall', '--ignored'])).split('\n').filter((l) => !l.includes('.design/')).join('\n');
+  const status = (await repo.git(['status', '--porcelain=v1', '-uall', '--ignored']))
+    .split('\n')
+    .filter((l) => !l.includes('.design/'))
+    .join('\n');
   const files = (await repo.git(['ls-files', '-co', '--exclude-standard'])).split('\n').filter((f) => f && !f.includes('.design/'));
   const contents = await Promise.all(files.map(async (f) => `${f}:${await readFile(join(repo.dir, f), 'utf8').catch(() => '(none)')}`));
   return [head, branch, index, status, ...contents].join('\n');
 }
 
-const failingTask = (fake: object = { write: { 'config/app.json': '{}' }, status: 'FAILED: broke it' }) =>
-  fakeTask('A', { create: ['config/app.json'], fake });
+const failingTask = (fake: object = { write: { 'config/app.json': '{}' }, status: 'FAILED: broke it' }) => fakeTask('A', { create: ['config/app.json'], fake });
 
 describe('the person’s ignored files', () => {
   it('execute and plan check refuse a declared path git ignores, naming the rule, and .env survives', async () => {
@@ -57,7 +59,9 @@ describe('the person’s ignored files', () => {
   });
 
   it('ignored files under a declared dir/ survive a failing task; the task’s own files go', async () => {
-    const plan = makePlan([fakeTask('A', { create: ['config/'], fake: { write: { 'config/app.json': '{}', 'config/sub/x.txt': 'x' }, status: 'FAILED: no' } })]);
+    const plan = makePlan([
+      fakeTask('A', { create: ['config/'], fake: { write: { 'config/app.json': '{}', 'config/sub/x.txt': 'x' }, status: 'FAILED: no' } }),
+    ]);
     const { repo, planPath } = await setup(plan, { '.gitignore': '*.env\nconfig/cache/\n', 'README.md': 'r\n' });
     await mkdir(join(repo.dir, 'config/cache'), { recursive: true });
     await writeFile(join(repo.dir, 'config/local.env'), 'SECRET=mine\n');
@@ -197,7 +201,12 @@ describe('an integration that fails', () => {
     await repo.git(['config', 'gpg.program', 'false']);
     const head = (await repo.git(['rev-parse', 'HEAD'])).trim();
 
-    const run = execa('node', [...nodeArgsFor(executeScript), '--claude-bin', fakeWorker], { cwd: repo.dir, reject: false, stdin: 'ignore', env: { ...env, NO_COLOR: '1' } });
+    const run = execa('node', [...nodeArgsFor(executeScript), '--claude-bin', fakeWorker], {
+      cwd: repo.dir,
+      reject: false,
+      stdin: 'ignore',
+      env: { ...env, NO_COLOR: '1' },
+    });
     const deadline = Date.now() + 30_000;
     while (!(await readFile(journal, 'utf8').catch(() => '')).includes('"start"')) {
       if (Date.now() > deadline) throw new Error('A did not start');
@@ -246,9 +255,14 @@ describe('an integration that fails', () => {
 
 describe('a failing check’s error is at the end of its output', () => {
   it('the failure reason and the retry prompt quote the error line after 200 warnings', async () => {
-    const check = 'i=0; while [ $i -lt 200 ]; do echo "npm WARN deprecated pkg-$i@1.0.0: unsupported"; i=$((i+1)); done; echo "npm ERR! Test failed: expected 2 to equal 3"; exit 1';
+    const check =
+      'i=0; while [ $i -lt 200 ]; do echo "npm WARN deprecated pkg-$i@1.0.0: unsupported"; i=$((i+1)); done; echo "npm ERR! Test failed: expected 2 to equal 3"; exit 1';
     const plan = makePlan([
-      fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'tests pass', check }], fake: { attempts: [{ write: { 'a.txt': 'a\n' } }, { write: { 'a.txt': 'a\n' }, echoPrompt: true }] } }),
+      fakeTask('A', {
+        create: ['a.txt'],
+        acceptance: [{ criterion: 'tests pass', check }],
+        fake: { attempts: [{ write: { 'a.txt': 'a\n' } }, { write: { 'a.txt': 'a\n' }, echoPrompt: true }] },
+      }),
     ]);
     const { repo, planPath } = await setup(plan);
     const r = await runExecute(repo.dir, ['--max-attempts', '2']);
@@ -265,7 +279,9 @@ describe('a failing check’s error is at the end of its output', () => {
     expect(r.stdout + r.stderr).toContain('`npx tsx scripts/plan.ts retry 0`');
 
     // The worker's log has each attempt's whole check output, warnings and all; the report, a few lines.
-    const sections = [...log.matchAll(/^==== acceptance check failed \(tests pass\): `.*` exited 1; its whole output ====\n([^]*?)^==== end of its output ====$/gm)];
+    const sections = [
+      ...log.matchAll(/^==== acceptance check failed \(tests pass\): `.*` exited 1; its whole output ====\n([^]*?)^==== end of its output ====$/gm),
+    ];
     expect(sections).toHaveLength(2);
     for (const [, output] of sections) {
       expect(output!.split('\n').filter(Boolean)).toHaveLength(201);
@@ -281,7 +297,11 @@ describe('a failing check’s error is at the end of its output', () => {
       const lines = reason.split('\n');
       expect(lines).toHaveLength(7);
       expect(lines[0]).toBe('acceptance check failed (tests pass): `' + check + '` exited 1:');
-      expect(lines[1]).toMatch(new RegExp(`^… \\d+ lines cut: the whole reason is in \`npx tsx scripts/plan\\.ts report --run ${runId} --json\`, each failed check's whole output in the log …$`));
+      expect(lines[1]).toMatch(
+        new RegExp(
+          `^… \\d+ lines cut: the whole reason is in \`npx tsx scripts/plan\\.ts report --run ${runId} --json\`, each failed check's whole output in the log …$`,
+        ),
+      );
       expect(lines[6]).toBe('npm ERR! Test failed: expected 2 to equal 3');
     }
   });

@@ -14,7 +14,8 @@ import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
 
 const { repos, children, tempDir } = leftovers();
 
-const start = (dir: string, journal: string, args: string[] = []) => startExecute(dir, ['--no-probe', '--json', ...args], { FAKE_WORKER_JOURNAL: journal }, children);
+const start = (dir: string, journal: string, args: string[] = []) =>
+  startExecute(dir, ['--no-probe', '--json', ...args], { FAKE_WORKER_JOURNAL: journal }, children);
 
 const started = async (journal: string, markers: string[]) => {
   const events = await fakeEvents(journal);
@@ -50,7 +51,9 @@ describe('plan drain', () => {
     const drained = await runPlanTool(repo.dir, ['drain']);
     expect(drained.exitCode, drained.stderr).toBe(0);
     expect(drained.stdout).toMatch(/^asked the run \(pid \d+, started .*\) to drain: it finishes the tasks it is running, starts nothing new/);
-    await waitFor('the drain to be journaled', async () => (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8').catch(() => '')).includes('"draining"'));
+    await waitFor('the drain to be journaled', async () =>
+      (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8').catch(() => '')).includes('"draining"'),
+    );
     // Asked again, it sends no second SIGTERM (which would stop the run at once) and says so.
     const again = await runPlanTool(repo.dir, ['drain']);
     expect(again.exitCode, again.stderr).toBe(0);
@@ -91,7 +94,9 @@ describe('plan drain', () => {
     for (const d of both) expect(d.exitCode, d.stderr).toBe(0);
     expect(both.filter((d) => d.stdout.startsWith('asked the run '))).toHaveLength(1);
     expect(both.filter((d) => /^the run \(pid \d+\) was asked to drain already/.test(d.stdout))).toHaveLength(1);
-    await waitFor('the drain to be journaled', async () => (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8').catch(() => '')).includes('"draining"'));
+    await waitFor('the drain to be journaled', async () =>
+      (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8').catch(() => '')).includes('"draining"'),
+    );
     await writeFile(go, '');
     const r = await run;
     expect(r.exitCode, r.stderr).toBe(1);
@@ -115,7 +120,9 @@ describe('SIGTERM', () => {
     const run = start(repo.dir, journal, ['--concurrency', '1']);
     await waitFor('A to start', () => started(journal, ['A']));
     run.kill('SIGTERM');
-    await waitFor('the drain to be journaled', async () => (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8').catch(() => '')).includes('"draining"'));
+    await waitFor('the drain to be journaled', async () =>
+      (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8').catch(() => '')).includes('"draining"'),
+    );
     run.kill('SIGTERM');
     const r = await run;
     expect(r.exitCode).toBe(130);
@@ -129,7 +136,10 @@ describe('SIGTERM', () => {
 describe('an edit to the plan file while a run holds it', () => {
   it('is kept, byte for byte, at the path the run names, and the run goes on with its own plan', async () => {
     const go = join(await signals(), 'go');
-    const { repo, journal, planPath } = await repoWithPlan(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n' }, waitForFile: go } })]), repos);
+    const { repo, journal, planPath } = await repoWithPlan(
+      makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n' }, waitForFile: go } })]),
+      repos,
+    );
     const run = start(repo.dir, journal);
     await waitFor('A to start', () => started(journal, ['A']));
     const mine = (await readFile(planPath, 'utf8')).replace('"goal": "test goal"', '"goal": "the goal as I want it now"');

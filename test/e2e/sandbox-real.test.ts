@@ -51,10 +51,10 @@ const steps: Array<{ name: string; command: (req: ScriptedRequest) => string }> 
 
 /** What a headless worker tries against the person's deny rules; `denied` says whether it should be refused. */
 const readSteps: Array<{ name: string; denied: boolean; call: (req: ScriptedRequest) => { tool: string; input: Record<string, unknown> } }> = [
-  { name: 'Read the person\'s secret', denied: true, call: () => ({ tool: 'Read', input: { file_path: join(personRepo, 'secret.txt') } }) },
+  { name: "Read the person's secret", denied: true, call: () => ({ tool: 'Read', input: { file_path: join(personRepo, 'secret.txt') } }) },
   { name: 'Read its own copy, one level down', denied: true, call: (req) => ({ tool: 'Read', input: { file_path: join(req.cwd ?? '.', 'deep/secret.txt') } }) },
   { name: 'Read the home secret', denied: true, call: () => ({ tool: 'Read', input: { file_path: join(personHome, 'home-secret.txt') } }) },
-  { name: 'cat the person\'s secret', denied: true, call: () => ({ tool: 'Bash', input: { command: `cat ${join(personRepo, 'secret.txt')}` } }) },
+  { name: "cat the person's secret", denied: true, call: () => ({ tool: 'Bash', input: { command: `cat ${join(personRepo, 'secret.txt')}` } }) },
   { name: 'cat its own copy', denied: true, call: () => ({ tool: 'Bash', input: { command: 'cat deep/secret.txt' } }) },
   { name: 'cat the home secret', denied: true, call: () => ({ tool: 'Bash', input: { command: 'cat ~/home-secret.txt' } }) },
   { name: 'Read the README', denied: false, call: () => ({ tool: 'Read', input: { file_path: join(personRepo, 'README.md') } }) },
@@ -98,18 +98,30 @@ afterAll(async () => {
 
 describe.runIf(support.ok)('workers in the sandbox (real CLI)', () => {
   it('writes only in its worktree and its TMPDIR, reaches no network, and runs ls, git status and a test file without a rule; two at once, in worktrees of their own', async () => {
-    const repo = await tempGitRepo({ 'README.md': '# sample\n', 'test/one.test.js': "require('node:test')('one', () => {});\n", 'scripts/connect.js': CONNECT_SCRIPT, 'scripts/slow.js': SLOW_SCRIPT });
+    const repo = await tempGitRepo({
+      'README.md': '# sample\n',
+      'test/one.test.js': "require('node:test')('one', () => {});\n",
+      'scripts/connect.js': CONNECT_SCRIPT,
+      'scripts/slow.js': SLOW_SCRIPT,
+    });
     cleanups.push(repo.cleanup);
     const home = await tempHome();
     cleanups.push(() => rm(home, { recursive: true, force: true }));
-    const pool = await openPool({ repo: repo.dir, planId: 'sandbox-real', root: worktreesRoot(process.env), runSetup: async () => ({ exitCode: 0, timedOut: false, output: '' }) });
+    const pool = await openPool({
+      repo: repo.dir,
+      planId: 'sandbox-real',
+      root: worktreesRoot(process.env),
+      runSetup: async () => ({ exitCode: 0, timedOut: false, output: '' }),
+    });
     cleanups.push(() => pool.remove());
     const head = (await runGit(repo.dir, ['rev-parse', 'HEAD'])).trim();
-    const slots = await Promise.all([0, 1].map(async () => {
-      const slot = await pool.acquire(head);
-      if (!slot.ok) throw new Error(`no worktree: ${JSON.stringify(slot.error)}`);
-      return slot.value;
-    }));
+    const slots = await Promise.all(
+      [0, 1].map(async () => {
+        const slot = await pool.acquire(head);
+        if (!slot.ok) throw new Error(`no worktree: ${JSON.stringify(slot.error)}`);
+        return slot.value;
+      }),
+    );
     expect(slots[0]!.dir).not.toBe(slots[1]!.dir);
 
     // What appears in the person's git directory, and in each slot's, while the workers run.
@@ -148,7 +160,10 @@ describe.runIf(support.ok)('workers in the sandbox (real CLI)', () => {
 
     // The sandbox guarded each slot's own git directory (its placeholder seen there), and nothing
     // appeared in the person's: no `config.lock` to fail their `git config` or the other worker.
-    expect(slotLocks.every((seen) => seen > 0), `config.lock seen in the slots: ${slotLocks.join(', ')}`).toBe(true);
+    expect(
+      slotLocks.every((seen) => seen > 0),
+      `config.lock seen in the slots: ${slotLocks.join(', ')}`,
+    ).toBe(true);
     expect([...appearedInPerson]).toEqual([]);
     expect(existsSync(join(personGit, 'config.lock'))).toBe(false);
 
@@ -201,9 +216,21 @@ describe.runIf(support.ok)('workers in the sandbox (real CLI)', () => {
 
     await writePlan(
       repo.dir,
-      makePlan([{ subject: 'reader', prompt: 'Read around, then write notes.\nTASK-MARKER: person-denies', blockedBy: [], metadata: { files: { create: ['notes.txt'], modify: [] } }, agent: { model: 'haiku' } }]),
+      makePlan([
+        {
+          subject: 'reader',
+          prompt: 'Read around, then write notes.\nTASK-MARKER: person-denies',
+          blockedBy: [],
+          metadata: { files: { create: ['notes.txt'], modify: [] } },
+          agent: { model: 'haiku' },
+        },
+      ]),
     );
-    const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--max-attempts', '1', '--json', '--sandbox', 'on', '--no-gate'], claudeEnv(server.url, personHome));
+    const r = await runExecute(
+      repo.dir,
+      ['--claude-bin', claudeBin, '--max-attempts', '1', '--json', '--sandbox', 'on', '--no-gate'],
+      claudeEnv(server.url, personHome),
+    );
     expect(r.exitCode, r.stderr).toBe(0);
     const turns = server.turns().filter((t) => t.prompt.includes('TASK-MARKER: person-denies'));
     for (const [index, step] of readSteps.entries()) {
@@ -213,7 +240,9 @@ describe.runIf(support.ok)('workers in the sandbox (real CLI)', () => {
         expect(result!.content, step.name).not.toMatch(/ROOT-SECRET|TRACKED-SECRET|HOME-SECRET/);
         expect(result!.is_error, step.name).toBe(true);
         // The file tool by the rule itself, the command by the sandbox Claude Code gives the rule to.
-        expect(result!.content, step.name).toMatch(step.call({ cwd: '.' } as ScriptedRequest).tool === 'Read' ? /denied by your permission settings/ : /Permission denied/);
+        expect(result!.content, step.name).toMatch(
+          step.call({ cwd: '.' } as ScriptedRequest).tool === 'Read' ? /denied by your permission settings/ : /Permission denied/,
+        );
       } else {
         expect(result!.is_error, `${step.name}: ${result!.content}`).toBe(false);
         expect(result!.content, step.name).toContain('# sample');

@@ -57,7 +57,7 @@ afterAll(async () => {
 });
 
 describe('edit scope with the real Claude Code CLI', () => {
-  it('lets a worker change its declared files only, even when the person\'s settings allow Write and Bash(*)', async () => {
+  it("lets a worker change its declared files only, even when the person's settings allow Write and Bash(*)", async () => {
     const repo = await tempGitRepo({
       'README.md': '# sample\n',
       // The project's own settings allow everything too.
@@ -76,8 +76,20 @@ describe('edit scope with the real Claude Code CLI', () => {
     const planPath = await writePlan(
       repo.dir,
       makePlan([
-        { subject: 'scoped', prompt: 'Write the id module.\nTASK-MARKER: scoped', blockedBy: [], metadata: { files: { create: ['src/[id].ts', 'notes.txt'], modify: [] } }, agent: { model: 'haiku' } },
-        { subject: 'refused', prompt: 'Try.\nTASK-MARKER: refused', blockedBy: [], metadata: { files: { create: ['src/allowed.txt'], modify: [] } }, agent: { model: 'haiku' } },
+        {
+          subject: 'scoped',
+          prompt: 'Write the id module.\nTASK-MARKER: scoped',
+          blockedBy: [],
+          metadata: { files: { create: ['src/[id].ts', 'notes.txt'], modify: [] } },
+          agent: { model: 'haiku' },
+        },
+        {
+          subject: 'refused',
+          prompt: 'Try.\nTASK-MARKER: refused',
+          blockedBy: [],
+          metadata: { files: { create: ['src/allowed.txt'], modify: [] } },
+          agent: { model: 'haiku' },
+        },
       ]),
     );
     // Without the sandbox: Bash is limited to the judged commands (in the sandbox any Bash command
@@ -105,7 +117,14 @@ describe('edit scope with the real Claude Code CLI', () => {
     const log1 = await readFile(join(repo.dir, '.design/worker-1.log'), 'utf8');
     expect(log1).toMatch(/! permission denied: Write src\/forbidden\.txt — Permission to use Write has been denied/);
     const log0 = await readFile(join(repo.dir, '.design/worker-0.log'), 'utf8');
-    for (const what of ['Write src/extra.txt', 'Write README.md', `Write ${join(outside, 'escape.txt')}`, 'Bash echo bashed > bashed.txt', 'Write src/i.ts', 'Write src/notes.txt']) {
+    for (const what of [
+      'Write src/extra.txt',
+      'Write README.md',
+      `Write ${join(outside, 'escape.txt')}`,
+      'Bash echo bashed > bashed.txt',
+      'Write src/i.ts',
+      'Write src/notes.txt',
+    ]) {
       expect(log0).toContain(`! permission denied: ${what}`);
     }
     // Each worker worked in a worktree of the plan under FOREMAN_WORKTREES, never in the repository.

@@ -16,7 +16,11 @@ async function repo(): Promise<TempGitRepo> {
   return r;
 }
 
-const exists = (p: string) => stat(p).then(() => true, () => false);
+const exists = (p: string) =>
+  stat(p).then(
+    () => true,
+    () => false,
+  );
 const branches = async (r: TempGitRepo) => (await r.git(['branch', '--format=%(refname:short)'])).split('\n').filter(Boolean).sort();
 
 describe('agent worktrees', () => {

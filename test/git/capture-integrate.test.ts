@@ -91,11 +91,18 @@ async function cloneSlot(pool: WorktreePool, commit: string): Promise<{ slot: Sl
 }
 
 /** Whether the person's object store alone (no slot's alternates) holds `object`. */
-const inStore = (r: TempGitRepo, object: string) => r.git(['cat-file', '-e', object]).then(() => true, () => false);
+const inStore = (r: TempGitRepo, object: string) =>
+  r.git(['cat-file', '-e', object]).then(
+    () => true,
+    () => false,
+  );
 
 /** Every object `commit` reaches, each checked to be in the person's store, and the repository checked whole. */
 async function assertComplete(r: TempGitRepo, commit: string): Promise<void> {
-  const objects = (await r.git(['rev-list', '--objects', commit])).split('\n').filter(Boolean).map((line) => line.split(' ')[0]!);
+  const objects = (await r.git(['rev-list', '--objects', commit]))
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split(' ')[0]!);
   expect(objects.length).toBeGreaterThan(2);
   for (const object of objects) expect(await inStore(r, object)).toBe(true);
   await r.git(['fsck', '--connectivity-only', '--no-dangling']);
@@ -278,7 +285,7 @@ const batch = (tasks: number[], works: CapturedWork[]): Integration => ({
   works,
 });
 
-describe('captureWork in a pool slot (a clone borrowing the person\'s objects)', () => {
+describe("captureWork in a pool slot (a clone borrowing the person's objects)", () => {
   it("writes what it stages into the person's store: the integration stays whole after the slot is removed", async () => {
     const r = await repo({ 'a.txt': 'a\n', 'lib/b.ts': 'b\n' });
     const start = await rev(r, 'HEAD');
@@ -299,7 +306,7 @@ describe('captureWork in a pool slot (a clone borrowing the person\'s objects)',
     expect(await fileAt(r, commit, 'lib/new.ts')).toBe('new in the slot\n');
   });
 
-  it('copies the objects only the slot holds (a worker that committed, or staged, there) into the person\'s store', async () => {
+  it("copies the objects only the slot holds (a worker that committed, or staged, there) into the person's store", async () => {
     const r = await repo({ 'a.txt': 'a\n', 'b.txt': 'b\n', 'gone.txt': 'g\n', 'mod.txt': 'm\n' });
     const start = await rev(r, 'HEAD');
     const pool = await clonePool(r);
@@ -352,7 +359,11 @@ describe('captureWork in a pool slot (a clone borrowing the person\'s objects)',
     // Then workers that committed in their own slots, captured and integrated one after another
     // with the same integrator: objects only their slots held are copied into the person's store
     // while those processes run.
-    for (const [task, file] of [[1, 'b.txt'], [2, 'c.txt'], [3, 'sub/new.txt']] as const) {
+    for (const [task, file] of [
+      [1, 'b.txt'],
+      [2, 'c.txt'],
+      [3, 'sub/new.txt'],
+    ] as const) {
       const { slot, wt } = await cloneSlot(pool, tip);
       await wt.write({ [file]: `task ${task} committed this\n` });
       await wt.git(['add', file]);
@@ -367,7 +378,12 @@ describe('captureWork in a pool slot (a clone borrowing the person\'s objects)',
     await pool.remove();
     await assertComplete(r, tip);
     // Only foreman's commits are on the ref: none of the workers' own.
-    expect((await r.git(['log', '--format=%s', `${start}..${tip}`])).trim().split('\n')).toEqual(['foreman: tasks 3', 'foreman: tasks 2', 'foreman: tasks 1', 'foreman: tasks 0']);
+    expect((await r.git(['log', '--format=%s', `${start}..${tip}`])).trim().split('\n')).toEqual([
+      'foreman: tasks 3',
+      'foreman: tasks 2',
+      'foreman: tasks 1',
+      'foreman: tasks 0',
+    ]);
   });
 
   it('keeps integrating after the person repacks the repository during the run (git gc moves loose objects into a new pack)', async () => {
@@ -729,7 +745,9 @@ describe('git calls', () => {
     const tip2 = (await readRef(r.dir, ref))!;
     // A path one of its commits set since the base: git is asked, and finds the conflict.
     const a3 = await work('a.txt', 'other\n', start);
-    const conflict = await gitCalls(async () => expect(await integrator.integrate(ref, tip2, batch([3], [a3]))).toMatchObject({ ok: false, error: { kind: 'conflict', paths: ['a.txt'] } }));
+    const conflict = await gitCalls(async () =>
+      expect(await integrator.integrate(ref, tip2, batch([3], [a3]))).toMatchObject({ ok: false, error: { kind: 'conflict', paths: ['a.txt'] } }),
+    );
     expect(conflict.filter((call) => call.includes('diff-tree'))).toHaveLength(1);
     // Set back since (a.txt as at the base again): git says no conflict, so it integrates.
     const back = await succeeded(integrator.integrate(ref, tip2, batch([4], [await work('a.txt', 'a\n', tip2)])));
@@ -738,13 +756,16 @@ describe('git calls', () => {
     expect(await r.git(['show', `${ref}:b.txt`])).toBe('B\n');
     // Side by side: one at a time through the one tree builder, each on the tip the other made.
     const now = (await readRef(r.dir, ref))!;
-    const [x, y] = await Promise.all([integrator.integrate(null, now, batch([6], [await work('b.txt', 'x\n', now)])), integrator.integrate(null, now, batch([7], [await work('c.txt', 'y\n', now)]))]);
+    const [x, y] = await Promise.all([
+      integrator.integrate(null, now, batch([6], [await work('b.txt', 'x\n', now)])),
+      integrator.integrate(null, now, batch([7], [await work('c.txt', 'y\n', now)])),
+    ]);
     expect(await r.git(['show', `${await succeeded(Promise.resolve(x))}:c.txt`])).toBe('c\n');
     expect(await r.git(['show', `${await succeeded(Promise.resolve(y))}:b.txt`])).toBe('B\n');
     expect(await r.git(['show', `${await succeeded(Promise.resolve(y))}:c.txt`])).toBe('y\n');
   });
 
-  it('capture in a clone slot asks nothing more while the slot holds no objects of its own, and copies only what the person\'s store lacks', async () => {
+  it("capture in a clone slot asks nothing more while the slot holds no objects of its own, and copies only what the person's store lacks", async () => {
     const r = await repo({ 'a.txt': 'a\n', 'b.txt': 'b\n' });
     const start = await rev(r, 'HEAD');
     const pool = await clonePool(r);
@@ -787,7 +808,13 @@ describe('capture in one git process (hashedWork)', () => {
     // Edits, a new file in a new folder, a deletion, modes both ways, CRLF the attributes convert
     // and binary they do not, a change made and undone after staging, a staged deletion
     // re-created, a file added and removed again.
-    await wt.write({ 'mod.txt': 'two\r\nlines\r\n', 'new/deep/file.txt': 'new\n', 'raw.bin': 'raw\r\n', 'dir/sp ace ✓.txt': 'odder\n', 'back.txt': 'changed\n' });
+    await wt.write({
+      'mod.txt': 'two\r\nlines\r\n',
+      'new/deep/file.txt': 'new\n',
+      'raw.bin': 'raw\r\n',
+      'dir/sp ace ✓.txt': 'odder\n',
+      'back.txt': 'changed\n',
+    });
     await unlink(path.join(wt.dir, 'gone.txt'));
     await chmod(path.join(wt.dir, 'tool.sh'), 0o755);
     await chmod(path.join(wt.dir, 'was-exec.sh'), 0o644);
@@ -808,7 +835,16 @@ describe('capture in one git process (hashedWork)', () => {
     const general = await succeeded(stagedWork(wt.dir, start, [...new Set(stageable)], undefined));
     const byName = (a: { path: string }, b: { path: string }) => (a.path < b.path ? -1 : 1);
     expect(fast.sort(byName)).toEqual(general.sort(byName));
-    expect(fast.map((entry) => entry.path)).toEqual(['dir/sp ace ✓.txt', 'gone.txt', 'mod.txt', 'new/deep/file.txt', 'raw.bin', 'restaged.txt', 'tool.sh', 'was-exec.sh']);
+    expect(fast.map((entry) => entry.path)).toEqual([
+      'dir/sp ace ✓.txt',
+      'gone.txt',
+      'mod.txt',
+      'new/deep/file.txt',
+      'raw.bin',
+      'restaged.txt',
+      'tool.sh',
+      'was-exec.sh',
+    ]);
   });
 
   it('leaves to staging what it cannot hash plainly: a symbolic link, names --stdin-paths cannot carry, a linked worktree', async () => {
@@ -832,4 +868,3 @@ describe('capture in one git process (hashedWork)', () => {
     expect(await hashedWork(linked.dir, linkedListed, ['a.txt'], undefined)).toBeNull();
   });
 });
-

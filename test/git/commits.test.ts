@@ -49,7 +49,9 @@ describe('commits written without commit-tree', () => {
     const theirs = (await runGit(repo.dir, ['commit-tree', tree, '-p', head], { input: message, env: dates })).trim();
     expect(mine).toBe(theirs);
     // A message without its last newline, too.
-    expect(await written(writer.write(tree, head, 'no newline'))).toBe((await runGit(repo.dir, ['commit-tree', tree, '-p', head], { input: 'no newline', env: dates })).trim());
+    expect(await written(writer.write(tree, head, 'no newline'))).toBe(
+      (await runGit(repo.dir, ['commit-tree', tree, '-p', head], { input: 'no newline', env: dates })).trim(),
+    );
     expect((await readdir(tmpdir())).filter((name) => name.startsWith(`foreman-commit-${process.pid}-`))).toEqual([]);
   });
 
@@ -65,7 +67,12 @@ describe('commits written without commit-tree', () => {
         `writer.close();\n` +
         `console.log(JSON.stringify({ commit: commit && commit.ok ? commit.value : commit, winter: gitDate(Date.UTC(2024, 0, 15, 12)), summer: gitDate(Date.UTC(2024, 6, 15, 12)) }));\n`,
     );
-    const run = async (zone: string) => JSON.parse((await execa('node', ['--import', tsxLoader, script], { cwd: repo.dir, env: { TZ: zone }, timeout: 30_000 })).stdout) as { commit: string; winter: string; summer: string };
+    const run = async (zone: string) =>
+      JSON.parse((await execa('node', ['--import', tsxLoader, script], { cwd: repo.dir, env: { TZ: zone }, timeout: 30_000 })).stdout) as {
+        commit: string;
+        winter: string;
+        summer: string;
+      };
     const before = Math.floor(Date.now() / 1000);
     const kolkata = await run('Asia/Kolkata');
     const after = Math.ceil(Date.now() / 1000);
@@ -79,7 +86,10 @@ describe('commits written without commit-tree', () => {
     }
     // A zone whose offset changes in summer: as git itself writes the same instants.
     const newYork = await run('America/New_York');
-    for (const [ours, instant] of [[newYork.winter, Date.UTC(2024, 0, 15, 12)], [newYork.summer, Date.UTC(2024, 6, 15, 12)]] as const) {
+    for (const [ours, instant] of [
+      [newYork.winter, Date.UTC(2024, 0, 15, 12)],
+      [newYork.summer, Date.UTC(2024, 6, 15, 12)],
+    ] as const) {
       const git = (await runGit(repo.dir, ['var', 'GIT_AUTHOR_IDENT'], { env: { TZ: 'America/New_York', GIT_AUTHOR_DATE: `@${instant / 1000}` } })).trim();
       expect(git.endsWith(` ${ours}`), `${git} / ${ours}`).toBe(true);
     }
@@ -92,7 +102,12 @@ describe('commits written without commit-tree', () => {
     expect(await writer.write(tree, head, 'latin\n')).toBeNull();
     const blob = (await runGit(repo.dir, ['hash-object', '-w', '--stdin'], { input: 'b\n' })).trim();
     const ref = integrationRef('enc');
-    const made = await integrate(repo.dir, ref, head, { tasks: [1], message: 'latin', trailers: [], works: [{ base: head, entries: [{ path: 'b.txt', mode: '100644', object: blob }] }] });
+    const made = await integrate(repo.dir, ref, head, {
+      tasks: [1],
+      message: 'latin',
+      trailers: [],
+      works: [{ base: head, entries: [{ path: 'b.txt', mode: '100644', object: blob }] }],
+    });
     expect(made.ok).toBe(true);
     expect(await repo.git(['cat-file', '-p', ref])).toMatch(/^encoding ISO-8859-1$/m);
   });
@@ -102,7 +117,12 @@ describe('commits written without commit-tree', () => {
     const integrator = new Integrator(repo.dir);
     cleanups.push(async () => integrator.close());
     const blob = (await runGit(repo.dir, ['hash-object', '-w', '--stdin'], { input: 'b\n' })).trim();
-    const work = (base: string, task: number) => ({ tasks: [task], message: `task ${task}`, trailers: [], works: [{ base, entries: [{ path: `t${task}.txt`, mode: '100644', object: blob }] }] });
+    const work = (base: string, task: number) => ({
+      tasks: [task],
+      message: `task ${task}`,
+      trailers: [],
+      works: [{ base, entries: [{ path: `t${task}.txt`, mode: '100644', object: blob }] }],
+    });
     const first = await integrator.integrate(null, head, work(head, 1));
     expect(first.ok).toBe(true);
     const kept = () => ['cat-file', 'mktree', 'hash-object'].flatMap((word) => childrenOf(process.pid, 'git', word));

@@ -26,7 +26,11 @@ async function tempDir(name: string): Promise<string> {
 describe('excludesFileEnv', () => {
   it('sets core.excludesFile through GIT_CONFIG_COUNT, after any settings the environment already carries', () => {
     expect(excludesFileEnv({}, '/x')).toEqual({ GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'core.excludesFile', GIT_CONFIG_VALUE_0: '/x' });
-    expect(excludesFileEnv({ GIT_CONFIG_COUNT: '2' }, '/x')).toEqual({ GIT_CONFIG_COUNT: '3', GIT_CONFIG_KEY_2: 'core.excludesFile', GIT_CONFIG_VALUE_2: '/x' });
+    expect(excludesFileEnv({ GIT_CONFIG_COUNT: '2' }, '/x')).toEqual({
+      GIT_CONFIG_COUNT: '3',
+      GIT_CONFIG_KEY_2: 'core.excludesFile',
+      GIT_CONFIG_VALUE_2: '/x',
+    });
   });
 
   it('lists every placeholder file, each anchored at the top of the checkout', async () => {

@@ -104,13 +104,13 @@ async function repoWithTip(): Promise<{ r: TempGitRepo; from: string; tip: strin
     'gone.txt': null,
     'run.sh': { executable: 'echo hi\n' },
     'new/deep/file.txt': 'nested\n',
-    'link': { symlink: 'keep.txt' },
+    link: { symlink: 'keep.txt' },
   });
   return { r, from, tip };
 }
 
 describe('land, commit mode', () => {
-  it('fast-forwards added, modified and deleted files, a new nested directory, a symlink and an exec bit; the person\'s other changes stay as they were', async () => {
+  it("fast-forwards added, modified and deleted files, a new nested directory, a symlink and an exec bit; the person's other changes stay as they were", async () => {
     const { r, from, tip } = await repoWithTip();
     // The person's unrelated work: a staged change and an unstaged edit.
     await r.write({ 'staged.txt': 'staged now\n' });
@@ -139,7 +139,7 @@ describe('land, commit mode', () => {
 
   it('an edit to a path that differs blocks the landing, names the path, and changes nothing', async () => {
     const { r, tip } = await repoWithTip();
-    await r.write({ 'edit.txt': 'the person\'s edit\n' });
+    await r.write({ 'edit.txt': "the person's edit\n" });
     await r.write({ 'staged.txt': 'staged now\n' });
     await r.git(['add', 'staged.txt']);
     const before = await snapshot(r);
@@ -179,7 +179,7 @@ describe('land, commit mode', () => {
 
   it('an untracked file where the tip adds one blocks', async () => {
     const { r, tip } = await repoWithTip();
-    await r.write({ 'new/deep/file.txt': 'the person\'s own\n' });
+    await r.write({ 'new/deep/file.txt': "the person's own\n" });
     const before = await snapshot(r);
     expect(await land(request(r, tip))).toEqual({ ok: false, error: { kind: 'local-changes', paths: [{ path: 'new/deep/file.txt', why: 'untracked' }] } });
     expect(await snapshot(r)).toEqual(before);
@@ -193,7 +193,7 @@ describe('land, commit mode', () => {
     expect(await snapshot(r)).toEqual(before);
   });
 
-  it('an untracked file with the tip\'s content counts as landed', async () => {
+  it("an untracked file with the tip's content counts as landed", async () => {
     const { r, tip } = await repoWithTip();
     await r.write({ 'new/deep/file.txt': 'nested\n' });
     const landed = await land(request(r, tip));
@@ -206,7 +206,7 @@ describe('land, commit mode', () => {
     const odd = ['sp ace.txt', 'ünï ✓.md', 'q"uote\'s.txt', 'tab\there.txt', 'new\nline.txt', '-dash.txt', 'src/[id].ts'];
     const r = await repo(Object.fromEntries(odd.map((file) => [file, `old ${file}\n`])));
     const tip = await commitOnTop(r, await head(r), Object.fromEntries(odd.map((file, index) => [file, index % 2 === 0 ? `new ${file}\n` : null])));
-    await r.write({ 'src/[id].ts': 'the person\'s edit\n' });
+    await r.write({ 'src/[id].ts': "the person's edit\n" });
     expect(await land(request(r, tip))).toEqual({ ok: false, error: { kind: 'local-changes', paths: [{ path: 'src/[id].ts', why: 'modified' }] } });
     await r.write({ 'src/[id].ts': 'old src/[id].ts\n' });
     expect((await land(request(r, tip))).ok).toBe(true);
@@ -218,9 +218,9 @@ describe('land, commit mode', () => {
   });
 
   it('replaces a file by a directory and a directory by a file', async () => {
-    const r = await repo({ 'a': 'file a\n', 'd/x.txt': 'x\n', 'd/sub/y.txt': 'y\n' });
+    const r = await repo({ a: 'file a\n', 'd/x.txt': 'x\n', 'd/sub/y.txt': 'y\n' });
     const from = await head(r);
-    const tip = await commitOnTop(r, from, { 'a': null, 'a/b.txt': 'b\n', 'd/x.txt': null, 'd/sub/y.txt': null, 'd': 'file d\n' });
+    const tip = await commitOnTop(r, from, { a: null, 'a/b.txt': 'b\n', 'd/x.txt': null, 'd/sub/y.txt': null, d: 'file d\n' });
     const landed = await land(request(r, tip));
     expect(landed.ok).toBe(true);
     expect(await read(r, 'a/b.txt')).toBe('b\n');
@@ -230,14 +230,14 @@ describe('land, commit mode', () => {
 
   it('a directory the tip replaces by a file blocks when it holds an untracked file', async () => {
     const r = await repo({ 'd/x.txt': 'x\n' });
-    const tip = await commitOnTop(r, await head(r), { 'd/x.txt': null, 'd': 'file d\n' });
+    const tip = await commitOnTop(r, await head(r), { 'd/x.txt': null, d: 'file d\n' });
     await r.write({ 'd/mine.txt': 'mine\n' });
     const before = await snapshot(r);
     expect(await land(request(r, tip))).toEqual({ ok: false, error: { kind: 'local-changes', paths: [{ path: 'd', why: 'untracked' }] } });
     expect(await snapshot(r)).toEqual(before);
   });
 
-  it('applies the repository\'s filters when comparing and writing (eol=crlf)', async () => {
+  it("applies the repository's filters when comparing and writing (eol=crlf)", async () => {
     const r = await repo({ '.gitattributes': '*.txt text eol=crlf\n', 'a.txt': 'one\n' });
     expect(await read(r, 'a.txt')).toBe('one\n'); // written before the attributes applied
     await unlink(path.join(r.dir, 'a.txt'));
@@ -287,7 +287,7 @@ describe('land, commit mode', () => {
     expect(has(r, '.design/landing.json')).toBe(false);
   });
 
-  it('runs none of the person\'s hooks', async () => {
+  it("runs none of the person's hooks", async () => {
     const { r, tip } = await repoWithTip();
     const marker = path.join(r.dir, '..', `${path.basename(r.dir)}-hook-ran`);
     cleanups.push(async () => unlink(marker).catch(() => undefined));
@@ -302,7 +302,7 @@ describe('land, commit mode', () => {
     expect(existsSync(marker)).toBe(false);
   });
 
-  it('the person\'s index locked by another git process: git-failed, nothing changes, no record left', async () => {
+  it("the person's index locked by another git process: git-failed, nothing changes, no record left", async () => {
     const { r, tip } = await repoWithTip();
     const lock = path.join(r.dir, '.git', 'index.lock');
     await writeFile(lock, '');
@@ -359,7 +359,10 @@ describe('land, worktree mode (--no-commit)', () => {
     await r.git(['add', 'edit.txt']);
     await r.write({ 'edit.txt': 'old\n' }); // the file is back at base's content; the index is not
     const before = await snapshot(r);
-    expect(await land(request(r, tip, { mode: 'worktree' }))).toEqual({ ok: false, error: { kind: 'local-changes', paths: [{ path: 'edit.txt', why: 'staged' }] } });
+    expect(await land(request(r, tip, { mode: 'worktree' }))).toEqual({
+      ok: false,
+      error: { kind: 'local-changes', paths: [{ path: 'edit.txt', why: 'staged' }] },
+    });
     expect(await snapshot(r)).toEqual(before);
   });
 });
@@ -386,7 +389,13 @@ describe('resumeLanding', () => {
       await r.git(['add', 'staged.txt']);
       await r.write({ 'mine.txt': 'edited\n' });
       const crash = new Error('crash');
-      await expect(land(request(r, tip), { afterStep: (reached) => { if (reached === step) throw crash; } })).rejects.toBe(crash);
+      await expect(
+        land(request(r, tip), {
+          afterStep: (reached) => {
+            if (reached === step) throw crash;
+          },
+        }),
+      ).rejects.toBe(crash);
       expect(JSON.parse(await read(r, '.design/landing.json'))).toMatchObject({ mode: 'commit', branch: 'refs/heads/main', from, to: tip });
 
       const resumed = await resumeLanding(r.dir, intentOf(r));
@@ -404,8 +413,14 @@ describe('resumeLanding', () => {
   it('commit mode: a crash after the index update, then the person edits a landing path: reported, the record kept', async () => {
     const { r, tip } = await repoWithTip();
     const crash = new Error('crash');
-    await expect(land(request(r, tip), { afterStep: (reached) => { if (reached === 'index-updated') throw crash; } })).rejects.toBe(crash);
-    await r.write({ 'edit.txt': 'the person\'s edit\n' });
+    await expect(
+      land(request(r, tip), {
+        afterStep: (reached) => {
+          if (reached === 'index-updated') throw crash;
+        },
+      }),
+    ).rejects.toBe(crash);
+    await r.write({ 'edit.txt': "the person's edit\n" });
     const before = await snapshot(r);
     expect(await resumeLanding(r.dir, intentOf(r))).toEqual({ ok: false, error: { kind: 'local-changes', paths: [{ path: 'edit.txt', why: 'modified' }] } });
     expect(await snapshot(r)).toEqual(before);
@@ -415,23 +430,36 @@ describe('resumeLanding', () => {
   it('commit mode: the branch moved elsewhere since the crash: reported, the record kept', async () => {
     const { r, tip } = await repoWithTip();
     const crash = new Error('crash');
-    await expect(land(request(r, tip), { afterStep: (reached) => { if (reached === 'intent-written') throw crash; } })).rejects.toBe(crash);
-    await r.git(['commit', '-q', '--allow-empty', '-m', 'the person\'s']);
+    await expect(
+      land(request(r, tip), {
+        afterStep: (reached) => {
+          if (reached === 'intent-written') throw crash;
+        },
+      }),
+    ).rejects.toBe(crash);
+    await r.git(['commit', '-q', '--allow-empty', '-m', "the person's"]);
     expect(await resumeLanding(r.dir, intentOf(r))).toEqual({ ok: false, error: { kind: 'diverged', head: await head(r), tip } });
     expect(has(r, '.design/landing.json')).toBe(true);
   });
 
-  for (const step of ['intent-written', 'files-written'] as const) it(`worktree mode: a crash after ${step} is completed, HEAD and index unchanged`, async () => {
-    const { r, from, tip } = await repoWithTip();
-    const index = await r.git(['ls-files', '-s']);
-    const crash = new Error('crash');
-    await expect(land(request(r, tip, { mode: 'worktree' }), { afterStep: (reached) => { if (reached === step) throw crash; } })).rejects.toBe(crash);
-    expect(has(r, '.design/landing.json')).toBe(true);
-    const resumed = await resumeLanding(r.dir, intentOf(r));
-    expect(resumed).toMatchObject({ ok: true, value: { from, to: tip } });
-    expect(await head(r)).toBe(from);
-    expect(await r.git(['ls-files', '-s'])).toBe(index);
-    expect(await read(r, 'new/deep/file.txt')).toBe('nested\n');
-    expect(has(r, '.design/landing.json')).toBe(false);
-  });
+  for (const step of ['intent-written', 'files-written'] as const)
+    it(`worktree mode: a crash after ${step} is completed, HEAD and index unchanged`, async () => {
+      const { r, from, tip } = await repoWithTip();
+      const index = await r.git(['ls-files', '-s']);
+      const crash = new Error('crash');
+      await expect(
+        land(request(r, tip, { mode: 'worktree' }), {
+          afterStep: (reached) => {
+            if (reached === step) throw crash;
+          },
+        }),
+      ).rejects.toBe(crash);
+      expect(has(r, '.design/landing.json')).toBe(true);
+      const resumed = await resumeLanding(r.dir, intentOf(r));
+      expect(resumed).toMatchObject({ ok: true, value: { from, to: tip } });
+      expect(await head(r)).toBe(from);
+      expect(await r.git(['ls-files', '-s'])).toBe(index);
+      expect(await read(r, 'new/deep/file.txt')).toBe('nested\n');
+      expect(has(r, '.design/landing.json')).toBe(false);
+    });
 });

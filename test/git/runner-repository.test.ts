@@ -21,7 +21,6 @@ afterEach(async () => {
   await Promise.all(repos.splice(0).map((r) => r.cleanup()));
 });
 
-
 /** Commits every change with `message` and `trailers` (as git's own commit does), returning its hash. */
 async function commitAll(r: TempGitRepo, message: string, trailers?: Record<string, string>): Promise<string> {
   await r.git(['add', '-A']);
@@ -243,8 +242,24 @@ describe('commitsWithTrailer', () => {
 
     const found = await g.commitsWithTrailer('Foreman-Tasks');
     expect(found).toEqual([
-      { hash: c3, subject: 'round 2', values: ['2'], trailers: [{ key: 'Foreman-Tasks', value: '2' }, { key: 'Foreman-Plan', value: 'p1' }] },
-      { hash: c1, subject: 'round 1', values: ['0,1'], trailers: [{ key: 'Foreman-Tasks', value: '0,1' }, { key: 'Foreman-Plan', value: 'p1' }] },
+      {
+        hash: c3,
+        subject: 'round 2',
+        values: ['2'],
+        trailers: [
+          { key: 'Foreman-Tasks', value: '2' },
+          { key: 'Foreman-Plan', value: 'p1' },
+        ],
+      },
+      {
+        hash: c1,
+        subject: 'round 1',
+        values: ['0,1'],
+        trailers: [
+          { key: 'Foreman-Tasks', value: '0,1' },
+          { key: 'Foreman-Plan', value: 'p1' },
+        ],
+      },
     ]);
     expect((await g.commitsWithTrailer('foreman-tasks')).map((c) => c.hash)).toEqual([c3, c1]);
     expect((await g.commitsWithTrailer('Foreman-Tasks', c1!)).map((c) => c.hash)).toEqual([c3]);
@@ -255,13 +270,15 @@ describe('commitsWithTrailer', () => {
 });
 
 describe('runGit, the one git runner', () => {
-  it('runs none of the person\'s hooks, reads pathspecs literally, and counts its processes', async () => {
+  it("runs none of the person's hooks, reads pathspecs literally, and counts its processes", async () => {
     const r = await repo({ 'a.txt': 'a\n' });
     await r.write({ 'src/[id].ts': 'x\n', 'src/i.ts': 'glob bait\n' });
     // A global hook path of the person's: runGit overrides it.
     await r.git(['config', 'core.hooksPath', path.join(r.dir, 'hooks')]);
     await mkdir(path.join(r.dir, 'hooks'));
-    await writeFile(path.join(r.dir, 'hooks', 'reference-transaction'), '#!/bin/sh\necho ran > "$(git rev-parse --show-toplevel)/hook-ran"\nexit 1\n', { mode: 0o755 });
+    await writeFile(path.join(r.dir, 'hooks', 'reference-transaction'), '#!/bin/sh\necho ran > "$(git rev-parse --show-toplevel)/hook-ran"\nexit 1\n', {
+      mode: 0o755,
+    });
     const before = gitProcessCount();
     const listed = await runGit(['ls-files', '--others', '--', 'src/[id].ts'], { cwd: r.dir });
     expect(listed.ok && listed.value).toBe('src/[id].ts\n');
@@ -294,25 +311,39 @@ describe('runGit, the one git runner', () => {
     try {
       const ran = await runGit(['-c', 'alias.hang=!sleep 60', 'hang'], { cwd: r.dir });
       expect(ran.ok).toBe(false);
-      expect(!ran.ok && ran.error.stderr).toMatch(/^`git hang` timed out after 1s \(the limit set by FOREMAN_GIT_TIMEOUT, in seconds\); its process group was ended$/);
+      expect(!ran.ok && ran.error.stderr).toMatch(
+        /^`git hang` timed out after 1s \(the limit set by FOREMAN_GIT_TIMEOUT, in seconds\); its process group was ended$/,
+      );
     } finally {
       if (saved === undefined) delete process.env[GIT_TIME_LIMIT_ENV];
       else process.env[GIT_TIME_LIMIT_ENV] = saved;
     }
   }, 20_000);
 
-  it('runs steps one after another from one shell: each word as given, the last step\'s output, each step counted', async () => {
+  it("runs steps one after another from one shell: each word as given, the last step's output, each step counted", async () => {
     const r = await repo({ 'a.txt': 'a\n' });
     const value = `it's "odd" $HOME \`x\` \\ ; end\nsecond line`;
     const before = gitProcessCount();
-    const ran = await runGitSteps([['config', 'foreman.probe', value], ['config', '--get', 'foreman.probe']], { cwd: r.dir });
+    const ran = await runGitSteps(
+      [
+        ['config', 'foreman.probe', value],
+        ['config', '--get', 'foreman.probe'],
+      ],
+      { cwd: r.dir },
+    );
     expect(ran).toEqual({ ok: true, value: `${value}\n` });
     expect(gitProcessCount() - before).toBe(2);
   });
 
   it('stops steps at the first that fails, with its own command, exit code and error; nothing after it runs', async () => {
     const r = await repo({ 'a.txt': 'a\n' });
-    const ran = await runGitSteps([['checkout', '-q', '--detach', 'no-such-commit'], ['config', 'foreman.after', 'ran']], { cwd: r.dir });
+    const ran = await runGitSteps(
+      [
+        ['checkout', '-q', '--detach', 'no-such-commit'],
+        ['config', 'foreman.after', 'ran'],
+      ],
+      { cwd: r.dir },
+    );
     expect(ran.ok).toBe(false);
     if (ran.ok) return;
     expect(ran.error.args).toEqual(['checkout', '-q', '--detach', 'no-such-commit']);
@@ -320,20 +351,38 @@ describe('runGit, the one git runner', () => {
     expect(ran.error.stderr).toMatch(/no-such-commit/);
     expect(ran.error.stderr).not.toContain('foreman-failed-step');
     await expect(r.git(['config', '--get', 'foreman.after'])).rejects.toThrow();
-    const last = await runGitSteps([['status', '-s'], ['rev-parse', '--verify', 'no-such-commit']], { cwd: r.dir });
+    const last = await runGitSteps(
+      [
+        ['status', '-s'],
+        ['rev-parse', '--verify', 'no-such-commit'],
+      ],
+      { cwd: r.dir },
+    );
     expect(!last.ok && last.error.args[0]).toBe('rev-parse');
   });
 
-  it('gives a step the previous step\'s output, stdin to the first, and keeps what ran before a failure', async () => {
+  it("gives a step the previous step's output, stdin to the first, and keeps what ran before a failure", async () => {
     const r = await repo({ 'a.txt': 'a\n' });
     const idOf = async (content: string) => {
       const hashed = await runGit(['hash-object', '--stdin'], { cwd: r.dir, input: content });
       return hashed.ok ? hashed.value.trim() : '';
     };
-    const written = await runGitSteps([['hash-object', '-w', '--stdin'], ['cat-file', '-p', PREVIOUS_OUTPUT]], { cwd: r.dir, input: 'from stdin' });
+    const written = await runGitSteps(
+      [
+        ['hash-object', '-w', '--stdin'],
+        ['cat-file', '-p', PREVIOUS_OUTPUT],
+      ],
+      { cwd: r.dir, input: 'from stdin' },
+    );
     expect(written).toEqual({ ok: true, value: `${await idOf('from stdin')}\nfrom stdin\n` });
     // The second step fails (the ref is not at the id given): its failure, and the first step's output.
-    const failed = await runGitSteps([['hash-object', '-w', '--stdin'], ['update-ref', 'refs/foreman-test/x', PREVIOUS_OUTPUT, 'f'.repeat(40)]], { cwd: r.dir, input: 'kept' });
+    const failed = await runGitSteps(
+      [
+        ['hash-object', '-w', '--stdin'],
+        ['update-ref', 'refs/foreman-test/x', PREVIOUS_OUTPUT, 'f'.repeat(40)],
+      ],
+      { cwd: r.dir, input: 'kept' },
+    );
     expect(failed.ok).toBe(false);
     if (failed.ok) return;
     expect(failed.error.args).toEqual(['update-ref', 'refs/foreman-test/x', PREVIOUS_OUTPUT, 'f'.repeat(40)]);
@@ -346,8 +395,16 @@ describe('runGit, the one git runner', () => {
     const saved = process.env[GIT_TIME_LIMIT_ENV];
     process.env[GIT_TIME_LIMIT_ENV] = '1';
     try {
-      const ran = await runGitSteps([['status', '-s'], ['-c', 'alias.hang=!sleep 60', 'hang']], { cwd: r.dir });
-      expect(!ran.ok && ran.error.stderr).toMatch(/^`git status` then `git hang` timed out after 2s \(the limit set by FOREMAN_GIT_TIMEOUT, in seconds\); its process group was ended$/);
+      const ran = await runGitSteps(
+        [
+          ['status', '-s'],
+          ['-c', 'alias.hang=!sleep 60', 'hang'],
+        ],
+        { cwd: r.dir },
+      );
+      expect(!ran.ok && ran.error.stderr).toMatch(
+        /^`git status` then `git hang` timed out after 2s \(the limit set by FOREMAN_GIT_TIMEOUT, in seconds\); its process group was ended$/,
+      );
     } finally {
       if (saved === undefined) delete process.env[GIT_TIME_LIMIT_ENV];
       else process.env[GIT_TIME_LIMIT_ENV] = saved;

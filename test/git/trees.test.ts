@@ -59,12 +59,14 @@ const entry: fc.Arbitrary<WorkEntry> = fc.oneof(
   { weight: 1, arbitrary: aPath.map((p) => ({ path: p, deleted: true as const })) },
 );
 /** A start tree: files only, no path twice, none both a file and a directory. */
-const startFiles = fc.uniqueArray(fc.record({ path: aPath, mode, blob }), { selector: (f) => f.path, maxLength: 8 }).map((files) =>
-  files.filter((f) => !files.some((g) => g.path.startsWith(`${f.path}/`))).map((f): WorkEntry => ({ path: f.path, mode: f.mode, object: blobs[f.blob]! })),
-);
+const startFiles = fc
+  .uniqueArray(fc.record({ path: aPath, mode, blob }), { selector: (f) => f.path, maxLength: 8 })
+  .map((files) =>
+    files.filter((f) => !files.some((g) => g.path.startsWith(`${f.path}/`))).map((f): WorkEntry => ({ path: f.path, mode: f.mode, object: blobs[f.blob]! })),
+  );
 
 describe('TreeBuilder', () => {
-  it('makes the tree git\'s index makes, for any start and any entries', async () => {
+  it("makes the tree git's index makes, for any start and any entries", async () => {
     await fc.assert(
       fc.asyncProperty(startFiles, fc.array(entry, { maxLength: 6 }), async (files, changes) => {
         const start = await commitOf(files);
@@ -96,7 +98,10 @@ describe('TreeBuilder', () => {
     ];
     const built = await builder.treeWith(start, changes);
     expect(built).toEqual({ ok: true, value: await indexTree(start, changes) });
-    expect((await git(['ls-tree', '-r', '--name-only', '-z', built.ok ? built.value : ''])).split('\0').filter(Boolean)).toEqual(['lib/sub', 'odd\tname\nhere']);
+    expect((await git(['ls-tree', '-r', '--name-only', '-z', built.ok ? built.value : ''])).split('\0').filter(Boolean)).toEqual([
+      'lib/sub',
+      'odd\tname\nhere',
+    ]);
   });
 
   it('says what went wrong for a blob git does not have or a start that is no commit, and works again after', async () => {

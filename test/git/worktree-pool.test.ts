@@ -4,7 +4,18 @@ import { lstat, mkdir, mkdtemp, readFile, readdir, readlink, realpath, rm, symli
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_SETUP_INPUTS, type PoolOptions, type SetupRun, describeProvisionFailure, diskUsage, openPool, poolDir, removePlanWorktrees, symlinkDirectoriesOf, worktreesRoot } from '../../src/adapters/git/worktree-pool.ts';
+import {
+  DEFAULT_SETUP_INPUTS,
+  type PoolOptions,
+  type SetupRun,
+  describeProvisionFailure,
+  diskUsage,
+  openPool,
+  poolDir,
+  removePlanWorktrees,
+  symlinkDirectoriesOf,
+  worktreesRoot,
+} from '../../src/adapters/git/worktree-pool.ts';
 import { type TempGitRepo, afterEachCleanups, tempRepoIn } from '../support/git-repo.ts';
 
 const cleanups = afterEachCleanups();
@@ -116,12 +127,14 @@ describe('where worktrees live', () => {
   });
 
   it('the default setup inputs name the usual lock files', () => {
-    expect(DEFAULT_SETUP_INPUTS).toEqual(expect.arrayContaining(['package-lock.json', 'yarn.lock', 'pnpm-lock.yaml', 'Cargo.lock', 'go.sum', 'poetry.lock', 'uv.lock']));
+    expect(DEFAULT_SETUP_INPUTS).toEqual(
+      expect.arrayContaining(['package-lock.json', 'yarn.lock', 'pnpm-lock.yaml', 'Cargo.lock', 'go.sum', 'poetry.lock', 'uv.lock']),
+    );
   });
 });
 
 describe('WorktreePool', () => {
-  it('makes slots in parallel without lock errors, each a repository of its own at the commit, borrowing the person\'s objects', async () => {
+  it("makes slots in parallel without lock errors, each a repository of its own at the commit, borrowing the person's objects", async () => {
     const { repo, options, before, head } = await setup();
     const pool = await openPool(options);
     const acquired = await Promise.all([0, 1, 2, 3, 4].map(() => pool.acquire(head)));
@@ -136,7 +149,11 @@ describe('WorktreePool', () => {
       expect(slot.commit).toBe(head);
       expect(await readFile(path.join(slot.dir, 'src/a.ts'), 'utf8')).toBe('export const a = 1;\n');
       expect(slot.kept).toEqual(['node_modules/']);
-      expect(JSON.parse(await readFile(path.join(pool.dir, `slot-${slot.index}.json`), 'utf8'))).toMatchObject({ commit: head, made: ['node_modules/'], kept: ['node_modules/'] });
+      expect(JSON.parse(await readFile(path.join(pool.dir, `slot-${slot.index}.json`), 'utf8'))).toMatchObject({
+        commit: head,
+        made: ['node_modules/'],
+        kept: ['node_modules/'],
+      });
     }
     // Clones, not linked worktrees: the person's repository records none of them, and each slot's
     // common git directory (what Claude Code's sandbox guards) is its own.
@@ -166,7 +183,8 @@ describe('WorktreePool', () => {
     const globalHooks = path.join(marks, 'global-hooks');
     for (const dir of [path.join(repo.dir, '.git', 'hooks'), path.join(templates, 'hooks'), globalHooks]) {
       await mkdir(dir, { recursive: true });
-      for (const name of ['post-checkout', 'pre-commit', 'post-commit', 'reference-transaction']) await writeFile(path.join(dir, name), hook(`${dir}:${name}`), { mode: 0o755 });
+      for (const name of ['post-checkout', 'pre-commit', 'post-commit', 'reference-transaction'])
+        await writeFile(path.join(dir, name), hook(`${dir}:${name}`), { mode: 0o755 });
     }
     const globalConfig = path.join(marks, 'gitconfig');
     await writeFile(globalConfig, `[init]\n\ttemplateDir = ${templates}\n[core]\n\thooksPath = ${globalHooks}\n[user]\n\tname = t\n\temail = t@t\n`);
@@ -206,12 +224,15 @@ describe('WorktreePool', () => {
   it('asks git whether a commit exists once per full id, and every time for a name that may move', async () => {
     const { options, head } = await setup(BASE_FILES, { setupCommand: undefined });
     const bin = await tempRoot();
-    const realGit = path.join((await new Promise<string>((resolve) => {
-      const child = spawn('git', ['--exec-path']);
-      let out = '';
-      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      child.on('close', () => resolve(out.trim()));
-    })), 'git');
+    const realGit = path.join(
+      await new Promise<string>((resolve) => {
+        const child = spawn('git', ['--exec-path']);
+        let out = '';
+        child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+        child.on('close', () => resolve(out.trim()));
+      }),
+      'git',
+    );
     await writeFile(path.join(bin, 'git'), `#!/bin/sh\necho "$*" >> "${bin}/log"\nexec "${realGit}" "$@"\n`, { mode: 0o755 });
     const savedPath = process.env.PATH;
     process.env.PATH = `${bin}${path.delimiter}${savedPath ?? ''}`;
@@ -236,7 +257,11 @@ describe('WorktreePool', () => {
     const lines = (await readFile(path.join(bin, 'log'), 'utf8')).split('\n').filter(Boolean);
     expect(lines.every((line) => line.startsWith(hooksOff))).toBe(true);
     const asked = lines.map((line) => line.slice(hooksOff.length)).filter((line) => line.startsWith('rev-parse --verify --quiet'));
-    expect(asked).toEqual([`rev-parse --verify --quiet --end-of-options ${head}^{commit}`, 'rev-parse --verify --quiet --end-of-options HEAD^{commit}', 'rev-parse --verify --quiet --end-of-options HEAD^{commit}']);
+    expect(asked).toEqual([
+      `rev-parse --verify --quiet --end-of-options ${head}^{commit}`,
+      'rev-parse --verify --quiet --end-of-options HEAD^{commit}',
+      'rev-parse --verify --quiet --end-of-options HEAD^{commit}',
+    ]);
   });
 
   it('gives a busy slot to no one else and reuses the lowest released one', async () => {
@@ -417,7 +442,10 @@ describe('WorktreePool', () => {
 
   it("links worktree.symlinkDirectories to the person's folders, and never deletes what they hold", async () => {
     const { repo, options, head } = await setup(BASE_FILES, { setupCommand: undefined });
-    await repo.write({ 'node_modules/dep/index.js': 'person\n', '.claude/settings.json': JSON.stringify({ worktree: { symlinkDirectories: ['node_modules', 'missing'] } }) });
+    await repo.write({
+      'node_modules/dep/index.js': 'person\n',
+      '.claude/settings.json': JSON.stringify({ worktree: { symlinkDirectories: ['node_modules', 'missing'] } }),
+    });
     const before = await personState(repo);
     const pool = await openPool({ ...options, symlinkDirectories: await symlinkDirectoriesOf(repo.dir) });
     const first = await pool.acquire(head);
@@ -680,7 +708,7 @@ describe('WorktreePool', () => {
     expect(await personState(repo)).toBe(before);
   });
 
-  it('removePlanWorktrees removes slots a crashed run left, complete or not, an older foreman\'s linked worktree too', async () => {
+  it("removePlanWorktrees removes slots a crashed run left, complete or not, an older foreman's linked worktree too", async () => {
     const { repo, root, options, head } = await setup(BASE_FILES, { setupCommand: undefined });
     const pool = await openPool(options);
     await pool.acquire(head);
@@ -697,10 +725,16 @@ describe('WorktreePool', () => {
 
 describe('describeProvisionFailure', () => {
   it('says what failed in one line', () => {
-    expect(describeProvisionFailure({ kind: 'setup-failed', command: 'npm ci', exitCode: 1, timedOut: false, output: 'x' })).toBe('the setup command `npm ci` exited with code 1 in a new worktree');
+    expect(describeProvisionFailure({ kind: 'setup-failed', command: 'npm ci', exitCode: 1, timedOut: false, output: 'x' })).toBe(
+      'the setup command `npm ci` exited with code 1 in a new worktree',
+    );
     expect(describeProvisionFailure({ kind: 'setup-failed', command: 'npm ci', exitCode: null, timedOut: true, output: '' })).toMatch(/timed out/);
-    expect(describeProvisionFailure({ kind: 'setup-changed-files', command: 'npm install', paths: ['package-lock.json'] })).toMatch(/changed files git tracks \(package-lock.json\)/);
-    expect(describeProvisionFailure({ kind: 'git-failed', doing: 'clean /x', failure: { step: 'clean', exitCode: 128, stderr: 'fatal: nope\n' } })).toBe('could not clean /x: git clean failed (exit 128): fatal: nope');
+    expect(describeProvisionFailure({ kind: 'setup-changed-files', command: 'npm install', paths: ['package-lock.json'] })).toMatch(
+      /changed files git tracks \(package-lock.json\)/,
+    );
+    expect(describeProvisionFailure({ kind: 'git-failed', doing: 'clean /x', failure: { step: 'clean', exitCode: 128, stderr: 'fatal: nope\n' } })).toBe(
+      'could not clean /x: git clean failed (exit 128): fatal: nope',
+    );
     expect(describeProvisionFailure({ kind: 'interrupted' })).toBe('interrupted');
   });
 });
@@ -728,7 +762,10 @@ describe('symlinkDirectoriesOf', () => {
     await mkdir(path.join(dir, '.claude'));
     await writeFile(path.join(dir, '.claude/settings.json'), '{ not json');
     expect(await symlinkDirectoriesOf(dir)).toEqual([]);
-    await writeFile(path.join(dir, '.claude/settings.json'), JSON.stringify({ worktree: { symlinkDirectories: ['node_modules/', 'node_modules', '.venv', '../out', '/abs', '.git/x', 3] } }));
+    await writeFile(
+      path.join(dir, '.claude/settings.json'),
+      JSON.stringify({ worktree: { symlinkDirectories: ['node_modules/', 'node_modules', '.venv', '../out', '/abs', '.git/x', 3] } }),
+    );
     expect(await symlinkDirectoriesOf(dir)).toEqual(['node_modules', '.venv']);
     await writeFile(path.join(dir, '.claude/settings.local.json'), JSON.stringify({ worktree: { symlinkDirectories: ['vendor'] } }));
     expect(await symlinkDirectoriesOf(dir)).toEqual(['vendor']);

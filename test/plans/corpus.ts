@@ -23,7 +23,9 @@ export function brokenCorpus(): BrokenCase[] {
       name: f.replace(/\.json$/, ''),
       file: join(BROKEN_DIR, f),
       text: readFileSync(join(BROKEN_DIR, f), 'utf8'),
-      expected: readFileSync(join(BROKEN_DIR, f.replace(/\.json$/, '.expected.txt')), 'utf8').trimEnd().split('\n'),
+      expected: readFileSync(join(BROKEN_DIR, f.replace(/\.json$/, '.expected.txt')), 'utf8')
+        .trimEnd()
+        .split('\n'),
     }));
 }
 

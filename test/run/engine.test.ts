@@ -87,7 +87,9 @@ describe('the engine, in process', () => {
   });
 
   it('never runs two tasks that touch the same file at once, and never more than the concurrency', async () => {
-    const rig = new EngineRig(makePlan([task('A', { create: ['shared.txt'] }), task('B', { modify: ['shared.txt'], create: [] }), task('C'), task('D')]), { settings: { concurrency: 2 } });
+    const rig = new EngineRig(makePlan([task('A', { create: ['shared.txt'] }), task('B', { modify: ['shared.txt'], create: [] }), task('C'), task('D')]), {
+      settings: { concurrency: 2 },
+    });
     await rig.advance(0);
     expect(rig.runningTasks).toEqual([0, 2]);
     await rig.finish(2, 'COMPLETED: c');
@@ -119,7 +121,20 @@ describe('the engine, in process', () => {
   });
 
   it('an acceptance failure counts as an attempt; the last one fails the task and skips its dependants', async () => {
-    const failing = { ...PASSED, acceptance: [{ criterion: 'tests pass', check: 'npm test', passed: false, exitCode: 1, timedOut: false, timeLimit: { ms: 300_000, flag: '--check-timeout' }, output: 'Error: expected 2' }] };
+    const failing = {
+      ...PASSED,
+      acceptance: [
+        {
+          criterion: 'tests pass',
+          check: 'npm test',
+          passed: false,
+          exitCode: 1,
+          timedOut: false,
+          timeLimit: { ms: 300_000, flag: '--check-timeout' },
+          output: 'Error: expected 2',
+        },
+      ],
+    };
     const rig = new EngineRig(makePlan([task('A'), task('B', { blockedBy: [0] })]), { settings: { maxAttempts: 2 }, verify: () => failing });
     await rig.advance(0);
     await rig.finish(0, 'COMPLETED: a');
@@ -180,7 +195,11 @@ describe('the engine, in process', () => {
   });
 
   it('gated work is parked on a ref of its own, holds its files and no worktree; the run says so', async () => {
-    const plan = makePlan([task('A', { gate: 'human-approval', create: ['a.txt'] }), task('B', { modify: ['a.txt'], create: [] }), task('C', { blockedBy: [0] })]);
+    const plan = makePlan([
+      task('A', { gate: 'human-approval', create: ['a.txt'] }),
+      task('B', { modify: ['a.txt'], create: [] }),
+      task('C', { blockedBy: [0] }),
+    ]);
     const work = { base: 'base0', entries: [{ path: 'a.txt', mode: '100644', object: 'blob-a' }] };
     const rig = new EngineRig(plan, { settings: { concurrency: 3 }, verify: () => ({ ...PASSED, work }) });
     await rig.advance(0);
@@ -208,7 +227,10 @@ describe('the engine, in process', () => {
   });
 
   it('a worktree that cannot be made ready stops the run before any attempt is spent', async () => {
-    const rig = new EngineRig(makePlan([task('A'), task('B')]), { settings: { concurrency: 2 }, prepare: (t) => (t === 0 ? { ok: false, error: 'the setup command `npm ci` failed (exit 1): ENOTFOUND' } : { ok: true, value: `/worktrees/${t}` }) });
+    const rig = new EngineRig(makePlan([task('A'), task('B')]), {
+      settings: { concurrency: 2 },
+      prepare: (t) => (t === 0 ? { ok: false, error: 'the setup command `npm ci` failed (exit 1): ENOTFOUND' } : { ok: true, value: `/worktrees/${t}` }),
+    });
     await rig.advance(0);
     expect(rig.runningTasks).toEqual([1]);
     await rig.finish(1, 'COMPLETED: b');
@@ -223,7 +245,10 @@ describe('the engine, in process', () => {
 
   it('with --strict-scope, an attempt that changed files its task does not declare fails with their names', async () => {
     const setAside = { paths: ['README.md', 'junk/stray.txt'], tracked: ['README.md'], kept: { commit: 'a'.repeat(40), ref: 'refs/foreman-aside/p/0' } };
-    const rig = new EngineRig(makePlan([task('A')]), { settings: { maxAttempts: 1, strictScope: true }, verify: () => ({ ...PASSED, outsideChanges: setAside.paths, setAside }) });
+    const rig = new EngineRig(makePlan([task('A')]), {
+      settings: { maxAttempts: 1, strictScope: true },
+      verify: () => ({ ...PASSED, outsideChanges: setAside.paths, setAside }),
+    });
     await rig.advance(0);
     await rig.finish(0, 'COMPLETED: a');
     const result = await rig.ended();
@@ -231,8 +256,15 @@ describe('the engine, in process', () => {
     expect(result.plan.tasks[0]!.result).toContain('README.md, junk/stray.txt');
     expect(rig.recorded).toEqual([]);
     // The journal's task-finished carries them as a warning too, for the report; the task records them.
-    expect(rig.events.find((e) => e.type === 'task-finished')).toMatchObject({ warnings: [`changed files its task does not declare: README.md, junk/stray.txt (set aside, not integrated; kept in refs/foreman-aside/p/0, commit ${'a'.repeat(12)})`] });
-    expect(result.plan.tasks[0]).toMatchObject({ undeclaredWrites: ['README.md', 'junk/stray.txt'], setAside: { attempt: 1, paths: ['README.md', 'junk/stray.txt'], commit: 'a'.repeat(40) } });
+    expect(rig.events.find((e) => e.type === 'task-finished')).toMatchObject({
+      warnings: [
+        `changed files its task does not declare: README.md, junk/stray.txt (set aside, not integrated; kept in refs/foreman-aside/p/0, commit ${'a'.repeat(12)})`,
+      ],
+    });
+    expect(result.plan.tasks[0]).toMatchObject({
+      undeclaredWrites: ['README.md', 'junk/stray.txt'],
+      setAside: { attempt: 1, paths: ['README.md', 'junk/stray.txt'], commit: 'a'.repeat(40) },
+    });
   });
 
   it('an attempt that changed files its task does not declare completes with its declared work when its checks pass, the files set aside and named', async () => {
@@ -243,7 +275,10 @@ describe('the engine, in process', () => {
     const result = await rig.ended();
     expect(statusOf(result.plan.tasks[0]!)).toBe('completed');
     expect(rig.recorded.flatMap((r) => r.integrate.map((w) => w.task))).toEqual([0]);
-    expect(rig.events.find((e) => e.type === 'task-finished')).toMatchObject({ outcome: 'completed', warnings: [expect.stringContaining('changed files its task does not declare: package-lock.json (set aside, not integrated')] });
+    expect(rig.events.find((e) => e.type === 'task-finished')).toMatchObject({
+      outcome: 'completed',
+      warnings: [expect.stringContaining('changed files its task does not declare: package-lock.json (set aside, not integrated')],
+    });
     expect(result.plan.tasks[0]!.setAside).toEqual({ attempt: 1, paths: ['package-lock.json'], commit: 'b'.repeat(40) });
   });
 
@@ -251,7 +286,15 @@ describe('the engine, in process', () => {
     const commit = 'c'.repeat(40);
     const widened = task('A', { modify: ['src/index.ts'] });
     Object.assign(widened, { recheck: true, setAside: { attempt: 1, paths: ['src/index.ts'], commit } });
-    const rig = new EngineRig(makePlan([widened]), { verify: () => ({ ...PASSED, acceptance: [{ criterion: 'c', check: 'true', passed: true, exitCode: 0, timedOut: false, timeLimit: { ms: 1000, flag: '--check-timeout' }, output: '' }], work: { base: 'b'.repeat(40), entries: [{ path: 'src/index.ts', mode: '100644', object: 'd'.repeat(40) }] } }) });
+    const rig = new EngineRig(makePlan([widened]), {
+      verify: () => ({
+        ...PASSED,
+        acceptance: [
+          { criterion: 'c', check: 'true', passed: true, exitCode: 0, timedOut: false, timeLimit: { ms: 1000, flag: '--check-timeout' }, output: '' },
+        ],
+        work: { base: 'b'.repeat(40), entries: [{ path: 'src/index.ts', mode: '100644', object: 'd'.repeat(40) }] },
+      }),
+    });
     const result = await rig.ended();
     expect(rig.rechecks).toEqual([[0, commit]]);
     expect(rig.started).toEqual([]);
@@ -267,7 +310,10 @@ describe('the engine, in process', () => {
     await rig.advance(0);
     expect(rig.rechecks).toHaveLength(1);
     expect(rig.started.map((r) => r.taskIndex)).toEqual([0]);
-    expect(rig.events.find((e) => e.type === 'task-finished')).toMatchObject({ outcome: 'interrupted', reason: expect.stringMatching(/^the re-check of the work its last attempt set aside did not pass/) });
+    expect(rig.events.find((e) => e.type === 'task-finished')).toMatchObject({
+      outcome: 'interrupted',
+      reason: expect.stringMatching(/^the re-check of the work its last attempt set aside did not pass/),
+    });
     await rig.finish(0, 'COMPLETED: by a worker');
     const result = await rig.ended();
     expect(statusOf(result.plan.tasks[0]!)).toBe('completed');
@@ -283,7 +329,11 @@ describe('the engine, in process', () => {
         const check = { criterion: 'c', check: 'true', exitCode: 0, timedOut: false, timeLimit: { ms: 1000, flag: '--check-timeout' as const }, output: '' };
         if (verifications++ === 0) return { ...PASSED, outsideChanges: setAside.paths, setAside, acceptance: [{ ...check, passed: false, exitCode: 1 }] };
         // The re-check: the attempt's whole work, now all declared, passes.
-        return { ...PASSED, acceptance: [{ ...check, passed: true }], work: { base: 'b'.repeat(40), entries: [{ path: 'src/index.ts', mode: '100644', object: 'd'.repeat(40) }] } };
+        return {
+          ...PASSED,
+          acceptance: [{ ...check, passed: true }],
+          work: { base: 'b'.repeat(40), entries: [{ path: 'src/index.ts', mode: '100644', object: 'd'.repeat(40) }] },
+        };
       },
     });
     await rig.advance(0);
@@ -301,12 +351,17 @@ describe('the engine, in process', () => {
 
   it('--widen adds nothing outside its patterns, nor an untracked file: the failure says why', async () => {
     const setAside = { paths: ['docs/x.md', 'src/new.ts'], tracked: ['docs/x.md'], kept: null };
-    const rig = new EngineRig(makePlan([task('A')]), { settings: { widen: ['src/**'], maxAttempts: 1 }, verify: () => ({ ...PASSED, outsideChanges: setAside.paths, setAside, missingCreated: ['A.txt'] }) });
+    const rig = new EngineRig(makePlan([task('A')]), {
+      settings: { widen: ['src/**'], maxAttempts: 1 },
+      verify: () => ({ ...PASSED, outsideChanges: setAside.paths, setAside, missingCreated: ['A.txt'] }),
+    });
     await rig.advance(0);
     await rig.finish(0, 'COMPLETED: a');
     const result = await rig.ended();
     expect(rig.events.some((e) => e.type === 'task-widened')).toBe(false);
-    expect(result.plan.tasks[0]!.result).toMatch(/--widen did not add what it wanted: docs\/x\.md matches no --widen pattern \(src\/\*\*\); src\/new\.ts is not a file git tracks/);
+    expect(result.plan.tasks[0]!.result).toMatch(
+      /--widen did not add what it wanted: docs\/x\.md matches no --widen pattern \(src\/\*\*\); src\/new\.ts is not a file git tracks/,
+    );
   });
 
   it('stops the run when the agent cannot run at all, counting no attempt', async () => {
@@ -333,7 +388,9 @@ describe('the engine, in process', () => {
     expect(result.message).not.toMatch(/once git works/);
     expect(statusOf(result.plan.tasks[0]!)).toBe('pending');
     expect(result.plan.tasks[0]!.attempts ?? 0).toBe(0);
-    expect(result.plan.tasks[0]!.result).toMatch(/^could not integrate the verified work of tasks 0: .*cannot lock ref.*; it runs again at the next run \(no attempt counted\)$/);
+    expect(result.plan.tasks[0]!.result).toMatch(
+      /^could not integrate the verified work of tasks 0: .*cannot lock ref.*; it runs again at the next run \(no attempt counted\)$/,
+    );
     expect(result.plan.tasks[0]!.commit).toBeUndefined();
     expect(rig.started.map((r) => r.taskIndex)).toEqual([0]);
   });
@@ -387,12 +444,14 @@ describe('the engine with a gate (the merge queue)', () => {
     expect(result.reason).toBe('all-done');
     expect(rig.integrated).toEqual([0, 1]);
     // Every integration was of a stack the gate passed.
-    expect(rig.events.filter((e) => e.type === 'gate-finished').map((e) => e.type === 'gate-finished' && [e.tasks, e.passed, e.integrated, e.culprit])).toEqual([
-      [[0], true, [0], null],
-      [[1], false, [], null],
-      [[1], false, [], 1],
-      [[1], true, [1], null],
-    ]);
+    expect(rig.events.filter((e) => e.type === 'gate-finished').map((e) => e.type === 'gate-finished' && [e.tasks, e.passed, e.integrated, e.culprit])).toEqual(
+      [
+        [[0], true, [0], null],
+        [[1], false, [], null],
+        [[1], false, [], 1],
+        [[1], true, [1], null],
+      ],
+    );
   });
 
   it('a batch of four with one culprit: three integrate, the culprit is found within four more runs; dependants wait', async () => {
@@ -438,7 +497,10 @@ describe('the engine with a gate (the merge queue)', () => {
     const plan = makePlan([task('A'), task('B', { blockedBy: [0] })]);
     let blamed = 0;
     // A's first attempt breaks the build (twice alone: the culprit); its retry passes.
-    const rig = new EngineRig(plan, { settings: { concurrency: 2, gate, speculate: 2, maxCostUsd: 100 }, gate: (tasks) => !(tasks.includes(0) && blamed++ < 2) });
+    const rig = new EngineRig(plan, {
+      settings: { concurrency: 2, gate, speculate: 2, maxCostUsd: 100 },
+      gate: (tasks) => !(tasks.includes(0) && blamed++ < 2),
+    });
     await rig.advance(0);
     expect(rig.runningTasks).toEqual([0]);
     await rig.finish(0, reported('COMPLETED: a', 1));
@@ -449,9 +511,15 @@ describe('the engine with a gate (the merge queue)', () => {
     expect(result).toBeNull();
     expect(stopped.signal?.aborted).toBe(true);
     expect(rig.released).toContain(1);
-    expect(rig.events.filter((e) => e.type === 'speculation-cancelled').map((e) => e.type === 'speculation-cancelled' && [e.task, e.stack, e.stage])).toEqual([[1, [0], 'running']]);
+    expect(rig.events.filter((e) => e.type === 'speculation-cancelled').map((e) => e.type === 'speculation-cancelled' && [e.task, e.stack, e.stage])).toEqual([
+      [1, [0], 'running'],
+    ]);
     // B's attempt ends once its stopped worker has returned, after A's verdict.
-    expect(rig.outcomes()).toEqual([[0, 'completed'], [0, 'retry'], [1, 'cancelled']]);
+    expect(rig.outcomes()).toEqual([
+      [0, 'completed'],
+      [0, 'retry'],
+      [1, 'cancelled'],
+    ]);
     // A again; then B, again attempt 1, on A's new candidate.
     expect(rig.runningTasks).toEqual([0]);
     await rig.finish(0, 'COMPLETED: a, fixed');
@@ -472,7 +540,10 @@ describe('the engine with a gate (the merge queue)', () => {
     await rig.finish(0, 'COMPLETED: a');
     await rig.finish(1, 'COMPLETED: b');
     await rig.ended();
-    expect(rig.stacks).toEqual([[0, []], [1, []]]);
+    expect(rig.stacks).toEqual([
+      [0, []],
+      [1, []],
+    ]);
     expect(rig.events.some((e) => e.type === 'task-started' && e.stack !== undefined)).toBe(false);
   });
 });

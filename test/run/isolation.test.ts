@@ -94,7 +94,17 @@ describe('Isolation', () => {
     // B was built on A's candidate: its base is A's work stacked on the tip.
     const b = await workIn(1, 'c.txt', [{ task: 0, work: a }]);
     expect(b.base).not.toBe(isolation.tip);
-    const held = await isolation.record(plan, { tasks: [0, 1], round: 0, integrate: [], park: [], hold: [{ task: 0, work: a }, { task: 1, work: b, stack: [0] }], drop: [] });
+    const held = await isolation.record(plan, {
+      tasks: [0, 1],
+      round: 0,
+      integrate: [],
+      park: [],
+      hold: [
+        { task: 0, work: a },
+        { task: 1, work: b, stack: [0] },
+      ],
+      drop: [],
+    });
     expect(held.ok).toBe(true);
     const found = async () => (await isolation.heldCandidates(plan, () => true)).map((h) => [h.task, h.stack]);
     expect(await found()).toEqual([
@@ -104,7 +114,11 @@ describe('Isolation', () => {
 
     // Parked as an earlier foreman did, with no stack named: A's base is the tip (it stands on
     // it), B's is a stack of candidates nothing names (it goes, and runs again).
-    for (const [task, work] of [[0, a], [1, b]] as const) await isolation.park(task, work, `foreman: round 0: task ${task}`, 'candidate');
+    for (const [task, work] of [
+      [0, a],
+      [1, b],
+    ] as const)
+      await isolation.park(task, work, `foreman: round 0: task ${task}`, 'candidate');
     expect(await found()).toEqual([[0, []]]);
     expect((await repo.git(['for-each-ref', '--format=%(refname)', 'refs/foreman-candidate/'])).trim()).toBe(candidateRef(isolation.planId, 0));
   });

@@ -18,15 +18,26 @@ const REF = 'refs/foreman/p1';
 describe('a landing, as a run tells it', () => {
   const layout = ownLayout();
   it('names the files and where they landed; says nothing when there was nothing to land', () => {
-    expect(landingNotice(ok({ from: 'x', to: TIP, paths: ['a.txt', 'b.txt'], upToDate: false }), { ref: REF, layout, where: 'main' })).toEqual({ type: 'notice', level: 'info', message: `landed 2 files on main (${TIP.slice(0, 12)})` });
+    expect(landingNotice(ok({ from: 'x', to: TIP, paths: ['a.txt', 'b.txt'], upToDate: false }), { ref: REF, layout, where: 'main' })).toEqual({
+      type: 'notice',
+      level: 'info',
+      message: `landed 2 files on main (${TIP.slice(0, 12)})`,
+    });
     expect(landingNotice(ok({ from: TIP, to: TIP, paths: [], upToDate: true }), { ref: REF, layout, where: 'main' })).toBeNull();
   });
 
   it('a landing an earlier run started, completed by setup, says so; one that is blocked says what blocks it', () => {
-    expect(landingNotice(ok({ from: 'x', to: TIP, paths: ['a.txt'], upToDate: false }), { ref: REF, layout, where: null, resumed: true })?.message).toBe(`completed a landing an earlier run started: landed 1 file (${TIP.slice(0, 12)})`);
+    expect(landingNotice(ok({ from: 'x', to: TIP, paths: ['a.txt'], upToDate: false }), { ref: REF, layout, where: null, resumed: true })?.message).toBe(
+      `completed a landing an earlier run started: landed 1 file (${TIP.slice(0, 12)})`,
+    );
     const blocked = err({ kind: 'local-changes' as const, paths: [{ path: 'notes.txt', why: 'modified' as const }] });
-    expect(landingNotice(blocked, { ref: REF, layout, where: 'main' })).toMatchObject({ level: 'warning', message: expect.stringMatching(/^the integrated work could not land: .*notes\.txt/) });
-    expect(landingNotice(blocked, { ref: REF, layout, where: null, resumed: true })?.message).toMatch(/^a landing an earlier run started could not land: .*notes\.txt/);
+    expect(landingNotice(blocked, { ref: REF, layout, where: 'main' })).toMatchObject({
+      level: 'warning',
+      message: expect.stringMatching(/^the integrated work could not land: .*notes\.txt/),
+    });
+    expect(landingNotice(blocked, { ref: REF, layout, where: null, resumed: true })?.message).toMatch(
+      /^a landing an earlier run started could not land: .*notes\.txt/,
+    );
   });
 });
 
@@ -91,7 +102,10 @@ describe('finishing the plan', () => {
     expect(await finishPlan(null, plan, isolation, { planPath, landed: true, save: (p) => keeper.save(p) })).toEqual({ archived: null, notice: null });
     expect(removed).toEqual([]);
     // Every task completed but not landed: the worktrees go, the refs and the plan stay.
-    expect(await finishPlan({ reason: 'all-done' }, plan, isolation, { planPath, landed: false, save: (p) => keeper.save(p) })).toEqual({ archived: null, notice: null });
+    expect(await finishPlan({ reason: 'all-done' }, plan, isolation, { planPath, landed: false, save: (p) => keeper.save(p) })).toEqual({
+      archived: null,
+      notice: null,
+    });
     expect(removed).toEqual(['worktrees']);
     expect(await readdir(dir)).toEqual(['plan.json']);
   });

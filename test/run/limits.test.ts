@@ -18,7 +18,11 @@ const attemptsOf = (plan: Plan) => plan.tasks.map((t) => t.attempts ?? 0);
 
 /** A worker a limit ended after the API had served it (its session goes on with `--resume`). */
 const limitedAfterWork = (sessionId: string, extra: { resetAt?: number; waitedMs?: number; durationMs?: number } = {}) => ({
-  ...failedRun({ reason: 'rate-limited', message: 'API Error: Request rejected (429) · slow down', ...(extra.resetAt !== undefined ? { resetAt: extra.resetAt } : {}) }),
+  ...failedRun({
+    reason: 'rate-limited',
+    message: 'API Error: Request rejected (429) · slow down',
+    ...(extra.resetAt !== undefined ? { resetAt: extra.resetAt } : {}),
+  }),
   sessionId,
   progressed: true as const,
   ...(extra.waitedMs !== undefined ? { waitedMs: extra.waitedMs } : {}),
@@ -51,7 +55,11 @@ describe('limits in the headless engine', () => {
       [2, 'requeued'],
     ]);
     // The refusals of one burst halved it once.
-    expect(limitEvents(rig).filter((e) => e.change !== 'serving').map((e) => e.working)).toEqual([2]);
+    expect(
+      limitEvents(rig)
+        .filter((e) => e.change !== 'serving')
+        .map((e) => e.working),
+    ).toEqual([2]);
     await rig.finish(1, 'COMPLETED: one');
     await rig.advance(2999);
     expect(rig.runningTasks).toEqual([3]);
@@ -100,7 +108,14 @@ describe('limits in the headless engine', () => {
     // Its own retries did not get through either: the CLI ends with the 429.
     await rig.finish(0, limitedAfterWork('session-0', { durationMs: 200_000, waitedMs: 170_000 }));
     expect(rig.events.filter((e) => e.type === 'task-paused')).toEqual([
-      { type: 'task-paused', task: 0, subject: 'task T0', attempt: 1, reason: 'rate limited: API Error: Request rejected (429) · slow down', sessionId: 'session-0' },
+      {
+        type: 'task-paused',
+        task: 0,
+        subject: 'task T0',
+        attempt: 1,
+        reason: 'rate limited: API Error: Request rejected (429) · slow down',
+        sessionId: 'session-0',
+      },
     ]);
     // It keeps its worktree, is still in progress, and nothing is spent.
     expect(rig.worktrees.get(0)).toBe('/worktrees/0');
@@ -150,7 +165,13 @@ describe('limits in the headless engine', () => {
     const resetAt = rig.clock.now() + 3 * 3_600_000;
     await rig.finish(0, failedRun({ reason: 'rate-limited', message: "You've hit your limit · resets 10pm (America/New_York)", resetAt }));
     const [hold] = limitEvents(rig);
-    expect(hold).toMatchObject({ change: 'hold', limit: 'usage-limit', working: 2, resetAt: new Date(resetAt).toISOString(), until: new Date(resetAt).toISOString() });
+    expect(hold).toMatchObject({
+      change: 'hold',
+      limit: 'usage-limit',
+      working: 2,
+      resetAt: new Date(resetAt).toISOString(),
+      until: new Date(resetAt).toISOString(),
+    });
     expect(hold!.message).toMatch(/^waiting for the usage limit to reset at \d\d:\d\d$/);
     await rig.finish(1, 'COMPLETED: one');
     // Nothing starts before the reset, and the run does not end.
@@ -179,7 +200,9 @@ describe('limits in the headless engine', () => {
     const result = await rig.ended();
     expect(result.reason).toBe('limited');
     expect(result.resumeAfter).toBe(resetAt);
-    expect(result.message).toMatch(/^the usage limit resets at .+; that is longer than --limit-wait \(1h00m\) lets the run wait: nothing new started, and the run stopped once what ran had finished\. Run the same command again after /);
+    expect(result.message).toMatch(
+      /^the usage limit resets at .+; that is longer than --limit-wait \(1h00m\) lets the run wait: nothing new started, and the run stopped once what ran had finished\. Run the same command again after /,
+    );
     expect(result.plan.tasks.map((t) => statusOf(t))).toEqual(['pending', 'completed', 'pending']);
     expect(attemptsOf(result.plan)).toEqual([0, 1, 0]);
   });

@@ -78,13 +78,21 @@ describe('runProbe', () => {
     await r.write({ 'README.md': 'staged\n' });
     await r.git(['add', 'README.md']);
     await r.write({ 'README.md': 'staged then edited\n', 'notes.txt': 'untracked\n' });
-    const before = { status: await r.git(['status', '--porcelain=v2', '--branch']), index: await r.git(['ls-files', '-s']), readme: await readFile(join(r.dir, 'README.md'), 'utf8') };
+    const before = {
+      status: await r.git(['status', '--porcelain=v2', '--branch']),
+      index: await r.git(['ls-files', '-s']),
+      readme: await readFile(join(r.dir, 'README.md'), 'utf8'),
+    };
     const where = await whereFile();
     const plan = makePlan(
       [
         fakeTask('provisioned', {
           create: ['src/lib.mjs'],
-          acceptance: [check('pwd >> "$PROBE_WHERE"; test -f provisioned.txt && grep -q SECRET .env && test ! -e build/out.txt && test ! -e notes.txt && grep -q hello README.md && touch src/lib.mjs README.md && echo changed > README.md')],
+          acceptance: [
+            check(
+              'pwd >> "$PROBE_WHERE"; test -f provisioned.txt && grep -q SECRET .env && test ! -e build/out.txt && test ! -e notes.txt && grep -q hello README.md && touch src/lib.mjs README.md && echo changed > README.md',
+            ),
+          ],
         }),
       ],
       { context: { setupCommand: 'touch provisioned.txt' } },
@@ -101,7 +109,11 @@ describe('runProbe', () => {
     expect((await r.git(['worktree', 'list', '--porcelain'])).match(/^worktree /gm)).toHaveLength(1);
     expect(existsSync(join(r.dir, 'provisioned.txt'))).toBe(false);
     expect(existsSync(join(r.dir, 'src/lib.mjs'))).toBe(false);
-    expect({ status: await r.git(['status', '--porcelain=v2', '--branch']), index: await r.git(['ls-files', '-s']), readme: await readFile(join(r.dir, 'README.md'), 'utf8') }).toEqual(before);
+    expect({
+      status: await r.git(['status', '--porcelain=v2', '--branch']),
+      index: await r.git(['ls-files', '-s']),
+      readme: await readFile(join(r.dir, 'README.md'), 'utf8'),
+    }).toEqual(before);
   });
 
   it('a failing setup command is the verdict, and no check runs', async () => {
@@ -118,7 +130,9 @@ describe('runProbe', () => {
 
   it('a setup command that outlasts the whole budget says what timed out, after how long and which flag sets it', async () => {
     const r = await repo(project);
-    const plan = makePlan([fakeTask('a', { create: ['src/lib.mjs'], acceptance: [check('node test/lib.test.mjs')] })], { context: { setupCommand: 'sleep 5' } });
+    const plan = makePlan([fakeTask('a', { create: ['src/lib.mjs'], acceptance: [check('node test/lib.test.mjs')] })], {
+      context: { setupCommand: 'sleep 5' },
+    });
     const probed = await runProbe(plan, { repo: r.dir, checkTimeoutMs: 30_000, timeoutMs: 1000, timeoutFlag: '--probe-timeout' });
     if (!probed.ok) throw new Error('probe failed');
     expect(probed.value.verdict).toBe('setup-failed');
@@ -139,23 +153,39 @@ describe('runProbe', () => {
       fakeTask('proven', { create: ['src/lib.mjs'], acceptance: [check('node test/lib.test.mjs')] }),
     ]);
     // Each check's limit is long enough for `node` to start on a loaded machine (the proven check must finish in it).
-    const perCheck = await runProbe(plan, { repo: r.dir, checkTimeoutMs: 3000, timeoutMs: 120_000, timeoutFlag: 'plan probe --timeout', env: { ...process.env, PROBE_WHERE: where } });
+    const perCheck = await runProbe(plan, {
+      repo: r.dir,
+      checkTimeoutMs: 3000,
+      timeoutMs: 120_000,
+      timeoutFlag: 'plan probe --timeout',
+      env: { ...process.env, PROBE_WHERE: where },
+    });
     if (!perCheck.ok) throw new Error('probe failed');
     expect(perCheck.value.tasks.map((t) => t.verdict)).toEqual(['undecided', 'proven']);
     expect(perCheck.value.tasks[0]!.checks[0]).toMatchObject({ outcome: 'timed-out' });
     // Said with the command, the limit and the flag that sets it: here the check's own.
-    expect(perCheck.value.tasks[0]!.checks[0]!.reason).toBe('`echo $$ >> "$PROBE_WHERE"; sleep 1000` timed out after 3s (the limit set by --check-timeout); its whole process group was ended');
+    expect(perCheck.value.tasks[0]!.checks[0]!.reason).toBe(
+      '`echo $$ >> "$PROBE_WHERE"; sleep 1000` timed out after 3s (the limit set by --check-timeout); its whole process group was ended',
+    );
     expect(probeFindings(perCheck.value).information).toContain(`task 0: ${perCheck.value.tasks[0]!.checks[0]!.reason}`);
     expect(perCheck.value.budget.exhausted).toBe(false);
 
     // The whole probe's budget: the hanging check is cut at what is left, the next is not run.
     // The budget covers the probe's scratch checkout too: 3 s, so that on a loaded machine the
     // first check still starts inside it (with 300 ms it sometimes did not, and was not run).
-    const whole = await runProbe(plan, { repo: r.dir, checkTimeoutMs: 600_000, timeoutMs: 3000, timeoutFlag: 'plan probe --timeout', env: { ...process.env, PROBE_WHERE: where } });
+    const whole = await runProbe(plan, {
+      repo: r.dir,
+      checkTimeoutMs: 600_000,
+      timeoutMs: 3000,
+      timeoutFlag: 'plan probe --timeout',
+      env: { ...process.env, PROBE_WHERE: where },
+    });
     if (!whole.ok) throw new Error('probe failed');
     expect(whole.value.tasks[0]!.checks[0]!.outcome).toBe('timed-out');
     // Cut at what was left of the whole probe's budget: that flag is named.
-    expect(whole.value.tasks[0]!.checks[0]!.reason).toMatch(/^`echo \$\$ >> "\$PROBE_WHERE"; sleep 1000` timed out after (\d+ms|\d(\.\d)?s) \(the rest of the 3s set by plan probe --timeout\); its whole process group was ended$/);
+    expect(whole.value.tasks[0]!.checks[0]!.reason).toMatch(
+      /^`echo \$\$ >> "\$PROBE_WHERE"; sleep 1000` timed out after (\d+ms|\d(\.\d)?s) \(the rest of the 3s set by plan probe --timeout\); its whole process group was ended$/,
+    );
     expect(whole.value.tasks[1]!.checks[0]).toMatchObject({ outcome: 'not-run', reason: expect.stringContaining('budget') });
     expect(whole.value.budget.exhausted).toBe(true);
     await expectSchema('probe', whole.value);

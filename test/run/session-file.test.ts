@@ -53,7 +53,12 @@ describe('the session file', () => {
         started: { '0': '2026-01-01T00:01:00.000Z' },
         bases: { '0': BASE },
         verified: [{ task: 1, result: 'made b', work: WORK }],
-        gate: { config: GATE, baseline: 'running', queue: { waiting: [2], segments: [], red: null, aloneFailures: [] }, current: { id: 'g-1', tasks: [], tip: BASE, startedAt: '2026-01-01T00:02:00.000Z' } },
+        gate: {
+          config: GATE,
+          baseline: 'running',
+          queue: { waiting: [2], segments: [], red: null, aloneFailures: [] },
+          current: { id: 'g-1', tasks: [], tip: BASE, startedAt: '2026-01-01T00:02:00.000Z' },
+        },
         sandbox: null,
       }),
     );
@@ -83,10 +88,25 @@ describe('the session file', () => {
       ['none', null, true, 'none'],
     ] as const) {
       const planPath = await planDir();
-      const { baseline: _baseline, ...state } = engineToJson(initialState(plan(), sessionConfig({ concurrency: 2, maxAttempts: 3, gate: { config: GATE, current: null } }, planPath), 0)) as Record<string, unknown>;
+      const { baseline: _baseline, ...state } = engineToJson(
+        initialState(plan(), sessionConfig({ concurrency: 2, maxAttempts: 3, gate: { config: GATE, current: null } }, planPath), 0),
+      ) as Record<string, unknown>;
       await writeFile(
         sessionPathFor(planPath),
-        JSON.stringify({ version: 2, concurrency: 2, maxAttempts: 3, checkTimeoutMs: 60_000, branch: null, startedAt: '2026-01-01T00:00:00.000Z', runId: 'run-2', runFinished: false, handedOut: {}, gate: { config: GATE, baseline: word, current }, sandbox: null, engine: { ...state, gateOpen } }),
+        JSON.stringify({
+          version: 2,
+          concurrency: 2,
+          maxAttempts: 3,
+          checkTimeoutMs: 60_000,
+          branch: null,
+          startedAt: '2026-01-01T00:00:00.000Z',
+          runId: 'run-2',
+          runFinished: false,
+          handedOut: {},
+          gate: { config: GATE, baseline: word, current },
+          sandbox: null,
+          engine: { ...state, gateOpen },
+        }),
       );
       expect((await readSession(planPath, plan())).engine?.baseline, word).toBe(baseline);
     }
@@ -100,7 +120,11 @@ describe('the session file', () => {
     session.engine = { ...engine, baseline: 'failed', stop: { reason: 'failures', message: 'refused', baselineFailure: { output: 'red' } }, finished: true };
     await writeSession(planPath, session);
     const read = await readSession(planPath, plan());
-    expect(read.engine).toMatchObject({ baseline: 'failed', stop: { reason: 'failures', message: 'refused', baselineFailure: { output: 'red' } }, finished: true });
+    expect(read.engine).toMatchObject({
+      baseline: 'failed',
+      stop: { reason: 'failures', message: 'refused', baselineFailure: { output: 'red' } },
+      finished: true,
+    });
     expect(read.gate).toEqual({ config: GATE, current: null });
   });
 });

@@ -41,7 +41,13 @@ describe('limits in a session', () => {
       [2, 'requeued'],
       [3, 'completed'],
     ]);
-    expect(finalized.limit).toEqual({ message: expect.stringMatching(/^a limit refused 2 of this round's subagents \(handed back, no attempt spent\): the next round hands out at most 2 tasks, as many as this one got through$/), handOut: 2, resetAt: null });
+    expect(finalized.limit).toEqual({
+      message: expect.stringMatching(
+        /^a limit refused 2 of this round's subagents \(handed back, no attempt spent\): the next round hands out at most 2 tasks, as many as this one got through$/,
+      ),
+      handOut: 2,
+      resetAt: null,
+    });
     expect(rig.state.plan.tasks.slice(0, 4).map((t) => [statusOf(t), t.attempts ?? 0])).toEqual([
       ['in_progress', 0],
       ['pending', 0],
@@ -52,7 +58,11 @@ describe('limits in a session', () => {
     // Two got through: two now, though four may run.
     const next = await printed('next', await rig.nextStep());
     expect(next.tasks.map((t: { index: number }) => t.index)).toEqual([1, 2]);
-    expect(next.limit).toEqual({ message: 'rate-limited: rounds of at most 2 of 4 tasks, one more after each round no limit refused', handOut: 2, resetAt: null });
+    expect(next.limit).toEqual({
+      message: 'rate-limited: rounds of at most 2 of 4 tasks, one more after each round no limit refused',
+      handOut: 2,
+      resetAt: null,
+    });
     await rig.finalize([
       [1, 'COMPLETED: made T1'],
       [2, 'COMPLETED: made T2'],
@@ -80,7 +90,9 @@ describe('limits in a session', () => {
     const resetAt = Date.parse(finalized.limit.resetAt);
     // The rig's clock is 2026-01-01 00:00 UTC (19:00 the day before in New York): 10pm there is 03:00 UTC, waited to its end.
     expect(new Date(resetAt).toISOString()).toBe('2026-01-01T03:01:00.000Z');
-    expect(finalized.limit.message).toMatch(/^a limit refused 2 of this round's subagents \(handed back, no attempt spent\): the usage limit resets at .+; `plan next` hands out nothing before then\. Run \/foreman:execute again after /);
+    expect(finalized.limit.message).toMatch(
+      /^a limit refused 2 of this round's subagents \(handed back, no attempt spent\): the usage limit resets at .+; `plan next` hands out nothing before then\. Run \/foreman:execute again after /,
+    );
     expect(finalized.limit.handOut).toBe(0);
     expect(finalized.results.map((r: { outcome: string }) => r.outcome)).toEqual(['requeued', 'requeued']);
     const next = await printed('next', await rig.nextStep());

@@ -71,7 +71,8 @@ describe('the in-session steps, in process', () => {
   it('work the integration tip conflicts with goes back to pending without spending an attempt, and runs again', async () => {
     let conflicts = 1;
     const rig = new SessionRig(makePlan([task('A')]), {
-      record: (_tasks, round) => (conflicts-- > 0 ? gitFailure('integrate', `CONFLICT (content): Merge conflict in A.txt`) : { ok: true, value: `commit-${round}` }),
+      record: (_tasks, round) =>
+        conflicts-- > 0 ? gitFailure('integrate', `CONFLICT (content): Merge conflict in A.txt`) : { ok: true, value: `commit-${round}` },
     });
     await rig.setup();
     await rig.next();
@@ -87,17 +88,24 @@ describe('the in-session steps, in process', () => {
     expect(rig.finished?.reason).toBe('all-done');
   });
 
-  it("a subagent Claude Code could not make a worktree for goes back to pending without spending an attempt, and is handed out at the next `next`", async () => {
+  it('a subagent Claude Code could not make a worktree for goes back to pending without spending an attempt, and is handed out at the next `next`', async () => {
     const rig = new SessionRig(makePlan([task('A'), task('B')]), { concurrency: 4 });
     await rig.setup();
     expect(await rig.next()).toEqual([0, 1]);
     await rig.finalize([
-      [0, "Failed to create worktree: Preparing worktree (new branch 'worktree-agent-a1')\nfatal: failed to read /r/.git/worktrees/agent-a1/commondir: Success"],
+      [
+        0,
+        "Failed to create worktree: Preparing worktree (new branch 'worktree-agent-a1')\nfatal: failed to read /r/.git/worktrees/agent-a1/commondir: Success",
+      ],
       [1, 'COMPLETED: made B'],
     ]);
     const finished = rig.events.filter((e) => e.type === 'task-finished');
     expect(finished).toEqual([
-      expect.objectContaining({ task: 0, outcome: 'requeued', reason: expect.stringContaining("Claude Code could not make the worker's worktree, so it did not start (Failed to create worktree:") }),
+      expect.objectContaining({
+        task: 0,
+        outcome: 'requeued',
+        reason: expect.stringContaining("Claude Code could not make the worker's worktree, so it did not start (Failed to create worktree:"),
+      }),
       expect.objectContaining({ task: 1, outcome: 'completed' }),
     ]);
     expect(statuses(rig)[0]).toBe('pending');
@@ -110,14 +118,17 @@ describe('the in-session steps, in process', () => {
     expect(rig.state.plan.tasks.map((t) => t.attempts)).toEqual([1, 1]);
   });
 
-  it("a write the worker hook refused counts as the task wanting that file: the retry is told to answer BLOCKED, and a second refusal ends the task blocked", async () => {
+  it('a write the worker hook refused counts as the task wanting that file: the retry is told to answer BLOCKED, and a second refusal ends the task blocked', async () => {
     const rig = new SessionRig(makePlan([task('A')]));
     await rig.setup();
     await rig.next();
     rig.deniedWrites.set('0-1', ['src/index.ts']);
     await rig.finalize([[0, 'FAILED: could not export it from src/index.ts']]);
     expect(statuses(rig)).toEqual(['pending']);
-    expect(rig.state.plan.tasks[0]).toMatchObject({ undeclaredWrites: ['src/index.ts'], retryAdvice: expect.stringContaining('BLOCKED: needs to change <path>') });
+    expect(rig.state.plan.tasks[0]).toMatchObject({
+      undeclaredWrites: ['src/index.ts'],
+      retryAdvice: expect.stringContaining('BLOCKED: needs to change <path>'),
+    });
     await rig.next();
     rig.deniedWrites.set('0-2', ['src/index.ts']);
     await rig.finalize([[0, 'FAILED: still cannot']]);
@@ -125,12 +136,16 @@ describe('the in-session steps, in process', () => {
     expect(rig.state.plan.tasks[0]!.result).toMatch(/^BLOCKED: the task needs src\/index\.ts, which it does not declare/);
   });
 
-  it("finalize names what a blocked task needs; declared (plan declare), the next `next` re-checks its set-aside work instead of handing it out, and `commit` integrates it", async () => {
+  it('finalize names what a blocked task needs; declared (plan declare), the next `next` re-checks its set-aside work instead of handing it out, and `commit` integrates it', async () => {
     const check = { criterion: 'it holds', check: 'true', exitCode: 0, timedOut: false, timeLimit: { ms: 1000, flag: '--check-timeout' as const }, output: '' };
     const setAside = { paths: ['src/index.ts'], tracked: ['src/index.ts'], kept: { commit: 'f'.repeat(40), ref: 'refs/foreman-aside/rig/0' } };
     const rig = new SessionRig(makePlan([task('A', { acceptance: [{ criterion: 'it holds', check: 'true' }] })]), {
       verify: () => ({ ...PASSED, outsideChanges: setAside.paths, setAside, acceptance: [{ ...check, passed: false, exitCode: 1 }] }),
-      recheck: () => ({ ...PASSED, acceptance: [{ ...check, passed: true }], work: { base: 'b'.repeat(40), entries: [{ path: 'src/index.ts', mode: '100644', object: 'd'.repeat(40) }] } }),
+      recheck: () => ({
+        ...PASSED,
+        acceptance: [{ ...check, passed: true }],
+        work: { base: 'b'.repeat(40), entries: [{ path: 'src/index.ts', mode: '100644', object: 'd'.repeat(40) }] },
+      }),
     });
     await rig.setup();
     await rig.next();
@@ -156,7 +171,10 @@ describe('the in-session steps, in process', () => {
     const rig = new SessionRig(makePlan([task('A'), task('B')]), { record: () => gitFailure('update-ref', 'fatal: cannot lock ref') });
     await rig.setup();
     await rig.next();
-    await rig.finalize([[0, 'COMPLETED: made A'], [1, 'COMPLETED: made B']]);
+    await rig.finalize([
+      [0, 'COMPLETED: made A'],
+      [1, 'COMPLETED: made B'],
+    ]);
     await rig.commit();
     expect(rig.finished?.reason).toBe('git-failed');
     // Pending again, saying why, no attempt counted: the next run does them again.
@@ -180,7 +198,10 @@ describe('the in-session steps, in process', () => {
     });
     await rig.setup();
     expect(await rig.next()).toEqual([0, 1]);
-    await rig.finalize([[0, 'COMPLETED: made A'], [1, 'COMPLETED: made B']]);
+    await rig.finalize([
+      [0, 'COMPLETED: made A'],
+      [1, 'COMPLETED: made B'],
+    ]);
     await rig.commit();
     expect(rig.integrated).toEqual([0]);
     const finished = rig.events.filter((e) => e.type === 'task-finished' && e.task === 1);
@@ -225,7 +246,11 @@ describe('the end of an in-session run, as the step function says it', () => {
     expect(set.gate).toMatchObject({ baseline: 'failed', runs: [{ tasks: [], passed: false }], output: 'FAIL: the starting commit' });
     expect(rig.gated).toEqual([[]]);
     expect(await printed('next', await rig.nextStep())).toMatchObject({ tasks: [], stall: 'gate' });
-    expect(rig.finished).toMatchObject({ reason: 'failures', exitCode: 2, message: expect.stringMatching(/^the gate `npm test` already fails on the starting commit, before any task ran/) });
+    expect(rig.finished).toMatchObject({
+      reason: 'failures',
+      exitCode: 2,
+      message: expect.stringMatching(/^the gate `npm test` already fails on the starting commit, before any task ran/),
+    });
     // `commit` refuses it again, and the run is not ended twice.
     const commit = await rig.commit();
     expect(!commit.ok && commit.error).toMatchObject({ kind: 'baseline-failed', output: 'FAIL: the starting commit' });
@@ -241,7 +266,13 @@ describe('the end of an in-session run, as the step function says it', () => {
     rig.subagents.clear();
     await rig.setup({ ...noFindings(), interrupted: [0] });
     const runs = rig.events.filter((e) => e.type === 'run-finished');
-    expect(runs).toEqual([expect.objectContaining({ reason: 'interrupted', exitCode: 130, message: expect.stringContaining(`the session ended before this run finished (its last step was at ${lastStep}); a new \`plan setup\` started another`) })]);
+    expect(runs).toEqual([
+      expect.objectContaining({
+        reason: 'interrupted',
+        exitCode: 130,
+        message: expect.stringContaining(`the session ended before this run finished (its last step was at ${lastStep}); a new \`plan setup\` started another`),
+      }),
+    ]);
     expect(runs[0]!.runId).not.toBe(rig.events.at(-1)!.runId);
     expect(statuses(rig)).toEqual(['pending', 'pending']);
     expect(await rig.next()).toEqual([0]);

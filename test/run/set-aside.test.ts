@@ -21,7 +21,8 @@ const open = async (repo: string, plan: Plan) => (await openIsolation(cleanups, 
 
 const files = { 'a.txt': 'a\n', 'package-lock.json': '{"lock":"base"}\n', 'README.md': 'readme\n', '.gitignore': 'node_modules/\n.design/\n' };
 /** What the checks see is what would land: no set-aside change is in the worktree, the ignored output is. */
-const landsAsDeclared = 'grep -q worker a.txt && grep -q base package-lock.json && test ! -e coverage/out.txt && test -f README.md && test -f node_modules/x.js';
+const landsAsDeclared =
+  'grep -q worker a.txt && grep -q base package-lock.json && test ! -e coverage/out.txt && test -f README.md && test -f node_modules/x.js';
 
 describe('set aside', () => {
   it('puts back what the attempt changed outside its declared files before its checks run, keeps it whole on a ref of its own, and leaves ignored files and the stash alone', async () => {
@@ -60,7 +61,9 @@ describe('set aside', () => {
 
   it('a file the worker committed outside its declared files is set aside too', async () => {
     const repo = await repoWith(files);
-    const plan = makePlan([fakeTask('A', { modify: ['a.txt'], acceptance: [{ criterion: 'no stray file', check: 'test ! -e stray.txt && grep -q worker a.txt' }] })]);
+    const plan = makePlan([
+      fakeTask('A', { modify: ['a.txt'], acceptance: [{ criterion: 'no stray file', check: 'test ! -e stray.txt && grep -q worker a.txt' }] }),
+    ]);
     const isolation = await open(repo.dir, plan);
     const prepared = await isolation.prepare(0);
     if (!prepared.ok) throw new Error(prepared.error);

@@ -36,7 +36,14 @@ async function worktreesEnv(): Promise<NodeJS.ProcessEnv> {
 }
 
 async function open(repo: string, plan: Plan, options: Partial<IsolationOptions> = {}) {
-  const opened = await Isolation.open(plan, { repo, planPath: join(repo, '.design/plan.json'), env: await worktreesEnv(), sandbox: false, setupTimeoutMs: 60_000, ...options });
+  const opened = await Isolation.open(plan, {
+    repo,
+    planPath: join(repo, '.design/plan.json'),
+    env: await worktreesEnv(),
+    sandbox: false,
+    setupTimeoutMs: 60_000,
+    ...options,
+  });
   if (!opened.ok) throw new Error(`open: ${opened.error.stderr}`);
   cleanups.push(() => opened.value.removeWorktrees());
   return opened.value;
@@ -53,12 +60,20 @@ describe('a time limit hit says what, after how long, which flag, and that the p
     const verification = await verifyAttempt({ isolation, checkTimeoutMs: 1000 }, plan, 0, { dir: prepared.value });
     isolation.release(0);
     expect(verification.acceptance).toMatchObject([{ passed: false, timedOut: true }]);
-    const decision = decide({ task: plan.tasks[0]!, judgement: { kind: 'verify', summary: 'done', claimed: true }, verification, permissionDenials: [], maxAttempts: 3 });
+    const decision = decide({
+      task: plan.tasks[0]!,
+      judgement: { kind: 'verify', summary: 'done', claimed: true },
+      verification,
+      permissionDenials: [],
+      maxAttempts: 3,
+    });
     expect(decision.kind).toBe('retry');
-    expect(decision.kind === 'retry' && decision.failure).toBe(`acceptance check failed (it finishes): \`sleep 5\` timed out after 1s (the limit set by --check-timeout); ${ended}`);
+    expect(decision.kind === 'retry' && decision.failure).toBe(
+      `acceptance check failed (it finishes): \`sleep 5\` timed out after 1s (the limit set by --check-timeout); ${ended}`,
+    );
   });
 
-  it('an assumption check: the blocked task and the check\'s output say so first', async () => {
+  it("an assumption check: the blocked task and the check's output say so first", async () => {
     const repo = await repoWith({ 'a.txt': 'a\n', '.gitignore': '.design/\n' });
     const plan = makePlan([fakeTask('A', { create: ['b.txt'], assumptions: [{ claim: 'the service answers', verify: hangs(10_000), severity: 'blocking' }] })]);
     const env = await worktreesEnv();
@@ -86,7 +101,7 @@ describe('a time limit hit says what, after how long, which flag, and that the p
     expect(applied.tasks[0]!.result).toMatch(/x+$/);
   });
 
-  it('the gate: its output starts with it, and the journal and a culprit\'s retry keep that line past a long output', async () => {
+  it("the gate: its output starts with it, and the journal and a culprit's retry keep that line past a long output", async () => {
     const repo = await repoWith({ 'a.txt': 'a\n' });
     const plan = makePlan([fakeTask('A', { create: ['b.txt'] })]);
     const isolation = await open(repo.dir, plan);
@@ -105,7 +120,18 @@ describe('a time limit hit says what, after how long, which flag, and that the p
     const isolation = await open(repo.dir, plan);
     const planPath = join(repo.dir, '.design/plan.json');
     await mkdir(dirname(planPath), { recursive: true });
-    await serveGate({ repo: repo.dir, planPath, plan, env: await worktreesEnv(), id: 'limit-1', tip: isolation.tip, tasks: [], command: 'sleep 5', timeoutMs: 1000, sandbox: false });
+    await serveGate({
+      repo: repo.dir,
+      planPath,
+      plan,
+      env: await worktreesEnv(),
+      id: 'limit-1',
+      tip: isolation.tip,
+      tasks: [],
+      command: 'sleep 5',
+      timeoutMs: 1000,
+      sandbox: false,
+    });
     const state = JSON.parse(await readFile(gateStatePathFor(planPath), 'utf8')) as { state: string; passed: boolean; output: string };
     expect(state).toMatchObject({ state: 'finished', passed: false });
     expect(state.output.split('\n')[0]).toBe(`\`sleep 5\` timed out after 1s (the limit set by --gate-timeout); ${ended}:`);
@@ -123,13 +149,16 @@ describe('a time limit hit says what, after how long, which flag, and that the p
     expect(describeSetupRun(reports[0]!)).toBe(`set up the worktree slot-0: ${said}`);
   });
 
-  it('the setup command in the in-session gate process\'s worktree: its limit is the gate\'s', async () => {
+  it("the setup command in the in-session gate process's worktree: its limit is the gate's", async () => {
     const repo = await repoWith({ 'a.txt': 'a\n' });
     const plan = makePlan([fakeTask('A', { create: ['b.txt'] })], { context: { setupCommand: 'sleep 5' } });
     // The run's isolation makes the integration ref the gate process reads.
     await open(repo.dir, plan);
     const gate = await open(repo.dir, plan, { role: 'gate', setupTimeoutMs: 1000 });
     const run = await gate.runGate(plan, { tasks: [], works: [] }, { command: 'true', timeoutMs: 1000, sandbox: false });
-    expect(run).toMatchObject({ passed: false, output: `in a new worktree, the setup command \`sleep 5\` timed out after 1s (the limit set by --gate-timeout); ${ended}` });
+    expect(run).toMatchObject({
+      passed: false,
+      output: `in a new worktree, the setup command \`sleep 5\` timed out after 1s (the limit set by --gate-timeout); ${ended}`,
+    });
   });
 });

@@ -39,7 +39,7 @@ async function place(): Promise<{ repo: TempGitRepo; home: string }> {
   return { repo, home };
 }
 
-describe.runIf(tmux !== null)('/foreman:execute asks about a task\'s needed files, in an interactive session', () => {
+describe.runIf(tmux !== null)("/foreman:execute asks about a task's needed files, in an interactive session", () => {
   it('the person answers in the terminal; the pre-approved `plan declare --needed N` runs with no prompt and widens that task; another form of declare asks', async () => {
     const { repo, home } = await place();
     const seen: string[] = [];
@@ -50,9 +50,25 @@ describe.runIf(tmux !== null)('/foreman:execute asks about a task\'s needed file
         seen.push(lastResult(req));
         switch (req.assistantTurns) {
           case 0:
-            return [toolUse('AskUserQuestion', { questions: [{ question: 'Task 0 (export the feature) needs src/index.js, which it does not declare. Declare it and put the task back?', header: 'Declare', multiSelect: false, options: [{ label: 'Declare and retry', description: 'plan declare --needed 0' }, { label: 'Leave it', description: 'the task stays blocked' }] }] })];
+            return [
+              toolUse('AskUserQuestion', {
+                questions: [
+                  {
+                    question: 'Task 0 (export the feature) needs src/index.js, which it does not declare. Declare it and put the task back?',
+                    header: 'Declare',
+                    multiSelect: false,
+                    options: [
+                      { label: 'Declare and retry', description: 'plan declare --needed 0' },
+                      { label: 'Leave it', description: 'the task stays blocked' },
+                    ],
+                  },
+                ],
+              }),
+            ];
           case 1:
-            return lastResult(req).includes('="Declare and retry"') ? [toolUse('Bash', { command: `${launcher} plan declare --needed 0`, description: 'declare what task 0 needs' })] : [text('NOT-ANSWERED')];
+            return lastResult(req).includes('="Declare and retry"')
+              ? [toolUse('Bash', { command: `${launcher} plan declare --needed 0`, description: 'declare what task 0 needs' })]
+              : [text('NOT-ANSWERED')];
           case 2:
             // Not the pre-approved form: Claude Code asks the person.
             return [toolUse('Bash', { command: `${launcher} plan declare 0 src/other.js`, description: 'declare another file' })];
@@ -64,10 +80,39 @@ describe.runIf(tmux !== null)('/foreman:execute asks about a task\'s needed file
     cleanups.push(() => server.close());
     const env = claudeEnv(server.url, home);
     // As a person who has used Claude Code here: onboarding done, the folder trusted, the key accepted.
-    await writeFile(join(home, '.claude.json'), JSON.stringify({ hasCompletedOnboarding: true, customApiKeyResponses: { approved: [String(env.ANTHROPIC_API_KEY).slice(-20)], rejected: [] }, projects: { [repo.dir]: { hasTrustDialogAccepted: true } } }));
+    await writeFile(
+      join(home, '.claude.json'),
+      JSON.stringify({
+        hasCompletedOnboarding: true,
+        customApiKeyResponses: { approved: [String(env.ANTHROPIC_API_KEY).slice(-20)], rejected: [] },
+        projects: { [repo.dir]: { hasTrustDialogAccepted: true } },
+      }),
+    );
     const session = `foreman-declare-${process.pid}`;
     const envArgs = Object.entries(env).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
-    await execa(tmux!, ['new-session', '-d', '-s', session, '-x', '220', '-y', '60', '-c', repo.dir, 'env', '-i', ...envArgs, claudeBin, '--model', 'haiku', '--plugin-dir', pluginRoot, '--permission-mode', 'default', '/foreman:execute']);
+    await execa(tmux!, [
+      'new-session',
+      '-d',
+      '-s',
+      session,
+      '-x',
+      '220',
+      '-y',
+      '60',
+      '-c',
+      repo.dir,
+      'env',
+      '-i',
+      ...envArgs,
+      claudeBin,
+      '--model',
+      'haiku',
+      '--plugin-dir',
+      pluginRoot,
+      '--permission-mode',
+      'default',
+      '/foreman:execute',
+    ]);
     cleanups.push(() => execa(tmux!, ['kill-session', '-t', session], { reject: false }).then(() => undefined));
     const screen = async () => (await execa(tmux!, ['capture-pane', '-p', '-t', session])).stdout;
     const waitFor = async (pattern: RegExp, what: string) => {
@@ -97,13 +142,32 @@ describe('under claude -p, where AskUserQuestion does not exist', () => {
     const results: string[] = [];
     const server = await startModelServer({
       respond: (req) => {
-        if (req.assistantTurns === 0) return [toolUse('AskUserQuestion', { questions: [{ question: 'Declare src/index.js for task 0?', header: 'Declare', multiSelect: false, options: [{ label: 'Declare and retry', description: 'd' }, { label: 'Leave it', description: 'l' }] }] })];
+        if (req.assistantTurns === 0)
+          return [
+            toolUse('AskUserQuestion', {
+              questions: [
+                {
+                  question: 'Declare src/index.js for task 0?',
+                  header: 'Declare',
+                  multiSelect: false,
+                  options: [
+                    { label: 'Declare and retry', description: 'd' },
+                    { label: 'Leave it', description: 'l' },
+                  ],
+                },
+              ],
+            }),
+          ];
         results.push(lastResult(req));
         return [text('told the person')];
       },
     });
     cleanups.push(() => server.close());
-    const r = await execa(claudeBin, ['-p', '--output-format', 'stream-json', '--verbose', '--model', 'haiku', '--plugin-dir', pluginRoot, '--permission-mode', 'default'], { cwd: repo.dir, env: claudeEnv(server.url, home), extendEnv: false, input: '/foreman:execute', reject: false, timeout: 60_000 });
+    const r = await execa(
+      claudeBin,
+      ['-p', '--output-format', 'stream-json', '--verbose', '--model', 'haiku', '--plugin-dir', pluginRoot, '--permission-mode', 'default'],
+      { cwd: repo.dir, env: claudeEnv(server.url, home), extendEnv: false, input: '/foreman:execute', reject: false, timeout: 60_000 },
+    );
     expect(r.exitCode, String(r.stderr)).toBe(0);
     expect(parseStreamJson(String(r.stdout)).find((e) => e.type === 'result')?.is_error).toBe(false);
     expect(results[0]).toMatch(/No such tool available: AskUserQuestion\. AskUserQuestion is disabled for this session/);

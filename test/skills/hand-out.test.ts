@@ -40,7 +40,13 @@ describe('the hand-out the in-session steps publish for the worker hook', () => 
   it('lists what next handed out, drops what finalize settled, and is withdrawn when the run ends', async () => {
     const { repo, planPath, run, root } = await fixture();
     expect((await run(['setup'])).code).toBe(0);
-    expect(await readHandOut(root, 'session-1')).toMatchObject({ session: 'session-1', repo: await realpath(repo.dir), planPath, tasks: [], sandbox: { available: false, reason: '--sandbox off' } });
+    expect(await readHandOut(root, 'session-1')).toMatchObject({
+      session: 'session-1',
+      repo: await realpath(repo.dir),
+      planPath,
+      tasks: [],
+      sandbox: { available: false, reason: '--sandbox off' },
+    });
 
     const next = await run(['next']);
     expect(next.json.tasks.map((t: any) => t.index)).toEqual([0, 1]);
@@ -51,17 +57,26 @@ describe('the hand-out the in-session steps publish for the worker hook', () => 
 
     // Task 0 is finalized: its worker's binding goes with it; task 1 is still out.
     const ran = await isolatedSubagent(repo.dir, next.json.tasks[0].promptFile, 'haiku');
-    await writeFile(join(repo.dir, '.design/prompts/results.json'), JSON.stringify([{ task: 0, output: ran.output.split('\n').at(-1), worktree: ran.worktree }]));
+    await writeFile(
+      join(repo.dir, '.design/prompts/results.json'),
+      JSON.stringify([{ task: 0, output: ran.output.split('\n').at(-1), worktree: ran.worktree }]),
+    );
     expect((await run(['finalize', '--results', '.design/prompts/results.json'])).code).toBe(0);
     expect((await readHandOut(root, 'session-1'))!.tasks.map((t) => t.index)).toEqual([1]);
 
     const other = await isolatedSubagent(repo.dir, next.json.tasks[1].promptFile, 'haiku');
-    await writeFile(join(repo.dir, '.design/prompts/results.json'), JSON.stringify([{ task: 1, output: other.output.split('\n').at(-1), worktree: other.worktree }]));
+    await writeFile(
+      join(repo.dir, '.design/prompts/results.json'),
+      JSON.stringify([{ task: 1, output: other.output.split('\n').at(-1), worktree: other.worktree }]),
+    );
     await run(['finalize', '--results', '.design/prompts/results.json']);
     await run(['commit']);
     const last = await run(['next']);
     const final = await isolatedSubagent(repo.dir, last.json.tasks[0].promptFile, 'haiku');
-    await writeFile(join(repo.dir, '.design/prompts/results.json'), JSON.stringify([{ task: 2, output: final.output.split('\n').at(-1), worktree: final.worktree }]));
+    await writeFile(
+      join(repo.dir, '.design/prompts/results.json'),
+      JSON.stringify([{ task: 2, output: final.output.split('\n').at(-1), worktree: final.worktree }]),
+    );
     await run(['finalize', '--results', '.design/prompts/results.json']);
     expect((await run(['commit'])).json.archived).toMatch(/history/);
     // The run is over: the session's folder, and the root with it, are gone.
@@ -95,7 +110,10 @@ describe('plan next after the last commit archived the plan', () => {
     await run(['setup']);
     const next = await run(['next']);
     const ran = await isolatedSubagent(repo.dir, next.json.tasks[0].promptFile, 'haiku');
-    await writeFile(join(repo.dir, '.design/prompts/results.json'), JSON.stringify([{ task: 0, output: ran.output.split('\n').at(-1), worktree: ran.worktree }]));
+    await writeFile(
+      join(repo.dir, '.design/prompts/results.json'),
+      JSON.stringify([{ task: 0, output: ran.output.split('\n').at(-1), worktree: ran.worktree }]),
+    );
     await run(['finalize', '--results', '.design/prompts/results.json']);
     const commit = await run(['commit']);
     expect(commit.json.archived).toMatch(/history/);

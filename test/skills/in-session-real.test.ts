@@ -52,7 +52,8 @@ function playLead(req: ScriptedRequest, repo: string): ContentBlock[] {
   if (first.name === 'Bash' && step === 'next') {
     const next = json(first.result);
     if (next?.stall === 'gate') return [bash(`${launcher} plan commit --sandbox on`)];
-    if (next?.stall === 'done') return [text(`Done: ${next.complete ? 'every task completed' : 'incomplete'}${next.archived ? `, archived at ${next.archived}` : ''}.`)];
+    if (next?.stall === 'done')
+      return [text(`Done: ${next.complete ? 'every task completed' : 'incomplete'}${next.archived ? `, archived at ${next.archived}` : ''}.`)];
     if (!next || next.tasks.length === 0) return [text(`next said: ${first.result}`)];
     // One Agent call per task, all in one message: they run at once.
     return next.tasks.map(agentCall);
@@ -62,7 +63,9 @@ function playLead(req: ScriptedRequest, repo: string): ContentBlock[] {
       const task = Number(/TASK-NUMBER (\d+)/.exec(String(c.input.prompt))?.[1] ?? /task-(\d+)\.md/.exec(String(c.input.prompt))?.[1]);
       // As the skill says: the status line as the worker wrote it (bold or backticks included), or
       // the first line of Claude Code's own failure to make the worktree.
-      const status = [...c.result.matchAll(/^\s*([*_`>\s-]*(?:COMPLETED|FAILED|BLOCKED)[*_`]*:.*)$/gm)].at(-1)?.[1] ?? (WORKTREE_NOT_MADE.test(c.result) ? c.result.split('\n')[0]! : '');
+      const status =
+        [...c.result.matchAll(/^\s*([*_`>\s-]*(?:COMPLETED|FAILED|BLOCKED)[*_`]*:.*)$/gm)].at(-1)?.[1] ??
+        (WORKTREE_NOT_MADE.test(c.result) ? c.result.split('\n')[0]! : '');
       const worktree = /^worktreePath: (.+)$/m.exec(c.result)?.[1];
       return { task, output: status, ...(worktree ? { worktree } : {}) };
     });
@@ -150,7 +153,10 @@ describe.each(installs)('$command in the default permission mode, nothing pre-ap
             prompt: 'Write c.txt holding "gamma", after reading a.txt.',
             blockedBy: [0],
             metadata: { files: { create: ['c.txt'], modify: [] } },
-            agent: { model: 'haiku', acceptanceCriteria: [{ criterion: 'a.txt is there and c.txt says gamma', check: 'grep -q alpha a.txt && grep -q gamma c.txt' }] },
+            agent: {
+              model: 'haiku',
+              acceptanceCriteria: [{ criterion: 'a.txt is there and c.txt says gamma', check: 'grep -q alpha a.txt && grep -q gamma c.txt' }],
+            },
           },
         ],
         { context: { testCommand: 'test -f README.md' } },
@@ -206,14 +212,30 @@ describe.each(installs)('$command in the default permission mode, nothing pre-ap
       },
     });
     cleanups.push(() => server.close());
-    const r = await execa(claudeBin, ['-p', '--output-format', 'stream-json', '--verbose', '--model', 'haiku', ...args, '--permission-mode', 'default', '--settings', JSON.stringify(inTurn.settings)], {
-      cwd: repo.dir,
-      env: claudeEnv(server.url, home),
-      extendEnv: false,
-      input: command,
-      reject: false,
-      timeout: 240_000,
-    });
+    const r = await execa(
+      claudeBin,
+      [
+        '-p',
+        '--output-format',
+        'stream-json',
+        '--verbose',
+        '--model',
+        'haiku',
+        ...args,
+        '--permission-mode',
+        'default',
+        '--settings',
+        JSON.stringify(inTurn.settings),
+      ],
+      {
+        cwd: repo.dir,
+        env: claudeEnv(server.url, home),
+        extendEnv: false,
+        input: command,
+        reject: false,
+        timeout: 240_000,
+      },
+    );
     run = { exitCode: r.exitCode, events: parseStreamJson(String(r.stdout)), stderr: String(r.stderr) };
   }, 300_000);
 
@@ -240,44 +262,55 @@ describe.each(installs)('$command in the default permission mode, nothing pre-ap
       .flatMap((r) => lastCalls(r))
       .filter((c) => c.name === 'Bash' && String(c.input.command).includes(' plan finalize'))
       .flatMap((c) => (json(c.result)?.results ?? []) as Array<{ index: number; outcome: string; warnings: string[] }>);
-    expect(finalized.find((r) => r.index === 1)).toMatchObject({ outcome: 'completed', warnings: [expect.stringMatching(/^changed files its task does not declare: README\.md \(set aside, not integrated/)] });
+    expect(finalized.find((r) => r.index === 1)).toMatchObject({
+      outcome: 'completed',
+      warnings: [expect.stringMatching(/^changed files its task does not declare: README\.md \(set aside, not integrated/)],
+    });
     expect(await readFile(join(repo.dir, 'README.md'), 'utf8')).toBe(readme);
   });
 
   it('refuses not one call the run needs: the only denial is the undeclared write, made by the hook at write time', () => {
     const denials = (result()?.permission_denials ?? []) as Array<{ tool_name: string; tool_input: Record<string, unknown> }>;
-    expect(denials.map((d) => `${d.tool_name} ${String(d.tool_input.file_path ?? d.tool_input.command)}`)).toEqual([expect.stringMatching(/^Write .*\/stray\.txt$/)]);
+    expect(denials.map((d) => `${d.tool_name} ${String(d.tool_input.file_path ?? d.tool_input.command)}`)).toEqual([
+      expect.stringMatching(/^Write .*\/stray\.txt$/),
+    ]);
     const stray = workerResults.find((w) => w.tool.includes('stray.txt'));
     expect(stray?.result).toContain('task 0 does not declare stray.txt');
     expect(stray?.result).toContain('may change only: a.txt');
   });
 
-  it.runIf(support.ok)("a worker's Bash that writes outside its worktree changes nothing of the person's; inside, and in its own TMPDIR, it works", async () => {
-    expect(await readFile(join(repo.dir, 'README.md'), 'utf8')).toBe(readme);
-    expect(workerResults.find((w) => w.tool.includes('escaped'))?.result).toMatch(/Read-only file system/);
-    const check = workerResults.find((w) => w.tool.includes('cat a.txt'));
-    expect(check?.result).toContain('alpha');
-    expect(check?.result).not.toMatch(/Read-only|denied|approval/i);
-    expect(workerResults.find((w) => w.tool.includes('mkdir -p build'))?.result).not.toMatch(/Read-only|denied|approval/i);
-  });
+  it.runIf(support.ok)(
+    "a worker's Bash that writes outside its worktree changes nothing of the person's; inside, and in its own TMPDIR, it works",
+    async () => {
+      expect(await readFile(join(repo.dir, 'README.md'), 'utf8')).toBe(readme);
+      expect(workerResults.find((w) => w.tool.includes('escaped'))?.result).toMatch(/Read-only file system/);
+      const check = workerResults.find((w) => w.tool.includes('cat a.txt'));
+      expect(check?.result).toContain('alpha');
+      expect(check?.result).not.toMatch(/Read-only|denied|approval/i);
+      expect(workerResults.find((w) => w.tool.includes('mkdir -p build'))?.result).not.toMatch(/Read-only|denied|approval/i);
+    },
+  );
 
-  it.runIf(support.ok)("a worker that commits its own work: the commit cannot write your repository's git directory, the sandbox's placeholders are not its changes, and only foreman's commits reach the branch", async () => {
-    const committing = workerResults.find((w) => w.task === 2 && w.tool.includes('git commit'));
-    // Its git directory is in the person's .git, which its sandbox keeps read-only: `git add` and
-    // `git commit` fail there (README: What happens when things go wrong). Its `git status` lists
-    // the sandbox's placeholder files: Claude Code refuses a worktree agent's command that sets
-    // GIT_CONFIG_* (CLI-NOTES.md), so nothing can hide them from it without writing the person's
-    // .git/info/exclude.
-    expect(committing?.result).toMatch(/index\.lock': Read-only file system/);
-    expect(committing?.result).toContain('commit exit 128');
-    expect(committing?.result).toMatch(/^\?\? \.bashrc$/m);
-    // The placeholders are not its changes: the task completed with exactly its declared file.
-    const log = (await execa('git', ['log', '--format=%s', '--all'], { cwd: repo.dir })).stdout;
-    expect(log).not.toContain('wip');
-    expect(await readFile(join(repo.dir, 'c.txt'), 'utf8')).toBe('gamma\n');
-    const tracked = (await execa('git', ['ls-files'], { cwd: repo.dir })).stdout.split('\n');
-    expect(tracked).not.toContain('.bashrc');
-  });
+  it.runIf(support.ok)(
+    "a worker that commits its own work: the commit cannot write your repository's git directory, the sandbox's placeholders are not its changes, and only foreman's commits reach the branch",
+    async () => {
+      const committing = workerResults.find((w) => w.task === 2 && w.tool.includes('git commit'));
+      // Its git directory is in the person's .git, which its sandbox keeps read-only: `git add` and
+      // `git commit` fail there (README: What happens when things go wrong). Its `git status` lists
+      // the sandbox's placeholder files: Claude Code refuses a worktree agent's command that sets
+      // GIT_CONFIG_* (CLI-NOTES.md), so nothing can hide them from it without writing the person's
+      // .git/info/exclude.
+      expect(committing?.result).toMatch(/index\.lock': Read-only file system/);
+      expect(committing?.result).toContain('commit exit 128');
+      expect(committing?.result).toMatch(/^\?\? \.bashrc$/m);
+      // The placeholders are not its changes: the task completed with exactly its declared file.
+      const log = (await execa('git', ['log', '--format=%s', '--all'], { cwd: repo.dir })).stdout;
+      expect(log).not.toContain('wip');
+      expect(await readFile(join(repo.dir, 'c.txt'), 'utf8')).toBe('gamma\n');
+      const tracked = (await execa('git', ['ls-files'], { cwd: repo.dir })).stdout.split('\n');
+      expect(tracked).not.toContain('.bashrc');
+    },
+  );
 
   it('ran two workers at once (and, had Claude Code failed to make a worktree, handed that task out again with no attempt spent)', async () => {
     // The lead's Agent calls went through the test's hook, one ticket each.
@@ -286,20 +319,40 @@ describe.each(installs)('$command in the default permission mode, nothing pre-ap
     const leadCalls = requests.filter((r) => !r.prompt.startsWith('First read the file ')).flatMap((r) => lastCalls(r));
     // What the server saw, in order, to tell a run of the two one after the other from a late start.
     const t0 = Math.min(...requests.map((r) => r.receivedAt));
-    const seen = requests.map((r) => `${r.receivedAt - t0}ms ${/task-(\d+)\.md/.exec(r.prompt)?.[0] ?? r.prompt.slice(0, 30)} turn ${r.assistantTurns} ${lastCalls(r).map((c) => c.result.slice(0, 400)).join(' | ')}`).join('; ');
+    const seen = requests
+      .map(
+        (r) =>
+          `${r.receivedAt - t0}ms ${/task-(\d+)\.md/.exec(r.prompt)?.[0] ?? r.prompt.slice(0, 30)} turn ${r.assistantTurns} ${lastCalls(r)
+            .map((c) => c.result.slice(0, 400))
+            .join(' | ')}`,
+      )
+      .join('; ');
     // The worktrees are made one at a time (worktreesOneAtATime), so each is made; were one not,
     // foreman would owe the task again, as the same attempt, and its partners would meet the retry.
     const notMade = leadCalls.filter((c) => c.name === 'Agent' && WORKTREE_NOT_MADE.test(c.result)).map((c) => taskOfPrompt(c.input.prompt));
-    const finalized = leadCalls.filter((c) => c.name === 'Bash' && String(c.input.command).includes(' plan finalize')).flatMap((c) => (json(c.result)?.results ?? []) as Array<{ index: number; outcome: string }>);
+    const finalized = leadCalls
+      .filter((c) => c.name === 'Bash' && String(c.input.command).includes(' plan finalize'))
+      .flatMap((c) => (json(c.result)?.results ?? []) as Array<{ index: number; outcome: string }>);
     for (const task of notMade) {
       expect(finalized, seen).toContainEqual(expect.objectContaining({ index: task, outcome: 'requeued' }));
-      for (const p of workerResults.filter((w) => w.task === task && w.tool.startsWith('Read') && w.tool.includes(`task-${task}.md`))) expect(p.result).not.toContain('This is attempt 2');
+      for (const p of workerResults.filter((w) => w.task === task && w.tool.startsWith('Read') && w.tool.includes(`task-${task}.md`)))
+        expect(p.result).not.toContain('This is attempt 2');
     }
     // Each subagent (one worktree each) from its first request to its last: two of them overlap.
     const bySubagent = new Map<string, ScriptedRequest[]>();
-    for (const r of requests.filter((q) => q.prompt.startsWith('First read the file '))) bySubagent.set(r.cwd ?? '', [...(bySubagent.get(r.cwd ?? '') ?? []), r]);
-    const spans = [...bySubagent.values()].map((rs) => ({ task: taskOfPrompt(rs[0]!.prompt), start: Math.min(...rs.map((r) => r.receivedAt)), end: Math.max(...rs.map((r) => r.receivedAt)) }));
-    const overlapping = spans.flatMap((a, i) => spans.slice(i + 1).filter((b) => a.task !== b.task && a.start < b.end && b.start < a.end).map((b) => [a.task, b.task].sort().join(' and ')));
+    for (const r of requests.filter((q) => q.prompt.startsWith('First read the file ')))
+      bySubagent.set(r.cwd ?? '', [...(bySubagent.get(r.cwd ?? '') ?? []), r]);
+    const spans = [...bySubagent.values()].map((rs) => ({
+      task: taskOfPrompt(rs[0]!.prompt),
+      start: Math.min(...rs.map((r) => r.receivedAt)),
+      end: Math.max(...rs.map((r) => r.receivedAt)),
+    }));
+    const overlapping = spans.flatMap((a, i) =>
+      spans
+        .slice(i + 1)
+        .filter((b) => a.task !== b.task && a.start < b.end && b.start < a.end)
+        .map((b) => [a.task, b.task].sort().join(' and ')),
+    );
     expect(overlapping.length, seen).toBeGreaterThan(0);
     // As scripted, with every worktree made: the two handed out first.
     if (notMade.length === 0) expect(overlapping, seen).toContain('0 and 1');
@@ -320,7 +373,8 @@ describe('/foreman:design in the default permission mode, nothing pre-approved, 
     const plan = makePlan([
       {
         subject: 'add greet.txt',
-        prompt: 'Write greet.txt saying hello, in the tone of README.md.\nThe last line of your reply: COMPLETED: <summary>, FAILED: <what> or BLOCKED: <what>.',
+        prompt:
+          'Write greet.txt saying hello, in the tone of README.md.\nThe last line of your reply: COMPLETED: <summary>, FAILED: <what> or BLOCKED: <what>.',
         blockedBy: [],
         metadata: { files: { create: ['greet.txt'], modify: [] } },
         agent: { model: 'haiku', acceptanceCriteria: [{ criterion: 'greet.txt says hello', check: 'grep -q hello greet.txt' }] },
@@ -347,14 +401,18 @@ describe('/foreman:design in the default permission mode, nothing pre-approved, 
       },
     });
     cleanups.push(() => local.close());
-    const r = await execa(claudeBin, ['-p', '--output-format', 'stream-json', '--verbose', '--model', 'haiku', '--plugin-dir', pluginRoot, '--permission-mode', 'default'], {
-      cwd: repo.dir,
-      env: claudeEnv(local.url, home),
-      extendEnv: false,
-      input: '/foreman:design add a greeting',
-      reject: false,
-      timeout: 180_000,
-    });
+    const r = await execa(
+      claudeBin,
+      ['-p', '--output-format', 'stream-json', '--verbose', '--model', 'haiku', '--plugin-dir', pluginRoot, '--permission-mode', 'default'],
+      {
+        cwd: repo.dir,
+        env: claudeEnv(local.url, home),
+        extendEnv: false,
+        input: '/foreman:design add a greeting',
+        reject: false,
+        timeout: 180_000,
+      },
+    );
     const events = parseStreamJson(String(r.stdout));
     const final = [...events].reverse().find((e) => e.type === 'result');
     expect(r.exitCode, String(r.stderr)).toBe(0);
@@ -368,7 +426,9 @@ describe('/foreman:design in the default permission mode, nothing pre-approved, 
     const checks = results.filter((t) => /: valid \(/.test(t));
     expect(checks).toHaveLength(2);
     expect(checks[0]).toMatch(/: valid \(1 tasks?\); defaults and file overlaps written, with 1 warning:/);
-    expect(checks[0]).toContain('tasks[0].prompt names README.md, which the task does not declare: add it to tasks[0].metadata.files.modify, or to tasks[0].metadata.reads if the task only reads it');
+    expect(checks[0]).toContain(
+      'tasks[0].prompt names README.md, which the task does not declare: add it to tasks[0].metadata.files.modify, or to tasks[0].metadata.reads if the task only reads it',
+    );
     // Claude Code adds a line of its own after the output: the command rewrote the plan the model had read.
     expect(checks[1]!.split('\n')[0]).toMatch(/: valid \(1 tasks?\); defaults and file overlaps written$/);
     expect(checks[1]).not.toContain('warning');
@@ -390,18 +450,22 @@ describe('what the skills do not pre-approve, in the default permission mode wit
       },
     });
     cleanups.push(() => local.close());
-    const r = await execa(claudeBin, ['-p', '--output-format', 'stream-json', '--verbose', '--model', 'haiku', '--plugin-dir', pluginRoot, '--permission-mode', 'default'], {
-      cwd: repo,
-      env: claudeEnv(local.url, home),
-      extendEnv: false,
-      input: skill,
-      reject: false,
-      timeout: 180_000,
-    });
+    const r = await execa(
+      claudeBin,
+      ['-p', '--output-format', 'stream-json', '--verbose', '--model', 'haiku', '--plugin-dir', pluginRoot, '--permission-mode', 'default'],
+      {
+        cwd: repo,
+        env: claudeEnv(local.url, home),
+        extendEnv: false,
+        input: skill,
+        reject: false,
+        timeout: 180_000,
+      },
+    );
     expect(r.exitCode, String(r.stderr)).toBe(0);
     const events = parseStreamJson(String(r.stdout));
-    const denied = (([...events].reverse().find((e) => e.type === 'result')?.permission_denials ?? []) as Array<{ tool_input: { command?: string } }>).map((d) =>
-      String(d.tool_input.command).replace(/"[^"]*\/bin\/foreman"/, 'L'),
+    const denied = (([...events].reverse().find((e) => e.type === 'result')?.permission_denials ?? []) as Array<{ tool_input: { command?: string } }>).map(
+      (d) => String(d.tool_input.command).replace(/"[^"]*\/bin\/foreman"/, 'L'),
     );
     const results = local
       .turns()
@@ -413,8 +477,17 @@ describe('what the skills do not pre-approve, in the default permission mode wit
   it('/foreman:execute: a step with --sandbox off, with a --gate of its own, behind an assignment, or joined to another command asks; the exact steps run', async () => {
     const repo = await tempGitRepo({ 'README.md': readme, '.gitignore': '.design/\n' });
     cleanups.push(repo.cleanup);
-    await writePlan(repo.dir, makePlan([{ subject: 'write a.txt', prompt: 'Write a.txt.\nCOMPLETED:', blockedBy: [], metadata: { files: { create: ['a.txt'], modify: [] } } }]));
-    const unsafe = ['L plan setup --sandbox off', "L plan setup --sandbox on --gate 'touch gate-ran.txt'", 'L plan status && touch joined.txt', 'FOREMAN_SANDBOX=off L plan next', 'L plan finalize --results .design/prompts/results.json'];
+    await writePlan(
+      repo.dir,
+      makePlan([{ subject: 'write a.txt', prompt: 'Write a.txt.\nCOMPLETED:', blockedBy: [], metadata: { files: { create: ['a.txt'], modify: [] } } }]),
+    );
+    const unsafe = [
+      'L plan setup --sandbox off',
+      "L plan setup --sandbox on --gate 'touch gate-ran.txt'",
+      'L plan status && touch joined.txt',
+      'FOREMAN_SANDBOX=off L plan next',
+      'L plan finalize --results .design/prompts/results.json',
+    ];
     const { denied, results } = await attempt(repo.dir, '/foreman:execute', [...unsafe, 'L plan setup --sandbox on', 'L plan status']);
     // In -p mode a call that would ask is refused: each unsafe form, and nothing else.
     expect(denied).toEqual(unsafe);
@@ -428,11 +501,23 @@ describe('what the skills do not pre-approve, in the default permission mode wit
   it('/foreman:design: the probe unsandboxed, or a step joined to another command, asks; the exact steps run', async () => {
     const repo = await tempGitRepo({ 'README.md': readme });
     cleanups.push(repo.cleanup);
-    await writePlan(repo.dir, makePlan([{ subject: 'add greet.txt', prompt: 'Write greet.txt.\nCOMPLETED:', blockedBy: [], metadata: { files: { create: ['greet.txt'], modify: [] } }, agent: { model: 'haiku', acceptanceCriteria: [{ criterion: 'greet.txt', check: `touch ${join(repo.dir, 'probe-ran.txt')}; test -f greet.txt` }] } }]));
+    await writePlan(
+      repo.dir,
+      makePlan([
+        {
+          subject: 'add greet.txt',
+          prompt: 'Write greet.txt.\nCOMPLETED:',
+          blockedBy: [],
+          metadata: { files: { create: ['greet.txt'], modify: [] } },
+          agent: { model: 'haiku', acceptanceCriteria: [{ criterion: 'greet.txt', check: `touch ${join(repo.dir, 'probe-ran.txt')}; test -f greet.txt` }] },
+        },
+      ]),
+    );
     const unsafe = ['L plan probe --json --sandbox off', 'L plan probe --json', 'L plan check --fix && touch joined.txt'];
     const { denied, results } = await attempt(repo.dir, '/foreman:design add a greeting', [...unsafe, 'L plan check --fix', 'L plan status --json']);
     expect(denied).toEqual(unsafe);
-    for (const file of ['probe-ran.txt', 'joined.txt', '.design/probe.json']) await expect(readFile(join(repo.dir, file))).rejects.toMatchObject({ code: 'ENOENT' });
+    for (const file of ['probe-ran.txt', 'joined.txt', '.design/probe.json'])
+      await expect(readFile(join(repo.dir, file))).rejects.toMatchObject({ code: 'ENOENT' });
     expect(results.at(-2)).toMatch(/valid/);
     expect(json(results.at(-1)!)).toMatchObject({ goal: expect.any(String) });
   }, 240_000);

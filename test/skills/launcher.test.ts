@@ -88,15 +88,28 @@ describe("the plugin's bin/foreman, in a copy without node_modules", () => {
     expect(r.stdout).toContain(`\`${commandHint('execute', '', { kind: 'plugin', launcher: join(pack, 'bin/foreman') })}\``);
   });
 
-  it.skipIf(process.platform !== 'linux' || !existsSync('/usr/bin/bwrap'))('the bundled sandbox runtime finds its seccomp helper in the copy and confines a command', async () => {
-    const settings = join(tmp, 'srt.json');
-    await writeFile(settings, JSON.stringify({ filesystem: { allowWrite: [tmp], denyWrite: [], denyRead: [] }, network: { allowedDomains: [], deniedDomains: [] } }));
-    const r = await run('node', [join(pack, 'dist/srt.mjs'), '--debug', '--settings', settings, '-c', `touch ${join(tmp, 'inside')} && ! touch /etc/foreman-outside`]);
-    expect(r.exitCode, r.stderr).toBe(0);
-    const arch = process.arch === 'arm64' ? 'arm64' : 'x64';
-    expect(r.stderr).toContain(`Found apply-seccomp binary: ${join(pack, 'vendor/seccomp', arch, 'apply-seccomp')}`);
-    await expect(access(join(tmp, 'inside'))).resolves.toBeUndefined();
-  });
+  it.skipIf(process.platform !== 'linux' || !existsSync('/usr/bin/bwrap'))(
+    'the bundled sandbox runtime finds its seccomp helper in the copy and confines a command',
+    async () => {
+      const settings = join(tmp, 'srt.json');
+      await writeFile(
+        settings,
+        JSON.stringify({ filesystem: { allowWrite: [tmp], denyWrite: [], denyRead: [] }, network: { allowedDomains: [], deniedDomains: [] } }),
+      );
+      const r = await run('node', [
+        join(pack, 'dist/srt.mjs'),
+        '--debug',
+        '--settings',
+        settings,
+        '-c',
+        `touch ${join(tmp, 'inside')} && ! touch /etc/foreman-outside`,
+      ]);
+      expect(r.exitCode, r.stderr).toBe(0);
+      const arch = process.arch === 'arm64' ? 'arm64' : 'x64';
+      expect(r.stderr).toContain(`Found apply-seccomp binary: ${join(pack, 'vendor/seccomp', arch, 'apply-seccomp')}`);
+      await expect(access(join(tmp, 'inside'))).resolves.toBeUndefined();
+    },
+  );
 
   it('without node on PATH, says what to install and exits 3', async () => {
     const path = await pathOf(['bash', 'dirname', 'readlink']);

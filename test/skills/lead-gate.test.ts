@@ -66,28 +66,42 @@ describe('the in-session merge queue', () => {
 
     const done = await checkedStep(step, repo.dir, ['commit', '--wait', '60']);
     expect(done.code, done.stderr).toBe(0);
-    expect(done.json).toMatchObject({ tasks: [0], complete: true, gate: { state: 'idle', runs: [{ tasks: [0], passed: true, integrated: [0], culprit: null }] } });
+    expect(done.json).toMatchObject({
+      tasks: [0],
+      complete: true,
+      gate: { state: 'idle', runs: [{ tasks: [0], passed: true, integrated: [0], culprit: null }] },
+    });
     expect(await readFile(join(repo.dir, 'a.txt'), 'utf8')).toBe('A\n');
-    const events = (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8').catch(() => '')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const events = (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8').catch(() => ''))
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     expect(events.filter((e) => e.type === 'gate-started').map((e) => e.tasks)).toEqual([[0]]);
-    expect(events.filter((e) => e.type === 'gate-finished').map((e) => [e.tasks, e.passed])).toEqual([[[], true], [[0], true]]);
+    expect(events.filter((e) => e.type === 'gate-finished').map((e) => [e.tasks, e.passed])).toEqual([
+      [[], true],
+      [[0], true],
+    ]);
   });
 
   it('two tasks that break together: one lands, the culprit goes back with the gate output and lands after a compatible retry', async () => {
-    const check = "const fs = require('fs'); const lib = require('./lib.js'); try { if (fs.existsSync('./use.js')) require('./use.js')(lib); } catch (e) { console.error(e.message); process.exit(1); }\n";
+    const check =
+      "const fs = require('fs'); const lib = require('./lib.js'); try { if (fs.existsSync('./use.js')) require('./use.js')(lib); } catch (e) { console.error(e.message); process.exit(1); }\n";
     const { repo, planPath } = await repoWith(
-      makePlan([
-        fakeTask('A', { modify: ['lib.js'], fake: { write: { 'lib.js': 'exports.hello = () => "hi";\n' } } }),
-        fakeTask('B', {
-          create: ['use.js'],
-          fake: {
-            attempts: [
-              { write: { 'use.js': 'module.exports = (lib) => { if (typeof lib.greet !== "function") throw new Error("GREET-IS-GONE"); };\n' } },
-              { write: { 'use.js': 'module.exports = (lib) => { if (typeof lib.hello !== "function") throw new Error("HELLO-IS-GONE"); };\n' } },
-            ],
-          },
-        }),
-      ], { context: { testCommand: 'node check.js' } } as Partial<Plan>),
+      makePlan(
+        [
+          fakeTask('A', { modify: ['lib.js'], fake: { write: { 'lib.js': 'exports.hello = () => "hi";\n' } } }),
+          fakeTask('B', {
+            create: ['use.js'],
+            fake: {
+              attempts: [
+                { write: { 'use.js': 'module.exports = (lib) => { if (typeof lib.greet !== "function") throw new Error("GREET-IS-GONE"); };\n' } },
+                { write: { 'use.js': 'module.exports = (lib) => { if (typeof lib.hello !== "function") throw new Error("HELLO-IS-GONE"); };\n' } },
+              ],
+            },
+          }),
+        ],
+        { context: { testCommand: 'node check.js' } } as Partial<Plan>,
+      ),
       { 'lib.js': 'exports.greet = () => "hi";\n', 'check.js': check },
     );
     const setup = await checkedStep(step, repo.dir, ['setup', '--concurrency', '2', '--wait', '60', '--speculate', '3']);
@@ -100,7 +114,11 @@ describe('the in-session merge queue', () => {
     const commit = await checkedStep(step, repo.dir, ['commit', '--wait', '120']);
     expect(commit.code, commit.stderr).toBe(0);
     expect(commit.json.tasks).toEqual([0]);
-    expect(commit.json.gate.runs.map((r: any) => [r.tasks, r.passed])).toEqual([[[0, 1], false], [[0], true], [[1], false]]);
+    expect(commit.json.gate.runs.map((r: any) => [r.tasks, r.passed])).toEqual([
+      [[0, 1], false],
+      [[0], true],
+      [[1], false],
+    ]);
     expect(commit.json.gate.blamed).toEqual([expect.objectContaining({ index: 1, outcome: 'retry', reason: expect.stringContaining('GREET-IS-GONE') })]);
     const plan = await readPlan(planPath);
     expect(plan.tasks.map((t) => t.status)).toEqual(['completed', 'pending']);
@@ -126,7 +144,10 @@ describe('the in-session merge queue', () => {
     await round(repo.dir);
     const commit = await checkedStep(step, repo.dir, ['commit', '--wait', '120']);
     expect(commit.json).toMatchObject({ tasks: [0], complete: true, gate: { blamed: [], flakes: [0] } });
-    expect(commit.json.gate.runs.map((r: any) => [r.tasks, r.passed, r.flake])).toEqual([[[0], false, false], [[0], true, true]]);
+    expect(commit.json.gate.runs.map((r: any) => [r.tasks, r.passed, r.flake])).toEqual([
+      [[0], false, false],
+      [[0], true, true],
+    ]);
   });
 
   it('a red baseline refuses setup with exit 2, before anything is handed out', async () => {
@@ -139,9 +160,18 @@ describe('the in-session merge queue', () => {
     const next = await checkedStep(step, repo.dir, ['next']);
     expect(next.json).toMatchObject({ tasks: [], stall: 'gate' });
     // The journal ends the run as a headless run's (test/e2e/gate.test.ts): refused, exit 2.
-    const events = (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const events = (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8'))
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     expect(events.filter((e) => e.type === 'run-finished')).toEqual([
-      expect.objectContaining({ reason: 'failures', exitCode: 2, message: expect.stringMatching(/^the gate `echo BASELINE-RED; exit 1` already fails on the starting commit, before any task ran, so it would blame every task; nothing was started\..*then \/foreman:execute again$/s) }),
+      expect.objectContaining({
+        reason: 'failures',
+        exitCode: 2,
+        message: expect.stringMatching(
+          /^the gate `echo BASELINE-RED; exit 1` already fails on the starting commit, before any task ran, so it would blame every task; nothing was started\..*then \/foreman:execute again$/s,
+        ),
+      }),
     ]);
   });
 

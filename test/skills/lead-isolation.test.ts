@@ -44,7 +44,12 @@ describe('the /execute steps with Claude Code worktrees', () => {
 
     const commit = await checkedStep(step, repo.dir, ['commit']);
     expect(commit.code, commit.stderr).toBe(0);
-    expect(commit.json).toMatchObject({ tasks: [0, 1], landing: { landed: true, files: 2, problem: [] }, complete: true, archived: expect.stringContaining('.design/history/') });
+    expect(commit.json).toMatchObject({
+      tasks: [0, 1],
+      landing: { landed: true, files: 2, problem: [] },
+      complete: true,
+      archived: expect.stringContaining('.design/history/'),
+    });
     expect(await head(repo)).toBe(commit.json.commit);
     expect(await readFile(join(repo.dir, 'a.txt'), 'utf8')).toBe('a\n');
     expect(await readFile(join(repo.dir, 'README.md'), 'utf8')).toBe('hello\nb\n');
@@ -55,7 +60,7 @@ describe('the /execute steps with Claude Code worktrees', () => {
     await expect(readFile(planPath)).rejects.toThrow();
   });
 
-  it('with setup --strict-scope, an undeclared change fails the attempt and never reaches the person\'s tree or a commit', async () => {
+  it("with setup --strict-scope, an undeclared change fails the attempt and never reaches the person's tree or a commit", async () => {
     const { repo, planPath } = await repoWith(
       makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n', 'junk/stray.txt': 'stray\n', 'README.md': 'overwritten\n' } } })]),
     );
@@ -74,7 +79,7 @@ describe('the /execute steps with Claude Code worktrees', () => {
     expect(await agentLeftovers(repo.dir)).toEqual({ worktrees: [], branches: [] });
   });
 
-  it('by default an undeclared change is set aside: the task completes with its declared work, finalize names it in its warnings, and it never reaches the person\'s tree', async () => {
+  it("by default an undeclared change is set aside: the task completes with its declared work, finalize names it in its warnings, and it never reaches the person's tree", async () => {
     const { repo, planPath } = await repoWith(
       makePlan([
         fakeTask('A', {
@@ -87,7 +92,11 @@ describe('the /execute steps with Claude Code worktrees', () => {
     await checkedStep(step, repo.dir, ['setup']);
     const { finalize } = await round(repo.dir, (await checkedStep(step, repo.dir, ['next'])).json);
     expect(finalize.results[0]).toMatchObject({ outcome: 'completed' });
-    expect(finalize.results[0].warnings).toEqual([expect.stringMatching(/^changed files its task does not declare: README\.md, junk\/stray\.txt \(set aside, not integrated; kept in refs\/foreman-aside\//)]);
+    expect(finalize.results[0].warnings).toEqual([
+      expect.stringMatching(
+        /^changed files its task does not declare: README\.md, junk\/stray\.txt \(set aside, not integrated; kept in refs\/foreman-aside\//,
+      ),
+    ]);
     const commit = await checkedStep(step, repo.dir, ['commit']);
     expect(commit.json).toMatchObject({ tasks: [0], complete: true });
     expect(await readFile(join(repo.dir, 'a.txt'), 'utf8')).toBe('a\n');
@@ -98,12 +107,17 @@ describe('the /execute steps with Claude Code worktrees', () => {
     expect(await agentLeftovers(repo.dir)).toEqual({ worktrees: [], branches: [] });
   });
 
-  it('a dependant handed out after commit starts from HEAD, which holds its blocker\'s work', async () => {
+  it("a dependant handed out after commit starts from HEAD, which holds its blocker's work", async () => {
     const { repo } = await repoWith(
       makePlan([
         fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'from A\n' } } }),
         // B's check passes only when A's work is in its worktree.
-        fakeTask('B', { create: ['b.txt'], blockedBy: [0], acceptance: [{ criterion: 'sees A', check: 'grep -q "from A" a.txt' }], fake: { write: { 'b.txt': 'b\n' } } }),
+        fakeTask('B', {
+          create: ['b.txt'],
+          blockedBy: [0],
+          acceptance: [{ criterion: 'sees A', check: 'grep -q "from A" a.txt' }],
+          fake: { write: { 'b.txt': 'b\n' } },
+        }),
       ]),
     );
     await checkedStep(step, repo.dir, ['setup']);
@@ -130,7 +144,12 @@ describe('the /execute steps with Claude Code worktrees', () => {
     const { repo } = await repoWith(
       makePlan([
         fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'from A\n' } } }),
-        fakeTask('B', { create: ['b.txt'], modify: ['README.md'], blockedBy: [0], fake: { write: { 'b.txt': 'b\n' }, commit: 'wip B', then: { append: { 'README.md': 'after the commit\n' } } } }),
+        fakeTask('B', {
+          create: ['b.txt'],
+          modify: ['README.md'],
+          blockedBy: [0],
+          fake: { write: { 'b.txt': 'b\n' }, commit: 'wip B', then: { append: { 'README.md': 'after the commit\n' } } },
+        }),
         fakeTask('C', { create: ['c/c.txt'], blockedBy: [0], fake: { write: { 'c/c.txt': 'c\n' }, commit: 'wip C' } }),
       ]),
     );
@@ -151,7 +170,7 @@ describe('the /execute steps with Claude Code worktrees', () => {
     expect(await agentLeftovers(repo.dir)).toEqual({ worktrees: [], branches: [] });
   });
 
-  it('a landing blocked by the person\'s edit touches nothing of theirs, exits 1, holds dependants back, and lands once the edit is gone', async () => {
+  it("a landing blocked by the person's edit touches nothing of theirs, exits 1, holds dependants back, and lands once the edit is gone", async () => {
     const { repo } = await repoWith(
       makePlan([
         fakeTask('A', { modify: ['notes.txt'], fake: { append: { 'notes.txt': 'A\n' } } }),
@@ -168,7 +187,11 @@ describe('the /execute steps with Claude Code worktrees', () => {
     const blocked = await checkedStep(step, repo.dir, ['commit']);
     expect(blocked.code).toBe(1);
     expect(blocked.stderr).toMatch(/could not land: .*notes\.txt/);
-    expect(blocked.json).toMatchObject({ tasks: [0], landing: { landed: false, commit: null, problem: [expect.stringContaining('notes.txt'), expect.anything()] }, complete: false });
+    expect(blocked.json).toMatchObject({
+      tasks: [0],
+      landing: { landed: false, commit: null, problem: [expect.stringContaining('notes.txt'), expect.anything()] },
+      complete: false,
+    });
     expect(await readFile(join(repo.dir, 'notes.txt'), 'utf8')).toBe('my edit\n');
     expect(await head(repo)).toBe(before);
     // B would start without A's work: it waits.

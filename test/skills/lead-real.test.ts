@@ -27,7 +27,8 @@ beforeAll(async () => {
         subagentCwds.push(req.cwd ?? '');
         if (req.assistantTurns === 0) return [toolUse('Write', { file_path: join(req.cwd ?? '.', 'greet.txt'), content: 'hello\n' })];
         // As real agents do, though told not to: commit the work (when its Bash is allowed).
-        if (req.assistantTurns === 1 && req.prompt.includes('COMMIT-IT')) return [toolUse('Bash', { command: 'git add greet.txt && git commit -q -m wip && git status --porcelain && echo COMMITTED', description: 'commit' })];
+        if (req.assistantTurns === 1 && req.prompt.includes('COMMIT-IT'))
+          return [toolUse('Bash', { command: 'git add greet.txt && git commit -q -m wip && git status --porcelain && echo COMMITTED', description: 'commit' })];
         return [text('Wrote greet.txt.\nCOMPLETED: greet.txt says hello')];
       }
       // The lead: one Agent call per task, as skills/execute/SKILL.md says, then it stops.
@@ -56,58 +57,72 @@ afterAll(async () => {
 describe('a lead session with the real CLI', () => {
   // '': the session and the steps at the repository's top; 'sub': in a subfolder of it, as git
   // is run from anywhere (the steps find the plan at the top and work there).
-  it.each(['', 'sub'])('dispatches with isolation "worktree" (session in %j): the subagent writes in its own worktree, finalize verifies it there and removes it, commit lands it', async (folder) => {
-    const repo: TempGitRepo = await tempGitRepo({ 'README.md': '# sample\n', 'sub/keep.txt': 'k\n' });
-    const cwd = join(repo.dir, folder);
-    subagentCwds.length = 0;
-    cleanups.push(repo.cleanup);
-    const home = await tempHome();
-    cleanups.push(() => execa('rm', ['-rf', home]).then(() => undefined));
-    await writePlan(
-      repo.dir,
-      makePlan([{ subject: 'greet', prompt: 'Write greet.txt saying hello.', blockedBy: [], metadata: { files: { create: ['greet.txt'], modify: [] } }, agent: { model: 'haiku' } }]),
-    );
-    expect((await checkedStep(step, cwd, ['setup'])).code).toBe(0);
-    const next = await checkedStep(step, cwd, ['next']);
-    const [task] = next.json.tasks;
-    expect(task).toMatchObject({ index: 0, isolation: 'worktree' });
+  it.each(['', 'sub'])(
+    'dispatches with isolation "worktree" (session in %j): the subagent writes in its own worktree, finalize verifies it there and removes it, commit lands it',
+    async (folder) => {
+      const repo: TempGitRepo = await tempGitRepo({ 'README.md': '# sample\n', 'sub/keep.txt': 'k\n' });
+      const cwd = join(repo.dir, folder);
+      subagentCwds.length = 0;
+      cleanups.push(repo.cleanup);
+      const home = await tempHome();
+      cleanups.push(() => execa('rm', ['-rf', home]).then(() => undefined));
+      await writePlan(
+        repo.dir,
+        makePlan([
+          {
+            subject: 'greet',
+            prompt: 'Write greet.txt saying hello.',
+            blockedBy: [],
+            metadata: { files: { create: ['greet.txt'], modify: [] } },
+            agent: { model: 'haiku' },
+          },
+        ]),
+      );
+      expect((await checkedStep(step, cwd, ['setup'])).code).toBe(0);
+      const next = await checkedStep(step, cwd, ['next']);
+      const [task] = next.json.tasks;
+      expect(task).toMatchObject({ index: 0, isolation: 'worktree' });
 
-    const run = await execa(claudeBin, headlessArgs({ permissionMode: 'dontAsk', allowedTools: 'Read Edit Write Glob Grep Agent' }), {
-      cwd,
-      env: claudeEnv(server.url, home),
-      extendEnv: false,
-      input: `Run the round.\nPROMPT-FILE: ${task.promptFile}\n`,
-      reject: false,
-      timeout: 90_000,
-    });
-    expect(run.exitCode, run.stderr).toBe(0);
-    // The Agent tool's result, as the lead sees it, names the worktree and its branch.
-    const agentResult = parseStreamJson(run.stdout)
-      .filter((e) => e.type === 'user' && e.parent_tool_use_id === null)
-      .flatMap((e) => (Array.isArray(e.message?.content) ? e.message.content : []))
-      .filter((c: any) => c.type === 'tool_result')
-      .map((c: any) => (Array.isArray(c.content) ? c.content.map((p: any) => p.text ?? '').join('\n') : String(c.content)))
-      .find((t: string) => t.includes('worktreePath:'));
-    expect(agentResult).toBeDefined();
-    const worktree = /^worktreePath: (.+)$/m.exec(agentResult!)?.[1];
-    const branch = /^worktreeBranch: (.+)$/m.exec(agentResult!)?.[1];
-    expect(worktree).toMatch(new RegExp(`^${repo.dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/\\.claude/worktrees/agent-[0-9a-f]+$`));
-    expect(branch).toBe(`worktree-agent-${worktree!.split('agent-').at(-1)}`);
-    // The subagent worked there, from the session's HEAD; the person's tree is untouched.
-    expect(subagentCwds.every((dir) => dir === worktree), subagentCwds.join(', ')).toBe(true);
-    expect(await readFile(join(worktree!, 'greet.txt'), 'utf8')).toBe('hello\n');
-    await expect(readFile(join(repo.dir, 'greet.txt'))).rejects.toThrow();
-    expect((await execa('git', ['rev-parse', 'HEAD'], { cwd: worktree! })).stdout).toBe(task.base);
+      const run = await execa(claudeBin, headlessArgs({ permissionMode: 'dontAsk', allowedTools: 'Read Edit Write Glob Grep Agent' }), {
+        cwd,
+        env: claudeEnv(server.url, home),
+        extendEnv: false,
+        input: `Run the round.\nPROMPT-FILE: ${task.promptFile}\n`,
+        reject: false,
+        timeout: 90_000,
+      });
+      expect(run.exitCode, run.stderr).toBe(0);
+      // The Agent tool's result, as the lead sees it, names the worktree and its branch.
+      const agentResult = parseStreamJson(run.stdout)
+        .filter((e) => e.type === 'user' && e.parent_tool_use_id === null)
+        .flatMap((e) => (Array.isArray(e.message?.content) ? e.message.content : []))
+        .filter((c: any) => c.type === 'tool_result')
+        .map((c: any) => (Array.isArray(c.content) ? c.content.map((p: any) => p.text ?? '').join('\n') : String(c.content)))
+        .find((t: string) => t.includes('worktreePath:'));
+      expect(agentResult).toBeDefined();
+      const worktree = /^worktreePath: (.+)$/m.exec(agentResult!)?.[1];
+      const branch = /^worktreeBranch: (.+)$/m.exec(agentResult!)?.[1];
+      expect(worktree).toMatch(new RegExp(`^${repo.dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/\\.claude/worktrees/agent-[0-9a-f]+$`));
+      expect(branch).toBe(`worktree-agent-${worktree!.split('agent-').at(-1)}`);
+      // The subagent worked there, from the session's HEAD; the person's tree is untouched.
+      expect(
+        subagentCwds.every((dir) => dir === worktree),
+        subagentCwds.join(', '),
+      ).toBe(true);
+      expect(await readFile(join(worktree!, 'greet.txt'), 'utf8')).toBe('hello\n');
+      await expect(readFile(join(repo.dir, 'greet.txt'))).rejects.toThrow();
+      expect((await execa('git', ['rev-parse', 'HEAD'], { cwd: worktree! })).stdout).toBe(task.base);
 
-    const status = /COMPLETED: .*/.exec(agentResult!)?.[0] ?? '';
-    await writeFile(join(repo.dir, '.design/prompts/results.json'), JSON.stringify([{ task: 0, output: status, worktree }]));
-    const finalize = await checkedStep(step, cwd, ['finalize', '--results', join(repo.dir, '.design/prompts/results.json')]);
-    expect(finalize.json.results).toEqual([expect.objectContaining({ index: 0, outcome: 'completed', result: 'greet.txt says hello' })]);
-    expect(await agentLeftovers(repo.dir)).toEqual({ worktrees: [], branches: [] });
-    const commit = await checkedStep(step, cwd, ['commit']);
-    expect(commit.json).toMatchObject({ tasks: [0], complete: true, landing: { landed: true, files: 1 } });
-    expect(await readFile(join(repo.dir, 'greet.txt'), 'utf8')).toBe('hello\n');
-  });
+      const status = /COMPLETED: .*/.exec(agentResult!)?.[0] ?? '';
+      await writeFile(join(repo.dir, '.design/prompts/results.json'), JSON.stringify([{ task: 0, output: status, worktree }]));
+      const finalize = await checkedStep(step, cwd, ['finalize', '--results', join(repo.dir, '.design/prompts/results.json')]);
+      expect(finalize.json.results).toEqual([expect.objectContaining({ index: 0, outcome: 'completed', result: 'greet.txt says hello' })]);
+      expect(await agentLeftovers(repo.dir)).toEqual({ worktrees: [], branches: [] });
+      const commit = await checkedStep(step, cwd, ['commit']);
+      expect(commit.json).toMatchObject({ tasks: [0], complete: true, landing: { landed: true, files: 1 } });
+      expect(await readFile(join(repo.dir, 'greet.txt'), 'utf8')).toBe('hello\n');
+    },
+  );
 
   it("a subagent that commits its own work (its Bash allowed, no sandbox): Claude Code keeps its worktree, finalize takes the committed work, and only foreman's commit lands", async () => {
     const repo: TempGitRepo = await tempGitRepo({ 'README.md': '# sample\n' });
@@ -117,7 +132,15 @@ describe('a lead session with the real CLI', () => {
     await writeFile(join(home, '.gitconfig'), '[user]\n\tname = Agent\n\temail = agent@example.com\n');
     await writePlan(
       repo.dir,
-      makePlan([{ subject: 'greet', prompt: 'Write greet.txt saying hello.', blockedBy: [], metadata: { files: { create: ['greet.txt'], modify: [] } }, agent: { model: 'haiku' } }]),
+      makePlan([
+        {
+          subject: 'greet',
+          prompt: 'Write greet.txt saying hello.',
+          blockedBy: [],
+          metadata: { files: { create: ['greet.txt'], modify: [] } },
+          agent: { model: 'haiku' },
+        },
+      ]),
     );
     expect((await checkedStep(step, repo.dir, ['setup', '--sandbox', 'off'])).code).toBe(0);
     const next = await checkedStep(step, repo.dir, ['next']);
@@ -132,7 +155,9 @@ describe('a lead session with the real CLI', () => {
     });
     expect(run.exitCode, run.stderr).toBe(0);
     const events = parseStreamJson(run.stdout);
-    const texts = events.flatMap((e) => (e.type === 'user' && Array.isArray(e.message?.content) ? e.message.content : [])).map((c: any) => (Array.isArray(c.content) ? c.content.map((p: any) => p.text ?? '').join('\n') : String(c.content ?? '')));
+    const texts = events
+      .flatMap((e) => (e.type === 'user' && Array.isArray(e.message?.content) ? e.message.content : []))
+      .map((c: any) => (Array.isArray(c.content) ? c.content.map((p: any) => p.text ?? '').join('\n') : String(c.content ?? '')));
     expect(texts.some((t) => t.includes('COMMITTED'))).toBe(true);
     // With a clean status but a commit on its branch, Claude Code keeps the worktree and names it.
     const agentResult = texts.find((t) => t.includes('worktreePath:'));

@@ -37,7 +37,13 @@ async function repoWithOutsideWrite(marker: string) {
   const outside = join(scratch, marker);
   await writePlan(
     repo.dir,
-    makePlan([fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a.txt exists', check: `touch ${outside} && test -f a.txt` }], fake: { write: { 'a.txt': 'a\n' } } })]),
+    makePlan([
+      fakeTask('A', {
+        create: ['a.txt'],
+        acceptance: [{ criterion: 'a.txt exists', check: `touch ${outside} && test -f a.txt` }],
+        fake: { write: { 'a.txt': 'a\n' } },
+      }),
+    ]),
   );
   return { repo, outside };
 }
@@ -75,23 +81,39 @@ describe('--sandbox on on the steps after setup', () => {
   it('refuses in a session set up with --sandbox off: finalize (its checks) and commit (its gate); only `on` is taken', async () => {
     const repo = await tempGitRepo({ 'README.md': 'hello\n' });
     repos.push(repo);
-    await writePlan(repo.dir, makePlan([fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a.txt exists', check: 'test -f a.txt' }], fake: { write: { 'a.txt': 'a\n' } } })], { context: { testCommand: 'true' } }));
+    await writePlan(
+      repo.dir,
+      makePlan(
+        [fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a.txt exists', check: 'test -f a.txt' }], fake: { write: { 'a.txt': 'a\n' } } })],
+        { context: { testCommand: 'true' } },
+      ),
+    );
     expect((await checkedStep(step, repo.dir, ['setup', '--sandbox', 'off'])).json.sandbox).toEqual({ mode: 'off', sandboxed: false });
     // The gate's check of the starting commit, run by setup, waited for by a plain commit.
     expect((await checkedStep(step, repo.dir, ['commit', '--wait', '60'])).json.gate.baseline).toBe('passed');
     const next = await checkedStep(step, repo.dir, ['next']);
     const ran = await isolatedSubagent(repo.dir, next.json.tasks[0].promptFile, 'haiku');
-    await writeFile(join(repo.dir, '.design/prompts/results.json'), JSON.stringify([{ task: 0, output: ran.output.split('\n').at(-1), worktree: ran.worktree }]));
+    await writeFile(
+      join(repo.dir, '.design/prompts/results.json'),
+      JSON.stringify([{ task: 0, output: ran.output.split('\n').at(-1), worktree: ran.worktree }]),
+    );
     const refused = await checkedStep(step, repo.dir, ['finalize', '--results', '.design/prompts/results.json', '--sandbox', 'on']);
     expect(refused.code).toBe(3);
-    expect(refused.json.error).toMatchObject({ kind: 'sandbox-unavailable', message: expect.stringContaining('runs the acceptance checks outside the sandbox (it was set up with --sandbox off); nothing was done') });
+    expect(refused.json.error).toMatchObject({
+      kind: 'sandbox-unavailable',
+      message: expect.stringContaining('runs the acceptance checks outside the sandbox (it was set up with --sandbox off); nothing was done'),
+    });
     const bad = await checkedStep(step, repo.dir, ['finalize', '--results', '.design/prompts/results.json', '--sandbox', 'off']);
     expect(bad.code).toBe(2);
     expect(bad.json.error).toMatchObject({ kind: 'usage', message: expect.stringContaining('a step after setup takes only --sandbox on') });
-    expect((await checkedStep(step, repo.dir, ['finalize', '--results', '.design/prompts/results.json'])).json.results[0]).toMatchObject({ outcome: 'completed' });
+    expect((await checkedStep(step, repo.dir, ['finalize', '--results', '.design/prompts/results.json'])).json.results[0]).toMatchObject({
+      outcome: 'completed',
+    });
     const commitRefused = await checkedStep(step, repo.dir, ['commit', '--sandbox', 'on']);
     expect(commitRefused.code).toBe(3);
-    expect(commitRefused.json.error.message).toMatch(/^--sandbox on: this session runs the gate \(the plan's test command\) outside the sandbox \(it was set up with --sandbox off\)/);
+    expect(commitRefused.json.error.message).toMatch(
+      /^--sandbox on: this session runs the gate \(the plan's test command\) outside the sandbox \(it was set up with --sandbox off\)/,
+    );
     const commit = await checkedStep(step, repo.dir, ['commit', '--wait', '60']);
     expect(commit.code, commit.stderr).toBe(0);
     expect(commit.json.archived).toEqual(expect.any(String));
@@ -114,20 +136,30 @@ describe('without the sandbox (a PATH without bubblewrap)', () => {
     const on = await runPlanToolProcess(repo.dir, ['setup', '--sandbox', 'on'], env);
     expect(on.exitCode).toBe(3);
     await expectSchema('step-error', JSON.parse(on.stdout));
-    expect(JSON.parse(on.stdout).error).toMatchObject({ kind: 'sandbox-unavailable', message: expect.stringMatching(/--sandbox on: the sandbox cannot run here .*bwrap.*apt-get install bubblewrap socat ripgrep/) });
+    expect(JSON.parse(on.stdout).error).toMatchObject({
+      kind: 'sandbox-unavailable',
+      message: expect.stringMatching(/--sandbox on: the sandbox cannot run here .*bwrap.*apt-get install bubblewrap socat ripgrep/),
+    });
     const auto = await runPlanToolProcess(repo.dir, ['setup'], env);
     expect(auto.exitCode, auto.stderr).toBe(0);
     const out = JSON.parse(auto.stdout);
     await expectSchema('setup', out);
     expect(out.sandbox).toEqual({ mode: 'auto', sandboxed: false });
     expect(out.notices.filter((n: any) => /running without the sandbox/.test(n.message))).toHaveLength(1);
-    expect(out.notices.map((n: any) => n.message).join('\n')).toMatch(/each Bash command of a worker asks you before it runs; to sandbox them, install bubblewrap/);
+    expect(out.notices.map((n: any) => n.message).join('\n')).toMatch(
+      /each Bash command of a worker asks you before it runs; to sandbox them, install bubblewrap/,
+    );
   });
 
   it('finalize --sandbox on refuses, doing nothing, in a session set up without the sandbox; the plain step goes on; a commit with no gate runs nothing', async () => {
     const repo = await tempGitRepo({ 'README.md': 'hello\n' });
     repos.push(repo);
-    await writePlan(repo.dir, makePlan([fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a.txt exists', check: 'test -f a.txt' }], fake: { write: { 'a.txt': 'a\n' } } })]));
+    await writePlan(
+      repo.dir,
+      makePlan([
+        fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a.txt exists', check: 'test -f a.txt' }], fake: { write: { 'a.txt': 'a\n' } } }),
+      ]),
+    );
     const env = { PATH: bin, FOREMAN_WORKTREES: join(scratch, 'worktrees') };
     const run = async (args: string[]) => {
       const r = await runPlanToolProcess(repo.dir, args, env);
@@ -138,12 +170,17 @@ describe('without the sandbox (a PATH without bubblewrap)', () => {
     expect((await run(['setup'])).out.sandbox).toEqual({ mode: 'auto', sandboxed: false });
     const next = await run(['next']);
     const ran = await isolatedSubagent(repo.dir, next.out.tasks[0].promptFile, 'haiku');
-    await writeFile(join(repo.dir, '.design/prompts/results.json'), JSON.stringify([{ task: 0, output: ran.output.split('\n').at(-1), worktree: ran.worktree }]));
+    await writeFile(
+      join(repo.dir, '.design/prompts/results.json'),
+      JSON.stringify([{ task: 0, output: ran.output.split('\n').at(-1), worktree: ran.worktree }]),
+    );
     const refused = await run(['finalize', '--results', '.design/prompts/results.json', '--sandbox', 'on']);
     expect(refused.code).toBe(3);
     expect(refused.out.error).toMatchObject({
       kind: 'sandbox-unavailable',
-      message: expect.stringMatching(/^--sandbox on: this session runs the acceptance checks outside the sandbox \(plan setup found that the sandbox cannot run here: .*bwrap.*\); nothing was done\. To go on unsandboxed, run `plan finalize` as before without --sandbox on \(the person approves it\); to sandbox them, install bubblewrap/),
+      message: expect.stringMatching(
+        /^--sandbox on: this session runs the acceptance checks outside the sandbox \(plan setup found that the sandbox cannot run here: .*bwrap.*\); nothing was done\. To go on unsandboxed, run `plan finalize` as before without --sandbox on \(the person approves it\); to sandbox them, install bubblewrap/,
+      ),
     });
     expect(refused.stderr).toMatch(/^plan finalize: --sandbox on: /);
     // Nothing was done: the task is still in progress, its worktree still there.

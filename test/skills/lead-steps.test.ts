@@ -65,7 +65,7 @@ describe('the /execute steps played by a model-free lead', () => {
     expect(log.filter((l) => l.startsWith('Foreman-Tasks:'))).toHaveLength(t.rounds.filter((x) => x.commit.commit).length);
   });
 
-  it('finalize verifies in the subagent\'s worktree and removes it; a failed attempt never reaches the tree; the next prompt carries the retry and the fallback', async () => {
+  it("finalize verifies in the subagent's worktree and removes it; a failed attempt never reaches the tree; the next prompt carries the retry and the fallback", async () => {
     const plan = makePlan([
       fakeTask('A', {
         create: ['a.txt'],
@@ -83,7 +83,9 @@ describe('the /execute steps played by a model-free lead', () => {
     const results = join(repo.dir, 'results.json');
     await writeFile(results, JSON.stringify([{ task: 0, output: ran.output, worktree: ran.worktree }]));
     const fin = await checkedStep(step, repo.dir, ['finalize', '--results', results]);
-    expect(fin.json.results).toEqual([expect.objectContaining({ index: 0, outcome: 'retry', attempt: 1, reason: expect.stringContaining('grep -q good a.txt') })]);
+    expect(fin.json.results).toEqual([
+      expect.objectContaining({ index: 0, outcome: 'retry', attempt: 1, reason: expect.stringContaining('grep -q good a.txt') }),
+    ]);
     expect(fin.json.retry).toEqual([expect.objectContaining({ index: 0, attempt: 2 })]);
     expect(fin.json.summary).toBe('Round 1: 0/1 tasks completed (0/1 overall); 1 to retry');
     await expect(readFile(join(repo.dir, 'a.txt'))).rejects.toThrow(); // the worker never wrote in the person's tree
@@ -107,7 +109,13 @@ describe('the /execute steps played by a model-free lead', () => {
     const { repo } = await repoWith(plan);
     await checkedStep(step, repo.dir, ['setup', '--max-attempts', '1']);
     await checkedStep(step, repo.dir, ['next']);
-    await writeFile(join(repo.dir, 'r.json'), JSON.stringify([{ task: 0, output: 'All done!\nCOMPLETED: made a.txt' }, { task: 1, output: 'I wrote it.' }]));
+    await writeFile(
+      join(repo.dir, 'r.json'),
+      JSON.stringify([
+        { task: 0, output: 'All done!\nCOMPLETED: made a.txt' },
+        { task: 1, output: 'I wrote it.' },
+      ]),
+    );
     const fin = await checkedStep(step, repo.dir, ['finalize', '--results', 'r.json']);
     expect(fin.json.results.map((r: { outcome: string }) => r.outcome)).toEqual(['failed', 'failed']);
     expect(fin.json.results[0].reason).toContain('declared files were not created: a.txt');
@@ -128,7 +136,13 @@ describe('the /execute steps played by a model-free lead', () => {
     const next = await checkedStep(step, repo.dir, ['next']);
     expect(next.json.tasks.map((t: { index: number }) => t.index).sort()).toEqual([0, 2]);
     const g = await isolatedSubagent(repo.dir, next.json.tasks.find((t: { index: number }) => t.index === 2).promptFile, 'sonnet');
-    await writeFile(join(repo.dir, 'r.json'), JSON.stringify([{ task: 0, output: 'BLOCKED: needs an API key' }, { task: 2, output: g.output, worktree: g.worktree }]));
+    await writeFile(
+      join(repo.dir, 'r.json'),
+      JSON.stringify([
+        { task: 0, output: 'BLOCKED: needs an API key' },
+        { task: 2, output: g.output, worktree: g.worktree },
+      ]),
+    );
     const fin = await checkedStep(step, repo.dir, ['finalize', '--results', 'r.json']);
     expect(fin.json.results.map((r: { outcome: string }) => r.outcome)).toEqual(['blocked', 'awaiting_approval']);
     expect(fin.json.skipped.map((s: { index: number }) => s.index)).toEqual([1]);
@@ -149,7 +163,13 @@ describe('the /execute steps played by a model-free lead', () => {
     const plan = makePlan([
       fakeTask('A', { create: ['a.txt'], assumptions: [{ claim: 'a tool exists', verify: 'echo nope; exit 3', severity: 'blocking' }] }),
       fakeTask('B', { create: ['b.txt'], blockedBy: [0] }),
-      fakeTask('C', { create: ['c.txt'], assumptions: [{ claim: 'fine', verify: 'true', severity: 'blocking' }, { claim: 'maybe', verify: 'false', severity: 'warning' }] }),
+      fakeTask('C', {
+        create: ['c.txt'],
+        assumptions: [
+          { claim: 'fine', verify: 'true', severity: 'blocking' },
+          { claim: 'maybe', verify: 'false', severity: 'warning' },
+        ],
+      }),
     ]);
     const { repo } = await repoWith(plan);
     const s = await checkedStep(step, repo.dir, ['setup']);
@@ -167,14 +187,16 @@ describe('the /execute steps played by a model-free lead', () => {
       fakeTask('A', { create: ['a.txt'], prompt: 'Write a.txt as README.md describes.' }),
       fakeTask('B', { create: ['b.txt'], reads: ['a.txt'] }),
     ]);
-    const accepted = 'tasks[1] reads a.txt, which tasks[0] changes, but neither depends on the other: add 0 to tasks[1].blockedBy to read it after the change, or 1 to tasks[0].blockedBy to read it before';
+    const accepted =
+      'tasks[1] reads a.txt, which tasks[0] changes, but neither depends on the other: add 0 to tasks[1].blockedBy to read it after the change, or 1 to tasks[0].blockedBy to read it before';
     plan.acceptedWarnings = [{ warning: accepted, reason: 'B only needs a.txt not to change while it runs' }];
     const { repo } = await repoWith(plan);
     const s = await checkedStep(step, repo.dir, ['setup']);
     expect(s.json.notices).toEqual([
       {
         level: 'warning',
-        message: 'plan warning: tasks[0].prompt names README.md, which the task does not declare: add it to tasks[0].metadata.files.modify, or to tasks[0].metadata.reads if the task only reads it',
+        message:
+          'plan warning: tasks[0].prompt names README.md, which the task does not declare: add it to tasks[0].metadata.files.modify, or to tasks[0].metadata.reads if the task only reads it',
       },
     ]);
   });
@@ -194,7 +216,13 @@ describe('the /execute steps played by a model-free lead', () => {
     // The session ends here: A verified but not integrated, B still in progress with its edit in its worktree.
 
     const again = await checkedStep(step, repo.dir, ['setup']);
-    expect(again.json).toMatchObject({ isResume: true, reset: [1], integrated: { commit: expect.stringMatching(/^[0-9a-f]{40}$/), tasks: [0] }, landing: { landed: true, files: 1 }, pending: 1 });
+    expect(again.json).toMatchObject({
+      isResume: true,
+      reset: [1],
+      integrated: { commit: expect.stringMatching(/^[0-9a-f]{40}$/), tasks: [0] },
+      landing: { landed: true, files: 1 },
+      pending: 1,
+    });
     expect(await readFile(join(repo.dir, 'b.txt'), 'utf8')).toBe('original\n');
     expect(await readFile(join(repo.dir, 'a.txt'), 'utf8')).toBe('a\n');
     const after = await readPlan(planPath);
@@ -204,7 +232,7 @@ describe('the /execute steps played by a model-free lead', () => {
     expect(await repo.git(['show', '--name-only', '--format=%B', 'HEAD'])).toContain('Foreman-Tasks: 0');
   });
 
-  it('refuses with a JSON error: no plan, an invalid plan, a bad results file, a worktree that is not a subagent\'s, a held lock; a dirty planned file is a notice', async () => {
+  it("refuses with a JSON error: no plan, an invalid plan, a bad results file, a worktree that is not a subagent's, a held lock; a dirty planned file is a notice", async () => {
     const repo = await tempRepo({ 'notes.txt': 'original\n' });
     const none = await checkedStep(step, repo.dir, ['setup']);
     expect(none).toMatchObject({ code: 2, json: { error: { kind: 'no-plan' } } });
@@ -249,11 +277,13 @@ describe('the /execute steps played by a model-free lead', () => {
       if (lock.ok) await lock.value.release();
     }
 
-    await writeFile(planPath, '{"schemaVersion": 3, "goal": "x", "tasks": [{"subject": "s", "prompt": "p", "blockedBy": [4], "metadata": {"files": {"create": [], "modify": []}}}]}');
+    await writeFile(
+      planPath,
+      '{"schemaVersion": 3, "goal": "x", "tasks": [{"subject": "s", "prompt": "p", "blockedBy": [4], "metadata": {"files": {"create": [], "modify": []}}}]}',
+    );
     const invalid = await checkedStep(step, repo.dir, ['commit']);
     expect(invalid).toMatchObject({ code: 2, json: { error: { kind: 'invalid-plan', details: [expect.stringContaining('task 4 does not exist')] } } });
   });
-
 });
 
 describe('plan.ts summary and archive', () => {

@@ -102,7 +102,21 @@ describe('/foreman:execute when the API refuses subagents (the real CLI, the plu
     // Round 3 (tasks 2 and 3): 2 meets the account's usage limit. Every other request is served.
     const script = new Map<number, ReturnType<typeof httpError>[]>([
       [1, [httpError(429, { message: "This request would exceed your account's rate limit. Please try again later.", headers: { 'retry-after': '120' } })]],
-      [2, [httpError(529, { message: 'Overloaded' }), httpError(429, { message: "This request would exceed your account's rate limit.", headers: { 'retry-after': '10800', 'anthropic-ratelimit-unified-status': 'rejected', 'anthropic-ratelimit-unified-reset': String(resetsAt), 'anthropic-ratelimit-unified-representative-claim': 'five_hour' } })]],
+      [
+        2,
+        [
+          httpError(529, { message: 'Overloaded' }),
+          httpError(429, {
+            message: "This request would exceed your account's rate limit.",
+            headers: {
+              'retry-after': '10800',
+              'anthropic-ratelimit-unified-status': 'rejected',
+              'anthropic-ratelimit-unified-reset': String(resetsAt),
+              'anthropic-ratelimit-unified-representative-claim': 'five_hour',
+            },
+          }),
+        ],
+      ],
       [3, [httpError(429, { message: "This request would exceed your account's rate limit. Please try again later.", headers: { 'retry-after': '120' } })]],
     ]);
     const subagents = new Map<number, number>();
@@ -129,15 +143,32 @@ describe('/foreman:execute when the API refuses subagents (the real CLI, the plu
       },
     });
     cleanups.push(() => server.close());
-    const r = await execa(claudeBin, ['-p', '--output-format', 'stream-json', '--verbose', '--model', 'haiku', '--plugin-dir', pluginRoot, '--permission-mode', 'default', '--settings', JSON.stringify(inTurn.settings)], {
-      cwd: repo.dir,
-      // Signed in through a gateway (no API key): the account's limit headers are read.
-      env: { ...claudeEnv(server.url, home, { ANTHROPIC_API_KEY: undefined, ANTHROPIC_AUTH_TOKEN: gatewayToken() }), TZ: 'UTC' },
-      extendEnv: false,
-      input: '/foreman:execute',
-      reject: false,
-      timeout: 420_000,
-    });
+    const r = await execa(
+      claudeBin,
+      [
+        '-p',
+        '--output-format',
+        'stream-json',
+        '--verbose',
+        '--model',
+        'haiku',
+        '--plugin-dir',
+        pluginRoot,
+        '--permission-mode',
+        'default',
+        '--settings',
+        JSON.stringify(inTurn.settings),
+      ],
+      {
+        cwd: repo.dir,
+        // Signed in through a gateway (no API key): the account's limit headers are read.
+        env: { ...claudeEnv(server.url, home, { ANTHROPIC_API_KEY: undefined, ANTHROPIC_AUTH_TOKEN: gatewayToken() }), TZ: 'UTC' },
+        extendEnv: false,
+        input: '/foreman:execute',
+        reject: false,
+        timeout: 420_000,
+      },
+    );
     run = { exitCode: r.exitCode, events: parseStreamJson(String(r.stdout)), stderr: String(r.stderr) };
   }, 480_000);
 

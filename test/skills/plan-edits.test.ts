@@ -38,9 +38,14 @@ describe('an edit to the plan between in-session steps', () => {
     await writeFile(planPath, text);
 
     const ran = await isolatedSubagent(repo.dir, next.json.tasks[0].promptFile, 'haiku');
-    await writeFile(join(repo.dir, '.design/prompts/results.json'), JSON.stringify([{ task: 0, output: ran.output.split('\n').at(-1), worktree: ran.worktree }]));
+    await writeFile(
+      join(repo.dir, '.design/prompts/results.json'),
+      JSON.stringify([{ task: 0, output: ran.output.split('\n').at(-1), worktree: ran.worktree }]),
+    );
     const finalize = await run(['finalize', '--results', '.design/prompts/results.json']);
-    expect(finalize.json.notices).toEqual([expect.objectContaining({ level: 'warning', message: expect.stringMatching(/^the plan file changed since the last step.*Task 0, in progress, keep/) })]);
+    expect(finalize.json.notices).toEqual([
+      expect.objectContaining({ level: 'warning', message: expect.stringMatching(/^the plan file changed since the last step.*Task 0, in progress, keep/) }),
+    ]);
     // Judged by the edited acceptance check: it fails, so the attempt is retried.
     expect(finalize.json.results[0]).toMatchObject({ index: 0, outcome: 'retry' });
     expect(finalize.json.results[0].reason).toContain('grep -q A a.txt');

@@ -109,9 +109,13 @@ describe('foreman as a Claude Code plugin', () => {
   });
 
   it("puts the plugin's bin/ on the PATH of the session's Bash tool", async () => {
-    server.setResponder((req) => (req.assistantTurns === 0 ? [toolUse('Bash', { command: 'command -v foreman' })] : [text(`PATH-CHECK ${req.toolResults[0]?.content ?? ''}`)]));
+    server.setResponder((req) =>
+      req.assistantTurns === 0 ? [toolUse('Bash', { command: 'command -v foreman' })] : [text(`PATH-CHECK ${req.toolResults[0]?.content ?? ''}`)],
+    );
     try {
-      const r = await claude(headless(['--plugin-dir', pluginRoot, '--permission-mode', 'dontAsk', '--allowedTools', 'Bash(command -v foreman)']), { input: 'where is foreman?' });
+      const r = await claude(headless(['--plugin-dir', pluginRoot, '--permission-mode', 'dontAsk', '--allowedTools', 'Bash(command -v foreman)']), {
+        input: 'where is foreman?',
+      });
       const result = [...r.events].reverse().find((e) => e.type === 'result');
       expect(result?.result).toBe(`PATH-CHECK ${join(pluginRoot, 'bin/foreman')}`);
     } finally {
@@ -135,7 +139,9 @@ describe('foreman as a Claude Code plugin', () => {
     const install = await claude(['plugin', 'install', 'foreman@foreman'], { home });
     expect(install.exitCode, String(install.stdout) + String(install.stderr)).toBe(0);
 
-    const installed = JSON.parse(await readFile(join(home, '.claude/plugins/installed_plugins.json'), 'utf8')) as { plugins: Record<string, Array<{ installPath: string }>> };
+    const installed = JSON.parse(await readFile(join(home, '.claude/plugins/installed_plugins.json'), 'utf8')) as {
+      plugins: Record<string, Array<{ installPath: string }>>;
+    };
     expect(Object.keys(installed.plugins)).toContain('foreman@foreman');
     const r = await claude(headless(), { home, input: 'hello' });
     const init = initOf(r.events);

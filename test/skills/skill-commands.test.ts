@@ -51,7 +51,18 @@ describe('the commands in the skills', async () => {
 
   it('cover every /execute step and the /design checks (the probe included)', () => {
     const used = new Set(unique.map((c) => c.line.slice(LAUNCHER.length).trim().split(/\s+/).slice(0, 2).join(' ')));
-    for (const c of ['plan setup', 'plan next', 'plan finalize', 'plan commit', 'plan check', 'plan summary', 'plan archive', 'plan status', 'plan probe', 'execute --dry-run']) {
+    for (const c of [
+      'plan setup',
+      'plan next',
+      'plan finalize',
+      'plan commit',
+      'plan check',
+      'plan summary',
+      'plan archive',
+      'plan status',
+      'plan probe',
+      'execute --dry-run',
+    ]) {
       expect(used, c).toContain(c);
     }
     const known = new Set(planCommands.map((c) => c.name));
@@ -86,7 +97,11 @@ describe('the commands in the skills', async () => {
       const lines = unique.filter((c) => c.file === `skills/${skill}/SKILL.md`).map((c) => c.line);
       const commands = own.filter((r) => r.startsWith('Bash(')).map((r) => r.slice('Bash('.length, -1));
       for (const c of commands) {
-        if (c.endsWith(':*')) expect(lines.some((line) => line.startsWith(`${c.slice(0, -2)} `)), `${skill}: ${c}`).toBe(true);
+        if (c.endsWith(':*'))
+          expect(
+            lines.some((line) => line.startsWith(`${c.slice(0, -2)} `)),
+            `${skill}: ${c}`,
+          ).toBe(true);
         else expect(lines, skill).toContain(c);
       }
       const steps = new Set(commands.map((c) => c.slice(LAUNCHER.length).trim().split(' ').slice(0, 2).join(' ')));
@@ -116,7 +131,13 @@ describe('the commands in the skills', async () => {
         { context: { testCommand: mark('gate'), setupCommand: mark('setup') } },
       );
       const run = (dir: string, line: string, markFile: string) =>
-        execa('bash', ['-c', line], { cwd: dir, env: { NO_COLOR: '1', PATH, MARK: markFile, FOREMAN_WORKTREES: join(scratch, 'worktrees') }, reject: false, timeout: 120_000, stdin: 'ignore' });
+        execa('bash', ['-c', line], {
+          cwd: dir,
+          env: { NO_COLOR: '1', PATH, MARK: markFile, FOREMAN_WORKTREES: join(scratch, 'worktrees') },
+          reject: false,
+          timeout: 120_000,
+          stdin: 'ignore',
+        });
       const launcher = `"${join(repoRoot, 'bin/foreman')}"`;
       /** A repository in the state the skill runs `step` in, reached with the plain steps (which ran commands unsandboxed: marked in prep). */
       const prepared = async (stage: 'fresh' | 'in-progress' | 'finalized', prep: string) => {
@@ -133,7 +154,10 @@ describe('the commands in the skills', async () => {
         expect((await plain('commit --wait 60')).gate.baseline).toBe('passed');
         const next = await plain('next');
         const ran = await isolatedSubagent(repo.dir, next.tasks[0].promptFile, 'haiku');
-        await writeFile(join(repo.dir, '.design/prompts/results.json'), JSON.stringify([{ task: 0, output: ran.output.split('\n').at(-1), worktree: ran.worktree }]));
+        await writeFile(
+          join(repo.dir, '.design/prompts/results.json'),
+          JSON.stringify([{ task: 0, output: ran.output.split('\n').at(-1), worktree: ran.worktree }]),
+        );
         if (stage === 'finalized') expect((await plain('finalize --results .design/prompts/results.json')).results[0]).toMatchObject({ outcome: 'completed' });
         // The plain steps did run the plan's commands unsandboxed: the marks work.
         expect((await readFile(prep, 'utf8')).split('\n')).toEqual(expect.arrayContaining(['assumption', 'gate', ...(stage === 'finalized' ? ['check'] : [])]));
@@ -165,7 +189,9 @@ describe('the commands in the skills', async () => {
     expect(text).toContain('worktreePath: <path>');
     const example = /```json\n([\s\S]*?)\n```/.exec(text)?.[1];
     expect(example).toBeDefined();
-    expect(parseResults(example!, 'SKILL.md')).toEqual([{ task: 3, output: expect.stringMatching(/^COMPLETED: /), worktree: expect.stringMatching(/\/\.claude\/worktrees\/agent-/) }]);
+    expect(parseResults(example!, 'SKILL.md')).toEqual([
+      { task: 3, output: expect.stringMatching(/^COMPLETED: /), worktree: expect.stringMatching(/\/\.claude\/worktrees\/agent-/) },
+    ]);
   });
 
   it('the example plan in plan-format.md is valid', async () => {

@@ -84,7 +84,14 @@ export async function fakeSubagent(cwd: string, promptFile: string, model: strin
   const prompt = await readFile(promptFile, 'utf8');
   // Through the process starter, as git is: a fork of this test process (about 1 GB) costs it
   // tens of milliseconds of CPU.
-  const ended = await runProcess({ file: process.execPath, args: [fakeWorker, '-p', '--output-format', 'stream-json', '--verbose', '--model', model], cwd, env: process.env, input: prompt, timeoutMs: 60_000 });
+  const ended = await runProcess({
+    file: process.execPath,
+    args: [fakeWorker, '-p', '--output-format', 'stream-json', '--verbose', '--model', model],
+    cwd,
+    env: process.env,
+    input: prompt,
+    timeoutMs: 60_000,
+  });
   const stdout = ended.kind === 'exited' ? ended.stdout.toString('utf8') : '';
   const result = stdout
     .split('\n')
@@ -139,7 +146,11 @@ export async function isolatedSubagent(repo: string, promptFile: string, model: 
 /** Worktrees git has registered for `repo` besides its own checkout, and its `worktree-agent-*` branches. */
 export async function agentLeftovers(repo: string): Promise<{ worktrees: string[]; branches: string[] }> {
   const list = await runGit(repo, ['worktree', 'list', '--porcelain']);
-  const worktrees = list.split('\n').filter((l) => l.startsWith('worktree ')).slice(1).map((l) => l.slice('worktree '.length));
+  const worktrees = list
+    .split('\n')
+    .filter((l) => l.startsWith('worktree '))
+    .slice(1)
+    .map((l) => l.slice('worktree '.length));
   const branches = (await runGit(repo, ['branch', '--list', 'worktree-agent-*', '--format=%(refname:short)'])).split('\n').filter(Boolean);
   return { worktrees, branches };
 }

@@ -62,11 +62,13 @@ export function dagArb(opts: DagOptions = {}): fc.Arbitrary<number[][]> {
 /** A random directed graph that may have cycles (self-loops included, when asked). */
 export function graphArb(opts: { maxTasks?: number; maxDeps?: number; selfLoops?: boolean } = {}): fc.Arbitrary<number[][]> {
   const { maxTasks = 8, maxDeps = 3, selfLoops = true } = opts;
-  return fc.integer({ min: 1, max: maxTasks }).chain((n) =>
-    fc
-      .array(fc.uniqueArray(fc.integer({ min: 0, max: n - 1 }), { maxLength: Math.min(maxDeps, n) }), { minLength: n, maxLength: n })
-      .map((deps) => (selfLoops ? deps : deps.map((ds, i) => ds.filter((d) => d !== i)))),
-  );
+  return fc
+    .integer({ min: 1, max: maxTasks })
+    .chain((n) =>
+      fc
+        .array(fc.uniqueArray(fc.integer({ min: 0, max: n - 1 }), { maxLength: Math.min(maxDeps, n) }), { minLength: n, maxLength: n })
+        .map((deps) => (selfLoops ? deps : deps.map((ds, i) => ds.filter((d) => d !== i)))),
+    );
 }
 
 export interface TaskFilesDraw {
@@ -218,7 +220,5 @@ export function conflictBrute(a: Task, b: Task): boolean {
 /** Overlap pairs by the definition in the issue. */
 export function overlapsBrute(tasks: readonly Task[]): number[][] {
   const reach = reachable(tasks.map((t) => t.blockedBy));
-  return tasks.map((a, i) =>
-    tasks.flatMap((b, j) => (i !== j && !reach[i]!.has(j) && !reach[j]!.has(i) && conflictBrute(a, b) ? [j] : [])),
-  );
+  return tasks.map((a, i) => tasks.flatMap((b, j) => (i !== j && !reach[i]!.has(j) && !reach[j]!.has(i) && conflictBrute(a, b) ? [j] : [])));
 }

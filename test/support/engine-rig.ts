@@ -23,7 +23,19 @@ import { initialState } from '../../src/core/engine-step.ts';
 import { depsOf, depths } from '../../src/core/graph.ts';
 import { type SetupFindings, noFindings } from '../../src/core/transition.ts';
 import { DEFAULTS, type RunSettings } from '../../src/run/settings.ts';
-import { type CommitProblem, type CommitStepOutput, type FinalizeOutput, type LeadContext, type NextOutput, type SetupOutput, type SetupSettings, leadCommit, leadFinalize, leadNext, leadSetup } from '../../src/run/lead.ts';
+import {
+  type CommitProblem,
+  type CommitStepOutput,
+  type FinalizeOutput,
+  type LeadContext,
+  type NextOutput,
+  type SetupOutput,
+  type SetupSettings,
+  leadCommit,
+  leadFinalize,
+  leadNext,
+  leadSetup,
+} from '../../src/run/lead.ts';
 import type { GateState } from '../../src/run/lead-gate.ts';
 import type { LeadIo, LeadIsolation } from '../../src/run/lead-io.ts';
 import { sessionPathFor } from '../../src/run/session.ts';
@@ -40,7 +52,13 @@ export const reported = (text: string, costUsd = 0): WorkerRun => ({
 });
 
 /** A worker run that did not report. */
-export const failedRun = (failure: WorkerFailure): WorkerRun => ({ usage: emptyUsage(), durationMs: 5, permissionDenials: [], logPath: '', outcome: { kind: 'failed', failure } });
+export const failedRun = (failure: WorkerFailure): WorkerRun => ({
+  usage: emptyUsage(),
+  durationMs: 5,
+  permissionDenials: [],
+  logPath: '',
+  outcome: { kind: 'failed', failure },
+});
 
 export class FakeClock implements Clock {
   time = 0;
@@ -171,7 +189,10 @@ export class EngineRig {
               () => {
                 if (worker.served || this.running.get(request.taskIndex) !== worker) return;
                 this.running.delete(request.taskIndex);
-                resolve({ ...failedRun({ reason: 'rate-limited', message: 'API Error: Request rejected (429)' }), ...(request.resume !== undefined ? { sessionId: request.resume } : {}) });
+                resolve({
+                  ...failedRun({ reason: 'rate-limited', message: 'API Error: Request rejected (429)' }),
+                  ...(request.resume !== undefined ? { sessionId: request.resume } : {}),
+                });
               },
               { once: true },
             );
@@ -189,7 +210,9 @@ export class EngineRig {
         gate: async (_plan, request) => {
           this.gated.push([...request.tasks]);
           const verdict = options.gate?.(request.tasks, this.integrated) ?? true;
-          return typeof verdict === 'boolean' ? { passed: verdict, output: verdict ? '' : 'FAIL test/use.test.js: greet is not a function', durationMs: 3 } : verdict;
+          return typeof verdict === 'boolean'
+            ? { passed: verdict, output: verdict ? '' : 'FAIL test/use.test.js: greet is not a function', durationMs: 3 }
+            : verdict;
         },
         record: async (_plan, request) => {
           this.recorded.push(request);
@@ -260,7 +283,8 @@ export class EngineRig {
   async ended(): Promise<EngineResult> {
     await settle();
     if (this.failure !== null) throw this.failure;
-    if (this.result === null) throw new Error(`the engine has not finished (running: ${this.runningTasks.join(', ') || 'none'}, timers: ${this.clock.pending})`);
+    if (this.result === null)
+      throw new Error(`the engine has not finished (running: ${this.runningTasks.join(', ') || 'none'}, timers: ${this.clock.pending})`);
     await this.done;
     return this.result;
   }
@@ -455,7 +479,12 @@ export class SessionRig {
         return [];
       },
     },
-    handOut: { publish: async () => undefined, withdraw: async () => undefined, removeStale: async () => undefined, deniedWrites: async (task, attempt) => this.deniedWrites.get(`${task}-${attempt}`) ?? [] },
+    handOut: {
+      publish: async () => undefined,
+      withdraw: async () => undefined,
+      removeStale: async () => undefined,
+      deniedWrites: async (task, attempt) => this.deniedWrites.get(`${task}-${attempt}`) ?? [],
+    },
     sandbox: async () => ({ mode: 'off', sandboxed: false, unavailable: null }),
   };
 
@@ -470,7 +499,12 @@ export class SessionRig {
     this.findings = findings;
     const { plan, ctx } = this.context();
     const gate = this.options.gate === undefined ? { noGate: true } : { gate: 'npm test', gateBatch: this.options.gateBatch ?? DEFAULTS.gateBatch };
-    const settings: SetupSettings = { concurrency: this.options.concurrency ?? DEFAULTS.concurrency, maxAttempts: this.options.maxAttempts ?? DEFAULTS.maxAttempts, sandbox: await this.io.sandbox(), ...gate };
+    const settings: SetupSettings = {
+      concurrency: this.options.concurrency ?? DEFAULTS.concurrency,
+      maxAttempts: this.options.maxAttempts ?? DEFAULTS.maxAttempts,
+      sandbox: await this.io.sandbox(),
+      ...gate,
+    };
     const set = await leadSetup(plan, ctx, settings);
     if (!set.ok) throw new Error(`setup refused: ${set.error.kind}`);
     this.archived = set.value.archived;
@@ -497,7 +531,11 @@ export class SessionRig {
       if (!this.subagents.delete(task)) throw new Error(`task ${task} was not handed out (out: ${[...this.subagents.keys()].join(', ') || 'none'})`);
     }
     const { plan, ctx } = this.context();
-    const finalized = await leadFinalize(plan, ctx, results.map(([task, output]) => ({ task, output })));
+    const finalized = await leadFinalize(
+      plan,
+      ctx,
+      results.map(([task, output]) => ({ task, output })),
+    );
     if (!finalized.ok) throw new Error(`finalize refused: ${finalized.error.kind}`);
     return finalized.value;
   }

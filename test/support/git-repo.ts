@@ -28,7 +28,14 @@ export interface TempGitRepoOptions {
 export async function runGit(cwd: string, args: string[], call: { input?: string; env?: Record<string, string> } = {}): Promise<string> {
   // Started through the process starter, as foreman's runner starts git: a fork of this test
   // process for each command costs more than the command.
-  const ended = await runProcess({ file: 'git', args, cwd, env: { ...process.env, ...call.env }, ...(call.input !== undefined ? { input: call.input } : {}), timeoutMs: 120_000 });
+  const ended = await runProcess({
+    file: 'git',
+    args,
+    cwd,
+    env: { ...process.env, ...call.env },
+    ...(call.input !== undefined ? { input: call.input } : {}),
+    timeoutMs: 120_000,
+  });
   if (ended.kind === 'exited' && ended.code === 0) return ended.stdout.toString('utf8');
   const said = ended.kind === 'exited' ? ended.stderr.toString('utf8') || `exit ${ended.code}` : ended.kind === 'timed-out' ? 'timed out' : ended.message;
   throw new Error(`git ${args.join(' ')} failed: ${said}`);
@@ -96,7 +103,16 @@ export function withoutMachineGitConfig(): void {
   beforeAll(() => {
     process.env.GIT_CONFIG_GLOBAL = '/dev/null';
     process.env.GIT_CONFIG_NOSYSTEM = '1';
-    for (const k of ['GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'GIT_COMMITTER_NAME', 'GIT_COMMITTER_EMAIL', 'EMAIL', 'GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE']) {
+    for (const k of [
+      'GIT_AUTHOR_NAME',
+      'GIT_AUTHOR_EMAIL',
+      'GIT_COMMITTER_NAME',
+      'GIT_COMMITTER_EMAIL',
+      'EMAIL',
+      'GIT_DIR',
+      'GIT_WORK_TREE',
+      'GIT_INDEX_FILE',
+    ]) {
       delete process.env[k];
     }
   });

@@ -11,7 +11,13 @@ import { Isolation } from '../../src/run/isolation.ts';
 export async function openIsolation(cleanups: Array<() => Promise<void>>, repo: string, plan: Plan): Promise<{ isolation: Isolation; root: string }> {
   const root = await mkdtemp(join(tmpdir(), 'foreman-isolation-'));
   cleanups.push(() => rm(root, { recursive: true, force: true }));
-  const opened = await Isolation.open(plan, { repo, planPath: join(repo, '.design/plan.json'), env: { ...process.env, FOREMAN_WORKTREES: root }, sandbox: false, setupTimeoutMs: 60_000 });
+  const opened = await Isolation.open(plan, {
+    repo,
+    planPath: join(repo, '.design/plan.json'),
+    env: { ...process.env, FOREMAN_WORKTREES: root },
+    sandbox: false,
+    setupTimeoutMs: 60_000,
+  });
   if (!opened.ok) throw new Error(`open: ${opened.error.stderr}`);
   cleanups.push(() => opened.value.removeWorktrees());
   return { isolation: opened.value, root };

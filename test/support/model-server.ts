@@ -113,10 +113,7 @@ const DEFAULT_ERROR_TYPES: Record<number, string> = {
  * 429 rate_limit_error, 529 overloaded_error, …). The CLI honours a `retry-after` header in
  * seconds (e.g. `headers: {'retry-after': '2'}`); without one it backs off ~0.5 s, 1 s, 2 s…
  */
-export function httpError(
-  status: number,
-  opts: { errorType?: string; message?: string; headers?: Record<string, string>; delayMs?: number } = {},
-): ErrorReply {
+export function httpError(status: number, opts: { errorType?: string; message?: string; headers?: Record<string, string>; delayMs?: number } = {}): ErrorReply {
   const errorType = opts.errorType ?? DEFAULT_ERROR_TYPES[status] ?? 'api_error';
   const headers = { ...opts.headers };
   const reply: ErrorReply = {
@@ -254,12 +251,7 @@ export function isSideRequest(req: Pick<ScriptedRequest, 'maxTokens' | 'toolName
   return req.cwd === undefined && req.toolNames.length === 0;
 }
 
-function describeRequest(
-  seq: number,
-  req: IncomingMessage,
-  body: any,
-  attempts: Map<string, number>,
-): ScriptedRequest {
+function describeRequest(seq: number, req: IncomingMessage, body: any, attempts: Map<string, number>): ScriptedRequest {
   const url = req.url ?? '/';
   const path = url.split('?')[0] ?? url;
   const isObj = body !== null && typeof body === 'object' && !Array.isArray(body);
@@ -269,14 +261,15 @@ function describeRequest(
     typeof systemField === 'string'
       ? systemField
       : Array.isArray(systemField)
-        ? systemField
-            .map((b: unknown) => (b && typeof b === 'object' ? String((b as { text?: unknown }).text ?? '') : ''))
-            .join('\n')
+        ? systemField.map((b: unknown) => (b && typeof b === 'object' ? String((b as { text?: unknown }).text ?? '') : '')).join('\n')
         : '';
   const firstUser = messages.find((m) => m.role === 'user');
   const promptParts = textOf(firstUser?.content);
   const promptRaw = promptParts.join('\n');
-  const prompt = promptParts.map(stripReminders).filter((s) => s !== '').join('\n');
+  const prompt = promptParts
+    .map(stripReminders)
+    .filter((s) => s !== '')
+    .join('\n');
   const assistantTurns = messages.filter((m) => m.role === 'assistant').length;
 
   const lastUser = [...messages].reverse().find((m) => m.role === 'user');
@@ -299,9 +292,7 @@ function describeRequest(
   const cwd = cwdMatch?.[1]?.trim();
 
   const toolNames: string[] =
-    isObj && Array.isArray(body.tools)
-      ? body.tools.map((t: unknown) => (t && typeof t === 'object' ? String((t as { name?: unknown }).name ?? '') : ''))
-      : [];
+    isObj && Array.isArray(body.tools) ? body.tools.map((t: unknown) => (t && typeof t === 'object' ? String((t as { name?: unknown }).name ?? '') : '')) : [];
 
   const header = req.headers['x-claude-code-session-id'];
   let sessionId = typeof header === 'string' ? header : undefined;
@@ -386,10 +377,7 @@ export function promptHas(...parts: string[]): (req: ScriptedRequest) => boolean
  *     { turns: [[text('FAILED: first try')]] },
  *   ])
  */
-export function variants(
-  base: Matcher,
-  cases: Array<{ when?: Matcher; name?: string; turns: TurnScript[] }>,
-): Scenario[] {
+export function variants(base: Matcher, cases: Array<{ when?: Matcher; name?: string; turns: TurnScript[] }>): Scenario[] {
   return cases.map((c, i) => {
     const when = c.when;
     return {
@@ -484,10 +472,7 @@ function estimateTokens(s: string): number {
 }
 
 function defaultUsage(content: ContentBlock[], override: Partial<Usage> | undefined): Usage {
-  const out = content.reduce(
-    (n, b) => n + estimateTokens(b.type === 'text' ? b.text : b.name + JSON.stringify(b.input)),
-    0,
-  );
+  const out = content.reduce((n, b) => n + estimateTokens(b.type === 'text' ? b.text : b.name + JSON.stringify(b.input)), 0);
   return {
     input_tokens: 100,
     output_tokens: out,
@@ -499,9 +484,7 @@ function defaultUsage(content: ContentBlock[], override: Partial<Usage> | undefi
 
 function apiContent(content: ContentBlock[]): Array<Record<string, unknown>> {
   return content.map((b) =>
-    b.type === 'text'
-      ? { type: 'text', text: b.text }
-      : { type: 'tool_use', id: b.id ?? newId('toolu'), name: b.name, input: b.input },
+    b.type === 'text' ? { type: 'text', text: b.text } : { type: 'tool_use', id: b.id ?? newId('toolu'), name: b.name, input: b.input },
   );
 }
 
@@ -598,9 +581,7 @@ function sendDrop(res: ServerResponse, req: ScriptedRequest): void {
     },
   };
   res.write(`event: message_start\ndata: ${JSON.stringify(start)}\n\n`);
-  res.write(
-    `event: content_block_start\ndata: ${JSON.stringify({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } })}\n\n`,
-  );
+  res.write(`event: content_block_start\ndata: ${JSON.stringify({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } })}\n\n`);
   setTimeout(() => res.destroy(), 20);
 }
 

@@ -47,11 +47,7 @@ const DROP_NAMES = new Set([
  * `serverUrl` undefined leaves ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY unset (the "not logged
  * in" case). `extra` is applied last; a value of undefined removes the variable.
  */
-export function claudeEnv(
-  serverUrl: string | undefined,
-  home: string,
-  extra: Record<string, string | undefined> = {},
-): Record<string, string | undefined> {
+export function claudeEnv(serverUrl: string | undefined, home: string, extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (v === undefined) continue;
@@ -89,9 +85,7 @@ export function claudeEnv(
 }
 
 /** The usual headless flags: stream-json output, a model, and write tools allowed. */
-export function headlessArgs(
-  opts: { model?: string; permissionMode?: string; allowedTools?: string; extra?: string[] } = {},
-): string[] {
+export function headlessArgs(opts: { model?: string; permissionMode?: string; allowedTools?: string; extra?: string[] } = {}): string[] {
   return [
     '-p',
     '--output-format',

@@ -10,7 +10,16 @@ export function planAfterRecordedRun(): Plan {
     schemaVersion: 3,
     goal: 'Build the parser',
     tasks: [
-      { subject: 'Add parser', status: 'completed', attempts: 1, result: 'parser added', blockedBy: [], metadata: files(['src/parser.ts']), usage: usage(0.12), commit: 'abcdef1234567890abcdef1234567890abcdef12' },
+      {
+        subject: 'Add parser',
+        status: 'completed',
+        attempts: 1,
+        result: 'parser added',
+        blockedBy: [],
+        metadata: files(['src/parser.ts']),
+        usage: usage(0.12),
+        commit: 'abcdef1234567890abcdef1234567890abcdef12',
+      },
       {
         subject: LONG_SUBJECT,
         status: 'failed',
@@ -22,8 +31,24 @@ export function planAfterRecordedRun(): Plan {
         prompt: 'Write the lexer.',
         usage: usage(0.55),
       },
-      { subject: 'Wire lexer into parser', status: 'skipped', skippedBy: 1, result: 'skipped: depends on task 1', blockedBy: [1], metadata: files([], ['src/parser.ts']), prompt: 'Wire it.' },
-      { subject: 'Document the lexer', status: 'skipped', skippedBy: 1, result: 'skipped: depends on task 1', blockedBy: [2], metadata: files(['docs/lexer.md']), prompt: 'Document it.' },
+      {
+        subject: 'Wire lexer into parser',
+        status: 'skipped',
+        skippedBy: 1,
+        result: 'skipped: depends on task 1',
+        blockedBy: [1],
+        metadata: files([], ['src/parser.ts']),
+        prompt: 'Wire it.',
+      },
+      {
+        subject: 'Document the lexer',
+        status: 'skipped',
+        skippedBy: 1,
+        result: 'skipped: depends on task 1',
+        blockedBy: [2],
+        metadata: files(['docs/lexer.md']),
+        prompt: 'Document it.',
+      },
     ],
   };
 }

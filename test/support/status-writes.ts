@@ -24,7 +24,13 @@ function enclosing(node: ts.Node): string | null {
   let name: string | null = null;
   for (let at: ts.Node | undefined = node.parent; at !== undefined; at = at.parent) {
     if ((ts.isFunctionDeclaration(at) || ts.isMethodDeclaration(at)) && at.name !== undefined && ts.isIdentifier(at.name)) name = at.name.text;
-    else if (ts.isVariableDeclaration(at) && ts.isIdentifier(at.name) && at.initializer !== undefined && (ts.isArrowFunction(at.initializer) || ts.isFunctionExpression(at.initializer))) name = at.name.text;
+    else if (
+      ts.isVariableDeclaration(at) &&
+      ts.isIdentifier(at.name) &&
+      at.initializer !== undefined &&
+      (ts.isArrowFunction(at.initializer) || ts.isFunctionExpression(at.initializer))
+    )
+      name = at.name.text;
   }
   return name;
 }
@@ -78,19 +84,29 @@ export function statusWrites(program: ts.Program, files: readonly string[]): Sta
       return ts.isComputedPropertyName(p.name) && isStatusKey(p.name.expression);
     });
   /** A status given to an object passed on: a literal with one, or a value whose type has one. */
-  const carriesStatus = (node: ts.Expression): boolean => (ts.isObjectLiteralExpression(node) ? hasStatus(node) : checker.getTypeAtLocation(node).getProperty('status') !== undefined);
+  const carriesStatus = (node: ts.Expression): boolean =>
+    ts.isObjectLiteralExpression(node) ? hasStatus(node) : checker.getTypeAtLocation(node).getProperty('status') !== undefined;
   const isTaskValue = (node: ts.Expression): boolean => {
     const type = checker.getTypeAtLocation(node);
     return isTask(type) || taskShaped(type);
   };
-  const calleeName = (call: ts.CallExpression): string => (ts.isPropertyAccessExpression(call.expression) && ts.isIdentifier(call.expression.expression) ? `${call.expression.expression.text}.${call.expression.name.text}` : '');
+  const calleeName = (call: ts.CallExpression): string =>
+    ts.isPropertyAccessExpression(call.expression) && ts.isIdentifier(call.expression.expression)
+      ? `${call.expression.expression.text}.${call.expression.name.text}`
+      : '';
 
   const found: StatusWrite[] = [];
   for (const file of files) {
     const source = program.getSourceFile(file);
     if (source === undefined) throw new Error(`${file} is not in the program`);
     const add = (node: ts.Node, form: StatusWrite['form']) =>
-      found.push({ file, line: source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1, form, within: enclosing(node), text: node.getText(source).split('\n')[0]!.slice(0, 120) });
+      found.push({
+        file,
+        line: source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1,
+        form,
+        within: enclosing(node),
+        text: node.getText(source).split('\n')[0]!.slice(0, 120),
+      });
     const visit = (node: ts.Node): void => {
       if (ts.isBinaryExpression(node) && node.operatorToken.kind >= ts.SyntaxKind.FirstAssignment && node.operatorToken.kind <= ts.SyntaxKind.LastAssignment) {
         const target = node.left;
@@ -105,8 +121,21 @@ export function statusWrites(program: ts.Program, files: readonly string[]): Sta
       if (ts.isCallExpression(node)) {
         const [target, key, ...rest] = node.arguments;
         const name = calleeName(node);
-        if (name === 'Object.assign' && target !== undefined && isTaskValue(target) && [key, ...rest].some((source) => source !== undefined && carriesStatus(source))) add(node, 'call');
-        if ((name === 'Object.defineProperty' || name === 'Reflect.set' || name === 'Reflect.defineProperty') && target !== undefined && key !== undefined && isTaskValue(target) && isStatusKey(key)) add(node, 'call');
+        if (
+          name === 'Object.assign' &&
+          target !== undefined &&
+          isTaskValue(target) &&
+          [key, ...rest].some((source) => source !== undefined && carriesStatus(source))
+        )
+          add(node, 'call');
+        if (
+          (name === 'Object.defineProperty' || name === 'Reflect.set' || name === 'Reflect.defineProperty') &&
+          target !== undefined &&
+          key !== undefined &&
+          isTaskValue(target) &&
+          isStatusKey(key)
+        )
+          add(node, 'call');
       }
       ts.forEachChild(node, visit);
     };

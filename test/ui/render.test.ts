@@ -91,7 +91,20 @@ describe('live view', () => {
     const at = Date.parse(started.at(-1)!.at) + 1000;
     const until = new Date(at + 90_000);
     const pad = (n: number) => String(n).padStart(2, '0');
-    const hold: RunEvent = { type: 'limit', change: 'hold', limit: 'rate-limit', working: 1, concurrency: 2, until: until.toISOString(), resetAt: null, refusals: 1, task: 1, message: 'rate-limited: 1 of 2 workers until then', runId: RUN_ID, at: new Date(at).toISOString() };
+    const hold: RunEvent = {
+      type: 'limit',
+      change: 'hold',
+      limit: 'rate-limit',
+      working: 1,
+      concurrency: 2,
+      until: until.toISOString(),
+      resetAt: null,
+      refusals: 1,
+      task: 1,
+      message: 'rate-limited: 1 of 2 workers until then',
+      runId: RUN_ID,
+      at: new Date(at).toISOString(),
+    };
     const { screen, view, setClock } = playLive(160, false, [...started, hold]);
     const clock = `${pad(until.getHours())}:${pad(until.getMinutes())}:${pad(until.getSeconds())}`;
     expect(screen.text).toContain('! rate-limited: 1 of 2 workers until then (task 1 refused; 1 refusal so far)');
@@ -192,16 +205,37 @@ describe('live view', () => {
     const { screen, view } = playLive(200, false, events, isActivityOf(1));
     const at = Date.parse(events.find(isActivityOf(1))!.at) + 100;
     view.update(ev(at, { type: 'draining', running: [0, 1] }));
-    expect(screen.text).toContain('! draining: tasks 0 and 1 finish; nothing new starts, and the run stops once their work is integrated and landed (Ctrl-C stops it now)');
+    expect(screen.text).toContain(
+      '! draining: tasks 0 and 1 finish; nothing new starts, and the run stops once their work is integrated and landed (Ctrl-C stops it now)',
+    );
     expect(screen.text.at(-1)).toBe('2 running · 0 completed · 0 failed · 0 skipped · 2 pending · draining · 0 rounds committed · $0.07 · 2s');
-    view.update(ev(at + 200, { type: 'run-finished', outcome: 'incomplete', reason: 'drained', exitCode: 1, counts: { pending: 2, in_progress: 0, completed: 2, failed: 0, blocked: 0, skipped: 0, awaiting_approval: 0 }, usage: usage(0.07), durationMs: 2000, message: 'drained' }));
+    view.update(
+      ev(at + 200, {
+        type: 'run-finished',
+        outcome: 'incomplete',
+        reason: 'drained',
+        exitCode: 1,
+        counts: { pending: 2, in_progress: 0, completed: 2, failed: 0, blocked: 0, skipped: 0, awaiting_approval: 0 },
+        usage: usage(0.07),
+        durationMs: 2000,
+        message: 'drained',
+      }),
+    );
     expect(screen.text.at(-1)).not.toContain('draining');
   });
 
   it('wraps the end of the run and warnings rather than cutting off what to do next', () => {
     const finished = recordedRun().find((e) => e.type === 'run-finished')!;
     const resume = `${finished.type === 'run-finished' ? finished.message : ''}. The plan keeps its state in .design/plan.json: run the same command again to resume`;
-    const events = [recordedRun()[0]!, { ...finished, message: resume } as RunEvent, ev(Date.parse(finished.at), { type: 'notice', level: 'warning', message: `not landed: a file it would update has local changes: ${'src/a.ts '.repeat(8).trim()}; commit, stash or undo them` })];
+    const events = [
+      recordedRun()[0]!,
+      { ...finished, message: resume } as RunEvent,
+      ev(Date.parse(finished.at), {
+        type: 'notice',
+        level: 'warning',
+        message: `not landed: a file it would update has local changes: ${'src/a.ts '.repeat(8).trim()}; commit, stash or undo them`,
+      }),
+    ];
     const { screen } = playLive(60, false, events);
     const said = screen.text.slice(1, -2).join(' ').replace(/\s+/g, ' ');
     expect(said).toContain('run the same command again to resume');
@@ -223,21 +257,36 @@ describe('live view', () => {
     const screen = new Screen();
     const view = createLiveView({ write: screen.write, columns: 200, color: false, layout: checkout, now: () => T0, baseline: { pending: 2 } });
     const footer = () => screen.text.at(-1)!.replace(/ · \$.*$/, '');
-    view.update(ev(T0, { type: 'run-started', goal: 'g', planPath: 'p', taskCount: 2, maxDepth: 1, resumed: false, concurrency: 2, schedule: 'continuous', pid: 1 }));
+    view.update(
+      ev(T0, { type: 'run-started', goal: 'g', planPath: 'p', taskCount: 2, maxDepth: 1, resumed: false, concurrency: 2, schedule: 'continuous', pid: 1 }),
+    );
     expect(footer()).toMatch(/ · 0 rounds committed$/);
     for (const round of [1, 2]) {
       view.update(ev(T0 + round, { type: 'round-committed', round, commit: `${round}`.repeat(40), tasks: [round - 1] }));
       expect(screen.text.at(-2)).toMatch(new RegExp(`^● round ${round} committed`));
       expect(footer()).toMatch(new RegExp(` · ${round} rounds? committed$`));
     }
-    view.update(ev(T0 + 3, { type: 'run-finished', outcome: 'completed', reason: 'all-done', exitCode: 0, counts: { pending: 0, in_progress: 0, completed: 2, failed: 0, blocked: 0, skipped: 0, awaiting_approval: 0 }, usage: usage(0), durationMs: 3, message: '' }));
+    view.update(
+      ev(T0 + 3, {
+        type: 'run-finished',
+        outcome: 'completed',
+        reason: 'all-done',
+        exitCode: 0,
+        counts: { pending: 0, in_progress: 0, completed: 2, failed: 0, blocked: 0, skipped: 0, awaiting_approval: 0 },
+        usage: usage(0),
+        durationMs: 3,
+        message: '',
+      }),
+    );
     expect(footer()).toMatch(/ · 2 rounds committed$/);
   });
 
   it('counts tasks finished before a resumed run', () => {
     const screen = new Screen();
     const view = createLiveView({ write: screen.write, columns: 100, color: false, layout: checkout, now: () => T0, baseline: { completed: 2, pending: 2 } });
-    view.update(ev(T0, { type: 'run-started', goal: 'g', planPath: 'p', taskCount: 4, maxDepth: 1, resumed: true, concurrency: 1, schedule: 'rounds', pid: 1 }));
+    view.update(
+      ev(T0, { type: 'run-started', goal: 'g', planPath: 'p', taskCount: 4, maxDepth: 1, resumed: true, concurrency: 1, schedule: 'rounds', pid: 1 }),
+    );
     expect(screen.text.at(-1)).toBe('0 running · 2 completed · 0 failed · 0 skipped · 2 pending · 0 rounds committed · $0.00 · 0s');
   });
 });
@@ -270,8 +319,29 @@ describe('plain view', () => {
 
   it('describes the other events too', () => {
     const lines = [
-      ev(T0, { type: 'task-finished', task: 4, subject: 'Gate', attempt: 1, outcome: 'awaiting_approval', durationMs: 5000, usage: usage(0.01), logPath: 'l', permissionDenials: 0 }),
-      ev(T0, { type: 'task-finished', task: 5, subject: 'X', attempt: 1, outcome: 'requeued', reason: 'rate limited: slow down', durationMs: 1000, usage: usage(0), logPath: 'l', permissionDenials: 0 }),
+      ev(T0, {
+        type: 'task-finished',
+        task: 4,
+        subject: 'Gate',
+        attempt: 1,
+        outcome: 'awaiting_approval',
+        durationMs: 5000,
+        usage: usage(0.01),
+        logPath: 'l',
+        permissionDenials: 0,
+      }),
+      ev(T0, {
+        type: 'task-finished',
+        task: 5,
+        subject: 'X',
+        attempt: 1,
+        outcome: 'requeued',
+        reason: 'rate limited: slow down',
+        durationMs: 1000,
+        usage: usage(0),
+        logPath: 'l',
+        permissionDenials: 0,
+      }),
       ev(T0, { type: 'round-committed', round: 2, tasks: [], commit: null }),
       ev(T0, { type: 'breaker', pendingCount: 6, wouldBeSkipped: 3 }),
       ev(T0, { type: 'budget-reached', costUsd: 5.02, limitUsd: 5 }),
@@ -281,8 +351,27 @@ describe('plain view', () => {
       ev(T0, { type: 'assumption-checked', task: 1, claim: 'has git', severity: 'blocking', passed: false, output: 'git: not found\n' }),
       ev(T0, { type: 'task-activity', task: 1, text: 'x', costUsd: 0 }),
       ev(T0, { type: 'task-started', task: 8, subject: 'Y', attempt: 1, model: 'sonnet', logPath: 'l', stack: [2, 3] }),
-      ev(T0, { type: 'speculation-cancelled', task: 8, subject: 'Y', attempt: 1, stack: [2, 3], stage: 'running', reason: 'task 3, a candidate it was built on, broke the test command' }),
-      ev(T0, { type: 'task-finished', task: 8, subject: 'Y', attempt: 1, outcome: 'cancelled', reason: 'speculation cancelled: task 3, a candidate it was built on, broke the test command', durationMs: 2000, usage: usage(0.02), logPath: 'l', permissionDenials: 0 }),
+      ev(T0, {
+        type: 'speculation-cancelled',
+        task: 8,
+        subject: 'Y',
+        attempt: 1,
+        stack: [2, 3],
+        stage: 'running',
+        reason: 'task 3, a candidate it was built on, broke the test command',
+      }),
+      ev(T0, {
+        type: 'task-finished',
+        task: 8,
+        subject: 'Y',
+        attempt: 1,
+        outcome: 'cancelled',
+        reason: 'speculation cancelled: task 3, a candidate it was built on, broke the test command',
+        durationMs: 2000,
+        usage: usage(0.02),
+        logPath: 'l',
+        permissionDenials: 0,
+      }),
     ].map((event) => describeEvent(event, checkout));
     expect(lines).toEqual([
       'task 4 awaits approval (attempt 1, 5s, $0.01): Gate — run `npx tsx scripts/plan.ts approve 4` or `npx tsx scripts/plan.ts reject 4 --reason …`',
@@ -331,10 +420,30 @@ describe('event schema', () => {
 
   it('accepts every reason a run stops for', () => {
     const reasons: Record<StopReason, true> = {
-      'all-done': true, breaker: true, deadlock: true, awaiting_approval: true, budget: true, failures: true, interrupted: true, 'agent-unavailable': true, 'git-failed': true, 'setup-failed': true, drained: true, limited: true,
+      'all-done': true,
+      breaker: true,
+      deadlock: true,
+      awaiting_approval: true,
+      budget: true,
+      failures: true,
+      interrupted: true,
+      'agent-unavailable': true,
+      'git-failed': true,
+      'setup-failed': true,
+      drained: true,
+      limited: true,
     };
     for (const reason of Object.keys(reasons)) {
-      const finished = ev(T0, { type: 'run-finished', outcome: 'incomplete', reason: reason as StopReason, exitCode: 1, counts: {}, usage: usage(0), durationMs: 0, message: '' });
+      const finished = ev(T0, {
+        type: 'run-finished',
+        outcome: 'incomplete',
+        reason: reason as StopReason,
+        exitCode: 1,
+        counts: {},
+        usage: usage(0),
+        durationMs: 0,
+        message: '',
+      });
       expect(validate(finished), `${reason}: ${JSON.stringify(validate.errors)}`).toBe(true);
     }
   });
@@ -342,9 +451,31 @@ describe('event schema', () => {
   it('has one branch per event type', () => {
     const types = (schema.oneOf as Array<{ properties: { type: { const: string } } }>).map((b) => b.properties.type.const).sort();
     const all: Record<RunEvent['type'] | DryRunEvent['type'], true> = {
-      'run-started': true, notice: true, 'assumption-checked': true, 'task-started': true, 'speculation-cancelled': true, limit: true, 'task-paused': true, 'task-resumed': true, 'task-activity': true, 'task-finished': true,
-      'task-skipped': true, 'task-widened': true, 'round-committed': true, 'gate-started': true, 'gate-finished': true, breaker: true, 'budget-reached': true, stalled: true, interrupted: true, draining: true, 'run-finished': true,
-      'dry-run-plan': true, 'dry-run-command': true, 'dry-run-permissions': true, 'dry-run-warning': true,
+      'run-started': true,
+      notice: true,
+      'assumption-checked': true,
+      'task-started': true,
+      'speculation-cancelled': true,
+      limit: true,
+      'task-paused': true,
+      'task-resumed': true,
+      'task-activity': true,
+      'task-finished': true,
+      'task-skipped': true,
+      'task-widened': true,
+      'round-committed': true,
+      'gate-started': true,
+      'gate-finished': true,
+      breaker: true,
+      'budget-reached': true,
+      stalled: true,
+      interrupted: true,
+      draining: true,
+      'run-finished': true,
+      'dry-run-plan': true,
+      'dry-run-command': true,
+      'dry-run-permissions': true,
+      'dry-run-warning': true,
     };
     expect(types).toEqual(Object.keys(all).sort());
   });

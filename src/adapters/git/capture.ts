@@ -54,7 +54,10 @@ const keptPath = (repoPath: string, kept: readonly string[]): boolean => covered
  */
 export async function captureWork(dir: string, declared: readonly string[], kept: readonly string[], base?: string): Promise<Result<Capture, GitFailure>> {
   // HEAD and the changes in one git process (`--branch` adds `# branch.oid`).
-  const [status, store] = await Promise.all([git(dir, ['status', '--porcelain=v2', '--branch', '-z', '-uall', '--no-renames', '--ignore-submodules=none']), borrowedStore(dir)]);
+  const [status, store] = await Promise.all([
+    git(dir, ['status', '--porcelain=v2', '--branch', '-z', '-uall', '--no-renames', '--ignore-submodules=none']),
+    borrowedStore(dir),
+  ]);
   if (!status.ok) return err(failureOf(status.error));
   const parsed = parseStatusV2(status.value);
   if (parsed.head === null) return err({ step: 'status', exitCode: 128, stderr: `fatal: the worktree ${dir} has no commit checked out (HEAD is unborn)` });
@@ -159,7 +162,12 @@ const unsafeLine = (changedPath: string): boolean => /[\n\r]/.test(changedPath) 
  * `--stdin-paths` cannot carry (`unsafeLine`), or a repository whose config this does not read
  * plainly.
  */
-export async function hashedWork(dir: string, listed: readonly StatusV2Entry[], paths: readonly string[], env: ObjectEnv): Promise<Result<WorkEntry[], GitCommandError> | null> {
+export async function hashedWork(
+  dir: string,
+  listed: readonly StatusV2Entry[],
+  paths: readonly string[],
+  env: ObjectEnv,
+): Promise<Result<WorkEntry[], GitCommandError> | null> {
   if (listed.some((entry) => !entry.ordinary) || paths.some(unsafeLine)) return null;
   if (!(await trustsFileMode(dir))) return null;
   // HEAD's entry at each path (a path deleted in the index and re-created on disk is listed twice).
@@ -240,13 +248,21 @@ async function shareObjects(dir: string, store: BorrowedStore, entries: readonly
   // the capture wrote is in the shared store already, and there is nothing to ask git.
   if (objects.length === 0 || (await storeIsEmpty(store.own))) return ok(undefined);
   const input = `${objects.join('\n')}\n`;
-  const checked = await git(dir, ['cat-file', '--batch-check=%(objectname) %(objecttype)'], { input, env: { GIT_OBJECT_DIRECTORY: store.shared, GIT_ALTERNATE_OBJECT_DIRECTORIES: '' } });
+  const checked = await git(dir, ['cat-file', '--batch-check=%(objectname) %(objecttype)'], {
+    input,
+    env: { GIT_OBJECT_DIRECTORY: store.shared, GIT_ALTERNATE_OBJECT_DIRECTORIES: '' },
+  });
   if (!checked.ok) return checked;
   const missing = checked.value.split('\n').flatMap((line) => (line.endsWith(' missing') ? [line.slice(0, -' missing'.length)] : []));
   if (missing.length === 0) return ok(undefined);
   // pack-objects reads the slot's store and, through its alternates, the shared one; unpack-objects
   // writes into the shared store alone (without the slot's store beside it, which already holds
   // every one of these objects and would make it skip them).
-  const copied = await runGitPipe(['pack-objects', '-q', '--stdout'], ['unpack-objects', '-q'], { GIT_OBJECT_DIRECTORY: store.shared, GIT_ALTERNATE_OBJECT_DIRECTORIES: '' }, { cwd: dir, input: `${missing.join('\n')}\n` });
+  const copied = await runGitPipe(
+    ['pack-objects', '-q', '--stdout'],
+    ['unpack-objects', '-q'],
+    { GIT_OBJECT_DIRECTORY: store.shared, GIT_ALTERNATE_OBJECT_DIRECTORIES: '' },
+    { cwd: dir, input: `${missing.join('\n')}\n` },
+  );
   return copied.ok ? ok(undefined) : copied;
 }

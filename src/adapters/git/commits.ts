@@ -105,7 +105,9 @@ export class CommitWriter {
       const answer = await this.writer.ask(Buffer.from(`${file}\n`), lineAnswerLength);
       if (!answer.ok) return answer;
       const printed = answer.value.toString('utf8').trim();
-      return isObjectId(printed) ? ok(printed) : err(new GitCommandError(['hash-object'], -1, `hash-object printed no object id: ${answer.value.toString('utf8').slice(0, 200)}`));
+      return isObjectId(printed)
+        ? ok(printed)
+        : err(new GitCommandError(['hash-object'], -1, `hash-object printed no object id: ${answer.value.toString('utf8').slice(0, 200)}`));
     } finally {
       rmSync(file, { force: true });
     }

@@ -15,7 +15,19 @@
 // written that way, `commit-tree` and `update-ref` run from one shell as before.
 
 import { type Result, err, ok } from '../../core/failure.ts';
-import { type GitFailure, type Trailer, type TrailerList, buildMessage, byPath, expectObjectId, failureOf, isObjectId, parseRaw, parseTrailers, splitNul } from '../../core/git-text.ts';
+import {
+  type GitFailure,
+  type Trailer,
+  type TrailerList,
+  buildMessage,
+  byPath,
+  expectObjectId,
+  failureOf,
+  isObjectId,
+  parseRaw,
+  parseTrailers,
+  splitNul,
+} from '../../core/git-text.ts';
 import type { CapturedWork, WorkEntry } from '../../core/work.ts';
 import { type ParkKind, commitOf, moveRef, moveRefArgs, parkedRef, readRef } from './refs.ts';
 import { GitCommandError, PREVIOUS_OUTPUT, git, identityArgs, runGitSteps } from './runner.ts';
@@ -80,12 +92,25 @@ export class Integrator {
    * worktree; approving integrates `parkedWork`, rejecting drops it. `trailers` end its message
    * (`parkedTrailers` reads them back). Returns the commit.
    */
-  park(planId: string, task: number, work: CapturedWork, message: string, kind: ParkKind = 'awaiting', trailers?: TrailerList): Promise<Result<string, GitFailure>> {
+  park(
+    planId: string,
+    task: number,
+    work: CapturedWork,
+    message: string,
+    kind: ParkKind = 'awaiting',
+    trailers?: TrailerList,
+  ): Promise<Result<string, GitFailure>> {
     return this.inLane(async () => {
       const base = expectObjectId(work.base, 'base');
       const tree = await this.trees.treeWith(base, work.entries);
       if (!tree.ok) return err(failureOf(tree.error));
-      const made = await this.makeCommit(tree.value, base, buildMessage(message, trailers), ['update-ref', '-m', `foreman: park task ${task}`, parkedRef(kind, planId, task), PREVIOUS_OUTPUT]);
+      const made = await this.makeCommit(tree.value, base, buildMessage(message, trailers), [
+        'update-ref',
+        '-m',
+        `foreman: park task ${task}`,
+        parkedRef(kind, planId, task),
+        PREVIOUS_OUTPUT,
+      ]);
       if (!made.ok) return err(failureOf(made.error));
       return made.value.moved?.ok === false ? made.value.moved : ok(made.value.commit);
     });
@@ -120,7 +145,10 @@ export class Integrator {
 
     // The conflict checks git must answer and the tree are independent: asked side by side.
     const asked = [...pathsByBase].filter(([base, paths]) => !this.untouchedSince(base, tip, paths));
-    const [moved, tree] = await Promise.all([Promise.all(asked.map(([base, paths]) => changedSince(this.repo, base, tip, paths))), this.trees.treeWith(tip, entries)]);
+    const [moved, tree] = await Promise.all([
+      Promise.all(asked.map(([base, paths]) => changedSince(this.repo, base, tip, paths))),
+      this.trees.treeWith(tip, entries),
+    ]);
     const conflicts = new Set<string>();
     for (const found of moved) {
       if (!found.ok) return gitFailed(found.error);
@@ -164,19 +192,28 @@ export class Integrator {
    * to it (after `commit-tree`, from the same shell: one spawn for both). The commit is returned
    * whenever it was made, with how the move went (null: none asked).
    */
-  private async makeCommit(tree: string, parent: string, message: string, move?: readonly string[]): Promise<Result<{ commit: string; moved: Result<void, GitFailure> | null }, GitCommandError>> {
+  private async makeCommit(
+    tree: string,
+    parent: string,
+    message: string,
+    move?: readonly string[],
+  ): Promise<Result<{ commit: string; moved: Result<void, GitFailure> | null }, GitCommandError>> {
     const written = await this.commits.write(tree, parent, message);
     if (written !== null) {
       if (!written.ok) return written;
       const commit = written.value;
       this.trees.rememberCommit(commit, tree);
       if (move === undefined) return ok({ commit, moved: null });
-      const moved = await git(this.repo, move.map((word) => (word === PREVIOUS_OUTPUT ? commit : word)));
+      const moved = await git(
+        this.repo,
+        move.map((word) => (word === PREVIOUS_OUTPUT ? commit : word)),
+      );
       return ok({ commit, moved: moved.ok ? ok(undefined) : err(failureOf(moved.error)) });
     }
     this.identity ??= identityArgs(this.repo);
     const commitArgs = [...(await this.identity), 'commit-tree', tree, '-p', parent];
-    const made = move === undefined ? await git(this.repo, commitArgs, { input: message }) : await runGitSteps([commitArgs, move], { cwd: this.repo, input: message });
+    const made =
+      move === undefined ? await git(this.repo, commitArgs, { input: message }) : await runGitSteps([commitArgs, move], { cwd: this.repo, input: message });
     const moveFailed = !made.ok && move !== undefined && made.error.args[0] === 'update-ref';
     if (!made.ok && !moveFailed) return made;
     const printed: string = made.ok ? made.value : made.error.stdout;
@@ -252,7 +289,14 @@ export async function integrate(repo: string, ref: string | null, tip: string, i
  * moved (someone else's commit), or does not exist yet, and is then created at `next` (only if
  * still absent: the first integration of a plan whose ref was not started), or git failed.
  */
-async function afterFailedMove(repo: string, ref: string, next: string, expected: string, reason: string, failure: GitFailure): Promise<Result<void, IntegrationFailure>> {
+async function afterFailedMove(
+  repo: string,
+  ref: string,
+  next: string,
+  expected: string,
+  reason: string,
+  failure: GitFailure,
+): Promise<Result<void, IntegrationFailure>> {
   const actual = await readRef(repo, ref);
   if (actual !== null) return err(actual === expected ? { kind: 'git-failed', failure } : { kind: 'moved', expected, actual });
   // An empty old value means "must not exist".

@@ -129,7 +129,8 @@ async function onDisk(file: string): Promise<Disk> {
     // git records the owner's exec bit.
     return { kind: 'file', executable: (stats.mode & 0o100) !== 0 };
   } catch (caught) {
-    if ((caught as NodeJS.ErrnoException).code === 'ENOENT' || (caught as NodeJS.ErrnoException).code === 'ENOTDIR') return { kind: 'absent', executable: false };
+    if ((caught as NodeJS.ErrnoException).code === 'ENOENT' || (caught as NodeJS.ErrnoException).code === 'ENOTDIR')
+      return { kind: 'absent', executable: false };
     throw caught;
   }
 }
@@ -290,7 +291,13 @@ async function writeFilesOnly(repo: string, to: string, paths: readonly string[]
 }
 
 /** Commit mode's index and file steps: `to`'s entries into the person's index for `paths`, then the files from it. */
-async function moveIndexAndFiles(repo: string, to: string, paths: readonly string[], toEntries: Map<string, Entry>, hooks: LandingHooks): Promise<Result<void, MoveFailure>> {
+async function moveIndexAndFiles(
+  repo: string,
+  to: string,
+  paths: readonly string[],
+  toEntries: Map<string, Entry>,
+  hooks: LandingHooks,
+): Promise<Result<void, MoveFailure>> {
   // Removals first: a path that becomes a directory (`a` → `a/b`) is removed before its new entries are added.
   const removals = paths.filter((repoPath) => !toEntries.has(repoPath));
   const additions = paths.filter((repoPath) => toEntries.has(repoPath));
@@ -427,7 +434,8 @@ function parseIntent(text: string): Intent | string {
   const isCommit = (value: unknown): value is string => isObjectId(value) && !ZERO_OBJECT.test(value);
   if (typeof record !== 'object' || record === null) return 'not an object';
   if (record.mode !== 'commit' && record.mode !== 'worktree') return 'mode is neither "commit" nor "worktree"';
-  if (!(record.branch === null || (typeof record.branch === 'string' && record.branch.startsWith('refs/heads/')))) return 'branch is neither null nor refs/heads/…';
+  if (!(record.branch === null || (typeof record.branch === 'string' && record.branch.startsWith('refs/heads/'))))
+    return 'branch is neither null nor refs/heads/…';
   if (!isCommit(record.from) || !isCommit(record.to)) return 'from and to must be commit ids';
   if (!Array.isArray(record.paths) || !record.paths.every((entry) => typeof entry === 'string')) return 'paths must be a list of strings';
   return { version: 1, mode: record.mode, branch: record.branch, from: record.from, to: record.to, paths: record.paths };

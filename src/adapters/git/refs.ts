@@ -9,7 +9,12 @@ import { type GitFailure, byPath, expectObjectId, failureOf } from '../../core/g
 import { GitCommandError, git, runGit } from './runner.ts';
 
 /** foreman's ref namespaces: integration tips, work awaiting approval, candidates of the merge queue, attempts' set-aside changes. */
-const NAMESPACES = { integration: 'refs/foreman', awaiting: 'refs/foreman-awaiting', candidate: 'refs/foreman-candidate', aside: 'refs/foreman-aside' } as const;
+const NAMESPACES = {
+  integration: 'refs/foreman',
+  awaiting: 'refs/foreman-awaiting',
+  candidate: 'refs/foreman-candidate',
+  aside: 'refs/foreman-aside',
+} as const;
 
 /** The plan's integration tip: verified work is committed here, never on the person's branch. */
 export const integrationRef = (planId: string) => `${NAMESPACES.integration}/${planId}`;
@@ -57,7 +62,15 @@ export async function isAncestor(cwd: string, ancestor: string, descendant: stri
 }
 
 /** update-ref's arguments for `moveRef` (for a caller that runs it as one of `runGitSteps`). */
-export const moveRefArgs = (ref: string, next: string, expected: string, reason: string): string[] => ['update-ref', '--create-reflog', '-m', reason, ref, next, expected];
+export const moveRefArgs = (ref: string, next: string, expected: string, reason: string): string[] => [
+  'update-ref',
+  '--create-reflog',
+  '-m',
+  reason,
+  ref,
+  next,
+  expected,
+];
 
 /** Move `ref` to `next` only if it is at `expected` (`''`: only if it does not exist yet), with a reflog entry. */
 export async function moveRef(cwd: string, ref: string, next: string, expected: string, reason: string): Promise<Result<void, GitFailure>> {
@@ -140,7 +153,14 @@ export async function readRef(repo: string, ref: string): Promise<string | null>
 
 /** Deletes `ref` (when `expected` is given, only if it is still there). Deleting a ref that does not exist succeeds. */
 export async function deleteRef(repo: string, ref: string, expected?: string): Promise<Result<void, GitFailure>> {
-  const deleted = await git(repo, ['update-ref', '-m', 'foreman: clean up', '-d', ref, ...(expected === undefined ? [] : [expectObjectId(expected, 'expected')])]);
+  const deleted = await git(repo, [
+    'update-ref',
+    '-m',
+    'foreman: clean up',
+    '-d',
+    ref,
+    ...(expected === undefined ? [] : [expectObjectId(expected, 'expected')]),
+  ]);
   return deleted.ok ? ok(undefined) : err(failureOf(deleted.error));
 }
 
@@ -159,12 +179,18 @@ export async function parkedTasks(repo: string, planId: string, kind: ParkKind):
   const prefix = parkedPrefix(kind, planId);
   const listed = await git(repo, ['for-each-ref', '--format=%(refname)', prefix]);
   if (!listed.ok) throw listed.error;
-  return listed.value.split('\n').flatMap((ref) => (/^\d+$/.test(ref.slice(prefix.length)) ? [Number(ref.slice(prefix.length))] : [])).sort((a, b) => a - b);
+  return listed.value
+    .split('\n')
+    .flatMap((ref) => (/^\d+$/.test(ref.slice(prefix.length)) ? [Number(ref.slice(prefix.length))] : []))
+    .sort((a, b) => a - b);
 }
 
 /** foreman's refs in `repo` (of one plan, when `planId` is given): the integration tips and parked work. */
 export async function foremanRefs(repo: string, planId?: string): Promise<string[]> {
-  const patterns = planId === undefined ? Object.values(NAMESPACES).map((namespace) => `${namespace}/`) : [integrationRef(planId), ...PARK_KINDS.map((kind) => parkedPrefix(kind, planId))];
+  const patterns =
+    planId === undefined
+      ? Object.values(NAMESPACES).map((namespace) => `${namespace}/`)
+      : [integrationRef(planId), ...PARK_KINDS.map((kind) => parkedPrefix(kind, planId))];
   const listed = await git(repo, ['for-each-ref', '--format=%(refname)', ...patterns]);
   if (!listed.ok) throw listed.error;
   return listed.value.split('\n').filter(Boolean).sort(byPath);

@@ -254,15 +254,7 @@ export class Git {
       if (since && !(await this.commitOf(since))) throw new Error(`no commit named ${JSON.stringify(since)}`);
       range = ['--ignore-missing', ...from, ...(since ? [`^${since}`] : [])];
     }
-    const out = await this.run([
-      'log',
-      '-z',
-      '--regexp-ignore-case',
-      `--grep=^${key}:`,
-      '--format=%H%x1f%s%x1f%(trailers:only,unfold)',
-      ...range,
-      '--',
-    ]);
+    const out = await this.run(['log', '-z', '--regexp-ignore-case', `--grep=^${key}:`, '--format=%H%x1f%s%x1f%(trailers:only,unfold)', ...range, '--']);
     const wanted = key.toLowerCase();
     const commits: TrailerCommit[] = [];
     for (const rec of out.split('\0')) {

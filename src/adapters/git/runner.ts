@@ -41,7 +41,11 @@ export interface GitRun {
 }
 
 /** `git status`, `git hang`: how a message names a command (its word, without `-c` settings). */
-const commandName = (args: readonly string[]): string => `\`git ${args.filter((a) => !a.startsWith('-') && !a.includes('=')).slice(0, 1).join(' ')}\``;
+const commandName = (args: readonly string[]): string =>
+  `\`git ${args
+    .filter((a) => !a.startsWith('-') && !a.includes('='))
+    .slice(0, 1)
+    .join(' ')}\``;
 
 /** How long one git command may take (`FOREMAN_GIT_TIMEOUT` seconds; default 10 minutes). */
 export const GIT_TIME_LIMIT_ENV = 'FOREMAN_GIT_TIMEOUT';
@@ -79,7 +83,13 @@ export async function runGit(args: readonly string[], run: GitRun): Promise<Resu
       return err(new GitCommandError(args, ended.code, ended.stderr.toString('utf8'), ended.stdout.toString('utf8')));
     case 'timed-out': {
       const named = run.shell?.name ?? commandName(args);
-      return err(new GitCommandError(args, -1, `${named} timed out after ${Math.round(limitMs / 1000)}s (the limit set by ${GIT_TIME_LIMIT_ENV}, in seconds); its process group was ended`));
+      return err(
+        new GitCommandError(
+          args,
+          -1,
+          `${named} timed out after ${Math.round(limitMs / 1000)}s (the limit set by ${GIT_TIME_LIMIT_ENV}, in seconds); its process group was ended`,
+        ),
+      );
     }
     case 'not-started':
       // git cannot be started (not installed, not on PATH, no such directory): a failure like any other, said plainly.
@@ -131,9 +141,16 @@ export async function runGitSteps(steps: ReadonlyArray<readonly string[]>, run: 
  * second with `consumerEnv` added to its environment. `input` goes to the first. Fails with the
  * pipeline's exit code and both commands' stderr; stdout is the second's.
  */
-export function runGitPipe(producer: readonly string[], consumer: readonly string[], consumerEnv: Readonly<Record<string, string>>, run: Omit<GitRun, 'shell'>): Promise<Result<string, GitCommandError>> {
+export function runGitPipe(
+  producer: readonly string[],
+  consumer: readonly string[],
+  consumerEnv: Readonly<Record<string, string>>,
+  run: Omit<GitRun, 'shell'>,
+): Promise<Result<string, GitCommandError>> {
   const words = (args: readonly string[]) => ['git', ...NO_HOOKS, ...args].map(shellWord).join(' ');
-  const assignments = Object.entries(consumerEnv).map(([name, value]) => `${name}=${shellWord(value)}`).join(' ');
+  const assignments = Object.entries(consumerEnv)
+    .map(([name, value]) => `${name}=${shellWord(value)}`)
+    .join(' ');
   const script = `${words(producer)} | ${assignments} ${words(consumer)}`;
   return runGit([...producer, '|', ...consumer], { ...run, shell: { script, steps: 2, name: `${commandName(producer)} into ${commandName(consumer)}` } });
 }
@@ -169,7 +186,11 @@ export class GitSession {
   private child: ChildProcessWithoutNullStreams | null = null;
   private buffered: Buffer = Buffer.alloc(0);
   private stderr = '';
-  private waiting: { child: ChildProcessWithoutNullStreams; complete: (buffered: Buffer) => number; settle: (answer: Result<Buffer, GitCommandError>) => void } | null = null;
+  private waiting: {
+    child: ChildProcessWithoutNullStreams;
+    complete: (buffered: Buffer) => number;
+    settle: (answer: Result<Buffer, GitCommandError>) => void;
+  } | null = null;
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -207,7 +228,10 @@ export class GitSession {
     return new Promise((resolve) => {
       const limitMs = gitTimeLimitMs(process.env);
       const timer = setTimeout(() => {
-        this.fail(child, `\`git ${this.args[0]}\` did not answer within ${Math.round(limitMs / 1000)}s (the limit set by ${GIT_TIME_LIMIT_ENV}, in seconds); its process group was ended`);
+        this.fail(
+          child,
+          `\`git ${this.args[0]}\` did not answer within ${Math.round(limitMs / 1000)}s (the limit set by ${GIT_TIME_LIMIT_ENV}, in seconds); its process group was ended`,
+        );
         endGroup(child);
       }, limitMs);
       this.waiting = {
@@ -231,7 +255,12 @@ export class GitSession {
     sessions.add(this);
     this.buffered = Buffer.alloc(0);
     this.stderr = '';
-    const child = spawn('git', [...NO_HOOKS, ...this.args], { cwd: this.cwd, env: { ...process.env, GIT_LITERAL_PATHSPECS: '1' }, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    const child = spawn('git', [...NO_HOOKS, ...this.args], {
+      cwd: this.cwd,
+      env: { ...process.env, GIT_LITERAL_PATHSPECS: '1' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
     this.child = child;
     child.unref();
     holdOpen(child, false);

@@ -35,7 +35,9 @@ export async function setAsideInWorktree(dir: string, base: string, paths: reado
   }
   const restore = paths.filter((changedPath) => inBase.has(changedPath));
   if (restore.length > 0) {
-    const checkedOut = await git(dir, ['checkout', '--no-overlay', base, '--pathspec-from-file=-', '--pathspec-file-nul'], { input: `${restore.join('\0')}\0` });
+    const checkedOut = await git(dir, ['checkout', '--no-overlay', base, '--pathspec-from-file=-', '--pathspec-file-nul'], {
+      input: `${restore.join('\0')}\0`,
+    });
     if (!checkedOut.ok) return err(failureOf(checkedOut.error));
   }
   for (const changedPath of paths) {

@@ -201,7 +201,9 @@ export class TreeBuilder {
   }
 
   private async writeTree(entries: Entries): Promise<Result<string, GitCommandError>> {
-    const lines = [...entries].map(([name, entry]) => Buffer.concat([Buffer.from(`${entry.mode} ${typeOf(entry.mode)} ${entry.id}\t`), Buffer.from(name, 'latin1'), Buffer.from([0])]));
+    const lines = [...entries].map(([name, entry]) =>
+      Buffer.concat([Buffer.from(`${entry.mode} ${typeOf(entry.mode)} ${entry.id}\t`), Buffer.from(name, 'latin1'), Buffer.from([0])]),
+    );
     const input = Buffer.concat([...lines, Buffer.from([0])]);
     let answer = await this.writer.ask(input, lineAnswerLength);
     if (!answer.ok && (await this.packedSinceStart(answer.error))) answer = await this.writer.ask(input, lineAnswerLength);

@@ -159,7 +159,8 @@ export type ProvisionFailure =
 export function describeProvisionFailure(failure: ProvisionFailure): string {
   switch (failure.kind) {
     case 'setup-failed': {
-      if (failure.timedOut && failure.timeLimit !== undefined) return `in a new worktree, the setup command ${describeTimeLimitHit(failure.command, failure.timeLimit)}`;
+      if (failure.timedOut && failure.timeLimit !== undefined)
+        return `in a new worktree, the setup command ${describeTimeLimitHit(failure.command, failure.timeLimit)}`;
       const how = failure.timedOut ? 'timed out' : failure.exitCode === null ? 'was killed' : `exited with code ${failure.exitCode}`;
       return `the setup command \`${failure.command}\` ${how} in a new worktree`;
     }
@@ -227,7 +228,8 @@ function parseRecord(text: string): SlotRecord | null {
     const stringOrNull = (x: unknown): x is string | null => x === null || typeof x === 'string';
     if (typeof value.commit !== 'string' || !isObjectId(value.commit)) return null;
     if (!stringOrNull(value.setupCommand) || !stringOrNull(value.setupInputs)) return null;
-    const entries = (list: unknown): list is string[] => Array.isArray(list) && list.every((entry) => typeof entry === 'string' && repoPathOrNull(entry) !== null);
+    const entries = (list: unknown): list is string[] =>
+      Array.isArray(list) && list.every((entry) => typeof entry === 'string' && repoPathOrNull(entry) !== null);
     if (!entries(value.kept) || !entries(value.made)) return null;
     return { commit: value.commit, setupCommand: value.setupCommand, setupInputs: value.setupInputs, made: value.made, kept: value.kept };
   } catch {
@@ -393,7 +395,15 @@ export class WorktreePool {
     return [...this.states.values()]
       .filter((state) => state.exists)
       .sort((a, b) => a.index - b.index)
-      .map((state) => ({ index: state.index, dir: state.dir, commit: state.commit ?? state.record?.commit ?? '', kept: [...(state.record?.kept ?? [])], included: [], busy: state.busy, provisioned: state.record !== null }));
+      .map((state) => ({
+        index: state.index,
+        dir: state.dir,
+        commit: state.commit ?? state.record?.commit ?? '',
+        kept: [...(state.record?.kept ?? [])],
+        included: [],
+        busy: state.busy,
+        provisioned: state.record !== null,
+      }));
   }
 
   /** Removes every slot and the pool directory. Never throws. Call when no attempt runs. */
@@ -421,7 +431,9 @@ export class WorktreePool {
       // goes, what an earlier setup made included, and the slot is provisioned afresh.
       const record = state.record;
       const current =
-        record !== null && record.setupCommand === this.setupCommand && record.setupInputs === fingerprint.value && (await allPresent(state.dir, record.made)) ? record : null;
+        record !== null && record.setupCommand === this.setupCommand && record.setupInputs === fingerprint.value && (await allPresent(state.dir, record.made))
+          ? record
+          : null;
       if (current === null) await this.forget(state);
       const cleaned = await this.reset(state, commit.value, current?.kept ?? []);
       if (cleaned.ok && current !== null) return this.refresh(state, current, commit.value);
@@ -472,7 +484,14 @@ export class WorktreePool {
     const specs = this.setupInputs.map((entry) => entry.replace(/\/$/, ''));
     const listed = await runGit(['--literal-pathspecs', 'ls-tree', '-r', '-z', '--full-tree', commit, '--', ...specs], { cwd: this.options.repo });
     if (!listed.ok) return err({ kind: 'git-failed', doing: `read the setup inputs at ${commit.slice(0, 12)}`, failure: failureOf(listed.error) });
-    return ok(sha256(splitNul(listed.value).filter((line) => coveredBy(line.slice(line.indexOf('\t') + 1), this.setupInputs)).sort().join('\n')));
+    return ok(
+      sha256(
+        splitNul(listed.value)
+          .filter((line) => coveredBy(line.slice(line.indexOf('\t') + 1), this.setupInputs))
+          .sort()
+          .join('\n'),
+      ),
+    );
   }
 
   /**
@@ -486,10 +505,9 @@ export class WorktreePool {
   private async create(state: SlotState, commit: string): Promise<Result<void, ProvisionFailure>> {
     await destroySlot(this.options.repo, state.dir);
     const making = `${state.dir}.clone-${randomBytes(4).toString('hex')}`;
-    const cloned = await runGit(
-      ['clone', '--template=', '--shared', '--no-checkout', '--quiet', ...NO_HOOKS, '--', this.options.repo, making],
-      { cwd: this.dir },
-    );
+    const cloned = await runGit(['clone', '--template=', '--shared', '--no-checkout', '--quiet', ...NO_HOOKS, '--', this.options.repo, making], {
+      cwd: this.dir,
+    });
     if (!cloned.ok) {
       await rm(making, { recursive: true, force: true }).catch(() => undefined);
       return err({ kind: 'git-failed', doing: `create the worktree ${state.dir} at ${commit.slice(0, 12)}`, failure: failureOf(cloned.error) });
@@ -547,7 +565,12 @@ export class WorktreePool {
   }
 
   /** Copies, links, the setup command; then the record. The slot is clean at `commit`. */
-  private async provision(state: SlotState, commit: string, fingerprint: string | null, signal: AbortSignal | undefined): Promise<Result<Slot, ProvisionFailure>> {
+  private async provision(
+    state: SlotState,
+    commit: string,
+    fingerprint: string | null,
+    signal: AbortSignal | undefined,
+  ): Promise<Result<Slot, ProvisionFailure>> {
     await this.forget(state);
     const included = await copyIncluded(this.person, this.options.repo, state.dir);
     const linked = await this.link(state.dir);
@@ -557,7 +580,14 @@ export class WorktreePool {
       const run = await this.options.runSetup(state.dir, this.setupCommand, signal);
       if (signal?.aborted) return err({ kind: 'interrupted' });
       if (run.exitCode !== 0 || run.timedOut) {
-        return err({ kind: 'setup-failed', command: this.setupCommand, exitCode: run.exitCode, timedOut: run.timedOut, ...(run.timeLimit ? { timeLimit: run.timeLimit } : {}), output: clipTail(run.output, SETUP_OUTPUT_TAIL) });
+        return err({
+          kind: 'setup-failed',
+          command: this.setupCommand,
+          exitCode: run.exitCode,
+          timedOut: run.timedOut,
+          ...(run.timeLimit ? { timeLimit: run.timeLimit } : {}),
+          output: clipTail(run.output, SETUP_OUTPUT_TAIL),
+        });
       }
       const changed = await runGit(['--no-optional-locks', 'status', '--porcelain=v1', '-z', '-uno', '--no-renames'], { cwd: state.dir });
       if (!changed.ok) return err({ kind: 'git-failed', doing: `check what the setup changed in ${state.dir}`, failure: failureOf(changed.error) });
@@ -627,7 +657,12 @@ const CHECKOUT_NAME = /^checkout-(\d+)-[0-9a-f]{8}$/;
  * caller runs any setup command itself), and removed afterwards whatever `use` does. What `use`
  * throws is rethrown after the removal.
  */
-export async function withCheckout<T>(repository: string, root: string, use: (slot: Slot) => Promise<T>, commit = 'HEAD'): Promise<Result<T, ProvisionFailure>> {
+export async function withCheckout<T>(
+  repository: string,
+  root: string,
+  use: (slot: Slot) => Promise<T>,
+  commit = 'HEAD',
+): Promise<Result<T, ProvisionFailure>> {
   // Pools are named by the repository's real path, as a run's are.
   const repo = await realpath(repository);
   // Those a killed process left (its pid gone) go first.

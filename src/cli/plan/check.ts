@@ -13,7 +13,7 @@ import { planOption } from './options.ts';
 export const check: Command = {
   name: 'check',
   summary:
-    "Validate the plan: schema, dependencies, cycles, paths, computed file overlaps, and (inside a git repository) no declared path that git ignores; then warn of hazards it still holds (undeclared files, unordered tasks, lockfiles), each with its fix. Exit 0 if valid (warnings included), 2 if not.",
+    'Validate the plan: schema, dependencies, cycles, paths, computed file overlaps, and (inside a git repository) no declared path that git ignores; then warn of hazards it still holds (undeclared files, unordered tasks, lockfiles), each with its fix. Exit 0 if valid (warnings included), 2 if not.',
   usage: '[--plan FILE] [--fix] [--strict]',
   options: {
     ...planOption,
@@ -31,7 +31,10 @@ export const check: Command = {
     if (inRepository) {
       const ignored = await ignoredDeclaredPaths(plan, git);
       if (ignored.length > 0) {
-        throw new CliError(EXIT.invalid, [`${path}: the plan is invalid (${plural(ignored.length, 'problem')}):`, ...ignored.map((p) => `  ${describeIgnored(p)}`)]);
+        throw new CliError(EXIT.invalid, [
+          `${path}: the plan is invalid (${plural(ignored.length, 'problem')}):`,
+          ...ignored.map((p) => `  ${describeIgnored(p)}`),
+        ]);
       }
     }
     // Outside a repository only the hazards between the plan's own tasks can be found.

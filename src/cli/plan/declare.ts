@@ -27,7 +27,6 @@ type Kind = (typeof KINDS)[number];
 /** Folders `--needed` never declares: a worker that wanted to write there is not widened without the person asking. */
 const NEVER_NEEDED = ['.claude/', '.git/', '.design/'];
 
-
 export const declare: Command = {
   name: 'declare',
   summary:
@@ -36,8 +35,15 @@ export const declare: Command = {
   options: {
     ...planOption,
     ...jsonOption,
-    as: { type: 'string', valueName: 'KIND', description: 'declare every PATH as one kind: create, modify or may-change (default: modify when the repository has the file, else create)' },
-    needed: { type: 'boolean', description: "declare exactly the files the task's attempts wanted (refused, or changed and set aside), and nothing else: no PATH or --as with it" },
+    as: {
+      type: 'string',
+      valueName: 'KIND',
+      description: 'declare every PATH as one kind: create, modify or may-change (default: modify when the repository has the file, else create)',
+    },
+    needed: {
+      type: 'boolean',
+      description: "declare exactly the files the task's attempts wanted (refused, or changed and set aside), and nothing else: no PATH or --as with it",
+    },
   },
   positionals: [
     { name: 'N', description: 'the task index', required: true, range: RANGES.taskIndex },
@@ -47,13 +53,17 @@ export const declare: Command = {
     const index = numbers.N!;
     const given = positionals.slice(1);
     const needed = values.needed === true;
-    if (needed && (given.length > 0 || values.as !== undefined)) throw usageError('--needed declares what the task wanted and nothing else: give no PATH or --as with it');
+    if (needed && (given.length > 0 || values.as !== undefined))
+      throw usageError('--needed declares what the task wanted and nothing else: give no PATH or --as with it');
     if (!needed && given.length === 0) throw usageError('name the paths to declare (or --needed, for the files its attempts wanted)');
     const as = values.as === undefined ? null : String(values.as);
     if (as !== null && !(KINDS as readonly string[]).includes(as)) throw usageError(`--as: "${as}" is not one of ${KINDS.join(', ')}`);
     const path = await planPathFrom(values, io.cwd);
     const lock = await acquireLock(path, currentLockInfo(`plan declare ${index}`));
-    if (!lock.ok) throw new CliError(EXIT.cannotRun, [`declare: ${lockHeldMessage(lock.error.holder)}; widen the task once it has stopped (\`plan drain\` lets it finish what it runs)`]);
+    if (!lock.ok)
+      throw new CliError(EXIT.cannotRun, [
+        `declare: ${lockHeldMessage(lock.error.holder)}; widen the task once it has stopped (\`plan drain\` lets it finish what it runs)`,
+      ]);
     try {
       const plan = await loadPlan(path);
       const task = plan.tasks[index];
@@ -61,9 +71,15 @@ export const declare: Command = {
       let paths: string[];
       if (needed) {
         paths = neededPaths(task);
-        if (paths.length === 0) throw new CliError(EXIT.invalid, [`declare: task ${index} (${task.subject}) has no record of files it wanted; name them: \`plan declare ${index} PATH…\``]);
+        if (paths.length === 0)
+          throw new CliError(EXIT.invalid, [
+            `declare: task ${index} (${task.subject}) has no record of files it wanted; name them: \`plan declare ${index} PATH…\``,
+          ]);
         const reserved = paths.filter((p) => NEVER_NEEDED.some((folder) => p.startsWith(folder)));
-        if (reserved.length > 0) throw new CliError(EXIT.invalid, [`declare: task ${index} wanted ${reserved.join(', ')}, under ${NEVER_NEEDED.join(', ')}, which --needed never declares; if you mean it, name the paths: \`plan declare ${index} ${reserved.join(' ')}\``]);
+        if (reserved.length > 0)
+          throw new CliError(EXIT.invalid, [
+            `declare: task ${index} wanted ${reserved.join(', ')}, under ${NEVER_NEEDED.join(', ')}, which --needed never declares; if you mean it, name the paths: \`plan declare ${index} ${reserved.join(' ')}\``,
+          ]);
       } else {
         paths = given.map((p) => {
           try {
@@ -78,7 +94,8 @@ export const declare: Command = {
       const result = declareFiles(plan, index, declared);
       if (!result.ok) throw new CliError(EXIT.invalid, [`declare: ${result.error}`]);
       const checked = validatePlan(withDefaults(result.value.plan));
-      if (!checked.ok) throw new CliError(EXIT.invalid, [`declare: the plan would be invalid, so nothing was written:`, ...checked.error.map((problem) => `  ${problem}`)]);
+      if (!checked.ok)
+        throw new CliError(EXIT.invalid, [`declare: the plan would be invalid, so nothing was written:`, ...checked.error.map((problem) => `  ${problem}`)]);
       if (await git.isRepo()) {
         const ignored = await ignoredDeclaredPaths(checked.value, git);
         if (ignored.length > 0) throw new CliError(EXIT.invalid, ['declare: nothing was written:', ...ignored.map((p) => `  ${describeIgnored(p)}`)]);
@@ -86,7 +103,9 @@ export const declare: Command = {
       await writePlanAtomic(path, checked.value);
       const widened = checked.value.tasks[index]!;
       if (values.json === true) {
-        io.out(JSON.stringify({ task: index, declared, recheck: widened.recheck === true, status: widened.status ?? 'pending', changes: result.value.changes }));
+        io.out(
+          JSON.stringify({ task: index, declared, recheck: widened.recheck === true, status: widened.status ?? 'pending', changes: result.value.changes }),
+        );
       } else {
         for (const change of result.value.changes) io.out(describeChange(change));
       }

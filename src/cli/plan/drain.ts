@@ -46,7 +46,9 @@ export const drain: Command = {
         const asked = await askDrain(path, holder);
         if (!asked.ok) throw new CliError(EXIT.cannotRun, [`${asked.error}: no signal sent; run it again`]);
         if (asked.value.kind === 'asked-already') {
-          io.out(`the run (pid ${holder.pid}) was asked to drain already, at ${asked.value.at}: it is finishing what it was running. Watch it with \`${commandHint('plan', 'status', ownLayout())}\`; ${stopAtOnce}`);
+          io.out(
+            `the run (pid ${holder.pid}) was asked to drain already, at ${asked.value.at}: it is finishing what it was running. Watch it with \`${commandHint('plan', 'status', ownLayout())}\`; ${stopAtOnce}`,
+          );
           return EXIT.ok;
         }
         try {

@@ -45,7 +45,14 @@ export const history: Command = {
           e.archive ?? '—',
         ]),
         // The archive's folder goes first (its file name stays), then the goal and the outcome down to a few words.
-        { maxWidth: io.columns, shrink: [{ column: 6, min: ARCHIVE_NAME_WIDTH, keep: 'end' }, { column: 5, min: 16 }, { column: 2, min: 12 }] },
+        {
+          maxWidth: io.columns,
+          shrink: [
+            { column: 6, min: ARCHIVE_NAME_WIDTH, keep: 'end' },
+            { column: 5, min: 16 },
+            { column: 2, min: 12 },
+          ],
+        },
       ),
     );
     // A total over runs: unknown costs (in-session attempts) make it a lower bound, never a zero.

@@ -17,7 +17,7 @@ import { describeLanding } from './land.ts';
 import { planOption } from './options.ts';
 
 const reasonOption: Record<string, OptionSpec> = {
-  reason: { type: 'string', valueName: 'TEXT', description: 'why (required; recorded in the task\'s result)' },
+  reason: { type: 'string', valueName: 'TEXT', description: "why (required; recorded in the task's result)" },
 };
 
 const taskPositional: PositionalSpec[] = [{ name: 'N', description: 'the task index', required: true, range: RANGES.taskIndex }];
@@ -68,7 +68,16 @@ function interventionCommand(spec: Spec): Command {
         const plan = await loadPlan(path);
         const result = spec.apply(plan, index, reason, new Date().toISOString());
         if (!result.ok) throw new CliError(EXIT.invalid, [`${spec.name}: ${result.error}`]);
-        const decision: Decision = { repo: spec.before || spec.after ? await repositoryOf(path) : null, planPath: path, plan: result.value.plan, index, changes: result.value.changes, values, io, integrated: null };
+        const decision: Decision = {
+          repo: spec.before || spec.after ? await repositoryOf(path) : null,
+          planPath: path,
+          plan: result.value.plan,
+          index,
+          changes: result.value.changes,
+          values,
+          io,
+          integrated: null,
+        };
         await spec.before?.(decision);
         await writePlanAtomic(path, decision.plan);
         for (const c of decision.changes) io.out(describeChange(c));
@@ -82,7 +91,8 @@ function interventionCommand(spec: Spec): Command {
 
 export const approve = interventionCommand({
   name: 'approve',
-  summary: "Approve a task awaiting approval: it becomes completed; its parked work is integrated on the plan's ref now and landed on your branch (as `plan land` does), or, when the plan has a test command, tested by the next run's gate first.",
+  summary:
+    "Approve a task awaiting approval: it becomes completed; its parked work is integrated on the plan's ref now and landed on your branch (as `plan land` does), or, when the plan has a test command, tested by the next run's gate first.",
   needsReason: false,
   extraUsage: ' [--no-commit]',
   options: { 'no-commit': { type: 'boolean', description: 'land in your files as uncommitted changes, as `plan land --no-commit` does' } },
@@ -130,7 +140,10 @@ export const reject = interventionCommand({
     const ref = awaitingRef(planId, decision.index);
     if ((await readRef(decision.repo, ref)) === null) return EXIT.ok;
     const dropped = await dropParked(decision.repo, planId, decision.index);
-    if (!dropped.ok) throw new CliError(EXIT.gitFailed, [`reject: the plan records the rejection, but its parked work could not be dropped: ${describeGitFailure(dropped.error)}; drop it with \`git update-ref -d ${ref}\``]);
+    if (!dropped.ok)
+      throw new CliError(EXIT.gitFailed, [
+        `reject: the plan records the rejection, but its parked work could not be dropped: ${describeGitFailure(dropped.error)}; drop it with \`git update-ref -d ${ref}\``,
+      ]);
     decision.io.out(`dropped its parked work (${ref})`);
     return EXIT.ok;
   },

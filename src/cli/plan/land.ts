@@ -7,7 +7,17 @@ import { ownLayout } from '../../adapters/layout.ts';
 import { acquireLock, currentLockInfo, lockHeldMessage } from '../../adapters/plan-store.ts';
 import { approvalHint, commandHint, shellWord } from '../../core/command-hint.ts';
 import type { LandMode } from '../../core/landing.ts';
-import { type LandBlocked, type LandReport, type LandTarget, cleanPlans, describeTargetProblem, findLandTarget, landTarget, repositoryOf, runPathOf } from '../../run/plan-landing.ts';
+import {
+  type LandBlocked,
+  type LandReport,
+  type LandTarget,
+  cleanPlans,
+  describeTargetProblem,
+  findLandTarget,
+  landTarget,
+  repositoryOf,
+  runPathOf,
+} from '../../run/plan-landing.ts';
 import type { Command, Io } from '../command.ts';
 import { CliError, EXIT, type ExitCode } from '../exit.ts';
 import { planPathFrom } from '../load.ts';
@@ -16,7 +26,10 @@ import { type Result, ok } from '../../core/failure.ts';
 import { landingNotice } from '../../run/lifecycle.ts';
 
 const noCommitOption = {
-  'no-commit': { type: 'boolean' as const, description: 'land the work in your files as uncommitted changes (as `execute --no-commit` does) instead of commits on your branch' },
+  'no-commit': {
+    type: 'boolean' as const,
+    description: 'land the work in your files as uncommitted changes (as `execute --no-commit` does) instead of commits on your branch',
+  },
 };
 
 /** `1.4 MB`: a disk size for people. */
@@ -63,18 +76,26 @@ export function describeLanding(target: LandTarget, outcome: Result<LandReport, 
     return EXIT.incomplete;
   }
   const report = outcome.value;
-  const where = report.mode === 'worktree' ? 'your files, uncommitted' : report.branch ?? 'the detached HEAD';
+  const where = report.mode === 'worktree' ? 'your files, uncommitted' : (report.branch ?? 'the detached HEAD');
   const commit = report.landed.to.slice(0, 12);
-  if (report.landed.upToDate || report.landed.paths.length === 0) io.out(`nothing new to land: ${where === 'your files, uncommitted' ? 'your files hold' : `${where} holds`} everything on ${target.ref} (${commit})`);
+  if (report.landed.upToDate || report.landed.paths.length === 0)
+    io.out(`nothing new to land: ${where === 'your files, uncommitted' ? 'your files hold' : `${where} holds`} everything on ${target.ref} (${commit})`);
   else io.out(`landed ${plural(report.landed.paths.length, 'file')} on ${where} (${commit}): ${report.landed.paths.join(', ')}`);
-  if (report.cleanedUp) io.out(`the plan is finished: its worktrees and refs were removed${report.archivedTo === null ? '' : `, and the plan was moved to ${report.archivedTo}`}`);
+  if (report.cleanedUp)
+    io.out(`the plan is finished: its worktrees and refs were removed${report.archivedTo === null ? '' : `, and the plan was moved to ${report.archivedTo}`}`);
   return EXIT.ok;
 }
 
 /** The landing as JSON (the same facts as `describeLanding`). */
 export function landingJson(target: LandTarget, outcome: Result<LandReport, LandBlocked>): Record<string, unknown> {
   const resumed = outcome.ok ? outcome.value.resumed : outcome.error.resumed;
-  const common = { plan: target.planPath, planId: target.planId, ref: target.ref, archived: target.archived, resumed: resumed === null ? null : { files: resumed.paths } };
+  const common = {
+    plan: target.planPath,
+    planId: target.planId,
+    ref: target.ref,
+    archived: target.archived,
+    resumed: resumed === null ? null : { files: resumed.paths },
+  };
   if (!outcome.ok) return { ...common, landed: false, problem: { kind: outcome.error.problem.kind, lines: outcome.error.lines } };
   const report = outcome.value;
   return {
@@ -93,7 +114,8 @@ export function landingJson(target: LandTarget, outcome: Result<LandReport, Land
 
 export const landCommand: Command = {
   name: 'land',
-  summary: "Land the plan's integrated work (refs/foreman/<planId>) on your branch now, as the end of a run does: only when no file it updates has a change of yours. Exit 0 landed or up to date, 1 blocked (it says by what), 2 nothing to land.",
+  summary:
+    "Land the plan's integrated work (refs/foreman/<planId>) on your branch now, as the end of a run does: only when no file it updates has a change of yours. Exit 0 landed or up to date, 1 blocked (it says by what), 2 nothing to land.",
   usage: '[--plan FILE] [--no-commit] [--json]',
   options: { ...planOption, ...noCommitOption, ...jsonOption },
   async run({ values }, io) {
@@ -116,7 +138,8 @@ export const landCommand: Command = {
 
 export const clean: Command = {
   name: 'clean',
-  summary: "Remove the plan's worktrees now (and those of archived plans), with the refs of archived plans whose work is all on your branch; never a ref holding work not landed.",
+  summary:
+    "Remove the plan's worktrees now (and those of archived plans), with the refs of archived plans whose work is all on your branch; never a ref holding work not landed.",
   usage: '[--plan FILE] [--json]',
   options: { ...planOption, ...jsonOption },
   async run({ values }, io) {
@@ -134,7 +157,11 @@ export const clean: Command = {
       }
       for (const plan of cleaned) {
         const which = plan.archived ? `the archived plan ${plan.planPath}` : 'the plan';
-        io.out(plan.worktrees === 0 ? `${which}: no worktrees` : `${which}: removed ${plural(plan.worktrees, 'worktree')} (${formatBytes(plan.bytes)}) from ${plan.dir}`);
+        io.out(
+          plan.worktrees === 0
+            ? `${which}: no worktrees`
+            : `${which}: removed ${plural(plan.worktrees, 'worktree')} (${formatBytes(plan.bytes)}) from ${plan.dir}`,
+        );
         for (const ref of plan.deletedRefs) io.out(`  deleted ${ref}: everything on it is on your branch`);
         for (const kept of plan.keptRefs) {
           io.out(

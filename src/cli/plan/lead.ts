@@ -15,7 +15,17 @@ import { type Plan, statusOf } from '../../core/plan.ts';
 import { landingProblemSentence } from '../../core/landing.ts';
 import { countByStatus } from '../../core/graph.ts';
 import { archivedPlans } from '../../run/plan-landing.ts';
-import { DEFAULT_GATE_WAIT_MS, leadCommit, type LeadContext, leadFinalize, leadNext, leadSetup, type NextOutput, type SessionSandbox, type WorkerResult } from '../../run/lead.ts';
+import {
+  DEFAULT_GATE_WAIT_MS,
+  leadCommit,
+  type LeadContext,
+  leadFinalize,
+  leadNext,
+  leadSetup,
+  type NextOutput,
+  type SessionSandbox,
+  type WorkerResult,
+} from '../../run/lead.ts';
 import { type Command, type Io, type Numbers, type OptionSpec, describeUsageError } from '../command.ts';
 import { RANGES } from '../numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, UsageError, usageError } from '../exit.ts';
@@ -46,8 +56,16 @@ export class StepError extends CliError {
 const str = (value: unknown) => (typeof value === 'string' ? value : undefined);
 
 export const repoPlanOptions: Record<string, OptionSpec> = {
-  repo: { type: 'string', valueName: 'DIR', description: 'a folder of the repository, which the step works in at its top, as git finds it (default: the current folder)' },
-  plan: { type: 'string', valueName: 'FILE', description: 'the plan (default: .design/plan.json in DIR or the nearest folder above it in the repository, else at its top)' },
+  repo: {
+    type: 'string',
+    valueName: 'DIR',
+    description: 'a folder of the repository, which the step works in at its top, as git finds it (default: the current folder)',
+  },
+  plan: {
+    type: 'string',
+    valueName: 'FILE',
+    description: 'the plan (default: .design/plan.json in DIR or the nearest folder above it in the repository, else at its top)',
+  },
 };
 
 interface StepArgs {
@@ -78,7 +96,9 @@ function reportProblem(step: string, kind: string, e: CliError, io: Io): ExitCod
   // A usage error is worded as every command words it; stderr names the step, as for any problem.
   const first = e instanceof UsageError ? describeUsageError(e) : e.lines[0];
   io.out(JSON.stringify({ error: { kind, message: first ?? '', details: e.lines.slice(1) } }));
-  io.err(`plan ${step}: ${first ?? kind}${e.lines.length > 1 ? ` (${e.lines.length - 1} more line${e.lines.length === 2 ? '' : 's'} in the JSON on stdout)` : ''}`);
+  io.err(
+    `plan ${step}: ${first ?? kind}${e.lines.length > 1 ? ` (${e.lines.length - 1} more line${e.lines.length === 2 ? '' : 's'} in the JSON on stdout)` : ''}`,
+  );
   return e.code;
 }
 
@@ -95,8 +115,17 @@ async function whereOf(values: Record<string, unknown>, cwd: string): Promise<{ 
 }
 
 /** Where the repository and the plan are, and that both exist. */
-async function locate({ start, top, planPath }: { start: string; top: string | null; planPath: string }): Promise<{ repo: string; planPath: string; git: Git }> {
-  if (top === null) throw new StepError(EXIT.invalid, 'not-a-repo', [`${start} is not in a git repository (foreman commits each round; run \`git init\` first)`]);
+async function locate({
+  start,
+  top,
+  planPath,
+}: {
+  start: string;
+  top: string | null;
+  planPath: string;
+}): Promise<{ repo: string; planPath: string; git: Git }> {
+  if (top === null)
+    throw new StepError(EXIT.invalid, 'not-a-repo', [`${start} is not in a git repository (foreman commits each round; run \`git init\` first)`]);
   const read = await readPlanFile(planPath);
   if (!read.ok && read.error.kind === 'missing') throw new StepError(EXIT.invalid, 'no-plan', [await missingPlanLine(planPath)]);
   return { repo: top, planPath, git: new Git(top) };
@@ -117,7 +146,12 @@ async function loadStepPlan(planPath: string): Promise<{ plan: Plan; text: strin
   try {
     return await loadPlanFile(planPath);
   } catch (e) {
-    if (e instanceof CliError) throw new StepError(e.code, 'invalid-plan', e.lines.map((l) => l.trim()));
+    if (e instanceof CliError)
+      throw new StepError(
+        e.code,
+        'invalid-plan',
+        e.lines.map((l) => l.trim()),
+      );
     throw e;
   }
 }
@@ -140,7 +174,9 @@ export function stepCommand(spec: StepSpec): Command {
         const { repo, planPath, git } = await locate(where);
         const lock = await acquireLock(planPath, currentLockInfo(`plan ${spec.name}`));
         if (!lock.ok) {
-          throw new StepError(EXIT.cannotRun, 'locked', [`${lockHeldMessage(lock.error.holder)}; watch it with \`${commandHint('plan', 'status', ownLayout())}\``]);
+          throw new StepError(EXIT.cannotRun, 'locked', [
+            `${lockHeldMessage(lock.error.holder)}; watch it with \`${commandHint('plan', 'status', ownLayout())}\``,
+          ]);
         }
         try {
           const { plan, text } = await loadStepPlan(planPath);
@@ -163,7 +199,12 @@ export function stepCommand(spec: StepSpec): Command {
       } catch (caught) {
         const e = caught instanceof GitCommandError ? new StepError(EXIT.gitFailed, 'git-failed', [describeGitFailure(failureOf(caught))]) : caught;
         if (!(e instanceof CliError)) throw e;
-        return reportProblem(spec.name, e instanceof StepError ? e.kind : e instanceof UsageError ? 'usage' : e.code === EXIT.cannotRun ? 'cannot-run' : 'invalid', e, io);
+        return reportProblem(
+          spec.name,
+          e instanceof StepError ? e.kind : e instanceof UsageError ? 'usage' : e.code === EXIT.cannotRun ? 'cannot-run' : 'invalid',
+          e,
+          io,
+        );
       }
     },
     // Bad flags (a number out of range) are said like any problem of a step: JSON on stdout.
@@ -193,7 +234,8 @@ const requireSandboxOption: Record<string, OptionSpec> = {
   sandbox: {
     type: 'string',
     valueName: 'on',
-    description: "on: refuse (exit 3) when this session would run a command outside the sandbox (set up with --sandbox off, or where the sandbox cannot run); without it the step runs them as plan setup decided",
+    description:
+      'on: refuse (exit 3) when this session would run a command outside the sandbox (set up with --sandbox off, or where the sandbox cannot run); without it the step runs them as plan setup decided',
   },
 };
 
@@ -206,7 +248,10 @@ const autoDecision = async (): Promise<SandboxDecision> => {
 function requireSandboxFlag(values: Record<string, unknown>): boolean {
   const flag = str(values.sandbox);
   if (flag === undefined) return false;
-  if (flag !== 'on') throw usageError(`--sandbox: "${flag}" is not accepted here; a step after setup takes only --sandbox on (the session's sandbox is plan setup's --sandbox MODE)`);
+  if (flag !== 'on')
+    throw usageError(
+      `--sandbox: "${flag}" is not accepted here; a step after setup takes only --sandbox on (the session's sandbox is plan setup's --sandbox MODE)`,
+    );
   return true;
 }
 
@@ -214,7 +259,13 @@ function requireSandboxFlag(values: Record<string, unknown>): boolean {
  * With `--sandbox on`: refuse when this session runs `what` outside the sandbox. `what` null: the
  * step runs no command this session (a commit with no gate), so there is nothing to refuse.
  */
-async function refuseUnsandboxed(step: string, values: Record<string, unknown>, plan: Plan, planPath: string, what: (gated: boolean) => string | null): Promise<void> {
+async function refuseUnsandboxed(
+  step: string,
+  values: Record<string, unknown>,
+  plan: Plan,
+  planPath: string,
+  what: (gated: boolean) => string | null,
+): Promise<void> {
   if (!requireSandboxFlag(values)) return;
   const session = await readSession(planPath, plan);
   const runs = what(session.gate.config !== null);
@@ -235,24 +286,55 @@ function refuseBaseline(command: string, tip: string, output: string): never {
 
 export const setup = stepCommand({
   name: 'setup',
-  summary: 'For /execute: validate the plan, set up its integration ref, clean up after an interrupted session, check blocking assumptions, integrate and land verified work an earlier session left. JSON out.',
-  usage: '[--repo DIR] [--plan FILE] [--concurrency N] [--max-attempts N] [--check-timeout SECONDS] [--gate CMD | --no-gate] [--gate-batch N] [--gate-timeout SECONDS] [--speculate N | --no-speculate] [--wait SECONDS] [--sandbox MODE] [--strict-scope]',
+  summary:
+    'For /execute: validate the plan, set up its integration ref, clean up after an interrupted session, check blocking assumptions, integrate and land verified work an earlier session left. JSON out.',
+  usage:
+    '[--repo DIR] [--plan FILE] [--concurrency N] [--max-attempts N] [--check-timeout SECONDS] [--gate CMD | --no-gate] [--gate-batch N] [--gate-timeout SECONDS] [--speculate N | --no-speculate] [--wait SECONDS] [--sandbox MODE] [--strict-scope]',
   options: {
     concurrency: { type: 'string', valueName: 'N', description: `workers at once for this session (default ${DEFAULTS.concurrency})`, range: RANGES.workers },
-    'max-attempts': { type: 'string', valueName: 'N', description: `attempts per task, retries included (default ${DEFAULTS.maxAttempts})`, range: RANGES.attempts },
-    'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each acceptance or assumption command (default ${DEFAULTS.checkTimeoutMs / 1000})`, range: RANGES.timeoutSeconds },
-    gate: { type: 'string', valueName: 'CMD', description: "the merge queue's gate: verified work integrates only in stacks this command passes (default: the plan's context.testCommand)" },
+    'max-attempts': {
+      type: 'string',
+      valueName: 'N',
+      description: `attempts per task, retries included (default ${DEFAULTS.maxAttempts})`,
+      range: RANGES.attempts,
+    },
+    'check-timeout': {
+      type: 'string',
+      valueName: 'SECONDS',
+      description: `time limit of each acceptance or assumption command (default ${DEFAULTS.checkTimeoutMs / 1000})`,
+      range: RANGES.timeoutSeconds,
+    },
+    gate: {
+      type: 'string',
+      valueName: 'CMD',
+      description: "the merge queue's gate: verified work integrates only in stacks this command passes (default: the plan's context.testCommand)",
+    },
     'no-gate': { type: 'boolean', description: 'no gate: verified work integrates as soon as plan commit sees it' },
-    'gate-batch': { type: 'string', valueName: 'N', description: `candidates the gate tests together at most (default ${DEFAULTS.gateBatch})`, range: RANGES.gateBatch },
-    'gate-timeout': { type: 'string', valueName: 'SECONDS', description: 'time limit of one gate run (default: --check-timeout)', range: RANGES.timeoutSeconds },
+    'gate-batch': {
+      type: 'string',
+      valueName: 'N',
+      description: `candidates the gate tests together at most (default ${DEFAULTS.gateBatch})`,
+      range: RANGES.gateBatch,
+    },
+    'gate-timeout': {
+      type: 'string',
+      valueName: 'SECONDS',
+      description: 'time limit of one gate run (default: --check-timeout)',
+      range: RANGES.timeoutSeconds,
+    },
     speculate: {
       type: 'string',
       valueName: 'N',
-      description: "as execute's; in a session a subagent starts from HEAD, so a dependant always waits for its blockers' work to land (the output's speculate.depth is 0, and a notice says so when more is asked)",
+      description:
+        "as execute's; in a session a subagent starts from HEAD, so a dependant always waits for its blockers' work to land (the output's speculate.depth is 0, and a notice says so when more is asked)",
       range: RANGES.speculate,
     },
     'no-speculate': { type: 'boolean', description: 'a dependant waits for its blockers to land (what a session always does)' },
-    'strict-scope': { type: 'boolean', description: "as execute's: a change outside a task's declared files fails its attempt (default: it is set aside, never integrated, and the acceptance checks decide)" },
+    'strict-scope': {
+      type: 'boolean',
+      description:
+        "as execute's: a change outside a task's declared files fails its attempt (default: it is set aside, never integrated, and the acceptance checks decide)",
+    },
     ...waitOption,
     sandbox: {
       type: 'string',
@@ -292,7 +374,10 @@ export const setup = stepCommand({
     if (setupResult.ok) return setupResult.value;
     switch (setupResult.error.kind) {
       case 'unsafe-paths':
-        throw new StepError(EXIT.invalid, 'unsafe-paths', [`the plan has paths that lead outside the repository: ${setupResult.error.problems[0]}`, ...setupResult.error.problems]);
+        throw new StepError(EXIT.invalid, 'unsafe-paths', [
+          `the plan has paths that lead outside the repository: ${setupResult.error.problems[0]}`,
+          ...setupResult.error.problems,
+        ]);
       default: {
         const problem = describeSetupProblem(setupResult.error);
         throw new StepError(problem.code, problem.kind, problem.lines);
@@ -303,14 +388,26 @@ export const setup = stepCommand({
 
 export const next = stepCommand({
   name: 'next',
-  summary: 'For /execute: mark the tasks to start now in progress and write their worker prompts to .design/prompts/task-<i>.md; dispatch each with isolation "worktree". JSON out.',
+  summary:
+    'For /execute: mark the tasks to start now in progress and write their worker prompts to .design/prompts/task-<i>.md; dispatch each with isolation "worktree". JSON out.',
   usage: '[--repo DIR] [--plan FILE] [--concurrency N]',
   options: {
-    concurrency: { type: 'string', valueName: 'N', description: 'workers at once (default: the session\'s, from setup)', range: RANGES.workers },
+    concurrency: { type: 'string', valueName: 'N', description: "workers at once (default: the session's, from setup)", range: RANGES.workers },
   },
   step: ({ numbers, plan, ctx }) => leadNext(plan, ctx, { concurrency: numbers.concurrency }),
   // The last `commit` archived the finished plan: the lead asking again is told it is done.
-  afterArchive: ({ path, plan }): NextOutput => ({ round: 0, tasks: [], waiting: [], queued: 0, inProgress: [], stall: 'done', stuck: [], counts: countByStatus(plan), complete: true, archived: path }),
+  afterArchive: ({ path, plan }): NextOutput => ({
+    round: 0,
+    tasks: [],
+    waiting: [],
+    queued: 0,
+    inProgress: [],
+    stall: 'done',
+    stuck: [],
+    counts: countByStatus(plan),
+    complete: true,
+    archived: path,
+  }),
 });
 
 /** The results file: `[{"task": N, "output": "…", "worktree": "<worktreePath>"}]` (`worktree` when the Task result named one). */
@@ -337,13 +434,23 @@ export function parseResults(text: string, file: string): WorkerResult[] {
 
 export const finalize = stepCommand({
   name: 'finalize',
-  summary: "For /execute: judge the workers' final lines, verify each in its subagent's worktree (spot-check, undeclared changes, acceptance checks), retry, fail or block, cascade, breaker; remove the worktrees. JSON out.",
+  summary:
+    "For /execute: judge the workers' final lines, verify each in its subagent's worktree (spot-check, undeclared changes, acceptance checks), retry, fail or block, cascade, breaker; remove the worktrees. JSON out.",
   usage: '--results FILE [--repo DIR] [--plan FILE] [--max-attempts N] [--check-timeout SECONDS] [--sandbox on]',
   options: {
     ...requireSandboxOption,
-    results: { type: 'string', valueName: 'FILE', description: 'JSON array of {"task": N, "output": "<the worker\'s final text, or its last line>", "worktree": "<the worktreePath of its Task result>"}' },
+    results: {
+      type: 'string',
+      valueName: 'FILE',
+      description: 'JSON array of {"task": N, "output": "<the worker\'s final text, or its last line>", "worktree": "<the worktreePath of its Task result>"}',
+    },
     'max-attempts': { type: 'string', valueName: 'N', description: "attempts per task (default: the session's, from setup)", range: RANGES.attempts },
-    'check-timeout': { type: 'string', valueName: 'SECONDS', description: "time limit of each acceptance command (default: the session's)", range: RANGES.timeoutSeconds },
+    'check-timeout': {
+      type: 'string',
+      valueName: 'SECONDS',
+      description: "time limit of each acceptance command (default: the session's)",
+      range: RANGES.timeoutSeconds,
+    },
   },
   async prepare(values, cwd) {
     requireSandboxFlag(values);
@@ -364,7 +471,9 @@ export const finalize = stepCommand({
     if (r.ok) return r.value;
     switch (r.error.kind) {
       case 'bad-worktree':
-        throw new StepError(EXIT.invalid, 'bad-worktree', [`task ${r.error.task}: ${r.error.message}; give the worktreePath its Task result named, or leave "worktree" out when it named none. Nothing was finalized.`]);
+        throw new StepError(EXIT.invalid, 'bad-worktree', [
+          `task ${r.error.task}: ${r.error.message}; give the worktreePath its Task result named, or leave "worktree" out when it named none. Nothing was finalized.`,
+        ]);
       case 'git-failed':
         throw new StepError(EXIT.gitFailed, 'git-failed', [
           `could not ${r.error.doing}: ${describeGitFailure(r.error.failure)}; task ${r.error.task} stays in progress (the results before it were recorded). Fix it and run finalize again with the same results.`,
@@ -377,7 +486,8 @@ export const finalize = stepCommand({
 
 export const commit = stepCommand({
   name: 'commit',
-  summary: "For /execute: integrate the verified work (exactly the declared files, with trailers) onto the plan's ref and land it on your branch; archive the plan once every task is completed and landed. JSON out; exit 1 when the work could not land.",
+  summary:
+    "For /execute: integrate the verified work (exactly the declared files, with trailers) onto the plan's ref and land it on your branch; archive the plan once every task is completed and landed. JSON out; exit 1 when the work could not land.",
   usage: '[--repo DIR] [--plan FILE] [--wait SECONDS] [--sandbox on]',
   options: {
     ...waitOption,
@@ -396,7 +506,12 @@ export const commit = stepCommand({
   },
   attention(output) {
     const landing = (output as { landing: { landed: boolean; problem: string[] } }).landing;
-    return landing.landed ? null : { code: EXIT.incomplete, line: `the integrated work could not land: ${landingProblemSentence(landing.problem)} Then run \`${commandHint('plan', 'commit', ownLayout())}\` again.` };
+    return landing.landed
+      ? null
+      : {
+          code: EXIT.incomplete,
+          line: `the integrated work could not land: ${landingProblemSentence(landing.problem)} Then run \`${commandHint('plan', 'commit', ownLayout())}\` again.`,
+        };
   },
 });
 
@@ -427,7 +542,16 @@ export const gate: Command = {
     const tasksText = str(values.tasks) ?? '';
     const tasks = tasksText === '' ? [] : tasksText.split(',').map(Number);
     const timeoutMs = numbers['timeout-ms'];
-    if (values.serve !== true || id === undefined || !/^[\w-]+$/.test(id) || tip === undefined || !isObjectId(tip) || command === undefined || tasks.some((t) => !Number.isInteger(t) || t < 0) || timeoutMs === undefined) {
+    if (
+      values.serve !== true ||
+      id === undefined ||
+      !/^[\w-]+$/.test(id) ||
+      tip === undefined ||
+      !isObjectId(tip) ||
+      command === undefined ||
+      tasks.some((t) => !Number.isInteger(t) || t < 0) ||
+      timeoutMs === undefined
+    ) {
       io.err('plan gate: internal to plan commit (--serve --id ID --tip COMMIT --tasks N,… --command CMD --timeout-ms MS)');
       return EXIT.invalid;
     }

@@ -28,9 +28,23 @@ export const probe: Command = {
   options: {
     ...planOption,
     ...jsonOption,
-    'check-timeout': { type: 'string', valueName: 'SECONDS', description: `time limit of each check (default ${DEFAULTS.checkTimeoutMs / 1000})`, range: RANGES.timeoutSeconds },
-    timeout: { type: 'string', valueName: 'SECONDS', description: `time limit of the whole probe, the setup command included (default ${DEFAULTS.probeTimeoutMs / 1000})`, range: RANGES.timeoutSeconds },
-    sandbox: { type: 'string', valueName: 'MODE', description: `auto: run the setup command and the checks in the operating-system sandbox where it works, and say once when it cannot; on: refuse without it (exit 3); off: never (default: FOREMAN_SANDBOX, else ${DEFAULTS.sandbox})` },
+    'check-timeout': {
+      type: 'string',
+      valueName: 'SECONDS',
+      description: `time limit of each check (default ${DEFAULTS.checkTimeoutMs / 1000})`,
+      range: RANGES.timeoutSeconds,
+    },
+    timeout: {
+      type: 'string',
+      valueName: 'SECONDS',
+      description: `time limit of the whole probe, the setup command included (default ${DEFAULTS.probeTimeoutMs / 1000})`,
+      range: RANGES.timeoutSeconds,
+    },
+    sandbox: {
+      type: 'string',
+      valueName: 'MODE',
+      description: `auto: run the setup command and the checks in the operating-system sandbox where it works, and say once when it cannot; on: refuse without it (exit 3); off: never (default: FOREMAN_SANDBOX, else ${DEFAULTS.sandbox})`,
+    },
   },
   async run({ values, numbers }, io) {
     const checkTimeoutMs = (numbers['check-timeout'] ?? DEFAULTS.checkTimeoutMs / 1000) * 1000;
@@ -59,11 +73,22 @@ export const probe: Command = {
       const sandbox = await decideSandbox(mode.value);
       if (!sandbox.ok) throw new CliError(EXIT.cannotRun, [`plan probe ${sandbox.error}`]);
       if (!sandbox.value.sandboxed && sandbox.value.unavailable !== null) {
-        io.err(`plan probe: running without the sandbox: ${sandbox.value.unavailable}. The setup command and the checks run unsandboxed; to sandbox them, ${installAdvice()}`);
+        io.err(
+          `plan probe: running without the sandbox: ${sandbox.value.unavailable}. The setup command and the checks run unsandboxed; to sandbox them, ${installAdvice()}`,
+        );
       }
       const unheld = sandbox.value.sandboxed ? await ownSandboxNotice(repo) : null;
       if (unheld !== null) io.err(`plan probe: ${unheld}`);
-      const probed = await runProbe(plan, { repo, checkTimeoutMs, timeoutMs, timeoutFlag: LIMIT_FLAGS.planProbe, env: io.env, signal: controller.signal, registry, sandbox: sandbox.value.sandboxed });
+      const probed = await runProbe(plan, {
+        repo,
+        checkTimeoutMs,
+        timeoutMs,
+        timeoutFlag: LIMIT_FLAGS.planProbe,
+        env: io.env,
+        signal: controller.signal,
+        registry,
+        sandbox: sandbox.value.sandboxed,
+      });
       if (!probed.ok) throw new CliError(EXIT.cannotRun, [`plan probe: ${describeProbeProblem(probed.error)}`]);
       const report = probed.value;
       if (controller.signal.aborted) {
@@ -102,16 +127,27 @@ export function renderProbe(report: ProbeReport, io: Pick<Io, 'columns'>): strin
   const rows = report.tasks.flatMap((t) =>
     t.checks.length === 0
       ? [[String(t.index), t.verdict, '-', '(no acceptance checks)', '']]
-      : t.checks.map((c, k) => [k === 0 ? String(t.index) : '', k === 0 ? t.verdict : '', c.outcome, oneLine(c.check, 200), c.outcome === 'not-run' ? '' : formatDuration(c.durationMs)]),
+      : t.checks.map((c, k) => [
+          k === 0 ? String(t.index) : '',
+          k === 0 ? t.verdict : '',
+          c.outcome,
+          oneLine(c.check, 200),
+          c.outcome === 'not-run' ? '' : formatDuration(c.durationMs),
+        ]),
   );
   const lines = [probeHeadline(report)];
   if (report.setup) lines.push(`setup: \`${report.setup.command}\` ${report.setup.passed ? 'ok' : 'FAILED'} (${formatDuration(report.setup.durationMs)})`);
   if (report.included.length > 0) lines.push(`copied from .worktreeinclude: ${report.included.join(', ')}`);
-  if (rows.length > 0) lines.push('', table(['task', 'verdict', 'check', 'command', 'time'], rows, { maxWidth: Math.max(60, io.columns), shrink: [{ column: 3 }] }));
+  if (rows.length > 0)
+    lines.push('', table(['task', 'verdict', 'check', 'command', 'time'], rows, { maxWidth: Math.max(60, io.columns), shrink: [{ column: 3 }] }));
   const { problems, information } = probeFindings(report);
   if (problems.length > 0) lines.push('', 'To fix:', ...problems.map((p) => `  - ${p}`));
   if (information.length > 0) lines.push('', 'For information:', ...information.map((p) => `  - ${p}`));
-  const broken = report.tasks.flatMap((t) => t.checks.filter((c) => c.outcome === 'broken' && c.output !== '').map((c) => `  task ${t.index}, \`${oneLine(c.check, 120)}\`: ${oneLine(c.output.split('\n').slice(-3).join(' '), 300)}`));
+  const broken = report.tasks.flatMap((t) =>
+    t.checks
+      .filter((c) => c.outcome === 'broken' && c.output !== '')
+      .map((c) => `  task ${t.index}, \`${oneLine(c.check, 120)}\`: ${oneLine(c.output.split('\n').slice(-3).join(' '), 300)}`),
+  );
   if (broken.length > 0) lines.push('', 'What the broken checks printed (the end):', ...broken);
   return lines.join('\n');
 }

@@ -19,7 +19,10 @@ function findRun(runs: readonly RunRecord[], id: string, journalPath: string): R
   if (exact) return exact;
   const prefixed = runs.filter((r) => r.runId.startsWith(id));
   if (prefixed.length === 1) return prefixed[0]!;
-  const known = runs.slice(-5).map((r) => r.runId).join(', ');
+  const known = runs
+    .slice(-5)
+    .map((r) => r.runId)
+    .join(', ');
   throw new CliError(EXIT.invalid, [
     prefixed.length > 1
       ? `--run ${id}: matches ${prefixed.length} runs (${prefixed.map((r) => r.runId).join(', ')}); give more of the id`
@@ -41,13 +44,18 @@ async function currentPlan(path: string): Promise<Plan | null> {
 
 export const report: Command = {
   name: 'report',
-  summary: 'Print a Markdown report of the latest run (or --run ID, or an --archived plan): summary, tasks, failures, the gate\'s runs, and a Gantt chart of the attempts and gate runs. --json: the run\'s summary, attempts and gate runs as JSON.',
+  summary:
+    "Print a Markdown report of the latest run (or --run ID, or an --archived plan): summary, tasks, failures, the gate's runs, and a Gantt chart of the attempts and gate runs. --json: the run's summary, attempts and gate runs as JSON.",
   usage: '[--plan FILE] [--run RUN_ID] [--archived FILE] [--json]',
   options: {
     ...planOption,
     ...jsonOption,
     run: { type: 'string', valueName: 'RUN_ID', description: 'report this run (an id from `plan history`, or a unique prefix of one) instead of the latest' },
-    archived: { type: 'string', valueName: 'FILE', description: 'report the run an archived plan (.design/history/<timestamp>-plan.json) records, with that plan' },
+    archived: {
+      type: 'string',
+      valueName: 'FILE',
+      description: 'report the run an archived plan (.design/history/<timestamp>-plan.json) records, with that plan',
+    },
   },
   async run({ values }, io) {
     const path = await planPathFrom(values, io.cwd);
@@ -57,7 +65,8 @@ export const report: Command = {
       const archive = typeof values.archived === 'string' ? await loadArchive(resolve(io.cwd, values.archived), io) : null;
       const runId = typeof values.run === 'string' ? values.run : undefined;
       const run = runId !== undefined ? findRun(runs, runId, journalPath) : archive !== null ? runForArchive(archive, runs) : (runs[runs.length - 1] ?? null);
-      if (run === null) throw new CliError(EXIT.invalid, [archive !== null ? `no run in ${journalPath} matches ${archive.path}: --json reports a run` : noRuns(journalPath)]);
+      if (run === null)
+        throw new CliError(EXIT.invalid, [archive !== null ? `no run in ${journalPath} matches ${archive.path}: --json reports a run` : noRuns(journalPath)]);
       io.out(JSON.stringify(reportData(run, { livePid: pid, now: Date.now() })));
       return EXIT.ok;
     }
@@ -86,7 +95,9 @@ export const report: Command = {
       }
     }
     if (!plan) io.err(`note: no valid plan at ${path} and no archived plan for this run; the report shows what the journal holds`);
-    io.out(renderReport({ run, plan, planIsOfRun: latest && plan !== null, planPath: displayPath(path, io), livePid: pid, now: Date.now(), layout: ownLayout() }));
+    io.out(
+      renderReport({ run, plan, planIsOfRun: latest && plan !== null, planPath: displayPath(path, io), livePid: pid, now: Date.now(), layout: ownLayout() }),
+    );
     return EXIT.ok;
   },
 };

@@ -17,7 +17,9 @@ export async function loadRuns(planPath: string, io: Io): Promise<{ journalPath:
   const journal = await readJournal(journalPath);
   const damaged = journal.skipped + (journal.torn ? 1 : 0);
   if (damaged > 0) {
-    io.err(`note: ${journalPath}: ${damaged} line${damaged === 1 ? '' : 's'} skipped (${journal.torn ? 'the last one cut off mid-write, ' : ''}${journal.skipped} not run events)`);
+    io.err(
+      `note: ${journalPath}: ${damaged} line${damaged === 1 ? '' : 's'} skipped (${journal.torn ? 'the last one cut off mid-write, ' : ''}${journal.skipped} not run events)`,
+    );
   }
   return { journalPath, runs: groupRuns(journal.events) };
 }
@@ -31,9 +33,13 @@ export async function livePid(planPath: string): Promise<number | null> {
 /** Reads one archived plan; `display` is how to name it (relative to the working directory). */
 export async function loadArchive(file: string, io: Io): Promise<Archive> {
   const read = await readPlanFile(file);
-  if (!read.ok) throw new CliError(EXIT.invalid, [read.error.kind === 'missing' ? `no archived plan at ${file}` : `cannot read ${file}: ${read.error.message}`]);
+  if (!read.ok)
+    throw new CliError(EXIT.invalid, [read.error.kind === 'missing' ? `no archived plan at ${file}` : `cannot read ${file}: ${read.error.message}`]);
   const parsed = parsePlan(read.value.text);
-  if (!parsed.ok) throw new CliError(EXIT.invalid, [`${file}: not a valid plan: ${parsed.error[0]}${parsed.error.length > 1 ? ` (and ${parsed.error.length - 1} more)` : ''}`]);
+  if (!parsed.ok)
+    throw new CliError(EXIT.invalid, [
+      `${file}: not a valid plan: ${parsed.error[0]}${parsed.error.length > 1 ? ` (and ${parsed.error.length - 1} more)` : ''}`,
+    ]);
   const archivedMs = parseArchiveStamp(file) ?? (await stat(file)).mtimeMs;
   return { path: displayPath(file, io), plan: parsed.value, archivedMs };
 }

@@ -24,14 +24,16 @@ const REASON_CHARS = 100;
  * completed task's last attempt set aside; one line, clipped.
  */
 function reasonCell(task: { status: string; result: string | null }, setAside: readonly string[]): string {
-  if (task.status === 'completed' || task.status === 'awaiting_approval') return setAside.length > 0 ? oneLine(`set aside (not integrated): ${setAside.join(', ')}`, REASON_CHARS) : '';
+  if (task.status === 'completed' || task.status === 'awaiting_approval')
+    return setAside.length > 0 ? oneLine(`set aside (not integrated): ${setAside.join(', ')}`, REASON_CHARS) : '';
   const shown = ['failed', 'blocked', 'skipped', 'pending', 'in_progress'].includes(task.status) && task.result !== null;
   return shown ? oneLine(task.result!, REASON_CHARS) : '';
 }
 
 export const status: Command = {
   name: 'status',
-  summary: 'Show every task with its status, attempts and blockers, counts by status, cost so far, the run holding the lock with its running tasks, the plan\'s worktrees (disk use) and its integrated work not landed yet.',
+  summary:
+    "Show every task with its status, attempts and blockers, counts by status, cost so far, the run holding the lock with its running tasks, the plan's worktrees (disk use) and its integrated work not landed yet.",
   usage: '[--plan FILE] [--json]',
   options: { ...planOption, ...jsonOption },
   async run({ values }, io) {
@@ -40,7 +42,8 @@ export const status: Command = {
     const now = Date.now();
     const lockStatus = await readLock(path);
     const held = lockStatus.state === 'live' || lockStatus.state === 'foreign';
-    const lock = lockStatus.state === 'free' ? null : lockStatus.state === 'unparseable' ? { state: lockStatus.state } : { state: lockStatus.state, ...lockStatus.holder };
+    const lock =
+      lockStatus.state === 'free' ? null : lockStatus.state === 'unparseable' ? { state: lockStatus.state } : { state: lockStatus.state, ...lockStatus.holder };
     const runs = groupRuns((await readJournal(journalPathFor(path))).events);
     const unfinished = unfinishedRun(runs, plan, now);
     // The running tasks are the unfinished run's, when that run is the one holding the lock.
@@ -90,7 +93,14 @@ export const status: Command = {
     io.out(
       table(
         ['#', 'subject', 'status', 'attempts', 'blocked by', 'reason'],
-        tasks.map((t) => [String(t.index), t.subject, t.status, String(t.attempts), t.blockedBy.join(', ') || '—', reasonCell(t, plan.tasks[t.index]!.setAside?.paths ?? [])]),
+        tasks.map((t) => [
+          String(t.index),
+          t.subject,
+          t.status,
+          String(t.attempts),
+          t.blockedBy.join(', ') || '—',
+          reasonCell(t, plan.tasks[t.index]!.setAside?.paths ?? []),
+        ]),
         { maxWidth: io.columns, shrink: [{ column: 5, min: 24 }, { column: 1 }] },
       ),
     );
@@ -103,7 +113,9 @@ export const status: Command = {
     const holder = holderOf(lockStatus);
     if (holder && held) {
       const since = formatElapsed(now - timeOf(holder.startedAt));
-      io.out(`Run in progress: pid ${holder.pid} on host ${holder.host} holds the lock since ${holder.startedAt} (${since})${holder.command ? `: ${holder.command}` : ''}${lockStatus.state === 'foreign' ? ' (another host: cannot check that it is alive)' : ''}`);
+      io.out(
+        `Run in progress: pid ${holder.pid} on host ${holder.host} holds the lock since ${holder.startedAt} (${since})${holder.command ? `: ${holder.command}` : ''}${lockStatus.state === 'foreign' ? ' (another host: cannot check that it is alive)' : ''}`,
+      );
     } else if (holder && lockStatus.state === 'stale') {
       const gone = lockStatus.why === 'pid-reused' ? 'is gone (its pid now belongs to another process)' : 'is gone';
       io.out(`Stale lock: pid ${holder.pid} on host ${holder.host} (started ${holder.startedAt}) ${gone}; the next run takes the lock over.`);
@@ -132,7 +144,10 @@ export const status: Command = {
     // What a stuck task needed that it does not declare, and the command that puts it back.
     for (const [i, t] of plan.tasks.entries()) {
       const needs = statusOf(t) === 'blocked' || statusOf(t) === 'failed' ? neededPaths(t) : [];
-      if (needs.length > 0) io.out(`Task ${i} needs ${needs.join(', ')}, which it does not declare: \`${commandHint('plan', `declare ${i} --needed`, ownLayout())}\` declares ${needs.length === 1 ? 'it' : 'them'} and puts the task back`);
+      if (needs.length > 0)
+        io.out(
+          `Task ${i} needs ${needs.join(', ')}, which it does not declare: \`${commandHint('plan', `declare ${i} --needed`, ownLayout())}\` declares ${needs.length === 1 ? 'it' : 'them'} and puts the task back`,
+        );
     }
     for (const line of isolationLines(isolation)) io.out(line);
     // Tasks count in the plan's figure (a task's cost is unknown once a Task subagent worked on it); the run's figure counts attempts.
@@ -148,12 +163,18 @@ function isolationLines(isolation: IsolationStatus | null): string[] {
   if (isolation === null) return [];
   const { worktrees, ref, parked } = isolation;
   const layout = ownLayout();
-  const lines = [worktrees.count === 0 ? 'Worktrees: none' : `Worktrees: ${worktrees.count} (${formatBytes(worktrees.bytes)}) in ${worktrees.dir}; \`${commandHint('plan', 'clean', layout)}\` removes them`];
+  const lines = [
+    worktrees.count === 0
+      ? 'Worktrees: none'
+      : `Worktrees: ${worktrees.count} (${formatBytes(worktrees.bytes)}) in ${worktrees.dir}; \`${commandHint('plan', 'clean', layout)}\` removes them`,
+  ];
   if (ref === null) lines.push('Integrated work: none (no integration ref yet)');
   else if (ref.notLanded === 0) lines.push(`Integrated work: all on your branch (${ref.name} at ${ref.commit.slice(0, 12)})`);
   else {
     const commits = ref.notLanded === null ? 'commits' : `${ref.notLanded} commit${ref.notLanded === 1 ? '' : 's'}`;
-    lines.push(`Integrated work: ${commits} on ${ref.name} not on your branch yet; \`${commandHint('plan', 'land', layout)}\` lands ${ref.notLanded === 1 ? 'it' : 'them'}`);
+    lines.push(
+      `Integrated work: ${commits} on ${ref.name} not on your branch yet; \`${commandHint('plan', 'land', layout)}\` lands ${ref.notLanded === 1 ? 'it' : 'them'}`,
+    );
   }
   if (parked.length > 0) lines.push(`Awaiting approval, parked: task${parked.length === 1 ? '' : 's'} ${parked.join(', ')} (${approvalHint('N', layout)})`);
   return lines;

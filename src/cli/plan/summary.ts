@@ -12,7 +12,8 @@ import { planOption } from './options.ts';
 
 export const summary: Command = {
   name: 'summary',
-  summary: "Print the plan at a glance in Markdown: task table, Mermaid graph, critical path, projected rounds, how to run it, and the last probe's verdict when it probed the plan as it is.",
+  summary:
+    "Print the plan at a glance in Markdown: task table, Mermaid graph, critical path, projected rounds, how to run it, and the last probe's verdict when it probed the plan as it is.",
   usage: '[--plan FILE]',
   options: { ...planOption },
   async run({ values }, io) {

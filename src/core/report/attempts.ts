@@ -66,7 +66,21 @@ export function attemptRecordsOf(run: RunRecord): AttemptRecord[] {
       }
       if (!a) {
         // The journal lost the start (or it came from an older version): reconstruct it.
-        a = { task: e.task, subject: e.subject, attempt: e.attempt, model: null, logPath: e.logPath, startMs: end - e.durationMs, endMs: null, outcome: null, reason: null, durationMs: null, usage: null, permissionDenials: null, warnings: [] };
+        a = {
+          task: e.task,
+          subject: e.subject,
+          attempt: e.attempt,
+          model: null,
+          logPath: e.logPath,
+          startMs: end - e.durationMs,
+          endMs: null,
+          outcome: null,
+          reason: null,
+          durationMs: null,
+          usage: null,
+          permissionDenials: null,
+          warnings: [],
+        };
         out.push(a);
       }
       open.delete(e.task);

@@ -44,7 +44,8 @@ export function ganttChart(run: RunRecord, options: GanttOptions = {}): string {
     lines.push(`  section ${task} ${ganttText(mine[mine.length - 1]!.subject)}`);
     mine.forEach((a, k) => {
       const end = Math.max(a.endMs ?? runEnd, a.startMs + 1);
-      const tags = a.outcome === null ? ['active'] : isFailure(a.outcome) ? ['crit'] : a.outcome === 'completed' || a.outcome === 'awaiting_approval' ? ['done'] : [];
+      const tags =
+        a.outcome === null ? ['active'] : isFailure(a.outcome) ? ['crit'] : a.outcome === 'completed' || a.outcome === 'awaiting_approval' ? ['done'] : [];
       const label = `attempt ${a.attempt} ${a.outcome === null ? 'running' : a.outcome === 'retry' ? 'failed (retried)' : a.outcome.replace('_', ' ')}${a.durationMs !== null ? ` ${formatDuration(a.durationMs)}` : ''}`;
       lines.push(`  ${ganttText(label)} :${[...tags, `t${task}a${k + 1}`, String(Math.round(a.startMs)), String(Math.round(end))].join(', ')}`);
     });

@@ -46,18 +46,46 @@ export function gateRunsOf(run: RunRecord): GateRunRecord[] {
   let open: GateRunRecord | null = null;
   for (const e of run.events) {
     if (e.type === 'gate-started') {
-      open = { tasks: [...e.tasks], startMs: timeOf(e.at), endMs: null, passed: null, durationMs: null, integrated: [], culprit: null, flake: false, output: null };
+      open = {
+        tasks: [...e.tasks],
+        startMs: timeOf(e.at),
+        endMs: null,
+        passed: null,
+        durationMs: null,
+        integrated: [],
+        culprit: null,
+        flake: false,
+        output: null,
+      };
       out.push(open);
     } else if (e.type === 'gate-finished') {
       const end = timeOf(e.at);
       let record = open;
       if (record === null) {
         // The baseline (no gate-started), or a journal that lost the start.
-        record = { tasks: [...e.tasks], startMs: end - e.durationMs, endMs: null, passed: null, durationMs: null, integrated: [], culprit: null, flake: false, output: null };
+        record = {
+          tasks: [...e.tasks],
+          startMs: end - e.durationMs,
+          endMs: null,
+          passed: null,
+          durationMs: null,
+          integrated: [],
+          culprit: null,
+          flake: false,
+          output: null,
+        };
         out.push(record);
       }
       open = null;
-      Object.assign(record, { endMs: end, passed: e.passed, durationMs: e.durationMs, integrated: [...e.integrated], culprit: e.culprit, flake: e.flake, output: e.output ?? null });
+      Object.assign(record, {
+        endMs: end,
+        passed: e.passed,
+        durationMs: e.durationMs,
+        integrated: [...e.integrated],
+        culprit: e.culprit,
+        flake: e.flake,
+        output: e.output ?? null,
+      });
     } else if (e.type === 'run-finished' && open !== null) {
       // Stopped before a verdict (Ctrl-C): the run ends with it.
       open = null;
@@ -85,4 +113,5 @@ export function gateSummaryOf(run: RunRecord, now?: number): GateSummary | null 
 }
 
 /** `task 3`, `tasks 0, 1, 2`, or `the starting commit` (the baseline). */
-export const gateRunName = (tasks: readonly number[]): string => (tasks.length === 0 ? 'baseline' : `${tasks.length === 1 ? 'task' : 'tasks'} ${listIndices([...tasks])}`);
+export const gateRunName = (tasks: readonly number[]): string =>
+  tasks.length === 0 ? 'baseline' : `${tasks.length === 1 ? 'task' : 'tasks'} ${listIndices([...tasks])}`;

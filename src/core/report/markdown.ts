@@ -45,7 +45,10 @@ const REASON_LINE_CHARS = 300;
  * (where the error is), with a line saying how much was cut and where all of it is.
  */
 export function clipReason(reason: string, wholeIn: string): string {
-  const lines = reason.trimEnd().split('\n').map((line) => clipHead(line, REASON_LINE_CHARS));
+  const lines = reason
+    .trimEnd()
+    .split('\n')
+    .map((line) => clipHead(line, REASON_LINE_CHARS));
   const { head, tail } = REASON_LINES;
   if (lines.length <= head + tail + 1) return lines.join('\n');
   return [...lines.slice(0, head), `… ${plural(lines.length - head - tail, 'line')} cut: ${wholeIn} …`, ...lines.slice(-tail)].join('\n');
@@ -105,12 +108,16 @@ export function renderReport(input: ReportInput): string {
     .filter(([, n]) => n > 0)
     .map(([s, n]) => `${n} ${s}`)
     .join(', ');
-  out.push(`- **Tasks:** ${countText || 'none'}${plan ? ` (of ${plan.tasks.length})` : ''}${summary ? `; ${plural(attempts.filter(counted).length, 'attempt')} in this run` : ''}`);
+  out.push(
+    `- **Tasks:** ${countText || 'none'}${plan ? ` (of ${plan.tasks.length})` : ''}${summary ? `; ${plural(attempts.filter(counted).length, 'attempt')} in this run` : ''}`,
+  );
   const gate = input.run ? gateSummaryOf(input.run, input.now) : null;
   if (gate !== null) out.push(`- **Gate:** ${describeGate(gate)}`);
   const waste = speculationWaste(attempts);
   if (waste !== null) {
-    out.push(`- **Speculation:** ${waste.cancelled} cancelled (work built on a candidate the gate then blamed): ${formatDuration(waste.workerMs)} of worker time, ${formatCostTally(waste.usage, 'attempt')} wasted`);
+    out.push(
+      `- **Speculation:** ${waste.cancelled} cancelled (work built on a candidate the gate then blamed): ${formatDuration(waste.workerMs)} of worker time, ${formatCostTally(waste.usage, 'attempt')} wasted`,
+    );
   }
   if (input.archivedFrom) out.push(`- **Plan:** ${input.archivedFrom} (archived)`);
   else if (input.planPath ?? summary?.planPath) out.push(`- **Plan:** ${input.planPath ?? summary?.planPath}`);
@@ -126,7 +133,11 @@ export function renderReport(input: ReportInput): string {
   for (const i of taskIndices) {
     const task = plan?.tasks[i];
     const mine = attempts.filter((a) => a.task === i);
-    const subject = task?.subject ?? mine[mine.length - 1]?.subject ?? run.events.find((e): e is EventOf<'task-skipped'> => e.type === 'task-skipped' && e.task === i)?.subject ?? '';
+    const subject =
+      task?.subject ??
+      mine[mine.length - 1]?.subject ??
+      run.events.find((e): e is EventOf<'task-skipped'> => e.type === 'task-skipped' && e.task === i)?.subject ??
+      '';
     const status = (input.planIsOfRun || !summary) && task ? statusOf(task) : (states.get(i) ?? (task ? `${statusOf(task)} (now)` : '—'));
     const n = mine.filter(counted).length + mine.filter((a) => a.outcome === null).length;
     const ms = mine.reduce((s, a) => s + (a.durationMs ?? 0), 0);
@@ -149,7 +160,8 @@ export function renderReport(input: ReportInput): string {
       const t = plan.tasks[i]!;
       const log = `${input.logDir ?? '.design'}/worker-${i}.log`;
       out.push(`### Task ${i}: ${markdownCell(t.subject)}`, '', `- ${statusOf(t)} after ${plural(attemptsOf(t), 'attempt')} — log \`${log}\``);
-      if (t.result) out.push('', fence(clipReason(t.result, `the whole reason is the task's \`result\` in the plan, each failed check's whole output in the log`)));
+      if (t.result)
+        out.push('', fence(clipReason(t.result, `the whole reason is the task's \`result\` in the plan, each failed check's whole output in the log`)));
       out.push('');
     }
   }
@@ -161,7 +173,10 @@ export function renderReport(input: ReportInput): string {
     out.push('## Failures', '');
     for (const stop of stops) out.push(`- ${describeStop(stop)}`);
     if (stops.length) out.push('');
-    for (const c of failedChecks) out.push(`- Task ${c.task}: ${c.severity} assumption failed: ${markdownCell(c.claim)}${c.output.trim() ? ` — ${markdownCell(c.output).slice(0, 300)}` : ''}`);
+    for (const c of failedChecks)
+      out.push(
+        `- Task ${c.task}: ${c.severity} assumption failed: ${markdownCell(c.claim)}${c.output.trim() ? ` — ${markdownCell(c.output).slice(0, 300)}` : ''}`,
+      );
     if (failedChecks.length) out.push('');
     for (const t of failedTasks) {
       const mine = attempts.filter((a) => a.task === t);
@@ -169,7 +184,9 @@ export function renderReport(input: ReportInput): string {
       out.push(`### Task ${t}: ${markdownCell(last.subject)}`, '');
       for (const a of mine.filter((x) => isFailure(x.outcome) || x === last)) {
         const how = a.outcome === null ? 'still running' : a.outcome === 'retry' ? 'failed, retried' : a.outcome.replace('_', ' ');
-        out.push(`- Attempt ${a.attempt}${a.model ? ` (${a.model})` : ''}: ${how}${a.durationMs !== null ? ` after ${formatDuration(a.durationMs)}` : ''} — ${a.logPath ? `log \`${a.logPath}\`` : 'no log (a Task subagent in a Claude Code session)'}`);
+        out.push(
+          `- Attempt ${a.attempt}${a.model ? ` (${a.model})` : ''}: ${how}${a.durationMs !== null ? ` after ${formatDuration(a.durationMs)}` : ''} — ${a.logPath ? `log \`${a.logPath}\`` : 'no log (a Task subagent in a Claude Code session)'}`,
+        );
         if (a.reason) out.push('', fence(clipReason(a.reason, reasonWholeIn(a, run.runId, input.layout ?? { kind: 'checkout' }))), '');
       }
       if (out[out.length - 1] !== '') out.push('');
@@ -214,7 +231,8 @@ function describeGate(gate: GateSummary): string {
   const parts = [`${plural(gate.runs.length, 'run')}${gate.failed > 0 ? ` (${gate.failed} failed)` : ''}, ${formatDuration(gate.totalMs)} in the gate`];
   if (gate.baseline === false) parts.push('the starting commit already failed it');
   if (gate.flakes.length > 0) parts.push(`${plural(gate.flakes.length, 'flake')} (blamed no task)`);
-  if (gate.culprits.length > 0) parts.push(`${gate.culprits.length === 1 ? 'culprit' : 'culprits'}: ${gate.culprits.length === 1 ? 'task' : 'tasks'} ${listIndices(gate.culprits)}`);
+  if (gate.culprits.length > 0)
+    parts.push(`${gate.culprits.length === 1 ? 'culprit' : 'culprits'}: ${gate.culprits.length === 1 ? 'task' : 'tasks'} ${listIndices(gate.culprits)}`);
   return parts.join('; ');
 }
 
@@ -233,7 +251,9 @@ function gateSection(gate: GateSummary): string[] {
       ...(g.culprit !== null ? [`culprit: task ${g.culprit} (failed on its own twice)`] : []),
       ...(g.flake ? [`flake: task ${g.tasks[0]} failed once and passed again, no task blamed`] : []),
     ];
-    out.push(`${k + 1}. ${what}: ${verdict}${g.durationMs !== null ? ` in ${formatDuration(g.durationMs)}` : ''}${found.length > 0 ? ` — ${found.join('; ')}` : ''}`);
+    out.push(
+      `${k + 1}. ${what}: ${verdict}${g.durationMs !== null ? ` in ${formatDuration(g.durationMs)}` : ''}${found.length > 0 ? ` — ${found.join('; ')}` : ''}`,
+    );
     if (g.passed === false && g.output) out.push('', fence(clipTail(g.output.trim(), 1200)).replace(/^/gm, '   '), '');
   });
   out.push('');
@@ -257,7 +277,13 @@ export function reportData(
   options: SummaryOptions = {},
 ): { summary: RunSummary; attempts: AttemptRecord[]; warnings: string[]; speculation: ReturnType<typeof speculationWaste>; gate: GateSummary | null } {
   const attempts = attemptRecordsOf(run);
-  return { summary: summarizeRun(run, options), attempts, warnings: runWarnings(run), speculation: speculationWaste(attempts), gate: gateSummaryOf(run, options.now) };
+  return {
+    summary: summarizeRun(run, options),
+    attempts,
+    warnings: runWarnings(run),
+    speculation: speculationWaste(attempts),
+    gate: gateSummaryOf(run, options.now),
+  };
 }
 
 function describeStop(event: RunEvent): string {

@@ -156,7 +156,14 @@ export function unfinishedRun(runs: readonly RunRecord[], plan: Plan | null, now
     inSession: run.started?.mode === 'session',
     running: attempts
       .filter((a) => a.outcome === null)
-      .map((a) => ({ index: a.task, subject: a.subject, attempt: a.attempt, model: a.model, startedAt: isoSeconds(a.startMs), elapsedMs: Math.max(0, now - a.startMs) })),
+      .map((a) => ({
+        index: a.task,
+        subject: a.subject,
+        attempt: a.attempt,
+        model: a.model,
+        startedAt: isoSeconds(a.startMs),
+        elapsedMs: Math.max(0, now - a.startMs),
+      })),
     waiting: limitNow(run, now),
     runCost: tallyOf(attempts.map((a) => a.usage ?? undefined)),
     unrecordedCost: tallyOf(unrecorded.map((a) => a.usage ?? undefined)),
