@@ -52,7 +52,7 @@ export function benchCore(sizes: readonly number[] = CORE_SIZES, opts: { budgetM
       `${n} tasks: ${edges} dependency edges, longest chain ${depth} tasks, ${pairs} overlapping pairs, ${text.length.toLocaleString('en-US')} bytes of JSON`,
     );
     const budgetMs = opts.budgetMs ?? 1000;
-    const t = (fn: (s: void) => unknown) => timeSync(fn, { setup: () => undefined, budgetMs });
+    const t = (fn: (s: undefined) => unknown) => timeSync(fn, { setup: () => undefined, budgetMs });
 
     const parsed = parsePlan(text);
     if (!parsed.ok) throw new Error(`the random plan is invalid: ${parsed.error.slice(0, 3).join('; ')}`);

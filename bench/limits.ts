@@ -95,7 +95,7 @@ function limitedApi(shape: ApiShape): { respond: (req: ScriptedRequest) => Promi
     return [text(`COMPLETED: wrote ${task}.txt`)];
   };
   // FOREMAN_BENCH_LOG=1: each refusal (when, closed or full, whose, which turn) on stderr at exit, to see where they come from.
-  if (process.env.FOREMAN_BENCH_LOG) process.on('exit', () => process.stderr.write(log.join('\n') + '\n'));
+  if (process.env.FOREMAN_BENCH_LOG) process.on('exit', () => process.stderr.write(`${log.join('\n')}\n`));
   return { respond, counts: () => ({ refusals, served }) };
 }
 

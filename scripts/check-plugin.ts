@@ -27,9 +27,16 @@ export type CheckOutcome = { kind: 'ok' } | { kind: 'problems'; lines: string[] 
 
 const MANIFESTS = { package: 'package.json', plugin: `${PLUGIN_DIR}/.claude-plugin/plugin.json`, marketplace: '.claude-plugin/marketplace.json' } as const;
 
-async function readJson(root: string, path: string): Promise<{ ok: true; value: any } | { ok: false; message: string }> {
+/** The fields of package.json, plugin.json and marketplace.json this check reads (unchecked JSON). */
+interface Manifest {
+  name?: unknown;
+  version?: unknown;
+  plugins?: Array<{ name?: unknown; source?: unknown; version?: unknown }>;
+}
+
+async function readJson(root: string, path: string): Promise<{ ok: true; value: Manifest } | { ok: false; message: string }> {
   try {
-    return { ok: true, value: JSON.parse(await readFile(join(root, path), 'utf8')) };
+    return { ok: true, value: JSON.parse(await readFile(join(root, path), 'utf8')) as Manifest };
   } catch (e) {
     return { ok: false, message: `cannot read ${path}: ${e instanceof Error ? e.message : String(e)}` };
   }

@@ -63,7 +63,13 @@ describe('the facts a yes is kept under', () => {
 describe('a remembered answer', () => {
   const asking = (answer: Result<void, string>) => {
     const asked: number[] = [];
-    return { asked, ask: async () => (asked.push(1), answer) };
+    return {
+      asked,
+      ask: async () => {
+        asked.push(1);
+        return answer;
+      },
+    };
   };
 
   it('a yes is asked once and then read back while the facts and the day last', async () => {

@@ -227,7 +227,7 @@ describe('runWorker with the fake worker', () => {
   });
 
   it('delivers a prompt over 200 KiB intact on stdin', async () => {
-    const filler = Array.from({ length: 4000 }, (_, i) => `line ${i}: ${'é·x'.repeat(20)}`).join('\n') + '\n';
+    const filler = `${Array.from({ length: 4000 }, (_, i) => `line ${i}: ${'é·x'.repeat(20)}`).join('\n')}\n`;
     const { req, journal } = await setup({ echoPromptHash: true }, {}, filler);
     expect(Buffer.byteLength(req.prompt)).toBeGreaterThan(200 * 1024);
     const run = await runWorker(req);

@@ -60,7 +60,7 @@ const isTask = (t: unknown): t is HandedOutTask => {
 export async function readHandOut(root: string, session: string): Promise<HandOut | null> {
   if (!safeId(session)) return null;
   const data = (await readJson(handOutFile(root, session))) as Partial<HandOut> | null;
-  if (!data || data.version !== 1 || data.session !== session || typeof data.repo !== 'string' || typeof data.planPath !== 'string') return null;
+  if (data?.version !== 1 || data.session !== session || typeof data.repo !== 'string' || typeof data.planPath !== 'string') return null;
   const sandbox = data.sandbox as HandOut['sandbox'] | undefined;
   const sandboxOk = !!sandbox && (sandbox.available === true ? Array.isArray(sandbox.network) : typeof sandbox.reason === 'string');
   if (!sandboxOk || !Array.isArray(data.tasks) || !data.tasks.every(isTask)) return null;

@@ -11,7 +11,7 @@
 
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync, unlinkSync } from 'node:fs';
-import { link, mkdir, open, readFile, realpath, rename, rmdir, stat, unlink } from 'node:fs/promises';
+import { type FileHandle, link, mkdir, open, readFile, realpath, rename, rmdir, stat, unlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { assertNever, err, ok, type Result } from '../core/failure.ts';
@@ -54,7 +54,7 @@ const tempNameFor = (target: string): string =>
   path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
 
 async function fsyncDir(dir: string): Promise<void> {
-  let fh;
+  let fh: FileHandle | undefined;
   try {
     fh = await open(dir, 'r');
     await fh.sync();
@@ -311,7 +311,7 @@ async function createExclusive(file: string, text: string): Promise<boolean> {
   } finally {
     await unlink(tmp).catch(() => {});
   }
-  let fh;
+  let fh: FileHandle | undefined;
   try {
     fh = await open(file, 'wx', 0o644);
   } catch (e) {

@@ -308,7 +308,10 @@ export function killTrackedGroups(graceMs: number): void {
     return;
   }
   const hit = groups.flatMap((g) => signalTree(g, 'SIGTERM'));
-  if (hit.length > 0) setTimeout(() => hit.forEach((g) => signalGroup(g, 'SIGKILL')), graceMs).unref();
+  if (hit.length > 0)
+    setTimeout(() => {
+      for (const group of hit) signalGroup(group, 'SIGKILL');
+    }, graceMs).unref();
 }
 
 // ---------------------------------------------------------------------------------------------

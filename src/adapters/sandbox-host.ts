@@ -141,7 +141,10 @@ const idle = new Map<string, SandboxHost[]>();
 export async function leaseSandboxHost(network: RuntimeSettings['network']): Promise<Result<SandboxHostLease, string>> {
   const key = JSON.stringify(network);
   let free = idle.get(key);
-  if (free === undefined) idle.set(key, (free = []));
+  if (free === undefined) {
+    free = [];
+    idle.set(key, free);
+  }
   let host = free.pop();
   while (host !== undefined && !host.alive) host = free.pop();
   host ??= new SandboxHost(network);

@@ -105,6 +105,7 @@ const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * request's length in bytes is its length in characters in any locale (`read -N` counts characters).
  */
 export function bashWord(word: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it escapes
   const escaped = word.replace(/[\\'\x00-\x1f\x7f-\u{10ffff}]/gu, (c) => {
     if (c === '\\') return '\\\\';
     if (c === "'") return "\\'";

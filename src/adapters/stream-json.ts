@@ -68,7 +68,7 @@ export function denialsOf(value: unknown): PermissionDenial[] {
 export function summarizeToolInput(name: string, input: unknown, cwd?: string): string {
   if (!isJsonObject(input)) return '';
   const relative = (file: string): string => {
-    if (cwd && file.startsWith(cwd.endsWith('/') ? cwd : cwd + '/')) return file.slice(cwd.length).replace(/^\/+/, '');
+    if (cwd && file.startsWith(cwd.endsWith('/') ? cwd : `${cwd}/`)) return file.slice(cwd.length).replace(/^\/+/, '');
     return file;
   };
   const path = asString(input['file_path']) ?? asString(input['notebook_path']) ?? asString(input['path']);
@@ -257,7 +257,7 @@ export class StreamJsonParser {
         lastText = undefined;
       } else if (block['type'] === 'text') {
         const t = asString(block['text']);
-        if (t && t.trim()) lastText = t;
+        if (t?.trim()) lastText = t;
       }
     }
     if (lastText !== undefined) this._activity = oneLine(lastText, ACTIVITY_CHARS);

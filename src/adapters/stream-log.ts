@@ -85,11 +85,11 @@ export function formatEventForLog(
         if (!isJsonObject(block)) continue;
         if (block['type'] === 'text') {
           const t = asString(block['text']) ?? '';
-          if (t.trim()) lines.push(...indent(t, '  ').map((l, i) => (i === 0 ? 'assistant:' + l.slice(1) : l)));
+          if (t.trim()) lines.push(...indent(t, '  ').map((l, i) => (i === 0 ? `assistant:${l.slice(1)}` : l)));
         } else if (block['type'] === 'tool_use') {
           const name = asString(block['name']) ?? 'tool';
           const summary = summarizeToolInput(name, block['input'], options.cwd);
-          lines.push(`→ ${name}${summary ? ' ' + summary : ''}`);
+          lines.push(`→ ${name}${summary ? ` ${summary}` : ''}`);
         } else if (block['type'] === 'thinking') {
           lines.push('  (thinking)');
         }
@@ -110,7 +110,7 @@ export function formatEventForLog(
         const all = text.trim() === '' ? ['(no output)'] : text.split(/\r?\n/);
         const shown = all.slice(0, TOOL_RESULT_LINES);
         const mark = block['is_error'] === true ? '  ✗ ' : '  ← ';
-        shown.forEach((l, i) => lines.push((i === 0 ? mark : '    ') + clipHead(l, 500)));
+        for (const [i, l] of shown.entries()) lines.push((i === 0 ? mark : '    ') + clipHead(l, 500));
         if (all.length > TOOL_RESULT_LINES) lines.push(`    … [${all.length - TOOL_RESULT_LINES} more lines]`);
       }
       return lines;
@@ -131,7 +131,7 @@ export function formatEventForLog(
         .join(' · ');
       const lines = [head];
       const text = asString(event['result']);
-      if (text && text.trim()) lines.push(...indent(text, '  '));
+      if (text?.trim()) lines.push(...indent(text, '  '));
       for (const e of asArray(event['errors'])) lines.push(`  error: ${clipHead(typeof e === 'string' ? e : JSON.stringify(e), 1000)}`);
       const denials = denialsOf(event['permission_denials']);
       if (denials.length) {

@@ -192,7 +192,7 @@ class LogWriter {
   }
 
   private write(text: string, source?: Readable): void {
-    const ok = this.out.write(text + '\n');
+    const ok = this.out.write(`${text}\n`);
     if (!ok) this.waiting = true;
     if (this.waiting && source && !source.destroyed) {
       source.pause();

@@ -98,16 +98,16 @@ export function describeParseError(error: Error & { code?: string }, options: Re
   }
   const option = /^Option '(--?[^' ]+)/.exec(said)?.[1];
   if (error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && option !== undefined) {
-    if (said.endsWith('argument missing')) return `${option} needs a value${valueOf(options[option.replace(/^--?/, '')])}`;
+    if (said.endsWith('argument missing')) return `${option} needs a value${valueWords(options[option.replace(/^--?/, '')])}`;
     if (said.endsWith('does not take an argument')) return `${option} takes no value`;
     if (said.includes('is ambiguous'))
-      return `${option} needs a value${valueOf(options[option.replace(/^--?/, '')])}, and the word after it starts with a dash (write ${option}=VALUE for a value that does)`;
+      return `${option} needs a value${valueWords(options[option.replace(/^--?/, '')])}, and the word after it starts with a dash (write ${option}=VALUE for a value that does)`;
   }
   return said;
 }
 
 /** What an option takes, for a message that it is missing: `: a whole number from 1 to 64`, `: FILE`. */
-function valueOf(spec: Pick<OptionSpec, 'range' | 'valueName'> | undefined): string {
+function valueWords(spec: Pick<OptionSpec, 'range' | 'valueName'> | undefined): string {
   if (spec?.range) return `: ${describeRange(spec.range)}`;
   return spec?.valueName ? ` (${spec.valueName})` : '';
 }

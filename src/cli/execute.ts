@@ -12,7 +12,7 @@ import { type LockTakeover, acquireLock, currentLockInfo } from '../adapters/pla
 import { killAllWorkers } from '../adapters/worker.ts';
 import { type SandboxMode, decideSandbox, installAdvice, sandboxModeOf } from '../adapters/sandbox.ts';
 import { notLoggedInLines } from '../core/auth-status.ts';
-import { type RunEventBody } from '../core/events.ts';
+import type { RunEventBody } from '../core/events.ts';
 import { newRunId } from '../adapters/journal.ts';
 import { assertNever } from '../core/failure.ts';
 import { type Plan, statusOf } from '../core/plan.ts';
@@ -21,7 +21,7 @@ import { planPermissions } from '../core/scope.ts';
 import { SCHEDULE_POLICIES, type SchedulePolicy } from '../core/schedule.ts';
 import { type HeadlessRefusal, runHeadless } from '../run/headless.ts';
 import { LAND_POLICIES, type LandPolicy, type RunSettings, DEFAULTS } from '../run/settings.ts';
-import { type Command, type Io, type Numbers } from './command.ts';
+import type { Command, Io, Numbers } from './command.ts';
 import { RANGES, parseNumber } from './numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, usageError } from './exit.ts';
 import { findPlan, loadPlanFile, planPathFrom, repositoryTop } from './load.ts';

@@ -55,7 +55,7 @@ export function withdraw(queue: GateQueue, tasks: ReadonlySet<number>): GateQueu
   return {
     waiting: queue.waiting.filter((t) => !tasks.has(t)),
     segments: queue.segments.map((segment) => segment.filter((t) => !tasks.has(t))).filter((segment) => segment.length > 0),
-    red: queue.red !== null && queue.red.some((t) => tasks.has(t)) ? null : queue.red,
+    red: queue.red?.some((t) => tasks.has(t)) ? null : queue.red,
     aloneFailures,
   };
 }

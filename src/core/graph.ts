@@ -106,7 +106,7 @@ export function topologicalOrder(deps: Deps): number[] {
   const dependants = dependantsOf(deps);
   const order: number[] = [];
   const queue: number[] = [];
-  remaining.forEach((r, i) => r === 0 && queue.push(i));
+  for (const [i, r] of remaining.entries()) if (r === 0) queue.push(i);
   while (queue.length > 0) {
     const v = queue.shift()!;
     order.push(v);

@@ -64,7 +64,8 @@ export function approveTask(plan: Plan, index: number, at: string): Intervention
   task.status = 'completed';
   task.approvedAt = at;
   // As for any completed task (see applyDecision); `approvedAt` without `commit` tells the next run to commit it.
-  const done = (next.progress ??= {}).completedTasks ?? [];
+  next.progress ??= {};
+  const done = next.progress.completedTasks ?? [];
   if (!done.includes(index)) next.progress.completedTasks = [...done, index];
   return ok({ plan: next, changes: [{ task: index, subject: task.subject, from: t.value, to: 'completed', note: 'approved; the next run commits its work' }] });
 }

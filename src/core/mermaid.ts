@@ -22,7 +22,7 @@ export const mermaidText = (text: string): string =>
 
 export function mermaidGraph(plan: Plan): string {
   const lines = ['flowchart TD'];
-  plan.tasks.forEach((t, i) => lines.push(`  t${i}["${i}: ${mermaidText(t.subject)}"]`));
+  for (const [i, t] of plan.tasks.entries()) lines.push(`  t${i}["${i}: ${mermaidText(t.subject)}"]`);
   plan.tasks.forEach((t, i) => {
     for (const d of t.blockedBy) lines.push(`  t${d} --> t${i}`);
   });

@@ -35,6 +35,7 @@ const SPECIAL = /[\\*[\]{}()!#]/g;
 /** Why a path cannot be written as an exact rule, or null. `what` names it in the message. */
 function inexpressible(path: string, what: string): string | null {
   // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
   if (/[\u0000-\u001f\u007f]/.test(path)) return `${what} contains a control character, which a permission rule cannot name`;
   if (path.includes('?')) return `${what} contains "?", which Claude Code's permission rules cannot match literally; rename it`;
   const body = isDirPath(path) ? path.slice(0, -1) : path;

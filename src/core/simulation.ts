@@ -100,7 +100,7 @@ export function simulateRun(
     intervals.push(interval);
     open.set(task, interval);
     const refused = resumed ? undefined : behaviour.refused;
-    const limited = refused !== undefined && refused.endsIt;
+    const limited = refused?.endsIt;
     const worker: WorkerRun = {
       usage: emptyUsage(),
       durationMs: behaviour.durationMs,

@@ -82,7 +82,7 @@ import {
 import type { AssumptionResult, SetupProblem } from './setup.ts';
 import { DEFAULTS } from './settings.ts';
 
-export { type SessionSandbox } from './session.ts';
+export type { SessionSandbox } from './session.ts';
 export { promptPathFor, sessionPathFor } from './session.ts';
 
 /** Reasons and outputs handed to the lead are clipped: its context should not grow with logs. */

@@ -20,7 +20,7 @@ export interface StepHooks {
   /** Write the plan (the step function asked for it before the effects after it). */
   save(plan: Plan): Promise<void>;
   /** Hands the task out (no events), or, for a re-check, prepares its worktree and says the "worker" finished. */
-  startWorker?(effect: Extract<EngineEffect, { type: 'start-worker' }>, state: EngineState): Promise<EngineEvent[] | void>;
+  startWorker?(effect: Extract<EngineEffect, { type: 'start-worker' }>, state: EngineState): Promise<EngineEvent[] | undefined>;
   verify?(task: number, state: EngineState): Promise<Verification>;
   /** Done with the task's worktree; returns warnings for its `task-finished` event. */
   release?(task: number): Promise<string[]>;

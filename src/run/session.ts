@@ -345,26 +345,23 @@ function sandboxOf(value: unknown): SessionSandbox | null {
 }
 
 function gateOf(value: unknown): SessionGate {
-  const data = value as { config?: any; current?: any } | null;
-  if (!data || typeof data !== 'object') return noSessionGate();
-  const c = data.config;
+  if (!isRecord(value)) return noSessionGate();
+  const c = isRecord(value.config) ? value.config : {};
+  const positive = (n: unknown): n is number => Number.isInteger(n) && (n as number) >= 1;
   const config: SessionGateConfig | null =
-    c &&
-    typeof c.command === 'string' &&
-    c.command.trim() !== '' &&
-    Number.isInteger(c.batchSize) &&
-    c.batchSize >= 1 &&
-    Number.isInteger(c.timeoutMs) &&
-    c.timeoutMs >= 1
+    typeof c.command === 'string' && c.command.trim() !== '' && positive(c.batchSize) && positive(c.timeoutMs)
       ? { command: c.command, batchSize: c.batchSize, timeoutMs: c.timeoutMs }
       : null;
-  const r = data.current;
+  const r = isRecord(value.current) ? value.current : {};
+  const tasks = taskList(r.tasks);
   const current: GateRunRecord | null =
-    r && typeof r.id === 'string' && /^[\w-]+$/.test(r.id) && taskList(r.tasks) !== null && isObjectId(r.tip) && typeof r.startedAt === 'string'
-      ? { id: r.id, tasks: r.tasks, tip: r.tip, startedAt: r.startedAt }
+    typeof r.id === 'string' && /^[\w-]+$/.test(r.id) && tasks !== null && isObjectId(r.tip) && typeof r.startedAt === 'string'
+      ? { id: r.id, tasks, tip: r.tip, startedAt: r.startedAt }
       : null;
   return { config, current };
 }
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** The handed-out tasks: this version's `handedOut`, or an earlier one's `started` and `bases`. */
 function handedOutOf(data: Record<string, unknown>): Record<string, HandedOut> {

@@ -24,6 +24,7 @@ export interface RunView {
 // Text of one event (shared by the plain log and the live view's permanent lines)
 
 /** Control characters (escape sequences, newlines, tabs) from workers or plans never reach the terminal. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it removes
 export const sanitize = (text: string): string => text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ');
 
 const clean = (text: string, max = 400) => oneLine(sanitize(text), max);

@@ -71,7 +71,7 @@ describe('clipHead / clipTail / clipMiddle', () => {
     expect(clipped.length).toBeLessThanOrEqual(300);
     expect(clipped.startsWith('header line\n…')).toBe(true);
     expect(clipped.endsWith('Error: expected 2 to equal 3 (test/sum.test.js:4)')).toBe(true);
-    const oneLine = clipMiddle('x'.repeat(100) + 'END', 30);
+    const oneLine = clipMiddle(`${'x'.repeat(100)}END`, 30);
     expect(oneLine.length).toBeLessThanOrEqual(30);
     expect(oneLine.startsWith('xxxxxxxxxx…')).toBe(true);
     expect(oneLine.endsWith('END')).toBe(true);

@@ -16,7 +16,7 @@ type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 /** Every path (list of keys) into a JSON value. */
 function paths(v: Json, prefix: Array<string | number> = []): Array<Array<string | number>> {
   const out: Array<Array<string | number>> = [prefix];
-  if (Array.isArray(v)) v.forEach((x, i) => out.push(...paths(x, [...prefix, i])));
+  if (Array.isArray(v)) for (const [i, x] of v.entries()) out.push(...paths(x, [...prefix, i]));
   else if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) out.push(...paths(x, [...prefix, k]));
   return out;
 }

@@ -27,7 +27,7 @@ describe('graph properties', () => {
         const order = topologicalOrder(deps);
         expect([...order].sort((a, b) => a - b)).toEqual(deps.map((_, i) => i));
         const pos = new Map(order.map((v, k) => [v, k]));
-        deps.forEach((ds, i) => ds.forEach((d) => expect(pos.get(d)!).toBeLessThan(pos.get(i)!)));
+        for (const [i, ds] of deps.entries()) for (const d of ds) expect(pos.get(d)!).toBeLessThan(pos.get(i)!);
       }),
       runs,
     );
@@ -38,7 +38,7 @@ describe('graph properties', () => {
       fc.property(dagArb(), (deps) => {
         const anc = ancestorMatrix(deps);
         const reach = reachable(deps);
-        deps.forEach((_, i) => deps.forEach((__, j) => expect(anc[i]![j]).toBe(reach[i]!.has(j))));
+        for (const i of deps.keys()) for (const j of deps.keys()) expect(anc[i]![j]).toBe(reach[i]!.has(j));
       }),
       runs,
     );
@@ -62,7 +62,7 @@ describe('graph properties', () => {
     fc.assert(
       fc.property(dagArb(), (deps) => {
         const d = depths(deps);
-        deps.forEach((ds, i) => expect(d[i]).toBe(1 + Math.max(0, ...ds.map((b) => d[b]!))));
+        for (const [i, ds] of deps.entries()) expect(d[i]).toBe(1 + Math.max(0, ...ds.map((b) => d[b]!)));
       }),
       runs,
     );
@@ -79,7 +79,7 @@ describe('graph properties', () => {
         });
         const weight = (i: number) => ws[i]!;
         const weighted = longestRemainingPath(deps, weight);
-        deps.forEach((_, v) => expect(weighted[v]).toBe(weight(v) + Math.max(0, ...dependants[v]!.map((w) => weighted[w]!))));
+        for (const v of deps.keys()) expect(weighted[v]).toBe(weight(v) + Math.max(0, ...dependants[v]!.map((w) => weighted[w]!)));
       }),
       runs,
     );
@@ -132,7 +132,7 @@ describe('graph properties', () => {
             expect(seen.has(v)).toBe(false);
           }
           for (const v of seen) expect(reach[v]!.has(c[0]!) && reach[c[0]!]!.has(v)).toBe(false);
-          c.slice(0, -1).forEach((v) => seen.add(v));
+          for (const v of c.slice(0, -1)) seen.add(v);
         }
         // Every task on some cycle belongs to a component that was reported.
         deps.forEach((_, i) => {

@@ -76,7 +76,7 @@ function simulate(sim: Simulation, gated: readonly boolean[] = []): SimResult {
   // A task started only after its blockers completed.
   for (const x of trace.intervals) for (const d of trace.state.plan.tasks[x.task]!.blockedBy) expect(completedAt.get(d)!).toBeLessThanOrEqual(x.start);
   // No attempt counted twice: each task's attempts are its runs.
-  trace.state.plan.tasks.forEach((t, i) => expect(attemptsOf(t)).toBe(trace.intervals.filter((x) => x.task === i).length));
+  for (const [i, t] of trace.state.plan.tasks.entries()) expect(attemptsOf(t)).toBe(trace.intervals.filter((x) => x.task === i).length);
   expect(trace.state.attempts.size).toBe(0);
   return { plan: trace.state.plan, intervals, makespan: trace.makespan, trace };
 }

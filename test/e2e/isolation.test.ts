@@ -111,6 +111,7 @@ describe('every attempt in a worktree of its own', () => {
       makePlan([
         fakeTask('A', {
           create: ['mod/a.js'],
+          // biome-ignore lint/suspicious/noThenProperty: the fake worker's directive for what it does next
           fake: { write: { 'mod/a.js': 'export const a = (\n' }, waitForFile: checked, then: { write: { 'mod/a.js': 'export const a = 1;\n' } } },
         }),
         fakeTask('B', {

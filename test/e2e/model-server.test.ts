@@ -97,7 +97,7 @@ afterAll(async () => {
 
 const resultOf = (events: StreamEvent[]): StreamEvent => {
   const last = events.at(-1);
-  if (!last || last.type !== 'result') throw new Error(`last stream line is not a result: ${JSON.stringify(last)}`);
+  if (last?.type !== 'result') throw new Error(`last stream line is not a result: ${JSON.stringify(last)}`);
   return last;
 };
 

@@ -280,7 +280,7 @@ describe('a failing check’s error is at the end of its output', () => {
 
     // The worker's log has each attempt's whole check output, warnings and all; the report, a few lines.
     const sections = [
-      ...log.matchAll(/^==== acceptance check failed \(tests pass\): `.*` exited 1; its whole output ====\n([^]*?)^==== end of its output ====$/gm),
+      ...log.matchAll(/^==== acceptance check failed \(tests pass\): `.*` exited 1; its whole output ====\n([\s\S]*?)^==== end of its output ====$/gm),
     ];
     expect(sections).toHaveLength(2);
     for (const [, output] of sections) {
@@ -290,13 +290,13 @@ describe('a failing check’s error is at the end of its output', () => {
     }
     const report = await runPlanTool(repo.dir, ['report']);
     expect(report.exitCode).toBe(0);
-    const fenced = [...report.stdout.matchAll(/^```text\n([^]*?)\n```$/gm)].map((m) => m[1]!);
+    const fenced = [...report.stdout.matchAll(/^```text\n([\s\S]*?)\n```$/gm)].map((m) => m[1]!);
     expect(fenced).toHaveLength(2);
     const runId = /^# foreman run (\S+)/m.exec(report.stdout)![1];
     for (const reason of fenced) {
       const lines = reason.split('\n');
       expect(lines).toHaveLength(7);
-      expect(lines[0]).toBe('acceptance check failed (tests pass): `' + check + '` exited 1:');
+      expect(lines[0]).toBe(`acceptance check failed (tests pass): \`${check}\` exited 1:`);
       expect(lines[1]).toMatch(
         new RegExp(
           `^… \\d+ lines cut: the whole reason is in \`npx tsx scripts/plan\\.ts report --run ${runId} --json\`, each failed check's whole output in the log …$`,

@@ -79,7 +79,7 @@ describe('Isolation', () => {
   it('a held candidate keeps the stack it was built on; one an earlier foreman held names none, and stands only if built on the tip', async () => {
     const repo = await repoWith({ 'a.txt': 'a\n' });
     const plan = makePlan([fakeTask('A', { create: ['b.txt'] }), fakeTask('B', { create: ['c.txt'], blockedBy: [0] }), fakeTask('C', { create: ['d.txt'] })]);
-    plan.tasks.forEach((t) => (t.status = 'in_progress'));
+    for (const t of plan.tasks) t.status = 'in_progress';
     const { isolation } = await open(repo.dir, plan);
     const workIn = async (task: number, file: string, stack: Array<{ task: number; work: CapturedWork }> = []): Promise<CapturedWork> => {
       const prepared = await isolation.prepare(task, undefined, stack);

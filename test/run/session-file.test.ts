@@ -7,7 +7,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Plan } from '../../src/core/plan.ts';
+import type { Plan } from '../../src/core/plan.ts';
 import { initialState } from '../../src/core/engine-step.ts';
 import { engineToJson, readSession, sessionConfig, sessionPathFor, writeSession } from '../../src/run/session.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';

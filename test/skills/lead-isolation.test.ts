@@ -148,6 +148,7 @@ describe('the /execute steps with Claude Code worktrees', () => {
           create: ['b.txt'],
           modify: ['README.md'],
           blockedBy: [0],
+          // biome-ignore lint/suspicious/noThenProperty: the fake worker's directive for what it does next
           fake: { write: { 'b.txt': 'b\n' }, commit: 'wip B', then: { append: { 'README.md': 'after the commit\n' } } },
         }),
         fakeTask('C', { create: ['c/c.txt'], blockedBy: [0], fake: { write: { 'c/c.txt': 'c\n' }, commit: 'wip C' } }),

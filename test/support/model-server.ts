@@ -630,7 +630,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<M
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const raw = await readBody(req);
     const bodyText = decode(raw, req.headers['content-encoding'] as string | undefined);
-    let body: unknown = undefined;
+    let body: unknown;
     if (bodyText !== '') {
       try {
         body = JSON.parse(bodyText);

@@ -9,7 +9,7 @@ import { acquireLock, currentLockInfo, lockHeldMessage, writePlanAtomic } from '
 import { type Change, type InterventionResult, approveTask, describeChange, rejectTask, retryTask, skipTask } from '../../core/interventions.ts';
 import type { Plan } from '../../core/plan.ts';
 import { describeIntegrationFailure, integrateParked, landTarget, repositoryOf } from '../../run/plan-landing.ts';
-import { type Command, type Io, type OptionSpec, type PositionalSpec } from '../command.ts';
+import type { Command, Io, OptionSpec, PositionalSpec } from '../command.ts';
 import { RANGES } from '../numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, usageError } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';

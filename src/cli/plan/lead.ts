@@ -139,7 +139,7 @@ async function archivedFinished(planPath: string): Promise<{ path: string; plan:
   const read = await readPlanFile(planPath);
   if (read.ok || read.error.kind !== 'missing') return null;
   const newest = (await archivedPlans(planPath))[0];
-  return newest !== undefined && newest.plan.tasks.every((t) => statusOf(t) === 'completed') ? newest : null;
+  return newest?.plan.tasks.every((t) => statusOf(t) === 'completed') ? newest : null;
 }
 
 async function loadStepPlan(planPath: string): Promise<{ plan: Plan; text: string }> {

@@ -12,7 +12,7 @@ import { decideSandbox, installAdvice, ownSandboxNotice, sandboxModeOf } from '.
 import { describeProbeProblem, runProbe, saveProbe } from '../../run/probe.ts';
 import { DEFAULTS, LIMIT_FLAGS } from '../../run/settings.ts';
 import { table } from '../../ui/table.ts';
-import { type Command, type Io } from '../command.ts';
+import type { Command, Io } from '../command.ts';
 import { RANGES } from '../numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, usageError } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';

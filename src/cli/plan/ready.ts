@@ -24,7 +24,7 @@ export const ready: Command = {
       return EXIT.ok;
     }
     groups.forEach((g, k) => {
-      io.out(`Group ${k + 1}${groups.length > 1 ? (k === 0 ? ' (start these together)' : ' (after group ' + k + ')') : ''}:`);
+      io.out(`Group ${k + 1}${groups.length > 1 ? (k === 0 ? ' (start these together)' : ` (after group ${k})`) : ''}:`);
       for (const i of g) io.out(`  ${i}: ${plan.tasks[i]!.subject}`);
     });
     return EXIT.ok;

@@ -4,7 +4,7 @@
 import { clipHead, formatDuration } from '../format.ts';
 import { attemptRecordsOf, isFailure } from './attempts.ts';
 import { gateRunName, gateRunsOf } from './gate-runs.ts';
-import { type RunRecord } from './journal.ts';
+import type { RunRecord } from './journal.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Mermaid Gantt
@@ -12,6 +12,7 @@ import { type RunRecord } from './journal.ts';
 /** Gantt text: `:` `#` `;` are syntax in a gantt chart, control characters end lines. */
 export function ganttText(text: string, max = 60): string {
   const flat = text
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it removes
     .replace(/[\u0000-\u001f\u007f]+/g, ' ')
     .replace(/:/g, '：')
     .replace(/#/g, '＃')
