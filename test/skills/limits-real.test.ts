@@ -225,9 +225,11 @@ describe('/foreman:execute when the API refuses subagents (the real CLI, the plu
     const next = steps('next').at(-1);
     expect([next.stall, next.limit.resetAt, next.limit.handOut]).toEqual(['limit', third.limit.resetAt, 0]);
     const final = String([...run.events].reverse().find((e) => e.type === 'result')?.result);
+    // The time on the person's clock; with the day when it is not today (three hours on may be tomorrow).
     const at = new Date(reset);
-    const clock = `${String(at.getUTCHours()).padStart(2, '0')}:${String(at.getUTCMinutes()).padStart(2, '0')}`;
-    expect(final).toContain(`waiting for the usage limit to reset at ${clock}`);
+    const pad = (n: number) => String(n).padStart(2, '0');
+    const day = at.toDateString() === new Date().toDateString() ? '' : `${at.toLocaleDateString('en-US', { month: 'short', day: 'numeric' })} `;
+    expect(final).toContain(`waiting for the usage limit to reset at ${day}${pad(at.getHours())}:${pad(at.getMinutes())}`);
     expect(final).toContain('Run /foreman:execute again after');
     // Nothing the run needed was refused by a permission.
     expect([...run.events].reverse().find((e) => e.type === 'result')?.permission_denials).toEqual([]);
