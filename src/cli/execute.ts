@@ -28,6 +28,7 @@ import { findPlan, loadPlanFile, planPathFrom, repositoryTop } from './load.ts';
 import { createReporter } from './reporter.ts';
 import { describeDryRun, dryRunEvents, workerRulesShown } from './dry-run.ts';
 import { describeSetupProblem } from './setup-problem.ts';
+import { gateCommandOf, gateOptions } from './gate-flags.ts';
 
 export const PERMISSION_MODES = ['acceptEdits', 'auto', 'bypassPermissions', 'default', 'dontAsk', 'manual', 'plan'];
 
@@ -78,24 +79,7 @@ export const executeCommand: Command = {
       description:
         'continuous: start a task the moment its blockers finish, integrate work as it is verified; rounds: run the ready set as a round, integrate once per round (default continuous)',
     },
-    gate: {
-      type: 'string',
-      valueName: 'CMD',
-      description: "the merge queue's gate: verified work integrates only in stacks this command passes (default: the plan's context.testCommand)",
-    },
-    'no-gate': { type: 'boolean', description: 'no gate: verified work integrates as soon as it is verified' },
-    'gate-batch': {
-      type: 'string',
-      valueName: 'N',
-      description: `candidates the gate tests together at most (default ${DEFAULTS.gateBatch})`,
-      range: RANGES.gateBatch,
-    },
-    'gate-timeout': {
-      type: 'string',
-      valueName: 'SECONDS',
-      description: 'time limit of one gate run; its process group is ended (default: --check-timeout)',
-      range: RANGES.timeoutSeconds,
-    },
+    ...gateOptions({ integrates: 'as soon as it is verified', ended: '; its process group is ended' }),
     speculate: {
       type: 'string',
       valueName: 'N',
@@ -190,9 +174,7 @@ function settingsFrom(values: Record<string, unknown>, numbers: Numbers, io: Io)
   const land = (str('land') ?? DEFAULTS.land) as LandPolicy;
   if (!LAND_POLICIES.includes(land)) throw usageError(`--land expects one of ${LAND_POLICIES.join(', ')}, got "${land}"`);
   const checkTimeoutMs = seconds(numbers['check-timeout']) ?? DEFAULTS.checkTimeoutMs;
-  const gateCommand = str('gate');
-  if (gateCommand !== undefined && gateCommand.trim() === '') throw usageError('--gate expects a command, got an empty one (use --no-gate for no gate)');
-  if (gateCommand !== undefined && values['no-gate'] === true) throw usageError('--gate and --no-gate contradict each other: choose one');
+  const gateCommand = gateCommandOf(values);
   if (numbers.speculate !== undefined && values['no-speculate'] === true) throw usageError('--speculate and --no-speculate contradict each other: choose one');
   const gateFlags = {
     command: gateCommand,

@@ -100,6 +100,9 @@ describe('every flag error starts the one way: the command, the problem, (see --
     [['retry'], 'plan retry: expected N, got none (see --help)'],
     [['probe', '--sandbox', 'maybe'], 'plan probe: --sandbox expects one of auto, on, off, got "maybe" (see --help)'],
     [['status', '--wat'], 'plan status: unknown option --wat (see --help)'],
+    // The gate's flags are execute's, checked the same way.
+    [['setup', '--gate', ' '], 'plan setup: --gate expects a command, got an empty one (use --no-gate for no gate) (see --help)'],
+    [['setup', '--gate', 'npm test', '--no-gate'], 'plan setup: --gate and --no-gate contradict each other: choose one (see --help)'],
   ])('plan %j', async (argv, line) => {
     const r = await plan(argv);
     expect(r.code).toBe(2);

@@ -32,6 +32,7 @@ import { CliError, EXIT, type ExitCode, UsageError, usageError } from '../exit.t
 import { DEFAULT_PLAN, findPlan, loadPlan, loadPlanFile, missingPlanLine, repositoryTop } from '../load.ts';
 import { describeEditBetweenSteps, editedSinceLastStep, rememberPlanFile } from '../../run/plan-edits.ts';
 import { describeSetupProblem } from '../setup-problem.ts';
+import { gateCommandOf, gateOptions } from '../gate-flags.ts';
 import { GitCommandError } from '../../adapters/git/runner.ts';
 import { describeGitFailure, failureOf, isObjectId } from '../../core/git-text.ts';
 import { assertNever } from '../../core/failure.ts';
@@ -304,24 +305,7 @@ export const setup = stepCommand({
       description: `time limit of each acceptance or assumption command (default ${DEFAULTS.checkTimeoutMs / 1000})`,
       range: RANGES.timeoutSeconds,
     },
-    gate: {
-      type: 'string',
-      valueName: 'CMD',
-      description: "the merge queue's gate: verified work integrates only in stacks this command passes (default: the plan's context.testCommand)",
-    },
-    'no-gate': { type: 'boolean', description: 'no gate: verified work integrates as soon as plan commit sees it' },
-    'gate-batch': {
-      type: 'string',
-      valueName: 'N',
-      description: `candidates the gate tests together at most (default ${DEFAULTS.gateBatch})`,
-      range: RANGES.gateBatch,
-    },
-    'gate-timeout': {
-      type: 'string',
-      valueName: 'SECONDS',
-      description: 'time limit of one gate run (default: --check-timeout)',
-      range: RANGES.timeoutSeconds,
-    },
+    ...gateOptions({ integrates: 'as soon as plan commit sees it', ended: '' }),
     speculate: {
       type: 'string',
       valueName: 'N',
@@ -343,9 +327,7 @@ export const setup = stepCommand({
     },
   },
   async prepare(values, _cwd, env) {
-    const gate = str(values.gate);
-    if (gate !== undefined && gate.trim() === '') throw usageError('--gate expects a command, got an empty one (use --no-gate for no gate)');
-    if (gate !== undefined && values['no-gate'] === true) throw usageError('--gate and --no-gate contradict each other: choose one');
+    gateCommandOf(values);
     if (values.speculate !== undefined && values['no-speculate'] === true) throw usageError('--speculate and --no-speculate contradict each other: choose one');
     const mode = sandboxModeOf(str(values.sandbox), env);
     if (!mode.ok) throw usageError(mode.error);
@@ -358,7 +340,7 @@ export const setup = stepCommand({
       concurrency: numbers.concurrency,
       maxAttempts: numbers['max-attempts'],
       checkTimeoutMs: millisecondsOf(numbers['check-timeout']),
-      ...(str(values.gate) !== undefined ? { gate: str(values.gate) } : {}),
+      ...(gateCommandOf(values) !== undefined ? { gate: gateCommandOf(values) } : {}),
       noGate: values['no-gate'] === true,
       gateBatch: numbers['gate-batch'],
       gateTimeoutMs: millisecondsOf(numbers['gate-timeout']),
