@@ -28,27 +28,25 @@ export interface AttemptRecord {
   warnings: string[];
 }
 
+/** An attempt as its start says it: nothing known yet of how it ends. */
+const started = (start: Pick<AttemptRecord, 'task' | 'subject' | 'attempt' | 'model' | 'logPath' | 'startMs'>): AttemptRecord => ({
+  ...start,
+  endMs: null,
+  outcome: null,
+  reason: null,
+  durationMs: null,
+  usage: null,
+  permissionDenials: null,
+  warnings: [],
+});
+
 /** Every attempt of the run: a task-started paired with the task's next task-finished. */
 export function attemptRecordsOf(run: RunRecord): AttemptRecord[] {
   const open = new Map<number, AttemptRecord>();
   const out: AttemptRecord[] = [];
   for (const e of run.events) {
     if (e.type === 'task-started') {
-      const a: AttemptRecord = {
-        task: e.task,
-        subject: e.subject,
-        attempt: e.attempt,
-        model: e.model,
-        logPath: e.logPath,
-        startMs: timeOf(e.at),
-        endMs: null,
-        outcome: null,
-        reason: null,
-        durationMs: null,
-        usage: null,
-        permissionDenials: null,
-        warnings: [],
-      };
+      const a = started({ task: e.task, subject: e.subject, attempt: e.attempt, model: e.model, logPath: e.logPath, startMs: timeOf(e.at) });
       open.set(e.task, a);
       out.push(a);
     } else if (e.type === 'task-finished') {
@@ -66,21 +64,7 @@ export function attemptRecordsOf(run: RunRecord): AttemptRecord[] {
       }
       if (!a) {
         // The journal lost the start (or it came from an older version): reconstruct it.
-        a = {
-          task: e.task,
-          subject: e.subject,
-          attempt: e.attempt,
-          model: null,
-          logPath: e.logPath,
-          startMs: end - e.durationMs,
-          endMs: null,
-          outcome: null,
-          reason: null,
-          durationMs: null,
-          usage: null,
-          permissionDenials: null,
-          warnings: [],
-        };
+        a = started({ task: e.task, subject: e.subject, attempt: e.attempt, model: null, logPath: e.logPath, startMs: end - e.durationMs });
         out.push(a);
       }
       open.delete(e.task);

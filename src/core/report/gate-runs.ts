@@ -40,40 +40,33 @@ export interface GateSummary {
   baseline: boolean | null;
 }
 
+/** A gate run as its start says it: nothing known yet of how it ends. */
+const started = (tasks: readonly number[], startMs: number): GateRunRecord => ({
+  tasks: [...tasks],
+  startMs,
+  endMs: null,
+  passed: null,
+  durationMs: null,
+  integrated: [],
+  culprit: null,
+  flake: false,
+  output: null,
+});
+
 /** The run's gate runs, in order. The gate has one lane, so each start pairs with the next finish. */
 export function gateRunsOf(run: RunRecord): GateRunRecord[] {
   const out: GateRunRecord[] = [];
   let open: GateRunRecord | null = null;
   for (const e of run.events) {
     if (e.type === 'gate-started') {
-      open = {
-        tasks: [...e.tasks],
-        startMs: timeOf(e.at),
-        endMs: null,
-        passed: null,
-        durationMs: null,
-        integrated: [],
-        culprit: null,
-        flake: false,
-        output: null,
-      };
+      open = started(e.tasks, timeOf(e.at));
       out.push(open);
     } else if (e.type === 'gate-finished') {
       const end = timeOf(e.at);
       let record = open;
       if (record === null) {
         // The baseline (no gate-started), or a journal that lost the start.
-        record = {
-          tasks: [...e.tasks],
-          startMs: end - e.durationMs,
-          endMs: null,
-          passed: null,
-          durationMs: null,
-          integrated: [],
-          culprit: null,
-          flake: false,
-          output: null,
-        };
+        record = started(e.tasks, end - e.durationMs);
         out.push(record);
       }
       open = null;
