@@ -21,13 +21,12 @@ import { makePlan, writePlan } from '../support/plans.ts';
 import { type StreamEvent, claudeBin, claudeEnv, parseStreamJson, repoRoot, tempHome } from '../support/real-claude.ts';
 import { WORKTREE_NOT_MADE } from '../../src/run/session-driver.ts';
 import { agentCall, bash, json, lastCalls, leadPlace, skillDir, taskOfPrompt, worktreesOneAtATime } from './real-session.ts';
+import { readmeHookSettings } from '../support/docs.ts';
 
 const pluginRoot = join(repoRoot, 'plugin');
 
-/** What the README tells a project-skill install to put in `.claude/settings.json`. */
-const PROJECT_HOOK_SETTINGS = {
-  hooks: { PreToolUse: [{ matcher: '*', hooks: [{ type: 'command', command: '"$CLAUDE_PROJECT_DIR/.claude/hooks/pre-tool-use"' }] }] },
-};
+/** What the README tells a project-skill install to put in `.claude/settings.json`, read from it. */
+const PROJECT_HOOK_SETTINGS = readmeHookSettings();
 const support = await sandboxSupport();
 
 const cleanups: Array<() => Promise<void>> = [];
