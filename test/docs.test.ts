@@ -5,7 +5,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, normalize } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { type Command } from '../src/cli/command.ts';
+import type { Command } from '../src/cli/command.ts';
 import { executeCommand } from '../src/cli/execute.ts';
 import { planCommands } from '../src/cli/plan/index.ts';
 import { EXIT } from '../src/core/exit-codes.ts';
@@ -75,14 +75,21 @@ describe('docs/cli.md', () => {
   /** The flags a text names: `--json`, `[--run ID]`, `--as create|modify`. */
   const flagsNamed = (text: string) => [...text.matchAll(/(?<![\w-])(--[a-z][a-z-]*)/g)].map((m) => m[1]!);
 
-  it.each(visiblePlanCommands.filter((c) => !STEPS.includes(c.name)).map((c) => [c.name, c] as const))('documents every flag of plan %s under its heading', (name, command) => {
-    const heading = cli.split('\n').find((line) => /^#{3} /.test(line) && line.includes(`\`plan ${name}\``));
-    expect(heading, `a heading naming \`plan ${name}\``).toBeDefined();
-    const named = new Set(flagsNamed(section(cli, heading!.replace(/^#+ /, ''))));
-    expect(flagsOf(command).map((f) => f.flag).filter((flag) => flag !== '--plan' && !named.has(flag))).toEqual([]);
-  });
+  it.each(visiblePlanCommands.filter((c) => !STEPS.includes(c.name)).map((c) => [c.name, c] as const))(
+    'documents every flag of plan %s under its heading',
+    (name, command) => {
+      const heading = cli.split('\n').find((line) => /^#{3} /.test(line) && line.includes(`\`plan ${name}\``));
+      expect(heading, `a heading naming \`plan ${name}\``).toBeDefined();
+      const named = new Set(flagsNamed(section(cli, heading!.replace(/^#+ /, ''))));
+      expect(
+        flagsOf(command)
+          .map((f) => f.flag)
+          .filter((flag) => flag !== '--plan' && !named.has(flag)),
+      ).toEqual([]);
+    },
+  );
 
-  it('names under a plan command\'s heading no flag that it (or execute, which some share) does not have', () => {
+  it("names under a plan command's heading no flag that it (or execute, which some share) does not have", () => {
     const problems: string[] = [];
     for (const heading of cli.split('\n').filter((line) => /^#{3} `plan [a-z]+`/.test(line))) {
       const commands = [...heading.matchAll(/`plan ([a-z]+)`/g)].map((m) => planCommands.find((c) => c.name === m[1])!);
@@ -101,13 +108,18 @@ describe('docs/cli.md', () => {
     }
     for (const name of STEPS) {
       const command = planCommands.find((c) => c.name === name)!;
-      const flags = flagsOf(command).map((f) => f.flag).filter((flag) => flag !== '--plan' && flag !== '--repo');
+      const flags = flagsOf(command)
+        .map((f) => f.flag)
+        .filter((flag) => flag !== '--plan' && flag !== '--repo');
       expect([...(documented.get(name) ?? [])].sort(), `plan ${name}`).toEqual(flags.sort());
     }
   });
 
   it('has every exit code in its table, and no other', () => {
-    const codes = tableRows(section(cli, 'Exit codes')).slice(1).filter((cells) => /^\d+$/.test(cells[0]!)).map((cells) => Number(cells[0]));
+    const codes = tableRows(section(cli, 'Exit codes'))
+      .slice(1)
+      .filter((cells) => /^\d+$/.test(cells[0]!))
+      .map((cells) => Number(cells[0]));
     expect(codes.sort((a, b) => a - b)).toEqual(Object.values(EXIT).sort((a, b) => a - b));
   });
 });
@@ -168,9 +180,11 @@ describe("the README's example plan", () => {
     // The project the README describes: tests run with `npm test`, pageUrl made from the id.
     const repo = await tempGitRepo({
       'package.json': '{ "name": "pages", "version": "1.0.0", "type": "module", "scripts": { "test": "node --test" } }\n',
-      'package-lock.json': '{ "name": "pages", "version": "1.0.0", "lockfileVersion": 3, "requires": true, "packages": { "": { "name": "pages", "version": "1.0.0" } } }\n',
+      'package-lock.json':
+        '{ "name": "pages", "version": "1.0.0", "lockfileVersion": 3, "requires": true, "packages": { "": { "name": "pages", "version": "1.0.0" } } }\n',
       'src/pages.js': 'export const pageUrl = (page) => `/pages/${page.id}`;\n',
-      'test/pages.test.js': "import test from 'node:test';\nimport assert from 'node:assert';\nimport { pageUrl } from '../src/pages.js';\ntest('url', () => assert.equal(pageUrl({ id: 3 }), '/pages/3'));\n",
+      'test/pages.test.js':
+        "import test from 'node:test';\nimport assert from 'node:assert';\nimport { pageUrl } from '../src/pages.js';\ntest('url', () => assert.equal(pageUrl({ id: 3 }), '/pages/3'));\n",
     });
     cleanups.push(repo.cleanup);
     await repo.write({ '.design/plan.json': plan.body });

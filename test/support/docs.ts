@@ -123,6 +123,7 @@ export function tableRows(text: string): string[][] {
         .replace(/\\\|/g, '\u0000')
         .slice(1, line.endsWith('|') ? -1 : undefined)
         .split('|')
+        // biome-ignore lint/suspicious/noControlCharactersInRegex: NUL stands in for an escaped pipe while the row is split
         .map((cell) => cell.replace(/\u0000/g, '|').trim()),
     );
 }
