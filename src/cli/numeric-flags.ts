@@ -1,6 +1,6 @@
 // The numbers foreman's commands take (flags, a task index, FOREMAN_BACKOFF_MS): what each takes
 // and its range, checked in one place so every bad value is one line naming the flag, what it
-// takes and its range (exit 2). README's flag tables state these ranges.
+// takes and its range (exit 2). docs/cli.md's flag tables state these ranges (test/docs.test.ts holds them to it).
 
 import { usageError } from './exit.ts';
 

@@ -1,5 +1,5 @@
 // A run's settings, declared once: the headless CLI parses them from flags, the engine takes them,
-// and the in-session plan tool uses the same defaults. README's flag table states these defaults.
+// and the in-session plan tool uses the same defaults. docs/cli.md's flag table states these defaults.
 
 import type { SandboxMode } from '../adapters/sandbox.ts';
 import type { SchedulePolicy } from '../core/schedule.ts';

@@ -27,6 +27,19 @@ afterAll(async () => {
 
 const blockedPlan = (): Plan => makePlan([blockedOnUndeclared()]);
 
+/** Waits up to 15 s for the process to exit (a pid is not signalled again: by then it may be another's). */
+async function gone(pid: number): Promise<void> {
+  const alive = () => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  for (let i = 0; i < 150 && alive(); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+}
+
 const skillDir = (req: ScriptedRequest) => /Base directory for this skill: (\S+)/.exec(req.promptRaw)?.[1] ?? '';
 const lastResult = (req: ScriptedRequest) => req.toolResults.at(-1)?.content ?? '';
 
@@ -34,7 +47,7 @@ async function place(): Promise<{ repo: TempGitRepo; home: string }> {
   const repo = await tempGitRepo({ 'README.md': '# sample\n', 'src/index.js': 'export {};\n', '.gitignore': '.design/\n' });
   cleanups.push(repo.cleanup);
   const home = await tempHome();
-  cleanups.push(() => rm(home, { recursive: true, force: true }));
+  cleanups.push(() => rm(home, { recursive: true, force: true, maxRetries: 5 }));
   await writePlan(repo.dir, blockedPlan());
   return { repo, home };
 }
@@ -113,7 +126,13 @@ describe.runIf(tmux !== null)("/foreman:execute asks about a task's needed files
       'default',
       '/foreman:execute',
     ]);
-    cleanups.push(() => execa(tmux!, ['kill-session', '-t', session], { reject: false }).then(() => undefined));
+    // The session's process is Claude Code itself (env execs it): it goes with the session, and
+    // its home is removed only once it has gone (it writes there as it exits).
+    const claudePid = Number((await execa(tmux!, ['display-message', '-p', '-t', session, '#{pane_pid}'])).stdout);
+    cleanups.push(async () => {
+      await execa(tmux!, ['kill-session', '-t', session], { reject: false });
+      await gone(claudePid);
+    });
     const screen = async () => (await execa(tmux!, ['capture-pane', '-p', '-t', session])).stdout;
     const waitFor = async (pattern: RegExp, what: string) => {
       for (let i = 0; i < 240; i++) {
