@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { repoRoot, runExecute, runPlanTool } from '../support/execute.ts';
 import { runGit } from '../support/git-repo.ts';
-import { checkedStep, fakeSubagent, step } from '../skills/support.ts';
+import { checkedStep, fakeSubagent, playLead, step } from '../skills/support.ts';
 import { journalReport } from '../fixtures/resume/report.ts';
 
 const fixtures = join(repoRoot, 'test/fixtures/resume');
@@ -144,5 +144,28 @@ describe('a run stopped by an earlier version', () => {
     // The journal keeps what the stopped steps wrote.
     expect((await events(dir)).slice(0, before.length)).toEqual(before);
     await execa('git', ['worktree', 'prune'], { cwd: dir });
+  });
+
+  it('in a session whose file lost a candidate’s decision: the damaged attempt is dropped as it is read, the next step works, and `setup` finds the candidate on its ref', async () => {
+    const dir = await restore('session');
+    const path = join(dir, '.design/prompts/session.json');
+    const session = JSON.parse(await readFile(path, 'utf8'));
+    delete session.engine.attempts[0].decision;
+    await writeFile(path, JSON.stringify(session, null, 2));
+
+    const commit = await checkedStep(step, dir, ['commit', '--wait', '60']);
+    expect(commit.code, commit.stderr).toBe(0);
+    expect(commit.json.tasks).toEqual([]);
+    const after = JSON.parse(await readFile(path, 'utf8'));
+    expect(after.engine.attempts.map((a: { task: number; stage: string }) => [a.task, a.stage])).toEqual([[1, 'running']]);
+    // Its work was never lost: the candidate's ref holds it, and a new run's setup queues it again.
+    const t = await playLead(dir, step, ['--gate', 'node gate.js a.txt', '--concurrency', '2', '--wait', '60']);
+    expect(t.end).toMatchObject({ complete: true });
+    expect(await landed(dir, ['a.txt', 'b.txt', 'c.txt'])).toEqual({
+      files: { 'a.txt': 'make a\n', 'b.txt': 'make b\n', 'c.txt': 'make c\n' },
+      trailers: [0, 1, 2],
+    });
+    // Task 0 was not run again: its held work integrated.
+    expect(t.rounds.flatMap((r) => r.next.tasks.map((task: { index: number }) => task.index))).not.toContain(0);
   });
 });
