@@ -31,7 +31,17 @@
 
 import { type RunEventBody, type StopReason, type TaskOutcome, skippedEvents } from './events.ts';
 import { type WorkerFailure, type WorkerRun, assertNever, describeWorkerFailure } from './failure.ts';
-import { type Decision, type Verification, decide, judgeRun, undeclaredWritesOf, verificationWarnings } from './finalize.ts';
+import {
+  type Decided,
+  type Decision,
+  type EndingDecision,
+  type PassingDecision,
+  type Verification,
+  decideAttempt,
+  judgeRun,
+  undeclaredWritesOf,
+  verificationWarnings,
+} from './finalize.ts';
 import { formatCost } from './format.ts';
 import { countByStatus, depsOf, longestRemainingPath, readySet, stall } from './graph.ts';
 import { computeOverlaps, overlapSets } from './overlap.ts';
@@ -101,32 +111,32 @@ export interface EngineConfig {
 
 export type EngineDriver = 'headless' | 'session';
 
-export type AttemptStage = 'running' | 'paused' | 'verifying' | 'verified' | 'recording' | 'queued' | 'gating';
+export type AttemptStage = Attempt['stage'];
 
-/** One attempt of one task, from its start until the plan records how it ended. */
-export interface Attempt {
+/**
+ * One attempt of one task, from its start until the plan records how it ended: one shape per
+ * stage, each holding exactly what the attempt has in it.
+ */
+export type Attempt = RunningAttempt | PausedAttempt | VerifyingAttempt | VerifiedAttempt | RecordingAttempt | QueuedAttempt | GatingAttempt;
+
+/** What an attempt has in every stage. */
+interface AttemptIn<Stage extends string> {
   readonly task: number;
   /** 1 for a task's first attempt. */
   readonly number: number;
-  readonly stage: AttemptStage;
-  /** What the worker did, once it finished (absent for a candidate an earlier run verified). */
-  readonly run?: WorkerRun;
-  /** Tasks running when verification began: an undeclared change may be theirs. */
-  readonly beside?: readonly number[];
-  /** What becomes of the task, once decided (from `verified` on). */
-  readonly decision?: Decision;
-  /** What the worker left in its declared files (from `verified` on). */
-  readonly work?: CapturedWork;
-  /** Being recorded as a candidate for the merge queue (not integrated yet). */
-  readonly candidate?: boolean;
-  /** Its work is held on a candidate ref, which goes once it integrates or is blamed. */
-  readonly held?: boolean;
+  readonly stage: Stage;
   /**
    * Speculative: the candidates of the merge queue, in queue order, its worktree was built on
    * (on top of the integration tip); each is ahead of it in the queue. Absent: built on the tip.
    */
   readonly stack?: readonly number[];
-  /** Why it was cancelled: a candidate of its stack left the queue. It ends as soon as its worker or checks stop. */
+}
+
+/** Its worker runs in a worktree of its own (or the worktree is being made ready). */
+export interface RunningAttempt extends AttemptIn<'running'> {
+  /** A resumed attempt's: what its workers did before a limit paused it (absent: it started afresh). */
+  readonly run?: WorkerRun;
+  /** Why it was cancelled: a candidate of its stack left the queue. It ends as soon as its worker stops. */
   readonly cancelled?: string;
   /** The API served its worker a response: it has done something, and a limit never costs it that. */
   readonly progressed?: true;
@@ -134,11 +144,62 @@ export interface Attempt {
   readonly stopping?: true;
   /** The API refused its worker, and has served it nothing since. */
   readonly refused?: true;
-  /**
-   * `paused`: its worker was ended by a limit after it had done something; its worktree and its
-   * conversation (this session) are kept, and it resumes (`--resume`) when the limiter lets it.
-   */
-  readonly sessionId?: string;
+}
+
+/**
+ * Its worker was ended by a limit after it had done something: its worktree and its conversation
+ * are kept, and it resumes (`--resume`) when the limiter lets it.
+ */
+export interface PausedAttempt extends AttemptIn<'paused'> {
+  /** What its workers did so far. */
+  readonly run: WorkerRun;
+  /** The conversation its next worker goes on with. */
+  readonly sessionId: string;
+}
+
+/** Its worker finished: its work is captured, spot-checked and its acceptance checks run, in its worktree. */
+export interface VerifyingAttempt extends AttemptIn<'verifying'> {
+  /** What its workers did. */
+  readonly run: WorkerRun;
+  /** Why it was cancelled: a candidate of its stack left the queue. It ends as soon as its checks stop. */
+  readonly cancelled?: string;
+}
+
+/**
+ * Who verified an attempt's work: this run's worker (what it did, counted in this run), or an
+ * earlier run (its worker's cost counted there); `held`, that run held it on its candidate ref.
+ */
+export type VerifiedBy = { kind: 'this-run'; run: WorkerRun } | { kind: 'earlier-run'; held: boolean };
+
+type CompletedDecision = Extract<Decision, { kind: 'completed' }>;
+
+/** What verified work has, from `verified` until the plan records it. */
+interface VerifiedIn<Stage extends string> extends AttemptIn<Stage> {
+  readonly decision: PassingDecision;
+  /** What the worker left in its declared files: what is integrated. */
+  readonly work: CapturedWork;
+  readonly verifiedBy: VerifiedBy;
+}
+
+/** Verified, waiting for the lane to record it. It claims its files, and its dependants wait for it. */
+export interface VerifiedAttempt extends VerifiedIn<'verified'> {}
+
+/**
+ * In the lane: `integrate` (onto the integration ref: the tip is about to move), `park` (work
+ * awaiting approval, on a ref of its own) or `hold` (a candidate for the merge queue, on its ref).
+ */
+export type RecordingAttempt =
+  | (VerifiedIn<'recording'> & { readonly purpose: 'integrate' | 'hold'; readonly decision: CompletedDecision })
+  | (VerifiedIn<'recording'> & { readonly purpose: 'park'; readonly decision: Extract<Decision, { kind: 'awaiting_approval' }> });
+
+/** A candidate in the merge queue, held on its ref until the gate passes it. */
+export interface QueuedAttempt extends VerifiedIn<'queued'> {
+  readonly decision: CompletedDecision;
+}
+
+/** A candidate under the gate (in the lane), with the candidates ahead of it. */
+export interface GatingAttempt extends VerifiedIn<'gating'> {
+  readonly decision: CompletedDecision;
 }
 
 export interface EngineStop {
@@ -389,29 +450,21 @@ export function initialState(
   verified: readonly HeldCandidate[] = [],
 ): EngineState {
   const attempts = new Map<number, Attempt>();
-  const stage: AttemptStage = config.gate === null ? 'verified' : 'queued';
-  for (const candidate of held) {
+  const earlier = (candidate: HeldCandidate, held: boolean) => ({
+    task: candidate.task,
+    number: attemptsOf(plan.tasks[candidate.task]!) + 1,
+    decision: { kind: 'completed' as const, result: candidate.result },
+    work: candidate.work,
+    verifiedBy: { kind: 'earlier-run' as const, held },
     // Built on candidates still held: cancelled if one of them is blamed, as in the run that made it.
-    const stack = candidate.stack !== undefined && candidate.stack.length > 0 ? { stack: candidate.stack } : {};
-    attempts.set(candidate.task, {
-      task: candidate.task,
-      number: attemptsOf(plan.tasks[candidate.task]!) + 1,
-      stage,
-      decision: { kind: 'completed', result: candidate.result },
-      work: candidate.work,
-      held: true,
-      ...stack,
-    });
+    ...(held && candidate.stack !== undefined && candidate.stack.length > 0 ? { stack: candidate.stack } : {}),
+  });
+  for (const candidate of held) {
+    // Without a gate now, they integrate at once.
+    attempts.set(candidate.task, config.gate === null ? { ...earlier(candidate, true), stage: 'verified' } : { ...earlier(candidate, true), stage: 'queued' });
   }
   for (const attempt of verified) {
-    if (attempts.has(attempt.task)) continue;
-    attempts.set(attempt.task, {
-      task: attempt.task,
-      number: attemptsOf(plan.tasks[attempt.task]!) + 1,
-      stage: 'verified',
-      decision: { kind: 'completed', result: attempt.result },
-      work: attempt.work,
-    });
+    if (!attempts.has(attempt.task)) attempts.set(attempt.task, { ...earlier(attempt, false), stage: 'verified' });
   }
   return {
     config,
@@ -429,7 +482,7 @@ export function initialState(
     aborted: false,
     timing: { workers: 0, workerMs: 0, records: 0, recordMs: 0 },
     recordingSince: null,
-    gate: enqueue(emptyGateQueue(), stage === 'queued' ? held.map((candidate) => candidate.task) : []),
+    gate: enqueue(emptyGateQueue(), config.gate === null ? [] : held.map((candidate) => candidate.task)),
     stop: null,
     finished: false,
     widened: new Set(),
@@ -544,8 +597,8 @@ export function startable(state: EngineState, asked: number = state.config.concu
   return ready.slice(0, fromReady);
 }
 
-/** Stages of a candidate in the merge queue: what a task may be built on speculatively. */
-const IN_QUEUE: ReadonlySet<AttemptStage> = new Set(['queued', 'gating']);
+/** A candidate in the merge queue: what a task may be built on speculatively. */
+const inQueue = (attempt: Attempt | undefined): attempt is QueuedAttempt | GatingAttempt => attempt?.stage === 'queued' || attempt?.stage === 'gating';
 
 /**
  * What a pending task would be built on if it started now speculatively, or null when it may not:
@@ -555,7 +608,10 @@ const IN_QUEUE: ReadonlySet<AttemptStage> = new Set(['queued', 'gating']);
  * levels, and writing none of the stack's files (the gate stacks their works one on another).
  * A task that needs approval never starts speculatively: it waits for its blockers to integrate.
  */
-export function speculativeStack(state: Pick<EngineState, 'config' | 'plan' | 'attempts' | 'gate'>, task: number): { stack: number[]; level: number } | null {
+export function speculativeStack(
+  state: Pick<EngineState, 'config' | 'plan' | 'attempts' | 'gate'>,
+  task: number,
+): { stack: number[]; works: Array<{ task: number; work: CapturedWork }>; level: number } | null {
   const config = state.config;
   if (config.speculate <= 0 || config.gate === null || config.driver !== 'headless' || config.schedule !== 'continuous') return null;
   const tasks = state.plan.tasks;
@@ -570,9 +626,8 @@ export function speculativeStack(state: Pick<EngineState, 'config' | 'plan' | 'a
   let last = -1;
   for (const blocker of planned.blockedBy) {
     if (statusOf(tasks[blocker]!) === 'completed') continue;
-    const attempt = state.attempts.get(blocker);
     const at = order.indexOf(blocker);
-    if (attempt === undefined || !IN_QUEUE.has(attempt.stage) || attempt.cancelled !== undefined || at < 0) return null;
+    if (!inQueue(state.attempts.get(blocker)) || at < 0) return null;
     last = Math.max(last, at);
   }
   if (last < 0) return null;
@@ -581,11 +636,18 @@ export function speculativeStack(state: Pick<EngineState, 'config' | 'plan' | 'a
   if (level > config.speculate) return null;
   const writes = writesOf(planned);
   if (stack.some((candidate) => writesOf(tasks[candidate]!).some((path) => writes.some((own) => pathsIntersect(path, own))))) return null;
-  return { stack, level };
+  // The works its worktree is made of, in order: the queue holds candidates only, each with its work.
+  const works: Array<{ task: number; work: CapturedWork }> = [];
+  for (const candidate of stack) {
+    const ahead = state.attempts.get(candidate);
+    if (!inQueue(ahead)) return null;
+    works.push({ task: candidate, work: ahead.work });
+  }
+  return { stack, works, level };
 }
 
 /** A candidate the gate passed, in the lane being integrated: the integration tip is about to move. */
-const integrating = (attempt: Attempt): boolean => attempt.stage === 'recording' && attempt.candidate !== true && attempt.decision?.kind === 'completed';
+const integrating = (attempt: Attempt): boolean => attempt.stage === 'recording' && attempt.purpose === 'integrate';
 
 /**
  * How many levels of candidates not integrated yet `task`'s attempt stands on: 0 on the tip (or
@@ -661,9 +723,9 @@ export function reasonOf(decision: Decision): string | undefined {
  * The decision for a finished attempt, after the run-wide rule: after an interrupt nothing but
  * verified work stands. A limit never becomes a failure, however often it comes.
  */
-export function settleRules(decision: Decision, context: { interrupted: boolean }): Decision {
-  if (context.interrupted && decision.kind !== 'completed' && decision.kind !== 'awaiting_approval') return { kind: 'interrupted' };
-  return decision;
+export function settleRules(decided: Decided, context: { interrupted: boolean }): Decided {
+  if (context.interrupted && !decided.passed) return { passed: false, decision: { kind: 'interrupted' } };
+  return decided;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -824,11 +886,46 @@ function drain(work: Work): void {
   emit(work, { type: 'draining', running });
 }
 
-function attemptIn(work: Work, task: number, stage: AttemptStage): Attempt {
+/** Whether `attempt` is in `stage` (and so has that stage's shape). */
+const isIn = <Stage extends AttemptStage>(attempt: Attempt | undefined, stage: Stage): attempt is Extract<Attempt, { stage: Stage }> =>
+  attempt?.stage === stage;
+
+function attemptIn<Stage extends AttemptStage>(work: Work, task: number, stage: Stage): Extract<Attempt, { stage: Stage }> {
   const attempt = work.attempts.get(task);
-  if (attempt?.stage !== stage) throw new Error(`engine: task ${task} has no attempt ${stage} (it is ${attempt?.stage ?? 'not running'})`);
+  if (!isIn(attempt, stage)) throw new Error(`engine: task ${task} has no attempt ${stage} (it is ${attempt?.stage ?? 'not running'})`);
   return attempt;
 }
+
+/**
+ * What the attempt's workers did in this run so far: nothing yet for an attempt whose first worker
+ * runs, nothing for work an earlier run verified (its worker's cost was counted then).
+ */
+function runOf(attempt: Attempt): WorkerRun | null {
+  switch (attempt.stage) {
+    case 'running':
+      return attempt.run ?? null;
+    case 'paused':
+    case 'verifying':
+      return attempt.run;
+    case 'verified':
+    case 'recording':
+    case 'queued':
+    case 'gating':
+      return attempt.verifiedBy.kind === 'this-run' ? attempt.verifiedBy.run : null;
+    default:
+      return assertNever(attempt, 'attempt');
+  }
+}
+
+/** What a run cost (none: nothing in this run). */
+const spentBy = (run: WorkerRun | null): UsageFigure => (run !== null ? runFigure(run) : emptyUsage());
+
+/** What an attempt keeps from stage to stage: its task, its number and the stack it was built on. */
+const kept = (attempt: Attempt): Pick<Attempt, 'task' | 'number' | 'stack'> => ({
+  task: attempt.task,
+  number: attempt.number,
+  ...(attempt.stack !== undefined ? { stack: attempt.stack } : {}),
+});
 
 function workerFinished(work: Work, task: number, run: WorkerRun): void {
   const attempt = attemptIn(work, task, 'running');
@@ -837,20 +934,20 @@ function workerFinished(work: Work, task: number, run: WorkerRun): void {
   draft.timing = { ...draft.timing, workers: draft.timing.workers + 1, workerMs: draft.timing.workerMs + run.durationMs };
   // A resumed worker went on with the conversation of the one before it: one attempt, their runs together.
   const whole = attempt.run !== undefined ? joinRuns(attempt.run, run) : run;
-  const current: Attempt = { ...attempt, run: whole, ...(whole.progressed === true ? { progressed: true as const } : {}) };
+  const current: RunningAttempt = whole.progressed === true ? { ...attempt, progressed: true } : attempt;
   if (attempt.cancelled !== undefined) {
-    endCancelled(work, current, true);
+    endCancelled(work, current, whole, true, attempt.cancelled);
     return;
   }
   const judgement = judgeRun(run);
   if (judgement.kind === 'verify' && !draft.aborted) {
-    work.attempts.set(task, { ...current, stage: 'verifying' });
+    work.attempts.set(task, { ...kept(attempt), stage: 'verifying', run: whole });
     work.effects.push({ type: 'verify', task });
     return;
   }
   // A COMPLETED report after the workers were told to stop is not verified: the run is ending.
-  const decision: Decision = judgement.kind === 'verify' ? { kind: 'interrupted' } : decideFor(work, task, whole);
-  conclude(work, current, decision, undeclaredOf(current, whole));
+  const decided: Decided = judgement.kind === 'verify' ? { passed: false, decision: { kind: 'interrupted' } } : decideFor(work, task, whole);
+  conclude(work, current, whole, decided, undeclaredOf(current, whole));
 }
 
 /** A paused attempt's worker runs, then its resumed worker's: what they cost and did together, and how the last ended. */
@@ -868,9 +965,9 @@ function joinRuns(before: WorkerRun, after: WorkerRun): WorkerRun {
   };
 }
 
-function decideFor(work: Work, task: number, run: WorkerRun, verification?: Verification): Decision {
+function decideFor(work: Work, task: number, run: WorkerRun, verification?: Verification): Decided {
   const draft = work.draft;
-  return decide({
+  return decideAttempt({
     task: draft.plan.tasks[task]!,
     judgement: judgeRun(run),
     verification,
@@ -882,7 +979,7 @@ function decideFor(work: Work, task: number, run: WorkerRun, verification?: Veri
 
 /** What an attempt did outside its declared files, for the task's record (`recordUndeclared`). */
 function undeclaredOf(attempt: Attempt, run: WorkerRun, verification?: Verification): Concluded {
-  const setAside = verification?.setAside;
+  const setAside = verification?.ok === true ? verification.value.setAside : undefined;
   return {
     wanted: wantedPaths(verification, run.permissionDenials),
     undeclared: undeclaredWritesOf(verification, run.permissionDenials),
@@ -925,7 +1022,7 @@ function workerRefused(work: Work, task: number, refusal: Refusal, progressed: b
   refuse(work, task, refusal);
   const draft = work.draft;
   const attempt = work.attempts.get(task);
-  if (attempt?.stage !== 'running') return;
+  if (!isIn(attempt, 'running')) return;
   work.attempts.set(task, { ...attempt, refused: true });
   const running = [...work.attempts.values()].filter((a) => a.stage === 'running' && a.stopping !== true).length;
   const crowded = running > allowed(draft.limiter, draft.config.concurrency);
@@ -941,13 +1038,14 @@ function workerRefused(work: Work, task: number, refusal: Refusal, progressed: b
 function workerServed(work: Work, task: number): void {
   const draft = work.draft;
   const attempt = work.attempts.get(task);
-  if (attempt?.stage === 'running' && (attempt.progressed !== true || attempt.refused === true)) {
+  const refusedBefore = isIn(attempt, 'running') && attempt.refused === true;
+  if (isIn(attempt, 'running') && (attempt.progressed !== true || attempt.refused === true)) {
     const { refused: _refused, ...rest } = attempt;
     work.attempts.set(task, { ...rest, progressed: true });
   }
   const before = draft.limiter;
   // A worker refused before is served again: the API serves it, the hold it was told to wait is over.
-  draft.limiter = served(before, draft.now, limiterSettings(draft.config), false, attempt?.refused === true);
+  draft.limiter = served(before, draft.now, limiterSettings(draft.config), false, refusedBefore);
   if (before.refusedSince !== null) announce(work, before, 'serving', null);
   else if (draft.limiter.working !== before.working) announce(work, before, 'raised', null);
 }
@@ -985,26 +1083,26 @@ function announce(work: Work, before: Limiter, change: 'hold' | 'lowered' | 'ser
   });
 }
 
-/** The attempt may wait for the limit with its worktree and conversation: headless, it has done something, and the run goes on. */
-const mayPause = (work: Work, attempt: Attempt): boolean =>
-  work.draft.config.driver === 'headless' &&
-  work.draft.stop === null &&
-  !work.draft.aborted &&
-  attempt.progressed === true &&
-  attempt.run?.sessionId !== undefined &&
-  attempt.cancelled === undefined;
+/**
+ * The attempt may wait for the limit with its worktree and conversation: headless, its worker has
+ * done something, and the run goes on.
+ */
+const mayPause = (work: Work, attempt: RunningAttempt): boolean =>
+  work.draft.config.driver === 'headless' && work.draft.stop === null && !work.draft.aborted && attempt.progressed === true && attempt.cancelled === undefined;
 
-/** A limit ended the worker after it had done something: the attempt keeps its worktree and conversation, and resumes when the limiter lets it. */
-function pause(work: Work, attempt: Attempt, reason: string): void {
-  const { stopping: _stopping, refused: _refused, ...rest } = attempt;
-  work.attempts.set(attempt.task, { ...rest, stage: 'paused', sessionId: attempt.run!.sessionId! });
+/**
+ * A limit ended the worker after it had done something: the attempt keeps its worktree and
+ * conversation (`sessionId`), and resumes when the limiter lets it.
+ */
+function pause(work: Work, attempt: RunningAttempt, run: WorkerRun, sessionId: string, reason: string): void {
+  work.attempts.set(attempt.task, { ...kept(attempt), stage: 'paused', run, sessionId });
   emit(work, {
     type: 'task-paused',
     task: attempt.task,
     subject: work.draft.plan.tasks[attempt.task]!.subject,
     attempt: attempt.number,
     reason,
-    sessionId: attempt.run!.sessionId!,
+    sessionId,
   });
 }
 
@@ -1012,40 +1110,41 @@ function pause(work: Work, attempt: Attempt, reason: string): void {
 function resume(work: Work, task: number): void {
   const attempt = attemptIn(work, task, 'paused');
   const draft = work.draft;
-  work.attempts.set(task, { ...attempt, stage: 'running' });
+  // It has done something: a limit never costs it that.
+  work.attempts.set(task, { ...kept(attempt), stage: 'running', run: attempt.run, progressed: true });
   const logPath = `${draft.config.logDir}/worker-${task}.log`;
   emit(work, { type: 'task-resumed', task, subject: draft.plan.tasks[task]!.subject, attempt: attempt.number, logPath });
-  const failure = attempt.run?.outcome.kind === 'failed' ? describeWorkerFailure(attempt.run.outcome.failure) : 'a limit';
-  work.effects.push({ type: 'start-worker', task, attempt: attempt.number, logPath, resume: { sessionId: attempt.sessionId!, reason: failure } });
+  const failure = attempt.run.outcome.kind === 'failed' ? describeWorkerFailure(attempt.run.outcome.failure) : 'a limit';
+  work.effects.push({ type: 'start-worker', task, attempt: attempt.number, logPath, resume: { sessionId: attempt.sessionId, reason: failure } });
 }
 
 /** The run stops: paused attempts will not resume; their tasks wait for the next run (no attempt spent), their worktrees go. */
 function endPaused(work: Work): void {
   const interrupted = work.draft.stop?.reason === 'interrupted';
   for (const task of tasksIn(work, PAUSED)) {
-    const attempt = work.attempts.get(task)!;
+    const attempt = attemptIn(work, task, 'paused');
     work.attempts.delete(task);
     work.effects.push({ type: 'release-workspace', task });
     const decision: Decision = interrupted
       ? { kind: 'interrupted' }
-      : { kind: 'requeued', reason: `${reasonOf(decideFor(work, task, attempt.run!)) ?? 'a limit'}; the run stopped before it could go on` };
-    applyDecision(work.draft.plan, task, decision, attempt.run ? runFigure(attempt.run) : emptyUsage());
+      : { kind: 'requeued', reason: `${reasonOf(decideFor(work, task, attempt.run).decision) ?? 'a limit'}; the run stopped before it could go on` };
+    applyDecision(work.draft.plan, task, decision, runFigure(attempt.run));
     work.effects.push({ type: 'save' });
-    emit(work, { ...finishedEvent(work, attempt), outcome: outcomeOf(decision), reason: reasonOf(decision) ?? 'interrupted' });
+    emit(work, { ...finishedEvent(work, attempt, attempt.run), outcome: outcomeOf(decision), reason: reasonOf(decision) ?? 'interrupted' });
   }
 }
 
 function verified(work: Work, task: number, verification: Verification): void {
   const attempt = attemptIn(work, task, 'verifying');
   if (attempt.cancelled !== undefined) {
-    endCancelled(work, attempt, true);
+    endCancelled(work, attempt, attempt.run, true, attempt.cancelled);
     return;
   }
-  const run = attempt.run!;
+  const run = attempt.run;
   // An interrupt during the acceptance checks makes their verdict meaningless.
-  const decision: Decision = work.draft.aborted ? { kind: 'interrupted' } : decideFor(work, task, run, verification);
-  const warnings = verificationWarnings(verification, decision, judgeRun(run));
-  conclude(work, verification.work ? { ...attempt, work: verification.work } : attempt, decision, { warnings, ...undeclaredOf(attempt, run, verification) });
+  const decided: Decided = work.draft.aborted ? { passed: false, decision: { kind: 'interrupted' } } : decideFor(work, task, run, verification);
+  const warnings = verificationWarnings(verification, decided.decision, judgeRun(run));
+  conclude(work, attempt, run, decided, { warnings, ...undeclaredOf(attempt, run, verification) });
 }
 
 /** The worktree could not be made ready: the task goes back to pending, no attempt counted, and the run stops. */
@@ -1053,7 +1152,7 @@ function workspaceFailed(work: Work, task: number, reason: string): void {
   const attempt = attemptIn(work, task, 'running');
   // Stopped while its worktree was being made ready: the speculation was cancelled, nothing failed.
   if (attempt.cancelled !== undefined) {
-    endCancelled(work, attempt, true);
+    endCancelled(work, attempt, runOf(attempt), true, attempt.cancelled);
     return;
   }
   work.attempts.delete(task);
@@ -1067,24 +1166,21 @@ function workspaceFailed(work: Work, task: number, reason: string): void {
   });
 }
 
-/** The `task-finished` event of an attempt, but for its outcome and words. */
-function finishedEvent(work: Work, attempt: Attempt): Omit<Extract<RunEventBody, { type: 'task-finished' }>, 'outcome'> {
-  const run: Pick<WorkerRun, 'usage' | 'unmeasured' | 'durationMs' | 'permissionDenials' | 'logPath' | 'sessionId'> = attempt.run ?? {
-    usage: emptyUsage(),
-    durationMs: 0,
-    permissionDenials: [],
-    logPath: '',
-  };
+/**
+ * The `task-finished` event of an attempt whose workers did `run` in this run (none: an earlier
+ * run's worker, whose time and cost were told then), but for its outcome and words.
+ */
+function finishedEvent(work: Work, attempt: Attempt, run: WorkerRun | null): Omit<Extract<RunEventBody, { type: 'task-finished' }>, 'outcome'> {
   return {
     type: 'task-finished',
     task: attempt.task,
     subject: work.draft.plan.tasks[attempt.task]!.subject,
     attempt: attempt.number,
-    durationMs: run.durationMs,
-    usage: runFigure(run),
-    ...(run.sessionId !== undefined ? { sessionId: run.sessionId } : {}),
-    logPath: run.logPath,
-    permissionDenials: run.unmeasured ? UNKNOWN : run.permissionDenials.length,
+    durationMs: run?.durationMs ?? 0,
+    usage: spentBy(run),
+    ...(run?.sessionId !== undefined ? { sessionId: run.sessionId } : {}),
+    logPath: run?.logPath ?? '',
+    permissionDenials: run === null ? 0 : run.unmeasured ? UNKNOWN : run.permissionDenials.length,
   };
 }
 
@@ -1097,42 +1193,49 @@ interface Concluded {
   wanted?: readonly WantedPath[];
 }
 
-/** What happens to an attempt once it is decided. */
-function conclude(work: Work, attempt: Attempt, decided: Decision, concluded: Concluded = {}): void {
+/**
+ * What happens to an attempt once it is decided: its workers did `run`; with a decision that
+ * passed, it is verified and holds the work that passed.
+ */
+function conclude(work: Work, attempt: RunningAttempt | VerifyingAttempt, run: WorkerRun, decidedFirst: Decided, concluded: Concluded = {}): void {
   const warnings = concluded.warnings ?? [];
-  if (attempt.run?.recheck === true) {
-    concludeRecheck(work, attempt, decided, warnings);
+  if (run.recheck === true) {
+    concludeRecheck(work, attempt, run, decidedFirst, warnings);
     return;
   }
   const draft = work.draft;
   const task = attempt.task;
-  let decision = settleRules(decided, { interrupted: draft.stop?.reason === 'interrupted' });
+  const decided = settleRules(decidedFirst, { interrupted: draft.stop?.reason === 'interrupted' });
   // A worker a limit ended (not one the limiter stopped: that refusal was heard already) was refused once more.
-  const refusal = decided.kind === 'requeued' ? refusalOf(attempt.run) : null;
-  if (refusal !== null && attempt.stopping !== true) refuse(work, task, refusal);
+  const refusal = decidedFirst.decision.kind === 'requeued' ? refusalOf(run) : null;
+  if (refusal !== null && !(attempt.stage === 'running' && attempt.stopping === true)) refuse(work, task, refusal);
   // In a session the lead hands out rounds: a subagent that reached the API and reported got through.
-  if (draft.config.driver === 'session' && refusal === null && attempt.run !== undefined && gotThrough(attempt.run))
+  if (draft.config.driver === 'session' && refusal === null && gotThrough(run))
     draft.limiter = served(draft.limiter, draft.now, limiterSettings(draft.config), true);
-  if (decision.kind === 'requeued' && refusal !== null && mayPause(work, attempt)) {
-    pause(work, attempt, decision.reason);
+  const sessionId = run.sessionId;
+  if (decided.decision.kind === 'requeued' && refusal !== null && sessionId !== undefined && attempt.stage === 'running' && mayPause(work, attempt)) {
+    pause(work, attempt, run, sessionId, decided.decision.reason);
     checkBudget(work);
     return;
   }
-  const base = { ...finishedEvent(work, attempt), ...(warnings.length > 0 ? { warnings } : {}) };
-  const usage = runFigure(attempt.run!);
+  const base = { ...finishedEvent(work, attempt, run), ...(warnings.length > 0 ? { warnings } : {}) };
+  const usage = runFigure(run);
   // Judged work (not an interruption, a limit or a missing agent) says what it did outside its files.
-  if (['completed', 'awaiting_approval', 'retry', 'failed', 'blocked'].includes(decision.kind))
+  if (['completed', 'awaiting_approval', 'retry', 'failed', 'blocked'].includes(decided.decision.kind))
     recordUndeclared(draft.plan, task, concluded.undeclared ?? [], concluded.setAside ?? null);
-  decision = widened(work, task, decision, concluded.wanted ?? []);
   // Whatever was decided, the worktree has served this attempt (its work is captured).
-  work.effects.push({ type: 'release-workspace', task });
+  const release = () => work.effects.push({ type: 'release-workspace', task });
+  if (decided.passed) {
+    release();
+    // Verified: it holds its files until the lane has integrated (or parked) its work.
+    work.attempts.set(task, { ...kept(attempt), stage: 'verified', decision: decided.decision, work: decided.work, verifiedBy: { kind: 'this-run', run } });
+    emit(work, { ...base, outcome: decided.decision.kind, result: decided.decision.result });
+    checkBudget(work);
+    return;
+  }
+  const decision = widened(work, task, decided.decision, concluded.wanted ?? []);
+  release();
   switch (decision.kind) {
-    case 'completed':
-    case 'awaiting_approval':
-      // Verified: it holds its files until the lane has integrated (or parked) its work.
-      work.attempts.set(task, { ...attempt, stage: 'verified', decision });
-      emit(work, { ...base, outcome: decision.kind, result: decision.result });
-      break;
     case 'retry':
     case 'failed':
     case 'interrupted':
@@ -1174,7 +1277,7 @@ function conclude(work: Work, attempt: Attempt, decided: Decision, concluded: Co
  * run, and the task runs again with no attempt counted. Otherwise the decision stands, and a
  * failure or block says why the run did not add them.
  */
-function widened(work: Work, task: number, decision: Decision, wanted: readonly WantedPath[]): Decision {
+function widened(work: Work, task: number, decision: EndingDecision, wanted: readonly WantedPath[]): EndingDecision {
   const draft = work.draft;
   const patterns = draft.config.widen;
   if (patterns === undefined || patterns.length === 0 || wanted.length === 0) return decision;
@@ -1203,15 +1306,16 @@ function widened(work: Work, task: number, decision: Decision, wanted: readonly 
  * task's work like any verified attempt's; else the task is pending again with no attempt
  * counted, and its next start pays a worker.
  */
-function concludeRecheck(work: Work, attempt: Attempt, decision: Decision, warnings: string[]): void {
+function concludeRecheck(work: Work, attempt: RunningAttempt | VerifyingAttempt, run: WorkerRun, decided: Decided, warnings: string[]): void {
   const task = attempt.task;
-  const base = { ...finishedEvent(work, attempt), ...(warnings.length > 0 ? { warnings } : {}) };
+  const base = { ...finishedEvent(work, attempt, run), ...(warnings.length > 0 ? { warnings } : {}) };
   work.effects.push({ type: 'release-workspace', task });
-  if (decision.kind === 'completed' || decision.kind === 'awaiting_approval') {
-    work.attempts.set(task, { ...attempt, stage: 'verified', decision });
-    emit(work, { ...base, outcome: decision.kind, result: decision.result });
+  if (decided.passed) {
+    work.attempts.set(task, { ...kept(attempt), stage: 'verified', decision: decided.decision, work: decided.work, verifiedBy: { kind: 'this-run', run } });
+    emit(work, { ...base, outcome: decided.decision.kind, result: decided.decision.result });
     return;
   }
+  const decision = decided.decision;
   const why = decision.kind === 'retry' || decision.kind === 'failed' ? decision.failure : decision.kind === 'blocked' ? decision.reason : decision.kind;
   const reason = `the re-check of the work its last attempt set aside did not pass (${why}); a worker does the task next, with no attempt counted`;
   applyDecision(work.draft.plan, task, { kind: 'interrupted', reason }, emptyUsage());
@@ -1255,24 +1359,38 @@ function record(work: Work): void {
   const integrate: Array<{ task: number; work: CapturedWork }> = [];
   const park: Array<{ task: number; work: CapturedWork }> = [];
   const hold: Array<{ task: number; work: CapturedWork; stack?: number[] }> = [];
+  const drop: number[] = [];
   for (const task of verifiedTasks) {
-    const attempt = work.attempts.get(task)!;
+    const attempt = attemptIn(work, task, 'verified');
     // The results go into the commit's trailers, so the plan carries them before the commit.
-    const decision = attempt.decision as Extract<Decision, { kind: 'completed' | 'awaiting_approval' }>;
-    draft.plan.tasks[task] = { ...draft.plan.tasks[task]!, result: decision.result };
-    const captured = attempt.work ?? { base: '', entries: [] };
-    const candidate = gated && decision.kind === 'completed';
-    work.attempts.set(task, { ...attempt, stage: 'recording', candidate });
-    if (candidate) hold.push({ task, work: captured, ...(attempt.stack !== undefined ? { stack: [...attempt.stack] } : {}) });
-    else (decision.kind === 'awaiting_approval' ? park : integrate).push({ task, work: captured });
+    draft.plan.tasks[task] = { ...draft.plan.tasks[task]!, result: attempt.decision.result };
+    // Work awaiting approval is parked; with a gate, completed work is held as a candidate.
+    const recording: RecordingAttempt =
+      attempt.decision.kind === 'awaiting_approval'
+        ? { ...attempt, stage: 'recording', purpose: 'park', decision: attempt.decision }
+        : { ...attempt, stage: 'recording', purpose: gated ? 'hold' : 'integrate', decision: attempt.decision };
+    work.attempts.set(task, recording);
+    switch (recording.purpose) {
+      case 'hold':
+        hold.push({ task, work: attempt.work, ...(attempt.stack !== undefined ? { stack: [...attempt.stack] } : {}) });
+        break;
+      case 'park':
+        park.push({ task, work: attempt.work });
+        break;
+      case 'integrate':
+        integrate.push({ task, work: attempt.work });
+        // A candidate an earlier run held, integrated now without a gate, leaves its ref too.
+        if (attempt.verifiedBy.kind === 'earlier-run' && attempt.verifiedBy.held) drop.push(task);
+        break;
+      default:
+        assertNever(recording, 'recording');
+    }
   }
   draft.recordingSince = draft.now;
   // Rounds count integrations: holding candidates for the gate, or parking gated work, is none.
   if (integrate.length > 0) draft.round++;
   // Saved first: a candidate held on its ref resumes with the result its attempt reported.
   if (hold.length > 0) work.effects.push({ type: 'save' });
-  // A candidate an earlier run held, integrated now without a gate, leaves its ref too.
-  const drop = integrate.flatMap((item) => (work.attempts.get(item.task)?.held === true ? [item.task] : []));
   work.effects.push({ type: 'record', tasks: verifiedTasks, round: draft.round, integrate, park, hold, drop });
 }
 
@@ -1293,9 +1411,9 @@ function startGate(work: Work): void {
   if (next === null) return;
   draft.gate = next.queue;
   const works = next.segment.map((task) => {
-    const attempt = work.attempts.get(task)!;
+    const attempt = attemptIn(work, task, 'queued');
     work.attempts.set(task, { ...attempt, stage: 'gating' });
-    return { task, work: attempt.work ?? { base: '', entries: [] } };
+    return { task, work: attempt.work };
   });
   emit(work, { type: 'gate-started', tasks: [...next.segment], waiting: next.queue.waiting.length });
   work.effects.push({ type: 'gate', tasks: [...next.segment], works });
@@ -1327,8 +1445,8 @@ function gated(work: Work, tasks: readonly number[], passed: boolean | null, out
   if (integrate.length > 0) draft.round++;
   const items = integrate.map((task) => {
     const attempt = attemptIn(work, task, 'queued');
-    work.attempts.set(task, { ...attempt, stage: 'recording', candidate: false });
-    return { task, work: attempt.work ?? { base: '', entries: [] } };
+    work.attempts.set(task, { ...attempt, stage: 'recording', purpose: 'integrate' });
+    return { task, work: attempt.work };
   });
   draft.recordingSince = draft.now;
   work.effects.push({
@@ -1353,9 +1471,9 @@ function blame(work: Work, task: number, output: string): number[] {
   const decision = culpritDecision(output, attemptsOf(draft.plan.tasks[task]!), draft.config.maxAttempts);
   work.attempts.delete(task);
   const cancelled = cancelBuiltOn(work, [task], `task ${task}, a candidate it was built on, broke the test command`);
-  const applied = applyDecision(draft.plan, task, decision, attempt.run ? runFigure(attempt.run) : emptyUsage());
+  const applied = applyDecision(draft.plan, task, decision, spentBy(runOf(attempt)));
   work.effects.push({ type: 'save' });
-  emit(work, { ...finishedEvent(work, attempt), outcome: decision.kind, reason: decision.failure });
+  emit(work, { ...finishedEvent(work, attempt, runOf(attempt)), outcome: decision.kind, reason: decision.failure });
   reportCascade(work, applied);
   return cancelled;
 }
@@ -1371,52 +1489,62 @@ function blame(work: Work, task: number, output: string): number[] {
  */
 function cancelBuiltOn(work: Work, gone: readonly number[], why: string): number[] {
   const removed = new Set(gone);
-  const cancelled: Attempt[] = [];
+  const cancelled: Array<{ attempt: Attempt; stack: readonly number[] }> = [];
+  const cancelledAlready = (attempt: Attempt) => (attempt.stage === 'running' || attempt.stage === 'verifying') && attempt.cancelled !== undefined;
   for (let grew = true; grew; ) {
     grew = false;
     for (const attempt of work.attempts.values()) {
-      if (attempt.stack === undefined || attempt.cancelled !== undefined || removed.has(attempt.task)) continue;
-      if (!attempt.stack.some((candidate) => removed.has(candidate))) continue;
+      const stack = attempt.stack;
+      if (stack === undefined || cancelledAlready(attempt) || removed.has(attempt.task)) continue;
+      if (!stack.some((candidate) => removed.has(candidate))) continue;
       removed.add(attempt.task);
-      cancelled.push(attempt);
+      cancelled.push({ attempt, stack });
       grew = true;
     }
   }
-  const queued = cancelled.filter((attempt) => IN_QUEUE.has(attempt.stage)).map((attempt) => attempt.task);
+  const queued = cancelled.filter(({ attempt }) => inQueue(attempt)).map(({ attempt }) => attempt.task);
   work.draft.gate = withdraw(work.draft.gate, new Set(queued));
-  for (const attempt of cancelled) {
-    const marked = { ...attempt, cancelled: why };
+  for (const { attempt, stack } of cancelled) {
     emit(work, {
       type: 'speculation-cancelled',
       task: attempt.task,
       subject: work.draft.plan.tasks[attempt.task]!.subject,
       attempt: attempt.number,
-      stack: [...attempt.stack!],
+      stack: [...stack],
       stage: attempt.stage,
       reason: why,
     });
-    if (IN_FLIGHT.has(attempt.stage)) {
-      work.attempts.set(attempt.task, marked);
-      work.effects.push({ type: 'cancel-worker', task: attempt.task });
-    } else {
-      endCancelled(work, marked, false);
+    switch (attempt.stage) {
+      case 'running':
+      case 'verifying':
+        work.attempts.set(attempt.task, { ...attempt, cancelled: why });
+        work.effects.push({ type: 'cancel-worker', task: attempt.task });
+        break;
+      case 'paused':
+      case 'verified':
+      case 'recording':
+      case 'queued':
+      case 'gating':
+        endCancelled(work, attempt, runOf(attempt), false, why);
+        break;
+      default:
+        assertNever(attempt, 'attempt');
     }
   }
   return queued;
 }
 
-/** A cancelled speculation ends: no attempt of its task, which is pending again. `worktree`: it still holds one. */
-function endCancelled(work: Work, attempt: Attempt, worktree: boolean): void {
+/**
+ * A cancelled speculation ends (`why`: a candidate it was built on left the merge queue): no
+ * attempt of its task, which is pending again. `run`: what its workers did in this run; `worktree`: it still holds one.
+ */
+function endCancelled(work: Work, attempt: Attempt, run: WorkerRun | null, worktree: boolean, why: string): void {
   const task = attempt.task;
   work.attempts.delete(task);
   if (worktree) work.effects.push({ type: 'release-workspace', task });
-  const applied = applyCancelled(work.draft.plan, task, attempt.run ? runFigure(attempt.run) : emptyUsage());
+  const applied = applyCancelled(work.draft.plan, task, spentBy(run));
   work.effects.push({ type: 'save' });
-  emit(work, {
-    ...finishedEvent(work, attempt),
-    outcome: 'cancelled',
-    reason: `speculation cancelled: ${attempt.cancelled ?? 'a candidate it was built on left the merge queue'}`,
-  });
+  emit(work, { ...finishedEvent(work, attempt, run), outcome: 'cancelled', reason: `speculation cancelled: ${why}` });
   reportCascade(work, applied);
   checkBudget(work);
 }
@@ -1437,8 +1565,8 @@ function recorded(work: Work, tasks: readonly number[], commit: string | null, f
       // The tip changed the same paths since these attempts started: their work can never
       // integrate. They run again from the tip as it is, with no attempt counted (what it cost counts).
       tasks.forEach((task, k) => {
-        const run = dropped[k]?.run;
-        applyDecision(draft.plan, task, { kind: 'interrupted' }, run ? runFigure(run) : emptyUsage());
+        const attempt = dropped[k];
+        applyDecision(draft.plan, task, { kind: 'interrupted' }, spentBy(attempt === undefined ? null : runOf(attempt)));
       });
       work.effects.push({ type: 'save' });
       emit(work, { type: 'notice', level: 'warning', message: `${why}; they run again from the work integrated since (no attempt counted)` });
@@ -1447,12 +1575,12 @@ function recorded(work: Work, tasks: readonly number[], commit: string | null, f
     // Nothing was integrated: the tasks are pending again, saying why, with no attempt counted;
     // the run stops (integrating anything else could meet the same failure).
     tasks.forEach((task, k) => {
-      const run = dropped[k]?.run;
+      const attempt = dropped[k];
       applyDecision(
         draft.plan,
         task,
         { kind: 'interrupted', reason: `${why}; it runs again at the next run (no attempt counted)` },
-        run ? runFigure(run) : emptyUsage(),
+        spentBy(attempt === undefined ? null : runOf(attempt)),
       );
     });
     work.effects.push({ type: 'save' });
@@ -1468,18 +1596,27 @@ function recorded(work: Work, tasks: readonly number[], commit: string | null, f
   const held: number[] = [];
   for (const task of tasks) {
     const attempt = attemptIn(work, task, 'recording');
-    if (attempt.candidate === true) {
-      // Held on its ref: it waits in the merge queue, still in progress in the plan.
-      work.attempts.set(task, { ...attempt, stage: 'queued', candidate: false, held: true });
-      held.push(task);
-      continue;
+    switch (attempt.purpose) {
+      case 'hold': {
+        // Held on its ref: it waits in the merge queue, still in progress in the plan.
+        const { purpose: _purpose, ...candidate } = attempt;
+        work.attempts.set(task, { ...candidate, stage: 'queued' });
+        held.push(task);
+        break;
+      }
+      case 'integrate':
+        applyDecision(draft.plan, task, attempt.decision, spentBy(runOf(attempt)));
+        integrated.push(task);
+        if (commit !== null) draft.plan.tasks[task] = { ...draft.plan.tasks[task]!, commit };
+        work.attempts.delete(task);
+        break;
+      case 'park':
+        applyDecision(draft.plan, task, attempt.decision, spentBy(runOf(attempt)));
+        work.attempts.delete(task);
+        break;
+      default:
+        assertNever(attempt, 'recording attempt');
     }
-    applyDecision(draft.plan, task, attempt.decision!, attempt.run ? runFigure(attempt.run) : emptyUsage());
-    if (attempt.decision!.kind === 'completed') {
-      integrated.push(task);
-      if (commit !== null) draft.plan.tasks[task] = { ...draft.plan.tasks[task]!, commit };
-    }
-    work.attempts.delete(task);
   }
   if (held.length > 0) draft.gate = enqueue(draft.gate, held);
   // In a session, integrated work is not on the branch until the driver has landed it.
@@ -1614,13 +1751,12 @@ function start(work: Work, task: number): void {
     logPath,
     ...(speculation !== null ? { stack: speculation.stack } : {}),
   });
-  const stack = speculation?.stack.map((candidate) => ({ task: candidate, work: work.attempts.get(candidate)!.work ?? { base: '', entries: [] } }));
   work.effects.push({
     type: 'start-worker',
     task,
     attempt: number,
     logPath,
-    ...(stack !== undefined ? { stack } : {}),
+    ...(speculation !== null ? { stack: speculation.works } : {}),
     ...(recheck !== null ? { recheck } : {}),
   });
 }

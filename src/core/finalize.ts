@@ -5,6 +5,7 @@
 import {
   type FailureClass,
   type PermissionDenial,
+  type Result,
   type WorkerFailure,
   type WorkerRun,
   assertNever,
@@ -39,7 +40,8 @@ export interface SetAside {
   keepFailure?: string;
 }
 
-export interface Verification {
+/** What verification found of an attempt's work, once it was captured from its worktree. */
+export interface CheckedWork {
   /** Declared created files that do not exist. */
   missingCreated: string[];
   /** Declared modified files with no change against the attempt's starting commit. */
@@ -51,10 +53,11 @@ export interface Verification {
   /** Empty when the spot-check failed (acceptance is not run then). */
   acceptance: AcceptanceResult[];
   /** The declared files as the worker left them, captured before any check ran (what is integrated). */
-  work?: CapturedWork;
-  /** Why the attempt's work could not be read from its worktree (git failed there). */
-  captureFailure?: string;
+  work: CapturedWork;
 }
+
+/** An attempt's verification: what it found, or why the attempt's work could not be read from its worktree (git failed there). */
+export type Verification = Result<CheckedWork, string>;
 
 /** How a warning and a failure name what was set aside. */
 export const describeSetAside = (setAside: SetAside): string => {
@@ -70,11 +73,12 @@ export const describeSetAside = (setAside: SetAside): string => {
  * headless engine and the in-session `finalize`.
  */
 export function verificationWarnings(verification: Verification | undefined, decision: Decision, judgement: Judgement): string[] {
-  if (verification === undefined) return [];
+  if (verification === undefined || !verification.ok) return [];
+  const checked = verification.value;
   const warnings: string[] = [];
-  if (verification.setAside !== undefined) warnings.push(describeSetAside(verification.setAside));
+  if (checked.setAside !== undefined) warnings.push(describeSetAside(checked.setAside));
   const passed = decision.kind === 'completed' || decision.kind === 'awaiting_approval';
-  if (passed && verification.unchangedModified.length > 0) warnings.push(`left declared files unchanged: ${verification.unchangedModified.join(', ')}`);
+  if (passed && checked.unchangedModified.length > 0) warnings.push(`left declared files unchanged: ${checked.unchangedModified.join(', ')}`);
   if (passed && judgement.kind === 'verify' && !judgement.claimed) {
     warnings.push('its reply had no COMPLETED/FAILED/BLOCKED line; it completed because it changed its declared files and passed every acceptance check');
   }
@@ -148,6 +152,14 @@ export type Decision =
   /** The user interrupted the run, or its verified work could not be integrated: back to pending, no attempt counted; `reason` says why on the task. */
   | { kind: 'interrupted'; reason?: string };
 
+/** The decisions of verified work: it completed, or waits for approval. */
+export type PassingDecision = Extract<Decision, { kind: 'completed' | 'awaiting_approval' }>;
+/** Every other decision: the attempt ends without its work. */
+export type EndingDecision = Exclude<Decision, PassingDecision>;
+
+/** A decision, and with one that passes the work it passed (what the verification captured). */
+export type Decided = { passed: true; decision: PassingDecision; work: CapturedWork } | { passed: false; decision: EndingDecision };
+
 /**
  * What a worker's run means before verification. `verify` means: check files and acceptance next;
  * `claimed` is false for a run that succeeded with no status line (`tail`: its last line), which
@@ -191,13 +203,14 @@ export function judgeRun(run: Pick<WorkerRun, 'outcome'>): Judgement {
  * attempt changed none of its declared files (a tool may well leave a declared lockfile as it was).
  */
 export function verificationFailure(verification: Verification, strictScope: boolean): AttemptFailure | null {
-  if (verification.captureFailure !== undefined) return { reason: 'capture', message: verification.captureFailure };
-  if (strictScope && verification.outsideChanges.length > 0) return { reason: 'outside-changes', paths: verification.outsideChanges };
-  const changedNone = (verification.work?.entries.length ?? 0) === 0;
-  if (verification.missingCreated.length > 0 || (changedNone && verification.unchangedModified.length > 0)) {
-    return { reason: 'spot-check', missingCreated: verification.missingCreated, unchangedModified: changedNone ? verification.unchangedModified : [] };
+  if (!verification.ok) return { reason: 'capture', message: verification.error };
+  const checked = verification.value;
+  if (strictScope && checked.outsideChanges.length > 0) return { reason: 'outside-changes', paths: checked.outsideChanges };
+  const changedNone = checked.work.entries.length === 0;
+  if (checked.missingCreated.length > 0 || (changedNone && checked.unchangedModified.length > 0)) {
+    return { reason: 'spot-check', missingCreated: checked.missingCreated, unchangedModified: changedNone ? checked.unchangedModified : [] };
   }
-  const failures = verification.acceptance.filter((a) => !a.passed);
+  const failures = checked.acceptance.filter((a) => !a.passed);
   return failures.length > 0 ? { reason: 'acceptance', failures } : null;
 }
 
@@ -258,19 +271,23 @@ export interface DecideInput {
 
 /** The undeclared paths this attempt changed (set aside) or was refused writing, sorted. */
 export const undeclaredWritesOf = (verification: Verification | undefined, denials: readonly PermissionDenial[]): string[] =>
-  [...new Set([...(verification?.outsideChanges ?? []), ...deniedPaths(denials)])].sort();
+  [...new Set([...(verification?.ok === true ? verification.value.outsideChanges : []), ...deniedPaths(denials)])].sort();
 
 /**
  * The task's next state. `attempts` in the task is the number of attempts finished before this
  * one; an attempt that fails is retried while the total stays below `maxAttempts`.
  */
-export function decide(input: DecideInput): Decision {
+export const decide = (input: DecideInput): Decision => decideAttempt(input).decision;
+
+/** The task's next state (`decide`), with the work that passed when it passed. */
+export function decideAttempt(input: DecideInput): Decided {
   const { task, judgement } = input;
   const denials = describeDenials(input.permissionDenials);
   const withDenials = (text: string) => (denials ? `${text} (${denials})` : text);
   const undeclared = undeclaredWritesOf(input.verification, input.permissionDenials);
-  const setAside = input.verification?.setAside;
-  const attemptFailed = (attemptFailure: AttemptFailure): Decision => {
+  const setAside = input.verification?.ok === true ? input.verification.value.setAside : undefined;
+  const ending = (decision: EndingDecision): Decided => ({ passed: false, decision });
+  const attemptFailed = (attemptFailure: AttemptFailure): EndingDecision => {
     const noted =
       setAside !== undefined && attemptFailure.reason !== 'outside-changes'
         ? `${describeAttemptFailure(attemptFailure)}; ${describeSetAside(setAside)}`
@@ -287,42 +304,46 @@ export function decide(input: DecideInput): Decision {
     case 'not-an-attempt':
       switch (judgement.class) {
         case 'infrastructure':
-          return { kind: 'abort-run', failure: judgement.failure };
+          return ending({ kind: 'abort-run', failure: judgement.failure });
         case 'transient':
-          return {
+          return ending({
             kind: 'requeued',
             reason: describeWorkerFailure(judgement.failure),
             delayMs: (judgement.failure as { retryAfterMs?: number }).retryAfterMs ?? input.backoffMs,
-          };
+          });
         case 'interrupted':
-          return { kind: 'interrupted' };
+          return ending({ kind: 'interrupted' });
         default:
           return assertNever(judgement.class, 'failure class');
       }
     case 'blocked':
       // What it was refused or changed outside its files, foreman names itself (not only the worker's words).
-      return {
+      return ending({
         kind: 'blocked',
         reason:
           undeclared.length > 0
             ? `${withDenials(judgement.reason)}; it needs ${undeclared.join(', ')}, which the task does not declare`
             : withDenials(judgement.reason),
-      };
+      });
     case 'attempt-failed':
-      return attemptFailed(judgement.failure);
+      return ending(attemptFailed(judgement.failure));
     case 'verify': {
-      if (!input.verification) throw new Error('decide: a COMPLETED report needs a verification');
-      const failure = verificationFailure(input.verification, input.strictScope ?? false);
+      const verification = input.verification;
+      if (!verification) throw new Error('decide: a COMPLETED report needs a verification');
+      const failure = verificationFailure(verification, input.strictScope ?? false);
       if (!judgement.claimed) {
         // No status line: complete only on changed declared files and every check passing.
-        const proven = failure === null && (input.verification.work?.entries.length ?? 0) > 0 && input.verification.acceptance.length > 0;
+        const proven = failure === null && verification.ok && verification.value.work.entries.length > 0 && verification.value.acceptance.length > 0;
         if (!proven) {
           const missing: AttemptFailure = { reason: 'no-status-line', tail: judgement.tail };
-          return failure === null ? attemptFailed(missing) : withMissingLine(attemptFailed(failure), missing);
+          return ending(failure === null ? attemptFailed(missing) : withMissingLine(attemptFailed(failure), missing));
         }
       }
-      if (failure) return attemptFailed(failure);
-      return task.gate === 'human-approval' ? { kind: 'awaiting_approval', result: judgement.summary } : { kind: 'completed', result: judgement.summary };
+      if (!verification.ok) return ending(attemptFailed({ reason: 'capture', message: verification.error }));
+      if (failure) return ending(attemptFailed(failure));
+      const decision: PassingDecision =
+        task.gate === 'human-approval' ? { kind: 'awaiting_approval', result: judgement.summary } : { kind: 'completed', result: judgement.summary };
+      return { passed: true, decision, work: verification.value.work };
     }
     default:
       return assertNever(judgement, 'judgement');
@@ -336,7 +357,7 @@ function needsUndeclared(paths: readonly string[], failure: string): string {
 }
 
 /** A failed attempt's decision whose failure also says the status line was missing. */
-function withMissingLine(decision: Decision, missing: AttemptFailure): Decision {
+function withMissingLine(decision: EndingDecision, missing: AttemptFailure): EndingDecision {
   const line = describeAttemptFailure(missing);
   switch (decision.kind) {
     case 'retry':

@@ -6,9 +6,11 @@
 
 import { type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, initialState, step } from './engine-step.ts';
 import type { RunEventBody, TaskOutcome } from './events.ts';
-import type { WorkerRun } from './failure.ts';
-import type { Verification } from './finalize.ts';
-import { type Plan, emptyUsage } from './plan.ts';
+import { type WorkerRun, ok } from './failure.ts';
+import type { CheckedWork } from './finalize.ts';
+import { isDirPath } from './paths.ts';
+import { type Plan, type Task, emptyUsage } from './plan.ts';
+import type { CapturedWork } from './work.ts';
 
 /** What one attempt of one task does in the simulation. */
 export interface SimulatedAttempt {
@@ -54,7 +56,29 @@ export interface SimulationTrace {
   stops: Array<{ task: number; served: boolean }>;
 }
 
-const PASSED: Verification = { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [] };
+/** The commit simulated attempts start from. */
+export const SIMULATED_BASE = '5'.repeat(40);
+
+/**
+ * The work a worker leaves when it does its task: every declared file to create or modify written
+ * (a file in each declared folder), as the worktree's capture would give it, on `base`.
+ */
+export function workDoing(task: Task, base: string = SIMULATED_BASE): CapturedWork {
+  const paths = [...task.metadata.files.create, ...task.metadata.files.modify].map((path) => (isDirPath(path) ? `${path}work.txt` : path));
+  return {
+    base,
+    entries: [...new Set(paths)].sort().map((path, k) => ({ path, mode: '100644', object: (k + 1).toString(16).padStart(40, '0') })),
+  };
+}
+
+/** What verification finds of work that does its task (`workDoing`): nothing missing, nothing outside its files, every check passing. */
+export const passingCheck = (task: Task, base?: string): CheckedWork => ({
+  missingCreated: [],
+  unchangedModified: [],
+  outsideChanges: [],
+  acceptance: [],
+  work: workDoing(task, base),
+});
 
 export const SIMULATION_DEFAULTS: Omit<EngineConfig, 'concurrency' | 'schedule'> = {
   maxAttempts: 3,
@@ -125,7 +149,7 @@ export function simulateRun(
         run(effect.task, effect.attempt, now, effect.resume !== undefined);
         return false;
       case 'verify':
-        post({ type: 'verified', task: effect.task, verification: PASSED, now });
+        post({ type: 'verified', task: effect.task, verification: ok(passingCheck(plan.tasks[effect.task]!)), now });
         return false;
       case 'record':
         integrated.push(...effect.integrate.map((item) => item.task));

@@ -16,8 +16,9 @@ export interface WantedPath {
 /** The undeclared files an attempt wanted: those it changed (set aside) and those it was refused, each once. */
 export function wantedPaths(verification: Verification | undefined, denials: readonly PermissionDenial[]): WantedPath[] {
   const found = new Map<string, boolean>();
-  const tracked = new Set(verification?.setAside?.tracked ?? []);
-  for (const path of verification?.outsideChanges ?? []) found.set(path, tracked.has(path));
+  const checked = verification?.ok === true ? verification.value : null;
+  const tracked = new Set(checked?.setAside?.tracked ?? []);
+  for (const path of checked?.outsideChanges ?? []) found.set(path, tracked.has(path));
   for (const denial of denials) if (denial.path !== undefined) found.set(denial.path, (found.get(denial.path) ?? false) || denial.tracked === true);
   return [...found].map(([path, isTracked]) => ({ path, tracked: isTracked })).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }

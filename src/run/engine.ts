@@ -254,7 +254,8 @@ export async function runEngine(
     const root = settings.allowedTools ? dir : await realpath(dir);
     const tools = toolsFor(current.plan, effect.task, root, settings.allowedTools);
     // A resumed worker has what the attempt's earlier workers left of --task-timeout (their waits on limits not counted).
-    const before = effect.resume !== undefined ? current.attempts.get(effect.task)?.run : undefined;
+    const resumed = effect.resume !== undefined ? current.attempts.get(effect.task) : undefined;
+    const before = resumed?.stage === 'running' ? resumed.run : undefined;
     const worked = before === undefined ? 0 : Math.max(0, before.durationMs - (before.waitedMs ?? 0));
     const post = (event: EngineEvent) => inbox.post(event);
     return {

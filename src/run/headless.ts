@@ -224,7 +224,7 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
         verify: async (current, task, input) => {
           const verification = await verifyAttempt(stages, current, task, input);
           // The reason keeps the end of a failed check's output; the worker's log gets all of it.
-          await logFailedChecks(workerLogPath(dirname(settings.planPath), task), verification.acceptance);
+          if (verification.ok) await logFailedChecks(workerLogPath(dirname(settings.planPath), task), verification.value.acceptance);
           return verification;
         },
         gate: (current, request, signal) =>

@@ -241,8 +241,7 @@ function leadIsolation(isolation: Isolation, stages: StageContext, place: LeadPl
     prepareRecheck: (task, commit) => isolation.prepareRecheck(task, commit),
     async verifyRecheck(plan, task) {
       const workspace = isolation.workspaceOf(task);
-      if (workspace === null)
-        return { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [], captureFailure: `task ${task} has no re-check worktree` };
+      if (workspace === null) return err(`task ${task} has no re-check worktree`);
       return verifyAttempt(stages, plan, task, { dir: workspace.dir });
     },
     release: (task) => isolation.release(task),
@@ -270,16 +269,16 @@ async function verifySubagent(
   const task = plan.tasks[index]!;
   const { create, modify } = task.metadata.files;
   if (create.length > 0 || modify.length > 0) {
-    return {
+    return ok({
       missingCreated: [...create],
       unchangedModified: [...modify],
       outsideChanges: [],
       acceptance: [],
       work: { base: input.base ?? stages.isolation.tip, entries: [] },
-    };
+    });
   }
   const prepared = await stages.isolation.prepare(index);
-  if (!prepared.ok) return { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [], captureFailure: prepared.error };
+  if (!prepared.ok) return err(prepared.error);
   try {
     return await verifyAttempt(stages, plan, index, { dir: prepared.value });
   } finally {

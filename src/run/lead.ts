@@ -519,7 +519,7 @@ export interface SetupOutput {
 function verifiedEarlier(engine: EngineState | null): HeldCandidate[] {
   if (engine === null) return [];
   return [...engine.attempts.values()].flatMap((a) =>
-    a.stage === 'verified' && a.held !== true && a.work !== undefined && a.decision?.kind === 'completed'
+    a.stage === 'verified' && !(a.verifiedBy.kind === 'earlier-run' && a.verifiedBy.held) && a.decision.kind === 'completed'
       ? [{ task: a.task, work: a.work, result: a.decision.result }]
       : [],
   );
@@ -778,8 +778,9 @@ export async function leadNext(plan: Plan, context: LeadContext, options: { conc
       save: writes.save,
       verify: async (task, current) => {
         const opened = await isolationForRecheck();
-        const why = unprepared.get(task) ?? (opened.ok ? null : `the plan's integration ref cannot be opened: ${describeGitFailure(opened.error)}`);
-        if (why !== null || !opened.ok) return { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [], captureFailure: why ?? '' };
+        const unready = unprepared.get(task);
+        if (unready !== undefined) return err(unready);
+        if (!opened.ok) return err(`the plan's integration ref cannot be opened: ${describeGitFailure(opened.error)}`);
         return opened.value.verifyRecheck(current.plan, task);
       },
       release: async (task) => {

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
 import { SANDBOX_MODES, type SandboxDecision, type SandboxMode } from '../adapters/sandbox.ts';
 import { assertNever } from '../core/failure.ts';
+import { attemptOf, attemptToJson, workOf } from './attempt-record.ts';
 import {
   type Attempt,
   type Baseline,
@@ -31,7 +32,6 @@ import type { Limiter, LimitKind } from '../core/limiter.ts';
 import { depsOf, longestRemainingPath } from '../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { type Plan, UNKNOWN, type UsageFigure, attemptsOf, statusOf } from '../core/plan.ts';
-import type { CapturedWork } from '../core/work.ts';
 import { promptsDirFor } from './archive.ts';
 import { DEFAULTS } from './settings.ts';
 
@@ -153,18 +153,6 @@ export const sessionConfig = (
 const int = (v: unknown, min: number, fallback: number) => (Number.isInteger(v) && (v as number) >= min ? (v as number) : fallback);
 const taskList = (value: unknown): number[] | null => (Array.isArray(value) && value.every((t) => Number.isInteger(t) && t >= 0) ? (value as number[]) : null);
 
-/** A captured work read back, or null when it is not one. */
-export function workOf(value: unknown): CapturedWork | null {
-  const work = value as { base?: unknown; entries?: unknown } | null;
-  if (!work || typeof work !== 'object' || typeof work.base !== 'string' || !isObjectId(work.base) || !Array.isArray(work.entries)) return null;
-  const entries = work.entries.filter((entry: unknown) => {
-    const e = entry as { path?: unknown; mode?: unknown; object?: unknown; deleted?: unknown } | null;
-    if (!e || typeof e.path !== 'string') return false;
-    return e.deleted === true || (typeof e.mode === 'string' && isObjectId(e.object));
-  });
-  return entries.length === work.entries.length ? { base: work.base, entries: entries as CapturedWork['entries'] } : null;
-}
-
 function queueToJson(queue: GateQueue): object {
   return { ...queue, aloneFailures: [...queue.aloneFailures.entries()] };
 }
@@ -185,14 +173,13 @@ export function engineToJson(state: EngineState): object {
   const { plan: _plan, overlaps: _overlaps, priority: _priority, attempts, admitted, unlanded, gate, ...rest } = state;
   return {
     ...rest,
-    attempts: [...attempts.values()],
+    attempts: [...attempts.values()].map(attemptToJson),
     admitted: admitted === null ? null : [...admitted],
     unlanded: [...unlanded],
     gate: queueToJson(gate),
   };
 }
 
-const STAGES = new Set(['running', 'verifying', 'verified', 'recording', 'queued', 'gating']);
 const BASELINES = new Set<string>(['none', 'due', 'testing', 'passed', 'failed'] satisfies Baseline[]);
 
 /**
@@ -237,14 +224,6 @@ export function limiterFromJson(value: unknown, fresh: Limiter): Limiter {
   };
 }
 
-/** An attempt read back, or null: a damaged entry is dropped (its task runs again after `setup`). */
-function attemptOf(value: unknown): Attempt | null {
-  const a = value as Partial<Attempt> | null;
-  if (!a || !Number.isInteger(a.task) || !Number.isInteger(a.number) || typeof a.stage !== 'string' || !STAGES.has(a.stage)) return null;
-  if (a.work !== undefined && workOf(a.work) === null) return null;
-  return a as Attempt;
-}
-
 /**
  * The step function's state as a session file kept it, with `plan` (read afresh) put in and the
  * derived fields computed from it. Attempts whose task is no longer in progress in the plan (an
@@ -271,7 +250,11 @@ export function engineFromJson(value: unknown, plan: Plan, config: EngineConfig,
   const queued = [...queue.segments.flat(), ...queue.waiting];
   const gate = queued.every(candidate) ? queue : { ...emptyGateQueue(), waiting: [...new Set(queued)].filter(candidate) };
   // Their attempts wait in the queue again: nothing is under test for it.
-  if (gate !== queue) for (const t of gate.waiting) attempts.set(t, { ...attempts.get(t)!, stage: 'queued' });
+  if (gate !== queue)
+    for (const t of gate.waiting) {
+      const attempt = attempts.get(t);
+      if (attempt?.stage === 'gating') attempts.set(t, { ...attempt, stage: 'queued' });
+    }
   return {
     ...base,
     attempts,
@@ -300,19 +283,9 @@ function engineFromEarlierSession(data: Record<string, unknown>, plan: Plan, con
   const inProgress = (task: number) => plan.tasks[task] !== undefined && statusOf(plan.tasks[task]!) === 'in_progress';
   const attempts = new Map<number, Attempt>();
   const number = (task: number) => attemptsOf(plan.tasks[task]!) + 1;
-  const gate = (data.gate ?? {}) as { queue?: unknown; current?: { tasks?: unknown } | null };
-  const queue = queueFromJson(gate.queue);
-  const gating = taskList(gate.current?.tasks) ?? [];
-  for (const task of [...queue.segments.flat(), ...queue.waiting, ...gating]) {
-    if (inProgress(task))
-      attempts.set(task, {
-        task,
-        number: number(task),
-        stage: gating.includes(task) ? 'gating' : 'queued',
-        held: true,
-        decision: { kind: 'completed', result: plan.tasks[task]!.result ?? '' },
-      });
-  }
+  // Its merge queue's candidates are left out: it kept their work on their refs only, which the
+  // next `setup` reads (they rejoin the queue there); a candidate without its work cannot be gated
+  // nor integrated.
   for (const entry of Array.isArray(data.verified) ? data.verified : []) {
     const v = entry as { task?: unknown; result?: unknown; work?: unknown } | null;
     const work = workOf(v?.work);
@@ -324,12 +297,13 @@ function engineFromEarlierSession(data: Record<string, unknown>, plan: Plan, con
       stage: 'verified',
       decision: { kind: 'completed', result: v.result },
       work,
+      verifiedBy: { kind: 'earlier-run', held: false },
     });
   }
   const started = data.started && typeof data.started === 'object' ? Object.keys(data.started as object).map(Number) : [];
   for (const task of started)
     if (Number.isInteger(task) && inProgress(task) && !attempts.has(task)) attempts.set(task, { task, number: number(task), stage: 'running' });
-  return { ...base, attempts, gate: queue, round: int(data.round, 0, 0), usage: UNKNOWN, baseline: config.gate === null ? 'none' : earlierBaseline(data) };
+  return { ...base, attempts, round: int(data.round, 0, 0), usage: UNKNOWN, baseline: config.gate === null ? 'none' : earlierBaseline(data) };
 }
 
 // ---------------------------------------------------------------------------------------------

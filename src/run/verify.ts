@@ -11,8 +11,8 @@ import { captureWork } from '../adapters/git/capture.ts';
 import { setAsideInWorktree } from '../adapters/git/set-aside.ts';
 import type { CommandSandbox } from '../adapters/sandbox.ts';
 import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
-import type { AcceptanceResult, SetAside, Verification } from '../core/finalize.ts';
-import type { Result } from '../core/failure.ts';
+import type { AcceptanceResult, CheckedWork, SetAside, Verification } from '../core/finalize.ts';
+import { type Result, err, ok } from '../core/failure.ts';
 import { type GitFailure, byPath, describeGitFailure } from '../core/git-text.ts';
 import { coveredBy, isDirPath } from '../core/paths.ts';
 import { type Task, writesOf } from '../core/plan.ts';
@@ -46,7 +46,7 @@ const exists = (p: string) =>
   );
 
 /** Declared created files missing from `dir`, and declared modified files the attempt did not change. */
-export async function spotCheck(task: Task, dir: string, changed: readonly string[]): Promise<Pick<Verification, 'missingCreated' | 'unchangedModified'>> {
+export async function spotCheck(task: Task, dir: string, changed: readonly string[]): Promise<Pick<CheckedWork, 'missingCreated' | 'unchangedModified'>> {
   const { create, modify } = task.metadata.files;
   const missingCreated: string[] = [];
   for (const p of create) {
@@ -80,15 +80,8 @@ export async function runAcceptance(task: Task, options: VerifyOptions): Promise
 }
 
 export async function verifyTask(task: Task, options: VerifyOptions): Promise<Verification> {
-  const captureFailed = (message: string): Verification => ({
-    missingCreated: [],
-    unchangedModified: [],
-    outsideChanges: [],
-    acceptance: [],
-    captureFailure: message,
-  });
   const captured = await captureWork(options.dir, writesOf(task), options.kept, options.base);
-  if (!captured.ok) return captureFailed(describeGitFailure(captured.error));
+  if (!captured.ok) return err(describeGitFailure(captured.error));
   const { outside, work, aside } = captured.value;
   let setAside: SetAside | undefined;
   if (outside.length > 0) {
@@ -99,7 +92,7 @@ export async function verifyTask(task: Task, options: VerifyOptions): Promise<Ve
     // The checks judge the work that would land: the worktree without what was set aside.
     const restored = await setAsideInWorktree(options.dir, work.base, outside);
     if (!restored.ok)
-      return captureFailed(`what it changed outside its declared files (${outside.join(', ')}) could not be set aside: ${describeGitFailure(restored.error)}`);
+      return err(`what it changed outside its declared files (${outside.join(', ')}) could not be set aside: ${describeGitFailure(restored.error)}`);
     setAside = {
       paths: outside,
       tracked: restored.value.tracked,
@@ -111,5 +104,5 @@ export async function verifyTask(task: Task, options: VerifyOptions): Promise<Ve
   const failedSpot =
     (options.strictScope === true && outside.length > 0) || spot.missingCreated.length > 0 || (spot.unchangedModified.length > 0 && work.entries.length === 0);
   const acceptance = failedSpot ? [] : await runAcceptance(task, options);
-  return { ...spot, outsideChanges: outside, ...(setAside !== undefined ? { setAside } : {}), acceptance, work };
+  return ok({ ...spot, outsideChanges: outside, ...(setAside !== undefined ? { setAside } : {}), acceptance, work });
 }

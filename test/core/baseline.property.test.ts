@@ -8,14 +8,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, initialState, step } from '../../src/core/engine-step.ts';
-import type { WorkerRun } from '../../src/core/failure.ts';
-import type { Verification } from '../../src/core/finalize.ts';
+import { type WorkerRun, ok } from '../../src/core/failure.ts';
 import { type Plan, emptyUsage, statusOf } from '../../src/core/plan.ts';
-import { SIMULATION_DEFAULTS } from '../../src/core/simulation.ts';
+import { SIMULATION_DEFAULTS, passingCheck } from '../../src/core/simulation.ts';
 import { noFindings } from '../../src/core/transition.ts';
 import { planArb } from '../support/arbitraries.ts';
 
-const PASSED: Verification = { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [] };
 const COMMAND = 'npm test';
 
 const completed = (task: number): WorkerRun => ({
@@ -50,7 +48,8 @@ class Driver {
         this.starts++;
       }
       if (effect.type === 'gate') this.gates.push(effect.tasks);
-      if (effect.type === 'verify') all.push(...this.post({ type: 'verified', task: effect.task, verification: PASSED, now: this.now }));
+      if (effect.type === 'verify')
+        all.push(...this.post({ type: 'verified', task: effect.task, verification: ok(passingCheck(this.state.plan.tasks[effect.task]!)), now: this.now }));
       if (effect.type === 'record')
         all.push(...this.post({ type: 'recorded', tasks: effect.tasks, commit: `commit-${effect.round}`, failure: null, now: this.now }));
     }

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { type Attempt, claimingFiles } from '../../src/core/engine-step.ts';
 import type { Plan, Task } from '../../src/core/plan.ts';
 import { pickStarts } from '../../src/core/schedule.ts';
+import { reported } from '../support/engine-rig.ts';
 
 const task = (status: Task['status']): Task => ({ subject: 's', prompt: 'p', status, blockedBy: [], metadata: { files: { create: [], modify: ['x'] } } });
 
@@ -30,7 +31,25 @@ describe('claimingFiles', () => {
   it('are verified attempts waiting to be recorded or being recorded, and gated work; not running ones', () => {
     const tasks = [task('in_progress'), task('in_progress'), task('awaiting_approval'), task('pending'), task('completed'), task('in_progress')];
     const plan: Plan = { schemaVersion: 3, goal: 'g', tasks };
-    const attempt = (index: number, stage: Attempt['stage']): [number, Attempt] => [index, { task: index, number: 1, stage }];
+    // Each stage as the engine makes it: a finished worker's run from verifying on, the work verification captured from verified on.
+    const run = reported('COMPLETED: done');
+    const verified = {
+      decision: { kind: 'completed' as const, result: 'done' },
+      work: { base: 'b'.repeat(40), entries: [{ path: 'x', mode: '100644', object: 'a'.repeat(40) }] },
+      verifiedBy: { kind: 'this-run' as const, run },
+    };
+    const attempt = (task: number, stage: 'running' | 'verifying' | 'verified' | 'recording'): [number, Attempt] => {
+      switch (stage) {
+        case 'running':
+          return [task, { task, number: 1, stage }];
+        case 'verifying':
+          return [task, { task, number: 1, stage, run }];
+        case 'verified':
+          return [task, { task, number: 1, stage, ...verified }];
+        case 'recording':
+          return [task, { task, number: 1, stage, purpose: 'integrate', ...verified }];
+      }
+    };
     expect([...claimingFiles({ plan, attempts: new Map([attempt(0, 'running'), attempt(1, 'verified'), attempt(5, 'recording')]) })].sort()).toEqual([1, 2, 5]);
     expect([...claimingFiles({ plan, attempts: new Map([attempt(0, 'running'), attempt(1, 'verifying'), attempt(5, 'running')]) })]).toEqual([2]);
   });

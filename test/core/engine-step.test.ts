@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { type EngineEffect, type EngineEvent, type EngineState, admitHeld, initialState, startable, step, waitingPays } from '../../src/core/engine-step.ts';
 import { statusOf } from '../../src/core/plan.ts';
 import { SIMULATION_DEFAULTS } from '../../src/core/simulation.ts';
-import { PASSED, reported } from '../support/engine-rig.ts';
+import { passed, reported } from '../support/engine-rig.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
 const task = (marker: string, spec: Parameters<typeof fakeTask>[1] = {}) => fakeTask(marker, { create: [`${marker}.txt`], ...spec });
@@ -31,7 +31,7 @@ describe('step', () => {
     expect(kinds(finished.effects)).toEqual(['verify']);
     expect(finished.state.attempts.get(0)!.stage).toBe('verifying');
 
-    const verified = run(finished.state, { type: 'verified', task: 0, verification: PASSED, now: 6 });
+    const verified = run(finished.state, { type: 'verified', task: 0, verification: passed(task('A')), now: 6 });
     expect(kinds(verified.effects)).toEqual(['release-workspace', 'emit:task-finished', 'record']);
     expect(verified.state.attempts.get(0)!.stage).toBe('recording');
     // Still in progress until the record lands: a crash now redoes it, never loses it.
@@ -62,7 +62,7 @@ describe('step', () => {
       initialState(plan, config, 0),
       { type: 'tick', now: 0 },
       { type: 'worker-finished', task: 0, run: reported('COMPLETED: a'), now: 5 },
-      { type: 'verified', task: 0, verification: PASSED, now: 6 },
+      { type: 'verified', task: 0, verification: passed(task('A')), now: 6 },
     );
     // A's record is in the lane: B outranks C, so the slot waits for it.
     expect(afterA.state.attempts.get(0)!.stage).toBe('recording');
@@ -78,7 +78,7 @@ describe('step', () => {
       initialState(even, config, 0),
       { type: 'tick', now: 0 },
       { type: 'worker-finished', task: 0, run: reported('COMPLETED: a'), now: 5 },
-      { type: 'verified', task: 0, verification: PASSED, now: 6 },
+      { type: 'verified', task: 0, verification: passed(task('A')), now: 6 },
     );
     expect(afterEvenA.state.attempts.get(2)?.stage).toBe('running');
     expect(kinds(afterEvenA.effects)).toContain('start-worker');
@@ -97,7 +97,7 @@ describe('step', () => {
       initialState(plan, config, 0),
       { type: 'tick', now: 0 },
       { type: 'worker-finished', task: 0, run: reported('COMPLETED: a'), now: 5 },
-      { type: 'verified', task: 0, verification: PASSED, now: 6 },
+      { type: 'verified', task: 0, verification: passed(task('A')), now: 6 },
       { type: 'recorded', tasks: [0], commit: 'c1', failure: null, now: 206 },
     );
     expect(done.state.timing).toEqual({ workers: 1, workerMs: 5, records: 1, recordMs: 200 });
@@ -119,7 +119,7 @@ describe('drain', () => {
     const a = run(
       drained.state,
       { type: 'worker-finished', task: 0, run: reported('COMPLETED: a'), now: 5 },
-      { type: 'verified', task: 0, verification: PASSED, now: 6 },
+      { type: 'verified', task: 0, verification: passed(task('A')), now: 6 },
     );
     expect(a.state.attempts.get(0)?.stage).toBe('recording');
     const recorded = run(a.state, { type: 'recorded', tasks: [0], commit: 'c1', failure: null, now: 7 });
@@ -128,7 +128,7 @@ describe('drain', () => {
     const b = run(
       recorded.state,
       { type: 'worker-finished', task: 1, run: reported('COMPLETED: b'), now: 8 },
-      { type: 'verified', task: 1, verification: PASSED, now: 9 },
+      { type: 'verified', task: 1, verification: passed(task('B')), now: 9 },
     );
     const end = run(b.state, { type: 'recorded', tasks: [1], commit: 'c2', failure: null, now: 10 });
     expect(kinds(end.effects)).toContain('finish');
@@ -151,7 +151,7 @@ describe('drain', () => {
       { type: 'tick', now: 0 },
       { type: 'drain', now: 1 },
       { type: 'worker-finished', task: 0, run: reported('COMPLETED: a'), now: 2 },
-      { type: 'verified', task: 0, verification: PASSED, now: 3 },
+      { type: 'verified', task: 0, verification: passed(task('A')), now: 3 },
     );
     const end = run(state.state, { type: 'recorded', tasks: [0], commit: 'c1', failure: null, now: 4 });
     expect(end.state.stop?.reason).toBe('all-done');
@@ -164,7 +164,7 @@ describe('drain', () => {
       { type: 'tick', now: 0 },
       { type: 'drain', now: 1 },
       { type: 'worker-finished', task: 0, run: reported('COMPLETED: a'), now: 2 },
-      { type: 'verified', task: 0, verification: PASSED, now: 3 },
+      { type: 'verified', task: 0, verification: passed(task('A')), now: 3 },
       { type: 'recorded', tasks: [0], commit: null, failure: null, now: 4 },
     );
     expect(s.effects.find((e) => e.type === 'gate')).toMatchObject({ tasks: [0] });
@@ -236,7 +236,7 @@ describe('admitHeld (candidates an earlier run held, after a crash)', () => {
     const config = { ...SIMULATION_DEFAULTS, concurrency: 2, schedule: 'continuous' as const, gate: { batchSize: 1 }, speculate: 1 };
     const admitted = admitHeld(plan, [held(1), held(2, [0]), held(0)], () => false);
     const start = initialState(plan, config, 0, admitted.kept);
-    expect(start.attempts.get(2)).toMatchObject({ stage: 'queued', held: true, stack: [0] });
+    expect(start.attempts.get(2)).toMatchObject({ stage: 'queued', verifiedBy: { kind: 'earlier-run', held: true }, stack: [0] });
     expect(start.attempts.get(1)?.stack).toBeUndefined();
     const gate = run(start, { type: 'tick', now: 0 });
     expect(gate.effects.find((e) => e.type === 'gate')).toMatchObject({ tasks: [0] });

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { PermissionDenial, StatusLine, WorkerFailure, WorkerRun } from '../../src/core/failure.ts';
+import { type PermissionDenial, type StatusLine, type WorkerFailure, type WorkerRun, err, ok } from '../../src/core/failure.ts';
 import {
   type AcceptanceResult,
+  type CheckedWork,
   type Decision,
   type DecideInput,
   type Judgement,
@@ -44,7 +45,20 @@ const task = (over: Partial<Task> = {}): Task => ({
   ...over,
 });
 
-const passing: Verification = { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [] };
+const BASE = 'b'.repeat(40);
+/** The declared files as a worker that did the task (`task()`) leaves them: src/a.ts created, src/b.ts modified. */
+const didTask = {
+  base: BASE,
+  entries: [
+    { path: 'src/a.ts', mode: '100644', object: 'a'.repeat(40) },
+    { path: 'src/b.ts', mode: '100644', object: 'c'.repeat(40) },
+  ],
+};
+/** What a worker that changed none of its declared files leaves. */
+const changedNothing = { base: BASE, entries: [] };
+/** What verification finds of a worker that did the task, with no acceptance checks. */
+const checks: CheckedWork = { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [], work: didTask };
+const passing: Verification = ok(checks);
 
 const acceptance = (over: Partial<AcceptanceResult> = {}): AcceptanceResult => ({
   criterion: 'tests pass',
@@ -137,11 +151,11 @@ describe('decide', () => {
     const decision = decide(
       input(verify, {
         strictScope: true,
-        verification: {
-          ...passing,
+        verification: ok({
+          ...checks,
           outsideChanges: ['other.ts', 'junk/x'],
           setAside: { paths: ['other.ts', 'junk/x'], tracked: [], kept: { commit: 'c'.repeat(40), ref: 'refs/foreman-aside/p/0' } },
-        },
+        }),
       }),
     );
     expect(decision.kind).toBe('retry');
@@ -155,13 +169,13 @@ describe('decide', () => {
     const declaredWork = { base: 'b'.repeat(40), entries: [{ path: 'src/a.ts', mode: '100644', object: 'c'.repeat(40) }] };
 
     it('checks pass → completed with its declared work, and a warning names each file set aside and where it is kept', () => {
-      const verification: Verification = {
-        ...passing,
+      const verification: Verification = ok({
+        ...checks,
         work: declaredWork,
         outsideChanges: aside.paths,
         setAside: aside,
         acceptance: [acceptance({ passed: true })],
-      };
+      });
       const decision = decide(input(verify, { verification }));
       expect(decision).toEqual({ kind: 'completed', result: 'wrote src/a.ts' });
       expect(verificationWarnings(verification, decision, verify)).toEqual([
@@ -170,7 +184,7 @@ describe('decide', () => {
     });
 
     it('a check fails → the failure names the check and the files set aside; the retry is told to leave them or answer BLOCKED', () => {
-      const verification: Verification = { ...passing, work: declaredWork, outsideChanges: aside.paths, setAside: aside, acceptance: [acceptance()] };
+      const verification: Verification = ok({ ...checks, work: declaredWork, outsideChanges: aside.paths, setAside: aside, acceptance: [acceptance()] });
       const decision = decide(input(verify, { verification }));
       expect(decision.kind).toBe('retry');
       if (decision.kind !== 'retry') return;
@@ -182,13 +196,14 @@ describe('decide', () => {
     });
 
     it('an attempt that changes an undeclared file an earlier attempt changed (or was refused) ends the task blocked, naming it', () => {
-      const verification: Verification = {
-        ...passing,
+      const checked: CheckedWork = {
+        ...checks,
         work: declaredWork,
         outsideChanges: ['src/index.ts'],
         setAside: { ...aside, paths: ['src/index.ts'] },
         acceptance: [acceptance()],
       };
+      const verification = ok(checked);
       const decision = decide(input(verify, { verification, task: task({ attempts: 1, undeclaredWrites: ['src/index.ts'] }) }));
       expect(decision.kind).toBe('blocked');
       expect(decision.kind === 'blocked' && decision.reason).toMatch(
@@ -205,7 +220,7 @@ describe('decide', () => {
       expect(
         decide(
           input(verify, {
-            verification: { ...verification, acceptance: [acceptance({ passed: true })] },
+            verification: ok({ ...checked, acceptance: [acceptance({ passed: true })] }),
             task: task({ attempts: 1, undeclaredWrites: ['src/index.ts'] }),
           }),
         ).kind,
@@ -218,7 +233,7 @@ describe('decide', () => {
     const declaredWork = { base: 'b'.repeat(40), entries: [{ path: 'src/a.ts', mode: '100644', object: 'c'.repeat(40) }] };
 
     it('completes when it changed a declared file and every one of at least one check passed, with a warning', () => {
-      const verification: Verification = { ...passing, work: declaredWork, acceptance: [acceptance({ passed: true })] };
+      const verification: Verification = ok({ ...checks, work: declaredWork, acceptance: [acceptance({ passed: true })] });
       const decision = decide(input(unclaimed, { verification }));
       expect(decision).toEqual({ kind: 'completed', result: 'all wired up' });
       expect(verificationWarnings(verification, decision, unclaimed)).toEqual([
@@ -227,17 +242,17 @@ describe('decide', () => {
     });
 
     it('fails as before without a check, without a changed declared file, or with a failing check, and the retry says what to write', () => {
-      const noChecks = decide(input(unclaimed, { verification: { ...passing, work: declaredWork } }));
+      const noChecks = decide(input(unclaimed, { verification: ok({ ...checks, work: declaredWork }) }));
       expect(noChecks.kind === 'retry' && noChecks.failure).toBe('the worker ended without a COMPLETED/FAILED/BLOCKED line (its last words: "all wired up")');
       expect(noChecks.kind === 'retry' && noChecks.advice).toContain('Your previous reply did not end with a status line (its last line was: "all wired up")');
       const nothingChanged = decide(
         input(unclaimed, {
           task: task({ metadata: { files: { create: [], modify: [] } } }),
-          verification: { ...passing, acceptance: [acceptance({ passed: true })] },
+          verification: ok({ ...checks, work: changedNothing, acceptance: [acceptance({ passed: true })] }),
         }),
       );
       expect(nothingChanged.kind).toBe('retry');
-      const failing = decide(input(unclaimed, { verification: { ...passing, work: declaredWork, acceptance: [acceptance()] } }));
+      const failing = decide(input(unclaimed, { verification: ok({ ...checks, work: declaredWork, acceptance: [acceptance()] }) }));
       expect(failing.kind === 'retry' && failing.failure).toMatch(
         /^the worker ended without a COMPLETED\/FAILED\/BLOCKED line .*; and acceptance check failed \(tests pass\)/s,
       );
@@ -246,11 +261,11 @@ describe('decide', () => {
 
   it('a declared modify left unchanged fails the attempt only when it changed none of its declared files; else it is a warning', () => {
     const declaredWork = { base: 'b'.repeat(40), entries: [{ path: 'src/a.ts', mode: '100644', object: 'c'.repeat(40) }] };
-    const some: Verification = { ...passing, work: declaredWork, unchangedModified: ['src/b.ts'], acceptance: [acceptance({ passed: true })] };
+    const some: Verification = ok({ ...checks, work: declaredWork, unchangedModified: ['src/b.ts'], acceptance: [acceptance({ passed: true })] });
     const decision = decide(input(verify, { verification: some }));
     expect(decision.kind).toBe('completed');
     expect(verificationWarnings(some, decision, verify)).toEqual(['left declared files unchanged: src/b.ts']);
-    const none = decide(input(verify, { verification: { ...passing, work: { ...declaredWork, entries: [] }, unchangedModified: ['src/b.ts'] } }));
+    const none = decide(input(verify, { verification: ok({ ...checks, work: { ...declaredWork, entries: [] }, unchangedModified: ['src/b.ts'] }) }));
     expect(none.kind === 'retry' && none.failure).toBe('the worker reported COMPLETED but declared files were not modified: src/b.ts');
   });
 
@@ -262,11 +277,11 @@ describe('decide', () => {
   });
 
   it('a gated task whose verification fails is retried, not sent for approval', () => {
-    expect(decide(input(verify, { task: task({ gate: 'human-approval' }), verification: { ...passing, missingCreated: ['src/a.ts'] } })).kind).toBe('retry');
+    expect(decide(input(verify, { task: task({ gate: 'human-approval' }), verification: ok({ ...checks, missingCreated: ['src/a.ts'] }) })).kind).toBe('retry');
   });
 
   it('COMPLETED but a declared created file is missing → retry, then failed on the last attempt', () => {
-    const v: Verification = { ...passing, missingCreated: ['src/a.ts'] };
+    const v: Verification = ok({ ...checks, missingCreated: ['src/a.ts'] });
     const first = decide(input(verify, { verification: v }));
     expect(first.kind).toBe('retry');
     expect(failureText(first)).toBe('the worker reported COMPLETED but declared files were not created: src/a.ts');
@@ -277,7 +292,9 @@ describe('decide', () => {
   });
 
   it('names unmodified files too, and both lists together', () => {
-    const d = decide(input(verify, { verification: { ...passing, missingCreated: ['src/a.ts', 'src/c.ts'], unchangedModified: ['src/b.ts'] } }));
+    const d = decide(
+      input(verify, { verification: ok({ ...checks, work: changedNothing, missingCreated: ['src/a.ts', 'src/c.ts'], unchangedModified: ['src/b.ts'] }) }),
+    );
     expect(failureText(d)).toBe(
       'the worker reported COMPLETED but declared files were not created: src/a.ts, src/c.ts; declared files were not modified: src/b.ts',
     );
@@ -285,7 +302,7 @@ describe('decide', () => {
 
   it('an acceptance failure names the criterion, the command, how it ended and its output', () => {
     const d = decide(
-      input(verify, { verification: { ...passing, acceptance: [acceptance({ passed: true, criterion: 'builds', check: 'tsc' }), acceptance()] } }),
+      input(verify, { verification: ok({ ...checks, acceptance: [acceptance({ passed: true, criterion: 'builds', check: 'tsc' }), acceptance()] }) }),
     );
     const text = failureText(d);
     expect(text).toContain('acceptance check failed (tests pass)');
@@ -308,10 +325,10 @@ describe('decide', () => {
   });
 
   it('a spot-check failure is reported before acceptance (which did not run)', () => {
-    const v: Verification = { ...passing, missingCreated: ['src/a.ts'], acceptance: [acceptance()] };
+    const v: Verification = ok({ ...checks, missingCreated: ['src/a.ts'], acceptance: [acceptance()] });
     expect(verificationFailure(v, false)?.reason).toBe('spot-check');
     expect(verificationFailure(passing, false)).toBeNull();
-    expect(verificationFailure({ ...passing, acceptance: [acceptance({ passed: true })] }, false)).toBeNull();
+    expect(verificationFailure(ok({ ...checks, acceptance: [acceptance({ passed: true })] }), false)).toBeNull();
   });
 
   it('FAILED → retry while attempts remain, then failed', () => {
@@ -378,7 +395,7 @@ describe('decide', () => {
     expect(failureText(decide(input(failedAttempt, { permissionDenials: denials })))).toBe(`the worker reported FAILED: the API changed ${expected}`);
     const blocked = decide(input({ kind: 'blocked', reason: 'cannot commit' }, { permissionDenials: denials }));
     expect(blocked).toEqual({ kind: 'blocked', reason: `cannot commit ${expected}` });
-    expect(failureText(decide(input(verify, { verification: { ...passing, missingCreated: ['x'] }, permissionDenials: denials })))).toContain(expected);
+    expect(failureText(decide(input(verify, { verification: ok({ ...checks, missingCreated: ['x'] }), permissionDenials: denials })))).toContain(expected);
     // Success stays clean.
     expect(decide(input(verify, { verification: passing, permissionDenials: denials }))).toEqual({ kind: 'completed', result: 'wrote src/a.ts' });
   });
@@ -397,6 +414,21 @@ describe('decide', () => {
       ),
     );
     expect(text).toMatch(/permission denied for: Write\(…[^)]*\/slot-0\/src\/forbidden\.txt\), Bash\(npm test -- --flag [^)]*…\)/);
+  });
+
+  it('work that could not be read from its worktree fails the attempt, saying why, with or without a status line; no check is judged', () => {
+    const capture = err('git write-tree failed: fatal: unable to write new index file');
+    const claimed = decide(input(verify, { verification: capture }));
+    expect(claimed).toEqual({
+      kind: 'retry',
+      failure: "the attempt's work could not be read from its worktree: git write-tree failed: fatal: unable to write new index file",
+    });
+    expect(verificationFailure(capture, true)).toEqual({ reason: 'capture', message: 'git write-tree failed: fatal: unable to write new index file' });
+    expect(verificationWarnings(capture, claimed, verify)).toEqual([]);
+    const unclaimed = decide(input({ kind: 'verify', summary: 'done', claimed: false, tail: 'done' }, { verification: capture }));
+    expect(failureText(unclaimed)).toMatch(
+      /^the worker ended without a COMPLETED\/FAILED\/BLOCKED line .*; and the attempt's work could not be read from its worktree/,
+    );
   });
 
   it('refuses to decide a COMPLETED report without a verification', () => {

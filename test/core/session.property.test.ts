@@ -9,13 +9,10 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, gateOpen, initialState, step } from '../../src/core/engine-step.ts';
 import { noFindings } from '../../src/core/transition.ts';
-import type { Verification } from '../../src/core/finalize.ts';
-import type { WorkerRun } from '../../src/core/failure.ts';
+import { type WorkerRun, ok } from '../../src/core/failure.ts';
 import { emptyUsage, statusOf } from '../../src/core/plan.ts';
-import { SIMULATION_DEFAULTS } from '../../src/core/simulation.ts';
+import { SIMULATION_DEFAULTS, passingCheck } from '../../src/core/simulation.ts';
 import { planArb } from '../support/arbitraries.ts';
-
-const PASSED: Verification = { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [] };
 
 type LeadAction = 'next' | 'finish-one' | 'finish-all' | 'commit' | 'land' | 'gate';
 const ACTIONS: readonly LeadAction[] = ['next', 'finish-one', 'finish-all', 'commit', 'land', 'gate'];
@@ -78,7 +75,7 @@ function post(
         break;
       }
       case 'verify':
-        followUps.push({ type: 'verified', task: effect.task, verification: PASSED, now: lead.now });
+        followUps.push({ type: 'verified', task: effect.task, verification: ok(passingCheck(before.plan.tasks[effect.task]!)), now: lead.now });
         break;
       case 'record':
         // Verified work enters the lane when the lead commits; a gate verdict integrates (or drops) only what it tested.

@@ -3,9 +3,9 @@
 
 import { describe, expect, it } from 'vitest';
 import { type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, initialState, step } from '../../src/core/engine-step.ts';
-import { attemptsOf, statusOf } from '../../src/core/plan.ts';
+import { type Plan, attemptsOf, statusOf } from '../../src/core/plan.ts';
 import { SIMULATION_DEFAULTS } from '../../src/core/simulation.ts';
-import { PASSED, reported } from '../support/engine-rig.ts';
+import { passed, reported } from '../support/engine-rig.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
 const task = (marker: string, spec: Parameters<typeof fakeTask>[1] = {}) => fakeTask(marker, { create: [`${marker}.txt`], ...spec });
@@ -21,7 +21,7 @@ const config = (over: Partial<EngineConfig> = {}): EngineConfig => ({
 
 let clock = 0;
 const finished = (task: number, text: string, costUsd = 0): EngineEvent => ({ type: 'worker-finished', task, run: reported(text, costUsd), now: ++clock });
-const verified = (task: number): EngineEvent => ({ type: 'verified', task, verification: PASSED, now: ++clock });
+const verified = (plan: Plan, task: number): EngineEvent => ({ type: 'verified', task, verification: passed(plan.tasks[task]!), now: ++clock });
 const recorded = (...tasks: number[]): EngineEvent => ({ type: 'recorded', tasks, commit: `c${clock}`, failure: null, now: ++clock });
 /** A worker that was told to stop returns, having cost `costUsd`. */
 const stopped = (task: number, costUsd = 0): EngineEvent => ({
@@ -57,8 +57,8 @@ function queuedPair(plan = makePlan([task('X'), task('Y'), task('C', { blockedBy
     { type: 'tick', now: 0 },
     finished(0, 'COMPLETED: x'),
     finished(1, 'COMPLETED: y'),
-    verified(0),
-    verified(1),
+    verified(plan, 0),
+    verified(plan, 1),
     recorded(0),
     recorded(1),
   );
@@ -88,7 +88,7 @@ describe('speculation, step by step', () => {
 describe('a task that needs approval', () => {
   it('is not built on candidates: it waits for its blockers to integrate, so no parked work stands on a candidate the gate may blame', () => {
     const plan = makePlan([task('A'), task('G', { blockedBy: [0], gate: 'human-approval' }), task('B', { blockedBy: [0] })]);
-    const queued = run(initialState(plan, config(), 0), { type: 'tick', now: 0 }, finished(0, 'COMPLETED: a'), verified(0), recorded(0));
+    const queued = run(initialState(plan, config(), 0), { type: 'tick', now: 0 }, finished(0, 'COMPLETED: a'), verified(plan, 0), recorded(0));
     // A is a candidate under test: B starts on it, G does not.
     expect(starts(queued.effects)).toEqual([
       [0, []],
@@ -99,7 +99,7 @@ describe('a task that needs approval', () => {
     const blamed = run(queued.state, gated([0], false), gated([0], false));
     expect(blamed.effects.flatMap((e) => (e.type === 'emit' && e.event.type === 'speculation-cancelled' ? [e.event.task] : []))).toEqual([2]);
     // A's retry integrates; G starts on the tip, with A's work in it.
-    const fixed = run(blamed.state, stopped(2), finished(0, 'COMPLETED: a again'), verified(0), recorded(0), gated([0], true), recorded(0));
+    const fixed = run(blamed.state, stopped(2), finished(0, 'COMPLETED: a again'), verified(plan, 0), recorded(0), gated([0], true), recorded(0));
     expect(starts(fixed.effects)).toContainEqual([1, []]);
     expect(fixed.state.attempts.get(1)?.stack).toBeUndefined();
   });
@@ -107,9 +107,9 @@ describe('a task that needs approval', () => {
 
 describe('work built on a blamed candidate is cancelled in whatever stage it is', () => {
   /** X is a candidate under test; C, its dependant, runs on it. X breaks the build. */
+  const plan = makePlan([task('X'), task('C', { blockedBy: [0] })]);
   const onCandidate = (over: Partial<EngineConfig> = {}) => {
-    const plan = makePlan([task('X'), task('C', { blockedBy: [0] })]);
-    const s = run(initialState(plan, config(over), 0), { type: 'tick', now: 0 }, finished(0, 'COMPLETED: x'), verified(0), recorded(0));
+    const s = run(initialState(plan, config(over), 0), { type: 'tick', now: 0 }, finished(0, 'COMPLETED: x'), verified(plan, 0), recorded(0));
     expect(starts(s.effects)).toContainEqual([1, [0]]);
     return s.state;
   };
@@ -121,7 +121,7 @@ describe('work built on a blamed candidate is cancelled in whatever stage it is'
     expect(cancellations(blamed.effects)).toEqual([[1, 'verifying']]);
     expect(blamed.effects).toContainEqual({ type: 'cancel-worker', task: 1 });
     // Its verdict, whatever it is, is void: the attempt ends cancelled and its worktree goes.
-    const ended = run(blamed.state, verified(1));
+    const ended = run(blamed.state, verified(plan, 1));
     expect(outcomes(ended.effects)).toEqual([[1, 'cancelled']]);
     expect(ended.effects).toContainEqual({ type: 'release-workspace', task: 1 });
     expect(ended.state.attempts.has(1)).toBe(false);
@@ -130,7 +130,7 @@ describe('work built on a blamed candidate is cancelled in whatever stage it is'
 
   it('queued: it leaves the merge queue at once and its candidate ref goes with the culprit’s', () => {
     // The gate's first red run on X is not a verdict yet: the lane is free, and C joins the queue behind X.
-    const queued = run(onCandidate(), finished(1, 'COMPLETED: c'), verified(1), gated([0], false), recorded(1));
+    const queued = run(onCandidate(), finished(1, 'COMPLETED: c'), verified(plan, 1), gated([0], false), recorded(1));
     expect(queued.state.attempts.get(1)?.stage).toBe('queued');
     expect(queued.state.gate.waiting).toEqual([1]);
     // X fails alone again: the culprit. C is cancelled in the queue (the stage it is in even when
@@ -155,7 +155,7 @@ describe('work built on a blamed candidate is cancelled in whatever stage it is'
     expect(spent.effects).toContainEqual({ type: 'emit', event: { type: 'budget-reached', costUsd: 1.5, limitUsd: 1 } });
     expect(spent.state.stop?.reason).toBe('budget');
     // Nothing new starts: X's retry finishes and integrates, C does not run again.
-    const end = run(spent.state, finished(0, 'COMPLETED: x again'), verified(0), recorded(0), gated([0], true), recorded(0));
+    const end = run(spent.state, finished(0, 'COMPLETED: x again'), verified(plan, 0), recorded(0), gated([0], true), recorded(0));
     expect(starts(end.effects)).toEqual([]);
     expect(end.effects.at(-1)).toMatchObject({ type: 'finish', stop: { reason: 'budget' }, usage: { costUsd: 1.5 } });
     expect(end.state.plan.tasks.map(statusOf)).toEqual(['completed', 'pending']);

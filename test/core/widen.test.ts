@@ -2,6 +2,7 @@
 // patterns --widen takes, what a run may add, what a task still needs, and putting it back.
 
 import { describe, expect, it } from 'vitest';
+import { ok } from '../../src/core/failure.ts';
 import { declareFiles } from '../../src/core/interventions.ts';
 import type { Plan, Task } from '../../src/core/plan.ts';
 import { matchesPattern, neededPaths, recheckable, wantedPaths, widenRefusal, withDeclared } from '../../src/core/widen.ts';
@@ -50,13 +51,14 @@ describe('what --widen may add', () => {
   });
 
   it('wantedPaths joins the set-aside changes and the refused writes, each once, tracked when either says so', () => {
-    const verification = {
+    const verification = ok({
       missingCreated: [],
       unchangedModified: [],
       acceptance: [],
       outsideChanges: ['src/a.ts', 'new.txt'],
       setAside: { paths: ['src/a.ts', 'new.txt'], tracked: ['src/a.ts'], kept: null },
-    };
+      work: { base: 'b'.repeat(40), entries: [] },
+    });
     expect(wantedPaths(verification, [{ tool: 'Edit', path: 'src/b.ts', tracked: true }, { tool: 'Write', path: 'src/a.ts' }, { tool: 'Bash' }])).toEqual([
       { path: 'new.txt', tracked: false },
       { path: 'src/a.ts', tracked: true },

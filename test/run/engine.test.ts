@@ -5,7 +5,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { type Plan, statusOf } from '../../src/core/plan.ts';
-import { EngineRig, PASSED, failedRun, gitFailure, reported } from '../support/engine-rig.ts';
+import { EngineRig, failedRun, gitFailure, passed, reported } from '../support/engine-rig.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
 const task = (marker: string, spec: Parameters<typeof fakeTask>[1] = {}) => fakeTask(marker, { create: [`${marker}.txt`], ...spec });
@@ -122,7 +122,6 @@ describe('the engine, in process', () => {
 
   it('an acceptance failure counts as an attempt; the last one fails the task and skips its dependants', async () => {
     const failing = {
-      ...PASSED,
       acceptance: [
         {
           criterion: 'tests pass',
@@ -135,7 +134,10 @@ describe('the engine, in process', () => {
         },
       ],
     };
-    const rig = new EngineRig(makePlan([task('A'), task('B', { blockedBy: [0] })]), { settings: { maxAttempts: 2 }, verify: () => failing });
+    const rig = new EngineRig(makePlan([task('A'), task('B', { blockedBy: [0] })]), {
+      settings: { maxAttempts: 2 },
+      verify: (t, plan) => passed(plan.tasks[t]!, failing),
+    });
     await rig.advance(0);
     await rig.finish(0, 'COMPLETED: a');
     await rig.finish(0, 'COMPLETED: a again');
@@ -200,8 +202,8 @@ describe('the engine, in process', () => {
       task('B', { modify: ['a.txt'], create: [] }),
       task('C', { blockedBy: [0] }),
     ]);
-    const work = { base: 'base0', entries: [{ path: 'a.txt', mode: '100644', object: 'blob-a' }] };
-    const rig = new EngineRig(plan, { settings: { concurrency: 3 }, verify: () => ({ ...PASSED, work }) });
+    const work = { base: 'b'.repeat(40), entries: [{ path: 'a.txt', mode: '100644', object: 'a'.repeat(40) }] };
+    const rig = new EngineRig(plan, { settings: { concurrency: 3 }, verify: (t, current) => passed(current.tasks[t]!, { work }) });
     await rig.advance(0);
     expect(rig.runningTasks).toEqual([0]);
     await rig.finish(0, 'COMPLETED: a for review');
@@ -214,8 +216,11 @@ describe('the engine, in process', () => {
   });
 
   it('integrates exactly the work verification captured', async () => {
-    const work = (task: number) => ({ base: 'b', entries: [{ path: `${task}.txt`, mode: '100644', object: `o${task}` }] });
-    const rig = new EngineRig(makePlan([task('A'), task('B')]), { settings: { concurrency: 2 }, verify: (t) => ({ ...PASSED, work: work(t) }) });
+    const work = (task: number) => ({ base: 'b'.repeat(40), entries: [{ path: `${'AB'[task]}.txt`, mode: '100644', object: String(task + 1).repeat(40) }] });
+    const rig = new EngineRig(makePlan([task('A'), task('B')]), {
+      settings: { concurrency: 2 },
+      verify: (t, plan) => passed(plan.tasks[t]!, { work: work(t) }),
+    });
     await rig.advance(0);
     await rig.finish(1, 'COMPLETED: b');
     await rig.finish(0, 'COMPLETED: a');
@@ -247,7 +252,7 @@ describe('the engine, in process', () => {
     const setAside = { paths: ['README.md', 'junk/stray.txt'], tracked: ['README.md'], kept: { commit: 'a'.repeat(40), ref: 'refs/foreman-aside/p/0' } };
     const rig = new EngineRig(makePlan([task('A')]), {
       settings: { maxAttempts: 1, strictScope: true },
-      verify: () => ({ ...PASSED, outsideChanges: setAside.paths, setAside }),
+      verify: (t, plan) => passed(plan.tasks[t]!, { outsideChanges: setAside.paths, setAside }),
     });
     await rig.advance(0);
     await rig.finish(0, 'COMPLETED: a');
@@ -269,7 +274,7 @@ describe('the engine, in process', () => {
 
   it('an attempt that changed files its task does not declare completes with its declared work when its checks pass, the files set aside and named', async () => {
     const setAside = { paths: ['package-lock.json'], tracked: ['package-lock.json'], kept: { commit: 'b'.repeat(40), ref: 'refs/foreman-aside/p/0' } };
-    const rig = new EngineRig(makePlan([task('A')]), { verify: () => ({ ...PASSED, outsideChanges: setAside.paths, setAside }) });
+    const rig = new EngineRig(makePlan([task('A')]), { verify: (t, plan) => passed(plan.tasks[t]!, { outsideChanges: setAside.paths, setAside }) });
     await rig.advance(0);
     await rig.finish(0, 'COMPLETED: a');
     const result = await rig.ended();
@@ -287,13 +292,19 @@ describe('the engine, in process', () => {
     const widened = task('A', { modify: ['src/index.ts'] });
     Object.assign(widened, { recheck: true, setAside: { attempt: 1, paths: ['src/index.ts'], commit } });
     const rig = new EngineRig(makePlan([widened]), {
-      verify: () => ({
-        ...PASSED,
-        acceptance: [
-          { criterion: 'c', check: 'true', passed: true, exitCode: 0, timedOut: false, timeLimit: { ms: 1000, flag: '--check-timeout' }, output: '' },
-        ],
-        work: { base: 'b'.repeat(40), entries: [{ path: 'src/index.ts', mode: '100644', object: 'd'.repeat(40) }] },
-      }),
+      verify: (t, plan) =>
+        passed(plan.tasks[t]!, {
+          acceptance: [
+            { criterion: 'c', check: 'true', passed: true, exitCode: 0, timedOut: false, timeLimit: { ms: 1000, flag: '--check-timeout' }, output: '' },
+          ],
+          work: {
+            base: 'b'.repeat(40),
+            entries: [
+              { path: 'A.txt', mode: '100644', object: 'a'.repeat(40) },
+              { path: 'src/index.ts', mode: '100644', object: 'd'.repeat(40) },
+            ],
+          },
+        }),
     });
     const result = await rig.ended();
     expect(rig.rechecks).toEqual([[0, commit]]);
@@ -325,15 +336,21 @@ describe('the engine, in process', () => {
     let verifications = 0;
     const rig = new EngineRig(makePlan([task('A', { create: ['src/feature.ts'], acceptance: [{ criterion: 'c', check: 'true' }] })]), {
       settings: { widen: ['src/**'] },
-      verify: () => {
+      verify: (t, plan) => {
         const check = { criterion: 'c', check: 'true', exitCode: 0, timedOut: false, timeLimit: { ms: 1000, flag: '--check-timeout' as const }, output: '' };
-        if (verifications++ === 0) return { ...PASSED, outsideChanges: setAside.paths, setAside, acceptance: [{ ...check, passed: false, exitCode: 1 }] };
+        if (verifications++ === 0)
+          return passed(plan.tasks[t]!, { outsideChanges: setAside.paths, setAside, acceptance: [{ ...check, passed: false, exitCode: 1 }] });
         // The re-check: the attempt's whole work, now all declared, passes.
-        return {
-          ...PASSED,
+        return passed(plan.tasks[t]!, {
           acceptance: [{ ...check, passed: true }],
-          work: { base: 'b'.repeat(40), entries: [{ path: 'src/index.ts', mode: '100644', object: 'd'.repeat(40) }] },
-        };
+          work: {
+            base: 'b'.repeat(40),
+            entries: [
+              { path: 'src/feature.ts', mode: '100644', object: 'c'.repeat(40) },
+              { path: 'src/index.ts', mode: '100644', object: 'd'.repeat(40) },
+            ],
+          },
+        });
       },
     });
     await rig.advance(0);
@@ -353,7 +370,9 @@ describe('the engine, in process', () => {
     const setAside = { paths: ['docs/x.md', 'src/new.ts'], tracked: ['docs/x.md'], kept: null };
     const rig = new EngineRig(makePlan([task('A')]), {
       settings: { widen: ['src/**'], maxAttempts: 1 },
-      verify: () => ({ ...PASSED, outsideChanges: setAside.paths, setAside, missingCreated: ['A.txt'] }),
+      // It created nothing of its own: only what was set aside.
+      verify: (t, plan) =>
+        passed(plan.tasks[t]!, { outsideChanges: setAside.paths, setAside, missingCreated: ['A.txt'], work: { base: 'b'.repeat(40), entries: [] } }),
     });
     await rig.advance(0);
     await rig.finish(0, 'COMPLETED: a');

@@ -1,14 +1,15 @@
 // The session file between in-session steps: this version's (the step function's state) read back
 // as written, and the files of the two versions before it still resume — the one that kept the
 // session's own lists (handed-out tasks, verified work, the merge queue) and the one whose state
-// said only whether the gate was open, the baseline being the session's word.
+// said only whether the gate was open, the baseline being the session's word. A damaged attempt
+// (not whole for its stage) is dropped as it is read, never thrown on later.
 
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
-import { initialState } from '../../src/core/engine-step.ts';
+import { type Attempt, initialState, step } from '../../src/core/engine-step.ts';
 import { engineToJson, readSession, sessionConfig, sessionPathFor, writeSession } from '../../src/run/session.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
@@ -27,6 +28,26 @@ async function planDir(): Promise<string> {
 const BASE = 'a'.repeat(40);
 const WORK = { base: BASE, entries: [{ path: 'b.txt', mode: '100644', object: 'b'.repeat(40) }] };
 const GATE = { command: 'npm test', batchSize: 2, timeoutMs: 60_000 };
+
+/** A session file of this version, with the run, gate and step function's state given. */
+const writeSessionFile = (planPath: string, given: { runId: string; gate: object; engine: object }) =>
+  writeFile(
+    sessionPathFor(planPath),
+    JSON.stringify({
+      version: 2,
+      concurrency: 2,
+      maxAttempts: 3,
+      checkTimeoutMs: 60_000,
+      branch: null,
+      startedAt: '2026-01-01T00:00:00.000Z',
+      runId: given.runId,
+      runFinished: false,
+      handedOut: {},
+      gate: given.gate,
+      sandbox: null,
+      engine: given.engine,
+    }),
+  );
 
 /** Three tasks in progress: handed out, verified, a candidate in the merge queue. */
 const plan = (): Plan =>
@@ -66,13 +87,16 @@ describe('the session file', () => {
     expect(session.handedOut).toEqual({ '0': { at: '2026-01-01T00:01:00.000Z', base: BASE } });
     expect(session.gate).toEqual({ config: GATE, current: { id: 'g-1', tasks: [], tip: BASE, startedAt: '2026-01-01T00:02:00.000Z' } });
     const engine = session.engine!;
+    // Its merge queue's candidate (task 2) is not read into the state: that version kept a
+    // candidate's work on its ref only, and a candidate without its work could be neither gated
+    // nor integrated. It stays in progress; the next `setup` reads its ref and queues it again.
     expect([...engine.attempts.values()].map((a) => [a.task, a.stage])).toEqual([
-      [2, 'queued'],
       [1, 'verified'],
       [0, 'running'],
     ]);
     expect(engine.attempts.get(1)).toMatchObject({ decision: { kind: 'completed', result: 'made b' }, work: WORK });
-    expect(engine.gate.waiting).toEqual([2]);
+    expect(engine.gate.waiting).toEqual([]);
+    expect(engine.plan.tasks[2]!.status).toBe('in_progress');
     expect(engine.round).toBe(2);
     // Its gate process was testing the starting commit: the step function waits for that verdict.
     expect(engine.baseline).toBe('testing');
@@ -91,25 +115,106 @@ describe('the session file', () => {
       const { baseline: _baseline, ...state } = engineToJson(
         initialState(plan(), sessionConfig({ concurrency: 2, maxAttempts: 3, gate: { config: GATE, current: null } }, planPath), 0),
       ) as Record<string, unknown>;
-      await writeFile(
-        sessionPathFor(planPath),
-        JSON.stringify({
-          version: 2,
-          concurrency: 2,
-          maxAttempts: 3,
-          checkTimeoutMs: 60_000,
-          branch: null,
-          startedAt: '2026-01-01T00:00:00.000Z',
-          runId: 'run-2',
-          runFinished: false,
-          handedOut: {},
-          gate: { config: GATE, baseline: word, current },
-          sandbox: null,
-          engine: { ...state, gateOpen },
-        }),
-      );
+      await writeSessionFile(planPath, { runId: 'run-2', gate: { config: GATE, baseline: word, current }, engine: { ...state, gateOpen } });
       expect((await readSession(planPath, plan())).engine?.baseline, word).toBe(baseline);
     }
+  });
+
+  it('of this version drops an attempt that is not whole for its stage, and the steps go on without it', async () => {
+    const planPath = await planDir();
+    const run = {
+      usage: { costUsd: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheCreationTokens: 0 },
+      durationMs: 5,
+      permissionDenials: [],
+      logPath: '',
+      outcome: { kind: 'reported', resultText: 'COMPLETED: made b', statusLine: { status: 'COMPLETED', text: 'made b' } },
+    };
+    const engine = engineToJson(initialState(plan(), sessionConfig({ concurrency: 2, maxAttempts: 3, gate: { config: GATE, current: null } }, planPath), 0));
+    const attempts = [
+      { task: 0, number: 1, stage: 'running' },
+      // Verified without its decision: damaged.
+      { task: 1, number: 1, stage: 'verified', run, work: WORK },
+      // A candidate without its work: damaged.
+      { task: 2, number: 1, stage: 'queued', run, decision: { kind: 'completed', result: 'made c' }, held: true },
+    ];
+    await writeSessionFile(planPath, {
+      runId: 'run-3',
+      gate: { config: GATE, current: null },
+      engine: { ...engine, baseline: 'passed', attempts, gate: { waiting: [2], segments: [], red: null, aloneFailures: [] } },
+    });
+    const read = (await readSession(planPath, plan())).engine!;
+    expect([...read.attempts.values()].map((a) => [a.task, a.stage])).toEqual([[0, 'running']]);
+    // The damaged candidate left the merge queue with its attempt.
+    expect(read.gate.waiting).toEqual([]);
+    // The next step goes on: `commit` finds nothing verified, `next` hands nothing new out (tasks 1 and 2 stay in progress for `setup`).
+    const committed = step(read, { type: 'integrate', now: 1 });
+    expect(committed.effects.filter((e) => e.type === 'record' || e.type === 'gate')).toEqual([]);
+    expect(step(committed.state, { type: 'hand-out', now: 2 }).state.attempts.size).toBe(1);
+  });
+
+  it('of this version reads every stage of an attempt back as it was written', async () => {
+    const planPath = await planDir();
+    const run = {
+      usage: { costUsd: 0.5, inputTokens: 10, outputTokens: 5, cacheReadTokens: 0, cacheCreationTokens: 0 },
+      durationMs: 5,
+      permissionDenials: [{ tool: 'Edit', input: { file_path: '/w/x' }, path: 'x', tracked: true }],
+      logPath: '/l/worker-0.log',
+      sessionId: 's-1',
+      progressed: true as const,
+      outcome: { kind: 'failed' as const, failure: { reason: 'rate-limited' as const, message: '429', retryAfterMs: 1000 } },
+    };
+    const reportedRun = {
+      ...run,
+      outcome: { kind: 'reported' as const, resultText: 'COMPLETED: made', statusLine: { status: 'COMPLETED' as const, text: 'made' } },
+    };
+    const completed = { kind: 'completed' as const, result: 'made' };
+    const tasks = Array.from({ length: 9 }, (_, i) => ({ ...fakeTask(`T${i}`, { create: [`t${i}.txt`] }), status: 'in_progress' as const }));
+    const everyStage: Attempt[] = [
+      { task: 0, number: 1, stage: 'running', run, cancelled: 'task 4 left the queue', progressed: true, stopping: true, refused: true, stack: [4] },
+      { task: 1, number: 2, stage: 'paused', run, sessionId: 's-1' },
+      { task: 2, number: 1, stage: 'verifying', run: reportedRun },
+      {
+        task: 3,
+        number: 1,
+        stage: 'verified',
+        decision: { kind: 'awaiting_approval', result: 'made' },
+        work: WORK,
+        verifiedBy: { kind: 'this-run', run: reportedRun },
+      },
+      { task: 4, number: 1, stage: 'queued', decision: completed, work: WORK, verifiedBy: { kind: 'earlier-run', held: true } },
+      { task: 5, number: 1, stage: 'gating', decision: completed, work: WORK, verifiedBy: { kind: 'this-run', run: reportedRun } },
+      { task: 6, number: 1, stage: 'recording', purpose: 'hold', decision: completed, work: WORK, verifiedBy: { kind: 'this-run', run: reportedRun } },
+      {
+        task: 7,
+        number: 1,
+        stage: 'recording',
+        purpose: 'park',
+        decision: { kind: 'awaiting_approval', result: 'made' },
+        work: WORK,
+        verifiedBy: { kind: 'earlier-run', held: false },
+      },
+      { task: 8, number: 1, stage: 'verified', decision: completed, work: WORK, verifiedBy: { kind: 'earlier-run', held: true } },
+    ];
+    const session = await readSession(planPath, makePlan(tasks));
+    session.gate = { config: GATE, current: null };
+    const engine = initialState(makePlan(tasks), sessionConfig(session, planPath), 0);
+    session.engine = { ...engine, attempts: new Map(everyStage.map((a) => [a.task, a])), gate: { ...engine.gate, waiting: [4], segments: [[5]] } };
+    await writeSession(planPath, session);
+    const read = (await readSession(planPath, makePlan(tasks))).engine!;
+    expect([...read.attempts.values()]).toEqual(everyStage);
+    // In the words every version wrote: a candidate is `held`, one in the lane says whether it is held for the queue.
+    const written = JSON.parse(await readFile(sessionPathFor(planPath), 'utf8')).engine.attempts;
+    expect(written.map((a: Record<string, unknown>) => [a.task, a.held ?? null, a.candidate ?? null, 'run' in a])).toEqual([
+      [0, null, null, true],
+      [1, null, null, true],
+      [2, null, null, true],
+      [3, null, null, true],
+      [4, true, null, false],
+      [5, true, null, true],
+      [6, null, true, true],
+      [7, null, false, false],
+      [8, true, null, false],
+    ]);
   });
 
   it('of this version reads back as it was written', async () => {

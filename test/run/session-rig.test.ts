@@ -13,7 +13,7 @@ import { noFindings } from '../../src/core/transition.ts';
 import { SessionRig, gitFailure } from '../support/engine-rig.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
 import { declareFiles } from '../../src/core/interventions.ts';
-import { PASSED } from '../support/engine-rig.ts';
+import { passed } from '../support/engine-rig.ts';
 import { expectSchema } from '../skills/support.ts';
 
 /** A step's output as the plan tool prints it, checked against schemas/<step>.schema.json. */
@@ -140,12 +140,18 @@ describe('the in-session steps, in process', () => {
     const check = { criterion: 'it holds', check: 'true', exitCode: 0, timedOut: false, timeLimit: { ms: 1000, flag: '--check-timeout' as const }, output: '' };
     const setAside = { paths: ['src/index.ts'], tracked: ['src/index.ts'], kept: { commit: 'f'.repeat(40), ref: 'refs/foreman-aside/rig/0' } };
     const rig = new SessionRig(makePlan([task('A', { acceptance: [{ criterion: 'it holds', check: 'true' }] })]), {
-      verify: () => ({ ...PASSED, outsideChanges: setAside.paths, setAside, acceptance: [{ ...check, passed: false, exitCode: 1 }] }),
-      recheck: () => ({
-        ...PASSED,
-        acceptance: [{ ...check, passed: true }],
-        work: { base: 'b'.repeat(40), entries: [{ path: 'src/index.ts', mode: '100644', object: 'd'.repeat(40) }] },
-      }),
+      verify: (t, plan) => passed(plan.tasks[t]!, { outsideChanges: setAside.paths, setAside, acceptance: [{ ...check, passed: false, exitCode: 1 }] }),
+      recheck: (t, plan) =>
+        passed(plan.tasks[t]!, {
+          acceptance: [{ ...check, passed: true }],
+          work: {
+            base: 'b'.repeat(40),
+            entries: [
+              { path: 'A.txt', mode: '100644', object: 'a'.repeat(40) },
+              { path: 'src/index.ts', mode: '100644', object: 'd'.repeat(40) },
+            ],
+          },
+        }),
     });
     await rig.setup();
     await rig.next();

@@ -7,6 +7,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { asideRef } from '../../src/adapters/git/refs.ts';
+import type { CheckedWork, Verification } from '../../src/core/finalize.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { verifyAttempt } from '../../src/run/stages.ts';
 import { afterEachCleanups, tempRepoIn, withoutMachineGitConfig } from '../support/git-repo.ts';
@@ -18,6 +19,12 @@ const cleanups = afterEachCleanups();
 const repoWith = tempRepoIn(cleanups);
 
 const open = async (repo: string, plan: Plan) => (await openIsolation(cleanups, repo, plan)).isolation;
+
+/** What verification found, once the attempt's work was captured (else its failure is the test's). */
+function checked(verification: Verification): CheckedWork {
+  if (!verification.ok) throw new Error(`the attempt's work could not be captured: ${verification.error}`);
+  return verification.value;
+}
 
 const files = { 'a.txt': 'a\n', 'package-lock.json': '{"lock":"base"}\n', 'README.md': 'readme\n', '.gitignore': 'node_modules/\n.design/\n' };
 /** What the checks see is what would land: no set-aside change is in the worktree, the ignored output is. */
@@ -40,11 +47,11 @@ describe('set aside', () => {
     await mkdir(join(dir, 'node_modules'), { recursive: true });
     await writeFile(join(dir, 'node_modules/x.js'), 'ignored\n');
 
-    const verification = await verifyAttempt({ isolation, checkTimeoutMs: 30_000 }, plan, 0, { dir });
+    const verification = checked(await verifyAttempt({ isolation, checkTimeoutMs: 30_000 }, plan, 0, { dir }));
     isolation.release(0);
     expect(verification.outsideChanges).toEqual(['README.md', 'coverage/out.txt', 'package-lock.json']);
     expect(verification.acceptance).toMatchObject([{ passed: true }]);
-    expect(verification.work?.entries.map((entry) => entry.path)).toEqual(['a.txt']);
+    expect(verification.work.entries.map((entry) => entry.path)).toEqual(['a.txt']);
     // Kept whole: the attempt's work, declared and set aside, on the attempt's starting commit.
     const kept = verification.setAside?.kept;
     expect(kept?.ref).toBe(asideRef(isolation.planId, 0));
@@ -73,7 +80,7 @@ describe('set aside', () => {
     const git = (args: string[]) => repo.git(['-C', dir, '-c', 'user.name=w', '-c', 'user.email=w@w', ...args]);
     await git(['add', '-A']);
     await git(['commit', '-qm', 'wip']);
-    const verification = await verifyAttempt({ isolation, checkTimeoutMs: 30_000 }, plan, 0, { dir });
+    const verification = checked(await verifyAttempt({ isolation, checkTimeoutMs: 30_000 }, plan, 0, { dir }));
     isolation.release(0);
     expect(verification.outsideChanges).toEqual(['stray.txt']);
     expect(verification.acceptance).toMatchObject([{ passed: true }]);
@@ -88,7 +95,7 @@ describe('set aside', () => {
     if (!prepared.ok) throw new Error(prepared.error);
     await writeFile(join(prepared.value, 'a.txt'), 'from the worker\n');
     await writeFile(join(prepared.value, 'package-lock.json'), '{}\n');
-    const verification = await verifyAttempt({ isolation, checkTimeoutMs: 30_000, strictScope: true }, plan, 0, { dir: prepared.value });
+    const verification = checked(await verifyAttempt({ isolation, checkTimeoutMs: 30_000, strictScope: true }, plan, 0, { dir: prepared.value }));
     isolation.release(0);
     expect(verification.outsideChanges).toEqual(['package-lock.json']);
     expect(verification.acceptance).toEqual([]);

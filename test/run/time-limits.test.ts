@@ -59,7 +59,7 @@ describe('a time limit hit says what, after how long, which flag, and that the p
     await writeFile(join(prepared.value, 'b.txt'), 'b\n');
     const verification = await verifyAttempt({ isolation, checkTimeoutMs: 1000 }, plan, 0, { dir: prepared.value });
     isolation.release(0);
-    expect(verification.acceptance).toMatchObject([{ passed: false, timedOut: true }]);
+    expect(verification).toMatchObject({ ok: true, value: { acceptance: [{ passed: false, timedOut: true }] } });
     const decision = decide({
       task: plan.tasks[0]!,
       judgement: { kind: 'verify', summary: 'done', claimed: true },

@@ -14,9 +14,10 @@ import type { GitFailure } from '../../src/core/git-text.ts';
 import type { WorkerRequest } from '../../src/adapters/worker.ts';
 import type { RunEvent, RunEventBody } from '../../src/core/events.ts';
 import { type Result, type WorkerFailure, type WorkerRun, err, ok } from '../../src/core/failure.ts';
-import type { Verification } from '../../src/core/finalize.ts';
+import type { CheckedWork, Verification } from '../../src/core/finalize.ts';
 import type { Refusal } from '../../src/core/limiter.ts';
-import { type Plan, type UsageFigure, emptyUsage, statusOf } from '../../src/core/plan.ts';
+import { type Plan, type Task, type UsageFigure, emptyUsage, statusOf } from '../../src/core/plan.ts';
+import { passingCheck } from '../../src/core/simulation.ts';
 import { parseStatusLine } from '../../src/core/prompt.ts';
 import { type Clock, type EngineResult, type GateRun, type RecordRequest, engineConfig, runEngine } from '../../src/run/engine.ts';
 import { initialState } from '../../src/core/engine-step.ts';
@@ -40,7 +41,11 @@ import type { GateState } from '../../src/run/lead-gate.ts';
 import type { LeadIo, LeadIsolation } from '../../src/run/lead-io.ts';
 import { sessionPathFor } from '../../src/run/session.ts';
 
-export const PASSED: Verification = { missingCreated: [], unchangedModified: [], outsideChanges: [], acceptance: [] };
+/**
+ * What verification finds of `task`'s work when its worker did the task (core/simulation.ts
+ * `passingCheck`: its declared files written, on `base`), with `found` besides.
+ */
+export const passed = (task: Task, found: Partial<CheckedWork> = {}, base?: string): Verification => ok({ ...passingCheck(task, base), ...found });
 
 /** A worker run that ended with `text` as its final message. */
 export const reported = (text: string, costUsd = 0): WorkerRun => ({
@@ -100,8 +105,8 @@ interface Running {
 
 export interface RigOptions {
   settings?: Partial<RunSettings>;
-  /** What verification finds for a task (default: it passes). */
-  verify?: (task: number) => Verification;
+  /** What verification finds for a task (default: it passes, `passed`). */
+  verify?: (task: number, plan: Plan) => Verification;
   /** Making a worktree ready for `task` (default: it works, `/worktrees/<task>`). */
   prepare?: (task: number) => Result<string, string>;
   /** The lane's record (default: a commit named after the round). */
@@ -206,7 +211,7 @@ export class EngineRig {
               { once: true },
             );
           }),
-        verify: async (_plan, task) => options.verify?.(task) ?? PASSED,
+        verify: async (current, task) => options.verify?.(task, current) ?? passed(current.tasks[task]!),
         gate: async (_plan, request) => {
           this.gated.push([...request.tasks]);
           const verdict = options.gate?.(request.tasks, this.integrated) ?? true;
@@ -307,10 +312,10 @@ export interface SessionRigOptions {
   gateBatch?: number;
   /** The gate's verdict on the starting commit (default: it passes). */
   baseline?: boolean;
-  /** What verification finds for a task's subagent worktree (default: it passes). */
-  verify?: (task: number) => Verification;
+  /** What verification finds for a task's subagent worktree (default: it passes, `passed`). */
+  verify?: (task: number, plan: Plan) => Verification;
   /** What a re-check of a task's set-aside work finds (default: as `verify`). */
-  recheck?: (task: number) => Verification;
+  recheck?: (task: number, plan: Plan) => Verification;
   /** The lane's record (default: a commit named after the round). */
   record?: (tasks: readonly number[], round: number) => Result<string | null, GitFailure>;
 }
@@ -418,12 +423,12 @@ export class SessionRig {
       },
       removeWorktrees: async () => undefined,
       removeRefs: async () => undefined,
-      verify: async (_plan, task) => rig.options.verify?.(task) ?? PASSED,
+      verify: async (plan, task, work) => rig.options.verify?.(task, plan) ?? passed(plan.tasks[task]!, {}, work.base ?? rig.head),
       prepareRecheck: async (task, commit) => {
         rig.rechecks.push([task, commit]);
         return ok(`/rechecks/${task}`);
       },
-      verifyRecheck: async (_plan, task) => rig.options.recheck?.(task) ?? rig.options.verify?.(task) ?? PASSED,
+      verifyRecheck: async (plan, task) => rig.options.recheck?.(task, plan) ?? rig.options.verify?.(task, plan) ?? passed(plan.tasks[task]!, {}, rig.tip),
       release: () => undefined,
     };
   }
