@@ -29,13 +29,12 @@
 // States are persistent: `step` never changes the state it is given. The plan inside is copied
 // shallowly (its `tasks` array); task objects are replaced, never changed (see `applyDecision`).
 
-import { type RunEventBody, type StopReason, type TaskOutcome, skippedEvents } from './events.ts';
-import { type WorkerFailure, type WorkerRun, assertNever, describeWorkerFailure } from './failure.ts';
+import { type RunEventBody, type TaskOutcome, skippedEvents } from './events.ts';
+import { type WorkerRun, assertNever, describeWorkerFailure } from './failure.ts';
 import {
   type Decided,
   type Decision,
   type EndingDecision,
-  type PassingDecision,
   type Verification,
   decideAttempt,
   judgeRun,
@@ -43,333 +42,50 @@ import {
   verificationWarnings,
 } from './finalize.ts';
 import { formatCost } from './format.ts';
+import { afterGateRun, culpritDecision, emptyGateQueue, enqueue, flakeNotice, gateFinishedEvent, nextSegment, queueOrder, withdraw } from './gate.ts';
 import { countByStatus, depsOf, longestRemainingPath, readySet, stall } from './graph.ts';
+import { limitWords } from './limit-words.ts';
+import { type Limiter, type LimiterSettings, type Refusal, allowed, holding, newLimiter, overdue, refused, served, settleRound } from './limiter.ts';
 import { computeOverlaps, overlapSets } from './overlap.ts';
-import { type Plan, type TaskSetAside, UNKNOWN, type UsageFigure, addUsage, attemptsOf, emptyUsage, modelOf, statusOf, writesOf } from './plan.ts';
 import { pathsIntersect } from './paths.ts';
-import { type SchedulePolicy, byPriority, pickStarts } from './schedule.ts';
-import {
-  type Applied,
-  type SetupFindings,
-  applyCancelled,
-  applyDecision,
-  applySetupFindings,
-  markStarted,
-  recordUndeclared,
-  widenDeclared,
-} from './transition.ts';
+import { type Plan, type TaskSetAside, type UsageFigure, UNKNOWN, addUsage, attemptsOf, emptyUsage, modelOf, statusOf, writesOf } from './plan.ts';
+import { byPriority, pickStarts } from './schedule.ts';
+import { type Applied, applyCancelled, applyDecision, applySetupFindings, markStarted, recordUndeclared, widenDeclared } from './transition.ts';
 import { type WantedPath, recheckable, wantedPaths, widenRefusal } from './widen.ts';
 import type { CapturedWork } from './work.ts';
 import {
-  type GateQueue,
-  afterGateRun,
-  emptyGateQueue,
-  enqueue,
-  culpritDecision,
-  flakeNotice,
-  gateFinishedEvent,
-  nextSegment,
-  queueOrder,
-  withdraw,
-} from './gate.ts';
-import { type Limiter, type LimiterSettings, type Refusal, allowed, holding, newLimiter, overdue, refused, served, settleRound } from './limiter.ts';
-import { limitWords } from './limit-words.ts';
+  type Attempt,
+  type AttemptStage,
+  type GatingAttempt,
+  type QueuedAttempt,
+  type RecordingAttempt,
+  type RunningAttempt,
+  type VerifyingAttempt,
+  IN_FLIGHT,
+  PAUSED,
+  WAITING_TO_LAND,
+  tasksIn,
+} from './engine/attempt.ts';
+import type { EngineEffect, RecordFailure } from './engine/effects.ts';
+import type { EngineEvent } from './engine/events.ts';
+import type { EngineConfig, EngineState, EngineStop, Timing } from './engine/state.ts';
 
-export interface EngineConfig {
-  concurrency: number;
-  maxAttempts: number;
-  schedule: SchedulePolicy;
-  /** The limiter's back-off when a refusal names none; doubled per hold in a row with nothing served between. */
-  backoffMs: number;
-  /** `--limit-wait`: the longest the run waits for a rate or usage limit (0: never); past it, it drains and stops. */
-  limitWaitMs: number;
-  /** Stop starting work once the run's cost reaches this. */
-  maxCostUsd?: number;
-  /** Worker logs go to `<logDir>/worker-<task>.log`. */
-  logDir: string;
-  /** A change outside a task's declared files fails its attempt (`--strict-scope`); without, it is set aside and the checks decide. */
-  strictScope?: boolean;
-  /** `--widen PATTERN…` (headless): files an attempt showed its task needs, matching one, join its declared files (core/widen.ts). */
-  widen?: readonly string[];
-  /**
-   * The merge queue: verified work integrates only in stacks the plan's test command passed. Null:
-   * no gate. `command` names the gate in the words of a run it refused (it fails on the starting commit).
-   */
-  gate: { batchSize: number; command?: string } | null;
-  /**
-   * How many levels of candidates not yet integrated a task may be built on (`--speculate N`;
-   * 0: none, a task waits for its blockers to integrate). Only with a gate, headless, continuous.
-   */
-  speculate: number;
-  /**
-   * `headless`: workers start and verified work integrates as soon as they may. `session`: only
-   * when the lead asks (`hand-out`, `integrate`), and a task starts only once its blockers' work
-   * has landed on the branch its subagent starts from.
-   */
-  driver: EngineDriver;
-}
-
-export type EngineDriver = 'headless' | 'session';
-
-export type AttemptStage = Attempt['stage'];
-
-/**
- * One attempt of one task, from its start until the plan records how it ended: one shape per
- * stage, each holding exactly what the attempt has in it.
- */
-export type Attempt = RunningAttempt | PausedAttempt | VerifyingAttempt | VerifiedAttempt | RecordingAttempt | QueuedAttempt | GatingAttempt;
-
-/** What an attempt has in every stage. */
-interface AttemptIn<Stage extends string> {
-  readonly task: number;
-  /** 1 for a task's first attempt. */
-  readonly number: number;
-  readonly stage: Stage;
-  /**
-   * Speculative: the candidates of the merge queue, in queue order, its worktree was built on
-   * (on top of the integration tip); each is ahead of it in the queue. Absent: built on the tip.
-   */
-  readonly stack?: readonly number[];
-}
-
-/** Its worker runs in a worktree of its own (or the worktree is being made ready). */
-export interface RunningAttempt extends AttemptIn<'running'> {
-  /** A resumed attempt's: what its workers did before a limit paused it (absent: it started afresh). */
-  readonly run?: WorkerRun;
-  /** Why it was cancelled: a candidate of its stack left the queue. It ends as soon as its worker stops. */
-  readonly cancelled?: string;
-  /** The API served its worker a response: it has done something, and a limit never costs it that. */
-  readonly progressed?: true;
-  /** Its worker was asked to stop: a limit refused it before it had done anything. */
-  readonly stopping?: true;
-  /** The API refused its worker, and has served it nothing since. */
-  readonly refused?: true;
-}
-
-/**
- * Its worker was ended by a limit after it had done something: its worktree and its conversation
- * are kept, and it resumes (`--resume`) when the limiter lets it.
- */
-export interface PausedAttempt extends AttemptIn<'paused'> {
-  /** What its workers did so far. */
-  readonly run: WorkerRun;
-  /** The conversation its next worker goes on with. */
-  readonly sessionId: string;
-}
-
-/** Its worker finished: its work is captured, spot-checked and its acceptance checks run, in its worktree. */
-export interface VerifyingAttempt extends AttemptIn<'verifying'> {
-  /** What its workers did. */
-  readonly run: WorkerRun;
-  /** Why it was cancelled: a candidate of its stack left the queue. It ends as soon as its checks stop. */
-  readonly cancelled?: string;
-}
-
-/**
- * Who verified an attempt's work: this run's worker (what it did, counted in this run), or an
- * earlier run (its worker's cost counted there); `held`, that run held it on its candidate ref.
- */
-export type VerifiedBy = { kind: 'this-run'; run: WorkerRun } | { kind: 'earlier-run'; held: boolean };
-
-type CompletedDecision = Extract<Decision, { kind: 'completed' }>;
-
-/** What verified work has, from `verified` until the plan records it. */
-interface VerifiedIn<Stage extends string> extends AttemptIn<Stage> {
-  readonly decision: PassingDecision;
-  /** What the worker left in its declared files: what is integrated. */
-  readonly work: CapturedWork;
-  readonly verifiedBy: VerifiedBy;
-}
-
-/** Verified, waiting for the lane to record it. It claims its files, and its dependants wait for it. */
-export interface VerifiedAttempt extends VerifiedIn<'verified'> {}
-
-/**
- * In the lane: `integrate` (onto the integration ref: the tip is about to move), `park` (work
- * awaiting approval, on a ref of its own) or `hold` (a candidate for the merge queue, on its ref).
- */
-export type RecordingAttempt =
-  | (VerifiedIn<'recording'> & { readonly purpose: 'integrate' | 'hold'; readonly decision: CompletedDecision })
-  | (VerifiedIn<'recording'> & { readonly purpose: 'park'; readonly decision: Extract<Decision, { kind: 'awaiting_approval' }> });
-
-/** A candidate in the merge queue, held on its ref until the gate passes it. */
-export interface QueuedAttempt extends VerifiedIn<'queued'> {
-  readonly decision: CompletedDecision;
-}
-
-/** A candidate under the gate (in the lane), with the candidates ahead of it. */
-export interface GatingAttempt extends VerifiedIn<'gating'> {
-  readonly decision: CompletedDecision;
-}
-
-export interface EngineStop {
-  reason: StopReason;
-  message: string;
-  /** For `agent-unavailable`: what failed. */
-  agentFailure?: WorkerFailure;
-  /**
-   * The gate failed on the starting commit, so the run was refused before anything started (what
-   * it printed): invalid input rather than an incomplete run.
-   */
-  baselineFailure?: { output: string };
-  /** For `limited`: the run had to wait until then (ms); running it again after that goes on. */
-  resumeAfter?: number;
-}
-
-/**
- * The gate's check of the starting commit, which comes before it tests any candidate and before
- * any task starts: `none` (no gate, or nothing to test when the run was set up), `due`, `testing`,
- * `passed`, or `failed` (the run was refused).
- */
-export type Baseline = 'none' | 'due' | 'testing' | 'passed' | 'failed';
-
-export interface EngineState {
-  readonly config: EngineConfig;
-  readonly plan: Plan;
-  readonly overlaps: readonly ReadonlySet<number>[];
-  /** Higher starts first: the longest remaining path. */
-  readonly priority: readonly number[];
-  /** The time of the latest event (ms). */
-  readonly now: number;
-  /** Live attempts by task. */
-  readonly attempts: ReadonlyMap<number, Attempt>;
-  /** The run's one limiter for rate and usage limits (core/limiter.ts). */
-  readonly limiter: Limiter;
-  /** With the rounds policy: the tasks of the open round. */
-  readonly admitted: ReadonlySet<number> | null;
-  /** Rounds recorded so far (the number in commit messages). */
-  readonly round: number;
-  /** What the run's workers cost so far; `unknown` once a worker nothing measured (a Task subagent) ran. */
-  readonly usage: UsageFigure;
-  /** In a session: tasks whose work is integrated and not on the person's branch yet (their dependants wait). */
-  readonly unlanded: ReadonlySet<number>;
-  /** The gate's check of the starting commit: until it passed, nothing starts and no candidate is tested. */
-  readonly baseline: Baseline;
-  /** Workers were told to stop (an interrupt, an agent that cannot run): verdicts after it are void. */
-  readonly aborted: boolean;
-  /** Time spent by finished workers, and by the lane recording, to tell whether waiting for a record pays. */
-  readonly timing: Timing;
-  /** When the record in the lane was handed to it, or null. */
-  readonly recordingSince: number | null;
-  /** The merge queue (empty without a gate). */
-  readonly gate: GateQueue;
-  readonly stop: EngineStop | null;
-  readonly finished: boolean;
-  /** Tasks `--widen` widened in this run: once each. */
-  readonly widened: ReadonlySet<number>;
-}
-
-export interface Timing {
-  workers: number;
-  workerMs: number;
-  records: number;
-  recordMs: number;
-}
-
-export type EngineEvent =
-  /** The run starts, or a back-off may have ended. */
-  | { type: 'tick'; now: number }
-  | { type: 'worker-finished'; task: number; run: WorkerRun; now: number }
-  /**
-   * While its worker runs, the API refused it (a 429 or 529: the CLI's `api_retry`); `progressed`:
-   * this worker process had been served a response before (it has done something).
-   */
-  | { type: 'worker-refused'; task: number; refusal: Refusal; progressed: boolean; now: number }
-  /** While its worker runs, the API served it a response. */
-  | { type: 'worker-served'; task: number; now: number }
-  | { type: 'verified'; task: number; verification: Verification; now: number }
-  /** The attempt's worktree could not be made ready (its setup command failed): no attempt was made. */
-  | { type: 'workspace-failed'; task: number; reason: string; now: number }
-  /**
-   * The lane recorded these tasks; `commit` is the integration commit (null when nothing changed).
-   * A failure is a `conflict` (the integration tip changed the same paths since the attempts
-   * started: their work can never integrate) or any other git failure.
-   */
-  | { type: 'recorded'; tasks: readonly number[]; commit: string | null; failure: RecordFailure | null; now: number }
-  /**
-   * The gate ran on these candidates stacked on the tip (none: on the tip itself, the baseline);
-   * `passed` null: it was stopped (Ctrl-C) before a verdict.
-   */
-  | { type: 'gated'; tasks: readonly number[]; passed: boolean | null; output: string; durationMs: number; now: number }
-  /** Ctrl-C: stop the workers, record what is verified, stop. */
-  | { type: 'interrupt'; now: number }
-  /**
-   * In a session: the lead's session ended with this run under way (a new `setup` begins another;
-   * `lastStepAt`, when its last step was, if known). The run ends now; what it had under way is
-   * left as it is, for the new run's setup to find.
-   */
-  | { type: 'session-ended'; lastStepAt: number | null; now: number }
-  /** In a session, `next`: start what may start now (at most `concurrency` running, when given). */
-  | { type: 'hand-out'; concurrency?: number; now: number }
-  /** In a session, `commit`: integrate what is verified (with a gate: hold it as candidates). */
-  | { type: 'integrate'; now: number }
-  /** In a session: the person's branch holds every integrated task's work but these tasks'. */
-  | { type: 'landed'; unlanded: readonly number[]; now: number }
-  /** Drain (`plan drain`, SIGTERM): start nothing new; what runs finishes, is verified, gated and integrated; then stop. */
-  | { type: 'drain'; now: number }
-  /**
-   * Before anything starts: what setting up the run found (work integrated that plan.json had not
-   * recorded, interrupted attempts, approved work, missing files, failed assumptions). Applied,
-   * then what can no longer run is skipped; with a gate and anything to test, its check of the
-   * starting commit is due. Nothing starts on this event.
-   */
-  | { type: 'set-up'; findings: SetupFindings; now: number };
-
-export type EngineEffect =
-  /** Write `state.plan` to disk before carrying out the effects after this one. */
-  | { type: 'save' }
-  | { type: 'emit'; event: RunEventBody }
-  /**
-   * Make a worktree ready at the integration tip (speculative: with `stack`, the candidates' work
-   * stacked on it in order), then run the worker there.
-   */
-  | {
-      type: 'start-worker';
-      task: number;
-      attempt: number;
-      logPath: string;
-      stack?: Array<{ task: number; work: CapturedWork }>;
-      /** A paused attempt goes on: its worker continues this conversation (`--resume`) in the worktree it kept; `reason`: what stopped it. */
-      resume?: { sessionId: string; reason: string };
-      /** No worker: the work its last attempt set aside (this commit holds it) is verified as the attempt's work (core/widen.ts). */
-      recheck?: string;
-    }
-  /** Stop this task's worker if it has still done nothing (no response served): a limit refused it. Its event follows as usual. */
-  | { type: 'stop-worker'; task: number }
-  /** Stop this task's worker or checks at once (its speculation was cancelled); its event follows as usual. */
-  | { type: 'cancel-worker'; task: number }
-  /** Capture the task's work in its worktree, then spot-check it and run its acceptance checks there. */
-  | { type: 'verify'; task: number }
-  /** The attempt is done with its worktree: it may serve the next attempt. */
-  | { type: 'release-workspace'; task: number }
-  /**
-   * In the lane: integrate verified work onto the integration ref (one commit; the results are in
-   * the plan already) and park work that waits for approval on a ref of its own.
-   */
-  | {
-      type: 'record';
-      tasks: number[];
-      round: number;
-      integrate: Array<{ task: number; work: CapturedWork }>;
-      park: Array<{ task: number; work: CapturedWork }>;
-      /**
-       * Candidates joining the merge queue: kept on refs of their own until they integrate, so a
-       * crash loses none; with the stack each was built on (speculative), so a resumed run gates it on the same.
-       */
-      hold: Array<{ task: number; work: CapturedWork; stack?: number[] }>;
-      /** Candidates leaving the merge queue without integrating (culprits): their refs go. */
-      drop: number[];
-    }
-  /** In the lane: run the gate on these candidates stacked, in order, on the integration tip. */
-  | { type: 'gate'; tasks: number[]; works: Array<{ task: number; work: CapturedWork }> }
-  /** Send a `tick` at this time (a back-off ends). */
-  | { type: 'wake'; at: number }
-  /** Stop every running worker and check. */
-  | { type: 'abort-workers' }
-  | { type: 'finish'; stop: EngineStop; usage: UsageFigure };
-
-/** Why recording failed: the work conflicts with the integration tip, or git failed. */
-export type RecordFailure = { kind: 'conflict' | 'git'; message: string };
+export {
+  type Attempt,
+  type AttemptStage,
+  type GatingAttempt,
+  type PausedAttempt,
+  type QueuedAttempt,
+  type RecordingAttempt,
+  type RunningAttempt,
+  type VerifiedAttempt,
+  type VerifiedBy,
+  type VerifyingAttempt,
+  tasksIn,
+} from './engine/attempt.ts';
+export type { EngineEffect, RecordFailure } from './engine/effects.ts';
+export type { EngineEvent } from './engine/events.ts';
+export type { Baseline, EngineConfig, EngineDriver, EngineState, EngineStop, Timing } from './engine/state.ts';
 
 export interface Step {
   state: EngineState;
@@ -434,14 +150,14 @@ export function admitHeld(plan: Plan, held: readonly HeldCandidate[], completed:
   };
 }
 
+/** Where a headless worker's log is: `<logDir>/worker-<task>.log`, every attempt of the task in turn. */
+export const workerLogPath = (logDir: string, task: number): string => `${logDir}/worker-${task}.log`;
+
 /**
  * A run's first state. `held`: candidates an earlier run held on their refs (they rejoin the merge
  * queue first; without a gate now, they integrate at once). `verified`: work an earlier session
  * verified and did not integrate, whose work it kept (it integrates, or is held, at the first record).
  */
-/** Where a headless worker's log is: `<logDir>/worker-<task>.log`, every attempt of the task in turn. */
-export const workerLogPath = (logDir: string, task: number): string => `${logDir}/worker-${task}.log`;
-
 export function initialState(
   plan: Plan,
   config: EngineConfig,
@@ -487,26 +203,6 @@ export function initialState(
     finished: false,
     widened: new Set(),
   };
-}
-
-/**
- * The stages in which an attempt holds a worker slot and has work in flight: until its outcome is
- * settled, nothing that depends on it (the breaker, say) is known.
- */
-const IN_FLIGHT: ReadonlySet<AttemptStage> = new Set(['running', 'verifying']);
-
-/** Verified attempts not integrated yet: they claim their files, and their dependants wait for them. */
-const WAITING_TO_LAND: ReadonlySet<AttemptStage> = new Set(['verified', 'recording', 'queued', 'gating']);
-
-/** Attempts whose worker a limit ended after it had done something: they keep their worktree and files, and resume. */
-const PAUSED: ReadonlySet<AttemptStage> = new Set(['paused']);
-
-/** Tasks whose attempt is in one of `stages`, ascending. */
-export function tasksIn(state: Pick<EngineState, 'attempts'>, stages: ReadonlySet<AttemptStage>): number[] {
-  return [...state.attempts.values()]
-    .filter((a) => stages.has(a.stage))
-    .map((a) => a.task)
-    .sort((a, b) => a - b);
 }
 
 /**
@@ -728,10 +424,9 @@ export function settleRules(decided: Decided, context: { interrupted: boolean })
   return decided;
 }
 
-// ---------------------------------------------------------------------------------------------
-
 /** A state being built by one step: the same fields, mutable, plus the effects so far. */
 type Draft = { -readonly [K in keyof EngineState]: EngineState[K] };
+
 interface Work {
   draft: Draft;
   attempts: Map<number, Attempt>;
@@ -987,9 +682,6 @@ function undeclaredOf(attempt: Attempt, run: WorkerRun, verification?: Verificat
       setAside === undefined ? null : { attempt: attempt.number, paths: setAside.paths, ...(setAside.kept !== null ? { commit: setAside.kept.commit } : {}) },
   };
 }
-
-// ---------------------------------------------------------------------------------------------
-// Limits: the run's limiter (core/limiter.ts) hears every refusal and every response served
 
 /** The refusal a worker's failure is, when it is a limit's (a 429, a 529), or null. */
 export function refusalOf(run: Pick<WorkerRun, 'outcome'> | undefined): Refusal | null {
