@@ -29,7 +29,7 @@
 // States are persistent: `step` never changes the state it is given. The plan inside is copied
 // shallowly (its `tasks` array); task objects are replaced, never changed (see `applyDecision`).
 
-import { type RunEventBody, type TaskOutcome, skippedEvents } from './events.ts';
+import { skippedEvents } from './events.ts';
 import { type WorkerRun, assertNever, describeWorkerFailure } from './failure.ts';
 import {
   type Decided,
@@ -48,14 +48,13 @@ import { limitWords } from './limit-words.ts';
 import { type Limiter, type LimiterSettings, type Refusal, allowed, holding, newLimiter, overdue, refused, served, settleRound } from './limiter.ts';
 import { computeOverlaps, overlapSets } from './overlap.ts';
 import { pathsIntersect } from './paths.ts';
-import { type Plan, type TaskSetAside, type UsageFigure, UNKNOWN, addUsage, attemptsOf, emptyUsage, modelOf, statusOf, writesOf } from './plan.ts';
+import { type Plan, type TaskSetAside, UNKNOWN, addUsage, attemptsOf, emptyUsage, modelOf, statusOf, writesOf } from './plan.ts';
 import { byPriority, pickStarts } from './schedule.ts';
 import { type Applied, applyCancelled, applyDecision, applySetupFindings, markStarted, recordUndeclared, widenDeclared } from './transition.ts';
 import { type WantedPath, recheckable, wantedPaths, widenRefusal } from './widen.ts';
 import type { CapturedWork } from './work.ts';
 import {
   type Attempt,
-  type AttemptStage,
   type GatingAttempt,
   type QueuedAttempt,
   type RecordingAttempt,
@@ -66,9 +65,11 @@ import {
   WAITING_TO_LAND,
   tasksIn,
 } from './engine/attempt.ts';
+import { type Work, attemptIn, emit, isIn, kept, runFigure, runOf, spentBy, stopWith } from './engine/draft.ts';
 import type { EngineEffect, RecordFailure } from './engine/effects.ts';
 import type { EngineEvent } from './engine/events.ts';
-import type { EngineConfig, EngineState, EngineStop, Timing } from './engine/state.ts';
+import type { EngineConfig, EngineState, Timing } from './engine/state.ts';
+import { finishedEvent, outcomeOf, reasonOf } from './engine/task-finished.ts';
 
 export {
   type Attempt,
@@ -86,6 +87,7 @@ export {
 export type { EngineEffect, RecordFailure } from './engine/effects.ts';
 export type { EngineEvent } from './engine/events.ts';
 export type { Baseline, EngineConfig, EngineDriver, EngineState, EngineStop, Timing } from './engine/state.ts';
+export { outcomeOf, reasonOf } from './engine/task-finished.ts';
 
 export interface Step {
   state: EngineState;
@@ -373,48 +375,6 @@ export function waitingToLand(state: Pick<EngineState, 'plan' | 'unlanded'>): nu
   return readySet(state.plan.tasks).filter((i) => state.plan.tasks[i]!.blockedBy.some((b) => state.unlanded.has(b)));
 }
 
-/** A run's usage so far with one worker's added: unknown once a worker nothing measured (a Task subagent) is in it. */
-const runFigure = (run: Pick<WorkerRun, 'usage' | 'unmeasured'>): UsageFigure => (run.unmeasured ? UNKNOWN : run.usage);
-
-/** What a decision is called in the journal's `task-finished` events. */
-export function outcomeOf(decision: Decision): TaskOutcome {
-  switch (decision.kind) {
-    case 'completed':
-    case 'awaiting_approval':
-    case 'retry':
-    case 'failed':
-    case 'blocked':
-    case 'requeued':
-    case 'interrupted':
-      return decision.kind;
-    case 'abort-run':
-      return 'interrupted';
-    default:
-      return assertNever(decision, 'decision');
-  }
-}
-
-/** Why the attempt did not complete, in words (undefined when it did). */
-export function reasonOf(decision: Decision): string | undefined {
-  switch (decision.kind) {
-    case 'completed':
-    case 'awaiting_approval':
-      return undefined;
-    case 'retry':
-    case 'failed':
-      return decision.failure;
-    case 'blocked':
-    case 'requeued':
-      return decision.reason;
-    case 'interrupted':
-      return 'interrupted';
-    case 'abort-run':
-      return describeWorkerFailure(decision.failure);
-    default:
-      return assertNever(decision, 'decision');
-  }
-}
-
 /**
  * The decision for a finished attempt, after the run-wide rule: after an interrupt nothing but
  * verified work stands. A limit never becomes a failure, however often it comes.
@@ -422,17 +382,6 @@ export function reasonOf(decision: Decision): string | undefined {
 export function settleRules(decided: Decided, context: { interrupted: boolean }): Decided {
   if (context.interrupted && !decided.passed) return { passed: false, decision: { kind: 'interrupted' } };
   return decided;
-}
-
-/** A state being built by one step: the same fields, mutable, plus the effects so far. */
-type Draft = { -readonly [K in keyof EngineState]: EngineState[K] };
-
-interface Work {
-  draft: Draft;
-  attempts: Map<number, Attempt>;
-  effects: EngineEffect[];
-  /** The event this step handles: in a session, only `hand-out` starts work and only `integrate` records it. */
-  event: EngineEvent;
 }
 
 export function step(state: EngineState, event: EngineEvent): Step {
@@ -499,12 +448,6 @@ export function step(state: EngineState, event: EngineEvent): Step {
   }
   schedule(work);
   return { state: work.draft, effects: work.effects };
-}
-
-const emit = (work: Work, event: RunEventBody) => work.effects.push({ type: 'emit', event });
-
-function stopWith(work: Work, stop: EngineStop): void {
-  if (work.draft.stop === null) work.draft.stop = stop;
 }
 
 /** Tell every worker to stop; their attempts end as interrupted. */
@@ -580,47 +523,6 @@ function drain(work: Work): void {
   });
   emit(work, { type: 'draining', running });
 }
-
-/** Whether `attempt` is in `stage` (and so has that stage's shape). */
-const isIn = <Stage extends AttemptStage>(attempt: Attempt | undefined, stage: Stage): attempt is Extract<Attempt, { stage: Stage }> =>
-  attempt?.stage === stage;
-
-function attemptIn<Stage extends AttemptStage>(work: Work, task: number, stage: Stage): Extract<Attempt, { stage: Stage }> {
-  const attempt = work.attempts.get(task);
-  if (!isIn(attempt, stage)) throw new Error(`engine: task ${task} has no attempt ${stage} (it is ${attempt?.stage ?? 'not running'})`);
-  return attempt;
-}
-
-/**
- * What the attempt's workers did in this run so far: nothing yet for an attempt whose first worker
- * runs, nothing for work an earlier run verified (its worker's cost was counted then).
- */
-function runOf(attempt: Attempt): WorkerRun | null {
-  switch (attempt.stage) {
-    case 'running':
-      return attempt.run ?? null;
-    case 'paused':
-    case 'verifying':
-      return attempt.run;
-    case 'verified':
-    case 'recording':
-    case 'queued':
-    case 'gating':
-      return attempt.verifiedBy.kind === 'this-run' ? attempt.verifiedBy.run : null;
-    default:
-      return assertNever(attempt, 'attempt');
-  }
-}
-
-/** What a run cost (none: nothing in this run). */
-const spentBy = (run: WorkerRun | null): UsageFigure => (run !== null ? runFigure(run) : emptyUsage());
-
-/** What an attempt keeps from stage to stage: its task, its number and the stack it was built on. */
-const kept = (attempt: Attempt): Pick<Attempt, 'task' | 'number' | 'stack'> => ({
-  task: attempt.task,
-  number: attempt.number,
-  ...(attempt.stack !== undefined ? { stack: attempt.stack } : {}),
-});
 
 function workerFinished(work: Work, task: number, run: WorkerRun): void {
   const attempt = attemptIn(work, task, 'running');
@@ -856,24 +758,6 @@ function workspaceFailed(work: Work, task: number, reason: string): void {
     reason: 'setup-failed',
     message: `${reason}. No attempt was spent; fix the setup command (context.setupCommand in the plan) and run the same command again`,
   });
-}
-
-/**
- * The `task-finished` event of an attempt whose workers did `run` in this run (none: an earlier
- * run's worker, whose time and cost were told then), but for its outcome and words.
- */
-function finishedEvent(work: Work, attempt: Attempt, run: WorkerRun | null): Omit<Extract<RunEventBody, { type: 'task-finished' }>, 'outcome'> {
-  return {
-    type: 'task-finished',
-    task: attempt.task,
-    subject: work.draft.plan.tasks[attempt.task]!.subject,
-    attempt: attempt.number,
-    durationMs: run?.durationMs ?? 0,
-    usage: spentBy(run),
-    ...(run?.sessionId !== undefined ? { sessionId: run.sessionId } : {}),
-    logPath: run?.logPath ?? '',
-    permissionDenials: run === null ? 0 : run.unmeasured ? UNKNOWN : run.permissionDenials.length,
-  };
 }
 
 /** Beside an attempt's decision: warnings for its `task-finished` event, and what it did outside its declared files. */
