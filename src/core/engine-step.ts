@@ -41,16 +41,15 @@ import {
   undeclaredWritesOf,
   verificationWarnings,
 } from './finalize.ts';
-import { formatCost } from './format.ts';
 import { afterGateRun, culpritDecision, enqueue, flakeNotice, gateFinishedEvent, nextSegment, queueOrder, withdraw } from './gate.ts';
-import { countByStatus, readySet, stall } from './graph.ts';
+import { readySet } from './graph.ts';
 import { limitWords } from './limit-words.ts';
 import { type Limiter, type LimiterSettings, type Refusal, allowed, holding, overdue, refused, served, settleRound } from './limiter.ts';
 import { computeOverlaps, overlapSets } from './overlap.ts';
 import { pathsIntersect } from './paths.ts';
-import { type Plan, type TaskSetAside, UNKNOWN, addUsage, attemptsOf, emptyUsage, modelOf, statusOf, writesOf } from './plan.ts';
+import { type Plan, type TaskSetAside, addUsage, attemptsOf, emptyUsage, modelOf, statusOf, writesOf } from './plan.ts';
 import { byPriority, pickStarts } from './schedule.ts';
-import { type Applied, applyCancelled, applyDecision, applySetupFindings, markStarted, recordUndeclared, widenDeclared } from './transition.ts';
+import { applyCancelled, applyDecision, applySetupFindings, markStarted, recordUndeclared, widenDeclared } from './transition.ts';
 import { type WantedPath, recheckable, wantedPaths, widenRefusal } from './widen.ts';
 import type { CapturedWork } from './work.ts';
 import {
@@ -69,6 +68,7 @@ import { type Work, attemptIn, emit, isIn, kept, runFigure, runOf, spentBy, stop
 import type { EngineEffect, RecordFailure } from './engine/effects.ts';
 import type { EngineEvent } from './engine/events.ts';
 import type { EngineConfig, EngineState, Timing } from './engine/state.ts';
+import { abortWorkers, checkBudget, drain, finish, interrupt, reportCascade, sessionEnded } from './engine/stop.ts';
 import { finishedEvent, outcomeOf, reasonOf } from './engine/task-finished.ts';
 
 export { type HeldCandidate, admitHeld, initialState } from './engine/admission.ts';
@@ -341,34 +341,6 @@ export function step(state: EngineState, event: EngineEvent): Step {
   return { state: work.draft, effects: work.effects };
 }
 
-/** Tell every worker to stop; their attempts end as interrupted. */
-function abortWorkers(work: Work): void {
-  if (work.draft.aborted) return;
-  work.draft.aborted = true;
-  work.effects.push({ type: 'abort-workers' });
-}
-
-function interrupt(work: Work): void {
-  // An interrupt outranks a drain in progress: the workers stop now.
-  if (work.draft.stop?.reason === 'drained') work.draft.stop = null;
-  stopWith(work, { reason: 'interrupted', message: 'interrupted' });
-  abortWorkers(work);
-}
-
-/**
- * The session ended with the run under way: it ends now, whatever stopped it before; no task of it
- * changes. What its subagents still out cost is not known.
- */
-function sessionEnded(work: Work, lastStepAt: number | null): void {
-  if (tasksIn(work, IN_FLIGHT).length > 0) work.draft.usage = UNKNOWN;
-  const when = lastStepAt === null ? 'an unknown time' : new Date(lastStepAt).toISOString();
-  work.draft.stop = {
-    reason: 'interrupted',
-    message: `the session ended before this run finished (its last step was at ${when}); a new \`plan setup\` started another`,
-  };
-  finish(work);
-}
-
 /** The gate may test candidates, and tasks may start: its check of the starting commit passed, or none was needed. */
 export const gateOpen = (state: Pick<EngineState, 'baseline'>): boolean => state.baseline === 'none' || state.baseline === 'passed';
 
@@ -399,20 +371,6 @@ function baselineGated(work: Work, passed: boolean | null, output: string, durat
     message: `the gate ${command === undefined ? '' : `\`${command}\` `}already fails on the starting commit, before any task ran, so it would blame every task; nothing was started`,
     baselineFailure: { output },
   });
-}
-
-/** Start nothing new; let every attempt under way finish, and its work integrate. Once only. */
-function drain(work: Work): void {
-  if (work.draft.stop !== null) return;
-  const running = tasksIn(work, IN_FLIGHT);
-  stopWith(work, {
-    reason: 'drained',
-    message:
-      running.length === 0
-        ? 'drained: nothing was running, and nothing new started'
-        : `drained: ${running.length === 1 ? 'task' : 'tasks'} ${running.join(', ')} finished, and nothing new started`,
-  });
-  emit(work, { type: 'draining', running });
 }
 
 function workerFinished(work: Work, task: number, run: WorkerRun): void {
@@ -789,29 +747,6 @@ function concludeRecheck(work: Work, attempt: RunningAttempt | VerifyingAttempt,
   work.attempts.delete(task);
   work.effects.push({ type: 'save' });
   emit(work, { ...base, outcome: 'interrupted', reason });
-}
-
-/** Once the run's cost (cancelled speculation included) reaches `--max-cost-usd`, nothing new starts. */
-function checkBudget(work: Work): void {
-  const draft = work.draft;
-  const limit = draft.config.maxCostUsd;
-  if (limit !== undefined && draft.usage !== UNKNOWN && draft.usage.costUsd >= limit && draft.stop === null) {
-    emit(work, { type: 'budget-reached', costUsd: draft.usage.costUsd, limitUsd: limit });
-    stopWith(work, { reason: 'budget', message: `the run's cost reached ${formatCost(draft.usage.costUsd)} (limit ${formatCost(limit)})` });
-  }
-}
-
-function reportCascade(work: Work, applied: Applied): void {
-  const cascade = applied.cascade;
-  if (!cascade) return;
-  for (const event of skippedEvents(work.draft.plan.tasks, cascade.skips)) emit(work, event);
-  if (cascade.breaker.trip) {
-    emit(work, { type: 'breaker', pendingCount: cascade.breaker.pendingCount, wouldBeSkipped: cascade.breaker.wouldBeSkipped });
-    stopWith(work, {
-      reason: 'breaker',
-      message: `circuit breaker: ${cascade.breaker.wouldBeSkipped} of ${cascade.breaker.pendingCount} pending tasks were skipped because of failures`,
-    });
-  }
 }
 
 /**
@@ -1226,35 +1161,4 @@ function start(work: Work, task: number): void {
     ...(speculation !== null ? { stack: speculation.works } : {}),
     ...(recheck !== null ? { recheck } : {}),
   });
-}
-
-/** Nothing runs and nothing can start: say why the run ends. */
-function finish(work: Work): void {
-  const draft = work.draft;
-  const plan = draft.plan;
-  // A drain (asked for, or a limit's wait too long) that ended with every task completed finished the plan.
-  if ((draft.stop?.reason === 'drained' || draft.stop?.reason === 'limited') && countByStatus(plan).completed === plan.tasks.length) draft.stop = null;
-  if (draft.stop === null) {
-    const counts = countByStatus(plan);
-    const stalled = stall(plan.tasks);
-    if (stalled.kind === 'deadlock') {
-      emit(work, { type: 'stalled', kind: 'deadlock', tasks: stalled.pending });
-      stopWith(work, { reason: 'deadlock', message: `deadlock: tasks ${stalled.pending.join(', ')} are pending but none can become ready` });
-    } else if (stalled.kind === 'awaiting_approval') {
-      emit(work, { type: 'stalled', kind: 'awaiting_approval', tasks: stalled.gates });
-      stopWith(work, {
-        reason: 'awaiting_approval',
-        message: `waiting for approval: ${stalled.gates.map((g) => `task ${g}`).join(', ')}`,
-      });
-    } else if (counts.completed === plan.tasks.length) {
-      stopWith(work, { reason: 'all-done', message: `all ${plan.tasks.length} tasks completed` });
-    } else if (counts.awaiting_approval > 0) {
-      const gates = plan.tasks.flatMap((t, i) => (statusOf(t) === 'awaiting_approval' ? [`task ${i}`] : []));
-      stopWith(work, { reason: 'awaiting_approval', message: `waiting for approval: ${gates.join(', ')}` });
-    } else {
-      stopWith(work, { reason: 'failures', message: `${counts.completed} of ${plan.tasks.length} tasks completed` });
-    }
-  }
-  draft.finished = true;
-  work.effects.push({ type: 'finish', stop: draft.stop!, usage: draft.usage });
 }
