@@ -50,7 +50,7 @@ const TRANSITIONS: Record<string, readonly string[]> = {
   applyDecision: ['src/core/engine-step.ts'],
   markStarted: ['src/core/engine-step.ts'],
   applySetupFindings: ['src/core/engine-step.ts'],
-  applyCancelled: ['src/core/engine-step.ts'],
+  applyCancelled: ['src/core/engine/speculation.ts'],
   // A failure's skips (through applyDecision) and the skips after a person's decision.
   applyCascade: ['src/core/transition.ts', 'src/core/interventions.ts'],
 };
