@@ -47,7 +47,7 @@ import { limitWords } from './limit-words.ts';
 import { type Limiter, type LimiterSettings, type Refusal, allowed, holding, overdue, refused, served, settleRound } from './limiter.ts';
 import { computeOverlaps, overlapSets } from './overlap.ts';
 import { type Plan, type TaskSetAside, addUsage, attemptsOf, emptyUsage, modelOf, statusOf } from './plan.ts';
-import { byPriority, pickStarts } from './schedule.ts';
+import { byPriority } from './schedule.ts';
 import { applyDecision, applySetupFindings, markStarted, recordUndeclared, widenDeclared } from './transition.ts';
 import { type WantedPath, recheckable, wantedPaths, widenRefusal } from './widen.ts';
 import type { CapturedWork } from './work.ts';
@@ -64,8 +64,9 @@ import {
 import { type Work, attemptIn, emit, isIn, kept, runFigure, runOf, spentBy, stopWith } from './engine/draft.ts';
 import type { EngineEffect, RecordFailure } from './engine/effects.ts';
 import type { EngineEvent } from './engine/events.ts';
-import { cancelBuiltOn, endCancelled, speculativeReady, speculativeStack } from './engine/speculation.ts';
-import type { EngineConfig, EngineState, Timing } from './engine/state.ts';
+import { gateOpen, startable, unheld, waitingToLand } from './engine/queries.ts';
+import { cancelBuiltOn, endCancelled, speculativeStack } from './engine/speculation.ts';
+import type { EngineConfig, EngineState } from './engine/state.ts';
 import { abortWorkers, checkBudget, drain, finish, interrupt, reportCascade, sessionEnded } from './engine/stop.ts';
 import { finishedEvent, outcomeOf, reasonOf } from './engine/task-finished.ts';
 
@@ -85,6 +86,7 @@ export {
 } from './engine/attempt.ts';
 export type { EngineEffect, RecordFailure } from './engine/effects.ts';
 export type { EngineEvent } from './engine/events.ts';
+export { claimingFiles, gateOpen, landedReady, readyOnRecord, startable, waitingPays, waitingToLand } from './engine/queries.ts';
 export { speculativeReady, speculativeStack } from './engine/speculation.ts';
 export type { Baseline, EngineConfig, EngineDriver, EngineState, EngineStop, Timing } from './engine/state.ts';
 export { outcomeOf, reasonOf } from './engine/task-finished.ts';
@@ -97,103 +99,12 @@ export interface Step {
 /** Where a headless worker's log is: `<logDir>/worker-<task>.log`, every attempt of the task in turn. */
 export const workerLogPath = (logDir: string, task: number): string => `${logDir}/worker-${task}.log`;
 
-/**
- * Tasks that claim their files without a worker: verified attempts waiting to be recorded or being
- * recorded, and work awaiting approval. A task overlapping them must wait: its edits would mix
- * into that work.
- */
-export function claimingFiles(state: Pick<EngineState, 'attempts' | 'plan'>): Set<number> {
-  const claiming = new Set([...tasksIn(state, WAITING_TO_LAND), ...tasksIn(state, PAUSED)]);
-  state.plan.tasks.forEach((t, i) => {
-    if (statusOf(t) === 'awaiting_approval') claiming.add(i);
-  });
-  return claiming;
-}
-
-/**
- * Pending tasks that become ready the moment the verified work waiting to be recorded is: every
- * blocker is completed or waiting to be recorded, and one at least is waiting.
- */
-export function readyOnRecord(state: Pick<EngineState, 'attempts' | 'plan'>): number[] {
-  const waiting = new Set(tasksIn(state, WAITING_TO_LAND));
-  if (waiting.size === 0) return [];
-  const tasks = state.plan.tasks;
-  const done = (blocker: number) => statusOf(tasks[blocker]!) === 'completed' || waiting.has(blocker);
-  return tasks.flatMap((t, i) => (statusOf(t) === 'pending' && t.blockedBy.some((b) => waiting.has(b)) && t.blockedBy.every(done) ? [i] : []));
-}
-
-/**
- * Whether a free slot may wait for a record: only while recording is quick next to the work (a
- * record takes at most a tenth of a worker's run, on average). Real workers run for minutes and a
- * commit takes a fraction of a second; when work is as quick as a commit, an idle slot costs more
- * than the order it buys. Until something is measured, records count as quick.
- */
-export function waitingPays(timing: Timing): boolean {
-  if (timing.records === 0 || timing.workers === 0) return true;
-  return (timing.recordMs / timing.records) * 10 <= timing.workerMs / timing.workers;
-}
-
 /** The limiter's settings from the run's configuration (`ceiling`: the concurrency asked for). */
 export const limiterSettings = (config: EngineConfig, ceiling: number = config.concurrency): LimiterSettings => ({
   ceiling,
   backoffMs: config.backoffMs,
   maxWaitMs: config.limitWaitMs,
 });
-
-/**
- * The tasks the policy lets start now, within what the limiter allows (none while it holds).
- * With the continuous policy a free slot is not given to a ready task that a task about to become
- * ready (its blockers' work is being recorded) outranks: that slot waits for the record, so the
- * longer path is not held up by whatever happened to be ready first.
- */
-export function startable(state: EngineState, asked: number = state.config.concurrency): number[] {
-  // Nothing starts before the gate has passed the starting commit: it would blame every task.
-  if (!gateOpen(state)) return [];
-  if (holding(state.limiter, state.now)) return [];
-  const concurrency = allowed(state.limiter, asked);
-  const running = new Set(tasksIn(state, IN_FLIGHT));
-  const session = state.config.driver === 'session';
-  const speculative = speculativeReady(state);
-  const ready = pickStarts({
-    tasks: state.plan.tasks,
-    ...(speculative.length > 0 ? { alsoReady: speculative } : {}),
-    running,
-    overlaps: state.overlaps,
-    concurrency,
-    priority: state.priority,
-    admitted: session ? new Set(landedReady(state)) : (state.admitted ?? undefined),
-    claimingFiles: claimingFiles(state),
-  });
-  // In a session a slot is not kept for work about to be recorded: the lead asks when it asks.
-  if (session || state.config.schedule !== 'continuous' || !waitingPays(state.timing)) return ready;
-  // A task that may start now on its blockers' candidates needs no slot kept for it.
-  const soon = byPriority(
-    readyOnRecord(state).filter((task) => !speculative.includes(task)),
-    state.priority,
-  );
-  if (soon.length === 0) return ready;
-  // Fill the free slots by priority from both lists; the ready tasks win ties.
-  const capacity = concurrency - running.size;
-  let fromReady = 0;
-  let fromSoon = 0;
-  while (fromReady + fromSoon < capacity && (fromReady < ready.length || fromSoon < soon.length)) {
-    const nextReady = ready[fromReady];
-    const nextSoon = soon[fromSoon];
-    if (nextSoon !== undefined && (nextReady === undefined || state.priority[nextSoon]! > state.priority[nextReady]!)) fromSoon++;
-    else fromReady++;
-  }
-  return ready.slice(0, fromReady);
-}
-
-/** In a session: the ready tasks whose blockers' work is on the person's branch (a subagent starts from it). */
-export function landedReady(state: Pick<EngineState, 'plan' | 'unlanded'>): number[] {
-  return readySet(state.plan.tasks).filter((i) => !state.plan.tasks[i]!.blockedBy.some((b) => state.unlanded.has(b)));
-}
-
-/** In a session: ready tasks that wait only because a blocker's integrated work has not landed on the branch. */
-export function waitingToLand(state: Pick<EngineState, 'plan' | 'unlanded'>): number[] {
-  return readySet(state.plan.tasks).filter((i) => state.plan.tasks[i]!.blockedBy.some((b) => state.unlanded.has(b)));
-}
 
 /**
  * The decision for a finished attempt, after the run-wide rule: after an interrupt nothing but
@@ -269,9 +180,6 @@ export function step(state: EngineState, event: EngineEvent): Step {
   schedule(work);
   return { state: work.draft, effects: work.effects };
 }
-
-/** The gate may test candidates, and tasks may start: its check of the starting commit passed, or none was needed. */
-export const gateOpen = (state: Pick<EngineState, 'baseline'>): boolean => state.baseline === 'none' || state.baseline === 'passed';
 
 /** With a gate, the starting commit is checked when there is anything to test: a pending task, or verified work to integrate. */
 function baselineDue(work: Work): boolean {
@@ -966,9 +874,6 @@ function scheduleSession(work: Work): void {
   if (draft.stop === null && (startable(unheld(draft)).length > 0 || waitingToLand(draft).length > 0)) return;
   finish(work);
 }
-
-/** The state as if no limit held it: what would start but for the hold. */
-const unheld = (state: EngineState): EngineState => ({ ...state, limiter: { ...state.limiter, holdUntil: 0 } });
 
 /**
  * Candidates in the merge queue keep the run going, unless Ctrl-C stopped it or the gate failed on
