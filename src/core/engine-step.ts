@@ -43,11 +43,9 @@ import {
 } from './finalize.ts';
 import { afterGateRun, culpritDecision, enqueue, flakeNotice, gateFinishedEvent, nextSegment } from './gate.ts';
 import { readySet } from './graph.ts';
-import { limitWords } from './limit-words.ts';
-import { type Limiter, type LimiterSettings, type Refusal, allowed, holding, overdue, refused, served, settleRound } from './limiter.ts';
+import { holding, served, settleRound } from './limiter.ts';
 import { computeOverlaps, overlapSets } from './overlap.ts';
 import { type Plan, type TaskSetAside, addUsage, attemptsOf, emptyUsage, modelOf, statusOf } from './plan.ts';
-import { byPriority } from './schedule.ts';
 import { applyDecision, applySetupFindings, markStarted, recordUndeclared, widenDeclared } from './transition.ts';
 import { type WantedPath, recheckable, wantedPaths, widenRefusal } from './widen.ts';
 import type { CapturedWork } from './work.ts';
@@ -61,12 +59,25 @@ import {
   WAITING_TO_LAND,
   tasksIn,
 } from './engine/attempt.ts';
-import { type Work, attemptIn, emit, isIn, kept, runFigure, runOf, spentBy, stopWith } from './engine/draft.ts';
+import { type Work, attemptIn, emit, kept, runFigure, runOf, spentBy, stopWith } from './engine/draft.ts';
 import type { EngineEffect, RecordFailure } from './engine/effects.ts';
 import type { EngineEvent } from './engine/events.ts';
+import {
+  announce,
+  gotThrough,
+  limiterSettings,
+  mayPause,
+  pause,
+  refusalOf,
+  refuse,
+  resumePaused,
+  wakeForHold,
+  workerRefused,
+  workerServed,
+} from './engine/limits.ts';
 import { gateOpen, startable, unheld, waitingToLand } from './engine/queries.ts';
 import { cancelBuiltOn, endCancelled, speculativeStack } from './engine/speculation.ts';
-import type { EngineConfig, EngineState } from './engine/state.ts';
+import type { EngineState } from './engine/state.ts';
 import { abortWorkers, checkBudget, drain, finish, interrupt, reportCascade, sessionEnded } from './engine/stop.ts';
 import { finishedEvent, outcomeOf, reasonOf } from './engine/task-finished.ts';
 
@@ -86,6 +97,7 @@ export {
 } from './engine/attempt.ts';
 export type { EngineEffect, RecordFailure } from './engine/effects.ts';
 export type { EngineEvent } from './engine/events.ts';
+export { limiterSettings, refusalOf } from './engine/limits.ts';
 export { claimingFiles, gateOpen, landedReady, readyOnRecord, startable, waitingPays, waitingToLand } from './engine/queries.ts';
 export { speculativeReady, speculativeStack } from './engine/speculation.ts';
 export type { Baseline, EngineConfig, EngineDriver, EngineState, EngineStop, Timing } from './engine/state.ts';
@@ -98,13 +110,6 @@ export interface Step {
 
 /** Where a headless worker's log is: `<logDir>/worker-<task>.log`, every attempt of the task in turn. */
 export const workerLogPath = (logDir: string, task: number): string => `${logDir}/worker-${task}.log`;
-
-/** The limiter's settings from the run's configuration (`ceiling`: the concurrency asked for). */
-export const limiterSettings = (config: EngineConfig, ceiling: number = config.concurrency): LimiterSettings => ({
-  ceiling,
-  backoffMs: config.backoffMs,
-  maxWaitMs: config.limitWaitMs,
-});
 
 /**
  * The decision for a finished attempt, after the run-wide rule: after an interrupt nothing but
@@ -269,133 +274,6 @@ function undeclaredOf(attempt: Attempt, run: WorkerRun, verification?: Verificat
     setAside:
       setAside === undefined ? null : { attempt: attempt.number, paths: setAside.paths, ...(setAside.kept !== null ? { commit: setAside.kept.commit } : {}) },
   };
-}
-
-/** The refusal a worker's failure is, when it is a limit's (a 429, a 529), or null. */
-export function refusalOf(run: Pick<WorkerRun, 'outcome'> | undefined): Refusal | null {
-  if (run?.outcome.kind !== 'failed') return null;
-  const failure = run.outcome.failure;
-  if (failure.reason === 'rate-limited') {
-    return {
-      kind: failure.resetAt !== undefined ? 'usage-limit' : 'rate-limit',
-      ...(failure.retryAfterMs !== undefined ? { delayMs: failure.retryAfterMs } : {}),
-      ...(failure.resetAt !== undefined ? { resetAt: failure.resetAt } : {}),
-    };
-  }
-  if (failure.reason === 'overloaded') return { kind: 'overloaded', ...(failure.retryAfterMs !== undefined ? { delayMs: failure.retryAfterMs } : {}) };
-  return null;
-}
-
-/** A subagent that ran and reported (or failed its own way), not one a limit refused nor one whose worktree was never made. */
-const gotThrough = (run: WorkerRun): boolean =>
-  run.outcome.kind === 'reported' || (refusalOf(run) === null && run.outcome.failure.reason !== 'no-worktree' && run.outcome.failure.reason !== 'interrupted');
-
-/**
- * A worker the API refused while it ran; its CLI asks again after the delay it named. One that
- * has done nothing yet is stopped unless this is the first refusal of a streak, within what the
- * run may have at once, and its CLI waits out the hold by itself: refused again (or in a streak
- * the API keeps up), crowding the API, or asking again before the hold ends, it would only be
- * refused again. Its task waits (a resumed one pauses again), no attempt spent, nothing of it
- * lost. One that has done something is never cut short.
- */
-function workerRefused(work: Work, task: number, refusal: Refusal, progressed: boolean): void {
-  refuse(work, task, refusal);
-  const draft = work.draft;
-  const attempt = work.attempts.get(task);
-  if (!isIn(attempt, 'running')) return;
-  work.attempts.set(task, { ...attempt, refused: true });
-  const running = [...work.attempts.values()].filter((a) => a.stage === 'running' && a.stopping !== true).length;
-  const crowded = running > allowed(draft.limiter, draft.config.concurrency);
-  const again = attempt.refused === true || draft.limiter.strikes >= 2;
-  const asksTooSoon = refusal.delayMs === undefined || draft.now + refusal.delayMs < draft.limiter.holdUntil || draft.stop?.reason === 'limited';
-  if (attempt.cancelled === undefined && attempt.stopping !== true && !progressed && draft.config.driver === 'headless' && (crowded || again || asksTooSoon)) {
-    work.attempts.set(task, { ...attempt, refused: true, stopping: true });
-    work.effects.push({ type: 'stop-worker', task });
-  }
-}
-
-/** A worker was served a response: it has done something, and the limiter hears of it. */
-function workerServed(work: Work, task: number): void {
-  const draft = work.draft;
-  const attempt = work.attempts.get(task);
-  const refusedBefore = isIn(attempt, 'running') && attempt.refused === true;
-  if (isIn(attempt, 'running') && (attempt.progressed !== true || attempt.refused === true)) {
-    const { refused: _refused, ...rest } = attempt;
-    work.attempts.set(task, { ...rest, progressed: true });
-  }
-  const before = draft.limiter;
-  // A worker refused before is served again: the API serves it, the hold it was told to wait is over.
-  draft.limiter = served(before, draft.now, limiterSettings(draft.config), false, refusedBefore);
-  if (before.refusedSince !== null) announce(work, before, 'serving', null);
-  else if (draft.limiter.working !== before.working) announce(work, before, 'raised', null);
-}
-
-/** A refusal, to the limiter; said when it changes what the run may do; past --limit-wait, the run drains. */
-function refuse(work: Work, task: number, refusal: Refusal): void {
-  const draft = work.draft;
-  const settings = limiterSettings(draft.config);
-  const before = draft.limiter;
-  draft.limiter = refused(before, refusal, draft.now, settings, draft.config.driver === 'session');
-  const after = draft.limiter;
-  // A new hold, or a hold for another limit (a usage limit's reset), is news; a lower working concurrency too.
-  if ((!holding(before, draft.now) || after.kind !== before.kind || after.resetAt !== before.resetAt) && holding(after, draft.now))
-    announce(work, before, 'hold', task);
-  else if (after.working !== before.working) announce(work, before, 'lowered', task);
-  const late = draft.config.driver === 'headless' ? overdue(after, draft.now, settings) : null;
-  if (late !== null && draft.stop === null) {
-    const words = limitWords(after, draft.config.concurrency, draft.now);
-    stopWith(work, { reason: 'limited', message: words.stop(late.until, draft.config.limitWaitMs), resumeAfter: late.until });
-    emit(work, { type: 'draining', running: tasksIn(work, IN_FLIGHT) });
-  }
-}
-
-/** Emit the limiter's state, as changed by `change` (the task whose refusal it was). */
-function announce(work: Work, before: Limiter, change: 'hold' | 'lowered' | 'serving' | 'raised', task: number | null): void {
-  const draft = work.draft;
-  const words = limitWords(draft.limiter, draft.config.concurrency, draft.now);
-  emit(work, {
-    type: 'limit',
-    change,
-    ...words.state,
-    refusals: draft.limiter.refusals,
-    task,
-    message: change === 'serving' && before.refusedSince !== null ? words.serving() : words.now(),
-  });
-}
-
-/**
- * The attempt may wait for the limit with its worktree and conversation: headless, its worker has
- * done something, and the run goes on.
- */
-const mayPause = (work: Work, attempt: RunningAttempt): boolean =>
-  work.draft.config.driver === 'headless' && work.draft.stop === null && !work.draft.aborted && attempt.progressed === true && attempt.cancelled === undefined;
-
-/**
- * A limit ended the worker after it had done something: the attempt keeps its worktree and
- * conversation (`sessionId`), and resumes when the limiter lets it.
- */
-function pause(work: Work, attempt: RunningAttempt, run: WorkerRun, sessionId: string, reason: string): void {
-  work.attempts.set(attempt.task, { ...kept(attempt), stage: 'paused', run, sessionId });
-  emit(work, {
-    type: 'task-paused',
-    task: attempt.task,
-    subject: work.draft.plan.tasks[attempt.task]!.subject,
-    attempt: attempt.number,
-    reason,
-    sessionId,
-  });
-}
-
-/** A paused attempt goes on: its worker continues its conversation in the worktree it kept. */
-function resume(work: Work, task: number): void {
-  const attempt = attemptIn(work, task, 'paused');
-  const draft = work.draft;
-  // It has done something: a limit never costs it that.
-  work.attempts.set(task, { ...kept(attempt), stage: 'running', run: attempt.run, progressed: true });
-  const logPath = `${draft.config.logDir}/worker-${task}.log`;
-  emit(work, { type: 'task-resumed', task, subject: draft.plan.tasks[task]!.subject, attempt: attempt.number, logPath });
-  const failure = attempt.run.outcome.kind === 'failed' ? describeWorkerFailure(attempt.run.outcome.failure) : 'a limit';
-  work.effects.push({ type: 'start-worker', task, attempt: attempt.number, logPath, resume: { sessionId: attempt.sessionId, reason: failure } });
 }
 
 /** The run stops: paused attempts will not resume; their tasks wait for the next run (no attempt spent), their worktrees go. */
@@ -846,14 +724,6 @@ function schedule(work: Work): void {
   }
 }
 
-/** Paused attempts go on first, highest priority first, as far as the limiter lets workers run. */
-function resumePaused(work: Work): void {
-  const draft = work.draft;
-  if (holding(draft.limiter, draft.now)) return;
-  const free = allowed(draft.limiter, draft.config.concurrency) - tasksIn(work, IN_FLIGHT).length;
-  for (const task of byPriority(tasksIn(work, PAUSED), draft.priority).slice(0, Math.max(0, free))) resume(work, task);
-}
-
 /**
  * The session's schedule: the lead's `commit` (`integrate`) hands verified work to the lane, its
  * `next` (`hand-out`) starts what may start; the gate runs whenever the lane is free, as
@@ -881,15 +751,6 @@ function scheduleSession(work: Work): void {
  */
 const candidatesWait = (work: Work): boolean =>
   tasksIn(work, new Set(['queued'])).length > 0 && work.draft.stop?.reason !== 'interrupted' && work.draft.baseline !== 'failed';
-
-/** Ask for a tick when a limit's hold ends, if anything waits for it (a paused attempt, a task that would start). Whether it did. */
-function wakeForHold(work: Work): boolean {
-  const draft = work.draft;
-  if (draft.stop !== null || !holding(draft.limiter, draft.now)) return false;
-  if (tasksIn(work, PAUSED).length === 0 && startable(unheld(draft)).length === 0) return false;
-  work.effects.push({ type: 'wake', at: draft.limiter.holdUntil });
-  return true;
-}
 
 function start(work: Work, task: number): void {
   const draft = work.draft;
