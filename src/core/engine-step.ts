@@ -31,34 +31,15 @@
 
 import { skippedEvents } from './events.ts';
 import { type WorkerRun, assertNever, describeWorkerFailure } from './failure.ts';
-import {
-  type Decided,
-  type Decision,
-  type EndingDecision,
-  type Verification,
-  decideAttempt,
-  judgeRun,
-  undeclaredWritesOf,
-  verificationWarnings,
-} from './finalize.ts';
+import { type Decided, type Decision, type Verification, decideAttempt, judgeRun, verificationWarnings } from './finalize.ts';
 import { afterGateRun, culpritDecision, enqueue, flakeNotice, gateFinishedEvent, nextSegment } from './gate.ts';
 import { readySet } from './graph.ts';
 import { holding, served, settleRound } from './limiter.ts';
-import { computeOverlaps, overlapSets } from './overlap.ts';
-import { type Plan, type TaskSetAside, addUsage, attemptsOf, emptyUsage, modelOf, statusOf } from './plan.ts';
-import { applyDecision, applySetupFindings, markStarted, recordUndeclared, widenDeclared } from './transition.ts';
-import { type WantedPath, recheckable, wantedPaths, widenRefusal } from './widen.ts';
+import { type Plan, addUsage, attemptsOf, emptyUsage, modelOf, statusOf } from './plan.ts';
+import { applyDecision, applySetupFindings, markStarted, recordUndeclared } from './transition.ts';
+import { recheckable } from './widen.ts';
 import type { CapturedWork } from './work.ts';
-import {
-  type Attempt,
-  type RecordingAttempt,
-  type RunningAttempt,
-  type VerifyingAttempt,
-  IN_FLIGHT,
-  PAUSED,
-  WAITING_TO_LAND,
-  tasksIn,
-} from './engine/attempt.ts';
+import { type RecordingAttempt, type RunningAttempt, type VerifyingAttempt, IN_FLIGHT, PAUSED, WAITING_TO_LAND, tasksIn } from './engine/attempt.ts';
 import { type Work, attemptIn, emit, kept, runFigure, runOf, spentBy, stopWith } from './engine/draft.ts';
 import type { EngineEffect, RecordFailure } from './engine/effects.ts';
 import type { EngineEvent } from './engine/events.ts';
@@ -76,6 +57,7 @@ import {
   workerServed,
 } from './engine/limits.ts';
 import { gateOpen, startable, unheld, waitingToLand } from './engine/queries.ts';
+import { type Concluded, concludeRecheck, undeclaredOf, widened } from './engine/set-aside.ts';
 import { cancelBuiltOn, endCancelled, speculativeStack } from './engine/speculation.ts';
 import type { EngineState } from './engine/state.ts';
 import { abortWorkers, checkBudget, drain, finish, interrupt, reportCascade, sessionEnded } from './engine/stop.ts';
@@ -265,17 +247,6 @@ function decideFor(work: Work, task: number, run: WorkerRun, verification?: Veri
   });
 }
 
-/** What an attempt did outside its declared files, for the task's record (`recordUndeclared`). */
-function undeclaredOf(attempt: Attempt, run: WorkerRun, verification?: Verification): Concluded {
-  const setAside = verification?.ok === true ? verification.value.setAside : undefined;
-  return {
-    wanted: wantedPaths(verification, run.permissionDenials),
-    undeclared: undeclaredWritesOf(verification, run.permissionDenials),
-    setAside:
-      setAside === undefined ? null : { attempt: attempt.number, paths: setAside.paths, ...(setAside.kept !== null ? { commit: setAside.kept.commit } : {}) },
-  };
-}
-
 /** The run stops: paused attempts will not resume; their tasks wait for the next run (no attempt spent), their worktrees go. */
 function endPaused(work: Work): void {
   const interrupted = work.draft.stop?.reason === 'interrupted';
@@ -322,15 +293,6 @@ function workspaceFailed(work: Work, task: number, reason: string): void {
     reason: 'setup-failed',
     message: `${reason}. No attempt was spent; fix the setup command (context.setupCommand in the plan) and run the same command again`,
   });
-}
-
-/** Beside an attempt's decision: warnings for its `task-finished` event, and what it did outside its declared files. */
-interface Concluded {
-  warnings?: string[];
-  undeclared?: readonly string[];
-  setAside?: TaskSetAside | null;
-  /** The undeclared files it wanted, with what `--widen` needs to know of each. */
-  wanted?: readonly WantedPath[];
 }
 
 /**
@@ -409,59 +371,6 @@ function conclude(work: Work, attempt: RunningAttempt | VerifyingAttempt, run: W
       assertNever(decision, 'decision');
   }
   checkBudget(work);
-}
-
-/**
- * `--widen`: an attempt that failed (or ended blocked) wanting undeclared files the run may add
- * (core/widen.ts `widenRefusal`) has them added to its task's declared files, once per task per
- * run, and the task runs again with no attempt counted. Otherwise the decision stands, and a
- * failure or block says why the run did not add them.
- */
-function widened(work: Work, task: number, decision: EndingDecision, wanted: readonly WantedPath[]): EndingDecision {
-  const draft = work.draft;
-  const patterns = draft.config.widen;
-  if (patterns === undefined || patterns.length === 0 || wanted.length === 0) return decision;
-  if (decision.kind !== 'retry' && decision.kind !== 'failed' && decision.kind !== 'blocked') return decision;
-  const refusals = wanted.flatMap((path) => {
-    const why = draft.widened.has(task) ? `${path.path}: the task was widened once in this run already` : widenRefusal(draft.plan, task, path, patterns);
-    return why === null ? [] : [why];
-  });
-  if (refusals.length > 0) {
-    const note = `; --widen did not add what it wanted: ${refusals.join('; ')}`;
-    return decision.kind === 'blocked' ? { ...decision, reason: `${decision.reason}${note}` } : { ...decision, failure: `${decision.failure}${note}` };
-  }
-  const paths = wanted.map((path) => path.path);
-  const recheck = widenDeclared(draft.plan, task, paths);
-  draft.widened = new Set([...draft.widened, task]);
-  draft.overlaps = overlapSets(computeOverlaps(draft.plan.tasks));
-  emit(work, { type: 'task-widened', task, subject: draft.plan.tasks[task]!.subject, paths, recheck });
-  return {
-    kind: 'interrupted',
-    reason: `widened by --widen to declare ${paths.join(', ')}; it runs again with no attempt counted (the attempt before: ${decision.kind === 'blocked' ? decision.reason : decision.failure})`,
-  };
-}
-
-/**
- * A re-check of the work a task's last attempt set aside (no worker ran): passing, it is the
- * task's work like any verified attempt's; else the task is pending again with no attempt
- * counted, and its next start pays a worker.
- */
-function concludeRecheck(work: Work, attempt: RunningAttempt | VerifyingAttempt, run: WorkerRun, decided: Decided, warnings: string[]): void {
-  const task = attempt.task;
-  const base = { ...finishedEvent(work, attempt, run), ...(warnings.length > 0 ? { warnings } : {}) };
-  work.effects.push({ type: 'release-workspace', task });
-  if (decided.passed) {
-    work.attempts.set(task, { ...kept(attempt), stage: 'verified', decision: decided.decision, work: decided.work, verifiedBy: { kind: 'this-run', run } });
-    emit(work, { ...base, outcome: decided.decision.kind, result: decided.decision.result });
-    return;
-  }
-  const decision = decided.decision;
-  const why = decision.kind === 'retry' || decision.kind === 'failed' ? decision.failure : decision.kind === 'blocked' ? decision.reason : decision.kind;
-  const reason = `the re-check of the work its last attempt set aside did not pass (${why}); a worker does the task next, with no attempt counted`;
-  applyDecision(work.draft.plan, task, { kind: 'interrupted', reason }, emptyUsage());
-  work.attempts.delete(task);
-  work.effects.push({ type: 'save' });
-  emit(work, { ...base, outcome: 'interrupted', reason });
 }
 
 /**
