@@ -30,38 +30,25 @@
 // shallowly (its `tasks` array); task objects are replaced, never changed (see `applyDecision`).
 
 import { skippedEvents } from './events.ts';
-import { type WorkerRun, assertNever, describeWorkerFailure } from './failure.ts';
-import { type Decided, type Decision, type Verification, decideAttempt, judgeRun, verificationWarnings } from './finalize.ts';
+import { assertNever } from './failure.ts';
 import { afterGateRun, culpritDecision, enqueue, flakeNotice, gateFinishedEvent, nextSegment } from './gate.ts';
 import { readySet } from './graph.ts';
-import { holding, served, settleRound } from './limiter.ts';
-import { type Plan, addUsage, attemptsOf, emptyUsage, modelOf, statusOf } from './plan.ts';
-import { applyDecision, applySetupFindings, markStarted, recordUndeclared } from './transition.ts';
+import { holding, settleRound } from './limiter.ts';
+import { type Plan, attemptsOf, modelOf, statusOf } from './plan.ts';
+import { applyDecision, applySetupFindings, markStarted } from './transition.ts';
 import { recheckable } from './widen.ts';
 import type { CapturedWork } from './work.ts';
-import { type RecordingAttempt, type RunningAttempt, type VerifyingAttempt, IN_FLIGHT, PAUSED, WAITING_TO_LAND, tasksIn } from './engine/attempt.ts';
-import { type Work, attemptIn, emit, kept, runFigure, runOf, spentBy, stopWith } from './engine/draft.ts';
+import { type RecordingAttempt, IN_FLIGHT, PAUSED, WAITING_TO_LAND, tasksIn } from './engine/attempt.ts';
+import { endPaused, verified, workerFinished, workspaceFailed } from './engine/conclude.ts';
+import { type Work, attemptIn, emit, runOf, spentBy, stopWith } from './engine/draft.ts';
 import type { EngineEffect, RecordFailure } from './engine/effects.ts';
 import type { EngineEvent } from './engine/events.ts';
-import {
-  announce,
-  gotThrough,
-  limiterSettings,
-  mayPause,
-  pause,
-  refusalOf,
-  refuse,
-  resumePaused,
-  wakeForHold,
-  workerRefused,
-  workerServed,
-} from './engine/limits.ts';
+import { announce, resumePaused, wakeForHold, workerRefused, workerServed } from './engine/limits.ts';
 import { gateOpen, startable, unheld, waitingToLand } from './engine/queries.ts';
-import { type Concluded, concludeRecheck, undeclaredOf, widened } from './engine/set-aside.ts';
-import { cancelBuiltOn, endCancelled, speculativeStack } from './engine/speculation.ts';
+import { cancelBuiltOn, speculativeStack } from './engine/speculation.ts';
 import type { EngineState } from './engine/state.ts';
-import { abortWorkers, checkBudget, drain, finish, interrupt, reportCascade, sessionEnded } from './engine/stop.ts';
-import { finishedEvent, outcomeOf, reasonOf } from './engine/task-finished.ts';
+import { drain, finish, interrupt, reportCascade, sessionEnded } from './engine/stop.ts';
+import { finishedEvent } from './engine/task-finished.ts';
 
 export { type HeldCandidate, admitHeld, initialState } from './engine/admission.ts';
 export {
@@ -77,6 +64,7 @@ export {
   type VerifyingAttempt,
   tasksIn,
 } from './engine/attempt.ts';
+export { settleRules } from './engine/conclude.ts';
 export type { EngineEffect, RecordFailure } from './engine/effects.ts';
 export type { EngineEvent } from './engine/events.ts';
 export { limiterSettings, refusalOf } from './engine/limits.ts';
@@ -92,15 +80,6 @@ export interface Step {
 
 /** Where a headless worker's log is: `<logDir>/worker-<task>.log`, every attempt of the task in turn. */
 export const workerLogPath = (logDir: string, task: number): string => `${logDir}/worker-${task}.log`;
-
-/**
- * The decision for a finished attempt, after the run-wide rule: after an interrupt nothing but
- * verified work stands. A limit never becomes a failure, however often it comes.
- */
-export function settleRules(decided: Decided, context: { interrupted: boolean }): Decided {
-  if (context.interrupted && !decided.passed) return { passed: false, decision: { kind: 'interrupted' } };
-  return decided;
-}
 
 export function step(state: EngineState, event: EngineEvent): Step {
   if (state.finished) return { state, effects: [] };
@@ -195,182 +174,6 @@ function baselineGated(work: Work, passed: boolean | null, output: string, durat
     message: `the gate ${command === undefined ? '' : `\`${command}\` `}already fails on the starting commit, before any task ran, so it would blame every task; nothing was started`,
     baselineFailure: { output },
   });
-}
-
-function workerFinished(work: Work, task: number, run: WorkerRun): void {
-  const attempt = attemptIn(work, task, 'running');
-  const draft = work.draft;
-  draft.usage = addUsage(draft.usage, runFigure(run));
-  draft.timing = { ...draft.timing, workers: draft.timing.workers + 1, workerMs: draft.timing.workerMs + run.durationMs };
-  // A resumed worker went on with the conversation of the one before it: one attempt, their runs together.
-  const whole = attempt.run !== undefined ? joinRuns(attempt.run, run) : run;
-  const current: RunningAttempt = whole.progressed === true ? { ...attempt, progressed: true } : attempt;
-  if (attempt.cancelled !== undefined) {
-    endCancelled(work, current, whole, true, attempt.cancelled);
-    return;
-  }
-  const judgement = judgeRun(run);
-  if (judgement.kind === 'verify' && !draft.aborted) {
-    work.attempts.set(task, { ...kept(attempt), stage: 'verifying', run: whole });
-    work.effects.push({ type: 'verify', task });
-    return;
-  }
-  // A COMPLETED report after the workers were told to stop is not verified: the run is ending.
-  const decided: Decided = judgement.kind === 'verify' ? { passed: false, decision: { kind: 'interrupted' } } : decideFor(work, task, whole);
-  conclude(work, current, whole, decided, undeclaredOf(current, whole));
-}
-
-/** A paused attempt's worker runs, then its resumed worker's: what they cost and did together, and how the last ended. */
-function joinRuns(before: WorkerRun, after: WorkerRun): WorkerRun {
-  const unmeasured = before.unmeasured === true || after.unmeasured === true;
-  const sessionId = after.sessionId ?? before.sessionId;
-  return {
-    ...after,
-    ...(unmeasured ? { unmeasured: true as const } : {}),
-    usage: addUsage(before.usage, after.usage),
-    durationMs: before.durationMs + after.durationMs,
-    permissionDenials: [...before.permissionDenials, ...after.permissionDenials],
-    ...(sessionId !== undefined ? { sessionId } : {}),
-    ...(before.progressed === true || after.progressed === true ? { progressed: true as const } : {}),
-  };
-}
-
-function decideFor(work: Work, task: number, run: WorkerRun, verification?: Verification): Decided {
-  const draft = work.draft;
-  return decideAttempt({
-    task: draft.plan.tasks[task]!,
-    judgement: judgeRun(run),
-    verification,
-    permissionDenials: run.permissionDenials,
-    maxAttempts: draft.config.maxAttempts,
-    strictScope: draft.config.strictScope ?? false,
-  });
-}
-
-/** The run stops: paused attempts will not resume; their tasks wait for the next run (no attempt spent), their worktrees go. */
-function endPaused(work: Work): void {
-  const interrupted = work.draft.stop?.reason === 'interrupted';
-  for (const task of tasksIn(work, PAUSED)) {
-    const attempt = attemptIn(work, task, 'paused');
-    work.attempts.delete(task);
-    work.effects.push({ type: 'release-workspace', task });
-    const decision: Decision = interrupted
-      ? { kind: 'interrupted' }
-      : { kind: 'requeued', reason: `${reasonOf(decideFor(work, task, attempt.run).decision) ?? 'a limit'}; the run stopped before it could go on` };
-    applyDecision(work.draft.plan, task, decision, runFigure(attempt.run));
-    work.effects.push({ type: 'save' });
-    emit(work, { ...finishedEvent(work, attempt, attempt.run), outcome: outcomeOf(decision), reason: reasonOf(decision) ?? 'interrupted' });
-  }
-}
-
-export function verified(work: Work, task: number, verification: Verification): void {
-  const attempt = attemptIn(work, task, 'verifying');
-  if (attempt.cancelled !== undefined) {
-    endCancelled(work, attempt, attempt.run, true, attempt.cancelled);
-    return;
-  }
-  const run = attempt.run;
-  // An interrupt during the acceptance checks makes their verdict meaningless.
-  const decided: Decided = work.draft.aborted ? { passed: false, decision: { kind: 'interrupted' } } : decideFor(work, task, run, verification);
-  const warnings = verificationWarnings(verification, decided.decision, judgeRun(run));
-  conclude(work, attempt, run, decided, { warnings, ...undeclaredOf(attempt, run, verification) });
-}
-
-/** The worktree could not be made ready: the task goes back to pending, no attempt counted, and the run stops. */
-function workspaceFailed(work: Work, task: number, reason: string): void {
-  const attempt = attemptIn(work, task, 'running');
-  // Stopped while its worktree was being made ready: the speculation was cancelled, nothing failed.
-  if (attempt.cancelled !== undefined) {
-    endCancelled(work, attempt, runOf(attempt), true, attempt.cancelled);
-    return;
-  }
-  work.attempts.delete(task);
-  work.effects.push({ type: 'release-workspace', task });
-  applyDecision(work.draft.plan, task, { kind: 'interrupted' }, emptyUsage());
-  work.effects.push({ type: 'save' });
-  emit(work, { type: 'notice', level: 'warning', message: `task ${task} could not start: ${reason}` });
-  stopWith(work, {
-    reason: 'setup-failed',
-    message: `${reason}. No attempt was spent; fix the setup command (context.setupCommand in the plan) and run the same command again`,
-  });
-}
-
-/**
- * What happens to an attempt once it is decided: its workers did `run`; with a decision that
- * passed, it is verified and holds the work that passed.
- */
-function conclude(work: Work, attempt: RunningAttempt | VerifyingAttempt, run: WorkerRun, decidedFirst: Decided, concluded: Concluded = {}): void {
-  const warnings = concluded.warnings ?? [];
-  if (run.recheck === true) {
-    concludeRecheck(work, attempt, run, decidedFirst, warnings);
-    return;
-  }
-  const draft = work.draft;
-  const task = attempt.task;
-  const decided = settleRules(decidedFirst, { interrupted: draft.stop?.reason === 'interrupted' });
-  // A worker a limit ended (not one the limiter stopped: that refusal was heard already) was refused once more.
-  const refusal = decidedFirst.decision.kind === 'requeued' ? refusalOf(run) : null;
-  if (refusal !== null && !(attempt.stage === 'running' && attempt.stopping === true)) refuse(work, task, refusal);
-  // In a session the lead hands out rounds: a subagent that reached the API and reported got through.
-  if (draft.config.driver === 'session' && refusal === null && gotThrough(run))
-    draft.limiter = served(draft.limiter, draft.now, limiterSettings(draft.config), true);
-  const sessionId = run.sessionId;
-  if (decided.decision.kind === 'requeued' && refusal !== null && sessionId !== undefined && attempt.stage === 'running' && mayPause(work, attempt)) {
-    pause(work, attempt, run, sessionId, decided.decision.reason);
-    checkBudget(work);
-    return;
-  }
-  const base = { ...finishedEvent(work, attempt, run), ...(warnings.length > 0 ? { warnings } : {}) };
-  const usage = runFigure(run);
-  // Judged work (not an interruption, a limit or a missing agent) says what it did outside its files.
-  if (['completed', 'awaiting_approval', 'retry', 'failed', 'blocked'].includes(decided.decision.kind))
-    recordUndeclared(draft.plan, task, concluded.undeclared ?? [], concluded.setAside ?? null);
-  // Whatever was decided, the worktree has served this attempt (its work is captured).
-  const release = () => work.effects.push({ type: 'release-workspace', task });
-  if (decided.passed) {
-    release();
-    // Verified: it holds its files until the lane has integrated (or parked) its work.
-    work.attempts.set(task, { ...kept(attempt), stage: 'verified', decision: decided.decision, work: decided.work, verifiedBy: { kind: 'this-run', run } });
-    emit(work, { ...base, outcome: decided.decision.kind, result: decided.decision.result });
-    checkBudget(work);
-    return;
-  }
-  const decision = widened(work, task, decided.decision, concluded.wanted ?? []);
-  release();
-  switch (decision.kind) {
-    case 'retry':
-    case 'failed':
-    case 'interrupted':
-    case 'abort-run': {
-      // Nothing to undo: the attempt's work never left its worktree.
-      const applied = applyDecision(draft.plan, task, decision, usage);
-      work.attempts.delete(task);
-      work.effects.push({ type: 'save' });
-      emit(work, { ...base, outcome: outcomeOf(decision), reason: reasonOf(decision) ?? 'interrupted' });
-      reportCascade(work, applied);
-      if (decision.kind === 'abort-run') {
-        stopWith(work, { reason: 'agent-unavailable', message: describeWorkerFailure(decision.failure), agentFailure: decision.failure });
-        abortWorkers(work);
-      }
-      break;
-    }
-    case 'blocked':
-      reportCascade(work, applyDecision(draft.plan, task, decision, usage));
-      work.attempts.delete(task);
-      work.effects.push({ type: 'save' });
-      emit(work, { ...base, outcome: 'blocked', reason: decision.reason });
-      break;
-    case 'requeued':
-      // Pending again, no attempt spent: it starts when the limiter lets it.
-      applyDecision(draft.plan, task, decision, usage);
-      work.attempts.delete(task);
-      work.effects.push({ type: 'save' });
-      emit(work, { ...base, outcome: 'requeued', reason: decision.reason });
-      break;
-    default:
-      assertNever(decision, 'decision');
-  }
-  checkBudget(work);
 }
 
 /**
@@ -661,7 +464,7 @@ function scheduleSession(work: Work): void {
 const candidatesWait = (work: Work): boolean =>
   tasksIn(work, new Set(['queued'])).length > 0 && work.draft.stop?.reason !== 'interrupted' && work.draft.baseline !== 'failed';
 
-function start(work: Work, task: number): void {
+export function start(work: Work, task: number): void {
   const draft = work.draft;
   const number = attemptsOf(draft.plan.tasks[task]!) + 1;
   // Ready, or startable only on its blockers' candidates.
