@@ -31,20 +31,20 @@
 
 import { skippedEvents } from './events.ts';
 import { assertNever } from './failure.ts';
-import { afterGateRun, culpritDecision, enqueue, flakeNotice, gateFinishedEvent, nextSegment } from './gate.ts';
+import { afterGateRun, culpritDecision, flakeNotice, gateFinishedEvent, nextSegment } from './gate.ts';
 import { readySet } from './graph.ts';
 import { holding, settleRound } from './limiter.ts';
 import { type Plan, attemptsOf, modelOf, statusOf } from './plan.ts';
 import { applyDecision, applySetupFindings, markStarted } from './transition.ts';
 import { recheckable } from './widen.ts';
-import type { CapturedWork } from './work.ts';
-import { type RecordingAttempt, IN_FLIGHT, PAUSED, WAITING_TO_LAND, tasksIn } from './engine/attempt.ts';
+import { IN_FLIGHT, PAUSED, WAITING_TO_LAND, tasksIn } from './engine/attempt.ts';
 import { endPaused, verified, workerFinished, workspaceFailed } from './engine/conclude.ts';
 import { type Work, attemptIn, emit, runOf, spentBy, stopWith } from './engine/draft.ts';
-import type { EngineEffect, RecordFailure } from './engine/effects.ts';
+import type { EngineEffect } from './engine/effects.ts';
 import type { EngineEvent } from './engine/events.ts';
 import { announce, resumePaused, wakeForHold, workerRefused, workerServed } from './engine/limits.ts';
 import { gateOpen, startable, unheld, waitingToLand } from './engine/queries.ts';
+import { record, recorded } from './engine/record.ts';
 import { cancelBuiltOn, speculativeStack } from './engine/speculation.ts';
 import type { EngineState } from './engine/state.ts';
 import { drain, finish, interrupt, reportCascade, sessionEnded } from './engine/stop.ts';
@@ -176,53 +176,6 @@ function baselineGated(work: Work, passed: boolean | null, output: string, durat
   });
 }
 
-/**
- * Hand every verified attempt to the lane, as one round: integrated at once without a gate; with
- * one, held as candidates for the merge queue. Work awaiting approval is parked either way.
- */
-function record(work: Work): void {
-  const verifiedTasks = tasksIn(work, new Set(['verified']));
-  if (verifiedTasks.length === 0) return;
-  const draft = work.draft;
-  const gated = draft.config.gate !== null;
-  const integrate: Array<{ task: number; work: CapturedWork }> = [];
-  const park: Array<{ task: number; work: CapturedWork }> = [];
-  const hold: Array<{ task: number; work: CapturedWork; stack?: number[] }> = [];
-  const drop: number[] = [];
-  for (const task of verifiedTasks) {
-    const attempt = attemptIn(work, task, 'verified');
-    // The results go into the commit's trailers, so the plan carries them before the commit.
-    draft.plan.tasks[task] = { ...draft.plan.tasks[task]!, result: attempt.decision.result };
-    // Work awaiting approval is parked; with a gate, completed work is held as a candidate.
-    const recording: RecordingAttempt =
-      attempt.decision.kind === 'awaiting_approval'
-        ? { ...attempt, stage: 'recording', purpose: 'park', decision: attempt.decision }
-        : { ...attempt, stage: 'recording', purpose: gated ? 'hold' : 'integrate', decision: attempt.decision };
-    work.attempts.set(task, recording);
-    switch (recording.purpose) {
-      case 'hold':
-        hold.push({ task, work: attempt.work, ...(attempt.stack !== undefined ? { stack: [...attempt.stack] } : {}) });
-        break;
-      case 'park':
-        park.push({ task, work: attempt.work });
-        break;
-      case 'integrate':
-        integrate.push({ task, work: attempt.work });
-        // A candidate an earlier run held, integrated now without a gate, leaves its ref too.
-        if (attempt.verifiedBy.kind === 'earlier-run' && attempt.verifiedBy.held) drop.push(task);
-        break;
-      default:
-        assertNever(recording, 'recording');
-    }
-  }
-  draft.recordingSince = draft.now;
-  // Rounds count integrations: holding candidates for the gate, or parking gated work, is none.
-  if (integrate.length > 0) draft.round++;
-  // Saved first: a candidate held on its ref resumes with the result its attempt reported.
-  if (hold.length > 0) work.effects.push({ type: 'save' });
-  work.effects.push({ type: 'record', tasks: verifiedTasks, round: draft.round, integrate, park, hold, drop });
-}
-
 /** Start the gate on the next segment of the merge queue, when the lane is free. */
 function startGate(work: Work): void {
   const draft = work.draft;
@@ -251,7 +204,7 @@ function startGate(work: Work): void {
 /** The lane is busy: a record or a gate run (the baseline's too) is in it. */
 const laneBusy = (work: Work): boolean => work.draft.baseline === 'testing' || tasksIn(work, new Set(['recording', 'gating'])).length > 0;
 
-function gated(work: Work, tasks: readonly number[], passed: boolean | null, output: string, durationMs: number): void {
+export function gated(work: Work, tasks: readonly number[], passed: boolean | null, output: string, durationMs: number): void {
   if (tasks.length === 0) {
     baselineGated(work, passed, output, durationMs);
     return;
@@ -305,82 +258,6 @@ function blame(work: Work, task: number, output: string): number[] {
   emit(work, { ...finishedEvent(work, attempt, runOf(attempt)), outcome: decision.kind, reason: decision.failure });
   reportCascade(work, applied);
   return cancelled;
-}
-
-function recorded(work: Work, tasks: readonly number[], commit: string | null, failure: RecordFailure | null): void {
-  const draft = work.draft;
-  if (draft.recordingSince !== null) {
-    draft.timing = { ...draft.timing, records: draft.timing.records + 1, recordMs: draft.timing.recordMs + (draft.now - draft.recordingSince) };
-    draft.recordingSince = null;
-  }
-  if (failure !== null) {
-    const dropped = tasks.map((task) => work.attempts.get(task));
-    for (const task of tasks) work.attempts.delete(task);
-    const why = `could not integrate the verified work of tasks ${tasks.join(', ')}: ${failure.message}`;
-    // Work built on these candidates cannot stand either (a candidate ref of one queued goes at the next setup).
-    cancelBuiltOn(work, tasks, `tasks ${tasks.join(', ')}, candidates it was built on, could not integrate`);
-    if (failure.kind === 'conflict') {
-      // The tip changed the same paths since these attempts started: their work can never
-      // integrate. They run again from the tip as it is, with no attempt counted (what it cost counts).
-      tasks.forEach((task, k) => {
-        const attempt = dropped[k];
-        applyDecision(draft.plan, task, { kind: 'interrupted' }, spentBy(attempt === undefined ? null : runOf(attempt)));
-      });
-      work.effects.push({ type: 'save' });
-      emit(work, { type: 'notice', level: 'warning', message: `${why}; they run again from the work integrated since (no attempt counted)` });
-      return;
-    }
-    // Nothing was integrated: the tasks are pending again, saying why, with no attempt counted;
-    // the run stops (integrating anything else could meet the same failure).
-    tasks.forEach((task, k) => {
-      const attempt = dropped[k];
-      applyDecision(
-        draft.plan,
-        task,
-        { kind: 'interrupted', reason: `${why}; it runs again at the next run (no attempt counted)` },
-        spentBy(attempt === undefined ? null : runOf(attempt)),
-      );
-    });
-    work.effects.push({ type: 'save' });
-    emit(work, { type: 'notice', level: 'warning', message: why });
-    const named = tasks.length === 1 ? `task ${tasks[0]} is` : `tasks ${tasks.join(', ')} are`;
-    stopWith(work, {
-      reason: 'git-failed',
-      message: `${why}. Nothing of yours was touched and no attempt was counted: ${named} pending again and run again when you run the same command`,
-    });
-    return;
-  }
-  const integrated: number[] = [];
-  const held: number[] = [];
-  for (const task of tasks) {
-    const attempt = attemptIn(work, task, 'recording');
-    switch (attempt.purpose) {
-      case 'hold': {
-        // Held on its ref: it waits in the merge queue, still in progress in the plan.
-        const { purpose: _purpose, ...candidate } = attempt;
-        work.attempts.set(task, { ...candidate, stage: 'queued' });
-        held.push(task);
-        break;
-      }
-      case 'integrate':
-        applyDecision(draft.plan, task, attempt.decision, spentBy(runOf(attempt)));
-        integrated.push(task);
-        if (commit !== null) draft.plan.tasks[task] = { ...draft.plan.tasks[task]!, commit };
-        work.attempts.delete(task);
-        break;
-      case 'park':
-        applyDecision(draft.plan, task, attempt.decision, spentBy(runOf(attempt)));
-        work.attempts.delete(task);
-        break;
-      default:
-        assertNever(attempt, 'recording attempt');
-    }
-  }
-  if (held.length > 0) draft.gate = enqueue(draft.gate, held);
-  // In a session, integrated work is not on the branch until the driver has landed it.
-  if (draft.config.driver === 'session' && integrated.length > 0 && commit !== null) draft.unlanded = new Set([...draft.unlanded, ...integrated]);
-  work.effects.push({ type: 'save' });
-  if (integrated.length > 0) emit(work, { type: 'round-committed', round: draft.round, tasks: integrated, commit });
 }
 
 /** Start (or resume) what may, hand verified work to the lane, wake when a limit's hold ends, or finish. */

@@ -34,7 +34,7 @@ const ALLOWED: ReadonlyArray<{ file: string; within?: string; forms?: ReadonlyAr
   { file: 'src/core/interventions.ts', why: "the person's decisions between runs" },
   { file: 'src/core/validate.ts', within: 'withDefaults', why: '`plan check --fix` writes out the status a task has (statusOf)' },
   {
-    file: 'src/core/engine-step.ts',
+    file: 'src/core/engine/record.ts',
     forms: ['replacement'],
     why: 'the step function records results and commits on new task objects, giving none a status (that would be a literal)',
   },
@@ -47,7 +47,7 @@ const allowedBy = (write: StatusWrite) =>
 
 /** The functions that change task states, and who may call them. */
 const TRANSITIONS: Record<string, readonly string[]> = {
-  applyDecision: ['src/core/engine/conclude.ts', 'src/core/engine/set-aside.ts', 'src/core/engine-step.ts'],
+  applyDecision: ['src/core/engine/conclude.ts', 'src/core/engine/record.ts', 'src/core/engine/set-aside.ts', 'src/core/engine-step.ts'],
   markStarted: ['src/core/engine-step.ts'],
   applySetupFindings: ['src/core/engine-step.ts'],
   applyCancelled: ['src/core/engine/speculation.ts'],
@@ -76,7 +76,7 @@ describe('task states change only through the step function', () => {
   });
 
   it('the step function replaces task objects only from the task itself, to record results and commits', () => {
-    const replaced = writes.filter((w) => rel(w.file) === 'src/core/engine-step.ts');
+    const replaced = writes.filter((w) => rel(w.file) === 'src/core/engine/record.ts');
     expect(replaced.length).toBeGreaterThan(0);
     for (const write of replaced) expect(write.text).toMatch(/^draft\.plan\.tasks\[task\] = \{ \.\.\.draft\.plan\.tasks\[task\]!, (result|commit)\b/);
   });
