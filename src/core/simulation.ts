@@ -4,7 +4,11 @@
 // the property tests drive the engine's own `step` through here, so what they measure and check
 // is what the headless engine does, not a copy of its loop.
 
-import { type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, initialState, step } from './engine-step.ts';
+import { initialState } from './engine/admission.ts';
+import type { EngineEffect } from './engine/effects.ts';
+import type { EngineEvent } from './engine/events.ts';
+import type { EngineConfig, EngineState } from './engine/state.ts';
+import { step } from './engine/step.ts';
 import type { RunEventBody, TaskOutcome } from './events.ts';
 import { type WorkerRun, ok } from './failure.ts';
 import type { CheckedWork } from './finalize.ts';

@@ -1,4 +1,4 @@
-// The headless engine: carries out what the pure state machine (`core/engine-step.ts`) decides.
+// The headless engine: carries out what the pure state machine (`core/engine/step.ts`) decides.
 // Events come in one at a time — a worker finished, a verification finished, the lane recorded
 // something, a back-off ended, Ctrl-C — and each goes through `step`, whose effects are executed
 // here in order. Each attempt gets a worktree of its own (`prepare`), where its worker and its
@@ -9,7 +9,10 @@
 import { realpath } from 'node:fs/promises';
 import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
 import type { WorkerRequest } from '../adapters/worker.ts';
-import { type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, type EngineStop, type RecordFailure, step } from '../core/engine-step.ts';
+import type { EngineEffect, RecordFailure } from '../core/engine/effects.ts';
+import type { EngineEvent } from '../core/engine/events.ts';
+import type { EngineConfig, EngineState, EngineStop } from '../core/engine/state.ts';
+import { step } from '../core/engine/step.ts';
 import type { RunEventBody } from '../core/events.ts';
 import { type Result, type WorkerRun, assertNever, recheckRun } from '../core/failure.ts';
 import type { Verification } from '../core/finalize.ts';

@@ -8,7 +8,7 @@ import type { RunEventBody, RunOutcome, StopReason } from '../core/events.ts';
 import { EXIT, type ExitCode } from '../core/exit-codes.ts';
 import { assertNever } from '../core/failure.ts';
 import { clipMiddle, plural } from '../core/format.ts';
-import type { EngineStop } from '../core/engine-step.ts';
+import type { EngineStop } from '../core/engine/state.ts';
 import { countByStatus, depsOf, longestRemainingPath } from '../core/graph.ts';
 import { describeLandingProblem, landingProblemSentence } from '../core/landing.ts';
 import type { Landed, LandingProblem } from '../adapters/git/land.ts';

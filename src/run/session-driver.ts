@@ -3,7 +3,9 @@
 // and the carrier that carries out the effects a step can meet, through hooks the step gives it.
 // Nothing here reads the session file or runs git: the hooks do.
 
-import type { EngineEffect, EngineEvent, EngineState, EngineStop } from '../core/engine-step.ts';
+import type { EngineEffect } from '../core/engine/effects.ts';
+import type { EngineEvent } from '../core/engine/events.ts';
+import type { EngineState, EngineStop } from '../core/engine/state.ts';
 import type { RunEventBody } from '../core/events.ts';
 import type { Result, WorkerRun } from '../core/failure.ts';
 import type { Verification } from '../core/finalize.ts';

@@ -1,4 +1,4 @@
-// A task's status changes in one place: the step function (core/engine-step.ts), through the
+// A task's status changes in one place: the step function (core/engine/), through the
 // transitions it calls (core/transition.ts, and the cascade of skips in core/finalize.ts). The
 // person's own decisions between runs (approve, reject, retry, skip: core/interventions.ts) are
 // the one other door. This reads the source with the TypeScript compiler's type checker

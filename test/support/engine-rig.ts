@@ -20,7 +20,7 @@ import { type Plan, type Task, type UsageFigure, emptyUsage, statusOf } from '..
 import { passingCheck } from '../../src/core/simulation.ts';
 import { parseStatusLine } from '../../src/core/prompt.ts';
 import { type Clock, type EngineResult, type GateRun, type RecordRequest, engineConfig, runEngine } from '../../src/run/engine.ts';
-import { initialState } from '../../src/core/engine-step.ts';
+import { initialState } from '../../src/core/engine/admission.ts';
 import { depsOf, depths } from '../../src/core/graph.ts';
 import { type SetupFindings, noFindings } from '../../src/core/transition.ts';
 import { DEFAULTS, type RunSettings } from '../../src/run/settings.ts';

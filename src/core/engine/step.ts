@@ -28,6 +28,10 @@
 //
 // States are persistent: `step` never changes the state it is given. The plan inside is copied
 // shallowly (its `tasks` array); task objects are replaced, never changed (see `applyDecision`).
+//
+// This file is the dispatcher: each event goes to the transition of its concern, in a file of its
+// own beside this one (conclude, limits, record, merge-queue, stop…), then `schedule` (start.ts)
+// decides what comes next.
 
 import { skippedEvents } from '../events.ts';
 import { assertNever } from '../failure.ts';
