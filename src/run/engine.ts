@@ -9,7 +9,7 @@
 import { realpath } from 'node:fs/promises';
 import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
 import type { WorkerRequest } from '../adapters/worker.ts';
-import type { EngineEffect, RecordFailure } from '../core/engine/effects.ts';
+import type { EngineEffect, GateRequest, GateRun, RecordFailure, RecordRequest } from '../core/engine/effects.ts';
 import type { EngineEvent } from '../core/engine/events.ts';
 import type { EngineConfig, EngineState, EngineStop } from '../core/engine/state.ts';
 import { step } from '../core/engine/step.ts';
@@ -36,14 +36,6 @@ export const systemClock: Clock = {
     return () => clearTimeout(timer);
   },
 };
-
-export type RecordRequest = Omit<Extract<EngineEffect, { type: 'record' }>, 'type'>;
-export type GateRequest = Omit<Extract<EngineEffect, { type: 'gate' }>, 'type'>;
-export interface GateRun {
-  passed: boolean | null;
-  output: string;
-  durationMs: number;
-}
 
 /** Everything the engine does to the world, passed in. */
 export interface EngineAdapters {

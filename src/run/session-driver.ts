@@ -3,7 +3,7 @@
 // and the carrier that carries out the effects a step can meet, through hooks the step gives it.
 // Nothing here reads the session file or runs git: the hooks do.
 
-import type { EngineEffect } from '../core/engine/effects.ts';
+import type { EngineEffect, RecordRequest } from '../core/engine/effects.ts';
 import type { EngineEvent } from '../core/engine/events.ts';
 import type { EngineState, EngineStop } from '../core/engine/state.ts';
 import type { RunEventBody } from '../core/events.ts';
@@ -26,7 +26,7 @@ export interface StepHooks {
   verify?(task: number, state: EngineState): Promise<Verification>;
   /** Done with the task's worktree; returns warnings for its `task-finished` event. */
   release?(task: number): Promise<string[]>;
-  record?(state: EngineState, request: Omit<Extract<EngineEffect, { type: 'record' }>, 'type'>): Promise<Result<string | null, GitFailure>>;
+  record?(state: EngineState, request: RecordRequest): Promise<Result<string | null, GitFailure>>;
   gate?(tasks: number[], state: EngineState): Promise<void>;
 }
 

@@ -9,10 +9,10 @@ import type { ProcessRegistry } from '../adapters/orphans.ts';
 import { type Result, ok } from '../core/failure.ts';
 import { asideRef } from '../adapters/git/refs.ts';
 import type { CapturedWork } from '../core/work.ts';
+import type { RecordRequest } from '../core/engine/effects.ts';
 import type { Verification } from '../core/finalize.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import type { Plan } from '../core/plan.ts';
-import type { RecordRequest } from './engine.ts';
 import type { Isolation } from './isolation.ts';
 import { verifyTask } from './verify.ts';
 

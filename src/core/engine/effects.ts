@@ -1,6 +1,8 @@
 // What the step function asks its driver to carry out (`EngineEffect`): the headless engine
 // (run/engine.ts), the in-session steps (run/session-driver.ts) and the simulation
-// (core/simulation.ts) each carry them out their own way.
+// (core/simulation.ts) each carry them out their own way; and the requests the lane's effects
+// become for the adapters that do the work (`RecordRequest`, `GateRequest`), with a gate run's
+// answer (`GateRun`).
 
 import type { RunEventBody } from '../events.ts';
 import type { UsageFigure } from '../plan.ts';
@@ -62,3 +64,14 @@ export type EngineEffect =
 
 /** Why recording failed: the work conflicts with the integration tip, or git failed. */
 export type RecordFailure = { kind: 'conflict' | 'git'; message: string };
+
+/** A `record` effect, as the adapter that records in the lane is asked it. */
+export type RecordRequest = Omit<Extract<EngineEffect, { type: 'record' }>, 'type'>;
+/** A `gate` effect, as the adapter that runs the gate is asked it. */
+export type GateRequest = Omit<Extract<EngineEffect, { type: 'gate' }>, 'type'>;
+/** What a gate run answers: `passed` null when it was stopped (Ctrl-C) before a verdict. */
+export interface GateRun {
+  passed: boolean | null;
+  output: string;
+  durationMs: number;
+}
