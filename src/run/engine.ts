@@ -7,9 +7,18 @@
 // adapter it uses is passed in, so tests give it fakes and a fake clock.
 
 import { realpath } from 'node:fs/promises';
-import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
+import type { GitFailure } from '../core/git-text.ts';
 import type { WorkerRequest } from '../adapters/worker.ts';
-import type { EngineEffect, GateRequest, GateRun, RecordFailure, RecordRequest } from '../core/engine/effects.ts';
+import {
+  gatedEvent,
+  recordedEvent,
+  verifiedEvent,
+  workerFinishedEvent,
+  workerRefusedEvent,
+  workerServedEvent,
+  workspaceFailedEvent,
+} from '../core/engine/effect-results.ts';
+import type { EngineEffect, GateRequest, GateRun, RecordRequest } from '../core/engine/effects.ts';
 import type { EngineEvent } from '../core/engine/events.ts';
 import type { EngineConfig, EngineState, EngineStop } from '../core/engine/state.ts';
 import { step } from '../core/engine/step.ts';
@@ -90,12 +99,6 @@ export const engineConfig = (settings: RunSettings, logDir: string): EngineConfi
   gate: settings.gate === null ? null : { batchSize: settings.gate.batchSize, command: settings.gate.command },
   speculate: settings.gate === null ? 0 : (settings.speculate ?? DEFAULTS.speculate),
   driver: 'headless',
-});
-
-/** A failed record as the step function tells it: work the tip conflicts with (step `integrate`), or git failing. */
-export const recordFailureOf = (failure: GitFailure): RecordFailure => ({
-  kind: failure.step === 'integrate' ? 'conflict' : 'git',
-  message: describeGitFailure(failure),
 });
 
 /** Runs the functions given to it one after another, in call order: the lane. */
@@ -226,14 +229,14 @@ export async function runEngine(
           ? adapters.prepareRecheck(effect.task, recheck, controller.signal)
           : adapters.prepare(effect.task, controller.signal, effect.stack);
     const started = ready.then(async (prepared): Promise<EngineEvent> => {
-      if (!prepared.ok) return { type: 'workspace-failed', task: effect.task, reason: prepared.error, now: clock.now() };
+      if (!prepared.ok) return workspaceFailedEvent(effect.task, prepared.error, clock.now());
       dirs.set(effect.task, prepared.value);
       // No worker: the work its last attempt set aside is verified as this attempt's.
-      if (recheck !== undefined) return { type: 'worker-finished', task: effect.task, run: recheckRun(effect.logPath), now: clock.now() };
+      if (recheck !== undefined) return workerFinishedEvent(effect.task, recheckRun(effect.logPath), clock.now());
       // A crash once the worker runs leaves the task in progress on disk, and a resume cleans up after it.
       await saved;
       const run = await adapters.runWorker(await workerRequest(effect, current, prepared.value, controller.signal));
-      return { type: 'worker-finished', task: effect.task, run, now: clock.now() };
+      return workerFinishedEvent(effect.task, run, clock.now());
     });
     later(started, (event) => event);
   };
@@ -258,8 +261,8 @@ export async function runEngine(
       attempt: effect.attempt,
       prompt: effect.resume !== undefined ? resumePrompt(effect.resume.reason) : workerPrompt(current.plan, effect.task, { maxAttempts: settings.maxAttempts }),
       ...(effect.resume !== undefined ? { resume: effect.resume.sessionId } : {}),
-      onRefused: (refusal, progressed) => post({ type: 'worker-refused', task: effect.task, refusal, progressed, now: clock.now() }),
-      onServed: () => post({ type: 'worker-served', task: effect.task, now: clock.now() }),
+      onRefused: (refusal, progressed) => post(workerRefusedEvent(effect.task, refusal, progressed, clock.now())),
+      onServed: () => post(workerServedEvent(effect.task, clock.now())),
       stopIfIdle: idle.get(effect.task)?.signal ?? new AbortController().signal,
       model: modelOf(task),
       cwd: dir,
@@ -294,12 +297,9 @@ export async function runEngine(
         if (signal.aborted) controller.abort();
         const dir = dirs.get(effect.task);
         if (dir === undefined) throw new Error(`engine: task ${effect.task} has no worktree to verify in`);
-        later(adapters.verify(current.plan, effect.task, { dir, signal: controller.signal }), (verification) => ({
-          type: 'verified',
-          task: effect.task,
-          verification,
-          now: clock.now(),
-        }));
+        later(adapters.verify(current.plan, effect.task, { dir, signal: controller.signal }), (verification) =>
+          verifiedEvent(effect.task, verification, clock.now()),
+        );
         return null;
       }
       case 'release-workspace':
@@ -312,13 +312,7 @@ export async function runEngine(
         const { type: _type, ...request } = effect;
         later(
           serialized(() => adapters.record(current.plan, request)),
-          (recorded) => ({
-            type: 'recorded',
-            tasks: effect.tasks,
-            commit: recorded.ok ? recorded.value : null,
-            failure: recorded.ok ? null : recordFailureOf(recorded.error),
-            now: clock.now(),
-          }),
+          (recorded) => recordedEvent(effect.tasks, recorded, clock.now()),
         );
         return null;
       }
@@ -326,7 +320,7 @@ export async function runEngine(
         const { type: _type, ...request } = effect;
         later(
           serialized(() => adapters.gate(current.plan, request, signal)),
-          (run) => ({ type: 'gated', tasks: effect.tasks, passed: run.passed, output: run.output, durationMs: run.durationMs, now: clock.now() }),
+          (run) => gatedEvent(effect.tasks, run, clock.now()),
         );
         return null;
       }
