@@ -129,7 +129,8 @@ export interface SkipRef extends TaskRef {
   rootCause: number;
 }
 
-type Notice = { level: 'info' | 'warning'; message: string };
+/** Something a step says besides its result (its output's `notices`). */
+export type Notice = { level: 'info' | 'warning'; message: string };
 
 /** Keeps the first line (what failed) and the end (where commands print their error). */
 const clip = (text: string, max = CLIP) => clipMiddle(text, max);
@@ -1096,10 +1097,11 @@ export interface CommitStepOutput extends CommitOutcome {
   notices?: Notice[];
 }
 
+/** Why `commit` stopped; `notices`: what the step had to say before it did (as its output's `notices` and `gate.notices`). */
 export type CommitProblem =
-  | { kind: 'git-failed'; failure: GitFailure; tasks: number[] }
+  | { kind: 'git-failed'; failure: GitFailure; tasks: number[]; notices: Notice[] }
   /** The gate fails on the starting commit: it would blame every task. */
-  | { kind: 'baseline-failed'; command: string; tip: string; output: string };
+  | { kind: 'baseline-failed'; command: string; tip: string; output: string; notices: Notice[] };
 
 /**
  * Ask the step function to integrate the verified work: onto the plan's integration ref at once
@@ -1115,7 +1117,7 @@ export async function leadCommit(plan: Plan, context: LeadContext, options: { wa
   const { io } = ctx;
   const session = await readSession(ctx.planPath, plan);
   const opened = await io.repository.open(plan, { sandbox: false, checkTimeoutMs: session.checkTimeoutMs });
-  if (!opened.ok) return err({ kind: 'git-failed', failure: opened.error, tasks: [] });
+  if (!opened.ok) return err({ kind: 'git-failed', failure: opened.error, tasks: [], notices: [] });
   const isolation = opened.value;
   // Work the person committed on top of everything integrated becomes the new starting point.
   await isolation.followHead();
@@ -1151,6 +1153,10 @@ export async function leadCommit(plan: Plan, context: LeadContext, options: { wa
   session.engine = state;
   const failed = failure as GitFailure | null;
   const { archived, notice, kept } = await closeLandedStep(state, landed.landing, run, isolation, session, ctx, writes);
+  const integrating = run.of('notice').filter((n) => n.level === 'warning' && n.message.startsWith('could not integrate'));
+  const notices = [...integrating, ...(notice !== null ? [notice] : [])].map((n): Notice => ({ level: n.level, message: n.message })).concat(kept);
+  // A step that stops says all the same: the gate's notices (a run started again) with the rest.
+  const stopNotices = [...driving.notices.map((message): Notice => ({ level: 'warning', message })), ...notices];
   const refused = state.stop?.baselineFailure;
   if (refused !== undefined) {
     await writeSession(ctx.planPath, session);
@@ -1159,14 +1165,13 @@ export async function leadCommit(plan: Plan, context: LeadContext, options: { wa
       command: session.gate.config?.command ?? '',
       tip: isolation.tip,
       output: baselineOutput ?? clipTail(refused.output.trim(), 2000),
+      notices: stopNotices,
     });
   }
   if (archived === null) await writeSession(ctx.planPath, session);
   await syncHandOut(state.plan, ctx, session);
-  if (failed !== null) return err({ kind: 'git-failed', failure: failed, tasks: [] });
+  if (failed !== null) return err({ kind: 'git-failed', failure: failed, tasks: [], notices: stopNotices });
   const committed = committedBy(run);
-  const integrating = run.of('notice').filter((n) => n.level === 'warning' && n.message.startsWith('could not integrate'));
-  const notices = [...integrating, ...(notice !== null ? [notice] : [])].map((n): Notice => ({ level: n.level, message: n.message })).concat(kept);
   return ok({
     ...committed,
     round: state.round,

@@ -175,6 +175,23 @@ describe('the in-session merge queue', () => {
     ]);
   });
 
+  it('a commit refused by a red baseline still says what it said on the way (a gate process that died, run again) in its details', async () => {
+    const dir = await scratch();
+    const red = join(dir, 'red');
+    const { repo } = await repoWith(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'A\n' } } })]));
+    const setup = await checkedStep(step, repo.dir, ['setup', '--gate', `if [ -f ${red} ]; then echo BASELINE-RED; exit 1; fi; sleep 120`, '--wait', '0']);
+    expect(setup.json.gate).toMatchObject({ baseline: 'running' });
+    // The gate process dies (killed) before it has a result; the run after it fails.
+    const state = JSON.parse(await readFile(join(repo.dir, '.design/gate.json'), 'utf8'));
+    process.kill(-state.pid, 'SIGKILL');
+    await writeFile(red, '');
+    const commit = await checkedStep(step, repo.dir, ['commit', '--wait', '60']);
+    expect(commit.code).toBe(2);
+    expect(commit.json.error.kind).toBe('baseline-failed');
+    expect(commit.json.error.details[0]).toContain('BASELINE-RED');
+    expect(commit.json.error.details.slice(1)).toEqual(['warning: the gate process for the starting commit ended without a result: it runs again']);
+  });
+
   it('a gate process a killed session left is ended by plan setup, and its candidates are tested again and land', async () => {
     const dir = await scratch();
     const release = join(dir, 'release');

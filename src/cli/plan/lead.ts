@@ -23,6 +23,7 @@ import {
   leadNext,
   leadSetup,
   type NextOutput,
+  type Notice,
   type SessionSandbox,
   type WorkerResult,
 } from '../../run/lead.ts';
@@ -279,9 +280,15 @@ async function refuseUnsandboxed(
   ]);
 }
 
+/**
+ * What a step that stops had to say before it did (a gate run started again, a person's edit of
+ * the plan kept aside): the error's last `details`, one line each, as its output would have had them.
+ */
+const noticeLines = (notices: readonly Notice[]): string[] => notices.map((notice) => `${notice.level}: ${notice.message}`);
+
 /** The gate failed on the starting commit: the same refusal as a headless run. */
-function refuseBaseline(command: string, tip: string, output: string): never {
-  throw new StepError(EXIT.invalid, 'baseline-failed', baselineRefusal(command, tip, output));
+function refuseBaseline(command: string, tip: string, output: string, notices: readonly Notice[] = []): never {
+  throw new StepError(EXIT.invalid, 'baseline-failed', [...baselineRefusal(command, tip, output), ...noticeLines(notices)]);
 }
 
 export const setup = stepCommand({
@@ -498,11 +505,18 @@ export const commit = stepCommand({
     await refuseUnsandboxed('commit', values, plan, ctx.planPath, (gated) => (gated ? "the gate (the plan's test command)" : null));
     const r = await leadCommit(plan, ctx, { waitMs: millisecondsOf(numbers.wait) });
     if (r.ok) return r.value;
-    if (r.error.kind === 'baseline-failed') refuseBaseline(r.error.command, r.error.tip, r.error.output);
-    // As a headless run: the run stops, and the tasks run again (from a fresh setup) once git works.
-    throw new StepError(EXIT.gitFailed, 'git-failed', [
-      `could not integrate the verified work: ${describeGitFailure(r.error.failure)}; your branch and files were not touched. Fix it, then start again with \`${commandHint('plan', 'setup', ownLayout())}\`: those tasks run again.`,
-    ]);
+    switch (r.error.kind) {
+      case 'baseline-failed':
+        return refuseBaseline(r.error.command, r.error.tip, r.error.output, r.error.notices);
+      case 'git-failed':
+        // As a headless run: the run stops, and the tasks run again (from a fresh setup) once git works.
+        throw new StepError(EXIT.gitFailed, 'git-failed', [
+          `could not integrate the verified work: ${describeGitFailure(r.error.failure)}; your branch and files were not touched. Fix it, then start again with \`${commandHint('plan', 'setup', ownLayout())}\`: those tasks run again.`,
+          ...noticeLines(r.error.notices),
+        ]);
+      default:
+        return assertNever(r.error, 'commit problem');
+    }
   },
   attention(output) {
     const landing = (output as { landing: { landed: boolean; problem: string[] } }).landing;
