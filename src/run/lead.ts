@@ -888,10 +888,8 @@ export interface WorkerResult {
   worktree?: string;
 }
 
-/** Why `finalize` stopped: a result naming a worktree that is not a subagent's, or git failing. */
-export type FinalizeProblem =
-  | { kind: 'bad-worktree'; task: number; message: string }
-  | { kind: 'git-failed'; task: number; doing: string; failure: GitFailure };
+/** Why `finalize` stopped, before it finalized anything: a result naming a worktree that is not a subagent's, or git failing. */
+export type FinalizeProblem = { kind: 'bad-worktree'; task: number; message: string } | { kind: 'git-failed'; doing: string; failure: GitFailure };
 
 /** What became of a result: the journal's outcome of its attempt, or `ignored` (not a task in progress). */
 export type FinalizeOutcome = TaskOutcome | 'ignored';
@@ -955,7 +953,7 @@ export async function leadFinalize(
   const registry = new ProcessRegistry(registryPath);
   const sandbox = await sandboxedIn(session, io);
   const opened = await io.repository.open(plan, { sandbox, checkTimeoutMs, registry, strictScope: session.strictScope });
-  if (!opened.ok) return err({ kind: 'git-failed', task: results[0]?.task ?? -1, doing: "open the plan's integration ref", failure: opened.error });
+  if (!opened.ok) return err({ kind: 'git-failed', doing: "open the plan's integration ref", failure: opened.error });
   const isolation = opened.value;
 
   const out: FinalizeOutput['results'] = [];

@@ -427,6 +427,11 @@ export function parseResults(text: string, file: string): WorkerResult[] {
   }
   const list = Array.isArray(data) ? data : (data as { results?: unknown } | null)?.results;
   if (!Array.isArray(list)) throw new StepError(EXIT.invalid, 'bad-results', [`${file}: expected a JSON array of {"task": N, "output": "…"}`]);
+  // A round's results are never none: a lead that has none has lost its workers' replies (the tasks stay in progress).
+  if (list.length === 0)
+    throw new StepError(EXIT.invalid, 'bad-results', [
+      `${file}: no results (an empty list), so nothing was finalized: give one {"task": N, "output": "…"} for each task \`plan next\` handed out`,
+    ]);
   return list.map((r: unknown, k) => {
     const o = r as { task?: unknown; output?: unknown; worktree?: unknown } | null;
     const worktreeOk = o?.worktree === undefined || o.worktree === null || (typeof o.worktree === 'string' && o.worktree !== '');
@@ -483,7 +488,7 @@ export const finalize = stepCommand({
         ]);
       case 'git-failed':
         throw new StepError(EXIT.gitFailed, 'git-failed', [
-          `could not ${r.error.doing}: ${describeGitFailure(r.error.failure)}; task ${r.error.task} stays in progress (the results before it were recorded). Fix it and run finalize again with the same results.`,
+          `could not ${r.error.doing}: ${describeGitFailure(r.error.failure)}; nothing was finalized (every task stays in progress). Fix it and run finalize again with the same results.`,
         ]);
       default:
         return assertNever(r.error, 'finalize problem');
