@@ -260,7 +260,14 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
     );
     // The git processes this process started since the run began: the run's, one run at a time.
     emit({ ...finished, gitProcesses: gitProcessCount() - context.gitProcessesBefore });
-    const refusal = result.baselineFailure === undefined ? null : baselineRefusal(settings.gate?.command ?? '', isolation.tip, result.baselineFailure.output);
+    const refusal =
+      result.baselineFailure === undefined
+        ? null
+        : baselineRefusal(
+            settings.gate?.command ?? '',
+            { tip: isolation.tip, ref: isolation.ref, head: await git.headCommit() },
+            result.baselineFailure.output,
+          );
     return ok({ plan, usage: result.usage, finished, refusal });
   } finally {
     await saving.catch(() => undefined);

@@ -325,6 +325,8 @@ export interface GateReport {
   flakes: number[];
   /** What the gate said when the baseline failed. */
   output?: string;
+  /** When the baseline failed: what it failed on, the plan's integration ref and its tip then (HEAD, unless integrated work has not landed). */
+  failedOn?: { ref: string; tip: string };
   notices: string[];
 }
 
@@ -389,13 +391,19 @@ async function launchRun(driving: GateDriving, tasks: number[], state: EngineSta
   return false;
 }
 
+/** The gate failed on the starting commit: what it said, and the integration tip it ran on. */
+interface BaselineFailed {
+  output: string;
+  tip: string;
+}
+
 /**
  * Drive the gate until `deadline`: collect the background run's result and post its verdict to
  * the step function (which integrates what passed and blames a culprit), start the next run it
  * asks for (the baseline first), and wait for it. A run still going at the deadline goes on in
  * the background; the next `commit` collects it. Returns the state after.
  */
-async function driveGate(state: EngineState, driving: GateDriving, deadline: number): Promise<{ state: EngineState; baselineOutput?: string }> {
+async function driveGate(state: EngineState, driving: GateDriving, deadline: number): Promise<{ state: EngineState; baselineFailed?: BaselineFailed }> {
   const { ctx, session, isolation, run } = driving;
   let current = state;
   for (;;) {
@@ -416,7 +424,8 @@ async function driveGate(state: EngineState, driving: GateDriving, deadline: num
         // The starting commit's verdict: the step function opens the gate, or refuses the run.
         if (current.baseline !== 'testing') continue;
         current = await post(current, gateVerdictEvents([], gateState, ctx.io.now()), run);
-        if (current.stop?.baselineFailure !== undefined) return { state: current, baselineOutput: clipTail(gateState.output.trim(), 2000) };
+        if (current.stop?.baselineFailure !== undefined)
+          return { state: current, baselineFailed: { output: clipTail(gateState.output.trim(), 2000), tip: out.tip } };
         continue;
       }
       if (gateState.stale || isolation.tip !== out.tip) {
@@ -646,11 +655,11 @@ export async function leadSetup(given: Plan, context: LeadContext, settings: Set
   report.notices.push(...landed.notices);
 
   // The gate's check of the starting commit, when the step function asked for it: waited for at most --wait.
-  let baselineOutput: string | undefined;
+  let baselineFailed: BaselineFailed | undefined;
   if (gateConfig !== null) {
     const gated = await driveGate(state, driving, io.now() + (settings.waitMs ?? DEFAULT_GATE_WAIT_MS));
     state = gated.state;
-    baselineOutput = gated.baselineOutput;
+    baselineFailed = gated.baselineFailed;
   }
   session.engine = state;
   const { archived, notice, kept } = await closeLandedStep(state, landed.landing, run, isolation, session, ctx, writes);
@@ -689,7 +698,7 @@ export async function leadSetup(given: Plan, context: LeadContext, settings: Set
     maxAttempts: session.maxAttempts,
     gate: gateReport(session, state, run, {
       notices: gateConfig !== null ? [] : [noGateNotice(settings.noGate === true)],
-      ...(baselineOutput !== undefined ? { output: baselineOutput } : {}),
+      ...(baselineFailed !== undefined ? { output: baselineFailed.output, failedOn: { ref: isolation.ref, tip: baselineFailed.tip } } : {}),
     }),
     sandbox: { mode: sandbox.mode, sandboxed: sandbox.sandboxed },
     speculate: { asked: settings.speculate ?? 0, depth: 0 },
@@ -1099,7 +1108,7 @@ export interface CommitStepOutput extends CommitOutcome {
 export type CommitProblem =
   | { kind: 'git-failed'; failure: GitFailure; tasks: number[]; notices: Notice[] }
   /** The gate fails on the starting commit: it would blame every task. */
-  | { kind: 'baseline-failed'; command: string; tip: string; output: string; notices: Notice[] };
+  | { kind: 'baseline-failed'; command: string; ref: string; tip: string; output: string; notices: Notice[] };
 
 /**
  * Ask the step function to integrate the verified work: onto the plan's integration ref at once
@@ -1137,13 +1146,13 @@ export async function leadCommit(plan: Plan, context: LeadContext, options: { wa
   );
   driving.run = run;
   let state = engineOf(session, plan, ctx);
-  let baselineOutput: string | undefined;
+  let baselineFailed: BaselineFailed | undefined;
   if (session.engine !== null && !state.finished) {
     state = await post(state, commitEvents(io.now()), run);
     if (session.gate.config !== null) {
       const gated = await driveGate(state, driving, io.now() + (options.waitMs ?? DEFAULT_GATE_WAIT_MS));
       state = gated.state;
-      baselineOutput = gated.baselineOutput;
+      baselineFailed = gated.baselineFailed;
     }
   }
   const landed = await land(state, isolation, session, ctx, run);
@@ -1161,8 +1170,10 @@ export async function leadCommit(plan: Plan, context: LeadContext, options: { wa
     return err({
       kind: 'baseline-failed',
       command: session.gate.config?.command ?? '',
-      tip: isolation.tip,
-      output: baselineOutput ?? clipTail(refused.output.trim(), 2000),
+      // Refused again (it failed at an earlier step): the tip then is not known, the tip now is.
+      ref: isolation.ref,
+      tip: baselineFailed?.tip ?? isolation.tip,
+      output: baselineFailed?.output ?? clipTail(refused.output.trim(), 2000),
       notices: stopNotices,
     });
   }
@@ -1177,7 +1188,7 @@ export async function leadCommit(plan: Plan, context: LeadContext, options: { wa
     archived,
     counts: countByStatus(state.plan),
     complete: isComplete(state.plan),
-    gate: gateReport(session, state, run, { notices: driving.notices, ...(baselineOutput !== undefined ? { output: baselineOutput } : {}) }),
+    gate: gateReport(session, state, run, { notices: driving.notices }),
     ...(notices.length > 0 ? { notices } : {}),
   });
 }

@@ -139,10 +139,25 @@ export const noGateNotice = (noGate: boolean): string =>
     ? 'no gate (--no-gate): verified work integrates as soon as it is verified, untested together'
     : 'no gate: the plan has no context.testCommand, so verified work integrates untested together (--gate CMD sets one)';
 
-/** Why a run is refused when the gate fails on the starting commit (headless and in-session alike). */
-export function baselineRefusal(command: string, tip: string, output: string): string[] {
+/** The starting commit the gate tested: the integration ref's tip then, and HEAD as the person has it (null: no commit). */
+export interface BaselineTested {
+  tip: string;
+  ref: string;
+  head: string | null;
+}
+
+/**
+ * Why a run is refused when the gate fails on the starting commit (headless and in-session alike).
+ * It names the commit the gate ran on, the integration tip, and says so when that is not HEAD
+ * (integrated work that has not landed), or the person would look for the failure in the wrong place.
+ */
+export function baselineRefusal(command: string, tested: BaselineTested, output: string): string[] {
+  const where =
+    tested.head === tested.tip
+      ? tested.tip.slice(0, 12)
+      : `${tested.tip.slice(0, 12)}, the tip of the plan's integration ref ${tested.ref} (not your HEAD, ${tested.head === null ? 'which has no commit' : `at ${tested.head.slice(0, 12)}`})`;
   return [
-    `the gate \`${command}\` already fails on ${tip.slice(0, 12)}, before any task ran, so it would blame every task; nothing was started. Fix the failure first, or run with --no-gate (or --gate CMD for another command):`,
+    `the gate \`${command}\` already fails on ${where}, before any task ran, so it would blame every task; nothing was started. Fix the failure first, or run with --no-gate (or --gate CMD for another command):`,
     clipMiddle(output.trim(), 2000),
   ];
 }

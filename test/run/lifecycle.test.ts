@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ownLayout } from '../../src/adapters/layout.ts';
 import { PlanKeeper, serializePlan } from '../../src/adapters/plan-store.ts';
 import { err, ok } from '../../src/core/failure.ts';
-import { type LandingIsolation, finishPlan, landingNotice } from '../../src/run/lifecycle.ts';
+import { type LandingIsolation, baselineRefusal, finishPlan, landingNotice } from '../../src/run/lifecycle.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
 const TIP = '0123456789abcdef0123456789abcdef01234567';
@@ -38,6 +38,20 @@ describe('a landing, as a run tells it', () => {
     expect(landingNotice(blocked, { ref: REF, layout, where: null, resumed: true })?.message).toMatch(
       /^a landing an earlier run started could not land: .*notes\.txt/,
     );
+  });
+});
+
+describe('the refusal of a red baseline', () => {
+  const HEAD = 'fedcba9876543210fedcba9876543210fedcba98';
+  it('names the commit the gate ran on; the integration ref too when that commit is not HEAD', () => {
+    expect(baselineRefusal('npm test', { tip: TIP, ref: REF, head: TIP }, 'FAIL\n')).toEqual([
+      `the gate \`npm test\` already fails on ${TIP.slice(0, 12)}, before any task ran, so it would blame every task; nothing was started. Fix the failure first, or run with --no-gate (or --gate CMD for another command):`,
+      'FAIL',
+    ]);
+    expect(baselineRefusal('npm test', { tip: TIP, ref: REF, head: HEAD }, 'FAIL')[0]).toContain(
+      `already fails on ${TIP.slice(0, 12)}, the tip of the plan's integration ref ${REF} (not your HEAD, at ${HEAD.slice(0, 12)}), before any task ran`,
+    );
+    expect(baselineRefusal('npm test', { tip: TIP, ref: REF, head: null }, 'FAIL')[0]).toContain(`${REF} (not your HEAD, which has no commit)`);
   });
 });
 

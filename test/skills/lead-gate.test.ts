@@ -175,6 +175,36 @@ describe('the in-session merge queue', () => {
     ]);
   });
 
+  it('a red baseline on integrated work that has not landed names the integration tip it ran on, not HEAD', async () => {
+    const plan = makePlan([
+      fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'A\n' } } }),
+      fakeTask('B', { create: ['b.txt'], fake: { write: { 'b.txt': 'B\n' } } }),
+    ]);
+    const { repo, planPath } = await repoWith(plan);
+    await checkedStep(step, repo.dir, ['setup', '--no-gate']);
+    const next = await checkedStep(step, repo.dir, ['next', '--concurrency', '1']);
+    expect(next.json.tasks.map((t: any) => t.index)).toEqual([0]);
+    const ran = await isolatedSubagent(repo.dir, next.json.tasks[0].promptFile, next.json.tasks[0].model);
+    await writeFile(join(repo.dir, '.design/prompts/results.json'), JSON.stringify([{ task: 0, ...ran }]));
+    await checkedStep(step, repo.dir, ['finalize', '--results', '.design/prompts/results.json']);
+    // The person's own a.txt is in the way: A's work is integrated, and cannot land.
+    await writeFile(join(repo.dir, 'a.txt'), 'mine\n');
+    const blocked = await checkedStep(step, repo.dir, ['commit']);
+    expect(blocked.json.landing.landed).toBe(false);
+    const head = (await repo.git(['rev-parse', 'HEAD'])).trim();
+    const ref = `refs/foreman/${(await readPlan(planPath)).planId}`;
+    const tip = (await repo.git(['rev-parse', ref])).trim();
+    expect(tip).not.toBe(head);
+    // The gate fails where A's a.txt is: on the integration tip, not on HEAD.
+    const setup = await checkedStep(step, repo.dir, ['setup', '--gate', 'if [ -f a.txt ]; then echo RED-ON-TIP; exit 1; fi', '--wait', '60']);
+    expect(setup.code).toBe(2);
+    expect(setup.json.error.kind).toBe('baseline-failed');
+    expect(setup.json.error.message).toBe(
+      `the gate \`if [ -f a.txt ]; then echo RED-ON-TIP; exit 1; fi\` already fails on ${tip.slice(0, 12)}, the tip of the plan's integration ref ${ref} (not your HEAD, at ${head.slice(0, 12)}), before any task ran, so it would blame every task; nothing was started. Fix the failure first, or run with --no-gate (or --gate CMD for another command):`,
+    );
+    expect(setup.json.error.details[0]).toContain('RED-ON-TIP');
+  });
+
   it('a commit refused by a red baseline still says what it said on the way (a gate process that died, run again) in its details', async () => {
     const dir = await scratch();
     const red = join(dir, 'red');

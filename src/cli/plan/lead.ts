@@ -286,9 +286,16 @@ async function refuseUnsandboxed(
  */
 const noticeLines = (notices: readonly Notice[]): string[] => notices.map((notice) => `${notice.level}: ${notice.message}`);
 
-/** The gate failed on the starting commit: the same refusal as a headless run. */
-function refuseBaseline(command: string, tip: string, output: string, notices: readonly Notice[] = []): never {
-  throw new StepError(EXIT.invalid, 'baseline-failed', [...baselineRefusal(command, tip, output), ...noticeLines(notices)]);
+/** The gate failed on the starting commit (`failedOn`: the integration ref and the tip it ran on): the same refusal as a headless run. */
+async function refuseBaseline(
+  ctx: { git: Git },
+  command: string,
+  failedOn: { ref: string; tip: string },
+  output: string,
+  notices: readonly Notice[],
+): Promise<never> {
+  const tested = { ...failedOn, head: await ctx.git.headCommit() };
+  throw new StepError(EXIT.invalid, 'baseline-failed', [...baselineRefusal(command, tested, output), ...noticeLines(notices)]);
 }
 
 export const setup = stepCommand({
@@ -376,7 +383,9 @@ export const setup = stepCommand({
     });
     if (setupResult.ok && setupResult.value.gate.baseline === 'failed') {
       const gate = setupResult.value.gate;
-      refuseBaseline(gate.command ?? '', (await ctx.git.headCommit()) ?? '', gate.output ?? '');
+      // Only setup's own baseline run can have failed (a session starts afresh): its report names what it ran on.
+      if (gate.failedOn === undefined) throw new Error('plan setup: the baseline failed, and the gate report does not say on what');
+      await refuseBaseline(ctx, gate.command ?? '', gate.failedOn, gate.output ?? '', []);
     }
     if (setupResult.ok) return setupResult.value;
     switch (setupResult.error.kind) {
@@ -512,7 +521,7 @@ export const commit = stepCommand({
     if (r.ok) return r.value;
     switch (r.error.kind) {
       case 'baseline-failed':
-        return refuseBaseline(r.error.command, r.error.tip, r.error.output, r.error.notices);
+        return refuseBaseline(ctx, r.error.command, r.error, r.error.output, r.error.notices);
       case 'git-failed':
         // As a headless run: the run stops, and the tasks run again (from a fresh setup) once git works.
         throw new StepError(EXIT.gitFailed, 'git-failed', [
