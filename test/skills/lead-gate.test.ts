@@ -203,6 +203,13 @@ describe('the in-session merge queue', () => {
       `the gate \`if [ -f a.txt ]; then echo RED-ON-TIP; exit 1; fi\` already fails on ${tip.slice(0, 12)}, the tip of the plan's integration ref ${ref} (not your HEAD, at ${head.slice(0, 12)}), before any task ran, so it would blame every task; nothing was started. Fix the failure first, or run with --no-gate (or --gate CMD for another command):`,
     );
     expect(setup.json.error.details[0]).toContain('RED-ON-TIP');
+    // What setup had to say besides comes with the refusal: the landing your a.txt blocks, among the rest.
+    expect(setup.json.error.details.slice(1)).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^warning: the integrated work could not land: .*a\.txt/),
+        expect.stringMatching(/^warning: you have an uncommitted change \(a\.txt\)/),
+      ]),
+    );
   });
 
   it('a commit refused by a red baseline still says what it said on the way (a gate process that died, run again) in its details', async () => {

@@ -385,7 +385,7 @@ export const setup = stepCommand({
       const gate = setupResult.value.gate;
       // Only setup's own baseline run can have failed (a session starts afresh): its report names what it ran on.
       if (gate.failedOn === undefined) throw new Error('plan setup: the baseline failed, and the gate report does not say on what');
-      await refuseBaseline(ctx, gate.command ?? '', gate.failedOn, gate.output ?? '', []);
+      await refuseBaseline(ctx, gate.command ?? '', gate.failedOn, gate.output ?? '', setupResult.value.notices);
     }
     if (setupResult.ok) return setupResult.value;
     switch (setupResult.error.kind) {
