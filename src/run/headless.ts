@@ -94,7 +94,8 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
   if (orphans.length > 0) emit({ type: 'notice', level: 'warning', message: describeOrphans(orphans) });
   const registry = new ProcessRegistry(registryPath);
   const indexLock = await git.clearStaleIndexLock();
-  if (indexLock === 'removed') emit({ type: 'notice', level: 'warning', message: 'removed a stale .git/index.lock left by a git process that was killed' });
+  if (indexLock.ok && indexLock.value === 'removed')
+    emit({ type: 'notice', level: 'warning', message: 'removed a stale .git/index.lock left by a git process that was killed' });
 
   // Writes are chained so two never race on the temporary file. A person's edit to the plan file
   // while the run holds it is kept aside, never written over (PlanKeeper), and the run says where.
@@ -110,7 +111,8 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
     if (kept !== null) emit({ type: 'notice', level: 'warning', message: describeKeptEdit(settings.planPath, kept, layout) });
   };
   try {
-    if (indexLock === 'held') return err({ kind: 'index-locked' });
+    if (!indexLock.ok) return err({ kind: 'setup', problem: { kind: 'git-failed', doing: 'look for a stale .git/index.lock', failure: indexLock.error } });
+    if (indexLock.value === 'held') return err({ kind: 'index-locked' });
     const isolationOptions = {
       repo: settings.repo,
       planPath: settings.planPath,

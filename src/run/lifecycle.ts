@@ -3,10 +3,12 @@
 // the person's branch (and what is said about it), and finishing a plan whose work has all
 // landed. The headless run (run/headless.ts) and the in-session steps (run/lead.ts) call these.
 
-import { type Layout, approvalHint, commandHint } from '../core/command-hint.ts';
+import { type Layout, approvalHint, commandHint, shellWord } from '../core/command-hint.ts';
 import type { RunEventBody, RunOutcome, StopReason } from '../core/events.ts';
 import { EXIT, type ExitCode } from '../core/exit-codes.ts';
 import { assertNever } from '../core/failure.ts';
+import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
+import { ownLayout } from '../adapters/layout.ts';
 import { clipMiddle, plural } from '../core/format.ts';
 import type { EngineStop } from '../core/engine-step.ts';
 import { countByStatus, depsOf, longestRemainingPath } from '../core/graph.ts';
@@ -235,10 +237,14 @@ export function lander(isolation: LandingIsolation, options: { branch: string | 
   };
 }
 
-/** What finishing the plan did: where the plan went (null: not finished), and what to say of a person's edit kept aside. */
+/**
+ * What finishing the plan did: where the plan went (null: not finished), and what to say of a
+ * person's edit kept aside, or of refs git could not remove (`refsKept`: then the plan stays).
+ */
 export interface FinishedPlan {
   archived: string | null;
   notice: RunNotice | null;
+  refsKept?: GitFailure;
 }
 
 /**
@@ -271,7 +277,20 @@ export async function retirePlan(
   options: { planPath: string; save: (plan: Plan) => Promise<string | null>; endGate?: () => Promise<unknown>; archived?: boolean },
 ): Promise<FinishedPlan> {
   await options.endGate?.();
-  await parts.removeRefs();
+  const removed = await parts.removeRefs();
+  if (!removed.ok) {
+    // Every task landed: the plan stays, with the ref that finds it, for `plan land` to finish once git works.
+    const land = commandHint('plan', `land --plan ${shellWord(options.planPath)}`, ownLayout());
+    return {
+      archived: null,
+      notice: {
+        type: 'notice',
+        level: 'warning',
+        message: `every task is completed and landed, but git could not remove the plan's refs (${describeGitFailure(removed.error)}), so the plan was not ${options.archived === true ? 'finished' : 'archived'}: once git works, \`${land}\` finishes it`,
+      },
+      refsKept: removed.error,
+    };
+  }
   if (options.archived === true) return { archived: null, notice: null };
   const kept = await options.save(plan);
   const archived = await archivePlan(options.planPath);

@@ -77,7 +77,10 @@ describe('finishing the plan', () => {
       ref: REF,
       land: async () => ok({ from: TIP, to: TIP, paths: [], upToDate: true }),
       removeWorktrees: async () => void removed.push('worktrees'),
-      removeRefs: async () => void removed.push('refs'),
+      removeRefs: async () => {
+        removed.push('refs');
+        return ok(undefined);
+      },
     };
     return { dir, planPath, plan, keeper, isolation, removed };
   }
@@ -106,6 +109,25 @@ describe('finishing the plan', () => {
       level: 'warning',
       message: `${planPath} was changed after the run last wrote it: the finished plan moved to ${finished.archived} as the run left it, and the change was kept, byte for byte, in ${join(dir, kept[0]!)}`,
     });
+  });
+
+  it('a plan whose refs git cannot remove is not archived: it says so, and how to finish it once git works', async () => {
+    const { dir, planPath, plan, keeper, isolation } = await setting();
+    const failure = { step: 'update-ref', exitCode: 128, stderr: "fatal: cannot lock ref 'refs/foreman/p1': File exists\n" };
+    const stuck: LandingIsolation = { ...isolation, removeRefs: async () => err(failure) };
+    const finished = await finishPlan({ reason: 'all-done' }, plan, stuck, { planPath, landed: true, save: (p) => keeper.save(p) });
+    expect(finished).toEqual({
+      archived: null,
+      refsKept: failure,
+      notice: {
+        type: 'notice',
+        level: 'warning',
+        message: expect.stringMatching(
+          /^every task is completed and landed, but git could not remove the plan's refs \(git update-ref failed \(exit 128\): fatal: cannot lock ref .*\), so the plan was not archived: once git works, `[^`]* land --plan [^`]*plan\.json` finishes it$/,
+        ),
+      },
+    });
+    expect(await readdir(dir)).toEqual(['plan.json']);
   });
 
   it('leaves the plan where it is when the run did not end all-done, or its work has not landed', async () => {

@@ -229,6 +229,22 @@ describe('the in-session merge queue', () => {
     expect(commit.json.error.details.slice(1)).toEqual(['warning: the gate process for the starting commit ended without a result: it runs again']);
   });
 
+  it('a held candidate git cannot read stops setup as a git failure saying what it was reading (exit 4)', async () => {
+    const { repo, planPath } = await repoWith(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'A\n' } } })]));
+    await checkedStep(step, repo.dir, ['setup', '--gate', 'true', '--wait', '60']);
+    expect((await checkedStep(step, repo.dir, ['next'])).json.tasks.map((t: any) => t.index)).toEqual([0]);
+    // A candidate ref foreman did not write: a commit with no parent, so no work can be read from it.
+    const candidate = `refs/foreman-candidate/${(await readPlan(planPath)).planId}/0`;
+    const root = (await repo.git(['commit-tree', 'HEAD^{tree}', '-m', 'not a candidate'])).trim();
+    await repo.git(['update-ref', candidate, root]);
+    const again = await checkedStep(step, repo.dir, ['setup', '--gate', 'true', '--wait', '60']);
+    expect(again.code).toBe(4);
+    expect(again.json.error).toMatchObject({
+      kind: 'git-failed',
+      message: `could not read the candidates an earlier run held for the gate: git rev-parse failed (exit 1): ${candidate} is at ${root}, which has no parent: no work foreman parked; nothing is left staged. Fix it and run again.`,
+    });
+  });
+
   it('a gate process a killed session left is ended by plan setup, and its candidates are tested again and land', async () => {
     const dir = await scratch();
     const release = join(dir, 'release');

@@ -423,7 +423,7 @@ export class SessionRig {
         return ok({ from, to: rig.tip, paths, upToDate: paths.length === 0 });
       },
       removeWorktrees: async () => undefined,
-      removeRefs: async () => undefined,
+      removeRefs: async () => ok(undefined),
       verify: async (_plan, task) => rig.options.verify?.(task) ?? PASSED,
       prepareRecheck: async (task, commit) => {
         rig.rechecks.push([task, commit]);
