@@ -33,8 +33,7 @@ import { CliError, EXIT, type ExitCode, UsageError, usageError } from '../exit.t
 import { DEFAULT_PLAN, findPlan, loadPlan, loadPlanFile, missingPlanLine, repositoryTop } from '../load.ts';
 import { describeEditBetweenSteps, editedSinceLastStep, rememberPlanFile } from '../../run/plan-edits.ts';
 import { describeSetupProblem } from '../setup-problem.ts';
-import { GitCommandError } from '../../adapters/git/runner.ts';
-import { describeGitFailure, failureOf, isObjectId } from '../../core/git-text.ts';
+import { describeGitFailure, isObjectId } from '../../core/git-text.ts';
 import { assertNever } from '../../core/failure.ts';
 import { DEFAULTS } from '../../run/settings.ts';
 import { serveGate } from '../../run/lead-gate.ts';
@@ -197,8 +196,7 @@ export function stepCommand(spec: StepSpec): Command {
         } finally {
           await lock.value.release();
         }
-      } catch (caught) {
-        const e = caught instanceof GitCommandError ? new StepError(EXIT.gitFailed, 'git-failed', [describeGitFailure(failureOf(caught))]) : caught;
+      } catch (e) {
         if (!(e instanceof CliError)) throw e;
         return reportProblem(
           spec.name,
