@@ -1,10 +1,13 @@
 // The headless engine: carries out what the pure state machine (`core/engine-step.ts`) decides.
-// Events come in one at a time — a worker finished, a verification finished, the lane recorded
-// something, a back-off ended, Ctrl-C — and each goes through `step`, whose effects are executed
-// here in order. Each attempt gets a worktree of its own (`prepare`), where its worker and its
+// Events come in one at a time — a worker finished (or a limit refused it, or the API served
+// it), a verification finished, the lane recorded something, a gate run finished, a back-off
+// ended, a drain, Ctrl-C — and each goes through `step`, whose effects are executed here in
+// order. Each attempt gets a worktree of its own (`prepare`; a re-check's holds the work set
+// aside, `prepareRecheck`; a paused attempt resumes in the one it kept), where its worker and its
 // checks run; starting workers and verifying run in parallel; the lane runs, one at a time, what
-// must be serialized (moving the integration ref). The engine decides nothing itself: every
-// adapter it uses is passed in, so tests give it fakes and a fake clock.
+// must be serialized: recording (foreman's refs move) and the gate's runs (which test what the
+// integration ref holds). The engine decides nothing itself: every adapter it uses is passed in,
+// so tests give it fakes and a fake clock.
 
 import { realpath } from 'node:fs/promises';
 import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
@@ -53,9 +56,14 @@ export interface EngineAdapters {
   runWorker(request: WorkerRequest): Promise<WorkerRun>;
   /** Capture the work in `dir` and verify it there. */
   verify(plan: Plan, task: number, input: { dir: string; signal: AbortSignal }): Promise<Verification>;
-  /** Integrate verified work (and park work awaiting approval): the integration commit, or null when nothing changed. */
+  /**
+   * Record what the step function decided, in the lane: work awaiting approval parked and
+   * candidates of the merge queue held on refs of their own, verified work integrated onto the
+   * integration ref (one commit), the refs of candidates leaving the queue dropped. The integration
+   * commit, or null when it integrated nothing (no work to integrate, or work that changes nothing).
+   */
   record(plan: Plan, request: RecordRequest): Promise<Result<string | null, GitFailure>>;
-  /** Run the gate on these candidates stacked on the integration tip; `passed` null when stopped first. */
+  /** Run the gate on these candidates stacked on the integration tip (none: on the tip itself, the baseline); `passed` null when stopped first. */
   gate(plan: Plan, request: GateRequest, signal: AbortSignal): Promise<GateRun>;
   save(plan: Plan): Promise<void>;
   emit(event: RunEventBody): void;

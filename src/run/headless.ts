@@ -94,7 +94,8 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
   if (orphans.length > 0) emit({ type: 'notice', level: 'warning', message: describeOrphans(orphans) });
   const registry = new ProcessRegistry(registryPath);
   const indexLock = await git.clearStaleIndexLock();
-  if (indexLock === 'removed') emit({ type: 'notice', level: 'warning', message: 'removed a stale .git/index.lock left by a git process that was killed' });
+  if (indexLock.ok && indexLock.value === 'removed')
+    emit({ type: 'notice', level: 'warning', message: 'removed a stale .git/index.lock left by a git process that was killed' });
 
   // Writes are chained so two never race on the temporary file. A person's edit to the plan file
   // while the run holds it is kept aside, never written over (PlanKeeper), and the run says where.
@@ -110,7 +111,8 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
     if (kept !== null) emit({ type: 'notice', level: 'warning', message: describeKeptEdit(settings.planPath, kept, layout) });
   };
   try {
-    if (indexLock === 'held') return err({ kind: 'index-locked' });
+    if (!indexLock.ok) return err({ kind: 'setup', problem: { kind: 'git-failed', doing: 'look for a stale .git/index.lock', failure: indexLock.error } });
+    if (indexLock.value === 'held') return err({ kind: 'index-locked' });
     const isolationOptions = {
       repo: settings.repo,
       planPath: settings.planPath,
@@ -260,7 +262,14 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
     );
     // The git processes this process started since the run began: the run's, one run at a time.
     emit({ ...finished, gitProcesses: gitProcessCount() - context.gitProcessesBefore });
-    const refusal = result.baselineFailure === undefined ? null : baselineRefusal(settings.gate?.command ?? '', isolation.tip, result.baselineFailure.output);
+    const refusal =
+      result.baselineFailure === undefined
+        ? null
+        : baselineRefusal(
+            settings.gate?.command ?? '',
+            { tip: isolation.tip, ref: isolation.ref, head: await git.headCommit() },
+            result.baselineFailure.output,
+          );
     return ok({ plan, usage: result.usage, finished, refusal });
   } finally {
     await saving.catch(() => undefined);
