@@ -16,6 +16,7 @@ import { type EngineConfig, type EngineEffect, type EngineEvent, type EngineStat
 import type { RunEventBody } from '../core/events.ts';
 import { type Result, type WorkerRun, assertNever, recheckRun } from '../core/failure.ts';
 import type { Verification } from '../core/finalize.ts';
+import { Lane } from '../core/lane.ts';
 import { type Plan, type UsageFigure, modelOf } from '../core/plan.ts';
 import { resumePrompt, workerPrompt } from '../core/prompt.ts';
 import { type WorkerPermissions, explicitPermissions, workerPermissions } from '../core/scope.ts';
@@ -111,16 +112,6 @@ export const recordFailureOf = (failure: GitFailure): RecordFailure => ({
   message: describeGitFailure(failure),
 });
 
-/** Runs the functions given to it one after another, in call order: the lane. */
-export function lane() {
-  let tail: Promise<unknown> = Promise.resolve();
-  return <T>(work: () => Promise<T>): Promise<T> => {
-    const next = tail.then(work);
-    tail = next.catch(() => undefined);
-    return next;
-  };
-}
-
 /**
  * Plan writes behind the step loop, as a database commits a group: the loop asks for a write
  * after a step and goes on with the next event; asks made while a write runs are served together
@@ -129,7 +120,7 @@ export function lane() {
  * (two fsyncs): awaited inline, it held every other event back for as long.
  */
 export function planWrites(save: (plan: Plan) => Promise<void>): (plan: Plan) => Promise<void> {
-  let running: Promise<void> = Promise.resolve();
+  const writes = new Lane();
   let next: { plan: Plan; written: Promise<void> } | null = null;
   return (plan) => {
     if (next !== null) {
@@ -137,13 +128,12 @@ export function planWrites(save: (plan: Plan) => Promise<void>): (plan: Plan) =>
       return next.written;
     }
     const ask = { plan, written: Promise.resolve() };
-    ask.written = running.then(() => {
+    ask.written = writes.run(() => {
       // From here a newer plan waits for the write after this one.
       next = null;
       return save(ask.plan);
     });
     next = ask;
-    running = ask.written.catch(() => undefined);
     return ask.written;
   };
 }
@@ -194,7 +184,7 @@ export async function runEngine(
 ): Promise<EngineResult> {
   const clock = adapters.clock;
   const inbox = new Inbox();
-  const serialized = lane();
+  const serialized = new Lane();
   const workers = new Map<number, AbortController>();
   /** Each running worker's `stopIfIdle`: the limiter stops one the API has served nothing yet. */
   const idle = new Map<number, AbortController>();
@@ -324,7 +314,7 @@ export async function runEngine(
       case 'record': {
         const { type: _type, ...request } = effect;
         later(
-          serialized(() => adapters.record(current.plan, request)),
+          serialized.run(() => adapters.record(current.plan, request)),
           (recorded) => ({
             type: 'recorded',
             tasks: effect.tasks,
@@ -338,7 +328,7 @@ export async function runEngine(
       case 'gate': {
         const { type: _type, ...request } = effect;
         later(
-          serialized(() => adapters.gate(current.plan, request, signal)),
+          serialized.run(() => adapters.gate(current.plan, request, signal)),
           (run) => ({ type: 'gated', tasks: effect.tasks, passed: run.passed, output: run.output, durationMs: run.durationMs, now: clock.now() }),
         );
         return null;

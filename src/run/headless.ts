@@ -21,6 +21,7 @@ import { initialState, step, workerLogPath } from '../core/engine-step.ts';
 import type { RunEventBody } from '../core/events.ts';
 import { type Result, type WorkerRun, assertNever, err, ok } from '../core/failure.ts';
 import { plural } from '../core/format.ts';
+import { Lane } from '../core/lane.ts';
 import type { Plan, UsageFigure } from '../core/plan.ts';
 import { excludesFileEnv } from '../core/sandbox-placeholders.ts';
 import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
@@ -97,15 +98,11 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
   if (indexLock.ok && indexLock.value === 'removed')
     emit({ type: 'notice', level: 'warning', message: 'removed a stale .git/index.lock left by a git process that was killed' });
 
-  // Writes are chained so two never race on the temporary file. A person's edit to the plan file
+  // Writes run one at a time, in a lane, so two never race on the temporary file. A person's edit to the plan file
   // while the run holds it is kept aside, never written over (PlanKeeper), and the run says where.
   const keeper = new PlanKeeper(settings.planPath, context.planText);
-  let saving: Promise<unknown> = Promise.resolve();
-  const write = (p: Plan): Promise<string | null> => {
-    const written = saving.then(() => keeper.save(p));
-    saving = written.catch(() => undefined);
-    return written;
-  };
+  const writes = new Lane();
+  const write = (p: Plan): Promise<string | null> => writes.run(() => keeper.save(p));
   const save = async (p: Plan) => {
     const kept = await write(p);
     if (kept !== null) emit({ type: 'notice', level: 'warning', message: describeKeptEdit(settings.planPath, kept, layout) });
@@ -247,7 +244,7 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
       context.interrupt,
       context.drain,
     );
-    await saving;
+    await writes.settled();
     plan = result.plan;
 
     // Whatever stopped the run, what was integrated lands now (when nothing of the person's is in its way).
@@ -272,7 +269,7 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
           );
     return ok({ plan, usage: result.usage, finished, refusal });
   } finally {
-    await saving.catch(() => undefined);
+    await writes.settled();
     await registry.clear();
   }
 }

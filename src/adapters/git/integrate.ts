@@ -28,6 +28,7 @@ import {
   parseTrailers,
   splitNul,
 } from '../../core/git-text.ts';
+import { Lane } from '../../core/lane.ts';
 import type { CapturedWork, WorkEntry } from '../../core/work.ts';
 import { type ParkKind, commitOf, moveRef, moveRefArgs, parkedRef, readRef } from './refs.ts';
 import { GitCommandError, PREVIOUS_OUTPUT, git, identityArgs, runGitSteps } from './runner.ts';
@@ -66,7 +67,7 @@ interface Made {
 export class Integrator {
   private identity: Promise<string[]> | null = null;
   private readonly made = new Map<string, Made>();
-  private lane: Promise<unknown> = Promise.resolve();
+  private readonly lane = new Lane();
   private readonly trees: TreeBuilder;
   private readonly commits: CommitWriter;
 
@@ -83,7 +84,7 @@ export class Integrator {
 
   /** See `integrate`. */
   integrate(ref: string | null, tip: string, integration: Integration): Promise<Result<string, IntegrationFailure>> {
-    return this.inLane(() => this.integrateNow(ref, tip, integration));
+    return this.lane.run(() => this.integrateNow(ref, tip, integration));
   }
 
   /**
@@ -100,7 +101,7 @@ export class Integrator {
     kind: ParkKind = 'awaiting',
     trailers?: TrailerList,
   ): Promise<Result<string, GitFailure>> {
-    return this.inLane(async () => {
+    return this.lane.run(async () => {
       const base = expectObjectId(work.base, 'base');
       const tree = await this.trees.treeWith(base, work.entries);
       if (!tree.ok) return err(failureOf(tree.error));
@@ -114,12 +115,6 @@ export class Integrator {
       if (!made.ok) return err(failureOf(made.error));
       return made.value.moved?.ok === false ? made.value.moved : ok(made.value.commit);
     });
-  }
-
-  private inLane<T>(step: () => Promise<T>): Promise<T> {
-    const next = this.lane.then(step, step);
-    this.lane = next.catch(() => undefined);
-    return next;
   }
 
   private async integrateNow(ref: string | null, tip: string, integration: Integration): Promise<Result<string, IntegrationFailure>> {
