@@ -3,9 +3,8 @@
 // positionals declare their range, and are checked here, before the command runs.
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { GitCommandError, endGitSessions } from '../adapters/git/runner.ts';
+import { endGitSessions } from '../adapters/git/runner.ts';
 import { endStarter } from '../adapters/spawner.ts';
-import { describeGitFailure, failureOf } from '../core/git-text.ts';
 import { CliError, EXIT, type ExitCode, UsageError, usageError } from './exit.ts';
 import { type NumberRange, describeRange, parseNumber } from './numeric-flags.ts';
 
@@ -247,11 +246,6 @@ export async function runCommand(commandLine: string, command: Command, argv: st
     if (e instanceof CliError) {
       sayProblem(label, e, io);
       return e.code;
-    }
-    // A git command that failed where no step turned it into a value: still git's failure, not ours.
-    if (e instanceof GitCommandError) {
-      io.err(`${commandLine}: ${describeGitFailure(failureOf(e))}`);
-      return EXIT.gitFailed;
     }
     throw e;
   }

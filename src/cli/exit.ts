@@ -1,5 +1,6 @@
 // Exit codes (core/exit-codes.ts) and the error a command fails with.
 import { EXIT, type ExitCode } from '../core/exit-codes.ts';
+import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
 
 export { EXIT, type ExitCode };
 
@@ -24,3 +25,7 @@ export class UsageError extends CliError {
 }
 
 export const usageError = (problem: string) => new UsageError(problem);
+
+/** git failed where a command needed its answer: exit 4, saying what the command was doing and what git said. */
+export const gitFailedError = (doing: string, failure: GitFailure): CliError =>
+  new CliError(EXIT.gitFailed, [`could not ${doing}: ${describeGitFailure(failure)}`]);

@@ -12,7 +12,9 @@
 
 import { randomUUID } from 'node:crypto';
 import type { Git } from '../adapters/git/repository.ts';
+import { type Result, ok } from '../core/failure.ts';
 import { oneLine } from '../core/format.ts';
+import type { GitFailure } from '../core/git-text.ts';
 import { type Plan, statusOf } from '../core/plan.ts';
 import type { SetupFindings } from '../core/transition.ts';
 
@@ -52,9 +54,15 @@ export function roundMessage(plan: Plan, round: number, tasks: readonly number[]
 }
 
 /** Tasks an integration commit reachable from `revisions` holds, with the results recorded in its trailers. */
-export async function integratedTasks(git: Git, planId: string, revisions: readonly string[]): Promise<Map<number, { commit: string; result: string }>> {
+export async function integratedTasks(
+  git: Git,
+  planId: string,
+  revisions: readonly string[],
+): Promise<Result<Map<number, { commit: string; result: string }>, GitFailure>> {
   const out = new Map<number, { commit: string; result: string }>();
-  for (const c of await git.commitsWithTrailer(TRAILER_TASKS, undefined, revisions)) {
+  const commits = await git.commitsWithTrailer(TRAILER_TASKS, undefined, revisions);
+  if (!commits.ok) return commits;
+  for (const c of commits.value) {
     if (!c.trailers.some((t) => t.key === TRAILER_PLAN && t.value === planId)) continue;
     const results = new Map<number, string>();
     for (const t of c.trailers) {
@@ -67,14 +75,20 @@ export async function integratedTasks(git: Git, planId: string, revisions: reado
       if (Number.isInteger(i) && !out.has(i)) out.set(i, { commit: c.hash, result: results.get(i) ?? 'completed' });
     }
   }
-  return out;
+  return ok(out);
 }
 
 /** Tasks whose work an integration commit holds though plan.json does not record it (or not its commit). */
-export async function integratedFindings(git: Git, plan: Plan, revisions: readonly string[]): Promise<Pick<SetupFindings, 'recovered' | 'commits'>> {
+export async function integratedFindings(
+  git: Git,
+  plan: Plan,
+  revisions: readonly string[],
+): Promise<Result<Pick<SetupFindings, 'recovered' | 'commits'>, GitFailure>> {
   const found: Pick<SetupFindings, 'recovered' | 'commits'> = { recovered: [], commits: [] };
-  if (typeof plan.planId !== 'string') return found;
-  for (const [i, { commit, result }] of await integratedTasks(git, plan.planId, revisions)) {
+  if (typeof plan.planId !== 'string') return ok(found);
+  const integrated = await integratedTasks(git, plan.planId, revisions);
+  if (!integrated.ok) return integrated;
+  for (const [i, { commit, result }] of integrated.value) {
     const task = plan.tasks[i];
     if (!task) continue;
     // Approved work integrated at setup, then a crash before plan.json recorded the hash.
@@ -82,5 +96,5 @@ export async function integratedFindings(git: Git, plan: Plan, revisions: readon
     if (statusOf(task) === 'in_progress' || statusOf(task) === 'pending') found.recovered.push({ task: i, commit, result });
   }
   found.recovered.sort((a, b) => a.task - b.task);
-  return found;
+  return ok(found);
 }

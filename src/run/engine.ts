@@ -1,10 +1,13 @@
 // The headless engine: carries out what the pure state machine (`core/engine/step.ts`) decides.
-// Events come in one at a time — a worker finished, a verification finished, the lane recorded
-// something, a back-off ended, Ctrl-C — and each goes through `step`, whose effects are executed
-// here in order. Each attempt gets a worktree of its own (`prepare`), where its worker and its
+// Events come in one at a time — a worker finished (or a limit refused it, or the API served
+// it), a verification finished, the lane recorded something, a gate run finished, a back-off
+// ended, a drain, Ctrl-C — and each goes through `step`, whose effects are executed here in
+// order. Each attempt gets a worktree of its own (`prepare`; a re-check's holds the work set
+// aside, `prepareRecheck`; a paused attempt resumes in the one it kept), where its worker and its
 // checks run; starting workers and verifying run in parallel; the lane runs, one at a time, what
-// must be serialized (moving the integration ref). The engine decides nothing itself: every
-// adapter it uses is passed in, so tests give it fakes and a fake clock.
+// must be serialized: recording (foreman's refs move) and the gate's runs (which test what the
+// integration ref holds). The engine decides nothing itself: every adapter it uses is passed in,
+// so tests give it fakes and a fake clock.
 
 import { realpath } from 'node:fs/promises';
 import type { GitFailure } from '../core/git-text.ts';
@@ -25,6 +28,7 @@ import { step } from '../core/engine/step.ts';
 import type { RunEventBody } from '../core/events.ts';
 import { type Result, type WorkerRun, assertNever, recheckRun } from '../core/failure.ts';
 import type { Verification } from '../core/finalize.ts';
+import { Lane } from '../core/lane.ts';
 import { type Plan, type UsageFigure, modelOf } from '../core/plan.ts';
 import { resumePrompt, workerPrompt } from '../core/prompt.ts';
 import { type WorkerPermissions, explicitPermissions, workerPermissions } from '../core/scope.ts';
@@ -57,9 +61,14 @@ export interface EngineAdapters {
   runWorker(request: WorkerRequest): Promise<WorkerRun>;
   /** Capture the work in `dir` and verify it there. */
   verify(plan: Plan, task: number, input: { dir: string; signal: AbortSignal }): Promise<Verification>;
-  /** Integrate verified work (and park work awaiting approval): the integration commit, or null when nothing changed. */
+  /**
+   * Record what the step function decided, in the lane: work awaiting approval parked and
+   * candidates of the merge queue held on refs of their own, verified work integrated onto the
+   * integration ref (one commit), the refs of candidates leaving the queue dropped. The integration
+   * commit, or null when it integrated nothing (no work to integrate, or work that changes nothing).
+   */
   record(plan: Plan, request: RecordRequest): Promise<Result<string | null, GitFailure>>;
-  /** Run the gate on these candidates stacked on the integration tip; `passed` null when stopped first. */
+  /** Run the gate on these candidates stacked on the integration tip (none: on the tip itself, the baseline); `passed` null when stopped first. */
   gate(plan: Plan, request: GateRequest, signal: AbortSignal): Promise<GateRun>;
   save(plan: Plan): Promise<void>;
   emit(event: RunEventBody): void;
@@ -101,16 +110,6 @@ export const engineConfig = (settings: RunSettings, logDir: string): EngineConfi
   driver: 'headless',
 });
 
-/** Runs the functions given to it one after another, in call order: the lane. */
-export function lane() {
-  let tail: Promise<unknown> = Promise.resolve();
-  return <T>(work: () => Promise<T>): Promise<T> => {
-    const next = tail.then(work);
-    tail = next.catch(() => undefined);
-    return next;
-  };
-}
-
 /**
  * Plan writes behind the step loop, as a database commits a group: the loop asks for a write
  * after a step and goes on with the next event; asks made while a write runs are served together
@@ -119,7 +118,7 @@ export function lane() {
  * (two fsyncs): awaited inline, it held every other event back for as long.
  */
 export function planWrites(save: (plan: Plan) => Promise<void>): (plan: Plan) => Promise<void> {
-  let running: Promise<void> = Promise.resolve();
+  const writes = new Lane();
   let next: { plan: Plan; written: Promise<void> } | null = null;
   return (plan) => {
     if (next !== null) {
@@ -127,13 +126,12 @@ export function planWrites(save: (plan: Plan) => Promise<void>): (plan: Plan) =>
       return next.written;
     }
     const ask = { plan, written: Promise.resolve() };
-    ask.written = running.then(() => {
+    ask.written = writes.run(() => {
       // From here a newer plan waits for the write after this one.
       next = null;
       return save(ask.plan);
     });
     next = ask;
-    running = ask.written.catch(() => undefined);
     return ask.written;
   };
 }
@@ -184,7 +182,7 @@ export async function runEngine(
 ): Promise<EngineResult> {
   const clock = adapters.clock;
   const inbox = new Inbox();
-  const serialized = lane();
+  const serialized = new Lane();
   const workers = new Map<number, AbortController>();
   /** Each running worker's `stopIfIdle`: the limiter stops one the API has served nothing yet. */
   const idle = new Map<number, AbortController>();
@@ -311,7 +309,7 @@ export async function runEngine(
       case 'record': {
         const { type: _type, ...request } = effect;
         later(
-          serialized(() => adapters.record(current.plan, request)),
+          serialized.run(() => adapters.record(current.plan, request)),
           (recorded) => recordedEvent(effect.tasks, recorded, clock.now()),
         );
         return null;
@@ -319,7 +317,7 @@ export async function runEngine(
       case 'gate': {
         const { type: _type, ...request } = effect;
         later(
-          serialized(() => adapters.gate(current.plan, request, signal)),
+          serialized.run(() => adapters.gate(current.plan, request, signal)),
           (run) => gatedEvent(effect.tasks, run, clock.now()),
         );
         return null;

@@ -23,6 +23,7 @@ import { step } from '../core/engine/step.ts';
 import type { RunEventBody } from '../core/events.ts';
 import { type Result, type WorkerRun, assertNever, err, ok } from '../core/failure.ts';
 import { plural } from '../core/format.ts';
+import { Lane } from '../core/lane.ts';
 import type { Plan, UsageFigure } from '../core/plan.ts';
 import { excludesFileEnv } from '../core/sandbox-placeholders.ts';
 import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
@@ -96,23 +97,21 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
   if (orphans.length > 0) emit({ type: 'notice', level: 'warning', message: describeOrphans(orphans) });
   const registry = new ProcessRegistry(registryPath);
   const indexLock = await git.clearStaleIndexLock();
-  if (indexLock === 'removed') emit({ type: 'notice', level: 'warning', message: 'removed a stale .git/index.lock left by a git process that was killed' });
+  if (indexLock.ok && indexLock.value === 'removed')
+    emit({ type: 'notice', level: 'warning', message: 'removed a stale .git/index.lock left by a git process that was killed' });
 
-  // Writes are chained so two never race on the temporary file. A person's edit to the plan file
+  // Writes run one at a time, in a lane, so two never race on the temporary file. A person's edit to the plan file
   // while the run holds it is kept aside, never written over (PlanKeeper), and the run says where.
   const keeper = new PlanKeeper(settings.planPath, context.planText);
-  let saving: Promise<unknown> = Promise.resolve();
-  const write = (p: Plan): Promise<string | null> => {
-    const written = saving.then(() => keeper.save(p));
-    saving = written.catch(() => undefined);
-    return written;
-  };
+  const writes = new Lane();
+  const write = (p: Plan): Promise<string | null> => writes.run(() => keeper.save(p));
   const save = async (p: Plan) => {
     const kept = await write(p);
     if (kept !== null) emit({ type: 'notice', level: 'warning', message: describeKeptEdit(settings.planPath, kept, layout) });
   };
   try {
-    if (indexLock === 'held') return err({ kind: 'index-locked' });
+    if (!indexLock.ok) return err({ kind: 'setup', problem: { kind: 'git-failed', doing: 'look for a stale .git/index.lock', failure: indexLock.error } });
+    if (indexLock.value === 'held') return err({ kind: 'index-locked' });
     const isolationOptions = {
       repo: settings.repo,
       planPath: settings.planPath,
@@ -247,7 +246,7 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
       context.interrupt,
       context.drain,
     );
-    await saving;
+    await writes.settled();
     plan = result.plan;
 
     // Whatever stopped the run, what was integrated lands now (when nothing of the person's is in its way).
@@ -262,10 +261,17 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
     );
     // The git processes this process started since the run began: the run's, one run at a time.
     emit({ ...finished, gitProcesses: gitProcessCount() - context.gitProcessesBefore });
-    const refusal = result.baselineFailure === undefined ? null : baselineRefusal(settings.gate?.command ?? '', isolation.tip, result.baselineFailure.output);
+    const refusal =
+      result.baselineFailure === undefined
+        ? null
+        : baselineRefusal(
+            settings.gate?.command ?? '',
+            { tip: isolation.tip, ref: isolation.ref, head: await git.headCommit() },
+            result.baselineFailure.output,
+          );
     return ok({ plan, usage: result.usage, finished, refusal });
   } finally {
-    await saving.catch(() => undefined);
+    await writes.settled();
     await registry.clear();
   }
 }

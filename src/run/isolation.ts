@@ -128,7 +128,9 @@ export class Isolation {
     const ref = integrationRef(planId);
     const gateOnly = options.role === 'gate';
     if (!gateOnly) await clearLeftovers(repo, planId);
-    let tip = await readRef(repo, ref);
+    const found = await readRef(repo, ref);
+    if (!found.ok) return found;
+    let tip = found.value;
     if (tip === null && gateOnly) return err({ step: 'rev-parse', exitCode: 1, stderr: `the plan's integration ref ${ref} does not exist` });
     if (tip === null) {
       const started = await startIntegrationRef(repo, ref);
@@ -254,23 +256,30 @@ export class Isolation {
    * no stack: built on the tip when its base is in the integration ref's history; else on
    * candidates nothing names, and it is dropped (it runs again).
    */
-  async heldCandidates(plan: Plan, inProgress: (task: number) => boolean): Promise<HeldCandidate[]> {
+  async heldCandidates(plan: Plan, inProgress: (task: number) => boolean): Promise<Result<HeldCandidate[], GitFailure>> {
     const held: HeldCandidate[] = [];
-    for (const task of await parkedTasks(this.repo, this.planId, 'candidate')) {
+    const parked = await parkedTasks(this.repo, this.planId, 'candidate');
+    if (!parked.ok) return parked;
+    for (const task of parked.value) {
       const planned = plan.tasks[task];
-      const work = planned !== undefined && inProgress(task) ? await parkedWork(this.repo, this.planId, task, 'candidate') : null;
-      const stack =
-        work === null
-          ? null
-          : (stackOfTrailer(await parkedTrailers(this.repo, this.planId, task, 'candidate')) ??
-            ((await isAncestor(this.repo, work.base, this.current)) ? [] : null));
-      if (work === null || stack === null) {
+      const found = planned !== undefined && inProgress(task) ? await parkedWork(this.repo, this.planId, task, 'candidate') : ok(null);
+      if (!found.ok) return found;
+      const stack = found.value === null ? null : await this.heldStack(task, found.value);
+      if (stack !== null && !stack.ok) return stack;
+      if (planned === undefined || found.value === null || stack === null || stack.value === null) {
         await dropParked(this.repo, this.planId, task, 'candidate');
         continue;
       }
-      held.push({ task, work, result: planned!.result ?? 'completed', stack });
+      held.push({ task, work: found.value, result: planned.result ?? 'completed', stack: stack.value });
     }
-    return held;
+    return ok(held);
+  }
+
+  /** The stack a held candidate names (its trailer); one an earlier foreman held names none: the tip when its base is in the integration ref's history, else null. */
+  private async heldStack(task: number, work: CapturedWork): Promise<Result<number[] | null, GitFailure>> {
+    const trailers = await parkedTrailers(this.repo, this.planId, task, 'candidate');
+    if (!trailers.ok) return trailers;
+    return ok(stackOfTrailer(trailers.value) ?? ((await isAncestor(this.repo, work.base, this.current)) ? [] : null));
   }
 
   /** `stack`'s works committed in order on the integration tip (the tip itself when empty); the ref does not move. */
@@ -365,7 +374,7 @@ export class Isolation {
   }
 
   /** Remove the plan's refs (integration and parked work): only once everything on them has landed. */
-  removeRefs(): Promise<void> {
+  removeRefs(): Promise<Result<void, GitFailure>> {
     return deletePlanRefs(this.repo, this.planId);
   }
 }

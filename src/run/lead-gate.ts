@@ -18,6 +18,7 @@ import { writeFileAtomic } from '../adapters/plan-store.ts';
 import { processAlive, terminateGroup } from '../adapters/processes.ts';
 import { type Result, err, ok } from '../core/failure.ts';
 import { clipMiddle } from '../core/format.ts';
+import { describeGitFailure } from '../core/git-text.ts';
 import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
 import type { Plan } from '../core/plan.ts';
 import type { CapturedWork } from '../core/work.ts';
@@ -189,8 +190,11 @@ export async function serveGate(request: ServeRequest): Promise<void> {
     const works: Array<{ task: number; work: CapturedWork }> = [];
     for (const task of request.tasks) {
       const work = await parkedWork(request.repo, isolation.planId, task, 'candidate');
-      if (work === null) return await finish({ passed: false, stale: true, output: `the candidate of task ${task} is gone` });
-      works.push({ task, work });
+      // Nothing was tested: the step runs the stack again.
+      if (!work.ok)
+        return await finish({ passed: false, stale: true, output: `could not read the candidate of task ${task}: ${describeGitFailure(work.error)}` });
+      if (work.value === null) return await finish({ passed: false, stale: true, output: `the candidate of task ${task} is gone` });
+      works.push({ task, work: work.value });
     }
     const run = await isolation.runGate(
       request.plan,

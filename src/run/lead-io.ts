@@ -302,8 +302,9 @@ async function claudeProvisioned(place: LeadPlace): Promise<string[]> {
  * yet. None when HEAD holds the whole integration ref.
  */
 async function unlandedTasks(plan: Plan, repo: string, head: string | null): Promise<number[]> {
-  const tip = typeof plan.planId === 'string' ? await readRef(repo, integrationRef(plan.planId)) : null;
-  if (head === null || tip === null || (await isAncestor(repo, tip, head))) return [];
+  const tip = typeof plan.planId === 'string' ? await readRef(repo, integrationRef(plan.planId)) : ok(null);
+  if (head === null || (tip.ok && (tip.value === null || (await isAncestor(repo, tip.value, head))))) return [];
+  // The tip only spares the look at each task (HEAD holds it all): unread, each integrated task is looked at.
   const known = new Map<string, boolean>();
   const out: number[] = [];
   for (const [i, task] of plan.tasks.entries()) {

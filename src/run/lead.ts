@@ -133,7 +133,8 @@ export interface SkipRef extends TaskRef {
   rootCause: number;
 }
 
-type Notice = { level: 'info' | 'warning'; message: string };
+/** Something a step says besides its result (its output's `notices`). */
+export type Notice = { level: 'info' | 'warning'; message: string };
 
 /** Keeps the first line (what failed) and the end (where commands print their error). */
 const clip = (text: string, max = CLIP) => clipMiddle(text, max);
@@ -328,6 +329,8 @@ export interface GateReport {
   flakes: number[];
   /** What the gate said when the baseline failed. */
   output?: string;
+  /** When the baseline failed: what it failed on, the plan's integration ref and its tip then (HEAD, unless integrated work has not landed). */
+  failedOn?: { ref: string; tip: string };
   notices: string[];
 }
 
@@ -392,13 +395,19 @@ async function launchRun(driving: GateDriving, tasks: number[], state: EngineSta
   return false;
 }
 
+/** The gate failed on the starting commit: what it said, and the integration tip it ran on. */
+interface BaselineFailed {
+  output: string;
+  tip: string;
+}
+
 /**
  * Drive the gate until `deadline`: collect the background run's result and post its verdict to
  * the step function (which integrates what passed and blames a culprit), start the next run it
  * asks for (the baseline first), and wait for it. A run still going at the deadline goes on in
  * the background; the next `commit` collects it. Returns the state after.
  */
-async function driveGate(state: EngineState, driving: GateDriving, deadline: number): Promise<{ state: EngineState; baselineOutput?: string }> {
+async function driveGate(state: EngineState, driving: GateDriving, deadline: number): Promise<{ state: EngineState; baselineFailed?: BaselineFailed }> {
   const { ctx, session, isolation, run } = driving;
   let current = state;
   for (;;) {
@@ -419,7 +428,8 @@ async function driveGate(state: EngineState, driving: GateDriving, deadline: num
         // The starting commit's verdict: the step function opens the gate, or refuses the run.
         if (current.baseline !== 'testing') continue;
         current = await post(current, gateVerdictEvents([], gateState, ctx.io.now()), run);
-        if (current.stop?.baselineFailure !== undefined) return { state: current, baselineOutput: clipTail(gateState.output.trim(), 2000) };
+        if (current.stop?.baselineFailure !== undefined)
+          return { state: current, baselineFailed: { output: clipTail(gateState.output.trim(), 2000), tip: out.tip } };
         continue;
       }
       if (gateState.stale || isolation.tip !== out.tip) {
@@ -649,11 +659,11 @@ export async function leadSetup(given: Plan, context: LeadContext, settings: Set
   report.notices.push(...landed.notices);
 
   // The gate's check of the starting commit, when the step function asked for it: waited for at most --wait.
-  let baselineOutput: string | undefined;
+  let baselineFailed: BaselineFailed | undefined;
   if (gateConfig !== null) {
     const gated = await driveGate(state, driving, io.now() + (settings.waitMs ?? DEFAULT_GATE_WAIT_MS));
     state = gated.state;
-    baselineOutput = gated.baselineOutput;
+    baselineFailed = gated.baselineFailed;
   }
   session.engine = state;
   const { archived, notice, kept } = await closeLandedStep(state, landed.landing, run, isolation, session, ctx, writes);
@@ -692,7 +702,7 @@ export async function leadSetup(given: Plan, context: LeadContext, settings: Set
     maxAttempts: session.maxAttempts,
     gate: gateReport(session, state, run, {
       notices: gateConfig !== null ? [] : [noGateNotice(settings.noGate === true)],
-      ...(baselineOutput !== undefined ? { output: baselineOutput } : {}),
+      ...(baselineFailed !== undefined ? { output: baselineFailed.output, failedOn: { ref: isolation.ref, tip: baselineFailed.tip } } : {}),
     }),
     sandbox: { mode: sandbox.mode, sandboxed: sandbox.sandboxed },
     speculate: { asked: settings.speculate ?? 0, depth: 0 },
@@ -892,10 +902,8 @@ export interface WorkerResult {
   worktree?: string;
 }
 
-/** Why `finalize` stopped: a result naming a worktree that is not a subagent's, or git failing. */
-export type FinalizeProblem =
-  | { kind: 'bad-worktree'; task: number; message: string }
-  | { kind: 'git-failed'; task: number; doing: string; failure: GitFailure };
+/** Why `finalize` stopped, before it finalized anything: a result naming a worktree that is not a subagent's, or git failing. */
+export type FinalizeProblem = { kind: 'bad-worktree'; task: number; message: string } | { kind: 'git-failed'; doing: string; failure: GitFailure };
 
 /** What became of a result: the journal's outcome of its attempt, or `ignored` (not a task in progress). */
 export type FinalizeOutcome = TaskOutcome | 'ignored';
@@ -959,7 +967,7 @@ export async function leadFinalize(
   const registry = new ProcessRegistry(registryPath);
   const sandbox = await sandboxedIn(session, io);
   const opened = await io.repository.open(plan, { sandbox, checkTimeoutMs, registry, strictScope: session.strictScope });
-  if (!opened.ok) return err({ kind: 'git-failed', task: results[0]?.task ?? -1, doing: "open the plan's integration ref", failure: opened.error });
+  if (!opened.ok) return err({ kind: 'git-failed', doing: "open the plan's integration ref", failure: opened.error });
   const isolation = opened.value;
 
   const out: FinalizeOutput['results'] = [];
@@ -1101,10 +1109,11 @@ export interface CommitStepOutput extends CommitOutcome {
   notices?: Notice[];
 }
 
+/** Why `commit` stopped; `notices`: what the step had to say before it did (as its output's `notices` and `gate.notices`). */
 export type CommitProblem =
-  | { kind: 'git-failed'; failure: GitFailure; tasks: number[] }
+  | { kind: 'git-failed'; failure: GitFailure; tasks: number[]; notices: Notice[] }
   /** The gate fails on the starting commit: it would blame every task. */
-  | { kind: 'baseline-failed'; command: string; tip: string; output: string };
+  | { kind: 'baseline-failed'; command: string; ref: string; tip: string; output: string; notices: Notice[] };
 
 /**
  * Ask the step function to integrate the verified work: onto the plan's integration ref at once
@@ -1120,7 +1129,7 @@ export async function leadCommit(plan: Plan, context: LeadContext, options: { wa
   const { io } = ctx;
   const session = await readSession(ctx.planPath, plan);
   const opened = await io.repository.open(plan, { sandbox: false, checkTimeoutMs: session.checkTimeoutMs });
-  if (!opened.ok) return err({ kind: 'git-failed', failure: opened.error, tasks: [] });
+  if (!opened.ok) return err({ kind: 'git-failed', failure: opened.error, tasks: [], notices: [] });
   const isolation = opened.value;
   // Work the person committed on top of everything integrated becomes the new starting point.
   await isolation.followHead();
@@ -1142,13 +1151,13 @@ export async function leadCommit(plan: Plan, context: LeadContext, options: { wa
   );
   driving.run = run;
   let state = engineOf(session, plan, ctx);
-  let baselineOutput: string | undefined;
+  let baselineFailed: BaselineFailed | undefined;
   if (session.engine !== null && !state.finished) {
     state = await post(state, commitEvents(io.now()), run);
     if (session.gate.config !== null) {
       const gated = await driveGate(state, driving, io.now() + (options.waitMs ?? DEFAULT_GATE_WAIT_MS));
       state = gated.state;
-      baselineOutput = gated.baselineOutput;
+      baselineFailed = gated.baselineFailed;
     }
   }
   const landed = await land(state, isolation, session, ctx, run);
@@ -1156,22 +1165,27 @@ export async function leadCommit(plan: Plan, context: LeadContext, options: { wa
   session.engine = state;
   const failed = failure as GitFailure | null;
   const { archived, notice, kept } = await closeLandedStep(state, landed.landing, run, isolation, session, ctx, writes);
+  const integrating = run.of('notice').filter((n) => n.level === 'warning' && n.message.startsWith('could not integrate'));
+  const notices = [...integrating, ...(notice !== null ? [notice] : [])].map((n): Notice => ({ level: n.level, message: n.message })).concat(kept);
+  // A step that stops says all the same: the gate's notices (a run started again) with the rest.
+  const stopNotices = [...driving.notices.map((message): Notice => ({ level: 'warning', message })), ...notices];
   const refused = state.stop?.baselineFailure;
   if (refused !== undefined) {
     await writeSession(ctx.planPath, session);
     return err({
       kind: 'baseline-failed',
       command: session.gate.config?.command ?? '',
-      tip: isolation.tip,
-      output: baselineOutput ?? clipTail(refused.output.trim(), 2000),
+      // Refused again (it failed at an earlier step): the tip then is not known, the tip now is.
+      ref: isolation.ref,
+      tip: baselineFailed?.tip ?? isolation.tip,
+      output: baselineFailed?.output ?? clipTail(refused.output.trim(), 2000),
+      notices: stopNotices,
     });
   }
   if (archived === null) await writeSession(ctx.planPath, session);
   await syncHandOut(state.plan, ctx, session);
-  if (failed !== null) return err({ kind: 'git-failed', failure: failed, tasks: [] });
+  if (failed !== null) return err({ kind: 'git-failed', failure: failed, tasks: [], notices: stopNotices });
   const committed = committedBy(run);
-  const integrating = run.of('notice').filter((n) => n.level === 'warning' && n.message.startsWith('could not integrate'));
-  const notices = [...integrating, ...(notice !== null ? [notice] : [])].map((n): Notice => ({ level: n.level, message: n.message })).concat(kept);
   return ok({
     ...committed,
     round: state.round,
@@ -1179,7 +1193,7 @@ export async function leadCommit(plan: Plan, context: LeadContext, options: { wa
     archived,
     counts: countByStatus(state.plan),
     complete: isComplete(state.plan),
-    gate: gateReport(session, state, run, { notices: driving.notices, ...(baselineOutput !== undefined ? { output: baselineOutput } : {}) }),
+    gate: gateReport(session, state, run, { notices: driving.notices }),
     ...(notices.length > 0 ? { notices } : {}),
   });
 }

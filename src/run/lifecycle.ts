@@ -3,10 +3,12 @@
 // the person's branch (and what is said about it), and finishing a plan whose work has all
 // landed. The headless run (run/headless.ts) and the in-session steps (run/lead.ts) call these.
 
-import { type Layout, approvalHint, commandHint } from '../core/command-hint.ts';
+import { type Layout, approvalHint, commandHint, shellWord } from '../core/command-hint.ts';
 import type { RunEventBody, RunOutcome, StopReason } from '../core/events.ts';
 import { EXIT, type ExitCode } from '../core/exit-codes.ts';
 import { assertNever } from '../core/failure.ts';
+import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
+import { ownLayout } from '../adapters/layout.ts';
 import { clipMiddle, plural } from '../core/format.ts';
 import type { EngineStop } from '../core/engine/state.ts';
 import { countByStatus, depsOf, longestRemainingPath } from '../core/graph.ts';
@@ -139,10 +141,25 @@ export const noGateNotice = (noGate: boolean): string =>
     ? 'no gate (--no-gate): verified work integrates as soon as it is verified, untested together'
     : 'no gate: the plan has no context.testCommand, so verified work integrates untested together (--gate CMD sets one)';
 
-/** Why a run is refused when the gate fails on the starting commit (headless and in-session alike). */
-export function baselineRefusal(command: string, tip: string, output: string): string[] {
+/** The starting commit the gate tested: the integration ref's tip then, and HEAD as the person has it (null: no commit). */
+export interface BaselineTested {
+  tip: string;
+  ref: string;
+  head: string | null;
+}
+
+/**
+ * Why a run is refused when the gate fails on the starting commit (headless and in-session alike).
+ * It names the commit the gate ran on, the integration tip, and says so when that is not HEAD
+ * (integrated work that has not landed), or the person would look for the failure in the wrong place.
+ */
+export function baselineRefusal(command: string, tested: BaselineTested, output: string): string[] {
+  const where =
+    tested.head === tested.tip
+      ? tested.tip.slice(0, 12)
+      : `${tested.tip.slice(0, 12)}, the tip of the plan's integration ref ${tested.ref} (not your HEAD, ${tested.head === null ? 'which has no commit' : `at ${tested.head.slice(0, 12)}`})`;
   return [
-    `the gate \`${command}\` already fails on ${tip.slice(0, 12)}, before any task ran, so it would blame every task; nothing was started. Fix the failure first, or run with --no-gate (or --gate CMD for another command):`,
+    `the gate \`${command}\` already fails on ${where}, before any task ran, so it would blame every task; nothing was started. Fix the failure first, or run with --no-gate (or --gate CMD for another command):`,
     clipMiddle(output.trim(), 2000),
   ];
 }
@@ -220,10 +237,14 @@ export function lander(isolation: LandingIsolation, options: { branch: string | 
   };
 }
 
-/** What finishing the plan did: where the plan went (null: not finished), and what to say of a person's edit kept aside. */
+/**
+ * What finishing the plan did: where the plan went (null: not finished), and what to say of a
+ * person's edit kept aside, or of refs git could not remove (`refsKept`: then the plan stays).
+ */
 export interface FinishedPlan {
   archived: string | null;
   notice: RunNotice | null;
+  refsKept?: GitFailure;
 }
 
 /**
@@ -256,7 +277,20 @@ export async function retirePlan(
   options: { planPath: string; save: (plan: Plan) => Promise<string | null>; endGate?: () => Promise<unknown>; archived?: boolean },
 ): Promise<FinishedPlan> {
   await options.endGate?.();
-  await parts.removeRefs();
+  const removed = await parts.removeRefs();
+  if (!removed.ok) {
+    // Every task landed: the plan stays, with the ref that finds it, for `plan land` to finish once git works.
+    const land = commandHint('plan', `land --plan ${shellWord(options.planPath)}`, ownLayout());
+    return {
+      archived: null,
+      notice: {
+        type: 'notice',
+        level: 'warning',
+        message: `every task is completed and landed, but git could not remove the plan's refs (${describeGitFailure(removed.error)}), so the plan was not ${options.archived === true ? 'finished' : 'archived'}: once git works, \`${land}\` finishes it`,
+      },
+      refsKept: removed.error,
+    };
+  }
   if (options.archived === true) return { archived: null, notice: null };
   const kept = await options.save(plan);
   const archived = await archivePlan(options.planPath);

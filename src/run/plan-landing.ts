@@ -27,7 +27,7 @@ import { readPlanFile } from '../adapters/plan-store.ts';
 import { diskUsage, poolDir, removePlanWorktrees, worktreesRoot } from '../adapters/git/worktree-pool.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import { commandHint } from '../core/command-hint.ts';
-import { describeGitFailure } from '../core/git-text.ts';
+import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
 import { type LandMode, type LandingProblem, describeLandingProblem } from '../core/landing.ts';
 import { type Plan, statusOf } from '../core/plan.ts';
 import { parsePlan } from '../core/validate.ts';
@@ -102,7 +102,9 @@ export type TargetProblem =
   | { kind: 'no-plan'; planPath: string }
   | { kind: 'invalid-plan'; planPath: string }
   | { kind: 'no-plan-id'; planPath: string }
-  | { kind: 'no-ref'; planPath: string; ref: string };
+  | { kind: 'no-ref'; planPath: string; ref: string }
+  /** git could not say whether the ref exists. */
+  | { kind: 'git-failed'; ref: string; failure: GitFailure };
 
 export function describeTargetProblem(problem: TargetProblem): string {
   switch (problem.kind) {
@@ -114,6 +116,8 @@ export function describeTargetProblem(problem: TargetProblem): string {
       return `${problem.planPath} has no planId: it has never run, so nothing was integrated to land`;
     case 'no-ref':
       return `nothing to land: ${problem.ref} does not exist (the plan's work has landed and its ref was removed, or nothing was integrated yet)`;
+    case 'git-failed':
+      return `could not read ${problem.ref}: ${describeGitFailure(problem.failure)}`;
     default:
       return assertNever(problem, 'target problem');
   }
@@ -134,15 +138,22 @@ export async function findLandTarget(repo: string, planPath: string, explicit: b
     const planId = plan === null ? null : planIdOf(plan);
     if (plan === null) problem = { kind: 'invalid-plan', planPath };
     else if (planId === null) problem = { kind: 'no-plan-id', planPath };
-    else if ((await readRef(repo, integrationRef(planId))) === null) problem = { kind: 'no-ref', planPath, ref: integrationRef(planId) };
-    else return ok({ planPath, runPath, plan, planId, ref: integrationRef(planId), archived });
+    else {
+      const ref = integrationRef(planId);
+      const tip = await readRef(repo, ref);
+      if (!tip.ok) return err({ kind: 'git-failed', ref, failure: tip.error });
+      if (tip.value === null) problem = { kind: 'no-ref', planPath, ref };
+      else return ok({ planPath, runPath, plan, planId, ref, archived });
+    }
   }
   if (explicit || archived) return err(problem);
   for (const candidate of await archivedPlans(runPath)) {
     const planId = planIdOf(candidate.plan);
-    if (planId !== null && (await readRef(repo, integrationRef(planId))) !== null) {
-      return ok({ planPath: candidate.path, runPath, plan: candidate.plan, planId, ref: integrationRef(planId), archived: true });
-    }
+    if (planId === null) continue;
+    const ref = integrationRef(planId);
+    const tip = await readRef(repo, ref);
+    if (!tip.ok) return err({ kind: 'git-failed', ref, failure: tip.error });
+    if (tip.value !== null) return ok({ planPath: candidate.path, runPath, plan: candidate.plan, planId, ref, archived: true });
   }
   return err(problem);
 }
@@ -158,6 +169,8 @@ export interface LandReport {
   cleanedUp: boolean;
   /** Where a finished live plan was archived, or null. */
   archivedTo: string | null;
+  /** A finished plan that landed and could not be finished (git could not remove its refs): what to say; it stays. */
+  unfinished: string | null;
 }
 
 export interface LandBlocked {
@@ -182,9 +195,11 @@ export async function landTarget(
   if (resumedLanding !== null && !resumedLanding.ok)
     return err({ problem: resumedLanding.error, lines: describeLandingProblem(resumedLanding.error, target.ref, ownLayout()), resumed: null });
   const resumed = resumedLanding?.value ?? null;
-  const tip = await readRef(repo, target.ref);
+  const found = await readRef(repo, target.ref);
+  const tip = found.ok ? found.value : null;
   if (tip === null) {
-    const problem: LandingProblem = { kind: 'git-failed', failure: { step: 'rev-parse', exitCode: 1, stderr: `${target.ref} disappeared` } };
+    const failure = found.ok ? { step: 'rev-parse', exitCode: 1, stderr: `${target.ref} disappeared` } : found.error;
+    const problem: LandingProblem = { kind: 'git-failed', failure };
     return err({ problem, lines: describeLandingProblem(problem, target.ref, ownLayout()), resumed });
   }
   const branch = await headBranchRef(repo);
@@ -194,6 +209,7 @@ export async function landTarget(
   if (options.mode === 'worktree') await recordLandedBase(target.runPath, target.planId, landed.value.to);
   let cleanedUp = false;
   let archivedTo: string | null = null;
+  let unfinished: string | null = null;
   if (planFinished(target.plan)) {
     // Nothing of this command wrote the plan: what it read is what it moves.
     await removePlanWorktrees(repo, worktreesRoot(options.env), target.planId);
@@ -209,10 +225,11 @@ export async function landTarget(
         ...(target.archived ? {} : { endGate: () => endGateProcess(target.planPath) }),
       },
     );
-    cleanedUp = true;
+    cleanedUp = retired.refsKept === undefined;
     archivedTo = retired.archived;
+    if (retired.refsKept !== undefined) unfinished = retired.notice?.message ?? null;
   }
-  return ok({ resumed, mode: options.mode, branch: branch?.replace(/^refs\/heads\//, '') ?? null, landed: landed.value, cleanedUp, archivedTo });
+  return ok({ resumed, mode: options.mode, branch: branch?.replace(/^refs\/heads\//, '') ?? null, landed: landed.value, cleanedUp, archivedTo, unfinished });
 }
 
 /**
@@ -225,20 +242,24 @@ export async function integrateParked(repo: string, plan: Plan, task: number): P
   const planId = planIdOf(plan);
   if (planId === null) return ok(null);
   const work = await parkedWork(repo, planId, task);
-  if (work === null) return ok(null);
+  if (!work.ok) return err({ kind: 'git-failed', failure: work.error });
+  if (work.value === null) return ok(null);
   const ref = integrationRef(planId);
-  let tip = await readRef(repo, ref);
+  const found = await readRef(repo, ref);
+  if (!found.ok) return err({ kind: 'git-failed', failure: found.error });
+  let tip = found.value;
   if (tip === null) {
     const started = await startIntegrationRef(repo, ref);
     if (!started.ok) {
       // Another process made the ref meanwhile, or HEAD has no commit.
       const actual = await readRef(repo, ref);
-      return err(actual !== null ? { kind: 'moved', expected: null, actual } : { kind: 'git-failed', failure: started.error });
+      if (!actual.ok) return err({ kind: 'git-failed', failure: actual.error });
+      return err(actual.value !== null ? { kind: 'moved', expected: null, actual: actual.value } : { kind: 'git-failed', failure: started.error });
     }
     tip = started.value;
   }
   const { message, trailers } = roundMessage(plan, 0, [task]);
-  const integrated = await integrate(repo, ref, tip, { tasks: [task], message, trailers, works: [work] });
+  const integrated = await integrate(repo, ref, tip, { tasks: [task], message, trailers, works: [work.value] });
   if (!integrated.ok) return integrated;
   return ok({ commit: integrated.value === tip ? null : integrated.value });
 }
@@ -266,19 +287,25 @@ export interface IsolationStatus {
   parked: number[];
 }
 
-/** Where `plan`'s worktrees and integration ref stand, or null when the plan never ran (no planId) or is in no repository. */
-export async function isolationStatus(planPath: string, plan: Plan, env: NodeJS.ProcessEnv): Promise<IsolationStatus | null> {
+/**
+ * Where `plan`'s worktrees and integration ref stand, or null when the plan never ran (no planId)
+ * or is in no repository; or why git could not say.
+ */
+export async function isolationStatus(planPath: string, plan: Plan, env: NodeJS.ProcessEnv): Promise<Result<IsolationStatus | null, GitFailure>> {
   const planId = planIdOf(plan);
-  if (planId === null) return null;
+  if (planId === null) return ok(null);
   const repo = await repositoryOf(planPath);
-  if (repo === null) return null;
+  if (repo === null) return ok(null);
   const dir = poolDir(worktreesRoot(env), repo, planId);
   const count = await slotCount(dir);
   const bytes = count === 0 ? 0 : await diskUsage(dir);
   const name = integrationRef(planId);
   const commit = await readRef(repo, name);
+  if (!commit.ok) return commit;
   const parked = await parkedTasks(repo, planId, 'awaiting');
-  return { worktrees: { count, bytes, dir }, ref: commit === null ? null : { name, commit, notLanded: await commitsNotOnHead(repo, name) }, parked };
+  if (!parked.ok) return parked;
+  const ref = commit.value === null ? null : { name, commit: commit.value, notLanded: await commitsNotOnHead(repo, name) };
+  return ok({ worktrees: { count, bytes, dir }, ref, parked: parked.value });
 }
 
 /** What `plan clean` did for one plan. */
@@ -301,8 +328,8 @@ async function slotCount(dir: string): Promise<number> {
   return names.filter((entry) => entry.isDirectory() && /^slot-(0|[1-9][0-9]*)$/.test(entry.name)).length;
 }
 
-/** Removes one plan's pool; for an archived plan, also its refs once all their work is on HEAD. */
-async function cleanOne(repo: string, root: string, planPath: string, planId: string, archived: boolean): Promise<CleanedPlan> {
+/** Removes one plan's pool; for an archived plan, also its refs once all their work is on HEAD. Or why git could not list or delete them. */
+async function cleanOne(repo: string, root: string, planPath: string, planId: string, archived: boolean): Promise<Result<CleanedPlan, GitFailure>> {
   const dir = poolDir(root, repo, planId);
   const worktrees = await slotCount(dir);
   const bytes = await diskUsage(dir);
@@ -311,18 +338,21 @@ async function cleanOne(repo: string, root: string, planPath: string, planId: st
   const keptRefs: CleanedPlan['keptRefs'] = [];
   const ref = integrationRef(planId);
   const aside = parkedPrefix('aside', planId);
-  for (const found of await foremanRefs(repo, planId)) {
+  const refs = await foremanRefs(repo, planId);
+  if (!refs.ok) return refs;
+  for (const found of refs.value) {
     // Parked work is never on the branch: it waits for a decision. What attempts set aside waits
     // for nothing once the plan is archived.
     const commits = found === ref ? await commitsNotOnHead(repo, found) : null;
     if (((found === ref && commits === 0) || found.startsWith(aside)) && archived) {
-      await deleteRef(repo, found);
+      const deleted = await deleteRef(repo, found);
+      if (!deleted.ok) return deleted;
       deletedRefs.push(found);
     } else if (!found.startsWith(aside) && (found !== ref || commits !== 0)) {
       keptRefs.push({ ref: found, kind: found === ref ? 'integration' : 'awaiting', commits });
     }
   }
-  return { planId, planPath, archived, worktrees, bytes, dir, deletedRefs, keptRefs };
+  return ok({ planId, planPath, archived, worktrees, bytes, dir, deletedRefs, keptRefs });
 }
 
 /**
@@ -330,13 +360,17 @@ async function cleanOne(repo: string, root: string, planPath: string, planId: st
  * again), with the refs of archived plans whose work is all on the branch. A ref holding work not
  * on the branch, and parked work, are never deleted: they are reported. The caller holds the lock.
  */
-export async function cleanPlans(repo: string, planPath: string, env: NodeJS.ProcessEnv): Promise<CleanedPlan[]> {
+export async function cleanPlans(repo: string, planPath: string, env: NodeJS.ProcessEnv): Promise<Result<CleanedPlan[], GitFailure>> {
   const root = worktreesRoot(env);
   const runPath = runPathOf(planPath);
   const cleaned: CleanedPlan[] = [];
   const live = await readValidPlan(runPath);
   const liveId = live === null ? null : planIdOf(live);
-  if (live !== null && liveId !== null) cleaned.push(await cleanOne(repo, root, runPath, liveId, false));
+  if (live !== null && liveId !== null) {
+    const one = await cleanOne(repo, root, runPath, liveId, false);
+    if (!one.ok) return one;
+    cleaned.push(one.value);
+  }
   const seen = new Set(liveId === null ? [] : [liveId]);
   for (const archived of await archivedPlans(runPath)) {
     const planId = planIdOf(archived.plan);
@@ -345,8 +379,11 @@ export async function cleanPlans(repo: string, planPath: string, env: NodeJS.Pro
     const dir = poolDir(root, repo, planId);
     const hasPool = (await stat(dir).catch(() => null)) !== null;
     const refs = await foremanRefs(repo, planId);
-    if (!hasPool && refs.length === 0) continue;
-    cleaned.push(await cleanOne(repo, root, archived.path, planId, true));
+    if (!refs.ok) return refs;
+    if (!hasPool && refs.value.length === 0) continue;
+    const one = await cleanOne(repo, root, archived.path, planId, true);
+    if (!one.ok) return one;
+    cleaned.push(one.value);
   }
-  return cleaned;
+  return ok(cleaned);
 }

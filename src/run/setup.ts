@@ -21,6 +21,7 @@ import { type Result, err, ok } from '../core/failure.ts';
 import { clipMiddle, clipTail } from '../core/format.ts';
 import { describeTimeLimitHit } from '../core/time-limit.ts';
 import { type Plan, type TaskStatus, readsOf, statusOf, writesOf } from '../core/plan.ts';
+import type { CapturedWork } from '../core/work.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { commandHint, shellWord } from '../core/command-hint.ts';
 import { lintPlan, warningNotices } from '../core/plan-lint.ts';
@@ -149,15 +150,18 @@ export async function unsafePaths(plan: Plan, repo: string): Promise<string[]> {
  * declare them: an ignored file is never committed, so a failed attempt's restore could only
  * delete it, and it may well be the person's own (`.env`).
  */
-export async function ignoredDeclaredPaths(plan: Plan, git: Git): Promise<IgnoredPath[]> {
+export async function ignoredDeclaredPaths(plan: Plan, git: Git): Promise<Result<IgnoredPath[], GitFailure>> {
   const owners = new Map<string, number>();
   for (const [i, task] of plan.tasks.entries()) {
     if (statusOf(task) === 'completed') continue;
     for (const p of writesOf(task)) if (!owners.has(p)) owners.set(p, i);
   }
-  if (owners.size === 0) return [];
+  if (owners.size === 0) return ok([]);
   const ignored = await git.ignoredPaths([...owners.keys()]);
-  return ignored.map(({ path, rule }) => ({ task: owners.get(path) ?? owners.get(`${path}/`) ?? -1, path: owners.has(path) ? path : `${path}/`, rule }));
+  if (!ignored.ok) return ignored;
+  return ok(
+    ignored.value.map(({ path, rule }) => ({ task: owners.get(path) ?? owners.get(`${path}/`) ?? -1, path: owners.has(path) ? path : `${path}/`, rule })),
+  );
 }
 
 /** The plan lint's warnings against the repository's last commit, as a run's start says them. */
@@ -173,10 +177,12 @@ export const describeIgnored = (ignored: IgnoredPath): string =>
 /** Why setup cannot work in `repo`: not the top of its repository, or busy with a merge or the like. */
 export async function repositoryProblem(repo: string, git: Git): Promise<SetupProblem | null> {
   const top = await git.root();
-  const [dirReal, topReal] = await Promise.all([realpath(repo), realpath(top)]);
-  if (dirReal !== topReal) return { kind: 'not-top', dir: repo, top };
+  if (!top.ok) return { kind: 'git-failed', doing: 'find the top of the repository', failure: top.error };
+  const [dirReal, topReal] = await Promise.all([realpath(repo), realpath(top.value)]);
+  if (dirReal !== topReal) return { kind: 'not-top', dir: repo, top: top.value };
   const operation = await git.operationInProgress();
-  return operation ? { kind: 'repository-busy', operation } : null;
+  if (!operation.ok) return { kind: 'git-failed', doing: 'look for a merge, rebase or the like in progress', failure: operation.error };
+  return operation.value ? { kind: 'repository-busy', operation: operation.value } : null;
 }
 
 export async function setupRun(plan: Plan, options: SetupOptions): Promise<Result<SetupReport, SetupProblem>> {
@@ -186,7 +192,8 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
   const unsafe = await unsafePaths(plan, options.repo);
   if (unsafe.length > 0) return err({ kind: 'unsafe-paths', problems: unsafe });
   const ignored = await ignoredDeclaredPaths(plan, options.git);
-  if (ignored.length > 0) return err({ kind: 'ignored-paths', paths: ignored });
+  if (!ignored.ok) return err({ kind: 'git-failed', doing: 'ask git which declared paths it ignores', failure: ignored.error });
+  if (ignored.value.length > 0) return err({ kind: 'ignored-paths', paths: ignored.value });
 
   const resumed = plan.tasks.some((t) => statusOf(t) !== 'pending');
   const notices: SetupReport['notices'] = [];
@@ -220,7 +227,9 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
   // Work the person committed on top of everything integrated becomes the new starting point.
   await isolation.followHead();
 
-  Object.assign(findings, await integratedFindings(options.git, plan, [isolation.ref, 'HEAD']));
+  const integrated = await integratedFindings(options.git, plan, [isolation.ref, 'HEAD']);
+  if (!integrated.ok) return err({ kind: 'git-failed', doing: "read the integration ref's history", failure: integrated.error });
+  Object.assign(findings, integrated.value);
   const recovered = findings.recovered.map((r) => r.task);
   if (recovered.length > 0) {
     notices.push({ level: 'info', message: `tasks ${recovered.join(', ')}: their work had been integrated; recorded as completed` });
@@ -232,11 +241,9 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
     if (!queued.ok) return err({ kind: 'git-failed', doing: 'hold approved work for the gate', failure: queued.error });
   }
   // Candidates held for the merge queue stay in progress: their verified work is on refs of their own.
-  const admitted = admitHeld(
-    plan,
-    await isolation.heldCandidates(plan, (task) => statusNow(task) === 'in_progress'),
-    (task) => statusNow(task) === 'completed',
-  );
+  const heldEarlier = await isolation.heldCandidates(plan, (task) => statusNow(task) === 'in_progress');
+  if (!heldEarlier.ok) return err({ kind: 'git-failed', doing: 'read the candidates an earlier run held for the gate', failure: heldEarlier.error });
+  const admitted = admitHeld(plan, heldEarlier.value, (task) => statusNow(task) === 'completed');
   const held = admitted.kept;
   for (const task of admitted.dropped) await dropParked(isolation.repo, isolation.planId, task, 'candidate');
   if (admitted.dropped.length > 0)
@@ -259,7 +266,8 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
   const approved = await integrateApproved(plan, isolation, findings);
   if (!approved.ok)
     return err({ kind: 'git-failed', doing: `integrate the approved work of tasks ${approved.error.tasks.join(', ')}`, failure: approved.error.failure });
-  await dropRejected(plan, isolation, findings);
+  const rejected = await dropRejected(plan, isolation, findings);
+  if (!rejected.ok) return err({ kind: 'git-failed', doing: 'list the work parked for approval', failure: rejected.error });
 
   const reverted: number[] = [];
   for (const [i, task] of plan.tasks.entries()) {
@@ -277,7 +285,9 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
   // The plan's own files (plan.json, its lock) and subagent worktrees of a session are not the person's edits.
   const planDir = relative(options.repo, dirname(options.planPath)).split(sep).join('/');
   const notTheirs = ['.claude/worktrees/', ...(planDir === '' || planDir.startsWith('..') ? [] : [`${planDir}/`])];
-  const dirty = (await options.git.diffNames()).filter((p) => !coveredBy(p, notTheirs));
+  const changed = await options.git.diffNames();
+  if (!changed.ok) return err({ kind: 'git-failed', doing: 'list your uncommitted changes', failure: changed.error });
+  const dirty = changed.value.filter((p) => !coveredBy(p, notTheirs));
   if (dirty.length > 0) {
     notices.push({
       level: 'warning',
@@ -341,8 +351,9 @@ async function queueApproved(plan: Plan, isolation: Isolation, findings: SetupFi
   for (const i of plan.tasks.keys()) {
     if (statusAfter(plan, i, findings) !== 'completed' || commitAfter(plan, i, findings) !== undefined) continue;
     const work = await parkedWork(isolation.repo, isolation.planId, i);
-    if (work === null) continue;
-    const held = await isolation.park(i, work, `foreman: task ${i} approved, waiting for the gate`, 'candidate');
+    if (!work.ok) return work;
+    if (work.value === null) continue;
+    const held = await isolation.park(i, work.value, `foreman: task ${i} approved, waiting for the gate`, 'candidate');
     if (!held.ok) return held;
     await dropParked(isolation.repo, isolation.planId, i);
     findings.queued.push(i);
@@ -356,11 +367,12 @@ async function integrateApproved(
   isolation: Isolation,
   findings: SetupFindings,
 ): Promise<Result<{ tasks: number[]; commit: string | null }, { tasks: number[]; failure: GitFailure }>> {
-  const items: Array<{ task: number; work: NonNullable<Awaited<ReturnType<typeof parkedWork>>> }> = [];
+  const items: Array<{ task: number; work: CapturedWork }> = [];
   for (const i of plan.tasks.keys()) {
     if (statusAfter(plan, i, findings) !== 'completed' || commitAfter(plan, i, findings) !== undefined) continue;
     const work = await parkedWork(isolation.repo, isolation.planId, i);
-    if (work !== null) items.push({ task: i, work });
+    if (!work.ok) return err({ tasks: [i], failure: work.error });
+    if (work.value !== null) items.push({ task: i, work: work.value });
   }
   if (items.length === 0) return ok({ tasks: [], commit: null });
   const tasks = items.map((item) => item.task);
@@ -374,13 +386,16 @@ async function integrateApproved(
 }
 
 /** Parked work of tasks neither awaiting approval nor approved (rejected, or put back since): dropped, it never lands. */
-async function dropRejected(plan: Plan, isolation: Isolation, findings: SetupFindings): Promise<void> {
+async function dropRejected(plan: Plan, isolation: Isolation, findings: SetupFindings): Promise<Result<void, GitFailure>> {
   // One listing of the parked refs, not one lookup per task.
-  for (const i of await parkedTasks(isolation.repo, isolation.planId, 'awaiting')) {
+  const parked = await parkedTasks(isolation.repo, isolation.planId, 'awaiting');
+  if (!parked.ok) return parked;
+  for (const i of parked.value) {
     const status = i < plan.tasks.length ? statusAfter(plan, i, findings) : undefined;
     if (status === 'awaiting_approval' || (status === 'completed' && commitAfter(plan, i, findings) === undefined)) continue;
     await dropParked(isolation.repo, isolation.planId, i);
   }
+  return ok(undefined);
 }
 
 /** The pending tasks' assumption checks, run in one worktree of the integration tip (made ready like any other). */

@@ -220,6 +220,30 @@ describe('plan land', () => {
     expect(out[1]).toMatch(/^the plan is finished: its worktrees and refs were removed, and the plan was moved to .*history\/\d{8}T\d{6}Z-plan\.json$/);
   });
 
+  it('a finished plan whose refs git cannot remove lands, stays, says why and how to finish it (exit 4); the next land finishes it', async () => {
+    writePlan(plan([task('edit a', 'a.txt', { status: 'completed' })]));
+    const tip = await integrate({ 'a.txt': 'two\n' });
+    await git('update-ref', `refs/foreman-aside/${PLAN_ID}/0`, tip);
+    // Someone else's git holds the lock of a ref of the plan's.
+    const lock = path.join(repo.dir, '.git', 'refs', 'foreman-aside', PLAN_ID, '0.lock');
+    writeFileSync(lock, '');
+    expect(await run('land')).toBe(4);
+    expect(await git('rev-parse', 'HEAD')).toBe(tip);
+    expect(out).toEqual([`landed 1 file on main (${tip.slice(0, 12)}): a.txt`]);
+    expect(errs).toEqual([
+      expect.stringMatching(
+        /^every task is completed and landed, but git could not remove the plan's refs \(git update-ref failed \(exit 1\): .*File exists.*\), so the plan was not archived: once git works, `[^`]* land --plan [^`]*plan\.json` finishes it$/,
+      ),
+    ]);
+    expect(existsSync(planPath())).toBe(true);
+    expect(await refExists(REF)).toBe(true);
+    await rm(lock);
+    out = [];
+    expect(await run('land')).toBe(0);
+    expect(out[1]).toMatch(/^the plan is finished: its worktrees and refs were removed, and the plan was moved to /);
+    expect(await refExists(REF)).toBe(false);
+  });
+
   it('finds the archived plan whose landing was blocked, and lands it', async () => {
     await mkdir(path.join(repo.dir, '.design', 'history'));
     const archived = path.join(repo.dir, '.design', 'history', '20250101T000000Z-plan.json');

@@ -6,7 +6,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Io, runCommand, runProgram } from '../../src/cli/command.ts';
+import { GitCommandError } from '../../src/adapters/git/runner.ts';
+import { type Command, type Io, runCommand, runProgram } from '../../src/cli/command.ts';
 import { executeCommand } from '../../src/cli/execute.ts';
 import { planCommands } from '../../src/cli/plan/index.ts';
 
@@ -107,5 +108,20 @@ describe('every flag error starts the one way: the command, the problem, (see --
     const r = await plan(argv);
     expect(r.code).toBe(2);
     expect(r.err).toEqual([line]);
+  });
+});
+
+describe('a git failure no command turned into a value', () => {
+  it('is a bug, as any exception: not turned into exit 4 (commands say git failures themselves)', async () => {
+    const failing: Command = {
+      name: 'failing',
+      summary: 'throws what git said',
+      usage: '',
+      options: {},
+      run: async () => {
+        throw new GitCommandError(['status'], 128, 'fatal: not a git repository');
+      },
+    };
+    await expect(ran((io) => runCommand('failing', failing, [], io))).rejects.toBeInstanceOf(GitCommandError);
   });
 });

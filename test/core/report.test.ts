@@ -252,6 +252,17 @@ describe('report', () => {
     expect(out).toContain('| 1 | ');
     expect(out).toContain('- **Tasks:** 1 completed, 1 failed, 2 skipped (of 4)');
   });
+
+  it('counts an attempt still running once in its task’s row', () => {
+    const run = groupRuns(journal().slice(0, 4))[0]!; // run-started, assumption, two task-started
+    const rows = renderReport({ run, plan: planAfterRecordedRun(), planIsOfRun: false }).split('\n');
+    const attemptsCell = (task: number) =>
+      rows
+        .find((l) => l.startsWith(`| ${task} | `))
+        ?.split('|')[4]
+        ?.trim();
+    expect([attemptsCell(0), attemptsCell(1)]).toEqual(['1', '1']);
+  });
 });
 
 describe('archives and history', () => {

@@ -5,13 +5,14 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Git } from '../../src/adapters/git/repository.ts';
 import { type Capture, captureWork, hashedWork, stagedWork } from '../../src/adapters/git/capture.ts';
-import { type Integration, integrate, Integrator, parkedWork } from '../../src/adapters/git/integrate.ts';
-import { awaitingRef, deleteRef, dropParked, foremanRefs, integrationRef, readRef } from '../../src/adapters/git/refs.ts';
+import { type Integration, integrate, Integrator, parkedTrailers, parkedWork } from '../../src/adapters/git/integrate.ts';
+import { awaitingRef, deletePlanRefs, deleteRef, dropParked, foremanRefs, integrationRef, parkedTasks, readRef } from '../../src/adapters/git/refs.ts';
 import { type Slot, type WorktreePool, openPool } from '../../src/adapters/git/worktree-pool.ts';
 import { type GitFailure, describeGitFailure, parseStatusV2 } from '../../src/core/git-text.ts';
 import type { Result } from '../../src/core/failure.ts';
 import type { CapturedWork } from '../../src/core/work.ts';
 import { afterEachCleanups, runGit, tempGitRepo, type TempGitRepo, withoutMachineGitConfig } from '../support/git-repo.ts';
+import { succeeded } from '../support/results.ts';
 
 // Keep the machine's own git configuration (identity, signing, hooks…) out of these tests.
 withoutMachineGitConfig();
@@ -50,11 +51,6 @@ function tempGitRepoAt(dir: string): TempGitRepo {
   };
 }
 
-async function succeeded<T, E>(step: Promise<Result<T, E>>): Promise<T> {
-  const r = await step;
-  if (!r.ok) throw new Error(`expected success, got ${JSON.stringify(r.error)}`);
-  return r.value;
-}
 const captured = (step: Promise<Result<Capture, GitFailure>>) =>
   step.then((r) => {
     if (!r.ok) throw new Error(describeGitFailure(r.error));
@@ -420,7 +416,7 @@ describe("captureWork in a pool slot (a clone borrowing the person's objects)", 
     const parked = await succeeded(new Integrator(r.dir).park('p', 1, capture.work, 'parked'));
     await pool.remove();
     await assertComplete(r, parked);
-    expect(await parkedWork(r.dir, 'p', 1)).toEqual(capture.work);
+    expect(await succeeded(parkedWork(r.dir, 'p', 1))).toEqual(capture.work);
   });
 });
 
@@ -431,10 +427,10 @@ describe('integrate', () => {
     const ref = integrationRef('plan-1');
     const one = await attempt(r, start, { 'a.txt': 'A\n', 'new/dir/n.txt': 'n\n' });
     const two = await attempt(r, start, { 'b.txt': null });
-    expect(await readRef(r.dir, ref)).toBeNull();
+    expect(await succeeded(readRef(r.dir, ref))).toBeNull();
 
     const commit = await succeeded(integrate(r.dir, ref, start, batch([1, 2], [one, two])));
-    expect(await readRef(r.dir, ref)).toBe(commit);
+    expect(await succeeded(readRef(r.dir, ref))).toBe(commit);
     expect((await r.git(['rev-list', '--parents', '-n', '1', commit])).trim()).toBe(`${commit} ${start}`);
     expect(Object.keys(await treeOf(r, commit)).sort()).toEqual(['a.txt', 'c.txt', 'new/dir/n.txt']);
     expect(await fileAt(r, commit, 'a.txt')).toBe('A\n');
@@ -444,13 +440,13 @@ describe('integrate', () => {
 
     // Resume reads the tasks from the ref, before anything landed on the branch.
     const git = new Git(r.dir);
-    expect(await git.commitsWithTrailer('Foreman-Tasks')).toEqual([]);
-    const found = await git.commitsWithTrailer('Foreman-Tasks', undefined, [ref, 'HEAD']);
+    expect(await succeeded(git.commitsWithTrailer('Foreman-Tasks'))).toEqual([]);
+    const found = await succeeded(git.commitsWithTrailer('Foreman-Tasks', undefined, [ref, 'HEAD']));
     expect(found.map((c) => [c.hash, c.values])).toEqual([[commit, ['1,2']]]);
-    expect(await git.commitsWithTrailer('Foreman-Tasks', start, [ref, 'HEAD'])).toHaveLength(1);
-    expect(await git.commitsWithTrailer('Foreman-Tasks', commit, [ref, 'HEAD'])).toEqual([]);
+    expect(await succeeded(git.commitsWithTrailer('Foreman-Tasks', start, [ref, 'HEAD']))).toHaveLength(1);
+    expect(await succeeded(git.commitsWithTrailer('Foreman-Tasks', commit, [ref, 'HEAD']))).toEqual([]);
     // A ref not made yet is skipped; a mistyped `since` is still an error.
-    expect(await git.commitsWithTrailer('Foreman-Tasks', undefined, [integrationRef('other'), 'HEAD'])).toEqual([]);
+    expect(await succeeded(git.commitsWithTrailer('Foreman-Tasks', undefined, [integrationRef('other'), 'HEAD']))).toEqual([]);
     await expect(git.commitsWithTrailer('Foreman-Tasks', 'no-such-revision', [ref])).rejects.toThrow(/no-such-revision/);
   });
 
@@ -482,7 +478,7 @@ describe('integrate', () => {
     expect((await r.git(['rev-parse', `${tip2}^`])).trim()).toBe(tip1);
     expect(await fileAt(r, tip2, 'a.txt')).toBe('first\n');
     expect(await fileAt(r, tip2, 'b.txt')).toBe('late\n');
-    expect(await readRef(r.dir, ref)).toBe(tip2);
+    expect(await succeeded(readRef(r.dir, ref))).toBe(tip2);
   });
 
   it('detects a conflict: a path another change reached since the attempt started', async () => {
@@ -494,13 +490,13 @@ describe('integrate', () => {
 
     const stale = await attempt(r, start, { 'a.txt': 'second\n', 'b.txt': 'fine\n' });
     expect(await integrate(r.dir, ref, tip, batch([2], [stale]))).toEqual({ ok: false, error: { kind: 'conflict', paths: ['a.txt'] } });
-    expect(await readRef(r.dir, ref)).toBe(tip);
+    expect(await succeeded(readRef(r.dir, ref))).toBe(tip);
 
     // Two works of one batch changing the same path conflict too.
     const x1 = await attempt(r, tip, { 'b.txt': 'one\n' });
     const x2 = await attempt(r, tip, { 'b.txt': 'two\n' });
     expect(await integrate(r.dir, ref, tip, batch([3, 4], [x1, x2]))).toEqual({ ok: false, error: { kind: 'conflict', paths: ['b.txt'] } });
-    expect(await readRef(r.dir, ref)).toBe(tip);
+    expect(await succeeded(readRef(r.dir, ref))).toBe(tip);
 
     // The temporary index never stays behind.
     const gitDir = path.join(r.dir, '.git');
@@ -530,7 +526,7 @@ describe('integrate', () => {
 
     // A caller still holding the start commit as the tip.
     expect(await integrate(r.dir, ref, start, batch([2], [two]))).toEqual({ ok: false, error: { kind: 'moved', expected: start, actual: tip } });
-    expect(await readRef(r.dir, ref)).toBe(tip);
+    expect(await succeeded(readRef(r.dir, ref))).toBe(tip);
 
     // Another run created the ref of a plan this caller thought new.
     const other = integrationRef('plan-2');
@@ -545,7 +541,7 @@ describe('integrate', () => {
     const start = await rev(r, 'HEAD');
     const nothing = await attempt(r, start, {});
     expect(await integrate(r.dir, integrationRef('p'), start, batch([1], [nothing]))).toEqual({ ok: true, value: start });
-    expect(await foremanRefs(r.dir)).toEqual([]);
+    expect(await succeeded(foremanRefs(r.dir))).toEqual([]);
   });
 
   it("never uses the person's index, working tree, HEAD, branch or hooks", async () => {
@@ -624,26 +620,67 @@ describe('refs', () => {
     const work = (await captured(captureWork(wt.dir, ['a.txt', 'gone.txt', 'run.sh', 'link', 'n e w/'], []))).work;
     expect(work.entries).toHaveLength(5);
 
-    expect(await parkedWork(r.dir, 'plan-1', 4)).toBeNull();
+    expect(await succeeded(parkedWork(r.dir, 'plan-1', 4))).toBeNull();
     const parked = await succeeded(new Integrator(r.dir).park('plan-1', 4, work, 'task 4: awaiting approval'));
-    expect(await readRef(r.dir, awaitingRef('plan-1', 4))).toBe(parked);
+    expect(await succeeded(readRef(r.dir, awaitingRef('plan-1', 4)))).toBe(parked);
     expect((await r.git(['rev-parse', `${parked}^`])).trim()).toBe(start);
-    expect(await parkedWork(r.dir, 'plan-1', 4)).toEqual(work);
+    expect(await succeeded(parkedWork(r.dir, 'plan-1', 4))).toEqual(work);
 
     // Approving integrates the parked work.
-    const tip = await succeeded(integrate(r.dir, integrationRef('plan-1'), start, batch([4], [(await parkedWork(r.dir, 'plan-1', 4))!])));
+    const tip = await succeeded(integrate(r.dir, integrationRef('plan-1'), start, batch([4], [(await succeeded(parkedWork(r.dir, 'plan-1', 4)))!])));
     expect(await treeOf(r, tip)).toEqual(await treeOf(r, parked));
 
     await r.git(['update-ref', integrationRef('plan-10'), start]);
     await succeeded(new Integrator(r.dir).park('plan-10', 1, work, 'other plan'));
     // Sorted as git sorts refs: `refs/foreman-awaiting/` before `refs/foreman/`.
-    expect(await foremanRefs(r.dir, 'plan-1')).toEqual([awaitingRef('plan-1', 4), integrationRef('plan-1')]);
-    expect(await foremanRefs(r.dir)).toEqual([awaitingRef('plan-1', 4), awaitingRef('plan-10', 1), integrationRef('plan-1'), integrationRef('plan-10')]);
+    expect(await succeeded(foremanRefs(r.dir, 'plan-1'))).toEqual([awaitingRef('plan-1', 4), integrationRef('plan-1')]);
+    expect(await succeeded(foremanRefs(r.dir))).toEqual([
+      awaitingRef('plan-1', 4),
+      awaitingRef('plan-10', 1),
+      integrationRef('plan-1'),
+      integrationRef('plan-10'),
+    ]);
 
     await succeeded(dropParked(r.dir, 'plan-1', 4));
-    expect(await parkedWork(r.dir, 'plan-1', 4)).toBeNull();
+    expect(await succeeded(parkedWork(r.dir, 'plan-1', 4))).toBeNull();
     await succeeded(dropParked(r.dir, 'plan-1', 4)); // nothing parked: fine
-    expect(await foremanRefs(r.dir, 'plan-1')).toEqual([integrationRef('plan-1')]);
+    expect(await succeeded(foremanRefs(r.dir, 'plan-1'))).toEqual([integrationRef('plan-1')]);
+  });
+
+  it('git failing to read refs or parked work is a value, never a throw', async () => {
+    const plain = await mkdtemp(path.join(os.tmpdir(), 'foreman-nogit-'));
+    cleanups.push(() => rm(plain, { recursive: true, force: true }));
+    const notARepository = { ok: false, error: expect.objectContaining({ exitCode: 128, stderr: expect.stringMatching(/not a git repository/) }) };
+    expect(await readRef(plain, integrationRef('p'))).toEqual(notARepository);
+    expect(await foremanRefs(plain, 'p')).toEqual(notARepository);
+    expect(await parkedTasks(plain, 'p', 'candidate')).toEqual(notARepository);
+    expect(await parkedWork(plain, 'p', 1)).toEqual(notARepository);
+    expect(await parkedTrailers(plain, 'p', 1, 'candidate')).toEqual(notARepository);
+    expect(await deletePlanRefs(plain, 'p')).toEqual(notARepository);
+
+    // Parked work whose commit has no parent (a ref foreman did not write) cannot be read: a failure, said.
+    const r = await repo({ 'a.txt': 'a\n' });
+    const root = (await r.git(['commit-tree', `${await rev(r, 'HEAD')}^{tree}`, '-m', 'no parent'])).trim();
+    await r.git(['update-ref', awaitingRef('p', 2), root]);
+    expect(await parkedWork(r.dir, 'p', 2)).toEqual({
+      ok: false,
+      error: { step: 'rev-parse', exitCode: 1, stderr: `${awaitingRef('p', 2)} is at ${root}, which has no parent: no work foreman parked` },
+    });
+  });
+
+  it('deletePlanRefs stops at the first ref git cannot delete, the integration ref last, so the plan can still be found', async () => {
+    const r = await repo({ 'a.txt': 'a\n' });
+    const head = await rev(r, 'HEAD');
+    await r.git(['update-ref', integrationRef('p'), head]);
+    await r.git(['update-ref', awaitingRef('p', 1), head]);
+    // Someone else's git holds the parked ref's lock.
+    await writeFile(path.join(r.dir, '.git', `${awaitingRef('p', 1)}.lock`), '');
+    const deleted = await deletePlanRefs(r.dir, 'p');
+    expect(deleted.ok).toBe(false);
+    expect(await succeeded(foremanRefs(r.dir, 'p'))).toEqual([awaitingRef('p', 1), integrationRef('p')]);
+    await rm(path.join(r.dir, '.git', `${awaitingRef('p', 1)}.lock`));
+    await succeeded(deletePlanRefs(r.dir, 'p'));
+    expect(await succeeded(foremanRefs(r.dir, 'p'))).toEqual([]);
   });
 
   it('deleteRef honours the expected value', async () => {
@@ -656,9 +693,9 @@ describe('refs', () => {
     await r.git(['update-ref', ref, second]);
     const refused = await deleteRef(r.dir, ref, head);
     expect(refused.ok).toBe(false);
-    expect(await readRef(r.dir, ref)).toBe(second);
+    expect(await succeeded(readRef(r.dir, ref))).toBe(second);
     await succeeded(deleteRef(r.dir, ref, second));
-    expect(await readRef(r.dir, ref)).toBeNull();
+    expect(await succeeded(readRef(r.dir, ref))).toBeNull();
     await succeeded(deleteRef(r.dir, ref));
   });
 });
@@ -706,10 +743,10 @@ describe('git calls', () => {
 
     const ref = integrationRef('p');
     const first = await gitCalls(() => succeeded(integrate(r.dir, ref, start, batch([1], [smallWork!]))));
-    const tip = (await readRef(r.dir, ref))!;
+    const tip = (await succeeded(readRef(r.dir, ref)))!;
     // A batch from an older base: the same calls plus one conflict check.
     const second = await gitCalls(() => succeeded(integrate(r.dir, ref, tip, batch([2, 3], [largeWork!]))));
-    expect(Object.keys(await treeOf(r, (await readRef(r.dir, ref))!))).toHaveLength(452);
+    expect(Object.keys(await treeOf(r, (await succeeded(readRef(r.dir, ref)))!))).toHaveLength(452);
     // The tree builder's two processes (cat-file --batch, mktree --batch), the identity (config,
     // var), the commit writer (hash-object, kept), update-ref, and (the ref being new) a look at
     // the ref and its creation.
@@ -735,14 +772,14 @@ describe('git calls', () => {
     const a1 = await work('a.txt', 'A\n', start);
     const first = await gitCalls(() => succeeded(integrator.integrate(ref, start, batch([1], [a1]))));
     expect(first.filter((call) => / config /.test(call))).toHaveLength(1);
-    const tip1 = (await readRef(r.dir, ref))!;
+    const tip1 = (await succeeded(readRef(r.dir, ref)))!;
     // From the tip it made: no identity, no tree read or process started (the builder and the
     // commit writer keep theirs); and a work from the older base whose path none of its commits
     // set needs no diff-tree: the ref's move is the one process.
     const b2 = await work('b.txt', 'B\n', start);
     const second = await gitCalls(() => succeeded(integrator.integrate(ref, tip1, batch([2], [b2]))));
     expect(second.map(command)).toEqual(['update-ref']);
-    const tip2 = (await readRef(r.dir, ref))!;
+    const tip2 = (await succeeded(readRef(r.dir, ref)))!;
     // A path one of its commits set since the base: git is asked, and finds the conflict.
     const a3 = await work('a.txt', 'other\n', start);
     const conflict = await gitCalls(async () =>
@@ -755,7 +792,7 @@ describe('git calls', () => {
     expect(await r.git(['show', `${ref}:a.txt`])).toBe('fine\n');
     expect(await r.git(['show', `${ref}:b.txt`])).toBe('B\n');
     // Side by side: one at a time through the one tree builder, each on the tip the other made.
-    const now = (await readRef(r.dir, ref))!;
+    const now = (await succeeded(readRef(r.dir, ref)))!;
     const [x, y] = await Promise.all([
       integrator.integrate(null, now, batch([6], [await work('b.txt', 'x\n', now)])),
       integrator.integrate(null, now, batch([7], [await work('c.txt', 'y\n', now)])),

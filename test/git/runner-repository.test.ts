@@ -7,6 +7,7 @@ import { Git } from '../../src/adapters/git/repository.ts';
 import { GIT_TIME_LIMIT_ENV, PREVIOUS_OUTPUT, gitProcessCount, runGit, runGitSteps } from '../../src/adapters/git/runner.ts';
 import { buildMessage, normalizeRepoPath, parseStatus, parseStatusV2 } from '../../src/core/git-text.ts';
 import { tempGitRepo, type TempGitRepo, withoutMachineGitConfig } from '../support/git-repo.ts';
+import { succeeded } from '../support/results.ts';
 
 // Keep the machine's own git configuration (identity, signing, hooks…) out of these tests.
 withoutMachineGitConfig();
@@ -35,14 +36,18 @@ describe('repository basics', () => {
     const r = await repo({ 'a.txt': 'a\n', 'sub/b.txt': 'b\n' });
     const g = new Git(r.dir);
     expect(await g.isRepo()).toBe(true);
-    expect(await g.root()).toBe(r.dir);
-    expect(await new Git(path.join(r.dir, 'sub')).root()).toBe(r.dir);
+    expect(await succeeded(g.root())).toBe(r.dir);
+    expect(await succeeded(new Git(path.join(r.dir, 'sub')).root())).toBe(r.dir);
     expect(await g.headCommit()).toBe((await r.git(['rev-parse', 'HEAD'])).trim());
 
     const plain = await mkdtemp(path.join(os.tmpdir(), 'foreman-nogit-'));
     try {
       expect(await new Git(plain).isRepo()).toBe(false);
-      await expect(new Git(plain).root()).rejects.toThrow();
+      // Outside a repository git cannot say: a failure, as git said it.
+      expect(await new Git(plain).root()).toEqual({
+        ok: false,
+        error: expect.objectContaining({ step: 'rev-parse', stderr: expect.stringMatching(/not a git repository/) }),
+      });
     } finally {
       await rm(plain, { recursive: true, force: true });
     }
@@ -57,7 +62,7 @@ describe('repository basics', () => {
       const g = new Git(odd);
       const before = gitProcessCount();
       expect(await g.isRepo()).toBe(true);
-      expect(await g.root()).toBe(odd);
+      expect(await succeeded(g.root())).toBe(odd);
       expect(gitProcessCount() - before).toBe(1);
       // Inside the git directory is not inside a working tree.
       expect(await new Git(path.join(odd, '.git')).isRepo()).toBe(false);
@@ -71,7 +76,7 @@ describe('repository basics', () => {
     const g = new Git(r.dir);
     expect(await g.isRepo()).toBe(true);
     expect(await g.headCommit()).toBeNull();
-    expect(await g.commitsWithTrailer('Foreman-Tasks')).toEqual([]);
+    expect(await succeeded(g.commitsWithTrailer('Foreman-Tasks'))).toEqual([]);
   });
 
   it('runs concurrent calls independently, failing ones included', async () => {
@@ -81,13 +86,31 @@ describe('repository basics', () => {
     const results = await Promise.all([
       g.commitsWithTrailer('Foreman-Tasks', 'no-such-revision').catch((e: unknown) => e),
       g.headCommit(),
-      g.allChanges(),
+      succeeded(g.allChanges()),
       g.currentBranch(),
     ]);
     expect(results[0]).toBeInstanceOf(Error);
     expect(results[1]).toMatch(/^[0-9a-f]{40}$/);
     expect(Object.fromEntries(results[2] as Map<string, string>)).toEqual({ 'a.txt': 'modified', 'b.txt': 'untracked' });
     expect(results[3]).toBe('main');
+  });
+
+  it('git failing is a value of every method that needs its answer; only a bad argument throws', async () => {
+    const plain = await mkdtemp(path.join(os.tmpdir(), 'foreman-nogit-'));
+    try {
+      const g = new Git(plain);
+      const failed = { ok: false, error: expect.objectContaining({ step: 'rev-parse', exitCode: 128, stderr: expect.stringMatching(/not a git repository/) }) };
+      expect(await g.root()).toEqual(failed);
+      expect(await g.operationInProgress()).toEqual(failed);
+      expect(await g.allChanges()).toEqual(failed);
+      expect(await g.diffNames()).toEqual(failed);
+      expect(await g.ignoredPaths(['a.txt'])).toEqual(failed);
+      expect(await g.clearStaleIndexLock(0)).toEqual(failed);
+      expect(await g.commitsWithTrailer('Foreman-Tasks', undefined, ['HEAD'])).toEqual(failed);
+      await expect(g.commitsWithTrailer('bad key')).rejects.toThrow(/invalid trailer key/);
+    } finally {
+      await rm(plain, { recursive: true, force: true });
+    }
   });
 
   it('refuses paths outside the repository or inside .git', () => {
@@ -117,7 +140,7 @@ describe('allChanges', () => {
     await unlink(path.join(r.dir, 'd/one.txt'));
     await r.git(['add', 'staged.txt']);
 
-    const m = await g.allChanges();
+    const m = await succeeded(g.allChanges());
     expect(Object.fromEntries(m)).toEqual({
       'other.txt': 'modified',
       'a.txt': 'modified',
@@ -136,17 +159,17 @@ describe('allChanges', () => {
     await r.write({ 'a.txt': 'A\n' });
     await r.git(['add', 'a.txt']);
     await r.git(['rm', '-q', 'b.txt']);
-    expect(Object.fromEntries(await g.allChanges())).toEqual({ 'a.txt': 'modified', 'b.txt': 'deleted' });
+    expect(Object.fromEntries(await succeeded(g.allChanges()))).toEqual({ 'a.txt': 'modified', 'b.txt': 'deleted' });
     // Deleted in the index and re-created on disk: a modification.
     await r.write({ 'b.txt': 'again\n' });
-    expect((await g.allChanges()).get('b.txt')).toBe('modified');
+    expect((await succeeded(g.allChanges())).get('b.txt')).toBe('modified');
   });
 
   it('works on an unborn branch', async () => {
     const r = await repo({ 'staged.txt': 's\n', 'd/u.txt': 'u\n' }, { unborn: true });
     const g = new Git(r.dir);
     await r.git(['add', 'staged.txt']);
-    expect(Object.fromEntries(await g.allChanges())).toEqual({
+    expect(Object.fromEntries(await succeeded(g.allChanges()))).toEqual({
       'staged.txt': 'added',
       'd/u.txt': 'untracked',
     });
@@ -156,7 +179,7 @@ describe('allChanges', () => {
     const r = await repo(Object.fromEntries(ODD.map((p) => [p, 'x\n'])));
     const g = new Git(r.dir);
     await r.write({ ...Object.fromEntries(ODD.map((p) => [p, 'changed\n'])), 'src/i.ts': 'glob bait\n', 'new ✓ file.txt': 'n\n' });
-    const m = await g.allChanges();
+    const m = await succeeded(g.allChanges());
     expect(Object.fromEntries(m)).toEqual({ ...Object.fromEntries(ODD.map((p) => [p, 'modified'])), 'new ✓ file.txt': 'untracked', 'src/i.ts': 'untracked' });
   });
 
@@ -164,8 +187,8 @@ describe('allChanges', () => {
     const r = await repo({ '.gitignore': 'dist/\n', 'a.txt': 'a\n', 'src/x.ts': 'x\n' });
     const g = new Git(r.dir);
     await r.write({ 'dist/out.js': 'o\n', 'a.txt': 'A\n', 'src/x.ts': 'X\n', 'src/y.ts': 'y\n', 'notes.md': 'n\n' });
-    expect(await g.diffNames()).toEqual(['a.txt', 'notes.md', 'src/x.ts', 'src/y.ts']);
-    expect((await g.allChanges()).has('dist/out.js')).toBe(false);
+    expect(await succeeded(g.diffNames())).toEqual(['a.txt', 'notes.md', 'src/x.ts', 'src/y.ts']);
+    expect((await succeeded(g.allChanges())).has('dist/out.js')).toBe(false);
   });
 });
 
@@ -173,7 +196,7 @@ describe('repository state', () => {
   it('operationInProgress finds a merge, rebase, cherry-pick, revert or bisect, in a linked worktree too', async () => {
     const r = await repo({ 'a.txt': 'a\n' });
     const g = new Git(r.dir);
-    expect(await g.operationInProgress()).toBeNull();
+    expect(await succeeded(g.operationInProgress())).toBeNull();
     const gitDir = path.join(r.dir, '.git');
     const head = (await r.git(['rev-parse', 'HEAD'])).trim();
     for (const [marker, operation] of [
@@ -187,7 +210,7 @@ describe('repository state', () => {
       const at = path.join(gitDir, marker);
       if (marker.endsWith('/')) await mkdir(at);
       else await writeFile(at, `${head}\n`);
-      expect(await g.operationInProgress(), marker).toBe(operation);
+      expect(await succeeded(g.operationInProgress()), marker).toBe(operation);
       await rm(at, { recursive: true });
     }
     const linked = `${r.dir}-linked`;
@@ -196,8 +219,8 @@ describe('repository state', () => {
       const w = new Git(linked);
       const linkedGitDir = (await r.git(['-C', linked, 'rev-parse', '--absolute-git-dir'])).trim();
       await writeFile(path.join(linkedGitDir, 'MERGE_HEAD'), `${head}\n`);
-      expect(await w.operationInProgress()).toBe('merge');
-      expect(await g.operationInProgress()).toBeNull();
+      expect(await succeeded(w.operationInProgress())).toBe('merge');
+      expect(await succeeded(g.operationInProgress())).toBeNull();
     } finally {
       await rm(linked, { recursive: true, force: true });
     }
@@ -216,14 +239,14 @@ describe('repository state', () => {
     const r = await repo({ '.gitignore': '.env\nbuild/\n*.log\n!keep.log\n', 'tracked.log': 'x\n' }, {});
     await r.git(['add', '-f', 'tracked.log']);
     const g = new Git(r.dir);
-    expect(await g.ignoredPaths(['.env', 'build/', 'build/out.js', 'keep.log', 'tracked.log', 'src/a.ts', 'sp ace.log'])).toEqual([
+    expect(await succeeded(g.ignoredPaths(['.env', 'build/', 'build/out.js', 'keep.log', 'tracked.log', 'src/a.ts', 'sp ace.log']))).toEqual([
       { path: '.env', rule: '.gitignore:1:.env' },
       { path: 'build/', rule: '.gitignore:2:build/' },
       { path: 'build/out.js', rule: '.gitignore:2:build/' },
       { path: 'sp ace.log', rule: '.gitignore:3:*.log' },
     ]);
-    expect(await g.ignoredPaths([])).toEqual([]);
-    expect(await g.ignoredPaths(['src/a.ts'])).toEqual([]);
+    expect(await succeeded(g.ignoredPaths([]))).toEqual([]);
+    expect(await succeeded(g.ignoredPaths(['src/a.ts']))).toEqual([]);
   });
 });
 
@@ -240,7 +263,7 @@ describe('commitsWithTrailer', () => {
     await r.write({ 'a.txt': '3\n' });
     const c3 = await commitAll(r, 'round 2', { 'Foreman-Tasks': '2', 'Foreman-Plan': 'p1' });
 
-    const found = await g.commitsWithTrailer('Foreman-Tasks');
+    const found = await succeeded(g.commitsWithTrailer('Foreman-Tasks'));
     expect(found).toEqual([
       {
         hash: c3,
@@ -261,10 +284,10 @@ describe('commitsWithTrailer', () => {
         ],
       },
     ]);
-    expect((await g.commitsWithTrailer('foreman-tasks')).map((c) => c.hash)).toEqual([c3, c1]);
-    expect((await g.commitsWithTrailer('Foreman-Tasks', c1!)).map((c) => c.hash)).toEqual([c3]);
-    expect((await g.commitsWithTrailer('Foreman-Tasks', base!)).length).toBe(2);
-    expect(await g.commitsWithTrailer('Other-Key')).toEqual([]);
+    expect((await succeeded(g.commitsWithTrailer('foreman-tasks'))).map((c) => c.hash)).toEqual([c3, c1]);
+    expect((await succeeded(g.commitsWithTrailer('Foreman-Tasks', c1!))).map((c) => c.hash)).toEqual([c3]);
+    expect((await succeeded(g.commitsWithTrailer('Foreman-Tasks', base!))).length).toBe(2);
+    expect(await succeeded(g.commitsWithTrailer('Other-Key'))).toEqual([]);
     await expect(g.commitsWithTrailer('bad key')).rejects.toThrow();
   });
 });

@@ -402,6 +402,8 @@ describe('WorktreePool', () => {
     const first = await pool.acquire(head);
     if (!first.ok) throw new Error(JSON.stringify(first.error));
     expect(first.value.kept).toEqual(['.env', 'config/secret.json']);
+    // The pool shows the slot as it is: nothing it does not know (which of `kept` are copies).
+    expect(pool.slots()).toEqual([{ index: 0, dir: first.value.dir, commit: head, kept: ['.env', 'config/secret.json'], busy: true, provisioned: true }]);
     expect(await readFile(path.join(first.value.dir, '.env'), 'utf8')).toBe('TOKEN=original\n');
     await writeFile(path.join(first.value.dir, '.env'), 'TOKEN=changed-by-the-attempt\n');
     await rm(path.join(first.value.dir, 'config/secret.json'));

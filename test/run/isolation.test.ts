@@ -12,6 +12,7 @@ import type { CapturedWork } from '../../src/core/work.ts';
 import { afterEachCleanups, tempRepoIn } from '../support/git-repo.ts';
 import { openIsolation } from '../support/isolation.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
+import { succeeded } from '../support/results.ts';
 
 const cleanups = afterEachCleanups();
 const repoWith = tempRepoIn(cleanups);
@@ -106,7 +107,7 @@ describe('Isolation', () => {
       drop: [],
     });
     expect(held.ok).toBe(true);
-    const found = async () => (await isolation.heldCandidates(plan, () => true)).map((h) => [h.task, h.stack]);
+    const found = async () => (await succeeded(isolation.heldCandidates(plan, () => true))).map((h) => [h.task, h.stack]);
     expect(await found()).toEqual([
       [0, []],
       [1, [0]],

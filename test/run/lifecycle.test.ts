@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ownLayout } from '../../src/adapters/layout.ts';
 import { PlanKeeper, serializePlan } from '../../src/adapters/plan-store.ts';
 import { err, ok } from '../../src/core/failure.ts';
-import { type LandingIsolation, finishPlan, landingNotice } from '../../src/run/lifecycle.ts';
+import { type LandingIsolation, baselineRefusal, finishPlan, landingNotice } from '../../src/run/lifecycle.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
 const TIP = '0123456789abcdef0123456789abcdef01234567';
@@ -41,6 +41,20 @@ describe('a landing, as a run tells it', () => {
   });
 });
 
+describe('the refusal of a red baseline', () => {
+  const HEAD = 'fedcba9876543210fedcba9876543210fedcba98';
+  it('names the commit the gate ran on; the integration ref too when that commit is not HEAD', () => {
+    expect(baselineRefusal('npm test', { tip: TIP, ref: REF, head: TIP }, 'FAIL\n')).toEqual([
+      `the gate \`npm test\` already fails on ${TIP.slice(0, 12)}, before any task ran, so it would blame every task; nothing was started. Fix the failure first, or run with --no-gate (or --gate CMD for another command):`,
+      'FAIL',
+    ]);
+    expect(baselineRefusal('npm test', { tip: TIP, ref: REF, head: HEAD }, 'FAIL')[0]).toContain(
+      `already fails on ${TIP.slice(0, 12)}, the tip of the plan's integration ref ${REF} (not your HEAD, at ${HEAD.slice(0, 12)}), before any task ran`,
+    );
+    expect(baselineRefusal('npm test', { tip: TIP, ref: REF, head: null }, 'FAIL')[0]).toContain(`${REF} (not your HEAD, which has no commit)`);
+  });
+});
+
 describe('finishing the plan', () => {
   const dirs: string[] = [];
   afterEach(async () => {
@@ -63,7 +77,10 @@ describe('finishing the plan', () => {
       ref: REF,
       land: async () => ok({ from: TIP, to: TIP, paths: [], upToDate: true }),
       removeWorktrees: async () => void removed.push('worktrees'),
-      removeRefs: async () => void removed.push('refs'),
+      removeRefs: async () => {
+        removed.push('refs');
+        return ok(undefined);
+      },
     };
     return { dir, planPath, plan, keeper, isolation, removed };
   }
@@ -92,6 +109,25 @@ describe('finishing the plan', () => {
       level: 'warning',
       message: `${planPath} was changed after the run last wrote it: the finished plan moved to ${finished.archived} as the run left it, and the change was kept, byte for byte, in ${join(dir, kept[0]!)}`,
     });
+  });
+
+  it('a plan whose refs git cannot remove is not archived: it says so, and how to finish it once git works', async () => {
+    const { dir, planPath, plan, keeper, isolation } = await setting();
+    const failure = { step: 'update-ref', exitCode: 128, stderr: "fatal: cannot lock ref 'refs/foreman/p1': File exists\n" };
+    const stuck: LandingIsolation = { ...isolation, removeRefs: async () => err(failure) };
+    const finished = await finishPlan({ reason: 'all-done' }, plan, stuck, { planPath, landed: true, save: (p) => keeper.save(p) });
+    expect(finished).toEqual({
+      archived: null,
+      refsKept: failure,
+      notice: {
+        type: 'notice',
+        level: 'warning',
+        message: expect.stringMatching(
+          /^every task is completed and landed, but git could not remove the plan's refs \(git update-ref failed \(exit 128\): fatal: cannot lock ref .*\), so the plan was not archived: once git works, `[^`]* land --plan [^`]*plan\.json` finishes it$/,
+        ),
+      },
+    });
+    expect(await readdir(dir)).toEqual(['plan.json']);
   });
 
   it('leaves the plan where it is when the run did not end all-done, or its work has not landed', async () => {

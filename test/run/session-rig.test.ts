@@ -263,6 +263,46 @@ describe('the end of an in-session run, as the step function says it', () => {
     expect(rig.events.filter((e) => e.type === 'run-finished')).toHaveLength(1);
   });
 
+  it('a commit refused by the baseline says what it said on the way: a gate process that died without a result, run again', async () => {
+    // Setup cannot start the baseline's gate process (asked twice); commit's first one dies, the next fails.
+    const rig = new SessionRig(makePlan([task('A')]), {
+      gate: () => true,
+      baseline: false,
+      gateTrouble: (launch) => (launch <= 1 ? 'not-started' : launch === 2 ? 'killed' : null),
+    });
+    const set = await printed('setup', await rig.setup());
+    expect(set.gate).toMatchObject({ baseline: 'running' });
+    const commit = await rig.commit();
+    expect(!commit.ok && commit.error).toMatchObject({
+      kind: 'baseline-failed',
+      output: 'FAIL: the starting commit',
+      notices: [{ level: 'warning', message: 'the gate process for the starting commit ended without a result: it runs again' }],
+    });
+  });
+
+  it('a commit stopped by git failing says what it said on the way: a gate process that died without a result, run again', async () => {
+    let records = 0;
+    const rig = new SessionRig(makePlan([task('A')]), {
+      gate: () => true,
+      // The candidate is held (record 1), the gate's first run on it dies, the next passes, and integrating it (record 2) fails.
+      gateTrouble: (launch, tasks) => (launch === 1 && tasks.length > 0 ? 'killed' : null),
+      record: (_tasks, round) => (++records === 2 ? gitFailure('update-ref', 'fatal: cannot lock ref') : { ok: true, value: `commit-${round}` }),
+    });
+    await rig.setup();
+    expect(await rig.next()).toEqual([0]);
+    await rig.finalize([[0, 'COMPLETED: made A']]);
+    const commit = await rig.commit();
+    expect(!commit.ok && commit.error).toMatchObject({
+      kind: 'git-failed',
+      failure: { step: 'update-ref' },
+      notices: [
+        { level: 'warning', message: 'the gate process for tasks 0 ended without a result: it runs again' },
+        { level: 'warning', message: 'could not integrate the verified work of tasks 0: git update-ref failed (exit 1): fatal: cannot lock ref' },
+      ],
+    });
+    expect(rig.finished?.reason).toBe('git-failed');
+  });
+
   it('a new setup ends the run an earlier session left under way, at its last step, as the step function words it', async () => {
     const rig = new SessionRig(makePlan([task('A'), task('B')]), { concurrency: 1 });
     await rig.setup();

@@ -175,6 +175,76 @@ describe('the in-session merge queue', () => {
     ]);
   });
 
+  it('a red baseline on integrated work that has not landed names the integration tip it ran on, not HEAD', async () => {
+    const plan = makePlan([
+      fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'A\n' } } }),
+      fakeTask('B', { create: ['b.txt'], fake: { write: { 'b.txt': 'B\n' } } }),
+    ]);
+    const { repo, planPath } = await repoWith(plan);
+    await checkedStep(step, repo.dir, ['setup', '--no-gate']);
+    const next = await checkedStep(step, repo.dir, ['next', '--concurrency', '1']);
+    expect(next.json.tasks.map((t: any) => t.index)).toEqual([0]);
+    const ran = await isolatedSubagent(repo.dir, next.json.tasks[0].promptFile, next.json.tasks[0].model);
+    await writeFile(join(repo.dir, '.design/prompts/results.json'), JSON.stringify([{ task: 0, ...ran }]));
+    await checkedStep(step, repo.dir, ['finalize', '--results', '.design/prompts/results.json']);
+    // The person's own a.txt is in the way: A's work is integrated, and cannot land.
+    await writeFile(join(repo.dir, 'a.txt'), 'mine\n');
+    const blocked = await checkedStep(step, repo.dir, ['commit']);
+    expect(blocked.json.landing.landed).toBe(false);
+    const head = (await repo.git(['rev-parse', 'HEAD'])).trim();
+    const ref = `refs/foreman/${(await readPlan(planPath)).planId}`;
+    const tip = (await repo.git(['rev-parse', ref])).trim();
+    expect(tip).not.toBe(head);
+    // The gate fails where A's a.txt is: on the integration tip, not on HEAD.
+    const setup = await checkedStep(step, repo.dir, ['setup', '--gate', 'if [ -f a.txt ]; then echo RED-ON-TIP; exit 1; fi', '--wait', '60']);
+    expect(setup.code).toBe(2);
+    expect(setup.json.error.kind).toBe('baseline-failed');
+    expect(setup.json.error.message).toBe(
+      `the gate \`if [ -f a.txt ]; then echo RED-ON-TIP; exit 1; fi\` already fails on ${tip.slice(0, 12)}, the tip of the plan's integration ref ${ref} (not your HEAD, at ${head.slice(0, 12)}), before any task ran, so it would blame every task; nothing was started. Fix the failure first, or run with --no-gate (or --gate CMD for another command):`,
+    );
+    expect(setup.json.error.details[0]).toContain('RED-ON-TIP');
+    // What setup had to say besides comes with the refusal: the landing your a.txt blocks, among the rest.
+    expect(setup.json.error.details.slice(1)).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^warning: the integrated work could not land: .*a\.txt/),
+        expect.stringMatching(/^warning: you have an uncommitted change \(a\.txt\)/),
+      ]),
+    );
+  });
+
+  it('a commit refused by a red baseline still says what it said on the way (a gate process that died, run again) in its details', async () => {
+    const dir = await scratch();
+    const red = join(dir, 'red');
+    const { repo } = await repoWith(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'A\n' } } })]));
+    const setup = await checkedStep(step, repo.dir, ['setup', '--gate', `if [ -f ${red} ]; then echo BASELINE-RED; exit 1; fi; sleep 120`, '--wait', '0']);
+    expect(setup.json.gate).toMatchObject({ baseline: 'running' });
+    // The gate process dies (killed) before it has a result; the run after it fails.
+    const state = JSON.parse(await readFile(join(repo.dir, '.design/gate.json'), 'utf8'));
+    process.kill(-state.pid, 'SIGKILL');
+    await writeFile(red, '');
+    const commit = await checkedStep(step, repo.dir, ['commit', '--wait', '60']);
+    expect(commit.code).toBe(2);
+    expect(commit.json.error.kind).toBe('baseline-failed');
+    expect(commit.json.error.details[0]).toContain('BASELINE-RED');
+    expect(commit.json.error.details.slice(1)).toEqual(['warning: the gate process for the starting commit ended without a result: it runs again']);
+  });
+
+  it('a held candidate git cannot read stops setup as a git failure saying what it was reading (exit 4)', async () => {
+    const { repo, planPath } = await repoWith(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'A\n' } } })]));
+    await checkedStep(step, repo.dir, ['setup', '--gate', 'true', '--wait', '60']);
+    expect((await checkedStep(step, repo.dir, ['next'])).json.tasks.map((t: any) => t.index)).toEqual([0]);
+    // A candidate ref foreman did not write: a commit with no parent, so no work can be read from it.
+    const candidate = `refs/foreman-candidate/${(await readPlan(planPath)).planId}/0`;
+    const root = (await repo.git(['commit-tree', 'HEAD^{tree}', '-m', 'not a candidate'])).trim();
+    await repo.git(['update-ref', candidate, root]);
+    const again = await checkedStep(step, repo.dir, ['setup', '--gate', 'true', '--wait', '60']);
+    expect(again.code).toBe(4);
+    expect(again.json.error).toMatchObject({
+      kind: 'git-failed',
+      message: `could not read the candidates an earlier run held for the gate: git rev-parse failed (exit 1): ${candidate} is at ${root}, which has no parent: no work foreman parked; nothing is left staged. Fix it and run again.`,
+    });
+  });
+
   it('a gate process a killed session left is ended by plan setup, and its candidates are tested again and land', async () => {
     const dir = await scratch();
     const release = join(dir, 'release');

@@ -266,6 +266,29 @@ describe('the /execute steps played by a model-free lead', () => {
     expect((broken.json as { error: { message: string } }).error.message).toMatch(/broken\.json: not valid JSON at line 2, column 13: Unexpected token '\}'$/);
     const missing = await checkedStep(step, repo.dir, ['finalize']);
     expect(missing).toMatchObject({ code: 2, json: { error: { kind: 'usage' } } });
+    // No results at all: a lead that lost its workers' replies is told so, and nothing changes.
+    await writeFile(join(repo.dir, 'empty.json'), '[]');
+    const empty = await checkedStep(step, repo.dir, ['finalize', '--results', 'empty.json']);
+    expect(empty).toMatchObject({ code: 2, json: { error: { kind: 'bad-results', details: [] } } });
+    expect(empty.json.error.message).toMatch(
+      /empty\.json: no results \(an empty list\), so nothing was finalized: give one \{"task": N, "output": "…"\} for each task `plan next` handed out$/,
+    );
+    expect(empty.stderr).toBe(`plan finalize: ${empty.json.error.message}`);
+    expect((await readPlan(planPath)).tasks[0]!.status).toBe('in_progress');
+    // git cannot open the integration ref (a ref beneath its name is in the way): nothing was finalized, and it says so.
+    const ref = `refs/foreman/${(await readPlan(planPath)).planId}`;
+    const tip = (await repo.git(['rev-parse', ref])).trim();
+    await repo.git(['update-ref', '-d', ref]);
+    await repo.git(['update-ref', `${ref}/in-the-way`, tip]);
+    await writeFile(join(repo.dir, 'one.json'), JSON.stringify([{ task: 0, output: 'COMPLETED: x' }]));
+    const unopened = await checkedStep(step, repo.dir, ['finalize', '--results', 'one.json']);
+    expect(unopened).toMatchObject({ code: 4, json: { error: { kind: 'git-failed' } } });
+    expect(unopened.json.error.message).toMatch(
+      /^could not open the plan's integration ref: .*; nothing was finalized \(every task stays in progress\)\. Fix it and run finalize again with the same results\.$/,
+    );
+    expect((await readPlan(planPath)).tasks[0]!.status).toBe('in_progress');
+    await repo.git(['update-ref', '-d', `${ref}/in-the-way`]);
+    await repo.git(['update-ref', ref, tip]);
 
     const lock = await acquireLock(planPath, currentLockInfo('execute'));
     expect(lock.ok).toBe(true);

@@ -319,6 +319,11 @@ export interface SessionRigOptions {
   recheck?: (task: number, plan: Plan) => Verification;
   /** The lane's record (default: a commit named after the round). */
   record?: (tasks: readonly number[], round: number) => Result<string | null, GitFailure>;
+  /**
+   * What befalls the gate process a step starts, by the launch's number (from 0): it cannot be
+   * started, or it is killed before it has a result (default: neither, it runs).
+   */
+  gateTrouble?: (launch: number, tasks: readonly number[]) => 'not-started' | 'killed' | null;
 }
 
 /** A commit id of the rig's fake repository. */
@@ -360,6 +365,7 @@ export class SessionRig {
   private tip = commitId(1);
   private head = commitId(1);
   private gateRun: GateState | null = null;
+  private gateLaunches = 0;
   private findings: SetupFindings = noFindings();
 
   constructor(
@@ -423,7 +429,7 @@ export class SessionRig {
         return ok({ from, to: rig.tip, paths, upToDate: paths.length === 0 });
       },
       removeWorktrees: async () => undefined,
-      removeRefs: async () => undefined,
+      removeRefs: async () => ok(undefined),
       verify: async (plan, task, work) => rig.options.verify?.(task, plan) ?? passed(plan.tasks[task]!, {}, work.base ?? rig.head),
       prepareRecheck: async (task, commit) => {
         rig.rechecks.push([task, commit]);
@@ -472,7 +478,14 @@ export class SessionRig {
     subagents: { find: async (worktree) => ok(worktree), remove: async () => null },
     gate: {
       launch: async (_launch, run) => {
+        const trouble = this.options.gateTrouble?.(this.gateLaunches++, run.tasks) ?? null;
+        if (trouble === 'not-started') return err('spawn /bin/sh EAGAIN');
         this.gated.push([...run.tasks]);
+        if (trouble === 'killed') {
+          // Running, as its state file says, and its process gone (`alive` is false).
+          this.gateRun = { id: run.id, state: 'running', pid: 0, tasks: [...run.tasks] };
+          return ok(undefined);
+        }
         const passed = run.tasks.length === 0 ? (this.options.baseline ?? true) : this.options.gate!(run.tasks, this.integrated);
         const output = passed ? '' : `FAIL: ${run.tasks.length === 0 ? 'the starting commit' : `tasks ${run.tasks.join(', ')}`}`;
         this.gateRun = { id: run.id, state: 'finished', pid: 0, tasks: [...run.tasks], passed, stale: false, output, durationMs: 1 };

@@ -28,6 +28,7 @@ import {
   parseTrailers,
   splitNul,
 } from '../../core/git-text.ts';
+import { Lane } from '../../core/lane.ts';
 import type { CapturedWork, WorkEntry } from '../../core/work.ts';
 import { type ParkKind, commitOf, moveRef, moveRefArgs, parkedRef, readRef } from './refs.ts';
 import { GitCommandError, PREVIOUS_OUTPUT, git, identityArgs, runGitSteps } from './runner.ts';
@@ -66,7 +67,7 @@ interface Made {
 export class Integrator {
   private identity: Promise<string[]> | null = null;
   private readonly made = new Map<string, Made>();
-  private lane: Promise<unknown> = Promise.resolve();
+  private readonly lane = new Lane();
   private readonly trees: TreeBuilder;
   private readonly commits: CommitWriter;
 
@@ -83,7 +84,7 @@ export class Integrator {
 
   /** See `integrate`. */
   integrate(ref: string | null, tip: string, integration: Integration): Promise<Result<string, IntegrationFailure>> {
-    return this.inLane(() => this.integrateNow(ref, tip, integration));
+    return this.lane.run(() => this.integrateNow(ref, tip, integration));
   }
 
   /**
@@ -100,7 +101,7 @@ export class Integrator {
     kind: ParkKind = 'awaiting',
     trailers?: TrailerList,
   ): Promise<Result<string, GitFailure>> {
-    return this.inLane(async () => {
+    return this.lane.run(async () => {
       const base = expectObjectId(work.base, 'base');
       const tree = await this.trees.treeWith(base, work.entries);
       if (!tree.ok) return err(failureOf(tree.error));
@@ -114,12 +115,6 @@ export class Integrator {
       if (!made.ok) return err(failureOf(made.error));
       return made.value.moved?.ok === false ? made.value.moved : ok(made.value.commit);
     });
-  }
-
-  private inLane<T>(step: () => Promise<T>): Promise<T> {
-    const next = this.lane.then(step, step);
-    this.lane = next.catch(() => undefined);
-    return next;
   }
 
   private async integrateNow(ref: string | null, tip: string, integration: Integration): Promise<Result<string, IntegrationFailure>> {
@@ -298,30 +293,38 @@ async function afterFailedMove(
   failure: GitFailure,
 ): Promise<Result<void, IntegrationFailure>> {
   const actual = await readRef(repo, ref);
-  if (actual !== null) return err(actual === expected ? { kind: 'git-failed', failure } : { kind: 'moved', expected, actual });
+  if (!actual.ok) return err({ kind: 'git-failed', failure: actual.error });
+  if (actual.value !== null) return err(actual.value === expected ? { kind: 'git-failed', failure } : { kind: 'moved', expected, actual: actual.value });
   // An empty old value means "must not exist".
   const created = await moveRef(repo, ref, next, '', reason);
   if (created.ok) return ok(undefined);
   const now = await readRef(repo, ref);
-  return err(now === null ? { kind: 'git-failed', failure: created.error } : { kind: 'moved', expected: null, actual: now });
+  if (!now.ok) return err({ kind: 'git-failed', failure: now.error });
+  return err(now.value === null ? { kind: 'git-failed', failure: created.error } : { kind: 'moved', expected: null, actual: now.value });
 }
 
-/** The work parked for `task`, read back from its commit (parent..commit, no renames), or null when none is parked. */
-export async function parkedWork(repo: string, planId: string, task: number, kind: ParkKind = 'awaiting'): Promise<CapturedWork | null> {
+/**
+ * The work parked for `task`, read back from its commit (parent..commit, no renames), or null when
+ * none is parked; or why git could not read it. Every parked commit foreman made has its base as
+ * its parent: one without (a ref someone else wrote) is a failure to read, not a crash.
+ */
+export async function parkedWork(repo: string, planId: string, task: number, kind: ParkKind = 'awaiting'): Promise<Result<CapturedWork | null, GitFailure>> {
   const ref = parkedRef(kind, planId, task);
   const commit = await readRef(repo, ref);
-  if (commit === null) return null;
-  const parent = await commitOf(repo, `${commit}^1`);
-  if (!parent.ok) throw parent.error; // every parked commit has its base as parent
+  if (!commit.ok) return commit;
+  if (commit.value === null) return ok(null);
+  const parent = await commitOf(repo, `${commit.value}^1`);
+  if (!parent.ok && parent.error.exitCode === 1)
+    return err({ step: 'rev-parse', exitCode: 1, stderr: `${ref} is at ${commit.value}, which has no parent: no work foreman parked` });
+  if (!parent.ok) return err(failureOf(parent.error));
   const base = parent.value;
-  const diff = await git(repo, ['diff-tree', '-r', '-z', '--raw', '--no-renames', '--full-index', base, commit]);
-  if (!diff.ok) throw diff.error;
-  return { base, entries: parseRaw(diff.value).sort((a, b) => byPath(a.path, b.path)) };
+  const diff = await git(repo, ['diff-tree', '-r', '-z', '--raw', '--no-renames', '--full-index', base, commit.value]);
+  if (!diff.ok) return err(failureOf(diff.error));
+  return ok({ base, entries: parseRaw(diff.value).sort((a, b) => byPath(a.path, b.path)) });
 }
 
-/** The trailers of the commit parked for `task` (which must be parked: `parkedWork` found it). */
-export async function parkedTrailers(repo: string, planId: string, task: number, kind: ParkKind): Promise<Trailer[]> {
+/** The trailers of the commit parked for `task` (which must be parked: `parkedWork` found it), or why git could not read them. */
+export async function parkedTrailers(repo: string, planId: string, task: number, kind: ParkKind): Promise<Result<Trailer[], GitFailure>> {
   const shown = await git(repo, ['log', '-1', '--format=%(trailers:only,unfold)', parkedRef(kind, planId, task), '--']);
-  if (!shown.ok) throw shown.error;
-  return parseTrailers(shown.value);
+  return shown.ok ? ok(parseTrailers(shown.value)) : err(failureOf(shown.error));
 }

@@ -141,14 +141,13 @@ export async function regularFilesIn(cwd: string, commit: string, paths: readonl
 }
 
 /**
- * The commit `ref` points at, or null when it does not exist. Throws when git cannot answer at
- * all (`repo` is not a repository): a caller's bug, not a state of the ref.
+ * The commit `ref` points at, or null when it does not exist; or why git could not say (it
+ * timed out, could not start, or `repo` is no repository).
  */
-export async function readRef(repo: string, ref: string): Promise<string | null> {
+export async function readRef(repo: string, ref: string): Promise<Result<string | null, GitFailure>> {
   const found = await commitOf(repo, ref);
-  if (found.ok) return found.value;
-  if (found.error.exitCode === 1) return null;
-  throw found.error;
+  if (found.ok) return ok(found.value);
+  return found.error.exitCode === 1 ? ok(null) : err(failureOf(found.error));
 }
 
 /** Deletes `ref` (when `expected` is given, only if it is still there). Deleting a ref that does not exist succeeds. */
@@ -164,9 +163,21 @@ export async function deleteRef(repo: string, ref: string, expected?: string): P
   return deleted.ok ? ok(undefined) : err(failureOf(deleted.error));
 }
 
-/** Deletes every ref of the plan `planId` (integration, parked work, candidates): once everything on them has landed. */
-export async function deletePlanRefs(repo: string, planId: string): Promise<void> {
-  for (const ref of await foremanRefs(repo, planId)) await deleteRef(repo, ref);
+/**
+ * Deletes every ref of the plan `planId` (integration, parked work, candidates): once everything
+ * on them has landed. Stops at the first that cannot be deleted, the integration ref last, so a
+ * plan whose refs could not all go still has the ref that finds it (`plan land` finishes it).
+ */
+export async function deletePlanRefs(repo: string, planId: string): Promise<Result<void, GitFailure>> {
+  const listed = await foremanRefs(repo, planId);
+  if (!listed.ok) return listed;
+  const integration = integrationRef(planId);
+  const refs = [...listed.value.filter((ref) => ref !== integration), ...listed.value.filter((ref) => ref === integration)];
+  for (const ref of refs) {
+    const deleted = await deleteRef(repo, ref);
+    if (!deleted.ok) return deleted;
+  }
+  return ok(undefined);
 }
 
 /** Drops the work parked for `task` (rejected, or integrated). Nothing parked is fine. */
@@ -175,23 +186,25 @@ export function dropParked(repo: string, planId: string, task: number, kind: Par
 }
 
 /** The tasks of a plan with work parked as `kind`. */
-export async function parkedTasks(repo: string, planId: string, kind: ParkKind): Promise<number[]> {
+export async function parkedTasks(repo: string, planId: string, kind: ParkKind): Promise<Result<number[], GitFailure>> {
   const prefix = parkedPrefix(kind, planId);
   const listed = await git(repo, ['for-each-ref', '--format=%(refname)', prefix]);
-  if (!listed.ok) throw listed.error;
-  return listed.value
-    .split('\n')
-    .flatMap((ref) => (/^\d+$/.test(ref.slice(prefix.length)) ? [Number(ref.slice(prefix.length))] : []))
-    .sort((a, b) => a - b);
+  if (!listed.ok) return err(failureOf(listed.error));
+  return ok(
+    listed.value
+      .split('\n')
+      .flatMap((ref) => (/^\d+$/.test(ref.slice(prefix.length)) ? [Number(ref.slice(prefix.length))] : []))
+      .sort((a, b) => a - b),
+  );
 }
 
 /** foreman's refs in `repo` (of one plan, when `planId` is given): the integration tips and parked work. */
-export async function foremanRefs(repo: string, planId?: string): Promise<string[]> {
+export async function foremanRefs(repo: string, planId?: string): Promise<Result<string[], GitFailure>> {
   const patterns =
     planId === undefined
       ? Object.values(NAMESPACES).map((namespace) => `${namespace}/`)
       : [integrationRef(planId), ...PARK_KINDS.map((kind) => parkedPrefix(kind, planId))];
   const listed = await git(repo, ['for-each-ref', '--format=%(refname)', ...patterns]);
-  if (!listed.ok) throw listed.error;
-  return listed.value.split('\n').filter(Boolean).sort(byPath);
+  if (!listed.ok) return err(failureOf(listed.error));
+  return ok(listed.value.split('\n').filter(Boolean).sort(byPath));
 }

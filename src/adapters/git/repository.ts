@@ -2,6 +2,10 @@
 // progress, history) and its stale-lock chore, through the one runner (`runGit`).
 // Every method is bound to one repository.
 //
+// A git command that fails is a value: each method returns a `Result` whose error is a
+// `GitFailure`, or says in its doc what it makes of a failure (none: `isRepo` is false). What
+// throws is a caller's bug: a path or trailer key no caller may give.
+//
 // Paths: every path taken or returned is relative to the repository's top-level directory
 // (what `root()` returns), with `/` separators. A path ending in `/` means a directory and
 // everything under it; a path without one names exactly one file, never a directory, even though
@@ -17,10 +21,12 @@ import path from 'node:path';
 import { type Result, err, ok } from '../../core/failure.ts';
 import {
   type FileChange,
+  type GitFailure,
   type StatusEntry,
   type Trailer,
   changesByPath,
   chunks,
+  failureOf,
   isTrailerKey,
   normalizeRepoPath,
   parseStatus,
@@ -54,61 +60,57 @@ export interface TrailerCommit {
 }
 
 export class Git {
-  private rootPromise: Promise<string> | undefined;
+  /** The top, once git has said it (a failure is not kept: the next call asks again). */
+  private rootPromise: Promise<Result<string, GitCommandError>> | undefined;
 
   /** `dir`: the repository, or any directory inside it. */
   constructor(readonly dir: string) {}
 
-  private async run(args: string[], cwd?: string): Promise<string> {
-    return this.exec(cwd ?? (await this.root()), args);
+  /** `args` run at the top (or in `cwd`); a non-zero exit is the error. */
+  private async run(args: string[], cwd?: string): Promise<Result<string, GitCommandError>> {
+    if (cwd !== undefined) return runGit(args, { cwd });
+    const top = await this.top();
+    return top.ok ? runGit(args, { cwd: top.value }) : top;
   }
 
-  private async exec(base: string, args: string[]): Promise<string> {
-    const ran = await runGit(args, { cwd: base });
-    if (!ran.ok) throw ran.error;
-    return ran.value;
-  }
-
-  /** Like `run`, but a non-zero exit is returned instead of thrown. */
-  private async tryRun(args: string[], cwd?: string): Promise<Result<string, GitCommandError>> {
-    try {
-      return ok(await this.run(args, cwd));
-    } catch (caught) {
-      if (caught instanceof GitCommandError) return err(caught);
-      throw caught;
-    }
-  }
-
-  /** Like `tryRun`, with `input` on git's stdin, for a command that reads path names there. */
-  private async tryRunWithInput(args: string[], input: string): Promise<Result<string, GitCommandError>> {
-    return runGit(args, { cwd: await this.root(), input, pathNames: true });
+  /** Like `run`, with `input` on git's stdin, for a command that reads path names there. */
+  private async runWithInput(args: string[], input: string): Promise<Result<string, GitCommandError>> {
+    const top = await this.top();
+    return top.ok ? runGit(args, { cwd: top.value, input, pathNames: true }) : top;
   }
 
   /** True when `dir` is inside a git working tree. The same git process says where its top is (`root`). */
   async isRepo(): Promise<boolean> {
     if (!(await exists(this.dir))) return false;
     // Outside a working tree `--show-toplevel` fails, and so does the call.
-    const r = await this.tryRun(['rev-parse', '--is-inside-work-tree', '--show-toplevel'], this.dir);
+    const r = await this.run(['rev-parse', '--is-inside-work-tree', '--show-toplevel'], this.dir);
     if (!r.ok) return false;
     const [inside, ...top] = r.value.replace(/\n$/, '').split('\n');
     if (inside !== 'true') return false;
     // Everything after the first line: a top whose name holds a line break stays whole.
-    this.rootPromise ??= Promise.resolve(top.join('\n'));
+    this.rootPromise ??= Promise.resolve(ok(top.join('\n')));
     return true;
   }
 
-  /** Absolute path of the working tree's top-level directory. */
-  root(): Promise<string> {
-    this.rootPromise ??= (async () => {
-      const out = await this.exec(this.dir, ['rev-parse', '--show-toplevel']);
-      const top = out.replace(/\n$/, '');
-      if (!top) throw new Error(`${this.dir} is not inside a git working tree`);
-      return top;
-    })();
-    this.rootPromise.catch(() => {
-      this.rootPromise = undefined;
+  /** Absolute path of the working tree's top-level directory, or why git could not say (`dir` is in no working tree). */
+  async root(): Promise<Result<string, GitFailure>> {
+    const top = await this.top();
+    return top.ok ? top : err(failureOf(top.error));
+  }
+
+  private top(): Promise<Result<string, GitCommandError>> {
+    if (this.rootPromise !== undefined) return this.rootPromise;
+    const args = ['rev-parse', '--show-toplevel'];
+    const asked = runGit(args, { cwd: this.dir }).then((out): Result<string, GitCommandError> => {
+      if (!out.ok) return out;
+      const top = out.value.replace(/\n$/, '');
+      return top !== '' ? ok(top) : err(new GitCommandError(args, 128, `fatal: ${this.dir} is not inside a git working tree`));
     });
-    return this.rootPromise;
+    this.rootPromise = asked;
+    void asked.then((top) => {
+      if (!top.ok && this.rootPromise === asked) this.rootPromise = undefined;
+    });
+    return asked;
   }
 
   /**
@@ -116,7 +118,7 @@ export class Git {
    * bisect), or null. Looked up with `git rev-parse --git-path`, so a linked worktree's own state
    * is found in its own git directory.
    */
-  async operationInProgress(): Promise<RepositoryOperation | null> {
+  async operationInProgress(): Promise<Result<RepositoryOperation | null, GitFailure>> {
     const markers: Array<[string, RepositoryOperation]> = [
       ['MERGE_HEAD', 'merge'],
       ['rebase-merge', 'rebase'],
@@ -125,14 +127,16 @@ export class Git {
       ['REVERT_HEAD', 'revert'],
       ['BISECT_LOG', 'bisect'],
     ];
-    const root = await this.root();
+    const root = await this.top();
+    if (!root.ok) return err(failureOf(root.error));
     const out = await this.run(['rev-parse', ...markers.flatMap(([name]) => ['--git-path', name])]);
-    const found = out.split('\n').filter(Boolean);
+    if (!out.ok) return err(failureOf(out.error));
+    const found = out.value.split('\n').filter(Boolean);
     for (const [i, [, operation]] of markers.entries()) {
       const marker = found[i];
-      if (marker !== undefined && (await exists(path.resolve(root, marker)))) return operation;
+      if (marker !== undefined && (await exists(path.resolve(root.value, marker)))) return ok(operation);
     }
-    return null;
+    return ok(null);
   }
 
   /** The branch HEAD is on (also on an unborn branch), or null when HEAD is detached. */
@@ -156,9 +160,9 @@ export class Git {
    * ignore rules ignore too: the files `.worktreeinclude` asks to copy into a new worktree.
    */
   async ignoredFilesListedIn(listFile: string): Promise<string[]> {
-    const listed = await this.tryRun(['ls-files', '-z', '--others', '--ignored', `--exclude-from=${listFile}`]);
+    const listed = await this.run(['ls-files', '-z', '--others', '--ignored', `--exclude-from=${listFile}`]);
     // `--directory` names a wholly ignored directory once (`node_modules/`) instead of every file in it.
-    const ignored = await this.tryRun(['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory']);
+    const ignored = await this.run(['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory']);
     if (!listed.ok || !ignored.ok) return [];
     const ignoredEntries = splitNul(ignored.value);
     return splitNul(listed.value).filter((file) => coveredBy(file, ignoredEntries));
@@ -169,28 +173,33 @@ export class Git {
    * branch. Staged and untracked files are not in it: no worker would see them.
    */
   async committedFiles(): Promise<Set<string>> {
-    const listed = await this.tryRun(['ls-tree', '-r', '-z', '--name-only', '--full-tree', 'HEAD']);
+    const listed = await this.run(['ls-tree', '-r', '-z', '--name-only', '--full-tree', 'HEAD']);
     return new Set(listed.ok ? splitNul(listed.value) : []);
   }
 
   /** Every change in the working tree and index vs HEAD, untracked files included. */
-  async allChanges(): Promise<Map<string, FileChange>> {
-    return changesByPath(await this.statusEntries(null));
+  async allChanges(): Promise<Result<Map<string, FileChange>, GitFailure>> {
+    const entries = await this.statusEntries(null);
+    return entries.ok ? ok(changesByPath(entries.value)) : entries;
   }
 
   /** Sorted paths changed vs HEAD (working tree or index), untracked files included. */
-  async diffNames(): Promise<string[]> {
-    return [...(await this.allChanges()).keys()].sort();
+  async diffNames(): Promise<Result<string[], GitFailure>> {
+    const changes = await this.allChanges();
+    return changes.ok ? ok([...changes.value.keys()].sort()) : changes;
   }
 
-  private async statusEntries(specs: string[] | null): Promise<StatusEntry[]> {
+  private async statusEntries(specs: string[] | null): Promise<Result<StatusEntry[], GitFailure>> {
     // --no-optional-locks: do not take index.lock to refresh the index, so we never get in the
     // way of git commands the person (or their editor) runs at the same time.
     const args = ['--no-optional-locks', '--literal-pathspecs', 'status', '--porcelain=v1', '-z', '-uall', '--no-renames', '--ignore-submodules=none'];
-    if (specs === null) return parseStatus(await this.run(args));
     const entries: StatusEntry[] = [];
-    for (const chunk of chunks(specs)) entries.push(...parseStatus(await this.run([...args, '--', ...chunk])));
-    return entries;
+    for (const chunk of specs === null ? [null] : chunks(specs)) {
+      const listed = await this.run(chunk === null ? args : [...args, '--', ...chunk]);
+      if (!listed.ok) return err(failureOf(listed.error));
+      entries.push(...parseStatus(listed.value));
+    }
+    return ok(entries);
   }
 
   /**
@@ -198,19 +207,20 @@ export class Git {
    * orchestrator got SIGKILL) blocks every later commit. Waits briefly for a live git to finish;
    * then removes the lock only if no process has it open. Returns what it found.
    */
-  async clearStaleIndexLock(waitMs = 2000): Promise<'none' | 'removed' | 'held'> {
-    const gitDir = path.resolve(this.dir, (await this.run(['rev-parse', '--git-dir'])).trim());
-    const lock = path.join(gitDir, 'index.lock');
+  async clearStaleIndexLock(waitMs = 2000): Promise<Result<'none' | 'removed' | 'held', GitFailure>> {
+    const found = await this.run(['rev-parse', '--git-dir']);
+    if (!found.ok) return err(failureOf(found.error));
+    const lock = path.join(path.resolve(this.dir, found.value.trim()), 'index.lock');
     const deadline = Date.now() + waitMs;
     while (await exists(lock)) {
       if (Date.now() >= deadline) {
-        if (await fileHeldOpen(lock)) return 'held';
+        if (await fileHeldOpen(lock)) return ok('held');
         await rm(lock, { force: true });
-        return 'removed';
+        return ok('removed');
       }
       await new Promise((r) => setTimeout(r, 100));
     }
-    return 'none';
+    return ok('none');
   }
 
   /**
@@ -218,15 +228,15 @@ export class Git {
    * it (`.gitignore:3:*.log`). Tracked files are never ignored: git commits their changes.
    * Negated rules (`!keep.log`) un-ignore, so they are not reported.
    */
-  async ignoredPaths(paths: readonly string[]): Promise<Array<{ path: string; rule: string }>> {
+  async ignoredPaths(paths: readonly string[]): Promise<Result<Array<{ path: string; rule: string }>, GitFailure>> {
     const specs = [...new Set(paths.map(normalizeRepoPath))];
-    if (specs.length === 0) return [];
+    if (specs.length === 0) return ok([]);
     // One process for every path: they go through stdin, which has no length limit, and a plan of
     // 20,000 tasks in slices of 200 spent a second starting git 100 times.
-    const r = await this.tryRunWithInput(['check-ignore', '-v', '-z', '--stdin'], `${specs.join('\0')}\0`);
+    const r = await this.runWithInput(['check-ignore', '-v', '-z', '--stdin'], `${specs.join('\0')}\0`);
     // Exit 1 means "nothing ignored"; -z output is source, line, pattern, path per match.
-    if (!r.ok && r.error.exitCode === 1) return [];
-    if (!r.ok) throw r.error;
+    if (!r.ok && r.error.exitCode === 1) return ok([]);
+    if (!r.ok) return err(failureOf(r.error));
     const out: Array<{ path: string; rule: string }> = [];
     const fields = r.value.split('\0');
     for (let i = 0; i + 3 < fields.length; i += 4) {
@@ -234,37 +244,39 @@ export class Git {
       if (pattern.startsWith('!')) continue;
       out.push({ path: p, rule: `${source}:${line}:${pattern}` });
     }
-    return out;
+    return ok(out);
   }
 
   /**
    * Commits reachable from HEAD (and not from `since`, when given), newest first, that carry the
    * trailer `key` (case-insensitive, as git treats trailer keys). Empty on an unborn branch.
    * `from`: the revisions to read instead of HEAD (say `[integrationRef(id), 'HEAD']`); those
-   * that do not exist (a ref not made yet, an unborn HEAD) are skipped.
+   * that do not exist (a ref not made yet, an unborn HEAD) are skipped. A key that is no trailer
+   * key, or a `since` that names no commit, is the caller's bug: it throws.
    */
-  async commitsWithTrailer(key: string, since?: string, from?: readonly string[]): Promise<TrailerCommit[]> {
+  async commitsWithTrailer(key: string, since?: string, from?: readonly string[]): Promise<Result<TrailerCommit[], GitFailure>> {
     if (!isTrailerKey(key)) throw new Error(`invalid trailer key ${JSON.stringify(key)}`);
+    // A mistyped `since` would fail git log (or, with --ignore-missing, be skipped): it must exist.
+    if (since && !(await this.commitOf(since))) throw new Error(`no commit named ${JSON.stringify(since)}`);
     let range: string[];
     if (from === undefined) {
-      if (!(await this.headCommit())) return [];
+      if (!(await this.headCommit())) return ok([]);
       range = [since ? `${since}..HEAD` : 'HEAD'];
     } else {
-      // --ignore-missing would skip a mistyped `since` too: that one must exist.
-      if (since && !(await this.commitOf(since))) throw new Error(`no commit named ${JSON.stringify(since)}`);
       range = ['--ignore-missing', ...from, ...(since ? [`^${since}`] : [])];
     }
     const out = await this.run(['log', '-z', '--regexp-ignore-case', `--grep=^${key}:`, '--format=%H%x1f%s%x1f%(trailers:only,unfold)', ...range, '--']);
+    if (!out.ok) return err(failureOf(out.error));
     const wanted = key.toLowerCase();
     const commits: TrailerCommit[] = [];
-    for (const rec of out.split('\0')) {
+    for (const rec of out.value.split('\0')) {
       if (!rec.trim()) continue;
       const [hash = '', subject = '', block = ''] = rec.split('\x1f');
       const trailers = parseTrailers(block);
       const values = trailers.filter((t) => t.key.toLowerCase() === wanted).map((t) => t.value);
       if (values.length > 0) commits.push({ hash: hash.trim(), subject, values, trailers });
     }
-    return commits;
+    return ok(commits);
   }
 }
 

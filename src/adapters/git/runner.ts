@@ -8,6 +8,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { type Result, assertNever, err, ok } from '../../core/failure.ts';
 import { NO_HOOKS } from '../../core/git-text.ts';
+import { Lane } from '../../core/lane.ts';
 import { endGroup, endInput, holdOpen, runProcess } from '../spawner.ts';
 
 /** A git command exited non-zero. */
@@ -191,7 +192,7 @@ export class GitSession {
     complete: (buffered: Buffer) => number;
     settle: (answer: Result<Buffer, GitCommandError>) => void;
   } | null = null;
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly lane = new Lane();
 
   constructor(
     private readonly cwd: string,
@@ -204,9 +205,7 @@ export class GitSession {
    * died or hit the time limit is a failure, and the next request starts a new one.
    */
   ask(input: Buffer, complete: (buffered: Buffer) => number): Promise<Result<Buffer, GitCommandError>> {
-    const next = this.queue.then(() => this.askNow(input, complete));
-    this.queue = next.catch(() => undefined);
-    return next;
+    return this.lane.run(() => this.askNow(input, complete));
   }
 
   /** Ends the process (its input closed); a later request starts another. */

@@ -137,8 +137,11 @@ export interface Slot {
   included: string[];
 }
 
-/** A slot as `slots()` shows it. */
-export interface SlotStatus extends Slot {
+/**
+ * A slot as `slots()` shows it. Without `included`: which of `kept` are `.worktreeinclude` copies
+ * is known when a slot is provisioned, not of one found on disk (its record keeps only `kept`).
+ */
+export interface SlotStatus extends Omit<Slot, 'included'> {
   busy: boolean;
   /** Whether provisioning finished (a record exists). */
   provisioned: boolean;
@@ -400,7 +403,6 @@ export class WorktreePool {
         dir: state.dir,
         commit: state.commit ?? state.record?.commit ?? '',
         kept: [...(state.record?.kept ?? [])],
-        included: [],
         busy: state.busy,
         provisioned: state.record !== null,
       }));

@@ -6,7 +6,7 @@ import { HOW_TO_ACCEPT, type PlanLint, lintPlan } from '../../core/plan-lint.ts'
 import { withDefaults } from '../../core/validate.ts';
 import { describeIgnored, ignoredDeclaredPaths } from '../../run/setup.ts';
 import type { Command } from '../command.ts';
-import { CliError, EXIT } from '../exit.ts';
+import { CliError, EXIT, gitFailedError } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';
 import { planOption } from './options.ts';
 
@@ -30,10 +30,11 @@ export const check: Command = {
     const inRepository = await git.isRepo();
     if (inRepository) {
       const ignored = await ignoredDeclaredPaths(plan, git);
-      if (ignored.length > 0) {
+      if (!ignored.ok) throw gitFailedError('ask git which declared paths it ignores', ignored.error);
+      if (ignored.value.length > 0) {
         throw new CliError(EXIT.invalid, [
-          `${path}: the plan is invalid (${plural(ignored.length, 'problem')}):`,
-          ...ignored.map((p) => `  ${describeIgnored(p)}`),
+          `${path}: the plan is invalid (${plural(ignored.value.length, 'problem')}):`,
+          ...ignored.value.map((p) => `  ${describeIgnored(p)}`),
         ]);
       }
     }

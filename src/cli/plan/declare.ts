@@ -16,7 +16,7 @@ import { validatePlan, withDefaults } from '../../core/validate.ts';
 import { neededPaths } from '../../core/widen.ts';
 import { describeIgnored, ignoredDeclaredPaths } from '../../run/setup.ts';
 import type { Command } from '../command.ts';
-import { CliError, EXIT, usageError } from '../exit.ts';
+import { CliError, EXIT, gitFailedError, usageError } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';
 import { RANGES } from '../numeric-flags.ts';
 import { jsonOption, planOption } from './options.ts';
@@ -98,7 +98,9 @@ export const declare: Command = {
         throw new CliError(EXIT.invalid, [`declare: the plan would be invalid, so nothing was written:`, ...checked.error.map((problem) => `  ${problem}`)]);
       if (await git.isRepo()) {
         const ignored = await ignoredDeclaredPaths(checked.value, git);
-        if (ignored.length > 0) throw new CliError(EXIT.invalid, ['declare: nothing was written:', ...ignored.map((p) => `  ${describeIgnored(p)}`)]);
+        if (!ignored.ok) throw gitFailedError('ask git which declared paths it ignores (nothing was written)', ignored.error);
+        if (ignored.value.length > 0)
+          throw new CliError(EXIT.invalid, ['declare: nothing was written:', ...ignored.value.map((p) => `  ${describeIgnored(p)}`)]);
       }
       await writePlanAtomic(path, checked.value);
       const widened = checked.value.tasks[index]!;

@@ -138,7 +138,12 @@ export const reject = interventionCommand({
     const planId = decision.plan.planId;
     if (decision.repo === null || typeof planId !== 'string' || planId === '') return EXIT.ok;
     const ref = awaitingRef(planId, decision.index);
-    if ((await readRef(decision.repo, ref)) === null) return EXIT.ok;
+    const parked = await readRef(decision.repo, ref);
+    if (!parked.ok)
+      throw new CliError(EXIT.gitFailed, [
+        `reject: the plan records the rejection, but git could not say whether it has parked work: ${describeGitFailure(parked.error)}; if \`git rev-parse ${ref}\` names a commit, drop it with \`git update-ref -d ${ref}\``,
+      ]);
+    if (parked.value === null) return EXIT.ok;
     const dropped = await dropParked(decision.repo, planId, decision.index);
     if (!dropped.ok)
       throw new CliError(EXIT.gitFailed, [

@@ -19,7 +19,7 @@ import {
   runPathOf,
 } from '../../run/plan-landing.ts';
 import type { Command, Io } from '../command.ts';
-import { CliError, EXIT, type ExitCode } from '../exit.ts';
+import { CliError, EXIT, type ExitCode, gitFailedError } from '../exit.ts';
 import { planPathFrom } from '../load.ts';
 import { jsonOption, planOption } from './options.ts';
 import { type Result, ok } from '../../core/failure.ts';
@@ -65,7 +65,7 @@ async function withLock<T>(runPath: string, command: string, body: () => Promise
   }
 }
 
-/** What a landing did, in lines for people; and its exit code (0 landed or up to date, 1 blocked). */
+/** What a landing did, in lines for people; and its exit code (0 landed or up to date, 1 blocked, 4 landed but git could not finish the plan). */
 export function describeLanding(target: LandTarget, outcome: Result<LandReport, LandBlocked>, io: Io): ExitCode {
   const resumed = outcome.ok ? outcome.value.resumed : outcome.error.resumed;
   // Said as a run says it.
@@ -83,6 +83,10 @@ export function describeLanding(target: LandTarget, outcome: Result<LandReport, 
   else io.out(`landed ${plural(report.landed.paths.length, 'file')} on ${where} (${commit}): ${report.landed.paths.join(', ')}`);
   if (report.cleanedUp)
     io.out(`the plan is finished: its worktrees and refs were removed${report.archivedTo === null ? '' : `, and the plan was moved to ${report.archivedTo}`}`);
+  if (report.unfinished !== null) {
+    io.err(report.unfinished);
+    return EXIT.gitFailed;
+  }
   return EXIT.ok;
 }
 
@@ -108,14 +112,14 @@ export function landingJson(target: LandTarget, outcome: Result<LandReport, Land
     files: report.landed.paths,
     cleanedUp: report.cleanedUp,
     archivedTo: report.archivedTo,
-    problem: null,
+    problem: report.unfinished === null ? null : { kind: 'git-failed', lines: [report.unfinished] },
   };
 }
 
 export const landCommand: Command = {
   name: 'land',
   summary:
-    "Land the plan's integrated work (refs/foreman/<planId>) on your branch now, as the end of a run does: only when no file it updates has a change of yours. Exit 0 landed or up to date, 1 blocked (it says by what), 2 nothing to land.",
+    "Land the plan's integrated work (refs/foreman/<planId>) on your branch now, as the end of a run does: only when no file it updates has a change of yours. Exit 0 landed or up to date, 1 blocked (it says by what), 2 nothing to land, 4 git failed.",
   usage: '[--plan FILE] [--no-commit] [--json]',
   options: { ...planOption, ...noCommitOption, ...jsonOption },
   async run({ values }, io) {
@@ -124,12 +128,12 @@ export const landCommand: Command = {
     const mode: LandMode = values['no-commit'] === true ? 'worktree' : 'commit';
     return withLock(runPathOf(planPath), 'land', async () => {
       const target = await findLandTarget(repo, planPath, typeof values.plan === 'string');
-      if (!target.ok) throw new CliError(EXIT.invalid, [`land: ${describeTargetProblem(target.error)}`]);
+      if (!target.ok) throw new CliError(target.error.kind === 'git-failed' ? EXIT.gitFailed : EXIT.invalid, [`land: ${describeTargetProblem(target.error)}`]);
       if (target.value.archived && !values.json) io.out(`landing the archived plan ${target.value.planPath} (${target.value.plan.goal})`);
       const outcome = await landTarget(repo, target.value, { mode, env: io.env });
       if (values.json) {
         io.out(JSON.stringify(landingJson(target.value, outcome)));
-        return outcome.ok ? EXIT.ok : EXIT.incomplete;
+        return !outcome.ok ? EXIT.incomplete : outcome.value.unfinished === null ? EXIT.ok : EXIT.gitFailed;
       }
       return describeLanding(target.value, outcome, io);
     });
@@ -146,7 +150,9 @@ export const clean: Command = {
     const planPath = await planPathFrom(values, io.cwd);
     const repo = await repositoryFor(planPath, 'clean');
     return withLock(runPathOf(planPath), 'clean', async () => {
-      const cleaned = await cleanPlans(repo, planPath, io.env);
+      const result = await cleanPlans(repo, planPath, io.env);
+      if (!result.ok) throw gitFailedError("list or delete the plans' refs", result.error);
+      const cleaned = result.value;
       if (values.json) {
         io.out(JSON.stringify({ plans: cleaned }));
         return EXIT.ok;

@@ -23,6 +23,7 @@ import {
   leadNext,
   leadSetup,
   type NextOutput,
+  type Notice,
   type SessionSandbox,
   type WorkerResult,
 } from '../../run/lead.ts';
@@ -33,8 +34,7 @@ import { DEFAULT_PLAN, findPlan, loadPlan, loadPlanFile, missingPlanLine, reposi
 import { describeEditBetweenSteps, editedSinceLastStep, rememberPlanFile } from '../../run/plan-edits.ts';
 import { describeSetupProblem } from '../setup-problem.ts';
 import { gateCommandOf, gateOptions } from '../gate-flags.ts';
-import { GitCommandError } from '../../adapters/git/runner.ts';
-import { describeGitFailure, failureOf, isObjectId } from '../../core/git-text.ts';
+import { describeGitFailure, isObjectId } from '../../core/git-text.ts';
 import { assertNever } from '../../core/failure.ts';
 import { DEFAULTS } from '../../run/settings.ts';
 import { serveGate } from '../../run/lead-gate.ts';
@@ -197,8 +197,7 @@ export function stepCommand(spec: StepSpec): Command {
         } finally {
           await lock.value.release();
         }
-      } catch (caught) {
-        const e = caught instanceof GitCommandError ? new StepError(EXIT.gitFailed, 'git-failed', [describeGitFailure(failureOf(caught))]) : caught;
+      } catch (e) {
         if (!(e instanceof CliError)) throw e;
         return reportProblem(
           spec.name,
@@ -280,9 +279,22 @@ async function refuseUnsandboxed(
   ]);
 }
 
-/** The gate failed on the starting commit: the same refusal as a headless run. */
-function refuseBaseline(command: string, tip: string, output: string): never {
-  throw new StepError(EXIT.invalid, 'baseline-failed', baselineRefusal(command, tip, output));
+/**
+ * What a step that stops had to say before it did (a gate run started again, a person's edit of
+ * the plan kept aside): the error's last `details`, one line each, as its output would have had them.
+ */
+const noticeLines = (notices: readonly Notice[]): string[] => notices.map((notice) => `${notice.level}: ${notice.message}`);
+
+/** The gate failed on the starting commit (`failedOn`: the integration ref and the tip it ran on): the same refusal as a headless run. */
+async function refuseBaseline(
+  ctx: { git: Git },
+  command: string,
+  failedOn: { ref: string; tip: string },
+  output: string,
+  notices: readonly Notice[],
+): Promise<never> {
+  const tested = { ...failedOn, head: await ctx.git.headCommit() };
+  throw new StepError(EXIT.invalid, 'baseline-failed', [...baselineRefusal(command, tested, output), ...noticeLines(notices)]);
 }
 
 export const setup = stepCommand({
@@ -351,7 +363,9 @@ export const setup = stepCommand({
     });
     if (setupResult.ok && setupResult.value.gate.baseline === 'failed') {
       const gate = setupResult.value.gate;
-      refuseBaseline(gate.command ?? '', (await ctx.git.headCommit()) ?? '', gate.output ?? '');
+      // Only setup's own baseline run can have failed (a session starts afresh): its report names what it ran on.
+      if (gate.failedOn === undefined) throw new Error('plan setup: the baseline failed, and the gate report does not say on what');
+      await refuseBaseline(ctx, gate.command ?? '', gate.failedOn, gate.output ?? '', setupResult.value.notices);
     }
     if (setupResult.ok) return setupResult.value;
     switch (setupResult.error.kind) {
@@ -402,6 +416,11 @@ export function parseResults(text: string, file: string): WorkerResult[] {
   }
   const list = Array.isArray(data) ? data : (data as { results?: unknown } | null)?.results;
   if (!Array.isArray(list)) throw new StepError(EXIT.invalid, 'bad-results', [`${file}: expected a JSON array of {"task": N, "output": "…"}`]);
+  // A round's results are never none: a lead that has none has lost its workers' replies (the tasks stay in progress).
+  if (list.length === 0)
+    throw new StepError(EXIT.invalid, 'bad-results', [
+      `${file}: no results (an empty list), so nothing was finalized: give one {"task": N, "output": "…"} for each task \`plan next\` handed out`,
+    ]);
   return list.map((r: unknown, k) => {
     const o = r as { task?: unknown; output?: unknown; worktree?: unknown } | null;
     const worktreeOk = o?.worktree === undefined || o.worktree === null || (typeof o.worktree === 'string' && o.worktree !== '');
@@ -458,7 +477,7 @@ export const finalize = stepCommand({
         ]);
       case 'git-failed':
         throw new StepError(EXIT.gitFailed, 'git-failed', [
-          `could not ${r.error.doing}: ${describeGitFailure(r.error.failure)}; task ${r.error.task} stays in progress (the results before it were recorded). Fix it and run finalize again with the same results.`,
+          `could not ${r.error.doing}: ${describeGitFailure(r.error.failure)}; nothing was finalized (every task stays in progress). Fix it and run finalize again with the same results.`,
         ]);
       default:
         return assertNever(r.error, 'finalize problem');
@@ -480,11 +499,18 @@ export const commit = stepCommand({
     await refuseUnsandboxed('commit', values, plan, ctx.planPath, (gated) => (gated ? "the gate (the plan's test command)" : null));
     const r = await leadCommit(plan, ctx, { waitMs: millisecondsOf(numbers.wait) });
     if (r.ok) return r.value;
-    if (r.error.kind === 'baseline-failed') refuseBaseline(r.error.command, r.error.tip, r.error.output);
-    // As a headless run: the run stops, and the tasks run again (from a fresh setup) once git works.
-    throw new StepError(EXIT.gitFailed, 'git-failed', [
-      `could not integrate the verified work: ${describeGitFailure(r.error.failure)}; your branch and files were not touched. Fix it, then start again with \`${commandHint('plan', 'setup', ownLayout())}\`: those tasks run again.`,
-    ]);
+    switch (r.error.kind) {
+      case 'baseline-failed':
+        return refuseBaseline(ctx, r.error.command, r.error, r.error.output, r.error.notices);
+      case 'git-failed':
+        // As a headless run: the run stops, and the tasks run again (from a fresh setup) once git works.
+        throw new StepError(EXIT.gitFailed, 'git-failed', [
+          `could not integrate the verified work: ${describeGitFailure(r.error.failure)}; your branch and files were not touched. Fix it, then start again with \`${commandHint('plan', 'setup', ownLayout())}\`: those tasks run again.`,
+          ...noticeLines(r.error.notices),
+        ]);
+      default:
+        return assertNever(r.error, 'commit problem');
+    }
   },
   attention(output) {
     const landing = (output as { landing: { landed: boolean; problem: string[] } }).landing;

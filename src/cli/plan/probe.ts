@@ -14,7 +14,7 @@ import { DEFAULTS, LIMIT_FLAGS } from '../../run/settings.ts';
 import { table } from '../../ui/table.ts';
 import type { Command, Io } from '../command.ts';
 import { RANGES } from '../numeric-flags.ts';
-import { CliError, EXIT, type ExitCode, usageError } from '../exit.ts';
+import { CliError, EXIT, type ExitCode, gitFailedError, usageError } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';
 import { jsonOption, planOption } from './options.ts';
 
@@ -55,7 +55,9 @@ export const probe: Command = {
     const plan = await loadPlan(path);
     const git = new Git(dirname(path));
     if (!(await git.isRepo())) throw new CliError(EXIT.invalid, [`${dirname(path)} is not in a git repository: the probe checks out the last commit`]);
-    const repo = await git.root();
+    const top = await git.root();
+    if (!top.ok) throw gitFailedError('find the top of the repository', top.error);
+    const repo = top.value;
 
     // The lock keeps the probe's records in .design/workers.json from clobbering a run's.
     const lock = await acquireLock(path, currentLockInfo('plan probe'));

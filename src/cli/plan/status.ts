@@ -9,7 +9,7 @@ import { neededPaths } from '../../core/widen.ts';
 import { groupRuns, planTally, timeOf, unfinishedRun } from '../../core/report.ts';
 import { table } from '../../ui/table.ts';
 import type { Command } from '../command.ts';
-import { EXIT } from '../exit.ts';
+import { EXIT, gitFailedError } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';
 import { jsonOption, planOption } from './options.ts';
 import { type IsolationStatus, isolationStatus } from '../../run/plan-landing.ts';
@@ -53,7 +53,9 @@ export const status: Command = {
     const cost = mergeTallies(planTally(plan), unfinished?.unrecordedCost ?? emptyTally());
     const costUsd = tallyCostUsd(cost);
     const counts = countByStatus(plan);
-    const isolation = await isolationStatus(path, plan, io.env);
+    const found = await isolationStatus(path, plan, io.env);
+    if (!found.ok) throw gitFailedError("read the plan's refs", found.error);
+    const isolation = found.value;
     const tasks = plan.tasks.map((t, i) => ({
       index: i,
       subject: t.subject,

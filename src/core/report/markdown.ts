@@ -139,7 +139,8 @@ export function renderReport(input: ReportInput): string {
       run.events.find((e): e is EventOf<'task-skipped'> => e.type === 'task-skipped' && e.task === i)?.subject ??
       '';
     const status = (input.planIsOfRun || !summary) && task ? statusOf(task) : (states.get(i) ?? (task ? `${statusOf(task)} (now)` : '—'));
-    const n = mine.filter(counted).length + mine.filter((a) => a.outcome === null).length;
+    // An attempt still running counts (it has no outcome yet, and `counted` keeps it).
+    const n = mine.filter(counted).length;
     const ms = mine.reduce((s, a) => s + (a.durationMs ?? 0), 0);
     const cost = formatCostTally(tallyOf(mine.map((a) => a.usage ?? undefined)));
     const model = mine[mine.length - 1]?.model ?? (task ? modelOf(task) : '—');
