@@ -5,15 +5,16 @@
 
 import { describe, expect, it } from 'vitest';
 import { initialState } from '../../src/core/engine/admission.ts';
+// In the order a run meets them.
 import {
-  gatedEvent,
-  recordFailureOf,
-  recordedEvent,
-  verifiedEvent,
-  workerFinishedEvent,
-  workerRefusedEvent,
-  workerServedEvent,
   workspaceFailedEvent,
+  workerServedEvent,
+  workerRefusedEvent,
+  workerFinishedEvent,
+  verifiedEvent,
+  recordedEvent,
+  recordFailureOf,
+  gatedEvent,
 } from '../../src/core/engine/effect-results.ts';
 import type { EngineEffect } from '../../src/core/engine/effects.ts';
 import type { EngineEvent } from '../../src/core/engine/events.ts';
