@@ -1,5 +1,5 @@
 // The merge queue in simulated time: random plans run through the engine's own state machine
-// (`core/engine-step.ts` via `core/simulation.ts`) with the gate in the path, at batch sizes 1
+// (`core/engine/` via `core/simulation.ts`) with the gate in the path, at batch sizes 1
 // (one candidate at a time), 2, 4 and 8, against the same plans without a gate. Each gate run
 // takes a fixed time; with one culprit, a task's first attempt breaks the build whenever it is in
 // the stack (its retry is compatible), as in issue 13's `greet()`/`hello()` case. What is counted:

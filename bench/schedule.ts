@@ -2,7 +2,7 @@
 // `continuous` policy (start a task the moment its blockers are done and a slot is free) and the
 // `rounds` policy (admit the ready set when a round opens; the next round opens only when every
 // admitted task has finished and its work is recorded), both through the engine's own state
-// machine (`core/engine-step.ts`, driven by `core/simulation.ts`). Each makespan is
+// machine (`core/engine/`, driven by `core/simulation.ts`). Each makespan is
 // compared with the lower bound max(critical path, total work / P), which no schedule can beat.
 
 import { depsOf, longestRemainingPath } from '../src/core/graph.ts';

@@ -22,7 +22,7 @@ export interface ScheduleState {
   admitted?: ReadonlySet<number>;
   /**
    * Tasks that claim their files without a worker (verified work not recorded yet, gated work; see
-   * `claimingFiles` in engine-step.ts). They take no slot, but a task overlapping them must still
+   * `claimingFiles` in engine/queries.ts). They take no slot, but a task overlapping them must still
    * wait: its edits would mix into their commit.
    */
   claimingFiles?: ReadonlySet<number>;

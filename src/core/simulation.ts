@@ -4,7 +4,12 @@
 // the property tests drive the engine's own `step` through here, so what they measure and check
 // is what the headless engine does, not a copy of its loop.
 
-import { type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, initialState, step } from './engine-step.ts';
+import { initialState } from './engine/admission.ts';
+import { gatedEvent, recordedEvent, verifiedEvent, workerFinishedEvent, workerRefusedEvent, workerServedEvent } from './engine/effect-results.ts';
+import type { EngineEffect } from './engine/effects.ts';
+import type { EngineEvent } from './engine/events.ts';
+import type { EngineConfig, EngineState } from './engine/state.ts';
+import { step } from './engine/step.ts';
 import type { RunEventBody, TaskOutcome } from './events.ts';
 import { type WorkerRun, ok } from './failure.ts';
 import type { CheckedWork } from './finalize.ts';
@@ -137,10 +142,10 @@ export function simulateRun(
     };
     if (refused !== undefined) {
       refusals.set(task, refused);
-      if (refused.served) post({ type: 'worker-served', task, now: now + Math.floor(refused.atMs / 2) });
-      post({ type: 'worker-refused', task, refusal: { kind: 'rate-limit', delayMs: refused.delayMs }, progressed: refused.served, now: now + refused.atMs });
+      if (refused.served) post(workerServedEvent(task, now + Math.floor(refused.atMs / 2)));
+      post(workerRefusedEvent(task, { kind: 'rate-limit', delayMs: refused.delayMs }, refused.served, now + refused.atMs));
     } else refusals.delete(task);
-    post({ type: 'worker-finished', task, run: worker, now: interval.end });
+    post(workerFinishedEvent(task, worker, interval.end));
   };
 
   const carryOut = (effect: EngineEffect, now: number): boolean => {
@@ -149,24 +154,23 @@ export function simulateRun(
         run(effect.task, effect.attempt, now, effect.resume !== undefined);
         return false;
       case 'verify':
-        post({ type: 'verified', task: effect.task, verification: ok(passingCheck(plan.tasks[effect.task]!)), now });
+        post(verifiedEvent(effect.task, ok(passingCheck(plan.tasks[effect.task]!)), now));
         return false;
       case 'record':
         integrated.push(...effect.integrate.map((item) => item.task));
-        post({ type: 'recorded', tasks: effect.tasks, commit: `round-${effect.round}`, failure: null, now });
+        post(recordedEvent(effect.tasks, ok(`round-${effect.round}`), now));
         return false;
       case 'gate': {
         if (!gateOf) throw new Error('simulation: the config has a gate but no gateOf was given');
         const verdict = gateOf(effect.tasks, integrated);
         gateRuns.push({ tasks: effect.tasks, start: now, end: now + verdict.durationMs, passed: verdict.passed });
-        post({
-          type: 'gated',
-          tasks: effect.tasks,
-          passed: verdict.passed,
-          output: verdict.passed ? '' : 'simulated failure',
-          durationMs: verdict.durationMs,
-          now: now + verdict.durationMs,
-        });
+        post(
+          gatedEvent(
+            effect.tasks,
+            { passed: verdict.passed, output: verdict.passed ? '' : 'simulated failure', durationMs: verdict.durationMs },
+            now + verdict.durationMs,
+          ),
+        );
         return false;
       }
       case 'wake':
@@ -189,7 +193,7 @@ export function simulateRun(
           const interval = open.get(effect.task);
           const ran = interval ? now - interval.start : 0;
           if (interval) interval.end = now;
-          post({ ...event, run: { ...event.run, durationMs: ran, outcome: { kind: 'failed', failure: { reason: 'interrupted' } } }, now });
+          post(workerFinishedEvent(effect.task, { ...event.run, durationMs: ran, outcome: { kind: 'failed', failure: { reason: 'interrupted' } } }, now));
         }
         return false;
       }
@@ -202,15 +206,17 @@ export function simulateRun(
           const event = queue.splice(pending, 1)[0]!.event as Extract<EngineEvent, { type: 'worker-finished' }>;
           const interval = open.get(effect.task);
           if (interval) interval.end = now;
-          post({
-            ...event,
-            run: {
-              ...event.run,
-              durationMs: interval ? now - interval.start : 0,
-              outcome: { kind: 'failed', failure: { reason: 'rate-limited', message: 'API Error: Request rejected (429)' } },
-            },
-            now,
-          });
+          post(
+            workerFinishedEvent(
+              effect.task,
+              {
+                ...event.run,
+                durationMs: interval ? now - interval.start : 0,
+                outcome: { kind: 'failed', failure: { reason: 'rate-limited', message: 'API Error: Request rejected (429)' } },
+              },
+              now,
+            ),
+          );
         }
         return false;
       }

@@ -1,5 +1,5 @@
 // The task state changes of a run, pure: a finalizer decision applied after a worker ran, a start,
-// and what setting up the run found. Only the step function (core/engine-step.ts) calls them,
+// and what setting up the run found. Only the step function (core/engine/) calls them,
 // headless and in-session alike; a static test keeps it so.
 
 import { assertNever } from './failure.ts';

@@ -5,7 +5,7 @@
 // a damaged one (a verified attempt without its decision or its work, a worker's run that is not
 // one) is dropped, and its task runs again after `setup`; nothing reads it later and throws.
 
-import type { Attempt, VerifiedBy } from '../core/engine-step.ts';
+import type { Attempt, VerifiedBy } from '../core/engine/attempt.ts';
 import { type PermissionDenial, type ReportedStatus, type StatusLine, type WorkerFailure, type WorkerRun, assertNever } from '../core/failure.ts';
 import type { PassingDecision } from '../core/finalize.ts';
 import { isObjectId } from '../core/git-text.ts';

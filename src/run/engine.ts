@@ -1,4 +1,4 @@
-// The headless engine: carries out what the pure state machine (`core/engine-step.ts`) decides.
+// The headless engine: carries out what the pure state machine (`core/engine/step.ts`) decides.
 // Events come in one at a time — a worker finished (or a limit refused it, or the API served
 // it), a verification finished, the lane recorded something, a gate run finished, a back-off
 // ended, a drain, Ctrl-C — and each goes through `step`, whose effects are executed here in
@@ -10,9 +10,21 @@
 // so tests give it fakes and a fake clock.
 
 import { realpath } from 'node:fs/promises';
-import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
+import type { GitFailure } from '../core/git-text.ts';
 import type { WorkerRequest } from '../adapters/worker.ts';
-import { type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, type EngineStop, type RecordFailure, step } from '../core/engine-step.ts';
+import {
+  gatedEvent,
+  recordedEvent,
+  verifiedEvent,
+  workerFinishedEvent,
+  workerRefusedEvent,
+  workerServedEvent,
+  workspaceFailedEvent,
+} from '../core/engine/effect-results.ts';
+import type { EngineEffect, GateRequest, GateRun, RecordRequest } from '../core/engine/effects.ts';
+import type { EngineEvent } from '../core/engine/events.ts';
+import type { EngineConfig, EngineState, EngineStop } from '../core/engine/state.ts';
+import { step } from '../core/engine/step.ts';
 import type { RunEventBody } from '../core/events.ts';
 import { type Result, type WorkerRun, assertNever, recheckRun } from '../core/failure.ts';
 import type { Verification } from '../core/finalize.ts';
@@ -37,14 +49,6 @@ export const systemClock: Clock = {
     return () => clearTimeout(timer);
   },
 };
-
-export type RecordRequest = Omit<Extract<EngineEffect, { type: 'record' }>, 'type'>;
-export type GateRequest = Omit<Extract<EngineEffect, { type: 'gate' }>, 'type'>;
-export interface GateRun {
-  passed: boolean | null;
-  output: string;
-  durationMs: number;
-}
 
 /** Everything the engine does to the world, passed in. */
 export interface EngineAdapters {
@@ -104,12 +108,6 @@ export const engineConfig = (settings: RunSettings, logDir: string): EngineConfi
   gate: settings.gate === null ? null : { batchSize: settings.gate.batchSize, command: settings.gate.command },
   speculate: settings.gate === null ? 0 : (settings.speculate ?? DEFAULTS.speculate),
   driver: 'headless',
-});
-
-/** A failed record as the step function tells it: work the tip conflicts with (step `integrate`), or git failing. */
-export const recordFailureOf = (failure: GitFailure): RecordFailure => ({
-  kind: failure.step === 'integrate' ? 'conflict' : 'git',
-  message: describeGitFailure(failure),
 });
 
 /**
@@ -229,14 +227,14 @@ export async function runEngine(
           ? adapters.prepareRecheck(effect.task, recheck, controller.signal)
           : adapters.prepare(effect.task, controller.signal, effect.stack);
     const started = ready.then(async (prepared): Promise<EngineEvent> => {
-      if (!prepared.ok) return { type: 'workspace-failed', task: effect.task, reason: prepared.error, now: clock.now() };
+      if (!prepared.ok) return workspaceFailedEvent(effect.task, prepared.error, clock.now());
       dirs.set(effect.task, prepared.value);
       // No worker: the work its last attempt set aside is verified as this attempt's.
-      if (recheck !== undefined) return { type: 'worker-finished', task: effect.task, run: recheckRun(effect.logPath), now: clock.now() };
+      if (recheck !== undefined) return workerFinishedEvent(effect.task, recheckRun(effect.logPath), clock.now());
       // A crash once the worker runs leaves the task in progress on disk, and a resume cleans up after it.
       await saved;
       const run = await adapters.runWorker(await workerRequest(effect, current, prepared.value, controller.signal));
-      return { type: 'worker-finished', task: effect.task, run, now: clock.now() };
+      return workerFinishedEvent(effect.task, run, clock.now());
     });
     later(started, (event) => event);
   };
@@ -261,8 +259,8 @@ export async function runEngine(
       attempt: effect.attempt,
       prompt: effect.resume !== undefined ? resumePrompt(effect.resume.reason) : workerPrompt(current.plan, effect.task, { maxAttempts: settings.maxAttempts }),
       ...(effect.resume !== undefined ? { resume: effect.resume.sessionId } : {}),
-      onRefused: (refusal, progressed) => post({ type: 'worker-refused', task: effect.task, refusal, progressed, now: clock.now() }),
-      onServed: () => post({ type: 'worker-served', task: effect.task, now: clock.now() }),
+      onRefused: (refusal, progressed) => post(workerRefusedEvent(effect.task, refusal, progressed, clock.now())),
+      onServed: () => post(workerServedEvent(effect.task, clock.now())),
       stopIfIdle: idle.get(effect.task)?.signal ?? new AbortController().signal,
       model: modelOf(task),
       cwd: dir,
@@ -297,12 +295,9 @@ export async function runEngine(
         if (signal.aborted) controller.abort();
         const dir = dirs.get(effect.task);
         if (dir === undefined) throw new Error(`engine: task ${effect.task} has no worktree to verify in`);
-        later(adapters.verify(current.plan, effect.task, { dir, signal: controller.signal }), (verification) => ({
-          type: 'verified',
-          task: effect.task,
-          verification,
-          now: clock.now(),
-        }));
+        later(adapters.verify(current.plan, effect.task, { dir, signal: controller.signal }), (verification) =>
+          verifiedEvent(effect.task, verification, clock.now()),
+        );
         return null;
       }
       case 'release-workspace':
@@ -315,13 +310,7 @@ export async function runEngine(
         const { type: _type, ...request } = effect;
         later(
           serialized.run(() => adapters.record(current.plan, request)),
-          (recorded) => ({
-            type: 'recorded',
-            tasks: effect.tasks,
-            commit: recorded.ok ? recorded.value : null,
-            failure: recorded.ok ? null : recordFailureOf(recorded.error),
-            now: clock.now(),
-          }),
+          (recorded) => recordedEvent(effect.tasks, recorded, clock.now()),
         );
         return null;
       }
@@ -329,7 +318,7 @@ export async function runEngine(
         const { type: _type, ...request } = effect;
         later(
           serialized.run(() => adapters.gate(current.plan, request, signal)),
-          (run) => ({ type: 'gated', tasks: effect.tasks, passed: run.passed, output: run.output, durationMs: run.durationMs, now: clock.now() }),
+          (run) => gatedEvent(effect.tasks, run, clock.now()),
         );
         return null;
       }

@@ -35,10 +35,10 @@ import { type GitFailure, type TrailerList, describeGitFailure, failureOf, isObj
 import type { LandMode } from '../core/landing.ts';
 import type { Plan } from '../core/plan.ts';
 import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
-import type { HeldCandidate } from '../core/engine-step.ts';
+import type { HeldCandidate } from '../core/engine/admission.ts';
+import type { GateRequest, GateRun, RecordRequest } from '../core/engine/effects.ts';
 import type { CapturedWork } from '../core/work.ts';
 import { ensurePlanId, roundMessage, stackOfTrailer, stackTrailer } from './commit.ts';
-import type { GateRequest, GateRun, RecordRequest } from './engine.ts';
 import { LIMIT_FLAGS } from './settings.ts';
 
 export interface IsolationOptions {

@@ -16,12 +16,12 @@ import { WORKTREE_INCLUDE, symlinkDirectoriesOf } from '../adapters/git/worktree
 import { journalPathFor, openJournal, readJournal } from '../adapters/journal.ts';
 import type { ProcessRegistry } from '../adapters/orphans.ts';
 import { decideSandbox } from '../adapters/sandbox.ts';
+import type { RecordRequest } from '../core/engine/effects.ts';
 import type { RunEvent } from '../core/events.ts';
 import { type Result, err, ok } from '../core/failure.ts';
 import type { Verification } from '../core/finalize.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import { type Plan, statusOf } from '../core/plan.ts';
-import type { RecordRequest } from './engine.ts';
 import { Isolation } from './isolation.ts';
 import { type GateLaunch, type GateState, endGateProcess, gateAlive, launchGate, readGateState } from './lead-gate.ts';
 import { type HandOutSource, deniedWritesOf, publishHandOut, removeStaleHandOuts, withdrawHandOut } from './lead-hand-out.ts';

@@ -1,6 +1,6 @@
 // The /execute skill's steps as code. In that skill a Claude Code session is the lead and its
 // Task subagents are the workers. Each step (`plan setup | next | finalize | commit`) is a
-// process of its own that posts events to the engine's step function (core/engine-step.ts, the
+// process of its own that posts events to the engine's step function (core/engine/step.ts, the
 // same one the headless engine drives) and carries out the effects it asks for, as
 // run/engine.ts does: the step function decides what starts, what an attempt's outcome means,
 // what the gate's verdict does, when the run ends; no run logic is written here again. Between
@@ -34,7 +34,11 @@ import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '
 import { PlanKeeper } from '../adapters/plan-store.ts';
 import { type SandboxMode, installAdvice } from '../adapters/sandbox.ts';
 import { commandHint } from '../core/command-hint.ts';
-import { type EngineState, type HeldCandidate, claimingFiles, gateOpen, initialState, startable, step, tasksIn, waitingToLand } from '../core/engine-step.ts';
+import { type HeldCandidate, initialState } from '../core/engine/admission.ts';
+import { tasksIn } from '../core/engine/attempt.ts';
+import { claimingFiles, gateOpen, startable, waitingToLand } from '../core/engine/queries.ts';
+import type { EngineState } from '../core/engine/state.ts';
+import { step } from '../core/engine/step.ts';
 import type { RunEventBody, StopReason, TaskOutcome } from '../core/events.ts';
 import { type Result, err, ok, recheckRun } from '../core/failure.ts';
 import { clipMiddle, clipTail } from '../core/format.ts';

@@ -10,7 +10,7 @@ import { assertNever } from '../core/failure.ts';
 import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { clipMiddle, plural } from '../core/format.ts';
-import type { EngineStop } from '../core/engine-step.ts';
+import type { EngineStop } from '../core/engine/state.ts';
 import { countByStatus, depsOf, longestRemainingPath } from '../core/graph.ts';
 import { describeLandingProblem, landingProblemSentence } from '../core/landing.ts';
 import type { Landed, LandingProblem } from '../adapters/git/land.ts';

@@ -3,7 +3,10 @@
 // and the carrier that carries out the effects a step can meet, through hooks the step gives it.
 // Nothing here reads the session file or runs git: the hooks do.
 
-import type { EngineEffect, EngineEvent, EngineState, EngineStop } from '../core/engine-step.ts';
+import { gatedEvent, recordedEvent, verifiedEvent, workerFinishedEvent } from '../core/engine/effect-results.ts';
+import type { EngineEffect, GateRun, RecordRequest } from '../core/engine/effects.ts';
+import type { EngineEvent } from '../core/engine/events.ts';
+import type { EngineState, EngineStop } from '../core/engine/state.ts';
 import type { RunEventBody } from '../core/events.ts';
 import type { Result, WorkerRun } from '../core/failure.ts';
 import type { Verification } from '../core/finalize.ts';
@@ -12,7 +15,6 @@ import { type Plan, type UsageFigure, emptyUsage } from '../core/plan.ts';
 import { parseStatusLine } from '../core/prompt.ts';
 import { readLimitText } from '../core/limit-text.ts';
 import type { SetupFindings } from '../core/transition.ts';
-import { recordFailureOf } from './engine.ts';
 import { drive } from './session.ts';
 
 /** What a step can do for the step function's effects (a step missing one never gets it: that would be a bug). */
@@ -24,7 +26,7 @@ export interface StepHooks {
   verify?(task: number, state: EngineState): Promise<Verification>;
   /** Done with the task's worktree; returns warnings for its `task-finished` event. */
   release?(task: number): Promise<string[]>;
-  record?(state: EngineState, request: Omit<Extract<EngineEffect, { type: 'record' }>, 'type'>): Promise<Result<string | null, GitFailure>>;
+  record?(state: EngineState, request: RecordRequest): Promise<Result<string | null, GitFailure>>;
   gate?(tasks: number[], state: EngineState): Promise<void>;
 }
 
@@ -63,22 +65,14 @@ export class StepRun {
       case 'start-worker':
         return (await this.need('startWorker', effect)(effect, state)) ?? [];
       case 'verify':
-        return [{ type: 'verified', task: effect.task, verification: await this.need('verify', effect)(effect.task, state), now: this.now() }];
+        return [verifiedEvent(effect.task, await this.need('verify', effect)(effect.task, state), this.now())];
       case 'release-workspace':
         this.cleanup.set(effect.task, await this.need('release', effect)(effect.task));
         return [];
       case 'record': {
         const { type: _type, ...request } = effect;
         const recorded = await this.need('record', effect)(state, request);
-        return [
-          {
-            type: 'recorded',
-            tasks: effect.tasks,
-            commit: recorded.ok ? recorded.value : null,
-            failure: recorded.ok ? null : recordFailureOf(recorded.error),
-            now: this.now(),
-          },
-        ];
+        return [recordedEvent(effect.tasks, recorded, this.now())];
       }
       case 'gate':
         await this.need('gate', effect)(effect.tasks, state);
@@ -173,23 +167,15 @@ export const nextEvents = (unlanded: readonly number[], concurrency: number | un
 ];
 
 /** `finalize`, per result: the subagent reported. */
-export const finalizeEvent = (task: number, output: string, durationMs: number, now: number, denied: readonly string[] = []): EngineEvent => ({
-  type: 'worker-finished',
-  task,
-  run: subagentRun(output, durationMs, now, denied),
-  now,
-});
+export const finalizeEvent = (task: number, output: string, durationMs: number, now: number, denied: readonly string[] = []): EngineEvent =>
+  workerFinishedEvent(task, subagentRun(output, durationMs, now, denied), now);
 
 /** `commit`: integrate what is verified (with a gate: hold it as candidates). */
 export const commitEvents = (now: number): EngineEvent[] => [{ type: 'integrate', now }];
 
 /** A gate run's verdict (`commit`, `setup`): then integrate what it passed. */
-export const gateVerdictEvents = (
-  tasks: readonly number[],
-  verdict: { passed: boolean | null; output: string; durationMs: number },
-  now: number,
-): EngineEvent[] => [
-  { type: 'gated', tasks, passed: verdict.passed, output: verdict.output, durationMs: verdict.durationMs, now },
+export const gateVerdictEvents = (tasks: readonly number[], verdict: GateRun, now: number): EngineEvent[] => [
+  gatedEvent(tasks, verdict, now),
   { type: 'integrate', now },
 ];
 

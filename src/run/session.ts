@@ -16,17 +16,12 @@ import { writeFileAtomic } from '../adapters/plan-store.ts';
 import { SANDBOX_MODES, type SandboxDecision, type SandboxMode } from '../adapters/sandbox.ts';
 import { assertNever } from '../core/failure.ts';
 import { attemptOf, attemptToJson, workOf } from './attempt-record.ts';
-import {
-  type Attempt,
-  type Baseline,
-  type EngineConfig,
-  type EngineEffect,
-  type EngineEvent,
-  type EngineState,
-  type EngineStop,
-  initialState,
-  step,
-} from '../core/engine-step.ts';
+import { initialState } from '../core/engine/admission.ts';
+import type { Attempt } from '../core/engine/attempt.ts';
+import type { EngineEffect } from '../core/engine/effects.ts';
+import type { EngineEvent } from '../core/engine/events.ts';
+import type { Baseline, EngineConfig, EngineState, EngineStop } from '../core/engine/state.ts';
+import { step } from '../core/engine/step.ts';
 import { type GateQueue, emptyGateQueue } from '../core/gate.ts';
 import type { Limiter, LimitKind } from '../core/limiter.ts';
 import { depsOf, longestRemainingPath } from '../core/graph.ts';

@@ -27,7 +27,7 @@ import { commandHint, shellWord } from '../core/command-hint.ts';
 import { lintPlan, warningNotices } from '../core/plan-lint.ts';
 import { ensurePlanId, integratedFindings } from './commit.ts';
 import { type Isolation, completeLanding } from './isolation.ts';
-import { type HeldCandidate, admitHeld } from '../core/engine-step.ts';
+import { type HeldCandidate, admitHeld } from '../core/engine/admission.ts';
 import { landingNotice } from './lifecycle.ts';
 import { LIMIT_FLAGS } from './settings.ts';
 

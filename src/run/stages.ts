@@ -1,7 +1,7 @@
 // The stages of an attempt that do I/O, shared by the headless engine and the in-session plan
 // tool (`plan.ts finalize` and `commit`): verify what a worker did in its worktree, and record
 // verified work on the integration ref. What each outcome means is decided in the pure core
-// (`core/finalize.ts`, `core/engine-step.ts`); starting a worker is the engine's own stage (in a
+// (`core/finalize.ts`, `core/engine/`); starting a worker is the engine's own stage (in a
 // Claude Code session, the lead starts Task subagents instead).
 
 import { checkSandbox } from '../adapters/sandbox.ts';
@@ -9,10 +9,10 @@ import type { ProcessRegistry } from '../adapters/orphans.ts';
 import { type Result, ok } from '../core/failure.ts';
 import { asideRef } from '../adapters/git/refs.ts';
 import type { CapturedWork } from '../core/work.ts';
+import type { RecordRequest } from '../core/engine/effects.ts';
 import type { Verification } from '../core/finalize.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import type { Plan } from '../core/plan.ts';
-import type { RecordRequest } from './engine.ts';
 import type { Isolation } from './isolation.ts';
 import { verifyTask } from './verify.ts';
 

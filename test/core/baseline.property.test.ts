@@ -7,7 +7,11 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, initialState, step } from '../../src/core/engine-step.ts';
+import { initialState } from '../../src/core/engine/admission.ts';
+import type { EngineEffect } from '../../src/core/engine/effects.ts';
+import type { EngineEvent } from '../../src/core/engine/events.ts';
+import type { EngineConfig, EngineState } from '../../src/core/engine/state.ts';
+import { step } from '../../src/core/engine/step.ts';
 import { type WorkerRun, ok } from '../../src/core/failure.ts';
 import { type Plan, emptyUsage, statusOf } from '../../src/core/plan.ts';
 import { SIMULATION_DEFAULTS, passingCheck } from '../../src/core/simulation.ts';

@@ -2,7 +2,8 @@
 // tasks that overlap it from starting: their edits would mix into its commit.
 
 import { describe, expect, it } from 'vitest';
-import { type Attempt, claimingFiles } from '../../src/core/engine-step.ts';
+import type { Attempt } from '../../src/core/engine/attempt.ts';
+import { claimingFiles } from '../../src/core/engine/queries.ts';
 import type { Plan, Task } from '../../src/core/plan.ts';
 import { pickStarts } from '../../src/core/schedule.ts';
 import { reported } from '../support/engine-rig.ts';

@@ -3,7 +3,12 @@
 // filled while verified work waits to be recorded.
 
 import { describe, expect, it } from 'vitest';
-import { type EngineEffect, type EngineEvent, type EngineState, admitHeld, initialState, startable, step, waitingPays } from '../../src/core/engine-step.ts';
+import { admitHeld, initialState } from '../../src/core/engine/admission.ts';
+import type { EngineEffect } from '../../src/core/engine/effects.ts';
+import type { EngineEvent } from '../../src/core/engine/events.ts';
+import { startable, waitingPays } from '../../src/core/engine/queries.ts';
+import type { EngineState } from '../../src/core/engine/state.ts';
+import { step } from '../../src/core/engine/step.ts';
 import { statusOf } from '../../src/core/plan.ts';
 import { SIMULATION_DEFAULTS } from '../../src/core/simulation.ts';
 import { passed, reported } from '../support/engine-rig.ts';

@@ -1,10 +1,11 @@
-// The engine's own state machine (`core/engine-step.ts`) run in simulated time by
+// The engine's own state machine (`core/engine/`) run in simulated time by
 // `core/simulation.ts`: random plans, concurrency, durations and outcomes; the invariants are
 // checked whenever simulated time moves on, and over the whole timeline.
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type EngineState, claimingFiles } from '../../src/core/engine-step.ts';
+import { claimingFiles } from '../../src/core/engine/queries.ts';
+import type { EngineState } from '../../src/core/engine/state.ts';
 import { cascade, depsOf, depths, longestRemainingPath, readySet, stall } from '../../src/core/graph.ts';
 import { computeOverlaps, overlapSets } from '../../src/core/overlap.ts';
 import { type Plan, attemptsOf, clonePlan, statusOf } from '../../src/core/plan.ts';

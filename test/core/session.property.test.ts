@@ -7,7 +7,12 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, gateOpen, initialState, step } from '../../src/core/engine-step.ts';
+import { initialState } from '../../src/core/engine/admission.ts';
+import type { EngineEffect } from '../../src/core/engine/effects.ts';
+import type { EngineEvent } from '../../src/core/engine/events.ts';
+import { gateOpen } from '../../src/core/engine/queries.ts';
+import type { EngineConfig, EngineState } from '../../src/core/engine/state.ts';
+import { step } from '../../src/core/engine/step.ts';
 import { noFindings } from '../../src/core/transition.ts';
 import { type WorkerRun, ok } from '../../src/core/failure.ts';
 import { emptyUsage, statusOf } from '../../src/core/plan.ts';

@@ -14,7 +14,8 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type EngineConfig, admitHeld } from '../../src/core/engine-step.ts';
+import { admitHeld } from '../../src/core/engine/admission.ts';
+import type { EngineConfig } from '../../src/core/engine/state.ts';
 import type { RunEventBody } from '../../src/core/events.ts';
 import { type Plan, statusOf } from '../../src/core/plan.ts';
 import { SIMULATION_DEFAULTS, simulateRun } from '../../src/core/simulation.ts';

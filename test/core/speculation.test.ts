@@ -2,7 +2,11 @@
 // and what becomes of work built on a candidate the gate blames, in each stage it can be in.
 
 import { describe, expect, it } from 'vitest';
-import { type EngineConfig, type EngineEffect, type EngineEvent, type EngineState, initialState, step } from '../../src/core/engine-step.ts';
+import { initialState } from '../../src/core/engine/admission.ts';
+import type { EngineEffect } from '../../src/core/engine/effects.ts';
+import type { EngineEvent } from '../../src/core/engine/events.ts';
+import type { EngineConfig, EngineState } from '../../src/core/engine/state.ts';
+import { step } from '../../src/core/engine/step.ts';
 import { type Plan, attemptsOf, statusOf } from '../../src/core/plan.ts';
 import { SIMULATION_DEFAULTS } from '../../src/core/simulation.ts';
 import { passed, reported } from '../support/engine-rig.ts';

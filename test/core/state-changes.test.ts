@@ -1,4 +1,4 @@
-// A task's status changes in one place: the step function (core/engine-step.ts), through the
+// A task's status changes in one place: the step function (core/engine/), through the
 // transitions it calls (core/transition.ts, and the cascade of skips in core/finalize.ts). The
 // person's own decisions between runs (approve, reject, retry, skip: core/interventions.ts) are
 // the one other door. This reads the source with the TypeScript compiler's type checker
@@ -34,7 +34,7 @@ const ALLOWED: ReadonlyArray<{ file: string; within?: string; forms?: ReadonlyAr
   { file: 'src/core/interventions.ts', why: "the person's decisions between runs" },
   { file: 'src/core/validate.ts', within: 'withDefaults', why: '`plan check --fix` writes out the status a task has (statusOf)' },
   {
-    file: 'src/core/engine-step.ts',
+    file: 'src/core/engine/record.ts',
     forms: ['replacement'],
     why: 'the step function records results and commits on new task objects, giving none a status (that would be a literal)',
   },
@@ -47,10 +47,10 @@ const allowedBy = (write: StatusWrite) =>
 
 /** The functions that change task states, and who may call them. */
 const TRANSITIONS: Record<string, readonly string[]> = {
-  applyDecision: ['src/core/engine-step.ts'],
-  markStarted: ['src/core/engine-step.ts'],
-  applySetupFindings: ['src/core/engine-step.ts'],
-  applyCancelled: ['src/core/engine-step.ts'],
+  applyDecision: ['src/core/engine/conclude.ts', 'src/core/engine/merge-queue.ts', 'src/core/engine/record.ts', 'src/core/engine/set-aside.ts'],
+  markStarted: ['src/core/engine/start.ts'],
+  applySetupFindings: ['src/core/engine/step.ts'],
+  applyCancelled: ['src/core/engine/speculation.ts'],
   // A failure's skips (through applyDecision) and the skips after a person's decision.
   applyCascade: ['src/core/transition.ts', 'src/core/interventions.ts'],
 };
@@ -76,7 +76,7 @@ describe('task states change only through the step function', () => {
   });
 
   it('the step function replaces task objects only from the task itself, to record results and commits', () => {
-    const replaced = writes.filter((w) => rel(w.file) === 'src/core/engine-step.ts');
+    const replaced = writes.filter((w) => rel(w.file) === 'src/core/engine/record.ts');
     expect(replaced.length).toBeGreaterThan(0);
     for (const write of replaced) expect(write.text).toMatch(/^draft\.plan\.tasks\[task\] = \{ \.\.\.draft\.plan\.tasks\[task\]!, (result|commit)\b/);
   });

@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
-import { type Attempt, initialState, step } from '../../src/core/engine-step.ts';
+import { initialState } from '../../src/core/engine/admission.ts';
+import type { Attempt } from '../../src/core/engine/attempt.ts';
+import { step } from '../../src/core/engine/step.ts';
 import { engineToJson, readSession, sessionConfig, sessionPathFor, writeSession } from '../../src/run/session.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 

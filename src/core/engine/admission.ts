@@ -1,0 +1,122 @@
+// A run's first state, and how it takes in what an earlier run verified and did not integrate:
+// candidates it held for the merge queue rejoin the queue in an order that gates each on the stack
+// it was built on (`admitHeld`); work a session verified integrates at the first record.
+
+import { emptyGateQueue, enqueue } from '../gate.ts';
+import { depsOf, longestRemainingPath } from '../graph.ts';
+import { newLimiter } from '../limiter.ts';
+import { computeOverlaps, overlapSets } from '../overlap.ts';
+import { type Plan, attemptsOf, emptyUsage } from '../plan.ts';
+import type { CapturedWork } from '../work.ts';
+import type { Attempt } from './attempt.ts';
+import type { EngineConfig, EngineState } from './state.ts';
+
+/** A candidate an earlier run verified and held for the gate: it rejoins the queue first. */
+export interface HeldCandidate {
+  task: number;
+  work: CapturedWork;
+  result: string;
+  /**
+   * The candidates its worker was built on, in queue order (speculative); absent or empty: the
+   * integration tip. From `admitHeld` on, only those not integrated yet: what must be ahead of it.
+   */
+  stack?: readonly number[];
+}
+
+/**
+ * Candidates an earlier run held, in the order they rejoin the merge queue, so that each is gated
+ * on the stack its worker was built on: the candidates of its stack not integrated yet come first,
+ * in their order (the queue's front, which a live run's queue also was), then the rest. One whose
+ * stack the queue cannot give it again — a candidate of it neither integrated nor held (blamed,
+ * and a crash came before its cancellation was recorded), a blocker neither integrated nor in
+ * its stack, or a stack that is not the front of the longest one — is dropped and runs again: it
+ * may never integrate before its stack, nor be gated on another.
+ */
+export function admitHeld(plan: Plan, held: readonly HeldCandidate[], completed: (task: number) => boolean): { kept: HeldCandidate[]; dropped: number[] } {
+  const beneath = new Map(held.map((candidate) => [candidate.task, (candidate.stack ?? []).filter((task) => !completed(task))]));
+  const standing = new Set(held.map((candidate) => candidate.task));
+  const isFrontOf = (stack: readonly number[], longer: readonly number[]) => stack.length <= longer.length && stack.every((task, i) => longer[i] === task);
+  let front: number[] = [];
+  for (let dropped = true; dropped; ) {
+    dropped = false;
+    const drop = (task: number) => {
+      standing.delete(task);
+      dropped = true;
+    };
+    for (const task of [...standing]) {
+      const stack = beneath.get(task)!;
+      const blockers = plan.tasks[task]!.blockedBy;
+      if (!stack.every((below) => below !== task && standing.has(below)) || !blockers.every((b) => completed(b) || stack.includes(b))) drop(task);
+    }
+    // Every stack is the front of the queue: the shorter ones are the front of the longest.
+    front = [];
+    for (const task of [...standing].sort((a, b) => beneath.get(a)!.length - beneath.get(b)!.length || a - b)) {
+      const stack = beneath.get(task)!;
+      if (isFrontOf(front, stack)) front = stack;
+      else if (!isFrontOf(stack, front)) drop(task);
+    }
+    // A candidate of the front stands on no more than what is ahead of it there: its stack is a
+    // front of the front, and one holding itself was dropped above.
+  }
+  const order = [...front, ...[...standing].filter((task) => !front.includes(task)).sort((a, b) => a - b)];
+  const byTask = new Map(held.map((candidate) => [candidate.task, candidate]));
+  return {
+    kept: order.map((task) => ({ ...byTask.get(task)!, stack: beneath.get(task)! })),
+    dropped: held
+      .map((candidate) => candidate.task)
+      .filter((task) => !standing.has(task))
+      .sort((a, b) => a - b),
+  };
+}
+
+/**
+ * A run's first state. `held`: candidates an earlier run held on their refs (they rejoin the merge
+ * queue first; without a gate now, they integrate at once). `verified`: work an earlier session
+ * verified and did not integrate, whose work it kept (it integrates, or is held, at the first record).
+ */
+export function initialState(
+  plan: Plan,
+  config: EngineConfig,
+  now: number,
+  held: readonly HeldCandidate[] = [],
+  verified: readonly HeldCandidate[] = [],
+): EngineState {
+  const attempts = new Map<number, Attempt>();
+  const earlier = (candidate: HeldCandidate, held: boolean) => ({
+    task: candidate.task,
+    number: attemptsOf(plan.tasks[candidate.task]!) + 1,
+    decision: { kind: 'completed' as const, result: candidate.result },
+    work: candidate.work,
+    verifiedBy: { kind: 'earlier-run' as const, held },
+    // Built on candidates still held: cancelled if one of them is blamed, as in the run that made it.
+    ...(held && candidate.stack !== undefined && candidate.stack.length > 0 ? { stack: candidate.stack } : {}),
+  });
+  for (const candidate of held) {
+    // Without a gate now, they integrate at once.
+    attempts.set(candidate.task, config.gate === null ? { ...earlier(candidate, true), stage: 'verified' } : { ...earlier(candidate, true), stage: 'queued' });
+  }
+  for (const attempt of verified) {
+    if (!attempts.has(attempt.task)) attempts.set(attempt.task, { ...earlier(attempt, false), stage: 'verified' });
+  }
+  return {
+    config,
+    plan,
+    overlaps: overlapSets(computeOverlaps(plan.tasks)),
+    priority: longestRemainingPath(depsOf(plan.tasks)),
+    now,
+    attempts,
+    limiter: newLimiter(config.concurrency),
+    admitted: null,
+    round: 0,
+    usage: emptyUsage(),
+    unlanded: new Set(),
+    baseline: 'none',
+    aborted: false,
+    timing: { workers: 0, workerMs: 0, records: 0, recordMs: 0 },
+    recordingSince: null,
+    gate: enqueue(emptyGateQueue(), config.gate === null ? [] : held.map((candidate) => candidate.task)),
+    stop: null,
+    finished: false,
+    widened: new Set(),
+  };
+}

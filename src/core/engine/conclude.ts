@@ -1,0 +1,202 @@
+// What a finished attempt becomes: its worker's run judged (its work verified next, or decided
+// now), its verification decided, and the decision applied: verified work waits for the lane; a
+// retry, a failure, a block or a requeue goes into the plan; a limit's refusal pauses it. A
+// paused attempt the run cannot resume ends here too.
+
+import { type WorkerRun, assertNever, describeWorkerFailure } from '../failure.ts';
+import { type Decided, type Decision, type Verification, decideAttempt, judgeRun, verificationWarnings } from '../finalize.ts';
+import { served } from '../limiter.ts';
+import { addUsage, emptyUsage } from '../plan.ts';
+import { applyDecision, recordUndeclared } from '../transition.ts';
+import { type RunningAttempt, type VerifyingAttempt, PAUSED, tasksIn } from './attempt.ts';
+import { type Work, attemptIn, emit, kept, runFigure, runOf, stopWith } from './draft.ts';
+import { gotThrough, limiterSettings, mayPause, pause, refusalOf, refuse } from './limits.ts';
+import { type Concluded, concludeRecheck, undeclaredOf, widened } from './set-aside.ts';
+import { endCancelled } from './speculation.ts';
+import { abortWorkers, checkBudget, reportCascade } from './stop.ts';
+import { finishedEvent, outcomeOf, reasonOf } from './task-finished.ts';
+
+/**
+ * The decision for a finished attempt, after the run-wide rule: after an interrupt nothing but
+ * verified work stands. A limit never becomes a failure, however often it comes.
+ */
+export function settleRules(decided: Decided, context: { interrupted: boolean }): Decided {
+  if (context.interrupted && !decided.passed) return { passed: false, decision: { kind: 'interrupted' } };
+  return decided;
+}
+
+export function workerFinished(work: Work, task: number, run: WorkerRun): void {
+  const attempt = attemptIn(work, task, 'running');
+  const draft = work.draft;
+  draft.usage = addUsage(draft.usage, runFigure(run));
+  draft.timing = { ...draft.timing, workers: draft.timing.workers + 1, workerMs: draft.timing.workerMs + run.durationMs };
+  // A resumed worker went on with the conversation of the one before it: one attempt, their runs together.
+  const whole = attempt.run !== undefined ? joinRuns(attempt.run, run) : run;
+  const current: RunningAttempt = whole.progressed === true ? { ...attempt, progressed: true } : attempt;
+  if (attempt.cancelled !== undefined) {
+    endCancelled(work, current, whole, true, attempt.cancelled);
+    return;
+  }
+  const judgement = judgeRun(run);
+  if (judgement.kind === 'verify' && !draft.aborted) {
+    work.attempts.set(task, { ...kept(attempt), stage: 'verifying', run: whole });
+    work.effects.push({ type: 'verify', task });
+    return;
+  }
+  // A COMPLETED report after the workers were told to stop is not verified: the run is ending.
+  const decided: Decided = judgement.kind === 'verify' ? { passed: false, decision: { kind: 'interrupted' } } : decideFor(work, task, whole);
+  conclude(work, current, whole, decided, undeclaredOf(current, whole));
+}
+
+/** A paused attempt's worker runs, then its resumed worker's: what they cost and did together, and how the last ended. */
+function joinRuns(before: WorkerRun, after: WorkerRun): WorkerRun {
+  const unmeasured = before.unmeasured === true || after.unmeasured === true;
+  const sessionId = after.sessionId ?? before.sessionId;
+  return {
+    ...after,
+    ...(unmeasured ? { unmeasured: true as const } : {}),
+    usage: addUsage(before.usage, after.usage),
+    durationMs: before.durationMs + after.durationMs,
+    permissionDenials: [...before.permissionDenials, ...after.permissionDenials],
+    ...(sessionId !== undefined ? { sessionId } : {}),
+    ...(before.progressed === true || after.progressed === true ? { progressed: true as const } : {}),
+  };
+}
+
+function decideFor(work: Work, task: number, run: WorkerRun, verification?: Verification): Decided {
+  const draft = work.draft;
+  return decideAttempt({
+    task: draft.plan.tasks[task]!,
+    judgement: judgeRun(run),
+    verification,
+    permissionDenials: run.permissionDenials,
+    maxAttempts: draft.config.maxAttempts,
+    strictScope: draft.config.strictScope ?? false,
+  });
+}
+
+export function verified(work: Work, task: number, verification: Verification): void {
+  const attempt = attemptIn(work, task, 'verifying');
+  if (attempt.cancelled !== undefined) {
+    endCancelled(work, attempt, attempt.run, true, attempt.cancelled);
+    return;
+  }
+  const run = attempt.run;
+  // An interrupt during the acceptance checks makes their verdict meaningless.
+  const decided: Decided = work.draft.aborted ? { passed: false, decision: { kind: 'interrupted' } } : decideFor(work, task, run, verification);
+  const warnings = verificationWarnings(verification, decided.decision, judgeRun(run));
+  conclude(work, attempt, run, decided, { warnings, ...undeclaredOf(attempt, run, verification) });
+}
+
+/** The worktree could not be made ready: the task goes back to pending, no attempt counted, and the run stops. */
+export function workspaceFailed(work: Work, task: number, reason: string): void {
+  const attempt = attemptIn(work, task, 'running');
+  // Stopped while its worktree was being made ready: the speculation was cancelled, nothing failed.
+  if (attempt.cancelled !== undefined) {
+    endCancelled(work, attempt, runOf(attempt), true, attempt.cancelled);
+    return;
+  }
+  work.attempts.delete(task);
+  work.effects.push({ type: 'release-workspace', task });
+  applyDecision(work.draft.plan, task, { kind: 'interrupted' }, emptyUsage());
+  work.effects.push({ type: 'save' });
+  emit(work, { type: 'notice', level: 'warning', message: `task ${task} could not start: ${reason}` });
+  stopWith(work, {
+    reason: 'setup-failed',
+    message: `${reason}. No attempt was spent; fix the setup command (context.setupCommand in the plan) and run the same command again`,
+  });
+}
+
+/**
+ * What happens to an attempt once it is decided: its workers did `run`; with a decision that
+ * passed, it is verified and holds the work that passed.
+ */
+function conclude(work: Work, attempt: RunningAttempt | VerifyingAttempt, run: WorkerRun, decidedFirst: Decided, concluded: Concluded = {}): void {
+  const warnings = concluded.warnings ?? [];
+  if (run.recheck === true) {
+    concludeRecheck(work, attempt, run, decidedFirst, warnings);
+    return;
+  }
+  const draft = work.draft;
+  const task = attempt.task;
+  const decided = settleRules(decidedFirst, { interrupted: draft.stop?.reason === 'interrupted' });
+  // A worker a limit ended (not one the limiter stopped: that refusal was heard already) was refused once more.
+  const refusal = decidedFirst.decision.kind === 'requeued' ? refusalOf(run) : null;
+  if (refusal !== null && !(attempt.stage === 'running' && attempt.stopping === true)) refuse(work, task, refusal);
+  // In a session the lead hands out rounds: a subagent that reached the API and reported got through.
+  if (draft.config.driver === 'session' && refusal === null && gotThrough(run))
+    draft.limiter = served(draft.limiter, draft.now, limiterSettings(draft.config), true);
+  const sessionId = run.sessionId;
+  if (decided.decision.kind === 'requeued' && refusal !== null && sessionId !== undefined && attempt.stage === 'running' && mayPause(work, attempt)) {
+    pause(work, attempt, run, sessionId, decided.decision.reason);
+    checkBudget(work);
+    return;
+  }
+  const base = { ...finishedEvent(work, attempt, run), ...(warnings.length > 0 ? { warnings } : {}) };
+  const usage = runFigure(run);
+  // Judged work (not an interruption, a limit or a missing agent) says what it did outside its files.
+  if (['completed', 'awaiting_approval', 'retry', 'failed', 'blocked'].includes(decided.decision.kind))
+    recordUndeclared(draft.plan, task, concluded.undeclared ?? [], concluded.setAside ?? null);
+  // Whatever was decided, the worktree has served this attempt (its work is captured).
+  const release = () => work.effects.push({ type: 'release-workspace', task });
+  if (decided.passed) {
+    release();
+    // Verified: it holds its files until the lane has integrated (or parked) its work.
+    work.attempts.set(task, { ...kept(attempt), stage: 'verified', decision: decided.decision, work: decided.work, verifiedBy: { kind: 'this-run', run } });
+    emit(work, { ...base, outcome: decided.decision.kind, result: decided.decision.result });
+    checkBudget(work);
+    return;
+  }
+  const decision = widened(work, task, decided.decision, concluded.wanted ?? []);
+  release();
+  switch (decision.kind) {
+    case 'retry':
+    case 'failed':
+    case 'interrupted':
+    case 'abort-run': {
+      // Nothing to undo: the attempt's work never left its worktree.
+      const applied = applyDecision(draft.plan, task, decision, usage);
+      work.attempts.delete(task);
+      work.effects.push({ type: 'save' });
+      emit(work, { ...base, outcome: outcomeOf(decision), reason: reasonOf(decision) ?? 'interrupted' });
+      reportCascade(work, applied);
+      if (decision.kind === 'abort-run') {
+        stopWith(work, { reason: 'agent-unavailable', message: describeWorkerFailure(decision.failure), agentFailure: decision.failure });
+        abortWorkers(work);
+      }
+      break;
+    }
+    case 'blocked':
+      reportCascade(work, applyDecision(draft.plan, task, decision, usage));
+      work.attempts.delete(task);
+      work.effects.push({ type: 'save' });
+      emit(work, { ...base, outcome: 'blocked', reason: decision.reason });
+      break;
+    case 'requeued':
+      // Pending again, no attempt spent: it starts when the limiter lets it.
+      applyDecision(draft.plan, task, decision, usage);
+      work.attempts.delete(task);
+      work.effects.push({ type: 'save' });
+      emit(work, { ...base, outcome: 'requeued', reason: decision.reason });
+      break;
+    default:
+      assertNever(decision, 'decision');
+  }
+  checkBudget(work);
+}
+
+/** The run stops: paused attempts will not resume; their tasks wait for the next run (no attempt spent), their worktrees go. */
+export function endPaused(work: Work): void {
+  const interrupted = work.draft.stop?.reason === 'interrupted';
+  for (const task of tasksIn(work, PAUSED)) {
+    const attempt = attemptIn(work, task, 'paused');
+    work.attempts.delete(task);
+    work.effects.push({ type: 'release-workspace', task });
+    const decision: Decision = interrupted
+      ? { kind: 'interrupted' }
+      : { kind: 'requeued', reason: `${reasonOf(decideFor(work, task, attempt.run).decision) ?? 'a limit'}; the run stopped before it could go on` };
+    applyDecision(work.draft.plan, task, decision, runFigure(attempt.run));
+    work.effects.push({ type: 'save' });
+    emit(work, { ...finishedEvent(work, attempt, attempt.run), outcome: outcomeOf(decision), reason: reasonOf(decision) ?? 'interrupted' });
+  }
+}
