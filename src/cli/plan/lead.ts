@@ -40,7 +40,7 @@ import { DEFAULTS } from '../../run/settings.ts';
 import { serveGate } from '../../run/lead-gate.ts';
 import { baselineRefusal } from '../../run/lifecycle.ts';
 import { describeJsonError } from '../../core/json-text.ts';
-import { type SandboxDecision, decideSandbox, installAdvice, sandboxModeOf } from '../../adapters/sandbox.ts';
+import { type SandboxDecision, autoSandbox, decideSandbox, installAdvice, sandboxModeOf } from '../../adapters/sandbox.ts';
 import { readSession } from '../../run/session.ts';
 
 /** A problem with a name the lead can act on. */
@@ -239,11 +239,6 @@ const requireSandboxOption: Record<string, OptionSpec> = {
   },
 };
 
-const autoDecision = async (): Promise<SandboxDecision> => {
-  const d = await decideSandbox('auto');
-  return d.ok ? d.value : { sandboxed: false, unavailable: d.error };
-};
-
 /** The flag's value checked before anything else: only `on`. */
 function requireSandboxFlag(values: Record<string, unknown>): boolean {
   const flag = str(values.sandbox);
@@ -271,7 +266,7 @@ async function refuseUnsandboxed(
   const runs = what(session.gate.config !== null);
   if (runs === null) return;
   // A session file of an earlier version has no decision: its steps ask as `auto`.
-  const decided: SandboxDecision = session.sandbox ?? (await autoDecision());
+  const decided: SandboxDecision = session.sandbox ?? (await autoSandbox());
   if (decided.sandboxed) return;
   const why = decided.unavailable === null ? 'it was set up with --sandbox off' : `plan setup found that the sandbox cannot run here: ${decided.unavailable}`;
   throw new StepError(EXIT.cannotRun, 'sandbox-unavailable', [
