@@ -34,19 +34,36 @@ import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '
 import { PlanKeeper } from '../adapters/plan-store.ts';
 import { type SandboxMode, installAdvice } from '../adapters/sandbox.ts';
 import { commandHint } from '../core/command-hint.ts';
-import { type EngineState, type HeldCandidate, claimingFiles, gateOpen, initialState, startable, step, tasksIn, waitingToLand } from '../core/engine-step.ts';
+import { type EngineState, type HeldCandidate, initialState, startable, step, tasksIn } from '../core/engine-step.ts';
 import type { RunEventBody, StopReason, TaskOutcome } from '../core/events.ts';
 import { type Result, err, ok, recheckRun } from '../core/failure.ts';
-import { clipMiddle, clipTail } from '../core/format.ts';
-import type { GateFinished } from '../core/gate.ts';
+import { clipTail } from '../core/format.ts';
 import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
 import { neededPaths } from '../core/widen.ts';
 import { landingProblemSentence } from '../core/landing.ts';
-import { type BreakerDecision, countByStatus, readySet, stall as planStall } from '../core/graph.ts';
+import { type BreakerDecision, countByStatus, readySet } from '../core/graph.ts';
 import { type Plan, type TaskStatus, type UsageFigure, modelOf, statusOf } from '../core/plan.ts';
 import { workerPrompt } from '../core/prompt.ts';
 import { type SessionLimit, handOutLimit, roundLimit } from '../core/limit-words.ts';
-import { holding } from '../core/limiter.ts';
+import {
+  type CommitOutcome,
+  type GateReport,
+  type NextStall,
+  type Notice,
+  type RetryRef,
+  type SkipRef,
+  type TaskRef,
+  breakerReport,
+  clipForLead,
+  gateReport,
+  integratedBy,
+  isComplete,
+  nextStall,
+  overlapping,
+  retriesOf,
+  roundSummary,
+  skippedBy,
+} from '../core/session-report.ts';
 import { promptsDirFor } from './archive.ts';
 import { ensurePlanId } from './commit.ts';
 import { type LeadIo, type LeadIsolation, type LeadPlace, realLeadIo } from './lead-io.ts';
@@ -66,12 +83,10 @@ import {
   setupEvents,
 } from './session-driver.ts';
 import {
-  type BaselineState,
   type GateRunRecord,
   type Session,
   type SessionGateConfig,
   type SessionSandbox,
-  baselineState,
   defaultSession,
   promptPathFor,
   readSession,
@@ -82,11 +97,10 @@ import {
 import type { AssumptionResult, SetupProblem } from './setup.ts';
 import { DEFAULTS } from './settings.ts';
 
+export type { CommitOutcome, GateReport, GateRunReport, NextStall, Notice, SkipRef, TaskRef } from '../core/session-report.ts';
 export type { SessionSandbox } from './session.ts';
 export { promptPathFor, sessionPathFor } from './session.ts';
 
-/** Reasons and outputs handed to the lead are clipped: its context should not grow with logs. */
-const CLIP = 1500;
 /** How many overlapping ready tasks `next` names; it counts the rest. */
 const WAITING_LISTED = 20;
 /** How long a step waits for a gate run before it returns `running` (`--wait`): well inside the Bash tool's two minutes. */
@@ -103,12 +117,6 @@ export interface LeadContext extends LeadPlace {
 type Lead = LeadContext & { io: LeadIo };
 const withIo = (ctx: LeadContext): Lead => ({ ...ctx, io: { ...realLeadIo(ctx), ...ctx.io } });
 
-/** What became of integrating: the integration commit (null when nothing changed) and the tasks it recorded. */
-export interface CommitOutcome {
-  commit: string | null;
-  tasks: number[];
-}
-
 /** Landing the integration tip on the session's branch, as a step reports it. */
 export interface LandingReport {
   /** True when everything integrated so far is on the branch. */
@@ -120,21 +128,6 @@ export interface LandingReport {
   /** What blocks landing and how to land by hand; empty when it landed. */
   problem: string[];
 }
-
-export interface TaskRef {
-  index: number;
-  subject: string;
-}
-export interface SkipRef extends TaskRef {
-  rootCause: number;
-}
-
-/** Something a step says besides its result (its output's `notices`). */
-export type Notice = { level: 'info' | 'warning'; message: string };
-
-/** Keeps the first line (what failed) and the end (where commands print their error). */
-const clip = (text: string, max = CLIP) => clipMiddle(text, max);
-const isComplete = (plan: Plan) => plan.tasks.every((t) => statusOf(t) === 'completed');
 
 // ---------------------------------------------------------------------------------------------
 // The run's journal
@@ -302,58 +295,6 @@ async function closeLandedStep(
 
 // ---------------------------------------------------------------------------------------------
 // The merge queue's gate process (it outlives a step; its queue is the step function's)
-
-/** One gate run as a step reports it: its journal record without the output. */
-export type GateRunReport = Omit<GateFinished, 'type' | 'output'>;
-
-/** The merge queue as a step reports it. */
-export interface GateReport {
-  /** `running`: a gate run goes on in the background; call `plan commit` again for its result. */
-  state: 'off' | 'idle' | 'running';
-  command: string | null;
-  /** The gate on the starting commit: `running` until it has passed; `failed` refuses the run. */
-  baseline: BaselineState;
-  /** The candidates under test now, stacked in order on the integration tip (empty for the baseline). */
-  testing: number[];
-  /** Candidates waiting for a gate run after it. */
-  waiting: number[];
-  /** Gate runs this step saw finish. */
-  runs: GateRunReport[];
-  /** Culprits found by this step: back to pending with the gate's output (retry), or failed. */
-  blamed: Array<TaskRef & { outcome: 'retry' | 'failed'; reason: string }>;
-  /** Candidates whose gate failure did not repeat: a flaky test, which blamed nobody. */
-  flakes: number[];
-  /** What the gate said when the baseline failed. */
-  output?: string;
-  /** When the baseline failed: what it failed on, the plan's integration ref and its tip then (HEAD, unless integrated work has not landed). */
-  failedOn?: { ref: string; tip: string };
-  notices: string[];
-}
-
-/** The gate's part of a step's output, from the state and what this step saw. */
-function gateReport(session: Session, state: EngineState | null, run: StepRun | null, extra: Partial<GateReport> = {}): GateReport {
-  const gate = session.gate;
-  const testing = gate.current?.tasks ?? [];
-  const waiting = state === null ? [] : tasksIn(state, new Set(['queued'])).filter((t) => !testing.includes(t));
-  const finished = run?.of('gate-finished') ?? [];
-  const blamed = finished.flatMap((g) => {
-    if (g.culprit === null) return [];
-    const ended = run!.of('task-finished').find((e) => e.task === g.culprit && (e.outcome === 'retry' || e.outcome === 'failed'));
-    return ended ? [{ index: g.culprit, subject: ended.subject, outcome: ended.outcome as 'retry' | 'failed', reason: clip(ended.reason ?? '', 600) }] : [];
-  });
-  return {
-    state: gate.config === null ? 'off' : gate.current !== null ? 'running' : 'idle',
-    command: gate.config?.command ?? null,
-    baseline: gate.config === null || state === null ? 'none' : baselineState(state.baseline),
-    testing: [...testing],
-    waiting,
-    runs: finished.map(({ type: _type, output: _output, ...report }) => report),
-    blamed,
-    flakes: finished.filter((g) => g.flake).map((g) => g.tasks[0]!),
-    notices: [],
-    ...extra,
-  };
-}
 
 interface GateDriving {
   ctx: Lead;
@@ -535,14 +476,6 @@ function verifiedEarlier(engine: EngineState | null): HeldCandidate[] {
   );
 }
 
-/** The integration a step's events tell: the tasks integrated and the last integration commit. */
-function committedBy(run: StepRun): CommitOutcome {
-  const rounds = run.of('round-committed');
-  return { commit: rounds.findLast((r) => r.commit !== null)?.commit ?? null, tasks: rounds.flatMap((r) => r.tasks).sort((a, b) => a - b) };
-}
-
-const skipRefs = (run: StepRun): SkipRef[] => run.of('task-skipped').map((s) => ({ index: s.task, subject: s.subject, rootCause: s.rootCause }));
-
 /**
  * Validate the working tree against the plan and start a session's run: resume detection,
  * interrupted work back to pending, approved work integrated, blocking assumptions (all
@@ -648,7 +581,7 @@ export async function leadSetup(given: Plan, context: LeadContext, settings: Set
   const run = new StepRun({ save: writes.save, ...recordingHooks(driving) }, io.now);
   driving.run = run;
   let state = await post(setUp.state, setupEvents(await io.repository.unlanded(plan, await io.repository.head()), io.now()), run);
-  const integrated = committedBy(run);
+  const integrated = integratedBy(run.events);
   // What is integrated and not on the branch yet (this session's start, or an earlier one cut short) lands now.
   const landed = await land(state, isolation, session, ctx, run);
   state = landed.state;
@@ -680,10 +613,10 @@ export async function leadSetup(given: Plan, context: LeadContext, settings: Set
     assumptions: {
       total: report.assumptions.length,
       passed: report.assumptions.filter((a) => a.passed).length,
-      failed: report.assumptions.filter((a) => !a.passed).map((a) => ({ ...a, output: clip(a.output.trim(), 500) })),
+      failed: report.assumptions.filter((a) => !a.passed).map((a) => ({ ...a, output: clipForLead(a.output.trim(), 500) })),
     },
-    blocked: report.blocked.map((i) => ({ index: i, subject: state.plan.tasks[i]!.subject, reason: clip(state.plan.tasks[i]!.result ?? '') })),
-    skipped: [...setupSkips.map((s) => ({ index: s.task, subject: s.subject, rootCause: s.rootCause })), ...skipRefs(run)],
+    blocked: report.blocked.map((i) => ({ index: i, subject: state.plan.tasks[i]!.subject, reason: clipForLead(state.plan.tasks[i]!.result ?? '') })),
+    skipped: [...skippedBy(setupSkips), ...skippedBy(run.events)],
     notices: [
       ...report.notices,
       ...driving.notices.map((message): Notice => ({ level: 'warning', message })),
@@ -696,7 +629,7 @@ export async function leadSetup(given: Plan, context: LeadContext, settings: Set
     archived,
     concurrency: session.concurrency,
     maxAttempts: session.maxAttempts,
-    gate: gateReport(session, state, run, {
+    gate: gateReport(session.gate, state, run.events, {
       notices: gateConfig !== null ? [] : [noGateNotice(settings.noGate === true)],
       ...(baselineFailed !== undefined ? { output: baselineFailed.output, failedOn: { ref: isolation.ref, tip: baselineFailed.tip } } : {}),
     }),
@@ -707,8 +640,6 @@ export async function leadSetup(given: Plan, context: LeadContext, settings: Set
 
 // ---------------------------------------------------------------------------------------------
 // next
-
-export type NextStall = 'none' | 'running' | 'deadlock' | 'awaiting_approval' | 'landing' | 'gate' | 'limit' | 'done';
 
 export interface NextOutput {
   round: number;
@@ -832,7 +763,7 @@ export async function leadNext(plan: Plan, context: LeadContext, options: { conc
     index: e.task,
     subject: e.subject,
     outcome: e.outcome,
-    ...(e.reason !== undefined ? { reason: clip(e.reason) } : {}),
+    ...(e.reason !== undefined ? { reason: clipForLead(e.reason) } : {}),
     warnings: e.warnings ?? [],
   }));
   session.engine = state;
@@ -842,37 +773,14 @@ export async function leadNext(plan: Plan, context: LeadContext, options: { conc
   await writeSession(ctx.planPath, session);
   await syncHandOut(state.plan, ctx, session);
 
-  const busy = new Set([...state.attempts.keys(), ...claimingFiles(state)]);
-  const ready = readySet(state.plan.tasks);
   const limit = handOutLimit(state.limiter, options.concurrency ?? session.concurrency, io.now());
-  const waiting = ready
-    .map((i) => ({ index: i, subject: state.plan.tasks[i]!.subject, overlapsWith: [...state.overlaps[i]!].filter((j) => busy.has(j)).sort((a, b) => a - b) }))
-    .filter((w) => w.overlapsWith.length > 0)
-    .slice(0, WAITING_LISTED);
   // Why nothing was handed out, as the plan stands now.
-  let stall: NextStall = 'none';
-  let stuck: number[] = [];
-  if (tasks.length === 0) {
-    const stalled = planStall(state.plan.tasks, new Set(running));
-    const gates = [...claimingFiles({ plan: state.plan, attempts: new Map() })];
-    // Nothing starts before the gate has passed the starting commit: `plan commit` waits for it.
-    if (!gateOpen(state)) stall = 'gate';
-    else if (running.length > 0) stall = 'running';
-    // A usage limit holds the hand-outs until it resets.
-    else if (holding(state.limiter, io.now()) && ready.length > 0) stall = 'limit';
-    else if (stalled.kind === 'deadlock') [stall, stuck] = ['deadlock', stalled.pending];
-    else if (stalled.kind === 'awaiting_approval') [stall, stuck] = ['awaiting_approval', stalled.gates];
-    // Ready tasks held back only by gated work that overlaps them.
-    else if (ready.length > 0 && gates.length > 0) [stall, stuck] = ['awaiting_approval', gates];
-    // Ready tasks whose blockers' work waits to land: `plan commit` lands it once nothing blocks.
-    else if (waitingToLand(state).length > 0) [stall, stuck] = ['landing', waitingToLand(state)];
-    else if (ready.length === 0) stall = 'done';
-  }
+  const { stall, stuck } = nextStall(state, { handedOut: tasks.length, running, now: io.now() });
   return {
     round: state.round + 1,
     tasks,
-    waiting,
-    queued: ready.length,
+    waiting: overlapping(state, WAITING_LISTED),
+    queued: readySet(state.plan.tasks).length,
     inProgress: running,
     stall,
     stuck,
@@ -912,7 +820,7 @@ export interface FinalizeOutput {
    */
   results: Array<TaskRef & { outcome: FinalizeOutcome; attempt: number; result?: string; reason?: string; warnings: string[]; needs?: string[] }>;
   /** Tasks that go back to pending for another attempt: the next `next` starts them with a retry prompt. */
-  retry: Array<TaskRef & { attempt: number; reason: string }>;
+  retry: RetryRef[];
   skipped: SkipRef[];
   breaker: BreakerDecision;
   counts: Record<TaskStatus, number>;
@@ -1035,8 +943,8 @@ export async function leadFinalize(
         subject: task.subject,
         outcome: ended.outcome,
         attempt: ended.attempt,
-        ...(result !== undefined ? { result: clip(result) } : {}),
-        ...(ended.reason !== undefined ? { reason: clip(ended.reason) } : {}),
+        ...(result !== undefined ? { result: clipForLead(result) } : {}),
+        ...(ended.reason !== undefined ? { reason: clipForLead(ended.reason) } : {}),
         warnings: ended.warnings ?? [],
         ...(needs.length > 0 ? { needs } : {}),
       });
@@ -1055,24 +963,20 @@ export async function leadFinalize(
   await syncHandOut(state.plan, ctx, session);
 
   const counts = countByStatus(state.plan);
-  const skipped = skipRefs(run);
-  const tripped = run.of('breaker')[0];
-  const breaker: BreakerDecision = tripped
-    ? { trip: true, totalTasks: state.plan.tasks.length, pendingCount: tripped.pendingCount, wouldBeSkipped: tripped.wouldBeSkipped }
-    : { trip: false, totalTasks: state.plan.tasks.length, pendingCount: counts.pending, wouldBeSkipped: skipped.length };
-  const retry = out
-    .filter((r) => r.outcome === 'retry')
-    .map((r) => ({ index: r.index, subject: r.subject, attempt: r.attempt + 1, reason: clip(r.reason ?? '', 300) }));
-  const settled = out.filter((r) => r.outcome !== 'ignored');
-  const done = settled.filter((r) => r.outcome === 'completed' || r.outcome === 'awaiting_approval').length;
-  const verifiedWaiting = tasksIn(state, new Set(['verified', 'recording', 'queued', 'gating'])).length;
-  const tail = [
-    retry.length > 0 ? `${retry.length} to retry` : '',
-    skipped.length > 0 ? `${skipped.length} skipped` : '',
-    breaker.trip ? 'circuit breaker tripped' : '',
-  ].filter(Boolean);
-  // Verified work counts as completed here: `commit` integrates it next.
-  const summary = `Round ${state.round + 1}: ${done}/${settled.length} tasks completed (${counts.completed + verifiedWaiting}/${state.plan.tasks.length} overall)${tail.length > 0 ? `; ${tail.join(', ')}` : ''}`;
+  const skipped = skippedBy(run.events);
+  const breaker = breakerReport(run.events, state.plan.tasks.length, counts.pending);
+  const retry = retriesOf(out);
+  const summary = roundSummary({
+    round: state.round + 1,
+    settled: out.filter((r) => r.outcome !== 'ignored'),
+    retries: retry.length,
+    skipped: skipped.length,
+    tripped: breaker.trip,
+    counts,
+    // Verified work counts as completed here: `commit` integrates it next.
+    verifiedWaiting: tasksIn(state, new Set(['verified', 'recording', 'queued', 'gating'])).length,
+    totalTasks: state.plan.tasks.length,
+  });
   const said: Notice[] = [...(orphans.length > 0 ? [{ level: 'warning' as const, message: describeOrphans(orphans) }] : []), ...keptEdits];
   return ok({
     round: state.round + 1,
@@ -1181,7 +1085,7 @@ export async function leadCommit(plan: Plan, context: LeadContext, options: { wa
   if (archived === null) await writeSession(ctx.planPath, session);
   await syncHandOut(state.plan, ctx, session);
   if (failed !== null) return err({ kind: 'git-failed', failure: failed, tasks: [], notices: stopNotices });
-  const committed = committedBy(run);
+  const committed = integratedBy(run.events);
   return ok({
     ...committed,
     round: state.round,
@@ -1189,7 +1093,7 @@ export async function leadCommit(plan: Plan, context: LeadContext, options: { wa
     archived,
     counts: countByStatus(state.plan),
     complete: isComplete(state.plan),
-    gate: gateReport(session, state, run, { notices: driving.notices }),
+    gate: gateReport(session.gate, state, run.events, { notices: driving.notices }),
     ...(notices.length > 0 ? { notices } : {}),
   });
 }

@@ -14,7 +14,6 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
 import { SANDBOX_MODES, type SandboxDecision, type SandboxMode } from '../adapters/sandbox.ts';
-import { assertNever } from '../core/failure.ts';
 import { attemptOf, attemptToJson, workOf } from './attempt-record.ts';
 import {
   type Attempt,
@@ -46,24 +45,6 @@ export interface SessionGateConfig {
   command: string;
   batchSize: number;
   timeoutMs: number;
-}
-
-/** The gate's check of the starting commit as a step reports it: `none` (no gate, or nothing needed it), `running` until it passed, `passed`, `failed`. */
-export type BaselineState = 'none' | 'running' | 'passed' | 'failed';
-
-/** The step function's baseline as a step reports it. */
-export function baselineState(baseline: Baseline): BaselineState {
-  switch (baseline) {
-    case 'none':
-    case 'passed':
-    case 'failed':
-      return baseline;
-    case 'due':
-    case 'testing':
-      return 'running';
-    default:
-      return assertNever(baseline, 'baseline');
-  }
 }
 
 /** The gate process started in the background: its id, what it tests and on which integration tip. */
