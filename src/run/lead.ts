@@ -1065,7 +1065,7 @@ export async function leadCommit(plan: Plan, context: LeadContext, options: { wa
   session.engine = state;
   const failed = failure as GitFailure | null;
   const { archived, notice, kept } = await closeLandedStep(state, landed.landing, run, isolation, session, ctx, writes);
-  const integrating = run.of('notice').filter((n) => n.level === 'warning' && n.message.startsWith('could not integrate'));
+  const integrating = run.notices('integration-failed');
   const notices = [...integrating, ...(notice !== null ? [notice] : [])].map((n): Notice => ({ level: n.level, message: n.message })).concat(kept);
   // A step that stops says all the same: the gate's notices (a run started again) with the rest.
   const stopNotices = [...driving.notices.map((message): Notice => ({ level: 'warning', message })), ...notices];

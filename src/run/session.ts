@@ -384,8 +384,8 @@ export function withPlan(state: EngineState, plan: Plan): EngineState {
 // ---------------------------------------------------------------------------------------------
 // Driving the step function from a step
 
-/** Carries out one effect of the step function; returns the events it leads to, at once. */
-export type Carry = (effect: EngineEffect, state: EngineState) => Promise<EngineEvent[]>;
+/** Carries out one effect of the step function (of its answer to `answering`); returns the events it leads to, at once. */
+export type Carry = (effect: EngineEffect, state: EngineState, answering: EngineEvent) => Promise<EngineEvent[]>;
 
 /**
  * Post `events` to the step function, one at a time, carrying out each step's effects in order
@@ -395,9 +395,10 @@ export async function drive(state: EngineState, events: readonly EngineEvent[], 
   let current = state;
   const queue = [...events];
   while (queue.length > 0) {
-    const next = step(current, queue.shift()!);
+    const event = queue.shift()!;
+    const next = step(current, event);
     current = next.state;
-    for (const effect of next.effects) queue.push(...(await carry(effect, current)));
+    for (const effect of next.effects) queue.push(...(await carry(effect, current, event)));
   }
   return current;
 }
