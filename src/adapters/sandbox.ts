@@ -305,6 +305,15 @@ export async function decideSandbox(mode: SandboxMode): Promise<Result<SandboxDe
   return ok({ sandboxed: false, unavailable: support.error });
 }
 
+/**
+ * What `auto` finds here: sandboxed, or why not. For a session set up without a decision (a
+ * session file of an earlier version), whose steps ask as `auto`.
+ */
+export async function autoSandbox(): Promise<{ mode: 'auto' } & SandboxDecision> {
+  const decided = await decideSandbox('auto');
+  return { mode: 'auto', ...(decided.ok ? decided.value : { sandboxed: false, unavailable: decided.error }) };
+}
+
 let support: Promise<Result<void, string>> | undefined;
 
 /**

@@ -15,7 +15,7 @@ import { integrationRef, isAncestor, readRef, resolveCommit } from '../adapters/
 import { WORKTREE_INCLUDE, symlinkDirectoriesOf } from '../adapters/git/worktree-pool.ts';
 import { journalPathFor, openJournal, readJournal } from '../adapters/journal.ts';
 import type { ProcessRegistry } from '../adapters/orphans.ts';
-import { decideSandbox } from '../adapters/sandbox.ts';
+import { autoSandbox } from '../adapters/sandbox.ts';
 import type { RecordRequest } from '../core/engine/effects.ts';
 import type { RunEvent } from '../core/events.ts';
 import { type Result, err, ok } from '../core/failure.ts';
@@ -211,10 +211,7 @@ export function realLeadIo(place: LeadPlace): LeadIo {
       removeStale: () => removeStaleHandOuts(place.planPath, env),
       deniedWrites: (task, attempt) => deniedWritesOf(env, task, attempt),
     },
-    async sandbox() {
-      const decided = await decideSandbox('auto');
-      return { mode: 'auto', ...(decided.ok ? decided.value : { sandboxed: false, unavailable: decided.error }) };
-    },
+    sandbox: autoSandbox,
   };
 }
 

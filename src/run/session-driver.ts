@@ -30,12 +30,24 @@ export interface StepHooks {
   gate?(tasks: number[], state: EngineState): Promise<void>;
 }
 
+/**
+ * What a notice the step function emitted is about, told by the event it answered, never by its
+ * words: `integration-failed`, verified work that could not integrate (its answer to a
+ * `recorded` event carrying a failure); `other`, anything else it said.
+ */
+export type NoticeKind = 'integration-failed' | 'other';
+
+/** A notice the step function emitted, with its kind (which stays here: the journal and the outputs keep level and message). */
+export type KindedNotice = Extract<RunEventBody, { type: 'notice' }> & { kind: NoticeKind };
+
 /** One step's dealings with the step function: the events it emitted, how the run finished (when it did). */
 export class StepRun {
   readonly events: RunEventBody[] = [];
   /** When each event was emitted (ms), for the journal: a step can take a while (verification). */
   readonly times: number[] = [];
   finished: RunEnd | null = null;
+  /** The notices among the events, with what each is about. */
+  private readonly kinded: KindedNotice[] = [];
   /** Warnings from removing a subagent's worktree, for its `task-finished` event. */
   private readonly cleanup = new Map<number, string[]>();
 
@@ -50,13 +62,15 @@ export class StepRun {
     return hook as NonNullable<StepHooks[K]>;
   }
 
-  readonly carry = async (effect: EngineEffect, state: EngineState): Promise<EngineEvent[]> => {
+  readonly carry = async (effect: EngineEffect, state: EngineState, answering: EngineEvent): Promise<EngineEvent[]> => {
     switch (effect.type) {
       case 'save':
         await this.hooks.save(state.plan);
         return [];
       case 'emit': {
         const event = effect.event;
+        if (event.type === 'notice')
+          this.kinded.push({ ...event, kind: answering.type === 'recorded' && answering.failure !== null ? 'integration-failed' : 'other' });
         const extra = event.type === 'task-finished' ? this.cleanup.get(event.task) : undefined;
         this.events.push(extra && extra.length > 0 && event.type === 'task-finished' ? { ...event, warnings: [...(event.warnings ?? []), ...extra] } : event);
         this.times.push(this.now());
@@ -93,6 +107,11 @@ export class StepRun {
   note(event: RunEventBody): void {
     this.events.push(event);
     this.times.push(this.now());
+  }
+
+  /** The notices of one kind the step function emitted in this step. */
+  notices(kind: NoticeKind): KindedNotice[] {
+    return this.kinded.filter((n) => n.kind === kind);
   }
 
   /** Events of one type this step emitted. */

@@ -14,7 +14,6 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
 import { SANDBOX_MODES, type SandboxDecision, type SandboxMode } from '../adapters/sandbox.ts';
-import { assertNever } from '../core/failure.ts';
 import { attemptOf, attemptToJson, workOf } from './attempt-record.ts';
 import { initialState } from '../core/engine/admission.ts';
 import type { Attempt } from '../core/engine/attempt.ts';
@@ -41,24 +40,6 @@ export interface SessionGateConfig {
   command: string;
   batchSize: number;
   timeoutMs: number;
-}
-
-/** The gate's check of the starting commit as a step reports it: `none` (no gate, or nothing needed it), `running` until it passed, `passed`, `failed`. */
-export type BaselineState = 'none' | 'running' | 'passed' | 'failed';
-
-/** The step function's baseline as a step reports it. */
-export function baselineState(baseline: Baseline): BaselineState {
-  switch (baseline) {
-    case 'none':
-    case 'passed':
-    case 'failed':
-      return baseline;
-    case 'due':
-    case 'testing':
-      return 'running';
-    default:
-      return assertNever(baseline, 'baseline');
-  }
 }
 
 /** The gate process started in the background: its id, what it tests and on which integration tip. */
@@ -398,8 +379,8 @@ export function withPlan(state: EngineState, plan: Plan): EngineState {
 // ---------------------------------------------------------------------------------------------
 // Driving the step function from a step
 
-/** Carries out one effect of the step function; returns the events it leads to, at once. */
-export type Carry = (effect: EngineEffect, state: EngineState) => Promise<EngineEvent[]>;
+/** Carries out one effect of the step function (of its answer to `answering`); returns the events it leads to, at once. */
+export type Carry = (effect: EngineEffect, state: EngineState, answering: EngineEvent) => Promise<EngineEvent[]>;
 
 /**
  * Post `events` to the step function, one at a time, carrying out each step's effects in order
@@ -409,9 +390,10 @@ export async function drive(state: EngineState, events: readonly EngineEvent[], 
   let current = state;
   const queue = [...events];
   while (queue.length > 0) {
-    const next = step(current, queue.shift()!);
+    const event = queue.shift()!;
+    const next = step(current, event);
     current = next.state;
-    for (const effect of next.effects) queue.push(...(await carry(effect, current)));
+    for (const effect of next.effects) queue.push(...(await carry(effect, current, event)));
   }
   return current;
 }

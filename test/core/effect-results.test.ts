@@ -134,7 +134,9 @@ describe('the events an effect becomes', () => {
     const failure = gitFailure('update-ref', 'fatal: cannot lock ref');
     const carrier = new StepRun({ save: async () => {}, record: async () => failure, verify: async () => passed(task('A')) }, () => 42);
     const record: EngineEffect = { type: 'record', tasks: [0, 1], round: 1, integrate: [], park: [], hold: [], drop: [] };
-    expect(await carrier.carry(record, state)).toEqual([recordedEvent([0, 1], failure, 42)]);
-    expect(await carrier.carry({ type: 'verify', task: 0 }, state)).toEqual([verifiedEvent(0, passed(task('A')), 42)]);
+    // The event whose step asked for the effect (the notices' kind comes from it; these effects say none).
+    const answering: EngineEvent = { type: 'integrate', now: 42 };
+    expect(await carrier.carry(record, state, answering)).toEqual([recordedEvent([0, 1], failure, 42)]);
+    expect(await carrier.carry({ type: 'verify', task: 0 }, state, answering)).toEqual([verifiedEvent(0, passed(task('A')), 42)]);
   });
 });

@@ -77,10 +77,18 @@ describe('the in-session steps, in process', () => {
     await rig.setup();
     await rig.next();
     await rig.finalize([[0, 'COMPLETED: made A']]);
-    await rig.commit();
+    const committed = await rig.commit();
     expect(statuses(rig)).toEqual(['pending']);
     expect(rig.state.plan.tasks[0]!.attempts ?? 0).toBe(0);
     expect(rig.events.some((e) => e.type === 'notice' && e.level === 'warning' && e.message.startsWith('could not integrate'))).toBe(true);
+    // The commit says so, as it says nothing else the step function said (a landing, say).
+    expect(committed.ok && committed.value.notices).toEqual([
+      {
+        level: 'warning',
+        message:
+          'could not integrate the verified work of tasks 0: git integrate failed (exit 1): CONFLICT (content): Merge conflict in A.txt; they run again from the work integrated since (no attempt counted)',
+      },
+    ]);
     expect(await rig.next()).toEqual([0]);
     expect(rig.subagents.get(0)).toBe(1);
     await rig.finalize([[0, 'COMPLETED: made A again']]);

@@ -6,7 +6,7 @@
 // blocks it, and exits 1 (as a headless run whose work could not land).
 
 import { readFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { Git } from '../../adapters/git/repository.ts';
 import { ownLayout } from '../../adapters/layout.ts';
 import { commandHint } from '../../core/command-hint.ts';
@@ -30,7 +30,7 @@ import {
 import { type Command, type Io, type Numbers, type OptionSpec, describeUsageError } from '../command.ts';
 import { RANGES } from '../numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, UsageError, usageError } from '../exit.ts';
-import { DEFAULT_PLAN, findPlan, loadPlan, loadPlanFile, missingPlanLine, repositoryTop } from '../load.ts';
+import { findPlan, loadPlan, loadPlanFile, missingPlanLine, repositoryTop } from '../load.ts';
 import { describeEditBetweenSteps, editedSinceLastStep, rememberPlanFile } from '../../run/plan-edits.ts';
 import { describeSetupProblem } from '../setup-problem.ts';
 import { gateCommandOf, gateOptions } from '../gate-flags.ts';
@@ -40,7 +40,7 @@ import { DEFAULTS } from '../../run/settings.ts';
 import { serveGate } from '../../run/lead-gate.ts';
 import { baselineRefusal } from '../../run/lifecycle.ts';
 import { describeJsonError } from '../../core/json-text.ts';
-import { type SandboxDecision, decideSandbox, installAdvice, sandboxModeOf } from '../../adapters/sandbox.ts';
+import { type SandboxDecision, autoSandbox, decideSandbox, installAdvice, sandboxModeOf } from '../../adapters/sandbox.ts';
 import { readSession } from '../../run/session.ts';
 
 /** A problem with a name the lead can act on. */
@@ -78,19 +78,26 @@ interface StepArgs {
   io: Parameters<Command['run']>[1];
 }
 
-interface StepSpec {
+/** What every step's output may say besides its result: an edit of the plan between steps is said there first. */
+type StepOutput = { notices?: Notice[] };
+
+/** A step as a command: what it checks before the plan is loaded (`P`, given to the step), and what it prints (`O`). */
+interface StepSpec<P, O extends StepOutput> {
   name: string;
   summary: string;
   usage: string;
   options: Record<string, OptionSpec>;
   /** Checked before the plan is loaded (flags, input files). */
-  prepare?: (values: Record<string, unknown>, cwd: string, env: NodeJS.ProcessEnv) => Promise<unknown>;
-  step(args: StepArgs, prepared: unknown): Promise<object>;
+  prepare(values: Record<string, unknown>, cwd: string, env: NodeJS.ProcessEnv): Promise<P>;
+  step(args: StepArgs, prepared: P): Promise<O>;
   /** A finished step that still needs the person: its exit code and the one line for stderr. */
-  attention?(output: object): { code: ExitCode; line: string } | null;
+  attention?(output: O): { code: ExitCode; line: string } | null;
   /** What the step answers when the plan is gone because a finished run archived it (else: `no-plan`). */
-  afterArchive?(archive: { path: string; plan: Plan }): object;
+  afterArchive?(archive: { path: string; plan: Plan }): O;
 }
+
+/** A step that checks nothing before the plan is loaded. */
+const nothingToPrepare = async (): Promise<undefined> => undefined;
 
 /** A step's problem: `{"error": {kind, message, details}}` on stdout, its first line on stderr. */
 function reportProblem(step: string, kind: string, e: CliError, io: Io): ExitCode {
@@ -103,28 +110,28 @@ function reportProblem(step: string, kind: string, e: CliError, io: Io): ExitCod
   return e.code;
 }
 
-/**
- * Where a step works: the repository holding `--repo DIR` (default: the current folder), at its
- * top, as git finds it; the plan `--plan FILE` (relative to the current folder), else the one
- * found from DIR (`findPlan`). `top` is null outside any repository.
- */
-async function whereOf(values: Record<string, unknown>, cwd: string): Promise<{ start: string; top: string | null; planPath: string }> {
-  const start = resolve(cwd, str(values.repo) ?? '.');
-  const top = await repositoryTop(start);
-  const planPath = str(values.plan) !== undefined ? resolve(cwd, str(values.plan)!) : await findPlan(start, top);
-  return { start, top, planPath };
-}
-
-/** Where the repository and the plan are, and that both exist. */
-async function locate({
-  start,
-  top,
-  planPath,
-}: {
+/** Where a step works (`whereOf`): `--repo DIR` resolved, the top of its repository (null outside any), the plan. */
+interface Where {
   start: string;
   top: string | null;
   planPath: string;
-}): Promise<{ repo: string; planPath: string; git: Git }> {
+}
+
+/**
+ * Where a step works, resolved once for the steps and the gate process: the repository holding
+ * `--repo DIR` (default: the current folder), at its top, as git finds it; the plan `--plan FILE`
+ * (relative to the current folder), else the one found from DIR (`findPlan`).
+ */
+async function whereOf(values: Record<string, unknown>, cwd: string): Promise<Where> {
+  const start = resolve(cwd, str(values.repo) ?? '.');
+  const top = await repositoryTop(start);
+  const plan = str(values.plan);
+  const planPath = plan !== undefined ? resolve(cwd, plan) : await findPlan(start, top);
+  return { start, top, planPath };
+}
+
+/** That the repository and the plan exist: the step's place. */
+async function locate({ start, top, planPath }: Where): Promise<{ repo: string; planPath: string; git: Git }> {
   if (top === null)
     throw new StepError(EXIT.invalid, 'not-a-repo', [`${start} is not in a git repository (foreman commits each round; run \`git init\` first)`]);
   const read = await readPlanFile(planPath);
@@ -157,7 +164,7 @@ async function loadStepPlan(planPath: string): Promise<{ plan: Plan; text: strin
   }
 }
 
-export function stepCommand(spec: StepSpec): Command {
+export function stepCommand<P, O extends StepOutput>(spec: StepSpec<P, O>): Command {
   return {
     name: spec.name,
     summary: spec.summary,
@@ -165,11 +172,11 @@ export function stepCommand(spec: StepSpec): Command {
     options: { ...repoPlanOptions, ...spec.options },
     async run({ values, numbers }, io) {
       try {
-        const prepared = await spec.prepare?.(values, io.cwd, io.env);
+        const prepared = await spec.prepare(values, io.cwd, io.env);
         const where = await whereOf(values, io.cwd);
         const finished = spec.afterArchive === undefined ? null : await archivedFinished(where.planPath);
-        if (finished !== null) {
-          io.out(JSON.stringify(spec.afterArchive!(finished)));
+        if (spec.afterArchive !== undefined && finished !== null) {
+          io.out(JSON.stringify(spec.afterArchive(finished)));
           return EXIT.ok;
         }
         const { repo, planPath, git } = await locate(where);
@@ -183,11 +190,8 @@ export function stepCommand(spec: StepSpec): Command {
           const { plan, text } = await loadStepPlan(planPath);
           // An edit between steps is used as it is (setup starts afresh anyway); the step says so.
           const edited = spec.name !== 'setup' && (await editedSinceLastStep(planPath, text)) ? describeEditBetweenSteps(plan) : null;
-          const output = await spec.step({ values, numbers, plan, io, ctx: { repo, planPath, git, env: io.env, planText: text } }, prepared);
-          if (edited !== null) {
-            const withNotices = output as { notices?: Array<{ level: string; message: string }> };
-            withNotices.notices = [edited, ...(withNotices.notices ?? [])];
-          }
+          const stepped = await spec.step({ values, numbers, plan, io, ctx: { repo, planPath, git, env: io.env, planText: text } }, prepared);
+          const output = edited === null ? stepped : { ...stepped, notices: [edited, ...(stepped.notices ?? [])] };
           await rememberPlanFile(planPath);
           io.out(JSON.stringify(output));
           const attention = spec.attention?.(output) ?? null;
@@ -239,11 +243,6 @@ const requireSandboxOption: Record<string, OptionSpec> = {
   },
 };
 
-const autoDecision = async (): Promise<SandboxDecision> => {
-  const d = await decideSandbox('auto');
-  return d.ok ? d.value : { sandboxed: false, unavailable: d.error };
-};
-
 /** The flag's value checked before anything else: only `on`. */
 function requireSandboxFlag(values: Record<string, unknown>): boolean {
   const flag = str(values.sandbox);
@@ -271,7 +270,7 @@ async function refuseUnsandboxed(
   const runs = what(session.gate.config !== null);
   if (runs === null) return;
   // A session file of an earlier version has no decision: its steps ask as `auto`.
-  const decided: SandboxDecision = session.sandbox ?? (await autoDecision());
+  const decided: SandboxDecision = session.sandbox ?? (await autoSandbox());
   if (decided.sandboxed) return;
   const why = decided.unavailable === null ? 'it was set up with --sandbox off' : `plan setup found that the sandbox cannot run here: ${decided.unavailable}`;
   throw new StepError(EXIT.cannotRun, 'sandbox-unavailable', [
@@ -338,7 +337,7 @@ export const setup = stepCommand({
       description: `auto: run the checks, the gate and each worker's Bash commands in the operating-system sandbox where it works, and say once when it cannot (then a worker's commands ask you); on: refuse without it (exit 3); off: never (default: FOREMAN_SANDBOX, else ${DEFAULTS.sandbox})`,
     },
   },
-  async prepare(values, _cwd, env) {
+  async prepare(values, _cwd, env): Promise<SessionSandbox> {
     gateCommandOf(values);
     if (values.speculate !== undefined && values['no-speculate'] === true) throw usageError('--speculate and --no-speculate contradict each other: choose one');
     const mode = sandboxModeOf(str(values.sandbox), env);
@@ -357,7 +356,7 @@ export const setup = stepCommand({
       gateBatch: numbers['gate-batch'],
       gateTimeoutMs: millisecondsOf(numbers['gate-timeout']),
       waitMs: millisecondsOf(numbers.wait),
-      sandbox: sandbox as SessionSandbox,
+      sandbox,
       ...(values['no-speculate'] === true ? { speculate: 0 } : numbers.speculate !== undefined ? { speculate: numbers.speculate } : {}),
       ...(values['strict-scope'] === true ? { strictScope: true } : {}),
     });
@@ -390,6 +389,7 @@ export const next = stepCommand({
   options: {
     concurrency: { type: 'string', valueName: 'N', description: "workers at once (default: the session's, from setup)", range: RANGES.workers },
   },
+  prepare: nothingToPrepare,
   step: ({ numbers, plan, ctx }) => leadNext(plan, ctx, { concurrency: numbers.concurrency }),
   // The last `commit` archived the finished plan: the lead asking again is told it is done.
   afterArchive: ({ path, plan }): NextOutput => ({
@@ -406,15 +406,17 @@ export const next = stepCommand({
   }),
 });
 
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
 /** The results file: `[{"task": N, "output": "…", "worktree": "<worktreePath>"}]` (`worktree` when the Task result named one). */
 export function parseResults(text: string, file: string): WorkerResult[] {
   let data: unknown;
   try {
     data = JSON.parse(text);
   } catch (e) {
-    throw new StepError(EXIT.invalid, 'bad-results', [`${file}: ${describeJsonError(text, e as Error)}`]);
+    throw new StepError(EXIT.invalid, 'bad-results', [`${file}: ${describeJsonError(text, e instanceof Error ? e : new Error(String(e)))}`]);
   }
-  const list = Array.isArray(data) ? data : (data as { results?: unknown } | null)?.results;
+  const list = Array.isArray(data) ? data : isRecord(data) ? data.results : undefined;
   if (!Array.isArray(list)) throw new StepError(EXIT.invalid, 'bad-results', [`${file}: expected a JSON array of {"task": N, "output": "…"}`]);
   // A round's results are never none: a lead that has none has lost its workers' replies (the tasks stay in progress).
   if (list.length === 0)
@@ -422,14 +424,15 @@ export function parseResults(text: string, file: string): WorkerResult[] {
       `${file}: no results (an empty list), so nothing was finalized: give one {"task": N, "output": "…"} for each task \`plan next\` handed out`,
     ]);
   return list.map((r: unknown, k) => {
-    const o = r as { task?: unknown; output?: unknown; worktree?: unknown } | null;
-    const worktreeOk = o?.worktree === undefined || o.worktree === null || (typeof o.worktree === 'string' && o.worktree !== '');
-    if (!o || typeof o !== 'object' || !Number.isInteger(o.task) || (o.task as number) < 0 || typeof o.output !== 'string' || !worktreeOk) {
+    const o = isRecord(r) ? r : {};
+    const { task, output, worktree } = o;
+    const worktreeOk = worktree === undefined || worktree === null || (typeof worktree === 'string' && worktree !== '');
+    if (!isRecord(r) || typeof task !== 'number' || !Number.isInteger(task) || task < 0 || typeof output !== 'string' || !worktreeOk) {
       throw new StepError(EXIT.invalid, 'bad-results', [
         `${file}: entry ${k} must be {"task": <task index>, "output": "<the worker's final text>", "worktree": "<the worktreePath of its Task result, when there is one>"} (got ${JSON.stringify(r)?.slice(0, 200)})`,
       ]);
     }
-    return { task: o.task as number, output: o.output, ...(typeof o.worktree === 'string' ? { worktree: o.worktree } : {}) };
+    return { task, output, ...(typeof worktree === 'string' ? { worktree } : {}) };
   });
 }
 
@@ -465,7 +468,7 @@ export const finalize = stepCommand({
   },
   async step({ values, numbers, plan, ctx }, results) {
     await refuseUnsandboxed('finalize', values, plan, ctx.planPath, () => 'the acceptance checks');
-    const r = await leadFinalize(plan, ctx, results as WorkerResult[], {
+    const r = await leadFinalize(plan, ctx, results, {
       maxAttempts: numbers['max-attempts'],
       checkTimeoutMs: millisecondsOf(numbers['check-timeout']),
     });
@@ -512,8 +515,7 @@ export const commit = stepCommand({
         return assertNever(r.error, 'commit problem');
     }
   },
-  attention(output) {
-    const landing = (output as { landing: { landed: boolean; problem: string[] } }).landing;
+  attention({ landing }) {
     return landing.landed
       ? null
       : {
@@ -563,8 +565,9 @@ export const gate: Command = {
       io.err('plan gate: internal to plan commit (--serve --id ID --tip COMMIT --tasks N,… --command CMD --timeout-ms MS)');
       return EXIT.invalid;
     }
-    const repo = resolve(io.cwd, str(values.repo) ?? '.');
-    const planPath = str(values.plan) !== undefined ? resolve(io.cwd, str(values.plan)!) : join(repo, DEFAULT_PLAN);
+    const where = await whereOf(values, io.cwd);
+    const repo = where.top ?? where.start;
+    const planPath = where.planPath;
     const plan = await loadPlan(planPath).catch(() => null);
     if (plan === null) {
       io.err(`plan gate: cannot read the plan at ${planPath}`);

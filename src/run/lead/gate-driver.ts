@@ -1,0 +1,140 @@
+// The merge queue's gate process as a step drives it (setup, commit). The process outlives the
+// step; its queue is the step function's: the step starts the run the step function asks for,
+// collects a finished run's verdict and posts it, and waits for a run at most until a deadline.
+
+import { ownLayout } from '../../adapters/layout.ts';
+import { commandHint } from '../../core/command-hint.ts';
+import { tasksIn } from '../../core/engine/attempt.ts';
+import type { EngineEvent } from '../../core/engine/events.ts';
+import type { EngineState } from '../../core/engine/state.ts';
+import { clipTail } from '../../core/format.ts';
+import type { LeadIsolation } from '../lead-io.ts';
+import { type StepHooks, gateVerdictEvents } from '../session-driver.ts';
+import type { GateRunRecord, Session } from '../session.ts';
+import { type Lead, keepState, sandboxedIn } from './skeleton.ts';
+
+/** How long a step waits for a gate run before it returns `running` (`--wait`): well inside the Bash tool's two minutes. */
+export const DEFAULT_GATE_WAIT_MS = 90_000;
+
+/** The gate failed on the starting commit: what it said, and the integration tip it ran on. */
+export interface BaselineFailed {
+  output: string;
+  tip: string;
+}
+
+/** Posts events to the step function through the step's carrier (StepScope.post). */
+export type Post = (state: EngineState, events: readonly EngineEvent[]) => Promise<EngineState>;
+
+/** Driving the gate process from one step, in `session`, on the plan's integration ref (`isolation`). */
+export class GateDriver {
+  /** What the step says of gate runs it started again or could not start (its output's `gate.notices`). */
+  readonly notices: string[] = [];
+
+  constructor(
+    private readonly lead: Lead,
+    private readonly session: Session,
+    private readonly isolation: LeadIsolation,
+  ) {}
+
+  /** The step's effects that record verified work (integrate, park, hold) and start the gate process. */
+  readonly effects: Required<Pick<StepHooks, 'record' | 'gate'>> = {
+    record: (state, request) => this.isolation.record(state.plan, request),
+    gate: async (tasks, state) => {
+      await this.launch(tasks, state);
+    },
+  };
+
+  /**
+   * Start the gate process on `tasks` stacked on the integration tip (none: the baseline), `state`
+   * being the step function's with those tasks being gated; false when it did not start.
+   */
+  async launch(tasks: number[], state: EngineState): Promise<boolean> {
+    const { lead, session, isolation } = this;
+    const record: GateRunRecord = {
+      id: `${lead.io.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
+      tasks,
+      tip: isolation.tip,
+      startedAt: new Date(lead.io.now()).toISOString(),
+    };
+    session.gate.current = record;
+    // Saved before it starts, with the state that gates these tasks: a step killed now finds the run and starts it again.
+    await keepState(lead, session, state);
+    const started = await lead.io.gate.launch(
+      {
+        repo: isolation.repo,
+        planPath: lead.planPath,
+        env: lead.env ?? process.env,
+        config: session.gate.config!,
+        sandbox: await sandboxedIn(session, lead.io),
+      },
+      record,
+    );
+    if (started.ok) return true;
+    session.gate.current = null;
+    this.notices.push(
+      `could not start the gate process (\`plan gate --serve\`): ${started.error}; run \`${commandHint('plan', 'commit', ownLayout())}\` again`,
+    );
+    return false;
+  }
+
+  /**
+   * Drive the gate for at most `waitMs` (default DEFAULT_GATE_WAIT_MS): collect the background
+   * run's result and post its verdict to the step function (which integrates what passed and
+   * blames a culprit), start the next run it asks for (the baseline first), and wait for it. A run
+   * still going at the deadline goes on in the background; the next `commit` collects it. Returns
+   * the state after (the same without a gate).
+   */
+  async drive(state: EngineState, waitMs: number | undefined, post: Post): Promise<{ state: EngineState; baselineFailed?: BaselineFailed }> {
+    const { lead, session, isolation } = this;
+    if (session.gate.config === null) return { state };
+    const deadline = lead.io.now() + (waitMs ?? DEFAULT_GATE_WAIT_MS);
+    let current = state;
+    for (;;) {
+      const out = session.gate.current;
+      if (out === null) {
+        // The step function asked for a run (the baseline: none gating) whose process never started.
+        const gating = tasksIn(current, new Set(['gating']));
+        if (gating.length > 0 || current.baseline === 'testing') {
+          if (!(await this.launch(gating, current))) return { state: current };
+          continue;
+        }
+        return { state: current };
+      }
+      const gateState = await lead.io.gate.read();
+      if (gateState !== null && gateState.id === out.id && gateState.state === 'finished') {
+        session.gate.current = null;
+        if (out.tasks.length === 0) {
+          // The starting commit's verdict: the step function opens the gate, or refuses the run.
+          if (current.baseline !== 'testing') continue;
+          current = await post(current, gateVerdictEvents([], gateState, lead.io.now()));
+          if (current.stop?.baselineFailure !== undefined)
+            return { state: current, baselineFailed: { output: clipTail(gateState.output.trim(), 2000), tip: out.tip } };
+          continue;
+        }
+        if (gateState.stale || isolation.tip !== out.tip) {
+          // Nothing was tested on the tip as it is now: the same stack runs again.
+          this.notices.push(
+            `the gate run on tasks ${out.tasks.join(', ')} is run again: ${gateState.stale ? gateState.output : 'the integration tip moved while it ran'}`,
+          );
+          if (!(await this.launch(out.tasks, current))) return { state: current };
+          continue;
+        }
+        // A run the state does not know (a step killed before it saved the state gating it) tells nothing.
+        if (!out.tasks.every((t) => current.attempts.get(t)?.stage === 'gating')) continue;
+        current = await post(current, gateVerdictEvents(out.tasks, gateState, lead.io.now()));
+        continue;
+      }
+      if (gateState !== null && gateState.id === out.id && gateState.state === 'running' && lead.io.gate.alive(gateState)) {
+        const left = deadline - lead.io.now();
+        if (left <= 0) return { state: current };
+        await lead.io.sleep(Math.min(200, left));
+        continue;
+      }
+      // The process is gone without a result (killed): its stack is tested again.
+      this.notices.push(
+        `the gate process for ${out.tasks.length === 0 ? 'the starting commit' : `tasks ${out.tasks.join(', ')}`} ended without a result: it runs again`,
+      );
+      if (!(await this.launch(out.tasks, current))) return { state: current };
+    }
+  }
+}

@@ -1,0 +1,233 @@
+// `plan next`: ask the step function what may start now — ready, its blockers' work on the branch,
+// not overlapping anything under way, highest priority first, at most `concurrency` running — and
+// write each task's full worker prompt to `.design/prompts/task-<i>.md`. Work a task set aside,
+// once the task is widened to declare it, is re-checked here instead of handed out.
+
+import { mkdir, writeFile } from 'node:fs/promises';
+import { ProcessRegistry, registryPathFor } from '../../adapters/orphans.ts';
+import { initialState } from '../../core/engine/admission.ts';
+import type { EngineEffect } from '../../core/engine/effects.ts';
+import type { EngineEvent } from '../../core/engine/events.ts';
+import { startable } from '../../core/engine/queries.ts';
+import type { EngineState } from '../../core/engine/state.ts';
+import { type Result, err, ok, recheckRun } from '../../core/failure.ts';
+import { workerFinishedEvent } from '../../core/engine/effect-results.ts';
+import type { Verification } from '../../core/finalize.ts';
+import { type GitFailure, describeGitFailure } from '../../core/git-text.ts';
+import { countByStatus, readySet } from '../../core/graph.ts';
+import { type SessionLimit, handOutLimit } from '../../core/limit-words.ts';
+import { type Plan, type TaskStatus, modelOf, statusOf } from '../../core/plan.ts';
+import { workerPrompt } from '../../core/prompt.ts';
+import { type NextStall, type Notice, type TaskRef, clipForLead, isComplete, nextStall, overlapping } from '../../core/session-report.ts';
+import { promptsDirFor } from '../archive.ts';
+import type { LeadIsolation } from '../lead-io.ts';
+import { nextEvents } from '../session-driver.ts';
+import { type Session, promptPathFor, readSession, sessionConfig } from '../session.ts';
+import { type Lead, type LeadStep, type Opened, type Ran, type Recorded, type StepScope, sandboxedIn, stateOf } from './skeleton.ts';
+
+/** How many overlapping ready tasks `next` names; it counts the rest. */
+const WAITING_LISTED = 20;
+
+export interface NextOutput {
+  round: number;
+  /**
+   * Dispatch each with `isolation: "worktree"`: Claude Code makes its worktree from HEAD, which
+   * is `base` (it holds the work of every task it depends on).
+   */
+  tasks: Array<TaskRef & { activeForm: string; model: string; attempt: number; promptFile: string; isolation: 'worktree'; base: string }>;
+  /** Ready tasks that did not start because they overlap a task that did (or runs); at most WAITING_LISTED of them. */
+  waiting: Array<TaskRef & { overlapsWith: number[] }>;
+  /** Every ready task that did not start: those overlapping, and those for which no slot was free. */
+  queued: number;
+  inProgress: number[];
+  stall: NextStall;
+  /**
+   * With `deadlock`: the pending tasks that can never start; with `awaiting_approval`: the gated
+   * tasks; with `landing`: ready tasks held back because their blockers' work is integrated but
+   * not on the branch yet (`plan commit` says what blocks the landing).
+   */
+  stuck: number[];
+  counts: Record<TaskStatus, number>;
+  complete: boolean;
+  /** Only when the plan is gone because the last `commit` archived it, finished: where it went. */
+  archived?: string;
+  /**
+   * A limit that holds the round back (stall `limit`: a usage limit until its reset) or narrows it
+   * (a round a limit refused some of leaves the next no more than it got through): tell the user.
+   */
+  limit?: SessionLimit;
+  /** Present when something needs saying: the plan file changed since the last step. */
+  notices?: Notice[];
+  /**
+   * Tasks whose set-aside work this step re-checked instead of handing them out (they were widened
+   * to declare it, `plan declare`): `completed` waits for `plan commit`; otherwise a worker does
+   * the task at a later `next`.
+   */
+  rechecked?: Array<TaskRef & { outcome: string; reason?: string; warnings: string[] }>;
+}
+
+interface NextOpened extends Opened {
+  /** Integrated tasks whose work is not on the branch (HEAD) yet. */
+  unlanded: number[];
+  /** Tasks in progress as the step found them. */
+  running: number[];
+  /** The tasks handed out, as the step's effects hand them out. */
+  handedOut: NextOutput['tasks'];
+  rechecks: Rechecks;
+}
+
+/** The `next` step, handing out at most `concurrency` (default: the session's). */
+export class NextStep implements LeadStep<NextOpened, Ran, NextOutput, never> {
+  readonly name = 'next';
+
+  constructor(private readonly options: { concurrency?: number }) {}
+
+  async open(lead: Lead, plan: Plan): Promise<Result<NextOpened, never>> {
+    const { io } = lead;
+    const session = await readSession(lead.planPath, plan);
+    const head = await io.repository.head();
+    const unlanded = await io.repository.unlanded(plan, head);
+    const running = plan.tasks.flatMap((t, i) => (statusOf(t) === 'in_progress' ? [i] : []));
+    const state = stateOf(lead, session, plan);
+    const handedOut: NextOutput['tasks'] = [];
+    const rechecks = new Rechecks(lead, session, plan);
+    const handOut = async (effect: Extract<EngineEffect, { type: 'start-worker' }>, current: EngineState): Promise<undefined> => {
+      // Setup refuses a repository without a commit; without one nothing can be handed out.
+      if (head === null) throw new Error('no commit to hand work out from');
+      const task = current.plan.tasks[effect.task]!;
+      const promptFile = promptPathFor(lead.planPath, effect.task);
+      await mkdir(promptsDirFor(lead.planPath), { recursive: true });
+      await writeFile(promptFile, workerPrompt(current.plan, effect.task, { maxAttempts: current.config.maxAttempts }));
+      session.handedOut[String(effect.task)] = { at: new Date(io.now()).toISOString(), base: head };
+      handedOut.push({
+        index: effect.task,
+        subject: task.subject,
+        activeForm: task.activeForm ?? task.subject,
+        model: modelOf(task),
+        attempt: effect.attempt,
+        promptFile,
+        isolation: 'worktree',
+        base: head,
+      });
+      return undefined;
+    };
+    return ok({
+      session,
+      state,
+      effects: {
+        verify: rechecks.verify,
+        release: rechecks.release,
+        startWorker: (effect, current) => (effect.recheck !== undefined ? rechecks.start(effect.task, effect.recheck) : handOut(effect, current)),
+      },
+      unlanded,
+      running,
+      handedOut,
+      rechecks,
+    });
+  }
+
+  async run(scope: StepScope, opened: NextOpened): Promise<Ran> {
+    const { lead, session } = scope;
+    const { io } = lead;
+    let state = opened.state;
+    // A run that ended (a stall, the breaker) starts again when something could start now (a retry, an approval).
+    if (state.finished || session.runId === null || session.runFinished) {
+      // The gate's verdict on the starting commit stands for the session.
+      const fresh: EngineState = {
+        ...initialState(state.plan, sessionConfig(session, lead.planPath), io.now()),
+        unlanded: new Set(opened.unlanded),
+        baseline: state.baseline,
+      };
+      if (startable(fresh, this.options.concurrency).length > 0) {
+        state = fresh;
+        scope.journal.start(state.plan, true);
+      }
+    }
+    if (!state.finished) state = await scope.post(state, nextEvents(opened.unlanded, this.options.concurrency, io.now()));
+    await opened.rechecks.done();
+    return { state, end: scope.run.finished, landing: { landed: opened.unlanded.length === 0, problem: [] } };
+  }
+
+  report(scope: StepScope, opened: NextOpened, { state }: Ran, recorded: Recorded): Result<NextOutput, never> {
+    const { io } = scope.lead;
+    const rechecked = scope.run.of('task-finished').map((e) => ({
+      index: e.task,
+      subject: e.subject,
+      outcome: e.outcome,
+      ...(e.reason !== undefined ? { reason: clipForLead(e.reason) } : {}),
+      warnings: e.warnings ?? [],
+    }));
+    const limit = handOutLimit(state.limiter, this.options.concurrency ?? scope.session.concurrency, io.now());
+    // Why nothing was handed out, as the plan stands now.
+    const { stall, stuck } = nextStall(state, { handedOut: opened.handedOut.length, running: opened.running, now: io.now() });
+    return ok({
+      round: state.round + 1,
+      tasks: opened.handedOut,
+      waiting: overlapping(state, WAITING_LISTED),
+      queued: readySet(state.plan.tasks).length,
+      inProgress: opened.running,
+      stall,
+      stuck,
+      counts: countByStatus(state.plan),
+      complete: isComplete(state.plan),
+      ...(limit !== null ? { limit } : {}),
+      ...(recorded.kept.length > 0 ? { notices: recorded.kept } : {}),
+      ...(rechecked.length > 0 ? { rechecked } : {}),
+    });
+  }
+}
+
+/**
+ * Re-checks of the work a task set aside, in a worktree of foreman's (opened once, when the first
+ * is needed), their checks recorded as finalize's are, so the step after a crash ends them.
+ */
+class Rechecks {
+  private opened: Promise<Result<LeadIsolation, GitFailure>> | null = null;
+  /** Re-checks whose worktree could not be made ready: their verification fails, and a worker does the task next. */
+  private readonly unprepared = new Map<number, string>();
+  private readonly registry: ProcessRegistry;
+
+  constructor(
+    private readonly lead: Lead,
+    private readonly session: Session,
+    private readonly plan: Plan,
+  ) {
+    this.registry = new ProcessRegistry(registryPathFor(lead.planPath));
+  }
+
+  private isolation(): Promise<Result<LeadIsolation, GitFailure>> {
+    const { io } = this.lead;
+    const { session } = this;
+    this.opened ??= sandboxedIn(session, io).then((sandbox) =>
+      io.repository.open(this.plan, { sandbox, checkTimeoutMs: session.checkTimeoutMs, registry: this.registry, strictScope: session.strictScope }),
+    );
+    return this.opened;
+  }
+
+  /** Make the re-check's worktree ready at `commit`; the "worker" has finished at once. */
+  readonly start = async (task: number, commit: string): Promise<EngineEvent[]> => {
+    const opened = await this.isolation();
+    const prepared = opened.ok ? await opened.value.prepareRecheck(task, commit) : null;
+    if (prepared !== null && !prepared.ok) this.unprepared.set(task, prepared.error);
+    return [workerFinishedEvent(task, recheckRun(''), this.lead.io.now())];
+  };
+
+  readonly verify = async (task: number, current: EngineState): Promise<Verification> => {
+    const opened = await this.isolation();
+    const unready = this.unprepared.get(task);
+    if (unready !== undefined) return err(unready);
+    if (!opened.ok) return err(`the plan's integration ref cannot be opened: ${describeGitFailure(opened.error)}`);
+    return opened.value.verifyRecheck(current.plan, task);
+  };
+
+  readonly release = async (task: number): Promise<string[]> => {
+    const opened = await this.isolation();
+    if (opened.ok) opened.value.release(task);
+    return [];
+  };
+
+  /** The step is done with re-checks: their processes are no longer recorded. */
+  async done(): Promise<void> {
+    if (this.opened !== null) await this.registry.clear();
+  }
+}

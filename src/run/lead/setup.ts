@@ -1,0 +1,322 @@
+// `plan setup`: validate the working tree against the plan and start a session's run — resume
+// detection, interrupted work back to pending, approved work integrated, blocking assumptions (all
+// `setupRun`, as a headless run does); then the step function's first state, with the work an
+// earlier session verified integrated (or, with a gate, held as candidates), landed, and the
+// gate's check of the starting commit.
+
+import { rm } from 'node:fs/promises';
+import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../../adapters/orphans.ts';
+import { type SandboxMode, installAdvice } from '../../adapters/sandbox.ts';
+import { type HeldCandidate, initialState } from '../../core/engine/admission.ts';
+import type { EngineState } from '../../core/engine/state.ts';
+import { step } from '../../core/engine/step.ts';
+import type { RunEventBody } from '../../core/events.ts';
+import { type Result, err, ok } from '../../core/failure.ts';
+import { countByStatus } from '../../core/graph.ts';
+import type { Plan, TaskStatus } from '../../core/plan.ts';
+import {
+  type CommitOutcome,
+  type GateReport,
+  type Notice,
+  type SkipRef,
+  type TaskRef,
+  clipForLead,
+  gateReport,
+  integratedBy,
+  noticeOf,
+  skippedBy,
+  warning,
+} from '../../core/session-report.ts';
+import { promptsDirFor } from '../archive.ts';
+import { ensurePlanId } from '../commit.ts';
+import type { LeadIsolation, LeadSetupReport } from '../lead-io.ts';
+import { noGateNotice } from '../lifecycle.ts';
+import { StepRun, post, runEnd, sessionEndedEvents, setUpEvent, setupEvents } from '../session-driver.ts';
+import { type Session, type SessionGateConfig, type SessionSandbox, defaultSession, readSession, sessionConfig } from '../session.ts';
+import type { AssumptionResult, SetupProblem } from '../setup.ts';
+import { DEFAULTS } from '../settings.ts';
+import { type BaselineFailed, GateDriver } from './gate-driver.ts';
+import {
+  type LandingReport,
+  type Lead,
+  type LeadStep,
+  type Opened,
+  type PlanWrites,
+  type Ran,
+  type Recorded,
+  RunJournal,
+  type StepScope,
+  stateOf,
+} from './skeleton.ts';
+
+export interface SetupSettings {
+  concurrency?: number;
+  maxAttempts?: number;
+  checkTimeoutMs?: number;
+  /** `--gate CMD`: the merge queue's gate instead of the plan's `context.testCommand`. */
+  gate?: string;
+  /** `--no-gate`: verified work integrates as soon as `commit` sees it. */
+  noGate?: boolean;
+  gateBatch?: number;
+  gateTimeoutMs?: number;
+  /** How long setup waits for the baseline gate run before it returns `running`. */
+  waitMs?: number;
+  /** The sandbox mode and what the CLI found (`--sandbox`, `FOREMAN_SANDBOX`); default `auto`, asked here. */
+  sandbox?: SessionSandbox;
+  /** `--speculate N`, when given: a session cannot build on candidates (its subagents start from HEAD), and says so. */
+  speculate?: number;
+  /** `--strict-scope`: a change outside a task's declared files fails its attempt (else it is set aside). */
+  strictScope?: boolean;
+}
+
+export interface SetupOutput {
+  goal: string;
+  taskCount: number;
+  maxDepth: number;
+  isResume: boolean;
+  /** Tasks whose work had been integrated though plan.json had not recorded it: now completed. */
+  recovered: number[];
+  /** Tasks an earlier session left in progress: their work never left their worktrees; they run again. */
+  reset: number[];
+  /** Completed tasks whose created files are gone: pending again. */
+  reverted: number[];
+  /** Approved tasks whose parked work was integrated now. */
+  approved: CommitOutcome;
+  /** Work an earlier session verified and did not integrate, integrated now. */
+  integrated: CommitOutcome;
+  /** Landing what is integrated (an earlier session's work included) on the branch. */
+  landing: LandingReport;
+  /** Counts over every assumption checked; only the failed ones are listed (the output stays small however big the plan). */
+  assumptions: { total: number; passed: number; failed: AssumptionResult[] };
+  blocked: Array<TaskRef & { reason: string }>;
+  skipped: SkipRef[];
+  notices: Notice[];
+  counts: Record<TaskStatus, number>;
+  pending: number;
+  nothingToDo: boolean;
+  /** Where the plan went when every task was already completed (and landed), else null. */
+  archived: string | null;
+  concurrency: number;
+  maxAttempts: number;
+  /** The merge queue; `baseline: "failed"` refuses the session (the CLI exits 2). */
+  gate: GateReport;
+  /** The sandbox mode and whether checks, gate runs and workers' Bash commands run in it (`notices` says why not). */
+  sandbox: { mode: SandboxMode; sandboxed: boolean };
+  /** Speculation asked for, and used: none in a session. */
+  speculate: { asked: number; depth: 0 };
+}
+
+/** What setup found before the run started. */
+interface SetupOpened extends Opened {
+  /** The session an earlier setup started (its run may still be under way). */
+  earlier: Session;
+  report: LeadSetupReport;
+  /** Tasks the findings skipped. */
+  skips: Array<Extract<RunEventBody, { type: 'task-skipped' }>>;
+  /** Said before the run started: what was left running, what setup found, the sandbox, speculation. */
+  notices: Notice[];
+  isolation: LeadIsolation;
+  gate: GateDriver;
+  sandbox: SessionSandbox;
+}
+
+interface SetupRan extends Ran {
+  landing: LandingReport;
+  /** What the earlier session verified, integrated now. */
+  integrated: CommitOutcome;
+  /** What landing said. */
+  landed: Notice[];
+  baselineFailed?: BaselineFailed;
+}
+
+/** The `setup` step with `settings`. */
+export class SetupStep implements LeadStep<SetupOpened, SetupRan, SetupOutput, SetupProblem> {
+  readonly name = 'setup';
+
+  constructor(private readonly settings: SetupSettings) {}
+
+  async open(lead: Lead, plan: Plan, writes: PlanWrites): Promise<Result<SetupOpened, SetupProblem>> {
+    const { settings } = this;
+    const { io } = lead;
+    const sandbox = settings.sandbox ?? (await io.sandbox());
+    // Checks a killed step left behind may still be writing files: stop them before anything else.
+    const registryPath = registryPathFor(lead.planPath);
+    const orphans = await killOrphans(registryPath);
+    // A gate process a killed session left running is ended; its candidates are queued again below.
+    const endedGate = await io.gate.end();
+    const registry = new ProcessRegistry(registryPath);
+    const earlier = await readSession(lead.planPath, plan);
+    // Work an earlier session verified is integrated, not reset.
+    const verified = verifiedEarlier(earlier.engine);
+    await io.handOut.removeStale();
+    const branch = await io.repository.branch();
+    // The plan's id names its refs and worktrees: written before anything is made under it.
+    if (typeof plan.planId !== 'string' || plan.planId === '') {
+      ensurePlanId(plan);
+      await writes.save(plan);
+    }
+    const gateCommand = settings.noGate === true ? undefined : (settings.gate ?? plan.context?.testCommand);
+    const gateConfig: SessionGateConfig | null =
+      gateCommand === undefined || gateCommand.trim() === ''
+        ? null
+        : {
+            command: gateCommand,
+            batchSize: settings.gateBatch ?? DEFAULTS.gateBatch,
+            timeoutMs: settings.gateTimeoutMs ?? settings.checkTimeoutMs ?? DEFAULTS.checkTimeoutMs,
+          };
+    const session: Session = {
+      ...defaultSession(),
+      concurrency: settings.concurrency ?? DEFAULTS.concurrency,
+      maxAttempts: settings.maxAttempts ?? DEFAULTS.maxAttempts,
+      checkTimeoutMs: settings.checkTimeoutMs ?? DEFAULTS.checkTimeoutMs,
+      branch: branch === null ? null : `refs/heads/${branch}`,
+      sandbox,
+      strictScope: settings.strictScope === true,
+      gate: { config: gateConfig, current: null },
+    };
+    const setup = await io.repository
+      .setUp(plan, {
+        checkTimeoutMs: session.checkTimeoutMs,
+        registry,
+        verified: verified.map((v) => v.task),
+        sandbox: sandbox.sandboxed,
+        // Approved work joins the merge queue when a gate will run (as headless).
+        gated: gateConfig !== null,
+      })
+      .finally(() => registry.clear());
+    if (!setup.ok) return err(setup.error);
+    const report = setup.value;
+    // What setup found is applied by the step function, as every later change of a task's state.
+    const setUp = step(initialState(plan, sessionConfig(session, lead.planPath), io.now(), report.held, verified), setUpEvent(report.findings, io.now()));
+    const skips = setUp.effects.flatMap((effect) => (effect.type === 'emit' && effect.event.type === 'task-skipped' ? [effect.event] : []));
+    const notices: Notice[] = [
+      ...(endedGate.length > 0 ? [warning(`stopped ${endedGate.join(', ')} left running by an earlier session: its candidates are tested again`)] : []),
+      ...(orphans.length > 0 ? [warning(describeOrphans(orphans))] : []),
+      ...report.notices,
+      ...sandboxNotices(sandbox),
+      ...((settings.speculate ?? 0) > 0 && gateConfig !== null
+        ? [
+            {
+              level: 'info' as const,
+              message: `no speculation in a session: each subagent starts from your branch's HEAD, so a dependant starts once its blockers' work has passed the gate and landed (a headless run builds dependants on candidates: execute --speculate)`,
+            },
+          ]
+        : []),
+    ];
+    await writes.save(setUp.state.plan);
+    const gate = new GateDriver(lead, session, report.isolation);
+    return ok({ session, state: setUp.state, effects: gate.effects, earlier, report, skips, notices, isolation: report.isolation, gate, sandbox });
+  }
+
+  async run(scope: StepScope, opened: SetupOpened): Promise<SetupRan> {
+    const { lead } = scope;
+    const { io } = lead;
+    const plan = opened.state.plan;
+    // An earlier session's run that no step finished ended with that session, some time after its last event.
+    const earlier = opened.earlier;
+    if (earlier.runId !== null && !earlier.runFinished) {
+      const lastSeen = await io.journal.lastSeen(earlier.runId);
+      const ended = new StepRun({ save: scope.writes.save }, io.now);
+      const state = await post(stateOf(lead, earlier, plan), sessionEndedEvents(lastSeen, io.now()), ended);
+      const end = runEnd(state, ended);
+      if (end !== null) new RunJournal(lead, earlier).finish(plan, end, { landed: true, advice: '', archived: null, lastMs: lastSeen ?? io.now() });
+    }
+
+    // A fresh scratch directory: prompts of an earlier session are stale.
+    await rm(promptsDirFor(lead.planPath), { recursive: true, force: true });
+    const { report } = opened;
+    scope.journal.start(plan, report.resumed);
+    scope.journal.append([
+      ...report.assumptions.map(
+        (a): RunEventBody => ({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output }),
+      ),
+      ...opened.skips,
+      ...(report.approved.commit !== null
+        ? [{ type: 'round-committed', round: 0, tasks: report.approved.tasks, commit: report.approved.commit } as const]
+        : []),
+    ]);
+
+    // The run's first state: candidates held on their refs, and what the earlier session verified.
+    const state = await scope.post(opened.state, setupEvents(await io.repository.unlanded(plan, await io.repository.head()), io.now()));
+    const integrated = integratedBy(scope.run.events);
+    // What is integrated and not on the branch yet (this session's start, or an earlier one cut short) lands now.
+    const landed = await scope.land(state, opened.isolation);
+
+    // The gate's check of the starting commit, when the step function asked for it: waited for at most --wait.
+    const { state: gated, baselineFailed } = await opened.gate.drive(landed.state, this.settings.waitMs, scope.post);
+    return {
+      state: gated,
+      end: runEnd(gated, scope.run),
+      landing: landed.landing,
+      finishing: opened.isolation,
+      integrated,
+      landed: landed.notices,
+      ...(baselineFailed !== undefined ? { baselineFailed } : {}),
+    };
+  }
+
+  report(scope: StepScope, opened: SetupOpened, ran: SetupRan, recorded: Recorded): Result<SetupOutput, SetupProblem> {
+    const { session } = scope;
+    const { report } = opened;
+    const { state } = ran;
+    const counts = countByStatus(state.plan);
+    return ok({
+      goal: report.goal,
+      taskCount: report.taskCount,
+      maxDepth: report.maxDepth,
+      isResume: report.resumed,
+      recovered: report.recovered,
+      reset: report.reset,
+      reverted: report.reverted,
+      approved: report.approved,
+      integrated: ran.integrated,
+      landing: ran.landing,
+      assumptions: {
+        total: report.assumptions.length,
+        passed: report.assumptions.filter((a) => a.passed).length,
+        failed: report.assumptions.filter((a) => !a.passed).map((a) => ({ ...a, output: clipForLead(a.output.trim(), 500) })),
+      },
+      blocked: report.blocked.map((i) => ({ index: i, subject: state.plan.tasks[i]!.subject, reason: clipForLead(state.plan.tasks[i]!.result ?? '') })),
+      skipped: [...skippedBy(opened.skips), ...skippedBy(scope.run.events)],
+      notices: [
+        ...opened.notices,
+        ...ran.landed,
+        ...opened.gate.notices.map(warning),
+        ...recorded.kept,
+        ...(recorded.notice !== null ? [noticeOf(recorded.notice)] : []),
+      ],
+      counts,
+      pending: counts.pending,
+      nothingToDo: counts.pending === 0,
+      archived: recorded.archived,
+      concurrency: session.concurrency,
+      maxAttempts: session.maxAttempts,
+      gate: gateReport(session.gate, state, scope.run.events, {
+        notices: session.gate.config !== null ? [] : [noGateNotice(this.settings.noGate === true)],
+        ...(ran.baselineFailed !== undefined
+          ? { output: ran.baselineFailed.output, failedOn: { ref: opened.isolation.ref, tip: ran.baselineFailed.tip } }
+          : {}),
+      }),
+      sandbox: { mode: opened.sandbox.mode, sandboxed: opened.sandbox.sandboxed },
+      speculate: { asked: this.settings.speculate ?? 0, depth: 0 },
+    });
+  }
+}
+
+/** Work an earlier session verified and did not hold or integrate: its attempts, for the new run's first state. */
+function verifiedEarlier(engine: EngineState | null): HeldCandidate[] {
+  if (engine === null) return [];
+  return [...engine.attempts.values()].flatMap((a) =>
+    a.stage === 'verified' && !(a.verifiedBy.kind === 'earlier-run' && a.verifiedBy.held) && a.decision.kind === 'completed'
+      ? [{ task: a.task, work: a.work, result: a.decision.result }]
+      : [],
+  );
+}
+
+/** What `setup` says, once, when the session goes without the sandbox. */
+function sandboxNotices(sandbox: SessionSandbox): Notice[] {
+  if (sandbox.sandboxed) return [];
+  const what = 'the acceptance and assumption checks and the gate run unsandboxed, and each Bash command of a worker asks you before it runs';
+  if (sandbox.unavailable === null) return [warning(`--sandbox off: ${what}`)];
+  return [warning(`running without the sandbox: ${sandbox.unavailable}. So ${what}; to sandbox them, ${installAdvice()}`)];
+}

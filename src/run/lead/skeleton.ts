@@ -1,0 +1,319 @@
+// The skeleton every in-session step follows, written once: read (the plan's writes, the session
+// and what the step opens, or why it stops before anything changed), run (post the step's events
+// to the step function and carry out their effects), record (finish the plan once the run is
+// done and landed, journal the step's events and the run's end), report (the step's output, from
+// what it saw), write (the session file, what the worker hook is told). Each step (lead/setup.ts,
+// next.ts, finalize.ts, commit.ts) is an object that supplies what differs: what it opens, what
+// it posts, what it says.
+
+import { readFile } from 'node:fs/promises';
+import { newRunId } from '../../adapters/journal.ts';
+import { ownLayout } from '../../adapters/layout.ts';
+import { PlanKeeper } from '../../adapters/plan-store.ts';
+import { initialState } from '../../core/engine/admission.ts';
+import { tasksIn } from '../../core/engine/attempt.ts';
+import type { EngineEvent } from '../../core/engine/events.ts';
+import type { EngineState } from '../../core/engine/state.ts';
+import type { RunEventBody } from '../../core/events.ts';
+import type { Result } from '../../core/failure.ts';
+import { landingProblemSentence } from '../../core/landing.ts';
+import type { Plan } from '../../core/plan.ts';
+import type { Notice } from '../../core/session-report.ts';
+import { type LeadIo, type LeadPlace, realLeadIo } from '../lead-io.ts';
+import { type LandingIsolation, type LandingState, type RunNotice, finishPlan, lander, runFinishedEvent, runStartedEvent } from '../lifecycle.ts';
+import { type RunEnd, type StepHooks, StepRun, landedEvents, post } from '../session-driver.ts';
+import { type Session, promptPathFor, sessionConfig, withPlan, writeSession } from '../session.ts';
+
+export interface LeadContext extends LeadPlace {
+  /** The plan file as the step read it: a person's edit made while the step holds the plan is kept aside. */
+  planText?: string;
+  /** The steps' I/O a test replaces (run/lead-io.ts); the rest is the real one. */
+  io?: Partial<LeadIo>;
+}
+
+/** A step's context with its I/O. */
+export type Lead = LeadContext & { io: LeadIo };
+const withIo = (context: LeadContext): Lead => ({ ...context, io: { ...realLeadIo(context), ...context.io } });
+
+/** Landing the integration tip on the session's branch, as a step reports it. */
+export interface LandingReport {
+  /** True when everything integrated so far is on the branch. */
+  landed: boolean;
+  /** Files the landing updated now (0 when the branch was up to date). */
+  files: number;
+  /** The integration commit the branch is at after landing, or null when it could not land. */
+  commit: string | null;
+  /** What blocks landing and how to land by hand; empty when it landed. */
+  problem: string[];
+}
+
+/** The step, as the plan tool names it (`plan <name>`). */
+export type StepName = 'setup' | 'next' | 'finalize' | 'commit';
+
+/** What a step's effects need of it besides writing the plan: a step missing one never meets that effect. */
+export type StepEffects = Omit<StepHooks, 'save'>;
+
+/** What a step read before it ran. */
+export interface Opened {
+  /** The session it works in: the one on file, or the new one setup starts. */
+  session: Session;
+  /** The step function's state it starts from. */
+  state: EngineState;
+  effects: StepEffects;
+}
+
+/** What a step's run leaves to record. */
+export interface Ran {
+  state: EngineState;
+  /** How the run ended in this step (for a step that lands: or before it), else null. */
+  end: RunEnd | null;
+  /** Whether everything integrated is on the branch, and what blocks it when not. */
+  landing: Pick<LandingState, 'landed' | 'problem'>;
+  /** A step that lands (setup, commit): the isolation whose plan is finished once the run is all done and landed. */
+  finishing?: LandingIsolation;
+}
+
+/** What recording a step did. */
+export interface Recorded {
+  /** Where the finished plan went, or null. */
+  archived: string | null;
+  /** What finishing the plan said (an edit kept aside, refs git could not remove), or null. */
+  notice: RunNotice | null;
+  /** The person's edits of the plan this step kept aside, said once. */
+  kept: Notice[];
+}
+
+/**
+ * One in-session step: what it opens (`S`), what its run leaves (`R`), what it reports (`O`) or
+ * why it stops (`E`). The skeleton (`performStep`) calls these in order.
+ */
+export interface LeadStep<S extends Opened, R extends Ran, O, E> {
+  readonly name: StepName;
+  /** Read the session and open what the step works with; an error stops the step there, before it posts anything to the step function. */
+  open(lead: Lead, plan: Plan, writes: PlanWrites): Promise<Result<S, E>>;
+  /** Post the step's events to the step function, its effects carried out through `scope.run`. */
+  run(scope: StepScope, opened: S): Promise<R>;
+  /** The step's output, or why it stops, from what it opened, ran and recorded. */
+  report(scope: StepScope, opened: S, ran: R, recorded: Recorded): Result<O, E>;
+}
+
+/**
+ * Read, run the step, record, report, write: `step` supplies what differs. A step whose report is
+ * why it stops (commit refused by a red baseline, or stopped by git) still records and writes:
+ * what it did stands, and the next step finds it.
+ */
+export async function performStep<S extends Opened, R extends Ran, O, E>(context: LeadContext, plan: Plan, step: LeadStep<S, R, O, E>): Promise<Result<O, E>> {
+  const lead = withIo(context);
+  const writes = await PlanWrites.of(lead, step.name);
+  const opened = await step.open(lead, plan, writes);
+  if (!opened.ok) return opened;
+  const scope = new StepScope(lead, opened.value.session, writes, opened.value.effects);
+  const ran = await step.run(scope, opened.value);
+  const recorded = await scope.record(ran);
+  const output = step.report(scope, opened.value, ran, recorded);
+  await scope.write(ran.state.plan, recorded.archived);
+  return output;
+}
+
+/** The session's step-function state with the plan as this step read it (a new run's first state when there is none). */
+export function stateOf(lead: Lead, session: Session, plan: Plan): EngineState {
+  return session.engine !== null ? withPlan(session.engine, plan) : initialState(plan, sessionConfig(session, lead.planPath), lead.io.now());
+}
+
+/** Keep `state` in the session file now (`session` with it): a step killed after loses nothing done before. */
+export async function keepState(lead: Lead, session: Session, state: EngineState): Promise<void> {
+  session.engine = state;
+  await writeSession(lead.planPath, session);
+}
+
+/** Whether this session's checks, gate runs and workers' Bash commands run in the sandbox (`auto` asked now for a session file of an earlier version). */
+export const sandboxedIn = async (session: Session, io: LeadIo): Promise<boolean> => (session.sandbox ?? (await io.sandbox())).sandboxed;
+
+// ---------------------------------------------------------------------------------------------
+// What a step works with while it runs
+
+/** One step at work: its place and I/O, the session, the plan's writes, its dealings with the step function. */
+export class StepScope {
+  readonly run: StepRun;
+  /** The journal of the session's run. */
+  readonly journal: RunJournal;
+
+  constructor(
+    readonly lead: Lead,
+    readonly session: Session,
+    readonly writes: PlanWrites,
+    effects: StepEffects,
+  ) {
+    this.run = new StepRun({ save: writes.save, ...effects }, lead.io.now);
+    this.journal = new RunJournal(lead, session);
+  }
+
+  /** Post `events` to the step function, carrying out their effects. */
+  readonly post = (state: EngineState, events: readonly EngineEvent[]): Promise<EngineState> => post(state, events, this.run);
+
+  /** Keep `state` in the session file now: a step killed after loses nothing done before. */
+  keep(state: EngineState): Promise<void> {
+    return keepState(this.lead, this.session, state);
+  }
+
+  /** Land the integration tip on the session's branch (as commits, never over a change of the person's), and tell the step function. */
+  async land(state: EngineState, isolation: LandingIsolation): Promise<{ state: EngineState; landing: LandingReport; notices: Notice[] }> {
+    const landing = lander(isolation, { branch: this.session.branch, commit: true, planPath: this.lead.planPath, layout: ownLayout() });
+    const notice = await landing.land();
+    const report: LandingReport = { ...landing.state };
+    const next = await this.post(state, landedEvents(landing.landed ? [] : [...state.unlanded], this.lead.io.now()));
+    return { state: next, landing: report, notices: notice === null ? [] : [{ level: notice.level, message: notice.message }] };
+  }
+
+  /**
+   * Record what the step did: the state for the session file; for a step that landed, a run that
+   * ended finishes its plan (archived once all is done); the step's events journaled (with the
+   * edits of the plan it kept aside), and the run's end.
+   */
+  async record(ran: Ran): Promise<Recorded> {
+    this.session.engine = ran.state;
+    const { archived, notice } =
+      ran.finishing === undefined
+        ? { archived: null, notice: null }
+        : await finishPlan(ran.end, ran.state.plan, ran.finishing, {
+            planPath: this.lead.planPath,
+            landed: ran.landing.landed,
+            save: this.writes.write,
+            endGate: this.lead.io.gate.end,
+          });
+    if (notice !== null) this.run.note(notice);
+    const kept = this.writes.report(this.run);
+    this.journal.append(this.run);
+    if (ran.end !== null)
+      this.journal.finish(ran.state.plan, ran.end, { landed: ran.landing.landed, advice: landingProblemSentence(ran.landing.problem), archived });
+    return { archived, notice, kept };
+  }
+
+  /** Write the session file (unless the plan went to history, and its session with it), and tell the worker hook what is handed out now. */
+  async write(plan: Plan, archived: string | null): Promise<void> {
+    if (archived === null) await writeSession(this.lead.planPath, this.session);
+    await this.syncHandOut(plan);
+  }
+
+  /** Tell the worker hook what this session hands out now; once its run has finished, nothing. */
+  private async syncHandOut(plan: Plan): Promise<void> {
+    const { io } = this.lead;
+    const session = this.session;
+    if (session.runFinished || session.runId === null) return io.handOut.withdraw();
+    const sandbox = session.sandbox ?? (await io.sandbox());
+    await io.handOut.publish(plan, {
+      running: session.engine === null ? [] : tasksIn(session.engine, new Set(['running'])),
+      sandbox: sandbox.sandboxed
+        ? { available: true, network: plan.context?.checkNetwork ?? [] }
+        : { available: false, reason: sandbox.unavailable ?? '--sandbox off' },
+      promptFile: (index) => promptPathFor(this.lead.planPath, index),
+    });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run's journal
+
+/**
+ * A session's run as its journal (`.design/events.jsonl`) tells it: started with a new id, each
+ * step's events, finished once. What the plan tool cannot see it records as unknown, never as
+ * zero: a Task subagent's cost, tokens and permission denials (see docs/skills.md).
+ */
+export class RunJournal {
+  constructor(
+    private readonly lead: Lead,
+    private readonly session: Session,
+  ) {}
+
+  /** Append events: a step's, each stamped when it happened (`run.times`), or a list stamped now. */
+  append(source: readonly RunEventBody[] | StepRun): void {
+    const runId = this.session.runId;
+    const events = source instanceof StepRun ? source.events : source;
+    if (runId === null || events.length === 0) return;
+    const now = this.lead.io.now();
+    this.lead.io.journal.append(
+      events.map((e, k) => ({ ...e, runId, at: new Date(source instanceof StepRun ? (source.times[k] ?? now) : now).toISOString() })),
+    );
+  }
+
+  /** Start a run in the session (a new id, `run-started`); the step saves the session. */
+  start(plan: Plan, resumed: boolean): void {
+    const session = this.session;
+    session.runId = newRunId();
+    session.runFinished = false;
+    session.startedAt = new Date(this.lead.io.now()).toISOString();
+    this.append([runStartedEvent(plan, { planPath: this.lead.planPath, resumed, concurrency: session.concurrency, schedule: 'rounds', mode: 'session' })]);
+  }
+
+  /**
+   * End the run (`run-finished`), once, as the lifecycle words it: whether its work landed (and
+   * how to land it by hand), where the plan went, and when it was last seen working (`lastMs`, else now).
+   */
+  finish(plan: Plan, end: RunEnd, after: { landed: boolean; advice: string; archived: string | null; lastMs?: number }): void {
+    const session = this.session;
+    const lastMs = after.lastMs ?? this.lead.io.now();
+    if (session.runId === null || session.runFinished) return;
+    session.runFinished = true;
+    const durationMs = Math.max(0, lastMs - Date.parse(session.startedAt));
+    this.append([
+      runFinishedEvent(
+        plan,
+        { ...end, durationMs: Number.isFinite(durationMs) ? durationMs : 0 },
+        {
+          layout: ownLayout(),
+          planPath: this.lead.planPath,
+          landing: { landed: after.landed, advice: after.advice },
+          archived: after.archived,
+          resumeHint: `/foreman:execute again`,
+        },
+      ),
+    ]);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The plan's writes
+
+/**
+ * A step's writes of the plan: through a PlanKeeper, as a headless run's, so an edit a person
+ * makes while the step holds the plan is kept aside, byte for byte, never written over. The step
+ * says where (`report`).
+ */
+export class PlanWrites {
+  private readonly kept: string[] = [];
+
+  private constructor(
+    private readonly keeper: PlanKeeper,
+    private readonly planPath: string,
+    private readonly step: StepName,
+  ) {}
+
+  /** `lead.planText`: the file as the step read it (else as it is now). */
+  static async of(lead: LeadContext, step: StepName): Promise<PlanWrites> {
+    const text = lead.planText ?? (await readFile(lead.planPath, 'utf8').catch(() => ''));
+    return new PlanWrites(new PlanKeeper(lead.planPath, text), lead.planPath, step);
+  }
+
+  /** Write `plan`: where an edit found in the file was kept, or null. */
+  readonly write = async (plan: Plan): Promise<string | null> => {
+    const kept = await this.keeper.save(plan);
+    if (kept !== null) this.kept.push(kept);
+    return kept;
+  };
+
+  readonly save = async (plan: Plan): Promise<void> => {
+    await this.write(plan);
+  };
+
+  /** The edits kept aside by this step, said once: journaled with `run`'s events, and for the step's output. */
+  report(run: StepRun): Notice[] {
+    const notices = this.kept.splice(0).map(
+      (kept): Notice => ({
+        level: 'warning',
+        message: `${this.planPath} was changed while \`plan ${this.step}\` held it: the step did not take the change in, and kept it, byte for byte, in ${kept}. To use it, copy ${kept} over ${this.planPath}: the next step works with it`,
+      }),
+    );
+    for (const notice of notices) run.note({ type: 'notice', ...notice });
+    return notices;
+  }
+}
