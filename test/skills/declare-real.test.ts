@@ -15,6 +15,7 @@ import type { Plan } from '../../src/core/plan.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { type ModelServer, type ScriptedRequest, startModelServer, text, toolUse } from '../support/model-server.ts';
 import { blockedOnUndeclared, makePlan, readPlan, writePlan } from '../support/plans.ts';
+import { alive } from '../support/processes.ts';
 import { claudeBin, claudeEnv, parseStreamJson, repoRoot, tempHome } from '../support/real-claude.ts';
 
 const tmux = findExecutable('tmux', process.env, process.cwd());
@@ -29,15 +30,7 @@ const blockedPlan = (): Plan => makePlan([blockedOnUndeclared()]);
 
 /** Waits up to 15 s for the process to exit (a pid is not signalled again: by then it may be another's). */
 async function gone(pid: number): Promise<void> {
-  const alive = () => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  for (let i = 0; i < 150 && alive(); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+  for (let i = 0; i < 150 && alive(pid); i++) await new Promise((resolve) => setTimeout(resolve, 100));
 }
 
 const skillDir = (req: ScriptedRequest) => /Base directory for this skill: (\S+)/.exec(req.promptRaw)?.[1] ?? '';
