@@ -337,21 +337,21 @@ export const setup = stepCommand({
       description: `auto: run the checks, the gate and each worker's Bash commands in the operating-system sandbox where it works, and say once when it cannot (then a worker's commands ask you); on: refuse without it (exit 3); off: never (default: FOREMAN_SANDBOX, else ${DEFAULTS.sandbox})`,
     },
   },
-  async prepare(values, _cwd, env): Promise<SessionSandbox> {
-    gateCommandOf(values);
+  async prepare(values, _cwd, env): Promise<{ gate: string | undefined; sandbox: SessionSandbox }> {
+    const gate = gateCommandOf(values);
     if (values.speculate !== undefined && values['no-speculate'] === true) throw usageError('--speculate and --no-speculate contradict each other: choose one');
     const mode = sandboxModeOf(str(values.sandbox), env);
     if (!mode.ok) throw usageError(mode.error);
     const decided = await decideSandbox(mode.value);
     if (!decided.ok) throw new StepError(EXIT.cannotRun, 'sandbox-unavailable', [decided.error]);
-    return { mode: mode.value, ...decided.value };
+    return { gate, sandbox: { mode: mode.value, ...decided.value } };
   },
-  async step({ values, numbers, plan, ctx }, sandbox) {
+  async step({ values, numbers, plan, ctx }, { gate, sandbox }) {
     const setupResult = await leadSetup(plan, ctx, {
       concurrency: numbers.concurrency,
       maxAttempts: numbers['max-attempts'],
       checkTimeoutMs: millisecondsOf(numbers['check-timeout']),
-      ...(gateCommandOf(values) !== undefined ? { gate: gateCommandOf(values) } : {}),
+      ...(gate !== undefined ? { gate } : {}),
       noGate: values['no-gate'] === true,
       gateBatch: numbers['gate-batch'],
       gateTimeoutMs: millisecondsOf(numbers['gate-timeout']),
@@ -361,10 +361,10 @@ export const setup = stepCommand({
       ...(values['strict-scope'] === true ? { strictScope: true } : {}),
     });
     if (setupResult.ok && setupResult.value.gate.baseline === 'failed') {
-      const gate = setupResult.value.gate;
+      const report = setupResult.value.gate;
       // Only setup's own baseline run can have failed (a session starts afresh): its report names what it ran on.
-      if (gate.failedOn === undefined) throw new Error('plan setup: the baseline failed, and the gate report does not say on what');
-      await refuseBaseline(ctx, gate.command ?? '', gate.failedOn, gate.output ?? '', setupResult.value.notices);
+      if (report.failedOn === undefined) throw new Error('plan setup: the baseline failed, and the gate report does not say on what');
+      await refuseBaseline(ctx, report.command ?? '', report.failedOn, report.output ?? '', setupResult.value.notices);
     }
     if (setupResult.ok) return setupResult.value;
     switch (setupResult.error.kind) {
