@@ -138,3 +138,6 @@ export function jsonErrorOffset(text: string): number {
 class SyntaxAt {
   constructor(readonly offset: number) {}
 }
+
+/** A JSON object read from a file whose shape is not checked yet: its fields, each `unknown`. */
+export const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -11,6 +11,7 @@ import type { PassingDecision } from '../core/finalize.ts';
 import { isObjectId } from '../core/git-text.ts';
 import type { Usage } from '../core/plan.ts';
 import type { CapturedWork } from '../core/work.ts';
+import { isRecord } from '../core/json-text.ts';
 
 /** The attempt as the session file keeps it. */
 export function attemptToJson(attempt: Attempt): object {
@@ -209,7 +210,7 @@ function isWorkerFailure(value: unknown): value is WorkerFailure {
   );
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const isInteger = (value: unknown): value is number => Number.isInteger(value);
 const isNumber = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
-const taskList = (value: unknown): number[] | null => (Array.isArray(value) && value.every((t) => Number.isInteger(t) && t >= 0) ? value : null);
+/** A list of task indices, or null. */
+export const taskList = (value: unknown): number[] | null => (Array.isArray(value) && value.every((t) => Number.isInteger(t) && t >= 0) ? value : null);

@@ -14,7 +14,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
 import { SANDBOX_MODES, type SandboxDecision, type SandboxMode } from '../adapters/sandbox.ts';
-import { attemptOf, attemptToJson, workOf } from './attempt-record.ts';
+import { attemptOf, attemptToJson, taskList, workOf } from './attempt-record.ts';
 import { initialState } from '../core/engine/admission.ts';
 import type { Attempt } from '../core/engine/attempt.ts';
 import type { EngineEffect } from '../core/engine/effects.ts';
@@ -28,6 +28,7 @@ import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { type Plan, UNKNOWN, type UsageFigure, attemptsOf, statusOf } from '../core/plan.ts';
 import { promptsDirFor } from './archive.ts';
 import { DEFAULTS } from './settings.ts';
+import { isRecord } from '../core/json-text.ts';
 
 export const sessionPathFor = (planPath: string): string => join(promptsDirFor(planPath), 'session.json');
 export const promptPathFor = (planPath: string, index: number): string => join(promptsDirFor(planPath), `task-${index}.md`);
@@ -127,7 +128,6 @@ export const sessionConfig = (
 // The step function's state, to JSON and back
 
 const int = (v: unknown, min: number, fallback: number) => (Number.isInteger(v) && (v as number) >= min ? (v as number) : fallback);
-const taskList = (value: unknown): number[] | null => (Array.isArray(value) && value.every((t) => Number.isInteger(t) && t >= 0) ? (value as number[]) : null);
 
 function queueToJson(queue: GateQueue): object {
   return { ...queue, aloneFailures: [...queue.aloneFailures.entries()] };
@@ -310,8 +310,6 @@ function gateOf(value: unknown): SessionGate {
       : null;
   return { config, current };
 }
-
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** The handed-out tasks: this version's `handedOut`, or an earlier one's `started` and `bases`. */
 function handedOutOf(data: Record<string, unknown>): Record<string, HandedOut> {

@@ -39,7 +39,7 @@ import { assertNever } from '../../core/failure.ts';
 import { DEFAULTS } from '../../run/settings.ts';
 import { serveGate } from '../../run/lead-gate.ts';
 import { baselineRefusal } from '../../run/lifecycle.ts';
-import { describeJsonError } from '../../core/json-text.ts';
+import { describeJsonError, isRecord } from '../../core/json-text.ts';
 import { type SandboxDecision, autoSandbox, decideSandbox, installAdvice, sandboxModeOf } from '../../adapters/sandbox.ts';
 import { readSession } from '../../run/session.ts';
 
@@ -405,8 +405,6 @@ export const next = stepCommand({
     archived: path,
   }),
 });
-
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** The results file: `[{"task": N, "output": "…", "worktree": "<worktreePath>"}]` (`worktree` when the Task result named one). */
 export function parseResults(text: string, file: string): WorkerResult[] {
