@@ -32,8 +32,7 @@ export function applyDecision(plan: Plan, index: number, decision: Decision, usa
       countAttempt();
       task.status = 'completed';
       task.result = decision.result;
-      const done = plan.progress?.completedTasks ?? [];
-      if (!done.includes(index)) plan.progress = { ...plan.progress, completedTasks: [...done, index] };
+      listCompleted(plan, index);
       plan.tasks[index] = trimCompleted(task);
       return { attemptCounted: true };
     }
@@ -69,6 +68,22 @@ export function applyDecision(plan: Plan, index: number, decision: Decision, usa
     default:
       return assertNever(decision, 'decision');
   }
+}
+
+/**
+ * Approved work integrated: the task is completed again with its commit's result. Its attempt was
+ * counted when it awaited approval, and what it cost then, so neither counts again.
+ */
+export function applyApproved(plan: Plan, index: number, result: string): void {
+  const task = { ...plan.tasks[index]!, status: 'completed' as const, result };
+  listCompleted(plan, index);
+  plan.tasks[index] = trimCompleted(task);
+}
+
+/** `index` joins the plan's list of completed tasks (`progress.completedTasks`). */
+function listCompleted(plan: Plan, index: number): void {
+  const done = plan.progress?.completedTasks ?? [];
+  if (!done.includes(index)) plan.progress = { ...plan.progress, completedTasks: [...done, index] };
 }
 
 /**
@@ -120,8 +135,11 @@ export interface SetupFindings {
   recovered: Array<{ task: number; commit: string; result: string }>;
   /** Completed tasks and the integration commit that holds them, where plan.json had none. */
   commits: Array<{ task: number; commit: string }>;
-  /** Approved tasks moved to the merge queue: in progress again until the gate passes them. */
-  queued: number[];
+  /**
+   * Approved tasks whose parked work setup held on a candidate ref: in progress again until the
+   * step function records it (integrated at its first record, or, with a gate, once the gate passed it).
+   */
+  approved: number[];
   /** Tasks in progress whose attempt was cut short: pending again. */
   interrupted: number[];
   /** Completed tasks whose created files are gone from the integration tip: pending again. */
@@ -130,13 +148,13 @@ export interface SetupFindings {
   blocked: Array<{ task: number; result: string }>;
 }
 
-export const noFindings = (): SetupFindings => ({ recovered: [], commits: [], queued: [], interrupted: [], reverted: [], blocked: [] });
+export const noFindings = (): SetupFindings => ({ recovered: [], commits: [], approved: [], interrupted: [], reverted: [], blocked: [] });
 
 /** A task's status once `findings` are applied (what setup reads while it still gathers them). */
 export function statusAfter(plan: Plan, index: number, findings: SetupFindings): TaskStatus {
   if (findings.blocked.some((b) => b.task === index)) return 'blocked';
   if (findings.interrupted.includes(index) || findings.reverted.some((r) => r.task === index)) return 'pending';
-  if (findings.queued.includes(index)) return 'in_progress';
+  if (findings.approved.includes(index)) return 'in_progress';
   if (findings.recovered.some((r) => r.task === index)) return 'completed';
   return statusOf(plan.tasks[index]!);
 }
@@ -152,7 +170,7 @@ export function applySetupFindings(plan: Plan, findings: SetupFindings): Cascade
   const touched = new Set([
     ...findings.recovered.map((r) => r.task),
     ...findings.commits.map((c) => c.task),
-    ...findings.queued,
+    ...findings.approved,
     ...findings.interrupted,
     ...findings.reverted.map((r) => r.task),
     ...findings.blocked.map((b) => b.task),
@@ -166,16 +184,16 @@ export function applySetupFindings(plan: Plan, findings: SetupFindings): Cascade
     const recovered = findings.recovered.find((r) => r.task === index);
     const reverted = findings.reverted.find((r) => r.task === index);
     const blocked = findings.blocked.find((b) => b.task === index);
-    const done = plan.progress?.completedTasks ?? [];
     if (recovered) {
       // Its attempt ran and was integrated; only the record of it was lost.
       task.result = recovered.result;
       task.attempts = attemptsOf(before) + 1;
-      if (!done.includes(index)) plan.progress = { ...plan.progress, completedTasks: [...done, index] };
+      listCompleted(plan, index);
       plan.tasks[index] = trimCompleted(task);
       continue;
     }
-    if (findings.queued.includes(index) && done.includes(index)) plan.progress = { ...plan.progress, completedTasks: done.filter((i) => i !== index) };
+    const done = plan.progress?.completedTasks ?? [];
+    if (findings.approved.includes(index) && done.includes(index)) plan.progress = { ...plan.progress, completedTasks: done.filter((i) => i !== index) };
     if (reverted) task.result = `was completed, but its created files are missing: ${reverted.missing.join(', ')}`;
     if (blocked) task.result = blocked.result;
     plan.tasks[index] = task;

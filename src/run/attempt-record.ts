@@ -42,10 +42,11 @@ export function attemptToJson(attempt: Attempt): object {
   }
 }
 
-/** Who verified it, in the record's words: its worker's `run` (this run's), and `held` once it is on its candidate ref. */
+/** Who verified it, in the record's words: its worker's `run` (this run's), `held` once it is on its candidate ref, `approved` when a person approved it. */
 const verifiedToJson = (by: VerifiedBy, candidate: boolean): object => ({
   ...(by.kind === 'this-run' ? { run: by.run } : {}),
   ...(candidate || (by.kind === 'earlier-run' && by.held) ? { held: true } : {}),
+  ...(by.kind === 'earlier-run' && by.approved === true ? { approved: true } : {}),
 });
 
 /** An attempt read back, or null when the record is not whole for its stage. */
@@ -93,7 +94,10 @@ function verifiedOf(value: Record<string, unknown>, common: Pick<Attempt, 'task'
   const verified = {
     ...common,
     work,
-    verifiedBy: run !== undefined ? { kind: 'this-run' as const, run } : { kind: 'earlier-run' as const, held: value.held === true },
+    verifiedBy:
+      run !== undefined
+        ? { kind: 'this-run' as const, run }
+        : { kind: 'earlier-run' as const, held: value.held === true, ...(value.approved === true ? { approved: true as const } : {}) },
   };
   if (value.stage === 'verified') return { ...verified, stage: 'verified', decision };
   // In the lane, held for the merge queue, or under the gate: a candidate's work completed.

@@ -134,7 +134,6 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
       planPath: settings.planPath,
       git,
       openIsolation: () => Isolation.open(plan, isolationOptions),
-      gated: settings.gate !== null,
       checkTimeoutMs: settings.checkTimeoutMs,
       signal: context.interrupt,
       env,

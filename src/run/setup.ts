@@ -1,9 +1,10 @@
 // Setting up a run (headless or the /execute skill's `plan.ts setup`): refusals (a busy
 // repository, unsafe or ignored paths), the plan's isolation (integration ref, worktrees), a
 // landing a crash cut short, resume detection, and what the run must know before it starts: work
-// the integration ref holds, interrupted attempts, approved work (integrated now, or queued for the
-// gate), missing files and blocking assumptions (checked in a worktree of the integration tip).
-// Task states are not changed here: the findings go to the step function (`set-up` event).
+// the integration ref holds, interrupted attempts, approved work (held on a candidate ref: the step
+// function integrates it, after the gate when there is one), missing files and blocking assumptions
+// (checked in a worktree of the integration tip). Task states are not changed here, nor the
+// integration ref moved: the findings go to the step function (`set-up` event).
 
 import { lstat, realpath } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
@@ -21,11 +22,10 @@ import { type Result, err, ok } from '../core/failure.ts';
 import { clipMiddle, clipTail } from '../core/format.ts';
 import { describeTimeLimitHit } from '../core/time-limit.ts';
 import { type Plan, type TaskStatus, readsOf, statusOf, writesOf } from '../core/plan.ts';
-import type { CapturedWork } from '../core/work.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { commandHint, shellWord } from '../core/command-hint.ts';
 import { lintPlan, warningNotices } from '../core/plan-lint.ts';
-import { ensurePlanId, integratedFindings } from './commit.ts';
+import { ensurePlanId, integratedFindings, stackTrailer } from './commit.ts';
 import { type Isolation, completeLanding } from './isolation.ts';
 import { type HeldCandidate, admitHeld } from '../core/engine/admission.ts';
 import { landingNotice } from './lifecycle.ts';
@@ -54,14 +54,15 @@ export interface SetupReport {
   reset: number[];
   /** Completed tasks whose created files are gone: back to pending. */
   reverted: number[];
-  /** Approved tasks whose parked work was integrated now, and the integration commit. */
-  approved: { tasks: number[]; commit: string | null };
   assumptions: AssumptionResult[];
   blocked: number[];
   notices: Array<{ level: 'info' | 'warning'; message: string }>;
   /** The plan's worktrees and integration ref. */
   isolation: Isolation;
-  /** Verified work an earlier run held for the merge queue: it rejoins the queue first. */
+  /**
+   * Verified work an earlier run held for the merge queue, and approved work setup held now: it
+   * rejoins the queue first (without a gate, it integrates at the step function's first record).
+   */
   held: HeldCandidate[];
 }
 
@@ -98,8 +99,6 @@ export interface SetupOptions {
   signal?: AbortSignal;
   /** Where assumption checks are recorded while they run, so a run after a crash ends them. */
   registry?: ProcessRegistry;
-  /** A gate will test verified work: approved work joins the merge queue instead of integrating at once. */
-  gated?: boolean;
   /** Tasks an earlier session verified, waiting to be recorded: left in progress for the caller. */
   verified?: readonly number[];
   /** Run assumption checks in the operating-system sandbox (writes: the repository and their own TMPDIR). */
@@ -235,15 +234,15 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
     notices.push({ level: 'info', message: `tasks ${recovered.join(', ')}: their work had been integrated; recorded as completed` });
   }
 
-  // With a gate, approved work is tested before it integrates: it joins the merge queue as a candidate.
-  if (options.gated === true) {
-    const queued = await queueApproved(plan, isolation, findings);
-    if (!queued.ok) return err({ kind: 'git-failed', doing: 'hold approved work for the gate', failure: queued.error });
-  }
+  // Approved work is held on a candidate ref, as verified work the merge queue waits for: the step
+  // function integrates it (after the gate, when there is one), as all verified work.
+  const approved = await holdApproved(plan, isolation, findings);
+  if (!approved.ok) return err({ kind: 'git-failed', doing: 'hold approved work as a candidate', failure: approved.error });
   // Candidates held for the merge queue stay in progress: their verified work is on refs of their own.
   const heldEarlier = await isolation.heldCandidates(plan, (task) => statusNow(task) === 'in_progress');
   if (!heldEarlier.ok) return err({ kind: 'git-failed', doing: 'read the candidates an earlier run held for the gate', failure: heldEarlier.error });
-  const admitted = admitHeld(plan, heldEarlier.value, (task) => statusNow(task) === 'completed');
+  const heldNow = heldEarlier.value.map((candidate) => (findings.approved.includes(candidate.task) ? { ...candidate, approved: true as const } : candidate));
+  const admitted = admitHeld(plan, heldNow, (task) => statusNow(task) === 'completed');
   const held = admitted.kept;
   for (const task of admitted.dropped) await dropParked(isolation.repo, isolation.planId, task, 'candidate');
   if (admitted.dropped.length > 0)
@@ -261,11 +260,6 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
   findings.interrupted.push(...reset);
   if (reset.length > 0) notices.push({ level: 'info', message: `tasks ${reset.join(', ')} were interrupted: they will run again` });
 
-  // Approved work waits on a ref of its own: integrated now, before anything else runs (and before
-  // completed tasks are checked against the tip, which holds an approved task's files only now).
-  const approved = await integrateApproved(plan, isolation, findings);
-  if (!approved.ok)
-    return err({ kind: 'git-failed', doing: `integrate the approved work of tasks ${approved.error.tasks.join(', ')}`, failure: approved.error.failure });
   const rejected = await dropRejected(plan, isolation, findings);
   if (!rejected.ok) return err({ kind: 'git-failed', doing: 'list the work parked for approval', failure: rejected.error });
 
@@ -322,7 +316,6 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
     recovered,
     reset,
     reverted,
-    approved: approved.value,
     assumptions,
     blocked,
     notices,
@@ -343,46 +336,24 @@ async function missingIn(repo: string, commit: string, paths: readonly string[])
 }
 
 /**
- * Approved tasks whose work is parked and not integrated yet become candidates of the merge queue:
- * their work moves to a candidate ref and they are in progress again (with the result they
- * reported), so the gate tests them before they integrate.
+ * Approved tasks whose work is parked and not integrated yet become candidates: their work moves
+ * to a candidate ref (before anything says so: a crash leaves it there, for the next setup to find
+ * as held) and they are in progress again, with the result they reported, until the step function
+ * integrates them (with a gate, once it passed them).
  */
-async function queueApproved(plan: Plan, isolation: Isolation, findings: SetupFindings): Promise<Result<void, GitFailure>> {
+async function holdApproved(plan: Plan, isolation: Isolation, findings: SetupFindings): Promise<Result<void, GitFailure>> {
   for (const i of plan.tasks.keys()) {
     if (statusAfter(plan, i, findings) !== 'completed' || commitAfter(plan, i, findings) !== undefined) continue;
     const work = await parkedWork(isolation.repo, isolation.planId, i);
     if (!work.ok) return work;
     if (work.value === null) continue;
-    const held = await isolation.park(i, work.value, `foreman: task ${i} approved, waiting for the gate`, 'candidate');
+    // Built on the tip, as its stack says: the next setup finds it held whatever the tip's history.
+    const held = await isolation.park(i, work.value, `foreman: task ${i} approved, waiting to be integrated`, 'candidate', [stackTrailer([])]);
     if (!held.ok) return held;
     await dropParked(isolation.repo, isolation.planId, i);
-    findings.queued.push(i);
+    findings.approved.push(i);
   }
   return ok(undefined);
-}
-
-/** Completed tasks whose approved work is parked and not integrated yet: integrated in one commit. */
-async function integrateApproved(
-  plan: Plan,
-  isolation: Isolation,
-  findings: SetupFindings,
-): Promise<Result<{ tasks: number[]; commit: string | null }, { tasks: number[]; failure: GitFailure }>> {
-  const items: Array<{ task: number; work: CapturedWork }> = [];
-  for (const i of plan.tasks.keys()) {
-    if (statusAfter(plan, i, findings) !== 'completed' || commitAfter(plan, i, findings) !== undefined) continue;
-    const work = await parkedWork(isolation.repo, isolation.planId, i);
-    if (!work.ok) return err({ tasks: [i], failure: work.error });
-    if (work.value !== null) items.push({ task: i, work: work.value });
-  }
-  if (items.length === 0) return ok({ tasks: [], commit: null });
-  const tasks = items.map((item) => item.task);
-  const integrated = await isolation.integrateWork(plan, 0, items);
-  if (!integrated.ok) return err({ tasks, failure: integrated.error });
-  for (const task of tasks) {
-    if (integrated.value !== null) findings.commits.push({ task, commit: integrated.value });
-    await dropParked(isolation.repo, isolation.planId, task);
-  }
-  return ok({ tasks, commit: integrated.value });
 }
 
 /** Parked work of tasks neither awaiting approval nor approved (rejected, or put back since): dropped, it never lands. */

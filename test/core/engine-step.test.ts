@@ -259,3 +259,45 @@ describe('admitHeld (candidates an earlier run held, after a crash)', () => {
     expect(blamed.effects.filter((e) => e.type === 'gate').at(-1)).toMatchObject({ tasks: [1] });
   });
 });
+
+describe('approved work (setup held it on a candidate ref)', () => {
+  // As setup leaves it: the approved task in progress again (`approved` finding), its work held, its attempt counted when it awaited approval.
+  const approvedPlan = () => {
+    const plan = makePlan([task('A', { gate: 'human-approval' }), task('B', { blockedBy: [0] })]);
+    plan.tasks[0] = { ...plan.tasks[0]!, status: 'in_progress', attempts: 1, result: 'A done', approvedAt: '2026-01-01T00:00:00.000Z' };
+    return plan;
+  };
+  const approved = {
+    task: 0,
+    work: { base: 'base', entries: [{ path: 'A.txt', mode: '100644', object: 'a'.repeat(40) }] },
+    result: 'A done',
+    stack: [],
+    approved: true as const,
+  };
+
+  it('integrates at the first record, its candidate ref dropped, its attempt not counted again; its dependant starts after', () => {
+    const start = initialState(approvedPlan(), { ...SIMULATION_DEFAULTS, concurrency: 2, schedule: 'continuous' }, 0, [approved]);
+    expect(start.attempts.get(0)).toMatchObject({ stage: 'verified', number: 1, verifiedBy: { kind: 'earlier-run', held: true, approved: true } });
+    const first = run(start, { type: 'tick', now: 0 });
+    // The record before anything starts: B waits for the work it depends on.
+    expect(kinds(first.effects)).toEqual(['record']);
+    expect(first.effects[0]).toMatchObject({ type: 'record', tasks: [0], round: 1, integrate: [{ task: 0 }], drop: [0] });
+    const recorded = run(first.state, { type: 'recorded', tasks: [0], commit: 'c1', failure: null, now: 1 });
+    expect(recorded.state.plan.tasks[0]).toMatchObject({ status: 'completed', commit: 'c1', result: 'A done', attempts: 1 });
+    expect(recorded.state.plan.progress?.completedTasks).toEqual([0]);
+    expect(kinds(recorded.effects)).toEqual(['save', 'emit:round-committed', 'save', 'emit:task-started', 'start-worker']);
+    expect(recorded.effects.find((e) => e.type === 'start-worker')).toMatchObject({ task: 1 });
+  });
+
+  it('with a gate: tested first, then integrated with its attempt counted once', () => {
+    const config = { ...SIMULATION_DEFAULTS, concurrency: 2, schedule: 'continuous' as const, gate: { batchSize: 1 }, speculate: 0 };
+    const start = initialState(approvedPlan(), config, 0, [approved]);
+    expect(start.attempts.get(0)).toMatchObject({ stage: 'queued' });
+    const gate = run(start, { type: 'tick', now: 0 });
+    expect(gate.effects.find((e) => e.type === 'gate')).toMatchObject({ tasks: [0] });
+    const passedGate = run(gate.state, { type: 'gated', tasks: [0], passed: true, output: '', durationMs: 1, now: 1 });
+    expect(passedGate.effects.find((e) => e.type === 'record')).toMatchObject({ integrate: [{ task: 0 }], drop: [0] });
+    const recorded = run(passedGate.state, { type: 'recorded', tasks: [0], commit: 'c1', failure: null, now: 2 });
+    expect(recorded.state.plan.tasks[0]).toMatchObject({ status: 'completed', commit: 'c1', attempts: 1 });
+  });
+});

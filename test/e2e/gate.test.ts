@@ -17,7 +17,7 @@ import { groupRuns, renderReport, reportData } from '../../src/core/report.ts';
 import { executeScript, fakeWorker, runExecute, runPlanTool, nodeArgsFor } from '../support/execute.ts';
 import { fakeEvents, leftovers, repoWithPlan } from '../support/fake-run.ts';
 import type { TempGitRepo } from '../support/git-repo.ts';
-import { fakeTask, makePlan, writePlan } from '../support/plans.ts';
+import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
 
 const { repos, children, tempDir } = leftovers();
 
@@ -286,6 +286,34 @@ describe('the merge queue', () => {
     const lastRun = events.filter((e) => e.type === 'run-started').at(-1)!.runId;
     const gated = gateFinished(events.filter((e) => e.runId === lastRun));
     expect(gated.some((g) => g.passed && g.integrated.includes(0))).toBe(true);
+    expect(await repo.git(['show', 'HEAD:g.js'])).toBe('module.exports = 1;\n');
+    expect(await foremanRefs(repo)).toEqual([]);
+    // Its one attempt, counted when it awaited approval, is not counted again when it integrates.
+    const archived = (await readdir(join(repo.dir, '.design/history'))).filter((f) => f.endsWith('-plan.json'));
+    expect((await readPlan(join(repo.dir, '.design/history', archived[0]!))).tasks[0]).toMatchObject({ status: 'completed', attempts: 1 });
+  });
+
+  it('approved work in a run without the gate: the step function integrates it at its first record, its attempt counted once', async () => {
+    const plan = makePlan([fakeTask('G', { create: ['g.js'], gate: 'human-approval', fake: { write: { 'g.js': 'module.exports = 1;\n' } } })], {
+      context: { testCommand: 'node --test' },
+    });
+    const { repo, env } = await setup(plan);
+    const first = await runExecute(repo.dir, ['--sandbox', 'off'], env);
+    expect(first.exitCode, `${first.stdout}\n${first.stderr}`).toBe(1);
+    // The plan has a test command: approving leaves the work for the next run.
+    expect((await runPlanTool(repo.dir, ['approve', '0'], env)).exitCode).toBe(0);
+    const second = await runExecute(repo.dir, ['--sandbox', 'off', '--no-gate'], env);
+    expect(second.exitCode, `${second.stdout}\n${second.stderr}`).toBe(0);
+    const events = await runEvents(repo);
+    const lastRun = events.filter((e) => e.type === 'run-started').at(-1)!.runId;
+    const rounds = events.filter((e): e is Extract<RunEvent, { type: 'round-committed' }> => e.runId === lastRun && e.type === 'round-committed');
+    expect(rounds.map((r) => r.tasks)).toEqual([[0]]);
+    expect(events.filter((e) => e.runId === lastRun && e.type === 'task-started')).toEqual([]);
+    // All done: the plan went to the history.
+    const archived = (await readdir(join(repo.dir, '.design/history'))).filter((f) => f.endsWith('-plan.json'));
+    expect(archived).toHaveLength(1);
+    const after = await readPlan(join(repo.dir, '.design/history', archived[0]!));
+    expect(after.tasks[0]).toMatchObject({ status: 'completed', attempts: 1, commit: rounds[0]!.commit });
     expect(await repo.git(['show', 'HEAD:g.js'])).toBe('module.exports = 1;\n');
     expect(await foremanRefs(repo)).toEqual([]);
   });

@@ -251,6 +251,21 @@ describe('the in-session steps, in process', () => {
     expect(rig.events.filter((e) => e.type === 'task-skipped').map((e) => e.type === 'task-skipped' && [e.task, e.rootCause])).toEqual([[1, 0]]);
     expect(await rig.next()).toEqual([2, 3]);
   });
+
+  it('approved work setup held integrates through the step function as setup posts its events: reported as approved, journaled as a round, its attempt counted once', async () => {
+    const plan = makePlan([task('A', { gate: 'human-approval' }), task('B', { blockedBy: [0] })]);
+    plan.tasks[0] = { ...plan.tasks[0]!, status: 'completed', attempts: 1, result: 'A done', approvedAt: '2026-01-01T00:00:00.000Z' };
+    const rig = new SessionRig(plan, { concurrency: 2 });
+    const work = { base: 'base', entries: [{ path: 'A.txt', mode: '100644', object: 'a'.repeat(40) }] };
+    const setup = await printed('setup', await rig.setup({ ...noFindings(), approved: [0] }, [{ task: 0, work, result: 'A done', stack: [], approved: true }]));
+    expect(setup.approved).toEqual({ tasks: [0], commit: expect.any(String) });
+    expect(setup.integrated).toEqual({ tasks: [], commit: null });
+    expect(rig.recorded).toMatchObject([{ integrate: [{ task: 0 }], drop: [0] }]);
+    expect(rig.events.filter((e) => e.type === 'round-committed').map((e) => e.type === 'round-committed' && e.tasks)).toEqual([[0]]);
+    expect(rig.state.plan.tasks[0]).toMatchObject({ status: 'completed', attempts: 1, result: 'A done' });
+    // Landed at setup: its dependant is handed out at once.
+    expect(await rig.next()).toEqual([1]);
+  });
 });
 
 describe('the end of an in-session run, as the step function says it', () => {

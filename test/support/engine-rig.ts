@@ -21,7 +21,7 @@ import { passingCheck } from '../../src/core/simulation.ts';
 import { parseStatusLine } from '../../src/core/prompt.ts';
 import type { GateRun, RecordRequest } from '../../src/core/engine/effects.ts';
 import { type Clock, type EngineResult, engineConfig, runEngine } from '../../src/run/engine.ts';
-import { initialState } from '../../src/core/engine/admission.ts';
+import { type HeldCandidate, initialState } from '../../src/core/engine/admission.ts';
 import { depsOf, depths } from '../../src/core/graph.ts';
 import { type SetupFindings, noFindings } from '../../src/core/transition.ts';
 import { DEFAULTS, type RunSettings } from '../../src/run/settings.ts';
@@ -367,6 +367,7 @@ export class SessionRig {
   private gateRun: GateState | null = null;
   private gateLaunches = 0;
   private findings: SetupFindings = noFindings();
+  private held: HeldCandidate[] = [];
 
   constructor(
     plan: Plan,
@@ -462,12 +463,11 @@ export class SessionRig {
           recovered: findings.recovered.map((r) => r.task),
           reset: findings.interrupted,
           reverted: findings.reverted.map((r) => r.task),
-          approved: { tasks: [], commit: null },
           assumptions: [],
           blocked: findings.blocked.map((b) => b.task),
           notices: [],
           isolation: this.isolation,
-          held: [],
+          held: this.held,
         });
       },
       open: async () => ok(this.isolation),
@@ -513,9 +513,14 @@ export class SessionRig {
     return { plan: JSON.parse(text) as Plan, ctx: { repo: this.dir, planPath: this.planPath, git: new Git(this.dir), env: {}, planText: text, io: this.io } };
   }
 
-  /** `setup`, finding `findings` in the repository: then what an earlier session verified integrates, and the gate runs on the starting commit. */
-  async setup(findings: SetupFindings = noFindings()): Promise<SetupOutput> {
+  /**
+   * `setup`, finding `findings` in the repository and `held` candidates on their refs (approved
+   * work among them): then what is held or an earlier session verified integrates (with a gate: is
+   * tested first), and the gate runs on the starting commit.
+   */
+  async setup(findings: SetupFindings = noFindings(), held: HeldCandidate[] = []): Promise<SetupOutput> {
     this.findings = findings;
+    this.held = held;
     const { plan, ctx } = this.context();
     const gate = this.options.gate === undefined ? { noGate: true } : { gate: 'npm test', gateBatch: this.options.gateBatch ?? DEFAULTS.gateBatch };
     const settings: SetupSettings = {

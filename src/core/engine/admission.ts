@@ -1,6 +1,8 @@
 // A run's first state, and how it takes in what an earlier run verified and did not integrate:
 // candidates it held for the merge queue rejoin the queue in an order that gates each on the stack
-// it was built on (`admitHeld`); work a session verified integrates at the first record.
+// it was built on (`admitHeld`), and so does work a person approved, which setup holds on a
+// candidate ref (without a gate, both integrate at the first record); work a session verified
+// integrates at the first record.
 
 import { emptyGateQueue, enqueue } from '../gate.ts';
 import { depsOf, longestRemainingPath } from '../graph.ts';
@@ -21,6 +23,8 @@ export interface HeldCandidate {
    * integration tip. From `admitHeld` on, only those not integrated yet: what must be ahead of it.
    */
   stack?: readonly number[];
+  /** Work a person approved (setup held it on its candidate ref): its attempt was counted when it awaited approval. */
+  approved?: true;
 }
 
 /**
@@ -84,10 +88,11 @@ export function initialState(
   const attempts = new Map<number, Attempt>();
   const earlier = (candidate: HeldCandidate, held: boolean) => ({
     task: candidate.task,
-    number: attemptsOf(plan.tasks[candidate.task]!) + 1,
+    // Approved work's attempt was counted when it awaited approval.
+    number: attemptsOf(plan.tasks[candidate.task]!) + (candidate.approved === true ? 0 : 1),
     decision: { kind: 'completed' as const, result: candidate.result },
     work: candidate.work,
-    verifiedBy: { kind: 'earlier-run' as const, held },
+    verifiedBy: { kind: 'earlier-run' as const, held, ...(candidate.approved === true ? { approved: true as const } : {}) },
     // Built on candidates still held: cancelled if one of them is blamed, as in the run that made it.
     ...(held && candidate.stack !== undefined && candidate.stack.length > 0 ? { stack: candidate.stack } : {}),
   });

@@ -63,9 +63,10 @@ export interface VerifyingAttempt extends AttemptIn<'verifying'> {
 
 /**
  * Who verified an attempt's work: this run's worker (what it did, counted in this run), or an
- * earlier run (its worker's cost counted there); `held`, that run held it on its candidate ref.
+ * earlier run (its worker's cost counted there); `held`, that run held it on its candidate ref;
+ * `approved`, a person approved it after it awaited approval (its attempt was counted then).
  */
-export type VerifiedBy = { kind: 'this-run'; run: WorkerRun } | { kind: 'earlier-run'; held: boolean };
+export type VerifiedBy = { kind: 'this-run'; run: WorkerRun } | { kind: 'earlier-run'; held: boolean; approved?: true };
 
 type CompletedDecision = Extract<Decision, { kind: 'completed' }>;
 

@@ -4,7 +4,7 @@
 
 import { assertNever } from '../failure.ts';
 import { enqueue } from '../gate.ts';
-import { applyDecision } from '../transition.ts';
+import { applyApproved, applyDecision } from '../transition.ts';
 import type { CapturedWork } from '../work.ts';
 import { type RecordingAttempt, tasksIn } from './attempt.ts';
 import { type Work, attemptIn, emit, runOf, spentBy, stopWith } from './draft.ts';
@@ -114,7 +114,8 @@ export function recorded(work: Work, tasks: readonly number[], commit: string | 
         break;
       }
       case 'integrate':
-        applyDecision(draft.plan, task, attempt.decision, spentBy(runOf(attempt)));
+        if (attempt.verifiedBy.kind === 'earlier-run' && attempt.verifiedBy.approved === true) applyApproved(draft.plan, task, attempt.decision.result);
+        else applyDecision(draft.plan, task, attempt.decision, spentBy(runOf(attempt)));
         integrated.push(task);
         if (commit !== null) draft.plan.tasks[task] = { ...draft.plan.tasks[task]!, commit };
         work.attempts.delete(task);

@@ -80,7 +80,7 @@ export interface SetupOutput {
   reset: number[];
   /** Completed tasks whose created files are gone: pending again. */
   reverted: number[];
-  /** Approved tasks whose parked work was integrated now. */
+  /** Approved tasks whose parked work was integrated now (with a gate: none; it passes the gate first). */
   approved: CommitOutcome;
   /** Work an earlier session verified and did not integrate, integrated now. */
   integrated: CommitOutcome;
@@ -122,6 +122,8 @@ interface SetupOpened extends Opened {
 
 interface SetupRan extends Ran {
   landing: LandingReport;
+  /** Approved work, integrated now. */
+  approved: CommitOutcome;
   /** What the earlier session verified, integrated now. */
   integrated: CommitOutcome;
   /** What landing said. */
@@ -180,8 +182,6 @@ export class SetupStep implements LeadStep<SetupOpened, SetupRan, SetupOutput, S
         registry,
         verified: verified.map((v) => v.task),
         sandbox: sandbox.sandboxed,
-        // Approved work joins the merge queue when a gate will run (as headless).
-        gated: gateConfig !== null,
       })
       .finally(() => registry.clear());
     if (!setup.ok) return err(setup.error);
@@ -231,14 +231,15 @@ export class SetupStep implements LeadStep<SetupOpened, SetupRan, SetupOutput, S
         (a): RunEventBody => ({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output }),
       ),
       ...opened.skips,
-      ...(report.approved.commit !== null
-        ? [{ type: 'round-committed', round: 0, tasks: report.approved.tasks, commit: report.approved.commit } as const]
-        : []),
     ]);
 
-    // The run's first state: candidates held on their refs, and what the earlier session verified.
+    // The run's first state: candidates held on their refs (approved work among them), and what the
+    // earlier session verified; without a gate, they integrate now, in one round.
     const state = await scope.post(opened.state, setupEvents(await io.repository.unlanded(plan, await io.repository.head()), io.now()));
-    const integrated = integratedBy(scope.run.events);
+    const approvedTasks = new Set(report.held.flatMap((candidate) => (candidate.approved === true ? [candidate.task] : [])));
+    const rounds = integratedBy(scope.run.events);
+    const approved = rounds.tasks.filter((task) => approvedTasks.has(task));
+    const integrated = { commit: rounds.commit, tasks: rounds.tasks.filter((task) => !approvedTasks.has(task)) };
     // What is integrated and not on the branch yet (this session's start, or an earlier one cut short) lands now.
     const landed = await scope.land(state, opened.isolation);
 
@@ -249,7 +250,8 @@ export class SetupStep implements LeadStep<SetupOpened, SetupRan, SetupOutput, S
       end: runEnd(gated, scope.run),
       landing: landed.landing,
       finishing: opened.isolation,
-      integrated,
+      approved: { commit: approved.length > 0 ? rounds.commit : null, tasks: approved },
+      integrated: integrated.tasks.length > 0 ? integrated : { commit: null, tasks: [] },
       landed: landed.notices,
       ...(baselineFailed !== undefined ? { baselineFailed } : {}),
     };
@@ -268,7 +270,7 @@ export class SetupStep implements LeadStep<SetupOpened, SetupRan, SetupOutput, S
       recovered: report.recovered,
       reset: report.reset,
       reverted: report.reverted,
-      approved: report.approved,
+      approved: ran.approved,
       integrated: ran.integrated,
       landing: ran.landing,
       assumptions: {
