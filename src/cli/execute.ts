@@ -19,6 +19,7 @@ import { type Plan, statusOf } from '../core/plan.ts';
 import { type PlanWarning, lintPlan } from '../core/plan-lint.ts';
 import { planPermissions } from '../core/scope.ts';
 import { SCHEDULE_POLICIES, type SchedulePolicy } from '../core/schedule.ts';
+import { realRunAdapters } from '../run/adapters.ts';
 import { type HeadlessRefusal, runHeadless } from '../run/headless.ts';
 import { LAND_POLICIES, type LandPolicy, type RunSettings, DEFAULTS } from '../run/settings.ts';
 import type { Command, Io, Numbers } from './command.ts';
@@ -340,7 +341,6 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
       { ...settings, claudeBin, noGate: settings.gateFlags.off },
       {
         planText: loaded.text,
-        git,
         env: io.env,
         sandboxed,
         interrupt: controller.signal,
@@ -353,6 +353,7 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
         // `plan …` where the person is would find another plan (or none): printed commands name this one.
         nameThePlan: !(await samePath(await planPathFrom({}, io.cwd).catch(() => null), settings.planPath)),
       },
+      realRunAdapters({ repo: settings.repo, planPath: settings.planPath, git, env: io.env }),
     );
     if (!run.ok) throw refusalError(run.error);
     reporter.summary(run.value.plan, run.value.usage);

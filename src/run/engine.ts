@@ -6,12 +6,13 @@
 // aside, `prepareRecheck`; a paused attempt resumes in the one it kept), where its worker and its
 // checks run; starting workers and verifying run in parallel; the lane runs, one at a time, what
 // must be serialized: recording (foreman's refs move) and the gate's runs (which test what the
-// integration ref holds). The engine decides nothing itself: every adapter it uses is passed in,
+// integration ref holds). The engine decides nothing itself: every stage it uses is passed in,
 // so tests give it fakes and a fake clock.
 
 import { realpath } from 'node:fs/promises';
 import type { GitFailure } from '../core/git-text.ts';
 import type { WorkerRequest } from '../adapters/worker.ts';
+import type { Clock } from './adapters.ts';
 import {
   gatedEvent,
   recordedEvent,
@@ -35,23 +36,11 @@ import { type WorkerPermissions, explicitPermissions, workerPermissions } from '
 import { DEFAULTS, type RunSettings } from './settings.ts';
 import type { CapturedWork } from '../core/work.ts';
 
-/** Time, for back-offs: the real clock, or a test's. */
-export interface Clock {
-  now(): number;
-  /** Call `wake` at `at` (ms); returns a function that cancels it. */
-  wakeAt(at: number, wake: () => void): () => void;
-}
-
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  wakeAt: (at, wake) => {
-    const timer = setTimeout(wake, Math.max(0, at - Date.now()));
-    return () => clearTimeout(timer);
-  },
-};
-
-/** Everything the engine does to the world, passed in. */
-export interface EngineAdapters {
+/**
+ * The stages the engine carries its effects out with, passed in: the headless run binds them to
+ * its adapters (run/adapters.ts) and the plan's isolation; a test gives fakes.
+ */
+export interface EngineStages {
   /** A worktree for `task` at the integration tip, or (speculative) at `stack`'s candidates stacked on it in order: its directory, or why it could not be made ready. */
   prepare(task: number, signal: AbortSignal, stack?: ReadonlyArray<{ task: number; work: CapturedWork }>): Promise<Result<string, string>>;
   /** A worktree for a re-check of `task`: at `commit`, the work its last attempt set aside, its attempt starting at that commit's parent. */
@@ -72,7 +61,8 @@ export interface EngineAdapters {
   gate(plan: Plan, request: GateRequest, signal: AbortSignal): Promise<GateRun>;
   save(plan: Plan): Promise<void>;
   emit(event: RunEventBody): void;
-  clock: Clock;
+  /** Back-offs' wake-ups, and the time each event carries. */
+  clock: Pick<Clock, 'now' | 'wakeAt'>;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -176,11 +166,11 @@ class Inbox {
 export async function runEngine(
   start: EngineState,
   settings: RunSettings,
-  adapters: EngineAdapters,
+  stages: EngineStages,
   signal: AbortSignal,
   drain: AbortSignal = new AbortController().signal,
 ): Promise<EngineResult> {
-  const clock = adapters.clock;
+  const clock = stages.clock;
   const inbox = new Inbox();
   const serialized = new Lane();
   const workers = new Map<number, AbortController>();
@@ -190,7 +180,7 @@ export async function runEngine(
   const dirs = new Map<number, string>();
   const wake: { current: { at: number; cancel: () => void } | null } = { current: null };
   let state: EngineState = start;
-  const write = planWrites(adapters.save);
+  const write = planWrites(stages.save);
   /** The plan of the last step that changed it, on disk: a worker starts, and the run ends, only after. */
   let written: Promise<void> = Promise.resolve();
 
@@ -224,8 +214,8 @@ export async function runEngine(
             kept !== undefined ? { ok: true, value: kept } : { ok: false, error: `task ${effect.task}'s paused attempt has no worktree to resume in` },
           )
         : recheck !== undefined
-          ? adapters.prepareRecheck(effect.task, recheck, controller.signal)
-          : adapters.prepare(effect.task, controller.signal, effect.stack);
+          ? stages.prepareRecheck(effect.task, recheck, controller.signal)
+          : stages.prepare(effect.task, controller.signal, effect.stack);
     const started = ready.then(async (prepared): Promise<EngineEvent> => {
       if (!prepared.ok) return workspaceFailedEvent(effect.task, prepared.error, clock.now());
       dirs.set(effect.task, prepared.value);
@@ -233,7 +223,7 @@ export async function runEngine(
       if (recheck !== undefined) return workerFinishedEvent(effect.task, recheckRun(effect.logPath), clock.now());
       // A crash once the worker runs leaves the task in progress on disk, and a resume cleans up after it.
       await saved;
-      const run = await adapters.runWorker(await workerRequest(effect, current, prepared.value, controller.signal));
+      const run = await stages.runWorker(await workerRequest(effect, current, prepared.value, controller.signal));
       return workerFinishedEvent(effect.task, run, clock.now());
     });
     later(started, (event) => event);
@@ -271,9 +261,9 @@ export async function runEngine(
       maxBudgetUsd: task.agent?.maxBudgetUsd ?? settings.taskBudgetUsd,
       timeoutMs: Math.max(1, settings.taskTimeoutMs - worked),
       logPath: effect.logPath,
-      env: adapters.env,
+      env: stages.env,
       signal: stop,
-      onActivity: (activity) => adapters.emit({ type: 'task-activity', task: effect.task, text: activity.text, costUsd: activity.costUsd }),
+      onActivity: (activity) => stages.emit({ type: 'task-activity', task: effect.task, text: activity.text, costUsd: activity.costUsd }),
     };
   };
 
@@ -285,7 +275,7 @@ export async function runEngine(
         written.catch((error: unknown) => inbox.fail(error));
         return null;
       case 'emit':
-        adapters.emit(effect.event);
+        stages.emit(effect.event);
         return null;
       case 'start-worker':
         startWorker(effect, current);
@@ -295,7 +285,7 @@ export async function runEngine(
         if (signal.aborted) controller.abort();
         const dir = dirs.get(effect.task);
         if (dir === undefined) throw new Error(`engine: task ${effect.task} has no worktree to verify in`);
-        later(adapters.verify(current.plan, effect.task, { dir, signal: controller.signal }), (verification) =>
+        later(stages.verify(current.plan, effect.task, { dir, signal: controller.signal }), (verification) =>
           verifiedEvent(effect.task, verification, clock.now()),
         );
         return null;
@@ -304,12 +294,12 @@ export async function runEngine(
         workers.delete(effect.task);
         idle.delete(effect.task);
         dirs.delete(effect.task);
-        adapters.release(effect.task);
+        stages.release(effect.task);
         return null;
       case 'record': {
         const { type: _type, ...request } = effect;
         later(
-          serialized.run(() => adapters.record(current.plan, request)),
+          serialized.run(() => stages.record(current.plan, request)),
           (recorded) => recordedEvent(effect.tasks, recorded, clock.now()),
         );
         return null;
@@ -317,7 +307,7 @@ export async function runEngine(
       case 'gate': {
         const { type: _type, ...request } = effect;
         later(
-          serialized.run(() => adapters.gate(current.plan, request, signal)),
+          serialized.run(() => stages.gate(current.plan, request, signal)),
           (run) => gatedEvent(effect.tasks, run, clock.now()),
         );
         return null;

@@ -7,14 +7,13 @@
 // the integration tip before and after, finishing the plan. The CLI handles signals and prints.
 
 import { basename, dirname, join } from 'node:path';
+import type { Commands } from '../adapters/commands.ts';
 import { writeWorkerExcludes } from '../adapters/git/excludes.ts';
 import { regularFilesIn } from '../adapters/git/refs.ts';
-import type { Git } from '../adapters/git/repository.ts';
 import { gitProcessCount } from '../adapters/git/runner.ts';
 import { ownLayout } from '../adapters/layout.ts';
-import { ProcessRegistry, describeOrphans, killOrphans, recorded, registryPathFor } from '../adapters/orphans.ts';
-import { PlanKeeper, describeKeptEdit } from '../adapters/plan-store.ts';
-import { runWorker } from '../adapters/worker.ts';
+import { describeOrphans } from '../adapters/orphans.ts';
+import { describeKeptEdit } from '../adapters/plan-store.ts';
 import { logFailedChecks } from '../adapters/worker-log.ts';
 import { commandHint } from '../core/command-hint.ts';
 import { initialState } from '../core/engine/admission.ts';
@@ -29,13 +28,14 @@ import { excludesFileEnv } from '../core/sandbox-placeholders.ts';
 import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
 import { describeTimeLimitHit } from '../core/time-limit.ts';
 import { ensurePlanId } from './commit.ts';
-import { engineConfig, runEngine, systemClock } from './engine.ts';
-import { Isolation, type WorktreeSetup } from './isolation.ts';
+import type { RunAdapters } from './adapters.ts';
+import { type EngineStages, engineConfig, runEngine } from './engine.ts';
+import type { Isolation, WorktreeSetup } from './isolation.ts';
 import { baselineRefusal, finishPlan, lander, noGateNotice, runFinishedEvent, runStartedEvent } from './lifecycle.ts';
 import { describeProbeProblem, runProbe, saveProbe } from './probe.ts';
 import { LIMIT_FLAGS, type RunSettings } from './settings.ts';
 import { type SetupProblem, setupRun } from './setup.ts';
-import { recordAttempts, verifyAttempt } from './stages.ts';
+import { type StageContext, recordAttempts, verifyAttempt } from './stages.ts';
 
 /** A headless run's settings: the run's own, and what the CLI settled before it. */
 export interface HeadlessSettings extends RunSettings {
@@ -48,11 +48,11 @@ export interface HeadlessSettings extends RunSettings {
   noGate: boolean;
 }
 
-/** What the run is given: the repository, the signals, and where its events go. */
+/** What the run is given besides its adapters: the plan as read, the signals, and where its events go. */
 export interface HeadlessContext {
   /** The plan file's text as read: a person's edit while the run holds the plan is kept aside, never written over. */
   planText: string;
-  git: Git;
+  /** The environment workers and commands run with (the adapters are bound to it too). */
   env: NodeJS.ProcessEnv;
   /** Checks, the setup command and workers' Bash run in the operating-system sandbox. */
   sandboxed: boolean;
@@ -85,24 +85,28 @@ export interface HeadlessEnd {
   refusal: string[] | null;
 }
 
-/** Run `plan` headless until the step function ends it (or refuse it before it starts). */
-export async function runHeadless(given: Plan, settings: HeadlessSettings, context: HeadlessContext): Promise<Result<HeadlessEnd, HeadlessRefusal>> {
+/** Run `plan` headless until the step function ends it (or refuse it before it starts), doing its I/O through `adapters`. */
+export async function runHeadless(
+  given: Plan,
+  settings: HeadlessSettings,
+  context: HeadlessContext,
+  adapters: RunAdapters,
+): Promise<Result<HeadlessEnd, HeadlessRefusal>> {
   let plan = given;
-  const { emit, git, env, sandboxed } = context;
-  const started = Date.now();
+  const { emit, env, sandboxed } = context;
+  const { clock, git, commands } = adapters;
+  const started = clock.now();
   const layout = context.nameThePlan === true ? { ...ownLayout(), plan: settings.planPath } : ownLayout();
   // Workers and checks a killed run left behind are still editing files: stop them before anything else.
-  const registryPath = registryPathFor(settings.planPath);
-  const orphans = await killOrphans(registryPath);
+  const orphans = await adapters.processes.endLeftovers();
   if (orphans.length > 0) emit({ type: 'notice', level: 'warning', message: describeOrphans(orphans) });
-  const registry = new ProcessRegistry(registryPath);
   const indexLock = await git.clearStaleIndexLock();
   if (indexLock.ok && indexLock.value === 'removed')
     emit({ type: 'notice', level: 'warning', message: 'removed a stale .git/index.lock left by a git process that was killed' });
 
   // Writes run one at a time, in a lane, so two never race on the temporary file. A person's edit to the plan file
   // while the run holds it is kept aside, never written over (PlanKeeper), and the run says where.
-  const keeper = new PlanKeeper(settings.planPath, context.planText);
+  const keeper = adapters.planStore.open(context.planText);
   const writes = new Lane();
   const write = (p: Plan): Promise<string | null> => writes.run(() => keeper.save(p));
   const save = async (p: Plan) => {
@@ -112,13 +116,9 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
   try {
     if (!indexLock.ok) return err({ kind: 'setup', problem: { kind: 'git-failed', doing: 'look for a stale .git/index.lock', failure: indexLock.error } });
     if (indexLock.value === 'held') return err({ kind: 'index-locked' });
-    const isolationOptions = {
-      repo: settings.repo,
-      planPath: settings.planPath,
-      env,
+    const workspaceUse = {
       sandbox: sandboxed,
       setupTimeoutMs: settings.checkTimeoutMs,
-      registry,
       // Said, so a slow start or a re-install after a task changed the lock file is not a mystery.
       onSetup: (run: WorktreeSetup) => emit({ type: 'notice', level: 'info', message: describeSetupRun(run) }),
     };
@@ -133,20 +133,19 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
       repo: settings.repo,
       planPath: settings.planPath,
       git,
-      openIsolation: () => Isolation.open(plan, isolationOptions),
+      openIsolation: () => adapters.workspaces.open(plan, workspaceUse),
       checkTimeoutMs: settings.checkTimeoutMs,
       signal: context.interrupt,
-      env,
-      registry,
+      commands,
       sandbox: sandboxed,
     });
     if (!setup.ok) return err({ kind: 'setup', problem: setup.error });
     const report = setup.value;
     // What setup found is applied by the step function, as every later change of a task's state.
-    const setUp = step(initialState(plan, engineConfig(settings, dirname(settings.planPath)), Date.now(), report.held), {
+    const setUp = step(initialState(plan, engineConfig(settings, dirname(settings.planPath)), clock.now(), report.held), {
       type: 'set-up',
       findings: report.findings,
-      now: Date.now(),
+      now: clock.now(),
     });
     plan = setUp.state.plan;
     await save(plan);
@@ -158,7 +157,7 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
       const refused = await probeAtSetup(plan, settings, {
         events: probeEvents,
         say: context.say,
-        registry,
+        commands,
         signal: context.interrupt,
         env,
         sandbox: sandboxed,
@@ -185,66 +184,18 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
     }
 
     const isolation = report.isolation;
-    // A worker's own git commands do not see the sandbox's placeholder files (its worktree is a
-    // clone of foreman's; the file is kept beside the plan's worktrees).
-    const excludes = await writeWorkerExcludes(settings.repo, join(isolation.pool.dir, 'git-excludes'), env);
-    const workerEnv = { ...env, ...excludesFileEnv(env, excludes) };
-    const gateOptions = settings.gate === null ? null : { command: settings.gate.command, timeoutMs: settings.gate.timeoutMs, sandbox: sandboxed };
-    const stages = { isolation, checkTimeoutMs: settings.checkTimeoutMs, env, registry, sandbox: sandboxed, strictScope: settings.strictScope === true };
     const landing = lander(isolation, {
       branch: branch === null ? null : `refs/heads/${branch}`,
       commit: settings.commit,
       planPath: settings.planPath,
       layout,
     });
+    const stages = await headlessStages(adapters, isolation, plan, settings, { env, sandboxed, save, emit, landing });
     // Integrated work an earlier run could not land (a crash, a blocked landing) lands first.
     const before = await landing.land();
     if (before !== null) emit(before);
     // The step function asks for the gate on the starting commit first; interrupted already, its first event ends the run.
-    const result = await runEngine(
-      setUp.state,
-      settings,
-      {
-        prepare: (task, signal, stack) => isolation.prepare(task, signal, stack),
-        prepareRecheck: (task, commit, signal) => isolation.prepareRecheck(task, commit, signal),
-        release: (task) => isolation.release(task),
-        runWorker: async (request) => {
-          const run = await recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) =>
-            runWorker({
-              ...request,
-              env: workerEnv,
-              onSpawn,
-              rulesOf: settings.repo,
-              ...(sandboxed ? { sandbox: { allowedDomains: plan.context?.checkNetwork ?? [] } } : {}),
-            }),
-          );
-          // --widen adds only files the repository has: which of the refused ones it has, at the attempt's start.
-          return (settings.widen ?? []).length > 0 ? withTrackedDenials(run, request.cwd, isolation.workspaceOf(request.taskIndex)?.base) : run;
-        },
-        verify: async (current, task, input) => {
-          const verification = await verifyAttempt(stages, current, task, input);
-          // The reason keeps the end of a failed check's output; the worker's log gets all of it.
-          if (verification.ok) await logFailedChecks(workerLogPath(dirname(settings.planPath), task), verification.value.acceptance);
-          return verification;
-        },
-        gate: (current, request, signal) =>
-          gateOptions === null ? Promise.resolve({ passed: true, output: '', durationMs: 0 }) : isolation.runGate(current, request, gateOptions, signal),
-        record: async (current, request) => {
-          const recordedWork = await recordAttempts(stages, current, request);
-          if (recordedWork.ok && settings.land === 'continuous') {
-            const landed = await landing.land();
-            if (landed !== null && landed.level === 'warning') emit(landed);
-          }
-          return recordedWork;
-        },
-        save,
-        emit,
-        clock: systemClock,
-        env,
-      },
-      context.interrupt,
-      context.drain,
-    );
+    const result = await runEngine(setUp.state, settings, stages, context.interrupt, context.drain);
     await writes.settled();
     plan = result.plan;
 
@@ -255,7 +206,7 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
     if (finishedPlan.notice !== null) emit(finishedPlan.notice);
     const finished = runFinishedEvent(
       plan,
-      { ...result, durationMs: Date.now() - started },
+      { ...result, durationMs: clock.now() - started },
       { layout, planPath: settings.planPath, landing: { landed: landing.landed, advice: landing.advice() }, archived: finishedPlan.archived },
     );
     // The git processes this process started since the run began: the run's, one run at a time.
@@ -271,8 +222,77 @@ export async function runHeadless(given: Plan, settings: HeadlessSettings, conte
     return ok({ plan, usage: result.usage, finished, refusal });
   } finally {
     await writes.settled();
-    await registry.clear();
+    await adapters.processes.forget();
   }
+}
+
+/**
+ * The engine's stages, bound to the run's adapters and the plan's isolation: a worker runs with
+ * the sandbox's placeholder files excluded from its own git commands, in the sandbox when the run
+ * is; verification logs a failed check's whole output; each record lands at once with --land
+ * continuous; the gate runs only when there is one.
+ */
+async function headlessStages(
+  adapters: RunAdapters,
+  isolation: Isolation,
+  plan: Plan,
+  settings: HeadlessSettings,
+  run: {
+    env: NodeJS.ProcessEnv;
+    sandboxed: boolean;
+    save: (plan: Plan) => Promise<void>;
+    emit: (event: RunEventBody) => void;
+    landing: ReturnType<typeof lander>;
+  },
+): Promise<EngineStages> {
+  const { env, sandboxed, emit, landing } = run;
+  // A worker's own git commands do not see the sandbox's placeholder files (its worktree is a
+  // clone of foreman's; the file is kept beside the plan's worktrees).
+  const excludes = await writeWorkerExcludes(settings.repo, join(isolation.pool.dir, 'git-excludes'), env);
+  const workerEnv = { ...env, ...excludesFileEnv(env, excludes) };
+  const gateOptions = settings.gate === null ? null : { command: settings.gate.command, timeoutMs: settings.gate.timeoutMs, sandbox: sandboxed };
+  const stages: StageContext = {
+    isolation,
+    checkTimeoutMs: settings.checkTimeoutMs,
+    commands: adapters.commands,
+    sandbox: sandboxed,
+    strictScope: settings.strictScope === true,
+  };
+  return {
+    prepare: (task, signal, stack) => isolation.prepare(task, signal, stack),
+    prepareRecheck: (task, commit, signal) => isolation.prepareRecheck(task, commit, signal),
+    release: (task) => isolation.release(task),
+    runWorker: async (request) => {
+      const ran = await adapters.workers.run({
+        ...request,
+        env: workerEnv,
+        rulesOf: settings.repo,
+        ...(sandboxed ? { sandbox: { allowedDomains: plan.context?.checkNetwork ?? [] } } : {}),
+      });
+      // --widen adds only files the repository has: which of the refused ones it has, at the attempt's start.
+      return (settings.widen ?? []).length > 0 ? withTrackedDenials(ran, request.cwd, isolation.workspaceOf(request.taskIndex)?.base) : ran;
+    },
+    verify: async (current, task, input) => {
+      const verification = await verifyAttempt(stages, current, task, input);
+      // The reason keeps the end of a failed check's output; the worker's log gets all of it.
+      if (verification.ok) await logFailedChecks(workerLogPath(dirname(settings.planPath), task), verification.value.acceptance);
+      return verification;
+    },
+    gate: (current, request, signal) =>
+      gateOptions === null ? Promise.resolve({ passed: true, output: '', durationMs: 0 }) : isolation.runGate(current, request, gateOptions, signal),
+    record: async (current, request) => {
+      const recordedWork = await recordAttempts(stages, current, request);
+      if (recordedWork.ok && settings.land === 'continuous') {
+        const landed = await landing.land();
+        if (landed !== null && landed.level === 'warning') emit(landed);
+      }
+      return recordedWork;
+    },
+    save: run.save,
+    emit,
+    clock: adapters.clock,
+    env,
+  };
 }
 
 /**
@@ -297,7 +317,7 @@ async function probeAtSetup(
   context: {
     events: Array<{ event: RunEventBody; said: boolean }>;
     say: ((line: string) => void) | null;
-    registry: ProcessRegistry;
+    commands: Commands;
     signal: AbortSignal;
     env: NodeJS.ProcessEnv;
     sandbox: boolean;
@@ -317,7 +337,7 @@ async function probeAtSetup(
     timeoutFlag: LIMIT_FLAGS.probe,
     env: context.env,
     signal: context.signal,
-    registry: context.registry,
+    commands: context.commands,
     sandbox: context.sandbox,
   });
   if (!probed.ok) {

@@ -7,7 +7,8 @@
 
 import { readFile, readdir, realpath, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { runShell, withForemanLine } from '../adapters/checks.ts';
+import { withForemanLine } from '../adapters/checks.ts';
+import type { Commands } from '../adapters/commands.ts';
 import { type Integration, type IntegrationFailure, Integrator, parkedTrailers, parkedWork } from '../adapters/git/integrate.ts';
 import {
   type ParkKind,
@@ -25,7 +26,6 @@ import {
   startIntegrationRef,
 } from '../adapters/git/refs.ts';
 import { type Landed, type LandingProblem, land, resumeLanding } from '../adapters/git/land.ts';
-import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import { processAlive } from '../adapters/processes.ts';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
 import { checkSandbox, setupCommandSandbox } from '../adapters/sandbox.ts';
@@ -50,7 +50,8 @@ export interface IsolationOptions {
   sandbox: boolean;
   /** The setup command's time limit: --check-timeout's, or in the gate process (`role: 'gate'`) --gate-timeout's. */
   setupTimeoutMs: number;
-  registry?: ProcessRegistry;
+  /** Runs the setup command in a worktree and the gate. */
+  commands: Commands;
   /** Told after each run of the setup command in a worktree (a new slot, or its setup inputs changed). */
   onSetup?: (run: WorktreeSetup) => void;
   /**
@@ -149,10 +150,13 @@ export class Isolation {
       symlinkDirectories: await symlinkDirectoriesOf(repo),
       runSetup: async (dir, command, signal) => {
         const sandbox = options.sandbox ? await setupCommandSandbox(dir, repo, context.setupNetwork, options.env) : undefined;
-        const role = { kind: 'setup-command' as const, task: -1, command };
-        const run = await recorded(options.registry, role, (onSpawn) =>
-          runShell(command, { cwd: dir, timeoutMs: setupLimit.ms, env: options.env, signal, onSpawn, ...(sandbox ? { sandbox } : {}) }),
-        );
+        const run = await options.commands.run(command, {
+          cwd: dir,
+          timeoutMs: setupLimit.ms,
+          role: { kind: 'setup-command', task: -1, command },
+          signal,
+          ...(sandbox ? { sandbox } : {}),
+        });
         options.onSetup?.({
           dir,
           command,
@@ -318,12 +322,15 @@ export class Isolation {
     const dir = acquired.value.dir;
     try {
       const sandbox = gate.sandbox ? checkSandbox(dir, plan, this.repo) : undefined;
-      const role = { kind: 'gate' as const, task: -1, command: gate.command };
       // Headless and in-session alike (`plan setup --gate-timeout`), --gate-timeout sets it.
       const timeLimit: TimeLimit = { ms: gate.timeoutMs, flag: LIMIT_FLAGS.gate };
-      const run = await recorded(this.options.registry, role, (onSpawn) =>
-        runShell(gate.command, { cwd: dir, timeoutMs: timeLimit.ms, env: this.options.env, signal, onSpawn, ...(sandbox ? { sandbox } : {}) }),
-      );
+      const run = await this.options.commands.run(gate.command, {
+        cwd: dir,
+        timeoutMs: timeLimit.ms,
+        role: { kind: 'gate', task: -1, command: gate.command },
+        ...(signal ? { signal } : {}),
+        ...(sandbox ? { sandbox } : {}),
+      });
       if (run.aborted) return { passed: null, output: run.output, durationMs: run.durationMs };
       const passed = run.exitCode === 0 && !run.timedOut;
       // The first line says how it ended: what shows the output keeps it (`clipMiddle`).

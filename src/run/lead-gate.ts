@@ -8,6 +8,7 @@
 // recorded in `.design/gate-workers.json` (the steps' own `workers.json` is ended by every step,
 // and this process must outlive them), so `plan setup` after a killed session ends it.
 
+import { shellCommands } from '../adapters/commands.ts';
 import { spawn } from 'node:child_process';
 import { readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -175,7 +176,7 @@ export async function serveGate(request: ServeRequest): Promise<void> {
       env: request.env,
       sandbox: request.sandbox,
       setupTimeoutMs: request.timeoutMs,
-      registry,
+      commands: shellCommands(request.env, registry),
       role: 'gate',
     });
     if (!opened.ok) return await finish({ passed: false, stale: true, output: `could not open the plan's integration ref: ${opened.error.stderr}` });

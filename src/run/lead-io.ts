@@ -1,11 +1,11 @@
-// What the in-session steps (run/lead.ts) do to the world beyond the files beside the plan, in
-// one interface: the repository (setting a run up, the plan's integration ref and worktrees,
-// HEAD), Claude Code's worktrees of the subagents, the gate process in the background, the run's
-// journal, the worker hook's hand-out, the sandbox and the clock. `realLeadIo` is what the plan
-// tool uses; a test gives its own (test/support/engine-rig.ts's SessionRig), as the headless
-// engine is given its adapters (run/engine.ts). The session file, the plan, the worker prompts and
-// the registry of a step's own processes are files beside the plan, which a test puts in a
-// scratch directory.
+// What the in-session steps (run/lead.ts) do to the world beyond the files beside the plan: the
+// adapters every run is given (run/adapters.ts: the clock, git, processes, commands, workspaces,
+// plan.json), and what only a session has: the repository as a step sees it (setting a run up,
+// the plan's integration ref and worktrees, HEAD), Claude Code's worktrees of the subagents, the
+// gate process in the background, the run's journal, the worker hook's hand-out and the sandbox.
+// `realLeadIo` is what the plan tool uses; a test gives its own (test/support/engine-rig.ts's
+// SessionRig), as a headless run is given its adapters. The session file, the plan and the worker
+// prompts are files beside the plan, which a test puts in a scratch directory.
 
 import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -14,7 +14,6 @@ import type { Git } from '../adapters/git/repository.ts';
 import { integrationRef, isAncestor, readRef, resolveCommit } from '../adapters/git/refs.ts';
 import { WORKTREE_INCLUDE, symlinkDirectoriesOf } from '../adapters/git/worktree-pool.ts';
 import { journalPathFor, openJournal, readJournal } from '../adapters/journal.ts';
-import type { ProcessRegistry } from '../adapters/orphans.ts';
 import { autoSandbox } from '../adapters/sandbox.ts';
 import type { RecordRequest } from '../core/engine/effects.ts';
 import type { RunEvent } from '../core/events.ts';
@@ -22,7 +21,8 @@ import { type Result, err, ok } from '../core/failure.ts';
 import type { Verification } from '../core/finalize.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import { type Plan, statusOf } from '../core/plan.ts';
-import { Isolation } from './isolation.ts';
+import type { Isolation } from './isolation.ts';
+import { type RunAdapters, realRunAdapters } from './adapters.ts';
 import { type GateLaunch, type GateState, endGateProcess, gateAlive, launchGate, readGateState } from './lead-gate.ts';
 import { type HandOutSource, deniedWritesOf, publishHandOut, removeStaleHandOuts, withdrawHandOut } from './lead-hand-out.ts';
 import type { LandingIsolation } from './lifecycle.ts';
@@ -52,11 +52,10 @@ export interface LeadIsolation extends LandingIsolation {
   release(task: number): void;
 }
 
-/** How a step opens the plan's isolation: its checks' sandbox and time limit, and where they are recorded. */
+/** How a step opens the plan's isolation: its checks' sandbox and time limit. */
 export interface IsolationUse {
   sandbox: boolean;
   checkTimeoutMs: number;
-  registry?: ProcessRegistry;
   /** A change outside a task's declared files fails its attempt (`setup --strict-scope`). */
   strictScope?: boolean;
 }
@@ -64,11 +63,7 @@ export interface IsolationUse {
 /** What setup found, with the isolation a step uses. */
 export type LeadSetupReport = Omit<SetupReport, 'isolation'> & { isolation: LeadIsolation };
 
-export interface LeadIo {
-  /** The time now (ms). */
-  now(): number;
-  /** Waits `ms` (for a gate run in the background). */
-  sleep(ms: number): Promise<void>;
+export interface LeadIo extends RunAdapters {
   /** The run's journal. */
   journal: {
     append(events: readonly RunEvent[]): void;
@@ -79,7 +74,7 @@ export interface LeadIo {
     /** Set a run up (run/setup.ts): what can refuse it, the plan's isolation, what setup found. */
     setUp(
       plan: Plan,
-      options: Omit<SetupOptions, 'repo' | 'planPath' | 'git' | 'openIsolation' | 'env'> & IsolationUse,
+      options: Omit<SetupOptions, 'repo' | 'planPath' | 'git' | 'openIsolation' | 'commands'> & IsolationUse,
     ): Promise<Result<LeadSetupReport, SetupProblem>>;
     open(plan: Plan, use: IsolationUse): Promise<Result<LeadIsolation, GitFailure>>;
     /** HEAD's commit, or null before the first. */
@@ -127,31 +122,22 @@ export interface LeadPlace {
 /** The in-session steps' I/O in the repository, its files and its processes. */
 export function realLeadIo(place: LeadPlace): LeadIo {
   const env = place.env ?? process.env;
-  const open = (plan: Plan, use: IsolationUse) =>
-    Isolation.open(plan, {
-      repo: place.repo,
-      planPath: place.planPath,
-      env,
-      sandbox: use.sandbox,
-      setupTimeoutMs: use.checkTimeoutMs,
-      ...(use.registry ? { registry: use.registry } : {}),
-    });
+  const adapters = realRunAdapters({ ...place, env });
+  const open = (plan: Plan, use: IsolationUse) => adapters.workspaces.open(plan, { sandbox: use.sandbox, setupTimeoutMs: use.checkTimeoutMs });
   const forStep = (isolation: Isolation, use: IsolationUse) =>
     leadIsolation(
       isolation,
       {
         isolation,
         checkTimeoutMs: use.checkTimeoutMs,
-        env,
-        ...(use.registry ? { registry: use.registry } : {}),
+        commands: adapters.commands,
         sandbox: use.sandbox,
         ...(use.strictScope ? { strictScope: true } : {}),
       },
       place,
     );
   return {
-    now: () => Date.now(),
-    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    ...adapters,
     journal: {
       append(events) {
         if (events.length === 0) return;
@@ -176,7 +162,7 @@ export function realLeadIo(place: LeadPlace): LeadIo {
           repo: place.repo,
           planPath: place.planPath,
           git: place.git,
-          env,
+          commands: adapters.commands,
           openIsolation: () => open(plan, options),
         });
         return set.ok ? ok({ ...set.value, isolation: forStep(set.value.isolation, options) }) : set;

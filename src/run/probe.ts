@@ -5,9 +5,9 @@
 
 import { dirname, join } from 'node:path';
 import { readFile } from 'node:fs/promises';
-import { runShell, withForemanLine } from '../adapters/checks.ts';
+import { withForemanLine } from '../adapters/checks.ts';
+import type { Commands } from '../adapters/commands.ts';
 import { checkSandbox, setupCommandSandbox } from '../adapters/sandbox.ts';
-import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
 import { resolveCommit } from '../adapters/git/refs.ts';
 import { type ProvisionFailure, describeProvisionFailure, withCheckout, worktreesRoot } from '../adapters/git/worktree-pool.ts';
@@ -38,10 +38,11 @@ export interface ProbeOptions {
   timeoutMs: number;
   /** The flag that sets `timeoutMs` (`LIMIT_FLAGS.probe` or `.planProbe`), named when it cuts something short. */
   timeoutFlag: string;
+  /** Where the probe's checkout goes (`FOREMAN_WORKTREES`), and the setup command's sandbox reads npm's settings. */
   env?: NodeJS.ProcessEnv;
   signal?: AbortSignal;
-  /** Where the checks are recorded while they run, so a run after a crash ends them. */
-  registry?: ProcessRegistry;
+  /** Runs the setup command and the checks (the checks recorded while they run). */
+  commands: Commands;
   /** Milliseconds now; a test may pass a fake clock. */
   now?: () => number;
   /**
@@ -65,7 +66,6 @@ export async function runProbe(plan: Plan, options: ProbeOptions): Promise<Resul
   const remaining = () => deadline - now();
   const created = pendingWrites(plan);
   const setupCommand = typeof plan.context?.setupCommand === 'string' && plan.context.setupCommand.trim() !== '' ? plan.context.setupCommand : null;
-  const shellEnv = options.env === undefined ? undefined : { ...options.env };
 
   // The last commit, checked out as an attempt's worktree is (copies, links), outside the person's tree.
   const head = await resolveCommit(options.repo);
@@ -78,15 +78,15 @@ export async function runProbe(plan: Plan, options: ProbeOptions): Promise<Resul
       let setup: ProbeSetup | null = null;
       if (setupCommand !== null) {
         const sandbox = options.sandbox
-          ? await setupCommandSandbox(checkout.dir, options.repo, plan.context?.setupNetwork, { ...process.env, ...shellEnv })
+          ? await setupCommandSandbox(checkout.dir, options.repo, plan.context?.setupNetwork, { ...process.env, ...options.env })
           : undefined;
         // The setup command is bounded by the whole budget only: `npm ci` can take longer than a check.
         const limit: TimeLimit = { ms: Math.max(0, remaining()), flag: options.timeoutFlag, budgetMs: options.timeoutMs };
-        const run = await runShell(setupCommand, {
+        const run = await options.commands.run(setupCommand, {
           cwd: checkout.dir,
           timeoutMs: limit.ms,
-          env: shellEnv,
-          signal: options.signal,
+          role: null,
+          ...(options.signal ? { signal: options.signal } : {}),
           ...(sandbox ? { sandbox } : {}),
         });
         setup = {
@@ -121,22 +121,18 @@ export async function runProbe(plan: Plan, options: ProbeOptions): Promise<Resul
             checks.push({ ...base, outcome: 'not-run', exitCode: null, reason: "the whole probe's time budget was spent", durationMs: 0, output: '' });
             continue;
           }
-          const role = { kind: 'acceptance-check' as const, task: index, command: criterion.check };
           // Its own limit, or what is left of the whole probe's when that is shorter.
           const limit: TimeLimit =
             options.checkTimeoutMs <= left
               ? { ms: options.checkTimeoutMs, flag: LIMIT_FLAGS.check }
               : { ms: left, flag: options.timeoutFlag, budgetMs: options.timeoutMs };
-          const run = await recorded(options.registry, role, (onSpawn) =>
-            runShell(criterion.check, {
-              cwd: checkout.dir,
-              timeoutMs: limit.ms,
-              env: shellEnv,
-              signal: options.signal,
-              onSpawn,
-              ...(options.sandbox ? { sandbox: checkSandbox(checkout.dir, plan, options.repo) } : {}),
-            }),
-          );
+          const run = await options.commands.run(criterion.check, {
+            cwd: checkout.dir,
+            timeoutMs: limit.ms,
+            role: { kind: 'acceptance-check', task: index, command: criterion.check },
+            ...(options.signal ? { signal: options.signal } : {}),
+            ...(options.sandbox ? { sandbox: checkSandbox(checkout.dir, plan, options.repo) } : {}),
+          });
           if (run.timedOut && limit.ms < options.checkTimeoutMs) exhausted = true;
           const judged = judgeCheck(run, created);
           checks.push({

@@ -8,13 +8,12 @@
 
 import { lstat, realpath } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
-import { runShell } from '../adapters/checks.ts';
+import type { Commands } from '../adapters/commands.ts';
 import type { Git, RepositoryOperation } from '../adapters/git/repository.ts';
 import { dropParked, filesIn, integrationRef, parkedTasks } from '../adapters/git/refs.ts';
 import { parkedWork } from '../adapters/git/integrate.ts';
 import { checkSandbox, ownSandboxNotice } from '../adapters/sandbox.ts';
 import type { GitFailure } from '../core/git-text.ts';
-import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import { depsOf, depths } from '../core/graph.ts';
 import { type SetupFindings, commitAfter, noFindings, statusAfter } from '../core/transition.ts';
 import { coveredBy, isDirPath } from '../core/paths.ts';
@@ -95,10 +94,9 @@ export interface SetupOptions {
   /** Opens the plan's isolation, once the plan is known to be safe to run. */
   openIsolation: () => Promise<Result<Isolation, GitFailure>>;
   checkTimeoutMs: number;
-  env?: NodeJS.ProcessEnv;
   signal?: AbortSignal;
-  /** Where assumption checks are recorded while they run, so a run after a crash ends them. */
-  registry?: ProcessRegistry;
+  /** Runs the assumption checks. */
+  commands: Commands;
   /** Tasks an earlier session verified, waiting to be recorded: left in progress for the caller. */
   verified?: readonly number[];
   /** Run assumption checks in the operating-system sandbox (writes: the repository and their own TMPDIR). */
@@ -389,17 +387,13 @@ async function checkAssumptions(
   try {
     const results: AssumptionResult[] = [];
     for (const { task, assumption: a } of checks) {
-      const role = { kind: 'assumption-check' as const, task, command: a.verify };
-      const run = await recorded(options.registry, role, (onSpawn) =>
-        runShell(a.verify, {
-          cwd: dir,
-          timeoutMs: timeLimit.ms,
-          env: options.env,
-          signal: options.signal,
-          onSpawn,
-          ...(options.sandbox ? { sandbox: checkSandbox(dir, plan, isolation.repo) } : {}),
-        }),
-      );
+      const run = await options.commands.run(a.verify, {
+        cwd: dir,
+        timeoutMs: timeLimit.ms,
+        role: { kind: 'assumption-check', task, command: a.verify },
+        ...(options.signal ? { signal: options.signal } : {}),
+        ...(options.sandbox ? { sandbox: checkSandbox(dir, plan, isolation.repo) } : {}),
+      });
       // Said first, where the live view, the step's JSON and the task's result each keep it.
       const output = run.timedOut ? `${describeTimeLimitHit(a.verify, timeLimit)}${run.output.trim() ? `:\n${run.output}` : ''}` : run.output;
       results.push({ task, claim: a.claim, verify: a.verify, severity: a.severity, passed: run.exitCode === 0 && !run.timedOut, output });

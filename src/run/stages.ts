@@ -5,7 +5,7 @@
 // Claude Code session, the lead starts Task subagents instead).
 
 import { checkSandbox } from '../adapters/sandbox.ts';
-import type { ProcessRegistry } from '../adapters/orphans.ts';
+import type { Commands } from '../adapters/commands.ts';
 import { type Result, ok } from '../core/failure.ts';
 import { asideRef } from '../adapters/git/refs.ts';
 import type { CapturedWork } from '../core/work.ts';
@@ -19,9 +19,8 @@ import { verifyTask } from './verify.ts';
 export interface StageContext {
   isolation: Isolation;
   checkTimeoutMs: number;
-  env?: NodeJS.ProcessEnv;
-  /** Where checks are recorded while they run, so a run after a crash ends them. */
-  registry?: ProcessRegistry;
+  /** Runs the acceptance checks. */
+  commands: Commands;
   /** Run acceptance checks in the operating-system sandbox (writes: the worktree and their own TMPDIR). */
   sandbox?: boolean;
   /** A change outside a task's declared files fails its attempt (`--strict-scope`). */
@@ -52,9 +51,9 @@ export function verifyAttempt(
     kept: input.kept ?? workspace?.kept ?? [],
     ...(base !== undefined ? { base } : {}),
     checkTimeoutMs: context.checkTimeoutMs,
-    env: context.env,
     signal: input.signal,
-    ...(context.registry ? { record: { registry: context.registry, task } } : {}),
+    commands: context.commands,
+    task,
     ...(context.sandbox ? { sandbox: checkSandbox(input.dir, plan, context.isolation.repo) } : {}),
     ...(context.strictScope ? { strictScope: true } : {}),
     keepAside,

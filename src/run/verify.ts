@@ -6,11 +6,10 @@
 
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
-import { runShell } from '../adapters/checks.ts';
+import type { Commands } from '../adapters/commands.ts';
 import { captureWork } from '../adapters/git/capture.ts';
 import { setAsideInWorktree } from '../adapters/git/set-aside.ts';
 import type { CommandSandbox } from '../adapters/sandbox.ts';
-import { type ProcessRegistry, recorded } from '../adapters/orphans.ts';
 import type { AcceptanceResult, CheckedWork, SetAside, Verification } from '../core/finalize.ts';
 import { type Result, err, ok } from '../core/failure.ts';
 import { type GitFailure, byPath, describeGitFailure } from '../core/git-text.ts';
@@ -28,9 +27,10 @@ export interface VerifyOptions {
   base?: string;
   checkTimeoutMs: number;
   signal?: AbortSignal;
-  env?: NodeJS.ProcessEnv;
-  /** Where the acceptance checks are recorded while they run (so a run after a crash ends them), and for which task. */
-  record?: { registry: ProcessRegistry; task: number };
+  /** Runs the acceptance checks (recorded while they run as the checks of `task`). */
+  commands: Commands;
+  /** The task whose attempt this is (-1: none, a worktree of setup's own). */
+  task: number;
   /** Run the checks in the operating-system sandbox with these limits. */
   sandbox?: CommandSandbox;
   /** A change outside the declared files fails the attempt (`--strict-scope`): no check runs then. */
@@ -62,10 +62,13 @@ export async function runAcceptance(task: Task, options: VerifyOptions): Promise
   // Headless and in-session alike (`plan setup` / `plan finalize`), --check-timeout sets it.
   const timeLimit = { ms: options.checkTimeoutMs, flag: LIMIT_FLAGS.check };
   for (const c of task.agent?.acceptanceCriteria ?? []) {
-    const role = { kind: 'acceptance-check' as const, task: options.record?.task ?? -1, command: c.check };
-    const r = await recorded(options.record?.registry, role, (onSpawn) =>
-      runShell(c.check, { cwd: options.dir, timeoutMs: options.checkTimeoutMs, signal: options.signal, env: options.env, sandbox: options.sandbox, onSpawn }),
-    );
+    const r = await options.commands.run(c.check, {
+      cwd: options.dir,
+      timeoutMs: options.checkTimeoutMs,
+      role: { kind: 'acceptance-check', task: options.task, command: c.check },
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.sandbox ? { sandbox: options.sandbox } : {}),
+    });
     results.push({
       criterion: c.criterion,
       check: c.check,

@@ -21,7 +21,7 @@ import {
 } from '../../src/adapters/sandbox.ts';
 import { probeFindings, probeKey } from '../../src/core/probe.ts';
 import { validatePlan } from '../../src/core/validate.ts';
-import { runProbe } from '../../src/run/probe.ts';
+import { runProbe } from '../support/probe.ts';
 import { afterEachCleanups, tempRepoIn } from '../support/git-repo.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 import { expectSchema } from '../skills/support.ts';

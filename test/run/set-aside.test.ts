@@ -6,6 +6,7 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { shellCommands } from '../../src/adapters/commands.ts';
 import { asideRef } from '../../src/adapters/git/refs.ts';
 import type { CheckedWork, Verification } from '../../src/core/finalize.ts';
 import type { Plan } from '../../src/core/plan.ts';
@@ -47,7 +48,7 @@ describe('set aside', () => {
     await mkdir(join(dir, 'node_modules'), { recursive: true });
     await writeFile(join(dir, 'node_modules/x.js'), 'ignored\n');
 
-    const verification = checked(await verifyAttempt({ isolation, checkTimeoutMs: 30_000 }, plan, 0, { dir }));
+    const verification = checked(await verifyAttempt({ isolation, checkTimeoutMs: 30_000, commands: shellCommands(process.env) }, plan, 0, { dir }));
     isolation.release(0);
     expect(verification.outsideChanges).toEqual(['README.md', 'coverage/out.txt', 'package-lock.json']);
     expect(verification.acceptance).toMatchObject([{ passed: true }]);
@@ -80,7 +81,7 @@ describe('set aside', () => {
     const git = (args: string[]) => repo.git(['-C', dir, '-c', 'user.name=w', '-c', 'user.email=w@w', ...args]);
     await git(['add', '-A']);
     await git(['commit', '-qm', 'wip']);
-    const verification = checked(await verifyAttempt({ isolation, checkTimeoutMs: 30_000 }, plan, 0, { dir }));
+    const verification = checked(await verifyAttempt({ isolation, checkTimeoutMs: 30_000, commands: shellCommands(process.env) }, plan, 0, { dir }));
     isolation.release(0);
     expect(verification.outsideChanges).toEqual(['stray.txt']);
     expect(verification.acceptance).toMatchObject([{ passed: true }]);
@@ -95,7 +96,9 @@ describe('set aside', () => {
     if (!prepared.ok) throw new Error(prepared.error);
     await writeFile(join(prepared.value, 'a.txt'), 'from the worker\n');
     await writeFile(join(prepared.value, 'package-lock.json'), '{}\n');
-    const verification = checked(await verifyAttempt({ isolation, checkTimeoutMs: 30_000, strictScope: true }, plan, 0, { dir: prepared.value }));
+    const verification = checked(
+      await verifyAttempt({ isolation, checkTimeoutMs: 30_000, commands: shellCommands(process.env), strictScope: true }, plan, 0, { dir: prepared.value }),
+    );
     isolation.release(0);
     expect(verification.outsideChanges).toEqual(['package-lock.json']);
     expect(verification.acceptance).toEqual([]);

@@ -8,6 +8,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { shellCommands } from '../../src/adapters/commands.ts';
 import { Git } from '../../src/adapters/git/repository.ts';
 import { decide } from '../../src/core/finalize.ts';
 import { culpritDecision, gateFinishedEvent } from '../../src/core/gate.ts';
@@ -36,12 +37,14 @@ async function worktreesEnv(): Promise<NodeJS.ProcessEnv> {
 }
 
 async function open(repo: string, plan: Plan, options: Partial<IsolationOptions> = {}) {
+  const env = await worktreesEnv();
   const opened = await Isolation.open(plan, {
     repo,
     planPath: join(repo, '.design/plan.json'),
-    env: await worktreesEnv(),
+    env,
     sandbox: false,
     setupTimeoutMs: 60_000,
+    commands: shellCommands(env),
     ...options,
   });
   if (!opened.ok) throw new Error(`open: ${opened.error.stderr}`);
@@ -57,7 +60,7 @@ describe('a time limit hit says what, after how long, which flag, and that the p
     const prepared = await isolation.prepare(0);
     if (!prepared.ok) throw new Error(prepared.error);
     await writeFile(join(prepared.value, 'b.txt'), 'b\n');
-    const verification = await verifyAttempt({ isolation, checkTimeoutMs: 1000 }, plan, 0, { dir: prepared.value });
+    const verification = await verifyAttempt({ isolation, checkTimeoutMs: 1000, commands: shellCommands(process.env) }, plan, 0, { dir: prepared.value });
     isolation.release(0);
     expect(verification).toMatchObject({ ok: true, value: { acceptance: [{ passed: false, timedOut: true }] } });
     const decision = decide({
@@ -81,8 +84,17 @@ describe('a time limit hit says what, after how long, which flag, and that the p
       repo: repo.dir,
       planPath: join(repo.dir, '.design/plan.json'),
       git: new Git(repo.dir),
-      openIsolation: () => Isolation.open(plan, { repo: repo.dir, planPath: join(repo.dir, '.design/plan.json'), env, sandbox: false, setupTimeoutMs: 60_000 }),
+      openIsolation: () =>
+        Isolation.open(plan, {
+          repo: repo.dir,
+          planPath: join(repo.dir, '.design/plan.json'),
+          env,
+          sandbox: false,
+          setupTimeoutMs: 60_000,
+          commands: shellCommands(env),
+        }),
       checkTimeoutMs: 1000,
+      commands: shellCommands(env),
     });
     if (!setup.ok) throw new Error(setup.error.kind);
     cleanups.push(() => setup.value.isolation.removeWorktrees());

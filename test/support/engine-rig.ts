@@ -20,7 +20,8 @@ import { type Plan, type Task, type UsageFigure, emptyUsage, statusOf } from '..
 import { passingCheck } from '../../src/core/simulation.ts';
 import { parseStatusLine } from '../../src/core/prompt.ts';
 import type { GateRun, RecordRequest } from '../../src/core/engine/effects.ts';
-import { type Clock, type EngineResult, engineConfig, runEngine } from '../../src/run/engine.ts';
+import type { Clock } from '../../src/run/adapters.ts';
+import { type EngineResult, engineConfig, runEngine } from '../../src/run/engine.ts';
 import { type HeldCandidate, initialState } from '../../src/core/engine/admission.ts';
 import { depsOf, depths } from '../../src/core/graph.ts';
 import { type SetupFindings, noFindings } from '../../src/core/transition.ts';
@@ -77,6 +78,8 @@ export class FakeClock implements Clock {
       this.timers = this.timers.filter((t) => t !== timer);
     };
   };
+  /** A wait moves time on at once. */
+  sleep = async (ms: number) => this.advance(ms);
   /** Move time on, firing what is due, in time order. */
   advance(ms: number): void {
     this.time += ms;
@@ -441,9 +444,9 @@ export class SessionRig {
     };
   }
 
-  private readonly io: LeadIo = {
-    now: () => (this.time += 1),
-    sleep: async () => undefined,
+  /** The rig's I/O; the rest (processes, plan.json) is the real one, on files in the scratch directory. */
+  private readonly io: Partial<LeadIo> & Pick<LeadIo, 'sandbox'> = {
+    clock: { now: () => (this.time += 1), wakeAt: () => () => undefined, sleep: async () => undefined },
     journal: {
       append: (events) => void this.events.push(...events),
       lastSeen: async (runId) => {

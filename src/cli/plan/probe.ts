@@ -1,6 +1,7 @@
 // `plan.ts probe`: run every pending task's acceptance checks before any work, in a checkout
 // of the last commit of its own, and report broken checks and vacuous tasks (src/run/probe.ts).
 
+import { shellCommands } from '../../adapters/commands.ts';
 import { dirname } from 'node:path';
 import { Git } from '../../adapters/git/repository.ts';
 import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../../adapters/orphans.ts';
@@ -88,7 +89,7 @@ export const probe: Command = {
         timeoutFlag: LIMIT_FLAGS.planProbe,
         env: io.env,
         signal: controller.signal,
-        registry,
+        commands: shellCommands(io.env, registry),
         sandbox: sandbox.value.sandboxed,
       });
       if (!probed.ok) throw new CliError(EXIT.cannotRun, [`plan probe: ${describeProbeProblem(probed.error)}`]);

@@ -89,7 +89,7 @@ export class CommitStep implements LeadStep<CommitOpened, CommitRan, CommitStepO
     let state = opened.state;
     let baselineFailed: BaselineFailed | undefined;
     if (session.engine !== null && !state.finished) {
-      const gated = await opened.gate.drive(await scope.post(state, commitEvents(io.now())), this.options.waitMs, scope.post);
+      const gated = await opened.gate.drive(await scope.post(state, commitEvents(io.clock.now())), this.options.waitMs, scope.post);
       state = gated.state;
       baselineFailed = gated.baselineFailed;
     }

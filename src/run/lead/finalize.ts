@@ -6,7 +6,7 @@
 // branch are removed once its work is captured. Saves after each task, so running it again with
 // the same results only reports the tasks already settled as `ignored`.
 
-import { type KilledOrphan, ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../../adapters/orphans.ts';
+import { type KilledOrphan, describeOrphans } from '../../adapters/orphans.ts';
 import { tasksIn } from '../../core/engine/attempt.ts';
 import type { TaskOutcome } from '../../core/events.ts';
 import { type Result, err, ok } from '../../core/failure.ts';
@@ -75,7 +75,6 @@ export interface FinalizeOutput {
 
 interface FinalizeOpened extends Opened {
   /** Where this step's acceptance checks are recorded while they run. */
-  registry: ProcessRegistry;
   /** Processes a killed step left running, ended before anything else. */
   orphans: KilledOrphan[];
 }
@@ -111,18 +110,15 @@ export class FinalizeStep implements LeadStep<FinalizeOpened, FinalizeRan, Final
     }
     // Checks a killed step left behind are ended first (a fresh registry would forget them); this
     // step's acceptance checks are recorded while they run, so the step after a crash ends them.
-    const registryPath = registryPathFor(lead.planPath);
-    const orphans = await killOrphans(registryPath);
-    const registry = new ProcessRegistry(registryPath);
+    const orphans = await io.processes.endLeftovers();
     const sandbox = await sandboxedIn(session, io);
     const checkTimeoutMs = options.checkTimeoutMs ?? session.checkTimeoutMs;
-    const opened = await io.repository.open(plan, { sandbox, checkTimeoutMs, registry, strictScope: session.strictScope });
+    const opened = await io.repository.open(plan, { sandbox, checkTimeoutMs, strictScope: session.strictScope });
     if (!opened.ok) return err({ kind: 'git-failed', doing: "open the plan's integration ref", failure: opened.error });
     const isolation = opened.value;
     return ok({
       session,
       state,
-      registry,
       orphans,
       effects: {
         verify: (task, current) => {
@@ -182,10 +178,10 @@ export class FinalizeStep implements LeadStep<FinalizeOpened, FinalizeRan, Final
       }
       seen.add(index);
       const handed = session.handedOut[String(index)];
-      const durationMs = handed === undefined ? 0 : Math.max(0, io.now() - Date.parse(handed.at));
+      const durationMs = handed === undefined ? 0 : Math.max(0, io.clock.now() - Date.parse(handed.at));
       // The undeclared writes the worker hook refused this attempt's worker: the task wanted those files.
       const denied = await io.handOut.deniedWrites(index, attempt.number);
-      state = await scope.post(state, [finalizeEvent(index, output, durationMs, io.now(), denied)]);
+      state = await scope.post(state, [finalizeEvent(index, output, durationMs, io.clock.now(), denied)]);
       const ended = scope.run.of('task-finished').find((e) => e.task === index);
       if (ended !== undefined) {
         const result = ended.outcome === 'completed' || ended.outcome === 'awaiting_approval' ? ended.result : undefined;
@@ -204,7 +200,7 @@ export class FinalizeStep implements LeadStep<FinalizeOpened, FinalizeRan, Final
       // Saved after each task, with the plan: a crash later in the step loses nothing verified.
       await scope.keep(state);
     }
-    await opened.registry.clear();
+    await scope.lead.io.processes.forget();
     return { state, end: scope.run.finished, landing: { landed: true, problem: [] }, results: out };
   }
 
@@ -212,7 +208,7 @@ export class FinalizeStep implements LeadStep<FinalizeOpened, FinalizeRan, Final
     const { state } = ran;
     const events = scope.run.events;
     const counts = countByStatus(state.plan);
-    const limit = roundLimit(state.limiter, scope.session.concurrency, scope.lead.io.now());
+    const limit = roundLimit(state.limiter, scope.session.concurrency, scope.lead.io.clock.now());
     const skipped = skippedBy(events);
     const breaker = breakerReport(events, state.plan.tasks.length, counts.pending);
     const retry = retriesOf(ran.results);

@@ -51,10 +51,10 @@ export class GateDriver {
   async launch(tasks: number[], state: EngineState): Promise<boolean> {
     const { lead, session, isolation } = this;
     const record: GateRunRecord = {
-      id: `${lead.io.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
+      id: `${lead.io.clock.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
       tasks,
       tip: isolation.tip,
-      startedAt: new Date(lead.io.now()).toISOString(),
+      startedAt: new Date(lead.io.clock.now()).toISOString(),
     };
     session.gate.current = record;
     // Saved before it starts, with the state that gates these tasks: a step killed now finds the run and starts it again.
@@ -87,7 +87,7 @@ export class GateDriver {
   async drive(state: EngineState, waitMs: number | undefined, post: Post): Promise<{ state: EngineState; baselineFailed?: BaselineFailed }> {
     const { lead, session, isolation } = this;
     if (session.gate.config === null) return { state };
-    const deadline = lead.io.now() + (waitMs ?? DEFAULT_GATE_WAIT_MS);
+    const deadline = lead.io.clock.now() + (waitMs ?? DEFAULT_GATE_WAIT_MS);
     let current = state;
     for (;;) {
       const out = session.gate.current;
@@ -106,7 +106,7 @@ export class GateDriver {
         if (out.tasks.length === 0) {
           // The starting commit's verdict: the step function opens the gate, or refuses the run.
           if (current.baseline !== 'testing') continue;
-          current = await post(current, gateVerdictEvents([], gateState, lead.io.now()));
+          current = await post(current, gateVerdictEvents([], gateState, lead.io.clock.now()));
           if (current.stop?.baselineFailure !== undefined)
             return { state: current, baselineFailed: { output: clipTail(gateState.output.trim(), 2000), tip: out.tip } };
           continue;
@@ -121,13 +121,13 @@ export class GateDriver {
         }
         // A run the state does not know (a step killed before it saved the state gating it) tells nothing.
         if (!out.tasks.every((t) => current.attempts.get(t)?.stage === 'gating')) continue;
-        current = await post(current, gateVerdictEvents(out.tasks, gateState, lead.io.now()));
+        current = await post(current, gateVerdictEvents(out.tasks, gateState, lead.io.clock.now()));
         continue;
       }
       if (gateState !== null && gateState.id === out.id && gateState.state === 'running' && lead.io.gate.alive(gateState)) {
-        const left = deadline - lead.io.now();
+        const left = deadline - lead.io.clock.now();
         if (left <= 0) return { state: current };
-        await lead.io.sleep(Math.min(200, left));
+        await lead.io.clock.sleep(Math.min(200, left));
         continue;
       }
       // The process is gone without a result (killed): its stack is tested again.

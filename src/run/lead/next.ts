@@ -4,7 +4,6 @@
 // once the task is widened to declare it, is re-checked here instead of handed out.
 
 import { mkdir, writeFile } from 'node:fs/promises';
-import { ProcessRegistry, registryPathFor } from '../../adapters/orphans.ts';
 import { initialState } from '../../core/engine/admission.ts';
 import type { EngineEffect } from '../../core/engine/effects.ts';
 import type { EngineEvent } from '../../core/engine/events.ts';
@@ -98,7 +97,7 @@ export class NextStep implements LeadStep<NextOpened, Ran, NextOutput, never> {
       const promptFile = promptPathFor(lead.planPath, effect.task);
       await mkdir(promptsDirFor(lead.planPath), { recursive: true });
       await writeFile(promptFile, workerPrompt(current.plan, effect.task, { maxAttempts: current.config.maxAttempts }));
-      session.handedOut[String(effect.task)] = { at: new Date(io.now()).toISOString(), base: head };
+      session.handedOut[String(effect.task)] = { at: new Date(io.clock.now()).toISOString(), base: head };
       handedOut.push({
         index: effect.task,
         subject: task.subject,
@@ -134,7 +133,7 @@ export class NextStep implements LeadStep<NextOpened, Ran, NextOutput, never> {
     if (state.finished || session.runId === null || session.runFinished) {
       // The gate's verdict on the starting commit stands for the session.
       const fresh: EngineState = {
-        ...initialState(state.plan, sessionConfig(session, lead.planPath), io.now()),
+        ...initialState(state.plan, sessionConfig(session, lead.planPath), io.clock.now()),
         unlanded: new Set(opened.unlanded),
         baseline: state.baseline,
       };
@@ -143,7 +142,7 @@ export class NextStep implements LeadStep<NextOpened, Ran, NextOutput, never> {
         scope.journal.start(state.plan, true);
       }
     }
-    if (!state.finished) state = await scope.post(state, nextEvents(opened.unlanded, this.options.concurrency, io.now()));
+    if (!state.finished) state = await scope.post(state, nextEvents(opened.unlanded, this.options.concurrency, io.clock.now()));
     await opened.rechecks.done();
     return { state, end: scope.run.finished, landing: { landed: opened.unlanded.length === 0, problem: [] } };
   }
@@ -157,9 +156,9 @@ export class NextStep implements LeadStep<NextOpened, Ran, NextOutput, never> {
       ...(e.reason !== undefined ? { reason: clipForLead(e.reason) } : {}),
       warnings: e.warnings ?? [],
     }));
-    const limit = handOutLimit(state.limiter, this.options.concurrency ?? scope.session.concurrency, io.now());
+    const limit = handOutLimit(state.limiter, this.options.concurrency ?? scope.session.concurrency, io.clock.now());
     // Why nothing was handed out, as the plan stands now.
-    const { stall, stuck } = nextStall(state, { handedOut: opened.handedOut.length, running: opened.running, now: io.now() });
+    const { stall, stuck } = nextStall(state, { handedOut: opened.handedOut.length, running: opened.running, now: io.clock.now() });
     return ok({
       round: state.round + 1,
       tasks: opened.handedOut,
@@ -185,21 +184,18 @@ class Rechecks {
   private opened: Promise<Result<LeadIsolation, GitFailure>> | null = null;
   /** Re-checks whose worktree could not be made ready: their verification fails, and a worker does the task next. */
   private readonly unprepared = new Map<number, string>();
-  private readonly registry: ProcessRegistry;
 
   constructor(
     private readonly lead: Lead,
     private readonly session: Session,
     private readonly plan: Plan,
-  ) {
-    this.registry = new ProcessRegistry(registryPathFor(lead.planPath));
-  }
+  ) {}
 
   private isolation(): Promise<Result<LeadIsolation, GitFailure>> {
     const { io } = this.lead;
     const { session } = this;
     this.opened ??= sandboxedIn(session, io).then((sandbox) =>
-      io.repository.open(this.plan, { sandbox, checkTimeoutMs: session.checkTimeoutMs, registry: this.registry, strictScope: session.strictScope }),
+      io.repository.open(this.plan, { sandbox, checkTimeoutMs: session.checkTimeoutMs, strictScope: session.strictScope }),
     );
     return this.opened;
   }
@@ -209,7 +205,7 @@ class Rechecks {
     const opened = await this.isolation();
     const prepared = opened.ok ? await opened.value.prepareRecheck(task, commit) : null;
     if (prepared !== null && !prepared.ok) this.unprepared.set(task, prepared.error);
-    return [workerFinishedEvent(task, recheckRun(''), this.lead.io.now())];
+    return [workerFinishedEvent(task, recheckRun(''), this.lead.io.clock.now())];
   };
 
   readonly verify = async (task: number, current: EngineState): Promise<Verification> => {
@@ -228,6 +224,6 @@ class Rechecks {
 
   /** The step is done with re-checks: their processes are no longer recorded. */
   async done(): Promise<void> {
-    if (this.opened !== null) await this.registry.clear();
+    if (this.opened !== null) await this.lead.io.processes.forget();
   }
 }

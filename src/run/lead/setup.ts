@@ -5,7 +5,7 @@
 // gate's check of the starting commit.
 
 import { rm } from 'node:fs/promises';
-import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../../adapters/orphans.ts';
+import { describeOrphans } from '../../adapters/orphans.ts';
 import { type SandboxMode, installAdvice } from '../../adapters/sandbox.ts';
 import { type HeldCandidate, initialState } from '../../core/engine/admission.ts';
 import type { EngineState } from '../../core/engine/state.ts';
@@ -142,11 +142,9 @@ export class SetupStep implements LeadStep<SetupOpened, SetupRan, SetupOutput, S
     const { io } = lead;
     const sandbox = settings.sandbox ?? (await io.sandbox());
     // Checks a killed step left behind may still be writing files: stop them before anything else.
-    const registryPath = registryPathFor(lead.planPath);
-    const orphans = await killOrphans(registryPath);
+    const orphans = await io.processes.endLeftovers();
     // A gate process a killed session left running is ended; its candidates are queued again below.
     const endedGate = await io.gate.end();
-    const registry = new ProcessRegistry(registryPath);
     const earlier = await readSession(lead.planPath, plan);
     // Work an earlier session verified is integrated, not reset.
     const verified = verifiedEarlier(earlier.engine);
@@ -179,15 +177,17 @@ export class SetupStep implements LeadStep<SetupOpened, SetupRan, SetupOutput, S
     const setup = await io.repository
       .setUp(plan, {
         checkTimeoutMs: session.checkTimeoutMs,
-        registry,
         verified: verified.map((v) => v.task),
         sandbox: sandbox.sandboxed,
       })
-      .finally(() => registry.clear());
+      .finally(() => io.processes.forget());
     if (!setup.ok) return err(setup.error);
     const report = setup.value;
     // What setup found is applied by the step function, as every later change of a task's state.
-    const setUp = step(initialState(plan, sessionConfig(session, lead.planPath), io.now(), report.held, verified), setUpEvent(report.findings, io.now()));
+    const setUp = step(
+      initialState(plan, sessionConfig(session, lead.planPath), io.clock.now(), report.held, verified),
+      setUpEvent(report.findings, io.clock.now()),
+    );
     const skips = setUp.effects.flatMap((effect) => (effect.type === 'emit' && effect.event.type === 'task-skipped' ? [effect.event] : []));
     const notices: Notice[] = [
       ...(endedGate.length > 0 ? [warning(`stopped ${endedGate.join(', ')} left running by an earlier session: its candidates are tested again`)] : []),
@@ -216,10 +216,10 @@ export class SetupStep implements LeadStep<SetupOpened, SetupRan, SetupOutput, S
     const earlier = opened.earlier;
     if (earlier.runId !== null && !earlier.runFinished) {
       const lastSeen = await io.journal.lastSeen(earlier.runId);
-      const ended = new StepRun({ save: scope.writes.save }, io.now);
-      const state = await post(stateOf(lead, earlier, plan), sessionEndedEvents(lastSeen, io.now()), ended);
+      const ended = new StepRun({ save: scope.writes.save }, io.clock.now);
+      const state = await post(stateOf(lead, earlier, plan), sessionEndedEvents(lastSeen, io.clock.now()), ended);
       const end = runEnd(state, ended);
-      if (end !== null) new RunJournal(lead, earlier).finish(plan, end, { landed: true, advice: '', archived: null, lastMs: lastSeen ?? io.now() });
+      if (end !== null) new RunJournal(lead, earlier).finish(plan, end, { landed: true, advice: '', archived: null, lastMs: lastSeen ?? io.clock.now() });
     }
 
     // A fresh scratch directory: prompts of an earlier session are stale.
@@ -235,7 +235,7 @@ export class SetupStep implements LeadStep<SetupOpened, SetupRan, SetupOutput, S
 
     // The run's first state: candidates held on their refs (approved work among them), and what the
     // earlier session verified; without a gate, they integrate now, in one round.
-    const state = await scope.post(opened.state, setupEvents(await io.repository.unlanded(plan, await io.repository.head()), io.now()));
+    const state = await scope.post(opened.state, setupEvents(await io.repository.unlanded(plan, await io.repository.head()), io.clock.now()));
     const approvedTasks = new Set(report.held.flatMap((candidate) => (candidate.approved === true ? [candidate.task] : [])));
     const rounds = integratedBy(scope.run.events);
     const approved = rounds.tasks.filter((task) => approvedTasks.has(task));

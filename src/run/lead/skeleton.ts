@@ -9,7 +9,6 @@
 import { readFile } from 'node:fs/promises';
 import { newRunId } from '../../adapters/journal.ts';
 import { ownLayout } from '../../adapters/layout.ts';
-import { PlanKeeper } from '../../adapters/plan-store.ts';
 import { initialState } from '../../core/engine/admission.ts';
 import { tasksIn } from '../../core/engine/attempt.ts';
 import type { EngineEvent } from '../../core/engine/events.ts';
@@ -19,6 +18,7 @@ import type { Result } from '../../core/failure.ts';
 import { landingProblemSentence } from '../../core/landing.ts';
 import type { Plan } from '../../core/plan.ts';
 import type { Notice } from '../../core/session-report.ts';
+import type { PlanWriter } from '../adapters.ts';
 import { type LeadIo, type LeadPlace, realLeadIo } from '../lead-io.ts';
 import { type LandingIsolation, type LandingState, type RunNotice, finishPlan, lander, runFinishedEvent, runStartedEvent } from '../lifecycle.ts';
 import { type RunEnd, type StepHooks, StepRun, landedEvents, post } from '../session-driver.ts';
@@ -117,7 +117,7 @@ export async function performStep<S extends Opened, R extends Ran, O, E>(context
 
 /** The session's step-function state with the plan as this step read it (a new run's first state when there is none). */
 export function stateOf(lead: Lead, session: Session, plan: Plan): EngineState {
-  return session.engine !== null ? withPlan(session.engine, plan) : initialState(plan, sessionConfig(session, lead.planPath), lead.io.now());
+  return session.engine !== null ? withPlan(session.engine, plan) : initialState(plan, sessionConfig(session, lead.planPath), lead.io.clock.now());
 }
 
 /** Keep `state` in the session file now (`session` with it): a step killed after loses nothing done before. */
@@ -144,7 +144,7 @@ export class StepScope {
     readonly writes: PlanWrites,
     effects: StepEffects,
   ) {
-    this.run = new StepRun({ save: writes.save, ...effects }, lead.io.now);
+    this.run = new StepRun({ save: writes.save, ...effects }, lead.io.clock.now);
     this.journal = new RunJournal(lead, session);
   }
 
@@ -161,7 +161,7 @@ export class StepScope {
     const landing = lander(isolation, { branch: this.session.branch, commit: true, planPath: this.lead.planPath, layout: ownLayout() });
     const notice = await landing.land();
     const report: LandingReport = { ...landing.state };
-    const next = await this.post(state, landedEvents(landing.landed ? [] : [...state.unlanded], this.lead.io.now()));
+    const next = await this.post(state, landedEvents(landing.landed ? [] : [...state.unlanded], this.lead.io.clock.now()));
     return { state: next, landing: report, notices: notice === null ? [] : [{ level: notice.level, message: notice.message }] };
   }
 
@@ -230,7 +230,7 @@ export class RunJournal {
     const runId = this.session.runId;
     const events = source instanceof StepRun ? source.events : source;
     if (runId === null || events.length === 0) return;
-    const now = this.lead.io.now();
+    const now = this.lead.io.clock.now();
     this.lead.io.journal.append(
       events.map((e, k) => ({ ...e, runId, at: new Date(source instanceof StepRun ? (source.times[k] ?? now) : now).toISOString() })),
     );
@@ -241,7 +241,7 @@ export class RunJournal {
     const session = this.session;
     session.runId = newRunId();
     session.runFinished = false;
-    session.startedAt = new Date(this.lead.io.now()).toISOString();
+    session.startedAt = new Date(this.lead.io.clock.now()).toISOString();
     this.append([runStartedEvent(plan, { planPath: this.lead.planPath, resumed, concurrency: session.concurrency, schedule: 'rounds', mode: 'session' })]);
   }
 
@@ -251,7 +251,7 @@ export class RunJournal {
    */
   finish(plan: Plan, end: RunEnd, after: { landed: boolean; advice: string; archived: string | null; lastMs?: number }): void {
     const session = this.session;
-    const lastMs = after.lastMs ?? this.lead.io.now();
+    const lastMs = after.lastMs ?? this.lead.io.clock.now();
     if (session.runId === null || session.runFinished) return;
     session.runFinished = true;
     const durationMs = Math.max(0, lastMs - Date.parse(session.startedAt));
@@ -275,23 +275,23 @@ export class RunJournal {
 // The plan's writes
 
 /**
- * A step's writes of the plan: through a PlanKeeper, as a headless run's, so an edit a person
- * makes while the step holds the plan is kept aside, byte for byte, never written over. The step
- * says where (`report`).
+ * A step's writes of the plan: through the plan store (run/adapters.ts), as a headless run's, so
+ * an edit a person makes while the step holds the plan is kept aside, byte for byte, never written
+ * over. The step says where (`report`).
  */
 export class PlanWrites {
   private readonly kept: string[] = [];
 
   private constructor(
-    private readonly keeper: PlanKeeper,
+    private readonly keeper: PlanWriter,
     private readonly planPath: string,
     private readonly step: StepName,
   ) {}
 
   /** `lead.planText`: the file as the step read it (else as it is now). */
-  static async of(lead: LeadContext, step: StepName): Promise<PlanWrites> {
+  static async of(lead: Lead, step: StepName): Promise<PlanWrites> {
     const text = lead.planText ?? (await readFile(lead.planPath, 'utf8').catch(() => ''));
-    return new PlanWrites(new PlanKeeper(lead.planPath, text), lead.planPath, step);
+    return new PlanWrites(lead.io.planStore.open(text), lead.planPath, step);
   }
 
   /** Write `plan`: where an edit found in the file was kept, or null. */

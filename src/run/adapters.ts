@@ -1,0 +1,103 @@
+// What a run does to the world, one adapter per concern, in one record (`RunAdapters`): time, the
+// person's repository, the processes a run starts (a killed run's leftovers ended first), the
+// commands foreman runs itself, the workers, the plan's worktrees and integration ref, and
+// plan.json. A headless run (run/headless.ts) and the in-session steps (run/lead/, whose I/O adds
+// what only a session has: run/lead-io.ts) are given the same record; `realRunAdapters` builds the
+// real one, a test gives fakes. The run's events are not here: a headless run's go through the
+// CLI's reporter, which journals and shows each at once; a session's steps journal theirs.
+
+import type { Commands } from '../adapters/commands.ts';
+import { shellCommands } from '../adapters/commands.ts';
+import type { Git } from '../adapters/git/repository.ts';
+import { type KilledOrphan, ProcessRegistry, killOrphans, recorded, registryPathFor } from '../adapters/orphans.ts';
+import { PlanKeeper } from '../adapters/plan-store.ts';
+import { type WorkerRequest, runWorker } from '../adapters/worker.ts';
+import type { Result, WorkerRun } from '../core/failure.ts';
+import type { GitFailure } from '../core/git-text.ts';
+import type { Plan } from '../core/plan.ts';
+import { Isolation, type IsolationOptions } from './isolation.ts';
+
+/** Time: the real clock, or a test's. */
+export interface Clock {
+  now(): number;
+  /** Call `wake` at `at` (ms); returns a function that cancels it. */
+  wakeAt(at: number, wake: () => void): () => void;
+  /** Wait `ms` (a step waiting for the gate process). */
+  sleep(ms: number): Promise<void>;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  wakeAt: (at, wake) => {
+    const timer = setTimeout(wake, Math.max(0, at - Date.now()));
+    return () => clearTimeout(timer);
+  },
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+};
+
+/** The processes a run starts: workers and commands, recorded while they run so the run after a crash ends them. */
+export interface Processes {
+  /** End what a killed run (or step) left running; what was ended. Called before anything starts. */
+  endLeftovers(): Promise<KilledOrphan[]>;
+  /** Nothing of this run's runs any more: its record goes. */
+  forget(): Promise<void>;
+}
+
+/** A worker: one `claude -p` in its attempt's worktree (a session's workers are Task subagents the lead starts). */
+export interface Workers {
+  run(request: WorkerRequest): Promise<WorkerRun>;
+}
+
+/** How a run opens the plan's worktrees and integration ref. */
+export type WorkspaceUse = Pick<IsolationOptions, 'sandbox' | 'setupTimeoutMs' | 'onSetup'>;
+
+/** The plan's worktrees and integration ref (run/isolation.ts). */
+export interface Workspaces {
+  open(plan: Plan, use: WorkspaceUse): Promise<Result<Isolation, GitFailure>>;
+}
+
+/** plan.json, written atomically. */
+export interface PlanStore {
+  /** The plan's writes for a run (or step) that read the file as `text`. */
+  open(text: string): PlanWriter;
+}
+
+export interface PlanWriter {
+  /** Write `plan`: where a person's edit made since the file was read went (kept aside, never written over), or null. */
+  save(plan: Plan): Promise<string | null>;
+}
+
+export interface RunAdapters {
+  clock: Clock;
+  /** The person's repository. */
+  git: Git;
+  processes: Processes;
+  commands: Commands;
+  workers: Workers;
+  workspaces: Workspaces;
+  planStore: PlanStore;
+}
+
+/** Where a run works: the repository, its plan, and the environment of what it starts. */
+export interface RunPlace {
+  repo: string;
+  planPath: string;
+  git: Git;
+  env: NodeJS.ProcessEnv;
+}
+
+/** The real adapters for a run of the plan at `place`: one registry of its processes, shared by its commands and workers. */
+export function realRunAdapters(place: RunPlace): RunAdapters {
+  const registryPath = registryPathFor(place.planPath);
+  const registry = new ProcessRegistry(registryPath);
+  const commands = shellCommands(place.env, registry);
+  return {
+    clock: systemClock,
+    git: place.git,
+    processes: { endLeftovers: () => killOrphans(registryPath), forget: () => registry.clear() },
+    commands,
+    workers: { run: (request) => recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) => runWorker({ ...request, onSpawn })) },
+    workspaces: { open: (plan, use) => Isolation.open(plan, { ...use, repo: place.repo, planPath: place.planPath, env: place.env, commands }) },
+    planStore: { open: (text) => new PlanKeeper(place.planPath, text) },
+  };
+}
