@@ -132,6 +132,27 @@ describe('work built on a blamed candidate is cancelled in whatever stage it is'
     expect([statusOf(ended.state.plan.tasks[1]!), attemptsOf(ended.state.plan.tasks[1]!)]).toEqual(['pending', 0]);
   });
 
+  it('paused (a limit ended its worker after it had done something): it ends at once, and the worktree it kept goes', () => {
+    // The API served C's worker, then a limit ended it: C waits, keeping its worktree and conversation.
+    const served: EngineEvent = { type: 'worker-served', task: 1, now: ++clock };
+    const limited: EngineEvent = {
+      type: 'worker-finished',
+      task: 1,
+      run: { ...reported(''), outcome: { kind: 'failed', failure: { reason: 'rate-limited', message: 'API Error: 429' } }, sessionId: 's-1', progressed: true },
+      now: ++clock,
+    };
+    const paused = run(onCandidate(), served, limited);
+    expect(paused.state.attempts.get(1)?.stage).toBe('paused');
+    expect(paused.effects).not.toContainEqual({ type: 'release-workspace', task: 1 });
+    const blamed = run(paused.state, gated([0], false), gated([0], false));
+    expect(cancellations(blamed.effects)).toEqual([[1, 'paused']]);
+    expect(outcomes(blamed.effects)).toContainEqual([1, 'cancelled']);
+    // Nothing else would ever give its worktree back to the pool.
+    expect(blamed.effects).toContainEqual({ type: 'release-workspace', task: 1 });
+    expect(blamed.state.attempts.has(1)).toBe(false);
+    expect([statusOf(blamed.state.plan.tasks[1]!), attemptsOf(blamed.state.plan.tasks[1]!)]).toEqual(['pending', 0]);
+  });
+
   it('queued: it leaves the merge queue at once and its candidate ref goes with the culprit’s', () => {
     // The gate's first red run on X is not a verdict yet: the lane is free, and C joins the queue behind X.
     const queued = run(onCandidate(), finished(1, 'COMPLETED: c'), verified(plan, 1), gated([0], false), recorded(1));

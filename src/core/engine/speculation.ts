@@ -127,6 +127,9 @@ export function cancelBuiltOn(work: Work, gone: readonly number[], why: string):
         work.effects.push({ type: 'cancel-worker', task: attempt.task });
         break;
       case 'paused':
+        // Its worker is gone, but it kept its worktree to resume in: that goes back to the pool.
+        endCancelled(work, attempt, runOf(attempt), true, why);
+        break;
       case 'verified':
       case 'recording':
       case 'queued':
