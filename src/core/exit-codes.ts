@@ -2,7 +2,7 @@
 export const EXIT = {
   /** Success: every task completed, or the command did what was asked. */
   ok: 0,
-  /** Ran, but the plan is not complete (failed, blocked, skipped, breaker, deadlock, budget, gates). */
+  /** Ran, but the plan is not complete (failed, blocked, skipped, breaker, deadlock, budget, awaiting approval). */
   incomplete: 1,
   /**
    * Invalid input or usage: a bad plan, bad flags, not a git repository (or not its top), a

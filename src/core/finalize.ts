@@ -139,7 +139,7 @@ export function describeDenials(denials: readonly PermissionDenial[]): string {
 
 export type Decision =
   | { kind: 'completed'; result: string }
-  /** Verified work on a gated task: it waits for `plan.ts approve`. */
+  /** Verified work on a task that needs approval: it waits for `plan.ts approve`. */
   | { kind: 'awaiting_approval'; result: string }
   /** `advice`: what the next attempt is told to do about it (task.retryAdvice, in its prompt). */
   | { kind: 'retry'; failure: string; advice?: string }

@@ -280,18 +280,18 @@ export type Stall =
   /** Work remains but nothing can start and nothing is running. */
   | { kind: 'deadlock'; pending: number[] }
   /** Everything left waits on tasks a person must approve. */
-  | { kind: 'awaiting_approval'; gates: number[]; waiting: number[] };
+  | { kind: 'awaiting_approval'; awaitingApproval: number[]; waiting: number[] };
 
 /** Decide whether a run that has nothing running can make progress. */
 export function stall(tasks: readonly Task[], running: ReadonlySet<number> = new Set()): Stall {
   if (running.size > 0) return { kind: 'none' };
   const pending = tasks.flatMap((t, i) => (statusOf(t) === 'pending' ? [i] : []));
   if (pending.length === 0 || readySet(tasks).length > 0) return { kind: 'none' };
-  const gates = tasks.flatMap((t, i) => (statusOf(t) === 'awaiting_approval' ? [i] : []));
-  if (gates.length > 0) {
-    const belowGate = ancestry(depsOf(tasks), gates);
-    const waitsOnGate = (i: number) => gates.some((g) => belowGate.dependsOn(i, g));
-    if (pending.every(waitsOnGate)) return { kind: 'awaiting_approval', gates, waiting: pending };
+  const awaitingApproval = tasks.flatMap((t, i) => (statusOf(t) === 'awaiting_approval' ? [i] : []));
+  if (awaitingApproval.length > 0) {
+    const belowApproval = ancestry(depsOf(tasks), awaitingApproval);
+    const waitsOnApproval = (i: number) => awaitingApproval.some((g) => belowApproval.dependsOn(i, g));
+    if (pending.every(waitsOnApproval)) return { kind: 'awaiting_approval', awaitingApproval, waiting: pending };
   }
   return { kind: 'deadlock', pending };
 }

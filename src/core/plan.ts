@@ -175,7 +175,7 @@ export const readsOf = (task: Task): string[] => task.metadata.reads ?? [];
 
 /**
  * Files other tasks may legitimately have changed while task `index` ran: tasks in progress beside
- * it (or still being settled or recorded), gated work awaiting approval, and completed work not
+ * it (or still being settled or recorded), work awaiting approval, and completed work not
  * committed (a `--no-commit` run).
  */
 export function writesInFlight(plan: Plan, index: number): string[] {

@@ -21,7 +21,7 @@ export interface ScheduleState {
   /** With the rounds policy: the tasks of the open round. */
   admitted?: ReadonlySet<number>;
   /**
-   * Tasks that claim their files without a worker (verified work not recorded yet, gated work; see
+   * Tasks that claim their files without a worker (verified work not recorded yet, work awaiting approval; see
    * `claimingFiles` in engine/queries.ts). They take no slot, but a task overlapping them must still
    * wait: its edits would mix into their commit.
    */

@@ -1,4 +1,4 @@
-// What an in-session step reports (run/lead.ts: `plan setup | next | finalize | commit`, their
+// What an in-session step reports (run/session.ts: `plan setup | next | finalize | commit`, their
 // JSON in schemas/<step>.schema.json), built from the step function's state after the step and
 // the events the step emitted. Pure: the steps read and write; these only word what they saw.
 
@@ -141,23 +141,23 @@ export type NextStall = 'none' | 'running' | 'deadlock' | 'awaiting_approval' | 
 /**
  * Why `next` handed nothing out, as the plan stands after it (`none` when it handed something
  * out), and the tasks that explain it: with `deadlock` the pending tasks that can never start,
- * with `awaiting_approval` the gated tasks, with `landing` the ready tasks whose blockers' work is
+ * with `awaiting_approval` the tasks awaiting approval, with `landing` the ready tasks whose blockers' work is
  * integrated and not on the branch yet.
  */
 export function nextStall(state: EngineState, step: { handedOut: number; running: readonly number[]; now: number }): { stall: NextStall; stuck: number[] } {
   if (step.handedOut > 0) return { stall: 'none', stuck: [] };
   const ready = readySet(state.plan.tasks);
   const stalled = planStall(state.plan.tasks, new Set(step.running));
-  const gates = [...claimingFiles({ plan: state.plan, attempts: new Map() })];
+  const awaitingApproval = [...claimingFiles({ plan: state.plan, attempts: new Map() })];
   // Nothing starts before the gate has passed the starting commit: `plan commit` waits for it.
   if (!gateOpen(state)) return { stall: 'gate', stuck: [] };
   if (step.running.length > 0) return { stall: 'running', stuck: [] };
   // A usage limit holds the hand-outs until it resets.
   if (holding(state.limiter, step.now) && ready.length > 0) return { stall: 'limit', stuck: [] };
   if (stalled.kind === 'deadlock') return { stall: 'deadlock', stuck: stalled.pending };
-  if (stalled.kind === 'awaiting_approval') return { stall: 'awaiting_approval', stuck: stalled.gates };
-  // Ready tasks held back only by gated work that overlaps them.
-  if (ready.length > 0 && gates.length > 0) return { stall: 'awaiting_approval', stuck: gates };
+  if (stalled.kind === 'awaiting_approval') return { stall: 'awaiting_approval', stuck: stalled.awaitingApproval };
+  // Ready tasks held back only by work awaiting approval that overlaps them.
+  if (ready.length > 0 && awaitingApproval.length > 0) return { stall: 'awaiting_approval', stuck: awaitingApproval };
   // Ready tasks whose blockers' work waits to land: `plan commit` lands it once nothing blocks.
   const landing = waitingToLand(state);
   if (landing.length > 0) return { stall: 'landing', stuck: landing };

@@ -1,8 +1,8 @@
 // What a run does to the world, one adapter per concern, in one record (`RunAdapters`): time, the
 // person's repository, the processes a run starts (a killed run's leftovers ended first), the
 // commands foreman runs itself, the workers, the plan's worktrees and integration ref, and
-// plan.json. A headless run (run/headless.ts) and the in-session steps (run/lead/, whose I/O adds
-// what only a session has: run/lead-io.ts) are given the same record; `realRunAdapters` builds the
+// plan.json. A headless run (run/headless.ts) and the in-session steps (run/session/, whose I/O adds
+// what only a session has: run/session/io.ts) are given the same record; `realRunAdapters` builds the
 // real one, a test gives fakes. The run's events are not here: a headless run's go through the
 // CLI's reporter, which journals and shows each at once; a session's steps journal theirs.
 

@@ -1,4 +1,4 @@
-// An attempt as the session file keeps it (run/session.ts): one JSON record, its `stage` saying
+// An attempt as the session file keeps it (run/session/file.ts): one JSON record, its `stage` saying
 // what else it holds, in the fields every version wrote — `run`, `sessionId`, `cancelled`, the
 // limit flags, `decision`, `work`, `candidate` (held for the merge queue, when in the lane) and
 // `held` (on its candidate ref). A record is read back only whole, as the stage it names has it:

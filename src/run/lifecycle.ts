@@ -1,7 +1,7 @@
 // What both paths do around the step function, once: a run's start and end as the journal tells
 // them, the refusal of a gate that fails on the starting commit, landing the integration tip on
 // the person's branch (and what is said about it), and finishing a plan whose work has all
-// landed. The headless run (run/headless.ts) and the in-session steps (run/lead.ts) call these.
+// landed. The headless run (run/headless.ts) and the in-session steps (run/session.ts) call these.
 
 import { type Layout, approvalHint, commandHint, shellWord } from '../core/command-hint.ts';
 import type { RunEventBody, RunOutcome, StopReason } from '../core/events.ts';

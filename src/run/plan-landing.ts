@@ -33,7 +33,7 @@ import { type Plan, statusOf } from '../core/plan.ts';
 import { parsePlan } from '../core/validate.ts';
 import { roundMessage } from './commit.ts';
 import { completeLanding, landedBase, landingIntentPath, recordLandedBase } from './isolation.ts';
-import { endGateProcess } from './lead-gate.ts';
+import { endGateProcess } from './session/gate-process.ts';
 import { retirePlan } from './lifecycle.ts';
 
 /** The top of the git repository holding `planPath`'s directory (real path), or null when it is in none. */

@@ -60,7 +60,7 @@ export function verifyAttempt(
   });
 }
 
-/** Record verified work: integrated onto the plan's ref in one commit; gated work parked. */
+/** Record verified work: integrated onto the plan's ref in one commit; work awaiting approval parked. */
 export function recordAttempts(context: StageContext, plan: Plan, request: RecordRequest): Promise<Result<string | null, GitFailure>> {
   return context.isolation.record(plan, request);
 }

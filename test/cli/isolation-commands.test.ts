@@ -404,11 +404,11 @@ describe('plan status: worktrees and integrated work', () => {
 });
 
 describe('plan approve and reject with parked work', () => {
-  const gated = (extra: Partial<Task> = {}) =>
+  const awaitingApproval = (extra: Partial<Task> = {}) =>
     task('gate', 'g.txt', { status: 'awaiting_approval', gate: 'human-approval', attempts: 1, result: 'please look', ...extra });
 
   it('approve integrates the parked work (the ref made at HEAD), records the commit, drops the parked ref and lands', async () => {
-    writePlan(plan([gated(), task('after', 'h.txt', { blockedBy: [0] })]));
+    writePlan(plan([awaitingApproval(), task('after', 'h.txt', { blockedBy: [0] })]));
     const parkedRef = `refs/foreman-awaiting/${PLAN_ID}/0`;
     await git('update-ref', parkedRef, await commitOn({ 'g.txt': 'gated\n' }));
     expect(await refExists(REF)).toBe(false);
@@ -431,7 +431,7 @@ describe('plan approve and reject with parked work', () => {
   });
 
   it("approve: a blocked landing exits 1 with the work integrated and the person's file untouched", async () => {
-    writePlan(plan([gated(), task('after', 'h.txt', { blockedBy: [0] })]));
+    writePlan(plan([awaitingApproval(), task('after', 'h.txt', { blockedBy: [0] })]));
     await git('update-ref', `refs/foreman-awaiting/${PLAN_ID}/0`, await commitOn({ 'g.txt': 'gated\n' }));
     writeFileSync(path.join(repo.dir, 'g.txt'), 'my own g\n');
     const head = await git('rev-parse', 'HEAD');
@@ -443,7 +443,7 @@ describe('plan approve and reject with parked work', () => {
   });
 
   it('approve refuses (exit 2) work that conflicts with integrated work, changing nothing', async () => {
-    writePlan(plan([gated()]));
+    writePlan(plan([awaitingApproval()]));
     const base = await git('rev-parse', 'HEAD');
     await integrate({ 'g.txt': 'someone else\n' });
     const tip = await git('rev-parse', REF);
@@ -459,14 +459,14 @@ describe('plan approve and reject with parked work', () => {
   });
 
   it('approve without parked work keeps the old behaviour', async () => {
-    writePlan(plan([gated()]));
+    writePlan(plan([awaitingApproval()]));
     expect(await run('approve', '0')).toBe(0);
     expect(out).toEqual(['task 0 (gate): awaiting_approval → completed — approved; the next run commits its work']);
     expect(await refExists(REF)).toBe(false);
   });
 
   it('reject drops the parked work', async () => {
-    writePlan(plan([gated(), task('after', 'h.txt', { blockedBy: [0] })]));
+    writePlan(plan([awaitingApproval(), task('after', 'h.txt', { blockedBy: [0] })]));
     const parkedRef = `refs/foreman-awaiting/${PLAN_ID}/0`;
     await git('update-ref', parkedRef, await commitOn({ 'g.txt': 'gated\n' }));
     expect(await run('reject', '0', '--reason', 'not like this')).toBe(0);

@@ -79,10 +79,10 @@ describe('overlaps and stalls on larger plans', () => {
         const tasks: readonly Task[] = plan.tasks;
         const reach = reachable(depsOf(tasks));
         const pending = tasks.flatMap((t, i) => (statusOf(t) === 'pending' ? [i] : []));
-        const gates = tasks.flatMap((t, i) => (statusOf(t) === 'awaiting_approval' ? [i] : []));
+        const awaitingApproval = tasks.flatMap((t, i) => (statusOf(t) === 'awaiting_approval' ? [i] : []));
         const s = stall(tasks);
         if (s.kind === 'none') return;
-        const allWait = gates.length > 0 && pending.every((i) => gates.some((g) => reach[i]!.has(g)));
+        const allWait = awaitingApproval.length > 0 && pending.every((i) => awaitingApproval.some((g) => reach[i]!.has(g)));
         expect(s.kind).toBe(allWait ? 'awaiting_approval' : 'deadlock');
       }),
       { numRuns: 300 },

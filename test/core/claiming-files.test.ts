@@ -29,7 +29,7 @@ describe('pickStarts with tasks claiming their files', () => {
 });
 
 describe('claimingFiles', () => {
-  it('are verified attempts waiting to be recorded or being recorded, and gated work; not running ones', () => {
+  it('are verified attempts waiting to be recorded or being recorded, and work awaiting approval; not running ones', () => {
     const tasks = [task('in_progress'), task('in_progress'), task('awaiting_approval'), task('pending'), task('completed'), task('in_progress')];
     const plan: Plan = { schemaVersion: 3, goal: 'g', tasks };
     // Each stage as the engine makes it: a finished worker's run from verifying on, the work verification captured from verified on.

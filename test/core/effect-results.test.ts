@@ -24,7 +24,7 @@ import { err, ok } from '../../src/core/failure.ts';
 import { type GitFailure, describeGitFailure } from '../../src/core/git-text.ts';
 import { statusOf } from '../../src/core/plan.ts';
 import { SIMULATION_DEFAULTS } from '../../src/core/simulation.ts';
-import { StepRun } from '../../src/run/session-driver.ts';
+import { StepRun } from '../../src/run/session/driver.ts';
 import { gitFailure, passed, reported } from '../support/engine-rig.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 

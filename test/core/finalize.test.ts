@@ -269,14 +269,14 @@ describe('decide', () => {
     expect(none.kind === 'retry' && none.failure).toBe('the worker reported COMPLETED but declared files were not modified: src/b.ts');
   });
 
-  it('a gated task with verified work → awaiting_approval', () => {
+  it('a task that needs approval with verified work → awaiting_approval', () => {
     expect(decide(input(verify, { task: task({ gate: 'human-approval' }), verification: passing }))).toEqual({
       kind: 'awaiting_approval',
       result: 'wrote src/a.ts',
     });
   });
 
-  it('a gated task whose verification fails is retried, not sent for approval', () => {
+  it('a task that needs approval whose verification fails is retried, not sent for approval', () => {
     expect(decide(input(verify, { task: task({ gate: 'human-approval' }), verification: ok({ ...checks, missingCreated: ['src/a.ts'] }) })).kind).toBe('retry');
   });
 
@@ -574,9 +574,9 @@ describe('stall', () => {
     expect(stall(plan.tasks, new Set([2]))).toEqual({ kind: 'none' });
   });
 
-  it('awaiting approval: everything left waits (directly or not) on a gate', () => {
+  it('awaiting approval: everything left waits (directly or not) on an approval', () => {
     const plan = planOf(['awaiting_approval', 'pending', 'pending', 'completed'], [[], [0], [1], []]);
-    expect(stall(plan.tasks)).toEqual({ kind: 'awaiting_approval', gates: [0], waiting: [1, 2] });
+    expect(stall(plan.tasks)).toEqual({ kind: 'awaiting_approval', awaitingApproval: [0], waiting: [1, 2] });
   });
 
   it('a pending task stuck on something other than a gate makes it a deadlock', () => {

@@ -180,7 +180,7 @@ describe('graph properties', () => {
         if (s.kind === 'deadlock') expect(s.pending).toEqual(pending);
         if (s.kind === 'awaiting_approval') {
           expect(s.waiting).toEqual(pending);
-          for (const g of s.gates) expect(statusOf(plan.tasks[g]!)).toBe('awaiting_approval');
+          for (const g of s.awaitingApproval) expect(statusOf(plan.tasks[g]!)).toBe('awaiting_approval');
         }
         expect(stall(plan.tasks, new Set([0])).kind).toBe('none');
       }),

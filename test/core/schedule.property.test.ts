@@ -30,10 +30,10 @@ interface SimResult {
 }
 
 /** Run the simulation through the engine's step function, asserting the invariants as time moves on. */
-function simulate(sim: Simulation, gated: readonly boolean[] = []): SimResult {
+function simulate(sim: Simulation, needsApproval: readonly boolean[] = []): SimResult {
   const start = clonePlan(sim.plan);
   start.tasks.forEach((t, i) => {
-    if (gated[i]) t.gate = 'human-approval';
+    if (needsApproval[i]) t.gate = 'human-approval';
   });
   const completedAt = new Map<number, number>();
   let steps = 0;
@@ -172,21 +172,21 @@ describe('scheduler simulation', () => {
     );
   });
 
-  it('with gates and no failures, a run that stops short is waiting on approval, never deadlocked', () => {
+  it('with tasks to approve and no failures, a run that stops short is waiting on approval, never deadlocked', () => {
     fc.assert(
-      fc.property(simulationArb({ allSucceed: true }), fc.array(fc.boolean(), { minLength: MAX_SIM_TASKS, maxLength: MAX_SIM_TASKS }), (sim, gated) => {
-        const r = simulate(sim, gated);
+      fc.property(simulationArb({ allSucceed: true }), fc.array(fc.boolean(), { minLength: MAX_SIM_TASKS, maxLength: MAX_SIM_TASKS }), (sim, needsApproval) => {
+        const r = simulate(sim, needsApproval);
         const tasks = r.plan.tasks;
         for (const [i, t] of tasks.entries()) {
           const s = statusOf(t);
           expect(['completed', 'awaiting_approval', 'pending']).toContain(s);
-          if (s === 'completed') expect(gated[i]).toBeFalsy();
-          if (s === 'awaiting_approval') expect(gated[i]).toBe(true);
+          if (s === 'completed') expect(needsApproval[i]).toBeFalsy();
+          if (s === 'awaiting_approval') expect(needsApproval[i]).toBe(true);
         }
         const pending = tasks.some((t) => statusOf(t) === 'pending');
-        // Pending work that overlaps gated work is ready but held, so the engine's own verdict is the one to check.
-        const gatedLeft = tasks.some((t) => statusOf(t) === 'awaiting_approval');
-        expect(r.trace.state.stop?.reason).toBe(gatedLeft ? 'awaiting_approval' : 'all-done');
+        // Pending work that overlaps work awaiting approval is ready but held, so the engine's own verdict is the one to check.
+        const approvalLeft = tasks.some((t) => statusOf(t) === 'awaiting_approval');
+        expect(r.trace.state.stop?.reason).toBe(approvalLeft ? 'awaiting_approval' : 'all-done');
         if (!pending) expect(stall(tasks).kind).toBe('none');
       }),
       { numRuns: 150 },

@@ -149,7 +149,7 @@ describe('nextStall', () => {
     expect(nextStall(stateOf([['awaiting_approval'], ['pending', { blockedBy: [0] }]]), step)).toEqual({ stall: 'awaiting_approval', stuck: [0] });
   });
 
-  it('names the gated work that a ready task overlaps', () => {
+  it('names the work awaiting approval that a ready task overlaps', () => {
     const state = stateOf([
       ['awaiting_approval', { modify: ['shared.txt'] }],
       ['pending', { modify: ['shared.txt'] }],

@@ -547,7 +547,7 @@ describe('cost budgets', () => {
   });
 });
 
-describe('approval gates', () => {
+describe('approvals', () => {
   it('gate → reject: the task fails and its dependants are skipped on the next run', async () => {
     const { repo, planPath } = await setup(
       makePlan([
@@ -593,8 +593,8 @@ describe('--schedule rounds', () => {
   });
 });
 
-describe('approval gates and overlapping work', () => {
-  it('a task overlapping gated work waits until the gate is decided', async () => {
+describe('approvals and overlapping work', () => {
+  it('a task overlapping work awaiting approval waits until the approval is decided', async () => {
     const { repo, planPath, journal, env } = await setup(
       makePlan([
         fakeTask('A', { modify: ['notes.txt'], gate: 'human-approval', fake: { append: { 'notes.txt': 'A\n' } } }),

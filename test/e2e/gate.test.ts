@@ -134,7 +134,7 @@ describe('the merge queue', () => {
     expect(await foremanRefs(repo)).toEqual([]);
 
     // The report of the run's journal shows the gate: its runs, its time, the culprit, a row of its own in the chart.
-    // (Through the core: scripts/plan.ts does not load on this branch while src/run/lead.ts is being rebuilt.)
+    // (Through the core: scripts/plan.ts does not load on this branch while src/run/session.ts is being rebuilt.)
     const run = groupRuns(await runEvents(repo)).at(-1)!;
     const report = renderReport({ run, plan: null, planIsOfRun: false });
     expect(report).toMatch(new RegExp(`- \\*\\*Gate:\\*\\* \\d+ runs \\(\\d+ failed\\), .* in the gate; culprit: task ${culprit}`));
@@ -158,7 +158,7 @@ describe('the merge queue', () => {
     expect(refused.stderr).toContain('--no-gate');
     expect(refused.stderr).toMatch(/bye x/);
     expect(await fakeEvents(journal)).toEqual([]);
-    // The journal ends the run as the in-session steps do (test/skills/lead-gate.test.ts): refused, exit 2.
+    // The journal ends the run as the in-session steps do (test/skills/session-gate.test.ts): refused, exit 2.
     const finished = (await runEvents(repo)).filter((e) => e.type === 'run-finished');
     expect(finished).toEqual([
       expect.objectContaining({

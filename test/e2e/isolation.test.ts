@@ -347,8 +347,8 @@ describe('the person’s edits during a run', () => {
   });
 });
 
-describe('approval gates', () => {
-  it('gated work waits on its own ref, nothing of it in the person’s tree; approving lands it, and the refs go', async () => {
+describe('approvals', () => {
+  it('work awaiting approval waits on its own ref, nothing of it in the person’s tree; approving lands it, and the refs go', async () => {
     const { repo, planPath, env, worktrees } = await setup(
       makePlan([
         fakeTask('G', {

@@ -84,7 +84,7 @@ describe('operator tools on a real run', () => {
     expect(JSON.parse(status.stdout)).toMatchObject({ lock: null, running: [], run: null });
   }, 120_000);
 
-  it('a gated task: awaiting approval, then approve and a second run commits it', async () => {
+  it('a task that needs approval: awaiting approval, then approve and a second run commits it', async () => {
     const plan = makePlan([
       fakeTask('G', { create: ['g.txt'], gate: 'human-approval', fake: { write: { 'g.txt': 'g\n' } } }),
       fakeTask('H', { create: ['h.txt'], blockedBy: [0], fake: { write: { 'h.txt': 'h\n' } } }),

@@ -196,7 +196,7 @@ describe('the engine, in process', () => {
     ]);
   });
 
-  it('gated work is parked on a ref of its own, holds its files and no worktree; the run says so', async () => {
+  it('work awaiting approval is parked on a ref of its own, holds its files and no worktree; the run says so', async () => {
     const plan = makePlan([
       task('A', { gate: 'human-approval', create: ['a.txt'] }),
       task('B', { modify: ['a.txt'], create: [] }),

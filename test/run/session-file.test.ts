@@ -12,7 +12,7 @@ import type { Plan } from '../../src/core/plan.ts';
 import { initialState } from '../../src/core/engine/admission.ts';
 import type { Attempt } from '../../src/core/engine/attempt.ts';
 import { step } from '../../src/core/engine/step.ts';
-import { engineToJson, readSession, sessionConfig, sessionPathFor, writeSession } from '../../src/run/session.ts';
+import { engineToJson, readSession, sessionConfig, sessionPathFor, writeSession } from '../../src/run/session/file.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
 const dirs: string[] = [];

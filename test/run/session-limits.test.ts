@@ -1,4 +1,4 @@
-// Limits in the in-session steps (SessionRig: run/lead.ts's own steps, their I/O faked): a
+// Limits in the in-session steps (SessionRig: run/session.ts's own steps, their I/O faked): a
 // subagent whose reply is Claude Code's line for a limit is handed back with no attempt spent;
 // after such a round `plan next` hands out no more tasks than the round got through; a usage
 // limit's reset, read from the reply, holds every hand-out until then and is told to the lead.

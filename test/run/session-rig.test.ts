@@ -1,8 +1,8 @@
 // The in-session steps in the test process (SessionRig): the test plays the lead — `setup`,
-// `next`, `finalize` with each subagent's final text, `commit` — and run/lead.ts's own steps run,
+// `next`, `finalize` with each subagent's final text, `commit` — and run/session.ts's own steps run,
 // with their I/O (the repository, the subagents' worktrees, the gate process, the journal, the
 // clock) replaced by fakes. What a session's steps decide is checked here in milliseconds; the
-// real-git side of the steps stays with test/skills/lead-*.test.ts. Each output is checked
+// real-git side of the steps stays with test/skills/session-*.test.ts. Each output is checked
 // against its schema, as the plan tool prints it.
 
 import { readFile, readdir } from 'node:fs/promises';
@@ -348,7 +348,7 @@ describe('the end of an in-session run, as the step function says it', () => {
   });
 });
 
-// Moved from test/skills/lead-steps.test.ts, with their assertions: they need the steps and the
+// Moved from test/skills/session-steps.test.ts, with their assertions: they need the steps and the
 // step function, not git.
 describe('the /execute steps, in process', () => {
   it('next writes full worker prompts and marks the tasks in progress; overlapping ready tasks wait', async () => {

@@ -16,7 +16,7 @@ import { type Plan, clonePlan, statusOf } from '../../src/core/plan.ts';
 import { applySetupFindings } from '../../src/core/transition.ts';
 import { describeSetupRun } from '../../src/run/headless.ts';
 import { Isolation, type IsolationOptions, type WorktreeSetup } from '../../src/run/isolation.ts';
-import { gateStatePathFor, serveGate } from '../../src/run/lead-gate.ts';
+import { gateStatePathFor, serveGate } from '../../src/run/session/gate-process.ts';
 import { setupRun } from '../../src/run/setup.ts';
 import { verifyAttempt } from '../../src/run/stages.ts';
 import { afterEachCleanups, tempRepoIn } from '../support/git-repo.ts';

@@ -1,4 +1,4 @@
-// What the in-session steps tell the plugin's worker hook (src/run/lead-hand-out.ts): inside a
+// What the in-session steps tell the plugin's worker hook (src/run/session/hand-out.ts): inside a
 // Claude Code session (CLAUDE_CODE_SESSION_ID), `setup`, `next` and `finalize` publish the tasks
 // handed out now, with their prompt files and declared files; the end of the run withdraws it,
 // and `setup` removes what earlier sessions of the plan left. Outside a session nothing is written.

@@ -19,7 +19,7 @@ import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { type ContentBlock, type ModelServer, type ScriptedRequest, rendezvous, startModelServer, text, toolUse } from '../support/model-server.ts';
 import { makePlan, writePlan } from '../support/plans.ts';
 import { type StreamEvent, claudeBin, claudeEnv, parseStreamJson, repoRoot, tempHome } from '../support/real-claude.ts';
-import { WORKTREE_NOT_MADE } from '../../src/run/session-driver.ts';
+import { WORKTREE_NOT_MADE } from '../../src/run/session/driver.ts';
 import { agentCall, bash, json, lastCalls, leadPlace, skillDir, taskOfPrompt, worktreesOneAtATime } from './real-session.ts';
 import { readmeHookSettings } from '../support/docs.ts';
 

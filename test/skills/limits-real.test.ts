@@ -13,7 +13,7 @@ import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WORKTREE_NOT_MADE } from '../../src/run/session-driver.ts';
+import { WORKTREE_NOT_MADE } from '../../src/run/session/driver.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { type ContentBlock, type ModelServer, type ScriptedRequest, httpError, startModelServer, text, toolUse } from '../support/model-server.ts';
 import { makePlan, readPlan, writePlan } from '../support/plans.ts';

@@ -1,7 +1,7 @@
 // Rigs that run the engine inside the test process. `EngineRig`, the headless engine: fake
 // worktrees, fake workers the test releases one at a time, fake verification and record stages,
 // and a fake clock; a step of the engine is waited for by letting pending I/O callbacks run.
-// `SessionRig`, the in-session steps themselves (run/lead.ts) with fake I/O: the test plays the
+// `SessionRig`, the in-session steps themselves (run/session.ts) with fake I/O: the test plays the
 // lead and its subagents. Nothing is spawned and nothing sleeps.
 
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -30,18 +30,18 @@ import {
   type CommitProblem,
   type CommitStepOutput,
   type FinalizeOutput,
-  type LeadContext,
+  type SessionContext,
   type NextOutput,
   type SetupOutput,
   type SetupSettings,
-  leadCommit,
-  leadFinalize,
-  leadNext,
-  leadSetup,
-} from '../../src/run/lead.ts';
-import type { GateState } from '../../src/run/lead-gate.ts';
-import type { LeadIo, LeadIsolation } from '../../src/run/lead-io.ts';
-import { sessionPathFor } from '../../src/run/session.ts';
+  sessionCommit,
+  sessionFinalize,
+  sessionNext,
+  sessionSetup,
+} from '../../src/run/session.ts';
+import type { GateState } from '../../src/run/session/gate-process.ts';
+import type { SessionIo, SessionIsolation } from '../../src/run/session/io.ts';
+import { sessionPathFor } from '../../src/run/session/file.ts';
 
 /**
  * What verification finds of `task`'s work when its worker did the task (core/simulation.ts
@@ -333,8 +333,8 @@ export interface SessionRigOptions {
 const commitId = (n: number): string => n.toString(16).padStart(40, '0');
 
 /**
- * The plan tool's in-session steps — run/lead.ts's `leadSetup`, `leadNext`, `leadFinalize` and
- * `leadCommit` themselves — with their I/O (run/lead-io.ts) replaced by fakes: the repository
+ * The plan tool's in-session steps — run/session.ts's `sessionSetup`, `sessionNext`, `sessionFinalize` and
+ * `sessionCommit` themselves — with their I/O (run/session/io.ts) replaced by fakes: the repository
  * (what setup finds, the integration ref, HEAD, landing), the subagents' worktrees and their
  * verification, the gate process (its verdicts are there as soon as it starts), the journal and
  * the clock. The plan, the session file and the prompts are files in a scratch directory. The
@@ -400,9 +400,9 @@ export class SessionRig {
   }
 
   /** The plan's integration ref: its tip moves with each integration, and lands on HEAD unless `blockLanding`. */
-  private readonly isolation: LeadIsolation = this.fakeIsolation();
+  private readonly isolation: SessionIsolation = this.fakeIsolation();
 
-  private fakeIsolation(): LeadIsolation {
+  private fakeIsolation(): SessionIsolation {
     const rig = this;
     return {
       repo: '/nowhere',
@@ -445,7 +445,7 @@ export class SessionRig {
   }
 
   /** The rig's I/O; the rest (processes, plan.json) is the real one, on files in the scratch directory. */
-  private readonly io: Partial<LeadIo> & Pick<LeadIo, 'sandbox'> = {
+  private readonly io: Partial<SessionIo> & Pick<SessionIo, 'sandbox'> = {
     clock: { now: () => (this.time += 1), wakeAt: () => () => undefined, sleep: async () => undefined },
     journal: {
       append: (events) => void this.events.push(...events),
@@ -511,7 +511,7 @@ export class SessionRig {
   };
 
   /** A step's context: the plan as the file has it now, and the rig's I/O. */
-  private context(): { plan: Plan; ctx: LeadContext } {
+  private context(): { plan: Plan; ctx: SessionContext } {
     const text = readFileSync(this.planPath, 'utf8');
     return { plan: JSON.parse(text) as Plan, ctx: { repo: this.dir, planPath: this.planPath, git: new Git(this.dir), env: {}, planText: text, io: this.io } };
   }
@@ -532,7 +532,7 @@ export class SessionRig {
       sandbox: await this.io.sandbox(),
       ...gate,
     };
-    const set = await leadSetup(plan, ctx, settings);
+    const set = await sessionSetup(plan, ctx, settings);
     if (!set.ok) throw new Error(`setup refused: ${set.error.kind}`);
     this.archived = set.value.archived;
     return set.value;
@@ -541,7 +541,7 @@ export class SessionRig {
   /** `next`: what it answered. */
   async nextStep(concurrency?: number): Promise<NextOutput> {
     const { plan, ctx } = this.context();
-    const next = await leadNext(plan, ctx, concurrency !== undefined ? { concurrency } : {});
+    const next = await sessionNext(plan, ctx, concurrency !== undefined ? { concurrency } : {});
     this.handedOut.push(next.tasks.map((t) => t.index));
     for (const task of next.tasks) this.subagents.set(task.index, task.attempt);
     return next;
@@ -558,7 +558,7 @@ export class SessionRig {
       if (!this.subagents.delete(task)) throw new Error(`task ${task} was not handed out (out: ${[...this.subagents.keys()].join(', ') || 'none'})`);
     }
     const { plan, ctx } = this.context();
-    const finalized = await leadFinalize(
+    const finalized = await sessionFinalize(
       plan,
       ctx,
       results.map(([task, output]) => ({ task, output })),
@@ -570,7 +570,7 @@ export class SessionRig {
   /** `commit`: integrate (with a gate, its runs until it asks for none), then land. */
   async commit(): Promise<Result<CommitStepOutput, CommitProblem>> {
     const { plan, ctx } = this.context();
-    const committed = await leadCommit(plan, ctx);
+    const committed = await sessionCommit(plan, ctx);
     if (committed.ok) this.archived = committed.value.archived;
     return committed;
   }

@@ -29,7 +29,7 @@ export type ParkKind = 'awaiting' | 'candidate' | 'aside';
 export const parkedPrefix = (kind: ParkKind, planId: string): string => `${NAMESPACES[kind]}/${planId}/`;
 /** A task's parked work: one commit whose parent is the attempt's base. */
 export const parkedRef = (kind: ParkKind, planId: string, task: number): string => `${parkedPrefix(kind, planId)}${task}`;
-/** A task's work waiting at a human-approval gate. */
+/** A task's work waiting for a person's approval. */
 export const awaitingRef = (planId: string, task: number) => parkedRef('awaiting', planId, task);
 /** Verified work waiting in the merge queue: kept here until it integrates (or is found to break the build). */
 export const candidateRef = (planId: string, task: number) => parkedRef('candidate', planId, task);

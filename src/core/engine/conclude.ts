@@ -9,7 +9,7 @@ import { served } from '../limiter.ts';
 import { addUsage, emptyUsage } from '../plan.ts';
 import { applyDecision, recordUndeclared } from '../transition.ts';
 import { type RunningAttempt, type VerifyingAttempt, PAUSED, tasksIn } from './attempt.ts';
-import { type Work, attemptIn, emit, kept, runFigure, runOf, stopWith } from './draft.ts';
+import { type StepDraft, attemptIn, emit, kept, runFigure, runOf, stopWith } from './draft.ts';
 import { gotThrough, limiterSettings, mayPause, pause, refusalOf, refuse } from './limits.ts';
 import { type Concluded, concludeRecheck, undeclaredOf, widened } from './set-aside.ts';
 import { endCancelled } from './speculation.ts';
@@ -25,27 +25,27 @@ export function settleRules(decided: Decided, context: { interrupted: boolean })
   return decided;
 }
 
-export function workerFinished(work: Work, task: number, run: WorkerRun): void {
-  const attempt = attemptIn(work, task, 'running');
-  const draft = work.draft;
+export function workerFinished(building: StepDraft, task: number, run: WorkerRun): void {
+  const attempt = attemptIn(building, task, 'running');
+  const draft = building.draft;
   draft.usage = addUsage(draft.usage, runFigure(run));
   draft.timing = { ...draft.timing, workers: draft.timing.workers + 1, workerMs: draft.timing.workerMs + run.durationMs };
   // A resumed worker went on with the conversation of the one before it: one attempt, their runs together.
   const whole = attempt.run !== undefined ? joinRuns(attempt.run, run) : run;
   const current: RunningAttempt = whole.progressed === true ? { ...attempt, progressed: true } : attempt;
   if (attempt.cancelled !== undefined) {
-    endCancelled(work, current, whole, true, attempt.cancelled);
+    endCancelled(building, current, whole, true, attempt.cancelled);
     return;
   }
   const judgement = judgeRun(run);
   if (judgement.kind === 'verify' && !draft.aborted) {
-    work.attempts.set(task, { ...kept(attempt), stage: 'verifying', run: whole });
-    work.effects.push({ type: 'verify', task });
+    building.attempts.set(task, { ...kept(attempt), stage: 'verifying', run: whole });
+    building.effects.push({ type: 'verify', task });
     return;
   }
   // A COMPLETED report after the workers were told to stop is not verified: the run is ending.
-  const decided: Decided = judgement.kind === 'verify' ? { passed: false, decision: { kind: 'interrupted' } } : decideFor(work, task, whole);
-  conclude(work, current, whole, decided, undeclaredOf(current, whole));
+  const decided: Decided = judgement.kind === 'verify' ? { passed: false, decision: { kind: 'interrupted' } } : decideFor(building, task, whole);
+  conclude(building, current, whole, decided, undeclaredOf(current, whole));
 }
 
 /** A paused attempt's worker runs, then its resumed worker's: what they cost and did together, and how the last ended. */
@@ -63,8 +63,8 @@ function joinRuns(before: WorkerRun, after: WorkerRun): WorkerRun {
   };
 }
 
-function decideFor(work: Work, task: number, run: WorkerRun, verification?: Verification): Decided {
-  const draft = work.draft;
+function decideFor(building: StepDraft, task: number, run: WorkerRun, verification?: Verification): Decided {
+  const draft = building.draft;
   return decideAttempt({
     task: draft.plan.tasks[task]!,
     judgement: judgeRun(run),
@@ -75,33 +75,33 @@ function decideFor(work: Work, task: number, run: WorkerRun, verification?: Veri
   });
 }
 
-export function verified(work: Work, task: number, verification: Verification): void {
-  const attempt = attemptIn(work, task, 'verifying');
+export function verified(building: StepDraft, task: number, verification: Verification): void {
+  const attempt = attemptIn(building, task, 'verifying');
   if (attempt.cancelled !== undefined) {
-    endCancelled(work, attempt, attempt.run, true, attempt.cancelled);
+    endCancelled(building, attempt, attempt.run, true, attempt.cancelled);
     return;
   }
   const run = attempt.run;
   // An interrupt during the acceptance checks makes their verdict meaningless.
-  const decided: Decided = work.draft.aborted ? { passed: false, decision: { kind: 'interrupted' } } : decideFor(work, task, run, verification);
+  const decided: Decided = building.draft.aborted ? { passed: false, decision: { kind: 'interrupted' } } : decideFor(building, task, run, verification);
   const warnings = verificationWarnings(verification, decided.decision, judgeRun(run));
-  conclude(work, attempt, run, decided, { warnings, ...undeclaredOf(attempt, run, verification) });
+  conclude(building, attempt, run, decided, { warnings, ...undeclaredOf(attempt, run, verification) });
 }
 
 /** The worktree could not be made ready: the task goes back to pending, no attempt counted, and the run stops. */
-export function workspaceFailed(work: Work, task: number, reason: string): void {
-  const attempt = attemptIn(work, task, 'running');
+export function workspaceFailed(building: StepDraft, task: number, reason: string): void {
+  const attempt = attemptIn(building, task, 'running');
   // Stopped while its worktree was being made ready: the speculation was cancelled, nothing failed.
   if (attempt.cancelled !== undefined) {
-    endCancelled(work, attempt, runOf(attempt), true, attempt.cancelled);
+    endCancelled(building, attempt, runOf(attempt), true, attempt.cancelled);
     return;
   }
-  work.attempts.delete(task);
-  work.effects.push({ type: 'release-workspace', task });
-  applyDecision(work.draft.plan, task, { kind: 'interrupted' }, emptyUsage());
-  work.effects.push({ type: 'save' });
-  emit(work, { type: 'notice', level: 'warning', message: `task ${task} could not start: ${reason}` });
-  stopWith(work, {
+  building.attempts.delete(task);
+  building.effects.push({ type: 'release-workspace', task });
+  applyDecision(building.draft.plan, task, { kind: 'interrupted' }, emptyUsage());
+  building.effects.push({ type: 'save' });
+  emit(building, { type: 'notice', level: 'warning', message: `task ${task} could not start: ${reason}` });
+  stopWith(building, {
     reason: 'setup-failed',
     message: `${reason}. No attempt was spent; fix the setup command (context.setupCommand in the plan) and run the same command again`,
   });
@@ -111,43 +111,43 @@ export function workspaceFailed(work: Work, task: number, reason: string): void 
  * What happens to an attempt once it is decided: its workers did `run`; with a decision that
  * passed, it is verified and holds the work that passed.
  */
-function conclude(work: Work, attempt: RunningAttempt | VerifyingAttempt, run: WorkerRun, decidedFirst: Decided, concluded: Concluded = {}): void {
+function conclude(building: StepDraft, attempt: RunningAttempt | VerifyingAttempt, run: WorkerRun, decidedFirst: Decided, concluded: Concluded = {}): void {
   const warnings = concluded.warnings ?? [];
   if (run.recheck === true) {
-    concludeRecheck(work, attempt, run, decidedFirst, warnings);
+    concludeRecheck(building, attempt, run, decidedFirst, warnings);
     return;
   }
-  const draft = work.draft;
+  const draft = building.draft;
   const task = attempt.task;
   const decided = settleRules(decidedFirst, { interrupted: draft.stop?.reason === 'interrupted' });
   // A worker a limit ended (not one the limiter stopped: that refusal was heard already) was refused once more.
   const refusal = decidedFirst.decision.kind === 'requeued' ? refusalOf(run) : null;
-  if (refusal !== null && !(attempt.stage === 'running' && attempt.stopping === true)) refuse(work, task, refusal);
+  if (refusal !== null && !(attempt.stage === 'running' && attempt.stopping === true)) refuse(building, task, refusal);
   // In a session the lead hands out rounds: a subagent that reached the API and reported got through.
   if (draft.config.driver === 'session' && refusal === null && gotThrough(run))
     draft.limiter = served(draft.limiter, draft.now, limiterSettings(draft.config), true);
   const sessionId = run.sessionId;
-  if (decided.decision.kind === 'requeued' && refusal !== null && sessionId !== undefined && attempt.stage === 'running' && mayPause(work, attempt)) {
-    pause(work, attempt, run, sessionId, decided.decision.reason);
-    checkBudget(work);
+  if (decided.decision.kind === 'requeued' && refusal !== null && sessionId !== undefined && attempt.stage === 'running' && mayPause(building, attempt)) {
+    pause(building, attempt, run, sessionId, decided.decision.reason);
+    checkBudget(building);
     return;
   }
-  const base = { ...finishedEvent(work, attempt, run), ...(warnings.length > 0 ? { warnings } : {}) };
+  const base = { ...finishedEvent(building, attempt, run), ...(warnings.length > 0 ? { warnings } : {}) };
   const usage = runFigure(run);
   // Judged work (not an interruption, a limit or a missing agent) says what it did outside its files.
   if (['completed', 'awaiting_approval', 'retry', 'failed', 'blocked'].includes(decided.decision.kind))
     recordUndeclared(draft.plan, task, concluded.undeclared ?? [], concluded.setAside ?? null);
   // Whatever was decided, the worktree has served this attempt (its work is captured).
-  const release = () => work.effects.push({ type: 'release-workspace', task });
+  const release = () => building.effects.push({ type: 'release-workspace', task });
   if (decided.passed) {
     release();
     // Verified: it holds its files until the lane has integrated (or parked) its work.
-    work.attempts.set(task, { ...kept(attempt), stage: 'verified', decision: decided.decision, work: decided.work, verifiedBy: { kind: 'this-run', run } });
-    emit(work, { ...base, outcome: decided.decision.kind, result: decided.decision.result });
-    checkBudget(work);
+    building.attempts.set(task, { ...kept(attempt), stage: 'verified', decision: decided.decision, work: decided.work, verifiedBy: { kind: 'this-run', run } });
+    emit(building, { ...base, outcome: decided.decision.kind, result: decided.decision.result });
+    checkBudget(building);
     return;
   }
-  const decision = widened(work, task, decided.decision, concluded.wanted ?? []);
+  const decision = widened(building, task, decided.decision, concluded.wanted ?? []);
   release();
   switch (decision.kind) {
     case 'retry':
@@ -156,47 +156,47 @@ function conclude(work: Work, attempt: RunningAttempt | VerifyingAttempt, run: W
     case 'abort-run': {
       // Nothing to undo: the attempt's work never left its worktree.
       const applied = applyDecision(draft.plan, task, decision, usage);
-      work.attempts.delete(task);
-      work.effects.push({ type: 'save' });
-      emit(work, { ...base, outcome: outcomeOf(decision), reason: reasonOf(decision) ?? 'interrupted' });
-      reportCascade(work, applied);
+      building.attempts.delete(task);
+      building.effects.push({ type: 'save' });
+      emit(building, { ...base, outcome: outcomeOf(decision), reason: reasonOf(decision) ?? 'interrupted' });
+      reportCascade(building, applied);
       if (decision.kind === 'abort-run') {
-        stopWith(work, { reason: 'agent-unavailable', message: describeWorkerFailure(decision.failure), agentFailure: decision.failure });
-        abortWorkers(work);
+        stopWith(building, { reason: 'agent-unavailable', message: describeWorkerFailure(decision.failure), agentFailure: decision.failure });
+        abortWorkers(building);
       }
       break;
     }
     case 'blocked':
-      reportCascade(work, applyDecision(draft.plan, task, decision, usage));
-      work.attempts.delete(task);
-      work.effects.push({ type: 'save' });
-      emit(work, { ...base, outcome: 'blocked', reason: decision.reason });
+      reportCascade(building, applyDecision(draft.plan, task, decision, usage));
+      building.attempts.delete(task);
+      building.effects.push({ type: 'save' });
+      emit(building, { ...base, outcome: 'blocked', reason: decision.reason });
       break;
     case 'requeued':
       // Pending again, no attempt spent: it starts when the limiter lets it.
       applyDecision(draft.plan, task, decision, usage);
-      work.attempts.delete(task);
-      work.effects.push({ type: 'save' });
-      emit(work, { ...base, outcome: 'requeued', reason: decision.reason });
+      building.attempts.delete(task);
+      building.effects.push({ type: 'save' });
+      emit(building, { ...base, outcome: 'requeued', reason: decision.reason });
       break;
     default:
       assertNever(decision, 'decision');
   }
-  checkBudget(work);
+  checkBudget(building);
 }
 
 /** The run stops: paused attempts will not resume; their tasks wait for the next run (no attempt spent), their worktrees go. */
-export function endPaused(work: Work): void {
-  const interrupted = work.draft.stop?.reason === 'interrupted';
-  for (const task of tasksIn(work, PAUSED)) {
-    const attempt = attemptIn(work, task, 'paused');
-    work.attempts.delete(task);
-    work.effects.push({ type: 'release-workspace', task });
+export function endPaused(building: StepDraft): void {
+  const interrupted = building.draft.stop?.reason === 'interrupted';
+  for (const task of tasksIn(building, PAUSED)) {
+    const attempt = attemptIn(building, task, 'paused');
+    building.attempts.delete(task);
+    building.effects.push({ type: 'release-workspace', task });
     const decision: Decision = interrupted
       ? { kind: 'interrupted' }
-      : { kind: 'requeued', reason: `${reasonOf(decideFor(work, task, attempt.run).decision) ?? 'a limit'}; the run stopped before it could go on` };
-    applyDecision(work.draft.plan, task, decision, runFigure(attempt.run));
-    work.effects.push({ type: 'save' });
-    emit(work, { ...finishedEvent(work, attempt, attempt.run), outcome: outcomeOf(decision), reason: reasonOf(decision) ?? 'interrupted' });
+      : { kind: 'requeued', reason: `${reasonOf(decideFor(building, task, attempt.run).decision) ?? 'a limit'}; the run stopped before it could go on` };
+    applyDecision(building.draft.plan, task, decision, runFigure(attempt.run));
+    building.effects.push({ type: 'save' });
+    emit(building, { ...finishedEvent(building, attempt, attempt.run), outcome: outcomeOf(decision), reason: reasonOf(decision) ?? 'interrupted' });
   }
 }

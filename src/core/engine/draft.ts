@@ -1,4 +1,4 @@
-// The state one step is building (`Work`: the draft state, its attempts and the effects so far),
+// The state one step is building (`StepDraft`: the draft state, its attempts and the effects so far),
 // and the small helpers every transition uses on it: emit an event, stop the run, find an attempt
 // in the stage it must be in, and what an attempt's workers did and cost in this run.
 
@@ -13,7 +13,7 @@ import type { EngineState, EngineStop } from './state.ts';
 /** A state being built by one step: the same fields, mutable, plus the effects so far. */
 type Draft = { -readonly [K in keyof EngineState]: EngineState[K] };
 
-export interface Work {
+export interface StepDraft {
   draft: Draft;
   attempts: Map<number, Attempt>;
   effects: EngineEffect[];
@@ -21,18 +21,18 @@ export interface Work {
   event: EngineEvent;
 }
 
-export const emit = (work: Work, event: RunEventBody) => work.effects.push({ type: 'emit', event });
+export const emit = (building: StepDraft, event: RunEventBody) => building.effects.push({ type: 'emit', event });
 
-export function stopWith(work: Work, stop: EngineStop): void {
-  if (work.draft.stop === null) work.draft.stop = stop;
+export function stopWith(building: StepDraft, stop: EngineStop): void {
+  if (building.draft.stop === null) building.draft.stop = stop;
 }
 
 /** Whether `attempt` is in `stage` (and so has that stage's shape). */
 export const isIn = <Stage extends AttemptStage>(attempt: Attempt | undefined, stage: Stage): attempt is Extract<Attempt, { stage: Stage }> =>
   attempt?.stage === stage;
 
-export function attemptIn<Stage extends AttemptStage>(work: Work, task: number, stage: Stage): Extract<Attempt, { stage: Stage }> {
-  const attempt = work.attempts.get(task);
+export function attemptIn<Stage extends AttemptStage>(building: StepDraft, task: number, stage: Stage): Extract<Attempt, { stage: Stage }> {
+  const attempt = building.attempts.get(task);
   if (!isIn(attempt, stage)) throw new Error(`engine: task ${task} has no attempt ${stage} (it is ${attempt?.stage ?? 'not running'})`);
   return attempt;
 }

@@ -1,6 +1,6 @@
 // What an effect's outcome tells the step function: one builder per result event, so that every
 // driver that carries out effects — the headless engine (run/engine.ts), the in-session steps
-// (run/session-driver.ts) and the simulation (core/simulation.ts) — makes each event one way.
+// (run/session/driver.ts) and the simulation (core/simulation.ts) — makes each event one way.
 // Pure: the driver says when (`now`).
 
 import type { Result, WorkerRun } from '../failure.ts';

@@ -1,5 +1,5 @@
 // What the step function asks its driver to carry out (`EngineEffect`): the headless engine
-// (run/engine.ts), the in-session steps (run/session-driver.ts) and the simulation
+// (run/engine.ts), the in-session steps (run/session/driver.ts) and the simulation
 // (core/simulation.ts) each carry them out their own way; and the requests the lane's effects
 // become for the adapters that do the work (`RecordRequest`, `GateRequest`), with a gate run's
 // answer (`GateRun`).

@@ -8,7 +8,7 @@ import { limitWords } from '../limit-words.ts';
 import { type Limiter, type LimiterSettings, type Refusal, allowed, holding, overdue, refused, served } from '../limiter.ts';
 import { byPriority } from '../schedule.ts';
 import { type RunningAttempt, IN_FLIGHT, PAUSED, tasksIn } from './attempt.ts';
-import { type Work, attemptIn, emit, isIn, kept, stopWith } from './draft.ts';
+import { type StepDraft, attemptIn, emit, isIn, kept, stopWith } from './draft.ts';
 import { startable, unheld } from './queries.ts';
 import type { EngineConfig } from './state.ts';
 
@@ -46,62 +46,62 @@ export const gotThrough = (run: WorkerRun): boolean =>
  * refused again. Its task waits (a resumed one pauses again), no attempt spent, nothing of it
  * lost. One that has done something is never cut short.
  */
-export function workerRefused(work: Work, task: number, refusal: Refusal, progressed: boolean): void {
-  refuse(work, task, refusal);
-  const draft = work.draft;
-  const attempt = work.attempts.get(task);
+export function workerRefused(building: StepDraft, task: number, refusal: Refusal, progressed: boolean): void {
+  refuse(building, task, refusal);
+  const draft = building.draft;
+  const attempt = building.attempts.get(task);
   if (!isIn(attempt, 'running')) return;
-  work.attempts.set(task, { ...attempt, refused: true });
-  const running = [...work.attempts.values()].filter((a) => a.stage === 'running' && a.stopping !== true).length;
+  building.attempts.set(task, { ...attempt, refused: true });
+  const running = [...building.attempts.values()].filter((a) => a.stage === 'running' && a.stopping !== true).length;
   const crowded = running > allowed(draft.limiter, draft.config.concurrency);
   const again = attempt.refused === true || draft.limiter.strikes >= 2;
   const asksTooSoon = refusal.delayMs === undefined || draft.now + refusal.delayMs < draft.limiter.holdUntil || draft.stop?.reason === 'limited';
   if (attempt.cancelled === undefined && attempt.stopping !== true && !progressed && draft.config.driver === 'headless' && (crowded || again || asksTooSoon)) {
-    work.attempts.set(task, { ...attempt, refused: true, stopping: true });
-    work.effects.push({ type: 'stop-worker', task });
+    building.attempts.set(task, { ...attempt, refused: true, stopping: true });
+    building.effects.push({ type: 'stop-worker', task });
   }
 }
 
 /** A worker was served a response: it has done something, and the limiter hears of it. */
-export function workerServed(work: Work, task: number): void {
-  const draft = work.draft;
-  const attempt = work.attempts.get(task);
+export function workerServed(building: StepDraft, task: number): void {
+  const draft = building.draft;
+  const attempt = building.attempts.get(task);
   const refusedBefore = isIn(attempt, 'running') && attempt.refused === true;
   if (isIn(attempt, 'running') && (attempt.progressed !== true || attempt.refused === true)) {
     const { refused: _refused, ...rest } = attempt;
-    work.attempts.set(task, { ...rest, progressed: true });
+    building.attempts.set(task, { ...rest, progressed: true });
   }
   const before = draft.limiter;
   // A worker refused before is served again: the API serves it, the hold it was told to wait is over.
   draft.limiter = served(before, draft.now, limiterSettings(draft.config), false, refusedBefore);
-  if (before.refusedSince !== null) announce(work, before, 'serving', null);
-  else if (draft.limiter.working !== before.working) announce(work, before, 'raised', null);
+  if (before.refusedSince !== null) announce(building, before, 'serving', null);
+  else if (draft.limiter.working !== before.working) announce(building, before, 'raised', null);
 }
 
 /** A refusal, to the limiter; said when it changes what the run may do; past --limit-wait, the run drains. */
-export function refuse(work: Work, task: number, refusal: Refusal): void {
-  const draft = work.draft;
+export function refuse(building: StepDraft, task: number, refusal: Refusal): void {
+  const draft = building.draft;
   const settings = limiterSettings(draft.config);
   const before = draft.limiter;
   draft.limiter = refused(before, refusal, draft.now, settings, draft.config.driver === 'session');
   const after = draft.limiter;
   // A new hold, or a hold for another limit (a usage limit's reset), is news; a lower working concurrency too.
   if ((!holding(before, draft.now) || after.kind !== before.kind || after.resetAt !== before.resetAt) && holding(after, draft.now))
-    announce(work, before, 'hold', task);
-  else if (after.working !== before.working) announce(work, before, 'lowered', task);
+    announce(building, before, 'hold', task);
+  else if (after.working !== before.working) announce(building, before, 'lowered', task);
   const late = draft.config.driver === 'headless' ? overdue(after, draft.now, settings) : null;
   if (late !== null && draft.stop === null) {
     const words = limitWords(after, draft.config.concurrency, draft.now);
-    stopWith(work, { reason: 'limited', message: words.stop(late.until, draft.config.limitWaitMs), resumeAfter: late.until });
-    emit(work, { type: 'draining', running: tasksIn(work, IN_FLIGHT) });
+    stopWith(building, { reason: 'limited', message: words.stop(late.until, draft.config.limitWaitMs), resumeAfter: late.until });
+    emit(building, { type: 'draining', running: tasksIn(building, IN_FLIGHT) });
   }
 }
 
 /** Emit the limiter's state, as changed by `change` (the task whose refusal it was). */
-export function announce(work: Work, before: Limiter, change: 'hold' | 'lowered' | 'serving' | 'raised', task: number | null): void {
-  const draft = work.draft;
+export function announce(building: StepDraft, before: Limiter, change: 'hold' | 'lowered' | 'serving' | 'raised', task: number | null): void {
+  const draft = building.draft;
   const words = limitWords(draft.limiter, draft.config.concurrency, draft.now);
-  emit(work, {
+  emit(building, {
     type: 'limit',
     change,
     ...words.state,
@@ -115,19 +115,23 @@ export function announce(work: Work, before: Limiter, change: 'hold' | 'lowered'
  * The attempt may wait for the limit with its worktree and conversation: headless, its worker has
  * done something, and the run goes on.
  */
-export const mayPause = (work: Work, attempt: RunningAttempt): boolean =>
-  work.draft.config.driver === 'headless' && work.draft.stop === null && !work.draft.aborted && attempt.progressed === true && attempt.cancelled === undefined;
+export const mayPause = (building: StepDraft, attempt: RunningAttempt): boolean =>
+  building.draft.config.driver === 'headless' &&
+  building.draft.stop === null &&
+  !building.draft.aborted &&
+  attempt.progressed === true &&
+  attempt.cancelled === undefined;
 
 /**
  * A limit ended the worker after it had done something: the attempt keeps its worktree and
  * conversation (`sessionId`), and resumes when the limiter lets it.
  */
-export function pause(work: Work, attempt: RunningAttempt, run: WorkerRun, sessionId: string, reason: string): void {
-  work.attempts.set(attempt.task, { ...kept(attempt), stage: 'paused', run, sessionId });
-  emit(work, {
+export function pause(building: StepDraft, attempt: RunningAttempt, run: WorkerRun, sessionId: string, reason: string): void {
+  building.attempts.set(attempt.task, { ...kept(attempt), stage: 'paused', run, sessionId });
+  emit(building, {
     type: 'task-paused',
     task: attempt.task,
-    subject: work.draft.plan.tasks[attempt.task]!.subject,
+    subject: building.draft.plan.tasks[attempt.task]!.subject,
     attempt: attempt.number,
     reason,
     sessionId,
@@ -135,30 +139,30 @@ export function pause(work: Work, attempt: RunningAttempt, run: WorkerRun, sessi
 }
 
 /** A paused attempt goes on: its worker continues its conversation in the worktree it kept. */
-function resume(work: Work, task: number): void {
-  const attempt = attemptIn(work, task, 'paused');
-  const draft = work.draft;
+function resume(building: StepDraft, task: number): void {
+  const attempt = attemptIn(building, task, 'paused');
+  const draft = building.draft;
   // It has done something: a limit never costs it that.
-  work.attempts.set(task, { ...kept(attempt), stage: 'running', run: attempt.run, progressed: true });
+  building.attempts.set(task, { ...kept(attempt), stage: 'running', run: attempt.run, progressed: true });
   const logPath = `${draft.config.logDir}/worker-${task}.log`;
-  emit(work, { type: 'task-resumed', task, subject: draft.plan.tasks[task]!.subject, attempt: attempt.number, logPath });
+  emit(building, { type: 'task-resumed', task, subject: draft.plan.tasks[task]!.subject, attempt: attempt.number, logPath });
   const failure = attempt.run.outcome.kind === 'failed' ? describeWorkerFailure(attempt.run.outcome.failure) : 'a limit';
-  work.effects.push({ type: 'start-worker', task, attempt: attempt.number, logPath, resume: { sessionId: attempt.sessionId, reason: failure } });
+  building.effects.push({ type: 'start-worker', task, attempt: attempt.number, logPath, resume: { sessionId: attempt.sessionId, reason: failure } });
 }
 
 /** Paused attempts go on first, highest priority first, as far as the limiter lets workers run. */
-export function resumePaused(work: Work): void {
-  const draft = work.draft;
+export function resumePaused(building: StepDraft): void {
+  const draft = building.draft;
   if (holding(draft.limiter, draft.now)) return;
-  const free = allowed(draft.limiter, draft.config.concurrency) - tasksIn(work, IN_FLIGHT).length;
-  for (const task of byPriority(tasksIn(work, PAUSED), draft.priority).slice(0, Math.max(0, free))) resume(work, task);
+  const free = allowed(draft.limiter, draft.config.concurrency) - tasksIn(building, IN_FLIGHT).length;
+  for (const task of byPriority(tasksIn(building, PAUSED), draft.priority).slice(0, Math.max(0, free))) resume(building, task);
 }
 
 /** Ask for a tick when a limit's hold ends, if anything waits for it (a paused attempt, a task that would start). Whether it did. */
-export function wakeForHold(work: Work): boolean {
-  const draft = work.draft;
+export function wakeForHold(building: StepDraft): boolean {
+  const draft = building.draft;
   if (draft.stop !== null || !holding(draft.limiter, draft.now)) return false;
-  if (tasksIn(work, PAUSED).length === 0 && startable(unheld(draft)).length === 0) return false;
-  work.effects.push({ type: 'wake', at: draft.limiter.holdUntil });
+  if (tasksIn(building, PAUSED).length === 0 && startable(unheld(draft)).length === 0) return false;
+  building.effects.push({ type: 'wake', at: draft.limiter.holdUntil });
   return true;
 }

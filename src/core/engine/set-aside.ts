@@ -9,7 +9,7 @@ import { type TaskSetAside, emptyUsage } from '../plan.ts';
 import { applyDecision, widenDeclared } from '../transition.ts';
 import { type WantedPath, wantedPaths, widenRefusal } from '../widen.ts';
 import type { Attempt, RunningAttempt, VerifyingAttempt } from './attempt.ts';
-import { type Work, emit, kept } from './draft.ts';
+import { type StepDraft, emit, kept } from './draft.ts';
 import { finishedEvent } from './task-finished.ts';
 
 /** Beside an attempt's decision: warnings for its `task-finished` event, and what it did outside its declared files. */
@@ -38,8 +38,8 @@ export function undeclaredOf(attempt: Attempt, run: WorkerRun, verification?: Ve
  * run, and the task runs again with no attempt counted. Otherwise the decision stands, and a
  * failure or block says why the run did not add them.
  */
-export function widened(work: Work, task: number, decision: EndingDecision, wanted: readonly WantedPath[]): EndingDecision {
-  const draft = work.draft;
+export function widened(building: StepDraft, task: number, decision: EndingDecision, wanted: readonly WantedPath[]): EndingDecision {
+  const draft = building.draft;
   const patterns = draft.config.widen;
   if (patterns === undefined || patterns.length === 0 || wanted.length === 0) return decision;
   if (decision.kind !== 'retry' && decision.kind !== 'failed' && decision.kind !== 'blocked') return decision;
@@ -55,7 +55,7 @@ export function widened(work: Work, task: number, decision: EndingDecision, want
   const recheck = widenDeclared(draft.plan, task, paths);
   draft.widened = new Set([...draft.widened, task]);
   draft.overlaps = overlapSets(computeOverlaps(draft.plan.tasks));
-  emit(work, { type: 'task-widened', task, subject: draft.plan.tasks[task]!.subject, paths, recheck });
+  emit(building, { type: 'task-widened', task, subject: draft.plan.tasks[task]!.subject, paths, recheck });
   return {
     kind: 'interrupted',
     reason: `widened by --widen to declare ${paths.join(', ')}; it runs again with no attempt counted (the attempt before: ${decision.kind === 'blocked' ? decision.reason : decision.failure})`,
@@ -67,20 +67,20 @@ export function widened(work: Work, task: number, decision: EndingDecision, want
  * task's work like any verified attempt's; else the task is pending again with no attempt
  * counted, and its next start pays a worker.
  */
-export function concludeRecheck(work: Work, attempt: RunningAttempt | VerifyingAttempt, run: WorkerRun, decided: Decided, warnings: string[]): void {
+export function concludeRecheck(building: StepDraft, attempt: RunningAttempt | VerifyingAttempt, run: WorkerRun, decided: Decided, warnings: string[]): void {
   const task = attempt.task;
-  const base = { ...finishedEvent(work, attempt, run), ...(warnings.length > 0 ? { warnings } : {}) };
-  work.effects.push({ type: 'release-workspace', task });
+  const base = { ...finishedEvent(building, attempt, run), ...(warnings.length > 0 ? { warnings } : {}) };
+  building.effects.push({ type: 'release-workspace', task });
   if (decided.passed) {
-    work.attempts.set(task, { ...kept(attempt), stage: 'verified', decision: decided.decision, work: decided.work, verifiedBy: { kind: 'this-run', run } });
-    emit(work, { ...base, outcome: decided.decision.kind, result: decided.decision.result });
+    building.attempts.set(task, { ...kept(attempt), stage: 'verified', decision: decided.decision, work: decided.work, verifiedBy: { kind: 'this-run', run } });
+    emit(building, { ...base, outcome: decided.decision.kind, result: decided.decision.result });
     return;
   }
   const decision = decided.decision;
   const why = decision.kind === 'retry' || decision.kind === 'failed' ? decision.failure : decision.kind === 'blocked' ? decision.reason : decision.kind;
   const reason = `the re-check of the work its last attempt set aside did not pass (${why}); a worker does the task next, with no attempt counted`;
-  applyDecision(work.draft.plan, task, { kind: 'interrupted', reason }, emptyUsage());
-  work.attempts.delete(task);
-  work.effects.push({ type: 'save' });
-  emit(work, { ...base, outcome: 'interrupted', reason });
+  applyDecision(building.draft.plan, task, { kind: 'interrupted', reason }, emptyUsage());
+  building.attempts.delete(task);
+  building.effects.push({ type: 'save' });
+  emit(building, { ...base, outcome: 'interrupted', reason });
 }

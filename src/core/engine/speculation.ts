@@ -9,7 +9,7 @@ import { statusOf, writesOf } from '../plan.ts';
 import { applyCancelled } from '../transition.ts';
 import type { CapturedWork } from '../work.ts';
 import type { Attempt, GatingAttempt, QueuedAttempt } from './attempt.ts';
-import { type Work, emit, runOf, spentBy } from './draft.ts';
+import { type StepDraft, emit, runOf, spentBy } from './draft.ts';
 import type { EngineState } from './state.ts';
 import { checkBudget, reportCascade } from './stop.ts';
 import { finishedEvent } from './task-finished.ts';
@@ -93,13 +93,13 @@ export function speculativeReady(state: Pick<EngineState, 'config' | 'plan' | 'a
  * Its task goes back to pending with no attempt counted (what it cost counts), and starts again
  * later from the new tip. Returns the cancelled candidates that were in the queue (their refs go).
  */
-export function cancelBuiltOn(work: Work, gone: readonly number[], why: string): number[] {
+export function cancelBuiltOn(building: StepDraft, gone: readonly number[], why: string): number[] {
   const removed = new Set(gone);
   const cancelled: Array<{ attempt: Attempt; stack: readonly number[] }> = [];
   const cancelledAlready = (attempt: Attempt) => (attempt.stage === 'running' || attempt.stage === 'verifying') && attempt.cancelled !== undefined;
   for (let grew = true; grew; ) {
     grew = false;
-    for (const attempt of work.attempts.values()) {
+    for (const attempt of building.attempts.values()) {
       const stack = attempt.stack;
       if (stack === undefined || cancelledAlready(attempt) || removed.has(attempt.task)) continue;
       if (!stack.some((candidate) => removed.has(candidate))) continue;
@@ -109,12 +109,12 @@ export function cancelBuiltOn(work: Work, gone: readonly number[], why: string):
     }
   }
   const queued = cancelled.filter(({ attempt }) => inQueue(attempt)).map(({ attempt }) => attempt.task);
-  work.draft.gate = withdraw(work.draft.gate, new Set(queued));
+  building.draft.gate = withdraw(building.draft.gate, new Set(queued));
   for (const { attempt, stack } of cancelled) {
-    emit(work, {
+    emit(building, {
       type: 'speculation-cancelled',
       task: attempt.task,
-      subject: work.draft.plan.tasks[attempt.task]!.subject,
+      subject: building.draft.plan.tasks[attempt.task]!.subject,
       attempt: attempt.number,
       stack: [...stack],
       stage: attempt.stage,
@@ -123,18 +123,18 @@ export function cancelBuiltOn(work: Work, gone: readonly number[], why: string):
     switch (attempt.stage) {
       case 'running':
       case 'verifying':
-        work.attempts.set(attempt.task, { ...attempt, cancelled: why });
-        work.effects.push({ type: 'cancel-worker', task: attempt.task });
+        building.attempts.set(attempt.task, { ...attempt, cancelled: why });
+        building.effects.push({ type: 'cancel-worker', task: attempt.task });
         break;
       case 'paused':
         // Its worker is gone, but it kept its worktree to resume in: that goes back to the pool.
-        endCancelled(work, attempt, runOf(attempt), true, why);
+        endCancelled(building, attempt, runOf(attempt), true, why);
         break;
       case 'verified':
       case 'recording':
       case 'queued':
       case 'gating':
-        endCancelled(work, attempt, runOf(attempt), false, why);
+        endCancelled(building, attempt, runOf(attempt), false, why);
         break;
       default:
         assertNever(attempt, 'attempt');
@@ -147,13 +147,13 @@ export function cancelBuiltOn(work: Work, gone: readonly number[], why: string):
  * A cancelled speculation ends (`why`: a candidate it was built on left the merge queue): no
  * attempt of its task, which is pending again. `run`: what its workers did in this run; `worktree`: it still holds one.
  */
-export function endCancelled(work: Work, attempt: Attempt, run: WorkerRun | null, worktree: boolean, why: string): void {
+export function endCancelled(building: StepDraft, attempt: Attempt, run: WorkerRun | null, worktree: boolean, why: string): void {
   const task = attempt.task;
-  work.attempts.delete(task);
-  if (worktree) work.effects.push({ type: 'release-workspace', task });
-  const applied = applyCancelled(work.draft.plan, task, spentBy(run));
-  work.effects.push({ type: 'save' });
-  emit(work, { ...finishedEvent(work, attempt, run), outcome: 'cancelled', reason: `speculation cancelled: ${why}` });
-  reportCascade(work, applied);
-  checkBudget(work);
+  building.attempts.delete(task);
+  if (worktree) building.effects.push({ type: 'release-workspace', task });
+  const applied = applyCancelled(building.draft.plan, task, spentBy(run));
+  building.effects.push({ type: 'save' });
+  emit(building, { ...finishedEvent(building, attempt, run), outcome: 'cancelled', reason: `speculation cancelled: ${why}` });
+  reportCascade(building, applied);
+  checkBudget(building);
 }

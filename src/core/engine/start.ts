@@ -9,7 +9,7 @@ import { markStarted } from '../transition.ts';
 import { recheckable } from '../widen.ts';
 import { IN_FLIGHT, PAUSED, tasksIn } from './attempt.ts';
 import { endPaused } from './conclude.ts';
-import { type Work, emit } from './draft.ts';
+import { type StepDraft, emit } from './draft.ts';
 import { resumePaused, wakeForHold } from './limits.ts';
 import { candidatesWait, laneBusy, startGate } from './merge-queue.ts';
 import { startable, unheld, waitingToLand } from './queries.ts';
@@ -21,54 +21,54 @@ import { finish } from './stop.ts';
 export const workerLogPath = (logDir: string, task: number): string => `${logDir}/worker-${task}.log`;
 
 /** Start (or resume) what may, hand verified work to the lane, wake when a limit's hold ends, or finish. */
-export function schedule(work: Work): void {
-  if (work.draft.config.driver === 'session') {
-    scheduleSession(work);
+export function schedule(building: StepDraft): void {
+  if (building.draft.config.driver === 'session') {
+    scheduleSession(building);
     return;
   }
-  const draft = work.draft;
+  const draft = building.draft;
   const policy = draft.config.schedule;
   for (;;) {
     // Continuous: record what is verified whenever the lane is free; what is verified meanwhile goes into the next record.
-    if (policy === 'continuous' && !laneBusy(work)) record(work);
-    startGate(work);
-    const recording = laneBusy(work);
+    if (policy === 'continuous' && !laneBusy(building)) record(building);
+    startGate(building);
+    const recording = laneBusy(building);
     if (draft.stop === null) {
       if (policy === 'rounds' && draft.admitted === null && !recording) {
         const ready = readySet(draft.plan.tasks);
         if (ready.length > 0) draft.admitted = new Set(ready);
       }
-      resumePaused(work);
-      for (const task of startable(draft)) start(work, task);
-    } else endPaused(work);
-    const queued = candidatesWait(work);
-    const busy = tasksIn(work, IN_FLIGHT).length > 0 || recording || queued;
+      resumePaused(building);
+      for (const task of startable(draft)) start(building, task);
+    } else endPaused(building);
+    const queued = candidatesWait(building);
+    const busy = tasksIn(building, IN_FLIGHT).length > 0 || recording || queued;
     if (!busy && draft.admitted !== null) {
       // The round is over when none of its tasks runs or can still start (a limit holds some of them back).
       const waiting =
-        tasksIn(work, PAUSED).length > 0 ||
+        tasksIn(building, PAUSED).length > 0 ||
         (holding(draft.limiter, draft.now) && [...draft.admitted].some((i) => statusOf(draft.plan.tasks[i]!) === 'pending'));
       if (!waiting || draft.stop !== null) {
         draft.admitted = null;
-        record(work);
+        record(building);
         continue;
       }
     }
     if (busy) {
-      wakeForHold(work);
+      wakeForHold(building);
       return;
     }
     if (draft.stop !== null) {
       // Verified work is recorded even when the run stops.
-      if (tasksIn(work, new Set(['verified'])).length > 0) {
-        record(work);
+      if (tasksIn(building, new Set(['verified'])).length > 0) {
+        record(building);
         return;
       }
-      finish(work);
+      finish(building);
       return;
     }
     // Nothing runs and what could start has started: wait for a limit's hold to end, or the run is over.
-    if (!wakeForHold(work)) finish(work);
+    if (!wakeForHold(building)) finish(building);
     return;
   }
 }
@@ -79,23 +79,23 @@ export function schedule(work: Work): void {
  * headless. The run is over once nothing is under way, nothing verified waits for `commit`, and
  * nothing could start even if asked (nor waits for its blockers' work to land).
  */
-function scheduleSession(work: Work): void {
-  const draft = work.draft;
-  if (work.event.type === 'integrate' && !laneBusy(work)) record(work);
-  startGate(work);
-  if (draft.stop === null && work.event.type === 'hand-out') {
-    for (const task of startable(draft, work.event.concurrency)) start(work, task);
+function scheduleSession(building: StepDraft): void {
+  const draft = building.draft;
+  if (building.event.type === 'integrate' && !laneBusy(building)) record(building);
+  startGate(building);
+  if (draft.stop === null && building.event.type === 'hand-out') {
+    for (const task of startable(draft, building.event.concurrency)) start(building, task);
   }
-  const queued = candidatesWait(work);
-  const underWay = tasksIn(work, IN_FLIGHT).length > 0 || laneBusy(work) || queued || tasksIn(work, new Set(['verified'])).length > 0;
+  const queued = candidatesWait(building);
+  const underWay = tasksIn(building, IN_FLIGHT).length > 0 || laneBusy(building) || queued || tasksIn(building, new Set(['verified'])).length > 0;
   if (underWay) return;
   // A usage limit holds the hand-outs until it resets: the run waits for the lead to come back.
   if (draft.stop === null && (startable(unheld(draft)).length > 0 || waitingToLand(draft).length > 0)) return;
-  finish(work);
+  finish(building);
 }
 
-function start(work: Work, task: number): void {
-  const draft = work.draft;
+function start(building: StepDraft, task: number): void {
+  const draft = building.draft;
   const number = attemptsOf(draft.plan.tasks[task]!) + 1;
   // Ready, or startable only on its blockers' candidates.
   const blockersDone = draft.plan.tasks[task]!.blockedBy.every((b) => statusOf(draft.plan.tasks[b]!) === 'completed');
@@ -104,13 +104,13 @@ function start(work: Work, task: number): void {
   const planned = draft.plan.tasks[task]!;
   const recheck = speculation === null && planned.recheck === true && recheckable(planned) ? planned.setAside!.commit! : null;
   markStarted(draft.plan, task);
-  work.attempts.set(task, { task, number, stage: 'running', ...(speculation !== null ? { stack: speculation.stack } : {}) });
+  building.attempts.set(task, { task, number, stage: 'running', ...(speculation !== null ? { stack: speculation.stack } : {}) });
   // A Task subagent of a session keeps no log foreman can point to.
   const logPath = draft.config.driver === 'session' ? '' : workerLogPath(draft.config.logDir, task);
   const started = draft.plan.tasks[task]!;
   // Saved first: a crash after the worker started leaves the task in progress, and resume restores its files.
-  work.effects.push({ type: 'save' });
-  emit(work, {
+  building.effects.push({ type: 'save' });
+  emit(building, {
     type: 'task-started',
     task,
     subject: started.subject,
@@ -119,7 +119,7 @@ function start(work: Work, task: number): void {
     logPath,
     ...(speculation !== null ? { stack: speculation.stack } : {}),
   });
-  work.effects.push({
+  building.effects.push({
     type: 'start-worker',
     task,
     attempt: number,

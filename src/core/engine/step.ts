@@ -14,8 +14,8 @@
 //   before it passed; when it fails the run is refused.
 //
 // The headless engine (src/run/engine.ts) executes the effects with real workers, checks and git;
-// the in-session steps (src/run/lead.ts: `plan setup | next | finalize | commit`, their I/O in
-// src/run/lead-io.ts) execute them across a Claude Code session, whose Task subagents are the
+// the in-session steps (src/run/session.ts: `plan setup | next | finalize | commit`, their I/O in
+// src/run/session/io.ts) execute them across a Claude Code session, whose Task subagents are the
 // workers; the scheduling bench and the property tests execute them in simulated time. Nothing
 // here does I/O or reads a clock: time comes in with each event.
 //
@@ -39,7 +39,7 @@ import { settleRound } from '../limiter.ts';
 import type { Plan } from '../plan.ts';
 import { applySetupFindings } from '../transition.ts';
 import { verified, workerFinished, workspaceFailed } from './conclude.ts';
-import { type Work, emit } from './draft.ts';
+import { type StepDraft, emit } from './draft.ts';
 import type { EngineEffect } from './effects.ts';
 import type { EngineEvent } from './events.ts';
 import { announce, workerRefused, workerServed } from './limits.ts';
@@ -58,7 +58,7 @@ export function step(state: EngineState, event: EngineEvent): Step {
   if (state.finished) return { state, effects: [] };
   const attempts = new Map(state.attempts);
   const plan: Plan = { ...state.plan, tasks: state.plan.tasks.slice() };
-  const work: Work = {
+  const building: StepDraft = {
     draft: { ...state, plan, attempts, now: Math.max(state.now, event.now) },
     attempts,
     effects: [],
@@ -70,52 +70,53 @@ export function step(state: EngineState, event: EngineEvent): Step {
       break;
     case 'hand-out': {
       // A session's rounds: what the last one got through sets what this one may hand out.
-      const before = work.draft.limiter;
-      work.draft.limiter = settleRound(before, event.concurrency ?? work.draft.config.concurrency);
-      if (work.draft.limiter.working !== before.working) announce(work, before, work.draft.limiter.working < before.working ? 'lowered' : 'raised', null);
+      const before = building.draft.limiter;
+      building.draft.limiter = settleRound(before, event.concurrency ?? building.draft.config.concurrency);
+      if (building.draft.limiter.working !== before.working)
+        announce(building, before, building.draft.limiter.working < before.working ? 'lowered' : 'raised', null);
       break;
     }
     case 'worker-refused':
-      workerRefused(work, event.task, event.refusal, event.progressed);
+      workerRefused(building, event.task, event.refusal, event.progressed);
       break;
     case 'worker-served':
-      workerServed(work, event.task);
+      workerServed(building, event.task);
       break;
     case 'landed':
-      work.draft.unlanded = new Set(event.unlanded);
+      building.draft.unlanded = new Set(event.unlanded);
       break;
     case 'interrupt':
-      interrupt(work);
+      interrupt(building);
       break;
     case 'session-ended':
-      sessionEnded(work, event.lastStepAt);
-      return { state: work.draft, effects: work.effects };
+      sessionEnded(building, event.lastStepAt);
+      return { state: building.draft, effects: building.effects };
     case 'drain':
-      drain(work);
+      drain(building);
       break;
     case 'set-up':
       // Setup's own skips trip no breaker: no attempt of this run failed yet.
-      for (const skipped of skippedEvents(plan.tasks, applySetupFindings(plan, event.findings).skips)) emit(work, skipped);
-      work.draft.baseline = baselineDue(work) ? 'due' : 'none';
-      return { state: work.draft, effects: work.effects };
+      for (const skipped of skippedEvents(plan.tasks, applySetupFindings(plan, event.findings).skips)) emit(building, skipped);
+      building.draft.baseline = baselineDue(building) ? 'due' : 'none';
+      return { state: building.draft, effects: building.effects };
     case 'worker-finished':
-      workerFinished(work, event.task, event.run);
+      workerFinished(building, event.task, event.run);
       break;
     case 'verified':
-      verified(work, event.task, event.verification);
+      verified(building, event.task, event.verification);
       break;
     case 'workspace-failed':
-      workspaceFailed(work, event.task, event.reason);
+      workspaceFailed(building, event.task, event.reason);
       break;
     case 'recorded':
-      recorded(work, event.tasks, event.commit, event.failure);
+      recorded(building, event.tasks, event.commit, event.failure);
       break;
     case 'gated':
-      gated(work, event.tasks, event.passed, event.output, event.durationMs);
+      gated(building, event.tasks, event.passed, event.output, event.durationMs);
       break;
     default:
       assertNever(event, 'engine event');
   }
-  schedule(work);
-  return { state: work.draft, effects: work.effects };
+  schedule(building);
+  return { state: building.draft, effects: building.effects };
 }

@@ -6,7 +6,7 @@ import { type WorkerRun, assertNever, describeWorkerFailure } from '../failure.t
 import type { Decision } from '../finalize.ts';
 import { UNKNOWN } from '../plan.ts';
 import type { Attempt } from './attempt.ts';
-import { type Work, spentBy } from './draft.ts';
+import { type StepDraft, spentBy } from './draft.ts';
 
 /** What a decision is called in the journal's `task-finished` events. */
 export function outcomeOf(decision: Decision): TaskOutcome {
@@ -51,11 +51,11 @@ export function reasonOf(decision: Decision): string | undefined {
  * The `task-finished` event of an attempt whose workers did `run` in this run (none: an earlier
  * run's worker, whose time and cost were told then), but for its outcome and words.
  */
-export function finishedEvent(work: Work, attempt: Attempt, run: WorkerRun | null): Omit<Extract<RunEventBody, { type: 'task-finished' }>, 'outcome'> {
+export function finishedEvent(building: StepDraft, attempt: Attempt, run: WorkerRun | null): Omit<Extract<RunEventBody, { type: 'task-finished' }>, 'outcome'> {
   return {
     type: 'task-finished',
     task: attempt.task,
-    subject: work.draft.plan.tasks[attempt.task]!.subject,
+    subject: building.draft.plan.tasks[attempt.task]!.subject,
     attempt: attempt.number,
     durationMs: run?.durationMs ?? 0,
     usage: spentBy(run),

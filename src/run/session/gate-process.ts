@@ -8,23 +8,23 @@
 // recorded in `.design/gate-workers.json` (the steps' own `workers.json` is ended by every step,
 // and this process must outlive them), so `plan setup` after a killed session ends it.
 
-import { shellCommands } from '../adapters/commands.ts';
+import { shellCommands } from '../../adapters/commands.ts';
 import { spawn } from 'node:child_process';
 import { readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { ownLauncherPath } from '../adapters/layout.ts';
-import { parkedWork } from '../adapters/git/integrate.ts';
-import { ProcessRegistry, killOrphans } from '../adapters/orphans.ts';
-import { writeFileAtomic } from '../adapters/plan-store.ts';
-import { processAlive, terminateGroup } from '../adapters/processes.ts';
-import { type Result, err, ok } from '../core/failure.ts';
-import { clipMiddle } from '../core/format.ts';
-import { describeGitFailure } from '../core/git-text.ts';
-import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
-import type { Plan } from '../core/plan.ts';
-import type { CapturedWork } from '../core/work.ts';
-import { Isolation } from './isolation.ts';
-import type { GateRunRecord, SessionGateConfig } from './session.ts';
+import { ownLauncherPath } from '../../adapters/layout.ts';
+import { parkedWork } from '../../adapters/git/integrate.ts';
+import { ProcessRegistry, killOrphans } from '../../adapters/orphans.ts';
+import { writeFileAtomic } from '../../adapters/plan-store.ts';
+import { processAlive, terminateGroup } from '../../adapters/processes.ts';
+import { type Result, err, ok } from '../../core/failure.ts';
+import { clipMiddle } from '../../core/format.ts';
+import { describeGitFailure } from '../../core/git-text.ts';
+import { type TimeLimit, describeTimeLimitHit } from '../../core/time-limit.ts';
+import type { Plan } from '../../core/plan.ts';
+import type { CapturedWork } from '../../core/work.ts';
+import { Isolation } from '../isolation.ts';
+import type { GateRunRecord, SessionGateConfig } from './file.ts';
 
 const taskList = (value: unknown): number[] | null => (Array.isArray(value) && value.every((t) => Number.isInteger(t) && t >= 0) ? (value as number[]) : null);
 

@@ -19,10 +19,10 @@ import { type Plan, type TaskStatus, modelOf, statusOf } from '../../core/plan.t
 import { workerPrompt } from '../../core/prompt.ts';
 import { type NextStall, type Notice, type TaskRef, clipForLead, isComplete, nextStall, overlapping } from '../../core/session-report.ts';
 import { promptsDirFor } from '../archive.ts';
-import type { LeadIsolation } from '../lead-io.ts';
-import { nextEvents } from '../session-driver.ts';
-import { type Session, promptPathFor, readSession, sessionConfig } from '../session.ts';
-import { type Lead, type LeadStep, type Opened, type Ran, type Recorded, type StepScope, sandboxedIn, stateOf } from './skeleton.ts';
+import type { SessionIsolation } from './io.ts';
+import { nextEvents } from './driver.ts';
+import { type Session, promptPathFor, readSession, sessionConfig } from './file.ts';
+import { type StepContext, type SessionStep, type Opened, type Ran, type Recorded, type StepScope, sandboxedIn, stateOf } from './skeleton.ts';
 
 /** How many overlapping ready tasks `next` names; it counts the rest. */
 const WAITING_LISTED = 20;
@@ -41,8 +41,8 @@ export interface NextOutput {
   inProgress: number[];
   stall: NextStall;
   /**
-   * With `deadlock`: the pending tasks that can never start; with `awaiting_approval`: the gated
-   * tasks; with `landing`: ready tasks held back because their blockers' work is integrated but
+   * With `deadlock`: the pending tasks that can never start; with `awaiting_approval`: the tasks
+   * awaiting approval; with `landing`: ready tasks held back because their blockers' work is integrated but
    * not on the branch yet (`plan commit` says what blocks the landing).
    */
   stuck: number[];
@@ -76,26 +76,26 @@ interface NextOpened extends Opened {
 }
 
 /** The `next` step, handing out at most `concurrency` (default: the session's). */
-export class NextStep implements LeadStep<NextOpened, Ran, NextOutput, never> {
+export class NextStep implements SessionStep<NextOpened, Ran, NextOutput, never> {
   readonly name = 'next';
 
   constructor(private readonly options: { concurrency?: number }) {}
 
-  async open(lead: Lead, plan: Plan): Promise<Result<NextOpened, never>> {
-    const { io } = lead;
-    const session = await readSession(lead.planPath, plan);
+  async open(context: StepContext, plan: Plan): Promise<Result<NextOpened, never>> {
+    const { io } = context;
+    const session = await readSession(context.planPath, plan);
     const head = await io.repository.head();
     const unlanded = await io.repository.unlanded(plan, head);
     const running = plan.tasks.flatMap((t, i) => (statusOf(t) === 'in_progress' ? [i] : []));
-    const state = stateOf(lead, session, plan);
+    const state = stateOf(context, session, plan);
     const handedOut: NextOutput['tasks'] = [];
-    const rechecks = new Rechecks(lead, session, plan);
+    const rechecks = new Rechecks(context, session, plan);
     const handOut = async (effect: Extract<EngineEffect, { type: 'start-worker' }>, current: EngineState): Promise<undefined> => {
       // Setup refuses a repository without a commit; without one nothing can be handed out.
       if (head === null) throw new Error('no commit to hand work out from');
       const task = current.plan.tasks[effect.task]!;
-      const promptFile = promptPathFor(lead.planPath, effect.task);
-      await mkdir(promptsDirFor(lead.planPath), { recursive: true });
+      const promptFile = promptPathFor(context.planPath, effect.task);
+      await mkdir(promptsDirFor(context.planPath), { recursive: true });
       await writeFile(promptFile, workerPrompt(current.plan, effect.task, { maxAttempts: current.config.maxAttempts }));
       session.handedOut[String(effect.task)] = { at: new Date(io.clock.now()).toISOString(), base: head };
       handedOut.push({
@@ -126,14 +126,14 @@ export class NextStep implements LeadStep<NextOpened, Ran, NextOutput, never> {
   }
 
   async run(scope: StepScope, opened: NextOpened): Promise<Ran> {
-    const { lead, session } = scope;
-    const { io } = lead;
+    const { context, session } = scope;
+    const { io } = context;
     let state = opened.state;
     // A run that ended (a stall, the breaker) starts again when something could start now (a retry, an approval).
     if (state.finished || session.runId === null || session.runFinished) {
       // The gate's verdict on the starting commit stands for the session.
       const fresh: EngineState = {
-        ...initialState(state.plan, sessionConfig(session, lead.planPath), io.clock.now()),
+        ...initialState(state.plan, sessionConfig(session, context.planPath), io.clock.now()),
         unlanded: new Set(opened.unlanded),
         baseline: state.baseline,
       };
@@ -148,7 +148,7 @@ export class NextStep implements LeadStep<NextOpened, Ran, NextOutput, never> {
   }
 
   report(scope: StepScope, opened: NextOpened, { state }: Ran, recorded: Recorded): Result<NextOutput, never> {
-    const { io } = scope.lead;
+    const { io } = scope.context;
     const rechecked = scope.run.of('task-finished').map((e) => ({
       index: e.task,
       subject: e.subject,
@@ -181,18 +181,18 @@ export class NextStep implements LeadStep<NextOpened, Ran, NextOutput, never> {
  * is needed), their checks recorded as finalize's are, so the step after a crash ends them.
  */
 class Rechecks {
-  private opened: Promise<Result<LeadIsolation, GitFailure>> | null = null;
+  private opened: Promise<Result<SessionIsolation, GitFailure>> | null = null;
   /** Re-checks whose worktree could not be made ready: their verification fails, and a worker does the task next. */
   private readonly unprepared = new Map<number, string>();
 
   constructor(
-    private readonly lead: Lead,
+    private readonly context: StepContext,
     private readonly session: Session,
     private readonly plan: Plan,
   ) {}
 
-  private isolation(): Promise<Result<LeadIsolation, GitFailure>> {
-    const { io } = this.lead;
+  private isolation(): Promise<Result<SessionIsolation, GitFailure>> {
+    const { io } = this.context;
     const { session } = this;
     this.opened ??= sandboxedIn(session, io).then((sandbox) =>
       io.repository.open(this.plan, { sandbox, checkTimeoutMs: session.checkTimeoutMs, strictScope: session.strictScope }),
@@ -205,7 +205,7 @@ class Rechecks {
     const opened = await this.isolation();
     const prepared = opened.ok ? await opened.value.prepareRecheck(task, commit) : null;
     if (prepared !== null && !prepared.ok) this.unprepared.set(task, prepared.error);
-    return [workerFinishedEvent(task, recheckRun(''), this.lead.io.clock.now())];
+    return [workerFinishedEvent(task, recheckRun(''), this.context.io.clock.now())];
   };
 
   readonly verify = async (task: number, current: EngineState): Promise<Verification> => {
@@ -224,6 +224,6 @@ class Rechecks {
 
   /** The step is done with re-checks: their processes are no longer recorded. */
   async done(): Promise<void> {
-    if (this.opened !== null) await this.lead.io.processes.forget();
+    if (this.opened !== null) await this.context.io.processes.forget();
   }
 }

@@ -29,25 +29,14 @@ import {
 } from '../../core/session-report.ts';
 import { promptsDirFor } from '../archive.ts';
 import { ensurePlanId } from '../commit.ts';
-import type { LeadIsolation, LeadSetupReport } from '../lead-io.ts';
-import { noGateNotice } from '../lifecycle.ts';
-import { StepRun, post, runEnd, sessionEndedEvents, setUpEvent, setupEvents } from '../session-driver.ts';
-import { type Session, type SessionGateConfig, type SessionSandbox, defaultSession, readSession, sessionConfig } from '../session.ts';
+import type { SessionIsolation, SessionSetupReport } from './io.ts';
+import { type LandingState, noGateNotice } from '../lifecycle.ts';
+import { StepRun, post, runEnd, sessionEndedEvents, setUpEvent, setupEvents } from './driver.ts';
+import { type Session, type SessionGateConfig, type SessionSandbox, defaultSession, readSession, sessionConfig } from './file.ts';
 import type { AssumptionResult, SetupProblem } from '../setup.ts';
 import { DEFAULTS } from '../settings.ts';
 import { type BaselineFailed, GateDriver } from './gate-driver.ts';
-import {
-  type LandingReport,
-  type Lead,
-  type LeadStep,
-  type Opened,
-  type PlanWrites,
-  type Ran,
-  type Recorded,
-  RunJournal,
-  type StepScope,
-  stateOf,
-} from './skeleton.ts';
+import { type StepContext, type SessionStep, type Opened, type PlanWrites, type Ran, type Recorded, RunJournal, type StepScope, stateOf } from './skeleton.ts';
 
 export interface SetupSettings {
   concurrency?: number;
@@ -85,7 +74,7 @@ export interface SetupOutput {
   /** Work an earlier session verified and did not integrate, integrated now. */
   integrated: CommitOutcome;
   /** Landing what is integrated (an earlier session's work included) on the branch. */
-  landing: LandingReport;
+  landing: LandingState;
   /** Counts over every assumption checked; only the failed ones are listed (the output stays small however big the plan). */
   assumptions: { total: number; passed: number; failed: AssumptionResult[] };
   blocked: Array<TaskRef & { reason: string }>;
@@ -110,18 +99,18 @@ export interface SetupOutput {
 interface SetupOpened extends Opened {
   /** The session an earlier setup started (its run may still be under way). */
   earlier: Session;
-  report: LeadSetupReport;
+  report: SessionSetupReport;
   /** Tasks the findings skipped. */
   skips: Array<Extract<RunEventBody, { type: 'task-skipped' }>>;
   /** Said before the run started: what was left running, what setup found, the sandbox, speculation. */
   notices: Notice[];
-  isolation: LeadIsolation;
+  isolation: SessionIsolation;
   gate: GateDriver;
   sandbox: SessionSandbox;
 }
 
 interface SetupRan extends Ran {
-  landing: LandingReport;
+  landing: LandingState;
   /** Approved work, integrated now. */
   approved: CommitOutcome;
   /** What the earlier session verified, integrated now. */
@@ -132,20 +121,20 @@ interface SetupRan extends Ran {
 }
 
 /** The `setup` step with `settings`. */
-export class SetupStep implements LeadStep<SetupOpened, SetupRan, SetupOutput, SetupProblem> {
+export class SetupStep implements SessionStep<SetupOpened, SetupRan, SetupOutput, SetupProblem> {
   readonly name = 'setup';
 
   constructor(private readonly settings: SetupSettings) {}
 
-  async open(lead: Lead, plan: Plan, writes: PlanWrites): Promise<Result<SetupOpened, SetupProblem>> {
+  async open(context: StepContext, plan: Plan, writes: PlanWrites): Promise<Result<SetupOpened, SetupProblem>> {
     const { settings } = this;
-    const { io } = lead;
+    const { io } = context;
     const sandbox = settings.sandbox ?? (await io.sandbox());
     // Checks a killed step left behind may still be writing files: stop them before anything else.
     const orphans = await io.processes.endLeftovers();
     // A gate process a killed session left running is ended; its candidates are queued again below.
     const endedGate = await io.gate.end();
-    const earlier = await readSession(lead.planPath, plan);
+    const earlier = await readSession(context.planPath, plan);
     // Work an earlier session verified is integrated, not reset.
     const verified = verifiedEarlier(earlier.engine);
     await io.handOut.removeStale();
@@ -185,7 +174,7 @@ export class SetupStep implements LeadStep<SetupOpened, SetupRan, SetupOutput, S
     const report = setup.value;
     // What setup found is applied by the step function, as every later change of a task's state.
     const setUp = step(
-      initialState(plan, sessionConfig(session, lead.planPath), io.clock.now(), report.held, verified),
+      initialState(plan, sessionConfig(session, context.planPath), io.clock.now(), report.held, verified),
       setUpEvent(report.findings, io.clock.now()),
     );
     const skips = setUp.effects.flatMap((effect) => (effect.type === 'emit' && effect.event.type === 'task-skipped' ? [effect.event] : []));
@@ -204,26 +193,26 @@ export class SetupStep implements LeadStep<SetupOpened, SetupRan, SetupOutput, S
         : []),
     ];
     await writes.save(setUp.state.plan);
-    const gate = new GateDriver(lead, session, report.isolation);
+    const gate = new GateDriver(context, session, report.isolation);
     return ok({ session, state: setUp.state, effects: gate.effects, earlier, report, skips, notices, isolation: report.isolation, gate, sandbox });
   }
 
   async run(scope: StepScope, opened: SetupOpened): Promise<SetupRan> {
-    const { lead } = scope;
-    const { io } = lead;
+    const { context } = scope;
+    const { io } = context;
     const plan = opened.state.plan;
     // An earlier session's run that no step finished ended with that session, some time after its last event.
     const earlier = opened.earlier;
     if (earlier.runId !== null && !earlier.runFinished) {
       const lastSeen = await io.journal.lastSeen(earlier.runId);
       const ended = new StepRun({ save: scope.writes.save }, io.clock.now);
-      const state = await post(stateOf(lead, earlier, plan), sessionEndedEvents(lastSeen, io.clock.now()), ended);
+      const state = await post(stateOf(context, earlier, plan), sessionEndedEvents(lastSeen, io.clock.now()), ended);
       const end = runEnd(state, ended);
-      if (end !== null) new RunJournal(lead, earlier).finish(plan, end, { landed: true, advice: '', archived: null, lastMs: lastSeen ?? io.clock.now() });
+      if (end !== null) new RunJournal(context, earlier).finish(plan, end, { landed: true, advice: '', archived: null, lastMs: lastSeen ?? io.clock.now() });
     }
 
     // A fresh scratch directory: prompts of an earlier session are stale.
-    await rm(promptsDirFor(lead.planPath), { recursive: true, force: true });
+    await rm(promptsDirFor(context.planPath), { recursive: true, force: true });
     const { report } = opened;
     scope.journal.start(plan, report.resumed);
     scope.journal.append([

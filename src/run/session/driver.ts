@@ -1,21 +1,21 @@
 // How an in-session step talks to the step function: the events each step posts (one definition,
-// used by the plan tool's steps in run/lead.ts and by the in-process session rig of the tests),
+// used by the plan tool's steps in run/session.ts and by the in-process session rig of the tests),
 // and the carrier that carries out the effects a step can meet, through hooks the step gives it.
 // Nothing here reads the session file or runs git: the hooks do.
 
-import { gatedEvent, recordedEvent, verifiedEvent, workerFinishedEvent } from '../core/engine/effect-results.ts';
-import type { EngineEffect, GateRun, RecordRequest } from '../core/engine/effects.ts';
-import type { EngineEvent } from '../core/engine/events.ts';
-import type { EngineState, EngineStop } from '../core/engine/state.ts';
-import type { RunEventBody } from '../core/events.ts';
-import type { Result, WorkerRun } from '../core/failure.ts';
-import type { Verification } from '../core/finalize.ts';
-import type { GitFailure } from '../core/git-text.ts';
-import { type Plan, type UsageFigure, emptyUsage } from '../core/plan.ts';
-import { parseStatusLine } from '../core/prompt.ts';
-import { readLimitText } from '../core/limit-text.ts';
-import type { SetupFindings } from '../core/transition.ts';
-import { drive } from './session.ts';
+import { gatedEvent, recordedEvent, verifiedEvent, workerFinishedEvent } from '../../core/engine/effect-results.ts';
+import type { EngineEffect, GateRun, RecordRequest } from '../../core/engine/effects.ts';
+import type { EngineEvent } from '../../core/engine/events.ts';
+import type { EngineState, EngineStop } from '../../core/engine/state.ts';
+import type { RunEventBody } from '../../core/events.ts';
+import type { Result, WorkerRun } from '../../core/failure.ts';
+import type { Verification } from '../../core/finalize.ts';
+import type { GitFailure } from '../../core/git-text.ts';
+import { type Plan, type UsageFigure, emptyUsage } from '../../core/plan.ts';
+import { parseStatusLine } from '../../core/prompt.ts';
+import { readLimitText } from '../../core/limit-text.ts';
+import type { SetupFindings } from '../../core/transition.ts';
+import { drive } from './file.ts';
 
 /** What a step can do for the step function's effects (a step missing one never gets it: that would be a bug). */
 export interface StepHooks {

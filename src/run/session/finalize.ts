@@ -28,9 +28,9 @@ import {
   warning,
 } from '../../core/session-report.ts';
 import { neededPaths } from '../../core/widen.ts';
-import { finalizeEvent } from '../session-driver.ts';
-import { readSession } from '../session.ts';
-import { type Lead, type LeadStep, type Opened, type Ran, type Recorded, type StepScope, sandboxedIn, stateOf } from './skeleton.ts';
+import { finalizeEvent } from './driver.ts';
+import { readSession } from './file.ts';
+import { type StepContext, type SessionStep, type Opened, type Ran, type Recorded, type StepScope, sandboxedIn, stateOf } from './skeleton.ts';
 
 export interface WorkerResult {
   task: number;
@@ -84,7 +84,7 @@ interface FinalizeRan extends Ran {
 }
 
 /** The `finalize` step of `results`, with `options` over the session's. */
-export class FinalizeStep implements LeadStep<FinalizeOpened, FinalizeRan, FinalizeOutput, FinalizeProblem> {
+export class FinalizeStep implements SessionStep<FinalizeOpened, FinalizeRan, FinalizeOutput, FinalizeProblem> {
   readonly name = 'finalize';
 
   constructor(
@@ -92,11 +92,11 @@ export class FinalizeStep implements LeadStep<FinalizeOpened, FinalizeRan, Final
     private readonly options: { maxAttempts?: number; checkTimeoutMs?: number },
   ) {}
 
-  async open(lead: Lead, plan: Plan): Promise<Result<FinalizeOpened, FinalizeProblem>> {
+  async open(context: StepContext, plan: Plan): Promise<Result<FinalizeOpened, FinalizeProblem>> {
     const { results, options } = this;
-    const { io } = lead;
-    const session = await readSession(lead.planPath, plan);
-    let state = stateOf(lead, session, plan);
+    const { io } = context;
+    const session = await readSession(context.planPath, plan);
+    let state = stateOf(context, session, plan);
     if (options.maxAttempts !== undefined) state = { ...state, config: { ...state.config, maxAttempts: options.maxAttempts } };
     const running = (task: number) => state.attempts.get(task)?.stage === 'running';
     // Every worktree named must be a subagent's worktree of this repository, before anything changes.
@@ -142,7 +142,7 @@ export class FinalizeStep implements LeadStep<FinalizeOpened, FinalizeRan, Final
 
   async run(scope: StepScope, opened: FinalizeOpened): Promise<FinalizeRan> {
     const { session } = scope;
-    const { io } = scope.lead;
+    const { io } = scope.context;
     const out: FinalizedResult[] = [];
     const seen = new Set<number>();
     let state = opened.state;
@@ -200,7 +200,7 @@ export class FinalizeStep implements LeadStep<FinalizeOpened, FinalizeRan, Final
       // Saved after each task, with the plan: a crash later in the step loses nothing verified.
       await scope.keep(state);
     }
-    await scope.lead.io.processes.forget();
+    await scope.context.io.processes.forget();
     return { state, end: scope.run.finished, landing: { landed: true, problem: [] }, results: out };
   }
 
@@ -208,7 +208,7 @@ export class FinalizeStep implements LeadStep<FinalizeOpened, FinalizeRan, Final
     const { state } = ran;
     const events = scope.run.events;
     const counts = countByStatus(state.plan);
-    const limit = roundLimit(state.limiter, scope.session.concurrency, scope.lead.io.clock.now());
+    const limit = roundLimit(state.limiter, scope.session.concurrency, scope.context.io.clock.now());
     const skipped = skippedBy(events);
     const breaker = breakerReport(events, state.plan.tasks.length, counts.pending);
     const retry = retriesOf(ran.results);

@@ -7,9 +7,9 @@
 
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { deniedWrites, handOutRoot, removeHandOut, sessionsOfPlan, writeHandOut } from '../adapters/hand-out.ts';
-import { type Plan, attemptsOf, statusOf, writesOf } from '../core/plan.ts';
-import { type HandOut, type HandedOutTask, safeId } from '../core/worker-hook.ts';
+import { deniedWrites, handOutRoot, removeHandOut, sessionsOfPlan, writeHandOut } from '../../adapters/hand-out.ts';
+import { type Plan, attemptsOf, statusOf, writesOf } from '../../core/plan.ts';
+import { type HandOut, type HandedOutTask, safeId } from '../../core/worker-hook.ts';
 
 /** Whether a worker's Bash commands can run in the sandbox in this session, as `setup` decided. */
 export type WorkerSandbox = HandOut['sandbox'];

@@ -8,10 +8,10 @@ import { tasksIn } from '../../core/engine/attempt.ts';
 import type { EngineEvent } from '../../core/engine/events.ts';
 import type { EngineState } from '../../core/engine/state.ts';
 import { clipTail } from '../../core/format.ts';
-import type { LeadIsolation } from '../lead-io.ts';
-import { type StepHooks, gateVerdictEvents } from '../session-driver.ts';
-import type { GateRunRecord, Session } from '../session.ts';
-import { type Lead, keepState, sandboxedIn } from './skeleton.ts';
+import type { SessionIsolation } from './io.ts';
+import { type StepHooks, gateVerdictEvents } from './driver.ts';
+import type { GateRunRecord, Session } from './file.ts';
+import { type StepContext, keepState, sandboxedIn } from './skeleton.ts';
 
 /** How long a step waits for a gate run before it returns `running` (`--wait`): well inside the Bash tool's two minutes. */
 export const DEFAULT_GATE_WAIT_MS = 90_000;
@@ -31,9 +31,9 @@ export class GateDriver {
   readonly notices: string[] = [];
 
   constructor(
-    private readonly lead: Lead,
+    private readonly context: StepContext,
     private readonly session: Session,
-    private readonly isolation: LeadIsolation,
+    private readonly isolation: SessionIsolation,
   ) {}
 
   /** The step's effects that record verified work (integrate, park, hold) and start the gate process. */
@@ -49,23 +49,23 @@ export class GateDriver {
    * being the step function's with those tasks being gated; false when it did not start.
    */
   async launch(tasks: number[], state: EngineState): Promise<boolean> {
-    const { lead, session, isolation } = this;
+    const { context, session, isolation } = this;
     const record: GateRunRecord = {
-      id: `${lead.io.clock.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
+      id: `${context.io.clock.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
       tasks,
       tip: isolation.tip,
-      startedAt: new Date(lead.io.clock.now()).toISOString(),
+      startedAt: new Date(context.io.clock.now()).toISOString(),
     };
     session.gate.current = record;
     // Saved before it starts, with the state that gates these tasks: a step killed now finds the run and starts it again.
-    await keepState(lead, session, state);
-    const started = await lead.io.gate.launch(
+    await keepState(context, session, state);
+    const started = await context.io.gate.launch(
       {
         repo: isolation.repo,
-        planPath: lead.planPath,
-        env: lead.env ?? process.env,
+        planPath: context.planPath,
+        env: context.env ?? process.env,
         config: session.gate.config!,
-        sandbox: await sandboxedIn(session, lead.io),
+        sandbox: await sandboxedIn(session, context.io),
       },
       record,
     );
@@ -85,9 +85,9 @@ export class GateDriver {
    * the state after (the same without a gate).
    */
   async drive(state: EngineState, waitMs: number | undefined, post: Post): Promise<{ state: EngineState; baselineFailed?: BaselineFailed }> {
-    const { lead, session, isolation } = this;
+    const { context, session, isolation } = this;
     if (session.gate.config === null) return { state };
-    const deadline = lead.io.clock.now() + (waitMs ?? DEFAULT_GATE_WAIT_MS);
+    const deadline = context.io.clock.now() + (waitMs ?? DEFAULT_GATE_WAIT_MS);
     let current = state;
     for (;;) {
       const out = session.gate.current;
@@ -100,13 +100,13 @@ export class GateDriver {
         }
         return { state: current };
       }
-      const gateState = await lead.io.gate.read();
+      const gateState = await context.io.gate.read();
       if (gateState !== null && gateState.id === out.id && gateState.state === 'finished') {
         session.gate.current = null;
         if (out.tasks.length === 0) {
           // The starting commit's verdict: the step function opens the gate, or refuses the run.
           if (current.baseline !== 'testing') continue;
-          current = await post(current, gateVerdictEvents([], gateState, lead.io.clock.now()));
+          current = await post(current, gateVerdictEvents([], gateState, context.io.clock.now()));
           if (current.stop?.baselineFailure !== undefined)
             return { state: current, baselineFailed: { output: clipTail(gateState.output.trim(), 2000), tip: out.tip } };
           continue;
@@ -121,13 +121,13 @@ export class GateDriver {
         }
         // A run the state does not know (a step killed before it saved the state gating it) tells nothing.
         if (!out.tasks.every((t) => current.attempts.get(t)?.stage === 'gating')) continue;
-        current = await post(current, gateVerdictEvents(out.tasks, gateState, lead.io.clock.now()));
+        current = await post(current, gateVerdictEvents(out.tasks, gateState, context.io.clock.now()));
         continue;
       }
-      if (gateState !== null && gateState.id === out.id && gateState.state === 'running' && lead.io.gate.alive(gateState)) {
-        const left = deadline - lead.io.clock.now();
+      if (gateState !== null && gateState.id === out.id && gateState.state === 'running' && context.io.gate.alive(gateState)) {
+        const left = deadline - context.io.clock.now();
         if (left <= 0) return { state: current };
-        await lead.io.clock.sleep(Math.min(200, left));
+        await context.io.clock.sleep(Math.min(200, left));
         continue;
       }
       // The process is gone without a result (killed): its stack is tested again.

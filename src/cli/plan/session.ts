@@ -1,4 +1,4 @@
-// `plan setup | next | finalize | commit`: the /execute skill's steps (src/run/lead.ts) as
+// `plan setup | next | finalize | commit`: the /execute skill's steps (src/run/session.ts) as
 // commands. Each takes the run lock while it works (and refuses with exit 3 while a headless run
 // holds it), prints one JSON object on stdout (schemas/<step>.schema.json), and on a problem
 // prints `{"error": {kind, message, details}}` there instead, one line on stderr, and exits 2.
@@ -17,16 +17,16 @@ import { countByStatus } from '../../core/graph.ts';
 import { archivedPlans } from '../../run/plan-landing.ts';
 import {
   DEFAULT_GATE_WAIT_MS,
-  leadCommit,
-  type LeadContext,
-  leadFinalize,
-  leadNext,
-  leadSetup,
+  sessionCommit,
+  type SessionContext,
+  sessionFinalize,
+  sessionNext,
+  sessionSetup,
   type NextOutput,
   type Notice,
   type SessionSandbox,
   type WorkerResult,
-} from '../../run/lead.ts';
+} from '../../run/session.ts';
 import { type Command, type Io, type Numbers, type OptionSpec, describeUsageError } from '../command.ts';
 import { RANGES } from '../numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, UsageError, usageError } from '../exit.ts';
@@ -37,11 +37,11 @@ import { gateCommandOf, gateOptions } from '../gate-flags.ts';
 import { describeGitFailure, isObjectId } from '../../core/git-text.ts';
 import { assertNever } from '../../core/failure.ts';
 import { DEFAULTS } from '../../run/settings.ts';
-import { serveGate } from '../../run/lead-gate.ts';
+import { serveGate } from '../../run/session/gate-process.ts';
 import { baselineRefusal } from '../../run/lifecycle.ts';
 import { describeJsonError, isRecord } from '../../core/json-text.ts';
 import { type SandboxDecision, autoSandbox, decideSandbox, installAdvice, sandboxModeOf } from '../../adapters/sandbox.ts';
-import { readSession } from '../../run/session.ts';
+import { readSession } from '../../run/session/file.ts';
 
 /** A problem with a name the lead can act on. */
 export class StepError extends CliError {
@@ -74,7 +74,7 @@ interface StepArgs {
   /** The numeric flags, checked against their ranges before the step began. */
   numbers: Numbers;
   plan: Plan;
-  ctx: LeadContext;
+  ctx: SessionContext;
   io: Parameters<Command['run']>[1];
 }
 
@@ -347,7 +347,7 @@ export const setup = stepCommand({
     return { gate, sandbox: { mode: mode.value, ...decided.value } };
   },
   async step({ values, numbers, plan, ctx }, { gate, sandbox }) {
-    const setupResult = await leadSetup(plan, ctx, {
+    const setupResult = await sessionSetup(plan, ctx, {
       concurrency: numbers.concurrency,
       maxAttempts: numbers['max-attempts'],
       checkTimeoutMs: millisecondsOf(numbers['check-timeout']),
@@ -390,7 +390,7 @@ export const next = stepCommand({
     concurrency: { type: 'string', valueName: 'N', description: "workers at once (default: the session's, from setup)", range: RANGES.workers },
   },
   prepare: nothingToPrepare,
-  step: ({ numbers, plan, ctx }) => leadNext(plan, ctx, { concurrency: numbers.concurrency }),
+  step: ({ numbers, plan, ctx }) => sessionNext(plan, ctx, { concurrency: numbers.concurrency }),
   // The last `commit` archived the finished plan: the lead asking again is told it is done.
   afterArchive: ({ path, plan }): NextOutput => ({
     round: 0,
@@ -466,7 +466,7 @@ export const finalize = stepCommand({
   },
   async step({ values, numbers, plan, ctx }, results) {
     await refuseUnsandboxed('finalize', values, plan, ctx.planPath, () => 'the acceptance checks');
-    const r = await leadFinalize(plan, ctx, results, {
+    const r = await sessionFinalize(plan, ctx, results, {
       maxAttempts: numbers['max-attempts'],
       checkTimeoutMs: millisecondsOf(numbers['check-timeout']),
     });
@@ -498,7 +498,7 @@ export const commit = stepCommand({
   prepare: async (values) => requireSandboxFlag(values),
   async step({ values, numbers, plan, ctx }) {
     await refuseUnsandboxed('commit', values, plan, ctx.planPath, (gated) => (gated ? "the gate (the plan's test command)" : null));
-    const r = await leadCommit(plan, ctx, { waitMs: millisecondsOf(numbers.wait) });
+    const r = await sessionCommit(plan, ctx, { waitMs: millisecondsOf(numbers.wait) });
     if (r.ok) return r.value;
     switch (r.error.kind) {
       case 'baseline-failed':

@@ -2,7 +2,7 @@
 // and what the step opens, or why it stops before anything changed), run (post the step's events
 // to the step function and carry out their effects), record (finish the plan once the run is
 // done and landed, journal the step's events and the run's end), report (the step's output, from
-// what it saw), write (the session file, what the worker hook is told). Each step (lead/setup.ts,
+// what it saw), write (the session file, what the worker hook is told). Each step (session/setup.ts,
 // next.ts, finalize.ts, commit.ts) is an object that supplies what differs: what it opens, what
 // it posts, what it says.
 
@@ -19,33 +19,21 @@ import { landingProblemSentence } from '../../core/landing.ts';
 import type { Plan } from '../../core/plan.ts';
 import type { Notice } from '../../core/session-report.ts';
 import type { PlanWriter } from '../adapters.ts';
-import { type LeadIo, type LeadPlace, realLeadIo } from '../lead-io.ts';
+import { type SessionIo, type SessionPlace, realSessionIo } from './io.ts';
 import { type LandingIsolation, type LandingState, type RunNotice, finishPlan, lander, runFinishedEvent, runStartedEvent } from '../lifecycle.ts';
-import { type RunEnd, type StepHooks, StepRun, landedEvents, post } from '../session-driver.ts';
-import { type Session, promptPathFor, sessionConfig, withPlan, writeSession } from '../session.ts';
+import { type RunEnd, type StepHooks, StepRun, landedEvents, post } from './driver.ts';
+import { type Session, promptPathFor, sessionConfig, withPlan, writeSession } from './file.ts';
 
-export interface LeadContext extends LeadPlace {
+export interface SessionContext extends SessionPlace {
   /** The plan file as the step read it: a person's edit made while the step holds the plan is kept aside. */
   planText?: string;
-  /** The steps' I/O a test replaces (run/lead-io.ts); the rest is the real one. */
-  io?: Partial<LeadIo>;
+  /** The steps' I/O a test replaces (run/session/io.ts); the rest is the real one. */
+  io?: Partial<SessionIo>;
 }
 
 /** A step's context with its I/O. */
-export type Lead = LeadContext & { io: LeadIo };
-const withIo = (context: LeadContext): Lead => ({ ...context, io: { ...realLeadIo(context), ...context.io } });
-
-/** Landing the integration tip on the session's branch, as a step reports it. */
-export interface LandingReport {
-  /** True when everything integrated so far is on the branch. */
-  landed: boolean;
-  /** Files the landing updated now (0 when the branch was up to date). */
-  files: number;
-  /** The integration commit the branch is at after landing, or null when it could not land. */
-  commit: string | null;
-  /** What blocks landing and how to land by hand; empty when it landed. */
-  problem: string[];
-}
+export type StepContext = SessionContext & { io: SessionIo };
+const withIo = (context: SessionContext): StepContext => ({ ...context, io: { ...realSessionIo(context), ...context.io } });
 
 /** The step, as the plan tool names it (`plan <name>`). */
 export type StepName = 'setup' | 'next' | 'finalize' | 'commit';
@@ -87,10 +75,10 @@ export interface Recorded {
  * One in-session step: what it opens (`S`), what its run leaves (`R`), what it reports (`O`) or
  * why it stops (`E`). The skeleton (`performStep`) calls these in order.
  */
-export interface LeadStep<S extends Opened, R extends Ran, O, E> {
+export interface SessionStep<S extends Opened, R extends Ran, O, E> {
   readonly name: StepName;
   /** Read the session and open what the step works with; an error stops the step there, before it posts anything to the step function. */
-  open(lead: Lead, plan: Plan, writes: PlanWrites): Promise<Result<S, E>>;
+  open(context: StepContext, plan: Plan, writes: PlanWrites): Promise<Result<S, E>>;
   /** Post the step's events to the step function, its effects carried out through `scope.run`. */
   run(scope: StepScope, opened: S): Promise<R>;
   /** The step's output, or why it stops, from what it opened, ran and recorded. */
@@ -102,12 +90,16 @@ export interface LeadStep<S extends Opened, R extends Ran, O, E> {
  * why it stops (commit refused by a red baseline, or stopped by git) still records and writes:
  * what it did stands, and the next step finds it.
  */
-export async function performStep<S extends Opened, R extends Ran, O, E>(context: LeadContext, plan: Plan, step: LeadStep<S, R, O, E>): Promise<Result<O, E>> {
-  const lead = withIo(context);
-  const writes = await PlanWrites.of(lead, step.name);
-  const opened = await step.open(lead, plan, writes);
+export async function performStep<S extends Opened, R extends Ran, O, E>(
+  given: SessionContext,
+  plan: Plan,
+  step: SessionStep<S, R, O, E>,
+): Promise<Result<O, E>> {
+  const context = withIo(given);
+  const writes = await PlanWrites.of(context, step.name);
+  const opened = await step.open(context, plan, writes);
   if (!opened.ok) return opened;
-  const scope = new StepScope(lead, opened.value.session, writes, opened.value.effects);
+  const scope = new StepScope(context, opened.value.session, writes, opened.value.effects);
   const ran = await step.run(scope, opened.value);
   const recorded = await scope.record(ran);
   const output = step.report(scope, opened.value, ran, recorded);
@@ -116,18 +108,18 @@ export async function performStep<S extends Opened, R extends Ran, O, E>(context
 }
 
 /** The session's step-function state with the plan as this step read it (a new run's first state when there is none). */
-export function stateOf(lead: Lead, session: Session, plan: Plan): EngineState {
-  return session.engine !== null ? withPlan(session.engine, plan) : initialState(plan, sessionConfig(session, lead.planPath), lead.io.clock.now());
+export function stateOf(context: StepContext, session: Session, plan: Plan): EngineState {
+  return session.engine !== null ? withPlan(session.engine, plan) : initialState(plan, sessionConfig(session, context.planPath), context.io.clock.now());
 }
 
 /** Keep `state` in the session file now (`session` with it): a step killed after loses nothing done before. */
-export async function keepState(lead: Lead, session: Session, state: EngineState): Promise<void> {
+export async function keepState(context: StepContext, session: Session, state: EngineState): Promise<void> {
   session.engine = state;
-  await writeSession(lead.planPath, session);
+  await writeSession(context.planPath, session);
 }
 
 /** Whether this session's checks, gate runs and workers' Bash commands run in the sandbox (`auto` asked now for a session file of an earlier version). */
-export const sandboxedIn = async (session: Session, io: LeadIo): Promise<boolean> => (session.sandbox ?? (await io.sandbox())).sandboxed;
+export const sandboxedIn = async (session: Session, io: SessionIo): Promise<boolean> => (session.sandbox ?? (await io.sandbox())).sandboxed;
 
 // ---------------------------------------------------------------------------------------------
 // What a step works with while it runs
@@ -139,13 +131,13 @@ export class StepScope {
   readonly journal: RunJournal;
 
   constructor(
-    readonly lead: Lead,
+    readonly context: StepContext,
     readonly session: Session,
     readonly writes: PlanWrites,
     effects: StepEffects,
   ) {
-    this.run = new StepRun({ save: writes.save, ...effects }, lead.io.clock.now);
-    this.journal = new RunJournal(lead, session);
+    this.run = new StepRun({ save: writes.save, ...effects }, context.io.clock.now);
+    this.journal = new RunJournal(context, session);
   }
 
   /** Post `events` to the step function, carrying out their effects. */
@@ -153,15 +145,15 @@ export class StepScope {
 
   /** Keep `state` in the session file now: a step killed after loses nothing done before. */
   keep(state: EngineState): Promise<void> {
-    return keepState(this.lead, this.session, state);
+    return keepState(this.context, this.session, state);
   }
 
   /** Land the integration tip on the session's branch (as commits, never over a change of the person's), and tell the step function. */
-  async land(state: EngineState, isolation: LandingIsolation): Promise<{ state: EngineState; landing: LandingReport; notices: Notice[] }> {
-    const landing = lander(isolation, { branch: this.session.branch, commit: true, planPath: this.lead.planPath, layout: ownLayout() });
+  async land(state: EngineState, isolation: LandingIsolation): Promise<{ state: EngineState; landing: LandingState; notices: Notice[] }> {
+    const landing = lander(isolation, { branch: this.session.branch, commit: true, planPath: this.context.planPath, layout: ownLayout() });
     const notice = await landing.land();
-    const report: LandingReport = { ...landing.state };
-    const next = await this.post(state, landedEvents(landing.landed ? [] : [...state.unlanded], this.lead.io.clock.now()));
+    const report: LandingState = { ...landing.state };
+    const next = await this.post(state, landedEvents(landing.landed ? [] : [...state.unlanded], this.context.io.clock.now()));
     return { state: next, landing: report, notices: notice === null ? [] : [{ level: notice.level, message: notice.message }] };
   }
 
@@ -176,10 +168,10 @@ export class StepScope {
       ran.finishing === undefined
         ? { archived: null, notice: null }
         : await finishPlan(ran.end, ran.state.plan, ran.finishing, {
-            planPath: this.lead.planPath,
+            planPath: this.context.planPath,
             landed: ran.landing.landed,
             save: this.writes.write,
-            endGate: this.lead.io.gate.end,
+            endGate: this.context.io.gate.end,
           });
     if (notice !== null) this.run.note(notice);
     const kept = this.writes.report(this.run);
@@ -191,13 +183,13 @@ export class StepScope {
 
   /** Write the session file (unless the plan went to history, and its session with it), and tell the worker hook what is handed out now. */
   async write(plan: Plan, archived: string | null): Promise<void> {
-    if (archived === null) await writeSession(this.lead.planPath, this.session);
+    if (archived === null) await writeSession(this.context.planPath, this.session);
     await this.syncHandOut(plan);
   }
 
   /** Tell the worker hook what this session hands out now; once its run has finished, nothing. */
   private async syncHandOut(plan: Plan): Promise<void> {
-    const { io } = this.lead;
+    const { io } = this.context;
     const session = this.session;
     if (session.runFinished || session.runId === null) return io.handOut.withdraw();
     const sandbox = session.sandbox ?? (await io.sandbox());
@@ -206,7 +198,7 @@ export class StepScope {
       sandbox: sandbox.sandboxed
         ? { available: true, network: plan.context?.checkNetwork ?? [] }
         : { available: false, reason: sandbox.unavailable ?? '--sandbox off' },
-      promptFile: (index) => promptPathFor(this.lead.planPath, index),
+      promptFile: (index) => promptPathFor(this.context.planPath, index),
     });
   }
 }
@@ -221,7 +213,7 @@ export class StepScope {
  */
 export class RunJournal {
   constructor(
-    private readonly lead: Lead,
+    private readonly context: StepContext,
     private readonly session: Session,
   ) {}
 
@@ -230,8 +222,8 @@ export class RunJournal {
     const runId = this.session.runId;
     const events = source instanceof StepRun ? source.events : source;
     if (runId === null || events.length === 0) return;
-    const now = this.lead.io.clock.now();
-    this.lead.io.journal.append(
+    const now = this.context.io.clock.now();
+    this.context.io.journal.append(
       events.map((e, k) => ({ ...e, runId, at: new Date(source instanceof StepRun ? (source.times[k] ?? now) : now).toISOString() })),
     );
   }
@@ -241,8 +233,8 @@ export class RunJournal {
     const session = this.session;
     session.runId = newRunId();
     session.runFinished = false;
-    session.startedAt = new Date(this.lead.io.clock.now()).toISOString();
-    this.append([runStartedEvent(plan, { planPath: this.lead.planPath, resumed, concurrency: session.concurrency, schedule: 'rounds', mode: 'session' })]);
+    session.startedAt = new Date(this.context.io.clock.now()).toISOString();
+    this.append([runStartedEvent(plan, { planPath: this.context.planPath, resumed, concurrency: session.concurrency, schedule: 'rounds', mode: 'session' })]);
   }
 
   /**
@@ -251,7 +243,7 @@ export class RunJournal {
    */
   finish(plan: Plan, end: RunEnd, after: { landed: boolean; advice: string; archived: string | null; lastMs?: number }): void {
     const session = this.session;
-    const lastMs = after.lastMs ?? this.lead.io.clock.now();
+    const lastMs = after.lastMs ?? this.context.io.clock.now();
     if (session.runId === null || session.runFinished) return;
     session.runFinished = true;
     const durationMs = Math.max(0, lastMs - Date.parse(session.startedAt));
@@ -261,7 +253,7 @@ export class RunJournal {
         { ...end, durationMs: Number.isFinite(durationMs) ? durationMs : 0 },
         {
           layout: ownLayout(),
-          planPath: this.lead.planPath,
+          planPath: this.context.planPath,
           landing: { landed: after.landed, advice: after.advice },
           archived: after.archived,
           resumeHint: `/foreman:execute again`,
@@ -288,10 +280,10 @@ export class PlanWrites {
     private readonly step: StepName,
   ) {}
 
-  /** `lead.planText`: the file as the step read it (else as it is now). */
-  static async of(lead: Lead, step: StepName): Promise<PlanWrites> {
-    const text = lead.planText ?? (await readFile(lead.planPath, 'utf8').catch(() => ''));
-    return new PlanWrites(lead.io.planStore.open(text), lead.planPath, step);
+  /** `context.planText`: the file as the step read it (else as it is now). */
+  static async of(context: StepContext, step: StepName): Promise<PlanWrites> {
+    const text = context.planText ?? (await readFile(context.planPath, 'utf8').catch(() => ''));
+    return new PlanWrites(context.io.planStore.open(text), context.planPath, step);
   }
 
   /** Write `plan`: where an edit found in the file was kept, or null. */

@@ -150,7 +150,7 @@ describe('the /execute steps played by a model-free lead', () => {
     expect(fin.json.breaker).toMatchObject({ trip: true, pendingCount: 2, wouldBeSkipped: 1 });
     const commit = await checkedStep(step, repo.dir, ['commit']);
     expect(commit.json).toMatchObject({ commit: null, tasks: [], archived: null, complete: false, landing: { landed: true } });
-    // The gated work waits on a ref of its own, not in the person's tree, and holds no worktree.
+    // The work awaiting approval waits on a ref of its own, not in the person's tree, and holds no worktree.
     const planId = (await readPlan(join(repo.dir, '.design/plan.json'))).planId;
     expect(await repo.git(['show', `refs/foreman-awaiting/${planId}/2:g.txt`])).toBe('g');
     await expect(readFile(join(repo.dir, 'g.txt'))).rejects.toThrow();

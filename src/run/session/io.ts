@@ -1,37 +1,37 @@
-// What the in-session steps (run/lead.ts) do to the world beyond the files beside the plan: the
+// What the in-session steps (run/session.ts) do to the world beyond the files beside the plan: the
 // adapters every run is given (run/adapters.ts: the clock, git, processes, commands, workspaces,
 // plan.json), and what only a session has: the repository as a step sees it (setting a run up,
 // the plan's integration ref and worktrees, HEAD), Claude Code's worktrees of the subagents, the
 // gate process in the background, the run's journal, the worker hook's hand-out and the sandbox.
-// `realLeadIo` is what the plan tool uses; a test gives its own (test/support/engine-rig.ts's
+// `realSessionIo` is what the plan tool uses; a test gives its own (test/support/engine-rig.ts's
 // SessionRig), as a headless run is given its adapters. The session file, the plan and the worker
 // prompts are files beside the plan, which a test puts in a scratch directory.
 
 import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { agentWorktree, describeAgentWorktreeProblem, removeAgentWorktree } from '../adapters/git/agent-worktrees.ts';
-import type { Git } from '../adapters/git/repository.ts';
-import { integrationRef, isAncestor, readRef, resolveCommit } from '../adapters/git/refs.ts';
-import { WORKTREE_INCLUDE, symlinkDirectoriesOf } from '../adapters/git/worktree-pool.ts';
-import { journalPathFor, openJournal, readJournal } from '../adapters/journal.ts';
-import { autoSandbox } from '../adapters/sandbox.ts';
-import type { RecordRequest } from '../core/engine/effects.ts';
-import type { RunEvent } from '../core/events.ts';
-import { type Result, err, ok } from '../core/failure.ts';
-import type { Verification } from '../core/finalize.ts';
-import type { GitFailure } from '../core/git-text.ts';
-import { type Plan, statusOf } from '../core/plan.ts';
-import type { Isolation } from './isolation.ts';
-import { type RunAdapters, realRunAdapters } from './adapters.ts';
-import { type GateLaunch, type GateState, endGateProcess, gateAlive, launchGate, readGateState } from './lead-gate.ts';
-import { type HandOutSource, deniedWritesOf, publishHandOut, removeStaleHandOuts, withdrawHandOut } from './lead-hand-out.ts';
-import type { LandingIsolation } from './lifecycle.ts';
-import type { GateRunRecord, SessionSandbox } from './session.ts';
-import { type SetupOptions, type SetupProblem, type SetupReport, setupRun } from './setup.ts';
-import { type StageContext, verifyAttempt } from './stages.ts';
+import { agentWorktree, describeAgentWorktreeProblem, removeAgentWorktree } from '../../adapters/git/agent-worktrees.ts';
+import type { Git } from '../../adapters/git/repository.ts';
+import { integrationRef, isAncestor, readRef, resolveCommit } from '../../adapters/git/refs.ts';
+import { WORKTREE_INCLUDE, symlinkDirectoriesOf } from '../../adapters/git/worktree-pool.ts';
+import { journalPathFor, openJournal, readJournal } from '../../adapters/journal.ts';
+import { autoSandbox } from '../../adapters/sandbox.ts';
+import type { RecordRequest } from '../../core/engine/effects.ts';
+import type { RunEvent } from '../../core/events.ts';
+import { type Result, err, ok } from '../../core/failure.ts';
+import type { Verification } from '../../core/finalize.ts';
+import type { GitFailure } from '../../core/git-text.ts';
+import { type Plan, statusOf } from '../../core/plan.ts';
+import type { Isolation } from '../isolation.ts';
+import { type RunAdapters, realRunAdapters } from '../adapters.ts';
+import { type GateLaunch, type GateState, endGateProcess, gateAlive, launchGate, readGateState } from './gate-process.ts';
+import { type HandOutSource, deniedWritesOf, publishHandOut, removeStaleHandOuts, withdrawHandOut } from './hand-out.ts';
+import type { LandingIsolation } from '../lifecycle.ts';
+import type { GateRunRecord, SessionSandbox } from './file.ts';
+import { type SetupOptions, type SetupProblem, type SetupReport, setupRun } from '../setup.ts';
+import { type StageContext, verifyAttempt } from '../stages.ts';
 
 /** The plan's integration ref and worktrees, as a step uses them. */
-export interface LeadIsolation extends LandingIsolation {
+export interface SessionIsolation extends LandingIsolation {
   readonly repo: string;
   /** The integration tip. */
   readonly tip: string;
@@ -61,9 +61,9 @@ export interface IsolationUse {
 }
 
 /** What setup found, with the isolation a step uses. */
-export type LeadSetupReport = Omit<SetupReport, 'isolation'> & { isolation: LeadIsolation };
+export type SessionSetupReport = Omit<SetupReport, 'isolation'> & { isolation: SessionIsolation };
 
-export interface LeadIo extends RunAdapters {
+export interface SessionIo extends RunAdapters {
   /** The run's journal. */
   journal: {
     append(events: readonly RunEvent[]): void;
@@ -75,8 +75,8 @@ export interface LeadIo extends RunAdapters {
     setUp(
       plan: Plan,
       options: Omit<SetupOptions, 'repo' | 'planPath' | 'git' | 'openIsolation' | 'commands'> & IsolationUse,
-    ): Promise<Result<LeadSetupReport, SetupProblem>>;
-    open(plan: Plan, use: IsolationUse): Promise<Result<LeadIsolation, GitFailure>>;
+    ): Promise<Result<SessionSetupReport, SetupProblem>>;
+    open(plan: Plan, use: IsolationUse): Promise<Result<SessionIsolation, GitFailure>>;
     /** HEAD's commit, or null before the first. */
     head(): Promise<string | null>;
     /** The branch checked out, or null on a detached HEAD. */
@@ -91,7 +91,7 @@ export interface LeadIo extends RunAdapters {
     /** Remove a subagent's worktree and its branch: null when done, else why not. */
     remove(dir: string): Promise<string | null>;
   };
-  /** The merge queue's gate process (run/lead-gate.ts). */
+  /** The merge queue's gate process (run/session/gate-process.ts). */
   gate: {
     launch(launch: GateLaunch, run: GateRunRecord): Promise<Result<void, string>>;
     read(): Promise<GateState | null>;
@@ -99,7 +99,7 @@ export interface LeadIo extends RunAdapters {
     /** End a gate process left running; what was ended. */
     end(): Promise<string[]>;
   };
-  /** What the worker hook is told (run/lead-hand-out.ts). */
+  /** What the worker hook is told (run/session/hand-out.ts). */
   handOut: {
     publish(plan: Plan, source: Pick<HandOutSource, 'running' | 'sandbox' | 'promptFile'>): Promise<void>;
     withdraw(): Promise<void>;
@@ -112,7 +112,7 @@ export interface LeadIo extends RunAdapters {
 }
 
 /** Where a step works: the repository, the plan, the environment of its commands. */
-export interface LeadPlace {
+export interface SessionPlace {
   repo: string;
   planPath: string;
   git: Git;
@@ -120,12 +120,12 @@ export interface LeadPlace {
 }
 
 /** The in-session steps' I/O in the repository, its files and its processes. */
-export function realLeadIo(place: LeadPlace): LeadIo {
+export function realSessionIo(place: SessionPlace): SessionIo {
   const env = place.env ?? process.env;
   const adapters = realRunAdapters({ ...place, env });
   const open = (plan: Plan, use: IsolationUse) => adapters.workspaces.open(plan, { sandbox: use.sandbox, setupTimeoutMs: use.checkTimeoutMs });
   const forStep = (isolation: Isolation, use: IsolationUse) =>
-    leadIsolation(
+    sessionIsolation(
       isolation,
       {
         isolation,
@@ -202,7 +202,7 @@ export function realLeadIo(place: LeadPlace): LeadIo {
 }
 
 /** The isolation a step uses: run/isolation.ts's, verifying a subagent's work with the headless engine's verify stage. */
-function leadIsolation(isolation: Isolation, stages: StageContext, place: LeadPlace): LeadIsolation {
+function sessionIsolation(isolation: Isolation, stages: StageContext, place: SessionPlace): SessionIsolation {
   // What Claude Code provisioned in a subagent's worktree, read once, when a verification needs it.
   let provisioned: Promise<string[]> | null = null;
   return {
@@ -273,7 +273,7 @@ async function verifySubagent(
  * What provisioning put in a subagent's worktree, never the worker's change: Claude Code links
  * the `worktree.symlinkDirectories` folders and copies the ignored files `.worktreeinclude` lists.
  */
-async function claudeProvisioned(place: LeadPlace): Promise<string[]> {
+async function claudeProvisioned(place: SessionPlace): Promise<string[]> {
   const linked = await symlinkDirectoriesOf(place.repo);
   const includeFile = join(place.repo, WORKTREE_INCLUDE);
   const included = (await lstat(includeFile).catch(() => null))?.isFile() ? await place.git.ignoredFilesListedIn(includeFile) : [];

@@ -13,16 +13,17 @@ import type { GitFailure } from '../../core/git-text.ts';
 import { countByStatus } from '../../core/graph.ts';
 import type { Plan, TaskStatus } from '../../core/plan.ts';
 import { type CommitOutcome, type GateReport, type Notice, gateReport, integratedBy, isComplete, noticeOf, warning } from '../../core/session-report.ts';
-import type { LeadIsolation } from '../lead-io.ts';
-import { commitEvents, runEnd } from '../session-driver.ts';
-import { readSession } from '../session.ts';
+import type { SessionIsolation } from './io.ts';
+import { commitEvents, runEnd } from './driver.ts';
+import { readSession } from './file.ts';
 import { type BaselineFailed, GateDriver } from './gate-driver.ts';
-import { type LandingReport, type Lead, type LeadStep, type Opened, type Ran, type Recorded, type StepScope, stateOf } from './skeleton.ts';
+import { type StepContext, type SessionStep, type Opened, type Ran, type Recorded, type StepScope, stateOf } from './skeleton.ts';
+import type { LandingState } from '../lifecycle.ts';
 
 export interface CommitStepOutput extends CommitOutcome {
   round: number;
   /** Landing the integration tip on the branch: subagents dispatched next start from it. */
-  landing: LandingReport;
+  landing: LandingState;
   /** Where the plan went when this commit finished it (every task completed and landed), else null. */
   archived: string | null;
   counts: Record<TaskStatus, number>;
@@ -40,35 +41,35 @@ export type CommitProblem =
   | { kind: 'baseline-failed'; command: string; ref: string; tip: string; output: string; notices: Notice[] };
 
 interface CommitOpened extends Opened {
-  isolation: LeadIsolation;
+  isolation: SessionIsolation;
   gate: GateDriver;
   /** Git failing to record verified work, other than its work conflicting with what was integrated since (that work runs again): the run stops. */
   failures: GitFailure[];
 }
 
 interface CommitRan extends Ran {
-  landing: LandingReport;
+  landing: LandingState;
   baselineFailed?: BaselineFailed;
 }
 
 /** The `commit` step, waiting for a gate run at most `waitMs`. */
-export class CommitStep implements LeadStep<CommitOpened, CommitRan, CommitStepOutput, CommitProblem> {
+export class CommitStep implements SessionStep<CommitOpened, CommitRan, CommitStepOutput, CommitProblem> {
   readonly name = 'commit';
 
   constructor(private readonly options: { waitMs?: number }) {}
 
-  async open(lead: Lead, plan: Plan): Promise<Result<CommitOpened, CommitProblem>> {
-    const session = await readSession(lead.planPath, plan);
-    const opened = await lead.io.repository.open(plan, { sandbox: false, checkTimeoutMs: session.checkTimeoutMs });
+  async open(context: StepContext, plan: Plan): Promise<Result<CommitOpened, CommitProblem>> {
+    const session = await readSession(context.planPath, plan);
+    const opened = await context.io.repository.open(plan, { sandbox: false, checkTimeoutMs: session.checkTimeoutMs });
     if (!opened.ok) return err({ kind: 'git-failed', failure: opened.error, tasks: [], notices: [] });
     const isolation = opened.value;
     // Work the person committed on top of everything integrated becomes the new starting point.
     await isolation.followHead();
-    const gate = new GateDriver(lead, session, isolation);
+    const gate = new GateDriver(context, session, isolation);
     const failures: GitFailure[] = [];
     return ok({
       session,
-      state: stateOf(lead, session, plan),
+      state: stateOf(context, session, plan),
       isolation,
       gate,
       failures,
@@ -85,7 +86,7 @@ export class CommitStep implements LeadStep<CommitOpened, CommitRan, CommitStepO
 
   async run(scope: StepScope, opened: CommitOpened): Promise<CommitRan> {
     const { session } = scope;
-    const { io } = scope.lead;
+    const { io } = scope.context;
     let state = opened.state;
     let baselineFailed: BaselineFailed | undefined;
     if (session.engine !== null && !state.finished) {

@@ -1,4 +1,4 @@
-// The /execute path holds gated work the same way the headless engine does: a ready task that
+// The /execute path holds work awaiting approval the same way the headless engine does: a ready task that
 // overlaps a task awaiting approval does not start, and `next` says the run waits for approval.
 
 import { writeFile } from 'node:fs/promises';
@@ -11,8 +11,8 @@ import { leftovers } from '../support/fake-run.ts';
 
 const { repos } = leftovers();
 
-describe('plan.ts next with gated work', () => {
-  it('keeps an overlapping task waiting until the gate is decided', async () => {
+describe('plan.ts next with work awaiting approval', () => {
+  it('keeps an overlapping task waiting until the approval is decided', async () => {
     const repo = await tempGitRepo({ 'notes.txt': 'notes\n' });
     repos.push(repo);
     await writePlan(
