@@ -19,6 +19,7 @@ import { type Plan, statusOf } from '../core/plan.ts';
 import { type PlanWarning, lintPlan } from '../core/plan-lint.ts';
 import { planPermissions } from '../core/scope.ts';
 import { SCHEDULE_POLICIES, type SchedulePolicy } from '../core/schedule.ts';
+import { runWorker } from '../adapters/worker.ts';
 import { realRunAdapters } from '../run/adapters.ts';
 import { type HeadlessRefusal, runHeadless } from '../run/headless.ts';
 import { LAND_POLICIES, type LandPolicy, type RunSettings, DEFAULTS } from '../run/settings.ts';
@@ -353,7 +354,7 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
         // `plan …` where the person is would find another plan (or none): printed commands name this one.
         nameThePlan: !(await samePath(await planPathFrom({}, io.cwd).catch(() => null), settings.planPath)),
       },
-      realRunAdapters({ repo: settings.repo, planPath: settings.planPath, git, env: io.env }),
+      realRunAdapters({ repo: settings.repo, planPath: settings.planPath, git, env: io.env }, runWorker),
     );
     if (!run.ok) throw refusalError(run.error);
     reporter.summary(run.value.plan, run.value.usage);

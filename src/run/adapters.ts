@@ -11,7 +11,7 @@ import { shellCommands } from '../adapters/commands.ts';
 import type { Git } from '../adapters/git/repository.ts';
 import { type KilledOrphan, ProcessRegistry, killOrphans, recorded, registryPathFor } from '../adapters/orphans.ts';
 import { PlanKeeper } from '../adapters/plan-store.ts';
-import { type WorkerRequest, runWorker } from '../adapters/worker.ts';
+import type { WorkerRequest } from '../adapters/worker.ts';
 import type { Result, WorkerRun } from '../core/failure.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import type { Plan } from '../core/plan.ts';
@@ -86,8 +86,18 @@ export interface RunPlace {
   env: NodeJS.ProcessEnv;
 }
 
-/** The real adapters for a run of the plan at `place`: one registry of its processes, shared by its commands and workers. */
-export function realRunAdapters(place: RunPlace): RunAdapters {
+/** Where no worker runs: a session's workers are the Task subagents its lead starts. */
+const noWorkers: Workers = {
+  run: () => Promise.reject(new Error('no worker runs here: a session’s workers are the Task subagents its lead starts')),
+};
+
+/**
+ * The real adapters for a run of the plan at `place`: one registry of its processes, shared by
+ * its commands and workers. `startWorker` runs a worker process (adapters/worker.ts's
+ * `runWorker`), given by a headless run only: the plan tool's bundle, which starts none, does not
+ * load the worker runner (a fifth of its code) for every step and `plan status`.
+ */
+export function realRunAdapters(place: RunPlace, startWorker?: (request: WorkerRequest) => Promise<WorkerRun>): RunAdapters {
   const registryPath = registryPathFor(place.planPath);
   const registry = new ProcessRegistry(registryPath);
   const commands = shellCommands(place.env, registry);
@@ -96,7 +106,10 @@ export function realRunAdapters(place: RunPlace): RunAdapters {
     git: place.git,
     processes: { endLeftovers: () => killOrphans(registryPath), forget: () => registry.clear() },
     commands,
-    workers: { run: (request) => recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) => runWorker({ ...request, onSpawn })) },
+    workers:
+      startWorker === undefined
+        ? noWorkers
+        : { run: (request) => recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) => startWorker({ ...request, onSpawn })) },
     workspaces: { open: (plan, use) => Isolation.open(plan, { ...use, repo: place.repo, planPath: place.planPath, env: place.env, commands }) },
     planStore: { open: (text) => new PlanKeeper(place.planPath, text) },
   };
