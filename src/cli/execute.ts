@@ -299,7 +299,8 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
       `another run holds ${join(dirname(settings.planPath), 'plan.lock')}: pid ${h.pid} on ${h.host}, started ${h.startedAt}. Wait for it, or stop it first.`,
     ]);
   }
-  const reporter = await createReporter({ io, json: settings.json, runId, planPath: settings.planPath, plan });
+  const adapters = realRunAdapters({ repo: settings.repo, planPath: settings.planPath, git, env: io.env }, runWorker);
+  const reporter = createReporter({ io, json: settings.json, runId, journal: adapters.journal, plan });
   const emit = (event: RunEventBody) => reporter.emit(event);
   if (lock.value.takenOver) {
     emit({ type: 'notice', level: 'warning', message: describeTakeover(lock.value.takenOver) });
@@ -354,7 +355,7 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
         // `plan …` where the person is would find another plan (or none): printed commands name this one.
         nameThePlan: !(await samePath(await planPathFrom({}, io.cwd).catch(() => null), settings.planPath)),
       },
-      realRunAdapters({ repo: settings.repo, planPath: settings.planPath, git, env: io.env }, runWorker),
+      adapters,
     );
     if (!run.ok) throw refusalError(run.error);
     reporter.summary(run.value.plan, run.value.usage);

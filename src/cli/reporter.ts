@@ -1,13 +1,13 @@
-// Where a run's events go: the journal (always), and one view on stdout — live on a terminal,
-// plain timestamped lines otherwise, JSON lines with --json.
+// Where a run's events go: the run's journal (its adapter, run/adapters.ts), always, and one view
+// on stdout — live on a terminal, plain timestamped lines otherwise, JSON lines with --json.
 
-import { openJournal } from '../adapters/journal.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import type { RunEvent, RunEventBody } from '../core/events.ts';
 import { formatCostExact } from '../core/format.ts';
 import { countByStatus } from '../core/graph.ts';
 import { type Plan, UNKNOWN, type UsageFigure, statusOf } from '../core/plan.ts';
 import { type RunView, createLiveView, createPlainView, jsonView } from '../ui/render.ts';
+import type { EventJournal } from '../run/adapters.ts';
 import type { Io } from './command.ts';
 
 export interface Reporter {
@@ -19,8 +19,8 @@ export interface Reporter {
   close(): Promise<void>;
 }
 
-export async function createReporter(options: { io: Io; json: boolean; runId: string; planPath: string; plan?: Plan }): Promise<Reporter> {
-  const journal = await openJournal(options.planPath);
+export function createReporter(options: { io: Io; json: boolean; runId: string; journal: EventJournal; plan?: Plan }): Reporter {
+  const { journal } = options;
   const write = (text: string) => options.io.out(text.replace(/\n$/, ''));
   const live = !options.json && options.io.isTTY;
   const view: RunView = options.json
@@ -43,11 +43,11 @@ export async function createReporter(options: { io: Io; json: boolean; runId: st
   return {
     emit(body) {
       const event = stamped(body);
-      journal.append(event);
+      journal.append([event]);
       view.update(event);
     },
     record(body) {
-      journal.append(stamped(body));
+      journal.append([stamped(body)]);
     },
     summary(plan, usage) {
       if (options.json) return;

@@ -1,17 +1,19 @@
 // What a run does to the world, one adapter per concern, in one record (`RunAdapters`): time, the
 // person's repository, the processes a run starts (a killed run's leftovers ended first), the
-// commands foreman runs itself, the workers, the plan's worktrees and integration ref, and
-// plan.json. A headless run (run/headless.ts) and the in-session steps (run/session/, whose I/O adds
-// what only a session has: run/session/io.ts) are given the same record; `realRunAdapters` builds the
-// real one, a test gives fakes. The run's events are not here: a headless run's go through the
-// CLI's reporter, which journals and shows each at once; a session's steps journal theirs.
+// commands foreman runs itself, the workers, the plan's worktrees and integration ref, plan.json
+// and the run's journal. A headless run (run/headless.ts) and the in-session steps (run/session/,
+// whose I/O adds what only a session has: run/session/io.ts) are given the same record;
+// `realRunAdapters` builds the real one, a test gives fakes. A headless run's events reach the
+// journal through the CLI's reporter, which shows each as it journals it.
 
 import type { Commands } from '../adapters/commands.ts';
 import { shellCommands } from '../adapters/commands.ts';
 import type { Git } from '../adapters/git/repository.ts';
 import { type KilledOrphan, ProcessRegistry, killOrphans, recorded, registryPathFor } from '../adapters/orphans.ts';
+import { type Journal, journalPathFor, openJournal, readJournal } from '../adapters/journal.ts';
 import { PlanKeeper } from '../adapters/plan-store.ts';
 import type { WorkerRequest } from '../adapters/worker.ts';
+import type { RunEvent } from '../core/events.ts';
 import type { Result, WorkerRun } from '../core/failure.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import type { Plan } from '../core/plan.ts';
@@ -67,6 +69,16 @@ export interface PlanWriter {
   save(plan: Plan): Promise<string | null>;
 }
 
+/** The run's journal (`events.jsonl` beside the plan). */
+export interface EventJournal {
+  /** Append events (journaled ones: `task-activity` is not); in the file when it returns. */
+  append(events: readonly RunEvent[]): void;
+  /** When the run's last event was (ms), or null when it has none. */
+  lastSeen(runId: string): Promise<number | null>;
+  /** Flush what was appended to the disk, and close the file (a later append opens it again). */
+  close(): Promise<void>;
+}
+
 export interface RunAdapters {
   clock: Clock;
   /** The person's repository. */
@@ -76,6 +88,7 @@ export interface RunAdapters {
   workers: Workers;
   workspaces: Workspaces;
   planStore: PlanStore;
+  journal: EventJournal;
 }
 
 /** Where a run works: the repository, its plan, and the environment of what it starts. */
@@ -112,5 +125,29 @@ export function realRunAdapters(place: RunPlace, startWorker?: (request: WorkerR
         : { run: (request) => recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) => startWorker({ ...request, onSpawn })) },
     workspaces: { open: (plan, use) => Isolation.open(plan, { ...use, repo: place.repo, planPath: place.planPath, env: place.env, commands }) },
     planStore: { open: (text) => new PlanKeeper(place.planPath, text) },
+    journal: fileJournal(place.planPath),
+  };
+}
+
+/** The journal beside the plan at `planPath`: opened at the first append, kept open until `close`. */
+function fileJournal(planPath: string): EventJournal {
+  let open: Journal | null = null;
+  return {
+    append(events) {
+      if (events.length === 0) return;
+      open ??= openJournal(planPath);
+      for (const event of events) open.append(event);
+    },
+    async lastSeen(runId) {
+      const last = (await readJournal(journalPathFor(planPath))).events
+        .filter((event) => event.runId === runId)
+        .reduce((latest, event) => Math.max(latest, Date.parse(event.at)), 0);
+      return last > 0 ? last : null;
+    },
+    async close() {
+      const closing = open;
+      open = null;
+      await closing?.close();
+    },
   };
 }

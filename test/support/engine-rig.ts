@@ -453,6 +453,7 @@ export class SessionRig {
         const last = this.events.filter((e) => e.runId === runId).reduce((latest, e) => Math.max(latest, Date.parse(e.at)), 0);
         return last > 0 ? last : null;
       },
+      close: async () => undefined,
     },
     repository: {
       setUp: async (plan) => {

@@ -1,8 +1,8 @@
 // What the in-session steps (run/session.ts) do to the world beyond the files beside the plan: the
 // adapters every run is given (run/adapters.ts: the clock, git, processes, commands, workspaces,
-// plan.json), and what only a session has: the repository as a step sees it (setting a run up,
-// the plan's integration ref and worktrees, HEAD), Claude Code's worktrees of the subagents, the
-// gate process in the background, the run's journal, the worker hook's hand-out and the sandbox.
+// plan.json, the journal), and what only a session has: the repository as a step sees it (setting
+// a run up, the plan's integration ref and worktrees, HEAD), Claude Code's worktrees of the
+// subagents, the gate process in the background, the worker hook's hand-out and the sandbox.
 // `realSessionIo` is what the plan tool uses; a test gives its own (test/support/engine-rig.ts's
 // SessionRig), as a headless run is given its adapters. The session file, the plan and the worker
 // prompts are files beside the plan, which a test puts in a scratch directory.
@@ -13,10 +13,8 @@ import { agentWorktree, describeAgentWorktreeProblem, removeAgentWorktree } from
 import type { Git } from '../../adapters/git/repository.ts';
 import { integrationRef, isAncestor, readRef, resolveCommit } from '../../adapters/git/refs.ts';
 import { WORKTREE_INCLUDE, symlinkDirectoriesOf } from '../../adapters/git/worktree-pool.ts';
-import { journalPathFor, openJournal, readJournal } from '../../adapters/journal.ts';
 import { autoSandbox } from '../../adapters/sandbox.ts';
 import type { RecordRequest } from '../../core/engine/effects.ts';
-import type { RunEvent } from '../../core/events.ts';
 import { type Result, err, ok } from '../../core/failure.ts';
 import type { Verification } from '../../core/finalize.ts';
 import type { GitFailure } from '../../core/git-text.ts';
@@ -64,12 +62,6 @@ export interface IsolationUse {
 export type SessionSetupReport = Omit<SetupReport, 'isolation'> & { isolation: SessionIsolation };
 
 export interface SessionIo extends RunAdapters {
-  /** The run's journal. */
-  journal: {
-    append(events: readonly RunEvent[]): void;
-    /** When the run's last event was (ms), or null when it has none. */
-    lastSeen(runId: string): Promise<number | null>;
-  };
   repository: {
     /** Set a run up (run/setup.ts): what can refuse it, the plan's isolation, what setup found. */
     setUp(
@@ -138,23 +130,6 @@ export function realSessionIo(place: SessionPlace): SessionIo {
     );
   return {
     ...adapters,
-    journal: {
-      append(events) {
-        if (events.length === 0) return;
-        const journal = openJournal(place.planPath);
-        try {
-          for (const event of events) journal.append(event);
-        } finally {
-          void journal.close();
-        }
-      },
-      async lastSeen(runId) {
-        const last = (await readJournal(journalPathFor(place.planPath))).events
-          .filter((e) => e.runId === runId)
-          .reduce((latest, e) => Math.max(latest, Date.parse(e.at)), 0);
-        return last > 0 ? last : null;
-      },
-    },
     repository: {
       async setUp(plan, options) {
         const set = await setupRun(plan, {

@@ -96,15 +96,20 @@ export async function performStep<S extends Opened, R extends Ran, O, E>(
   step: SessionStep<S, R, O, E>,
 ): Promise<Result<O, E>> {
   const context = withIo(given);
-  const writes = await PlanWrites.of(context, step.name);
-  const opened = await step.open(context, plan, writes);
-  if (!opened.ok) return opened;
-  const scope = new StepScope(context, opened.value.session, writes, opened.value.effects);
-  const ran = await step.run(scope, opened.value);
-  const recorded = await scope.record(ran);
-  const output = step.report(scope, opened.value, ran, recorded);
-  await scope.write(ran.state.plan, recorded.archived);
-  return output;
+  try {
+    const writes = await PlanWrites.of(context, step.name);
+    const opened = await step.open(context, plan, writes);
+    if (!opened.ok) return opened;
+    const scope = new StepScope(context, opened.value.session, writes, opened.value.effects);
+    const ran = await step.run(scope, opened.value);
+    const recorded = await scope.record(ran);
+    const output = step.report(scope, opened.value, ran, recorded);
+    await scope.write(ran.state.plan, recorded.archived);
+    return output;
+  } finally {
+    // What the step journaled is on the disk before the lead reads its output.
+    await context.io.journal.close();
+  }
 }
 
 /** The session's step-function state with the plan as this step read it (a new run's first state when there is none). */
