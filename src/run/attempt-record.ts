@@ -25,6 +25,7 @@ export function attemptToJson(attempt: Attempt): object {
         ...(attempt.progressed ? { progressed: true } : {}),
         ...(attempt.stopping ? { stopping: true } : {}),
         ...(attempt.refused ? { refused: true } : {}),
+        ...(attempt.recheck ? { recheck: true } : {}),
       };
     case 'paused':
       // Paused only once its worker had done something.
@@ -71,6 +72,7 @@ export function attemptOf(value: unknown): Attempt | null {
         ...(value.progressed === true ? { progressed: true } : {}),
         ...(value.stopping === true ? { stopping: true } : {}),
         ...(value.refused === true ? { refused: true } : {}),
+        ...(value.recheck === true ? { recheck: true } : {}),
       };
     case 'paused':
       return run !== undefined && typeof value.sessionId === 'string' ? { ...common, stage: 'paused', run, sessionId: value.sessionId } : null;

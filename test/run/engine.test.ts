@@ -4,6 +4,7 @@
 // usage limits: limits.test.ts).
 
 import { describe, expect, it } from 'vitest';
+import { err } from '../../src/core/failure.ts';
 import { type Plan, statusOf } from '../../src/core/plan.ts';
 import { EngineRig, failedRun, gitFailure, passed, reported } from '../support/engine-rig.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
@@ -327,6 +328,25 @@ describe('the engine, in process', () => {
     });
     await rig.finish(0, 'COMPLETED: by a worker');
     const result = await rig.ended();
+    expect(statusOf(result.plan.tasks[0]!)).toBe('completed');
+    expect(result.plan.tasks[0]!.attempts).toBe(1);
+  });
+
+  it('a re-check whose worktree cannot be made ready costs no attempt and stops nothing: a worker does the task next', async () => {
+    const widened = task('A', { modify: ['src/index.ts'] });
+    Object.assign(widened, { recheck: true, setAside: { attempt: 1, paths: ['src/index.ts'], commit: 'c'.repeat(40) } });
+    const rig = new EngineRig(makePlan([widened]), {
+      prepareRecheck: () => err('the work task 0’s last attempt set aside (commit cccccccccccc) cannot be read'),
+    });
+    await rig.advance(0);
+    expect(rig.rechecks).toHaveLength(1);
+    expect(rig.started.map((r) => r.taskIndex)).toEqual([0]);
+    expect(rig.events.find((e) => e.type === 'notice' && e.level === 'warning')).toMatchObject({
+      message: expect.stringMatching(/^task 0: the work its last attempt set aside could not be re-checked \(.*cannot be read\); a worker does the task next/),
+    });
+    await rig.finish(0, 'COMPLETED: by a worker');
+    const result = await rig.ended();
+    expect(result.reason).toBe('all-done');
     expect(statusOf(result.plan.tasks[0]!)).toBe('completed');
     expect(result.plan.tasks[0]!.attempts).toBe(1);
   });

@@ -113,6 +113,8 @@ export interface RigOptions {
   verify?: (task: number, plan: Plan) => Verification;
   /** Making a worktree ready for `task` (default: it works, `/worktrees/<task>`). */
   prepare?: (task: number) => Result<string, string>;
+  /** Making a re-check's worktree ready (default: it works, `/worktrees/<task>`). */
+  prepareRecheck?: (task: number) => Result<string, string>;
   /** The lane's record (default: a commit named after the round). */
   record?: (tasks: readonly number[], round: number) => Result<string | null, GitFailure>;
   /** The gate's verdict on candidates stacked on what was integrated (needs `settings.gate`; default: passes). */
@@ -180,8 +182,9 @@ export class EngineRig {
         prepareRecheck: async (task, commit) => {
           if (this.worktrees.has(task)) throw new Error(`task ${task} was given a second worktree before releasing the first`);
           this.rechecks.push([task, commit]);
-          this.worktrees.set(task, `/worktrees/${task}`);
-          return ok(`/worktrees/${task}`);
+          const prepared = options.prepareRecheck?.(task) ?? ok(`/worktrees/${task}`);
+          if (prepared.ok) this.worktrees.set(task, prepared.value);
+          return prepared;
         },
         release: (task) => {
           this.worktrees.delete(task);

@@ -40,6 +40,8 @@ export interface RunningAttempt extends AttemptIn<'running'> {
   readonly stopping?: true;
   /** The API refused its worker, and has served it nothing since. */
   readonly refused?: true;
+  /** No worker: it re-checks the work its task's last attempt set aside (core/widen.ts). */
+  readonly recheck?: true;
 }
 
 /**

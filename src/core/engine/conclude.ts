@@ -98,6 +98,15 @@ export function workspaceFailed(building: StepDraft, task: number, reason: strin
   }
   building.attempts.delete(task);
   building.effects.push({ type: 'release-workspace', task });
+  if (attempt.recheck === true) {
+    // The work set aside could not be checked out (unreadable, or its worktree's setup failed): a
+    // worker does the task instead, as in a session; a setup command that fails stops it there.
+    const why = `the work its last attempt set aside could not be re-checked (${reason}); a worker does the task next, with no attempt counted`;
+    applyDecision(building.draft.plan, task, { kind: 'interrupted', reason: why }, emptyUsage());
+    building.effects.push({ type: 'save' });
+    emit(building, { type: 'notice', level: 'warning', message: `task ${task}: ${why}` });
+    return;
+  }
   applyDecision(building.draft.plan, task, { kind: 'interrupted' }, emptyUsage());
   building.effects.push({ type: 'save' });
   emit(building, { type: 'notice', level: 'warning', message: `task ${task} could not start: ${reason}` });

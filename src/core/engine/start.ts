@@ -104,7 +104,13 @@ function start(building: StepDraft, task: number): void {
   const planned = draft.plan.tasks[task]!;
   const recheck = speculation === null && planned.recheck === true && recheckable(planned) ? planned.setAside!.commit! : null;
   markStarted(draft.plan, task);
-  building.attempts.set(task, { task, number, stage: 'running', ...(speculation !== null ? { stack: speculation.stack } : {}) });
+  building.attempts.set(task, {
+    task,
+    number,
+    stage: 'running',
+    ...(speculation !== null ? { stack: speculation.stack } : {}),
+    ...(recheck !== null ? { recheck: true } : {}),
+  });
   // A Task subagent of a session keeps no log foreman can point to.
   const logPath = draft.config.driver === 'session' ? '' : workerLogPath(draft.config.logDir, task);
   const started = draft.plan.tasks[task]!;
