@@ -224,7 +224,14 @@ describe('the session file', () => {
     const session = await readSession(planPath, plan());
     session.gate = { config: GATE, current: null };
     const engine = initialState(plan(), sessionConfig(session, planPath), 0);
-    session.engine = { ...engine, baseline: 'failed', stop: { reason: 'failures', message: 'refused', baselineFailure: { output: 'red' } }, finished: true };
+    session.engine = {
+      ...engine,
+      baseline: 'failed',
+      stop: { reason: 'failures', message: 'refused', baselineFailure: { output: 'red' } },
+      finished: true,
+      unlanded: new Set([1]),
+      widened: new Set([0]),
+    };
     await writeSession(planPath, session);
     const read = await readSession(planPath, plan());
     expect(read.engine).toMatchObject({
@@ -232,6 +239,9 @@ describe('the session file', () => {
       stop: { reason: 'failures', message: 'refused', baselineFailure: { output: 'red' } },
       finished: true,
     });
+    // The sets, as sets (a Set written as JSON as it is would be \`{}\`).
+    expect(read.engine?.unlanded).toEqual(new Set([1]));
+    expect(read.engine?.widened).toEqual(new Set([0]));
     expect(read.gate).toEqual({ config: GATE, current: null });
   });
 });

@@ -146,12 +146,13 @@ function queueFromJson(value: unknown): GateQueue {
 
 /** The step function's state as JSON, without its plan and what is derived from it. */
 export function engineToJson(state: EngineState): object {
-  const { plan: _plan, overlaps: _overlaps, priority: _priority, attempts, admitted, unlanded, gate, ...rest } = state;
+  const { plan: _plan, overlaps: _overlaps, priority: _priority, attempts, admitted, unlanded, widened, gate, ...rest } = state;
   return {
     ...rest,
     attempts: [...attempts.values()].map(attemptToJson),
     admitted: admitted === null ? null : [...admitted],
     unlanded: [...unlanded],
+    widened: [...widened],
     gate: queueToJson(gate),
   };
 }
@@ -239,6 +240,7 @@ export function engineFromJson(value: unknown, plan: Plan, config: EngineConfig,
     round: int(v.round, 0, 0),
     usage,
     unlanded: new Set(taskList(v.unlanded) ?? []),
+    widened: new Set(taskList(v.widened) ?? []),
     baseline: typeof v.baseline === 'string' && BASELINES.has(v.baseline) ? (v.baseline as Baseline) : earlierBaseline(session),
     aborted: v.aborted === true,
     timing: timing && typeof timing.workers === 'number' ? timing : base.timing,
