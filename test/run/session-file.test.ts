@@ -239,7 +239,7 @@ describe('the session file', () => {
       stop: { reason: 'failures', message: 'refused', baselineFailure: { output: 'red' } },
       finished: true,
     });
-    // The sets, as sets (a Set written as JSON as it is would be \`{}\`).
+    // The sets, as sets (a Set written to JSON as it is comes out as {}).
     expect(read.engine?.unlanded).toEqual(new Set([1]));
     expect(read.engine?.widened).toEqual(new Set([0]));
     expect(read.gate).toEqual({ config: GATE, current: null });
