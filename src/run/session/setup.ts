@@ -1,8 +1,8 @@
 // `plan setup`: validate the working tree against the plan and start a session's run — resume
-// detection, interrupted work back to pending, approved work integrated, blocking assumptions (all
-// `setupRun`, as a headless run does); then the step function's first state, with the work an
-// earlier session verified integrated (or, with a gate, held as candidates), landed, and the
-// gate's check of the starting commit.
+// detection, interrupted work back to pending, approved work held as a candidate, blocking
+// assumptions (all `setupRun`, as a headless run does); then the step function's first state,
+// with approved work and the work an earlier session verified integrated (or, with a gate, queued
+// for it), landed, and the gate's check of the starting commit.
 
 import { rm } from 'node:fs/promises';
 import { describeOrphans } from '../../adapters/orphans.ts';
