@@ -286,6 +286,18 @@ describe('the end of an in-session run, as the step function says it', () => {
     expect(rig.events.filter((e) => e.type === 'run-finished')).toHaveLength(1);
   });
 
+  it('a baseline run the integration tip moved under tested nothing: it runs again on the new tip, and its verdict counts', async () => {
+    const rig = new SessionRig(makePlan([task('A')]), { gate: () => true, gateTrouble: (launch) => (launch === 0 ? 'tip-moved' : null) });
+    const set = await printed('setup', await rig.setup());
+    expect(rig.gated).toEqual([[], []]);
+    expect(set.gate).toMatchObject({ baseline: 'passed' });
+    expect(set.notices).toContainEqual({
+      level: 'warning',
+      message: expect.stringMatching(/^the gate run on the starting commit is run again: the integration tip moved/),
+    });
+    expect(await rig.next()).toEqual([0]);
+  });
+
   it('a commit refused by the baseline says what it said on the way: a gate process that died without a result, run again', async () => {
     // Setup cannot start the baseline's gate process (asked twice); commit's first one dies, the next fails.
     const rig = new SessionRig(makePlan([task('A')]), {

@@ -329,7 +329,7 @@ export interface SessionRigOptions {
    * What befalls the gate process a step starts, by the launch's number (from 0): it cannot be
    * started, or it is killed before it has a result (default: neither, it runs).
    */
-  gateTrouble?: (launch: number, tasks: readonly number[]) => 'not-started' | 'killed' | null;
+  gateTrouble?: (launch: number, tasks: readonly number[]) => 'not-started' | 'killed' | 'tip-moved' | null;
 }
 
 /** A commit id of the rig's fake repository. */
@@ -491,6 +491,14 @@ export class SessionRig {
         if (trouble === 'killed') {
           // Running, as its state file says, and its process gone (`alive` is false).
           this.gateRun = { id: run.id, state: 'running', pid: 0, tasks: [...run.tasks] };
+          return ok(undefined);
+        }
+        if (trouble === 'tip-moved') {
+          // Work integrated while it started (a person's `plan approve`): the gate process tested nothing, as it says.
+          const from = this.tip;
+          this.tip = commitId(++this.commits);
+          const output = `the integration tip moved from ${from.slice(0, 12)} to ${this.tip.slice(0, 12)}`;
+          this.gateRun = { id: run.id, state: 'finished', pid: 0, tasks: [...run.tasks], passed: false, stale: true, output, durationMs: 1 };
           return ok(undefined);
         }
         const passed = run.tasks.length === 0 ? (this.options.baseline ?? true) : this.options.gate!(run.tasks, this.integrated);

@@ -106,6 +106,14 @@ export class GateDriver {
         if (out.tasks.length === 0) {
           // The starting commit's verdict: the step function opens the gate, or refuses the run.
           if (current.baseline !== 'testing') continue;
+          if (isolation.tip !== out.tip) {
+            // Work integrated since it started (a person's `plan approve`): it tested what is not the starting point any more.
+            this.notices.push(
+              `the gate run on the starting commit is run again: ${gateState.stale ? gateState.output : 'the integration tip moved while it ran'}`,
+            );
+            if (!(await this.launch([], current))) return { state: current };
+            continue;
+          }
           current = await post(current, gateVerdictEvents([], gateState, context.io.clock.now()));
           if (current.stop?.baselineFailure !== undefined)
             return { state: current, baselineFailed: { output: clipTail(gateState.output.trim(), 2000), tip: out.tip } };
