@@ -133,9 +133,10 @@ describe('plan.ts status', () => {
     await writeJournal([...liveRun(), limit('hold', { until: inAMinute.toISOString() })]);
     lock();
     expect(await run('status')).toBe(0);
-    expect(out).toContain(
-      `Waiting: rate-limited: 1 of 2 workers until ${pad(inAMinute.getHours())}:${pad(inAMinute.getMinutes())}:${pad(inAMinute.getSeconds())}`,
-    );
+    // A minute before midnight, the hold ends tomorrow: the time then carries its date ("Nov 28 00:00:30").
+    const at = `${pad(inAMinute.getHours())}:${pad(inAMinute.getMinutes())}:${pad(inAMinute.getSeconds())}`;
+    const day = new Date().toDateString() === inAMinute.toDateString() ? '' : `${inAMinute.toLocaleDateString('en-US', { month: 'short', day: 'numeric' })} `;
+    expect(out).toContain(`Waiting: rate-limited: 1 of 2 workers until ${day}${at}`);
     out = [];
     await writeJournal([...liveRun(), limit('hold', { limit: 'usage-limit', until: inThreeHours.toISOString(), resetAt: inThreeHours.toISOString() })]);
     expect(await run('status', '--json')).toBe(0);
