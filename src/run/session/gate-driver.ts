@@ -103,28 +103,23 @@ export class GateDriver {
       const gateState = await context.io.gate.read();
       if (gateState !== null && gateState.id === out.id && gateState.state === 'finished') {
         session.gate.current = null;
-        if (out.tasks.length === 0) {
+        const baseline = out.tasks.length === 0;
+        // A baseline run the state no longer waits for tells nothing.
+        if (baseline && current.baseline !== 'testing') continue;
+        // Nothing was tested on the tip as it is now: work integrated since it started (a person's
+        // `plan approve`), or a candidate it could not read. The same stack runs again. (A baseline
+        // stale on the same tip could not open the integration ref: that is its verdict.)
+        if (isolation.tip !== out.tip || (gateState.stale && !baseline)) {
+          const what = baseline ? 'the starting commit' : `tasks ${out.tasks.join(', ')}`;
+          this.notices.push(`the gate run on ${what} is run again: ${gateState.stale ? gateState.output : 'the integration tip moved while it ran'}`);
+          if (!(await this.launch(out.tasks, current))) return { state: current };
+          continue;
+        }
+        if (baseline) {
           // The starting commit's verdict: the step function opens the gate, or refuses the run.
-          if (current.baseline !== 'testing') continue;
-          if (isolation.tip !== out.tip) {
-            // Work integrated since it started (a person's `plan approve`): it tested what is not the starting point any more.
-            this.notices.push(
-              `the gate run on the starting commit is run again: ${gateState.stale ? gateState.output : 'the integration tip moved while it ran'}`,
-            );
-            if (!(await this.launch([], current))) return { state: current };
-            continue;
-          }
           current = await post(current, gateVerdictEvents([], gateState, context.io.clock.now()));
           if (current.stop?.baselineFailure !== undefined)
             return { state: current, baselineFailed: { output: clipTail(gateState.output.trim(), 2000), tip: out.tip } };
-          continue;
-        }
-        if (gateState.stale || isolation.tip !== out.tip) {
-          // Nothing was tested on the tip as it is now: the same stack runs again.
-          this.notices.push(
-            `the gate run on tasks ${out.tasks.join(', ')} is run again: ${gateState.stale ? gateState.output : 'the integration tip moved while it ran'}`,
-          );
-          if (!(await this.launch(out.tasks, current))) return { state: current };
           continue;
         }
         // A run the state does not know (a step killed before it saved the state gating it) tells nothing.
