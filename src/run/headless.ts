@@ -34,7 +34,7 @@ import type { Isolation, WorktreeSetup } from './isolation.ts';
 import { baselineRefusal, finishPlan, lander, noGateNotice, runFinishedEvent, runStartedEvent } from './lifecycle.ts';
 import { describeProbeProblem, runProbe, saveProbe } from './probe.ts';
 import { LIMIT_FLAGS, type RunSettings } from './settings.ts';
-import { type SetupProblem, setupRun } from './setup.ts';
+import { type SetupProblem, assumptionCheckedEvent, setupRun } from './setup.ts';
 import { type StageContext, recordAttempts, verifyAttempt } from './stages.ts';
 
 /** A headless run's settings: the run's own, and what the CLI settled before it. */
@@ -175,8 +175,7 @@ export async function runHeadless(
       }),
     );
     for (const n of report.notices) emit({ type: 'notice', ...n });
-    for (const a of report.assumptions)
-      emit({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output });
+    for (const a of report.assumptions) emit(assumptionCheckedEvent(a));
     for (const effect of setUp.effects) if (effect.type === 'emit') emit(effect.event);
     for (const { event, said } of probeEvents) {
       if (said) context.record(event);

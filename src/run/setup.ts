@@ -13,6 +13,7 @@ import type { Git, RepositoryOperation } from '../adapters/git/repository.ts';
 import { dropParked, filesIn, integrationRef, parkedTasks } from '../adapters/git/refs.ts';
 import { parkedWork } from '../adapters/git/integrate.ts';
 import { checkSandbox, ownSandboxNotice } from '../adapters/sandbox.ts';
+import type { RunEventBody } from '../core/events.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import { depsOf, depths } from '../core/graph.ts';
 import { type SetupFindings, commitAfter, noFindings, statusAfter } from '../core/transition.ts';
@@ -39,6 +40,16 @@ export interface AssumptionResult {
   /** What it printed; when it ran out of time, after a first line saying so (`describeTimeLimitHit`). */
   output: string;
 }
+
+/** An assumption check as the journal tells it (the run's start says each, headless and in-session). */
+export const assumptionCheckedEvent = (a: AssumptionResult): RunEventBody => ({
+  type: 'assumption-checked',
+  task: a.task,
+  claim: a.claim,
+  severity: a.severity,
+  passed: a.passed,
+  output: a.output,
+});
 
 export interface SetupReport {
   goal: string;

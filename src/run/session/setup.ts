@@ -33,7 +33,7 @@ import type { SessionIsolation, SessionSetupReport } from './io.ts';
 import { type LandingState, noGateNotice } from '../lifecycle.ts';
 import { StepRun, post, runEnd, sessionEndedEvents, setUpEvent, setupEvents } from './driver.ts';
 import { type Session, type SessionGateConfig, type SessionSandbox, defaultSession, readSession, sessionConfig } from './file.ts';
-import type { AssumptionResult, SetupProblem } from '../setup.ts';
+import { type AssumptionResult, type SetupProblem, assumptionCheckedEvent } from '../setup.ts';
 import { DEFAULTS } from '../settings.ts';
 import { type BaselineFailed, GateDriver } from './gate-driver.ts';
 import { type StepContext, type SessionStep, type Opened, type PlanWrites, type Ran, type Recorded, RunJournal, type StepScope, stateOf } from './skeleton.ts';
@@ -215,20 +215,17 @@ export class SetupStep implements SessionStep<SetupOpened, SetupRan, SetupOutput
     await rm(promptsDirFor(context.planPath), { recursive: true, force: true });
     const { report } = opened;
     scope.journal.start(plan, report.resumed);
-    scope.journal.append([
-      ...report.assumptions.map(
-        (a): RunEventBody => ({ type: 'assumption-checked', task: a.task, claim: a.claim, severity: a.severity, passed: a.passed, output: a.output }),
-      ),
-      ...opened.skips,
-    ]);
+    scope.journal.append([...report.assumptions.map(assumptionCheckedEvent), ...opened.skips]);
 
     // The run's first state: candidates held on their refs (approved work among them), and what the
     // earlier session verified; without a gate, they integrate now, in one round.
     const state = await scope.post(opened.state, setupEvents(await io.repository.unlanded(plan, await io.repository.head()), io.clock.now()));
-    const approvedTasks = new Set(report.held.flatMap((candidate) => (candidate.approved === true ? [candidate.task] : [])));
+    // One round integrated both: each list names the round's commit when it has a task in it.
     const rounds = integratedBy(scope.run.events);
-    const approved = rounds.tasks.filter((task) => approvedTasks.has(task));
-    const integrated = { commit: rounds.commit, tasks: rounds.tasks.filter((task) => !approvedTasks.has(task)) };
+    const outcome = (tasks: number[]): CommitOutcome => ({ commit: tasks.length > 0 ? rounds.commit : null, tasks });
+    const approvedTasks = new Set(report.held.flatMap((candidate) => (candidate.approved === true ? [candidate.task] : [])));
+    const approved = outcome(rounds.tasks.filter((task) => approvedTasks.has(task)));
+    const integrated = outcome(rounds.tasks.filter((task) => !approvedTasks.has(task)));
     // What is integrated and not on the branch yet (this session's start, or an earlier one cut short) lands now.
     const landed = await scope.land(state, opened.isolation);
 
@@ -239,8 +236,8 @@ export class SetupStep implements SessionStep<SetupOpened, SetupRan, SetupOutput
       end: runEnd(gated, scope.run),
       landing: landed.landing,
       finishing: opened.isolation,
-      approved: { commit: approved.length > 0 ? rounds.commit : null, tasks: approved },
-      integrated: integrated.tasks.length > 0 ? integrated : { commit: null, tasks: [] },
+      approved,
+      integrated,
       landed: landed.notices,
       ...(baselineFailed !== undefined ? { baselineFailed } : {}),
     };
