@@ -1,10 +1,10 @@
 // `plan.ts probe`: run every pending task's acceptance checks before any work, in a checkout
 // of the last commit of its own, and report broken checks and vacuous tasks (src/run/probe.ts).
 
-import { shellCommands } from '../../adapters/commands.ts';
 import { dirname } from 'node:path';
 import { Git } from '../../adapters/git/repository.ts';
-import { ProcessRegistry, describeOrphans, killOrphans, registryPathFor } from '../../adapters/orphans.ts';
+import { describeOrphans } from '../../adapters/orphans.ts';
+import { realRunAdapters } from '../../run/adapters.ts';
 import { acquireLock, currentLockInfo, lockHeldMessage } from '../../adapters/plan-store.ts';
 import { assertNever } from '../../core/failure.ts';
 import { formatDuration, oneLine } from '../../core/format.ts';
@@ -68,10 +68,10 @@ export const probe: Command = {
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
     process.on('SIGHUP', onSignal);
-    const registryPath = registryPathFor(path);
-    const registry = new ProcessRegistry(registryPath);
+    // Its checks are recorded while they run, as a run's are, so a run after a crash ends them.
+    const { processes, commands } = realRunAdapters({ repo, planPath: path, git, env: io.env });
     try {
-      const orphans = await killOrphans(registryPath);
+      const orphans = await processes.endLeftovers();
       if (orphans.length > 0) io.err(describeOrphans(orphans));
       const sandbox = await decideSandbox(mode.value);
       if (!sandbox.ok) throw new CliError(EXIT.cannotRun, [`plan probe ${sandbox.error}`]);
@@ -89,7 +89,7 @@ export const probe: Command = {
         timeoutFlag: LIMIT_FLAGS.planProbe,
         env: io.env,
         signal: controller.signal,
-        commands: shellCommands(io.env, registry),
+        commands,
         sandbox: sandbox.value.sandboxed,
       });
       if (!probed.ok) throw new CliError(EXIT.cannotRun, [`plan probe: ${describeProbeProblem(probed.error)}`]);
@@ -106,7 +106,7 @@ export const probe: Command = {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
       process.off('SIGHUP', onSignal);
-      await registry.clear();
+      await processes.forget();
       await lock.value.release();
     }
   },
