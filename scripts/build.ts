@@ -53,6 +53,8 @@ export async function build(root: string): Promise<BuildOutput> {
   const require = createRequire(join(root, 'package.json'));
   const sandboxRoot = dirname(require.resolve('@anthropic-ai/sandbox-runtime/package.json'));
   const sandboxVersion = (JSON.parse(await readFile(join(sandboxRoot, 'package.json'), 'utf8')) as { version: string }).version;
+  // `--version` of the plugin: package.json's, which scripts/check-plugin.ts holds equal to the manifest's.
+  const ownVersion = (JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as { version: string }).version;
 
   const common: esbuild.BuildOptions = {
     absWorkingDir: root,
@@ -67,7 +69,7 @@ export async function build(root: string): Promise<BuildOutput> {
     minifySyntax: true,
     legalComments: 'eof',
     charset: 'utf8',
-    define: { FOREMAN_BUNDLE: 'true' },
+    define: { FOREMAN_BUNDLE: 'true', FOREMAN_VERSION: JSON.stringify(ownVersion) },
     logLevel: 'warning',
     write: true,
   };

@@ -7,7 +7,7 @@
 //   as plugin/dist/srt.mjs (its native helpers in plugin/vendor/, where it looks for them), and
 //   so is foreman's sandbox host (scripts/sandbox-host.mjs, as plugin/dist/sandbox-host.mjs).
 
-import { realpathSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join } from 'node:path';
@@ -16,6 +16,8 @@ import type { Layout } from '../core/command-hint.ts';
 
 // Replaced by `true` in the bundle (esbuild's `define`); never declared in a checkout.
 declare const FOREMAN_BUNDLE: boolean | undefined;
+// Replaced by package.json's version in the bundle (scripts/build.ts); never declared in a checkout.
+declare const FOREMAN_VERSION: string | undefined;
 
 /** True in the built plugin's bundle, false when the sources run (under tsx, or a checkout's bundle of them). */
 export const bundled: boolean = typeof FOREMAN_BUNDLE !== 'undefined' && FOREMAN_BUNDLE;
@@ -32,13 +34,26 @@ export const ownLauncherPath = (): string => join(ownRoot(), 'bin', 'foreman');
 
 /**
  * How a person runs this copy of foreman, from where this process runs: for the commands its
- * messages name (core/command-hint.ts). A checkout's `npx tsx scripts/…` runs only in its top
- * folder; from anywhere else its launcher does.
+ * messages name (core/command-hint.ts). A checkout started by its launcher (bin/foreman names
+ * itself as the process's `argv0`: `exec -a`) is named by it; started as `npx tsx scripts/…`, that
+ * runs only in its top folder, and from anywhere else its launcher does.
  */
-export function ownLayout(): Layout {
+export function ownLayout(argv0: string = process.argv0): Layout {
   if (bundled) return { kind: 'plugin', launcher: ownLauncherPath() };
-  return inOwnRoot() ? { kind: 'checkout' } : { kind: 'checkout', launcher: ownLauncherPath() };
+  return argv0 !== ownLauncherPath() && inOwnRoot() ? { kind: 'checkout' } : { kind: 'checkout', launcher: ownLauncherPath() };
 }
+
+/**
+ * This copy's version: the plugin's, built into its bundle (package.json's, which
+ * scripts/check-plugin.ts holds equal to the plugin's manifest), or a checkout's package.json.
+ */
+export function ownVersion(): string {
+  if (bundled && typeof FOREMAN_VERSION === 'string') return FOREMAN_VERSION;
+  return (JSON.parse(readFileSync(join(ownRoot(), 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+/** The plan format's reference shipped with every copy of foreman (the design skill's), for a person writing a plan by hand. */
+export const ownPlanFormatPath = (): string => join(ownRoot(), 'skills', 'design', 'plan-format.md');
 
 /** Whether this process runs in the checkout's top folder, through symbolic links; not when its current folder is gone. */
 function inOwnRoot(): boolean {

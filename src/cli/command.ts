@@ -4,6 +4,7 @@
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { endGitSessions } from '../adapters/git/runner.ts';
+import { ownVersion } from '../adapters/layout.ts';
 import { endStarter } from '../adapters/spawner.ts';
 import { CliError, EXIT, type ExitCode, UsageError, usageError } from './exit.ts';
 import { type NumberRange, describeRange, parseNumber } from './numeric-flags.ts';
@@ -46,6 +47,8 @@ export interface Command {
   options: Record<string, OptionSpec>;
   /** Not listed in the help: run by foreman itself (`plan gate --serve`). */
   hidden?: boolean;
+  /** One of the steps `/foreman:execute` runs in a session (`plan setup`, `next`…): the help lists them apart from a person's commands. */
+  sessionStep?: boolean;
   /** Words after the command, e.g. a task index. */
   positionals?: PositionalSpec[];
   /** How it says a problem with its arguments found before it runs (default: the lines on stderr). */
@@ -53,22 +56,30 @@ export interface Command {
   run(args: { values: Record<string, string | boolean | string[] | undefined>; positionals: string[]; numbers: Numbers }, io: Io): Promise<ExitCode>;
 }
 
-/** `commandLine`: how the person starts this command, e.g. `npx tsx scripts/plan.ts check`. */
+/** The options every command takes besides its own: `--help` (also `-h`) and `--version`. */
+const COMMON_OPTIONS: Record<string, OptionSpec> = {
+  help: { type: 'boolean', short: 'h', description: 'show this help' },
+  version: { type: 'boolean', description: "print foreman's version" },
+};
+
+/** What `--version` prints: `foreman 0.1.0`. */
+export const versionLine = (): string => `foreman ${ownVersion()}`;
+
+/** `commandLine`: how the person starts this command, e.g. `bin/foreman plan check`. */
 export function helpText(commandLine: string, command: Command): string {
   const lines = [`Usage: ${commandLine} ${command.usage}`.trimEnd(), '', command.summary, ''];
   const withRange = (spec: { description: string; range?: NumberRange }) =>
     spec.range ? `${spec.description}; ${describeRange(spec.range)}` : spec.description;
   for (const p of command.positionals ?? []) lines.push(`  ${p.name.padEnd(24)} ${withRange(p)}`);
-  const opts = { ...command.options, help: { type: 'boolean', description: 'show this help' } as OptionSpec };
-  for (const [name, spec] of Object.entries(opts)) {
-    const flag = `--${name}${spec.type === 'string' ? ` ${spec.valueName ?? 'VALUE'}` : ''}`;
+  for (const [name, spec] of Object.entries({ ...command.options, ...COMMON_OPTIONS })) {
+    const flag = `${spec.short === undefined ? '' : `-${spec.short}, `}--${name}${spec.type === 'string' ? ` ${spec.valueName ?? 'VALUE'}` : ''}`;
     lines.push(`  ${flag.padEnd(24)} ${withRange(spec)}`);
   }
   return lines.join('\n');
 }
 
 export function parseCommandArgs(command: Command, argv: string[]) {
-  const options: Record<string, OptionSpec> = { ...command.options, help: { type: 'boolean', description: 'show this help' } };
+  const options: Record<string, OptionSpec> = { ...command.options, ...COMMON_OPTIONS };
   const config = Object.fromEntries(
     Object.entries(options).map(([k, v]) => {
       const { description: _d, valueName: _v, range: _r, ...spec } = v;
@@ -92,7 +103,7 @@ export function describeParseError(error: Error & { code?: string }, options: Re
   const said = error.message.split('\n')[0] ?? '';
   const unknown = /^Unknown option '([^']+)'/.exec(said);
   if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && unknown) {
-    const meant = closestOption(unknown[1]!, optionNames);
+    const meant = closestName(unknown[1]!.replace(/^--?/, '').replace(/=.*$/, ''), optionNames);
     return `unknown option ${unknown[1]}${meant === null ? '' : `: did you mean --${meant}?`}`;
   }
   const option = /^Option '(--?[^' ]+)/.exec(said)?.[1];
@@ -111,18 +122,20 @@ function valueWords(spec: Pick<OptionSpec, 'range' | 'valueName'> | undefined): 
   return spec?.valueName ? ` (${spec.valueName})` : '';
 }
 
-/** The option a mistyped `--name` most likely meant: the only one it begins, else the nearest within two edits. */
-function closestOption(given: string, optionNames: readonly string[]): string | null {
-  const name = given.replace(/^--?/, '').replace(/=.*$/, '');
-  if (name === '') return null;
-  const begun = optionNames.filter((option) => option.startsWith(name));
+/**
+ * The name a mistyped one most likely meant (an option without its dashes, a command): the only
+ * one it begins, else the nearest within two edits; null when none is near.
+ */
+export function closestName(given: string, names: readonly string[]): string | null {
+  if (given === '') return null;
+  const begun = names.filter((name) => name.startsWith(given));
   if (begun.length === 1) return begun[0]!;
-  let best: { option: string; distance: number } | null = null;
-  for (const option of optionNames) {
-    const distance = editDistance(name, option);
-    if (distance <= 2 && (best === null || distance < best.distance)) best = { option, distance };
+  let best: { name: string; distance: number } | null = null;
+  for (const name of names) {
+    const distance = editDistance(given, name);
+    if (distance <= 2 && (best === null || distance < best.distance)) best = { name, distance };
   }
-  return best?.option ?? null;
+  return best?.name ?? null;
 }
 
 /** Levenshtein distance (insertions, deletions and substitutions of one character). */
@@ -188,34 +201,41 @@ function numbersOf(command: Command, parsed: { values: Record<string, unknown>; 
 /** Run the plan tool (a program of subcommands, each said as `plan <command>` in its problems); returns the exit code. */
 export async function runProgram(program: string, commands: Command[], argv: string[], io: Io): Promise<ExitCode> {
   const [name, ...rest] = argv;
+  const listed = commands.filter((c) => c.hidden !== true);
+  const rows = (group: readonly Command[]) => group.map((c) => `  ${c.name.padEnd(12)} ${c.summary}`);
+  const steps = listed.filter((c) => c.sessionStep === true);
   const overview = () =>
     [
       `Usage: ${program} <command> [options]`,
       '',
       'Commands:',
-      ...commands.filter((c) => c.hidden !== true).map((c) => `  ${c.name.padEnd(12)} ${c.summary}`),
+      ...rows(listed.filter((c) => c.sessionStep !== true)),
+      ...(steps.length === 0 ? [] : ['', "The /foreman:execute skill's steps (it runs them in a Claude Code session; you do not need to):", ...rows(steps)]),
       '',
-      `Run \`${program} <command> --help\` for a command's options.`,
+      `Run \`${program} <command> --help\` (or -h) for a command's options, \`${program} --version\` for foreman's version.`,
     ].join('\n');
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     io.out(overview());
     return name === undefined ? EXIT.invalid : EXIT.ok;
   }
+  if (name === '--version') {
+    io.out(versionLine());
+    return EXIT.ok;
+  }
   const command = commands.find((c) => c.name === name);
   if (!command) {
-    io.err(
-      `${program}: unknown command "${name}" (commands: ${commands
-        .filter((c) => c.hidden !== true)
-        .map((c) => c.name)
-        .join(', ')})`,
+    const meant = closestName(
+      name,
+      listed.map((c) => c.name),
     );
+    io.err(`${program}: unknown command "${name}"${meant === null ? '' : `: did you mean ${meant}?`} (commands: ${listed.map((c) => c.name).join(', ')})`);
     return EXIT.invalid;
   }
   return runCommand(`${program} ${command.name}`, command, rest, io, `plan ${command.name}`);
 }
 
 /**
- * Run one command; `commandLine` is how the person starts it (`npx tsx scripts/execute.ts`,
+ * Run one command; `commandLine` is how the person starts it (`bin/foreman execute`,
  * `… plan check`), `label` how its problems name it (`execute`, `plan check`).
  */
 export async function runCommand(commandLine: string, command: Command, argv: string[], io: Io, label = command.name): Promise<ExitCode> {
@@ -224,6 +244,10 @@ export async function runCommand(commandLine: string, command: Command, argv: st
     const parsed = parseCommandArgs(command, argv);
     if (parsed.values.help) {
       io.out(helpText(commandLine, command));
+      return EXIT.ok;
+    }
+    if (parsed.values.version) {
+      io.out(versionLine());
       return EXIT.ok;
     }
     const required = (command.positionals ?? []).filter((p) => p.required).length;

@@ -453,6 +453,23 @@ describe('plan.ts usage', () => {
     for (const c of planCommands) expect(r.out.join('\n')).toContain(c.name);
   });
 
+  it("--help lists the in-session steps apart, under a heading saying they are the execute skill's; the hidden gate not at all", async () => {
+    const text = (await plan(['--help'], tmp)).out.join('\n');
+    const heading = "\nThe /foreman:execute skill's steps (it runs them in a Claude Code session; you do not need to):\n";
+    expect(text).toContain(heading);
+    const [people, steps] = text.split(heading) as [string, string];
+    const listed = (part: string) => [...part.matchAll(/^ {2}([a-z]+) +\S/gm)].map((m) => m[1]);
+    expect(listed(steps)).toEqual(['setup', 'next', 'finalize', 'commit']);
+    expect(listed(people).sort()).toEqual(
+      planCommands
+        .filter((c) => c.hidden !== true && c.sessionStep !== true)
+        .map((c) => c.name)
+        .sort(),
+    );
+    expect(listed(people)).toEqual(expect.arrayContaining(['check', 'status', 'retry', 'declare', 'probe']));
+    expect(text).not.toMatch(/^ {2}gate /m);
+  });
+
   it('no command → usage and exit 2', async () => {
     const r = await plan([], tmp);
     expect(r.code).toBe(2);

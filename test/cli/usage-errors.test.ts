@@ -2,6 +2,7 @@
 // option meant; exit 2, before the command does anything. In-process, through runCommand /
 // runProgram.
 
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -108,6 +109,80 @@ describe('every flag error starts the one way: the command, the problem, (see --
     const r = await plan(argv);
     expect(r.code).toBe(2);
     expect(r.err).toEqual([line]);
+  });
+});
+
+describe('plan: a mistyped command', () => {
+  const commands =
+    'check, status, graph, ready, report, history, approve, reject, retry, skip, declare, summary, archive, setup, next, finalize, commit, probe, land, clean, drain';
+  it.each([
+    // Within two edits of one command, or the beginning of only one: named, as a mistyped option is.
+    ['chek', 'check'],
+    ['stauts', 'status'],
+    ['retyr', 'retry'],
+    ['sum', 'summary'],
+    ['hist', 'history'],
+  ])('%s → did you mean %s? exit 2, nothing run', async (given, meant) => {
+    const r = await plan([given]);
+    expect(r.code).toBe(2);
+    expect(r.err).toEqual([`plan: unknown command "${given}": did you mean ${meant}? (commands: ${commands})`]);
+    expect(r.out).toEqual([]);
+  });
+
+  it.each([
+    // Near nothing, or the beginning of several (report, reject, retry, ready): no guess.
+    ['frobnicate'],
+    ['re'],
+    // A hidden command (the gate process foreman starts itself) is never the guess.
+    ['gat'],
+  ])('%s → no guess, the commands listed, exit 2', async (given) => {
+    const r = await plan([given]);
+    expect(r.code).toBe(2);
+    expect(r.err).toEqual([`plan: unknown command "${given}" (commands: ${commands})`]);
+  });
+});
+
+describe('-h is --help, everywhere', () => {
+  it.each([[['check']], [['next']], [['retry']]])('plan %j -h → its help, exit 0, as with --help', async ([name]) => {
+    const short = await plan([name!, '-h']);
+    const long = await plan([name!, '--help']);
+    expect(short.code).toBe(0);
+    expect(short.err).toEqual([]);
+    expect(short.out).toEqual(long.out);
+    expect(short.out[0]).toMatch(new RegExp(`^Usage: plan ${name} `));
+    expect(short.out.join('\n')).toMatch(/^ {2}-h, --help +show this help$/m);
+  });
+
+  it('execute -h → its help, exit 0', async () => {
+    const r = await execute(['-h']);
+    expect(r.code).toBe(0);
+    expect(r.out.join('\n')).toMatch(/^Usage: execute \[options\]/);
+    expect(r.out).toEqual((await execute(['--help'])).out);
+  });
+
+  it('plan -h → the list of commands', async () => {
+    const r = await plan(['-h']);
+    expect(r.code).toBe(0);
+    expect(r.out.join('\n')).toMatch(/^Usage: plan <command> \[options\]\n\nCommands:\n/);
+  });
+});
+
+describe('--version', () => {
+  const version = (JSON.parse(readFileSync(join(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string }).version;
+
+  it.each([[['--version']], [['check', '--version']], [['status', '--version']]])('plan %j → foreman and its version, exit 0', async (argv) => {
+    const r = await plan(argv);
+    expect(r).toEqual({ code: 0, out: [`foreman ${version}`], err: [] });
+  });
+
+  it('execute --version → the same, exit 0, nothing run', async () => {
+    expect(await execute(['--version'])).toEqual({ code: 0, out: [`foreman ${version}`], err: [] });
+  });
+
+  it('takes no value', async () => {
+    const r = await execute(['--version=2']);
+    expect(r.code).toBe(2);
+    expect(r.err).toEqual(['execute: --version takes no value (see --help)']);
   });
 });
 

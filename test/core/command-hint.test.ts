@@ -1,5 +1,6 @@
 // The one spelling of foreman's commands in messages: the plugin's launcher inside the built
-// plugin, `npx tsx scripts/…` in a checkout; and no message spells them any other way.
+// plugin, a checkout's launcher when it started the process, else `npx tsx scripts/…` in a
+// checkout's top folder; and no message spells them any other way.
 
 import { mkdtempSync, readFileSync, readdirSync, rmdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -42,6 +43,13 @@ describe('commandHint', () => {
     } finally {
       process.chdir(top);
     }
+  });
+
+  it('started by its launcher (which names itself as argv0), a checkout is named by it, in its top folder too', () => {
+    const launcher = join(process.cwd(), 'bin', 'foreman');
+    expect(ownLayout(launcher)).toEqual({ kind: 'checkout', launcher });
+    // Another program's name (npx, node) is not the launcher's.
+    expect(ownLayout(join(process.cwd(), 'node_modules', '.bin', 'tsx'))).toEqual(checkout);
   });
 
   it('a current folder that was removed is away from the top folder: named by its launcher, not an error', () => {

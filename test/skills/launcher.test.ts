@@ -129,6 +129,19 @@ describe("the plugin's bin/foreman, in a copy without node_modules", () => {
     expect(r.stdout).toBe('');
   });
 
+  it("--version prints the plugin's version (its manifest's, built into the bundle), exit 0, from the copy without its manifest too", async () => {
+    const { version } = JSON.parse(await readFile(join(repoRoot, 'plugin/.claude-plugin/plugin.json'), 'utf8')) as { version: string };
+    const bare = join(tmp, 'bare');
+    await cp(pack, bare, { recursive: true });
+    await rm(join(bare, '.claude-plugin'), { recursive: true });
+    for (const bin of [viaSkillDir, join(bare, 'bin/foreman')]) {
+      for (const argv of [['--version'], ['plan', '--version'], ['execute', '--version']]) {
+        const r = await run(bin, argv);
+        expect({ argv, code: r.exitCode, stdout: r.stdout, stderr: r.stderr }).toEqual({ argv, code: 0, stdout: `foreman ${version}`, stderr: '' });
+      }
+    }
+  });
+
   it('refuses a first word other than plan or execute with exit 2', async () => {
     const r = await run(viaSkillDir, ['install']);
     expect(r.exitCode).toBe(2);
@@ -192,6 +205,27 @@ describe("a checkout's bin/foreman", () => {
     expect(broken.exitCode).not.toBe(0);
     expect(broken.stdout).toBe('');
     expect(broken.stderr).toContain('check.ts');
+  });
+
+  it("names itself in the commands it prints, from the checkout's top folder too (where `npx tsx scripts/…` would also run)", async () => {
+    const bin = join(repoRoot, 'bin/foreman');
+    for (const help of ['--help', '-h']) {
+      const r = await run(bin, ['plan', 'graph', help], repoRoot);
+      expect(r.exitCode, r.stderr).toBe(0);
+      expect(r.stdout.split('\n')[0]).toBe(`Usage: ${bin} plan graph [--plan FILE]`);
+    }
+    const overview = await run(bin, ['plan', '--help'], repoRoot);
+    expect(overview.stdout.split('\n')[0]).toBe(`Usage: ${bin} plan <command> [options]`);
+    const summary = await run(bin, ['plan', 'summary', '--plan', sample], repoRoot);
+    expect(summary.stdout).toContain(`- headless, from a terminal: \`${bin} execute\` (watch it with \`${bin} plan status\`)`);
+  });
+
+  it('--version, plan --version and execute --version print the version of package.json, exit 0', async () => {
+    const { version } = JSON.parse(await readFile(join(repoRoot, 'package.json'), 'utf8')) as { version: string };
+    for (const argv of [['--version'], ['plan', '--version'], ['execute', '--version']]) {
+      const r = await run(join(repoRoot, 'bin/foreman'), argv);
+      expect({ argv, code: r.exitCode, stdout: r.stdout, stderr: r.stderr }).toEqual({ argv, code: 0, stdout: `foreman ${version}`, stderr: '' });
+    }
   });
 
   it('without node_modules, says to run `npm ci` (exit 3) and installs nothing', async () => {

@@ -169,6 +169,7 @@ export function stepCommand<P, O extends StepOutput>(spec: StepSpec<P, O>): Comm
     name: spec.name,
     summary: spec.summary,
     usage: spec.usage,
+    sessionStep: true,
     options: { ...repoPlanOptions, ...spec.options },
     async run({ values, numbers }, io) {
       try {
