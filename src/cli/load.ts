@@ -3,7 +3,7 @@
 import { access, realpath } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { topLevel } from '../adapters/git/refs.ts';
-import { ownLayout } from '../adapters/layout.ts';
+import { ownLayout, ownPlanFormatPath } from '../adapters/layout.ts';
 import { readPlanFile } from '../adapters/plan-store.ts';
 import { clipHead } from '../core/format.ts';
 import { type Plan, statusOf } from '../core/plan.ts';
@@ -21,6 +21,17 @@ export async function planPathFrom(values: { plan?: unknown }, cwd: string): Pro
   if (typeof values.plan === 'string') return resolve(cwd, values.plan);
   const here = join(cwd, DEFAULT_PLAN);
   return (await exists(here)) ? here : findPlan(cwd, await repositoryTop(cwd));
+}
+
+/**
+ * The plan a command that locks it before reading it (to edit it) works on: as `planPathFrom` finds
+ * it, and there, else the missing plan's line (exit 2): the lock is made beside the plan, so
+ * without the plan's folder taking it would fail, and say nothing of the plan.
+ */
+export async function existingPlanPath(values: { plan?: unknown }, cwd: string): Promise<string> {
+  const path = await planPathFrom(values, cwd);
+  if (!(await exists(path))) throw new CliError(EXIT.invalid, [await missingPlanLine(path)]);
+  return path;
 }
 
 /**
@@ -67,11 +78,14 @@ const exists = (path: string): Promise<boolean> =>
  */
 export async function missingPlanLine(path: string): Promise<string> {
   const last = (await archivedPlans(path))[0];
-  if (last === undefined) return `no plan at ${path}: write one with /foreman:design <goal> first, or pass --plan FILE`;
+  if (last === undefined) return `no plan at ${path}: write one (${howToWriteAPlan()}), or pass --plan FILE`;
   const completed = last.plan.tasks.filter((task) => statusOf(task) === 'completed').length;
   const goal = clipHead(last.plan.goal.replace(/\s+/g, ' '), 60);
-  return `no plan at ${path}: the last one ("${goal}", ${completed} of ${last.plan.tasks.length} tasks completed) was archived to ${last.path}; write a new one with /foreman:design <goal>, or pass --plan FILE`;
+  return `no plan at ${path}: the last one ("${goal}", ${completed} of ${last.plan.tasks.length} tasks completed) was archived to ${last.path}; write a new one (${howToWriteAPlan()}), or pass --plan FILE`;
 }
+
+/** Both ways to write a plan, for a person in Claude Code and one at a terminal. */
+const howToWriteAPlan = (): string => `in Claude Code: /foreman:design <goal>; by hand: the format is in ${ownPlanFormatPath()}`;
 
 export async function loadPlan(path: string, options: ValidateOptions = {}): Promise<Plan> {
   return (await loadPlanFile(path, options)).plan;

@@ -62,8 +62,9 @@ export function planOverview(plan: Plan, options: OverviewOptions): string {
   out.push(
     '### Run it',
     '',
-    '- in this Claude Code session: `/foreman:execute`',
-    `- headless, outside the session: \`${options.headless}\` (watch it with \`${options.status}\`)`,
+    // Read in the /foreman:design session that wrote the plan, and at a terminal: both ways.
+    '- in Claude Code: `/foreman:execute`',
+    `- headless, from a terminal: \`${options.headless}\` (watch it with \`${options.status}\`)`,
   );
   return out.join('\n');
 }

@@ -18,6 +18,8 @@ import { makePlan } from '../support/plans.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const SCRIPT = path.join(ROOT, 'scripts', 'plan.ts');
+/** The plan format's reference every copy of foreman ships (the design skill's), which the "no plan" line names. */
+const FORMAT = path.join(ROOT, 'skills', 'design', 'plan-format.md');
 
 interface Ran {
   code: number;
@@ -160,11 +162,28 @@ describe('plan.ts check', () => {
     expect(r.code).toBe(0);
   });
 
-  it('a missing plan → exit 2 with one line saying where it looked', async () => {
+  it('a missing plan → exit 2 with one line saying where it looked, and how to write one in Claude Code and by hand', async () => {
     const r = await plan(['check'], tmp);
     expect(r.code).toBe(2);
-    expect(r.err).toHaveLength(1);
-    expect(r.err[0]).toContain(`no plan at ${path.join(tmp, '.design', 'plan.json')}`);
+    expect(r.err).toEqual([
+      `no plan at ${path.join(tmp, '.design', 'plan.json')}: write one (in Claude Code: /foreman:design <goal>; by hand: the format is in ${FORMAT}), or pass --plan FILE`,
+    ]);
+    await expect(readFile(FORMAT, 'utf8')).resolves.toMatch(/^# The foreman plan format/);
+  });
+
+  // They lock the plan before reading it, and the lock is made beside it: no folder, no lock.
+  it.each([
+    ['retry', '0'],
+    ['skip', '0', '--reason', 'r'],
+    ['approve', '0'],
+    ['reject', '0', '--reason', 'r'],
+    ['declare', '0', 'a.txt'],
+  ])('a missing plan and its folder: %s says so, as every command does (exit 2, not an internal error)', async (...argv) => {
+    const dir = await mkdtemp(path.join(tmp, 'no-plan-'));
+    const r = await plan(argv, dir);
+    expect(r.err).toEqual([expect.stringMatching(new RegExp(`^no plan at ${path.join(dir, '.design', 'plan.json')}: write one \\(in Claude Code`))]);
+    expect(r.code).toBe(2);
+    expect(await readdir(dir)).toEqual([]);
   });
 
   it('a missing plan after one was archived names the archive, as every command that reads the plan says it', async () => {
@@ -176,7 +195,7 @@ describe('plan.ts check', () => {
     done.tasks[0]!.status = 'completed';
     await writeFile(archived, JSON.stringify(done));
     await rm(file);
-    const line = `no plan at ${file}: the last one ("Add a greeting module", 1 of 1 tasks completed) was archived to ${archived}; write a new one with /foreman:design <goal>, or pass --plan FILE`;
+    const line = `no plan at ${file}: the last one ("Add a greeting module", 1 of 1 tasks completed) was archived to ${archived}; write a new one (in Claude Code: /foreman:design <goal>; by hand: the format is in ${FORMAT}), or pass --plan FILE`;
     for (const command of ['check', 'status']) {
       const r = await plan([command], dir);
       expect(r.code).toBe(2);

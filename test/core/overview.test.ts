@@ -22,6 +22,7 @@ describe('planOverview', () => {
       expect.stringMatching(/^2\. tasks [23] \| then [23] \(the groups overlap on files, so they run one after another\)$/),
       '3. task 4',
     ]);
-    expect(markdown).toContain('- headless, outside the session: `foreman execute` (watch it with `foreman plan status`)');
+    // Read in the design session and at a terminal alike: both ways to run it, each said as such.
+    expect(markdown).toContain('- in Claude Code: `/foreman:execute`\n- headless, from a terminal: `foreman execute` (watch it with `foreman plan status`)');
   });
 });

@@ -318,7 +318,7 @@ describe('plan.ts summary and archive', () => {
     expect(r.stdout).toContain('```mermaid\nflowchart TD');
     expect(r.stdout).toMatch(/### Critical path\n\n\d \(task [AB]\) → 3 \(task D\) → 4 \(task E\): 3 tasks/);
     expect(r.stdout).toContain('/foreman:execute');
-    expect(r.stdout).toContain('headless, outside the session: `npx tsx scripts/execute.ts` (watch it with `npx tsx scripts/plan.ts status`)');
+    expect(r.stdout).toContain('headless, from a terminal: `npx tsx scripts/execute.ts` (watch it with `npx tsx scripts/plan.ts status`)');
   });
 
   it('archive moves the plan into history, and refuses while a run holds the lock', async () => {

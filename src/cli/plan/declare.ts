@@ -17,7 +17,7 @@ import { neededPaths } from '../../core/widen.ts';
 import { describeIgnored, ignoredDeclaredPaths } from '../../run/setup.ts';
 import type { Command } from '../command.ts';
 import { CliError, EXIT, gitFailedError, usageError } from '../exit.ts';
-import { loadPlan, planPathFrom } from '../load.ts';
+import { existingPlanPath, loadPlan } from '../load.ts';
 import { RANGES } from '../numeric-flags.ts';
 import { jsonOption, planOption } from './options.ts';
 
@@ -58,7 +58,7 @@ export const declare: Command = {
     if (!needed && given.length === 0) throw usageError('name the paths to declare (or --needed, for the files its attempts wanted)');
     const as = values.as === undefined ? null : String(values.as);
     if (as !== null && !(KINDS as readonly string[]).includes(as)) throw usageError(`--as: "${as}" is not one of ${KINDS.join(', ')}`);
-    const path = await planPathFrom(values, io.cwd);
+    const path = await existingPlanPath(values, io.cwd);
     const lock = await acquireLock(path, currentLockInfo(`plan declare ${index}`));
     if (!lock.ok)
       throw new CliError(EXIT.cannotRun, [

@@ -12,7 +12,7 @@ import { describeIntegrationFailure, integrateParked, landTarget, repositoryOf }
 import type { Command, Io, OptionSpec, PositionalSpec } from '../command.ts';
 import { RANGES } from '../numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, usageError } from '../exit.ts';
-import { loadPlan, planPathFrom } from '../load.ts';
+import { existingPlanPath, loadPlan } from '../load.ts';
 import { describeLanding } from './land.ts';
 import { planOption } from './options.ts';
 
@@ -61,7 +61,7 @@ function interventionCommand(spec: Spec): Command {
       const index = numbers.N!;
       const reason = typeof values.reason === 'string' ? values.reason : '';
       if (spec.needsReason && reason.trim() === '') throw usageError('--reason "…" is required (say why; it is recorded in the plan)');
-      const path = await planPathFrom(values, io.cwd);
+      const path = await existingPlanPath(values, io.cwd);
       const lock = await acquireLock(path, currentLockInfo(`plan ${spec.name} ${index}`));
       if (!lock.ok) throw new CliError(EXIT.cannotRun, [`${spec.name}: ${lockHeldMessage(lock.error.holder)}`]);
       try {
