@@ -18,6 +18,7 @@ import { demoPlan, demoScenarios, RETRY_TASK } from '../demo/scenario.ts';
 import { type Command, type Io, type Numbers, main, processIo, runCommand } from '../src/cli/command.ts';
 import { RANGES } from '../src/cli/numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, usageError } from '../src/cli/exit.ts';
+import { type Layout, commandHint, shellWord } from '../src/core/command-hint.ts';
 import { formatDuration } from '../src/core/format.ts';
 import { SCHEDULE_POLICIES } from '../src/core/schedule.ts';
 import { validatePlan, withDefaults } from '../src/core/validate.ts';
@@ -27,6 +28,8 @@ import { claudeEnv, tempHome } from '../test/support/real-claude.ts';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const tsxLoader = pathToFileURL(join(root, 'node_modules/tsx/dist/loader.mjs')).href;
 const claudeBin = join(root, 'node_modules/.bin/claude');
+/** The commands it shows, as a person runs them from anywhere (the demo repository too): the checkout's launcher. */
+const launcherLayout: Layout = { kind: 'checkout', launcher: join(root, 'bin/foreman') };
 
 const demoCommand: Command = {
   name: 'demo',
@@ -149,7 +152,11 @@ async function demo(values: Record<string, unknown>, numbers: Numbers, io: Io): 
     if (concurrency !== undefined) args.push('--concurrency', String(concurrency));
     if (schedule !== undefined) args.push('--schedule', schedule);
     heading(
-      `npx tsx scripts/execute.ts --repo ${dir} --claude-bin node_modules/.bin/claude${concurrency !== undefined ? ` --concurrency ${concurrency}` : ''}${schedule ? ` --schedule ${schedule}` : ''}`,
+      commandHint(
+        'execute',
+        `--repo ${shellWord(dir)} --claude-bin ${shellWord(claudeBin)}${concurrency !== undefined ? ` --concurrency ${concurrency}` : ''}${schedule ? ` --schedule ${schedule}` : ''}`,
+        launcherLayout,
+      ),
     );
     code = await run(process.execPath, args, { env: claudeEnv(server.url, home), onSpawn: (c) => (child = c) });
     child = undefined;
@@ -173,7 +180,7 @@ async function demo(values: Record<string, unknown>, numbers: Numbers, io: Io): 
     heading(`The commits the run made (git -C ${dir} log)`);
     await git(dir, ['--no-pager', 'log', '--stat', '--format=%C(auto)%h %s%n%(trailers:key=Foreman-Tasks,key=Foreman-Result,separator=%x0a)']);
 
-    heading(`The run report (npx tsx scripts/plan.ts report --plan ${planPath})`);
+    heading(`The run report (${commandHint('plan', `report --plan ${shellWord(planPath)}`, launcherLayout)})`);
     await run(process.execPath, ['--import', tsxLoader, join(root, 'scripts/plan.ts'), 'report', '--plan', planPath]);
   } finally {
     process.off('SIGINT', onInt);
@@ -189,8 +196,9 @@ async function demo(values: Record<string, unknown>, numbers: Numbers, io: Io): 
   if (keep || code !== 0) {
     say(
       `The demo repository is kept${keep ? '' : ' (the run did not complete)'}: ${dir}`,
-      `  cd ${dir} && git log && node --test`,
-      `  npx tsx ${join(root, 'scripts/plan.ts')} history --plan ${planPath}`,
+      `  cd ${shellWord(dir)}`,
+      '  git log && node --test',
+      `  ${commandHint('plan', 'history', launcherLayout)}`,
       `Delete it with: rm -rf ${dir}`,
     );
     if (code !== 0) say("(Its workers' scripted model stopped with this script, so this run cannot be resumed; run the demo again instead.)");

@@ -3,6 +3,7 @@
 
 import { execa } from 'execa';
 import { existsSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { repoRoot, tsxLoader } from '../support/execute.ts';
@@ -60,6 +61,29 @@ describe('npm run demo', () => {
     const dir = /The demo repository (\S+) was deleted/.exec(out)?.[1];
     expect(dir).toMatch(/foreman-demo-/);
     expect(existsSync(dir!)).toBe(false);
+  });
+
+  it('--keep keeps the repository, and every command of its closing hint runs from there', { timeout: 180_000 }, async () => {
+    const r = await runDemo(['--fast', '--keep']);
+    expect(r.stderr).toBe('');
+    expect(r.exitCode).toBe(0);
+    const closing = r.stdout.slice(r.stdout.indexOf('The demo repository is kept: ')).trimEnd().split('\n');
+    const dir = /^The demo repository is kept: (\S+)$/.exec(closing[0]!)?.[1];
+    expect(dir).toMatch(/foreman-demo-/);
+    try {
+      // `cd DIR`, then the commands to run there; the last line says how to delete it.
+      expect(closing[1]).toBe(`  cd ${dir}`);
+      expect(closing.at(-1)).toBe(`Delete it with: rm -rf ${dir}`);
+      const commands = closing.slice(2, -1).map((line) => line.trim());
+      expect(commands).toEqual(['git log && node --test', `${join(repoRoot, 'bin/foreman')} plan history`]);
+      for (const command of commands) {
+        const ran = await execa('bash', ['-c', command], { cwd: dir, reject: false, stdin: 'ignore', timeout: 60_000 });
+        expect({ command, exitCode: ran.exitCode, stderr: ran.stderr }).toEqual({ command, exitCode: 0, stderr: '' });
+        if (command.endsWith('plan history')) expect(ran.stdout).toMatch(/completed/);
+      }
+    } finally {
+      await rm(dir!, { recursive: true, force: true });
+    }
   });
 
   it('explains itself with --help', async () => {
