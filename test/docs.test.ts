@@ -137,8 +137,9 @@ describe('the commands the documentation shows', () => {
 
   it('names only plan commands and flags that exist', () => {
     const problems: string[] = [];
-    const known = new Map(planCommands.map((c) => [c.name, new Set([...flagsOf(c).map((f) => f.flag), '--help'])]));
-    const executeFlags = new Set([...flagsOf(executeCommand).map((f) => f.flag), '--help']);
+    // Every command takes --help (-h) and --version besides its own flags (src/cli/command.ts).
+    const known = new Map(planCommands.map((c) => [c.name, new Set([...flagsOf(c).map((f) => f.flag), '--help', '--version'])]));
+    const executeFlags = new Set([...flagsOf(executeCommand).map((f) => f.flag), '--help', '--version']);
     for (const { file, text } of shown) {
       // `bin/foreman plan retry 3`, `plan setup --sandbox on`, `scripts/plan.ts check`, `bin/foreman execute --dry-run`.
       for (const m of text.matchAll(/(?:(?<![\w-])plan|scripts\/plan\.ts) ([a-z][a-z-]*)((?: +[^\s`]+)*)/g)) {
