@@ -2,10 +2,10 @@
 // names a foreman command spells it here, so there is one spelling:
 // - the built plugin (bundled code; also its copy in a project's .claude/): its launcher,
 //   `<plugin>/bin/foreman plan retry 3`, which runs from any directory;
-// - a checkout (the sources under tsx): `npx tsx scripts/plan.ts retry 3`, as README says, when
-//   the person is in the checkout's top folder; elsewhere (a run started with `--repo`, or the
-//   checkout's launcher run from the repository) that line would not run, so its launcher,
-//   `<checkout>/bin/foreman plan retry 3`, which runs from anywhere.
+// - a checkout (its sources): its launcher, `<checkout>/bin/foreman plan retry 3`, which runs
+//   from anywhere, when the person started it (from any folder), or when the sources were started
+//   with `npx tsx` anywhere but the checkout's top folder (a run given `--repo`), where that line
+//   would not run; `npx tsx scripts/plan.ts retry 3` when that is what the person typed there.
 // Pure: the layout is a parameter (adapters/layout.ts `ownLayout()` knows this process's).
 
 /** foreman's two programs: the plan tool and the headless orchestrator. */
@@ -13,7 +13,8 @@ export type ForemanProgram = 'plan' | 'execute';
 
 /**
  * Where the running code is: the built plugin (with its launcher's path) or a checkout (with its
- * launcher's path when the person is not in its top folder, where `npx tsx scripts/…` runs).
+ * launcher's path when the launcher started it, or the person is not in its top folder, where
+ * `npx tsx scripts/…` runs).
  */
 export type Layout = ({ kind: 'plugin'; launcher: string } | { kind: 'checkout'; launcher?: string }) & {
   /** The plan, when the plan tool run where the person is would not find it (a run given `--repo` or `--plan`): plan commands name it. */
