@@ -77,7 +77,7 @@ export interface SetupReport {
 }
 
 export type SetupProblem =
-  /** Declared paths that resolve outside the repository (or into .git) through a symlink, or name a directory as a file. */
+  /** Declared paths that resolve outside the repository (or into .git) through a symlink, name a directory as a file, or lie under a file of the last commit. */
   | { kind: 'unsafe-paths'; problems: string[] }
   /** Declared paths git ignores: foreman could neither verify nor commit them, and a restore would destroy them. */
   | { kind: 'ignored-paths'; paths: IgnoredPath[] }
@@ -158,6 +158,32 @@ export async function unsafePaths(plan: Plan, repo: string): Promise<string[]> {
 }
 
 /**
+ * Declared paths of the tasks still to run that the last commit, where every worker starts,
+ * contradicts: a bare path it holds as a directory, or a path under one of its files. `committed`:
+ * the files of that commit (`Git.committedFiles`).
+ */
+export function committedContradictions(plan: Plan, committed: ReadonlySet<string>): string[] {
+  const directories = new Set<string>();
+  for (const file of committed) for (let cut = file.indexOf('/'); cut > 0; cut = file.indexOf('/', cut + 1)) directories.add(file.slice(0, cut));
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  for (const [i, task] of plan.tasks.entries()) {
+    if (statusOf(task) === 'completed') continue;
+    for (const p of [...writesOf(task), ...readsOf(task)]) {
+      if (seen.has(p)) continue;
+      seen.add(p);
+      const key = isDirPath(p) ? p.slice(0, -1) : p;
+      const file = [...key.matchAll(/\//g)].map((slash) => key.slice(0, slash.index)).find((above) => committed.has(above));
+      if (file !== undefined) problems.push(`tasks[${i}]: "${p}" cannot exist: "${file}" is a file in the last commit`);
+      else if (!isDirPath(p) && directories.has(p))
+        problems.push(`tasks[${i}]: "${p}" is a directory in the last commit; declare it as "${p}/" to mean everything under it`);
+      else if (isDirPath(p) && committed.has(key)) problems.push(`tasks[${i}]: "${p}" is a file in the last commit; declare it as "${key}"`);
+    }
+  }
+  return problems;
+}
+
+/**
  * Paths that tasks still to run (not completed) will write and that git ignores. A plan may not
  * declare them: an ignored file is never committed, so a failed attempt's restore could only
  * delete it, and it may well be the person's own (`.env`).
@@ -199,13 +225,16 @@ export async function repositoryProblem(repo: string, git: Git): Promise<SetupPr
 
 /**
  * Why the plan cannot run on this repository as its last commit and its files stand: it has no
- * commit, or a declared path leads outside it, names a directory as a file, or is ignored. What
+ * commit, or a declared path leads outside it, names a directory as a file (in the working tree
+ * or in the last commit), lies under a file of the last commit, or is ignored. What
  * `plan check` refuses inside a repository; every run refuses it too (`refusalBeforeWork`).
  */
 export async function planRepositoryProblem(plan: Plan, repo: string, git: Git): Promise<SetupProblem | null> {
   if ((await git.headCommit()) === null) return { kind: 'no-commit', repo };
   const unsafe = await unsafePaths(plan, repo);
   if (unsafe.length > 0) return { kind: 'unsafe-paths', problems: unsafe };
+  const contradicted = committedContradictions(plan, await git.committedFiles());
+  if (contradicted.length > 0) return { kind: 'unsafe-paths', problems: contradicted };
   const ignored = await ignoredDeclaredPaths(plan, git);
   if (!ignored.ok) return { kind: 'git-failed', doing: 'ask git which declared paths it ignores', failure: ignored.error };
   if (ignored.value.length > 0) return { kind: 'ignored-paths', paths: ignored.value };
