@@ -27,7 +27,6 @@ import type { Plan, UsageFigure } from '../core/plan.ts';
 import { excludesFileEnv } from '../core/sandbox-placeholders.ts';
 import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
 import { describeTimeLimitHit } from '../core/time-limit.ts';
-import { ensurePlanId } from './commit.ts';
 import type { RunAdapters } from './adapters.ts';
 import { type EngineStages, engineConfig, runEngine } from './engine.ts';
 import type { Isolation, WorktreeSetup } from './isolation.ts';
@@ -118,13 +117,9 @@ export async function runHeadless(
       onSetup: (run: WorktreeSetup) => emit({ type: 'notice', level: 'info', message: describeSetupRun(run) }),
     };
     const branch = await git.currentBranch();
-    // The plan's id names its refs and worktrees: written before anything is made under it, so a
-    // run killed at once leaves nothing a later run (with the same id) cannot find and clean up.
-    if (typeof plan.planId !== 'string' || plan.planId === '') {
-      ensurePlanId(plan);
-      await save(plan);
-    }
+    // The plan's id is written by setup, once nothing refuses the run (`savePlan`).
     const setup = await setupRun(plan, {
+      savePlan: save,
       repo: settings.repo,
       planPath: settings.planPath,
       git,

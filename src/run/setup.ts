@@ -116,6 +116,11 @@ export interface SetupOptions {
   verified?: readonly number[];
   /** Run assumption checks in the operating-system sandbox (writes: the repository and their own TMPDIR). */
   sandbox?: boolean;
+  /**
+   * Writes the plan once setup gave it its id, after the refusals and before anything is made
+   * under that id (a refused run leaves the plan file as it was); none when the caller wrote it.
+   */
+  savePlan?: (plan: Plan) => Promise<void>;
 }
 
 /** Declared paths that lead outside the repository through a symlink somewhere along them. */
@@ -302,7 +307,12 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
   // The person's deny rules foreman's own sandboxed commands cannot hold are said once, here.
   const unheld = options.sandbox ? await ownSandboxNotice(options.repo) : null;
   if (unheld !== null) notices.push({ level: 'warning', message: unheld });
-  ensurePlanId(plan);
+  // The plan's id names its refs and worktrees: written before anything is made under it, so a
+  // run killed at once leaves nothing a later run (with the same id) cannot find and clean up.
+  if (typeof plan.planId !== 'string' || plan.planId === '') {
+    ensurePlanId(plan);
+    await options.savePlan?.(plan);
+  }
   const findings = noFindings();
   const statusNow = (index: number) => statusAfter(plan, index, findings);
 

@@ -16,6 +16,7 @@ import type { Plan } from '../../src/core/plan.ts';
 import { type ExecuteRun, runExecute, runExecuteProcess, runPlanTool, runPlanToolProcess } from '../support/execute.ts';
 import { type TempGitRepo, runGit, tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../support/plans.ts';
+import { expectSchema } from '../skills/support.ts';
 
 /** What a row makes: the folder the commands run in, and what each command is given besides. */
 interface Situation {
@@ -42,6 +43,8 @@ interface Row {
   setup?: Column;
   /** Run each command as a process of its own. */
   processes?: boolean;
+  /** Refused after setup gave the plan its id (it ran the plan's commands): `execute` wrote the plan by then. */
+  afterPlanId?: true;
 }
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -246,6 +249,7 @@ const ROWS: Row[] = [
       return { dir: (await repoWith(plan)).dir, args: ['--sandbox', 'off'], setupArgs: ['--sandbox', 'off'] };
     },
     dryRun: { notApplicable: RUNS_COMMANDS },
+    afterPlanId: true,
     check: { notApplicable: RUNS_COMMANDS },
   },
   {
@@ -257,6 +261,7 @@ const ROWS: Row[] = [
       args: ['--sandbox', 'off'],
     }),
     dryRun: { notApplicable: RUNS_COMMANDS },
+    afterPlanId: true,
     check: { notApplicable: RUNS_COMMANDS },
     setup: { notApplicable: NOT_IN_SESSION_PROBE },
   },
@@ -270,6 +275,7 @@ const ROWS: Row[] = [
       return { dir: (await repoWith(plan)).dir, args: ['--sandbox', 'off'], setupArgs: ['--sandbox', 'off'] };
     },
     dryRun: { notApplicable: RUNS_COMMANDS },
+    afterPlanId: true,
     check: { notApplicable: RUNS_COMMANDS },
   },
 ];
@@ -307,13 +313,18 @@ describe('what execute refuses before its first worker, against the dry run, pla
     // Neither wrote anything.
     expect(await stateOf(dir)).toBe(before);
 
+    const planText = await readFile(join(dir, '.design/plan.json'), 'utf8');
     const run = await execute(args);
     const ran = { code: run.exitCode, line: firstLine(run) };
+    // Refused before it gave the plan an id: the plan file is as it was.
+    if (row.afterPlanId === undefined) expect(await readFile(join(dir, '.design/plan.json'), 'utf8')).toBe(planText);
     expect(ran.line, run.stderr).toMatch(row.line);
     expect(ran.code, run.stderr).toBe(row.code);
     if ((row.setup ?? 'applies') === 'applies') {
       const setup = await plan(['setup', ...setupArgs]);
-      const error = (JSON.parse(setup.stdout) as { error?: { message: string } }).error;
+      const answer = JSON.parse(setup.stdout) as { error?: { message: string } };
+      await expectSchema('step-error', answer);
+      const error = answer.error;
       said['plan setup'] = { code: setup.exitCode, line: error?.message ?? setup.stdout };
       // Its one line on stderr says the same, naming the step.
       expect(firstLine(setup).startsWith(`plan setup: ${error?.message}`), setup.stderr).toBe(true);
