@@ -122,7 +122,7 @@ export const executeCommand: Command = {
     'dry-run': {
       type: 'boolean',
       description:
-        'validate, print the settings, the rounds, every command the plan would run and the permission rules of each task it would start (with --json: as events); start nothing',
+        "validate, refuse what the run would refuse before its first worker (with its exit code and line), print the settings, the rounds, every command the plan would run, the permission rules of each task it would start and the run's warnings (with --json: as events); start and write nothing",
     },
     'no-commit': { type: 'boolean', description: 'land integrated work in your files as uncommitted changes instead of commits on your branch' },
     'no-probe': { type: 'boolean', description: "skip the probe of the pending tasks' acceptance checks at setup" },
