@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { processStartTime } from '../../src/adapters/processes.ts';
 import { EXIT, type ExitCode } from '../../src/cli/exit.ts';
 import type { Plan } from '../../src/core/plan.ts';
+import { committedContradictions } from '../../src/run/setup.ts';
 import { type ExecuteRun, runExecute, runExecuteProcess, runPlanTool, runPlanToolProcess } from '../support/execute.ts';
 import { type TempGitRepo, runGit, tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../support/plans.ts';
@@ -382,5 +383,27 @@ describe('the dry run warns of uncommitted changes as the run does', () => {
     const dry = await runExecute(repo.dir, ['--dry-run']);
     expect(dry.exitCode, dry.stderr).toBe(0);
     expect(dry.stdout).not.toContain('uncommitted');
+  });
+});
+
+describe('declared paths the last commit contradicts (committedContradictions)', () => {
+  const committed = new Set(['README.md', 'src/app.ts', 'src/lib/util.ts', 'bin']);
+  const planOf = (...specs: Array<Parameters<typeof fakeTask>[1]>) => makePlan(specs.map((spec, i) => fakeTask(String(i), spec)));
+
+  it('names a bare path the commit holds as a directory, a path under one of its files, and a file declared as a directory', () => {
+    const plan = planOf({ modify: ['src', 'src/lib/'] }, { create: ['README.md/notes.txt', 'bin/'] }, { create: ['new.ts'], reads: ['src/lib'] });
+    expect(committedContradictions(plan, committed)).toEqual([
+      'tasks[0]: "src" is a directory in the last commit; declare it as "src/" to mean everything under it',
+      'tasks[1]: "README.md/notes.txt" cannot exist: "README.md" is a file in the last commit',
+      'tasks[1]: "bin/" is a file in the last commit; declare it as "bin"',
+      'tasks[2]: "src/lib" is a directory in the last commit; declare it as "src/lib/" to mean everything under it',
+    ]);
+  });
+
+  it('says nothing of new paths, of paths declared as they are, nor of completed tasks', () => {
+    const plan = planOf({ create: ['src/new/file.ts', 'docs/'], modify: ['src/app.ts', 'src/lib/'] }, { modify: ['src'] });
+    plan.tasks[1]!.status = 'completed';
+    expect(committedContradictions(plan, committed)).toEqual([]);
+    expect(committedContradictions(planOf({ create: ['a.txt'] }), new Set())).toEqual([]);
   });
 });
