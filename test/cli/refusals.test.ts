@@ -44,7 +44,7 @@ interface Row {
   setup?: Column;
   /** Run each command as a process of its own. */
   processes?: boolean;
-  /** Refused after setup gave the plan its id (it ran the plan's commands): `execute` wrote the plan by then. */
+  /** Refused after setup gave the plan its id (it ran the plan's commands): `execute` and `plan setup` wrote the plan by then. */
   afterPlanId?: true;
 }
 
@@ -323,6 +323,7 @@ describe('what execute refuses before its first worker, against the dry run, pla
     expect(ran.code, run.stderr).toBe(row.code);
     if ((row.setup ?? 'applies') === 'applies') {
       const setup = await plan(['setup', ...setupArgs]);
+      if (row.afterPlanId === undefined) expect(await readFile(join(dir, '.design/plan.json'), 'utf8')).toBe(planText);
       const answer = JSON.parse(setup.stdout) as { error?: { message: string } };
       await expectSchema('step-error', answer);
       const error = answer.error;
