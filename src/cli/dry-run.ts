@@ -74,13 +74,18 @@ export async function workerRulesShown(
   return { permissions: rules.value.map((p) => ({ allow: p.allow, deny: [...p.deny, ...personDenies] })), worktree };
 }
 
-/** `worktree`: where an attempt's worktree is (`<pool>/slot-<n>`), which `//<worktree>` stands for; `warnings`: the plan lint's, neither fixed nor accepted. */
+/**
+ * `worktree`: where an attempt's worktree is (`<pool>/slot-<n>`), which `//<worktree>` stands for;
+ * `warnings`: the plan lint's, neither fixed nor accepted; `notices`: the warnings the run's start
+ * would give of the repository (uncommitted changes), as its `notice` events.
+ */
 export function dryRunEvents(
   plan: Plan,
   settings: DryRunSettings,
   permissions: readonly WorkerPermissions[],
   worktree: string,
   warnings: readonly PlanWarning[] = [],
+  notices: readonly string[] = [],
 ): DryRunEventBody[] {
   const deps = depsOf(plan.tasks);
   const rounds = projectedRounds(plan.tasks, overlapSets(computeOverlaps(plan.tasks)), longestRemainingPath(deps));
@@ -122,6 +127,7 @@ export function dryRunEvents(
       willRun(task) ? [{ type: 'dry-run-permissions', task: i, allow: permissions[i]!.allow, deny: permissions[i]!.deny }] : [],
     ),
     ...warnings.map((warning): DryRunEventBody => ({ type: 'dry-run-warning', ...warning })),
+    ...notices.map((message): DryRunEventBody => ({ type: 'notice', level: 'warning', message })),
   ];
 }
 
@@ -209,6 +215,9 @@ export function describeDryRun(events: readonly DryRunEventBody[], plan: Plan): 
         if (!warned) lines.push(`Plan warnings (${warnings}; fix each in the plan, or accept it with a reason in the plan's "acceptedWarnings"):`);
         warned = true;
         lines.push(`  ${event.message}`);
+        break;
+      case 'notice':
+        lines.push(`${event.level === 'warning' ? 'Warning' : 'Note'}: ${event.message}`);
         break;
     }
   }

@@ -3,12 +3,12 @@
 // handles signals and prints; the run itself is run/headless.ts's.
 
 import { realpath } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { authStatus } from '../adapters/claude-auth.ts';
 import { findExecutable } from '../adapters/executables.ts';
 import { Git } from '../adapters/git/repository.ts';
 import { gitProcessCount } from '../adapters/git/runner.ts';
-import { type LockTakeover, acquireLock, currentLockInfo } from '../adapters/plan-store.ts';
+import { type LockInfo, type LockTakeover, acquireLock, currentLockInfo, readLock } from '../adapters/plan-store.ts';
 import { killAllWorkers } from '../adapters/worker.ts';
 import { type SandboxMode, decideSandbox, installAdvice, sandboxModeOf } from '../adapters/sandbox.ts';
 import { notLoggedInLines } from '../core/auth-status.ts';
@@ -16,7 +16,7 @@ import type { RunEventBody } from '../core/events.ts';
 import { newRunId } from '../adapters/journal.ts';
 import { assertNever } from '../core/failure.ts';
 import { type Plan, statusOf } from '../core/plan.ts';
-import { type PlanWarning, lintPlan } from '../core/plan-lint.ts';
+import { lintPlan } from '../core/plan-lint.ts';
 import { planPermissions } from '../core/scope.ts';
 import { SCHEDULE_POLICIES, type SchedulePolicy } from '../core/schedule.ts';
 import { runWorker } from '../adapters/worker.ts';
@@ -29,7 +29,8 @@ import { CliError, EXIT, type ExitCode, usageError } from './exit.ts';
 import { findPlan, loadPlanFile, planPathFrom, repositoryTop } from './load.ts';
 import { createReporter } from './reporter.ts';
 import { describeDryRun, dryRunEvents, workerRulesShown } from './dry-run.ts';
-import { describeSetupProblem } from './setup-problem.ts';
+import { describeSetupProblem, lockedLine } from './setup-problem.ts';
+import { type SetupProblem, refusalBeforeWork, uncommittedChangesNotice } from '../run/setup.ts';
 import { gateCommandOf, gateOptions } from './gate-flags.ts';
 
 export const PERMISSION_MODES = ['acceptEdits', 'auto', 'bypassPermissions', 'default', 'dontAsk', 'manual', 'plan'];
@@ -121,7 +122,7 @@ export const executeCommand: Command = {
     'dry-run': {
       type: 'boolean',
       description:
-        'validate, print the settings, the rounds, every command the plan would run and the permission rules of each task it would start (with --json: as events); start nothing',
+        "validate, refuse what the run would refuse before its first worker (with its exit code and line), print the settings, the rounds, every command the plan would run, the permission rules of each task it would start and the run's warnings (with --json: as events); start and write nothing",
     },
     'no-commit': { type: 'boolean', description: 'land integrated work in your files as uncommitted changes instead of commits on your branch' },
     'no-probe': { type: 'boolean', description: "skip the probe of the pending tasks' acceptance checks at setup" },
@@ -231,10 +232,19 @@ function widenPatterns(value: string): string[] {
   return patterns;
 }
 
-/** `--dry-run`: what the run would do, as text or (--json) one event per line; nothing starts. */
-async function dryRun(plan: Plan, settings: Settings, warnings: readonly PlanWarning[], io: Io): Promise<ExitCode> {
+/**
+ * `--dry-run`: what the run would do, as text or (--json) one event per line; nothing starts and
+ * nothing is written. It refuses what the run would refuse in its setup, with the same line and
+ * exit code (`refusalBeforeWork`, looking only), and warns of uncommitted changes as the run does.
+ */
+async function dryRun(plan: Plan, settings: Settings, git: Git, io: Io): Promise<ExitCode> {
+  const refusal = await refusalBeforeWork(plan, { repo: settings.repo, git, look: true });
+  if (refusal.problem !== null) throw setupProblemError(refusal.problem);
+  const uncommitted = await uncommittedChangesNotice(settings.repo, settings.planPath, git);
+  if (!uncommitted.ok) throw setupProblemError({ kind: 'git-failed', doing: 'list your uncommitted changes', failure: uncommitted.error });
+  const warnings = lintPlan(plan, await git.committedFiles()).warnings;
   const { permissions, worktree } = await workerRulesShown(plan, settings.repo, settings.allowedTools, io.env);
-  const events = dryRunEvents(plan, settings, permissions, worktree, warnings);
+  const events = dryRunEvents(plan, settings, permissions, worktree, warnings, uncommitted.value === null ? [] : [uncommitted.value]);
   if (settings.json) {
     // Its own id: nothing is journaled under it, it only ties the lines of this dry run together.
     const envelope = { runId: newRunId(), at: new Date().toISOString() };
@@ -269,36 +279,15 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   if (top === null || !(await git.isRepo()))
     throw new CliError(EXIT.invalid, [`${settings.repo} is not in a git repository (foreman commits each round; run \`git init\` first)`]);
   await checkWorkerRules(plan, settings);
-  if (settings.dryRun) return dryRun(plan, settings, lintPlan(plan, await git.committedFiles()).warnings, io);
-
-  const claudeBin = findExecutable(settings.claudeBin, io.env, io.cwd);
-  if (claudeBin === null) {
-    throw new CliError(EXIT.cannotRun, [
-      `the Claude Code CLI "${settings.claudeBin}" was not found. Install it with \`npm install -g @anthropic-ai/claude-code\`, or pass --claude-bin PATH (or set CLAUDE_BIN).`,
-    ]);
-  }
-
-  // The CLI's login is asked about before anything starts (the probe, the gate, a worker), beside
-  // the sandbox, when the run has a task to start: a CLI that says it is not logged in refuses the
-  // run; one that cannot say does not. A run with nothing to start (it lands, or gates approved work) needs no login.
-  const login = plan.tasks.some((task) => statusOf(task) === 'pending' || statusOf(task) === 'in_progress')
-    ? authStatus(claudeBin, settings.repo, io.env)
-    : null;
-  // The sandbox is asked about once: `on` refuses without it, `auto` says why it goes without.
-  const decided = await decideSandbox(settings.sandbox);
-  if ((await login)?.kind === 'logged-out') throw new CliError(EXIT.cannotRun, notLoggedInLines(claudeBin));
-  if (!decided.ok) throw new CliError(EXIT.cannotRun, [decided.error]);
-  const sandboxed = decided.value.sandboxed;
-  const unavailable = decided.value.sandboxed ? null : decided.value.unavailable;
+  const { claudeBin, sandboxed, unavailable } = await readyToRun(plan, settings, io);
+  // The dry run reads the lock where the run takes it: the same refusal, nothing written.
+  const lockNow = await readLock(settings.planPath);
+  if (lockNow.state === 'live' || lockNow.state === 'foreign') throw lockedError(lockNow.holder);
+  if (settings.dryRun) return dryRun(plan, settings, git, io);
 
   const runId = newRunId();
   const lock = await acquireLock(settings.planPath, currentLockInfo('execute'));
-  if (!lock.ok) {
-    const h = lock.error.holder;
-    throw new CliError(EXIT.cannotRun, [
-      `another run holds ${join(dirname(settings.planPath), 'plan.lock')}: pid ${h.pid} on ${h.host}, started ${h.startedAt}. Wait for it, or stop it first.`,
-    ]);
-  }
+  if (!lock.ok) throw lockedError(lock.error.holder);
   const adapters = realRunAdapters({ repo: settings.repo, planPath: settings.planPath, git, env: io.env }, runWorker);
   const reporter = createReporter({ io, json: settings.json, runId, journal: adapters.journal, plan });
   const emit = (event: RunEventBody) => reporter.emit(event);
@@ -372,15 +361,43 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   }
 }
 
+/**
+ * What the run needs of this machine before it starts anything, its dry run alike: the Claude
+ * Code CLI (logged in, when a task is to start) and the sandboxing `--sandbox` asks for. Refuses
+ * (exit 3) without them; else the CLI's path and whether the run is sandboxed (and why not).
+ */
+async function readyToRun(plan: Plan, settings: Settings, io: Io): Promise<{ claudeBin: string; sandboxed: boolean; unavailable: string | null }> {
+  const claudeBin = findExecutable(settings.claudeBin, io.env, io.cwd);
+  if (claudeBin === null) {
+    throw new CliError(EXIT.cannotRun, [
+      `the Claude Code CLI "${settings.claudeBin}" was not found. Install it with \`npm install -g @anthropic-ai/claude-code\`, or pass --claude-bin PATH (or set CLAUDE_BIN).`,
+    ]);
+  }
+  // The CLI's login is asked about before anything starts (the probe, the gate, a worker), beside
+  // the sandbox, when the run has a task to start: a CLI that says it is not logged in refuses the
+  // run; one that cannot say does not. A run with nothing to start (it lands, or gates approved work) needs no login.
+  const login = plan.tasks.some((task) => statusOf(task) === 'pending' || statusOf(task) === 'in_progress')
+    ? authStatus(claudeBin, settings.repo, io.env)
+    : null;
+  // The sandbox is asked about once: `on` refuses without it, `auto` says why it goes without.
+  const decided = await decideSandbox(settings.sandbox);
+  if ((await login)?.kind === 'logged-out') throw new CliError(EXIT.cannotRun, notLoggedInLines(claudeBin));
+  if (!decided.ok) throw new CliError(EXIT.cannotRun, [decided.error]);
+  return { claudeBin, sandboxed: decided.value.sandboxed, unavailable: decided.value.sandboxed ? null : decided.value.unavailable };
+}
+
+const setupProblemError = (setupProblem: SetupProblem): CliError => {
+  const problem = describeSetupProblem(setupProblem);
+  return new CliError(problem.code, problem.lines);
+};
+
+const lockedError = (holder: LockInfo): CliError => new CliError(EXIT.cannotRun, [lockedLine(holder)]);
+
 /** A run refused before it started, as the person is told. */
 function refusalError(refusal: HeadlessRefusal): CliError {
   switch (refusal.kind) {
-    case 'index-locked':
-      return new CliError(EXIT.cannotRun, ['another git process is using this repository (.git/index.lock is held open); wait for it to finish and run again']);
-    case 'setup': {
-      const problem = describeSetupProblem(refusal.problem);
-      return new CliError(problem.code, problem.lines);
-    }
+    case 'setup':
+      return setupProblemError(refusal.problem);
     case 'probe':
       return new CliError(EXIT.invalid, refusal.lines);
     default:

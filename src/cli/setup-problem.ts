@@ -1,10 +1,16 @@
 // How a refused setup is told, the same for `execute` and `plan setup`: an exit code, a short
 // kind for the /execute skill's JSON, and the lines to print (the first one says it all).
 
-import { describeGitFailure } from '../core/git-text.ts';
+import { describeGitFailure, noCommitLine } from '../core/git-text.ts';
 import { assertNever } from '../core/failure.ts';
 import { type SetupProblem, describeIgnored } from '../run/setup.ts';
 import { EXIT, type ExitCode } from './exit.ts';
+import { ownLayout } from '../adapters/layout.ts';
+import { type LockInfo, lockHeldMessage } from '../adapters/plan-store.ts';
+import { commandHint } from '../core/command-hint.ts';
+
+/** The line for a plan whose lock another run holds (exit 3): the same for `execute`, its dry run and the in-session steps. */
+export const lockedLine = (holder: LockInfo): string => `${lockHeldMessage(holder)}; watch it with \`${commandHint('plan', 'status', ownLayout())}\``;
 
 export function describeSetupProblem(problem: SetupProblem): { code: ExitCode; kind: string; lines: string[] } {
   switch (problem.kind) {
@@ -27,6 +33,14 @@ export function describeSetupProblem(problem: SetupProblem): { code: ExitCode; k
         lines: [
           `${problem.dir} is not the top of its git repository (${problem.top}): plan paths are relative to the top, so run from there or pass --repo ${problem.top}`,
         ],
+      };
+    case 'no-commit':
+      return { code: EXIT.invalid, kind: 'no-commit', lines: [noCommitLine(problem.repo)] };
+    case 'index-locked':
+      return {
+        code: EXIT.cannotRun,
+        kind: 'index-locked',
+        lines: ['another git process is using this repository (.git/index.lock is held open); wait for it to finish and run again'],
       };
     case 'git-failed':
       return {

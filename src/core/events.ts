@@ -162,7 +162,7 @@ export type PlannedCommand =
 /**
  * What `execute --dry-run --json` prints, one per line, instead of running: the plan and the
  * settings, then every command the plan runs, then each pending task's permission rules, then the
- * plan lint's warnings left. Never
+ * plan lint's warnings left, then the run's own warnings of the repository (`notice`). Never
  * journaled (nothing ran); the lines of one dry run share an id of their own.
  */
 export type DryRunEventBody =
@@ -213,7 +213,9 @@ export type DryRunEventBody =
   /** A task the run would start, and the permission rules its worker would get. */
   | { type: 'dry-run-permissions'; task: number; allow: string[]; deny: string[] }
   /** A warning of the plan lint the plan neither fixes nor accepts. */
-  | ({ type: 'dry-run-warning' } & PlanWarning);
+  | ({ type: 'dry-run-warning' } & PlanWarning)
+  /** A warning the run's start would give of the repository (uncommitted changes), as the run words it. */
+  | Extract<RunEventBody, { type: 'notice' }>;
 
 export type DryRunEvent = DryRunEventBody & { runId: string; at: string };
 

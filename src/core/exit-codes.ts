@@ -6,10 +6,11 @@ export const EXIT = {
   incomplete: 1,
   /**
    * Invalid input or usage: a bad plan, bad flags, not a git repository (or not its top), a
-   * repository in the middle of a merge/rebase/…, an ignored declared path, a dirty file in the way.
+   * repository with no commit yet, a repository in the middle of a merge/rebase/…, a declared path
+   * that is ignored, unsafe or contradicted by the last commit, a dirty file in the way.
    */
   invalid: 2,
-  /** Could not run: the agent CLI is missing or not authenticated, or another run holds the lock. */
+  /** Could not run: the agent CLI is missing or not authenticated, the sandbox `on` asks for cannot run, or another run holds the lock (or a live git the index). */
   cannotRun: 3,
   /**
    * A git step failed (a commit refused by signing or a locked index, a restore): the message

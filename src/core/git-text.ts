@@ -18,6 +18,13 @@ export const isObjectId = (value: unknown): value is string => typeof value === 
  */
 export const NO_HOOKS: readonly string[] = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false'];
 
+/**
+ * The one line for a repository with no commit yet, which every command that needs one says
+ * (exit 2): workers, checks and landings all start from the last commit.
+ */
+export const noCommitLine = (repo: string): string =>
+  `the repository at ${repo} has no commit yet, and foreman works from the last commit: commit something first (e.g. \`git add -A && git commit -m "Initial commit"\`), then run again`;
+
 /** How a path differs from HEAD (index and working tree together). */
 export type FileChange = 'modified' | 'added' | 'deleted' | 'untracked' | 'renamed' | 'copied' | 'type-changed' | 'unmerged';
 

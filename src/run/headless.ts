@@ -27,7 +27,6 @@ import type { Plan, UsageFigure } from '../core/plan.ts';
 import { excludesFileEnv } from '../core/sandbox-placeholders.ts';
 import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
 import { describeTimeLimitHit } from '../core/time-limit.ts';
-import { ensurePlanId } from './commit.ts';
 import type { RunAdapters } from './adapters.ts';
 import { type EngineStages, engineConfig, runEngine } from './engine.ts';
 import type { Isolation, WorktreeSetup } from './isolation.ts';
@@ -72,8 +71,8 @@ export interface HeadlessContext {
   nameThePlan?: boolean;
 }
 
-/** Why the run did not start: a live git process holds the index, setup refused, or the probe did (exit 2, its lines). */
-export type HeadlessRefusal = { kind: 'index-locked' } | { kind: 'setup'; problem: SetupProblem } | { kind: 'probe'; lines: string[] };
+/** Why the run did not start: setup refused (run/setup.ts), or the probe did (exit 2, its lines). */
+export type HeadlessRefusal = { kind: 'setup'; problem: SetupProblem } | { kind: 'probe'; lines: string[] };
 
 /** How the run ended. */
 export interface HeadlessEnd {
@@ -100,9 +99,6 @@ export async function runHeadless(
   // Workers and checks a killed run left behind are still editing files: stop them before anything else.
   const orphans = await adapters.processes.endLeftovers();
   if (orphans.length > 0) emit({ type: 'notice', level: 'warning', message: describeOrphans(orphans) });
-  const indexLock = await git.clearStaleIndexLock();
-  if (indexLock.ok && indexLock.value === 'removed')
-    emit({ type: 'notice', level: 'warning', message: 'removed a stale .git/index.lock left by a git process that was killed' });
 
   // Writes run one at a time, in a lane, so two never race on the temporary file. A person's edit to the plan file
   // while the run holds it is kept aside, never written over (PlanKeeper), and the run says where.
@@ -114,8 +110,6 @@ export async function runHeadless(
     if (kept !== null) emit({ type: 'notice', level: 'warning', message: describeKeptEdit(settings.planPath, kept, layout) });
   };
   try {
-    if (!indexLock.ok) return err({ kind: 'setup', problem: { kind: 'git-failed', doing: 'look for a stale .git/index.lock', failure: indexLock.error } });
-    if (indexLock.value === 'held') return err({ kind: 'index-locked' });
     const workspaceUse = {
       sandbox: sandboxed,
       setupTimeoutMs: settings.checkTimeoutMs,
@@ -123,13 +117,9 @@ export async function runHeadless(
       onSetup: (run: WorktreeSetup) => emit({ type: 'notice', level: 'info', message: describeSetupRun(run) }),
     };
     const branch = await git.currentBranch();
-    // The plan's id names its refs and worktrees: written before anything is made under it, so a
-    // run killed at once leaves nothing a later run (with the same id) cannot find and clean up.
-    if (typeof plan.planId !== 'string' || plan.planId === '') {
-      ensurePlanId(plan);
-      await save(plan);
-    }
+    // The plan's id is written by setup, once nothing refuses the run (`savePlan`).
     const setup = await setupRun(plan, {
+      savePlan: save,
       repo: settings.repo,
       planPath: settings.planPath,
       git,

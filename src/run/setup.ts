@@ -77,7 +77,7 @@ export interface SetupReport {
 }
 
 export type SetupProblem =
-  /** Declared paths that resolve outside the repository (or into .git) through a symlink, or name a directory as a file. */
+  /** Declared paths that resolve outside the repository (or into .git) through a symlink, name a directory as a file, or lie under a file of the last commit. */
   | { kind: 'unsafe-paths'; problems: string[] }
   /** Declared paths git ignores: foreman could neither verify nor commit them, and a restore would destroy them. */
   | { kind: 'ignored-paths'; paths: IgnoredPath[] }
@@ -85,6 +85,10 @@ export type SetupProblem =
   | { kind: 'repository-busy'; operation: RepositoryOperation }
   /** `repo` is a subdirectory of its repository: plan paths are relative to the top. */
   | { kind: 'not-top'; dir: string; top: string }
+  /** The repository has no commit yet: every worktree, check and landing starts from the last commit. */
+  | { kind: 'no-commit'; repo: string }
+  /** A live git process holds `.git/index.lock`: a commit or a landing would fail. */
+  | { kind: 'index-locked' }
   /** A git step of the setup failed (nothing is left staged). */
   | { kind: 'git-failed'; doing: string; failure: GitFailure }
   /** The worktree for the assumption checks could not be made ready (the setup command failed). */
@@ -112,6 +116,11 @@ export interface SetupOptions {
   verified?: readonly number[];
   /** Run assumption checks in the operating-system sandbox (writes: the repository and their own TMPDIR). */
   sandbox?: boolean;
+  /**
+   * Writes the plan once setup gave it its id, after the refusals and before anything is made
+   * under that id (a refused run leaves the plan file as it was); none when the caller wrote it.
+   */
+  savePlan?: (plan: Plan) => Promise<void>;
 }
 
 /** Declared paths that lead outside the repository through a symlink somewhere along them. */
@@ -148,6 +157,32 @@ export async function unsafePaths(plan: Plan, repo: string): Promise<string[]> {
         // through it to a file no task declared, and a restore must not follow it.
         problems.push(`tasks[${i}]: "${p}" is or goes through a symlink (to ${rel || '.'}); declare the real path instead`);
       }
+    }
+  }
+  return problems;
+}
+
+/**
+ * Declared paths of the tasks still to run that the last commit, where every worker starts,
+ * contradicts: a bare path it holds as a directory, or a path under one of its files. `committed`:
+ * the files of that commit (`Git.committedFiles`).
+ */
+export function committedContradictions(plan: Plan, committed: ReadonlySet<string>): string[] {
+  const directories = new Set<string>();
+  for (const file of committed) for (let cut = file.indexOf('/'); cut > 0; cut = file.indexOf('/', cut + 1)) directories.add(file.slice(0, cut));
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  for (const [i, task] of plan.tasks.entries()) {
+    if (statusOf(task) === 'completed') continue;
+    for (const p of [...writesOf(task), ...readsOf(task)]) {
+      if (seen.has(p)) continue;
+      seen.add(p);
+      const key = isDirPath(p) ? p.slice(0, -1) : p;
+      const file = [...key.matchAll(/\//g)].map((slash) => key.slice(0, slash.index)).find((above) => committed.has(above));
+      if (file !== undefined) problems.push(`tasks[${i}]: "${p}" cannot exist: "${file}" is a file in the last commit`);
+      else if (!isDirPath(p) && directories.has(p))
+        problems.push(`tasks[${i}]: "${p}" is a directory in the last commit; declare it as "${p}/" to mean everything under it`);
+      else if (isDirPath(p) && committed.has(key)) problems.push(`tasks[${i}]: "${p}" is a file in the last commit; declare it as "${key}"`);
     }
   }
   return problems;
@@ -193,18 +228,73 @@ export async function repositoryProblem(repo: string, git: Git): Promise<SetupPr
   return operation.value ? { kind: 'repository-busy', operation: operation.value } : null;
 }
 
+/**
+ * Why the plan cannot run on this repository as its last commit and its files stand: it has no
+ * commit, or a declared path leads outside it, names a directory as a file (in the working tree
+ * or in the last commit), lies under a file of the last commit, or is ignored. What
+ * `plan check` refuses inside a repository; every run refuses it too (`refusalBeforeWork`).
+ */
+export async function planRepositoryProblem(plan: Plan, repo: string, git: Git): Promise<SetupProblem | null> {
+  if ((await git.headCommit()) === null) return { kind: 'no-commit', repo };
+  const unsafe = await unsafePaths(plan, repo);
+  if (unsafe.length > 0) return { kind: 'unsafe-paths', problems: unsafe };
+  const contradicted = committedContradictions(plan, await git.committedFiles());
+  if (contradicted.length > 0) return { kind: 'unsafe-paths', problems: contradicted };
+  const ignored = await ignoredDeclaredPaths(plan, git);
+  if (!ignored.ok) return { kind: 'git-failed', doing: 'ask git which declared paths it ignores', failure: ignored.error };
+  if (ignored.value.length > 0) return { kind: 'ignored-paths', paths: ignored.value };
+  return null;
+}
+
+/**
+ * Everything that refuses a run before it changes anything, in the order a run meets them: a
+ * folder that is not the top, a merge or the like in progress, an index a live git holds, then
+ * `planRepositoryProblem`. A headless run and `plan setup` ask it first (`setupRun`), `execute
+ * --dry-run` asks the same with `look` (a stale index lock is left where it is: the run removes
+ * it). `staleIndexLock`: the run removed one (or, looking, would).
+ */
+export async function refusalBeforeWork(
+  plan: Plan,
+  options: { repo: string; git: Git; look?: boolean },
+): Promise<{ problem: SetupProblem | null; staleIndexLock: boolean }> {
+  const refused = (problem: SetupProblem) => ({ problem, staleIndexLock: false });
+  const busy = await repositoryProblem(options.repo, options.git);
+  if (busy) return refused(busy);
+  const indexLock = await options.git.clearStaleIndexLock(2000, options.look === true);
+  if (!indexLock.ok) return refused({ kind: 'git-failed', doing: 'look for a stale .git/index.lock', failure: indexLock.error });
+  if (indexLock.value === 'held') return refused({ kind: 'index-locked' });
+  const problem = await planRepositoryProblem(plan, options.repo, options.git);
+  return { problem, staleIndexLock: problem === null && indexLock.value !== 'none' };
+}
+
+/** The notice of a stale index lock the run removed. */
+export const STALE_INDEX_LOCK_NOTICE = 'removed a stale .git/index.lock left by a git process that was killed';
+
+/**
+ * The warning of uncommitted changes in the working tree (the plan's own folder and subagent
+ * worktrees aside), which workers will not see: said as a run starts, and by its dry run.
+ */
+export async function uncommittedChangesNotice(repo: string, planPath: string, git: Git): Promise<Result<string | null, GitFailure>> {
+  // The plan's own files (plan.json, its lock) and subagent worktrees of a session are not the person's edits.
+  const planDir = relative(repo, dirname(planPath)).split(sep).join('/');
+  const notTheirs = ['.claude/worktrees/', ...(planDir === '' || planDir.startsWith('..') ? [] : [`${planDir}/`])];
+  const changed = await git.diffNames();
+  if (!changed.ok) return changed;
+  const dirty = changed.value.filter((p) => !coveredBy(p, notTheirs));
+  if (dirty.length === 0) return ok(null);
+  return ok(
+    `you have ${dirty.length === 1 ? 'an uncommitted change' : `${dirty.length} uncommitted changes`} (${clipTail(dirty.join(', '), 200)}): workers start from the last commit and will not see ${dirty.length === 1 ? 'it' : 'them'}; foreman never touches ${dirty.length === 1 ? 'it' : 'them'}, and finished work lands only on files you have not changed`,
+  );
+}
+
 export async function setupRun(plan: Plan, options: SetupOptions): Promise<Result<SetupReport, SetupProblem>> {
   // Everything that can refuse the run comes before anything that changes the repository.
-  const busy = await repositoryProblem(options.repo, options.git);
-  if (busy) return err(busy);
-  const unsafe = await unsafePaths(plan, options.repo);
-  if (unsafe.length > 0) return err({ kind: 'unsafe-paths', problems: unsafe });
-  const ignored = await ignoredDeclaredPaths(plan, options.git);
-  if (!ignored.ok) return err({ kind: 'git-failed', doing: 'ask git which declared paths it ignores', failure: ignored.error });
-  if (ignored.value.length > 0) return err({ kind: 'ignored-paths', paths: ignored.value });
+  const refusal = await refusalBeforeWork(plan, options);
+  if (refusal.problem !== null) return err(refusal.problem);
 
   const resumed = plan.tasks.some((t) => statusOf(t) !== 'pending');
   const notices: SetupReport['notices'] = [];
+  if (refusal.staleIndexLock) notices.push({ level: 'warning', message: STALE_INDEX_LOCK_NOTICE });
   // The plan lint's warnings not fixed nor accepted, said once as the run starts (headless and in-session).
   for (const message of await planWarningNotices(plan, options.planPath, options.git)) notices.push({ level: 'warning', message });
   if ((await options.git.currentBranch()) === null) {
@@ -217,7 +307,12 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
   // The person's deny rules foreman's own sandboxed commands cannot hold are said once, here.
   const unheld = options.sandbox ? await ownSandboxNotice(options.repo) : null;
   if (unheld !== null) notices.push({ level: 'warning', message: unheld });
-  ensurePlanId(plan);
+  // The plan's id names its refs and worktrees: written before anything is made under it, so a
+  // run killed at once leaves nothing a later run (with the same id) cannot find and clean up.
+  if (typeof plan.planId !== 'string' || plan.planId === '') {
+    ensurePlanId(plan);
+    await options.savePlan?.(plan);
+  }
   const findings = noFindings();
   const statusNow = (index: number) => statusAfter(plan, index, findings);
 
@@ -285,18 +380,9 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
     });
   }
 
-  // The plan's own files (plan.json, its lock) and subagent worktrees of a session are not the person's edits.
-  const planDir = relative(options.repo, dirname(options.planPath)).split(sep).join('/');
-  const notTheirs = ['.claude/worktrees/', ...(planDir === '' || planDir.startsWith('..') ? [] : [`${planDir}/`])];
-  const changed = await options.git.diffNames();
-  if (!changed.ok) return err({ kind: 'git-failed', doing: 'list your uncommitted changes', failure: changed.error });
-  const dirty = changed.value.filter((p) => !coveredBy(p, notTheirs));
-  if (dirty.length > 0) {
-    notices.push({
-      level: 'warning',
-      message: `you have ${dirty.length === 1 ? 'an uncommitted change' : `${dirty.length} uncommitted changes`} (${clipTail(dirty.join(', '), 200)}): workers start from the last commit and will not see ${dirty.length === 1 ? 'it' : 'them'}; foreman never touches ${dirty.length === 1 ? 'it' : 'them'}, and finished work lands only on files you have not changed`,
-    });
-  }
+  const uncommitted = await uncommittedChangesNotice(options.repo, options.planPath, options.git);
+  if (!uncommitted.ok) return err({ kind: 'git-failed', doing: 'list your uncommitted changes', failure: uncommitted.error });
+  if (uncommitted.value !== null) notices.push({ level: 'warning', message: uncommitted.value });
 
   const checked = await checkAssumptions(plan, options, isolation, statusNow);
   if (!checked.ok) return err({ kind: 'setup-failed', reason: checked.error });

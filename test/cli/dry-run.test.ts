@@ -11,6 +11,7 @@ import { type Io, runCommand } from '../../src/cli/command.ts';
 import { executeCommand } from '../../src/cli/execute.ts';
 import type { DryRunEvent } from '../../src/core/events.ts';
 import { PLAN_WARNING_KINDS } from '../../src/core/plan-lint.ts';
+import { fakeWorker } from '../support/execute.ts';
 import { leftovers, repoWithPlan } from '../support/fake-run.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
@@ -41,7 +42,8 @@ async function dryRun(dir: string, argv: string[]) {
   const out: string[] = [];
   const err: string[] = [];
   const io: Io = { out: (t) => out.push(...t.split('\n')), err: (t) => err.push(t), cwd: dir, env: {}, isTTY: false, columns: 200 };
-  const code = await runCommand('execute', executeCommand, ['--dry-run', ...argv], io);
+  // The dry run refuses what the run refuses, a missing Claude Code CLI included: the fake one answers for it.
+  const code = await runCommand('execute', executeCommand, ['--dry-run', '--claude-bin', fakeWorker, ...argv], io);
   return { code, out, err };
 }
 

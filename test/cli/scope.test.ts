@@ -107,6 +107,9 @@ describe('worker permission rules', () => {
     const dir = join(parent, 'repo?');
     await runGit(parent, ['init', '-q', '-b', 'main', dir]);
     await writeFile(join(dir, 'README.md'), 'x\n');
+    // A commit: a repository without one is refused before the rules are looked at.
+    await runGit(dir, ['add', 'README.md']);
+    await runGit(dir, ['-c', 'user.name=T', '-c', 'user.email=t@example.com', '-c', 'commit.gpgsign=false', 'commit', '-qm', 'initial']);
     await writePlan(dir, makePlan([fakeTask('A', { create: ['a.txt'] })]));
     const r = await runExecute(dir, ['--dry-run']);
     expect(r.exitCode).toBe(2);

@@ -14,6 +14,7 @@ import type { GitFailure } from '../../src/core/git-text.ts';
 import type { WorkerRequest } from '../../src/adapters/worker.ts';
 import type { RunEvent, RunEventBody } from '../../src/core/events.ts';
 import { type Result, type WorkerFailure, type WorkerRun, err, ok } from '../../src/core/failure.ts';
+import { ensurePlanId } from '../../src/run/commit.ts';
 import type { CheckedWork, Verification } from '../../src/core/finalize.ts';
 import type { Refusal } from '../../src/core/limiter.ts';
 import { type Plan, type Task, type UsageFigure, emptyUsage, statusOf } from '../../src/core/plan.ts';
@@ -459,7 +460,12 @@ export class SessionRig {
       close: async () => undefined,
     },
     repository: {
-      setUp: async (plan) => {
+      setUp: async (plan, options) => {
+        // As setupRun: the plan's id given and written once nothing refuses the session.
+        if (typeof plan.planId !== 'string' || plan.planId === '') {
+          ensurePlanId(plan);
+          await options.savePlan?.(plan);
+        }
         const findings = this.findings;
         return ok({
           goal: plan.goal,

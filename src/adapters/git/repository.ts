@@ -205,9 +205,10 @@ export class Git {
   /**
    * A `.git/index.lock` left by a git process that was killed (say, a round commit when the
    * orchestrator got SIGKILL) blocks every later commit. Waits briefly for a live git to finish;
-   * then removes the lock only if no process has it open. Returns what it found.
+   * then removes the lock only if no process has it open. Returns what it found. `look`: only
+   * look (a dry run), and say `stale` of a lock it would have removed.
    */
-  async clearStaleIndexLock(waitMs = 2000): Promise<Result<'none' | 'removed' | 'held', GitFailure>> {
+  async clearStaleIndexLock(waitMs = 2000, look = false): Promise<Result<'none' | 'removed' | 'stale' | 'held', GitFailure>> {
     const found = await this.run(['rev-parse', '--git-dir']);
     if (!found.ok) return err(failureOf(found.error));
     const lock = path.join(path.resolve(this.dir, found.value.trim()), 'index.lock');
@@ -215,6 +216,7 @@ export class Git {
     while (await exists(lock)) {
       if (Date.now() >= deadline) {
         if (await fileHeldOpen(lock)) return ok('held');
+        if (look) return ok('stale');
         await rm(lock, { force: true });
         return ok('removed');
       }

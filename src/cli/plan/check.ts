@@ -4,7 +4,8 @@ import { writePlanAtomic } from '../../adapters/plan-store.ts';
 import { plural } from '../../core/format.ts';
 import { HOW_TO_ACCEPT, type PlanLint, lintPlan } from '../../core/plan-lint.ts';
 import { withDefaults } from '../../core/validate.ts';
-import { describeIgnored, ignoredDeclaredPaths } from '../../run/setup.ts';
+import { planRepositoryProblem } from '../../run/setup.ts';
+import { describeSetupProblem } from '../setup-problem.ts';
 import type { Command } from '../command.ts';
 import { CliError, EXIT, gitFailedError } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';
@@ -13,7 +14,7 @@ import { planOption } from './options.ts';
 export const check: Command = {
   name: 'check',
   summary:
-    'Validate the plan: schema, dependencies, cycles, paths, computed file overlaps, and (inside a git repository) no declared path that git ignores; then warn of hazards it still holds (undeclared files, unordered tasks, lockfiles), each with its fix. Exit 0 if valid (warnings included), 2 if not.',
+    "Validate the plan: schema, dependencies, cycles, paths, computed file overlaps, and (inside a git repository) what a run would refuse of it there, in the run's words and exit code: no commit yet, a declared path that leads outside the repository, names a directory as a file, or is ignored by git; then warn of hazards it still holds (undeclared files, unordered tasks, lockfiles), each with its fix. Exit 0 if valid (warnings included), 2 if not (4 when git fails).",
   usage: '[--plan FILE] [--fix] [--strict]',
   options: {
     ...planOption,
@@ -29,13 +30,13 @@ export const check: Command = {
     const git = new Git(dirname(path));
     const inRepository = await git.isRepo();
     if (inRepository) {
-      const ignored = await ignoredDeclaredPaths(plan, git);
-      if (!ignored.ok) throw gitFailedError('ask git which declared paths it ignores', ignored.error);
-      if (ignored.value.length > 0) {
-        throw new CliError(EXIT.invalid, [
-          `${path}: the plan is invalid (${plural(ignored.value.length, 'problem')}):`,
-          ...ignored.value.map((p) => `  ${describeIgnored(p)}`),
-        ]);
+      // What a run refuses of this plan on this repository's last commit is refused here, in the run's words.
+      const top = await git.root();
+      if (!top.ok) throw gitFailedError('find the top of the repository', top.error);
+      const problem = await planRepositoryProblem(plan, top.value, git);
+      if (problem !== null) {
+        const described = describeSetupProblem(problem);
+        throw new CliError(described.code, described.lines);
       }
     }
     // Outside a repository only the hazards between the plan's own tasks can be found.

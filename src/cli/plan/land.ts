@@ -3,7 +3,9 @@
 // when the work landed (or was already there), 1 when something of the person's blocks it, 2 when
 // there is nothing to land (the plan never ran, or its ref is gone).
 
+import { Git } from '../../adapters/git/repository.ts';
 import { ownLayout } from '../../adapters/layout.ts';
+import { noCommitLine } from '../../core/git-text.ts';
 import { acquireLock, currentLockInfo, lockHeldMessage } from '../../adapters/plan-store.ts';
 import { approvalHint, commandHint, shellWord } from '../../core/command-hint.ts';
 import type { LandMode } from '../../core/landing.ts';
@@ -47,10 +49,11 @@ export function formatBytes(bytes: number): string {
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
-/** The repository holding the plan, or exit 2. */
+/** The repository holding the plan, or exit 2 (outside any, or with no commit yet: there is nothing a plan could have landed on or made). */
 async function repositoryFor(planPath: string, command: string): Promise<string> {
   const repo = await repositoryOf(planPath);
   if (repo === null) throw new CliError(EXIT.invalid, [`${command}: ${planPath} is not in a git repository`]);
+  if ((await new Git(repo).headCommit()) === null) throw new CliError(EXIT.invalid, [`${command}: ${noCommitLine(repo)}`]);
   return repo;
 }
 

@@ -7,6 +7,7 @@ import { describeOrphans } from '../../adapters/orphans.ts';
 import { realRunAdapters } from '../../run/adapters.ts';
 import { acquireLock, currentLockInfo, lockHeldMessage } from '../../adapters/plan-store.ts';
 import { assertNever } from '../../core/failure.ts';
+import { noCommitLine } from '../../core/git-text.ts';
 import { formatDuration, oneLine } from '../../core/format.ts';
 import { type ProbeReport, probeFindings, probeHeadline } from '../../core/probe.ts';
 import { decideSandbox, installAdvice, ownSandboxNotice, sandboxModeOf } from '../../adapters/sandbox.ts';
@@ -59,6 +60,8 @@ export const probe: Command = {
     const top = await git.root();
     if (!top.ok) throw gitFailedError('find the top of the repository', top.error);
     const repo = top.value;
+    // The probe checks out the last commit: without one it is refused as a run is (exit 2).
+    if ((await git.headCommit()) === null) throw new CliError(EXIT.invalid, [noCommitLine(repo)]);
 
     // The lock keeps the probe's records in .design/workers.json from clobbering a run's.
     const lock = await acquireLock(path, currentLockInfo('plan probe'));

@@ -10,7 +10,7 @@ import { resolve } from 'node:path';
 import { Git } from '../../adapters/git/repository.ts';
 import { ownLayout } from '../../adapters/layout.ts';
 import { commandHint } from '../../core/command-hint.ts';
-import { acquireLock, currentLockInfo, lockHeldMessage, readPlanFile } from '../../adapters/plan-store.ts';
+import { acquireLock, currentLockInfo, readPlanFile } from '../../adapters/plan-store.ts';
 import { type Plan, statusOf } from '../../core/plan.ts';
 import { landingProblemSentence } from '../../core/landing.ts';
 import { countByStatus } from '../../core/graph.ts';
@@ -32,7 +32,7 @@ import { RANGES } from '../numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, UsageError, usageError } from '../exit.ts';
 import { findPlan, loadPlan, loadPlanFile, missingPlanLine, repositoryTop } from '../load.ts';
 import { describeEditBetweenSteps, editedSinceLastStep, rememberPlanFile } from '../../run/plan-edits.ts';
-import { describeSetupProblem } from '../setup-problem.ts';
+import { describeSetupProblem, lockedLine } from '../setup-problem.ts';
 import { gateCommandOf, gateOptions } from '../gate-flags.ts';
 import { describeGitFailure, isObjectId } from '../../core/git-text.ts';
 import { assertNever } from '../../core/failure.ts';
@@ -183,9 +183,7 @@ export function stepCommand<P, O extends StepOutput>(spec: StepSpec<P, O>): Comm
         const { repo, planPath, git } = await locate(where);
         const lock = await acquireLock(planPath, currentLockInfo(`plan ${spec.name}`));
         if (!lock.ok) {
-          throw new StepError(EXIT.cannotRun, 'locked', [
-            `${lockHeldMessage(lock.error.holder)}; watch it with \`${commandHint('plan', 'status', ownLayout())}\``,
-          ]);
+          throw new StepError(EXIT.cannotRun, 'locked', [lockedLine(lock.error.holder)]);
         }
         try {
           const { plan, text } = await loadStepPlan(planPath);
@@ -368,17 +366,9 @@ export const setup = stepCommand({
       await refuseBaseline(ctx, report.command ?? '', report.failedOn, report.output ?? '', setupResult.value.notices);
     }
     if (setupResult.ok) return setupResult.value;
-    switch (setupResult.error.kind) {
-      case 'unsafe-paths':
-        throw new StepError(EXIT.invalid, 'unsafe-paths', [
-          `the plan has paths that lead outside the repository: ${setupResult.error.problems[0]}`,
-          ...setupResult.error.problems,
-        ]);
-      default: {
-        const problem = describeSetupProblem(setupResult.error);
-        throw new StepError(problem.code, problem.kind, problem.lines);
-      }
-    }
+    // As `execute` refuses it: the same exit code and lines.
+    const problem = describeSetupProblem(setupResult.error);
+    throw new StepError(problem.code, problem.kind, problem.lines);
   },
 });
 

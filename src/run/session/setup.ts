@@ -28,7 +28,6 @@ import {
   warning,
 } from '../../core/session-report.ts';
 import { promptsDirFor } from '../archive.ts';
-import { ensurePlanId } from '../commit.ts';
 import type { SessionIsolation, SessionSetupReport } from './io.ts';
 import { type LandingState, noGateNotice } from '../lifecycle.ts';
 import { StepRun, post, runEnd, sessionEndedEvents, setUpEvent, setupEvents } from './driver.ts';
@@ -139,11 +138,6 @@ export class SetupStep implements SessionStep<SetupOpened, SetupRan, SetupOutput
     const verified = verifiedEarlier(earlier.engine);
     await io.handOut.removeStale();
     const branch = await io.repository.branch();
-    // The plan's id names its refs and worktrees: written before anything is made under it.
-    if (typeof plan.planId !== 'string' || plan.planId === '') {
-      ensurePlanId(plan);
-      await writes.save(plan);
-    }
     const gateCommand = settings.noGate === true ? undefined : (settings.gate ?? plan.context?.testCommand);
     const gateConfig: SessionGateConfig | null =
       gateCommand === undefined || gateCommand.trim() === ''
@@ -168,6 +162,8 @@ export class SetupStep implements SessionStep<SetupOpened, SetupRan, SetupOutput
         checkTimeoutMs: session.checkTimeoutMs,
         verified: verified.map((v) => v.task),
         sandbox: sandbox.sandboxed,
+        // The plan's id is written by setup, once nothing refuses the session, before anything is made under it.
+        savePlan: (given) => writes.save(given),
       })
       .finally(() => io.processes.forget());
     if (!setup.ok) return err(setup.error);
