@@ -42,7 +42,12 @@ export type StopReason =
    * A rate or usage limit would have held the run longer than `--limit-wait`: it drained (what ran
    * finished, nothing new started) and stopped, resumable after the time `run-finished` names.
    */
-  | 'limited';
+  | 'limited'
+  /**
+   * The API was out of reach (no answer: refused, reset, DNS, TLS, timeouts) for longer than
+   * `--limit-wait`: the run drained and stopped, resumable when the API answers.
+   */
+  | 'api-unreachable';
 
 export type RunEventBody =
   | {
@@ -78,6 +83,8 @@ export type RunEventBody =
       concurrency: number;
       until: string | null;
       resetAt: string | null;
+      /** While the API is out of reach (`limit` `api-unreachable`): since when nothing was served (ISO); null otherwise. */
+      since?: string | null;
       refusals: number;
       task: number | null;
       message: string;

@@ -334,6 +334,8 @@ export function createLiveView(options: LiveViewOptions): LiveView {
         break;
       case 'draining':
         draining = true;
+        // A run that drains waits for no limit: nothing new starts.
+        limit = null;
         break;
       case 'run-finished':
         runEnd = timeOf(event.at);

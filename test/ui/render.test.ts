@@ -432,6 +432,7 @@ describe('event schema', () => {
       'setup-failed': true,
       drained: true,
       limited: true,
+      'api-unreachable': true,
     };
     for (const reason of Object.keys(reasons)) {
       const finished = ev(T0, {
