@@ -179,7 +179,10 @@ function transientFromStream(facts: StreamFacts, endedAt: number | undefined): W
     (assistantError !== undefined && assistantError.apiErrorStatus === undefined && UNREACHABLE.test(assistantError.text)) ||
     (assistantError === undefined && retry !== undefined && retry.errorStatus === undefined && facts.retrying === true)
   ) {
-    return { reason: 'api-unreachable', message: assistantError?.text || 'its requests got no answer (no HTTP status: a connection failure)' };
+    return {
+      reason: 'api-unreachable',
+      message: assistantError?.text || 'its requests got no answer (the connection failed: refused, reset, a name that does not resolve, TLS, or a timeout)',
+    };
   }
   return undefined;
 }
