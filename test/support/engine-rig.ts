@@ -207,7 +207,10 @@ export class EngineRig {
                 resolve({
                   ...failedRun(
                     unreachable
-                      ? { reason: 'api-unreachable', message: 'its requests got no answer (the connection failed: refused, reset, a name that does not resolve, TLS, or a timeout)' }
+                      ? {
+                          reason: 'api-unreachable',
+                          message: 'its requests got no answer (the connection failed: refused, reset, a name that does not resolve, TLS, or a timeout)',
+                        }
                       : { reason: 'rate-limited', message: 'API Error: Request rejected (429)' },
                   ),
                   ...(request.resume !== undefined ? { sessionId: request.resume } : {}),
