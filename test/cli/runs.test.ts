@@ -205,7 +205,7 @@ describe('plan.ts status', () => {
     await writeJournal(stopped('run-usage', Date.now() - 1000, { resumeAfter: inTwoHours.toISOString(), message: 'the usage limit resets at …' }));
     expect(await run('status')).toBe(0);
     const said = out.find((l) => l.startsWith('The last run (run-usage) stopped at '))!;
-    expect(said).toMatch(/^The last run \(run-usage\) stopped at \S+ for a rate or usage limit \(exit 75\): the usage limit resets at …$/);
+    expect(said).toMatch(/^The last run \(run-usage\) stopped at \S+ \(exit 75\) because of a rate or usage limit: the usage limit resets at …$/);
     expect(out).toContain(`Run the same command again after ${day}${pad(inTwoHours.getHours())}:${pad(inTwoHours.getMinutes())} to go on.`);
     // Once the reset has passed, now.
     out = [];

@@ -434,7 +434,9 @@ describe('execute.ts with the fake worker', () => {
     ]);
     // A person who comes back later learns from `plan status` what stopped the run, and when to go on.
     const status = await runPlanTool(repo.dir, ['status']);
-    expect(status.stdout).toContain(`The last run (${end['runId']}) stopped at ${end['at']} for a rate or usage limit (exit 75): the usage limit resets at `);
+    expect(status.stdout).toContain(
+      `The last run (${end['runId']}) stopped at ${end['at']} (exit 75) because of a rate or usage limit: the usage limit resets at `,
+    );
     expect(status.stdout).toMatch(/^Run the same command again after (\w{3} \d{1,2} )?\d\d:\d\d to go on\.$/m);
     const json = JSON.parse((await runPlanTool(repo.dir, ['status', '--json'])).stdout);
     expect(json.run).toBeNull();

@@ -8,8 +8,10 @@
 // (exit 3). The workers run with the CLI's own retries (10, over about 3 minutes, for a
 // connection failure): foreman stops a worker the API served nothing at its first `api_retry`.
 
+import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Ajv } from 'ajv';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { RunEventBody } from '../../src/core/events.ts';
 import type { Plan } from '../../src/core/plan.ts';
@@ -55,11 +57,19 @@ async function repoWith(plan: Plan, server: ModelServer) {
   return { repo, planPath, env };
 }
 
+const fitsSchema = new Ajv({ allErrors: true, strict: false }).compile(
+  JSON.parse(readFileSync(new URL('../../schemas/event.schema.json', import.meta.url), 'utf8')),
+);
+/** The run's `--json` events, each checked against schemas/event.schema.json. */
 const eventsOf = (stdout: string) =>
   stdout
     .split('\n')
     .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as RunEventBody & { at: string; runId: string });
+    .map((line) => {
+      const event = JSON.parse(line) as RunEventBody & { at: string; runId: string };
+      expect(fitsSchema(event), `${line}\n${JSON.stringify(fitsSchema.errors)}`).toBe(true);
+      return event;
+    });
 const finishedOf = (events: ReturnType<typeof eventsOf>) => events.find((e): e is Extract<typeof e, { type: 'run-finished' }> => e.type === 'run-finished')!;
 const args = (limitWait: number) => ['--claude-bin', claudeBin, '--json', '--concurrency', '2', '--no-probe', '--limit-wait', String(limitWait)];
 
@@ -98,7 +108,9 @@ describe('the API out of reach (the real CLI)', () => {
     expect(server.requests).toEqual([]);
 
     const status = await runPlanTool(repo.dir, ['status']);
-    expect(status.stdout).toContain(`The last run (${end.runId}) stopped at ${end.at} for the API was out of reach (exit 75): could not reach ${server.url}`);
+    expect(status.stdout).toContain(
+      `The last run (${end.runId}) stopped at ${end.at} (exit 75) because the API was out of reach: could not reach ${server.url}`,
+    );
     expect(status.stdout).toContain('Run the same command again when the API answers to go on.');
     const json = JSON.parse((await runPlanTool(repo.dir, ['status', '--json'])).stdout);
     expect(json.stopped).toMatchObject({ runId: end.runId, reason: 'api-unreachable', resumeAfter: null, runAgain: 'when the API answers' });

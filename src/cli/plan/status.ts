@@ -137,8 +137,8 @@ export const status: Command = {
     // What a rate or usage limit, or the API out of reach, holds the run back for.
     if (live?.waiting) io.out(`Waiting: ${live.waiting}`);
     if (stopped !== null) {
-      const why = stopped.reason === 'api-unreachable' ? 'the API was out of reach' : 'a rate or usage limit';
-      io.out(`The last run (${stopped.runId}) stopped at ${stopped.finishedAt} for ${why} (exit 75): ${stopped.message}`);
+      const why = stopped.reason === 'api-unreachable' ? 'the API was out of reach' : 'of a rate or usage limit';
+      io.out(`The last run (${stopped.runId}) stopped at ${stopped.finishedAt} (exit 75) because ${why}: ${stopped.message}`);
       io.out(`Run the same command again ${stopped.runAgain} to go on.`);
     }
     if (running.length > 0) {
