@@ -56,7 +56,8 @@ export function workerRefused(building: StepDraft, task: number, refusal: Refusa
   const running = [...building.attempts.values()].filter((a) => a.stage === 'running' && a.stopping !== true).length;
   const crowded = running > allowed(draft.limiter, draft.config.concurrency);
   const again = attempt.refused === true || draft.limiter.strikes >= 2;
-  const asksTooSoon = refusal.delayMs === undefined || draft.now + refusal.delayMs < draft.limiter.holdUntil || draft.stop?.reason === 'limited';
+  const stopping = draft.stop?.reason === 'limited' || draft.stop?.reason === 'api-unreachable';
+  const asksTooSoon = refusal.delayMs === undefined || draft.now + refusal.delayMs < draft.limiter.holdUntil || stopping;
   if (attempt.cancelled === undefined && attempt.stopping !== true && !progressed && draft.config.driver === 'headless' && (crowded || again || asksTooSoon)) {
     building.attempts.set(task, { ...attempt, refused: true, stopping: true });
     building.effects.push({ type: 'stop-worker', task });
