@@ -137,7 +137,7 @@ describe('live view', () => {
       at: new Date(at).toISOString(),
     };
     const { screen, view, setClock } = playLive(200, false, [...started, hold]);
-    expect(screen.text).toContain('! waiting for the API to answer: as it was then (task 1 refused; 1 refusal so far)');
+    expect(screen.text).toContain("! waiting for the API to answer: as it was then (task 1's request got no answer)");
     const waiting = `waiting for the API to answer (out of reach since ${clock(new Date(at))}): one worker tries again at ${clock(until)}`;
     expect(screen.text.at(-1)).toContain(`· ${waiting} ·`);
     // The hold is over and one worker tries the API: said until a response is served.
