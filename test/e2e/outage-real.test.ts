@@ -9,7 +9,7 @@
 // connection failure): foreman stops a worker the API served nothing at its first `api_retry`.
 
 import { readFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -104,8 +104,17 @@ describe('the API out of reach (the real CLI)', () => {
       ['pending', 0],
       ['pending', 0],
     ]);
-    // No request reached the closed port, and the workers did not sit through the CLI's 3 minutes of retries.
+    // No request reached the closed port, and no worker sat through its CLI's ten tries (3 minutes):
+    // each was stopped at its first `api_retry` without a status.
     expect(server.requests).toEqual([]);
+    const log = await readFile(join(repo.dir, '.design', 'worker-0.log'), 'utf8');
+    const tries = [
+      ...log.matchAll(
+        /^\[[\d:.]+\] (! API retry \d+\/10: status \? unknown|! killing the worker's process group \(a limit refused it \(or the API did not answer\))/gm,
+      ),
+    ].map((m) => (m[1]!.startsWith('! API retry') ? 'retry' : 'stopped'));
+    expect(tries.length).toBeGreaterThanOrEqual(2);
+    expect(tries.join(' ')).toMatch(/^(retry stopped ?)+$/);
 
     const status = await runPlanTool(repo.dir, ['status']);
     expect(status.stdout).toContain(
