@@ -73,7 +73,8 @@ export type RunEventBody =
    * The run's limiter changed what the run may do. `hold`: a refusal holds new starts until
    * `until`; `lowered`: a refusal lowered the workers it may have at once (`working`); `serving`:
    * the API serves again after refusals; `raised`: responses served raised `working`. `task`: whose
-   * refusal it was. `limit`: what the last hold was for; `resetAt`: a usage limit's reset.
+   * refusal it was. `limit`: what the last hold was for; `resetAt`: a usage limit's reset; `since`:
+   * while the API is out of reach (`api-unreachable`: requests never answered), since when.
    */
   | {
       type: 'limit';
