@@ -214,10 +214,13 @@ export function settleRound(limiter: Limiter, ceiling: number): Limiter {
 /**
  * Whether the run would wait longer than `--limit-wait` for the limit that holds it: a usage limit
  * resetting later than that from now, or refusals (nothing served between) that began longer ago
- * than that, counting the hold still to come. Then: until when the run would have had to wait.
+ * than that, counting the hold still to come; the API out of reach for longer than that. Then:
+ * until when the run would have had to wait.
  */
 export function overdue(limiter: Limiter, now: number, settings: LimiterSettings): { until: number } | null {
-  if (!holding(limiter, now) || limiter.refusedSince === null) return null;
-  const waited = limiter.holdUntil - (limiter.kind === 'usage-limit' ? now : limiter.refusedSince);
-  return waited > settings.maxWaitMs ? { until: limiter.holdUntil } : null;
+  // The API out of reach counts from its first unanswered request, held or not (a back-off of 0 holds nothing).
+  if (limiter.refusedSince === null || !(holding(limiter, now) || outage(limiter))) return null;
+  const until = Math.max(limiter.holdUntil, now);
+  const waited = until - (limiter.kind === 'usage-limit' ? now : limiter.refusedSince);
+  return waited > settings.maxWaitMs ? { until } : null;
 }

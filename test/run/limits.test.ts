@@ -318,6 +318,22 @@ describe('limits in the headless engine', () => {
       expect(rig.events.slice(drainingAt(rig)).some((e) => e.type === 'limit')).toBe(false);
     });
 
+    it('with no back-off (FOREMAN_BACKOFF_MS=0) it tries again at once, and still stops once the API has been out of reach longer than --limit-wait', async () => {
+      const rig = new EngineRig(tasks(1), { settings: { concurrency: 1, backoffMs: 0, limitWaitMs: 3000 } });
+      await rig.advance(0);
+      let tries = 0;
+      while (drainingAt(rig) < 0) {
+        expect(rig.runningTasks).toEqual([0]);
+        await rig.refuse(0, outage);
+        tries++;
+        await rig.advance(1000);
+      }
+      // Unanswered at 0, 1, 2 and 3 s; at 4 s it has been out of reach longer than the 3 s --limit-wait.
+      expect(tries).toBe(5);
+      const result = await rig.ended();
+      expect([result.reason, attemptsOf(result.plan)]).toEqual(['api-unreachable', [0]]);
+    });
+
     it('names what it could not reach in the CLI’s own words when a worker ended with them; --limit-wait 0 stops at the first', async () => {
       const rig = new EngineRig(tasks(2), { settings: { concurrency: 1, limitWaitMs: 0 } });
       await rig.advance(0);
