@@ -152,6 +152,9 @@ describe('the API out of reach (the real CLI)', () => {
     const limits = events.filter((e) => e.type === 'limit');
     expect(limits.some((e) => e.type === 'limit' && e.change === 'hold' && e.limit === 'api-unreachable')).toBe(true);
     expect(limits.at(-1)).toMatchObject({ change: 'serving' });
+    // Task one's worker had been served when the API went away: never stopped, it waited with its CLI and went on.
+    expect(events.filter((e) => e.type === 'task-started' && e.task === 0).length).toBe(1);
+    expect(events.filter((e) => e.type === 'task-finished' && e.task === 0).map((e) => e.type === 'task-finished' && e.outcome)).toEqual(['completed']);
     // Nothing failed or was retried: a task the outage met was requeued (or its worker waited it out), no attempt spent.
     expect(
       events
