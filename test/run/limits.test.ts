@@ -128,7 +128,7 @@ describe('limits in the headless engine', () => {
     // Resumed: the same attempt, in the same worktree, its session continued, told why.
     const resumed = rig.started.at(-1)!;
     expect([resumed.taskIndex, resumed.attempt, resumed.cwd, resumed.resume]).toEqual([0, 1, '/worktrees/0', 'session-0']);
-    expect(resumed.prompt).toMatch(/^The API refused your last request \(rate limited: API Error: Request rejected \(429\)/);
+    expect(resumed.prompt).toMatch(/^Your last request to the API did not go through \(rate limited: API Error: Request rejected \(429\)/);
     // Its --task-timeout is what the attempt has left: the 30 s it worked (its 170 s of waiting on the limit not counted).
     expect(resumed.timeoutMs).toBe(570_000);
     expect(rig.events.some((e) => e.type === 'task-resumed' && e.task === 0 && e.attempt === 1)).toBe(true);
@@ -397,6 +397,7 @@ describe('limits in the headless engine', () => {
       await rig.advance(1000);
       expect(rig.runningTasks).toEqual([0]);
       expect([rig.started.at(-1)!.resume, rig.started.at(-1)!.cwd]).toEqual(['session-0', '/worktrees/0']);
+      expect(rig.started.at(-1)!.prompt).toMatch(/^Your last request to the API did not go through \(the API could not be reached: API Error: Connection dropped \(ECONNRESET\)/);
       await rig.serve(0);
       expect(rig.runningTasks).toEqual([0, 1]);
       await rig.finish(0, 'COMPLETED: zero');
