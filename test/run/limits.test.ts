@@ -8,6 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RunEventBody } from '../../src/core/events.ts';
 import { type Plan, statusOf } from '../../src/core/plan.ts';
+import { apiUrlOf } from '../../src/run/engine.ts';
 import { EngineRig, failedRun, reported } from '../support/engine-rig.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
@@ -334,6 +335,13 @@ describe('limits in the headless engine', () => {
       expect([result.reason, attemptsOf(result.plan)]).toEqual(['api-unreachable', [0]]);
     });
 
+    it('names where the workers reach the API: ANTHROPIC_BASE_URL, else Bedrock or Vertex when the CLI is told to use them, else Anthropic’s', () => {
+      expect(apiUrlOf({ ANTHROPIC_BASE_URL: ' https://gateway.example.com/anthropic ' })).toBe('https://gateway.example.com/anthropic');
+      expect(apiUrlOf({ CLAUDE_CODE_USE_BEDROCK: '1' })).toBe('Amazon Bedrock');
+      expect(apiUrlOf({ CLAUDE_CODE_USE_VERTEX: '1' })).toBe('Google Vertex AI');
+      expect(apiUrlOf({ ANTHROPIC_BASE_URL: '' })).toBe('https://api.anthropic.com');
+    });
+
     it('names what it could not reach in the CLI’s own words when a worker ended with them; --limit-wait 0 stops at the first', async () => {
       const rig = new EngineRig(tasks(2), { settings: { concurrency: 1, limitWaitMs: 0 } });
       await rig.advance(0);
@@ -397,7 +405,9 @@ describe('limits in the headless engine', () => {
       await rig.advance(1000);
       expect(rig.runningTasks).toEqual([0]);
       expect([rig.started.at(-1)!.resume, rig.started.at(-1)!.cwd]).toEqual(['session-0', '/worktrees/0']);
-      expect(rig.started.at(-1)!.prompt).toMatch(/^Your last request to the API did not go through \(the API could not be reached: API Error: Connection dropped \(ECONNRESET\)/);
+      expect(rig.started.at(-1)!.prompt).toMatch(
+        /^Your last request to the API did not go through \(the API could not be reached: API Error: Connection dropped \(ECONNRESET\)/,
+      );
       await rig.serve(0);
       expect(rig.runningTasks).toEqual([0, 1]);
       await rig.finish(0, 'COMPLETED: zero');
