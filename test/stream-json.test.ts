@@ -54,6 +54,31 @@ const REAL: Record<string, string> = {
 {"type":"assistant","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-5-5","content":[{"type":"tool_use","id":"toolu_1","name":"Write","input":{"file_path":"/tmp/rec/x/a.txt","content":"hello\n"}}],"stop_reason":null,"usage":{"input_tokens":1000,"output_tokens":1,"cache_read_input_tokens":0,"cache_creation_input_tokens":0}},"parent_tool_use_id":null,"session_id":"f0af4761-c669-49e4-8a90-2f33dd7339e8"}
 {"type":"system","subtype":"permission_denied","tool_name":"Write","tool_use_id":"toolu_1","decision_reason_type":"workingDir","decision_reason":"Path is outside allowed working directories","message":"Claude requested permissions to write to /tmp/rec/x/a.txt, but you haven't granted it yet.","session_id":"f0af4761-c669-49e4-8a90-2f33dd7339e8"}
 {"duration_api_ms":0,"stop_reason":"tool_use","session_id":"f0af4761-c669-49e4-8a90-2f33dd7339e8","total_cost_usd":0.000125,"usage":{"input_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":0},"permission_denials":[{"tool_name":"Write","tool_use_id":"toolu_1","tool_input":{"file_path":"/tmp/rec/x/a.txt","content":"hello\n"}}],"terminal_reason":"budget_exhausted","is_error":true,"num_turns":1,"subtype":"error_max_budget_usd","errors":["Reached maximum budget ($0.0001)"],"type":"result","duration_ms":97}`,
+  // The API out of reach (CLAUDE_CODE_MAX_RETRIES=2, or 1; `ANTHROPIC_BASE_URL` at a closed port, a server that resets,
+  // a name that does not resolve, https to a plain HTTP server, a server that never answers with API_TIMEOUT_MS=3000).
+  connectionRefused: `{"type":"system","subtype":"init","cwd":"/tmp/i50","session_id":"8d631c40-e392-412d-a386-a0dd666cce8b","model":"claude-haiku-5-5","permissionMode":"default","apiKeySource":"ANTHROPIC_API_KEY","claude_code_version":"2.1.330"}
+{"type":"system","subtype":"api_retry","attempt":1,"max_retries":2,"retry_delay_ms":577,"error_status":null,"error":"unknown","session_id":"8d631c40-e392-412d-a386-a0dd666cce8b"}
+{"type":"system","subtype":"api_retry","attempt":2,"max_retries":2,"retry_delay_ms":1106,"error_status":null,"error":"unknown","session_id":"8d631c40-e392-412d-a386-a0dd666cce8b"}
+{"type":"assistant","message":{"id":"3f0c0d8a-6656-4041-a0ff-11ce0ba02ecf","model":"<synthetic>","role":"assistant","stop_reason":"stop_sequence","type":"message","usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0},"content":[{"type":"text","text":"API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)"}]},"parent_tool_use_id":null,"session_id":"8d631c40-e392-412d-a386-a0dd666cce8b","error":"server_error","is_api_error_message":true,"api_error":"connection_failed"}
+{"duration_api_ms":0,"stop_reason":"stop_sequence","session_id":"8d631c40-e392-412d-a386-a0dd666cce8b","total_cost_usd":0,"usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0},"permission_denials":[],"terminal_reason":"api_error","is_error":true,"num_turns":1,"subtype":"success","api_error_status":null,"api_error":"connection_failed","result":"API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)","type":"result","duration_ms":2691}`,
+  connectionReset: `{"type":"system","subtype":"init","cwd":"/tmp/i50","session_id":"18fa24e6-079b-4c63-8072-cbe0442ae257","model":"claude-haiku-5-5","permissionMode":"default","apiKeySource":"ANTHROPIC_API_KEY","claude_code_version":"2.1.330"}
+{"type":"system","subtype":"api_retry","attempt":1,"max_retries":2,"retry_delay_ms":575,"error_status":null,"error":"unknown","session_id":"18fa24e6-079b-4c63-8072-cbe0442ae257"}
+{"type":"system","subtype":"api_retry","attempt":2,"max_retries":2,"retry_delay_ms":1235,"error_status":null,"error":"unknown","session_id":"18fa24e6-079b-4c63-8072-cbe0442ae257"}
+{"type":"assistant","message":{"id":"e98c75ff-4d42-4229-8f02-cb628eed12f8","model":"<synthetic>","role":"assistant","stop_reason":"stop_sequence","type":"message","usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0},"content":[{"type":"text","text":"API Error: Connection dropped (ECONNRESET). Check the gateway set in ANTHROPIC_BASE_URL, then try again."}]},"parent_tool_use_id":null,"session_id":"18fa24e6-079b-4c63-8072-cbe0442ae257","error":"server_error","is_api_error_message":true,"api_error":"connection_failed"}
+{"duration_api_ms":0,"stop_reason":"stop_sequence","session_id":"18fa24e6-079b-4c63-8072-cbe0442ae257","total_cost_usd":0,"usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0},"permission_denials":[],"terminal_reason":"api_error","is_error":true,"num_turns":1,"subtype":"success","api_error_status":null,"api_error":"connection_failed","result":"API Error: Connection dropped (ECONNRESET). Check the gateway set in ANTHROPIC_BASE_URL, then try again.","type":"result","duration_ms":2799}`,
+  nameNotResolved: `{"type":"system","subtype":"init","cwd":"/tmp/i50","session_id":"85b85341-ba18-4ef8-ba4c-93cf490a7cac","model":"claude-haiku-5-5","permissionMode":"default","apiKeySource":"ANTHROPIC_API_KEY","claude_code_version":"2.1.330"}
+{"type":"system","subtype":"api_retry","attempt":1,"max_retries":2,"retry_delay_ms":529,"error_status":null,"error":"unknown","session_id":"85b85341-ba18-4ef8-ba4c-93cf490a7cac"}
+{"type":"system","subtype":"api_retry","attempt":2,"max_retries":2,"retry_delay_ms":1215,"error_status":null,"error":"unknown","session_id":"85b85341-ba18-4ef8-ba4c-93cf490a7cac"}
+{"type":"assistant","message":{"id":"8dab2f84-e359-47d9-ba6b-f0ce26a294a2","model":"<synthetic>","role":"assistant","stop_reason":"stop_sequence","type":"message","usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0},"content":[{"type":"text","text":"API Error: Can't reach the API server — check your internet or DNS (ENOTFOUND)"}]},"parent_tool_use_id":null,"session_id":"85b85341-ba18-4ef8-ba4c-93cf490a7cac","error":"server_error","is_api_error_message":true,"api_error":"connection_failed"}
+{"duration_api_ms":0,"stop_reason":"stop_sequence","session_id":"85b85341-ba18-4ef8-ba4c-93cf490a7cac","total_cost_usd":0,"usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0},"permission_denials":[],"terminal_reason":"api_error","is_error":true,"num_turns":1,"subtype":"success","api_error_status":null,"api_error":"connection_failed","result":"API Error: Can't reach the API server — check your internet or DNS (ENOTFOUND)","type":"result","duration_ms":2828}`,
+  tlsFailed: `{"type":"system","subtype":"init","cwd":"/tmp/i50","session_id":"916ddb05-b894-44da-a8be-b710697e470f","model":"claude-haiku-5-5","permissionMode":"default","apiKeySource":"ANTHROPIC_API_KEY","claude_code_version":"2.1.330"}
+{"type":"system","subtype":"api_retry","attempt":1,"max_retries":1,"retry_delay_ms":595,"error_status":null,"error":"unknown","session_id":"916ddb05-b894-44da-a8be-b710697e470f"}
+{"type":"assistant","message":{"id":"2b6ee291-ce01-42f2-99f5-d21e9c2578b3","model":"<synthetic>","role":"assistant","stop_reason":"stop_sequence","type":"message","usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0},"content":[{"type":"text","text":"API Error: Unable to connect to API (EPROTO)"}]},"parent_tool_use_id":null,"session_id":"916ddb05-b894-44da-a8be-b710697e470f","error":"server_error","is_api_error_message":true}
+{"duration_api_ms":0,"stop_reason":"stop_sequence","session_id":"916ddb05-b894-44da-a8be-b710697e470f","total_cost_usd":0,"usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0},"permission_denials":[],"terminal_reason":"api_error","is_error":true,"num_turns":1,"subtype":"success","api_error_status":null,"result":"API Error: Unable to connect to API (EPROTO)","type":"result","duration_ms":781}`,
+  timedOut: `{"type":"system","subtype":"init","cwd":"/tmp/i50","session_id":"25aa4547-6346-4c4a-8104-e6c5fad15184","model":"claude-haiku-5-5","permissionMode":"default","apiKeySource":"ANTHROPIC_API_KEY","claude_code_version":"2.1.330"}
+{"type":"system","subtype":"api_retry","attempt":1,"max_retries":1,"retry_delay_ms":518,"error_status":null,"error":"unknown","session_id":"25aa4547-6346-4c4a-8104-e6c5fad15184"}
+{"type":"assistant","message":{"id":"f837c041-5c16-4c01-bac7-ce93744b694b","model":"<synthetic>","role":"assistant","stop_reason":"stop_sequence","type":"message","usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0},"content":[{"type":"text","text":"Request timed out. If the API is slow to answer, or a proxy or gateway holds responses, set API_TIMEOUT_MS above 3000."}]},"parent_tool_use_id":null,"session_id":"25aa4547-6346-4c4a-8104-e6c5fad15184","error":"server_error","is_api_error_message":true}
+{"duration_api_ms":0,"stop_reason":"stop_sequence","session_id":"25aa4547-6346-4c4a-8104-e6c5fad15184","total_cost_usd":0,"usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0},"permission_denials":[],"terminal_reason":"api_error","is_error":true,"num_turns":1,"subtype":"success","api_error_status":null,"result":"Request timed out. If the API is slow to answer, or a proxy or gateway holds responses, set API_TIMEOUT_MS above 3000.","type":"result","duration_ms":6856}`,
 };
 
 const EXIT: ExitInfo = { exitCode: 1, timedOut: false, aborted: false, stderrTail: '' };
@@ -172,6 +197,30 @@ describe('classify recorded samples from the real CLI', () => {
     expect(failureOf(feed(sample('status529'))).reason).toBe('overloaded');
     const early = feed(sample('status529').split('\n').slice(0, 2).join('\n'));
     expect(failureOf(early, { signal: 'SIGTERM' }).reason).toBe('overloaded');
+  });
+  it('the API out of reach (refused, reset, a name that does not resolve, TLS, a timeout) → api-unreachable in the CLI’s words; its api_retry with no status is a refusal of its own', () => {
+    const words: Record<string, string> = {
+      connectionRefused: 'API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)',
+      connectionReset: 'API Error: Connection dropped (ECONNRESET). Check the gateway set in ANTHROPIC_BASE_URL, then try again.',
+      nameNotResolved: "API Error: Can't reach the API server — check your internet or DNS (ENOTFOUND)",
+      tlsFailed: 'API Error: Unable to connect to API (EPROTO)',
+      timedOut: 'Request timed out. If the API is slow to answer, or a proxy or gateway holds responses, set API_TIMEOUT_MS above 3000.',
+    };
+    for (const [name, said] of Object.entries(words)) {
+      const lines = sample(name).split('\n');
+      expect(failureOf(feed(sample(name))), name).toEqual({ reason: 'api-unreachable', message: said });
+      // Each try the CLI makes again is one refusal, told as it comes; none is an authentication failure.
+      const p = feed(lines.slice(0, 2).join('\n'));
+      expect([p.refusals, p.authFailureSeen()], name).toEqual([1, false]);
+      expect(p.lastApiRetry, name).toMatchObject({ attempt: 1, error: 'unknown' });
+      expect(p.lastApiRetry?.errorStatus, name).toBeUndefined();
+      // Stopped by the run at its first api_retry, before the CLI said more: still the API out of reach.
+      expect(failureOf(p, { signal: 'SIGTERM', stoppedForLimit: true }), name).toMatchObject({ reason: 'api-unreachable' });
+      expect(failureOf(p, { signal: 'SIGTERM' }).reason, name).toBe('api-unreachable');
+    }
+    // A connection failure the CLI got past (a response served after it) is no outcome of its own.
+    const recovered = feed([sample('connectionRefused').split('\n')[1]!, sample('success').split('\n')[1]!].join('\n'));
+    expect(failureOf(recovered, { exitCode: 1 }).reason).toBe('no-result');
   });
   it('500 and 400 → api-error with the status', () => {
     expect(failureOf(feed(sample('status500')))).toMatchObject({ reason: 'api-error', status: 500 });

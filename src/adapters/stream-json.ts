@@ -106,10 +106,13 @@ export class StreamJsonParser {
   // Responses the API served (assistant messages that are not API errors), by message id.
   private _served = 0;
   private _lastServedId: string | undefined;
-  // Refusals (429/529): a new `api_retry` attempt since the last response. The CLI repeats a long
-  // wait's api_retry every 30 s with the same attempt number and the time left (CLI-NOTES.md).
+  // Refusals (429/529, and requests the API never answered): a new `api_retry` attempt since the
+  // last response. The CLI repeats a long wait's api_retry every 30 s with the same attempt number
+  // and the time left (CLI-NOTES.md).
   private _refusals = 0;
   private _refusedAttempt: number | undefined;
+  // An api_retry came after the last response served: the CLI was still trying when it stopped.
+  private _retrying = false;
   private _limitResetAt: number | undefined;
   private _result: ResultInfo | undefined;
   private _streamDenials: PermissionDenial[] = [];
@@ -203,7 +206,8 @@ export class StreamJsonParser {
           if (error === 'authentication_failed') this._authFailure = true;
         }
         this._lastApiRetry = info;
-        if (isRefusal(info) && attempt !== this._refusedAttempt) {
+        this._retrying = true;
+        if ((isRefusal(info) || isConnectionFailure(info)) && attempt !== this._refusedAttempt) {
           this._refusals++;
           this._refusedAttempt = attempt;
         }
@@ -235,6 +239,7 @@ export class StreamJsonParser {
       if (id === undefined || id !== this._lastServedId) this._served++;
       this._lastServedId = id;
       this._refusedAttempt = undefined;
+      this._retrying = false;
     }
     if (isJsonObject(event['api_error_params'])) this.onRateLimitInfo(event['api_error_params']['rate_limit_info']);
     if (message) {
@@ -265,8 +270,10 @@ export class StreamJsonParser {
       const info: AssistantErrorInfo = { error, text: clipHead(lastText ?? textOf(content), 2000) };
       const status = asNumber(event['api_error_status']);
       const type = asString(event['api_error_type']);
+      const named = asString(event['api_error']);
       if (status !== undefined) info.apiErrorStatus = status;
       if (type !== undefined) info.apiErrorType = type;
+      if (named !== undefined) info.apiError = named;
       this._assistantError = info;
       if (error === 'authentication_failed' || status === 401 || status === 403) this._authFailure = true;
     }
@@ -289,6 +296,8 @@ export class StreamJsonParser {
     const durationMs = asNumber(event['duration_ms']);
     const terminalReason = asString(event['terminal_reason']);
     const apiErrorStatus = asNumber(event['api_error_status']);
+    const apiError = asString(event['api_error']);
+    if (apiError !== undefined) result.apiError = apiError;
     if (numTurns !== undefined) result.numTurns = numTurns;
     if (durationMs !== undefined) result.durationMs = durationMs;
     if (terminalReason !== undefined) result.terminalReason = terminalReason;
@@ -331,7 +340,7 @@ export class StreamJsonParser {
   get served(): number {
     return this._served;
   }
-  /** Refusals (429/529) seen so far, each once however often the CLI reports its wait. */
+  /** Refusals (429/529, or requests never answered) seen so far, each once however often the CLI reports its wait. */
   get refusals(): number {
     return this._refusals;
   }
@@ -378,6 +387,7 @@ export class StreamJsonParser {
       retryErrors: this._retryErrors,
       authFailure: this._authFailure,
       progressed: this._served > 0,
+      retrying: this._retrying,
       ...(this._limitResetAt !== undefined ? { limitResetAt: this._limitResetAt } : {}),
       validEvents: this._validEvents,
       nonJsonLines: this._nonJsonLines,
@@ -395,6 +405,13 @@ export class StreamJsonParser {
 /** An api_retry for a 429 or a 529: the API refused (a limit), not a failure of the network or the server. */
 export const isRefusal = (retry: ApiRetryInfo): boolean =>
   retry.errorStatus === 429 || retry.errorStatus === 529 || retry.error === 'rate_limit' || retry.error === 'overloaded';
+
+/**
+ * An api_retry with no HTTP status: the request got no answer at all (refused, reset, DNS, TLS, a
+ * timeout; 2.1.330 says `"error_status": null, "error": "unknown"`, CLI-NOTES.md): the API is out of reach.
+ */
+export const isConnectionFailure = (retry: ApiRetryInfo): boolean =>
+  retry.errorStatus === undefined && !isRefusal(retry) && retry.error !== 'authentication_failed';
 
 function textOf(content: unknown[]): string {
   const parts: string[] = [];

@@ -18,8 +18,9 @@
 // - The worker carries a marker in its environment, inherited by every command it runs: when the
 //   worker ends, whatever still carries it (a dev server started with `setsid` or `nohup … &`,
 //   outside the group and no longer its descendant) is ended and named in the log.
-// - Limits: each refusal (a 429 or 529 its CLI retries: `api_retry`) and each response served is
-//   told as it comes (`onRefused`, `onServed`), for the run's limiter; `stopIfIdle` ends a worker
+// - Limits: each refusal (a 429 or 529 its CLI retries: `api_retry`; or a request the API never
+//   answered, an `api_retry` with no status) and each response served is told as it comes
+//   (`onRefused`, `onServed`), for the run's limiter; `stopIfIdle` ends a worker
 //   the API has served nothing yet (one that has done something is left alone); the time its CLI
 //   waits to retry a refused request counts toward no time limit; `resume` continues a session.
 
@@ -46,10 +47,10 @@ import {
   untrackGroup,
 } from './processes.ts';
 import { clipHead, formatClock, formatSeconds, oneLine } from '../core/format.ts';
-import type { ExitInfo } from '../core/worker-outcome.ts';
+import type { ApiRetryInfo, ExitInfo } from '../core/worker-outcome.ts';
 import { withDeniedPaths } from '../core/finalize.ts';
 import { LineSplitter } from './line-splitter.ts';
-import { StreamJsonParser, isRefusal } from './stream-json.ts';
+import { StreamJsonParser, isConnectionFailure, isRefusal } from './stream-json.ts';
 import { formatEventForLog, formatRawLineForLog } from './stream-log.ts';
 
 export interface WorkerRequest {
@@ -275,8 +276,13 @@ function tell(call: () => void): void {
   }
 }
 
-/** A CLI's `api_retry` as the limiter hears it: a 529 is overload, a 429 a rate limit (a usage limit once a reset is known). */
-function refusalOf(retry: { errorStatus?: number; error?: string; retryDelayMs?: number }, resetAt: number | undefined): Refusal {
+/**
+ * A CLI's `api_retry` as the limiter hears it: a 529 is overload, a 429 a rate limit (a usage limit
+ * once a reset is known), one with no HTTP status the API out of reach (the CLI's delay between its
+ * tries is its own back-off, not the API's word: the limiter keeps its own).
+ */
+function refusalOf(retry: ApiRetryInfo, resetAt: number | undefined): Refusal {
+  if (isConnectionFailure(retry)) return { kind: 'api-unreachable' };
   const overloaded = retry.errorStatus === 529 || retry.error === 'overloaded';
   const kind = overloaded ? 'overloaded' : resetAt !== undefined ? 'usage-limit' : 'rate-limit';
   return { kind, ...(retry.retryDelayMs !== undefined ? { delayMs: retry.retryDelayMs } : {}), ...(resetAt !== undefined && !overloaded ? { resetAt } : {}) };
@@ -401,7 +407,7 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
   const onStopIfIdle = (): void => {
     if (parser.served === 0 && !exit.aborted && !exit.stoppedForLimit) {
       exit.stoppedForLimit = true;
-      terminate('a limit refused it before the API had served it anything; it waits for the limit');
+      terminate('a limit refused it (or the API did not answer) before the API had served it anything; it waits for the limit');
     }
   };
   req.stopIfIdle?.addEventListener('abort', onStopIfIdle, { once: true });
@@ -428,7 +434,8 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
       if (waits.since === null) waits.since = now;
       waits.until = now + (retry.retryDelayMs ?? 0);
     } else if (r.kind === 'event') endWait(now);
-    if (parser.refusals > refusals && retry !== undefined && isRefusal(retry)) tell(() => req.onRefused?.(refusalOf(retry, parser.limitResetAt), served > 0));
+    if (parser.refusals > refusals && retry !== undefined && (isRefusal(retry) || isConnectionFailure(retry)))
+      tell(() => req.onRefused?.(refusalOf(retry, parser.limitResetAt), served > 0));
     if (parser.served > served) tell(() => req.onServed?.());
     if (r.kind === 'event') {
       for (const l of formatEventForLog(r.event, { cwd: req.cwd, toolUse: (id) => parser.toolUse(id) })) log.line(`${at} ${l}`, stdout);

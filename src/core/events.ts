@@ -42,7 +42,12 @@ export type StopReason =
    * A rate or usage limit would have held the run longer than `--limit-wait`: it drained (what ran
    * finished, nothing new started) and stopped, resumable after the time `run-finished` names.
    */
-  | 'limited';
+  | 'limited'
+  /**
+   * The API was out of reach (no answer: refused, reset, DNS, TLS, timeouts) for longer than
+   * `--limit-wait`: the run drained and stopped, resumable when the API answers.
+   */
+  | 'api-unreachable';
 
 export type RunEventBody =
   | {
@@ -68,7 +73,8 @@ export type RunEventBody =
    * The run's limiter changed what the run may do. `hold`: a refusal holds new starts until
    * `until`; `lowered`: a refusal lowered the workers it may have at once (`working`); `serving`:
    * the API serves again after refusals; `raised`: responses served raised `working`. `task`: whose
-   * refusal it was. `limit`: what the last hold was for; `resetAt`: a usage limit's reset.
+   * refusal it was. `limit`: what the last hold was for; `resetAt`: a usage limit's reset; `since`:
+   * while the API is out of reach (`api-unreachable`: requests never answered), since when.
    */
   | {
       type: 'limit';
@@ -78,6 +84,8 @@ export type RunEventBody =
       concurrency: number;
       until: string | null;
       resetAt: string | null;
+      /** While the API is out of reach (`limit` `api-unreachable`): since when nothing was served (ISO); null otherwise. */
+      since?: string | null;
       refusals: number;
       task: number | null;
       message: string;

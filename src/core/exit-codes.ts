@@ -18,8 +18,9 @@ export const EXIT = {
    */
   gitFailed: 4,
   /**
-   * A rate or usage limit would have held the run longer than `--limit-wait`: it drained and
-   * stopped; run it again after the time it names (sysexits' EX_TEMPFAIL: try again later).
+   * A rate or usage limit would have held the run longer than `--limit-wait`, or the API was out of
+   * reach that long: it drained and stopped; run it again after the time it names, or when the API
+   * answers (sysexits' EX_TEMPFAIL: try again later).
    */
   limited: 75,
   /** Interrupted by SIGINT or SIGHUP (or a second SIGTERM: a first one drains). */

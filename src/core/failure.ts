@@ -33,8 +33,8 @@ export interface StatusLine {
 /**
  * Why a worker process did not produce a usable report. Grouped by what the orchestrator does:
  * - infrastructure (`agent-missing`, `not-authenticated`): stop the whole run, count no attempt;
- * - transient (`rate-limited`, `overloaded`): the run's limiter holds, the task waits (or its
- *   worker's conversation is resumed), no attempt counted;
+ * - transient (`rate-limited`, `overloaded`, `api-unreachable`): the run's limiter holds, the
+ *   task waits (or its worker's conversation is resumed), no attempt counted;
  * - `interrupted`: the user stopped the run; the task goes back to pending, no attempt;
  * - the rest are failed attempts of the task.
  */
@@ -44,6 +44,8 @@ export type WorkerFailure =
   /** `resetAt` (epoch ms): a usage limit's reset, when the worker's stream or words said it. */
   | { reason: 'rate-limited'; message: string; retryAfterMs?: number; resetAt?: number }
   | { reason: 'overloaded'; message: string; retryAfterMs?: number }
+  /** The API never answered: the connection was refused or dropped, the name did not resolve, TLS failed, or the request timed out. */
+  | { reason: 'api-unreachable'; message: string }
   | { reason: 'interrupted' }
   | { reason: 'timed-out'; timeoutMs: number }
   | { reason: 'max-turns'; message: string }
@@ -69,6 +71,7 @@ export function classifyWorkerFailure(failure: WorkerFailure): FailureClass {
       return 'infrastructure';
     case 'rate-limited':
     case 'overloaded':
+    case 'api-unreachable':
     case 'no-worktree':
       return 'transient';
     case 'interrupted':
@@ -96,6 +99,8 @@ export function describeWorkerFailure(failure: WorkerFailure): string {
       return `rate limited: ${failure.message}`;
     case 'overloaded':
       return `the API is overloaded: ${failure.message}`;
+    case 'api-unreachable':
+      return `the API could not be reached: ${failure.message}`;
     case 'interrupted':
       return 'interrupted';
     case 'timed-out':

@@ -1,9 +1,10 @@
 // What the run says of the limit it waits for, pure: one wording for the journal's `limit` events,
 // the live view, `plan status` and the run's end ("rate-limited: 2 of 8 workers until 14:05:07",
-// "waiting for the usage limit to reset at 22:00"). Times are the machine's local wall clock.
+// "waiting for the usage limit to reset at 22:00", "waiting for the API to answer (out of reach
+// since 14:02:11): one worker tries again at 14:05:07"). Times are the machine's local wall clock.
 
 import { formatDuration } from './format.ts';
-import { type Limiter, type LimitKind, allowed, holding, settleRound } from './limiter.ts';
+import { type Limiter, type LimitKind, allowed, holding, outage, settleRound } from './limiter.ts';
 
 /** The limiter's state as events carry it (times as ISO strings). */
 export interface LimitState {
@@ -14,9 +15,16 @@ export interface LimitState {
   until: string | null;
   /** When the usage limit resets (ISO), or null. */
   resetAt: string | null;
+  /** While the API is out of reach: since when nothing was served (ISO); null (absent in journals from before) otherwise. */
+  since?: string | null;
 }
 
-const LABELS: Record<LimitKind, string> = { 'rate-limit': 'rate-limited', overloaded: 'the API is overloaded', 'usage-limit': 'usage limit' };
+const LABELS: Record<LimitKind, string> = {
+  'rate-limit': 'rate-limited',
+  overloaded: 'the API is overloaded',
+  'usage-limit': 'usage limit',
+  'api-unreachable': 'the API is out of reach',
+};
 
 const pad = (n: number) => String(n).padStart(2, '0');
 
@@ -34,7 +42,12 @@ export function waitWords(state: LimitState, now: number): string | null {
   const held = until !== null && until > now;
   if (state.limit === 'usage-limit' && held)
     return `waiting for the usage limit to reset at ${clockTime(state.resetAt === null ? until : Date.parse(state.resetAt), now)}`;
-  const label = LABELS[state.limit === null || state.limit === 'usage-limit' ? 'rate-limit' : state.limit];
+  if (state.limit === 'api-unreachable' && typeof state.since === 'string') {
+    const since = `waiting for the API to answer (out of reach since ${clockTime(Date.parse(state.since), now)})`;
+    return held ? `${since}: one worker tries again at ${clockTime(until, now)}` : `${since}: one worker tries it`;
+  }
+  // Past an outage or a usage limit, what narrows the run is the rate the API allowed.
+  const label = LABELS[state.limit === null || state.limit === 'usage-limit' || state.limit === 'api-unreachable' ? 'rate-limit' : state.limit];
   const workers = `${state.working} of ${state.concurrency} worker${state.concurrency === 1 ? '' : 's'}`;
   if (held) return `${label}: ${workers} until ${clockTime(until, now)}`;
   return state.working < state.concurrency ? `${label}: ${workers}` : null;
@@ -49,6 +62,7 @@ export function limitState(limiter: Limiter, concurrency: number, now: number): 
     concurrency,
     until: held ? new Date(limiter.holdUntil).toISOString() : null,
     resetAt: held && limiter.resetAt !== null ? new Date(limiter.resetAt).toISOString() : null,
+    since: outage(limiter) ? new Date(limiter.refusedSince!).toISOString() : null,
   };
 }
 
@@ -60,19 +74,31 @@ export function limitWords(limiter: Limiter, concurrency: number, now: number) {
     /** What holds the run now ("rate-limited: 2 of 8 workers until 14:05:07"), or that it runs at full width. */
     now: (): string => waitWords(state, now) ?? `${state.working} of ${concurrency} workers`,
     /** The API serves again after refusals. */
-    serving: (): string => `the API serves again: ${waitWords({ ...state, until: null }, now) ?? `${state.working} of ${concurrency} workers`}`,
+    serving: (): string => `the API serves again: ${waitWords({ ...state, until: null, since: null }, now) ?? `${state.working} of ${concurrency} workers`}`,
     /** The run stops rather than wait until `until`, past `--limit-wait`. */
     stop: (until: number, limitWaitMs: number): string => {
       const what =
         limiter.kind === 'usage-limit'
           ? `the usage limit resets at ${clockTime(until, now)}`
           : `the API has refused every request since ${clockTime(limiter.refusedSince ?? now, now)} and asks to wait until ${clockTime(until, now)}`;
-      const allowance =
-        limitWaitMs === 0 ? '--limit-wait 0 waits for no limit' : `that is longer than --limit-wait (${formatDuration(limitWaitMs)}) lets the run wait`;
-      return `${what}; ${allowance}: nothing new started, and the run stopped once what ran had finished. Run the same command again after ${clockTime(until, now)} to go on (or with a longer --limit-wait)`;
+      return `${what}; ${allowance(limitWaitMs)}: ${STOPPED}. Run the same command again after ${clockTime(until, now)} to go on (or with a longer --limit-wait)`;
+    },
+    /** The run stops rather than wait longer for the API out of reach (at `apiUrl`), past `--limit-wait`. */
+    unreachable: (limitWaitMs: number, apiUrl = 'the API'): string => {
+      const said = limiter.unreachable === null ? 'its requests got no answer' : limiter.unreachable;
+      return (
+        `could not reach ${apiUrl} since ${clockTime(limiter.refusedSince ?? now, now)} (${said}); ${allowance(limitWaitMs)}: ${STOPPED}. ` +
+        `Check the network, a proxy (HTTPS_PROXY) and ANTHROPIC_BASE_URL, then run the same command again when the API answers (or with a longer --limit-wait)`
+      );
     },
   };
 }
+
+const STOPPED = 'nothing new started, and the run stopped once what ran had finished';
+
+/** How long `--limit-wait` let the run wait, in the words of a run that stopped. */
+const allowance = (limitWaitMs: number): string =>
+  limitWaitMs === 0 ? '--limit-wait 0 waits for no limit' : `that is longer than --limit-wait (${formatDuration(limitWaitMs)}) lets the run wait`;
 
 /** What a session's lead is told of a limit (`plan finalize`, `plan next`): how many the next round may hand out, and a usage limit's reset. */
 export interface SessionLimit {

@@ -18,6 +18,11 @@
 //   lifts a hold of the limiter's own (the API serves), and a response to a worker the hold's
 //   refusals refused lifts any (it waited what it was told, and the API serves it again: the CLIs
 //   add jitter to the delay, and the hold is the longest of a burst's);
+// - the API out of reach (`api-unreachable`: its requests get no answer at all — refused, reset,
+//   DNS, TLS, a timeout) is an outage, not a limit on the rate: it lowers nothing, and holds new
+//   starts for the limiter's own back-off (doubling, at most `MAX_PROBE_MS`: a probe costs a
+//   worker's start and one request, nothing the API bills); until a response is served again only
+//   one worker runs at once (`allowed`), the probe;
 // - the run waits at most `--limit-wait` for a limit (0: never): `overdue` says when it would wait
 //   longer, and until when.
 //
@@ -25,15 +30,17 @@
 // next one no more tasks than it got through (at least one); a round with none refused gives the
 // next one task more, up to the lead's concurrency.
 
-export type LimitKind = 'rate-limit' | 'overloaded' | 'usage-limit';
+export type LimitKind = 'rate-limit' | 'overloaded' | 'usage-limit' | 'api-unreachable';
 
-/** One refusal by the API. */
+/** One refusal by the API (or, for `api-unreachable`, a request it never answered). */
 export interface Refusal {
   kind: LimitKind;
   /** How long the API (or the CLI, honouring its `retry-after`) asked to wait, in ms. */
   delayMs?: number;
   /** When a usage limit resets (epoch ms). */
   resetAt?: number;
+  /** The CLI's words for it, when it said any ("API Error: Connection refused … (ECONNREFUSED)"). */
+  message?: string;
 }
 
 export interface LimiterSettings {
@@ -56,6 +63,8 @@ export interface Limiter {
   readonly kind: LimitKind | null;
   /** When the usage limit that holds resets (ms), when one does. */
   readonly resetAt: number | null;
+  /** While the API is out of reach: the CLI's last words for it, when it said any. */
+  readonly unreachable: string | null;
   /** Holds in a row with nothing served between. */
   readonly strikes: number;
   /** The first refusal since a response was last served (ms), or null. */
@@ -76,6 +85,8 @@ export interface Limiter {
 export const MAX_PATIENCE = 2;
 /** A back-off of the limiter's own never exceeds an hour (the API's own word may). */
 export const MAX_BACKOFF_MS = 3_600_000;
+/** The API out of reach is tried again at least once a minute: a probe is one worker's start and one request. */
+export const MAX_PROBE_MS = 60_000;
 
 export const newLimiter = (ceiling: number): Limiter => ({
   working: Math.max(1, ceiling),
@@ -83,6 +94,7 @@ export const newLimiter = (ceiling: number): Limiter => ({
   ownHold: false,
   kind: null,
   resetAt: null,
+  unreachable: null,
   strikes: 0,
   refusedSince: null,
   served: 0,
@@ -95,8 +107,11 @@ export const newLimiter = (ceiling: number): Limiter => ({
 /** A hold is in force at `now`. */
 export const holding = (limiter: Limiter, now: number): boolean => now < limiter.holdUntil;
 
-/** Workers the run may have at once: the working concurrency, never above `ceiling`. */
-export const allowed = (limiter: Limiter, ceiling: number): number => Math.max(1, Math.min(ceiling, limiter.working));
+/** The API is out of reach: nothing was served since requests began going unanswered. */
+export const outage = (limiter: Limiter): boolean => limiter.kind === 'api-unreachable' && limiter.refusedSince !== null;
+
+/** Workers the run may have at once: the working concurrency, never above `ceiling`; one (the probe) while the API is out of reach. */
+export const allowed = (limiter: Limiter, ceiling: number): number => (outage(limiter) ? 1 : Math.max(1, Math.min(ceiling, limiter.working)));
 
 /**
  * A refusal at `now`. In a session (`session`), only the round's count changes (and a usage
@@ -114,6 +129,7 @@ export function refused(limiter: Limiter, refusal: Refusal, now: number, setting
   const usage = refusal.resetAt !== undefined && refusal.resetAt > now;
   const burst = holding(limiter, now);
   const strikes = burst ? limiter.strikes : limiter.strikes + 1;
+  if (refusal.kind === 'api-unreachable') return unanswered(limiter, counted, refusal, now, settings, burst, strikes);
   const named = usage ? refusal.resetAt! - now : (refusal.delayMs ?? 0);
   // The first hold of a streak waits what the API asked for (the limiter's own back-off when it named nothing); later ones back off too.
   const own =
@@ -141,13 +157,40 @@ export function refused(limiter: Limiter, refusal: Refusal, now: number, setting
 }
 
 /**
+ * A request the API never answered: an outage holds new starts for the limiter's own back-off
+ * (the CLI's delays between its tries are its own, not the API's word), doubling per try that
+ * finds no hold, at most `MAX_PROBE_MS`; a usage limit's hold outranks it. It lowers nothing.
+ */
+function unanswered(limiter: Limiter, counted: Limiter, refusal: Refusal, now: number, settings: LimiterSettings, burst: boolean, strikes: number): Limiter {
+  const wait = Math.min(MAX_PROBE_MS, settings.backoffMs * 2 ** Math.max(0, strikes - 1));
+  const holdUntil = Math.max(limiter.holdUntil, now + wait);
+  const usageHolds = burst && limiter.kind === 'usage-limit';
+  return {
+    ...counted,
+    strikes,
+    holdUntil,
+    ownHold: holdUntil > limiter.holdUntil ? true : limiter.ownHold,
+    kind: usageHolds ? 'usage-limit' : 'api-unreachable',
+    resetAt: usageHolds ? limiter.resetAt : null,
+    unreachable: refusal.message ?? limiter.unreachable,
+  };
+}
+
+/**
  * A response served at `now`: the streak of refusals is over, and a hold of the limiter's own is
  * lifted (the API serves), any hold when `refusedBefore` (the worker served was refused in it);
  * enough responses raise the working concurrency.
  */
 export function served(limiter: Limiter, now: number, settings: LimiterSettings, session = false, refusedBefore = false): Limiter {
   const lifted = (limiter.ownHold || refusedBefore) && holding(limiter, now) ? { holdUntil: now, ownHold: false } : {};
-  const base = { ...limiter, ...lifted, strikes: 0, refusedSince: null, resetAt: holding({ ...limiter, ...lifted }, now) ? limiter.resetAt : null };
+  const base = {
+    ...limiter,
+    ...lifted,
+    strikes: 0,
+    refusedSince: null,
+    unreachable: null,
+    resetAt: holding({ ...limiter, ...lifted }, now) ? limiter.resetAt : null,
+  };
   if (session) return { ...base, round: { ...limiter.round, through: limiter.round.through + 1 } };
   if (limiter.working >= settings.ceiling) return { ...base, working: settings.ceiling, served: 0 };
   const count = limiter.served + 1;
@@ -171,10 +214,13 @@ export function settleRound(limiter: Limiter, ceiling: number): Limiter {
 /**
  * Whether the run would wait longer than `--limit-wait` for the limit that holds it: a usage limit
  * resetting later than that from now, or refusals (nothing served between) that began longer ago
- * than that, counting the hold still to come. Then: until when the run would have had to wait.
+ * than that, counting the hold still to come; the API out of reach for longer than that. Then:
+ * until when the run would have had to wait.
  */
 export function overdue(limiter: Limiter, now: number, settings: LimiterSettings): { until: number } | null {
-  if (!holding(limiter, now) || limiter.refusedSince === null) return null;
-  const waited = limiter.holdUntil - (limiter.kind === 'usage-limit' ? now : limiter.refusedSince);
-  return waited > settings.maxWaitMs ? { until: limiter.holdUntil } : null;
+  // The API out of reach counts from its first unanswered request, held or not (a back-off of 0 holds nothing).
+  if (limiter.refusedSince === null || !(holding(limiter, now) || outage(limiter))) return null;
+  const until = Math.max(limiter.holdUntil, now);
+  const waited = until - (limiter.kind === 'usage-limit' ? now : limiter.refusedSince);
+  return waited > settings.maxWaitMs ? { until } : null;
 }

@@ -41,7 +41,7 @@ export function workerPrompt(plan: Plan, index: number, options: PromptOptions):
  */
 export function resumePrompt(reason: string): string {
   return [
-    `The API refused your last request (${reason}), so your work stopped there; it answers again now.`,
+    `Your last request to the API did not go through (${reason}), so your work stopped there; the API answers again now.`,
     'Carry on with your task exactly where you left off: your files are as you left them.',
     'End your reply with the final status line your task asks for (COMPLETED: / FAILED: / BLOCKED:).',
     '',

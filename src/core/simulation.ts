@@ -11,11 +11,22 @@ import type { EngineEvent } from './engine/events.ts';
 import type { EngineConfig, EngineState } from './engine/state.ts';
 import { step } from './engine/step.ts';
 import type { RunEventBody, TaskOutcome } from './events.ts';
-import { type WorkerRun, ok } from './failure.ts';
+import { type WorkerFailure, type WorkerRun, ok } from './failure.ts';
+import type { Refusal } from './limiter.ts';
 import type { CheckedWork } from './finalize.ts';
 import { isDirPath } from './paths.ts';
 import { type Plan, type Task, emptyUsage } from './plan.ts';
 import type { CapturedWork } from './work.ts';
+
+/** How a worker the API refused ends (its CLI's delay, `withDelay`, when it named one). */
+function limitFailure(refused: SimulatedAttempt['refused'], withDelay: boolean): WorkerFailure {
+  if (refused?.unreachable === true) return { reason: 'api-unreachable', message: 'API Error: Connection refused (ECONNREFUSED)' };
+  return {
+    reason: 'rate-limited',
+    message: 'API Error: Request rejected (429)',
+    ...(withDelay && refused !== undefined ? { retryAfterMs: refused.delayMs } : {}),
+  };
+}
 
 /** What one attempt of one task does in the simulation. */
 export interface SimulatedAttempt {
@@ -27,9 +38,10 @@ export interface SimulatedAttempt {
    * `served`, it had been served a response before (at half that time); `endsIt`, its retries
    * never get through and the refusal ends it when it would have finished. A worker the run stops
    * ends at once (when it had been served nothing, as the worker adapter does). A resumed worker
-   * is refused no more.
+   * is refused no more. `unreachable`: not a 429 but a request the API never answered (the API out
+   * of reach), which names no delay.
    */
-  refused?: { atMs: number; served: boolean; delayMs: number; endsIt: boolean };
+  refused?: { atMs: number; served: boolean; delayMs: number; endsIt: boolean; unreachable?: boolean };
 }
 
 export interface SimulatedInterval {
@@ -137,13 +149,14 @@ export function simulateRun(
       logPath: '',
       ...(refused?.served ? { progressed: true as const, sessionId: `session-${task}` } : {}),
       outcome: limited
-        ? { kind: 'failed', failure: { reason: 'rate-limited', message: 'API Error: Request rejected (429)', retryAfterMs: refused.delayMs } }
+        ? { kind: 'failed', failure: limitFailure(refused, true) }
         : { kind: 'reported', resultText: `${behaviour.report}: attempt ${attempt}`, statusLine: { status: behaviour.report, text: `attempt ${attempt}` } },
     };
     if (refused !== undefined) {
       refusals.set(task, refused);
       if (refused.served) post(workerServedEvent(task, now + Math.floor(refused.atMs / 2)));
-      post(workerRefusedEvent(task, { kind: 'rate-limit', delayMs: refused.delayMs }, refused.served, now + refused.atMs));
+      const refusal: Refusal = refused.unreachable === true ? { kind: 'api-unreachable' } : { kind: 'rate-limit', delayMs: refused.delayMs };
+      post(workerRefusedEvent(task, refusal, refused.served, now + refused.atMs));
     } else refusals.delete(task);
     post(workerFinishedEvent(task, worker, interval.end));
   };
@@ -212,7 +225,7 @@ export function simulateRun(
               {
                 ...event.run,
                 durationMs: interval ? now - interval.start : 0,
-                outcome: { kind: 'failed', failure: { reason: 'rate-limited', message: 'API Error: Request rejected (429)' } },
+                outcome: { kind: 'failed', failure: limitFailure(refused, false) },
               },
               now,
             ),

@@ -30,6 +30,8 @@ export interface ResultInfo {
   durationMs?: number;
   terminalReason?: string;
   apiErrorStatus?: number;
+  /** The CLI's name for the API error (2.1.330: `connection_failed` when the API could not be reached). */
+  apiError?: string;
   permissionDenials: PermissionDenial[];
   errors: string[];
 }
@@ -40,6 +42,8 @@ export interface AssistantErrorInfo {
   error: string;
   apiErrorStatus?: number;
   apiErrorType?: string;
+  /** The CLI's name for the API error (`api_error`: `connection_failed`…). */
+  apiError?: string;
   text: string;
 }
 
@@ -76,6 +80,8 @@ export interface StreamFacts {
   authFailure: boolean;
   /** The API served the worker a response (an assistant message that is not an API error). */
   progressed: boolean;
+  /** An `api_retry` came after the last response served: the CLI was still trying to get one. */
+  retrying?: boolean;
   /** A usage limit's reset (epoch ms) from a `rate_limit_event` or an error's `rate_limit_info`. */
   limitResetAt?: number;
   validEvents: number;
@@ -168,8 +174,25 @@ function transientFromStream(facts: StreamFacts, endedAt: number | undefined): W
   ) {
     return { reason: 'overloaded', message: describe(), ...retryAfter(facts) };
   }
+  if (
+    assistantError?.apiError === 'connection_failed' ||
+    (assistantError !== undefined && assistantError.apiErrorStatus === undefined && UNREACHABLE.test(assistantError.text)) ||
+    (assistantError === undefined && retry !== undefined && retry.errorStatus === undefined && facts.retrying === true)
+  ) {
+    return {
+      reason: 'api-unreachable',
+      message: assistantError?.text || 'its requests got no answer (the connection failed: refused, reset, a name that does not resolve, TLS, or a timeout)',
+    };
+  }
   return undefined;
 }
+
+/**
+ * Claude Code's words (2.1.330, CLI-NOTES.md) for a request the API never answered: refused, reset,
+ * a name that does not resolve, TLS, a timeout.
+ */
+const UNREACHABLE =
+  /Connection refused|Connection dropped|Can[’']t reach the API server|Unable to connect to API|Request timed out|\b(?:ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|ENETUNREACH|EHOSTUNREACH|EPROTO|ECONNABORTED)\b/;
 
 /** Why a result event flagged `is_error` failed: limits, authentication, rate, load, or the API. */
 function errorResultFailure(facts: StreamFacts, result: ResultInfo, endedAt: number | undefined): WorkerFailure {
@@ -193,6 +216,9 @@ function errorResultFailure(facts: StreamFacts, result: ResultInfo, endedAt: num
   }
   if (status === 529 || assistantError?.apiErrorType === 'overloaded_error' || /overloaded/i.test(message)) {
     return { reason: 'overloaded', message, ...retryAfter(facts) };
+  }
+  if (status === undefined && (result.apiError === 'connection_failed' || assistantError?.apiError === 'connection_failed' || UNREACHABLE.test(message))) {
+    return { reason: 'api-unreachable', message };
   }
   return status !== undefined ? { reason: 'api-error', message, status } : { reason: 'api-error', message };
 }

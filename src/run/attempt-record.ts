@@ -196,6 +196,7 @@ const FAILURE_SHAPES: Record<WorkerFailure['reason'], Record<string, string>> = 
   'not-authenticated': { message: 'string' },
   'rate-limited': { message: 'string', retryAfterMs: 'number?', resetAt: 'number?' },
   overloaded: { message: 'string', retryAfterMs: 'number?' },
+  'api-unreachable': { message: 'string' },
   interrupted: {},
   'timed-out': { timeoutMs: 'number' },
   'max-turns': { message: 'string' },

@@ -85,12 +85,22 @@ export function toolsFor(plan: Plan, index: number, root: string, allowedTools: 
   return permissions.value;
 }
 
-export const engineConfig = (settings: RunSettings, logDir: string): EngineConfig => ({
+/** Where workers started with `env` reach the API, as a person would look for it. */
+export function apiUrlOf(env: NodeJS.ProcessEnv): string {
+  const base = env['ANTHROPIC_BASE_URL']?.trim();
+  if (base) return base;
+  if (env['CLAUDE_CODE_USE_BEDROCK'] === '1') return 'Amazon Bedrock';
+  if (env['CLAUDE_CODE_USE_VERTEX'] === '1') return 'Google Vertex AI';
+  return 'https://api.anthropic.com';
+}
+
+export const engineConfig = (settings: RunSettings, logDir: string, env: NodeJS.ProcessEnv = {}): EngineConfig => ({
   concurrency: settings.concurrency,
   maxAttempts: settings.maxAttempts,
   schedule: settings.schedule,
   backoffMs: settings.backoffMs,
   limitWaitMs: settings.limitWaitMs,
+  apiUrl: apiUrlOf(env),
   ...(settings.maxCostUsd !== undefined ? { maxCostUsd: settings.maxCostUsd } : {}),
   logDir,
   ...(settings.strictScope === true ? { strictScope: true } : {}),

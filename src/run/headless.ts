@@ -132,7 +132,7 @@ export async function runHeadless(
     if (!setup.ok) return err({ kind: 'setup', problem: setup.error });
     const report = setup.value;
     // What setup found is applied by the step function, as every later change of a task's state.
-    const setUp = step(initialState(plan, engineConfig(settings, dirname(settings.planPath)), clock.now(), report.held), {
+    const setUp = step(initialState(plan, engineConfig(settings, dirname(settings.planPath), env), clock.now(), report.held), {
       type: 'set-up',
       findings: report.findings,
       now: clock.now(),

@@ -55,8 +55,11 @@ export function describeEvent(event: RunEvent, layout: Layout): string | null {
       return `task ${event.task}: speculation cancelled while ${event.stage}: ${clean(event.reason)}`;
     case 'task-activity':
       return null;
-    case 'limit':
-      return `${clean(event.message)}${event.task !== null && (event.change === 'hold' || event.change === 'lowered') ? ` (task ${event.task} refused; ${plural(event.refusals, 'refusal')} so far)` : ''}`;
+    case 'limit': {
+      if (event.task === null || (event.change !== 'hold' && event.change !== 'lowered')) return clean(event.message);
+      // A request the API never answered was not refused.
+      return `${clean(event.message)} (${event.limit === 'api-unreachable' ? `task ${event.task}'s request got no answer` : `task ${event.task} refused; ${plural(event.refusals, 'refusal')} so far`})`;
+    }
     case 'task-paused':
       return `task ${event.task} paused (attempt ${event.attempt}): ${clean(event.reason)}; it goes on where it stopped once the limit lets it`;
     case 'task-resumed':
@@ -334,6 +337,8 @@ export function createLiveView(options: LiveViewOptions): LiveView {
         break;
       case 'draining':
         draining = true;
+        // A run that drains waits for no limit: nothing new starts.
+        limit = null;
         break;
       case 'run-finished':
         runEnd = timeOf(event.at);

@@ -146,6 +146,94 @@ describe('plan.ts status', () => {
     await writeJournal([...liveRun(), limit('serving', { working: 2 })]);
     expect(await run('status', '--json')).toBe(0);
     expect(JSON.parse(out[0]!).run.waiting).toBeNull();
+    // The API out of reach: since when, and when one worker tries it again.
+    out = [];
+    const since = new Date(Date.now() - 90_000);
+    await writeJournal([...liveRun(), limit('hold', { limit: 'api-unreachable', until: inAMinute.toISOString(), since: since.toISOString() })]);
+    expect(await run('status')).toBe(0);
+    const clock = (d: Date) => `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+    const sinceDay = new Date().toDateString() === since.toDateString() ? '' : `${since.toLocaleDateString('en-US', { month: 'short', day: 'numeric' })} `;
+    expect(out).toContain(`Waiting: waiting for the API to answer (out of reach since ${sinceDay}${clock(since)}): one worker tries again at ${day}${at}`);
+    // A run that drains waits for nothing, whatever its last hold said.
+    out = [];
+    await writeJournal([
+      ...liveRun(),
+      limit('hold', { limit: 'usage-limit', until: inThreeHours.toISOString(), resetAt: inThreeHours.toISOString() }),
+      ev(Date.now() - 500, { type: 'draining', running: [1] }, 'run-live'),
+    ]);
+    expect(await run('status', '--json')).toBe(0);
+    expect(JSON.parse(out[0]!).run.waiting).toBeNull();
+  });
+
+  it('says what stopped the last run (exit 75: a limit, or the API out of reach) and when to run it again', async () => {
+    writePlan(planAfterRecordedRun());
+    const stopped = (runId: string, at: number, body: Partial<Extract<RunEventBody, { type: 'run-finished' }>>) => [
+      ev(
+        at - 60_000,
+        {
+          type: 'run-started',
+          goal: 'g',
+          planPath: '.design/plan.json',
+          taskCount: 4,
+          maxDepth: 1,
+          resumed: true,
+          concurrency: 2,
+          schedule: 'continuous',
+          pid: 2 ** 22 + 7,
+        },
+        runId,
+      ),
+      ev(
+        at,
+        {
+          type: 'run-finished',
+          outcome: 'incomplete',
+          exitCode: 75,
+          counts: { pending: 2 },
+          usage: { costUsd: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheCreationTokens: 0 },
+          durationMs: 60_000,
+          reason: 'limited',
+          message: 'the words of the run',
+          ...body,
+        } as RunEventBody,
+        runId,
+      ),
+    ];
+    const inTwoHours = new Date(Date.now() + 2 * 3_600_000);
+    const pad = (n: number) => String(n).padStart(2, '0');
+    const day = new Date().toDateString() === inTwoHours.toDateString() ? '' : `${inTwoHours.toLocaleDateString('en-US', { month: 'short', day: 'numeric' })} `;
+    await writeJournal(stopped('run-usage', Date.now() - 1000, { resumeAfter: inTwoHours.toISOString(), message: 'the usage limit resets at …' }));
+    expect(await run('status')).toBe(0);
+    const said = out.find((l) => l.startsWith('The last run (run-usage) stopped at '))!;
+    expect(said).toMatch(/^The last run \(run-usage\) stopped at \S+ \(exit 75\) because of a rate or usage limit: the usage limit resets at …$/);
+    expect(out).toContain(`Run the same command again after ${day}${pad(inTwoHours.getHours())}:${pad(inTwoHours.getMinutes())} to go on.`);
+    // Once the reset has passed, now.
+    out = [];
+    await writeJournal(stopped('run-usage-past', Date.now() - 1000, { resumeAfter: new Date(Date.now() - 500).toISOString() }));
+    expect(await run('status', '--json')).toBe(0);
+    expect(JSON.parse(out[0]!).stopped).toMatchObject({ runId: 'run-usage-past', reason: 'limited', runAgain: 'now (the limit has lifted)' });
+    out = [];
+    await writeJournal(
+      stopped('run-away', Date.now() - 1000, { reason: 'api-unreachable', message: 'could not reach https://api.anthropic.com since 10:00:00 (…)' }),
+    );
+    expect(await run('status', '--json')).toBe(0);
+    const json = JSON.parse(out[0]!);
+    expect([json.run, json.stopped]).toEqual([
+      null,
+      {
+        runId: 'run-away',
+        finishedAt: expect.any(String),
+        reason: 'api-unreachable',
+        message: 'could not reach https://api.anthropic.com since 10:00:00 (…)',
+        resumeAfter: null,
+        runAgain: 'when the API answers',
+      },
+    ]);
+    // A run after it that ended another way: nothing stopped the plan for a limit any more.
+    out = [];
+    await writeJournal(stopped('run-done', Date.now(), { reason: 'failures', exitCode: 1, message: '2 of 4 tasks completed' }));
+    expect(await run('status', '--json')).toBe(0);
+    expect(JSON.parse(out[0]!).stopped).toBeNull();
   });
 
   it('says when the last run died', async () => {

@@ -4,8 +4,10 @@
 // leaves it, a hold lasts what the API asked for and only a response lifts one (of the limiter's
 // own), holds in a row back off twice as long, a usage limit holds until its reset and lowers
 // nothing, additive increase is one step per `working × patience` responses, and --limit-wait
-// says when the run would wait too long. And the session's rule: a round a limit refused leaves
-// the next no more tasks than it got through.
+// says when the run would wait too long. The API out of reach (`api-unreachable`) lowers nothing,
+// holds for the limiter's own back-off (at most a minute), lets one worker run until a response
+// is served, and is bounded by --limit-wait from its first unanswered request. And the session's
+// rule: a round a limit refused leaves the next no more tasks than it got through.
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -15,9 +17,11 @@ import {
   type Refusal,
   MAX_BACKOFF_MS,
   MAX_PATIENCE,
+  MAX_PROBE_MS,
   allowed,
   holding,
   newLimiter,
+  outage,
   overdue,
   refused,
   served,
@@ -244,5 +248,101 @@ describe('the limiter', () => {
         }
       }),
     );
+  });
+
+  describe('the API out of reach', () => {
+    const unreachable: Refusal = { kind: 'api-unreachable' };
+    /** Random streams of rate and usage limits, outages and responses, at non-decreasing times. */
+    const mixedArb: fc.Arbitrary<Step[]> = fc
+      .array(
+        fc.tuple(
+          fc.integer({ min: 0, max: 20_000 }),
+          fc.oneof(
+            { weight: 2, arbitrary: fc.constant<{ kind: 'served' }>({ kind: 'served' }) },
+            { weight: 2, arbitrary: fc.constant({ kind: 'refused' as const, refusal: unreachable }) },
+            { weight: 1, arbitrary: fc.record({ kind: fc.constant('refused' as const), refusal: refusalArb }) },
+          ),
+        ),
+        { maxLength: 80 },
+      )
+      .map((raw) => {
+        let at = 0;
+        return raw.map(([gap, s]) => {
+          at += gap;
+          if (s.kind === 'refused' && s.refusal.resetAt !== undefined) return { at, ...s, refusal: { ...s.refusal, resetAt: at + s.refusal.resetAt } };
+          return { at, ...s };
+        });
+      });
+    const everyMixedStep = (check: (settings: LimiterSettings, before: Limiter, step: Step, after: Limiter) => void) =>
+      fc.assert(
+        fc.property(settingsArb, mixedArb, (settings, steps) => {
+          let limiter = newLimiter(settings.ceiling);
+          for (const step of steps) {
+            const next = apply(limiter, step, settings);
+            check(settings, limiter, step, next);
+            limiter = next;
+          }
+        }),
+        { numRuns: 500 },
+      );
+    const isOutage = (step: Step) => step.kind === 'refused' && step.refusal.kind === 'api-unreachable';
+
+    it('lowers nothing and lets one worker run (the probe) until a response is served; then the run is as wide as before', () => {
+      everyMixedStep((settings, before, step, after) => {
+        if (isOutage(step)) {
+          expect(after.working).toBe(before.working);
+          expect(after.refusals).toBe(before.refusals + 1);
+          expect(after.refusedSince).toBe(before.refusedSince ?? step.at);
+        }
+        expect(allowed(after, settings.ceiling)).toBe(outage(after) ? 1 : Math.min(settings.ceiling, after.working));
+        if (step.kind === 'served') {
+          expect(outage(after)).toBe(false);
+          expect(after.unreachable).toBeNull();
+        }
+      });
+    });
+
+    it('holds new starts for its own back-off, doubling per try that finds no hold, at most a minute (a usage limit’s hold outranks it); a response served lifts it', () => {
+      everyMixedStep((settings, before, step, after) => {
+        if (!isOutage(step)) return;
+        const own = Math.min(MAX_PROBE_MS, settings.backoffMs * 2 ** Math.max(0, after.strikes - 1));
+        expect(after.holdUntil).toBe(Math.max(before.holdUntil, step.at + own));
+        expect(after.strikes).toBe(holding(before, step.at) ? before.strikes : before.strikes + 1);
+        expect(after.kind).toBe(holding(before, step.at) && before.kind === 'usage-limit' ? 'usage-limit' : 'api-unreachable');
+        if (after.kind === 'api-unreachable' && after.holdUntil > before.holdUntil) {
+          expect(after.ownHold).toBe(true);
+          // Its own hold: a response served to any worker lifts it.
+          const lifted = served(after, step.at, settings);
+          expect([holding(lifted, step.at), outage(lifted)]).toEqual([false, false]);
+        }
+      });
+    });
+
+    it('is overdue exactly when the hold (or now, when none holds) reaches past --limit-wait from the first request left unanswered', () => {
+      everyMixedStep((settings, _before, step, after) => {
+        if (!isOutage(step) || after.kind !== 'api-unreachable') return;
+        const verdict = overdue(after, step.at, settings);
+        // Counted from the first unanswered request, held or not (a back-off of 0 holds nothing, and the run would probe on for ever).
+        const until = Math.max(after.holdUntil, step.at);
+        expect(verdict === null ? null : verdict.until).toBe(until - after.refusedSince! > settings.maxWaitMs ? until : null);
+      });
+    });
+
+    it('tries again at least once a minute, however long it lasts, and remembers the CLI’s last words for it', () => {
+      fc.assert(
+        fc.property(fc.integer({ min: 1, max: 20_000 }), fc.integer({ min: 1, max: 40 }), (backoffMs, tries) => {
+          const settings = { ceiling: 4, backoffMs, maxWaitMs: 18_000_000 };
+          let limiter = newLimiter(4);
+          let now = 0;
+          for (let k = 1; k <= tries; k++) {
+            limiter = refused(limiter, k === 1 ? { ...unreachable, message: 'API Error: Connection refused (ECONNREFUSED)' } : unreachable, now, settings);
+            expect(limiter.holdUntil - now).toBe(Math.min(MAX_PROBE_MS, backoffMs * 2 ** (k - 1)));
+            expect(limiter.holdUntil - now).toBeLessThanOrEqual(MAX_PROBE_MS);
+            now = limiter.holdUntil;
+          }
+          expect([limiter.working, allowed(limiter, 4), limiter.unreachable]).toEqual([4, 1, 'API Error: Connection refused (ECONNREFUSED)']);
+        }),
+      );
+    });
   });
 });

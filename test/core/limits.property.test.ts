@@ -1,8 +1,9 @@
 // Limits in the engine's own state machine, run in simulated time on random plans whose workers
 // the API refuses at random moments (core/simulation.ts): before or after it served them, retried
-// to success by their CLI or ended by the refusal. Whatever comes: a limit spends no attempt and
-// fails no task (every task completes, at its first attempt), the run stops only workers the API
-// had served nothing, and never has more workers at once than --concurrency.
+// to success by their CLI or ended by the refusal; or the API out of reach, its requests never
+// answered. Whatever comes: a limit spends no attempt, fails no task (every task completes, at its
+// first attempt) and trips no breaker, the run stops only workers the API had served nothing, and
+// never has more workers at once than --concurrency.
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -10,21 +11,32 @@ import { statusOf } from '../../src/core/plan.ts';
 import { SIMULATION_DEFAULTS, type SimulatedAttempt, simulateRun } from '../../src/core/simulation.ts';
 import { MAX_SIM_TASKS, simulationArb } from '../support/arbitraries.ts';
 
-const refusalArb: fc.Arbitrary<SimulatedAttempt['refused'] | undefined> = fc.option(
-  fc
-    .record({ at: fc.double({ min: 0.1, max: 0.9, noNaN: true }), served: fc.boolean(), delayMs: fc.integer({ min: 0, max: 5 }), endsIt: fc.boolean() })
-    .map((r) => ({ atMs: r.at, served: r.served, delayMs: r.delayMs, endsIt: r.endsIt })),
-  { nil: undefined, freq: 2 },
-);
+/** A worker's refusal, or none; `unreachable`: some are the API out of reach (a request never answered) rather than a 429. */
+const refusalArb = (unreachable: boolean): fc.Arbitrary<SimulatedAttempt['refused'] | undefined> =>
+  fc.option(
+    fc
+      .record({
+        at: fc.double({ min: 0.1, max: 0.9, noNaN: true }),
+        served: fc.boolean(),
+        delayMs: fc.integer({ min: 0, max: 5 }),
+        endsIt: fc.boolean(),
+        unreachable: unreachable ? fc.boolean() : fc.constant(false),
+      })
+      .map((r) => ({ atMs: r.at, served: r.served, delayMs: r.delayMs, endsIt: r.endsIt, ...(r.unreachable ? { unreachable: true } : {}) })),
+    { nil: undefined, freq: 2 },
+  );
 
 describe('limits in the engine', () => {
-  it('spend no attempt, fail no task, stop only workers the API served nothing, and keep to --concurrency', () => {
+  it.each([
+    ['a rate limit', false],
+    ['the API out of reach', true],
+  ])('%s: spends no attempt, fails no task, trips no breaker, stops only workers the API served nothing, and keeps to --concurrency', (_name, unreachable) => {
     // How often each way was met, so the property is known to have seen them.
     const seen = { stopped: 0, paused: 0, resumed: 0, held: 0 };
     fc.assert(
       fc.property(
         simulationArb({ allSucceed: true }),
-        fc.array(refusalArb, { minLength: 2 * MAX_SIM_TASKS, maxLength: 2 * MAX_SIM_TASKS }),
+        fc.array(refusalArb(unreachable), { minLength: 2 * MAX_SIM_TASKS, maxLength: 2 * MAX_SIM_TASKS }),
         fc.integer({ min: 0, max: 3 }),
         (sim, refusals, backoffMs) => {
           // Each task's first start may be refused (at a fraction of its run); later starts go through.
@@ -48,6 +60,7 @@ describe('limits in the engine', () => {
               .map((e) => e.type === 'task-finished' && e.outcome)
               .filter((o) => o !== 'completed' && o !== 'requeued'),
           ).toEqual([]);
+          expect(trace.events.some((e) => e.type === 'breaker')).toBe(false);
           for (const stop of trace.stops) expect(stop.served).toBe(false);
           seen.stopped += trace.stops.length;
           seen.paused += trace.events.filter((e) => e.type === 'task-paused').length;

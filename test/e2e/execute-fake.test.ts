@@ -419,17 +419,29 @@ describe('execute.ts with the fake worker', () => {
       .split('\n')
       .filter(Boolean)
       .map((l) => JSON.parse(l) as Record<string, unknown>);
-    // Its CLI's retries held the run as a rate limit first; the reset its last refusal named, as a usage limit.
-    const hold = events.find((e) => e['type'] === 'limit' && e['change'] === 'hold' && e['limit'] === 'usage-limit')!;
-    expect(String(hold['message'])).toMatch(/^waiting for the usage limit to reset at /);
+    // Its CLI's retries held the run as a rate limit first; the reset its last refusal named is past
+    // --limit-wait: the run drains at once, and never says it waits for the reset.
+    expect(events.filter((e) => e['type'] === 'limit').map((e) => e['limit'])).not.toContain('usage-limit');
+    expect(events.filter((e) => e['type'] === 'limit' && /waiting/.test(String(e['message'])))).toEqual([]);
+    const draining = events.find((e) => e['type'] === 'draining')!;
     const end = events.find((e) => e['type'] === 'run-finished')!;
     expect([end['reason'], end['exitCode'], end['outcome']]).toEqual(['limited', 75, 'incomplete']);
-    expect(Date.parse(String(end['resumeAfter'])) - Date.parse(String(hold['at']))).toBeGreaterThan(7100_000);
+    expect(Date.parse(String(end['resumeAfter'])) - Date.parse(String(draining['at']))).toBeGreaterThan(7100_000);
     expect(String(end['message'])).toMatch(/the usage limit resets at .*longer than --limit-wait \(1h00m\).*Run the same command again after /);
     expect((await readPlan(planPath)).tasks.map((t) => [t.status ?? 'pending', t.attempts ?? 0])).toEqual([
       ['pending', 0],
       ['pending', 0],
     ]);
+    // A person who comes back later learns from `plan status` what stopped the run, and when to go on.
+    const status = await runPlanTool(repo.dir, ['status']);
+    expect(status.stdout).toContain(
+      `The last run (${end['runId']}) stopped at ${end['at']} (exit 75) because of a rate or usage limit: the usage limit resets at `,
+    );
+    expect(status.stdout).toMatch(/^Run the same command again after (\w{3} \d{1,2} )?\d\d:\d\d to go on\.$/m);
+    const json = JSON.parse((await runPlanTool(repo.dir, ['status', '--json'])).stdout);
+    expect(json.run).toBeNull();
+    expect(json.stopped).toMatchObject({ runId: end['runId'], reason: 'limited', resumeAfter: end['resumeAfter'], message: end['message'] });
+    expect(json.stopped.runAgain).toMatch(/^after /);
   });
 
   it('--dry-run prints the rounds and the commands and starts nothing', async () => {

@@ -8,6 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RunEventBody } from '../../src/core/events.ts';
 import { type Plan, statusOf } from '../../src/core/plan.ts';
+import { apiUrlOf } from '../../src/run/engine.ts';
 import { EngineRig, failedRun, reported } from '../support/engine-rig.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
@@ -128,7 +129,7 @@ describe('limits in the headless engine', () => {
     // Resumed: the same attempt, in the same worktree, its session continued, told why.
     const resumed = rig.started.at(-1)!;
     expect([resumed.taskIndex, resumed.attempt, resumed.cwd, resumed.resume]).toEqual([0, 1, '/worktrees/0', 'session-0']);
-    expect(resumed.prompt).toMatch(/^The API refused your last request \(rate limited: API Error: Request rejected \(429\)/);
+    expect(resumed.prompt).toMatch(/^Your last request to the API did not go through \(rate limited: API Error: Request rejected \(429\)/);
     // Its --task-timeout is what the attempt has left: the 30 s it worked (its 170 s of waiting on the limit not counted).
     expect(resumed.timeoutMs).toBe(570_000);
     expect(rig.events.some((e) => e.type === 'task-resumed' && e.task === 0 && e.attempt === 1)).toBe(true);
@@ -194,6 +195,8 @@ describe('limits in the headless engine', () => {
     await rig.serve(1);
     await rig.finish(0, failedRun({ reason: 'rate-limited', message: "You've hit your limit · resets 10pm", resetAt }));
     expect(rig.events.some((e) => e.type === 'draining')).toBe(true);
+    // It does not wait for the reset, so it never says it waits.
+    expect(limitEvents(rig)).toEqual([]);
     // What runs finishes and is integrated; nothing new starts.
     expect(rig.runningTasks).toEqual([1]);
     await rig.finish(1, 'COMPLETED: one');
@@ -222,19 +225,21 @@ describe('limits in the headless engine', () => {
     const rig = new EngineRig(tasks(1), { settings: { concurrency: 1, backoffMs: 1000, limitWaitMs: 10_000 } });
     await rig.advance(0);
     const holds: number[] = [];
+    let at = 0;
     for (;;) {
       if (rig.runningTasks.length === 0) break;
-      const at = rig.clock.now();
+      at = rig.clock.now();
       await rig.refuse(0, { kind: 'overloaded' });
-      const last = limitEvents(rig).at(-1)!;
-      if (last.until !== null) holds.push(Date.parse(last.until) - at);
       if (rig.result !== null || rig.events.some((e) => e.type === 'draining')) break;
+      const last = limitEvents(rig).at(-1)!;
+      holds.push(Date.parse(last.until!) - at);
       await rig.advance(Date.parse(last.until!) - at);
     }
-    // 1 s, then 2 s, 4 s: 7 s waited; the next (8 s) would make 15 s, past the 10 s --limit-wait.
-    expect(holds).toEqual([1000, 2000, 4000, 8000]);
+    // 1 s, then 2 s, 4 s: 7 s waited; the next (8 s) would make 15 s, past the 10 s --limit-wait: the run stops rather than wait (and never says it waits).
+    expect(holds).toEqual([1000, 2000, 4000]);
     const result = await rig.ended();
     expect(result.reason).toBe('limited');
+    expect(result.resumeAfter! - at).toBe(8000);
     expect(result.message).toMatch(/^the API has refused every request since .+ and asks to wait until .+; that is longer than --limit-wait \(10s\)/);
     expect(attemptsOf(result.plan)).toEqual([0]);
   });
@@ -264,5 +269,151 @@ describe('limits in the headless engine', () => {
       ['pending', 0],
       ['completed', 1],
     ]);
+  });
+
+  describe('the API out of reach', () => {
+    const outage = { kind: 'api-unreachable' as const };
+    const drainingAt = (rig: EngineRig) => rig.events.findIndex((e) => e.type === 'draining');
+
+    it('stops every worker it served nothing (no attempt), holds new starts with back-off, tries again with one worker, and past --limit-wait stops with api-unreachable; the breaker is untouched', async () => {
+      const rig = new EngineRig(tasks(3), { settings: { concurrency: 2, backoffMs: 1000, limitWaitMs: 10_000 } });
+      await rig.advance(0);
+      expect(rig.runningTasks).toEqual([0, 1]);
+      await rig.refuse(0, outage);
+      const [hold] = limitEvents(rig);
+      expect(hold).toMatchObject({ change: 'hold', limit: 'api-unreachable', working: 1, concurrency: 2, task: 0 });
+      expect(hold!.since).not.toBeNull();
+      expect(hold!.message).toMatch(/^waiting for the API to answer \(out of reach since \d\d:\d\d:\d\d\): one worker tries again at \d\d:\d\d:\d\d$/);
+      await rig.refuse(1, outage);
+      // Both had been served nothing: stopped, their tasks wait, no attempt spent.
+      expect(rig.runningTasks).toEqual([]);
+      expect(rig.outcomes()).toEqual([
+        [0, 'requeued'],
+        [1, 'requeued'],
+      ]);
+      const probes: number[] = [];
+      for (let wait = 1000; rig.result === null; wait *= 2) {
+        // Nothing starts while the hold lasts; then one worker (the probe), however many may run.
+        await rig.advance(wait - 1);
+        expect(rig.runningTasks).toEqual([]);
+        await rig.advance(1);
+        expect(rig.runningTasks).toEqual([0]);
+        probes.push(rig.clock.now());
+        await rig.refuse(0, outage);
+        expect(rig.runningTasks).toEqual([]);
+        if (drainingAt(rig) >= 0) break;
+      }
+      // Held 1 s, 2 s, 4 s; the next hold (8 s) would make 15 s without an answer, past the 10 s --limit-wait.
+      expect(probes.length).toBe(3);
+      const result = await rig.ended();
+      expect(result.reason).toBe('api-unreachable');
+      expect(result.resumeAfter).toBeUndefined();
+      expect(result.message).toMatch(
+        /^could not reach https:\/\/api\.anthropic\.com since \d\d:\d\d:\d\d \(its requests got no answer\); that is longer than --limit-wait \(10s\) lets the run wait: nothing new started, and the run stopped once what ran had finished\. Check the network, a proxy \(HTTPS_PROXY\) and ANTHROPIC_BASE_URL, then run the same command again when the API answers/,
+      );
+      expect(attemptsOf(result.plan)).toEqual([0, 0, 0]);
+      expect(result.plan.tasks.map((t) => statusOf(t))).toEqual(['pending', 'pending', 'pending']);
+      expect(rig.events.some((e) => e.type === 'breaker')).toBe(false);
+      expect(new Set(rig.outcomes().map(([, outcome]) => outcome))).toEqual(new Set(['requeued']));
+      // Once it drains, it says no more that it waits.
+      expect(rig.events.slice(drainingAt(rig)).some((e) => e.type === 'limit')).toBe(false);
+    });
+
+    it('with no back-off (FOREMAN_BACKOFF_MS=0) it tries again at once, and still stops once the API has been out of reach longer than --limit-wait', async () => {
+      const rig = new EngineRig(tasks(1), { settings: { concurrency: 1, backoffMs: 0, limitWaitMs: 3000 } });
+      await rig.advance(0);
+      let tries = 0;
+      while (drainingAt(rig) < 0) {
+        expect(rig.runningTasks).toEqual([0]);
+        await rig.refuse(0, outage);
+        tries++;
+        await rig.advance(1000);
+      }
+      // Unanswered at 0, 1, 2 and 3 s; at 4 s it has been out of reach longer than the 3 s --limit-wait.
+      expect(tries).toBe(5);
+      const result = await rig.ended();
+      expect([result.reason, attemptsOf(result.plan)]).toEqual(['api-unreachable', [0]]);
+    });
+
+    it('names where the workers reach the API: ANTHROPIC_BASE_URL, else Bedrock or Vertex when the CLI is told to use them, else Anthropic’s', () => {
+      expect(apiUrlOf({ ANTHROPIC_BASE_URL: ' https://gateway.example.com/anthropic ' })).toBe('https://gateway.example.com/anthropic');
+      expect(apiUrlOf({ CLAUDE_CODE_USE_BEDROCK: '1' })).toBe('Amazon Bedrock');
+      expect(apiUrlOf({ CLAUDE_CODE_USE_VERTEX: '1' })).toBe('Google Vertex AI');
+      expect(apiUrlOf({ ANTHROPIC_BASE_URL: '' })).toBe('https://api.anthropic.com');
+    });
+
+    it('names what it could not reach in the CLI’s own words when a worker ended with them; --limit-wait 0 stops at the first', async () => {
+      const rig = new EngineRig(tasks(2), { settings: { concurrency: 1, limitWaitMs: 0 } });
+      await rig.advance(0);
+      await rig.finish(
+        0,
+        failedRun({ reason: 'api-unreachable', message: 'API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)' }),
+      );
+      const result = await rig.ended();
+      expect(result.reason).toBe('api-unreachable');
+      expect(result.message).toMatch(
+        /^could not reach https:\/\/api\.anthropic\.com since .+ \(API Error: Connection refused — a firewall or proxy may be blocking it \(ECONNREFUSED\)\); --limit-wait 0 waits for no limit:/,
+      );
+      expect(attemptsOf(result.plan)).toEqual([0, 0]);
+    });
+
+    it('a worker the API had served is never cut short: it waits out the outage with its CLI, and the run goes on when the API answers', async () => {
+      const rig = new EngineRig(tasks(3), { settings: { concurrency: 2, backoffMs: 1000, limitWaitMs: 60_000 } });
+      await rig.advance(0);
+      await rig.serve(0);
+      await rig.refuse(0, outage);
+      await rig.refuse(1, outage);
+      // Task 0 had done something: it runs on (its CLI retries by itself); task 1 had not: stopped.
+      expect(rig.runningTasks).toEqual([0]);
+      expect(rig.outcomes()).toEqual([[1, 'requeued']]);
+      // The hold ends, but one worker already tries the API: nothing more starts.
+      await rig.advance(5000);
+      expect(rig.runningTasks).toEqual([0]);
+      // Its CLI got an answer: the API is back, the run goes on as wide as before.
+      await rig.serve(0);
+      expect(limitEvents(rig).at(-1)).toMatchObject({ change: 'serving', since: null });
+      expect(rig.runningTasks).toEqual([0, 1]);
+      for (;;) {
+        const running = rig.runningTasks;
+        if (running.length === 0) break;
+        for (const t of running) await rig.finish(t, 'COMPLETED: done');
+      }
+      const result = await rig.ended();
+      expect(result.reason).toBe('all-done');
+      expect(attemptsOf(result.plan)).toEqual([1, 1, 1]);
+    });
+
+    it('a worker the outage ended after it had done something pauses with its worktree, and goes on as the probe when the hold ends', async () => {
+      const rig = new EngineRig(tasks(2), { settings: { concurrency: 2, backoffMs: 1000, limitWaitMs: 60_000 } });
+      await rig.advance(0);
+      await rig.serve(0);
+      await rig.finish(0, {
+        ...failedRun({
+          reason: 'api-unreachable',
+          message: 'API Error: Connection dropped (ECONNRESET). Check the gateway set in ANTHROPIC_BASE_URL, then try again.',
+        }),
+        sessionId: 'session-0',
+        progressed: true,
+      });
+      expect(rig.events.filter((e) => e.type === 'task-paused').map((e) => e.type === 'task-paused' && e.reason)).toEqual([
+        'the API could not be reached: API Error: Connection dropped (ECONNRESET). Check the gateway set in ANTHROPIC_BASE_URL, then try again.',
+      ]);
+      expect(rig.worktrees.get(0)).toBe('/worktrees/0');
+      await rig.refuse(1, outage);
+      expect(rig.runningTasks).toEqual([]);
+      // The paused attempt is the probe: resumed alone, in its worktree, with its conversation.
+      await rig.advance(1000);
+      expect(rig.runningTasks).toEqual([0]);
+      expect([rig.started.at(-1)!.resume, rig.started.at(-1)!.cwd]).toEqual(['session-0', '/worktrees/0']);
+      expect(rig.started.at(-1)!.prompt).toMatch(
+        /^Your last request to the API did not go through \(the API could not be reached: API Error: Connection dropped \(ECONNRESET\)/,
+      );
+      await rig.serve(0);
+      expect(rig.runningTasks).toEqual([0, 1]);
+      await rig.finish(0, 'COMPLETED: zero');
+      await rig.finish(1, 'COMPLETED: one');
+      const result = await rig.ended();
+      expect([result.reason, attemptsOf(result.plan)]).toEqual(['all-done', [1, 1]]);
+    });
   });
 });

@@ -106,6 +106,8 @@ interface Running {
   finish: (run: WorkerRun) => void;
   /** The API served it a response (`serve`): the limiter may no longer stop it. */
   served: boolean;
+  /** The last refusal it met (`refuse`): what it ends with when the limiter stops it. */
+  refusal?: Refusal;
 }
 
 export interface RigOptions {
@@ -202,8 +204,16 @@ export class EngineRig {
               () => {
                 if (worker.served || this.running.get(request.taskIndex) !== worker) return;
                 this.running.delete(request.taskIndex);
+                const unreachable = worker.refusal?.kind === 'api-unreachable';
                 resolve({
-                  ...failedRun({ reason: 'rate-limited', message: 'API Error: Request rejected (429)' }),
+                  ...failedRun(
+                    unreachable
+                      ? {
+                          reason: 'api-unreachable',
+                          message: 'its requests got no answer (the connection failed: refused, reset, a name that does not resolve, TLS, or a timeout)',
+                        }
+                      : { reason: 'rate-limited', message: 'API Error: Request rejected (429)' },
+                  ),
                   ...(request.resume !== undefined ? { sessionId: request.resume } : {}),
                 });
               },
@@ -268,6 +278,7 @@ export class EngineRig {
   async refuse(task: number, refusal: Refusal): Promise<void> {
     const worker = this.running.get(task);
     if (!worker) throw new Error(`task ${task} is not running (running: ${this.runningTasks.join(', ') || 'none'})`);
+    worker.refusal = refusal;
     worker.request.onRefused?.(refusal, worker.served);
     await settle();
   }

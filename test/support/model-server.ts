@@ -458,6 +458,13 @@ export interface ModelServer {
   setScenarios(s: Scenario[]): void;
   /** Forget the recorded requests. */
   clear(): void;
+  /**
+   * The API goes out of reach: the server stops listening and drops every connection (a request
+   * under way is cut off), so connections to its port are refused until `acceptConnections`.
+   */
+  refuseConnections(): Promise<void>;
+  /** The API is back: the server listens on the same port again. */
+  acceptConnections(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -731,10 +738,23 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<M
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
+  const listen = (on: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(on, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  /** Stop listening and end every connection (hanging answers too). */
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      for (const r of hanging) r.destroy();
+      for (const s of sockets) s.destroy();
+      if (!server.listening) resolve();
+      else server.close(() => resolve());
+    });
+  await listen(0);
   const port = (server.address() as AddressInfo).port;
 
   return {
@@ -751,11 +771,8 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<M
     clear: () => {
       requests.length = 0;
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const r of hanging) r.destroy();
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
+    refuseConnections: stop,
+    acceptConnections: () => listen(port),
+    close: stop,
   };
 }

@@ -115,6 +115,40 @@ describe('live view', () => {
     expect(screen.text.at(-1)).toMatch(/· rate-limited: 1 of 2 workers · 0 rounds committed/);
   });
 
+  it('says while the API is out of reach since when, and when one worker tries it again; once the run drains it says it waits no more', () => {
+    const started = recordedRun().slice(0, 3);
+    const at = Date.parse(started.at(-1)!.at) + 1000;
+    const until = new Date(at + 30_000);
+    const pad = (n: number) => String(n).padStart(2, '0');
+    const clock = (d: Date) => `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+    const hold: RunEvent = {
+      type: 'limit',
+      change: 'hold',
+      limit: 'api-unreachable',
+      working: 1,
+      concurrency: 2,
+      until: until.toISOString(),
+      resetAt: null,
+      since: new Date(at).toISOString(),
+      refusals: 1,
+      task: 1,
+      message: 'waiting for the API to answer: as it was then',
+      runId: RUN_ID,
+      at: new Date(at).toISOString(),
+    };
+    const { screen, view, setClock } = playLive(200, false, [...started, hold]);
+    expect(screen.text).toContain("! waiting for the API to answer: as it was then (task 1's request got no answer)");
+    const waiting = `waiting for the API to answer (out of reach since ${clock(new Date(at))}): one worker tries again at ${clock(until)}`;
+    expect(screen.text.at(-1)).toContain(`· ${waiting} ·`);
+    // The hold is over and one worker tries the API: said until a response is served.
+    setClock(until.getTime() + 1);
+    view.tick();
+    expect(screen.text.at(-1)).toContain(`· waiting for the API to answer (out of reach since ${clock(new Date(at))}): one worker tries it ·`);
+    view.update({ type: 'draining', running: [1], runId: RUN_ID, at: new Date(until.getTime() + 2).toISOString() });
+    expect(screen.text.at(-1)).not.toContain('waiting');
+    expect(screen.text.at(-1)).toContain('· draining ·');
+  });
+
   it('prints finished tasks and notices above the block and keeps the block at the bottom', () => {
     const { screen, view } = playLive(160, false);
     view.close();
@@ -432,6 +466,7 @@ describe('event schema', () => {
       'setup-failed': true,
       drained: true,
       limited: true,
+      'api-unreachable': true,
     };
     for (const reason of Object.keys(reasons)) {
       const finished = ev(T0, {

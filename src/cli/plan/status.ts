@@ -6,7 +6,7 @@ import { formatCostTally, formatElapsed, oneLine } from '../../core/format.ts';
 import { countByStatus } from '../../core/graph.ts';
 import { attemptsOf, emptyTally, mergeTallies, statusOf, tallyCostUsd } from '../../core/plan.ts';
 import { neededPaths } from '../../core/widen.ts';
-import { groupRuns, planTally, timeOf, unfinishedRun } from '../../core/report.ts';
+import { groupRuns, planTally, stoppedRun, timeOf, unfinishedRun } from '../../core/report.ts';
 import { table } from '../../ui/table.ts';
 import type { Command } from '../command.ts';
 import { EXIT, gitFailedError } from '../exit.ts';
@@ -33,7 +33,7 @@ function reasonCell(task: { status: string; result: string | null }, setAside: r
 export const status: Command = {
   name: 'status',
   summary:
-    "Show every task with its status, attempts and blockers, counts by status, cost so far, the run holding the lock with its running tasks, the plan's worktrees (disk use) and its integrated work not landed yet.",
+    "Show every task with its status, attempts and blockers, counts by status, cost so far, the run holding the lock with its running tasks (or what stopped the last run, and when to run it again), the plan's worktrees (disk use) and its integrated work not landed yet.",
   usage: '[--plan FILE] [--json]',
   options: { ...planOption, ...jsonOption },
   async run({ values }, io) {
@@ -46,6 +46,8 @@ export const status: Command = {
       lockStatus.state === 'free' ? null : lockStatus.state === 'unparseable' ? { state: lockStatus.state } : { state: lockStatus.state, ...lockStatus.holder };
     const runs = groupRuns((await readJournal(journalPathFor(path))).events);
     const unfinished = unfinishedRun(runs, plan, now);
+    // The last run stopped to wait for a limit or the API (exit 75): what, and when to go on.
+    const stopped = stoppedRun(runs, now);
     // The running tasks are the unfinished run's, when that run is the one holding the lock.
     const live = unfinished && held && (unfinished.pid === null || unfinished.pid === holderOf(lockStatus)?.pid) ? unfinished : null;
     const running = live?.running ?? [];
@@ -86,6 +88,7 @@ export const status: Command = {
                 costUnknownFor: unfinished.runCost.unknown,
               }
             : null,
+          stopped,
           isolation,
         }),
       );
@@ -131,8 +134,13 @@ export const status: Command = {
           : `The last run (${unfinished.runId}, started ${unfinished.startedAt}) did not finish: it crashed or was killed.`,
       );
     }
-    // What a rate or usage limit holds the run back for.
+    // What a rate or usage limit, or the API out of reach, holds the run back for.
     if (live?.waiting) io.out(`Waiting: ${live.waiting}`);
+    if (stopped !== null) {
+      const why = stopped.reason === 'api-unreachable' ? 'the API was out of reach' : 'of a rate or usage limit';
+      io.out(`The last run (${stopped.runId}) stopped at ${stopped.finishedAt} (exit 75) because ${why}: ${stopped.message}`);
+      io.out(`Run the same command again ${stopped.runAgain} to go on.`);
+    }
     if (running.length > 0) {
       io.out(`Running (${running.length}):`);
       io.out(

@@ -31,6 +31,7 @@ export function refusalOf(run: Pick<WorkerRun, 'outcome'> | undefined): Refusal 
     };
   }
   if (failure.reason === 'overloaded') return { kind: 'overloaded', ...(failure.retryAfterMs !== undefined ? { delayMs: failure.retryAfterMs } : {}) };
+  if (failure.reason === 'api-unreachable') return { kind: 'api-unreachable', message: failure.message };
   return null;
 }
 
@@ -55,7 +56,8 @@ export function workerRefused(building: StepDraft, task: number, refusal: Refusa
   const running = [...building.attempts.values()].filter((a) => a.stage === 'running' && a.stopping !== true).length;
   const crowded = running > allowed(draft.limiter, draft.config.concurrency);
   const again = attempt.refused === true || draft.limiter.strikes >= 2;
-  const asksTooSoon = refusal.delayMs === undefined || draft.now + refusal.delayMs < draft.limiter.holdUntil || draft.stop?.reason === 'limited';
+  const stopping = draft.stop?.reason === 'limited' || draft.stop?.reason === 'api-unreachable';
+  const asksTooSoon = refusal.delayMs === undefined || draft.now + refusal.delayMs < draft.limiter.holdUntil || stopping;
   if (attempt.cancelled === undefined && attempt.stopping !== true && !progressed && draft.config.driver === 'headless' && (crowded || again || asksTooSoon)) {
     building.attempts.set(task, { ...attempt, refused: true, stopping: true });
     building.effects.push({ type: 'stop-worker', task });
@@ -78,23 +80,33 @@ export function workerServed(building: StepDraft, task: number): void {
   else if (draft.limiter.working !== before.working) announce(building, before, 'raised', null);
 }
 
-/** A refusal, to the limiter; said when it changes what the run may do; past --limit-wait, the run drains. */
+/**
+ * A refusal, to the limiter; said when it changes what the run may do; past --limit-wait, the run
+ * drains (the API out of reach: stopping for `api-unreachable`). A run that stops waits for
+ * nothing: a hold is said only while the run goes on.
+ */
 export function refuse(building: StepDraft, task: number, refusal: Refusal): void {
   const draft = building.draft;
   const settings = limiterSettings(draft.config);
   const before = draft.limiter;
   draft.limiter = refused(before, refusal, draft.now, settings, draft.config.driver === 'session');
   const after = draft.limiter;
+  const late = draft.config.driver === 'headless' ? overdue(after, draft.now, settings) : null;
+  if (late !== null && draft.stop === null) {
+    const words = limitWords(after, draft.config.concurrency, draft.now);
+    stopWith(
+      building,
+      after.kind === 'api-unreachable'
+        ? { reason: 'api-unreachable', message: words.unreachable(draft.config.limitWaitMs, draft.config.apiUrl) }
+        : { reason: 'limited', message: words.stop(late.until, draft.config.limitWaitMs), resumeAfter: late.until },
+    );
+    emit(building, { type: 'draining', running: tasksIn(building, IN_FLIGHT) });
+  }
+  if (draft.stop !== null) return;
   // A new hold, or a hold for another limit (a usage limit's reset), is news; a lower working concurrency too.
   if ((!holding(before, draft.now) || after.kind !== before.kind || after.resetAt !== before.resetAt) && holding(after, draft.now))
     announce(building, before, 'hold', task);
   else if (after.working !== before.working) announce(building, before, 'lowered', task);
-  const late = draft.config.driver === 'headless' ? overdue(after, draft.now, settings) : null;
-  if (late !== null && draft.stop === null) {
-    const words = limitWords(after, draft.config.concurrency, draft.now);
-    stopWith(building, { reason: 'limited', message: words.stop(late.until, draft.config.limitWaitMs), resumeAfter: late.until });
-    emit(building, { type: 'draining', running: tasksIn(building, IN_FLIGHT) });
-  }
 }
 
 /** Emit the limiter's state, as changed by `change` (the task whose refusal it was). */

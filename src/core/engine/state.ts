@@ -16,8 +16,10 @@ export interface EngineConfig {
   schedule: SchedulePolicy;
   /** The limiter's back-off when a refusal names none; doubled per hold in a row with nothing served between. */
   backoffMs: number;
-  /** `--limit-wait`: the longest the run waits for a rate or usage limit (0: never); past it, it drains and stops. */
+  /** `--limit-wait`: the longest the run waits for a rate or usage limit, or the API out of reach (0: never); past it, it drains and stops. */
   limitWaitMs: number;
+  /** Where the workers reach the API (`ANTHROPIC_BASE_URL`, or Anthropic's): named when it is out of reach. */
+  apiUrl?: string;
   /** Stop starting work once the run's cost reaches this. */
   maxCostUsd?: number;
   /** Worker logs go to `<logDir>/worker-<task>.log`. */

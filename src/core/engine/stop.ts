@@ -56,7 +56,8 @@ export function finish(building: StepDraft): void {
   const draft = building.draft;
   const plan = draft.plan;
   // A drain (asked for, or a limit's wait too long) that ended with every task completed finished the plan.
-  if ((draft.stop?.reason === 'drained' || draft.stop?.reason === 'limited') && countByStatus(plan).completed === plan.tasks.length) draft.stop = null;
+  const drained = draft.stop?.reason === 'drained' || draft.stop?.reason === 'limited' || draft.stop?.reason === 'api-unreachable';
+  if (drained && countByStatus(plan).completed === plan.tasks.length) draft.stop = null;
   if (draft.stop === null) {
     const counts = countByStatus(plan);
     const stalled = stall(plan.tasks);

@@ -2,7 +2,7 @@
 // still in progress that `plan status` shows.
 
 import type { RunEvent, RunOutcome, StopReason, TaskOutcome } from '../events.ts';
-import { waitWords } from '../limit-words.ts';
+import { clockTime, waitWords } from '../limit-words.ts';
 import { isoSeconds } from '../format.ts';
 import { type Plan, type TaskStatus, UNKNOWN, type UsageTally, statusOf, tallyCostUsd, tallyOf } from '../plan.ts';
 import { attemptRecordsOf } from './attempts.ts';
@@ -170,8 +170,33 @@ export function unfinishedRun(runs: readonly RunRecord[], plan: Plan | null, now
   };
 }
 
-/** What the run's last `limit` event says holds it back at `now`, or null. */
+/** What the run's last `limit` event says holds it back at `now`, or null; a run that drains waits for nothing. */
 function limitNow(run: RunRecord, now: number): string | null {
-  const last = run.events.findLast((e): e is Extract<RunEvent, { type: 'limit' }> => e.type === 'limit');
-  return last === undefined ? null : waitWords(last, now);
+  const last = run.events.findLast((e): e is Extract<RunEvent, { type: 'limit' | 'draining' }> => e.type === 'limit' || e.type === 'draining');
+  return last === undefined || last.type === 'draining' ? null : waitWords(last, now);
+}
+
+/** A run that stopped to wait for something outside it (`run-finished` with exit 75): what, and when to run it again. */
+export interface StoppedRun {
+  runId: string;
+  finishedAt: string;
+  /** `limited`: a rate or usage limit; `api-unreachable`: the API out of reach. */
+  reason: Extract<StopReason, 'limited' | 'api-unreachable'>;
+  /** The run's own last words. */
+  message: string;
+  /** For a limit: running again after this goes on (ISO); null for the API out of reach. */
+  resumeAfter: string | null;
+  /** When to run the same command again, in words: "after 06:33", "now (the limit has lifted)", "when the API answers". */
+  runAgain: string;
+}
+
+/** The latest run, when it stopped for a limit or the API out of reach and no run came after it; else null. */
+export function stoppedRun(runs: readonly RunRecord[], now: number): StoppedRun | null {
+  const f = runs[runs.length - 1]?.finished;
+  if (f === undefined || f === null || (f.reason !== 'limited' && f.reason !== 'api-unreachable')) return null;
+  const resumeAfter = f.reason === 'limited' ? (f.resumeAfter ?? null) : null;
+  const after = resumeAfter === null ? null : Date.parse(resumeAfter);
+  const runAgain =
+    f.reason === 'api-unreachable' ? 'when the API answers' : after === null || after <= now ? 'now (the limit has lifted)' : `after ${clockTime(after, now)}`;
+  return { runId: f.runId, finishedAt: f.at, reason: f.reason, message: f.message, resumeAfter, runAgain };
 }

@@ -177,7 +177,7 @@ function earlierBaseline(data: Record<string, unknown>): Baseline {
   }
 }
 
-const LIMIT_KINDS = new Set<string>(['rate-limit', 'overloaded', 'usage-limit'] satisfies LimitKind[]);
+const LIMIT_KINDS = new Set<string>(['rate-limit', 'overloaded', 'usage-limit', 'api-unreachable'] satisfies LimitKind[]);
 
 /** The limiter read back; `fresh` (a new run's) for what is missing or damaged (a session file from before it kept one). */
 export function limiterFromJson(value: unknown, fresh: Limiter): Limiter {
@@ -191,6 +191,7 @@ export function limiterFromJson(value: unknown, fresh: Limiter): Limiter {
     ownHold: v.ownHold === true,
     kind: typeof v.kind === 'string' && LIMIT_KINDS.has(v.kind) ? (v.kind as LimitKind) : null,
     resetAt: typeof v.resetAt === 'number' ? v.resetAt : null,
+    unreachable: typeof v.unreachable === 'string' ? v.unreachable : null,
     strikes: int(v.strikes, 0, 0),
     refusedSince: typeof v.refusedSince === 'number' ? v.refusedSince : null,
     served: int(v.served, 0, 0),
