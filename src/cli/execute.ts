@@ -10,7 +10,7 @@ import { Git } from '../adapters/git/repository.ts';
 import { gitProcessCount } from '../adapters/git/runner.ts';
 import { type LockTakeover, acquireLock, currentLockInfo } from '../adapters/plan-store.ts';
 import { killAllWorkers } from '../adapters/worker.ts';
-import { type SandboxMode, decideSandbox, installAdvice, sandboxModeOf } from '../adapters/sandbox.ts';
+import { type SandboxMode, decideSandbox, sandboxModeOf, sandboxUse } from '../adapters/sandbox.ts';
 import { notLoggedInLines } from '../core/auth-status.ts';
 import type { RunEventBody } from '../core/events.ts';
 import { newRunId } from '../adapters/journal.ts';
@@ -18,6 +18,7 @@ import { assertNever } from '../core/failure.ts';
 import { type Plan, statusOf } from '../core/plan.ts';
 import { type PlanWarning, lintPlan } from '../core/plan-lint.ts';
 import { planPermissions } from '../core/scope.ts';
+import { describeSandboxUse, sandboxedCommands } from '../core/sandbox-words.ts';
 import { SCHEDULE_POLICIES, type SchedulePolicy } from '../core/schedule.ts';
 import { runWorker } from '../adapters/worker.ts';
 import { realRunAdapters } from '../run/adapters.ts';
@@ -234,7 +235,9 @@ function widenPatterns(value: string): string[] {
 /** `--dry-run`: what the run would do, as text or (--json) one event per line; nothing starts. */
 async function dryRun(plan: Plan, settings: Settings, warnings: readonly PlanWarning[], io: Io): Promise<ExitCode> {
   const { permissions, worktree } = await workerRulesShown(plan, settings.repo, settings.allowedTools, io.env);
-  const events = dryRunEvents(plan, settings, permissions, worktree, warnings);
+  // As the run would find it: the dry run says what `--sandbox` comes to on this machine.
+  const sandbox = await sandboxUse(settings.sandbox, plan, sandboxedCommands(plan.context, { gate: settings.gate !== null, workers: true }));
+  const events = dryRunEvents(plan, { ...settings, sandboxUse: sandbox }, permissions, worktree, warnings);
   if (settings.json) {
     // Its own id: nothing is journaled under it, it only ties the lines of this dry run together.
     const envelope = { runId: newRunId(), at: new Date().toISOString() };
@@ -289,7 +292,7 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   if ((await login)?.kind === 'logged-out') throw new CliError(EXIT.cannotRun, notLoggedInLines(claudeBin));
   if (!decided.ok) throw new CliError(EXIT.cannotRun, [decided.error]);
   const sandboxed = decided.value.sandboxed;
-  const unavailable = decided.value.sandboxed ? null : decided.value.unavailable;
+  const sandbox = await sandboxUse(settings.sandbox, plan, sandboxedCommands(plan.context, { gate: settings.gate !== null, workers: true }), decided.value);
 
   const runId = newRunId();
   const lock = await acquireLock(settings.planPath, currentLockInfo('execute'));
@@ -305,13 +308,8 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   if (lock.value.takenOver) {
     emit({ type: 'notice', level: 'warning', message: describeTakeover(lock.value.takenOver) });
   }
-  if (unavailable !== null) {
-    emit({
-      type: 'notice',
-      level: 'warning',
-      message: `running without the sandbox: ${unavailable}. Acceptance and assumption checks run unsandboxed, and workers' Bash stays limited to the commands they are judged by; to sandbox them, ${installAdvice()}`,
-    });
-  }
+  // Said once, at the start: whether checks, the setup command, the gate and the workers run sandboxed, and with what network.
+  emit({ type: 'notice', level: sandbox.unavailable === null ? 'info' : 'warning', message: describeSandboxUse(sandbox), sandbox });
 
   const controller = new AbortController();
   // SIGTERM (what `plan drain` sends) drains: nothing new starts, what runs finishes and lands.

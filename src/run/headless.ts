@@ -385,7 +385,8 @@ async function probeAtSetup(
 /** A run of the setup command in a worktree: `set up the worktree slot-0 with \`npm ci\` (2.1 s)`. */
 export function describeSetupRun(run: WorktreeSetup): string {
   const unread = run.npmUnread ? `; ${run.npmUnread}` : '';
-  if (run.timedOut) return `set up the worktree ${basename(run.dir)}: ${describeTimeLimitHit(run.command, run.timeLimit)}${unread}`;
-  const how = run.exitCode === 0 ? null : `failed (exit ${run.exitCode ?? 'without a code'})`;
+  const refused = run.sandboxRefusal === undefined ? '' : ` (${run.sandboxRefusal})`;
+  if (run.timedOut) return `set up the worktree ${basename(run.dir)}: ${describeTimeLimitHit(run.command, run.timeLimit)}${refused}${unread}`;
+  const how = run.exitCode === 0 ? null : `failed (exit ${run.exitCode ?? 'without a code'})${refused}`;
   return `set up the worktree ${basename(run.dir)} with \`${run.command}\`${how ? `: ${how}` : ''} (${(run.durationMs / 1000).toFixed(1)} s)${unread}`;
 }
