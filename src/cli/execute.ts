@@ -10,7 +10,7 @@ import { Git } from '../adapters/git/repository.ts';
 import { gitProcessCount } from '../adapters/git/runner.ts';
 import { type LockTakeover, acquireLock, currentLockInfo } from '../adapters/plan-store.ts';
 import { killAllWorkers } from '../adapters/worker.ts';
-import { type SandboxMode, decideSandbox, sandboxModeOf, sandboxUse } from '../adapters/sandbox.ts';
+import { type SandboxDecision, type SandboxMode, decideSandbox, sandboxModeOf, sandboxUse } from '../adapters/sandbox.ts';
 import { notLoggedInLines } from '../core/auth-status.ts';
 import type { RunEventBody } from '../core/events.ts';
 import { newRunId } from '../adapters/journal.ts';
@@ -18,7 +18,7 @@ import { assertNever } from '../core/failure.ts';
 import { type Plan, statusOf } from '../core/plan.ts';
 import { type PlanWarning, lintPlan } from '../core/plan-lint.ts';
 import { planPermissions } from '../core/scope.ts';
-import { describeSandboxUse, sandboxedCommands } from '../core/sandbox-words.ts';
+import { type SandboxUse, describeSandboxUse, sandboxedCommands } from '../core/sandbox-words.ts';
 import { SCHEDULE_POLICIES, type SchedulePolicy } from '../core/schedule.ts';
 import { runWorker } from '../adapters/worker.ts';
 import { realRunAdapters } from '../run/adapters.ts';
@@ -117,7 +117,7 @@ export const executeCommand: Command = {
     sandbox: {
       type: 'string',
       valueName: 'MODE',
-      description: `auto: run checks, the setup command and workers' Bash in the operating-system sandbox where it works, say once when it cannot; on: refuse to run without it (exit 3); off: never (default ${DEFAULTS.sandbox})`,
+      description: `auto: run checks, the setup command, the gate and workers' Bash in the operating-system sandbox where it works (the run says once whether they do, and with what network); on: refuse to run without it (exit 3); off: never (default ${DEFAULTS.sandbox})`,
     },
     'dry-run': {
       type: 'boolean',
@@ -232,11 +232,15 @@ function widenPatterns(value: string): string[] {
   return patterns;
 }
 
+/** What the run's sandbox line says: its checks, setup command, gate and workers, under `decision` (the dry run's: as the run would find it). */
+const runSandboxUse = (plan: Plan, settings: Settings, decision?: SandboxDecision): Promise<SandboxUse> =>
+  sandboxUse(settings.sandbox, plan, sandboxedCommands(plan.context, { gate: settings.gate !== null, workers: true }), decision);
+
 /** `--dry-run`: what the run would do, as text or (--json) one event per line; nothing starts. */
 async function dryRun(plan: Plan, settings: Settings, warnings: readonly PlanWarning[], io: Io): Promise<ExitCode> {
   const { permissions, worktree } = await workerRulesShown(plan, settings.repo, settings.allowedTools, io.env);
   // As the run would find it: the dry run says what `--sandbox` comes to on this machine.
-  const sandbox = await sandboxUse(settings.sandbox, plan, sandboxedCommands(plan.context, { gate: settings.gate !== null, workers: true }));
+  const sandbox = await runSandboxUse(plan, settings);
   const events = dryRunEvents(plan, { ...settings, sandboxUse: sandbox }, permissions, worktree, warnings);
   if (settings.json) {
     // Its own id: nothing is journaled under it, it only ties the lines of this dry run together.
@@ -292,7 +296,7 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   if ((await login)?.kind === 'logged-out') throw new CliError(EXIT.cannotRun, notLoggedInLines(claudeBin));
   if (!decided.ok) throw new CliError(EXIT.cannotRun, [decided.error]);
   const sandboxed = decided.value.sandboxed;
-  const sandbox = await sandboxUse(settings.sandbox, plan, sandboxedCommands(plan.context, { gate: settings.gate !== null, workers: true }), decided.value);
+  const sandbox = await runSandboxUse(plan, settings, decided.value);
 
   const runId = newRunId();
   const lock = await acquireLock(settings.planPath, currentLockInfo('execute'));
@@ -308,8 +312,6 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   if (lock.value.takenOver) {
     emit({ type: 'notice', level: 'warning', message: describeTakeover(lock.value.takenOver) });
   }
-  // Said once, at the start: whether checks, the setup command, the gate and the workers run sandboxed, and with what network.
-  emit({ type: 'notice', level: sandbox.unavailable === null ? 'info' : 'warning', message: describeSandboxUse(sandbox), sandbox });
 
   const controller = new AbortController();
   // SIGTERM (what `plan drain` sends) drains: nothing new starts, what runs finishes and lands.
@@ -343,6 +345,8 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
         planText: loaded.text,
         env: io.env,
         sandboxed,
+        // Said once, at the start: whether checks, the setup command, the gate and the workers run sandboxed, and with what network.
+        sandboxNotice: { type: 'notice', level: sandbox.unavailable === null ? 'info' : 'warning', message: describeSandboxUse(sandbox), sandbox },
         interrupt: controller.signal,
         drain: draining.signal,
         emit,

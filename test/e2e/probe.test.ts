@@ -105,7 +105,7 @@ describe('execute probes at setup', () => {
     expect(r.stdout.match(/probing 1 acceptance check/g)).toHaveLength(1);
     // The run's sandbox line opens it; the probe's first line is said next, as it starts.
     const [first, second] = r.stdout.split('\n');
-    expect(first).toMatch(/ (info|warning): sandbox: /);
+    expect(first).toMatch(/^foreman: (warning: )?sandbox: /);
     expect(second).toMatch(/^foreman: probing 1 acceptance check/);
     const journal = await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8');
     const events = journal

@@ -50,7 +50,7 @@ describe.runIf(support.ok)('what the sandbox refused, said where the failure is 
     // Said once, at the start: the checks and the workers run sandboxed, reaching no network.
     const lines = r.stdout.split('\n');
     expect(lines[0]).toMatch(
-      /^\S+ info: sandbox: on \(--sandbox auto\): checks and the workers' Bash commands run in it, reaching no network but their own loopback \(context\.checkNetwork would name hosts\)$/,
+      /^foreman: sandbox: on \(--sandbox auto\): checks and the workers' Bash commands run in it, reaching no network but their own loopback \(context\.checkNetwork would name hosts\)$/,
     );
     expect(lines.filter((line) => line.includes('sandbox: on'))).toHaveLength(1);
     // Each attempt's failure, as the run shows it.
@@ -68,6 +68,20 @@ describe.runIf(support.ok)('what the sandbox refused, said where the failure is 
     expect(retry).toMatch(/403 Forbidden - GET https:\/\/registry\.npmjs\.org\/kleur/);
     // The worker's log keeps the whole output, with the same words.
     expect(await readFile(join(repo.dir, '.design/worker-0.log'), 'utf8')).toContain(REFUSED);
+    // Journaled once the run has started, with what it says as a description.
+    const journal = (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8'))
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { type: string; message?: string; sandbox?: unknown });
+    const said = journal.findIndex((e) => e.sandbox !== undefined);
+    expect(journal.filter((e) => e.sandbox !== undefined)).toHaveLength(1);
+    expect(said).toBeGreaterThan(journal.findIndex((e) => e.type === 'run-started'));
+    expect(journal[said]).toMatchObject({
+      type: 'notice',
+      level: 'info',
+      message: lines[0]!.replace(/^foreman: /, ''),
+      sandbox: { mode: 'auto', sandboxed: true, commands: ['checks', 'workers'], checkNetwork: [] },
+    });
   }, 120_000);
 
   it("the run's probe refuses the check as broken, naming the sandbox and context.checkNetwork", async () => {
@@ -76,17 +90,28 @@ describe.runIf(support.ok)('what the sandbox refused, said where the failure is 
     expect(r.exitCode, r.stdout + r.stderr).toBe(2);
     expect(r.stderr).toContain('1 acceptance check cannot run, so every attempt of its task would fail; nothing was started.');
     expect(r.stderr).toContain(`task 0: \`${NETWORK} && test -f n.txt\`: ${REFUSED}, which the plan's context.checkNetwork does not list: ${ALLOW_IT}`);
+    // Said at once, but a run refused before it started leaves nothing in the journal.
+    expect(r.stdout.split('\n')[0]).toMatch(/^foreman: sandbox: on \(--sandbox auto\)/);
+    expect(await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8').catch(() => '')).toBe('');
   }, 120_000);
 
   it('the gate that fails on the starting commit on a refused network call names the sandbox and context.checkNetwork', async () => {
     const plan = makePlan([fakeTask('G', { create: ['g.txt'], fake: { write: { 'g.txt': 'g\n' } } })], { context: { testCommand: NETWORK } });
     const { repo, env } = await repoWithPlan(plan, repos);
-    const r = await runExecute(repo.dir, ['--no-probe'], env);
+    const r = await runExecute(repo.dir, ['--no-probe', '--json'], env);
     expect(r.exitCode, r.stdout + r.stderr).toBe(2);
     expect(r.stderr).toContain(`the gate \`${NETWORK}\` already fails on`);
     expect(r.stderr).toContain(`\`${NETWORK}\` exited 1 (${REFUSED}, which the plan's context.checkNetwork does not list: ${ALLOW_IT})`);
-    // The run's line named the gate among what runs sandboxed.
-    expect(r.stdout).toContain("sandbox: on (--sandbox auto): checks, the gate and the workers' Bash commands run in it");
+    // With --json the run's line is an event, its description beside it; it names the gate among what runs sandboxed.
+    const events = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { type: string; message?: string; sandbox?: { commands: string[] } });
+    const lines = events.filter((e) => e.sandbox !== undefined);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]!.message).toMatch(/^sandbox: on \(--sandbox auto\): checks, the gate and the workers' Bash commands run in it/);
+    expect(lines[0]!.sandbox!.commands).toEqual(['checks', 'gate', 'workers']);
+    for (const event of events) await expectSchema('event', event);
   }, 120_000);
 
   it('plan probe says its sandbox line, judges the check broken with the hint, and keeps both in its JSON', async () => {

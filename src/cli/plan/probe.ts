@@ -45,7 +45,7 @@ export const probe: Command = {
     sandbox: {
       type: 'string',
       valueName: 'MODE',
-      description: `auto: run the setup command and the checks in the operating-system sandbox where it works, and say once when it cannot; on: refuse without it (exit 3); off: never (default: FOREMAN_SANDBOX, else ${DEFAULTS.sandbox})`,
+      description: `auto: run the setup command and the checks in the operating-system sandbox where it works (the result says whether they did, and with what network); on: refuse without it (exit 3); off: never (default: FOREMAN_SANDBOX, else ${DEFAULTS.sandbox})`,
     },
   },
   async run({ values, numbers }, io) {
