@@ -1,4 +1,4 @@
-// The sandbox says what it did, with the real sandbox: a check, the gate and the setup command that
+// The sandbox says what it did, with the real sandbox: a check (acceptance or assumption), the gate and the setup command that
 // reach for a host the plan does not allow fail on the sandbox's refusal, and what shows each
 // failure names the sandbox and the plan's setting that allows the host (`context.checkNetwork`,
 // `context.setupNetwork`); the run and `plan probe` say once whether their commands run sandboxed
@@ -112,6 +112,21 @@ describe.runIf(support.ok)('what the sandbox refused, said where the failure is 
     expect(lines[0]!.message).toMatch(/^sandbox: on \(--sandbox auto\): checks, the gate and the workers' Bash commands run in it/);
     expect(lines[0]!.sandbox!.commands).toEqual(['checks', 'gate', 'workers']);
     for (const event of events) await expectSchema('event', event);
+  }, 120_000);
+
+  it("an assumption check the sandbox refused says so first, in the run's output and in the task it blocks", async () => {
+    const task = fakeTask('A', {
+      create: ['a.txt'],
+      assumptions: [{ claim: 'the registry has kleur', verify: NETWORK, severity: 'blocking' }],
+      fake: { write: { 'a.txt': 'a\n' } },
+    });
+    const { repo, env, planPath } = await repoWithPlan(makePlan([task]), repos);
+    const r = await runExecute(repo.dir, ['--no-probe', '--no-gate'], env);
+    expect(r.exitCode, r.stdout + r.stderr).toBe(1);
+    expect(r.stdout).toContain(`task 0 assumption failed (blocking): the registry has kleur — ${REFUSED}, which the plan's context.checkNetwork`);
+    const plan = JSON.parse(await readFile(planPath, 'utf8')) as Plan;
+    expect(plan.tasks[0]!.status).toBe('blocked');
+    expect(plan.tasks[0]!.result).toContain(`\`${NETWORK}\`: ${REFUSED}`);
   }, 120_000);
 
   it('plan probe says its sandbox line, judges the check broken with the hint, and keeps both in its JSON', async () => {
