@@ -113,11 +113,19 @@ export interface NetworkRefusal {
   line: string;
 }
 
-/** The host of a URL (`https://registry.npmjs.org/kleur` → `registry.npmjs.org`), or null. */
-function hostOf(url: string | undefined): string | null {
+/** Where a refused call went: its host, and its port when the output says (a URL's, its scheme's by default). */
+interface Target {
+  host: string;
+  port: number | null;
+}
+
+/** The target of a URL (`https://registry.npmjs.org/kleur` → `registry.npmjs.org`, 443), or null. */
+function urlTarget(url: string | undefined): Target | null {
   if (url === undefined) return null;
   try {
-    return new URL(url).hostname || null;
+    const parsed = new URL(url);
+    if (parsed.hostname === '') return null;
+    return { host: parsed.hostname, port: parsed.port !== '' ? Number(parsed.port) : parsed.protocol === 'https:' ? 443 : 80 };
   } catch {
     return null;
   }
@@ -152,13 +160,22 @@ const BYPASSED: ReadonlyArray<RegExp> = [/getaddrinfo EAI_AGAIN (\S+)/, /Tempora
 /** A URL on the line, for the outputs whose refusal line names none of its own (git's `unable to access 'https://…'`). */
 const URL_ON_LINE = /(https?:\/\/[^\s'"]+)/;
 
-/** Whether `host` is one of `allowed` (`example.com`, `*.example.com`, either with a `:port`). */
-function allows(allowed: readonly string[], host: string): boolean {
+/** Whether `target` is one of `allowed` (`example.com`, `*.example.com`, either with a `:port`, which then must be its port). */
+function allows(allowed: readonly string[], target: Target): boolean {
+  const host = target.host.toLowerCase();
   return allowed.some((entry) => {
-    const name = entry.replace(/:\d+$/, '').toLowerCase();
-    const h = host.toLowerCase();
-    return name.startsWith('*.') ? h.endsWith(name.slice(1)) : h === name;
+    const [, name = '', port] = /^(.*?)(?::(\d+))?$/.exec(entry.toLowerCase()) ?? [];
+    if (port !== undefined && target.port !== null && Number(port) !== target.port) return false;
+    return name.startsWith('*.') ? host.endsWith(name.slice(1)) : host === name;
   });
+}
+
+/** The target a refusal's line names: the pattern's capture (a URL, or a bare host), else a URL elsewhere on the line. */
+function targetOf(named: string | undefined, line: string): Target | null {
+  if (named === undefined) return urlTarget(URL_ON_LINE.exec(line)?.[1]);
+  if (named.includes('://')) return urlTarget(named);
+  const host = named.replace(/[.:,;)]+$/, '');
+  return host === '' ? null : { host, port: null };
 }
 
 /**
@@ -176,17 +193,17 @@ export function networkRefusal(output: string, allowed: readonly string[]): Netw
     ['bypassed', BYPASSED],
   ] as const) {
     for (const pattern of patterns) {
-      const line = lines.find((l) => pattern.test(l));
-      if (line === undefined) continue;
-      const match = pattern.exec(line)!;
-      const named = match[1];
-      const host = named === undefined ? hostOf(URL_ON_LINE.exec(line)?.[1]) : named.includes('://') ? hostOf(named) : named.replace(/[.:,;)]+$/, '');
-      if (host !== null && kind === 'proxy' && allows(allowed, host)) {
-        serverRefused = true;
-        continue;
+      for (const line of lines) {
+        const match = pattern.exec(line);
+        if (match === null) continue;
+        const target = targetOf(match[1], line);
+        if (kind === 'proxy' && target !== null && allows(allowed, target)) {
+          serverRefused = true;
+          continue;
+        }
+        if (pattern === NPM_ADVICE && serverRefused) continue;
+        return { kind, host: target?.host ?? null, line: line.trim() };
       }
-      if (pattern === NPM_ADVICE && serverRefused) continue;
-      return { kind, host, line: line.trim() };
     }
   }
   return null;

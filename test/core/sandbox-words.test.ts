@@ -94,6 +94,13 @@ describe('networkRefusal: what the sandbox refused, as commands print it', () =>
     expect(networkRefusal(NPM_403, ['registry.npmjs.org:443'])).toBeNull();
     expect(networkRefusal(NPM_403, ['registry.yarnpkg.com'])).toMatchObject({ kind: 'proxy', host: 'registry.npmjs.org' });
     expect(networkRefusal(GIT, ['*.github.com'])).toMatchObject({ host: 'github.com' });
+    // An entry with a port allows that port only: the registry's 443 is not 8443.
+    expect(networkRefusal(NPM_403, ['registry.npmjs.org:8443'])).toMatchObject({ kind: 'proxy', host: 'registry.npmjs.org' });
+  });
+
+  it('a later line naming a host the command was not allowed is the refusal, after one the server refused', () => {
+    const output = `npm error 403 403 Forbidden - GET https://registry.npmjs.org/private\nnpm error 403 403 Forbidden - GET https://cdn.example.com/x.tgz\n`;
+    expect(networkRefusal(output, ['registry.npmjs.org'])).toMatchObject({ kind: 'proxy', host: 'cdn.example.com' });
   });
 });
 
