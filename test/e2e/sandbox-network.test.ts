@@ -182,5 +182,10 @@ describe.runIf(support.ok)('what the sandbox refused, said where the failure is 
     expect(run.stdout).toContain(`with \`${NETWORK}\`: failed (exit 1) ${setupRefused}`);
     expect(run.stdout).toContain(`task 0 could not start: the setup command \`${NETWORK}\` exited with code 1 in a new worktree ${setupRefused}`);
     expect(run.stdout).toMatch(/finished: cannot-run \(setup-failed\).*the sandbox refused the connection to registry\.npmjs\.org/);
+    // With the probe (the default), the run is refused before it starts, saying the same.
+    const refused = await runExecute(repo.dir, ['--no-gate'], env);
+    expect(refused.exitCode, refused.stdout + refused.stderr).toBe(2);
+    expect(refused.stderr).toContain(`the plan's setup command \`${NETWORK}\` fails in a fresh checkout of HEAD`);
+    expect(refused.stderr).toContain(setupRefused);
   }, 120_000);
 });
