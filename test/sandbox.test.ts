@@ -246,6 +246,33 @@ describe('--sandbox on without the sandbox', () => {
     }
   });
 
+  it('auto goes on without it, saying so once as its first line: a warning naming why, what runs without it and what to install', async () => {
+    const repo = await tempGitRepo({ 'README.md': '# r\n' });
+    try {
+      await writePlan(repo.dir, makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n' } } })]));
+      const bin = join(dir, 'bin-without-bwrap');
+      await mkdir(bin, { recursive: true });
+      for (const tool of ['node', 'git', 'sh']) if (!existsSync(join(bin, tool))) await symlink(`/usr/bin/${tool}`, join(bin, tool));
+      const r = await runExecuteProcess(repo.dir, ['--no-gate'], { PATH: bin });
+      expect(r.exitCode, r.stdout + r.stderr).toBe(0);
+      const first = r.stdout.split('\n')[0]!;
+      expect(first).toMatch(/^foreman: warning: sandbox: off \(--sandbox auto: it cannot run here: .*bubblewrap \(bwrap\) not installed.*\): /);
+      expect(first).toContain(
+        "checks and the workers' Bash commands run without it, with this machine's network and files, and the workers' Bash stays limited to the commands their tasks are judged by; to sandbox them, install bubblewrap, socat and ripgrep",
+      );
+      expect(r.stdout.match(/sandbox: off/g)).toHaveLength(1);
+      const journal = (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8'))
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
+      expect(journal.filter((e) => e.sandbox !== undefined)).toEqual([
+        expect.objectContaining({ type: 'notice', level: 'warning', sandbox: expect.objectContaining({ mode: 'auto', sandboxed: false }) }),
+      ]);
+    } finally {
+      await repo.cleanup();
+    }
+  });
+
   it('rejects an unknown mode (exit 2)', async () => {
     const r = await runExecute(dir, ['--sandbox', 'sometimes']);
     expect(r.exitCode).toBe(2);

@@ -26,6 +26,7 @@ import { type Result, err, ok } from '../core/failure.ts';
 import type { Plan } from '../core/plan.ts';
 import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
 import type { FileDenies } from '../core/sandbox-denies.ts';
+import { NO_DEFAULT_HOSTS, type NetworkSetting, type SandboxUse, type SandboxedCommand, networkRefusalHint, planNetwork } from '../core/sandbox-words.ts';
 import { worktreesRoot } from './git/worktree-pool.ts';
 import { ownCacheDir, sandboxCliPath } from './layout.ts';
 import { personDenies, unheldNotice } from './person-denies.ts';
@@ -57,6 +58,15 @@ export const checkSandbox = (dir: string, plan: Plan, repo: string): CommandSand
   allowedDomains: plan.context?.checkNetwork ?? [],
   rulesOf: repo,
 });
+
+/**
+ * What a failed command's output shows the sandbox refused of its network, to say with the
+ * failure, naming `setting`, the plan's list that allows its hosts (`context.checkNetwork` for
+ * checks and the gate, `context.setupNetwork` for the setup command); null when it ran
+ * unsandboxed or shows no refusal.
+ */
+export const sandboxRefusal = (output: string, sandbox: CommandSandbox | undefined, setting: NetworkSetting): string | null =>
+  networkRefusalHint(output, { sandboxed: sandbox !== undefined, allowed: sandbox?.allowedDomains ?? [], setting });
 
 /** What to install for the sandbox, by platform, for the messages that say it is missing. */
 export function installAdvice(platform: NodeJS.Platform = process.platform): string {
@@ -143,9 +153,6 @@ export const DEFAULT_SETUP_NETWORK: readonly string[] = [
   'proxy.golang.org',
   'sum.golang.org',
 ];
-
-/** The entry of `context.setupNetwork` that drops the default hosts: the plan's hosts replace them. */
-export const NO_DEFAULT_HOSTS = 'no-defaults';
 
 /**
  * The hosts the setup command may reach: the defaults (the public registries and `configured`,
@@ -303,6 +310,21 @@ export async function decideSandbox(mode: SandboxMode): Promise<Result<SandboxDe
   if (support.ok) return ok({ sandboxed: true });
   if (mode === 'on') return err(`--sandbox on: the sandbox cannot run here (${support.error}); ${installAdvice()}, or run with --sandbox off`);
   return ok({ sandboxed: false, unavailable: support.error });
+}
+
+/**
+ * What the sandbox line says (core/sandbox-words.ts) of `mode` here, for `commands` of `plan`:
+ * `decision` as the caller made it; without one (a dry run, which refuses nothing), as the run
+ * would find it.
+ */
+export async function sandboxUse(mode: SandboxMode, plan: Plan, commands: SandboxedCommand[], decision?: SandboxDecision): Promise<SandboxUse> {
+  const found: SandboxDecision =
+    decision ??
+    (mode === 'off'
+      ? { sandboxed: false, unavailable: null }
+      : await sandboxSupport().then((s) => (s.ok ? { sandboxed: true } : { sandboxed: false, unavailable: s.error })));
+  const unavailable = found.sandboxed ? null : found.unavailable;
+  return { mode, sandboxed: found.sandboxed, unavailable, install: unavailable === null ? null : installAdvice(), commands, ...planNetwork(plan.context) };
 }
 
 /**

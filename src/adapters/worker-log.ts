@@ -4,8 +4,7 @@
 // the log is where a person reads all of it.
 
 import { appendFile } from 'node:fs/promises';
-import type { AcceptanceResult } from '../core/finalize.ts';
-import { describeTimeLimitHit } from '../core/time-limit.ts';
+import { type AcceptanceResult, describeCheckEnd } from '../core/finalize.ts';
 
 /** Appends each failed check's output to the log at `logPath`; a log that cannot be written fails nothing. */
 export async function logFailedChecks(logPath: string, results: readonly AcceptanceResult[]): Promise<void> {
@@ -17,7 +16,7 @@ export async function logFailedChecks(logPath: string, results: readonly Accepta
 
 /** One failed check's section of the log: what failed, then all it printed. */
 export function checkOutputSection(result: AcceptanceResult): string {
-  const how = result.timedOut ? describeTimeLimitHit(result.check, result.timeLimit) : `\`${result.check}\` exited ${result.exitCode ?? 'without a code'}`;
+  const how = describeCheckEnd(result);
   const output = result.output.trim() === '' ? '(it printed nothing)\n' : result.output.endsWith('\n') ? result.output : `${result.output}\n`;
   return `==== acceptance check failed (${result.criterion}): ${how}; its whole output ====\n${output}==== end of its output ====\n`;
 }

@@ -12,6 +12,7 @@ import { countByStatus, depsOf, depths, longestRemainingPath } from '../core/gra
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { type Plan, type Task, statusOf } from '../core/plan.ts';
 import type { PlanWarning } from '../core/plan-lint.ts';
+import { type SandboxUse, describeSandboxUse } from '../core/sandbox-words.ts';
 import { projectedRounds } from '../core/schedule.ts';
 import { type WorkerPermissions, explicitPermissions, planPermissions } from '../core/scope.ts';
 import { poolDir, worktreesRoot } from '../adapters/git/worktree-pool.ts';
@@ -21,6 +22,8 @@ import { DEFAULTS, type RunSettings } from '../run/settings.ts';
 /** What the dry run reports of the settings (the run's, plus what only the command line sets). */
 export interface DryRunSettings extends RunSettings {
   sandbox: string;
+  /** What `sandbox` comes to on this machine (adapters/sandbox.ts `sandboxUse`). */
+  sandboxUse: SandboxUse;
   probe: boolean;
   probeTimeoutMs: number;
   strict: boolean;
@@ -121,6 +124,7 @@ export function dryRunEvents(
         allowedTools: settings.allowedTools ?? null,
       },
       rounds,
+      sandbox: settings.sandboxUse,
     },
     ...plannedCommands(plan, settings).map((command): DryRunEventBody => ({ type: 'dry-run-command', ...command })),
     ...plan.tasks.flatMap((task, i): DryRunEventBody[] =>
@@ -145,18 +149,6 @@ function describeCommand(command: PlannedCommand): string {
   }
 }
 
-/** Where the plan's commands run, by sandbox mode: never in the person's working tree. */
-function describeWhere(sandbox: string): string {
-  switch (sandbox) {
-    case 'on':
-      return 'in the operating-system sandbox (--sandbox on: the run refuses to start without it)';
-    case 'off':
-      return 'without the sandbox (--sandbox off)';
-    default:
-      return 'in the operating-system sandbox where it works on this machine (--sandbox auto: the run says so once when it cannot, and runs them without it)';
-  }
-}
-
 /** The settings of the dry-run-plan event, one line each, in the words of their flags. */
 function describeSettings(event: Extract<DryRunEventBody, { type: 'dry-run-plan' }>): string[] {
   const s = event.settings;
@@ -172,7 +164,8 @@ function describeSettings(event: Extract<DryRunEventBody, { type: 'dry-run-plan'
     `Checks: ${seconds(s.checkTimeoutMs)} each (--check-timeout); ${s.probe ? `the pending tasks' acceptance checks probed before any worker starts, ${seconds(s.probeTimeoutMs)} in all (--probe-timeout), a vacuous task ${s.strict ? 'refusing the run (--strict)' : 'warned about (--strict refuses it)'}` : 'no probe (--no-probe)'}`,
     `Scope: ${s.strictScope ? "a change outside a task's declared files fails its attempt (--strict-scope)" : "a change outside a task's declared files is set aside, never integrated, and the checks decide (--strict-scope fails it)"}; ${s.widen.length === 0 ? 'no task is widened during the run (--widen)' : `a task may be widened to files it needs matching ${s.widen.join(' ')} (--widen)`}`,
     `Limits: a rate limit or overload slows the whole run (no attempt spent, no task failed); ${s.limitWaitMs === 0 ? 'a usage limit or the API out of reach stops the run at once (--limit-wait 0)' : `the run waits up to ${seconds(s.limitWaitMs)} for a usage limit to reset or for the API to answer when it is out of reach, else it stops (exit 75) saying when to run again (--limit-wait)`}`,
-    `Sandbox: ${s.sandbox}: checks, the setup command, the gate and the workers' Bash commands run ${describeWhere(s.sandbox)}`,
+    // The run's own line (`sandbox: …`), as a setting.
+    `S${describeSandboxUse(event.sandbox).slice(1)}`,
     `Landing: integrated work lands on your branch ${s.land === 'continuous' ? 'after every integration and when the run stops (--land continuous)' : 'when the run stops (--land end)'}, ${s.commit ? 'as commits' : 'as uncommitted changes in your files (--no-commit)'}`,
     `Cost: ${s.maxCostUsd === null ? 'no limit (--max-cost-usd)' : `no new work once the run has spent ${formatCost(s.maxCostUsd)} (--max-cost-usd)`}; ${s.taskBudgetUsd === null ? 'no budget per worker (--task-budget-usd)' : `${formatCost(s.taskBudgetUsd)} per worker whose task sets none (--task-budget-usd)`}`,
   ];
@@ -196,7 +189,9 @@ export function describeDryRun(events: readonly DryRunEventBody[], plan: Plan): 
             lines.push(`  ${group.map((i) => `[${i}] ${plan.tasks[i]!.subject}`).join('  |  ')}${note}`);
           });
         });
-        lines.push(`Commands this plan runs on this machine (with /bin/sh, never in your working tree; sandbox: ${s.sandbox}, as above):`);
+        lines.push(
+          `Commands this plan runs on this machine (with bash in the sandbox, /bin/sh without it; never in your working tree; sandbox: ${event.sandbox.sandboxed ? 'on' : 'off'}, as above):`,
+        );
         lines.push(...(commands.length > 0 ? commands.map((c) => `  ${describeCommand(c)}`) : ['  (none)']));
         lines.push(
           s.allowedTools !== null

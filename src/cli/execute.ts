@@ -10,7 +10,7 @@ import { Git } from '../adapters/git/repository.ts';
 import { gitProcessCount } from '../adapters/git/runner.ts';
 import { type LockInfo, type LockTakeover, acquireLock, currentLockInfo, readLock } from '../adapters/plan-store.ts';
 import { killAllWorkers } from '../adapters/worker.ts';
-import { type SandboxMode, decideSandbox, installAdvice, sandboxModeOf } from '../adapters/sandbox.ts';
+import { type SandboxDecision, type SandboxMode, decideSandbox, sandboxModeOf, sandboxUse } from '../adapters/sandbox.ts';
 import { notLoggedInLines } from '../core/auth-status.ts';
 import type { RunEventBody } from '../core/events.ts';
 import { newRunId } from '../adapters/journal.ts';
@@ -18,6 +18,7 @@ import { assertNever } from '../core/failure.ts';
 import { type Plan, statusOf } from '../core/plan.ts';
 import { lintPlan } from '../core/plan-lint.ts';
 import { planPermissions } from '../core/scope.ts';
+import { type SandboxUse, describeSandboxUse, sandboxedCommands } from '../core/sandbox-words.ts';
 import { SCHEDULE_POLICIES, type SchedulePolicy } from '../core/schedule.ts';
 import { runWorker } from '../adapters/worker.ts';
 import { realRunAdapters } from '../run/adapters.ts';
@@ -117,7 +118,7 @@ export const executeCommand: Command = {
     sandbox: {
       type: 'string',
       valueName: 'MODE',
-      description: `auto: run checks, the setup command and workers' Bash in the operating-system sandbox where it works, say once when it cannot; on: refuse to run without it (exit 3); off: never (default ${DEFAULTS.sandbox})`,
+      description: `auto: run checks, the setup command, the gate and workers' Bash in the operating-system sandbox where it works (the run says once whether they do, and with what network); on: refuse to run without it (exit 3); off: never (default ${DEFAULTS.sandbox})`,
     },
     'dry-run': {
       type: 'boolean',
@@ -232,19 +233,30 @@ function widenPatterns(value: string): string[] {
   return patterns;
 }
 
+/** What the run's sandbox line says: its checks, setup command, gate and workers, under `decision` (as the run finds it). */
+const runSandboxUse = (plan: Plan, settings: Settings, decision: SandboxDecision): Promise<SandboxUse> =>
+  sandboxUse(settings.sandbox, plan, sandboxedCommands(plan.context, { gate: settings.gate !== null, workers: true }), decision);
+
 /**
  * `--dry-run`: what the run would do, as text or (--json) one event per line; nothing starts and
  * nothing is written. It refuses what the run would refuse in its setup, with the same line and
  * exit code (`refusalBeforeWork`, looking only), and warns of uncommitted changes as the run does.
  */
-async function dryRun(plan: Plan, settings: Settings, git: Git, io: Io): Promise<ExitCode> {
+async function dryRun(plan: Plan, settings: Settings, sandbox: SandboxUse, git: Git, io: Io): Promise<ExitCode> {
   const refusal = await refusalBeforeWork(plan, { repo: settings.repo, git, look: true });
   if (refusal.problem !== null) throw setupProblemError(refusal.problem);
   const uncommitted = await uncommittedChangesNotice(settings.repo, settings.planPath, git);
   if (!uncommitted.ok) throw setupProblemError({ kind: 'git-failed', doing: 'list your uncommitted changes', failure: uncommitted.error });
   const warnings = lintPlan(plan, await git.committedFiles()).warnings;
   const { permissions, worktree } = await workerRulesShown(plan, settings.repo, settings.allowedTools, io.env);
-  const events = dryRunEvents(plan, settings, permissions, worktree, warnings, uncommitted.value === null ? [] : [uncommitted.value]);
+  const events = dryRunEvents(
+    plan,
+    { ...settings, sandboxUse: sandbox },
+    permissions,
+    worktree,
+    warnings,
+    uncommitted.value === null ? [] : [uncommitted.value],
+  );
   if (settings.json) {
     // Its own id: nothing is journaled under it, it only ties the lines of this dry run together.
     const envelope = { runId: newRunId(), at: new Date().toISOString() };
@@ -279,11 +291,14 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   if (top === null || !(await git.isRepo()))
     throw new CliError(EXIT.invalid, [`${settings.repo} is not in a git repository (foreman commits each round; run \`git init\` first)`]);
   await checkWorkerRules(plan, settings);
-  const { claudeBin, sandboxed, unavailable } = await readyToRun(plan, settings, io);
+  const { claudeBin, decision } = await readyToRun(plan, settings, io);
+  // The run's sandbox line, as the run finds it: the dry run shows it as a setting.
+  const sandbox = await runSandboxUse(plan, settings, decision);
+  const sandboxed = decision.sandboxed;
   // The dry run reads the lock where the run takes it: the same refusal, nothing written.
   const lockNow = await readLock(settings.planPath);
   if (lockNow.state === 'live' || lockNow.state === 'foreign') throw lockedError(lockNow.holder);
-  if (settings.dryRun) return dryRun(plan, settings, git, io);
+  if (settings.dryRun) return dryRun(plan, settings, sandbox, git, io);
 
   const runId = newRunId();
   const lock = await acquireLock(settings.planPath, currentLockInfo('execute'));
@@ -293,13 +308,6 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   const emit = (event: RunEventBody) => reporter.emit(event);
   if (lock.value.takenOver) {
     emit({ type: 'notice', level: 'warning', message: describeTakeover(lock.value.takenOver) });
-  }
-  if (unavailable !== null) {
-    emit({
-      type: 'notice',
-      level: 'warning',
-      message: `running without the sandbox: ${unavailable}. Acceptance and assumption checks run unsandboxed, and workers' Bash stays limited to the commands they are judged by; to sandbox them, ${installAdvice()}`,
-    });
   }
 
   const controller = new AbortController();
@@ -334,6 +342,8 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
         planText: loaded.text,
         env: io.env,
         sandboxed,
+        // Said once, at the start: whether checks, the setup command, the gate and the workers run sandboxed, and with what network.
+        sandboxNotice: { type: 'notice', level: sandbox.unavailable === null ? 'info' : 'warning', message: describeSandboxUse(sandbox), sandbox },
         interrupt: controller.signal,
         drain: draining.signal,
         emit,
@@ -364,9 +374,9 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
 /**
  * What the run needs of this machine before it starts anything, its dry run alike: the Claude
  * Code CLI (logged in, when a task is to start) and the sandboxing `--sandbox` asks for. Refuses
- * (exit 3) without them; else the CLI's path and whether the run is sandboxed (and why not).
+ * (exit 3) without them; else the CLI's path and the sandbox's decision (sandboxed, or why not).
  */
-async function readyToRun(plan: Plan, settings: Settings, io: Io): Promise<{ claudeBin: string; sandboxed: boolean; unavailable: string | null }> {
+async function readyToRun(plan: Plan, settings: Settings, io: Io): Promise<{ claudeBin: string; decision: SandboxDecision }> {
   const claudeBin = findExecutable(settings.claudeBin, io.env, io.cwd);
   if (claudeBin === null) {
     throw new CliError(EXIT.cannotRun, [
@@ -383,7 +393,7 @@ async function readyToRun(plan: Plan, settings: Settings, io: Io): Promise<{ cla
   const decided = await decideSandbox(settings.sandbox);
   if ((await login)?.kind === 'logged-out') throw new CliError(EXIT.cannotRun, notLoggedInLines(claudeBin));
   if (!decided.ok) throw new CliError(EXIT.cannotRun, [decided.error]);
-  return { claudeBin, sandboxed: decided.value.sandboxed, unavailable: decided.value.sandboxed ? null : decided.value.unavailable };
+  return { claudeBin, decision: decided.value };
 }
 
 const setupProblemError = (setupProblem: SetupProblem): CliError => {

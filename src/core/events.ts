@@ -5,6 +5,7 @@
 import type { Skip } from './graph.ts';
 import type { LimitKind } from './limiter.ts';
 import type { PlanWarning } from './plan-lint.ts';
+import type { SandboxUse } from './sandbox-words.ts';
 import type { Task, UsageFigure } from './plan.ts';
 
 export type TaskOutcome =
@@ -63,7 +64,8 @@ export type RunEventBody =
       /** `session`: the in-session path (`plan.ts setup|next|finalize|commit`), whose steps run one at a time; absent: headless. */
       mode?: 'headless' | 'session';
     }
-  | { type: 'notice'; level: 'info' | 'warning'; message: string }
+  /** `sandbox`: the run's sandbox line (its message), described (core/sandbox-words.ts). */
+  | { type: 'notice'; level: 'info' | 'warning'; message: string; sandbox?: SandboxUse }
   | { type: 'assumption-checked'; task: number; claim: string; severity: 'blocking' | 'warning'; passed: boolean; output: string }
   /** `stack`: started speculatively, on these candidates of the merge queue (in queue order) stacked on the integration tip. */
   | { type: 'task-started'; task: number; subject: string; attempt: number; model: string; logPath: string; stack?: number[] }
@@ -195,7 +197,7 @@ export type DryRunEventBody =
         checkTimeoutMs: number;
         land: string;
         commit: boolean;
-        /** The mode asked for (`auto`, `on`, `off`); a dry run does not try the sandbox. */
+        /** The mode asked for (`auto`, `on`, `off`); what it comes to here is `sandbox`, beside the settings. */
         sandbox: string;
         probe: boolean;
         probeTimeoutMs: number;
@@ -216,6 +218,8 @@ export type DryRunEventBody =
       };
       /** The rounds if every task succeeds: in each, groups of task indices; a group overlapping one before it runs after it. */
       rounds: number[][][];
+      /** What the sandbox mode comes to on this machine, as the run would find it: the sandbox line, described. */
+      sandbox: SandboxUse;
     }
   | ({ type: 'dry-run-command' } & PlannedCommand)
   /** A task the run would start, and the permission rules its worker would get. */

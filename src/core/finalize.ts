@@ -27,6 +27,14 @@ export interface AcceptanceResult {
   /** The limit it ran under, named when it was hit. */
   timeLimit: TimeLimit;
   output: string;
+  /** It ran in the sandbox, and its output shows the sandbox refused its network: what to tell the person (core/sandbox-words.ts). */
+  sandboxRefusal?: string;
+}
+
+/** How a failed acceptance check ended (its time limit, or its exit code), and the sandbox's refusal when its output shows one. */
+export function describeCheckEnd(a: AcceptanceResult): string {
+  const how = a.timedOut ? describeTimeLimitHit(a.check, a.timeLimit) : `\`${a.check}\` exited ${a.exitCode ?? 'without a code'}`;
+  return a.sandboxRefusal === undefined ? how : `${how} (${a.sandboxRefusal})`;
 }
 
 /** What an attempt changed outside its task's declared files, set aside before its checks ran. */
@@ -116,10 +124,7 @@ export function describeAttemptFailure(failure: AttemptFailure): string {
       return `the worker changed files its task does not declare (only the declared files may change; these were set aside, not kept): ${failure.paths.join(', ')}`;
     case 'acceptance':
       return failure.failures
-        .map((a) => {
-          const how = a.timedOut ? describeTimeLimitHit(a.check, a.timeLimit) : `\`${a.check}\` exited ${a.exitCode ?? 'without a code'}`;
-          return `acceptance check failed (${a.criterion}): ${how}${a.output.trim() ? `:\n${clipTail(a.output.trim(), 2000)}` : ''}`;
-        })
+        .map((a) => `acceptance check failed (${a.criterion}): ${describeCheckEnd(a)}${a.output.trim() ? `:\n${clipTail(a.output.trim(), 2000)}` : ''}`)
         .join('\n');
     default:
       return assertNever(failure, 'attempt failure');

@@ -7,6 +7,7 @@ import { assertNever } from './failure.ts';
 import { clipTail, formatDuration, plural } from './format.ts';
 import { coveredBy } from './paths.ts';
 import { type Plan, statusOf, writesOf } from './plan.ts';
+import type { SandboxUse } from './sandbox-words.ts';
 
 /** What running one check on the integration tip, before its task's work, showed. */
 export type CheckOutcome =
@@ -41,6 +42,8 @@ export interface CheckRun {
   /** Stopped by an interrupt (or never started because of one). */
   aborted: boolean;
   output: string;
+  /** It ran in the sandbox, and its output shows the sandbox refused its network: what to tell the person (sandbox-words.ts). */
+  sandboxRefusal?: string;
 }
 
 export interface CheckJudgement {
@@ -68,7 +71,9 @@ const MISSING_SCRIPT =
  * The rules: exit 126 or 127, or a shell line saying a command cannot be run (even when a later
  * command of a pipeline or `;` list set the exit status), is broken; so is a package manager's
  * missing script. The exception: the command that cannot run is a path a pending task writes, or
- * the missing script belongs to a `package.json` a pending task writes.
+ * the missing script belongs to a `package.json` a pending task writes. A check that fails because
+ * the sandbox refused its network is broken too: it fails so on every attempt, whatever the worker
+ * does, until the plan allows the host.
  */
 export function judgeCheck(run: CheckRun, created: readonly string[]): CheckJudgement {
   if (run.aborted) return { outcome: 'not-run', reason: 'interrupted' };
@@ -85,6 +90,7 @@ export function judgeCheck(run: CheckRun, created: readonly string[]): CheckJudg
       return { outcome: 'broken', reason: `the package script "${name}" does not exist (and no pending task writes a package.json)` };
     }
   }
+  if (run.exitCode !== 0 && run.sandboxRefusal !== undefined) return { outcome: 'broken', reason: run.sandboxRefusal };
   if (run.exitCode === 126 || run.exitCode === 127) {
     // The shell's line was absent or named a path a task will write.
     if (shell) return { outcome: 'failed' };
@@ -125,6 +131,8 @@ export interface ProbeReport {
   setup: ProbeSetup | null;
   /** Ignored files copied into the probe's checkout because `.worktreeinclude` lists them. */
   included: string[];
+  /** Whether its setup command and checks ran in the sandbox, and with what network (`plan probe`'s; absent from a run's probe, whose run says it). */
+  sandbox?: SandboxUse;
   tasks: ProbeTask[];
   counts: { tasks: number; checks: number; broken: number; vacuous: number; passing: number; undecided: number };
 }
@@ -140,6 +148,8 @@ export interface ProbeSetup {
   output: string;
   /** It ran in the sandbox (absent in reports of older versions). */
   sandboxed?: boolean;
+  /** It failed, and its output shows the sandbox refused its network: what to tell the person (sandbox-words.ts). */
+  sandboxRefusal?: string;
 }
 
 export interface ProbeTask {
@@ -228,7 +238,8 @@ export function probeFindings(report: ProbeReport): { problems: string[]; inform
     const { setup } = report;
     // A report stored by an older version has no reason.
     const how = setup.timedOut ? (setup.reason ?? `\`${setup.command}\` timed out`) : `\`${setup.command}\` exited ${setup.exitCode ?? 'by a signal'}`;
-    problems.push(`setup command ${how}${setup.output ? `: ${lastLine(setup.output)}` : ''}${setup.sandboxed === true ? SANDBOXED_SETUP_HINT : ''}`);
+    const hint = setup.sandboxRefusal !== undefined ? ` (${setup.sandboxRefusal})` : setup.sandboxed === true ? SANDBOXED_SETUP_HINT : '';
+    problems.push(`setup command ${how}${setup.output ? `: ${lastLine(setup.output)}` : ''}${hint}`);
   }
   for (const t of report.tasks) {
     for (const c of t.checks) {

@@ -55,6 +55,12 @@ export interface HeadlessContext {
   env: NodeJS.ProcessEnv;
   /** Checks, the setup command and workers' Bash run in the operating-system sandbox. */
   sandboxed: boolean;
+  /**
+   * The run's sandbox line (core/sandbox-words.ts), said once: at once (`say`), before anything
+   * runs, and journaled once the run has started, so a run refused before it starts leaves
+   * nothing in the journal.
+   */
+  sandboxNotice?: Extract<RunEventBody, { type: 'notice' }>;
   /** Ctrl-C: workers stop now, what is verified is recorded, the run ends. */
   interrupt: AbortSignal;
   /** SIGTERM (`plan drain`): nothing new starts; what runs finishes and lands. */
@@ -95,6 +101,8 @@ export async function runHeadless(
   const { emit, env, sandboxed } = context;
   const { clock, git, commands } = adapters;
   const started = clock.now();
+  const opening = context.sandboxNotice;
+  if (opening !== undefined) context.say?.(`foreman: ${opening.level === 'warning' ? 'warning: ' : ''}${opening.message}`);
   const layout = context.nameThePlan === true ? { ...ownLayout(), plan: settings.planPath } : ownLayout();
   // Workers and checks a killed run left behind are still editing files: stop them before anything else.
   const orphans = await adapters.processes.endLeftovers();
@@ -164,6 +172,10 @@ export async function runHeadless(
         mode: 'headless',
       }),
     );
+    if (opening !== undefined) {
+      if (context.say !== null) context.record(opening);
+      else emit(opening);
+    }
     for (const n of report.notices) emit({ type: 'notice', ...n });
     for (const a of report.assumptions) emit(assumptionCheckedEvent(a));
     for (const effect of setUp.effects) if (effect.type === 'emit') emit(effect.event);
@@ -375,7 +387,8 @@ async function probeAtSetup(
 /** A run of the setup command in a worktree: `set up the worktree slot-0 with \`npm ci\` (2.1 s)`. */
 export function describeSetupRun(run: WorktreeSetup): string {
   const unread = run.npmUnread ? `; ${run.npmUnread}` : '';
-  if (run.timedOut) return `set up the worktree ${basename(run.dir)}: ${describeTimeLimitHit(run.command, run.timeLimit)}${unread}`;
-  const how = run.exitCode === 0 ? null : `failed (exit ${run.exitCode ?? 'without a code'})`;
+  const refused = run.sandboxRefusal === undefined ? '' : ` (${run.sandboxRefusal})`;
+  if (run.timedOut) return `set up the worktree ${basename(run.dir)}: ${describeTimeLimitHit(run.command, run.timeLimit)}${refused}${unread}`;
+  const how = run.exitCode === 0 ? null : `failed (exit ${run.exitCode ?? 'without a code'})${refused}`;
   return `set up the worktree ${basename(run.dir)} with \`${run.command}\`${how ? `: ${how}` : ''} (${(run.durationMs / 1000).toFixed(1)} s)${unread}`;
 }

@@ -28,7 +28,7 @@ import {
 import { type Landed, type LandingProblem, land, resumeLanding } from '../adapters/git/land.ts';
 import { processAlive } from '../adapters/processes.ts';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
-import { checkSandbox, setupCommandSandbox } from '../adapters/sandbox.ts';
+import { checkSandbox, sandboxRefusal, setupCommandSandbox } from '../adapters/sandbox.ts';
 import { type Slot, type WorktreePool, describeProvisionFailure, openPool, symlinkDirectoriesOf, worktreesRoot } from '../adapters/git/worktree-pool.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import { type GitFailure, type TrailerList, describeGitFailure, failureOf, isObjectId } from '../core/git-text.ts';
@@ -77,6 +77,8 @@ export interface WorktreeSetup {
   durationMs: number;
   /** Why its sandbox was made without npm's own settings (`SetupSandbox`). */
   npmUnread?: string;
+  /** It failed, and its output shows the sandbox refused its network: what to tell the person (core/sandbox-words.ts). */
+  sandboxRefusal?: string;
 }
 
 /** Where a landing is recorded while it runs, next to the plan. */
@@ -157,6 +159,7 @@ export class Isolation {
           signal,
           ...(sandbox ? { sandbox } : {}),
         });
+        const refusal = run.exitCode === 0 && !run.timedOut ? null : sandboxRefusal(run.output, sandbox, 'context.setupNetwork');
         options.onSetup?.({
           dir,
           command,
@@ -165,8 +168,14 @@ export class Isolation {
           timeLimit: setupLimit,
           durationMs: run.durationMs,
           ...(sandbox?.npmUnread ? { npmUnread: sandbox.npmUnread } : {}),
+          ...(refusal !== null ? { sandboxRefusal: refusal } : {}),
         });
-        return { ...run, timeLimit: setupLimit, output: sandbox?.npmUnread ? withForemanLine(run.output, sandbox.npmUnread) : run.output };
+        return {
+          ...run,
+          timeLimit: setupLimit,
+          output: sandbox?.npmUnread ? withForemanLine(run.output, sandbox.npmUnread) : run.output,
+          ...(refusal !== null ? { note: refusal } : {}),
+        };
       },
     });
     return ok(new Isolation(repo, planId, ref, tip, pool, options));
@@ -334,7 +343,10 @@ export class Isolation {
       if (run.aborted) return { passed: null, output: run.output, durationMs: run.durationMs };
       const passed = run.exitCode === 0 && !run.timedOut;
       // The first line says how it ended: what shows the output keeps it (`clipMiddle`).
-      const how = run.timedOut ? describeTimeLimitHit(gate.command, timeLimit) : `\`${gate.command}\` exited ${run.exitCode ?? 'without a code'}`;
+      const ended = run.timedOut ? describeTimeLimitHit(gate.command, timeLimit) : `\`${gate.command}\` exited ${run.exitCode ?? 'without a code'}`;
+      // The gate runs in the checks' sandbox: `context.checkNetwork` allows its hosts.
+      const refusal = passed ? null : sandboxRefusal(run.output, sandbox, 'context.checkNetwork');
+      const how = refusal === null ? ended : `${ended} (${refusal})`;
       return { passed, output: passed ? run.output : `${how}:\n${run.output}`, durationMs: Date.now() - started };
     } finally {
       this.pool.release(acquired.value);

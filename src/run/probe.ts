@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { readFile } from 'node:fs/promises';
 import { withForemanLine } from '../adapters/checks.ts';
 import type { Commands } from '../adapters/commands.ts';
-import { checkSandbox, setupCommandSandbox } from '../adapters/sandbox.ts';
+import { checkSandbox, sandboxRefusal, setupCommandSandbox } from '../adapters/sandbox.ts';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
 import { resolveCommit } from '../adapters/git/refs.ts';
 import { type ProvisionFailure, describeProvisionFailure, withCheckout, worktreesRoot } from '../adapters/git/worktree-pool.ts';
@@ -89,15 +89,18 @@ export async function runProbe(plan: Plan, options: ProbeOptions): Promise<Resul
           ...(options.signal ? { signal: options.signal } : {}),
           ...(sandbox ? { sandbox } : {}),
         });
+        const passed = run.exitCode === 0 && !run.timedOut && !run.aborted;
+        const refusal = passed ? null : sandboxRefusal(run.output, sandbox, 'context.setupNetwork');
         setup = {
           command: setupCommand,
           exitCode: run.exitCode,
           timedOut: run.timedOut,
           ...(run.timedOut ? { reason: describeTimeLimitHit(setupCommand, limit) } : {}),
-          passed: run.exitCode === 0 && !run.timedOut && !run.aborted,
+          passed,
           durationMs: Math.round(run.durationMs),
           output: clipProbeOutput(sandbox?.npmUnread ? withForemanLine(run.output, sandbox.npmUnread) : run.output),
           sandboxed: sandbox !== undefined,
+          ...(refusal !== null ? { sandboxRefusal: refusal } : {}),
         };
         if (run.timedOut) exhausted = true;
       }
@@ -126,15 +129,17 @@ export async function runProbe(plan: Plan, options: ProbeOptions): Promise<Resul
             options.checkTimeoutMs <= left
               ? { ms: options.checkTimeoutMs, flag: LIMIT_FLAGS.check }
               : { ms: left, flag: options.timeoutFlag, budgetMs: options.timeoutMs };
+          const sandbox = options.sandbox ? checkSandbox(checkout.dir, plan, options.repo) : undefined;
           const run = await options.commands.run(criterion.check, {
             cwd: checkout.dir,
             timeoutMs: limit.ms,
             role: { kind: 'acceptance-check', task: index, command: criterion.check },
             ...(options.signal ? { signal: options.signal } : {}),
-            ...(options.sandbox ? { sandbox: checkSandbox(checkout.dir, plan, options.repo) } : {}),
+            ...(sandbox ? { sandbox } : {}),
           });
           if (run.timedOut && limit.ms < options.checkTimeoutMs) exhausted = true;
-          const judged = judgeCheck(run, created);
+          const refusal = run.exitCode === 0 ? null : sandboxRefusal(run.output, sandbox, 'context.checkNetwork');
+          const judged = judgeCheck({ ...run, ...(refusal !== null ? { sandboxRefusal: refusal } : {}) }, created);
           checks.push({
             ...base,
             outcome: judged.outcome,

@@ -12,7 +12,7 @@ import type { Commands } from '../adapters/commands.ts';
 import type { Git, RepositoryOperation } from '../adapters/git/repository.ts';
 import { dropParked, filesIn, integrationRef, parkedTasks } from '../adapters/git/refs.ts';
 import { parkedWork } from '../adapters/git/integrate.ts';
-import { checkSandbox, ownSandboxNotice } from '../adapters/sandbox.ts';
+import { checkSandbox, ownSandboxNotice, sandboxRefusal } from '../adapters/sandbox.ts';
 import type { RunEventBody } from '../core/events.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import { depsOf, depths } from '../core/graph.ts';
@@ -484,16 +484,20 @@ async function checkAssumptions(
   try {
     const results: AssumptionResult[] = [];
     for (const { task, assumption: a } of checks) {
+      const sandbox = options.sandbox ? checkSandbox(dir, plan, isolation.repo) : undefined;
       const run = await options.commands.run(a.verify, {
         cwd: dir,
         timeoutMs: timeLimit.ms,
         role: { kind: 'assumption-check', task, command: a.verify },
         ...(options.signal ? { signal: options.signal } : {}),
-        ...(options.sandbox ? { sandbox: checkSandbox(dir, plan, isolation.repo) } : {}),
+        ...(sandbox ? { sandbox } : {}),
       });
+      const passed = run.exitCode === 0 && !run.timedOut;
+      const refusal = passed ? null : sandboxRefusal(run.output, sandbox, 'context.checkNetwork');
       // Said first, where the live view, the step's JSON and the task's result each keep it.
-      const output = run.timedOut ? `${describeTimeLimitHit(a.verify, timeLimit)}${run.output.trim() ? `:\n${run.output}` : ''}` : run.output;
-      results.push({ task, claim: a.claim, verify: a.verify, severity: a.severity, passed: run.exitCode === 0 && !run.timedOut, output });
+      const said = run.timedOut ? describeTimeLimitHit(a.verify, timeLimit) : refusal;
+      const output = said === null ? run.output : `${said}${run.output.trim() ? `:\n${run.output}` : ''}`;
+      results.push({ task, claim: a.claim, verify: a.verify, severity: a.severity, passed, output });
     }
     return ok(results);
   } finally {

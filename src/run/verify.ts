@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { Commands } from '../adapters/commands.ts';
 import { captureWork } from '../adapters/git/capture.ts';
 import { setAsideInWorktree } from '../adapters/git/set-aside.ts';
-import type { CommandSandbox } from '../adapters/sandbox.ts';
+import { type CommandSandbox, sandboxRefusal } from '../adapters/sandbox.ts';
 import type { AcceptanceResult, CheckedWork, SetAside, Verification } from '../core/finalize.ts';
 import { type Result, err, ok } from '../core/failure.ts';
 import { type GitFailure, byPath, describeGitFailure } from '../core/git-text.ts';
@@ -69,14 +69,17 @@ export async function runAcceptance(task: Task, options: VerifyOptions): Promise
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.sandbox ? { sandbox: options.sandbox } : {}),
     });
+    const passed = r.exitCode === 0 && !r.timedOut;
+    const refusal = passed ? null : sandboxRefusal(r.output, options.sandbox, 'context.checkNetwork');
     results.push({
       criterion: c.criterion,
       check: c.check,
-      passed: r.exitCode === 0 && !r.timedOut,
+      passed,
       exitCode: r.exitCode,
       timedOut: r.timedOut,
       timeLimit,
       output: r.output,
+      ...(refusal !== null ? { sandboxRefusal: refusal } : {}),
     });
   }
   return results;

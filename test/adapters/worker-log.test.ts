@@ -58,6 +58,12 @@ describe('logFailedChecks', () => {
     await expect(logFailedChecks(join(dir, 'no-such-dir', 'worker-2.log'), [result({})])).resolves.toBeUndefined();
   });
 
+  it('names what the sandbox refused beside how the check ended', () => {
+    expect(checkOutputSection(result({ output: 'npm error 403\n', sandboxRefusal: 'the sandbox refused …' }))).toBe(
+      '==== acceptance check failed (tests pass): `npm test` exited 1 (the sandbox refused …); its whole output ====\nnpm error 403\n==== end of its output ====\n',
+    );
+  });
+
   it('keeps the output as the check printed it, a last line without its newline included', () => {
     expect(checkOutputSection(result({ output: 'a\nb' }))).toBe(
       '==== acceptance check failed (tests pass): `npm test` exited 1; its whole output ====\na\nb\n==== end of its output ====\n',

@@ -12,6 +12,8 @@ import { executeCommand } from '../../src/cli/execute.ts';
 import type { DryRunEvent } from '../../src/core/events.ts';
 import { PLAN_WARNING_KINDS } from '../../src/core/plan-lint.ts';
 import { fakeWorker } from '../support/execute.ts';
+import { describeSandboxUse } from '../../src/core/sandbox-words.ts';
+import { sandboxSupport } from '../../src/adapters/sandbox.ts';
 import { leftovers, repoWithPlan } from '../support/fake-run.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
@@ -175,13 +177,11 @@ describe('execute --dry-run (text)', () => {
     const text = r.out.join('\n');
     expect(text).toContain('Tasks: 4 (max dependency depth 3); 3 pending');
     expect(text).toContain('Round 1:\n  [1] task B\n  [2] task C  (overlaps the group above: runs after it)\nRound 2:\n  [3] task D');
-    // Where each command runs: never in the person's tree, sandboxed as --sandbox says.
-    expect(text).toContain(
-      "Sandbox: auto: checks, the setup command, the gate and the workers' Bash commands run in the operating-system sandbox where it works on this machine",
-    );
+    // Where each command runs: never in the person's tree, sandboxed as --sandbox comes to here.
+    const sandboxed = (await sandboxSupport()).ok;
     expect(text).toContain(
       [
-        'Commands this plan runs on this machine (with /bin/sh, never in your working tree; sandbox: auto, as above):',
+        `Commands this plan runs on this machine (with bash in the sandbox, /bin/sh without it; never in your working tree; sandbox: ${sandboxed ? 'on' : 'off'}, as above):`,
         "  setup, in each new worktree and in the probe's checkout of HEAD: npm ci",
         '  gate, in a worktree of its own: on the starting commit, then on each batch of verified work on the integration tip: npm test',
         "  task 0 acceptance, in the attempt's worktree after its worker: test -f a.txt",
@@ -248,7 +248,7 @@ describe('execute --dry-run (text)', () => {
       checkTimeoutMs: ['Checks: 120 s each (--check-timeout)'],
       land: ['after every integration and when the run stops (--land continuous)'],
       commit: ['as uncommitted changes in your files (--no-commit)'],
-      sandbox: ['Sandbox: on:', '--sandbox on: the run refuses to start without it'],
+      sandbox: ['--sandbox on'],
       probe: ["the pending tasks' acceptance checks probed before any worker starts"],
       probeTimeoutMs: ['60 s in all (--probe-timeout)'],
       strict: ['a vacuous task refusing the run (--strict)'],
@@ -277,5 +277,41 @@ describe('execute --dry-run (text)', () => {
     expect(deny).toContain('Read(//<worktree>/.env)');
     expect(deny).toContain(`Read(/${await realpath(repo.dir)}/.env)`);
     expect(deny).toContain('Edit(//<worktree>/a.txt/*)');
+  });
+});
+
+describe('execute --dry-run: the sandbox line', () => {
+  it('says once what --sandbox comes to here: whether checks, the setup command, the gate and the workers run sandboxed, and with what network', async () => {
+    const plan = samplePlan();
+    plan.context = { ...plan.context, checkNetwork: ['registry.npmjs.org'], setupNetwork: ['npm.example.com'] };
+    const { repo } = await repoWithPlan(plan, repos);
+    const json = JSON.parse((await dryRun(repo.dir, ['--json'])).out[0]!) as Extract<DryRunEvent, { type: 'dry-run-plan' }>;
+    const support = await sandboxSupport();
+    expect(json.sandbox).toEqual({
+      mode: 'auto',
+      sandboxed: support.ok,
+      unavailable: support.ok ? null : support.error,
+      install: support.ok ? null : expect.any(String),
+      commands: ['checks', 'setup', 'gate', 'workers'],
+      checkNetwork: ['registry.npmjs.org'],
+      setupNetwork: { registries: true, hosts: ['npm.example.com'] },
+    });
+    const text = (await dryRun(repo.dir, [])).out;
+    // The run's own line, once, as a setting.
+    const lines = text.filter((line) => /^Sandbox: /.test(line));
+    expect(lines).toEqual([`S${describeSandboxUse(json.sandbox).slice(1)}`]);
+    if (support.ok)
+      expect(lines[0]).toBe(
+        "Sandbox: on (--sandbox auto): checks, the gate and the workers' Bash commands run in it, reaching only registry.npmjs.org (context.checkNetwork) and their own loopback; the setup command runs in it, reaching the package registries (npm's, yarn's, PyPI, crates.io, Go's and your npm registry) and npm.example.com (context.setupNetwork)",
+      );
+  });
+
+  it('--sandbox off: everything runs without it, and no gate or setup command is named when the plan has none', async () => {
+    const { repo } = await repoWithPlan(makePlan([fakeTask('A', { create: ['a.txt'] })]), repos);
+    const r = await dryRun(repo.dir, ['--sandbox', 'off', '--no-gate']);
+    expect(r.code).toBe(0);
+    expect(r.out.filter((line) => /^Sandbox: /.test(line))).toEqual([
+      "Sandbox: off (--sandbox off): checks and the workers' Bash commands run without it, with this machine's network and files, and the workers' Bash stays limited to the commands their tasks are judged by",
+    ]);
   });
 });

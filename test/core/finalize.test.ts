@@ -10,6 +10,7 @@ import {
   applyCascade,
   decide,
   describeAttemptFailure,
+  describeCheckEnd,
   judgeRun,
   trimCompleted,
   verificationFailure,
@@ -322,6 +323,17 @@ describe('decide', () => {
     expect(text.length).toBeLessThan(2300);
     // The end is kept (where a command prints its error); the cut is marked at the start.
     expect(text).toMatch(/its whole process group was ended:\n…x+$/);
+  });
+
+  it("a check the sandbox refused its network says so on its first line, where the run's one-line view keeps it", () => {
+    const refusal =
+      'the sandbox refused the connection to registry.npmjs.org, which the plan\'s context.checkNetwork does not list: add "registry.npmjs.org" to context.checkNetwork to allow it';
+    const text = describeAttemptFailure({
+      reason: 'acceptance',
+      failures: [acceptance({ check: 'npx uvu', output: 'npm error 403 403 Forbidden - GET https://registry.npmjs.org/uvu\n', sandboxRefusal: refusal })],
+    });
+    expect(text.split('\n')[0]).toBe(`acceptance check failed (tests pass): \`npx uvu\` exited 1 (${refusal}):`);
+    expect(describeCheckEnd(acceptance({ check: 'npx uvu' }))).toBe('`npx uvu` exited 1');
   });
 
   it('a spot-check failure is reported before acceptance (which did not run)', () => {

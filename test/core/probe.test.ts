@@ -1,7 +1,7 @@
 // The probe's pure rules: which runs are broken, what a task's checks add up to, the plan key.
 
 import { describe, expect, it } from 'vitest';
-import { type CheckRun, judgeCheck, probeKey, taskVerdict } from '../../src/core/probe.ts';
+import { type CheckRun, type ProbeReport, judgeCheck, probeFindings, probeKey, summarize, taskVerdict } from '../../src/core/probe.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
 const run = (exitCode: number | null, output = '', extra: Partial<CheckRun> = {}): CheckRun => ({
@@ -48,6 +48,46 @@ describe('judgeCheck', () => {
     expect(judgeCheck(run(1, 'error Command "lint" not found.'), []).outcome).toBe('broken');
     expect(judgeCheck(run(1, npm), ['package.json']).outcome).toBe('failed');
     expect(judgeCheck(run(1, npm), ['packages/a/package.json']).outcome).toBe('failed');
+  });
+
+  it('a check that failed on a network call the sandbox refused is broken, with what to tell the person', () => {
+    const refusal =
+      'the sandbox refused the connection to registry.npmjs.org, which the plan\'s context.checkNetwork does not list: add "registry.npmjs.org" to context.checkNetwork to allow it';
+    const npm = 'npm error code E403\nnpm error 403 403 Forbidden - GET https://registry.npmjs.org/uvu\n';
+    expect(judgeCheck(run(1, npm, { sandboxRefusal: refusal }), [])).toEqual({ outcome: 'broken', reason: refusal });
+    // Without the adapter's reading (unsandboxed), the same words prove nothing.
+    expect(judgeCheck(run(1, npm), []).outcome).toBe('failed');
+    // A time-out is still a time-out.
+    expect(judgeCheck(run(null, npm, { timedOut: true, sandboxRefusal: refusal }), []).outcome).toBe('timed-out');
+  });
+
+  it("a setup command's refusal replaces the general hint in the probe's findings", () => {
+    const refusal =
+      'the sandbox refused the connection to registry.npmjs.org, which the plan\'s context.setupNetwork does not list: add "registry.npmjs.org" to context.setupNetwork to allow it';
+    const setup = {
+      command: 'npm ci',
+      exitCode: 1,
+      timedOut: false,
+      passed: false,
+      durationMs: 10,
+      output: 'npm error 403 403 Forbidden - GET https://registry.npmjs.org/kleur',
+      sandboxed: true,
+    };
+    const report = (s: typeof setup & { sandboxRefusal?: string }): ProbeReport => ({
+      schemaVersion: 1,
+      planKey: 'k',
+      commit: null,
+      startedAt: '2026-11-29T00:00:00Z',
+      durationMs: 10,
+      budget: { checkTimeoutSeconds: 1, timeoutSeconds: 1, exhausted: false, interrupted: false },
+      setup: s,
+      included: [],
+      ...summarize([], s),
+    });
+    expect(probeFindings(report({ ...setup, sandboxRefusal: refusal })).problems).toEqual([
+      `setup command \`npm ci\` exited 1: npm error 403 403 Forbidden - GET https://registry.npmjs.org/kleur (${refusal})`,
+    ]);
+    expect(probeFindings(report(setup)).problems[0]).toMatch(/\(it ran in the sandbox: .*context\.setupNetwork hosts\)$/);
   });
 
   it('a time-out and an interrupt decide nothing', () => {

@@ -731,6 +731,10 @@ describe('describeProvisionFailure', () => {
       'the setup command `npm ci` exited with code 1 in a new worktree',
     );
     expect(describeProvisionFailure({ kind: 'setup-failed', command: 'npm ci', exitCode: null, timedOut: true, output: '' })).toMatch(/timed out/);
+    // What the caller read in its output (the sandbox refused its registry) is said with it.
+    expect(
+      describeProvisionFailure({ kind: 'setup-failed', command: 'npm ci', exitCode: 1, timedOut: false, output: 'x', note: 'the sandbox refused …' }),
+    ).toBe('the setup command `npm ci` exited with code 1 in a new worktree (the sandbox refused …)');
     expect(describeProvisionFailure({ kind: 'setup-changed-files', command: 'npm install', paths: ['package-lock.json'] })).toMatch(
       /changed files git tracks \(package-lock.json\)/,
     );

@@ -206,4 +206,18 @@ describe('without the sandbox (a PATH without bubblewrap)', () => {
     expect(bad.exitCode).toBe(2);
     expect(bad.stderr).toContain('--sandbox expects one of auto, on, off, got "sometimes" (see --help)');
   });
+
+  it('plan probe (auto) goes on without it and says so once, with its result: why, what runs without it, what to install', async () => {
+    const repo = await tempGitRepo({ 'README.md': 'hello\n' });
+    repos.push(repo);
+    await writePlan(repo.dir, makePlan([fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'a', check: 'test -f a.txt' }] })]));
+    const probed = await runPlanToolProcess(repo.dir, ['probe'], { PATH: bin, FOREMAN_WORKTREES: join(scratch, 'worktrees') });
+    expect(probed.exitCode, probed.stderr).toBe(0);
+    expect(probed.stderr).toBe('');
+    const line = probed.stdout.split('\n')[1]!;
+    expect(line).toMatch(
+      /^sandbox: off \(--sandbox auto: it cannot run here: .*bubblewrap \(bwrap\) not installed.*\): checks run without it, with this machine's network and files; to sandbox them, install bubblewrap, socat and ripgrep/,
+    );
+    expect(probed.stdout.match(/sandbox: /g)).toHaveLength(1);
+  });
 });

@@ -103,6 +103,8 @@ export interface SetupRun {
   output: string;
   /** The limit the caller ran it under, named when it was hit. */
   timeLimit?: TimeLimit;
+  /** What the caller found in its output worth saying with the failure (the sandbox refused its network). */
+  note?: string;
 }
 
 export interface PoolOptions {
@@ -148,7 +150,7 @@ export interface SlotStatus extends Omit<Slot, 'included'> {
 }
 
 export type ProvisionFailure =
-  | { kind: 'setup-failed'; command: string; exitCode: number | null; timedOut: boolean; timeLimit?: TimeLimit; output: string }
+  | { kind: 'setup-failed'; command: string; exitCode: number | null; timedOut: boolean; timeLimit?: TimeLimit; output: string; note?: string }
   /**
    * The setup command changed files git tracks (`npm install` rewriting the lock file): every
    * attempt in the slot would be charged with them. The slot is left unprovisioned.
@@ -162,10 +164,11 @@ export type ProvisionFailure =
 export function describeProvisionFailure(failure: ProvisionFailure): string {
   switch (failure.kind) {
     case 'setup-failed': {
+      const note = failure.note === undefined ? '' : ` (${failure.note})`;
       if (failure.timedOut && failure.timeLimit !== undefined)
-        return `in a new worktree, the setup command ${describeTimeLimitHit(failure.command, failure.timeLimit)}`;
+        return `in a new worktree, the setup command ${describeTimeLimitHit(failure.command, failure.timeLimit)}${note}`;
       const how = failure.timedOut ? 'timed out' : failure.exitCode === null ? 'was killed' : `exited with code ${failure.exitCode}`;
-      return `the setup command \`${failure.command}\` ${how} in a new worktree`;
+      return `the setup command \`${failure.command}\` ${how} in a new worktree${note}`;
     }
     case 'setup-changed-files':
       return `the setup command \`${failure.command}\` changed files git tracks (${failure.paths.join(', ')}); use one that leaves them as committed (e.g. \`npm ci\`, not \`npm install\`)`;
@@ -589,6 +592,7 @@ export class WorktreePool {
           timedOut: run.timedOut,
           ...(run.timeLimit ? { timeLimit: run.timeLimit } : {}),
           output: clipTail(run.output, SETUP_OUTPUT_TAIL),
+          ...(run.note !== undefined ? { note: run.note } : {}),
         });
       }
       const changed = await runGit(['--no-optional-locks', 'status', '--porcelain=v1', '-z', '-uno', '--no-renames'], { cwd: state.dir });

@@ -10,7 +10,8 @@ import { assertNever } from '../../core/failure.ts';
 import { noCommitLine } from '../../core/git-text.ts';
 import { formatDuration, oneLine } from '../../core/format.ts';
 import { type ProbeReport, probeFindings, probeHeadline } from '../../core/probe.ts';
-import { decideSandbox, installAdvice, ownSandboxNotice, sandboxModeOf } from '../../adapters/sandbox.ts';
+import { decideSandbox, ownSandboxNotice, sandboxModeOf, sandboxUse } from '../../adapters/sandbox.ts';
+import { describeSandboxUse, sandboxedCommands } from '../../core/sandbox-words.ts';
 import { describeProbeProblem, runProbe, saveProbe } from '../../run/probe.ts';
 import { DEFAULTS, LIMIT_FLAGS } from '../../run/settings.ts';
 import { table } from '../../ui/table.ts';
@@ -45,7 +46,7 @@ export const probe: Command = {
     sandbox: {
       type: 'string',
       valueName: 'MODE',
-      description: `auto: run the setup command and the checks in the operating-system sandbox where it works, and say once when it cannot; on: refuse without it (exit 3); off: never (default: FOREMAN_SANDBOX, else ${DEFAULTS.sandbox})`,
+      description: `auto: run the setup command and the checks in the operating-system sandbox where it works (the result says whether they did, and with what network); on: refuse without it (exit 3); off: never (default: FOREMAN_SANDBOX, else ${DEFAULTS.sandbox})`,
     },
   },
   async run({ values, numbers }, io) {
@@ -78,11 +79,6 @@ export const probe: Command = {
       if (orphans.length > 0) io.err(describeOrphans(orphans));
       const sandbox = await decideSandbox(mode.value);
       if (!sandbox.ok) throw new CliError(EXIT.cannotRun, [`plan probe ${sandbox.error}`]);
-      if (!sandbox.value.sandboxed && sandbox.value.unavailable !== null) {
-        io.err(
-          `plan probe: running without the sandbox: ${sandbox.value.unavailable}. The setup command and the checks run unsandboxed; to sandbox them, ${installAdvice()}`,
-        );
-      }
       const unheld = sandbox.value.sandboxed ? await ownSandboxNotice(repo) : null;
       if (unheld !== null) io.err(`plan probe: ${unheld}`);
       const probed = await runProbe(plan, {
@@ -96,7 +92,11 @@ export const probe: Command = {
         sandbox: sandbox.value.sandboxed,
       });
       if (!probed.ok) throw new CliError(EXIT.cannotRun, [`plan probe: ${describeProbeProblem(probed.error)}`]);
-      const report = probed.value;
+      // Whether its setup command and checks ran sandboxed, and with what network: said with the result, once.
+      const report = {
+        ...probed.value,
+        sandbox: await sandboxUse(mode.value, plan, sandboxedCommands(plan.context, { gate: false, workers: false }), sandbox.value),
+      };
       if (controller.signal.aborted) {
         io.err('plan probe: interrupted; its checkout was removed and nothing was stored');
         return EXIT.interrupted;
@@ -142,6 +142,7 @@ export function renderProbe(report: ProbeReport, io: Pick<Io, 'columns'>): strin
         ]),
   );
   const lines = [probeHeadline(report)];
+  if (report.sandbox !== undefined) lines.push(describeSandboxUse(report.sandbox));
   if (report.setup) lines.push(`setup: \`${report.setup.command}\` ${report.setup.passed ? 'ok' : 'FAILED'} (${formatDuration(report.setup.durationMs)})`);
   if (report.included.length > 0) lines.push(`copied from .worktreeinclude: ${report.included.join(', ')}`);
   if (rows.length > 0)
