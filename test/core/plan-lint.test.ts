@@ -225,11 +225,6 @@ const RATE_LIMIT_REPOSITORY = [
 
 const SOUND: SoundCase[] = [
   { name: 'test/plans/valid/minimal.json', plan: () => JSON.parse(validText('minimal')) as Plan, tracked: ['README.md'] },
-  {
-    name: 'test/plans/valid/extra-fields.json',
-    plan: () => JSON.parse(validText('extra-fields')) as Plan,
-    tracked: ['src/model.ts', 'docs/export.md', 'package.json'],
-  },
   { name: 'test/plans/valid/realistic.json', plan: () => JSON.parse(validText('realistic')) as Plan, tracked: RATE_LIMIT_REPOSITORY },
   { name: 'test/plans/valid/realistic.json, no repository', plan: () => JSON.parse(validText('realistic')) as Plan, tracked: null },
   { name: '.design/examples/plan.json', plan: () => exampleFile('.design/examples/plan.json'), tracked: RATE_LIMIT_REPOSITORY },

@@ -13,7 +13,7 @@ import { planOption } from './options.ts';
 export const check: Command = {
   name: 'check',
   summary:
-    'Validate the plan: schema, dependencies, cycles, paths, computed file overlaps, and (inside a git repository) no declared path that git ignores; then warn of hazards it still holds (undeclared files, unordered tasks, lockfiles), each with its fix. Exit 0 if valid (warnings included), 2 if not.',
+    'Validate the plan: schema, dependencies, cycles, paths, computed file overlaps, and (inside a git repository) no declared path that git ignores; then warn of hazards it still holds (undeclared files, unordered tasks, lockfiles, checks needing a file nothing makes, unknown fields and models), each with its fix. Exit 0 if valid (warnings included), 2 if not.',
   usage: '[--plan FILE] [--fix] [--strict]',
   options: {
     ...planOption,

@@ -11,6 +11,7 @@ import { formatDuration, oneLine } from '../../core/format.ts';
 import { type ProbeReport, probeFindings, probeHeadline } from '../../core/probe.ts';
 import { decideSandbox, installAdvice, ownSandboxNotice, sandboxModeOf } from '../../adapters/sandbox.ts';
 import { describeProbeProblem, runProbe, saveProbe } from '../../run/probe.ts';
+import { planWarningNotices } from '../../run/setup.ts';
 import { DEFAULTS, LIMIT_FLAGS } from '../../run/settings.ts';
 import { table } from '../../ui/table.ts';
 import type { Command, Io } from '../command.ts';
@@ -59,6 +60,9 @@ export const probe: Command = {
     const top = await git.root();
     if (!top.ok) throw gitFailedError('find the top of the repository', top.error);
     const repo = top.value;
+    // A check that needs a file nothing makes fails before the work, so the probe counts it as
+    // proving the task; the lint says why it will never pass.
+    for (const notice of await planWarningNotices(plan, path, git, 'missing-check-file')) io.err(`plan probe: ${notice}`);
 
     // The lock keeps the probe's records in .design/workers.json from clobbering a run's.
     const lock = await acquireLock(path, currentLockInfo('plan probe'));
