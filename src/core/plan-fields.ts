@@ -30,7 +30,7 @@ export interface UnknownField {
   key: string;
   /** The task it is in (null outside `tasks`). */
   task: number | null;
-  /** The defined fields of its object it nearly spells, nearest first: empty when it is no near miss. */
+  /** The defined fields of its object it nearly spells, the nearest (several when as near): empty when it is no near miss. */
   meant: string[];
 }
 
@@ -81,7 +81,7 @@ function itemsOf(node: SchemaNode): SchemaNode | null {
 /**
  * The defined fields `key` nearly spells: equal but for case, or within two edits (one for a
  * field of four letters or fewer, where two edits change half the word: `date` is not `gate`'s
- * misspelling twice over). Nearest first.
+ * misspelling twice over). The nearest ones: `gaet` is `gate` (one edit), not also `agent` (two).
  */
 export function nearMisses(key: string, known: Iterable<string>): string[] {
   const lower = key.toLowerCase();
@@ -90,7 +90,8 @@ export function nearMisses(key: string, known: Iterable<string>): string[] {
     const distance = field.toLowerCase() === lower ? 0 : editDistance(key, field);
     if (distance <= (field.length <= 4 ? 1 : 2)) found.push({ field, distance });
   }
-  return found.sort((a, b) => a.distance - b.distance).map((f) => f.field);
+  const nearest = Math.min(...found.map((f) => f.distance));
+  return found.filter((f) => f.distance === nearest).map((f) => f.field);
 }
 
 /**
