@@ -4,7 +4,7 @@
 // `--dry-run`, the run's start), acceptable like any; `x-` keys and what foreman writes itself
 // never are. Also the check that needs a file nothing makes, as `plan probe` and the run say it.
 
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -174,12 +174,10 @@ const MISSPELT: Array<{ name: string; plan: () => Json; lines: string[] }> = [
 let tmp: string;
 let count = 0;
 
-/** A folder of its own holding `plan` at `.design/plan.json`; returns the plan's path. */
+/** `plan` written to a file of its own (a plan outside a repository is checked on its own). */
 async function planFile(plan: unknown): Promise<string> {
-  const dir = path.join(tmp, `plan-${count++}`);
-  await mkdir(path.join(dir, '.design'), { recursive: true });
-  const file = path.join(dir, '.design', 'plan.json');
-  await writeFile(file, `${JSON.stringify(plan, null, 2)}\n`);
+  const file = path.join(tmp, `plan-${count++}.json`);
+  await writeFile(file, JSON.stringify(plan, null, 2));
   return file;
 }
 
