@@ -1,7 +1,8 @@
 // The repository files an acceptance check names as files it needs before anything in it runs:
 // the operand of a file test (`test -f dist/x.mjs`, `[ -s out.txt ]`), the files a reader is
 // given (`cat`, `diff`, `grep -q x src/a.ts`, `< input`), a script an interpreter runs
-// (`node scripts/check.mjs`) and a command run by its path (`./bin/tool`). The plan lint warns
+// (`node scripts/check.mjs`), the test files of `node --test` and a command run by its path
+// (`./bin/tool`). The plan lint warns
 // of one that no task creates and the last commit lacks: the check would fail whatever the
 // worker does. Conservative, so it does not cry wolf: a command holding shell code it cannot
 // follow (substitutions, conditionals, loops, here-documents) names nothing; reading stops at the
@@ -83,7 +84,8 @@ function tokenize(command: string): Token[] | null {
       const end = command.indexOf(c, i + 1);
       if (end < 0) return null;
       const quoted = command.slice(i + 1, end);
-      if (c === '"' && /[$\\]/.test(quoted)) expands = true;
+      // A quoted glob is no file either: the command may expand it (`node --test "test/**"`).
+      if ((c === '"' && /[$\\]/.test(quoted)) || /[*?[\]{}]/.test(quoted)) expands = true;
       text += quoted;
       inWord = true;
       i = end;
@@ -163,7 +165,12 @@ function commandPaths(words: readonly Word[]): { paths: CheckPath[]; makesFiles:
   }
   const inline = INTERPRETERS.get(name);
   if (inline !== undefined) {
-    if (options.some((o) => inline.includes(o) || o.startsWith('--eval') || o === '--test')) return { paths: [], makesFiles: true };
+    if (options.some((o) => inline.includes(o) || o.startsWith('--eval'))) return { paths: [], makesFiles: true };
+    // `node --test a.test.mjs b.test.mjs`: the test files, but an option's value (`--test-name-pattern x`).
+    if (name === 'node' && options.includes('--test')) {
+      const tests = operands.filter((w, k) => !w.text.startsWith('-') && !/^--test-[\w-]+$/.test(operands[k - 1]?.text ?? ''));
+      return { paths: files(tests), makesFiles: true };
+    }
     const script = operands.findIndex((w) => !w.text.startsWith('-'));
     // Only when no option came before it: an option's value (`node --loader x a.mjs`) is not the script.
     return { paths: script === 0 ? files(operands.slice(0, 1)) : [], makesFiles: true };
