@@ -129,6 +129,14 @@ function repositoryPath(word: Word, loose: boolean): string | null {
   return pathProblem(path) === null ? path : null;
 }
 
+/** The words that are repository paths, as files. */
+function pathsOf(words: readonly Word[], loose: boolean): CheckPath[] {
+  return words.flatMap((word) => {
+    const path = repositoryPath(word, loose);
+    return path === null ? [] : [{ path, directory: false }];
+  });
+}
+
 /** Paths a `test` / `[` / `[[` expression needs, or null when it tolerates their absence. */
 function testedPaths(words: readonly Word[]): CheckPath[] | null {
   const texts = words.map((w) => w.text);
@@ -149,8 +157,7 @@ function commandPaths(words: readonly Word[]): { paths: CheckPath[]; makesFiles:
   const operands = words.slice(1);
   const options = operands.filter((w) => w.text.startsWith('-')).map((w) => w.text);
   const plain = operands.filter((w) => !w.text.startsWith('-'));
-  const files = (list: readonly Word[]) =>
-    list.flatMap((w) => (repositoryPath(w, false) === null ? [] : [{ path: repositoryPath(w, false)!, directory: false }]));
+  const files = (list: readonly Word[]) => pathsOf(list, false);
   if (name === 'test' || name === '[' || name === '[[') {
     const tested = testedPaths(operands.filter((w) => w.text !== ']' && w.text !== ']]'));
     return tested === null ? null : { paths: tested, makesFiles: false };
@@ -227,8 +234,7 @@ export function checkPaths(check: string): CheckPath[] {
       return [...found.values()];
     }
     if (!tolerated) {
-      const inputs = command.inputs.flatMap((w) => (repositoryPath(w, true) === null ? [] : [{ path: repositoryPath(w, true)!, directory: false }]));
-      for (const need of [...inputs, ...needs.paths]) if (!found.has(need.path)) found.set(need.path, need);
+      for (const need of [...pathsOf(command.inputs, true), ...needs.paths]) if (!found.has(need.path)) found.set(need.path, need);
     }
     if (needs.makesFiles) break;
   }

@@ -262,11 +262,15 @@ function missingCheckFiles(tasks: readonly Task[], tracked: ReadonlySet<string>)
 
 /** Whether a path is a file or directory of the last commit, or one some task writes (or writes under). */
 function knownPaths(tasks: readonly Task[], tracked: ReadonlySet<string>): (path: string, directory: boolean) => boolean {
-  const writes = tasks.flatMap(writesOf);
+  const writes = new Set(tasks.flatMap(writesOf).map(keyOf));
+  // Every directory holding a known file, and the directories tasks declare (which hold anything under them).
   const directories = new Set<string>();
-  for (const file of [...tracked, ...writes.map(keyOf)]) for (const key of directoryKeys(file)) directories.add(key);
-  for (const write of writes) if (isDirPath(write)) directories.add(keyOf(write));
-  return (path, directory) => directories.has(path) || (!directory && (tracked.has(path) || coveredBy(path, writes)));
+  const declaredDirectories = new Set<string>();
+  for (const file of [...tracked, ...writes]) for (const key of directoryKeys(file)) directories.add(key);
+  for (const task of tasks) for (const write of writesOf(task)) if (isDirPath(write)) declaredDirectories.add(keyOf(write));
+  const underDeclared = (path: string) => directoryKeys(path).some((key) => declaredDirectories.has(key));
+  return (path, directory) =>
+    directories.has(path) || declaredDirectories.has(path) || (!directory && (tracked.has(path) || writes.has(path))) || underDeclared(path);
 }
 
 /** What each pending task uses of the last commit without declaring it: files its prompt names, lockfiles of the manifests it modifies. */
