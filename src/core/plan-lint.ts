@@ -2,7 +2,10 @@
 // left in it. Found by following dependencies transitively; each is one line naming the tasks as
 // `tasks[N]`, the file and the exact fix:
 //   `tasks[1] modifies src/a.ts, which tasks[0] creates, but does not depend on it: add 0 to tasks[1].blockedBy`
-// Warnings, not problems: the plan still runs. A warning the plan's author accepts is recorded in
+// Besides the hazards between tasks and files: an acceptance check needing a file nothing makes
+// (core/check-paths.ts), a field the schema does not define (core/plan-fields.ts; a near miss of
+// a defined one never gets here, validation refuses it) and a model the Claude Code CLI would not
+// know. Warnings, not problems: the plan still runs. A warning the plan's author accepts is recorded in
 // the plan (`acceptedWarnings`: the warning's line and the reason) and no longer reported; an
 // acceptance that matches no warning is reported itself, never dropped (its reason is the
 // author's words). Pure: the caller passes the files of the repository's last commit, or null

@@ -4,9 +4,11 @@
 // `--dry-run`, the run's start), acceptable like any; `x-` keys and what foreman writes itself
 // never are. Also the check that needs a file nothing makes, as `plan probe` and the run say it.
 
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { Ajv } from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type PlanWarning, lintPlan } from '../../src/core/plan-lint.ts';
 import { unknownFields } from '../../src/core/plan-fields.ts';
@@ -16,6 +18,9 @@ import { leftovers, repoWithPlan } from '../support/fake-run.ts';
 import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
 
 const { repos } = leftovers();
+const validateEvent = new Ajv({ allErrors: true, strict: false }).compile(
+  JSON.parse(readFileSync(new URL('../../schemas/event.schema.json', import.meta.url), 'utf8')),
+);
 
 type Json = Record<string, unknown>;
 
@@ -265,6 +270,11 @@ describe('any other field the schema does not define', () => {
     const dry = await runExecute(repo.dir, ['--dry-run']);
     expect(dry.exitCode, dry.stderr).toBe(0);
     expect(dry.stdout.split('\n')).toContain(`  ${line}`);
+    // As an event: a field outside the tasks names no task and no file.
+    const events = (await runExecute(repo.dir, ['--dry-run', '--json'])).stdout.split('\n').map((l) => JSON.parse(l) as Json);
+    const warning = events.find((e) => e.type === 'dry-run-warning');
+    expect(warning).toMatchObject({ kind: 'unknown-field', task: null, others: [], path: null, message: line });
+    expect(validateEvent(warning), JSON.stringify(validateEvent.errors)).toBe(true);
     const run = await runExecute(repo.dir, ['--no-probe'], env);
     expect(run.exitCode, run.stderr).toBe(0);
     expect(run.stdout.split('\n').filter((l) => l.includes('plan warning:'))).toEqual([expect.stringContaining(`plan warning: ${line}`)]);
