@@ -137,10 +137,10 @@ function pathsOf(words: readonly Word[], loose: boolean): CheckPath[] {
   });
 }
 
-/** Paths a `test` / `[` / `[[` expression needs, or null when it tolerates their absence. */
-function testedPaths(words: readonly Word[]): CheckPath[] | null {
+/** Paths a `test` / `[` / `[[` expression needs: none when it negates or tolerates their absence. */
+function testedPaths(words: readonly Word[]): CheckPath[] {
   const texts = words.map((w) => w.text);
-  if (texts.some((t) => t === '!' || t === '-o' || t === '||')) return null;
+  if (texts.some((t) => t === '!' || t === '-o' || t === '||')) return [];
   const found: CheckPath[] = [];
   words.forEach((word, k) => {
     const directory = FILE_TESTS.get(texts[k - 1] ?? '');
@@ -152,15 +152,15 @@ function testedPaths(words: readonly Word[]): CheckPath[] | null {
 }
 
 /** What one simple command needs, and whether the commands after it may rely on what it made. */
-function commandPaths(words: readonly Word[]): { paths: CheckPath[]; makesFiles: boolean } | null {
+function commandPaths(words: readonly Word[]): { paths: CheckPath[]; makesFiles: boolean } {
   const name = words[0]!.text;
   const operands = words.slice(1);
   const options = operands.filter((w) => w.text.startsWith('-')).map((w) => w.text);
   const plain = operands.filter((w) => !w.text.startsWith('-'));
   const files = (list: readonly Word[]) => pathsOf(list, false);
   if (name === 'test' || name === '[' || name === '[[') {
-    const tested = testedPaths(operands.filter((w) => w.text !== ']' && w.text !== ']]'));
-    return tested === null ? null : { paths: tested, makesFiles: false };
+    // A test makes nothing: what follows it is still read.
+    return { paths: testedPaths(operands.filter((w) => w.text !== ']' && w.text !== ']]')), makesFiles: false };
   }
   if (READERS.has(name)) return { paths: files(plain), makesFiles: false };
   if (GREPS.has(name)) {
@@ -229,10 +229,6 @@ export function checkPaths(check: string): CheckPath[] {
     // A failure tolerated (`a || b`), negated (`! test -f x`) or sent to the background proves nothing missing.
     const tolerated = negated || command.before === '||' || command.after === '||' || command.after === '&';
     const needs = words.length === 0 ? { paths: [], makesFiles: false } : commandPaths(words);
-    if (needs === null) {
-      if (tolerated) continue;
-      return [...found.values()];
-    }
     if (!tolerated) {
       for (const need of [...pathsOf(command.inputs, true), ...needs.paths]) if (!found.has(need.path)) found.set(need.path, need);
     }

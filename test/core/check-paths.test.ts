@@ -30,6 +30,8 @@ const CASES: Array<[string, Array<{ path: string; directory: boolean }>]> = [
   ['./bin/tool --version; test -f made-by-tool.txt', [file('bin/tool')]],
   ['test -f a.txt && test -f b.txt', [file('a.txt'), file('b.txt')]],
   ['test -f a.txt; test -f a.txt', [file('a.txt')]],
+  ['test -f a.txt && test ! -e junk/stray.txt && grep -q hello README.md', [file('a.txt'), file('README.md')]],
+  ['test -f a.txt -o -f b.txt && cat c.txt', [file('c.txt')]],
   // What it must not read: a command that may make files first, output, tolerated or negated
   // tests, shell code it does not follow, expansions, paths outside the repository, options' values.
   ['npm run build && test -f dist/x.mjs', []],
