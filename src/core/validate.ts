@@ -104,7 +104,7 @@ export function validatePlan(data: unknown, options: ValidateOptions = {}): Resu
   const misspelt = unknownFields(data).filter((field) => field.meant.length > 0);
   const named = new Set<UnknownField>();
   const missingLine: MissingLine = (where, field, why = '') => {
-    const spelt = misspelt.filter((f) => f.parent === where && f.meant[0] === field);
+    const spelt = misspelt.filter((f) => f.parent === where && f.meant.includes(field));
     for (const f of spelt) named.add(f);
     return `${where}: missing required field "${field}"${why}${misspellingNote(spelt)}`;
   };
