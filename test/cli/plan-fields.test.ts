@@ -15,6 +15,7 @@ import { unknownFields } from '../../src/core/plan-fields.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { runExecute, runPlanTool } from '../support/execute.ts';
 import { leftovers, repoWithPlan } from '../support/fake-run.ts';
+import { SessionRig } from '../support/engine-rig.ts';
 import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
 
 const { repos } = leftovers();
@@ -319,6 +320,28 @@ describe('what foreman writes into the plan', () => {
     const checked = await runPlanTool(repo.dir, ['check']);
     expect(checked.exitCode, checked.stderr).toBe(0);
     expect(checked.stdout).not.toContain('unknown field');
+  });
+});
+
+describe('what the in-session steps write into the plan', () => {
+  it('a plan the steps left (completed, failed after a retry, skipped) has no field the schema lacks', async () => {
+    const task = (marker: string, blockedBy: number[] = []) => fakeTask(marker, { create: [`${marker}.txt`], blockedBy });
+    const rig = new SessionRig(makePlan([task('A'), task('B'), task('C', [1]), task('D')]), { maxAttempts: 2, concurrency: 4 });
+    await rig.setup();
+    expect((await rig.next()).sort()).toEqual([0, 1, 3]);
+    await rig.finalize([
+      [0, 'COMPLETED: made A'],
+      [1, 'FAILED: cannot make B'],
+      [3, 'COMPLETED: made D'],
+    ]);
+    await rig.commit();
+    expect(await rig.next()).toEqual([1]);
+    await rig.finalize([[1, 'FAILED: still cannot make B']]);
+    await rig.commit();
+    const left = await readPlan(rig.planPath);
+    expect(left.tasks.map((t) => t.status)).toEqual(['completed', 'failed', 'skipped', 'completed']);
+    expect(left.tasks[1]!.attempts).toBe(2);
+    expect(unknownFields(left)).toEqual([]);
   });
 });
 
