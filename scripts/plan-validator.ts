@@ -41,6 +41,9 @@ export function planValidatorSource(schema: unknown): string {
     '// @ts-nocheck',
     code.replace(/^"use strict";/, '').trimEnd(),
     '',
+    '/** The schema itself: the plan lint and validation walk it to name the fields it does not define. */',
+    `export const planSchema = ${JSON.stringify(schema)};`,
+    '',
   ].join('\n');
 }
 

@@ -6,6 +6,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { endGitSessions } from '../adapters/git/runner.ts';
 import { ownVersion } from '../adapters/layout.ts';
 import { endStarter } from '../adapters/spawner.ts';
+import { editDistance } from '../core/spelling.ts';
 import { CliError, EXIT, type ExitCode, UsageError, usageError } from './exit.ts';
 import { type NumberRange, describeRange, parseNumber } from './numeric-flags.ts';
 
@@ -136,19 +137,6 @@ export function closestName(given: string, names: readonly string[]): string | n
     if (distance <= 2 && (best === null || distance < best.distance)) best = { name, distance };
   }
   return best?.name ?? null;
-}
-
-/** Levenshtein distance (insertions, deletions and substitutions of one character). */
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    previous = current;
-  }
-  return previous[b.length]!;
 }
 
 /** `-1`, `-0.5`, `-.5`: parseArgs would take it for an option; it is a (bad) number. */

@@ -2,7 +2,10 @@
 // left in it. Found by following dependencies transitively; each is one line naming the tasks as
 // `tasks[N]`, the file and the exact fix:
 //   `tasks[1] modifies src/a.ts, which tasks[0] creates, but does not depend on it: add 0 to tasks[1].blockedBy`
-// Warnings, not problems: the plan still runs. A warning the plan's author accepts is recorded in
+// Besides the hazards between tasks and files: an acceptance check needing a file nothing makes
+// (core/check-paths.ts), a field the schema does not define (core/plan-fields.ts; a near miss of
+// a defined one never gets here, validation refuses it) and a model the Claude Code CLI would not
+// know. Warnings, not problems: the plan still runs. A warning the plan's author accepts is recorded in
 // the plan (`acceptedWarnings`: the warning's line and the reason) and no longer reported; an
 // acceptance that matches no warning is reported itself, never dropped (its reason is the
 // author's words). Pure: the caller passes the files of the repository's last commit, or null
@@ -13,8 +16,10 @@
 import { type Ancestry, ancestry, depsOf } from './graph.ts';
 import { assertNever } from './failure.ts';
 import { clipHead } from './format.ts';
+import { checkPaths } from './check-paths.ts';
 import { coveredBy, isDirPath } from './paths.ts';
-import { type Plan, type Task, statusOf, writesOf } from './plan.ts';
+import { DEFAULT_MODEL, MODEL_ALIASES, type Plan, type Task, isKnownModel, statusOf, writesOf } from './plan.ts';
+import { OWN_FIELD_PREFIX, fieldPath, nearMisses, unknownFields } from './plan-fields.ts';
 
 export const PLAN_WARNING_KINDS = [
   'unordered-create',
@@ -24,6 +29,9 @@ export const PLAN_WARNING_KINDS = [
   'undeclared-prompt-path',
   'unordered-read',
   'lockfile',
+  'missing-check-file',
+  'unknown-field',
+  'unknown-model',
   'stale-acceptance',
 ] as const;
 export type PlanWarningKind = (typeof PLAN_WARNING_KINDS)[number];
@@ -32,11 +40,11 @@ const KIND_ORDER = Object.fromEntries(PLAN_WARNING_KINDS.map((kind, i) => [kind,
 
 export interface PlanWarning {
   kind: PlanWarningKind;
-  /** The task the fix is for: the line starts with it (null for an acceptance matching nothing). */
+  /** The task the fix is for: the line starts with it (null for an acceptance matching nothing, or a field outside the tasks). */
   task: number | null;
   /** The other tasks the line names. */
   others: number[];
-  /** The file the line is about (null for an acceptance matching nothing). */
+  /** The file the line is about (null for an acceptance matching nothing, a field or a model). */
   path: string | null;
   /** The line: the hazard and its fix. */
   message: string;
@@ -70,6 +78,12 @@ type Hazard =
   | { kind: 'unordered-read'; task: number; path: string; writers: Use[] }
   /** `task` modifies the manifest `path` and declares none of `lockfiles`. */
   | { kind: 'lockfile'; task: number; path: string; lockfiles: string[] }
+  /** The acceptance check `criterion` of `task` needs `path`, which the last commit does not have and no task writes. */
+  | { kind: 'missing-check-file'; task: number; criterion: number; path: string }
+  /** The plan schema defines no field `key` in the object at `parent` (in `task`, or outside the tasks). */
+  | { kind: 'unknown-field'; task: number | null; parent: string; key: string }
+  /** `task`'s `agent.model` is neither an alias the Claude Code CLI accepts nor a Claude model name; `meant`: the aliases it nearly spells. */
+  | { kind: 'unknown-model'; task: number; model: string; meant: string[] }
   /** `acceptedWarnings[index]` accepts a warning the plan does not have. */
   | { kind: 'stale-acceptance'; index: number; warning: string };
 
@@ -206,8 +220,60 @@ export function lintPlan(plan: Plan, tracked: ReadonlySet<string> | null): PlanL
     if (unordered.length > 0) hazards.push({ kind: 'unordered-read', task: read.task, path: read.path, writers: unordered.sort((a, b) => a.task - b.task) });
   }
 
-  if (tracked !== null) hazards.push(...undeclaredFiles(tasks, tracked));
+  if (tracked !== null) hazards.push(...undeclaredFiles(tasks, tracked), ...missingCheckFiles(tasks, tracked));
+  hazards.push(...unknownFieldsOf(plan), ...unknownModels(tasks));
   return withAcceptances(plan, hazards.map(warningOf));
+}
+
+/** The fields the schema does not define (a near miss of one never gets here: validation refuses it). */
+function unknownFieldsOf(plan: Plan): Hazard[] {
+  return unknownFields(plan).map(({ task, parent, key }) => ({ kind: 'unknown-field', task, parent, key }));
+}
+
+/** Pending tasks' models the Claude Code CLI would not know (a completed task's will not run again). */
+function unknownModels(tasks: readonly Task[]): Hazard[] {
+  return tasks.flatMap((task, t): Hazard[] => {
+    const model = task.agent?.model;
+    if (isDone(task) || model === undefined || isKnownModel(model)) return [];
+    return [{ kind: 'unknown-model', task: t, model, meant: nearMisses(model.trim().toLowerCase(), MODEL_ALIASES) }];
+  });
+}
+
+/**
+ * Where a setup command installs and where local settings live (`node_modules/`, `.env`, `.venv/`):
+ * files a check may well find in a provisioned worktree though no commit has them.
+ */
+const provisioned = (path: string): boolean => path.split('/').some((segment) => segment.startsWith('.') || segment === 'node_modules');
+
+/** Files pending tasks' acceptance checks need that the last commit does not have and no task writes: those checks fail whatever the worker does. */
+function missingCheckFiles(tasks: readonly Task[], tracked: ReadonlySet<string>): Hazard[] {
+  const hazards: Hazard[] = [];
+  let known: ((path: string, directory: boolean) => boolean) | null = null;
+  tasks.forEach((task, t) => {
+    if (isDone(task)) return;
+    (task.agent?.acceptanceCriteria ?? []).forEach((criterion, k) => {
+      for (const { path, directory } of checkPaths(criterion.check)) {
+        if ((!directory && tracked.has(path)) || provisioned(path)) continue;
+        // Built once, and only when a check names a file the commit lacks.
+        known ??= knownPaths(tasks, tracked);
+        if (!known(path, directory)) hazards.push({ kind: 'missing-check-file', task: t, criterion: k, path });
+      }
+    });
+  });
+  return hazards;
+}
+
+/** Whether a path is a file or directory of the last commit, or one some task writes (or writes under). */
+function knownPaths(tasks: readonly Task[], tracked: ReadonlySet<string>): (path: string, directory: boolean) => boolean {
+  const writes = new Set(tasks.flatMap(writesOf).map(keyOf));
+  // Every directory holding a known file, and the directories tasks declare (which hold anything under them).
+  const directories = new Set<string>();
+  const declaredDirectories = new Set<string>();
+  for (const file of [...tracked, ...writes]) for (const key of directoryKeys(file)) directories.add(key);
+  for (const task of tasks) for (const write of writesOf(task)) if (isDirPath(write)) declaredDirectories.add(keyOf(write));
+  const underDeclared = (path: string) => directoryKeys(path).some((key) => declaredDirectories.has(key));
+  return (path, directory) =>
+    directories.has(path) || declaredDirectories.has(path) || (!directory && (tracked.has(path) || writes.has(path))) || underDeclared(path);
 }
 
 /** What each pending task uses of the last commit without declaring it: files its prompt names, lockfiles of the manifests it modifies. */
@@ -436,6 +502,37 @@ function warningOf(hazard: Hazard): PlanWarning {
         `${at(task)} modifies ${path} but does not declare ${names}, which installing its dependencies may rewrite: add ${names} to ${at(task)}.metadata.files.mayChange`,
       );
     }
+    case 'missing-check-file': {
+      const { task, criterion, path } = hazard;
+      return line(
+        task,
+        path,
+        [],
+        `${at(task)}.agent.acceptanceCriteria[${criterion}].check needs ${path}, which the repository's last commit does not have and no task creates, so the check fails whatever the worker does: correct the check, or add ${path} to ${at(task)}.metadata.files.create`,
+      );
+    }
+    case 'unknown-field': {
+      const { task, parent, key } = hazard;
+      return {
+        kind: hazard.kind,
+        task,
+        others: [],
+        path: null,
+        message: `${fieldPath(parent, key)}: unknown field, kept but not read by foreman: remove it, or rename it ${JSON.stringify(`${OWN_FIELD_PREFIX}${key}`)} to keep it as your own data`,
+      };
+    }
+    case 'unknown-model': {
+      const { task, model, meant } = hazard;
+      const fix =
+        meant.length > 0 ? `write ${meant.map((m) => JSON.stringify(m)).join(' or ')}` : `correct it, or remove it to use ${JSON.stringify(DEFAULT_MODEL)}`;
+      return {
+        kind: hazard.kind,
+        task,
+        others: [],
+        path: null,
+        message: `${at(task)}.agent.model ${JSON.stringify(model)} is neither an alias the Claude Code CLI accepts (${MODEL_ALIASES.join(', ')}) nor a Claude model name (claude-…): ${fix}`,
+      };
+    }
     case 'stale-acceptance':
       return {
         kind: hazard.kind,
@@ -451,7 +548,10 @@ function warningOf(hazard: Hazard): PlanWarning {
 
 /** The plan's acceptances applied: accepted warnings set apart, acceptances matching none reported. */
 function withAcceptances(plan: Plan, found: PlanWarning[]): PlanLint {
-  found.sort((a, b) => a.task! - b.task! || KIND_ORDER[a.kind] - KIND_ORDER[b.kind] || (a.message < b.message ? -1 : a.message > b.message ? 1 : 0));
+  // A field outside the tasks comes first.
+  found.sort(
+    (a, b) => (a.task ?? -1) - (b.task ?? -1) || KIND_ORDER[a.kind] - KIND_ORDER[b.kind] || (a.message < b.message ? -1 : a.message > b.message ? 1 : 0),
+  );
   const acceptances = plan.acceptedWarnings ?? [];
   const reasons = new Map<string, string>();
   for (const acceptance of acceptances) if (!reasons.has(acceptance.warning.trim())) reasons.set(acceptance.warning.trim(), acceptance.reason);

@@ -3,7 +3,7 @@
 
 export const validate = validate10;
 export default validate10;
-const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://github.com/foreman/foreman/schemas/plan.schema.json","title":"foreman plan (schemaVersion 3)","description":"A plan of coding tasks. A task's id is its index in `tasks`. Fields not listed here are kept as they are. Defaults: status `pending`, attempts 0, agent.model `sonnet`, fileOverlaps computed by `plan.ts check --fix`.","type":"object","required":["schemaVersion","goal","tasks"],"properties":{"schemaVersion":{"const":3},"goal":{"type":"string","minLength":1},"context":{"type":"object","properties":{"stack":{"type":"string"},"conventions":{"type":"string"},"testCommand":{"type":"string"},"buildCommand":{"type":"string"},"setupCommand":{"type":"string","minLength":1,"description":"the command that prepares a fresh checkout (e.g. npm ci): run in every new worktree before its first attempt (and again when a setup input changes), and in the probe's scratch worktree"},"setupInputs":{"type":"array","items":{"type":"string","minLength":1},"description":"files whose change makes a reused worktree run the setup command again (default: the usual lock and manifest files: package.json, package-lock.json, yarn.lock, pnpm-lock.yaml, requirements.txt, pyproject.toml, go.sum, Cargo.lock, …)"},"checkNetwork":{"type":"array","items":{"type":"string","minLength":1},"description":"Hosts the sandboxed checks and workers' Bash commands may reach (example.com, *.example.com, optional :port); without it they reach no network but their own loopback"},"setupNetwork":{"type":"array","items":{"type":"string","minLength":1,"not":{"const":"*"}},"description":"Hosts the sandboxed setup command may reach besides the package registries allowed by default (registry.npmjs.org, registry.yarnpkg.com, repo.yarnpkg.com, pypi.org, files.pythonhosted.org, crates.io, index.crates.io, static.crates.io, proxy.golang.org, sum.golang.org, and the npm registry configured on the machine); the entry \"no-defaults\" makes these hosts replace the defaults"}}},"progress":{"type":"object","properties":{"completedTasks":{"type":"array","items":{"type":"integer","minimum":0}},"surprises":{"type":"array","items":{"type":"string"}},"decisions":{"type":"array","items":{"type":"string"}}}},"tasks":{"type":"array","minItems":1,"items":{"$ref":"#/definitions/task"}},"acceptedWarnings":{"type":"array","description":"Warnings of the plan lint (`plan check`) the plan's author accepts: each the warning's line exactly as `plan check` prints it, and why it is accepted. An accepted warning is no longer reported; an acceptance that matches no warning is reported itself.","items":{"type":"object","required":["warning","reason"],"properties":{"warning":{"type":"string","minLength":1},"reason":{"type":"string","minLength":1}}}}},"definitions":{"path":{"type":"string","minLength":1},"paths":{"type":"array","items":{"$ref":"#/definitions/path"}},"task":{"type":"object","required":["subject","blockedBy","metadata"],"properties":{"subject":{"type":"string","minLength":1},"description":{"type":"string"},"activeForm":{"type":"string"},"status":{"enum":["pending","in_progress","completed","failed","blocked","skipped","awaiting_approval"]},"result":{"type":"string"},"attempts":{"type":"integer","minimum":0},"blockedBy":{"type":"array","items":{"type":"integer","minimum":0}},"metadata":{"type":"object","required":["files"],"properties":{"type":{"enum":["research","implementation","testing","configuration"]},"files":{"type":"object","required":["create","modify"],"properties":{"create":{"$ref":"#/definitions/paths"},"modify":{"$ref":"#/definitions/paths"},"mayChange":{"$ref":"#/definitions/paths","description":"paths the task may change but need not (a lockfile an install rewrites, snapshots a test run updates, generated files): integrated when changed, never required; counted in overlaps and in the worker's permission rules like create and modify"}}},"reads":{"$ref":"#/definitions/paths"}}},"agent":{"type":"object","properties":{"role":{"type":"string"},"model":{"type":"string","minLength":1},"approach":{"type":"string"},"contextFiles":{"type":"array","items":{"type":"object","required":["path"],"properties":{"path":{"type":"string"},"reason":{"type":"string"},"lines":{"type":"string"}}}},"assumptions":{"type":"array","items":{"type":"object","required":["claim","verify","severity"],"properties":{"claim":{"type":"string"},"verify":{"type":"string","minLength":1},"severity":{"enum":["blocking","warning"]}}}},"acceptanceCriteria":{"type":"array","items":{"type":"object","required":["criterion","check"],"properties":{"criterion":{"type":"string"},"check":{"type":"string","minLength":1}}}},"rollbackTriggers":{"type":"array","items":{"type":"string"}},"constraints":{"type":"array","items":{"type":"string"}},"fallback":{"type":"string"},"expertise":{"type":"string"},"priorArt":{"type":"string"},"maxBudgetUsd":{"type":"number","exclusiveMinimum":0}}},"prompt":{"type":"string","minLength":1},"fileOverlaps":{"type":"array","items":{"type":"integer","minimum":0}},"gate":{"enum":["human-approval"]},"usage":{"description":"What the task's attempts cost, summed: measured figures (headless workers), or \"unknown\" once any attempt was not measured (a Task subagent of /foreman:execute: Claude Code does not report its cost). Written by foreman.","oneOf":[{"type":"object","properties":{"costUsd":{"type":"number","minimum":0},"inputTokens":{"type":"integer","minimum":0},"outputTokens":{"type":"integer","minimum":0},"cacheReadTokens":{"type":"integer","minimum":0},"cacheCreationTokens":{"type":"integer","minimum":0}}},{"const":"unknown"}]},"skippedBy":{"type":"integer","minimum":0},"commit":{"type":"string"},"undeclaredWrites":{"$ref":"#/definitions/paths","description":"written by foreman: paths outside its declared files that the task's attempts changed (set aside) or were refused writing; an attempt that does so again ends the task blocked"},"setAside":{"type":"object","description":"written by foreman: what the task's last such attempt changed outside its declared files, set aside before its checks ran (never integrated), and the commit holding that attempt's whole work (refs/foreman-aside/<planId>/<task>)","required":["attempt","paths"],"properties":{"attempt":{"type":"integer","minimum":1},"paths":{"$ref":"#/definitions/paths"},"commit":{"type":"string"}}},"retryAdvice":{"type":"string","description":"written by foreman: what the next attempt's prompt tells the worker to do about the last failure"},"recheck":{"type":"boolean","description":"written by foreman (plan declare, --widen): the task now declares all its last attempt set aside, so its next start re-checks that work before a worker runs"}}}}};
+const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://github.com/foreman/foreman/schemas/plan.schema.json","title":"foreman plan (schemaVersion 3)","description":"A plan of coding tasks. A task's id is its index in `tasks`. A field not defined here is kept as it is, and `plan check` warns of it unless its name starts with `x-` (the person's own data); one that nearly spells a defined field of its object (two edits or fewer, or a difference of case) is refused. Defaults: status `pending`, attempts 0, agent.model `sonnet`, fileOverlaps computed by `plan.ts check --fix`.","type":"object","required":["schemaVersion","goal","tasks"],"properties":{"$schema":{"type":"string","description":"this schema's address, for an editor's completion and checks; foreman does not read it"},"schemaVersion":{"const":3},"goal":{"type":"string","minLength":1},"context":{"type":"object","properties":{"stack":{"type":"string"},"lsp":{"description":"the language server the design used (kept from the plan format foreman's comes from); foreman does not read it"},"conventions":{"type":"string"},"testCommand":{"type":"string"},"buildCommand":{"type":"string"},"setupCommand":{"type":"string","minLength":1,"description":"the command that prepares a fresh checkout (e.g. npm ci): run in every new worktree before its first attempt (and again when a setup input changes), and in the probe's scratch worktree"},"setupInputs":{"type":"array","items":{"type":"string","minLength":1},"description":"files whose change makes a reused worktree run the setup command again (default: the usual lock and manifest files: package.json, package-lock.json, yarn.lock, pnpm-lock.yaml, requirements.txt, pyproject.toml, go.sum, Cargo.lock, …)"},"checkNetwork":{"type":"array","items":{"type":"string","minLength":1},"description":"Hosts the sandboxed checks and workers' Bash commands may reach (example.com, *.example.com, optional :port); without it they reach no network but their own loopback"},"setupNetwork":{"type":"array","items":{"type":"string","minLength":1,"not":{"const":"*"}},"description":"Hosts the sandboxed setup command may reach besides the package registries allowed by default (registry.npmjs.org, registry.yarnpkg.com, repo.yarnpkg.com, pypi.org, files.pythonhosted.org, crates.io, index.crates.io, static.crates.io, proxy.golang.org, sum.golang.org, and the npm registry configured on the machine); the entry \"no-defaults\" makes these hosts replace the defaults"}}},"progress":{"type":"object","properties":{"completedTasks":{"type":"array","items":{"type":"integer","minimum":0}},"surprises":{"type":"array","items":{"type":"string"}},"decisions":{"type":"array","items":{"type":"string"}}}},"tasks":{"type":"array","minItems":1,"items":{"$ref":"#/definitions/task"}},"planId":{"type":"string","description":"written by foreman on the plan's first run: names its refs (refs/foreman/<planId>) and worktrees"},"acceptedWarnings":{"type":"array","description":"Warnings of the plan lint (`plan check`) the plan's author accepts: each the warning's line exactly as `plan check` prints it, and why it is accepted. An accepted warning is no longer reported; an acceptance that matches no warning is reported itself.","items":{"type":"object","required":["warning","reason"],"properties":{"warning":{"type":"string","minLength":1},"reason":{"type":"string","minLength":1}}}}},"definitions":{"path":{"type":"string","minLength":1},"paths":{"type":"array","items":{"$ref":"#/definitions/path"}},"task":{"type":"object","required":["subject","blockedBy","metadata"],"properties":{"subject":{"type":"string","minLength":1},"description":{"type":"string"},"activeForm":{"type":"string"},"status":{"enum":["pending","in_progress","completed","failed","blocked","skipped","awaiting_approval"]},"result":{"type":"string"},"attempts":{"type":"integer","minimum":0},"blockedBy":{"type":"array","items":{"type":"integer","minimum":0}},"metadata":{"type":"object","required":["files"],"properties":{"type":{"enum":["research","implementation","testing","configuration"]},"files":{"type":"object","required":["create","modify"],"properties":{"create":{"$ref":"#/definitions/paths"},"modify":{"$ref":"#/definitions/paths"},"mayChange":{"$ref":"#/definitions/paths","description":"paths the task may change but need not (a lockfile an install rewrites, snapshots a test run updates, generated files): integrated when changed, never required; counted in overlaps and in the worker's permission rules like create and modify"}}},"reads":{"$ref":"#/definitions/paths"}}},"agent":{"type":"object","properties":{"role":{"type":"string"},"model":{"type":"string","minLength":1},"approach":{"type":"string"},"contextFiles":{"type":"array","items":{"type":"object","required":["path"],"properties":{"path":{"type":"string"},"reason":{"type":"string"},"lines":{"type":"string"}}}},"assumptions":{"type":"array","items":{"type":"object","required":["claim","verify","severity"],"properties":{"claim":{"type":"string"},"verify":{"type":"string","minLength":1},"severity":{"enum":["blocking","warning"]}}}},"acceptanceCriteria":{"type":"array","items":{"type":"object","required":["criterion","check"],"properties":{"criterion":{"type":"string"},"check":{"type":"string","minLength":1}}}},"rollbackTriggers":{"type":"array","items":{"type":"string"}},"constraints":{"type":"array","items":{"type":"string"}},"fallback":{"type":"string"},"expertise":{"type":"string"},"priorArt":{"type":"string"},"maxBudgetUsd":{"type":"number","exclusiveMinimum":0}}},"prompt":{"type":"string","minLength":1},"fileOverlaps":{"type":"array","items":{"type":"integer","minimum":0}},"gate":{"enum":["human-approval"]},"usage":{"description":"What the task's attempts cost, summed: measured figures (headless workers), or \"unknown\" once any attempt was not measured (a Task subagent of /foreman:execute: Claude Code does not report its cost). Written by foreman.","oneOf":[{"type":"object","properties":{"costUsd":{"type":"number","minimum":0},"inputTokens":{"type":"integer","minimum":0},"outputTokens":{"type":"integer","minimum":0},"cacheReadTokens":{"type":"integer","minimum":0},"cacheCreationTokens":{"type":"integer","minimum":0}}},{"const":"unknown"}]},"skippedBy":{"type":"integer","minimum":0},"commit":{"type":"string"},"undeclaredWrites":{"$ref":"#/definitions/paths","description":"written by foreman: paths outside its declared files that the task's attempts changed (set aside) or were refused writing; an attempt that does so again ends the task blocked"},"setAside":{"type":"object","description":"written by foreman: what the task's last such attempt changed outside its declared files, set aside before its checks ran (never integrated), and the commit holding that attempt's whole work (refs/foreman-aside/<planId>/<task>)","required":["attempt","paths"],"properties":{"attempt":{"type":"integer","minimum":1},"paths":{"$ref":"#/definitions/paths"},"commit":{"type":"string"}}},"retryAdvice":{"type":"string","description":"written by foreman: what the next attempt's prompt tells the worker to do about the last failure"},"approvedAt":{"type":"string","description":"written by foreman (plan approve): when the person approved the task's work; without `commit`, the next run commits it"},"rejectedAt":{"type":"string","description":"written by foreman (plan reject): when the person rejected the task's work"},"recheck":{"type":"boolean","description":"written by foreman (plan declare, --widen): the task now declares all its last attempt set aside, so its next start re-checks that work before a worker runs"}}}}};
 const func2 = (function ucs2length(str) {
     const len = str.length;
     let length = 0;
@@ -21,7 +21,7 @@ const func2 = (function ucs2length(str) {
     }
     return length;
 });
-const schema12 = {"type":"object","required":["subject","blockedBy","metadata"],"properties":{"subject":{"type":"string","minLength":1},"description":{"type":"string"},"activeForm":{"type":"string"},"status":{"enum":["pending","in_progress","completed","failed","blocked","skipped","awaiting_approval"]},"result":{"type":"string"},"attempts":{"type":"integer","minimum":0},"blockedBy":{"type":"array","items":{"type":"integer","minimum":0}},"metadata":{"type":"object","required":["files"],"properties":{"type":{"enum":["research","implementation","testing","configuration"]},"files":{"type":"object","required":["create","modify"],"properties":{"create":{"$ref":"#/definitions/paths"},"modify":{"$ref":"#/definitions/paths"},"mayChange":{"$ref":"#/definitions/paths","description":"paths the task may change but need not (a lockfile an install rewrites, snapshots a test run updates, generated files): integrated when changed, never required; counted in overlaps and in the worker's permission rules like create and modify"}}},"reads":{"$ref":"#/definitions/paths"}}},"agent":{"type":"object","properties":{"role":{"type":"string"},"model":{"type":"string","minLength":1},"approach":{"type":"string"},"contextFiles":{"type":"array","items":{"type":"object","required":["path"],"properties":{"path":{"type":"string"},"reason":{"type":"string"},"lines":{"type":"string"}}}},"assumptions":{"type":"array","items":{"type":"object","required":["claim","verify","severity"],"properties":{"claim":{"type":"string"},"verify":{"type":"string","minLength":1},"severity":{"enum":["blocking","warning"]}}}},"acceptanceCriteria":{"type":"array","items":{"type":"object","required":["criterion","check"],"properties":{"criterion":{"type":"string"},"check":{"type":"string","minLength":1}}}},"rollbackTriggers":{"type":"array","items":{"type":"string"}},"constraints":{"type":"array","items":{"type":"string"}},"fallback":{"type":"string"},"expertise":{"type":"string"},"priorArt":{"type":"string"},"maxBudgetUsd":{"type":"number","exclusiveMinimum":0}}},"prompt":{"type":"string","minLength":1},"fileOverlaps":{"type":"array","items":{"type":"integer","minimum":0}},"gate":{"enum":["human-approval"]},"usage":{"description":"What the task's attempts cost, summed: measured figures (headless workers), or \"unknown\" once any attempt was not measured (a Task subagent of /foreman:execute: Claude Code does not report its cost). Written by foreman.","oneOf":[{"type":"object","properties":{"costUsd":{"type":"number","minimum":0},"inputTokens":{"type":"integer","minimum":0},"outputTokens":{"type":"integer","minimum":0},"cacheReadTokens":{"type":"integer","minimum":0},"cacheCreationTokens":{"type":"integer","minimum":0}}},{"const":"unknown"}]},"skippedBy":{"type":"integer","minimum":0},"commit":{"type":"string"},"undeclaredWrites":{"$ref":"#/definitions/paths","description":"written by foreman: paths outside its declared files that the task's attempts changed (set aside) or were refused writing; an attempt that does so again ends the task blocked"},"setAside":{"type":"object","description":"written by foreman: what the task's last such attempt changed outside its declared files, set aside before its checks ran (never integrated), and the commit holding that attempt's whole work (refs/foreman-aside/<planId>/<task>)","required":["attempt","paths"],"properties":{"attempt":{"type":"integer","minimum":1},"paths":{"$ref":"#/definitions/paths"},"commit":{"type":"string"}}},"retryAdvice":{"type":"string","description":"written by foreman: what the next attempt's prompt tells the worker to do about the last failure"},"recheck":{"type":"boolean","description":"written by foreman (plan declare, --widen): the task now declares all its last attempt set aside, so its next start re-checks that work before a worker runs"}}};
+const schema12 = {"type":"object","required":["subject","blockedBy","metadata"],"properties":{"subject":{"type":"string","minLength":1},"description":{"type":"string"},"activeForm":{"type":"string"},"status":{"enum":["pending","in_progress","completed","failed","blocked","skipped","awaiting_approval"]},"result":{"type":"string"},"attempts":{"type":"integer","minimum":0},"blockedBy":{"type":"array","items":{"type":"integer","minimum":0}},"metadata":{"type":"object","required":["files"],"properties":{"type":{"enum":["research","implementation","testing","configuration"]},"files":{"type":"object","required":["create","modify"],"properties":{"create":{"$ref":"#/definitions/paths"},"modify":{"$ref":"#/definitions/paths"},"mayChange":{"$ref":"#/definitions/paths","description":"paths the task may change but need not (a lockfile an install rewrites, snapshots a test run updates, generated files): integrated when changed, never required; counted in overlaps and in the worker's permission rules like create and modify"}}},"reads":{"$ref":"#/definitions/paths"}}},"agent":{"type":"object","properties":{"role":{"type":"string"},"model":{"type":"string","minLength":1},"approach":{"type":"string"},"contextFiles":{"type":"array","items":{"type":"object","required":["path"],"properties":{"path":{"type":"string"},"reason":{"type":"string"},"lines":{"type":"string"}}}},"assumptions":{"type":"array","items":{"type":"object","required":["claim","verify","severity"],"properties":{"claim":{"type":"string"},"verify":{"type":"string","minLength":1},"severity":{"enum":["blocking","warning"]}}}},"acceptanceCriteria":{"type":"array","items":{"type":"object","required":["criterion","check"],"properties":{"criterion":{"type":"string"},"check":{"type":"string","minLength":1}}}},"rollbackTriggers":{"type":"array","items":{"type":"string"}},"constraints":{"type":"array","items":{"type":"string"}},"fallback":{"type":"string"},"expertise":{"type":"string"},"priorArt":{"type":"string"},"maxBudgetUsd":{"type":"number","exclusiveMinimum":0}}},"prompt":{"type":"string","minLength":1},"fileOverlaps":{"type":"array","items":{"type":"integer","minimum":0}},"gate":{"enum":["human-approval"]},"usage":{"description":"What the task's attempts cost, summed: measured figures (headless workers), or \"unknown\" once any attempt was not measured (a Task subagent of /foreman:execute: Claude Code does not report its cost). Written by foreman.","oneOf":[{"type":"object","properties":{"costUsd":{"type":"number","minimum":0},"inputTokens":{"type":"integer","minimum":0},"outputTokens":{"type":"integer","minimum":0},"cacheReadTokens":{"type":"integer","minimum":0},"cacheCreationTokens":{"type":"integer","minimum":0}}},{"const":"unknown"}]},"skippedBy":{"type":"integer","minimum":0},"commit":{"type":"string"},"undeclaredWrites":{"$ref":"#/definitions/paths","description":"written by foreman: paths outside its declared files that the task's attempts changed (set aside) or were refused writing; an attempt that does so again ends the task blocked"},"setAside":{"type":"object","description":"written by foreman: what the task's last such attempt changed outside its declared files, set aside before its checks ran (never integrated), and the commit holding that attempt's whole work (refs/foreman-aside/<planId>/<task>)","required":["attempt","paths"],"properties":{"attempt":{"type":"integer","minimum":1},"paths":{"$ref":"#/definitions/paths"},"commit":{"type":"string"}}},"retryAdvice":{"type":"string","description":"written by foreman: what the next attempt's prompt tells the worker to do about the last failure"},"approvedAt":{"type":"string","description":"written by foreman (plan approve): when the person approved the task's work; without `commit`, the next run commits it"},"rejectedAt":{"type":"string","description":"written by foreman (plan reject): when the person rejected the task's work"},"recheck":{"type":"boolean","description":"written by foreman (plan declare, --widen): the task now declares all its last attempt set aside, so its next start re-checks that work before a worker runs"}}};
 const schema13 = {"type":"array","items":{"$ref":"#/definitions/path"}};
 const schema14 = {"type":"string","minLength":1};
 
@@ -1202,9 +1202,9 @@ vErrors.push(err84);
 errors++;
 }
 }
-if(data.recheck !== undefined){
-if(typeof data.recheck !== "boolean"){
-const err85 = {instancePath:instancePath+"/recheck",schemaPath:"#/properties/recheck/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data.approvedAt !== undefined){
+if(typeof data.approvedAt !== "string"){
+const err85 = {instancePath:instancePath+"/approvedAt",schemaPath:"#/properties/approvedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -1214,14 +1214,38 @@ vErrors.push(err85);
 errors++;
 }
 }
-}
-else {
-const err86 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.rejectedAt !== undefined){
+if(typeof data.rejectedAt !== "string"){
+const err86 = {instancePath:instancePath+"/rejectedAt",schemaPath:"#/properties/rejectedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err86];
 }
 else {
 vErrors.push(err86);
+}
+errors++;
+}
+}
+if(data.recheck !== undefined){
+if(typeof data.recheck !== "boolean"){
+const err87 = {instancePath:instancePath+"/recheck",schemaPath:"#/properties/recheck/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err87];
+}
+else {
+vErrors.push(err87);
+}
+errors++;
+}
+}
+}
+else {
+const err88 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err88];
+}
+else {
+vErrors.push(err88);
 }
 errors++;
 }
@@ -1265,9 +1289,9 @@ vErrors.push(err2);
 }
 errors++;
 }
-if(data.schemaVersion !== undefined){
-if(3 !== data.schemaVersion){
-const err3 = {instancePath:instancePath+"/schemaVersion",schemaPath:"#/properties/schemaVersion/const",keyword:"const",params:{allowedValue: 3},message:"must be equal to constant"};
+if(data.$schema !== undefined){
+if(typeof data.$schema !== "string"){
+const err3 = {instancePath:instancePath+"/$schema",schemaPath:"#/properties/%24schema/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -1277,11 +1301,9 @@ vErrors.push(err3);
 errors++;
 }
 }
-if(data.goal !== undefined){
-let data1 = data.goal;
-if(typeof data1 === "string"){
-if(func2(data1) < 1){
-const err4 = {instancePath:instancePath+"/goal",schemaPath:"#/properties/goal/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data.schemaVersion !== undefined){
+if(3 !== data.schemaVersion){
+const err4 = {instancePath:instancePath+"/schemaVersion",schemaPath:"#/properties/schemaVersion/const",keyword:"const",params:{allowedValue: 3},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -1291,8 +1313,11 @@ vErrors.push(err4);
 errors++;
 }
 }
-else {
-const err5 = {instancePath:instancePath+"/goal",schemaPath:"#/properties/goal/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.goal !== undefined){
+let data2 = data.goal;
+if(typeof data2 === "string"){
+if(func2(data2) < 1){
+const err5 = {instancePath:instancePath+"/goal",schemaPath:"#/properties/goal/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -1302,12 +1327,8 @@ vErrors.push(err5);
 errors++;
 }
 }
-if(data.context !== undefined){
-let data2 = data.context;
-if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
-if(data2.stack !== undefined){
-if(typeof data2.stack !== "string"){
-const err6 = {instancePath:instancePath+"/context/stack",schemaPath:"#/properties/context/properties/stack/type",keyword:"type",params:{type: "string"},message:"must be string"};
+else {
+const err6 = {instancePath:instancePath+"/goal",schemaPath:"#/properties/goal/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -1317,9 +1338,12 @@ vErrors.push(err6);
 errors++;
 }
 }
-if(data2.conventions !== undefined){
-if(typeof data2.conventions !== "string"){
-const err7 = {instancePath:instancePath+"/context/conventions",schemaPath:"#/properties/context/properties/conventions/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.context !== undefined){
+let data3 = data.context;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+if(data3.stack !== undefined){
+if(typeof data3.stack !== "string"){
+const err7 = {instancePath:instancePath+"/context/stack",schemaPath:"#/properties/context/properties/stack/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -1329,9 +1353,9 @@ vErrors.push(err7);
 errors++;
 }
 }
-if(data2.testCommand !== undefined){
-if(typeof data2.testCommand !== "string"){
-const err8 = {instancePath:instancePath+"/context/testCommand",schemaPath:"#/properties/context/properties/testCommand/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data3.conventions !== undefined){
+if(typeof data3.conventions !== "string"){
+const err8 = {instancePath:instancePath+"/context/conventions",schemaPath:"#/properties/context/properties/conventions/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -1341,9 +1365,9 @@ vErrors.push(err8);
 errors++;
 }
 }
-if(data2.buildCommand !== undefined){
-if(typeof data2.buildCommand !== "string"){
-const err9 = {instancePath:instancePath+"/context/buildCommand",schemaPath:"#/properties/context/properties/buildCommand/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data3.testCommand !== undefined){
+if(typeof data3.testCommand !== "string"){
+const err9 = {instancePath:instancePath+"/context/testCommand",schemaPath:"#/properties/context/properties/testCommand/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -1353,11 +1377,9 @@ vErrors.push(err9);
 errors++;
 }
 }
-if(data2.setupCommand !== undefined){
-let data7 = data2.setupCommand;
-if(typeof data7 === "string"){
-if(func2(data7) < 1){
-const err10 = {instancePath:instancePath+"/context/setupCommand",schemaPath:"#/properties/context/properties/setupCommand/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data3.buildCommand !== undefined){
+if(typeof data3.buildCommand !== "string"){
+const err10 = {instancePath:instancePath+"/context/buildCommand",schemaPath:"#/properties/context/properties/buildCommand/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -1367,8 +1389,11 @@ vErrors.push(err10);
 errors++;
 }
 }
-else {
-const err11 = {instancePath:instancePath+"/context/setupCommand",schemaPath:"#/properties/context/properties/setupCommand/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data3.setupCommand !== undefined){
+let data8 = data3.setupCommand;
+if(typeof data8 === "string"){
+if(func2(data8) < 1){
+const err11 = {instancePath:instancePath+"/context/setupCommand",schemaPath:"#/properties/context/properties/setupCommand/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -1378,15 +1403,8 @@ vErrors.push(err11);
 errors++;
 }
 }
-if(data2.setupInputs !== undefined){
-let data8 = data2.setupInputs;
-if(Array.isArray(data8)){
-const len0 = data8.length;
-for(let i0=0; i0<len0; i0++){
-let data9 = data8[i0];
-if(typeof data9 === "string"){
-if(func2(data9) < 1){
-const err12 = {instancePath:instancePath+"/context/setupInputs/" + i0,schemaPath:"#/properties/context/properties/setupInputs/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err12 = {instancePath:instancePath+"/context/setupCommand",schemaPath:"#/properties/context/properties/setupCommand/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -1396,8 +1414,15 @@ vErrors.push(err12);
 errors++;
 }
 }
-else {
-const err13 = {instancePath:instancePath+"/context/setupInputs/" + i0,schemaPath:"#/properties/context/properties/setupInputs/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data3.setupInputs !== undefined){
+let data9 = data3.setupInputs;
+if(Array.isArray(data9)){
+const len0 = data9.length;
+for(let i0=0; i0<len0; i0++){
+let data10 = data9[i0];
+if(typeof data10 === "string"){
+if(func2(data10) < 1){
+const err13 = {instancePath:instancePath+"/context/setupInputs/" + i0,schemaPath:"#/properties/context/properties/setupInputs/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -1407,9 +1432,8 @@ vErrors.push(err13);
 errors++;
 }
 }
-}
 else {
-const err14 = {instancePath:instancePath+"/context/setupInputs",schemaPath:"#/properties/context/properties/setupInputs/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err14 = {instancePath:instancePath+"/context/setupInputs/" + i0,schemaPath:"#/properties/context/properties/setupInputs/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -1419,15 +1443,9 @@ vErrors.push(err14);
 errors++;
 }
 }
-if(data2.checkNetwork !== undefined){
-let data10 = data2.checkNetwork;
-if(Array.isArray(data10)){
-const len1 = data10.length;
-for(let i1=0; i1<len1; i1++){
-let data11 = data10[i1];
-if(typeof data11 === "string"){
-if(func2(data11) < 1){
-const err15 = {instancePath:instancePath+"/context/checkNetwork/" + i1,schemaPath:"#/properties/context/properties/checkNetwork/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+else {
+const err15 = {instancePath:instancePath+"/context/setupInputs",schemaPath:"#/properties/context/properties/setupInputs/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -1437,8 +1455,15 @@ vErrors.push(err15);
 errors++;
 }
 }
-else {
-const err16 = {instancePath:instancePath+"/context/checkNetwork/" + i1,schemaPath:"#/properties/context/properties/checkNetwork/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data3.checkNetwork !== undefined){
+let data11 = data3.checkNetwork;
+if(Array.isArray(data11)){
+const len1 = data11.length;
+for(let i1=0; i1<len1; i1++){
+let data12 = data11[i1];
+if(typeof data12 === "string"){
+if(func2(data12) < 1){
+const err16 = {instancePath:instancePath+"/context/checkNetwork/" + i1,schemaPath:"#/properties/context/properties/checkNetwork/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -1448,9 +1473,8 @@ vErrors.push(err16);
 errors++;
 }
 }
-}
 else {
-const err17 = {instancePath:instancePath+"/context/checkNetwork",schemaPath:"#/properties/context/properties/checkNetwork/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err17 = {instancePath:instancePath+"/context/checkNetwork/" + i1,schemaPath:"#/properties/context/properties/checkNetwork/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -1460,16 +1484,9 @@ vErrors.push(err17);
 errors++;
 }
 }
-if(data2.setupNetwork !== undefined){
-let data12 = data2.setupNetwork;
-if(Array.isArray(data12)){
-const len2 = data12.length;
-for(let i2=0; i2<len2; i2++){
-let data13 = data12[i2];
-const _errs28 = errors;
-const _errs29 = errors;
-if("*" !== data13){
-const err18 = {};
+}
+else {
+const err18 = {instancePath:instancePath+"/context/checkNetwork",schemaPath:"#/properties/context/properties/checkNetwork/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -1478,9 +1495,17 @@ vErrors.push(err18);
 }
 errors++;
 }
-var valid8 = _errs29 === errors;
-if(valid8){
-const err19 = {instancePath:instancePath+"/context/setupNetwork/" + i2,schemaPath:"#/properties/context/properties/setupNetwork/items/not",keyword:"not",params:{},message:"must NOT be valid"};
+}
+if(data3.setupNetwork !== undefined){
+let data13 = data3.setupNetwork;
+if(Array.isArray(data13)){
+const len2 = data13.length;
+for(let i2=0; i2<len2; i2++){
+let data14 = data13[i2];
+const _errs30 = errors;
+const _errs31 = errors;
+if("*" !== data14){
+const err19 = {};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -1489,20 +1514,9 @@ vErrors.push(err19);
 }
 errors++;
 }
-else {
-errors = _errs28;
-if(vErrors !== null){
-if(_errs28){
-vErrors.length = _errs28;
-}
-else {
-vErrors = null;
-}
-}
-}
-if(typeof data13 === "string"){
-if(func2(data13) < 1){
-const err20 = {instancePath:instancePath+"/context/setupNetwork/" + i2,schemaPath:"#/properties/context/properties/setupNetwork/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+var valid8 = _errs31 === errors;
+if(valid8){
+const err20 = {instancePath:instancePath+"/context/setupNetwork/" + i2,schemaPath:"#/properties/context/properties/setupNetwork/items/not",keyword:"not",params:{},message:"must NOT be valid"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -1511,9 +1525,20 @@ vErrors.push(err20);
 }
 errors++;
 }
+else {
+errors = _errs30;
+if(vErrors !== null){
+if(_errs30){
+vErrors.length = _errs30;
 }
 else {
-const err21 = {instancePath:instancePath+"/context/setupNetwork/" + i2,schemaPath:"#/properties/context/properties/setupNetwork/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+vErrors = null;
+}
+}
+}
+if(typeof data14 === "string"){
+if(func2(data14) < 1){
+const err21 = {instancePath:instancePath+"/context/setupNetwork/" + i2,schemaPath:"#/properties/context/properties/setupNetwork/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -1523,9 +1548,8 @@ vErrors.push(err21);
 errors++;
 }
 }
-}
 else {
-const err22 = {instancePath:instancePath+"/context/setupNetwork",schemaPath:"#/properties/context/properties/setupNetwork/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err22 = {instancePath:instancePath+"/context/setupNetwork/" + i2,schemaPath:"#/properties/context/properties/setupNetwork/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -1537,7 +1561,7 @@ errors++;
 }
 }
 else {
-const err23 = {instancePath:instancePath+"/context",schemaPath:"#/properties/context/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err23 = {instancePath:instancePath+"/context/setupNetwork",schemaPath:"#/properties/context/properties/setupNetwork/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -1547,17 +1571,9 @@ vErrors.push(err23);
 errors++;
 }
 }
-if(data.progress !== undefined){
-let data14 = data.progress;
-if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
-if(data14.completedTasks !== undefined){
-let data15 = data14.completedTasks;
-if(Array.isArray(data15)){
-const len3 = data15.length;
-for(let i3=0; i3<len3; i3++){
-let data16 = data15[i3];
-if(!((typeof data16 == "number") && (!(data16 % 1) && !isNaN(data16)))){
-const err24 = {instancePath:instancePath+"/progress/completedTasks/" + i3,schemaPath:"#/properties/progress/properties/completedTasks/items/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err24 = {instancePath:instancePath+"/context",schemaPath:"#/properties/context/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -1566,9 +1582,18 @@ vErrors.push(err24);
 }
 errors++;
 }
-if(typeof data16 == "number"){
-if(data16 < 0 || isNaN(data16)){
-const err25 = {instancePath:instancePath+"/progress/completedTasks/" + i3,schemaPath:"#/properties/progress/properties/completedTasks/items/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(data.progress !== undefined){
+let data15 = data.progress;
+if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
+if(data15.completedTasks !== undefined){
+let data16 = data15.completedTasks;
+if(Array.isArray(data16)){
+const len3 = data16.length;
+for(let i3=0; i3<len3; i3++){
+let data17 = data16[i3];
+if(!((typeof data17 == "number") && (!(data17 % 1) && !isNaN(data17)))){
+const err25 = {instancePath:instancePath+"/progress/completedTasks/" + i3,schemaPath:"#/properties/progress/properties/completedTasks/items/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -1577,11 +1602,9 @@ vErrors.push(err25);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err26 = {instancePath:instancePath+"/progress/completedTasks",schemaPath:"#/properties/progress/properties/completedTasks/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(typeof data17 == "number"){
+if(data17 < 0 || isNaN(data17)){
+const err26 = {instancePath:instancePath+"/progress/completedTasks/" + i3,schemaPath:"#/properties/progress/properties/completedTasks/items/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -1591,13 +1614,10 @@ vErrors.push(err26);
 errors++;
 }
 }
-if(data14.surprises !== undefined){
-let data17 = data14.surprises;
-if(Array.isArray(data17)){
-const len4 = data17.length;
-for(let i4=0; i4<len4; i4++){
-if(typeof data17[i4] !== "string"){
-const err27 = {instancePath:instancePath+"/progress/surprises/" + i4,schemaPath:"#/properties/progress/properties/surprises/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+}
+else {
+const err27 = {instancePath:instancePath+"/progress/completedTasks",schemaPath:"#/properties/progress/properties/completedTasks/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -1607,9 +1627,13 @@ vErrors.push(err27);
 errors++;
 }
 }
-}
-else {
-const err28 = {instancePath:instancePath+"/progress/surprises",schemaPath:"#/properties/progress/properties/surprises/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data15.surprises !== undefined){
+let data18 = data15.surprises;
+if(Array.isArray(data18)){
+const len4 = data18.length;
+for(let i4=0; i4<len4; i4++){
+if(typeof data18[i4] !== "string"){
+const err28 = {instancePath:instancePath+"/progress/surprises/" + i4,schemaPath:"#/properties/progress/properties/surprises/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -1619,13 +1643,9 @@ vErrors.push(err28);
 errors++;
 }
 }
-if(data14.decisions !== undefined){
-let data19 = data14.decisions;
-if(Array.isArray(data19)){
-const len5 = data19.length;
-for(let i5=0; i5<len5; i5++){
-if(typeof data19[i5] !== "string"){
-const err29 = {instancePath:instancePath+"/progress/decisions/" + i5,schemaPath:"#/properties/progress/properties/decisions/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err29 = {instancePath:instancePath+"/progress/surprises",schemaPath:"#/properties/progress/properties/surprises/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -1635,9 +1655,13 @@ vErrors.push(err29);
 errors++;
 }
 }
-}
-else {
-const err30 = {instancePath:instancePath+"/progress/decisions",schemaPath:"#/properties/progress/properties/decisions/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data15.decisions !== undefined){
+let data20 = data15.decisions;
+if(Array.isArray(data20)){
+const len5 = data20.length;
+for(let i5=0; i5<len5; i5++){
+if(typeof data20[i5] !== "string"){
+const err30 = {instancePath:instancePath+"/progress/decisions/" + i5,schemaPath:"#/properties/progress/properties/decisions/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -1649,7 +1673,7 @@ errors++;
 }
 }
 else {
-const err31 = {instancePath:instancePath+"/progress",schemaPath:"#/properties/progress/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err31 = {instancePath:instancePath+"/progress/decisions",schemaPath:"#/properties/progress/properties/decisions/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -1659,11 +1683,9 @@ vErrors.push(err31);
 errors++;
 }
 }
-if(data.tasks !== undefined){
-let data21 = data.tasks;
-if(Array.isArray(data21)){
-if(data21.length < 1){
-const err32 = {instancePath:instancePath+"/tasks",schemaPath:"#/properties/tasks/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+else {
+const err32 = {instancePath:instancePath+"/progress",schemaPath:"#/properties/progress/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -1672,16 +1694,12 @@ vErrors.push(err32);
 }
 errors++;
 }
-const len6 = data21.length;
-for(let i6=0; i6<len6; i6++){
-if(!(validate11(data21[i6], {instancePath:instancePath+"/tasks/" + i6,parentData:data21,parentDataProperty:i6,rootData}))){
-vErrors = vErrors === null ? validate11.errors : vErrors.concat(validate11.errors);
-errors = vErrors.length;
 }
-}
-}
-else {
-const err33 = {instancePath:instancePath+"/tasks",schemaPath:"#/properties/tasks/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data.tasks !== undefined){
+let data22 = data.tasks;
+if(Array.isArray(data22)){
+if(data22.length < 1){
+const err33 = {instancePath:instancePath+"/tasks",schemaPath:"#/properties/tasks/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -1690,16 +1708,16 @@ vErrors.push(err33);
 }
 errors++;
 }
+const len6 = data22.length;
+for(let i6=0; i6<len6; i6++){
+if(!(validate11(data22[i6], {instancePath:instancePath+"/tasks/" + i6,parentData:data22,parentDataProperty:i6,rootData}))){
+vErrors = vErrors === null ? validate11.errors : vErrors.concat(validate11.errors);
+errors = vErrors.length;
 }
-if(data.acceptedWarnings !== undefined){
-let data23 = data.acceptedWarnings;
-if(Array.isArray(data23)){
-const len7 = data23.length;
-for(let i7=0; i7<len7; i7++){
-let data24 = data23[i7];
-if(data24 && typeof data24 == "object" && !Array.isArray(data24)){
-if(data24.warning === undefined){
-const err34 = {instancePath:instancePath+"/acceptedWarnings/" + i7,schemaPath:"#/properties/acceptedWarnings/items/required",keyword:"required",params:{missingProperty: "warning"},message:"must have required property '"+"warning"+"'"};
+}
+}
+else {
+const err34 = {instancePath:instancePath+"/tasks",schemaPath:"#/properties/tasks/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -1708,8 +1726,10 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(data24.reason === undefined){
-const err35 = {instancePath:instancePath+"/acceptedWarnings/" + i7,schemaPath:"#/properties/acceptedWarnings/items/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'"};
+}
+if(data.planId !== undefined){
+if(typeof data.planId !== "string"){
+const err35 = {instancePath:instancePath+"/planId",schemaPath:"#/properties/planId/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -1718,11 +1738,16 @@ vErrors.push(err35);
 }
 errors++;
 }
-if(data24.warning !== undefined){
-let data25 = data24.warning;
-if(typeof data25 === "string"){
-if(func2(data25) < 1){
-const err36 = {instancePath:instancePath+"/acceptedWarnings/" + i7+"/warning",schemaPath:"#/properties/acceptedWarnings/items/properties/warning/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data.acceptedWarnings !== undefined){
+let data25 = data.acceptedWarnings;
+if(Array.isArray(data25)){
+const len7 = data25.length;
+for(let i7=0; i7<len7; i7++){
+let data26 = data25[i7];
+if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
+if(data26.warning === undefined){
+const err36 = {instancePath:instancePath+"/acceptedWarnings/" + i7,schemaPath:"#/properties/acceptedWarnings/items/required",keyword:"required",params:{missingProperty: "warning"},message:"must have required property '"+"warning"+"'"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -1731,9 +1756,8 @@ vErrors.push(err36);
 }
 errors++;
 }
-}
-else {
-const err37 = {instancePath:instancePath+"/acceptedWarnings/" + i7+"/warning",schemaPath:"#/properties/acceptedWarnings/items/properties/warning/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data26.reason === undefined){
+const err37 = {instancePath:instancePath+"/acceptedWarnings/" + i7,schemaPath:"#/properties/acceptedWarnings/items/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -1742,12 +1766,11 @@ vErrors.push(err37);
 }
 errors++;
 }
-}
-if(data24.reason !== undefined){
-let data26 = data24.reason;
-if(typeof data26 === "string"){
-if(func2(data26) < 1){
-const err38 = {instancePath:instancePath+"/acceptedWarnings/" + i7+"/reason",schemaPath:"#/properties/acceptedWarnings/items/properties/reason/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data26.warning !== undefined){
+let data27 = data26.warning;
+if(typeof data27 === "string"){
+if(func2(data27) < 1){
+const err38 = {instancePath:instancePath+"/acceptedWarnings/" + i7+"/warning",schemaPath:"#/properties/acceptedWarnings/items/properties/warning/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -1758,7 +1781,7 @@ errors++;
 }
 }
 else {
-const err39 = {instancePath:instancePath+"/acceptedWarnings/" + i7+"/reason",schemaPath:"#/properties/acceptedWarnings/items/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err39 = {instancePath:instancePath+"/acceptedWarnings/" + i7+"/warning",schemaPath:"#/properties/acceptedWarnings/items/properties/warning/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -1768,9 +1791,11 @@ vErrors.push(err39);
 errors++;
 }
 }
-}
-else {
-const err40 = {instancePath:instancePath+"/acceptedWarnings/" + i7,schemaPath:"#/properties/acceptedWarnings/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data26.reason !== undefined){
+let data28 = data26.reason;
+if(typeof data28 === "string"){
+if(func2(data28) < 1){
+const err40 = {instancePath:instancePath+"/acceptedWarnings/" + i7+"/reason",schemaPath:"#/properties/acceptedWarnings/items/properties/reason/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -1780,9 +1805,8 @@ vErrors.push(err40);
 errors++;
 }
 }
-}
 else {
-const err41 = {instancePath:instancePath+"/acceptedWarnings",schemaPath:"#/properties/acceptedWarnings/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err41 = {instancePath:instancePath+"/acceptedWarnings/" + i7+"/reason",schemaPath:"#/properties/acceptedWarnings/items/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -1794,7 +1818,7 @@ errors++;
 }
 }
 else {
-const err42 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err42 = {instancePath:instancePath+"/acceptedWarnings/" + i7,schemaPath:"#/properties/acceptedWarnings/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -1803,6 +1827,33 @@ vErrors.push(err42);
 }
 errors++;
 }
+}
+}
+else {
+const err43 = {instancePath:instancePath+"/acceptedWarnings",schemaPath:"#/properties/acceptedWarnings/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+}
+else {
+const err44 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
 validate10.errors = vErrors;
 return errors === 0;
 }
+
+/** The schema itself: the plan lint and validation walk it to name the fields it does not define. */
+export const planSchema = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://github.com/foreman/foreman/schemas/plan.schema.json","title":"foreman plan (schemaVersion 3)","description":"A plan of coding tasks. A task's id is its index in `tasks`. A field not defined here is kept as it is, and `plan check` warns of it unless its name starts with `x-` (the person's own data); one that nearly spells a defined field of its object (two edits or fewer, or a difference of case) is refused. Defaults: status `pending`, attempts 0, agent.model `sonnet`, fileOverlaps computed by `plan.ts check --fix`.","type":"object","required":["schemaVersion","goal","tasks"],"properties":{"$schema":{"type":"string","description":"this schema's address, for an editor's completion and checks; foreman does not read it"},"schemaVersion":{"const":3},"goal":{"type":"string","minLength":1},"context":{"type":"object","properties":{"stack":{"type":"string"},"lsp":{"description":"the language server the design used (kept from the plan format foreman's comes from); foreman does not read it"},"conventions":{"type":"string"},"testCommand":{"type":"string"},"buildCommand":{"type":"string"},"setupCommand":{"type":"string","minLength":1,"description":"the command that prepares a fresh checkout (e.g. npm ci): run in every new worktree before its first attempt (and again when a setup input changes), and in the probe's scratch worktree"},"setupInputs":{"type":"array","items":{"type":"string","minLength":1},"description":"files whose change makes a reused worktree run the setup command again (default: the usual lock and manifest files: package.json, package-lock.json, yarn.lock, pnpm-lock.yaml, requirements.txt, pyproject.toml, go.sum, Cargo.lock, …)"},"checkNetwork":{"type":"array","items":{"type":"string","minLength":1},"description":"Hosts the sandboxed checks and workers' Bash commands may reach (example.com, *.example.com, optional :port); without it they reach no network but their own loopback"},"setupNetwork":{"type":"array","items":{"type":"string","minLength":1,"not":{"const":"*"}},"description":"Hosts the sandboxed setup command may reach besides the package registries allowed by default (registry.npmjs.org, registry.yarnpkg.com, repo.yarnpkg.com, pypi.org, files.pythonhosted.org, crates.io, index.crates.io, static.crates.io, proxy.golang.org, sum.golang.org, and the npm registry configured on the machine); the entry \"no-defaults\" makes these hosts replace the defaults"}}},"progress":{"type":"object","properties":{"completedTasks":{"type":"array","items":{"type":"integer","minimum":0}},"surprises":{"type":"array","items":{"type":"string"}},"decisions":{"type":"array","items":{"type":"string"}}}},"tasks":{"type":"array","minItems":1,"items":{"$ref":"#/definitions/task"}},"planId":{"type":"string","description":"written by foreman on the plan's first run: names its refs (refs/foreman/<planId>) and worktrees"},"acceptedWarnings":{"type":"array","description":"Warnings of the plan lint (`plan check`) the plan's author accepts: each the warning's line exactly as `plan check` prints it, and why it is accepted. An accepted warning is no longer reported; an acceptance that matches no warning is reported itself.","items":{"type":"object","required":["warning","reason"],"properties":{"warning":{"type":"string","minLength":1},"reason":{"type":"string","minLength":1}}}}},"definitions":{"path":{"type":"string","minLength":1},"paths":{"type":"array","items":{"$ref":"#/definitions/path"}},"task":{"type":"object","required":["subject","blockedBy","metadata"],"properties":{"subject":{"type":"string","minLength":1},"description":{"type":"string"},"activeForm":{"type":"string"},"status":{"enum":["pending","in_progress","completed","failed","blocked","skipped","awaiting_approval"]},"result":{"type":"string"},"attempts":{"type":"integer","minimum":0},"blockedBy":{"type":"array","items":{"type":"integer","minimum":0}},"metadata":{"type":"object","required":["files"],"properties":{"type":{"enum":["research","implementation","testing","configuration"]},"files":{"type":"object","required":["create","modify"],"properties":{"create":{"$ref":"#/definitions/paths"},"modify":{"$ref":"#/definitions/paths"},"mayChange":{"$ref":"#/definitions/paths","description":"paths the task may change but need not (a lockfile an install rewrites, snapshots a test run updates, generated files): integrated when changed, never required; counted in overlaps and in the worker's permission rules like create and modify"}}},"reads":{"$ref":"#/definitions/paths"}}},"agent":{"type":"object","properties":{"role":{"type":"string"},"model":{"type":"string","minLength":1},"approach":{"type":"string"},"contextFiles":{"type":"array","items":{"type":"object","required":["path"],"properties":{"path":{"type":"string"},"reason":{"type":"string"},"lines":{"type":"string"}}}},"assumptions":{"type":"array","items":{"type":"object","required":["claim","verify","severity"],"properties":{"claim":{"type":"string"},"verify":{"type":"string","minLength":1},"severity":{"enum":["blocking","warning"]}}}},"acceptanceCriteria":{"type":"array","items":{"type":"object","required":["criterion","check"],"properties":{"criterion":{"type":"string"},"check":{"type":"string","minLength":1}}}},"rollbackTriggers":{"type":"array","items":{"type":"string"}},"constraints":{"type":"array","items":{"type":"string"}},"fallback":{"type":"string"},"expertise":{"type":"string"},"priorArt":{"type":"string"},"maxBudgetUsd":{"type":"number","exclusiveMinimum":0}}},"prompt":{"type":"string","minLength":1},"fileOverlaps":{"type":"array","items":{"type":"integer","minimum":0}},"gate":{"enum":["human-approval"]},"usage":{"description":"What the task's attempts cost, summed: measured figures (headless workers), or \"unknown\" once any attempt was not measured (a Task subagent of /foreman:execute: Claude Code does not report its cost). Written by foreman.","oneOf":[{"type":"object","properties":{"costUsd":{"type":"number","minimum":0},"inputTokens":{"type":"integer","minimum":0},"outputTokens":{"type":"integer","minimum":0},"cacheReadTokens":{"type":"integer","minimum":0},"cacheCreationTokens":{"type":"integer","minimum":0}}},{"const":"unknown"}]},"skippedBy":{"type":"integer","minimum":0},"commit":{"type":"string"},"undeclaredWrites":{"$ref":"#/definitions/paths","description":"written by foreman: paths outside its declared files that the task's attempts changed (set aside) or were refused writing; an attempt that does so again ends the task blocked"},"setAside":{"type":"object","description":"written by foreman: what the task's last such attempt changed outside its declared files, set aside before its checks ran (never integrated), and the commit holding that attempt's whole work (refs/foreman-aside/<planId>/<task>)","required":["attempt","paths"],"properties":{"attempt":{"type":"integer","minimum":1},"paths":{"$ref":"#/definitions/paths"},"commit":{"type":"string"}}},"retryAdvice":{"type":"string","description":"written by foreman: what the next attempt's prompt tells the worker to do about the last failure"},"approvedAt":{"type":"string","description":"written by foreman (plan approve): when the person approved the task's work; without `commit`, the next run commits it"},"rejectedAt":{"type":"string","description":"written by foreman (plan reject): when the person rejected the task's work"},"recheck":{"type":"boolean","description":"written by foreman (plan declare, --widen): the task now declares all its last attempt set aside, so its next start re-checks that work before a worker runs"}}}}};

@@ -1,6 +1,7 @@
 // The plan model (schemaVersion 3). Pure data types and defaults; no I/O.
 // A task's id is its index in `tasks`. Unknown fields are carried through untouched,
-// because plans are written by models and by people and we must not drop their notes.
+// because plans are written by models and by people and we must not drop their notes (the lint
+// warns of them, core/plan-fields.ts, but for `x-` keys: the person's own).
 
 export const SCHEMA_VERSION = 3;
 
@@ -11,6 +12,15 @@ export const TASK_TYPES = ['research', 'implementation', 'testing', 'configurati
 export type TaskType = (typeof TASK_TYPES)[number];
 
 export const DEFAULT_MODEL = 'sonnet';
+
+/** The model aliases the Claude Code CLI accepts for `--model` (its own list, 2.1.330); a full name (`claude-…`) is passed on as it is. */
+export const MODEL_ALIASES = ['sonnet', 'opus', 'haiku', 'fable', 'best', 'sonnet[1m]', 'opus[1m]', 'fable[1m]', 'opusplan'] as const;
+
+/** Whether the CLI knows `model`: one of its aliases (in any case, as it reads them), or a full Claude model name, also behind a provider's prefix (`us.anthropic.claude-…`). */
+export const isKnownModel = (model: string): boolean => {
+  const name = model.trim().toLowerCase();
+  return (MODEL_ALIASES as readonly string[]).includes(name) || /(?:^|[./])claude-[a-z0-9]/.test(name);
+};
 
 export interface ContextFile {
   path: string;

@@ -10,6 +10,7 @@ import { findCycles } from './graph.ts';
 import { describeJsonError } from './json-text.ts';
 import { computeOverlaps } from './overlap.ts';
 import { pathProblem } from './paths.ts';
+import { type UnknownField, describeNearMiss, misspellingNote, unknownFields } from './plan-fields.ts';
 import { editRuleProblem } from './scope.ts';
 import { DEFAULT_MODEL, type Plan, SCHEMA_VERSION, statusOf } from './plan.ts';
 
@@ -28,12 +29,15 @@ export function jsonPathOf(pointer: string): string {
   return out === '' ? 'plan' : out;
 }
 
-function describeSchemaError(error: ErrorObject, data: unknown): string {
+/** The line for a required field `field` missing at `where`, with `why` it is required when the schema does not say. */
+type MissingLine = (where: string, field: string, why?: string) => string;
+
+function describeSchemaError(error: ErrorObject, data: unknown, missingLine: MissingLine): string {
   const where = jsonPathOf(error.instancePath);
   const value = valueAt(data, error.instancePath);
   switch (error.keyword) {
     case 'required':
-      return `${where}: missing required field "${(error.params as { missingProperty: string }).missingProperty}"`;
+      return missingLine(where, (error.params as { missingProperty: string }).missingProperty);
     case 'enum': {
       const allowed = (error.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ');
       if (where.endsWith('.status')) return `${where}: unknown status ${JSON.stringify(value)} (expected one of ${allowed})`;
@@ -95,17 +99,28 @@ export function validatePlan(data: unknown, options: ValidateOptions = {}): Resu
         : `schemaVersion: ${JSON.stringify(version)} is not supported; foreman reads schemaVersion ${SCHEMA_VERSION}`,
     ]);
   }
+  // A near miss of a defined field is refused with its correction; one that stands for a missing
+  // required field is named on that field's line instead of a line of its own.
+  const misspelt = unknownFields(data).filter((field) => field.meant.length > 0);
+  const named = new Set<UnknownField>();
+  const missingLine: MissingLine = (where, field, why = '') => {
+    const spelt = misspelt.filter((f) => f.parent === where && f.meant.includes(field));
+    for (const f of spelt) named.add(f);
+    return `${where}: missing required field "${field}"${why}${misspellingNote(spelt)}`;
+  };
+  const nearMisses = () => misspelt.filter((field) => !named.has(field)).map(describeNearMiss);
   if (!validateSchema(data)) {
     // The const error for schemaVersion is handled above; ajv may also report an "if"-style duplicate.
-    const problems = [...new Set((validateSchema.errors ?? []).map((e) => describeSchemaError(e, data)))];
-    return err(problems);
+    const problems = [...new Set((validateSchema.errors ?? []).map((e) => describeSchemaError(e, data, missingLine)))];
+    return err([...problems, ...nearMisses()]);
   }
   const plan = data as Plan;
-  const problems = semanticProblems(plan, options);
+  const problems = semanticProblems(plan, options, missingLine);
+  problems.push(...nearMisses());
   return problems.length > 0 ? err(problems) : ok(plan);
 }
 
-function semanticProblems(plan: Plan, options: ValidateOptions): string[] {
+function semanticProblems(plan: Plan, options: ValidateOptions, missingLine: MissingLine): string[] {
   const problems: string[] = [];
   const n = plan.tasks.length;
   let indicesOk = true;
@@ -126,7 +141,7 @@ function semanticProblems(plan: Plan, options: ValidateOptions): string[] {
       seen.add(d);
     });
     if (statusOf(task) !== 'completed' && task.prompt === undefined) {
-      problems.push(`${at}: missing required field "prompt" (only completed tasks may omit it)`);
+      problems.push(missingLine(at, 'prompt', ' (only completed tasks may omit it)'));
     }
     const files = task.metadata.files;
     const pathLists: Array<[string, string[]]> = [

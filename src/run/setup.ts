@@ -24,7 +24,7 @@ import { describeTimeLimitHit } from '../core/time-limit.ts';
 import { type Plan, type TaskStatus, readsOf, statusOf, writesOf } from '../core/plan.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { commandHint, shellWord } from '../core/command-hint.ts';
-import { lintPlan, warningNotices } from '../core/plan-lint.ts';
+import { type PlanWarningKind, lintPlan, warningNotices } from '../core/plan-lint.ts';
 import { ensurePlanId, integratedFindings, stackTrailer } from './commit.ts';
 import { type Isolation, completeLanding } from './isolation.ts';
 import { type HeldCandidate, admitHeld } from '../core/engine/admission.ts';
@@ -207,10 +207,13 @@ export async function ignoredDeclaredPaths(plan: Plan, git: Git): Promise<Result
   );
 }
 
-/** The plan lint's warnings against the repository's last commit, as a run's start says them. */
-async function planWarningNotices(plan: Plan, planPath: string, git: Git): Promise<string[]> {
+/** The plan lint's warnings against the repository's last commit (those of one kind, when given), as a run's start says them. */
+export async function planWarningNotices(plan: Plan, planPath: string, git: Git, kind?: PlanWarningKind): Promise<string[]> {
   const { warnings } = lintPlan(plan, await git.committedFiles());
-  return warningNotices(warnings, commandHint('plan', `check --plan ${shellWord(planPath)}`, ownLayout()));
+  return warningNotices(
+    warnings.filter((warning) => kind === undefined || warning.kind === kind),
+    commandHint('plan', `check --plan ${shellWord(planPath)}`, ownLayout()),
+  );
 }
 
 /** One line per ignored path, for every command that refuses them. */

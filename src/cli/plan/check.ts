@@ -14,7 +14,7 @@ import { planOption } from './options.ts';
 export const check: Command = {
   name: 'check',
   summary:
-    "Validate the plan: schema, dependencies, cycles, paths, computed file overlaps, and (inside a git repository) what a run would refuse of it there, in the run's words and exit code: no commit yet, a declared path that leads outside the repository, names a directory as a file, or is ignored by git; then warn of hazards it still holds (undeclared files, unordered tasks, lockfiles), each with its fix. Exit 0 if valid (warnings included), 2 if not (4 when git fails).",
+    "Validate the plan: schema, dependencies, cycles, paths, computed file overlaps, and (inside a git repository) what a run would refuse of it there, in the run's words and exit code: no commit yet, a declared path that leads outside the repository, names a directory as a file, or is ignored by git; then warn of hazards it still holds (undeclared files, unordered tasks, lockfiles, checks needing a file nothing makes, unknown fields and models), each with its fix. Exit 0 if valid (warnings included), 2 if not (4 when git fails).",
   usage: '[--plan FILE] [--fix] [--strict]',
   options: {
     ...planOption,

@@ -13,6 +13,7 @@ import { type ProbeReport, probeFindings, probeHeadline } from '../../core/probe
 import { decideSandbox, ownSandboxNotice, sandboxModeOf, sandboxUse } from '../../adapters/sandbox.ts';
 import { describeSandboxUse, sandboxedCommands } from '../../core/sandbox-words.ts';
 import { describeProbeProblem, runProbe, saveProbe } from '../../run/probe.ts';
+import { planWarningNotices } from '../../run/setup.ts';
 import { DEFAULTS, LIMIT_FLAGS } from '../../run/settings.ts';
 import { table } from '../../ui/table.ts';
 import type { Command, Io } from '../command.ts';
@@ -63,6 +64,9 @@ export const probe: Command = {
     const repo = top.value;
     // The probe checks out the last commit: without one it is refused as a run is (exit 2).
     if ((await git.headCommit()) === null) throw new CliError(EXIT.invalid, [noCommitLine(repo)]);
+    // A check that needs a file nothing makes fails before the work, so the probe counts it as
+    // proving the task; the lint says why it will never pass.
+    for (const notice of await planWarningNotices(plan, path, git, 'missing-check-file')) io.err(`plan probe: ${notice}`);
 
     // The lock keeps the probe's records in .design/workers.json from clobbering a run's.
     const lock = await acquireLock(path, currentLockInfo('plan probe'));
