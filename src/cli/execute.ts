@@ -358,7 +358,7 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
       adapters,
     );
     if (!run.ok) throw refusalError(run.error);
-    reporter.summary(run.value.plan, run.value.usage);
+    reporter.summary(run.value.plan, run.value.usage, run.value.next);
     // The gate failed on the starting commit: the run was refused, as `plan setup` refuses it.
     if (run.value.refusal !== null) throw new CliError(EXIT.invalid, run.value.refusal);
     return run.value.finished.exitCode as ExitCode;

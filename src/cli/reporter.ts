@@ -3,7 +3,8 @@
 
 import { ownLayout } from '../adapters/layout.ts';
 import type { RunEvent, RunEventBody } from '../core/events.ts';
-import { formatCostExact } from '../core/format.ts';
+import { setAsideSummary } from '../core/finalize.ts';
+import { formatCostExact, plural } from '../core/format.ts';
 import { countByStatus } from '../core/graph.ts';
 import { type Plan, UNKNOWN, type UsageFigure, statusOf } from '../core/plan.ts';
 import { type RunView, createLiveView, createPlainView, jsonView } from '../ui/render.ts';
@@ -14,9 +15,35 @@ export interface Reporter {
   emit(event: RunEventBody): void;
   /** The journal only: for what was said on stdout already, before the run started. */
   record(event: RunEventBody): void;
-  /** The closing summary (text modes only; --json has `run-finished`). */
-  summary(plan: Plan, usage: UsageFigure): void;
+  /** The closing summary (text modes only; --json has `run-finished`), with the way to go on (`next`, one step a line). */
+  summary(plan: Plan, usage: UsageFigure, next: readonly string[]): void;
   close(): Promise<void>;
+}
+
+/**
+ * The run's Summary, after its last line: the tasks by state (those not completed with their
+ * reason), what attempts set aside (with the commands that read it back), the cost, and the way to
+ * go on. Never cut: a pipe or a log keeps every line whole, and a terminal wraps them.
+ */
+export function summaryLines(plan: Plan, usage: UsageFigure, next: readonly string[]): string[] {
+  const by = (s: string) =>
+    plan.tasks.flatMap((t, i) => (statusOf(t) === s ? [`    ${i}: ${t.subject}${t.result && s !== 'completed' ? ` — ${t.result.split('\n')[0]}` : ''}`] : []));
+  const counts = countByStatus(plan);
+  const lines = ['', `Summary: ${counts.completed} of ${plural(plan.tasks.length, 'task')} completed`];
+  for (const s of ['failed', 'blocked', 'skipped', 'awaiting_approval', 'pending'] as const) {
+    if (counts[s] > 0) lines.push(`  ${s}: ${counts[s]}`, ...by(s));
+  }
+  const setAside = plan.tasks.flatMap((t, i) =>
+    t.setAside === undefined ? [] : [`    ${i}: ${t.subject} (attempt ${t.setAside.attempt}) — ${setAsideSummary(t.setAside)}`],
+  );
+  if (setAside.length > 0) lines.push(`  set aside: ${plural(setAside.length, 'task')}`, ...setAside);
+  lines.push(
+    usage === UNKNOWN
+      ? '  cost: unknown (not measured)'
+      : `  cost: ${formatCostExact(usage.costUsd)}; tokens: ${usage.inputTokens} in, ${usage.outputTokens} out, ${usage.cacheReadTokens} cache read`,
+  );
+  if (next.length > 0) lines.push('  to go on:', ...next.map((step) => `    ${step}`));
+  return lines;
 }
 
 export function createReporter(options: { io: Io; json: boolean; runId: string; journal: EventJournal; plan?: Plan }): Reporter {
@@ -49,24 +76,10 @@ export function createReporter(options: { io: Io; json: boolean; runId: string; 
     record(body) {
       journal.append([stamped(body)]);
     },
-    summary(plan, usage) {
+    summary(plan, usage, next) {
       if (options.json) return;
       view.close();
-      const by = (s: string) =>
-        plan.tasks.flatMap((t, i) =>
-          statusOf(t) === s ? [`    ${i}: ${t.subject}${t.result && s !== 'completed' ? ` — ${t.result.split('\n')[0]}` : ''}`] : [],
-        );
-      const counts = countByStatus(plan);
-      const lines = ['', `Summary: ${counts.completed}/${plan.tasks.length} completed`];
-      for (const s of ['failed', 'blocked', 'skipped', 'awaiting_approval', 'pending'] as const) {
-        if (counts[s] > 0) lines.push(`  ${s}: ${counts[s]}`, ...by(s));
-      }
-      lines.push(
-        usage === UNKNOWN
-          ? '  cost: unknown (not measured)'
-          : `  cost: ${formatCostExact(usage.costUsd)}; tokens: ${usage.inputTokens} in, ${usage.outputTokens} out, ${usage.cacheReadTokens} cache read`,
-      );
-      options.io.out(lines.join('\n'));
+      options.io.out(summaryLines(plan, usage, next).join('\n'));
     },
     async close() {
       if (ticker) clearInterval(ticker);

@@ -31,7 +31,7 @@ import { ensurePlanId } from './commit.ts';
 import type { RunAdapters } from './adapters.ts';
 import { type EngineStages, engineConfig, runEngine } from './engine.ts';
 import type { Isolation, WorktreeSetup } from './isolation.ts';
-import { baselineRefusal, finishPlan, lander, noGateNotice, runFinishedEvent, runStartedEvent } from './lifecycle.ts';
+import { baselineRefusal, finishPlan, lander, nextSteps, noGateNotice, runFinishedEvent, runStartedEvent } from './lifecycle.ts';
 import { describeProbeProblem, runProbe, saveProbe } from './probe.ts';
 import { LIMIT_FLAGS, type RunSettings } from './settings.ts';
 import { type SetupProblem, assumptionCheckedEvent, setupRun } from './setup.ts';
@@ -83,6 +83,8 @@ export interface HeadlessEnd {
   finished: Extract<RunEventBody, { type: 'run-finished' }>;
   /** The gate failed on the starting commit: why the run was refused, for the person; else null. */
   refusal: string[] | null;
+  /** The way to go on, one step a line (the Summary repeats it); empty when nothing is left to do. */
+  next: string[];
 }
 
 /** Run `plan` headless until the step function ends it (or refuse it before it starts), doing its I/O through `adapters`. */
@@ -218,7 +220,12 @@ export async function runHeadless(
             { tip: isolation.tip, ref: isolation.ref, head: await git.headCommit() },
             result.baselineFailure.output,
           );
-    return ok({ plan, usage: result.usage, finished, refusal });
+    const next = nextSteps(plan, layout, {
+      landingAdvice: landing.landed ? null : landing.advice(),
+      refused: refusal !== null,
+      ...(finished.resumeAfter !== undefined ? { resumeAfter: finished.resumeAfter } : {}),
+    });
+    return ok({ plan, usage: result.usage, finished, refusal, next });
   } finally {
     await writes.settled();
     await adapters.processes.forget();

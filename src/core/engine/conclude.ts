@@ -141,11 +141,16 @@ function conclude(building: StepDraft, attempt: RunningAttempt | VerifyingAttemp
     checkBudget(building);
     return;
   }
-  const base = { ...finishedEvent(building, attempt, run), ...(warnings.length > 0 ? { warnings } : {}) };
+  const setAside = concluded.setAside ?? null;
+  const base = {
+    ...finishedEvent(building, attempt, run),
+    ...(warnings.length > 0 ? { warnings } : {}),
+    ...(setAside !== null ? { setAside: { paths: setAside.paths, ...(setAside.commit !== undefined ? { commit: setAside.commit } : {}) } } : {}),
+  };
   const usage = runFigure(run);
   // Judged work (not an interruption, a limit or a missing agent) says what it did outside its files.
   if (['completed', 'awaiting_approval', 'retry', 'failed', 'blocked'].includes(decided.decision.kind))
-    recordUndeclared(draft.plan, task, concluded.undeclared ?? [], concluded.setAside ?? null);
+    recordUndeclared(draft.plan, task, concluded.undeclared ?? [], setAside);
   // Whatever was decided, the worktree has served this attempt (its work is captured).
   const release = () => building.effects.push({ type: 'release-workspace', task });
   if (decided.passed) {
