@@ -29,7 +29,7 @@ export function summaryLines(plan: Plan, usage: UsageFigure, next: readonly stri
   const by = (s: string) =>
     plan.tasks.flatMap((t, i) => (statusOf(t) === s ? [`    ${i}: ${t.subject}${t.result && s !== 'completed' ? ` — ${t.result.split('\n')[0]}` : ''}`] : []));
   const counts = countByStatus(plan);
-  const lines = ['', `Summary: ${counts.completed} of ${plural(plan.tasks.length, 'task')} completed`];
+  const lines = ['', `Summary: ${counts.completed}/${plan.tasks.length} completed`];
   for (const s of ['failed', 'blocked', 'skipped', 'awaiting_approval', 'pending'] as const) {
     if (counts[s] > 0) lines.push(`  ${s}: ${counts[s]}`, ...by(s));
   }

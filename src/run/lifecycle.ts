@@ -107,7 +107,11 @@ export function resumeAdvice(plan: Plan, layout: Layout): string {
   const stuck = stuckTasks(plan);
   const pending = plan.tasks.some((t) => statusOf(t) === 'pending' || statusOf(t) === 'in_progress');
   if (stuck.length === 0) return 'run the same command again to resume';
-  const which = stuck.length === 1 ? `task ${stuck[0]} is ${statusOf(plan.tasks[stuck[0]!]!)}` : `tasks ${stuck.join(', ')} are failed or blocked`;
+  const states = new Set(stuck.map((i) => statusOf(plan.tasks[i]!)));
+  const which =
+    stuck.length === 1
+      ? `task ${stuck[0]} is ${[...states][0]}`
+      : `tasks ${listIndices(stuck)} are ${states.size === 1 ? [...states][0] : 'failed or blocked'}`;
   const them = stuck.length === 1 ? 'it' : 'them';
   // A task that wanted files it does not declare is put back by declaring them (which retries it).
   const backs = putBackCommands(plan, layout);
