@@ -7,6 +7,7 @@ import { claimingFiles, gateOpen, waitingToLand } from './engine/queries.ts';
 import type { Baseline, EngineState } from './engine/state.ts';
 import type { RunEventBody } from './events.ts';
 import { assertNever } from './failure.ts';
+import { setAsideSummary } from './finalize.ts';
 import { clipMiddle, listIndices } from './format.ts';
 import type { GateFinished } from './gate.ts';
 import { type BreakerDecision, readySet, stall as planStall } from './graph.ts';
@@ -188,6 +189,17 @@ export const retriesOf = (results: ReadonlyArray<TaskRef & { outcome: string; at
 /** The tasks whose attempt, in a step's events, set files aside. */
 export const setAsideBy = (events: readonly RunEventBody[]): number[] =>
   ofType(events, 'task-finished').flatMap((e) => (e.setAside !== undefined ? [e.task] : []));
+
+/**
+ * What the plan's attempts set aside, one notice a task, with the commands that read it back: what
+ * `plan commit` says when it finished the plan (the lead shows it, as a headless run's Summary does).
+ */
+export const setAsideNotices = (plan: Plan): Notice[] =>
+  plan.tasks.flatMap((task, index) =>
+    task.setAside === undefined
+      ? []
+      : [{ level: 'info' as const, message: `task ${index} (${task.subject}), attempt ${task.setAside.attempt}: ${setAsideSummary(task.setAside)}` }],
+  );
 
 /** The circuit breaker as `finalize` reports it: as it tripped in the step, else where it stands (the pending tasks, those the step skipped). */
 export function breakerReport(events: readonly RunEventBody[], totalTasks: number, pending: number): BreakerDecision {

@@ -15,7 +15,7 @@ import { countByStatus, depsOf, longestRemainingPath } from '../core/graph.ts';
 import { describeLandingProblem, landingProblemSentence } from '../core/landing.ts';
 import type { Landed, LandingProblem } from '../adapters/git/land.ts';
 import type { Result } from '../core/failure.ts';
-import { type Plan, type UsageFigure, statusOf } from '../core/plan.ts';
+import { type Plan, type TaskStatus, type UsageFigure, statusOf } from '../core/plan.ts';
 import { neededPaths } from '../core/widen.ts';
 import { archivePlan } from './archive.ts';
 import { type Isolation, landedBase, recordLandedBase } from './isolation.ts';
@@ -73,8 +73,11 @@ export function exitCodeFor(stop: Pick<EngineStop, 'reason' | 'baselineFailure'>
 const outcomeOfCode = (code: ExitCode): RunOutcome =>
   code === EXIT.ok ? 'completed' : code === EXIT.interrupted ? 'interrupted' : code === EXIT.cannotRun ? 'cannot-run' : 'incomplete';
 
+/** The tasks of `plan` in one of `states`, by index. */
+const tasksWith = (plan: Plan, ...states: TaskStatus[]): number[] => plan.tasks.flatMap((t, i) => (states.includes(statusOf(t)) ? [i] : []));
+
 /** Failed and blocked tasks: what running again does not retry. */
-const stuckTasks = (plan: Plan): number[] => plan.tasks.flatMap((t, i) => (statusOf(t) === 'failed' || statusOf(t) === 'blocked' ? [i] : []));
+const stuckTasks = (plan: Plan): number[] => tasksWith(plan, 'failed', 'blocked');
 
 /** A command that puts failed or blocked tasks back to pending, as the person types it; `needs`: the files a `declare` adds. */
 export interface PutBack {
@@ -145,7 +148,7 @@ export function nextSteps(plan: Plan, layout: Layout, end: RunEnd): string[] {
         : `\`${back.command}\` puts ${back.tasks.length === 1 ? `task ${back.tasks[0]}` : `tasks ${listIndices(back.tasks)}`} back to pending, with the tasks skipped because of ${back.tasks.length === 1 ? 'it' : 'them'}`,
     );
   }
-  const awaiting = plan.tasks.flatMap((t, i) => (statusOf(t) === 'awaiting_approval' ? [i] : []));
+  const awaiting = tasksWith(plan, 'awaiting_approval');
   if (awaiting.length > 0) {
     const numbers = awaiting.join(' ');
     steps.push(
@@ -172,7 +175,9 @@ export function runFinishedEvent(
 ): Extract<RunEventBody, { type: 'run-finished' }> {
   let code = exitCodeFor(end);
   let message = end.message;
-  if (end.reason === 'awaiting_approval') message += ` (${approvalHint('N', context.layout)}, then ${context.resumeHint ?? 'run again'})`;
+  const awaiting = tasksWith(plan, 'awaiting_approval');
+  if (end.reason === 'awaiting_approval')
+    message += ` (${approvalHint(awaiting.length > 0 ? awaiting.join(' ') : 'N', context.layout)}, then ${context.resumeHint ?? 'run again'})`;
   if (!context.landing.landed) {
     message += `. ${context.landing.advice}`;
     if (code === EXIT.ok) code = EXIT.incomplete;

@@ -113,7 +113,7 @@ export function describeEvent(event: RunEvent, layout: Layout): string | null {
     case 'stalled':
       return event.kind === 'deadlock'
         ? `stalled: ${event.tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(event.tasks)} pending but none can start`
-        : `waiting for approval of ${event.tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(event.tasks)} (${approvalHint('N', layout)})`;
+        : `waiting for approval of ${event.tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(event.tasks)} (${approvalHint(event.tasks.join(' '), layout)})`;
     case 'interrupted':
       return `interrupted by ${event.signal}; stopping workers`;
     case 'draining':
