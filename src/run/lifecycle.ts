@@ -123,7 +123,7 @@ export function resumeAdvice(plan: Plan, layout: Layout): string {
 }
 
 /** How a run ended, as what to do next needs it. */
-export interface RunEnd {
+export interface EndedRun {
   /** How to land what could not land; null when everything landed. */
   landingAdvice: string | null;
   /** The gate failed on the starting commit: the run was refused. */
@@ -137,7 +137,7 @@ export interface RunEnd {
  * land, put failed and blocked tasks back, decide on tasks awaiting approval, run again. Empty
  * when nothing is left to do. For the run's Summary, which repeats what the closing message says.
  */
-export function nextSteps(plan: Plan, layout: Layout, end: RunEnd): string[] {
+export function nextSteps(plan: Plan, layout: Layout, end: EndedRun): string[] {
   const steps: string[] = [];
   if (end.landingAdvice !== null) steps.push(end.landingAdvice);
   if (end.refused) steps.push('fix what fails the gate on the starting commit (below), or run with --no-gate or --gate CMD');
