@@ -2,11 +2,12 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type Io, runProgram } from '../../src/cli/command.ts';
 import { planCommands } from '../../src/cli/plan/index.ts';
 import { approveTasks, rejectTasks, retryTasks, skipTasks } from '../../src/core/interventions.ts';
-import type { Plan, Task } from '../../src/core/plan.ts';
+import { type Plan, type Task, statusOf } from '../../src/core/plan.ts';
 import { parsePlan } from '../../src/core/validate.ts';
 
 const task = (subject: string, blockedBy: number[] = [], extra: Partial<Task> = {}): Task => ({
@@ -297,6 +298,31 @@ describe('pure interventions', () => {
     const s = skipTasks(fixture(), [8], '');
     expect(s).toEqual({ ok: false, error: ['skip needs a reason (--reason "…")'] });
     expect(retryTasks(fixture(), [])).toEqual({ ok: false, error: ['name a task to retry'] });
+  });
+
+  it('all or nothing, for any list of numbers: refused exactly when one cannot be changed, naming each such task once; else as one at a time', () => {
+    const base = fixture();
+    const retriable = (i: number) => i >= 0 && i < base.tasks.length && ['failed', 'blocked'].includes(statusOf(base.tasks[i]!));
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: -2, max: 13 }), { minLength: 1, maxLength: 6 }), (indices) => {
+        const result = retryTasks(base, indices);
+        const bad = new Set(indices.filter((i) => !retriable(i)));
+        if (bad.size > 0) {
+          expect(result.ok).toBe(false);
+          if (!result.ok) expect(result.error).toHaveLength(bad.size);
+          return;
+        }
+        expect(result.ok).toBe(true);
+        if (!result.ok) return;
+        let inTurn = base;
+        for (const i of new Set(indices)) {
+          const one = retryTasks(inTurn, [i]);
+          if (!one.ok) throw new Error(one.error.join('; '));
+          inTurn = one.value.plan;
+        }
+        expect(result.value.plan).toEqual(inTurn);
+      }),
+    );
   });
 
   it('decide on several tasks as on each in turn, a task named twice once', () => {
