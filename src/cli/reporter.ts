@@ -5,6 +5,7 @@ import { ownLayout } from '../adapters/layout.ts';
 import type { RunEvent, RunEventBody } from '../core/events.ts';
 import { setAsideSummary } from '../core/finalize.ts';
 import { formatCostExact, plural } from '../core/format.ts';
+import type { Layout } from '../core/command-hint.ts';
 import { countByStatus } from '../core/graph.ts';
 import { type Plan, UNKNOWN, type UsageFigure, statusOf } from '../core/plan.ts';
 import { type RunView, createLiveView, createPlainView, jsonView } from '../ui/render.ts';
@@ -25,7 +26,7 @@ export interface Reporter {
  * reason), what attempts set aside (with the commands that read it back), the cost, and the way to
  * go on. Never cut: a pipe or a log keeps every line whole, and a terminal wraps them.
  */
-export function summaryLines(plan: Plan, usage: UsageFigure, next: readonly string[]): string[] {
+export function summaryLines(plan: Plan, usage: UsageFigure, next: readonly string[], repo?: string): string[] {
   const by = (s: string) =>
     plan.tasks.flatMap((t, i) => (statusOf(t) === s ? [`    ${i}: ${t.subject}${t.result && s !== 'completed' ? ` — ${t.result.split('\n')[0]}` : ''}`] : []));
   const counts = countByStatus(plan);
@@ -34,7 +35,7 @@ export function summaryLines(plan: Plan, usage: UsageFigure, next: readonly stri
     if (counts[s] > 0) lines.push(`  ${s}: ${counts[s]}`, ...by(s));
   }
   const setAside = plan.tasks.flatMap((t, i) =>
-    t.setAside === undefined ? [] : [`    ${i}: ${t.subject} (attempt ${t.setAside.attempt}) — ${setAsideSummary(t.setAside)}`],
+    t.setAside === undefined ? [] : [`    ${i}: ${t.subject} (attempt ${t.setAside.attempt}) — ${setAsideSummary(t.setAside, repo)}`],
   );
   if (setAside.length > 0) lines.push(`  set aside: ${plural(setAside.length, 'task')}`, ...setAside);
   lines.push(
@@ -46,8 +47,10 @@ export function summaryLines(plan: Plan, usage: UsageFigure, next: readonly stri
   return lines;
 }
 
-export function createReporter(options: { io: Io; json: boolean; runId: string; journal: EventJournal; plan?: Plan }): Reporter {
+export function createReporter(options: { io: Io; json: boolean; runId: string; journal: EventJournal; plan?: Plan; layout?: Layout }): Reporter {
   const { journal } = options;
+  // How its lines spell foreman's and git's commands: from where the person is.
+  const layout = options.layout ?? ownLayout();
   const write = (text: string) => options.io.out(text.replace(/\n$/, ''));
   const live = !options.json && options.io.isTTY;
   const view: RunView = options.json
@@ -58,9 +61,9 @@ export function createReporter(options: { io: Io; json: boolean; runId: string; 
           columns: options.io.columns,
           color: !('NO_COLOR' in options.io.env) && options.io.env.TERM !== 'dumb',
           baseline: options.plan ? countByStatus(options.plan) : undefined,
-          layout: ownLayout(),
+          layout,
         })
-      : createPlainView({ write, layout: ownLayout() });
+      : createPlainView({ write, layout });
   const ticker = live ? setInterval(() => view.tick(), 250) : undefined;
   ticker?.unref();
   const onResize = () => (view as { setColumns?: (c: number) => void }).setColumns?.(process.stdout.columns ?? 80);
@@ -79,7 +82,7 @@ export function createReporter(options: { io: Io; json: boolean; runId: string; 
     summary(plan, usage, next) {
       if (options.json) return;
       view.close();
-      options.io.out(summaryLines(plan, usage, next).join('\n'));
+      options.io.out(summaryLines(plan, usage, next, layout.repo).join('\n'));
     },
     async close() {
       if (ticker) clearInterval(ticker);

@@ -18,6 +18,8 @@ export type ForemanProgram = 'plan' | 'execute';
 export type Layout = ({ kind: 'plugin'; launcher: string } | { kind: 'checkout'; launcher?: string }) & {
   /** The plan, when the plan tool run where the person is would not find it (a run given `--repo` or `--plan`): plan commands name it. */
   plan?: string;
+  /** The repository, in that case too: git commands name it (`git -C <repo> …`), since the person may not be in it. */
+  repo?: string;
 };
 
 /** The command line that starts `program`: `/p/bin/foreman plan`, or `npx tsx scripts/plan.ts`. */
@@ -31,6 +33,9 @@ export function commandHint(program: ForemanProgram, args: string, layout: Layou
     program === 'plan' && layout.plan !== undefined && !/(^|\s)--plan\b/.test(args) ? `${args === '' ? '' : `${args} `}--plan ${shellWord(layout.plan)}` : args;
   return named === '' ? programName(program, layout) : `${programName(program, layout)} ${named}`;
 }
+
+/** A git command as the person can type it where they are: `git show HEAD`, or `git -C /the/repo show HEAD` (`repo`: the repository, when they may not be in it). */
+export const gitHint = (args: string, repo?: string): string => `git ${repo !== undefined ? `-C ${shellWord(repo)} ` : ''}${args}`;
 
 /** A word (a path) as the shell reads it back: as it is when nothing in it is special, else single-quoted. */
 export function shellWord(word: string): string {

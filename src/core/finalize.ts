@@ -14,6 +14,7 @@ import {
 } from './failure.ts';
 import { cascade, breaker, type BreakerDecision, type Skip } from './graph.ts';
 import { type Plan, type Task, attemptsOf, statusOf } from './plan.ts';
+import { gitHint } from './command-hint.ts';
 import { clipHead, clipTail, listSome } from './format.ts';
 import { type TimeLimit, describeTimeLimitHit } from './time-limit.ts';
 import type { CapturedWork } from './work.ts';
@@ -74,12 +75,16 @@ export const describeSetAside = (setAside: SetAside): string => {
 const setAsideWarning = (setAside: SetAside): string =>
   `${describeSetAside(setAside)}${setAside.kept !== null ? `: ${setAsideCommands(setAside.kept.commit)}` : ''}`;
 
-/** What a task's line and the run's Summary say of what an attempt set aside: a few of its paths, how many more, and the commands that read them back. */
-export function setAsideSummary(setAside: { paths: readonly string[]; commit?: string }): string {
+/**
+ * What a task's line and the run's Summary say of what an attempt set aside: a few of its paths,
+ * how many more, and the commands that read them back (`repo`: the repository they name, when the
+ * person may not be in it).
+ */
+export function setAsideSummary(setAside: { paths: readonly string[]; commit?: string }, repo?: string): string {
   const which = listSome(setAside.paths);
   return setAside.commit === undefined
     ? `set aside, not integrated (and not kept): ${which}`
-    : `set aside, not integrated: ${which} (${setAsideCommands(setAside.commit)})`;
+    : `set aside, not integrated: ${which} (${setAsideCommands(setAside.commit, repo)})`;
 }
 
 /**
@@ -88,9 +93,9 @@ export function setAsideSummary(setAside: { paths: readonly string[]; commit?: s
  * outlives its ref (`refs/foreman-aside/…`, removed once the plan finishes) until git prunes
  * unreachable objects (two weeks by default), so the commands name the commit.
  */
-export function setAsideCommands(commit: string): string {
+export function setAsideCommands(commit: string, repo?: string): string {
   const id = commit.slice(0, 12);
-  return `\`git show --stat ${id}\` lists them with the attempt's other files, \`git restore --source=${id} -- <path>\` brings one back into your files`;
+  return `\`${gitHint(`show --stat ${id}`, repo)}\` lists them with the attempt's other files, \`${gitHint(`restore --source=${id} -- <path>`, repo)}\` brings one back into your files`;
 }
 
 /**

@@ -15,7 +15,7 @@ import { ownLayout } from '../adapters/layout.ts';
 import { describeOrphans } from '../adapters/orphans.ts';
 import { describeKeptEdit } from '../adapters/plan-store.ts';
 import { logFailedChecks } from '../adapters/worker-log.ts';
-import { commandHint } from '../core/command-hint.ts';
+import { type Layout, commandHint } from '../core/command-hint.ts';
 import { initialState } from '../core/engine/admission.ts';
 import { workerLogPath } from '../core/engine/start.ts';
 import { step } from '../core/engine/step.ts';
@@ -87,6 +87,13 @@ export interface HeadlessEnd {
   next: string[];
 }
 
+/**
+ * How a run spells the commands it prints: the plan and the repository named (`--plan`, `git -C`)
+ * when the person, where they are, would not find that plan (a run given `--repo` or `--plan`).
+ */
+export const runLayout = (nameThePlan: boolean, settings: { planPath: string; repo: string }): Layout =>
+  nameThePlan ? { ...ownLayout(), plan: settings.planPath, repo: settings.repo } : ownLayout();
+
 /** Run `plan` headless until the step function ends it (or refuse it before it starts), doing its I/O through `adapters`. */
 export async function runHeadless(
   given: Plan,
@@ -98,7 +105,7 @@ export async function runHeadless(
   const { emit, env, sandboxed } = context;
   const { clock, git, commands } = adapters;
   const started = clock.now();
-  const layout = context.nameThePlan === true ? { ...ownLayout(), plan: settings.planPath } : ownLayout();
+  const layout = runLayout(context.nameThePlan === true, settings);
   // Workers and checks a killed run left behind are still editing files: stop them before anything else.
   const orphans = await adapters.processes.endLeftovers();
   if (orphans.length > 0) emit({ type: 'notice', level: 'warning', message: describeOrphans(orphans) });

@@ -70,7 +70,7 @@ export function describeEvent(event: RunEvent, layout: Layout): string | null {
       const stats = `attempt ${event.attempt}, ${formatElapsed(event.durationMs)}, ${formatCostFigure(event.usage)}`;
       const head = `task ${event.task} ${finishedVerb[event.outcome]} (${stats})`;
       // What its attempt changed outside its declared files, named with the commands that read it back: never cut.
-      const setAside = event.setAside !== undefined ? ` — ${sanitize(setAsideSummary(event.setAside))}` : '';
+      const setAside = event.setAside !== undefined ? ` — ${sanitize(setAsideSummary(event.setAside, layout.repo))}` : '';
       switch (event.outcome) {
         case 'completed':
           return `${head}: ${clean(event.subject, 200)}${setAside}`;

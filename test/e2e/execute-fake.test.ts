@@ -3,6 +3,7 @@
 import { existsSync } from 'node:fs';
 import { readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
 import { fakeWorker, runExecute, runPlanTool } from '../support/execute.ts';
@@ -703,6 +704,20 @@ describe('what was set aside, and the way to go on, on the screen (issue 49)', (
     expect(existsSync(join(repo.dir, 'stray.txt'))).toBe(false);
     await repo.git(['restore', `--source=${commit}`, '--', 'stray.txt']);
     expect(await readFile(join(repo.dir, 'stray.txt'), 'utf8')).toBe('oops\n');
+  });
+
+  it('a run started from outside the repository (--repo) names the repository in the git commands, which work as typed from there', async () => {
+    const { repo } = await setup(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n', 'stray.txt': 'oops\n' }, sleepMs: 100 } })]));
+    const elsewhere = await tempDir('foreman-elsewhere-');
+    const r = await runExecute(elsewhere, ['--repo', repo.dir, '--max-attempts', '1']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const line = r.stdout.split('\n').find((l) => / task 0 completed /.test(l)) ?? '';
+    const show = /\(`(git -C \S+ show --stat [0-9a-f]{12})` lists them/.exec(line)?.[1];
+    expect(show, line).toBe(`git -C ${repo.dir} show --stat ${show?.slice(-12)}`);
+    expect(r.stdout.slice(r.stdout.indexOf('\nSummary: '))).toContain(`(\`${show}\` lists them`);
+    const typed = await execa('sh', ['-c', show!], { cwd: elsewhere, reject: false });
+    expect(typed.exitCode, typed.stderr).toBe(0);
+    expect(typed.stdout).toContain('stray.txt');
   });
 
   it('a failed run ends with one `plan retry` naming every failed task, whole, and the Summary repeats it', async () => {

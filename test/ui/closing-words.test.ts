@@ -67,6 +67,11 @@ describe('a task whose attempt set files aside', () => {
       'task 3 completed (attempt 1, 12s, $0.05): Add the parser — set aside, not integrated (and not kept): a and b',
     );
     expect(describeEvent(completed(), checkout)).toBe('task 3 completed (attempt 1, 12s, $0.05): Add the parser');
+    // A run the person started from outside the repository names it, so the commands work where they are.
+    const away: Layout = { kind: 'checkout', plan: '/work/my repo/.design/plan.json', repo: '/work/my repo' };
+    expect(describeEvent(completed({ paths: ['stray.txt'], commit: COMMIT }), away)).toContain(
+      `(\`git -C '/work/my repo' show --stat ${ID}\` lists them with the attempt's other files, \`git -C '/work/my repo' restore --source=${ID} -- <path>\` brings one back into your files)`,
+    );
   });
 
   it('the plain log has the whole line; the live view wraps it to the terminal, never cutting it', () => {
@@ -92,6 +97,9 @@ describe('a task whose attempt set files aside', () => {
     expect(lines).toContain('  set aside: 1 task');
     expect(lines).toContain(`    0: a (attempt 2) — set aside, not integrated: x.txt, y.txt, z.txt and 1 more (${COMMANDS})`);
     expect(lines.some((line) => line.startsWith('  to go on:'))).toBe(false);
+    expect(summaryLines(plan, usage(0.5), [], '/r')).toContain(
+      `    0: a (attempt 2) — set aside, not integrated: x.txt, y.txt, z.txt and 1 more (\`git -C /r show --stat ${ID}\` lists them with the attempt's other files, \`git -C /r restore --source=${ID} -- <path>\` brings one back into your files)`,
+    );
   });
 });
 
