@@ -521,6 +521,20 @@ describe('plan approve and reject with parked work', () => {
     for (const i of [0, 1]) expect(await refExists(`refs/foreman-awaiting/${PLAN_ID}/${i}`)).toBe(true);
   });
 
+  it('approve 0 1 with a test command records both approvals for the next run to gate, integrating nothing now', async () => {
+    writePlan({
+      ...plan([awaitingApproval(), task('second gate', 'k.txt', { status: 'awaiting_approval', gate: 'human-approval', attempts: 1 })]),
+      context: { testCommand: 'true' },
+    });
+    for (const i of [0, 1]) await git('update-ref', `refs/foreman-awaiting/${PLAN_ID}/${i}`, await commitOn({ [`${i}.txt`]: 'x\n' }));
+    expect(await run('approve', '0', '1')).toBe(0);
+    expect(out).toEqual([
+      'task 0 (gate): awaiting_approval → completed — approved; the next run tests its work with the gate (`true`) and integrates it',
+      'task 1 (second gate): awaiting_approval → completed — approved; the next run tests its work with the gate (`true`) and integrates it',
+    ]);
+    expect(await refExists(REF)).toBe(false);
+  });
+
   it('reject 0 1 drops both parked works', async () => {
     writePlan(plan([awaitingApproval(), task('second gate', 'k.txt', { status: 'awaiting_approval', gate: 'human-approval', attempts: 1 })]));
     for (const i of [0, 1]) await git('update-ref', `refs/foreman-awaiting/${PLAN_ID}/${i}`, await commitOn({ [`${i}.txt`]: 'x\n' }));

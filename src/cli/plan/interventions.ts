@@ -117,7 +117,7 @@ export const approve = interventionCommand({
     const gate = decision.plan.context?.testCommand;
     if (typeof gate === 'string' && gate.trim() !== '') {
       const note = `approved; the next run tests its work with the gate (\`${gate}\`) and integrates it`;
-      decision.changes = decision.changes.map((change, position) => (position === 0 ? { ...change, note } : change));
+      decision.changes = decision.changes.map((change) => ({ ...change, note }));
       return;
     }
     const integrated = await integrateParked(decision.repo, decision.plan, decision.indices);
