@@ -8,7 +8,7 @@ import { ownVersion } from '../adapters/layout.ts';
 import { endStarter } from '../adapters/spawner.ts';
 import { editDistance } from '../core/spelling.ts';
 import { CliError, EXIT, type ExitCode, UsageError, usageError } from './exit.ts';
-import { type NumberRange, describeRange, parseNumber } from './numeric-flags.ts';
+import { type NumberRange, describeRange, fitsRange, parseNumber } from './numeric-flags.ts';
 
 export type OptionSpec = NonNullable<ParseArgsConfig['options']>[string] & {
   description: string;
@@ -181,9 +181,19 @@ function numbersOf(command: Command, parsed: { values: Record<string, unknown>; 
     if (spec.range && typeof raw === 'string') numbers[name] = parseNumber(`--${name}`, raw, spec.range);
   }
   (command.positionals ?? []).forEach((spec, i) => {
-    if (spec.range) numbers[spec.name] = parseNumber(`${spec.name} (${spec.description})`, parsed.positionals[i], spec.range);
+    if (!spec.range) return;
+    const name = `${spec.name} (${spec.description})`;
+    // A rest positional's every value is checked, and every bad one named; `numbers` has its first.
+    if (spec.rest === true) checkEach(name, parsed.positionals.slice(i), spec.range);
+    numbers[spec.name] = parseNumber(name, parsed.positionals[i], spec.range);
   });
   return numbers;
+}
+
+/** Each of `values` in `range`, or one usage error naming every one that is not. */
+function checkEach(name: string, values: readonly string[], range: NumberRange): void {
+  const bad = values.filter((raw) => !fitsRange(raw, range));
+  if (bad.length > 0) throw usageError(`${name} expects ${describeRange(range)}, got ${bad.map((raw) => `"${raw}"`).join(', ')}`);
 }
 
 /** Run the plan tool (a program of subcommands, each said as `plan <command>` in its problems); returns the exit code. */

@@ -22,7 +22,7 @@ import { type SandboxUse, describeSandboxUse, sandboxedCommands } from '../core/
 import { SCHEDULE_POLICIES, type SchedulePolicy } from '../core/schedule.ts';
 import { runWorker } from '../adapters/worker.ts';
 import { realRunAdapters } from '../run/adapters.ts';
-import { type HeadlessRefusal, runHeadless } from '../run/headless.ts';
+import { type HeadlessRefusal, runHeadless, runLayout } from '../run/headless.ts';
 import { LAND_POLICIES, type LandPolicy, type RunSettings, DEFAULTS } from '../run/settings.ts';
 import type { Command, Io, Numbers } from './command.ts';
 import { RANGES, parseNumber } from './numeric-flags.ts';
@@ -304,7 +304,9 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   const lock = await acquireLock(settings.planPath, currentLockInfo('execute'));
   if (!lock.ok) throw lockedError(lock.error.holder);
   const adapters = realRunAdapters({ repo: settings.repo, planPath: settings.planPath, git, env: io.env }, runWorker);
-  const reporter = createReporter({ io, json: settings.json, runId, journal: adapters.journal, plan });
+  // `plan …` where the person is would find another plan (or none): printed commands name this one, and its repository.
+  const nameThePlan = !(await samePath(await planPathFrom({}, io.cwd).catch(() => null), settings.planPath));
+  const reporter = createReporter({ io, json: settings.json, runId, journal: adapters.journal, plan, layout: runLayout(nameThePlan, settings) });
   const emit = (event: RunEventBody) => reporter.emit(event);
   if (lock.value.takenOver) {
     emit({ type: 'notice', level: 'warning', message: describeTakeover(lock.value.takenOver) });
@@ -351,13 +353,12 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
         // The probe's first line is said at once, but not with --json: its stdout is events only.
         say: settings.json ? null : (line) => io.out(line),
         gitProcessesBefore,
-        // `plan …` where the person is would find another plan (or none): printed commands name this one.
-        nameThePlan: !(await samePath(await planPathFrom({}, io.cwd).catch(() => null), settings.planPath)),
+        nameThePlan,
       },
       adapters,
     );
     if (!run.ok) throw refusalError(run.error);
-    reporter.summary(run.value.plan, run.value.usage);
+    reporter.summary(run.value.plan, run.value.usage, run.value.next);
     // The gate failed on the starting commit: the run was refused, as `plan setup` refuses it.
     if (run.value.refusal !== null) throw new CliError(EXIT.invalid, run.value.refusal);
     return run.value.finished.exitCode as ExitCode;

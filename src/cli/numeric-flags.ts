@@ -67,8 +67,12 @@ const DECIMAL = /^(\d+(\.\d*)?|\.\d+)$/;
 /** `raw` as a number in `range`, or a usage error naming `name`; undefined when not given. */
 export function parseNumber(name: string, raw: string | undefined, range: NumberRange): number | undefined {
   if (raw === undefined) return undefined;
+  if (!fitsRange(raw, range)) throw usageError(`${name} expects ${describeRange(range)}, got "${raw}"`);
+  return Number(raw);
+}
+
+/** Whether `raw` is written as a number of `range` and lies in it. */
+export function fitsRange(raw: string, range: NumberRange): boolean {
   const value = Number(raw);
-  const fits = (range.whole ? WHOLE : DECIMAL).test(raw) && (range.aboveMin ? value > range.min : value >= range.min) && value <= range.max;
-  if (!fits) throw usageError(`${name} expects ${describeRange(range)}, got "${raw}"`);
-  return value;
+  return (range.whole ? WHOLE : DECIMAL).test(raw) && (range.aboveMin ? value > range.min : value >= range.min) && value <= range.max;
 }

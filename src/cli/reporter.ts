@@ -3,7 +3,9 @@
 
 import { ownLayout } from '../adapters/layout.ts';
 import type { RunEvent, RunEventBody } from '../core/events.ts';
-import { formatCostExact } from '../core/format.ts';
+import { setAsideSummary } from '../core/finalize.ts';
+import { formatCostExact, plural } from '../core/format.ts';
+import type { Layout } from '../core/command-hint.ts';
 import { countByStatus } from '../core/graph.ts';
 import { type Plan, UNKNOWN, type UsageFigure, statusOf } from '../core/plan.ts';
 import { type RunView, createLiveView, createPlainView, jsonView } from '../ui/render.ts';
@@ -14,13 +16,41 @@ export interface Reporter {
   emit(event: RunEventBody): void;
   /** The journal only: for what was said on stdout already, before the run started. */
   record(event: RunEventBody): void;
-  /** The closing summary (text modes only; --json has `run-finished`). */
-  summary(plan: Plan, usage: UsageFigure): void;
+  /** The closing summary (text modes only; --json has `run-finished`), with the way to go on (`next`, one step a line). */
+  summary(plan: Plan, usage: UsageFigure, next: readonly string[]): void;
   close(): Promise<void>;
 }
 
-export function createReporter(options: { io: Io; json: boolean; runId: string; journal: EventJournal; plan?: Plan }): Reporter {
+/**
+ * The run's Summary, after its last line: the tasks by state (those not completed with their
+ * reason), what attempts set aside (with the commands that read it back), the cost, and the way to
+ * go on. Never cut: a pipe or a log keeps every line whole, and a terminal wraps them.
+ */
+export function summaryLines(plan: Plan, usage: UsageFigure, next: readonly string[], repo?: string): string[] {
+  const by = (s: string) =>
+    plan.tasks.flatMap((t, i) => (statusOf(t) === s ? [`    ${i}: ${t.subject}${t.result && s !== 'completed' ? ` — ${t.result.split('\n')[0]}` : ''}`] : []));
+  const counts = countByStatus(plan);
+  const lines = ['', `Summary: ${counts.completed}/${plan.tasks.length} completed`];
+  for (const s of ['failed', 'blocked', 'skipped', 'awaiting_approval', 'pending'] as const) {
+    if (counts[s] > 0) lines.push(`  ${s}: ${counts[s]}`, ...by(s));
+  }
+  const setAside = plan.tasks.flatMap((t, i) =>
+    t.setAside === undefined ? [] : [`    ${i}: ${t.subject} (attempt ${t.setAside.attempt}) — ${setAsideSummary(t.setAside, repo)}`],
+  );
+  if (setAside.length > 0) lines.push(`  set aside: ${plural(setAside.length, 'task')}`, ...setAside);
+  lines.push(
+    usage === UNKNOWN
+      ? '  cost: unknown (not measured)'
+      : `  cost: ${formatCostExact(usage.costUsd)}; tokens: ${usage.inputTokens} in, ${usage.outputTokens} out, ${usage.cacheReadTokens} cache read`,
+  );
+  if (next.length > 0) lines.push('  to go on:', ...next.map((step) => `    ${step}`));
+  return lines;
+}
+
+export function createReporter(options: { io: Io; json: boolean; runId: string; journal: EventJournal; plan?: Plan; layout?: Layout }): Reporter {
   const { journal } = options;
+  // How its lines spell foreman's and git's commands: from where the person is.
+  const layout = options.layout ?? ownLayout();
   const write = (text: string) => options.io.out(text.replace(/\n$/, ''));
   const live = !options.json && options.io.isTTY;
   const view: RunView = options.json
@@ -31,9 +61,9 @@ export function createReporter(options: { io: Io; json: boolean; runId: string; 
           columns: options.io.columns,
           color: !('NO_COLOR' in options.io.env) && options.io.env.TERM !== 'dumb',
           baseline: options.plan ? countByStatus(options.plan) : undefined,
-          layout: ownLayout(),
+          layout,
         })
-      : createPlainView({ write, layout: ownLayout() });
+      : createPlainView({ write, layout });
   const ticker = live ? setInterval(() => view.tick(), 250) : undefined;
   ticker?.unref();
   const onResize = () => (view as { setColumns?: (c: number) => void }).setColumns?.(process.stdout.columns ?? 80);
@@ -49,24 +79,10 @@ export function createReporter(options: { io: Io; json: boolean; runId: string; 
     record(body) {
       journal.append([stamped(body)]);
     },
-    summary(plan, usage) {
+    summary(plan, usage, next) {
       if (options.json) return;
       view.close();
-      const by = (s: string) =>
-        plan.tasks.flatMap((t, i) =>
-          statusOf(t) === s ? [`    ${i}: ${t.subject}${t.result && s !== 'completed' ? ` — ${t.result.split('\n')[0]}` : ''}`] : [],
-        );
-      const counts = countByStatus(plan);
-      const lines = ['', `Summary: ${counts.completed}/${plan.tasks.length} completed`];
-      for (const s of ['failed', 'blocked', 'skipped', 'awaiting_approval', 'pending'] as const) {
-        if (counts[s] > 0) lines.push(`  ${s}: ${counts[s]}`, ...by(s));
-      }
-      lines.push(
-        usage === UNKNOWN
-          ? '  cost: unknown (not measured)'
-          : `  cost: ${formatCostExact(usage.costUsd)}; tokens: ${usage.inputTokens} in, ${usage.outputTokens} out, ${usage.cacheReadTokens} cache read`,
-      );
-      options.io.out(lines.join('\n'));
+      options.io.out(summaryLines(plan, usage, next, layout.repo).join('\n'));
     },
     async close() {
       if (ticker) clearInterval(ticker);

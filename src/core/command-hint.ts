@@ -19,6 +19,8 @@ export type ForemanProgram = 'plan' | 'execute';
 export type Layout = ({ kind: 'plugin'; launcher: string } | { kind: 'checkout'; launcher?: string }) & {
   /** The plan, when the plan tool run where the person is would not find it (a run given `--repo` or `--plan`): plan commands name it. */
   plan?: string;
+  /** The repository, in that case too: git commands name it (`git -C <repo> …`), since the person may not be in it. */
+  repo?: string;
 };
 
 /** The command line that starts `program`: `/p/bin/foreman plan`, or `npx tsx scripts/plan.ts`. */
@@ -33,12 +35,15 @@ export function commandHint(program: ForemanProgram, args: string, layout: Layou
   return named === '' ? programName(program, layout) : `${programName(program, layout)} ${named}`;
 }
 
+/** A git command as the person can type it where they are: `git show HEAD`, or `git -C /the/repo show HEAD` (`repo`: the repository, when they may not be in it). */
+export const gitHint = (args: string, repo?: string): string => `git ${repo !== undefined ? `-C ${shellWord(repo)} ` : ''}${args}`;
+
 /** A word (a path) as the shell reads it back: as it is when nothing in it is special, else single-quoted. */
 export function shellWord(word: string): string {
   return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
 }
 
-/** How a person decides on a task awaiting approval: "`… approve 3` or `… reject 3 --reason …`". */
-export function approvalHint(task: number | 'N', layout: Layout): string {
+/** How a person decides on tasks awaiting approval: "`… approve 3` or `… reject 3 --reason …`" (`tasks`: one number, several, `3 5`, or `N`). */
+export function approvalHint(task: number | string, layout: Layout): string {
   return `\`${commandHint('plan', `approve ${task}`, layout)}\` or \`${commandHint('plan', `reject ${task} --reason …`, layout)}\``;
 }

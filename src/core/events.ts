@@ -115,6 +115,8 @@ export type RunEventBody =
       permissionDenials: number | 'unknown';
       /** What the attempt's verification (or its clean-up) found worth saying beside the outcome: undeclared changes, a worktree not removed. */
       warnings?: string[];
+      /** What the attempt changed outside its task's declared files, set aside (never integrated), and the commit keeping its whole work (absent: not kept). */
+      setAside?: { paths: string[]; commit?: string };
     }
   | { type: 'task-skipped'; task: number; subject: string; rootCause: number; reason: string }
   /** `--widen`: the run added files an attempt showed the task needs to its declared files; it runs again (`recheck`: first re-checking the work it set aside). */

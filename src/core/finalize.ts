@@ -14,7 +14,8 @@ import {
 } from './failure.ts';
 import { cascade, breaker, type BreakerDecision, type Skip } from './graph.ts';
 import { type Plan, type Task, attemptsOf, statusOf } from './plan.ts';
-import { clipHead, clipTail } from './format.ts';
+import { gitHint } from './command-hint.ts';
+import { clipHead, clipTail, listSome } from './format.ts';
 import { type TimeLimit, describeTimeLimitHit } from './time-limit.ts';
 import type { CapturedWork } from './work.ts';
 
@@ -75,6 +76,37 @@ export const describeSetAside = (setAside: SetAside): string => {
 };
 
 /**
+ * The warning that names what was set aside, for a person (the run's journal, `finalize`'s
+ * results): with the commands that read it back. Never in a failure, which a retry's prompt
+ * quotes: a worker is not to bring those files back.
+ */
+const setAsideWarning = (setAside: SetAside): string =>
+  `${describeSetAside(setAside)}${setAside.kept !== null ? `: ${setAsideCommands(setAside.kept.commit)}` : ''}`;
+
+/**
+ * What a task's line and the run's Summary say of what an attempt set aside: a few of its paths,
+ * how many more, and the commands that read them back (`repo`: the repository they name, when the
+ * person may not be in it).
+ */
+export function setAsideSummary(setAside: { paths: readonly string[]; commit?: string }, repo?: string): string {
+  const which = listSome(setAside.paths);
+  return setAside.commit === undefined
+    ? `set aside, not integrated (and not kept): ${which}`
+    : `set aside, not integrated: ${which} (${setAsideCommands(setAside.commit, repo)})`;
+}
+
+/**
+ * The git commands that show what an attempt set aside and bring a file of it back, from the
+ * commit that keeps the attempt's whole work (its parent is the attempt's start). The commit
+ * outlives its ref (`refs/foreman-aside/…`, removed once the plan finishes) until git prunes
+ * unreachable objects (two weeks by default), so the commands name the commit.
+ */
+export function setAsideCommands(commit: string, repo?: string): string {
+  const id = commit.slice(0, 12);
+  return `\`${gitHint(`show --stat ${id}`, repo)}\` lists them with the attempt's other files, \`${gitHint(`restore --source=${id} -- <path>`, repo)}\` brings one back into your files`;
+}
+
+/**
  * What an attempt's verification found that a person should see beside the decision: the files it
  * changed without its task declaring them (set aside), declared files it left unchanged while
  * changing others, and, for work that completed, a missing status line. One spelling for the
@@ -84,7 +116,7 @@ export function verificationWarnings(verification: Verification | undefined, dec
   if (verification === undefined || !verification.ok) return [];
   const checked = verification.value;
   const warnings: string[] = [];
-  if (checked.setAside !== undefined) warnings.push(describeSetAside(checked.setAside));
+  if (checked.setAside !== undefined) warnings.push(setAsideWarning(checked.setAside));
   const passed = decision.kind === 'completed' || decision.kind === 'awaiting_approval';
   if (passed && checked.unchangedModified.length > 0) warnings.push(`left declared files unchanged: ${checked.unchangedModified.join(', ')}`);
   if (passed && judgement.kind === 'verify' && !judgement.claimed) {

@@ -164,3 +164,9 @@ export function listIndices(indices: readonly number[]): string {
 }
 
 export const plural = (count: number, one: string, many = `${one}s`): string => `${count} ${count === 1 ? one : many}`;
+
+/** `a`, `a and b`, `a, b and c`; past `shown` items, the first ones and how many more: `a, b, c and 2 more`. */
+export function listSome(items: readonly string[], shown = 3): string {
+  if (items.length <= shown) return items.length <= 1 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
+  return `${items.slice(0, shown).join(', ')} and ${items.length - shown} more`;
+}

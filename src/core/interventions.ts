@@ -1,6 +1,7 @@
-// What a person can do to a plan between runs, pure: approve or reject a task awaiting approval,
-// retry a failed or blocked task, skip a task, widen a task's declared files. Each returns a new plan and the changes made, or
-// a one-line message saying why the task's state does not allow it. The input plan is not touched.
+// What a person can do to a plan between runs, pure: approve or reject tasks awaiting approval,
+// retry failed or blocked tasks, skip tasks, widen a task's declared files. Each returns a new plan
+// and the changes made, or why the tasks' states do not allow it: one line per task that cannot
+// be changed (all or nothing: then nothing is). The input plan is not touched.
 
 import { type Result, err, ok } from './failure.ts';
 import { applyCascade } from './finalize.ts';
@@ -22,7 +23,11 @@ export interface Intervention {
   changes: Change[];
 }
 
+/** `declare`'s result: the new plan, or why the task's state does not allow it (one line). */
 export type InterventionResult = Result<Intervention, string>;
+
+/** The result of a decision on several tasks: the new plan, or one line per task that cannot be changed (then none is). */
+export type InterventionsResult = Result<Intervention, string[]>;
 
 export const describeChange = (change: Change): string =>
   `task ${change.task} (${change.subject}): ${change.from} → ${change.to}${change.note ? ` — ${change.note}` : ''}`;
@@ -42,6 +47,28 @@ function target(plan: Plan, index: number, verb: Verb, allowed: readonly TaskSta
   return ok(status);
 }
 
+/** A task a decision is about, and its status before. */
+interface Target {
+  index: number;
+  from: TaskStatus;
+}
+
+/**
+ * Every task of `indices` (each once, in the order given) with its status, when each exists and is
+ * in a state `verb` allows; else one line per task that is not.
+ */
+function targets(plan: Plan, indices: readonly number[], verb: Verb, allowed: readonly TaskStatus[]): Result<Target[], string[]> {
+  const found: Target[] = [];
+  const problems: string[] = [];
+  for (const index of new Set(indices)) {
+    const status = target(plan, index, verb, allowed);
+    if (status.ok) found.push({ index, from: status.value });
+    else problems.push(status.error);
+  }
+  if (problems.length > 0) return err(problems);
+  return found.length > 0 ? ok(found) : err([`name a task to ${verb}`]);
+}
+
 const needReason = (reason: string, verb: string): string | null => (reason.trim() === '' ? `${verb} needs a reason (--reason "…")` : null);
 
 /** Cascade skips applied to `plan` (mutated), as changes. */
@@ -55,98 +82,110 @@ function cascadeChanges(plan: Plan): Change[] {
   }));
 }
 
-/** awaiting_approval → completed. The work was verified; the next run commits it. */
-export function approveTask(plan: Plan, index: number, at: string): InterventionResult {
-  const t = target(plan, index, 'approve', ['awaiting_approval']);
-  if (!t.ok) return t;
+/** awaiting_approval → completed, each of `indices`. The work was verified; the next run commits it. */
+export function approveTasks(plan: Plan, indices: readonly number[], at: string): InterventionsResult {
+  const found = targets(plan, indices, 'approve', ['awaiting_approval']);
+  if (!found.ok) return found;
   const next = clonePlan(plan);
-  const task = next.tasks[index]!;
-  task.status = 'completed';
-  task.approvedAt = at;
-  // As for any completed task (see applyDecision); `approvedAt` without `commit` tells the next run to commit it.
-  next.progress ??= {};
-  const done = next.progress.completedTasks ?? [];
-  if (!done.includes(index)) next.progress.completedTasks = [...done, index];
-  return ok({ plan: next, changes: [{ task: index, subject: task.subject, from: t.value, to: 'completed', note: 'approved; the next run commits its work' }] });
+  const changes = found.value.map(({ index, from }): Change => {
+    const task = next.tasks[index]!;
+    task.status = 'completed';
+    task.approvedAt = at;
+    // As for any completed task (see applyDecision); `approvedAt` without `commit` tells the next run to commit it.
+    next.progress ??= {};
+    const done = next.progress.completedTasks ?? [];
+    if (!done.includes(index)) next.progress.completedTasks = [...done, index];
+    return { task: index, subject: task.subject, from, to: 'completed', note: 'approved; the next run commits its work' };
+  });
+  return ok({ plan: next, changes });
 }
 
-/** awaiting_approval → failed with the reason; tasks depending on it are skipped. */
-export function rejectTask(plan: Plan, index: number, reason: string, at?: string): InterventionResult {
+/** awaiting_approval → failed with the reason, each of `indices`; tasks depending on them are skipped. */
+export function rejectTasks(plan: Plan, indices: readonly number[], reason: string, at?: string): InterventionsResult {
   const missing = needReason(reason, 'reject');
-  if (missing) return err(missing);
-  const t = target(plan, index, 'reject', ['awaiting_approval']);
-  if (!t.ok) return t;
+  if (missing) return err([missing]);
+  const found = targets(plan, indices, 'reject', ['awaiting_approval']);
+  if (!found.ok) return found;
   const next = clonePlan(plan);
-  const task = next.tasks[index]!;
-  task.status = 'failed';
-  task.result = `rejected: ${reason.trim()}`;
-  if (at !== undefined) task.rejectedAt = at;
-  const changes: Change[] = [{ task: index, subject: task.subject, from: t.value, to: 'failed', note: `rejected: ${reason.trim()}` }];
+  const changes = found.value.map(({ index, from }): Change => {
+    const task = next.tasks[index]!;
+    task.status = 'failed';
+    task.result = `rejected: ${reason.trim()}`;
+    if (at !== undefined) task.rejectedAt = at;
+    return { task: index, subject: task.subject, from, to: 'failed', note: `rejected: ${reason.trim()}` };
+  });
   return ok({ plan: next, changes: [...changes, ...cascadeChanges(next)] });
 }
 
 /**
  * failed or blocked → pending with attempts reset to 0 (and the undeclared writes its attempts
- * made forgotten); every task skipped because of it
- * (`skippedBy`, transitively) goes back to pending with its result cleared. Tasks that still
- * cannot run for another reason are skipped again (cascade).
+ * made forgotten), each of `indices`; every task skipped because of one of them (`skippedBy`,
+ * transitively) goes back to pending with its result cleared. Tasks that still cannot run for
+ * another reason are skipped again (cascade).
  */
-export function retryTask(plan: Plan, index: number): InterventionResult {
-  const t = target(plan, index, 'retry', ['failed', 'blocked']);
-  if (!t.ok) return t;
+export function retryTasks(plan: Plan, indices: readonly number[]): InterventionsResult {
+  const found = targets(plan, indices, 'retry', ['failed', 'blocked']);
+  if (!found.ok) return found;
   const next = clonePlan(plan);
   const reset = (task: Task) => {
     task.status = 'pending';
     delete task.result;
     delete task.skippedBy;
   };
-  const task = next.tasks[index]!;
-  reset(task);
-  task.attempts = 0;
-  // A fresh start: no earlier attempt's undeclared writes count against it, nor its advice. What
-  // an attempt set aside stays recorded (and on its ref) until a later attempt replaces it.
-  delete task.undeclaredWrites;
-  delete task.retryAdvice;
-  const changes: Change[] = [{ task: index, subject: task.subject, from: t.value, to: 'pending', note: 'attempts reset to 0' }];
-  const roots = new Set([index]);
+  const retried = found.value.map(({ index, from }): Change => {
+    const task = next.tasks[index]!;
+    reset(task);
+    task.attempts = 0;
+    // A fresh start: no earlier attempt's undeclared writes count against it, nor its advice. What
+    // an attempt set aside stays recorded (and on its ref) until a later attempt replaces it.
+    delete task.undeclaredWrites;
+    delete task.retryAdvice;
+    return { task: index, subject: task.subject, from, to: 'pending', note: 'attempts reset to 0' };
+  });
+  // Each task skipped because of a retried one, with the retried task it goes back to.
+  const cause = new Map<number, number>(found.value.map(({ index }) => [index, index]));
   for (let grew = true; grew; ) {
     grew = false;
-    next.tasks.forEach((other, i) => {
-      if (statusOf(other) === 'skipped' && other.skippedBy !== undefined && roots.has(other.skippedBy) && !roots.has(i)) {
-        roots.add(i);
+    plan.tasks.forEach((other, i) => {
+      const root = other.skippedBy === undefined ? undefined : cause.get(other.skippedBy);
+      if (statusOf(other) === 'skipped' && root !== undefined && !cause.has(i)) {
+        cause.set(i, root);
         grew = true;
       }
     });
   }
-  const unskipped = [...roots].filter((i) => i !== index).sort((a, b) => a - b);
+  const unskipped = [...cause.keys()].filter((i) => cause.get(i) !== i).sort((a, b) => a - b);
   for (const i of unskipped) reset(next.tasks[i]!);
   const reskipped = cascadeChanges(next);
   const again = new Map(reskipped.map((c) => [c.task, c]));
+  const changes: Change[] = [];
   for (const i of unskipped) {
     const c = again.get(i);
     if (c) again.delete(i); // still skipped, now because of another task: no net change of status
     changes.push(
       c
         ? { task: i, subject: next.tasks[i]!.subject, from: 'skipped', to: 'skipped', note: `still skipped: ${c.note}` }
-        : { task: i, subject: next.tasks[i]!.subject, from: 'skipped', to: 'pending', note: `was skipped because of task ${index}` },
+        : { task: i, subject: next.tasks[i]!.subject, from: 'skipped', to: 'pending', note: `was skipped because of task ${cause.get(i)}` },
     );
   }
   changes.push(...again.values());
-  return ok({ plan: next, changes: [changes[0]!, ...changes.slice(1).sort((a, b) => a.task - b.task)] });
+  return ok({ plan: next, changes: [...retried, ...changes.sort((a, b) => a.task - b.task)] });
 }
 
-/** pending, failed or blocked → skipped with the reason; tasks depending on it are skipped. */
-export function skipTask(plan: Plan, index: number, reason: string): InterventionResult {
+/** pending, failed or blocked → skipped with the reason, each of `indices`; tasks depending on them are skipped. */
+export function skipTasks(plan: Plan, indices: readonly number[], reason: string): InterventionsResult {
   const missing = needReason(reason, 'skip');
-  if (missing) return err(missing);
-  const t = target(plan, index, 'skip', ['pending', 'failed', 'blocked']);
-  if (!t.ok) return t;
+  if (missing) return err([missing]);
+  const found = targets(plan, indices, 'skip', ['pending', 'failed', 'blocked']);
+  if (!found.ok) return found;
   const next = clonePlan(plan);
-  const task = next.tasks[index]!;
-  task.status = 'skipped';
-  task.result = `skipped by hand: ${reason.trim()}`;
-  delete task.skippedBy; // a task skipped by a person is its own root cause
-  const changes: Change[] = [{ task: index, subject: task.subject, from: t.value, to: 'skipped', note: reason.trim() }];
+  const changes = found.value.map(({ index, from }): Change => {
+    const task = next.tasks[index]!;
+    task.status = 'skipped';
+    task.result = `skipped by hand: ${reason.trim()}`;
+    delete task.skippedBy; // a task skipped by a person is its own root cause
+    return { task: index, subject: task.subject, from, to: 'skipped', note: reason.trim() };
+  });
   return ok({ plan: next, changes: [...changes, ...cascadeChanges(next)] });
 }
 
@@ -179,8 +218,8 @@ export function declareFiles(plan: Plan, index: number, declared: Declared): Int
   const back =
     t.value === 'pending'
       ? ok<Intervention>({ plan: widened, changes: [{ task: index, subject: task.subject, from: 'pending', to: 'pending', note }] })
-      : retryTask(widened, index);
-  if (!back.ok) return back;
+      : retryTasks(widened, [index]);
+  if (!back.ok) return err(back.error.join('; '));
   const result = back.value;
   const declaredTask = result.plan.tasks[index]!;
   // What its attempts wanted is declared now: it no longer counts against the task.

@@ -7,7 +7,8 @@ import { claimingFiles, gateOpen, waitingToLand } from './engine/queries.ts';
 import type { Baseline, EngineState } from './engine/state.ts';
 import type { RunEventBody } from './events.ts';
 import { assertNever } from './failure.ts';
-import { clipMiddle } from './format.ts';
+import { setAsideSummary } from './finalize.ts';
+import { clipMiddle, listIndices } from './format.ts';
 import type { GateFinished } from './gate.ts';
 import { type BreakerDecision, readySet, stall as planStall } from './graph.ts';
 import { type Plan, type TaskStatus, statusOf } from './plan.ts';
@@ -185,6 +186,21 @@ export const retriesOf = (results: ReadonlyArray<TaskRef & { outcome: string; at
     .filter((r) => r.outcome === 'retry')
     .map((r) => ({ index: r.index, subject: r.subject, attempt: r.attempt + 1, reason: clipForLead(r.reason ?? '', 300) }));
 
+/** The tasks whose attempt, in a step's events, set files aside. */
+export const setAsideBy = (events: readonly RunEventBody[]): number[] =>
+  ofType(events, 'task-finished').flatMap((e) => (e.setAside !== undefined ? [e.task] : []));
+
+/**
+ * What the plan's attempts set aside, one notice a task, with the commands that read it back: what
+ * `plan commit` says when it finished the plan (the lead shows it, as a headless run's Summary does).
+ */
+export const setAsideNotices = (plan: Plan): Notice[] =>
+  plan.tasks.flatMap((task, index) =>
+    task.setAside === undefined
+      ? []
+      : [{ level: 'info' as const, message: `task ${index} (${task.subject}), attempt ${task.setAside.attempt}: ${setAsideSummary(task.setAside)}` }],
+  );
+
 /** The circuit breaker as `finalize` reports it: as it tripped in the step, else where it stands (the pending tasks, those the step skipped). */
 export function breakerReport(events: readonly RunEventBody[], totalTasks: number, pending: number): BreakerDecision {
   const tripped = ofType(events, 'breaker')[0];
@@ -201,6 +217,8 @@ export interface RoundFigures {
   settled: ReadonlyArray<{ outcome: string }>;
   retries: number;
   skipped: number;
+  /** Tasks whose attempt this round changed files outside its declared files, set aside (its result's `warnings` name them). */
+  setAside: readonly number[];
   tripped: boolean;
   counts: Record<TaskStatus, number>;
   /** Verified work not integrated yet: it counts as completed here, since `commit` integrates it next. */
@@ -214,6 +232,9 @@ export function roundSummary(figures: RoundFigures): string {
   const tail = [
     figures.retries > 0 ? `${figures.retries} to retry` : '',
     figures.skipped > 0 ? `${figures.skipped} skipped` : '',
+    figures.setAside.length > 0
+      ? `${figures.setAside.length === 1 ? `task ${figures.setAside[0]}` : `tasks ${listIndices(figures.setAside)}`} changed files outside ${figures.setAside.length === 1 ? 'its' : 'their'} declared files, set aside (${figures.setAside.length === 1 ? 'its' : 'their'} warnings name them and how to read them back)`
+      : '',
     figures.tripped ? 'circuit breaker tripped' : '',
   ].filter(Boolean);
   const overall = `${figures.counts.completed + figures.verifiedWaiting}/${figures.totalTasks} overall`;

@@ -15,7 +15,7 @@ import { ownLayout } from '../adapters/layout.ts';
 import { describeOrphans } from '../adapters/orphans.ts';
 import { describeKeptEdit } from '../adapters/plan-store.ts';
 import { logFailedChecks } from '../adapters/worker-log.ts';
-import { commandHint } from '../core/command-hint.ts';
+import { type Layout, commandHint } from '../core/command-hint.ts';
 import { initialState } from '../core/engine/admission.ts';
 import { workerLogPath } from '../core/engine/start.ts';
 import { step } from '../core/engine/step.ts';
@@ -30,7 +30,7 @@ import { describeTimeLimitHit } from '../core/time-limit.ts';
 import type { RunAdapters } from './adapters.ts';
 import { type EngineStages, engineConfig, runEngine } from './engine.ts';
 import type { Isolation, WorktreeSetup } from './isolation.ts';
-import { baselineRefusal, finishPlan, lander, noGateNotice, runFinishedEvent, runStartedEvent } from './lifecycle.ts';
+import { baselineRefusal, finishPlan, lander, nextSteps, noGateNotice, runFinishedEvent, runStartedEvent } from './lifecycle.ts';
 import { describeProbeProblem, runProbe, saveProbe } from './probe.ts';
 import { LIMIT_FLAGS, type RunSettings } from './settings.ts';
 import { type SetupProblem, assumptionCheckedEvent, setupRun } from './setup.ts';
@@ -88,7 +88,16 @@ export interface HeadlessEnd {
   finished: Extract<RunEventBody, { type: 'run-finished' }>;
   /** The gate failed on the starting commit: why the run was refused, for the person; else null. */
   refusal: string[] | null;
+  /** The way to go on, one step a line (the Summary repeats it); empty when nothing is left to do. */
+  next: string[];
 }
+
+/**
+ * How a run spells the commands it prints: the plan and the repository named (`--plan`, `git -C`)
+ * when the person, where they are, would not find that plan (a run given `--repo` or `--plan`).
+ */
+export const runLayout = (nameThePlan: boolean, settings: { planPath: string; repo: string }): Layout =>
+  nameThePlan ? { ...ownLayout(), plan: settings.planPath, repo: settings.repo } : ownLayout();
 
 /** Run `plan` headless until the step function ends it (or refuse it before it starts), doing its I/O through `adapters`. */
 export async function runHeadless(
@@ -103,7 +112,7 @@ export async function runHeadless(
   const started = clock.now();
   const opening = context.sandboxNotice;
   if (opening !== undefined) context.say?.(`foreman: ${opening.level === 'warning' ? 'warning: ' : ''}${opening.message}`);
-  const layout = context.nameThePlan === true ? { ...ownLayout(), plan: settings.planPath } : ownLayout();
+  const layout = runLayout(context.nameThePlan === true, settings);
   // Workers and checks a killed run left behind are still editing files: stop them before anything else.
   const orphans = await adapters.processes.endLeftovers();
   if (orphans.length > 0) emit({ type: 'notice', level: 'warning', message: describeOrphans(orphans) });
@@ -220,7 +229,12 @@ export async function runHeadless(
             { tip: isolation.tip, ref: isolation.ref, head: await git.headCommit() },
             result.baselineFailure.output,
           );
-    return ok({ plan, usage: result.usage, finished, refusal });
+    const next = nextSteps(plan, layout, {
+      landingAdvice: landing.landed ? null : landing.advice(),
+      refused: refusal !== null,
+      ...(finished.resumeAfter !== undefined ? { resumeAfter: finished.resumeAfter } : {}),
+    });
+    return ok({ plan, usage: result.usage, finished, refusal, next });
   } finally {
     await writes.settled();
     await adapters.processes.forget();

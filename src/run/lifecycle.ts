@@ -9,13 +9,13 @@ import { EXIT, type ExitCode } from '../core/exit-codes.ts';
 import { assertNever } from '../core/failure.ts';
 import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
 import { ownLayout } from '../adapters/layout.ts';
-import { clipMiddle, plural } from '../core/format.ts';
+import { clipMiddle, listIndices, listSome, plural } from '../core/format.ts';
 import type { EngineStop } from '../core/engine/state.ts';
 import { countByStatus, depsOf, longestRemainingPath } from '../core/graph.ts';
 import { describeLandingProblem, landingProblemSentence } from '../core/landing.ts';
 import type { Landed, LandingProblem } from '../adapters/git/land.ts';
 import type { Result } from '../core/failure.ts';
-import { type Plan, type UsageFigure, statusOf } from '../core/plan.ts';
+import { type Plan, type TaskStatus, type UsageFigure, statusOf } from '../core/plan.ts';
 import { neededPaths } from '../core/widen.ts';
 import { archivePlan } from './archive.ts';
 import { type Isolation, landedBase, recordLandedBase } from './isolation.ts';
@@ -74,25 +74,94 @@ export function exitCodeFor(stop: Pick<EngineStop, 'reason' | 'baselineFailure'>
 const outcomeOfCode = (code: ExitCode): RunOutcome =>
   code === EXIT.ok ? 'completed' : code === EXIT.interrupted ? 'interrupted' : code === EXIT.cannotRun ? 'cannot-run' : 'incomplete';
 
+/** The tasks of `plan` in one of `states`, by index. */
+const tasksWith = (plan: Plan, ...states: TaskStatus[]): number[] => plan.tasks.flatMap((t, i) => (states.includes(statusOf(t)) ? [i] : []));
+
+/** Failed and blocked tasks: what running again does not retry. */
+const stuckTasks = (plan: Plan): number[] => tasksWith(plan, 'failed', 'blocked');
+
+/** A command that puts failed or blocked tasks back to pending, as the person types it; `needs`: the files a `declare` adds. */
+export interface PutBack {
+  command: string;
+  tasks: number[];
+  needs?: string[];
+}
+
+/**
+ * How the failed and blocked tasks go back to pending: one `plan retry` with every number, and
+ * `plan declare N --needed` for each task that wanted files it does not declare (it retries the
+ * task too).
+ */
+export function putBackCommands(plan: Plan, layout: Layout): PutBack[] {
+  const stuck = stuckTasks(plan).map((task) => ({ task, needs: neededPaths(plan.tasks[task]!) }));
+  const retried = stuck.filter((s) => s.needs.length === 0).map((s) => s.task);
+  return [
+    ...(retried.length > 0 ? [{ command: commandHint('plan', `retry ${retried.join(' ')}`, layout), tasks: retried }] : []),
+    ...stuck
+      .filter((s) => s.needs.length > 0)
+      .map((s) => ({ command: commandHint('plan', `declare ${s.task} --needed`, layout), tasks: [s.task], needs: s.needs })),
+  ];
+}
+
 /**
  * What running again will do. Failed and blocked tasks stay so (and what was skipped because of
- * them stays skipped) until `plan retry N` puts them back to pending: say so, naming them.
+ * them stays skipped) until `plan retry N…` puts them back to pending: say so, naming them.
  */
 export function resumeAdvice(plan: Plan, layout: Layout): string {
-  const stuck = plan.tasks.flatMap((t, i) => (statusOf(t) === 'failed' || statusOf(t) === 'blocked' ? [i] : []));
+  const stuck = stuckTasks(plan);
   const pending = plan.tasks.some((t) => statusOf(t) === 'pending' || statusOf(t) === 'in_progress');
   if (stuck.length === 0) return 'run the same command again to resume';
-  const which = stuck.length === 1 ? `task ${stuck[0]} is ${statusOf(plan.tasks[stuck[0]!]!)}` : `tasks ${stuck.join(', ')} are failed or blocked`;
+  const states = new Set(stuck.map((i) => statusOf(plan.tasks[i]!)));
+  const which =
+    stuck.length === 1
+      ? `task ${stuck[0]} is ${[...states][0]}`
+      : `tasks ${listIndices(stuck)} are ${states.size === 1 ? [...states][0] : 'failed or blocked'}`;
+  const them = stuck.length === 1 ? 'it' : 'them';
   // A task that wanted files it does not declare is put back by declaring them (which retries it).
-  const commands = stuck
-    .map((i) => {
-      const needs = neededPaths(plan.tasks[i]!);
-      return needs.length > 0
-        ? `\`${commandHint('plan', `declare ${i} --needed`, layout)}\` (it needs ${needs.join(', ')})`
-        : `\`${commandHint('plan', `retry ${i}`, layout)}\``;
-    })
-    .join(', ');
-  return `${which}, and running the same command again will not retry ${stuck.length === 1 ? 'it' : 'them'}${pending ? ' (it only resumes the pending tasks)' : ''}. Fix the cause, then put ${stuck.length === 1 ? 'it' : 'them'} back with ${commands} (tasks skipped because of ${stuck.length === 1 ? 'it' : 'them'} come back too) and run the same command again`;
+  const backs = putBackCommands(plan, layout);
+  const commands = backs.map((b) => `\`${b.command}\`${b.needs ? ` (${stuck.length === 1 ? 'it' : `task ${b.tasks[0]}`} needs ${b.needs.join(', ')})` : ''}`);
+  return `${which}, and running the same command again will not retry ${them}${pending ? ' (it only resumes the pending tasks)' : ''}. Fix the cause, then put ${them} back with ${listSome(commands, commands.length)} (tasks skipped because of ${them} come back too) and run the same command again`;
+}
+
+/** How a run ended, as what to do next needs it. */
+export interface EndedRun {
+  /** How to land what could not land; null when everything landed. */
+  landingAdvice: string | null;
+  /** The gate failed on the starting commit: the run was refused. */
+  refused: boolean;
+  /** A limit stopped the run: when running it again goes on (ISO). */
+  resumeAfter?: string;
+}
+
+/**
+ * The way to go on after a run, one step a line, each naming its command: land what could not
+ * land, put failed and blocked tasks back, decide on tasks awaiting approval, run again. Empty
+ * when nothing is left to do. For the run's Summary, which repeats what the closing message says.
+ */
+export function nextSteps(plan: Plan, layout: Layout, end: EndedRun): string[] {
+  const steps: string[] = [];
+  if (end.landingAdvice !== null) steps.push(end.landingAdvice);
+  if (end.refused) steps.push('fix what fails the gate on the starting commit (below), or run with --no-gate or --gate CMD');
+  for (const back of putBackCommands(plan, layout)) {
+    steps.push(
+      back.needs !== undefined
+        ? `\`${back.command}\` declares what task ${back.tasks[0]} needs (${back.needs.join(', ')}) and puts it back`
+        : `\`${back.command}\` puts ${back.tasks.length === 1 ? `task ${back.tasks[0]}` : `tasks ${listIndices(back.tasks)}`} back to pending, with the tasks skipped because of ${back.tasks.length === 1 ? 'it' : 'them'}`,
+    );
+  }
+  const awaiting = tasksWith(plan, 'awaiting_approval');
+  if (awaiting.length > 0) {
+    const numbers = awaiting.join(' ');
+    steps.push(
+      `\`${commandHint('plan', `approve ${numbers}`, layout)}\` or \`${commandHint('plan', `reject ${numbers} --reason …`, layout)}\` decides on ${awaiting.length === 1 ? `task ${numbers}, which awaits` : `tasks ${listIndices(awaiting)}, which await`} approval`,
+    );
+  }
+  // Tasks that a run would still do (once put back or decided on): running again goes on.
+  if (plan.tasks.some((t) => statusOf(t) !== 'completed' && statusOf(t) !== 'skipped')) {
+    const again = end.resumeAfter !== undefined ? `run the same command again after ${end.resumeAfter}` : 'run the same command again';
+    steps.push(steps.length > 0 ? `then ${again}` : again);
+  }
+  return steps;
 }
 
 /**
@@ -107,7 +176,9 @@ export function runFinishedEvent(
 ): Extract<RunEventBody, { type: 'run-finished' }> {
   let code = exitCodeFor(end);
   let message = end.message;
-  if (end.reason === 'awaiting_approval') message += ` (${approvalHint('N', context.layout)}, then ${context.resumeHint ?? 'run again'})`;
+  const awaiting = tasksWith(plan, 'awaiting_approval');
+  if (end.reason === 'awaiting_approval')
+    message += ` (${approvalHint(awaiting.length > 0 ? awaiting.join(' ') : 'N', context.layout)}, then ${context.resumeHint ?? 'run again'})`;
   if (!context.landing.landed) {
     message += `. ${context.landing.advice}`;
     if (code === EXIT.ok) code = EXIT.incomplete;

@@ -8,6 +8,7 @@
 
 import { type Layout, approvalHint } from '../core/command-hint.ts';
 import type { RunEvent, TaskOutcome } from '../core/events.ts';
+import { setAsideSummary } from '../core/finalize.ts';
 import { clipHead, formatCost, formatCostFigure, formatCostTally, formatElapsed, isoSeconds, listIndices, oneLine, plural, wrapWords } from '../core/format.ts';
 import { type TaskStatus, emptyTally, tallyAdd } from '../core/plan.ts';
 import { type LimitState, waitWords } from '../core/limit-words.ts';
@@ -29,6 +30,9 @@ export const sanitize = (text: string): string => text.replace(/[\u0000-\u001f\u
 
 const clean = (text: string, max = 400) => oneLine(sanitize(text), max);
 
+/** One line, never cut: for words that name what to do next. */
+const whole = (text: string) => oneLine(sanitize(text), Number.POSITIVE_INFINITY);
+
 const finishedVerb: Record<TaskOutcome, string> = {
   completed: 'completed',
   awaiting_approval: 'awaits approval',
@@ -46,7 +50,8 @@ export function describeEvent(event: RunEvent, layout: Layout): string | null {
     case 'run-started':
       return `run ${event.runId} ${event.resumed ? 'resumed' : 'started'}: ${clean(event.goal, 200)} (${plural(event.taskCount, 'task')}, concurrency ${event.concurrency}, ${event.schedule} schedule, pid ${event.pid})`;
     case 'notice':
-      return `${event.level}: ${clean(event.message)}`;
+      // foreman's own words, which may end in what to do (a command): whole.
+      return `${event.level}: ${whole(event.message)}`;
     case 'assumption-checked':
       return `task ${event.task} assumption ${event.passed ? 'holds' : 'failed'} (${event.severity}): ${clean(event.claim, 200)}${!event.passed && event.output.trim() ? ` — ${clean(event.output, 200)}` : ''}`;
     case 'task-started':
@@ -67,11 +72,13 @@ export function describeEvent(event: RunEvent, layout: Layout): string | null {
     case 'task-finished': {
       const stats = `attempt ${event.attempt}, ${formatElapsed(event.durationMs)}, ${formatCostFigure(event.usage)}`;
       const head = `task ${event.task} ${finishedVerb[event.outcome]} (${stats})`;
+      // What its attempt changed outside its declared files, named with the commands that read it back: never cut.
+      const setAside = event.setAside !== undefined ? ` — ${sanitize(setAsideSummary(event.setAside, layout.repo))}` : '';
       switch (event.outcome) {
         case 'completed':
-          return `${head}: ${clean(event.subject, 200)}`;
+          return `${head}: ${clean(event.subject, 200)}${setAside}`;
         case 'awaiting_approval':
-          return `${head}: ${clean(event.subject, 200)} — run ${approvalHint(event.task, layout)}`;
+          return `${head}: ${clean(event.subject, 200)}${setAside} — run ${approvalHint(event.task, layout)}`;
         case 'retry':
         case 'failed':
         case 'blocked':
@@ -103,13 +110,13 @@ export function describeEvent(event: RunEvent, layout: Layout): string | null {
       return `gate ${event.passed ? 'passed' : 'failed'} on ${what} in ${formatElapsed(event.durationMs)}${found.length > 0 ? `: ${found.join('; ')}` : ''}${!event.passed && event.output ? ` — ${clean(event.output, 200)}` : ''}`;
     }
     case 'breaker':
-      return `circuit breaker: ${event.wouldBeSkipped} of ${event.pendingCount} pending tasks would be skipped; stopping`;
+      return `circuit breaker: ${event.wouldBeSkipped} of ${plural(event.pendingCount, 'pending task')} would be skipped; stopping`;
     case 'budget-reached':
       return `budget reached: spent ${formatCost(event.costUsd)} of ${formatCost(event.limitUsd)}; no new task starts`;
     case 'stalled':
       return event.kind === 'deadlock'
         ? `stalled: ${event.tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(event.tasks)} pending but none can start`
-        : `waiting for approval of ${event.tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(event.tasks)} (${approvalHint('N', layout)})`;
+        : `waiting for approval of ${event.tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(event.tasks)} (${approvalHint(event.tasks.join(' '), layout)})`;
     case 'interrupted':
       return `interrupted by ${event.signal}; stopping workers`;
     case 'draining':
@@ -121,8 +128,23 @@ export function describeEvent(event: RunEvent, layout: Layout): string | null {
         .filter(([, n]) => n > 0)
         .map(([s, n]) => `${n} ${s}`)
         .join(', ');
-      return `run ${event.runId} finished: ${event.outcome} (${event.reason}) in ${formatElapsed(event.durationMs)}, ${formatCostFigure(event.usage)}${counts ? `; ${counts}` : ''}${event.message ? ` — ${clean(event.message)}` : ''}`;
+      // The closing message ends with the way to go on: whole, however long.
+      return `run ${event.runId} finished: ${event.outcome} (${event.reason}) in ${formatElapsed(event.durationMs)}, ${formatCostFigure(event.usage)}${counts ? `; ${counts}` : ''}${event.message ? ` — ${whole(event.message)}` : ''}`;
     }
+  }
+}
+
+/** Whether an event's line names what to do next (a command): the live view wraps it rather than cut it to the terminal's width. */
+function namesWhatToDo(event: RunEvent): boolean {
+  switch (event.type) {
+    case 'run-finished':
+    case 'notice':
+    case 'stalled':
+      return true;
+    case 'task-finished':
+      return event.outcome === 'awaiting_approval' || (event.outcome === 'completed' && event.setAside !== undefined);
+    default:
+      return false;
   }
 }
 
@@ -397,8 +419,9 @@ export function createLiveView(options: LiveViewOptions): LiveView {
       if (event.outcome !== 'retry') lines.push(fitSegments([{ text: `    log: ${event.logPath}`, style: 'dim' }], width(), color));
       return lines;
     }
-    if (event.type === 'run-finished' || (event.type === 'notice' && event.level === 'warning')) {
-      // What to do next ends these lines (how to resume, what blocks landing): they wrap, never cut.
+    if (namesWhatToDo(event)) {
+      // What to do next ends these lines (how to resume, what blocks landing, the commands that
+      // decide or read back set-aside work): they wrap, never cut.
       return wrapWords(sanitize(text), width() - 2).map((line, k) =>
         fitSegments(
           [

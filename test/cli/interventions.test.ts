@@ -2,11 +2,12 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type Io, runProgram } from '../../src/cli/command.ts';
 import { planCommands } from '../../src/cli/plan/index.ts';
-import { approveTask, rejectTask, retryTask, skipTask } from '../../src/core/interventions.ts';
-import type { Plan, Task } from '../../src/core/plan.ts';
+import { approveTasks, rejectTasks, retryTasks, skipTasks } from '../../src/core/interventions.ts';
+import { type Plan, type Task, statusOf } from '../../src/core/plan.ts';
 import { parsePlan } from '../../src/core/validate.ts';
 
 const task = (subject: string, blockedBy: number[] = [], extra: Partial<Task> = {}): Task => ({
@@ -177,6 +178,78 @@ describe('plan.ts skip', () => {
   });
 });
 
+describe('several task numbers: all or nothing', () => {
+  it('retry 3 10 puts both back, with what was skipped because of either, in one write', async () => {
+    expect(await run('retry', '3', '10')).toBe(0);
+    const plan = readPlan();
+    for (const i of [3, 4, 5, 10, 11]) expect(plan.tasks[i]!.status, `task ${i}`).toBe('pending');
+    expect(plan.tasks[6]).toMatchObject({ status: 'skipped', skippedBy: 7 });
+    expect(out).toEqual([
+      'task 3 (flaky): failed → pending — attempts reset to 0',
+      'task 10 (stuck): blocked → pending — attempts reset to 0',
+      'task 4 (needs flaky): skipped → pending — was skipped because of task 3',
+      'task 5 (needs needs flaky): skipped → pending — was skipped because of task 3',
+      'task 6 (needs flaky and broken): skipped → skipped — still skipped: depends on task 7',
+      'task 11 (needs stuck): skipped → pending — was skipped because of task 10',
+    ]);
+    expect(parsePlan(readFileSync(planPath, 'utf8')).ok).toBe(true);
+  });
+
+  it('retry 3 7 brings back a task skipped because of both', async () => {
+    expect(await run('retry', '3', '7')).toBe(0);
+    expect(readPlan().tasks[6]!.status).toBe('pending');
+  });
+
+  it('one task that cannot be changed refuses them all: exit 2, each bad one named, the plan byte for byte as it was', async () => {
+    const before = readFileSync(planPath, 'utf8');
+    expect(await run('retry', '3', '4', '42', '10')).toBe(2);
+    expect(errs).toEqual([
+      'retry: cannot retry task 4 (needs flaky): it is skipped; only a task that is failed or blocked can be retried',
+      'retry: task 42 does not exist (the plan has 12 tasks: 0–11)',
+      'retry: nothing was changed (tasks 3, 4, 42 and 10: all of them or none)',
+    ]);
+    expect(out).toEqual([]);
+    expect(readFileSync(planPath, 'utf8')).toBe(before);
+    expect(existsSync(path.join(dir, '.design', 'plan.lock'))).toBe(false);
+  });
+
+  it('a number out of range is a usage error naming each, before the plan is read', async () => {
+    const before = readFileSync(planPath, 'utf8');
+    expect(await run('retry', '3', 'x', '-1')).toBe(2);
+    expect(errs).toEqual(['plan retry: N (the task index) expects a whole number from 0 to 99999, got "x", "-1" (see --help)']);
+    expect(readFileSync(planPath, 'utf8')).toBe(before);
+  });
+
+  it('skip 1 2 skips a task and its dependant, both by hand', async () => {
+    expect(await run('skip', '2', '1', '--reason', 'not needed')).toBe(0);
+    const plan = readPlan();
+    for (const i of [1, 2]) {
+      expect(plan.tasks[i]).toMatchObject({ status: 'skipped', result: 'skipped by hand: not needed' });
+      expect(plan.tasks[i]!.skippedBy).toBeUndefined();
+    }
+    expect(out).toEqual(['task 2 (after after gate): pending → skipped — not needed', 'task 1 (after gate): pending → skipped — not needed']);
+  });
+
+  it('approve and reject take several tasks too', async () => {
+    const gated = fixture();
+    gated.tasks[8] = { ...gated.tasks[8]!, status: 'awaiting_approval', gate: 'human-approval', attempts: 1 };
+    writeFileSync(planPath, `${JSON.stringify(gated, null, 2)}\n`);
+    expect(await run('approve', '0', '8', '0')).toBe(0);
+    expect(statuses()[0]).toBe('completed');
+    expect(statuses()[8]).toBe('completed');
+    expect(readPlan().progress?.completedTasks).toEqual([0, 8]);
+    writeFileSync(planPath, `${JSON.stringify(gated, null, 2)}\n`);
+    out = [];
+    expect(await run('reject', '8', '0', '--reason', 'wrong')).toBe(0);
+    expect(out).toEqual([
+      'task 8 (plain): awaiting_approval → failed — rejected: wrong',
+      'task 0 (gate): awaiting_approval → failed — rejected: wrong',
+      'task 1 (after gate): pending → skipped — depends on task 0',
+      'task 2 (after after gate): pending → skipped — depends on task 0',
+    ]);
+  });
+});
+
 describe('while a run holds the lock', () => {
   it('every intervention refuses with exit 3 and says who holds it', async () => {
     const lock = { pid: process.pid, host: os.hostname(), startedAt: '2026-11-22T01:02:03.000Z', command: 'execute' };
@@ -208,18 +281,58 @@ describe('pure interventions', () => {
   it('never touch their input', () => {
     const plan = fixture();
     const copy = structuredClone(plan);
-    approveTask(plan, 0, 'now');
-    rejectTask(plan, 0, 'r');
-    retryTask(plan, 3);
-    skipTask(plan, 8, 'r');
+    approveTasks(plan, [0], 'now');
+    rejectTasks(plan, [0], 'r');
+    retryTasks(plan, [3, 7]);
+    skipTasks(plan, [8, 1], 'r');
     expect(plan).toEqual(copy);
   });
 
-  it('return one-line errors', () => {
-    const r = retryTask(fixture(), -1);
+  it('return one line per task that cannot be changed', () => {
+    const r = retryTasks(fixture(), [-1, 3, 4]);
     expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.error).not.toContain('\n');
-    const s = skipTask(fixture(), 8, '');
-    expect(s).toEqual({ ok: false, error: 'skip needs a reason (--reason "…")' });
+    if (!r.ok) {
+      expect(r.error).toHaveLength(2);
+      for (const line of r.error) expect(line).not.toContain('\n');
+    }
+    const s = skipTasks(fixture(), [8], '');
+    expect(s).toEqual({ ok: false, error: ['skip needs a reason (--reason "…")'] });
+    expect(retryTasks(fixture(), [])).toEqual({ ok: false, error: ['name a task to retry'] });
+  });
+
+  it('all or nothing, for any list of numbers: refused exactly when one cannot be changed, naming each such task once; else as one at a time', () => {
+    const base = fixture();
+    const retriable = (i: number) => i >= 0 && i < base.tasks.length && ['failed', 'blocked'].includes(statusOf(base.tasks[i]!));
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: -2, max: 13 }), { minLength: 1, maxLength: 6 }), (indices) => {
+        const result = retryTasks(base, indices);
+        const bad = new Set(indices.filter((i) => !retriable(i)));
+        if (bad.size > 0) {
+          expect(result.ok).toBe(false);
+          if (!result.ok) expect(result.error).toHaveLength(bad.size);
+          return;
+        }
+        expect(result.ok).toBe(true);
+        if (!result.ok) return;
+        let inTurn = base;
+        for (const i of new Set(indices)) {
+          const one = retryTasks(inTurn, [i]);
+          if (!one.ok) throw new Error(one.error.join('; '));
+          inTurn = one.value.plan;
+        }
+        expect(result.value.plan).toEqual(inTurn);
+      }),
+    );
+  });
+
+  it('decide on several tasks as on each in turn, a task named twice once', () => {
+    const both = retryTasks(fixture(), [3, 10, 3]);
+    const one = retryTasks(fixture(), [3]);
+    expect(both.ok && one.ok).toBe(true);
+    if (!both.ok || !one.ok) return;
+    const inTurn = retryTasks(one.value.plan, [10]);
+    expect(inTurn.ok).toBe(true);
+    if (inTurn.ok) expect(both.value.plan).toEqual(inTurn.value.plan);
+    expect(both.value.changes.map((c) => c.task)).toEqual([3, 10, 4, 5, 6, 11]);
   });
 });

@@ -478,4 +478,71 @@ describe('plan approve and reject with parked work', () => {
     expect(await refExists(parkedRef)).toBe(false);
     expect(existsSync(path.join(repo.dir, 'g.txt'))).toBe(false);
   });
+
+  it('approve 0 1 integrates both parked works in one commit, records it on each and lands', async () => {
+    writePlan(
+      plan([
+        awaitingApproval(),
+        task('second gate', 'k.txt', { status: 'awaiting_approval', gate: 'human-approval', attempts: 1 }),
+        task('after', 'h.txt', { blockedBy: [0, 1] }),
+      ]),
+    );
+    await git('update-ref', `refs/foreman-awaiting/${PLAN_ID}/0`, await commitOn({ 'g.txt': 'gated\n' }));
+    await git('update-ref', `refs/foreman-awaiting/${PLAN_ID}/1`, await commitOn({ 'k.txt': 'kept\n' }));
+    expect(await run('approve', '0', '1')).toBe(0);
+    const tasks = readPlan().tasks;
+    const commit = tasks[0]!.commit as string;
+    expect(tasks[1]!.commit).toBe(commit);
+    expect(out).toEqual([
+      `task 0 (gate): awaiting_approval → completed — approved; its work was integrated (${commit.slice(0, 12)})`,
+      `task 1 (second gate): awaiting_approval → completed — approved; its work was integrated (${commit.slice(0, 12)})`,
+      `landed 2 files on main (${commit.slice(0, 12)}): g.txt, k.txt`,
+    ]);
+    expect(await git('log', '-1', '--format=%(trailers:key=Foreman-Tasks,valueonly)', commit)).toBe('0,1');
+    expect(read('g.txt')).toBe('gated\n');
+    expect(read('k.txt')).toBe('kept\n');
+    for (const i of [0, 1]) expect(await refExists(`refs/foreman-awaiting/${PLAN_ID}/${i}`)).toBe(false);
+  });
+
+  it('approve 0 1 refuses both (exit 2) when one conflicts with integrated work, changing nothing', async () => {
+    writePlan(plan([awaitingApproval(), task('second gate', 'k.txt', { status: 'awaiting_approval', gate: 'human-approval', attempts: 1 })]));
+    const base = await git('rev-parse', 'HEAD');
+    await integrate({ 'g.txt': 'someone else\n' });
+    const tip = await git('rev-parse', REF);
+    await git('update-ref', `refs/foreman-awaiting/${PLAN_ID}/0`, await commitOn({ 'g.txt': 'gated\n' }, base));
+    await git('update-ref', `refs/foreman-awaiting/${PLAN_ID}/1`, await commitOn({ 'k.txt': 'kept\n' }, base));
+    const before = readFileSync(planPath(), 'utf8');
+    expect(await run('approve', '0', '1')).toBe(2);
+    expect(errs).toEqual([
+      'approve: the approved work of tasks 0 and 1 changes g.txt, which integrated work changed after their attempts started or more than one of them changes: approve them one at a time to find which, then reject it (`npx tsx scripts/plan.ts reject N --reason …`) and retry it (`npx tsx scripts/plan.ts retry N`); tasks 0 and 1 are still awaiting approval',
+    ]);
+    expect(readFileSync(planPath(), 'utf8')).toBe(before);
+    expect(await git('rev-parse', REF)).toBe(tip);
+    for (const i of [0, 1]) expect(await refExists(`refs/foreman-awaiting/${PLAN_ID}/${i}`)).toBe(true);
+  });
+
+  it('approve 0 1 with a test command records both approvals for the next run to gate, integrating nothing now', async () => {
+    writePlan({
+      ...plan([awaitingApproval(), task('second gate', 'k.txt', { status: 'awaiting_approval', gate: 'human-approval', attempts: 1 })]),
+      context: { testCommand: 'true' },
+    });
+    for (const i of [0, 1]) await git('update-ref', `refs/foreman-awaiting/${PLAN_ID}/${i}`, await commitOn({ [`${i}.txt`]: 'x\n' }));
+    expect(await run('approve', '0', '1')).toBe(0);
+    expect(out).toEqual([
+      'task 0 (gate): awaiting_approval → completed — approved; the next run tests its work with the gate (`true`) and integrates it',
+      'task 1 (second gate): awaiting_approval → completed — approved; the next run tests its work with the gate (`true`) and integrates it',
+    ]);
+    expect(await refExists(REF)).toBe(false);
+  });
+
+  it('reject 0 1 drops both parked works', async () => {
+    writePlan(plan([awaitingApproval(), task('second gate', 'k.txt', { status: 'awaiting_approval', gate: 'human-approval', attempts: 1 })]));
+    for (const i of [0, 1]) await git('update-ref', `refs/foreman-awaiting/${PLAN_ID}/${i}`, await commitOn({ [`${i}.txt`]: 'x\n' }));
+    expect(await run('reject', '0', '1', '--reason', 'no')).toBe(0);
+    expect(out.slice(-2)).toEqual([
+      `dropped task 0's parked work (refs/foreman-awaiting/${PLAN_ID}/0)`,
+      `dropped task 1's parked work (refs/foreman-awaiting/${PLAN_ID}/1)`,
+    ]);
+    for (const i of [0, 1]) expect(await refExists(`refs/foreman-awaiting/${PLAN_ID}/${i}`)).toBe(false);
+  });
 });

@@ -180,7 +180,7 @@ describe('decide', () => {
       const decision = decide(input(verify, { verification }));
       expect(decision).toEqual({ kind: 'completed', result: 'wrote src/a.ts' });
       expect(verificationWarnings(verification, decision, verify)).toEqual([
-        `changed files its task does not declare: package-lock.json (set aside, not integrated; kept in refs/foreman-aside/p/0, commit ${'a'.repeat(12)})`,
+        `changed files its task does not declare: package-lock.json (set aside, not integrated; kept in refs/foreman-aside/p/0, commit ${'a'.repeat(12)}): \`git show --stat ${'a'.repeat(12)}\` lists them with the attempt's other files, \`git restore --source=${'a'.repeat(12)} -- <path>\` brings one back into your files`,
       ]);
     });
 
@@ -192,6 +192,8 @@ describe('decide', () => {
       expect(decision.failure).toMatch(
         /^acceptance check failed \(tests pass\): .*; changed files its task does not declare: package-lock\.json \(set aside, not integrated; kept in refs\/foreman-aside\/p\/0/s,
       );
+      // The next attempt's prompt quotes the failure: it never tells a worker how to bring the files back.
+      expect(decision.failure).not.toContain('git restore');
       expect(decision.advice).toContain('changed or tried to change package-lock.json, which this task does not declare');
       expect(decision.advice).toContain('BLOCKED: needs to change <path>, which the task does not declare');
     });

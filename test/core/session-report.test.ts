@@ -8,7 +8,17 @@ import type { Attempt } from '../../src/core/engine/attempt.ts';
 import type { EngineState } from '../../src/core/engine/state.ts';
 import type { RunEventBody } from '../../src/core/events.ts';
 import type { Task } from '../../src/core/plan.ts';
-import { breakerReport, gateReport, integratedBy, nextStall, overlapping, retriesOf, roundSummary, skippedBy } from '../../src/core/session-report.ts';
+import {
+  breakerReport,
+  gateReport,
+  integratedBy,
+  nextStall,
+  overlapping,
+  retriesOf,
+  roundSummary,
+  setAsideBy,
+  skippedBy,
+} from '../../src/core/session-report.ts';
 import { SIMULATION_DEFAULTS } from '../../src/core/simulation.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
@@ -213,6 +223,7 @@ describe("finalize's report", () => {
       settled: [{ outcome: 'completed' }, { outcome: 'awaiting_approval' }, { outcome: 'retry' }],
       retries: 1,
       skipped: 1,
+      setAside: [] as number[],
       tripped: true,
       counts,
       verifiedWaiting: 1,
@@ -220,6 +231,28 @@ describe("finalize's report", () => {
     };
     expect(roundSummary(figures)).toBe('Round 4: 2/3 tasks completed (4/8 overall); 1 to retry, 1 skipped, circuit breaker tripped');
     expect(roundSummary({ ...figures, retries: 0, skipped: 0, tripped: false, verifiedWaiting: 0 })).toBe('Round 4: 2/3 tasks completed (3/8 overall)');
+    expect(roundSummary({ ...figures, retries: 0, skipped: 0, tripped: false, setAside: [5] })).toBe(
+      'Round 4: 2/3 tasks completed (4/8 overall); task 5 changed files outside its declared files, set aside (its warnings name them and how to read them back)',
+    );
+    expect(roundSummary({ ...figures, retries: 0, skipped: 0, tripped: false, setAside: [2, 5] })).toContain(
+      'tasks 2 and 5 changed files outside their declared files, set aside (their warnings',
+    );
+  });
+
+  it('names the tasks whose attempt set files aside', () => {
+    const finished = (task: number, setAside?: { paths: string[]; commit?: string }): RunEventBody => ({
+      type: 'task-finished',
+      task,
+      subject: `t${task}`,
+      attempt: 1,
+      outcome: 'completed',
+      durationMs: 0,
+      usage: 'unknown',
+      logPath: '',
+      permissionDenials: 'unknown',
+      ...(setAside !== undefined ? { setAside } : {}),
+    });
+    expect(setAsideBy([finished(0), finished(1, { paths: ['a'], commit: 'c'.repeat(40) }), finished(2, { paths: ['b'] })])).toEqual([1, 2]);
   });
 });
 

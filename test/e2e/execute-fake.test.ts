@@ -3,6 +3,7 @@
 import { existsSync } from 'node:fs';
 import { readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
 import { fakeWorker, runExecute, runPlanTool } from '../support/execute.ts';
@@ -685,6 +686,71 @@ describe('changes outside the declared files', () => {
     expect(await repo.git(['show', 'HEAD:a.txt'])).toBe('a');
     // The plan finished and its refs went with it; the archived plan names what was set aside.
     await expect(readPlan(planPath)).rejects.toThrow();
+  });
+});
+
+describe('what was set aside, and the way to go on, on the screen (issue 49)', () => {
+  it("the task's line and the Summary name the paths set aside and the git commands, which read them back after the plan finished", async () => {
+    const strays = { 'stray.txt': 'oops\n', 'dist/a.js': 'a\n', 'dist/b.js': 'b\n', 'dist/c.js': 'c\n', 'dist/d.js': 'd\n' };
+    const { repo } = await setup(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n', ...strays }, sleepMs: 100 } })]));
+    const r = await runExecute(repo.dir, ['--max-attempts', '1']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const line = r.stdout.split('\n').find((l) => / task 0 completed /.test(l));
+    const commit =
+      /set aside, not integrated: dist\/a\.js, dist\/b\.js, dist\/c\.js and 2 more \(`git show --stat ([0-9a-f]{12})` lists them with the attempt's other files, `git restore --source=\1 -- <path>` brings one back into your files\)$/.exec(
+        line ?? '',
+      )?.[1];
+    expect(commit, line).toBeDefined();
+    expect(r.stdout).toContain('the one task completed');
+    const summary = r.stdout.slice(r.stdout.indexOf('\nSummary: '));
+    expect(summary).toContain('Summary: 1/1 completed');
+    expect(summary).toContain('  set aside: 1 task');
+    expect(summary).toContain(
+      `    0: task A (attempt 1) — set aside, not integrated: dist/a.js, dist/b.js, dist/c.js and 2 more (\`git show --stat ${commit}\``,
+    );
+    expect(summary).not.toContain('to go on:');
+    // The plan finished and its refs went; the commands still work, as a person types them.
+    expect((await repo.git(['for-each-ref', 'refs/foreman-aside/'])).trim()).toBe('');
+    const listed = await repo.git(['show', '--stat', '--format=', commit!]);
+    for (const path of ['stray.txt', 'dist/a.js', 'dist/d.js']) expect(listed).toContain(path);
+    expect(existsSync(join(repo.dir, 'stray.txt'))).toBe(false);
+    await repo.git(['restore', `--source=${commit}`, '--', 'stray.txt']);
+    expect(await readFile(join(repo.dir, 'stray.txt'), 'utf8')).toBe('oops\n');
+  });
+
+  it('a run started from outside the repository (--repo) names the repository in the git commands, which work as typed from there', async () => {
+    const { repo } = await setup(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n', 'stray.txt': 'oops\n' }, sleepMs: 100 } })]));
+    const elsewhere = await tempDir('foreman-elsewhere-');
+    const r = await runExecute(elsewhere, ['--repo', repo.dir, '--max-attempts', '1']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const line = r.stdout.split('\n').find((l) => / task 0 completed /.test(l)) ?? '';
+    const show = /\(`(git -C \S+ show --stat [0-9a-f]{12})` lists them/.exec(line)?.[1];
+    expect(show, line).toBe(`git -C ${repo.dir} show --stat ${show?.slice(-12)}`);
+    expect(r.stdout.slice(r.stdout.indexOf('\nSummary: '))).toContain(`(\`${show}\` lists them`);
+    const typed = await execa('sh', ['-c', show!], { cwd: elsewhere, reject: false });
+    expect(typed.exitCode, typed.stderr).toBe(0);
+    expect(typed.stdout).toContain('stray.txt');
+  });
+
+  it('a failed run ends with one `plan retry` naming every failed task, whole, and the Summary repeats it', async () => {
+    const failing = (marker: string) =>
+      fakeTask(marker, { create: [`${marker}.txt`], fake: { write: { [`${marker}.txt`]: 'x\n' }, status: 'FAILED: not today' } });
+    const { repo, planPath } = await setup(makePlan([failing('A'), failing('B'), fakeTask('C', { create: ['c.txt'], fake: { write: { 'c.txt': 'c\n' } } })]));
+    const r = await runExecute(repo.dir, ['--max-attempts', '1']);
+    expect(r.exitCode).toBe(1);
+    const retry = '`npx tsx scripts/plan.ts retry 0 1`';
+    const closing = r.stdout.split('\n').find((l) => / finished: incomplete /.test(l)) ?? '';
+    expect(closing).toContain(`1 of 3 tasks completed. The plan keeps its state in ${planPath}: tasks 0 and 1 are failed`);
+    expect(closing).toContain(`put them back with ${retry} (tasks skipped because of them come back too) and run the same command again`);
+    expect(closing.endsWith('and run the same command again')).toBe(true);
+    const summary = r.stdout.slice(r.stdout.indexOf('\nSummary: '));
+    expect(summary).toContain('  to go on:');
+    expect(summary).toContain(`    ${retry} puts tasks 0 and 1 back to pending, with the tasks skipped because of them`);
+    expect(summary).toContain('    then run the same command again');
+    // The command as printed works, all or nothing.
+    const tool = await runPlanTool(repo.dir, ['retry', '0', '1']);
+    expect(tool.exitCode, tool.stderr).toBe(0);
+    expect((await readPlan(planPath)).tasks.map((t) => t.status)).toEqual(['pending', 'pending', 'completed']);
   });
 });
 

@@ -264,7 +264,7 @@ describe('the engine, in process', () => {
     // The journal's task-finished carries them as a warning too, for the report; the task records them.
     expect(rig.events.find((e) => e.type === 'task-finished')).toMatchObject({
       warnings: [
-        `changed files its task does not declare: README.md, junk/stray.txt (set aside, not integrated; kept in refs/foreman-aside/p/0, commit ${'a'.repeat(12)})`,
+        `changed files its task does not declare: README.md, junk/stray.txt (set aside, not integrated; kept in refs/foreman-aside/p/0, commit ${'a'.repeat(12)}): \`git show --stat ${'a'.repeat(12)}\` lists them with the attempt's other files, \`git restore --source=${'a'.repeat(12)} -- <path>\` brings one back into your files`,
       ],
     });
     expect(result.plan.tasks[0]).toMatchObject({
@@ -284,6 +284,7 @@ describe('the engine, in process', () => {
     expect(rig.events.find((e) => e.type === 'task-finished')).toMatchObject({
       outcome: 'completed',
       warnings: [expect.stringContaining('changed files its task does not declare: package-lock.json (set aside, not integrated')],
+      setAside: { paths: ['package-lock.json'], commit: 'b'.repeat(40) },
     });
     expect(result.plan.tasks[0]!.setAside).toEqual({ attempt: 1, paths: ['package-lock.json'], commit: 'b'.repeat(40) });
   });

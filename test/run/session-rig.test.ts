@@ -181,6 +181,35 @@ describe('the in-session steps, in process', () => {
     expect(statuses(rig)).toEqual(['completed']);
   });
 
+  it('a task that completes with files set aside: finalize names them with the commands, its summary names the task, and the commit that finishes the plan says it again', async () => {
+    const setAside = {
+      paths: ['dist/a.js', 'dist/b.js', 'dist/c.js', 'stray.txt'],
+      tracked: [],
+      kept: { commit: 'e'.repeat(40), ref: 'refs/foreman-aside/rig/0' },
+    };
+    const rig = new SessionRig(makePlan([task('A')]), { verify: (t, plan) => passed(plan.tasks[t]!, { outsideChanges: setAside.paths, setAside }) });
+    await rig.setup();
+    await rig.next();
+    const finalized = await rig.finalize([[0, 'COMPLETED: done']]);
+    // Recorded in the plan at once: the next step reads the plan back.
+    expect((await readPlan(rig.planPath)).tasks[0]!.setAside).toEqual({ attempt: 1, paths: setAside.paths, commit: 'e'.repeat(40) });
+    const id = 'e'.repeat(12);
+    expect(finalized.results[0]!.warnings).toEqual([
+      `changed files its task does not declare: dist/a.js, dist/b.js, dist/c.js, stray.txt (set aside, not integrated; kept in refs/foreman-aside/rig/0, commit ${id}): \`git show --stat ${id}\` lists them with the attempt's other files, \`git restore --source=${id} -- <path>\` brings one back into your files`,
+    ]);
+    expect(finalized.summary).toBe(
+      'Round 1: 1/1 tasks completed (1/1 overall); task 0 changed files outside its declared files, set aside (its warnings name them and how to read them back)',
+    );
+    const committed = await rig.commit();
+    expect(committed.ok).toBe(true);
+    if (!committed.ok) return;
+    expect(committed.value.archived).not.toBeNull();
+    expect(committed.value.notices).toContainEqual({
+      level: 'info',
+      message: `task 0 (task A), attempt 1: set aside, not integrated: dist/a.js, dist/b.js, dist/c.js and 1 more (\`git show --stat ${id}\` lists them with the attempt's other files, \`git restore --source=${id} -- <path>\` brings one back into your files)`,
+    });
+  });
+
   it('git failing while recording stops the run', async () => {
     const rig = new SessionRig(makePlan([task('A'), task('B')]), { record: () => gitFailure('update-ref', 'fatal: cannot lock ref') });
     await rig.setup();

@@ -413,7 +413,7 @@ describe('plain view', () => {
       'round 2: nothing to commit',
       'circuit breaker: 3 of 6 pending tasks would be skipped; stopping',
       'budget reached: spent $5.02 of $5.00; no new task starts',
-      'waiting for approval of task 4 (`npx tsx scripts/plan.ts approve N` or `npx tsx scripts/plan.ts reject N --reason …`)',
+      'waiting for approval of task 4 (`npx tsx scripts/plan.ts approve 4` or `npx tsx scripts/plan.ts reject 4 --reason …`)',
       'stalled: tasks 6 and 7 pending but none can start',
       'interrupted by SIGINT; stopping workers',
       'task 1 assumption failed (blocking): has git — git: not found',

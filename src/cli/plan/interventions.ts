@@ -1,12 +1,15 @@
-// `plan.ts approve|reject|retry|skip N`: a person's decisions between runs. Each takes the run
-// lock for the moment it edits the plan (so no run can start halfway), refuses with exit 3 while
-// a run holds it, refuses with exit 2 when the task's state does not allow the change, writes
-// the plan atomically and prints what changed. Run events are the run's: none is journaled here.
+// `plan.ts approve|reject|retry|skip N…`: a person's decisions between runs, on one task or several
+// (`plan retry 0 1 2`), all or nothing. Each takes the run lock for the moment it edits the plan
+// (so no run can start halfway), refuses with exit 3 while a run holds it, checks every task
+// first and refuses with exit 2, naming each task whose state does not allow the change, when one
+// does not (nothing written), else writes the plan once, atomically, and prints what changed.
+// Run events are the run's: none is journaled here.
 
 import { awaitingRef, dropParked, integrationRef, readRef } from '../../adapters/git/refs.ts';
 import { describeGitFailure } from '../../core/git-text.ts';
 import { acquireLock, currentLockInfo, lockHeldMessage, writePlanAtomic } from '../../adapters/plan-store.ts';
-import { type Change, type InterventionResult, approveTask, describeChange, rejectTask, retryTask, skipTask } from '../../core/interventions.ts';
+import { type Change, type InterventionsResult, approveTasks, describeChange, rejectTasks, retryTasks, skipTasks } from '../../core/interventions.ts';
+import { listIndices } from '../../core/format.ts';
 import type { Plan } from '../../core/plan.ts';
 import { describeIntegrationFailure, integrateParked, landTarget, repositoryOf } from '../../run/plan-landing.ts';
 import type { Command, Io, OptionSpec, PositionalSpec } from '../command.ts';
@@ -20,7 +23,7 @@ const reasonOption: Record<string, OptionSpec> = {
   reason: { type: 'string', valueName: 'TEXT', description: "why (required; recorded in the task's result)" },
 };
 
-const taskPositional: PositionalSpec[] = [{ name: 'N', description: 'the task index', required: true, range: RANGES.taskIndex }];
+const taskPositional: PositionalSpec[] = [{ name: 'N', description: 'the task index', required: true, range: RANGES.taskIndex, rest: true }];
 
 /** What a decision does in the repository, around writing the plan (under the same lock). */
 interface Decision {
@@ -29,12 +32,13 @@ interface Decision {
   planPath: string;
   /** The plan as it will be written (may be changed before it is). */
   plan: Plan;
-  index: number;
+  /** The tasks decided on, each once, in the order given. */
+  indices: number[];
   changes: Change[];
   values: Record<string, string | boolean | string[] | undefined>;
   io: Io;
-  /** Set by approve when it integrated the task's parked work now. */
-  integrated: { commit: string | null } | null;
+  /** Set by approve when it integrated the tasks' parked work now: the commit, and the tasks whose work it holds. */
+  integrated: { commit: string | null; tasks: number[] } | null;
 }
 
 interface Spec {
@@ -43,36 +47,46 @@ interface Spec {
   needsReason: boolean;
   extraUsage?: string;
   options?: Record<string, OptionSpec>;
-  apply(plan: Plan, index: number, reason: string, now: string): InterventionResult;
+  apply(plan: Plan, indices: readonly number[], reason: string, now: string): InterventionsResult;
   /** Before the plan is written; throws CliError to leave everything as it was. */
   before?(decision: Decision): Promise<void>;
   /** After the plan is written (and its changes printed): the exit code. */
   after?(decision: Decision): Promise<ExitCode>;
 }
 
+/**
+ * A decision refused, as the person is told: why, for each task that cannot be changed (one line
+ * each); with several tasks given, that none of them was.
+ */
+function refusal(verb: string, indices: readonly number[], problems: readonly string[]): string[] {
+  const lines = problems.map((problem) => `${verb}: ${problem}`);
+  return indices.length > 1 ? [...lines, `${verb}: nothing was changed (tasks ${listIndices(indices)}: all of them or none)`] : lines;
+}
+
 function interventionCommand(spec: Spec): Command {
   return {
     name: spec.name,
     summary: spec.summary,
-    usage: `N [--plan FILE]${spec.needsReason ? ' --reason TEXT' : ''}${spec.extraUsage ?? ''}`,
+    usage: `N… [--plan FILE]${spec.needsReason ? ' --reason TEXT' : ''}${spec.extraUsage ?? ''}`,
     options: { ...planOption, ...(spec.needsReason ? reasonOption : {}), ...spec.options },
     positionals: taskPositional,
-    async run({ values, numbers }, io) {
-      const index = numbers.N!;
+    async run({ values, positionals }, io) {
+      // Each checked against the range already (the positional's).
+      const indices = [...new Set(positionals.map(Number))];
       const reason = typeof values.reason === 'string' ? values.reason : '';
       if (spec.needsReason && reason.trim() === '') throw usageError('--reason "…" is required (say why; it is recorded in the plan)');
       const path = await existingPlanPath(values, io.cwd);
-      const lock = await acquireLock(path, currentLockInfo(`plan ${spec.name} ${index}`));
+      const lock = await acquireLock(path, currentLockInfo(`plan ${spec.name} ${indices.join(' ')}`));
       if (!lock.ok) throw new CliError(EXIT.cannotRun, [`${spec.name}: ${lockHeldMessage(lock.error.holder)}`]);
       try {
         const plan = await loadPlan(path);
-        const result = spec.apply(plan, index, reason, new Date().toISOString());
-        if (!result.ok) throw new CliError(EXIT.invalid, [`${spec.name}: ${result.error}`]);
+        const result = spec.apply(plan, indices, reason, new Date().toISOString());
+        if (!result.ok) throw new CliError(EXIT.invalid, refusal(spec.name, indices, result.error));
         const decision: Decision = {
           repo: spec.before || spec.after ? await repositoryOf(path) : null,
           planPath: path,
           plan: result.value.plan,
-          index,
+          indices,
           changes: result.value.changes,
           values,
           io,
@@ -92,37 +106,38 @@ function interventionCommand(spec: Spec): Command {
 export const approve = interventionCommand({
   name: 'approve',
   summary:
-    "Approve a task awaiting approval: it becomes completed; its parked work is integrated on the plan's ref now and landed on your branch (as `plan land` does), or, when the plan has a test command, tested by the next run's gate first.",
+    "Approve tasks awaiting approval: each becomes completed; their parked work is integrated on the plan's ref now (one commit) and landed on your branch (as `plan land` does), or, when the plan has a test command, tested by the next run's gate first.",
   needsReason: false,
   extraUsage: ' [--no-commit]',
   options: { 'no-commit': { type: 'boolean', description: 'land in your files as uncommitted changes, as `plan land --no-commit` does' } },
-  apply: (plan, i, _reason, now) => approveTask(plan, i, now),
+  apply: (plan, indices, _reason, now) => approveTasks(plan, indices, now),
   async before(decision) {
     if (decision.repo === null) return;
     // With a gate, approved work integrates only once the test command passed on it: the next run does that.
     const gate = decision.plan.context?.testCommand;
     if (typeof gate === 'string' && gate.trim() !== '') {
       const note = `approved; the next run tests its work with the gate (\`${gate}\`) and integrates it`;
-      decision.changes = decision.changes.map((change, position) => (position === 0 ? { ...change, note } : change));
+      decision.changes = decision.changes.map((change) => ({ ...change, note }));
       return;
     }
-    const integrated = await integrateParked(decision.repo, decision.plan, decision.index);
+    const integrated = await integrateParked(decision.repo, decision.plan, decision.indices);
     if (!integrated.ok) {
       const code = integrated.error.kind === 'conflict' ? EXIT.invalid : EXIT.gitFailed;
-      throw new CliError(code, [`approve: ${describeIntegrationFailure(integrated.error, decision.index)}; task ${decision.index} is still awaiting approval`]);
+      const still = decision.indices.length === 1 ? `task ${decision.indices[0]} is` : `tasks ${listIndices(decision.indices)} are`;
+      throw new CliError(code, [`approve: ${describeIntegrationFailure(integrated.error, decision.indices)}; ${still} still awaiting approval`]);
     }
     if (integrated.value === null) return; // nothing parked: an older run's approval, committed by the next run
-    const { commit } = integrated.value;
-    const task = decision.plan.tasks[decision.index]!;
-    if (commit !== null) task.commit = commit;
+    const { commit, tasks } = integrated.value;
+    for (const index of tasks) if (commit !== null) decision.plan.tasks[index]!.commit = commit;
     decision.integrated = integrated.value;
     const note = commit === null ? 'approved; its work changed nothing' : `approved; its work was integrated (${commit.slice(0, 12)})`;
-    decision.changes = decision.changes.map((change, position) => (position === 0 ? { ...change, note } : change));
+    // Tasks with nothing parked (an older run's approval) keep the note that the next run commits their work.
+    decision.changes = decision.changes.map((change) => (tasks.includes(change.task) ? { ...change, note } : change));
   },
   async after(decision) {
     if (decision.repo === null || decision.integrated === null) return EXIT.ok;
     const planId = decision.plan.planId as string;
-    await dropParked(decision.repo, planId, decision.index);
+    for (const index of decision.integrated.tasks) await dropParked(decision.repo, planId, index);
     const target = { planPath: decision.planPath, runPath: decision.planPath, plan: decision.plan, planId, ref: integrationRef(planId), archived: false };
     const outcome = await landTarget(decision.repo, target, { mode: decision.values['no-commit'] === true ? 'worktree' : 'commit', env: decision.io.env });
     return describeLanding(target, outcome, decision.io);
@@ -131,39 +146,41 @@ export const approve = interventionCommand({
 
 export const reject = interventionCommand({
   name: 'reject',
-  summary: 'Reject a task awaiting approval: it fails with the reason, its parked work is dropped, and the tasks depending on it are skipped.',
+  summary: 'Reject tasks awaiting approval: each fails with the reason, its parked work is dropped, and the tasks depending on it are skipped.',
   needsReason: true,
-  apply: (plan, i, reason, now) => rejectTask(plan, i, reason, now),
+  apply: (plan, indices, reason, now) => rejectTasks(plan, indices, reason, now),
   async after(decision) {
     const planId = decision.plan.planId;
     if (decision.repo === null || typeof planId !== 'string' || planId === '') return EXIT.ok;
-    const ref = awaitingRef(planId, decision.index);
-    const parked = await readRef(decision.repo, ref);
-    if (!parked.ok)
-      throw new CliError(EXIT.gitFailed, [
-        `reject: the plan records the rejection, but git could not say whether it has parked work: ${describeGitFailure(parked.error)}; if \`git rev-parse ${ref}\` names a commit, drop it with \`git update-ref -d ${ref}\``,
-      ]);
-    if (parked.value === null) return EXIT.ok;
-    const dropped = await dropParked(decision.repo, planId, decision.index);
-    if (!dropped.ok)
-      throw new CliError(EXIT.gitFailed, [
-        `reject: the plan records the rejection, but its parked work could not be dropped: ${describeGitFailure(dropped.error)}; drop it with \`git update-ref -d ${ref}\``,
-      ]);
-    decision.io.out(`dropped its parked work (${ref})`);
+    for (const index of decision.indices) {
+      const ref = awaitingRef(planId, index);
+      const parked = await readRef(decision.repo, ref);
+      if (!parked.ok)
+        throw new CliError(EXIT.gitFailed, [
+          `reject: the plan records the rejection, but git could not say whether task ${index} has parked work: ${describeGitFailure(parked.error)}; if \`git rev-parse ${ref}\` names a commit, drop it with \`git update-ref -d ${ref}\``,
+        ]);
+      if (parked.value === null) continue;
+      const dropped = await dropParked(decision.repo, planId, index);
+      if (!dropped.ok)
+        throw new CliError(EXIT.gitFailed, [
+          `reject: the plan records the rejection, but task ${index}'s parked work could not be dropped: ${describeGitFailure(dropped.error)}; drop it with \`git update-ref -d ${ref}\``,
+        ]);
+      decision.io.out(`dropped ${decision.indices.length === 1 ? 'its' : `task ${index}'s`} parked work (${ref})`);
+    }
     return EXIT.ok;
   },
 });
 
 export const retry = interventionCommand({
   name: 'retry',
-  summary: 'Retry a failed or blocked task: back to pending with attempts reset, with the tasks skipped because of it.',
+  summary: 'Retry failed or blocked tasks: back to pending with attempts reset, with the tasks skipped because of them.',
   needsReason: false,
-  apply: (plan, i) => retryTask(plan, i),
+  apply: (plan, indices) => retryTasks(plan, indices),
 });
 
 export const skip = interventionCommand({
   name: 'skip',
-  summary: 'Skip a pending, failed or blocked task with a reason; the tasks depending on it are skipped too.',
+  summary: 'Skip pending, failed or blocked tasks with a reason; the tasks depending on them are skipped too.',
   needsReason: true,
-  apply: (plan, i, reason) => skipTask(plan, i, reason),
+  apply: (plan, indices, reason) => skipTasks(plan, indices, reason),
 });

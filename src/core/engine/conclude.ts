@@ -141,15 +141,22 @@ function conclude(building: StepDraft, attempt: RunningAttempt | VerifyingAttemp
     checkBudget(building);
     return;
   }
-  const base = { ...finishedEvent(building, attempt, run), ...(warnings.length > 0 ? { warnings } : {}) };
+  const setAside = concluded.setAside ?? null;
+  const base = {
+    ...finishedEvent(building, attempt, run),
+    ...(warnings.length > 0 ? { warnings } : {}),
+    ...(setAside !== null ? { setAside: { paths: setAside.paths, ...(setAside.commit !== undefined ? { commit: setAside.commit } : {}) } } : {}),
+  };
   const usage = runFigure(run);
   // Judged work (not an interruption, a limit or a missing agent) says what it did outside its files.
-  if (['completed', 'awaiting_approval', 'retry', 'failed', 'blocked'].includes(decided.decision.kind))
-    recordUndeclared(draft.plan, task, concluded.undeclared ?? [], concluded.setAside ?? null);
+  const judged = ['completed', 'awaiting_approval', 'retry', 'failed', 'blocked'].includes(decided.decision.kind);
+  if (judged) recordUndeclared(draft.plan, task, concluded.undeclared ?? [], setAside);
   // Whatever was decided, the worktree has served this attempt (its work is captured).
   const release = () => building.effects.push({ type: 'release-workspace', task });
   if (decided.passed) {
     release();
+    // What it did outside its files is the plan's record now: saved, as an in-session step reads the plan back.
+    if (judged && (setAside !== null || (concluded.undeclared ?? []).length > 0)) building.effects.push({ type: 'save' });
     // Verified: it holds its files until the lane has integrated (or parked) its work.
     building.attempts.set(task, { ...kept(attempt), stage: 'verified', decision: decided.decision, work: decided.work, verifiedBy: { kind: 'this-run', run } });
     emit(building, { ...base, outcome: decided.decision.kind, result: decided.decision.result });

@@ -2,7 +2,7 @@
 // once nothing runs and nothing can start, the words the run ends with (`finish`).
 
 import { skippedEvents } from '../events.ts';
-import { formatCost } from '../format.ts';
+import { formatCost, plural } from '../format.ts';
 import { countByStatus, stall } from '../graph.ts';
 import { UNKNOWN, statusOf } from '../plan.ts';
 import type { Applied } from '../transition.ts';
@@ -63,7 +63,13 @@ export function finish(building: StepDraft): void {
     const stalled = stall(plan.tasks);
     if (stalled.kind === 'deadlock') {
       emit(building, { type: 'stalled', kind: 'deadlock', tasks: stalled.pending });
-      stopWith(building, { reason: 'deadlock', message: `deadlock: tasks ${stalled.pending.join(', ')} are pending but none can become ready` });
+      stopWith(building, {
+        reason: 'deadlock',
+        message:
+          stalled.pending.length === 1
+            ? `deadlock: task ${stalled.pending[0]} is pending but cannot become ready`
+            : `deadlock: tasks ${stalled.pending.join(', ')} are pending but none can become ready`,
+      });
     } else if (stalled.kind === 'awaiting_approval') {
       emit(building, { type: 'stalled', kind: 'awaiting_approval', tasks: stalled.awaitingApproval });
       stopWith(building, {
@@ -71,12 +77,12 @@ export function finish(building: StepDraft): void {
         message: `waiting for approval: ${stalled.awaitingApproval.map((g) => `task ${g}`).join(', ')}`,
       });
     } else if (counts.completed === plan.tasks.length) {
-      stopWith(building, { reason: 'all-done', message: `all ${plan.tasks.length} tasks completed` });
+      stopWith(building, { reason: 'all-done', message: plan.tasks.length === 1 ? 'the one task completed' : `all ${plan.tasks.length} tasks completed` });
     } else if (counts.awaiting_approval > 0) {
       const awaitingApproval = plan.tasks.flatMap((t, i) => (statusOf(t) === 'awaiting_approval' ? [`task ${i}`] : []));
       stopWith(building, { reason: 'awaiting_approval', message: `waiting for approval: ${awaitingApproval.join(', ')}` });
     } else {
-      stopWith(building, { reason: 'failures', message: `${counts.completed} of ${plan.tasks.length} tasks completed` });
+      stopWith(building, { reason: 'failures', message: `${counts.completed} of ${plural(plan.tasks.length, 'task')} completed` });
     }
   }
   draft.finished = true;
@@ -101,7 +107,7 @@ export function reportCascade(building: StepDraft, applied: Applied): void {
     emit(building, { type: 'breaker', pendingCount: cascade.breaker.pendingCount, wouldBeSkipped: cascade.breaker.wouldBeSkipped });
     stopWith(building, {
       reason: 'breaker',
-      message: `circuit breaker: ${cascade.breaker.wouldBeSkipped} of ${cascade.breaker.pendingCount} pending tasks were skipped because of failures`,
+      message: `circuit breaker: ${cascade.breaker.wouldBeSkipped} of ${plural(cascade.breaker.pendingCount, 'pending task')} ${cascade.breaker.wouldBeSkipped === 1 ? 'was' : 'were'} skipped because of failures`,
     });
   }
 }

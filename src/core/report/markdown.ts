@@ -290,7 +290,7 @@ export function reportData(
 function describeStop(event: RunEvent): string {
   switch (event.type) {
     case 'breaker':
-      return `Circuit breaker: ${event.wouldBeSkipped} of ${event.pendingCount} pending tasks would have been skipped; the run stopped.`;
+      return `Circuit breaker: ${event.wouldBeSkipped} of ${plural(event.pendingCount, 'pending task')} would have been skipped; the run stopped.`;
     case 'budget-reached':
       return `Budget reached: ${formatCost(event.costUsd)} spent of ${formatCost(event.limitUsd)}.`;
     case 'stalled':

@@ -12,7 +12,17 @@ import { clipTail } from '../../core/format.ts';
 import type { GitFailure } from '../../core/git-text.ts';
 import { countByStatus } from '../../core/graph.ts';
 import type { Plan, TaskStatus } from '../../core/plan.ts';
-import { type CommitOutcome, type GateReport, type Notice, gateReport, integratedBy, isComplete, noticeOf, warning } from '../../core/session-report.ts';
+import {
+  type CommitOutcome,
+  type GateReport,
+  type Notice,
+  gateReport,
+  integratedBy,
+  isComplete,
+  noticeOf,
+  setAsideNotices,
+  warning,
+} from '../../core/session-report.ts';
 import type { SessionIsolation } from './io.ts';
 import { commitEvents, runEnd } from './driver.ts';
 import { readSession } from './file.ts';
@@ -109,6 +119,8 @@ export class CommitStep implements SessionStep<CommitOpened, CommitRan, CommitSt
     const { state } = ran;
     const { isolation } = opened;
     const notices = [...scope.run.notices('integration-failed'), ...(recorded.notice !== null ? [recorded.notice] : [])].map(noticeOf).concat(recorded.kept);
+    // The plan is finished: what its attempts set aside is said once more, with how to read it back.
+    if (recorded.archived !== null) notices.push(...setAsideNotices(state.plan));
     // A step that stops says all the same: the gate's notices (a run started again) with the rest.
     const stopNotices = [...opened.gate.notices.map(warning), ...notices];
     const refused = state.stop?.baselineFailure;

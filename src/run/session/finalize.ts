@@ -24,6 +24,7 @@ import {
   isComplete,
   retriesOf,
   roundSummary,
+  setAsideBy,
   skippedBy,
   warning,
 } from '../../core/session-report.ts';
@@ -217,6 +218,7 @@ export class FinalizeStep implements SessionStep<FinalizeOpened, FinalizeRan, Fi
       settled: ran.results.filter((r) => r.outcome !== 'ignored'),
       retries: retry.length,
       skipped: skipped.length,
+      setAside: setAsideBy(events),
       tripped: breaker.trip,
       counts,
       verifiedWaiting: tasksIn(state, new Set(['verified', 'recording', 'queued', 'gating'])).length,
