@@ -5,7 +5,7 @@ import { dirname, join, resolve, sep } from 'node:path';
 import { topLevel } from '../adapters/git/refs.ts';
 import { ownLayout, ownPlanFormatPath } from '../adapters/layout.ts';
 import { readPlanFile } from '../adapters/plan-store.ts';
-import { clipHead } from '../core/format.ts';
+import { clipHead, plural } from '../core/format.ts';
 import { type Plan, statusOf } from '../core/plan.ts';
 import { type ValidateOptions, parsePlan } from '../core/validate.ts';
 import { archivedPlans } from '../run/plan-landing.ts';
@@ -81,7 +81,7 @@ export async function missingPlanLine(path: string): Promise<string> {
   if (last === undefined) return `no plan at ${path}: write one (${howToWriteAPlan()}), or pass --plan FILE`;
   const completed = last.plan.tasks.filter((task) => statusOf(task) === 'completed').length;
   const goal = clipHead(last.plan.goal.replace(/\s+/g, ' '), 60);
-  return `no plan at ${path}: the last one ("${goal}", ${completed} of ${last.plan.tasks.length} tasks completed) was archived to ${last.path}; write a new one (${howToWriteAPlan()}), or pass --plan FILE`;
+  return `no plan at ${path}: the last one ("${goal}", ${completed} of ${plural(last.plan.tasks.length, 'task')} completed) was archived to ${last.path}; write a new one (${howToWriteAPlan()}), or pass --plan FILE`;
 }
 
 /** Both ways to write a plan, for a person in Claude Code and one at a terminal. */

@@ -195,7 +195,7 @@ describe('plan.ts check', () => {
     done.tasks[0]!.status = 'completed';
     await writeFile(archived, JSON.stringify(done));
     await rm(file);
-    const line = `no plan at ${file}: the last one ("Add a greeting module", 1 of 1 tasks completed) was archived to ${archived}; write a new one (in Claude Code: /foreman:design <goal>; by hand: the format is in ${FORMAT}), or pass --plan FILE`;
+    const line = `no plan at ${file}: the last one ("Add a greeting module", 1 of 1 task completed) was archived to ${archived}; write a new one (in Claude Code: /foreman:design <goal>; by hand: the format is in ${FORMAT}), or pass --plan FILE`;
     for (const command of ['check', 'status']) {
       const r = await plan([command], dir);
       expect(r.code).toBe(2);
