@@ -15,7 +15,7 @@ import { type Plan, type UsageFigure, emptyUsage } from '../../core/plan.ts';
 import { parseStatusLine } from '../../core/prompt.ts';
 import { readLimitText } from '../../core/limit-text.ts';
 import type { SetupFindings } from '../../core/transition.ts';
-import { drive } from './file.ts';
+import { step } from '../../core/engine/step.ts';
 
 /** What a step can do for the step function's effects (a step missing one never gets it: that would be a bug). */
 export interface StepHooks {
@@ -206,3 +206,25 @@ export const landedEvents = (unlanded: readonly number[], now: number): EngineEv
 
 /** Post `events` through `run`'s carrier. */
 export const post = (state: EngineState, events: readonly EngineEvent[], run: StepRun): Promise<EngineState> => drive(state, events, run.carry);
+
+// ---------------------------------------------------------------------------------------------
+// Driving the step function from a step
+
+/** Carries out one effect of the step function (of its answer to `answering`); returns the events it leads to, at once. */
+export type Carry = (effect: EngineEffect, state: EngineState, answering: EngineEvent) => Promise<EngineEvent[]>;
+
+/**
+ * Post `events` to the step function, one at a time, carrying out each step's effects in order
+ * (as the headless engine does) and posting what they lead to. Returns the state it ends in.
+ */
+export async function drive(state: EngineState, events: readonly EngineEvent[], carry: Carry): Promise<EngineState> {
+  let current = state;
+  const queue = [...events];
+  while (queue.length > 0) {
+    const event = queue.shift()!;
+    const next = step(current, event);
+    current = next.state;
+    for (const effect of next.effects) queue.push(...(await carry(effect, current, event)));
+  }
+  return current;
+}
