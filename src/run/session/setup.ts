@@ -30,7 +30,7 @@ import {
 import { promptsDirFor } from '../archive.ts';
 import type { SessionIsolation, SessionSetupReport } from './io.ts';
 import { type LandingState, noGateNotice } from '../lifecycle.ts';
-import { StepRun, post, runEnd, sessionEndedEvents, setUpEvent, setupEvents } from './driver.ts';
+import { StepRun, post, runEnd, sessionEndedEvents, setUpEvent, setupEvents, unmetEffects } from './driver.ts';
 import { type Session, type SessionGateConfig, type SessionSandbox, defaultSession, readSession, sessionConfig } from './file.ts';
 import { type AssumptionResult, type SetupProblem, assumptionCheckedEvent } from '../setup.ts';
 import { DEFAULTS } from '../settings.ts';
@@ -190,7 +190,18 @@ export class SetupStep implements SessionStep<SetupOpened, SetupRan, SetupOutput
     ];
     await writes.save(setUp.state.plan);
     const gate = new GateDriver(context, session, report.isolation);
-    return ok({ session, state: setUp.state, effects: gate.effects, earlier, report, skips, notices, isolation: report.isolation, gate, sandbox });
+    return ok({
+      session,
+      state: setUp.state,
+      effects: { ...unmetEffects, ...gate.effects },
+      earlier,
+      report,
+      skips,
+      notices,
+      isolation: report.isolation,
+      gate,
+      sandbox,
+    });
   }
 
   async run(scope: StepScope, opened: SetupOpened): Promise<SetupRan> {
@@ -201,7 +212,7 @@ export class SetupStep implements SessionStep<SetupOpened, SetupRan, SetupOutput
     const earlier = opened.earlier;
     if (earlier.runId !== null && !earlier.runFinished) {
       const lastSeen = await io.journal.lastSeen(earlier.runId);
-      const ended = new StepRun({ save: scope.writes.save }, io.clock.now);
+      const ended = new StepRun(scope.writes.save, unmetEffects, io.clock.now);
       const state = await post(stateOf(context, earlier, plan), sessionEndedEvents(lastSeen, io.clock.now()), ended);
       const end = runEnd(state, ended);
       if (end !== null) new RunJournal(context, earlier).finish(plan, end, { landed: true, advice: '', archived: null, lastMs: lastSeen ?? io.clock.now() });
