@@ -8,6 +8,7 @@
 // time). The loop's waits are yields, so the same loop runs synchronously (`driveNow`, the
 // simulation) or awaiting (`drive`).
 
+import type { RunEventBody } from '../events.ts';
 import { assertNever } from '../failure.ts';
 import type { EngineEffect } from './effects.ts';
 import type { EngineEvent } from './events.ts';
@@ -81,6 +82,52 @@ function carry(carrier: EffectCarrier, effect: EngineEffect, state: EngineState,
     default:
       return assertNever(effect, 'engine effect');
   }
+}
+
+/** Events in the order they are posted, each taken at once; once it is empty the loop ends (a session's step, a run's set-up). */
+export class EventQueue implements Inbox {
+  private readonly queue: EngineEvent[];
+
+  constructor(events: readonly EngineEvent[]) {
+    this.queue = [...events];
+  }
+
+  post(event: EngineEvent): void {
+    this.queue.push(event);
+  }
+
+  next(): EngineEvent | null {
+    return this.queue.shift() ?? null;
+  }
+}
+
+/**
+ * The carrier of events that start nothing (a run's `set-up`, whose step says only what it
+ * skipped): what they emit is kept in `emitted`, in order, for the driver to say when it
+ * chooses; any other effect is a bug.
+ */
+export function emitsInto(emitted: RunEventBody[]): EffectCarrier {
+  const none: readonly EngineEvent[] = [];
+  const bug = (effect: EngineEffect): never => {
+    throw new Error(`an event that starts nothing asked for ${effect.type}`);
+  };
+  return {
+    save: bug,
+    emit: (effect) => {
+      emitted.push(effect.event);
+      return none;
+    },
+    startWorker: bug,
+    stopWorker: bug,
+    cancelWorker: bug,
+    verify: bug,
+    releaseWorkspace: bug,
+    record: bug,
+    gate: bug,
+    wake: bug,
+    abortWorkers: bug,
+    finish: bug,
+  };
 }
 
 /** What the loop waits for at a yield: the inbox's next event, or an effect's events. */

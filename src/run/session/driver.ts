@@ -5,7 +5,7 @@
 // session file or runs git: the step's effects do.
 
 import { gatedEvent, recordedEvent, verifiedEvent, workerFinishedEvent } from '../../core/engine/effect-results.ts';
-import { type EffectCarrier, type EffectOf, type Inbox, drive } from '../../core/engine/driver.ts';
+import { type EffectCarrier, type EffectOf, EventQueue, drive } from '../../core/engine/driver.ts';
 import type { EngineEffect, GateRun, RecordRequest } from '../../core/engine/effects.ts';
 import type { EngineEvent } from '../../core/engine/events.ts';
 import type { EngineState, EngineStop } from '../../core/engine/state.ts';
@@ -222,26 +222,9 @@ export const sessionEndedEvents = (lastStepAt: number | null, now: number): Engi
 /** Landing moved the branch (or could not): which integrated tasks are still not on it. */
 export const landedEvents = (unlanded: readonly number[], now: number): EngineEvent[] => [{ type: 'landed', unlanded, now }];
 
-/** A step's events, then what their effects lead to, in order; once it is empty the step's part is done. */
-class StepInbox implements Inbox {
-  private readonly queue: EngineEvent[];
-
-  constructor(events: readonly EngineEvent[]) {
-    this.queue = [...events];
-  }
-
-  post(event: EngineEvent): void {
-    this.queue.push(event);
-  }
-
-  next(): EngineEvent | null {
-    return this.queue.shift() ?? null;
-  }
-}
-
 /**
  * Post `events` to the step function through the one loop, one at a time, `run` carrying out each
  * step's effects in order and what they lead to posted after them. Returns the state it ends in.
  */
 export const post = async (state: EngineState, events: readonly EngineEvent[], run: StepRun): Promise<EngineState> =>
-  (await drive(state, new StepInbox(events), run)).state;
+  (await drive(state, new EventQueue(events), run)).state;

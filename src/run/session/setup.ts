@@ -9,7 +9,7 @@ import { describeOrphans } from '../../adapters/orphans.ts';
 import { type SandboxMode, installAdvice } from '../../adapters/sandbox.ts';
 import { type HeldCandidate, initialState } from '../../core/engine/admission.ts';
 import type { EngineState } from '../../core/engine/state.ts';
-import { step } from '../../core/engine/step.ts';
+import { EventQueue, driveNow, emitsInto } from '../../core/engine/driver.ts';
 import type { RunEventBody } from '../../core/events.ts';
 import { type Result, err, ok } from '../../core/failure.ts';
 import { countByStatus } from '../../core/graph.ts';
@@ -169,11 +169,13 @@ export class SetupStep implements SessionStep<SetupOpened, SetupRan, SetupOutput
     if (!setup.ok) return err(setup.error);
     const report = setup.value;
     // What setup found is applied by the step function, as every later change of a task's state.
-    const setUp = step(
+    const emitted: RunEventBody[] = [];
+    const setUp = driveNow(
       initialState(plan, sessionConfig(session, context.planPath), io.clock.now(), report.held, verified),
-      setUpEvent(report.findings, io.clock.now()),
+      new EventQueue([setUpEvent(report.findings, io.clock.now())]),
+      emitsInto(emitted),
     );
-    const skips = setUp.effects.flatMap((effect) => (effect.type === 'emit' && effect.event.type === 'task-skipped' ? [effect.event] : []));
+    const skips = emitted.flatMap((event) => (event.type === 'task-skipped' ? [event] : []));
     const notices: Notice[] = [
       ...(endedGate.length > 0 ? [warning(`stopped ${endedGate.join(', ')} left running by an earlier session: its candidates are tested again`)] : []),
       ...(orphans.length > 0 ? [warning(describeOrphans(orphans))] : []),
