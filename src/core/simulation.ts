@@ -6,10 +6,9 @@
 
 import { initialState } from './engine/admission.ts';
 import { gatedEvent, recordedEvent, verifiedEvent, workerFinishedEvent, workerRefusedEvent, workerServedEvent } from './engine/effect-results.ts';
-import type { EngineEffect } from './engine/effects.ts';
+import { type EffectCarrier, type Inbox, driveNow } from './engine/driver.ts';
 import type { EngineEvent } from './engine/events.ts';
 import type { EngineConfig, EngineState } from './engine/state.ts';
-import { step } from './engine/step.ts';
 import type { RunEventBody, TaskOutcome } from './events.ts';
 import { type WorkerFailure, type WorkerRun, ok } from './failure.ts';
 import type { Refusal } from './limiter.ts';
@@ -135,7 +134,7 @@ export function simulateRun(
   /** Each running worker's refusal, if it has one. */
   const refusals = new Map<number, NonNullable<SimulatedAttempt['refused']>>();
 
-  const run = (task: number, attempt: number, now: number, resumed: boolean): void => {
+  const run = (task: number, attempt: number, now: number, resumed: boolean): EngineEvent[] => {
     const behaviour = attemptOf(task, attempt);
     const interval: SimulatedInterval = { task, attempt, start: now, end: now + behaviour.durationMs, outcome: null };
     intervals.push(interval);
@@ -152,115 +151,117 @@ export function simulateRun(
         ? { kind: 'failed', failure: limitFailure(refused, true) }
         : { kind: 'reported', resultText: `${behaviour.report}: attempt ${attempt}`, statusLine: { status: behaviour.report, text: `attempt ${attempt}` } },
     };
+    const led: EngineEvent[] = [];
     if (refused !== undefined) {
       refusals.set(task, refused);
-      if (refused.served) post(workerServedEvent(task, now + Math.floor(refused.atMs / 2)));
+      if (refused.served) led.push(workerServedEvent(task, now + Math.floor(refused.atMs / 2)));
       const refusal: Refusal = refused.unreachable === true ? { kind: 'api-unreachable' } : { kind: 'rate-limit', delayMs: refused.delayMs };
-      post(workerRefusedEvent(task, refusal, refused.served, now + refused.atMs));
+      led.push(workerRefusedEvent(task, refusal, refused.served, now + refused.atMs));
     } else refusals.delete(task);
-    post(workerFinishedEvent(task, worker, interval.end));
+    led.push(workerFinishedEvent(task, worker, interval.end));
+    return led;
   };
 
-  const carryOut = (effect: EngineEffect, now: number): boolean => {
-    switch (effect.type) {
-      case 'start-worker':
-        run(effect.task, effect.attempt, now, effect.resume !== undefined);
-        return false;
-      case 'verify':
-        post(verifiedEvent(effect.task, ok(passingCheck(plan.tasks[effect.task]!)), now));
-        return false;
-      case 'record':
-        integrated.push(...effect.integrate.map((item) => item.task));
-        post(recordedEvent(effect.tasks, ok(`round-${effect.round}`), now));
-        return false;
-      case 'gate': {
-        if (!gateOf) throw new Error('simulation: the config has a gate but no gateOf was given');
-        const verdict = gateOf(effect.tasks, integrated);
-        gateRuns.push({ tasks: effect.tasks, start: now, end: now + verdict.durationMs, passed: verdict.passed });
-        post(
-          gatedEvent(
-            effect.tasks,
-            { passed: verdict.passed, output: verdict.passed ? '' : 'simulated failure', durationMs: verdict.durationMs },
-            now + verdict.durationMs,
-          ),
-        );
-        return false;
+  /** The worker of `task` still to finish, taken out of the queue: it is ending now. */
+  const takeFinish = (task: number): Extract<EngineEvent, { type: 'worker-finished' }> | null => {
+    const pending = queue.findIndex((q) => q.event.type === 'worker-finished' && q.event.task === task);
+    return pending >= 0 ? (queue.splice(pending, 1)[0]!.event as Extract<EngineEvent, { type: 'worker-finished' }>) : null;
+  };
+
+  // Every effect is carried out at the time of the event it answers; what it leads to is queued at its own time.
+  const none: EngineEvent[] = [];
+  const carrier: EffectCarrier = {
+    startWorker: (effect, _state, answering) => run(effect.task, effect.attempt, answering.now, effect.resume !== undefined),
+    verify: (effect, _state, answering) => [verifiedEvent(effect.task, ok(passingCheck(plan.tasks[effect.task]!)), answering.now)],
+    record: (effect, _state, answering) => {
+      integrated.push(...effect.integrate.map((item) => item.task));
+      return [recordedEvent(effect.tasks, ok(`round-${effect.round}`), answering.now)];
+    },
+    gate: (effect, _state, answering) => {
+      if (!gateOf) throw new Error('simulation: the config has a gate but no gateOf was given');
+      const now = answering.now;
+      const verdict = gateOf(effect.tasks, integrated);
+      gateRuns.push({ tasks: effect.tasks, start: now, end: now + verdict.durationMs, passed: verdict.passed });
+      return [
+        gatedEvent(
+          effect.tasks,
+          { passed: verdict.passed, output: verdict.passed ? '' : 'simulated failure', durationMs: verdict.durationMs },
+          now + verdict.durationMs,
+        ),
+      ];
+    },
+    // One tick per moment is enough: the engine asks again while the back-off lasts.
+    wake: (effect) => (queue.some((q) => q.event.type === 'tick' && q.at === effect.at) ? none : [{ type: 'tick', now: effect.at }]),
+    emit: (effect) => {
+      events.push(effect.event);
+      if (effect.event.type === 'task-finished') {
+        const interval = open.get(effect.event.task);
+        if (interval) interval.outcome = effect.event.outcome;
+        open.delete(effect.event.task);
       }
-      case 'wake':
-        // One tick per moment is enough: the engine asks again while the back-off lasts.
-        if (!queue.some((q) => q.event.type === 'tick' && q.at === effect.at)) post({ type: 'tick', now: effect.at });
-        return false;
-      case 'emit':
-        events.push(effect.event);
-        if (effect.event.type === 'task-finished') {
-          const interval = open.get(effect.event.task);
-          if (interval) interval.outcome = effect.event.outcome;
-          open.delete(effect.event.task);
-        }
-        return false;
-      case 'cancel-worker': {
-        // The worker stops now: its finish comes at once, as an interrupted run.
-        const pending = queue.findIndex((q) => q.event.type === 'worker-finished' && q.event.task === effect.task);
-        if (pending >= 0) {
-          const event = queue.splice(pending, 1)[0]!.event as Extract<EngineEvent, { type: 'worker-finished' }>;
-          const interval = open.get(effect.task);
-          const ran = interval ? now - interval.start : 0;
-          if (interval) interval.end = now;
-          post(workerFinishedEvent(effect.task, { ...event.run, durationMs: ran, outcome: { kind: 'failed', failure: { reason: 'interrupted' } } }, now));
-        }
-        return false;
+      return none;
+    },
+    cancelWorker: (effect, _state, answering) => {
+      // The worker stops now: its finish comes at once, as an interrupted run.
+      const now = answering.now;
+      const event = takeFinish(effect.task);
+      if (event === null) return none;
+      const interval = open.get(effect.task);
+      const ran = interval ? now - interval.start : 0;
+      if (interval) interval.end = now;
+      return [workerFinishedEvent(effect.task, { ...event.run, durationMs: ran, outcome: { kind: 'failed', failure: { reason: 'interrupted' } } }, now)];
+    },
+    stopWorker: (effect, _state, answering) => {
+      // Ended at once if it had been served nothing: its refusal is its outcome.
+      const now = answering.now;
+      const refused = refusals.get(effect.task);
+      stops.push({ task: effect.task, served: refused?.served === true });
+      if (refused?.served === true) return none;
+      const event = takeFinish(effect.task);
+      if (event === null) return none;
+      const interval = open.get(effect.task);
+      if (interval) interval.end = now;
+      return [
+        workerFinishedEvent(
+          effect.task,
+          {
+            ...event.run,
+            durationMs: interval ? now - interval.start : 0,
+            outcome: { kind: 'failed', failure: limitFailure(refused, false) },
+          },
+          now,
+        ),
+      ];
+    },
+    save: () => none,
+    abortWorkers: () => none,
+    releaseWorkspace: () => none,
+    finish: () => none,
+  };
+
+  /** The queue in simulated time: the earliest event next (of those at one time, the first posted); `observe` sees the state each time time moves on. */
+  let last: number | null = null;
+  const inbox: Inbox = {
+    post,
+    next: (current) => {
+      if (observe && last !== null && !queue.some((q) => q.at <= last!)) observe(current);
+      if (queue.length === 0) throw new Error('simulation: the engine is waiting, but nothing is left to happen');
+      let next = 0;
+      for (let k = 1; k < queue.length; k++) {
+        const a = queue[k]!;
+        const b = queue[next]!;
+        if (a.at < b.at || (a.at === b.at && a.order < b.order)) next = k;
       }
-      case 'stop-worker': {
-        // Ended at once if it had been served nothing: its refusal is its outcome.
-        const refused = refusals.get(effect.task);
-        stops.push({ task: effect.task, served: refused?.served === true });
-        const pending = queue.findIndex((q) => q.event.type === 'worker-finished' && q.event.task === effect.task);
-        if (refused?.served !== true && pending >= 0) {
-          const event = queue.splice(pending, 1)[0]!.event as Extract<EngineEvent, { type: 'worker-finished' }>;
-          const interval = open.get(effect.task);
-          if (interval) interval.end = now;
-          post(
-            workerFinishedEvent(
-              effect.task,
-              {
-                ...event.run,
-                durationMs: interval ? now - interval.start : 0,
-                outcome: { kind: 'failed', failure: limitFailure(refused, false) },
-              },
-              now,
-            ),
-          );
-        }
-        return false;
-      }
-      case 'save':
-      case 'abort-workers':
-      case 'release-workspace':
-        return false;
-      case 'finish':
-        return true;
-    }
+      const { at, event } = queue.splice(next, 1)[0]!;
+      last = at;
+      return event;
+    },
   };
 
   post({ type: 'tick', now: 0 });
   if (drainAt !== undefined) post({ type: 'drain', now: drainAt });
-  for (;;) {
-    if (queue.length === 0) throw new Error('simulation: the engine is waiting, but nothing is left to happen');
-    let next = 0;
-    for (let k = 1; k < queue.length; k++) {
-      const a = queue[k]!;
-      const b = queue[next]!;
-      if (a.at < b.at || (a.at === b.at && a.order < b.order)) next = k;
-    }
-    const { at, event } = queue.splice(next, 1)[0]!;
-    const result = step(state, event);
-    state = result.state;
-    let finished = false;
-    for (const effect of result.effects) finished = carryOut(effect, at) || finished;
-    if (finished) {
-      observe?.(state);
-      return { state, intervals, makespan: at, events, gateRuns, stops };
-    }
-    if (observe && !queue.some((q) => q.at <= at)) observe(state);
-  }
+  const driven = driveNow(state, inbox, carrier);
+  state = driven.state;
+  observe?.(state);
+  return { state, intervals, makespan: last ?? 0, events, gateRuns, stops };
 }

@@ -1,8 +1,8 @@
 // The headless engine: carries out what the pure state machine (`core/engine/step.ts`) decides.
 // Events come in one at a time — a worker finished (or a limit refused it, or the API served
 // it), a verification finished, the lane recorded something, a gate run finished, a back-off
-// ended, a drain, Ctrl-C — and each goes through `step`, whose effects are executed here in
-// order. Each attempt gets a worktree of its own (`prepare`; a re-check's holds the work set
+// ended, a drain, Ctrl-C — and each goes through `step` in the one loop (core/engine/driver.ts),
+// whose effects the carrier here carries out in order. Each attempt gets a worktree of its own (`prepare`; a re-check's holds the work set
 // aside, `prepareRecheck`; a paused attempt resumes in the one it kept), where its worker and its
 // checks run; starting workers and verifying run in parallel; the lane runs, one at a time, what
 // must be serialized: recording (foreman's refs move) and the gate's runs (which test what the
@@ -25,9 +25,9 @@ import {
 import type { EngineEffect, GateRequest, GateRun, RecordRequest } from '../core/engine/effects.ts';
 import type { EngineEvent } from '../core/engine/events.ts';
 import type { EngineConfig, EngineState, EngineStop } from '../core/engine/state.ts';
-import { step } from '../core/engine/step.ts';
+import { type EffectCarrier, type Inbox as EngineInbox, drive } from '../core/engine/driver.ts';
 import type { RunEventBody } from '../core/events.ts';
-import { type Result, type WorkerRun, assertNever, recheckRun } from '../core/failure.ts';
+import { type Result, type WorkerRun, recheckRun } from '../core/failure.ts';
 import type { Verification } from '../core/finalize.ts';
 import { Lane } from '../core/lane.ts';
 import { type Plan, type UsageFigure, modelOf } from '../core/plan.ts';
@@ -137,7 +137,7 @@ export function planWrites(save: (plan: Plan) => Promise<void>): (plan: Plan) =>
 }
 
 /** Events in arrival order, awaited one at a time. */
-class Inbox {
+class Inbox implements EngineInbox {
   private readonly queue: EngineEvent[] = [];
   private waiting: ((event: EngineEvent) => void) | null = null;
   private failure: unknown = null;
@@ -189,7 +189,6 @@ export async function runEngine(
   /** Each running, paused or verifying attempt's worktree. */
   const dirs = new Map<number, string>();
   const wake: { current: { at: number; cancel: () => void } | null } = { current: null };
-  let state: EngineState = start;
   const write = planWrites(stages.save);
   /** The plan of the last step that changed it, on disk: a worker starts, and the run ends, only after. */
   let written: Promise<void> = Promise.resolve();
@@ -277,97 +276,96 @@ export async function runEngine(
     };
   };
 
-  const execute = async (effect: EngineEffect, current: EngineState): Promise<EngineResult | null> => {
-    switch (effect.type) {
-      case 'save':
-        written = write(current.plan);
-        // A write that fails stops the run, as an adapter's bug does.
-        written.catch((error: unknown) => inbox.fail(error));
-        return null;
-      case 'emit':
-        stages.emit(effect.event);
-        return null;
-      case 'start-worker':
-        startWorker(effect, current);
-        return null;
-      case 'verify': {
-        const controller = workers.get(effect.task) ?? new AbortController();
-        if (signal.aborted) controller.abort();
-        const dir = dirs.get(effect.task);
-        if (dir === undefined) throw new Error(`engine: task ${effect.task} has no worktree to verify in`);
-        later(stages.verify(current.plan, effect.task, { dir, signal: controller.signal }), (verification) =>
-          verifiedEvent(effect.task, verification, clock.now()),
-        );
-        return null;
-      }
-      case 'release-workspace':
-        workers.delete(effect.task);
-        idle.delete(effect.task);
-        dirs.delete(effect.task);
-        stages.release(effect.task);
-        return null;
-      case 'record': {
-        const { type: _type, ...request } = effect;
-        later(
-          serialized.run(() => stages.record(current.plan, request)),
-          (recorded) => recordedEvent(effect.tasks, recorded, clock.now()),
-        );
-        return null;
-      }
-      case 'gate': {
-        const { type: _type, ...request } = effect;
-        later(
-          serialized.run(() => stages.gate(current.plan, request, signal)),
-          (run) => gatedEvent(effect.tasks, run, clock.now()),
-        );
-        return null;
-      }
-      case 'wake':
-        // One timer, for the earliest back-off; the tick it sends asks again for any later one.
-        if (wake.current !== null && wake.current.at <= effect.at) return null;
-        wake.current?.cancel();
-        wake.current = {
-          at: effect.at,
-          cancel: clock.wakeAt(effect.at, () => {
-            wake.current = null;
-            inbox.post({ type: 'tick', now: clock.now() });
-          }),
-        };
-        return null;
-      case 'abort-workers':
-        for (const controller of workers.values()) controller.abort();
-        return null;
-      case 'cancel-worker':
-        // Its worker and checks stop; the event they end with concludes the cancelled attempt.
-        workers.get(effect.task)?.abort();
-        return null;
-      case 'stop-worker':
-        // Ended if the API has still served it nothing (the adapter looks); its event follows as usual.
-        idle.get(effect.task)?.abort();
-        return null;
-      case 'finish':
-        await written;
-        return { ...effect.stop, usage: effect.usage, plan: current.plan };
-      default:
-        return assertNever(effect, 'engine effect');
-    }
+  const none: readonly EngineEvent[] = [];
+  // What the effects lead to is posted to the inbox as it comes: workers and checks run in parallel, the lane's jobs one at a time.
+  const carrier: EffectCarrier = {
+    save: (_effect, current) => {
+      written = write(current.plan);
+      // A write that fails stops the run, as an adapter's bug does.
+      written.catch((error: unknown) => inbox.fail(error));
+      return none;
+    },
+    emit: (effect) => {
+      stages.emit(effect.event);
+      return none;
+    },
+    startWorker: (effect, current) => {
+      startWorker(effect, current);
+      return none;
+    },
+    verify: (effect, current) => {
+      const controller = workers.get(effect.task) ?? new AbortController();
+      if (signal.aborted) controller.abort();
+      const dir = dirs.get(effect.task);
+      if (dir === undefined) throw new Error(`engine: task ${effect.task} has no worktree to verify in`);
+      later(stages.verify(current.plan, effect.task, { dir, signal: controller.signal }), (verification) =>
+        verifiedEvent(effect.task, verification, clock.now()),
+      );
+      return none;
+    },
+    releaseWorkspace: (effect) => {
+      workers.delete(effect.task);
+      idle.delete(effect.task);
+      dirs.delete(effect.task);
+      stages.release(effect.task);
+      return none;
+    },
+    record: (effect, current) => {
+      const { type: _type, ...request } = effect;
+      later(
+        serialized.run(() => stages.record(current.plan, request)),
+        (recorded) => recordedEvent(effect.tasks, recorded, clock.now()),
+      );
+      return none;
+    },
+    gate: (effect, current) => {
+      const { type: _type, ...request } = effect;
+      later(
+        serialized.run(() => stages.gate(current.plan, request, signal)),
+        (run) => gatedEvent(effect.tasks, run, clock.now()),
+      );
+      return none;
+    },
+    wake: (effect) => {
+      // One timer, for the earliest back-off; the tick it sends asks again for any later one.
+      if (wake.current !== null && wake.current.at <= effect.at) return none;
+      wake.current?.cancel();
+      wake.current = {
+        at: effect.at,
+        cancel: clock.wakeAt(effect.at, () => {
+          wake.current = null;
+          inbox.post({ type: 'tick', now: clock.now() });
+        }),
+      };
+      return none;
+    },
+    abortWorkers: () => {
+      for (const controller of workers.values()) controller.abort();
+      return none;
+    },
+    cancelWorker: (effect) => {
+      // Its worker and checks stop; the event they end with concludes the cancelled attempt.
+      workers.get(effect.task)?.abort();
+      return none;
+    },
+    stopWorker: (effect) => {
+      // Ended if the API has still served it nothing (the adapter looks); its event follows as usual.
+      idle.get(effect.task)?.abort();
+      return none;
+    },
+    // The run ends once the plan that says so is on disk.
+    finish: async () => {
+      await written;
+      return none;
+    },
   };
 
   inbox.post({ type: 'tick', now: clock.now() });
   try {
-    for (;;) {
-      const event = await inbox.next();
-      const next = step(state, event);
-      state = next.state;
-      let saved = false;
-      for (const effect of next.effects) {
-        // Saves in one step write the same plan: once is enough.
-        if (effect.type === 'save' && saved) continue;
-        if (effect.type === 'save') saved = true;
-        const result = await execute(effect, state);
-        if (result !== null) return result;
-      }
-    }
+    const driven = await drive(start, inbox, carrier);
+    // The headless inbox never runs dry: the loop ends when the run finishes.
+    if (driven.finish === null) throw new Error('engine: the loop ended before the run finished');
+    return { ...driven.finish.stop, usage: driven.finish.usage, plan: driven.state.plan };
   } finally {
     wake.current?.cancel();
     signal.removeEventListener('abort', onAbort);

@@ -18,7 +18,7 @@ import { logFailedChecks } from '../adapters/worker-log.ts';
 import { type Layout, commandHint } from '../core/command-hint.ts';
 import { initialState } from '../core/engine/admission.ts';
 import { workerLogPath } from '../core/engine/start.ts';
-import { step } from '../core/engine/step.ts';
+import { EventQueue, driveNow, emitsInto } from '../core/engine/driver.ts';
 import type { RunEventBody } from '../core/events.ts';
 import { type Result, type WorkerRun, assertNever, err, ok } from '../core/failure.ts';
 import { plural } from '../core/format.ts';
@@ -148,12 +148,14 @@ export async function runHeadless(
     });
     if (!setup.ok) return err({ kind: 'setup', problem: setup.error });
     const report = setup.value;
-    // What setup found is applied by the step function, as every later change of a task's state.
-    const setUp = step(initialState(plan, engineConfig(settings, dirname(settings.planPath), env), clock.now(), report.held), {
-      type: 'set-up',
-      findings: report.findings,
-      now: clock.now(),
-    });
+    // What setup found is applied by the step function, as every later change of a task's state;
+    // what it skips is said once the run has started.
+    const skips: RunEventBody[] = [];
+    const setUp = driveNow(
+      initialState(plan, engineConfig(settings, dirname(settings.planPath), env), clock.now(), report.held),
+      new EventQueue([{ type: 'set-up', findings: report.findings, now: clock.now() }]),
+      emitsInto(skips),
+    );
     plan = setUp.state.plan;
     await save(plan);
     // The probe runs before the run starts: a plan it refuses leaves no half-started run in the
@@ -187,7 +189,7 @@ export async function runHeadless(
     }
     for (const n of report.notices) emit({ type: 'notice', ...n });
     for (const a of report.assumptions) emit(assumptionCheckedEvent(a));
-    for (const effect of setUp.effects) if (effect.type === 'emit') emit(effect.event);
+    for (const event of skips) emit(event);
     for (const { event, said } of probeEvents) {
       if (said) context.record(event);
       else emit(event);

@@ -16,6 +16,7 @@ import {
   recordFailureOf,
   gatedEvent,
 } from '../../src/core/engine/effect-results.ts';
+import type { EffectOf } from '../../src/core/engine/driver.ts';
 import type { EngineEffect } from '../../src/core/engine/effects.ts';
 import type { EngineEvent } from '../../src/core/engine/events.ts';
 import type { EngineState } from '../../src/core/engine/state.ts';
@@ -24,7 +25,7 @@ import { err, ok } from '../../src/core/failure.ts';
 import { type GitFailure, describeGitFailure } from '../../src/core/git-text.ts';
 import { statusOf } from '../../src/core/plan.ts';
 import { SIMULATION_DEFAULTS } from '../../src/core/simulation.ts';
-import { StepRun } from '../../src/run/session/driver.ts';
+import { StepRun, unmetEffects } from '../../src/run/session/driver.ts';
 import { gitFailure, passed, reported } from '../support/engine-rig.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
@@ -132,11 +133,15 @@ describe('the events an effect becomes', () => {
   it("the session's carrier posts the same events, stamped with its clock", async () => {
     const state = recording();
     const failure = gitFailure('update-ref', 'fatal: cannot lock ref');
-    const carrier = new StepRun({ save: async () => {}, record: async () => failure, verify: async () => passed(task('A')) }, () => 42);
-    const record: EngineEffect = { type: 'record', tasks: [0, 1], round: 1, integrate: [], park: [], hold: [], drop: [] };
+    const carrier = new StepRun(
+      async () => {},
+      { ...unmetEffects, record: async () => failure, verify: async () => passed(task('A')) },
+      () => 42,
+    );
+    const record: EffectOf<'record'> = { type: 'record', tasks: [0, 1], round: 1, integrate: [], park: [], hold: [], drop: [] };
     // The event whose step asked for the effect (the notices' kind comes from it; these effects say none).
     const answering: EngineEvent = { type: 'integrate', now: 42 };
-    expect(await carrier.carry(record, state, answering)).toEqual([recordedEvent([0, 1], failure, 42)]);
-    expect(await carrier.carry({ type: 'verify', task: 0 }, state, answering)).toEqual([verifiedEvent(0, passed(task('A')), 42)]);
+    expect(await carrier.record(record, state, answering)).toEqual([recordedEvent([0, 1], failure, 42)]);
+    expect(await carrier.verify({ type: 'verify', task: 0 }, state, answering)).toEqual([verifiedEvent(0, passed(task('A')), 42)]);
   });
 });

@@ -1,8 +1,8 @@
-// What the step function asks its driver to carry out (`EngineEffect`): the headless engine
-// (run/engine.ts), the in-session steps (run/session/driver.ts) and the simulation
-// (core/simulation.ts) each carry them out their own way; and the requests the lane's effects
-// become for the adapters that do the work (`RecordRequest`, `GateRequest`), with a gate run's
-// answer (`GateRun`).
+// What the step function asks its driver to carry out (`EngineEffect`): the one loop
+// (core/engine/driver.ts) hands each to a carrier's member for it — the headless engine's
+// (run/engine.ts), an in-session step's (run/session/driver.ts), the simulation's
+// (core/simulation.ts); and the requests the lane's effects become for the adapters that do the
+// work (`RecordRequest`, `GateRequest`), with a gate run's answer (`GateRun`).
 
 import type { RunEventBody } from '../events.ts';
 import type { UsageFigure } from '../plan.ts';

@@ -24,7 +24,7 @@ import {
   warning,
 } from '../../core/session-report.ts';
 import type { SessionIsolation } from './io.ts';
-import { commitEvents, runEnd } from './driver.ts';
+import { commitEvents, runEnd, unmetEffects } from './driver.ts';
 import { readSession } from './file.ts';
 import { type BaselineFailed, GateDriver } from './gate-driver.ts';
 import { type StepContext, type SessionStep, type Opened, type Ran, type Recorded, type StepScope, stateOf } from './skeleton.ts';
@@ -84,6 +84,7 @@ export class CommitStep implements SessionStep<CommitOpened, CommitRan, CommitSt
       gate,
       failures,
       effects: {
+        ...unmetEffects,
         ...gate.effects,
         record: async (state, request) => {
           const recorded = await gate.effects.record(state, request);

@@ -1,9 +1,11 @@
 // How an in-session step talks to the step function: the events each step posts (one definition,
 // used by the plan tool's steps in run/session.ts and by the in-process session rig of the tests),
-// and the carrier that carries out the effects a step can meet, through hooks the step gives it.
-// Nothing here reads the session file or runs git: the hooks do.
+// and the step's carrier of the step function's effects (`StepRun`, through the one loop of
+// core/engine/driver.ts), with what the step gives it (`StepEffects`). Nothing here reads the
+// session file or runs git: the step's effects do.
 
 import { gatedEvent, recordedEvent, verifiedEvent, workerFinishedEvent } from '../../core/engine/effect-results.ts';
+import { type EffectCarrier, type EffectOf, EventQueue, drive } from '../../core/engine/driver.ts';
 import type { EngineEffect, GateRun, RecordRequest } from '../../core/engine/effects.ts';
 import type { EngineEvent } from '../../core/engine/events.ts';
 import type { EngineState, EngineStop } from '../../core/engine/state.ts';
@@ -15,20 +17,36 @@ import { type Plan, type UsageFigure, emptyUsage } from '../../core/plan.ts';
 import { parseStatusLine } from '../../core/prompt.ts';
 import { readLimitText } from '../../core/limit-text.ts';
 import type { SetupFindings } from '../../core/transition.ts';
-import { drive } from './file.ts';
 
-/** What a step can do for the step function's effects (a step missing one never gets it: that would be a bug). */
-export interface StepHooks {
-  /** Write the plan (the step function asked for it before the effects after it). */
-  save(plan: Plan): Promise<void>;
+/**
+ * What a step carries out itself of the step function's effects (StepRun carries out the rest):
+ * each step gives every one, those it never meets as `unmetEffects` has them.
+ */
+export interface StepEffects {
   /** Hands the task out (no events), or, for a re-check, prepares its worktree and says the "worker" finished. */
-  startWorker?(effect: Extract<EngineEffect, { type: 'start-worker' }>, state: EngineState): Promise<EngineEvent[] | undefined>;
-  verify?(task: number, state: EngineState): Promise<Verification>;
+  startWorker(effect: EffectOf<'start-worker'>, state: EngineState): Promise<EngineEvent[] | undefined>;
+  verify(task: number, state: EngineState): Promise<Verification>;
   /** Done with the task's worktree; returns warnings for its `task-finished` event. */
-  release?(task: number): Promise<string[]>;
-  record?(state: EngineState, request: RecordRequest): Promise<Result<string | null, GitFailure>>;
-  gate?(tasks: number[], state: EngineState): Promise<void>;
+  release(task: number): Promise<string[]>;
+  record(state: EngineState, request: RecordRequest): Promise<Result<string | null, GitFailure>>;
+  gate(tasks: number[], state: EngineState): Promise<void>;
 }
+
+/** An effect a step never meets (the step function asks for it only at another step's events): meeting it is a bug. */
+const cannot = (type: EngineEffect['type']) => (): never => {
+  throw new Error(`an in-session step cannot carry out ${type} here`);
+};
+
+/** The step's effects for a step that meets none of them: each a bug if met. */
+export const unmetEffects: StepEffects = {
+  startWorker: cannot('start-worker'),
+  verify: cannot('verify'),
+  release: cannot('release-workspace'),
+  record: cannot('record'),
+  gate: cannot('gate'),
+};
+
+const none: readonly EngineEvent[] = [];
 
 /**
  * What a notice the step function emitted is about, told by the event it answered, never by its
@@ -41,7 +59,7 @@ export type NoticeKind = 'integration-failed' | 'other';
 export type KindedNotice = Extract<RunEventBody, { type: 'notice' }> & { kind: NoticeKind };
 
 /** One step's dealings with the step function: the events it emitted, how the run finished (when it did). */
-export class StepRun {
+export class StepRun implements EffectCarrier {
   readonly events: RunEventBody[] = [];
   /** When each event was emitted (ms), for the journal: a step can take a while (verification). */
   readonly times: number[] = [];
@@ -52,55 +70,55 @@ export class StepRun {
   private readonly cleanup = new Map<number, string[]>();
 
   constructor(
-    private readonly hooks: StepHooks,
+    private readonly writePlan: (plan: Plan) => Promise<void>,
+    private readonly effects: StepEffects,
     private readonly now: () => number = Date.now,
   ) {}
 
-  private need<K extends keyof StepHooks>(name: K, effect: EngineEffect): NonNullable<StepHooks[K]> {
-    const hook = this.hooks[name];
-    if (hook === undefined) throw new Error(`an in-session step cannot carry out ${effect.type} here`);
-    return hook as NonNullable<StepHooks[K]>;
-  }
+  readonly save: EffectCarrier['save'] = async (_effect, state) => {
+    await this.writePlan(state.plan);
+    return none;
+  };
 
-  readonly carry = async (effect: EngineEffect, state: EngineState, answering: EngineEvent): Promise<EngineEvent[]> => {
-    switch (effect.type) {
-      case 'save':
-        await this.hooks.save(state.plan);
-        return [];
-      case 'emit': {
-        const event = effect.event;
-        if (event.type === 'notice')
-          this.kinded.push({ ...event, kind: answering.type === 'recorded' && answering.failure !== null ? 'integration-failed' : 'other' });
-        const extra = event.type === 'task-finished' ? this.cleanup.get(event.task) : undefined;
-        this.events.push(extra && extra.length > 0 && event.type === 'task-finished' ? { ...event, warnings: [...(event.warnings ?? []), ...extra] } : event);
-        this.times.push(this.now());
-        return [];
-      }
-      case 'start-worker':
-        return (await this.need('startWorker', effect)(effect, state)) ?? [];
-      case 'verify':
-        return [verifiedEvent(effect.task, await this.need('verify', effect)(effect.task, state), this.now())];
-      case 'release-workspace':
-        this.cleanup.set(effect.task, await this.need('release', effect)(effect.task));
-        return [];
-      case 'record': {
-        const { type: _type, ...request } = effect;
-        const recorded = await this.need('record', effect)(state, request);
-        return [recordedEvent(effect.tasks, recorded, this.now())];
-      }
-      case 'gate':
-        await this.need('gate', effect)(effect.tasks, state);
-        return [];
-      // A session's workers are never stopped by it, nothing wakes it (the lead comes back), and nothing is speculative.
-      case 'wake':
-      case 'abort-workers':
-      case 'cancel-worker':
-      case 'stop-worker':
-        return [];
-      case 'finish':
-        this.finished = { ...effect.stop, usage: effect.usage };
-        return [];
-    }
+  readonly emit: EffectCarrier['emit'] = (effect, _state, answering) => {
+    const event = effect.event;
+    if (event.type === 'notice')
+      this.kinded.push({ ...event, kind: answering.type === 'recorded' && answering.failure !== null ? 'integration-failed' : 'other' });
+    const extra = event.type === 'task-finished' ? this.cleanup.get(event.task) : undefined;
+    this.events.push(extra && extra.length > 0 && event.type === 'task-finished' ? { ...event, warnings: [...(event.warnings ?? []), ...extra] } : event);
+    this.times.push(this.now());
+    return none;
+  };
+
+  readonly startWorker: EffectCarrier['startWorker'] = async (effect, state) => (await this.effects.startWorker(effect, state)) ?? none;
+
+  readonly verify: EffectCarrier['verify'] = async (effect, state) => [verifiedEvent(effect.task, await this.effects.verify(effect.task, state), this.now())];
+
+  readonly releaseWorkspace: EffectCarrier['releaseWorkspace'] = async (effect) => {
+    this.cleanup.set(effect.task, await this.effects.release(effect.task));
+    return none;
+  };
+
+  readonly record: EffectCarrier['record'] = async (effect, state) => {
+    const { type: _type, ...request } = effect;
+    const recorded = await this.effects.record(state, request);
+    return [recordedEvent(effect.tasks, recorded, this.now())];
+  };
+
+  readonly gate: EffectCarrier['gate'] = async (effect, state) => {
+    await this.effects.gate(effect.tasks, state);
+    return none;
+  };
+
+  // A session's workers are never stopped by it, nothing wakes it (the lead comes back), and nothing is speculative.
+  readonly wake: EffectCarrier['wake'] = () => none;
+  readonly abortWorkers: EffectCarrier['abortWorkers'] = () => none;
+  readonly cancelWorker: EffectCarrier['cancelWorker'] = () => none;
+  readonly stopWorker: EffectCarrier['stopWorker'] = () => none;
+
+  readonly finish: EffectCarrier['finish'] = (effect) => {
+    this.finished = { ...effect.stop, usage: effect.usage };
+    return none;
   };
 
   /** An event the step itself tells (not the step function): journaled with the others, stamped now. */
@@ -204,5 +222,9 @@ export const sessionEndedEvents = (lastStepAt: number | null, now: number): Engi
 /** Landing moved the branch (or could not): which integrated tasks are still not on it. */
 export const landedEvents = (unlanded: readonly number[], now: number): EngineEvent[] => [{ type: 'landed', unlanded, now }];
 
-/** Post `events` through `run`'s carrier. */
-export const post = (state: EngineState, events: readonly EngineEvent[], run: StepRun): Promise<EngineState> => drive(state, events, run.carry);
+/**
+ * Post `events` to the step function through the one loop, one at a time, `run` carrying out each
+ * step's effects in order and what they lead to posted after them. Returns the state it ends in.
+ */
+export const post = async (state: EngineState, events: readonly EngineEvent[], run: StepRun): Promise<EngineState> =>
+  (await drive(state, new EventQueue(events), run)).state;

@@ -17,10 +17,7 @@ import { SANDBOX_MODES, type SandboxDecision, type SandboxMode } from '../../ada
 import { attemptOf, attemptToJson, taskList, workOf } from '../attempt-record.ts';
 import { initialState } from '../../core/engine/admission.ts';
 import type { Attempt } from '../../core/engine/attempt.ts';
-import type { EngineEffect } from '../../core/engine/effects.ts';
-import type { EngineEvent } from '../../core/engine/events.ts';
 import type { Baseline, EngineConfig, EngineState, EngineStop } from '../../core/engine/state.ts';
-import { step } from '../../core/engine/step.ts';
 import { type GateQueue, emptyGateQueue } from '../../core/gate.ts';
 import type { Limiter, LimitKind } from '../../core/limiter.ts';
 import { depsOf, longestRemainingPath } from '../../core/graph.ts';
@@ -375,26 +372,4 @@ export async function writeSession(planPath: string, session: Session): Promise<
 /** The step function's state with the plan as the step read it: the state's derived fields follow it. */
 export function withPlan(state: EngineState, plan: Plan): EngineState {
   return { ...state, plan, overlaps: overlapSets(computeOverlaps(plan.tasks)), priority: longestRemainingPath(depsOf(plan.tasks)) };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Driving the step function from a step
-
-/** Carries out one effect of the step function (of its answer to `answering`); returns the events it leads to, at once. */
-export type Carry = (effect: EngineEffect, state: EngineState, answering: EngineEvent) => Promise<EngineEvent[]>;
-
-/**
- * Post `events` to the step function, one at a time, carrying out each step's effects in order
- * (as the headless engine does) and posting what they lead to. Returns the state it ends in.
- */
-export async function drive(state: EngineState, events: readonly EngineEvent[], carry: Carry): Promise<EngineState> {
-  let current = state;
-  const queue = [...events];
-  while (queue.length > 0) {
-    const event = queue.shift()!;
-    const next = step(current, event);
-    current = next.state;
-    for (const effect of next.effects) queue.push(...(await carry(effect, current, event)));
-  }
-  return current;
 }

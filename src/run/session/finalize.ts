@@ -29,7 +29,7 @@ import {
   warning,
 } from '../../core/session-report.ts';
 import { neededPaths } from '../../core/widen.ts';
-import { finalizeEvent } from './driver.ts';
+import { finalizeEvent, unmetEffects } from './driver.ts';
 import { readSession } from './file.ts';
 import { type StepContext, type SessionStep, type Opened, type Ran, type Recorded, type StepScope, sandboxedIn, stateOf } from './skeleton.ts';
 
@@ -122,6 +122,7 @@ export class FinalizeStep implements SessionStep<FinalizeOpened, FinalizeRan, Fi
       state,
       orphans,
       effects: {
+        ...unmetEffects,
         verify: (task, current) => {
           const handed = session.handedOut[String(task)];
           const worktree = worktrees.get(task);

@@ -9,7 +9,7 @@ import type { EngineEvent } from '../../core/engine/events.ts';
 import type { EngineState } from '../../core/engine/state.ts';
 import { clipTail } from '../../core/format.ts';
 import type { SessionIsolation } from './io.ts';
-import { type StepHooks, gateVerdictEvents } from './driver.ts';
+import { type StepEffects, gateVerdictEvents } from './driver.ts';
 import type { GateRunRecord, Session } from './file.ts';
 import { type StepContext, keepState, sandboxedIn } from './skeleton.ts';
 
@@ -37,7 +37,7 @@ export class GateDriver {
   ) {}
 
   /** The step's effects that record verified work (integrate, park, hold) and start the gate process. */
-  readonly effects: Required<Pick<StepHooks, 'record' | 'gate'>> = {
+  readonly effects: Pick<StepEffects, 'record' | 'gate'> = {
     record: (state, request) => this.isolation.record(state.plan, request),
     gate: async (tasks, state) => {
       await this.launch(tasks, state);

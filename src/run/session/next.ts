@@ -20,7 +20,7 @@ import { workerPrompt } from '../../core/prompt.ts';
 import { type NextStall, type Notice, type TaskRef, clipForLead, isComplete, nextStall, overlapping } from '../../core/session-report.ts';
 import { promptsDirFor } from '../archive.ts';
 import type { SessionIsolation } from './io.ts';
-import { nextEvents } from './driver.ts';
+import { nextEvents, unmetEffects } from './driver.ts';
 import { type Session, promptPathFor, readSession, sessionConfig } from './file.ts';
 import { type StepContext, type SessionStep, type Opened, type Ran, type Recorded, type StepScope, sandboxedIn, stateOf } from './skeleton.ts';
 
@@ -114,6 +114,7 @@ export class NextStep implements SessionStep<NextOpened, Ran, NextOutput, never>
       session,
       state,
       effects: {
+        ...unmetEffects,
         verify: rechecks.verify,
         release: rechecks.release,
         startWorker: (effect, current) => (effect.recheck !== undefined ? rechecks.start(effect.task, effect.recheck) : handOut(effect, current)),

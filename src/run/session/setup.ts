@@ -9,7 +9,7 @@ import { describeOrphans } from '../../adapters/orphans.ts';
 import { type SandboxMode, installAdvice } from '../../adapters/sandbox.ts';
 import { type HeldCandidate, initialState } from '../../core/engine/admission.ts';
 import type { EngineState } from '../../core/engine/state.ts';
-import { step } from '../../core/engine/step.ts';
+import { EventQueue, driveNow, emitsInto } from '../../core/engine/driver.ts';
 import type { RunEventBody } from '../../core/events.ts';
 import { type Result, err, ok } from '../../core/failure.ts';
 import { countByStatus } from '../../core/graph.ts';
@@ -30,7 +30,7 @@ import {
 import { promptsDirFor } from '../archive.ts';
 import type { SessionIsolation, SessionSetupReport } from './io.ts';
 import { type LandingState, noGateNotice } from '../lifecycle.ts';
-import { StepRun, post, runEnd, sessionEndedEvents, setUpEvent, setupEvents } from './driver.ts';
+import { StepRun, post, runEnd, sessionEndedEvents, setUpEvent, setupEvents, unmetEffects } from './driver.ts';
 import { type Session, type SessionGateConfig, type SessionSandbox, defaultSession, readSession, sessionConfig } from './file.ts';
 import { type AssumptionResult, type SetupProblem, assumptionCheckedEvent } from '../setup.ts';
 import { DEFAULTS } from '../settings.ts';
@@ -169,11 +169,13 @@ export class SetupStep implements SessionStep<SetupOpened, SetupRan, SetupOutput
     if (!setup.ok) return err(setup.error);
     const report = setup.value;
     // What setup found is applied by the step function, as every later change of a task's state.
-    const setUp = step(
+    const emitted: RunEventBody[] = [];
+    const setUp = driveNow(
       initialState(plan, sessionConfig(session, context.planPath), io.clock.now(), report.held, verified),
-      setUpEvent(report.findings, io.clock.now()),
+      new EventQueue([setUpEvent(report.findings, io.clock.now())]),
+      emitsInto(emitted),
     );
-    const skips = setUp.effects.flatMap((effect) => (effect.type === 'emit' && effect.event.type === 'task-skipped' ? [effect.event] : []));
+    const skips = emitted.flatMap((event) => (event.type === 'task-skipped' ? [event] : []));
     const notices: Notice[] = [
       ...(endedGate.length > 0 ? [warning(`stopped ${endedGate.join(', ')} left running by an earlier session: its candidates are tested again`)] : []),
       ...(orphans.length > 0 ? [warning(describeOrphans(orphans))] : []),
@@ -190,7 +192,18 @@ export class SetupStep implements SessionStep<SetupOpened, SetupRan, SetupOutput
     ];
     await writes.save(setUp.state.plan);
     const gate = new GateDriver(context, session, report.isolation);
-    return ok({ session, state: setUp.state, effects: gate.effects, earlier, report, skips, notices, isolation: report.isolation, gate, sandbox });
+    return ok({
+      session,
+      state: setUp.state,
+      effects: { ...unmetEffects, ...gate.effects },
+      earlier,
+      report,
+      skips,
+      notices,
+      isolation: report.isolation,
+      gate,
+      sandbox,
+    });
   }
 
   async run(scope: StepScope, opened: SetupOpened): Promise<SetupRan> {
@@ -201,7 +214,7 @@ export class SetupStep implements SessionStep<SetupOpened, SetupRan, SetupOutput
     const earlier = opened.earlier;
     if (earlier.runId !== null && !earlier.runFinished) {
       const lastSeen = await io.journal.lastSeen(earlier.runId);
-      const ended = new StepRun({ save: scope.writes.save }, io.clock.now);
+      const ended = new StepRun(scope.writes.save, unmetEffects, io.clock.now);
       const state = await post(stateOf(context, earlier, plan), sessionEndedEvents(lastSeen, io.clock.now()), ended);
       const end = runEnd(state, ended);
       if (end !== null) new RunJournal(context, earlier).finish(plan, end, { landed: true, advice: '', archived: null, lastMs: lastSeen ?? io.clock.now() });

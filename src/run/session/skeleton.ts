@@ -21,7 +21,7 @@ import type { Notice } from '../../core/session-report.ts';
 import type { PlanWriter } from '../adapters.ts';
 import { type SessionIo, type SessionPlace, realSessionIo } from './io.ts';
 import { type LandingIsolation, type LandingState, type RunNotice, finishPlan, lander, runFinishedEvent, runStartedEvent } from '../lifecycle.ts';
-import { type RunEnd, type StepHooks, StepRun, landedEvents, post } from './driver.ts';
+import { type RunEnd, type StepEffects, StepRun, landedEvents, post } from './driver.ts';
 import { type Session, promptPathFor, sessionConfig, withPlan, writeSession } from './file.ts';
 
 export interface SessionContext extends SessionPlace {
@@ -37,9 +37,6 @@ const withIo = (context: SessionContext): StepContext => ({ ...context, io: { ..
 
 /** The step, as the plan tool names it (`plan <name>`). */
 export type StepName = 'setup' | 'next' | 'finalize' | 'commit';
-
-/** What a step's effects need of it besides writing the plan: a step missing one never meets that effect. */
-export type StepEffects = Omit<StepHooks, 'save'>;
 
 /** What a step read before it ran. */
 export interface Opened {
@@ -141,7 +138,7 @@ export class StepScope {
     readonly writes: PlanWrites,
     effects: StepEffects,
   ) {
-    this.run = new StepRun({ save: writes.save, ...effects }, context.io.clock.now);
+    this.run = new StepRun(writes.save, effects, context.io.clock.now);
     this.journal = new RunJournal(context, session);
   }
 
