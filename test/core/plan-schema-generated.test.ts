@@ -9,7 +9,7 @@ import { Ajv } from 'ajv';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { validate as generated } from '../../src/core/plan-schema.generated.ts';
-import { PLAN_SCHEMA_FILE, PLAN_VALIDATOR_FILE, planValidatorFor } from '../../scripts/plan-validator.ts';
+import { PLAN_SCHEMA_FILE, PLAN_VALIDATOR, PLAN_VALIDATOR_FILE, validatorFor } from '../../scripts/plan-validator.ts';
 import { brokenCorpus, validText } from '../plans/corpus.ts';
 import { planArb } from '../support/arbitraries.ts';
 import { repoRoot } from '../support/execute.ts';
@@ -23,7 +23,7 @@ function verdict(validate: { (data: unknown): boolean; errors?: unknown }, data:
 
 describe('the generated plan validator', () => {
   it('is what the schema makes (run `npm run build` after changing the schema)', async () => {
-    expect(await readFile(join(repoRoot, PLAN_VALIDATOR_FILE), 'utf8')).toBe(await planValidatorFor(repoRoot));
+    expect(await readFile(join(repoRoot, PLAN_VALIDATOR_FILE), 'utf8')).toBe(await validatorFor(repoRoot, PLAN_VALIDATOR));
   });
 
   it('judges the broken-plan corpus and a valid plan as ajv compiling at run time does, errors included', () => {
