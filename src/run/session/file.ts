@@ -8,6 +8,11 @@
 // what the next step works with), and the step function's derived fields (overlaps, priority)
 // are computed from it. A session file of the previous version (before the step function ran
 // the session: `verified`, `started`, `gate.queue`) is read into the same state.
+//
+// Its shape is schemas/session.schema.json: the file is read through the guards of
+// file-schema.ts (the schema's validator, generated), each value taken as the guard typed it. A
+// damaged attempt record is dropped alone; a file whose own fields are not of their types is
+// read as none, as one that is not JSON.
 
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
