@@ -1,9 +1,10 @@
 // An attempt as the session file keeps it (run/session/file.ts): one JSON record, its `stage` saying
 // what else it holds, in the fields every version wrote — `run`, `sessionId`, `cancelled`, the
 // limit flags, `decision`, `work`, `candidate` (held for the merge queue, when in the lane) and
-// `held` (on its candidate ref). A record is read back only whole, as the stage it names has it:
-// a damaged one (a verified attempt without its decision or its work, a worker's run that is not
-// one) is dropped, and its task runs again after `setup`; nothing reads it later and throws.
+// `held` (on its candidate ref). A record is read back only whole, as the stage it names has it
+// (schemas/session.schema.json, `#/definitions/attempt`): a damaged one (a verified attempt
+// without its decision or its work, a worker's run that is not one, a field not of its type) is
+// dropped, and its task runs again after `setup`; nothing reads it later and throws.
 
 import type { Attempt, VerifiedBy } from '../core/engine/attempt.ts';
 import { type PermissionDenial, type WorkerRun, assertNever } from '../core/failure.ts';
@@ -49,7 +50,7 @@ const verifiedToJson = (by: VerifiedBy, candidate: boolean): object => ({
   ...(by.kind === 'earlier-run' && by.approved === true ? { approved: true } : {}),
 });
 
-/** An attempt read back, or null when the record is not whole for its stage (schemas/session.schema.json, `#/definitions/attempt`). */
+/** An attempt read back, or null when the record is not whole for its stage. */
 export function attemptOf(value: unknown): Attempt | null {
   if (!isAttemptRecord(value)) return null;
   const common = { task: value.task, number: value.number, ...(value.stack !== undefined ? { stack: value.stack } : {}) };
@@ -96,16 +97,15 @@ function verifiedOf(
     case 'verified':
       return { ...verified, stage: 'verified', decision: decisionOf(record.decision) };
     case 'queued':
-      return { ...verified, stage: 'queued', decision: { kind: 'completed', result: record.decision.result } };
+      return { ...verified, stage: 'queued', decision: completed(record.decision.result) };
     case 'gating':
-      return { ...verified, stage: 'gating', decision: { kind: 'completed', result: record.decision.result } };
+      return { ...verified, stage: 'gating', decision: completed(record.decision.result) };
     case 'recording':
       // In the lane: held for the merge queue (a candidate's work completed), integrated, or parked awaiting approval.
-      if (record.candidate === true)
-        return { ...verified, stage: 'recording', purpose: 'hold', decision: { kind: 'completed', result: record.decision.result } };
+      if (record.candidate === true) return { ...verified, stage: 'recording', purpose: 'hold', decision: completed(record.decision.result) };
       return record.decision.kind === 'awaiting_approval'
         ? { ...verified, stage: 'recording', purpose: 'park', decision: { kind: 'awaiting_approval', result: record.decision.result } }
-        : { ...verified, stage: 'recording', purpose: 'integrate', decision: { kind: 'completed', result: record.decision.result } };
+        : { ...verified, stage: 'recording', purpose: 'integrate', decision: completed(record.decision.result) };
     default:
       return assertNever(record, 'verified attempt record');
   }
@@ -114,9 +114,11 @@ function verifiedOf(
 /** A captured work read back: its fields, as the schema passed them. */
 export const workOf = (work: CapturedWork): CapturedWork => ({ base: work.base, entries: work.entries });
 
+const completed = (result: string): Extract<PassingDecision, { kind: 'completed' }> => ({ kind: 'completed', result });
+
 /** A passing decision read back: its kind and its result. */
 const decisionOf = (decision: PassingDecision): PassingDecision =>
-  decision.kind === 'completed' ? { kind: 'completed', result: decision.result } : { kind: 'awaiting_approval', result: decision.result };
+  decision.kind === 'completed' ? completed(decision.result) : { kind: 'awaiting_approval', result: decision.result };
 
 /** A worker's run read back: the fields a run has, its flags only when set. */
 function workerRunOf(run: WorkerRunJson): WorkerRun {

@@ -14,6 +14,12 @@ import { GENERATED_VALIDATORS, PLAN_SCHEMA_FILE, SESSION_VALIDATOR, validatorFor
 import { brokenCorpus, validText } from '../plans/corpus.ts';
 import { planArb } from '../support/arbitraries.ts';
 import { repoRoot } from '../support/execute.ts';
+import { SANDBOX_MODES } from '../../src/adapters/sandbox.ts';
+import type { AttemptStage } from '../../src/core/engine/attempt.ts';
+import type { Baseline } from '../../src/core/engine/state.ts';
+import type { StopReason } from '../../src/core/events.ts';
+import type { ReportedStatus, WorkerFailure } from '../../src/core/failure.ts';
+import type { LimitKind } from '../../src/core/limiter.ts';
 
 const compiled = new Ajv({ allErrors: true, strict: false }).compile(JSON.parse(readFileSync(join(repoRoot, PLAN_SCHEMA_FILE), 'utf8')));
 
@@ -123,6 +129,57 @@ describe('the generated session file validator', () => {
   it('exports the file’s validator and one for each part read on its own', () => {
     expect(pairs.map((p) => p.name)).toEqual(['validateSessionFile', 'validateAttempt', 'validateEarlierVerified']);
     expect(Object.keys(sessionValidators).sort()).toEqual(pairs.map((p) => p.name).sort());
+  });
+
+  it('names in its lists every member of the types the reading code gives them, and nothing else', () => {
+    // Each record below must name every member of its type and no other (tsc holds it to that).
+    const stopReasons: Record<StopReason, true> = {
+      'all-done': true,
+      breaker: true,
+      deadlock: true,
+      awaiting_approval: true,
+      budget: true,
+      failures: true,
+      interrupted: true,
+      'agent-unavailable': true,
+      'git-failed': true,
+      'setup-failed': true,
+      drained: true,
+      limited: true,
+      'api-unreachable': true,
+    };
+    const failureReasons: Record<WorkerFailure['reason'], true> = {
+      'agent-missing': true,
+      'not-authenticated': true,
+      'rate-limited': true,
+      overloaded: true,
+      'api-unreachable': true,
+      interrupted: true,
+      'timed-out': true,
+      'max-turns': true,
+      'max-budget': true,
+      'api-error': true,
+      'no-result': true,
+      'garbage-output': true,
+      'no-worktree': true,
+    };
+    const limitKinds: Record<LimitKind, true> = { 'rate-limit': true, overloaded: true, 'usage-limit': true, 'api-unreachable': true };
+    const baselines: Record<Baseline, true> = { none: true, due: true, testing: true, passed: true, failed: true };
+    const statuses: Record<ReportedStatus, true> = { COMPLETED: true, FAILED: true, BLOCKED: true };
+    const stages: Record<AttemptStage, true> = { running: true, paused: true, verifying: true, verified: true, recording: true, queued: true, gating: true };
+    const { definitions } = schema;
+    const sorted = (values: unknown[]) => values.map(String).sort();
+    expect(sorted(definitions.stop.properties.reason.enum)).toEqual(sorted(Object.keys(stopReasons)));
+    expect(sorted(definitions.workerFailure.oneOf.map((shape: any) => shape.properties.reason.const))).toEqual(sorted(Object.keys(failureReasons)));
+    expect(sorted(definitions.limiter.properties.kind.enum.filter((kind: unknown) => kind !== null))).toEqual(sorted(Object.keys(limitKinds)));
+    expect(sorted(definitions.engine.properties.baseline.enum)).toEqual(sorted(Object.keys(baselines)));
+    expect(sorted(definitions.workerRun.properties.outcome.oneOf[0].properties.statusLine.oneOf[0].properties.status.enum)).toEqual(
+      sorted(Object.keys(statuses)),
+    );
+    expect(sorted(definitions.attempt.oneOf.flatMap((shape: any) => shape.properties.stage.enum ?? [shape.properties.stage.const]))).toEqual(
+      sorted(Object.keys(stages)),
+    );
+    for (const sandbox of schema.properties.sandbox.oneOf.slice(0, 2)) expect(sandbox.properties.mode.enum).toEqual([...SANDBOX_MODES]);
   });
 
   it('passes the session files of earlier versions and every attempt record in them', () => {
