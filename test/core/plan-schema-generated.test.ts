@@ -17,7 +17,6 @@ import { repoRoot } from '../support/execute.ts';
 import { SANDBOX_MODES } from '../../src/adapters/sandbox.ts';
 import type { AttemptStage } from '../../src/core/engine/attempt.ts';
 import type { Baseline } from '../../src/core/engine/state.ts';
-import type { StopReason } from '../../src/core/events.ts';
 import type { ReportedStatus, WorkerFailure } from '../../src/core/failure.ts';
 import type { LimitKind } from '../../src/core/limiter.ts';
 
@@ -132,22 +131,11 @@ describe('the generated session file validator', () => {
   });
 
   it('names in its lists every member of the types the reading code gives them, and nothing else', () => {
-    // Each record below must name every member of its type and no other (tsc holds it to that).
-    const stopReasons: Record<StopReason, true> = {
-      'all-done': true,
-      breaker: true,
-      deadlock: true,
-      awaiting_approval: true,
-      budget: true,
-      failures: true,
-      interrupted: true,
-      'agent-unavailable': true,
-      'git-failed': true,
-      'setup-failed': true,
-      drained: true,
-      limited: true,
-      'api-unreachable': true,
-    };
+    // Each record below must name every member of its type and no other (tsc holds it to that);
+    // the reasons a run stops for are the journal's (test/ui/render.test.ts holds those to StopReason).
+    const runFinished = JSON.parse(readFileSync(join(repoRoot, 'schemas/event.schema.json'), 'utf8')).oneOf.find(
+      (event: any) => event.title === 'run-finished',
+    );
     const failureReasons: Record<WorkerFailure['reason'], true> = {
       'agent-missing': true,
       'not-authenticated': true,
@@ -169,7 +157,7 @@ describe('the generated session file validator', () => {
     const stages: Record<AttemptStage, true> = { running: true, paused: true, verifying: true, verified: true, recording: true, queued: true, gating: true };
     const { definitions } = schema;
     const sorted = (values: unknown[]) => values.map(String).sort();
-    expect(sorted(definitions.stop.properties.reason.enum)).toEqual(sorted(Object.keys(stopReasons)));
+    expect(sorted(definitions.stop.properties.reason.enum)).toEqual(sorted(runFinished.properties.reason.enum));
     expect(sorted(definitions.workerFailure.oneOf.map((shape: any) => shape.properties.reason.const))).toEqual(sorted(Object.keys(failureReasons)));
     expect(sorted(definitions.limiter.properties.kind.enum.filter((kind: unknown) => kind !== null))).toEqual(sorted(Object.keys(limitKinds)));
     expect(sorted(definitions.engine.properties.baseline.enum)).toEqual(sorted(Object.keys(baselines)));
