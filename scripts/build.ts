@@ -18,7 +18,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
-import { PLAN_VALIDATOR_FILE, planValidatorFor } from './plan-validator.ts';
+import { writeValidators } from './plan-validator.ts';
 
 export const PLUGIN_DIR = 'plugin';
 /** What the build makes inside the plugin folder (everything else there is a source). */
@@ -44,8 +44,8 @@ export interface BuildOutput {
 }
 
 export async function build(root: string): Promise<BuildOutput> {
-  // The sources' one generated file first: the bundles import it.
-  await writeFile(join(root, PLAN_VALIDATOR_FILE), await planValidatorFor(root));
+  // The sources' generated files first (the schemas' validators): the bundles import them.
+  await writeValidators(root);
   const plugin = join(root, PLUGIN_DIR);
   for (const generated of GENERATED) await rm(join(plugin, generated), { recursive: true, force: true });
   await mkdir(join(plugin, 'dist'), { recursive: true });

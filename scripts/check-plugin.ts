@@ -5,7 +5,7 @@
 //             plugin (.claude-plugin/marketplace.json) carry the same version: Claude Code keys its
 //             plugin cache by version, so a release that forgets one is not picked up.
 //   build     builds the plugin again (scripts/build.ts) and fails when the plugin folder, or the
-//             plan validator it generates in src/core/, then differs from the commit (changed,
+//             schemas' validators it generates in src/core/, then differs from the commit (changed,
 //             deleted or new files): a source was changed without `npm run build`, or the build
 //             was edited by hand. It rewrites plugin/ in place, as `npm run build` does.
 //
@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { assertNever } from '../src/core/failure.ts';
 import { PLUGIN_DIR, build } from './build.ts';
-import { PLAN_VALIDATOR_FILE } from './plan-validator.ts';
+import { GENERATED_VALIDATORS } from './plan-validator.ts';
 
 const run = promisify(execFile);
 
@@ -80,10 +80,14 @@ export async function checkBuild(root: string): Promise<CheckOutcome> {
   } catch (e) {
     return { kind: 'problems', lines: [`the build failed: ${e instanceof Error ? e.message : String(e)}`] };
   }
-  const { stdout } = await run('git', ['status', '--porcelain', '--untracked-files=all', '--no-renames', '--', PLUGIN_DIR, PLAN_VALIDATOR_FILE], {
-    cwd: root,
-    maxBuffer: 16 * 1024 * 1024,
-  });
+  const { stdout } = await run(
+    'git',
+    ['status', '--porcelain', '--untracked-files=all', '--no-renames', '--', PLUGIN_DIR, ...GENERATED_VALIDATORS.map((g) => g.file)],
+    {
+      cwd: root,
+      maxBuffer: 16 * 1024 * 1024,
+    },
+  );
   const changed = stdout.split('\n').filter(Boolean);
   if (changed.length === 0) return { kind: 'ok' };
   return {

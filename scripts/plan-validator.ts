@@ -1,14 +1,17 @@
-// The plan schema's validator as code (`npm run build` writes it to src/core/plan-schema.generated.ts).
+// The schemas' validators as code (`npm run build`, or `npx tsx scripts/plan-validator.ts`, writes
+// them): the plan's (schemas/plan.schema.json → src/core/plan-schema.generated.ts) and the session
+// file's (schemas/session.schema.json → src/core/session-schema.generated.ts).
 //
 // ajv compiles a schema into a function at run time: loading ajv and compiling plans' schema cost
 // about 0.15 s at every start of the plan tool and the orchestrator, most of what a step costs
 // beyond starting node. ajv's standalone mode writes that function out once, as code with no
-// dependency, so a run loads only the validator. The generated file is committed (the checkout's
-// tsx and the plugin's bundle both import it); a test fails when it is not what the schema makes.
+// dependency, so a run loads only the validator. The generated files are committed (the checkout's
+// tsx and the plugin's bundle both import them); a test fails when one is not what its schema makes.
 
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Ajv } from 'ajv';
 
 // CommonJS modules, loaded as CommonJS: what their `default` is does not depend on the loader.
@@ -16,38 +19,99 @@ const require = createRequire(import.meta.url);
 const standaloneCode = require('ajv/dist/standalone').default as (ajv: Ajv, validate: unknown) => string;
 const ucs2length = require('ajv/dist/runtime/ucs2length').default as (text: string) => number;
 
-/** Where the generated validator goes, relative to the repository's top. */
-export const PLAN_VALIDATOR_FILE = 'src/core/plan-schema.generated.ts';
-export const PLAN_SCHEMA_FILE = 'schemas/plan.schema.json';
+/** A schema and the file its validator is generated to, relative to the repository's top. */
+export interface GeneratedValidator {
+  schema: string;
+  file: string;
+  /**
+   * The validators the file exports, by name: the schema's own (`#`) or one of its definitions
+   * (`#/definitions/…`), each checked on its own. Absent: the schema's, as `validate` and the default.
+   */
+  exports?: Readonly<Record<string, string>>;
+  /**
+   * ajv's options besides the code's: the plan's gathers every error and its message (each is said
+   * to the person); the session file's stops at the first, without messages, and calls each
+   * definition it refers to rather than copying it in (its parts are only kept or dropped: less code).
+   */
+  options: Readonly<{ allErrors?: boolean; inlineRefs?: boolean; messages?: boolean }>;
+  /** The name the schema itself is exported under, for code that walks it; absent: not exported. */
+  schemaExport?: string;
+}
+
+export const PLAN_VALIDATOR = {
+  schema: 'schemas/plan.schema.json',
+  file: 'src/core/plan-schema.generated.ts',
+  options: { allErrors: true },
+  // The plan lint and validation walk it to name the fields it does not define.
+  schemaExport: 'planSchema',
+} as const satisfies GeneratedValidator;
+/** The session file's: the file's fields, and the parts read one by one, each dropped alone when it is not whole. */
+export const SESSION_VALIDATOR = {
+  schema: 'schemas/session.schema.json',
+  file: 'src/core/session-schema.generated.ts',
+  options: { inlineRefs: false, messages: false },
+  exports: { validateSessionFile: '#', validateAttempt: '#/definitions/attempt', validateEarlierVerified: '#/definitions/earlierVerified' },
+} as const satisfies GeneratedValidator;
+export const GENERATED_VALIDATORS: readonly GeneratedValidator[] = [PLAN_VALIDATOR, SESSION_VALIDATOR];
+
+export const PLAN_VALIDATOR_FILE = PLAN_VALIDATOR.file;
+export const PLAN_SCHEMA_FILE = PLAN_VALIDATOR.schema;
 
 /** How ajv's code loads its one run-time helper, which counts a string's characters for `minLength`. */
 const UCS2_LENGTH_REQUIRE = 'require("ajv/dist/runtime/ucs2length").default';
 
 /**
- * The validator's source for `schema`, compiled with the options validate.ts compiled with at run
- * time (every error, not strict). ajv's code asks for its character-counting helper with
+ * The validator's source for `schema`, compiled with its options, not strict (as validate.ts
+ * compiled the plan's at run time before). ajv's code asks for its character-counting helper with
  * `require`; the helper's own source goes in its place, so the file stands alone.
  */
-export function planValidatorSource(schema: unknown): string {
-  const ajv = new Ajv({ allErrors: true, strict: false, code: { source: true, esm: true, lines: true } });
-  const code = standaloneCode(ajv, ajv.compile(schema as object)).replaceAll(UCS2_LENGTH_REQUIRE, `(${ucs2length.toString()})`);
+export function validatorSource(generated: GeneratedValidator, schema: unknown): string {
+  const ajv = new Ajv({ ...generated.options, strict: false, code: { source: true, esm: true, lines: true } });
+  let exported: unknown;
+  if (generated.exports === undefined) exported = ajv.compile(schema as object);
+  else {
+    const id = (schema as { $id?: unknown }).$id;
+    if (typeof id !== 'string') throw new Error(`${generated.schema} has no $id: its definitions cannot be named`);
+    ajv.addSchema(schema as object);
+    exported = Object.fromEntries(Object.entries(generated.exports).map(([name, pointer]) => [name, pointer === '#' ? id : `${id}${pointer}`]));
+  }
+  const code = standaloneCode(ajv, exported).replaceAll(UCS2_LENGTH_REQUIRE, `(${ucs2length.toString()})`);
   const helper = /\brequire\("[^"]*"\)/.exec(code)?.[0];
   if (helper !== undefined)
     throw new Error(
-      `the plan validator ajv generated loads a run-time helper (${helper}); scripts/plan-validator.ts must put its source in, so ${PLAN_VALIDATOR_FILE} stands alone`,
+      `the validator ajv generated for ${generated.schema} loads a run-time helper (${helper}); scripts/plan-validator.ts must put its source in, so ${generated.file} stands alone`,
     );
   return [
-    `// Generated by \`npm run build\` (scripts/plan-validator.ts) from ${PLAN_SCHEMA_FILE}: do not edit.`,
+    `// Generated by \`npm run build\` (scripts/plan-validator.ts) from ${generated.schema}: do not edit.`,
     '// @ts-nocheck',
     code.replace(/^"use strict";/, '').trimEnd(),
     '',
-    '/** The schema itself: the plan lint and validation walk it to name the fields it does not define. */',
-    `export const planSchema = ${JSON.stringify(schema)};`,
-    '',
+    ...(generated.schemaExport === undefined
+      ? []
+      : [
+          '/** The schema itself: the plan lint and validation walk it to name the fields it does not define. */',
+          `export const ${generated.schemaExport} = ${JSON.stringify(schema)};`,
+          '',
+        ]),
   ].join('\n');
 }
 
 /** The validator's source for the schema in the checkout at `root`. */
-export async function planValidatorFor(root: string): Promise<string> {
-  return planValidatorSource(JSON.parse(await readFile(join(root, PLAN_SCHEMA_FILE), 'utf8')));
+export async function validatorFor(root: string, generated: GeneratedValidator): Promise<string> {
+  return validatorSource(generated, JSON.parse(await readFile(join(root, generated.schema), 'utf8')));
+}
+
+/** Writes every generated validator of the checkout at `root`. */
+export async function writeValidators(root: string): Promise<void> {
+  for (const generated of GENERATED_VALIDATORS) await writeFile(join(root, generated.file), await validatorFor(root, generated));
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  try {
+    await writeValidators(join(dirname(fileURLToPath(import.meta.url)), '..'));
+    process.stdout.write(`wrote ${GENERATED_VALIDATORS.map((g) => g.file).join(', ')}\n`);
+  } catch (e) {
+    process.stderr.write(`plan-validator: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(1);
+  }
 }

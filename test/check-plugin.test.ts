@@ -119,6 +119,21 @@ describe('checkBuild', () => {
     await reset();
   }, 120_000);
 
+  it('catches a schema changed without its validator generated again', async () => {
+    const file = join(repo, 'schemas/session.schema.json');
+    const schema = JSON.parse(await readFile(file, 'utf8'));
+    schema.properties.concurrency = { type: 'integer', minimum: 2 };
+    await writeFile(file, `${JSON.stringify(schema, null, 2)}\n`);
+    const outcome = await checkBuild(repo);
+    expect(outcome).toEqual({
+      kind: 'problems',
+      // The plan tool's bundle holds the validator.
+      lines: [expect.any(String), '   M plugin/dist/plan.mjs', '   M plugin/schemas/session.schema.json', '   M src/core/session-schema.generated.ts'],
+    });
+    await git(repo, ['checkout', '--quiet', '--', 'schemas', 'src/core']);
+    await reset();
+  }, 120_000);
+
   it('catches a built file edited, deleted or added by hand (the build puts it back or removes it)', async () => {
     await writeFile(join(repo, 'plugin/dist/plan.mjs'), 'edited by hand\n');
     await rm(join(repo, 'plugin/schemas/plan.schema.json'));

@@ -1,8 +1,10 @@
 // The session file between in-session steps: this version's (the step function's state) read back
-// as written, and the files of the two versions before it still resume — the one that kept the
-// session's own lists (handed-out tasks, verified work, the merge queue) and the one whose state
-// said only whether the gate was open, the baseline being the session's word. A damaged attempt
-// (not whole for its stage) is dropped as it is read, never thrown on later.
+// as written, and the files of the versions before it still resume — the one that kept the
+// session's own lists (handed-out tasks, verified work, the merge queue), the one whose state said
+// only whether the gate was open, the baseline being the session's word, and the one the code of
+// 3b4a9a1 wrote (test/fixtures/session-file). A damaged attempt (not whole for its stage, a field
+// not of its type) is dropped as it is read, never thrown on later; a file whose own fields are
+// not of their types (schemas/session.schema.json) is read as none, as one that is not JSON.
 
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,8 +14,9 @@ import type { Plan } from '../../src/core/plan.ts';
 import { initialState } from '../../src/core/engine/admission.ts';
 import type { Attempt } from '../../src/core/engine/attempt.ts';
 import { step } from '../../src/core/engine/step.ts';
-import { engineToJson, readSession, sessionConfig, sessionPathFor, writeSession } from '../../src/run/session/file.ts';
-import { fakeTask, makePlan } from '../support/plans.ts';
+import { defaultSession, engineToJson, readSession, sessionConfig, sessionPathFor, writeSession } from '../../src/run/session/file.ts';
+import { repoRoot } from '../support/execute.ts';
+import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
 
 const dirs: string[] = [];
 afterEach(async () => {
@@ -30,6 +33,14 @@ async function planDir(): Promise<string> {
 const BASE = 'a'.repeat(40);
 const WORK = { base: BASE, entries: [{ path: 'b.txt', mode: '100644', object: 'b'.repeat(40) }] };
 const GATE = { command: 'npm test', batchSize: 2, timeoutMs: 60_000 };
+/** A worker's run that reported its task completed. */
+const RUN = {
+  usage: { costUsd: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheCreationTokens: 0 },
+  durationMs: 5,
+  permissionDenials: [],
+  logPath: '',
+  outcome: { kind: 'reported', resultText: 'COMPLETED: made b', statusLine: { status: 'COMPLETED', text: 'made b' } },
+};
 
 /** A session file of this version, with the run, gate and step function's state given. */
 const writeSessionFile = (planPath: string, given: { runId: string; gate: object; engine: object }) =>
@@ -124,20 +135,13 @@ describe('the session file', () => {
 
   it('of this version drops an attempt that is not whole for its stage, and the steps go on without it', async () => {
     const planPath = await planDir();
-    const run = {
-      usage: { costUsd: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheCreationTokens: 0 },
-      durationMs: 5,
-      permissionDenials: [],
-      logPath: '',
-      outcome: { kind: 'reported', resultText: 'COMPLETED: made b', statusLine: { status: 'COMPLETED', text: 'made b' } },
-    };
     const engine = engineToJson(initialState(plan(), sessionConfig({ concurrency: 2, maxAttempts: 3, gate: { config: GATE, current: null } }, planPath), 0));
     const attempts = [
       { task: 0, number: 1, stage: 'running' },
       // Verified without its decision: damaged.
-      { task: 1, number: 1, stage: 'verified', run, work: WORK },
+      { task: 1, number: 1, stage: 'verified', run: RUN, work: WORK },
       // A candidate without its work: damaged.
-      { task: 2, number: 1, stage: 'queued', run, decision: { kind: 'completed', result: 'made c' }, held: true },
+      { task: 2, number: 1, stage: 'queued', run: RUN, decision: { kind: 'completed', result: 'made c' }, held: true },
     ];
     await writeSessionFile(planPath, {
       runId: 'run-3',
@@ -243,5 +247,98 @@ describe('the session file', () => {
     expect(read.engine?.unlanded).toEqual(new Set([1]));
     expect(read.engine?.widened).toEqual(new Set([0]));
     expect(read.gate).toEqual({ config: GATE, current: null });
+  });
+
+  it('written by the code of 3b4a9a1 reads as that code read it, and is written again as it wrote it', async () => {
+    const fixture = join(repoRoot, 'test/fixtures/session-file/3b4a9a1');
+    const planPath = await planDir();
+    const plan = await readPlan(join(fixture, 'plan.json'));
+    await writeFile(sessionPathFor(planPath), await readFile(join(fixture, 'session.json'), 'utf8'));
+    const session = await readSession(planPath, plan);
+    // Every attempt kept, in its stage.
+    expect([...session.engine!.attempts.values()].map((a) => [a.task, a.stage])).toEqual([
+      [0, 'running'],
+      [1, 'paused'],
+      [2, 'verifying'],
+      [3, 'verified'],
+      [4, 'queued'],
+      [5, 'gating'],
+      [6, 'recording'],
+      [7, 'recording'],
+      [8, 'running'],
+    ]);
+    await writeSession(planPath, session);
+    // What that code wrote of what it read (read.json), but where the session file's own folder
+    // goes (the configuration is not read back: each step makes it) and the limiter's field added
+    // since (the API out of reach), which a file without it reads as a new run's.
+    const expected = JSON.parse(await readFile(join(fixture, 'read.json'), 'utf8'));
+    expected.engine.config.logDir = join(planPath, '../prompts');
+    expected.engine.limiter = Object.fromEntries(
+      Object.entries(expected.engine.limiter).flatMap((field) => (field[0] === 'resetAt' ? [field, ['unreachable', null]] : [field])),
+    );
+    expect(await readFile(sessionPathFor(planPath), 'utf8')).toBe(`${JSON.stringify(expected, null, 2)}\n`);
+  });
+
+  it('that is not a session file is read as none: not JSON, not an object, or a field not of its type', async () => {
+    const planPath = await planDir();
+    const valid = JSON.parse(await readFile(join(repoRoot, 'test/fixtures/resume/session/design/prompts/session.json'), 'utf8'));
+    const none = { ...defaultSession(), startedAt: expect.any(String) };
+    for (const [what, text] of [
+      ['not JSON', '{"version": 2,'],
+      ['null', 'null'],
+      ['a list', '[]'],
+      ['a string', '"session"'],
+      ['concurrency not a number', JSON.stringify({ ...valid, concurrency: 'two' })],
+      ['a branch that is not one', JSON.stringify({ ...valid, branch: 'main' })],
+      ['a handed-out task without its commit', JSON.stringify({ ...valid, handedOut: { '1': { at: '2026-01-01T00:00:00.000Z' } } })],
+      ['the engine’s usage not a figure', JSON.stringify({ ...valid, engine: { ...valid.engine, usage: 5 } })],
+      ['the engine’s usage an object of other fields', JSON.stringify({ ...valid, engine: { ...valid.engine, usage: { costUsd: 1 } } })],
+      ['a stop for no reason it knows', JSON.stringify({ ...valid, engine: { ...valid.engine, stop: { reason: 'tired', message: 'm' } } })],
+      ['the attempts not a list', JSON.stringify({ ...valid, engine: { ...valid.engine, attempts: {} } })],
+      ['a limiter working at none', JSON.stringify({ ...valid, engine: { ...valid.engine, limiter: { ...valid.engine.limiter, working: 0 } } })],
+    ]) {
+      await writeFile(sessionPathFor(planPath), text!);
+      expect(await readSession(planPath, plan()), what).toEqual(none);
+    }
+    // The fixture itself is one, of course.
+    await writeFile(sessionPathFor(planPath), JSON.stringify(valid));
+    expect((await readSession(planPath, plan())).runId).toBe(valid.runId);
+  });
+
+  it('drops an attempt record whose field is not of its type, rather than trusting it, and keeps the rest', async () => {
+    const planPath = await planDir();
+    const verified = { task: 1, number: 1, stage: 'verified', run: RUN, decision: { kind: 'completed', result: 'made b' }, work: WORK };
+    const engine = engineToJson(initialState(plan(), sessionConfig({ concurrency: 2, maxAttempts: 3, gate: { config: GATE, current: null } }, planPath), 0));
+    for (const [what, damaged] of [
+      ['its run’s usage not an object', { ...verified, run: { ...RUN, usage: 'lots' } }],
+      ['its run’s usage without a field', { ...verified, run: { ...RUN, usage: { costUsd: 0 } } }],
+      ['its run’s duration a string', { ...verified, run: { ...RUN, durationMs: '5' } }],
+      ['its run failed for no reason it knows', { ...verified, run: { ...RUN, outcome: { kind: 'failed', failure: { reason: 'tired' } } } }],
+      ['its run failed without the failure’s fields', { ...verified, run: { ...RUN, outcome: { kind: 'failed', failure: { reason: 'timed-out' } } } }],
+      ['a status it does not know', { ...verified, run: { ...RUN, outcome: { ...RUN.outcome, statusLine: { status: 'DONE', text: 'x' } } } }],
+      ['a permission denial without its tool', { ...verified, run: { ...RUN, permissionDenials: [{ path: 'x' }] } }],
+      ['its work’s entry not an object id', { ...verified, work: { base: BASE, entries: [{ path: 'b.txt', mode: '100644', object: 'b' }] } }],
+      ['its work’s base not a commit', { ...verified, work: { ...WORK, base: 'HEAD' } }],
+      ['a decision that does not pass', { ...verified, decision: { kind: 'failed', result: 'made b' } }],
+      ['a candidate awaiting approval', { ...verified, stage: 'queued', held: true, decision: { kind: 'awaiting_approval', result: 'made b' } }],
+      ['held for the queue awaiting approval', { ...verified, stage: 'recording', candidate: true, decision: { kind: 'awaiting_approval', result: 'made b' } }],
+      ['a stage it does not know', { ...verified, stage: 'resting' }],
+      ['a task that is not an index', { ...verified, task: '1' }],
+      ['its stack not a list of tasks', { ...verified, stack: [-1] }],
+      ['paused without its conversation', { task: 1, number: 1, stage: 'paused', run: RUN }],
+      ['running, cancelled for no words', { task: 1, number: 1, stage: 'running', cancelled: true }],
+      ['running, a flag not a flag', { task: 1, number: 1, stage: 'running', progressed: 'yes' }],
+    ] as const) {
+      const attempts = [{ task: 0, number: 1, stage: 'running' }, damaged, { ...verified, task: 2 }];
+      await writeSessionFile(planPath, { runId: 'run-4', gate: { config: GATE, current: null }, engine: { ...engine, baseline: 'passed', attempts } });
+      const read = (await readSession(planPath, plan())).engine!;
+      expect(
+        [...read.attempts.values()].map((a) => [a.task, a.stage]),
+        what,
+      ).toEqual([
+        [0, 'running'],
+        [2, 'verified'],
+      ]);
+    }
   });
 });

@@ -4,7 +4,7 @@
 // `SessionRig`, the in-session steps themselves (run/session.ts) with fake I/O: the test plays the
 // lead and its subagents. Nothing is spawned and nothing sleeps.
 
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { onTestFinished } from 'vitest';
@@ -43,11 +43,16 @@ import {
 import type { GateState } from '../../src/run/session/gate-process.ts';
 import type { SessionIo, SessionIsolation } from '../../src/run/session/io.ts';
 import { sessionPathFor } from '../../src/run/session/file.ts';
+import { isAttemptRecord, isSessionFile } from '../../src/run/session/file-schema.ts';
+import { validateAttempt, validateSessionFile } from '../../src/core/session-schema.generated.ts';
 
 /**
  * What verification finds of `task`'s work when its worker did the task (core/simulation.ts
  * `passingCheck`: its declared files written, on `base`), with `found` besides.
  */
+/** What a generated validator found wrong with the last value it refused. */
+const errorsOf = (validate: { (data: unknown): boolean; errors?: unknown }): string => JSON.stringify(validate.errors);
+
 export const passed = (task: Task, found: Partial<CheckedWork> = {}, base?: string): Verification => ok({ ...passingCheck(task, base), ...found });
 
 /** A worker run that ended with `text` as its final message. */
@@ -539,8 +544,21 @@ export class SessionRig {
     sandbox: async () => ({ mode: 'off', sandboxed: false, unavailable: null }),
   };
 
+  /**
+   * The session file the last step wrote, held to its schema: one the next step would read as
+   * none, or an attempt record it would drop, is a bug of the step that wrote it.
+   */
+  private checkSessionFile(): void {
+    if (!existsSync(sessionPathFor(this.planPath))) return;
+    const data: unknown = JSON.parse(readFileSync(sessionPathFor(this.planPath), 'utf8'));
+    if (!isSessionFile(data)) throw new Error(`a step wrote a session file its schema refuses: ${errorsOf(validateSessionFile)}`);
+    for (const attempt of data.engine?.attempts ?? [])
+      if (!isAttemptRecord(attempt)) throw new Error(`a step wrote an attempt record its schema refuses: ${errorsOf(validateAttempt)}`);
+  }
+
   /** A step's context: the plan as the file has it now, and the rig's I/O. */
   private context(): { plan: Plan; ctx: SessionContext } {
+    this.checkSessionFile();
     const text = readFileSync(this.planPath, 'utf8');
     return { plan: JSON.parse(text) as Plan, ctx: { repo: this.dir, planPath: this.planPath, git: new Git(this.dir), env: {}, planText: text, io: this.io } };
   }

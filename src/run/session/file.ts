@@ -8,24 +8,28 @@
 // what the next step works with), and the step function's derived fields (overlaps, priority)
 // are computed from it. A session file of the previous version (before the step function ran
 // the session: `verified`, `started`, `gate.queue`) is read into the same state.
+//
+// Its shape is schemas/session.schema.json: the file is read through the guards of
+// file-schema.ts (the schema's validator, generated), each value taken as the guard typed it. A
+// damaged attempt record is dropped alone; a file whose own fields are not of their types is
+// read as none, as one that is not JSON.
 
-import { isObjectId } from '../../core/git-text.ts';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../../adapters/plan-store.ts';
-import { SANDBOX_MODES, type SandboxDecision, type SandboxMode } from '../../adapters/sandbox.ts';
-import { attemptOf, attemptToJson, taskList, workOf } from '../attempt-record.ts';
+import type { SandboxDecision, SandboxMode } from '../../adapters/sandbox.ts';
+import { attemptOf, attemptToJson, workOf } from '../attempt-record.ts';
 import { initialState } from '../../core/engine/admission.ts';
 import type { Attempt } from '../../core/engine/attempt.ts';
-import type { Baseline, EngineConfig, EngineState, EngineStop } from '../../core/engine/state.ts';
+import type { Baseline, EngineConfig, EngineState } from '../../core/engine/state.ts';
 import { type GateQueue, emptyGateQueue } from '../../core/gate.ts';
-import type { Limiter, LimitKind } from '../../core/limiter.ts';
+import type { Limiter } from '../../core/limiter.ts';
 import { depsOf, longestRemainingPath } from '../../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../../core/overlap.ts';
-import { type Plan, UNKNOWN, type UsageFigure, attemptsOf, statusOf } from '../../core/plan.ts';
+import { type Plan, UNKNOWN, attemptsOf, statusOf } from '../../core/plan.ts';
 import { promptsDirFor } from '../archive.ts';
 import { DEFAULTS } from '../settings.ts';
-import { isRecord } from '../../core/json-text.ts';
+import { type EngineJson, type LimiterJson, type SessionFileJson, isEarlierVerified, isSessionFile } from './file-schema.ts';
 
 export const sessionPathFor = (planPath: string): string => join(promptsDirFor(planPath), 'session.json');
 export const promptPathFor = (planPath: string, index: number): string => join(promptsDirFor(planPath), `task-${index}.md`);
@@ -124,21 +128,19 @@ export const sessionConfig = (
 // ---------------------------------------------------------------------------------------------
 // The step function's state, to JSON and back
 
-const int = (v: unknown, min: number, fallback: number) => (Number.isInteger(v) && (v as number) >= min ? (v as number) : fallback);
-
 function queueToJson(queue: GateQueue): object {
   return { ...queue, aloneFailures: [...queue.aloneFailures.entries()] };
 }
 
-function queueFromJson(value: unknown): GateQueue {
-  const q = (value ?? {}) as { waiting?: unknown; segments?: unknown; red?: unknown; aloneFailures?: unknown };
-  const segments = Array.isArray(q.segments) ? q.segments.map(taskList).filter((s): s is number[] => s !== null && s.length > 0) : [];
-  const pairs: Array<[number, number]> = Array.isArray(q.aloneFailures)
-    ? (q.aloneFailures as unknown[]).filter(
-        (p): p is [number, number] => Array.isArray(p) && p.length === 2 && Number.isInteger(p[0]) && Number.isInteger(p[1]),
-      )
-    : [];
-  return { ...emptyGateQueue(), waiting: taskList(q.waiting) ?? [], segments, red: taskList(q.red), aloneFailures: new Map(pairs) };
+/** The merge queue read back; its empty segments left out. */
+function queueFromJson(queue: EngineJson['gate'] = {}): GateQueue {
+  return {
+    ...emptyGateQueue(),
+    waiting: queue.waiting ?? [],
+    segments: (queue.segments ?? []).filter((segment) => segment.length > 0),
+    red: queue.red ?? null,
+    aloneFailures: new Map(queue.aloneFailures ?? []),
+  };
 }
 
 /** The step function's state as JSON, without its plan and what is derived from it. */
@@ -154,72 +156,61 @@ export function engineToJson(state: EngineState): object {
   };
 }
 
-const BASELINES = new Set<string>(['none', 'due', 'testing', 'passed', 'failed'] satisfies Baseline[]);
-
 /**
  * The baseline of a session file from before the step function kept it: the session's own word
  * (`gate.baseline`: `running` while its gate process tested the starting commit, or until it
  * started; `none` with no gate, or when nothing needed it).
  */
-function earlierBaseline(data: Record<string, unknown>): Baseline {
-  const gate = (data.gate ?? {}) as { baseline?: unknown; current?: { tasks?: unknown } | null };
-  switch (gate.baseline) {
+function earlierBaseline(gate: SessionFileJson['gate']): Baseline {
+  switch (gate?.baseline) {
     case 'passed':
+      return 'passed';
     case 'failed':
-      return gate.baseline;
+      return 'failed';
     case 'running':
-      return taskList(gate.current?.tasks)?.length === 0 ? 'testing' : 'due';
+      return gate?.current?.tasks.length === 0 ? 'testing' : 'due';
     default:
       return 'none';
   }
 }
 
-const LIMIT_KINDS = new Set<string>(['rate-limit', 'overloaded', 'usage-limit', 'api-unreachable'] satisfies LimitKind[]);
-
-/** The limiter read back; `fresh` (a new run's) for what is missing or damaged (a session file from before it kept one). */
-export function limiterFromJson(value: unknown, fresh: Limiter): Limiter {
-  const v = value as Partial<Record<keyof Limiter, unknown>> | null;
-  if (!v || typeof v !== 'object') return fresh;
-  const num = (x: unknown, min: number, fallback: number) => (typeof x === 'number' && Number.isFinite(x) && x >= min ? x : fallback);
-  const round = (v.round ?? {}) as { through?: unknown; refused?: unknown };
+/** The limiter read back; `fresh` (a new run's) for what is missing (a session file from before it kept one, or that field). */
+export function limiterFromJson(limiter: LimiterJson | undefined, fresh: Limiter): Limiter {
+  if (limiter === undefined) return fresh;
   return {
-    working: int(v.working, 1, fresh.working),
-    holdUntil: num(v.holdUntil, 0, 0),
-    ownHold: v.ownHold === true,
-    kind: typeof v.kind === 'string' && LIMIT_KINDS.has(v.kind) ? (v.kind as LimitKind) : null,
-    resetAt: typeof v.resetAt === 'number' ? v.resetAt : null,
-    unreachable: typeof v.unreachable === 'string' ? v.unreachable : null,
-    strikes: int(v.strikes, 0, 0),
-    refusedSince: typeof v.refusedSince === 'number' ? v.refusedSince : null,
-    served: int(v.served, 0, 0),
-    patience: int(v.patience, 1, 1),
-    refusedAt: Number.isInteger(v.refusedAt) ? (v.refusedAt as number) : null,
-    refusals: int(v.refusals, 0, 0),
-    round: { through: int(round.through, 0, 0), refused: int(round.refused, 0, 0) },
+    working: limiter.working ?? fresh.working,
+    holdUntil: limiter.holdUntil ?? 0,
+    ownHold: limiter.ownHold === true,
+    kind: limiter.kind ?? null,
+    resetAt: limiter.resetAt ?? null,
+    unreachable: limiter.unreachable ?? null,
+    strikes: limiter.strikes ?? 0,
+    refusedSince: limiter.refusedSince ?? null,
+    served: limiter.served ?? 0,
+    patience: limiter.patience ?? 1,
+    refusedAt: limiter.refusedAt ?? null,
+    refusals: limiter.refusals ?? 0,
+    round: { through: limiter.round?.through ?? 0, refused: limiter.round?.refused ?? 0 },
   };
 }
 
 /**
  * The step function's state as a session file kept it, with `plan` (read afresh) put in and the
  * derived fields computed from it. Attempts whose task is no longer in progress in the plan (an
- * edit by hand, `plan skip`) are let go. `session`: the rest of the file, where an earlier version
- * kept the baseline.
+ * edit by hand, `plan skip`), or whose record is not whole for its stage, are let go. `session`:
+ * the rest of the file, where an earlier version kept the baseline.
  */
-export function engineFromJson(value: unknown, plan: Plan, config: EngineConfig, session: Record<string, unknown> = {}): EngineState | null {
-  const v = value as Record<string, unknown> | null;
-  if (!v || typeof v !== 'object' || !Array.isArray(v.attempts)) return null;
+export function engineFromJson(value: EngineJson | null, plan: Plan, config: EngineConfig, session: SessionFileJson = {}): EngineState | null {
+  if (value === null) return null;
   const inProgress = (task: number) => plan.tasks[task] !== undefined && statusOf(plan.tasks[task]!) === 'in_progress';
   const attempts = new Map(
-    v.attempts
+    value.attempts
       .map(attemptOf)
       .filter((a): a is Attempt => a !== null && inProgress(a.task))
-      .map((a) => [a.task, a] as const),
+      .map((a): [number, Attempt] => [a.task, a]),
   );
-  const timing = v.timing as EngineState['timing'] | undefined;
-  const usage = v.usage === UNKNOWN || (v.usage && typeof v.usage === 'object') ? (v.usage as UsageFigure) : UNKNOWN;
-  const stop = v.stop && typeof v.stop === 'object' && typeof (v.stop as EngineStop).reason === 'string' ? (v.stop as EngineStop) : null;
-  const base = initialState(plan, config, typeof v.now === 'number' ? v.now : Date.now());
-  const queue = queueFromJson(v.gate);
+  const base = initialState(plan, config, value.now ?? Date.now());
+  const queue = queueFromJson(value.gate);
   // A candidate whose task was let go leaves the queue; a batch it was in is tested anew.
   const candidate = (t: number) => attempts.get(t)?.stage === 'queued' || attempts.get(t)?.stage === 'gating';
   const queued = [...queue.segments.flat(), ...queue.waiting];
@@ -233,19 +224,19 @@ export function engineFromJson(value: unknown, plan: Plan, config: EngineConfig,
   return {
     ...base,
     attempts,
-    limiter: limiterFromJson(v.limiter, base.limiter),
-    admitted: taskList(v.admitted) === null ? null : new Set(taskList(v.admitted)),
-    round: int(v.round, 0, 0),
-    usage,
-    unlanded: new Set(taskList(v.unlanded) ?? []),
-    widened: new Set(taskList(v.widened) ?? []),
-    baseline: typeof v.baseline === 'string' && BASELINES.has(v.baseline) ? (v.baseline as Baseline) : earlierBaseline(session),
-    aborted: v.aborted === true,
-    timing: timing && typeof timing.workers === 'number' ? timing : base.timing,
-    recordingSince: typeof v.recordingSince === 'number' ? v.recordingSince : null,
+    limiter: limiterFromJson(value.limiter, base.limiter),
+    admitted: value.admitted ? new Set(value.admitted) : null,
+    round: value.round ?? 0,
+    usage: value.usage ?? UNKNOWN,
+    unlanded: new Set(value.unlanded ?? []),
+    widened: new Set(Array.isArray(value.widened) ? value.widened : []),
+    baseline: value.baseline ?? earlierBaseline(session.gate),
+    aborted: value.aborted === true,
+    timing: value.timing ?? base.timing,
+    recordingSince: value.recordingSince ?? null,
     gate,
-    stop,
-    finished: v.finished === true,
+    stop: value.stop ?? null,
+    finished: value.finished === true,
   };
 }
 
@@ -254,100 +245,85 @@ export function engineFromJson(value: unknown, plan: Plan, config: EngineConfig,
  * own lists: tasks handed out (`started`), verified and not integrated (`verified`), the merge
  * queue and the gate run under way (`gate`).
  */
-function engineFromEarlierSession(data: Record<string, unknown>, plan: Plan, config: EngineConfig): EngineState {
+function engineFromEarlierSession(data: SessionFileJson, plan: Plan, config: EngineConfig): EngineState {
   const base = initialState(plan, config, Date.now());
   const inProgress = (task: number) => plan.tasks[task] !== undefined && statusOf(plan.tasks[task]!) === 'in_progress';
   const attempts = new Map<number, Attempt>();
   const number = (task: number) => attemptsOf(plan.tasks[task]!) + 1;
   // Its merge queue's candidates are left out: it kept their work on their refs only, which the
   // next `setup` reads (they rejoin the queue there); a candidate without its work cannot be gated
-  // nor integrated.
-  for (const entry of Array.isArray(data.verified) ? data.verified : []) {
-    const v = entry as { task?: unknown; result?: unknown; work?: unknown } | null;
-    const work = workOf(v?.work);
-    if (!v || !Number.isInteger(v.task) || typeof v.result !== 'string' || work === null || !inProgress(v.task as number) || attempts.has(v.task as number))
-      continue;
-    attempts.set(v.task as number, {
-      task: v.task as number,
-      number: number(v.task as number),
+  // nor integrated. A verified entry not whole is dropped.
+  for (const entry of data.verified ?? []) {
+    if (!isEarlierVerified(entry) || !inProgress(entry.task) || attempts.has(entry.task)) continue;
+    attempts.set(entry.task, {
+      task: entry.task,
+      number: number(entry.task),
       stage: 'verified',
-      decision: { kind: 'completed', result: v.result },
-      work,
+      decision: { kind: 'completed', result: entry.result },
+      work: workOf(entry.work),
       verifiedBy: { kind: 'earlier-run', held: false },
     });
   }
-  const started = data.started && typeof data.started === 'object' ? Object.keys(data.started as object).map(Number) : [];
-  for (const task of started)
+  for (const task of Object.keys(data.started ?? {}).map(Number))
     if (Number.isInteger(task) && inProgress(task) && !attempts.has(task)) attempts.set(task, { task, number: number(task), stage: 'running' });
-  return { ...base, attempts, round: int(data.round, 0, 0), usage: UNKNOWN, baseline: config.gate === null ? 'none' : earlierBaseline(data) };
+  return { ...base, attempts, round: data.round ?? 0, usage: UNKNOWN, baseline: config.gate === null ? 'none' : earlierBaseline(data.gate) };
 }
 
 // ---------------------------------------------------------------------------------------------
 // The session file
 
-function sandboxOf(value: unknown): SessionSandbox | null {
-  const v = value as { mode?: unknown; sandboxed?: unknown; unavailable?: unknown } | null;
-  if (!v || typeof v !== 'object' || !(SANDBOX_MODES as readonly unknown[]).includes(v.mode)) return null;
-  if (v.sandboxed === true) return { mode: v.mode as SandboxMode, sandboxed: true };
-  return v.sandboxed === false && (v.unavailable === null || typeof v.unavailable === 'string')
-    ? { mode: v.mode as SandboxMode, sandboxed: false, unavailable: v.unavailable }
-    : null;
+function sandboxOf(sandbox: SessionSandbox | null | undefined): SessionSandbox | null {
+  if (sandbox === undefined || sandbox === null) return null;
+  return sandbox.sandboxed ? { mode: sandbox.mode, sandboxed: true } : { mode: sandbox.mode, sandboxed: false, unavailable: sandbox.unavailable };
 }
 
-function gateOf(value: unknown): SessionGate {
-  if (!isRecord(value)) return noSessionGate();
-  const c = isRecord(value.config) ? value.config : {};
-  const positive = (n: unknown): n is number => Number.isInteger(n) && (n as number) >= 1;
-  const config: SessionGateConfig | null =
-    typeof c.command === 'string' && c.command.trim() !== '' && positive(c.batchSize) && positive(c.timeoutMs)
-      ? { command: c.command, batchSize: c.batchSize, timeoutMs: c.timeoutMs }
-      : null;
-  const r = isRecord(value.current) ? value.current : {};
-  const tasks = taskList(r.tasks);
-  const current: GateRunRecord | null =
-    typeof r.id === 'string' && /^[\w-]+$/.test(r.id) && tasks !== null && isObjectId(r.tip) && typeof r.startedAt === 'string'
-      ? { id: r.id, tasks, tip: r.tip, startedAt: r.startedAt }
-      : null;
-  return { config, current };
+function gateOf(gate: SessionFileJson['gate']): SessionGate {
+  const config = gate?.config ?? null;
+  const current = gate?.current ?? null;
+  return {
+    config: config === null ? null : { command: config.command, batchSize: config.batchSize, timeoutMs: config.timeoutMs },
+    current: current === null ? null : { id: current.id, tasks: current.tasks, tip: current.tip, startedAt: current.startedAt },
+  };
 }
 
-/** The handed-out tasks: this version's `handedOut`, or an earlier one's `started` and `bases`. */
-function handedOutOf(data: Record<string, unknown>): Record<string, HandedOut> {
+/** The handed-out tasks: this version's `handedOut`, or an earlier one's `started` and `bases`; each at a time that reads. */
+function handedOutOf(data: SessionFileJson): Record<string, HandedOut> {
   const out: Record<string, HandedOut> = {};
-  const valid = (at: unknown): at is string => typeof at === 'string' && Number.isFinite(Date.parse(at));
-  const handed = data.handedOut as Record<string, { at?: unknown; base?: unknown }> | undefined;
-  if (handed && typeof handed === 'object') {
-    for (const [task, h] of Object.entries(handed)) if (h && valid(h.at) && isObjectId(h.base)) out[task] = { at: h.at, base: h.base };
+  const valid = (at: string) => Number.isFinite(Date.parse(at));
+  if (data.handedOut !== undefined) {
+    for (const [task, { at, base }] of Object.entries(data.handedOut)) if (valid(at)) out[task] = { at, base };
     return out;
   }
-  const started = (data.started ?? {}) as Record<string, unknown>;
-  const bases = (data.bases ?? {}) as Record<string, unknown>;
-  for (const [task, at] of Object.entries(started)) {
+  const bases = data.bases ?? {};
+  for (const [task, at] of Object.entries(data.started ?? {})) {
     const base = bases[task];
-    if (valid(at) && isObjectId(base)) out[task] = { at, base };
+    if (valid(at) && base !== undefined) out[task] = { at, base };
   }
   return out;
 }
 
 /**
  * The session file, with the step function's state for `plan` — or the defaults when there is
- * none (a lead that skipped `setup`) or it is damaged. A file of the previous version is read too.
+ * none (a lead that skipped `setup`) or it is not a session file (not JSON, or a field not of its
+ * type: schemas/session.schema.json). A file of an earlier version is read too; an attempt record
+ * not whole for its stage is dropped alone.
  */
 export async function readSession(planPath: string, plan: Plan): Promise<Session> {
   const base = defaultSession();
-  let data: Record<string, unknown>;
+  let data: unknown;
   try {
-    data = JSON.parse(await readFile(sessionPathFor(planPath), 'utf8')) as Record<string, unknown>;
+    data = JSON.parse(await readFile(sessionPathFor(planPath), 'utf8'));
   } catch {
     return base;
   }
+  if (!isSessionFile(data)) return base;
   const session: Session = {
-    concurrency: int(data.concurrency, 1, base.concurrency),
-    maxAttempts: int(data.maxAttempts, 1, base.maxAttempts),
-    checkTimeoutMs: int(data.checkTimeoutMs, 1, base.checkTimeoutMs),
-    branch: typeof data.branch === 'string' && data.branch.startsWith('refs/heads/') ? data.branch : null,
-    startedAt: typeof data.startedAt === 'string' ? data.startedAt : base.startedAt,
-    runId: typeof data.runId === 'string' ? data.runId : null,
+    concurrency: data.concurrency ?? base.concurrency,
+    maxAttempts: data.maxAttempts ?? base.maxAttempts,
+    checkTimeoutMs: data.checkTimeoutMs ?? base.checkTimeoutMs,
+    branch: data.branch ?? null,
+    startedAt: data.startedAt ?? base.startedAt,
+    runId: data.runId ?? null,
     runFinished: data.runFinished === true,
     handedOut: handedOutOf(data),
     gate: gateOf(data.gate),
