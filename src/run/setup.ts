@@ -286,7 +286,7 @@ export async function uncommittedChangesNotice(repo: string, planPath: string, g
   const dirty = changed.value.filter((p) => !coveredBy(p, notTheirs));
   if (dirty.length === 0) return ok(null);
   return ok(
-    `you have ${dirty.length === 1 ? 'an uncommitted change' : `${dirty.length} uncommitted changes`} (${clipTail(dirty.join(', '), 200)}): workers start from the last commit and will not see ${dirty.length === 1 ? 'it' : 'them'}; foreman never touches ${dirty.length === 1 ? 'it' : 'them'}, and finished work lands only on files you have not changed`,
+    `you have ${dirty.length === 1 ? 'an uncommitted change' : `${dirty.length} uncommitted changes`} (${clipTail(dirty.join(', '), 200)}): workers start from the last commit and will not see ${dirty.length === 1 ? 'it' : 'them'}; foreman never touches ${dirty.length === 1 ? 'it' : 'them'}; if a task changes ${dirty.length === 1 ? 'that file' : 'one of those files'}, its work waits on the integration ref and nothing lands on your branch until you commit, stash or drop your change`,
   );
 }
 
