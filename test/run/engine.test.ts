@@ -178,6 +178,19 @@ describe('the engine, in process', () => {
     expect(rig.started.map((r) => r.taskIndex)).toEqual([0]);
   });
 
+  it('says the circuit breaker once: a failure after it tripped skips its dependants without a second breaker line', async () => {
+    const plan = makePlan([task('A'), task('B', { blockedBy: [0] }), task('C', { blockedBy: [0] }), task('D'), task('E', { blockedBy: [3] })]);
+    const rig = new EngineRig(plan, { settings: { concurrency: 2, maxAttempts: 1 } });
+    await rig.advance(0);
+    expect(rig.runningTasks).toEqual([0, 3]);
+    await rig.finish(0, 'FAILED: no');
+    await rig.finish(3, 'FAILED: no');
+    const result = await rig.ended();
+    expect(result.reason).toBe('breaker');
+    expect(rig.events.filter((e) => e.type === 'breaker')).toHaveLength(1);
+    expect(result.plan.tasks.map((t) => statusOf(t))).toEqual(['failed', 'skipped', 'skipped', 'failed', 'skipped']);
+  });
+
   it('on interrupt, stops the workers, undoes their attempts, records verified work and stops', async () => {
     const rig = new EngineRig(makePlan([task('A'), task('B')]), { settings: { concurrency: 2 } });
     await rig.advance(0);

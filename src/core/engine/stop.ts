@@ -103,7 +103,8 @@ export function reportCascade(building: StepDraft, applied: Applied): void {
   const cascade = applied.cascade;
   if (!cascade) return;
   for (const event of skippedEvents(building.draft.plan.tasks, cascade.skips)) emit(building, event);
-  if (cascade.breaker.trip) {
+  // Once tripped, the run is stopping: a later failure's skips are said, the breaker not again.
+  if (cascade.breaker.trip && building.draft.stop?.reason !== 'breaker') {
     emit(building, { type: 'breaker', pendingCount: cascade.breaker.pendingCount, wouldBeSkipped: cascade.breaker.wouldBeSkipped });
     stopWith(building, {
       reason: 'breaker',
