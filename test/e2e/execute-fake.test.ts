@@ -445,6 +445,37 @@ describe('execute.ts with the fake worker', () => {
     expect(json.stopped.runAgain).toMatch(/^after /);
   });
 
+  it('a run that drains for a usage limit past --limit-wait waits for nothing: the workers still running are served, and it says neither that the API serves again nor that it waits', async () => {
+    // B, C and D outlive A: after A's usage limit drains the run, their CLIs are still served (their later writes).
+    const others = ['b', 'c', 'd'].map((name) =>
+      fakeTask(name.toUpperCase(), {
+        create: [`${name}.txt`, `${name}2.txt`],
+        // biome-ignore lint/suspicious/noThenProperty: the fake worker's directive for what it does next
+        fake: { write: { [`${name}.txt`]: name }, sleepMs: 1500, then: { write: { [`${name}2.txt`]: name } } },
+      }),
+    );
+    const plan = makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a' }, limitAfterWork: { resetInSeconds: 3600 } } }), ...others]);
+    const { repo, env } = await setup(plan);
+    const r = await runExecute(repo.dir, ['--concurrency', '4', '--limit-wait', '5'], env);
+    expect(r.exitCode, r.stderr).toBe(75);
+    const lines = r.stdout.split('\n');
+    const drained = lines.findIndex((l) => /\bdraining: /.test(l));
+    expect(drained, r.stdout).toBeGreaterThan(-1);
+    expect(lines.slice(drained).filter((l) => /waiting for|serves again/.test(l))).toEqual([]);
+    const journaled = (await readFile(join(repo.dir, '.design/events.jsonl'), 'utf8'))
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { type: string; change?: string; message?: string });
+    const drainedAt = journaled.findIndex((e) => e.type === 'draining');
+    expect(drainedAt).toBeGreaterThan(-1);
+    // Before the drain its CLI's retries held the run as a rate limit; after it, the limiter says nothing.
+    expect(journaled.slice(0, drainedAt).some((e) => e.type === 'limit' && e.change === 'hold')).toBe(true);
+    expect(journaled.slice(drainedAt).filter((e) => e.type === 'limit')).toEqual([]);
+    // What ran finished its work; the limited task waits for the next run, nothing spent.
+    const end = journaled.find((e) => e.type === 'run-finished')!;
+    expect(end).toMatchObject({ reason: 'limited', exitCode: 75 });
+  });
+
   it('--dry-run prints the rounds and the commands and starts nothing', async () => {
     const plan = makePlan([
       fakeTask('A', { create: ['a.txt'], acceptance: [{ criterion: 'exists', check: 'test -f a.txt' }] }),

@@ -210,6 +210,28 @@ describe('limits in the headless engine', () => {
     expect(attemptsOf(result.plan)).toEqual([0, 1, 0]);
   });
 
+  it('a run that drains for a limit past --limit-wait waits for nothing: a worker served after says neither that the API serves again nor what it waits for', async () => {
+    const rig = new EngineRig(tasks(4), { settings: { concurrency: 4, limitWaitMs: 5000 } });
+    await rig.advance(0);
+    for (const t of [0, 1, 2, 3]) await rig.serve(t);
+    // Its CLI retries a 429 first (a rate limit: two of four), then its last refusal names a reset an hour away.
+    await rig.refuse(0, { kind: 'rate-limit', delayMs: 500 });
+    expect(limitEvents(rig).map((e) => [e.change, e.working])).toEqual([['hold', 2]]);
+    await rig.finish(0, limitedAfterWork('session-0', { resetAt: rig.clock.now() + 3_600_000 }));
+    const drained = rig.events.findIndex((e) => e.type === 'draining');
+    expect(drained).toBeGreaterThan(-1);
+    // The workers that ran go on and are served, enough to raise a working concurrency.
+    for (const t of [1, 2, 3]) await rig.serve(t, 4);
+    await rig.advance(1000);
+    for (const t of [1, 2, 3]) await rig.serve(t, 4);
+    expect(rig.events.slice(drained).filter((e) => e.type === 'limit')).toEqual([]);
+    for (const t of [1, 2, 3]) await rig.finish(t, 'COMPLETED: done');
+    const result = await rig.ended();
+    expect(result.reason).toBe('limited');
+    expect(result.message).toMatch(/^the usage limit resets at /);
+    expect(attemptsOf(result.plan)).toEqual([0, 1, 1, 1]);
+  });
+
   it('--limit-wait 0 waits for no limit: the first refusal drains the run', async () => {
     const rig = new EngineRig(tasks(3), { settings: { concurrency: 2, limitWaitMs: 0 } });
     await rig.advance(0);

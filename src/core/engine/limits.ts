@@ -109,9 +109,14 @@ export function refuse(building: StepDraft, task: number, refusal: Refusal): voi
   else if (after.working !== before.working) announce(building, before, 'lowered', task);
 }
 
-/** Emit the limiter's state, as changed by `change` (the task whose refusal it was). */
+/**
+ * Emit the limiter's state, as changed by `change` (the task whose refusal it was). A run that
+ * stops waits for nothing: once it drains, what ran is still served and the limiter hears of it,
+ * but the run says neither that the API serves again nor what it would wait for.
+ */
 export function announce(building: StepDraft, before: Limiter, change: 'hold' | 'lowered' | 'serving' | 'raised', task: number | null): void {
   const draft = building.draft;
+  if (draft.stop !== null) return;
   const words = limitWords(draft.limiter, draft.config.concurrency, draft.now);
   emit(building, {
     type: 'limit',
