@@ -25,6 +25,19 @@ export interface PositionalSpec {
   range?: NumberRange;
   /** The last positional only: it takes every argument left (none or more). */
   rest?: boolean;
+  /** A required rest positional: what one or more of it are, for the usage error (`task numbers`). */
+  several?: string;
+}
+
+/** The positionals as a usage writes them, e.g. `N [PATH…]`, and what a required rest one takes: `N… (one or more task numbers)`. */
+function positionalUsage(specs: readonly PositionalSpec[]): string {
+  return specs
+    .map((p) => {
+      const word = p.rest === true ? `${p.name}…` : p.name;
+      if (!p.required) return `[${word}]`;
+      return p.rest === true && p.several !== undefined ? `${word} (one or more ${p.several})` : word;
+    })
+    .join(' ');
 }
 
 /** The numeric options and positionals given, checked and parsed, by name (without `--`). */
@@ -252,7 +265,7 @@ export async function runCommand(commandLine: string, command: Command, argv: st
     const allowed = (command.positionals ?? []).at(-1)?.rest === true ? Number.POSITIVE_INFINITY : (command.positionals ?? []).length;
     if (parsed.positionals.length < required || parsed.positionals.length > allowed) {
       throw usageError(
-        `expected ${allowed === 0 ? 'no arguments' : (command.positionals ?? []).map((p) => p.name).join(' ')}, got ${parsed.positionals.length === 0 ? 'none' : parsed.positionals.join(' ')}`,
+        `expected ${allowed === 0 ? 'no arguments' : positionalUsage(command.positionals ?? [])}, got ${parsed.positionals.length === 0 ? 'none' : parsed.positionals.join(' ')}`,
       );
     }
     args = { ...parsed, numbers: numbersOf(command, parsed) } as never;

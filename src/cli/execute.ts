@@ -306,7 +306,16 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   const adapters = realRunAdapters({ repo: settings.repo, planPath: settings.planPath, git, env: io.env }, runWorker);
   // `plan …` where the person is would find another plan (or none): printed commands name this one, and its repository.
   const nameThePlan = !(await samePath(await planPathFrom({}, io.cwd).catch(() => null), settings.planPath));
-  const reporter = createReporter({ io, json: settings.json, runId, journal: adapters.journal, plan, layout: runLayout(nameThePlan, settings) });
+  // Git takes paths relative to where it is typed: from anywhere but the top, printed git commands name the repository.
+  const nameTheRepo = !(await samePath(io.cwd, settings.repo));
+  const reporter = createReporter({
+    io,
+    json: settings.json,
+    runId,
+    journal: adapters.journal,
+    plan,
+    layout: runLayout({ plan: nameThePlan, repo: nameTheRepo }, settings),
+  });
   const emit = (event: RunEventBody) => reporter.emit(event);
   if (lock.value.takenOver) {
     emit({ type: 'notice', level: 'warning', message: describeTakeover(lock.value.takenOver) });
@@ -354,6 +363,7 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
         say: settings.json ? null : (line) => io.out(line),
         gitProcessesBefore,
         nameThePlan,
+        nameTheRepo,
       },
       adapters,
     );

@@ -19,7 +19,7 @@ export type ForemanProgram = 'plan' | 'execute';
 export type Layout = ({ kind: 'plugin'; launcher: string } | { kind: 'checkout'; launcher?: string }) & {
   /** The plan, when the plan tool run where the person is would not find it (a run given `--repo` or `--plan`): plan commands name it. */
   plan?: string;
-  /** The repository, in that case too: git commands name it (`git -C <repo> …`), since the person may not be in it. */
+  /** The repository, in that case too and whenever the person is not at its top: git commands name it (`git -C <repo> …`), since their paths are relative to the top. */
   repo?: string;
 };
 

@@ -86,7 +86,7 @@ const setAsideWarning = (setAside: SetAside): string =>
 /**
  * What a task's line and the run's Summary say of what an attempt set aside: a few of its paths,
  * how many more, and the commands that read them back (`repo`: the repository they name, when the
- * person may not be in it).
+ * person may not be at its top, where the paths, relative to the top, would not be found).
  */
 export function setAsideSummary(setAside: { paths: readonly string[]; commit?: string }, repo?: string): string {
   const which = listSome(setAside.paths);

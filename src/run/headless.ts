@@ -75,6 +75,8 @@ export interface HeadlessContext {
   gitProcessesBefore: number;
   /** The plan tool run where the person is would not find this plan: commands it prints name it (`--plan`). */
   nameThePlan?: boolean;
+  /** The person is not at the repository's top (a subfolder, or elsewhere): git commands it prints name it (`git -C`). */
+  nameTheRepo?: boolean;
 }
 
 /** Why the run did not start: setup refused (run/setup.ts), or the probe did (exit 2, its lines). */
@@ -93,11 +95,16 @@ export interface HeadlessEnd {
 }
 
 /**
- * How a run spells the commands it prints: the plan and the repository named (`--plan`, `git -C`)
- * when the person, where they are, would not find that plan (a run given `--repo` or `--plan`).
+ * How a run spells the commands it prints: the plan named (`--plan`) when the person, where they
+ * are, would not find that plan (a run given `--repo` or `--plan`); the repository named (`git -C`)
+ * then too, and whenever they are not at its top, where the paths git commands take (relative to
+ * the top) would not be found.
  */
-export const runLayout = (nameThePlan: boolean, settings: { planPath: string; repo: string }): Layout =>
-  nameThePlan ? { ...ownLayout(), plan: settings.planPath, repo: settings.repo } : ownLayout();
+export const runLayout = (names: { plan: boolean; repo: boolean }, settings: { planPath: string; repo: string }): Layout => ({
+  ...ownLayout(),
+  ...(names.plan ? { plan: settings.planPath } : {}),
+  ...(names.plan || names.repo ? { repo: settings.repo } : {}),
+});
 
 /** Run `plan` headless until the step function ends it (or refuse it before it starts), doing its I/O through `adapters`. */
 export async function runHeadless(
@@ -112,7 +119,7 @@ export async function runHeadless(
   const started = clock.now();
   const opening = context.sandboxNotice;
   if (opening !== undefined) context.say?.(`foreman: ${opening.level === 'warning' ? 'warning: ' : ''}${opening.message}`);
-  const layout = runLayout(context.nameThePlan === true, settings);
+  const layout = runLayout({ plan: context.nameThePlan === true, repo: context.nameTheRepo === true }, settings);
   // Workers and checks a killed run left behind are still editing files: stop them before anything else.
   const orphans = await adapters.processes.endLeftovers();
   if (orphans.length > 0) emit({ type: 'notice', level: 'warning', message: describeOrphans(orphans) });

@@ -1,8 +1,8 @@
 // One set of refusals before the work: every refusal `execute` makes before it starts a worker,
 // set up in a real temporary git repository, against what `execute --dry-run`, `plan check` and
-// `plan setup` say of the same situation — the same exit code and the same first line. A column
-// marked not applicable says why that command cannot know it. The dry run and the check write
-// nothing, refused or not. Commands run in this process (test/support/execute.ts), but for the
+// `plan setup` and `plan probe` say of the same situation — the same exit code and the same first
+// line. A column marked not applicable says why that command cannot know it (or says it as its
+// own finding). The dry run, the check and a refused probe write nothing. Commands run in this process (test/support/execute.ts), but for the
 // sandbox's row: its support is asked once per process, with that process's PATH.
 
 import { existsSync } from 'node:fs';
@@ -42,6 +42,7 @@ interface Row {
   dryRun?: Column;
   check?: Column;
   setup?: Column;
+  probe?: Column;
   /** Run each command as a process of its own. */
   processes?: boolean;
   /** Refused after setup gave the plan its id (it ran the plan's commands): `execute` and `plan setup` wrote the plan by then. */
@@ -73,6 +74,9 @@ const MOMENT = "the repository's state of the moment, not the plan's or its last
 const MACHINE = "this machine's Claude Code CLI: only a headless run starts it (a session's workers are the session's own subagents)";
 const RUNS_COMMANDS = "found by running the plan's commands, which neither the dry run nor plan check runs (plan probe runs the checks)";
 const NOT_IN_SESSION_PROBE = 'a session does not probe at setup: its lead runs plan probe';
+const OWN_CHECKOUT =
+  "the repository's state of the moment: plan probe works in a checkout of its own of the last commit, which a merge in progress or a held index does not touch";
+const PROBE_FINDS = "plan probe reports it as its finding (exit 1), which is what it runs for; a run's own probe refuses it";
 
 const ROWS: Row[] = [
   {
@@ -96,6 +100,9 @@ const ROWS: Row[] = [
     },
     // Outside any repository plan check checks the plan alone (exit 0), as documented.
     check: { notApplicable: 'outside any repository plan check checks the plan alone' },
+    probe: {
+      notApplicable: "plan probe names the plan's folder, not a --repo, and says why it needs a repository: it checks out the last commit (exit 2 too)",
+    },
   },
   {
     refusal: 'a repository with no commit',
@@ -158,6 +165,7 @@ const ROWS: Row[] = [
       return { dir: repo.dir };
     },
     check: { notApplicable: MOMENT },
+    probe: { notApplicable: OWN_CHECKOUT },
   },
   {
     refusal: 'the index locked by a live git process',
@@ -171,6 +179,7 @@ const ROWS: Row[] = [
       return { dir: repo.dir };
     },
     check: { notApplicable: MOMENT },
+    probe: { notApplicable: OWN_CHECKOUT },
   },
   {
     refusal: "another run holding the plan's lock",
@@ -200,6 +209,7 @@ const ROWS: Row[] = [
     arrange: async () => ({ dir: (await repoWith(oneTask())).dir, args: ['--claude-bin', '/nonexistent/claude'] }),
     check: { notApplicable: MACHINE },
     setup: { notApplicable: MACHINE },
+    probe: { notApplicable: MACHINE },
   },
   {
     refusal: 'the Claude Code CLI not logged in',
@@ -208,6 +218,7 @@ const ROWS: Row[] = [
     arrange: async () => ({ dir: (await repoWith(oneTask())).dir, env: { FAKE_WORKER_AUTH: 'none' } }),
     check: { notApplicable: MACHINE },
     setup: { notApplicable: MACHINE },
+    probe: { notApplicable: MACHINE },
   },
   {
     refusal: '--sandbox on where the sandbox cannot run',
@@ -221,6 +232,7 @@ const ROWS: Row[] = [
       return { dir: repo.dir, args: ['--sandbox', 'on'], setupArgs: ['--sandbox', 'on'], env: { PATH: bin } };
     },
     check: { notApplicable: "this machine's sandbox, not the plan's" },
+    probe: { notApplicable: 'plan probe names itself in the line (`plan probe --sandbox on: …`, exit 3 too)' },
     processes: true,
   },
   {
@@ -239,6 +251,7 @@ const ROWS: Row[] = [
     },
     check: { notApplicable: 'only a headless worker gets exact permission rules (--allowed-tools replaces them)' },
     setup: { notApplicable: "a session's subagents are held to their declared files by foreman's hook, not by permission rules" },
+    probe: { notApplicable: 'only a headless worker gets exact permission rules; the probe starts no worker' },
   },
   {
     refusal: "the plan's setup command failing where the assumptions are checked",
@@ -252,6 +265,7 @@ const ROWS: Row[] = [
     dryRun: { notApplicable: RUNS_COMMANDS },
     afterPlanId: true,
     check: { notApplicable: RUNS_COMMANDS },
+    probe: { notApplicable: PROBE_FINDS },
   },
   {
     refusal: 'an acceptance check that cannot run (the probe)',
@@ -265,6 +279,7 @@ const ROWS: Row[] = [
     afterPlanId: true,
     check: { notApplicable: RUNS_COMMANDS },
     setup: { notApplicable: NOT_IN_SESSION_PROBE },
+    probe: { notApplicable: PROBE_FINDS },
   },
   {
     refusal: 'the gate failing on the starting commit',
@@ -278,6 +293,7 @@ const ROWS: Row[] = [
     dryRun: { notApplicable: RUNS_COMMANDS },
     afterPlanId: true,
     check: { notApplicable: RUNS_COMMANDS },
+    probe: { notApplicable: 'the gate, which plan probe does not run: it runs the acceptance checks' },
   },
 ];
 
@@ -293,7 +309,7 @@ async function stateOf(dir: string): Promise<string> {
   return [plan, status, refs, index].join('\n---\n');
 }
 
-describe('what execute refuses before its first worker, against the dry run, plan check and plan setup', () => {
+describe('what execute refuses before its first worker, against the dry run, plan check, plan setup and plan probe', () => {
   it.each(ROWS.map((row) => [row.refusal, row] as const))('%s', async (_, row) => {
     const situation = await row.arrange();
     const { dir, args = [], setupArgs = [], env = {} } = situation;
@@ -311,7 +327,12 @@ describe('what execute refuses before its first worker, against the dry run, pla
       const check = await plan(['check']);
       said['plan check'] = { code: check.exitCode, line: firstLine(check) };
     }
-    // Neither wrote anything.
+    if ((row.probe ?? 'applies') === 'applies') {
+      const probe = await plan(['probe']);
+      said['plan probe'] = { code: probe.exitCode, line: firstLine(probe) };
+      expect(probe.stdout, 'a refused probe reports nothing').toBe('');
+    }
+    // None wrote anything.
     expect(await stateOf(dir)).toBe(before);
 
     const planText = await readFile(join(dir, '.design/plan.json'), 'utf8');
@@ -336,7 +357,7 @@ describe('what execute refuses before its first worker, against the dry run, pla
 
   it('every row names what it checks, and every column not applicable says why', () => {
     for (const row of ROWS)
-      for (const column of [row.dryRun, row.check, row.setup])
+      for (const column of [row.dryRun, row.check, row.setup, row.probe])
         if (column !== undefined && column !== 'applies') expect(column.notApplicable.length).toBeGreaterThan(20);
   });
 });

@@ -97,9 +97,14 @@ describe('every flag error starts the one way: the command, the problem, (see --
     expect(r.err).toEqual([line]);
   });
 
-  it.each([
+  it.each<[string[], string]>([
     [['skip', '2'], 'plan skip: --reason "…" is required (say why; it is recorded in the plan) (see --help)'],
-    [['retry'], 'plan retry: expected N, got none (see --help)'],
+    // A command taking several task numbers names its usage, `N…`, and what it takes.
+    ...['retry', 'skip', 'approve', 'reject'].map((command): [string[], string] => [
+      [command],
+      `plan ${command}: expected N… (one or more task numbers), got none (see --help)`,
+    ]),
+    [['declare'], 'plan declare: expected N [PATH…], got none (see --help)'],
     [['probe', '--sandbox', 'maybe'], 'plan probe: --sandbox expects one of auto, on, off, got "maybe" (see --help)'],
     [['status', '--wat'], 'plan status: unknown option --wat (see --help)'],
     // The gate's flags are execute's, checked the same way.

@@ -763,6 +763,28 @@ describe('what was set aside, and the way to go on, on the screen (issue 49)', (
     expect(typed.stdout).toContain('stray.txt');
   });
 
+  it('a run started from a subfolder names the repository in the git commands, which bring a set-aside file back as typed from there', async () => {
+    const { repo } = await setup(makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n', 'dist/x.js': 'built\n' }, sleepMs: 100 } })]), {
+      'src/index.js': 'index\n',
+    });
+    const subfolder = join(repo.dir, 'src');
+    const r = await runExecute(subfolder, ['--max-attempts', '1']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const line = r.stdout.split('\n').find((l) => / task 0 completed /.test(l)) ?? '';
+    const [, show, restore] =
+      /\(`(git -C \S+ show --stat [0-9a-f]{12})` lists them .*, `(git -C \S+ restore --source=[0-9a-f]{12} -- <path>)` brings one back/.exec(line) ?? [];
+    expect(show, line).toBe(`git -C ${repo.dir} show --stat ${show?.slice(-12)}`);
+    expect(r.stdout.slice(r.stdout.indexOf('\nSummary: '))).toContain(`(\`${show}\` lists them`);
+    // Typed where the run was started, with the path as the line names it (relative to the top).
+    const listed = await execa('sh', ['-c', show!], { cwd: subfolder, reject: false });
+    expect(listed.exitCode, listed.stderr).toBe(0);
+    expect(listed.stdout).toContain('dist/x.js');
+    expect(existsSync(join(repo.dir, 'dist/x.js'))).toBe(false);
+    const restored = await execa('sh', ['-c', restore!.replace('<path>', 'dist/x.js')], { cwd: subfolder, reject: false });
+    expect(restored.exitCode, restored.stderr).toBe(0);
+    expect(await readFile(join(repo.dir, 'dist/x.js'), 'utf8')).toBe('built\n');
+  });
+
   it('a failed run ends with one `plan retry` naming every failed task, whole, and the Summary repeats it', async () => {
     const failing = (marker: string) =>
       fakeTask(marker, { create: [`${marker}.txt`], fake: { write: { [`${marker}.txt`]: 'x\n' }, status: 'FAILED: not today' } });

@@ -23,7 +23,9 @@ const reasonOption: Record<string, OptionSpec> = {
   reason: { type: 'string', valueName: 'TEXT', description: "why (required; recorded in the task's result)" },
 };
 
-const taskPositional: PositionalSpec[] = [{ name: 'N', description: 'the task index', required: true, range: RANGES.taskIndex, rest: true }];
+const taskPositional: PositionalSpec[] = [
+  { name: 'N', description: 'the task index', required: true, range: RANGES.taskIndex, rest: true, several: 'task numbers' },
+];
 
 /** What a decision does in the repository, around writing the plan (under the same lock). */
 interface Decision {

@@ -5,15 +5,15 @@ import { dirname } from 'node:path';
 import { Git } from '../../adapters/git/repository.ts';
 import { describeOrphans } from '../../adapters/orphans.ts';
 import { realRunAdapters } from '../../run/adapters.ts';
-import { acquireLock, currentLockInfo, lockHeldMessage } from '../../adapters/plan-store.ts';
+import { acquireLock, currentLockInfo } from '../../adapters/plan-store.ts';
 import { assertNever } from '../../core/failure.ts';
-import { noCommitLine } from '../../core/git-text.ts';
 import { formatDuration, oneLine } from '../../core/format.ts';
 import { type ProbeReport, probeFindings, probeHeadline } from '../../core/probe.ts';
 import { decideSandbox, ownSandboxNotice, sandboxModeOf, sandboxUse } from '../../adapters/sandbox.ts';
 import { describeSandboxUse, sandboxedCommands } from '../../core/sandbox-words.ts';
 import { describeProbeProblem, runProbe, saveProbe } from '../../run/probe.ts';
-import { planWarningNotices } from '../../run/setup.ts';
+import { planRepositoryProblem, planWarningNotices } from '../../run/setup.ts';
+import { describeSetupProblem, lockedLine } from '../setup-problem.ts';
 import { DEFAULTS, LIMIT_FLAGS } from '../../run/settings.ts';
 import { table } from '../../ui/table.ts';
 import type { Command, Io } from '../command.ts';
@@ -27,7 +27,7 @@ const str = (value: unknown): string | undefined => (typeof value === 'string' ?
 export const probe: Command = {
   name: 'probe',
   summary:
-    "Run every pending task's acceptance checks before any work, in a checkout of the last commit of its own (prepared with context.setupCommand): report broken checks (the command cannot run) and vacuous tasks (every check passes already). Exit 0 when there are none, 1 when there are. The result is kept in .design/probe.json for `plan summary`.",
+    "Run every pending task's acceptance checks before any work, in a checkout of the last commit of its own (prepared with context.setupCommand): report broken checks (the command cannot run) and vacuous tasks (every check passes already). It first refuses what `plan check` refuses of the plan on the repository, in its words and exit code. Exit 0 when there are none, 1 when there are. The result is kept in .design/probe.json for `plan summary`.",
   usage: '[--plan FILE] [--json] [--check-timeout SECONDS] [--timeout SECONDS] [--sandbox MODE]',
   options: {
     ...planOption,
@@ -62,15 +62,20 @@ export const probe: Command = {
     const top = await git.root();
     if (!top.ok) throw gitFailedError('find the top of the repository', top.error);
     const repo = top.value;
-    // The probe checks out the last commit: without one it is refused as a run is (exit 2).
-    if ((await git.headCommit()) === null) throw new CliError(EXIT.invalid, [noCommitLine(repo)]);
+    // What `plan check` and every run refuse of this plan on this repository's last commit (no
+    // commit, a directory declared as a file, …) the probe refuses too, in the same words and code.
+    const problem = await planRepositoryProblem(plan, repo, git);
+    if (problem !== null) {
+      const described = describeSetupProblem(problem);
+      throw new CliError(described.code, described.lines);
+    }
     // A check that needs a file nothing makes fails before the work, so the probe counts it as
     // proving the task; the lint says why it will never pass.
     for (const notice of await planWarningNotices(plan, path, git, 'missing-check-file')) io.err(`plan probe: ${notice}`);
 
     // The lock keeps the probe's records in .design/workers.json from clobbering a run's.
     const lock = await acquireLock(path, currentLockInfo('plan probe'));
-    if (!lock.ok) throw new CliError(EXIT.cannotRun, [`${lockHeldMessage(lock.error.holder)}; probe once it has finished`]);
+    if (!lock.ok) throw new CliError(EXIT.cannotRun, [lockedLine(lock.error.holder)]);
     const controller = new AbortController();
     const onSignal = () => controller.abort();
     process.on('SIGINT', onSignal);
