@@ -65,15 +65,6 @@ export function startExecute(dir: string, args: string[], env: Record<string, st
   return child;
 }
 
-/** Poll `check` until it holds, or fail naming `what`. */
-export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 /**
  * What a test file leaves behind, ended or removed after each test (registers the `afterEach`):
  * repositories a test made (`repoWithPlan` takes the list), runs started in the background, and
