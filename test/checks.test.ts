@@ -5,9 +5,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BoundedOutput, DEFAULT_MAX_OUTPUT_BYTES, runShell } from '../src/adapters/checks.ts';
 import { groupAlive } from '../src/adapters/processes.ts';
+import { waitFor } from './support/wait.ts';
 
 const cwd = os.tmpdir();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A `sleep` duration no other process on the machine uses, to find our own sleeps. */
 const marker = () => `${1000 + Math.floor(Math.random() * 1000)}.${process.pid}${Math.floor(Math.random() * 1e6)}`;
@@ -30,7 +30,7 @@ async function pidsWith(needle: string): Promise<number[]> {
 }
 
 async function expectNoProcesses(needle: string): Promise<void> {
-  for (let i = 0; i < 20 && (await pidsWith(needle)).length > 0; i++) await sleep(50);
+  await waitFor(`the processes of ${needle} to end`, async () => (await pidsWith(needle)).length === 0);
   expect(await pidsWith(needle)).toEqual([]);
 }
 

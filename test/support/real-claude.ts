@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
+import { testSignal } from './wait.ts';
 
 /** The repository root (two levels above test/support). */
 export const repoRoot: string = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -153,7 +154,8 @@ export async function runClaude(opts: {
     extendEnv: false,
     input: opts.prompt,
     reject: false,
-    timeout: opts.timeoutMs ?? 25_000,
+    // No time limit of its own unless asked: a slow machine slows the CLI; the test's limit catches a hang, and ends it.
+    ...(opts.timeoutMs === undefined ? { cancelSignal: testSignal('runClaude') } : { timeout: opts.timeoutMs }),
     stripFinalNewline: false,
   });
   if (ownHome !== undefined) await rm(ownHome, { recursive: true, force: true });

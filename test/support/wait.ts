@@ -9,8 +9,7 @@ import { getCurrentTest } from 'vitest/suite';
  * does not), and throws.
  */
 export async function waitFor(what: string, check: () => boolean | Promise<boolean>): Promise<void> {
-  const signal = getCurrentTest()?.context.signal;
-  if (!signal) throw new Error(`waitFor(${what}) runs inside a test: its time limit is what ends the wait`);
+  const signal = testSignal(`waitFor(${what})`);
   const said = () => console.error(`the test ended while waiting for ${what}`);
   signal.addEventListener('abort', said, { once: true });
   try {
@@ -21,4 +20,14 @@ export async function waitFor(what: string, check: () => boolean | Promise<boole
   } finally {
     signal.removeEventListener('abort', said);
   }
+}
+
+/**
+ * The running test's signal, aborted when the test ends by its time limit (or the run is
+ * cancelled): what a test starts or waits on ends with it, never by a time limit of its own.
+ */
+export function testSignal(user = 'testSignal()'): AbortSignal {
+  const signal = getCurrentTest()?.context.signal;
+  if (!signal) throw new Error(`${user} runs inside a test: its time limit is what ends the wait`);
+  return signal;
 }
