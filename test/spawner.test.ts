@@ -13,7 +13,7 @@ import { type ProcessEnd, type ProcessRequest, STARTER_LOOP, bashWord, runProces
 import { repoRoot, tsxLoader } from './support/execute.ts';
 import { alive, childrenOf } from './support/processes.ts';
 import { restoreEnv } from './support/env.ts';
-import { waitFor } from './support/wait.ts';
+import { testSignal, waitFor } from './support/wait.ts';
 
 let dir: string;
 beforeAll(async () => {
@@ -43,7 +43,8 @@ const SPAWNER = JSON.stringify(join(repoRoot, 'src/adapters/spawner.ts'));
 async function script(name: string, source: string): Promise<(env?: Record<string, string>, timeoutMs?: number) => Promise<string>> {
   const file = join(dir, `${name}.mts`);
   await writeFile(file, source);
-  return async (env = {}, timeoutMs = 20_000) => (await execa('node', ['--import', tsxLoader, file], { cwd: dir, env, timeout: timeoutMs })).stdout;
+  // No time limit of its own: tsx loading the sources takes seconds on a busy machine; the test's limit catches a hang, and ends it.
+  return async (env = {}) => (await execa('node', ['--import', tsxLoader, file], { cwd: dir, env, cancelSignal: testSignal() })).stdout;
 }
 
 describe('the process starter', () => {
@@ -134,7 +135,7 @@ describe('the process starter', () => {
     const line = `{ printf %s ${bashWord("ünï ✓ 'quoted'")} >${bashWord(out)}; echo "d 0 $?"; } & echo "s 0 $!"\n`;
     const ran = await execa('/bin/bash', ['-c', slow, 'foreman-starter', await mkdtemp(join(dir, 'older-'))], {
       input: `${line.length}\n${line}`,
-      timeout: 20_000,
+      cancelSignal: testSignal(),
     });
     // Two processes answer, the started one and the one that ends: either may write first.
     expect(
@@ -211,7 +212,7 @@ describe('the process starter', () => {
           `await endStarter();\n` +
           `console.log(JSON.stringify({ before, after, again: again.kind === 'exited' ? again.stdout.toString().trim() : again }));\n`,
       );
-      const { before, after, again } = JSON.parse(await runScript({}, 60_000)) as { before: number; after: number; again: string };
+      const { before, after, again } = JSON.parse(await runScript({})) as { before: number; after: number; again: string };
       // Before: the command's CPU is the starter's, which nothing has waited for yet.
       expect(after - before).toBeGreaterThan(50);
       expect(again).toBe('a new bash');

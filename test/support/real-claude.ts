@@ -8,7 +8,6 @@ import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
-import { testSignal } from './wait.ts';
 
 /** The repository root (two levels above test/support). */
 export const repoRoot: string = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -155,7 +154,8 @@ export async function runClaude(opts: {
     input: opts.prompt,
     reject: false,
     // No time limit of its own unless asked: a slow machine slows the CLI; the test's limit catches a hang, and ends it.
-    ...(opts.timeoutMs === undefined ? { cancelSignal: testSignal('runClaude') } : { timeout: opts.timeoutMs }),
+    // (Loaded here, not at the top: the demo imports this module, and must not load vitest.)
+    ...(opts.timeoutMs === undefined ? { cancelSignal: (await import('./wait.ts')).testSignal('runClaude') } : { timeout: opts.timeoutMs }),
     stripFinalNewline: false,
   });
   if (ownHome !== undefined) await rm(ownHome, { recursive: true, force: true });

@@ -1,7 +1,7 @@
 // Waiting on an event in a test: a poll with no deadline of its own. The test's time limit is the
 // one thing that catches a hang; a deadline here would fail a test on a slow machine instead.
 
-import { getCurrentTest } from 'vitest/suite';
+import { TestRunner } from 'vitest';
 
 /**
  * Polls `check` every 25 ms until it holds. When the test ends first (its time limit, a cancelled
@@ -27,7 +27,7 @@ export async function waitFor(what: string, check: () => boolean | Promise<boole
  * cancelled): what a test starts or waits on ends with it, never by a time limit of its own.
  */
 export function testSignal(user = 'testSignal()'): AbortSignal {
-  const signal = getCurrentTest()?.context.signal;
+  const signal = TestRunner.getCurrentTest()?.context.signal;
   if (!signal) throw new Error(`${user} runs inside a test: its time limit is what ends the wait`);
   return signal;
 }
