@@ -60,6 +60,9 @@ export function startExecute(dir: string, args: string[], env: Record<string, st
     reject: false,
     stdin: 'ignore',
     env: { NO_COLOR: '1', FOREMAN_BACKOFF_MS: '50', ...env },
+    // A run drains on SIGTERM and goes on: execa would SIGKILL it 5 s after the test's SIGTERM, a
+    // deadline a slow machine trips before the test's second signal. afterEach kills what is left.
+    forceKillAfterDelay: false,
   });
   children.push(child);
   return child;
