@@ -5,9 +5,12 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BoundedOutput, DEFAULT_MAX_OUTPUT_BYTES, runShell } from '../src/adapters/checks.ts';
 import { groupAlive } from '../src/adapters/processes.ts';
+import { waitFor } from './support/wait.ts';
+
+/** The time limit of a command whose test is not about time limits: beyond the test's own, which catches a hang. */
+const NOT_THE_LIMIT = 120_000;
 
 const cwd = os.tmpdir();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A `sleep` duration no other process on the machine uses, to find our own sleeps. */
 const marker = () => `${1000 + Math.floor(Math.random() * 1000)}.${process.pid}${Math.floor(Math.random() * 1e6)}`;
@@ -30,21 +33,21 @@ async function pidsWith(needle: string): Promise<number[]> {
 }
 
 async function expectNoProcesses(needle: string): Promise<void> {
-  for (let i = 0; i < 20 && (await pidsWith(needle)).length > 0; i++) await sleep(50);
+  await waitFor(`the processes of ${needle} to end`, async () => (await pidsWith(needle)).length === 0);
   expect(await pidsWith(needle)).toEqual([]);
 }
 
 describe('runShell', () => {
   it('reports exit codes and merges stdout and stderr', async () => {
-    const ok = await runShell('echo out; echo err >&2', { cwd, timeoutMs: 10_000 });
+    const ok = await runShell('echo out; echo err >&2', { cwd, timeoutMs: NOT_THE_LIMIT });
     expect(ok).toMatchObject({ exitCode: 0, timedOut: false, aborted: false });
     expect(ok.output).toContain('out\n');
     expect(ok.output).toContain('err\n');
     expect(ok.signal).toBeUndefined();
     expect(ok.durationMs).toBeGreaterThan(0);
 
-    expect((await runShell('exit 3', { cwd, timeoutMs: 10_000 })).exitCode).toBe(3);
-    const missing = await runShell('definitely-not-a-command-xyz', { cwd, timeoutMs: 10_000 });
+    expect((await runShell('exit 3', { cwd, timeoutMs: NOT_THE_LIMIT })).exitCode).toBe(3);
+    const missing = await runShell('definitely-not-a-command-xyz', { cwd, timeoutMs: NOT_THE_LIMIT });
     expect(missing.exitCode).toBe(127);
     expect(missing.output).toMatch(/not found/);
   });
@@ -52,14 +55,14 @@ describe('runShell', () => {
   it('runs in cwd with the given environment', async () => {
     const r = await runShell('pwd; echo "$FOREMAN_TEST_VAR"; echo "${HOME:-unset}"', {
       cwd: '/',
-      timeoutMs: 10_000,
+      timeoutMs: NOT_THE_LIMIT,
       env: { FOREMAN_TEST_VAR: 'hello there', HOME: undefined },
     });
     expect(r.output).toBe('/\nhello there\nunset\n');
   });
 
   it('does not throw when the command cannot start', async () => {
-    const r = await runShell('true', { cwd: path.join(cwd, 'no-such-dir-foreman-xyz'), timeoutMs: 10_000 });
+    const r = await runShell('true', { cwd: path.join(cwd, 'no-such-dir-foreman-xyz'), timeoutMs: NOT_THE_LIMIT });
     expect(r.exitCode).toBeNull();
     expect(r.timedOut).toBe(false);
     expect(r.output).toMatch(/ENOENT/);
@@ -137,7 +140,7 @@ describe('runShell', () => {
 
   it('cuts the output on character boundaries', async () => {
     // 'é' is two bytes; with an odd bound both cuts fall inside a character.
-    const r = await runShell(`printf 'é%.0s' $(seq 1 1000)`, { cwd, timeoutMs: 10_000, maxOutputBytes: 11 });
+    const r = await runShell(`printf 'é%.0s' $(seq 1 1000)`, { cwd, timeoutMs: NOT_THE_LIMIT, maxOutputBytes: 11 });
     expect(r.output).not.toContain('\uFFFD');
     expect(r.output).toMatch(/^(é)+\n… \d+ bytes omitted …\n(é)+$/);
     const shown = (r.output.match(/é/g) ?? []).length * 2;

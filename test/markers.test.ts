@@ -15,6 +15,7 @@ import { PROCESS_MARKER_VARIABLE, findMarked, newProcessMarker, processAlive } f
 import { runWorker } from '../src/adapters/worker.ts';
 import { readPidCounter } from '../src/adapters/pid-counter.ts';
 import { repoRoot, tsxLoader } from './support/execute.ts';
+import { waitFor } from './support/wait.ts';
 
 const linux = process.platform === 'linux';
 let dir: string;
@@ -97,8 +98,7 @@ describe.runIf(linux)('markers (Linux: /proc/<pid>/environ)', () => {
     const sleeper = execa('sleep', ['1000'], { env: { ...large, ...env }, extendEnv: false, reject: false });
     const bystander = execa('sleep', ['1000'], { env: other.env, extendEnv: false, reject: false });
     try {
-      const deadline = Date.now() + 10_000;
-      while (findMarked(PROCESS_MARKER_VARIABLE, marker).length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      await waitFor('the marked sleep to start', () => findMarked(PROCESS_MARKER_VARIABLE, marker).length > 0);
       expect(findMarked(PROCESS_MARKER_VARIABLE, marker)).toEqual([{ pid: sleeper.pid, command: 'sleep 1000' }]);
       expect(findMarked(PROCESS_MARKER_VARIABLE, other.marker)).toEqual([{ pid: bystander.pid, command: 'sleep 1000' }]);
     } finally {
@@ -152,8 +152,7 @@ describe.runIf(linux)('markers (Linux: /proc/<pid>/environ)', () => {
     try {
       // `after` carries the marker, but was started before this counter was read: a scan from it skips it.
       const laterCounter = readPidCounter();
-      const deadline = Date.now() + 10_000;
-      while (findMarked(PROCESS_MARKER_VARIABLE, marker).length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      await waitFor('the marked sleep to start', () => findMarked(PROCESS_MARKER_VARIABLE, marker).length > 0);
       expect(findMarked(PROCESS_MARKER_VARIABLE, marker, since)).toEqual([{ pid: after.pid, command: 'sleep 1000' }]);
       expect(findMarked(PROCESS_MARKER_VARIABLE, marker, laterCounter)).toEqual([]);
       // Without a counter, every process is read.
@@ -214,8 +213,7 @@ describe.runIf(linux)('markers (Linux: /proc/<pid>/environ)', () => {
     const run = execa('node', ['--import', tsxLoader, script], { reject: false });
     // Wait for the record and for the detached process to carry its marker.
     let marker: string | undefined;
-    for (let i = 0; i < 400 && marker === undefined; i++) {
-      await new Promise((r) => setTimeout(r, 50));
+    await waitFor('the detached sleep to carry its recorded marker', async () => {
       try {
         const records = JSON.parse(await readFile(registryPath, 'utf8')) as Array<{ marker?: string }>;
         const m = records[0]?.marker;
@@ -223,7 +221,8 @@ describe.runIf(linux)('markers (Linux: /proc/<pid>/environ)', () => {
       } catch {
         // not written yet
       }
-    }
+      return marker !== undefined;
+    });
     expect(marker).toBeDefined();
     run.kill('SIGKILL');
     await run;

@@ -37,7 +37,7 @@ describe('ProcessRegistry', () => {
     // The record is written just after the spawn: wait for it, then show it.
     const command = `echo ${'x'.repeat(300)} >/dev/null; while [ ! -s ${path} ]; do sleep 0.05; done; cat ${path}`;
     const r = await recorded(registry, { kind: 'acceptance-check', task: 3, command }, (onSpawn) =>
-      runShell(command, { cwd: dir, timeoutMs: 10_000, onSpawn }),
+      runShell(command, { cwd: dir, timeoutMs: 120_000, onSpawn }),
     );
     expect(JSON.parse(r.output)).toEqual([
       {

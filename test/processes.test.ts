@@ -16,6 +16,7 @@ import {
   waitForGroupsGone,
 } from '../src/adapters/processes.ts';
 import { makeZombie } from './support/zombies.ts';
+import { waitFor } from './support/wait.ts';
 
 const started: ChildProcess[] = [];
 afterEach(() => {
@@ -151,13 +152,8 @@ describe('descendants in groups of their own', () => {
   /** A group whose shell starts `sleep` in a new session (as Claude Code runs its Bash commands), and that sleep's pid. */
   async function groupWithEscapee() {
     const child = group('setsid sleep 1000 & wait');
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const escapee = descendantGroups(child.pid)[0];
-      if (escapee !== undefined) return { leader: child.pid, escapee };
-      if (Date.now() > deadline) throw new Error('the setsid child did not start');
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await waitFor('the setsid child to start', () => descendantGroups(child.pid).length > 0);
+    return { leader: child.pid, escapee: descendantGroups(child.pid)[0]! };
   }
 
   it('are found through parent links and signalled with the group', async () => {

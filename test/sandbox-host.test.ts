@@ -13,6 +13,7 @@ import { runShell } from '../src/adapters/checks.ts';
 import { sandboxSupport } from '../src/adapters/sandbox.ts';
 import { repoRoot, tsxLoader } from './support/execute.ts';
 import { alive, childrenOf } from './support/processes.ts';
+import { waitFor } from './support/wait.ts';
 
 const support = await sandboxSupport();
 if (!support.ok) console.warn(`sandbox host tests are skipped, the sandbox cannot run here: ${support.error}`);
@@ -84,7 +85,7 @@ describe.runIf(support.ok)('sandbox hosts', () => {
       'together.invalid',
     );
     try {
-      for (let i = 0; i < 1200 && !(await readdir(second)).includes('running'); i++) await new Promise((r) => setTimeout(r, 25));
+      await waitFor('the second command to run', async () => (await readdir(second)).includes('running'));
       // bubblewrap holds empty placeholders (.bashrc, .gitconfig, .mcp.json, …) in a directory it guards while its command runs.
       expect(await readdir(second)).toEqual(expect.arrayContaining(['running', '.bashrc', '.gitconfig']));
       const quick = await sandboxed('echo done > first.txt', first, 'together.invalid');
@@ -128,7 +129,7 @@ describe.runIf(support.ok)('sandbox hosts', () => {
     expect(hosts).toHaveLength(1);
     child.kill('SIGKILL');
     await child;
-    for (let i = 0; i < 200 && alive(hosts[0]!); i++) await new Promise((r) => setTimeout(r, 25));
+    await waitFor('the sandbox host to end', () => !alive(hosts[0]!));
     expect(alive(hosts[0]!)).toBe(false);
   });
 });

@@ -16,6 +16,7 @@ import { PROCESS_MARKER_VARIABLE, findMarked } from '../src/adapters/processes.t
 import { execa } from 'execa';
 import { tempGitRepo } from './support/git-repo.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from './support/plans.ts';
+import { waitFor } from './support/wait.ts';
 
 const support = await sandboxSupport();
 if (!support.ok) console.warn(`sandbox tests: the sandboxed cases are skipped, the sandbox cannot run here: ${support.error}`);
@@ -189,8 +190,7 @@ describe.runIf(support.ok)('a sandboxed check orphaned by kill -9', () => {
         stdin: 'ignore',
       });
       let marker: string | undefined;
-      for (let i = 0; i < 600; i++) {
-        await new Promise((r) => setTimeout(r, 50));
+      await waitFor('the sandboxed check to sleep', async () => {
         // The check is recorded the moment it is spawned; it is asleep in the sandbox once its `sleep` runs.
         // Read while the run rewrites it in place: a read can land mid-write (the file is whole for
         // the run that follows a kill, which reads it once the writer is gone), so a torn read is "not yet".
@@ -201,8 +201,8 @@ describe.runIf(support.ok)('a sandboxed check orphaned by kill -9', () => {
         // The `sleep` itself, not a wrapper whose command line holds the check's text (the shell
         // foreman starts, bubblewrap): killed while those still set up, the check could fail at
         // once, with the sandbox host's bridges gone, and leave no orphan to test.
-        if (marker !== undefined && findMarked(PROCESS_MARKER_VARIABLE, marker).some((p) => /^(?:\S*\/)?sleep 1000$/.test(p.command))) break;
-      }
+        return marker !== undefined && findMarked(PROCESS_MARKER_VARIABLE, marker).some((p) => /^(?:\S*\/)?sleep 1000$/.test(p.command));
+      });
       expect(marker).toBeDefined();
       first.kill('SIGKILL');
       await first;

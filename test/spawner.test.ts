@@ -13,6 +13,7 @@ import { type ProcessEnd, type ProcessRequest, STARTER_LOOP, bashWord, runProces
 import { repoRoot, tsxLoader } from './support/execute.ts';
 import { alive, childrenOf } from './support/processes.ts';
 import { restoreEnv } from './support/env.ts';
+import { testSignal, waitFor } from './support/wait.ts';
 
 let dir: string;
 beforeAll(async () => {
@@ -42,15 +43,8 @@ const SPAWNER = JSON.stringify(join(repoRoot, 'src/adapters/spawner.ts'));
 async function script(name: string, source: string): Promise<(env?: Record<string, string>, timeoutMs?: number) => Promise<string>> {
   const file = join(dir, `${name}.mts`);
   await writeFile(file, source);
-  return async (env = {}, timeoutMs = 20_000) => (await execa('node', ['--import', tsxLoader, file], { cwd: dir, env, timeout: timeoutMs })).stdout;
-}
-
-async function until(check: () => boolean | Promise<boolean>, what: string, limitMs = 5_000): Promise<void> {
-  const end = Date.now() + limitMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`gave up waiting: ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  // No time limit of its own: tsx loading the sources takes seconds on a busy machine; the test's limit catches a hang, and ends it.
+  return async (env = {}) => (await execa('node', ['--import', tsxLoader, file], { cwd: dir, env, cancelSignal: testSignal() })).stdout;
 }
 
 describe('the process starter', () => {
@@ -115,7 +109,7 @@ describe('the process starter', () => {
     const ended = await run('/bin/sh', ['-c', `sleep 60 & echo $! > ${pidFile}; wait`], { timeoutMs: 500 });
     expect(ended).toEqual({ kind: 'timed-out' });
     const sleeper = Number(readFileSync(pidFile, 'utf8'));
-    await until(() => !alive(sleeper), 'the command’s child ended');
+    await waitFor('the command’s child ended', () => !alive(sleeper));
   });
 
   it('reads a request of any length whole, with words, a directory and a value beyond ASCII, in a UTF-8 locale or C', async () => {
@@ -141,7 +135,7 @@ describe('the process starter', () => {
     const line = `{ printf %s ${bashWord("ünï ✓ 'quoted'")} >${bashWord(out)}; echo "d 0 $?"; } & echo "s 0 $!"\n`;
     const ran = await execa('/bin/bash', ['-c', slow, 'foreman-starter', await mkdtemp(join(dir, 'older-'))], {
       input: `${line.length}\n${line}`,
-      timeout: 20_000,
+      cancelSignal: testSignal(),
     });
     // Two processes answer, the started one and the one that ends: either may write first.
     expect(
@@ -161,11 +155,11 @@ describe('the process starter', () => {
   it('still reports what a starter that died was running, and starts another', async () => {
     const started = join(dir, 'job-started');
     const running = run('/bin/sh', ['-c', `touch ${started}; sleep 1; echo finished`]);
-    await until(() => existsSync(started), 'the job started');
+    await waitFor('the job started', () => existsSync(started));
     expect(starters()).toHaveLength(1);
     const first = starters()[0]!;
     process.kill(first, 'SIGKILL');
-    await until(() => !alive(first), 'the starter gone');
+    await waitFor('the starter gone', () => !alive(first));
     // The command's job outlives its starter, and still says how it ended.
     const ended = await running;
     expect(ended.kind === 'exited' && ended.stdout.toString()).toBe('finished\n');
@@ -218,7 +212,7 @@ describe('the process starter', () => {
           `await endStarter();\n` +
           `console.log(JSON.stringify({ before, after, again: again.kind === 'exited' ? again.stdout.toString().trim() : again }));\n`,
       );
-      const { before, after, again } = JSON.parse(await runScript({}, 60_000)) as { before: number; after: number; again: string };
+      const { before, after, again } = JSON.parse(await runScript({})) as { before: number; after: number; again: string };
       // Before: the command's CPU is the starter's, which nothing has waited for yet.
       expect(after - before).toBeGreaterThan(50);
       expect(again).toBe('a new bash');
@@ -241,6 +235,6 @@ describe('the process starter', () => {
     const [bashEnv, git] = (await runScript({ TMPDIR: own, BASH_ENV: noisy, 'BASH_FUNC_git%%': '() { echo hijacked; }' })).split('\n');
     expect(bashEnv).toBe(noisy);
     expect(git).toMatch(/^git version /);
-    await until(async () => !(await readdir(own)).some((name) => name.startsWith('foreman-spawn-')), 'the starter removed its directory');
+    await waitFor('the starter removed its directory', async () => !(await readdir(own)).some((name) => name.startsWith('foreman-spawn-')));
   });
 });

@@ -39,7 +39,8 @@ async function startFake(cwd: string, request: Pick<WorkerRequest, 'allowedTools
     claudeBin: FAKE,
     permissionMode: 'dontAsk',
     ...request,
-    timeoutMs: 20_000,
+    // Beyond the test's own limit: these tests are not about the worker's (those that are set theirs).
+    timeoutMs: 300_000,
     logPath,
     env: { ...process.env, CLAUDE_CONFIG_DIR: undefined, ...env, FAKE_WORKER_JOURNAL: journal },
   });

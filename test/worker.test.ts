@@ -43,7 +43,8 @@ async function setup(directive: unknown, over: Partial<WorkerRequest> = {}, prom
     claudeBin: FAKE,
     permissionMode: 'dontAsk',
     allowedTools: ['Read', 'Edit', 'Write', 'Bash(npm test *)'],
-    timeoutMs: 20_000,
+    // Beyond the test's own limit: these tests are not about the worker's (those that are set theirs).
+    timeoutMs: 300_000,
     logPath: join(dir, `logs-${id}`, '.design', `worker-${id}.log`),
     env: { ...process.env, FAKE_WORKER_JOURNAL: journal },
     killGraceMs: 1000,

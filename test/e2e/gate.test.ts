@@ -18,6 +18,7 @@ import { executeScript, fakeWorker, runExecute, runPlanTool, nodeArgsFor } from 
 import { fakeEvents, leftovers, repoWithPlan } from '../support/fake-run.ts';
 import type { TempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
+import { waitFor } from '../support/wait.ts';
 
 const { repos, children, tempDir } = leftovers();
 
@@ -223,11 +224,7 @@ describe('the merge queue', () => {
       env: { NO_COLOR: '1', FOREMAN_BACKOFF_MS: '50', ...env },
     });
     children.push(child);
-    const deadline = Date.now() + 60_000;
-    while (!existsSync(running) || (await readFile(running, 'utf8')).trim() === '') {
-      if (Date.now() > deadline) throw new Error('the gate never started on the work');
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+    await waitFor('the gate to start on the work', async () => existsSync(running) && (await readFile(running, 'utf8')).trim() !== '');
     const gatePid = Number((await readFile(running, 'utf8')).trim());
     child.kill('SIGKILL');
     await child;
@@ -414,11 +411,7 @@ describe('the merge queue', () => {
       env: { NO_COLOR: '1', ...env },
     });
     children.push(child);
-    const deadline = Date.now() + 40_000;
-    while (!existsSync(running) || (await readFile(running, 'utf8')).trim() === '') {
-      if (Date.now() > deadline) throw new Error(`the gate never hung on the held candidates:\n${await readFile(events, 'utf8').catch(() => '')}`);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+    await waitFor('the gate to hang on the held candidates', async () => existsSync(running) && (await readFile(running, 'utf8')).trim() !== '');
     child.kill('SIGKILL');
     await child;
 

@@ -9,7 +9,8 @@ import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan.ts';
 import { runExecute, runPlanTool } from '../support/execute.ts';
-import { type FakeEvent, fakeEvents, leftovers, repoWithPlan, startExecute, waitFor } from '../support/fake-run.ts';
+import { type FakeEvent, fakeEvents, leftovers, repoWithPlan, startExecute } from '../support/fake-run.ts';
+import { waitFor } from '../support/wait.ts';
 import type { TempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
 

@@ -12,6 +12,7 @@ import { groupAlive } from '../../src/adapters/processes.ts';
 import { runWorker } from '../../src/adapters/worker.ts';
 import { type ModelServer, scenario, startModelServer, text, toolUse } from '../support/model-server.ts';
 import { claudeBin, claudeEnv, tempHome } from '../support/real-claude.ts';
+import { waitFor } from '../support/wait.ts';
 
 const MARK = `foreman-orphan-mark-${process.pid}`;
 let server: ModelServer;
@@ -86,11 +87,7 @@ it('a run after a crash ends the Bash commands of the orphaned worker, which run
       },
     }),
   );
-  const deadline = Date.now() + 60_000;
-  while (withMark().length === 0) {
-    if (Date.now() > deadline) throw new Error('the Bash command did not start');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitFor('the Bash command to start', () => withMark().length > 0);
   const [command] = withMark();
   // Seen on 2.1.330: the Bash command is not in the worker's process group.
   expect(command!.pgrp).not.toBe(workerGroup);

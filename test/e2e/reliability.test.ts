@@ -12,7 +12,8 @@ import { parsePlan } from '../../src/core/validate.ts';
 import { registryPathFor } from '../../src/adapters/orphans.ts';
 import { groupAlive, processStartTime } from '../../src/adapters/processes.ts';
 import { planScript, runExecute, runPlanTool, nodeArgsFor } from '../support/execute.ts';
-import { type FakeEvent, fakeEvents, leftovers, repoWithPlan, startExecute, waitFor as waitForIt } from '../support/fake-run.ts';
+import { type FakeEvent, fakeEvents, leftovers, repoWithPlan, startExecute } from '../support/fake-run.ts';
+import { waitFor } from '../support/wait.ts';
 import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
 import { alive } from '../support/processes.ts';
 import { makeZombie } from '../support/zombies.ts';
@@ -23,8 +24,6 @@ const { repos, children } = leftovers();
 const setup = (plan: Plan, files?: Record<string, string>) => repoWithPlan(plan, repos, files);
 
 const start = (dir: string, journal: string, args: string[] = []) => startExecute(dir, args, { FAKE_WORKER_JOURNAL: journal }, children);
-
-const waitFor = (what: string, check: () => Promise<boolean>, timeoutMs = 20_000) => waitForIt(what, check, timeoutMs);
 
 const allPids = (events: FakeEvent[]) => [...new Set(events.flatMap((e) => [e.pid, e.childPid].filter((p): p is number => typeof p === 'number')))];
 
@@ -80,7 +79,7 @@ describe('interrupts', () => {
     const finishedFirst = r.signal === 'SIGINT' && r.stdout.includes('finished: interrupted (interrupted)');
     if (!finishedFirst) expect(r.exitCode, `signal ${r.signal}: ${r.stdout.slice(-1500)}\n${r.stderr.slice(-1500)}`).toBe(130);
     expect(Date.now() - t0).toBeLessThan(3000);
-    await waitFor('every worker to die', async () => allPids(await fakeEvents(journal)).filter(alive).length === 0, 5000);
+    await waitFor('every worker to die', async () => allPids(await fakeEvents(journal)).filter(alive).length === 0);
     // The plan is still there and whole (a missing plan must fail here, not pass as '{}')…
     const left = parsePlan(readFileSync(planPath, 'utf8'));
     expect(left.ok, left.ok ? '' : left.error.join('\n')).toBe(true);

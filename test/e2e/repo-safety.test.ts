@@ -13,6 +13,7 @@ import { executeScript, fakeWorker, runExecute, runPlanTool, nodeArgsFor } from 
 import { leftovers, repoWithPlan } from '../support/fake-run.ts';
 import type { TempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
+import { waitFor } from '../support/wait.ts';
 
 const { repos } = leftovers();
 const setup = (plan: Plan, files?: Record<string, string>) => repoWithPlan(plan, repos, files);
@@ -207,11 +208,7 @@ describe('an integration that fails', () => {
       stdin: 'ignore',
       env: { ...env, NO_COLOR: '1' },
     });
-    const deadline = Date.now() + 30_000;
-    while (!(await readFile(journal, 'utf8').catch(() => '')).includes('"start"')) {
-      if (Date.now() > deadline) throw new Error('A did not start');
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+    await waitFor('A to start', async () => (await readFile(journal, 'utf8').catch(() => '')).includes('"start"'));
     // A lock on the integration ref, as a git process of someone else's would hold it.
     const planId = (await readPlan(planPath)).planId!;
     const lock = join(repo.dir, `.git/refs/foreman/${planId}.lock`);

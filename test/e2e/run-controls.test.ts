@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { parseJournal } from '../../src/adapters/journal.ts';
 import { type Plan, statusOf } from '../../src/core/plan.ts';
 import { runExecute, runPlanTool } from '../support/execute.ts';
-import { fakeEvents, leftovers, repoWithPlan, startExecute, waitFor } from '../support/fake-run.ts';
+import { fakeEvents, leftovers, repoWithPlan, startExecute } from '../support/fake-run.ts';
+import { waitFor } from '../support/wait.ts';
 import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
 
 const { repos, children, tempDir } = leftovers();

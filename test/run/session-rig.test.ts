@@ -327,6 +327,29 @@ describe('the end of an in-session run, as the step function says it', () => {
     expect(await rig.next()).toEqual([0]);
   });
 
+  it('a gate run that writes its result and exits between the read that finds it running and the check that it runs is collected, not run again', async () => {
+    // On a busy machine a fast gate (a baseline, a flaky test) ends in that gap; running it again would count a second run.
+    // The first run of each stack (the baseline, then A's candidate) ends so.
+    const stacks = new Set<string>();
+    const firstOfItsStack = (tasks: readonly number[]) => !stacks.has(tasks.join()) && Boolean(stacks.add(tasks.join()));
+    const rig = new SessionRig(makePlan([task('A')]), {
+      gate: () => true,
+      gateTrouble: (_launch, tasks) => (firstOfItsStack(tasks) ? 'finished-after-read' : null),
+    });
+    const set = await printed('setup', await rig.setup());
+    expect(set.gate).toMatchObject({ baseline: 'passed', runs: [{ tasks: [], passed: true }] });
+    const ranAgain = expect.objectContaining({ message: expect.stringMatching(/ended without a result|run again/) });
+    expect(set.notices).not.toContainEqual(ranAgain);
+    expect(await rig.next()).toEqual([0]);
+    await rig.finalize([[0, 'COMPLETED: made A']]);
+    const committed = await rig.commit();
+    expect(committed.ok, committed.ok ? '' : JSON.stringify(committed.error)).toBe(true);
+    const commit = await printed('commit', committed.ok && committed.value);
+    expect(commit).toMatchObject({ tasks: [0], complete: true, gate: { runs: [{ tasks: [0], passed: true }] } });
+    expect(commit.notices ?? []).not.toContainEqual(ranAgain);
+    expect(rig.gated).toEqual([[], [0]]);
+  });
+
   it('a commit refused by the baseline says what it said on the way: a gate process that died without a result, run again', async () => {
     // Setup cannot start the baseline's gate process (asked twice); commit's first one dies, the next fails.
     const rig = new SessionRig(makePlan([task('A')]), {

@@ -4,11 +4,24 @@
 
 import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { acquireLock, currentLockInfo } from '../../src/adapters/plan-store.ts';
 import { runExecute } from '../support/execute.ts';
+import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
-import { agentLeftovers, checkedStep, dirtyOutsideDesign, headTree, isolatedSubagent, playLead, plannedRepos, step, stepViaLauncher } from './support.ts';
+import {
+  type LeadTranscript,
+  agentLeftovers,
+  checkedStep,
+  dirtyOutsideDesign,
+  headTree,
+  isolatedSubagent,
+  leadRounds,
+  leadSetup,
+  plannedRepos,
+  step,
+  stepViaLauncher,
+} from './support.ts';
 
 const { repoWith, tempRepo } = plannedRepos();
 
@@ -29,13 +42,46 @@ const mixedPlan = () =>
     fakeTask('E', { modify: ['README.md'], blockedBy: [3], fake: { append: { 'README.md': 'more\n' } } }),
   ]);
 
-describe('the /execute steps played by a model-free lead', () => {
-  it('reach the same final tree as the headless run of the same plan', async () => {
-    const files = { 'README.md': 'hello\n', 'shared.txt': 'start\n' };
-    const lead = await repoWith(mixedPlan(), files);
-    const headless = await repoWith(mixedPlan(), files);
+describe('the /execute steps played by a model-free lead, each step through the launcher', () => {
+  // One lead in three tests, one after the other, then the comparison: every step is a process of
+  // its own, and the whole lead is more work than one time limit allows on a busy machine.
+  const files = { 'README.md': 'hello\n', 'shared.txt': 'start\n' };
+  // The lead's repository outlives each test (plannedRepos' are removed after each): removed after them all.
+  let lead: { repo: TempGitRepo; planPath: string } | undefined;
+  afterAll(() => lead?.repo.cleanup());
+  let played: LeadTranscript | undefined;
+  /** How many of the lead's tests it got through. */
+  let parts = 0;
+  /** The lead as the test before left it: a test after a failed one says so instead of failing on its own. */
+  const leadAfter = (part: number) => {
+    if (lead === undefined || played === undefined || parts < part) throw new Error('the lead did not get this far: see the test before');
+    return { lead, t: played };
+  };
 
-    const t = await playLead(lead.repo.dir, stepViaLauncher);
+  it('set up and play the first round', async () => {
+    const repo = await tempGitRepo(files);
+    lead = { repo, planPath: await writePlan(repo.dir, mixedPlan()) };
+    played = await leadSetup(repo.dir, stepViaLauncher);
+    await leadRounds(repo.dir, stepViaLauncher, played, 1);
+    parts = 1;
+  });
+
+  it('play the next two rounds', async () => {
+    const { lead, t } = leadAfter(1);
+    await leadRounds(lead.repo.dir, stepViaLauncher, t, 2);
+    parts = 2;
+  });
+
+  it('play the rounds after to the end of the plan', async () => {
+    const { lead, t } = leadAfter(2);
+    await leadRounds(lead.repo.dir, stepViaLauncher, t, 47);
+    expect(t.end).not.toBeNull();
+    parts = 3;
+  });
+
+  it('reach the same final tree as the headless run of the same plan', async () => {
+    const { lead, t } = leadAfter(3);
+    const headless = await repoWith(mixedPlan(), files);
     const r = await runExecute(headless.repo.dir);
     expect(r.exitCode, r.stderr).toBe(0);
 

@@ -9,7 +9,7 @@ import { mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parsePlan } from '../../src/core/validate.ts';
 import { planCommands } from '../../src/cli/plan/index.ts';
 import { parseResults } from '../../src/cli/plan/session.ts';
@@ -113,74 +113,79 @@ describe('the commands in the skills', async () => {
     }
   });
 
-  it('the pre-approved steps run no command outside the sandbox: where it cannot run, each runs none or refuses (exit 3) before it does', async () => {
-    const scratch = await mkdtemp(join(tmpdir(), 'foreman-no-sandbox-'));
-    try {
-      const PATH = await pathWithout(join(scratch, 'bin'), ['bwrap']);
-      // Every command the plan holds leaves a line in the file $MARK names, outside the repository.
-      const mark = (what: string) => `echo ${what} >> "$MARK"`;
-      const plan = makePlan(
-        [
-          fakeTask('A', {
-            create: ['a.txt'],
-            acceptance: [{ criterion: 'a.txt exists', check: `${mark('check')}; test -f a.txt` }],
-            assumptions: [{ claim: 'holds', verify: mark('assumption'), severity: 'blocking' }],
-            fake: { write: { 'a.txt': 'a\n' } },
-          }),
-        ],
-        { context: { testCommand: mark('gate'), setupCommand: mark('setup') } },
-      );
-      const run = (dir: string, line: string, markFile: string) =>
-        execa('bash', ['-c', line], {
-          cwd: dir,
-          env: { NO_COLOR: '1', PATH, MARK: markFile, FOREMAN_WORKTREES: join(scratch, 'worktrees') },
-          reject: false,
-          timeout: 120_000,
-          stdin: 'ignore',
-        });
-      const launcher = `"${join(repoRoot, 'bin/foreman')}"`;
-      /** A repository in the state the skill runs `step` in, reached with the plain steps (which ran commands unsandboxed: marked in prep). */
-      const prepared = async (stage: 'fresh' | 'in-progress' | 'finalized', prep: string) => {
-        const repo = await tempGitRepo({ 'README.md': 'hello\n' });
-        repos.add(repo);
-        await writePlan(repo.dir, plan);
-        if (stage === 'fresh') return repo.dir;
-        const plain = async (args: string) => {
-          const r = await run(repo.dir, `${launcher} plan ${args}`, prep);
-          expect(r.exitCode, `${args}: ${r.stdout}\n${r.stderr}`).toBe(0);
-          return JSON.parse(r.stdout);
-        };
-        expect((await plain('setup')).sandbox).toEqual({ mode: 'auto', sandboxed: false });
-        expect((await plain('commit --wait 60')).gate.baseline).toBe('passed');
-        const next = await plain('next');
-        const ran = await isolatedSubagent(repo.dir, next.tasks[0].promptFile, 'haiku');
-        await writeFile(
-          join(repo.dir, '.design/prompts/results.json'),
-          JSON.stringify([{ task: 0, output: ran.output.split('\n').at(-1), worktree: ran.worktree }]),
-        );
-        if (stage === 'finalized') expect((await plain('finalize --results .design/prompts/results.json')).results[0]).toMatchObject({ outcome: 'completed' });
-        // The plain steps did run the plan's commands unsandboxed: the marks work.
-        expect((await readFile(prep, 'utf8')).split('\n')).toEqual(expect.arrayContaining(['assumption', 'gate', ...(stage === 'finalized' ? ['check'] : [])]));
-        return repo.dir;
+  // One test per pre-approved step: each prepares its repository with the plain steps (a real
+  // subagent's work for finalize and commit), which on a busy machine is enough work for one time limit.
+  describe('the pre-approved steps run no command outside the sandbox: where it cannot run, each runs none or refuses (exit 3) before it does', async () => {
+    let scratch = '';
+    let PATH = '';
+    beforeAll(async () => {
+      scratch = await mkdtemp(join(tmpdir(), 'foreman-no-sandbox-'));
+      PATH = await pathWithout(join(scratch, 'bin'), ['bwrap']);
+    });
+    afterAll(() => rm(scratch, { recursive: true, force: true }));
+    // Every command the plan holds leaves a line in the file $MARK names, outside the repository.
+    const mark = (what: string) => `echo ${what} >> "$MARK"`;
+    const plan = makePlan(
+      [
+        fakeTask('A', {
+          create: ['a.txt'],
+          acceptance: [{ criterion: 'a.txt exists', check: `${mark('check')}; test -f a.txt` }],
+          assumptions: [{ claim: 'holds', verify: mark('assumption'), severity: 'blocking' }],
+          fake: { write: { 'a.txt': 'a\n' } },
+        }),
+      ],
+      { context: { testCommand: mark('gate'), setupCommand: mark('setup') } },
+    );
+    const run = (dir: string, line: string, markFile: string) =>
+      execa('bash', ['-c', line], {
+        cwd: dir,
+        env: { NO_COLOR: '1', PATH, MARK: markFile, FOREMAN_WORKTREES: join(scratch, 'worktrees') },
+        reject: false,
+        timeout: 120_000,
+        stdin: 'ignore',
+      });
+    const launcher = `"${join(repoRoot, 'bin/foreman')}"`;
+    /** A repository in the state the skill runs `step` in, reached with the plain steps (which ran commands unsandboxed: marked in prep). */
+    const prepared = async (stage: 'fresh' | 'in-progress' | 'finalized', prep: string) => {
+      const repo = await tempGitRepo({ 'README.md': 'hello\n' });
+      repos.add(repo);
+      await writePlan(repo.dir, plan);
+      if (stage === 'fresh') return repo.dir;
+      const plain = async (args: string) => {
+        const r = await run(repo.dir, `${launcher} plan ${args}`, prep);
+        expect(r.exitCode, `${args}: ${r.stdout}\n${r.stderr}`).toBe(0);
+        return JSON.parse(r.stdout);
       };
-      for (const skill of ['execute', 'design']) {
-        for (const rule of (await rules(skill)).filter((r) => r.startsWith('Bash('))) {
-          const line = rule.slice('Bash('.length, -1);
-          const words = line.slice(LAUNCHER.length).trim().split(' ');
-          const stage = words[1] === 'finalize' ? 'in-progress' : words[1] === 'commit' ? 'finalized' : 'fresh';
-          const name = `${skill}-${words.slice(1, 2)}`;
-          const dir = await prepared(stage, join(scratch, `${name}.prep`));
-          const ran = await run(dir, substitute(line, repoRoot, `skills/${skill}/SKILL.md`), join(scratch, `${name}.mark`));
-          expect(existsSync(join(scratch, `${name}.mark`)), `${line} ran a command of the plan: ${ran.stdout}\n${ran.stderr}`).toBe(false);
-          if (['setup', 'finalize', 'commit', 'probe'].includes(words[1]!)) {
-            expect(ran.exitCode, line).toBe(3);
-            expect(ran.stderr, line).toMatch(/--sandbox on: (the sandbox cannot run here|this session runs)/);
-          } else expect([0, 2], `${line}: ${ran.stderr}`).toContain(ran.exitCode);
-        }
-      }
-    } finally {
-      await rm(scratch, { recursive: true, force: true });
+      expect((await plain('setup')).sandbox).toEqual({ mode: 'auto', sandboxed: false });
+      expect((await plain('commit --wait 60')).gate.baseline).toBe('passed');
+      const next = await plain('next');
+      const ran = await isolatedSubagent(repo.dir, next.tasks[0].promptFile, 'haiku');
+      await writeFile(
+        join(repo.dir, '.design/prompts/results.json'),
+        JSON.stringify([{ task: 0, output: ran.output.split('\n').at(-1), worktree: ran.worktree }]),
+      );
+      if (stage === 'finalized') expect((await plain('finalize --results .design/prompts/results.json')).results[0]).toMatchObject({ outcome: 'completed' });
+      // The plain steps did run the plan's commands unsandboxed: the marks work.
+      expect((await readFile(prep, 'utf8')).split('\n')).toEqual(expect.arrayContaining(['assumption', 'gate', ...(stage === 'finalized' ? ['check'] : [])]));
+      return repo.dir;
+    };
+    const steps: Array<[string, string]> = [];
+    for (const skill of ['execute', 'design']) {
+      for (const rule of (await rules(skill)).filter((r) => r.startsWith('Bash('))) steps.push([skill, rule.slice('Bash('.length, -1)]);
     }
+
+    it.each(steps)('%s: %s', async (skill, line) => {
+      const words = line.slice(LAUNCHER.length).trim().split(' ');
+      const stage = words[1] === 'finalize' ? 'in-progress' : words[1] === 'commit' ? 'finalized' : 'fresh';
+      const name = `${skill}-${words.slice(1, 2)}`;
+      const dir = await prepared(stage, join(scratch, `${name}.prep`));
+      const ran = await run(dir, substitute(line, repoRoot, `skills/${skill}/SKILL.md`), join(scratch, `${name}.mark`));
+      expect(existsSync(join(scratch, `${name}.mark`)), `${line} ran a command of the plan: ${ran.stdout}\n${ran.stderr}`).toBe(false);
+      if (['setup', 'finalize', 'commit', 'probe'].includes(words[1]!)) {
+        expect(ran.exitCode, line).toBe(3);
+        expect(ran.stderr, line).toMatch(/--sandbox on: (the sandbox cannot run here|this session runs)/);
+      } else expect([0, 2], `${line}: ${ran.stderr}`).toContain(ran.exitCode);
+    });
   });
 
   it('the execute skill dispatches every worker with isolation "worktree", and its results example passes the worktree to finalize', async () => {

@@ -169,11 +169,35 @@ export interface LeadTranscript {
  * is checked against its schema.
  */
 export async function playLead(repo: string, run: (cwd: string, argv: string[]) => Promise<StepRun> = step, setupArgs: string[] = []): Promise<LeadTranscript> {
+  const t = await leadSetup(repo, run, setupArgs);
+  if (t.setup.nothingToDo) return t;
+  await leadRounds(repo, run, t, 50);
+  if (t.end === null) throw new Error('the lead did not finish in 50 rounds');
+  return t;
+}
+
+/** The lead's setup (`playLead`'s first step): the transcript its rounds go on. */
+export async function leadSetup(
+  repo: string,
+  run: (cwd: string, argv: string[]) => Promise<StepRun> = step,
+  setupArgs: string[] = [],
+): Promise<LeadTranscript> {
   const setup = await checkedStep(run, repo, ['setup', ...setupArgs]);
   expect(setup.code, setup.stderr).toBe(0);
-  const t: LeadTranscript = { setup: setup.json, rounds: [], end: null };
-  if (setup.json.nothingToDo) return t;
-  for (let guard = 0; guard < 50; guard++) {
+  return { setup: setup.json, rounds: [], end: null };
+}
+
+/**
+ * The lead's rounds after its setup (`playLead`), at most `most` of them: added to `t`, and
+ * `t.end` set once the run ends. A lead played in parts takes the same steps as in one go.
+ */
+export async function leadRounds(
+  repo: string,
+  run: (cwd: string, argv: string[]) => Promise<StepRun>,
+  t: LeadTranscript,
+  most: number,
+): Promise<LeadTranscript> {
+  for (let played = 0; played < most; played++) {
     const next = await checkedStep(run, repo, ['next']);
     expect(next.code, next.stderr).toBe(0);
     if (next.json.stall !== 'none') {
@@ -199,7 +223,7 @@ export async function playLead(repo: string, run: (cwd: string, argv: string[]) 
       return t;
     }
   }
-  throw new Error('the lead did not finish in 50 rounds');
+  return t;
 }
 
 /** `path blob` for every file of HEAD: equal trees have equal listings. */

@@ -344,9 +344,10 @@ export interface SessionRigOptions {
   record?: (tasks: readonly number[], round: number) => Result<string | null, GitFailure>;
   /**
    * What befalls the gate process a step starts, by the launch's number (from 0): it cannot be
-   * started, or it is killed before it has a result (default: neither, it runs).
+   * started, it is killed before it has a result, or it writes its result and exits just after a
+   * step read that it runs (default: none of these, it runs).
    */
-  gateTrouble?: (launch: number, tasks: readonly number[]) => 'not-started' | 'killed' | 'tip-moved' | null;
+  gateTrouble?: (launch: number, tasks: readonly number[]) => 'not-started' | 'killed' | 'tip-moved' | 'finished-after-read' | null;
 }
 
 /** A commit id of the rig's fake repository. */
@@ -388,6 +389,8 @@ export class SessionRig {
   private tip = commitId(1);
   private head = commitId(1);
   private gateRun: GateState | null = null;
+  /** What the gate process writes just after the next read (`finished-after-read`). */
+  private gateResultAfterRead: GateState | null = null;
   private gateLaunches = 0;
   private findings: SetupFindings = noFindings();
   private held: HeldCandidate[] = [];
@@ -525,10 +528,19 @@ export class SessionRig {
         }
         const passed = run.tasks.length === 0 ? (this.options.baseline ?? true) : this.options.gate!(run.tasks, this.integrated);
         const output = passed ? '' : `FAIL: ${run.tasks.length === 0 ? 'the starting commit' : `tasks ${run.tasks.join(', ')}`}`;
-        this.gateRun = { id: run.id, state: 'finished', pid: 0, tasks: [...run.tasks], passed, stale: false, output, durationMs: 1 };
+        const finished: GateState = { id: run.id, state: 'finished', pid: 0, tasks: [...run.tasks], passed, stale: false, output, durationMs: 1 };
+        if (trouble === 'finished-after-read') {
+          // The first read finds it running; by the time `alive` is asked, it has written its result and exited.
+          this.gateRun = { id: run.id, state: 'running', pid: 0, tasks: [...run.tasks] };
+          this.gateResultAfterRead = finished;
+        } else this.gateRun = finished;
         return ok(undefined);
       },
-      read: async () => this.gateRun,
+      read: async () => {
+        const read = this.gateRun;
+        if (this.gateResultAfterRead !== null) [this.gateRun, this.gateResultAfterRead] = [this.gateResultAfterRead, null];
+        return read;
+      },
       alive: () => false,
       end: async () => {
         this.gateRun = null;

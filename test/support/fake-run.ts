@@ -60,18 +60,12 @@ export function startExecute(dir: string, args: string[], env: Record<string, st
     reject: false,
     stdin: 'ignore',
     env: { NO_COLOR: '1', FOREMAN_BACKOFF_MS: '50', ...env },
+    // A run drains on SIGTERM and goes on: execa would SIGKILL it 5 s after the test's SIGTERM, a
+    // deadline a slow machine trips before the test's second signal. afterEach kills what is left.
+    forceKillAfterDelay: false,
   });
   children.push(child);
   return child;
-}
-
-/** Poll `check` until it holds, or fail naming `what`. */
-export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 /**

@@ -153,7 +153,9 @@ export async function runClaude(opts: {
     extendEnv: false,
     input: opts.prompt,
     reject: false,
-    timeout: opts.timeoutMs ?? 25_000,
+    // No time limit of its own unless asked: a slow machine slows the CLI; the test's limit catches a hang, and ends it.
+    // (Loaded here, not at the top: the demo imports this module, and must not load vitest.)
+    ...(opts.timeoutMs === undefined ? { cancelSignal: (await import('./wait.ts')).testSignal('runClaude') } : { timeout: opts.timeoutMs }),
     stripFinalNewline: false,
   });
   if (ownHome !== undefined) await rm(ownHome, { recursive: true, force: true });

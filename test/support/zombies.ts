@@ -4,6 +4,7 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { waitFor } from './wait.ts';
 
 export interface Zombie {
   /** The zombie's pid. With `ownGroup`, also its process group id (it is the group's only member). */
@@ -49,10 +50,6 @@ export async function makeZombie(ownGroup = false): Promise<Zombie> {
     parent.once('error', reject);
     parent.once('exit', (code) => reject(new Error(`the zombie's parent exited with ${code}`)));
   });
-  const deadline = Date.now() + 10_000;
-  while (state(pid) !== 'Z') {
-    if (Date.now() > deadline) throw new Error(`process ${pid} did not become a zombie (state ${state(pid)})`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await waitFor(`process ${pid} to become a zombie`, () => state(pid) === 'Z');
   return { pid, parent };
 }

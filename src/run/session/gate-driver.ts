@@ -133,7 +133,11 @@ export class GateDriver {
         await context.io.clock.sleep(Math.min(200, left));
         continue;
       }
-      // The process is gone without a result (killed): its stack is tested again.
+      // The process is gone. It may have written its result and exited between the read above and
+      // the check that it runs (a fast gate on a busy machine): read once more, now that it is gone.
+      const after = await context.io.gate.read();
+      if (after !== null && after.id === out.id && after.state === 'finished') continue;
+      // Gone without a result (killed): its stack is tested again.
       this.notices.push(
         `the gate process for ${out.tasks.length === 0 ? 'the starting commit' : `tasks ${out.tasks.join(', ')}`} ended without a result: it runs again`,
       );
