@@ -167,6 +167,15 @@ describe('the process starter', () => {
     expect(starters()).not.toContain(first);
   });
 
+  it('runs a command handed to a starter that had just died, before its exit was seen', async () => {
+    expect(await output('true', [])).toBe('');
+    const first = starters()[0]!;
+    // In the same tick: the starter's exit cannot have been seen yet, so the command goes to it.
+    process.kill(first, 'SIGKILL');
+    expect(await output('echo', ['handed over'])).toBe('handed over\n');
+    expect(await output('echo', ['after'])).toBe('after\n');
+  });
+
   it('forks a command whose output or input it cannot write, and carries on with another bash', async () => {
     const own = await mkdtemp(join(dir, 'tmp-'));
     const runScript = await script(

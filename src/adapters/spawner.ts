@@ -300,12 +300,22 @@ class Starter {
     return this.closed ? Promise.resolve() : endInput(this.child, limitMs);
   }
 
-  /** Bash and every job it started are gone: what is unanswered failed; the next command starts a new bash. */
+  /**
+   * Bash and every job it started are gone; the next command starts a new bash. A command bash
+   * never said it started (no pid: it was handed over after bash died, before its exit was seen)
+   * never ran, and is forked from here; one that started and left no answer failed.
+   */
   private close(): void {
     if (this.closed) return;
     this.closed = true;
     this.retire();
-    for (const id of [...this.pending.keys()]) this.finish(id, { kind: 'not-started', message: 'the bash that starts commands ended' });
+    for (const [id, entry] of [...this.pending.entries()]) {
+      if (entry.pid !== null) this.finish(id, { kind: 'not-started', message: 'the bash that starts commands ended' });
+      else {
+        this.forget(id, false);
+        void forkProcess(entry.request).then(entry.settle);
+      }
+    }
     rmSync(this.dir, { recursive: true, force: true });
   }
 }
