@@ -341,7 +341,9 @@ describe('the person’s edits during a run', () => {
     // The plan's own files (.design/) are not the person's changes.
     expect(r.stdout).toContain('you have an uncommitted change (notes.txt): workers start from the last commit and will not see it');
     // Landing is all or nothing: the warning does not promise that other files land.
-    expect(r.stdout).toContain('if a task changes that file, its work waits on the integration ref and nothing lands on your branch until you commit, stash or drop your change');
+    expect(r.stdout).toContain(
+      'if a task changes that file, its work waits on the integration ref and nothing lands on your branch until you commit, stash or drop your change',
+    );
     expect(await readFile(join(repo.dir, 'notes.txt'), 'utf8')).toBe('notes\ndraft\n');
     expect(await repo.git(['show', 'HEAD:notes.txt'])).toBe('notes\n');
     expect(await repo.git(['show', 'HEAD:a.txt'])).toBe('a\n');
