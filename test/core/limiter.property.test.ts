@@ -40,26 +40,32 @@ const refusalArb: fc.Arbitrary<Refusal> = fc.oneof(
   fc.integer({ min: 1, max: 30_000_000 }).map((ahead) => ({ kind: 'usage-limit' as const, resetAt: ahead })),
 );
 
-/** Steps at non-decreasing times; a usage limit's reset is taken as that far after its step. */
-const stepsArb: fc.Arbitrary<Step[]> = fc
-  .array(
-    fc.tuple(
-      fc.integer({ min: 0, max: 20_000 }),
-      fc.oneof(
-        { weight: 2, arbitrary: fc.constant<{ kind: 'served' }>({ kind: 'served' }) },
-        { weight: 1, arbitrary: fc.record({ kind: fc.constant('refused' as const), refusal: refusalArb }) },
+/**
+ * Steps at non-decreasing times, each a response or one of `refusals` (weighted against responses
+ * at 2); a usage limit's reset is taken as that far after its step.
+ */
+const stepsOf = (...refusals: Array<{ weight: number; arbitrary: fc.Arbitrary<Refusal> }>): fc.Arbitrary<Step[]> =>
+  fc
+    .array(
+      fc.tuple(
+        fc.integer({ min: 0, max: 20_000 }),
+        fc.oneof(
+          { weight: 2, arbitrary: fc.constant<{ kind: 'served' }>({ kind: 'served' }) },
+          ...refusals.map(({ weight, arbitrary }) => ({ weight, arbitrary: arbitrary.map((refusal) => ({ kind: 'refused' as const, refusal })) })),
+        ),
       ),
-    ),
-    { maxLength: 80 },
-  )
-  .map((raw) => {
-    let at = 0;
-    return raw.map(([gap, s]) => {
-      at += gap;
-      if (s.kind === 'refused' && s.refusal.resetAt !== undefined) return { at, ...s, refusal: { ...s.refusal, resetAt: at + s.refusal.resetAt } };
-      return { at, ...s };
+      { maxLength: 80 },
+    )
+    .map((raw) => {
+      let at = 0;
+      return raw.map(([gap, s]) => {
+        at += gap;
+        if (s.kind === 'refused' && s.refusal.resetAt !== undefined) return { at, ...s, refusal: { ...s.refusal, resetAt: at + s.refusal.resetAt } };
+        return { at, ...s };
+      });
     });
-  });
+
+const stepsArb: fc.Arbitrary<Step[]> = stepsOf({ weight: 1, arbitrary: refusalArb });
 
 const settingsArb = fc.record({
   ceiling: fc.integer({ min: 1, max: 16 }),
@@ -253,26 +259,7 @@ describe('the limiter', () => {
   describe('the API out of reach', () => {
     const unreachable: Refusal = { kind: 'api-unreachable' };
     /** Random streams of rate and usage limits, outages and responses, at non-decreasing times. */
-    const mixedArb: fc.Arbitrary<Step[]> = fc
-      .array(
-        fc.tuple(
-          fc.integer({ min: 0, max: 20_000 }),
-          fc.oneof(
-            { weight: 2, arbitrary: fc.constant<{ kind: 'served' }>({ kind: 'served' }) },
-            { weight: 2, arbitrary: fc.constant({ kind: 'refused' as const, refusal: unreachable }) },
-            { weight: 1, arbitrary: fc.record({ kind: fc.constant('refused' as const), refusal: refusalArb }) },
-          ),
-        ),
-        { maxLength: 80 },
-      )
-      .map((raw) => {
-        let at = 0;
-        return raw.map(([gap, s]) => {
-          at += gap;
-          if (s.kind === 'refused' && s.refusal.resetAt !== undefined) return { at, ...s, refusal: { ...s.refusal, resetAt: at + s.refusal.resetAt } };
-          return { at, ...s };
-        });
-      });
+    const mixedArb: fc.Arbitrary<Step[]> = stepsOf({ weight: 2, arbitrary: fc.constant(unreachable) }, { weight: 1, arbitrary: refusalArb });
     const everyMixedStep = (check: (settings: LimiterSettings, before: Limiter, step: Step, after: Limiter) => void) =>
       fc.assert(
         fc.property(settingsArb, mixedArb, (settings, steps) => {
