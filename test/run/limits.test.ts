@@ -30,6 +30,11 @@ const limitedAfterWork = (sessionId: string, extra: { resetAt?: number; waitedMs
   ...(extra.durationMs !== undefined ? { durationMs: extra.durationMs } : {}),
 });
 
+/** Every worker that runs completes, and those that start after them, until none runs. */
+async function completeAll(rig: EngineRig): Promise<void> {
+  while (rig.runningTasks.length > 0) for (const task of rig.runningTasks) await rig.finish(task, 'COMPLETED: done');
+}
+
 describe('limits in the headless engine', () => {
   it('a refusal halves what runs at once and holds new starts for the API’s delay; a worker that has done nothing is stopped while more run than that, or when it would ask again before the hold ends (its task waits, no attempt)', async () => {
     const rig = new EngineRig(tasks(8), { settings: { concurrency: 4 } });
@@ -74,11 +79,7 @@ describe('limits in the headless engine', () => {
     expect(limitEvents(rig).at(-1)).toMatchObject({ change: 'raised', working: 3 });
     await rig.serve(0, 3);
     expect(rig.runningTasks).toEqual([0, 2, 3, 4]);
-    for (;;) {
-      const running = rig.runningTasks;
-      if (running.length === 0) break;
-      for (const t of running) await rig.finish(t, 'COMPLETED: done');
-    }
+    await completeAll(rig);
     const result = await rig.ended();
     expect(result.reason).toBe('all-done');
     expect(attemptsOf(result.plan)).toEqual([1, 1, 1, 1, 1, 1, 1, 1]);
@@ -395,11 +396,7 @@ describe('limits in the headless engine', () => {
       await rig.serve(0);
       expect(limitEvents(rig).at(-1)).toMatchObject({ change: 'serving', since: null });
       expect(rig.runningTasks).toEqual([0, 1]);
-      for (;;) {
-        const running = rig.runningTasks;
-        if (running.length === 0) break;
-        for (const t of running) await rig.finish(t, 'COMPLETED: done');
-      }
+      await completeAll(rig);
       const result = await rig.ended();
       expect(result.reason).toBe('all-done');
       expect(attemptsOf(result.plan)).toEqual([1, 1, 1]);
