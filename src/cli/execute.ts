@@ -243,11 +243,13 @@ const runSandboxUse = (plan: Plan, settings: Settings, decision: SandboxDecision
  * exit code (`refusalBeforeWork`, looking only), and warns of uncommitted changes as the run does.
  */
 async function dryRun(plan: Plan, settings: Settings, sandbox: SandboxUse, git: Git, io: Io): Promise<ExitCode> {
-  const refusal = await refusalBeforeWork(plan, { repo: settings.repo, git, look: true });
+  // Listed once: the refusals and the lint both read the last commit's files.
+  const committed = await git.committedFiles();
+  const refusal = await refusalBeforeWork(plan, { repo: settings.repo, git, look: true }, committed);
   if (refusal.problem !== null) throw setupProblemError(refusal.problem);
   const uncommitted = await uncommittedChangesNotice(settings.repo, settings.planPath, git);
   if (!uncommitted.ok) throw setupProblemError({ kind: 'git-failed', doing: 'list your uncommitted changes', failure: uncommitted.error });
-  const warnings = lintPlan(plan, await git.committedFiles()).warnings;
+  const warnings = lintPlan(plan, committed).warnings;
   const { permissions, worktree } = await workerRulesShown(plan, settings.repo, settings.allowedTools, io.env);
   const events = dryRunEvents(
     plan,

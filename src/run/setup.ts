@@ -207,9 +207,9 @@ export async function ignoredDeclaredPaths(plan: Plan, git: Git): Promise<Result
   );
 }
 
-/** The plan lint's warnings against the repository's last commit (those of one kind, when given), as a run's start says them. */
-export async function planWarningNotices(plan: Plan, planPath: string, git: Git, kind?: PlanWarningKind): Promise<string[]> {
-  const { warnings } = lintPlan(plan, await git.committedFiles());
+/** The plan lint's warnings against the files of the repository's last commit (those of one kind, when given), as a run's start says them. */
+export function planWarningNotices(plan: Plan, planPath: string, committed: ReadonlySet<string>, kind?: PlanWarningKind): string[] {
+  const { warnings } = lintPlan(plan, committed);
   return warningNotices(
     warnings.filter((warning) => kind === undefined || warning.kind === kind),
     commandHint('plan', `check --plan ${shellWord(planPath)}`, ownLayout()),
@@ -236,12 +236,13 @@ export async function repositoryProblem(repo: string, git: Git): Promise<SetupPr
  * commit, or a declared path leads outside it, names a directory as a file (in the working tree
  * or in the last commit), lies under a file of the last commit, or is ignored. What
  * `plan check` refuses inside a repository; every run refuses it too (`refusalBeforeWork`).
+ * `committed`: the files of the last commit (`Git.committedFiles`), which the caller's lint reads too.
  */
-export async function planRepositoryProblem(plan: Plan, repo: string, git: Git): Promise<SetupProblem | null> {
+export async function planRepositoryProblem(plan: Plan, repo: string, git: Git, committed: ReadonlySet<string>): Promise<SetupProblem | null> {
   if ((await git.headCommit()) === null) return { kind: 'no-commit', repo };
   const unsafe = await unsafePaths(plan, repo);
   if (unsafe.length > 0) return { kind: 'unsafe-paths', problems: unsafe };
-  const contradicted = committedContradictions(plan, await git.committedFiles());
+  const contradicted = committedContradictions(plan, committed);
   if (contradicted.length > 0) return { kind: 'unsafe-paths', problems: contradicted };
   const ignored = await ignoredDeclaredPaths(plan, git);
   if (!ignored.ok) return { kind: 'git-failed', doing: 'ask git which declared paths it ignores', failure: ignored.error };
@@ -254,11 +255,13 @@ export async function planRepositoryProblem(plan: Plan, repo: string, git: Git):
  * folder that is not the top, a merge or the like in progress, an index a live git holds, then
  * `planRepositoryProblem`. A headless run and `plan setup` ask it first (`setupRun`), `execute
  * --dry-run` asks the same with `look` (a stale index lock is left where it is: the run removes
- * it). `staleIndexLock`: the run removed one (or, looking, would).
+ * it). `staleIndexLock`: the run removed one (or, looking, would). `committed`: the files of the
+ * last commit, as for `planRepositoryProblem`.
  */
 export async function refusalBeforeWork(
   plan: Plan,
   options: { repo: string; git: Git; look?: boolean },
+  committed: ReadonlySet<string>,
 ): Promise<{ problem: SetupProblem | null; staleIndexLock: boolean }> {
   const refused = (problem: SetupProblem) => ({ problem, staleIndexLock: false });
   const busy = await repositoryProblem(options.repo, options.git);
@@ -266,7 +269,7 @@ export async function refusalBeforeWork(
   const indexLock = await options.git.clearStaleIndexLock(2000, options.look === true);
   if (!indexLock.ok) return refused({ kind: 'git-failed', doing: 'look for a stale .git/index.lock', failure: indexLock.error });
   if (indexLock.value === 'held') return refused({ kind: 'index-locked' });
-  const problem = await planRepositoryProblem(plan, options.repo, options.git);
+  const problem = await planRepositoryProblem(plan, options.repo, options.git, committed);
   return { problem, staleIndexLock: problem === null && indexLock.value !== 'none' };
 }
 
@@ -292,14 +295,16 @@ export async function uncommittedChangesNotice(repo: string, planPath: string, g
 
 export async function setupRun(plan: Plan, options: SetupOptions): Promise<Result<SetupReport, SetupProblem>> {
   // Everything that can refuse the run comes before anything that changes the repository.
-  const refusal = await refusalBeforeWork(plan, options);
+  // Listed once: the refusals and the lint both read the last commit's files.
+  const committed = await options.git.committedFiles();
+  const refusal = await refusalBeforeWork(plan, options, committed);
   if (refusal.problem !== null) return err(refusal.problem);
 
   const resumed = plan.tasks.some((t) => statusOf(t) !== 'pending');
   const notices: SetupReport['notices'] = [];
   if (refusal.staleIndexLock) notices.push({ level: 'warning', message: STALE_INDEX_LOCK_NOTICE });
   // The plan lint's warnings not fixed nor accepted, said once as the run starts (headless and in-session).
-  for (const message of await planWarningNotices(plan, options.planPath, options.git)) notices.push({ level: 'warning', message });
+  for (const message of planWarningNotices(plan, options.planPath, committed)) notices.push({ level: 'warning', message });
   if ((await options.git.currentBranch()) === null) {
     const head = await options.git.headCommit();
     notices.push({

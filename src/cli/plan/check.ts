@@ -29,18 +29,20 @@ export const check: Command = {
     // checked on its own.
     const git = new Git(dirname(path));
     const inRepository = await git.isRepo();
-    if (inRepository) {
+    // The last commit's files, listed once for the refusals and the lint.
+    const committed = inRepository ? await git.committedFiles() : null;
+    if (committed !== null) {
       // What a run refuses of this plan on this repository's last commit is refused here, in the run's words.
       const top = await git.root();
       if (!top.ok) throw gitFailedError('find the top of the repository', top.error);
-      const problem = await planRepositoryProblem(plan, top.value, git);
+      const problem = await planRepositoryProblem(plan, top.value, git, committed);
       if (problem !== null) {
         const described = describeSetupProblem(problem);
         throw new CliError(described.code, described.lines);
       }
     }
     // Outside a repository only the hazards between the plan's own tasks can be found.
-    const lint = lintPlan(plan, inRepository ? await git.committedFiles() : null);
+    const lint = lintPlan(plan, committed);
     if (fix) await writePlanAtomic(path, withDefaults(plan));
     const valid = `${path}: valid (${plural(plan.tasks.length, 'task')}${acceptedNote(lint)})${fix ? '; defaults and file overlaps written' : ''}`;
     if (lint.warnings.length === 0) {

@@ -64,14 +64,15 @@ export const probe: Command = {
     const repo = top.value;
     // What `plan check` and every run refuse of this plan on this repository's last commit (no
     // commit, a directory declared as a file, …) the probe refuses too, in the same words and code.
-    const problem = await planRepositoryProblem(plan, repo, git);
+    const committed = await git.committedFiles();
+    const problem = await planRepositoryProblem(plan, repo, git, committed);
     if (problem !== null) {
       const described = describeSetupProblem(problem);
       throw new CliError(described.code, described.lines);
     }
     // A check that needs a file nothing makes fails before the work, so the probe counts it as
     // proving the task; the lint says why it will never pass.
-    for (const notice of await planWarningNotices(plan, path, git, 'missing-check-file')) io.err(`plan probe: ${notice}`);
+    for (const notice of planWarningNotices(plan, path, committed, 'missing-check-file')) io.err(`plan probe: ${notice}`);
 
     // The lock keeps the probe's records in .design/workers.json from clobbering a run's.
     const lock = await acquireLock(path, currentLockInfo('plan probe'));
