@@ -9,6 +9,7 @@
 // allowlist` (@anthropic-ai/sandbox-runtime 0.0.78, http-proxy.js). A tool that goes around the
 // proxy finds no name server at all: its lookups fail as a temporary failure (`EAI_AGAIN`).
 
+import { listSome } from './format.ts';
 import type { PlanContext } from './plan.ts';
 
 /** The entry of `context.setupNetwork` that drops the default hosts: the plan's hosts replace them. */
@@ -50,8 +51,8 @@ export function planNetwork(context: PlanContext | undefined): Pick<SandboxUse, 
   };
 }
 
-/** `a`, `a and b`, `a, b and c`. */
-const inWords = (items: readonly string[]): string => (items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} and ${items.at(-1)}`);
+/** `a`, `a and b`, `a, b and c`: every item named. */
+const inWords = (items: readonly string[]): string => listSome(items, items.length);
 
 const COMMAND_WORDS: Record<SandboxedCommand, string> = {
   checks: 'checks',
