@@ -6,7 +6,8 @@
 // (checked in a worktree of the integration tip). Task states are not changed here, nor the
 // integration ref moved: the findings go to the step function (`set-up` event).
 
-import { lstat, realpath } from 'node:fs/promises';
+import { type Stats, lstatSync, realpathSync } from 'node:fs';
+import { realpath } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import type { Commands } from '../adapters/commands.ts';
 import type { Git, RepositoryOperation } from '../adapters/git/repository.ts';
@@ -126,6 +127,18 @@ export interface SetupOptions {
 /** Declared paths that lead outside the repository through a symlink somewhere along them. */
 export async function unsafePaths(plan: Plan, repo: string): Promise<string[]> {
   const root = await realpath(repo);
+  // Synchronous and remembered: thousands of declared paths share their folders, and one awaited
+  // lstat after another cost a large plan a second of waiting at every check and start.
+  const stats = new Map<string, Stats | null>();
+  const statOf = (path: string): Stats | null => {
+    if (!stats.has(path)) stats.set(path, lstatOrNull(path));
+    return stats.get(path) ?? null;
+  };
+  const reals = new Map<string, string>();
+  const realOf = (path: string): string => {
+    if (!reals.has(path)) reals.set(path, realpathOr(path));
+    return reals.get(path) ?? path;
+  };
   const problems: string[] = [];
   const seen = new Set<string>();
   const written = new Set(plan.tasks.flatMap((t) => writesOf(t)));
@@ -136,20 +149,19 @@ export async function unsafePaths(plan: Plan, repo: string): Promise<string[]> {
       // Resolve the deepest part of the path that exists; it must stay inside the repository.
       let probe = join(repo, isDirPath(p) ? p.slice(0, -1) : p);
       for (;;) {
-        const st = await lstat(probe).catch(() => null);
-        if (st) break;
+        if (statOf(probe)) break;
         const up = dirname(probe);
         if (up === probe) break;
         probe = up;
       }
-      const real = await realpath(probe).catch(() => probe);
+      const real = realOf(probe);
       const rel = relative(root, real);
       const lexical = relative(repo, probe);
       if (rel === '..' || rel.startsWith(`..${sep}`) || rel.startsWith(sep)) {
         problems.push(`tasks[${i}]: "${p}" resolves outside the repository (through a symlink to ${real})`);
       } else if (rel === '.git' || rel.startsWith(`.git${sep}`)) {
         problems.push(`tasks[${i}]: "${p}" resolves into .git/ through a symlink`);
-      } else if (!isDirPath(p) && probe === join(repo, p) && (await lstat(probe).catch(() => null))?.isDirectory()) {
+      } else if (!isDirPath(p) && probe === join(repo, p) && statOf(probe)?.isDirectory()) {
         // A bare path names one file; git would read it as the whole directory.
         problems.push(`tasks[${i}]: "${p}" is a directory; declare it as "${p}/" to mean everything under it`);
       } else if (rel !== lexical && written.has(p)) {
@@ -160,6 +172,23 @@ export async function unsafePaths(plan: Plan, repo: string): Promise<string[]> {
     }
   }
   return problems;
+}
+
+function lstatOrNull(path: string): Stats | null {
+  try {
+    return lstatSync(path);
+  } catch {
+    return null;
+  }
+}
+
+/** The real path of `path`, or `path` itself when it cannot be resolved. */
+function realpathOr(path: string): string {
+  try {
+    return realpathSync.native(path);
+  } catch {
+    return path;
+  }
 }
 
 /**
