@@ -1,6 +1,6 @@
 // What a run does to the world, one adapter per concern, in one record (`RunAdapters`): time, the
 // person's repository, the processes a run starts (a killed run's leftovers ended first), the
-// commands foreman runs itself, the workers, the plan's worktrees and integration ref, plan.json
+// commands foreman runs itself, the workers, the plan's integration ref and workspaces, plan.json
 // and the run's journal. A headless run (run/headless.ts) and the in-session steps (run/session/,
 // whose I/O adds what only a session has: run/session/io.ts) are given the same record;
 // `realRunAdapters` builds the real one, a test gives fakes. A headless run's events reach the
@@ -17,7 +17,8 @@ import type { RunEvent } from '../core/events.ts';
 import type { Result, WorkerRun } from '../core/failure.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import type { Plan } from '../core/plan.ts';
-import { Isolation, type IsolationOptions } from './isolation.ts';
+import { GitIntegration, type Integration, type IntegrationOptions } from './integration.ts';
+import { type LocalWorkspaces, type WorkspaceUse, openLocalWorkspaces } from './workspace/local.ts';
 
 /** Time: the real clock, or a test's. */
 export interface Clock {
@@ -50,12 +51,14 @@ export interface Workers {
   run(request: WorkerRequest): Promise<WorkerRun>;
 }
 
-/** How a run opens the plan's worktrees and integration ref. */
-export type WorkspaceUse = Pick<IsolationOptions, 'sandbox' | 'setupTimeoutMs' | 'onSetup'>;
+/** The plan's integration ref (run/integration.ts): `plan` gets its planId if it has none. */
+export interface Integrations {
+  open(plan: Plan, role?: IntegrationOptions['role']): Promise<Result<Integration, GitFailure>>;
+}
 
-/** The plan's worktrees and integration ref (run/isolation.ts). */
-export interface Workspaces {
-  open(plan: Plan, use: WorkspaceUse): Promise<Result<Isolation, GitFailure>>;
+/** Where the plan's attempts work (run/workspace/): its worktree pool here, work set aside through `integration`, workers run by `workers`. */
+export interface WorkspacePlaces {
+  open(plan: Plan, integration: Integration, use: WorkspaceUse, workers: Workers): Promise<LocalWorkspaces>;
 }
 
 /** plan.json, written atomically. */
@@ -86,7 +89,8 @@ export interface RunAdapters {
   processes: Processes;
   commands: Commands;
   workers: Workers;
-  workspaces: Workspaces;
+  integration: Integrations;
+  workspaces: WorkspacePlaces;
   planStore: PlanStore;
   journal: EventJournal;
 }
@@ -100,7 +104,7 @@ export interface RunPlace {
 }
 
 /** Where no worker runs: a session's workers are the Task subagents its lead starts. */
-const noWorkers: Workers = {
+export const noWorkers: Workers = {
   run: () => Promise.reject(new Error('no worker runs here: a session’s workers are the Task subagents its lead starts')),
 };
 
@@ -114,16 +118,32 @@ export function realRunAdapters(place: RunPlace, startWorker?: (request: WorkerR
   const registryPath = registryPathFor(place.planPath);
   const registry = new ProcessRegistry(registryPath);
   const commands = shellCommands(place.env, registry);
+  const workers: Workers =
+    startWorker === undefined
+      ? noWorkers
+      : { run: (request) => recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) => startWorker({ ...request, onSpawn })) };
   return {
     clock: systemClock,
     git: place.git,
     processes: { endLeftovers: () => killOrphans(registryPath), forget: () => registry.clear() },
     commands,
-    workers:
-      startWorker === undefined
-        ? noWorkers
-        : { run: (request) => recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) => startWorker({ ...request, onSpawn })) },
-    workspaces: { open: (plan, use) => Isolation.open(plan, { ...use, repo: place.repo, planPath: place.planPath, env: place.env, commands }) },
+    workers,
+    integration: { open: (plan, role) => GitIntegration.open(plan, { repo: place.repo, planPath: place.planPath, ...(role ? { role } : {}) }) },
+    workspaces: {
+      open: (plan, integration, use, runner) =>
+        openLocalWorkspaces(
+          plan,
+          {
+            repo: integration.repo,
+            planId: integration.planId,
+            env: place.env,
+            commands,
+            workers: runner,
+            keepAside: (current, task, work) => integration.keepAside(current, task, work),
+          },
+          use,
+        ),
+    },
     planStore: { open: (text) => new PlanKeeper(place.planPath, text) },
     journal: fileJournal(place.planPath),
   };

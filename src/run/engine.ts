@@ -2,16 +2,15 @@
 // Events come in one at a time — a worker finished (or a limit refused it, or the API served
 // it), a verification finished, the lane recorded something, a gate run finished, a back-off
 // ended, a drain, Ctrl-C — and each goes through `step` in the one loop (core/engine/driver.ts),
-// whose effects the carrier here carries out in order. Each attempt gets a worktree of its own (`prepare`; a re-check's holds the work set
-// aside, `prepareRecheck`; a paused attempt resumes in the one it kept), where its worker and its
+// whose effects the carrier here carries out in order. Each attempt gets a workspace of its own,
+// made where the integration says it starts (the tip, candidates stacked on it, or the work set
+// aside for a re-check; a paused attempt resumes in the one it kept), where its worker and its
 // checks run; starting workers and verifying run in parallel; the lane runs, one at a time, what
 // must be serialized: recording (foreman's refs move) and the gate's runs (which test what the
-// integration ref holds). The engine decides nothing itself: every stage it uses is passed in,
-// so tests give it fakes and a fake clock.
+// integration ref holds). The engine decides nothing itself: what it works with is passed in
+// (`EngineAdapters`), so tests give it fakes and a fake clock.
 
-import { realpath } from 'node:fs/promises';
 import type { GitFailure } from '../core/git-text.ts';
-import type { WorkerRequest } from '../adapters/worker.ts';
 import type { Clock } from './adapters.ts';
 import {
   gatedEvent,
@@ -27,62 +26,47 @@ import type { EngineEvent } from '../core/engine/events.ts';
 import type { EngineConfig, EngineState, EngineStop } from '../core/engine/state.ts';
 import { type EffectCarrier, type Inbox as EngineInbox, drive } from '../core/engine/driver.ts';
 import type { RunEventBody } from '../core/events.ts';
-import { type Result, type WorkerRun, recheckRun } from '../core/failure.ts';
-import type { Verification } from '../core/finalize.ts';
+import { type Result, err, ok, recheckRun } from '../core/failure.ts';
 import { Lane } from '../core/lane.ts';
 import { type Plan, type UsageFigure, modelOf } from '../core/plan.ts';
 import { resumePrompt, workerPrompt } from '../core/prompt.ts';
-import { type WorkerPermissions, explicitPermissions, workerPermissions } from '../core/scope.ts';
 import { DEFAULTS, type RunSettings } from './settings.ts';
-import type { CapturedWork } from '../core/work.ts';
+import type { Integration } from './integration.ts';
+import type { WorkerJob, Workspace, Workspaces } from './workspace/index.ts';
 
-/**
- * The stages the engine carries its effects out with, passed in: the headless run binds them to
- * its adapters (run/adapters.ts) and the plan's isolation; a test gives fakes.
- */
-export interface EngineStages {
-  /** A worktree for `task` at the integration tip, or (speculative) at `stack`'s candidates stacked on it in order: its directory, or why it could not be made ready. */
-  prepare(task: number, signal: AbortSignal, stack?: ReadonlyArray<{ task: number; work: CapturedWork }>): Promise<Result<string, string>>;
-  /** A worktree for a re-check of `task`: at `commit`, the work its last attempt set aside, its attempt starting at that commit's parent. */
-  prepareRecheck(task: number, commit: string, signal: AbortSignal): Promise<Result<string, string>>;
-  /** The attempt of `task` is done with its worktree. */
-  release(task: number): void;
-  runWorker(request: WorkerRequest): Promise<WorkerRun>;
-  /** Capture the work in `dir` and verify it there. */
-  verify(plan: Plan, task: number, input: { dir: string; signal: AbortSignal }): Promise<Verification>;
+/** The plan's integration as the engine uses it: in the lane, one at a time, but `startOf`. */
+export interface EngineIntegration {
+  /** Where an attempt starts (run/integration.ts `startOf`). */
+  startOf: Integration['startOf'];
   /**
-   * Record what the step function decided, in the lane: work awaiting approval parked and
-   * candidates of the merge queue held on refs of their own, verified work integrated onto the
-   * integration ref (one commit), the refs of candidates leaving the queue dropped. The integration
-   * commit, or null when it integrated nothing (no work to integrate, or work that changes nothing).
+   * Record what the step function decided: work awaiting approval parked and candidates of the
+   * merge queue held on refs of their own, verified work integrated onto the integration ref (one
+   * commit), the refs of candidates leaving the queue dropped. The integration commit, or null
+   * when it integrated nothing (no work to integrate, or work that changes nothing).
    */
   record(plan: Plan, request: RecordRequest): Promise<Result<string | null, GitFailure>>;
   /** Run the gate on these candidates stacked on the integration tip (none: on the tip itself, the baseline); `passed` null when stopped first. */
   gate(plan: Plan, request: GateRequest, signal: AbortSignal): Promise<GateRun>;
+}
+
+/**
+ * What the engine carries its effects out with, passed in: the headless run binds them to its
+ * adapters (run/adapters.ts), the plan's integration and its workspaces; a test gives fakes.
+ */
+export interface EngineAdapters {
+  /** Where each attempt works. */
+  workspaces: Workspaces;
+  integration: EngineIntegration;
   save(plan: Plan): Promise<void>;
   emit(event: RunEventBody): void;
   /** Back-offs' wake-ups, and the time each event carries. */
   clock: Pick<Clock, 'now' | 'wakeAt'>;
-  env?: NodeJS.ProcessEnv;
 }
 
 export interface EngineResult extends EngineStop {
   usage: UsageFigure;
   /** The plan as the run left it (also saved). */
   plan: Plan;
-}
-
-/**
- * A worker's permission rules: the explicit `--allowed-tools` list when given, else read anywhere,
- * edit exactly the task's declared files, run exactly the commands it is judged by.
- * `root` is the repository's real path (rules are anchored there).
- */
-export function toolsFor(plan: Plan, index: number, root: string, allowedTools: string[] | undefined): WorkerPermissions {
-  if (allowedTools) return explicitPermissions(allowedTools);
-  const permissions = workerPermissions(plan, index, root);
-  // Plan validation and execute's setup refuse what no rule can express, so this is a bug.
-  if (!permissions.ok) throw new Error(`no exact permission rules for ${permissions.error.join('; ')}`);
-  return permissions.value;
 }
 
 /** Where workers started with `env` reach the API, as a person would look for it. */
@@ -176,20 +160,20 @@ class Inbox implements EngineInbox {
 export async function runEngine(
   start: EngineState,
   settings: RunSettings,
-  stages: EngineStages,
+  adapters: EngineAdapters,
   signal: AbortSignal,
   drain: AbortSignal = new AbortController().signal,
 ): Promise<EngineResult> {
-  const clock = stages.clock;
+  const clock = adapters.clock;
   const inbox = new Inbox();
   const serialized = new Lane();
   const workers = new Map<number, AbortController>();
   /** Each running worker's `stopIfIdle`: the limiter stops one the API has served nothing yet. */
   const idle = new Map<number, AbortController>();
-  /** Each running, paused or verifying attempt's worktree. */
-  const dirs = new Map<number, string>();
+  /** Each running, paused or verifying attempt's workspace. */
+  const workspaces = new Map<number, Workspace>();
   const wake: { current: { at: number; cancel: () => void } | null } = { current: null };
-  const write = planWrites(stages.save);
+  const write = planWrites(adapters.save);
   /** The plan of the last step that changed it, on disk: a worker starts, and the run ends, only after. */
   let written: Promise<void> = Promise.resolve();
 
@@ -213,41 +197,40 @@ export async function runEngine(
     workers.set(effect.task, controller);
     idle.set(effect.task, new AbortController());
     if (signal.aborted) controller.abort();
-    // Its worktree is made ready while the plan that says it started is written; a resumed attempt kept its own.
+    // Its workspace is made ready while the plan that says it started is written; a resumed attempt kept its own.
     const saved = written;
-    const kept = dirs.get(effect.task);
+    const kept = workspaces.get(effect.task);
     const recheck = effect.recheck;
-    const ready: Promise<Result<string, string>> =
+    const ready: Promise<Result<Workspace, string>> =
       effect.resume !== undefined
-        ? Promise.resolve(
-            kept !== undefined ? { ok: true, value: kept } : { ok: false, error: `task ${effect.task}'s paused attempt has no worktree to resume in` },
-          )
-        : recheck !== undefined
-          ? stages.prepareRecheck(effect.task, recheck, controller.signal)
-          : stages.prepare(effect.task, controller.signal, effect.stack);
+        ? Promise.resolve(kept !== undefined ? ok(kept) : err(`task ${effect.task}'s paused attempt has no workspace to resume in`))
+        : makeWorkspace(effect, controller.signal);
     const started = ready.then(async (prepared): Promise<EngineEvent> => {
       if (!prepared.ok) return workspaceFailedEvent(effect.task, prepared.error, clock.now());
-      dirs.set(effect.task, prepared.value);
+      workspaces.set(effect.task, prepared.value);
       // No worker: the work its last attempt set aside is verified as this attempt's.
       if (recheck !== undefined) return workerFinishedEvent(effect.task, recheckRun(effect.logPath), clock.now());
       // A crash once the worker runs leaves the task in progress on disk, and a resume cleans up after it.
       await saved;
-      const run = await stages.runWorker(await workerRequest(effect, current, prepared.value, controller.signal));
+      const run = await prepared.value.runWorker(workerJob(effect, current, controller.signal));
       return workerFinishedEvent(effect.task, run, clock.now());
     });
     later(started, (event) => event);
   };
 
-  const workerRequest = async (
-    effect: Extract<EngineEffect, { type: 'start-worker' }>,
-    current: EngineState,
-    dir: string,
-    stop: AbortSignal,
-  ): Promise<WorkerRequest> => {
+  /** The workspace of an attempt: where the integration says it starts. */
+  const makeWorkspace = async (effect: Extract<EngineEffect, { type: 'start-worker' }>, stop: AbortSignal): Promise<Result<Workspace, string>> => {
+    const start = await adapters.integration.startOf({
+      task: effect.task,
+      stack: effect.stack ?? [],
+      ...(effect.recheck !== undefined ? { recheck: effect.recheck } : {}),
+    });
+    if (!start.ok) return start;
+    return adapters.workspaces.make({ task: effect.task, ...start.value, signal: stop });
+  };
+
+  const workerJob = (effect: Extract<EngineEffect, { type: 'start-worker' }>, current: EngineState, stop: AbortSignal): WorkerJob => {
     const task = current.plan.tasks[effect.task]!;
-    // The CLI matches edit rules against real paths: a rule through a symlink matches nothing.
-    const root = settings.allowedTools ? dir : await realpath(dir);
-    const tools = toolsFor(current.plan, effect.task, root, settings.allowedTools);
     // A resumed worker has what the attempt's earlier workers left of --task-timeout (their waits on limits not counted).
     const resumed = effect.resume !== undefined ? current.attempts.get(effect.task) : undefined;
     const before = resumed?.stage === 'running' ? resumed.run : undefined;
@@ -262,17 +245,15 @@ export async function runEngine(
       onServed: () => post(workerServedEvent(effect.task, clock.now())),
       stopIfIdle: idle.get(effect.task)?.signal ?? new AbortController().signal,
       model: modelOf(task),
-      cwd: dir,
+      plan: current.plan,
       claudeBin: settings.claudeBin,
       permissionMode: settings.permissionMode,
-      allowedTools: tools.allow,
-      deniedTools: tools.deny,
+      allowedTools: settings.allowedTools,
       maxBudgetUsd: task.agent?.maxBudgetUsd ?? settings.taskBudgetUsd,
       timeoutMs: Math.max(1, settings.taskTimeoutMs - worked),
       logPath: effect.logPath,
-      env: stages.env,
       signal: stop,
-      onActivity: (activity) => stages.emit({ type: 'task-activity', task: effect.task, text: activity.text, costUsd: activity.costUsd }),
+      onActivity: (activity) => adapters.emit({ type: 'task-activity', task: effect.task, text: activity.text, costUsd: activity.costUsd }),
     };
   };
 
@@ -286,7 +267,7 @@ export async function runEngine(
       return none;
     },
     emit: (effect) => {
-      stages.emit(effect.event);
+      adapters.emit(effect.event);
       return none;
     },
     startWorker: (effect, current) => {
@@ -296,24 +277,22 @@ export async function runEngine(
     verify: (effect, current) => {
       const controller = workers.get(effect.task) ?? new AbortController();
       if (signal.aborted) controller.abort();
-      const dir = dirs.get(effect.task);
-      if (dir === undefined) throw new Error(`engine: task ${effect.task} has no worktree to verify in`);
-      later(stages.verify(current.plan, effect.task, { dir, signal: controller.signal }), (verification) =>
-        verifiedEvent(effect.task, verification, clock.now()),
-      );
+      const workspace = workspaces.get(effect.task);
+      if (workspace === undefined) throw new Error(`engine: task ${effect.task} has no workspace to verify in`);
+      later(workspace.verify(current.plan, effect.task, controller.signal), (verification) => verifiedEvent(effect.task, verification, clock.now()));
       return none;
     },
     releaseWorkspace: (effect) => {
       workers.delete(effect.task);
       idle.delete(effect.task);
-      dirs.delete(effect.task);
-      stages.release(effect.task);
+      workspaces.get(effect.task)?.release();
+      workspaces.delete(effect.task);
       return none;
     },
     record: (effect, current) => {
       const { type: _type, ...request } = effect;
       later(
-        serialized.run(() => stages.record(current.plan, request)),
+        serialized.run(() => adapters.integration.record(current.plan, request)),
         (recorded) => recordedEvent(effect.tasks, recorded, clock.now()),
       );
       return none;
@@ -321,7 +300,7 @@ export async function runEngine(
     gate: (effect, current) => {
       const { type: _type, ...request } = effect;
       later(
-        serialized.run(() => stages.gate(current.plan, request, signal)),
+        serialized.run(() => adapters.integration.gate(current.plan, request, signal)),
         (run) => gatedEvent(effect.tasks, run, clock.now()),
       );
       return none;

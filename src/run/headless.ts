@@ -6,35 +6,29 @@
 // lifecycle both paths share (run/lifecycle.ts): the run's start and end in the journal, landing
 // the integration tip before and after, finishing the plan. The CLI handles signals and prints.
 
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname } from 'node:path';
 import type { Commands } from '../adapters/commands.ts';
-import { writeWorkerExcludes } from '../adapters/git/excludes.ts';
-import { regularFilesIn } from '../adapters/git/refs.ts';
 import { gitProcessCount } from '../adapters/git/runner.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { describeOrphans } from '../adapters/orphans.ts';
 import { describeKeptEdit } from '../adapters/plan-store.ts';
-import { logFailedChecks } from '../adapters/worker-log.ts';
 import { type Layout, commandHint } from '../core/command-hint.ts';
 import { initialState } from '../core/engine/admission.ts';
-import { workerLogPath } from '../core/engine/start.ts';
 import { EventQueue, driveNow, emitsInto } from '../core/engine/driver.ts';
 import type { RunEventBody } from '../core/events.ts';
-import { type Result, type WorkerRun, assertNever, err, ok } from '../core/failure.ts';
+import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import { plural } from '../core/format.ts';
 import { Lane } from '../core/lane.ts';
 import type { Plan, UsageFigure } from '../core/plan.ts';
-import { excludesFileEnv } from '../core/sandbox-placeholders.ts';
 import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
 import { describeTimeLimitHit } from '../core/time-limit.ts';
 import type { RunAdapters } from './adapters.ts';
-import { type EngineStages, engineConfig, runEngine } from './engine.ts';
-import type { Isolation, WorktreeSetup } from './isolation.ts';
+import { type EngineAdapters, engineConfig, runEngine } from './engine.ts';
 import { baselineRefusal, finishPlan, lander, nextSteps, noGateNotice, runFinishedEvent, runStartedEvent } from './lifecycle.ts';
 import { describeProbeProblem, runProbe, saveProbe } from './probe.ts';
 import { LIMIT_FLAGS, type RunSettings } from './settings.ts';
-import { type SetupProblem, assumptionCheckedEvent, setupRun } from './setup.ts';
-import { type StageContext, recordAttempts, verifyAttempt } from './stages.ts';
+import { type RunPlaces, type SetupProblem, assumptionCheckedEvent, setupRun } from './setup.ts';
+import type { WorktreeSetup } from './workspace/local.ts';
 
 /** A headless run's settings: the run's own, and what the CLI settled before it. */
 export interface HeadlessSettings extends RunSettings {
@@ -139,6 +133,10 @@ export async function runHeadless(
       setupTimeoutMs: settings.checkTimeoutMs,
       // Said, so a slow start or a re-install after a task changed the lock file is not a mystery.
       onSetup: (run: WorktreeSetup) => emit({ type: 'notice', level: 'info', message: describeSetupRun(run) }),
+      checkTimeoutMs: settings.checkTimeoutMs,
+      strictScope: settings.strictScope === true,
+      logDir: dirname(settings.planPath),
+      markTracked: (settings.widen ?? []).length > 0,
     };
     const branch = await git.currentBranch();
     // The plan's id is written by setup, once nothing refuses the run (`savePlan`).
@@ -147,7 +145,11 @@ export async function runHeadless(
       repo: settings.repo,
       planPath: settings.planPath,
       git,
-      openIsolation: () => adapters.workspaces.open(plan, workspaceUse),
+      open: async () => {
+        const integration = await adapters.integration.open(plan);
+        if (!integration.ok) return integration;
+        return ok({ integration: integration.value, workspaces: await adapters.workspaces.open(plan, integration.value, workspaceUse, adapters.workers) });
+      },
       checkTimeoutMs: settings.checkTimeoutMs,
       signal: context.interrupt,
       commands,
@@ -202,26 +204,26 @@ export async function runHeadless(
       else emit(event);
     }
 
-    const isolation = report.isolation;
-    const landing = lander(isolation, {
+    const { integration } = report.places;
+    const landing = lander(integration, {
       branch: branch === null ? null : `refs/heads/${branch}`,
       commit: settings.commit,
       planPath: settings.planPath,
       layout,
     });
-    const stages = await headlessStages(adapters, isolation, plan, settings, { env, sandboxed, save, emit, landing });
+    const engineAdapters = headlessAdapters(adapters, report.places, settings, { save, emit, landing });
     // Integrated work an earlier run could not land (a crash, a blocked landing) lands first.
     const before = await landing.land();
     if (before !== null) emit(before);
     // The step function asks for the gate on the starting commit first; interrupted already, its first event ends the run.
-    const result = await runEngine(setUp.state, settings, stages, context.interrupt, context.drain);
+    const result = await runEngine(setUp.state, settings, engineAdapters, context.interrupt, context.drain);
     await writes.settled();
     plan = result.plan;
 
     // Whatever stopped the run, what was integrated lands now (when nothing of the person's is in its way).
     const after = await landing.land();
     if (after !== null) emit(after);
-    const finishedPlan = await finishPlan(result, plan, isolation, { planPath: settings.planPath, landed: landing.landed, save: write });
+    const finishedPlan = await finishPlan(result, plan, report.places, { planPath: settings.planPath, landed: landing.landed, save: write });
     if (finishedPlan.notice !== null) emit(finishedPlan.notice);
     const finished = runFinishedEvent(
       plan,
@@ -235,7 +237,7 @@ export async function runHeadless(
         ? null
         : baselineRefusal(
             settings.gate?.command ?? '',
-            { tip: isolation.tip, ref: isolation.ref, head: await git.headCommit() },
+            { tip: integration.tip, ref: integration.ref, head: await git.headCommit() },
             result.baselineFailure.output,
           );
     const next = nextSteps(plan, layout, {
@@ -251,71 +253,35 @@ export async function runHeadless(
 }
 
 /**
- * The engine's stages, bound to the run's adapters and the plan's isolation: a worker runs with
- * the sandbox's placeholder files excluded from its own git commands, in the sandbox when the run
- * is; verification logs a failed check's whole output; each record lands at once with --land
- * continuous; the gate runs only when there is one.
+ * What the engine works with, bound to the run's adapters, the plan's integration and its
+ * workspaces: each record lands at once with --land continuous; the gate runs only when there is one.
  */
-async function headlessStages(
+function headlessAdapters(
   adapters: RunAdapters,
-  isolation: Isolation,
-  plan: Plan,
+  places: RunPlaces,
   settings: HeadlessSettings,
-  run: {
-    env: NodeJS.ProcessEnv;
-    sandboxed: boolean;
-    save: (plan: Plan) => Promise<void>;
-    emit: (event: RunEventBody) => void;
-    landing: ReturnType<typeof lander>;
-  },
-): Promise<EngineStages> {
-  const { env, sandboxed, emit, landing } = run;
-  // A worker's own git commands do not see the sandbox's placeholder files (its worktree is a
-  // clone of foreman's; the file is kept beside the plan's worktrees).
-  const excludes = await writeWorkerExcludes(settings.repo, join(isolation.pool.dir, 'git-excludes'), env);
-  const workerEnv = { ...env, ...excludesFileEnv(env, excludes) };
-  const gateOptions = settings.gate === null ? null : { command: settings.gate.command, timeoutMs: settings.gate.timeoutMs, sandbox: sandboxed };
-  const stages: StageContext = {
-    isolation,
-    checkTimeoutMs: settings.checkTimeoutMs,
-    commands: adapters.commands,
-    sandbox: sandboxed,
-    strictScope: settings.strictScope === true,
-  };
+  run: { save: (plan: Plan) => Promise<void>; emit: (event: RunEventBody) => void; landing: ReturnType<typeof lander> },
+): EngineAdapters {
+  const { integration, workspaces } = places;
+  const gate = settings.gate;
   return {
-    prepare: (task, signal, stack) => isolation.prepare(task, signal, stack),
-    prepareRecheck: (task, commit, signal) => isolation.prepareRecheck(task, commit, signal),
-    release: (task) => isolation.release(task),
-    runWorker: async (request) => {
-      const ran = await adapters.workers.run({
-        ...request,
-        env: workerEnv,
-        rulesOf: settings.repo,
-        ...(sandboxed ? { sandbox: { allowedDomains: plan.context?.checkNetwork ?? [] } } : {}),
-      });
-      // --widen adds only files the repository has: which of the refused ones it has, at the attempt's start.
-      return (settings.widen ?? []).length > 0 ? withTrackedDenials(ran, request.cwd, isolation.workspaceOf(request.taskIndex)?.base) : ran;
-    },
-    verify: async (current, task, input) => {
-      const verification = await verifyAttempt(stages, current, task, input);
-      // The reason keeps the end of a failed check's output; the worker's log gets all of it.
-      if (verification.ok) await logFailedChecks(workerLogPath(dirname(settings.planPath), task), verification.value.acceptance);
-      return verification;
-    },
-    gate: (current, request, signal) =>
-      gateOptions === null ? Promise.resolve({ passed: true, output: '', durationMs: 0 }) : isolation.runGate(current, request, gateOptions, signal),
-    record: async (current, request) => {
-      const recordedWork = await recordAttempts(stages, current, request);
-      if (recordedWork.ok && settings.land === 'continuous') {
-        const landed = await landing.land();
-        if (landed !== null && landed.level === 'warning') emit(landed);
-      }
-      return recordedWork;
+    workspaces,
+    integration: {
+      startOf: (start) => integration.startOf(start),
+      record: async (current, request) => {
+        const recorded = await integration.record(current, request);
+        if (recorded.ok && settings.land === 'continuous') {
+          const landed = await run.landing.land();
+          if (landed !== null && landed.level === 'warning') run.emit(landed);
+        }
+        return recorded;
+      },
+      gate: (_current, request, signal) =>
+        gate === null ? Promise.resolve({ passed: true, output: '', durationMs: 0 }) : integration.gate(workspaces, request, gate, signal),
     },
     save: run.save,
-    emit,
+    emit: run.emit,
     clock: adapters.clock,
-    env,
   };
 }
 
@@ -324,17 +290,6 @@ async function headlessStages(
  * are warned about (refused with --strict). Its events are kept for the journal once the run has
  * started; the first is said at once (`say`). Returns the refusal, or null.
  */
-/** `run` with each refused write marked as a file the repository has at `base` (or not). */
-async function withTrackedDenials(run: WorkerRun, dir: string, base: string | undefined): Promise<WorkerRun> {
-  const paths = run.permissionDenials.flatMap((denial) => (denial.path !== undefined ? [denial.path] : []));
-  if (paths.length === 0 || base === undefined) return run;
-  const tracked = (await regularFilesIn(dir, base, paths)) ?? new Set<string>();
-  return {
-    ...run,
-    permissionDenials: run.permissionDenials.map((denial) => (denial.path === undefined ? denial : { ...denial, tracked: tracked.has(denial.path) })),
-  };
-}
-
 async function probeAtSetup(
   plan: Plan,
   settings: HeadlessSettings,

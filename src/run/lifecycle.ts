@@ -18,7 +18,8 @@ import type { Result } from '../core/failure.ts';
 import { type Plan, type TaskStatus, type UsageFigure, statusOf } from '../core/plan.ts';
 import { neededPaths } from '../core/widen.ts';
 import { archivePlan } from './archive.ts';
-import { type Isolation, landedBase, recordLandedBase } from './isolation.ts';
+import { type Integration, landedBase, recordLandedBase } from './integration.ts';
+import type { Workspaces } from './workspace/index.ts';
 
 // ---------------------------------------------------------------------------------------------
 // A run's start and end
@@ -254,9 +255,6 @@ export interface LandingState {
 /** A notice of the run's, as the journal keeps it. */
 export type RunNotice = Extract<RunEventBody, { type: 'notice' }>;
 
-/** What landing and finishing the plan need of the plan's isolation (run/isolation.ts's, or a test's). */
-export type LandingIsolation = Pick<Isolation, 'planId' | 'ref' | 'land' | 'removeWorktrees' | 'removeRefs'>;
-
 /**
  * A landing as a run tells it: the files it updated and where (`where`, when known), or what
  * blocks it and how to land by hand; null when there was nothing to land. `resumed`: a landing an
@@ -284,7 +282,7 @@ export function landingNotice(
  * with `commit: false`, as uncommitted changes, from what an earlier landing left). Each call says
  * what happened (`landingNotice`); `state` is what the last call found.
  */
-export function lander(isolation: LandingIsolation, options: { branch: string | null; commit: boolean; planPath: string; layout: Layout }) {
+export function lander(integration: Integration, options: { branch: string | null; commit: boolean; planPath: string; layout: Layout }) {
   let state: LandingState = { landed: true, problem: [], files: 0, commit: null };
   const where = options.commit ? (options.branch === null ? 'the detached HEAD' : options.branch.replace(/^refs\/heads\//, '')) : 'your files, uncommitted';
   return {
@@ -296,15 +294,15 @@ export function lander(isolation: LandingIsolation, options: { branch: string | 
     },
     advice: () => landingProblemSentence(state.problem),
     async land(): Promise<RunNotice | null> {
-      const base = options.commit ? null : await landedBase(options.planPath, isolation.planId);
-      const landed = await isolation.land({ branch: options.branch, mode: options.commit ? 'commit' : 'worktree', ...(base === null ? {} : { base }) });
+      const base = options.commit ? null : await landedBase(options.planPath, integration.planId);
+      const landed = await integration.land({ branch: options.branch, mode: options.commit ? 'commit' : 'worktree', ...(base === null ? {} : { base }) });
       if (!landed.ok) {
-        state = { landed: false, problem: describeLandingProblem(landed.error, isolation.ref, options.layout), files: 0, commit: null };
+        state = { landed: false, problem: describeLandingProblem(landed.error, integration.ref, options.layout), files: 0, commit: null };
       } else {
         state = { landed: true, problem: [], files: landed.value.upToDate ? 0 : landed.value.paths.length, commit: landed.value.to };
-        if (!options.commit) await recordLandedBase(options.planPath, isolation.planId, landed.value.to);
+        if (!options.commit) await recordLandedBase(options.planPath, integration.planId, landed.value.to);
       }
-      return landingNotice(landed, { ref: isolation.ref, layout: options.layout, where });
+      return landingNotice(landed, { ref: integration.ref, layout: options.layout, where });
     },
   };
 }
@@ -329,13 +327,13 @@ export interface FinishedPlan {
 export async function finishPlan(
   end: { reason: StopReason } | null,
   plan: Plan,
-  isolation: LandingIsolation,
+  places: { integration: Pick<Integration, 'removeRefs'>; workspaces: Pick<Workspaces, 'remove'> },
   options: { planPath: string; landed: boolean; save: (plan: Plan) => Promise<string | null>; endGate?: () => Promise<unknown> },
 ): Promise<FinishedPlan> {
   if (end?.reason !== 'all-done') return { archived: null, notice: null };
-  await isolation.removeWorktrees();
+  await places.workspaces.remove();
   if (!options.landed) return { archived: null, notice: null };
-  return retirePlan(plan, isolation, options);
+  return retirePlan(plan, places.integration, options);
 }
 
 /**
@@ -345,11 +343,11 @@ export async function finishPlan(
  */
 export async function retirePlan(
   plan: Plan,
-  parts: Pick<LandingIsolation, 'removeRefs'>,
+  integration: Pick<Integration, 'removeRefs'>,
   options: { planPath: string; save: (plan: Plan) => Promise<string | null>; endGate?: () => Promise<unknown>; archived?: boolean },
 ): Promise<FinishedPlan> {
   await options.endGate?.();
-  const removed = await parts.removeRefs();
+  const removed = await integration.removeRefs();
   if (!removed.ok) {
     // Every task landed: the plan stays, with the ref that finds it, for `plan land` to finish once git works.
     const land = commandHint('plan', `land --plan ${shellWord(options.planPath)}`, ownLayout());

@@ -12,14 +12,14 @@
 //   commit    → `integrate`, the gate's `gated` verdicts (its process runs in the background), `landed`
 //
 // Every step follows one skeleton (session/skeleton.ts: read, run the step, record, report, write);
-// each is an object supplying what differs (session/setup.ts, next.ts, finalize.ts, commit.ts), and
+// each is an object supplying what differs (session/setup-step.ts, next-step.ts, finalize-step.ts, commit-step.ts), and
 // what it reports is worded by core/session-report.ts.
 //
-// Isolation in a session: the workers are Task subagents, which foreman does not start. The lead
+// Workspaces in a session: the workers are Task subagents, which foreman does not start. The lead
 // dispatches each with `isolation: "worktree"`, so Claude Code gives it a worktree of its own
 // (`<repo>/.claude/worktrees/agent-<id>`, from the session's HEAD) and names it in the Task
-// result; `finalize` captures and verifies the attempt there with the headless engine's stage
-// functions, then removes that worktree and its branch. Because a subagent starts from HEAD,
+// result; `finalize` takes that worktree as the attempt's workspace (run/workspace/subagent.ts),
+// captures and verifies the attempt there as a headless run does, then removes it and its branch. Because a subagent starts from HEAD,
 // `commit` lands integrated work on the branch at once, and the step function starts a
 // dependant only once its blockers' work has landed.
 //
@@ -33,35 +33,35 @@
 
 import { assertNever, type Result } from '../core/failure.ts';
 import type { Plan } from '../core/plan.ts';
-import { type CommitProblem, type CommitStepOutput, CommitStep } from './session/commit.ts';
-import { type FinalizeOutput, type FinalizeProblem, type WorkerResult, FinalizeStep } from './session/finalize.ts';
-import { type NextOutput, NextStep } from './session/next.ts';
-import { type SetupOutput, type SetupSettings, SetupStep } from './session/setup.ts';
+import { type CommitProblem, type CommitStepOutput, CommitStep } from './session/commit-step.ts';
+import { type FinalizeOutput, type FinalizeProblem, type WorkerResult, FinalizeStep } from './session/finalize-step.ts';
+import { type NextOutput, NextStep } from './session/next-step.ts';
+import { type SetupOutput, type SetupSettings, SetupStep } from './session/setup-step.ts';
 import { type SessionContext, performStep } from './session/skeleton.ts';
 import type { SetupProblem } from './setup.ts';
 
 export type { CommitOutcome, GateReport, GateRunReport, Notice, NextStall, SkipRef, TaskRef } from '../core/session-report.ts';
-export type { CommitProblem, CommitStepOutput } from './session/commit.ts';
-export type { FinalizeOutcome, FinalizeOutput, FinalizeProblem, WorkerResult } from './session/finalize.ts';
+export type { CommitProblem, CommitStepOutput } from './session/commit-step.ts';
+export type { FinalizeOutcome, FinalizeOutput, FinalizeProblem, WorkerResult } from './session/finalize-step.ts';
 export { DEFAULT_GATE_WAIT_MS } from './session/gate-driver.ts';
-export type { NextOutput } from './session/next.ts';
-export type { SetupOutput, SetupSettings } from './session/setup.ts';
+export type { NextOutput } from './session/next-step.ts';
+export type { SetupOutput, SetupSettings } from './session/setup-step.ts';
 export type { SessionContext } from './session/skeleton.ts';
 export type { SessionSandbox } from './session/file.ts';
 export { promptPathFor, sessionPathFor } from './session/file.ts';
 
-/** `plan setup`: start a session's run (session/setup.ts). */
+/** `plan setup`: start a session's run (session/setup-step.ts). */
 export function sessionSetup(plan: Plan, context: SessionContext, settings: SetupSettings = {}): Promise<Result<SetupOutput, SetupProblem>> {
   return performStep(context, plan, new SetupStep(settings));
 }
 
-/** `plan next`: hand out what may start now (session/next.ts). */
+/** `plan next`: hand out what may start now (session/next-step.ts). */
 export async function sessionNext(plan: Plan, context: SessionContext, options: { concurrency?: number } = {}): Promise<NextOutput> {
   const next = await performStep(context, plan, new NextStep(options));
   return next.ok ? next.value : assertNever(next.error, 'next problem');
 }
 
-/** `plan finalize`: judge and verify each subagent's report (session/finalize.ts). */
+/** `plan finalize`: judge and verify each subagent's report (session/finalize-step.ts). */
 export function sessionFinalize(
   plan: Plan,
   context: SessionContext,
@@ -71,7 +71,7 @@ export function sessionFinalize(
   return performStep(context, plan, new FinalizeStep(results, options));
 }
 
-/** `plan commit`: integrate the verified work, through the gate when there is one, and land it (session/commit.ts). */
+/** `plan commit`: integrate the verified work, through the gate when there is one, and land it (session/commit-step.ts). */
 export function sessionCommit(plan: Plan, context: SessionContext, options: { waitMs?: number } = {}): Promise<Result<CommitStepOutput, CommitProblem>> {
   return performStep(context, plan, new CommitStep(options));
 }

@@ -1,5 +1,5 @@
 // Setting up a run (headless or the /execute skill's `plan.ts setup`): refusals (a busy
-// repository, unsafe or ignored paths), the plan's isolation (integration ref, worktrees), a
+// repository, unsafe or ignored paths), the plan's integration ref and workspaces, a
 // landing a crash cut short, resume detection, and what the run must know before it starts: work
 // the integration ref holds, interrupted attempts, approved work (held on a candidate ref: the step
 // function integrates it, after the gate when there is one), missing files and blocking assumptions
@@ -13,7 +13,7 @@ import type { Commands } from '../adapters/commands.ts';
 import type { Git, RepositoryOperation } from '../adapters/git/repository.ts';
 import { dropParked, filesIn, integrationRef, parkedTasks } from '../adapters/git/refs.ts';
 import { parkedWork } from '../adapters/git/integrate.ts';
-import { checkSandbox, ownSandboxNotice, sandboxRefusal } from '../adapters/sandbox.ts';
+import { ownSandboxNotice } from '../adapters/sandbox.ts';
 import type { RunEventBody } from '../core/events.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import { depsOf, depths } from '../core/graph.ts';
@@ -27,7 +27,8 @@ import { ownLayout } from '../adapters/layout.ts';
 import { commandHint, shellWord } from '../core/command-hint.ts';
 import { type PlanWarningKind, lintPlan, warningNotices } from '../core/plan-lint.ts';
 import { ensurePlanId, integratedFindings, stackTrailer } from './commit.ts';
-import { type Isolation, completeLanding } from './isolation.ts';
+import { type Integration, completeLanding } from './integration.ts';
+import type { Workspace, Workspaces } from './workspace/index.ts';
 import { type HeldCandidate, admitHeld } from '../core/engine/admission.ts';
 import { landingNotice } from './lifecycle.ts';
 import { LIMIT_FLAGS } from './settings.ts';
@@ -52,7 +53,13 @@ export const assumptionCheckedEvent = (a: AssumptionResult): RunEventBody => ({
   output: a.output,
 });
 
-export interface SetupReport {
+/** Where a run's work goes: the plan's integration ref, and the workspaces its attempts work in. */
+export interface RunPlaces<S extends Workspaces = Workspaces> {
+  integration: Integration;
+  workspaces: S;
+}
+
+export interface SetupReport<W extends RunPlaces = RunPlaces> {
   goal: string;
   taskCount: number;
   maxDepth: number;
@@ -68,8 +75,8 @@ export interface SetupReport {
   assumptions: AssumptionResult[];
   blocked: number[];
   notices: Array<{ level: 'info' | 'warning'; message: string }>;
-  /** The plan's worktrees and integration ref. */
-  isolation: Isolation;
+  /** The plan's integration ref and the workspaces its attempts work in. */
+  places: W;
   /**
    * Verified work an earlier run held for the merge queue, and approved work setup held now: it
    * rejoins the queue first (without a gate, it integrates at the step function's first record).
@@ -103,12 +110,12 @@ export interface IgnoredPath {
   rule: string;
 }
 
-export interface SetupOptions {
+export interface SetupOptions<W extends RunPlaces = RunPlaces> {
   repo: string;
   planPath: string;
   git: Git;
-  /** Opens the plan's isolation, once the plan is known to be safe to run. */
-  openIsolation: () => Promise<Result<Isolation, GitFailure>>;
+  /** Opens the plan's integration ref and workspaces, once the plan is known to be safe to run. */
+  open: () => Promise<Result<W, GitFailure>>;
   checkTimeoutMs: number;
   signal?: AbortSignal;
   /** Runs the assumption checks. */
@@ -322,7 +329,7 @@ export async function uncommittedChangesNotice(repo: string, planPath: string, g
   );
 }
 
-export async function setupRun(plan: Plan, options: SetupOptions): Promise<Result<SetupReport, SetupProblem>> {
+export async function setupRun<W extends RunPlaces>(plan: Plan, options: SetupOptions<W>): Promise<Result<SetupReport<W>, SetupProblem>> {
   // Everything that can refuse the run comes before anything that changes the repository.
   // Listed once: the refusals and the lint both read the last commit's files.
   const committed = await options.git.committedFiles();
@@ -361,13 +368,14 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
       : landingNotice(resumedLanding, { ref: integrationRef(plan.planId as string), layout: ownLayout(), where: null, resumed: true });
   if (resumedNotice !== null) notices.push({ level: resumedNotice.level, message: resumedNotice.message });
 
-  const opened = await options.openIsolation();
+  const opened = await options.open();
   if (!opened.ok) return err({ kind: 'git-failed', doing: "set up the plan's integration ref", failure: opened.error });
-  const isolation = opened.value;
+  const places = opened.value;
+  const { integration } = places;
   // Work the person committed on top of everything integrated becomes the new starting point.
-  await isolation.followHead();
+  await integration.followHead();
 
-  const integrated = await integratedFindings(options.git, plan, [isolation.ref, 'HEAD']);
+  const integrated = await integratedFindings(options.git, plan, [integration.ref, 'HEAD']);
   if (!integrated.ok) return err({ kind: 'git-failed', doing: "read the integration ref's history", failure: integrated.error });
   Object.assign(findings, integrated.value);
   const recovered = findings.recovered.map((r) => r.task);
@@ -377,15 +385,15 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
 
   // Approved work is held on a candidate ref, as verified work the merge queue waits for: the step
   // function integrates it (after the gate, when there is one), as all verified work.
-  const approved = await holdApproved(plan, isolation, findings);
+  const approved = await holdApproved(plan, integration, findings);
   if (!approved.ok) return err({ kind: 'git-failed', doing: 'hold approved work as a candidate', failure: approved.error });
   // Candidates held for the merge queue stay in progress: their verified work is on refs of their own.
-  const heldEarlier = await isolation.heldCandidates(plan, (task) => statusNow(task) === 'in_progress');
+  const heldEarlier = await integration.heldCandidates(plan, (task) => statusNow(task) === 'in_progress');
   if (!heldEarlier.ok) return err({ kind: 'git-failed', doing: 'read the candidates an earlier run held for the gate', failure: heldEarlier.error });
   const heldNow = heldEarlier.value.map((candidate) => (findings.approved.includes(candidate.task) ? { ...candidate, approved: true as const } : candidate));
   const admitted = admitHeld(plan, heldNow, (task) => statusNow(task) === 'completed');
   const held = admitted.kept;
-  for (const task of admitted.dropped) await dropParked(isolation.repo, isolation.planId, task, 'candidate');
+  for (const task of admitted.dropped) await dropParked(integration.repo, integration.planId, task, 'candidate');
   if (admitted.dropped.length > 0)
     notices.push({
       level: 'info',
@@ -401,13 +409,13 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
   findings.interrupted.push(...reset);
   if (reset.length > 0) notices.push({ level: 'info', message: `tasks ${reset.join(', ')} were interrupted: they will run again` });
 
-  const rejected = await dropRejected(plan, isolation, findings);
+  const rejected = await dropRejected(plan, integration, findings);
   if (!rejected.ok) return err({ kind: 'git-failed', doing: 'list the work parked for approval', failure: rejected.error });
 
   const reverted: number[] = [];
   for (const [i, task] of plan.tasks.entries()) {
     if (statusNow(i) !== 'completed' || task.metadata.files.create.length === 0) continue;
-    const missingCreated = await missingIn(options.repo, isolation.tip, task.metadata.files.create);
+    const missingCreated = await missingIn(options.repo, integration.tip, task.metadata.files.create);
     if (missingCreated.length === 0) continue;
     findings.reverted.push({ task: i, missing: missingCreated });
     reverted.push(i);
@@ -421,7 +429,7 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
   if (!uncommitted.ok) return err({ kind: 'git-failed', doing: 'list your uncommitted changes', failure: uncommitted.error });
   if (uncommitted.value !== null) notices.push({ level: 'warning', message: uncommitted.value });
 
-  const checked = await checkAssumptions(plan, options, isolation, statusNow);
+  const checked = await checkAssumptions(plan, options, places, statusNow);
   if (!checked.ok) return err({ kind: 'setup-failed', reason: checked.error });
   const assumptions = checked.value;
   const blocked: number[] = [];
@@ -451,7 +459,7 @@ export async function setupRun(plan: Plan, options: SetupOptions): Promise<Resul
     assumptions,
     blocked,
     notices,
-    isolation,
+    places,
     held,
   });
 }
@@ -473,71 +481,67 @@ async function missingIn(repo: string, commit: string, paths: readonly string[])
  * as held) and they are in progress again, with the result they reported, until the step function
  * integrates them (with a gate, once it passed them).
  */
-async function holdApproved(plan: Plan, isolation: Isolation, findings: SetupFindings): Promise<Result<void, GitFailure>> {
+async function holdApproved(plan: Plan, integration: Integration, findings: SetupFindings): Promise<Result<void, GitFailure>> {
   for (const i of plan.tasks.keys()) {
     if (statusAfter(plan, i, findings) !== 'completed' || commitAfter(plan, i, findings) !== undefined) continue;
-    const work = await parkedWork(isolation.repo, isolation.planId, i);
+    const work = await parkedWork(integration.repo, integration.planId, i);
     if (!work.ok) return work;
     if (work.value === null) continue;
     // Built on the tip, as its stack says: the next setup finds it held whatever the tip's history.
-    const held = await isolation.park(i, work.value, `foreman: task ${i} approved, waiting to be integrated`, 'candidate', [stackTrailer([])]);
+    const held = await integration.park(i, work.value, `foreman: task ${i} approved, waiting to be integrated`, 'candidate', [stackTrailer([])]);
     if (!held.ok) return held;
-    await dropParked(isolation.repo, isolation.planId, i);
+    await dropParked(integration.repo, integration.planId, i);
     findings.approved.push(i);
   }
   return ok(undefined);
 }
 
 /** Parked work of tasks neither awaiting approval nor approved (rejected, or put back since): dropped, it never lands. */
-async function dropRejected(plan: Plan, isolation: Isolation, findings: SetupFindings): Promise<Result<void, GitFailure>> {
+async function dropRejected(plan: Plan, integration: Integration, findings: SetupFindings): Promise<Result<void, GitFailure>> {
   // One listing of the parked refs, not one lookup per task.
-  const parked = await parkedTasks(isolation.repo, isolation.planId, 'awaiting');
+  const parked = await parkedTasks(integration.repo, integration.planId, 'awaiting');
   if (!parked.ok) return parked;
   for (const i of parked.value) {
     const status = i < plan.tasks.length ? statusAfter(plan, i, findings) : undefined;
     if (status === 'awaiting_approval' || (status === 'completed' && commitAfter(plan, i, findings) === undefined)) continue;
-    await dropParked(isolation.repo, isolation.planId, i);
+    await dropParked(integration.repo, integration.planId, i);
   }
   return ok(undefined);
 }
 
-/** The pending tasks' assumption checks, run in one worktree of the integration tip (made ready like any other). */
+/** The pending tasks' assumption checks, run in one workspace of the integration tip (made ready like any other). */
 async function checkAssumptions(
   plan: Plan,
-  options: SetupOptions,
-  isolation: Isolation,
+  options: SetupOptions<RunPlaces>,
+  places: RunPlaces,
   statusNow: (index: number) => TaskStatus,
 ): Promise<Result<AssumptionResult[], string>> {
   const checks = plan.tasks.flatMap((task, i) =>
     statusNow(i) === 'pending' ? (task.agent?.assumptions ?? []).map((assumption) => ({ task: i, assumption })) : [],
   );
   if (checks.length === 0) return ok([]);
-  // Task number -1: no task's attempt, just the setup's own use of a worktree.
-  const prepared = await isolation.prepare(-1, options.signal);
-  if (!prepared.ok) return err(prepared.error);
-  const dir = prepared.value;
+  // Task number -1: no task's attempt, just the setup's own use of a workspace.
+  const made = await places.workspaces.make({ task: -1, commit: places.integration.tip, ...(options.signal ? { signal: options.signal } : {}) });
+  if (!made.ok) return err(made.error);
+  const workspace: Workspace = made.value;
   // Headless and in-session alike (`plan setup`), --check-timeout sets it.
   const timeLimit = { ms: options.checkTimeoutMs, flag: LIMIT_FLAGS.check };
   try {
     const results: AssumptionResult[] = [];
     for (const { task, assumption: a } of checks) {
-      const sandbox = options.sandbox ? checkSandbox(dir, plan, isolation.repo) : undefined;
-      const run = await options.commands.run(a.verify, {
-        cwd: dir,
+      const run = await workspace.runCheck(a.verify, {
         timeoutMs: timeLimit.ms,
         role: { kind: 'assumption-check', task, command: a.verify },
         ...(options.signal ? { signal: options.signal } : {}),
-        ...(sandbox ? { sandbox } : {}),
       });
       const passed = run.exitCode === 0 && !run.timedOut;
-      const refusal = passed ? null : sandboxRefusal(run.output, sandbox, 'context.checkNetwork');
       // Said first, where the live view, the step's JSON and the task's result each keep it.
-      const said = run.timedOut ? describeTimeLimitHit(a.verify, timeLimit) : refusal;
+      const said = run.timedOut ? describeTimeLimitHit(a.verify, timeLimit) : run.sandboxRefusal;
       const output = said === null ? run.output : `${said}${run.output.trim() ? `:\n${run.output}` : ''}`;
       results.push({ task, claim: a.claim, verify: a.verify, severity: a.severity, passed, output });
     }
     return ok(results);
   } finally {
-    isolation.release(-1);
+    workspace.release();
   }
 }

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ownLayout } from '../../src/adapters/layout.ts';
 import { PlanKeeper, serializePlan } from '../../src/adapters/plan-store.ts';
 import { err, ok } from '../../src/core/failure.ts';
-import { type LandingIsolation, baselineRefusal, finishPlan, landingNotice } from '../../src/run/lifecycle.ts';
+import { baselineRefusal, finishPlan, landingNotice } from '../../src/run/lifecycle.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
 const TIP = '0123456789abcdef0123456789abcdef01234567';
@@ -61,7 +61,7 @@ describe('finishing the plan', () => {
     for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
   });
 
-  /** A plan file as a run read it, the keeper that writes it, and an isolation that counts what it removes. */
+  /** A plan file as a run read it, the keeper that writes it, and the integration ref and workspaces, counting what they remove. */
   async function setting() {
     const dir = join(tmpdir(), `foreman-lifecycle-${process.pid}-${Date.now()}-${dirs.length}`);
     dirs.push(dir);
@@ -72,15 +72,14 @@ describe('finishing the plan', () => {
     await writeFile(planPath, text);
     const keeper = new PlanKeeper(planPath, text);
     const removed: string[] = [];
-    const isolation: LandingIsolation = {
-      planId: 'p1',
-      ref: REF,
-      land: async () => ok({ from: TIP, to: TIP, paths: [], upToDate: true }),
-      removeWorktrees: async () => void removed.push('worktrees'),
-      removeRefs: async () => {
-        removed.push('refs');
-        return ok(undefined);
+    const isolation = {
+      integration: {
+        removeRefs: async () => {
+          removed.push('refs');
+          return ok(undefined);
+        },
       },
+      workspaces: { remove: async () => void removed.push('worktrees') },
     };
     return { dir, planPath, plan, keeper, isolation, removed };
   }
@@ -114,7 +113,7 @@ describe('finishing the plan', () => {
   it('a plan whose refs git cannot remove is not archived: it says so, and how to finish it once git works', async () => {
     const { dir, planPath, plan, keeper, isolation } = await setting();
     const failure = { step: 'update-ref', exitCode: 128, stderr: "fatal: cannot lock ref 'refs/foreman/p1': File exists\n" };
-    const stuck: LandingIsolation = { ...isolation, removeRefs: async () => err(failure) };
+    const stuck = { ...isolation, integration: { removeRefs: async () => err(failure) } };
     const finished = await finishPlan({ reason: 'all-done' }, plan, stuck, { planPath, landed: true, save: (p) => keeper.save(p) });
     expect(finished).toEqual({
       archived: null,

@@ -11,16 +11,17 @@ import { describe, expect, it } from 'vitest';
 import { shellCommands } from '../../src/adapters/commands.ts';
 import { Git } from '../../src/adapters/git/repository.ts';
 import { decide } from '../../src/core/finalize.ts';
+import { ok } from '../../src/core/failure.ts';
 import { culpritDecision, gateFinishedEvent } from '../../src/core/gate.ts';
 import { type Plan, clonePlan, statusOf } from '../../src/core/plan.ts';
 import { applySetupFindings } from '../../src/core/transition.ts';
 import { describeSetupRun } from '../../src/run/headless.ts';
-import { Isolation, type IsolationOptions, type WorktreeSetup } from '../../src/run/isolation.ts';
+import type { WorkspaceUse, WorktreeSetup } from '../../src/run/workspace/local.ts';
 import { gateStatePathFor, serveGate } from '../../src/run/session/gate-process.ts';
 import { setupRun } from '../../src/run/setup.ts';
-import { verifyAttempt } from '../../src/run/stages.ts';
 import { afterEachCleanups, tempRepoIn } from '../support/git-repo.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
+import { openPlaces } from '../support/places.ts';
 
 const cleanups = afterEachCleanups();
 const repoWith = tempRepoIn(cleanups);
@@ -36,32 +37,25 @@ async function worktreesEnv(): Promise<NodeJS.ProcessEnv> {
   return { ...process.env, FOREMAN_WORKTREES: root };
 }
 
-async function open(repo: string, plan: Plan, options: Partial<IsolationOptions> = {}) {
-  const env = await worktreesEnv();
-  const opened = await Isolation.open(plan, {
-    repo,
-    planPath: join(repo, '.design/plan.json'),
-    env,
-    sandbox: false,
-    setupTimeoutMs: 60_000,
-    commands: shellCommands(env),
-    ...options,
-  });
-  if (!opened.ok) throw new Error(`open: ${opened.error.stderr}`);
-  cleanups.push(() => opened.value.removeWorktrees());
-  return opened.value;
+async function open(repo: string, plan: Plan, use: Partial<WorkspaceUse> = {}) {
+  return openPlaces(cleanups, repo, plan, use, await worktreesEnv());
+}
+
+/** A workspace for task 0 at the integration tip. */
+async function workspaceFor(repo: string, plan: Plan, use: Partial<WorkspaceUse> = {}) {
+  const { integration, workspaces } = await open(repo, plan, use);
+  return workspaces.make({ task: 0, commit: integration.tip });
 }
 
 describe('a time limit hit says what, after how long, which flag, and that the process group was ended', () => {
   it('an acceptance check: the attempt fails with it, and the retry is told', async () => {
     const repo = await repoWith({ 'a.txt': 'a\n' });
     const plan = makePlan([fakeTask('A', { create: ['b.txt'], acceptance: [{ criterion: 'it finishes', check: 'sleep 5' }] })]);
-    const isolation = await open(repo.dir, plan);
-    const prepared = await isolation.prepare(0);
-    if (!prepared.ok) throw new Error(prepared.error);
-    await writeFile(join(prepared.value, 'b.txt'), 'b\n');
-    const verification = await verifyAttempt({ isolation, checkTimeoutMs: 1000, commands: shellCommands(process.env) }, plan, 0, { dir: prepared.value });
-    isolation.release(0);
+    const made = await workspaceFor(repo.dir, plan, { checkTimeoutMs: 1000 });
+    if (!made.ok) throw new Error(made.error);
+    await writeFile(join(made.value.dir, 'b.txt'), 'b\n');
+    const verification = await made.value.verify(plan, 0);
+    made.value.release();
     expect(verification).toMatchObject({ ok: true, value: { acceptance: [{ passed: false, timedOut: true }] } });
     const decision = decide({
       task: plan.tasks[0]!,
@@ -84,20 +78,11 @@ describe('a time limit hit says what, after how long, which flag, and that the p
       repo: repo.dir,
       planPath: join(repo.dir, '.design/plan.json'),
       git: new Git(repo.dir),
-      openIsolation: () =>
-        Isolation.open(plan, {
-          repo: repo.dir,
-          planPath: join(repo.dir, '.design/plan.json'),
-          env,
-          sandbox: false,
-          setupTimeoutMs: 60_000,
-          commands: shellCommands(env),
-        }),
+      open: async () => ok(await openPlaces(cleanups, repo.dir, plan, {}, env)),
       checkTimeoutMs: 1000,
       commands: shellCommands(env),
     });
     if (!setup.ok) throw new Error(setup.error.kind);
-    cleanups.push(() => setup.value.isolation.removeWorktrees());
     const said = `\`${hangs(10_000)}\` timed out after 1s (the limit set by --check-timeout); ${ended}`;
     const [checked] = setup.value.assumptions;
     expect(checked).toMatchObject({ passed: false });
@@ -116,9 +101,9 @@ describe('a time limit hit says what, after how long, which flag, and that the p
   it("the gate: its output starts with it, and the journal and a culprit's retry keep that line past a long output", async () => {
     const repo = await repoWith({ 'a.txt': 'a\n' });
     const plan = makePlan([fakeTask('A', { create: ['b.txt'] })]);
-    const isolation = await open(repo.dir, plan);
+    const { integration, workspaces } = await open(repo.dir, plan);
     const command = hangs(20_000);
-    const run = await isolation.runGate(plan, { tasks: [], works: [] }, { command, timeoutMs: 1000, sandbox: false });
+    const run = await integration.gate(workspaces, { tasks: [], works: [] }, { command, timeoutMs: 1000 });
     expect(run.passed).toBe(false);
     const said = `timed out after 1s (the limit set by --gate-timeout); ${ended}`;
     expect(run.output.split('\n')[0]).toMatch(`\` ${said}:`);
@@ -129,7 +114,7 @@ describe('a time limit hit says what, after how long, which flag, and that the p
   it('the in-session gate process: the result it leaves for the step says so', async () => {
     const repo = await repoWith({ 'a.txt': 'a\n' });
     const plan = makePlan([fakeTask('A', { create: ['b.txt'] })]);
-    const isolation = await open(repo.dir, plan);
+    const { integration } = await open(repo.dir, plan);
     const planPath = join(repo.dir, '.design/plan.json');
     await mkdir(dirname(planPath), { recursive: true });
     await serveGate({
@@ -138,7 +123,7 @@ describe('a time limit hit says what, after how long, which flag, and that the p
       plan,
       env: await worktreesEnv(),
       id: 'limit-1',
-      tip: isolation.tip,
+      tip: integration.tip,
       tasks: [],
       command: 'sleep 5',
       timeoutMs: 1000,
@@ -153,8 +138,7 @@ describe('a time limit hit says what, after how long, which flag, and that the p
     const repo = await repoWith({ 'a.txt': 'a\n' });
     const plan = makePlan([fakeTask('A', { create: ['b.txt'] })], { context: { setupCommand: 'sleep 5' } });
     const reports: WorktreeSetup[] = [];
-    const isolation = await open(repo.dir, plan, { setupTimeoutMs: 1000, onSetup: (report) => reports.push(report) });
-    const prepared = await isolation.prepare(0);
+    const prepared = await workspaceFor(repo.dir, plan, { setupTimeoutMs: 1000, onSetup: (report) => reports.push(report) });
     const said = `\`sleep 5\` timed out after 1s (the limit set by --check-timeout); ${ended}`;
     expect(prepared).toEqual({ ok: false, error: `in a new worktree, the setup command ${said}` });
     expect(reports).toHaveLength(1);
@@ -164,10 +148,10 @@ describe('a time limit hit says what, after how long, which flag, and that the p
   it("the setup command in the in-session gate process's worktree: its limit is the gate's", async () => {
     const repo = await repoWith({ 'a.txt': 'a\n' });
     const plan = makePlan([fakeTask('A', { create: ['b.txt'] })], { context: { setupCommand: 'sleep 5' } });
-    // The run's isolation makes the integration ref the gate process reads.
-    await open(repo.dir, plan);
+    // The run's integration makes the integration ref the gate process reads.
+    const { integration } = await open(repo.dir, plan);
     const gate = await open(repo.dir, plan, { role: 'gate', setupTimeoutMs: 1000 });
-    const run = await gate.runGate(plan, { tasks: [], works: [] }, { command: 'true', timeoutMs: 1000, sandbox: false });
+    const run = await integration.gate(gate.workspaces, { tasks: [], works: [] }, { command: 'true', timeoutMs: 1000 });
     expect(run).toMatchObject({
       passed: false,
       output: `in a new worktree, the setup command \`sleep 5\` timed out after 1s (the limit set by --gate-timeout); ${ended}`,

@@ -11,7 +11,7 @@ import { onTestFinished } from 'vitest';
 import { Git } from '../../src/adapters/git/repository.ts';
 import { serializePlan } from '../../src/adapters/plan-store.ts';
 import type { GitFailure } from '../../src/core/git-text.ts';
-import type { WorkerRequest } from '../../src/adapters/worker.ts';
+import type { WorkerJob } from '../../src/run/workspace/index.ts';
 import type { RunEvent, RunEventBody } from '../../src/core/events.ts';
 import { type Result, type WorkerFailure, type WorkerRun, err, ok } from '../../src/core/failure.ts';
 import { ensurePlanId } from '../../src/run/commit.ts';
@@ -41,7 +41,9 @@ import {
   sessionSetup,
 } from '../../src/run/session.ts';
 import type { GateState } from '../../src/run/session/gate-process.ts';
-import type { SessionIo, SessionIsolation } from '../../src/run/session/io.ts';
+import type { SessionIo, SessionPlaces } from '../../src/run/session/io.ts';
+import type { Integration } from '../../src/run/integration.ts';
+import type { Workspace } from '../../src/run/workspace/index.ts';
 import { sessionPathFor } from '../../src/run/session/file.ts';
 import { isAttemptRecord, isSessionFile } from '../../src/run/session/file-schema.ts';
 import { validateAttempt, validateSessionFile } from '../../src/core/session-schema.generated.ts';
@@ -107,7 +109,7 @@ export async function settle(): Promise<void> {
 }
 
 interface Running {
-  request: WorkerRequest;
+  request: WorkerJob & { cwd: string };
   finish: (run: WorkerRun) => void;
   /** The API served it a response (`serve`): the limiter may no longer stop it. */
   served: boolean;
@@ -138,7 +140,7 @@ export class EngineRig {
   readonly saves: Plan[] = [];
   readonly running = new Map<number, Running>();
   /** Every worker request, in start order. */
-  readonly started: WorkerRequest[] = [];
+  readonly started: Array<WorkerJob & { cwd: string }> = [];
   /** Worktrees handed out and not released yet, by task. */
   readonly worktrees = new Map<number, string>();
   /** Tasks whose worktree was released, in order. */
@@ -180,72 +182,48 @@ export class EngineRig {
       initialState(plan, engineConfig(settings, '/nowhere/.design'), this.clock.now()),
       settings,
       {
-        prepare: async (task, _signal, stack) => {
-          if (this.worktrees.has(task)) throw new Error(`task ${task} was given a second worktree before releasing the first`);
-          this.stacks.push([task, (stack ?? []).map((item) => item.task)]);
-          const prepared = options.prepare?.(task) ?? ok(`/worktrees/${task}`);
-          if (prepared.ok) this.worktrees.set(task, prepared.value);
-          return prepared;
-        },
-        prepareRecheck: async (task, commit) => {
-          if (this.worktrees.has(task)) throw new Error(`task ${task} was given a second worktree before releasing the first`);
-          this.rechecks.push([task, commit]);
-          const prepared = options.prepareRecheck?.(task) ?? ok(`/worktrees/${task}`);
-          if (prepared.ok) this.worktrees.set(task, prepared.value);
-          return prepared;
-        },
-        release: (task) => {
-          this.worktrees.delete(task);
-          this.released.push(task);
-        },
-        runWorker: (request) =>
-          new Promise<WorkerRun>((resolve) => {
-            this.started.push(request);
-            const worker: Running = { request, finish: resolve, served: false };
-            this.running.set(request.taskIndex, worker);
-            // As the worker adapter does: stopped by the limiter only while it has been served nothing.
-            request.stopIfIdle?.addEventListener(
-              'abort',
-              () => {
-                if (worker.served || this.running.get(request.taskIndex) !== worker) return;
-                this.running.delete(request.taskIndex);
-                const unreachable = worker.refusal?.kind === 'api-unreachable';
-                resolve({
-                  ...failedRun(
-                    unreachable
-                      ? {
-                          reason: 'api-unreachable',
-                          message: 'its requests got no answer (the connection failed: refused, reset, a name that does not resolve, TLS, or a timeout)',
-                        }
-                      : { reason: 'rate-limited', message: 'API Error: Request rejected (429)' },
-                  ),
-                  ...(request.resume !== undefined ? { sessionId: request.resume } : {}),
-                });
+        workspaces: {
+          make: async (request) => {
+            const { task } = request;
+            if (this.worktrees.has(task)) throw new Error(`task ${task} was given a second worktree before releasing the first`);
+            const prepared = (request.base !== undefined ? options.prepareRecheck?.(task) : options.prepare?.(task)) ?? ok(`/worktrees/${task}`);
+            if (!prepared.ok) return prepared;
+            const dir = prepared.value;
+            this.worktrees.set(task, dir);
+            return ok({
+              base: request.base ?? request.commit,
+              runWorker: (job) => this.runWorker({ ...job, cwd: dir }),
+              verify: async (current, verified) => options.verify?.(verified, current) ?? passed(current.tasks[verified]!),
+              runCheck: () => Promise.reject(new Error('the engine runs no check in a workspace itself')),
+              release: () => {
+                this.worktrees.delete(task);
+                this.released.push(task);
               },
-              { once: true },
-            );
-            request.signal?.addEventListener(
-              'abort',
-              () => {
-                // Stopped: it runs no more (an interrupt, or its speculation was cancelled).
-                if (this.running.get(request.taskIndex)?.request === request) this.running.delete(request.taskIndex);
-                resolve(failedRun({ reason: 'interrupted' }));
-              },
-              { once: true },
-            );
-          }),
-        verify: async (current, task) => options.verify?.(task, current) ?? passed(current.tasks[task]!),
-        gate: async (_plan, request) => {
-          this.gated.push([...request.tasks]);
-          const verdict = options.gate?.(request.tasks, this.integrated) ?? true;
-          return typeof verdict === 'boolean'
-            ? { passed: verdict, output: verdict ? '' : 'FAIL test/use.test.js: greet is not a function', durationMs: 3 }
-            : verdict;
+            });
+          },
+          remove: async () => undefined,
         },
-        record: async (_plan, request) => {
-          this.recorded.push(request);
-          this.integrated.push(...request.integrate.map((item) => item.task));
-          return options.record?.(request.tasks, request.round) ?? ok(`commit-${request.round}`);
+        integration: {
+          startOf: async (start) => {
+            if (start.recheck !== undefined) {
+              this.rechecks.push([start.task, start.recheck]);
+              return ok({ commit: start.recheck, base: `${start.recheck}^` });
+            }
+            this.stacks.push([start.task, start.stack.map((item) => item.task)]);
+            return ok({ commit: 'tip' });
+          },
+          gate: async (_plan, request) => {
+            this.gated.push([...request.tasks]);
+            const verdict = options.gate?.(request.tasks, this.integrated) ?? true;
+            return typeof verdict === 'boolean'
+              ? { passed: verdict, output: verdict ? '' : 'FAIL test/use.test.js: greet is not a function', durationMs: 3 }
+              : verdict;
+          },
+          record: async (_plan, request) => {
+            this.recorded.push(request);
+            this.integrated.push(...request.integrate.map((item) => item.task));
+            return options.record?.(request.tasks, request.round) ?? ok(`commit-${request.round}`);
+          },
         },
         save: async (saved) => {
           this.saves.push(saved);
@@ -263,6 +241,45 @@ export class EngineRig {
         this.failure = error;
       },
     );
+  }
+
+  /** A fake worker: it runs until the test finishes it (or the limiter, or a stop, ends it). */
+  private runWorker(request: WorkerJob & { cwd: string }): Promise<WorkerRun> {
+    return new Promise<WorkerRun>((resolve) => {
+      this.started.push(request);
+      const worker: Running = { request, finish: resolve, served: false };
+      this.running.set(request.taskIndex, worker);
+      // As the worker adapter does: stopped by the limiter only while it has been served nothing.
+      request.stopIfIdle?.addEventListener(
+        'abort',
+        () => {
+          if (worker.served || this.running.get(request.taskIndex) !== worker) return;
+          this.running.delete(request.taskIndex);
+          const unreachable = worker.refusal?.kind === 'api-unreachable';
+          resolve({
+            ...failedRun(
+              unreachable
+                ? {
+                    reason: 'api-unreachable',
+                    message: 'its requests got no answer (the connection failed: refused, reset, a name that does not resolve, TLS, or a timeout)',
+                  }
+                : { reason: 'rate-limited', message: 'API Error: Request rejected (429)' },
+            ),
+            ...(request.resume !== undefined ? { sessionId: request.resume } : {}),
+          });
+        },
+        { once: true },
+      );
+      request.signal?.addEventListener(
+        'abort',
+        () => {
+          // Stopped: it runs no more (an interrupt, or its speculation was cancelled).
+          if (this.running.get(request.taskIndex)?.request === request) this.running.delete(request.taskIndex);
+          resolve(failedRun({ reason: 'interrupted' }));
+        },
+        { once: true },
+      );
+    });
   }
 
   /** Tasks whose worker runs now, ascending. */
@@ -423,16 +440,29 @@ export class SessionRig {
   }
 
   /** The plan's integration ref: its tip moves with each integration, and lands on HEAD unless `blockLanding`. */
-  private readonly isolation: SessionIsolation = this.fakeIsolation();
+  private readonly places: SessionPlaces = this.fakePlaces();
 
-  private fakeIsolation(): SessionIsolation {
+  private fakePlaces(): SessionPlaces {
     const rig = this;
-    return {
+    const unused = (what: string) => () => Promise.reject(new Error(`a session step does not ${what}`));
+    /** A workspace whose verification finds what `found` says. */
+    const workspace = (base: string, found: (plan: Plan, task: number) => Verification): Workspace => ({
+      base,
+      runWorker: unused('run a worker'),
+      verify: async (plan, task) => found(plan, task),
+      runCheck: unused('run a check in a workspace itself'),
+      release: () => undefined,
+    });
+    const integration: Integration = {
       repo: '/nowhere',
       planId: 'rig',
       ref: 'refs/foreman/rig',
       get tip() {
         return rig.tip;
+      },
+      startOf: async (start) => {
+        if (start.recheck !== undefined) rig.rechecks.push([start.task, start.recheck]);
+        return ok(start.recheck !== undefined ? { commit: start.recheck, base: rig.tip } : { commit: rig.tip });
       },
       followHead: async () => undefined,
       record: async (_plan, request) => {
@@ -447,6 +477,10 @@ export class SessionRig {
         }
         return recorded;
       },
+      keepAside: unused('keep work aside itself'),
+      park: unused('park work itself'),
+      heldCandidates: unused('read held candidates (setup does)'),
+      gate: unused('run the gate (the gate process does)'),
       land: async () => {
         if (rig.blockLanding) return err({ kind: 'local-changes', paths: [{ path: 'notes.txt', why: 'modified' }] });
         const paths = [...rig.unlanded].map((task) => `task-${task}.txt`);
@@ -455,15 +489,24 @@ export class SessionRig {
         rig.head = rig.tip;
         return ok({ from, to: rig.tip, paths, upToDate: paths.length === 0 });
       },
-      removeWorktrees: async () => undefined,
       removeRefs: async () => ok(undefined),
-      verify: async (plan, task, work) => rig.options.verify?.(task, plan) ?? passed(plan.tasks[task]!, {}, work.base ?? rig.head),
-      prepareRecheck: async (task, commit) => {
-        rig.rechecks.push([task, commit]);
-        return ok(`/rechecks/${task}`);
+    };
+    return {
+      integration,
+      workspaces: {
+        // A re-check's (its work read from `base`), or a task's that changes nothing, at the tip.
+        make: async (request) =>
+          ok(
+            workspace(request.base ?? request.commit, (plan, task) =>
+              request.base !== undefined
+                ? (rig.options.recheck?.(task, plan) ?? rig.options.verify?.(task, plan) ?? passed(plan.tasks[task]!, {}, rig.tip))
+                : (rig.options.verify?.(task, plan) ?? passed(plan.tasks[task]!, {}, rig.tip)),
+            ),
+          ),
+        remove: async () => undefined,
       },
-      verifyRecheck: async (plan, task) => rig.options.recheck?.(task, plan) ?? rig.options.verify?.(task, plan) ?? passed(plan.tasks[task]!, {}, rig.tip),
-      release: () => undefined,
+      subagent: async (_dir, base) =>
+        ok(workspace(base ?? rig.head, (plan, task) => rig.options.verify?.(task, plan) ?? passed(plan.tasks[task]!, {}, base ?? rig.head))),
     };
   }
 
@@ -498,11 +541,11 @@ export class SessionRig {
           assumptions: [],
           blocked: findings.blocked.map((b) => b.task),
           notices: [],
-          isolation: this.isolation,
+          places: this.places,
           held: this.held,
         });
       },
-      open: async () => ok(this.isolation),
+      open: async () => ok(this.places),
       head: async () => this.head,
       branch: async () => 'main',
       unlanded: async () => [...this.unlanded],
@@ -620,7 +663,8 @@ export class SessionRig {
     const finalized = await sessionFinalize(
       plan,
       ctx,
-      results.map(([task, output]) => ({ task, output })),
+      // Each subagent's worktree, as the lead reports it (the rig's subagents are fake: io.subagents finds any).
+      results.map(([task, output]) => ({ task, output, worktree: `/subagents/${task}` })),
     );
     if (!finalized.ok) throw new Error(`finalize refused: ${finalized.error.kind}`);
     return finalized.value;

@@ -8,7 +8,7 @@ import { tasksIn } from '../../core/engine/attempt.ts';
 import type { EngineEvent } from '../../core/engine/events.ts';
 import type { EngineState } from '../../core/engine/state.ts';
 import { clipTail } from '../../core/format.ts';
-import type { SessionIsolation } from './io.ts';
+import type { Integration } from '../integration.ts';
 import { type StepEffects, gateVerdictEvents } from './driver.ts';
 import type { GateRunRecord, Session } from './file.ts';
 import { type StepContext, keepState, sandboxedIn } from './skeleton.ts';
@@ -25,7 +25,7 @@ export interface BaselineFailed {
 /** Posts events to the step function through the step's carrier (StepScope.post). */
 export type Post = (state: EngineState, events: readonly EngineEvent[]) => Promise<EngineState>;
 
-/** Driving the gate process from one step, in `session`, on the plan's integration ref (`isolation`). */
+/** Driving the gate process from one step, in `session`, on the plan's integration ref (`integration`). */
 export class GateDriver {
   /** What the step says of gate runs it started again or could not start (its output's `gate.notices`). */
   readonly notices: string[] = [];
@@ -33,12 +33,12 @@ export class GateDriver {
   constructor(
     private readonly context: StepContext,
     private readonly session: Session,
-    private readonly isolation: SessionIsolation,
+    private readonly integration: Integration,
   ) {}
 
   /** The step's effects that record verified work (integrate, park, hold) and start the gate process. */
   readonly effects: Pick<StepEffects, 'record' | 'gate'> = {
-    record: (state, request) => this.isolation.record(state.plan, request),
+    record: (state, request) => this.integration.record(state.plan, request),
     gate: async (tasks, state) => {
       await this.launch(tasks, state);
     },
@@ -49,11 +49,11 @@ export class GateDriver {
    * being the step function's with those tasks being gated; false when it did not start.
    */
   async launch(tasks: number[], state: EngineState): Promise<boolean> {
-    const { context, session, isolation } = this;
+    const { context, session, integration } = this;
     const record: GateRunRecord = {
       id: `${context.io.clock.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
       tasks,
-      tip: isolation.tip,
+      tip: integration.tip,
       startedAt: new Date(context.io.clock.now()).toISOString(),
     };
     session.gate.current = record;
@@ -61,7 +61,7 @@ export class GateDriver {
     await keepState(context, session, state);
     const started = await context.io.gate.launch(
       {
-        repo: isolation.repo,
+        repo: integration.repo,
         planPath: context.planPath,
         env: context.env ?? process.env,
         config: session.gate.config!,
@@ -85,7 +85,7 @@ export class GateDriver {
    * the state after (the same without a gate).
    */
   async drive(state: EngineState, waitMs: number | undefined, post: Post): Promise<{ state: EngineState; baselineFailed?: BaselineFailed }> {
-    const { context, session, isolation } = this;
+    const { context, session, integration } = this;
     if (session.gate.config === null) return { state };
     const deadline = context.io.clock.now() + (waitMs ?? DEFAULT_GATE_WAIT_MS);
     let current = state;
@@ -109,7 +109,7 @@ export class GateDriver {
         // Nothing was tested on the tip as it is now: work integrated since it started (a person's
         // `plan approve`), or a candidate it could not read. The same stack runs again. (A baseline
         // stale on the same tip could not open the integration ref: that is its verdict.)
-        if (isolation.tip !== out.tip || (gateState.stale && !baseline)) {
+        if (integration.tip !== out.tip || (gateState.stale && !baseline)) {
           const what = baseline ? 'the starting commit' : `tasks ${out.tasks.join(', ')}`;
           this.notices.push(`the gate run on ${what} is run again: ${gateState.stale ? gateState.output : 'the integration tip moved while it ran'}`);
           if (!(await this.launch(out.tasks, current))) return { state: current };

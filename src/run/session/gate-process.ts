@@ -23,7 +23,9 @@ import { describeGitFailure } from '../../core/git-text.ts';
 import { type TimeLimit, describeTimeLimitHit } from '../../core/time-limit.ts';
 import type { Plan } from '../../core/plan.ts';
 import type { CapturedWork } from '../../core/work.ts';
-import { Isolation } from '../isolation.ts';
+import { noWorkers } from '../adapters.ts';
+import { GitIntegration } from '../integration.ts';
+import { openLocalWorkspaces } from '../workspace/local.ts';
 import type { GateRunRecord, SessionGateConfig } from './file.ts';
 
 const taskList = (value: unknown): number[] | null => (Array.isArray(value) && value.every((t) => Number.isInteger(t) && t >= 0) ? (value as number[]) : null);
@@ -170,38 +172,47 @@ export async function serveGate(request: ServeRequest): Promise<void> {
   const finish = (result: { passed: boolean; stale: boolean; output: string }) =>
     writeGateState(request.planPath, { ...base, state: 'finished', ...result, output: clipMiddle(result.output, 16_000), durationMs: Date.now() - started });
   try {
-    const opened = await Isolation.open(request.plan, {
-      repo: request.repo,
-      planPath: request.planPath,
-      env: request.env,
-      sandbox: request.sandbox,
-      setupTimeoutMs: request.timeoutMs,
-      commands: shellCommands(request.env, registry),
-      role: 'gate',
-    });
+    const opened = await GitIntegration.open(request.plan, { repo: request.repo, planPath: request.planPath, role: 'gate' });
     if (!opened.ok) return await finish({ passed: false, stale: true, output: `could not open the plan's integration ref: ${opened.error.stderr}` });
-    const isolation = opened.value;
+    const integration = opened.value;
     // The tip moved (the person committed, an approval integrated): this stack is not what the step meant to test.
-    if (isolation.tip !== request.tip)
+    if (integration.tip !== request.tip)
       return await finish({
         passed: false,
         stale: true,
-        output: `the integration tip moved from ${request.tip.slice(0, 12)} to ${isolation.tip.slice(0, 12)}`,
+        output: `the integration tip moved from ${request.tip.slice(0, 12)} to ${integration.tip.slice(0, 12)}`,
       });
     const works: Array<{ task: number; work: CapturedWork }> = [];
     for (const task of request.tasks) {
-      const work = await parkedWork(request.repo, isolation.planId, task, 'candidate');
+      const work = await parkedWork(request.repo, integration.planId, task, 'candidate');
       // Nothing was tested: the step runs the stack again.
       if (!work.ok)
         return await finish({ passed: false, stale: true, output: `could not read the candidate of task ${task}: ${describeGitFailure(work.error)}` });
       if (work.value === null) return await finish({ passed: false, stale: true, output: `the candidate of task ${task} is gone` });
       works.push({ task, work: work.value });
     }
-    const run = await isolation.runGate(
+    // A pool of its own (`gatePoolId`): it never takes a slot from the steps running beside it.
+    const workspaces = await openLocalWorkspaces(
       request.plan,
-      { tasks: request.tasks, works },
-      { command: request.command, timeoutMs: request.timeoutMs, sandbox: request.sandbox },
+      {
+        repo: integration.repo,
+        planId: integration.planId,
+        env: request.env,
+        commands: shellCommands(request.env, registry),
+        workers: noWorkers,
+        keepAside: (plan, task, work) => integration.keepAside(plan, task, work),
+      },
+      {
+        sandbox: request.sandbox,
+        setupTimeoutMs: request.timeoutMs,
+        checkTimeoutMs: request.timeoutMs,
+        strictScope: false,
+        logDir: null,
+        markTracked: false,
+        role: 'gate',
+      },
     );
+    const run = await integration.gate(workspaces, { tasks: request.tasks, works }, { command: request.command, timeoutMs: request.timeoutMs });
     await finish({ passed: run.passed === true, stale: run.passed === null, output: run.output });
   } finally {
     await registry.clear();

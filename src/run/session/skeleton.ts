@@ -2,8 +2,8 @@
 // and what the step opens, or why it stops before anything changed), run (post the step's events
 // to the step function and carry out their effects), record (finish the plan once the run is
 // done and landed, journal the step's events and the run's end), report (the step's output, from
-// what it saw), write (the session file, what the worker hook is told). Each step (session/setup.ts,
-// next.ts, finalize.ts, commit.ts) is an object that supplies what differs: what it opens, what
+// what it saw), write (the session file, what the worker hook is told). Each step (session/setup-step.ts,
+// next-step.ts, finalize-step.ts, commit-step.ts) is an object that supplies what differs: what it opens, what
 // it posts, what it says.
 
 import { readFile } from 'node:fs/promises';
@@ -20,7 +20,9 @@ import type { Plan } from '../../core/plan.ts';
 import type { Notice } from '../../core/session-report.ts';
 import type { PlanWriter } from '../adapters.ts';
 import { type SessionIo, type SessionPlace, realSessionIo } from './io.ts';
-import { type LandingIsolation, type LandingState, type RunNotice, finishPlan, lander, runFinishedEvent, runStartedEvent } from '../lifecycle.ts';
+import type { Integration } from '../integration.ts';
+import type { RunPlaces } from '../setup.ts';
+import { type LandingState, type RunNotice, finishPlan, lander, runFinishedEvent, runStartedEvent } from '../lifecycle.ts';
 import { type RunEnd, type StepEffects, StepRun, landedEvents, post } from './driver.ts';
 import { type Session, promptPathFor, sessionConfig, withPlan, writeSession } from './file.ts';
 
@@ -54,8 +56,8 @@ export interface Ran {
   end: RunEnd | null;
   /** Whether everything integrated is on the branch, and what blocks it when not. */
   landing: Pick<LandingState, 'landed' | 'problem'>;
-  /** A step that lands (setup, commit): the isolation whose plan is finished once the run is all done and landed. */
-  finishing?: LandingIsolation;
+  /** A step that lands (setup, commit): the integration ref and workspaces of the plan, finished once the run is all done and landed. */
+  finishing?: RunPlaces;
 }
 
 /** What recording a step did. */
@@ -151,8 +153,8 @@ export class StepScope {
   }
 
   /** Land the integration tip on the session's branch (as commits, never over a change of the person's), and tell the step function. */
-  async land(state: EngineState, isolation: LandingIsolation): Promise<{ state: EngineState; landing: LandingState; notices: Notice[] }> {
-    const landing = lander(isolation, { branch: this.session.branch, commit: true, planPath: this.context.planPath, layout: ownLayout() });
+  async land(state: EngineState, integration: Integration): Promise<{ state: EngineState; landing: LandingState; notices: Notice[] }> {
+    const landing = lander(integration, { branch: this.session.branch, commit: true, planPath: this.context.planPath, layout: ownLayout() });
     const notice = await landing.land();
     const report: LandingState = { ...landing.state };
     const next = await this.post(state, landedEvents(landing.landed ? [] : [...state.unlanded], this.context.io.clock.now()));

@@ -28,11 +28,11 @@ import {
   warning,
 } from '../../core/session-report.ts';
 import { promptsDirFor } from '../archive.ts';
-import type { SessionIsolation, SessionSetupReport } from './io.ts';
+import type { SessionPlaces } from './io.ts';
 import { type LandingState, noGateNotice } from '../lifecycle.ts';
 import { StepRun, post, runEnd, sessionEndedEvents, setUpEvent, setupEvents, unmetEffects } from './driver.ts';
 import { type Session, type SessionGateConfig, type SessionSandbox, defaultSession, readSession, sessionConfig } from './file.ts';
-import { type AssumptionResult, type SetupProblem, assumptionCheckedEvent } from '../setup.ts';
+import { type AssumptionResult, type SetupProblem, type SetupReport, assumptionCheckedEvent } from '../setup.ts';
 import { DEFAULTS } from '../settings.ts';
 import { type BaselineFailed, GateDriver } from './gate-driver.ts';
 import { type StepContext, type SessionStep, type Opened, type PlanWrites, type Ran, type Recorded, RunJournal, type StepScope, stateOf } from './skeleton.ts';
@@ -98,12 +98,12 @@ export interface SetupOutput {
 interface SetupOpened extends Opened {
   /** The session an earlier setup started (its run may still be under way). */
   earlier: Session;
-  report: SessionSetupReport;
+  report: SetupReport<SessionPlaces>;
   /** Tasks the findings skipped. */
   skips: Array<Extract<RunEventBody, { type: 'task-skipped' }>>;
   /** Said before the run started: what was left running, what setup found, the sandbox, speculation. */
   notices: Notice[];
-  isolation: SessionIsolation;
+  places: SessionPlaces;
   gate: GateDriver;
   sandbox: SessionSandbox;
 }
@@ -191,7 +191,7 @@ export class SetupStep implements SessionStep<SetupOpened, SetupRan, SetupOutput
         : []),
     ];
     await writes.save(setUp.state.plan);
-    const gate = new GateDriver(context, session, report.isolation);
+    const gate = new GateDriver(context, session, report.places.integration);
     return ok({
       session,
       state: setUp.state,
@@ -200,7 +200,7 @@ export class SetupStep implements SessionStep<SetupOpened, SetupRan, SetupOutput
       report,
       skips,
       notices,
-      isolation: report.isolation,
+      places: report.places,
       gate,
       sandbox,
     });
@@ -236,7 +236,7 @@ export class SetupStep implements SessionStep<SetupOpened, SetupRan, SetupOutput
     const approved = outcome(rounds.tasks.filter((task) => approvedTasks.has(task)));
     const integrated = outcome(rounds.tasks.filter((task) => !approvedTasks.has(task)));
     // What is integrated and not on the branch yet (this session's start, or an earlier one cut short) lands now.
-    const landed = await scope.land(state, opened.isolation);
+    const landed = await scope.land(state, opened.places.integration);
 
     // The gate's check of the starting commit, when the step function asked for it: waited for at most --wait.
     const { state: gated, baselineFailed } = await opened.gate.drive(landed.state, this.settings.waitMs, scope.post);
@@ -244,7 +244,7 @@ export class SetupStep implements SessionStep<SetupOpened, SetupRan, SetupOutput
       state: gated,
       end: runEnd(gated, scope.run),
       landing: landed.landing,
-      finishing: opened.isolation,
+      finishing: opened.places,
       approved,
       integrated,
       landed: landed.notices,
@@ -291,7 +291,7 @@ export class SetupStep implements SessionStep<SetupOpened, SetupRan, SetupOutput
       gate: gateReport(session.gate, state, scope.run.events, {
         notices: session.gate.config !== null ? [] : [noGateNotice(this.settings.noGate === true)],
         ...(ran.baselineFailed !== undefined
-          ? { output: ran.baselineFailed.output, failedOn: { ref: opened.isolation.ref, tip: ran.baselineFailed.tip } }
+          ? { output: ran.baselineFailed.output, failedOn: { ref: opened.places.integration.ref, tip: ran.baselineFailed.tip } }
           : {}),
       }),
       sandbox: { mode: opened.sandbox.mode, sandboxed: opened.sandbox.sandboxed },

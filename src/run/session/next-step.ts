@@ -19,7 +19,8 @@ import { type Plan, type TaskStatus, modelOf, statusOf } from '../../core/plan.t
 import { workerPrompt } from '../../core/prompt.ts';
 import { type NextStall, type Notice, type TaskRef, clipForLead, isComplete, nextStall, overlapping } from '../../core/session-report.ts';
 import { promptsDirFor } from '../archive.ts';
-import type { SessionIsolation } from './io.ts';
+import type { SessionPlaces } from './io.ts';
+import type { Workspace } from '../workspace/index.ts';
 import { nextEvents, unmetEffects } from './driver.ts';
 import { type Session, promptPathFor, readSession, sessionConfig } from './file.ts';
 import { type StepContext, type SessionStep, type Opened, type Ran, type Recorded, type StepScope, sandboxedIn, stateOf } from './skeleton.ts';
@@ -182,9 +183,9 @@ export class NextStep implements SessionStep<NextOpened, Ran, NextOutput, never>
  * is needed), their checks recorded as finalize's are, so the step after a crash ends them.
  */
 class Rechecks {
-  private opened: Promise<Result<SessionIsolation, GitFailure>> | null = null;
-  /** Re-checks whose worktree could not be made ready: their verification fails, and a worker does the task next. */
-  private readonly unprepared = new Map<number, string>();
+  private opened: Promise<Result<SessionPlaces, GitFailure>> | null = null;
+  /** Each re-check's workspace, or why it could not be made ready (its verification fails, and a worker does the task next). */
+  private readonly workspaces = new Map<number, Result<Workspace, string>>();
 
   constructor(
     private readonly context: StepContext,
@@ -192,7 +193,7 @@ class Rechecks {
     private readonly plan: Plan,
   ) {}
 
-  private isolation(): Promise<Result<SessionIsolation, GitFailure>> {
+  private places(): Promise<Result<SessionPlaces, GitFailure>> {
     const { io } = this.context;
     const { session } = this;
     this.opened ??= sandboxedIn(session, io).then((sandbox) =>
@@ -201,25 +202,29 @@ class Rechecks {
     return this.opened;
   }
 
-  /** Make the re-check's worktree ready at `commit`; the "worker" has finished at once. */
+  /** Make the re-check's workspace ready at `commit`; the "worker" has finished at once. */
   readonly start = async (task: number, commit: string): Promise<EngineEvent[]> => {
-    const opened = await this.isolation();
-    const prepared = opened.ok ? await opened.value.prepareRecheck(task, commit) : null;
-    if (prepared !== null && !prepared.ok) this.unprepared.set(task, prepared.error);
+    const opened = await this.places();
+    if (opened.ok) {
+      const { integration, workspaces } = opened.value;
+      const start = await integration.startOf({ task, stack: [], recheck: commit });
+      this.workspaces.set(task, start.ok ? await workspaces.make({ task, ...start.value }) : start);
+    }
     return [workerFinishedEvent(task, recheckRun(''), this.context.io.clock.now())];
   };
 
   readonly verify = async (task: number, current: EngineState): Promise<Verification> => {
-    const opened = await this.isolation();
-    const unready = this.unprepared.get(task);
-    if (unready !== undefined) return err(unready);
+    const opened = await this.places();
     if (!opened.ok) return err(`the plan's integration ref cannot be opened: ${describeGitFailure(opened.error)}`);
-    return opened.value.verifyRecheck(current.plan, task);
+    const workspace = this.workspaces.get(task);
+    if (workspace === undefined) return err(`task ${task} has no re-check workspace`);
+    return workspace.ok ? workspace.value.verify(current.plan, task) : workspace;
   };
 
   readonly release = async (task: number): Promise<string[]> => {
-    const opened = await this.isolation();
-    if (opened.ok) opened.value.release(task);
+    const workspace = this.workspaces.get(task);
+    this.workspaces.delete(task);
+    if (workspace?.ok) workspace.value.release();
     return [];
   };
 

@@ -23,7 +23,7 @@ import {
   setAsideNotices,
   warning,
 } from '../../core/session-report.ts';
-import type { SessionIsolation } from './io.ts';
+import type { SessionPlaces } from './io.ts';
 import { commitEvents, runEnd, unmetEffects } from './driver.ts';
 import { readSession } from './file.ts';
 import { type BaselineFailed, GateDriver } from './gate-driver.ts';
@@ -51,7 +51,7 @@ export type CommitProblem =
   | { kind: 'baseline-failed'; command: string; ref: string; tip: string; output: string; notices: Notice[] };
 
 interface CommitOpened extends Opened {
-  isolation: SessionIsolation;
+  places: SessionPlaces;
   gate: GateDriver;
   /** Git failing to record verified work, other than its work conflicting with what was integrated since (that work runs again): the run stops. */
   failures: GitFailure[];
@@ -72,15 +72,15 @@ export class CommitStep implements SessionStep<CommitOpened, CommitRan, CommitSt
     const session = await readSession(context.planPath, plan);
     const opened = await context.io.repository.open(plan, { sandbox: false, checkTimeoutMs: session.checkTimeoutMs });
     if (!opened.ok) return err({ kind: 'git-failed', failure: opened.error, tasks: [], notices: [] });
-    const isolation = opened.value;
+    const places = opened.value;
     // Work the person committed on top of everything integrated becomes the new starting point.
-    await isolation.followHead();
-    const gate = new GateDriver(context, session, isolation);
+    await places.integration.followHead();
+    const gate = new GateDriver(context, session, places.integration);
     const failures: GitFailure[] = [];
     return ok({
       session,
       state: stateOf(context, session, plan),
-      isolation,
+      places,
       gate,
       failures,
       effects: {
@@ -105,12 +105,12 @@ export class CommitStep implements SessionStep<CommitOpened, CommitRan, CommitSt
       state = gated.state;
       baselineFailed = gated.baselineFailed;
     }
-    const landed = await scope.land(state, opened.isolation);
+    const landed = await scope.land(state, opened.places.integration);
     return {
       state: landed.state,
       end: runEnd(landed.state, scope.run),
       landing: landed.landing,
-      finishing: opened.isolation,
+      finishing: opened.places,
       ...(baselineFailed !== undefined ? { baselineFailed } : {}),
     };
   }
@@ -118,7 +118,7 @@ export class CommitStep implements SessionStep<CommitOpened, CommitRan, CommitSt
   report(scope: StepScope, opened: CommitOpened, ran: CommitRan, recorded: Recorded): Result<CommitStepOutput, CommitProblem> {
     const { session } = scope;
     const { state } = ran;
-    const { isolation } = opened;
+    const { integration } = opened.places;
     const notices = [...scope.run.notices('integration-failed'), ...(recorded.notice !== null ? [recorded.notice] : [])].map(noticeOf).concat(recorded.kept);
     // The plan is finished: what its attempts set aside is said once more, with how to read it back.
     if (recorded.archived !== null) notices.push(...setAsideNotices(state.plan));
@@ -130,8 +130,8 @@ export class CommitStep implements SessionStep<CommitOpened, CommitRan, CommitSt
         kind: 'baseline-failed',
         command: session.gate.config?.command ?? '',
         // Refused again (it failed at an earlier step): the tip then is not known, the tip now is.
-        ref: isolation.ref,
-        tip: ran.baselineFailed?.tip ?? isolation.tip,
+        ref: integration.ref,
+        tip: ran.baselineFailed?.tip ?? integration.tip,
         output: ran.baselineFailed?.output ?? clipTail(refused.output.trim(), 2000),
         notices: stopNotices,
       });

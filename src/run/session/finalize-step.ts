@@ -1,7 +1,7 @@
 // `plan finalize`: post each subagent's report to the step function. It judges the status line
 // and, for COMPLETED, asks for verification — the attempt's work captured from the worktree
-// Claude Code made for the subagent, the spot-check and the acceptance checks there (the headless
-// engine's verify stage) — then decides (completed, retry, failed, blocked), cascades and trips
+// Claude Code made for the subagent, the spot-check and the acceptance checks there (as its
+// workspace, run/workspace/subagent.ts) — then decides (completed, retry, failed, blocked), cascades and trips
 // the breaker. Undeclared changes are set aside (named in `warnings`). The subagent's worktree and
 // branch are removed once its work is captured. Saves after each task, so running it again with
 // the same results only reports the tasks already settled as `ignored`.
@@ -10,6 +10,7 @@ import { type KilledOrphan, describeOrphans } from '../../adapters/orphans.ts';
 import { tasksIn } from '../../core/engine/attempt.ts';
 import type { TaskOutcome } from '../../core/events.ts';
 import { type Result, err, ok } from '../../core/failure.ts';
+import type { Verification } from '../../core/finalize.ts';
 import type { GitFailure } from '../../core/git-text.ts';
 import { type BreakerDecision, countByStatus } from '../../core/graph.ts';
 import { type SessionLimit, roundLimit } from '../../core/limit-words.ts';
@@ -31,6 +32,7 @@ import {
 import { neededPaths } from '../../core/widen.ts';
 import { finalizeEvent, unmetEffects } from './driver.ts';
 import { readSession } from './file.ts';
+import type { SessionPlaces } from './io.ts';
 import { type StepContext, type SessionStep, type Opened, type Ran, type Recorded, type StepScope, sandboxedIn, stateOf } from './skeleton.ts';
 
 export interface WorkerResult {
@@ -116,7 +118,7 @@ export class FinalizeStep implements SessionStep<FinalizeOpened, FinalizeRan, Fi
     const checkTimeoutMs = options.checkTimeoutMs ?? session.checkTimeoutMs;
     const opened = await io.repository.open(plan, { sandbox, checkTimeoutMs, strictScope: session.strictScope });
     if (!opened.ok) return err({ kind: 'git-failed', doing: "open the plan's integration ref", failure: opened.error });
-    const isolation = opened.value;
+    const places = opened.value;
     return ok({
       session,
       state,
@@ -126,10 +128,7 @@ export class FinalizeStep implements SessionStep<FinalizeOpened, FinalizeRan, Fi
         verify: (task, current) => {
           const handed = session.handedOut[String(task)];
           const worktree = worktrees.get(task);
-          return isolation.verify(current.plan, task, {
-            ...(worktree !== undefined ? { worktree } : {}),
-            ...(handed !== undefined ? { base: handed.base } : {}),
-          });
+          return verifySubagent(places, current.plan, task, worktree, handed?.base);
         },
         release: async (task) => {
           delete session.handedOut[String(task)];
@@ -238,5 +237,35 @@ export class FinalizeStep implements SessionStep<FinalizeOpened, FinalizeRan, Fi
       ...(limit !== null ? { limit } : {}),
       ...(said.length > 0 ? { notices: said } : {}),
     });
+  }
+}
+
+/**
+ * Verify a COMPLETED report in the subagent's worktree, from the commit `next` handed it out at.
+ * A subagent that changed nothing has no worktree (Claude Code removed it): its work is empty,
+ * so the spot-check fails for every declared file; a task that declares none is checked in a
+ * workspace of the integration tip.
+ */
+async function verifySubagent(places: SessionPlaces, plan: Plan, index: number, worktree: string | undefined, base: string | undefined): Promise<Verification> {
+  if (worktree !== undefined) {
+    const adopted = await places.subagent(worktree, base);
+    return adopted.ok ? adopted.value.verify(plan, index) : adopted;
+  }
+  const { create, modify } = plan.tasks[index]!.metadata.files;
+  if (create.length > 0 || modify.length > 0) {
+    return ok({
+      missingCreated: [...create],
+      unchangedModified: [...modify],
+      outsideChanges: [],
+      acceptance: [],
+      work: { base: base ?? places.integration.tip, entries: [] },
+    });
+  }
+  const made = await places.workspaces.make({ task: index, commit: places.integration.tip });
+  if (!made.ok) return made;
+  try {
+    return await made.value.verify(plan, index);
+  } finally {
+    made.value.release();
   }
 }

@@ -1,17 +1,18 @@
-// A run's isolation: the pool of worktrees attempts work in, the plan's integration ref that
-// verified work is committed onto, and landing that ref on the person's branch. The headless
-// engine and the in-session plan tool share it; the git and worktree adapters do the I/O.
+// The plan's integration: the ref verified work is committed onto, the work parked beside it
+// (awaiting approval, held for the merge queue, set aside), where each attempt starts, the gate's
+// runs, and landing that ref on the person's branch. Always on this machine, wherever attempts
+// work (workspace/). The headless engine and the in-session plan tool share it; the git adapters
+// do the I/O.
 //
 // The person's working tree, index and branch are touched in one place only: `land`, which moves
 // them to the integration tip when, and only when, no path it would update has a change of theirs.
 
 import { readFile, readdir, realpath, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { withForemanLine } from '../adapters/checks.ts';
-import type { Commands } from '../adapters/commands.ts';
-import { type Integration, type IntegrationFailure, Integrator, parkedTrailers, parkedWork } from '../adapters/git/integrate.ts';
+import { type Integration as IntegrationCommit, type IntegrationFailure, Integrator, parkedTrailers, parkedWork } from '../adapters/git/integrate.ts';
 import {
   type ParkKind,
+  asideRef,
   commitOf,
   commonGitDir,
   deletePlanRefs,
@@ -28,8 +29,6 @@ import {
 import { type Landed, type LandingProblem, land, resumeLanding } from '../adapters/git/land.ts';
 import { processAlive } from '../adapters/processes.ts';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
-import { checkSandbox, sandboxRefusal, setupCommandSandbox } from '../adapters/sandbox.ts';
-import { type Slot, type WorktreePool, describeProvisionFailure, openPool, symlinkDirectoriesOf, worktreesRoot } from '../adapters/git/worktree-pool.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import { type GitFailure, type TrailerList, describeGitFailure, failureOf, isObjectId } from '../core/git-text.ts';
 import type { LandMode } from '../core/landing.ts';
@@ -40,45 +39,24 @@ import type { GateRequest, GateRun, RecordRequest } from '../core/engine/effects
 import type { CapturedWork } from '../core/work.ts';
 import { ensurePlanId, roundMessage, stackOfTrailer, stackTrailer } from './commit.ts';
 import { LIMIT_FLAGS } from './settings.ts';
+import type { Workspaces } from './workspace/index.ts';
 
-export interface IsolationOptions {
+export interface IntegrationOptions {
   repo: string;
   /** Where the landing intent is recorded (`<plan dir>/landing.json`). */
   planPath: string;
-  env: NodeJS.ProcessEnv;
-  /** Run the setup command in the operating-system sandbox. */
-  sandbox: boolean;
-  /** The setup command's time limit: --check-timeout's, or in the gate process (`role: 'gate'`) --gate-timeout's. */
-  setupTimeoutMs: number;
-  /** Runs the setup command in a worktree and the gate. */
-  commands: Commands;
-  /** Told after each run of the setup command in a worktree (a new slot, or its setup inputs changed). */
-  onSetup?: (run: WorktreeSetup) => void;
   /**
    * `gate`: for the in-session gate process only (`plan gate --serve`), which runs beside the plan
-   * tool's steps: a pool of its own, the integration ref only read (never made), and nothing a
-   * live step may hold (a ref lock) cleared.
+   * tool's steps: the integration ref only read (never made), and nothing a live step may hold (a
+   * ref lock) cleared.
    */
   role?: 'run' | 'gate';
 }
 
-/** The gate process's pool: its own, so it never takes a slot from the steps running beside it. */
-export const gatePoolId = (planId: string): string => `${planId}-gate`;
-
-/** One run of the plan's setup command in a worktree of the pool. */
-export interface WorktreeSetup {
-  /** The worktree's directory. */
-  dir: string;
-  command: string;
-  exitCode: number | null;
-  timedOut: boolean;
-  /** The limit it ran under, named when it was hit. */
-  timeLimit: TimeLimit;
-  durationMs: number;
-  /** Why its sandbox was made without npm's own settings (`SetupSandbox`). */
-  npmUnread?: string;
-  /** It failed, and its output shows the sandbox refused its network: what to tell the person (core/sandbox-words.ts). */
-  sandboxRefusal?: string;
+/** Where an attempt's workspace is made: at `commit`, its work read from `base` when that differs. */
+export interface AttemptStart {
+  commit: string;
+  base?: string;
 }
 
 /** Where a landing is recorded while it runs, next to the plan. */
@@ -103,10 +81,26 @@ export function recordLandedBase(planPath: string, planId: string, commit: strin
   return writeFileAtomic(landedBasePath(planPath), `${JSON.stringify({ planId, commit })}\n`);
 }
 
-export class Isolation {
-  private readonly slots = new Map<number, Slot>();
-  /** A re-check's start, where it is not its slot's commit. */
-  private readonly bases = new Map<number, string>();
+/** The plan's integration ref and the work parked beside it, as runs and steps use them (`GitIntegration`, or a test's). */
+export interface Integration {
+  readonly repo: string;
+  readonly planId: string;
+  readonly ref: string;
+  /** The integration tip: what new attempts start from. */
+  readonly tip: string;
+  startOf: GitIntegration['startOf'];
+  record: GitIntegration['record'];
+  keepAside: GitIntegration['keepAside'];
+  park: GitIntegration['park'];
+  heldCandidates: GitIntegration['heldCandidates'];
+  gate: GitIntegration['gate'];
+  land: GitIntegration['land'];
+  followHead: GitIntegration['followHead'];
+  removeRefs: GitIntegration['removeRefs'];
+}
+
+/** The integration on git refs of the person's repository. */
+export class GitIntegration implements Integration {
   /** Integrations, stacks and parked work: its tree builder's git processes last as long as this process. */
   private readonly integrator: Integrator;
 
@@ -115,17 +109,13 @@ export class Isolation {
     readonly planId: string,
     readonly ref: string,
     private current: string,
-    readonly pool: WorktreePool,
-    private readonly options: IsolationOptions,
+    private readonly options: IntegrationOptions,
   ) {
     this.integrator = new Integrator(repo);
   }
 
-  /**
-   * The plan's integration ref (made at HEAD when it does not exist) and its worktree pool (with
-   * the worktrees a crashed run left, reused). `plan` gets its planId if it has none.
-   */
-  static async open(plan: Plan, options: IsolationOptions): Promise<Result<Isolation, GitFailure>> {
+  /** The plan's integration ref (made at HEAD when it does not exist). `plan` gets its planId if it has none. */
+  static async open(plan: Plan, options: IntegrationOptions): Promise<Result<GitIntegration, GitFailure>> {
     const planId = ensurePlanId(plan);
     const repo = await realpath(options.repo);
     const ref = integrationRef(planId);
@@ -140,45 +130,7 @@ export class Isolation {
       if (!started.ok) return started;
       tip = started.value;
     }
-    const context = plan.context ?? {};
-    // The gate process is given one limit, the gate's, and uses it for its worktree's setup too.
-    const setupLimit: TimeLimit = { ms: options.setupTimeoutMs, flag: gateOnly ? LIMIT_FLAGS.gate : LIMIT_FLAGS.check };
-    const pool = await openPool({
-      repo,
-      planId: gateOnly ? gatePoolId(planId) : planId,
-      root: worktreesRoot(options.env),
-      ...(context.setupCommand ? { setupCommand: context.setupCommand } : {}),
-      ...(context.setupInputs ? { setupInputs: context.setupInputs } : {}),
-      symlinkDirectories: await symlinkDirectoriesOf(repo),
-      runSetup: async (dir, command, signal) => {
-        const sandbox = options.sandbox ? await setupCommandSandbox(dir, repo, context.setupNetwork, options.env) : undefined;
-        const run = await options.commands.run(command, {
-          cwd: dir,
-          timeoutMs: setupLimit.ms,
-          role: { kind: 'setup-command', task: -1, command },
-          signal,
-          ...(sandbox ? { sandbox } : {}),
-        });
-        const refusal = run.exitCode === 0 && !run.timedOut ? null : sandboxRefusal(run.output, sandbox, 'context.setupNetwork');
-        options.onSetup?.({
-          dir,
-          command,
-          exitCode: run.exitCode,
-          timedOut: run.timedOut,
-          timeLimit: setupLimit,
-          durationMs: run.durationMs,
-          ...(sandbox?.npmUnread ? { npmUnread: sandbox.npmUnread } : {}),
-          ...(refusal !== null ? { sandboxRefusal: refusal } : {}),
-        });
-        return {
-          ...run,
-          timeLimit: setupLimit,
-          output: sandbox?.npmUnread ? withForemanLine(run.output, sandbox.npmUnread) : run.output,
-          ...(refusal !== null ? { note: refusal } : {}),
-        };
-      },
-    });
-    return ok(new Isolation(repo, planId, ref, tip, pool, options));
+    return ok(new GitIntegration(repo, planId, ref, tip, options));
   }
 
   /** The integration tip: what new attempts start from. */
@@ -186,48 +138,14 @@ export class Isolation {
     return this.current;
   }
 
-  /** A worktree at the integration tip for an attempt of `task`, ready to work in; or why not. */
-  async prepare(task: number, signal?: AbortSignal, stack: ReadonlyArray<{ task: number; work: CapturedWork }> = []): Promise<Result<string, string>> {
-    // Speculative: the candidates' work stacked in order on the tip, as the gate will stack them
-    // beneath this task's own candidate (a commit no ref holds; the attempt's base).
-    const base = await this.stacked(stack);
-    if (!base.ok) return err(base.error);
-    const acquired = await this.pool.acquire(base.value, signal);
-    if (!acquired.ok) return err(describeProvisionFailure(acquired.error));
-    this.slots.set(task, acquired.value);
-    return ok(acquired.value.dir);
-  }
-
-  /**
-   * A worktree for a re-check of `task`: at `commit` (an attempt's whole work, kept on its
-   * set-aside ref), the attempt's start being that commit's parent: capture reads the work as
-   * what the "worker" committed since.
-   */
-  async prepareRecheck(task: number, commit: string, signal?: AbortSignal): Promise<Result<string, string>> {
+  /** Where a re-check of the work set aside at `commit` (an attempt's whole work) starts: its workspace at `commit`, its work read from the commit's parent. */
+  private async recheckStart(task: number, commit: string): Promise<Result<AttemptStart, string>> {
     const parent = await commitOf(this.repo, `${commit}^`);
     if (!parent.ok)
       return err(
         `the work task ${task}'s last attempt set aside (commit ${commit.slice(0, 12)}) cannot be read: ${describeGitFailure(failureOf(parent.error))}`,
       );
-    const acquired = await this.pool.acquire(commit, signal);
-    if (!acquired.ok) return err(describeProvisionFailure(acquired.error));
-    this.slots.set(task, acquired.value);
-    this.bases.set(task, parent.value);
-    return ok(acquired.value.dir);
-  }
-
-  /** `task`'s worktree, what provisioning put in it (never the worker's change), and the commit the attempt started from. */
-  workspaceOf(task: number): { dir: string; kept: string[]; base: string } | null {
-    const slot = this.slots.get(task);
-    return slot === undefined ? null : { dir: slot.dir, kept: slot.kept, base: this.bases.get(task) ?? slot.commit };
-  }
-
-  release(task: number): void {
-    const slot = this.slots.get(task);
-    this.bases.delete(task);
-    if (slot === undefined) return;
-    this.slots.delete(task);
-    this.pool.release(slot);
+    return ok({ commit, base: parent.value });
   }
 
   /**
@@ -256,6 +174,13 @@ export class Isolation {
     // Candidates that integrated, or broke the build, leave the merge queue.
     for (const task of request.drop) await dropParked(this.repo, this.planId, task, 'candidate');
     return ok(commit);
+  }
+
+  /** Keeps an attempt's whole work, part of which was set aside, on the task's aside ref. */
+  async keepAside(plan: Plan, task: number, work: CapturedWork): Promise<Result<{ commit: string; ref: string }, GitFailure>> {
+    const message = `foreman: task ${task} (${plan.tasks[task]!.subject}): an attempt's work with what it changed outside its declared files`;
+    const parked = await this.park(task, work, message, 'aside');
+    return parked.ok ? ok({ commit: parked.value, ref: asideRef(this.planId, task) }) : parked;
   }
 
   /** Parks `work` of `task` on its own ref (`Integrator.park`), with this run's integrator. */
@@ -295,7 +220,17 @@ export class Isolation {
     return ok(stackOfTrailer(trailers.value) ?? ((await isAncestor(this.repo, work.base, this.current)) ? [] : null));
   }
 
-  /** `stack`'s works committed in order on the integration tip (the tip itself when empty); the ref does not move. */
+  /**
+   * Where an attempt of `task` starts: at the integration tip; or (speculative) at `stack`'s
+   * candidates stacked on it in order, as the gate will stack them beneath this task's own; or
+   * (`recheck`) at the work its last attempt set aside, read from that commit's parent.
+   */
+  startOf(start: { task: number; stack: ReadonlyArray<{ task: number; work: CapturedWork }>; recheck?: string }): Promise<Result<AttemptStart, string>> {
+    if (start.recheck !== undefined) return this.recheckStart(start.task, start.recheck);
+    return this.stacked(start.stack).then((made) => (made.ok ? ok({ commit: made.value }) : made));
+  }
+
+  /** `stack`'s works committed in order on the integration tip (the tip itself when empty): a commit no ref holds; the ref does not move. */
   private async stacked(stack: ReadonlyArray<{ task: number; work: CapturedWork }>): Promise<Result<string, string>> {
     // A candidate that changed nothing has nothing to stack.
     const changing = stack.filter((item) => item.work.entries.length > 0);
@@ -311,58 +246,51 @@ export class Isolation {
   }
 
   /**
-   * The gate: `command` in a worktree of the candidates stacked, in order, on the integration tip
+   * The gate: `command` in a workspace of the candidates stacked, in order, on the integration tip
    * (the tip itself when there are none: the baseline). The ref does not move. `passed` is null
    * when `signal` stopped it first (its process group is ended).
    */
-  async runGate(plan: Plan, request: GateRequest, gate: { command: string; timeoutMs: number; sandbox: boolean }, signal?: AbortSignal): Promise<GateRun> {
+  async gate(workspaces: Workspaces, request: GateRequest, gate: { command: string; timeoutMs: number }, signal?: AbortSignal): Promise<GateRun> {
     const started = Date.now();
-    // The same stack a speculative worktree is built on; work that cannot even be stacked
+    // The same stack a speculative attempt starts from; work that cannot even be stacked
     // (another change reached its files) fails like a red test.
     const stacked = await this.stacked(request.works);
     if (!stacked.ok) return { passed: false, output: stacked.error, durationMs: Date.now() - started };
-    const acquired = await this.pool.acquire(stacked.value, signal);
-    if (!acquired.ok)
-      return {
-        passed: acquired.error.kind === 'interrupted' ? null : false,
-        output: describeProvisionFailure(acquired.error),
-        durationMs: Date.now() - started,
-      };
-    const dir = acquired.value.dir;
+    const made = await workspaces.make({ task: -1, commit: stacked.value, ...(signal ? { signal } : {}) });
+    if (!made.ok) return { passed: signal?.aborted ? null : false, output: made.error, durationMs: Date.now() - started };
+    const workspace = made.value;
     try {
-      const sandbox = gate.sandbox ? checkSandbox(dir, plan, this.repo) : undefined;
       // Headless and in-session alike (`plan setup --gate-timeout`), --gate-timeout sets it.
       const timeLimit: TimeLimit = { ms: gate.timeoutMs, flag: LIMIT_FLAGS.gate };
-      const run = await this.options.commands.run(gate.command, {
-        cwd: dir,
+      const run = await workspace.runCheck(gate.command, {
         timeoutMs: timeLimit.ms,
         role: { kind: 'gate', task: -1, command: gate.command },
         ...(signal ? { signal } : {}),
-        ...(sandbox ? { sandbox } : {}),
       });
       if (run.aborted) return { passed: null, output: run.output, durationMs: run.durationMs };
       const passed = run.exitCode === 0 && !run.timedOut;
       // The first line says how it ended: what shows the output keeps it (`clipMiddle`).
       const ended = run.timedOut ? describeTimeLimitHit(gate.command, timeLimit) : `\`${gate.command}\` exited ${run.exitCode ?? 'without a code'}`;
-      // The gate runs in the checks' sandbox: `context.checkNetwork` allows its hosts.
-      const refusal = passed ? null : sandboxRefusal(run.output, sandbox, 'context.checkNetwork');
-      const how = refusal === null ? ended : `${ended} (${refusal})`;
+      const how = run.sandboxRefusal === null ? ended : `${ended} (${run.sandboxRefusal})`;
       return { passed, output: passed ? run.output : `${how}:\n${run.output}`, durationMs: Date.now() - started };
     } finally {
-      this.pool.release(acquired.value);
+      workspace.release();
     }
   }
 
   /** Commit `items` onto the integration tip. */
-  async integrateWork(plan: Plan, round: number, items: ReadonlyArray<{ task: number; work: CapturedWork }>): Promise<Result<string | null, GitFailure>> {
+  private async integrateWork(
+    plan: Plan,
+    round: number,
+    items: ReadonlyArray<{ task: number; work: CapturedWork }>,
+  ): Promise<Result<string | null, GitFailure>> {
     const tasks = items.map((item) => item.task);
     const { message, trailers } = roundMessage(plan, round, tasks);
-    const integration: Integration = { tasks, message, trailers, works: items.map((item) => item.work) };
+    const integration: IntegrationCommit = { tasks, message, trailers, works: items.map((item) => item.work) };
     const integrated = await this.integrator.integrate(this.ref, this.current, integration);
     if (!integrated.ok) return err(integrationFailure(integrated.error));
     const changed = integrated.value !== this.current;
     this.current = integrated.value;
-    this.pool.remember(integrated.value);
     return ok(changed ? integrated.value : null);
   }
 
@@ -385,11 +313,6 @@ export class Isolation {
     if (!(await isAncestor(this.repo, this.current, commit))) return;
     const moved = await moveRef(this.repo, this.ref, commit, this.current, 'foreman: follow the branch');
     if (moved.ok) this.current = commit;
-  }
-
-  /** Remove every worktree of the plan. */
-  removeWorktrees(): Promise<void> {
-    return this.pool.remove();
   }
 
   /** Remove the plan's refs (integration and parked work): only once everything on them has landed. */

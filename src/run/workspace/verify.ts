@@ -6,17 +6,16 @@
 
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Commands } from '../adapters/commands.ts';
-import { captureWork } from '../adapters/git/capture.ts';
-import { setAsideInWorktree } from '../adapters/git/set-aside.ts';
-import { type CommandSandbox, sandboxRefusal } from '../adapters/sandbox.ts';
-import type { AcceptanceResult, CheckedWork, SetAside, Verification } from '../core/finalize.ts';
-import { type Result, err, ok } from '../core/failure.ts';
-import { type GitFailure, byPath, describeGitFailure } from '../core/git-text.ts';
-import { coveredBy, isDirPath } from '../core/paths.ts';
-import { type Task, writesOf } from '../core/plan.ts';
-import { type CapturedWork, pathsOf } from '../core/work.ts';
-import { LIMIT_FLAGS } from './settings.ts';
+import { captureWork } from '../../adapters/git/capture.ts';
+import { setAsideInWorktree } from '../../adapters/git/set-aside.ts';
+import type { AcceptanceResult, CheckedWork, SetAside, Verification } from '../../core/finalize.ts';
+import { type Result, err, ok } from '../../core/failure.ts';
+import { type GitFailure, byPath, describeGitFailure } from '../../core/git-text.ts';
+import { coveredBy, isDirPath } from '../../core/paths.ts';
+import { type Task, writesOf } from '../../core/plan.ts';
+import { type CapturedWork, pathsOf } from '../../core/work.ts';
+import { LIMIT_FLAGS } from '../settings.ts';
+import type { CheckRun, CheckUse } from './index.ts';
 
 export interface VerifyOptions {
   /** The attempt's worktree. */
@@ -27,12 +26,10 @@ export interface VerifyOptions {
   base?: string;
   checkTimeoutMs: number;
   signal?: AbortSignal;
-  /** Runs the acceptance checks (recorded while they run as the checks of `task`). */
-  commands: Commands;
+  /** Runs an acceptance check in the worktree (recorded while it runs as a check of `task`). */
+  runCheck: (command: string, use: CheckUse) => Promise<CheckRun>;
   /** The task whose attempt this is (-1: none, a worktree of setup's own). */
   task: number;
-  /** Run the checks in the operating-system sandbox with these limits. */
-  sandbox?: CommandSandbox;
   /** A change outside the declared files fails the attempt (`--strict-scope`): no check runs then. */
   strictScope?: boolean;
   /** Keeps the attempt's whole work (declared and undeclared) as one commit on a ref of foreman's: what was set aside can be read back. */
@@ -62,15 +59,13 @@ export async function runAcceptance(task: Task, options: VerifyOptions): Promise
   // Headless and in-session alike (`plan setup` / `plan finalize`), --check-timeout sets it.
   const timeLimit = { ms: options.checkTimeoutMs, flag: LIMIT_FLAGS.check };
   for (const c of task.agent?.acceptanceCriteria ?? []) {
-    const r = await options.commands.run(c.check, {
-      cwd: options.dir,
+    const r = await options.runCheck(c.check, {
       timeoutMs: options.checkTimeoutMs,
       role: { kind: 'acceptance-check', task: options.task, command: c.check },
       ...(options.signal ? { signal: options.signal } : {}),
-      ...(options.sandbox ? { sandbox: options.sandbox } : {}),
     });
     const passed = r.exitCode === 0 && !r.timedOut;
-    const refusal = passed ? null : sandboxRefusal(r.output, options.sandbox, 'context.checkNetwork');
+    const refusal = r.sandboxRefusal;
     results.push({
       criterion: c.criterion,
       check: c.check,

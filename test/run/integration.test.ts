@@ -1,6 +1,7 @@
-// A run's isolation against real git: the integration ref starts at HEAD, attempts get worktrees
-// outside the repository, verified work is integrated there and lands on the branch only through
-// `land`; what a killed run leaves in the git directory does not stop the next one.
+// A run's integration and workspaces against real git: the integration ref starts at HEAD,
+// attempts get worktrees outside the repository, verified work is integrated there and lands on
+// the branch only through `land`; what a killed run leaves in the git directory does not stop the
+// next one.
 
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -10,42 +11,55 @@ import { candidateRef, integrationRef } from '../../src/adapters/git/refs.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import type { CapturedWork } from '../../src/core/work.ts';
 import { afterEachCleanups, tempRepoIn } from '../support/git-repo.ts';
-import { openIsolation } from '../support/isolation.ts';
+import { openPlaces } from '../support/places.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 import { succeeded } from '../support/results.ts';
 
 const cleanups = afterEachCleanups();
 const repoWith = tempRepoIn(cleanups);
 
-const open = (repo: string, plan: Plan) => openIsolation(cleanups, repo, plan);
+const open = (repo: string, plan: Plan) => openPlaces(cleanups, repo, plan);
 
-describe('Isolation', () => {
+/** A workspace of `places` for `task`, where the integration says its attempt starts. */
+async function workspaceFor(places: Awaited<ReturnType<typeof open>>, task: number, stack: Array<{ task: number; work: CapturedWork }> = []) {
+  const start = await places.integration.startOf({ task, stack });
+  if (!start.ok) throw new Error(start.error);
+  const made = await places.workspaces.make({ task, ...start.value });
+  if (!made.ok) throw new Error(made.error);
+  return made.value;
+}
+
+/** Integrate task 0's `work` in round 1. */
+const integrateOne = (integration: Awaited<ReturnType<typeof open>>['integration'], plan: Plan, work: CapturedWork) =>
+  integration.record(plan, { tasks: [0], round: 1, integrate: [{ task: 0, work }], park: [], hold: [], drop: [] });
+
+describe('the integration and its workspaces', () => {
   it('starts the integration ref at HEAD, gives attempts worktrees outside the repository, and lands only when asked', async () => {
     const repo = await repoWith({ 'a.txt': 'a\n', '.gitignore': '.design/\n' });
     const plan = makePlan([fakeTask('A', { create: ['b.txt'] })]);
-    const { isolation, root } = await open(repo.dir, plan);
+    const places = await open(repo.dir, plan);
+    const { integration, root } = places;
     const head = (await repo.git(['rev-parse', 'HEAD'])).trim();
-    expect(isolation.tip).toBe(head);
-    expect((await repo.git(['rev-parse', integrationRef(isolation.planId)])).trim()).toBe(head);
+    expect(integration.tip).toBe(head);
+    expect((await repo.git(['rev-parse', integrationRef(integration.planId)])).trim()).toBe(head);
 
-    const prepared = await isolation.prepare(0);
-    if (!prepared.ok) throw new Error(prepared.error);
-    const dir = prepared.value;
+    const workspace = await workspaceFor(places, 0);
+    const dir = workspace.dir;
     expect(dir.startsWith(root)).toBe(true);
     await writeFile(join(dir, 'b.txt'), 'made by the worker\n');
-    const captured = await captureWork(dir, ['b.txt'], isolation.workspaceOf(0)!.kept, isolation.workspaceOf(0)!.base);
+    const captured = await captureWork(dir, ['b.txt'], workspace.kept, workspace.base);
     if (!captured.ok) throw new Error('capture');
-    isolation.release(0);
+    workspace.release();
 
-    const recorded = await isolation.record(plan, { tasks: [0], round: 1, integrate: [{ task: 0, work: captured.value.work }], park: [], hold: [], drop: [] });
-    expect(recorded.ok && recorded.value).toBe(isolation.tip);
+    const recorded = await integrateOne(integration, plan, captured.value.work);
+    expect(recorded.ok && recorded.value).toBe(integration.tip);
     // Integrated, not landed: the person's branch and files have not moved.
     expect((await repo.git(['rev-parse', 'HEAD'])).trim()).toBe(head);
     await expect(readFile(join(repo.dir, 'b.txt'), 'utf8')).rejects.toThrow();
 
-    const landed = await isolation.land({ branch: 'refs/heads/main', mode: 'commit' });
+    const landed = await integration.land({ branch: 'refs/heads/main', mode: 'commit' });
     expect(landed.ok).toBe(true);
-    expect((await repo.git(['rev-parse', 'HEAD'])).trim()).toBe(isolation.tip);
+    expect((await repo.git(['rev-parse', 'HEAD'])).trim()).toBe(integration.tip);
     expect(await readFile(join(repo.dir, 'b.txt'), 'utf8')).toBe('made by the worker\n');
     expect(await repo.git(['status', '--porcelain'])).toBe('');
   });
@@ -54,48 +68,48 @@ describe('Isolation', () => {
     const repo = await repoWith({ 'a.txt': 'a\n' });
     const plan = makePlan([fakeTask('A', { create: ['b.txt'] })]);
     const first = await open(repo.dir, plan);
-    const lock = join(repo.dir, '.git', `${integrationRef(first.isolation.planId)}.lock`);
+    const lock = join(repo.dir, '.git', `${integrationRef(first.integration.planId)}.lock`);
     await writeFile(lock, 'left by a killed update-ref\n');
-    const { isolation } = await open(repo.dir, plan);
-    const prepared = await isolation.prepare(0);
-    if (!prepared.ok) throw new Error(prepared.error);
-    await writeFile(join(prepared.value, 'b.txt'), 'b\n');
-    const captured = await captureWork(prepared.value, ['b.txt'], [], isolation.workspaceOf(0)!.base);
+    const places = await open(repo.dir, plan);
+    const integration = places.integration;
+    const workspace = await workspaceFor(places, 0);
+    await writeFile(join(workspace.dir, 'b.txt'), 'b\n');
+    const captured = await captureWork(workspace.dir, ['b.txt'], [], workspace.base);
     if (!captured.ok) throw new Error('capture');
-    const recorded = await isolation.record(plan, { tasks: [0], round: 1, integrate: [{ task: 0, work: captured.value.work }], park: [], hold: [], drop: [] });
+    const recorded = await integrateOne(integration, plan, captured.value.work);
     expect(recorded.ok).toBe(true);
   });
 
   it('follows the branch when the person committed on top of everything integrated', async () => {
     const repo = await repoWith({ 'a.txt': 'a\n' });
     const plan = makePlan([fakeTask('A', { create: ['b.txt'] })]);
-    const { isolation } = await open(repo.dir, plan);
+    const { integration } = await open(repo.dir, plan);
     await repo.write({ 'mine.txt': 'mine\n' });
     await repo.git(['add', 'mine.txt']);
     await repo.git(['commit', '-qm', 'mine']);
-    await isolation.followHead();
-    expect(isolation.tip).toBe((await repo.git(['rev-parse', 'HEAD'])).trim());
+    await integration.followHead();
+    expect(integration.tip).toBe((await repo.git(['rev-parse', 'HEAD'])).trim());
   });
 
   it('a held candidate keeps the stack it was built on; one an earlier foreman held names none, and stands only if built on the tip', async () => {
     const repo = await repoWith({ 'a.txt': 'a\n' });
     const plan = makePlan([fakeTask('A', { create: ['b.txt'] }), fakeTask('B', { create: ['c.txt'], blockedBy: [0] }), fakeTask('C', { create: ['d.txt'] })]);
     for (const t of plan.tasks) t.status = 'in_progress';
-    const { isolation } = await open(repo.dir, plan);
+    const places = await open(repo.dir, plan);
+    const integration = places.integration;
     const workIn = async (task: number, file: string, stack: Array<{ task: number; work: CapturedWork }> = []): Promise<CapturedWork> => {
-      const prepared = await isolation.prepare(task, undefined, stack);
-      if (!prepared.ok) throw new Error(prepared.error);
-      await writeFile(join(prepared.value, file), `${file}\n`);
-      const captured = await captureWork(prepared.value, [file], isolation.workspaceOf(task)!.kept, isolation.workspaceOf(task)!.base);
-      isolation.release(task);
+      const workspace = await workspaceFor(places, task, stack);
+      await writeFile(join(workspace.dir, file), `${file}\n`);
+      const captured = await captureWork(workspace.dir, [file], workspace.kept, workspace.base);
+      workspace.release();
       if (!captured.ok) throw new Error('capture');
       return captured.value.work;
     };
     const a = await workIn(0, 'b.txt');
     // B was built on A's candidate: its base is A's work stacked on the tip.
     const b = await workIn(1, 'c.txt', [{ task: 0, work: a }]);
-    expect(b.base).not.toBe(isolation.tip);
-    const held = await isolation.record(plan, {
+    expect(b.base).not.toBe(integration.tip);
+    const held = await integration.record(plan, {
       tasks: [0, 1],
       round: 0,
       integrate: [],
@@ -107,7 +121,7 @@ describe('Isolation', () => {
       drop: [],
     });
     expect(held.ok).toBe(true);
-    const found = async () => (await succeeded(isolation.heldCandidates(plan, () => true))).map((h) => [h.task, h.stack]);
+    const found = async () => (await succeeded(integration.heldCandidates(plan, () => true))).map((h) => [h.task, h.stack]);
     expect(await found()).toEqual([
       [0, []],
       [1, [0]],
@@ -119,8 +133,8 @@ describe('Isolation', () => {
       [0, a],
       [1, b],
     ] as const)
-      await isolation.park(task, work, `foreman: round 0: task ${task}`, 'candidate');
+      await integration.park(task, work, `foreman: round 0: task ${task}`, 'candidate');
     expect(await found()).toEqual([[0, []]]);
-    expect((await repo.git(['for-each-ref', '--format=%(refname)', 'refs/foreman-candidate/'])).trim()).toBe(candidateRef(isolation.planId, 0));
+    expect((await repo.git(['for-each-ref', '--format=%(refname)', 'refs/foreman-candidate/'])).trim()).toBe(candidateRef(integration.planId, 0));
   });
 });
