@@ -188,6 +188,15 @@ export function judgeLanding(observations: readonly PathObservation[], options: 
 }
 
 /** Why landing did not happen. */
+/** A landing done: the branch (or the files) moved from `from` to `to`. */
+export interface Landed {
+  from: string;
+  to: string;
+  /** The paths written or removed (those a crash had already landed included). */
+  paths: string[];
+  upToDate: boolean;
+}
+
 export type LandingProblem =
   /** HEAD is no longer on the branch the run started on (null: a detached HEAD). */
   | { kind: 'branch-switched'; expected: string | null; actual: string | null }

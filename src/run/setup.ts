@@ -11,7 +11,7 @@ import { realpath } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import type { Commands } from '../adapters/commands.ts';
 import type { Git, RepositoryOperation } from '../adapters/git/repository.ts';
-import { dropParked, filesIn, integrationRef, parkedTasks } from '../adapters/git/refs.ts';
+import { dropParked, integrationRef, missingAt, parkedTasks } from '../adapters/git/refs.ts';
 import { parkedWork } from '../adapters/git/integrate.ts';
 import { ownSandboxNotice } from '../adapters/sandbox.ts';
 import type { RunEventBody } from '../core/events.ts';
@@ -30,7 +30,7 @@ import { ensurePlanId, integratedFindings, stackTrailer } from './commit.ts';
 import { type Integration, completeLanding } from './integration.ts';
 import type { Workspace, Workspaces } from './workspace/index.ts';
 import { type HeldCandidate, admitHeld } from '../core/engine/admission.ts';
-import { landingNotice } from './lifecycle.ts';
+import { landingNotice } from '../core/run-lifecycle.ts';
 import { LIMIT_FLAGS } from './settings.ts';
 
 export interface AssumptionResult {
@@ -415,7 +415,7 @@ export async function setupRun<W extends RunPlaces>(plan: Plan, options: SetupOp
   const reverted: number[] = [];
   for (const [i, task] of plan.tasks.entries()) {
     if (statusNow(i) !== 'completed' || task.metadata.files.create.length === 0) continue;
-    const missingCreated = await missingIn(options.repo, integration.tip, task.metadata.files.create);
+    const missingCreated = await missingAt(options.repo, integration.tip, task.metadata.files.create);
     if (missingCreated.length === 0) continue;
     findings.reverted.push({ task: i, missing: missingCreated });
     reverted.push(i);
@@ -462,17 +462,6 @@ export async function setupRun<W extends RunPlaces>(plan: Plan, options: SetupOp
     places,
     held,
   });
-}
-
-/** Which of `paths` (files, or `dir/`) `commit` does not have. */
-async function missingIn(repo: string, commit: string, paths: readonly string[]): Promise<string[]> {
-  const present =
-    (await filesIn(
-      repo,
-      commit,
-      paths.map((p) => (isDirPath(p) ? p.slice(0, -1) : p)),
-    )) ?? [];
-  return paths.filter((p) => !present.some((file) => coveredBy(file, [p])));
 }
 
 /**

@@ -9,7 +9,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ownLayout } from '../../src/adapters/layout.ts';
 import { PlanKeeper, serializePlan } from '../../src/adapters/plan-store.ts';
 import { err, ok } from '../../src/core/failure.ts';
-import { baselineRefusal, finishPlan, landingNotice } from '../../src/run/lifecycle.ts';
+import { baselineRefusal, landingNotice } from '../../src/core/run-lifecycle.ts';
+import { finishPlan } from '../../src/run/lifecycle.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
 const TIP = '0123456789abcdef0123456789abcdef01234567';

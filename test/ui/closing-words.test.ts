@@ -8,7 +8,7 @@ import type { Layout } from '../../src/core/command-hint.ts';
 import type { RunEvent } from '../../src/core/events.ts';
 import { listSome } from '../../src/core/format.ts';
 import type { Plan, Task } from '../../src/core/plan.ts';
-import { nextSteps, putBackCommands, resumeAdvice, runFinishedEvent } from '../../src/run/lifecycle.ts';
+import { nextSteps, putBackCommands, resumeAdvice, runFinishedEvent } from '../../src/core/run-lifecycle.ts';
 import { createLiveView, createPlainView, describeEvent } from '../../src/ui/render.ts';
 import { EngineRig, passed } from '../support/engine-rig.ts';
 import { T0, ev, usage } from '../support/events.ts';

@@ -28,7 +28,8 @@ import {
 import { commitOf, gitPath, headRef } from './refs.ts';
 import { type GitCommandError, git } from './runner.ts';
 
-export type { LandMode, LandingProblem } from '../../core/landing.ts';
+export type { Landed, LandMode, LandingProblem } from '../../core/landing.ts';
+import type { Landed } from '../../core/landing.ts';
 
 export interface LandRequest {
   repo: string;
@@ -41,14 +42,6 @@ export interface LandRequest {
   base?: string;
   /** Where the landing is recorded before it starts (e.g. `<repo>/.design/landing.json`), removed when it is done. */
   intentPath: string;
-}
-
-export interface Landed {
-  from: string;
-  to: string;
-  /** The paths written or removed (those a crash had already landed included). */
-  paths: string[];
-  upToDate: boolean;
 }
 
 /** The steps of a landing, in order, for tests that stop one part-way (a crash). */

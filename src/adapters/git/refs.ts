@@ -6,6 +6,7 @@
 import path from 'node:path';
 import { type Result, err, ok } from '../../core/failure.ts';
 import { type GitFailure, byPath, expectObjectId, failureOf } from '../../core/git-text.ts';
+import { coveredBy, isDirPath } from '../../core/paths.ts';
 import { GitCommandError, git, runGit } from './runner.ts';
 
 /** foreman's ref namespaces: integration tips, work awaiting approval, candidates of the merge queue, attempts' set-aside changes. */
@@ -124,6 +125,17 @@ export async function headBranchRef(cwd: string): Promise<string | null> {
 export async function countCommits(cwd: string, range: string): Promise<number | null> {
   const counted = await runGit(['rev-list', '--count', range, '--'], { cwd });
   return counted.ok ? Number(counted.value.trim()) : null;
+}
+
+/** Which of `paths` (files, or `dir/`) `commit` does not have. */
+export async function missingAt(repo: string, commit: string, paths: readonly string[]): Promise<string[]> {
+  const present =
+    (await filesIn(
+      repo,
+      commit,
+      paths.map((p) => (isDirPath(p) ? p.slice(0, -1) : p)),
+    )) ?? [];
+  return paths.filter((p) => !present.some((file) => coveredBy(file, [p])));
 }
 
 /** The files of `commit` under `paths` (each a file, or a directory without its `/`), or null when git cannot say. */

@@ -25,7 +25,7 @@ import { CliError, EXIT, type ExitCode, gitFailedError } from '../exit.ts';
 import { planPathFrom } from '../load.ts';
 import { jsonOption, planOption } from './options.ts';
 import { type Result, ok } from '../../core/failure.ts';
-import { landingNotice } from '../../run/lifecycle.ts';
+import { landingNotice } from '../../core/run-lifecycle.ts';
 
 const noCommitOption = {
   'no-commit': {

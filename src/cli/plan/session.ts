@@ -38,7 +38,7 @@ import { describeGitFailure, isObjectId } from '../../core/git-text.ts';
 import { assertNever } from '../../core/failure.ts';
 import { DEFAULTS } from '../../run/settings.ts';
 import { serveGate } from '../../run/session/gate-process.ts';
-import { baselineRefusal } from '../../run/lifecycle.ts';
+import { baselineRefusal } from '../../core/run-lifecycle.ts';
 import { describeJsonError, isRecord } from '../../core/json-text.ts';
 import { type SandboxDecision, autoSandbox, decideSandbox, installAdvice, sandboxModeOf } from '../../adapters/sandbox.ts';
 import { readSession } from '../../run/session/file.ts';

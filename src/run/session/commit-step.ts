@@ -28,7 +28,7 @@ import { commitEvents, runEnd, unmetEffects } from './driver.ts';
 import { readSession } from './file.ts';
 import { type BaselineFailed, GateDriver } from './gate-driver.ts';
 import { type StepContext, type SessionStep, type Opened, type Ran, type Recorded, type StepScope, stateOf } from './skeleton.ts';
-import type { LandingState } from '../lifecycle.ts';
+import type { LandingState } from '../../core/run-lifecycle.ts';
 
 export interface CommitStepOutput extends CommitOutcome {
   round: number;

@@ -29,7 +29,7 @@ import {
 } from '../../core/session-report.ts';
 import { promptsDirFor } from '../archive.ts';
 import type { SessionPlaces } from './io.ts';
-import { type LandingState, noGateNotice } from '../lifecycle.ts';
+import { type LandingState, noGateNotice } from '../../core/run-lifecycle.ts';
 import { StepRun, post, runEnd, sessionEndedEvents, setUpEvent, setupEvents, unmetEffects } from './driver.ts';
 import { type Session, type SessionGateConfig, type SessionSandbox, defaultSession, readSession, sessionConfig } from './file.ts';
 import { type AssumptionResult, type SetupProblem, type SetupReport, assumptionCheckedEvent } from '../setup.ts';

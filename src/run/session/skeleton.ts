@@ -22,7 +22,8 @@ import type { PlanWriter } from '../adapters.ts';
 import { type SessionIo, type SessionPlace, realSessionIo } from './io.ts';
 import type { Integration } from '../integration.ts';
 import type { RunPlaces } from '../setup.ts';
-import { type LandingState, type RunNotice, finishPlan, lander, runFinishedEvent, runStartedEvent } from '../lifecycle.ts';
+import { type LandingState, type RunNotice, runFinishedEvent, runStartedEvent } from '../../core/run-lifecycle.ts';
+import { finishPlan, lander } from '../lifecycle.ts';
 import { type RunEnd, type StepEffects, StepRun, landedEvents, post } from './driver.ts';
 import { type Session, promptPathFor, sessionConfig, withPlan, writeSession } from './file.ts';
 
