@@ -11,7 +11,7 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
-import { type CommandSandbox, type SandboxedSpawn, sandboxedSpawn } from './sandbox.ts';
+import { type CommandSandbox, type SandboxedSpawn, sandboxedSpawn } from './sandbox-spawn.ts';
 import {
   type MarkedProcess,
   PROCESS_MARKER_VARIABLE,
@@ -34,7 +34,7 @@ export interface RunShellOptions {
   signal?: AbortSignal;
   /** Between SIGTERM and SIGKILL of the process group. Default 2000 ms. */
   killGraceMs?: number;
-  /** Run it in the operating-system sandbox (sandbox.ts) with these limits; absent: unsandboxed. */
+  /** Run it in the operating-system sandbox (sandbox-spawn.ts) with these limits; absent: unsandboxed. */
   sandbox?: CommandSandbox;
   /** Called with the shell's process group id and its marker once it runs (to record it for orphan cleanup). */
   onSpawn?: (pgid: number, marker: string) => void;
