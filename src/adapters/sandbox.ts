@@ -27,6 +27,7 @@ import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
 import { NO_DEFAULT_HOSTS, type NetworkSetting, type SandboxUse, type SandboxedCommand, networkRefusalHint, planNetwork } from '../core/sandbox-words.ts';
 import { worktreesRoot } from './git/worktree-pool.ts';
 import { ownCacheDir, sandboxCliPath } from './layout.ts';
+import { runShell } from './checks.ts';
 import { personDenies, unheldNotice } from './person-denies.ts';
 import { rememberedSupport, supportCacheFile, supportKey } from './sandbox-support.ts';
 import type { CommandSandbox } from './sandbox-spawn.ts';
@@ -136,9 +137,6 @@ export function packageCacheDirectories(env: NodeJS.ProcessEnv, npmCache: string
  */
 const HELPER_LIMIT: TimeLimit = { ms: 30_000, flag: null };
 
-/** The shell adapter, loaded when a helper runs: it imports this module. */
-const shell = () => import('./checks.ts');
-
 const NPM_CONFIG = 'npm config get cache registry';
 
 /**
@@ -146,7 +144,7 @@ const NPM_CONFIG = 'npm config get cache registry';
  * variables); null without npm; why not when npm did not answer in time.
  */
 async function npmConfig(cwd: string, env: NodeJS.ProcessEnv): Promise<Result<{ cache?: string; registry?: string } | null, string>> {
-  const run = await (await shell()).runShell(NPM_CONFIG, { cwd, env, timeoutMs: HELPER_LIMIT.ms });
+  const run = await runShell(NPM_CONFIG, { cwd, env, timeoutMs: HELPER_LIMIT.ms });
   if (run.timedOut) return err(describeTimeLimitHit(NPM_CONFIG, HELPER_LIMIT));
   if (run.exitCode !== 0) return ok(null);
   const value = (key: string) =>
@@ -285,7 +283,7 @@ async function askSupport(): Promise<Result<void, string>> {
   if (!SandboxManager.isSupportedPlatform()) return err(`the sandbox does not support this platform (${process.platform})`);
   const deps = SandboxManager.checkDependencies();
   if (deps.errors.length > 0) return err(deps.errors.join(', '));
-  const run = await (await shell()).runShell('true', { cwd: process.cwd(), timeoutMs: HELPER_LIMIT.ms, sandbox: { writable: [], allowedDomains: [] } });
+  const run = await runShell('true', { cwd: process.cwd(), timeoutMs: HELPER_LIMIT.ms, sandbox: { writable: [], allowedDomains: [] } });
   if (run.timedOut) return err(`a sandboxed test command ${describeTimeLimitHit('true', HELPER_LIMIT)}`);
   if (run.exitCode === 0) return ok(undefined);
   const said = run.output.trim().split('\n').filter(Boolean).pop();
