@@ -13,7 +13,7 @@ import { runShell } from '../src/adapters/checks.ts';
 import { installAdvice, ownSandboxNotice, sandboxSupport } from '../src/adapters/sandbox.ts';
 import { runtimeSettings } from '../src/adapters/sandbox-spawn.ts';
 import { executeScript, fakeWorker, runExecute, runExecuteProcess, nodeArgsFor } from './support/execute.ts';
-import { PROCESS_MARKER_VARIABLE, findMarked } from '../src/adapters/processes.ts';
+import { PROCESS_MARKER_VARIABLE, findMarked } from '../src/adapters/process-markers.ts';
 import { execa } from 'execa';
 import { tempGitRepo } from './support/git-repo.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from './support/plans.ts';

@@ -12,17 +12,9 @@ import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import { type CommandSandbox, type SandboxedSpawn, sandboxedSpawn } from './sandbox-spawn.ts';
-import {
-  type MarkedProcess,
-  PROCESS_MARKER_VARIABLE,
-  describeMarked,
-  endMarked,
-  groupAlive,
-  newProcessMarker,
-  terminateGroup,
-  trackGroup,
-  untrackGroup,
-} from './processes.ts';
+import { groupAlive, terminateGroup } from './processes.ts';
+import { type MarkedProcess, PROCESS_MARKER_VARIABLE, describeMarked, endMarked, newProcessMarker } from './process-markers.ts';
+import { trackGroup, untrackGroup } from './tracked-groups.ts';
 
 export interface RunShellOptions {
   cwd: string;

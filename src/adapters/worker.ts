@@ -35,17 +35,9 @@ import { type WorkerSandbox, workerSettings } from '../core/scope.ts';
 import type { Refusal } from '../core/limiter.ts';
 import { readLoginSettings } from './claude-settings.ts';
 import { workerPersonDenies } from './person-denies.ts';
-import {
-  PROCESS_MARKER_VARIABLE,
-  describeMarked,
-  endMarked,
-  groupAlive,
-  killTrackedGroups,
-  newProcessMarker,
-  terminateGroup,
-  trackGroup,
-  untrackGroup,
-} from './processes.ts';
+import { groupAlive, terminateGroup } from './processes.ts';
+import { PROCESS_MARKER_VARIABLE, describeMarked, endMarked, newProcessMarker } from './process-markers.ts';
+import { killTrackedGroups, trackGroup, untrackGroup } from './tracked-groups.ts';
 import { clipHead, formatClock, formatSeconds, oneLine } from '../core/format.ts';
 import type { ApiRetryInfo, ExitInfo } from '../core/worker-outcome.ts';
 import { withDeniedPaths } from '../core/finalize.ts';
