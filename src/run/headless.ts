@@ -13,7 +13,7 @@ import { regularFilesIn } from '../adapters/git/refs.ts';
 import { gitProcessCount } from '../adapters/git/runner.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { describeOrphans } from '../adapters/orphans.ts';
-import { describeKeptEdit } from '../adapters/plan-store.ts';
+import { describeKeptEdit } from '../adapters/plan-file.ts';
 import { logFailedChecks } from '../adapters/worker-log.ts';
 import { type Layout, commandHint } from '../core/command-hint.ts';
 import { initialState } from '../core/engine/admission.ts';

@@ -27,7 +27,7 @@ import {
 } from '../adapters/git/refs.ts';
 import { type Landed, type LandingProblem, land, resumeLanding } from '../adapters/git/land.ts';
 import { processAlive } from '../adapters/processes.ts';
-import { writeFileAtomic } from '../adapters/plan-store.ts';
+import { writeFileAtomic } from '../adapters/atomic-file.ts';
 import { checkSandbox, sandboxRefusal, setupCommandSandbox } from '../adapters/sandbox.ts';
 import { type Slot, type WorktreePool, describeProvisionFailure, openPool, symlinkDirectoriesOf, worktreesRoot } from '../adapters/git/worktree-pool.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
