@@ -8,7 +8,8 @@ import { formatCostExact, plural } from '../core/format.ts';
 import type { Layout } from '../core/command-hint.ts';
 import { countByStatus } from '../core/graph.ts';
 import { type Plan, UNKNOWN, type UsageFigure, statusOf } from '../core/plan.ts';
-import { type RunView, createLiveView, createPlainView, jsonView } from '../ui/render.ts';
+import { type RunView, createPlainView, jsonView } from '../ui/render.ts';
+import { createLiveView } from '../ui/live-view.ts';
 import type { EventJournal } from '../run/adapters.ts';
 import type { Io } from './command.ts';
 
