@@ -4,10 +4,10 @@
 
 import type { Layout } from '../core/command-hint.ts';
 import type { RunEvent, TaskOutcome } from '../core/events.ts';
-import { clipHead, formatCost, formatCostFigure, formatCostTally, formatElapsed, listIndices, plural, wrapWords } from '../core/format.ts';
-import { type TaskStatus, emptyTally, tallyAdd } from '../core/plan.ts';
-import { type LimitState, waitWords } from '../core/limit-words.ts';
+import { clipHead, formatCost, formatCostFigure, formatElapsed, listIndices, plural, wrapWords } from '../core/format.ts';
+import type { TaskStatus } from '../core/plan.ts';
 import { sanitize, clean, finishedVerb, describeEvent, namesWhatToDo } from './event-text.ts';
+import { type FooterFigures, type LiveState, applyEvent, footerFigures, newLiveState } from './live-state.ts';
 import { type Style, type Segment, fitSegments } from './segments.ts';
 import type { RunView } from './render.ts';
 
@@ -32,17 +32,6 @@ export interface LiveViewOptions {
   baseline?: Partial<Record<TaskStatus, number>>;
 }
 
-interface Running {
-  subject: string;
-  attempt: number;
-  model: string;
-  startedAt: number;
-  activity: string;
-  costUsd: number;
-  /** Speculative: the candidates it was built on. */
-  stack?: number[];
-}
-
 /** Compact form below this width. */
 export const COMPACT_BELOW = 40;
 
@@ -51,33 +40,173 @@ export interface LiveView extends RunView {
   setColumns(columns: number): void;
 }
 
+/** How lines are drawn: `width` visible characters at most, coloured or not, commands spelled for `layout`. */
+interface Drawing {
+  width: number;
+  color: boolean;
+  layout: Layout;
+}
+
+const FINISHED_MARKS: Record<TaskOutcome, [string, Style | undefined]> = {
+  completed: ['✓', 'green'],
+  awaiting_approval: ['?', 'yellow'],
+  retry: ['↻', 'yellow'],
+  failed: ['✗', 'red'],
+  blocked: ['✗', 'red'],
+  requeued: ['↻', 'dim'],
+  interrupted: ['-', 'dim'],
+  cancelled: ['-', 'dim'],
+};
+
+/** The mark and style of an event's permanent line; null for a change of limit that only changes the footer. */
+function markOf(event: RunEvent): { mark: string; style: Style | undefined } | null {
+  let mark = '•';
+  let style: Style | undefined;
+  if (event.type === 'task-finished') [mark, style] = FINISHED_MARKS[event.outcome];
+  else if (event.type === 'task-skipped') [mark, style] = ['-', 'yellow'];
+  else if (event.type === 'notice') style = event.level === 'warning' ? 'yellow' : 'dim';
+  else if (event.type === 'assumption-checked') [mark, style] = ['!', event.severity === 'blocking' ? 'red' : 'yellow'];
+  else if (event.type === 'round-committed') [mark, style] = ['●', 'cyan'];
+  else if (event.type === 'gate-started') [mark, style] = ['◌', 'dim'];
+  else if (event.type === 'gate-finished') [mark, style] = event.passed ? ['◉', 'cyan'] : ['!', 'yellow'];
+  else if (event.type === 'run-started' || event.type === 'run-finished') style = 'bold';
+  else if (event.type === 'breaker' || event.type === 'budget-reached' || event.type === 'stalled' || event.type === 'interrupted' || event.type === 'draining')
+    [mark, style] = ['!', 'yellow'];
+  else if (event.type === 'limit') {
+    // A new hold and the API serving again scroll above; the rest only changes the footer.
+    if (event.change !== 'hold' && event.change !== 'serving') return null;
+    [mark, style] = event.change === 'hold' ? ['!', 'yellow'] : ['•', 'dim'];
+  } else if (event.type === 'task-paused' || event.type === 'task-resumed') [mark, style] = ['↻', 'dim'];
+  return { mark, style };
+}
+
+/** The lines an event leaves above the block, for good: none for live-only activity. */
+function permanentLines(event: RunEvent, drawing: Drawing): string[] {
+  const { width, color } = drawing;
+  const text = describeEvent(event, drawing.layout);
+  if (text === null || event.type === 'task-started') return [];
+  if (event.type === 'assumption-checked' && event.passed) return [];
+  const marked = markOf(event);
+  if (marked === null) return [];
+  const { mark, style } = marked;
+  if (event.type === 'task-finished' && (event.outcome === 'retry' || event.outcome === 'failed' || event.outcome === 'blocked')) {
+    // On a terminal the reason gets a line of its own (cut to the width) and so does the log.
+    const head = `task ${event.task} ${finishedVerb[event.outcome]} (attempt ${event.attempt}, ${formatElapsed(event.durationMs)}, ${formatCostFigure(event.usage)}): ${clean(event.subject, 200)}`;
+    const lines = [
+      fitSegments([{ text: `${mark} `, style }, { text: head }], width, color),
+      fitSegments([{ text: `    ${clean(event.reason ?? event.result ?? 'no reason given')}`, style: 'dim' }], width, color),
+    ];
+    if (event.outcome !== 'retry') lines.push(fitSegments([{ text: `    log: ${event.logPath}`, style: 'dim' }], width, color));
+    return lines;
+  }
+  if (namesWhatToDo(event)) {
+    // What to do next ends these lines (how to resume, what blocks landing, the commands that
+    // decide or read back set-aside work): they wrap, never cut.
+    return wrapWords(sanitize(text), width - 2).map((line, k) =>
+      fitSegments(
+        [
+          { text: k === 0 ? `${mark} ` : '  ', style },
+          { text: line, style: style === 'bold' ? 'bold' : undefined },
+        ],
+        width,
+        color,
+      ),
+    );
+  }
+  return [
+    fitSegments(
+      [
+        { text: `${mark} `, style },
+        { text, style: style === 'bold' ? 'bold' : undefined },
+      ],
+      width,
+      color,
+    ),
+  ];
+}
+
+/** One row per running task, by task: its subject, time, cost and what it does now (compact: its time and subject). */
+function runningRows(state: LiveState, t: number, drawing: Drawing, compact: boolean): string[] {
+  const { width: w, color } = drawing;
+  const rows = [...state.running.entries()].sort((a, b) => a[0] - b[0]);
+  const lines: string[] = [];
+  const idxWidth = Math.max(1, ...rows.map(([i]) => String(i).length));
+  const subjectWidth = Math.max(8, Math.min(Math.max(0, ...rows.map(([, r]) => sanitize(r.subject).length)), Math.floor((w - idxWidth - 20) * 0.5), 40));
+  for (const [i, r] of rows) {
+    const elapsed = formatElapsed(t - r.startedAt);
+    const subject = sanitize(r.subject);
+    if (compact) {
+      lines.push(fitSegments([{ text: String(i).padStart(idxWidth), style: 'bold' }, { text: ` ${elapsed} ` }, { text: subject }], w, color));
+      continue;
+    }
+    const cutSubject = clipHead(subject, subjectWidth).padEnd(subjectWidth);
+    lines.push(
+      fitSegments(
+        [
+          { text: '▸ ', style: 'cyan' },
+          { text: String(i).padStart(idxWidth), style: 'bold' },
+          { text: `  ${cutSubject}  ${elapsed.padStart(6)}  ${formatCost(r.costUsd).padStart(6)}  ` },
+          ...(r.stack !== undefined ? [{ text: `on ${listIndices(r.stack)} `, style: 'yellow' as const }] : []),
+          { text: clean(r.activity, 500), style: 'dim' },
+        ],
+        w,
+        color,
+      ),
+    );
+  }
+  return lines;
+}
+
+/** The footer: counts, the gate, a drain or a limit, rounds, cost and elapsed time, on one line or two (compact: two short ones). */
+function footerLines(figures: FooterFigures, drawing: Drawing, compact: boolean): string[] {
+  const { width: w, color } = drawing;
+  const { cost, elapsed, done, failed, skipped, awaiting, pending, lastRound, gate, waiting } = figures;
+  if (compact)
+    return [
+      fitSegments([{ text: `${cost} ${elapsed}`, style: 'bold' }, { text: ` r${lastRound}` }], w, color),
+      fitSegments(
+        [
+          { text: `${done} done`, style: done ? 'green' : undefined },
+          { text: ' ' },
+          { text: `${failed} fail`, style: failed ? 'red' : undefined },
+          { text: ` ${skipped} skip ${pending} left` },
+        ],
+        w,
+        color,
+      ),
+    ];
+  const countSegs: Segment[] = [
+    { text: `${figures.running} running · ` },
+    { text: `${done} completed`, style: done ? 'green' : undefined },
+    { text: ' · ' },
+    { text: `${failed} failed`, style: failed ? 'red' : undefined },
+    { text: ' · ' },
+    { text: `${skipped} skipped`, style: skipped ? 'yellow' : undefined },
+    ...(awaiting ? [{ text: ' · ' }, { text: `${awaiting} awaiting approval`, style: 'yellow' as const }] : []),
+    { text: ` · ${pending} pending` },
+    ...(gate.testing.length > 0
+      ? [{ text: ' · ' }, { text: `gate: ${listIndices(gate.testing)}${gate.waiting > 0 ? ` (+${gate.waiting} queued)` : ''}`, style: 'cyan' as const }]
+      : []),
+    ...(figures.draining ? [{ text: ' · ' }, { text: 'draining', style: 'yellow' as const }] : []),
+    ...(waiting !== null ? [{ text: ' · ' }, { text: waiting, style: 'yellow' as const }] : []),
+  ];
+  const moneySegs: Segment[] = [{ text: `${plural(lastRound, 'round')} committed · ` }, { text: `${cost} · ${elapsed}`, style: 'bold' }];
+  const len = (segs: Segment[]) => segs.reduce((n, s) => n + [...s.text].length, 0);
+  if (len(countSegs) + 3 + len(moneySegs) <= w) return [fitSegments([...countSegs, { text: ' · ' }, ...moneySegs], w, color)];
+  return [fitSegments(moneySegs, w, color), fitSegments(countSegs, w, color)];
+}
+
+/** The block redrawn in place at time `t`: the running tasks' rows, then the footer. */
+function block(state: LiveState, t: number, drawing: Drawing, columns: number): string[] {
+  const compact = columns < COMPACT_BELOW;
+  return [...runningRows(state, t, drawing, compact), ...footerLines(footerFigures(state, t), drawing, compact)];
+}
+
 export function createLiveView(options: LiveViewOptions): LiveView {
   const now = options.now ?? Date.now;
   const interval = options.minIntervalMs ?? 200;
-  const color = options.color;
   let columns = options.columns;
-
-  const running = new Map<number, Running>();
-  const base = options.baseline ?? {};
-  const counts = {
-    completed: base.completed ?? 0,
-    awaiting: base.awaiting_approval ?? 0,
-    failed: base.failed ?? 0,
-    blocked: base.blocked ?? 0,
-    skipped: base.skipped ?? 0,
-  };
-  let taskCount = Object.values(base).reduce((sum, n) => sum + (n ?? 0), 0);
-  let runStart: number | null = null;
-  let runEnd: number | null = null;
-  /** The last round committed (what the footer shows: never one the lines above have not said). */
-  let lastRound = 0;
-  /** The merge queue: the candidates under test and how many wait behind them. */
-  let gate: { testing: number[]; waiting: number } = { testing: [], waiting: 0 };
-  let finishedCost = emptyTally();
-  /** Asked to drain: nothing new starts. */
-  let draining = false;
-  /** What the run's limiter last said (a rate or usage limit holding it back), or null. */
-  let limit: LimitState | null = null;
+  const state = newLiveState(options.baseline);
 
   let drawnLines = 0;
   let lastBlock: string[] = [];
@@ -89,241 +218,11 @@ export function createLiveView(options: LiveViewOptions): LiveView {
     const t = Date.parse(at);
     return Number.isFinite(t) ? t : now();
   };
-  const width = () => Math.max(1, columns - 1);
-
-  function apply(event: RunEvent): void {
-    switch (event.type) {
-      case 'run-started':
-        taskCount = event.taskCount;
-        runStart = timeOf(event.at);
-        runEnd = null;
-        break;
-      case 'task-started':
-        running.set(event.task, {
-          subject: event.subject,
-          attempt: event.attempt,
-          model: event.model,
-          startedAt: timeOf(event.at),
-          activity: 'starting',
-          costUsd: 0,
-          ...(event.stack !== undefined ? { stack: event.stack } : {}),
-        });
-        break;
-      case 'task-resumed':
-        running.set(event.task, {
-          subject: event.subject,
-          attempt: event.attempt,
-          model: running.get(event.task)?.model ?? '',
-          startedAt: timeOf(event.at),
-          activity: 'resuming',
-          costUsd: 0,
-        });
-        break;
-      case 'task-paused':
-        running.delete(event.task);
-        break;
-      case 'limit':
-        limit = event;
-        break;
-      case 'task-activity': {
-        const r = running.get(event.task);
-        if (r) {
-          r.activity = event.text;
-          r.costUsd = event.costUsd;
-        }
-        break;
-      }
-      case 'task-finished':
-        running.delete(event.task);
-        finishedCost = tallyAdd(finishedCost, event.usage);
-        if (event.outcome === 'completed') counts.completed++;
-        else if (event.outcome === 'awaiting_approval') counts.awaiting++;
-        else if (event.outcome === 'failed') counts.failed++;
-        else if (event.outcome === 'blocked') counts.blocked++;
-        break;
-      case 'task-skipped':
-        counts.skipped++;
-        break;
-      case 'round-committed':
-        lastRound = Math.max(lastRound, event.round);
-        break;
-      case 'gate-started':
-        gate = { testing: event.tasks, waiting: event.waiting };
-        break;
-      case 'gate-finished':
-        gate = { testing: [], waiting: gate.waiting };
-        break;
-      case 'draining':
-        draining = true;
-        // A run that drains waits for no limit: nothing new starts.
-        limit = null;
-        break;
-      case 'run-finished':
-        runEnd = timeOf(event.at);
-        running.clear();
-        break;
-      default:
-        break;
-    }
-  }
-
-  function permanentLines(event: RunEvent): string[] {
-    const text = describeEvent(event, options.layout);
-    if (text === null || event.type === 'task-started') return [];
-    if (event.type === 'assumption-checked' && event.passed) return [];
-    let mark = '•';
-    let style: Style | undefined;
-    if (event.type === 'task-finished') {
-      const marks: Record<TaskOutcome, [string, Style | undefined]> = {
-        completed: ['✓', 'green'],
-        awaiting_approval: ['?', 'yellow'],
-        retry: ['↻', 'yellow'],
-        failed: ['✗', 'red'],
-        blocked: ['✗', 'red'],
-        requeued: ['↻', 'dim'],
-        interrupted: ['-', 'dim'],
-        cancelled: ['-', 'dim'],
-      };
-      [mark, style] = marks[event.outcome];
-    } else if (event.type === 'task-skipped') [mark, style] = ['-', 'yellow'];
-    else if (event.type === 'notice') style = event.level === 'warning' ? 'yellow' : 'dim';
-    else if (event.type === 'assumption-checked') [mark, style] = ['!', event.severity === 'blocking' ? 'red' : 'yellow'];
-    else if (event.type === 'round-committed') [mark, style] = ['●', 'cyan'];
-    else if (event.type === 'gate-started') [mark, style] = ['◌', 'dim'];
-    else if (event.type === 'gate-finished') [mark, style] = event.passed ? ['◉', 'cyan'] : ['!', 'yellow'];
-    else if (event.type === 'run-started' || event.type === 'run-finished') style = 'bold';
-    else if (
-      event.type === 'breaker' ||
-      event.type === 'budget-reached' ||
-      event.type === 'stalled' ||
-      event.type === 'interrupted' ||
-      event.type === 'draining'
-    )
-      [mark, style] = ['!', 'yellow'];
-    else if (event.type === 'limit') {
-      // A new hold and the API serving again scroll above; the rest only changes the footer.
-      if (event.change !== 'hold' && event.change !== 'serving') return [];
-      [mark, style] = event.change === 'hold' ? ['!', 'yellow'] : ['•', 'dim'];
-    } else if (event.type === 'task-paused' || event.type === 'task-resumed') [mark, style] = ['↻', 'dim'];
-    if (event.type === 'task-finished' && (event.outcome === 'retry' || event.outcome === 'failed' || event.outcome === 'blocked')) {
-      // On a terminal the reason gets a line of its own (cut to the width) and so does the log.
-      const head = `task ${event.task} ${finishedVerb[event.outcome]} (attempt ${event.attempt}, ${formatElapsed(event.durationMs)}, ${formatCostFigure(event.usage)}): ${clean(event.subject, 200)}`;
-      const lines = [
-        fitSegments([{ text: `${mark} `, style }, { text: head }], width(), color),
-        fitSegments([{ text: `    ${clean(event.reason ?? event.result ?? 'no reason given')}`, style: 'dim' }], width(), color),
-      ];
-      if (event.outcome !== 'retry') lines.push(fitSegments([{ text: `    log: ${event.logPath}`, style: 'dim' }], width(), color));
-      return lines;
-    }
-    if (namesWhatToDo(event)) {
-      // What to do next ends these lines (how to resume, what blocks landing, the commands that
-      // decide or read back set-aside work): they wrap, never cut.
-      return wrapWords(sanitize(text), width() - 2).map((line, k) =>
-        fitSegments(
-          [
-            { text: k === 0 ? `${mark} ` : '  ', style },
-            { text: line, style: style === 'bold' ? 'bold' : undefined },
-          ],
-          width(),
-          color,
-        ),
-      );
-    }
-    return [
-      fitSegments(
-        [
-          { text: `${mark} `, style },
-          { text, style: style === 'bold' ? 'bold' : undefined },
-        ],
-        width(),
-        color,
-      ),
-    ];
-  }
-
-  function block(): string[] {
-    const t = runEnd ?? now();
-    const w = width();
-    const compact = columns < COMPACT_BELOW;
-    const rows = [...running.entries()].sort((a, b) => a[0] - b[0]);
-    const lines: string[] = [];
-    const idxWidth = Math.max(1, ...rows.map(([i]) => String(i).length));
-    const subjectWidth = Math.max(8, Math.min(Math.max(0, ...rows.map(([, r]) => sanitize(r.subject).length)), Math.floor((w - idxWidth - 20) * 0.5), 40));
-    for (const [i, r] of rows) {
-      const elapsed = formatElapsed(t - r.startedAt);
-      const subject = sanitize(r.subject);
-      if (compact) {
-        lines.push(fitSegments([{ text: String(i).padStart(idxWidth), style: 'bold' }, { text: ` ${elapsed} ` }, { text: subject }], w, color));
-        continue;
-      }
-      const cutSubject = clipHead(subject, subjectWidth).padEnd(subjectWidth);
-      lines.push(
-        fitSegments(
-          [
-            { text: '▸ ', style: 'cyan' },
-            { text: String(i).padStart(idxWidth), style: 'bold' },
-            { text: `  ${cutSubject}  ${elapsed.padStart(6)}  ${formatCost(r.costUsd).padStart(6)}  ` },
-            ...(r.stack !== undefined ? [{ text: `on ${listIndices(r.stack)} `, style: 'yellow' as const }] : []),
-            { text: clean(r.activity, 500), style: 'dim' },
-          ],
-          w,
-          color,
-        ),
-      );
-    }
-    const runningCost = [...running.values()].reduce((s, r) => s + r.costUsd, 0);
-    // Running workers' costs are measured as they stream; finished attempts may be unknown (never in a headless run).
-    const cost = formatCostTally({ ...finishedCost, measured: { ...finishedCost.measured, costUsd: finishedCost.measured.costUsd + runningCost } });
-    const elapsed = runStart === null ? '0s' : formatElapsed(t - runStart);
-    const failed = counts.failed + counts.blocked;
-    const done = counts.completed;
-    const pending = Math.max(0, taskCount - done - counts.awaiting - failed - counts.skipped - running.size);
-    const waiting = limit !== null && runEnd === null ? waitWords(limit, t) : null;
-    if (compact) {
-      lines.push(fitSegments([{ text: `${cost} ${elapsed}`, style: 'bold' }, { text: ` r${lastRound}` }], w, color));
-      lines.push(
-        fitSegments(
-          [
-            { text: `${done} done`, style: done ? 'green' : undefined },
-            { text: ' ' },
-            { text: `${failed} fail`, style: failed ? 'red' : undefined },
-            { text: ` ${counts.skipped} skip ${pending} left` },
-          ],
-          w,
-          color,
-        ),
-      );
-      return lines;
-    }
-    const countSegs: Segment[] = [
-      { text: `${running.size} running · ` },
-      { text: `${done} completed`, style: done ? 'green' : undefined },
-      { text: ' · ' },
-      { text: `${failed} failed`, style: failed ? 'red' : undefined },
-      { text: ' · ' },
-      { text: `${counts.skipped} skipped`, style: counts.skipped ? 'yellow' : undefined },
-      ...(counts.awaiting ? [{ text: ' · ' }, { text: `${counts.awaiting} awaiting approval`, style: 'yellow' as const }] : []),
-      { text: ` · ${pending} pending` },
-      ...(gate.testing.length > 0
-        ? [{ text: ' · ' }, { text: `gate: ${listIndices(gate.testing)}${gate.waiting > 0 ? ` (+${gate.waiting} queued)` : ''}`, style: 'cyan' as const }]
-        : []),
-      ...(draining && runEnd === null ? [{ text: ' · ' }, { text: 'draining', style: 'yellow' as const }] : []),
-      ...(waiting !== null ? [{ text: ' · ' }, { text: waiting, style: 'yellow' as const }] : []),
-    ];
-    const moneySegs: Segment[] = [{ text: `${plural(lastRound, 'round')} committed · ` }, { text: `${cost} · ${elapsed}`, style: 'bold' }];
-    const len = (segs: Segment[]) => segs.reduce((n, s) => n + [...s.text].length, 0);
-    if (len(countSegs) + 3 + len(moneySegs) <= w) {
-      lines.push(fitSegments([...countSegs, { text: ' · ' }, ...moneySegs], w, color));
-    } else {
-      lines.push(fitSegments(moneySegs, w, color));
-      lines.push(fitSegments(countSegs, w, color));
-    }
-    return lines;
-  }
+  const drawing = (): Drawing => ({ width: Math.max(1, columns - 1), color: options.color, layout: options.layout });
 
   /** Write one frame: permanent lines (if any), then the block, over the previous block. */
   function frame(permanent: string[], force: boolean): void {
-    const lines = block();
+    const lines = block(state, state.runEnd ?? now(), drawing(), columns);
     if (!force && permanent.length === 0 && lines.length === lastBlock.length && lines.every((l, k) => l === lastBlock[k])) {
       lastDrawAt = now();
       dirty = false;
@@ -342,8 +241,8 @@ export function createLiveView(options: LiveViewOptions): LiveView {
   return {
     update(event) {
       if (closed) return;
-      apply(event);
-      const lines = permanentLines(event);
+      applyEvent(state, event, timeOf);
+      const lines = permanentLines(event, drawing());
       if (lines.length > 0) frame(lines, true);
       else if (now() - lastDrawAt >= interval) frame([], false);
       else dirty = true;
@@ -351,7 +250,7 @@ export function createLiveView(options: LiveViewOptions): LiveView {
     tick() {
       if (closed) return;
       if (now() - lastDrawAt >= interval) frame([], false);
-      else if (running.size > 0) dirty = true;
+      else if (state.running.size > 0) dirty = true;
     },
     setColumns(columnCount) {
       columns = columnCount;
