@@ -40,7 +40,7 @@ import { PROCESS_MARKER_VARIABLE, describeMarked, endMarked, newProcessMarker } 
 import { killTrackedGroups, trackGroup, untrackGroup } from './tracked-groups.ts';
 import { clipHead, formatClock, formatSeconds, oneLine } from '../core/format.ts';
 import type { ApiRetryInfo, ExitInfo } from '../core/worker-outcome.ts';
-import { withDeniedPaths } from '../core/finalize.ts';
+import { withDeniedPaths } from '../core/denied-writes.ts';
 import { LineSplitter } from './line-splitter.ts';
 import { StreamJsonParser, isConnectionFailure, isRefusal } from './stream-json.ts';
 import { formatEventForLog, formatRawLineForLog } from './stream-log.ts';

@@ -3,7 +3,7 @@
 
 import { ownLayout } from '../adapters/layout.ts';
 import type { RunEvent, RunEventBody } from '../core/events.ts';
-import { setAsideSummary } from '../core/finalize.ts';
+import { setAsideSummary } from '../core/set-aside-words.ts';
 import { formatCostExact, plural } from '../core/format.ts';
 import type { Layout } from '../core/command-hint.ts';
 import { countByStatus } from '../core/graph.ts';

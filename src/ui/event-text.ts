@@ -3,7 +3,7 @@
 
 import { type Layout, approvalHint } from '../core/command-hint.ts';
 import type { RunEvent, TaskOutcome } from '../core/events.ts';
-import { setAsideSummary } from '../core/finalize.ts';
+import { setAsideSummary } from '../core/set-aside-words.ts';
 import { formatCost, formatCostFigure, formatElapsed, listIndices, oneLine, plural } from '../core/format.ts';
 
 /** Control characters (escape sequences, newlines, tabs) from workers or plans never reach the terminal. */
