@@ -3,10 +3,10 @@
 // an abort kills everything it started, not just the shell. Output (stdout and stderr merged in
 // arrival order) is kept within a byte bound while it streams: the first part and the last part,
 // with a marker for what was dropped in between. While a command runs its group is tracked (see
-// processes.ts) and, through `onSpawn`, can be recorded so a run after a crash ends it.
-// Each command carries a marker in its environment (processes.ts): when it ends, whatever still
-// carries the marker (something that left the group with `setsid` or `nohup … &`) is ended too,
-// and named at the end of the output.
+// tracked-groups.ts) and, through `onSpawn`, can be recorded so a run after a crash ends it.
+// Each command carries a marker in its environment (process-markers.ts): when it ends, whatever
+// still carries the marker (something that left the group with `setsid` or `nohup … &`) is ended
+// too, and named at the end of the output.
 
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable } from 'node:stream';
