@@ -5,21 +5,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Plan } from '../src/core/plan.ts';
-import {
-  PlanKeeper,
-  acquireLock,
-  askDrain,
-  currentLockInfo,
-  isLocked,
-  lockPathFor,
-  readLock,
-  readPlanFile,
-  serializePlan,
-  writeFileAtomic,
-  writePlanAtomic,
-  type Lock,
-  type LockInfo,
-} from '../src/adapters/plan-store.ts';
+import { acquireLock, currentLockInfo, isLocked, lockPathFor, readLock, type Lock, type LockInfo } from '../src/adapters/run-lock.ts';
+import { askDrain } from '../src/adapters/drain-note.ts';
+import { PlanKeeper, readPlanFile, serializePlan, writePlanAtomic } from '../src/adapters/plan-file.ts';
+import { writeFileAtomic } from '../src/adapters/atomic-file.ts';
 import { processStartTime } from '../src/adapters/processes.ts';
 import { makeZombie } from './support/zombies.ts';
 
@@ -149,7 +138,7 @@ describe('writePlanAtomic / writeFileAtomic', () => {
 
   it('leaves the old or the new complete file when the writer is SIGKILLed at any moment', async () => {
     const file = path.join(dir, 'plan.json');
-    const moduleUrl = new URL('../src/adapters/plan-store.ts', import.meta.url).href;
+    const moduleUrl = new URL('../src/adapters/plan-file.ts', import.meta.url).href;
     const script = path.join(dir, 'writer.mjs');
     await writeFile(
       script,

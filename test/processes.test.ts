@@ -2,7 +2,6 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   groupAlive,
-  killTrackedGroups,
   processAlive,
   descendantGroups,
   processStartTime,
@@ -10,11 +9,10 @@ import {
   signalGroup,
   signalTree,
   terminateGroup,
-  trackGroup,
-  untrackGroup,
   waitForGroupGone,
   waitForGroupsGone,
 } from '../src/adapters/processes.ts';
+import { killTrackedGroups, trackGroup, untrackGroup } from '../src/adapters/tracked-groups.ts';
 import { makeZombie } from './support/zombies.ts';
 import { waitFor } from './support/wait.ts';
 

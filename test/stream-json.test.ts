@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { LineSplitter } from '../src/adapters/line-splitter.ts';
-import { StreamJsonParser, summarizeToolInput } from '../src/adapters/stream-json.ts';
+import { StreamJsonParser } from '../src/adapters/stream-json.ts';
+import { summarizeToolInput } from '../src/adapters/stream-json-fields.ts';
 import { formatEventForLog } from '../src/adapters/stream-log.ts';
 import { parseStatusLine } from '../src/core/prompt.ts';
 import type { ExitInfo } from '../src/core/worker-outcome.ts';

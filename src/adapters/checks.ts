@@ -3,26 +3,18 @@
 // an abort kills everything it started, not just the shell. Output (stdout and stderr merged in
 // arrival order) is kept within a byte bound while it streams: the first part and the last part,
 // with a marker for what was dropped in between. While a command runs its group is tracked (see
-// processes.ts) and, through `onSpawn`, can be recorded so a run after a crash ends it.
-// Each command carries a marker in its environment (processes.ts): when it ends, whatever still
-// carries the marker (something that left the group with `setsid` or `nohup … &`) is ended too,
-// and named at the end of the output.
+// tracked-groups.ts) and, through `onSpawn`, can be recorded so a run after a crash ends it.
+// Each command carries a marker in its environment (process-markers.ts): when it ends, whatever
+// still carries the marker (something that left the group with `setsid` or `nohup … &`) is ended
+// too, and named at the end of the output.
 
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
-import { type CommandSandbox, type SandboxedSpawn, sandboxedSpawn } from './sandbox.ts';
-import {
-  type MarkedProcess,
-  PROCESS_MARKER_VARIABLE,
-  describeMarked,
-  endMarked,
-  groupAlive,
-  newProcessMarker,
-  terminateGroup,
-  trackGroup,
-  untrackGroup,
-} from './processes.ts';
+import { type CommandSandbox, type SandboxedSpawn, sandboxedSpawn } from './sandbox-spawn.ts';
+import { groupAlive, terminateGroup } from './processes.ts';
+import { type MarkedProcess, type ProcessMarker, PROCESS_MARKER_VARIABLE, describeMarked, endMarked, newProcessMarker } from './process-markers.ts';
+import { trackGroup, untrackGroup } from './tracked-groups.ts';
 
 export interface RunShellOptions {
   cwd: string;
@@ -34,7 +26,7 @@ export interface RunShellOptions {
   signal?: AbortSignal;
   /** Between SIGTERM and SIGKILL of the process group. Default 2000 ms. */
   killGraceMs?: number;
-  /** Run it in the operating-system sandbox (sandbox.ts) with these limits; absent: unsandboxed. */
+  /** Run it in the operating-system sandbox (sandbox-spawn.ts) with these limits; absent: unsandboxed. */
   sandbox?: CommandSandbox;
   /** Called with the shell's process group id and its marker once it runs (to record it for orphan cleanup). */
   onSpawn?: (pgid: number, marker: string) => void;
@@ -154,10 +146,6 @@ export class BoundedOutput {
  */
 export async function runShell(command: string, opts: RunShellOptions): Promise<ShellResult> {
   const started = performance.now();
-  const max = Math.max(0, opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
-  const headMax = Math.floor(max / 2);
-  const out = new BoundedOutput(headMax, max - headMax);
-  const grace = opts.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
 
   const failed = (message: string, aborted = false): ShellResult => ({
     exitCode: null,
@@ -180,131 +168,163 @@ export async function runShell(command: string, opts: RunShellOptions): Promise<
     }
   }
 
-  return new Promise<ShellResult>((resolve) => {
-    const env: NodeJS.ProcessEnv = { ...process.env };
-    for (const [k, v] of Object.entries(opts.env ?? {})) {
-      if (v === undefined) delete env[k];
-      else env[k] = v;
-    }
-    const marker = newProcessMarker();
-    Object.assign(env, marker.env);
-
-    let child: ChildProcessByStdio<null, Readable, Readable>;
-    try {
-      if (sandboxed) Object.assign(env, sandboxed.env);
-      child = spawn(sandboxed?.file ?? '/bin/sh', sandboxed?.args ?? ['-c', command], {
-        cwd: opts.cwd,
-        env,
-        detached: true, // own process group, pgid = pid
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-    } catch (e) {
+  const marker = newProcessMarker();
+  let child: ShellChild;
+  try {
+    child = spawnShell(command, opts.cwd, shellEnvironment(opts.env, marker, sandboxed), sandboxed);
+  } catch (e) {
+    return new Promise<ShellResult>((resolve) => {
       void (sandboxed?.cleanup() ?? Promise.resolve()).then(() =>
         resolve(failed(`could not start ${sandboxed ? 'the sandbox' : '/bin/sh'}: ${(e as Error).message}`)),
       );
-      return;
-    }
-    if (child.pid !== undefined) {
-      trackGroup(child.pid);
-      opts.onSpawn?.(child.pid, marker.marker);
-    }
-
-    let timedOut = false;
-    let aborted = false;
-    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-    let openStreams = 2;
-    let done = false;
-    const timers: NodeJS.Timeout[] = [];
-
-    const finish = (override?: string) => {
-      if (done) return;
-      done = true;
-      for (const t of timers) clearTimeout(t);
-      opts.signal?.removeEventListener('abort', onAbort);
-      child.stdout?.destroy();
-      child.stderr?.destroy();
-      const output = override ?? out.toString();
-      // Resolve only once the group and everything carrying the marker are gone, so nothing a
-      // check started outlives it.
-      void (termination ?? Promise.resolve(true))
-        .then(() => sweep)
-        .then(async (leftBehind) => {
-          if (child.pid !== undefined) untrackGroup(child.pid);
-          await sandboxed?.cleanup();
-          resolve({
-            exitCode: exit?.code ?? null,
-            ...(exit?.signal ? { signal: exit.signal } : {}),
-            timedOut,
-            aborted,
-            output: leftBehind.length > 0 ? withForemanLine(output, `ended what the command left running: ${describeMarked(leftBehind)}`) : output,
-            outputBytes: out.total,
-            durationMs: performance.now() - started,
-            ...(leftBehind.length > 0 ? { leftBehind } : {}),
-          });
-        });
-    };
-    const maybeFinish = () => {
-      if (exit && openStreams === 0) finish();
-    };
-
-    /** SIGTERM the group now, SIGKILL it after the grace period if anything is left. */
-    let termination: Promise<boolean> | undefined;
-    /** Ends what carries the marker once the shell exited (and its group is gone). */
-    let sweep: Promise<MarkedProcess[]> = Promise.resolve([]);
-    const terminate = () => {
-      const pid = child.pid;
-      if (termination !== undefined || pid === undefined) return;
-      termination = terminateGroup(pid, grace);
-    };
-
-    const onAbort = () => {
-      if (exit) return;
-      aborted = true;
-      terminate();
-    };
-    opts.signal?.addEventListener('abort', onAbort, { once: true });
-
-    timers.push(
-      setTimeout(
-        () => {
-          if (exit) return;
-          timedOut = true;
-          terminate();
-        },
-        Math.max(0, opts.timeoutMs),
-      ),
-    );
-
-    for (const stream of [child.stdout, child.stderr]) {
-      stream.on('data', (chunk: Buffer) => out.push(chunk));
-      stream.once('close', () => {
-        openStreams--;
-        maybeFinish();
-      });
-      stream.on('error', () => {});
-    }
-
-    child.once('error', (e) => {
-      // Spawn failure (e.g. cwd missing): no process, no exit event.
-      if (child.pid === undefined) {
-        exit = { code: null, signal: null };
-        finish(`could not start /bin/sh -c ${JSON.stringify(command)}: ${e.message}`);
-      }
     });
+  }
+  if (child.pid !== undefined) {
+    trackGroup(child.pid);
+    opts.onSpawn?.(child.pid, marker.marker);
+  }
+  return new Promise<ShellResult>((resolve) => superviseShell({ command, opts, child, marker, sandboxed, started }, resolve));
+}
 
-    child.once('exit', (code, signal) => {
-      exit = { code, signal };
-      const pid = child.pid;
-      // Leftover background processes would outlive the check and keep the pipes open.
-      if (pid !== undefined && groupAlive(pid)) terminate();
-      // Then what left the group still carries the marker: ending it also closes the pipes it holds.
-      sweep = (termination ?? Promise.resolve(true)).then(() =>
-        endMarked(PROCESS_MARKER_VARIABLE, marker.marker, grace, marker.since, sandboxed ? SANDBOX_SETTLE_MS : 0),
-      );
-      // Whatever still holds the pipes once the group is dead (something that left the group,
-      // e.g. with setsid) is not waited for.
-      timers.push(setTimeout(finish, (termination !== undefined ? grace : 0) + PIPE_DRAIN_MS));
+type ShellChild = ChildProcessByStdio<null, Readable, Readable>;
+
+/** The command's environment: this process's, with `overrides` (`undefined` removes one), its marker and the sandbox's own. */
+function shellEnvironment(overrides: RunShellOptions['env'], marker: ProcessMarker, sandboxed: SandboxedSpawn | undefined): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const [k, v] of Object.entries(overrides ?? {})) {
+    if (v === undefined) delete env[k];
+    else env[k] = v;
+  }
+  Object.assign(env, marker.env);
+  if (sandboxed) Object.assign(env, sandboxed.env);
+  return env;
+}
+
+/** The shell (or the sandbox wrapping it) as the leader of a process group of its own; throws when it cannot be spawned. */
+const spawnShell = (command: string, cwd: string, env: NodeJS.ProcessEnv, sandboxed: SandboxedSpawn | undefined): ShellChild =>
+  spawn(sandboxed?.file ?? '/bin/sh', sandboxed?.args ?? ['-c', command], {
+    cwd,
+    env,
+    detached: true, // own process group, pgid = pid
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+
+/** A shell that runs: what `superviseShell` watches until it ends. */
+interface SupervisedShell {
+  command: string;
+  opts: RunShellOptions;
+  child: ShellChild;
+  marker: ProcessMarker;
+  sandboxed: SandboxedSpawn | undefined;
+  /** When `runShell` was called (performance.now()). */
+  started: number;
+}
+
+/**
+ * Collects the shell's output within its bound, ends its group on a timeout or an abort, and
+ * resolves once the shell exited and its group and everything carrying its marker are gone.
+ */
+function superviseShell({ command, opts, child, marker, sandboxed, started }: SupervisedShell, resolve: (result: ShellResult) => void): void {
+  const max = Math.max(0, opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
+  const headMax = Math.floor(max / 2);
+  const out = new BoundedOutput(headMax, max - headMax);
+  const grace = opts.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+
+  let timedOut = false;
+  let aborted = false;
+  let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  let openStreams = 2;
+  let done = false;
+  const timers: NodeJS.Timeout[] = [];
+
+  const finish = (override?: string) => {
+    if (done) return;
+    done = true;
+    for (const t of timers) clearTimeout(t);
+    opts.signal?.removeEventListener('abort', onAbort);
+    child.stdout?.destroy();
+    child.stderr?.destroy();
+    const output = override ?? out.toString();
+    // Resolve only once the group and everything carrying the marker are gone, so nothing a
+    // check started outlives it.
+    void (termination ?? Promise.resolve(true))
+      .then(() => sweep)
+      .then(async (leftBehind) => {
+        if (child.pid !== undefined) untrackGroup(child.pid);
+        await sandboxed?.cleanup();
+        resolve({
+          exitCode: exit?.code ?? null,
+          ...(exit?.signal ? { signal: exit.signal } : {}),
+          timedOut,
+          aborted,
+          output: leftBehind.length > 0 ? withForemanLine(output, `ended what the command left running: ${describeMarked(leftBehind)}`) : output,
+          outputBytes: out.total,
+          durationMs: performance.now() - started,
+          ...(leftBehind.length > 0 ? { leftBehind } : {}),
+        });
+      });
+  };
+  const maybeFinish = () => {
+    if (exit && openStreams === 0) finish();
+  };
+
+  /** SIGTERM the group now, SIGKILL it after the grace period if anything is left. */
+  let termination: Promise<boolean> | undefined;
+  /** Ends what carries the marker once the shell exited (and its group is gone). */
+  let sweep: Promise<MarkedProcess[]> = Promise.resolve([]);
+  const terminate = () => {
+    const pid = child.pid;
+    if (termination !== undefined || pid === undefined) return;
+    termination = terminateGroup(pid, grace);
+  };
+
+  const onAbort = () => {
+    if (exit) return;
+    aborted = true;
+    terminate();
+  };
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+
+  timers.push(
+    setTimeout(
+      () => {
+        if (exit) return;
+        timedOut = true;
+        terminate();
+      },
+      Math.max(0, opts.timeoutMs),
+    ),
+  );
+
+  for (const stream of [child.stdout, child.stderr]) {
+    stream.on('data', (chunk: Buffer) => out.push(chunk));
+    stream.once('close', () => {
+      openStreams--;
       maybeFinish();
     });
+    stream.on('error', () => {});
+  }
+
+  child.once('error', (e) => {
+    // Spawn failure (e.g. cwd missing): no process, no exit event.
+    if (child.pid === undefined) {
+      exit = { code: null, signal: null };
+      finish(`could not start /bin/sh -c ${JSON.stringify(command)}: ${e.message}`);
+    }
+  });
+
+  child.once('exit', (code, signal) => {
+    exit = { code, signal };
+    const pid = child.pid;
+    // Leftover background processes would outlive the check and keep the pipes open.
+    if (pid !== undefined && groupAlive(pid)) terminate();
+    // Then what left the group still carries the marker: ending it also closes the pipes it holds.
+    sweep = (termination ?? Promise.resolve(true)).then(() =>
+      endMarked(PROCESS_MARKER_VARIABLE, marker.marker, grace, marker.since, sandboxed ? SANDBOX_SETTLE_MS : 0),
+    );
+    // Whatever still holds the pipes once the group is dead (something that left the group,
+    // e.g. with setsid) is not waited for.
+    timers.push(setTimeout(finish, (termination !== undefined ? grace : 0) + PIPE_DRAIN_MS));
+    maybeFinish();
   });
 }

@@ -6,7 +6,7 @@
 
 import { type ShellResult, runShell } from './checks.ts';
 import { type ProcessRegistry, type ProcessRole, recorded } from './orphans.ts';
-import type { CommandSandbox } from './sandbox.ts';
+import type { CommandSandbox } from './sandbox-spawn.ts';
 
 /** One command to run. */
 export interface CommandRun {

@@ -10,16 +10,8 @@ import { readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { clipHead } from '../core/format.ts';
-import {
-  type MarkedProcess,
-  PROCESS_MARKER_VARIABLE,
-  describeMarked,
-  endMarked,
-  groupAlive,
-  processStartTime,
-  signalTree,
-  waitForGroupsGone,
-} from './processes.ts';
+import { groupAlive, processStartTime, signalTree, waitForGroupsGone } from './processes.ts';
+import { type MarkedProcess, PROCESS_MARKER_VARIABLE, describeMarked, endMarked } from './process-markers.ts';
 
 /** What a recorded process group is. */
 export type ProcessRole =

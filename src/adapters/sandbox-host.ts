@@ -20,8 +20,13 @@ import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { type Result, err, ok } from '../core/failure.ts';
 import { sandboxHostPath } from './layout.ts';
-import type { RuntimeSettings } from './sandbox.ts';
 import { endGroup, holdOpen } from './spawner.ts';
+
+/** The runtime's settings for one command: what it may write (`filesystem`) and reach (`network`). */
+export interface RuntimeSettings {
+  filesystem: { allowWrite: string[]; denyWrite: string[]; denyRead: string[] };
+  network: { allowedDomains: string[]; deniedDomains: string[] };
+}
 
 /** How long a host may take to start, or to answer a request, before it is ended. */
 export const HOST_ANSWER_LIMIT_MS = 30_000;

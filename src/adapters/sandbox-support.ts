@@ -15,7 +15,7 @@ import { uptime } from 'node:os';
 import { dirname, join } from 'node:path';
 import { type Result, ok } from '../core/failure.ts';
 import { findExecutable } from './executables.ts';
-import { writeFileAtomic } from './plan-store.ts';
+import { writeFileAtomic } from './atomic-file.ts';
 
 /** How long a yes is believed without asking again, whatever the facts say. */
 export const SUPPORT_KEPT_MS = 24 * 60 * 60 * 1000;

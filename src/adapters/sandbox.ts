@@ -18,39 +18,22 @@
 // bubblewrap can be installed and still be refused namespaces (a container without privileges).
 // A yes is remembered across runs while the facts it depends on stay the same (sandbox-support.ts).
 
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { type Result, err, ok } from '../core/failure.ts';
 import type { Plan } from '../core/plan.ts';
 import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
-import type { FileDenies } from '../core/sandbox-denies.ts';
 import { NO_DEFAULT_HOSTS, type NetworkSetting, type SandboxUse, type SandboxedCommand, networkRefusalHint, planNetwork } from '../core/sandbox-words.ts';
 import { worktreesRoot } from './git/worktree-pool.ts';
 import { ownCacheDir, sandboxCliPath } from './layout.ts';
+import { runShell } from './checks.ts';
 import { personDenies, unheldNotice } from './person-denies.ts';
-import { leaseSandboxHost } from './sandbox-host.ts';
 import { rememberedSupport, supportCacheFile, supportKey } from './sandbox-support.ts';
+import type { CommandSandbox } from './sandbox-spawn.ts';
 
 export const SANDBOX_MODES = ['auto', 'on', 'off'] as const;
 export type SandboxMode = (typeof SANDBOX_MODES)[number];
-
-/** What a sandboxed command may do besides reading. */
-export interface CommandSandbox {
-  /** Directories it may write in (the workspace); its own TMPDIR is added. */
-  writable: readonly string[];
-  /**
-   * Hosts it may reach through the runtime's proxy (`example.com`, `*.example.com`, an optional
-   * `:port`): the plan's `context.checkNetwork`. Empty: no network but its own loopback.
-   */
-  allowedDomains: readonly string[];
-  /**
-   * The repository whose person's Read and Edit deny rules the command is held to, as in Claude
-   * Code's own sandbox (adapters/person-denies.ts); none for the sandbox's own self-test.
-   */
-  rulesOf?: string;
-}
 
 /** The sandbox of a check run in `dir`, a checkout of `repo`: writes there, no network but the plan's `context.checkNetwork` hosts, nothing the person's deny rules name. */
 export const checkSandbox = (dir: string, plan: Plan, repo: string): CommandSandbox => ({
@@ -78,63 +61,6 @@ export function installAdvice(platform: NodeJS.Platform = process.platform): str
     default:
       return `the sandbox supports Linux and macOS only, not ${platform}`;
   }
-}
-
-/** The runtime's settings for one command: what it may write (`filesystem`) and reach (`network`). */
-export interface RuntimeSettings {
-  filesystem: { allowWrite: string[]; denyWrite: string[]; denyRead: string[] };
-  network: { allowedDomains: string[]; deniedDomains: string[] };
-}
-
-/** The runtime's settings for one command; `denies`: what the person's deny rules keep it from (adapters/person-denies.ts). */
-export function runtimeSettings(sandbox: CommandSandbox, ownTmp: string, denies: FileDenies = { denyRead: [], denyWrite: [] }): RuntimeSettings {
-  return {
-    filesystem: { allowWrite: [...sandbox.writable, ownTmp], denyWrite: [...denies.denyWrite], denyRead: [...denies.denyRead] },
-    // No allowed domain: the command's network namespace has its own loopback and nothing else.
-    network: { allowedDomains: [...sandbox.allowedDomains], deniedDomains: [] },
-  };
-}
-
-/** How to spawn `command` in the sandbox, and what to do once it ended. */
-export interface SandboxedSpawn {
-  file: string;
-  args: string[];
-  /** Added to the command's environment: its own TMPDIR. */
-  env: Record<string, string>;
-  /** Hands the host back (the runtime removes its placeholders) and removes the temporary directory. */
-  cleanup: () => Promise<void>;
-}
-
-/**
- * Prepares one sandboxed run of `command` in `cwd`: a host of this process wraps it
- * (adapters/sandbox-host.ts) with a temporary directory of its own as its TMPDIR; why not, when
- * the host cannot.
- */
-export async function sandboxedSpawn(command: string, cwd: string, sandbox: CommandSandbox): Promise<Result<SandboxedSpawn, string>> {
-  const base = mkdtempSync(join(tmpdir(), 'foreman-sandbox-'));
-  const ownTmp = join(base, 'tmp');
-  mkdirSync(ownTmp);
-  const removeTmp = () => rmSync(base, { recursive: true, force: true });
-  // What cannot be held was said once, before the run's commands (`ownSandboxNotice`).
-  const denies =
-    sandbox.rulesOf === undefined ? undefined : (await personDenies({ repo: sandbox.rulesOf, cwd, writable: [...sandbox.writable, ownTmp] })).denies;
-  const settings = runtimeSettings(sandbox, ownTmp, denies);
-  const leased = await leaseSandboxHost(settings.network);
-  if (!leased.ok) {
-    removeTmp();
-    return err(leased.error);
-  }
-  const lease = leased.value;
-  const cleanup = async () => {
-    await lease.release();
-    removeTmp();
-  };
-  const wrapped = await lease.wrap(command, cwd, settings.filesystem, ownTmp);
-  if (!wrapped.ok) {
-    await cleanup();
-    return err(wrapped.error);
-  }
-  return ok({ file: '/bin/sh', args: ['-c', wrapped.value], env: { TMPDIR: ownTmp, TMP: ownTmp, TEMP: ownTmp }, cleanup });
 }
 
 /**
@@ -211,9 +137,6 @@ export function packageCacheDirectories(env: NodeJS.ProcessEnv, npmCache: string
  */
 const HELPER_LIMIT: TimeLimit = { ms: 30_000, flag: null };
 
-/** The shell adapter, loaded when a helper runs: it imports this module. */
-const shell = () => import('./checks.ts');
-
 const NPM_CONFIG = 'npm config get cache registry';
 
 /**
@@ -221,7 +144,7 @@ const NPM_CONFIG = 'npm config get cache registry';
  * variables); null without npm; why not when npm did not answer in time.
  */
 async function npmConfig(cwd: string, env: NodeJS.ProcessEnv): Promise<Result<{ cache?: string; registry?: string } | null, string>> {
-  const run = await (await shell()).runShell(NPM_CONFIG, { cwd, env, timeoutMs: HELPER_LIMIT.ms });
+  const run = await runShell(NPM_CONFIG, { cwd, env, timeoutMs: HELPER_LIMIT.ms });
   if (run.timedOut) return err(describeTimeLimitHit(NPM_CONFIG, HELPER_LIMIT));
   if (run.exitCode !== 0) return ok(null);
   const value = (key: string) =>
@@ -360,7 +283,7 @@ async function askSupport(): Promise<Result<void, string>> {
   if (!SandboxManager.isSupportedPlatform()) return err(`the sandbox does not support this platform (${process.platform})`);
   const deps = SandboxManager.checkDependencies();
   if (deps.errors.length > 0) return err(deps.errors.join(', '));
-  const run = await (await shell()).runShell('true', { cwd: process.cwd(), timeoutMs: HELPER_LIMIT.ms, sandbox: { writable: [], allowedDomains: [] } });
+  const run = await runShell('true', { cwd: process.cwd(), timeoutMs: HELPER_LIMIT.ms, sandbox: { writable: [], allowedDomains: [] } });
   if (run.timedOut) return err(`a sandboxed test command ${describeTimeLimitHit('true', HELPER_LIMIT)}`);
   if (run.exitCode === 0) return ok(undefined);
   const said = run.output.trim().split('\n').filter(Boolean).pop();

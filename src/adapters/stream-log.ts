@@ -3,7 +3,7 @@
 // Pure: the worker adapter writes the lines.
 
 import { clipHead, formatCostExact, formatSeconds, oneLine } from '../core/format.ts';
-import { asArray, asNumber, asString, denialsOf, isJsonObject, summarizeToolInput, usageOf } from './stream-json.ts';
+import { asArray, asNumber, asString, denialsOf, isJsonObject, summarizeToolInput, usageOf } from './stream-json-fields.ts';
 
 export const LOG_LINE_MAX = 4096;
 const TEXT_MAX = 8192;

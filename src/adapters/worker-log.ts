@@ -4,7 +4,7 @@
 // the log is where a person reads all of it.
 
 import { appendFile } from 'node:fs/promises';
-import { type AcceptanceResult, describeCheckEnd } from '../core/finalize.ts';
+import { type AcceptanceResult, describeCheckEnd } from '../core/attempt-failure.ts';
 
 /** Appends each failed check's output to the log at `logPath`; a log that cannot be written fails nothing. */
 export async function logFailedChecks(logPath: string, results: readonly AcceptanceResult[]): Promise<void> {

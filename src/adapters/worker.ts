@@ -35,20 +35,12 @@ import { type WorkerSandbox, workerSettings } from '../core/scope.ts';
 import type { Refusal } from '../core/limiter.ts';
 import { readLoginSettings } from './claude-settings.ts';
 import { workerPersonDenies } from './person-denies.ts';
-import {
-  PROCESS_MARKER_VARIABLE,
-  describeMarked,
-  endMarked,
-  groupAlive,
-  killTrackedGroups,
-  newProcessMarker,
-  terminateGroup,
-  trackGroup,
-  untrackGroup,
-} from './processes.ts';
+import { groupAlive, terminateGroup } from './processes.ts';
+import { PROCESS_MARKER_VARIABLE, describeMarked, endMarked, newProcessMarker } from './process-markers.ts';
+import { killTrackedGroups, trackGroup, untrackGroup } from './tracked-groups.ts';
 import { clipHead, formatClock, formatSeconds, oneLine } from '../core/format.ts';
 import type { ApiRetryInfo, ExitInfo } from '../core/worker-outcome.ts';
-import { withDeniedPaths } from '../core/finalize.ts';
+import { withDeniedPaths } from '../core/denied-writes.ts';
 import { LineSplitter } from './line-splitter.ts';
 import { StreamJsonParser, isConnectionFailure, isRefusal } from './stream-json.ts';
 import { formatEventForLog, formatRawLineForLog } from './stream-log.ts';

@@ -8,7 +8,7 @@ import { authStatus } from '../adapters/claude-auth.ts';
 import { findExecutable } from '../adapters/executables.ts';
 import { Git } from '../adapters/git/repository.ts';
 import { gitProcessCount } from '../adapters/git/runner.ts';
-import { type LockInfo, type LockTakeover, acquireLock, currentLockInfo, readLock } from '../adapters/plan-store.ts';
+import { type LockInfo, type LockTakeover, acquireLock, currentLockInfo, readLock } from '../adapters/run-lock.ts';
 import { killAllWorkers } from '../adapters/worker.ts';
 import { type SandboxDecision, type SandboxMode, decideSandbox, sandboxModeOf, sandboxUse } from '../adapters/sandbox.ts';
 import { notLoggedInLines } from '../core/auth-status.ts';

@@ -4,7 +4,7 @@ import { access, realpath } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { topLevel } from '../adapters/git/refs.ts';
 import { ownLayout, ownPlanFormatPath } from '../adapters/layout.ts';
-import { readPlanFile } from '../adapters/plan-store.ts';
+import { readPlanFile } from '../adapters/plan-file.ts';
 import { clipHead, plural } from '../core/format.ts';
 import { type Plan, statusOf } from '../core/plan.ts';
 import { type ValidateOptions, parsePlan } from '../core/validate.ts';

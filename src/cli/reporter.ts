@@ -3,12 +3,13 @@
 
 import { ownLayout } from '../adapters/layout.ts';
 import type { RunEvent, RunEventBody } from '../core/events.ts';
-import { setAsideSummary } from '../core/finalize.ts';
+import { setAsideSummary } from '../core/set-aside-words.ts';
 import { formatCostExact, plural } from '../core/format.ts';
 import type { Layout } from '../core/command-hint.ts';
 import { countByStatus } from '../core/graph.ts';
 import { type Plan, UNKNOWN, type UsageFigure, statusOf } from '../core/plan.ts';
-import { type RunView, createLiveView, createPlainView, jsonView } from '../ui/render.ts';
+import { type RunView, createPlainView, jsonView } from '../ui/render.ts';
+import { createLiveView } from '../ui/live-view.ts';
 import type { EventJournal } from '../run/adapters.ts';
 import type { Io } from './command.ts';
 

@@ -6,7 +6,7 @@ import { assertNever } from '../core/failure.ts';
 import { type SetupProblem, describeIgnored } from '../run/setup.ts';
 import { EXIT, type ExitCode } from './exit.ts';
 import { ownLayout } from '../adapters/layout.ts';
-import { type LockInfo, lockHeldMessage } from '../adapters/plan-store.ts';
+import { type LockInfo, lockHeldMessage } from '../adapters/run-lock.ts';
 import { commandHint } from '../core/command-hint.ts';
 
 /** The line for a plan whose lock another run holds (exit 3): the same for `execute`, its dry run and the in-session steps. */

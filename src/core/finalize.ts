@@ -12,42 +12,12 @@ import {
   classifyWorkerFailure,
   describeWorkerFailure,
 } from './failure.ts';
-import { cascade, breaker, type BreakerDecision, type Skip } from './graph.ts';
-import { type Plan, type Task, attemptsOf, statusOf } from './plan.ts';
-import { gitHint } from './command-hint.ts';
-import { clipHead, clipTail, listSome } from './format.ts';
-import { type TimeLimit, describeTimeLimitHit } from './time-limit.ts';
+import { type Task, attemptsOf } from './plan.ts';
+import { clipHead } from './format.ts';
 import type { CapturedWork } from './work.ts';
-
-export interface AcceptanceResult {
-  criterion: string;
-  check: string;
-  passed: boolean;
-  exitCode: number | null;
-  timedOut: boolean;
-  /** The limit it ran under, named when it was hit. */
-  timeLimit: TimeLimit;
-  output: string;
-  /** It ran in the sandbox, and its output shows the sandbox refused its network: what to tell the person (core/sandbox-words.ts). */
-  sandboxRefusal?: string;
-}
-
-/** How a failed acceptance check ended (its time limit, or its exit code), and the sandbox's refusal when its output shows one. */
-export function describeCheckEnd(a: AcceptanceResult): string {
-  const how = a.timedOut ? describeTimeLimitHit(a.check, a.timeLimit) : `\`${a.check}\` exited ${a.exitCode ?? 'without a code'}`;
-  return a.sandboxRefusal === undefined ? how : `${how} (${a.sandboxRefusal})`;
-}
-
-/** What an attempt changed outside its task's declared files, set aside before its checks ran. */
-export interface SetAside {
-  /** The paths (each restored in the worktree to the attempt's starting commit before the checks). */
-  paths: string[];
-  /** Those the attempt's starting commit holds as regular files (the repository has them). */
-  tracked: string[];
-  /** A commit holding the attempt's whole work (declared and set aside) on its starting commit, and the ref of foreman's it is on; null when it could not be kept (`keepFailure` says why). */
-  kept: { commit: string; ref: string } | null;
-  keepFailure?: string;
-}
+import { type SetAside, describeSetAside, setAsideWarning } from './set-aside-words.ts';
+import { type AcceptanceResult, type AttemptFailure, describeAttemptFailure } from './attempt-failure.ts';
+import { describeDenials, deniedPaths } from './denied-writes.ts';
 
 /** What verification found of an attempt's work, once it was captured from its worktree. */
 export interface CheckedWork {
@@ -68,44 +38,6 @@ export interface CheckedWork {
 /** An attempt's verification: what it found, or why the attempt's work could not be read from its worktree (git failed there). */
 export type Verification = Result<CheckedWork, string>;
 
-/** How a warning and a failure name what was set aside. */
-export const describeSetAside = (setAside: SetAside): string => {
-  const where =
-    setAside.kept !== null ? `kept in ${setAside.kept.ref}, commit ${setAside.kept.commit.slice(0, 12)}` : `not kept: ${setAside.keepFailure ?? 'unknown'}`;
-  return `changed files its task does not declare: ${setAside.paths.join(', ')} (set aside, not integrated; ${where})`;
-};
-
-/**
- * The warning that names what was set aside, for a person (the run's journal, `finalize`'s
- * results): with the commands that read it back. Never in a failure, which a retry's prompt
- * quotes: a worker is not to bring those files back.
- */
-const setAsideWarning = (setAside: SetAside): string =>
-  `${describeSetAside(setAside)}${setAside.kept !== null ? `: ${setAsideCommands(setAside.kept.commit)}` : ''}`;
-
-/**
- * What a task's line and the run's Summary say of what an attempt set aside: a few of its paths,
- * how many more, and the commands that read them back (`repo`: the repository they name, when the
- * person may not be at its top, where the paths, relative to the top, would not be found).
- */
-export function setAsideSummary(setAside: { paths: readonly string[]; commit?: string }, repo?: string): string {
-  const which = listSome(setAside.paths);
-  return setAside.commit === undefined
-    ? `set aside, not integrated (and not kept): ${which}`
-    : `set aside, not integrated: ${which} (${setAsideCommands(setAside.commit, repo)})`;
-}
-
-/**
- * The git commands that show what an attempt set aside and bring a file of it back, from the
- * commit that keeps the attempt's whole work (its parent is the attempt's start). The commit
- * outlives its ref (`refs/foreman-aside/…`, removed once the plan finishes) until git prunes
- * unreachable objects (two weeks by default), so the commands name the commit.
- */
-export function setAsideCommands(commit: string, repo?: string): string {
-  const id = commit.slice(0, 12);
-  return `\`${gitHint(`show --stat ${id}`, repo)}\` lists them with the attempt's other files, \`${gitHint(`restore --source=${id} -- <path>`, repo)}\` brings one back into your files`;
-}
-
 /**
  * What an attempt's verification found that a person should see beside the decision: the files it
  * changed without its task declaring them (set aside), declared files it left unchanged while
@@ -123,55 +55,6 @@ export function verificationWarnings(verification: Verification | undefined, dec
     warnings.push('its reply had no COMPLETED/FAILED/BLOCKED line; it completed because it changed its declared files and passed every acceptance check');
   }
   return warnings;
-}
-
-/** Why one attempt of a task did not pass. */
-export type AttemptFailure =
-  | { reason: 'reported-failed'; text: string }
-  | { reason: 'no-status-line'; tail: string }
-  | { reason: 'worker'; failure: WorkerFailure }
-  | { reason: 'spot-check'; missingCreated: string[]; unchangedModified: string[] }
-  /** With `strictScope`: changes outside the declared files fail the attempt. */
-  | { reason: 'outside-changes'; paths: string[] }
-  | { reason: 'capture'; message: string }
-  | { reason: 'acceptance'; failures: AcceptanceResult[] };
-
-export function describeAttemptFailure(failure: AttemptFailure): string {
-  switch (failure.reason) {
-    case 'reported-failed':
-      return `the worker reported FAILED: ${failure.text}`;
-    case 'no-status-line':
-      return `the worker ended without a COMPLETED/FAILED/BLOCKED line${failure.tail ? ` (its last words: ${JSON.stringify(clipTail(failure.tail, 300))})` : ''}`;
-    case 'worker':
-      return describeWorkerFailure(failure.failure);
-    case 'spot-check': {
-      const parts: string[] = [];
-      if (failure.missingCreated.length) parts.push(`declared files were not created: ${failure.missingCreated.join(', ')}`);
-      if (failure.unchangedModified.length) parts.push(`declared files were not modified: ${failure.unchangedModified.join(', ')}`);
-      return `the worker reported COMPLETED but ${parts.join('; ')}`;
-    }
-    case 'capture':
-      return `the attempt's work could not be read from its worktree: ${failure.message}`;
-    case 'outside-changes':
-      return `the worker changed files its task does not declare (only the declared files may change; these were set aside, not kept): ${failure.paths.join(', ')}`;
-    case 'acceptance':
-      return failure.failures
-        .map((a) => `acceptance check failed (${a.criterion}): ${describeCheckEnd(a)}${a.output.trim() ? `:\n${clipTail(a.output.trim(), 2000)}` : ''}`)
-        .join('\n');
-    default:
-      return assertNever(failure, 'attempt failure');
-  }
-}
-
-export function describeDenials(denials: readonly PermissionDenial[]): string {
-  if (denials.length === 0) return '';
-  const tools = denials.map((d) => {
-    const input = d.input as { command?: string; file_path?: string } | undefined;
-    // A path keeps its end (the file's name: a worktree's directory makes the head long), a command its start.
-    const what = input?.command !== undefined ? clipHead(input.command, 80) : input?.file_path !== undefined ? clipTail(input.file_path, 80) : undefined;
-    return what ? `${d.tool}(${what})` : d.tool;
-  });
-  return `permission denied for: ${[...new Set(tools)].join(', ')}`;
 }
 
 export type Decision =
@@ -272,26 +155,6 @@ function retryAdvice(failure: AttemptFailure | null, judgement: Judgement, undec
     );
   return advice.length > 0 ? advice.join('\n\n') : undefined;
 }
-
-/** The file tools whose denial names a path the worker wanted to write. */
-const WRITE_TOOLS = new Set(['Write', 'Edit', 'MultiEdit', 'NotebookEdit']);
-
-/**
- * `denials` with the repository path of each denied write inside the worktree (`roots`: its
- * paths as the worker may have named them, e.g. as given and resolved), posix separators.
- */
-export function withDeniedPaths(denials: readonly PermissionDenial[], roots: readonly string[]): PermissionDenial[] {
-  return denials.map((denial) => {
-    const input = denial.input as { file_path?: unknown; notebook_path?: unknown } | undefined;
-    const named = typeof input?.file_path === 'string' ? input.file_path : typeof input?.notebook_path === 'string' ? input.notebook_path : undefined;
-    if (!WRITE_TOOLS.has(denial.tool) || named === undefined) return denial;
-    const root = roots.find((dir) => named.startsWith(`${dir}/`));
-    return root === undefined ? denial : { ...denial, path: named.slice(root.length + 1) };
-  });
-}
-
-/** The undeclared paths a run's denied writes named (the worker adapter or the worker hook gave each its repository path). */
-export const deniedPaths = (denials: readonly PermissionDenial[]): string[] => denials.flatMap((denial) => (denial.path !== undefined ? [denial.path] : []));
 
 export interface DecideInput {
   task: Task;
@@ -425,25 +288,4 @@ export function trimCompleted(task: Task): Task {
   if (task.setAside) kept.setAside = task.setAside;
   if (task.gate) kept.gate = task.gate;
   return kept;
-}
-
-export interface CascadeOutcome {
-  skips: Skip[];
-  breaker: BreakerDecision;
-}
-
-/** Skip what can no longer run, and decide whether the circuit breaker trips. Mutates `plan` (its `tasks` array). */
-export function applyCascade(plan: Plan): CascadeOutcome {
-  const pendingBefore = plan.tasks.filter((t) => statusOf(t) === 'pending').length;
-  const skips = cascade(plan.tasks);
-  for (const s of skips) {
-    // A new task object (see `applyDecision`): an earlier copy of the plan keeps the old one.
-    const task = { ...plan.tasks[s.index]! };
-    plan.tasks[s.index] = task;
-    const root = plan.tasks[s.rootCause]!;
-    task.status = 'skipped';
-    task.skippedBy = s.rootCause;
-    task.result = `skipped: depends on task ${s.rootCause} (${root.subject}), which ${statusOf(root) === 'skipped' ? 'was skipped' : `is ${statusOf(root)}`}${s.via !== s.rootCause ? ` (through task ${s.via})` : ''}`;
-  }
-  return { skips, breaker: breaker(plan.tasks.length, pendingBefore, skips.length) };
 }

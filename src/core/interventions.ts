@@ -4,7 +4,7 @@
 // be changed (all or nothing: then nothing is). The input plan is not touched.
 
 import { type Result, err, ok } from './failure.ts';
-import { applyCascade } from './finalize.ts';
+import { applyCascade } from './cascade-skips.ts';
 import { type Plan, type Task, type TaskStatus, clonePlan, statusOf } from './plan.ts';
 import { recheckable, withDeclared } from './widen.ts';
 

@@ -11,15 +11,18 @@
 // author's words). Pure: the caller passes the files of the repository's last commit, or null
 // outside a repository (then only the hazards between the plan's own tasks are looked for).
 // Paths are indexed, never compared pair by pair across the plan: a 20,000-task plan is linted
-// in a fraction of its validation's time.
+// in a fraction of its validation's time (lint-paths.ts). The hazards against the last commit are
+// lint-repository.ts's; what a hazard holds before it is worded, lint-hazards.ts's.
 
 import { type Ancestry, ancestry, depsOf } from './graph.ts';
 import { assertNever } from './failure.ts';
 import { clipHead } from './format.ts';
-import { checkPaths } from './check-paths.ts';
-import { coveredBy, isDirPath } from './paths.ts';
-import { DEFAULT_MODEL, MODEL_ALIASES, type Plan, type Task, isKnownModel, statusOf, writesOf } from './plan.ts';
+import { isDirPath } from './paths.ts';
+import { DEFAULT_MODEL, MODEL_ALIASES, type Plan, type Task, isKnownModel } from './plan.ts';
 import { OWN_FIELD_PREFIX, fieldPath, nearMisses, unknownFields } from './plan-fields.ts';
+import { type Use, type Hazard, isDone } from './lint-hazards.ts';
+import { keyOf, type PathIndex, indexUses, usesCovering } from './lint-paths.ts';
+import { missingCheckFiles, undeclaredFiles, existence } from './lint-repository.ts';
 
 export const PLAN_WARNING_KINDS = [
   'unordered-create',
@@ -56,108 +59,6 @@ export interface PlanLint {
   /** The warnings the plan accepts, each with its reason. */
   accepted: Array<{ warning: PlanWarning; reason: string }>;
 }
-
-/** A path a task declares and the task declaring it. */
-interface Use {
-  task: number;
-  path: string;
-}
-
-type Hazard =
-  /** `task` modifies `path`, which `creators` create, and no dependency orders them. */
-  | { kind: 'unordered-create'; task: number; path: string; creators: Use[] }
-  /** `task` modifies `path`, which `creators` create, though they depend on `task`. */
-  | { kind: 'create-after-modify'; task: number; path: string; creators: Use[] }
-  /** `task` creates `path`, which `first` creates (or created) before it. */
-  | { kind: 'duplicate-create'; task: number; path: string; first: number; firstDone: boolean; unordered: boolean }
-  /** `task` modifies `path`, which the last commit does not have and no task creates. */
-  | { kind: 'missing-file'; task: number; path: string }
-  /** `task`'s prompt names the tracked file `path`, which it does not declare. */
-  | { kind: 'undeclared-prompt-path'; task: number; path: string }
-  /** `task` reads `path`, which `writers` change, and no dependency orders them. */
-  | { kind: 'unordered-read'; task: number; path: string; writers: Use[] }
-  /** `task` modifies the manifest `path` and declares none of `lockfiles`. */
-  | { kind: 'lockfile'; task: number; path: string; lockfiles: string[] }
-  /** The acceptance check `criterion` of `task` needs `path`, which the last commit does not have and no task writes. */
-  | { kind: 'missing-check-file'; task: number; criterion: number; path: string }
-  /** The plan schema defines no field `key` in the object at `parent` (in `task`, or outside the tasks). */
-  | { kind: 'unknown-field'; task: number | null; parent: string; key: string }
-  /** `task`'s `agent.model` is neither an alias the Claude Code CLI accepts nor a Claude model name; `meant`: the aliases it nearly spells. */
-  | { kind: 'unknown-model'; task: number; model: string; meant: string[] }
-  /** `acceptedWarnings[index]` accepts a warning the plan does not have. */
-  | { kind: 'stale-acceptance'; index: number; warning: string };
-
-/**
- * Manifests and the lockfiles their package manager rewrites on an install. `workspace`: the
- * lockfile may sit in a directory above the manifest (npm, pnpm, yarn, Cargo and uv workspaces
- * keep one lockfile at their root); the nearest directory holding one is the manifest's.
- */
-const LOCKFILES: ReadonlyArray<{ manifest: string; lockfiles: readonly string[]; workspace: boolean }> = [
-  {
-    manifest: 'package.json',
-    lockfiles: ['package-lock.json', 'npm-shrinkwrap.json', 'pnpm-lock.yaml', 'yarn.lock', 'bun.lock', 'bun.lockb'],
-    workspace: true,
-  },
-  { manifest: 'Cargo.toml', lockfiles: ['Cargo.lock'], workspace: true },
-  { manifest: 'go.mod', lockfiles: ['go.sum'], workspace: false },
-  { manifest: 'pyproject.toml', lockfiles: ['poetry.lock', 'uv.lock', 'pdm.lock'], workspace: true },
-  { manifest: 'Gemfile', lockfiles: ['Gemfile.lock'], workspace: false },
-  { manifest: 'composer.json', lockfiles: ['composer.lock'], workspace: false },
-];
-
-const isDone = (task: Task): boolean => statusOf(task) === 'completed';
-/** A path's index key: its form without a trailing `/`, so `src` and `src/` meet. */
-const keyOf = (path: string): string => (isDirPath(path) ? path.slice(0, -1) : path);
-
-/** `a/b/c.ts` → `a`, `a/b`: the keys of the directories holding a key. */
-function directoryKeys(key: string): string[] {
-  const keys: string[] = [];
-  for (let cut = key.indexOf('/'); cut > 0; cut = key.indexOf('/', cut + 1)) keys.push(key.slice(0, cut));
-  return keys;
-}
-
-/** Declared paths by key, and apart from them the directories (`src/`), which cover what is under them. */
-interface PathIndex {
-  byKey: Map<string, Use[]>;
-  directories: Map<string, Use[]>;
-}
-
-function indexUses(tasks: readonly Task[], pathsOf: (task: Task) => readonly string[]): PathIndex {
-  const index: PathIndex = { byKey: new Map(), directories: new Map() };
-  const add = (map: Map<string, Use[]>, key: string, use: Use) => {
-    const list = map.get(key);
-    if (list) list.push(use);
-    else map.set(key, [use]);
-  };
-  tasks.forEach((task, i) => {
-    for (const path of pathsOf(task)) {
-      const key = keyOf(path);
-      add(index.byKey, key, { task: i, path });
-      if (isDirPath(path)) add(index.directories, key, { task: i, path });
-    }
-  });
-  return index;
-}
-
-/** The uses at `path` itself and at the directories above it that are declared as directories. */
-function usesCovering(index: PathIndex, path: string): readonly Use[] {
-  const key = keyOf(path);
-  const here = index.byKey.get(key) ?? [];
-  if (index.directories.size === 0) return here;
-  let found: Use[] | null = null;
-  for (let cut = key.indexOf('/'); cut > 0; cut = key.indexOf('/', cut + 1)) {
-    const above = index.directories.get(key.slice(0, cut));
-    if (above !== undefined) found = [...(found ?? here), ...above];
-  }
-  return found ?? here;
-}
-
-/** Every path a task declares: what it writes or may write, what it reads, the files given it as context. */
-const declaredOf = (task: Task): string[] => [
-  ...writesOf(task),
-  ...(task.metadata.reads ?? []),
-  ...(task.agent?.contextFiles ?? []).flatMap((file) => (typeof file.path === 'string' ? [file.path] : [])),
-];
 
 /**
  * The plan's warnings. Requires a valid plan (validatePlan: indices in range, no cycle).
@@ -239,62 +140,6 @@ function unknownModels(tasks: readonly Task[]): Hazard[] {
   });
 }
 
-/**
- * Where a setup command installs and where local settings live (`node_modules/`, `.env`, `.venv/`):
- * files a check may well find in a provisioned worktree though no commit has them.
- */
-const provisioned = (path: string): boolean => path.split('/').some((segment) => segment.startsWith('.') || segment === 'node_modules');
-
-/** Files pending tasks' acceptance checks need that the last commit does not have and no task writes: those checks fail whatever the worker does. */
-function missingCheckFiles(tasks: readonly Task[], tracked: ReadonlySet<string>): Hazard[] {
-  const hazards: Hazard[] = [];
-  let known: ((path: string, directory: boolean) => boolean) | null = null;
-  tasks.forEach((task, t) => {
-    if (isDone(task)) return;
-    (task.agent?.acceptanceCriteria ?? []).forEach((criterion, k) => {
-      for (const { path, directory } of checkPaths(criterion.check)) {
-        if ((!directory && tracked.has(path)) || provisioned(path)) continue;
-        // Built once, and only when a check names a file the commit lacks.
-        known ??= knownPaths(tasks, tracked);
-        if (!known(path, directory)) hazards.push({ kind: 'missing-check-file', task: t, criterion: k, path });
-      }
-    });
-  });
-  return hazards;
-}
-
-/** Whether a path is a file or directory of the last commit, or one some task writes (or writes under). */
-function knownPaths(tasks: readonly Task[], tracked: ReadonlySet<string>): (path: string, directory: boolean) => boolean {
-  const writes = new Set(tasks.flatMap(writesOf).map(keyOf));
-  // Every directory holding a known file, and the directories tasks declare (which hold anything under them).
-  const directories = new Set<string>();
-  const declaredDirectories = new Set<string>();
-  for (const file of [...tracked, ...writes]) for (const key of directoryKeys(file)) directories.add(key);
-  for (const task of tasks) for (const write of writesOf(task)) if (isDirPath(write)) declaredDirectories.add(keyOf(write));
-  const underDeclared = (path: string) => directoryKeys(path).some((key) => declaredDirectories.has(key));
-  return (path, directory) =>
-    directories.has(path) || declaredDirectories.has(path) || (!directory && (tracked.has(path) || writes.has(path))) || underDeclared(path);
-}
-
-/** What each pending task uses of the last commit without declaring it: files its prompt names, lockfiles of the manifests it modifies. */
-function undeclaredFiles(tasks: readonly Task[], tracked: ReadonlySet<string>): Hazard[] {
-  const hazards: Hazard[] = [];
-  tasks.forEach((task, t) => {
-    if (isDone(task)) return;
-    const named = promptPaths(task.prompt ?? '', tracked);
-    const declared = named.length > 0 ? declaredOf(task) : [];
-    for (const path of named) if (!coveredBy(path, declared)) hazards.push({ kind: 'undeclared-prompt-path', task: t, path });
-    for (const path of task.metadata.files.modify) {
-      const lockfiles = lockfilesOf(path, tracked);
-      if (lockfiles.length === 0) continue;
-      const changes = writesOf(task);
-      const undeclared = lockfiles.filter((lockfile) => !coveredBy(lockfile, changes));
-      if (undeclared.length > 0) hazards.push({ kind: 'lockfile', task: t, path, lockfiles: undeclared });
-    }
-  });
-  return hazards;
-}
-
 /** A pending task's read of a path, and the other pending tasks writing what it covers or what covers it. */
 interface ReadOfWritten {
   task: number;
@@ -355,65 +200,6 @@ function duplicateHazards(tasks: readonly Task[], owners: readonly number[], use
     const path = uses.find((use) => use.task === task)!.path;
     return [{ kind: 'duplicate-create', task, path, first, firstDone, unordered: !firstDone && !order.dependsOn(task, first) }];
   });
-}
-
-/**
- * Whether a path is in the last commit, or is made by a task (a file under a directory, a file
- * under a directory some task creates): null when the caller knows no repository.
- */
-function existence(tasks: readonly Task[], tracked: ReadonlySet<string> | null): ((path: string) => boolean) | null {
-  if (tracked === null) return null;
-  let directories: Set<string> | null = null;
-  return (path) => {
-    if (!isDirPath(path)) return tracked.has(path);
-    // Built once, and only when a task modifies a directory.
-    if (directories === null) {
-      directories = new Set<string>();
-      for (const file of tracked) for (const key of directoryKeys(file)) directories.add(key);
-      for (const task of tasks) for (const created of task.metadata.files.create) for (const key of directoryKeys(keyOf(created))) directories.add(key);
-    }
-    return directories.has(keyOf(path));
-  };
-}
-
-// Words a prompt is split at: whitespace, quotes, brackets and the marks Markdown wraps a name in.
-const PROMPT_SEPARATORS = /[\s`'"()<>[\]{},;|*]+/;
-
-/**
- * The files of the last commit a prompt names: words that look like repository paths (holding a
- * `/` or a `.`, or a build file such as `Makefile`), with a trailing full stop, colon or line
- * number (`src/a.ts:12`) and a leading `./` taken off, matched exactly against `tracked`. Prose
- * never matches: only a tracked file's exact name does.
- */
-export function promptPaths(prompt: string, tracked: ReadonlySet<string>): string[] {
-  const found = new Set<string>();
-  for (const word of prompt.split(PROMPT_SEPARATORS)) {
-    // Most words are prose: only the ones that could be a path are cleaned up and looked up.
-    if (!(word.includes('/') || word.includes('.') || word.endsWith('file'))) continue;
-    const path = word
-      .replace(/^\.\//, '')
-      .replace(/#.*$/, '')
-      .replace(/[.:!?]+$/, '')
-      .replace(/(?::\d+)+$/, '');
-    if (path === '' || !(path.includes('/') || path.includes('.') || /^[A-Z][A-Za-z]*file$/.test(path))) continue;
-    if (tracked.has(path)) found.add(path);
-  }
-  return [...found];
-}
-
-/** The lockfiles of the last commit that belong to `manifest` (the nearest directory holding any), or none. */
-export function lockfilesOf(manifest: string, tracked: ReadonlySet<string>): string[] {
-  const slash = manifest.lastIndexOf('/');
-  const name = manifest.slice(slash + 1);
-  const kind = LOCKFILES.find((entry) => entry.manifest === name);
-  if (kind === undefined) return [];
-  let dir = slash < 0 ? '' : manifest.slice(0, slash);
-  for (;;) {
-    const here = kind.lockfiles.map((lockfile) => (dir === '' ? lockfile : `${dir}/${lockfile}`)).filter((path) => tracked.has(path));
-    if (here.length > 0 || !kind.workspace || dir === '') return here;
-    const up = dir.lastIndexOf('/');
-    dir = up < 0 ? '' : dir.slice(0, up);
-  }
 }
 
 const at = (task: number): string => `tasks[${task}]`;

@@ -91,7 +91,7 @@ export interface Usage {
 export type UsageFigure = Usage | 'unknown';
 export const UNKNOWN = 'unknown' as const;
 
-/** A task's record of what an attempt set aside (core/finalize.ts `SetAside`, as kept in the plan). */
+/** A task's record of what an attempt set aside (core/set-aside-words.ts `SetAside`, as kept in the plan). */
 export interface TaskSetAside {
   attempt: number;
   paths: string[];

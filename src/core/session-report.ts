@@ -7,7 +7,7 @@ import { claimingFiles, gateOpen, waitingToLand } from './engine/queries.ts';
 import type { Baseline, EngineState } from './engine/state.ts';
 import type { RunEventBody } from './events.ts';
 import { assertNever } from './failure.ts';
-import { setAsideSummary } from './finalize.ts';
+import { setAsideSummary } from './set-aside-words.ts';
 import { clipMiddle, listIndices } from './format.ts';
 import type { GateFinished } from './gate.ts';
 import { type BreakerDecision, readySet, stall as planStall } from './graph.ts';

@@ -3,7 +3,8 @@
 // headless and in-session alike; a static test keeps it so.
 
 import { assertNever } from './failure.ts';
-import { type CascadeOutcome, type Decision, applyCascade, trimCompleted } from './finalize.ts';
+import { type Decision, trimCompleted } from './finalize.ts';
+import { type CascadeOutcome, applyCascade } from './cascade-skips.ts';
 import { recheckable, withDeclared } from './widen.ts';
 import { type Plan, type TaskSetAside, type TaskStatus, type UsageFigure, addUsage, attemptsOf, emptyUsage, statusOf } from './plan.ts';
 

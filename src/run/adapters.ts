@@ -11,13 +11,14 @@ import { shellCommands } from '../adapters/commands.ts';
 import type { Git } from '../adapters/git/repository.ts';
 import { type KilledOrphan, ProcessRegistry, killOrphans, recorded, registryPathFor } from '../adapters/orphans.ts';
 import { type Journal, journalPathFor, openJournal, readJournal } from '../adapters/journal.ts';
-import { PlanKeeper } from '../adapters/plan-store.ts';
+import { PlanKeeper } from '../adapters/plan-file.ts';
 import type { WorkerRequest } from '../adapters/worker.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { Result, WorkerRun } from '../core/failure.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import type { Plan } from '../core/plan.ts';
 import { GitIntegration, type Integration, type IntegrationOptions } from './integration.ts';
+import type { Workers } from './workspace/index.ts';
 import { type LocalWorkspaces, type WorkspaceUse, openLocalWorkspaces } from './workspace/local.ts';
 
 /** Time: the real clock, or a test's. */
@@ -44,11 +45,6 @@ export interface Processes {
   endLeftovers(): Promise<KilledOrphan[]>;
   /** Nothing of this run's runs any more: its record goes. */
   forget(): Promise<void>;
-}
-
-/** A worker: one `claude -p` in its attempt's worktree (a session's workers are Task subagents the lead starts). */
-export interface Workers {
-  run(request: WorkerRequest): Promise<WorkerRun>;
 }
 
 /** The plan's integration ref (run/integration.ts): `plan` gets its planId if it has none. */

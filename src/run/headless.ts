@@ -11,7 +11,7 @@ import type { Commands } from '../adapters/commands.ts';
 import { gitProcessCount } from '../adapters/git/runner.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { describeOrphans } from '../adapters/orphans.ts';
-import { describeKeptEdit } from '../adapters/plan-store.ts';
+import { describeKeptEdit } from '../adapters/plan-file.ts';
 import { type Layout, commandHint } from '../core/command-hint.ts';
 import { initialState } from '../core/engine/admission.ts';
 import { EventQueue, driveNow, emitsInto } from '../core/engine/driver.ts';

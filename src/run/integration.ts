@@ -28,7 +28,7 @@ import {
 } from '../adapters/git/refs.ts';
 import { type Landed, type LandingProblem, land, resumeLanding } from '../adapters/git/land.ts';
 import { processAlive } from '../adapters/processes.ts';
-import { writeFileAtomic } from '../adapters/plan-store.ts';
+import { writeFileAtomic } from '../adapters/atomic-file.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import { type GitFailure, type TrailerList, describeGitFailure, failureOf, isObjectId } from '../core/git-text.ts';
 import type { LandMode } from '../core/landing.ts';

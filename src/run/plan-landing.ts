@@ -23,7 +23,7 @@ import {
 import { type IntegrationFailure, integrate, parkedWork } from '../adapters/git/integrate.ts';
 import { type Landed, land } from '../adapters/git/land.ts';
 import { ownLayout } from '../adapters/layout.ts';
-import { readPlanFile } from '../adapters/plan-store.ts';
+import { readPlanFile } from '../adapters/plan-file.ts';
 import { diskUsage, poolDir, removePlanWorktrees, worktreesRoot } from '../adapters/git/worktree-pool.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import { commandHint } from '../core/command-hint.ts';

@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { withForemanLine } from '../adapters/checks.ts';
 import type { Commands } from '../adapters/commands.ts';
 import { checkSandbox, sandboxRefusal, setupCommandSandbox } from '../adapters/sandbox.ts';
-import { writeFileAtomic } from '../adapters/plan-store.ts';
+import { writeFileAtomic } from '../adapters/atomic-file.ts';
 import { resolveCommit } from '../adapters/git/refs.ts';
 import { type ProvisionFailure, describeProvisionFailure, withCheckout, worktreesRoot } from '../adapters/git/worktree-pool.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';

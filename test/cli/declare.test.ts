@@ -4,7 +4,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { acquireLock, currentLockInfo } from '../../src/adapters/plan-store.ts';
+import { acquireLock, currentLockInfo } from '../../src/adapters/run-lock.ts';
 import { type Io, runProgram } from '../../src/cli/command.ts';
 import { planCommands } from '../../src/cli/plan/index.ts';
 import type { Plan } from '../../src/core/plan.ts';

@@ -6,7 +6,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { acquireLock, currentLockInfo } from '../../src/adapters/plan-store.ts';
+import { acquireLock, currentLockInfo } from '../../src/adapters/run-lock.ts';
 import { poolDir } from '../../src/adapters/git/worktree-pool.ts';
 import { type Io, runProgram } from '../../src/cli/command.ts';
 import { planCommands } from '../../src/cli/plan/index.ts';

@@ -1,21 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { type PermissionDenial, type StatusLine, type WorkerFailure, type WorkerRun, err, ok } from '../../src/core/failure.ts';
 import {
-  type AcceptanceResult,
   type CheckedWork,
   type Decision,
   type DecideInput,
   type Judgement,
   type Verification,
-  applyCascade,
   decide,
-  describeAttemptFailure,
-  describeCheckEnd,
   judgeRun,
   trimCompleted,
   verificationFailure,
   verificationWarnings,
 } from '../../src/core/finalize.ts';
+import { applyCascade } from '../../src/core/cascade-skips.ts';
+import { type AcceptanceResult, describeAttemptFailure, describeCheckEnd } from '../../src/core/attempt-failure.ts';
 import { breaker, stall } from '../../src/core/graph.ts';
 import { type Plan, type Task, type TaskStatus, emptyUsage } from '../../src/core/plan.ts';
 

@@ -1,5 +1,5 @@
 // A task's status changes in one place: the step function (core/engine/), through the
-// transitions it calls (core/transition.ts, and the cascade of skips in core/finalize.ts). The
+// transitions it calls (core/transition.ts, and the cascade of skips in core/cascade-skips.ts). The
 // person's own decisions between runs (approve, reject, retry, skip: core/interventions.ts) are
 // the one other door. This reads the source with the TypeScript compiler's type checker
 // (test/support/status-writes.ts), so a new writer anywhere else fails here, in any form: the
@@ -29,7 +29,7 @@ const files = paths.map((path) => ({ path: rel(path), text: readFileSync(path, '
 /** Where a task may be given a status, and why. */
 const ALLOWED: ReadonlyArray<{ file: string; within?: string; forms?: ReadonlyArray<StatusWrite['form']>; why: string }> = [
   { file: 'src/core/transition.ts', why: 'the transitions the step function applies' },
-  { file: 'src/core/finalize.ts', within: 'applyCascade', why: "the skips a failure (or a person's decision) leads to" },
+  { file: 'src/core/cascade-skips.ts', within: 'applyCascade', why: "the skips a failure (or a person's decision) leads to" },
   { file: 'src/core/finalize.ts', within: 'trimCompleted', why: 'a completed task keeps the status it has' },
   { file: 'src/core/interventions.ts', why: "the person's decisions between runs" },
   { file: 'src/core/validate.ts', within: 'withDefaults', why: '`plan check --fix` writes out the status a task has (statusOf)' },

@@ -6,7 +6,7 @@ import type { RunEvent } from '../../src/core/events.ts';
 import { formatCostFigure, formatCostTally } from '../../src/core/format.ts';
 import { UNKNOWN, addUsage, emptyUsage, mergeTallies, tallyCostUsd, tallyOf } from '../../src/core/plan.ts';
 import { formatTokens, groupRuns, historyEntries, planTally, renderReport } from '../../src/core/report.ts';
-import { describeEvent } from '../../src/ui/render.ts';
+import { describeEvent } from '../../src/ui/event-text.ts';
 import { RUN_ID, T0, ev, recordedRun, usage } from '../support/events.ts';
 import { planAfterRecordedRun } from '../support/report-plan.ts';
 

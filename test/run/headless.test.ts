@@ -8,7 +8,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Git } from '../../src/adapters/git/repository.ts';
-import { PlanKeeper, serializePlan } from '../../src/adapters/plan-store.ts';
+import { PlanKeeper, serializePlan } from '../../src/adapters/plan-file.ts';
 import type { WorkerRequest } from '../../src/adapters/worker.ts';
 import type { RunEventBody } from '../../src/core/events.ts';
 import type { Plan } from '../../src/core/plan.ts';

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ownLayout } from '../../src/adapters/layout.ts';
-import { PlanKeeper, serializePlan } from '../../src/adapters/plan-store.ts';
+import { PlanKeeper, serializePlan } from '../../src/adapters/plan-file.ts';
 import { err, ok } from '../../src/core/failure.ts';
 import { baselineRefusal, landingNotice } from '../../src/core/run-lifecycle.ts';
 import { finishPlan } from '../../src/run/lifecycle.ts';

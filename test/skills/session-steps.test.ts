@@ -5,7 +5,7 @@
 import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { acquireLock, currentLockInfo } from '../../src/adapters/plan-store.ts';
+import { acquireLock, currentLockInfo } from '../../src/adapters/run-lock.ts';
 import { runExecute } from '../support/execute.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { onTestFinished } from 'vitest';
 import { Git } from '../../src/adapters/git/repository.ts';
-import { serializePlan } from '../../src/adapters/plan-store.ts';
+import { serializePlan } from '../../src/adapters/plan-file.ts';
 import type { GitFailure } from '../../src/core/git-text.ts';
 import type { WorkerJob } from '../../src/run/workspace/index.ts';
 import type { RunEvent, RunEventBody } from '../../src/core/events.ts';

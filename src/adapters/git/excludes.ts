@@ -6,7 +6,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { placeholderExcludes } from '../../core/sandbox-placeholders.ts';
-import { writeFileAtomic } from '../plan-store.ts';
+import { writeFileAtomic } from '../atomic-file.ts';
 import { git } from './runner.ts';
 
 /** The global ignore file git reads in `repo`: `core.excludesFile` (any level), else `$XDG_CONFIG_HOME/git/ignore` or `~/.config/git/ignore`. */

@@ -47,7 +47,7 @@ import { type TimeLimit, describeTimeLimitHit } from '../../core/time-limit.ts';
 import { commitOf } from './refs.ts';
 import { Git } from './repository.ts';
 import { runGit, runGitSteps } from './runner.ts';
-import { writeFileAtomic } from '../plan-store.ts';
+import { writeFileAtomic } from '../atomic-file.ts';
 import { processAlive } from '../processes.ts';
 
 /** The file at the repository's top listing the ignored files a new worktree gets a copy of (gitignore syntax, as Claude Code reads it). */

@@ -1,6 +1,6 @@
 import { dirname } from 'node:path';
 import { Git } from '../../adapters/git/repository.ts';
-import { writePlanAtomic } from '../../adapters/plan-store.ts';
+import { writePlanAtomic } from '../../adapters/plan-file.ts';
 import { plural } from '../../core/format.ts';
 import { HOW_TO_ACCEPT, type PlanLint, lintPlan } from '../../core/plan-lint.ts';
 import { withDefaults } from '../../core/validate.ts';

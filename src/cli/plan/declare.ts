@@ -9,7 +9,8 @@
 import { dirname } from 'node:path';
 import { regularFilesIn } from '../../adapters/git/refs.ts';
 import { Git } from '../../adapters/git/repository.ts';
-import { acquireLock, currentLockInfo, lockHeldMessage, writePlanAtomic } from '../../adapters/plan-store.ts';
+import { acquireLock, currentLockInfo, lockHeldMessage } from '../../adapters/run-lock.ts';
+import { writePlanAtomic } from '../../adapters/plan-file.ts';
 import { type Declared, declareFiles, describeChange } from '../../core/interventions.ts';
 import { normalizeRepoPath } from '../../core/git-text.ts';
 import { validatePlan, withDefaults } from '../../core/validate.ts';

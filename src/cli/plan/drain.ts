@@ -4,7 +4,8 @@
 // SIGTERM, or Ctrl-C, stops it at once). Only a run on this host can be reached this way.
 
 import { ownLayout } from '../../adapters/layout.ts';
-import { askDrain, forgetDrainAsked, readLock } from '../../adapters/plan-store.ts';
+import { readLock } from '../../adapters/run-lock.ts';
+import { askDrain, forgetDrainAsked } from '../../adapters/drain-note.ts';
 import { commandHint } from '../../core/command-hint.ts';
 import { assertNever } from '../../core/failure.ts';
 import type { Command } from '../command.ts';

@@ -7,7 +7,8 @@
 
 import { awaitingRef, dropParked, integrationRef, readRef } from '../../adapters/git/refs.ts';
 import { describeGitFailure } from '../../core/git-text.ts';
-import { acquireLock, currentLockInfo, lockHeldMessage, writePlanAtomic } from '../../adapters/plan-store.ts';
+import { acquireLock, currentLockInfo, lockHeldMessage } from '../../adapters/run-lock.ts';
+import { writePlanAtomic } from '../../adapters/plan-file.ts';
 import { type Change, type InterventionsResult, approveTasks, describeChange, rejectTasks, retryTasks, skipTasks } from '../../core/interventions.ts';
 import { listIndices } from '../../core/format.ts';
 import type { Plan } from '../../core/plan.ts';

@@ -6,7 +6,7 @@
 import { Git } from '../../adapters/git/repository.ts';
 import { ownLayout } from '../../adapters/layout.ts';
 import { noCommitLine } from '../../core/git-text.ts';
-import { acquireLock, currentLockInfo, lockHeldMessage } from '../../adapters/plan-store.ts';
+import { acquireLock, currentLockInfo, lockHeldMessage } from '../../adapters/run-lock.ts';
 import { approvalHint, commandHint, shellWord } from '../../core/command-hint.ts';
 import type { LandMode } from '../../core/landing.ts';
 import {

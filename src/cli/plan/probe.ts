@@ -5,7 +5,7 @@ import { dirname } from 'node:path';
 import { Git } from '../../adapters/git/repository.ts';
 import { describeOrphans } from '../../adapters/orphans.ts';
 import { realRunAdapters } from '../../run/adapters.ts';
-import { acquireLock, currentLockInfo } from '../../adapters/plan-store.ts';
+import { acquireLock, currentLockInfo } from '../../adapters/run-lock.ts';
 import { assertNever } from '../../core/failure.ts';
 import { formatDuration, oneLine } from '../../core/format.ts';
 import { type ProbeReport, probeFindings, probeHeadline } from '../../core/probe.ts';

@@ -3,7 +3,7 @@
 
 import { resolve } from 'node:path';
 import { ownLayout } from '../../adapters/layout.ts';
-import { readPlanFile } from '../../adapters/plan-store.ts';
+import { readPlanFile } from '../../adapters/plan-file.ts';
 import { commandHint } from '../../core/command-hint.ts';
 import type { Plan } from '../../core/plan.ts';
 import { type RunRecord, renderReport, reportData, runForArchive } from '../../core/report.ts';

@@ -4,7 +4,8 @@
 import { readdir, stat } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { journalPathFor, readJournal } from '../../adapters/journal.ts';
-import { readLock, readPlanFile } from '../../adapters/plan-store.ts';
+import { readLock } from '../../adapters/run-lock.ts';
+import { readPlanFile } from '../../adapters/plan-file.ts';
 import { type Archive, groupRuns, parseArchiveStamp, type RunRecord } from '../../core/report.ts';
 import { parsePlan } from '../../core/validate.ts';
 import type { Io } from '../command.ts';

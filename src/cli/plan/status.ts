@@ -1,6 +1,6 @@
 import { journalPathFor, readJournal } from '../../adapters/journal.ts';
 import { ownLayout } from '../../adapters/layout.ts';
-import { type LockStatus, readLock } from '../../adapters/plan-store.ts';
+import { type LockStatus, readLock } from '../../adapters/run-lock.ts';
 import { approvalHint, commandHint } from '../../core/command-hint.ts';
 import { formatCostTally, formatElapsed, oneLine } from '../../core/format.ts';
 import { countByStatus } from '../../core/graph.ts';

@@ -5,7 +5,6 @@
 import type { WorkerRun } from '../failure.ts';
 import type { Decision, PassingDecision } from '../finalize.ts';
 import type { CapturedWork } from '../work.ts';
-import type { EngineState } from './state.ts';
 
 export type AttemptStage = Attempt['stage'];
 
@@ -114,7 +113,7 @@ export const WAITING_TO_LAND: ReadonlySet<AttemptStage> = new Set(['verified', '
 export const PAUSED: ReadonlySet<AttemptStage> = new Set(['paused']);
 
 /** Tasks whose attempt is in one of `stages`, ascending. */
-export function tasksIn(state: Pick<EngineState, 'attempts'>, stages: ReadonlySet<AttemptStage>): number[] {
+export function tasksIn(state: { readonly attempts: ReadonlyMap<number, Attempt> }, stages: ReadonlySet<AttemptStage>): number[] {
   return [...state.attempts.values()]
     .filter((a) => stages.has(a.stage))
     .map((a) => a.task)

@@ -70,15 +70,46 @@ function describeOutcome(summary: RunSummary): string {
   return `${summary.outcome} (${summary.reason})${summary.message ? `: ${markdownCell(summary.message)}` : ''}`;
 }
 
+/** What the report's sections read: its input, and what the run and the plan come to. */
+interface ReportContext {
+  input: ReportInput;
+  plan: Plan | null;
+  run: RunRecord;
+  /** null: a report from the plan alone. */
+  summary: RunSummary | null;
+  attempts: AttemptRecord[];
+  gate: GateSummary | null;
+  layout: Layout;
+}
+
 export function renderReport(input: ReportInput): string {
   const { plan } = input;
   if (!input.run && !plan) throw new Error('renderReport: needs a run or a plan');
   const run: RunRecord = input.run ?? { runId: '(none)', events: [], started: null, finished: null, firstMs: 0, lastMs: 0 };
-  const summary = input.run ? summarizeRun(input.run, { livePid: input.livePid, now: input.now }) : null;
-  const attempts = attemptRecordsOf(run);
-  const states = taskStatesIn(run);
-  const out: string[] = [];
+  const report: ReportContext = {
+    input,
+    plan,
+    run,
+    summary: input.run ? summarizeRun(input.run, { livePid: input.livePid, now: input.now }) : null,
+    attempts: attemptRecordsOf(run),
+    gate: input.run ? gateSummaryOf(input.run, input.now) : null,
+    layout: input.layout ?? { kind: 'checkout' },
+  };
+  return [
+    ...overview(report),
+    ...tasksTable(report),
+    ...planFailures(report),
+    ...runFailures(report),
+    ...warningsSection(run, report.attempts),
+    ...(report.gate !== null ? gateSection(report.gate) : []),
+    ...awaitingApproval(report),
+    ...timeline(report),
+  ].join('\n');
+}
 
+/** The title and the run at a glance: goal, outcome, times, cost, tokens, tasks, gate, speculation, plan file. */
+function overview({ input, plan, run, summary, attempts, gate }: ReportContext): string[] {
+  const out: string[] = [];
   out.push(summary ? `# foreman run ${summary.runId}` : '# foreman plan report', '');
   out.push(`- **Goal:** ${markdownCell(summary?.goal ?? plan?.goal ?? '(unknown)')}`);
   if (summary) {
@@ -111,7 +142,6 @@ export function renderReport(input: ReportInput): string {
   out.push(
     `- **Tasks:** ${countText || 'none'}${plan ? ` (of ${plan.tasks.length})` : ''}${summary ? `; ${plural(attempts.filter(counted).length, 'attempt')} in this run` : ''}`,
   );
-  const gate = input.run ? gateSummaryOf(input.run, input.now) : null;
   if (gate !== null) out.push(`- **Gate:** ${describeGate(gate)}`);
   const waste = speculationWaste(attempts);
   if (waste !== null) {
@@ -122,11 +152,16 @@ export function renderReport(input: ReportInput): string {
   if (input.archivedFrom) out.push(`- **Plan:** ${input.archivedFrom} (archived)`);
   else if (input.planPath ?? summary?.planPath) out.push(`- **Plan:** ${input.planPath ?? summary?.planPath}`);
   out.push('');
+  return out;
+}
 
-  // Per-task table.
+/** One row per task: subject, status, attempts, duration, cost, model, commit. */
+function tasksTable({ input, plan, run, summary, attempts }: ReportContext): string[] {
+  const states = taskStatesIn(run);
   const taskIndices = plan ? plan.tasks.map((_, i) => i) : [...new Set([...states.keys()])].sort((a, b) => a - b);
   const commits = new Map<number, string>();
   for (const e of run.events) if (e.type === 'round-committed' && e.commit) for (const t of e.tasks) commits.set(t, e.commit);
+  const out: string[] = [];
   out.push('## Tasks', '');
   out.push(`| # | Subject | Status | Attempts | Duration | Cost | Model | Commit |`);
   out.push(`|---:|---|---|---:|---:|---:|---|---|`);
@@ -152,67 +187,74 @@ export function renderReport(input: ReportInput): string {
     );
   }
   out.push('');
+  return out;
+}
 
-  // Failures, skips, stops.
-  if (!summary && plan) {
-    const failed = plan.tasks.flatMap((t, i) => (statusOf(t) === 'failed' || statusOf(t) === 'blocked' ? [i] : []));
-    if (failed.length) out.push('## Failures', '');
-    for (const i of failed) {
-      const t = plan.tasks[i]!;
-      const log = `${input.logDir ?? '.design'}/worker-${i}.log`;
-      out.push(`### Task ${i}: ${markdownCell(t.subject)}`, '', `- ${statusOf(t)} after ${plural(attemptsOf(t), 'attempt')} — log \`${log}\``);
-      if (t.result)
-        out.push('', fence(clipReason(t.result, `the whole reason is the task's \`result\` in the plan, each failed check's whole output in the log`)));
-      out.push('');
-    }
+/** A report from the plan alone: its failed and blocked tasks, with the reason each records. */
+function planFailures({ input, plan, summary }: ReportContext): string[] {
+  if (summary || !plan) return [];
+  const out: string[] = [];
+  const failed = plan.tasks.flatMap((t, i) => (statusOf(t) === 'failed' || statusOf(t) === 'blocked' ? [i] : []));
+  if (failed.length) out.push('## Failures', '');
+  for (const i of failed) {
+    const t = plan.tasks[i]!;
+    const log = `${input.logDir ?? '.design'}/worker-${i}.log`;
+    out.push(`### Task ${i}: ${markdownCell(t.subject)}`, '', `- ${statusOf(t)} after ${plural(attemptsOf(t), 'attempt')} — log \`${log}\``);
+    if (t.result)
+      out.push('', fence(clipReason(t.result, `the whole reason is the task's \`result\` in the plan, each failed check's whole output in the log`)));
+    out.push('');
   }
+  return out;
+}
+
+/** The run's failures: what stopped it, failed assumptions, each failed task's attempts with their reasons, and the skips. */
+function runFailures({ run, attempts, layout }: ReportContext): string[] {
   const failedTasks = [...new Set(attempts.filter((a) => isFailure(a.outcome)).map((a) => a.task))];
   const skips = run.events.filter((e): e is EventOf<'task-skipped'> => e.type === 'task-skipped');
   const stops = run.events.filter((e) => e.type === 'breaker' || e.type === 'budget-reached' || e.type === 'stalled' || e.type === 'interrupted');
   const failedChecks = run.events.filter((e): e is EventOf<'assumption-checked'> => e.type === 'assumption-checked' && !e.passed);
-  if (failedTasks.length || skips.length || stops.length || failedChecks.length) {
-    out.push('## Failures', '');
-    for (const stop of stops) out.push(`- ${describeStop(stop)}`);
-    if (stops.length) out.push('');
-    for (const c of failedChecks)
+  if (!(failedTasks.length || skips.length || stops.length || failedChecks.length)) return [];
+  const out: string[] = [];
+  out.push('## Failures', '');
+  for (const stop of stops) out.push(`- ${describeStop(stop)}`);
+  if (stops.length) out.push('');
+  for (const c of failedChecks)
+    out.push(
+      `- Task ${c.task}: ${c.severity} assumption failed: ${markdownCell(c.claim)}${c.output.trim() ? ` — ${markdownCell(c.output).slice(0, 300)}` : ''}`,
+    );
+  if (failedChecks.length) out.push('');
+  for (const t of failedTasks) {
+    const mine = attempts.filter((a) => a.task === t);
+    const last = mine[mine.length - 1]!;
+    out.push(`### Task ${t}: ${markdownCell(last.subject)}`, '');
+    for (const a of mine.filter((x) => isFailure(x.outcome) || x === last)) {
+      const how = a.outcome === null ? 'still running' : a.outcome === 'retry' ? 'failed, retried' : a.outcome.replace('_', ' ');
       out.push(
-        `- Task ${c.task}: ${c.severity} assumption failed: ${markdownCell(c.claim)}${c.output.trim() ? ` — ${markdownCell(c.output).slice(0, 300)}` : ''}`,
+        `- Attempt ${a.attempt}${a.model ? ` (${a.model})` : ''}: ${how}${a.durationMs !== null ? ` after ${formatDuration(a.durationMs)}` : ''} — ${a.logPath ? `log \`${a.logPath}\`` : 'no log (a Task subagent in a Claude Code session)'}`,
       );
-    if (failedChecks.length) out.push('');
-    for (const t of failedTasks) {
-      const mine = attempts.filter((a) => a.task === t);
-      const last = mine[mine.length - 1]!;
-      out.push(`### Task ${t}: ${markdownCell(last.subject)}`, '');
-      for (const a of mine.filter((x) => isFailure(x.outcome) || x === last)) {
-        const how = a.outcome === null ? 'still running' : a.outcome === 'retry' ? 'failed, retried' : a.outcome.replace('_', ' ');
-        out.push(
-          `- Attempt ${a.attempt}${a.model ? ` (${a.model})` : ''}: ${how}${a.durationMs !== null ? ` after ${formatDuration(a.durationMs)}` : ''} — ${a.logPath ? `log \`${a.logPath}\`` : 'no log (a Task subagent in a Claude Code session)'}`,
-        );
-        if (a.reason) out.push('', fence(clipReason(a.reason, reasonWholeIn(a, run.runId, input.layout ?? { kind: 'checkout' }))), '');
-      }
-      if (out[out.length - 1] !== '') out.push('');
+      if (a.reason) out.push('', fence(clipReason(a.reason, reasonWholeIn(a, run.runId, layout))), '');
     }
-    if (skips.length) {
-      out.push('### Skipped', '');
-      for (const s of skips) out.push(`- Task ${s.task} (${markdownCell(s.subject)}): ${markdownCell(s.reason)}`);
-      out.push('');
-    }
+    if (out[out.length - 1] !== '') out.push('');
   }
-
-  out.push(...warningsSection(run, attempts));
-  if (gate !== null) out.push(...gateSection(gate));
-
-  const awaiting = plan && (input.planIsOfRun || !summary) ? plan.tasks.flatMap((t, i) => (statusOf(t) === 'awaiting_approval' ? [i] : [])) : [];
-  if (awaiting.length) {
-    out.push('## Awaiting approval', '');
-    for (const i of awaiting) out.push(`- Task ${i} (${markdownCell(plan!.tasks[i]!.subject)}): ${approvalHint(i, input.layout ?? { kind: 'checkout' })}`);
+  if (skips.length) {
+    out.push('### Skipped', '');
+    for (const s of skips) out.push(`- Task ${s.task} (${markdownCell(s.subject)}): ${markdownCell(s.reason)}`);
     out.push('');
   }
+  return out;
+}
 
-  if (attempts.length || gate !== null) {
-    out.push('## Timeline', '', '```mermaid', ganttChart(run, { title: `Run ${run.runId}`, now: input.now }), '```', '');
-  }
-  return out.join('\n');
+/** The tasks waiting for approval, when the plan is the state the run left, with the command that approves each. */
+function awaitingApproval({ input, plan, summary, layout }: ReportContext): string[] {
+  const awaiting = plan && (input.planIsOfRun || !summary) ? plan.tasks.flatMap((t, i) => (statusOf(t) === 'awaiting_approval' ? [i] : [])) : [];
+  if (!awaiting.length) return [];
+  return ['## Awaiting approval', '', ...awaiting.map((i) => `- Task ${i} (${markdownCell(plan!.tasks[i]!.subject)}): ${approvalHint(i, layout)}`), ''];
+}
+
+/** The run's attempts and gate runs on a time line (a Mermaid Gantt chart). */
+function timeline({ input, run, attempts, gate }: ReportContext): string[] {
+  if (!(attempts.length || gate !== null)) return [];
+  return ['## Timeline', '', '```mermaid', ganttChart(run, { title: `Run ${run.runId}`, now: input.now }), '```', ''];
 }
 
 /**

@@ -16,7 +16,7 @@
 
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../../adapters/plan-store.ts';
+import { writeFileAtomic } from '../../adapters/atomic-file.ts';
 import type { SandboxDecision, SandboxMode } from '../../adapters/sandbox.ts';
 import { attemptOf, attemptToJson, workOf } from '../attempt-record.ts';
 import { initialState } from '../../core/engine/admission.ts';

@@ -15,7 +15,7 @@ import { dirname, join } from 'node:path';
 import { ownLauncherPath } from '../../adapters/layout.ts';
 import { parkedWork } from '../../adapters/git/integrate.ts';
 import { ProcessRegistry, killOrphans } from '../../adapters/orphans.ts';
-import { writeFileAtomic } from '../../adapters/plan-store.ts';
+import { writeFileAtomic } from '../../adapters/atomic-file.ts';
 import { processAlive, terminateGroup } from '../../adapters/processes.ts';
 import { type Result, err, ok } from '../../core/failure.ts';
 import { clipMiddle } from '../../core/format.ts';

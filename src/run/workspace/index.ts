@@ -42,6 +42,11 @@ export interface CheckUse {
 /** How a check ended; `sandboxRefusal`: it failed and its output shows the sandbox refused its network (what to tell the person). */
 export type CheckRun = ShellResult & { sandboxRefusal: string | null };
 
+/** Runs workers: one `claude -p` in its attempt's workspace (a session's workers are Task subagents the lead starts). */
+export interface Workers {
+  run(request: WorkerRequest): Promise<WorkerRun>;
+}
+
 export interface Workspace {
   /** The commit the attempt started from: its work is what changed since. */
   readonly base: string;

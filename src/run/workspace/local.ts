@@ -21,9 +21,8 @@ import { excludesFileEnv } from '../../core/sandbox-placeholders.ts';
 import { type WorkerPermissions, explicitPermissions, workerPermissions } from '../../core/scope.ts';
 import type { TimeLimit } from '../../core/time-limit.ts';
 import type { CapturedWork } from '../../core/work.ts';
-import type { Workers } from '../adapters.ts';
 import { LIMIT_FLAGS } from '../settings.ts';
-import type { CheckRun, CheckUse, WorkerJob, Workspace, WorkspaceRequest, Workspaces } from './index.ts';
+import type { CheckRun, CheckUse, WorkerJob, Workers, Workspace, WorkspaceRequest, Workspaces } from './index.ts';
 import { verifyTask } from './verify.ts';
 
 /** One run of the plan's setup command in a worktree of the pool. */
