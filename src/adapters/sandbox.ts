@@ -25,7 +25,7 @@ import { type Result, err, ok } from '../core/failure.ts';
 import type { Plan } from '../core/plan.ts';
 import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
 import { NO_DEFAULT_HOSTS, type NetworkSetting, type SandboxUse, type SandboxedCommand, networkRefusalHint, planNetwork } from '../core/sandbox-words.ts';
-import { worktreesRoot } from './git/worktree-pool.ts';
+import { worktreesRoot } from './git/pool-slots.ts';
 import { ownCacheDir, sandboxCliPath } from './layout.ts';
 import { runShell } from './checks.ts';
 import { personDenies, unheldNotice } from './person-denies.ts';

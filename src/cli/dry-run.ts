@@ -15,7 +15,7 @@ import type { PlanWarning } from '../core/plan-lint.ts';
 import { type SandboxUse, describeSandboxUse } from '../core/sandbox-words.ts';
 import { projectedRounds } from '../core/schedule.ts';
 import { type WorkerPermissions, explicitPermissions, planPermissions } from '../core/scope.ts';
-import { poolDir, worktreesRoot } from '../adapters/git/worktree-pool.ts';
+import { poolDir, worktreesRoot } from '../adapters/git/pool-slots.ts';
 import { workerPersonDenies } from '../adapters/person-denies.ts';
 import { DEFAULTS, type RunSettings } from '../run/settings.ts';
 

@@ -24,7 +24,7 @@ import { type IntegrationFailure, integrate, parkedWork } from '../adapters/git/
 import { type Landed, land } from '../adapters/git/land.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { readPlanFile } from '../adapters/plan-file.ts';
-import { diskUsage, poolDir, removePlanWorktrees, worktreesRoot } from '../adapters/git/worktree-pool.ts';
+import { diskUsage, poolDir, removePlanWorktrees, worktreesRoot } from '../adapters/git/pool-slots.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import { commandHint } from '../core/command-hint.ts';
 import { type GitFailure, describeGitFailure } from '../core/git-text.ts';

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { acquireLock, currentLockInfo } from '../../src/adapters/run-lock.ts';
-import { poolDir } from '../../src/adapters/git/worktree-pool.ts';
+import { poolDir } from '../../src/adapters/git/pool-slots.ts';
 import { type Io, runProgram } from '../../src/cli/command.ts';
 import { planCommands } from '../../src/cli/plan/index.ts';
 import type { Plan, Task } from '../../src/core/plan.ts';

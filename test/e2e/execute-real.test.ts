@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sandboxSupport } from '../../src/adapters/sandbox.ts';
-import { worktreesRoot } from '../../src/adapters/git/worktree-pool.ts';
+import { worktreesRoot } from '../../src/adapters/git/pool-slots.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { notLoggedInLines } from '../../src/core/auth-status.ts';
 import { runExecute } from '../support/execute.ts';

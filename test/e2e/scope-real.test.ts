@@ -7,7 +7,7 @@ import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { worktreesRoot } from '../../src/adapters/git/worktree-pool.ts';
+import { worktreesRoot } from '../../src/adapters/git/pool-slots.ts';
 import { runExecute } from '../support/execute.ts';
 import { tempGitRepo } from '../support/git-repo.ts';
 import { type ModelServer, type ScriptedRequest, scenario, startModelServer, text, toolUse } from '../support/model-server.ts';

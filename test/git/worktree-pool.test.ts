@@ -4,18 +4,9 @@ import { lstat, mkdir, mkdtemp, readFile, readdir, readlink, realpath, rm, symli
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import {
-  DEFAULT_SETUP_INPUTS,
-  type PoolOptions,
-  type SetupRun,
-  describeProvisionFailure,
-  diskUsage,
-  openPool,
-  poolDir,
-  removePlanWorktrees,
-  symlinkDirectoriesOf,
-  worktreesRoot,
-} from '../../src/adapters/git/worktree-pool.ts';
+import { type PoolOptions, openPool } from '../../src/adapters/git/worktree-pool.ts';
+import { diskUsage, poolDir, removePlanWorktrees, worktreesRoot } from '../../src/adapters/git/pool-slots.ts';
+import { DEFAULT_SETUP_INPUTS, type SetupRun, describeProvisionFailure, symlinkDirectoriesOf } from '../../src/adapters/git/provisioning.ts';
 import { type TempGitRepo, afterEachCleanups, tempRepoIn } from '../support/git-repo.ts';
 
 const cleanups = afterEachCleanups();

@@ -35,77 +35,34 @@
 // own index and HEAD. The person's working tree, index and branch are never touched: from their
 // tree only `.worktreeinclude` files and `.claude/settings*.json` are read.
 
-import { createHash, randomBytes } from 'node:crypto';
-import { copyFile, lstat, mkdir, readFile, readdir, readlink, realpath, rename, rm, rmdir, stat, symlink } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { lstat, mkdir, readFile, readdir, readlink, realpath, rename, rm, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
-import { ownCacheDir } from '../layout.ts';
-import { type Result, assertNever, err, ok } from '../../core/failure.ts';
+import { type Result, err, ok } from '../../core/failure.ts';
 import { clipTail } from '../../core/format.ts';
-import { type GitFailure, NO_HOOKS, describeGitFailure, failureOf, isObjectId, normalizeRepoPath, parseStatus, splitNul } from '../../core/git-text.ts';
+import { NO_HOOKS, failureOf, isObjectId, parseStatus, splitNul } from '../../core/git-text.ts';
 import { coveredBy } from '../../core/paths.ts';
-import { type TimeLimit, describeTimeLimitHit } from '../../core/time-limit.ts';
 import { commitOf } from './refs.ts';
 import { Git } from './repository.ts';
 import { runGit, runGitSteps } from './runner.ts';
 import { writeFileAtomic } from '../atomic-file.ts';
-import { processAlive } from '../processes.ts';
-
-/** The file at the repository's top listing the ignored files a new worktree gets a copy of (gitignore syntax, as Claude Code reads it). */
-export const WORKTREE_INCLUDE = '.worktreeinclude';
-
-/** Files whose change (at the repository's top) re-runs the setup command on a reused slot. */
-export const DEFAULT_SETUP_INPUTS: readonly string[] = [
-  'package.json',
-  'package-lock.json',
-  'npm-shrinkwrap.json',
-  'yarn.lock',
-  'pnpm-lock.yaml',
-  'bun.lock',
-  'bun.lockb',
-  'requirements.txt',
-  'pyproject.toml',
-  'poetry.lock',
-  'uv.lock',
-  'Pipfile.lock',
-  'Gemfile.lock',
-  'go.sum',
-  'Cargo.lock',
-  'composer.lock',
-];
-
-/** How much of a failed setup command's output is kept (its end, where the error is). */
-const SETUP_OUTPUT_TAIL = 4000;
-
-/**
- * Where every plan's worktrees live: `$FOREMAN_WORKTREES`, else `$XDG_CACHE_HOME/foreman/worktrees`,
- * else `~/.cache/foreman/worktrees`. A relative XDG_CACHE_HOME is ignored, as the XDG spec says.
- */
-export function worktreesRoot(env: NodeJS.ProcessEnv): string {
-  if (env.FOREMAN_WORKTREES) return path.resolve(env.FOREMAN_WORKTREES);
-  return path.join(ownCacheDir(env), 'worktrees');
-}
-
-const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
-
-/** A plan id usable as one directory name; any other id is named by its hash, never a path. */
-const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
-
-/** The pool directory of one plan of one repository: `<root>/<name>-<10 hex>/<planId>`. */
-export function poolDir(root: string, repoRealPath: string, planId: string): string {
-  const repoDir = `${path.basename(repoRealPath)}-${sha256(repoRealPath).slice(0, 10)}`;
-  const planDir = SAFE_NAME.test(planId) ? planId : `plan-${sha256(planId).slice(0, 16)}`;
-  return path.join(root, repoDir, planDir);
-}
-
-export interface SetupRun {
-  exitCode: number | null;
-  timedOut: boolean;
-  output: string;
-  /** The limit the caller ran it under, named when it was hit. */
-  timeLimit?: TimeLimit;
-  /** What the caller found in its output worth saying with the failure (the sandbox refused its network). */
-  note?: string;
-}
+import { DEFAULT_SETUP_INPUTS, SETUP_OUTPUT_TAIL, type SetupRun, type ProvisionFailure, copyIncluded } from './provisioning.ts';
+import {
+  sha256,
+  poolDir,
+  type SlotRecord,
+  SLOT_NAME,
+  RECORD_NAME,
+  recordPath,
+  repoPathOrNull,
+  excludePattern,
+  allPresent,
+  parseRecord,
+  copyExcludes,
+  isSlotClone,
+  destroySlot,
+  removePoolAt,
+} from './pool-slots.ts';
 
 export interface PoolOptions {
   /** The person's repository top (real path). */
@@ -149,50 +106,6 @@ export interface SlotStatus extends Omit<Slot, 'included'> {
   provisioned: boolean;
 }
 
-export type ProvisionFailure =
-  | { kind: 'setup-failed'; command: string; exitCode: number | null; timedOut: boolean; timeLimit?: TimeLimit; output: string; note?: string }
-  /**
-   * The setup command changed files git tracks (`npm install` rewriting the lock file): every
-   * attempt in the slot would be charged with them. The slot is left unprovisioned.
-   */
-  | { kind: 'setup-changed-files'; command: string; paths: string[] }
-  | { kind: 'git-failed'; doing: string; failure: GitFailure }
-  /** The signal was aborted: nothing failed, the slot was released. */
-  | { kind: 'interrupted' };
-
-/** One line saying why a slot could not be prepared (a setup's output follows, when there is one). */
-export function describeProvisionFailure(failure: ProvisionFailure): string {
-  switch (failure.kind) {
-    case 'setup-failed': {
-      const note = failure.note === undefined ? '' : ` (${failure.note})`;
-      if (failure.timedOut && failure.timeLimit !== undefined)
-        return `in a new worktree, the setup command ${describeTimeLimitHit(failure.command, failure.timeLimit)}${note}`;
-      const how = failure.timedOut ? 'timed out' : failure.exitCode === null ? 'was killed' : `exited with code ${failure.exitCode}`;
-      return `the setup command \`${failure.command}\` ${how} in a new worktree${note}`;
-    }
-    case 'setup-changed-files':
-      return `the setup command \`${failure.command}\` changed files git tracks (${failure.paths.join(', ')}); use one that leaves them as committed (e.g. \`npm ci\`, not \`npm install\`)`;
-    case 'git-failed':
-      return `could not ${failure.doing}: ${describeGitFailure(failure.failure)}`;
-    case 'interrupted':
-      return 'interrupted';
-    default:
-      return assertNever(failure, 'provision failure');
-  }
-}
-
-/** What `slot-<n>.json` holds. */
-interface SlotRecord {
-  /** The commit the slot was provisioned at. */
-  commit: string;
-  setupCommand: string | null;
-  /** Hash of the setup inputs' blob ids at `commit` (null without a setup command). */
-  setupInputs: string | null;
-  /** What the setup command made (part of `kept`): when one is gone, the setup runs again. */
-  made: string[];
-  kept: string[];
-}
-
 interface SlotState {
   index: number;
   dir: string;
@@ -201,97 +114,6 @@ interface SlotState {
   exists: boolean;
   commit: string | null;
   record: SlotRecord | null;
-}
-
-const SLOT_NAME = /^slot-(0|[1-9][0-9]*)$/;
-const RECORD_NAME = /^slot-(0|[1-9][0-9]*)\.json$/;
-const recordPath = (pool: string, index: number): string => path.join(pool, `slot-${index}.json`);
-
-/** A repository path usable as a pathspec or exclude, or null when it is not one. */
-function repoPathOrNull(entry: string): string | null {
-  try {
-    return normalizeRepoPath(entry);
-  } catch {
-    return null;
-  }
-}
-
-/** `git clean -e` pattern naming exactly `entry` (anchored, glob characters escaped). */
-function excludePattern(entry: string): string {
-  const bare = entry.endsWith('/') ? entry.slice(0, -1) : entry;
-  return `/${bare.replace(/[\\*?[\]]/g, (c) => `\\${c}`).replace(/ $/, '\\ ')}`;
-}
-
-/** Whether every entry exists in `dir` (a link counts, whatever it points to). */
-async function allPresent(dir: string, entries: readonly string[]): Promise<boolean> {
-  for (const entry of entries) if ((await lstat(path.join(dir, entry)).catch(() => null)) === null) return false;
-  return true;
-}
-
-function parseRecord(text: string): SlotRecord | null {
-  try {
-    const value = JSON.parse(text) as Partial<SlotRecord>;
-    const stringOrNull = (x: unknown): x is string | null => x === null || typeof x === 'string';
-    if (typeof value.commit !== 'string' || !isObjectId(value.commit)) return null;
-    if (!stringOrNull(value.setupCommand) || !stringOrNull(value.setupInputs)) return null;
-    const entries = (list: unknown): list is string[] =>
-      Array.isArray(list) && list.every((entry) => typeof entry === 'string' && repoPathOrNull(entry) !== null);
-    if (!entries(value.kept) || !entries(value.made)) return null;
-    return { commit: value.commit, setupCommand: value.setupCommand, setupInputs: value.setupInputs, made: value.made, kept: value.kept };
-  } catch {
-    return null;
-  }
-}
-
-/**
- * The person's `info/exclude` (their own ignore patterns, beside `.gitignore`) copied into the new
- * clone at `dir`, as a linked worktree shared it: a file they ignore stays ignored in the slot.
- * Their repository's git directory is where the clone's alternates point (`<git dir>/objects`).
- */
-async function copyExcludes(dir: string): Promise<void> {
-  const alternates = await readFile(path.join(dir, '.git', 'objects', 'info', 'alternates'), 'utf8').catch(() => '');
-  const store = alternates.split('\n').find((line) => path.isAbsolute(line));
-  if (store === undefined) return;
-  const source = path.join(path.dirname(store), 'info', 'exclude');
-  if ((await stat(source).catch(() => null))?.isFile() !== true) return;
-  await mkdir(path.join(dir, '.git', 'info'), { recursive: true });
-  await copyFile(source, path.join(dir, '.git', 'info', 'exclude')).catch(() => undefined);
-}
-
-/**
- * Whether `dir` is a slot this pool made: a repository of its own (its `.git` a directory) that
- * borrows objects through alternates. A slot from an older foreman (a linked worktree: `.git` is
- * a file) or a damaged directory is not.
- */
-async function isSlotClone(dir: string): Promise<boolean> {
-  const gitDir = await lstat(path.join(dir, '.git')).catch(() => null);
-  if (gitDir === null || !gitDir.isDirectory()) return false;
-  return (await lstat(path.join(dir, '.git', 'objects', 'info', 'alternates')).catch(() => null))?.isFile() === true;
-}
-
-/**
- * Deletes the slot at `dir`; never fails. A symlink in it is removed, never followed. A linked
- * worktree an older foreman made there is unregistered from the person's repository first.
- */
-async function destroySlot(repo: string, dir: string): Promise<void> {
-  if ((await lstat(path.join(dir, '.git')).catch(() => null))?.isFile() === true) {
-    await runGit(['worktree', 'remove', '--force', '--force', dir], { cwd: repo }).catch(() => undefined);
-  }
-  await rm(dir, { recursive: true, force: true }).catch(() => undefined);
-}
-
-/** Removes every slot of the pool at `dir`, its records and the directory. Never throws. */
-async function removePoolAt(repo: string, dir: string): Promise<void> {
-  try {
-    const real = await realpath(dir).catch(() => null);
-    if (real === null) return;
-    for (const entry of await readdir(real)) if (SLOT_NAME.test(entry)) await destroySlot(repo, path.join(real, entry));
-    await rm(real, { recursive: true, force: true });
-    // The repository's folder goes too once its last plan is gone.
-    await rmdir(path.dirname(real)).catch(() => undefined);
-  } catch {
-    // Nothing to report: what is left, the next `openPool` or `removePlanWorktrees` clears.
-  }
 }
 
 /**
@@ -652,115 +474,4 @@ export class WorktreePool {
     }
     return linked;
   }
-}
-
-/** A pool for one use (`withCheckout`): `checkout-<pid>-<8 hex>`. */
-const CHECKOUT_NAME = /^checkout-(\d+)-[0-9a-f]{8}$/;
-
-/**
- * A checkout of `commit` (default HEAD) for one use, the probe's: a pool of its own with one slot,
- * made and provisioned as an attempt's is (`.worktreeinclude` copies, linked directories; the
- * caller runs any setup command itself), and removed afterwards whatever `use` does. What `use`
- * throws is rethrown after the removal.
- */
-export async function withCheckout<T>(
-  repository: string,
-  root: string,
-  use: (slot: Slot) => Promise<T>,
-  commit = 'HEAD',
-): Promise<Result<T, ProvisionFailure>> {
-  // Pools are named by the repository's real path, as a run's are.
-  const repo = await realpath(repository);
-  // Those a killed process left (its pid gone) go first.
-  const repoFolder = path.dirname(poolDir(root, repo, 'x'));
-  for (const entry of await readdir(repoFolder).catch(() => [] as string[])) {
-    const pid = CHECKOUT_NAME.exec(entry)?.[1];
-    if (pid !== undefined && !processAlive(Number(pid))) await removePoolAt(repo, path.join(repoFolder, entry));
-  }
-  const pool = await openPool({
-    repo,
-    planId: `checkout-${process.pid}-${randomBytes(4).toString('hex')}`,
-    root,
-    symlinkDirectories: await symlinkDirectoriesOf(repo),
-    runSetup: () => Promise.reject(new Error('a checkout for one use has no setup command')),
-  });
-  try {
-    const acquired = await pool.acquire(commit);
-    if (!acquired.ok) return acquired;
-    return ok(await use(acquired.value));
-  } finally {
-    await pool.remove();
-  }
-}
-
-/**
- * Copies into `dir` the files of `repo` that `.worktreeinclude` lists and git ignores. Nothing
- * when the file is absent. Symbolic links are copied as links.
- */
-async function copyIncluded(git: Git, repo: string, dir: string): Promise<string[]> {
-  const listFile = path.join(repo, WORKTREE_INCLUDE);
-  if ((await lstat(listFile).catch(() => null))?.isFile() !== true) return [];
-  const files = await git.ignoredFilesListedIn(listFile);
-  for (const file of files) {
-    const from = path.join(repo, file);
-    const to = path.join(dir, file);
-    await mkdir(path.dirname(to), { recursive: true });
-    const st = await lstat(from).catch(() => null);
-    if (st === null) continue;
-    if (st.isSymbolicLink()) await symlink(await readlink(from), to).catch(() => undefined);
-    else if (st.isFile()) await copyFile(from, to);
-  }
-  return files.sort();
-}
-
-/** Bytes `dir` takes on disk, not following symlinks, each hard-linked file once; 0 when absent. */
-export async function diskUsage(dir: string): Promise<number> {
-  const seen = new Set<string>();
-  let total = 0;
-  const pending = [dir];
-  while (pending.length > 0) {
-    const current = pending.pop()!;
-    const info = await lstat(current).catch(() => null);
-    if (info === null) continue;
-    const key = `${info.dev}:${info.ino}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    total += typeof info.blocks === 'number' ? info.blocks * 512 : info.size;
-    if (info.isDirectory()) {
-      const names = await readdir(current).catch(() => [] as string[]);
-      for (const name of names) pending.push(path.join(current, name));
-    }
-  }
-  return total;
-}
-
-/** Removes the plan's pool (every slot and its directory); for `plan clean` and a finished plan. Never throws. */
-export async function removePlanWorktrees(repo: string, root: string, planId: string): Promise<void> {
-  const real = await realpath(repo).catch(() => repo);
-  await removePoolAt(real, poolDir(root, real, planId));
-}
-
-/**
- * `worktree.symlinkDirectories` from `<repo>/.claude/settings.json`, then `settings.local.json`
- * (the later one wins when it sets it): repository paths, without a trailing `/`. Entries that
- * are not repository paths are dropped; an absent, unreadable or invalid file counts as not
- * setting it.
- */
-export async function symlinkDirectoriesOf(repo: string): Promise<string[]> {
-  let found: string[] = [];
-  for (const name of ['settings.json', 'settings.local.json']) {
-    const text = await readFile(path.join(repo, '.claude', name), 'utf8').catch(() => null);
-    if (text === null) continue;
-    let settings: unknown;
-    try {
-      settings = JSON.parse(text);
-    } catch {
-      continue;
-    }
-    const worktree = typeof settings === 'object' && settings !== null ? (settings as { worktree?: unknown }).worktree : undefined;
-    const list = typeof worktree === 'object' && worktree !== null ? (worktree as { symlinkDirectories?: unknown }).symlinkDirectories : undefined;
-    if (!Array.isArray(list)) continue;
-    found = [...new Set(list.flatMap((entry) => (typeof entry === 'string' ? (repoPathOrNull(entry)?.replace(/\/$/, '') ?? []) : [])))];
-  }
-  return found;
 }

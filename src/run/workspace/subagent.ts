@@ -6,7 +6,7 @@ import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Git } from '../../adapters/git/repository.ts';
 import { isAncestor, resolveCommit } from '../../adapters/git/refs.ts';
-import { WORKTREE_INCLUDE, symlinkDirectoriesOf } from '../../adapters/git/worktree-pool.ts';
+import { WORKTREE_INCLUDE, symlinkDirectoriesOf } from '../../adapters/git/provisioning.ts';
 import { type Result, err, ok } from '../../core/failure.ts';
 import type { Workspace } from './index.ts';
 import type { LocalWorkspaces } from './local.ts';
