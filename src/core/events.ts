@@ -242,6 +242,8 @@ export type DryRunEventBody =
   | ({ type: 'dry-run-command' } & PlannedCommand)
   /** A task the run would start, and the permission rules its worker would get. */
   | { type: 'dry-run-permissions'; task: number; allow: string[]; deny: string[] }
+  /** A task in a review round (plan revise): its next attempt starts from its parked work (`commit`, begun at `base`) with the reviewer's words. */
+  | { type: 'dry-run-review'; task: number; round: number; feedback: string; commit: string; base: string }
   /** A warning of the plan lint the plan neither fixes nor accepts. */
   | ({ type: 'dry-run-warning' } & PlanWarning)
   /** A warning the run's start would give of the repository (uncommitted changes), as the run words it. */

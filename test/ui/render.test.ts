@@ -511,6 +511,7 @@ describe('event schema', () => {
       'dry-run-plan': true,
       'dry-run-command': true,
       'dry-run-permissions': true,
+      'dry-run-review': true,
       'dry-run-warning': true,
     };
     expect(types).toEqual(Object.keys(all).sort());
