@@ -500,7 +500,7 @@ async function dropRejected(plan: Plan, isolation: Isolation, findings: SetupFin
   for (const i of parked.value) {
     const status = i < plan.tasks.length ? statusAfter(plan, i, findings) : undefined;
     if (status === 'awaiting_approval' || (status === 'completed' && commitAfter(plan, i, findings) === undefined)) continue;
-    if (i < plan.tasks.length && openReview(plan.tasks[i]!) !== null) continue;
+    if ((status === 'pending' || status === 'in_progress') && openReview(plan.tasks[i]!) !== null) continue;
     await dropParked(isolation.repo, isolation.planId, i);
   }
   return ok(undefined);
