@@ -65,11 +65,11 @@ export type EngineEffect =
   | { type: 'finish'; stop: EngineStop; usage: UsageFigure };
 
 /**
- * Where an attempt starts when not at the integration tip: its workspace holds earlier work, and
- * its own work is what changed since that earlier work started, so capture, the scope check and
+ * Where an attempt starts when not at the integration tip alone: its workspace holds earlier work,
+ * and its own work is counted from where that earlier work starts, so capture, the scope check and
  * integration see the whole change. `commit` and `base`: a commit foreman kept and where it
- * started (a review round's parked work, core/review.ts); `work`: a candidate the gate blamed,
- * put back on its own base.
+ * started (a review round's parked work, core/review.ts); `work`: a candidate the gate blamed, put
+ * on the integration tip as it is now (what the gate failed it on), counted from the tip.
  */
 export type AttemptStart = { commit: string; base: string } | { work: CapturedWork };
 
