@@ -59,6 +59,13 @@ beforeAll(async () => {
           ],
         },
       ]),
+      ...variants('TASK-MARKER: tidy', [
+        // The revision cannot do what was asked: the round fails.
+        { when: '## Changes requested in review', turns: [[text('FAILED: the empty string cannot be handled here')]] },
+        {
+          turns: [(req) => [toolUse('Write', { file_path: join(cwdOf(req), 'src/tidy.txt'), content: 'tidy\n' })], [text('COMPLETED: src/tidy.txt is tidy')]],
+        },
+      ]),
       ...variants('TASK-MARKER: shout', [
         {
           // The retry after the gate blamed it: it starts from its own candidate work.
@@ -187,6 +194,31 @@ describe('a review goes back to the worker (real Claude Code CLI)', () => {
     const done = await readPlan(join(repo.dir, '.design/history', archived[0]!));
     expect(done.tasks[0]).toMatchObject({ status: 'completed', attempts: 1, reviews: [{ feedback: FEEDBACK, outcome: 'parked' }] });
     expect(await foremanRefs(repo)).toEqual([]);
+  });
+
+  it('a round that uses up its attempts puts the earlier work back to awaiting approval, with the failure; approved, that work lands', async () => {
+    const { repo, env } = await repoWith(makePlan([task('tidy', 'src/tidy.txt', { gate: 'human-approval' })]));
+    const args = ['--claude-bin', claudeBin, '--sandbox', 'off', '--max-attempts', '1'];
+    expect((await runExecute(repo.dir, args, env)).exitCode).toBe(1);
+    const [ref] = (await foremanRefs(repo)).filter((r) => r.startsWith('refs/foreman-awaiting/'));
+    const earlier = (await repo.git(['rev-parse', ref!])).trim();
+    expect((await runPlanTool(repo.dir, ['revise', '0', '--feedback', FEEDBACK], env)).exitCode).toBe(0);
+
+    const second = await runExecute(repo.dir, args, env);
+    expect(second.exitCode, `${second.stdout}\n${second.stderr}`).toBe(1);
+    expect(second.stdout).toContain("task 0's review round 1 failed (1 attempt): the worker reported FAILED: the empty string cannot be handled here");
+    const plan = await readPlan(join(repo.dir, '.design/plan.json'));
+    expect(plan.tasks[0]).toMatchObject({
+      status: 'awaiting_approval',
+      attempts: 1,
+      result: 'src/tidy.txt is tidy',
+      reviews: [{ outcome: 'failed', attempts: 1, failure: 'the worker reported FAILED: the empty string cannot be handled here' }],
+    });
+    // The earlier work is still what is parked.
+    expect((await repo.git(['rev-parse', ref!])).trim()).toBe(earlier);
+    const approved = await runPlanTool(repo.dir, ['approve', '0'], env);
+    expect(approved.exitCode, approved.stderr).toBe(0);
+    expect(await repo.git(['show', 'HEAD:src/tidy.txt'])).toBe('tidy\n');
   });
 
   it("a candidate the gate blames retries from its own work, the gate's output in its prompt; the retry spends an attempt", async () => {
