@@ -12,7 +12,7 @@ import type { RunEvent } from '../../src/core/events.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { runExecute, runPlanTool } from '../support/execute.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
-import { type ModelServer, type ScriptedRequest, startModelServer, text, toolUse, variants } from '../support/model-server.ts';
+import { type ModelServer, type ScriptedRequest, type TurnScript, startModelServer, text, toolUse, variants } from '../support/model-server.ts';
 import { makePlan, readPlan, writePlan } from '../support/plans.ts';
 import { claudeBin, claudeEnv, tempHome } from '../support/real-claude.ts';
 
@@ -21,6 +21,24 @@ const cwdOf = (req: ScriptedRequest) => req.cwd ?? '.';
 
 /** What each revising worker found: its prompt and what reading the parked file gave it. */
 const seen: { prompts: string[]; reads: string[] } = { prompts: [], reads: [] };
+
+/**
+ * A worker that starts from earlier work: it records its prompt, reads `file` (which must be in its
+ * worktree, holding `before`), and edits `before` into `after` rather than rewriting the file.
+ */
+const editsEarlierWork = (file: string, before: string, after: string, done: string): TurnScript[] => [
+  (req) => {
+    seen.prompts.push(req.prompt);
+    return [toolUse('Read', { file_path: join(cwdOf(req), file) })];
+  },
+  (req) => {
+    const read = req.toolResults[0];
+    seen.reads.push(read?.is_error === false ? read.content : `error: ${read?.content ?? 'no result'}`);
+    if (read?.is_error !== false || !read.content.includes(before.trim())) return [text(`FAILED: the earlier ${file} is not in my worktree`)];
+    return [toolUse('Edit', { file_path: join(cwdOf(req), file), old_string: before, new_string: after })];
+  },
+  [text(done)],
+];
 
 let server: ModelServer;
 const cleanups: Array<() => Promise<void>> = [];
@@ -32,25 +50,12 @@ beforeAll(async () => {
         {
           // The revision: its worktree must hold the parked file, which it edits.
           when: '## Changes requested in review',
-          turns: [
-            (req) => {
-              seen.prompts.push(req.prompt);
-              return [toolUse('Read', { file_path: join(cwdOf(req), 'src/parse.txt') })];
-            },
-            (req) => {
-              const read = req.toolResults[0];
-              seen.reads.push(read?.is_error === false ? read.content : `error: ${read?.content ?? 'no result'}`);
-              if (read?.is_error !== false || !read.content.includes('handles text')) return [text('FAILED: the parked src/parse.txt is not in my worktree')];
-              return [
-                toolUse('Edit', {
-                  file_path: join(cwdOf(req), 'src/parse.txt'),
-                  old_string: 'handles text\n',
-                  new_string: 'handles text\nhandles the empty string\n',
-                }),
-              ];
-            },
-            [text('COMPLETED: src/parse.txt handles the empty string too')],
-          ],
+          turns: editsEarlierWork(
+            'src/parse.txt',
+            'handles text\n',
+            'handles text\nhandles the empty string\n',
+            'COMPLETED: src/parse.txt handles the empty string too',
+          ),
         },
         {
           turns: [
@@ -70,19 +75,7 @@ beforeAll(async () => {
         {
           // The retry after the gate blamed it: it starts from its own candidate work.
           when: 'This is attempt 2',
-          turns: [
-            (req) => {
-              seen.prompts.push(req.prompt);
-              return [toolUse('Read', { file_path: join(cwdOf(req), 'src/shout.txt') })];
-            },
-            (req) => {
-              const read = req.toolResults[0];
-              seen.reads.push(read?.is_error === false ? read.content : `error: ${read?.content ?? 'no result'}`);
-              if (read?.is_error !== false || !read.content.includes('broken')) return [text('FAILED: my earlier src/shout.txt is not in my worktree')];
-              return [toolUse('Edit', { file_path: join(cwdOf(req), 'src/shout.txt'), old_string: 'broken', new_string: 'fixed' })];
-            },
-            [text('COMPLETED: fixed src/shout.txt')],
-          ],
+          turns: editsEarlierWork('src/shout.txt', 'broken', 'fixed', 'COMPLETED: fixed src/shout.txt'),
         },
         {
           turns: [
