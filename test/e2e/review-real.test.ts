@@ -146,6 +146,10 @@ describe('a review goes back to the worker (real Claude Code CLI)', () => {
     const status = await runPlanTool(repo.dir, ['status', '--json'], env);
     const pending = JSON.parse(status.stdout) as { tasks: Array<{ status: string; attempts: number; reviews: Array<{ feedback: string; outcome: string }> }> };
     expect(pending.tasks[0]).toMatchObject({ status: 'pending', reviews: [{ feedback: FEEDBACK, outcome: 'open' }] });
+    const table = await runPlanTool(repo.dir, ['status'], env);
+    expect(table.stdout).toContain('revising, asked: also'); // the table fits 80 columns
+    expect(table.stdout).toContain(`task 0: review round 1 (`);
+    expect(table.stdout).toContain(`under way: its revision runs next — asked: ${JSON.stringify(FEEDBACK)}`);
 
     // The same command picks the revision up.
     const second = await runExecute(repo.dir, args, env);
