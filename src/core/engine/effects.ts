@@ -6,6 +6,7 @@
 
 import type { RunEventBody } from '../events.ts';
 import type { UsageFigure } from '../plan.ts';
+import type { EarlierWork } from '../review.ts';
 import type { CapturedWork } from '../work.ts';
 import type { EngineStop } from './state.ts';
 
@@ -71,7 +72,7 @@ export type EngineEffect =
  * started (a review round's parked work, core/review.ts); `work`: a candidate the gate blamed, put
  * on the integration tip as it is now (what the gate failed it on), counted from the tip.
  */
-export type AttemptStart = { commit: string; base: string } | { work: CapturedWork };
+export type AttemptStart = EarlierWork | { work: CapturedWork };
 
 /** Why recording failed: the work conflicts with the integration tip, or git failed. */
 export type RecordFailure = { kind: 'conflict' | 'git'; message: string };
