@@ -201,35 +201,47 @@ export async function runEngine(
     const saved = written;
     const kept = workspaces.get(effect.task);
     const recheck = effect.recheck;
-    const ready: Promise<Result<Workspace, string>> =
+    const ready: Promise<Result<{ workspace: Workspace; workSoFar?: string }, string>> =
       effect.resume !== undefined
-        ? Promise.resolve(kept !== undefined ? ok(kept) : err(`task ${effect.task}'s paused attempt has no workspace to resume in`))
+        ? Promise.resolve(kept !== undefined ? ok({ workspace: kept }) : err(`task ${effect.task}'s paused attempt has no workspace to resume in`))
         : makeWorkspace(effect, controller.signal);
     const started = ready.then(async (prepared): Promise<EngineEvent> => {
       if (!prepared.ok) return workspaceFailedEvent(effect.task, prepared.error, clock.now());
-      workspaces.set(effect.task, prepared.value);
+      const { workspace, workSoFar } = prepared.value;
+      workspaces.set(effect.task, workspace);
       // No worker: the work its last attempt set aside is verified as this attempt's.
       if (recheck !== undefined) return workerFinishedEvent(effect.task, recheckRun(effect.logPath), clock.now());
       // A crash once the worker runs leaves the task in progress on disk, and a resume cleans up after it.
       await saved;
-      const run = await prepared.value.runWorker(workerJob(effect, current, controller.signal));
+      const run = await workspace.runWorker(workerJob(effect, current, workSoFar, controller.signal));
       return workerFinishedEvent(effect.task, run, clock.now());
     });
     later(started, (event) => event);
   };
 
-  /** The workspace of an attempt: where the integration says it starts. */
-  const makeWorkspace = async (effect: Extract<EngineEffect, { type: 'start-worker' }>, stop: AbortSignal): Promise<Result<Workspace, string>> => {
+  /** The workspace of an attempt, where the integration says it starts, and the diff of the earlier work it holds (for its prompt). */
+  const makeWorkspace = async (
+    effect: Extract<EngineEffect, { type: 'start-worker' }>,
+    stop: AbortSignal,
+  ): Promise<Result<{ workspace: Workspace; workSoFar?: string }, string>> => {
     const start = await adapters.integration.startOf({
       task: effect.task,
       stack: effect.stack ?? [],
       ...(effect.recheck !== undefined ? { recheck: effect.recheck } : {}),
+      ...(effect.from !== undefined ? { from: effect.from } : {}),
     });
     if (!start.ok) return start;
-    return adapters.workspaces.make({ task: effect.task, ...start.value, signal: stop });
+    const { workSoFar, ...at } = start.value;
+    const made = await adapters.workspaces.make({ task: effect.task, ...at, signal: stop });
+    return made.ok ? ok({ workspace: made.value, ...(workSoFar !== undefined ? { workSoFar } : {}) }) : made;
   };
 
-  const workerJob = (effect: Extract<EngineEffect, { type: 'start-worker' }>, current: EngineState, stop: AbortSignal): WorkerJob => {
+  const workerJob = (
+    effect: Extract<EngineEffect, { type: 'start-worker' }>,
+    current: EngineState,
+    workSoFar: string | undefined,
+    stop: AbortSignal,
+  ): WorkerJob => {
     const task = current.plan.tasks[effect.task]!;
     // A resumed worker has what the attempt's earlier workers left of --task-timeout (their waits on limits not counted).
     const resumed = effect.resume !== undefined ? current.attempts.get(effect.task) : undefined;
@@ -239,7 +251,10 @@ export async function runEngine(
     return {
       taskIndex: effect.task,
       attempt: effect.attempt,
-      prompt: effect.resume !== undefined ? resumePrompt(effect.resume.reason) : workerPrompt(current.plan, effect.task, { maxAttempts: settings.maxAttempts }),
+      prompt:
+        effect.resume !== undefined
+          ? resumePrompt(effect.resume.reason)
+          : workerPrompt(current.plan, effect.task, { maxAttempts: settings.maxAttempts, ...(workSoFar !== undefined ? { workSoFar } : {}) }),
       ...(effect.resume !== undefined ? { resume: effect.resume.sessionId } : {}),
       onRefused: (refusal, progressed) => post(workerRefusedEvent(effect.task, refusal, progressed, clock.now())),
       onServed: () => post(workerServedEvent(effect.task, clock.now())),

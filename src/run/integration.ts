@@ -27,6 +27,7 @@ import {
   startIntegrationRef,
 } from '../adapters/git/refs.ts';
 import { type Landed, type LandingProblem, land, resumeLanding } from '../adapters/git/land.ts';
+import { git } from '../adapters/git/runner.ts';
 import { processAlive } from '../adapters/processes.ts';
 import { writeFileAtomic } from '../adapters/atomic-file.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
@@ -35,7 +36,7 @@ import type { LandMode } from '../core/landing.ts';
 import type { Plan } from '../core/plan.ts';
 import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
 import type { HeldCandidate } from '../core/engine/admission.ts';
-import type { GateRequest, GateRun, RecordRequest } from '../core/engine/effects.ts';
+import type { AttemptStart, GateRequest, GateRun, RecordRequest } from '../core/engine/effects.ts';
 import type { CapturedWork } from '../core/work.ts';
 import { ensurePlanId, roundMessage, stackOfTrailer, stackTrailer } from './commit.ts';
 import { LIMIT_FLAGS } from './settings.ts';
@@ -53,10 +54,14 @@ export interface IntegrationOptions {
   role?: 'run' | 'gate';
 }
 
-/** Where an attempt's workspace is made: at `commit`, its work read from `base` when that differs. */
-export interface AttemptStart {
+/**
+ * Where an attempt's workspace is made: at `commit`, its work read from `base` when that differs;
+ * `workSoFar`, the diff of the earlier work it starts from (a review round, a blamed candidate), for its prompt.
+ */
+export interface WorkspaceStart {
   commit: string;
   base?: string;
+  workSoFar?: string;
 }
 
 /** Where a landing is recorded while it runs, next to the plan. */
@@ -139,7 +144,7 @@ export class GitIntegration implements Integration {
   }
 
   /** Where a re-check of the work set aside at `commit` (an attempt's whole work) starts: its workspace at `commit`, its work read from the commit's parent. */
-  private async recheckStart(task: number, commit: string): Promise<Result<AttemptStart, string>> {
+  private async recheckStart(task: number, commit: string): Promise<Result<WorkspaceStart, string>> {
     const parent = await commitOf(this.repo, `${commit}^`);
     if (!parent.ok)
       return err(
@@ -223,11 +228,35 @@ export class GitIntegration implements Integration {
   /**
    * Where an attempt of `task` starts: at the integration tip; or (speculative) at `stack`'s
    * candidates stacked on it in order, as the gate will stack them beneath this task's own; or
-   * (`recheck`) at the work its last attempt set aside, read from that commit's parent.
+   * (`recheck`) at the work its last attempt set aside, read from that commit's parent; or
+   * (`from`) at earlier work (`fromEarlier`).
    */
-  startOf(start: { task: number; stack: ReadonlyArray<{ task: number; work: CapturedWork }>; recheck?: string }): Promise<Result<AttemptStart, string>> {
+  startOf(start: {
+    task: number;
+    stack: ReadonlyArray<{ task: number; work: CapturedWork }>;
+    recheck?: string;
+    from?: AttemptStart;
+  }): Promise<Result<WorkspaceStart, string>> {
     if (start.recheck !== undefined) return this.recheckStart(start.task, start.recheck);
+    if (start.from !== undefined) return this.fromEarlier(start.task, start.from);
     return this.stacked(start.stack).then((made) => (made.ok ? ok({ commit: made.value }) : made));
+  }
+
+  /**
+   * Where an attempt holding earlier work starts, with that work's diff for the worker's prompt:
+   * `commit`, a commit foreman kept, the attempt starting at `base`, where that work started; or
+   * `work`, a blamed candidate's, committed on the integration tip as it is now (what the gate
+   * tested it on), the attempt starting at the tip. A candidate's work that no longer goes on the
+   * tip (another change reached its files) is not put back: the attempt starts at the tip, with
+   * no work so far.
+   */
+  private async fromEarlier(task: number, from: AttemptStart): Promise<Result<WorkspaceStart, string>> {
+    const base = 'work' in from ? this.current : from.base;
+    const start = 'work' in from ? await this.stacked([{ task, work: from.work }]) : ok(from.commit);
+    if (!start.ok) return ok({ commit: base });
+    const diff = await git(this.repo, ['diff', '--no-color', '--no-ext-diff', '--no-renames', base, start.value, '--']);
+    if (!diff.ok) return err(`task ${task}'s earlier work (commit ${start.value.slice(0, 12)}) cannot be read: ${describeGitFailure(failureOf(diff.error))}`);
+    return ok({ commit: start.value, base, workSoFar: diff.value });
   }
 
   /** `stack`'s works committed in order on the integration tip (the tip itself when empty): a commit no ref holds; the ref does not move. */

@@ -20,7 +20,7 @@ import type { Refusal } from '../../src/core/limiter.ts';
 import { type Plan, type Task, type UsageFigure, emptyUsage, statusOf } from '../../src/core/plan.ts';
 import { passingCheck } from '../../src/core/simulation.ts';
 import { parseStatusLine } from '../../src/core/prompt.ts';
-import type { GateRun, RecordRequest } from '../../src/core/engine/effects.ts';
+import type { AttemptStart, GateRun, RecordRequest } from '../../src/core/engine/effects.ts';
 import type { Clock } from '../../src/run/adapters.ts';
 import { type EngineResult, engineConfig, runEngine } from '../../src/run/engine.ts';
 import { type HeldCandidate, initialState } from '../../src/core/engine/admission.ts';
@@ -152,6 +152,10 @@ export class EngineRig {
   readonly stacks: Array<[number, number[]]> = [];
   /** Each re-check's task and the commit it was made at, in order. */
   readonly rechecks: Array<[number, string]> = [];
+  /** Attempts started from earlier work: the task and where (`AttemptStart`). */
+  readonly starts: Array<[number, AttemptStart]> = [];
+  /** Tasks whose next workspace is a re-check's. */
+  private readonly rechecking = new Set<number>();
   /** Tasks integrated so far, in order. */
   readonly integrated: number[] = [];
   result: EngineResult | null = null;
@@ -186,7 +190,7 @@ export class EngineRig {
           make: async (request) => {
             const { task } = request;
             if (this.worktrees.has(task)) throw new Error(`task ${task} was given a second worktree before releasing the first`);
-            const prepared = (request.base !== undefined ? options.prepareRecheck?.(task) : options.prepare?.(task)) ?? ok(`/worktrees/${task}`);
+            const prepared = (this.rechecking.delete(task) ? options.prepareRecheck?.(task) : options.prepare?.(task)) ?? ok(`/worktrees/${task}`);
             if (!prepared.ok) return prepared;
             const dir = prepared.value;
             this.worktrees.set(task, dir);
@@ -207,7 +211,14 @@ export class EngineRig {
           startOf: async (start) => {
             if (start.recheck !== undefined) {
               this.rechecks.push([start.task, start.recheck]);
+              this.rechecking.add(start.task);
               return ok({ commit: start.recheck, base: `${start.recheck}^` });
+            }
+            const from = start.from;
+            if (from !== undefined) {
+              this.starts.push([start.task, from]);
+              const workSoFar = 'work' in from ? `diff of ${from.work.entries.length} files` : `diff ${from.base}..${from.commit}`;
+              return ok({ commit: 'work' in from ? 'stacked' : from.commit, base: 'work' in from ? 'tip' : from.base, workSoFar });
             }
             this.stacks.push([start.task, start.stack.map((item) => item.task)]);
             return ok({ commit: 'tip' });

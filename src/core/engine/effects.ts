@@ -6,6 +6,7 @@
 
 import type { RunEventBody } from '../events.ts';
 import type { UsageFigure } from '../plan.ts';
+import type { EarlierWork } from '../review.ts';
 import type { CapturedWork } from '../work.ts';
 import type { EngineStop } from './state.ts';
 
@@ -27,6 +28,8 @@ export type EngineEffect =
       resume?: { sessionId: string; reason: string };
       /** No worker: the work its last attempt set aside (this commit holds it) is verified as the attempt's work (core/widen.ts). */
       recheck?: string;
+      /** The attempt starts from earlier work, not the integration tip (`AttemptStart`). */
+      from?: AttemptStart;
     }
   /** Stop this task's worker if it has still done nothing (no response served): a limit refused it. Its event follows as usual. */
   | { type: 'stop-worker'; task: number }
@@ -61,6 +64,15 @@ export type EngineEffect =
   /** Stop every running worker and check. */
   | { type: 'abort-workers' }
   | { type: 'finish'; stop: EngineStop; usage: UsageFigure };
+
+/**
+ * Where an attempt starts when not at the integration tip alone: its workspace holds earlier work,
+ * and its own work is counted from where that earlier work starts, so capture, the scope check and
+ * integration see the whole change. `commit` and `base`: a commit foreman kept and where it
+ * started (a review round's parked work, core/review.ts); `work`: a candidate the gate blamed, put
+ * on the integration tip as it is now (what the gate failed it on), counted from the tip.
+ */
+export type AttemptStart = EarlierWork | { work: CapturedWork };
 
 /** Why recording failed: the work conflicts with the integration tip, or git failed. */
 export type RecordFailure = { kind: 'conflict' | 'git'; message: string };

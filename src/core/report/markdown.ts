@@ -1,6 +1,7 @@
 // The Markdown report of a run (`plan report`), a renderer over the projections, and its JSON
 // form (`plan report --json`).
 
+import { describeReviews } from '../review.ts';
 import { type Layout, approvalHint, commandHint } from '../command-hint.ts';
 import type { RunEvent } from '../events.ts';
 import { clipHead, clipTail, formatCost, formatCostFigure, formatCostTally, formatDuration, isoSeconds, listIndices, markdownCell, plural } from '../format.ts';
@@ -103,6 +104,7 @@ export function renderReport(input: ReportInput): string {
     ...warningsSection(run, report.attempts),
     ...(report.gate !== null ? gateSection(report.gate) : []),
     ...awaitingApproval(report),
+    ...reviews(report),
     ...timeline(report),
   ].join('\n');
 }
@@ -249,6 +251,14 @@ function awaitingApproval({ input, plan, summary, layout }: ReportContext): stri
   const awaiting = plan && (input.planIsOfRun || !summary) ? plan.tasks.flatMap((t, i) => (statusOf(t) === 'awaiting_approval' ? [i] : [])) : [];
   if (!awaiting.length) return [];
   return ['## Awaiting approval', '', ...awaiting.map((i) => `- Task ${i} (${markdownCell(plan!.tasks[i]!.subject)}): ${approvalHint(i, layout)}`), ''];
+}
+
+/** The rounds of a person's review (plan revise), as the plan records them. */
+function reviews({ plan }: ReportContext): string[] {
+  const reviewed = plan
+    ? plan.tasks.flatMap((t, i) => describeReviews(t).map((line) => `- Task ${i} (${markdownCell(t.subject)}), ${markdownCell(line)}`))
+    : [];
+  return reviewed.length ? ['## Reviews', '', ...reviewed, ''] : [];
 }
 
 /** The run's attempts and gate runs on a time line (a Mermaid Gantt chart). */
