@@ -31,7 +31,8 @@ import { findPlan, loadPlanFile, planPathFrom, repositoryTop } from './load.ts';
 import { createReporter } from './reporter.ts';
 import { describeDryRun, dryRunEvents, workerRulesShown } from './dry-run.ts';
 import { describeSetupProblem, lockedLine } from './setup-problem.ts';
-import { type SetupProblem, refusalBeforeWork, uncommittedChangesNotice } from '../run/setup.ts';
+import { type SetupProblem, refusalBeforeWork } from '../run/setup.ts';
+import { uncommittedChangesNotice } from '../adapters/git/uncommitted.ts';
 import { gateCommandOf, gateOptions } from './gate-flags.ts';
 
 export const PERMISSION_MODES = ['acceptEdits', 'auto', 'bypassPermissions', 'default', 'dontAsk', 'manual', 'plan'];
@@ -243,10 +244,9 @@ const runSandboxUse = (plan: Plan, settings: Settings, decision: SandboxDecision
  * exit code (`refusalBeforeWork`, looking only), and warns of uncommitted changes as the run does.
  */
 async function dryRun(plan: Plan, settings: Settings, sandbox: SandboxUse, git: Git, io: Io): Promise<ExitCode> {
-  // Listed once: the refusals and the lint both read the last commit's files.
-  const committed = await git.committedFiles();
-  const refusal = await refusalBeforeWork(plan, { repo: settings.repo, git, look: true }, committed);
+  const refusal = await refusalBeforeWork(plan, { repo: settings.repo, git, look: true });
   if (refusal.problem !== null) throw setupProblemError(refusal.problem);
+  const { committed } = refusal;
   const uncommitted = await uncommittedChangesNotice(settings.repo, settings.planPath, git);
   if (!uncommitted.ok) throw setupProblemError({ kind: 'git-failed', doing: 'list your uncommitted changes', failure: uncommitted.error });
   const warnings = lintPlan(plan, committed).warnings;

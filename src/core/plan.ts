@@ -3,6 +3,8 @@
 // because plans are written by models and by people and we must not drop their notes (the lint
 // warns of them, core/plan-fields.ts, but for `x-` keys: the person's own).
 
+import { randomUUID } from 'node:crypto';
+
 export const SCHEMA_VERSION = 3;
 
 export const TASK_STATUSES = ['pending', 'in_progress', 'completed', 'failed', 'blocked', 'skipped', 'awaiting_approval'] as const;
@@ -290,3 +292,9 @@ export const tallyCostUsd = (tally: UsageTally): number | typeof UNKNOWN => (tal
 
 /** Deep copy; plans are plain JSON. */
 export const clonePlan = (plan: Plan): Plan => structuredClone(plan);
+
+/** The plan's identity in commit trailers; written into the plan on its first run. */
+export function ensurePlanId(plan: Plan): string {
+  if (typeof plan.planId !== 'string' || plan.planId === '') plan.planId = randomUUID();
+  return plan.planId as string;
+}

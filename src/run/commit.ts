@@ -10,13 +10,13 @@
 // before 1 loses nothing the person made (the work was only in the attempt's worktree) and the
 // task runs again. So an integrated task is never run again, and a task whose work was lost always is.
 
-import { randomUUID } from 'node:crypto';
 import type { Git } from '../adapters/git/repository.ts';
 import { type Result, ok } from '../core/failure.ts';
 import { oneLine } from '../core/format.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import { type Plan, statusOf } from '../core/plan.ts';
 import type { SetupFindings } from '../core/transition.ts';
+import { ensurePlanId } from '../core/plan.ts';
 
 export const TRAILER_PLAN = 'Foreman-Plan';
 export const TRAILER_TASKS = 'Foreman-Tasks';
@@ -32,12 +32,6 @@ export function stackOfTrailer(trailers: ReadonlyArray<{ key: string; value: str
   const value = trailers.find((t) => t.key.toLowerCase() === TRAILER_STACK.toLowerCase())?.value;
   if (value === 'tip') return [];
   return value !== undefined && /^\d+(,\d+)*$/.test(value) ? value.split(',').map(Number) : null;
-}
-
-/** The plan's identity in commit trailers; written into the plan on its first run. */
-export function ensurePlanId(plan: Plan): string {
-  if (typeof plan.planId !== 'string' || plan.planId === '') plan.planId = randomUUID();
-  return plan.planId as string;
 }
 
 export function roundMessage(plan: Plan, round: number, tasks: readonly number[]): { message: string; trailers: Array<[string, string]> } {

@@ -7,7 +7,7 @@
 // The person's working tree, index and branch are touched in one place only: `land`, which moves
 // them to the integration tip when, and only when, no path it would update has a change of theirs.
 
-import { readFile, readdir, realpath, rm } from 'node:fs/promises';
+import { readdir, realpath, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { type Integration as IntegrationCommit, type IntegrationFailure, Integrator, parkedTrailers, parkedWork } from '../adapters/git/integrate.ts';
 import {
@@ -26,21 +26,22 @@ import {
   resolveCommit,
   startIntegrationRef,
 } from '../adapters/git/refs.ts';
-import { type Landed, type LandingProblem, land, resumeLanding } from '../adapters/git/land.ts';
+import { type Landed, type LandingProblem, land } from '../adapters/git/land.ts';
 import { git } from '../adapters/git/runner.ts';
 import { processAlive } from '../adapters/processes.ts';
-import { writeFileAtomic } from '../adapters/atomic-file.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
-import { type GitFailure, type TrailerList, describeGitFailure, failureOf, isObjectId } from '../core/git-text.ts';
+import { type GitFailure, type TrailerList, describeGitFailure, failureOf } from '../core/git-text.ts';
 import type { LandMode } from '../core/landing.ts';
 import type { Plan } from '../core/plan.ts';
 import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
 import type { HeldCandidate } from '../core/engine/admission.ts';
 import type { AttemptStart, GateRequest, GateRun, RecordRequest } from '../core/engine/effects.ts';
 import type { CapturedWork } from '../core/work.ts';
-import { ensurePlanId, roundMessage, stackOfTrailer, stackTrailer } from './commit.ts';
+import { roundMessage, stackOfTrailer, stackTrailer } from './commit.ts';
+import { ensurePlanId } from '../core/plan.ts';
 import { LIMIT_FLAGS } from './settings.ts';
 import type { Workspaces } from './workspace/index.ts';
+import { landedBase, landingIntentPath, recordLandedBase } from '../adapters/landing-files.ts';
 
 export interface IntegrationOptions {
   repo: string;
@@ -64,28 +65,6 @@ export interface WorkspaceStart {
   workSoFar?: string;
 }
 
-/** Where a landing is recorded while it runs, next to the plan. */
-export const landingIntentPath = (planPath: string): string => join(planPath, '..', 'landing.json');
-
-/** Where a --no-commit run records which integration commit the person's files hold. */
-const landedBasePath = (planPath: string): string => join(planPath, '..', 'landed.json');
-
-/** The integration commit an earlier --no-commit landing of this plan left in the person's files, or null. */
-export async function landedBase(planPath: string, planId: string): Promise<string | null> {
-  const text = await readFile(landedBasePath(planPath), 'utf8').catch(() => null);
-  if (text === null) return null;
-  try {
-    const data = JSON.parse(text) as { planId?: unknown; commit?: unknown };
-    return data.planId === planId && typeof data.commit === 'string' && isObjectId(data.commit) ? data.commit : null;
-  } catch {
-    return null;
-  }
-}
-
-export function recordLandedBase(planPath: string, planId: string, commit: string): Promise<void> {
-  return writeFileAtomic(landedBasePath(planPath), `${JSON.stringify({ planId, commit })}\n`);
-}
-
 /** The plan's integration ref and the work parked beside it, as runs and steps use them (`GitIntegration`, or a test's). */
 export interface Integration {
   readonly repo: string;
@@ -96,6 +75,7 @@ export interface Integration {
   startOf: GitIntegration['startOf'];
   record: GitIntegration['record'];
   keepAside: GitIntegration['keepAside'];
+  holdApproved: GitIntegration['holdApproved'];
   park: GitIntegration['park'];
   heldCandidates: GitIntegration['heldCandidates'];
   gate: GitIntegration['gate'];
@@ -179,6 +159,28 @@ export class GitIntegration implements Integration {
     // Candidates that integrated, or broke the build, leave the merge queue.
     for (const task of request.drop) await dropParked(this.repo, this.planId, task, 'candidate');
     return ok(commit);
+  }
+
+  /**
+   * Approved tasks' parked work becomes candidates: it moves to a candidate ref (before anything
+   * says so: a crash leaves it there, for the next setup to find as held), built on the tip as its
+   * stack says, so the next setup finds it held whatever the tip's history. The tasks that had
+   * parked work to hold.
+   */
+  async holdApproved(tasks: readonly number[]): Promise<Result<number[], GitFailure>> {
+    const held: number[] = [];
+    for (const task of tasks) {
+      const work = await parkedWork(this.repo, this.planId, task);
+      if (!work.ok) return work;
+      if (work.value === null) continue;
+      const parked = await this.integrator.park(this.planId, task, work.value, `foreman: task ${task} approved, waiting to be integrated`, 'candidate', [
+        stackTrailer([]),
+      ]);
+      if (!parked.ok) return parked;
+      await dropParked(this.repo, this.planId, task);
+      held.push(task);
+    }
+    return ok(held);
   }
 
   /** Keeps an attempt's whole work, part of which was set aside, on the task's aside ref. */
@@ -323,16 +325,24 @@ export class GitIntegration implements Integration {
     return ok(changed ? integrated.value : null);
   }
 
-  /** Land the integration tip on the person's branch (or, `worktree` mode, in their files only). */
-  land(options: { branch: string | null; mode: LandMode; base?: string }): Promise<Result<Landed, LandingProblem>> {
-    return land({
+  /**
+   * Land the integration tip on the person's branch (or, `worktree` mode, in their files only, from
+   * what an earlier such landing of this plan left there; which commit that was is recorded beside
+   * the plan).
+   */
+  async land(options: { branch: string | null; mode: LandMode }): Promise<Result<Landed, LandingProblem>> {
+    const { planPath } = this.options;
+    const base = options.mode === 'worktree' ? await landedBase(planPath, this.planId) : null;
+    const landed = await land({
       repo: this.repo,
       to: this.current,
       branch: options.branch,
       mode: options.mode,
-      intentPath: landingIntentPath(this.options.planPath),
-      ...(options.base ? { base: options.base } : {}),
+      intentPath: landingIntentPath(planPath),
+      ...(base !== null ? { base } : {}),
     });
+    if (landed.ok && options.mode === 'worktree') await recordLandedBase(planPath, this.planId, landed.value.to);
+    return landed;
   }
 
   /** The integration tip moves on to HEAD when HEAD holds all of it (the person committed on top). */
@@ -369,9 +379,6 @@ async function clearLeftovers(repo: string, planId: string): Promise<void> {
     if (pid !== undefined && !processAlive(Number(pid))) await rm(join(gitDir, name), { force: true });
   }
 }
-
-/** A landing a crash cut short, completed (or left, with the problem) before anything else runs. */
-export const completeLanding = (repo: string, planPath: string) => resumeLanding(repo, landingIntentPath(planPath));
 
 function integrationFailure(failure: IntegrationFailure): GitFailure {
   switch (failure.kind) {

@@ -11,7 +11,7 @@ import { describeLandingProblem, landingProblemSentence } from '../core/landing.
 import type { Plan } from '../core/plan.ts';
 import { type LandingState, type RunNotice, landingNotice } from '../core/run-lifecycle.ts';
 import { archivePlan } from './archive.ts';
-import { type Integration, landedBase, recordLandedBase } from './integration.ts';
+import type { Integration } from './integration.ts';
 import type { Workspaces } from './workspace/index.ts';
 
 /**
@@ -31,13 +31,11 @@ export function lander(integration: Integration, options: { branch: string | nul
     },
     advice: () => landingProblemSentence(state.problem),
     async land(): Promise<RunNotice | null> {
-      const base = options.commit ? null : await landedBase(options.planPath, integration.planId);
-      const landed = await integration.land({ branch: options.branch, mode: options.commit ? 'commit' : 'worktree', ...(base === null ? {} : { base }) });
+      const landed = await integration.land({ branch: options.branch, mode: options.commit ? 'commit' : 'worktree' });
       if (!landed.ok) {
         state = { landed: false, problem: describeLandingProblem(landed.error, integration.ref, options.layout), files: 0, commit: null };
       } else {
         state = { landed: true, problem: [], files: landed.value.upToDate ? 0 : landed.value.paths.length, commit: landed.value.to };
-        if (!options.commit) await recordLandedBase(options.planPath, integration.planId, landed.value.to);
       }
       return landingNotice(landed, { ref: integration.ref, layout: options.layout, where });
     },

@@ -34,7 +34,7 @@ import { type Plan, statusOf } from '../core/plan.ts';
 import type { CapturedWork } from '../core/work.ts';
 import { parsePlan } from '../core/validate.ts';
 import { roundMessage } from './commit.ts';
-import { completeLanding, landedBase, landingIntentPath, recordLandedBase } from './integration.ts';
+import { completeLanding, landedBase, landingIntentPath, recordLandedBase } from '../adapters/landing-files.ts';
 import { endGateProcess } from './session/gate-process.ts';
 import { retirePlan } from './lifecycle.ts';
 

@@ -13,46 +13,26 @@ import type { Commands } from '../adapters/commands.ts';
 import type { Git, RepositoryOperation } from '../adapters/git/repository.ts';
 import { dropParked, integrationRef, missingAt, parkedTasks } from '../adapters/git/refs.ts';
 import { openReview } from '../core/review.ts';
-import { parkedWork } from '../adapters/git/integrate.ts';
 import { ownSandboxNotice } from '../adapters/sandbox.ts';
-import type { RunEventBody } from '../core/events.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import { depsOf, depths } from '../core/graph.ts';
 import { type SetupFindings, commitAfter, noFindings, statusAfter } from '../core/transition.ts';
-import { coveredBy, isDirPath } from '../core/paths.ts';
+import { isDirPath } from '../core/paths.ts';
 import { type Result, err, ok } from '../core/failure.ts';
-import { clipMiddle, clipTail } from '../core/format.ts';
-import { describeTimeLimitHit } from '../core/time-limit.ts';
-import { type Plan, type TaskStatus, readsOf, statusOf, writesOf } from '../core/plan.ts';
+import { clipMiddle } from '../core/format.ts';
+import { type Plan, readsOf, statusOf, writesOf } from '../core/plan.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { commandHint, shellWord } from '../core/command-hint.ts';
 import { type PlanWarningKind, lintPlan, warningNotices } from '../core/plan-lint.ts';
-import { ensurePlanId, integratedFindings, stackTrailer } from './commit.ts';
-import { type Integration, completeLanding } from './integration.ts';
-import type { Workspace, Workspaces } from './workspace/index.ts';
+import { integratedFindings } from './commit.ts';
+import { ensurePlanId } from '../core/plan.ts';
+import type { Integration } from './integration.ts';
+import { completeLanding } from '../adapters/landing-files.ts';
+import type { Workspaces } from './workspace/index.ts';
 import { type HeldCandidate, admitHeld } from '../core/engine/admission.ts';
 import { landingNotice } from '../core/run-lifecycle.ts';
-import { LIMIT_FLAGS } from './settings.ts';
-
-export interface AssumptionResult {
-  task: number;
-  claim: string;
-  verify: string;
-  severity: 'blocking' | 'warning';
-  passed: boolean;
-  /** What it printed; when it ran out of time, after a first line saying so (`describeTimeLimitHit`). */
-  output: string;
-}
-
-/** An assumption check as the journal tells it (the run's start says each, headless and in-session). */
-export const assumptionCheckedEvent = (a: AssumptionResult): RunEventBody => ({
-  type: 'assumption-checked',
-  task: a.task,
-  claim: a.claim,
-  severity: a.severity,
-  passed: a.passed,
-  output: a.output,
-});
+import { uncommittedChangesNotice } from '../adapters/git/uncommitted.ts';
+import { type AssumptionResult, checkAssumptions } from './assumptions.ts';
 
 /** Where a run's work goes: the plan's integration ref, and the workspaces its attempts work in. */
 export interface RunPlaces<S extends Workspaces = Workspaces> {
@@ -293,64 +273,47 @@ export async function planRepositoryProblem(plan: Plan, repo: string, git: Git, 
  * `planRepositoryProblem`. A headless run and `plan setup` ask it first (`setupRun`), `execute
  * --dry-run` asks the same with `look` (a stale index lock is left where it is: the run removes
  * it). `staleIndexLock`: the run removed one (or, looking, would). `committed`: the files of the
- * last commit, as for `planRepositoryProblem`.
+ * last commit, listed once for `planRepositoryProblem` and the caller (the plan lint reads them too).
  */
 export async function refusalBeforeWork(
   plan: Plan,
   options: { repo: string; git: Git; look?: boolean },
-  committed: ReadonlySet<string>,
-): Promise<{ problem: SetupProblem | null; staleIndexLock: boolean }> {
-  const refused = (problem: SetupProblem) => ({ problem, staleIndexLock: false });
+): Promise<{ problem: SetupProblem | null; staleIndexLock: boolean; committed: ReadonlySet<string> }> {
+  const committed = await options.git.committedFiles();
+  const refused = (problem: SetupProblem) => ({ problem, staleIndexLock: false, committed });
   const busy = await repositoryProblem(options.repo, options.git);
   if (busy) return refused(busy);
   const indexLock = await options.git.clearStaleIndexLock(2000, options.look === true);
   if (!indexLock.ok) return refused({ kind: 'git-failed', doing: 'look for a stale .git/index.lock', failure: indexLock.error });
   if (indexLock.value === 'held') return refused({ kind: 'index-locked' });
   const problem = await planRepositoryProblem(plan, options.repo, options.git, committed);
-  return { problem, staleIndexLock: problem === null && indexLock.value !== 'none' };
+  return { problem, staleIndexLock: problem === null && indexLock.value !== 'none', committed };
 }
 
 /** The notice of a stale index lock the run removed. */
 export const STALE_INDEX_LOCK_NOTICE = 'removed a stale .git/index.lock left by a git process that was killed';
 
-/**
- * The warning of uncommitted changes in the working tree (the plan's own folder and subagent
- * worktrees aside), which workers will not see: said as a run starts, and by its dry run.
- */
-export async function uncommittedChangesNotice(repo: string, planPath: string, git: Git): Promise<Result<string | null, GitFailure>> {
-  // The plan's own files (plan.json, its lock) and subagent worktrees of a session are not the person's edits.
-  const planDir = relative(repo, dirname(planPath)).split(sep).join('/');
-  const notTheirs = ['.claude/worktrees/', ...(planDir === '' || planDir.startsWith('..') ? [] : [`${planDir}/`])];
-  const changed = await git.diffNames();
-  if (!changed.ok) return changed;
-  const dirty = changed.value.filter((p) => !coveredBy(p, notTheirs));
-  if (dirty.length === 0) return ok(null);
-  return ok(
-    `you have ${dirty.length === 1 ? 'an uncommitted change' : `${dirty.length} uncommitted changes`} (${clipTail(dirty.join(', '), 200)}): workers start from the last commit and will not see ${dirty.length === 1 ? 'it' : 'them'}; foreman never touches ${dirty.length === 1 ? 'it' : 'them'}; if a task changes ${dirty.length === 1 ? 'that file' : 'one of those files'}, its work waits on the integration ref and nothing lands on your branch until you commit, stash or drop your change`,
-  );
-}
-
 export async function setupRun<W extends RunPlaces>(plan: Plan, options: SetupOptions<W>): Promise<Result<SetupReport<W>, SetupProblem>> {
   // Everything that can refuse the run comes before anything that changes the repository.
-  // Listed once: the refusals and the lint both read the last commit's files.
-  const committed = await options.git.committedFiles();
-  const refusal = await refusalBeforeWork(plan, options, committed);
+  const refusal = await refusalBeforeWork(plan, options);
   if (refusal.problem !== null) return err(refusal.problem);
+  const { committed } = refusal;
 
   const resumed = plan.tasks.some((t) => statusOf(t) !== 'pending');
+  // Asked of the repository first, said in the order below.
+  const head = (await options.git.currentBranch()) === null ? ((await options.git.headCommit()) ?? '(no commit)') : null;
+  // The person's deny rules foreman's own sandboxed commands cannot hold are said once, here.
+  const unheld = options.sandbox ? await ownSandboxNotice(options.repo) : null;
   const notices: SetupReport['notices'] = [];
   if (refusal.staleIndexLock) notices.push({ level: 'warning', message: STALE_INDEX_LOCK_NOTICE });
   // The plan lint's warnings not fixed nor accepted, said once as the run starts (headless and in-session).
   for (const message of planWarningNotices(plan, options.planPath, committed)) notices.push({ level: 'warning', message });
-  if ((await options.git.currentBranch()) === null) {
-    const head = await options.git.headCommit();
+  if (head !== null) {
     notices.push({
       level: 'warning',
-      message: `HEAD is detached at ${head?.slice(0, 12) ?? '(no commit)'}: finished work lands on the detached HEAD, on no branch; to keep it, create a branch afterwards (git switch -c <name>)`,
+      message: `HEAD is detached at ${head.slice(0, 12)}: finished work lands on the detached HEAD, on no branch; to keep it, create a branch afterwards (git switch -c <name>)`,
     });
   }
-  // The person's deny rules foreman's own sandboxed commands cannot hold are said once, here.
-  const unheld = options.sandbox ? await ownSandboxNotice(options.repo) : null;
   if (unheld !== null) notices.push({ level: 'warning', message: unheld });
   // The plan's id names its refs and worktrees: written before anything is made under it, so a
   // run killed at once leaves nothing a later run (with the same id) cannot find and clean up.
@@ -386,7 +349,10 @@ export async function setupRun<W extends RunPlaces>(plan: Plan, options: SetupOp
 
   // Approved work is held on a candidate ref, as verified work the merge queue waits for: the step
   // function integrates it (after the gate, when there is one), as all verified work.
-  const approved = await holdApproved(plan, integration, findings);
+  // Approved tasks whose work is parked and not integrated yet become candidates (`holdApproved`).
+  const approvedTasks = [...plan.tasks.keys()].filter((i) => statusAfter(plan, i, findings) === 'completed' && commitAfter(plan, i, findings) === undefined);
+  const approved = await integration.holdApproved(approvedTasks);
+  if (approved.ok) findings.approved.push(...approved.value);
   if (!approved.ok) return err({ kind: 'git-failed', doing: 'hold approved work as a candidate', failure: approved.error });
   // Candidates held for the merge queue stay in progress: their verified work is on refs of their own.
   const heldEarlier = await integration.heldCandidates(plan, (task) => statusNow(task) === 'in_progress');
@@ -430,7 +396,7 @@ export async function setupRun<W extends RunPlaces>(plan: Plan, options: SetupOp
   if (!uncommitted.ok) return err({ kind: 'git-failed', doing: 'list your uncommitted changes', failure: uncommitted.error });
   if (uncommitted.value !== null) notices.push({ level: 'warning', message: uncommitted.value });
 
-  const checked = await checkAssumptions(plan, options, places, statusNow);
+  const checked = await checkAssumptions(plan, options, { workspaces: places.workspaces, tip: integration.tip }, statusNow);
   if (!checked.ok) return err({ kind: 'setup-failed', reason: checked.error });
   const assumptions = checked.value;
   const blocked: number[] = [];
@@ -466,27 +432,6 @@ export async function setupRun<W extends RunPlaces>(plan: Plan, options: SetupOp
 }
 
 /**
- * Approved tasks whose work is parked and not integrated yet become candidates: their work moves
- * to a candidate ref (before anything says so: a crash leaves it there, for the next setup to find
- * as held) and they are in progress again, with the result they reported, until the step function
- * integrates them (with a gate, once it passed them).
- */
-async function holdApproved(plan: Plan, integration: Integration, findings: SetupFindings): Promise<Result<void, GitFailure>> {
-  for (const i of plan.tasks.keys()) {
-    if (statusAfter(plan, i, findings) !== 'completed' || commitAfter(plan, i, findings) !== undefined) continue;
-    const work = await parkedWork(integration.repo, integration.planId, i);
-    if (!work.ok) return work;
-    if (work.value === null) continue;
-    // Built on the tip, as its stack says: the next setup finds it held whatever the tip's history.
-    const held = await integration.park(i, work.value, `foreman: task ${i} approved, waiting to be integrated`, 'candidate', [stackTrailer([])]);
-    if (!held.ok) return held;
-    await dropParked(integration.repo, integration.planId, i);
-    findings.approved.push(i);
-  }
-  return ok(undefined);
-}
-
-/**
  * Parked work of tasks neither awaiting approval nor approved (rejected, or put back since):
  * dropped, it never lands. A task in a review round keeps its parked work until the revision parks.
  */
@@ -501,41 +446,4 @@ async function dropRejected(plan: Plan, integration: Integration, findings: Setu
     await dropParked(integration.repo, integration.planId, i);
   }
   return ok(undefined);
-}
-
-/** The pending tasks' assumption checks, run in one workspace of the integration tip (made ready like any other). */
-async function checkAssumptions(
-  plan: Plan,
-  options: SetupOptions<RunPlaces>,
-  places: RunPlaces,
-  statusNow: (index: number) => TaskStatus,
-): Promise<Result<AssumptionResult[], string>> {
-  const checks = plan.tasks.flatMap((task, i) =>
-    statusNow(i) === 'pending' ? (task.agent?.assumptions ?? []).map((assumption) => ({ task: i, assumption })) : [],
-  );
-  if (checks.length === 0) return ok([]);
-  // Task number -1: no task's attempt, just the setup's own use of a workspace.
-  const made = await places.workspaces.make({ task: -1, commit: places.integration.tip, ...(options.signal ? { signal: options.signal } : {}) });
-  if (!made.ok) return err(made.error);
-  const workspace: Workspace = made.value;
-  // Headless and in-session alike (`plan setup`), --check-timeout sets it.
-  const timeLimit = { ms: options.checkTimeoutMs, flag: LIMIT_FLAGS.check };
-  try {
-    const results: AssumptionResult[] = [];
-    for (const { task, assumption: a } of checks) {
-      const run = await workspace.runCheck(a.verify, {
-        timeoutMs: timeLimit.ms,
-        role: { kind: 'assumption-check', task, command: a.verify },
-        ...(options.signal ? { signal: options.signal } : {}),
-      });
-      const passed = run.exitCode === 0 && !run.timedOut;
-      // Said first, where the live view, the step's JSON and the task's result each keep it.
-      const said = run.timedOut ? describeTimeLimitHit(a.verify, timeLimit) : run.sandboxRefusal;
-      const output = said === null ? run.output : `${said}${run.output.trim() ? `:\n${run.output}` : ''}`;
-      results.push({ task, claim: a.claim, verify: a.verify, severity: a.severity, passed, output });
-    }
-    return ok(results);
-  } finally {
-    workspace.release();
-  }
 }

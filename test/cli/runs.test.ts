@@ -69,7 +69,7 @@ describe('plan.ts status', () => {
     const s = JSON.parse(out[0]!);
     expect(s).toMatchObject({ goal: 'Build the parser', counts: { completed: 1, failed: 1, skipped: 2 }, lock: null, running: [], run: null });
     expect(s.costUsd).toBeCloseTo(0.67);
-    expect(s.tasks[0]).toEqual({ index: 0, subject: 'Add parser', status: 'completed', attempts: 1, blockedBy: [], result: 'parser added' });
+    expect(s.tasks[0]).toEqual({ index: 0, subject: 'Add parser', status: 'completed', attempts: 1, blockedBy: [], result: 'parser added', reviews: [] });
     out = [];
     expect(await run('status')).toBe(0);
     expect(out[0]).toBe('Goal: Build the parser');

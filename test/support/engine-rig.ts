@@ -14,7 +14,7 @@ import type { GitFailure } from '../../src/core/git-text.ts';
 import type { WorkerJob } from '../../src/run/workspace/index.ts';
 import type { RunEvent, RunEventBody } from '../../src/core/events.ts';
 import { type Result, type WorkerFailure, type WorkerRun, err, ok } from '../../src/core/failure.ts';
-import { ensurePlanId } from '../../src/run/commit.ts';
+import { ensurePlanId } from '../../src/core/plan.ts';
 import type { CheckedWork, Verification } from '../../src/core/finalize.ts';
 import type { Refusal } from '../../src/core/limiter.ts';
 import { type Plan, type Task, type UsageFigure, emptyUsage, statusOf } from '../../src/core/plan.ts';
@@ -489,6 +489,7 @@ export class SessionRig {
         return recorded;
       },
       keepAside: unused('keep work aside itself'),
+      holdApproved: unused('hold approved work (setup does)'),
       park: unused('park work itself'),
       heldCandidates: unused('read held candidates (setup does)'),
       gate: unused('run the gate (the gate process does)'),
