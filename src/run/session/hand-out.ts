@@ -23,16 +23,28 @@ export interface HandOutSource {
   running: readonly number[];
   sandbox: WorkerSandbox;
   promptFile: (index: number) => string;
+  /** A revision's parked work (`plan revise`), which its worker starts from; undefined for any other attempt. */
+  parked: (index: number) => HandedOutTask['parked'];
 }
 
 /** The Claude Code session the steps run in, or null outside one. */
 export const claudeSession = (env: NodeJS.ProcessEnv): string | null => (safeId(env.CLAUDE_CODE_SESSION_ID) ? env.CLAUDE_CODE_SESSION_ID : null);
 
 /** The tasks whose workers may be working now: in progress, handed out, not finalized. */
-export function handedOutTasks(plan: Plan, source: Pick<HandOutSource, 'running' | 'promptFile'>): HandedOutTask[] {
+export function handedOutTasks(plan: Plan, source: Pick<HandOutSource, 'running' | 'promptFile' | 'parked'>): HandedOutTask[] {
   return plan.tasks.flatMap((task, index) => {
     if (statusOf(task) !== 'in_progress' || !source.running.includes(index)) return [];
-    return [{ index, attempt: attemptsOf(task) + 1, subject: task.subject, promptFile: source.promptFile(index), files: writesOf(task) }];
+    const parked = source.parked(index);
+    return [
+      {
+        index,
+        attempt: attemptsOf(task) + 1,
+        subject: task.subject,
+        promptFile: source.promptFile(index),
+        files: writesOf(task),
+        ...(parked !== undefined ? { parked } : {}),
+      },
+    ];
   });
 }
 

@@ -93,7 +93,7 @@ export interface SessionIo extends RunAdapters {
   };
   /** What the worker hook is told (run/session/hand-out.ts). */
   handOut: {
-    publish(plan: Plan, source: Pick<HandOutSource, 'running' | 'sandbox' | 'promptFile'>): Promise<void>;
+    publish(plan: Plan, source: Pick<HandOutSource, 'running' | 'sandbox' | 'promptFile' | 'parked'>): Promise<void>;
     withdraw(): Promise<void>;
     removeStale(): Promise<void>;
     /** The undeclared paths the worker hook refused the worker of `task`'s attempt `attempt`. */
