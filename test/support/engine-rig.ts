@@ -506,6 +506,7 @@ export class SessionRig {
       head: async () => this.head,
       branch: async () => 'main',
       unlanded: async () => [...this.unlanded],
+      parked: async () => ok(null),
     },
     subagents: { find: async (worktree) => ok(worktree), remove: async () => null },
     gate: {

@@ -11,6 +11,7 @@ import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { agentWorktree, describeAgentWorktreeProblem, removeAgentWorktree } from '../../adapters/git/agent-worktrees.ts';
 import type { Git } from '../../adapters/git/repository.ts';
+import { parkedChange } from '../../adapters/git/parked-change.ts';
 import { integrationRef, isAncestor, readRef, resolveCommit } from '../../adapters/git/refs.ts';
 import { WORKTREE_INCLUDE, symlinkDirectoriesOf } from '../../adapters/git/worktree-pool.ts';
 import { autoSandbox } from '../../adapters/sandbox.ts';
@@ -18,6 +19,7 @@ import type { RecordRequest } from '../../core/engine/effects.ts';
 import { type Result, err, ok } from '../../core/failure.ts';
 import type { Verification } from '../../core/finalize.ts';
 import type { GitFailure } from '../../core/git-text.ts';
+import type { ParkedChange } from '../../core/parked-change.ts';
 import { type Plan, statusOf } from '../../core/plan.ts';
 import type { Isolation } from '../isolation.ts';
 import { type RunAdapters, realRunAdapters } from '../adapters.ts';
@@ -75,6 +77,8 @@ export interface SessionIo extends RunAdapters {
     branch(): Promise<string | null>;
     /** Integrated tasks whose commit `head` does not contain (none when it holds the whole integration ref). */
     unlanded(plan: Plan, head: string | null): Promise<number[]>;
+    /** The work parked for `task` awaiting approval and what it changes, or null when none is. */
+    parked(plan: Plan, task: number): Promise<Result<ParkedChange | null, GitFailure>>;
   };
   /** Claude Code's worktrees of the subagents. */
   subagents: {
@@ -149,6 +153,7 @@ export function realSessionIo(place: SessionPlace): SessionIo {
       head: () => place.git.headCommit(),
       branch: () => place.git.currentBranch(),
       unlanded: (plan, head) => unlandedTasks(plan, place.repo, head),
+      parked: async (plan, task) => (typeof plan.planId === 'string' ? parkedChange(place.repo, plan.planId, task) : ok(null)),
     },
     subagents: {
       async find(worktree) {

@@ -15,6 +15,7 @@ import type { Verification } from '../../core/finalize.ts';
 import { type GitFailure, describeGitFailure } from '../../core/git-text.ts';
 import { countByStatus, readySet } from '../../core/graph.ts';
 import { type SessionLimit, handOutLimit } from '../../core/limit-words.ts';
+import { type ChangedFile, changeSummary } from '../../core/parked-change.ts';
 import { type Plan, type TaskStatus, modelOf, statusOf } from '../../core/plan.ts';
 import { workerPrompt } from '../../core/prompt.ts';
 import { type NextStall, type Notice, type TaskRef, clipForLead, isComplete, nextStall, overlapping } from '../../core/session-report.ts';
@@ -58,11 +59,24 @@ export interface NextOutput {
   /** Present when something needs saying: the plan file changed since the last step. */
   notices?: Notice[];
   /**
+   * With `awaiting_approval`: the tasks whose work is parked for the person's review, what it
+   * changes, and the git command that shows the whole diff. The skill asks the person: approve,
+   * request changes (`plan revise`), or reject.
+   */
+  review?: ReviewEntry[];
+  /**
    * Tasks whose set-aside work this step re-checked instead of handing them out (they were widened
    * to declare it, `plan declare`): `completed` waits for `plan commit`; otherwise a worker does
    * the task at a later `next`.
    */
   rechecked?: Array<TaskRef & { outcome: string; reason?: string; warnings: string[] }>;
+}
+
+/** A task awaiting approval, with its parked work, for the person to review. */
+export type ReviewEntry = TaskRef & { files: ChangedFile[]; summary: string; diff: string };
+
+interface NextRan extends Ran {
+  review: ReviewEntry[];
 }
 
 interface NextOpened extends Opened {
@@ -76,7 +90,7 @@ interface NextOpened extends Opened {
 }
 
 /** The `next` step, handing out at most `concurrency` (default: the session's). */
-export class NextStep implements SessionStep<NextOpened, Ran, NextOutput, never> {
+export class NextStep implements SessionStep<NextOpened, NextRan, NextOutput, never> {
   readonly name = 'next';
 
   constructor(private readonly options: { concurrency?: number }) {}
@@ -126,7 +140,7 @@ export class NextStep implements SessionStep<NextOpened, Ran, NextOutput, never>
     });
   }
 
-  async run(scope: StepScope, opened: NextOpened): Promise<Ran> {
+  async run(scope: StepScope, opened: NextOpened): Promise<NextRan> {
     const { context, session } = scope;
     const { io } = context;
     let state = opened.state;
@@ -145,10 +159,11 @@ export class NextStep implements SessionStep<NextOpened, Ran, NextOutput, never>
     }
     if (!state.finished) state = await scope.post(state, nextEvents(opened.unlanded, this.options.concurrency, io.clock.now()));
     await opened.rechecks.done();
-    return { state, end: scope.run.finished, landing: { landed: opened.unlanded.length === 0, problem: [] } };
+    const review = opened.handedOut.length === 0 ? await reviewOf(scope.context, state.plan) : [];
+    return { state, end: scope.run.finished, landing: { landed: opened.unlanded.length === 0, problem: [] }, review };
   }
 
-  report(scope: StepScope, opened: NextOpened, { state }: Ran, recorded: Recorded): Result<NextOutput, never> {
+  report(scope: StepScope, opened: NextOpened, { state, review }: NextRan, recorded: Recorded): Result<NextOutput, never> {
     const { io } = scope.context;
     const rechecked = scope.run.of('task-finished').map((e) => ({
       index: e.task,
@@ -173,8 +188,25 @@ export class NextStep implements SessionStep<NextOpened, Ran, NextOutput, never>
       ...(limit !== null ? { limit } : {}),
       ...(recorded.kept.length > 0 ? { notices: recorded.kept } : {}),
       ...(rechecked.length > 0 ? { rechecked } : {}),
+      ...(stall === 'awaiting_approval' && review.length > 0 ? { review } : {}),
     });
   }
+}
+
+/**
+ * The tasks awaiting approval whose work is parked, with what it changes. One whose parked work
+ * git cannot read is left out (`plan status` names every task awaiting approval).
+ */
+async function reviewOf(context: StepContext, plan: Plan): Promise<ReviewEntry[]> {
+  const review: ReviewEntry[] = [];
+  for (const [index, task] of plan.tasks.entries()) {
+    if (statusOf(task) !== 'awaiting_approval') continue;
+    const parked = await context.io.repository.parked(plan, index);
+    if (!parked.ok || parked.value === null) continue;
+    const { base, commit, files } = parked.value;
+    review.push({ index, subject: task.subject, files, summary: changeSummary(files), diff: `git diff ${base} ${commit}` });
+  }
+  return review;
 }
 
 /**
