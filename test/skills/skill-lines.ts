@@ -2,7 +2,7 @@
 // foreman (a checkout, or an installed plugin) in a sample repository prepared to the state in which
 // the skill runs it. Used by skill-commands.test.ts (the checkout) and plugin.test.ts (an installed copy).
 
-import { readFile, readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { expect } from 'vitest';
@@ -74,7 +74,7 @@ function stateFor(words: string[]): State {
   if (tool === 'plan' && sub === 'commit') return 'finalized';
   if (tool === 'plan' && (sub === 'retry' || sub === 'skip')) return 'failed';
   if (tool === 'plan' && sub === 'declare') return 'blocked-wanting';
-  if (tool === 'plan' && (sub === 'approve' || sub === 'reject')) return 'awaiting_approval';
+  if (tool === 'plan' && (sub === 'approve' || sub === 'reject' || sub === 'revise')) return 'awaiting_approval';
   if (tool === 'plan' && sub === 'report') return 'after-headless-run';
   return 'fresh';
 }
@@ -131,6 +131,9 @@ async function prepare(state: State, root: string, repos: PreparedRepos): Promis
       break;
     case 'awaiting_approval':
       await mark('awaiting_approval');
+      // The person's words for a revision, as the skill writes them before `plan revise`.
+      await mkdir(join(repo.dir, '.design/prompts'), { recursive: true });
+      await writeFile(join(repo.dir, '.design/prompts/feedback.md'), 'Also handle the empty string.\n');
       break;
     case 'after-headless-run': {
       const r = await execa(join(root, 'bin/foreman'), ['execute'], { cwd: repo.dir, env, reject: false, stdin: 'ignore' });
