@@ -172,6 +172,17 @@ export async function bindWorker(
   return ok(binding);
 }
 
+/**
+ * Whether a subagent is bound to `task`'s attempt `attempt`: it read the prompt file, and its
+ * worktree was made ready then (a revision's parked work put in, which binding waits for).
+ */
+export async function attemptBound(root: string, session: string, task: number, attempt: number): Promise<boolean> {
+  if (!safeId(session)) return false;
+  const agent = (await readFile(claimFile(root, session, task, attempt), 'utf8').catch(() => '')).trim();
+  const binding = safeId(agent) ? await readBinding(root, session, agent) : null;
+  return binding !== null && binding.task === task && binding.attempt === attempt;
+}
+
 /** The hook refused the worker of `task`'s attempt a write of `repoPath`, which its task does not declare: recorded for `finalize`. */
 export async function recordDeniedWrite(root: string, session: string, task: number, attempt: number, repoPath: string): Promise<void> {
   const file = deniedFile(root, session, task, attempt);

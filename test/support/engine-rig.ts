@@ -553,6 +553,7 @@ export class SessionRig {
       withdraw: async () => undefined,
       removeStale: async () => undefined,
       deniedWrites: async (task, attempt) => this.deniedWrites.get(`${task}-${attempt}`) ?? [],
+      bound: async () => true,
     },
     sandbox: async () => ({ mode: 'off', sandboxed: false, unavailable: null }),
   };

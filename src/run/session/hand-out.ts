@@ -7,7 +7,7 @@
 
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { deniedWrites, handOutRoot, removeHandOut, sessionsOfPlan, writeHandOut } from '../../adapters/hand-out.ts';
+import { attemptBound, deniedWrites, handOutRoot, removeHandOut, sessionsOfPlan, writeHandOut } from '../../adapters/hand-out.ts';
 import { type Plan, attemptsOf, statusOf, writesOf } from '../../core/plan.ts';
 import { type HandOut, type HandedOutTask, safeId } from '../../core/worker-hook.ts';
 
@@ -67,6 +67,12 @@ export async function publishHandOut(plan: Plan, source: HandOutSource): Promise
 export async function deniedWritesOf(env: NodeJS.ProcessEnv, task: number, attempt: number): Promise<string[]> {
   const session = claudeSession(env);
   return session === null ? [] : deniedWrites(handOutRoot(env), session, task, attempt);
+}
+
+/** Whether the worker hook bound a subagent to `task`'s attempt `attempt` in this session (never outside one). */
+export async function attemptBoundIn(env: NodeJS.ProcessEnv, task: number, attempt: number): Promise<boolean> {
+  const session = claudeSession(env);
+  return session !== null && attemptBound(handOutRoot(env), session, task, attempt);
 }
 
 /** The run ended: this session hands nothing out any more. */

@@ -24,7 +24,7 @@ import { type Plan, statusOf } from '../../core/plan.ts';
 import type { Isolation } from '../isolation.ts';
 import { type RunAdapters, realRunAdapters } from '../adapters.ts';
 import { type GateLaunch, type GateState, endGateProcess, gateAlive, launchGate, readGateState } from './gate-process.ts';
-import { type HandOutSource, deniedWritesOf, publishHandOut, removeStaleHandOuts, withdrawHandOut } from './hand-out.ts';
+import { type HandOutSource, attemptBoundIn, deniedWritesOf, publishHandOut, removeStaleHandOuts, withdrawHandOut } from './hand-out.ts';
 import type { LandingIsolation } from '../lifecycle.ts';
 import type { GateRunRecord, SessionSandbox } from './file.ts';
 import { type SetupOptions, type SetupProblem, type SetupReport, setupRun } from '../setup.ts';
@@ -102,6 +102,8 @@ export interface SessionIo extends RunAdapters {
     removeStale(): Promise<void>;
     /** The undeclared paths the worker hook refused the worker of `task`'s attempt `attempt`. */
     deniedWrites(task: number, attempt: number): Promise<string[]>;
+    /** Whether the worker hook bound a subagent to `task`'s attempt `attempt` (and made its worktree ready). */
+    bound(task: number, attempt: number): Promise<boolean>;
   };
   /** The sandbox `auto` finds, for a setup given no decision (and a session file of an earlier version). */
   sandbox(): Promise<SessionSandbox>;
@@ -176,6 +178,7 @@ export function realSessionIo(place: SessionPlace): SessionIo {
       withdraw: () => withdrawHandOut(env),
       removeStale: () => removeStaleHandOuts(place.planPath, env),
       deniedWrites: (task, attempt) => deniedWritesOf(env, task, attempt),
+      bound: (task, attempt) => attemptBoundIn(env, task, attempt),
     },
     sandbox: autoSandbox,
   };

@@ -1,0 +1,253 @@
+// A person's review of work awaiting approval, in-session, as a person meets it: the REAL Claude
+// Code CLI in an interactive terminal (tmux), with the built plugin, in the default permission
+// mode, the scripted model playing the lead of /foreman:execute (as skills/execute/SKILL.md says)
+// and the revision's subagent. A task's work is parked for approval; the lead shows its change and
+// asks; the person types the changes they want; the lead writes them to a file and runs the
+// pre-approved `plan revise`; `plan next` hands the task out again and the subagent finds its
+// parked work in its worktree (put there by foreman's hook when it reads its prompt file) and the
+// person's words in its prompt; its revision parks again; the person approves (Claude Code asks
+// to allow `plan approve`); the whole change lands.
+
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { execa } from 'execa';
+import { afterAll, describe, expect, it } from 'vitest';
+import { findExecutable } from '../../src/adapters/executables.ts';
+import { tempGitRepo } from '../support/git-repo.ts';
+import { type ContentBlock, type ScriptedRequest, startModelServer, text, toolUse } from '../support/model-server.ts';
+import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
+import { alive } from '../support/processes.ts';
+import { claudeBin, claudeEnv, repoRoot, tempHome } from '../support/real-claude.ts';
+import { agentCall, bash, json, leadPlace } from './real-session.ts';
+import { checkedStep, isolatedSubagent, step } from './support.ts';
+
+const tmux = findExecutable('tmux', process.env, process.cwd());
+if (tmux === null) console.warn('review-real: tmux is missing, so the interactive review is skipped (Debian: apt-get install tmux)');
+const pluginRoot = join(repoRoot, 'plugin');
+const cleanups: Array<() => Promise<void>> = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+const FIRST = 'export const greet = (name) => `hello ${name}`;\n';
+const REVISED = "export const greet = (name) => `hello ${name}`;\nexport const greetOrWorld = (name) => (name === '' ? 'hello world' : greet(name));\n";
+const FEEDBACK = "Also handle the empty string: greet of '' says hello world.";
+
+/** Waits up to 15 s for the process to exit (a pid is not signalled again: by then it may be another's). */
+async function gone(pid: number): Promise<void> {
+  for (let i = 0; i < 150 && alive(pid); i++) await sleep(100);
+}
+
+/** The lead, as skills/execute/SKILL.md tells it, from setup to the end; `said` gets its final text. */
+function playLead(
+  req: ScriptedRequest,
+  repo: string,
+  seen: { questions: string[]; answers: string[]; steps: Array<{ step: string; result: string }> },
+): ContentBlock[] {
+  const { launcher, calls, first, step } = leadPlace(req);
+  if (req.assistantTurns === 0) return [bash(`${launcher} plan setup --sandbox on`)];
+  if (first === undefined) return [text('The scripted lead lost its place.')];
+  if (first.name === 'Bash' && step !== undefined) seen.steps.push({ step, result: first.result });
+  if (first.name === 'Bash' && step === 'setup') return [bash(`${launcher} plan next`)];
+  if (first.name === 'Bash' && step === 'next') {
+    const next = json(first.result);
+    if (next?.stall === 'awaiting_approval' && next.review?.length === 1) {
+      const [task] = next.review;
+      const question = `Task ${task.index} (${task.subject}) waits for your review: ${task.summary}. Approve it, request changes, or reject it?`;
+      seen.questions.push(question);
+      return [
+        toolUse('AskUserQuestion', {
+          questions: [
+            {
+              question,
+              header: 'Review',
+              multiSelect: false,
+              options: [
+                { label: 'Approve', description: 'integrate it and land it on the branch' },
+                { label: 'Request changes', description: 'type what to change instead of picking: the worker revises its work' },
+                { label: 'Reject', description: 'drop the work; the tasks that depend on it are skipped' },
+              ],
+            },
+          ],
+        }),
+      ];
+    }
+    if (next?.stall === 'done') return [text('LEAD-DONE: every task completed')];
+    if (!next || next.tasks.length === 0) return [text(`LEAD-STUCK: next said ${first.result}`)];
+    return next.tasks.map(agentCall);
+  }
+  if (first.name === 'AskUserQuestion') {
+    // `…"="<label>". You can now continue…` for an option picked, `…"="<text>". Read the answers carefully…` for words typed.
+    const answer = /\?"="([\s\S]*)"\.\s+(?:You can now continue|Read the answers carefully)/.exec(first.result)?.[1] ?? '';
+    seen.answers.push(answer);
+    if (answer === 'Approve') return [bash(`${launcher} plan approve 0`)];
+    if (answer === 'Reject' || answer === '' || answer === 'Request changes') return [text(`LEAD-STUCK: answer ${JSON.stringify(first.result)}`)];
+    // The person typed the changes: their words go in the file, never in the command line.
+    return [toolUse('Write', { file_path: join(repo, '.design/prompts/feedback.md'), content: `${answer}\n` })];
+  }
+  if (first.name === 'Write' && String(first.input.file_path).endsWith('feedback.md'))
+    return [bash(`${launcher} plan revise 0 --feedback-file .design/prompts/feedback.md`)];
+  if (first.name === 'Bash' && (step === 'revise' || step === 'approve')) return [bash(`${launcher} plan next`)];
+  if (first.name === 'Agent') {
+    const results = calls.map((c) => {
+      const status = [...c.result.matchAll(/^\s*(COMPLETED|FAILED|BLOCKED):.*$/gm)].at(-1)?.[0].trim() ?? '';
+      const worktree = /^worktreePath: (.+)$/m.exec(c.result)?.[1];
+      return { task: 0, output: status, ...(worktree ? { worktree } : {}) };
+    });
+    return [toolUse('Write', { file_path: join(repo, '.design/prompts/results.json'), content: JSON.stringify(results) })];
+  }
+  if (first.name === 'Write') return [bash(`${launcher} plan finalize --results .design/prompts/results.json --sandbox on`)];
+  if (first.name === 'Bash' && step === 'finalize') return [bash(`${launcher} plan commit --sandbox on`)];
+  if (first.name === 'Bash' && step === 'commit') return [bash(`${launcher} plan next`)];
+  return [text(`LEAD-STUCK: after ${first.name} ${step ?? ''}`)];
+}
+
+describe.runIf(tmux !== null)('/foreman:execute reviews parked work with the person, in an interactive session', () => {
+  it('request changes → plan revise → the subagent revises its parked work in its worktree → parked again → approve → the whole change lands', async () => {
+    const repo = await tempGitRepo({ 'README.md': '# sample\n', 'src/greet.js': 'export {};\n', '.gitignore': '.design/\n' });
+    cleanups.push(repo.cleanup);
+    const home = await tempHome();
+    cleanups.push(() => rm(home, { recursive: true, force: true, maxRetries: 5 }));
+    const planPath = await writePlan(
+      repo.dir,
+      makePlan([
+        {
+          ...fakeTask('greet', {
+            subject: 'greet by name',
+            modify: ['src/greet.js'],
+            acceptance: [{ criterion: 'greet is exported', check: 'grep -q "export const greet" src/greet.js' }],
+            fake: { write: { 'src/greet.js': FIRST } },
+          }),
+          gate: 'human-approval',
+          agent: { model: 'haiku', acceptanceCriteria: [{ criterion: 'greet is exported', check: 'grep -q "export const greet" src/greet.js' }] },
+        },
+      ]),
+    );
+    // The first attempt, with the plain steps: its work parked for approval.
+    expect((await checkedStep(step, repo.dir, ['setup'])).code).toBe(0);
+    const first = await checkedStep(step, repo.dir, ['next']);
+    const ran = await isolatedSubagent(repo.dir, first.json.tasks[0].promptFile, 'haiku');
+    await writeFile(
+      join(repo.dir, '.design/prompts/results.json'),
+      JSON.stringify([{ task: 0, output: ran.output.split('\n').at(-1), worktree: ran.worktree }]),
+    );
+    expect((await checkedStep(step, repo.dir, ['finalize', '--results', '.design/prompts/results.json'])).json.results[0].outcome).toBe('awaiting_approval');
+    await checkedStep(step, repo.dir, ['commit']);
+    const parkedBase = (await repo.git(['rev-parse', 'HEAD'])).trim();
+    // The branch moves on while the work waits (the person commits): the revision still starts from the parked work's base.
+    await repo.write({ 'README.md': '# sample\nmore of the person’s\n' });
+    await repo.git(['commit', '-q', '-am', 'the person goes on']);
+
+    const seen = { questions: [] as string[], answers: [] as string[], steps: [] as Array<{ step: string; result: string }> };
+    /** What the revision's subagent saw: its prompt, and each tool result in turn. */
+    const subagent = { prompt: '', cwd: '', results: [] as string[] };
+    const server = await startModelServer({
+      respond: (req) => {
+        if (req.prompt.startsWith('First read the file ')) {
+          const promptFile = /First read the file (\S+?),/.exec(req.prompt)?.[1] ?? '';
+          subagent.cwd = req.cwd ?? '';
+          if (req.assistantTurns > 0) subagent.results.push(req.toolResults[0]?.content ?? '');
+          const file = join(subagent.cwd, 'src/greet.js');
+          const turns: ContentBlock[][] = [
+            [toolUse('Read', { file_path: promptFile })],
+            [toolUse('Read', { file_path: file })],
+            [toolUse('Edit', { file_path: file, old_string: FIRST, new_string: REVISED })],
+            [text('Added greetOrWorld for the empty string.\nCOMPLETED: greet handles the empty string')],
+          ];
+          if (req.assistantTurns === 1) subagent.prompt = subagent.results[0] ?? '';
+          return turns[req.assistantTurns] ?? [text('COMPLETED: done')];
+        }
+        if (!req.promptRaw.includes('Base directory for this skill')) return [text('ok')];
+        return playLead(req, repo.dir, seen);
+      },
+    });
+    cleanups.push(() => server.close());
+    const env = claudeEnv(server.url, home);
+    // As a person who has used Claude Code here: onboarding done, the folder trusted, the key accepted.
+    await writeFile(
+      join(home, '.claude.json'),
+      JSON.stringify({
+        hasCompletedOnboarding: true,
+        customApiKeyResponses: { approved: [String(env.ANTHROPIC_API_KEY).slice(-20)], rejected: [] },
+        projects: { [repo.dir]: { hasTrustDialogAccepted: true } },
+      }),
+    );
+    const session = `foreman-review-${process.pid}`;
+    const envArgs = Object.entries(env).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
+    await execa(tmux!, [
+      'new-session',
+      '-d',
+      '-s',
+      session,
+      '-x',
+      '220',
+      '-y',
+      '60',
+      '-c',
+      repo.dir,
+      'env',
+      '-i',
+      ...envArgs,
+      claudeBin,
+      '--model',
+      'haiku',
+      '--plugin-dir',
+      pluginRoot,
+      '--permission-mode',
+      'default',
+      '/foreman:execute',
+    ]);
+    const claudePid = Number((await execa(tmux!, ['display-message', '-p', '-t', session, '#{pane_pid}'])).stdout);
+    cleanups.push(async () => {
+      await execa(tmux!, ['kill-session', '-t', session], { reject: false });
+      await gone(claudePid);
+    });
+    const screen = async () => (await execa(tmux!, ['capture-pane', '-p', '-t', session])).stdout;
+    const keys = (...k: string[]) => execa(tmux!, ['send-keys', '-t', session, ...k]);
+    const waitFor = async (pattern: RegExp, what: string) => {
+      for (let i = 0; i < 360; i++) {
+        const now = await screen();
+        if (pattern.test(now)) return now;
+        await sleep(250);
+      }
+      throw new Error(`no ${what} on the screen:\n${await screen()}\nlead steps: ${seen.steps.map((s) => `${s.step}: ${s.result.slice(0, 300)}`).join('\n')}`);
+    };
+
+    // 1. The question, with the parked work's change; the person types what to change.
+    await waitFor(/waits for your review: 1 file: src\/greet\.js \(\+1 −1\)/, 'review question');
+    await keys('Down', 'Down', 'Down');
+    await keys('-l', FEEDBACK);
+    await keys('Enter');
+    // 2. The revision runs, parks again, and the lead asks again: the person approves (the first option).
+    await waitFor(/waits for your review: 1 file: src\/greet\.js \(\+2 −1\)/, 'second review question');
+    await keys('Enter');
+    // 3. `plan approve` is not pre-approved: Claude Code asks the person to allow it.
+    const asked = await waitFor(/Do you want to proceed\?/, 'permission prompt for plan approve');
+    expect(asked).toMatch(/plan approve 0/);
+    await keys('Enter');
+    await waitFor(/LEAD-DONE/, 'the lead finishing');
+
+    expect(seen.answers).toEqual([FEEDBACK, 'Approve']);
+    // The revise step ran with no prompt, the person's words in the file, not in the command line.
+    const revised = seen.steps.find((s) => s.step === 'revise');
+    expect(revised?.result).toMatch(/task 0/);
+    expect(await readFile(join(repo.dir, '.design/prompts/feedback.md'), 'utf8')).toBe(`${FEEDBACK}\n`);
+    // The revision's prompt carried the words and the work so far; its worktree held the parked work, at the parked base.
+    expect(subagent.prompt).toContain(FEEDBACK);
+    expect(subagent.prompt).toContain('+export const greet = (name) => `hello ${name}`;');
+    expect(subagent.results[1]).toContain('export const greet = (name) => `hello ${name}`;');
+    const handedAgain = seen.steps
+      .filter((s) => s.step === 'next')
+      .map((s) => json(s.result))
+      .find((n) => n?.tasks?.length === 1);
+    expect(handedAgain.tasks[0]).toMatchObject({ index: 0, base: parkedBase });
+    // Landed whole: the first attempt's change and the revision's, on top of the person's commit.
+    expect(await readFile(join(repo.dir, 'src/greet.js'), 'utf8')).toBe(REVISED);
+    expect(await readFile(join(repo.dir, 'README.md'), 'utf8')).toBe('# sample\nmore of the person’s\n');
+    const plan = await readPlan(planPath);
+    expect(plan.tasks[0]).toMatchObject({ status: 'completed', attempts: 1 });
+    expect(plan.tasks[0]!.reviews).toEqual([expect.objectContaining({ feedback: FEEDBACK, outcome: 'parked' })]);
+    expect((await repo.git(['status', '--porcelain'])).trim()).toBe('');
+  }, 240_000);
+});
