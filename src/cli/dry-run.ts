@@ -11,6 +11,7 @@ import type { DryRunEventBody, PlannedCommand } from '../core/events.ts';
 import { countByStatus, depsOf, depths, longestRemainingPath } from '../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { type Plan, type Task, statusOf } from '../core/plan.ts';
+import { openReview } from '../core/review.ts';
 import type { PlanWarning } from '../core/plan-lint.ts';
 import { type SandboxUse, describeSandboxUse } from '../core/sandbox-words.ts';
 import { projectedRounds } from '../core/schedule.ts';
@@ -130,6 +131,12 @@ export function dryRunEvents(
     ...plan.tasks.flatMap((task, i): DryRunEventBody[] =>
       willRun(task) ? [{ type: 'dry-run-permissions', task: i, allow: permissions[i]!.allow, deny: permissions[i]!.deny }] : [],
     ),
+    ...plan.tasks.flatMap((task, i): DryRunEventBody[] => {
+      const review = openReview(task);
+      return review === null
+        ? []
+        : [{ type: 'dry-run-review', task: i, round: task.reviews!.length, feedback: review.feedback, commit: review.commit, base: review.base }];
+    }),
     ...warnings.map((warning): DryRunEventBody => ({ type: 'dry-run-warning', ...warning })),
     ...notices.map((message): DryRunEventBody => ({ type: 'notice', level: 'warning', message })),
   ];
@@ -205,6 +212,11 @@ export function describeDryRun(events: readonly DryRunEventBody[], plan: Plan): 
       case 'dry-run-permissions':
         lines.push(`  task ${event.task} allow: ${event.allow.length > 0 ? event.allow.join('  ') : '(nothing)'}`);
         if (event.deny.length > 0) lines.push(`  task ${event.task} deny:  ${event.deny.join('  ')}`);
+        break;
+      case 'dry-run-review':
+        lines.push(
+          `Task ${event.task}, review round ${event.round}: its next attempt starts from its parked work (commit ${event.commit.slice(0, 12)}, its work counted from ${event.base.slice(0, 12)}), asked: ${JSON.stringify(event.feedback)}`,
+        );
         break;
       case 'dry-run-warning':
         if (!warned) lines.push(`Plan warnings (${warnings}; fix each in the plan, or accept it with a reason in the plan's "acceptedWarnings"):`);

@@ -44,6 +44,8 @@ export const RANGES = {
   waitSeconds: seconds(0),
   /** `--max-cost-usd`, `--task-budget-usd`. */
   dollars,
+  /** `revise --max-rounds`: review rounds a task may have. */
+  reviewRounds: count(1, 100),
   /** A task index (`retry N`): plans are far smaller. */
   taskIndex: count(0, 99_999),
   /** `FOREMAN_BACKOFF_MS`: the limiter's first back-off; its doublings stop at an hour too (core/limiter.ts). */

@@ -43,7 +43,7 @@ export function shellWord(word: string): string {
   return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
 }
 
-/** How a person decides on tasks awaiting approval: "`… approve 3` or `… reject 3 --reason …`" (`tasks`: one number, several, `3 5`, or `N`). */
+/** How a person decides on tasks awaiting approval: "`… approve 3`, `… revise 3 --feedback …` or `… reject 3 --reason …`" (`tasks`: one number, several, `3 5`, or `N`). */
 export function approvalHint(task: number | string, layout: Layout): string {
-  return `\`${commandHint('plan', `approve ${task}`, layout)}\` or \`${commandHint('plan', `reject ${task} --reason …`, layout)}\``;
+  return `\`${commandHint('plan', `approve ${task}`, layout)}\`, \`${commandHint('plan', `revise ${task} --feedback …`, layout)}\` or \`${commandHint('plan', `reject ${task} --reason …`, layout)}\``;
 }

@@ -68,7 +68,23 @@ export type RunEventBody =
   | { type: 'notice'; level: 'info' | 'warning'; message: string; sandbox?: SandboxUse }
   | { type: 'assumption-checked'; task: number; claim: string; severity: 'blocking' | 'warning'; passed: boolean; output: string }
   /** `stack`: started speculatively, on these candidates of the merge queue (in queue order) stacked on the integration tip. */
-  | { type: 'task-started'; task: number; subject: string; attempt: number; model: string; logPath: string; stack?: number[] }
+  /**
+   * `review`: a review round's attempt, starting from the work a person asked changes to (their
+   * words); `fromCandidate`: a retry starting from its own candidate work, which the gate blamed.
+   */
+  | {
+      type: 'task-started';
+      task: number;
+      subject: string;
+      attempt: number;
+      model: string;
+      logPath: string;
+      stack?: number[];
+      review?: { round: number; feedback: string };
+      fromCandidate?: true;
+    }
+  /** A review round ended: `parked`, its revision awaits approval; `failed`, its attempts ran out and the earlier work awaits approval again. */
+  | { type: 'review-ended'; task: number; subject: string; round: number; outcome: 'parked' | 'failed'; attempts: number; failure?: string }
   /** A speculative attempt is cancelled: a candidate of its stack left the merge queue without integrating; `stage` is where it was. */
   | { type: 'speculation-cancelled'; task: number; subject: string; attempt: number; stack: number[]; stage: string; reason: string }
   /**
@@ -226,6 +242,8 @@ export type DryRunEventBody =
   | ({ type: 'dry-run-command' } & PlannedCommand)
   /** A task the run would start, and the permission rules its worker would get. */
   | { type: 'dry-run-permissions'; task: number; allow: string[]; deny: string[] }
+  /** A task in a review round (plan revise): its next attempt starts from its parked work (`commit`, begun at `base`) with the reviewer's words. */
+  | { type: 'dry-run-review'; task: number; round: number; feedback: string; commit: string; base: string }
   /** A warning of the plan lint the plan neither fixes nor accepts. */
   | ({ type: 'dry-run-warning' } & PlanWarning)
   /** A warning the run's start would give of the repository (uncommitted changes), as the run words it. */

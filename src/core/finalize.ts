@@ -424,6 +424,7 @@ export function trimCompleted(task: Task): Task {
   if (task.commit) kept.commit = task.commit;
   if (task.setAside) kept.setAside = task.setAside;
   if (task.gate) kept.gate = task.gate;
+  if (task.reviews) kept.reviews = task.reviews;
   return kept;
 }
 

@@ -1,11 +1,12 @@
-// What a person can do to a plan between runs, pure: approve or reject tasks awaiting approval,
-// retry failed or blocked tasks, skip tasks, widen a task's declared files. Each returns a new plan
+// What a person can do to a plan between runs, pure: approve, revise or reject tasks awaiting
+// approval, retry failed or blocked tasks, skip tasks, widen a task's declared files. Each returns a new plan
 // and the changes made, or why the tasks' states do not allow it: one line per task that cannot
 // be changed (all or nothing: then nothing is). The input plan is not touched.
 
 import { type Result, err, ok } from './failure.ts';
 import { applyCascade } from './finalize.ts';
-import { type Plan, type Task, type TaskStatus, clonePlan, statusOf } from './plan.ts';
+import { type Plan, type Task, type TaskStatus, attemptsOf, clonePlan, statusOf } from './plan.ts';
+import type { EarlierWork } from './review.ts';
 import { recheckable, withDeclared } from './widen.ts';
 
 export interface Change {
@@ -32,8 +33,18 @@ export type InterventionsResult = Result<Intervention, string[]>;
 export const describeChange = (change: Change): string =>
   `task ${change.task} (${change.subject}): ${change.from} → ${change.to}${change.note ? ` — ${change.note}` : ''}`;
 
-type Verb = 'approve' | 'reject' | 'retry' | 'skip' | 'declare';
-const PAST: Record<Verb, string> = { approve: 'approved', reject: 'rejected', retry: 'retried', skip: 'skipped', declare: 'widened' };
+type Verb = 'approve' | 'revise' | 'reject' | 'retry' | 'skip' | 'declare';
+const PAST: Record<Verb, string> = { approve: 'approved', revise: 'revised', reject: 'rejected', retry: 'retried', skip: 'skipped', declare: 'widened' };
+
+/** What to do instead of revising a task in `status` (it awaits no approval). */
+const INSTEAD_OF_REVISING: Record<Exclude<TaskStatus, 'awaiting_approval'>, string> = {
+  pending: 'it has no work to review yet: run the plan, and revise it once its work awaits approval',
+  in_progress: 'it has no work to review yet: let the run finish it, and revise it once its work awaits approval',
+  completed: 'its work was accepted; to change it further, add a task to the plan',
+  failed: '`plan retry N` puts it back to pending (edit its prompt first to say what to do differently)',
+  blocked: '`plan retry N` puts it back to pending (edit its prompt first to say what to do differently)',
+  skipped: 'it was skipped; `plan retry` on the task it depends on puts it back',
+};
 
 function target(plan: Plan, index: number, verb: Verb, allowed: readonly TaskStatus[]): Result<TaskStatus, string> {
   if (!Number.isInteger(index) || index < 0 || index >= plan.tasks.length) {
@@ -42,7 +53,8 @@ function target(plan: Plan, index: number, verb: Verb, allowed: readonly TaskSta
   const status = statusOf(plan.tasks[index]!);
   if (!allowed.includes(status)) {
     const what = allowed.length === 1 ? `a task that is ${allowed[0]}` : `a task that is ${allowed.slice(0, -1).join(', ')} or ${allowed[allowed.length - 1]}`;
-    return err(`cannot ${verb} task ${index} (${plan.tasks[index]!.subject}): it is ${status}; only ${what} can be ${PAST[verb]}`);
+    const instead = verb === 'revise' && status !== 'awaiting_approval' ? `: ${INSTEAD_OF_REVISING[status]}` : '';
+    return err(`cannot ${verb} task ${index} (${plan.tasks[index]!.subject}): it is ${status}; only ${what} can be ${PAST[verb]}${instead}`);
   }
   return ok(status);
 }
@@ -96,6 +108,72 @@ export function approveTasks(plan: Plan, indices: readonly number[], at: string)
     const done = next.progress.completedTasks ?? [];
     if (!done.includes(index)) next.progress.completedTasks = [...done, index];
     return { task: index, subject: task.subject, from, to: 'completed', note: 'approved; the next run commits its work' };
+  });
+  return ok({ plan: next, changes });
+}
+
+/** What `revise` is given beside the tasks: the person's words and what the repository holds. */
+export interface Revision {
+  /** The reviewer's words, verbatim. */
+  feedback: string;
+  at: string;
+  /** The work parked for each task (null: none is). */
+  parked: ReadonlyMap<number, EarlierWork | null>;
+  /** How many review rounds a task may have. */
+  maxRounds: number;
+}
+
+/**
+ * awaiting_approval → pending, each of `indices`, in a new review round (`reviews`): its next
+ * attempt starts from its parked work (kept on its ref until the revision parks again) with the
+ * reviewer's words, and the round spends none of its attempts (they count from 0 in the round, and
+ * are the task's again when it ends). Tasks depending on it keep waiting: nothing integrates until
+ * a person approves.
+ */
+export function reviseTasks(plan: Plan, indices: readonly number[], revision: Revision): InterventionsResult {
+  if (revision.feedback.trim() === '') return err(['revise needs the reviewer\'s words (--feedback "…" or --feedback-file FILE)']);
+  const found = targets(plan, indices, 'revise', ['awaiting_approval']);
+  if (!found.ok) return found;
+  const problems: string[] = [];
+  for (const { index } of found.value) {
+    const task = plan.tasks[index]!;
+    const rounds = task.reviews?.length ?? 0;
+    if (rounds >= revision.maxRounds)
+      problems.push(
+        `cannot revise task ${index} (${task.subject}): it had ${rounds} review round${rounds === 1 ? '' : 's'}, the most a task may have (context.maxReviewRounds in the plan, or --max-rounds): approve or reject it`,
+      );
+    else if ((revision.parked.get(index) ?? null) === null)
+      problems.push(
+        `cannot revise task ${index} (${task.subject}): none of its work is parked (an older run's approval), so there is nothing to revise: approve or reject it`,
+      );
+  }
+  if (problems.length > 0) return err(problems);
+  const next = clonePlan(plan);
+  const changes = found.value.map(({ index, from }): Change => {
+    const task = next.tasks[index]!;
+    const parked = revision.parked.get(index)!;
+    task.reviews = [
+      ...(task.reviews ?? []),
+      {
+        at: revision.at,
+        feedback: revision.feedback.trim(),
+        commit: parked.commit,
+        base: parked.base,
+        ...(task.result !== undefined ? { result: task.result } : {}),
+        outcome: 'open',
+        attemptsBefore: attemptsOf(task),
+      },
+    ];
+    task.status = 'pending';
+    task.attempts = 0;
+    delete task.retryAdvice;
+    return {
+      task: index,
+      subject: task.subject,
+      from,
+      to: 'pending',
+      note: `review round ${task.reviews.length}: its next attempt starts from its parked work, with your words; that work stays parked until the revision is parked again`,
+    };
   });
   return ok({ plan: next, changes });
 }

@@ -3,7 +3,7 @@
 
 export const validate = validate10;
 export default validate10;
-const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://github.com/foreman/foreman/schemas/plan.schema.json","title":"foreman plan (schemaVersion 3)","description":"A plan of coding tasks. A task's id is its index in `tasks`. A field not defined here is kept as it is, and `plan check` warns of it unless its name starts with `x-` (the person's own data); one that nearly spells a defined field of its object (two edits or fewer, or a difference of case) is refused. Defaults: status `pending`, attempts 0, agent.model `sonnet`, fileOverlaps computed by `plan.ts check --fix`.","type":"object","required":["schemaVersion","goal","tasks"],"properties":{"$schema":{"type":"string","description":"this schema's address, for an editor's completion and checks; foreman does not read it"},"schemaVersion":{"const":3},"goal":{"type":"string","minLength":1},"context":{"type":"object","properties":{"stack":{"type":"string"},"lsp":{"description":"the language server the design used (kept from the plan format foreman's comes from); foreman does not read it"},"conventions":{"type":"string"},"testCommand":{"type":"string"},"buildCommand":{"type":"string"},"setupCommand":{"type":"string","minLength":1,"description":"the command that prepares a fresh checkout (e.g. npm ci): run in every new worktree before its first attempt (and again when a setup input changes), and in the probe's scratch worktree"},"setupInputs":{"type":"array","items":{"type":"string","minLength":1},"description":"files whose change makes a reused worktree run the setup command again (default: the usual lock and manifest files: package.json, package-lock.json, yarn.lock, pnpm-lock.yaml, requirements.txt, pyproject.toml, go.sum, Cargo.lock, …)"},"checkNetwork":{"type":"array","items":{"type":"string","minLength":1},"description":"Hosts the sandboxed checks and workers' Bash commands may reach (example.com, *.example.com, optional :port); without it they reach no network but their own loopback"},"setupNetwork":{"type":"array","items":{"type":"string","minLength":1,"not":{"const":"*"}},"description":"Hosts the sandboxed setup command may reach besides the package registries allowed by default (registry.npmjs.org, registry.yarnpkg.com, repo.yarnpkg.com, pypi.org, files.pythonhosted.org, crates.io, index.crates.io, static.crates.io, proxy.golang.org, sum.golang.org, and the npm registry configured on the machine); the entry \"no-defaults\" makes these hosts replace the defaults"}}},"progress":{"type":"object","properties":{"completedTasks":{"type":"array","items":{"type":"integer","minimum":0}},"surprises":{"type":"array","items":{"type":"string"}},"decisions":{"type":"array","items":{"type":"string"}}}},"tasks":{"type":"array","minItems":1,"items":{"$ref":"#/definitions/task"}},"planId":{"type":"string","description":"written by foreman on the plan's first run: names its refs (refs/foreman/<planId>) and worktrees"},"acceptedWarnings":{"type":"array","description":"Warnings of the plan lint (`plan check`) the plan's author accepts: each the warning's line exactly as `plan check` prints it, and why it is accepted. An accepted warning is no longer reported; an acceptance that matches no warning is reported itself.","items":{"type":"object","required":["warning","reason"],"properties":{"warning":{"type":"string","minLength":1},"reason":{"type":"string","minLength":1}}}}},"definitions":{"path":{"type":"string","minLength":1},"paths":{"type":"array","items":{"$ref":"#/definitions/path"}},"task":{"type":"object","required":["subject","blockedBy","metadata"],"properties":{"subject":{"type":"string","minLength":1},"description":{"type":"string"},"activeForm":{"type":"string"},"status":{"enum":["pending","in_progress","completed","failed","blocked","skipped","awaiting_approval"]},"result":{"type":"string"},"attempts":{"type":"integer","minimum":0},"blockedBy":{"type":"array","items":{"type":"integer","minimum":0}},"metadata":{"type":"object","required":["files"],"properties":{"type":{"enum":["research","implementation","testing","configuration"]},"files":{"type":"object","required":["create","modify"],"properties":{"create":{"$ref":"#/definitions/paths"},"modify":{"$ref":"#/definitions/paths"},"mayChange":{"$ref":"#/definitions/paths","description":"paths the task may change but need not (a lockfile an install rewrites, snapshots a test run updates, generated files): integrated when changed, never required; counted in overlaps and in the worker's permission rules like create and modify"}}},"reads":{"$ref":"#/definitions/paths"}}},"agent":{"type":"object","properties":{"role":{"type":"string"},"model":{"type":"string","minLength":1},"approach":{"type":"string"},"contextFiles":{"type":"array","items":{"type":"object","required":["path"],"properties":{"path":{"type":"string"},"reason":{"type":"string"},"lines":{"type":"string"}}}},"assumptions":{"type":"array","items":{"type":"object","required":["claim","verify","severity"],"properties":{"claim":{"type":"string"},"verify":{"type":"string","minLength":1},"severity":{"enum":["blocking","warning"]}}}},"acceptanceCriteria":{"type":"array","items":{"type":"object","required":["criterion","check"],"properties":{"criterion":{"type":"string"},"check":{"type":"string","minLength":1}}}},"rollbackTriggers":{"type":"array","items":{"type":"string"}},"constraints":{"type":"array","items":{"type":"string"}},"fallback":{"type":"string"},"expertise":{"type":"string"},"priorArt":{"type":"string"},"maxBudgetUsd":{"type":"number","exclusiveMinimum":0}}},"prompt":{"type":"string","minLength":1},"fileOverlaps":{"type":"array","items":{"type":"integer","minimum":0}},"gate":{"enum":["human-approval"]},"usage":{"description":"What the task's attempts cost, summed: measured figures (headless workers), or \"unknown\" once any attempt was not measured (a Task subagent of /foreman:execute: Claude Code does not report its cost). Written by foreman.","oneOf":[{"type":"object","properties":{"costUsd":{"type":"number","minimum":0},"inputTokens":{"type":"integer","minimum":0},"outputTokens":{"type":"integer","minimum":0},"cacheReadTokens":{"type":"integer","minimum":0},"cacheCreationTokens":{"type":"integer","minimum":0}}},{"const":"unknown"}]},"skippedBy":{"type":"integer","minimum":0},"commit":{"type":"string"},"undeclaredWrites":{"$ref":"#/definitions/paths","description":"written by foreman: paths outside its declared files that the task's attempts changed (set aside) or were refused writing; an attempt that does so again ends the task blocked"},"setAside":{"type":"object","description":"written by foreman: what the task's last such attempt changed outside its declared files, set aside before its checks ran (never integrated), and the commit holding that attempt's whole work (refs/foreman-aside/<planId>/<task>)","required":["attempt","paths"],"properties":{"attempt":{"type":"integer","minimum":1},"paths":{"$ref":"#/definitions/paths"},"commit":{"type":"string"}}},"retryAdvice":{"type":"string","description":"written by foreman: what the next attempt's prompt tells the worker to do about the last failure"},"approvedAt":{"type":"string","description":"written by foreman (plan approve): when the person approved the task's work; without `commit`, the next run commits it"},"rejectedAt":{"type":"string","description":"written by foreman (plan reject): when the person rejected the task's work"},"recheck":{"type":"boolean","description":"written by foreman (plan declare, --widen): the task now declares all its last attempt set aside, so its next start re-checks that work before a worker runs"}}}}};
+const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://github.com/foreman/foreman/schemas/plan.schema.json","title":"foreman plan (schemaVersion 3)","description":"A plan of coding tasks. A task's id is its index in `tasks`. A field not defined here is kept as it is, and `plan check` warns of it unless its name starts with `x-` (the person's own data); one that nearly spells a defined field of its object (two edits or fewer, or a difference of case) is refused. Defaults: status `pending`, attempts 0, agent.model `sonnet`, fileOverlaps computed by `plan.ts check --fix`.","type":"object","required":["schemaVersion","goal","tasks"],"properties":{"$schema":{"type":"string","description":"this schema's address, for an editor's completion and checks; foreman does not read it"},"schemaVersion":{"const":3},"goal":{"type":"string","minLength":1},"context":{"type":"object","properties":{"stack":{"type":"string"},"lsp":{"description":"the language server the design used (kept from the plan format foreman's comes from); foreman does not read it"},"conventions":{"type":"string"},"testCommand":{"type":"string"},"buildCommand":{"type":"string"},"setupCommand":{"type":"string","minLength":1,"description":"the command that prepares a fresh checkout (e.g. npm ci): run in every new worktree before its first attempt (and again when a setup input changes), and in the probe's scratch worktree"},"setupInputs":{"type":"array","items":{"type":"string","minLength":1},"description":"files whose change makes a reused worktree run the setup command again (default: the usual lock and manifest files: package.json, package-lock.json, yarn.lock, pnpm-lock.yaml, requirements.txt, pyproject.toml, go.sum, Cargo.lock, …)"},"checkNetwork":{"type":"array","items":{"type":"string","minLength":1},"description":"Hosts the sandboxed checks and workers' Bash commands may reach (example.com, *.example.com, optional :port); without it they reach no network but their own loopback"},"maxReviewRounds":{"type":"integer","minimum":1,"description":"how many rounds of review (plan revise) a task may have (default 3)"},"setupNetwork":{"type":"array","items":{"type":"string","minLength":1,"not":{"const":"*"}},"description":"Hosts the sandboxed setup command may reach besides the package registries allowed by default (registry.npmjs.org, registry.yarnpkg.com, repo.yarnpkg.com, pypi.org, files.pythonhosted.org, crates.io, index.crates.io, static.crates.io, proxy.golang.org, sum.golang.org, and the npm registry configured on the machine); the entry \"no-defaults\" makes these hosts replace the defaults"}}},"progress":{"type":"object","properties":{"completedTasks":{"type":"array","items":{"type":"integer","minimum":0}},"surprises":{"type":"array","items":{"type":"string"}},"decisions":{"type":"array","items":{"type":"string"}}}},"tasks":{"type":"array","minItems":1,"items":{"$ref":"#/definitions/task"}},"planId":{"type":"string","description":"written by foreman on the plan's first run: names its refs (refs/foreman/<planId>) and worktrees"},"acceptedWarnings":{"type":"array","description":"Warnings of the plan lint (`plan check`) the plan's author accepts: each the warning's line exactly as `plan check` prints it, and why it is accepted. An accepted warning is no longer reported; an acceptance that matches no warning is reported itself.","items":{"type":"object","required":["warning","reason"],"properties":{"warning":{"type":"string","minLength":1},"reason":{"type":"string","minLength":1}}}}},"definitions":{"path":{"type":"string","minLength":1},"paths":{"type":"array","items":{"$ref":"#/definitions/path"}},"task":{"type":"object","required":["subject","blockedBy","metadata"],"properties":{"subject":{"type":"string","minLength":1},"description":{"type":"string"},"activeForm":{"type":"string"},"status":{"enum":["pending","in_progress","completed","failed","blocked","skipped","awaiting_approval"]},"result":{"type":"string"},"attempts":{"type":"integer","minimum":0},"blockedBy":{"type":"array","items":{"type":"integer","minimum":0}},"metadata":{"type":"object","required":["files"],"properties":{"type":{"enum":["research","implementation","testing","configuration"]},"files":{"type":"object","required":["create","modify"],"properties":{"create":{"$ref":"#/definitions/paths"},"modify":{"$ref":"#/definitions/paths"},"mayChange":{"$ref":"#/definitions/paths","description":"paths the task may change but need not (a lockfile an install rewrites, snapshots a test run updates, generated files): integrated when changed, never required; counted in overlaps and in the worker's permission rules like create and modify"}}},"reads":{"$ref":"#/definitions/paths"}}},"agent":{"type":"object","properties":{"role":{"type":"string"},"model":{"type":"string","minLength":1},"approach":{"type":"string"},"contextFiles":{"type":"array","items":{"type":"object","required":["path"],"properties":{"path":{"type":"string"},"reason":{"type":"string"},"lines":{"type":"string"}}}},"assumptions":{"type":"array","items":{"type":"object","required":["claim","verify","severity"],"properties":{"claim":{"type":"string"},"verify":{"type":"string","minLength":1},"severity":{"enum":["blocking","warning"]}}}},"acceptanceCriteria":{"type":"array","items":{"type":"object","required":["criterion","check"],"properties":{"criterion":{"type":"string"},"check":{"type":"string","minLength":1}}}},"rollbackTriggers":{"type":"array","items":{"type":"string"}},"constraints":{"type":"array","items":{"type":"string"}},"fallback":{"type":"string"},"expertise":{"type":"string"},"priorArt":{"type":"string"},"maxBudgetUsd":{"type":"number","exclusiveMinimum":0}}},"prompt":{"type":"string","minLength":1},"fileOverlaps":{"type":"array","items":{"type":"integer","minimum":0}},"gate":{"enum":["human-approval"]},"usage":{"description":"What the task's attempts cost, summed: measured figures (headless workers), or \"unknown\" once any attempt was not measured (a Task subagent of /foreman:execute: Claude Code does not report its cost). Written by foreman.","oneOf":[{"type":"object","properties":{"costUsd":{"type":"number","minimum":0},"inputTokens":{"type":"integer","minimum":0},"outputTokens":{"type":"integer","minimum":0},"cacheReadTokens":{"type":"integer","minimum":0},"cacheCreationTokens":{"type":"integer","minimum":0}}},{"const":"unknown"}]},"skippedBy":{"type":"integer","minimum":0},"commit":{"type":"string"},"undeclaredWrites":{"$ref":"#/definitions/paths","description":"written by foreman: paths outside its declared files that the task's attempts changed (set aside) or were refused writing; an attempt that does so again ends the task blocked"},"setAside":{"type":"object","description":"written by foreman: what the task's last such attempt changed outside its declared files, set aside before its checks ran (never integrated), and the commit holding that attempt's whole work (refs/foreman-aside/<planId>/<task>)","required":["attempt","paths"],"properties":{"attempt":{"type":"integer","minimum":1},"paths":{"$ref":"#/definitions/paths"},"commit":{"type":"string"}}},"retryAdvice":{"type":"string","description":"written by foreman: what the next attempt's prompt tells the worker to do about the last failure"},"approvedAt":{"type":"string","description":"written by foreman (plan approve): when the person approved the task's work; without `commit`, the next run commits it"},"rejectedAt":{"type":"string","description":"written by foreman (plan reject): when the person rejected the task's work"},"recheck":{"type":"boolean","description":"written by foreman (plan declare, --widen): the task now declares all its last attempt set aside, so its next start re-checks that work before a worker runs"},"reviews":{"type":"array","description":"written by foreman (plan revise): the rounds of a person's review, oldest first. Each sends the task's parked work back to a worker with the person's words; its attempts start from that work. The last is `open` while its revision runs.","items":{"type":"object","required":["at","feedback","commit","base","outcome","attemptsBefore"],"properties":{"at":{"type":"string","description":"when the person asked for the changes"},"feedback":{"type":"string","minLength":1,"description":"their words, verbatim"},"commit":{"type":"string","minLength":1,"description":"the commit holding the parked work the round revises"},"base":{"type":"string","minLength":1,"description":"the commit that parked work started from: the revision's attempts count their work from it"},"result":{"type":"string","description":"what the parked work's worker reported"},"outcome":{"enum":["open","parked","failed"],"description":"open: the revision runs; parked: it was verified and awaits approval; failed: its attempts ran out and the earlier work awaits approval again"},"attemptsBefore":{"type":"integer","minimum":0,"description":"the task's attempts before the round (a round spends none of them)"},"attempts":{"type":"integer","minimum":0,"description":"the attempts the round took"},"failure":{"type":"string","description":"why a failed round failed"}}}}}}}};
 const func2 = (function ucs2length(str) {
     const len = str.length;
     let length = 0;
@@ -21,7 +21,7 @@ const func2 = (function ucs2length(str) {
     }
     return length;
 });
-const schema12 = {"type":"object","required":["subject","blockedBy","metadata"],"properties":{"subject":{"type":"string","minLength":1},"description":{"type":"string"},"activeForm":{"type":"string"},"status":{"enum":["pending","in_progress","completed","failed","blocked","skipped","awaiting_approval"]},"result":{"type":"string"},"attempts":{"type":"integer","minimum":0},"blockedBy":{"type":"array","items":{"type":"integer","minimum":0}},"metadata":{"type":"object","required":["files"],"properties":{"type":{"enum":["research","implementation","testing","configuration"]},"files":{"type":"object","required":["create","modify"],"properties":{"create":{"$ref":"#/definitions/paths"},"modify":{"$ref":"#/definitions/paths"},"mayChange":{"$ref":"#/definitions/paths","description":"paths the task may change but need not (a lockfile an install rewrites, snapshots a test run updates, generated files): integrated when changed, never required; counted in overlaps and in the worker's permission rules like create and modify"}}},"reads":{"$ref":"#/definitions/paths"}}},"agent":{"type":"object","properties":{"role":{"type":"string"},"model":{"type":"string","minLength":1},"approach":{"type":"string"},"contextFiles":{"type":"array","items":{"type":"object","required":["path"],"properties":{"path":{"type":"string"},"reason":{"type":"string"},"lines":{"type":"string"}}}},"assumptions":{"type":"array","items":{"type":"object","required":["claim","verify","severity"],"properties":{"claim":{"type":"string"},"verify":{"type":"string","minLength":1},"severity":{"enum":["blocking","warning"]}}}},"acceptanceCriteria":{"type":"array","items":{"type":"object","required":["criterion","check"],"properties":{"criterion":{"type":"string"},"check":{"type":"string","minLength":1}}}},"rollbackTriggers":{"type":"array","items":{"type":"string"}},"constraints":{"type":"array","items":{"type":"string"}},"fallback":{"type":"string"},"expertise":{"type":"string"},"priorArt":{"type":"string"},"maxBudgetUsd":{"type":"number","exclusiveMinimum":0}}},"prompt":{"type":"string","minLength":1},"fileOverlaps":{"type":"array","items":{"type":"integer","minimum":0}},"gate":{"enum":["human-approval"]},"usage":{"description":"What the task's attempts cost, summed: measured figures (headless workers), or \"unknown\" once any attempt was not measured (a Task subagent of /foreman:execute: Claude Code does not report its cost). Written by foreman.","oneOf":[{"type":"object","properties":{"costUsd":{"type":"number","minimum":0},"inputTokens":{"type":"integer","minimum":0},"outputTokens":{"type":"integer","minimum":0},"cacheReadTokens":{"type":"integer","minimum":0},"cacheCreationTokens":{"type":"integer","minimum":0}}},{"const":"unknown"}]},"skippedBy":{"type":"integer","minimum":0},"commit":{"type":"string"},"undeclaredWrites":{"$ref":"#/definitions/paths","description":"written by foreman: paths outside its declared files that the task's attempts changed (set aside) or were refused writing; an attempt that does so again ends the task blocked"},"setAside":{"type":"object","description":"written by foreman: what the task's last such attempt changed outside its declared files, set aside before its checks ran (never integrated), and the commit holding that attempt's whole work (refs/foreman-aside/<planId>/<task>)","required":["attempt","paths"],"properties":{"attempt":{"type":"integer","minimum":1},"paths":{"$ref":"#/definitions/paths"},"commit":{"type":"string"}}},"retryAdvice":{"type":"string","description":"written by foreman: what the next attempt's prompt tells the worker to do about the last failure"},"approvedAt":{"type":"string","description":"written by foreman (plan approve): when the person approved the task's work; without `commit`, the next run commits it"},"rejectedAt":{"type":"string","description":"written by foreman (plan reject): when the person rejected the task's work"},"recheck":{"type":"boolean","description":"written by foreman (plan declare, --widen): the task now declares all its last attempt set aside, so its next start re-checks that work before a worker runs"}}};
+const schema12 = {"type":"object","required":["subject","blockedBy","metadata"],"properties":{"subject":{"type":"string","minLength":1},"description":{"type":"string"},"activeForm":{"type":"string"},"status":{"enum":["pending","in_progress","completed","failed","blocked","skipped","awaiting_approval"]},"result":{"type":"string"},"attempts":{"type":"integer","minimum":0},"blockedBy":{"type":"array","items":{"type":"integer","minimum":0}},"metadata":{"type":"object","required":["files"],"properties":{"type":{"enum":["research","implementation","testing","configuration"]},"files":{"type":"object","required":["create","modify"],"properties":{"create":{"$ref":"#/definitions/paths"},"modify":{"$ref":"#/definitions/paths"},"mayChange":{"$ref":"#/definitions/paths","description":"paths the task may change but need not (a lockfile an install rewrites, snapshots a test run updates, generated files): integrated when changed, never required; counted in overlaps and in the worker's permission rules like create and modify"}}},"reads":{"$ref":"#/definitions/paths"}}},"agent":{"type":"object","properties":{"role":{"type":"string"},"model":{"type":"string","minLength":1},"approach":{"type":"string"},"contextFiles":{"type":"array","items":{"type":"object","required":["path"],"properties":{"path":{"type":"string"},"reason":{"type":"string"},"lines":{"type":"string"}}}},"assumptions":{"type":"array","items":{"type":"object","required":["claim","verify","severity"],"properties":{"claim":{"type":"string"},"verify":{"type":"string","minLength":1},"severity":{"enum":["blocking","warning"]}}}},"acceptanceCriteria":{"type":"array","items":{"type":"object","required":["criterion","check"],"properties":{"criterion":{"type":"string"},"check":{"type":"string","minLength":1}}}},"rollbackTriggers":{"type":"array","items":{"type":"string"}},"constraints":{"type":"array","items":{"type":"string"}},"fallback":{"type":"string"},"expertise":{"type":"string"},"priorArt":{"type":"string"},"maxBudgetUsd":{"type":"number","exclusiveMinimum":0}}},"prompt":{"type":"string","minLength":1},"fileOverlaps":{"type":"array","items":{"type":"integer","minimum":0}},"gate":{"enum":["human-approval"]},"usage":{"description":"What the task's attempts cost, summed: measured figures (headless workers), or \"unknown\" once any attempt was not measured (a Task subagent of /foreman:execute: Claude Code does not report its cost). Written by foreman.","oneOf":[{"type":"object","properties":{"costUsd":{"type":"number","minimum":0},"inputTokens":{"type":"integer","minimum":0},"outputTokens":{"type":"integer","minimum":0},"cacheReadTokens":{"type":"integer","minimum":0},"cacheCreationTokens":{"type":"integer","minimum":0}}},{"const":"unknown"}]},"skippedBy":{"type":"integer","minimum":0},"commit":{"type":"string"},"undeclaredWrites":{"$ref":"#/definitions/paths","description":"written by foreman: paths outside its declared files that the task's attempts changed (set aside) or were refused writing; an attempt that does so again ends the task blocked"},"setAside":{"type":"object","description":"written by foreman: what the task's last such attempt changed outside its declared files, set aside before its checks ran (never integrated), and the commit holding that attempt's whole work (refs/foreman-aside/<planId>/<task>)","required":["attempt","paths"],"properties":{"attempt":{"type":"integer","minimum":1},"paths":{"$ref":"#/definitions/paths"},"commit":{"type":"string"}}},"retryAdvice":{"type":"string","description":"written by foreman: what the next attempt's prompt tells the worker to do about the last failure"},"approvedAt":{"type":"string","description":"written by foreman (plan approve): when the person approved the task's work; without `commit`, the next run commits it"},"rejectedAt":{"type":"string","description":"written by foreman (plan reject): when the person rejected the task's work"},"recheck":{"type":"boolean","description":"written by foreman (plan declare, --widen): the task now declares all its last attempt set aside, so its next start re-checks that work before a worker runs"},"reviews":{"type":"array","description":"written by foreman (plan revise): the rounds of a person's review, oldest first. Each sends the task's parked work back to a worker with the person's words; its attempts start from that work. The last is `open` while its revision runs.","items":{"type":"object","required":["at","feedback","commit","base","outcome","attemptsBefore"],"properties":{"at":{"type":"string","description":"when the person asked for the changes"},"feedback":{"type":"string","minLength":1,"description":"their words, verbatim"},"commit":{"type":"string","minLength":1,"description":"the commit holding the parked work the round revises"},"base":{"type":"string","minLength":1,"description":"the commit that parked work started from: the revision's attempts count their work from it"},"result":{"type":"string","description":"what the parked work's worker reported"},"outcome":{"enum":["open","parked","failed"],"description":"open: the revision runs; parked: it was verified and awaits approval; failed: its attempts ran out and the earlier work awaits approval again"},"attemptsBefore":{"type":"integer","minimum":0,"description":"the task's attempts before the round (a round spends none of them)"},"attempts":{"type":"integer","minimum":0,"description":"the attempts the round took"},"failure":{"type":"string","description":"why a failed round failed"}}}}}};
 const schema13 = {"type":"array","items":{"$ref":"#/definitions/path"}};
 const schema14 = {"type":"string","minLength":1};
 
@@ -1238,14 +1238,279 @@ vErrors.push(err87);
 errors++;
 }
 }
-}
-else {
-const err88 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.reviews !== undefined){
+let data62 = data.reviews;
+if(Array.isArray(data62)){
+const len7 = data62.length;
+for(let i7=0; i7<len7; i7++){
+let data63 = data62[i7];
+if(data63 && typeof data63 == "object" && !Array.isArray(data63)){
+if(data63.at === undefined){
+const err88 = {instancePath:instancePath+"/reviews/" + i7,schemaPath:"#/properties/reviews/items/required",keyword:"required",params:{missingProperty: "at"},message:"must have required property '"+"at"+"'"};
 if(vErrors === null){
 vErrors = [err88];
 }
 else {
 vErrors.push(err88);
+}
+errors++;
+}
+if(data63.feedback === undefined){
+const err89 = {instancePath:instancePath+"/reviews/" + i7,schemaPath:"#/properties/reviews/items/required",keyword:"required",params:{missingProperty: "feedback"},message:"must have required property '"+"feedback"+"'"};
+if(vErrors === null){
+vErrors = [err89];
+}
+else {
+vErrors.push(err89);
+}
+errors++;
+}
+if(data63.commit === undefined){
+const err90 = {instancePath:instancePath+"/reviews/" + i7,schemaPath:"#/properties/reviews/items/required",keyword:"required",params:{missingProperty: "commit"},message:"must have required property '"+"commit"+"'"};
+if(vErrors === null){
+vErrors = [err90];
+}
+else {
+vErrors.push(err90);
+}
+errors++;
+}
+if(data63.base === undefined){
+const err91 = {instancePath:instancePath+"/reviews/" + i7,schemaPath:"#/properties/reviews/items/required",keyword:"required",params:{missingProperty: "base"},message:"must have required property '"+"base"+"'"};
+if(vErrors === null){
+vErrors = [err91];
+}
+else {
+vErrors.push(err91);
+}
+errors++;
+}
+if(data63.outcome === undefined){
+const err92 = {instancePath:instancePath+"/reviews/" + i7,schemaPath:"#/properties/reviews/items/required",keyword:"required",params:{missingProperty: "outcome"},message:"must have required property '"+"outcome"+"'"};
+if(vErrors === null){
+vErrors = [err92];
+}
+else {
+vErrors.push(err92);
+}
+errors++;
+}
+if(data63.attemptsBefore === undefined){
+const err93 = {instancePath:instancePath+"/reviews/" + i7,schemaPath:"#/properties/reviews/items/required",keyword:"required",params:{missingProperty: "attemptsBefore"},message:"must have required property '"+"attemptsBefore"+"'"};
+if(vErrors === null){
+vErrors = [err93];
+}
+else {
+vErrors.push(err93);
+}
+errors++;
+}
+if(data63.at !== undefined){
+if(typeof data63.at !== "string"){
+const err94 = {instancePath:instancePath+"/reviews/" + i7+"/at",schemaPath:"#/properties/reviews/items/properties/at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err94];
+}
+else {
+vErrors.push(err94);
+}
+errors++;
+}
+}
+if(data63.feedback !== undefined){
+let data65 = data63.feedback;
+if(typeof data65 === "string"){
+if(func2(data65) < 1){
+const err95 = {instancePath:instancePath+"/reviews/" + i7+"/feedback",schemaPath:"#/properties/reviews/items/properties/feedback/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err95];
+}
+else {
+vErrors.push(err95);
+}
+errors++;
+}
+}
+else {
+const err96 = {instancePath:instancePath+"/reviews/" + i7+"/feedback",schemaPath:"#/properties/reviews/items/properties/feedback/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err96];
+}
+else {
+vErrors.push(err96);
+}
+errors++;
+}
+}
+if(data63.commit !== undefined){
+let data66 = data63.commit;
+if(typeof data66 === "string"){
+if(func2(data66) < 1){
+const err97 = {instancePath:instancePath+"/reviews/" + i7+"/commit",schemaPath:"#/properties/reviews/items/properties/commit/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err97];
+}
+else {
+vErrors.push(err97);
+}
+errors++;
+}
+}
+else {
+const err98 = {instancePath:instancePath+"/reviews/" + i7+"/commit",schemaPath:"#/properties/reviews/items/properties/commit/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err98];
+}
+else {
+vErrors.push(err98);
+}
+errors++;
+}
+}
+if(data63.base !== undefined){
+let data67 = data63.base;
+if(typeof data67 === "string"){
+if(func2(data67) < 1){
+const err99 = {instancePath:instancePath+"/reviews/" + i7+"/base",schemaPath:"#/properties/reviews/items/properties/base/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err99];
+}
+else {
+vErrors.push(err99);
+}
+errors++;
+}
+}
+else {
+const err100 = {instancePath:instancePath+"/reviews/" + i7+"/base",schemaPath:"#/properties/reviews/items/properties/base/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err100];
+}
+else {
+vErrors.push(err100);
+}
+errors++;
+}
+}
+if(data63.result !== undefined){
+if(typeof data63.result !== "string"){
+const err101 = {instancePath:instancePath+"/reviews/" + i7+"/result",schemaPath:"#/properties/reviews/items/properties/result/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err101];
+}
+else {
+vErrors.push(err101);
+}
+errors++;
+}
+}
+if(data63.outcome !== undefined){
+let data69 = data63.outcome;
+if(!(((data69 === "open") || (data69 === "parked")) || (data69 === "failed"))){
+const err102 = {instancePath:instancePath+"/reviews/" + i7+"/outcome",schemaPath:"#/properties/reviews/items/properties/outcome/enum",keyword:"enum",params:{allowedValues: schema12.properties.reviews.items.properties.outcome.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err102];
+}
+else {
+vErrors.push(err102);
+}
+errors++;
+}
+}
+if(data63.attemptsBefore !== undefined){
+let data70 = data63.attemptsBefore;
+if(!((typeof data70 == "number") && (!(data70 % 1) && !isNaN(data70)))){
+const err103 = {instancePath:instancePath+"/reviews/" + i7+"/attemptsBefore",schemaPath:"#/properties/reviews/items/properties/attemptsBefore/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err103];
+}
+else {
+vErrors.push(err103);
+}
+errors++;
+}
+if(typeof data70 == "number"){
+if(data70 < 0 || isNaN(data70)){
+const err104 = {instancePath:instancePath+"/reviews/" + i7+"/attemptsBefore",schemaPath:"#/properties/reviews/items/properties/attemptsBefore/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err104];
+}
+else {
+vErrors.push(err104);
+}
+errors++;
+}
+}
+}
+if(data63.attempts !== undefined){
+let data71 = data63.attempts;
+if(!((typeof data71 == "number") && (!(data71 % 1) && !isNaN(data71)))){
+const err105 = {instancePath:instancePath+"/reviews/" + i7+"/attempts",schemaPath:"#/properties/reviews/items/properties/attempts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err105];
+}
+else {
+vErrors.push(err105);
+}
+errors++;
+}
+if(typeof data71 == "number"){
+if(data71 < 0 || isNaN(data71)){
+const err106 = {instancePath:instancePath+"/reviews/" + i7+"/attempts",schemaPath:"#/properties/reviews/items/properties/attempts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err106];
+}
+else {
+vErrors.push(err106);
+}
+errors++;
+}
+}
+}
+if(data63.failure !== undefined){
+if(typeof data63.failure !== "string"){
+const err107 = {instancePath:instancePath+"/reviews/" + i7+"/failure",schemaPath:"#/properties/reviews/items/properties/failure/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err107];
+}
+else {
+vErrors.push(err107);
+}
+errors++;
+}
+}
+}
+else {
+const err108 = {instancePath:instancePath+"/reviews/" + i7,schemaPath:"#/properties/reviews/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err108];
+}
+else {
+vErrors.push(err108);
+}
+errors++;
+}
+}
+}
+else {
+const err109 = {instancePath:instancePath+"/reviews",schemaPath:"#/properties/reviews/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err109];
+}
+else {
+vErrors.push(err109);
+}
+errors++;
+}
+}
+}
+else {
+const err110 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err110];
+}
+else {
+vErrors.push(err110);
 }
 errors++;
 }
@@ -1496,16 +1761,10 @@ vErrors.push(err18);
 errors++;
 }
 }
-if(data3.setupNetwork !== undefined){
-let data13 = data3.setupNetwork;
-if(Array.isArray(data13)){
-const len2 = data13.length;
-for(let i2=0; i2<len2; i2++){
-let data14 = data13[i2];
-const _errs30 = errors;
-const _errs31 = errors;
-if("*" !== data14){
-const err19 = {};
+if(data3.maxReviewRounds !== undefined){
+let data13 = data3.maxReviewRounds;
+if(!((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13)))){
+const err19 = {instancePath:instancePath+"/context/maxReviewRounds",schemaPath:"#/properties/context/properties/maxReviewRounds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -1514,9 +1773,9 @@ vErrors.push(err19);
 }
 errors++;
 }
-var valid8 = _errs31 === errors;
-if(valid8){
-const err20 = {instancePath:instancePath+"/context/setupNetwork/" + i2,schemaPath:"#/properties/context/properties/setupNetwork/items/not",keyword:"not",params:{},message:"must NOT be valid"};
+if(typeof data13 == "number"){
+if(data13 < 1 || isNaN(data13)){
+const err20 = {instancePath:instancePath+"/context/maxReviewRounds",schemaPath:"#/properties/context/properties/maxReviewRounds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -1525,20 +1784,18 @@ vErrors.push(err20);
 }
 errors++;
 }
-else {
-errors = _errs30;
-if(vErrors !== null){
-if(_errs30){
-vErrors.length = _errs30;
-}
-else {
-vErrors = null;
 }
 }
-}
-if(typeof data14 === "string"){
-if(func2(data14) < 1){
-const err21 = {instancePath:instancePath+"/context/setupNetwork/" + i2,schemaPath:"#/properties/context/properties/setupNetwork/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data3.setupNetwork !== undefined){
+let data14 = data3.setupNetwork;
+if(Array.isArray(data14)){
+const len2 = data14.length;
+for(let i2=0; i2<len2; i2++){
+let data15 = data14[i2];
+const _errs32 = errors;
+const _errs33 = errors;
+if("*" !== data15){
+const err21 = {};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -1547,9 +1804,9 @@ vErrors.push(err21);
 }
 errors++;
 }
-}
-else {
-const err22 = {instancePath:instancePath+"/context/setupNetwork/" + i2,schemaPath:"#/properties/context/properties/setupNetwork/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+var valid8 = _errs33 === errors;
+if(valid8){
+const err22 = {instancePath:instancePath+"/context/setupNetwork/" + i2,schemaPath:"#/properties/context/properties/setupNetwork/items/not",keyword:"not",params:{},message:"must NOT be valid"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -1558,10 +1815,20 @@ vErrors.push(err22);
 }
 errors++;
 }
-}
+else {
+errors = _errs32;
+if(vErrors !== null){
+if(_errs32){
+vErrors.length = _errs32;
 }
 else {
-const err23 = {instancePath:instancePath+"/context/setupNetwork",schemaPath:"#/properties/context/properties/setupNetwork/type",keyword:"type",params:{type: "array"},message:"must be array"};
+vErrors = null;
+}
+}
+}
+if(typeof data15 === "string"){
+if(func2(data15) < 1){
+const err23 = {instancePath:instancePath+"/context/setupNetwork/" + i2,schemaPath:"#/properties/context/properties/setupNetwork/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -1571,9 +1838,8 @@ vErrors.push(err23);
 errors++;
 }
 }
-}
 else {
-const err24 = {instancePath:instancePath+"/context",schemaPath:"#/properties/context/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err24 = {instancePath:instancePath+"/context/setupNetwork/" + i2,schemaPath:"#/properties/context/properties/setupNetwork/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -1583,17 +1849,9 @@ vErrors.push(err24);
 errors++;
 }
 }
-if(data.progress !== undefined){
-let data15 = data.progress;
-if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
-if(data15.completedTasks !== undefined){
-let data16 = data15.completedTasks;
-if(Array.isArray(data16)){
-const len3 = data16.length;
-for(let i3=0; i3<len3; i3++){
-let data17 = data16[i3];
-if(!((typeof data17 == "number") && (!(data17 % 1) && !isNaN(data17)))){
-const err25 = {instancePath:instancePath+"/progress/completedTasks/" + i3,schemaPath:"#/properties/progress/properties/completedTasks/items/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err25 = {instancePath:instancePath+"/context/setupNetwork",schemaPath:"#/properties/context/properties/setupNetwork/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -1602,9 +1860,10 @@ vErrors.push(err25);
 }
 errors++;
 }
-if(typeof data17 == "number"){
-if(data17 < 0 || isNaN(data17)){
-const err26 = {instancePath:instancePath+"/progress/completedTasks/" + i3,schemaPath:"#/properties/progress/properties/completedTasks/items/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+else {
+const err26 = {instancePath:instancePath+"/context",schemaPath:"#/properties/context/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -1614,10 +1873,17 @@ vErrors.push(err26);
 errors++;
 }
 }
-}
-}
-else {
-const err27 = {instancePath:instancePath+"/progress/completedTasks",schemaPath:"#/properties/progress/properties/completedTasks/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data.progress !== undefined){
+let data16 = data.progress;
+if(data16 && typeof data16 == "object" && !Array.isArray(data16)){
+if(data16.completedTasks !== undefined){
+let data17 = data16.completedTasks;
+if(Array.isArray(data17)){
+const len3 = data17.length;
+for(let i3=0; i3<len3; i3++){
+let data18 = data17[i3];
+if(!((typeof data18 == "number") && (!(data18 % 1) && !isNaN(data18)))){
+const err27 = {instancePath:instancePath+"/progress/completedTasks/" + i3,schemaPath:"#/properties/progress/properties/completedTasks/items/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -1626,14 +1892,9 @@ vErrors.push(err27);
 }
 errors++;
 }
-}
-if(data15.surprises !== undefined){
-let data18 = data15.surprises;
-if(Array.isArray(data18)){
-const len4 = data18.length;
-for(let i4=0; i4<len4; i4++){
-if(typeof data18[i4] !== "string"){
-const err28 = {instancePath:instancePath+"/progress/surprises/" + i4,schemaPath:"#/properties/progress/properties/surprises/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(typeof data18 == "number"){
+if(data18 < 0 || isNaN(data18)){
+const err28 = {instancePath:instancePath+"/progress/completedTasks/" + i3,schemaPath:"#/properties/progress/properties/completedTasks/items/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -1644,8 +1905,9 @@ errors++;
 }
 }
 }
+}
 else {
-const err29 = {instancePath:instancePath+"/progress/surprises",schemaPath:"#/properties/progress/properties/surprises/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err29 = {instancePath:instancePath+"/progress/completedTasks",schemaPath:"#/properties/progress/properties/completedTasks/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -1655,13 +1917,13 @@ vErrors.push(err29);
 errors++;
 }
 }
-if(data15.decisions !== undefined){
-let data20 = data15.decisions;
-if(Array.isArray(data20)){
-const len5 = data20.length;
-for(let i5=0; i5<len5; i5++){
-if(typeof data20[i5] !== "string"){
-const err30 = {instancePath:instancePath+"/progress/decisions/" + i5,schemaPath:"#/properties/progress/properties/decisions/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data16.surprises !== undefined){
+let data19 = data16.surprises;
+if(Array.isArray(data19)){
+const len4 = data19.length;
+for(let i4=0; i4<len4; i4++){
+if(typeof data19[i4] !== "string"){
+const err30 = {instancePath:instancePath+"/progress/surprises/" + i4,schemaPath:"#/properties/progress/properties/surprises/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -1673,7 +1935,7 @@ errors++;
 }
 }
 else {
-const err31 = {instancePath:instancePath+"/progress/decisions",schemaPath:"#/properties/progress/properties/decisions/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err31 = {instancePath:instancePath+"/progress/surprises",schemaPath:"#/properties/progress/properties/surprises/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -1683,9 +1945,13 @@ vErrors.push(err31);
 errors++;
 }
 }
-}
-else {
-const err32 = {instancePath:instancePath+"/progress",schemaPath:"#/properties/progress/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data16.decisions !== undefined){
+let data21 = data16.decisions;
+if(Array.isArray(data21)){
+const len5 = data21.length;
+for(let i5=0; i5<len5; i5++){
+if(typeof data21[i5] !== "string"){
+const err32 = {instancePath:instancePath+"/progress/decisions/" + i5,schemaPath:"#/properties/progress/properties/decisions/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -1695,11 +1961,9 @@ vErrors.push(err32);
 errors++;
 }
 }
-if(data.tasks !== undefined){
-let data22 = data.tasks;
-if(Array.isArray(data22)){
-if(data22.length < 1){
-const err33 = {instancePath:instancePath+"/tasks",schemaPath:"#/properties/tasks/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+else {
+const err33 = {instancePath:instancePath+"/progress/decisions",schemaPath:"#/properties/progress/properties/decisions/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -1708,16 +1972,10 @@ vErrors.push(err33);
 }
 errors++;
 }
-const len6 = data22.length;
-for(let i6=0; i6<len6; i6++){
-if(!(validate11(data22[i6], {instancePath:instancePath+"/tasks/" + i6,parentData:data22,parentDataProperty:i6,rootData}))){
-vErrors = vErrors === null ? validate11.errors : vErrors.concat(validate11.errors);
-errors = vErrors.length;
-}
 }
 }
 else {
-const err34 = {instancePath:instancePath+"/tasks",schemaPath:"#/properties/tasks/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err34 = {instancePath:instancePath+"/progress",schemaPath:"#/properties/progress/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -1727,9 +1985,11 @@ vErrors.push(err34);
 errors++;
 }
 }
-if(data.planId !== undefined){
-if(typeof data.planId !== "string"){
-const err35 = {instancePath:instancePath+"/planId",schemaPath:"#/properties/planId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.tasks !== undefined){
+let data23 = data.tasks;
+if(Array.isArray(data23)){
+if(data23.length < 1){
+const err35 = {instancePath:instancePath+"/tasks",schemaPath:"#/properties/tasks/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -1738,16 +1998,16 @@ vErrors.push(err35);
 }
 errors++;
 }
+const len6 = data23.length;
+for(let i6=0; i6<len6; i6++){
+if(!(validate11(data23[i6], {instancePath:instancePath+"/tasks/" + i6,parentData:data23,parentDataProperty:i6,rootData}))){
+vErrors = vErrors === null ? validate11.errors : vErrors.concat(validate11.errors);
+errors = vErrors.length;
 }
-if(data.acceptedWarnings !== undefined){
-let data25 = data.acceptedWarnings;
-if(Array.isArray(data25)){
-const len7 = data25.length;
-for(let i7=0; i7<len7; i7++){
-let data26 = data25[i7];
-if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
-if(data26.warning === undefined){
-const err36 = {instancePath:instancePath+"/acceptedWarnings/" + i7,schemaPath:"#/properties/acceptedWarnings/items/required",keyword:"required",params:{missingProperty: "warning"},message:"must have required property '"+"warning"+"'"};
+}
+}
+else {
+const err36 = {instancePath:instancePath+"/tasks",schemaPath:"#/properties/tasks/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -1756,8 +2016,10 @@ vErrors.push(err36);
 }
 errors++;
 }
-if(data26.reason === undefined){
-const err37 = {instancePath:instancePath+"/acceptedWarnings/" + i7,schemaPath:"#/properties/acceptedWarnings/items/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'"};
+}
+if(data.planId !== undefined){
+if(typeof data.planId !== "string"){
+const err37 = {instancePath:instancePath+"/planId",schemaPath:"#/properties/planId/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -1766,11 +2028,16 @@ vErrors.push(err37);
 }
 errors++;
 }
-if(data26.warning !== undefined){
-let data27 = data26.warning;
-if(typeof data27 === "string"){
-if(func2(data27) < 1){
-const err38 = {instancePath:instancePath+"/acceptedWarnings/" + i7+"/warning",schemaPath:"#/properties/acceptedWarnings/items/properties/warning/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data.acceptedWarnings !== undefined){
+let data26 = data.acceptedWarnings;
+if(Array.isArray(data26)){
+const len7 = data26.length;
+for(let i7=0; i7<len7; i7++){
+let data27 = data26[i7];
+if(data27 && typeof data27 == "object" && !Array.isArray(data27)){
+if(data27.warning === undefined){
+const err38 = {instancePath:instancePath+"/acceptedWarnings/" + i7,schemaPath:"#/properties/acceptedWarnings/items/required",keyword:"required",params:{missingProperty: "warning"},message:"must have required property '"+"warning"+"'"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -1779,9 +2046,8 @@ vErrors.push(err38);
 }
 errors++;
 }
-}
-else {
-const err39 = {instancePath:instancePath+"/acceptedWarnings/" + i7+"/warning",schemaPath:"#/properties/acceptedWarnings/items/properties/warning/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data27.reason === undefined){
+const err39 = {instancePath:instancePath+"/acceptedWarnings/" + i7,schemaPath:"#/properties/acceptedWarnings/items/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -1790,12 +2056,11 @@ vErrors.push(err39);
 }
 errors++;
 }
-}
-if(data26.reason !== undefined){
-let data28 = data26.reason;
+if(data27.warning !== undefined){
+let data28 = data27.warning;
 if(typeof data28 === "string"){
 if(func2(data28) < 1){
-const err40 = {instancePath:instancePath+"/acceptedWarnings/" + i7+"/reason",schemaPath:"#/properties/acceptedWarnings/items/properties/reason/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+const err40 = {instancePath:instancePath+"/acceptedWarnings/" + i7+"/warning",schemaPath:"#/properties/acceptedWarnings/items/properties/warning/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -1806,7 +2071,7 @@ errors++;
 }
 }
 else {
-const err41 = {instancePath:instancePath+"/acceptedWarnings/" + i7+"/reason",schemaPath:"#/properties/acceptedWarnings/items/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err41 = {instancePath:instancePath+"/acceptedWarnings/" + i7+"/warning",schemaPath:"#/properties/acceptedWarnings/items/properties/warning/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -1816,9 +2081,11 @@ vErrors.push(err41);
 errors++;
 }
 }
-}
-else {
-const err42 = {instancePath:instancePath+"/acceptedWarnings/" + i7,schemaPath:"#/properties/acceptedWarnings/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data27.reason !== undefined){
+let data29 = data27.reason;
+if(typeof data29 === "string"){
+if(func2(data29) < 1){
+const err42 = {instancePath:instancePath+"/acceptedWarnings/" + i7+"/reason",schemaPath:"#/properties/acceptedWarnings/items/properties/reason/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -1828,9 +2095,8 @@ vErrors.push(err42);
 errors++;
 }
 }
-}
 else {
-const err43 = {instancePath:instancePath+"/acceptedWarnings",schemaPath:"#/properties/acceptedWarnings/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err43 = {instancePath:instancePath+"/acceptedWarnings/" + i7+"/reason",schemaPath:"#/properties/acceptedWarnings/items/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -1842,7 +2108,7 @@ errors++;
 }
 }
 else {
-const err44 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err44 = {instancePath:instancePath+"/acceptedWarnings/" + i7,schemaPath:"#/properties/acceptedWarnings/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -1851,9 +2117,33 @@ vErrors.push(err44);
 }
 errors++;
 }
+}
+}
+else {
+const err45 = {instancePath:instancePath+"/acceptedWarnings",schemaPath:"#/properties/acceptedWarnings/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+}
+}
+else {
+const err46 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
 validate10.errors = vErrors;
 return errors === 0;
 }
 
 /** The schema itself: the plan lint and validation walk it to name the fields it does not define. */
-export const planSchema = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://github.com/foreman/foreman/schemas/plan.schema.json","title":"foreman plan (schemaVersion 3)","description":"A plan of coding tasks. A task's id is its index in `tasks`. A field not defined here is kept as it is, and `plan check` warns of it unless its name starts with `x-` (the person's own data); one that nearly spells a defined field of its object (two edits or fewer, or a difference of case) is refused. Defaults: status `pending`, attempts 0, agent.model `sonnet`, fileOverlaps computed by `plan.ts check --fix`.","type":"object","required":["schemaVersion","goal","tasks"],"properties":{"$schema":{"type":"string","description":"this schema's address, for an editor's completion and checks; foreman does not read it"},"schemaVersion":{"const":3},"goal":{"type":"string","minLength":1},"context":{"type":"object","properties":{"stack":{"type":"string"},"lsp":{"description":"the language server the design used (kept from the plan format foreman's comes from); foreman does not read it"},"conventions":{"type":"string"},"testCommand":{"type":"string"},"buildCommand":{"type":"string"},"setupCommand":{"type":"string","minLength":1,"description":"the command that prepares a fresh checkout (e.g. npm ci): run in every new worktree before its first attempt (and again when a setup input changes), and in the probe's scratch worktree"},"setupInputs":{"type":"array","items":{"type":"string","minLength":1},"description":"files whose change makes a reused worktree run the setup command again (default: the usual lock and manifest files: package.json, package-lock.json, yarn.lock, pnpm-lock.yaml, requirements.txt, pyproject.toml, go.sum, Cargo.lock, …)"},"checkNetwork":{"type":"array","items":{"type":"string","minLength":1},"description":"Hosts the sandboxed checks and workers' Bash commands may reach (example.com, *.example.com, optional :port); without it they reach no network but their own loopback"},"setupNetwork":{"type":"array","items":{"type":"string","minLength":1,"not":{"const":"*"}},"description":"Hosts the sandboxed setup command may reach besides the package registries allowed by default (registry.npmjs.org, registry.yarnpkg.com, repo.yarnpkg.com, pypi.org, files.pythonhosted.org, crates.io, index.crates.io, static.crates.io, proxy.golang.org, sum.golang.org, and the npm registry configured on the machine); the entry \"no-defaults\" makes these hosts replace the defaults"}}},"progress":{"type":"object","properties":{"completedTasks":{"type":"array","items":{"type":"integer","minimum":0}},"surprises":{"type":"array","items":{"type":"string"}},"decisions":{"type":"array","items":{"type":"string"}}}},"tasks":{"type":"array","minItems":1,"items":{"$ref":"#/definitions/task"}},"planId":{"type":"string","description":"written by foreman on the plan's first run: names its refs (refs/foreman/<planId>) and worktrees"},"acceptedWarnings":{"type":"array","description":"Warnings of the plan lint (`plan check`) the plan's author accepts: each the warning's line exactly as `plan check` prints it, and why it is accepted. An accepted warning is no longer reported; an acceptance that matches no warning is reported itself.","items":{"type":"object","required":["warning","reason"],"properties":{"warning":{"type":"string","minLength":1},"reason":{"type":"string","minLength":1}}}}},"definitions":{"path":{"type":"string","minLength":1},"paths":{"type":"array","items":{"$ref":"#/definitions/path"}},"task":{"type":"object","required":["subject","blockedBy","metadata"],"properties":{"subject":{"type":"string","minLength":1},"description":{"type":"string"},"activeForm":{"type":"string"},"status":{"enum":["pending","in_progress","completed","failed","blocked","skipped","awaiting_approval"]},"result":{"type":"string"},"attempts":{"type":"integer","minimum":0},"blockedBy":{"type":"array","items":{"type":"integer","minimum":0}},"metadata":{"type":"object","required":["files"],"properties":{"type":{"enum":["research","implementation","testing","configuration"]},"files":{"type":"object","required":["create","modify"],"properties":{"create":{"$ref":"#/definitions/paths"},"modify":{"$ref":"#/definitions/paths"},"mayChange":{"$ref":"#/definitions/paths","description":"paths the task may change but need not (a lockfile an install rewrites, snapshots a test run updates, generated files): integrated when changed, never required; counted in overlaps and in the worker's permission rules like create and modify"}}},"reads":{"$ref":"#/definitions/paths"}}},"agent":{"type":"object","properties":{"role":{"type":"string"},"model":{"type":"string","minLength":1},"approach":{"type":"string"},"contextFiles":{"type":"array","items":{"type":"object","required":["path"],"properties":{"path":{"type":"string"},"reason":{"type":"string"},"lines":{"type":"string"}}}},"assumptions":{"type":"array","items":{"type":"object","required":["claim","verify","severity"],"properties":{"claim":{"type":"string"},"verify":{"type":"string","minLength":1},"severity":{"enum":["blocking","warning"]}}}},"acceptanceCriteria":{"type":"array","items":{"type":"object","required":["criterion","check"],"properties":{"criterion":{"type":"string"},"check":{"type":"string","minLength":1}}}},"rollbackTriggers":{"type":"array","items":{"type":"string"}},"constraints":{"type":"array","items":{"type":"string"}},"fallback":{"type":"string"},"expertise":{"type":"string"},"priorArt":{"type":"string"},"maxBudgetUsd":{"type":"number","exclusiveMinimum":0}}},"prompt":{"type":"string","minLength":1},"fileOverlaps":{"type":"array","items":{"type":"integer","minimum":0}},"gate":{"enum":["human-approval"]},"usage":{"description":"What the task's attempts cost, summed: measured figures (headless workers), or \"unknown\" once any attempt was not measured (a Task subagent of /foreman:execute: Claude Code does not report its cost). Written by foreman.","oneOf":[{"type":"object","properties":{"costUsd":{"type":"number","minimum":0},"inputTokens":{"type":"integer","minimum":0},"outputTokens":{"type":"integer","minimum":0},"cacheReadTokens":{"type":"integer","minimum":0},"cacheCreationTokens":{"type":"integer","minimum":0}}},{"const":"unknown"}]},"skippedBy":{"type":"integer","minimum":0},"commit":{"type":"string"},"undeclaredWrites":{"$ref":"#/definitions/paths","description":"written by foreman: paths outside its declared files that the task's attempts changed (set aside) or were refused writing; an attempt that does so again ends the task blocked"},"setAside":{"type":"object","description":"written by foreman: what the task's last such attempt changed outside its declared files, set aside before its checks ran (never integrated), and the commit holding that attempt's whole work (refs/foreman-aside/<planId>/<task>)","required":["attempt","paths"],"properties":{"attempt":{"type":"integer","minimum":1},"paths":{"$ref":"#/definitions/paths"},"commit":{"type":"string"}}},"retryAdvice":{"type":"string","description":"written by foreman: what the next attempt's prompt tells the worker to do about the last failure"},"approvedAt":{"type":"string","description":"written by foreman (plan approve): when the person approved the task's work; without `commit`, the next run commits it"},"rejectedAt":{"type":"string","description":"written by foreman (plan reject): when the person rejected the task's work"},"recheck":{"type":"boolean","description":"written by foreman (plan declare, --widen): the task now declares all its last attempt set aside, so its next start re-checks that work before a worker runs"}}}}};
+export const planSchema = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://github.com/foreman/foreman/schemas/plan.schema.json","title":"foreman plan (schemaVersion 3)","description":"A plan of coding tasks. A task's id is its index in `tasks`. A field not defined here is kept as it is, and `plan check` warns of it unless its name starts with `x-` (the person's own data); one that nearly spells a defined field of its object (two edits or fewer, or a difference of case) is refused. Defaults: status `pending`, attempts 0, agent.model `sonnet`, fileOverlaps computed by `plan.ts check --fix`.","type":"object","required":["schemaVersion","goal","tasks"],"properties":{"$schema":{"type":"string","description":"this schema's address, for an editor's completion and checks; foreman does not read it"},"schemaVersion":{"const":3},"goal":{"type":"string","minLength":1},"context":{"type":"object","properties":{"stack":{"type":"string"},"lsp":{"description":"the language server the design used (kept from the plan format foreman's comes from); foreman does not read it"},"conventions":{"type":"string"},"testCommand":{"type":"string"},"buildCommand":{"type":"string"},"setupCommand":{"type":"string","minLength":1,"description":"the command that prepares a fresh checkout (e.g. npm ci): run in every new worktree before its first attempt (and again when a setup input changes), and in the probe's scratch worktree"},"setupInputs":{"type":"array","items":{"type":"string","minLength":1},"description":"files whose change makes a reused worktree run the setup command again (default: the usual lock and manifest files: package.json, package-lock.json, yarn.lock, pnpm-lock.yaml, requirements.txt, pyproject.toml, go.sum, Cargo.lock, …)"},"checkNetwork":{"type":"array","items":{"type":"string","minLength":1},"description":"Hosts the sandboxed checks and workers' Bash commands may reach (example.com, *.example.com, optional :port); without it they reach no network but their own loopback"},"maxReviewRounds":{"type":"integer","minimum":1,"description":"how many rounds of review (plan revise) a task may have (default 3)"},"setupNetwork":{"type":"array","items":{"type":"string","minLength":1,"not":{"const":"*"}},"description":"Hosts the sandboxed setup command may reach besides the package registries allowed by default (registry.npmjs.org, registry.yarnpkg.com, repo.yarnpkg.com, pypi.org, files.pythonhosted.org, crates.io, index.crates.io, static.crates.io, proxy.golang.org, sum.golang.org, and the npm registry configured on the machine); the entry \"no-defaults\" makes these hosts replace the defaults"}}},"progress":{"type":"object","properties":{"completedTasks":{"type":"array","items":{"type":"integer","minimum":0}},"surprises":{"type":"array","items":{"type":"string"}},"decisions":{"type":"array","items":{"type":"string"}}}},"tasks":{"type":"array","minItems":1,"items":{"$ref":"#/definitions/task"}},"planId":{"type":"string","description":"written by foreman on the plan's first run: names its refs (refs/foreman/<planId>) and worktrees"},"acceptedWarnings":{"type":"array","description":"Warnings of the plan lint (`plan check`) the plan's author accepts: each the warning's line exactly as `plan check` prints it, and why it is accepted. An accepted warning is no longer reported; an acceptance that matches no warning is reported itself.","items":{"type":"object","required":["warning","reason"],"properties":{"warning":{"type":"string","minLength":1},"reason":{"type":"string","minLength":1}}}}},"definitions":{"path":{"type":"string","minLength":1},"paths":{"type":"array","items":{"$ref":"#/definitions/path"}},"task":{"type":"object","required":["subject","blockedBy","metadata"],"properties":{"subject":{"type":"string","minLength":1},"description":{"type":"string"},"activeForm":{"type":"string"},"status":{"enum":["pending","in_progress","completed","failed","blocked","skipped","awaiting_approval"]},"result":{"type":"string"},"attempts":{"type":"integer","minimum":0},"blockedBy":{"type":"array","items":{"type":"integer","minimum":0}},"metadata":{"type":"object","required":["files"],"properties":{"type":{"enum":["research","implementation","testing","configuration"]},"files":{"type":"object","required":["create","modify"],"properties":{"create":{"$ref":"#/definitions/paths"},"modify":{"$ref":"#/definitions/paths"},"mayChange":{"$ref":"#/definitions/paths","description":"paths the task may change but need not (a lockfile an install rewrites, snapshots a test run updates, generated files): integrated when changed, never required; counted in overlaps and in the worker's permission rules like create and modify"}}},"reads":{"$ref":"#/definitions/paths"}}},"agent":{"type":"object","properties":{"role":{"type":"string"},"model":{"type":"string","minLength":1},"approach":{"type":"string"},"contextFiles":{"type":"array","items":{"type":"object","required":["path"],"properties":{"path":{"type":"string"},"reason":{"type":"string"},"lines":{"type":"string"}}}},"assumptions":{"type":"array","items":{"type":"object","required":["claim","verify","severity"],"properties":{"claim":{"type":"string"},"verify":{"type":"string","minLength":1},"severity":{"enum":["blocking","warning"]}}}},"acceptanceCriteria":{"type":"array","items":{"type":"object","required":["criterion","check"],"properties":{"criterion":{"type":"string"},"check":{"type":"string","minLength":1}}}},"rollbackTriggers":{"type":"array","items":{"type":"string"}},"constraints":{"type":"array","items":{"type":"string"}},"fallback":{"type":"string"},"expertise":{"type":"string"},"priorArt":{"type":"string"},"maxBudgetUsd":{"type":"number","exclusiveMinimum":0}}},"prompt":{"type":"string","minLength":1},"fileOverlaps":{"type":"array","items":{"type":"integer","minimum":0}},"gate":{"enum":["human-approval"]},"usage":{"description":"What the task's attempts cost, summed: measured figures (headless workers), or \"unknown\" once any attempt was not measured (a Task subagent of /foreman:execute: Claude Code does not report its cost). Written by foreman.","oneOf":[{"type":"object","properties":{"costUsd":{"type":"number","minimum":0},"inputTokens":{"type":"integer","minimum":0},"outputTokens":{"type":"integer","minimum":0},"cacheReadTokens":{"type":"integer","minimum":0},"cacheCreationTokens":{"type":"integer","minimum":0}}},{"const":"unknown"}]},"skippedBy":{"type":"integer","minimum":0},"commit":{"type":"string"},"undeclaredWrites":{"$ref":"#/definitions/paths","description":"written by foreman: paths outside its declared files that the task's attempts changed (set aside) or were refused writing; an attempt that does so again ends the task blocked"},"setAside":{"type":"object","description":"written by foreman: what the task's last such attempt changed outside its declared files, set aside before its checks ran (never integrated), and the commit holding that attempt's whole work (refs/foreman-aside/<planId>/<task>)","required":["attempt","paths"],"properties":{"attempt":{"type":"integer","minimum":1},"paths":{"$ref":"#/definitions/paths"},"commit":{"type":"string"}}},"retryAdvice":{"type":"string","description":"written by foreman: what the next attempt's prompt tells the worker to do about the last failure"},"approvedAt":{"type":"string","description":"written by foreman (plan approve): when the person approved the task's work; without `commit`, the next run commits it"},"rejectedAt":{"type":"string","description":"written by foreman (plan reject): when the person rejected the task's work"},"recheck":{"type":"boolean","description":"written by foreman (plan declare, --widen): the task now declares all its last attempt set aside, so its next start re-checks that work before a worker runs"},"reviews":{"type":"array","description":"written by foreman (plan revise): the rounds of a person's review, oldest first. Each sends the task's parked work back to a worker with the person's words; its attempts start from that work. The last is `open` while its revision runs.","items":{"type":"object","required":["at","feedback","commit","base","outcome","attemptsBefore"],"properties":{"at":{"type":"string","description":"when the person asked for the changes"},"feedback":{"type":"string","minLength":1,"description":"their words, verbatim"},"commit":{"type":"string","minLength":1,"description":"the commit holding the parked work the round revises"},"base":{"type":"string","minLength":1,"description":"the commit that parked work started from: the revision's attempts count their work from it"},"result":{"type":"string","description":"what the parked work's worker reported"},"outcome":{"enum":["open","parked","failed"],"description":"open: the revision runs; parked: it was verified and awaits approval; failed: its attempts ran out and the earlier work awaits approval again"},"attemptsBefore":{"type":"integer","minimum":0,"description":"the task's attempts before the round (a round spends none of them)"},"attempts":{"type":"integer","minimum":0,"description":"the attempts the round took"},"failure":{"type":"string","description":"why a failed round failed"}}}}}}}};

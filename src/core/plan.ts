@@ -13,6 +13,9 @@ export type TaskType = (typeof TASK_TYPES)[number];
 
 export const DEFAULT_MODEL = 'sonnet';
 
+/** How many rounds of review (`plan revise`) a task may have unless the plan says (`context.maxReviewRounds`). */
+export const DEFAULT_REVIEW_ROUNDS = 3;
+
 /** The model aliases the Claude Code CLI accepts for `--model` (its own list, 2.1.330); a full name (`claude-…`) is passed on as it is. */
 export const MODEL_ALIASES = ['sonnet', 'opus', 'haiku', 'fable', 'best', 'sonnet[1m]', 'opus[1m]', 'fable[1m]', 'opusplan'] as const;
 
@@ -99,6 +102,34 @@ export interface TaskSetAside {
   commit?: string;
 }
 
+/**
+ * One round of a person's review (`plan revise`): the task's parked work goes back to a worker
+ * with their words, and its next attempts start from that work (core/review.ts).
+ */
+export interface TaskReview {
+  /** When the person asked for the changes (ISO). */
+  at: string;
+  /** Their words, verbatim: the revision's prompt carries them. */
+  feedback: string;
+  /** The parked work the round revises: the commit holding it (its awaiting ref's) and the commit that work started from (its parent). */
+  commit: string;
+  base: string;
+  /** What the parked work's worker reported: the task's result again when the round fails. */
+  result?: string;
+  /** `open` while the round runs; `parked`: its revision was verified and awaits approval; `failed`: its attempts ran out, and the earlier work awaits approval again. */
+  outcome: ReviewOutcome;
+  /** The task's attempts before the round: a round spends none of them (its own count from 0, as a task's, up to the retry limit). */
+  attemptsBefore: number;
+  /** The attempts the round took, once it ended. */
+  attempts?: number;
+  /** Why a failed round failed (its last attempt's failure). */
+  failure?: string;
+  [extra: string]: unknown;
+}
+
+export const REVIEW_OUTCOMES = ['open', 'parked', 'failed'] as const;
+export type ReviewOutcome = (typeof REVIEW_OUTCOMES)[number];
+
 export interface Task {
   subject: string;
   description?: string;
@@ -127,6 +158,8 @@ export interface Task {
   retryAdvice?: string;
   /** Set when the task was widened to declare what its last attempt set aside: its next start re-checks that work before any worker runs. */
   recheck?: boolean;
+  /** The rounds of a person's review (`plan revise`), oldest first; the last is `open` while its revision runs. */
+  reviews?: TaskReview[];
   [extra: string]: unknown;
 }
 
@@ -146,6 +179,8 @@ export interface PlanContext {
    * default; with the entry `no-defaults`, instead of them.
    */
   setupNetwork?: string[];
+  /** How many rounds of review (`plan revise`) a task may have (default `DEFAULT_REVIEW_ROUNDS`). */
+  maxReviewRounds?: number;
   lsp?: unknown;
   [extra: string]: unknown;
 }

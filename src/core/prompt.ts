@@ -2,7 +2,9 @@
 // resumed run rebuilds exactly the prompt an uninterrupted run would have sent.
 
 import type { ReportedStatus, StatusLine } from './failure.ts';
+import { clipMiddle } from './format.ts';
 import { type Plan, attemptsOf, statusOf, writesOf } from './plan.ts';
+import { openReview } from './review.ts';
 
 /** A line the designer may leave in a prompt to mark where dependency results go. */
 const PLACEHOLDER = /^.*\[?dependency results\b.*(deferred|placeholder|appended|go here|will appear).*$/im;
@@ -20,7 +22,15 @@ export function dependencyResults(plan: Plan, index: number): string | null {
 
 export interface PromptOptions {
   maxAttempts: number;
+  /**
+   * The attempt starts from earlier work (a review round's parked work, or its own candidate work
+   * the gate blamed): its workspace holds it, and this is its diff against where it started.
+   */
+  workSoFar?: string;
 }
+
+/** The most of the work so far's diff a prompt carries (the workspace has all of it). */
+export const WORK_SO_FAR_MAX = 30_000;
 
 export function workerPrompt(plan: Plan, index: number, options: PromptOptions): string {
   const task = plan.tasks[index]!;
@@ -29,8 +39,11 @@ export function workerPrompt(plan: Plan, index: number, options: PromptOptions):
   if (deps) body = PLACEHOLDER.test(body) ? body.replace(PLACEHOLDER, () => deps) : `${body}\n\n${deps}`;
 
   const sections = [body.trimEnd()];
+  const review = openReview(task);
+  if (review !== null) sections.push(reviewBlock(review.feedback));
   const attempt = attemptsOf(task) + 1;
-  if (attempt > 1) sections.push(retryBlock(plan, index, attempt, options.maxAttempts));
+  if (attempt > 1) sections.push(retryBlock(plan, index, attempt, options.maxAttempts, options.workSoFar !== undefined));
+  if (options.workSoFar !== undefined) sections.push(workSoFarBlock(options.workSoFar, review !== null));
   sections.push(rules(plan, index));
   return `${sections.join('\n\n')}\n`;
 }
@@ -48,7 +61,33 @@ export function resumePrompt(reason: string): string {
   ].join('\n');
 }
 
-function retryBlock(plan: Plan, index: number, attempt: number, maxAttempts: number): string {
+/** A person reviewed the task's work and asked for changes: their words, verbatim, in a section of their own. */
+function reviewBlock(feedback: string): string {
+  return [
+    '## Changes requested in review',
+    '',
+    'A person reviewed the work done on this task so far and asks for these changes, in their words:',
+    '',
+    ...feedback.split('\n').map((line) => `> ${line}`.trimEnd()),
+    '',
+    'Make them on top of the work so far: keep what they did not ask to change.',
+  ].join('\n');
+}
+
+/** The earlier work the attempt's workspace holds, as a diff against where that work started. */
+function workSoFarBlock(diff: string, reviewed: boolean): string {
+  const what = reviewed ? 'the work under review' : "your previous attempt's work, which the gate's test command failed on";
+  const text = diff.trim() === '' ? '(it changed no file)' : ['```diff', clipMiddle(diff.trimEnd(), WORK_SO_FAR_MAX), '```'].join('\n');
+  return [
+    '## The work so far',
+    '',
+    `Your workspace already holds ${what}: edit those files rather than starting over. Its diff against where it started:`,
+    '',
+    text,
+  ].join('\n');
+}
+
+function retryBlock(plan: Plan, index: number, attempt: number, maxAttempts: number, fromEarlierWork: boolean): string {
   const task = plan.tasks[index]!;
   const lines = [
     '## Retry',
@@ -58,7 +97,9 @@ function retryBlock(plan: Plan, index: number, attempt: number, maxAttempts: num
     task.result ?? '(no reason was recorded)',
     '',
     ...(task.retryAdvice !== undefined ? [task.retryAdvice, ''] : []),
-    'The files of the previous attempt were restored, so start again from the repository as it is now.',
+    fromEarlierWork
+      ? 'The files of the previous attempt were restored to the work so far (below), so start again from there.'
+      : 'The files of the previous attempt were restored, so start again from the repository as it is now.',
     '',
     `You may change only these files (a path ending in "/" covers everything under it): ${fileList(plan, index)}. Every other write is denied.`,
   ];

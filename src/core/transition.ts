@@ -4,8 +4,20 @@
 
 import { assertNever } from './failure.ts';
 import { type CascadeOutcome, type Decision, applyCascade, trimCompleted } from './finalize.ts';
+import { openReview } from './review.ts';
 import { recheckable, withDeclared } from './widen.ts';
-import { type Plan, type TaskSetAside, type TaskStatus, type UsageFigure, addUsage, attemptsOf, emptyUsage, statusOf } from './plan.ts';
+import {
+  type Plan,
+  type Task,
+  type TaskReview,
+  type TaskSetAside,
+  type TaskStatus,
+  type UsageFigure,
+  addUsage,
+  attemptsOf,
+  emptyUsage,
+  statusOf,
+} from './plan.ts';
 
 export interface Applied {
   /** Did the decision count an attempt? */
@@ -40,6 +52,8 @@ export function applyDecision(plan: Plan, index: number, decision: Decision, usa
       countAttempt();
       task.status = 'awaiting_approval';
       task.result = decision.result;
+      // A review round's revision awaits approval in place of the work it revised.
+      plan.tasks[index] = endReview(task, 'parked');
       return { attemptCounted: true };
     case 'retry':
       countAttempt();
@@ -48,14 +62,16 @@ export function applyDecision(plan: Plan, index: number, decision: Decision, usa
       if (decision.advice !== undefined) task.retryAdvice = decision.advice;
       return { attemptCounted: true };
     case 'failed':
-      countAttempt();
-      task.status = 'failed';
-      task.result = decision.failure;
-      return { attemptCounted: true, cascade: applyCascade(plan) };
     case 'blocked':
+      if (openReview(task) !== null) {
+        // A review round that cannot go on: the earlier work awaits approval again, nothing is skipped.
+        countAttempt();
+        plan.tasks[index] = endReview(task, 'failed', decision.kind === 'failed' ? decision.failure : `BLOCKED: ${decision.reason}`);
+        return { attemptCounted: true };
+      }
       countAttempt();
-      task.status = 'blocked';
-      task.result = `BLOCKED: ${decision.reason}`;
+      task.status = decision.kind;
+      task.result = decision.kind === 'failed' ? decision.failure : `BLOCKED: ${decision.reason}`;
       return { attemptCounted: true, cascade: applyCascade(plan) };
     case 'interrupted':
       task.status = 'pending';
@@ -68,6 +84,24 @@ export function applyDecision(plan: Plan, index: number, decision: Decision, usa
     default:
       return assertNever(decision, 'decision');
   }
+}
+
+/**
+ * Ends `task`'s open round (a new task object, as `applyDecision` makes): `parked`, its revision
+ * awaits approval; `failed` (with why), the earlier work does, with its result. The attempts the
+ * round took are the round's; the task's go back to what they were.
+ */
+function endReview(task: Task, outcome: 'parked' | 'failed', failure?: string): Task {
+  const review = openReview(task);
+  if (review === null) return task;
+  const ended: TaskReview = { ...review, outcome, attempts: attemptsOf(task), ...(failure !== undefined ? { failure } : {}) };
+  const next: Task = { ...task, status: 'awaiting_approval', attempts: review.attemptsBefore, reviews: [...task.reviews!.slice(0, -1), ended] };
+  if (outcome === 'failed') {
+    if (review.result !== undefined) next.result = review.result;
+    else delete next.result;
+    delete next.retryAdvice;
+  }
+  return next;
 }
 
 /**

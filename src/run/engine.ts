@@ -22,7 +22,7 @@ import {
   workerServedEvent,
   workspaceFailedEvent,
 } from '../core/engine/effect-results.ts';
-import type { EngineEffect, GateRequest, GateRun, RecordRequest } from '../core/engine/effects.ts';
+import type { AttemptStart, EngineEffect, GateRequest, GateRun, RecordRequest } from '../core/engine/effects.ts';
 import type { EngineEvent } from '../core/engine/events.ts';
 import type { EngineConfig, EngineState, EngineStop } from '../core/engine/state.ts';
 import { type EffectCarrier, type Inbox as EngineInbox, drive } from '../core/engine/driver.ts';
@@ -45,6 +45,8 @@ export interface EngineStages {
   prepare(task: number, signal: AbortSignal, stack?: ReadonlyArray<{ task: number; work: CapturedWork }>): Promise<Result<string, string>>;
   /** A worktree for a re-check of `task`: at `commit`, the work its last attempt set aside, its attempt starting at that commit's parent. */
   prepareRecheck(task: number, commit: string, signal: AbortSignal): Promise<Result<string, string>>;
+  /** A worktree for `task` holding earlier work, its attempt starting where that work started (`AttemptStart`); and that work's diff, for its prompt. */
+  prepareFrom(task: number, from: AttemptStart, signal: AbortSignal): Promise<Result<{ dir: string; workSoFar: string }, string>>;
   /** The attempt of `task` is done with its worktree. */
   release(task: number): void;
   runWorker(request: WorkerRequest): Promise<WorkerRun>;
@@ -136,6 +138,9 @@ export function planWrites(save: (plan: Plan) => Promise<void>): (plan: Plan) =>
   };
 }
 
+/** A worktree's directory, as a prepared workspace. */
+const inDir = (prepared: Result<string, string>): Result<{ dir: string }, string> => (prepared.ok ? { ok: true, value: { dir: prepared.value } } : prepared);
+
 /** Events in arrival order, awaited one at a time. */
 class Inbox implements EngineInbox {
   private readonly queue: EngineEvent[] = [];
@@ -217,17 +222,20 @@ export async function runEngine(
     const saved = written;
     const kept = dirs.get(effect.task);
     const recheck = effect.recheck;
-    const ready: Promise<Result<string, string>> =
+    const from = effect.from;
+    const ready: Promise<Result<{ dir: string; workSoFar?: string }, string>> =
       effect.resume !== undefined
         ? Promise.resolve(
-            kept !== undefined ? { ok: true, value: kept } : { ok: false, error: `task ${effect.task}'s paused attempt has no worktree to resume in` },
+            kept !== undefined ? { ok: true, value: { dir: kept } } : { ok: false, error: `task ${effect.task}'s paused attempt has no worktree to resume in` },
           )
         : recheck !== undefined
-          ? stages.prepareRecheck(effect.task, recheck, controller.signal)
-          : stages.prepare(effect.task, controller.signal, effect.stack);
+          ? stages.prepareRecheck(effect.task, recheck, controller.signal).then(inDir)
+          : from !== undefined
+            ? stages.prepareFrom(effect.task, from, controller.signal)
+            : stages.prepare(effect.task, controller.signal, effect.stack).then(inDir);
     const started = ready.then(async (prepared): Promise<EngineEvent> => {
       if (!prepared.ok) return workspaceFailedEvent(effect.task, prepared.error, clock.now());
-      dirs.set(effect.task, prepared.value);
+      dirs.set(effect.task, prepared.value.dir);
       // No worker: the work its last attempt set aside is verified as this attempt's.
       if (recheck !== undefined) return workerFinishedEvent(effect.task, recheckRun(effect.logPath), clock.now());
       // A crash once the worker runs leaves the task in progress on disk, and a resume cleans up after it.
@@ -241,7 +249,7 @@ export async function runEngine(
   const workerRequest = async (
     effect: Extract<EngineEffect, { type: 'start-worker' }>,
     current: EngineState,
-    dir: string,
+    { dir, workSoFar }: { dir: string; workSoFar?: string },
     stop: AbortSignal,
   ): Promise<WorkerRequest> => {
     const task = current.plan.tasks[effect.task]!;
@@ -256,7 +264,10 @@ export async function runEngine(
     return {
       taskIndex: effect.task,
       attempt: effect.attempt,
-      prompt: effect.resume !== undefined ? resumePrompt(effect.resume.reason) : workerPrompt(current.plan, effect.task, { maxAttempts: settings.maxAttempts }),
+      prompt:
+        effect.resume !== undefined
+          ? resumePrompt(effect.resume.reason)
+          : workerPrompt(current.plan, effect.task, { maxAttempts: settings.maxAttempts, ...(workSoFar !== undefined ? { workSoFar } : {}) }),
       ...(effect.resume !== undefined ? { resume: effect.resume.sessionId } : {}),
       onRefused: (refusal, progressed) => post(workerRefusedEvent(effect.task, refusal, progressed, clock.now())),
       onServed: () => post(workerServedEvent(effect.task, clock.now())),

@@ -285,6 +285,7 @@ async function headlessStages(
   return {
     prepare: (task, signal, stack) => isolation.prepare(task, signal, stack),
     prepareRecheck: (task, commit, signal) => isolation.prepareRecheck(task, commit, signal),
+    prepareFrom: (task, from, signal) => isolation.prepareFrom(task, from, signal),
     release: (task) => isolation.release(task),
     runWorker: async (request) => {
       const ran = await adapters.workers.run({

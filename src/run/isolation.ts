@@ -26,6 +26,7 @@ import {
   startIntegrationRef,
 } from '../adapters/git/refs.ts';
 import { type Landed, type LandingProblem, land, resumeLanding } from '../adapters/git/land.ts';
+import { git } from '../adapters/git/runner.ts';
 import { processAlive } from '../adapters/processes.ts';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
 import { checkSandbox, sandboxRefusal, setupCommandSandbox } from '../adapters/sandbox.ts';
@@ -36,7 +37,7 @@ import type { LandMode } from '../core/landing.ts';
 import type { Plan } from '../core/plan.ts';
 import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
 import type { HeldCandidate } from '../core/engine/admission.ts';
-import type { GateRequest, GateRun, RecordRequest } from '../core/engine/effects.ts';
+import type { AttemptStart, GateRequest, GateRun, RecordRequest } from '../core/engine/effects.ts';
 import type { CapturedWork } from '../core/work.ts';
 import { ensurePlanId, roundMessage, stackOfTrailer, stackTrailer } from './commit.ts';
 import { LIMIT_FLAGS } from './settings.ts';
@@ -209,10 +210,30 @@ export class Isolation {
       return err(
         `the work task ${task}'s last attempt set aside (commit ${commit.slice(0, 12)}) cannot be read: ${describeGitFailure(failureOf(parent.error))}`,
       );
+    return this.acquireAt(task, commit, parent.value, signal);
+  }
+
+  /**
+   * A worktree for `task` holding earlier work (`from`: a commit foreman kept, or a blamed
+   * candidate's work put back on its own base), the attempt starting where that work started;
+   * with that work's diff, for the worker's prompt.
+   */
+  async prepareFrom(task: number, from: AttemptStart, signal?: AbortSignal): Promise<Result<{ dir: string; workSoFar: string }, string>> {
+    const start = 'work' in from ? await this.stacked([{ task, work: from.work }], from.work.base) : ok(from.commit);
+    if (!start.ok) return err(`task ${task}'s earlier work cannot be put back: ${start.error}`);
+    const base = 'work' in from ? from.work.base : from.base;
+    const diff = await git(this.repo, ['diff', '--no-color', '--no-ext-diff', '--no-renames', base, start.value, '--']);
+    if (!diff.ok) return err(`task ${task}'s earlier work (commit ${start.value.slice(0, 12)}) cannot be read: ${describeGitFailure(failureOf(diff.error))}`);
+    const dir = await this.acquireAt(task, start.value, base, signal);
+    return dir.ok ? ok({ dir: dir.value, workSoFar: diff.value }) : dir;
+  }
+
+  /** A worktree for `task` at `commit`, its attempt starting at `base`: capture reads its work as what changed since. */
+  private async acquireAt(task: number, commit: string, base: string, signal?: AbortSignal): Promise<Result<string, string>> {
     const acquired = await this.pool.acquire(commit, signal);
     if (!acquired.ok) return err(describeProvisionFailure(acquired.error));
     this.slots.set(task, acquired.value);
-    this.bases.set(task, parent.value);
+    this.bases.set(task, base);
     return ok(acquired.value.dir);
   }
 
@@ -295,13 +316,13 @@ export class Isolation {
     return ok(stackOfTrailer(trailers.value) ?? ((await isAncestor(this.repo, work.base, this.current)) ? [] : null));
   }
 
-  /** `stack`'s works committed in order on the integration tip (the tip itself when empty); the ref does not move. */
-  private async stacked(stack: ReadonlyArray<{ task: number; work: CapturedWork }>): Promise<Result<string, string>> {
+  /** `stack`'s works committed in order on the integration tip, or `onto` (itself when empty); the ref does not move. */
+  private async stacked(stack: ReadonlyArray<{ task: number; work: CapturedWork }>, onto = this.current): Promise<Result<string, string>> {
     // A candidate that changed nothing has nothing to stack.
     const changing = stack.filter((item) => item.work.entries.length > 0);
-    if (changing.length === 0) return ok(this.current);
+    if (changing.length === 0) return ok(onto);
     const tasks = changing.map((item) => item.task);
-    const made = await this.integrator.integrate(null, this.current, {
+    const made = await this.integrator.integrate(null, onto, {
       tasks,
       message: `foreman: candidates ${tasks.join(', ')} stacked`,
       trailers: [],

@@ -149,13 +149,8 @@ export function nextSteps(plan: Plan, layout: Layout, end: EndedRun): string[] {
         : `\`${back.command}\` puts ${back.tasks.length === 1 ? `task ${back.tasks[0]}` : `tasks ${listIndices(back.tasks)}`} back to pending, with the tasks skipped because of ${back.tasks.length === 1 ? 'it' : 'them'}`,
     );
   }
-  const awaiting = tasksWith(plan, 'awaiting_approval');
-  if (awaiting.length > 0) {
-    const numbers = awaiting.join(' ');
-    steps.push(
-      `\`${commandHint('plan', `approve ${numbers}`, layout)}\` or \`${commandHint('plan', `reject ${numbers} --reason …`, layout)}\` decides on ${awaiting.length === 1 ? `task ${numbers}, which awaits` : `tasks ${listIndices(awaiting)}, which await`} approval`,
-    );
-  }
+  // Each task awaiting approval with its own three commands: approving one, revising another is the usual review.
+  for (const task of tasksWith(plan, 'awaiting_approval')) steps.push(`${approvalHint(task, layout)} decides on task ${task}, which awaits approval`);
   // Tasks that a run would still do (once put back or decided on): running again goes on.
   if (plan.tasks.some((t) => statusOf(t) !== 'completed' && statusOf(t) !== 'skipped')) {
     const again = end.resumeAfter !== undefined ? `run the same command again after ${end.resumeAfter}` : 'run the same command again';
@@ -178,7 +173,7 @@ export function runFinishedEvent(
   let message = end.message;
   const awaiting = tasksWith(plan, 'awaiting_approval');
   if (end.reason === 'awaiting_approval')
-    message += ` (${approvalHint(awaiting.length > 0 ? awaiting.join(' ') : 'N', context.layout)}, then ${context.resumeHint ?? 'run again'})`;
+    message += ` (${awaiting.length > 0 ? awaiting.map((task) => `for task ${task}: ${approvalHint(task, context.layout)}`).join('; ') : approvalHint('N', context.layout)}; then ${context.resumeHint ?? 'run again'})`;
   if (!context.landing.landed) {
     message += `. ${context.landing.advice}`;
     if (code === EXIT.ok) code = EXIT.incomplete;

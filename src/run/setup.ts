@@ -12,6 +12,7 @@ import { dirname, join, relative, sep } from 'node:path';
 import type { Commands } from '../adapters/commands.ts';
 import type { Git, RepositoryOperation } from '../adapters/git/repository.ts';
 import { dropParked, filesIn, integrationRef, parkedTasks } from '../adapters/git/refs.ts';
+import { openReview } from '../core/review.ts';
 import { parkedWork } from '../adapters/git/integrate.ts';
 import { checkSandbox, ownSandboxNotice, sandboxRefusal } from '../adapters/sandbox.ts';
 import type { RunEventBody } from '../core/events.ts';
@@ -488,7 +489,10 @@ async function holdApproved(plan: Plan, isolation: Isolation, findings: SetupFin
   return ok(undefined);
 }
 
-/** Parked work of tasks neither awaiting approval nor approved (rejected, or put back since): dropped, it never lands. */
+/**
+ * Parked work of tasks neither awaiting approval nor approved (rejected, or put back since):
+ * dropped, it never lands. A task in a review round keeps its parked work until the revision parks.
+ */
 async function dropRejected(plan: Plan, isolation: Isolation, findings: SetupFindings): Promise<Result<void, GitFailure>> {
   // One listing of the parked refs, not one lookup per task.
   const parked = await parkedTasks(isolation.repo, isolation.planId, 'awaiting');
@@ -496,6 +500,7 @@ async function dropRejected(plan: Plan, isolation: Isolation, findings: SetupFin
   for (const i of parked.value) {
     const status = i < plan.tasks.length ? statusAfter(plan, i, findings) : undefined;
     if (status === 'awaiting_approval' || (status === 'completed' && commitAfter(plan, i, findings) === undefined)) continue;
+    if ((status === 'pending' || status === 'in_progress') && openReview(plan.tasks[i]!) !== null) continue;
     await dropParked(isolation.repo, isolation.planId, i);
   }
   return ok(undefined);

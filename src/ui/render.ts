@@ -54,8 +54,19 @@ export function describeEvent(event: RunEvent, layout: Layout): string | null {
       return `${event.level}: ${whole(event.message)}`;
     case 'assumption-checked':
       return `task ${event.task} assumption ${event.passed ? 'holds' : 'failed'} (${event.severity}): ${clean(event.claim, 200)}${!event.passed && event.output.trim() ? ` — ${clean(event.output, 200)}` : ''}`;
-    case 'task-started':
-      return `task ${event.task} started (attempt ${event.attempt}, ${event.model}${event.stack !== undefined ? `, on candidates ${listIndices(event.stack)}` : ''}): ${clean(event.subject, 200)}`;
+    case 'task-started': {
+      const from =
+        event.review !== undefined
+          ? `, review round ${event.review.round}: from its parked work, asked ${clean(JSON.stringify(event.review.feedback), 200)}`
+          : event.fromCandidate === true
+            ? ', from its own candidate work the gate blamed'
+            : '';
+      return `task ${event.task} started (attempt ${event.attempt}, ${event.model}${event.stack !== undefined ? `, on candidates ${listIndices(event.stack)}` : ''}${from}): ${clean(event.subject, 200)}`;
+    }
+    case 'review-ended':
+      return event.outcome === 'parked'
+        ? `task ${event.task}'s review round ${event.round} revised its work (${plural(event.attempts, 'attempt')}): it awaits approval — run ${approvalHint(event.task, layout)}`
+        : `task ${event.task}'s review round ${event.round} failed (${plural(event.attempts, 'attempt')}): ${clean(event.failure ?? 'its attempts ran out')}; its earlier work awaits approval again — run ${approvalHint(event.task, layout)}`;
     case 'speculation-cancelled':
       return `task ${event.task}: speculation cancelled while ${event.stage}: ${clean(event.reason)}`;
     case 'task-activity':

@@ -154,6 +154,29 @@ describe('execute --dry-run --json', () => {
     ]);
   });
 
+  it('shows a task in a review round: where its next attempt starts, and the words', async () => {
+    const review = {
+      at: '2026-11-29T11:00:00.000Z',
+      feedback: 'also handle the empty string',
+      commit: 'c'.repeat(40),
+      base: 'b'.repeat(40),
+      outcome: 'open' as const,
+      attemptsBefore: 1,
+    };
+    const plan = makePlan([{ ...fakeTask('A', { create: ['a.txt'], gate: 'human-approval' }), reviews: [review] }]);
+    const { repo } = await repoWithPlan(plan, repos);
+    const json = await dryRun(repo.dir, ['--json']);
+    expect(json.code).toBe(0);
+    const events = json.out.map((line) => JSON.parse(line) as DryRunEvent);
+    const shown = events.filter((e) => e.type === 'dry-run-review');
+    expect(shown).toEqual([expect.objectContaining({ task: 0, round: 1, feedback: review.feedback, commit: review.commit, base: review.base })]);
+    expect(validate(shown[0]), JSON.stringify(validate.errors)).toBe(true);
+    const text = await dryRun(repo.dir, []);
+    expect(text.out).toContain(
+      `Task 0, review round 1: its next attempt starts from its parked work (commit cccccccccccc, its work counted from bbbbbbbbbbbb), asked: "also handle the empty string"`,
+    );
+  });
+
   it("the schema's warning kinds are the lint's", () => {
     const branch = (schema.oneOf as Array<{ title: string; properties: { kind: { enum: string[] } } }>).find((b) => b.title === 'dry-run-warning')!;
     expect(branch.properties.kind.enum).toEqual([...PLAN_WARNING_KINDS]);

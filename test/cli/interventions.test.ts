@@ -118,6 +118,49 @@ describe('plan.ts reject', () => {
   });
 });
 
+describe('plan.ts revise', () => {
+  it('refuses a task not awaiting approval with exit 2, saying what to do instead', async () => {
+    const before = readFileSync(planPath, 'utf8');
+    expect(await run('revise', '8', '--feedback', 'also handle the empty string')).toBe(2);
+    expect(errs).toEqual([
+      'revise: cannot revise task 8 (plain): it is pending; only a task that is awaiting_approval can be revised: it has no work to review yet: run the plan, and revise it once its work awaits approval',
+    ]);
+    errs = [];
+    expect(await run('revise', '3', '--feedback', 'x')).toBe(2);
+    expect(errs[0]).toContain('`plan retry N` puts it back to pending');
+    errs = [];
+    expect(await run('revise', '9', '--feedback', 'x')).toBe(2);
+    expect(errs[0]).toContain('its work was accepted; to change it further, add a task to the plan');
+    expect(readFileSync(planPath, 'utf8')).toBe(before);
+  });
+
+  it('needs the words, from --feedback or --feedback-file, not both', async () => {
+    expect(await run('revise', '0')).toBe(2);
+    expect(errs[0]).toContain('--feedback "…" or --feedback-file FILE is required');
+    errs = [];
+    writeFileSync(path.join(dir, 'words.txt'), 'rename it\n');
+    expect(await run('revise', '0', '--feedback', 'x', '--feedback-file', 'words.txt')).toBe(2);
+    expect(errs[0]).toContain('give --feedback or --feedback-file, not both');
+    errs = [];
+    expect(await run('revise', '0', '--feedback-file', 'missing.txt')).toBe(2);
+    expect(errs[0]).toContain(`--feedback-file: cannot read ${path.join(dir, 'missing.txt')} (ENOENT)`);
+    errs = [];
+    expect(await run('revise', '0', '--feedback', '   ')).toBe(2);
+    expect(errs[0]).toBe('revise: revise needs the reviewer\'s words (--feedback "…" or --feedback-file FILE)');
+    errs = [];
+    expect(await run('revise', '0', '--feedback', 'x', '--max-rounds', '0')).toBe(2);
+    expect(errs[0]).toContain('--max-rounds');
+  });
+
+  it('refuses a task with no parked work (a plan outside git: nothing was parked)', async () => {
+    expect(await run('revise', '0', '--feedback', 'also handle the empty string')).toBe(2);
+    expect(errs).toEqual([
+      "revise: cannot revise task 0 (gate): none of its work is parked (an older run's approval), so there is nothing to revise: approve or reject it",
+    ]);
+    expect(readPlan().tasks[0]!.status).toBe('awaiting_approval');
+  });
+});
+
 describe('plan.ts retry', () => {
   it('puts a failed task back to pending with attempts reset, and un-skips what it caused', async () => {
     expect(await run('retry', '3')).toBe(0);
@@ -257,6 +300,7 @@ describe('while a run holds the lock', () => {
     const before = readFileSync(planPath, 'utf8');
     for (const argv of [
       ['approve', '0'],
+      ['revise', '0', '--feedback', 'also handle the empty string'],
       ['reject', '0', '--reason', 'r'],
       ['retry', '3'],
       ['skip', '8', '--reason', 'r'],

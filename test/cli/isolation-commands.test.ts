@@ -376,7 +376,9 @@ describe('plan status: worktrees and integrated work', () => {
       expect.stringMatching(new RegExp(`^Worktrees: 1 \\(\\d+(\\.\\d)? KB\\) in ${dir}; \`npx tsx scripts/plan.ts clean\` removes them$`)),
     );
     expect(out).toContainEqual(`Integrated work: 2 commits on ${REF} not on your branch yet; \`npx tsx scripts/plan.ts land\` lands them`);
-    expect(out).toContainEqual('Awaiting approval, parked: task 1 (`npx tsx scripts/plan.ts approve N` or `npx tsx scripts/plan.ts reject N --reason …`)');
+    expect(out).toContainEqual(
+      'Awaiting approval, parked: task 1 (`npx tsx scripts/plan.ts approve N`, `npx tsx scripts/plan.ts revise N --feedback …` or `npx tsx scripts/plan.ts reject N --reason …`)',
+    );
 
     out = [];
     expect(await run('status', '--json')).toBe(0);

@@ -30,8 +30,12 @@ describe('commandHint', () => {
   });
 
   it('spells the approval pair for a task or for any task', () => {
-    expect(approvalHint(4, checkout)).toBe('`npx tsx scripts/plan.ts approve 4` or `npx tsx scripts/plan.ts reject 4 --reason …`');
-    expect(approvalHint('N', plugin)).toBe(`\`${plugin.launcher} plan approve N\` or \`${plugin.launcher} plan reject N --reason …\``);
+    expect(approvalHint(4, checkout)).toBe(
+      '`npx tsx scripts/plan.ts approve 4`, `npx tsx scripts/plan.ts revise 4 --feedback …` or `npx tsx scripts/plan.ts reject 4 --reason …`',
+    );
+    expect(approvalHint('N', plugin)).toBe(
+      `\`${plugin.launcher} plan approve N\`, \`${plugin.launcher} plan revise N --feedback …\` or \`${plugin.launcher} plan reject N --reason …\``,
+    );
   });
 
   it('the sources under tsx are a checkout; away from its top folder, named by its launcher', () => {

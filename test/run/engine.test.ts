@@ -346,6 +346,30 @@ describe('the engine, in process', () => {
     expect(result.plan.tasks[0]!.attempts).toBe(1);
   });
 
+  it("a review round's attempt works in a worktree of its parked work, its prompt with the words and that work's diff; verified, it parks again", async () => {
+    const parked = { commit: 'c'.repeat(40), base: 'b'.repeat(40) };
+    const revised = task('A', { gate: 'human-approval' });
+    Object.assign(revised, {
+      attempts: 0,
+      result: 'wrote A',
+      reviews: [{ at: '2026-11-29T11:00:00.000Z', feedback: 'also handle the empty string', ...parked, result: 'wrote A', outcome: 'open', attemptsBefore: 1 }],
+    });
+    const rig = new EngineRig(makePlan([revised, task('B', { blockedBy: [0] })]));
+    await rig.advance(0);
+    expect(rig.starts).toEqual([[0, parked]]);
+    expect(rig.stacks).toEqual([]);
+    expect(rig.started.map((r) => r.taskIndex)).toEqual([0]);
+    expect(rig.started[0]!.prompt).toContain('> also handle the empty string');
+    expect(rig.started[0]!.prompt).toContain(`diff ${parked.base}..${parked.commit}`);
+    await rig.finish(0, 'COMPLETED: the empty string too');
+    const result = await rig.ended();
+    expect(rig.recorded.map((r) => r.park.map((p) => p.task))).toEqual([[0]]);
+    expect(result.plan.tasks[0]).toMatchObject({ status: 'awaiting_approval', attempts: 1, result: 'the empty string too' });
+    expect(result.plan.tasks[0]!.reviews).toEqual([expect.objectContaining({ outcome: 'parked', attempts: 1 })]);
+    expect(statusOf(result.plan.tasks[1]!)).toBe('pending');
+    expect(result.reason).toBe('awaiting_approval');
+  });
+
   it('a re-check whose worktree cannot be made ready costs no attempt and stops nothing: a worker does the task next', async () => {
     const widened = task('A', { modify: ['src/index.ts'] });
     Object.assign(widened, { recheck: true, setAside: { attempt: 1, paths: ['src/index.ts'], commit: 'c'.repeat(40) } });

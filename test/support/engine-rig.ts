@@ -20,7 +20,7 @@ import type { Refusal } from '../../src/core/limiter.ts';
 import { type Plan, type Task, type UsageFigure, emptyUsage, statusOf } from '../../src/core/plan.ts';
 import { passingCheck } from '../../src/core/simulation.ts';
 import { parseStatusLine } from '../../src/core/prompt.ts';
-import type { GateRun, RecordRequest } from '../../src/core/engine/effects.ts';
+import type { AttemptStart, GateRun, RecordRequest } from '../../src/core/engine/effects.ts';
 import type { Clock } from '../../src/run/adapters.ts';
 import { type EngineResult, engineConfig, runEngine } from '../../src/run/engine.ts';
 import { type HeldCandidate, initialState } from '../../src/core/engine/admission.ts';
@@ -150,6 +150,8 @@ export class EngineRig {
   readonly stacks: Array<[number, number[]]> = [];
   /** Each re-check's task and the commit it was made at, in order. */
   readonly rechecks: Array<[number, string]> = [];
+  /** Attempts started from earlier work: the task and where (`AttemptStart`). */
+  readonly starts: Array<[number, AttemptStart]> = [];
   /** Tasks integrated so far, in order. */
   readonly integrated: number[] = [];
   result: EngineResult | null = null;
@@ -193,6 +195,13 @@ export class EngineRig {
           const prepared = options.prepareRecheck?.(task) ?? ok(`/worktrees/${task}`);
           if (prepared.ok) this.worktrees.set(task, prepared.value);
           return prepared;
+        },
+        prepareFrom: async (task, from) => {
+          if (this.worktrees.has(task)) throw new Error(`task ${task} was given a second worktree before releasing the first`);
+          this.starts.push([task, from]);
+          const dir = `/worktrees/${task}`;
+          this.worktrees.set(task, dir);
+          return ok({ dir, workSoFar: 'work' in from ? `diff of ${from.work.entries.length} files` : `diff ${from.base}..${from.commit}` });
         },
         release: (task) => {
           this.worktrees.delete(task);

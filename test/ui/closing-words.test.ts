@@ -179,11 +179,12 @@ describe('the way to go on', () => {
     expect(next).toEqual([
       `\`npx tsx scripts/plan.ts retry ${every}\` puts tasks ${Array.from({ length: 39 }, (_, i) => i).join(', ')} and 39 back to pending, with the tasks skipped because of them`,
       '`npx tsx scripts/plan.ts declare 40 --needed` declares what task 40 needs (src/wanted.ts) and puts it back',
-      '`npx tsx scripts/plan.ts approve 41 42` or `npx tsx scripts/plan.ts reject 41 42 --reason …` decides on tasks 41 and 42, which await approval',
+      '`npx tsx scripts/plan.ts approve 41`, `npx tsx scripts/plan.ts revise 41 --feedback …` or `npx tsx scripts/plan.ts reject 41 --reason …` decides on task 41, which awaits approval',
+      '`npx tsx scripts/plan.ts approve 42`, `npx tsx scripts/plan.ts revise 42 --feedback …` or `npx tsx scripts/plan.ts reject 42 --reason …` decides on task 42, which awaits approval',
       'then run the same command again',
     ]);
     const lines = summaryLines(stuckPlan(), usage(1), next);
-    expect(lines.slice(-5)).toEqual(['  to go on:', ...next.map((step) => `    ${step}`)]);
+    expect(lines.slice(-6)).toEqual(['  to go on:', ...next.map((step) => `    ${step}`)]);
   });
 
   it('says what blocks landing and when a limit lets the run go on; nothing when all is done', () => {

@@ -408,12 +408,12 @@ describe('plain view', () => {
       }),
     ].map((event) => describeEvent(event, checkout));
     expect(lines).toEqual([
-      'task 4 awaits approval (attempt 1, 5s, $0.01): Gate — run `npx tsx scripts/plan.ts approve 4` or `npx tsx scripts/plan.ts reject 4 --reason …`',
+      'task 4 awaits approval (attempt 1, 5s, $0.01): Gate — run `npx tsx scripts/plan.ts approve 4`, `npx tsx scripts/plan.ts revise 4 --feedback …` or `npx tsx scripts/plan.ts reject 4 --reason …`',
       'task 5 requeued (attempt 1, 1s, $0.00): rate limited: slow down',
       'round 2: nothing to commit',
       'circuit breaker: 3 of 6 pending tasks would be skipped; stopping',
       'budget reached: spent $5.02 of $5.00; no new task starts',
-      'waiting for approval of task 4 (`npx tsx scripts/plan.ts approve 4` or `npx tsx scripts/plan.ts reject 4 --reason …`)',
+      'waiting for approval of task 4 (`npx tsx scripts/plan.ts approve 4`, `npx tsx scripts/plan.ts revise 4 --feedback …` or `npx tsx scripts/plan.ts reject 4 --reason …`)',
       'stalled: tasks 6 and 7 pending but none can start',
       'interrupted by SIGINT; stopping workers',
       'task 1 assumption failed (blocking): has git — git: not found',
@@ -490,6 +490,7 @@ describe('event schema', () => {
       notice: true,
       'assumption-checked': true,
       'task-started': true,
+      'review-ended': true,
       'speculation-cancelled': true,
       limit: true,
       'task-paused': true,
@@ -510,6 +511,7 @@ describe('event schema', () => {
       'dry-run-plan': true,
       'dry-run-command': true,
       'dry-run-permissions': true,
+      'dry-run-review': true,
       'dry-run-warning': true,
     };
     expect(types).toEqual(Object.keys(all).sort());

@@ -6,7 +6,7 @@ import { ready } from './ready.ts';
 import { status } from './status.ts';
 import { report } from './report.ts';
 import { history } from './history.ts';
-import { approve, reject, retry, skip } from './interventions.ts';
+import { approve, reject, retry, revise, skip } from './interventions.ts';
 import { declare } from './declare.ts';
 import { commit, finalize, gate, next, setup } from './session.ts';
 import { archive } from './archive.ts';
@@ -16,6 +16,6 @@ import { clean, landCommand } from './land.ts';
 import { drain } from './drain.ts';
 
 export const planCommands: Command[] = [check, status, graph, ready];
-planCommands.push(report, history, approve, reject, retry, skip, declare);
+planCommands.push(report, history, approve, revise, reject, retry, skip, declare);
 planCommands.push(summary, archive, setup, next, finalize, commit);
 planCommands.push(probe, landCommand, clean, drain, gate);

@@ -1,20 +1,32 @@
-// `plan.ts approve|reject|retry|skip N…`: a person's decisions between runs, on one task or several
+// `plan.ts approve|revise|reject|retry|skip N…`: a person's decisions between runs, on one task or several
 // (`plan retry 0 1 2`), all or nothing. Each takes the run lock for the moment it edits the plan
 // (so no run can start halfway), refuses with exit 3 while a run holds it, checks every task
 // first and refuses with exit 2, naming each task whose state does not allow the change, when one
 // does not (nothing written), else writes the plan once, atomically, and prints what changed.
 // Run events are the run's: none is journaled here.
 
-import { awaitingRef, dropParked, integrationRef, readRef } from '../../adapters/git/refs.ts';
-import { describeGitFailure } from '../../core/git-text.ts';
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { awaitingRef, commitOf, dropParked, integrationRef, readRef } from '../../adapters/git/refs.ts';
+import { describeGitFailure, failureOf } from '../../core/git-text.ts';
 import { acquireLock, currentLockInfo, lockHeldMessage, writePlanAtomic } from '../../adapters/plan-store.ts';
-import { type Change, type InterventionsResult, approveTasks, describeChange, rejectTasks, retryTasks, skipTasks } from '../../core/interventions.ts';
+import {
+  type Change,
+  type InterventionsResult,
+  approveTasks,
+  describeChange,
+  rejectTasks,
+  retryTasks,
+  reviseTasks,
+  skipTasks,
+} from '../../core/interventions.ts';
+import { type EarlierWork, reviewRoundsAllowed } from '../../core/review.ts';
 import { listIndices } from '../../core/format.ts';
-import type { Plan } from '../../core/plan.ts';
+import { DEFAULT_REVIEW_ROUNDS, type Plan } from '../../core/plan.ts';
 import { describeIntegrationFailure, integrateParked, landTarget, repositoryOf } from '../../run/plan-landing.ts';
-import type { Command, Io, OptionSpec, PositionalSpec } from '../command.ts';
+import type { Command, Io, Numbers, OptionSpec, PositionalSpec } from '../command.ts';
 import { RANGES } from '../numeric-flags.ts';
-import { CliError, EXIT, type ExitCode, usageError } from '../exit.ts';
+import { CliError, EXIT, type ExitCode, gitFailedError, usageError } from '../exit.ts';
 import { existingPlanPath, loadPlan } from '../load.ts';
 import { describeLanding } from './land.ts';
 import { planOption } from './options.ts';
@@ -43,13 +55,26 @@ interface Decision {
   integrated: { commit: string | null; tasks: number[] } | null;
 }
 
+/** What a decision may read besides the plan: its command's flags, and the repository holding the plan (null: none). */
+interface Given {
+  values: Record<string, string | boolean | string[] | undefined>;
+  numbers: Numbers;
+  repo: string | null;
+  /** Where the command runs: relative paths of its flags are read from there. */
+  cwd: string;
+}
+
 interface Spec {
   name: string;
   summary: string;
   needsReason: boolean;
   extraUsage?: string;
   options?: Record<string, OptionSpec>;
-  apply(plan: Plan, indices: readonly number[], reason: string, now: string): InterventionsResult;
+  /** Reads the repository (`needsRepository`) before the pure decision, under the lock. */
+  needsRepository?: boolean;
+  /** Checks its flags before the lock is taken (throws a usage error). */
+  flags?(values: Given['values']): Promise<void>;
+  apply(plan: Plan, indices: readonly number[], reason: string, now: string, given: Given): InterventionsResult | Promise<InterventionsResult>;
   /** Before the plan is written; throws CliError to leave everything as it was. */
   before?(decision: Decision): Promise<void>;
   /** After the plan is written (and its changes printed): the exit code. */
@@ -72,20 +97,22 @@ function interventionCommand(spec: Spec): Command {
     usage: `N… [--plan FILE]${spec.needsReason ? ' --reason TEXT' : ''}${spec.extraUsage ?? ''}`,
     options: { ...planOption, ...(spec.needsReason ? reasonOption : {}), ...spec.options },
     positionals: taskPositional,
-    async run({ values, positionals }, io) {
+    async run({ values, positionals, numbers }, io) {
       // Each checked against the range already (the positional's).
       const indices = [...new Set(positionals.map(Number))];
       const reason = typeof values.reason === 'string' ? values.reason : '';
       if (spec.needsReason && reason.trim() === '') throw usageError('--reason "…" is required (say why; it is recorded in the plan)');
+      await spec.flags?.(values);
       const path = await existingPlanPath(values, io.cwd);
       const lock = await acquireLock(path, currentLockInfo(`plan ${spec.name} ${indices.join(' ')}`));
       if (!lock.ok) throw new CliError(EXIT.cannotRun, [`${spec.name}: ${lockHeldMessage(lock.error.holder)}`]);
       try {
         const plan = await loadPlan(path);
-        const result = spec.apply(plan, indices, reason, new Date().toISOString());
+        const repo = spec.before || spec.after || spec.needsRepository ? await repositoryOf(path) : null;
+        const result = await spec.apply(plan, indices, reason, new Date().toISOString(), { values, numbers, repo, cwd: io.cwd });
         if (!result.ok) throw new CliError(EXIT.invalid, refusal(spec.name, indices, result.error));
         const decision: Decision = {
-          repo: spec.before || spec.after ? await repositoryOf(path) : null,
+          repo,
           planPath: path,
           plan: result.value.plan,
           indices,
@@ -143,6 +170,69 @@ export const approve = interventionCommand({
     const target = { planPath: decision.planPath, runPath: decision.planPath, plan: decision.plan, planId, ref: integrationRef(planId), archived: false };
     const outcome = await landTarget(decision.repo, target, { mode: decision.values['no-commit'] === true ? 'worktree' : 'commit', env: decision.io.env });
     return describeLanding(target, outcome, decision.io);
+  },
+});
+
+const feedbackOptions: Record<string, OptionSpec> = {
+  feedback: { type: 'string', valueName: 'TEXT', description: "the changes you want, in your words: the revision's prompt carries them verbatim" },
+  'feedback-file': { type: 'string', valueName: 'FILE', description: 'read the words from FILE instead (`-`: standard input)' },
+  'max-rounds': {
+    type: 'string',
+    valueName: 'N',
+    description: `the most review rounds a task may have, this one included (default: the plan's context.maxReviewRounds, else ${DEFAULT_REVIEW_ROUNDS})`,
+    range: RANGES.reviewRounds,
+  },
+};
+
+/** The reviewer's words, from `--feedback` or `--feedback-file`. */
+async function feedbackOf(values: Given['values'], cwd: string): Promise<string> {
+  const file = values['feedback-file'];
+  if (typeof file !== 'string') return typeof values.feedback === 'string' ? values.feedback : '';
+  const path = file === '-' ? '/dev/stdin' : resolve(cwd, file);
+  return readFile(path, 'utf8').catch((e: NodeJS.ErrnoException) => {
+    throw usageError(`--feedback-file: cannot read ${file === '-' ? 'standard input' : path} (${e.code ?? e.message})`);
+  });
+}
+
+/** The work parked for each of `indices` (null: none), or why git could not say. */
+async function parkedFor(repo: string, planId: string, indices: readonly number[]): Promise<Map<number, EarlierWork | null>> {
+  const parked = new Map<number, EarlierWork | null>();
+  for (const index of indices) {
+    const ref = awaitingRef(planId, index);
+    const commit = await readRef(repo, ref);
+    if (!commit.ok) throw gitFailedError(`read task ${index}'s parked work (${ref})`, commit.error);
+    if (commit.value === null) {
+      parked.set(index, null);
+      continue;
+    }
+    const base = await commitOf(repo, `${commit.value}^`);
+    if (!base.ok) throw gitFailedError(`read where task ${index}'s parked work started (${ref}^)`, failureOf(base.error));
+    parked.set(index, { commit: commit.value, base: base.value });
+  }
+  return parked;
+}
+
+export const revise = interventionCommand({
+  name: 'revise',
+  summary:
+    "Send tasks awaiting approval back to a worker with your words: each is pending again, its next attempt starts from its parked work with your feedback in its prompt, and spends none of the task's attempts; the parked work stays until the revision awaits approval in its place.",
+  needsReason: false,
+  extraUsage: ' (--feedback TEXT | --feedback-file FILE) [--max-rounds N]',
+  options: feedbackOptions,
+  needsRepository: true,
+  async flags(values) {
+    const given = [values.feedback, values['feedback-file']].filter((v) => typeof v === 'string').length;
+    if (given === 0) throw usageError('--feedback "…" or --feedback-file FILE is required (the changes you want; the revision\'s prompt carries them)');
+    if (given > 1) throw usageError('give --feedback or --feedback-file, not both');
+  },
+  async apply(plan, indices, _reason, now, given) {
+    const feedback = await feedbackOf(given.values, given.cwd);
+    const planId = plan.planId;
+    const parked =
+      given.repo === null || typeof planId !== 'string' || planId === ''
+        ? new Map<number, EarlierWork | null>(indices.map((index) => [index, null]))
+        : await parkedFor(given.repo, planId, indices);
+    return reviseTasks(plan, indices, { feedback, at: now, parked, maxRounds: given.numbers['max-rounds'] ?? reviewRoundsAllowed(plan) });
   },
 });
 

@@ -12,6 +12,7 @@ import type { Command } from '../command.ts';
 import { EXIT, gitFailedError } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';
 import { jsonOption, planOption } from './options.ts';
+import { describeReviews } from '../../core/review.ts';
 import { type IsolationStatus, isolationStatus } from '../../run/plan-landing.ts';
 import { formatBytes } from './land.ts';
 
@@ -65,6 +66,8 @@ export const status: Command = {
       attempts: attemptsOf(t),
       blockedBy: t.blockedBy,
       result: t.result ?? null,
+      // The rounds of a person's review (plan revise), oldest first.
+      reviews: t.reviews ?? [],
     }));
     if (values.json) {
       io.out(
@@ -109,6 +112,7 @@ export const status: Command = {
         { maxWidth: io.columns, shrink: [{ column: 5, min: 24 }, { column: 1 }] },
       ),
     );
+    for (const t of tasks) for (const line of describeReviews(plan.tasks[t.index]!)) io.out(`task ${t.index}: ${line}`);
     io.out(
       Object.entries(counts)
         .filter(([, n]) => n > 0)

@@ -12,6 +12,7 @@ import { type RunningAttempt, type VerifyingAttempt, PAUSED, tasksIn } from './a
 import { type StepDraft, attemptIn, emit, kept, runFigure, runOf, stopWith } from './draft.ts';
 import { gotThrough, limiterSettings, mayPause, pause, refusalOf, refuse } from './limits.ts';
 import { type Concluded, concludeRecheck, undeclaredOf, widened } from './set-aside.ts';
+import { applyReviewed } from './review.ts';
 import { endCancelled } from './speculation.ts';
 import { abortWorkers, checkBudget, reportCascade } from './stop.ts';
 import { finishedEvent, outcomeOf, reasonOf } from './task-finished.ts';
@@ -171,7 +172,7 @@ function conclude(building: StepDraft, attempt: RunningAttempt | VerifyingAttemp
     case 'interrupted':
     case 'abort-run': {
       // Nothing to undo: the attempt's work never left its worktree.
-      const applied = applyDecision(draft.plan, task, decision, usage);
+      const applied = applyReviewed(building, task, decision, usage);
       building.attempts.delete(task);
       building.effects.push({ type: 'save' });
       emit(building, { ...base, outcome: outcomeOf(decision), reason: reasonOf(decision) ?? 'interrupted' });
@@ -183,7 +184,7 @@ function conclude(building: StepDraft, attempt: RunningAttempt | VerifyingAttemp
       break;
     }
     case 'blocked':
-      reportCascade(building, applyDecision(draft.plan, task, decision, usage));
+      reportCascade(building, applyReviewed(building, task, decision, usage));
       building.attempts.delete(task);
       building.effects.push({ type: 'save' });
       emit(building, { ...base, outcome: 'blocked', reason: decision.reason });

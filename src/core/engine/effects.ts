@@ -27,6 +27,8 @@ export type EngineEffect =
       resume?: { sessionId: string; reason: string };
       /** No worker: the work its last attempt set aside (this commit holds it) is verified as the attempt's work (core/widen.ts). */
       recheck?: string;
+      /** The attempt starts from earlier work, not the integration tip (`AttemptStart`). */
+      from?: AttemptStart;
     }
   /** Stop this task's worker if it has still done nothing (no response served): a limit refused it. Its event follows as usual. */
   | { type: 'stop-worker'; task: number }
@@ -61,6 +63,15 @@ export type EngineEffect =
   /** Stop every running worker and check. */
   | { type: 'abort-workers' }
   | { type: 'finish'; stop: EngineStop; usage: UsageFigure };
+
+/**
+ * Where an attempt starts when not at the integration tip: its workspace holds earlier work, and
+ * its own work is what changed since that earlier work started, so capture, the scope check and
+ * integration see the whole change. `commit` and `base`: a commit foreman kept and where it
+ * started (a review round's parked work, core/review.ts); `work`: a candidate the gate blamed,
+ * put back on its own base.
+ */
+export type AttemptStart = { commit: string; base: string } | { work: CapturedWork };
 
 /** Why recording failed: the work conflicts with the integration tip, or git failed. */
 export type RecordFailure = { kind: 'conflict' | 'git'; message: string };

@@ -8,6 +8,7 @@ import { applyDecision } from '../transition.ts';
 import { WAITING_TO_LAND, tasksIn } from './attempt.ts';
 import { type StepDraft, attemptIn, emit, runOf, spentBy, stopWith } from './draft.ts';
 import { gateOpen } from './queries.ts';
+import { retryFromCandidate } from './review.ts';
 import { cancelBuiltOn } from './speculation.ts';
 import { interrupt, reportCascade } from './stop.ts';
 import { finishedEvent } from './task-finished.ts';
@@ -122,6 +123,8 @@ function blame(building: StepDraft, task: number, output: string): number[] {
   building.attempts.delete(task);
   const cancelled = cancelBuiltOn(building, [task], `task ${task}, a candidate it was built on, broke the test command`);
   const applied = applyDecision(draft.plan, task, decision, spentBy(runOf(attempt)));
+  // Its retry starts from its own work, which the gate's output is about (headless).
+  if (decision.kind === 'retry') retryFromCandidate(building, task, attempt.work);
   building.effects.push({ type: 'save' });
   emit(building, { ...finishedEvent(building, attempt, runOf(attempt)), outcome: decision.kind, reason: decision.failure });
   reportCascade(building, applied);

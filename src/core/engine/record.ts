@@ -9,6 +9,7 @@ import type { CapturedWork } from '../work.ts';
 import { type RecordingAttempt, tasksIn } from './attempt.ts';
 import { type StepDraft, attemptIn, emit, runOf, spentBy, stopWith } from './draft.ts';
 import type { RecordFailure } from './effects.ts';
+import { applyReviewed } from './review.ts';
 import { cancelBuiltOn } from './speculation.ts';
 
 /**
@@ -121,7 +122,7 @@ export function recorded(building: StepDraft, tasks: readonly number[], commit: 
         building.attempts.delete(task);
         break;
       case 'park':
-        applyDecision(draft.plan, task, attempt.decision, spentBy(runOf(attempt)));
+        applyReviewed(building, task, attempt.decision, spentBy(runOf(attempt)));
         building.attempts.delete(task);
         break;
       default:

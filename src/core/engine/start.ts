@@ -14,6 +14,7 @@ import { resumePaused, wakeForHold } from './limits.ts';
 import { candidatesWait, laneBusy, startGate } from './merge-queue.ts';
 import { startable, unheld, waitingToLand } from './queries.ts';
 import { record } from './record.ts';
+import { takeStart } from './review.ts';
 import { speculativeStack } from './speculation.ts';
 import { finish } from './stop.ts';
 
@@ -103,6 +104,8 @@ function start(building: StepDraft, task: number): void {
   // Widened to declare what its last attempt set aside: that work is re-checked before a worker is paid.
   const planned = draft.plan.tasks[task]!;
   const recheck = speculation === null && planned.recheck === true && recheckable(planned) ? planned.setAside!.commit! : null;
+  // A review round's attempt starts from its parked work; a blamed candidate's retry from its own.
+  const earlier = speculation === null && recheck === null ? takeStart(building, task) : null;
   markStarted(draft.plan, task);
   building.attempts.set(task, {
     task,
@@ -124,6 +127,7 @@ function start(building: StepDraft, task: number): void {
     model: modelOf(started),
     logPath,
     ...(speculation !== null ? { stack: speculation.stack } : {}),
+    ...(earlier !== null ? earlier.event : {}),
   });
   building.effects.push({
     type: 'start-worker',
@@ -132,5 +136,6 @@ function start(building: StepDraft, task: number): void {
     logPath,
     ...(speculation !== null ? { stack: speculation.works } : {}),
     ...(recheck !== null ? { recheck } : {}),
+    ...(earlier !== null ? { from: earlier.from } : {}),
   });
 }

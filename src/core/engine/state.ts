@@ -8,6 +8,7 @@ import type { GateQueue } from '../gate.ts';
 import type { Limiter } from '../limiter.ts';
 import type { Plan, UsageFigure } from '../plan.ts';
 import type { SchedulePolicy } from '../schedule.ts';
+import type { CapturedWork } from '../work.ts';
 import type { Attempt } from './attempt.ts';
 
 export interface EngineConfig {
@@ -103,6 +104,8 @@ export interface EngineState {
   readonly finished: boolean;
   /** Tasks `--widen` widened in this run: once each. */
   readonly widened: ReadonlySet<number>;
+  /** Headless: candidates the gate blamed, retried from their own work: their next attempt starts from it (once). */
+  readonly retryFrom?: ReadonlyMap<number, CapturedWork>;
 }
 
 export interface Timing {

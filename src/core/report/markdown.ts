@@ -1,6 +1,7 @@
 // The Markdown report of a run (`plan report`), a renderer over the projections, and its JSON
 // form (`plan report --json`).
 
+import { describeReviews } from '../review.ts';
 import { type Layout, approvalHint, commandHint } from '../command-hint.ts';
 import type { RunEvent } from '../events.ts';
 import { clipHead, clipTail, formatCost, formatCostFigure, formatCostTally, formatDuration, isoSeconds, listIndices, markdownCell, plural } from '../format.ts';
@@ -208,6 +209,12 @@ export function renderReport(input: ReportInput): string {
     for (const i of awaiting) out.push(`- Task ${i} (${markdownCell(plan!.tasks[i]!.subject)}): ${approvalHint(i, input.layout ?? { kind: 'checkout' })}`);
     out.push('');
   }
+
+  // The rounds of a person's review (plan revise), as the plan records them.
+  const reviewed = plan
+    ? plan.tasks.flatMap((t, i) => describeReviews(t).map((line) => `- Task ${i} (${markdownCell(t.subject)}), ${markdownCell(line)}`))
+    : [];
+  if (reviewed.length) out.push('## Reviews', '', ...reviewed, '');
 
   if (attempts.length || gate !== null) {
     out.push('## Timeline', '', '```mermaid', ganttChart(run, { title: `Run ${run.runId}`, now: input.now }), '```', '');

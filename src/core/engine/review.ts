@@ -1,0 +1,56 @@
+// Review rounds in the step function (core/review.ts: the round itself): where a task's next
+// attempt starts — its parked work in a review round, or its own candidate work after the gate
+// blamed it — and the journal's word when a decision ends a round.
+
+import type { Decision } from '../finalize.ts';
+import type { UsageFigure } from '../plan.ts';
+import { openReview, revisionStart } from '../review.ts';
+import { type Applied, applyDecision } from '../transition.ts';
+import type { CapturedWork } from '../work.ts';
+import { type StepDraft, emit } from './draft.ts';
+import type { AttemptStart } from './effects.ts';
+
+/** Where task `task`'s next attempt starts when not at the integration tip, and what its start event says of it; taken once. */
+export function takeStart(
+  building: StepDraft,
+  task: number,
+): { from: AttemptStart; event: { review: { round: number; feedback: string } } | { fromCandidate: true } } | null {
+  const draft = building.draft;
+  const planned = draft.plan.tasks[task]!;
+  const candidate = draft.retryFrom?.get(task);
+  if (candidate !== undefined) {
+    const rest = new Map(draft.retryFrom);
+    rest.delete(task);
+    draft.retryFrom = rest;
+  }
+  const revision = revisionStart(planned);
+  if (revision !== null) return { from: revision, event: { review: { round: planned.reviews!.length, feedback: openReview(planned)!.feedback } } };
+  return candidate !== undefined ? { from: { work: candidate }, event: { fromCandidate: true } } : null;
+}
+
+/** A blamed candidate retried: its next attempt starts from `work`, its own (headless: a session's subagent starts from the branch). */
+export function retryFromCandidate(building: StepDraft, task: number, work: CapturedWork): void {
+  const draft = building.draft;
+  if (draft.config.driver !== 'headless') return;
+  draft.retryFrom = new Map(draft.retryFrom ?? []).set(task, work);
+}
+
+/** `applyDecision`, saying in the journal when it ended the task's review round. */
+export function applyReviewed(building: StepDraft, task: number, decision: Decision, usage: UsageFigure): Applied {
+  const plan = building.draft.plan;
+  const open = openReview(plan.tasks[task]!) !== null;
+  const applied = applyDecision(plan, task, decision, usage);
+  const after = plan.tasks[task]!;
+  const review = after.reviews?.[after.reviews.length - 1];
+  if (open && review !== undefined && review.outcome !== 'open')
+    emit(building, {
+      type: 'review-ended',
+      task,
+      subject: after.subject,
+      round: after.reviews!.length,
+      outcome: review.outcome,
+      attempts: review.attempts ?? 0,
+      ...(review.failure !== undefined ? { failure: review.failure } : {}),
+    });
+  return applied;
+}
