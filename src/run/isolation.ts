@@ -26,7 +26,7 @@ import {
   startIntegrationRef,
 } from '../adapters/git/refs.ts';
 import { type Landed, type LandingProblem, land, resumeLanding } from '../adapters/git/land.ts';
-import { git } from '../adapters/git/runner.ts';
+import { workDiff } from '../adapters/git/parked-change.ts';
 import { processAlive } from '../adapters/processes.ts';
 import { writeFileAtomic } from '../adapters/plan-store.ts';
 import { checkSandbox, sandboxRefusal, setupCommandSandbox } from '../adapters/sandbox.ts';
@@ -222,8 +222,8 @@ export class Isolation {
     const start = 'work' in from ? await this.stacked([{ task, work: from.work }], from.work.base) : ok(from.commit);
     if (!start.ok) return err(`task ${task}'s earlier work cannot be put back: ${start.error}`);
     const base = 'work' in from ? from.work.base : from.base;
-    const diff = await git(this.repo, ['diff', '--no-color', '--no-ext-diff', '--no-renames', base, start.value, '--']);
-    if (!diff.ok) return err(`task ${task}'s earlier work (commit ${start.value.slice(0, 12)}) cannot be read: ${describeGitFailure(failureOf(diff.error))}`);
+    const diff = await workDiff(this.repo, base, start.value);
+    if (!diff.ok) return err(`task ${task}'s earlier work (commit ${start.value.slice(0, 12)}) cannot be read: ${describeGitFailure(diff.error)}`);
     const dir = await this.acquireAt(task, start.value, base, signal);
     return dir.ok ? ok({ dir: dir.value, workSoFar: diff.value }) : dir;
   }

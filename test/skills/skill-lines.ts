@@ -65,7 +65,7 @@ const samplePlan = () =>
     { context: { testCommand: 'true' } },
   );
 
-type State = 'fresh' | 'in-progress' | 'finalized' | 'failed' | 'blocked-wanting' | 'awaiting_approval' | 'after-headless-run';
+type State = 'fresh' | 'in-progress' | 'finalized' | 'failed' | 'blocked-wanting' | 'awaiting_approval' | 'parked' | 'after-headless-run';
 
 /** The state a skill is in when it runs a given command. */
 function stateFor(words: string[]): State {
@@ -74,7 +74,8 @@ function stateFor(words: string[]): State {
   if (tool === 'plan' && sub === 'commit') return 'finalized';
   if (tool === 'plan' && (sub === 'retry' || sub === 'skip')) return 'failed';
   if (tool === 'plan' && sub === 'declare') return 'blocked-wanting';
-  if (tool === 'plan' && (sub === 'approve' || sub === 'reject' || sub === 'revise')) return 'awaiting_approval';
+  if (tool === 'plan' && (sub === 'approve' || sub === 'reject')) return 'awaiting_approval';
+  if (tool === 'plan' && sub === 'revise') return 'parked';
   if (tool === 'plan' && sub === 'report') return 'after-headless-run';
   return 'fresh';
 }
@@ -100,7 +101,10 @@ export function preparedRepos(): PreparedRepos {
 async function prepare(state: State, root: string, repos: PreparedRepos): Promise<string> {
   const repo = await tempGitRepo({ 'README.md': 'hello\n' });
   repos.add(repo);
-  const planPath = await writePlan(repo.dir, samplePlan());
+  const plan = samplePlan();
+  // Work parked for approval: the first task's, by the steps, its gate a person's.
+  if (state === 'parked') plan.tasks[0]!.gate = 'human-approval';
+  const planPath = await writePlan(repo.dir, plan);
   const mark = async (status: 'failed' | 'blocked' | 'awaiting_approval', wanted: Record<string, unknown> = {}) => {
     const plan = await readPlan(planPath);
     plan.tasks[0] = { ...plan.tasks[0]!, status, attempts: 1, result: 'for the test', ...wanted };
@@ -110,7 +114,8 @@ async function prepare(state: State, root: string, repos: PreparedRepos): Promis
     case 'fresh':
       break;
     case 'in-progress':
-    case 'finalized': {
+    case 'finalized':
+    case 'parked': {
       expect((await step(repo.dir, ['setup'])).code).toBe(0);
       const next = await step(repo.dir, ['next']);
       const results = [];
@@ -119,7 +124,11 @@ async function prepare(state: State, root: string, repos: PreparedRepos): Promis
         results.push({ task: t.index, output: ran.output.split('\n').at(-1), ...(ran.worktree ? { worktree: ran.worktree } : {}) });
       }
       await writeFile(join(repo.dir, '.design/prompts/results.json'), JSON.stringify(results));
-      if (state === 'finalized') expect((await step(repo.dir, ['finalize', '--results', '.design/prompts/results.json'])).code).toBe(0);
+      if (state !== 'in-progress') expect((await step(repo.dir, ['finalize', '--results', '.design/prompts/results.json'])).code).toBe(0);
+      if (state === 'parked') {
+        expect((await step(repo.dir, ['commit'])).code).toBe(0);
+        await writeFeedback(repo.dir);
+      }
       break;
     }
     case 'failed':
@@ -131,9 +140,6 @@ async function prepare(state: State, root: string, repos: PreparedRepos): Promis
       break;
     case 'awaiting_approval':
       await mark('awaiting_approval');
-      // The person's words for a revision, as the skill writes them before `plan revise`.
-      await mkdir(join(repo.dir, '.design/prompts'), { recursive: true });
-      await writeFile(join(repo.dir, '.design/prompts/feedback.md'), 'Also handle the empty string.\n');
       break;
     case 'after-headless-run': {
       const r = await execa(join(root, 'bin/foreman'), ['execute'], { cwd: repo.dir, env, reject: false, stdin: 'ignore' });
@@ -143,6 +149,12 @@ async function prepare(state: State, root: string, repos: PreparedRepos): Promis
   }
   return repo.dir;
 }
+
+/** The person's words for a revision, as the execute skill writes them before `plan revise`. */
+const writeFeedback = async (dir: string) => {
+  await mkdir(join(dir, '.design/prompts'), { recursive: true });
+  await writeFile(join(dir, '.design/prompts/feedback.md'), 'Also handle the empty string.\n');
+};
 
 /** As Claude Code does: `${CLAUDE_SKILL_DIR}` becomes the skill's folder under `root`; placeholders get sample values. */
 export function substitute(line: string, root: string, file: string): string {

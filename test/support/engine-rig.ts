@@ -516,6 +516,7 @@ export class SessionRig {
       branch: async () => 'main',
       unlanded: async () => [...this.unlanded],
       parked: async () => ok(null),
+      diff: async () => ok(''),
     },
     subagents: { find: async (worktree) => ok(worktree), remove: async () => null },
     gate: {

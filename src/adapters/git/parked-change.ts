@@ -1,4 +1,5 @@
-// What a task's work parked for approval changes (core/parked-change.ts), read from its ref.
+// What a task's work parked for approval changes (core/parked-change.ts), read from its ref; and
+// the diff of earlier work an attempt starts from, for its prompt.
 
 import { type Result, err, ok } from '../../core/failure.ts';
 import { type GitFailure, failureOf } from '../../core/git-text.ts';
@@ -19,4 +20,10 @@ export async function parkedChange(repo: string, planId: string, task: number): 
   if (!names.ok) return err(failureOf(names.error));
   if (!counts.ok) return err(failureOf(counts.error));
   return ok({ base: base.value, commit, files: parseChangedFiles(names.value, counts.value) });
+}
+
+/** The diff of the work between `base` and `commit`, as a worker's prompt shows the work so far. */
+export async function workDiff(repo: string, base: string, commit: string): Promise<Result<string, GitFailure>> {
+  const diff = await git(repo, ['diff', '--no-color', '--no-ext-diff', '--no-renames', base, commit, '--']);
+  return diff.ok ? diff : err(failureOf(diff.error));
 }

@@ -11,7 +11,7 @@ import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { agentWorktree, describeAgentWorktreeProblem, removeAgentWorktree } from '../../adapters/git/agent-worktrees.ts';
 import type { Git } from '../../adapters/git/repository.ts';
-import { parkedChange } from '../../adapters/git/parked-change.ts';
+import { parkedChange, workDiff } from '../../adapters/git/parked-change.ts';
 import { integrationRef, isAncestor, readRef, resolveCommit } from '../../adapters/git/refs.ts';
 import { WORKTREE_INCLUDE, symlinkDirectoriesOf } from '../../adapters/git/worktree-pool.ts';
 import { autoSandbox } from '../../adapters/sandbox.ts';
@@ -79,6 +79,8 @@ export interface SessionIo extends RunAdapters {
     unlanded(plan: Plan, head: string | null): Promise<number[]>;
     /** The work parked for `task` awaiting approval and what it changes, or null when none is. */
     parked(plan: Plan, task: number): Promise<Result<ParkedChange | null, GitFailure>>;
+    /** The diff from `base` to `commit`: the work so far a revision's prompt shows. */
+    diff(base: string, commit: string): Promise<Result<string, GitFailure>>;
   };
   /** Claude Code's worktrees of the subagents. */
   subagents: {
@@ -156,6 +158,7 @@ export function realSessionIo(place: SessionPlace): SessionIo {
       branch: () => place.git.currentBranch(),
       unlanded: (plan, head) => unlandedTasks(plan, place.repo, head),
       parked: async (plan, task) => (typeof plan.planId === 'string' ? parkedChange(place.repo, plan.planId, task) : ok(null)),
+      diff: (base, commit) => workDiff(place.repo, base, commit),
     },
     subagents: {
       async find(worktree) {

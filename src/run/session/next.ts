@@ -10,7 +10,7 @@ import type { EngineEvent } from '../../core/engine/events.ts';
 import { startable } from '../../core/engine/queries.ts';
 import type { EngineState } from '../../core/engine/state.ts';
 import { type Result, err, ok, recheckRun } from '../../core/failure.ts';
-import { workerFinishedEvent } from '../../core/engine/effect-results.ts';
+import { workerFinishedEvent, workspaceFailedEvent } from '../../core/engine/effect-results.ts';
 import type { Verification } from '../../core/finalize.ts';
 import { type GitFailure, describeGitFailure } from '../../core/git-text.ts';
 import { countByStatus, readySet } from '../../core/graph.ts';
@@ -32,7 +32,8 @@ export interface NextOutput {
   round: number;
   /**
    * Dispatch each with `isolation: "worktree"`: Claude Code makes its worktree from HEAD, which
-   * is `base` (it holds the work of every task it depends on).
+   * is `base` (it holds the work of every task it depends on); for a revision (`plan revise`),
+   * `base` is its parked work's, where foreman's hook moves the worktree, that work in it.
    */
   tasks: Array<TaskRef & { activeForm: string; model: string; attempt: number; promptFile: string; isolation: 'worktree'; base: string }>;
   /** Ready tasks that did not start because they overlap a task that did (or runs); at most WAITING_LISTED of them. */
@@ -104,14 +105,25 @@ export class NextStep implements SessionStep<NextOpened, NextRan, NextOutput, ne
     const state = stateOf(context, session, plan);
     const handedOut: NextOutput['tasks'] = [];
     const rechecks = new Rechecks(context, session, plan);
-    const handOut = async (effect: Extract<EngineEffect, { type: 'start-worker' }>, current: EngineState): Promise<undefined> => {
+    const handOut = async (effect: Extract<EngineEffect, { type: 'start-worker' }>, current: EngineState): Promise<EngineEvent[] | undefined> => {
       // Setup refuses a repository without a commit; without one nothing can be handed out.
       if (head === null) throw new Error('no commit to hand work out from');
       const task = current.plan.tasks[effect.task]!;
+      // A review round's revision starts from its parked work: foreman's hook puts it in the
+      // subagent's worktree (made at HEAD) and moves it to that work's base, where capture starts.
+      // (A blamed candidate retried from its own work is a headless run's: core/engine/review.ts.)
+      const parked = effect.from !== undefined && 'commit' in effect.from ? effect.from : undefined;
+      const workSoFar = parked === undefined ? ok(undefined) : await io.repository.diff(parked.base, parked.commit);
+      if (!workSoFar.ok) {
+        const why = `task ${effect.task}'s parked work (commit ${parked!.commit.slice(0, 12)}) cannot be read: ${describeGitFailure(workSoFar.error)}`;
+        return [workspaceFailedEvent(effect.task, why, io.clock.now())];
+      }
       const promptFile = promptPathFor(context.planPath, effect.task);
       await mkdir(promptsDirFor(context.planPath), { recursive: true });
-      await writeFile(promptFile, workerPrompt(current.plan, effect.task, { maxAttempts: current.config.maxAttempts }));
-      session.handedOut[String(effect.task)] = { at: new Date(io.clock.now()).toISOString(), base: head };
+      const options = { maxAttempts: current.config.maxAttempts, ...(workSoFar.value !== undefined ? { workSoFar: workSoFar.value } : {}) };
+      await writeFile(promptFile, workerPrompt(current.plan, effect.task, options));
+      const base = parked?.base ?? head;
+      session.handedOut[String(effect.task)] = { at: new Date(io.clock.now()).toISOString(), base, ...(parked !== undefined ? { parked: parked.commit } : {}) };
       handedOut.push({
         index: effect.task,
         subject: task.subject,
@@ -120,7 +132,7 @@ export class NextStep implements SessionStep<NextOpened, NextRan, NextOutput, ne
         attempt: effect.attempt,
         promptFile,
         isolation: 'worktree',
-        base: head,
+        base,
       });
       return undefined;
     };

@@ -10,21 +10,15 @@
 
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
-import { findExecutable } from '../../src/adapters/executables.ts';
 import { tempGitRepo } from '../support/git-repo.ts';
 import { type ContentBlock, type ScriptedRequest, startModelServer, text, toolUse } from '../support/model-server.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
-import { alive } from '../support/processes.ts';
-import { claudeBin, claudeEnv, repoRoot, tempHome } from '../support/real-claude.ts';
-import { agentCall, bash, json, leadPlace } from './real-session.ts';
+import { tempHome } from '../support/real-claude.ts';
+import { agentCall, bash, interactiveClaude, json, leadPlace, tmuxFor } from './real-session.ts';
 import { checkedStep, isolatedSubagent, step } from './support.ts';
 
-const tmux = findExecutable('tmux', process.env, process.cwd());
-if (tmux === null) console.warn('review-real: tmux is missing, so the interactive review is skipped (Debian: apt-get install tmux)');
-const pluginRoot = join(repoRoot, 'plugin');
+const tmux = tmuxFor('the interactive review');
 const cleanups: Array<() => Promise<void>> = [];
 afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
@@ -33,11 +27,6 @@ afterAll(async () => {
 const FIRST = 'export const greet = (name) => `hello ${name}`;\n';
 const REVISED = "export const greet = (name) => `hello ${name}`;\nexport const greetOrWorld = (name) => (name === '' ? 'hello world' : greet(name));\n";
 const FEEDBACK = "Also handle the empty string: greet of '' says hello world.";
-
-/** Waits up to 15 s for the process to exit (a pid is not signalled again: by then it may be another's). */
-async function gone(pid: number): Promise<void> {
-  for (let i = 0; i < 150 && alive(pid); i++) await sleep(100);
-}
 
 /** The lead, as skills/execute/SKILL.md tells it, from setup to the end; `said` gets its final text. */
 function playLead(
@@ -163,56 +152,11 @@ describe.runIf(tmux !== null)('/foreman:execute reviews parked work with the per
       },
     });
     cleanups.push(() => server.close());
-    const env = claudeEnv(server.url, home);
-    // As a person who has used Claude Code here: onboarding done, the folder trusted, the key accepted.
-    await writeFile(
-      join(home, '.claude.json'),
-      JSON.stringify({
-        hasCompletedOnboarding: true,
-        customApiKeyResponses: { approved: [String(env.ANTHROPIC_API_KEY).slice(-20)], rejected: [] },
-        projects: { [repo.dir]: { hasTrustDialogAccepted: true } },
-      }),
-    );
-    const session = `foreman-review-${process.pid}`;
-    const envArgs = Object.entries(env).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
-    await execa(tmux!, [
-      'new-session',
-      '-d',
-      '-s',
-      session,
-      '-x',
-      '220',
-      '-y',
-      '60',
-      '-c',
-      repo.dir,
-      'env',
-      '-i',
-      ...envArgs,
-      claudeBin,
-      '--model',
-      'haiku',
-      '--plugin-dir',
-      pluginRoot,
-      '--permission-mode',
-      'default',
-      '/foreman:execute',
-    ]);
-    const claudePid = Number((await execa(tmux!, ['display-message', '-p', '-t', session, '#{pane_pid}'])).stdout);
-    cleanups.push(async () => {
-      await execa(tmux!, ['kill-session', '-t', session], { reject: false });
-      await gone(claudePid);
-    });
-    const screen = async () => (await execa(tmux!, ['capture-pane', '-p', '-t', session])).stdout;
-    const keys = (...k: string[]) => execa(tmux!, ['send-keys', '-t', session, ...k]);
-    const waitFor = async (pattern: RegExp, what: string) => {
-      for (let i = 0; i < 360; i++) {
-        const now = await screen();
-        if (pattern.test(now)) return now;
-        await sleep(250);
-      }
-      throw new Error(`no ${what} on the screen:\n${await screen()}\nlead steps: ${seen.steps.map((s) => `${s.step}: ${s.result.slice(0, 300)}`).join('\n')}`);
-    };
+    const terminal = await interactiveClaude(tmux!, { cwd: repo.dir, home, serverUrl: server.url, name: 'review' }, '/foreman:execute');
+    cleanups.push(() => terminal.close());
+    const { keys } = terminal;
+    const leadSteps = () => `lead steps:\n${seen.steps.map((s) => `${s.step}: ${s.result.slice(0, 400)}`).join('\n')}`;
+    const waitFor = (pattern: RegExp, what: string) => terminal.waitFor(pattern, what, 90, leadSteps);
 
     // 1. The question, with the parked work's change; the person types what to change.
     await waitFor(/waits for your review: 1 file: src\/greet\.js \(\+1 −1\)/, 'review question');
