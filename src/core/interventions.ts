@@ -132,10 +132,11 @@ export interface Revision {
  */
 export function reviseTasks(plan: Plan, indices: readonly number[], revision: Revision): InterventionsResult {
   if (revision.feedback.trim() === '') return err(['revise needs the reviewer\'s words (--feedback "…" or --feedback-file FILE)']);
+  // Every task that cannot be revised is named, whatever makes it so.
   const found = targets(plan, indices, 'revise', ['awaiting_approval']);
-  if (!found.ok) return found;
-  const problems: string[] = [];
-  for (const { index } of found.value) {
+  const problems = found.ok ? [] : [...found.error];
+  for (const index of new Set(indices)) {
+    if (!target(plan, index, 'revise', ['awaiting_approval']).ok) continue;
     const task = plan.tasks[index]!;
     const rounds = task.reviews?.length ?? 0;
     if (rounds >= revision.maxRounds)
@@ -147,7 +148,7 @@ export function reviseTasks(plan: Plan, indices: readonly number[], revision: Re
         `cannot revise task ${index} (${task.subject}): none of its work is parked (an older run's approval), so there is nothing to revise: approve or reject it`,
       );
   }
-  if (problems.length > 0) return err(problems);
+  if (!found.ok || problems.length > 0) return err(problems);
   const next = clonePlan(plan);
   const changes = found.value.map(({ index, from }): Change => {
     const task = next.tasks[index]!;

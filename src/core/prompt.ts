@@ -81,7 +81,7 @@ function workSoFarBlock(diff: string, reviewed: boolean): string {
   return [
     '## The work so far',
     '',
-    `Your workspace already holds ${what}: edit those files rather than starting over. Its diff against where it started:`,
+    `Your workspace already holds ${what}: edit those files rather than starting over. Its diff against the commit your attempt starts from:`,
     '',
     text,
   ].join('\n');

@@ -46,7 +46,7 @@ export interface EngineStages {
   /** A worktree for a re-check of `task`: at `commit`, the work its last attempt set aside, its attempt starting at that commit's parent. */
   prepareRecheck(task: number, commit: string, signal: AbortSignal): Promise<Result<string, string>>;
   /** A worktree for `task` holding earlier work, its attempt starting where that work started (`AttemptStart`); and that work's diff, for its prompt. */
-  prepareFrom(task: number, from: AttemptStart, signal: AbortSignal): Promise<Result<{ dir: string; workSoFar: string }, string>>;
+  prepareFrom(task: number, from: AttemptStart, signal: AbortSignal): Promise<Result<{ dir: string; workSoFar?: string }, string>>;
   /** The attempt of `task` is done with its worktree. */
   release(task: number): void;
   runWorker(request: WorkerRequest): Promise<WorkerRun>;

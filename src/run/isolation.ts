@@ -214,14 +214,17 @@ export class Isolation {
   }
 
   /**
-   * A worktree for `task` holding earlier work (`from`: a commit foreman kept, or a blamed
-   * candidate's work put back on its own base), the attempt starting where that work started;
-   * with that work's diff, for the worker's prompt.
+   * A worktree for `task` holding earlier work, with that work's diff for the worker's prompt:
+   * `commit`, a commit foreman kept, the attempt starting at `base`, where that work started; or
+   * `work`, a blamed candidate's, committed on the integration tip as it is now (what the gate
+   * tested it on), the attempt starting at the tip. A candidate's work that no longer goes on the
+   * tip (another change reached its files) is not put back: the attempt starts at the tip, with
+   * no work so far.
    */
-  async prepareFrom(task: number, from: AttemptStart, signal?: AbortSignal): Promise<Result<{ dir: string; workSoFar: string }, string>> {
-    const start = 'work' in from ? await this.stacked([{ task, work: from.work }], from.work.base) : ok(from.commit);
-    if (!start.ok) return err(`task ${task}'s earlier work cannot be put back: ${start.error}`);
-    const base = 'work' in from ? from.work.base : from.base;
+  async prepareFrom(task: number, from: AttemptStart, signal?: AbortSignal): Promise<Result<{ dir: string; workSoFar?: string }, string>> {
+    const base = 'work' in from ? this.current : from.base;
+    const start = 'work' in from ? await this.stacked([{ task, work: from.work }]) : ok(from.commit);
+    if (!start.ok) return this.acquireAt(task, base, base, signal).then((dir) => (dir.ok ? ok({ dir: dir.value }) : dir));
     const diff = await workDiff(this.repo, base, start.value);
     if (!diff.ok) return err(`task ${task}'s earlier work (commit ${start.value.slice(0, 12)}) cannot be read: ${describeGitFailure(diff.error)}`);
     const dir = await this.acquireAt(task, start.value, base, signal);

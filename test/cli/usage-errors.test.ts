@@ -119,7 +119,7 @@ describe('every flag error starts the one way: the command, the problem, (see --
 
 describe('plan: a mistyped command', () => {
   const commands =
-    'check, status, graph, ready, report, history, approve, reject, retry, skip, declare, summary, archive, setup, next, finalize, commit, probe, land, clean, drain';
+    'check, status, graph, ready, report, history, approve, revise, reject, retry, skip, declare, summary, archive, setup, next, finalize, commit, probe, land, clean, drain';
   it.each([
     // Within two edits of one command, or the beginning of only one: named, as a mistyped option is.
     ['chek', 'check'],

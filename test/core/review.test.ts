@@ -77,6 +77,45 @@ describe('reviseTasks', () => {
   });
 });
 
+describe('reviseTasks on several tasks', () => {
+  it('all or nothing, for any list of numbers: refused exactly when one cannot be revised, naming each such task once; else as one at a time', () => {
+    const statuses = ['awaiting_approval', 'pending', 'failed', 'completed'] as const;
+    const taskSpec = fc.record({ status: fc.constantFrom(...statuses), rounds: fc.nat(2), parked: fc.boolean() });
+    fc.assert(
+      fc.property(
+        fc.array(taskSpec, { minLength: 1, maxLength: 5 }),
+        fc.array(fc.integer({ min: -1, max: 5 }), { minLength: 1, maxLength: 5 }),
+        (specs, indices) => {
+          const done = { at: AT, feedback: 'x', ...PARKED, outcome: 'parked' as const, attemptsBefore: 1 };
+          const plan = makePlan(
+            specs.map((spec, i) => ({
+              ...fakeTask(`T${i}`, { create: [`t${i}.txt`], gate: 'human-approval' }),
+              status: spec.status,
+              attempts: 1,
+              ...(spec.rounds > 0 ? { reviews: Array.from({ length: spec.rounds }, () => done) } : {}),
+            })),
+          );
+          const parked = new Map(specs.map((spec, i) => [i, spec.parked ? PARKED : null] as const));
+          const revision = { feedback: FEEDBACK, at: AT, parked, maxRounds: 2 };
+          const revisable = (i: number) => i >= 0 && i < specs.length && specs[i]!.status === 'awaiting_approval' && specs[i]!.rounds < 2 && specs[i]!.parked;
+          const result = reviseTasks(plan, indices, revision);
+          const refused = new Set(indices.filter((i) => !revisable(i)));
+          // One line per task refused, or the plan each revised in turn makes.
+          const oneAtATime = (current: Plan, i: number): Plan => {
+            const one = reviseTasks(current, [i], revision);
+            if (!one.ok) throw new Error(one.error.join('; '));
+            return one.value.plan;
+          };
+          if (refused.size > 0) expect(result.ok ? [] : result.error).toHaveLength(refused.size);
+          else expect(result.ok ? result.value.plan : null).toEqual([...new Set(indices)].reduce(oneAtATime, plan));
+          if (!result.ok) return;
+          for (const i of new Set(indices)) expect(openReview(result.value.plan.tasks[i]!)).toMatchObject({ feedback: FEEDBACK, attemptsBefore: 1 });
+        },
+      ),
+    );
+  });
+});
+
 describe('a round ends', () => {
   it('parked: the revision awaits approval, the task keeps the attempts it had, the round its own', () => {
     const plan = revised();

@@ -127,6 +127,10 @@ describe('the merge queue', () => {
     const retryPrompt = await readFile(join(prompts, `${marker}-2.txt`), 'utf8');
     expect(retryPrompt).toContain("the plan's test command failed with this task's work on top of the integration tip");
     expect(retryPrompt).toMatch(/is not a function/);
+    // It started from its own work on the tip as the gate tested it (the other task's work beneath).
+    expect(retryPrompt).toContain("## The work so far\n\nYour workspace already holds your previous attempt's work, which the gate's test command failed on");
+    const retryStart = (await runEvents(repo)).find((e) => e.type === 'task-started' && e.task === culprit && e.attempt === 2);
+    expect(retryStart).toMatchObject({ fromCandidate: true });
 
     // Everything landed: both tasks' files on the branch, the working tree clean, no foreman ref left.
     expect(await repo.git(['show', 'HEAD:src/use.js'])).toBe(culprit === 1 ? USE_HELLO : USE_GREET);

@@ -12,7 +12,7 @@ import type { RunEvent } from '../../src/core/events.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { runExecute, runPlanTool } from '../support/execute.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
-import { type ModelServer, type ScriptedRequest, startModelServer, text, toolUse, variants } from '../support/model-server.ts';
+import { type ModelServer, type ScriptedRequest, type TurnScript, startModelServer, text, toolUse, variants } from '../support/model-server.ts';
 import { makePlan, readPlan, writePlan } from '../support/plans.ts';
 import { claudeBin, claudeEnv, tempHome } from '../support/real-claude.ts';
 
@@ -21,6 +21,24 @@ const cwdOf = (req: ScriptedRequest) => req.cwd ?? '.';
 
 /** What each revising worker found: its prompt and what reading the parked file gave it. */
 const seen: { prompts: string[]; reads: string[] } = { prompts: [], reads: [] };
+
+/**
+ * A worker that starts from earlier work: it records its prompt, reads `file` (which must be in its
+ * worktree, holding `before`), and edits `before` into `after` rather than rewriting the file.
+ */
+const editsEarlierWork = (file: string, before: string, after: string, done: string): TurnScript[] => [
+  (req) => {
+    seen.prompts.push(req.prompt);
+    return [toolUse('Read', { file_path: join(cwdOf(req), file) })];
+  },
+  (req) => {
+    const read = req.toolResults[0];
+    seen.reads.push(read?.is_error === false ? read.content : `error: ${read?.content ?? 'no result'}`);
+    if (read?.is_error !== false || !read.content.includes(before.trim())) return [text(`FAILED: the earlier ${file} is not in my worktree`)];
+    return [toolUse('Edit', { file_path: join(cwdOf(req), file), old_string: before, new_string: after })];
+  },
+  [text(done)],
+];
 
 let server: ModelServer;
 const cleanups: Array<() => Promise<void>> = [];
@@ -32,25 +50,12 @@ beforeAll(async () => {
         {
           // The revision: its worktree must hold the parked file, which it edits.
           when: '## Changes requested in review',
-          turns: [
-            (req) => {
-              seen.prompts.push(req.prompt);
-              return [toolUse('Read', { file_path: join(cwdOf(req), 'src/parse.txt') })];
-            },
-            (req) => {
-              const read = req.toolResults[0];
-              seen.reads.push(read?.is_error === false ? read.content : `error: ${read?.content ?? 'no result'}`);
-              if (read?.is_error !== false || !read.content.includes('handles text')) return [text('FAILED: the parked src/parse.txt is not in my worktree')];
-              return [
-                toolUse('Edit', {
-                  file_path: join(cwdOf(req), 'src/parse.txt'),
-                  old_string: 'handles text\n',
-                  new_string: 'handles text\nhandles the empty string\n',
-                }),
-              ];
-            },
-            [text('COMPLETED: src/parse.txt handles the empty string too')],
-          ],
+          turns: editsEarlierWork(
+            'src/parse.txt',
+            'handles text\n',
+            'handles text\nhandles the empty string\n',
+            'COMPLETED: src/parse.txt handles the empty string too',
+          ),
         },
         {
           turns: [
@@ -59,23 +64,18 @@ beforeAll(async () => {
           ],
         },
       ]),
+      ...variants('TASK-MARKER: tidy', [
+        // The revision cannot do what was asked: the round fails.
+        { when: '## Changes requested in review', turns: [[text('FAILED: the empty string cannot be handled here')]] },
+        {
+          turns: [(req) => [toolUse('Write', { file_path: join(cwdOf(req), 'src/tidy.txt'), content: 'tidy\n' })], [text('COMPLETED: src/tidy.txt is tidy')]],
+        },
+      ]),
       ...variants('TASK-MARKER: shout', [
         {
           // The retry after the gate blamed it: it starts from its own candidate work.
           when: 'This is attempt 2',
-          turns: [
-            (req) => {
-              seen.prompts.push(req.prompt);
-              return [toolUse('Read', { file_path: join(cwdOf(req), 'src/shout.txt') })];
-            },
-            (req) => {
-              const read = req.toolResults[0];
-              seen.reads.push(read?.is_error === false ? read.content : `error: ${read?.content ?? 'no result'}`);
-              if (read?.is_error !== false || !read.content.includes('broken')) return [text('FAILED: my earlier src/shout.txt is not in my worktree')];
-              return [toolUse('Edit', { file_path: join(cwdOf(req), 'src/shout.txt'), old_string: 'broken', new_string: 'fixed' })];
-            },
-            [text('COMPLETED: fixed src/shout.txt')],
-          ],
+          turns: editsEarlierWork('src/shout.txt', 'broken', 'fixed', 'COMPLETED: fixed src/shout.txt'),
         },
         {
           turns: [
@@ -146,6 +146,10 @@ describe('a review goes back to the worker (real Claude Code CLI)', () => {
     const status = await runPlanTool(repo.dir, ['status', '--json'], env);
     const pending = JSON.parse(status.stdout) as { tasks: Array<{ status: string; attempts: number; reviews: Array<{ feedback: string; outcome: string }> }> };
     expect(pending.tasks[0]).toMatchObject({ status: 'pending', reviews: [{ feedback: FEEDBACK, outcome: 'open' }] });
+    const table = await runPlanTool(repo.dir, ['status'], env);
+    expect(table.stdout).toContain('revising, asked: also'); // the table fits 80 columns
+    expect(table.stdout).toContain(`task 0: review round 1 (`);
+    expect(table.stdout).toContain(`under way: its revision runs next — asked: ${JSON.stringify(FEEDBACK)}`);
 
     // The same command picks the revision up.
     const second = await runExecute(repo.dir, args, env);
@@ -187,6 +191,31 @@ describe('a review goes back to the worker (real Claude Code CLI)', () => {
     const done = await readPlan(join(repo.dir, '.design/history', archived[0]!));
     expect(done.tasks[0]).toMatchObject({ status: 'completed', attempts: 1, reviews: [{ feedback: FEEDBACK, outcome: 'parked' }] });
     expect(await foremanRefs(repo)).toEqual([]);
+  });
+
+  it('a round that uses up its attempts puts the earlier work back to awaiting approval, with the failure; approved, that work lands', async () => {
+    const { repo, env } = await repoWith(makePlan([task('tidy', 'src/tidy.txt', { gate: 'human-approval' })]));
+    const args = ['--claude-bin', claudeBin, '--sandbox', 'off', '--max-attempts', '1'];
+    expect((await runExecute(repo.dir, args, env)).exitCode).toBe(1);
+    const [ref] = (await foremanRefs(repo)).filter((r) => r.startsWith('refs/foreman-awaiting/'));
+    const earlier = (await repo.git(['rev-parse', ref!])).trim();
+    expect((await runPlanTool(repo.dir, ['revise', '0', '--feedback', FEEDBACK], env)).exitCode).toBe(0);
+
+    const second = await runExecute(repo.dir, args, env);
+    expect(second.exitCode, `${second.stdout}\n${second.stderr}`).toBe(1);
+    expect(second.stdout).toContain("task 0's review round 1 failed (1 attempt): the worker reported FAILED: the empty string cannot be handled here");
+    const plan = await readPlan(join(repo.dir, '.design/plan.json'));
+    expect(plan.tasks[0]).toMatchObject({
+      status: 'awaiting_approval',
+      attempts: 1,
+      result: 'src/tidy.txt is tidy',
+      reviews: [{ outcome: 'failed', attempts: 1, failure: 'the worker reported FAILED: the empty string cannot be handled here' }],
+    });
+    // The earlier work is still what is parked.
+    expect((await repo.git(['rev-parse', ref!])).trim()).toBe(earlier);
+    const approved = await runPlanTool(repo.dir, ['approve', '0'], env);
+    expect(approved.exitCode, approved.stderr).toBe(0);
+    expect(await repo.git(['show', 'HEAD:src/tidy.txt'])).toBe('tidy\n');
   });
 
   it("a candidate the gate blames retries from its own work, the gate's output in its prompt; the retry spends an attempt", async () => {

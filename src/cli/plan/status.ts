@@ -4,7 +4,7 @@ import { type LockStatus, readLock } from '../../adapters/plan-store.ts';
 import { approvalHint, commandHint } from '../../core/command-hint.ts';
 import { formatCostTally, formatElapsed, oneLine } from '../../core/format.ts';
 import { countByStatus } from '../../core/graph.ts';
-import { attemptsOf, emptyTally, mergeTallies, statusOf, tallyCostUsd } from '../../core/plan.ts';
+import { type TaskReview, attemptsOf, emptyTally, mergeTallies, statusOf, tallyCostUsd } from '../../core/plan.ts';
 import { neededPaths } from '../../core/widen.ts';
 import { groupRuns, planTally, stoppedRun, timeOf, unfinishedRun } from '../../core/report.ts';
 import { table } from '../../ui/table.ts';
@@ -12,7 +12,7 @@ import type { Command } from '../command.ts';
 import { EXIT, gitFailedError } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';
 import { jsonOption, planOption } from './options.ts';
-import { describeReviews } from '../../core/review.ts';
+import { describeReviews, openReview } from '../../core/review.ts';
 import { type IsolationStatus, isolationStatus } from '../../run/plan-landing.ts';
 import { formatBytes } from './land.ts';
 
@@ -24,7 +24,9 @@ const REASON_CHARS = 100;
  * running task behind (a failed attempt to retry, work that could not be integrated), or what a
  * completed task's last attempt set aside; one line, clipped.
  */
-function reasonCell(task: { status: string; result: string | null }, setAside: readonly string[]): string {
+function reasonCell(task: { status: string; result: string | null; attempts: number }, setAside: readonly string[], review: TaskReview | null): string {
+  // A review round not yet tried: its result is still the reviewed work's, not a reason.
+  if (review !== null && task.attempts === 0) return oneLine(`revising, asked: ${review.feedback}`, REASON_CHARS);
   if (task.status === 'completed' || task.status === 'awaiting_approval')
     return setAside.length > 0 ? oneLine(`set aside (not integrated): ${setAside.join(', ')}`, REASON_CHARS) : '';
   const shown = ['failed', 'blocked', 'skipped', 'pending', 'in_progress'].includes(task.status) && task.result !== null;
@@ -107,7 +109,7 @@ export const status: Command = {
           t.status,
           String(t.attempts),
           t.blockedBy.join(', ') || '—',
-          reasonCell(t, plan.tasks[t.index]!.setAside?.paths ?? []),
+          reasonCell(t, plan.tasks[t.index]!.setAside?.paths ?? [], openReview(plan.tasks[t.index]!)),
         ]),
         { maxWidth: io.columns, shrink: [{ column: 5, min: 24 }, { column: 1 }] },
       ),

@@ -6,6 +6,7 @@
 
 import type { RunEventBody } from '../events.ts';
 import type { UsageFigure } from '../plan.ts';
+import type { EarlierWork } from '../review.ts';
 import type { CapturedWork } from '../work.ts';
 import type { EngineStop } from './state.ts';
 
@@ -65,13 +66,13 @@ export type EngineEffect =
   | { type: 'finish'; stop: EngineStop; usage: UsageFigure };
 
 /**
- * Where an attempt starts when not at the integration tip: its workspace holds earlier work, and
- * its own work is what changed since that earlier work started, so capture, the scope check and
+ * Where an attempt starts when not at the integration tip alone: its workspace holds earlier work,
+ * and its own work is counted from where that earlier work starts, so capture, the scope check and
  * integration see the whole change. `commit` and `base`: a commit foreman kept and where it
- * started (a review round's parked work, core/review.ts); `work`: a candidate the gate blamed,
- * put back on its own base.
+ * started (a review round's parked work, core/review.ts); `work`: a candidate the gate blamed, put
+ * on the integration tip as it is now (what the gate failed it on), counted from the tip.
  */
-export type AttemptStart = { commit: string; base: string } | { work: CapturedWork };
+export type AttemptStart = EarlierWork | { work: CapturedWork };
 
 /** Why recording failed: the work conflicts with the integration tip, or git failed. */
 export type RecordFailure = { kind: 'conflict' | 'git'; message: string };

@@ -104,8 +104,10 @@ function start(building: StepDraft, task: number): void {
   // Widened to declare what its last attempt set aside: that work is re-checked before a worker is paid.
   const planned = draft.plan.tasks[task]!;
   const recheck = speculation === null && planned.recheck === true && recheckable(planned) ? planned.setAside!.commit! : null;
-  // A review round's attempt starts from its parked work; a blamed candidate's retry from its own.
-  const earlier = speculation === null && recheck === null ? takeStart(building, task) : null;
+  // A review round's attempt starts from its parked work; a blamed candidate's retry from its own
+  // (taken now whatever this start is: a later retry starts afresh).
+  const taken = takeStart(building, task);
+  const earlier = speculation === null && recheck === null ? taken : null;
   markStarted(draft.plan, task);
   building.attempts.set(task, {
     task,

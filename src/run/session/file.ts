@@ -150,7 +150,8 @@ function queueFromJson(queue: EngineJson['gate'] = {}): GateQueue {
 
 /** The step function's state as JSON, without its plan and what is derived from it. */
 export function engineToJson(state: EngineState): object {
-  const { plan: _plan, overlaps: _overlaps, priority: _priority, attempts, admitted, unlanded, widened, gate, ...rest } = state;
+  // `retryFrom` is a headless run's only (a session's subagents start from the branch).
+  const { plan: _plan, overlaps: _overlaps, priority: _priority, attempts, admitted, unlanded, widened, gate, retryFrom: _retryFrom, ...rest } = state;
   return {
     ...rest,
     attempts: [...attempts.values()].map(attemptToJson),
