@@ -16,6 +16,7 @@
 import { appendFile, mkdir, open, readFile, readdir, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ownCacheDir } from './layout.ts';
+import { type Result, ok } from '../core/failure.ts';
 import { type Binding, type HandOut, type HandedOutTask, safeId } from '../core/worker-hook.ts';
 
 /** Where every session's hand-out lives (see above). */
@@ -52,9 +53,12 @@ const isTask = (t: unknown): t is HandedOutTask => {
     typeof v.subject === 'string' &&
     typeof v.promptFile === 'string' &&
     Array.isArray(v.files) &&
-    v.files.every((f) => typeof f === 'string')
+    v.files.every((f) => typeof f === 'string') &&
+    (v.parked === undefined || (isObjectId(v.parked.base) && isObjectId(v.parked.commit)))
   );
 };
+
+const isObjectId = (id: unknown): id is string => typeof id === 'string' && /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/.test(id);
 
 /** The hand-out of `session`, or null when it runs no plan (or the file is damaged: then the hook stays out). */
 export async function readHandOut(root: string, session: string): Promise<HandOut | null> {
@@ -135,10 +139,19 @@ export async function writeSandboxSettings(file: string, settings: Record<string
 /**
  * Bind `agent` (working in `worktree`) to a handed-out task's attempt: the first subagent to read
  * its prompt file takes it (the claim is created exclusively, so two cannot), and gets its
- * TMPDIR (its sandbox settings are written at each Bash call). Returns the binding, or null when another subagent took it first.
+ * TMPDIR (its sandbox settings are written at each Bash call). `prepare` makes its worktree ready
+ * first (a revision's parked work put in); when it cannot, the agent holds the claim unbound, and
+ * the error says why. Returns the binding, or null when another subagent took it first.
  */
-export async function bindWorker(root: string, handOut: HandOut, agent: string, task: HandedOutTask, worktree: string): Promise<Binding | null> {
-  if (!safeId(agent)) return null;
+export async function bindWorker(
+  root: string,
+  handOut: HandOut,
+  agent: string,
+  task: HandedOutTask,
+  worktree: string,
+  prepare?: () => Promise<Result<void, string>>,
+): Promise<Result<Binding | null, string>> {
+  if (!safeId(agent)) return ok(null);
   const claim = claimFile(root, handOut.session, task.index, task.attempt);
   await mkdir(path.dirname(claim), { recursive: true });
   try {
@@ -148,13 +161,26 @@ export async function bindWorker(root: string, handOut: HandOut, agent: string, 
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     const holder = (await readFile(claim, 'utf8').catch(() => '')).trim();
-    if (holder !== agent) return null;
+    if (holder !== agent) return ok(null);
   }
+  const ready = prepare === undefined ? ok(undefined) : await prepare();
+  if (!ready.ok) return ready;
   const files = workerFiles(root, handOut.session, agent);
   await mkdir(files.tmpdir, { recursive: true, mode: 0o700 });
   const binding: Binding = { agent, task: task.index, attempt: task.attempt, worktree };
   await replaceFile(bindingFile(root, handOut.session, agent), JSON.stringify(binding));
-  return binding;
+  return ok(binding);
+}
+
+/**
+ * Whether a subagent is bound to `task`'s attempt `attempt`: it read the prompt file, and its
+ * worktree was made ready then (a revision's parked work put in, which binding waits for).
+ */
+export async function attemptBound(root: string, session: string, task: number, attempt: number): Promise<boolean> {
+  if (!safeId(session)) return false;
+  const agent = (await readFile(claimFile(root, session, task, attempt), 'utf8').catch(() => '')).trim();
+  const binding = safeId(agent) ? await readBinding(root, session, agent) : null;
+  return binding !== null && binding.task === task && binding.attempt === attempt;
 }
 
 /** The hook refused the worker of `task`'s attempt a write of `repoPath`, which its task does not declare: recorded for `finalize`. */

@@ -10,9 +10,11 @@ import { realpath } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { bindWorker, handOutRoot, readBinding, readHandOut, recordDeniedWrite, workerFiles, writeSandboxSettings } from '../adapters/hand-out.ts';
+import { type ParkedStart, describeAgentWorktreeProblem, startFromParked } from '../adapters/git/agent-worktrees.ts';
 import { sandboxCliPath } from '../adapters/layout.ts';
 import { personRules } from '../adapters/person-rules.ts';
 import { realTarget, realTargets } from '../adapters/real-paths.ts';
+import { type Result, err, ok } from '../core/failure.ts';
 import { pathsToResolve } from '../core/sandbox-denies.ts';
 import {
   type Binding,
@@ -59,16 +61,28 @@ async function writeTarget(call: ToolCall, worktree: string, home: string): Prom
   return real !== top && within(real, top) ? { kind: 'inside', path: path.relative(top, real).split(path.sep).join('/') } : { kind: 'outside', path: named };
 }
 
+/** Put a revision's parked work in its worker's worktree, or say why it could not be. */
+async function parkedWorkPut(repo: string, worktree: string, parked: ParkedStart): Promise<Result<void, string>> {
+  const put = await startFromParked(repo, worktree, parked);
+  return put.ok ? put : err(describeAgentWorktreeProblem(put.error));
+}
+
 /** What the decision on `call` needs, looked up (and the worker bound when it reads its prompt file). */
 async function lookUp(call: ToolCall & { agentId: string }, handOut: HandOut, root: string, env: NodeJS.ProcessEnv): Promise<CallFacts> {
   const worktree = workerWorktree(handOut.repo, call.agentId);
   let binding: Binding | null = currentBinding(handOut, await readBinding(root, handOut.session, call.agentId));
   const kind = classifyTool(call.toolName);
+  let unready: string | undefined;
   if (kind === 'read' && binding === null) {
     const task = promptFileRead(call, handOut);
-    if (task !== null) binding = await bindWorker(root, handOut, call.agentId, task, worktree);
+    const { parked } = task ?? {};
+    // A revision starts from its parked work: put in the worktree before the worker reads a thing.
+    const prepare = parked === undefined ? undefined : () => parkedWorkPut(handOut.repo, worktree, parked);
+    const bound = task === null ? ok(null) : await bindWorker(root, handOut, call.agentId, task, worktree, prepare);
+    if (bound.ok) binding = bound.value;
+    else unready = bound.error;
   }
-  const facts: CallFacts = { handOut, binding };
+  const facts: CallFacts = { handOut, binding, ...(unready !== undefined ? { unready } : {}) };
   if (binding === null) return facts;
   if (kind === 'write') facts.target = await writeTarget(call, worktree, env.HOME || homedir());
   if (kind === 'bash' && handOut.sandbox.available) {

@@ -162,6 +162,9 @@ export function nextStall(state: EngineState, step: { handedOut: number; running
   // Ready tasks whose blockers' work waits to land: `plan commit` lands it once nothing blocks.
   const landing = waitingToLand(state);
   if (landing.length > 0) return { stall: 'landing', stuck: landing };
+  // Nothing else left, and work waits for a person: the run is not done until they decide.
+  const undecided = state.plan.tasks.flatMap((t, i) => (statusOf(t) === 'awaiting_approval' ? [i] : []));
+  if (ready.length === 0 && undecided.length > 0) return { stall: 'awaiting_approval', stuck: undecided };
   return { stall: ready.length === 0 ? 'done' : 'none', stuck: [] };
 }
 

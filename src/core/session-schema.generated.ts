@@ -2,7 +2,7 @@
 // @ts-nocheck
 
 export const validateSessionFile = validate21;
-const schema6 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://github.com/foreman/foreman/schemas/session.schema.json","title":"foreman session file","description":"The in-session run between steps, `.design/prompts/session.json`: what the plan tool's steps (setup, next, finalize, commit) keep from one to the next — the session's settings, the tasks handed out, the gate process under way, and the step function's state (`engine`). Written by src/run/session/file.ts, version 2; a field absent is read as its default, so the files of earlier versions read too, and one of the version before the step function ran the session (no `engine`: `started`, `bases`, `verified`, `round`) is read into the same state. Fields not listed here are ignored. Each attempt record (`engine.attempts`) and each of the earlier version's `verified` entries is checked on its own (`#/definitions/attempt`, `#/definitions/earlierVerified`): one that is not whole is dropped as the file is read, and its task runs again after setup.","type":"object","properties":{"version":{"type":"integer","description":"2; absent in the first version's files"},"concurrency":{"$ref":"#/definitions/positive"},"maxAttempts":{"$ref":"#/definitions/positive"},"checkTimeoutMs":{"$ref":"#/definitions/positive"},"branch":{"oneOf":[{"type":"string","pattern":"^refs/heads/"},{"type":"null"}],"description":"the branch checked out at setup, where integrated work lands; null on a detached HEAD"},"startedAt":{"type":"string","description":"when the session's run started (ISO 8601)"},"runId":{"type":["string","null"],"description":"the run's id in the journal; null until a step starts a run"},"runFinished":{"type":"boolean","description":"a step wrote the run's run-finished event: the next task handed out starts a new run"},"handedOut":{"type":"object","description":"by task index: the tasks `next` handed out and not finalized yet, when, and the commit HEAD was at","additionalProperties":{"type":"object","required":["at","base"],"properties":{"at":{"type":"string"},"base":{"$ref":"#/definitions/objectId"}}}},"gate":{"type":"object","description":"the merge queue's process side: its command, and the gate process under way","properties":{"config":{"oneOf":[{"type":"object","required":["command","batchSize","timeoutMs"],"properties":{"command":{"type":"string","pattern":"\\S"},"batchSize":{"$ref":"#/definitions/positive"},"timeoutMs":{"$ref":"#/definitions/positive"}}},{"type":"null"}]},"current":{"oneOf":[{"type":"object","required":["id","tasks","tip","startedAt"],"properties":{"id":{"type":"string","pattern":"^[\\w-]+$"},"tasks":{"$ref":"#/definitions/taskList"},"tip":{"$ref":"#/definitions/objectId"},"startedAt":{"type":"string"}}},{"type":"null"}]},"baseline":{"type":"string","description":"versions before the step function kept the baseline: `running` while the gate tested the starting commit, `passed`, `failed` or `none`"}}},"sandbox":{"oneOf":[{"type":"object","required":["mode","sandboxed"],"properties":{"mode":{"enum":["auto","on","off"]},"sandboxed":{"const":true}}},{"type":"object","required":["mode","sandboxed","unavailable"],"properties":{"mode":{"enum":["auto","on","off"]},"sandboxed":{"const":false},"unavailable":{"type":["string","null"]}}},{"type":"null"}],"description":"the sandbox mode setup was given and what it found; null in the files of earlier versions"},"strictScope":{"type":"boolean"},"engine":{"oneOf":[{"$ref":"#/definitions/engine"},{"type":"null"}],"description":"the step function's state without its plan (each step reads plan.json afresh) and what is derived from it; null before setup"},"round":{"$ref":"#/definitions/count","description":"the version before the step function ran the session: rounds recorded"},"started":{"type":"object","description":"the version before the step function ran the session: by task index, when it was handed out","additionalProperties":{"type":"string"}},"bases":{"type":"object","description":"the version before the step function ran the session: by task index, the commit it was handed out at","additionalProperties":{"$ref":"#/definitions/objectId"}},"verified":{"type":"array","description":"the version before the step function ran the session: the tasks verified and not integrated, each checked on its own (#/definitions/earlierVerified)"}},"definitions":{"positive":{"type":"integer","minimum":1},"count":{"type":"integer","minimum":0},"number":{"type":"number"},"objectId":{"type":"string","pattern":"^(?:[0-9a-f]{40}|[0-9a-f]{64})$"},"taskList":{"type":"array","items":{"$ref":"#/definitions/count"}},"engine":{"type":"object","required":["attempts"],"properties":{"config":{"type":"object","description":"the step function's configuration as it was; not read back: each step makes it from the session's fields"},"now":{"type":"number","description":"the time of the latest event (ms)"},"limiter":{"$ref":"#/definitions/limiter"},"round":{"$ref":"#/definitions/count"},"usage":{"oneOf":[{"const":"unknown"},{"$ref":"#/definitions/usage"}]},"baseline":{"enum":["none","due","testing","passed","failed"]},"aborted":{"type":"boolean"},"timing":{"type":"object","required":["workers","workerMs","records","recordMs"],"properties":{"workers":{"type":"number"},"workerMs":{"type":"number"},"records":{"type":"number"},"recordMs":{"type":"number"}}},"recordingSince":{"type":["number","null"]},"stop":{"oneOf":[{"$ref":"#/definitions/stop"},{"type":"null"}]},"finished":{"type":"boolean"},"widened":{"oneOf":[{"$ref":"#/definitions/taskList"},{"type":"object","maxProperties":0}],"description":"tasks --widen widened; `{}` (nothing kept) in versions that wrote the set as it was"},"attempts":{"type":"array","description":"the live attempts, each checked on its own (#/definitions/attempt)"},"admitted":{"oneOf":[{"$ref":"#/definitions/taskList"},{"type":"null"}]},"unlanded":{"$ref":"#/definitions/taskList"},"gate":{"type":"object","description":"the merge queue","properties":{"waiting":{"$ref":"#/definitions/taskList"},"segments":{"type":"array","items":{"$ref":"#/definitions/taskList"}},"red":{"oneOf":[{"$ref":"#/definitions/taskList"},{"type":"null"}]},"aloneFailures":{"type":"array","description":"[task, failures] pairs","items":{"type":"array","items":[{"type":"integer"},{"type":"integer"}],"minItems":2,"maxItems":2}}}}}},"limiter":{"type":"object","description":"the run's limiter (src/core/limiter.ts); a field absent (a version before it kept it) is a new run's","properties":{"working":{"$ref":"#/definitions/positive"},"holdUntil":{"type":"number","minimum":0},"ownHold":{"type":"boolean"},"kind":{"enum":["rate-limit","overloaded","usage-limit","api-unreachable",null]},"resetAt":{"type":["number","null"]},"unreachable":{"type":["string","null"]},"strikes":{"$ref":"#/definitions/count"},"refusedSince":{"type":["number","null"]},"served":{"$ref":"#/definitions/count"},"patience":{"$ref":"#/definitions/positive"},"refusedAt":{"type":["integer","null"]},"refusals":{"$ref":"#/definitions/count"},"round":{"type":"object","properties":{"through":{"$ref":"#/definitions/count"},"refused":{"$ref":"#/definitions/count"}}}}},"usage":{"type":"object","required":["costUsd","inputTokens","outputTokens","cacheReadTokens","cacheCreationTokens"],"properties":{"costUsd":{"type":"number"},"inputTokens":{"type":"number"},"outputTokens":{"type":"number"},"cacheReadTokens":{"type":"number"},"cacheCreationTokens":{"type":"number"}}},"stop":{"type":"object","required":["reason","message"],"properties":{"reason":{"enum":["all-done","breaker","deadlock","awaiting_approval","budget","failures","interrupted","agent-unavailable","git-failed","setup-failed","drained","limited","api-unreachable"]},"message":{"type":"string"},"agentFailure":{"$ref":"#/definitions/workerFailure"},"baselineFailure":{"type":"object","required":["output"],"properties":{"output":{"type":"string"}}},"resumeAfter":{"type":"number"}}},"attempt":{"description":"An attempt as the session file keeps it (src/run/attempt-record.ts): `stage` says what else it holds. One not whole for its stage is dropped as it is read.","type":"object","required":["task","number","stage"],"properties":{"task":{"$ref":"#/definitions/count"},"number":{"type":"integer"},"stack":{"$ref":"#/definitions/taskList"},"run":{"$ref":"#/definitions/workerRun"},"held":{"type":"boolean"},"approved":{"type":"boolean"},"candidate":{"type":"boolean"}},"oneOf":[{"properties":{"stage":{"const":"running"},"cancelled":{"type":"string"},"progressed":{"type":"boolean"},"stopping":{"type":"boolean"},"refused":{"type":"boolean"},"recheck":{"type":"boolean"}}},{"required":["run","sessionId"],"properties":{"stage":{"const":"paused"},"sessionId":{"type":"string"}}},{"required":["run"],"properties":{"stage":{"const":"verifying"},"cancelled":{"type":"string"}}},{"required":["decision","work"],"properties":{"stage":{"const":"verified"},"decision":{"$ref":"#/definitions/passingDecision"},"work":{"$ref":"#/definitions/work"}}},{"required":["decision","work"],"properties":{"stage":{"enum":["queued","gating"]},"decision":{"$ref":"#/definitions/completedDecision"},"work":{"$ref":"#/definitions/work"}}},{"description":"in the lane: `candidate` true, held for the merge queue (completed work only); else integrated, or parked when it awaits approval","required":["decision","work"],"properties":{"stage":{"const":"recording"},"decision":{"$ref":"#/definitions/passingDecision"},"work":{"$ref":"#/definitions/work"}},"if":{"required":["candidate"],"properties":{"candidate":{"const":true}}},"then":{"properties":{"decision":{"$ref":"#/definitions/completedDecision"}}}}]},"earlierVerified":{"description":"The version before the step function ran the session: a task verified and not integrated.","type":"object","required":["task","result","work"],"properties":{"task":{"$ref":"#/definitions/count"},"result":{"type":"string"},"work":{"$ref":"#/definitions/work"}}},"passingDecision":{"type":"object","required":["kind","result"],"properties":{"kind":{"enum":["completed","awaiting_approval"]},"result":{"type":"string"}}},"completedDecision":{"type":"object","required":["kind","result"],"properties":{"kind":{"const":"completed"},"result":{"type":"string"}}},"work":{"description":"What a worker left in its task's declared files: the commit its worktree started at, and each path changed.","type":"object","required":["base","entries"],"properties":{"base":{"$ref":"#/definitions/objectId"},"entries":{"type":"array","items":{"type":"object","required":["path"],"properties":{"path":{"type":"string"}},"anyOf":[{"required":["deleted"],"properties":{"deleted":{"const":true}}},{"required":["mode","object"],"properties":{"mode":{"type":"string"},"object":{"$ref":"#/definitions/objectId"}}}]}}}},"workerRun":{"description":"What an attempt's workers did (WorkerRun in src/core/failure.ts).","type":"object","required":["usage","durationMs","permissionDenials","logPath","outcome"],"properties":{"sessionId":{"type":"string"},"unmeasured":{"type":"boolean"},"recheck":{"type":"boolean"},"usage":{"$ref":"#/definitions/usage"},"durationMs":{"type":"number"},"permissionDenials":{"type":"array","items":{"type":"object","required":["tool"],"properties":{"tool":{"type":"string"},"path":{"type":"string"},"tracked":{"type":"boolean"}}}},"logPath":{"type":"string"},"progressed":{"type":"boolean"},"waitedMs":{"type":"number"},"outcome":{"oneOf":[{"type":"object","required":["kind","resultText","statusLine"],"properties":{"kind":{"const":"reported"},"resultText":{"type":"string"},"statusLine":{"oneOf":[{"type":"object","required":["status","text"],"properties":{"status":{"enum":["COMPLETED","FAILED","BLOCKED"]},"text":{"type":"string"}}},{"type":"null"}]}}},{"type":"object","required":["kind","failure"],"properties":{"kind":{"const":"failed"},"failure":{"$ref":"#/definitions/workerFailure"}}}]}}},"workerFailure":{"description":"Why a worker did not produce a usable report (WorkerFailure in src/core/failure.ts), told apart by `reason`.","type":"object","required":["reason"],"oneOf":[{"required":["bin","message"],"properties":{"reason":{"const":"agent-missing"},"bin":{"type":"string"},"message":{"type":"string"}}},{"required":["message"],"properties":{"reason":{"const":"not-authenticated"},"message":{"type":"string"}}},{"required":["message"],"properties":{"reason":{"const":"rate-limited"},"message":{"type":"string"},"retryAfterMs":{"type":"number"},"resetAt":{"type":"number"}}},{"required":["message"],"properties":{"reason":{"const":"overloaded"},"message":{"type":"string"},"retryAfterMs":{"type":"number"}}},{"required":["message"],"properties":{"reason":{"const":"api-unreachable"},"message":{"type":"string"}}},{"properties":{"reason":{"const":"interrupted"}}},{"required":["timeoutMs"],"properties":{"reason":{"const":"timed-out"},"timeoutMs":{"type":"number"}}},{"required":["message"],"properties":{"reason":{"const":"max-turns"},"message":{"type":"string"}}},{"required":["message"],"properties":{"reason":{"const":"max-budget"},"message":{"type":"string"}}},{"required":["message"],"properties":{"reason":{"const":"api-error"},"message":{"type":"string"},"status":{"type":"number"}}},{"required":["stderrTail"],"properties":{"reason":{"const":"no-result"},"exitCode":{"type":"number"},"signal":{"type":"string"},"stderrTail":{"type":"string"}}},{"required":["sample"],"properties":{"reason":{"const":"garbage-output"},"sample":{"type":"string"}}},{"required":["message","retryAfterMs"],"properties":{"reason":{"const":"no-worktree"},"message":{"type":"string"},"retryAfterMs":{"type":"number"}}}]}}};
+const schema6 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://github.com/foreman/foreman/schemas/session.schema.json","title":"foreman session file","description":"The in-session run between steps, `.design/prompts/session.json`: what the plan tool's steps (setup, next, finalize, commit) keep from one to the next — the session's settings, the tasks handed out, the gate process under way, and the step function's state (`engine`). Written by src/run/session/file.ts, version 2; a field absent is read as its default, so the files of earlier versions read too, and one of the version before the step function ran the session (no `engine`: `started`, `bases`, `verified`, `round`) is read into the same state. Fields not listed here are ignored. Each attempt record (`engine.attempts`) and each of the earlier version's `verified` entries is checked on its own (`#/definitions/attempt`, `#/definitions/earlierVerified`): one that is not whole is dropped as the file is read, and its task runs again after setup.","type":"object","properties":{"version":{"type":"integer","description":"2; absent in the first version's files"},"concurrency":{"$ref":"#/definitions/positive"},"maxAttempts":{"$ref":"#/definitions/positive"},"checkTimeoutMs":{"$ref":"#/definitions/positive"},"branch":{"oneOf":[{"type":"string","pattern":"^refs/heads/"},{"type":"null"}],"description":"the branch checked out at setup, where integrated work lands; null on a detached HEAD"},"startedAt":{"type":"string","description":"when the session's run started (ISO 8601)"},"runId":{"type":["string","null"],"description":"the run's id in the journal; null until a step starts a run"},"runFinished":{"type":"boolean","description":"a step wrote the run's run-finished event: the next task handed out starts a new run"},"handedOut":{"type":"object","description":"by task index: the tasks `next` handed out and not finalized yet, when, and the commit their attempt starts from (HEAD's, or a revision's parked base)","additionalProperties":{"type":"object","required":["at","base"],"properties":{"at":{"type":"string"},"base":{"$ref":"#/definitions/objectId"},"parked":{"$ref":"#/definitions/objectId","description":"a revision (`plan revise`): the parked work its worker starts from, whose parent is `base`"}}}},"gate":{"type":"object","description":"the merge queue's process side: its command, and the gate process under way","properties":{"config":{"oneOf":[{"type":"object","required":["command","batchSize","timeoutMs"],"properties":{"command":{"type":"string","pattern":"\\S"},"batchSize":{"$ref":"#/definitions/positive"},"timeoutMs":{"$ref":"#/definitions/positive"}}},{"type":"null"}]},"current":{"oneOf":[{"type":"object","required":["id","tasks","tip","startedAt"],"properties":{"id":{"type":"string","pattern":"^[\\w-]+$"},"tasks":{"$ref":"#/definitions/taskList"},"tip":{"$ref":"#/definitions/objectId"},"startedAt":{"type":"string"}}},{"type":"null"}]},"baseline":{"type":"string","description":"versions before the step function kept the baseline: `running` while the gate tested the starting commit, `passed`, `failed` or `none`"}}},"sandbox":{"oneOf":[{"type":"object","required":["mode","sandboxed"],"properties":{"mode":{"enum":["auto","on","off"]},"sandboxed":{"const":true}}},{"type":"object","required":["mode","sandboxed","unavailable"],"properties":{"mode":{"enum":["auto","on","off"]},"sandboxed":{"const":false},"unavailable":{"type":["string","null"]}}},{"type":"null"}],"description":"the sandbox mode setup was given and what it found; null in the files of earlier versions"},"strictScope":{"type":"boolean"},"engine":{"oneOf":[{"$ref":"#/definitions/engine"},{"type":"null"}],"description":"the step function's state without its plan (each step reads plan.json afresh) and what is derived from it; null before setup"},"round":{"$ref":"#/definitions/count","description":"the version before the step function ran the session: rounds recorded"},"started":{"type":"object","description":"the version before the step function ran the session: by task index, when it was handed out","additionalProperties":{"type":"string"}},"bases":{"type":"object","description":"the version before the step function ran the session: by task index, the commit it was handed out at","additionalProperties":{"$ref":"#/definitions/objectId"}},"verified":{"type":"array","description":"the version before the step function ran the session: the tasks verified and not integrated, each checked on its own (#/definitions/earlierVerified)"}},"definitions":{"positive":{"type":"integer","minimum":1},"count":{"type":"integer","minimum":0},"number":{"type":"number"},"objectId":{"type":"string","pattern":"^(?:[0-9a-f]{40}|[0-9a-f]{64})$"},"taskList":{"type":"array","items":{"$ref":"#/definitions/count"}},"engine":{"type":"object","required":["attempts"],"properties":{"config":{"type":"object","description":"the step function's configuration as it was; not read back: each step makes it from the session's fields"},"now":{"type":"number","description":"the time of the latest event (ms)"},"limiter":{"$ref":"#/definitions/limiter"},"round":{"$ref":"#/definitions/count"},"usage":{"oneOf":[{"const":"unknown"},{"$ref":"#/definitions/usage"}]},"baseline":{"enum":["none","due","testing","passed","failed"]},"aborted":{"type":"boolean"},"timing":{"type":"object","required":["workers","workerMs","records","recordMs"],"properties":{"workers":{"type":"number"},"workerMs":{"type":"number"},"records":{"type":"number"},"recordMs":{"type":"number"}}},"recordingSince":{"type":["number","null"]},"stop":{"oneOf":[{"$ref":"#/definitions/stop"},{"type":"null"}]},"finished":{"type":"boolean"},"widened":{"oneOf":[{"$ref":"#/definitions/taskList"},{"type":"object","maxProperties":0}],"description":"tasks --widen widened; `{}` (nothing kept) in versions that wrote the set as it was"},"attempts":{"type":"array","description":"the live attempts, each checked on its own (#/definitions/attempt)"},"admitted":{"oneOf":[{"$ref":"#/definitions/taskList"},{"type":"null"}]},"unlanded":{"$ref":"#/definitions/taskList"},"gate":{"type":"object","description":"the merge queue","properties":{"waiting":{"$ref":"#/definitions/taskList"},"segments":{"type":"array","items":{"$ref":"#/definitions/taskList"}},"red":{"oneOf":[{"$ref":"#/definitions/taskList"},{"type":"null"}]},"aloneFailures":{"type":"array","description":"[task, failures] pairs","items":{"type":"array","items":[{"type":"integer"},{"type":"integer"}],"minItems":2,"maxItems":2}}}}}},"limiter":{"type":"object","description":"the run's limiter (src/core/limiter.ts); a field absent (a version before it kept it) is a new run's","properties":{"working":{"$ref":"#/definitions/positive"},"holdUntil":{"type":"number","minimum":0},"ownHold":{"type":"boolean"},"kind":{"enum":["rate-limit","overloaded","usage-limit","api-unreachable",null]},"resetAt":{"type":["number","null"]},"unreachable":{"type":["string","null"]},"strikes":{"$ref":"#/definitions/count"},"refusedSince":{"type":["number","null"]},"served":{"$ref":"#/definitions/count"},"patience":{"$ref":"#/definitions/positive"},"refusedAt":{"type":["integer","null"]},"refusals":{"$ref":"#/definitions/count"},"round":{"type":"object","properties":{"through":{"$ref":"#/definitions/count"},"refused":{"$ref":"#/definitions/count"}}}}},"usage":{"type":"object","required":["costUsd","inputTokens","outputTokens","cacheReadTokens","cacheCreationTokens"],"properties":{"costUsd":{"type":"number"},"inputTokens":{"type":"number"},"outputTokens":{"type":"number"},"cacheReadTokens":{"type":"number"},"cacheCreationTokens":{"type":"number"}}},"stop":{"type":"object","required":["reason","message"],"properties":{"reason":{"enum":["all-done","breaker","deadlock","awaiting_approval","budget","failures","interrupted","agent-unavailable","git-failed","setup-failed","drained","limited","api-unreachable"]},"message":{"type":"string"},"agentFailure":{"$ref":"#/definitions/workerFailure"},"baselineFailure":{"type":"object","required":["output"],"properties":{"output":{"type":"string"}}},"resumeAfter":{"type":"number"}}},"attempt":{"description":"An attempt as the session file keeps it (src/run/attempt-record.ts): `stage` says what else it holds. One not whole for its stage is dropped as it is read.","type":"object","required":["task","number","stage"],"properties":{"task":{"$ref":"#/definitions/count"},"number":{"type":"integer"},"stack":{"$ref":"#/definitions/taskList"},"run":{"$ref":"#/definitions/workerRun"},"held":{"type":"boolean"},"approved":{"type":"boolean"},"candidate":{"type":"boolean"}},"oneOf":[{"properties":{"stage":{"const":"running"},"cancelled":{"type":"string"},"progressed":{"type":"boolean"},"stopping":{"type":"boolean"},"refused":{"type":"boolean"},"recheck":{"type":"boolean"}}},{"required":["run","sessionId"],"properties":{"stage":{"const":"paused"},"sessionId":{"type":"string"}}},{"required":["run"],"properties":{"stage":{"const":"verifying"},"cancelled":{"type":"string"}}},{"required":["decision","work"],"properties":{"stage":{"const":"verified"},"decision":{"$ref":"#/definitions/passingDecision"},"work":{"$ref":"#/definitions/work"}}},{"required":["decision","work"],"properties":{"stage":{"enum":["queued","gating"]},"decision":{"$ref":"#/definitions/completedDecision"},"work":{"$ref":"#/definitions/work"}}},{"description":"in the lane: `candidate` true, held for the merge queue (completed work only); else integrated, or parked when it awaits approval","required":["decision","work"],"properties":{"stage":{"const":"recording"},"decision":{"$ref":"#/definitions/passingDecision"},"work":{"$ref":"#/definitions/work"}},"if":{"required":["candidate"],"properties":{"candidate":{"const":true}}},"then":{"properties":{"decision":{"$ref":"#/definitions/completedDecision"}}}}]},"earlierVerified":{"description":"The version before the step function ran the session: a task verified and not integrated.","type":"object","required":["task","result","work"],"properties":{"task":{"$ref":"#/definitions/count"},"result":{"type":"string"},"work":{"$ref":"#/definitions/work"}}},"passingDecision":{"type":"object","required":["kind","result"],"properties":{"kind":{"enum":["completed","awaiting_approval"]},"result":{"type":"string"}}},"completedDecision":{"type":"object","required":["kind","result"],"properties":{"kind":{"const":"completed"},"result":{"type":"string"}}},"work":{"description":"What a worker left in its task's declared files: the commit its worktree started at, and each path changed.","type":"object","required":["base","entries"],"properties":{"base":{"$ref":"#/definitions/objectId"},"entries":{"type":"array","items":{"type":"object","required":["path"],"properties":{"path":{"type":"string"}},"anyOf":[{"required":["deleted"],"properties":{"deleted":{"const":true}}},{"required":["mode","object"],"properties":{"mode":{"type":"string"},"object":{"$ref":"#/definitions/objectId"}}}]}}}},"workerRun":{"description":"What an attempt's workers did (WorkerRun in src/core/failure.ts).","type":"object","required":["usage","durationMs","permissionDenials","logPath","outcome"],"properties":{"sessionId":{"type":"string"},"unmeasured":{"type":"boolean"},"recheck":{"type":"boolean"},"usage":{"$ref":"#/definitions/usage"},"durationMs":{"type":"number"},"permissionDenials":{"type":"array","items":{"type":"object","required":["tool"],"properties":{"tool":{"type":"string"},"path":{"type":"string"},"tracked":{"type":"boolean"}}}},"logPath":{"type":"string"},"progressed":{"type":"boolean"},"waitedMs":{"type":"number"},"outcome":{"oneOf":[{"type":"object","required":["kind","resultText","statusLine"],"properties":{"kind":{"const":"reported"},"resultText":{"type":"string"},"statusLine":{"oneOf":[{"type":"object","required":["status","text"],"properties":{"status":{"enum":["COMPLETED","FAILED","BLOCKED"]},"text":{"type":"string"}}},{"type":"null"}]}}},{"type":"object","required":["kind","failure"],"properties":{"kind":{"const":"failed"},"failure":{"$ref":"#/definitions/workerFailure"}}}]}}},"workerFailure":{"description":"Why a worker did not produce a usable report (WorkerFailure in src/core/failure.ts), told apart by `reason`.","type":"object","required":["reason"],"oneOf":[{"required":["bin","message"],"properties":{"reason":{"const":"agent-missing"},"bin":{"type":"string"},"message":{"type":"string"}}},{"required":["message"],"properties":{"reason":{"const":"not-authenticated"},"message":{"type":"string"}}},{"required":["message"],"properties":{"reason":{"const":"rate-limited"},"message":{"type":"string"},"retryAfterMs":{"type":"number"},"resetAt":{"type":"number"}}},{"required":["message"],"properties":{"reason":{"const":"overloaded"},"message":{"type":"string"},"retryAfterMs":{"type":"number"}}},{"required":["message"],"properties":{"reason":{"const":"api-unreachable"},"message":{"type":"string"}}},{"properties":{"reason":{"const":"interrupted"}}},{"required":["timeoutMs"],"properties":{"reason":{"const":"timed-out"},"timeoutMs":{"type":"number"}}},{"required":["message"],"properties":{"reason":{"const":"max-turns"},"message":{"type":"string"}}},{"required":["message"],"properties":{"reason":{"const":"max-budget"},"message":{"type":"string"}}},{"required":["message"],"properties":{"reason":{"const":"api-error"},"message":{"type":"string"},"status":{"type":"number"}}},{"required":["stderrTail"],"properties":{"reason":{"const":"no-result"},"exitCode":{"type":"number"},"signal":{"type":"string"},"stderrTail":{"type":"string"}}},{"required":["sample"],"properties":{"reason":{"const":"garbage-output"},"sample":{"type":"string"}}},{"required":["message","retryAfterMs"],"properties":{"reason":{"const":"no-worktree"},"message":{"type":"string"},"retryAfterMs":{"type":"number"}}}]}}};
 const schema7 = {"type":"integer","minimum":1};
 
 function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
@@ -49,27 +49,27 @@ return errors === 0;
 const schema9 = {"type":"array","items":{"$ref":"#/definitions/count"}};
 const schema10 = {"type":"integer","minimum":0};
 
-function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
-validate31.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"}}];
+validate32.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"}}];
 return false;
 }
 if(errors === 0){
 if(typeof data == "number"){
 if(data < 0 || isNaN(data)){
-validate31.errors = [{instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0}}];
+validate32.errors = [{instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0}}];
 return false;
 }
 }
 }
-validate31.errors = vErrors;
+validate32.errors = vErrors;
 return errors === 0;
 }
 
 
-function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(errors === 0){
@@ -78,8 +78,8 @@ var valid0 = true;
 const len0 = data.length;
 for(let i0=0; i0<len0; i0++){
 const _errs1 = errors;
-if(!(validate31(data[i0], {instancePath:instancePath+"/" + i0,parentData:data,parentDataProperty:i0,rootData}))){
-vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
+if(!(validate32(data[i0], {instancePath:instancePath+"/" + i0,parentData:data,parentDataProperty:i0,rootData}))){
+vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
 errors = vErrors.length;
 }
 var valid0 = _errs1 === errors;
@@ -89,18 +89,18 @@ break;
 }
 }
 else {
-validate30.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "array"}}];
+validate31.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "array"}}];
 return false;
 }
 }
-validate30.errors = vErrors;
+validate31.errors = vErrors;
 return errors === 0;
 }
 
 const schema11 = {"type":"object","required":["attempts"],"properties":{"config":{"type":"object","description":"the step function's configuration as it was; not read back: each step makes it from the session's fields"},"now":{"type":"number","description":"the time of the latest event (ms)"},"limiter":{"$ref":"#/definitions/limiter"},"round":{"$ref":"#/definitions/count"},"usage":{"oneOf":[{"const":"unknown"},{"$ref":"#/definitions/usage"}]},"baseline":{"enum":["none","due","testing","passed","failed"]},"aborted":{"type":"boolean"},"timing":{"type":"object","required":["workers","workerMs","records","recordMs"],"properties":{"workers":{"type":"number"},"workerMs":{"type":"number"},"records":{"type":"number"},"recordMs":{"type":"number"}}},"recordingSince":{"type":["number","null"]},"stop":{"oneOf":[{"$ref":"#/definitions/stop"},{"type":"null"}]},"finished":{"type":"boolean"},"widened":{"oneOf":[{"$ref":"#/definitions/taskList"},{"type":"object","maxProperties":0}],"description":"tasks --widen widened; `{}` (nothing kept) in versions that wrote the set as it was"},"attempts":{"type":"array","description":"the live attempts, each checked on its own (#/definitions/attempt)"},"admitted":{"oneOf":[{"$ref":"#/definitions/taskList"},{"type":"null"}]},"unlanded":{"$ref":"#/definitions/taskList"},"gate":{"type":"object","description":"the merge queue","properties":{"waiting":{"$ref":"#/definitions/taskList"},"segments":{"type":"array","items":{"$ref":"#/definitions/taskList"}},"red":{"oneOf":[{"$ref":"#/definitions/taskList"},{"type":"null"}]},"aloneFailures":{"type":"array","description":"[task, failures] pairs","items":{"type":"array","items":[{"type":"integer"},{"type":"integer"}],"minItems":2,"maxItems":2}}}}}};
 const schema12 = {"type":"object","description":"the run's limiter (src/core/limiter.ts); a field absent (a version before it kept it) is a new run's","properties":{"working":{"$ref":"#/definitions/positive"},"holdUntil":{"type":"number","minimum":0},"ownHold":{"type":"boolean"},"kind":{"enum":["rate-limit","overloaded","usage-limit","api-unreachable",null]},"resetAt":{"type":["number","null"]},"unreachable":{"type":["string","null"]},"strikes":{"$ref":"#/definitions/count"},"refusedSince":{"type":["number","null"]},"served":{"$ref":"#/definitions/count"},"patience":{"$ref":"#/definitions/positive"},"refusedAt":{"type":["integer","null"]},"refusals":{"$ref":"#/definitions/count"},"round":{"type":"object","properties":{"through":{"$ref":"#/definitions/count"},"refused":{"$ref":"#/definitions/count"}}}}};
 
-function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(errors === 0){
@@ -123,12 +123,12 @@ const _errs2 = errors;
 if(errors === _errs2){
 if(typeof data1 == "number"){
 if(data1 < 0 || isNaN(data1)){
-validate36.errors = [{instancePath:instancePath+"/holdUntil",schemaPath:"#/properties/holdUntil/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0}}];
+validate37.errors = [{instancePath:instancePath+"/holdUntil",schemaPath:"#/properties/holdUntil/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0}}];
 return false;
 }
 }
 else {
-validate36.errors = [{instancePath:instancePath+"/holdUntil",schemaPath:"#/properties/holdUntil/type",keyword:"type",params:{type: "number"}}];
+validate37.errors = [{instancePath:instancePath+"/holdUntil",schemaPath:"#/properties/holdUntil/type",keyword:"type",params:{type: "number"}}];
 return false;
 }
 }
@@ -141,7 +141,7 @@ if(valid0){
 if(data.ownHold !== undefined){
 const _errs4 = errors;
 if(typeof data.ownHold !== "boolean"){
-validate36.errors = [{instancePath:instancePath+"/ownHold",schemaPath:"#/properties/ownHold/type",keyword:"type",params:{type: "boolean"}}];
+validate37.errors = [{instancePath:instancePath+"/ownHold",schemaPath:"#/properties/ownHold/type",keyword:"type",params:{type: "boolean"}}];
 return false;
 }
 var valid0 = _errs4 === errors;
@@ -154,7 +154,7 @@ if(data.kind !== undefined){
 let data3 = data.kind;
 const _errs6 = errors;
 if(!(((((data3 === "rate-limit") || (data3 === "overloaded")) || (data3 === "usage-limit")) || (data3 === "api-unreachable")) || (data3 === null))){
-validate36.errors = [{instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/enum",keyword:"enum",params:{allowedValues: schema12.properties.kind.enum}}];
+validate37.errors = [{instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/enum",keyword:"enum",params:{allowedValues: schema12.properties.kind.enum}}];
 return false;
 }
 var valid0 = _errs6 === errors;
@@ -167,7 +167,7 @@ if(data.resetAt !== undefined){
 let data4 = data.resetAt;
 const _errs7 = errors;
 if((!(typeof data4 == "number")) && (data4 !== null)){
-validate36.errors = [{instancePath:instancePath+"/resetAt",schemaPath:"#/properties/resetAt/type",keyword:"type",params:{type: schema12.properties.resetAt.type}}];
+validate37.errors = [{instancePath:instancePath+"/resetAt",schemaPath:"#/properties/resetAt/type",keyword:"type",params:{type: schema12.properties.resetAt.type}}];
 return false;
 }
 var valid0 = _errs7 === errors;
@@ -180,7 +180,7 @@ if(data.unreachable !== undefined){
 let data5 = data.unreachable;
 const _errs9 = errors;
 if((typeof data5 !== "string") && (data5 !== null)){
-validate36.errors = [{instancePath:instancePath+"/unreachable",schemaPath:"#/properties/unreachable/type",keyword:"type",params:{type: schema12.properties.unreachable.type}}];
+validate37.errors = [{instancePath:instancePath+"/unreachable",schemaPath:"#/properties/unreachable/type",keyword:"type",params:{type: schema12.properties.unreachable.type}}];
 return false;
 }
 var valid0 = _errs9 === errors;
@@ -191,8 +191,8 @@ var valid0 = true;
 if(valid0){
 if(data.strikes !== undefined){
 const _errs11 = errors;
-if(!(validate31(data.strikes, {instancePath:instancePath+"/strikes",parentData:data,parentDataProperty:"strikes",rootData}))){
-vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
+if(!(validate32(data.strikes, {instancePath:instancePath+"/strikes",parentData:data,parentDataProperty:"strikes",rootData}))){
+vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
 errors = vErrors.length;
 }
 var valid0 = _errs11 === errors;
@@ -205,7 +205,7 @@ if(data.refusedSince !== undefined){
 let data7 = data.refusedSince;
 const _errs12 = errors;
 if((!(typeof data7 == "number")) && (data7 !== null)){
-validate36.errors = [{instancePath:instancePath+"/refusedSince",schemaPath:"#/properties/refusedSince/type",keyword:"type",params:{type: schema12.properties.refusedSince.type}}];
+validate37.errors = [{instancePath:instancePath+"/refusedSince",schemaPath:"#/properties/refusedSince/type",keyword:"type",params:{type: schema12.properties.refusedSince.type}}];
 return false;
 }
 var valid0 = _errs12 === errors;
@@ -216,8 +216,8 @@ var valid0 = true;
 if(valid0){
 if(data.served !== undefined){
 const _errs14 = errors;
-if(!(validate31(data.served, {instancePath:instancePath+"/served",parentData:data,parentDataProperty:"served",rootData}))){
-vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
+if(!(validate32(data.served, {instancePath:instancePath+"/served",parentData:data,parentDataProperty:"served",rootData}))){
+vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
 errors = vErrors.length;
 }
 var valid0 = _errs14 === errors;
@@ -242,7 +242,7 @@ if(data.refusedAt !== undefined){
 let data10 = data.refusedAt;
 const _errs16 = errors;
 if((!((typeof data10 == "number") && (!(data10 % 1) && !isNaN(data10)))) && (data10 !== null)){
-validate36.errors = [{instancePath:instancePath+"/refusedAt",schemaPath:"#/properties/refusedAt/type",keyword:"type",params:{type: schema12.properties.refusedAt.type}}];
+validate37.errors = [{instancePath:instancePath+"/refusedAt",schemaPath:"#/properties/refusedAt/type",keyword:"type",params:{type: schema12.properties.refusedAt.type}}];
 return false;
 }
 var valid0 = _errs16 === errors;
@@ -253,8 +253,8 @@ var valid0 = true;
 if(valid0){
 if(data.refusals !== undefined){
 const _errs18 = errors;
-if(!(validate31(data.refusals, {instancePath:instancePath+"/refusals",parentData:data,parentDataProperty:"refusals",rootData}))){
-vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
+if(!(validate32(data.refusals, {instancePath:instancePath+"/refusals",parentData:data,parentDataProperty:"refusals",rootData}))){
+vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
 errors = vErrors.length;
 }
 var valid0 = _errs18 === errors;
@@ -270,8 +270,8 @@ if(errors === _errs19){
 if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
 if(data12.through !== undefined){
 const _errs21 = errors;
-if(!(validate31(data12.through, {instancePath:instancePath+"/round/through",parentData:data12,parentDataProperty:"through",rootData}))){
-vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
+if(!(validate32(data12.through, {instancePath:instancePath+"/round/through",parentData:data12,parentDataProperty:"through",rootData}))){
+vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
 errors = vErrors.length;
 }
 var valid1 = _errs21 === errors;
@@ -282,8 +282,8 @@ var valid1 = true;
 if(valid1){
 if(data12.refused !== undefined){
 const _errs22 = errors;
-if(!(validate31(data12.refused, {instancePath:instancePath+"/round/refused",parentData:data12,parentDataProperty:"refused",rootData}))){
-vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
+if(!(validate32(data12.refused, {instancePath:instancePath+"/round/refused",parentData:data12,parentDataProperty:"refused",rootData}))){
+vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
 errors = vErrors.length;
 }
 var valid1 = _errs22 === errors;
@@ -294,7 +294,7 @@ var valid1 = true;
 }
 }
 else {
-validate36.errors = [{instancePath:instancePath+"/round",schemaPath:"#/properties/round/type",keyword:"type",params:{type: "object"}}];
+validate37.errors = [{instancePath:instancePath+"/round",schemaPath:"#/properties/round/type",keyword:"type",params:{type: "object"}}];
 return false;
 }
 }
@@ -317,31 +317,31 @@ var valid0 = true;
 }
 }
 else {
-validate36.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"}}];
+validate37.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"}}];
 return false;
 }
 }
-validate36.errors = vErrors;
+validate37.errors = vErrors;
 return errors === 0;
 }
 
 const schema13 = {"type":"object","required":["costUsd","inputTokens","outputTokens","cacheReadTokens","cacheCreationTokens"],"properties":{"costUsd":{"type":"number"},"inputTokens":{"type":"number"},"outputTokens":{"type":"number"},"cacheReadTokens":{"type":"number"},"cacheCreationTokens":{"type":"number"}}};
 
-function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((((((data.costUsd === undefined) && (missing0 = "costUsd")) || ((data.inputTokens === undefined) && (missing0 = "inputTokens"))) || ((data.outputTokens === undefined) && (missing0 = "outputTokens"))) || ((data.cacheReadTokens === undefined) && (missing0 = "cacheReadTokens"))) || ((data.cacheCreationTokens === undefined) && (missing0 = "cacheCreationTokens"))){
-validate46.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0}}];
+validate47.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0}}];
 return false;
 }
 else {
 if(data.costUsd !== undefined){
 const _errs1 = errors;
 if(!(typeof data.costUsd == "number")){
-validate46.errors = [{instancePath:instancePath+"/costUsd",schemaPath:"#/properties/costUsd/type",keyword:"type",params:{type: "number"}}];
+validate47.errors = [{instancePath:instancePath+"/costUsd",schemaPath:"#/properties/costUsd/type",keyword:"type",params:{type: "number"}}];
 return false;
 }
 var valid0 = _errs1 === errors;
@@ -353,7 +353,7 @@ if(valid0){
 if(data.inputTokens !== undefined){
 const _errs3 = errors;
 if(!(typeof data.inputTokens == "number")){
-validate46.errors = [{instancePath:instancePath+"/inputTokens",schemaPath:"#/properties/inputTokens/type",keyword:"type",params:{type: "number"}}];
+validate47.errors = [{instancePath:instancePath+"/inputTokens",schemaPath:"#/properties/inputTokens/type",keyword:"type",params:{type: "number"}}];
 return false;
 }
 var valid0 = _errs3 === errors;
@@ -365,7 +365,7 @@ if(valid0){
 if(data.outputTokens !== undefined){
 const _errs5 = errors;
 if(!(typeof data.outputTokens == "number")){
-validate46.errors = [{instancePath:instancePath+"/outputTokens",schemaPath:"#/properties/outputTokens/type",keyword:"type",params:{type: "number"}}];
+validate47.errors = [{instancePath:instancePath+"/outputTokens",schemaPath:"#/properties/outputTokens/type",keyword:"type",params:{type: "number"}}];
 return false;
 }
 var valid0 = _errs5 === errors;
@@ -377,7 +377,7 @@ if(valid0){
 if(data.cacheReadTokens !== undefined){
 const _errs7 = errors;
 if(!(typeof data.cacheReadTokens == "number")){
-validate46.errors = [{instancePath:instancePath+"/cacheReadTokens",schemaPath:"#/properties/cacheReadTokens/type",keyword:"type",params:{type: "number"}}];
+validate47.errors = [{instancePath:instancePath+"/cacheReadTokens",schemaPath:"#/properties/cacheReadTokens/type",keyword:"type",params:{type: "number"}}];
 return false;
 }
 var valid0 = _errs7 === errors;
@@ -389,7 +389,7 @@ if(valid0){
 if(data.cacheCreationTokens !== undefined){
 const _errs9 = errors;
 if(!(typeof data.cacheCreationTokens == "number")){
-validate46.errors = [{instancePath:instancePath+"/cacheCreationTokens",schemaPath:"#/properties/cacheCreationTokens/type",keyword:"type",params:{type: "number"}}];
+validate47.errors = [{instancePath:instancePath+"/cacheCreationTokens",schemaPath:"#/properties/cacheCreationTokens/type",keyword:"type",params:{type: "number"}}];
 return false;
 }
 var valid0 = _errs9 === errors;
@@ -404,18 +404,18 @@ var valid0 = true;
 }
 }
 else {
-validate46.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"}}];
+validate47.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"}}];
 return false;
 }
 }
-validate46.errors = vErrors;
+validate47.errors = vErrors;
 return errors === 0;
 }
 
 const schema14 = {"type":"object","required":["reason","message"],"properties":{"reason":{"enum":["all-done","breaker","deadlock","awaiting_approval","budget","failures","interrupted","agent-unavailable","git-failed","setup-failed","drained","limited","api-unreachable"]},"message":{"type":"string"},"agentFailure":{"$ref":"#/definitions/workerFailure"},"baselineFailure":{"type":"object","required":["output"],"properties":{"output":{"type":"string"}}},"resumeAfter":{"type":"number"}}};
 const schema15 = {"description":"Why a worker did not produce a usable report (WorkerFailure in src/core/failure.ts), told apart by `reason`.","type":"object","required":["reason"],"oneOf":[{"required":["bin","message"],"properties":{"reason":{"const":"agent-missing"},"bin":{"type":"string"},"message":{"type":"string"}}},{"required":["message"],"properties":{"reason":{"const":"not-authenticated"},"message":{"type":"string"}}},{"required":["message"],"properties":{"reason":{"const":"rate-limited"},"message":{"type":"string"},"retryAfterMs":{"type":"number"},"resetAt":{"type":"number"}}},{"required":["message"],"properties":{"reason":{"const":"overloaded"},"message":{"type":"string"},"retryAfterMs":{"type":"number"}}},{"required":["message"],"properties":{"reason":{"const":"api-unreachable"},"message":{"type":"string"}}},{"properties":{"reason":{"const":"interrupted"}}},{"required":["timeoutMs"],"properties":{"reason":{"const":"timed-out"},"timeoutMs":{"type":"number"}}},{"required":["message"],"properties":{"reason":{"const":"max-turns"},"message":{"type":"string"}}},{"required":["message"],"properties":{"reason":{"const":"max-budget"},"message":{"type":"string"}}},{"required":["message"],"properties":{"reason":{"const":"api-error"},"message":{"type":"string"},"status":{"type":"number"}}},{"required":["stderrTail"],"properties":{"reason":{"const":"no-result"},"exitCode":{"type":"number"},"signal":{"type":"string"},"stderrTail":{"type":"string"}}},{"required":["sample"],"properties":{"reason":{"const":"garbage-output"},"sample":{"type":"string"}}},{"required":["message","retryAfterMs"],"properties":{"reason":{"const":"no-worktree"},"message":{"type":"string"},"retryAfterMs":{"type":"number"}}}]};
 
-function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 const _errs1 = errors;
@@ -1358,7 +1358,7 @@ else {
 vErrors.push(err45);
 }
 errors++;
-validate49.errors = vErrors;
+validate50.errors = vErrors;
 return false;
 }
 else {
@@ -1376,28 +1376,28 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing12;
 if((data.reason === undefined) && (missing12 = "reason")){
-validate49.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing12}}];
+validate50.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing12}}];
 return false;
 }
 }
 else {
-validate49.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"}}];
+validate50.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"}}];
 return false;
 }
 }
-validate49.errors = vErrors;
+validate50.errors = vErrors;
 return errors === 0;
 }
 
 
-function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((data.reason === undefined) && (missing0 = "reason")) || ((data.message === undefined) && (missing0 = "message"))){
-validate48.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0}}];
+validate49.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0}}];
 return false;
 }
 else {
@@ -1405,7 +1405,7 @@ if(data.reason !== undefined){
 let data0 = data.reason;
 const _errs1 = errors;
 if(!(((((((((((((data0 === "all-done") || (data0 === "breaker")) || (data0 === "deadlock")) || (data0 === "awaiting_approval")) || (data0 === "budget")) || (data0 === "failures")) || (data0 === "interrupted")) || (data0 === "agent-unavailable")) || (data0 === "git-failed")) || (data0 === "setup-failed")) || (data0 === "drained")) || (data0 === "limited")) || (data0 === "api-unreachable"))){
-validate48.errors = [{instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/enum",keyword:"enum",params:{allowedValues: schema14.properties.reason.enum}}];
+validate49.errors = [{instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/enum",keyword:"enum",params:{allowedValues: schema14.properties.reason.enum}}];
 return false;
 }
 var valid0 = _errs1 === errors;
@@ -1417,7 +1417,7 @@ if(valid0){
 if(data.message !== undefined){
 const _errs2 = errors;
 if(typeof data.message !== "string"){
-validate48.errors = [{instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"}}];
+validate49.errors = [{instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"}}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -1428,8 +1428,8 @@ var valid0 = true;
 if(valid0){
 if(data.agentFailure !== undefined){
 const _errs4 = errors;
-if(!(validate49(data.agentFailure, {instancePath:instancePath+"/agentFailure",parentData:data,parentDataProperty:"agentFailure",rootData}))){
-vErrors = vErrors === null ? validate49.errors : vErrors.concat(validate49.errors);
+if(!(validate50(data.agentFailure, {instancePath:instancePath+"/agentFailure",parentData:data,parentDataProperty:"agentFailure",rootData}))){
+vErrors = vErrors === null ? validate50.errors : vErrors.concat(validate50.errors);
 errors = vErrors.length;
 }
 var valid0 = _errs4 === errors;
@@ -1445,20 +1445,20 @@ if(errors === _errs5){
 if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
 let missing1;
 if((data3.output === undefined) && (missing1 = "output")){
-validate48.errors = [{instancePath:instancePath+"/baselineFailure",schemaPath:"#/properties/baselineFailure/required",keyword:"required",params:{missingProperty: missing1}}];
+validate49.errors = [{instancePath:instancePath+"/baselineFailure",schemaPath:"#/properties/baselineFailure/required",keyword:"required",params:{missingProperty: missing1}}];
 return false;
 }
 else {
 if(data3.output !== undefined){
 if(typeof data3.output !== "string"){
-validate48.errors = [{instancePath:instancePath+"/baselineFailure/output",schemaPath:"#/properties/baselineFailure/properties/output/type",keyword:"type",params:{type: "string"}}];
+validate49.errors = [{instancePath:instancePath+"/baselineFailure/output",schemaPath:"#/properties/baselineFailure/properties/output/type",keyword:"type",params:{type: "string"}}];
 return false;
 }
 }
 }
 }
 else {
-validate48.errors = [{instancePath:instancePath+"/baselineFailure",schemaPath:"#/properties/baselineFailure/type",keyword:"type",params:{type: "object"}}];
+validate49.errors = [{instancePath:instancePath+"/baselineFailure",schemaPath:"#/properties/baselineFailure/type",keyword:"type",params:{type: "object"}}];
 return false;
 }
 }
@@ -1471,7 +1471,7 @@ if(valid0){
 if(data.resumeAfter !== undefined){
 const _errs9 = errors;
 if(!(typeof data.resumeAfter == "number")){
-validate48.errors = [{instancePath:instancePath+"/resumeAfter",schemaPath:"#/properties/resumeAfter/type",keyword:"type",params:{type: "number"}}];
+validate49.errors = [{instancePath:instancePath+"/resumeAfter",schemaPath:"#/properties/resumeAfter/type",keyword:"type",params:{type: "number"}}];
 return false;
 }
 var valid0 = _errs9 === errors;
@@ -1486,23 +1486,23 @@ var valid0 = true;
 }
 }
 else {
-validate48.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"}}];
+validate49.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"}}];
 return false;
 }
 }
-validate48.errors = vErrors;
+validate49.errors = vErrors;
 return errors === 0;
 }
 
 
-function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.attempts === undefined) && (missing0 = "attempts")){
-validate35.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0}}];
+validate36.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0}}];
 return false;
 }
 else {
@@ -1510,7 +1510,7 @@ if(data.config !== undefined){
 let data0 = data.config;
 const _errs1 = errors;
 if(!(data0 && typeof data0 == "object" && !Array.isArray(data0))){
-validate35.errors = [{instancePath:instancePath+"/config",schemaPath:"#/properties/config/type",keyword:"type",params:{type: "object"}}];
+validate36.errors = [{instancePath:instancePath+"/config",schemaPath:"#/properties/config/type",keyword:"type",params:{type: "object"}}];
 return false;
 }
 var valid0 = _errs1 === errors;
@@ -1522,7 +1522,7 @@ if(valid0){
 if(data.now !== undefined){
 const _errs3 = errors;
 if(!(typeof data.now == "number")){
-validate35.errors = [{instancePath:instancePath+"/now",schemaPath:"#/properties/now/type",keyword:"type",params:{type: "number"}}];
+validate36.errors = [{instancePath:instancePath+"/now",schemaPath:"#/properties/now/type",keyword:"type",params:{type: "number"}}];
 return false;
 }
 var valid0 = _errs3 === errors;
@@ -1533,8 +1533,8 @@ var valid0 = true;
 if(valid0){
 if(data.limiter !== undefined){
 const _errs5 = errors;
-if(!(validate36(data.limiter, {instancePath:instancePath+"/limiter",parentData:data,parentDataProperty:"limiter",rootData}))){
-vErrors = vErrors === null ? validate36.errors : vErrors.concat(validate36.errors);
+if(!(validate37(data.limiter, {instancePath:instancePath+"/limiter",parentData:data,parentDataProperty:"limiter",rootData}))){
+vErrors = vErrors === null ? validate37.errors : vErrors.concat(validate37.errors);
 errors = vErrors.length;
 }
 var valid0 = _errs5 === errors;
@@ -1545,8 +1545,8 @@ var valid0 = true;
 if(valid0){
 if(data.round !== undefined){
 const _errs6 = errors;
-if(!(validate31(data.round, {instancePath:instancePath+"/round",parentData:data,parentDataProperty:"round",rootData}))){
-vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
+if(!(validate32(data.round, {instancePath:instancePath+"/round",parentData:data,parentDataProperty:"round",rootData}))){
+vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
 errors = vErrors.length;
 }
 var valid0 = _errs6 === errors;
@@ -1578,8 +1578,8 @@ valid1 = true;
 passing0 = 0;
 }
 const _errs10 = errors;
-if(!(validate46(data4, {instancePath:instancePath+"/usage",parentData:data,parentDataProperty:"usage",rootData}))){
-vErrors = vErrors === null ? validate46.errors : vErrors.concat(validate46.errors);
+if(!(validate47(data4, {instancePath:instancePath+"/usage",parentData:data,parentDataProperty:"usage",rootData}))){
+vErrors = vErrors === null ? validate47.errors : vErrors.concat(validate47.errors);
 errors = vErrors.length;
 }
 var _valid0 = _errs10 === errors;
@@ -1602,7 +1602,7 @@ else {
 vErrors.push(err1);
 }
 errors++;
-validate35.errors = vErrors;
+validate36.errors = vErrors;
 return false;
 }
 else {
@@ -1626,7 +1626,7 @@ if(data.baseline !== undefined){
 let data5 = data.baseline;
 const _errs11 = errors;
 if(!(((((data5 === "none") || (data5 === "due")) || (data5 === "testing")) || (data5 === "passed")) || (data5 === "failed"))){
-validate35.errors = [{instancePath:instancePath+"/baseline",schemaPath:"#/properties/baseline/enum",keyword:"enum",params:{allowedValues: schema11.properties.baseline.enum}}];
+validate36.errors = [{instancePath:instancePath+"/baseline",schemaPath:"#/properties/baseline/enum",keyword:"enum",params:{allowedValues: schema11.properties.baseline.enum}}];
 return false;
 }
 var valid0 = _errs11 === errors;
@@ -1638,7 +1638,7 @@ if(valid0){
 if(data.aborted !== undefined){
 const _errs12 = errors;
 if(typeof data.aborted !== "boolean"){
-validate35.errors = [{instancePath:instancePath+"/aborted",schemaPath:"#/properties/aborted/type",keyword:"type",params:{type: "boolean"}}];
+validate36.errors = [{instancePath:instancePath+"/aborted",schemaPath:"#/properties/aborted/type",keyword:"type",params:{type: "boolean"}}];
 return false;
 }
 var valid0 = _errs12 === errors;
@@ -1654,14 +1654,14 @@ if(errors === _errs14){
 if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
 let missing1;
 if(((((data7.workers === undefined) && (missing1 = "workers")) || ((data7.workerMs === undefined) && (missing1 = "workerMs"))) || ((data7.records === undefined) && (missing1 = "records"))) || ((data7.recordMs === undefined) && (missing1 = "recordMs"))){
-validate35.errors = [{instancePath:instancePath+"/timing",schemaPath:"#/properties/timing/required",keyword:"required",params:{missingProperty: missing1}}];
+validate36.errors = [{instancePath:instancePath+"/timing",schemaPath:"#/properties/timing/required",keyword:"required",params:{missingProperty: missing1}}];
 return false;
 }
 else {
 if(data7.workers !== undefined){
 const _errs16 = errors;
 if(!(typeof data7.workers == "number")){
-validate35.errors = [{instancePath:instancePath+"/timing/workers",schemaPath:"#/properties/timing/properties/workers/type",keyword:"type",params:{type: "number"}}];
+validate36.errors = [{instancePath:instancePath+"/timing/workers",schemaPath:"#/properties/timing/properties/workers/type",keyword:"type",params:{type: "number"}}];
 return false;
 }
 var valid2 = _errs16 === errors;
@@ -1673,7 +1673,7 @@ if(valid2){
 if(data7.workerMs !== undefined){
 const _errs18 = errors;
 if(!(typeof data7.workerMs == "number")){
-validate35.errors = [{instancePath:instancePath+"/timing/workerMs",schemaPath:"#/properties/timing/properties/workerMs/type",keyword:"type",params:{type: "number"}}];
+validate36.errors = [{instancePath:instancePath+"/timing/workerMs",schemaPath:"#/properties/timing/properties/workerMs/type",keyword:"type",params:{type: "number"}}];
 return false;
 }
 var valid2 = _errs18 === errors;
@@ -1685,7 +1685,7 @@ if(valid2){
 if(data7.records !== undefined){
 const _errs20 = errors;
 if(!(typeof data7.records == "number")){
-validate35.errors = [{instancePath:instancePath+"/timing/records",schemaPath:"#/properties/timing/properties/records/type",keyword:"type",params:{type: "number"}}];
+validate36.errors = [{instancePath:instancePath+"/timing/records",schemaPath:"#/properties/timing/properties/records/type",keyword:"type",params:{type: "number"}}];
 return false;
 }
 var valid2 = _errs20 === errors;
@@ -1697,7 +1697,7 @@ if(valid2){
 if(data7.recordMs !== undefined){
 const _errs22 = errors;
 if(!(typeof data7.recordMs == "number")){
-validate35.errors = [{instancePath:instancePath+"/timing/recordMs",schemaPath:"#/properties/timing/properties/recordMs/type",keyword:"type",params:{type: "number"}}];
+validate36.errors = [{instancePath:instancePath+"/timing/recordMs",schemaPath:"#/properties/timing/properties/recordMs/type",keyword:"type",params:{type: "number"}}];
 return false;
 }
 var valid2 = _errs22 === errors;
@@ -1711,7 +1711,7 @@ var valid2 = true;
 }
 }
 else {
-validate35.errors = [{instancePath:instancePath+"/timing",schemaPath:"#/properties/timing/type",keyword:"type",params:{type: "object"}}];
+validate36.errors = [{instancePath:instancePath+"/timing",schemaPath:"#/properties/timing/type",keyword:"type",params:{type: "object"}}];
 return false;
 }
 }
@@ -1725,7 +1725,7 @@ if(data.recordingSince !== undefined){
 let data12 = data.recordingSince;
 const _errs24 = errors;
 if((!(typeof data12 == "number")) && (data12 !== null)){
-validate35.errors = [{instancePath:instancePath+"/recordingSince",schemaPath:"#/properties/recordingSince/type",keyword:"type",params:{type: schema11.properties.recordingSince.type}}];
+validate36.errors = [{instancePath:instancePath+"/recordingSince",schemaPath:"#/properties/recordingSince/type",keyword:"type",params:{type: schema11.properties.recordingSince.type}}];
 return false;
 }
 var valid0 = _errs24 === errors;
@@ -1741,8 +1741,8 @@ const _errs27 = errors;
 let valid3 = false;
 let passing1 = null;
 const _errs28 = errors;
-if(!(validate48(data13, {instancePath:instancePath+"/stop",parentData:data,parentDataProperty:"stop",rootData}))){
-vErrors = vErrors === null ? validate48.errors : vErrors.concat(validate48.errors);
+if(!(validate49(data13, {instancePath:instancePath+"/stop",parentData:data,parentDataProperty:"stop",rootData}))){
+vErrors = vErrors === null ? validate49.errors : vErrors.concat(validate49.errors);
 errors = vErrors.length;
 }
 var _valid1 = _errs28 === errors;
@@ -1781,7 +1781,7 @@ else {
 vErrors.push(err3);
 }
 errors++;
-validate35.errors = vErrors;
+validate36.errors = vErrors;
 return false;
 }
 else {
@@ -1804,7 +1804,7 @@ if(valid0){
 if(data.finished !== undefined){
 const _errs31 = errors;
 if(typeof data.finished !== "boolean"){
-validate35.errors = [{instancePath:instancePath+"/finished",schemaPath:"#/properties/finished/type",keyword:"type",params:{type: "boolean"}}];
+validate36.errors = [{instancePath:instancePath+"/finished",schemaPath:"#/properties/finished/type",keyword:"type",params:{type: "boolean"}}];
 return false;
 }
 var valid0 = _errs31 === errors;
@@ -1820,8 +1820,8 @@ const _errs34 = errors;
 let valid4 = false;
 let passing2 = null;
 const _errs35 = errors;
-if(!(validate30(data15, {instancePath:instancePath+"/widened",parentData:data,parentDataProperty:"widened",rootData}))){
-vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+if(!(validate31(data15, {instancePath:instancePath+"/widened",parentData:data,parentDataProperty:"widened",rootData}))){
+vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
 errors = vErrors.length;
 }
 var _valid2 = _errs35 === errors;
@@ -1874,7 +1874,7 @@ else {
 vErrors.push(err6);
 }
 errors++;
-validate35.errors = vErrors;
+validate36.errors = vErrors;
 return false;
 }
 else {
@@ -1897,7 +1897,7 @@ if(valid0){
 if(data.attempts !== undefined){
 const _errs38 = errors;
 if(!(Array.isArray(data.attempts))){
-validate35.errors = [{instancePath:instancePath+"/attempts",schemaPath:"#/properties/attempts/type",keyword:"type",params:{type: "array"}}];
+validate36.errors = [{instancePath:instancePath+"/attempts",schemaPath:"#/properties/attempts/type",keyword:"type",params:{type: "array"}}];
 return false;
 }
 var valid0 = _errs38 === errors;
@@ -1913,8 +1913,8 @@ const _errs41 = errors;
 let valid5 = false;
 let passing3 = null;
 const _errs42 = errors;
-if(!(validate30(data17, {instancePath:instancePath+"/admitted",parentData:data,parentDataProperty:"admitted",rootData}))){
-vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+if(!(validate31(data17, {instancePath:instancePath+"/admitted",parentData:data,parentDataProperty:"admitted",rootData}))){
+vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
 errors = vErrors.length;
 }
 var _valid3 = _errs42 === errors;
@@ -1953,7 +1953,7 @@ else {
 vErrors.push(err8);
 }
 errors++;
-validate35.errors = vErrors;
+validate36.errors = vErrors;
 return false;
 }
 else {
@@ -1975,8 +1975,8 @@ var valid0 = true;
 if(valid0){
 if(data.unlanded !== undefined){
 const _errs45 = errors;
-if(!(validate30(data.unlanded, {instancePath:instancePath+"/unlanded",parentData:data,parentDataProperty:"unlanded",rootData}))){
-vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+if(!(validate31(data.unlanded, {instancePath:instancePath+"/unlanded",parentData:data,parentDataProperty:"unlanded",rootData}))){
+vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
 errors = vErrors.length;
 }
 var valid0 = _errs45 === errors;
@@ -1992,8 +1992,8 @@ if(errors === _errs46){
 if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
 if(data19.waiting !== undefined){
 const _errs48 = errors;
-if(!(validate30(data19.waiting, {instancePath:instancePath+"/gate/waiting",parentData:data19,parentDataProperty:"waiting",rootData}))){
-vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+if(!(validate31(data19.waiting, {instancePath:instancePath+"/gate/waiting",parentData:data19,parentDataProperty:"waiting",rootData}))){
+vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
 errors = vErrors.length;
 }
 var valid6 = _errs48 === errors;
@@ -2011,8 +2011,8 @@ var valid7 = true;
 const len0 = data21.length;
 for(let i0=0; i0<len0; i0++){
 const _errs51 = errors;
-if(!(validate30(data21[i0], {instancePath:instancePath+"/gate/segments/" + i0,parentData:data21,parentDataProperty:i0,rootData}))){
-vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+if(!(validate31(data21[i0], {instancePath:instancePath+"/gate/segments/" + i0,parentData:data21,parentDataProperty:i0,rootData}))){
+vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
 errors = vErrors.length;
 }
 var valid7 = _errs51 === errors;
@@ -2022,7 +2022,7 @@ break;
 }
 }
 else {
-validate35.errors = [{instancePath:instancePath+"/gate/segments",schemaPath:"#/properties/gate/properties/segments/type",keyword:"type",params:{type: "array"}}];
+validate36.errors = [{instancePath:instancePath+"/gate/segments",schemaPath:"#/properties/gate/properties/segments/type",keyword:"type",params:{type: "array"}}];
 return false;
 }
 }
@@ -2039,8 +2039,8 @@ const _errs53 = errors;
 let valid8 = false;
 let passing4 = null;
 const _errs54 = errors;
-if(!(validate30(data23, {instancePath:instancePath+"/gate/red",parentData:data19,parentDataProperty:"red",rootData}))){
-vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+if(!(validate31(data23, {instancePath:instancePath+"/gate/red",parentData:data19,parentDataProperty:"red",rootData}))){
+vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
 errors = vErrors.length;
 }
 var _valid4 = _errs54 === errors;
@@ -2079,7 +2079,7 @@ else {
 vErrors.push(err10);
 }
 errors++;
-validate35.errors = vErrors;
+validate36.errors = vErrors;
 return false;
 }
 else {
@@ -2112,12 +2112,12 @@ const _errs59 = errors;
 if(errors === _errs59){
 if(Array.isArray(data25)){
 if(data25.length > 2){
-validate35.errors = [{instancePath:instancePath+"/gate/aloneFailures/" + i1,schemaPath:"#/properties/gate/properties/aloneFailures/items/maxItems",keyword:"maxItems",params:{limit: 2}}];
+validate36.errors = [{instancePath:instancePath+"/gate/aloneFailures/" + i1,schemaPath:"#/properties/gate/properties/aloneFailures/items/maxItems",keyword:"maxItems",params:{limit: 2}}];
 return false;
 }
 else {
 if(data25.length < 2){
-validate35.errors = [{instancePath:instancePath+"/gate/aloneFailures/" + i1,schemaPath:"#/properties/gate/properties/aloneFailures/items/minItems",keyword:"minItems",params:{limit: 2}}];
+validate36.errors = [{instancePath:instancePath+"/gate/aloneFailures/" + i1,schemaPath:"#/properties/gate/properties/aloneFailures/items/minItems",keyword:"minItems",params:{limit: 2}}];
 return false;
 }
 else {
@@ -2126,7 +2126,7 @@ if(len2 > 0){
 let data26 = data25[0];
 const _errs61 = errors;
 if(!((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26)))){
-validate35.errors = [{instancePath:instancePath+"/gate/aloneFailures/" + i1+"/0",schemaPath:"#/properties/gate/properties/aloneFailures/items/items/0/type",keyword:"type",params:{type: "integer"}}];
+validate36.errors = [{instancePath:instancePath+"/gate/aloneFailures/" + i1+"/0",schemaPath:"#/properties/gate/properties/aloneFailures/items/items/0/type",keyword:"type",params:{type: "integer"}}];
 return false;
 }
 var valid10 = _errs61 === errors;
@@ -2136,7 +2136,7 @@ if(len2 > 1){
 let data27 = data25[1];
 const _errs63 = errors;
 if(!((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27)))){
-validate35.errors = [{instancePath:instancePath+"/gate/aloneFailures/" + i1+"/1",schemaPath:"#/properties/gate/properties/aloneFailures/items/items/1/type",keyword:"type",params:{type: "integer"}}];
+validate36.errors = [{instancePath:instancePath+"/gate/aloneFailures/" + i1+"/1",schemaPath:"#/properties/gate/properties/aloneFailures/items/items/1/type",keyword:"type",params:{type: "integer"}}];
 return false;
 }
 var valid10 = _errs63 === errors;
@@ -2146,7 +2146,7 @@ var valid10 = _errs63 === errors;
 }
 }
 else {
-validate35.errors = [{instancePath:instancePath+"/gate/aloneFailures/" + i1,schemaPath:"#/properties/gate/properties/aloneFailures/items/type",keyword:"type",params:{type: "array"}}];
+validate36.errors = [{instancePath:instancePath+"/gate/aloneFailures/" + i1,schemaPath:"#/properties/gate/properties/aloneFailures/items/type",keyword:"type",params:{type: "array"}}];
 return false;
 }
 }
@@ -2157,7 +2157,7 @@ break;
 }
 }
 else {
-validate35.errors = [{instancePath:instancePath+"/gate/aloneFailures",schemaPath:"#/properties/gate/properties/aloneFailures/type",keyword:"type",params:{type: "array"}}];
+validate36.errors = [{instancePath:instancePath+"/gate/aloneFailures",schemaPath:"#/properties/gate/properties/aloneFailures/type",keyword:"type",params:{type: "array"}}];
 return false;
 }
 }
@@ -2171,7 +2171,7 @@ var valid6 = true;
 }
 }
 else {
-validate35.errors = [{instancePath:instancePath+"/gate",schemaPath:"#/properties/gate/type",keyword:"type",params:{type: "object"}}];
+validate36.errors = [{instancePath:instancePath+"/gate",schemaPath:"#/properties/gate/type",keyword:"type",params:{type: "object"}}];
 return false;
 }
 }
@@ -2198,11 +2198,11 @@ var valid0 = true;
 }
 }
 else {
-validate35.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"}}];
+validate36.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"}}];
 return false;
 }
 }
-validate35.errors = vErrors;
+validate36.errors = vErrors;
 return errors === 0;
 }
 
@@ -2428,6 +2428,19 @@ var valid3 = _errs25 === errors;
 else {
 var valid3 = true;
 }
+if(valid3){
+if(data9.parked !== undefined){
+const _errs26 = errors;
+if(!(validate26(data9.parked, {instancePath:instancePath+"/handedOut/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/parked",parentData:data9,parentDataProperty:"parked",rootData}))){
+vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
+errors = vErrors.length;
+}
+var valid3 = _errs26 === errors;
+}
+else {
+var valid3 = true;
+}
+}
 }
 }
 }
@@ -2454,21 +2467,21 @@ var valid0 = true;
 }
 if(valid0){
 if(data.gate !== undefined){
-let data12 = data.gate;
-const _errs26 = errors;
-if(errors === _errs26){
-if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
-if(data12.config !== undefined){
-let data13 = data12.config;
-const _errs28 = errors;
+let data13 = data.gate;
+const _errs27 = errors;
+if(errors === _errs27){
+if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
+if(data13.config !== undefined){
+let data14 = data13.config;
 const _errs29 = errors;
+const _errs30 = errors;
 let valid5 = false;
 let passing1 = null;
-const _errs30 = errors;
-if(errors === _errs30){
-if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
+const _errs31 = errors;
+if(errors === _errs31){
+if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
 let missing1;
-if((((data13.command === undefined) && (missing1 = "command")) || ((data13.batchSize === undefined) && (missing1 = "batchSize"))) || ((data13.timeoutMs === undefined) && (missing1 = "timeoutMs"))){
+if((((data14.command === undefined) && (missing1 = "command")) || ((data14.batchSize === undefined) && (missing1 = "batchSize"))) || ((data14.timeoutMs === undefined) && (missing1 = "timeoutMs"))){
 const err4 = {instancePath:instancePath+"/gate/config",schemaPath:"#/properties/gate/properties/config/oneOf/0/required",keyword:"required",params:{missingProperty: missing1}};
 if(vErrors === null){
 vErrors = [err4];
@@ -2479,12 +2492,12 @@ vErrors.push(err4);
 errors++;
 }
 else {
-if(data13.command !== undefined){
-let data14 = data13.command;
-const _errs32 = errors;
-if(errors === _errs32){
-if(typeof data14 === "string"){
-if(!pattern2.test(data14)){
+if(data14.command !== undefined){
+let data15 = data14.command;
+const _errs33 = errors;
+if(errors === _errs33){
+if(typeof data15 === "string"){
+if(!pattern2.test(data15)){
 const err5 = {instancePath:instancePath+"/gate/config/command",schemaPath:"#/properties/gate/properties/config/oneOf/0/properties/command/pattern",keyword:"pattern",params:{pattern: "\\S"}};
 if(vErrors === null){
 vErrors = [err5];
@@ -2506,31 +2519,31 @@ vErrors.push(err6);
 errors++;
 }
 }
-var valid6 = _errs32 === errors;
+var valid6 = _errs33 === errors;
 }
 else {
 var valid6 = true;
 }
 if(valid6){
-if(data13.batchSize !== undefined){
-const _errs34 = errors;
-if(!(validate22(data13.batchSize, {instancePath:instancePath+"/gate/config/batchSize",parentData:data13,parentDataProperty:"batchSize",rootData}))){
-vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
-errors = vErrors.length;
-}
-var valid6 = _errs34 === errors;
-}
-else {
-var valid6 = true;
-}
-if(valid6){
-if(data13.timeoutMs !== undefined){
+if(data14.batchSize !== undefined){
 const _errs35 = errors;
-if(!(validate22(data13.timeoutMs, {instancePath:instancePath+"/gate/config/timeoutMs",parentData:data13,parentDataProperty:"timeoutMs",rootData}))){
+if(!(validate22(data14.batchSize, {instancePath:instancePath+"/gate/config/batchSize",parentData:data14,parentDataProperty:"batchSize",rootData}))){
 vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
 errors = vErrors.length;
 }
 var valid6 = _errs35 === errors;
+}
+else {
+var valid6 = true;
+}
+if(valid6){
+if(data14.timeoutMs !== undefined){
+const _errs36 = errors;
+if(!(validate22(data14.timeoutMs, {instancePath:instancePath+"/gate/config/timeoutMs",parentData:data14,parentDataProperty:"timeoutMs",rootData}))){
+vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
+errors = vErrors.length;
+}
+var valid6 = _errs36 === errors;
 }
 else {
 var valid6 = true;
@@ -2550,13 +2563,13 @@ vErrors.push(err7);
 errors++;
 }
 }
-var _valid1 = _errs30 === errors;
+var _valid1 = _errs31 === errors;
 if(_valid1){
 valid5 = true;
 passing1 = 0;
 }
-const _errs36 = errors;
-if(data13 !== null){
+const _errs37 = errors;
+if(data14 !== null){
 const err8 = {instancePath:instancePath+"/gate/config",schemaPath:"#/properties/gate/properties/config/oneOf/1/type",keyword:"type",params:{type: "null"}};
 if(vErrors === null){
 vErrors = [err8];
@@ -2566,7 +2579,7 @@ vErrors.push(err8);
 }
 errors++;
 }
-var _valid1 = _errs36 === errors;
+var _valid1 = _errs37 === errors;
 if(_valid1 && valid5){
 valid5 = false;
 passing1 = [passing1, 1];
@@ -2590,33 +2603,33 @@ validate21.errors = vErrors;
 return false;
 }
 else {
-errors = _errs29;
+errors = _errs30;
 if(vErrors !== null){
-if(_errs29){
-vErrors.length = _errs29;
+if(_errs30){
+vErrors.length = _errs30;
 }
 else {
 vErrors = null;
 }
 }
 }
-var valid4 = _errs28 === errors;
+var valid4 = _errs29 === errors;
 }
 else {
 var valid4 = true;
 }
 if(valid4){
-if(data12.current !== undefined){
-let data17 = data12.current;
-const _errs38 = errors;
+if(data13.current !== undefined){
+let data18 = data13.current;
 const _errs39 = errors;
+const _errs40 = errors;
 let valid7 = false;
 let passing2 = null;
-const _errs40 = errors;
-if(errors === _errs40){
-if(data17 && typeof data17 == "object" && !Array.isArray(data17)){
+const _errs41 = errors;
+if(errors === _errs41){
+if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
 let missing2;
-if(((((data17.id === undefined) && (missing2 = "id")) || ((data17.tasks === undefined) && (missing2 = "tasks"))) || ((data17.tip === undefined) && (missing2 = "tip"))) || ((data17.startedAt === undefined) && (missing2 = "startedAt"))){
+if(((((data18.id === undefined) && (missing2 = "id")) || ((data18.tasks === undefined) && (missing2 = "tasks"))) || ((data18.tip === undefined) && (missing2 = "tip"))) || ((data18.startedAt === undefined) && (missing2 = "startedAt"))){
 const err10 = {instancePath:instancePath+"/gate/current",schemaPath:"#/properties/gate/properties/current/oneOf/0/required",keyword:"required",params:{missingProperty: missing2}};
 if(vErrors === null){
 vErrors = [err10];
@@ -2627,12 +2640,12 @@ vErrors.push(err10);
 errors++;
 }
 else {
-if(data17.id !== undefined){
-let data18 = data17.id;
-const _errs42 = errors;
-if(errors === _errs42){
-if(typeof data18 === "string"){
-if(!pattern3.test(data18)){
+if(data18.id !== undefined){
+let data19 = data18.id;
+const _errs43 = errors;
+if(errors === _errs43){
+if(typeof data19 === "string"){
+if(!pattern3.test(data19)){
 const err11 = {instancePath:instancePath+"/gate/current/id",schemaPath:"#/properties/gate/properties/current/oneOf/0/properties/id/pattern",keyword:"pattern",params:{pattern: "^[\\w-]+$"}};
 if(vErrors === null){
 vErrors = [err11];
@@ -2654,28 +2667,16 @@ vErrors.push(err12);
 errors++;
 }
 }
-var valid8 = _errs42 === errors;
+var valid8 = _errs43 === errors;
 }
 else {
 var valid8 = true;
 }
 if(valid8){
-if(data17.tasks !== undefined){
-const _errs44 = errors;
-if(!(validate30(data17.tasks, {instancePath:instancePath+"/gate/current/tasks",parentData:data17,parentDataProperty:"tasks",rootData}))){
-vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
-errors = vErrors.length;
-}
-var valid8 = _errs44 === errors;
-}
-else {
-var valid8 = true;
-}
-if(valid8){
-if(data17.tip !== undefined){
+if(data18.tasks !== undefined){
 const _errs45 = errors;
-if(!(validate26(data17.tip, {instancePath:instancePath+"/gate/current/tip",parentData:data17,parentDataProperty:"tip",rootData}))){
-vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
+if(!(validate31(data18.tasks, {instancePath:instancePath+"/gate/current/tasks",parentData:data18,parentDataProperty:"tasks",rootData}))){
+vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
 errors = vErrors.length;
 }
 var valid8 = _errs45 === errors;
@@ -2684,9 +2685,21 @@ else {
 var valid8 = true;
 }
 if(valid8){
-if(data17.startedAt !== undefined){
+if(data18.tip !== undefined){
 const _errs46 = errors;
-if(typeof data17.startedAt !== "string"){
+if(!(validate26(data18.tip, {instancePath:instancePath+"/gate/current/tip",parentData:data18,parentDataProperty:"tip",rootData}))){
+vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
+errors = vErrors.length;
+}
+var valid8 = _errs46 === errors;
+}
+else {
+var valid8 = true;
+}
+if(valid8){
+if(data18.startedAt !== undefined){
+const _errs47 = errors;
+if(typeof data18.startedAt !== "string"){
 const err13 = {instancePath:instancePath+"/gate/current/startedAt",schemaPath:"#/properties/gate/properties/current/oneOf/0/properties/startedAt/type",keyword:"type",params:{type: "string"}};
 if(vErrors === null){
 vErrors = [err13];
@@ -2696,7 +2709,7 @@ vErrors.push(err13);
 }
 errors++;
 }
-var valid8 = _errs46 === errors;
+var valid8 = _errs47 === errors;
 }
 else {
 var valid8 = true;
@@ -2717,13 +2730,13 @@ vErrors.push(err14);
 errors++;
 }
 }
-var _valid2 = _errs40 === errors;
+var _valid2 = _errs41 === errors;
 if(_valid2){
 valid7 = true;
 passing2 = 0;
 }
-const _errs48 = errors;
-if(data17 !== null){
+const _errs49 = errors;
+if(data18 !== null){
 const err15 = {instancePath:instancePath+"/gate/current",schemaPath:"#/properties/gate/properties/current/oneOf/1/type",keyword:"type",params:{type: "null"}};
 if(vErrors === null){
 vErrors = [err15];
@@ -2733,7 +2746,7 @@ vErrors.push(err15);
 }
 errors++;
 }
-var _valid2 = _errs48 === errors;
+var _valid2 = _errs49 === errors;
 if(_valid2 && valid7){
 valid7 = false;
 passing2 = [passing2, 1];
@@ -2757,29 +2770,29 @@ validate21.errors = vErrors;
 return false;
 }
 else {
-errors = _errs39;
+errors = _errs40;
 if(vErrors !== null){
-if(_errs39){
-vErrors.length = _errs39;
+if(_errs40){
+vErrors.length = _errs40;
 }
 else {
 vErrors = null;
 }
 }
 }
-var valid4 = _errs38 === errors;
+var valid4 = _errs39 === errors;
 }
 else {
 var valid4 = true;
 }
 if(valid4){
-if(data12.baseline !== undefined){
-const _errs50 = errors;
-if(typeof data12.baseline !== "string"){
+if(data13.baseline !== undefined){
+const _errs51 = errors;
+if(typeof data13.baseline !== "string"){
 validate21.errors = [{instancePath:instancePath+"/gate/baseline",schemaPath:"#/properties/gate/properties/baseline/type",keyword:"type",params:{type: "string"}}];
 return false;
 }
-var valid4 = _errs50 === errors;
+var valid4 = _errs51 === errors;
 }
 else {
 var valid4 = true;
@@ -2792,23 +2805,23 @@ validate21.errors = [{instancePath:instancePath+"/gate",schemaPath:"#/properties
 return false;
 }
 }
-var valid0 = _errs26 === errors;
+var valid0 = _errs27 === errors;
 }
 else {
 var valid0 = true;
 }
 if(valid0){
 if(data.sandbox !== undefined){
-let data23 = data.sandbox;
-const _errs52 = errors;
+let data24 = data.sandbox;
 const _errs53 = errors;
+const _errs54 = errors;
 let valid9 = false;
 let passing3 = null;
-const _errs54 = errors;
-if(errors === _errs54){
-if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
+const _errs55 = errors;
+if(errors === _errs55){
+if(data24 && typeof data24 == "object" && !Array.isArray(data24)){
 let missing3;
-if(((data23.mode === undefined) && (missing3 = "mode")) || ((data23.sandboxed === undefined) && (missing3 = "sandboxed"))){
+if(((data24.mode === undefined) && (missing3 = "mode")) || ((data24.sandboxed === undefined) && (missing3 = "sandboxed"))){
 const err17 = {instancePath:instancePath+"/sandbox",schemaPath:"#/properties/sandbox/oneOf/0/required",keyword:"required",params:{missingProperty: missing3}};
 if(vErrors === null){
 vErrors = [err17];
@@ -2819,10 +2832,10 @@ vErrors.push(err17);
 errors++;
 }
 else {
-if(data23.mode !== undefined){
-let data24 = data23.mode;
-const _errs56 = errors;
-if(!(((data24 === "auto") || (data24 === "on")) || (data24 === "off"))){
+if(data24.mode !== undefined){
+let data25 = data24.mode;
+const _errs57 = errors;
+if(!(((data25 === "auto") || (data25 === "on")) || (data25 === "off"))){
 const err18 = {instancePath:instancePath+"/sandbox/mode",schemaPath:"#/properties/sandbox/oneOf/0/properties/mode/enum",keyword:"enum",params:{allowedValues: schema6.properties.sandbox.oneOf[0].properties.mode.enum}};
 if(vErrors === null){
 vErrors = [err18];
@@ -2832,15 +2845,15 @@ vErrors.push(err18);
 }
 errors++;
 }
-var valid10 = _errs56 === errors;
+var valid10 = _errs57 === errors;
 }
 else {
 var valid10 = true;
 }
 if(valid10){
-if(data23.sandboxed !== undefined){
-const _errs57 = errors;
-if(true !== data23.sandboxed){
+if(data24.sandboxed !== undefined){
+const _errs58 = errors;
+if(true !== data24.sandboxed){
 const err19 = {instancePath:instancePath+"/sandbox/sandboxed",schemaPath:"#/properties/sandbox/oneOf/0/properties/sandboxed/const",keyword:"const",params:{allowedValue: true}};
 if(vErrors === null){
 vErrors = [err19];
@@ -2850,7 +2863,7 @@ vErrors.push(err19);
 }
 errors++;
 }
-var valid10 = _errs57 === errors;
+var valid10 = _errs58 === errors;
 }
 else {
 var valid10 = true;
@@ -2869,16 +2882,16 @@ vErrors.push(err20);
 errors++;
 }
 }
-var _valid3 = _errs54 === errors;
+var _valid3 = _errs55 === errors;
 if(_valid3){
 valid9 = true;
 passing3 = 0;
 }
-const _errs58 = errors;
-if(errors === _errs58){
-if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
+const _errs59 = errors;
+if(errors === _errs59){
+if(data24 && typeof data24 == "object" && !Array.isArray(data24)){
 let missing4;
-if((((data23.mode === undefined) && (missing4 = "mode")) || ((data23.sandboxed === undefined) && (missing4 = "sandboxed"))) || ((data23.unavailable === undefined) && (missing4 = "unavailable"))){
+if((((data24.mode === undefined) && (missing4 = "mode")) || ((data24.sandboxed === undefined) && (missing4 = "sandboxed"))) || ((data24.unavailable === undefined) && (missing4 = "unavailable"))){
 const err21 = {instancePath:instancePath+"/sandbox",schemaPath:"#/properties/sandbox/oneOf/1/required",keyword:"required",params:{missingProperty: missing4}};
 if(vErrors === null){
 vErrors = [err21];
@@ -2889,10 +2902,10 @@ vErrors.push(err21);
 errors++;
 }
 else {
-if(data23.mode !== undefined){
-let data26 = data23.mode;
-const _errs60 = errors;
-if(!(((data26 === "auto") || (data26 === "on")) || (data26 === "off"))){
+if(data24.mode !== undefined){
+let data27 = data24.mode;
+const _errs61 = errors;
+if(!(((data27 === "auto") || (data27 === "on")) || (data27 === "off"))){
 const err22 = {instancePath:instancePath+"/sandbox/mode",schemaPath:"#/properties/sandbox/oneOf/1/properties/mode/enum",keyword:"enum",params:{allowedValues: schema6.properties.sandbox.oneOf[1].properties.mode.enum}};
 if(vErrors === null){
 vErrors = [err22];
@@ -2902,15 +2915,15 @@ vErrors.push(err22);
 }
 errors++;
 }
-var valid11 = _errs60 === errors;
+var valid11 = _errs61 === errors;
 }
 else {
 var valid11 = true;
 }
 if(valid11){
-if(data23.sandboxed !== undefined){
-const _errs61 = errors;
-if(false !== data23.sandboxed){
+if(data24.sandboxed !== undefined){
+const _errs62 = errors;
+if(false !== data24.sandboxed){
 const err23 = {instancePath:instancePath+"/sandbox/sandboxed",schemaPath:"#/properties/sandbox/oneOf/1/properties/sandboxed/const",keyword:"const",params:{allowedValue: false}};
 if(vErrors === null){
 vErrors = [err23];
@@ -2920,16 +2933,16 @@ vErrors.push(err23);
 }
 errors++;
 }
-var valid11 = _errs61 === errors;
+var valid11 = _errs62 === errors;
 }
 else {
 var valid11 = true;
 }
 if(valid11){
-if(data23.unavailable !== undefined){
-let data28 = data23.unavailable;
-const _errs62 = errors;
-if((typeof data28 !== "string") && (data28 !== null)){
+if(data24.unavailable !== undefined){
+let data29 = data24.unavailable;
+const _errs63 = errors;
+if((typeof data29 !== "string") && (data29 !== null)){
 const err24 = {instancePath:instancePath+"/sandbox/unavailable",schemaPath:"#/properties/sandbox/oneOf/1/properties/unavailable/type",keyword:"type",params:{type: schema6.properties.sandbox.oneOf[1].properties.unavailable.type}};
 if(vErrors === null){
 vErrors = [err24];
@@ -2939,7 +2952,7 @@ vErrors.push(err24);
 }
 errors++;
 }
-var valid11 = _errs62 === errors;
+var valid11 = _errs63 === errors;
 }
 else {
 var valid11 = true;
@@ -2959,7 +2972,7 @@ vErrors.push(err25);
 errors++;
 }
 }
-var _valid3 = _errs58 === errors;
+var _valid3 = _errs59 === errors;
 if(_valid3 && valid9){
 valid9 = false;
 passing3 = [passing3, 1];
@@ -2969,8 +2982,8 @@ if(_valid3){
 valid9 = true;
 passing3 = 1;
 }
-const _errs64 = errors;
-if(data23 !== null){
+const _errs65 = errors;
+if(data24 !== null){
 const err26 = {instancePath:instancePath+"/sandbox",schemaPath:"#/properties/sandbox/oneOf/2/type",keyword:"type",params:{type: "null"}};
 if(vErrors === null){
 vErrors = [err26];
@@ -2980,7 +2993,7 @@ vErrors.push(err26);
 }
 errors++;
 }
-var _valid3 = _errs64 === errors;
+var _valid3 = _errs65 === errors;
 if(_valid3 && valid9){
 valid9 = false;
 passing3 = [passing3, 2];
@@ -3005,52 +3018,52 @@ validate21.errors = vErrors;
 return false;
 }
 else {
-errors = _errs53;
+errors = _errs54;
 if(vErrors !== null){
-if(_errs53){
-vErrors.length = _errs53;
+if(_errs54){
+vErrors.length = _errs54;
 }
 else {
 vErrors = null;
 }
 }
 }
-var valid0 = _errs52 === errors;
+var valid0 = _errs53 === errors;
 }
 else {
 var valid0 = true;
 }
 if(valid0){
 if(data.strictScope !== undefined){
-const _errs66 = errors;
+const _errs67 = errors;
 if(typeof data.strictScope !== "boolean"){
 validate21.errors = [{instancePath:instancePath+"/strictScope",schemaPath:"#/properties/strictScope/type",keyword:"type",params:{type: "boolean"}}];
 return false;
 }
-var valid0 = _errs66 === errors;
+var valid0 = _errs67 === errors;
 }
 else {
 var valid0 = true;
 }
 if(valid0){
 if(data.engine !== undefined){
-let data30 = data.engine;
-const _errs68 = errors;
+let data31 = data.engine;
 const _errs69 = errors;
+const _errs70 = errors;
 let valid12 = false;
 let passing4 = null;
-const _errs70 = errors;
-if(!(validate35(data30, {instancePath:instancePath+"/engine",parentData:data,parentDataProperty:"engine",rootData}))){
-vErrors = vErrors === null ? validate35.errors : vErrors.concat(validate35.errors);
+const _errs71 = errors;
+if(!(validate36(data31, {instancePath:instancePath+"/engine",parentData:data,parentDataProperty:"engine",rootData}))){
+vErrors = vErrors === null ? validate36.errors : vErrors.concat(validate36.errors);
 errors = vErrors.length;
 }
-var _valid4 = _errs70 === errors;
+var _valid4 = _errs71 === errors;
 if(_valid4){
 valid12 = true;
 passing4 = 0;
 }
-const _errs71 = errors;
-if(data30 !== null){
+const _errs72 = errors;
+if(data31 !== null){
 const err28 = {instancePath:instancePath+"/engine",schemaPath:"#/properties/engine/oneOf/1/type",keyword:"type",params:{type: "null"}};
 if(vErrors === null){
 vErrors = [err28];
@@ -3060,7 +3073,7 @@ vErrors.push(err28);
 }
 errors++;
 }
-var _valid4 = _errs71 === errors;
+var _valid4 = _errs72 === errors;
 if(_valid4 && valid12){
 valid12 = false;
 passing4 = [passing4, 1];
@@ -3084,46 +3097,46 @@ validate21.errors = vErrors;
 return false;
 }
 else {
-errors = _errs69;
+errors = _errs70;
 if(vErrors !== null){
-if(_errs69){
-vErrors.length = _errs69;
+if(_errs70){
+vErrors.length = _errs70;
 }
 else {
 vErrors = null;
 }
 }
 }
-var valid0 = _errs68 === errors;
+var valid0 = _errs69 === errors;
 }
 else {
 var valid0 = true;
 }
 if(valid0){
 if(data.round !== undefined){
-const _errs73 = errors;
-if(!(validate31(data.round, {instancePath:instancePath+"/round",parentData:data,parentDataProperty:"round",rootData}))){
-vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
+const _errs74 = errors;
+if(!(validate32(data.round, {instancePath:instancePath+"/round",parentData:data,parentDataProperty:"round",rootData}))){
+vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
 errors = vErrors.length;
 }
-var valid0 = _errs73 === errors;
+var valid0 = _errs74 === errors;
 }
 else {
 var valid0 = true;
 }
 if(valid0){
 if(data.started !== undefined){
-let data32 = data.started;
-const _errs74 = errors;
-if(errors === _errs74){
-if(data32 && typeof data32 == "object" && !Array.isArray(data32)){
-for(const key1 in data32){
-const _errs77 = errors;
-if(typeof data32[key1] !== "string"){
+let data33 = data.started;
+const _errs75 = errors;
+if(errors === _errs75){
+if(data33 && typeof data33 == "object" && !Array.isArray(data33)){
+for(const key1 in data33){
+const _errs78 = errors;
+if(typeof data33[key1] !== "string"){
 validate21.errors = [{instancePath:instancePath+"/started/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/started/additionalProperties/type",keyword:"type",params:{type: "string"}}];
 return false;
 }
-var valid13 = _errs77 === errors;
+var valid13 = _errs78 === errors;
 if(!valid13){
 break;
 }
@@ -3134,24 +3147,24 @@ validate21.errors = [{instancePath:instancePath+"/started",schemaPath:"#/propert
 return false;
 }
 }
-var valid0 = _errs74 === errors;
+var valid0 = _errs75 === errors;
 }
 else {
 var valid0 = true;
 }
 if(valid0){
 if(data.bases !== undefined){
-let data34 = data.bases;
-const _errs79 = errors;
-if(errors === _errs79){
-if(data34 && typeof data34 == "object" && !Array.isArray(data34)){
-for(const key2 in data34){
-const _errs82 = errors;
-if(!(validate26(data34[key2], {instancePath:instancePath+"/bases/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data34,parentDataProperty:key2,rootData}))){
+let data35 = data.bases;
+const _errs80 = errors;
+if(errors === _errs80){
+if(data35 && typeof data35 == "object" && !Array.isArray(data35)){
+for(const key2 in data35){
+const _errs83 = errors;
+if(!(validate26(data35[key2], {instancePath:instancePath+"/bases/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data35,parentDataProperty:key2,rootData}))){
 vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
 errors = vErrors.length;
 }
-var valid14 = _errs82 === errors;
+var valid14 = _errs83 === errors;
 if(!valid14){
 break;
 }
@@ -3162,19 +3175,19 @@ validate21.errors = [{instancePath:instancePath+"/bases",schemaPath:"#/propertie
 return false;
 }
 }
-var valid0 = _errs79 === errors;
+var valid0 = _errs80 === errors;
 }
 else {
 var valid0 = true;
 }
 if(valid0){
 if(data.verified !== undefined){
-const _errs83 = errors;
+const _errs84 = errors;
 if(!(Array.isArray(data.verified))){
 validate21.errors = [{instancePath:instancePath+"/verified",schemaPath:"#/properties/verified/type",keyword:"type",params:{type: "array"}}];
 return false;
 }
-var valid0 = _errs83 === errors;
+var valid0 = _errs84 === errors;
 }
 else {
 var valid0 = true;
@@ -3205,18 +3218,18 @@ validate21.errors = vErrors;
 return errors === 0;
 }
 
-export const validateAttempt = validate61;
+export const validateAttempt = validate62;
 const schema16 = {"description":"An attempt as the session file keeps it (src/run/attempt-record.ts): `stage` says what else it holds. One not whole for its stage is dropped as it is read.","type":"object","required":["task","number","stage"],"properties":{"task":{"$ref":"#/definitions/count"},"number":{"type":"integer"},"stack":{"$ref":"#/definitions/taskList"},"run":{"$ref":"#/definitions/workerRun"},"held":{"type":"boolean"},"approved":{"type":"boolean"},"candidate":{"type":"boolean"}},"oneOf":[{"properties":{"stage":{"const":"running"},"cancelled":{"type":"string"},"progressed":{"type":"boolean"},"stopping":{"type":"boolean"},"refused":{"type":"boolean"},"recheck":{"type":"boolean"}}},{"required":["run","sessionId"],"properties":{"stage":{"const":"paused"},"sessionId":{"type":"string"}}},{"required":["run"],"properties":{"stage":{"const":"verifying"},"cancelled":{"type":"string"}}},{"required":["decision","work"],"properties":{"stage":{"const":"verified"},"decision":{"$ref":"#/definitions/passingDecision"},"work":{"$ref":"#/definitions/work"}}},{"required":["decision","work"],"properties":{"stage":{"enum":["queued","gating"]},"decision":{"$ref":"#/definitions/completedDecision"},"work":{"$ref":"#/definitions/work"}}},{"description":"in the lane: `candidate` true, held for the merge queue (completed work only); else integrated, or parked when it awaits approval","required":["decision","work"],"properties":{"stage":{"const":"recording"},"decision":{"$ref":"#/definitions/passingDecision"},"work":{"$ref":"#/definitions/work"}},"if":{"required":["candidate"],"properties":{"candidate":{"const":true}}},"then":{"properties":{"decision":{"$ref":"#/definitions/completedDecision"}}}}]};
 const schema17 = {"type":"object","required":["kind","result"],"properties":{"kind":{"enum":["completed","awaiting_approval"]},"result":{"type":"string"}}};
 
-function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((data.kind === undefined) && (missing0 = "kind")) || ((data.result === undefined) && (missing0 = "result"))){
-validate62.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0}}];
+validate63.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0}}];
 return false;
 }
 else {
@@ -3224,7 +3237,7 @@ if(data.kind !== undefined){
 let data0 = data.kind;
 const _errs1 = errors;
 if(!((data0 === "completed") || (data0 === "awaiting_approval"))){
-validate62.errors = [{instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/enum",keyword:"enum",params:{allowedValues: schema17.properties.kind.enum}}];
+validate63.errors = [{instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/enum",keyword:"enum",params:{allowedValues: schema17.properties.kind.enum}}];
 return false;
 }
 var valid0 = _errs1 === errors;
@@ -3236,7 +3249,7 @@ if(valid0){
 if(data.result !== undefined){
 const _errs2 = errors;
 if(typeof data.result !== "string"){
-validate62.errors = [{instancePath:instancePath+"/result",schemaPath:"#/properties/result/type",keyword:"type",params:{type: "string"}}];
+validate63.errors = [{instancePath:instancePath+"/result",schemaPath:"#/properties/result/type",keyword:"type",params:{type: "string"}}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -3248,24 +3261,24 @@ var valid0 = true;
 }
 }
 else {
-validate62.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"}}];
+validate63.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"}}];
 return false;
 }
 }
-validate62.errors = vErrors;
+validate63.errors = vErrors;
 return errors === 0;
 }
 
 const schema18 = {"description":"What a worker left in its task's declared files: the commit its worktree started at, and each path changed.","type":"object","required":["base","entries"],"properties":{"base":{"$ref":"#/definitions/objectId"},"entries":{"type":"array","items":{"type":"object","required":["path"],"properties":{"path":{"type":"string"}},"anyOf":[{"required":["deleted"],"properties":{"deleted":{"const":true}}},{"required":["mode","object"],"properties":{"mode":{"type":"string"},"object":{"$ref":"#/definitions/objectId"}}}]}}}};
 
-function validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((data.base === undefined) && (missing0 = "base")) || ((data.entries === undefined) && (missing0 = "entries"))){
-validate64.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0}}];
+validate65.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0}}];
 return false;
 }
 else {
@@ -3382,7 +3395,7 @@ else {
 vErrors.push(err4);
 }
 errors++;
-validate64.errors = vErrors;
+validate65.errors = vErrors;
 return false;
 }
 else {
@@ -3400,20 +3413,20 @@ if(errors === _errs4){
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 let missing3;
 if((data2.path === undefined) && (missing3 = "path")){
-validate64.errors = [{instancePath:instancePath+"/entries/" + i0,schemaPath:"#/properties/entries/items/required",keyword:"required",params:{missingProperty: missing3}}];
+validate65.errors = [{instancePath:instancePath+"/entries/" + i0,schemaPath:"#/properties/entries/items/required",keyword:"required",params:{missingProperty: missing3}}];
 return false;
 }
 else {
 if(data2.path !== undefined){
 if(typeof data2.path !== "string"){
-validate64.errors = [{instancePath:instancePath+"/entries/" + i0+"/path",schemaPath:"#/properties/entries/items/properties/path/type",keyword:"type",params:{type: "string"}}];
+validate65.errors = [{instancePath:instancePath+"/entries/" + i0+"/path",schemaPath:"#/properties/entries/items/properties/path/type",keyword:"type",params:{type: "string"}}];
 return false;
 }
 }
 }
 }
 else {
-validate64.errors = [{instancePath:instancePath+"/entries/" + i0,schemaPath:"#/properties/entries/items/type",keyword:"type",params:{type: "object"}}];
+validate65.errors = [{instancePath:instancePath+"/entries/" + i0,schemaPath:"#/properties/entries/items/type",keyword:"type",params:{type: "object"}}];
 return false;
 }
 }
@@ -3424,7 +3437,7 @@ break;
 }
 }
 else {
-validate64.errors = [{instancePath:instancePath+"/entries",schemaPath:"#/properties/entries/type",keyword:"type",params:{type: "array"}}];
+validate65.errors = [{instancePath:instancePath+"/entries",schemaPath:"#/properties/entries/type",keyword:"type",params:{type: "array"}}];
 return false;
 }
 }
@@ -3437,31 +3450,31 @@ var valid0 = true;
 }
 }
 else {
-validate64.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"}}];
+validate65.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"}}];
 return false;
 }
 }
-validate64.errors = vErrors;
+validate65.errors = vErrors;
 return errors === 0;
 }
 
 const schema19 = {"type":"object","required":["kind","result"],"properties":{"kind":{"const":"completed"},"result":{"type":"string"}}};
 
-function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((data.kind === undefined) && (missing0 = "kind")) || ((data.result === undefined) && (missing0 = "result"))){
-validate68.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0}}];
+validate69.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0}}];
 return false;
 }
 else {
 if(data.kind !== undefined){
 const _errs1 = errors;
 if("completed" !== data.kind){
-validate68.errors = [{instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "completed"}}];
+validate69.errors = [{instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "completed"}}];
 return false;
 }
 var valid0 = _errs1 === errors;
@@ -3473,7 +3486,7 @@ if(valid0){
 if(data.result !== undefined){
 const _errs2 = errors;
 if(typeof data.result !== "string"){
-validate68.errors = [{instancePath:instancePath+"/result",schemaPath:"#/properties/result/type",keyword:"type",params:{type: "string"}}];
+validate69.errors = [{instancePath:instancePath+"/result",schemaPath:"#/properties/result/type",keyword:"type",params:{type: "string"}}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -3485,31 +3498,31 @@ var valid0 = true;
 }
 }
 else {
-validate68.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"}}];
+validate69.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"}}];
 return false;
 }
 }
-validate68.errors = vErrors;
+validate69.errors = vErrors;
 return errors === 0;
 }
 
 const schema20 = {"description":"What an attempt's workers did (WorkerRun in src/core/failure.ts).","type":"object","required":["usage","durationMs","permissionDenials","logPath","outcome"],"properties":{"sessionId":{"type":"string"},"unmeasured":{"type":"boolean"},"recheck":{"type":"boolean"},"usage":{"$ref":"#/definitions/usage"},"durationMs":{"type":"number"},"permissionDenials":{"type":"array","items":{"type":"object","required":["tool"],"properties":{"tool":{"type":"string"},"path":{"type":"string"},"tracked":{"type":"boolean"}}}},"logPath":{"type":"string"},"progressed":{"type":"boolean"},"waitedMs":{"type":"number"},"outcome":{"oneOf":[{"type":"object","required":["kind","resultText","statusLine"],"properties":{"kind":{"const":"reported"},"resultText":{"type":"string"},"statusLine":{"oneOf":[{"type":"object","required":["status","text"],"properties":{"status":{"enum":["COMPLETED","FAILED","BLOCKED"]},"text":{"type":"string"}}},{"type":"null"}]}}},{"type":"object","required":["kind","failure"],"properties":{"kind":{"const":"failed"},"failure":{"$ref":"#/definitions/workerFailure"}}}]}}};
 
-function validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((((((data.usage === undefined) && (missing0 = "usage")) || ((data.durationMs === undefined) && (missing0 = "durationMs"))) || ((data.permissionDenials === undefined) && (missing0 = "permissionDenials"))) || ((data.logPath === undefined) && (missing0 = "logPath"))) || ((data.outcome === undefined) && (missing0 = "outcome"))){
-validate76.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0}}];
+validate77.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0}}];
 return false;
 }
 else {
 if(data.sessionId !== undefined){
 const _errs1 = errors;
 if(typeof data.sessionId !== "string"){
-validate76.errors = [{instancePath:instancePath+"/sessionId",schemaPath:"#/properties/sessionId/type",keyword:"type",params:{type: "string"}}];
+validate77.errors = [{instancePath:instancePath+"/sessionId",schemaPath:"#/properties/sessionId/type",keyword:"type",params:{type: "string"}}];
 return false;
 }
 var valid0 = _errs1 === errors;
@@ -3521,7 +3534,7 @@ if(valid0){
 if(data.unmeasured !== undefined){
 const _errs3 = errors;
 if(typeof data.unmeasured !== "boolean"){
-validate76.errors = [{instancePath:instancePath+"/unmeasured",schemaPath:"#/properties/unmeasured/type",keyword:"type",params:{type: "boolean"}}];
+validate77.errors = [{instancePath:instancePath+"/unmeasured",schemaPath:"#/properties/unmeasured/type",keyword:"type",params:{type: "boolean"}}];
 return false;
 }
 var valid0 = _errs3 === errors;
@@ -3533,7 +3546,7 @@ if(valid0){
 if(data.recheck !== undefined){
 const _errs5 = errors;
 if(typeof data.recheck !== "boolean"){
-validate76.errors = [{instancePath:instancePath+"/recheck",schemaPath:"#/properties/recheck/type",keyword:"type",params:{type: "boolean"}}];
+validate77.errors = [{instancePath:instancePath+"/recheck",schemaPath:"#/properties/recheck/type",keyword:"type",params:{type: "boolean"}}];
 return false;
 }
 var valid0 = _errs5 === errors;
@@ -3544,8 +3557,8 @@ var valid0 = true;
 if(valid0){
 if(data.usage !== undefined){
 const _errs7 = errors;
-if(!(validate46(data.usage, {instancePath:instancePath+"/usage",parentData:data,parentDataProperty:"usage",rootData}))){
-vErrors = vErrors === null ? validate46.errors : vErrors.concat(validate46.errors);
+if(!(validate47(data.usage, {instancePath:instancePath+"/usage",parentData:data,parentDataProperty:"usage",rootData}))){
+vErrors = vErrors === null ? validate47.errors : vErrors.concat(validate47.errors);
 errors = vErrors.length;
 }
 var valid0 = _errs7 === errors;
@@ -3557,7 +3570,7 @@ if(valid0){
 if(data.durationMs !== undefined){
 const _errs8 = errors;
 if(!(typeof data.durationMs == "number")){
-validate76.errors = [{instancePath:instancePath+"/durationMs",schemaPath:"#/properties/durationMs/type",keyword:"type",params:{type: "number"}}];
+validate77.errors = [{instancePath:instancePath+"/durationMs",schemaPath:"#/properties/durationMs/type",keyword:"type",params:{type: "number"}}];
 return false;
 }
 var valid0 = _errs8 === errors;
@@ -3580,14 +3593,14 @@ if(errors === _errs12){
 if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
 let missing1;
 if((data6.tool === undefined) && (missing1 = "tool")){
-validate76.errors = [{instancePath:instancePath+"/permissionDenials/" + i0,schemaPath:"#/properties/permissionDenials/items/required",keyword:"required",params:{missingProperty: missing1}}];
+validate77.errors = [{instancePath:instancePath+"/permissionDenials/" + i0,schemaPath:"#/properties/permissionDenials/items/required",keyword:"required",params:{missingProperty: missing1}}];
 return false;
 }
 else {
 if(data6.tool !== undefined){
 const _errs14 = errors;
 if(typeof data6.tool !== "string"){
-validate76.errors = [{instancePath:instancePath+"/permissionDenials/" + i0+"/tool",schemaPath:"#/properties/permissionDenials/items/properties/tool/type",keyword:"type",params:{type: "string"}}];
+validate77.errors = [{instancePath:instancePath+"/permissionDenials/" + i0+"/tool",schemaPath:"#/properties/permissionDenials/items/properties/tool/type",keyword:"type",params:{type: "string"}}];
 return false;
 }
 var valid2 = _errs14 === errors;
@@ -3599,7 +3612,7 @@ if(valid2){
 if(data6.path !== undefined){
 const _errs16 = errors;
 if(typeof data6.path !== "string"){
-validate76.errors = [{instancePath:instancePath+"/permissionDenials/" + i0+"/path",schemaPath:"#/properties/permissionDenials/items/properties/path/type",keyword:"type",params:{type: "string"}}];
+validate77.errors = [{instancePath:instancePath+"/permissionDenials/" + i0+"/path",schemaPath:"#/properties/permissionDenials/items/properties/path/type",keyword:"type",params:{type: "string"}}];
 return false;
 }
 var valid2 = _errs16 === errors;
@@ -3611,7 +3624,7 @@ if(valid2){
 if(data6.tracked !== undefined){
 const _errs18 = errors;
 if(typeof data6.tracked !== "boolean"){
-validate76.errors = [{instancePath:instancePath+"/permissionDenials/" + i0+"/tracked",schemaPath:"#/properties/permissionDenials/items/properties/tracked/type",keyword:"type",params:{type: "boolean"}}];
+validate77.errors = [{instancePath:instancePath+"/permissionDenials/" + i0+"/tracked",schemaPath:"#/properties/permissionDenials/items/properties/tracked/type",keyword:"type",params:{type: "boolean"}}];
 return false;
 }
 var valid2 = _errs18 === errors;
@@ -3624,7 +3637,7 @@ var valid2 = true;
 }
 }
 else {
-validate76.errors = [{instancePath:instancePath+"/permissionDenials/" + i0,schemaPath:"#/properties/permissionDenials/items/type",keyword:"type",params:{type: "object"}}];
+validate77.errors = [{instancePath:instancePath+"/permissionDenials/" + i0,schemaPath:"#/properties/permissionDenials/items/type",keyword:"type",params:{type: "object"}}];
 return false;
 }
 }
@@ -3635,7 +3648,7 @@ break;
 }
 }
 else {
-validate76.errors = [{instancePath:instancePath+"/permissionDenials",schemaPath:"#/properties/permissionDenials/type",keyword:"type",params:{type: "array"}}];
+validate77.errors = [{instancePath:instancePath+"/permissionDenials",schemaPath:"#/properties/permissionDenials/type",keyword:"type",params:{type: "array"}}];
 return false;
 }
 }
@@ -3648,7 +3661,7 @@ if(valid0){
 if(data.logPath !== undefined){
 const _errs20 = errors;
 if(typeof data.logPath !== "string"){
-validate76.errors = [{instancePath:instancePath+"/logPath",schemaPath:"#/properties/logPath/type",keyword:"type",params:{type: "string"}}];
+validate77.errors = [{instancePath:instancePath+"/logPath",schemaPath:"#/properties/logPath/type",keyword:"type",params:{type: "string"}}];
 return false;
 }
 var valid0 = _errs20 === errors;
@@ -3660,7 +3673,7 @@ if(valid0){
 if(data.progressed !== undefined){
 const _errs22 = errors;
 if(typeof data.progressed !== "boolean"){
-validate76.errors = [{instancePath:instancePath+"/progressed",schemaPath:"#/properties/progressed/type",keyword:"type",params:{type: "boolean"}}];
+validate77.errors = [{instancePath:instancePath+"/progressed",schemaPath:"#/properties/progressed/type",keyword:"type",params:{type: "boolean"}}];
 return false;
 }
 var valid0 = _errs22 === errors;
@@ -3672,7 +3685,7 @@ if(valid0){
 if(data.waitedMs !== undefined){
 const _errs24 = errors;
 if(!(typeof data.waitedMs == "number")){
-validate76.errors = [{instancePath:instancePath+"/waitedMs",schemaPath:"#/properties/waitedMs/type",keyword:"type",params:{type: "number"}}];
+validate77.errors = [{instancePath:instancePath+"/waitedMs",schemaPath:"#/properties/waitedMs/type",keyword:"type",params:{type: "number"}}];
 return false;
 }
 var valid0 = _errs24 === errors;
@@ -3917,8 +3930,8 @@ var valid7 = true;
 if(valid7){
 if(data13.failure !== undefined){
 const _errs45 = errors;
-if(!(validate49(data13.failure, {instancePath:instancePath+"/outcome/failure",parentData:data13,parentDataProperty:"failure",rootData}))){
-vErrors = vErrors === null ? validate49.errors : vErrors.concat(validate49.errors);
+if(!(validate50(data13.failure, {instancePath:instancePath+"/outcome/failure",parentData:data13,parentDataProperty:"failure",rootData}))){
+vErrors = vErrors === null ? validate50.errors : vErrors.concat(validate50.errors);
 errors = vErrors.length;
 }
 var valid7 = _errs45 === errors;
@@ -3960,7 +3973,7 @@ else {
 vErrors.push(err13);
 }
 errors++;
-validate76.errors = vErrors;
+validate77.errors = vErrors;
 return false;
 }
 else {
@@ -3991,16 +4004,16 @@ var valid0 = true;
 }
 }
 else {
-validate76.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"}}];
+validate77.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"}}];
 return false;
 }
 }
-validate76.errors = vErrors;
+validate77.errors = vErrors;
 return errors === 0;
 }
 
 
-function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 const _errs1 = errors;
@@ -4284,8 +4297,8 @@ var valid4 = true;
 if(valid4){
 if(data.decision !== undefined){
 const _errs24 = errors;
-if(!(validate62(data.decision, {instancePath:instancePath+"/decision",parentData:data,parentDataProperty:"decision",rootData}))){
-vErrors = vErrors === null ? validate62.errors : vErrors.concat(validate62.errors);
+if(!(validate63(data.decision, {instancePath:instancePath+"/decision",parentData:data,parentDataProperty:"decision",rootData}))){
+vErrors = vErrors === null ? validate63.errors : vErrors.concat(validate63.errors);
 errors = vErrors.length;
 }
 var valid4 = _errs24 === errors;
@@ -4296,8 +4309,8 @@ var valid4 = true;
 if(valid4){
 if(data.work !== undefined){
 const _errs25 = errors;
-if(!(validate64(data.work, {instancePath:instancePath+"/work",parentData:data,parentDataProperty:"work",rootData}))){
-vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
+if(!(validate65(data.work, {instancePath:instancePath+"/work",parentData:data,parentDataProperty:"work",rootData}))){
+vErrors = vErrors === null ? validate65.errors : vErrors.concat(validate65.errors);
 errors = vErrors.length;
 }
 var valid4 = _errs25 === errors;
@@ -4354,8 +4367,8 @@ var valid5 = true;
 if(valid5){
 if(data.decision !== undefined){
 const _errs28 = errors;
-if(!(validate68(data.decision, {instancePath:instancePath+"/decision",parentData:data,parentDataProperty:"decision",rootData}))){
-vErrors = vErrors === null ? validate68.errors : vErrors.concat(validate68.errors);
+if(!(validate69(data.decision, {instancePath:instancePath+"/decision",parentData:data,parentDataProperty:"decision",rootData}))){
+vErrors = vErrors === null ? validate69.errors : vErrors.concat(validate69.errors);
 errors = vErrors.length;
 }
 var valid5 = _errs28 === errors;
@@ -4366,8 +4379,8 @@ var valid5 = true;
 if(valid5){
 if(data.work !== undefined){
 const _errs29 = errors;
-if(!(validate64(data.work, {instancePath:instancePath+"/work",parentData:data,parentDataProperty:"work",rootData}))){
-vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
+if(!(validate65(data.work, {instancePath:instancePath+"/work",parentData:data,parentDataProperty:"work",rootData}))){
+vErrors = vErrors === null ? validate65.errors : vErrors.concat(validate65.errors);
 errors = vErrors.length;
 }
 var valid5 = _errs29 === errors;
@@ -4434,8 +4447,8 @@ if(_valid1){
 const _errs34 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.decision !== undefined){
-if(!(validate68(data.decision, {instancePath:instancePath+"/decision",parentData:data,parentDataProperty:"decision",rootData}))){
-vErrors = vErrors === null ? validate68.errors : vErrors.concat(validate68.errors);
+if(!(validate69(data.decision, {instancePath:instancePath+"/decision",parentData:data,parentDataProperty:"decision",rootData}))){
+vErrors = vErrors === null ? validate69.errors : vErrors.concat(validate69.errors);
 errors = vErrors.length;
 }
 }
@@ -4487,8 +4500,8 @@ var valid9 = true;
 if(valid9){
 if(data.decision !== undefined){
 const _errs37 = errors;
-if(!(validate62(data.decision, {instancePath:instancePath+"/decision",parentData:data,parentDataProperty:"decision",rootData}))){
-vErrors = vErrors === null ? validate62.errors : vErrors.concat(validate62.errors);
+if(!(validate63(data.decision, {instancePath:instancePath+"/decision",parentData:data,parentDataProperty:"decision",rootData}))){
+vErrors = vErrors === null ? validate63.errors : vErrors.concat(validate63.errors);
 errors = vErrors.length;
 }
 var valid9 = _errs37 === errors;
@@ -4499,8 +4512,8 @@ var valid9 = true;
 if(valid9){
 if(data.work !== undefined){
 const _errs38 = errors;
-if(!(validate64(data.work, {instancePath:instancePath+"/work",parentData:data,parentDataProperty:"work",rootData}))){
-vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
+if(!(validate65(data.work, {instancePath:instancePath+"/work",parentData:data,parentDataProperty:"work",rootData}))){
+vErrors = vErrors === null ? validate65.errors : vErrors.concat(validate65.errors);
 errors = vErrors.length;
 }
 var valid9 = _errs38 === errors;
@@ -4537,7 +4550,7 @@ else {
 vErrors.push(err21);
 }
 errors++;
-validate61.errors = vErrors;
+validate62.errors = vErrors;
 return false;
 }
 else {
@@ -4555,14 +4568,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing6;
 if((((data.task === undefined) && (missing6 = "task")) || ((data.number === undefined) && (missing6 = "number"))) || ((data.stage === undefined) && (missing6 = "stage"))){
-validate61.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing6}}];
+validate62.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing6}}];
 return false;
 }
 else {
 if(data.task !== undefined){
 const _errs39 = errors;
-if(!(validate31(data.task, {instancePath:instancePath+"/task",parentData:data,parentDataProperty:"task",rootData}))){
-vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
+if(!(validate32(data.task, {instancePath:instancePath+"/task",parentData:data,parentDataProperty:"task",rootData}))){
+vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
 errors = vErrors.length;
 }
 var valid10 = _errs39 === errors;
@@ -4575,7 +4588,7 @@ if(data.number !== undefined){
 let data22 = data.number;
 const _errs40 = errors;
 if(!((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22)))){
-validate61.errors = [{instancePath:instancePath+"/number",schemaPath:"#/properties/number/type",keyword:"type",params:{type: "integer"}}];
+validate62.errors = [{instancePath:instancePath+"/number",schemaPath:"#/properties/number/type",keyword:"type",params:{type: "integer"}}];
 return false;
 }
 var valid10 = _errs40 === errors;
@@ -4586,8 +4599,8 @@ var valid10 = true;
 if(valid10){
 if(data.stack !== undefined){
 const _errs42 = errors;
-if(!(validate30(data.stack, {instancePath:instancePath+"/stack",parentData:data,parentDataProperty:"stack",rootData}))){
-vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+if(!(validate31(data.stack, {instancePath:instancePath+"/stack",parentData:data,parentDataProperty:"stack",rootData}))){
+vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
 errors = vErrors.length;
 }
 var valid10 = _errs42 === errors;
@@ -4598,8 +4611,8 @@ var valid10 = true;
 if(valid10){
 if(data.run !== undefined){
 const _errs43 = errors;
-if(!(validate76(data.run, {instancePath:instancePath+"/run",parentData:data,parentDataProperty:"run",rootData}))){
-vErrors = vErrors === null ? validate76.errors : vErrors.concat(validate76.errors);
+if(!(validate77(data.run, {instancePath:instancePath+"/run",parentData:data,parentDataProperty:"run",rootData}))){
+vErrors = vErrors === null ? validate77.errors : vErrors.concat(validate77.errors);
 errors = vErrors.length;
 }
 var valid10 = _errs43 === errors;
@@ -4611,7 +4624,7 @@ if(valid10){
 if(data.held !== undefined){
 const _errs44 = errors;
 if(typeof data.held !== "boolean"){
-validate61.errors = [{instancePath:instancePath+"/held",schemaPath:"#/properties/held/type",keyword:"type",params:{type: "boolean"}}];
+validate62.errors = [{instancePath:instancePath+"/held",schemaPath:"#/properties/held/type",keyword:"type",params:{type: "boolean"}}];
 return false;
 }
 var valid10 = _errs44 === errors;
@@ -4623,7 +4636,7 @@ if(valid10){
 if(data.approved !== undefined){
 const _errs46 = errors;
 if(typeof data.approved !== "boolean"){
-validate61.errors = [{instancePath:instancePath+"/approved",schemaPath:"#/properties/approved/type",keyword:"type",params:{type: "boolean"}}];
+validate62.errors = [{instancePath:instancePath+"/approved",schemaPath:"#/properties/approved/type",keyword:"type",params:{type: "boolean"}}];
 return false;
 }
 var valid10 = _errs46 === errors;
@@ -4635,7 +4648,7 @@ if(valid10){
 if(data.candidate !== undefined){
 const _errs48 = errors;
 if(typeof data.candidate !== "boolean"){
-validate61.errors = [{instancePath:instancePath+"/candidate",schemaPath:"#/properties/candidate/type",keyword:"type",params:{type: "boolean"}}];
+validate62.errors = [{instancePath:instancePath+"/candidate",schemaPath:"#/properties/candidate/type",keyword:"type",params:{type: "boolean"}}];
 return false;
 }
 var valid10 = _errs48 === errors;
@@ -4652,32 +4665,32 @@ var valid10 = true;
 }
 }
 else {
-validate61.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"}}];
+validate62.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"}}];
 return false;
 }
 }
-validate61.errors = vErrors;
+validate62.errors = vErrors;
 return errors === 0;
 }
 
-export const validateEarlierVerified = validate80;
+export const validateEarlierVerified = validate81;
 const schema21 = {"description":"The version before the step function ran the session: a task verified and not integrated.","type":"object","required":["task","result","work"],"properties":{"task":{"$ref":"#/definitions/count"},"result":{"type":"string"},"work":{"$ref":"#/definitions/work"}}};
 
-function validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((((data.task === undefined) && (missing0 = "task")) || ((data.result === undefined) && (missing0 = "result"))) || ((data.work === undefined) && (missing0 = "work"))){
-validate80.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0}}];
+validate81.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0}}];
 return false;
 }
 else {
 if(data.task !== undefined){
 const _errs1 = errors;
-if(!(validate31(data.task, {instancePath:instancePath+"/task",parentData:data,parentDataProperty:"task",rootData}))){
-vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
+if(!(validate32(data.task, {instancePath:instancePath+"/task",parentData:data,parentDataProperty:"task",rootData}))){
+vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
 errors = vErrors.length;
 }
 var valid0 = _errs1 === errors;
@@ -4689,7 +4702,7 @@ if(valid0){
 if(data.result !== undefined){
 const _errs2 = errors;
 if(typeof data.result !== "string"){
-validate80.errors = [{instancePath:instancePath+"/result",schemaPath:"#/properties/result/type",keyword:"type",params:{type: "string"}}];
+validate81.errors = [{instancePath:instancePath+"/result",schemaPath:"#/properties/result/type",keyword:"type",params:{type: "string"}}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -4700,8 +4713,8 @@ var valid0 = true;
 if(valid0){
 if(data.work !== undefined){
 const _errs4 = errors;
-if(!(validate64(data.work, {instancePath:instancePath+"/work",parentData:data,parentDataProperty:"work",rootData}))){
-vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
+if(!(validate65(data.work, {instancePath:instancePath+"/work",parentData:data,parentDataProperty:"work",rootData}))){
+vErrors = vErrors === null ? validate65.errors : vErrors.concat(validate65.errors);
 errors = vErrors.length;
 }
 var valid0 = _errs4 === errors;
@@ -4714,10 +4727,10 @@ var valid0 = true;
 }
 }
 else {
-validate80.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"}}];
+validate81.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"}}];
 return false;
 }
 }
-validate80.errors = vErrors;
+validate81.errors = vErrors;
 return errors === 0;
 }

@@ -14,7 +14,10 @@
 // - reads: left alone (the prompt file is allowed, so binding never waits for the person);
 // - tools a headless worker does not get (the web, MCP servers, subagents, leaving the
 //   worktree…): denied with a reason, never prompted for.
-// A subagent in such a worktree that has not bound yet may read but not write or run anything.
+// A subagent in such a worktree that has not bound yet may read but not write or run anything;
+// while a revision is handed out (a task whose attempt starts from its parked work, put in the
+// worktree at binding), it may read nothing but a prompt file, so it never reads the files as
+// they were before that work was put in.
 // Everything else — the lead's own calls, subagents outside a worktree, sessions running no
 // plan — gets no decision at all: the person's settings apply as if the hook were not there.
 // An `allow` never skips the person's deny or ask rules (Claude Code applies them after the
@@ -45,6 +48,12 @@ export interface HandedOutTask {
   promptFile: string;
   /** What it may change: its declared files, repository-relative (`dir/` covers a folder). */
   files: string[];
+  /**
+   * A revision of work parked for approval (`plan revise`): the parked commit and its base. The
+   * hook puts that work in the worker's worktree when the worker binds (reads its prompt file),
+   * before it does anything else there.
+   */
+  parked?: { base: string; commit: string };
 }
 
 /** What the in-session steps publish for the hook of one Claude Code session. */
@@ -284,6 +293,8 @@ export interface CallFacts {
   handOut: HandOut | null;
   /** This agent's binding, as it stands now (see `currentBinding`). */
   binding: Binding | null;
+  /** Binding to a revision failed: its parked work could not be put in the worktree, and why. */
+  unready?: string;
   /** Edit, Write, NotebookEdit: where the named path lies. */
   target?: WriteTarget;
   /** Bash: the person's deny and ask rules. */
@@ -296,6 +307,12 @@ export interface CallFacts {
   ruleRoots?: { home: string; roots: readonly string[]; real?: ReadonlyMap<string, string> };
   /** Bash: how to run it in the sandbox. */
   runner?: SandboxRunner;
+}
+
+/** The prompt files handed out, as a worker is told to read one. */
+function promptList(handOut: HandOut): string {
+  const prompts = handOut.tasks.map((t) => t.promptFile);
+  return prompts.length === 1 ? prompts[0]! : `one of ${prompts.join(', ')}`;
 }
 
 const NOT_FOR_WORKERS = 'A foreman worker reads, edits its declared files and runs commands in its worktree, as a headless worker does';
@@ -313,18 +330,24 @@ export function decideToolCall(call: ToolCall, facts: CallFacts): HookVerdict {
   const kind = classifyTool(call.toolName);
   if (kind === 'read') {
     const prompt = promptFileRead(call, handOut);
-    return prompt !== null && (task === undefined || prompt.index === task.index)
-      ? { kind: 'allow', reason: `foreman: the prompt file of task ${prompt.index}` }
-      : { kind: 'none' };
+    if (prompt !== null && task === undefined && facts.unready !== undefined)
+      return {
+        kind: 'deny',
+        reason: `foreman: task ${prompt.index} revises its earlier work, which could not be put in your worktree (${facts.unready}). Do nothing else; end with: FAILED: the earlier work of task ${prompt.index} could not be put in the worktree`,
+      };
+    if (prompt !== null && (task === undefined || prompt.index === task.index))
+      return { kind: 'allow', reason: `foreman: the prompt file of task ${prompt.index}` };
+    if (task === undefined && handOut.tasks.some((t) => t.parked !== undefined))
+      return { kind: 'deny', reason: `foreman: read your task's prompt file first (${promptList(handOut)}); your task's files are made ready when you do.` };
+    return { kind: 'none' };
   }
   if (kind === 'neutral') return { kind: 'none' };
   if (kind === 'refused')
     return { kind: 'deny', reason: `foreman: ${call.toolName} is not available to a worker. ${NOT_FOR_WORKERS}; finish the task with those.` };
   if (task === undefined) {
-    const prompts = handOut.tasks.map((t) => t.promptFile);
     return {
       kind: 'deny',
-      reason: `foreman: read your task's prompt file first (${prompts.length === 1 ? prompts[0] : `one of ${prompts.join(', ')}`}): until you have, you may not change files or run commands. A task already taken by another worker cannot be taken again.`,
+      reason: `foreman: read your task's prompt file first (${promptList(handOut)}): until you have, you may not change files or run commands. A task already taken by another worker cannot be taken again.`,
     };
   }
   if (kind === 'write') return facts.target === undefined ? { kind: 'none' } : judgeWrite(task, facts.target);

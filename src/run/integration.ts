@@ -27,7 +27,7 @@ import {
   startIntegrationRef,
 } from '../adapters/git/refs.ts';
 import { type Landed, type LandingProblem, land } from '../adapters/git/land.ts';
-import { git } from '../adapters/git/runner.ts';
+import { workDiff } from '../adapters/git/parked-change.ts';
 import { processAlive } from '../adapters/processes.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import { type GitFailure, type TrailerList, describeGitFailure, failureOf } from '../core/git-text.ts';
@@ -256,8 +256,8 @@ export class GitIntegration implements Integration {
     const base = 'work' in from ? this.current : from.base;
     const start = 'work' in from ? await this.stacked([{ task, work: from.work }]) : ok(from.commit);
     if (!start.ok) return ok({ commit: base });
-    const diff = await git(this.repo, ['diff', '--no-color', '--no-ext-diff', '--no-renames', base, start.value, '--']);
-    if (!diff.ok) return err(`task ${task}'s earlier work (commit ${start.value.slice(0, 12)}) cannot be read: ${describeGitFailure(failureOf(diff.error))}`);
+    const diff = await workDiff(this.repo, base, start.value);
+    if (!diff.ok) return err(`task ${task}'s earlier work (commit ${start.value.slice(0, 12)}) cannot be read: ${describeGitFailure(diff.error)}`);
     return ok({ commit: start.value, base, workSoFar: diff.value });
   }
 

@@ -14,6 +14,7 @@ import { deniedWrites, handOutRoot, readBinding, workerFiles, writeHandOut } fro
 import { sandboxSupport } from '../../src/adapters/sandbox.ts';
 import { preToolUse } from '../../src/cli/hook.ts';
 import type { HandOut } from '../../src/core/worker-hook.ts';
+import { runGit, tempGitRepo } from '../support/git-repo.ts';
 import { repoRoot } from '../support/real-claude.ts';
 
 let base: string;
@@ -325,5 +326,64 @@ describe('the worker hook, as Claude Code calls it', () => {
     expect(JSON.parse(denied.stdout).hookSpecificOutput).toMatchObject({ permissionDecision: 'deny' });
     const elsewhere = await execa(launcher, { input, env: { ...env, HOME: join(base, 'nobody') } });
     expect(elsewhere.stdout).toBe('');
+  });
+});
+
+describe('a revision’s worker (a task handed out again to revise its parked work)', () => {
+  it('finds the parked work in its worktree once it reads its prompt file; before, it may read nothing else', async () => {
+    const r = await tempGitRepo({ 'README.md': 'x\n', 'lib.txt': 'one\n' });
+    try {
+      const parkedBase = (await r.git(['rev-parse', 'HEAD'])).trim();
+      await r.write({ 'lib.txt': 'one\ntwo (parked)\n' });
+      await r.git(['commit', '-q', '-am', 'parked']);
+      const commit = (await r.git(['rev-parse', 'HEAD'])).trim();
+      await r.git(['reset', '-q', '--hard', parkedBase]);
+      const worktree = (agent: string) => join(r.dir, '.claude', 'worktrees', `agent-${agent}`);
+      for (const agent of ['r1', 'r2']) await r.git(['worktree', 'add', '-q', '-b', `worktree-agent-${agent}`, worktree(agent), 'HEAD']);
+      // r2's worktree has a change of its own: the parked work cannot be put over it.
+      await writeFile(join(worktree('r2'), 'lib.txt'), 'changed\n');
+      const revising: HandOut = {
+        ...handOut,
+        session: 'sess-rev',
+        repo: r.dir,
+        tasks: [
+          {
+            index: 0,
+            attempt: 2,
+            subject: 'zero',
+            promptFile: join(r.dir, '.design/prompts/task-0.md'),
+            files: ['lib.txt'],
+            parked: { base: parkedBase, commit },
+          },
+          { index: 1, attempt: 1, subject: 'one', promptFile: join(r.dir, '.design/prompts/task-1.md'), files: ['README.md'] },
+        ],
+      };
+      await writeHandOut(handOutRoot(env), revising);
+      const call = (agent: string, tool: string, input: Record<string, unknown>) =>
+        preToolUse(JSON.stringify({ session_id: 'sess-rev', agent_id: agent, cwd: worktree(agent), tool_name: tool, tool_input: input }), env).then((out) =>
+          out === '' ? null : JSON.parse(out).hookSpecificOutput,
+        );
+      expect(await call('r1', 'Read', { file_path: join(worktree('r1'), 'lib.txt') })).toMatchObject({ permissionDecision: 'deny' });
+      expect(await readFile(join(worktree('r1'), 'lib.txt'), 'utf8')).toBe('one\n');
+      expect(await call('r1', 'Read', { file_path: revising.tasks[0]!.promptFile })).toMatchObject({ permissionDecision: 'allow' });
+      expect(await readFile(join(worktree('r1'), 'lib.txt'), 'utf8')).toBe('one\ntwo (parked)\n');
+      expect((await runGit(worktree('r1'), ['rev-parse', 'HEAD'])).trim()).toBe(parkedBase);
+      expect(await call('r1', 'Edit', { file_path: join(worktree('r1'), 'lib.txt') })).toMatchObject({ permissionDecision: 'allow' });
+      // Read again (bound), nothing is put in a second time.
+      await writeFile(join(worktree('r1'), 'lib.txt'), 'one\ntwo (parked)\nthree\n');
+      expect(await call('r1', 'Read', { file_path: revising.tasks[0]!.promptFile })).toMatchObject({ permissionDecision: 'allow' });
+      expect(await readFile(join(worktree('r1'), 'lib.txt'), 'utf8')).toBe('one\ntwo (parked)\nthree\n');
+
+      // The attempt taken by r2 (were r1 not there): the put fails, r2 is told to stop and stays unbound.
+      await writeHandOut(handOutRoot(env), { ...revising, tasks: [{ ...revising.tasks[0]!, attempt: 3 }] });
+      const refused = await call('r2', 'Read', { file_path: revising.tasks[0]!.promptFile });
+      expect(refused).toMatchObject({ permissionDecision: 'deny' });
+      expect(refused.permissionDecisionReason).toMatch(/task 0 revises its earlier work, which could not be put in your worktree \(.*lib\.txt/s);
+      expect(await readFile(join(worktree('r2'), 'lib.txt'), 'utf8')).toBe('changed\n');
+      expect(await readBinding(handOutRoot(env), 'sess-rev', 'r2')).toBeNull();
+      expect(await call('r2', 'Edit', { file_path: join(worktree('r2'), 'lib.txt') })).toMatchObject({ permissionDecision: 'deny' });
+    } finally {
+      await r.cleanup();
+    }
   });
 });

@@ -172,6 +172,10 @@ describe('nextStall', () => {
     expect(nextStall(state, step)).toEqual({ stall: 'landing', stuck: [1] });
   });
 
+  it('names the tasks awaiting approval when nothing else is left: the run is not done until a person decides', () => {
+    expect(nextStall(stateOf([['completed'], ['awaiting_approval'], ['failed']]), step)).toEqual({ stall: 'awaiting_approval', stuck: [1] });
+  });
+
   it('is done when nothing is ready and nothing waits', () => {
     expect(nextStall(stateOf([['completed'], ['completed']]), step)).toEqual({ stall: 'done', stuck: [] });
   });

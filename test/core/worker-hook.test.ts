@@ -175,6 +175,27 @@ describe('a subagent in a worktree that has not read its prompt file', () => {
     const verdict = decideToolCall(call('Write', {}), facts({ binding: { ...bound, agent: 'zz' }, target: { kind: 'inside', path: 'src/a.ts' } }));
     expect(verdict).toMatchObject({ kind: 'deny' });
   });
+
+  it('while a revision is handed out, may read nothing but a prompt file: its parked work is put in the worktree when the worker binds', () => {
+    const parked = { base: 'a'.repeat(40), commit: 'b'.repeat(40) };
+    const revising: HandOut = { ...handOut, tasks: [{ ...handOut.tasks[0]!, parked }, handOut.tasks[1]!] };
+    const unbound = facts({ handOut: revising, binding: null });
+    const early = decideToolCall(call('Read', { file_path: `${worktree}/src/a.ts` }), unbound);
+    expect(early).toMatchObject({ kind: 'deny' });
+    expect(early.kind === 'deny' && early.reason).toContain("read your task's prompt file first");
+    expect(decideToolCall(call('Read', { file_path: revising.tasks[0]!.promptFile }), unbound)).toMatchObject({ kind: 'allow' });
+    // Bound, it reads as any worker does.
+    expect(decideToolCall(call('Read', { file_path: `${worktree}/src/a.ts` }), facts({ handOut: revising }))).toEqual({ kind: 'none' });
+    // With no revision handed out, an unbound subagent's reads stay the person's.
+    expect(decideToolCall(call('Read', { file_path: `${worktree}/src/a.ts` }), facts({ binding: null }))).toEqual({ kind: 'none' });
+  });
+
+  it('is told to stop, and stays unbound, when its revision’s parked work could not be put in its worktree', () => {
+    const verdict = decideToolCall(call('Read', { file_path: handOut.tasks[0]!.promptFile }), facts({ binding: null, unready: 'git read-tree failed' }));
+    expect(verdict).toMatchObject({ kind: 'deny' });
+    expect(verdict.kind === 'deny' && verdict.reason).toContain('(git read-tree failed)');
+    expect(verdict.kind === 'deny' && verdict.reason).toContain('end with: FAILED: the earlier work of task 0 could not be put in the worktree');
+  });
 });
 
 describe('the pieces', () => {

@@ -1,5 +1,6 @@
 // The /execute path holds work awaiting approval the same way the headless engine does: a ready task that
-// overlaps a task awaiting approval does not start, and `next` says the run waits for approval.
+// overlaps a task awaiting approval does not start, and `next` says the run waits for approval, with
+// the parked work's change for the person to review.
 
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -33,5 +34,17 @@ describe('plan.ts next with work awaiting approval', () => {
     const held = await checkedStep(step, repo.dir, ['next']);
     expect(held.json).toMatchObject({ tasks: [], stall: 'awaiting_approval', stuck: [0] });
     expect(held.json.waiting).toEqual([expect.objectContaining({ index: 1, overlapsWith: [0] })]);
+    // What the person reviews: the parked work's files, a line summing it up, the command showing the whole diff.
+    expect(held.json.review).toEqual([
+      {
+        index: 0,
+        subject: 'task A',
+        files: [{ path: 'notes.txt', change: 'modified', added: 1, removed: 0 }],
+        summary: '1 file: notes.txt (+1)',
+        diff: expect.stringMatching(/^git diff [0-9a-f]{40} [0-9a-f]{40}$/),
+      },
+    ]);
+    const diff = await repo.git(held.json.review[0].diff.split(' ').slice(1));
+    expect(diff).toContain('+A');
   });
 });

@@ -5,21 +5,18 @@
 // pre-approves and which widens exactly that task; any other form of `plan declare` asks the
 // person. And under `claude -p`, where AskUserQuestion does not exist, what the lead is told.
 
-import { rm, writeFile } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
-import { findExecutable } from '../../src/adapters/executables.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { type ModelServer, type ScriptedRequest, startModelServer, text, toolUse } from '../support/model-server.ts';
 import { blockedOnUndeclared, makePlan, readPlan, writePlan } from '../support/plans.ts';
-import { alive } from '../support/processes.ts';
 import { claudeBin, claudeEnv, parseStreamJson, repoRoot, tempHome } from '../support/real-claude.ts';
+import { interactiveClaude, tmuxFor } from './real-session.ts';
 
-const tmux = findExecutable('tmux', process.env, process.cwd());
-if (tmux === null) console.warn('declare-real: tmux is missing, so the interactive case is skipped (Debian: apt-get install tmux)');
+const tmux = tmuxFor('the interactive case');
 const pluginRoot = join(repoRoot, 'plugin');
 const cleanups: Array<() => Promise<void>> = [];
 afterAll(async () => {
@@ -27,11 +24,6 @@ afterAll(async () => {
 });
 
 const blockedPlan = (): Plan => makePlan([blockedOnUndeclared()]);
-
-/** Waits up to 15 s for the process to exit (a pid is not signalled again: by then it may be another's). */
-async function gone(pid: number): Promise<void> {
-  for (let i = 0; i < 150 && alive(pid); i++) await new Promise((resolve) => setTimeout(resolve, 100));
-}
 
 const skillDir = (req: ScriptedRequest) => /Base directory for this skill: (\S+)/.exec(req.promptRaw)?.[1] ?? '';
 const lastResult = (req: ScriptedRequest) => req.toolResults.at(-1)?.content ?? '';
@@ -84,60 +76,13 @@ describe.runIf(tmux !== null)("/foreman:execute asks about a task's needed files
       },
     });
     cleanups.push(() => server.close());
-    const env = claudeEnv(server.url, home);
-    // As a person who has used Claude Code here: onboarding done, the folder trusted, the key accepted.
-    await writeFile(
-      join(home, '.claude.json'),
-      JSON.stringify({
-        hasCompletedOnboarding: true,
-        customApiKeyResponses: { approved: [String(env.ANTHROPIC_API_KEY).slice(-20)], rejected: [] },
-        projects: { [repo.dir]: { hasTrustDialogAccepted: true } },
-      }),
-    );
-    const session = `foreman-declare-${process.pid}`;
-    const envArgs = Object.entries(env).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
-    await execa(tmux!, [
-      'new-session',
-      '-d',
-      '-s',
-      session,
-      '-x',
-      '220',
-      '-y',
-      '60',
-      '-c',
-      repo.dir,
-      'env',
-      '-i',
-      ...envArgs,
-      claudeBin,
-      '--model',
-      'haiku',
-      '--plugin-dir',
-      pluginRoot,
-      '--permission-mode',
-      'default',
-      '/foreman:execute',
-    ]);
-    // The session's process is Claude Code itself (env execs it): it goes with the session, and
-    // its home is removed only once it has gone (it writes there as it exits).
-    const claudePid = Number((await execa(tmux!, ['display-message', '-p', '-t', session, '#{pane_pid}'])).stdout);
-    cleanups.push(async () => {
-      await execa(tmux!, ['kill-session', '-t', session], { reject: false });
-      await gone(claudePid);
-    });
-    const screen = async () => (await execa(tmux!, ['capture-pane', '-p', '-t', session])).stdout;
-    const waitFor = async (pattern: RegExp, what: string) => {
-      for (let i = 0; i < 240; i++) {
-        const now = await screen();
-        if (pattern.test(now)) return now;
-        await sleep(250);
-      }
-      throw new Error(`no ${what} on the screen:\n${await screen()}`);
-    };
+    const terminal = await interactiveClaude(tmux!, { cwd: repo.dir, home, serverUrl: server.url, name: 'declare' }, '/foreman:execute');
+    // Its home is removed only once it has gone (it writes there as it exits).
+    cleanups.push(() => terminal.close());
+    const waitFor = (pattern: RegExp, what: string) => terminal.waitFor(pattern, what);
     await waitFor(/Declare it and put the task back\?/, 'question');
     // The first option is the selected one: the person presses Enter.
-    await execa(tmux!, ['send-keys', '-t', session, 'Enter']);
+    await terminal.keys('Enter');
     // The declare ran with no prompt; the other form stops at a permission prompt.
     const asked = await waitFor(/This command requires approval\s+Do you want to proceed\?/, 'permission prompt for the other form');
     expect(asked).toMatch(/plan declare 0 src\/other\.js/);

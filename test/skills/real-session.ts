@@ -1,10 +1,15 @@
 // What the real-CLI session tests share: reading the conversation the CLI sends the scripted
-// model (the lead's last tool calls and their results), and making the subagents' worktrees one
-// at a time while the subagents run at once.
+// model (the lead's last tool calls and their results), making the subagents' worktrees one at a
+// time while the subagents run at once, and the CLI in an interactive terminal.
 
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { execa } from 'execa';
+import { findExecutable } from '../../src/adapters/executables.ts';
 import { type ScriptedRequest, toolUse } from '../support/model-server.ts';
+import { alive } from '../support/processes.ts';
+import { claudeBin, claudeEnv, repoRoot } from '../support/real-claude.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Reading the conversation the CLI sends
@@ -91,3 +96,73 @@ if (!call.agent_id) {
 
 /** The task of an Agent call's prompt (`…/task-<i>.md`), or NaN. */
 export const taskOfPrompt = (prompt: unknown): number => Number(/task-(\d+)\.md/.exec(String(prompt))?.[1]);
+
+// ---------------------------------------------------------------------------------------------
+// The CLI in an interactive terminal, as a person meets it
+
+/** Where tmux is, or null (then the caller skips `what`, saying so once). */
+export function tmuxFor(what: string): string | null {
+  const tmux = findExecutable('tmux', process.env, process.cwd());
+  if (tmux === null) console.warn(`tmux is missing, so ${what} is skipped (Debian: apt-get install tmux)`);
+  return tmux;
+}
+
+/** Claude Code running in a tmux session: what is on its screen, keys typed into it, its end. */
+export interface Terminal {
+  screen(): Promise<string>;
+  /** `tmux send-keys` arguments: key names (`Enter`, `Down`), or `-l` and text typed as it is. */
+  keys(...keys: string[]): Promise<void>;
+  /** The screen once `pattern` is on it (checked every 250 ms, up to `seconds`); else throws with the screen and `context()`. */
+  waitFor(pattern: RegExp, what: string, seconds?: number, context?: () => string): Promise<string>;
+  /** Ends the session and waits up to 15 s for Claude Code to exit (it writes in its home as it does). */
+  close(): Promise<void>;
+}
+
+/**
+ * Start the interactive CLI with the built plugin, in the default permission mode, `command`
+ * typed, in `cwd` in a tmux session of 220×60, its environment `claudeEnv`'s for the scripted
+ * server at `serverUrl`, as a person who has used Claude Code there: onboarding done, the folder
+ * trusted and the API key accepted (written to `home`'s `.claude.json`; CLI-NOTES.md).
+ */
+export async function interactiveClaude(
+  tmux: string,
+  place: { cwd: string; home: string; serverUrl: string; name: string },
+  command: string,
+): Promise<Terminal> {
+  const { cwd, home, name } = place;
+  const env = claudeEnv(place.serverUrl, home);
+  await writeFile(
+    join(home, '.claude.json'),
+    JSON.stringify({
+      hasCompletedOnboarding: true,
+      customApiKeyResponses: { approved: [String(env.ANTHROPIC_API_KEY).slice(-20)], rejected: [] },
+      projects: { [cwd]: { hasTrustDialogAccepted: true } },
+    }),
+  );
+  const session = `foreman-${name}-${process.pid}`;
+  const envArgs = Object.entries(env).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
+  const claude = [claudeBin, '--model', 'haiku', '--plugin-dir', join(repoRoot, 'plugin'), '--permission-mode', 'default', command];
+  await execa(tmux, ['new-session', '-d', '-s', session, '-x', '220', '-y', '60', '-c', cwd, 'env', '-i', ...envArgs, ...claude]);
+  // The session's process is Claude Code itself (env execs it): it goes with the session.
+  const pid = Number((await execa(tmux, ['display-message', '-p', '-t', session, '#{pane_pid}'])).stdout);
+  const screen = async () => (await execa(tmux, ['capture-pane', '-p', '-t', session])).stdout;
+  return {
+    screen,
+    keys: async (...keys) => {
+      await execa(tmux, ['send-keys', '-t', session, ...keys]);
+    },
+    async waitFor(pattern, what, seconds = 60, context = () => '') {
+      for (let i = 0; i < seconds * 4; i++) {
+        const now = await screen();
+        if (pattern.test(now)) return now;
+        await sleep(250);
+      }
+      throw new Error(`no ${what} on the screen:\n${await screen()}\n${context()}`);
+    },
+    async close() {
+      await execa(tmux, ['kill-session', '-t', session], { reject: false });
+      // A pid is not signalled again: by then it may be another's.
+      for (let i = 0; i < 150 && alive(pid); i++) await sleep(100);
+    },
+  };
+}

@@ -2,7 +2,7 @@
 // foreman (a checkout, or an installed plugin) in a sample repository prepared to the state in which
 // the skill runs it. Used by skill-commands.test.ts (the checkout) and plugin.test.ts (an installed copy).
 
-import { readFile, readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { expect } from 'vitest';
@@ -65,7 +65,7 @@ const samplePlan = () =>
     { context: { testCommand: 'true' } },
   );
 
-type State = 'fresh' | 'in-progress' | 'finalized' | 'failed' | 'blocked-wanting' | 'awaiting_approval' | 'after-headless-run';
+type State = 'fresh' | 'in-progress' | 'finalized' | 'failed' | 'blocked-wanting' | 'awaiting_approval' | 'parked' | 'after-headless-run';
 
 /** The state a skill is in when it runs a given command. */
 function stateFor(words: string[]): State {
@@ -75,6 +75,7 @@ function stateFor(words: string[]): State {
   if (tool === 'plan' && (sub === 'retry' || sub === 'skip')) return 'failed';
   if (tool === 'plan' && sub === 'declare') return 'blocked-wanting';
   if (tool === 'plan' && (sub === 'approve' || sub === 'reject')) return 'awaiting_approval';
+  if (tool === 'plan' && sub === 'revise') return 'parked';
   if (tool === 'plan' && sub === 'report') return 'after-headless-run';
   return 'fresh';
 }
@@ -100,7 +101,10 @@ export function preparedRepos(): PreparedRepos {
 async function prepare(state: State, root: string, repos: PreparedRepos): Promise<string> {
   const repo = await tempGitRepo({ 'README.md': 'hello\n' });
   repos.add(repo);
-  const planPath = await writePlan(repo.dir, samplePlan());
+  const plan = samplePlan();
+  // Work parked for approval: the first task's, by the steps, its gate a person's.
+  if (state === 'parked') plan.tasks[0]!.gate = 'human-approval';
+  const planPath = await writePlan(repo.dir, plan);
   const mark = async (status: 'failed' | 'blocked' | 'awaiting_approval', wanted: Record<string, unknown> = {}) => {
     const plan = await readPlan(planPath);
     plan.tasks[0] = { ...plan.tasks[0]!, status, attempts: 1, result: 'for the test', ...wanted };
@@ -110,7 +114,8 @@ async function prepare(state: State, root: string, repos: PreparedRepos): Promis
     case 'fresh':
       break;
     case 'in-progress':
-    case 'finalized': {
+    case 'finalized':
+    case 'parked': {
       expect((await step(repo.dir, ['setup'])).code).toBe(0);
       const next = await step(repo.dir, ['next']);
       const results = [];
@@ -119,7 +124,11 @@ async function prepare(state: State, root: string, repos: PreparedRepos): Promis
         results.push({ task: t.index, output: ran.output.split('\n').at(-1), ...(ran.worktree ? { worktree: ran.worktree } : {}) });
       }
       await writeFile(join(repo.dir, '.design/prompts/results.json'), JSON.stringify(results));
-      if (state === 'finalized') expect((await step(repo.dir, ['finalize', '--results', '.design/prompts/results.json'])).code).toBe(0);
+      if (state !== 'in-progress') expect((await step(repo.dir, ['finalize', '--results', '.design/prompts/results.json'])).code).toBe(0);
+      if (state === 'parked') {
+        expect((await step(repo.dir, ['commit'])).code).toBe(0);
+        await writeFeedback(repo.dir);
+      }
       break;
     }
     case 'failed':
@@ -140,6 +149,12 @@ async function prepare(state: State, root: string, repos: PreparedRepos): Promis
   }
   return repo.dir;
 }
+
+/** The person's words for a revision, as the execute skill writes them before `plan revise`. */
+const writeFeedback = async (dir: string) => {
+  await mkdir(join(dir, '.design/prompts'), { recursive: true });
+  await writeFile(join(dir, '.design/prompts/feedback.md'), 'Also handle the empty string.\n');
+};
 
 /** As Claude Code does: `${CLAUDE_SKILL_DIR}` becomes the skill's folder under `root`; placeholders get sample values. */
 export function substitute(line: string, root: string, file: string): string {

@@ -561,6 +561,8 @@ export class SessionRig {
       head: async () => this.head,
       branch: async () => 'main',
       unlanded: async () => [...this.unlanded],
+      parked: async () => ok(null),
+      diff: async () => ok(''),
     },
     subagents: { find: async (worktree) => ok(worktree), remove: async () => null },
     gate: {
@@ -607,6 +609,7 @@ export class SessionRig {
       withdraw: async () => undefined,
       removeStale: async () => undefined,
       deniedWrites: async (task, attempt) => this.deniedWrites.get(`${task}-${attempt}`) ?? [],
+      bound: async () => true,
     },
     sandbox: async () => ({ mode: 'off', sandboxed: false, unavailable: null }),
   };

@@ -68,6 +68,31 @@ export async function agentWorktree(repo: string, dir: string): Promise<Result<A
   return err({ kind: 'not-registered', dir });
 }
 
+/** Work parked for a task: the commit holding it, whose parent is the commit its attempt started from. */
+export interface ParkedStart {
+  base: string;
+  commit: string;
+}
+
+/**
+ * Make a subagent's fresh worktree hold a task's parked work, before the subagent works there (the
+ * worker hook does it when the subagent binds to its task): its files become the parked commit's,
+ * by a two-way `read-tree` from the worktree's HEAD, which refuses to overwrite a change made
+ * there; then HEAD (its `worktree-agent-*` branch) and the index move to the parked attempt's
+ * base, so the work so far shows as the worktree's changes and what the attempt leaves is captured
+ * from that base: the whole change, never the revision alone. Only a registered worktree under
+ * `<repo>/.claude/worktrees/` is touched.
+ */
+export async function startFromParked(repo: string, dir: string, parked: ParkedStart): Promise<Result<void, AgentWorktreeProblem>> {
+  const found = await agentWorktree(repo, dir);
+  if (!found.ok) return found;
+  const cwd = found.value.dir;
+  const put = await runGit(['read-tree', '-u', '-m', 'HEAD', parked.commit], { cwd });
+  if (!put.ok) return err({ kind: 'git-failed', failure: failureOf(put.error) });
+  const based = await runGit(['reset', '-q', '--mixed', parked.base], { cwd });
+  return based.ok ? ok(undefined) : err({ kind: 'git-failed', failure: failureOf(based.error) });
+}
+
 /**
  * Remove a subagent worktree Claude Code made (`git worktree remove --force --force`: its files
  * were the subagent's, and what foreman keeps of them is captured already) and its

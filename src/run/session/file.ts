@@ -59,10 +59,15 @@ export interface SessionGate {
   current: GateRunRecord | null;
 }
 
-/** A task `next` handed out: when, and the commit HEAD was at (its subagent's worktree starts there). */
+/**
+ * A task `next` handed out: when, and the commit its attempt starts from: HEAD's (its subagent's
+ * worktree is made there), or for a revision (`plan revise`) its parked attempt's, with `parked`,
+ * the parked work the worker hook puts in the worktree.
+ */
 export interface HandedOut {
   at: string;
   base: string;
+  parked?: string;
 }
 
 /** What the lead's session remembers between steps. */
@@ -292,7 +297,8 @@ function handedOutOf(data: SessionFileJson): Record<string, HandedOut> {
   const out: Record<string, HandedOut> = {};
   const valid = (at: string) => Number.isFinite(Date.parse(at));
   if (data.handedOut !== undefined) {
-    for (const [task, { at, base }] of Object.entries(data.handedOut)) if (valid(at)) out[task] = { at, base };
+    for (const [task, { at, base, parked }] of Object.entries(data.handedOut))
+      if (valid(at)) out[task] = { at, base, ...(parked !== undefined ? { parked } : {}) };
     return out;
   }
   const bases = data.bases ?? {};

@@ -86,6 +86,10 @@ interface FinalizeRan extends Ran {
   results: FinalizedResult[];
 }
 
+/** Why a revision's attempt cannot be verified when no worker of it read its prompt file (so foreman's hook never put its parked work in). */
+export const UNREVISED =
+  "the revision's worker never read its prompt file, so foreman's hook did not put the task's parked work in its worktree (is the plugin's hook installed?): what it left is not the whole change";
+
 /** The `finalize` step of `results`, with `options` over the session's. */
 export class FinalizeStep implements SessionStep<FinalizeOpened, FinalizeRan, FinalizeOutput, FinalizeProblem> {
   readonly name = 'finalize';
@@ -125,9 +129,12 @@ export class FinalizeStep implements SessionStep<FinalizeOpened, FinalizeRan, Fi
       orphans,
       effects: {
         ...unmetEffects,
-        verify: (task, current) => {
+        verify: async (task, current) => {
           const handed = session.handedOut[String(task)];
           const worktree = worktrees.get(task);
+          // A revision's work is what changed since its parked work's base: only with that work in its worktree is it the whole change.
+          const attempt = current.attempts.get(task)?.number ?? 0;
+          if (handed?.parked !== undefined && !(await io.handOut.bound(task, attempt))) return err(UNREVISED);
           return verifySubagent(places, current.plan, task, worktree, handed?.base);
         },
         release: async (task) => {

@@ -7,7 +7,7 @@
 
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { deniedWrites, handOutRoot, removeHandOut, sessionsOfPlan, writeHandOut } from '../../adapters/hand-out.ts';
+import { attemptBound, deniedWrites, handOutRoot, removeHandOut, sessionsOfPlan, writeHandOut } from '../../adapters/hand-out.ts';
 import { type Plan, attemptsOf, statusOf, writesOf } from '../../core/plan.ts';
 import { type HandOut, type HandedOutTask, safeId } from '../../core/worker-hook.ts';
 
@@ -23,16 +23,28 @@ export interface HandOutSource {
   running: readonly number[];
   sandbox: WorkerSandbox;
   promptFile: (index: number) => string;
+  /** A revision's parked work (`plan revise`), which its worker starts from; undefined for any other attempt. */
+  parked: (index: number) => HandedOutTask['parked'];
 }
 
 /** The Claude Code session the steps run in, or null outside one. */
 export const claudeSession = (env: NodeJS.ProcessEnv): string | null => (safeId(env.CLAUDE_CODE_SESSION_ID) ? env.CLAUDE_CODE_SESSION_ID : null);
 
 /** The tasks whose workers may be working now: in progress, handed out, not finalized. */
-export function handedOutTasks(plan: Plan, source: Pick<HandOutSource, 'running' | 'promptFile'>): HandedOutTask[] {
+export function handedOutTasks(plan: Plan, source: Pick<HandOutSource, 'running' | 'promptFile' | 'parked'>): HandedOutTask[] {
   return plan.tasks.flatMap((task, index) => {
     if (statusOf(task) !== 'in_progress' || !source.running.includes(index)) return [];
-    return [{ index, attempt: attemptsOf(task) + 1, subject: task.subject, promptFile: source.promptFile(index), files: writesOf(task) }];
+    const parked = source.parked(index);
+    return [
+      {
+        index,
+        attempt: attemptsOf(task) + 1,
+        subject: task.subject,
+        promptFile: source.promptFile(index),
+        files: writesOf(task),
+        ...(parked !== undefined ? { parked } : {}),
+      },
+    ];
   });
 }
 
@@ -55,6 +67,12 @@ export async function publishHandOut(plan: Plan, source: HandOutSource): Promise
 export async function deniedWritesOf(env: NodeJS.ProcessEnv, task: number, attempt: number): Promise<string[]> {
   const session = claudeSession(env);
   return session === null ? [] : deniedWrites(handOutRoot(env), session, task, attempt);
+}
+
+/** Whether the worker hook bound a subagent to `task`'s attempt `attempt` in this session (never outside one). */
+export async function attemptBoundIn(env: NodeJS.ProcessEnv, task: number, attempt: number): Promise<boolean> {
+  const session = claudeSession(env);
+  return session !== null && attemptBound(handOutRoot(env), session, task, attempt);
 }
 
 /** The run ended: this session hands nothing out any more. */

@@ -9,14 +9,16 @@
 
 import { agentWorktree, describeAgentWorktreeProblem, removeAgentWorktree } from '../../adapters/git/agent-worktrees.ts';
 import type { Git } from '../../adapters/git/repository.ts';
+import { parkedChange, workDiff } from '../../adapters/git/parked-change.ts';
 import { integrationRef, isAncestor, readRef } from '../../adapters/git/refs.ts';
 import { autoSandbox } from '../../adapters/sandbox.ts';
 import { type Result, err, ok } from '../../core/failure.ts';
 import type { GitFailure } from '../../core/git-text.ts';
+import type { ParkedChange } from '../../core/parked-change.ts';
 import { type Plan, statusOf } from '../../core/plan.ts';
 import { type RunAdapters, realRunAdapters } from '../adapters.ts';
 import { type GateLaunch, type GateState, endGateProcess, gateAlive, launchGate, readGateState } from './gate-process.ts';
-import { type HandOutSource, deniedWritesOf, publishHandOut, removeStaleHandOuts, withdrawHandOut } from './hand-out.ts';
+import { type HandOutSource, attemptBoundIn, deniedWritesOf, publishHandOut, removeStaleHandOuts, withdrawHandOut } from './hand-out.ts';
 import type { GateRunRecord, SessionSandbox } from './file.ts';
 import { type RunPlaces, type SetupOptions, type SetupProblem, type SetupReport, setupRun } from '../setup.ts';
 import type { Workspace } from '../workspace/index.ts';
@@ -56,6 +58,10 @@ export interface SessionIo extends RunAdapters {
     branch(): Promise<string | null>;
     /** Integrated tasks whose commit `head` does not contain (none when it holds the whole integration ref). */
     unlanded(plan: Plan, head: string | null): Promise<number[]>;
+    /** The work parked for `task` awaiting approval and what it changes, or null when none is. */
+    parked(plan: Plan, task: number): Promise<Result<ParkedChange | null, GitFailure>>;
+    /** The diff from `base` to `commit`: the work so far a revision's prompt shows. */
+    diff(base: string, commit: string): Promise<Result<string, GitFailure>>;
   };
   /** Claude Code's worktrees of the subagents. */
   subagents: {
@@ -74,11 +80,13 @@ export interface SessionIo extends RunAdapters {
   };
   /** What the worker hook is told (run/session/hand-out.ts). */
   handOut: {
-    publish(plan: Plan, source: Pick<HandOutSource, 'running' | 'sandbox' | 'promptFile'>): Promise<void>;
+    publish(plan: Plan, source: Pick<HandOutSource, 'running' | 'sandbox' | 'promptFile' | 'parked'>): Promise<void>;
     withdraw(): Promise<void>;
     removeStale(): Promise<void>;
     /** The undeclared paths the worker hook refused the worker of `task`'s attempt `attempt`. */
     deniedWrites(task: number, attempt: number): Promise<string[]>;
+    /** Whether the worker hook bound a subagent to `task`'s attempt `attempt` (and made its worktree ready). */
+    bound(task: number, attempt: number): Promise<boolean>;
   };
   /** The sandbox `auto` finds, for a setup given no decision (and a session file of an earlier version). */
   sandbox(): Promise<SessionSandbox>;
@@ -131,6 +139,8 @@ export function realSessionIo(place: SessionPlace): SessionIo {
       head: () => place.git.headCommit(),
       branch: () => place.git.currentBranch(),
       unlanded: (plan, head) => unlandedTasks(plan, place.repo, head),
+      parked: async (plan, task) => (typeof plan.planId === 'string' ? parkedChange(place.repo, plan.planId, task) : ok(null)),
+      diff: (base, commit) => workDiff(place.repo, base, commit),
     },
     subagents: {
       async find(worktree) {
@@ -153,6 +163,7 @@ export function realSessionIo(place: SessionPlace): SessionIo {
       withdraw: () => withdrawHandOut(env),
       removeStale: () => removeStaleHandOuts(place.planPath, env),
       deniedWrites: (task, attempt) => deniedWritesOf(env, task, attempt),
+      bound: (task, attempt) => attemptBoundIn(env, task, attempt),
     },
     sandbox: autoSandbox,
   };

@@ -10,11 +10,12 @@ import type { EngineEvent } from '../../core/engine/events.ts';
 import { startable } from '../../core/engine/queries.ts';
 import type { EngineState } from '../../core/engine/state.ts';
 import { type Result, err, ok, recheckRun } from '../../core/failure.ts';
-import { workerFinishedEvent } from '../../core/engine/effect-results.ts';
+import { workerFinishedEvent, workspaceFailedEvent } from '../../core/engine/effect-results.ts';
 import type { Verification } from '../../core/finalize.ts';
 import { type GitFailure, describeGitFailure } from '../../core/git-text.ts';
 import { countByStatus, readySet } from '../../core/graph.ts';
 import { type SessionLimit, handOutLimit } from '../../core/limit-words.ts';
+import { type ChangedFile, changeSummary } from '../../core/parked-change.ts';
 import { type Plan, type TaskStatus, modelOf, statusOf } from '../../core/plan.ts';
 import { workerPrompt } from '../../core/prompt.ts';
 import { type NextStall, type Notice, type TaskRef, clipForLead, isComplete, nextStall, overlapping } from '../../core/session-report.ts';
@@ -32,7 +33,8 @@ export interface NextOutput {
   round: number;
   /**
    * Dispatch each with `isolation: "worktree"`: Claude Code makes its worktree from HEAD, which
-   * is `base` (it holds the work of every task it depends on).
+   * is `base` (it holds the work of every task it depends on); for a revision (`plan revise`),
+   * `base` is its parked work's, where foreman's hook moves the worktree, that work in it.
    */
   tasks: Array<TaskRef & { activeForm: string; model: string; attempt: number; promptFile: string; isolation: 'worktree'; base: string }>;
   /** Ready tasks that did not start because they overlap a task that did (or runs); at most WAITING_LISTED of them. */
@@ -59,11 +61,24 @@ export interface NextOutput {
   /** Present when something needs saying: the plan file changed since the last step. */
   notices?: Notice[];
   /**
+   * With `awaiting_approval`: the tasks whose work is parked for the person's review, what it
+   * changes, and the git command that shows the whole diff. The skill asks the person: approve,
+   * request changes (`plan revise`), or reject.
+   */
+  review?: ReviewEntry[];
+  /**
    * Tasks whose set-aside work this step re-checked instead of handing them out (they were widened
    * to declare it, `plan declare`): `completed` waits for `plan commit`; otherwise a worker does
    * the task at a later `next`.
    */
   rechecked?: Array<TaskRef & { outcome: string; reason?: string; warnings: string[] }>;
+}
+
+/** A task awaiting approval, with its parked work, for the person to review. */
+export type ReviewEntry = TaskRef & { files: ChangedFile[]; summary: string; diff: string };
+
+interface NextRan extends Ran {
+  review: ReviewEntry[];
 }
 
 interface NextOpened extends Opened {
@@ -77,7 +92,7 @@ interface NextOpened extends Opened {
 }
 
 /** The `next` step, handing out at most `concurrency` (default: the session's). */
-export class NextStep implements SessionStep<NextOpened, Ran, NextOutput, never> {
+export class NextStep implements SessionStep<NextOpened, NextRan, NextOutput, never> {
   readonly name = 'next';
 
   constructor(private readonly options: { concurrency?: number }) {}
@@ -91,14 +106,25 @@ export class NextStep implements SessionStep<NextOpened, Ran, NextOutput, never>
     const state = stateOf(context, session, plan);
     const handedOut: NextOutput['tasks'] = [];
     const rechecks = new Rechecks(context, session, plan);
-    const handOut = async (effect: Extract<EngineEffect, { type: 'start-worker' }>, current: EngineState): Promise<undefined> => {
+    const handOut = async (effect: Extract<EngineEffect, { type: 'start-worker' }>, current: EngineState): Promise<EngineEvent[] | undefined> => {
       // Setup refuses a repository without a commit; without one nothing can be handed out.
       if (head === null) throw new Error('no commit to hand work out from');
       const task = current.plan.tasks[effect.task]!;
+      // A review round's revision starts from its parked work: foreman's hook puts it in the
+      // subagent's worktree (made at HEAD) and moves it to that work's base, where capture starts.
+      // (A blamed candidate retried from its own work is a headless run's: core/engine/review.ts.)
+      const parked = effect.from !== undefined && 'commit' in effect.from ? effect.from : undefined;
+      const workSoFar = parked === undefined ? ok(undefined) : await io.repository.diff(parked.base, parked.commit);
+      if (!workSoFar.ok) {
+        const why = `task ${effect.task}'s parked work (commit ${parked!.commit.slice(0, 12)}) cannot be read: ${describeGitFailure(workSoFar.error)}`;
+        return [workspaceFailedEvent(effect.task, why, io.clock.now())];
+      }
       const promptFile = promptPathFor(context.planPath, effect.task);
       await mkdir(promptsDirFor(context.planPath), { recursive: true });
-      await writeFile(promptFile, workerPrompt(current.plan, effect.task, { maxAttempts: current.config.maxAttempts }));
-      session.handedOut[String(effect.task)] = { at: new Date(io.clock.now()).toISOString(), base: head };
+      const options = { maxAttempts: current.config.maxAttempts, ...(workSoFar.value !== undefined ? { workSoFar: workSoFar.value } : {}) };
+      await writeFile(promptFile, workerPrompt(current.plan, effect.task, options));
+      const base = parked?.base ?? head;
+      session.handedOut[String(effect.task)] = { at: new Date(io.clock.now()).toISOString(), base, ...(parked !== undefined ? { parked: parked.commit } : {}) };
       handedOut.push({
         index: effect.task,
         subject: task.subject,
@@ -107,7 +133,7 @@ export class NextStep implements SessionStep<NextOpened, Ran, NextOutput, never>
         attempt: effect.attempt,
         promptFile,
         isolation: 'worktree',
-        base: head,
+        base,
       });
       return undefined;
     };
@@ -127,7 +153,7 @@ export class NextStep implements SessionStep<NextOpened, Ran, NextOutput, never>
     });
   }
 
-  async run(scope: StepScope, opened: NextOpened): Promise<Ran> {
+  async run(scope: StepScope, opened: NextOpened): Promise<NextRan> {
     const { context, session } = scope;
     const { io } = context;
     let state = opened.state;
@@ -146,10 +172,11 @@ export class NextStep implements SessionStep<NextOpened, Ran, NextOutput, never>
     }
     if (!state.finished) state = await scope.post(state, nextEvents(opened.unlanded, this.options.concurrency, io.clock.now()));
     await opened.rechecks.done();
-    return { state, end: scope.run.finished, landing: { landed: opened.unlanded.length === 0, problem: [] } };
+    const review = opened.handedOut.length === 0 ? await reviewOf(scope.context, state.plan) : [];
+    return { state, end: scope.run.finished, landing: { landed: opened.unlanded.length === 0, problem: [] }, review };
   }
 
-  report(scope: StepScope, opened: NextOpened, { state }: Ran, recorded: Recorded): Result<NextOutput, never> {
+  report(scope: StepScope, opened: NextOpened, { state, review }: NextRan, recorded: Recorded): Result<NextOutput, never> {
     const { io } = scope.context;
     const rechecked = scope.run.of('task-finished').map((e) => ({
       index: e.task,
@@ -174,8 +201,25 @@ export class NextStep implements SessionStep<NextOpened, Ran, NextOutput, never>
       ...(limit !== null ? { limit } : {}),
       ...(recorded.kept.length > 0 ? { notices: recorded.kept } : {}),
       ...(rechecked.length > 0 ? { rechecked } : {}),
+      ...(stall === 'awaiting_approval' && review.length > 0 ? { review } : {}),
     });
   }
+}
+
+/**
+ * The tasks awaiting approval whose work is parked, with what it changes. One whose parked work
+ * git cannot read is left out (`plan status` names every task awaiting approval).
+ */
+async function reviewOf(context: StepContext, plan: Plan): Promise<ReviewEntry[]> {
+  const review: ReviewEntry[] = [];
+  for (const [index, task] of plan.tasks.entries()) {
+    if (statusOf(task) !== 'awaiting_approval') continue;
+    const parked = await context.io.repository.parked(plan, index);
+    if (!parked.ok || parked.value === null) continue;
+    const { base, commit, files } = parked.value;
+    review.push({ index, subject: task.subject, files, summary: changeSummary(files), diff: `git diff ${base} ${commit}` });
+  }
+  return review;
 }
 
 /**

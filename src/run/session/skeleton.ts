@@ -204,6 +204,10 @@ export class StepScope {
         ? { available: true, network: plan.context?.checkNetwork ?? [] }
         : { available: false, reason: sandbox.unavailable ?? '--sandbox off' },
       promptFile: (index) => promptPathFor(this.context.planPath, index),
+      parked: (index) => {
+        const handed = session.handedOut[String(index)];
+        return handed?.parked === undefined ? undefined : { base: handed.base, commit: handed.parked };
+      },
     });
   }
 }
