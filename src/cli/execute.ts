@@ -31,7 +31,7 @@ import { findPlan, loadPlanFile, planPathFrom, repositoryTop } from './load.ts';
 import { createReporter } from './reporter.ts';
 import { describeDryRun, dryRunEvents, workerRulesShown } from './dry-run.ts';
 import { describeSetupProblem, lockedLine } from './setup-problem.ts';
-import { type SetupProblem, refusalBeforeWork } from '../run/setup.ts';
+import { type SetupProblem, refusalBeforeWork } from '../run/refusals.ts';
 import { uncommittedChangesNotice } from '../adapters/git/uncommitted.ts';
 import { gateCommandOf, gateOptions } from './gate-flags.ts';
 

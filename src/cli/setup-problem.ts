@@ -3,7 +3,7 @@
 
 import { describeGitFailure, noCommitLine } from '../core/git-text.ts';
 import { assertNever } from '../core/failure.ts';
-import { type SetupProblem, describeIgnored } from '../run/setup.ts';
+import { type SetupProblem, describeIgnored } from '../run/refusals.ts';
 import { EXIT, type ExitCode } from './exit.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { type LockInfo, lockHeldMessage } from '../adapters/run-lock.ts';

@@ -28,7 +28,8 @@ import { baselineRefusal, nextSteps, noGateNotice, runFinishedEvent, runStartedE
 import { finishPlan, lander } from './lifecycle.ts';
 import { describeProbeProblem, runProbe, saveProbe } from './probe.ts';
 import { LIMIT_FLAGS, type RunSettings } from './settings.ts';
-import { type RunPlaces, type SetupProblem, setupRun } from './setup.ts';
+import { type RunPlaces, setupRun } from './setup.ts';
+import type { SetupProblem } from './refusals.ts';
 import { assumptionCheckedEvent } from './assumptions.ts';
 import type { WorktreeSetup } from './workspace/local.ts';
 

@@ -38,7 +38,7 @@ import { type FinalizeOutput, type FinalizeProblem, type WorkerResult, FinalizeS
 import { type NextOutput, NextStep } from './session/next-step.ts';
 import { type SetupOutput, type SetupSettings, SetupStep } from './session/setup-step.ts';
 import { type SessionContext, performStep } from './session/skeleton.ts';
-import type { SetupProblem } from './setup.ts';
+import type { SetupProblem } from './refusals.ts';
 
 export type { CommitOutcome, GateReport, GateRunReport, Notice, NextStall, SkipRef, TaskRef } from '../core/session-report.ts';
 export type { CommitProblem, CommitStepOutput } from './session/commit-step.ts';

@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { processStartTime } from '../../src/adapters/processes.ts';
 import { EXIT, type ExitCode } from '../../src/cli/exit.ts';
 import type { Plan } from '../../src/core/plan.ts';
-import { committedContradictions } from '../../src/run/setup.ts';
+import { committedContradictions } from '../../src/run/refusals.ts';
 import { type ExecuteRun, runExecute, runExecuteProcess, runPlanTool, runPlanToolProcess } from '../support/execute.ts';
 import { type TempGitRepo, runGit, tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../support/plans.ts';

@@ -4,7 +4,7 @@ import { writePlanAtomic } from '../../adapters/plan-file.ts';
 import { plural } from '../../core/format.ts';
 import { HOW_TO_ACCEPT, type PlanLint, lintPlan } from '../../core/plan-lint.ts';
 import { withDefaults } from '../../core/validate.ts';
-import { planRepositoryProblem } from '../../run/setup.ts';
+import { planRepositoryProblem } from '../../run/refusals.ts';
 import { describeSetupProblem } from '../setup-problem.ts';
 import type { Command } from '../command.ts';
 import { CliError, EXIT, gitFailedError } from '../exit.ts';

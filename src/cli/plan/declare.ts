@@ -15,7 +15,7 @@ import { type Declared, declareFiles, describeChange } from '../../core/interven
 import { normalizeRepoPath } from '../../core/git-text.ts';
 import { validatePlan, withDefaults } from '../../core/validate.ts';
 import { neededPaths } from '../../core/widen.ts';
-import { describeIgnored, ignoredDeclaredPaths } from '../../run/setup.ts';
+import { describeIgnored, ignoredDeclaredPaths } from '../../run/refusals.ts';
 import type { Command } from '../command.ts';
 import { CliError, EXIT, gitFailedError, usageError } from '../exit.ts';
 import { existingPlanPath, loadPlan } from '../load.ts';

@@ -12,7 +12,7 @@ import { type ProbeReport, probeFindings, probeHeadline } from '../../core/probe
 import { decideSandbox, ownSandboxNotice, sandboxModeOf, sandboxUse } from '../../adapters/sandbox.ts';
 import { describeSandboxUse, sandboxedCommands } from '../../core/sandbox-words.ts';
 import { describeProbeProblem, runProbe, saveProbe } from '../../run/probe.ts';
-import { planRepositoryProblem, planWarningNotices } from '../../run/setup.ts';
+import { planRepositoryProblem, planWarningNotices } from '../../run/refusals.ts';
 import { describeSetupProblem, lockedLine } from '../setup-problem.ts';
 import { DEFAULTS, LIMIT_FLAGS } from '../../run/settings.ts';
 import { table } from '../../ui/table.ts';

@@ -20,7 +20,8 @@ import { type RunAdapters, realRunAdapters } from '../adapters.ts';
 import { type GateLaunch, type GateState, endGateProcess, gateAlive, launchGate, readGateState } from './gate-process.ts';
 import { type HandOutSource, attemptBoundIn, deniedWritesOf, publishHandOut, removeStaleHandOuts, withdrawHandOut } from './hand-out.ts';
 import type { GateRunRecord, SessionSandbox } from './file.ts';
-import { type RunPlaces, type SetupOptions, type SetupProblem, type SetupReport, setupRun } from '../setup.ts';
+import { type RunPlaces, type SetupOptions, type SetupReport, setupRun } from '../setup.ts';
+import type { SetupProblem } from '../refusals.ts';
 import type { Workspace } from '../workspace/index.ts';
 import { subagentWorkspaces } from '../workspace/subagent.ts';
 
