@@ -7,13 +7,14 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { remoteCommand } from '../../src/adapters/host/bootstrap.ts';
 import { type HostChannel, openChannel } from '../../src/adapters/host/channel.ts';
 import { fetchCommit, sendCommit } from '../../src/adapters/host/objects.ts';
 import { type HostProgram, hostProgram } from '../../src/adapters/host/program.ts';
 import { type SshHost, sshTransport } from '../../src/adapters/host/ssh.ts';
 import { findMarked } from '../../src/adapters/processes.ts';
 import { DEFAULT_MIN_FREE_BYTES, hostProblems } from '../../src/core/host-checks.ts';
-import type { HostEvent } from '../../src/core/host-protocol.ts';
+import { HOST_PROTOCOL, type HostEvent, type ToHost, messageLine } from '../../src/core/host-protocol.ts';
 import { tempGitRepo } from '../support/git-repo.ts';
 import { alive, childrenOf } from '../support/processes.ts';
 import { type TestSshd, sshdMissing, startTestSshd } from '../support/sshd.ts';
@@ -92,6 +93,30 @@ describeSshd('a host channel on real sshd', () => {
       await again.close();
     } finally {
       await Promise.all(channels.map((channel) => channel.close()));
+    }
+  });
+
+  test('a run’s folder is held by its live process: the same plan twice at once is refused, two plans share the host', async () => {
+    const host = sshd.hosts[1]?.host as SshHost;
+    const [first, second] = await Promise.all([open(host), open(host)]);
+    try {
+      const dir = await openRun(first, 'plan-shared');
+      const again = await second.request({ op: 'open-run', repository: 'repo-1', plan: 'plan-shared', objectFormat: 'sha1' });
+      expect(again.ok ? 'opened' : again.error).toEqual({
+        kind: 'refused',
+        message: expect.stringContaining(`held by another live run (process ${first.hello.pid} there)`),
+      });
+      await openRun(second, 'plan-other');
+      await first.close();
+      await waitFor('the first run to let go of its folder', () => !existsSync(join(dir, 'lock')));
+      const third = await open(host);
+      try {
+        expect(await openRun(third, 'plan-shared')).toBe(dir);
+      } finally {
+        await third.close();
+      }
+    } finally {
+      await Promise.all([first.close(), second.close()]);
     }
   });
 
@@ -275,6 +300,46 @@ describeSshd('a host channel on real sshd', () => {
     } finally {
       if (channel.pid !== undefined && alive(channel.pid)) process.kill(channel.pid, 'SIGCONT');
     }
+  });
+
+  test('the host ends everything it started when foreman says nothing for the silence limit, its connection still up', async () => {
+    // foreman's side played by hand: the program started by the same transport and bootstrap,
+    // greeted with a silence limit, a command started, then not a byte more (a laptop asleep).
+    const host = sshd.hosts[0]?.host as SshHost;
+    const silenceMs = 1_500;
+    const ssh = sshTransport(host, sshd.env).start(remoteCommand(host.workDir, { version: program.version, bytes: program.bytes.length }, 'node', true));
+    const mark = `quiet-${process.pid}-${Date.now()}`;
+    const said: string[] = [];
+    let lastSent = 0;
+    const send = (message: ToHost): void => {
+      ssh.stdin.write(messageLine(message));
+      lastSent = Date.now();
+    };
+    const exited = new Promise<number | null>((resolve) => ssh.once('exit', resolve));
+    ssh.stdout.on('data', (chunk: Buffer) => {
+      for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) {
+        said.push(line);
+        if (line === `foreman-host send ${program.bytes.length}`) ssh.stdin.write(program.bytes);
+        if (line.startsWith('{"type":"ready"')) {
+          send({ type: 'request', id: 1, request: { op: 'hello', protocol: HOST_PROTOCOL, silenceMs } });
+          send({ type: 'request', id: 2, request: { op: 'open-run', repository: 'repo-1', plan: 'plan-quiet', objectFormat: 'sha1' } });
+        }
+        if (line.startsWith('{"type":"reply","id":2,"reply":{"ok":true')) {
+          send({
+            type: 'request',
+            id: 3,
+            request: { op: 'run', argv: ['sh', '-c', 'sleep 1000 & setsid sleep 1001 & wait'], cwd: '.', env: { FOREMAN_TEST_MARK: mark }, stdin: false },
+          });
+        }
+      }
+    });
+    await waitFor('the command to run on the host', () => findMarked('FOREMAN_TEST_MARK', mark).length >= 3);
+    // Its input stays open: only the silence can end it.
+    expect(await exited).toBe(0);
+    expect(Date.now() - lastSent).toBeGreaterThanOrEqual(silenceMs);
+    expect(findMarked('FOREMAN_TEST_MARK', mark)).toEqual([]);
+    expect(said.filter((line) => line === '{"type":"ping"}').length).toBeGreaterThan(0);
+    ssh.stdin.end();
   });
 
   test('a host whose program goes silent is marked down after the silence limit', async () => {

@@ -11,7 +11,6 @@ import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { type Result, err, ok } from '../../core/failure.ts';
 import { clipTail, oneLine } from '../../core/format.ts';
 import {
-  CHUNK_BYTES,
   DEFAULT_SILENCE_MS,
   type FromHost,
   HOST_PROTOCOL,
@@ -21,6 +20,7 @@ import {
   type HostRequest,
   MAX_LINE_BYTES,
   type ToHost,
+  base64Chunks,
   heartbeatInterval,
   messageLine,
   readFromHost,
@@ -141,10 +141,9 @@ export async function openChannel(transport: HostTransport, options: ChannelOpti
   const streamInput = async (id: number, input: Buffer | AsyncIterable<Buffer>): Promise<void> => {
     const chunks: AsyncIterable<Buffer> | Iterable<Buffer> = Buffer.isBuffer(input) ? [input] : input;
     for await (const chunk of chunks) {
-      for (let at = 0; at < chunk.length; at += CHUNK_BYTES) {
+      for (const data of base64Chunks(chunk)) {
         if (down !== null || !pending.has(id)) return;
-        if (!write({ type: 'input', id, data: chunk.subarray(at, at + CHUNK_BYTES).toString('base64') }))
-          await new Promise((resolve) => child.stdin.once('drain', resolve));
+        if (!write({ type: 'input', id, data })) await new Promise((resolve) => child.stdin.once('drain', resolve));
       }
     }
     write({ type: 'input-end', id });
