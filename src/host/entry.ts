@@ -1,6 +1,6 @@
 // The remote side's entry point, bundled alone into host.mjs (src/adapters/host/program.ts):
-// `node host.mjs <work dir>`, or the bootstrap's loader with the same arguments after the
-// program's size. Everything it makes is private to the host's user.
+// run by the bootstrap's loader (src/adapters/host/bootstrap.ts) as `node -e LOADER <size> <work
+// dir> <keep|memory> [<kept file>]`. Everything it makes is private to the host's user.
 
 import { main } from './main.ts';
 
@@ -10,4 +10,5 @@ if (workDir === undefined || !workDir.startsWith('/')) {
   process.stderr.write('foreman host: run by foreman with the absolute work dir as its argument\n');
   process.exit(2);
 }
-void main(workDir);
+// A dry run's program writes nothing on the host.
+void main(workDir, process.argv[3] === 'memory');

@@ -44,12 +44,13 @@ function stdoutOutbox(): Outbox {
   };
 }
 
-export async function main(workDir: string): Promise<void> {
+/** Serves foreman's side; `dryRun`: the program was not kept, and nothing may be written on the host. */
+export async function main(workDir: string, dryRun: boolean): Promise<void> {
   const outbox = stdoutOutbox();
   let silenceMs = DEFAULT_SILENCE_MS;
   let heard = Date.now();
   let ending = false;
-  const requests: Requests = serve(workDir, outbox, version);
+  const requests: Requests = serve(workDir, outbox, version, dryRun);
 
   const end = async (why: string): Promise<void> => {
     if (ending) return;

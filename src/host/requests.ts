@@ -102,7 +102,7 @@ function commandDir(folder: RunFolder, cwd: string): string | null {
   return isAbsolute(cwd) || inside.startsWith('..') || isAbsolute(inside) ? null : dir;
 }
 
-export function serve(workDir: string, outbox: Outbox, version: string): Requests {
+export function serve(workDir: string, outbox: Outbox, version: string, dryRun: boolean): Requests {
   let folder: RunFolder | null = null;
   const running = new Map<number, Running>();
   const groups = new Set<number>();
@@ -257,6 +257,7 @@ export function serve(workDir: string, outbox: Outbox, version: string): Request
       case 'checks':
         return reply(id, ok(await hostFindings(workDir, request.claude)));
       case 'open-run': {
+        if (dryRun) return reply(id, err(refused('a dry run writes nothing on the host')));
         if (folder !== null) return reply(id, err(refused(`this connection holds ${folder.dir} already`)));
         const opened = await openRun(workDir, request.repository, request.plan, request.objectFormat);
         if (opened.ok) folder = opened.value;

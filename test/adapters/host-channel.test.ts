@@ -120,6 +120,51 @@ describeSshd('a host channel on real sshd', () => {
     }
   });
 
+  test('a command that cannot start is said so; a cancelled one is ended with what it started', async () => {
+    const channel = await open(sshd.hosts[0]?.host as SshHost);
+    try {
+      await openRun(channel, 'plan-commands');
+      const missing = await run(channel, ['no-such-program-here']);
+      expect(missing.exit).toEqual({ kind: 'not-started', message: expect.stringContaining('ENOENT') });
+      const mark = `cancelled-${process.pid}-${Date.now()}`;
+      const cancel = new AbortController();
+      const cancelled = channel.request(
+        { op: 'run', argv: ['sh', '-c', 'sleep 1000 & wait'], cwd: '.', env: { FOREMAN_TEST_MARK: mark }, stdin: false },
+        { signal: cancel.signal },
+      );
+      await waitFor('the command to run', () => findMarked('FOREMAN_TEST_MARK', mark).length >= 2);
+      cancel.abort();
+      expect(await cancelled).toEqual({ ok: true, value: { kind: 'killed', signal: 'SIGTERM' } });
+      await waitFor('what it started to end', () => findMarked('FOREMAN_TEST_MARK', mark).length === 0);
+      // The channel serves on.
+      expect((await run(channel, ['echo', 'still here'])).stdout).toBe('still here\n');
+    } finally {
+      await channel.close();
+    }
+  });
+
+  test('a host whose ssh session dies mid-request: the request is answered with the lost channel, and nothing of it runs on there', async () => {
+    const host = sshd.hosts[1] as NonNullable<TestSshd['hosts'][1]>;
+    const before = new Set(childrenOf(host.sshd.pid as number));
+    const channel = await open(host.host);
+    await openRun(channel, 'plan-session');
+    const mark = `session-${process.pid}-${Date.now()}`;
+    const pending = channel.request({
+      op: 'run',
+      argv: ['sh', '-c', 'sleep 1000 & setsid sleep 1001 & wait'],
+      cwd: '.',
+      env: { FOREMAN_TEST_MARK: mark },
+      stdin: false,
+    });
+    await waitFor('the command to run', () => findMarked('FOREMAN_TEST_MARK', mark).length >= 3);
+    const sessions = childrenOf(host.sshd.pid as number).filter((pid) => !before.has(pid));
+    expect(sessions).toHaveLength(1);
+    process.kill(sessions[0] as number, 'SIGKILL');
+    const answer = await pending;
+    expect(answer.ok ? 'answered' : answer.error).toEqual({ kind: 'down', fault: { reason: 'lost', message: expect.stringContaining('without a report') } });
+    await waitFor('nothing of the run left on the host', () => findMarked('FOREMAN_TEST_MARK', mark).length === 0 && !alive(channel.hello.pid));
+  });
+
   test('none of foreman’s environment reaches the host, not even what the client’s SendEnv names', async () => {
     const host = sshd.hosts[0]?.host as SshHost;
     const channel = await open(host, { env: { ...sshd.env, ANTHROPIC_API_KEY: 'sk-test-secret', LANG: 'foreman-test-locale', LC_ALL: 'foreman-test-locale' } });
@@ -209,6 +254,9 @@ describeSshd('a host channel on real sshd', () => {
       expect(hostProblems(checks.value, { objectFormat: 'sha1', claude, minFreeBytes: DEFAULT_MIN_FREE_BYTES, sandbox: false }).map((p) => p.message)).toEqual([
         expect.stringContaining('is not logged in'),
       ]);
+      const write = await named.request({ op: 'open-run', repository: 'repo-1', plan: 'plan-dry', objectFormat: 'sha1' });
+      expect(write.ok ? 'opened' : write.error).toEqual({ kind: 'refused', message: 'a dry run writes nothing on the host' });
+      expect(existsSync(fresh.workDir)).toBe(false);
     } finally {
       await named.close();
     }

@@ -14,25 +14,26 @@ export const BOOTSTRAP_SCRIPT = [
   'd=$1 v=$2 n=$3 node=$4 mode=$5 f=$1/.foreman/$2/host.mjs',
   'command -v "$node" >/dev/null 2>&1 || { echo "foreman-host no-node"; exit 5; }',
   'if [ ! -f "$f" ]; then',
-  '  if [ "$mode" = memory ]; then echo "foreman-host send $n"; exec "$node" -e "$6" "$n" "$d"; fi',
+  '  if [ "$mode" = memory ]; then echo "foreman-host send $n"; exec "$node" -e "$6" "$n" "$d" "$mode"; fi',
   '  umask 077 && mkdir -p "$d/.foreman/$v" && chmod 700 "$d" "$d/.foreman" || exit 3',
   '  echo "foreman-host send $n"',
   '  head -c "$n" > "$f.$$" || exit 3',
   '  [ "$(wc -c < "$f.$$")" -eq "$n" ] || { rm -f "$f.$$"; exit 4; }',
   '  mv "$f.$$" "$f" || exit 3',
   'fi',
-  'exec "$node" -e "$6" "$n" "$d" "$f"',
+  'exec "$node" -e "$6" "$n" "$d" "$mode" "$f"',
 ].join('\n');
 
 /**
  * The loader node runs the program with: reads it from the kept file, or (a dry run) exactly its
  * bytes from stdin, no further (the rest is the channel's), and imports it from memory — a module
  * path holding a backslash or a percent sign would not load from the file — with the work dir
- * where the program reads it (`process.argv[2]`).
+ * where the program reads it (`process.argv[2]`), and the mode (`process.argv[3]`: `memory` in a
+ * dry run, whose program then writes nothing).
  */
 export const LOADER = [
   "const fs = require('node:fs');",
-  'const [size, , file] = process.argv.slice(1);',
+  'const [size, , , file] = process.argv.slice(1);',
   'const bytes = file === undefined ? Buffer.alloc(Number(size)) : fs.readFileSync(file);',
   'for (let at = 0; file === undefined && at < bytes.length; ) {',
   '  let read = 0;',

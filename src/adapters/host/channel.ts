@@ -210,16 +210,19 @@ export async function openChannel(transport: HostTransport, options: ChannelOpti
   child.stdin.on('error', () => undefined);
   child.on('error', (error) => goDown({ reason: 'ssh-failed', message: `${transport.name}'s channel could not start: ${error.message}` }));
   child.on('close', (code, signal) => {
-    const bootstrap = bootstrapExit(code);
+    // Before the program ran, an exit is the transport's own (a host key, a login) or the
+    // bootstrap's; after, whatever ended it, the channel is lost.
+    const bootstrap = running ? null : bootstrapExit(code);
+    const said = clipTail(oneLine(stderr), 300);
     goDown(
-      transport.fault(code, stderr) ??
-        (bootstrap !== null && !running
-          ? { reason: 'bootstrap-failed', message: `${transport.name}: ${bootstrap} (${clipTail(oneLine(stderr), 300) || `exit ${code}`})` }
+      (running ? null : transport.fault(code, stderr)) ??
+        (bootstrap !== null
+          ? { reason: 'bootstrap-failed', message: `${transport.name}: ${bootstrap} (${said || `exit ${code}`})` }
           : {
               reason: 'lost',
               message: closing
                 ? `the channel to ${transport.name} was closed`
-                : `the channel to ${transport.name} ended (${signal ?? `exit ${code}`}) without a report${stderr.trim() ? `: ${clipTail(oneLine(stderr), 300)}` : ''}`,
+                : `the channel to ${transport.name} ended (${signal ?? `exit ${code}`}) without a report${said ? `: ${said}` : ''}`,
             }),
     );
   });
