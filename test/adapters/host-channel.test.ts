@@ -138,6 +138,23 @@ describeSshd('a host channel on real sshd', () => {
       await waitFor('what it started to end', () => findMarked('FOREMAN_TEST_MARK', mark).length === 0);
       // The channel serves on.
       expect((await run(channel, ['echo', 'still here'])).stdout).toBe('still here\n');
+      // Closed, it ends what still runs there.
+      const left = `left-${process.pid}-${Date.now()}`;
+      const running = channel.request({
+        op: 'run',
+        argv: ['sh', '-c', 'sleep 1000 & setsid sleep 1001 & wait'],
+        cwd: '.',
+        env: { FOREMAN_TEST_MARK: left },
+        stdin: false,
+      });
+      await waitFor('the last command to run', () => findMarked('FOREMAN_TEST_MARK', left).length >= 3);
+      await channel.close();
+      // Its reply (killed) is sent as the host ends it, unless the channel is gone first.
+      const answer = await running;
+      expect(answer.ok ? answer.value : answer.error).toEqual(
+        answer.ok ? { kind: 'killed', signal: 'SIGKILL' } : { kind: 'down', fault: { reason: 'lost', message: expect.stringContaining('was closed') } },
+      );
+      await waitFor('the host to end it', () => findMarked('FOREMAN_TEST_MARK', left).length === 0 && !alive(channel.hello.pid));
     } finally {
       await channel.close();
     }

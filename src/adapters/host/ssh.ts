@@ -91,7 +91,9 @@ export function sshTransport(host: SshHost, env: NodeJS.ProcessEnv = process.env
     workDir: host.workDir,
     node: host.node ?? 'node',
     start(command: readonly string[]): ChildProcessWithoutNullStreams {
-      return spawn('ssh', sshArguments(host, shellLine(command)), { env: sshEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+      // A group of its own: a Ctrl-C at the terminal reaches foreman, which decides what ends, not
+      // the channel. Should foreman die, ssh's input ends with it, and so does the remote side.
+      return spawn('ssh', sshArguments(host, shellLine(command)), { env: sshEnv, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     },
     fault(code: number | null, stderr: string): HostFault | null {
       return code === 255 ? sshFault(host, stderr) : null;
