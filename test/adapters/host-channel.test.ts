@@ -3,6 +3,7 @@
 // checks as data, git objects both ways byte for byte, nothing left running on the host once
 // foreman's side is gone or silent, and names full of shell metacharacters travelling as data.
 
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -345,6 +346,41 @@ describeSshd('a host channel on real sshd', () => {
     expect(channel.down?.reason).toBe('lost');
     await waitFor('nothing of the run left on the host', () => findMarked('FOREMAN_TEST_MARK', mark).length === 0 && !alive(channel.hello.pid));
     expect(existsSync(join(dir, 'lock'))).toBe(false);
+  });
+
+  test('foreman killed -9 leaves nothing of the run on the host: ssh’s input ends with it', async () => {
+    // A foreman of its own: a process that opens the channel and starts a command, then is killed.
+    const host = sshd.hosts[1]?.host as SshHost;
+    const mark = `foreman-killed-${process.pid}-${Date.now()}`;
+    const script = join(sshd.home, 'holder.mts');
+    const source = (file: string): string => JSON.stringify(new URL(`../../src/adapters/host/${file}`, import.meta.url).href);
+    writeFileSync(
+      script,
+      `import { openChannel } from ${source('channel.ts')};
+import { sshTransport } from ${source('ssh.ts')};
+const [host, mark] = JSON.parse(process.argv[2]);
+const opened = await openChannel(sshTransport(host, process.env));
+if (!opened.ok) throw new Error(opened.error.message);
+await opened.value.request({ op: 'open-run', repository: 'repo-1', plan: 'plan-holder', objectFormat: 'sha1' });
+void opened.value.request({ op: 'run', argv: ['sh', '-c', 'sleep 1000 & setsid sleep 1001 & wait'], cwd: '.', env: { FOREMAN_TEST_MARK: mark }, stdin: false });
+process.stdout.write(JSON.stringify({ ssh: opened.value.pid, program: opened.value.hello.pid }) + '\\n');
+`,
+    );
+    const holder = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify([host, mark])], {
+      cwd: process.cwd(),
+      env: sshd.env,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const pids = await new Promise<{ ssh: number; program: number }>((resolve, reject) => {
+      holder.stdout.on('data', (chunk: Buffer) => resolve(JSON.parse(chunk.toString('utf8')) as { ssh: number; program: number }));
+      holder.once('exit', (code) => reject(new Error(`the holder exited (${code}) before its channel opened`)));
+    });
+    await waitFor('the command to run on the host', () => findMarked('FOREMAN_TEST_MARK', mark).length >= 3);
+    holder.kill('SIGKILL');
+    await waitFor(
+      'nothing of the run left, ssh included',
+      () => findMarked('FOREMAN_TEST_MARK', mark).length === 0 && !alive(pids.program) && !alive(pids.ssh),
+    );
   });
 
   test('a foreman that goes silent (its ssh stopped, as a sleeping laptop) is given up on both sides after the silence limit', async () => {
