@@ -65,6 +65,7 @@ export function exitCodeFor(stop: Pick<EngineStop, 'reason' | 'baselineFailure'>
       return EXIT.incomplete;
     case 'limited':
     case 'api-unreachable':
+    case 'hosts-down':
       return EXIT.limited;
     default:
       return assertNever(reason, 'stop reason');

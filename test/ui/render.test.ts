@@ -467,6 +467,7 @@ describe('event schema', () => {
       drained: true,
       limited: true,
       'api-unreachable': true,
+      'hosts-down': true,
     };
     for (const reason of Object.keys(reasons)) {
       const finished = ev(T0, {
@@ -494,6 +495,8 @@ describe('event schema', () => {
       limit: true,
       'task-paused': true,
       'task-resumed': true,
+      'host-down': true,
+      'host-up': true,
       'task-activity': true,
       'task-finished': true,
       'task-skipped': true,
@@ -511,6 +514,7 @@ describe('event schema', () => {
       'dry-run-command': true,
       'dry-run-permissions': true,
       'dry-run-warning': true,
+      'dry-run-host': true,
     };
     expect(types).toEqual(Object.keys(all).sort());
   });
