@@ -5,7 +5,15 @@
 // is what the headless engine does, not a copy of its loop.
 
 import { initialState } from './engine/admission.ts';
-import { gatedEvent, recordedEvent, verifiedEvent, workerFinishedEvent, workerRefusedEvent, workerServedEvent } from './engine/effect-results.ts';
+import {
+  gatedEvent,
+  hostFaultEvent,
+  recordedEvent,
+  verifiedEvent,
+  workerFinishedEvent,
+  workerRefusedEvent,
+  workerServedEvent,
+} from './engine/effect-results.ts';
 import { type EffectCarrier, type Inbox, driveNow } from './engine/driver.ts';
 import type { EngineEvent } from './engine/events.ts';
 import type { EngineConfig, EngineState } from './engine/state.ts';
@@ -272,7 +280,7 @@ export function simulateRun(
 
   post({ type: 'tick', now: 0 });
   if (drainAt !== undefined) post({ type: 'drain', now: drainAt });
-  for (const fault of hostFaults) post({ type: 'host-fault', host: fault.host, reason: fault.reason, now: fault.at });
+  for (const fault of hostFaults) post(hostFaultEvent(fault.host, fault.reason, fault.at));
   const driven = driveNow(state, inbox, carrier);
   state = driven.state;
   observe?.(state);

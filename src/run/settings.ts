@@ -2,6 +2,7 @@
 // and the in-session plan tool uses the same defaults. docs/cli.md's flag table states these defaults.
 
 import type { SandboxMode } from '../adapters/sandbox.ts';
+import { DEFAULT_HOST_BACKOFF_MS } from '../core/hosts/placement.ts';
 import type { Host } from '../core/hosts/url.ts';
 import type { SchedulePolicy } from '../core/schedule.ts';
 
@@ -37,7 +38,7 @@ export const DEFAULTS = {
    */
   speculate: 1,
   /** A host marked down (a host fault) is tried again after this, doubled per fault in a row (core/hosts/placement.ts). */
-  hostBackoffMs: 30_000,
+  hostBackoffMs: DEFAULT_HOST_BACKOFF_MS,
 } as const;
 
 /**

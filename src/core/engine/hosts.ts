@@ -6,7 +6,7 @@
 // Without hosts nothing here acts: the state has no `hosts`.
 
 import { plural } from '../format.ts';
-import { type Place, allDownSince, freePlaces, hostFault, hostWorks, nextRetry, place } from '../hosts/placement.ts';
+import { DEFAULT_HOST_BACKOFF_MS, type Place, allDownSince, freePlaces, hostFault, hostWorks, nextRetry, place } from '../hosts/placement.ts';
 import { applyDecision } from '../transition.ts';
 import { type Attempt, IN_FLIGHT, tasksIn } from './attempt.ts';
 import { type StepDraft, emit, runOf, spentBy, stopWith } from './draft.ts';
@@ -43,7 +43,7 @@ export function hostFaulted(building: StepDraft, name: string, reason: string): 
   const draft = building.draft;
   const before = draft.hosts?.find((host) => host.name === name);
   if (draft.hosts === undefined || before === undefined) throw new Error(`engine: a fault on ${name}, which is not a host of the run`);
-  draft.hosts = hostFault(draft.hosts, name, reason, draft.now, draft.config.hostBackoffMs ?? 30_000);
+  draft.hosts = hostFault(draft.hosts, name, reason, draft.now, draft.config.hostBackoffMs ?? DEFAULT_HOST_BACKOFF_MS);
   const after = draft.hosts.find((host) => host.name === name)!;
   // What the host held and was not lost already (another slot's channel may tell the same fault).
   const held = (attempt: Attempt) =>

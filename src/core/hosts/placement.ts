@@ -40,6 +40,9 @@ export interface Place {
   readonly slot: number;
 }
 
+/** A host's first back-off after a fault (`EngineConfig.hostBackoffMs` when the run sets none). */
+export const DEFAULT_HOST_BACKOFF_MS = 30_000;
+
 /** The longest a host's back-off grows to. */
 export const MAX_HOST_BACKOFF_MS = 15 * 60_000;
 
