@@ -113,7 +113,7 @@ export const executeCommand: Command = {
     'limit-wait': {
       type: 'string',
       valueName: 'SECONDS',
-      description: `the longest the run waits for a rate or usage limit to lift (a usage limit's reset), or for the API to answer when it is out of reach; past it, it drains and stops (exit 75), saying when to run again; 0: wait for none (default ${DEFAULTS.limitWaitMs / 1000}, 5 hours)`,
+      description: `the longest the run waits for a rate or usage limit to lift (a usage limit's reset), or for the API to answer when it is out of reach, or (with hosts) for one when every host is down; past it, it drains and stops (exit 75), saying when to run again; 0: wait for none (default ${DEFAULTS.limitWaitMs / 1000}, 5 hours)`,
       range: RANGES.limitWait,
     },
     'check-timeout': {
