@@ -30,12 +30,12 @@ export interface SshHost {
   /** How the run names it (the live view, the journal, the report): the `name` parameter, else `[user@]host[:port]`. */
   name: string;
   url: string;
-  /** The login name (`-l`); null: ssh's own choice (~/.ssh/config, else the local user). */
-  user: string | null;
+  /** The login name (`-l`); absent: ssh's own choice (~/.ssh/config, else the local user). */
+  user?: string;
   /** What ssh is given as the destination: a name, an alias of ~/.ssh/config, or an address (IPv6 without its brackets). */
   host: string;
-  /** The port (`-p`); null: ssh's own choice. */
-  port: number | null;
+  /** The port (`-p`); absent: ssh's own choice. */
+  port?: number;
   /** The absolute folder on the host under which foreman works, and outside which it writes nothing. */
   workDir: string;
   slots: number;
@@ -139,9 +139,9 @@ export function parseHost(source: HostSource): Result<Host, string> {
     kind: 'ssh',
     name,
     url: text,
-    user: user.value,
+    ...(user.value !== null ? { user: user.value } : {}),
     host: host.value,
-    port: port.value,
+    ...(port.value !== null ? { port: port.value } : {}),
     workDir: workDir.value,
     slots: slots.value,
     ...programs,

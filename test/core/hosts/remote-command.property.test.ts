@@ -25,6 +25,8 @@ describe('the remote command line', () => {
     fc.assert(
       fc.property(fc.array(shellyWord, { minLength: 1, maxLength: 5 }), (words) => {
         expect(arrived(shellLine(['printf', '%s\\0', ...words]))).toEqual(words);
+        // As the remote side's first word too: a program whose name holds anything runs as that name, never as shell syntax.
+        expect(arrived(`exec ${shellLine(['printf', '%s\\0', ...words])}`)).toEqual(words);
       }),
       { numRuns: 60 },
     );
@@ -36,8 +38,12 @@ describe('the remote command line', () => {
     expect(arrived(line)).toEqual([workDir]);
   });
 
-  it('quotes the empty word and refuses a NUL, which no argument can hold', () => {
+  it('leaves plain words bare, quotes the empty word and an assignment, and refuses a NUL, which no argument can hold', () => {
+    expect(shellLine(['ssh', '-p', '2222', 'me@box'])).toBe('ssh -p 2222 me@box');
     expect(shellWord('')).toBe("''");
+    expect(shellWord('A=b')).toBe("'A=b'");
+    // Quoted, `A=b` is a program to run (none has that name: exit 127), never an assignment that would silently succeed.
+    expect(() => execFileSync('sh', ['-c', `${shellLine(['A=b'])} 2>/dev/null`])).toThrow();
     expect(execFileSync('sh', ['-c', shellLine(['printf', '[%s]', ''])], { encoding: 'utf8' })).toBe('[]');
     expect(() => shellWord('a\0b')).toThrow(/NUL/);
   });

@@ -33,15 +33,16 @@ describe('a host URL', () => {
     const alias = host('ssh://gpu1/home/me/foreman%20work/?name=gpu&node=node22&free-mb=0');
     expect(alias.ok && alias.value).toMatchObject({
       name: 'gpu',
-      user: null,
       host: 'gpu1',
-      port: null,
       workDir: '/home/me/foreman work',
       slots: DEFAULT_SLOTS,
       include: false,
       node: 'node22',
       freeMb: 0,
     });
+    // No user or port: ssh's own configuration decides.
+    expect(alias.ok && alias.value).not.toHaveProperty('user');
+    expect(alias.ok && alias.value).not.toHaveProperty('port');
     const v6 = host('ssh://[::1]:22/w');
     expect(v6.ok && v6.value).toMatchObject({ host: '::1', port: 22, name: '[::1]:22' });
   });
