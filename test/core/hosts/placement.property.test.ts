@@ -32,6 +32,8 @@ function run(
   };
   const observe = (state: EngineState) => {
     if (state.hosts === undefined) return;
+    // --concurrency caps the workers across every host.
+    expect([...state.attempts.values()].filter((a) => a.stage === 'running').length).toBeLessThanOrEqual(sim.concurrency);
     for (const host of state.hosts) {
       const on = [...state.attempts.values()].filter((a) => a.place?.host === host.name && ['running', 'verifying', 'paused'].includes(a.stage));
       // Never more attempts on a host than its slots, and one a slot.
