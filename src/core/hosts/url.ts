@@ -74,7 +74,12 @@ const HOST_NAME = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
 const IPV6 = /^[0-9A-Fa-f:.]+(%[A-Za-z0-9._-]+)?$/;
 const USER = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
-const CONTROL = /[\u0000-\u001f\u007f]/;
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it escapes
+const CONTROLS = /[\u0000-\u001f\u007f-\u009f]/g;
+
+/** What the person gave, in quotes, for a one-line error: a control character shown as `\u001b`, never written to the terminal. */
+const shown = (text: string): string => `"${text.replace(CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}"`;
 
 /** `ssh://` `[user[:password]@]` `host | [v6]` `[:port]` `[/path]` `[?query]` `[#fragment]`. */
 const SSH_URL = /^ssh:\/\/(?:([^@/?#]*)@)?(\[[^\]/?#]*\]|[^:/?#]*)(?::([^/?#]*))?([^?#]*)(?:\?([^#]*))?(#.*)?$/;
@@ -87,7 +92,7 @@ export interface HostSource {
 
 /** A host URL parsed and checked; the error is one line naming it, where it came from and what is wrong. */
 export function parseHost(source: HostSource): Result<Host, string> {
-  const fail = (problem: string) => err(`${source.origin} "${source.text}": ${problem}`);
+  const fail = (problem: string) => err(`${source.origin} ${shown(source.text)}: ${problem}`);
   const text = source.text;
   if (CONTROL.test(text)) return fail('it holds a control character');
   if (text === 'local' || text.startsWith('local?')) {
@@ -164,12 +169,13 @@ export function parseHosts(sources: readonly HostSource[]): Result<Host[], strin
     if (same !== undefined) {
       return err(
         host.value.kind === 'local'
-          ? `${source.origin} "${source.text}": local is named twice (give this machine's slots once)`
-          : `${source.origin} "${source.text}": another host is already called ${host.value.name} (${same.url}); tell them apart with name=…`,
+          ? `${source.origin} ${shown(source.text)}: local is named twice (give this machine's slots once)`
+          : `${source.origin} ${shown(source.text)}: another host is already called ${host.value.name} (${same.url}); tell them apart with name=…`,
       );
     }
     const twice = host.value.kind === 'ssh' ? hosts.find((other) => other.kind === 'ssh' && sameWorkDir(other, host.value as SshHost)) : undefined;
-    if (twice !== undefined) return err(`${source.origin} "${source.text}": the same work dir on the same host as ${twice.url} (give a host's slots once)`);
+    if (twice !== undefined)
+      return err(`${source.origin} ${shown(source.text)}: the same work dir on the same host as ${twice.url} (give a host's slots once)`);
     hosts.push(host.value);
   }
   return ok(hosts);
@@ -185,7 +191,7 @@ export function hostsFileSources(text: string, file: string): Result<HostSource[
   for (const [i, line] of lines.entries()) {
     const url = line.replace(/#.*$/, '').trim();
     if (url === '') continue;
-    if (/\s/.test(url)) return err(`${file}:${i + 1}: one URL a line, got "${url}"`);
+    if (/\s/.test(url)) return err(`${file}:${i + 1}: one URL a line, got ${shown(url)}`);
     sources.push({ text: url, origin: `${file}:${i + 1}` });
   }
   if (sources.length === 0) return err(`${file} names no host (one URL a line: ssh://[user@]host[:port]/work/dir?slots=N, or local?slots=N)`);

@@ -1,5 +1,6 @@
 // Host URLs: what each part means, the defaults, and a one-line error naming each problem.
 
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_SLOTS, hostsFileSources, parseHost, parseHosts, runConcurrency } from '../../../src/core/hosts/url.ts';
 
@@ -74,12 +75,13 @@ describe('a host URL', () => {
       ['ssh://h/w?name=local', "is not a host's name"],
       ['ssh://h/w%zz', 'is not percent-encoded right'],
       ['ssh://h/w%0a', 'holds a control character'],
+      ['ssh://h/w\u001b[2J', 'holds a control character'],
       ['https://h/w', 'foreman reaches hosts by ssh only'],
       ['builder', 'expected ssh://[user@]host[:port]/work/dir?slots=N, or local?slots=N'],
     ];
     for (const [text, words] of cases) {
       const error = problem(text);
-      expect(error.startsWith(`--host "${text}": `), error).toBe(true);
+      expect(error.startsWith(`--host "${text.replace('\u001b', '\\u001b')}": `), error).toBe(true);
       expect(error).toContain(words);
       expect(error).not.toContain('\n');
     }
@@ -127,5 +129,52 @@ describe('the hosts of a run', () => {
       ok: false,
       error: expect.stringContaining("--concurrency 5 is more than the hosts' 4 slots together"),
     });
+  });
+});
+
+describe('any host URL', () => {
+  const word = fc.stringMatching(/^[A-Za-z0-9_][A-Za-z0-9._-]{0,8}$/);
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what a work dir may not hold
+  const control = /[\u0000-\u001f\u007f-\u009f]/;
+  const segment = fc.string({ minLength: 1, maxLength: 6, unit: 'grapheme' }).filter((s) => s !== '.' && s !== '..' && !s.includes('/') && !control.test(s));
+
+  it('reads back what it was made of: user, host, port, a work dir of any characters (percent-encoded), slots', () => {
+    fc.assert(
+      fc.property(
+        fc.option(word, { nil: undefined }),
+        word,
+        fc.option(fc.integer({ min: 1, max: 65535 }), { nil: undefined }),
+        fc.array(segment, { minLength: 1, maxLength: 4 }),
+        fc.integer({ min: 1, max: 64 }),
+        (user, name, port, segments, slots) => {
+          const url = `ssh://${user === undefined ? '' : `${user}@`}${name}${port === undefined ? '' : `:${port}`}/${segments.map(encodeURIComponent).join('/')}?slots=${slots}`;
+          const parsed = host(url);
+          expect(parsed.ok, url).toBe(true);
+          if (!parsed.ok || parsed.value.kind !== 'ssh') return;
+          expect(parsed.value).toMatchObject({ host: name, workDir: `/${segments.join('/')}`, slots });
+          expect(parsed.value.user).toBe(user);
+          expect(parsed.value.port).toBe(port);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('never throws on any text: a host, or one line naming where it came from', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.string().map((s) => `ssh://${s}`),
+          fc.string().map((s) => `local?${s}`),
+        ),
+        (text) => {
+          const parsed = host(text);
+          // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it looks for
+          if (!parsed.ok) expect(parsed.error).toMatch(/^--host "[^\u0000-\u001f\u007f-\u009f]*": [^\u0000-\u001f\u007f-\u009f]+$/);
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 });
