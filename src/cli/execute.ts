@@ -33,6 +33,7 @@ import { describeDryRun, dryRunEvents, workerRulesShown } from './dry-run.ts';
 import { describeSetupProblem, lockedLine } from './setup-problem.ts';
 import { type SetupProblem, refusalBeforeWork, uncommittedChangesNotice } from '../run/setup.ts';
 import { gateCommandOf, gateOptions } from './gate-flags.ts';
+import { hostOptions, hostsListed, hostsOf, refuseUnreachableHosts } from './host-flags.ts';
 
 export const PERMISSION_MODES = ['acceptEdits', 'auto', 'bypassPermissions', 'default', 'dontAsk', 'manual', 'plan'];
 
@@ -53,7 +54,13 @@ export const executeCommand: Command = {
       description: 'the plan, relative to DIR (default: .design/plan.json in DIR or the nearest folder above it in the repository, else at its top)',
     },
     'claude-bin': { type: 'string', valueName: 'PATH', description: 'the Claude Code CLI (default: $CLAUDE_BIN, else `claude` on PATH)' },
-    concurrency: { type: 'string', valueName: 'N', description: `workers at once (default ${DEFAULTS.concurrency})`, range: RANGES.workers },
+    concurrency: {
+      type: 'string',
+      valueName: 'N',
+      description: `workers at once (default ${DEFAULTS.concurrency}; with hosts, their slots together, which it may lower but not exceed)`,
+      range: RANGES.workers,
+    },
+    ...hostOptions,
     'task-timeout': {
       type: 'string',
       valueName: 'SECONDS',
@@ -106,7 +113,7 @@ export const executeCommand: Command = {
     'limit-wait': {
       type: 'string',
       valueName: 'SECONDS',
-      description: `the longest the run waits for a rate or usage limit to lift (a usage limit's reset), or for the API to answer when it is out of reach; past it, it drains and stops (exit 75), saying when to run again; 0: wait for none (default ${DEFAULTS.limitWaitMs / 1000}, 5 hours)`,
+      description: `the longest the run waits for a rate or usage limit to lift (a usage limit's reset), or for the API to answer when it is out of reach, or (with hosts) for one when every host is down; past it, it drains and stops (exit 75), saying when to run again; 0: wait for none (default ${DEFAULTS.limitWaitMs / 1000}, 5 hours)`,
       range: RANGES.limitWait,
     },
     'check-timeout': {
@@ -258,6 +265,7 @@ async function dryRun(plan: Plan, settings: Settings, sandbox: SandboxUse, git: 
     worktree,
     warnings,
     uncommitted.value === null ? [] : [uncommitted.value],
+    settings.hosts === undefined ? [] : await hostsListed(settings.hosts, git, settings.repo),
   );
   if (settings.json) {
     // Its own id: nothing is journaled under it, it only ties the lines of this dry run together.
@@ -279,6 +287,11 @@ async function checkWorkerRules(plan: Plan, settings: Settings): Promise<void> {
 async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io): Promise<ExitCode> {
   const gitProcessesBefore = gitProcessCount();
   const settings = settingsFrom(values, numbers, io);
+  const hosts = await hostsOf(values, numbers.concurrency, io);
+  if (hosts !== null) {
+    settings.hosts = hosts.hosts;
+    settings.concurrency = hosts.concurrency;
+  }
   // As git finds its repository: the one holding --repo DIR (or the current folder), worked in at
   // its top, and the plan found from DIR up to that top (`--plan FILE` is relative to DIR).
   const top = await repositoryTop(settings.repo);
@@ -301,6 +314,7 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   const lockNow = await readLock(settings.planPath);
   if (lockNow.state === 'live' || lockNow.state === 'foreign') throw lockedError(lockNow.holder);
   if (settings.dryRun) return dryRun(plan, settings, sandbox, git, io);
+  refuseUnreachableHosts(settings.hosts);
 
   const runId = newRunId();
   const lock = await acquireLock(settings.planPath, currentLockInfo('execute'));

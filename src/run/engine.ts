@@ -92,6 +92,7 @@ export const engineConfig = (settings: RunSettings, logDir: string, env: NodeJS.
   gate: settings.gate === null ? null : { batchSize: settings.gate.batchSize, command: settings.gate.command },
   speculate: settings.gate === null ? 0 : (settings.speculate ?? DEFAULTS.speculate),
   driver: 'headless',
+  ...(settings.hosts !== undefined ? { hosts: settings.hosts.map(({ name, slots }) => ({ name, slots })), hostBackoffMs: DEFAULTS.hostBackoffMs } : {}),
 });
 
 /**

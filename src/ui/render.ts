@@ -44,6 +44,9 @@ const finishedVerb: Record<TaskOutcome, string> = {
   cancelled: 'cancelled',
 };
 
+/** Where an attempt works, with hosts: `, on build1 slot 2`; nothing without. */
+const whereText = (event: { host?: string; slot?: number }): string => (event.host === undefined ? '' : `, on ${sanitize(event.host)} slot ${event.slot}`);
+
 /** One line describing an event, without timestamp; null for live-only activity. Commands are spelled for `layout`. */
 export function describeEvent(event: RunEvent, layout: Layout): string | null {
   switch (event.type) {
@@ -55,7 +58,7 @@ export function describeEvent(event: RunEvent, layout: Layout): string | null {
     case 'assumption-checked':
       return `task ${event.task} assumption ${event.passed ? 'holds' : 'failed'} (${event.severity}): ${clean(event.claim, 200)}${!event.passed && event.output.trim() ? ` — ${clean(event.output, 200)}` : ''}`;
     case 'task-started':
-      return `task ${event.task} started (attempt ${event.attempt}, ${event.model}${event.stack !== undefined ? `, on candidates ${listIndices(event.stack)}` : ''}): ${clean(event.subject, 200)}`;
+      return `task ${event.task} started (attempt ${event.attempt}, ${event.model}${event.stack !== undefined ? `, on candidates ${listIndices(event.stack)}` : ''}${whereText(event)}): ${clean(event.subject, 200)}`;
     case 'speculation-cancelled':
       return `task ${event.task}: speculation cancelled while ${event.stage}: ${clean(event.reason)}`;
     case 'task-activity':
@@ -68,7 +71,10 @@ export function describeEvent(event: RunEvent, layout: Layout): string | null {
     case 'task-paused':
       return `task ${event.task} paused (attempt ${event.attempt}): ${clean(event.reason)}; it goes on where it stopped once the limit lets it`;
     case 'task-resumed':
-      return `task ${event.task} resumed (attempt ${event.attempt}): its worker goes on with its conversation: ${clean(event.subject, 200)}`;
+      return `task ${event.task} resumed (attempt ${event.attempt}${whereText(event)}): its worker goes on with its conversation: ${clean(event.subject, 200)}`;
+    case 'host-down':
+    case 'host-up':
+      return clean(event.message);
     case 'task-finished': {
       const stats = `attempt ${event.attempt}, ${formatElapsed(event.durationMs)}, ${formatCostFigure(event.usage)}`;
       const head = `task ${event.task} ${finishedVerb[event.outcome]} (${stats})`;
@@ -245,7 +251,13 @@ interface Running {
   costUsd: number;
   /** Speculative: the candidates it was built on. */
   stack?: number[];
+  /** With hosts: where it works (`build1:2`, the host and its slot). */
+  place?: string;
 }
+
+/** A running row's place, with hosts: `build1:2`. */
+const placeOf = (event: { host?: string; slot?: number }): Pick<Running, 'place'> =>
+  event.host === undefined ? {} : { place: `${sanitize(event.host)}:${event.slot}` };
 
 /** Compact form below this width. */
 export const COMPACT_BELOW = 40;
@@ -311,6 +323,7 @@ export function createLiveView(options: LiveViewOptions): LiveView {
           activity: 'starting',
           costUsd: 0,
           ...(event.stack !== undefined ? { stack: event.stack } : {}),
+          ...placeOf(event),
         });
         break;
       case 'task-resumed':
@@ -321,6 +334,7 @@ export function createLiveView(options: LiveViewOptions): LiveView {
           startedAt: timeOf(event.at),
           activity: 'resuming',
           costUsd: 0,
+          ...placeOf(event),
         });
         break;
       case 'task-paused':
@@ -467,6 +481,7 @@ export function createLiveView(options: LiveViewOptions): LiveView {
             { text: '▸ ', style: 'cyan' },
             { text: String(i).padStart(idxWidth), style: 'bold' },
             { text: `  ${cutSubject}  ${elapsed.padStart(6)}  ${formatCost(r.costUsd).padStart(6)}  ` },
+            ...(r.place !== undefined ? [{ text: `${r.place} `, style: 'cyan' as const }] : []),
             ...(r.stack !== undefined ? [{ text: `on ${listIndices(r.stack)} `, style: 'yellow' as const }] : []),
             { text: clean(r.activity, 500), style: 'dim' },
           ],

@@ -5,6 +5,7 @@
 // work (`RecordRequest`, `GateRequest`), with a gate run's answer (`GateRun`).
 
 import type { RunEventBody } from '../events.ts';
+import type { Place } from '../hosts/placement.ts';
 import type { UsageFigure } from '../plan.ts';
 import type { CapturedWork } from '../work.ts';
 import type { EngineStop } from './state.ts';
@@ -27,6 +28,8 @@ export type EngineEffect =
       resume?: { sessionId: string; reason: string };
       /** No worker: the work its last attempt set aside (this commit holds it) is verified as the attempt's work (core/widen.ts). */
       recheck?: string;
+      /** With hosts: where the attempt works (a resumed one, where it kept its worktree). */
+      place?: Place;
     }
   /** Stop this task's worker if it has still done nothing (no response served): a limit refused it. Its event follows as usual. */
   | { type: 'stop-worker'; task: number }

@@ -12,7 +12,8 @@ import { endPaused } from './conclude.ts';
 import { type StepDraft, emit } from './draft.ts';
 import { resumePaused, wakeForHold } from './limits.ts';
 import { candidatesWait, laneBusy, startGate } from './merge-queue.ts';
-import { startable, unheld, waitingToLand } from './queries.ts';
+import { placeFor, wakeForHosts } from './hosts.ts';
+import { startable, unheld, unplaced, waitingToLand } from './queries.ts';
 import { record } from './record.ts';
 import { speculativeStack } from './speculation.ts';
 import { finish } from './stop.ts';
@@ -54,8 +55,10 @@ export function schedule(building: StepDraft): void {
         continue;
       }
     }
+    const forHosts = draft.stop === null && draft.hosts !== undefined && startable(unplaced(draft)).length > 0;
     if (busy) {
       wakeForHold(building);
+      wakeForHosts(building, forHosts);
       return;
     }
     if (draft.stop !== null) {
@@ -67,8 +70,11 @@ export function schedule(building: StepDraft): void {
       finish(building);
       return;
     }
-    // Nothing runs and what could start has started: wait for a limit's hold to end, or the run is over.
-    if (!wakeForHold(building)) finish(building);
+    // Nothing runs and what could start has started: wait for a limit's hold to end, or for a host, or the run is over.
+    if (wakeForHold(building) || wakeForHosts(building, forHosts)) return;
+    // Every host down past --limit-wait: the run stops draining, and nothing runs.
+    if (draft.stop !== null) continue;
+    finish(building);
     return;
   }
 }
@@ -103,6 +109,7 @@ function start(building: StepDraft, task: number): void {
   // Widened to declare what its last attempt set aside: that work is re-checked before a worker is paid.
   const planned = draft.plan.tasks[task]!;
   const recheck = speculation === null && planned.recheck === true && recheckable(planned) ? planned.setAside!.commit! : null;
+  const place = placeFor(building, task);
   markStarted(draft.plan, task);
   building.attempts.set(task, {
     task,
@@ -110,6 +117,7 @@ function start(building: StepDraft, task: number): void {
     stage: 'running',
     ...(speculation !== null ? { stack: speculation.stack } : {}),
     ...(recheck !== null ? { recheck: true } : {}),
+    ...(place !== undefined ? { place } : {}),
   });
   // A Task subagent of a session keeps no log foreman can point to.
   const logPath = draft.config.driver === 'session' ? '' : workerLogPath(draft.config.logDir, task);
@@ -124,6 +132,7 @@ function start(building: StepDraft, task: number): void {
     model: modelOf(started),
     logPath,
     ...(speculation !== null ? { stack: speculation.stack } : {}),
+    ...(place !== undefined ? { host: place.host, slot: place.slot } : {}),
   });
   building.effects.push({
     type: 'start-worker',
@@ -132,5 +141,6 @@ function start(building: StepDraft, task: number): void {
     logPath,
     ...(speculation !== null ? { stack: speculation.works } : {}),
     ...(recheck !== null ? { recheck } : {}),
+    ...(place !== undefined ? { place } : {}),
   });
 }

@@ -1,0 +1,79 @@
+// `execute`'s hosts: `--host URL` (repeatable) and `--hosts FILE` (one URL a line), declared and
+// read here; each URL is parsed by core/hosts/url.ts. Without either, the run has no hosts and
+// places nothing: its workers run here, as they always did.
+
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { includedFiles } from '../adapters/git/included.ts';
+import type { Git } from '../adapters/git/repository.ts';
+import type { DryRunEventBody } from '../core/events.ts';
+import { type HostCheckResult, hostEvents } from '../core/hosts/listing.ts';
+import { type Host, type HostSource, hostsFileSources, parseHosts, runConcurrency } from '../core/hosts/url.ts';
+import type { Io, OptionSpec } from './command.ts';
+import { CliError, EXIT, usageError } from './exit.ts';
+
+export const hostOptions: Record<string, OptionSpec> = {
+  host: {
+    type: 'string',
+    multiple: true,
+    valueName: 'URL',
+    description:
+      'run attempts on this host, repeatable: ssh://[user@]host[:port]/work/dir?slots=N (your own ssh and its configuration) or local?slots=N (this machine); only the hosts given run workers (see docs/hosts.md; default: every worker here)',
+  },
+  hosts: { type: 'string', valueName: 'FILE', description: 'the hosts of --host, one URL a line (# comments); with --host, both' },
+};
+
+/**
+ * The run's hosts (null: none given) and its concurrency: `--concurrency` caps the workers across
+ * every host, and defaults to the hosts' slots together. Every problem is a usage error (exit 2).
+ */
+export async function hostsOf(
+  values: Record<string, unknown>,
+  concurrency: number | undefined,
+  io: Pick<Io, 'cwd'>,
+): Promise<{ hosts: Host[]; concurrency: number } | null> {
+  const given = Array.isArray(values.host) ? (values.host as string[]) : [];
+  const file = typeof values.hosts === 'string' ? values.hosts : undefined;
+  if (given.length === 0 && file === undefined) return null;
+  const sources: HostSource[] = given.map((text) => ({ text, origin: '--host' }));
+  if (file !== undefined) {
+    const text = await readFile(resolve(io.cwd, file), 'utf8').catch((error: NodeJS.ErrnoException) => {
+      throw usageError(`--hosts ${file}: cannot read it (${error.code ?? error.message})`);
+    });
+    const listed = hostsFileSources(text, file);
+    if (!listed.ok) throw usageError(`--hosts ${listed.error}`);
+    sources.push(...listed.value);
+  }
+  const hosts = parseHosts(sources);
+  if (!hosts.ok) throw usageError(hosts.error);
+  const workers = runConcurrency(concurrency, hosts.value);
+  if (!workers.ok) throw usageError(workers.error);
+  return { hosts: hosts.value, concurrency: workers.value };
+}
+
+/**
+ * What `--dry-run` lists of the hosts: each with its slots and the `.worktreeinclude` files it
+ * would get. `checks`: the host checks' results by host name, when they ran; the checks
+ * themselves (reaching each host, looking, writing nothing there) are the host channel's.
+ */
+export async function hostsListed(
+  hosts: readonly Host[],
+  git: Git,
+  repo: string,
+  checks: ReadonlyMap<string, readonly HostCheckResult[]> = new Map(),
+): Promise<DryRunEventBody[]> {
+  return hostEvents(hosts, await includedFiles(git, repo), checks);
+}
+
+/**
+ * A run (not its dry run) places attempts only on hosts it can reach: `local`, whose attempts
+ * work here. An ssh host needs the host channel and its workspace, which this build does not
+ * have: refused (exit 3) before anything starts, rather than run its attempts here unasked.
+ */
+export function refuseUnreachableHosts(hosts: readonly Host[] | undefined): void {
+  const remote = (hosts ?? []).filter((host) => host.kind === 'ssh');
+  if (remote.length === 0) return;
+  throw new CliError(EXIT.cannotRun, [
+    `this build of foreman cannot start attempts on ssh hosts (${remote.map((host) => host.name).join(', ')}): --dry-run shows what the run would do there, and local?slots=N runs them on this machine`,
+  ]);
+}
