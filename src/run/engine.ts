@@ -14,6 +14,7 @@ import type { GitFailure } from '../core/git-text.ts';
 import type { Clock } from './adapters.ts';
 import {
   gatedEvent,
+  hostFaultEvent,
   recordedEvent,
   verifiedEvent,
   workerFinishedEvent,
@@ -227,7 +228,7 @@ export async function runEngine(
       ...(effect.recheck !== undefined ? { recheck: effect.recheck } : {}),
     });
     if (!start.ok) return start;
-    return adapters.workspaces.make({ task: effect.task, ...start.value, signal: stop });
+    return adapters.workspaces.make({ task: effect.task, ...start.value, signal: stop, ...(effect.place !== undefined ? { place: effect.place } : {}) });
   };
 
   const workerJob = (effect: Extract<EngineEffect, { type: 'start-worker' }>, current: EngineState, stop: AbortSignal): WorkerJob => {
@@ -340,6 +341,8 @@ export async function runEngine(
     },
   };
 
+  // A host's failure loses its attempts (no attempt spent): told before the event their end brings.
+  adapters.workspaces.onHostFault?.((host, reason) => inbox.post(hostFaultEvent(host, reason, clock.now())));
   inbox.post({ type: 'tick', now: clock.now() });
   try {
     const driven = await drive(start, inbox, carrier);
