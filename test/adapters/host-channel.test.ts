@@ -280,6 +280,19 @@ describeSshd('a host channel on real sshd', () => {
     }
   });
 
+  test('what the host’s shell startup prints before the program runs is passed over', async () => {
+    const base = sshd.hosts[0] as NonNullable<TestSshd['hosts'][0]>;
+    const chatty = join(base.workDir, '..', 'chatty-node');
+    writeFileSync(chatty, `#!/bin/sh\necho 'Welcome to the build farm!'\necho '{"not": "a message"}'\nexec node "$@"\n`, { mode: 0o755 });
+    const channel = await open({ ...base.host, node: chatty });
+    try {
+      await openRun(channel, 'plan-chatty');
+      expect((await run(channel, ['echo', 'heard'])).stdout).toBe('heard\n');
+    } finally {
+      await channel.close();
+    }
+  });
+
   test('a node not on the host is named with node=', async () => {
     const host = { ...(sshd.hosts[0]?.host as SshHost), node: 'node-not-installed-here' };
     const opened = await openChannel(sshTransport(host, sshd.env), { program });
