@@ -39,6 +39,8 @@ export type HostRequest =
   | { op: 'open-run'; repository: string; plan: string; objectFormat: ObjectFormat }
   /** The bytes that follow (`input` messages) are a git bundle holding `commit`: into the run's repository. */
   | { op: 'receive-objects'; commit: string }
+  /** Which of `commits` the run's repository has (what a bundle sent to it may leave out). */
+  | { op: 'has-commits'; commits: string[] }
   /** A git bundle of `commit` (without what `exclude` reaches), sent back as `data` events. */
   | { op: 'send-objects'; commit: string; exclude: string[] }
   /**
@@ -80,6 +82,7 @@ export interface HostReplies {
   checks: HostFindings;
   'open-run': { dir: string };
   'receive-objects': { commit: string };
+  'has-commits': { present: string[] };
   'send-objects': { bytes: number };
   run: CommandExit;
 }
@@ -140,6 +143,8 @@ function readRequest(value: unknown): HostRequest | null {
         : null;
     case 'receive-objects':
       return typeof value.commit === 'string' ? { op: 'receive-objects', commit: value.commit } : null;
+    case 'has-commits':
+      return isStrings(value.commits) ? { op: 'has-commits', commits: value.commits } : null;
     case 'send-objects':
       return typeof value.commit === 'string' && isStrings(value.exclude) ? { op: 'send-objects', commit: value.commit, exclude: value.exclude } : null;
     case 'run':

@@ -337,6 +337,21 @@ describeSshd('a host channel on real sshd', () => {
       expect((await repo.git(['log', '-1', '--format=%s', commit])).trim()).toBe('made there');
       writeFileSync(join(repo.dir, 'expected.bin'), content);
       expect((await repo.git(['hash-object', 'expected.bin'])).trim()).toBe(blob.trim());
+      // What the host has is not sent again; a later commit goes as what it adds to a base the host has.
+      expect(await sendCommit(channel, repo.dir, base)).toEqual({ ok: true, value: { bytes: 0 } });
+      await repo.write({ 'src/b.txt': 'b\n'.repeat(5000) });
+      await repo.git(['add', '-A']);
+      await repo.git(['commit', '-q', '-m', 'next base']);
+      const next = (await repo.git(['rev-parse', 'HEAD'])).trim();
+      await repo.git(['bundle', 'create', '-q', join(repo.dir, '.git', 'full.bundle'), 'HEAD']);
+      const incremental = await sendCommit(channel, repo.dir, next, [base]);
+      if (!incremental.ok) throw new Error(JSON.stringify(incremental.error));
+      expect(incremental.value.bytes).toBeGreaterThan(0);
+      expect(incremental.value.bytes).toBeLessThan(statSync(join(repo.dir, '.git', 'full.bundle')).size);
+      expect(await channel.request({ op: 'has-commits', commits: [next, base, commit, '0'.repeat(40)] })).toEqual({
+        ok: true,
+        value: { present: [next, base, commit] },
+      });
     } finally {
       await channel.close();
       await repo.cleanup();
