@@ -34,7 +34,7 @@ export type HostRequest =
   /** Says foreman's protocol and the silence limit the host keeps from now on. */
   | { op: 'hello'; protocol: number; silenceMs: number }
   /** What the host has for a run: git, node, the claude binary and its login, the sandbox's tools, free disk. Writes nothing. */
-  | { op: 'checks'; claude: string; objectFormat: ObjectFormat }
+  | { op: 'checks'; claude: string }
   /** Takes `<work dir>/<repository>/<plan>/` for this process (made 0700, locked) with its git repository. */
   | { op: 'open-run'; repository: string; plan: string; objectFormat: ObjectFormat }
   /** The bytes that follow (`input` messages) are a git bundle holding `commit`: into the run's repository. */
@@ -134,9 +134,7 @@ function readRequest(value: unknown): HostRequest | null {
         ? { op: 'hello', protocol: value.protocol as number, silenceMs: value.silenceMs as number }
         : null;
     case 'checks':
-      return typeof value.claude === 'string' && value.claude !== '' && isObjectFormat(value.objectFormat)
-        ? { op: 'checks', claude: value.claude, objectFormat: value.objectFormat }
-        : null;
+      return typeof value.claude === 'string' && value.claude !== '' ? { op: 'checks', claude: value.claude } : null;
     case 'open-run':
       return isFolderName(value.repository) && isFolderName(value.plan) && isObjectFormat(value.objectFormat)
         ? { op: 'open-run', repository: value.repository, plan: value.plan, objectFormat: value.objectFormat }

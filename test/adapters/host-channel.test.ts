@@ -241,7 +241,7 @@ describeSshd('a host channel on real sshd', () => {
     const fresh: SshHost = { ...base.host, workDir: join(base.workDir, '..', 'fresh work dir') };
     const channel = await open(fresh, { keep: false });
     try {
-      const checks = await channel.request({ op: 'checks', claude: 'claude', objectFormat: 'sha1' });
+      const checks = await channel.request({ op: 'checks', claude: 'claude' });
       expect(checks.ok).toBe(true);
       if (!checks.ok) return;
       const found = checks.value;
@@ -265,7 +265,7 @@ describeSshd('a host channel on real sshd', () => {
     writeFileSync(claude, `#!/bin/sh\nCLAUDE_CONFIG_DIR=${config} exec ${join(process.cwd(), 'node_modules', '.bin', 'claude')} "$@"\n`, { mode: 0o755 });
     const named = await open({ ...fresh, claude }, { keep: false });
     try {
-      const checks = await named.request({ op: 'checks', claude, objectFormat: 'sha1' });
+      const checks = await named.request({ op: 'checks', claude });
       if (!checks.ok) throw new Error(JSON.stringify(checks.error));
       expect(checks.value.claude.path).toBe(claude);
       expect(checks.value.auth).toEqual({ kind: 'logged-out' });
@@ -475,7 +475,7 @@ process.stdout.write(JSON.stringify({ ssh: opened.value.pid, program: opened.val
     const channel = await open(sshd.hosts[0]?.host as SshHost, { silenceMs: 1_500 });
     process.kill(channel.hello.pid, 'SIGSTOP');
     try {
-      const pending = channel.request({ op: 'checks', claude: 'claude', objectFormat: 'sha1' });
+      const pending = channel.request({ op: 'checks', claude: 'claude' });
       await waitFor('the host to be marked down', () => channel.down !== null);
       expect(channel.down?.reason).toBe('silent');
       const answer = await pending;
