@@ -34,11 +34,13 @@ export type HostRequest =
   /** Says foreman's protocol and the silence limit the host keeps from now on. */
   | { op: 'hello'; protocol: number; silenceMs: number }
   /** What the host has for a run: git, node, the claude binary and its login, the sandbox's tools, free disk. Writes nothing. */
-  | { op: 'checks'; claude: string; objectFormat: ObjectFormat }
+  | { op: 'checks'; claude: string }
   /** Takes `<work dir>/<repository>/<plan>/` for this process (made 0700, locked) with its git repository. */
   | { op: 'open-run'; repository: string; plan: string; objectFormat: ObjectFormat }
   /** The bytes that follow (`input` messages) are a git bundle holding `commit`: into the run's repository. */
   | { op: 'receive-objects'; commit: string }
+  /** Which of `commits` the run's repository has (what a bundle sent to it may leave out). */
+  | { op: 'has-commits'; commits: string[] }
   /** A git bundle of `commit` (without what `exclude` reaches), sent back as `data` events. */
   | { op: 'send-objects'; commit: string; exclude: string[] }
   /**
@@ -80,6 +82,7 @@ export interface HostReplies {
   checks: HostFindings;
   'open-run': { dir: string };
   'receive-objects': { commit: string };
+  'has-commits': { present: string[] };
   'send-objects': { bytes: number };
   run: CommandExit;
 }
@@ -131,15 +134,15 @@ function readRequest(value: unknown): HostRequest | null {
         ? { op: 'hello', protocol: value.protocol as number, silenceMs: value.silenceMs as number }
         : null;
     case 'checks':
-      return typeof value.claude === 'string' && value.claude !== '' && isObjectFormat(value.objectFormat)
-        ? { op: 'checks', claude: value.claude, objectFormat: value.objectFormat }
-        : null;
+      return typeof value.claude === 'string' && value.claude !== '' ? { op: 'checks', claude: value.claude } : null;
     case 'open-run':
       return isFolderName(value.repository) && isFolderName(value.plan) && isObjectFormat(value.objectFormat)
         ? { op: 'open-run', repository: value.repository, plan: value.plan, objectFormat: value.objectFormat }
         : null;
     case 'receive-objects':
       return typeof value.commit === 'string' ? { op: 'receive-objects', commit: value.commit } : null;
+    case 'has-commits':
+      return isStrings(value.commits) ? { op: 'has-commits', commits: value.commits } : null;
     case 'send-objects':
       return typeof value.commit === 'string' && isStrings(value.exclude) ? { op: 'send-objects', commit: value.commit, exclude: value.exclude } : null;
     case 'run':

@@ -95,6 +95,30 @@ async function git(args: readonly string[], cwd: string): Promise<Result<string,
   return err(fault(`git ${args.find((a) => !a.startsWith('-'))} failed on the host: ${why}`));
 }
 
+/** Which of `commits` the run's repository has, as commits. */
+async function hasCommits(run: RunFolder, commits: readonly string[]): Promise<Result<HostReplies['has-commits'], HostError>> {
+  const bad = commits.find((name) => !isObjectId(name));
+  if (bad !== undefined) return err(refused(`${bad} is not an object id`));
+  if (commits.length === 0) return ok({ present: [] });
+  const ended = await forkProcess({
+    file: 'git',
+    args: [...NO_HOOKS, 'cat-file', '--batch-check=%(objectname) %(objecttype)'],
+    cwd: run.repository,
+    env: process.env,
+    input: commits.map((commit) => `${commit}\n`).join(''),
+    timeoutMs: GIT_LIMIT_MS,
+  });
+  if (ended.kind !== 'exited' || ended.code !== 0)
+    return err(fault(`git cat-file failed on the host: ${ended.kind === 'exited' ? oneLine(ended.stderr.toString('utf8')) : ended.kind}`));
+  const present = ended.stdout
+    .toString('utf8')
+    .split('\n')
+    .map((line) => line.split(' '))
+    .filter(([, type]) => type === 'commit')
+    .map(([name]) => name as string);
+  return ok({ present });
+}
+
 /** Where a command runs: `cwd` inside the run's folder, never outside it. */
 function commandDir(folder: RunFolder, cwd: string): string | null {
   const dir = resolve(folder.dir, cwd);
@@ -264,9 +288,11 @@ export function serve(workDir: string, outbox: Outbox, version: string, dryRun: 
         return reply(id, opened.ok ? ok({ dir: opened.value.dir }) : opened);
       }
       case 'receive-objects':
+      case 'has-commits':
       case 'send-objects':
       case 'run': {
         if (folder === null) return reply(id, err(refused(`${request.op} needs a run's folder: open-run first`)));
+        if (request.op === 'has-commits') return reply(id, await hasCommits(folder, request.commits));
         if (request.op === 'receive-objects') return receiveObjects(id, folder, request.commit);
         if (request.op === 'send-objects') return sendObjects(id, folder, request.commit, request.exclude);
         return runCommand(id, folder, request);

@@ -241,7 +241,7 @@ describeSshd('a host channel on real sshd', () => {
     const fresh: SshHost = { ...base.host, workDir: join(base.workDir, '..', 'fresh work dir') };
     const channel = await open(fresh, { keep: false });
     try {
-      const checks = await channel.request({ op: 'checks', claude: 'claude', objectFormat: 'sha1' });
+      const checks = await channel.request({ op: 'checks', claude: 'claude' });
       expect(checks.ok).toBe(true);
       if (!checks.ok) return;
       const found = checks.value;
@@ -265,7 +265,7 @@ describeSshd('a host channel on real sshd', () => {
     writeFileSync(claude, `#!/bin/sh\nCLAUDE_CONFIG_DIR=${config} exec ${join(process.cwd(), 'node_modules', '.bin', 'claude')} "$@"\n`, { mode: 0o755 });
     const named = await open({ ...fresh, claude }, { keep: false });
     try {
-      const checks = await named.request({ op: 'checks', claude, objectFormat: 'sha1' });
+      const checks = await named.request({ op: 'checks', claude });
       if (!checks.ok) throw new Error(JSON.stringify(checks.error));
       expect(checks.value.claude.path).toBe(claude);
       expect(checks.value.auth).toEqual({ kind: 'logged-out' });
@@ -277,6 +277,19 @@ describeSshd('a host channel on real sshd', () => {
       expect(existsSync(fresh.workDir)).toBe(false);
     } finally {
       await named.close();
+    }
+  });
+
+  test('what the host’s shell startup prints before the program runs is passed over', async () => {
+    const base = sshd.hosts[0] as NonNullable<TestSshd['hosts'][0]>;
+    const chatty = join(base.workDir, '..', 'chatty-node');
+    writeFileSync(chatty, `#!/bin/sh\necho 'Welcome to the build farm!'\necho '{"not": "a message"}'\nexec node "$@"\n`, { mode: 0o755 });
+    const channel = await open({ ...base.host, node: chatty });
+    try {
+      await openRun(channel, 'plan-chatty');
+      expect((await run(channel, ['echo', 'heard'])).stdout).toBe('heard\n');
+    } finally {
+      await channel.close();
     }
   });
 
@@ -324,6 +337,21 @@ describeSshd('a host channel on real sshd', () => {
       expect((await repo.git(['log', '-1', '--format=%s', commit])).trim()).toBe('made there');
       writeFileSync(join(repo.dir, 'expected.bin'), content);
       expect((await repo.git(['hash-object', 'expected.bin'])).trim()).toBe(blob.trim());
+      // What the host has is not sent again; a later commit goes as what it adds to a base the host has.
+      expect(await sendCommit(channel, repo.dir, base)).toEqual({ ok: true, value: { bytes: 0 } });
+      await repo.write({ 'src/b.txt': 'b\n'.repeat(5000) });
+      await repo.git(['add', '-A']);
+      await repo.git(['commit', '-q', '-m', 'next base']);
+      const next = (await repo.git(['rev-parse', 'HEAD'])).trim();
+      await repo.git(['bundle', 'create', '-q', join(repo.dir, '.git', 'full.bundle'), 'HEAD']);
+      const incremental = await sendCommit(channel, repo.dir, next, [base]);
+      if (!incremental.ok) throw new Error(JSON.stringify(incremental.error));
+      expect(incremental.value.bytes).toBeGreaterThan(0);
+      expect(incremental.value.bytes).toBeLessThan(statSync(join(repo.dir, '.git', 'full.bundle')).size);
+      expect(await channel.request({ op: 'has-commits', commits: [next, base, commit, '0'.repeat(40)] })).toEqual({
+        ok: true,
+        value: { present: [next, base, commit] },
+      });
     } finally {
       await channel.close();
       await repo.cleanup();
@@ -447,7 +475,7 @@ process.stdout.write(JSON.stringify({ ssh: opened.value.pid, program: opened.val
     const channel = await open(sshd.hosts[0]?.host as SshHost, { silenceMs: 1_500 });
     process.kill(channel.hello.pid, 'SIGSTOP');
     try {
-      const pending = channel.request({ op: 'checks', claude: 'claude', objectFormat: 'sha1' });
+      const pending = channel.request({ op: 'checks', claude: 'claude' });
       await waitFor('the host to be marked down', () => channel.down !== null);
       expect(channel.down?.reason).toBe('silent');
       const answer = await pending;

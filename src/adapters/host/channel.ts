@@ -95,6 +95,7 @@ export async function openChannel(transport: HostTransport, options: ChannelOpti
   let closing = false;
   let down: HostFault | null = null;
   let stderr = '';
+  let startupNoise: string[] = [];
   let settleOpen: (answer: Result<HostReplies['hello'], HostFault>) => void = () => undefined;
   const opened = new Promise<Result<HostReplies['hello'], HostFault>>((resolve) => {
     settleOpen = resolve;
@@ -199,6 +200,9 @@ export async function openChannel(transport: HostTransport, options: ChannelOpti
     }
     const read = truncated ? err(`a line longer than ${MAX_LINE_BYTES} bytes`) : readFromHost(line);
     if (read.ok) receive(read.value);
+    // Before the program runs, what else comes is the host's shell startup files talking (a
+    // greeting in .bashrc): kept to name it should the channel not open, and passed over.
+    else if (!running) startupNoise = [...startupNoise, clipTail(oneLine(line), 200)].slice(-3);
     else goDown({ reason: 'lost', message: `${transport.name} sent ${read.error} (${clipTail(oneLine(line), 200)}), so its channel is closed` });
   }, MAX_LINE_BYTES);
 
@@ -222,7 +226,9 @@ export async function openChannel(transport: HostTransport, options: ChannelOpti
               reason: 'lost',
               message: closing
                 ? `the channel to ${transport.name} was closed`
-                : `the channel to ${transport.name} ended (${signal ?? `exit ${code}`}) without a report${said ? `: ${said}` : ''}`,
+                : `the channel to ${transport.name} ended (${signal ?? `exit ${code}`}) without a report${said ? `: ${said}` : ''}${
+                    startupNoise.length > 0 ? ` (before foreman's program ran, the host's shell printed: ${startupNoise.join(' / ')})` : ''
+                  }`,
             }),
     );
   });

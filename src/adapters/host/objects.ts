@@ -43,9 +43,17 @@ async function bundleOf(repo: string, commit: string, exclude: readonly string[]
 /** Moves `commit` between the local `repo` and the host's run repository, leaving out what `exclude` (commits the receiving side has) reaches: the bundle's size. */
 export type MoveCommit = (channel: HostChannel, repo: string, commit: string, exclude?: readonly string[]) => Promise<Result<{ bytes: number }, ObjectsError>>;
 
-/** Sends `commit` of the local `repo` into the host's run repository. */
-export const sendCommit: MoveCommit = async (channel, repo, commit, exclude = []) => {
-  const bundle = await bundleOf(repo, commit, exclude);
+/**
+ * Sends `commit` of the local `repo` into the host's run repository: nothing when the host has it
+ * already (a run resumed, a second attempt from the same base), else a bundle leaving out what
+ * those of `candidates` the host has reach (earlier bases: an attempt's base then costs its
+ * new commits only).
+ */
+export const sendCommit: MoveCommit = async (channel, repo, commit, candidates = []) => {
+  const has = await channel.request({ op: 'has-commits', commits: [commit, ...candidates] });
+  if (!has.ok) return has;
+  if (has.value.present.includes(commit)) return ok({ bytes: 0 });
+  const bundle = await bundleOf(repo, commit, has.value.present);
   if (!bundle.ok) return bundle;
   const received = await channel.request({ op: 'receive-objects', commit }, { input: bundle.value });
   return received.ok ? ok({ bytes: bundle.value.length }) : received;
