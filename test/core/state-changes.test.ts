@@ -47,7 +47,13 @@ const allowedBy = (write: StatusWrite) =>
 
 /** The functions that change task states, and who may call them. */
 const TRANSITIONS: Record<string, readonly string[]> = {
-  applyDecision: ['src/core/engine/conclude.ts', 'src/core/engine/hosts.ts', 'src/core/engine/merge-queue.ts', 'src/core/engine/record.ts', 'src/core/engine/set-aside.ts'],
+  applyDecision: [
+    'src/core/engine/conclude.ts',
+    'src/core/engine/hosts.ts',
+    'src/core/engine/merge-queue.ts',
+    'src/core/engine/record.ts',
+    'src/core/engine/set-aside.ts',
+  ],
   markStarted: ['src/core/engine/start.ts'],
   applySetupFindings: ['src/core/engine/step.ts'],
   applyCancelled: ['src/core/engine/speculation.ts'],

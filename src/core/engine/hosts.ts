@@ -6,7 +6,7 @@
 // Without hosts nothing here acts: the state has no `hosts`.
 
 import { plural } from '../format.ts';
-import { DEFAULT_HOST_BACKOFF_MS, type Place, allDownSince, freePlaces, hostFault, hostWorks, nextRetry, place } from '../hosts/placement.ts';
+import { DEFAULT_HOST_BACKOFF_MS, type Place, allDownSince, freePlaces, hostFault, hostTried, hostWorks, nextRetry, place } from '../hosts/placement.ts';
 import { applyDecision } from '../transition.ts';
 import { type Attempt, IN_FLIGHT, tasksIn } from './attempt.ts';
 import { type StepDraft, emit, runOf, spentBy, stopWith } from './draft.ts';
@@ -31,6 +31,7 @@ export function placeFor(building: StepDraft, task: number): Place | undefined {
   if (hosts === undefined) return undefined;
   const chosen = place(hosts, takenPlaces(building), building.draft.now);
   if (chosen === null) throw new Error(`engine: task ${task} was started with no free slot on any host`);
+  building.draft.hosts = hostTried(hosts, chosen.host);
   return chosen;
 }
 

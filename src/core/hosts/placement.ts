@@ -25,6 +25,8 @@ export interface HostDown {
   readonly since: number;
   /** Its back-off ends (ms): from then it may be given attempts again. */
   readonly until: number;
+  /** An attempt was placed on it since its back-off ended: a fault now is one more of the same streak. */
+  readonly tried: boolean;
 }
 
 export interface HostState extends HostSlots {
@@ -73,16 +75,23 @@ export function place(hosts: readonly HostState[], taken: readonly Place[], now:
 
 /**
  * A fault on `name`: it is down from `now` until its back-off ends. A fault while it is down
- * already and not yet tried again (another slot's channel telling the same) changes nothing.
+ * already and not yet tried again (another slot's channel telling the same) changes nothing. The
+ * streak it has been down since goes on when the fault comes from its being tried again; a fault
+ * on a host left idle after its back-off starts a new one.
  */
 export function hostFault(hosts: readonly HostState[], name: string, reason: string, now: number, backoffMs: number): HostState[] {
   return hosts.map((host) => {
     if (host.name !== name || (host.down !== null && host.down.until > now)) return host;
     const faults = host.faults + 1;
     const wait = Math.min(MAX_HOST_BACKOFF_MS, backoffMs * 2 ** Math.min(faults - 1, 20));
-    return { ...host, faults, down: { reason, since: host.down?.since ?? now, until: now + wait } };
+    const since = host.down?.tried === true ? host.down.since : now;
+    return { ...host, faults, down: { reason, since, until: now + wait, tried: false } };
   });
 }
+
+/** An attempt was placed on `name`: a host down whose back-off ended is being tried again. */
+export const hostTried = (hosts: readonly HostState[], name: string): HostState[] =>
+  hosts.map((host) => (host.name === name && host.down !== null && !host.down.tried ? { ...host, down: { ...host.down, tried: true } } : host));
 
 /** An attempt's worker finished on `name`: the host works, its faults are forgotten. */
 export const hostWorks = (hosts: readonly HostState[], name: string): HostState[] =>

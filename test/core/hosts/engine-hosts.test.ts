@@ -69,7 +69,7 @@ describe('a host fault, step by step', () => {
       faults: 1,
       lost: [0],
     });
-    expect(fault.state.hosts![0]!.down).toEqual({ reason: 'ssh exited 255 with no report', since: 10, until: 1010 });
+    expect(fault.state.hosts![0]!.down).toEqual({ reason: 'ssh exited 255 with no report', since: 10, until: 1010, tried: false });
     // The same fault told again (another slot's channel) says nothing more.
     expect(emitted(run(fault.state, hostFaultEvent('a', 'silent for 30 s', 11)).effects)).toEqual([]);
 

@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { EngineConfig, EngineState } from '../../../src/core/engine/state.ts';
-import { type HostState, allDownSince, freePlaces, hostFault, hostWorks, newHosts, place } from '../../../src/core/hosts/placement.ts';
+import { type HostState, allDownSince, freePlaces, hostFault, hostTried, hostWorks, newHosts, place } from '../../../src/core/hosts/placement.ts';
 import { countByStatus } from '../../../src/core/graph.ts';
 import { attemptsOf, clonePlan } from '../../../src/core/plan.ts';
 import { SIMULATION_DEFAULTS, type SimulationTrace, simulateRun } from '../../../src/core/simulation.ts';
@@ -169,15 +169,18 @@ describe('the hosts state', () => {
   it('backs a host off twice as long per fault in a row, and forgets its faults once it works', () => {
     let hosts: HostState[] = newHosts([{ name: 'a', slots: 1 }]);
     hosts = hostFault(hosts, 'a', 'x', 100, 1000);
-    expect(hosts[0]!.down).toEqual({ reason: 'x', since: 100, until: 1100 });
+    expect(hosts[0]!.down).toEqual({ reason: 'x', since: 100, until: 1100, tried: false });
     expect(place(hosts, [], 500)).toBeNull();
     expect(allDownSince(hosts, 500)).toBe(100);
     // The same fault told again while it is down changes nothing.
     expect(hostFault(hosts, 'a', 'y', 600, 1000)).toEqual(hosts);
+    // Left idle after its back-off, a fault starts a new streak (twice as long a back-off still).
+    expect(hostFault(hosts, 'a', 'idle', 5000, 1000)[0]!.down).toEqual({ reason: 'idle', since: 5000, until: 7000, tried: false });
     // Tried again after its back-off, it fails again: twice as long, the streak's start kept.
     expect(place(hosts, [], 1100)).toEqual({ host: 'a', slot: 1 });
+    hosts = hostTried(hosts, 'a');
     hosts = hostFault(hosts, 'a', 'z', 1200, 1000);
-    expect(hosts[0]!.down).toEqual({ reason: 'z', since: 100, until: 3200 });
+    expect(hosts[0]!.down).toEqual({ reason: 'z', since: 100, until: 3200, tried: false });
     expect(hosts[0]!.faults).toBe(2);
     hosts = hostWorks(hosts, 'a');
     expect(hosts[0]).toEqual({ name: 'a', slots: 1, down: null, faults: 0 });
