@@ -33,7 +33,9 @@ import { describeDryRun, dryRunEvents, workerRulesShown } from './dry-run.ts';
 import { describeSetupProblem, lockedLine } from './setup-problem.ts';
 import { type SetupProblem, refusalBeforeWork, uncommittedChangesNotice } from '../run/setup.ts';
 import { gateCommandOf, gateOptions } from './gate-flags.ts';
-import { hostOptions, hostsListed, hostsOf, refuseUnreachableHosts } from './host-flags.ts';
+import { checkResults, checkedHosts, hostOptions, hostsListed, hostsOf } from './host-flags.ts';
+import { HostLink } from '../run/hosts.ts';
+import { objectFormatOf } from '../run/workspace/host.ts';
 
 export const PERMISSION_MODES = ['acceptEdits', 'auto', 'bypassPermissions', 'default', 'dontAsk', 'manual', 'plan'];
 
@@ -249,7 +251,7 @@ const runSandboxUse = (plan: Plan, settings: Settings, decision: SandboxDecision
  * nothing is written. It refuses what the run would refuse in its setup, with the same line and
  * exit code (`refusalBeforeWork`, looking only), and warns of uncommitted changes as the run does.
  */
-async function dryRun(plan: Plan, settings: Settings, sandbox: SandboxUse, git: Git, io: Io): Promise<ExitCode> {
+async function dryRun(plan: Plan, settings: Settings, sandbox: SandboxUse, git: Git, io: Io, sandboxed: boolean): Promise<ExitCode> {
   // Listed once: the refusals and the lint both read the last commit's files.
   const committed = await git.committedFiles();
   const refusal = await refusalBeforeWork(plan, { repo: settings.repo, git, look: true }, committed);
@@ -257,6 +259,8 @@ async function dryRun(plan: Plan, settings: Settings, sandbox: SandboxUse, git: 
   const uncommitted = await uncommittedChangesNotice(settings.repo, settings.planPath, git);
   if (!uncommitted.ok) throw setupProblemError({ kind: 'git-failed', doing: 'list your uncommitted changes', failure: uncommitted.error });
   const warnings = lintPlan(plan, committed).warnings;
+  // Each ssh host reached and checked, nothing written there: refused as the run would refuse with none left.
+  const checked = await hostsChecked(settings, sandboxed, io, true);
   const { permissions, worktree } = await workerRulesShown(plan, settings.repo, settings.allowedTools, io.env);
   const events = dryRunEvents(
     plan,
@@ -265,7 +269,7 @@ async function dryRun(plan: Plan, settings: Settings, sandbox: SandboxUse, git: 
     worktree,
     warnings,
     uncommitted.value === null ? [] : [uncommitted.value],
-    settings.hosts === undefined ? [] : await hostsListed(settings.hosts, git, settings.repo),
+    settings.hosts === undefined ? [] : await hostsListed(settings.hosts, git, settings.repo, checkResults(checked?.checked ?? [])),
   );
   if (settings.json) {
     // Its own id: nothing is journaled under it, it only ties the lines of this dry run together.
@@ -275,6 +279,12 @@ async function dryRun(plan: Plan, settings: Settings, sandbox: SandboxUse, git: 
     io.out(describeDryRun(events, plan).join('\n'));
   }
   return EXIT.ok;
+}
+
+/** The run's ssh hosts reached and checked (`checkedHosts`); null without hosts. */
+async function hostsChecked(settings: Settings, sandboxed: boolean, io: Io, dryRun: boolean) {
+  if (settings.hosts === undefined) return null;
+  return checkedHosts(settings.hosts, settings.concurrency, { objectFormat: await objectFormatOf(settings.repo), sandbox: sandboxed, dryRun, env: io.env });
 }
 
 /** Exit 2 naming each path no permission rule can express exactly (the repository's own included). */
@@ -313,13 +323,23 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   // The dry run reads the lock where the run takes it: the same refusal, nothing written.
   const lockNow = await readLock(settings.planPath);
   if (lockNow.state === 'live' || lockNow.state === 'foreign') throw lockedError(lockNow.holder);
-  if (settings.dryRun) return dryRun(plan, settings, sandbox, git, io);
-  refuseUnreachableHosts(settings.hosts);
+  if (settings.dryRun) return dryRun(plan, settings, sandbox, git, io, sandboxed);
+  // Each ssh host reached and checked before anything starts; its channel kept for the run.
+  const hostRun = await hostsChecked(settings, sandboxed, io, false);
+  if (hostRun !== null) {
+    settings.hosts = hostRun.hosts;
+    settings.concurrency = hostRun.concurrency;
+  }
+  const links = (hostRun?.checked ?? []).flatMap((checked) => (checked.leftOut === null ? [new HostLink(checked.host, checked.channel, io.env)] : []));
+  const closeLinks = () => Promise.all(links.map((link) => link.close()));
 
   const runId = newRunId();
   const lock = await acquireLock(settings.planPath, currentLockInfo('execute'));
-  if (!lock.ok) throw lockedError(lock.error.holder);
-  const adapters = realRunAdapters({ repo: settings.repo, planPath: settings.planPath, git, env: io.env }, runWorker);
+  if (!lock.ok) {
+    await closeLinks();
+    throw lockedError(lock.error.holder);
+  }
+  const adapters = realRunAdapters({ repo: settings.repo, planPath: settings.planPath, git, env: io.env }, runWorker, links);
   // `plan …` where the person is would find another plan (or none): printed commands name this one, and its repository.
   const nameThePlan = !(await samePath(await planPathFrom({}, io.cwd).catch(() => null), settings.planPath));
   // Git takes paths relative to where it is typed: from anywhere but the top, printed git commands name the repository.
@@ -336,6 +356,7 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   if (lock.value.takenOver) {
     emit({ type: 'notice', level: 'warning', message: describeTakeover(lock.value.takenOver) });
   }
+  for (const message of hostRun?.leftOut ?? []) emit({ type: 'notice', level: 'warning', message });
 
   const controller = new AbortController();
   // SIGTERM (what `plan drain` sends) drains: nothing new starts, what runs finishes and lands.
@@ -390,6 +411,7 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
     return run.value.finished.exitCode as ExitCode;
   } finally {
     // The handlers stay until the end: a second Ctrl-C while the run winds up still exits 130.
+    await closeLinks();
     await reporter.close();
     await lock.value.release();
     process.off('SIGINT', onSignal);

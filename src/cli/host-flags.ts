@@ -8,7 +8,8 @@ import { includedFiles } from '../adapters/git/included.ts';
 import type { Git } from '../adapters/git/repository.ts';
 import type { DryRunEventBody } from '../core/events.ts';
 import { type HostCheckResult, hostEvents } from '../core/hosts/listing.ts';
-import { type Host, type HostSource, hostsFileSources, parseHosts, runConcurrency } from '../core/hosts/url.ts';
+import { type Host, type HostSource, hostsFileSources, parseHosts, runConcurrency, totalSlots } from '../core/hosts/url.ts';
+import { type CheckedHost, type HostCheckNeedsOfRun, checkHosts } from '../run/hosts.ts';
 import type { Io, OptionSpec } from './command.ts';
 import { CliError, EXIT, usageError } from './exit.ts';
 
@@ -66,14 +67,25 @@ export async function hostsListed(
 }
 
 /**
- * A run (not its dry run) places attempts only on hosts it can reach: `local`, whose attempts
- * work here. An ssh host needs the host channel and its workspace, which this build does not
- * have: refused (exit 3) before anything starts, rather than run its attempts here unasked.
+ * Each ssh host reached and checked before anything starts (a dry run writes nothing on any): a
+ * host that fails is left out, named with its reason and fix; with no host left the run refuses
+ * (exit 3) before any worker starts. The hosts that remain (`--concurrency` capped by their
+ * slots), what the checks found of each, and a line for each host left out.
  */
-export function refuseUnreachableHosts(hosts: readonly Host[] | undefined): void {
-  const remote = (hosts ?? []).filter((host) => host.kind === 'ssh');
-  if (remote.length === 0) return;
-  throw new CliError(EXIT.cannotRun, [
-    `this build of foreman cannot start attempts on ssh hosts (${remote.map((host) => host.name).join(', ')}): --dry-run shows what the run would do there, and local?slots=N runs them on this machine`,
-  ]);
+export async function checkedHosts(
+  hosts: readonly Host[],
+  concurrency: number,
+  needs: HostCheckNeedsOfRun,
+): Promise<{ hosts: Host[]; concurrency: number; checked: CheckedHost[]; leftOut: string[] }> {
+  const checked = await checkHosts(hosts, needs);
+  const out = new Set(checked.flatMap((host) => (host.leftOut === null ? [] : [host.host.name])));
+  const leftOut = checked.flatMap((host) => (host.leftOut === null ? [] : [`host ${host.host.name} is left out of the run: ${host.leftOut}`]));
+  const remaining = hosts.filter((host) => !out.has(host.name));
+  if (remaining.length === 0)
+    throw new CliError(EXIT.cannotRun, [...leftOut, 'no host is left to run the plan on: fix one of them, or add local?slots=N to run here']);
+  return { hosts: remaining, concurrency: Math.min(concurrency, totalSlots(remaining)), checked, leftOut };
 }
+
+/** What the checks found, by host, for the dry run's listing. */
+export const checkResults = (checked: readonly CheckedHost[]): Map<string, readonly HostCheckResult[]> =>
+  new Map(checked.map((host) => [host.host.name, host.results]));

@@ -18,6 +18,8 @@ export const MIN_NODE_MAJOR = 20;
 export const DEFAULT_MIN_FREE_BYTES = 1024 ** 3;
 
 export interface HostProblem {
+  /** Which check found it. */
+  check: 'git' | 'node' | 'claude' | 'auth' | 'sandbox' | 'disk';
   /** What is wrong, then what the person does about it: one line. */
   message: string;
   /** Whether the host cannot take part in the run. */
@@ -49,33 +51,46 @@ export function hostProblems(found: HostFindings, needs: HostCheckNeeds): HostPr
   const problems: HostProblem[] = [];
   const version = found.git.path === null ? null : gitVersion(found.git.version ?? '');
   if (found.git.path === null)
-    problems.push({ message: `git is not on the PATH of an ssh command there (${found.path}): install git ${MIN_GIT.join('.')} or later`, stops: true });
+    problems.push({
+      check: 'git',
+      message: `git is not on the PATH of an ssh command there (${found.path}): install git ${MIN_GIT.join('.')} or later`,
+      stops: true,
+    });
   else if (version === null || !atLeast(version, MIN_GIT))
     problems.push({
+      check: 'git',
       message: `git there is ${found.git.version ?? 'of no version it says'}, older than ${MIN_GIT.join('.')}${needs.objectFormat === 'sha256' ? ' (and the repository uses SHA-256 objects)' : ''}: upgrade git on the host`,
       stops: true,
     });
   const nodeMajor = Number(found.node.version.replace(/^v/, '').split('.')[0]);
   if (!(nodeMajor >= MIN_NODE_MAJOR))
     problems.push({
+      check: 'node',
       message: `Node.js there is ${found.node.version}, older than ${MIN_NODE_MAJOR}: install a newer one, or name it with the URL's node= parameter`,
       stops: true,
     });
   if (found.claude.path === null)
     problems.push({
+      check: 'claude',
       message: `the claude binary (${needs.claude}) is not on the PATH of an ssh command there (${found.path}; a login shell's profile is not read): name it with the URL's claude= parameter, e.g. claude=/home/you/.local/bin/claude`,
       stops: true,
     });
   else if (found.auth?.kind === 'logged-out')
-    problems.push({ message: `the Claude Code CLI there (${found.claude.path}) is not logged in: run \`claude\` once on the host to log in`, stops: true });
+    problems.push({
+      check: 'auth',
+      message: `the Claude Code CLI there (${found.claude.path}) is not logged in: run \`claude\` once on the host to log in`,
+      stops: true,
+    });
   const missing = found.sandbox.filter((tool) => tool.path === null).map((tool) => tool.name);
   if (missing.length > 0)
     problems.push({
+      check: 'sandbox',
       message: `the sandbox's tools are missing there (${missing.join(', ')}): install them on the host${needs.sandbox ? '' : ', or its workers run unsandboxed as with --sandbox off'}`,
       stops: needs.sandbox,
     });
   if (found.workDir.freeBytes !== null && found.workDir.freeBytes < needs.minFreeBytes)
     problems.push({
+      check: 'disk',
       message: `the work dir has ${gib(found.workDir.freeBytes)} free (${found.workDir.checkedAt}), under the ${gib(needs.minFreeBytes)} a run needs: free space there or choose another work dir`,
       stops: true,
     });

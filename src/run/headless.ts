@@ -30,6 +30,7 @@ import { describeProbeProblem, runProbe, saveProbe } from './probe.ts';
 import { LIMIT_FLAGS, type RunSettings } from './settings.ts';
 import { type RunPlaces, type SetupProblem, assumptionCheckedEvent, setupRun } from './setup.ts';
 import type { WorktreeSetup } from './workspace/local.ts';
+import type { Workspaces } from './workspace/index.ts';
 
 /** A headless run's settings: the run's own, and what the CLI settled before it. */
 export interface HeadlessSettings extends RunSettings {
@@ -149,7 +150,9 @@ export async function runHeadless(
       open: async () => {
         const integration = await adapters.integration.open(plan);
         if (!integration.ok) return integration;
-        return ok({ integration: integration.value, workspaces: await adapters.workspaces.open(plan, integration.value, workspaceUse, adapters.workers) });
+        const local = await adapters.workspaces.open(plan, integration.value, workspaceUse, adapters.workers);
+        const workspaces: Workspaces = (await adapters.workspaces.placed?.(local, plan, integration.value, workspaceUse)) ?? local;
+        return ok({ integration: integration.value, workspaces });
       },
       checkTimeoutMs: settings.checkTimeoutMs,
       signal: context.interrupt,

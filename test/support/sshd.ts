@@ -89,8 +89,12 @@ function startSshd(config: string, log: string): Promise<ChildProcess> {
   });
 }
 
-/** Starts `count` hosts, each its own sshd on 127.0.0.1 with its own work dir (made by foreman, not here). */
-export async function startTestSshd(count = 2): Promise<TestSshd> {
+/**
+ * Starts `count` hosts, each its own sshd on 127.0.0.1 with its own work dir (made by foreman, not
+ * here). `setEnv`: the hosts' own environment for every session (sshd's `SetEnv`), as a host's
+ * administrator sets it: where its claude reaches the API, say. foreman sends none.
+ */
+export async function startTestSshd(count = 2, setEnv: Record<string, string> = {}): Promise<TestSshd> {
   const top = mkdtempSync(join(tmpdir(), 'foreman-sshd-'));
   const home = join(top, 'home');
   const sshDir = join(home, '.ssh');
@@ -128,6 +132,13 @@ export async function startTestSshd(count = 2): Promise<TestSshd> {
         'PidFile none',
         // What Debian's sshd accepts by default: a client that sent its locale would be heard.
         'AcceptEnv LANG LC_*',
+        ...(Object.keys(setEnv).length > 0
+          ? [
+              `SetEnv ${Object.entries(setEnv)
+                .map(([name, value]) => `${name}=${value}`)
+                .join(' ')}`,
+            ]
+          : []),
         '',
       ].join('\n'),
     );

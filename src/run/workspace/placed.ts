@@ -2,17 +2,47 @@
 // host's workspaces (./host.ts); every other one — `local?slots=N`, the gate's, setup's — in the
 // plan's local pool (./local.ts), as without hosts. One interface for the engine either way.
 
+import type { Git } from '../../adapters/git/repository.ts';
 import type { Result } from '../../core/failure.ts';
+import type { Plan } from '../../core/plan.ts';
+import type { HostLink } from '../hosts.ts';
+import { HostWorkspaces, objectFormatOf } from './host.ts';
 import type { Workspace, WorkspaceRequest, Workspaces } from './index.ts';
-import type { HostWorkspaces } from './host.ts';
+import type { LocalWorkspaces, WorkspaceUse } from './local.ts';
+
+/** The local pool and a host's workspaces for each of `links`. */
+export async function openPlacedWorkspaces(
+  local: LocalWorkspaces,
+  links: readonly HostLink[],
+  run: { repo: string; git: Git; plan: Plan; planId: string; use: WorkspaceUse },
+): Promise<PlacedWorkspaces> {
+  const placed = new PlacedWorkspaces(local);
+  const objectFormat = await objectFormatOf(run.repo);
+  for (const link of links)
+    placed.hosts.set(
+      link.host.name,
+      new HostWorkspaces({
+        host: link.host,
+        connect: () => link.connect(),
+        local,
+        repo: run.repo,
+        git: run.git,
+        planId: run.planId,
+        plan: run.plan,
+        objectFormat,
+        setupTimeoutMs: run.use.setupTimeoutMs,
+        sandbox: run.use.sandbox,
+        onFault: (host, reason) => placed.fault(host, reason),
+      }),
+    );
+  return placed;
+}
 
 export class PlacedWorkspaces implements Workspaces {
   private readonly listeners: Array<(host: string, reason: string) => void> = [];
+  readonly hosts = new Map<string, HostWorkspaces>();
 
-  constructor(
-    private readonly local: Workspaces,
-    private readonly hosts: ReadonlyMap<string, HostWorkspaces>,
-  ) {}
+  constructor(private readonly local: Workspaces) {}
 
   make(request: WorkspaceRequest): Promise<Result<Workspace, string>> {
     const host = request.place === undefined ? undefined : this.hosts.get(request.place.host);
