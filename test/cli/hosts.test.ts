@@ -1,8 +1,9 @@
 // `execute --host URL` / `--hosts FILE`: a bad URL or hosts file is one line (exit 2); the dry
 // run lists each host, its slots and the `.worktreeinclude` files it would get (only with
 // include=1; a symbolic link named, not followed), as text and as events valid against the
-// schema; a run on `local?slots=N` places every attempt on one of this machine's slots, and says
-// where in the journal; a run with an ssh host is refused before anything starts, writing nothing.
+// schema, with what the checks found of each ssh host; a run on `local?slots=N` places every
+// attempt on one of this machine's slots, and says where in the journal; an ssh host that cannot
+// be reached is left out, named, and with no host left the run is refused before anything starts.
 
 import { readFileSync } from 'node:fs';
 import { readFile, symlink, writeFile } from 'node:fs/promises';
@@ -81,10 +82,11 @@ describe('execute --host', () => {
       '    .worktreeinclude files: copied here as in every worktree',
       '  build@farm1:2222: 3 slots, work dir /srv/foreman; claude claude, node node, git git',
       '    .worktreeinclude files sent (include=1): .env, secrets.json -> /etc/hostname (a symbolic link, sent as a link, not followed)',
-      '    checks: not run',
+      // Each ssh host is reached and checked (neither exists here): named with its reason and fix, and left out.
+      expect.stringMatching(/^ {4}FAILED ssh: farm1 could not be reached \(.+\): check its name and port, that it is up and that sshd runs there$/),
       '  farm2: 4 slots, work dir /srv/f; claude claude, node node, git git',
       '    .worktreeinclude files: none sent (its URL has no include=1)',
-      '    checks: not run',
+      expect.stringMatching(/^ {4}FAILED ssh: farm2 could not be reached/),
     ]);
 
     const json = await runExecute(repo.dir, [...args, '--json', '--concurrency', '5'], env);
@@ -118,6 +120,7 @@ describe('execute --host', () => {
         programs: { claude: 'claude', node: 'node', git: 'git' },
         include: true,
         included,
+        checks: [{ check: 'ssh', passed: false, found: expect.stringContaining('farm1 could not be reached'), fix: null }],
       },
       {
         type: 'dry-run-host',
@@ -129,6 +132,7 @@ describe('execute --host', () => {
         programs: { claude: 'claude', node: 'node', git: 'git' },
         include: false,
         included: [],
+        checks: [{ check: 'ssh', passed: false, found: expect.stringContaining('farm2 could not be reached'), fix: null }],
       },
     ]);
     // The hosts come right after the plan and its settings.
@@ -136,18 +140,20 @@ describe('execute --host', () => {
     expect(await readFile(planPath, 'utf8')).toBe(before);
   });
 
-  it('runs on local?slots=N: every attempt on one of its slots, said in the journal; an ssh host is refused before anything starts', async () => {
+  it('runs on local?slots=N: every attempt on one of its slots, said in the journal; an ssh host that cannot be reached is left out, and with none left the run is refused before anything starts', async () => {
     const { repo, planPath, env } = await repoWithPlan(twoTasks(), repos);
     const before = await readFile(planPath, 'utf8');
-    const refused = await runExecute(repo.dir, ['--host', 'local?slots=1', '--host', 'ssh://farm1/srv/f'], env);
+    const refused = await runExecute(repo.dir, ['--host', 'ssh://farm1/srv/f'], env);
     expect(refused.exitCode).toBe(3);
-    expect(refused.stderr).toContain('this build of foreman cannot start attempts on ssh hosts (farm1)');
+    expect(refused.stderr).toMatch(/^host farm1 is left out of the run: farm1 could not be reached \(.+\): check its name and port/);
+    expect(refused.stderr).toContain('no host is left to run the plan on: fix one of them, or add local?slots=N to run here');
     expect(await readFile(planPath, 'utf8')).toBe(before);
 
-    const r = await runExecute(repo.dir, ['--host', 'local?slots=1', '--json'], env);
+    const r = await runExecute(repo.dir, ['--host', 'local?slots=1', '--host', 'ssh://farm1/srv/f', '--json'], env);
     expect(r.stderr).toBe('');
     expect(r.exitCode).toBe(0);
     const events = r.stdout.split('\n').map((line) => JSON.parse(line) as RunEvent);
+    expect(events.find((e) => e.type === 'notice' && e.message.startsWith('host farm1 is left out of the run: farm1 could not be reached'))).toBeDefined();
     expect(events.find((e) => e.type === 'run-started')).toMatchObject({ concurrency: 1 });
     const starts = events.flatMap((e) => (e.type === 'task-started' ? [e] : []));
     expect(starts.map((e) => [e.task, e.host, e.slot])).toEqual([

@@ -72,8 +72,8 @@ const needs = { objectFormat: 'sha1' as const, claude: 'claude', minFreeBytes: D
 
 describe("a host's findings", () => {
   test('a host with everything takes part; missing sandbox tools stop it only under --sandbox on', () => {
-    expect(hostProblems(found(), needs)).toEqual([{ message: expect.stringContaining('socat'), stops: false }]);
-    expect(hostProblems(found(), { ...needs, sandbox: true })).toEqual([{ message: expect.stringContaining('socat'), stops: true }]);
+    expect(hostProblems(found(), needs)).toEqual([{ check: 'sandbox', message: expect.stringContaining('socat'), stops: false }]);
+    expect(hostProblems(found(), { ...needs, sandbox: true })).toEqual([{ check: 'sandbox', message: expect.stringContaining('socat'), stops: true }]);
   });
 
   test('each missing piece is named with its fix', () => {
