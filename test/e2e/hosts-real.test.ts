@@ -7,7 +7,7 @@
 // whose name, paths and prompt hold shell metacharacters travels as data.
 
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, realpath, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -69,6 +69,19 @@ beforeAll(async () => {
           turns: [writeFileTurn(marker, `out/${index}.txt`, `content of task ${index}\n`), [text(`COMPLETED: out/${index}.txt written`)]],
         }),
       ),
+      scenario({
+        match: 'TASK-MARKER: include',
+        turns: [
+          (req: ScriptedRequest) => [toolUse('Read', { file_path: join(req.cwd ?? '.', '.env') })],
+          (req: ScriptedRequest) => {
+            const read = req.toolResults[0];
+            const seen =
+              read === undefined || read.is_error === true || !read.content.includes('TOKEN=from-this-machine') ? 'absent\n' : 'TOKEN=from-this-machine\n';
+            return [toolUse('Write', { file_path: join(req.cwd ?? '.', 'out/env.txt'), content: seen })];
+          },
+          [text('COMPLETED: out/env.txt says what .env held')],
+        ],
+      }),
       scenario({ match: 'TASK-MARKER: weird', turns: [writeFileTurn('weird', WEIRD_FILE, WEIRD_CONTENT), [text('COMPLETED: the odd file is written')]] }),
     ],
   });
@@ -90,8 +103,8 @@ afterAll(async () => {
 });
 
 /** foreman's environment: its own claude reaching the server (the probe and gate need none), ssh through the test's client config, no key of the person's sent. */
-async function repoWith(plan: Plan): Promise<{ repo: TempGitRepo; env: Record<string, string | undefined> }> {
-  const repo = await tempGitRepo({ 'README.md': '# sample\n' });
+async function repoWith(plan: Plan, files: Record<string, string> = {}): Promise<{ repo: TempGitRepo; env: Record<string, string | undefined> }> {
+  const repo = await tempGitRepo({ 'README.md': '# sample\n', ...files });
   const home = await tempHome();
   cleanups.push(repo.cleanup, () => rm(home, { recursive: true, force: true }));
   await writePlan(repo.dir, plan);
@@ -155,15 +168,38 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
     expect(existsSync(join(repo.dir, 'x'))).toBe(false);
   });
 
+  it('.worktreeinclude files go only to a host whose URL says include=1', async () => {
+    atFirstTurn = null;
+    for (const [include, expected] of [
+      ['&include=1', 'TOKEN=from-this-machine\n'],
+      ['', 'absent\n'],
+    ] as const) {
+      const plan = makePlan([task('include', ['out/env.txt'])]);
+      const { repo, env } = await repoWith(plan, { '.gitignore': '.env\n', '.worktreeinclude': '.env\n' });
+      await writeFile(join(repo.dir, '.env'), 'TOKEN=from-this-machine\n');
+      const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--json', '--sandbox', 'off', '--host', hostUrl(0, include)], env);
+      expect(r.stderr).toBe('');
+      expect(r.exitCode).toBe(0);
+      expect(await readFile(join(repo.dir, 'out/env.txt'), 'utf8'), include || 'without include=1').toBe(expected);
+    }
+  });
+
   it('a host without claude is named at --dry-run, with the parameter that sets it, and left out', async () => {
     const plan = makePlan([task(MARKERS[0]!, ['out/0.txt'])]);
     const { repo, env } = await repoWith(plan);
-    const missing = `ssh://${sshd.hosts[1]!.alias}${sshd.hosts[1]!.workDir}?slots=2&claude=/nowhere/claude`;
+    // A work dir no run has made: the dry run writes nothing there, not even foreman's program.
+    const fresh = `${sshd.hosts[1]!.workDir}-dry-run`;
+    const missing = `ssh://${sshd.hosts[1]!.alias}${fresh}?slots=2&claude=/nowhere/claude`;
     const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--dry-run', '--sandbox', 'off', '--host', hostUrl(0), '--host', missing], env);
     expect(r.stderr).toBe('');
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toContain('FAILED claude: the claude binary (/nowhere/claude) is not on the PATH of an ssh command there');
     expect(r.stdout).toContain("name it with the URL's claude= parameter");
+    // A work dir without the free space the URL asks for (free-mb) is named too.
+    const full = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--dry-run', '--sandbox', 'off', '--host', hostUrl(0, '&free-mb=1048576')], env);
+    expect(full.exitCode).toBe(3);
+    expect(full.stderr).toMatch(/the work dir has [\d.]+ GiB free \(.+\), under the [\d.]+ GiB a run needs: free space there or choose another work dir/);
+    expect(existsSync(fresh)).toBe(false);
     const alone = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--dry-run', '--sandbox', 'off', '--host', missing], env);
     expect(alone.exitCode).toBe(3);
     expect(alone.stderr).toContain(`host ${sshd.hosts[1]!.alias} is left out of the run: the claude binary (/nowhere/claude)`);
