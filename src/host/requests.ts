@@ -119,6 +119,12 @@ async function hasCommits(run: RunFolder, commits: readonly string[]): Promise<R
   return ok({ present });
 }
 
+/** Whether the absolute `path` is in the work dir. */
+function insideWorkDir(workDir: string, path: string): boolean {
+  const inside = relative(workDir, path);
+  return isAbsolute(path) && inside !== '' && !inside.startsWith('..') && !isAbsolute(inside);
+}
+
 /** Where a command runs: `cwd` inside the run's folder, never outside it. */
 function commandDir(folder: RunFolder, cwd: string): string | null {
   const dir = resolve(folder.dir, cwd);
@@ -152,10 +158,11 @@ export function serve(workDir: string, outbox: Outbox, version: string, dryRun: 
     child.once('exit', () => child.pid !== undefined && groups.delete(child.pid));
   };
 
+  // TMPDIR is the run's, unless foreman names a folder of its own in the work dir (a sandboxed worker's).
   const commandEnv = (run: RunFolder, extra: Record<string, string>): NodeJS.ProcessEnv => ({
     ...process.env,
     ...extra,
-    TMPDIR: run.tmp,
+    TMPDIR: extra.TMPDIR !== undefined && insideWorkDir(workDir, extra.TMPDIR) ? extra.TMPDIR : run.tmp,
     [RUN_MARKER_VARIABLE]: runMarker,
   });
 

@@ -11,6 +11,7 @@ import { mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sandboxSupport } from '../../src/adapters/sandbox.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { runExecute } from '../support/execute.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
@@ -26,6 +27,9 @@ if (sshdMissing !== null) console.warn(`hosts-real.test.ts skips: ${sshdMissing}
 /** A file name and content full of what a shell would read: quotes, $, backticks, ;, &, |, spaces, a newline-free glob. */
 const WEIRD_FILE = `odd dir/it's $HOME & \`id\`; rm -rf x | *.txt`;
 const WEIRD_CONTENT = `"quoted" 'single' $(echo no) \`no\` ; & | > < end\n`;
+
+/** A file outside every work dir that a sandboxed worker on a host must not be able to write. */
+const ESCAPE = join(tmpdir(), `foreman-host-sandbox-escape-${process.pid}`);
 
 /** Per task marker, the working directory of every worker the model server heard from. */
 const cwds = new Map<string, string[]>();
@@ -80,6 +84,18 @@ beforeAll(async () => {
             return [toolUse('Write', { file_path: join(req.cwd ?? '.', 'out/env.txt'), content: seen })];
           },
           [text('COMPLETED: out/env.txt says what .env held')],
+        ],
+      }),
+      scenario({
+        match: 'TASK-MARKER: sandboxed',
+        turns: [
+          // Inside its slot and its own TMPDIR it writes; outside the work dir the sandbox refuses it.
+          () => [
+            toolUse('Bash', {
+              command: `mkdir -p out && echo in-slot > out/sandboxed.txt && echo t > "$TMPDIR/t" && echo tmpdir-ok >> out/sandboxed.txt; (echo x > ${ESCAPE}) 2>/dev/null || echo outside-refused >> out/sandboxed.txt`,
+            }),
+          ],
+          [text('COMPLETED: out/sandboxed.txt written')],
         ],
       }),
       scenario({ match: 'TASK-MARKER: weird', turns: [writeFileTurn('weird', WEIRD_FILE, WEIRD_CONTENT), [text('COMPLETED: the odd file is written')]] }),
@@ -166,6 +182,22 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
     expect(r.exitCode).toBe(0);
     expect(await readFile(join(repo.dir, WEIRD_FILE), 'utf8')).toBe(WEIRD_CONTENT);
     expect(existsSync(join(repo.dir, 'x'))).toBe(false);
+  });
+
+  it('--sandbox on: the worker on a host runs in Claude Code’s sandbox there: it writes in its slot and its own TMPDIR, nothing outside', async (context) => {
+    if (!(await sandboxSupport()).ok) context.skip();
+    atFirstTurn = null;
+    const plan = makePlan([task('sandboxed', ['out/sandboxed.txt'])]);
+    const { repo, env } = await repoWith(plan);
+    const r = await runExecute(
+      repo.dir,
+      ['--claude-bin', claudeBin, '--json', '--sandbox', 'on', '--allowed-tools', 'Bash,Read,Write', '--host', hostUrl(0)],
+      env,
+    );
+    expect(r.stderr).toBe('');
+    expect(r.exitCode).toBe(0);
+    expect(await readFile(join(repo.dir, 'out/sandboxed.txt'), 'utf8')).toBe('in-slot\ntmpdir-ok\noutside-refused\n');
+    expect(existsSync(ESCAPE)).toBe(false);
   });
 
   it('.worktreeinclude files go only to a host whose URL says include=1', async () => {

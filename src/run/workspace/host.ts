@@ -322,11 +322,13 @@ export class HostWorkspaces implements Workspaces {
   private workerPlace(connection: Connection, slot: HostSlot): WorkerPlace {
     return {
       realCwd: async () => slot.dir,
+      // A short folder in the work dir (the sandbox's bridge sockets live there, and a socket's
+      // path may not pass 107 bytes), which the remote side lets a command take as its TMPDIR.
       ownTmp: async (task) => {
-        const name = `tmp/worker-${task}-${randomBytes(4).toString('hex')}`;
-        await this.run(connection, ['mkdir', '-p', name], { cwd: '.' });
-        const path = `${connection.dir}/${name}`;
-        return { path, realPath: path, remove: async () => void (await this.run(connection, ['rm', '-rf', name], { cwd: '.' })) };
+        const path = `${this.context.host.workDir.replace(/\/+$/, '')}/.t/${task}-${randomBytes(3).toString('hex')}`;
+        const made = await this.run(connection, ['sh', '-c', 'umask 077 && mkdir -p -- "$1" && cd -- "$1" && pwd -P', 'foreman', path], { cwd: '.' });
+        const realPath = made.ok ? made.value.stdout.trim() || path : path;
+        return { path, realPath, remove: async () => void (await this.run(connection, ['rm', '-rf', '--', path], { cwd: '.' })) };
       },
       // The host's own login is used; nothing of the person's settings travels.
       loginSettings: async () => ({}),
