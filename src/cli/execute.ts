@@ -33,7 +33,7 @@ import { describeDryRun, dryRunEvents, workerRulesShown } from './dry-run.ts';
 import { describeSetupProblem, lockedLine } from './setup-problem.ts';
 import { type SetupProblem, refusalBeforeWork, uncommittedChangesNotice } from '../run/setup.ts';
 import { gateCommandOf, gateOptions } from './gate-flags.ts';
-import { checkResults, checkedHosts, hostOptions, hostsListed, hostsOf } from './host-flags.ts';
+import { checkResults, checkedHosts, hostOptions, hostSandboxNotice, hostsListed, hostsOf } from './host-flags.ts';
 import { HostLink } from '../run/hosts.ts';
 import { objectFormatOf } from '../run/workspace/host.ts';
 
@@ -357,6 +357,7 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
     emit({ type: 'notice', level: 'warning', message: describeTakeover(lock.value.takenOver) });
   }
   for (const message of hostRun?.leftOut ?? []) emit({ type: 'notice', level: 'warning', message });
+  if (sandboxed && links.length > 0) emit({ type: 'notice', level: 'warning', message: hostSandboxNotice(links.map((link) => link.host.name)) });
 
   const controller = new AbortController();
   // SIGTERM (what `plan drain` sends) drains: nothing new starts, what runs finishes and lands.

@@ -89,3 +89,7 @@ export async function checkedHosts(
 /** What the checks found, by host, for the dry run's listing. */
 export const checkResults = (checked: readonly CheckedHost[]): Map<string, readonly HostCheckResult[]> =>
   new Map(checked.map((host) => [host.host.name, host.results]));
+
+/** What the sandbox covers on ssh hosts: their workers' Bash commands (Claude Code's sandbox there), not their setup command and checks. */
+export const hostSandboxNotice = (hosts: readonly string[]): string =>
+  `on ${hosts.length === 1 ? 'host' : 'hosts'} ${hosts.join(', ')}, the workers' Bash commands run in Claude Code's sandbox there; the setup command and the acceptance checks run there without the operating-system sandbox (they run in it only on this machine)`;

@@ -197,6 +197,10 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
     expect(r.stderr).toBe('');
     expect(r.exitCode).toBe(0);
     expect(await readFile(join(repo.dir, 'out/sandboxed.txt'), 'utf8')).toBe('in-slot\ntmpdir-ok\noutside-refused\n');
+    // What the sandbox does not cover there is said.
+    expect(eventsOf(r.stdout).find((event) => event.type === 'notice' && event.message?.includes('without the operating-system sandbox'))?.message).toBe(
+      `on host ${sshd.hosts[0]!.alias}, the workers' Bash commands run in Claude Code's sandbox there; the setup command and the acceptance checks run there without the operating-system sandbox (they run in it only on this machine)`,
+    );
     expect(existsSync(ESCAPE)).toBe(false);
   });
 
