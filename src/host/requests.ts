@@ -261,6 +261,8 @@ export function serve(workDir: string, outbox: Outbox, version: string, dryRun: 
       inputEnd: () => child.stdin?.end(),
       cancel: () => child.pid !== undefined && void terminateGroup(child.pid, CANCEL_GRACE_MS),
     });
+    // What the command left running in its process group ends with it, as a worker's or a check's does on foreman's machine.
+    child.on('exit', () => child.pid !== undefined && void terminateGroup(child.pid, CANCEL_GRACE_MS));
     child.on('close', (code, signal) => {
       const exit: HostReplies['run'] =
         failedToStart !== null
