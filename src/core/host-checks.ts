@@ -49,7 +49,10 @@ export function hostProblems(found: HostFindings, needs: HostCheckNeeds): HostPr
   const problems: HostProblem[] = [];
   const version = found.git.path === null ? null : gitVersion(found.git.version ?? '');
   if (found.git.path === null)
-    problems.push({ message: `git is not on the PATH of an ssh command there (${found.path}): install git ${MIN_GIT.join('.')} or later`, stops: true });
+    problems.push({
+      message: `git (${found.git.name}) is not on the PATH of an ssh command there (${found.path}): install git ${MIN_GIT.join('.')} or later, or name it with the URL's git= parameter`,
+      stops: true,
+    });
   else if (version === null || !atLeast(version, MIN_GIT))
     problems.push({
       message: `git there is ${found.git.version ?? 'of no version it says'}, older than ${MIN_GIT.join('.')}${needs.objectFormat === 'sha256' ? ' (and the repository uses SHA-256 objects)' : ''}: upgrade git on the host`,

@@ -31,8 +31,8 @@ export const isFolderName = (value: unknown): value is string => typeof value ==
 
 /** What the host is asked to do. */
 export type HostRequest =
-  /** Says foreman's protocol and the silence limit the host keeps from now on. */
-  | { op: 'hello'; protocol: number; silenceMs: number }
+  /** Says foreman's protocol, the silence limit the host keeps from now on, and the git binary there (the URL's `git=`). */
+  | { op: 'hello'; protocol: number; silenceMs: number; git: string }
   /** What the host has for a run: git, node, the claude binary and its login, the sandbox's tools, free disk. Writes nothing. */
   | { op: 'checks'; claude: string }
   /** Takes `<work dir>/<repository>/<plan>/` for this process (made 0700, locked) with its git repository. */
@@ -130,8 +130,12 @@ function readRequest(value: unknown): HostRequest | null {
   if (!isRecord(value)) return null;
   switch (value.op) {
     case 'hello':
-      return Number.isSafeInteger(value.protocol) && Number.isSafeInteger(value.silenceMs) && (value.silenceMs as number) > 0
-        ? { op: 'hello', protocol: value.protocol as number, silenceMs: value.silenceMs as number }
+      return Number.isSafeInteger(value.protocol) &&
+        Number.isSafeInteger(value.silenceMs) &&
+        (value.silenceMs as number) > 0 &&
+        typeof value.git === 'string' &&
+        value.git !== ''
+        ? { op: 'hello', protocol: value.protocol as number, silenceMs: value.silenceMs as number, git: value.git }
         : null;
     case 'checks':
       return typeof value.claude === 'string' && value.claude !== '' ? { op: 'checks', claude: value.claude } : null;

@@ -37,6 +37,8 @@ interface Running {
 }
 
 interface RunFolder {
+  /** The git binary there. */
+  git: string;
   dir: string;
   repository: string;
   tmp: string;
@@ -62,9 +64,15 @@ function lockHeld(file: string): number | null {
 }
 
 /** Takes the run's folder: made private, locked for this process (another live holder refuses), with its bare repository. */
-async function openRun(workDir: string, repository: string, plan: string, objectFormat: ObjectFormat): Promise<Result<RunFolder, HostError>> {
+async function openRun(
+  gitBinary: string,
+  workDir: string,
+  repository: string,
+  plan: string,
+  objectFormat: ObjectFormat,
+): Promise<Result<RunFolder, HostError>> {
   const dir = join(workDir, repository, plan);
-  const folder: RunFolder = { dir, repository: join(dir, 'repository.git'), tmp: join(dir, 'tmp'), lock: join(dir, 'lock') };
+  const folder: RunFolder = { git: gitBinary, dir, repository: join(dir, 'repository.git'), tmp: join(dir, 'tmp'), lock: join(dir, 'lock') };
   try {
     mkdirSync(folder.tmp, { recursive: true, mode: 0o700 });
     const mine = `${folder.lock}.${process.pid}`;
@@ -80,15 +88,15 @@ async function openRun(workDir: string, repository: string, plan: string, object
     return err(fault(`could not make the run's folder ${dir}: ${(caught as Error).message}`));
   }
   if (!existsSync(join(folder.repository, 'HEAD'))) {
-    const made = await git(['init', '--quiet', '--bare', `--object-format=${objectFormat}`, folder.repository], dir);
+    const made = await git(gitBinary, ['init', '--quiet', '--bare', `--object-format=${objectFormat}`, folder.repository], dir);
     if (!made.ok) return made;
   }
   return ok(folder);
 }
 
 /** A git command on the host, its output; a failure is the host's fault. */
-async function git(args: readonly string[], cwd: string): Promise<Result<string, HostError>> {
-  const ended = await forkProcess({ file: 'git', args: [...NO_HOOKS, ...args], cwd, env: process.env, timeoutMs: GIT_LIMIT_MS });
+async function git(binary: string, args: readonly string[], cwd: string): Promise<Result<string, HostError>> {
+  const ended = await forkProcess({ file: binary, args: [...NO_HOOKS, ...args], cwd, env: process.env, timeoutMs: GIT_LIMIT_MS });
   if (ended.kind === 'exited' && ended.code === 0) return ok(ended.stdout.toString('utf8'));
   const why =
     ended.kind === 'exited' ? oneLine(ended.stderr.toString('utf8')) || `exit ${ended.code}` : ended.kind === 'timed-out' ? 'it timed out' : ended.message;
@@ -101,7 +109,7 @@ async function hasCommits(run: RunFolder, commits: readonly string[]): Promise<R
   if (bad !== undefined) return err(refused(`${bad} is not an object id`));
   if (commits.length === 0) return ok({ present: [] });
   const ended = await forkProcess({
-    file: 'git',
+    file: run.git,
     args: [...NO_HOOKS, 'cat-file', '--batch-check=%(objectname) %(objecttype)'],
     cwd: run.repository,
     env: process.env,
@@ -128,6 +136,8 @@ function commandDir(folder: RunFolder, cwd: string): string | null {
 
 export function serve(workDir: string, outbox: Outbox, version: string, dryRun: boolean): Requests {
   let folder: RunFolder | null = null;
+  /** The git binary there, as hello names it. */
+  let gitBinary = 'git';
   const running = new Map<number, Running>();
   const groups = new Set<number>();
   const halfMade = new Set<string>();
@@ -173,9 +183,9 @@ export function serve(workDir: string, outbox: Outbox, version: string, dryRun: 
     });
     const done = async (): Promise<Result<HostReplies['receive-objects'], HostError>> => {
       if (failed !== null) return err(fault(`could not keep the bundle on the host: ${failed}`));
-      const heads = await git(['bundle', 'unbundle', file], run.repository);
+      const heads = await git(run.git, ['bundle', 'unbundle', file], run.repository);
       if (!heads.ok) return heads;
-      const kept = await git(['update-ref', `refs/foreman/received/${commit}`, commit], run.repository);
+      const kept = await git(run.git, ['update-ref', `refs/foreman/received/${commit}`, commit], run.repository);
       return kept.ok ? ok({ commit }) : kept;
     };
     running.set(id, {
@@ -200,9 +210,9 @@ export function serve(workDir: string, outbox: Outbox, version: string, dryRun: 
     }
     const ref = `refs/foreman/sending/${id}`;
     void (async () => {
-      const named = await git(['update-ref', ref, commit], run.repository);
+      const named = await git(run.git, ['update-ref', ref, commit], run.repository);
       if (!named.ok) return reply(id, named);
-      const child = spawn('git', [...NO_HOOKS, 'bundle', 'create', '--quiet', '-', ref, ...exclude.map((e) => `^${e}`)], {
+      const child = spawn(run.git, [...NO_HOOKS, 'bundle', 'create', '--quiet', '-', ref, ...exclude.map((e) => `^${e}`)], {
         cwd: run.repository,
         env: commandEnv(run, {}),
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -218,7 +228,7 @@ export function serve(workDir: string, outbox: Outbox, version: string, dryRun: 
       running.set(id, { cancel: () => child.pid !== undefined && signalGroup(child.pid, 'SIGKILL') });
       child.on('error', (error) => reply(id, err(fault(`git bundle could not start on the host: ${error.message}`))));
       child.on('close', (code) => {
-        void git(['update-ref', '-d', ref], run.repository).then(() =>
+        void git(run.git, ['update-ref', '-d', ref], run.repository).then(() =>
           reply(
             id,
             code === 0
@@ -277,13 +287,14 @@ export function serve(workDir: string, outbox: Outbox, version: string, dryRun: 
               ),
             ),
           );
+        gitBinary = request.git;
         return reply(id, ok({ protocol: HOST_PROTOCOL, version, pid: process.pid, node: process.version } satisfies HostReplies['hello']));
       case 'checks':
-        return reply(id, ok(await hostFindings(workDir, request.claude)));
+        return reply(id, ok(await hostFindings(workDir, request.claude, gitBinary)));
       case 'open-run': {
         if (dryRun) return reply(id, err(refused('a dry run writes nothing on the host')));
         if (folder !== null) return reply(id, err(refused(`this connection holds ${folder.dir} already`)));
-        const opened = await openRun(workDir, request.repository, request.plan, request.objectFormat);
+        const opened = await openRun(gitBinary, workDir, request.repository, request.plan, request.objectFormat);
         if (opened.ok) folder = opened.value;
         return reply(id, opened.ok ? ok({ dir: opened.value.dir }) : opened);
       }

@@ -293,6 +293,33 @@ describeSshd('a host channel on real sshd', () => {
     }
   });
 
+  test('a git not on the host is named with git=; one named by it is the one used', async () => {
+    const base = sshd.hosts[0] as NonNullable<TestSshd['hosts'][0]>;
+    const missing = await open({ ...base.host, git: 'git-not-installed-here' }, { keep: false });
+    try {
+      const checks = await missing.request({ op: 'checks', claude: 'claude' });
+      if (!checks.ok) throw new Error(JSON.stringify(checks.error));
+      expect(hostProblems(checks.value, { objectFormat: 'sha1', claude: 'claude', minFreeBytes: DEFAULT_MIN_FREE_BYTES, sandbox: false })[0]?.message).toMatch(
+        /^git \(git-not-installed-here\) is not on the PATH .* name it with the URL's git= parameter$/,
+      );
+    } finally {
+      await missing.close();
+    }
+    // A git of its own, which says when it runs: the run's repository is made by it.
+    const counted = join(base.workDir, '..', 'counted-git');
+    const log = join(base.workDir, '..', 'counted-git.log');
+    writeFileSync(counted, `#!/bin/sh\necho "$*" >> ${JSON.stringify(log)}\nexec git "$@"\n`, { mode: 0o755 });
+    const named = await open({ ...base.host, git: counted });
+    try {
+      const checks = await named.request({ op: 'checks', claude: 'claude' });
+      expect(checks.ok && checks.value.git).toEqual({ name: counted, path: counted, version: expect.stringMatching(/^git version/) });
+      await openRun(named, 'plan-own-git');
+      expect(readFileSync(log, 'utf8')).toContain('init');
+    } finally {
+      await named.close();
+    }
+  });
+
   test('a node not on the host is named with node=', async () => {
     const host = { ...(sshd.hosts[0]?.host as SshHost), node: 'node-not-installed-here' };
     const opened = await openChannel(sshTransport(host, sshd.env), { program });
@@ -450,7 +477,7 @@ process.stdout.write(JSON.stringify({ ssh: opened.value.pid, program: opened.val
         said.push(line);
         if (line === `foreman-host send ${program.bytes.length}`) ssh.stdin.write(program.bytes);
         if (line.startsWith('{"type":"ready"')) {
-          send({ type: 'request', id: 1, request: { op: 'hello', protocol: HOST_PROTOCOL, silenceMs } });
+          send({ type: 'request', id: 1, request: { op: 'hello', protocol: HOST_PROTOCOL, silenceMs, git: 'git' } });
           send({ type: 'request', id: 2, request: { op: 'open-run', repository: 'repo-1', plan: 'plan-quiet', objectFormat: 'sha1' } });
         }
         if (line.startsWith('{"type":"reply","id":2,"reply":{"ok":true')) {
