@@ -14,14 +14,21 @@ import { forkProcess } from '../adapters/spawner.ts';
 import { type Result, err, ok } from '../core/failure.ts';
 import { NO_HOOKS, isObjectId } from '../core/git-text.ts';
 import { oneLine } from '../core/format.ts';
-import { HOST_PROTOCOL, type HostError, type HostEvent, type HostReplies, type HostRequest, type ObjectFormat, type ToHost } from '../core/host-protocol.ts';
+import { HOST_PROTOCOL } from '../core/host-protocol.ts';
+import type { FromHost, HostError, HostEvent, HostReplies, HostRequest, ObjectFormat, ToHost } from '../core/host-protocol.ts';
 import { hostFindings } from './checks.ts';
-import type { Outbox } from './main.ts';
 
 /** How long a git command on the host may take. */
 const GIT_LIMIT_MS = 10 * 60_000;
 /** How long a cancelled command has to end after SIGTERM before SIGKILL. */
 const CANCEL_GRACE_MS = 2_000;
+
+/** How foreman's side's messages are written back, with the output's back-pressure. */
+export interface Outbox {
+  send(message: FromHost): void;
+  /** Resolves once what was sent has gone out (the pipe to sshd is not full). */
+  drained(): Promise<void>;
+}
 
 export interface Requests {
   take(message: Exclude<ToHost, { type: 'ping' }>): void;
