@@ -39,6 +39,8 @@ export type HostRequest =
   | { op: 'open-run'; repository: string; plan: string; objectFormat: ObjectFormat }
   /** The bytes that follow (`input` messages) are a git bundle holding `commit`: into the run's repository. */
   | { op: 'receive-objects'; commit: string }
+  /** Removes the runs' folders under `<work dir>/<repository>/` (every repository's without one) that no live process holds. */
+  | { op: 'clean'; repository?: string }
   /** Which of `commits` the run's repository has (what a bundle sent to it may leave out). */
   | { op: 'has-commits'; commits: string[] }
   /** A git bundle of `commit` (without what `exclude` reaches), sent back as `data` events. */
@@ -83,6 +85,8 @@ export interface HostReplies {
   'open-run': { dir: string };
   'receive-objects': { commit: string };
   'has-commits': { present: string[] };
+  /** `<repository>/<plan>` of each run's folder removed, and of each a live process holds. */
+  clean: { removed: string[]; held: string[] };
   'send-objects': { bytes: number };
   run: CommandExit;
 }
@@ -147,6 +151,9 @@ function readRequest(value: unknown): HostRequest | null {
       return typeof value.commit === 'string' ? { op: 'receive-objects', commit: value.commit } : null;
     case 'has-commits':
       return isStrings(value.commits) ? { op: 'has-commits', commits: value.commits } : null;
+    case 'clean':
+      if (value.repository === undefined) return { op: 'clean' };
+      return isFolderName(value.repository) ? { op: 'clean', repository: value.repository } : null;
     case 'send-objects':
       return typeof value.commit === 'string' && isStrings(value.exclude) ? { op: 'send-objects', commit: value.commit, exclude: value.exclude } : null;
     case 'run':

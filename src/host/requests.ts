@@ -6,7 +6,7 @@
 // with it, even what detached.
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, linkSync, mkdirSync, readFileSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { RUN_MARKER_VARIABLE, endMarked, processStartTime, runMarker, sameProcessAlive, signalGroup, terminateGroup } from '../adapters/processes.ts';
@@ -14,7 +14,7 @@ import { forkProcess } from '../adapters/spawner.ts';
 import { type Result, err, ok } from '../core/failure.ts';
 import { NO_HOOKS, isObjectId } from '../core/git-text.ts';
 import { oneLine } from '../core/format.ts';
-import { HOST_PROTOCOL } from '../core/host-protocol.ts';
+import { HOST_PROTOCOL, isFolderName } from '../core/host-protocol.ts';
 import type { FromHost, HostError, HostEvent, HostReplies, HostRequest, ObjectFormat, ToHost } from '../core/host-protocol.ts';
 import { hostFindings } from './checks.ts';
 
@@ -70,6 +70,30 @@ function lockHeld(file: string): number | null {
   return sameProcessAlive(Number(pid), start) === 'alive' ? Number(pid) : null;
 }
 
+/**
+ * Takes the lock file `lock` for this process: made in one step (a hard link that fails when the
+ * file is there), a dead holder's taken over. Null when taken; the live holder's pid when not.
+ */
+function takeLock(lock: string): number | null {
+  const mine = `${lock}.${process.pid}`;
+  writeFileSync(mine, lockText(), { mode: 0o600 });
+  try {
+    for (;;) {
+      try {
+        linkSync(mine, lock);
+        return null;
+      } catch (caught) {
+        if ((caught as NodeJS.ErrnoException).code !== 'EEXIST') throw caught;
+      }
+      const holder = lockHeld(lock);
+      if (holder !== null) return holder;
+      rmSync(lock, { force: true });
+    }
+  } finally {
+    rmSync(mine, { force: true });
+  }
+}
+
 /** Takes the run's folder: made private, locked for this process (another live holder refuses), with its bare repository. */
 async function openRun(
   gitBinary: string,
@@ -82,15 +106,8 @@ async function openRun(
   const folder: RunFolder = { git: gitBinary, dir, repository: join(dir, 'repository.git'), tmp: join(dir, 'tmp'), lock: join(dir, 'lock') };
   try {
     mkdirSync(folder.tmp, { recursive: true, mode: 0o700 });
-    const mine = `${folder.lock}.${process.pid}`;
-    writeFileSync(mine, lockText(), { mode: 0o600 });
-    try {
-      const holder = lockHeld(folder.lock);
-      if (holder !== null) return err(refused(`the run's folder ${dir} is held by another live run (process ${holder} there)`));
-      renameSync(mine, folder.lock);
-    } finally {
-      rmSync(mine, { force: true });
-    }
+    const holder = takeLock(folder.lock);
+    if (holder !== null) return err(refused(`the run's folder ${dir} is held by another live run (process ${holder} there)`));
   } catch (caught) {
     return err(fault(`could not make the run's folder ${dir}: ${(caught as Error).message}`));
   }
@@ -108,6 +125,35 @@ async function git(binary: string, args: readonly string[], cwd: string): Promis
   const why =
     ended.kind === 'exited' ? oneLine(ended.stderr.toString('utf8')) || `exit ${ended.code}` : ended.kind === 'timed-out' ? 'it timed out' : ended.message;
   return err(fault(`git ${args.find((a) => !a.startsWith('-'))} failed on the host: ${why}`));
+}
+
+/**
+ * Removes the runs' folders under `<work dir>/<repository>/` (every repository's without one) that
+ * no live process holds, each taken by its lock first so no run can open it meanwhile; this
+ * process's own is kept.
+ */
+function clean(workDir: string, repository: string | undefined, own: RunFolder | null): HostReplies['clean'] {
+  const list = (dir: string): string[] => {
+    try {
+      return readdirSync(dir, { withFileTypes: true })
+        .filter((entry) => entry.isDirectory() && isFolderName(entry.name))
+        .map((entry) => entry.name);
+    } catch {
+      return [];
+    }
+  };
+  const answer: HostReplies['clean'] = { removed: [], held: [] };
+  for (const repo of repository === undefined ? list(workDir) : [repository]) {
+    for (const plan of list(join(workDir, repo))) {
+      const dir = join(workDir, repo, plan);
+      if (dir === own?.dir || takeLock(join(dir, 'lock')) !== null) answer.held.push(`${repo}/${plan}`);
+      else {
+        rmSync(dir, { recursive: true, force: true });
+        answer.removed.push(`${repo}/${plan}`);
+      }
+    }
+  }
+  return answer;
 }
 
 /** Which of `commits` the run's repository has, as commits. */
@@ -305,6 +351,13 @@ export function serve(workDir: string, outbox: Outbox, version: string, dryRun: 
         if (opened.ok) folder = opened.value;
         return reply(id, opened.ok ? ok({ dir: opened.value.dir }) : opened);
       }
+      case 'clean':
+        if (dryRun) return reply(id, err(refused('a dry run writes nothing on the host')));
+        try {
+          return reply(id, ok(clean(workDir, request.repository, folder)));
+        } catch (caught) {
+          return reply(id, err(fault(`could not clean the work dir: ${(caught as Error).message}`)));
+        }
       case 'receive-objects':
       case 'has-commits':
       case 'send-objects':

@@ -113,6 +113,18 @@ describeSshd('a host channel on real sshd', () => {
       const third = await open(host);
       try {
         expect(await openRun(third, 'plan-shared')).toBe(dir);
+        // A run's folder whose process is gone (its lock names a pid no process has) is cleaned; live ones stay.
+        const stale = join(host.workDir, 'repo-1', 'plan-stale');
+        mkdirSync(stale);
+        writeFileSync(join(stale, 'lock'), '999999999 1\n');
+        const cleaned = await third.request({ op: 'clean' });
+        if (!cleaned.ok) throw new Error(JSON.stringify(cleaned.error));
+        expect({ removed: cleaned.value.removed, held: [...cleaned.value.held].sort() }).toEqual({
+          removed: ['repo-1/plan-stale'],
+          held: ['repo-1/plan-other', 'repo-1/plan-shared'],
+        });
+        expect(existsSync(stale)).toBe(false);
+        expect(existsSync(join(dir, 'lock'))).toBe(true);
       } finally {
         await third.close();
       }
