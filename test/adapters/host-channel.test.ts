@@ -3,7 +3,8 @@
 // checks as data, git objects both ways byte for byte, nothing left running on the host once
 // foreman's side is gone or silent, and names full of shell metacharacters travelling as data.
 
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -329,6 +330,39 @@ describeSshd('a host channel on real sshd', () => {
       expect(readFileSync(log, 'utf8')).toContain('init');
     } finally {
       await named.close();
+    }
+  });
+
+  test('a host whose work dir is full: named by the checks, and a bundle that does not fit is the host’s fault', async (context) => {
+    const base = sshd.hosts[1] as NonNullable<TestSshd['hosts'][1]>;
+    const small = join(base.workDir, '..', 'small disk');
+    mkdirSync(small, { recursive: true });
+    // A file system of 1 MiB as the work dir: root can mount one; elsewhere the test says why it skips.
+    const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', small], { encoding: 'utf8' });
+    if (mounted.status !== 0) return context.skip(`a small file system could not be mounted: ${mounted.stderr.trim() || `exit ${mounted.status}`}`);
+    const repo = await tempGitRepo({ 'README.md': '# base\n' });
+    try {
+      const channel = await open({ ...base.host, workDir: join(small, 'work') });
+      try {
+        const checks = await channel.request({ op: 'checks', claude: 'claude' });
+        if (!checks.ok) throw new Error(JSON.stringify(checks.error));
+        expect(
+          hostProblems(checks.value, { objectFormat: 'sha1', claude: 'claude', minFreeBytes: DEFAULT_MIN_FREE_BYTES, sandbox: false }).map((p) => p.message),
+        ).toContainEqual(expect.stringMatching(/^the work dir has 0\.0 GiB free .* under the 1\.0 GiB a run needs/));
+        await openRun(channel, 'plan-full');
+        await repo.write({ 'big.bin': randomBytes(2 * 1024 * 1024).toString('base64') });
+        await repo.git(['add', '-A']);
+        await repo.git(['commit', '-q', '-m', 'too big for the host']);
+        const sent = await sendCommit(channel, repo.dir, (await repo.git(['rev-parse', 'HEAD'])).trim());
+        expect(sent.ok ? 'sent' : sent.error).toEqual({ kind: 'fault', message: expect.stringMatching(/no space left on device/i) });
+        // The host serves on: the fault is the request's, named, not the channel's.
+        expect((await run(channel, ['echo', 'still here'])).stdout).toBe('still here\n');
+      } finally {
+        await channel.close();
+      }
+    } finally {
+      spawnSync('umount', ['-l', small]);
+      await repo.cleanup();
     }
   });
 
