@@ -53,7 +53,7 @@ export function hostProblems(found: HostFindings, needs: HostCheckNeeds): HostPr
   if (found.git.path === null)
     problems.push({
       check: 'git',
-      message: `git is not on the PATH of an ssh command there (${found.path}): install git ${MIN_GIT.join('.')} or later`,
+      message: `git (${found.git.name}) is not on the PATH of an ssh command there (${found.path}): install git ${MIN_GIT.join('.')} or later, or name it with the URL's git= parameter`,
       stops: true,
     });
   else if (version === null || !atLeast(version, MIN_GIT))

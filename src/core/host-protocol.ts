@@ -31,14 +31,16 @@ export const isFolderName = (value: unknown): value is string => typeof value ==
 
 /** What the host is asked to do. */
 export type HostRequest =
-  /** Says foreman's protocol and the silence limit the host keeps from now on. */
-  | { op: 'hello'; protocol: number; silenceMs: number }
+  /** Says foreman's protocol, the silence limit the host keeps from now on, and the git binary there (the URL's `git=`). */
+  | { op: 'hello'; protocol: number; silenceMs: number; git: string }
   /** What the host has for a run: git, node, the claude binary and its login, the sandbox's tools, free disk. Writes nothing. */
   | { op: 'checks'; claude: string }
   /** Takes `<work dir>/<repository>/<plan>/` for this process (made 0700, locked) with its git repository. */
   | { op: 'open-run'; repository: string; plan: string; objectFormat: ObjectFormat }
   /** The bytes that follow (`input` messages) are a git bundle holding `commit`: into the run's repository. */
   | { op: 'receive-objects'; commit: string }
+  /** Removes the runs' folders under `<work dir>/<repository>/` (every repository's without one) that no live process holds. */
+  | { op: 'clean'; repository?: string }
   /** Which of `commits` the run's repository has (what a bundle sent to it may leave out). */
   | { op: 'has-commits'; commits: string[] }
   /** A git bundle of `commit` (without what `exclude` reaches), sent back as `data` events. */
@@ -83,6 +85,8 @@ export interface HostReplies {
   'open-run': { dir: string };
   'receive-objects': { commit: string };
   'has-commits': { present: string[] };
+  /** `<repository>/<plan>` of each run's folder removed, and of each a live process holds. */
+  clean: { removed: string[]; held: string[] };
   'send-objects': { bytes: number };
   run: CommandExit;
 }
@@ -130,8 +134,12 @@ function readRequest(value: unknown): HostRequest | null {
   if (!isRecord(value)) return null;
   switch (value.op) {
     case 'hello':
-      return Number.isSafeInteger(value.protocol) && Number.isSafeInteger(value.silenceMs) && (value.silenceMs as number) > 0
-        ? { op: 'hello', protocol: value.protocol as number, silenceMs: value.silenceMs as number }
+      return Number.isSafeInteger(value.protocol) &&
+        Number.isSafeInteger(value.silenceMs) &&
+        (value.silenceMs as number) > 0 &&
+        typeof value.git === 'string' &&
+        value.git !== ''
+        ? { op: 'hello', protocol: value.protocol as number, silenceMs: value.silenceMs as number, git: value.git }
         : null;
     case 'checks':
       return typeof value.claude === 'string' && value.claude !== '' ? { op: 'checks', claude: value.claude } : null;
@@ -143,6 +151,9 @@ function readRequest(value: unknown): HostRequest | null {
       return typeof value.commit === 'string' ? { op: 'receive-objects', commit: value.commit } : null;
     case 'has-commits':
       return isStrings(value.commits) ? { op: 'has-commits', commits: value.commits } : null;
+    case 'clean':
+      if (value.repository === undefined) return { op: 'clean' };
+      return isFolderName(value.repository) ? { op: 'clean', repository: value.repository } : null;
     case 'send-objects':
       return typeof value.commit === 'string' && isStrings(value.exclude) ? { op: 'send-objects', commit: value.commit, exclude: value.exclude } : null;
     case 'run':

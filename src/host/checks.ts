@@ -29,19 +29,19 @@ function freeBytes(dir: string): number | null {
   }
 }
 
-async function gitFound(cwd: string): Promise<FoundTool> {
-  const path = findExecutable('git', process.env, cwd);
-  if (path === null) return { name: 'git', path };
+async function gitFound(git: string, cwd: string): Promise<FoundTool> {
+  const path = findExecutable(git, process.env, cwd);
+  if (path === null) return { name: git, path };
   const ended = await forkProcess({ file: path, args: ['--version'], cwd, env: process.env, timeoutMs: 20_000 });
-  return ended.kind === 'exited' && ended.code === 0 ? { name: 'git', path, version: ended.stdout.toString('utf8').trim() } : { name: 'git', path };
+  return ended.kind === 'exited' && ended.code === 0 ? { name: git, path, version: ended.stdout.toString('utf8').trim() } : { name: git, path };
 }
 
-export async function hostFindings(workDir: string, claude: string): Promise<HostFindings> {
+export async function hostFindings(workDir: string, claude: string, gitBinary: string): Promise<HostFindings> {
   const checkedAt = nearestExisting(workDir);
   // Bare names are found from the work dir (or home while it is not made yet), as a command there would.
   const cwd = existsSync(workDir) ? workDir : homedir();
   const claudePath = findExecutable(claude, process.env, cwd);
-  const [git, auth] = await Promise.all([gitFound(cwd), claudePath === null ? null : authStatus(claudePath, cwd, process.env, forkProcess)]);
+  const [git, auth] = await Promise.all([gitFound(gitBinary, cwd), claudePath === null ? null : authStatus(claudePath, cwd, process.env, forkProcess)]);
   return {
     platform: process.platform,
     path: process.env.PATH ?? '',

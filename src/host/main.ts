@@ -1,33 +1,18 @@
-// foreman's remote side: the program a host's channel runs there (`node host.mjs <work dir>`,
-// started by the bootstrap in src/adapters/host/bootstrap.ts), bundled into one file and kept on
-// the host under `<work dir>/.foreman/<version>/`. It reads requests on stdin and answers on
+// foreman's remote side: the program a host's channel runs there (started by the bootstrap and
+// its loader, src/adapters/host/bootstrap.ts), bundled into one file and kept on the host under
+// `<work dir>/.foreman/<version>/`. It reads requests on stdin and answers on
 // stdout (src/core/host-protocol.ts), and ends everything it started when foreman's side goes
 // quiet for the silence limit (a laptop that sleeps sends no end of file) or its input ends.
 
 import { LineSplitter } from '../adapters/line-splitter.ts';
-import {
-  type FromHost,
-  HOST_PROTOCOL,
-  MAX_LINE_BYTES,
-  DEFAULT_SILENCE_MS,
-  type ToHost,
-  heartbeatInterval,
-  messageLine,
-  readToHost,
-} from '../core/host-protocol.ts';
-import { type Requests, serve } from './requests.ts';
+import { HOST_PROTOCOL, MAX_LINE_BYTES, DEFAULT_SILENCE_MS, type ToHost, heartbeatInterval, messageLine, readToHost } from '../core/host-protocol.ts';
+import { type Outbox, type Requests, serve } from './requests.ts';
 
 // Replaced by the host program's version when it is bundled (src/adapters/host/program.ts).
 declare const FOREMAN_HOST_VERSION: string | undefined;
 const version = typeof FOREMAN_HOST_VERSION === 'string' ? FOREMAN_HOST_VERSION : 'sources';
 
-/** How foreman's side's messages are written back, with the output's back-pressure. */
-export interface Outbox {
-  send(message: FromHost): void;
-  /** Resolves once what was sent has gone out (the pipe to sshd is not full). */
-  drained(): Promise<void>;
-}
-
+/** The messages written to stdout, where sshd reads them, with the pipe's back-pressure. */
 function stdoutOutbox(): Outbox {
   let waiting: Promise<void> | null = null;
   return {

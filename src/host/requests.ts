@@ -6,7 +6,7 @@
 // with it, even what detached.
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, linkSync, mkdirSync, readFileSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { RUN_MARKER_VARIABLE, endMarked, processStartTime, runMarker, sameProcessAlive, signalGroup, terminateGroup } from '../adapters/processes.ts';
@@ -14,14 +14,21 @@ import { forkProcess } from '../adapters/spawner.ts';
 import { type Result, err, ok } from '../core/failure.ts';
 import { NO_HOOKS, isObjectId } from '../core/git-text.ts';
 import { oneLine } from '../core/format.ts';
-import { HOST_PROTOCOL, type HostError, type HostEvent, type HostReplies, type HostRequest, type ObjectFormat, type ToHost } from '../core/host-protocol.ts';
+import { HOST_PROTOCOL, isFolderName } from '../core/host-protocol.ts';
+import type { FromHost, HostError, HostEvent, HostReplies, HostRequest, ObjectFormat, ToHost } from '../core/host-protocol.ts';
 import { hostFindings } from './checks.ts';
-import type { Outbox } from './main.ts';
 
 /** How long a git command on the host may take. */
 const GIT_LIMIT_MS = 10 * 60_000;
 /** How long a cancelled command has to end after SIGTERM before SIGKILL. */
 const CANCEL_GRACE_MS = 2_000;
+
+/** How foreman's side's messages are written back, with the output's back-pressure. */
+export interface Outbox {
+  send(message: FromHost): void;
+  /** Resolves once what was sent has gone out (the pipe to sshd is not full). */
+  drained(): Promise<void>;
+}
 
 export interface Requests {
   take(message: Exclude<ToHost, { type: 'ping' }>): void;
@@ -37,6 +44,8 @@ interface Running {
 }
 
 interface RunFolder {
+  /** The git binary there. */
+  git: string;
   dir: string;
   repository: string;
   tmp: string;
@@ -61,38 +70,90 @@ function lockHeld(file: string): number | null {
   return sameProcessAlive(Number(pid), start) === 'alive' ? Number(pid) : null;
 }
 
+/**
+ * Takes the lock file `lock` for this process: made in one step (a hard link that fails when the
+ * file is there), a dead holder's taken over. Null when taken; the live holder's pid when not.
+ */
+function takeLock(lock: string): number | null {
+  const mine = `${lock}.${process.pid}`;
+  writeFileSync(mine, lockText(), { mode: 0o600 });
+  try {
+    for (;;) {
+      try {
+        linkSync(mine, lock);
+        return null;
+      } catch (caught) {
+        if ((caught as NodeJS.ErrnoException).code !== 'EEXIST') throw caught;
+      }
+      const holder = lockHeld(lock);
+      if (holder !== null) return holder;
+      rmSync(lock, { force: true });
+    }
+  } finally {
+    rmSync(mine, { force: true });
+  }
+}
+
 /** Takes the run's folder: made private, locked for this process (another live holder refuses), with its bare repository. */
-async function openRun(workDir: string, repository: string, plan: string, objectFormat: ObjectFormat): Promise<Result<RunFolder, HostError>> {
+async function openRun(
+  gitBinary: string,
+  workDir: string,
+  repository: string,
+  plan: string,
+  objectFormat: ObjectFormat,
+): Promise<Result<RunFolder, HostError>> {
   const dir = join(workDir, repository, plan);
-  const folder: RunFolder = { dir, repository: join(dir, 'repository.git'), tmp: join(dir, 'tmp'), lock: join(dir, 'lock') };
+  const folder: RunFolder = { git: gitBinary, dir, repository: join(dir, 'repository.git'), tmp: join(dir, 'tmp'), lock: join(dir, 'lock') };
   try {
     mkdirSync(folder.tmp, { recursive: true, mode: 0o700 });
-    const mine = `${folder.lock}.${process.pid}`;
-    writeFileSync(mine, lockText(), { mode: 0o600 });
-    try {
-      const holder = lockHeld(folder.lock);
-      if (holder !== null) return err(refused(`the run's folder ${dir} is held by another live run (process ${holder} there)`));
-      renameSync(mine, folder.lock);
-    } finally {
-      rmSync(mine, { force: true });
-    }
+    const holder = takeLock(folder.lock);
+    if (holder !== null) return err(refused(`the run's folder ${dir} is held by another live run (process ${holder} there)`));
   } catch (caught) {
     return err(fault(`could not make the run's folder ${dir}: ${(caught as Error).message}`));
   }
   if (!existsSync(join(folder.repository, 'HEAD'))) {
-    const made = await git(['init', '--quiet', '--bare', `--object-format=${objectFormat}`, folder.repository], dir);
+    const made = await git(gitBinary, ['init', '--quiet', '--bare', `--object-format=${objectFormat}`, folder.repository], dir);
     if (!made.ok) return made;
   }
   return ok(folder);
 }
 
 /** A git command on the host, its output; a failure is the host's fault. */
-async function git(args: readonly string[], cwd: string): Promise<Result<string, HostError>> {
-  const ended = await forkProcess({ file: 'git', args: [...NO_HOOKS, ...args], cwd, env: process.env, timeoutMs: GIT_LIMIT_MS });
+async function git(binary: string, args: readonly string[], cwd: string): Promise<Result<string, HostError>> {
+  const ended = await forkProcess({ file: binary, args: [...NO_HOOKS, ...args], cwd, env: process.env, timeoutMs: GIT_LIMIT_MS });
   if (ended.kind === 'exited' && ended.code === 0) return ok(ended.stdout.toString('utf8'));
   const why =
     ended.kind === 'exited' ? oneLine(ended.stderr.toString('utf8')) || `exit ${ended.code}` : ended.kind === 'timed-out' ? 'it timed out' : ended.message;
   return err(fault(`git ${args.find((a) => !a.startsWith('-'))} failed on the host: ${why}`));
+}
+
+/**
+ * Removes the runs' folders under `<work dir>/<repository>/` (every repository's without one) that
+ * no live process holds, each taken by its lock first so no run can open it meanwhile; this
+ * process's own is kept.
+ */
+function clean(workDir: string, repository: string | undefined, own: RunFolder | null): HostReplies['clean'] {
+  const list = (dir: string): string[] => {
+    try {
+      return readdirSync(dir, { withFileTypes: true })
+        .filter((entry) => entry.isDirectory() && isFolderName(entry.name))
+        .map((entry) => entry.name);
+    } catch {
+      return [];
+    }
+  };
+  const answer: HostReplies['clean'] = { removed: [], held: [] };
+  for (const repo of repository === undefined ? list(workDir) : [repository]) {
+    for (const plan of list(join(workDir, repo))) {
+      const dir = join(workDir, repo, plan);
+      if (dir === own?.dir || takeLock(join(dir, 'lock')) !== null) answer.held.push(`${repo}/${plan}`);
+      else {
+        rmSync(dir, { recursive: true, force: true });
+        answer.removed.push(`${repo}/${plan}`);
+      }
+    }
+  }
+  return answer;
 }
 
 /** Which of `commits` the run's repository has, as commits. */
@@ -101,7 +162,7 @@ async function hasCommits(run: RunFolder, commits: readonly string[]): Promise<R
   if (bad !== undefined) return err(refused(`${bad} is not an object id`));
   if (commits.length === 0) return ok({ present: [] });
   const ended = await forkProcess({
-    file: 'git',
+    file: run.git,
     args: [...NO_HOOKS, 'cat-file', '--batch-check=%(objectname) %(objecttype)'],
     cwd: run.repository,
     env: process.env,
@@ -134,6 +195,8 @@ function commandDir(folder: RunFolder, cwd: string): string | null {
 
 export function serve(workDir: string, outbox: Outbox, version: string, dryRun: boolean): Requests {
   let folder: RunFolder | null = null;
+  /** The git binary there, as hello names it. */
+  let gitBinary = 'git';
   const running = new Map<number, Running>();
   const groups = new Set<number>();
   const halfMade = new Set<string>();
@@ -180,9 +243,9 @@ export function serve(workDir: string, outbox: Outbox, version: string, dryRun: 
     });
     const done = async (): Promise<Result<HostReplies['receive-objects'], HostError>> => {
       if (failed !== null) return err(fault(`could not keep the bundle on the host: ${failed}`));
-      const heads = await git(['bundle', 'unbundle', file], run.repository);
+      const heads = await git(run.git, ['bundle', 'unbundle', file], run.repository);
       if (!heads.ok) return heads;
-      const kept = await git(['update-ref', `refs/foreman/received/${commit}`, commit], run.repository);
+      const kept = await git(run.git, ['update-ref', `refs/foreman/received/${commit}`, commit], run.repository);
       return kept.ok ? ok({ commit }) : kept;
     };
     running.set(id, {
@@ -207,9 +270,9 @@ export function serve(workDir: string, outbox: Outbox, version: string, dryRun: 
     }
     const ref = `refs/foreman/sending/${id}`;
     void (async () => {
-      const named = await git(['update-ref', ref, commit], run.repository);
+      const named = await git(run.git, ['update-ref', ref, commit], run.repository);
       if (!named.ok) return reply(id, named);
-      const child = spawn('git', [...NO_HOOKS, 'bundle', 'create', '--quiet', '-', ref, ...exclude.map((e) => `^${e}`)], {
+      const child = spawn(run.git, [...NO_HOOKS, 'bundle', 'create', '--quiet', '-', ref, ...exclude.map((e) => `^${e}`)], {
         cwd: run.repository,
         env: commandEnv(run, {}),
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -225,7 +288,7 @@ export function serve(workDir: string, outbox: Outbox, version: string, dryRun: 
       running.set(id, { cancel: () => child.pid !== undefined && signalGroup(child.pid, 'SIGKILL') });
       child.on('error', (error) => reply(id, err(fault(`git bundle could not start on the host: ${error.message}`))));
       child.on('close', (code) => {
-        void git(['update-ref', '-d', ref], run.repository).then(() =>
+        void git(run.git, ['update-ref', '-d', ref], run.repository).then(() =>
           reply(
             id,
             code === 0
@@ -286,16 +349,24 @@ export function serve(workDir: string, outbox: Outbox, version: string, dryRun: 
               ),
             ),
           );
+        gitBinary = request.git;
         return reply(id, ok({ protocol: HOST_PROTOCOL, version, pid: process.pid, node: process.version } satisfies HostReplies['hello']));
       case 'checks':
-        return reply(id, ok(await hostFindings(workDir, request.claude)));
+        return reply(id, ok(await hostFindings(workDir, request.claude, gitBinary)));
       case 'open-run': {
         if (dryRun) return reply(id, err(refused('a dry run writes nothing on the host')));
         if (folder !== null) return reply(id, err(refused(`this connection holds ${folder.dir} already`)));
-        const opened = await openRun(workDir, request.repository, request.plan, request.objectFormat);
+        const opened = await openRun(gitBinary, workDir, request.repository, request.plan, request.objectFormat);
         if (opened.ok) folder = opened.value;
         return reply(id, opened.ok ? ok({ dir: opened.value.dir }) : opened);
       }
+      case 'clean':
+        if (dryRun) return reply(id, err(refused('a dry run writes nothing on the host')));
+        try {
+          return reply(id, ok(clean(workDir, request.repository, folder)));
+        } catch (caught) {
+          return reply(id, err(fault(`could not clean the work dir: ${(caught as Error).message}`)));
+        }
       case 'receive-objects':
       case 'has-commits':
       case 'send-objects':

@@ -3,7 +3,8 @@
 // checks as data, git objects both ways byte for byte, nothing left running on the host once
 // foreman's side is gone or silent, and names full of shell metacharacters travelling as data.
 
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -113,6 +114,18 @@ describeSshd('a host channel on real sshd', () => {
       const third = await open(host);
       try {
         expect(await openRun(third, 'plan-shared')).toBe(dir);
+        // A run's folder whose process is gone (its lock names a pid no process has) is cleaned; live ones stay.
+        const stale = join(host.workDir, 'repo-1', 'plan-stale');
+        mkdirSync(stale);
+        writeFileSync(join(stale, 'lock'), '999999999 1\n');
+        const cleaned = await third.request({ op: 'clean' });
+        if (!cleaned.ok) throw new Error(JSON.stringify(cleaned.error));
+        expect({ removed: cleaned.value.removed, held: [...cleaned.value.held].sort() }).toEqual({
+          removed: ['repo-1/plan-stale'],
+          held: ['repo-1/plan-other', 'repo-1/plan-shared'],
+        });
+        expect(existsSync(stale)).toBe(false);
+        expect(existsSync(join(dir, 'lock'))).toBe(true);
       } finally {
         await third.close();
       }
@@ -293,6 +306,66 @@ describeSshd('a host channel on real sshd', () => {
     }
   });
 
+  test('a git not on the host is named with git=; one named by it is the one used', async () => {
+    const base = sshd.hosts[0] as NonNullable<TestSshd['hosts'][0]>;
+    const missing = await open({ ...base.host, git: 'git-not-installed-here' }, { keep: false });
+    try {
+      const checks = await missing.request({ op: 'checks', claude: 'claude' });
+      if (!checks.ok) throw new Error(JSON.stringify(checks.error));
+      expect(hostProblems(checks.value, { objectFormat: 'sha1', claude: 'claude', minFreeBytes: DEFAULT_MIN_FREE_BYTES, sandbox: false })[0]?.message).toMatch(
+        /^git \(git-not-installed-here\) is not on the PATH .* name it with the URL's git= parameter$/,
+      );
+    } finally {
+      await missing.close();
+    }
+    // A git of its own, which says when it runs: the run's repository is made by it.
+    const counted = join(base.workDir, '..', 'counted-git');
+    const log = join(base.workDir, '..', 'counted-git.log');
+    writeFileSync(counted, `#!/bin/sh\necho "$*" >> ${JSON.stringify(log)}\nexec git "$@"\n`, { mode: 0o755 });
+    const named = await open({ ...base.host, git: counted });
+    try {
+      const checks = await named.request({ op: 'checks', claude: 'claude' });
+      expect(checks.ok && checks.value.git).toEqual({ name: counted, path: counted, version: expect.stringMatching(/^git version/) });
+      await openRun(named, 'plan-own-git');
+      expect(readFileSync(log, 'utf8')).toContain('init');
+    } finally {
+      await named.close();
+    }
+  });
+
+  test('a host whose work dir is full: named by the checks, and a bundle that does not fit is the host’s fault', async (context) => {
+    const base = sshd.hosts[1] as NonNullable<TestSshd['hosts'][1]>;
+    const small = join(base.workDir, '..', 'small disk');
+    mkdirSync(small, { recursive: true });
+    // A file system of 1 MiB as the work dir: root can mount one; elsewhere the test says why it skips.
+    const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', small], { encoding: 'utf8' });
+    if (mounted.status !== 0) return context.skip(`a small file system could not be mounted: ${mounted.stderr.trim() || `exit ${mounted.status}`}`);
+    const repo = await tempGitRepo({ 'README.md': '# base\n' });
+    try {
+      const channel = await open({ ...base.host, workDir: join(small, 'work') });
+      try {
+        const checks = await channel.request({ op: 'checks', claude: 'claude' });
+        if (!checks.ok) throw new Error(JSON.stringify(checks.error));
+        expect(
+          hostProblems(checks.value, { objectFormat: 'sha1', claude: 'claude', minFreeBytes: DEFAULT_MIN_FREE_BYTES, sandbox: false }).map((p) => p.message),
+        ).toContainEqual(expect.stringMatching(/^the work dir has 0\.0 GiB free .* under the 1\.0 GiB a run needs/));
+        await openRun(channel, 'plan-full');
+        await repo.write({ 'big.bin': randomBytes(2 * 1024 * 1024).toString('base64') });
+        await repo.git(['add', '-A']);
+        await repo.git(['commit', '-q', '-m', 'too big for the host']);
+        const sent = await sendCommit(channel, repo.dir, (await repo.git(['rev-parse', 'HEAD'])).trim());
+        expect(sent.ok ? 'sent' : sent.error).toEqual({ kind: 'fault', message: expect.stringMatching(/no space left on device/i) });
+        // The host serves on: the fault is the request's, named, not the channel's.
+        expect((await run(channel, ['echo', 'still here'])).stdout).toBe('still here\n');
+      } finally {
+        await channel.close();
+      }
+    } finally {
+      spawnSync('umount', ['-l', small]);
+      await repo.cleanup();
+    }
+  });
+
   test('a node not on the host is named with node=', async () => {
     const host = { ...(sshd.hosts[0]?.host as SshHost), node: 'node-not-installed-here' };
     const opened = await openChannel(sshTransport(host, sshd.env), { program });
@@ -450,7 +523,7 @@ process.stdout.write(JSON.stringify({ ssh: opened.value.pid, program: opened.val
         said.push(line);
         if (line === `foreman-host send ${program.bytes.length}`) ssh.stdin.write(program.bytes);
         if (line.startsWith('{"type":"ready"')) {
-          send({ type: 'request', id: 1, request: { op: 'hello', protocol: HOST_PROTOCOL, silenceMs } });
+          send({ type: 'request', id: 1, request: { op: 'hello', protocol: HOST_PROTOCOL, silenceMs, git: 'git' } });
           send({ type: 'request', id: 2, request: { op: 'open-run', repository: 'repo-1', plan: 'plan-quiet', objectFormat: 'sha1' } });
         }
         if (line.startsWith('{"type":"reply","id":2,"reply":{"ok":true')) {

@@ -160,7 +160,7 @@ export async function openChannel(transport: HostTransport, options: ChannelOpti
           return;
         }
         running = true;
-        void request({ op: 'hello', protocol: HOST_PROTOCOL, silenceMs }).then((hello) => {
+        void request({ op: 'hello', protocol: HOST_PROTOCOL, silenceMs, git: transport.git }).then((hello) => {
           if (hello.ok) settleOpen(ok(hello.value));
           else
             goDown(

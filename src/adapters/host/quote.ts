@@ -3,7 +3,7 @@
 // quoting (src/core/hosts/) can replace it.
 
 /** `word` as one shell word, whatever it holds. */
-export const shellWord = (word: string): string => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`);
+export const shellWord = (word: string): string => (/^[A-Za-z0-9_@%+:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`);
 
 /** A command line of `words`, each quoted. */
 export const shellLine = (words: readonly string[]): string => words.map(shellWord).join(' ');

@@ -23,6 +23,8 @@ export interface SshHost {
   claude?: string;
   /** The node binary there (the URL's `node=`), else `node`. */
   node?: string;
+  /** The git binary there (the URL's `git=`), else `git`. */
+  git?: string;
 }
 
 /** The only variables ssh is started with: what it needs to find its configuration, keys and agent. */
@@ -90,6 +92,7 @@ export function sshTransport(host: SshHost, env: NodeJS.ProcessEnv = process.env
     name: sshName(host),
     workDir: host.workDir,
     node: host.node ?? 'node',
+    git: host.git ?? 'git',
     start(command: readonly string[]): ChildProcessWithoutNullStreams {
       // A group of its own: a Ctrl-C at the terminal reaches foreman, which decides what ends, not
       // the channel. Should foreman die, ssh's input ends with it, and so does the remote side.

@@ -35,6 +35,8 @@ export interface HostTransport {
   readonly workDir: string;
   /** The node binary there. */
   readonly node: string;
+  /** The git binary there. */
+  readonly git: string;
   /** Starts `command` (an argv) there, its stdin and stdout the channel's. */
   start(command: readonly string[]): ChildProcessWithoutNullStreams;
   /** What an exit of the transport's own means (ssh's 255, from its stderr); null when the exit is the remote command's. */
