@@ -17,8 +17,9 @@ import { benchHook } from './hook.ts';
 import { SCALE_CASES, benchScale } from './scale.ts';
 import { SPECULATE_SEEDS, benchSpeculationReal, benchSpeculationSimulated } from './speculate.ts';
 import { benchLimits } from './limits.ts';
+import { benchHosts } from './hosts.ts';
 
-const SECTIONS = ['core', 'schedule', 'gate', 'speculate', 'orchestrator', 'isolation', 'startup', 'hook', 'scale', 'limits'] as const;
+const SECTIONS = ['core', 'schedule', 'gate', 'speculate', 'orchestrator', 'isolation', 'startup', 'hook', 'scale', 'limits', 'hosts'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const { values } = parseArgs({
@@ -44,6 +45,7 @@ if (values.help) {
       "  hook          the worker hook of every tool call: p50/p95 with no plan running, for the lead, for a worker's Write and Bash",
       '  scale         plan check on 20,000-task plans (a chain, a wide plan, a random one, a chain sharing one file): wall time and peak memory',
       '  limits        rate limits through the real CLI: 16 tasks at --concurrency 8 against a scripted API serving 2 at once and closed for 15 s (refusals a task, time against what the limit allows)',
+      '  hosts         ssh hosts on real sshd with the fake worker: per-attempt overhead of a host slot over a local one; 24 chained tasks over 2 hosts × 2 slots against the lower bound',
       '  --quick       smaller plans and fewer runs',
       '',
     ].join('\n'),
@@ -101,5 +103,8 @@ if (wanted('scale')) {
 }
 if (wanted('limits')) {
   section('Rate limits through the real CLI', await benchLimits({ quick }));
+}
+if (wanted('hosts')) {
+  section('ssh hosts: per-attempt overhead and a plan over 2 hosts × 2 slots', await benchHosts({ reps: quick ? 1 : 3, quick }));
 }
 process.stdout.write(`\n(bench took ${((performance.now() - t0) / 1000).toFixed(1)} s)\n`);

@@ -18,6 +18,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
+import { hostBundleOptions } from '../src/adapters/host/program.ts';
 import { writeValidators } from './plan-validator.ts';
 
 export const PLUGIN_DIR = 'plugin';
@@ -106,6 +107,10 @@ export async function build(root: string): Promise<BuildOutput> {
   // sharing no chunk with the commands, so node parses only what it needs.
   const hook = await esbuild.build({ ...common, entryPoints: { hook: join(root, 'scripts/hook.ts') } });
   if (hook.errors.length > 0) throw new Error(hook.errors.map((e) => e.text).join('\n'));
+  // foreman's remote program, sent to a host and run there with the host's node: one file that
+  // needs nothing beside it (src/adapters/host/program.ts).
+  const host = await esbuild.build({ ...hostBundleOptions(root, ownVersion), outfile: join(plugin, 'dist', 'host.mjs'), write: true });
+  if (host.errors.length > 0) throw new Error(host.errors.map((e) => e.text).join('\n'));
   // The scripts' own `#!/usr/bin/env -S npx tsx` line: the bundle runs with plain node.
   for (const entry of ['plan', 'execute', 'srt', 'sandbox-host', 'hook']) {
     const file = join(plugin, 'dist', `${entry}.mjs`);

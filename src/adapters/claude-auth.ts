@@ -5,14 +5,22 @@
 
 import { type AuthStatus, parseAuthStatus } from '../core/auth-status.ts';
 import { assertNever } from '../core/failure.ts';
-import { type ProcessEnd, runProcess } from './spawner.ts';
+import { type ProcessEnd, type ProcessRequest, runProcess } from './spawner.ts';
 
 /** How long `auth status` may take (it answers in well under a second). */
 export const AUTH_STATUS_LIMIT_MS = 20_000;
 
-/** What the CLI at `claudeBin` (a path) says of its login, asked in `cwd` (its settings there count) with `env`. */
-export async function authStatus(claudeBin: string, cwd: string, env: NodeJS.ProcessEnv): Promise<AuthStatus> {
-  const ended = await runProcess({
+/**
+ * What the CLI at `claudeBin` (a path) says of its login, asked in `cwd` (its settings there count)
+ * with `env`; started by `run` (a remote host forks it, keeping its temporary files off the host).
+ */
+export async function authStatus(
+  claudeBin: string,
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  run: (request: ProcessRequest) => Promise<ProcessEnd> = runProcess,
+): Promise<AuthStatus> {
+  const ended = await run({
     file: claudeBin,
     args: ['auth', 'status', '--json'],
     cwd,

@@ -83,3 +83,9 @@ export function ownCacheDir(env: NodeJS.ProcessEnv): string {
   const cache = env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : join(env.HOME || homedir(), '.cache');
   return join(cache, 'foreman');
 }
+
+/** foreman's remote program as the plugin ships it (`dist/host.mjs`); null in a checkout, which bundles the sources when a host needs it. */
+export const hostProgramPath = (): string | null => (bundled ? join(ownRoot(), 'dist', 'host.mjs') : null);
+
+/** The checkout's top folder (in the plugin, the plugin's). */
+export const ownRootPath = (): string => ownRoot();

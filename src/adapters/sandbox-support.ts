@@ -23,8 +23,8 @@ export const SUPPORT_KEPT_MS = 24 * 60 * 60 * 1000;
 /** The file a yes is kept in. */
 export const supportCacheFile = (cacheDir: string): string => join(cacheDir, 'sandbox-support.json');
 
-/** The tools the runtime needs, by platform (what its dependency check looks for). */
-const TOOLS: Partial<Record<NodeJS.Platform, readonly string[]>> = { linux: ['bwrap', 'socat', 'rg'], darwin: ['rg', 'sandbox-exec'] };
+/** The tools the runtime needs, by platform (what its dependency check looks for; a remote host's checks ask for them too). */
+export const SANDBOX_TOOLS: Partial<Record<NodeJS.Platform, readonly string[]>> = { linux: ['bwrap', 'socat', 'rg'], darwin: ['rg', 'sandbox-exec'] };
 
 /** Kernel switches that turn unprivileged user namespaces (bubblewrap's) off or on. */
 const LINUX_SWITCHES = [
@@ -73,7 +73,7 @@ export interface SupportFactsInput {
  * platform the sandbox does not know, or a tool it needs that is not installed.
  */
 export function supportKey(input: SupportFactsInput): string | null {
-  const tools = TOOLS[input.platform];
+  const tools = SANDBOX_TOOLS[input.platform];
   if (tools === undefined) return null;
   const facts: Array<string | null> = [
     input.platform,

@@ -90,6 +90,60 @@ export interface WorkerRequest {
   onServed?: () => void;
   /** Aborted: end the worker if the API has served it nothing yet (it has done nothing); otherwise let it be. */
   stopIfIdle?: AbortSignal;
+  /** Where its process runs: this machine when absent (`localWorkerPlace`), or a host's slot (run/workspace/host.ts). */
+  place?: WorkerPlace;
+}
+
+/** How a worker's process ended, as the place that ran it tells it. */
+export interface WorkerProcessEnd {
+  exitCode?: number;
+  signal?: string;
+  /** It never ran. */
+  spawnError?: { message: string; code?: string };
+}
+
+/** A worker's process as `runWorker` drives it, wherever it runs: its output, its end, and how it is stopped. */
+export interface WorkerProcess {
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  /** SIGTERM to it and its process group, SIGKILL after `graceMs`; resolves once they are gone. */
+  terminate(graceMs: number): Promise<unknown>;
+  /** Once it exited: whether something of its process group still runs. */
+  groupLeft(): boolean;
+  onExit(listener: () => void): void;
+  /** Resolves when it has ended and its output is closed. */
+  readonly ended: Promise<WorkerProcessEnd>;
+  /** Ends what it left running outside its group; what was ended, in words (empty: nothing). */
+  endLeftovers(graceMs: number): Promise<string>;
+}
+
+/** What a worker's process is started with. */
+export interface WorkerSpawn {
+  file: string;
+  args: string[];
+  cwd: string;
+  /** Its stdin. */
+  input: string;
+  /** The run's environment (a place on this machine starts from it; a host never receives it). */
+  env: NodeJS.ProcessEnv;
+  /** Variables of the attempt's own (its TMPDIR), set wherever it runs. */
+  own: Record<string, string>;
+  /** Told its process group and marker once it runs here (orphan cleanup records them). */
+  onSpawn?: (pgid: number, marker: string) => void;
+}
+
+/**
+ * Where a worker's process runs. The stream-json parsing, the log (always here), the time limits
+ * and the limiter's signals are `runWorker`'s, the same for every place.
+ */
+export interface WorkerPlace {
+  /** `cwd` with its symbolic links resolved, as the CLI matches rules and sandboxes writes. */
+  realCwd(cwd: string): Promise<string>;
+  /** A temporary folder of the attempt's own there (a sandboxed worker's TMPDIR), and its removal. */
+  ownTmp(task: number): Promise<{ path: string; realPath: string; remove(): Promise<void> }>;
+  /** The person's login settings carried over to the worker (`readLoginSettings`); a host gets none of them. */
+  loginSettings(env: NodeJS.ProcessEnv): Promise<Record<string, unknown>>;
+  start(spawn: WorkerSpawn): WorkerProcess;
 }
 
 const DEFAULT_KILL_GRACE_MS = 3000;
@@ -285,19 +339,20 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
   const t0 = performance.now();
   const killGraceMs = req.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
   const postResultGraceMs = req.postResultGraceMs ?? DEFAULT_POST_RESULT_GRACE_MS;
-  if (!existsSync(req.cwd)) throw new Error(`worker cwd does not exist: ${req.cwd}`);
+  const place = req.place ?? localWorkerPlace;
+  if (req.place === undefined && !existsSync(req.cwd)) throw new Error(`worker cwd does not exist: ${req.cwd}`);
 
   await mkdir(dirname(req.logPath), { recursive: true });
   const log = new LogWriter(createWriteStream(req.logPath, { flags: 'a' }), req.logLimit ?? DEFAULT_LOG_LIMIT);
   const parser = new StreamJsonParser({ cwd: req.cwd });
-  const inherited = await readLoginSettings(req.env ?? process.env);
+  const inherited = await place.loginSettings(req.env ?? process.env);
   const personDenies = req.rulesOf === undefined ? [] : await workerPersonDenies(req.rulesOf, req.cwd, req.env ?? process.env);
   const ruled = personDenies.length === 0 ? req : { ...req, deniedTools: [...(req.deniedTools ?? []), ...personDenies] };
   // A sandboxed attempt's own TMPDIR, writable by its Bash commands, removed when it ends.
-  const ownTmp = req.sandbox ? await mkdtemp(join(tmpdir(), `foreman-task-${req.taskIndex}-`)) : undefined;
+  const ownTmp = req.sandbox ? await place.ownTmp(req.taskIndex) : undefined;
   const sandbox: WorkerSandbox | undefined =
-    req.sandbox && ownTmp ? { writable: [await realpath(req.cwd), await realpath(ownTmp)], allowedDomains: req.sandbox.allowedDomains } : undefined;
-  const tmpEnv = ownTmp ? { TMPDIR: ownTmp, CLAUDE_CODE_TMPDIR: ownTmp } : {};
+    req.sandbox && ownTmp ? { writable: [await place.realCwd(req.cwd), ownTmp.realPath], allowedDomains: req.sandbox.allowedDomains } : undefined;
+  const tmpEnv: Record<string, string> = ownTmp ? { TMPDIR: ownTmp.path, CLAUDE_CODE_TMPDIR: ownTmp.path } : {};
   const args = buildWorkerArgs(ruled, inherited, sandbox);
 
   log.line(
@@ -334,9 +389,9 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
         : `failed: ${describeWorkerFailure(o.failure)}`;
     log.line(`==== outcome: ${oneLine(summary, 1000)} · ${formatSeconds(durationMs)} ====`);
     await log.close();
-    if (ownTmp) await rm(ownTmp, { recursive: true, force: true });
+    if (ownTmp) await ownTmp.remove();
     // A denied write names a path in the worktree: said as a repository path, for the task's record.
-    const roots = [...new Set([req.cwd, await realpath(req.cwd).catch(() => req.cwd)])];
+    const roots = [...new Set([req.cwd, await place.realCwd(req.cwd).catch(() => req.cwd)])];
     const run: WorkerRun = { usage: c.usage, durationMs, permissionDenials: withDeniedPaths(c.permissionDenials, roots), logPath: req.logPath, outcome: o };
     if (c.sessionId) run.sessionId = c.sessionId;
     if (c.progressed) run.progressed = true;
@@ -351,31 +406,22 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
     return finish();
   }
 
-  const marker = newProcessMarker();
-  const subprocess = execa(req.claudeBin, args, {
+  const subprocess = place.start({
+    file: req.claudeBin,
+    args,
     cwd: req.cwd,
-    env: { ...(req.env ?? process.env), ...tmpEnv, ...marker.env },
-    extendEnv: false,
     input: req.prompt,
-    stdout: 'pipe',
-    stderr: 'pipe',
-    buffer: false,
-    reject: false,
-    detached: true,
-    stripFinalNewline: false,
+    env: req.env ?? process.env,
+    own: tmpEnv,
+    ...(req.onSpawn ? { onSpawn: req.onSpawn } : {}),
   });
-  const pid = subprocess.pid;
-  if (pid !== undefined) {
-    trackGroup(pid);
-    req.onSpawn?.(pid, marker.marker);
-  }
 
   // ---- killing -------------------------------------------------------------------------------
-  let termination: Promise<boolean> | undefined;
+  let termination: Promise<unknown> | undefined;
   const terminate = (why: string): void => {
-    if (termination !== undefined || pid === undefined) return;
+    if (termination !== undefined) return;
     log.line(`${stamp(t0)} ! killing the worker's process group (${why})`);
-    termination = terminateGroup(pid, killGraceMs);
+    termination = subprocess.terminate(killGraceMs);
   };
 
   let killedForAuth = false;
@@ -467,8 +513,8 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
 
   // ---- leader exit: clean up the rest of its group, and do not wait forever for pipes -------
   let pipeTimer: NodeJS.Timeout | undefined;
-  subprocess.on('exit', () => {
-    if (pid !== undefined && termination === undefined && groupAlive(pid)) terminate('left processes behind');
+  subprocess.onExit(() => {
+    if (termination === undefined && subprocess.groupLeft()) terminate('left processes behind');
     // A process that escaped the group could hold our pipes open; stop reading after the grace.
     pipeTimer = setTimeout(() => {
       stdout.destroy();
@@ -476,27 +522,77 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
     }, killGraceMs + 1000);
   });
 
-  const result = await subprocess;
+  const result = await subprocess.ended;
 
   // The group got SIGTERM: stragglers get the rest of the grace period, then SIGKILL.
   if (termination !== undefined) await termination;
-  const leftBehind = await endMarked(PROCESS_MARKER_VARIABLE, marker.marker, killGraceMs, marker.since);
-  if (leftBehind.length > 0) log.line(`${stamp(t0)} ! ended what the worker left running outside its process group: ${describeMarked(leftBehind)}`);
+  const leftBehind = await subprocess.endLeftovers(killGraceMs);
+  if (leftBehind !== '') log.line(`${stamp(t0)} ! ended what the worker left running outside its process group: ${leftBehind}`);
   clearTimeout(timeoutTimer);
   clearTimeout(postResultTimer);
   clearTimeout(pipeTimer);
   req.signal?.removeEventListener('abort', onAbort);
   req.stopIfIdle?.removeEventListener('abort', onStopIfIdle);
-  if (pid !== undefined) untrackGroup(pid);
 
   if (result.exitCode !== undefined) exit.exitCode = result.exitCode;
   if (result.signal !== undefined) exit.signal = result.signal;
-  if (pid === undefined || (result.code && result.exitCode === undefined && result.signal === undefined)) {
-    exit.spawnError = { message: result.shortMessage ?? result.message ?? 'spawn failed' };
-    if (result.code) exit.spawnError.code = result.code;
+  if (result.spawnError !== undefined) {
+    exit.spawnError = result.spawnError;
     log.line(`${stamp(t0)} ! could not start the worker: ${exit.spawnError.message}`);
   } else {
     log.line(`${stamp(t0)} worker exited${exit.exitCode !== undefined ? ` with code ${exit.exitCode}` : ''}${exit.signal ? ` by ${exit.signal}` : ''}`);
   }
   return finish();
 }
+
+/** A worker's process on this machine: its own process group, tracked so a Ctrl-C or a crash of foreman ends it, marked so what it detached is found. */
+export const localWorkerPlace: WorkerPlace = {
+  realCwd: (cwd) => realpath(cwd),
+  async ownTmp(task) {
+    const path = await mkdtemp(join(tmpdir(), `foreman-task-${task}-`));
+    return { path, realPath: await realpath(path), remove: () => rm(path, { recursive: true, force: true }) };
+  },
+  loginSettings: (env) => readLoginSettings(env),
+  start(spawn) {
+    const marker = newProcessMarker();
+    const subprocess = execa(spawn.file, spawn.args, {
+      cwd: spawn.cwd,
+      env: { ...spawn.env, ...spawn.own, ...marker.env },
+      extendEnv: false,
+      input: spawn.input,
+      stdout: 'pipe',
+      stderr: 'pipe',
+      buffer: false,
+      reject: false,
+      detached: true,
+      stripFinalNewline: false,
+    });
+    const pid = subprocess.pid;
+    if (pid !== undefined) {
+      trackGroup(pid);
+      spawn.onSpawn?.(pid, marker.marker);
+    }
+    const ended = subprocess.then((result): WorkerProcessEnd => {
+      const end: WorkerProcessEnd = {
+        ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
+        ...(result.signal !== undefined ? { signal: result.signal } : {}),
+      };
+      if (pid === undefined || (result.code && result.exitCode === undefined && result.signal === undefined))
+        end.spawnError = { message: result.shortMessage ?? result.message ?? 'spawn failed', ...(result.code ? { code: result.code } : {}) };
+      return end;
+    });
+    return {
+      stdout: subprocess.stdout,
+      stderr: subprocess.stderr,
+      terminate: (graceMs) => (pid === undefined ? Promise.resolve(true) : terminateGroup(pid, graceMs)),
+      groupLeft: () => pid !== undefined && groupAlive(pid),
+      onExit: (listener) => void subprocess.on('exit', listener),
+      ended,
+      endLeftovers: async (graceMs) => {
+        const leftBehind = await endMarked(PROCESS_MARKER_VARIABLE, marker.marker, graceMs, marker.since);
+        if (pid !== undefined) untrackGroup(pid);
+        return describeMarked(leftBehind);
+      },
+    };
+  },
+};

@@ -6,7 +6,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { endGitSessions } from '../adapters/git/runner.ts';
 import { ownVersion } from '../adapters/layout.ts';
 import { endStarter } from '../adapters/spawner.ts';
-import { editDistance } from '../core/spelling.ts';
+import { closestName } from '../core/spelling.ts';
 import { CliError, EXIT, type ExitCode, UsageError, usageError } from './exit.ts';
 import { type NumberRange, describeRange, fitsRange, parseNumber } from './numeric-flags.ts';
 
@@ -134,22 +134,6 @@ export function describeParseError(error: Error & { code?: string }, options: Re
 function valueWords(spec: Pick<OptionSpec, 'range' | 'valueName'> | undefined): string {
   if (spec?.range) return `: ${describeRange(spec.range)}`;
   return spec?.valueName ? ` (${spec.valueName})` : '';
-}
-
-/**
- * The name a mistyped one most likely meant (an option without its dashes, a command): the only
- * one it begins, else the nearest within two edits; null when none is near.
- */
-export function closestName(given: string, names: readonly string[]): string | null {
-  if (given === '') return null;
-  const begun = names.filter((name) => name.startsWith(given));
-  if (begun.length === 1) return begun[0]!;
-  let best: { name: string; distance: number } | null = null;
-  for (const name of names) {
-    const distance = editDistance(given, name);
-    if (distance <= 2 && (best === null || distance < best.distance)) best = { name, distance };
-  }
-  return best?.name ?? null;
 }
 
 /** `-1`, `-0.5`, `-.5`: parseArgs would take it for an option; it is a (bad) number. */

@@ -9,6 +9,7 @@ import { ok } from '../core/failure.ts';
 import { formatCost, plural } from '../core/format.ts';
 import type { DryRunEventBody, PlannedCommand } from '../core/events.ts';
 import { countByStatus, depsOf, depths, longestRemainingPath } from '../core/graph.ts';
+import { describeHosts } from '../core/hosts/listing.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { type Plan, type Task, statusOf } from '../core/plan.ts';
 import { openReview } from '../core/review.ts';
@@ -90,6 +91,8 @@ export function dryRunEvents(
   worktree: string,
   warnings: readonly PlanWarning[] = [],
   notices: readonly string[] = [],
+  /** With `--host`: each host's listing (core/hosts/listing.ts `hostEvents`). */
+  hosts: readonly DryRunEventBody[] = [],
 ): DryRunEventBody[] {
   const deps = depsOf(plan.tasks);
   const rounds = projectedRounds(plan.tasks, overlapSets(computeOverlaps(plan.tasks)), longestRemainingPath(deps));
@@ -127,6 +130,7 @@ export function dryRunEvents(
       rounds,
       sandbox: settings.sandboxUse,
     },
+    ...hosts,
     ...plannedCommands(plan, settings).map((command): DryRunEventBody => ({ type: 'dry-run-command', ...command })),
     ...plan.tasks.flatMap((task, i): DryRunEventBody[] =>
       willRun(task) ? [{ type: 'dry-run-permissions', task: i, allow: permissions[i]!.allow, deny: permissions[i]!.deny }] : [],
@@ -183,12 +187,14 @@ export function describeDryRun(events: readonly DryRunEventBody[], plan: Plan): 
   const lines: string[] = [];
   const commands = events.flatMap((e) => (e.type === 'dry-run-command' ? [e] : []));
   const warnings = events.filter((e) => e.type === 'dry-run-warning').length;
+  const hosts = events.flatMap((e) => (e.type === 'dry-run-host' ? [e] : []));
   let warned = false;
   for (const event of events) {
     switch (event.type) {
       case 'dry-run-plan': {
         const s = event.settings;
         lines.push(...describeSettings(event));
+        lines.push(...describeHosts(hosts, s.concurrency));
         event.rounds.forEach((groups, r) => {
           lines.push(`Round ${r + 1}:`);
           groups.forEach((group, k) => {
@@ -208,6 +214,7 @@ export function describeDryRun(events: readonly DryRunEventBody[], plan: Plan): 
         break;
       }
       case 'dry-run-command':
+      case 'dry-run-host':
         break;
       case 'dry-run-permissions':
         lines.push(`  task ${event.task} allow: ${event.allow.length > 0 ? event.allow.join('  ') : '(nothing)'}`);

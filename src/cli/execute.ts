@@ -34,6 +34,9 @@ import { describeSetupProblem, lockedLine } from './setup-problem.ts';
 import { type SetupProblem, refusalBeforeWork } from '../run/refusals.ts';
 import { uncommittedChangesNotice } from '../adapters/git/uncommitted.ts';
 import { gateCommandOf, gateOptions } from './gate-flags.ts';
+import { checkResults, checkedHosts, hostOptions, hostSandboxNotice, hostsListed, hostsOf } from './host-flags.ts';
+import { HostLink } from '../run/hosts.ts';
+import { objectFormatOf } from '../run/workspace/host.ts';
 
 export const PERMISSION_MODES = ['acceptEdits', 'auto', 'bypassPermissions', 'default', 'dontAsk', 'manual', 'plan'];
 
@@ -54,7 +57,13 @@ export const executeCommand: Command = {
       description: 'the plan, relative to DIR (default: .design/plan.json in DIR or the nearest folder above it in the repository, else at its top)',
     },
     'claude-bin': { type: 'string', valueName: 'PATH', description: 'the Claude Code CLI (default: $CLAUDE_BIN, else `claude` on PATH)' },
-    concurrency: { type: 'string', valueName: 'N', description: `workers at once (default ${DEFAULTS.concurrency})`, range: RANGES.workers },
+    concurrency: {
+      type: 'string',
+      valueName: 'N',
+      description: `workers at once (default ${DEFAULTS.concurrency}; with hosts, their slots together, which it may lower but not exceed)`,
+      range: RANGES.workers,
+    },
+    ...hostOptions,
     'task-timeout': {
       type: 'string',
       valueName: 'SECONDS',
@@ -107,7 +116,7 @@ export const executeCommand: Command = {
     'limit-wait': {
       type: 'string',
       valueName: 'SECONDS',
-      description: `the longest the run waits for a rate or usage limit to lift (a usage limit's reset), or for the API to answer when it is out of reach; past it, it drains and stops (exit 75), saying when to run again; 0: wait for none (default ${DEFAULTS.limitWaitMs / 1000}, 5 hours)`,
+      description: `the longest the run waits for a rate or usage limit to lift (a usage limit's reset), or for the API to answer when it is out of reach, or (with hosts) for one when every host is down; past it, it drains and stops (exit 75), saying when to run again; 0: wait for none (default ${DEFAULTS.limitWaitMs / 1000}, 5 hours)`,
       range: RANGES.limitWait,
     },
     'check-timeout': {
@@ -243,13 +252,15 @@ const runSandboxUse = (plan: Plan, settings: Settings, decision: SandboxDecision
  * nothing is written. It refuses what the run would refuse in its setup, with the same line and
  * exit code (`refusalBeforeWork`, looking only), and warns of uncommitted changes as the run does.
  */
-async function dryRun(plan: Plan, settings: Settings, sandbox: SandboxUse, git: Git, io: Io): Promise<ExitCode> {
+async function dryRun(plan: Plan, settings: Settings, sandbox: SandboxUse, git: Git, io: Io, sandboxed: boolean): Promise<ExitCode> {
   const refusal = await refusalBeforeWork(plan, { repo: settings.repo, git, look: true });
   if (refusal.problem !== null) throw setupProblemError(refusal.problem);
   const { committed } = refusal;
   const uncommitted = await uncommittedChangesNotice(settings.repo, settings.planPath, git);
   if (!uncommitted.ok) throw setupProblemError({ kind: 'git-failed', doing: 'list your uncommitted changes', failure: uncommitted.error });
   const warnings = lintPlan(plan, committed).warnings;
+  // Each ssh host reached and checked, nothing written there: refused as the run would refuse with none left.
+  const checked = await hostsChecked(settings, sandboxed, io, true);
   const { permissions, worktree } = await workerRulesShown(plan, settings.repo, settings.allowedTools, io.env);
   const events = dryRunEvents(
     plan,
@@ -258,6 +269,7 @@ async function dryRun(plan: Plan, settings: Settings, sandbox: SandboxUse, git: 
     worktree,
     warnings,
     uncommitted.value === null ? [] : [uncommitted.value],
+    settings.hosts === undefined ? [] : await hostsListed(settings.hosts, git, settings.repo, checkResults(checked?.checked ?? [])),
   );
   if (settings.json) {
     // Its own id: nothing is journaled under it, it only ties the lines of this dry run together.
@@ -267,6 +279,12 @@ async function dryRun(plan: Plan, settings: Settings, sandbox: SandboxUse, git: 
     io.out(describeDryRun(events, plan).join('\n'));
   }
   return EXIT.ok;
+}
+
+/** The run's ssh hosts reached and checked (`checkedHosts`); null without hosts. */
+async function hostsChecked(settings: Settings, sandboxed: boolean, io: Io, dryRun: boolean) {
+  if (settings.hosts === undefined) return null;
+  return checkedHosts(settings.hosts, settings.concurrency, { objectFormat: await objectFormatOf(settings.repo), sandbox: sandboxed, dryRun, env: io.env });
 }
 
 /** Exit 2 naming each path no permission rule can express exactly (the repository's own included). */
@@ -279,6 +297,11 @@ async function checkWorkerRules(plan: Plan, settings: Settings): Promise<void> {
 async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io): Promise<ExitCode> {
   const gitProcessesBefore = gitProcessCount();
   const settings = settingsFrom(values, numbers, io);
+  const hosts = await hostsOf(values, numbers.concurrency, io);
+  if (hosts !== null) {
+    settings.hosts = hosts.hosts;
+    settings.concurrency = hosts.concurrency;
+  }
   // As git finds its repository: the one holding --repo DIR (or the current folder), worked in at
   // its top, and the plan found from DIR up to that top (`--plan FILE` is relative to DIR).
   const top = await repositoryTop(settings.repo);
@@ -300,12 +323,23 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   // The dry run reads the lock where the run takes it: the same refusal, nothing written.
   const lockNow = await readLock(settings.planPath);
   if (lockNow.state === 'live' || lockNow.state === 'foreign') throw lockedError(lockNow.holder);
-  if (settings.dryRun) return dryRun(plan, settings, sandbox, git, io);
+  if (settings.dryRun) return dryRun(plan, settings, sandbox, git, io, sandboxed);
+  // Each ssh host reached and checked before anything starts; its channel kept for the run.
+  const hostRun = await hostsChecked(settings, sandboxed, io, false);
+  if (hostRun !== null) {
+    settings.hosts = hostRun.hosts;
+    settings.concurrency = hostRun.concurrency;
+  }
+  const links = (hostRun?.checked ?? []).flatMap((checked) => (checked.leftOut === null ? [new HostLink(checked.host, checked.channel, io.env)] : []));
+  const closeLinks = () => Promise.all(links.map((link) => link.close()));
 
   const runId = newRunId();
   const lock = await acquireLock(settings.planPath, currentLockInfo('execute'));
-  if (!lock.ok) throw lockedError(lock.error.holder);
-  const adapters = realRunAdapters({ repo: settings.repo, planPath: settings.planPath, git, env: io.env }, runWorker);
+  if (!lock.ok) {
+    await closeLinks();
+    throw lockedError(lock.error.holder);
+  }
+  const adapters = realRunAdapters({ repo: settings.repo, planPath: settings.planPath, git, env: io.env }, runWorker, links);
   // `plan …` where the person is would find another plan (or none): printed commands name this one, and its repository.
   const nameThePlan = !(await samePath(await planPathFrom({}, io.cwd).catch(() => null), settings.planPath));
   // Git takes paths relative to where it is typed: from anywhere but the top, printed git commands name the repository.
@@ -322,6 +356,8 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   if (lock.value.takenOver) {
     emit({ type: 'notice', level: 'warning', message: describeTakeover(lock.value.takenOver) });
   }
+  for (const message of hostRun?.leftOut ?? []) emit({ type: 'notice', level: 'warning', message });
+  if (sandboxed && links.length > 0) emit({ type: 'notice', level: 'warning', message: hostSandboxNotice(links.map((link) => link.host.name)) });
 
   const controller = new AbortController();
   // SIGTERM (what `plan drain` sends) drains: nothing new starts, what runs finishes and lands.
@@ -376,6 +412,7 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
     return run.value.finished.exitCode as ExitCode;
   } finally {
     // The handlers stay until the end: a second Ctrl-C while the run winds up still exits 130.
+    await closeLinks();
     await reporter.close();
     await lock.value.release();
     process.off('SIGINT', onSignal);

@@ -3,6 +3,7 @@
 // schemas/event.schema.json). Every event carries the run id and an ISO timestamp.
 
 import type { Skip } from './graph.ts';
+import type { HostCheckResult, IncludedFile } from './hosts/host-facts.ts';
 import type { LimitKind } from './limiter.ts';
 import type { PlanWarning } from './plan-lint.ts';
 import type { SandboxUse } from './sandbox-words.ts';
@@ -48,7 +49,12 @@ export type StopReason =
    * The API was out of reach (no answer: refused, reset, DNS, TLS, timeouts) for longer than
    * `--limit-wait`: the run drained and stopped, resumable when the API answers.
    */
-  | 'api-unreachable';
+  | 'api-unreachable'
+  /**
+   * With hosts: every host was down for longer than `--limit-wait` (held as the API out of reach
+   * is): the run drained and stopped, resumable once a host is back.
+   */
+  | 'hosts-down';
 
 export type RunEventBody =
   | {
@@ -67,10 +73,11 @@ export type RunEventBody =
   /** `sandbox`: the run's sandbox line (its message), described (core/sandbox-words.ts). */
   | { type: 'notice'; level: 'info' | 'warning'; message: string; sandbox?: SandboxUse }
   | { type: 'assumption-checked'; task: number; claim: string; severity: 'blocking' | 'warning'; passed: boolean; output: string }
-  /** `stack`: started speculatively, on these candidates of the merge queue (in queue order) stacked on the integration tip. */
   /**
-   * `review`: a review round's attempt, starting from the work a person asked changes to (their
-   * words); `fromCandidate`: a retry starting from its own candidate work, which the gate blamed.
+   * `stack`: started speculatively, on these candidates of the merge queue (in queue order) stacked
+   * on the integration tip. `host`, `slot`: with hosts, where the attempt works. `review`: a review
+   * round's attempt, starting from the work a person asked changes to (their words);
+   * `fromCandidate`: a retry starting from its own candidate work, which the gate blamed.
    */
   | {
       type: 'task-started';
@@ -80,6 +87,8 @@ export type RunEventBody =
       model: string;
       logPath: string;
       stack?: number[];
+      host?: string;
+      slot?: number;
       review?: { round: number; feedback: string };
       fromCandidate?: true;
     }
@@ -110,8 +119,15 @@ export type RunEventBody =
     }
   /** A limit ended the task's worker after it had done something: the attempt keeps its worktree and conversation, and resumes. */
   | { type: 'task-paused'; task: number; subject: string; attempt: number; reason: string; sessionId: string }
-  /** A paused attempt goes on: its worker continues its conversation (`claude -p --resume`) in the worktree it kept. */
-  | { type: 'task-resumed'; task: number; subject: string; attempt: number; logPath: string }
+  /** A paused attempt goes on: its worker continues its conversation (`claude -p --resume`) in the worktree it kept (`host`, `slot`: on that host). */
+  | { type: 'task-resumed'; task: number; subject: string; attempt: number; logPath: string; host?: string; slot?: number }
+  /**
+   * A host fault: `host` gets no attempt until `until` (ISO), then it is tried again; `faults` in a
+   * row so far; `lost`: its attempts, back to pending with no attempt spent.
+   */
+  | { type: 'host-down'; host: string; reason: string; until: string; faults: number; lost: number[]; message: string }
+  /** A host marked down works again: an attempt's worker finished there. */
+  | { type: 'host-up'; host: string; message: string }
   /** Live only (not journaled): the worker's latest tool use or message. */
   | { type: 'task-activity'; task: number; text: string; costUsd: number }
   | {
@@ -246,6 +262,23 @@ export type DryRunEventBody =
   | { type: 'dry-run-review'; task: number; round: number; feedback: string; commit: string; base: string }
   /** A warning of the plan lint the plan neither fixes nor accepts. */
   | ({ type: 'dry-run-warning' } & PlanWarning)
+  /**
+   * With `--host`: a host the run would place attempts on (core/hosts/listing.ts), its slots, the
+   * `.worktreeinclude` files it would get (`include`: its URL says `include=1`; `local` copies them
+   * as always) and, when they ran, the host checks' results.
+   */
+  | {
+      type: 'dry-run-host';
+      host: string;
+      url: string;
+      kind: 'local' | 'ssh';
+      slots: number;
+      workDir?: string;
+      programs?: { claude: string; node: string; git: string };
+      include: boolean;
+      included: IncludedFile[];
+      checks?: HostCheckResult[];
+    }
   /** A warning the run's start would give of the repository (uncommitted changes), as the run words it. */
   | Extract<RunEventBody, { type: 'notice' }>;
 

@@ -59,6 +59,7 @@ export function exitCodeFor(stop: Pick<EngineStop, 'reason' | 'baselineFailure'>
       return EXIT.incomplete;
     case 'limited':
     case 'api-unreachable':
+    case 'hosts-down':
       return EXIT.limited;
     default:
       return assertNever(reason, 'stop reason');
@@ -176,8 +177,9 @@ export function runFinishedEvent(
   // Refused: running again is refused again until the gate passes on the starting commit.
   else if (end.baselineFailure !== undefined)
     message += `. Fix the failure (or run with --no-gate, or --gate CMD for a command that passes), then ${context.resumeHint ?? 'run the same command again'}`;
-  // A limit's stop says when to run again already.
-  else if (end.reason === 'limited' || end.reason === 'api-unreachable') message += `. The plan keeps its state in ${context.planPath}`;
+  // A limit's stop (and every host down) says when to run again already.
+  else if (end.reason === 'limited' || end.reason === 'api-unreachable' || end.reason === 'hosts-down')
+    message += `. The plan keeps its state in ${context.planPath}`;
   else if (end.reason !== 'all-done') message += `. The plan keeps its state in ${context.planPath}: ${resumeAdvice(plan, context.layout)}`;
   const resumeAfter = end.reason === 'limited' && end.resumeAfter !== undefined ? { resumeAfter: new Date(end.resumeAfter).toISOString() } : {};
   return {

@@ -5,12 +5,21 @@
 // is what the headless engine does, not a copy of its loop.
 
 import { initialState } from './engine/admission.ts';
-import { gatedEvent, recordedEvent, verifiedEvent, workerFinishedEvent, workerRefusedEvent, workerServedEvent } from './engine/effect-results.ts';
+import {
+  gatedEvent,
+  hostFaultEvent,
+  recordedEvent,
+  verifiedEvent,
+  workerFinishedEvent,
+  workerRefusedEvent,
+  workerServedEvent,
+} from './engine/effect-results.ts';
 import { type EffectCarrier, type Inbox, driveNow } from './engine/driver.ts';
 import type { EngineEvent } from './engine/events.ts';
 import type { EngineConfig, EngineState } from './engine/state.ts';
 import type { RunEventBody, TaskOutcome } from './events.ts';
 import { type WorkerFailure, type WorkerRun, ok } from './failure.ts';
+import type { Place } from './hosts/placement.ts';
 import type { Refusal } from './limiter.ts';
 import type { CheckedWork } from './finalize.ts';
 import { isDirPath } from './paths.ts';
@@ -49,6 +58,8 @@ export interface SimulatedInterval {
   start: number;
   end: number;
   outcome: TaskOutcome | null;
+  /** With hosts: where it ran. */
+  place?: Place;
 }
 
 /** One run of the gate in the simulation: how long it takes and whether the stack passes. */
@@ -120,6 +131,8 @@ export function simulateRun(
   gateOf?: (segment: readonly number[], integrated: readonly number[]) => SimulatedGate,
   /** Ask the run to drain at this time (as `plan drain` would). */
   drainAt?: number,
+  /** With hosts (`config.hosts`): host faults, each at its time (as the channel to a host would tell them). */
+  hostFaults: ReadonlyArray<{ at: number; host: string; reason: string }> = [],
 ): SimulationTrace {
   let state = initialState(plan, config, 0);
   const queue: Array<{ at: number; order: number; event: EngineEvent }> = [];
@@ -134,9 +147,16 @@ export function simulateRun(
   /** Each running worker's refusal, if it has one. */
   const refusals = new Map<number, NonNullable<SimulatedAttempt['refused']>>();
 
-  const run = (task: number, attempt: number, now: number, resumed: boolean): EngineEvent[] => {
+  const run = (task: number, attempt: number, now: number, resumed: boolean, place: Place | undefined): EngineEvent[] => {
     const behaviour = attemptOf(task, attempt);
-    const interval: SimulatedInterval = { task, attempt, start: now, end: now + behaviour.durationMs, outcome: null };
+    const interval: SimulatedInterval = {
+      task,
+      attempt,
+      start: now,
+      end: now + behaviour.durationMs,
+      outcome: null,
+      ...(place !== undefined ? { place } : {}),
+    };
     intervals.push(interval);
     open.set(task, interval);
     const refused = resumed ? undefined : behaviour.refused;
@@ -171,7 +191,7 @@ export function simulateRun(
   // Every effect is carried out at the time of the event it answers; what it leads to is queued at its own time.
   const none: EngineEvent[] = [];
   const carrier: EffectCarrier = {
-    startWorker: (effect, _state, answering) => run(effect.task, effect.attempt, answering.now, effect.resume !== undefined),
+    startWorker: (effect, _state, answering) => run(effect.task, effect.attempt, answering.now, effect.resume !== undefined, effect.place),
     verify: (effect, _state, answering) => [verifiedEvent(effect.task, ok(passingCheck(plan.tasks[effect.task]!)), answering.now)],
     record: (effect, _state, answering) => {
       integrated.push(...effect.integrate.map((item) => item.task));
@@ -260,6 +280,7 @@ export function simulateRun(
 
   post({ type: 'tick', now: 0 });
   if (drainAt !== undefined) post({ type: 'drain', now: drainAt });
+  for (const fault of hostFaults) post(hostFaultEvent(fault.host, fault.reason, fault.at));
   const driven = driveNow(state, inbox, carrier);
   state = driven.state;
   observe?.(state);

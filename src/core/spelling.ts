@@ -20,3 +20,19 @@ export function editDistance(a: string, b: string): number {
   }
   return previous[b.length]!;
 }
+
+/**
+ * The name a mistyped one most likely meant (an option without its dashes, a command): the only
+ * one it begins, else the nearest within two edits; null when none is near.
+ */
+export function closestName(given: string, names: readonly string[]): string | null {
+  if (given === '') return null;
+  const begun = names.filter((name) => name.startsWith(given));
+  if (begun.length === 1) return begun[0]!;
+  let best: { name: string; distance: number } | null = null;
+  for (const name of names) {
+    const distance = editDistance(given, name);
+    if (distance <= 2 && (best === null || distance < best.distance)) best = { name, distance };
+  }
+  return best?.name ?? null;
+}

@@ -18,8 +18,10 @@ import type { Result, WorkerRun } from '../core/failure.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import type { Plan } from '../core/plan.ts';
 import { GitIntegration, type Integration, type IntegrationOptions } from './integration.ts';
-import type { Workers } from './workspace/index.ts';
+import type { HostLink } from './hosts.ts';
+import type { Workers, Workspaces } from './workspace/index.ts';
 import { type LocalWorkspaces, type WorkspaceUse, openLocalWorkspaces } from './workspace/local.ts';
+import { openPlacedWorkspaces } from './workspace/placed.ts';
 
 /** Time: the real clock, or a test's. */
 export interface Clock {
@@ -55,6 +57,8 @@ export interface Integrations {
 /** Where the plan's attempts work (run/workspace/): its worktree pool here, work set aside through `integration`, workers run by `workers`. */
 export interface WorkspacePlaces {
   open(plan: Plan, integration: Integration, use: WorkspaceUse, workers: Workers): Promise<LocalWorkspaces>;
+  /** With ssh hosts (a headless run's): the run's workspaces by placement, the local pool's and each host's (run/workspace/placed.ts). */
+  placed?(local: LocalWorkspaces, plan: Plan, integration: Integration, use: WorkspaceUse): Promise<Workspaces>;
 }
 
 /** plan.json, written atomically. */
@@ -110,7 +114,7 @@ export const noWorkers: Workers = {
  * `runWorker`), given by a headless run only: the plan tool's bundle, which starts none, does not
  * load the worker runner (a fifth of its code) for every step and `plan status`.
  */
-export function realRunAdapters(place: RunPlace, startWorker?: (request: WorkerRequest) => Promise<WorkerRun>): RunAdapters {
+export function realRunAdapters(place: RunPlace, startWorker?: (request: WorkerRequest) => Promise<WorkerRun>, hosts: readonly HostLink[] = []): RunAdapters {
   const registryPath = registryPathFor(place.planPath);
   const registry = new ProcessRegistry(registryPath);
   const commands = shellCommands(place.env, registry);
@@ -139,6 +143,12 @@ export function realRunAdapters(place: RunPlace, startWorker?: (request: WorkerR
           },
           use,
         ),
+      ...(hosts.length > 0
+        ? {
+            placed: (local: LocalWorkspaces, plan: Plan, integration: Integration, use: WorkspaceUse) =>
+              openPlacedWorkspaces(local, hosts, { repo: integration.repo, git: place.git, plan, planId: integration.planId, use }),
+          }
+        : {}),
     },
     planStore: { open: (text) => new PlanKeeper(place.planPath, text) },
     journal: fileJournal(place.planPath),

@@ -14,6 +14,7 @@ import type { GitFailure } from '../core/git-text.ts';
 import type { Clock } from './adapters.ts';
 import {
   gatedEvent,
+  hostFaultEvent,
   recordedEvent,
   verifiedEvent,
   workerFinishedEvent,
@@ -92,6 +93,7 @@ export const engineConfig = (settings: RunSettings, logDir: string, env: NodeJS.
   gate: settings.gate === null ? null : { batchSize: settings.gate.batchSize, command: settings.gate.command },
   speculate: settings.gate === null ? 0 : (settings.speculate ?? DEFAULTS.speculate),
   driver: 'headless',
+  ...(settings.hosts !== undefined ? { hosts: settings.hosts.map(({ name, slots }) => ({ name, slots })), hostBackoffMs: DEFAULTS.hostBackoffMs } : {}),
 });
 
 /**
@@ -232,7 +234,7 @@ export async function runEngine(
     });
     if (!start.ok) return start;
     const { workSoFar, ...at } = start.value;
-    const made = await adapters.workspaces.make({ task: effect.task, ...at, signal: stop });
+    const made = await adapters.workspaces.make({ task: effect.task, ...at, signal: stop, ...(effect.place !== undefined ? { place: effect.place } : {}) });
     return made.ok ? ok({ workspace: made.value, ...(workSoFar !== undefined ? { workSoFar } : {}) }) : made;
   };
 
@@ -354,6 +356,8 @@ export async function runEngine(
     },
   };
 
+  // A host's failure loses its attempts (no attempt spent): told before the event their end brings.
+  adapters.workspaces.onHostFault?.((host, reason) => inbox.post(hostFaultEvent(host, reason, clock.now())));
   inbox.post({ type: 'tick', now: clock.now() });
   try {
     const driven = await drive(start, inbox, carrier);

@@ -32,6 +32,7 @@ import { type RunPlaces, setupRun } from './setup.ts';
 import type { SetupProblem } from './refusals.ts';
 import { assumptionCheckedEvent } from './assumptions.ts';
 import type { WorktreeSetup } from './workspace/local.ts';
+import type { Workspaces } from './workspace/index.ts';
 
 /** A headless run's settings: the run's own, and what the CLI settled before it. */
 export interface HeadlessSettings extends RunSettings {
@@ -151,7 +152,9 @@ export async function runHeadless(
       open: async () => {
         const integration = await adapters.integration.open(plan);
         if (!integration.ok) return integration;
-        return ok({ integration: integration.value, workspaces: await adapters.workspaces.open(plan, integration.value, workspaceUse, adapters.workers) });
+        const local = await adapters.workspaces.open(plan, integration.value, workspaceUse, adapters.workers);
+        const workspaces: Workspaces = (await adapters.workspaces.placed?.(local, plan, integration.value, workspaceUse)) ?? local;
+        return ok({ integration: integration.value, workspaces });
       },
       checkTimeoutMs: settings.checkTimeoutMs,
       signal: context.interrupt,

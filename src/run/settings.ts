@@ -2,6 +2,8 @@
 // and the in-session plan tool uses the same defaults. docs/cli.md's flag table states these defaults.
 
 import type { SandboxMode } from '../adapters/sandbox.ts';
+import { DEFAULT_HOST_BACKOFF_MS } from '../core/hosts/placement.ts';
+import type { Host } from '../core/hosts/url.ts';
 import type { SchedulePolicy } from '../core/schedule.ts';
 
 export const DEFAULTS = {
@@ -35,6 +37,8 @@ export const DEFAULTS = {
    * plans, where 2 and more add a point or two of worker time wasted on cancelled work.
    */
   speculate: 1,
+  /** A host marked down (a host fault) is tried again after this, doubled per fault in a row (core/hosts/placement.ts). */
+  hostBackoffMs: DEFAULT_HOST_BACKOFF_MS,
 } as const;
 
 /**
@@ -94,4 +98,9 @@ export interface RunSettings {
   speculate?: number;
   backoffMs: number;
   limitWaitMs: number;
+  /**
+   * `--host`, `--hosts`: where attempts work, in the order given (core/hosts/url.ts); `concurrency`
+   * is then at most their slots together. Absent: no hosts, every worker here, as always.
+   */
+  hosts?: Host[];
 }

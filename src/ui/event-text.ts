@@ -26,6 +26,9 @@ export const finishedVerb: Record<TaskOutcome, string> = {
   cancelled: 'cancelled',
 };
 
+/** Where an attempt works, with hosts: `, on build1 slot 2`; nothing without. */
+const whereText = (event: { host?: string; slot?: number }): string => (event.host === undefined ? '' : `, on ${sanitize(event.host)} slot ${event.slot}`);
+
 /** One line describing an event, without timestamp; null for live-only activity. Commands are spelled for `layout`. */
 export function describeEvent(event: RunEvent, layout: Layout): string | null {
   switch (event.type) {
@@ -43,7 +46,7 @@ export function describeEvent(event: RunEvent, layout: Layout): string | null {
           : event.fromCandidate === true
             ? ', from its own candidate work the gate blamed'
             : '';
-      return `task ${event.task} started (attempt ${event.attempt}, ${event.model}${event.stack !== undefined ? `, on candidates ${listIndices(event.stack)}` : ''}${from}): ${clean(event.subject, 200)}`;
+      return `task ${event.task} started (attempt ${event.attempt}, ${event.model}${event.stack !== undefined ? `, on candidates ${listIndices(event.stack)}` : ''}${whereText(event)}${from}): ${clean(event.subject, 200)}`;
     }
     case 'review-ended':
       return event.outcome === 'parked'
@@ -61,7 +64,10 @@ export function describeEvent(event: RunEvent, layout: Layout): string | null {
     case 'task-paused':
       return `task ${event.task} paused (attempt ${event.attempt}): ${clean(event.reason)}; it goes on where it stopped once the limit lets it`;
     case 'task-resumed':
-      return `task ${event.task} resumed (attempt ${event.attempt}): its worker goes on with its conversation: ${clean(event.subject, 200)}`;
+      return `task ${event.task} resumed (attempt ${event.attempt}${whereText(event)}): its worker goes on with its conversation: ${clean(event.subject, 200)}`;
+    case 'host-down':
+    case 'host-up':
+      return clean(event.message);
     case 'task-finished': {
       const stats = `attempt ${event.attempt}, ${formatElapsed(event.durationMs)}, ${formatCostFigure(event.usage)}`;
       const head = `task ${event.task} ${finishedVerb[event.outcome]} (${stats})`;

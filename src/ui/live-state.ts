@@ -4,6 +4,7 @@
 // comes to at a moment.
 
 import type { RunEvent } from '../core/events.ts';
+import { sanitize } from './event-text.ts';
 import { formatCostTally, formatElapsed } from '../core/format.ts';
 import { type LimitState, waitWords } from '../core/limit-words.ts';
 import { type TaskStatus, type UsageTally, emptyTally, tallyAdd } from '../core/plan.ts';
@@ -18,7 +19,13 @@ export interface Running {
   costUsd: number;
   /** Speculative: the candidates it was built on. */
   stack?: number[];
+  /** With hosts: where it works (`build1:2`, the host and its slot). */
+  place?: string;
 }
+
+/** A running row's place, with hosts: `build1:2`. */
+const placeOf = (event: { host?: string; slot?: number }): Pick<Running, 'place'> =>
+  event.host === undefined ? {} : { place: `${sanitize(event.host)}:${event.slot}` };
 
 export interface LiveState {
   readonly running: Map<number, Running>;
@@ -81,6 +88,7 @@ export function applyEvent(state: LiveState, event: RunEvent, timeOf: (at: strin
         activity: 'starting',
         costUsd: 0,
         ...(event.stack !== undefined ? { stack: event.stack } : {}),
+        ...placeOf(event),
       });
       break;
     case 'task-resumed':
@@ -91,6 +99,7 @@ export function applyEvent(state: LiveState, event: RunEvent, timeOf: (at: strin
         startedAt: timeOf(event.at),
         activity: 'resuming',
         costUsd: 0,
+        ...placeOf(event),
       });
       break;
     case 'task-paused':

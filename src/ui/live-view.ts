@@ -146,6 +146,7 @@ function runningRows(state: LiveState, t: number, drawing: Drawing, compact: boo
           { text: '▸ ', style: 'cyan' },
           { text: String(i).padStart(idxWidth), style: 'bold' },
           { text: `  ${cutSubject}  ${elapsed.padStart(6)}  ${formatCost(r.costUsd).padStart(6)}  ` },
+          ...(r.place !== undefined ? [{ text: `${r.place} `, style: 'cyan' as const }] : []),
           ...(r.stack !== undefined ? [{ text: `on ${listIndices(r.stack)} `, style: 'yellow' as const }] : []),
           { text: clean(r.activity, 500), style: 'dim' },
         ],

@@ -98,6 +98,15 @@ describe('plan.ts status', () => {
     expect(text).toContain(`Run in progress: pid ${process.pid} on host ${os.hostname()} holds the lock since ${startedAt} (1m00s): execute`);
     expect(text).toMatch(/Running \(1\):\n#\s+subject\s+attempt\s+model\s+elapsed\n[─ ]+\n1\s+Write the lexer.*\s+3\s+opus\s+\d+s$/m);
     expect(text).toContain('Cost so far: $0.67 ($0.00 in run run-live)');
+
+    // With hosts (--host), where each running task works.
+    const placed = liveRun().map((e) => (e.type === 'task-started' ? { ...e, host: 'build1', slot: 2 } : e));
+    await writeJournal(placed.map((e) => ({ ...e, runId: 'run-placed' })));
+    out = [];
+    expect(await run('status')).toBe(0);
+    expect(out.join('\n')).toMatch(
+      /Running \(1\):\n#\s+subject\s+attempt\s+model\s+host\s+elapsed\n[─ ]+\n1\s+Write the lexer.*\s+3\s+opus\s+build1:2\s+\d+s$/m,
+    );
   });
 
   it('says what a rate or usage limit holds the running run back for, as its last limit event says it now', async () => {
@@ -165,7 +174,7 @@ describe('plan.ts status', () => {
     expect(JSON.parse(out[0]!).run.waiting).toBeNull();
   });
 
-  it('says what stopped the last run (exit 75: a limit, or the API out of reach) and when to run it again', async () => {
+  it('says what stopped the last run (exit 75: a limit, the API out of reach, every host down) and when to run it again', async () => {
     writePlan(planAfterRecordedRun());
     const stopped = (runId: string, at: number, body: Partial<Extract<RunEventBody, { type: 'run-finished' }>>) => [
       ev(
@@ -229,6 +238,14 @@ describe('plan.ts status', () => {
         runAgain: 'when the API answers',
       },
     ]);
+    // Every host down (--host): run again once a host is back.
+    out = [];
+    await writeJournal(stopped('run-hosts', Date.now() - 1000, { reason: 'hosts-down', message: 'every host was down for longer than --limit-wait (…)' }));
+    expect(await run('status')).toBe(0);
+    expect(out.find((l) => l.startsWith('The last run (run-hosts) stopped at '))).toMatch(
+      /^The last run \(run-hosts\) stopped at \S+ \(exit 75\) because every host was down: every host was down for longer than --limit-wait \(…\)$/,
+    );
+    expect(out).toContain('Run the same command again once a host is back to go on.');
     // A run after it that ended another way: nothing stopped the plan for a limit any more.
     out = [];
     await writeJournal(stopped('run-done', Date.now(), { reason: 'failures', exitCode: 1, message: '2 of 4 tasks completed' }));

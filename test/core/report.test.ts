@@ -120,7 +120,9 @@ describe('runs and attempts', () => {
       runCost: { measured: { costUsd: 0.12 }, unknown: 0 },
       unrecordedCost: { measured: { costUsd: 0.12 }, unknown: 0 },
     });
-    expect(u!.running).toEqual([{ index: 1, subject: LONG_SUBJECT, attempt: 1, model: 'opus', startedAt: '2026-11-22T01:02:04Z', elapsedMs: 70_000 }]);
+    expect(u!.running).toEqual([
+      { index: 1, subject: LONG_SUBJECT, attempt: 1, model: 'opus', startedAt: '2026-11-22T01:02:04Z', elapsedMs: 70_000, place: null },
+    ]);
     plan.tasks[0]!.status = 'completed';
     expect(unfinishedRun(groupRuns(events), plan, T0)!.unrecordedCost).toEqual({
       measured: expect.objectContaining({ costUsd: 0 }),
@@ -223,6 +225,28 @@ describe('report', () => {
       [['active'], 5000],
       [['active'], 5000],
     ]);
+  });
+
+  it('draws a run with hosts by host and slot: a section for each, a bar per attempt naming its task', () => {
+    // The recorded run, as if its attempts had been placed: task 0 and task 1's second attempt on build1's slot 1, task 1's first on local.
+    const placed = journal().map((e) => {
+      if (e.type !== 'task-started') return e;
+      return e.task === 1 && e.attempt === 1 ? { ...e, host: 'local', slot: 1 } : { ...e, host: 'build1', slot: 1 };
+    });
+    const run = groupRuns(placed)[0]!;
+    const bars = checkGantt(ganttChart(run).split('\n'));
+    expect(bars.map((b) => [b.section, b.name, b.id])).toEqual([
+      ['build1 slot 1', 'task 0 attempt 1 completed 1m00s', 't0a1'],
+      ['build1 slot 1', 'task 1 attempt 2 failed 58s', 't1a2'],
+      ['local slot 1', 'task 1 attempt 1 failed (retried) 1m30s', 't1a1'],
+    ]);
+    expect(attemptRecordsOf(run).map((a) => [a.task, a.host, a.slot])).toEqual([
+      [0, 'build1', 1],
+      [1, 'local', 1],
+      [1, 'build1', 1],
+    ]);
+    // A task still running says where.
+    expect(unfinishedRun(groupRuns(placed.slice(0, 4)), null, T0 + 5000)!.running.map((r) => r.place)).toEqual(['build1:1', 'local:1']);
   });
 
   it('escapes what gantt treats as syntax', () => {

@@ -49,6 +49,7 @@ const allowedBy = (write: StatusWrite) =>
 const TRANSITIONS: Record<string, readonly string[]> = {
   applyDecision: [
     'src/core/engine/conclude.ts',
+    'src/core/engine/hosts.ts',
     'src/core/engine/merge-queue.ts',
     'src/core/engine/record.ts',
     'src/core/engine/review.ts',

@@ -282,6 +282,31 @@ describe('live view', () => {
     expect(screen.text.slice(1).filter((line) => line.endsWith('…'))).toEqual([]);
   });
 
+  it('with hosts, shows where each running task works, and says when a host goes down and comes back', () => {
+    const screen = new Screen();
+    const view = createLiveView({ write: screen.write, columns: 120, color: false, layout: checkout, now: () => T0, baseline: { pending: 2 } });
+    view.update(ev(T0, { type: 'task-started', task: 0, subject: 'Parse', attempt: 1, model: 'opus', logPath: 'l', host: 'build1', slot: 2 }));
+    expect(screen.text.some((line) => /^▸ 0 {2}Parse .* build1:2 starting$/.test(line))).toBe(true);
+    view.update(
+      ev(T0, {
+        type: 'host-down',
+        host: 'build1',
+        reason: 'ssh exited 255',
+        until: '2026-11-22T01:03:00.000Z',
+        faults: 1,
+        lost: [0],
+        message: 'host build1 is down (ssh exited 255): task 0 back to pending, no attempt spent; tried again after 2026-11-22T01:03:00.000Z',
+      }),
+    );
+    view.update(ev(T0, { type: 'host-up', host: 'build1', message: "host build1 works again (task 1's worker finished there)" }));
+    const said = screen.text.join('\n');
+    expect(said).toContain('host build1 is down (ssh exited 255): task 0 back to pending');
+    expect(said).toContain('host build1 works again');
+    expect(describeEvent(ev(T0, { type: 'task-resumed', task: 0, subject: 'Parse', attempt: 1, logPath: 'l', host: 'build1', slot: 2 }), checkout)).toBe(
+      'task 0 resumed (attempt 1, on build1 slot 2): its worker goes on with its conversation: Parse',
+    );
+  });
+
   it('counts the tasks of the plan from its first frame, before the run has started', () => {
     const screen = new Screen();
     const view = createLiveView({ write: screen.write, columns: 100, color: false, layout: checkout, now: () => T0, baseline: { pending: 6 } });
@@ -470,6 +495,7 @@ describe('event schema', () => {
       drained: true,
       limited: true,
       'api-unreachable': true,
+      'hosts-down': true,
     };
     for (const reason of Object.keys(reasons)) {
       const finished = ev(T0, {
@@ -498,6 +524,8 @@ describe('event schema', () => {
       limit: true,
       'task-paused': true,
       'task-resumed': true,
+      'host-down': true,
+      'host-up': true,
       'task-activity': true,
       'task-finished': true,
       'task-skipped': true,
@@ -516,6 +544,7 @@ describe('event schema', () => {
       'dry-run-permissions': true,
       'dry-run-review': true,
       'dry-run-warning': true,
+      'dry-run-host': true,
     };
     expect(types).toEqual(Object.keys(all).sort());
   });

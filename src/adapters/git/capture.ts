@@ -105,6 +105,32 @@ export async function captureWork(dir: string, declared: readonly string[], kept
   return ok({ changed, outside, work: { base: start, entries: work }, aside });
 }
 
+/**
+ * What an attempt did, from a commit holding its worktree as the worker left it (a host's
+ * snapshot, fetched here: run/workspace/host.ts), diffed from `base` in the repository at `repo`:
+ * the same split as `captureWork`, its objects already here. `kept` (provisioning) and Claude
+ * Code's scratch folder are never the worker's.
+ */
+export async function captureCommit(
+  repo: string,
+  declared: readonly string[],
+  kept: readonly string[],
+  base: string,
+  commit: string,
+): Promise<Result<Capture, GitFailure>> {
+  const start = expectObjectId(base, 'base');
+  const diffed = await git(repo, ['diff-tree', '-r', '-z', '--raw', '--no-renames', '--full-index', start, expectObjectId(commit, 'snapshot')]);
+  if (!diffed.ok) return err(failureOf(diffed.error));
+  const entries = parseRaw(diffed.value)
+    .filter((entry) => !keptPath(entry.path, kept) && !(isCliScratch(entry.path) && !coveredBy(entry.path, declared)))
+    .sort((a, b) => byPath(a.path, b.path));
+  const changed = entries.map((entry) => entry.path);
+  const outside = changed.filter((changedPath) => !coveredBy(changedPath, declared));
+  const work = entries.filter((entry) => coveredBy(entry.path, declared));
+  const aside = entries.filter((entry) => !coveredBy(entry.path, declared));
+  return ok({ changed, outside, work: { base: start, entries: work }, aside });
+}
+
 type ObjectEnv = Record<string, string> | undefined;
 
 /**

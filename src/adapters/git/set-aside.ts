@@ -20,6 +20,24 @@ const PATHS_PER_CALL = 500;
  */
 export async function setAsideInWorktree(dir: string, base: string, paths: readonly string[]): Promise<Result<{ tracked: string[] }, GitFailure>> {
   if (paths.length === 0) return ok({ tracked: [] });
+  const held = await heldBy(dir, base, paths);
+  if (!held.ok) return held;
+  const { inBase, tracked } = held.value;
+  const restore = paths.filter((changedPath) => inBase.has(changedPath));
+  if (restore.length > 0) {
+    const checkedOut = await git(dir, ['checkout', '--no-overlay', base, '--pathspec-from-file=-', '--pathspec-file-nul'], {
+      input: `${restore.join('\0')}\0`,
+    });
+    if (!checkedOut.ok) return err(failureOf(checkedOut.error));
+  }
+  for (const changedPath of paths) {
+    if (!inBase.has(changedPath)) await rm(path.join(dir, changedPath), { force: true, recursive: true });
+  }
+  return ok({ tracked });
+}
+
+/** Which of `paths` commit `base` holds (asked of the repository at `dir`), and which of them as regular files, sorted. */
+export async function heldBy(dir: string, base: string, paths: readonly string[]): Promise<Result<{ inBase: Set<string>; tracked: string[] }, GitFailure>> {
   const inBase = new Set<string>();
   const tracked: string[] = [];
   for (let from = 0; from < paths.length; from += PATHS_PER_CALL) {
@@ -33,15 +51,5 @@ export async function setAsideInWorktree(dir: string, base: string, paths: reado
       if (/^100(644|755) /.test(record)) tracked.push(listedPath);
     }
   }
-  const restore = paths.filter((changedPath) => inBase.has(changedPath));
-  if (restore.length > 0) {
-    const checkedOut = await git(dir, ['checkout', '--no-overlay', base, '--pathspec-from-file=-', '--pathspec-file-nul'], {
-      input: `${restore.join('\0')}\0`,
-    });
-    if (!checkedOut.ok) return err(failureOf(checkedOut.error));
-  }
-  for (const changedPath of paths) {
-    if (!inBase.has(changedPath)) await rm(path.join(dir, changedPath), { force: true, recursive: true });
-  }
-  return ok({ tracked: tracked.sort() });
+  return ok({ inBase, tracked: tracked.sort() });
 }

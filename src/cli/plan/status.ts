@@ -143,16 +143,23 @@ export const status: Command = {
     // What a rate or usage limit, or the API out of reach, holds the run back for.
     if (live?.waiting) io.out(`Waiting: ${live.waiting}`);
     if (stopped !== null) {
-      const why = stopped.reason === 'api-unreachable' ? 'the API was out of reach' : 'of a rate or usage limit';
+      const why =
+        stopped.reason === 'api-unreachable'
+          ? 'the API was out of reach'
+          : stopped.reason === 'hosts-down'
+            ? 'every host was down'
+            : 'of a rate or usage limit';
       io.out(`The last run (${stopped.runId}) stopped at ${stopped.finishedAt} (exit 75) because ${why}: ${stopped.message}`);
       io.out(`Run the same command again ${stopped.runAgain} to go on.`);
     }
     if (running.length > 0) {
       io.out(`Running (${running.length}):`);
+      // With hosts, where each works (host:slot).
+      const placed = running.some((r) => r.place !== null);
       io.out(
         table(
-          ['#', 'subject', 'attempt', 'model', 'elapsed'],
-          running.map((r) => [String(r.index), r.subject, String(r.attempt), r.model ?? '—', formatElapsed(r.elapsedMs)]),
+          ['#', 'subject', 'attempt', 'model', ...(placed ? ['host'] : []), 'elapsed'],
+          running.map((r) => [String(r.index), r.subject, String(r.attempt), r.model ?? '—', ...(placed ? [r.place ?? '—'] : []), formatElapsed(r.elapsedMs)]),
           { maxWidth: io.columns, shrink: [{ column: 1 }] },
         ),
       );

@@ -6,6 +6,7 @@
 
 import { emptyGateQueue, enqueue } from '../gate.ts';
 import { depsOf, longestRemainingPath } from '../graph.ts';
+import { newHosts } from '../hosts/placement.ts';
 import { newLimiter } from '../limiter.ts';
 import { computeOverlaps, overlapSets } from '../overlap.ts';
 import { type Plan, attemptsOf, emptyUsage } from '../plan.ts';
@@ -123,5 +124,6 @@ export function initialState(
     stop: null,
     finished: false,
     widened: new Set(),
+    ...(config.hosts !== undefined ? { hosts: newHosts(config.hosts) } : {}),
   };
 }

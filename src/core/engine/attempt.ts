@@ -4,6 +4,7 @@
 
 import type { WorkerRun } from '../failure.ts';
 import type { Decision, PassingDecision } from '../finalize.ts';
+import type { Place } from '../hosts/placement.ts';
 import type { CapturedWork } from '../work.ts';
 
 export type AttemptStage = Attempt['stage'];
@@ -25,6 +26,8 @@ interface AttemptIn<Stage extends string> {
    * (on top of the integration tip); each is ahead of it in the queue. Absent: built on the tip.
    */
   readonly stack?: readonly number[];
+  /** With hosts: the host and slot it works on, from its start (kept, to say where it ran). */
+  readonly place?: Place;
 }
 
 /** Its worker runs in a worktree of its own (or the worktree is being made ready). */
@@ -41,6 +44,8 @@ export interface RunningAttempt extends AttemptIn<'running'> {
   readonly refused?: true;
   /** No worker: it re-checks the work its task's last attempt set aside (core/widen.ts). */
   readonly recheck?: true;
+  /** Why it is lost: its host went down. It ends as soon as its worker stops, no attempt spent. */
+  readonly lost?: string;
 }
 
 /**
@@ -60,6 +65,8 @@ export interface VerifyingAttempt extends AttemptIn<'verifying'> {
   readonly run: WorkerRun;
   /** Why it was cancelled: a candidate of its stack left the queue. It ends as soon as its checks stop. */
   readonly cancelled?: string;
+  /** Why it is lost: its host went down. It ends as soon as its checks stop, no attempt spent. */
+  readonly lost?: string;
 }
 
 /**

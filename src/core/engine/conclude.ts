@@ -13,6 +13,7 @@ import { type StepDraft, attemptIn, emit, kept, runFigure, runOf, stopWith } fro
 import { gotThrough, limiterSettings, mayPause, pause, refusalOf, refuse } from './limits.ts';
 import { type Concluded, concludeRecheck, undeclaredOf, widened } from './set-aside.ts';
 import { applyReviewed } from './review.ts';
+import { endLost, hostServed } from './hosts.ts';
 import { endCancelled } from './speculation.ts';
 import { abortWorkers, checkBudget, reportCascade } from './stop.ts';
 import { finishedEvent, outcomeOf, reasonOf } from './task-finished.ts';
@@ -38,6 +39,11 @@ export function workerFinished(building: StepDraft, task: number, run: WorkerRun
     endCancelled(building, current, whole, true, attempt.cancelled);
     return;
   }
+  if (attempt.lost !== undefined) {
+    endLost(building, { ...current, run: whole }, attempt.lost);
+    return;
+  }
+  hostServed(building, attempt);
   const judgement = judgeRun(run);
   if (judgement.kind === 'verify' && !draft.aborted) {
     building.attempts.set(task, { ...kept(attempt), stage: 'verifying', run: whole });
@@ -82,6 +88,10 @@ export function verified(building: StepDraft, task: number, verification: Verifi
     endCancelled(building, attempt, attempt.run, true, attempt.cancelled);
     return;
   }
+  if (attempt.lost !== undefined) {
+    endLost(building, attempt, attempt.lost);
+    return;
+  }
   const run = attempt.run;
   // An interrupt during the acceptance checks makes their verdict meaningless.
   const decided: Decided = building.draft.aborted ? { passed: false, decision: { kind: 'interrupted' } } : decideFor(building, task, run, verification);
@@ -95,6 +105,10 @@ export function workspaceFailed(building: StepDraft, task: number, reason: strin
   // Stopped while its worktree was being made ready: the speculation was cancelled, nothing failed.
   if (attempt.cancelled !== undefined) {
     endCancelled(building, attempt, runOf(attempt), true, attempt.cancelled);
+    return;
+  }
+  if (attempt.lost !== undefined) {
+    endLost(building, attempt, attempt.lost);
     return;
   }
   building.attempts.delete(task);

@@ -61,11 +61,12 @@ export function runOf(attempt: Attempt): WorkerRun | null {
 /** What a run cost (none: nothing in this run). */
 export const spentBy = (run: WorkerRun | null): UsageFigure => (run !== null ? runFigure(run) : emptyUsage());
 
-/** What an attempt keeps from stage to stage: its task, its number and the stack it was built on. */
-export const kept = (attempt: Attempt): Pick<Attempt, 'task' | 'number' | 'stack'> => ({
+/** What an attempt keeps from stage to stage: its task, its number, the stack it was built on and its place. */
+export const kept = (attempt: Attempt): Pick<Attempt, 'task' | 'number' | 'stack' | 'place'> => ({
   task: attempt.task,
   number: attempt.number,
   ...(attempt.stack !== undefined ? { stack: attempt.stack } : {}),
+  ...(attempt.place !== undefined ? { place: attempt.place } : {}),
 });
 
 /** A run's usage so far with one worker's added: unknown once a worker nothing measured (a Task subagent) is in it. */

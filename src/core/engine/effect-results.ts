@@ -32,6 +32,12 @@ export const workerRefusedEvent = (task: number, refusal: Refusal, progressed: b
   now,
 });
 
+/**
+ * With hosts: foreman's remote side on `host`, or the channel to it, failed (`reason` in words:
+ * `ssh exited 255 with no report`, `silent for 30 s`). Posted before the events its attempts end with.
+ */
+export const hostFaultEvent = (host: string, reason: string, now: number): EventOf<'host-fault'> => ({ type: 'host-fault', host, reason, now });
+
 /** While `start-worker`'s worker runs: the API served it a response. */
 export const workerServedEvent = (task: number, now: number): EventOf<'worker-served'> => ({ type: 'worker-served', task, now });
 

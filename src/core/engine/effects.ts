@@ -5,6 +5,7 @@
 // work (`RecordRequest`, `GateRequest`), with a gate run's answer (`GateRun`).
 
 import type { RunEventBody } from '../events.ts';
+import type { Place } from '../hosts/placement.ts';
 import type { UsageFigure } from '../plan.ts';
 import type { EarlierWork } from '../review.ts';
 import type { CapturedWork } from '../work.ts';
@@ -30,6 +31,8 @@ export type EngineEffect =
       recheck?: string;
       /** The attempt starts from earlier work, not the integration tip (`AttemptStart`). */
       from?: AttemptStart;
+      /** With hosts: where the attempt works (a resumed one, where it kept its worktree). */
+      place?: Place;
     }
   /** Stop this task's worker if it has still done nothing (no response served): a limit refused it. Its event follows as usual. */
   | { type: 'stop-worker'; task: number }

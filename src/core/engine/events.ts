@@ -55,4 +55,11 @@ export type EngineEvent =
    * then what can no longer run is skipped; with a gate and anything to test, its check of the
    * starting commit is due. Nothing starts on this event.
    */
-  | { type: 'set-up'; findings: SetupFindings; now: number };
+  | { type: 'set-up'; findings: SetupFindings; now: number }
+  /**
+   * With hosts: foreman's remote side on `host`, or the channel to it, failed (ssh exiting 255 with
+   * no report, silence past its limit, the host's disk full, git failing there). The host is down
+   * until its back-off ends; its attempts are lost, each ending with the event its worker or checks
+   * end with, no attempt spent. Posted before any event those attempts end with.
+   */
+  | { type: 'host-fault'; host: string; reason: string; now: number };

@@ -162,9 +162,18 @@ function resume(building: StepDraft, task: number): void {
   // It has done something: a limit never costs it that.
   building.attempts.set(task, { ...kept(attempt), stage: 'running', run: attempt.run, progressed: true });
   const logPath = `${draft.config.logDir}/worker-${task}.log`;
-  emit(building, { type: 'task-resumed', task, subject: draft.plan.tasks[task]!.subject, attempt: attempt.number, logPath });
+  const place = attempt.place;
+  const where = place !== undefined ? { host: place.host, slot: place.slot } : {};
+  emit(building, { type: 'task-resumed', task, subject: draft.plan.tasks[task]!.subject, attempt: attempt.number, logPath, ...where });
   const failure = attempt.run.outcome.kind === 'failed' ? describeWorkerFailure(attempt.run.outcome.failure) : 'a limit';
-  building.effects.push({ type: 'start-worker', task, attempt: attempt.number, logPath, resume: { sessionId: attempt.sessionId, reason: failure } });
+  building.effects.push({
+    type: 'start-worker',
+    task,
+    attempt: attempt.number,
+    logPath,
+    resume: { sessionId: attempt.sessionId, reason: failure },
+    ...(place !== undefined ? { place } : {}),
+  });
 }
 
 /** Paused attempts go on first, highest priority first, as far as the limiter lets workers run. */

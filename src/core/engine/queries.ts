@@ -7,6 +7,7 @@ import { allowed, holding } from '../limiter.ts';
 import { statusOf } from '../plan.ts';
 import { byPriority, pickStarts } from '../schedule.ts';
 import { IN_FLIGHT, PAUSED, WAITING_TO_LAND, tasksIn } from './attempt.ts';
+import { hostRoom } from './hosts.ts';
 import { speculativeReady } from './speculation.ts';
 import type { EngineState, Timing } from './state.ts';
 
@@ -56,8 +57,9 @@ export function startable(state: EngineState, asked: number = state.config.concu
   // Nothing starts before the gate has passed the starting commit: it would blame every task.
   if (!gateOpen(state)) return [];
   if (holding(state.limiter, state.now)) return [];
-  const concurrency = allowed(state.limiter, asked);
   const running = new Set(tasksIn(state, IN_FLIGHT));
+  // With hosts, no more than their free slots take new attempts.
+  const concurrency = Math.min(allowed(state.limiter, asked), running.size + hostRoom(state));
   const session = state.config.driver === 'session';
   const speculative = speculativeReady(state);
   const ready = pickStarts({
@@ -103,6 +105,12 @@ export function waitingToLand(state: Pick<EngineState, 'plan' | 'unlanded'>): nu
 
 /** The gate may test candidates, and tasks may start: its check of the starting commit passed, or none was needed. */
 export const gateOpen = (state: Pick<EngineState, 'baseline'>): boolean => state.baseline === 'none' || state.baseline === 'passed';
+
+/** The state as if its hosts had every slot it wants: what would start but for them. */
+export const unplaced = (state: EngineState): EngineState => {
+  const { hosts: _hosts, ...rest } = state;
+  return rest;
+};
 
 /** The state as if no limit held it: what would start but for the hold. */
 export const unheld = (state: EngineState): EngineState => ({ ...state, limiter: { ...state.limiter, holdUntil: 0 } });

@@ -12,7 +12,8 @@ import { endPaused } from './conclude.ts';
 import { type StepDraft, emit } from './draft.ts';
 import { resumePaused, wakeForHold } from './limits.ts';
 import { candidatesWait, laneBusy, startGate } from './merge-queue.ts';
-import { startable, unheld, waitingToLand } from './queries.ts';
+import { placeFor, wakeForHosts } from './hosts.ts';
+import { startable, unheld, unplaced, waitingToLand } from './queries.ts';
 import { record } from './record.ts';
 import { takeStart } from './review.ts';
 import { speculativeStack } from './speculation.ts';
@@ -55,8 +56,10 @@ export function schedule(building: StepDraft): void {
         continue;
       }
     }
+    const forHosts = draft.stop === null && draft.hosts !== undefined && startable(unplaced(draft)).length > 0;
     if (busy) {
       wakeForHold(building);
+      wakeForHosts(building, forHosts);
       return;
     }
     if (draft.stop !== null) {
@@ -68,8 +71,11 @@ export function schedule(building: StepDraft): void {
       finish(building);
       return;
     }
-    // Nothing runs and what could start has started: wait for a limit's hold to end, or the run is over.
-    if (!wakeForHold(building)) finish(building);
+    // Nothing runs and what could start has started: wait for a limit's hold to end, or for a host, or the run is over.
+    if (wakeForHold(building) || wakeForHosts(building, forHosts)) return;
+    // Every host down past --limit-wait: the run stops draining, and nothing runs.
+    if (draft.stop !== null) continue;
+    finish(building);
     return;
   }
 }
@@ -108,6 +114,7 @@ function start(building: StepDraft, task: number): void {
   // (taken now whatever this start is: a later retry starts afresh).
   const taken = takeStart(building, task);
   const earlier = speculation === null && recheck === null ? taken : null;
+  const place = placeFor(building, task);
   markStarted(draft.plan, task);
   building.attempts.set(task, {
     task,
@@ -115,6 +122,7 @@ function start(building: StepDraft, task: number): void {
     stage: 'running',
     ...(speculation !== null ? { stack: speculation.stack } : {}),
     ...(recheck !== null ? { recheck: true } : {}),
+    ...(place !== undefined ? { place } : {}),
   });
   // A Task subagent of a session keeps no log foreman can point to.
   const logPath = draft.config.driver === 'session' ? '' : workerLogPath(draft.config.logDir, task);
@@ -130,6 +138,7 @@ function start(building: StepDraft, task: number): void {
     logPath,
     ...(speculation !== null ? { stack: speculation.stack } : {}),
     ...(earlier !== null ? earlier.event : {}),
+    ...(place !== undefined ? { host: place.host, slot: place.slot } : {}),
   });
   building.effects.push({
     type: 'start-worker',
@@ -139,5 +148,6 @@ function start(building: StepDraft, task: number): void {
     ...(speculation !== null ? { stack: speculation.works } : {}),
     ...(recheck !== null ? { recheck } : {}),
     ...(earlier !== null ? { from: earlier.from } : {}),
+    ...(place !== undefined ? { place } : {}),
   });
 }

@@ -5,6 +5,7 @@
 import type { StopReason } from '../events.ts';
 import type { WorkerFailure } from '../failure.ts';
 import type { GateQueue } from '../gate.ts';
+import type { HostSlots, HostState } from '../hosts/placement.ts';
 import type { Limiter } from '../limiter.ts';
 import type { Plan, UsageFigure } from '../plan.ts';
 import type { SchedulePolicy } from '../schedule.ts';
@@ -45,6 +46,13 @@ export interface EngineConfig {
    * has landed on the branch its subagent starts from.
    */
   driver: EngineDriver;
+  /**
+   * Headless, `--host`: where attempts work, each a host with its slots (core/hosts/placement.ts).
+   * Absent: no hosts; nothing is placed, the workers run here as they always did.
+   */
+  hosts?: readonly HostSlots[];
+  /** A host marked down is tried again after this, doubled per fault in a row. */
+  hostBackoffMs?: number;
 }
 
 export type EngineDriver = 'headless' | 'session';
@@ -106,6 +114,8 @@ export interface EngineState {
   readonly widened: ReadonlySet<number>;
   /** Headless: candidates the gate blamed, retried from their own work: their next attempt starts from it (once). */
   readonly retryFrom?: ReadonlyMap<number, CapturedWork>;
+  /** With hosts (`config.hosts`): each one's state, up or down; absent without hosts. */
+  readonly hosts?: readonly HostState[];
 }
 
 export interface Timing {

@@ -42,6 +42,7 @@ import { verified, workerFinished, workspaceFailed } from './conclude.ts';
 import { type StepDraft, emit } from './draft.ts';
 import type { EngineEffect } from './effects.ts';
 import type { EngineEvent } from './events.ts';
+import { hostFaulted } from './hosts.ts';
 import { announce, workerRefused, workerServed } from './limits.ts';
 import { baselineDue, gated } from './merge-queue.ts';
 import { recorded } from './record.ts';
@@ -113,6 +114,9 @@ export function step(state: EngineState, event: EngineEvent): Step {
       break;
     case 'gated':
       gated(building, event.tasks, event.passed, event.output, event.durationMs);
+      break;
+    case 'host-fault':
+      hostFaulted(building, event.host, event.reason);
       break;
     default:
       assertNever(event, 'engine event');

@@ -56,7 +56,7 @@ export function finish(building: StepDraft): void {
   const draft = building.draft;
   const plan = draft.plan;
   // A drain (asked for, or a limit's wait too long) that ended with every task completed finished the plan.
-  const drained = draft.stop?.reason === 'drained' || draft.stop?.reason === 'limited' || draft.stop?.reason === 'api-unreachable';
+  const drained = ['drained', 'limited', 'api-unreachable', 'hosts-down'].includes(draft.stop?.reason ?? '');
   if (drained && countByStatus(plan).completed === plan.tasks.length) draft.stop = null;
   if (draft.stop === null) {
     const counts = countByStatus(plan);

@@ -26,10 +26,17 @@ export interface AttemptRecord {
   permissionDenials: number | typeof UNKNOWN | null;
   /** What its verification or clean-up found beside the outcome (undeclared changes…); empty when nothing. */
   warnings: string[];
+  /** With hosts (`--host`): the host and slot it worked on; null without. */
+  host: string | null;
+  slot: number | null;
 }
 
 /** An attempt as its start says it: nothing known yet of how it ends. */
-const started = (start: Pick<AttemptRecord, 'task' | 'subject' | 'attempt' | 'model' | 'logPath' | 'startMs'>): AttemptRecord => ({
+const started = (
+  start: Pick<AttemptRecord, 'task' | 'subject' | 'attempt' | 'model' | 'logPath' | 'startMs'> & Partial<Pick<AttemptRecord, 'host' | 'slot'>>,
+): AttemptRecord => ({
+  host: null,
+  slot: null,
   ...start,
   endMs: null,
   outcome: null,
@@ -46,7 +53,15 @@ export function attemptRecordsOf(run: RunRecord): AttemptRecord[] {
   const out: AttemptRecord[] = [];
   for (const e of run.events) {
     if (e.type === 'task-started') {
-      const a = started({ task: e.task, subject: e.subject, attempt: e.attempt, model: e.model, logPath: e.logPath, startMs: timeOf(e.at) });
+      const a = started({
+        task: e.task,
+        subject: e.subject,
+        attempt: e.attempt,
+        model: e.model,
+        logPath: e.logPath,
+        startMs: timeOf(e.at),
+        ...(e.host !== undefined ? { host: e.host, slot: e.slot ?? null } : {}),
+      });
       open.set(e.task, a);
       out.push(a);
     } else if (e.type === 'task-finished') {

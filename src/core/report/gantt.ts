@@ -2,7 +2,7 @@
 // the gate.
 
 import { clipHead, formatDuration } from '../format.ts';
-import { attemptRecordsOf, isFailure } from './attempts.ts';
+import { type AttemptRecord, attemptRecordsOf, isFailure } from './attempts.ts';
 import { gateRunName, gateRunsOf } from './gate-runs.ts';
 import type { RunRecord } from './journal.ts';
 
@@ -23,6 +23,9 @@ export function ganttText(text: string, max = 60): string {
   return cut === '' ? '(untitled)' : cut;
 }
 
+/** A Gantt section of a run with hosts: `build1 slot 2` (an attempt from before hosts, `this machine`). */
+const placeName = (a: AttemptRecord): string => (a.host === null ? 'this machine' : `${a.host} slot ${a.slot}`);
+
 export interface GanttOptions {
   title?: string;
   /** End of bars still running (default: the run's last event). */
@@ -30,26 +33,44 @@ export interface GanttOptions {
 }
 
 /**
- * The run's attempts as a Mermaid Gantt chart: one section per task (in order of first start),
- * one bar per attempt from task-started to task-finished; `crit` marks failed attempts, `done`
+ * The run's attempts as a Mermaid Gantt chart: one section per task (in order of first start) —
+ * with hosts (`--host`), one per host and slot, each bar naming its task — one bar per attempt
+ * from task-started to task-finished; `crit` marks failed attempts, `done`
  * completed ones, `active` the ones still running. Dates are millisecond timestamps (`dateFormat x`).
  */
 export function ganttChart(run: RunRecord, options: GanttOptions = {}): string {
   const attempts = attemptRecordsOf(run);
   const lines = ['gantt', `  title ${ganttText(options.title ?? `Run ${run.runId}`, 100)}`, '  dateFormat x', '  axisFormat %H:%M:%S', '  todayMarker off'];
-  const order: number[] = [];
-  for (const a of [...attempts].sort((x, y) => x.startMs - y.startMs)) if (!order.includes(a.task)) order.push(a.task);
   const runEnd = options.now ?? run.lastMs;
-  for (const task of order) {
-    const mine = attempts.filter((a) => a.task === task);
-    lines.push(`  section ${task} ${ganttText(mine[mine.length - 1]!.subject)}`);
-    mine.forEach((a, k) => {
-      const end = Math.max(a.endMs ?? runEnd, a.startMs + 1);
-      const tags =
-        a.outcome === null ? ['active'] : isFailure(a.outcome) ? ['crit'] : a.outcome === 'completed' || a.outcome === 'awaiting_approval' ? ['done'] : [];
-      const label = `attempt ${a.attempt} ${a.outcome === null ? 'running' : a.outcome === 'retry' ? 'failed (retried)' : a.outcome.replace('_', ' ')}${a.durationMs !== null ? ` ${formatDuration(a.durationMs)}` : ''}`;
-      lines.push(`  ${ganttText(label)} :${[...tags, `t${task}a${k + 1}`, String(Math.round(a.startMs)), String(Math.round(end))].join(', ')}`);
-    });
+  const bar = (a: AttemptRecord, label: string, id: string) => {
+    const end = Math.max(a.endMs ?? runEnd, a.startMs + 1);
+    const tags =
+      a.outcome === null ? ['active'] : isFailure(a.outcome) ? ['crit'] : a.outcome === 'completed' || a.outcome === 'awaiting_approval' ? ['done'] : [];
+    const how = `${a.outcome === null ? 'running' : a.outcome === 'retry' ? 'failed (retried)' : a.outcome.replace('_', ' ')}${a.durationMs !== null ? ` ${formatDuration(a.durationMs)}` : ''}`;
+    lines.push(`  ${ganttText(`${label} ${how}`)} :${[...tags, id, String(Math.round(a.startMs)), String(Math.round(end))].join(', ')}`);
+  };
+  const byStart = [...attempts].sort((x, y) => x.startMs - y.startMs);
+  if (attempts.some((a) => a.host !== null)) {
+    // With hosts: one section per host and slot (in order of first use), a bar per attempt that worked there.
+    const places: string[] = [];
+    for (const a of byStart) if (!places.includes(placeName(a))) places.push(placeName(a));
+    for (const place of places) {
+      lines.push(`  section ${ganttText(place)}`);
+      for (const a of byStart.filter((x) => placeName(x) === place)) {
+        const k = attempts.filter((x) => x.task === a.task).indexOf(a) + 1;
+        bar(a, `task ${a.task} attempt ${a.attempt}`, `t${a.task}a${k}`);
+      }
+    }
+  } else {
+    const order: number[] = [];
+    for (const a of byStart) if (!order.includes(a.task)) order.push(a.task);
+    for (const task of order) {
+      const mine = attempts.filter((a) => a.task === task);
+      lines.push(`  section ${task} ${ganttText(mine[mine.length - 1]!.subject)}`);
+      mine.forEach((a, k) => {
+        bar(a, `attempt ${a.attempt}`, `t${task}a${k + 1}`);
+      });
+    }
   }
   // The gate: one row, a bar per run named by its candidates, red when the stack failed.
   const gateRuns = gateRunsOf(run);

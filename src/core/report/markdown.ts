@@ -232,7 +232,7 @@ function runFailures({ run, attempts, layout }: ReportContext): string[] {
     for (const a of mine.filter((x) => isFailure(x.outcome) || x === last)) {
       const how = a.outcome === null ? 'still running' : a.outcome === 'retry' ? 'failed, retried' : a.outcome.replace('_', ' ');
       out.push(
-        `- Attempt ${a.attempt}${a.model ? ` (${a.model})` : ''}: ${how}${a.durationMs !== null ? ` after ${formatDuration(a.durationMs)}` : ''} — ${a.logPath ? `log \`${a.logPath}\`` : 'no log (a Task subagent in a Claude Code session)'}`,
+        `- Attempt ${a.attempt}${a.model ? ` (${a.model})` : ''}${a.host !== null ? ` on ${markdownCell(a.host)} slot ${a.slot}` : ''}: ${how}${a.durationMs !== null ? ` after ${formatDuration(a.durationMs)}` : ''} — ${a.logPath ? `log \`${a.logPath}\`` : 'no log (a Task subagent in a Claude Code session)'}`,
       );
       if (a.reason) out.push('', fence(clipReason(a.reason, reasonWholeIn(a, run.runId, layout))), '');
     }

@@ -114,6 +114,8 @@ export interface RunningTask {
   model: string | null;
   startedAt: string;
   elapsedMs: number;
+  /** With hosts: where it works, `build1:2` (the host and its slot); null without. */
+  place: string | null;
 }
 
 export interface UnfinishedRun {
@@ -163,6 +165,7 @@ export function unfinishedRun(runs: readonly RunRecord[], plan: Plan | null, now
         model: a.model,
         startedAt: isoSeconds(a.startMs),
         elapsedMs: Math.max(0, now - a.startMs),
+        place: a.host === null ? null : `${a.host}:${a.slot}`,
       })),
     waiting: limitNow(run, now),
     runCost: tallyOf(attempts.map((a) => a.usage ?? undefined)),
@@ -180,8 +183,8 @@ function limitNow(run: RunRecord, now: number): string | null {
 export interface StoppedRun {
   runId: string;
   finishedAt: string;
-  /** `limited`: a rate or usage limit; `api-unreachable`: the API out of reach. */
-  reason: Extract<StopReason, 'limited' | 'api-unreachable'>;
+  /** `limited`: a rate or usage limit; `api-unreachable`: the API out of reach; `hosts-down`: every host down. */
+  reason: Extract<StopReason, 'limited' | 'api-unreachable' | 'hosts-down'>;
   /** The run's own last words. */
   message: string;
   /** For a limit: running again after this goes on (ISO); null for the API out of reach. */
@@ -193,10 +196,16 @@ export interface StoppedRun {
 /** The latest run, when it stopped for a limit or the API out of reach and no run came after it; else null. */
 export function stoppedRun(runs: readonly RunRecord[], now: number): StoppedRun | null {
   const f = runs[runs.length - 1]?.finished;
-  if (f === undefined || f === null || (f.reason !== 'limited' && f.reason !== 'api-unreachable')) return null;
+  if (f === undefined || f === null || (f.reason !== 'limited' && f.reason !== 'api-unreachable' && f.reason !== 'hosts-down')) return null;
   const resumeAfter = f.reason === 'limited' ? (f.resumeAfter ?? null) : null;
   const after = resumeAfter === null ? null : Date.parse(resumeAfter);
   const runAgain =
-    f.reason === 'api-unreachable' ? 'when the API answers' : after === null || after <= now ? 'now (the limit has lifted)' : `after ${clockTime(after, now)}`;
+    f.reason === 'api-unreachable'
+      ? 'when the API answers'
+      : f.reason === 'hosts-down'
+        ? 'once a host is back'
+        : after === null || after <= now
+          ? 'now (the limit has lifted)'
+          : `after ${clockTime(after, now)}`;
   return { runId: f.runId, finishedAt: f.at, reason: f.reason, message: f.message, resumeAfter, runAgain };
 }

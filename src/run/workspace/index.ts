@@ -9,6 +9,7 @@ import type { ShellResult } from '../../adapters/checks.ts';
 import type { ProcessRole } from '../../adapters/orphans.ts';
 import type { Result, WorkerRun } from '../../core/failure.ts';
 import type { Verification } from '../../core/finalize.ts';
+import type { Place } from '../../core/hosts/placement.ts';
 import type { Plan } from '../../core/plan.ts';
 
 export interface WorkspaceRequest {
@@ -19,6 +20,8 @@ export interface WorkspaceRequest {
   /** The commit the attempt starts from, when not `commit`: a re-check's work is what `commit` changed since it. */
   base?: string;
   signal?: AbortSignal;
+  /** With hosts: the host and slot the attempt was placed on (core/engine/hosts.ts); absent: here. */
+  place?: Place;
 }
 
 /**
@@ -64,4 +67,6 @@ export interface Workspaces {
   make(request: WorkspaceRequest): Promise<Result<Workspace, string>>;
   /** Remove every workspace of the plan (its tasks are all done). */
   remove(): Promise<void>;
+  /** Tells `listener` of each failure of a host's own (its channel down, git failing there): absent where every workspace is here. */
+  onHostFault?(listener: (host: string, reason: string) => void): void;
 }

@@ -25,7 +25,7 @@ import type { TimeLimit } from '../../core/time-limit.ts';
 import type { CapturedWork } from '../../core/work.ts';
 import { LIMIT_FLAGS } from '../settings.ts';
 import type { CheckRun, CheckUse, WorkerJob, Workers, Workspace, WorkspaceRequest, Workspaces } from './index.ts';
-import { verifyTask } from './verify.ts';
+import { type WorkPlace, localWork, verifyTask } from './verify.ts';
 
 /** One run of the plan's setup command in a worktree of the pool. */
 export interface WorktreeSetup {
@@ -130,9 +130,14 @@ export class LocalWorkspaces implements Workspaces {
   constructor(
     readonly pool: WorktreePool,
     private readonly plan: Plan,
-    private readonly place: LocalPlace,
+    readonly place: LocalPlace,
     private readonly use: WorkspaceUse,
   ) {}
+
+  /** A worker's refused writes are marked as files the repository has or not (`WorkspaceUse.markTracked`). */
+  get marksTracked(): boolean {
+    return this.use.markTracked;
+  }
 
   async make(request: WorkspaceRequest): Promise<Result<LocalWorkspace, string>> {
     const acquired = await this.pool.acquire(request.commit, request.signal);
@@ -180,14 +185,24 @@ export class LocalWorkspaces implements Workspaces {
     return this.use.markTracked ? withTrackedDenials(run, dir, base) : run;
   }
 
-  async verify(dir: string, base: string, kept: readonly string[], plan: Plan, task: number, signal?: AbortSignal): Promise<Verification> {
+  verify(dir: string, base: string, kept: readonly string[], plan: Plan, task: number, signal?: AbortSignal): Promise<Verification> {
+    return this.verifyWork(localWork(dir), (command, use) => this.runCheck(dir, command, use), { base, kept, plan, task, ...(signal ? { signal } : {}) });
+  }
+
+  /** Verifies an attempt's work where `work` is (here, or a host's slot), its checks run by `runCheck` there: the run's settings, its log and its ref for what was set aside are here. */
+  async verifyWork(
+    work: WorkPlace,
+    runCheck: (command: string, use: CheckUse) => Promise<CheckRun>,
+    attempt: { base: string; kept: readonly string[]; plan: Plan; task: number; signal?: AbortSignal },
+  ): Promise<Verification> {
+    const { base, kept, plan, task, signal } = attempt;
     const verification = await verifyTask(plan.tasks[task]!, {
-      dir,
+      work,
       kept,
       base,
       checkTimeoutMs: this.use.checkTimeoutMs,
       ...(signal ? { signal } : {}),
-      runCheck: (command, use) => this.runCheck(dir, command, use),
+      runCheck,
       task,
       ...(this.use.strictScope ? { strictScope: true } : {}),
       keepAside: (work) => this.place.keepAside(plan, task, work),
@@ -249,7 +264,7 @@ export function permissionsFor(plan: Plan, index: number, root: string, allowedT
 }
 
 /** `run` with each refused write marked as a file the repository has at `base` (or not). */
-async function withTrackedDenials(run: WorkerRun, dir: string, base: string): Promise<WorkerRun> {
+export async function withTrackedDenials(run: WorkerRun, dir: string, base: string): Promise<WorkerRun> {
   const paths = run.permissionDenials.flatMap((denial) => (denial.path !== undefined ? [denial.path] : []));
   if (paths.length === 0) return run;
   const tracked = (await regularFilesIn(dir, base, paths)) ?? new Set<string>();

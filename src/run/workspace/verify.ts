@@ -6,7 +6,7 @@
 
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
-import { captureWork } from '../../adapters/git/capture.ts';
+import { type Capture, captureWork } from '../../adapters/git/capture.ts';
 import { setAsideInWorktree } from '../../adapters/git/set-aside.ts';
 import type { CheckedWork, Verification } from '../../core/finalize.ts';
 import type { AcceptanceResult } from '../../core/attempt-failure.ts';
@@ -19,9 +19,26 @@ import { type CapturedWork, pathsOf } from '../../core/work.ts';
 import { LIMIT_FLAGS } from '../settings.ts';
 import type { CheckRun, CheckUse } from './index.ts';
 
+/** Where an attempt's work is looked at: its worktree here (`localWork`), or a host's slot (./host.ts). */
+export interface WorkPlace {
+  /** The attempt's work as git's objects here (core/work.ts), split by the declared paths (adapters/git/capture.ts). */
+  capture(declared: readonly string[], kept: readonly string[], base?: string): Promise<Result<Capture, GitFailure>>;
+  /** `paths` put back as `base` has them (adapters/git/set-aside.ts); those `base` holds as regular files. */
+  setAside(base: string, paths: readonly string[]): Promise<Result<{ tracked: string[] }, GitFailure>>;
+  /** Whether the repository path `path` (a file, or a directory) is there. */
+  exists(path: string): Promise<boolean>;
+}
+
+/** The worktree `dir` on this machine. */
+export const localWork = (dir: string): WorkPlace => ({
+  capture: (declared, kept, base) => captureWork(dir, declared, kept, base),
+  setAside: (base, paths) => setAsideInWorktree(dir, base, paths),
+  exists: (path) => exists(join(dir, path)),
+});
+
 export interface VerifyOptions {
   /** The attempt's worktree. */
-  dir: string;
+  work: WorkPlace;
   /** What provisioning put in the worktree (dependency folders, `.worktreeinclude` copies): never the worker's change. */
   kept: readonly string[];
   /** The commit the worktree was at when the attempt started (the worker may have committed since). */
@@ -44,13 +61,13 @@ const exists = (p: string) =>
     () => false,
   );
 
-/** Declared created files missing from `dir`, and declared modified files the attempt did not change. */
-export async function spotCheck(task: Task, dir: string, changed: readonly string[]): Promise<Pick<CheckedWork, 'missingCreated' | 'unchangedModified'>> {
+/** Declared created files missing from the worktree, and declared modified files the attempt did not change. */
+export async function spotCheck(task: Task, work: WorkPlace, changed: readonly string[]): Promise<Pick<CheckedWork, 'missingCreated' | 'unchangedModified'>> {
   const { create, modify } = task.metadata.files;
   const missingCreated: string[] = [];
   for (const p of create) {
     // A created directory path counts when the directory exists.
-    if (!(await exists(join(dir, isDirPath(p) ? p.slice(0, -1) : p)))) missingCreated.push(p);
+    if (!(await work.exists(isDirPath(p) ? p.slice(0, -1) : p))) missingCreated.push(p);
   }
   const unchangedModified = modify.filter((p) => !changed.some((c) => coveredBy(c, [p])));
   return { missingCreated, unchangedModified };
@@ -83,7 +100,7 @@ export async function runAcceptance(task: Task, options: VerifyOptions): Promise
 }
 
 export async function verifyTask(task: Task, options: VerifyOptions): Promise<Verification> {
-  const captured = await captureWork(options.dir, writesOf(task), options.kept, options.base);
+  const captured = await options.work.capture(writesOf(task), options.kept, options.base);
   if (!captured.ok) return err(describeGitFailure(captured.error));
   const { outside, work, aside } = captured.value;
   let setAside: SetAside | undefined;
@@ -93,7 +110,7 @@ export async function verifyTask(task: Task, options: VerifyOptions): Promise<Ve
         ? null
         : await options.keepAside({ base: work.base, entries: [...work.entries, ...aside].sort((a, b) => byPath(a.path, b.path)) });
     // The checks judge the work that would land: the worktree without what was set aside.
-    const restored = await setAsideInWorktree(options.dir, work.base, outside);
+    const restored = await options.work.setAside(work.base, outside);
     if (!restored.ok)
       return err(`what it changed outside its declared files (${outside.join(', ')}) could not be set aside: ${describeGitFailure(restored.error)}`);
     setAside = {
@@ -103,7 +120,7 @@ export async function verifyTask(task: Task, options: VerifyOptions): Promise<Ve
       ...(kept?.ok === false ? { keepFailure: describeGitFailure(kept.error) } : kept === null ? { keepFailure: 'nothing keeps it here' } : {}),
     };
   }
-  const spot = await spotCheck(task, options.dir, pathsOf(work));
+  const spot = await spotCheck(task, options.work, pathsOf(work));
   const failedSpot =
     (options.strictScope === true && outside.length > 0) || spot.missingCreated.length > 0 || (spot.unchangedModified.length > 0 && work.entries.length === 0);
   const acceptance = failedSpot ? [] : await runAcceptance(task, options);

@@ -1,0 +1,14 @@
+// The remote side's entry point, bundled alone into host.mjs (src/adapters/host/program.ts):
+// run by the bootstrap's loader (src/adapters/host/bootstrap.ts) as `node -e LOADER <size> <work
+// dir> <keep|memory> [<kept file>]`. Everything it makes is private to the host's user.
+
+import { main } from './main.ts';
+
+process.umask(0o077);
+const workDir = process.argv[2];
+if (workDir === undefined || !workDir.startsWith('/')) {
+  process.stderr.write('foreman host: run by foreman with the absolute work dir as its argument\n');
+  process.exit(2);
+}
+// A dry run's program writes nothing on the host.
+void main(workDir, process.argv[3] === 'memory');

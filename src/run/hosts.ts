@@ -1,0 +1,130 @@
+// A run's ssh hosts before anything starts, and their channels while it runs. Each host's channel
+// is opened (the person's own ssh, BatchMode) and its checks asked (src/host/checks.ts, judged by
+// core/host-checks.ts): a host that cannot be reached or fails a check that stops it is left out,
+// named with its reason and fix. A dry run opens the channels with nothing kept on the hosts and
+// closes them. A run keeps each checked channel for its workspaces (run/workspace/host.ts), and
+// opens another once one went down, when an attempt is placed there again after its back-off.
+
+import { type HostChannel, openChannel } from '../adapters/host/channel.ts';
+import { type SshHost as SshTarget, sshTransport } from '../adapters/host/ssh.ts';
+import type { HostFault } from '../adapters/host/transport.ts';
+import { type Result, ok } from '../core/failure.ts';
+import { type HostProblem, hostProblems } from '../core/host-checks.ts';
+import type { HostFindings, ObjectFormat } from '../core/host-protocol.ts';
+import type { HostCheckResult } from '../core/hosts/host-facts.ts';
+import type { Host, SshHost } from '../core/hosts/url.ts';
+
+/** What the channel is given of a host: where ssh reaches it, and its programs there. */
+export const sshTarget = (host: SshHost): SshTarget => ({
+  kind: 'ssh',
+  host: host.host,
+  workDir: host.workDir,
+  claude: host.claude,
+  node: host.node,
+  ...(host.user !== undefined ? { user: host.user } : {}),
+  ...(host.port !== undefined ? { port: host.port } : {}),
+});
+
+/** One host as the checks found it. */
+export interface CheckedHost {
+  host: SshHost;
+  results: HostCheckResult[];
+  /** Why it is left out of the run (its reasons and fixes, one line); null: it takes part. */
+  leftOut: string | null;
+  /** Its channel, open (a run's), or null (a dry run's, closed; or it could not be opened). */
+  channel: HostChannel | null;
+}
+
+export interface HostCheckNeedsOfRun {
+  objectFormat: ObjectFormat;
+  /** Whether the run's workers are sandboxed: the sandbox's tools missing then leave a host out. */
+  sandbox: boolean;
+  /** A dry run: nothing is written on any host, and the channels are closed once checked. */
+  dryRun: boolean;
+  /** foreman's environment: ssh is started with its PATH and login variables only. */
+  env: NodeJS.ProcessEnv;
+}
+
+const gib = (bytes: number): string => `${(bytes / 1024 ** 3).toFixed(1)} GiB`;
+
+/** What each check found, said plainly, with its problem (when it has one) as what failed. */
+function checkResults(found: HostFindings, problems: readonly HostProblem[]): HostCheckResult[] {
+  const of = (check: HostProblem['check'], name: string, saw: string): HostCheckResult => {
+    const problem = problems.find((p) => p.check === check);
+    return problem === undefined ? { check: name, passed: true, found: saw, fix: null } : { check: name, passed: false, found: problem.message, fix: null };
+  };
+  const auth =
+    found.auth === null
+      ? 'not asked'
+      : found.auth.kind === 'logged-in'
+        ? `logged in (${found.auth.method})`
+        : found.auth.kind === 'logged-out'
+          ? 'logged out'
+          : `it could not say (${found.auth.why})`;
+  return [
+    { check: 'ssh', passed: true, found: 'reached without a prompt; foreman’s program runs there', fix: null },
+    of('git', 'git', found.git.version ?? found.git.path ?? 'not found'),
+    of('node', 'node', `${found.node.version} (${found.node.path})`),
+    of('claude', 'claude', found.claude.path ?? 'not found'),
+    of('auth', 'claude auth status', auth),
+    of('sandbox', 'sandbox tools', found.sandbox.map((tool) => `${tool.name} ${tool.path === null ? 'missing' : 'found'}`).join(', ') || 'none needed'),
+    of('disk', 'free disk', found.workDir.freeBytes === null ? 'unknown' : `${gib(found.workDir.freeBytes)} free at ${found.workDir.checkedAt}`),
+  ];
+}
+
+/** Reaches and checks one host; its channel kept open unless it is left out or the run is a dry run. */
+async function checkHost(host: SshHost, needs: HostCheckNeedsOfRun): Promise<CheckedHost> {
+  const opened = await openChannel(sshTransport(sshTarget(host), needs.env), { keep: !needs.dryRun });
+  if (!opened.ok)
+    return { host, results: [{ check: 'ssh', passed: false, found: opened.error.message, fix: null }], leftOut: opened.error.message, channel: null };
+  const channel = opened.value;
+  const asked = await channel.request({ op: 'checks', claude: host.claude });
+  if (!asked.ok) {
+    await channel.close();
+    const why = asked.error.kind === 'down' ? asked.error.fault.message : asked.error.message;
+    return { host, results: [{ check: 'ssh', passed: false, found: why, fix: null }], leftOut: why, channel: null };
+  }
+  const problems = hostProblems(asked.value, {
+    objectFormat: needs.objectFormat,
+    claude: host.claude,
+    minFreeBytes: host.freeMb * 1024 ** 2,
+    sandbox: needs.sandbox,
+  });
+  const stopping = problems.filter((problem) => problem.stops);
+  const leftOut = stopping.length === 0 ? null : stopping.map((problem) => problem.message).join('; ');
+  if (needs.dryRun || leftOut !== null) await channel.close();
+  return { host, results: checkResults(asked.value, problems), leftOut, channel: needs.dryRun || leftOut !== null ? null : channel };
+}
+
+/** Every ssh host of `hosts` checked, at once, in their order. */
+export function checkHosts(hosts: readonly Host[], needs: HostCheckNeedsOfRun): Promise<CheckedHost[]> {
+  return Promise.all(hosts.flatMap((host) => (host.kind === 'ssh' ? [checkHost(host, needs)] : [])));
+}
+
+/** A host's channels over a run: the checked one first, a new one once it went down; every one closed at the end. */
+export class HostLink {
+  private readonly opened: HostChannel[] = [];
+  private first: HostChannel | null;
+
+  constructor(
+    readonly host: SshHost,
+    checked: HostChannel | null,
+    private readonly env: NodeJS.ProcessEnv,
+  ) {
+    this.first = checked;
+    if (checked !== null) this.opened.push(checked);
+  }
+
+  async connect(): Promise<Result<HostChannel, HostFault>> {
+    const first = this.first;
+    this.first = null;
+    if (first !== null && first.down === null) return ok(first);
+    const opened = await openChannel(sshTransport(sshTarget(this.host), this.env), { keep: true });
+    if (opened.ok) this.opened.push(opened.value);
+    return opened;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.opened.map((channel) => channel.close()));
+  }
+}

@@ -1,0 +1,484 @@
+// Workspaces on a host (`--host ssh://…`): the same interface as the local pool's (./index.ts),
+// reached over the host's one channel (adapters/host/channel.ts). A slot is a worktree of the run's
+// repository under `<work dir>/<repository id>/<plan id>/slots/<slot>`: made at the attempt's base
+// commit (its objects sent first, without what the host has), provisioned (the setup command;
+// `.worktreeinclude` files only with `include=1`, a symbolic link sent as a link), where the
+// worker runs (the same `runWorker`, its process a `run` there) and the checks run. Capture is a
+// snapshot commit made there and fetched back, so the captured work's objects are here, where the
+// integration reads them. Every name, path, prompt and command travels as data (argv, stdin);
+// nothing is written outside the work dir. A failure of the host's own (the channel down, git
+// failing there) is told as a host fault (`onFault`): the engine loses the attempt, spends none.
+
+import { createHash, randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { PassThrough } from 'node:stream';
+import { BoundedOutput, DEFAULT_MAX_OUTPUT_BYTES } from '../../adapters/checks.ts';
+import { captureCommit } from '../../adapters/git/capture.ts';
+import { includedFiles } from '../../adapters/git/included.ts';
+import type { Git } from '../../adapters/git/repository.ts';
+import { runGit } from '../../adapters/git/runner.ts';
+import { heldBy } from '../../adapters/git/set-aside.ts';
+import type { HostChannel, RequestError } from '../../adapters/host/channel.ts';
+import { fetchCommit, sendCommit } from '../../adapters/host/objects.ts';
+import type { HostFault } from '../../adapters/host/transport.ts';
+import type { WorkerPlace, WorkerProcess, WorkerProcessEnd } from '../../adapters/worker.ts';
+import { type Result, type WorkerRun, err, ok } from '../../core/failure.ts';
+import type { Verification } from '../../core/finalize.ts';
+import { clipTail, oneLine } from '../../core/format.ts';
+import type { GitFailure } from '../../core/git-text.ts';
+import type { CommandExit, HostEvent, ObjectFormat } from '../../core/host-protocol.ts';
+import type { SshHost } from '../../core/hosts/url.ts';
+import type { Plan } from '../../core/plan.ts';
+import type { CheckRun, CheckUse, WorkerJob, Workspace, WorkspaceRequest, Workspaces } from './index.ts';
+import { type LocalWorkspaces, permissionsFor, withTrackedDenials } from './local.ts';
+import type { WorkPlace } from './verify.ts';
+
+/** Git on the host runs without hooks or fsmonitor, and takes every pathspec literally, as here (git ≥ 2.31 reads these). */
+const HOST_GIT_ENV: Record<string, string> = {
+  GIT_CONFIG_COUNT: '2',
+  GIT_CONFIG_KEY_0: 'core.hooksPath',
+  GIT_CONFIG_VALUE_0: '/dev/null',
+  GIT_CONFIG_KEY_1: 'core.fsmonitor',
+  GIT_CONFIG_VALUE_1: 'false',
+  GIT_LITERAL_PATHSPECS: '1',
+  // The snapshot commit's author: foreman's own, never the host user's (who may have none).
+  GIT_AUTHOR_NAME: 'foreman',
+  GIT_AUTHOR_EMAIL: 'foreman@localhost',
+  GIT_COMMITTER_NAME: 'foreman',
+  GIT_COMMITTER_EMAIL: 'foreman@localhost',
+};
+
+/**
+ * Makes slot `$1` a worktree at commit `$2`: a new one, or the one there reset and cleaned (what
+ * an earlier attempt and its provisioning left goes). Prints its real path.
+ */
+const MAKE_SLOT = [
+  'set -e',
+  'if [ -d "$1" ]; then cd "$1"; git reset -q --hard "$2"; git clean -q -ffdx; else git --git-dir=repository.git worktree add -q --detach "$1" "$2"; cd "$1"; fi',
+  'pwd -P',
+].join('\n');
+
+/**
+ * The slot as the worker left it, as a commit whose parent is the attempt's base `$2`: its index
+ * copied to `$1` (so what it staged counts and unchanged files are not hashed again), every change
+ * git does not ignore added, what provisioning put there (`$3…`) put back as the base has it.
+ */
+const SNAPSHOT = [
+  'set -e',
+  'index=$1 base=$2; shift 2',
+  'cp "$(git rev-parse --git-path index)" "$index"',
+  'export GIT_INDEX_FILE="$index"',
+  'git add -A .',
+  'if [ $# -gt 0 ]; then git reset -q "$base" -- "$@"; fi',
+  'tree=$(git write-tree)',
+  'rm -f "$index"',
+  'git commit-tree "$tree" -p "$base" -m "foreman: the attempt\'s worktree"',
+].join('\n');
+
+/** Writes its stdin to the slot's file `$1` (its folders made). */
+const WRITE_FILE = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"';
+/** Makes the slot's `$1` a symbolic link to `$2`, as written (never followed). */
+const WRITE_LINK = 'mkdir -p -- "$(dirname -- "$1")" && rm -f -- "$1" && ln -s -- "$2" "$1"';
+/** Whether the slot's `$1` is there (a dangling link counts). */
+const EXISTS = '[ -e "$1" ] || [ -L "$1" ]';
+
+/** A folder name for the repository on a host: its name and a hash of where it is here, so two repositories never share one. */
+export function repositoryId(repo: string): string {
+  const name = (repo.split('/').filter(Boolean).at(-1) ?? 'repository').replace(/[^A-Za-z0-9._-]/g, '-').replace(/^[^A-Za-z0-9]+/, '');
+  return `${name.slice(0, 40) || 'repository'}-${createHash('sha256').update(repo).digest('hex').slice(0, 12)}`;
+}
+
+/** The local repository's object format, which the host's run repository takes. */
+export async function objectFormatOf(repo: string): Promise<ObjectFormat> {
+  const said = await runGit(['rev-parse', '--show-object-format'], { cwd: repo });
+  return said.ok && said.value.trim() === 'sha256' ? 'sha256' : 'sha1';
+}
+
+/** What a host's workspaces work with. */
+export interface HostContext {
+  host: SshHost;
+  /** The host's channel: the one the checks opened first, then a new one after a fault. */
+  connect: () => Promise<Result<HostChannel, HostFault>>;
+  /** The run's local workspaces: the settings, the log and the ref for set-aside work (`verifyWork`). */
+  local: LocalWorkspaces;
+  repo: string;
+  git: Git;
+  planId: string;
+  plan: Plan;
+  objectFormat: ObjectFormat;
+  setupTimeoutMs: number;
+  /** Workers sandboxed (`--sandbox on`): Claude Code's sandbox on the host (bubblewrap there). */
+  sandbox: boolean;
+  /** A failure of the host's own: the engine marks it down and loses its attempts. */
+  onFault: (host: string, reason: string) => void;
+}
+
+/** The host's channel with the run's folder taken on it. */
+interface Connection {
+  channel: HostChannel;
+  /** The run's folder there, real path. */
+  dir: string;
+  /** Commits sent into its repository: a later bundle leaves out what they reach. */
+  sent: Set<string>;
+}
+
+/** How a command ran on the host: its exit and what it printed, or the channel's failure. */
+type HostRun = Result<{ exit: CommandExit; stdout: string; output: BoundedOutput; durationMs: number }, RequestError>;
+
+export class HostWorkspaces implements Workspaces {
+  private connection: Promise<Result<Connection, string>> | null = null;
+
+  constructor(private readonly context: HostContext) {}
+
+  get name(): string {
+    return this.context.host.name;
+  }
+
+  /** A failure of the host's own, told once per channel; `message` as the attempt's reason. */
+  fault(reason: string): string {
+    this.context.onFault(this.name, reason);
+    return `host ${this.name}: ${reason}`;
+  }
+
+  /** The channel and run folder, opened again once the one before went down. */
+  connect(): Promise<Result<Connection, string>> {
+    if (this.connection !== null) {
+      const current = this.connection;
+      return current.then((made) => (made.ok && made.value.channel.down !== null ? this.reconnect() : current));
+    }
+    return this.reconnect();
+  }
+
+  private reconnect(): Promise<Result<Connection, string>> {
+    this.connection = (async (): Promise<Result<Connection, string>> => {
+      const opened = await this.context.connect();
+      if (!opened.ok) return err(this.fault(opened.error.message));
+      const channel = opened.value;
+      channel.onDown((fault) => this.context.onFault(this.name, fault.message));
+      const run = await channel.request({
+        op: 'open-run',
+        repository: repositoryId(this.context.repo),
+        plan: this.context.planId,
+        objectFormat: this.context.objectFormat,
+      });
+      if (!run.ok) return err(this.requestFault('take the run’s folder', run.error));
+      return ok({ channel, dir: run.value.dir, sent: new Set<string>() });
+    })();
+    const made = this.connection;
+    // A failed opening is tried again by the next attempt placed here (after the host's back-off).
+    void made.then((result) => {
+      if (!result.ok && this.connection === made) this.connection = null;
+    });
+    return made;
+  }
+
+  /** A request that failed: the channel down (told by its listener already), or the host failing it. */
+  requestFault(doing: string, error: RequestError): string {
+    if (error.kind === 'down') return `host ${this.name}: ${error.fault.message}`;
+    return this.fault(`could not ${doing} there: ${error.message}`);
+  }
+
+  /** Runs `argv` in the run's folder there (`cwd` inside it), its stdin `input`. */
+  async run(
+    connection: Connection,
+    argv: string[],
+    use: { cwd: string; env?: Record<string, string>; input?: Buffer; signal?: AbortSignal },
+  ): Promise<HostRun> {
+    const started = performance.now();
+    const max = DEFAULT_MAX_OUTPUT_BYTES;
+    const output = new BoundedOutput(Math.floor(max / 2), max - Math.floor(max / 2));
+    const stdout: Buffer[] = [];
+    const ended = await connection.channel.request(
+      { op: 'run', argv, cwd: use.cwd, env: use.env ?? {}, stdin: use.input !== undefined },
+      {
+        ...(use.input !== undefined ? { input: use.input } : {}),
+        ...(use.signal ? { signal: use.signal } : {}),
+        onEvent: (event: HostEvent) => {
+          if (event.kind !== 'stdout' && event.kind !== 'stderr') return;
+          const bytes = Buffer.from(event.data, 'base64');
+          output.push(bytes);
+          if (event.kind === 'stdout') stdout.push(bytes);
+        },
+      },
+    );
+    if (!ended.ok) return ended;
+    return ok({ exit: ended.value, stdout: Buffer.concat(stdout).toString('utf8'), output, durationMs: Math.round(performance.now() - started) });
+  }
+
+  /** A git script of foreman's there: its stdout, or (a host fault, told) why it failed. */
+  async git(connection: Connection, doing: string, cwd: string, script: string, args: string[]): Promise<Result<string, string>> {
+    const ran = await this.run(connection, ['sh', '-c', script, 'foreman', ...args], { cwd, env: HOST_GIT_ENV });
+    if (!ran.ok) return err(this.requestFault(doing, ran.error));
+    const exit = ran.value.exit;
+    if (exit.kind === 'exited' && exit.code === 0) return ok(ran.value.stdout);
+    const why =
+      exit.kind === 'exited' ? clipTail(oneLine(ran.value.output.toString()), 300) || `exit ${exit.code}` : exit.kind === 'killed' ? exit.signal : exit.message;
+    return err(this.fault(`git failed there as it tried to ${doing}: ${why}`));
+  }
+
+  async make(request: WorkspaceRequest): Promise<Result<Workspace, string>> {
+    const slot = request.place?.slot;
+    if (slot === undefined) throw new Error(`host ${this.name}: an attempt without a slot`);
+    const connected = await this.connect();
+    if (!connected.ok) return connected;
+    const connection = connected.value;
+    if (!connection.sent.has(request.commit)) {
+      const sent = await sendCommit(connection.channel, this.context.repo, request.commit, [...connection.sent]);
+      if (!sent.ok) return err(sent.error.kind === 'local' ? sent.error.message : this.requestFault('receive the commit', sent.error));
+      connection.sent.add(request.commit);
+    }
+    const cwd = `slots/${slot}`;
+    const made = await this.git(connection, 'make the slot’s worktree', '.', MAKE_SLOT, [cwd, request.commit]);
+    if (!made.ok) return made;
+    const dir = made.value.trim();
+    const kept = await this.provision(connection, cwd, request.signal);
+    if (!kept.ok) return kept;
+    return ok(new HostWorkspace(this, connection, { cwd, dir, base: request.base ?? request.commit, kept: kept.value }));
+  }
+
+  /** The `.worktreeinclude` files (with `include=1`), then the plan's setup command: what provisioning put there, or why it failed. */
+  private async provision(connection: Connection, cwd: string, signal?: AbortSignal): Promise<Result<string[], string>> {
+    const kept: string[] = [];
+    if (this.context.host.include) {
+      for (const file of await includedFiles(this.context.git, this.context.repo)) {
+        const ran =
+          file.link === null
+            ? await this.run(connection, ['sh', '-c', WRITE_FILE, 'foreman', file.path], { cwd, input: await readFile(`${this.context.repo}/${file.path}`) })
+            : await this.run(connection, ['sh', '-c', WRITE_LINK, 'foreman', file.path, file.link], { cwd });
+        if (!ran.ok) return err(this.requestFault(`write ${file.path}`, ran.error));
+        if (ran.value.exit.kind !== 'exited' || ran.value.exit.code !== 0)
+          return err(this.fault(`could not write ${file.path} there: ${clipTail(oneLine(ran.value.output.toString()), 300)}`));
+        kept.push(file.path);
+      }
+    }
+    const command = this.context.plan.context?.setupCommand;
+    if (command === undefined || command.trim() === '') return ok(kept);
+    const setup = await this.check(connection, cwd, command, { timeoutMs: this.context.setupTimeoutMs, ...(signal ? { signal } : {}) });
+    if (setup.exitCode === 0 && !setup.timedOut) return ok(kept);
+    const how = setup.timedOut ? `timed out after ${Math.round(this.context.setupTimeoutMs / 1000)} s` : `failed (exit ${setup.exitCode ?? setup.signal})`;
+    return err(`the setup command \`${command}\` ${how} on host ${this.name}: ${clipTail(oneLine(setup.output), 300)}`);
+  }
+
+  /** `command` by `sh -c` in the slot, as a check is run here: its output, its time limit, cancelled by `signal`. */
+  async check(connection: Connection, cwd: string, command: string, use: Pick<CheckUse, 'timeoutMs' | 'signal'>): Promise<CheckRun> {
+    const stop = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      stop.abort();
+    }, use.timeoutMs);
+    const onAbort = () => stop.abort();
+    use.signal?.addEventListener('abort', onAbort, { once: true });
+    if (use.signal?.aborted) stop.abort();
+    const started = performance.now();
+    const ran = await this.run(connection, ['sh', '-c', command], { cwd, signal: stop.signal });
+    clearTimeout(timer);
+    use.signal?.removeEventListener('abort', onAbort);
+    const aborted = use.signal?.aborted === true;
+    if (!ran.ok) {
+      const message = this.requestFault('run a check', ran.error);
+      return {
+        exitCode: null,
+        timedOut: false,
+        aborted,
+        output: message,
+        outputBytes: message.length,
+        durationMs: Math.round(performance.now() - started),
+        sandboxRefusal: null,
+      };
+    }
+    const exit = ran.value.exit;
+    const output = exit.kind === 'not-started' ? exit.message : ran.value.output.toString();
+    return {
+      exitCode: exit.kind === 'exited' ? exit.code : null,
+      ...(exit.kind === 'killed' ? { signal: exit.signal } : {}),
+      timedOut,
+      aborted,
+      output,
+      outputBytes: exit.kind === 'not-started' ? output.length : ran.value.output.total,
+      durationMs: ran.value.durationMs,
+      sandboxRefusal: null,
+    };
+  }
+
+  async runWorker(connection: Connection, slot: HostSlot, job: WorkerJob): Promise<WorkerRun> {
+    const { plan, allowedTools, ...request } = job;
+    // The rules are anchored at the slot's real path there, as the CLI there matches them.
+    const tools = permissionsFor(plan, job.taskIndex, slot.dir, allowedTools);
+    const run = await this.context.local.place.workers.run({
+      ...request,
+      claudeBin: this.context.host.claude,
+      cwd: slot.dir,
+      allowedTools: tools.allow,
+      deniedTools: tools.deny,
+      rulesOf: this.context.repo,
+      place: this.workerPlace(connection, slot),
+      ...(this.context.sandbox ? { sandbox: { allowedDomains: plan.context?.checkNetwork ?? [] } } : {}),
+    });
+    return this.context.local.marksTracked ? withTrackedDenials(run, this.context.repo, slot.base) : run;
+  }
+
+  /** Where a worker's process runs: the slot there, its output streamed back to the same parser and log as a local worker's. */
+  private workerPlace(connection: Connection, slot: HostSlot): WorkerPlace {
+    return {
+      realCwd: async () => slot.dir,
+      // A short folder in the work dir (the sandbox's bridge sockets live there, and a socket's
+      // path may not pass 107 bytes), which the remote side lets a command take as its TMPDIR.
+      ownTmp: async (task) => {
+        const path = `${this.context.host.workDir.replace(/\/+$/, '')}/.t/${task}-${randomBytes(3).toString('hex')}`;
+        const made = await this.run(connection, ['sh', '-c', 'umask 077 && mkdir -p -- "$1" && cd -- "$1" && pwd -P', 'foreman', path], { cwd: '.' });
+        const realPath = made.ok ? made.value.stdout.trim() || path : path;
+        return { path, realPath, remove: async () => void (await this.run(connection, ['rm', '-rf', '--', path], { cwd: '.' })) };
+      },
+      // The host's own login is used; nothing of the person's settings travels.
+      loginSettings: async () => ({}),
+      start: (spawn) => this.workerProcess(connection, slot.cwd, spawn.file, spawn.args, spawn.input, spawn.own),
+    };
+  }
+
+  private workerProcess(connection: Connection, cwd: string, file: string, args: string[], input: string, own: Record<string, string>): WorkerProcess {
+    const stdout = new PassThrough();
+    const stderr = new PassThrough();
+    const stop = new AbortController();
+    const exits: Array<() => void> = [];
+    const ended = connection.channel
+      .request(
+        { op: 'run', argv: [file, ...args], cwd, env: own, stdin: true },
+        {
+          input: Buffer.from(input),
+          signal: stop.signal,
+          onEvent: (event) => {
+            if (event.kind === 'stdout') stdout.write(Buffer.from(event.data, 'base64'));
+            else if (event.kind === 'stderr') stderr.write(Buffer.from(event.data, 'base64'));
+          },
+        },
+      )
+      .then((answer): WorkerProcessEnd => {
+        stdout.end();
+        stderr.end();
+        for (const listener of exits) listener();
+        if (!answer.ok) return { spawnError: { message: this.requestFault('run the worker', answer.error) } };
+        const exit = answer.value;
+        if (exit.kind === 'not-started') return { spawnError: { message: `${exit.message} (on host ${this.name})` } };
+        return exit.kind === 'exited' ? { exitCode: exit.code } : { signal: exit.signal };
+      });
+    return {
+      stdout,
+      stderr,
+      // The host ends the worker's process group (SIGTERM, then SIGKILL) when its run is cancelled.
+      terminate: () => {
+        stop.abort();
+        return ended;
+      },
+      groupLeft: () => false,
+      onExit: (listener) => void exits.push(listener),
+      ended,
+      // What it left outside its group there carries the run's marker, ended with the run's remote side.
+      endLeftovers: async () => '',
+    };
+  }
+
+  verify(connection: Connection, slot: HostSlot, plan: Plan, task: number, signal?: AbortSignal): Promise<Verification> {
+    return this.context.local.verifyWork(this.workPlace(connection, slot), (command, use) => this.check(connection, slot.cwd, command, use), {
+      base: slot.base,
+      kept: slot.kept,
+      plan,
+      task,
+      ...(signal ? { signal } : {}),
+    });
+  }
+
+  /** The attempt's work, where it is: captured from a snapshot commit fetched back, set aside and looked at there. */
+  workPlace(connection: Connection, slot: HostSlot): WorkPlace {
+    const failure = (step: string, message: string): GitFailure => ({ step, exitCode: 1, stderr: message });
+    return {
+      capture: async (declared, kept, base = slot.base) => {
+        const index = `${connection.dir}/tmp/snapshot-index-${randomBytes(4).toString('hex')}`;
+        const made = await this.git(connection, 'snapshot the attempt’s worktree', slot.cwd, SNAPSHOT, [index, base, ...kept]);
+        if (!made.ok) return err(failure('snapshot', made.error));
+        const commit = made.value.trim();
+        const fetched = await fetchCommit(connection.channel, this.context.repo, commit, [base]);
+        if (!fetched.ok)
+          return err(
+            failure('fetch', fetched.error.kind === 'local' ? fetched.error.message : this.requestFault('send the attempt’s work back', fetched.error)),
+          );
+        return captureCommit(this.context.repo, declared, kept, base, commit);
+      },
+      setAside: async (base, paths) => {
+        const held = await heldBy(this.context.repo, base, paths);
+        if (!held.ok) return held;
+        const restore = paths.filter((path) => held.value.inBase.has(path));
+        const remove = paths.filter((path) => !held.value.inBase.has(path));
+        if (restore.length > 0) {
+          const restored = await this.git(connection, 'set aside what the attempt changed outside its files', slot.cwd, 'git checkout -q --no-overlay "$@"', [
+            base,
+            '--',
+            ...restore,
+          ]);
+          if (!restored.ok) return err(failure('checkout', restored.error));
+        }
+        if (remove.length > 0) {
+          const removed = await this.git(connection, 'remove what the attempt made outside its files', slot.cwd, 'rm -rf -- "$@"', remove);
+          if (!removed.ok) return err(failure('remove', removed.error));
+        }
+        return ok({ tracked: held.value.tracked });
+      },
+      exists: async (path) => {
+        const ran = await this.run(connection, ['sh', '-c', EXISTS, 'foreman', path], { cwd: slot.cwd });
+        return ran.ok && ran.value.exit.kind === 'exited' && ran.value.exit.code === 0;
+      },
+    };
+  }
+
+  /** Every slot of the plan there goes (its tasks are all done); the run's repository stays for a later run's objects. */
+  async remove(): Promise<void> {
+    if (this.connection === null) return;
+    const connected = await this.connection;
+    if (!connected.ok || connected.value.channel.down !== null) return;
+    await this.run(connected.value, ['sh', '-c', 'rm -rf slots && git --git-dir=repository.git worktree prune'], { cwd: '.', env: HOST_GIT_ENV });
+  }
+
+  /** Ends the channel: the remote side ends what it started and lets go of the run's folder. */
+  async close(): Promise<void> {
+    if (this.connection === null) return;
+    const connected = await this.connection;
+    if (connected.ok) await connected.value.channel.close();
+  }
+}
+
+/** A slot's worktree there: relative to the run's folder (`cwd`), its real path (`dir`). */
+interface HostSlot {
+  cwd: string;
+  dir: string;
+  base: string;
+  kept: string[];
+}
+
+/** An attempt's workspace on a host: a slot's worktree there. */
+class HostWorkspace implements Workspace {
+  constructor(
+    private readonly workspaces: HostWorkspaces,
+    private readonly connection: Connection,
+    private readonly slot: HostSlot,
+  ) {}
+
+  get base(): string {
+    return this.slot.base;
+  }
+
+  runWorker(job: WorkerJob): Promise<WorkerRun> {
+    return this.workspaces.runWorker(this.connection, this.slot, job);
+  }
+
+  verify(plan: Plan, task: number, signal?: AbortSignal): Promise<Verification> {
+    return this.workspaces.verify(this.connection, this.slot, plan, task, signal);
+  }
+
+  runCheck(command: string, use: CheckUse): Promise<CheckRun> {
+    return this.workspaces.check(this.connection, this.slot.cwd, command, use);
+  }
+
+  release(): void {
+    // The slot is reset when an attempt is placed on it next.
+  }
+}

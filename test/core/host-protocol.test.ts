@@ -1,0 +1,104 @@
+// The host protocol's lines and what a host's findings mean, pure.
+
+import fc from 'fast-check';
+import { describe, expect, test } from 'vitest';
+import { DEFAULT_MIN_FREE_BYTES, gitVersion, hostProblems } from '../../src/core/host-checks.ts';
+import type { HostFindings, ToHost } from '../../src/core/host-protocol.ts';
+import * as protocol from '../../src/core/host-protocol.ts';
+
+describe('the host protocol', () => {
+  test('every message foreman sends reads back as itself, on one line', () => {
+    const message = fc.oneof(
+      fc.constant<ToHost>({ type: 'ping' }),
+      fc.record({ type: fc.constant('input' as const), id: fc.integer({ min: 1 }), data: fc.base64String() }),
+      fc.record({ type: fc.constantFrom('input-end' as const, 'cancel' as const), id: fc.integer({ min: 1 }) }),
+      fc.record({
+        type: fc.constant('request' as const),
+        id: fc.integer({ min: 1 }),
+        request: fc.record({
+          op: fc.constant('run' as const),
+          argv: fc.array(fc.string(), { minLength: 1 }),
+          cwd: fc.string(),
+          env: fc.dictionary(fc.string(), fc.string()),
+          stdin: fc.boolean(),
+        }),
+      }),
+    );
+    fc.assert(
+      fc.property(message, (sent) => {
+        const line = protocol.messageLine(sent);
+        expect(line.indexOf('\n')).toBe(line.length - 1);
+        expect(protocol.readToHost(line.slice(0, -1))).toEqual({ ok: true, value: sent });
+      }),
+    );
+  });
+
+  test('a line that is no message is named, never thrown', () => {
+    expect(protocol.readToHost('not json')).toEqual({ ok: false, error: 'a line that is not JSON' });
+    expect(protocol.readToHost('[1]')).toEqual({ ok: false, error: 'a message that is not an object' });
+    expect(protocol.readToHost('{"type":"request","id":1,"request":{"op":"open-run","repository":"../x","plan":"p","objectFormat":"sha1"}}')).toEqual({
+      ok: false,
+      error: 'request 1 is none the host knows',
+    });
+    expect(protocol.readFromHost('{"type":"launch"}')).toEqual({ ok: false, error: 'a message of an unknown type (launch)' });
+  });
+
+  test('a stream is cut into chunks whose lines stay far under the cap', () => {
+    const bytes = Buffer.alloc(protocol.CHUNK_BYTES * 2 + 5, 7);
+    const chunks = [...protocol.base64Chunks(bytes)];
+    expect(chunks).toHaveLength(3);
+    expect(Buffer.concat(chunks.map((chunk) => Buffer.from(chunk, 'base64')))).toEqual(bytes);
+    expect(protocol.messageLine({ type: 'input', id: 1, data: chunks[0] as string }).length).toBeLessThan(protocol.MAX_LINE_BYTES / 8);
+  });
+});
+
+const found = (overrides: Partial<HostFindings> = {}): HostFindings => ({
+  platform: 'linux',
+  path: '/usr/bin:/bin',
+  git: { name: 'git', path: '/usr/bin/git', version: 'git version 2.39.5' },
+  node: { version: 'v20.20.2', path: '/usr/bin/node' },
+  claude: { name: 'claude', path: '/usr/local/bin/claude' },
+  auth: { kind: 'logged-in', method: 'claude.ai' },
+  sandbox: [
+    { name: 'bwrap', path: '/usr/bin/bwrap' },
+    { name: 'socat', path: null },
+    { name: 'rg', path: '/usr/bin/rg' },
+  ],
+  workDir: { exists: true, freeBytes: 10 * 1024 ** 3, checkedAt: '/srv/foreman' },
+  ...overrides,
+});
+
+const needs = { objectFormat: 'sha1' as const, claude: 'claude', minFreeBytes: DEFAULT_MIN_FREE_BYTES, sandbox: false };
+
+describe("a host's findings", () => {
+  test('a host with everything takes part; missing sandbox tools stop it only under --sandbox on', () => {
+    expect(hostProblems(found(), needs)).toEqual([{ check: 'sandbox', message: expect.stringContaining('socat'), stops: false }]);
+    expect(hostProblems(found(), { ...needs, sandbox: true })).toEqual([{ check: 'sandbox', message: expect.stringContaining('socat'), stops: true }]);
+  });
+
+  test('each missing piece is named with its fix', () => {
+    const problems = hostProblems(
+      found({
+        git: { name: 'git', path: '/usr/bin/git', version: 'git version 2.25.1' },
+        node: { version: 'v18.19.0', path: '/usr/bin/node' },
+        claude: { name: 'claude', path: null },
+        auth: null,
+        workDir: { exists: false, freeBytes: 1024 ** 2, checkedAt: '/srv' },
+      }),
+      { ...needs, objectFormat: 'sha256' },
+    );
+    expect(problems.map((problem) => [problem.stops, problem.message])).toEqual([
+      [true, expect.stringMatching(/^git there is git version 2\.25\.1, older than 2\.31 \(and the repository uses SHA-256 objects\)/)],
+      [true, expect.stringContaining("name it with the URL's node= parameter")],
+      [true, expect.stringContaining("name it with the URL's claude= parameter")],
+      [false, expect.stringContaining('socat')],
+      [true, expect.stringContaining('the work dir has 0.0 GiB free (/srv)')],
+    ]);
+    expect(hostProblems(found({ auth: { kind: 'logged-out' } }), needs)[0]?.message).toContain('is not logged in');
+  });
+
+  test('git versions are read from what git says', () => {
+    expect(gitVersion('git version 2.39.5 (Apple Git-154)')).toEqual([2, 39]);
+    expect(gitVersion('nothing')).toBeNull();
+  });
+});

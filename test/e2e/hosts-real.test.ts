@@ -1,0 +1,289 @@
+// A plan's attempts on ssh hosts, end to end: real OpenSSH (test/support/sshd.ts, two sshd on
+// 127.0.0.1, key login only), the real Claude Code CLI on each "host" reaching the scripted model
+// server through the host's own environment (sshd's SetEnv: foreman sends none), foreman's
+// integration, gate and landing here. The work lands whole and byte for byte, every worker ran in
+// a host's work dir; a host whose sshd dies mid-run loses its attempts with none spent and the
+// run finishes on the other; a host without claude is named at --dry-run and left out; a task
+// whose name, paths and prompt hold shell metacharacters travels as data.
+
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sandboxSupport } from '../../src/adapters/sandbox.ts';
+import type { Plan } from '../../src/core/plan.ts';
+import { runExecute } from '../support/execute.ts';
+import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
+import { type ModelServer, type ScriptedRequest, scenario, startModelServer, text, toolUse } from '../support/model-server.ts';
+import { makePlan, writePlan } from '../support/plans.ts';
+import { claudeBin, claudeEnv, tempHome } from '../support/real-claude.ts';
+import { childrenOf } from '../support/processes.ts';
+import { type TestSshd, sshdMissing, startTestSshd } from '../support/sshd.ts';
+
+const describeSshd = sshdMissing === null ? describe : describe.skip;
+if (sshdMissing !== null) console.warn(`hosts-real.test.ts skips: ${sshdMissing}`);
+
+/** A file name and content full of what a shell would read: quotes, $, backticks, ;, &, |, spaces, a newline-free glob. */
+const WEIRD_FILE = `odd dir/it's $HOME & \`id\`; rm -rf x | *.txt`;
+const WEIRD_CONTENT = `"quoted" 'single' $(echo no) \`no\` ; & | > < end\n`;
+
+/** A file outside every work dir that a sandboxed worker on a host must not be able to write. */
+const ESCAPE = join(tmpdir(), `foreman-host-sandbox-escape-${process.pid}`);
+
+/** Per task marker, the working directory of every worker the model server heard from. */
+const cwds = new Map<string, string[]>();
+/** What the running test does at each worker's first turn, before it answers (null: nothing). */
+let atFirstTurn: ((marker: string, cwd: string) => Promise<void>) | null = null;
+
+const writeFileTurn = (marker: string, file: string, content: string) => async (req: ScriptedRequest) => {
+  cwds.set(marker, [...(cwds.get(marker) ?? []), req.cwd ?? '?']);
+  await atFirstTurn?.(marker, req.cwd ?? '?');
+  return [toolUse('Write', { file_path: join(req.cwd ?? '.', file), content })];
+};
+
+/** Holds each worker's first turn until `count` workers are running at once (or `timeoutMs` passed): every slot of both hosts in use. */
+function firstArrivals(count: number, timeoutMs: number): (marker: string) => Promise<void> {
+  const arrived = new Set<string>();
+  let release!: () => void;
+  const everyone = new Promise<void>((resolve) => (release = resolve));
+  return async (marker) => {
+    arrived.add(marker);
+    if (arrived.size >= count) release();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([everyone, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    clearTimeout(timer);
+  };
+}
+
+const MARKERS = Array.from({ length: 8 }, (_, index) => `host-task-${index}`);
+
+let server: ModelServer;
+let sshd: TestSshd;
+let configDir: string;
+const cleanups: Array<() => Promise<void>> = [];
+
+beforeAll(async () => {
+  if (sshdMissing !== null) return;
+  server = await startModelServer({
+    scenarios: [
+      ...MARKERS.map((marker, index) =>
+        scenario({
+          match: `TASK-MARKER: ${marker}`,
+          turns: [writeFileTurn(marker, `out/${index}.txt`, `content of task ${index}\n`), [text(`COMPLETED: out/${index}.txt written`)]],
+        }),
+      ),
+      scenario({
+        match: 'TASK-MARKER: include',
+        turns: [
+          (req: ScriptedRequest) => [toolUse('Read', { file_path: join(req.cwd ?? '.', '.env') })],
+          (req: ScriptedRequest) => {
+            const read = req.toolResults[0];
+            const seen =
+              read === undefined || read.is_error === true || !read.content.includes('TOKEN=from-this-machine') ? 'absent\n' : 'TOKEN=from-this-machine\n';
+            return [toolUse('Write', { file_path: join(req.cwd ?? '.', 'out/env.txt'), content: seen })];
+          },
+          [text('COMPLETED: out/env.txt says what .env held')],
+        ],
+      }),
+      scenario({
+        match: 'TASK-MARKER: sandboxed',
+        turns: [
+          // Inside its slot and its own TMPDIR it writes; outside the work dir the sandbox refuses it.
+          () => [
+            toolUse('Bash', {
+              command: `mkdir -p out && echo in-slot > out/sandboxed.txt && echo t > "$TMPDIR/t" && echo tmpdir-ok >> out/sandboxed.txt; (echo x > ${ESCAPE}) 2>/dev/null || echo outside-refused >> out/sandboxed.txt`,
+            }),
+          ],
+          [text('COMPLETED: out/sandboxed.txt written')],
+        ],
+      }),
+      scenario({ match: 'TASK-MARKER: weird', turns: [writeFileTurn('weird', WEIRD_FILE, WEIRD_CONTENT), [text('COMPLETED: the odd file is written')]] }),
+    ],
+  });
+  // The hosts' own claude configuration: where it reaches the API, a config folder of its own.
+  configDir = await mkdtemp(join(tmpdir(), 'foreman-host-claude-'));
+  const hostEnv = claudeEnv(server.url, configDir);
+  const setEnv: Record<string, string> = { CLAUDE_CONFIG_DIR: configDir };
+  for (const [name, value] of Object.entries(hostEnv))
+    if (value !== undefined && (name.startsWith('ANTHROPIC_') || name.startsWith('CLAUDE_CODE_') || name.startsWith('DISABLE_') || name === 'NO_PROXY'))
+      setEnv[name] = value;
+  sshd = await startTestSshd(2, setEnv);
+});
+
+afterAll(async () => {
+  await sshd?.stop();
+  await server?.close();
+  for (const cleanup of cleanups) await cleanup();
+  if (configDir) await rm(configDir, { recursive: true, force: true });
+});
+
+/** foreman's environment: its own claude reaching the server (the probe and gate need none), ssh through the test's client config, no key of the person's sent. */
+async function repoWith(plan: Plan, files: Record<string, string> = {}): Promise<{ repo: TempGitRepo; env: Record<string, string | undefined> }> {
+  const repo = await tempGitRepo({ 'README.md': '# sample\n', ...files });
+  const home = await tempHome();
+  cleanups.push(repo.cleanup, () => rm(home, { recursive: true, force: true }));
+  await writePlan(repo.dir, plan);
+  const env = { ...claudeEnv(server.url, home), PATH: sshd.env.PATH };
+  return { repo, env };
+}
+
+const hostUrl = (index: number, extra = '') => {
+  const host = sshd.hosts[index]!;
+  return `ssh://${host.alias}${host.workDir}?slots=2&claude=${claudeBin}${extra}`;
+};
+
+const task = (marker: string, create: string[]) => ({
+  subject: `task ${marker}`,
+  prompt: `Write the file.\nTASK-MARKER: ${marker}`,
+  blockedBy: [],
+  metadata: { files: { create, modify: [] } },
+  agent: { model: 'haiku' },
+});
+
+const eventsOf = (stdout: string) =>
+  stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as { type: string; task?: number; outcome?: string; host?: string; message?: string; lost?: number[] });
+
+describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each', () => {
+  it('lands whole and byte for byte; every worker ran in a host’s work dir', async () => {
+    cwds.clear();
+    atFirstTurn = firstArrivals(4, 30_000);
+    const plan = makePlan(MARKERS.map((marker, index) => task(marker, [`out/${index}.txt`])));
+    const { repo, env } = await repoWith(plan);
+    const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--json', '--sandbox', 'off', '--host', hostUrl(0), '--host', hostUrl(1)], env);
+    expect(r.stderr).toBe('');
+    expect(r.exitCode).toBe(0);
+    for (const [index] of MARKERS.entries()) expect(await readFile(join(repo.dir, `out/${index}.txt`), 'utf8')).toBe(`content of task ${index}\n`);
+    expect(await repo.git(['status', '--porcelain', '--', '.', ':!.design'])).toBe('');
+    const workDirs = await Promise.all(sshd.hosts.map((host) => realpath(host.workDir)));
+    const used = new Set<number>();
+    for (const marker of MARKERS) {
+      const dirs = cwds.get(marker) ?? [];
+      expect(dirs.length, marker).toBe(1);
+      const on = workDirs.findIndex((dir) => dirs[0]!.startsWith(`${dir}/`));
+      expect(on, `${marker} ran in ${dirs[0]}`).toBeGreaterThanOrEqual(0);
+      used.add(on);
+    }
+    expect(used.size).toBe(2);
+    const finished = eventsOf(r.stdout).filter((event) => event.type === 'task-finished');
+    expect(finished.map((event) => event.outcome)).toEqual(MARKERS.map(() => 'completed'));
+  });
+
+  it('a task whose file name, content and prompt hold shell metacharacters travels as data', async () => {
+    cwds.clear();
+    atFirstTurn = null;
+    const plan = makePlan([{ ...task('weird', [WEIRD_FILE]), subject: `the "odd" task; $(true) & \`x\`` }]);
+    const { repo, env } = await repoWith(plan);
+    const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--json', '--sandbox', 'off', '--host', hostUrl(0)], env);
+    expect(r.stderr).toBe('');
+    expect(r.exitCode).toBe(0);
+    expect(await readFile(join(repo.dir, WEIRD_FILE), 'utf8')).toBe(WEIRD_CONTENT);
+    expect(existsSync(join(repo.dir, 'x'))).toBe(false);
+  });
+
+  it('--sandbox on: the worker on a host runs in Claude Code’s sandbox there: it writes in its slot and its own TMPDIR, nothing outside', async (context) => {
+    if (!(await sandboxSupport()).ok) context.skip();
+    atFirstTurn = null;
+    const plan = makePlan([task('sandboxed', ['out/sandboxed.txt'])]);
+    const { repo, env } = await repoWith(plan);
+    const r = await runExecute(
+      repo.dir,
+      ['--claude-bin', claudeBin, '--json', '--sandbox', 'on', '--allowed-tools', 'Bash,Read,Write', '--host', hostUrl(0)],
+      env,
+    );
+    expect(r.stderr).toBe('');
+    expect(r.exitCode).toBe(0);
+    expect(await readFile(join(repo.dir, 'out/sandboxed.txt'), 'utf8')).toBe('in-slot\ntmpdir-ok\noutside-refused\n');
+    // What the sandbox does not cover there is said.
+    expect(eventsOf(r.stdout).find((event) => event.type === 'notice' && event.message?.includes('without the operating-system sandbox'))?.message).toBe(
+      `on host ${sshd.hosts[0]!.alias}, the workers' Bash commands run in Claude Code's sandbox there; the setup command and the acceptance checks run there without the operating-system sandbox (they run in it only on this machine)`,
+    );
+    expect(existsSync(ESCAPE)).toBe(false);
+  });
+
+  it('.worktreeinclude files go only to a host whose URL says include=1', async () => {
+    atFirstTurn = null;
+    for (const [include, expected] of [
+      ['&include=1', 'TOKEN=from-this-machine\n'],
+      ['', 'absent\n'],
+    ] as const) {
+      const plan = makePlan([task('include', ['out/env.txt'])]);
+      const { repo, env } = await repoWith(plan, { '.gitignore': '.env\n', '.worktreeinclude': '.env\n' });
+      await writeFile(join(repo.dir, '.env'), 'TOKEN=from-this-machine\n');
+      const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--json', '--sandbox', 'off', '--host', hostUrl(0, include)], env);
+      expect(r.stderr).toBe('');
+      expect(r.exitCode).toBe(0);
+      expect(await readFile(join(repo.dir, 'out/env.txt'), 'utf8'), include || 'without include=1').toBe(expected);
+    }
+  });
+
+  it('a host without claude is named at --dry-run, with the parameter that sets it, and left out', async () => {
+    const plan = makePlan([task(MARKERS[0]!, ['out/0.txt'])]);
+    const { repo, env } = await repoWith(plan);
+    // A work dir no run has made: the dry run writes nothing there, not even foreman's program.
+    const fresh = `${sshd.hosts[1]!.workDir}-dry-run`;
+    const missing = `ssh://${sshd.hosts[1]!.alias}${fresh}?slots=2&claude=/nowhere/claude`;
+    const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--dry-run', '--sandbox', 'off', '--host', hostUrl(0), '--host', missing], env);
+    expect(r.stderr).toBe('');
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout).toContain('FAILED claude: the claude binary (/nowhere/claude) is not on the PATH of an ssh command there');
+    expect(r.stdout).toContain("name it with the URL's claude= parameter");
+    // A work dir without the free space the URL asks for (free-mb) is named too.
+    const full = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--dry-run', '--sandbox', 'off', '--host', hostUrl(0, '&free-mb=1048576')], env);
+    expect(full.exitCode).toBe(3);
+    expect(full.stderr).toMatch(/the work dir has [\d.]+ GiB free \(.+\), under the [\d.]+ GiB a run needs: free space there or choose another work dir/);
+    expect(existsSync(fresh)).toBe(false);
+    const alone = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--dry-run', '--sandbox', 'off', '--host', missing], env);
+    expect(alone.exitCode).toBe(3);
+    expect(alone.stderr).toContain(`host ${sshd.hosts[1]!.alias} is left out of the run: the claude binary (/nowhere/claude)`);
+  });
+
+  // Last: host b's sshd does not come back.
+  it('one host’s sshd and its sessions killed mid-run: its tasks finish on the other, no attempt spent', async () => {
+    cwds.clear();
+    const [a, b] = sshd.hosts as [TestSshd['hosts'][0], TestSshd['hosts'][0]];
+    const workDirB = await realpath(b.workDir).catch(() => b.workDir);
+    const meet = firstArrivals(4, 30_000);
+    let killed = false;
+    atFirstTurn = async (marker, cwd) => {
+      await meet(marker);
+      if (killed || !cwd.startsWith(`${workDirB}/`)) return;
+      killed = true;
+      // sshd and every session it forked (the ssh channel's, whose remote program then ends what it started).
+      const sessions = childrenOf(b.sshd.pid as number);
+      b.sshd.kill('SIGKILL');
+      for (const pid of sessions) process.kill(pid, 'SIGKILL');
+    };
+    const tasks = MARKERS.slice(0, 4);
+    const plan = makePlan(tasks.map((marker, index) => task(marker, [`out/${index}.txt`])));
+    const { repo, env } = await repoWith(plan);
+    const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--json', '--sandbox', 'off', '--host', hostUrl(0), '--host', hostUrl(1)], env);
+    atFirstTurn = null;
+    expect(killed).toBe(true);
+    expect(r.stderr).toBe('');
+    expect(r.exitCode).toBe(0);
+    for (const [index] of tasks.entries()) expect(await readFile(join(repo.dir, `out/${index}.txt`), 'utf8')).toBe(`content of task ${index}\n`);
+    const events = eventsOf(r.stdout) as Array<{
+      type: string;
+      task?: number;
+      attempt?: number;
+      outcome?: string;
+      host?: string;
+      lost?: number[];
+      reason?: string;
+    }>;
+    const down = events.find((event) => event.type === 'host-down');
+    expect(down?.host).toBe(b.alias);
+    expect(down?.lost?.length).toBeGreaterThan(0);
+    // No attempt spent: every task's every start is its first attempt; the lost ones went back and finished on host a.
+    expect(events.filter((event) => event.type === 'task-started').map((event) => event.attempt)).toEqual(
+      events.filter((event) => event.type === 'task-started').map(() => 1),
+    );
+    const workDirA = await realpath(a.workDir);
+    for (const task of down?.lost ?? []) expect(cwds.get(tasks[task]!)?.at(-1)?.startsWith(`${workDirA}/`), tasks[task]).toBe(true);
+    expect(events.filter((event) => event.type === 'task-finished' && event.outcome === 'completed').length).toBe(4);
+  });
+});
