@@ -106,7 +106,7 @@ describe('execute: every numeric flag', () => {
   it('the help states each range', async () => {
     const r = await execute(['--help']);
     const help = r.out.join('\n');
-    expect(help).toContain(`workers at once (default 4); ${WORKERS}`);
+    expect(help).toContain(`workers at once (default 4; with hosts, their slots together, which it may lower but not exceed); ${WORKERS}`);
     expect(help).toMatch(new RegExp(`--max-cost-usd N +stop starting work once the run's cost reaches N dollars; ${DOLLARS}`));
   });
 });

@@ -328,11 +328,18 @@ const runWarnings = (run: RunRecord): string[] =>
 export function reportData(
   run: RunRecord,
   options: SummaryOptions = {},
-): { summary: RunSummary; attempts: AttemptRecord[]; warnings: string[]; speculation: ReturnType<typeof speculationWaste>; gate: GateSummary | null } {
+): {
+  summary: RunSummary;
+  attempts: Array<Omit<AttemptRecord, 'host' | 'slot'> & Partial<Pick<AttemptRecord, 'host' | 'slot'>>>;
+  warnings: string[];
+  speculation: ReturnType<typeof speculationWaste>;
+  gate: GateSummary | null;
+} {
   const attempts = attemptRecordsOf(run);
   return {
     summary: summarizeRun(run, options),
-    attempts,
+    // Where each attempt worked only with hosts: a run without them reads as it always did.
+    attempts: attempts.map(({ host, slot, ...attempt }) => (host === null ? attempt : { ...attempt, host, slot })),
     warnings: runWarnings(run),
     speculation: speculationWaste(attempts),
     gate: gateSummaryOf(run, options.now),
