@@ -12,7 +12,7 @@ import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parsePlan } from '../../src/core/validate.ts';
 import { planCommands } from '../../src/cli/plan/index.ts';
-import { parseResults } from '../../src/cli/plan/session.ts';
+import { parseResults } from '../../src/cli/plan/session/index.ts';
 import { tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../support/plans.ts';
 import { repoRoot } from '../support/real-claude.ts';

@@ -8,7 +8,7 @@ import { report } from './report.ts';
 import { history } from './history.ts';
 import { approve, reject, retry, revise, skip } from './interventions.ts';
 import { declare } from './declare.ts';
-import { commit, finalize, gate, next, setup } from './session.ts';
+import { commit, finalize, gate, next, setup } from './session/index.ts';
 import { archive } from './archive.ts';
 import { summary } from './summary.ts';
 import { probe } from './probe.ts';
