@@ -1,39 +1,23 @@
-// What the plan tool does with a plan's isolation between runs: land its integration ref now
-// (`plan land`, and `plan approve` after integrating the approved work), remove its worktrees
-// (`plan clean`), and say where they stand (`plan status`). A run's end does the same landing
-// (src/run/lifecycle.ts); these share its pieces: the intent and landed-base files next to the plan,
-// `land`/`resumeLanding`, and the refs of src/adapters/git/refs.ts.
+// What the plan tool does with a plan's integration ref between runs: find the plan to land and land
+// its integration ref now (`plan land`, and `plan approve` after integrating the approved work,
+// approved-work.ts). Removing its worktrees is plan-clean.ts, saying where they stand
+// plan-worktrees-status.ts. A run's end does the same landing (src/run/lifecycle.ts); these share
+// its pieces: the landing records next to the plan, `land`/`resumeLanding`, and the refs of
+// src/adapters/git/refs.ts.
 
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import {
-  countCommits,
-  deletePlanRefs,
-  deleteRef,
-  foremanRefs,
-  headBranchRef,
-  integrationRef,
-  parkedPrefix,
-  parkedTasks,
-  readRef,
-  resolveCommit,
-  startIntegrationRef,
-  topLevel,
-} from '../adapters/git/refs.ts';
-import { type IntegrationFailure, integrate, parkedWork } from '../adapters/git/integrate.ts';
+import { countCommits, deletePlanRefs, headBranchRef, integrationRef, readRef, resolveCommit, topLevel } from '../adapters/git/refs.ts';
 import { type Landed, land } from '../adapters/git/land.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { readPlanFile } from '../adapters/plan-file.ts';
-import { diskUsage, poolDir, removePlanWorktrees, worktreesRoot } from '../adapters/git/pool-slots.ts';
+import { removePlanWorktrees, worktreesRoot } from '../adapters/git/pool-slots.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import { commandHint } from '../core/command-hint.ts';
 import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
 import { type LandMode, type LandingProblem, describeLandingProblem } from '../core/landing.ts';
-import { listIndices } from '../core/format.ts';
 import { type Plan, statusOf } from '../core/plan.ts';
-import type { CapturedWork } from '../core/work.ts';
 import { parsePlan } from '../core/validate.ts';
-import { roundMessage } from './commit.ts';
 import { completeLanding, landedBase, landingIntentPath, recordLandedBase } from '../adapters/landing-files.ts';
 import { endGateProcess } from './session/gate-process.ts';
 import { retirePlan } from './lifecycle.ts';
@@ -73,14 +57,14 @@ export interface LandTarget {
   archived: boolean;
 }
 
-async function readValidPlan(file: string): Promise<Plan | null> {
+export async function readValidPlan(file: string): Promise<Plan | null> {
   const read = await readPlanFile(file);
   if (!read.ok) return null;
   const parsed = parsePlan(read.value.text);
   return parsed.ok ? parsed.value : null;
 }
 
-const planIdOf = (plan: Plan): string | null => (typeof plan.planId === 'string' && plan.planId !== '' ? plan.planId : null);
+export const planIdOf = (plan: Plan): string | null => (typeof plan.planId === 'string' && plan.planId !== '' ? plan.planId : null);
 
 /** The archived plans next to `runPath` (`<dir>/history/*-plan.json`), newest first. */
 export async function archivedPlans(runPath: string): Promise<Array<{ path: string; plan: Plan }>> {
@@ -232,175 +216,4 @@ export async function landTarget(
     if (retired.refsKept !== undefined) unfinished = retired.notice?.message ?? null;
   }
   return ok({ resumed, mode: options.mode, branch: branch?.replace(/^refs\/heads\//, '') ?? null, landed: landed.value, cleanedUp, archivedTo, unfinished });
-}
-
-/**
- * Integrates the work parked for `tasks` (approved) onto the plan's integration ref, made at HEAD
- * when it does not exist yet: one commit for all of them, so either all of it integrates or none
- * does. The commit (null when the work changed nothing) and the tasks whose work was parked, or
- * null when none of them has work parked. The parked refs are left for the caller to drop once the
- * plan records the commit.
- */
-export async function integrateParked(
-  repo: string,
-  plan: Plan,
-  tasks: readonly number[],
-): Promise<Result<{ commit: string | null; tasks: number[] } | null, IntegrationFailure>> {
-  const planId = planIdOf(plan);
-  if (planId === null) return ok(null);
-  const parked: Array<{ task: number; work: CapturedWork }> = [];
-  for (const task of tasks) {
-    const work = await parkedWork(repo, planId, task);
-    if (!work.ok) return err({ kind: 'git-failed', failure: work.error });
-    if (work.value !== null) parked.push({ task, work: work.value });
-  }
-  if (parked.length === 0) return ok(null);
-  const ref = integrationRef(planId);
-  const found = await readRef(repo, ref);
-  if (!found.ok) return err({ kind: 'git-failed', failure: found.error });
-  let tip = found.value;
-  if (tip === null) {
-    const started = await startIntegrationRef(repo, ref);
-    if (!started.ok) {
-      // Another process made the ref meanwhile, or HEAD has no commit.
-      const actual = await readRef(repo, ref);
-      if (!actual.ok) return err({ kind: 'git-failed', failure: actual.error });
-      return err(actual.value !== null ? { kind: 'moved', expected: null, actual: actual.value } : { kind: 'git-failed', failure: started.error });
-    }
-    tip = started.value;
-  }
-  const integratedTasks = parked.map((p) => p.task);
-  const { message, trailers } = roundMessage(plan, 0, integratedTasks);
-  const integrated = await integrate(repo, ref, tip, { tasks: integratedTasks, message, trailers, works: parked.map((p) => p.work) });
-  if (!integrated.ok) return integrated;
-  return ok({ commit: integrated.value === tip ? null : integrated.value, tasks: integratedTasks });
-}
-
-/** One line for an integration of the approved work of `tasks` that failed. */
-export function describeIntegrationFailure(failure: IntegrationFailure, tasks: readonly number[]): string {
-  switch (failure.kind) {
-    case 'conflict': {
-      const layout = ownLayout();
-      const numbers = tasks.join(' ');
-      if (tasks.length === 1)
-        return `task ${numbers}'s approved work changes ${failure.paths.join(', ')}, which integrated work changed after its attempt started: reject it (\`${commandHint('plan', `reject ${numbers} --reason …`, layout)}\`) and retry the task (\`${commandHint('plan', `retry ${numbers}`, layout)}\`)`;
-      return `the approved work of tasks ${listIndices(tasks)} changes ${failure.paths.join(', ')}, which integrated work changed after their attempts started or more than one of them changes: approve them one at a time to find which, then reject it (\`${commandHint('plan', 'reject N --reason …', layout)}\`) and retry it (\`${commandHint('plan', 'retry N', layout)}\`)`;
-    }
-    case 'moved':
-      return `the integration ref moved while foreman was writing it (expected ${failure.expected ?? 'none'}, found ${failure.actual ?? 'none'}): is another foreman process working on this plan?`;
-    case 'git-failed':
-      return describeGitFailure(failure.failure);
-    default:
-      return assertNever(failure, 'integration failure');
-  }
-}
-
-/** The plan's worktrees and refs as they stand: for `plan status`. */
-export interface IsolationStatus {
-  worktrees: { count: number; bytes: number; dir: string };
-  /** The integration ref, or null when it does not exist. */
-  ref: { name: string; commit: string; notLanded: number | null } | null;
-  /** Tasks whose work is parked awaiting approval. */
-  parked: number[];
-}
-
-/**
- * Where `plan`'s worktrees and integration ref stand, or null when the plan never ran (no planId)
- * or is in no repository; or why git could not say.
- */
-export async function isolationStatus(planPath: string, plan: Plan, env: NodeJS.ProcessEnv): Promise<Result<IsolationStatus | null, GitFailure>> {
-  const planId = planIdOf(plan);
-  if (planId === null) return ok(null);
-  const repo = await repositoryOf(planPath);
-  if (repo === null) return ok(null);
-  const dir = poolDir(worktreesRoot(env), repo, planId);
-  const count = await slotCount(dir);
-  const bytes = count === 0 ? 0 : await diskUsage(dir);
-  const name = integrationRef(planId);
-  const commit = await readRef(repo, name);
-  if (!commit.ok) return commit;
-  const parked = await parkedTasks(repo, planId, 'awaiting');
-  if (!parked.ok) return parked;
-  const ref = commit.value === null ? null : { name, commit: commit.value, notLanded: await commitsNotOnHead(repo, name) };
-  return ok({ worktrees: { count, bytes, dir }, ref, parked: parked.value });
-}
-
-/** What `plan clean` did for one plan. */
-export interface CleanedPlan {
-  planId: string;
-  /** The plan file (live or archived). */
-  planPath: string;
-  archived: boolean;
-  worktrees: number;
-  bytes: number;
-  dir: string;
-  /** Refs deleted: an archived plan's, everything on them landed. */
-  deletedRefs: string[];
-  /** Refs kept because they hold work not on the branch: the integration ref (with how many commits, null when git cannot count them) or parked work awaiting approval. */
-  keptRefs: Array<{ ref: string; kind: 'integration' | 'awaiting'; commits: number | null }>;
-}
-
-async function slotCount(dir: string): Promise<number> {
-  const names = await readdir(dir, { withFileTypes: true }).catch(() => []);
-  return names.filter((entry) => entry.isDirectory() && /^slot-(0|[1-9][0-9]*)$/.test(entry.name)).length;
-}
-
-/** Removes one plan's pool; for an archived plan, also its refs once all their work is on HEAD. Or why git could not list or delete them. */
-async function cleanOne(repo: string, root: string, planPath: string, planId: string, archived: boolean): Promise<Result<CleanedPlan, GitFailure>> {
-  const dir = poolDir(root, repo, planId);
-  const worktrees = await slotCount(dir);
-  const bytes = await diskUsage(dir);
-  await removePlanWorktrees(repo, root, planId);
-  const deletedRefs: string[] = [];
-  const keptRefs: CleanedPlan['keptRefs'] = [];
-  const ref = integrationRef(planId);
-  const aside = parkedPrefix('aside', planId);
-  const refs = await foremanRefs(repo, planId);
-  if (!refs.ok) return refs;
-  for (const found of refs.value) {
-    // Parked work is never on the branch: it waits for a decision. What attempts set aside waits
-    // for nothing once the plan is archived.
-    const commits = found === ref ? await commitsNotOnHead(repo, found) : null;
-    if (((found === ref && commits === 0) || found.startsWith(aside)) && archived) {
-      const deleted = await deleteRef(repo, found);
-      if (!deleted.ok) return deleted;
-      deletedRefs.push(found);
-    } else if (!found.startsWith(aside) && (found !== ref || commits !== 0)) {
-      keptRefs.push({ ref: found, kind: found === ref ? 'integration' : 'awaiting', commits });
-    }
-  }
-  return ok({ planId, planPath, archived, worktrees, bytes, dir, deletedRefs, keptRefs });
-}
-
-/**
- * `plan clean`: removes the plan's worktrees and those of its archived plans (which never run
- * again), with the refs of archived plans whose work is all on the branch. A ref holding work not
- * on the branch, and parked work, are never deleted: they are reported. The caller holds the lock.
- */
-export async function cleanPlans(repo: string, planPath: string, env: NodeJS.ProcessEnv): Promise<Result<CleanedPlan[], GitFailure>> {
-  const root = worktreesRoot(env);
-  const runPath = runPathOf(planPath);
-  const cleaned: CleanedPlan[] = [];
-  const live = await readValidPlan(runPath);
-  const liveId = live === null ? null : planIdOf(live);
-  if (live !== null && liveId !== null) {
-    const one = await cleanOne(repo, root, runPath, liveId, false);
-    if (!one.ok) return one;
-    cleaned.push(one.value);
-  }
-  const seen = new Set(liveId === null ? [] : [liveId]);
-  for (const archived of await archivedPlans(runPath)) {
-    const planId = planIdOf(archived.plan);
-    if (planId === null || seen.has(planId)) continue;
-    seen.add(planId);
-    const dir = poolDir(root, repo, planId);
-    const hasPool = (await stat(dir).catch(() => null)) !== null;
-    const refs = await foremanRefs(repo, planId);
-    if (!refs.ok) return refs;
-    if (!hasPool && refs.value.length === 0) continue;
-    const one = await cleanOne(repo, root, archived.path, planId, true);
-    if (!one.ok) return one;
-    cleaned.push(one.value);
-  }
-  return ok(cleaned);
 }

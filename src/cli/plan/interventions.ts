@@ -24,7 +24,8 @@ import {
 import { type EarlierWork, reviewRoundsAllowed } from '../../core/review.ts';
 import { listIndices } from '../../core/format.ts';
 import { DEFAULT_REVIEW_ROUNDS, type Plan } from '../../core/plan.ts';
-import { describeIntegrationFailure, integrateParked, landTarget, repositoryOf } from '../../run/plan-landing.ts';
+import { landTarget, repositoryOf } from '../../run/plan-landing.ts';
+import { describeIntegrationFailure, integrateParked } from '../../run/approved-work.ts';
 import type { Command, Io, Numbers, OptionSpec, PositionalSpec } from '../command.ts';
 import { RANGES } from '../numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, gitFailedError, usageError } from '../exit.ts';

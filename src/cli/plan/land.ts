@@ -13,13 +13,13 @@ import {
   type LandBlocked,
   type LandReport,
   type LandTarget,
-  cleanPlans,
   describeTargetProblem,
   findLandTarget,
   landTarget,
   repositoryOf,
   runPathOf,
 } from '../../run/plan-landing.ts';
+import { cleanPlans } from '../../run/plan-clean.ts';
 import type { Command, Io } from '../command.ts';
 import { CliError, EXIT, type ExitCode, gitFailedError } from '../exit.ts';
 import { planPathFrom } from '../load.ts';

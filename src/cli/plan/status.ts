@@ -13,7 +13,7 @@ import { EXIT, gitFailedError } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';
 import { jsonOption, planOption } from './options.ts';
 import { describeReviews, openReview } from '../../core/review.ts';
-import { type IsolationStatus, isolationStatus } from '../../run/plan-landing.ts';
+import { type IsolationStatus, isolationStatus } from '../../run/plan-worktrees-status.ts';
 import { formatBytes } from './land.ts';
 
 /** The longest reason the table shows (`--json` has it whole). */
