@@ -21,6 +21,7 @@ export const sshTarget = (host: SshHost): SshTarget => ({
   workDir: host.workDir,
   claude: host.claude,
   node: host.node,
+  git: host.git,
   ...(host.user !== undefined ? { user: host.user } : {}),
   ...(host.port !== undefined ? { port: host.port } : {}),
 });

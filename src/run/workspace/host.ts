@@ -33,8 +33,9 @@ import type { CheckRun, CheckUse, WorkerJob, Workspace, WorkspaceRequest, Worksp
 import { type LocalWorkspaces, permissionsFor, withTrackedDenials } from './local.ts';
 import type { WorkPlace } from './verify.ts';
 
-/** Git on the host runs without hooks or fsmonitor, and takes every pathspec literally, as here (git ≥ 2.31 reads these). */
-const HOST_GIT_ENV: Record<string, string> = {
+/** Git on the host (`$FOREMAN_GIT`, the URL's `git=`) runs without hooks or fsmonitor, and takes every pathspec literally, as here (git ≥ 2.31 reads these). */
+const hostGitEnv = (git: string): Record<string, string> => ({
+  FOREMAN_GIT: git,
   GIT_CONFIG_COUNT: '2',
   GIT_CONFIG_KEY_0: 'core.hooksPath',
   GIT_CONFIG_VALUE_0: '/dev/null',
@@ -46,7 +47,7 @@ const HOST_GIT_ENV: Record<string, string> = {
   GIT_AUTHOR_EMAIL: 'foreman@localhost',
   GIT_COMMITTER_NAME: 'foreman',
   GIT_COMMITTER_EMAIL: 'foreman@localhost',
-};
+});
 
 /**
  * Makes slot `$1` a worktree at commit `$2`: a new one, or the one there reset and cleaned (what
@@ -54,7 +55,7 @@ const HOST_GIT_ENV: Record<string, string> = {
  */
 const MAKE_SLOT = [
   'set -e',
-  'if [ -d "$1" ]; then cd "$1"; git reset -q --hard "$2"; git clean -q -ffdx; else git --git-dir=repository.git worktree add -q --detach "$1" "$2"; cd "$1"; fi',
+  'if [ -d "$1" ]; then cd "$1"; "$FOREMAN_GIT" reset -q --hard "$2"; "$FOREMAN_GIT" clean -q -ffdx; else "$FOREMAN_GIT" --git-dir=repository.git worktree add -q --detach "$1" "$2"; cd "$1"; fi',
   'pwd -P',
 ].join('\n');
 
@@ -66,13 +67,13 @@ const MAKE_SLOT = [
 const SNAPSHOT = [
   'set -e',
   'index=$1 base=$2; shift 2',
-  'cp "$(git rev-parse --git-path index)" "$index"',
+  'cp "$("$FOREMAN_GIT" rev-parse --git-path index)" "$index"',
   'export GIT_INDEX_FILE="$index"',
-  'git add -A .',
-  'if [ $# -gt 0 ]; then git reset -q "$base" -- "$@"; fi',
-  'tree=$(git write-tree)',
+  '"$FOREMAN_GIT" add -A .',
+  'if [ $# -gt 0 ]; then "$FOREMAN_GIT" reset -q "$base" -- "$@"; fi',
+  'tree=$("$FOREMAN_GIT" write-tree)',
   'rm -f "$index"',
-  'git commit-tree "$tree" -p "$base" -m "foreman: the attempt\'s worktree"',
+  '"$FOREMAN_GIT" commit-tree "$tree" -p "$base" -m "foreman: the attempt\'s worktree"',
 ].join('\n');
 
 /** Writes its stdin to the slot's file `$1` (its folders made). */
@@ -207,7 +208,7 @@ export class HostWorkspaces implements Workspaces {
 
   /** A git script of foreman's there: its stdout, or (a host fault, told) why it failed. */
   async git(connection: Connection, doing: string, cwd: string, script: string, args: string[]): Promise<Result<string, string>> {
-    const ran = await this.run(connection, ['sh', '-c', script, 'foreman', ...args], { cwd, env: HOST_GIT_ENV });
+    const ran = await this.run(connection, ['sh', '-c', script, 'foreman', ...args], { cwd, env: hostGitEnv(this.context.host.git) });
     if (!ran.ok) return err(this.requestFault(doing, ran.error));
     const exit = ran.value.exit;
     if (exit.kind === 'exited' && exit.code === 0) return ok(ran.value.stdout);
@@ -410,11 +411,13 @@ export class HostWorkspaces implements Workspaces {
         const restore = paths.filter((path) => held.value.inBase.has(path));
         const remove = paths.filter((path) => !held.value.inBase.has(path));
         if (restore.length > 0) {
-          const restored = await this.git(connection, 'set aside what the attempt changed outside its files', slot.cwd, 'git checkout -q --no-overlay "$@"', [
-            base,
-            '--',
-            ...restore,
-          ]);
+          const restored = await this.git(
+            connection,
+            'set aside what the attempt changed outside its files',
+            slot.cwd,
+            '"$FOREMAN_GIT" checkout -q --no-overlay "$@"',
+            [base, '--', ...restore],
+          );
           if (!restored.ok) return err(failure('checkout', restored.error));
         }
         if (remove.length > 0) {
@@ -435,7 +438,10 @@ export class HostWorkspaces implements Workspaces {
     if (this.connection === null) return;
     const connected = await this.connection;
     if (!connected.ok || connected.value.channel.down !== null) return;
-    await this.run(connected.value, ['sh', '-c', 'rm -rf slots && git --git-dir=repository.git worktree prune'], { cwd: '.', env: HOST_GIT_ENV });
+    await this.run(connected.value, ['sh', '-c', 'rm -rf slots && "$FOREMAN_GIT" --git-dir=repository.git worktree prune'], {
+      cwd: '.',
+      env: hostGitEnv(this.context.host.git),
+    });
   }
 
   /** Ends the channel: the remote side ends what it started and lets go of the run's folder. */
