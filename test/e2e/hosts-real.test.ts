@@ -6,14 +6,16 @@
 // run finishes on the other; a host without claude is named at --dry-run and left out; a task
 // whose name, paths and prompt hold shell metacharacters travels as data.
 
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readlinkSync } from 'node:fs';
+import { execa } from 'execa';
 import { mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sandboxSupport } from '../../src/adapters/sandbox.ts';
 import type { Plan } from '../../src/core/plan.ts';
-import { runExecute } from '../support/execute.ts';
+import { executeScript, nodeArgsFor, runExecute } from '../support/execute.ts';
+import { waitFor } from '../support/wait.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { type ModelServer, type ScriptedRequest, scenario, startModelServer, text, toolUse } from '../support/model-server.ts';
 import { makePlan, writePlan } from '../support/plans.ts';
@@ -41,6 +43,19 @@ const writeFileTurn = (marker: string, file: string, content: string) => async (
   await atFirstTurn?.(marker, req.cwd ?? '?');
   return [toolUse('Write', { file_path: join(req.cwd ?? '.', file), content })];
 };
+
+/** The processes whose working directory is in one of `dirs` (the hosts' work dirs): what a run left running there. */
+function processesIn(dirs: readonly string[]): number[] {
+  return readdirSync('/proc').flatMap((name) => {
+    if (!/^\d+$/.test(name)) return [];
+    try {
+      const cwd = readlinkSync(`/proc/${name}/cwd`);
+      return dirs.some((dir) => cwd === dir || cwd.startsWith(`${dir}/`)) ? [Number(name)] : [];
+    } catch {
+      return [];
+    }
+  });
+}
 
 /** Holds each worker's first turn until `count` workers are running at once (or `timeoutMs` passed): every slot of both hosts in use. */
 function firstArrivals(count: number, timeoutMs: number): (marker: string) => Promise<void> {
@@ -239,6 +254,34 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
     const alone = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--dry-run', '--sandbox', 'off', '--host', missing], env);
     expect(alone.exitCode).toBe(3);
     expect(alone.stderr).toContain(`host ${sshd.hosts[1]!.alias} is left out of the run: the claude binary (/nowhere/claude)`);
+  });
+
+  it('foreman killed -9 mid-run: nothing of it runs on the hosts soon after, and the same command finishes the plan', async () => {
+    cwds.clear();
+    const tasks = MARKERS.slice(0, 4);
+    const plan = makePlan(tasks.map((marker, index) => task(marker, [`out/${index}.txt`])));
+    const { repo, env } = await repoWith(plan);
+    const args = ['--claude-bin', claudeBin, '--json', '--sandbox', 'off', '--host', hostUrl(0), '--host', hostUrl(1)];
+    const child = execa('node', [...nodeArgsFor(executeScript), ...args], { cwd: repo.dir, reject: false, stdin: 'ignore', env: { ...env, NO_COLOR: '1' } });
+    let killed = false;
+    // The first worker to reach the API kills foreman; the workers' turns wait until it is gone.
+    atFirstTurn = async () => {
+      if (!killed) {
+        killed = true;
+        child.kill('SIGKILL');
+      }
+      await child;
+    };
+    const first = await child;
+    atFirstTurn = null;
+    expect(first.signal).toBe('SIGKILL');
+    const workDirs = await Promise.all(sshd.hosts.map((host) => realpath(host.workDir)));
+    // Its ssh connections' input ended with it: each remote side ends what it started, long before the silence limit.
+    await waitFor('nothing of the killed run left on the hosts', () => processesIn(workDirs).length === 0);
+    const again = await runExecute(repo.dir, args, env);
+    expect(again.stderr).toBe('');
+    expect(again.exitCode).toBe(0);
+    for (const [index] of tasks.entries()) expect(await readFile(join(repo.dir, `out/${index}.txt`), 'utf8')).toBe(`content of task ${index}\n`);
   });
 
   // Last: host b's sshd does not come back.
