@@ -256,6 +256,17 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
     expect(alone.stderr).toContain(`host ${sshd.hosts[1]!.alias} is left out of the run: the claude binary (/nowhere/claude)`);
   });
 
+  it('a worker that crashes on a host whose remote side lives is a crashed worker, not a host fault', async () => {
+    const plan = makePlan([task(MARKERS[0]!, ['out/0.txt'])]);
+    const { repo, env } = await repoWith(plan);
+    const crashing = `ssh://${sshd.hosts[0]!.alias}${sshd.hosts[0]!.workDir}?slots=1&claude=/bin/false`;
+    const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--json', '--sandbox', 'off', '--max-attempts', '1', '--host', crashing], env);
+    expect(r.exitCode).toBe(1);
+    const events = eventsOf(r.stdout);
+    expect(events.filter((event) => event.type === 'task-finished').map((event) => event.outcome)).toEqual(['failed']);
+    expect(events.some((event) => event.type === 'host-down')).toBe(false);
+  });
+
   it('foreman killed -9 mid-run: nothing of it runs on the hosts soon after, and the same command finishes the plan', async () => {
     cwds.clear();
     const tasks = MARKERS.slice(0, 4);
