@@ -143,9 +143,9 @@ async function repoWith(plan: Plan, files: Record<string, string> = {}): Promise
   return { repo, env };
 }
 
-const hostUrl = (index: number, extra = '') => {
+const hostUrl = (index: number, extra = '', slots = 2) => {
   const host = sshd.hosts[index]!;
-  return `ssh://${host.alias}${host.workDir}?slots=2&claude=${claudeBin}${extra}`;
+  return `ssh://${host.alias}${host.workDir}?slots=${slots}&claude=${claudeBin}${extra}`;
 };
 
 const task = (marker: string, create: string[]) => ({
@@ -265,6 +265,37 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
     const events = eventsOf(r.stdout);
     expect(events.filter((event) => event.type === 'task-finished').map((event) => event.outcome)).toEqual(['failed']);
     expect(events.some((event) => event.type === 'host-down')).toBe(false);
+  });
+
+  it('git failing on a host is a host fault: its attempt lost with none spent, the host down, the run finished on the other', async () => {
+    cwds.clear();
+    atFirstTurn = null;
+    // Host b's git (its URL's git=) answers the checks and takes the objects, but cannot make a worktree.
+    const broken = join(configDir, 'broken-git');
+    await writeFile(broken, '#!/bin/sh\ncase "$*" in *"worktree add"*) echo "fatal: simulated failure" >&2; exit 128;; esac\nexec git "$@"\n', { mode: 0o755 });
+    const tasks = MARKERS.slice(0, 2);
+    const plan = makePlan(tasks.map((marker, index) => task(marker, [`out/${index}.txt`])));
+    const { repo, env } = await repoWith(plan);
+    const r = await runExecute(
+      repo.dir,
+      ['--claude-bin', claudeBin, '--json', '--sandbox', 'off', '--host', hostUrl(0, '', 1), '--host', hostUrl(1, `&git=${broken}`, 1)],
+      env,
+    );
+    expect(r.stderr).toBe('');
+    expect(r.exitCode).toBe(0);
+    for (const [index] of tasks.entries()) expect(await readFile(join(repo.dir, `out/${index}.txt`), 'utf8')).toBe(`content of task ${index}\n`);
+    const events = eventsOf(r.stdout) as Array<{ type: string; attempt?: number; host?: string; reason?: string; lost?: number[] }>;
+    const down = events.find((event) => event.type === 'host-down');
+    expect(down?.host).toBe(sshd.hosts[1]!.alias);
+    expect(down?.reason).toContain('fatal: simulated failure');
+    expect(down?.lost?.length).toBe(1);
+    expect(events.filter((event) => event.type === 'task-started').every((event) => event.attempt === 1)).toBe(true);
+    const workDirA = await realpath(sshd.hosts[0]!.workDir);
+    for (const marker of tasks)
+      expect(
+        cwds.get(marker)?.every((cwd) => cwd.startsWith(`${workDirA}/`)),
+        marker,
+      ).toBe(true);
   });
 
   it('foreman killed -9 mid-run: nothing of it runs on the hosts soon after, and the same command finishes the plan', async () => {
