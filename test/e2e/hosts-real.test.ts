@@ -217,6 +217,22 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
       `on host ${sshd.hosts[0]!.alias}, the workers' Bash commands run in Claude Code's sandbox there; the setup command and the acceptance checks run there without the operating-system sandbox (they run in it only on this machine)`,
     );
     expect(existsSync(ESCAPE)).toBe(false);
+    // Its own TMPDIR there is gone with it.
+    expect(readdirSync(join(sshd.hosts[0]!.workDir, '.t'))).toEqual([]);
+  });
+
+  it('--sandbox on: a work dir too long for a sandboxed worker’s sockets is named at --dry-run and left out', async (context) => {
+    if (!(await sandboxSupport()).ok) context.skip();
+    const plan = makePlan([task(MARKERS[0]!, ['out/0.txt'])]);
+    const { repo, env } = await repoWith(plan);
+    const long = `${sshd.hosts[0]!.workDir}/a-folder-that-makes-the-path-too-long`;
+    const url = `ssh://${sshd.hosts[0]!.alias}${long}?slots=1&claude=${claudeBin}`;
+    const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--dry-run', '--sandbox', 'on', '--host', url], env);
+    expect(r.exitCode).toBe(3);
+    expect(r.stderr).toContain(
+      `the work dir's path is ${Buffer.byteLength(long)} bytes, longer than the 59 under which a sandboxed worker's sockets fit (a socket's path may not pass 107 bytes): choose a shorter work dir, or run with --sandbox off`,
+    );
+    expect(existsSync(long)).toBe(false);
   });
 
   it('.worktreeinclude files go only to a host whose URL says include=1', async () => {

@@ -326,7 +326,8 @@ export class HostWorkspaces implements Workspaces {
       // A short folder in the work dir (the sandbox's bridge sockets live there, and a socket's
       // path may not pass 107 bytes), which the remote side lets a command take as its TMPDIR.
       ownTmp: async (task) => {
-        const path = `${this.context.host.workDir.replace(/\/+$/, '')}/.t/${task}-${randomBytes(3).toString('hex')}`;
+        // Named by the remote process's pid: it removes what is left of its own when it ends (a run killed).
+        const path = `${this.context.host.workDir.replace(/\/+$/, '')}/.t/${connection.channel.hello.pid.toString(36)}-${task}`;
         const made = await this.run(connection, ['sh', '-c', 'umask 077 && mkdir -p -- "$1" && cd -- "$1" && pwd -P', 'foreman', path], { cwd: '.' });
         const realPath = made.ok ? made.value.stdout.trim() || path : path;
         return { path, realPath, remove: async () => void (await this.run(connection, ['rm', '-rf', '--', path], { cwd: '.' })) };
