@@ -8,12 +8,13 @@
 
 import { existsSync, readdirSync, readlinkSync } from 'node:fs';
 import { execa } from 'execa';
-import { mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sandboxSupport } from '../../src/adapters/sandbox.ts';
 import type { Plan } from '../../src/core/plan.ts';
+import { repositoryId } from '../../src/run/workspace/host.ts';
 import { executeScript, nodeArgsFor, runExecute } from '../support/execute.ts';
 import { waitFor } from '../support/wait.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
@@ -168,7 +169,12 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
     atFirstTurn = firstArrivals(4, 30_000);
     const plan = makePlan(MARKERS.map((marker, index) => task(marker, [`out/${index}.txt`])));
     const { repo, env } = await repoWith(plan);
+    // What a killed run of another plan of this repository left on host a, held by no live process: the run cleans it.
+    const stale = join(sshd.hosts[0]!.workDir, repositoryId(repo.dir), 'plan-killed-earlier');
+    await mkdir(join(stale, 'repository.git'), { recursive: true });
+    await writeFile(join(stale, 'lock'), '999999999 0\n');
     const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--json', '--sandbox', 'off', '--host', hostUrl(0), '--host', hostUrl(1)], env);
+    expect(existsSync(stale)).toBe(false);
     expect(r.stderr).toBe('');
     expect(r.exitCode).toBe(0);
     for (const [index] of MARKERS.entries()) expect(await readFile(join(repo.dir, `out/${index}.txt`), 'utf8')).toBe(`content of task ${index}\n`);

@@ -163,6 +163,10 @@ export class HostWorkspaces implements Workspaces {
         objectFormat: this.context.objectFormat,
       });
       if (!run.ok) return err(this.requestFault('take the run’s folder', run.error));
+      // What earlier runs of this repository left there and no live process holds goes (a run killed,
+      // a plan finished or abandoned); a run's own folder, and one another live run holds, stay.
+      // Cleaning is housekeeping: a failure of it is no fault of the host's.
+      await channel.request({ op: 'clean', repository: repositoryId(this.context.repo) });
       return ok({ channel, dir: run.value.dir, sent: new Set<string>() });
     })();
     const made = this.connection;
