@@ -183,14 +183,17 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
     const used = new Set<number>();
     for (const marker of MARKERS) {
       const dirs = cwds.get(marker) ?? [];
-      expect(dirs.length, marker).toBe(1);
+      expect(dirs.length, `${marker} ran in ${dirs.join(', ')}`).toBe(1);
       const on = workDirs.findIndex((dir) => dirs[0]!.startsWith(`${dir}/`));
       expect(on, `${marker} ran in ${dirs[0]}`).toBeGreaterThanOrEqual(0);
       used.add(on);
     }
     expect(used.size).toBe(2);
     const finished = eventsOf(r.stdout).filter((event) => event.type === 'task-finished');
-    expect(finished.map((event) => event.outcome)).toEqual(MARKERS.map(() => 'completed'));
+    expect(
+      finished.map((event) => event.outcome),
+      JSON.stringify(finished),
+    ).toEqual(MARKERS.map(() => 'completed'));
   });
 
   it('a task whose file name, content and prompt hold shell metacharacters travels as data', async () => {

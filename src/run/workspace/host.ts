@@ -141,13 +141,16 @@ export class HostWorkspaces implements Workspaces {
     return `host ${this.name}: ${reason}`;
   }
 
-  /** The channel and run folder, opened again once the one before went down. */
+  /**
+   * The channel and run folder, opened again once the one before went down: by the first attempt
+   * to find it down (attempts placed at once after the host's back-off share the new one).
+   */
   connect(): Promise<Result<Connection, string>> {
-    if (this.connection !== null) {
-      const current = this.connection;
-      return current.then((made) => (made.ok && made.value.channel.down !== null ? this.reconnect() : current));
-    }
-    return this.reconnect();
+    const current = this.connection ?? this.reconnect();
+    return current.then((made) => {
+      if (!made.ok || made.value.channel.down === null) return made;
+      return this.connection === current ? this.reconnect() : this.connect();
+    });
   }
 
   private reconnect(): Promise<Result<Connection, string>> {
