@@ -386,7 +386,7 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
       reason?: string;
     }>;
     const down = events.find((event) => event.type === 'host-down');
-    expect(down?.host).toBe(b.alias);
+    expect(down?.host, JSON.stringify(events.filter((event) => event.type === 'host-down'))).toBe(b.alias);
     expect(down?.lost?.length).toBeGreaterThan(0);
     // No attempt spent: every task's every start is its first attempt; the lost ones went back and finished on host a.
     expect(events.filter((event) => event.type === 'task-started').map((event) => event.attempt)).toEqual(

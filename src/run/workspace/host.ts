@@ -119,8 +119,12 @@ interface Connection {
   channel: HostChannel;
   /** The run's folder there, real path. */
   dir: string;
-  /** Commits sent into its repository: a later bundle leaves out what they reach. */
-  sent: Set<string>;
+  /**
+   * Commits sent into its repository, or being sent: attempts made at once from the same base
+   * share one sending (two bundles of one commit at once would race on its ref there), and a later
+   * bundle leaves out what they reach.
+   */
+  sent: Map<string, Promise<Result<void, string>>>;
 }
 
 /** How a command ran on the host: its exit and what it printed, or the channel's failure. */
@@ -170,7 +174,7 @@ export class HostWorkspaces implements Workspaces {
       // a plan finished or abandoned); a run's own folder, and one another live run holds, stay.
       // Cleaning is housekeeping: a failure of it is no fault of the host's.
       await channel.request({ op: 'clean', repository: repositoryId(this.context.repo) });
-      return ok({ channel, dir: run.value.dir, sent: new Set<string>() });
+      return ok({ channel, dir: run.value.dir, sent: new Map() });
     })();
     const made = this.connection;
     // A failed opening is tried again by the next attempt placed here (after the host's back-off).
@@ -230,11 +234,8 @@ export class HostWorkspaces implements Workspaces {
     const connected = await this.connect();
     if (!connected.ok) return connected;
     const connection = connected.value;
-    if (!connection.sent.has(request.commit)) {
-      const sent = await sendCommit(connection.channel, this.context.repo, request.commit, [...connection.sent]);
-      if (!sent.ok) return err(sent.error.kind === 'local' ? sent.error.message : this.requestFault('receive the commit', sent.error));
-      connection.sent.add(request.commit);
-    }
+    const sent = await this.send(connection, request.commit);
+    if (!sent.ok) return sent;
     const cwd = `slots/${slot}`;
     const made = await this.git(connection, 'make the slot’s worktree', '.', MAKE_SLOT, [cwd, request.commit]);
     if (!made.ok) return made;
@@ -242,6 +243,20 @@ export class HostWorkspaces implements Workspaces {
     const kept = await this.provision(connection, cwd, request.signal);
     if (!kept.ok) return kept;
     return ok(new HostWorkspace(this, connection, { cwd, dir, base: request.base ?? request.commit, kept: kept.value }));
+  }
+
+  /** Sends `commit`'s objects the host lacks, once per connection; a failed sending is tried again by the next attempt. */
+  private send(connection: Connection, commit: string): Promise<Result<void, string>> {
+    const already = connection.sent.get(commit);
+    if (already !== undefined) return already;
+    const candidates = [...connection.sent.keys()];
+    const sending = sendCommit(connection.channel, this.context.repo, commit, candidates).then((sent): Result<void, string> => {
+      if (sent.ok) return ok(undefined);
+      connection.sent.delete(commit);
+      return err(sent.error.kind === 'local' ? sent.error.message : this.requestFault('receive the commit', sent.error));
+    });
+    connection.sent.set(commit, sending);
+    return sending;
   }
 
   /** The `.worktreeinclude` files (with `include=1`), then the plan's setup command: what provisioning put there, or why it failed. */
