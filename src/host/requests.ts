@@ -222,7 +222,7 @@ export function serve(workDir: string, outbox: Outbox, version: string, dryRun: 
     child.once('exit', () => child.pid !== undefined && groups.delete(child.pid));
   };
 
-  // TMPDIR is the run's, unless foreman names a folder of its own in the work dir (a sandboxed worker's).
+  // TMPDIR is the run's, unless foreman names a folder of its own in the work dir (a sandboxed worker's, `.t/<this process's pid, base 36>-<task>`, removed when it ends).
   const commandEnv = (run: RunFolder, extra: Record<string, string>): NodeJS.ProcessEnv => ({
     ...process.env,
     ...extra,
@@ -405,6 +405,10 @@ export function serve(workDir: string, outbox: Outbox, version: string, dryRun: 
       // What the commands started in sessions of their own, found by the marker they inherited.
       await endMarked(RUN_MARKER_VARIABLE, runMarker, 500);
       for (const file of halfMade) rmSync(file, { force: true });
+      // The sandboxed workers' own TMPDIRs this process served (`<work dir>/.t/<its pid, base 36>-…`).
+      const ownTmp = join(workDir, '.t');
+      for (const name of existsSync(ownTmp) ? readdirSync(ownTmp) : [])
+        if (name.startsWith(`${process.pid.toString(36)}-`)) rmSync(join(ownTmp, name), { recursive: true, force: true });
       if (folder !== null && lockHeld(folder.lock) === process.pid) unlinkSync(folder.lock);
     },
   };

@@ -21,6 +21,7 @@ export const sshTarget = (host: SshHost): SshTarget => ({
   workDir: host.workDir,
   claude: host.claude,
   node: host.node,
+  git: host.git,
   ...(host.user !== undefined ? { user: host.user } : {}),
   ...(host.port !== undefined ? { port: host.port } : {}),
 });
@@ -44,6 +45,13 @@ export interface HostCheckNeedsOfRun {
   /** foreman's environment: ssh is started with its PATH and login variables only. */
   env: NodeJS.ProcessEnv;
 }
+
+/**
+ * The longest work dir a sandboxed worker's sockets fit under: they live in its TMPDIR,
+ * `<work dir>/.t/<pid, base 36>-<task>` (at most 12 bytes more), and a socket's path may not pass
+ * 107 bytes (measured with Claude Code 2.1.330: a 71-byte TMPDIR works, a 78-byte one does not).
+ */
+export const MAX_SANDBOX_WORK_DIR_BYTES = 59;
 
 const gib = (bytes: number): string => `${(bytes / 1024 ** 3).toFixed(1)} GiB`;
 
@@ -90,10 +98,17 @@ async function checkHost(host: SshHost, needs: HostCheckNeedsOfRun): Promise<Che
     minFreeBytes: host.freeMb * 1024 ** 2,
     sandbox: needs.sandbox,
   });
+  const results = checkResults(asked.value, problems);
+  const length = Buffer.byteLength(host.workDir);
+  if (needs.sandbox && length > MAX_SANDBOX_WORK_DIR_BYTES) {
+    const message = `the work dir's path is ${length} bytes, longer than the ${MAX_SANDBOX_WORK_DIR_BYTES} under which a sandboxed worker's sockets fit (a socket's path may not pass 107 bytes): choose a shorter work dir, or run with --sandbox off`;
+    problems.push({ check: 'disk', message, stops: true });
+    results.push({ check: 'work dir path', passed: false, found: message, fix: null });
+  }
   const stopping = problems.filter((problem) => problem.stops);
   const leftOut = stopping.length === 0 ? null : stopping.map((problem) => problem.message).join('; ');
   if (needs.dryRun || leftOut !== null) await channel.close();
-  return { host, results: checkResults(asked.value, problems), leftOut, channel: needs.dryRun || leftOut !== null ? null : channel };
+  return { host, results, leftOut, channel: needs.dryRun || leftOut !== null ? null : channel };
 }
 
 /** Every ssh host of `hosts` checked, at once, in their order. */

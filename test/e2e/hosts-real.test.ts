@@ -6,14 +6,17 @@
 // run finishes on the other; a host without claude is named at --dry-run and left out; a task
 // whose name, paths and prompt hold shell metacharacters travels as data.
 
-import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { existsSync, readdirSync, readlinkSync } from 'node:fs';
+import { execa } from 'execa';
+import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sandboxSupport } from '../../src/adapters/sandbox.ts';
 import type { Plan } from '../../src/core/plan.ts';
-import { runExecute } from '../support/execute.ts';
+import { repositoryId } from '../../src/run/workspace/host.ts';
+import { executeScript, nodeArgsFor, runExecute } from '../support/execute.ts';
+import { waitFor } from '../support/wait.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { type ModelServer, type ScriptedRequest, scenario, startModelServer, text, toolUse } from '../support/model-server.ts';
 import { makePlan, writePlan } from '../support/plans.ts';
@@ -41,6 +44,19 @@ const writeFileTurn = (marker: string, file: string, content: string) => async (
   await atFirstTurn?.(marker, req.cwd ?? '?');
   return [toolUse('Write', { file_path: join(req.cwd ?? '.', file), content })];
 };
+
+/** The processes whose working directory is in one of `dirs` (the hosts' work dirs): what a run left running there. */
+function processesIn(dirs: readonly string[]): number[] {
+  return readdirSync('/proc').flatMap((name) => {
+    if (!/^\d+$/.test(name)) return [];
+    try {
+      const cwd = readlinkSync(`/proc/${name}/cwd`);
+      return dirs.some((dir) => cwd === dir || cwd.startsWith(`${dir}/`)) ? [Number(name)] : [];
+    } catch {
+      return [];
+    }
+  });
+}
 
 /** Holds each worker's first turn until `count` workers are running at once (or `timeoutMs` passed): every slot of both hosts in use. */
 function firstArrivals(count: number, timeoutMs: number): (marker: string) => Promise<void> {
@@ -128,9 +144,9 @@ async function repoWith(plan: Plan, files: Record<string, string> = {}): Promise
   return { repo, env };
 }
 
-const hostUrl = (index: number, extra = '') => {
+const hostUrl = (index: number, extra = '', slots = 2) => {
   const host = sshd.hosts[index]!;
-  return `ssh://${host.alias}${host.workDir}?slots=2&claude=${claudeBin}${extra}`;
+  return `ssh://${host.alias}${host.workDir}?slots=${slots}&claude=${claudeBin}${extra}`;
 };
 
 const task = (marker: string, create: string[]) => ({
@@ -153,7 +169,12 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
     atFirstTurn = firstArrivals(4, 30_000);
     const plan = makePlan(MARKERS.map((marker, index) => task(marker, [`out/${index}.txt`])));
     const { repo, env } = await repoWith(plan);
+    // What a killed run of another plan of this repository left on host a, held by no live process: the run cleans it.
+    const stale = join(sshd.hosts[0]!.workDir, repositoryId(repo.dir), 'plan-killed-earlier');
+    await mkdir(join(stale, 'repository.git'), { recursive: true });
+    await writeFile(join(stale, 'lock'), '999999999 0\n');
     const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--json', '--sandbox', 'off', '--host', hostUrl(0), '--host', hostUrl(1)], env);
+    expect(existsSync(stale)).toBe(false);
     expect(r.stderr).toBe('');
     expect(r.exitCode).toBe(0);
     for (const [index] of MARKERS.entries()) expect(await readFile(join(repo.dir, `out/${index}.txt`), 'utf8')).toBe(`content of task ${index}\n`);
@@ -162,14 +183,17 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
     const used = new Set<number>();
     for (const marker of MARKERS) {
       const dirs = cwds.get(marker) ?? [];
-      expect(dirs.length, marker).toBe(1);
+      expect(dirs.length, `${marker} ran in ${dirs.join(', ')}`).toBe(1);
       const on = workDirs.findIndex((dir) => dirs[0]!.startsWith(`${dir}/`));
       expect(on, `${marker} ran in ${dirs[0]}`).toBeGreaterThanOrEqual(0);
       used.add(on);
     }
     expect(used.size).toBe(2);
     const finished = eventsOf(r.stdout).filter((event) => event.type === 'task-finished');
-    expect(finished.map((event) => event.outcome)).toEqual(MARKERS.map(() => 'completed'));
+    expect(
+      finished.map((event) => event.outcome),
+      JSON.stringify(finished),
+    ).toEqual(MARKERS.map(() => 'completed'));
   });
 
   it('a task whose file name, content and prompt hold shell metacharacters travels as data', async () => {
@@ -202,6 +226,22 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
       `on host ${sshd.hosts[0]!.alias}, the workers' Bash commands run in Claude Code's sandbox there; the setup command and the acceptance checks run there without the operating-system sandbox (they run in it only on this machine)`,
     );
     expect(existsSync(ESCAPE)).toBe(false);
+    // Its own TMPDIR there is gone with it.
+    expect(readdirSync(join(sshd.hosts[0]!.workDir, '.t'))).toEqual([]);
+  });
+
+  it('--sandbox on: a work dir too long for a sandboxed worker’s sockets is named at --dry-run and left out', async (context) => {
+    if (!(await sandboxSupport()).ok) context.skip();
+    const plan = makePlan([task(MARKERS[0]!, ['out/0.txt'])]);
+    const { repo, env } = await repoWith(plan);
+    const long = `${sshd.hosts[0]!.workDir}/a-folder-that-makes-the-path-too-long`;
+    const url = `ssh://${sshd.hosts[0]!.alias}${long}?slots=1&claude=${claudeBin}`;
+    const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--dry-run', '--sandbox', 'on', '--host', url], env);
+    expect(r.exitCode).toBe(3);
+    expect(r.stderr).toContain(
+      `the work dir's path is ${Buffer.byteLength(long)} bytes, longer than the 59 under which a sandboxed worker's sockets fit (a socket's path may not pass 107 bytes): choose a shorter work dir, or run with --sandbox off`,
+    );
+    expect(existsSync(long)).toBe(false);
   });
 
   it('.worktreeinclude files go only to a host whose URL says include=1', async () => {
@@ -241,6 +281,76 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
     expect(alone.stderr).toContain(`host ${sshd.hosts[1]!.alias} is left out of the run: the claude binary (/nowhere/claude)`);
   });
 
+  it('a worker that crashes on a host whose remote side lives is a crashed worker, not a host fault', async () => {
+    const plan = makePlan([task(MARKERS[0]!, ['out/0.txt'])]);
+    const { repo, env } = await repoWith(plan);
+    const crashing = `ssh://${sshd.hosts[0]!.alias}${sshd.hosts[0]!.workDir}?slots=1&claude=/bin/false`;
+    const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--json', '--sandbox', 'off', '--max-attempts', '1', '--host', crashing], env);
+    expect(r.exitCode).toBe(1);
+    const events = eventsOf(r.stdout);
+    expect(events.filter((event) => event.type === 'task-finished').map((event) => event.outcome)).toEqual(['failed']);
+    expect(events.some((event) => event.type === 'host-down')).toBe(false);
+  });
+
+  it('git failing on a host is a host fault: its attempt lost with none spent, the host down, the run finished on the other', async () => {
+    cwds.clear();
+    atFirstTurn = null;
+    // Host b's git (its URL's git=) answers the checks and takes the objects, but cannot make a worktree.
+    const broken = join(configDir, 'broken-git');
+    await writeFile(broken, '#!/bin/sh\ncase "$*" in *"worktree add"*) echo "fatal: simulated failure" >&2; exit 128;; esac\nexec git "$@"\n', { mode: 0o755 });
+    const tasks = MARKERS.slice(0, 2);
+    const plan = makePlan(tasks.map((marker, index) => task(marker, [`out/${index}.txt`])));
+    const { repo, env } = await repoWith(plan);
+    const r = await runExecute(
+      repo.dir,
+      ['--claude-bin', claudeBin, '--json', '--sandbox', 'off', '--host', hostUrl(0, '', 1), '--host', hostUrl(1, `&git=${broken}`, 1)],
+      env,
+    );
+    expect(r.stderr).toBe('');
+    expect(r.exitCode).toBe(0);
+    for (const [index] of tasks.entries()) expect(await readFile(join(repo.dir, `out/${index}.txt`), 'utf8')).toBe(`content of task ${index}\n`);
+    const events = eventsOf(r.stdout) as Array<{ type: string; attempt?: number; host?: string; reason?: string; lost?: number[] }>;
+    const down = events.find((event) => event.type === 'host-down');
+    expect(down?.host).toBe(sshd.hosts[1]!.alias);
+    expect(down?.reason).toContain('fatal: simulated failure');
+    expect(down?.lost?.length).toBe(1);
+    expect(events.filter((event) => event.type === 'task-started').every((event) => event.attempt === 1)).toBe(true);
+    const workDirA = await realpath(sshd.hosts[0]!.workDir);
+    for (const marker of tasks)
+      expect(
+        cwds.get(marker)?.every((cwd) => cwd.startsWith(`${workDirA}/`)),
+        marker,
+      ).toBe(true);
+  });
+
+  it('foreman killed -9 mid-run: nothing of it runs on the hosts soon after, and the same command finishes the plan', async () => {
+    cwds.clear();
+    const tasks = MARKERS.slice(0, 4);
+    const plan = makePlan(tasks.map((marker, index) => task(marker, [`out/${index}.txt`])));
+    const { repo, env } = await repoWith(plan);
+    const args = ['--claude-bin', claudeBin, '--json', '--sandbox', 'off', '--host', hostUrl(0), '--host', hostUrl(1)];
+    const child = execa('node', [...nodeArgsFor(executeScript), ...args], { cwd: repo.dir, reject: false, stdin: 'ignore', env: { ...env, NO_COLOR: '1' } });
+    let killed = false;
+    // The first worker to reach the API kills foreman; the workers' turns wait until it is gone.
+    atFirstTurn = async () => {
+      if (!killed) {
+        killed = true;
+        child.kill('SIGKILL');
+      }
+      await child;
+    };
+    const first = await child;
+    atFirstTurn = null;
+    expect(first.signal).toBe('SIGKILL');
+    const workDirs = await Promise.all(sshd.hosts.map((host) => realpath(host.workDir)));
+    // Its ssh connections' input ended with it: each remote side ends what it started, long before the silence limit.
+    await waitFor('nothing of the killed run left on the hosts', () => processesIn(workDirs).length === 0);
+    const again = await runExecute(repo.dir, args, env);
+    expect(again.stderr).toBe('');
+    expect(again.exitCode).toBe(0);
+    for (const [index] of tasks.entries()) expect(await readFile(join(repo.dir, `out/${index}.txt`), 'utf8')).toBe(`content of task ${index}\n`);
+  });
+
   // Last: host b's sshd does not come back.
   it('one host’s sshd and its sessions killed mid-run: its tasks finish on the other, no attempt spent', async () => {
     cwds.clear();
@@ -276,7 +386,7 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
       reason?: string;
     }>;
     const down = events.find((event) => event.type === 'host-down');
-    expect(down?.host).toBe(b.alias);
+    expect(down?.host, JSON.stringify(events.filter((event) => event.type === 'host-down'))).toBe(b.alias);
     expect(down?.lost?.length).toBeGreaterThan(0);
     // No attempt spent: every task's every start is its first attempt; the lost ones went back and finished on host a.
     expect(events.filter((event) => event.type === 'task-started').map((event) => event.attempt)).toEqual(

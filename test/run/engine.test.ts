@@ -5,6 +5,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { err } from '../../src/core/failure.ts';
+import type { Host } from '../../src/core/hosts/url.ts';
 import { type Plan, statusOf } from '../../src/core/plan.ts';
 import { EngineRig, failedRun, gitFailure, passed, reported } from '../support/engine-rig.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
@@ -486,6 +487,48 @@ describe('the engine, in process', () => {
     await rig.finish(2, 'COMPLETED: c');
     expect((await rig.ended()).reason).toBe('all-done');
     expect(rig.recorded.map((r) => r.round)).toEqual([1, 2]);
+  });
+});
+
+describe('the engine with hosts', () => {
+  const sshHost = (name: string, slots: number): Host => ({
+    kind: 'ssh',
+    name,
+    url: `ssh://${name}/w?slots=${slots}`,
+    host: name,
+    workDir: '/w',
+    slots,
+    claude: 'claude',
+    node: 'node',
+    git: 'git',
+    include: false,
+    freeMb: 1024,
+  });
+
+  it('a host fault told by the workspaces loses its attempt (no attempt spent), and the task finishes on the other host', async () => {
+    const rig = new EngineRig(makePlan([task('A'), task('B')]), { settings: { concurrency: 2, hosts: [sshHost('h1', 1), sshHost('h2', 1)] } });
+    await rig.advance(0);
+    expect(rig.placed).toEqual([
+      [0, 'h1:1'],
+      [1, 'h2:1'],
+    ]);
+    expect(rig.runningTasks).toEqual([0, 1]);
+    await rig.hostFault('h2', 'the channel to h2 ended (exit 255) without a report');
+    // B's worker was stopped; its attempt ends lost, and B waits for a slot on a host that works.
+    expect(rig.runningTasks).toEqual([0]);
+    expect(rig.events.find((event) => event.type === 'host-down')).toMatchObject({ host: 'h2', lost: [1] });
+    expect(rig.outcomes()).toEqual([[1, 'interrupted']]);
+    await rig.finish(0, 'COMPLETED: made A');
+    expect(rig.placed.at(-1)).toEqual([1, 'h1:1']);
+    await rig.finish(1, 'COMPLETED: made B');
+    const result = await rig.ended();
+    expect(result.reason).toBe('all-done');
+    // One attempt each: the lost one was not spent.
+    expect(rig.started.map((request) => [request.taskIndex, request.attempt])).toEqual([
+      [0, 1],
+      [1, 1],
+      [1, 1],
+    ]);
   });
 });
 

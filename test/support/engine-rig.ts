@@ -158,6 +158,10 @@ export class EngineRig {
   private readonly rechecking = new Set<number>();
   /** Tasks integrated so far, in order. */
   readonly integrated: number[] = [];
+  /** With hosts: where each attempt's workspace was made (`host:slot`), in order. */
+  readonly placed: Array<[number, string]> = [];
+  /** Tells the engine of a host's fault, as a host's workspaces do. */
+  private hostFaultListener: ((host: string, reason: string) => void) | null = null;
   result: EngineResult | null = null;
   failure: unknown = null;
   private readonly done: Promise<void>;
@@ -189,6 +193,7 @@ export class EngineRig {
         workspaces: {
           make: async (request) => {
             const { task } = request;
+            if (request.place !== undefined) this.placed.push([task, `${request.place.host}:${request.place.slot}`]);
             if (this.worktrees.has(task)) throw new Error(`task ${task} was given a second worktree before releasing the first`);
             const prepared = (this.rechecking.delete(task) ? options.prepareRecheck?.(task) : options.prepare?.(task)) ?? ok(`/worktrees/${task}`);
             if (!prepared.ok) return prepared;
@@ -206,6 +211,9 @@ export class EngineRig {
             });
           },
           remove: async () => undefined,
+          onHostFault: (listener) => {
+            this.hostFaultListener = listener;
+          },
         },
         integration: {
           startOf: async (start) => {
@@ -329,6 +337,13 @@ export class EngineRig {
 
   async advance(ms: number): Promise<void> {
     this.clock.advance(ms);
+    await settle();
+  }
+
+  /** A host's own failure, told by its workspaces (its channel down, git failing there). */
+  async hostFault(host: string, reason: string): Promise<void> {
+    if (this.hostFaultListener === null) throw new Error('the engine did not listen for host faults');
+    this.hostFaultListener(host, reason);
     await settle();
   }
 

@@ -33,8 +33,9 @@ import type { CheckRun, CheckUse, WorkerJob, Workspace, WorkspaceRequest, Worksp
 import { type LocalWorkspaces, permissionsFor, withTrackedDenials } from './local.ts';
 import type { WorkPlace } from './verify.ts';
 
-/** Git on the host runs without hooks or fsmonitor, and takes every pathspec literally, as here (git ≥ 2.31 reads these). */
-const HOST_GIT_ENV: Record<string, string> = {
+/** Git on the host (`$FOREMAN_GIT`, the URL's `git=`) runs without hooks or fsmonitor, and takes every pathspec literally, as here (git ≥ 2.31 reads these). */
+const hostGitEnv = (git: string): Record<string, string> => ({
+  FOREMAN_GIT: git,
   GIT_CONFIG_COUNT: '2',
   GIT_CONFIG_KEY_0: 'core.hooksPath',
   GIT_CONFIG_VALUE_0: '/dev/null',
@@ -46,7 +47,7 @@ const HOST_GIT_ENV: Record<string, string> = {
   GIT_AUTHOR_EMAIL: 'foreman@localhost',
   GIT_COMMITTER_NAME: 'foreman',
   GIT_COMMITTER_EMAIL: 'foreman@localhost',
-};
+});
 
 /**
  * Makes slot `$1` a worktree at commit `$2`: a new one, or the one there reset and cleaned (what
@@ -54,7 +55,7 @@ const HOST_GIT_ENV: Record<string, string> = {
  */
 const MAKE_SLOT = [
   'set -e',
-  'if [ -d "$1" ]; then cd "$1"; git reset -q --hard "$2"; git clean -q -ffdx; else git --git-dir=repository.git worktree add -q --detach "$1" "$2"; cd "$1"; fi',
+  'if [ -d "$1" ]; then cd "$1"; "$FOREMAN_GIT" reset -q --hard "$2"; "$FOREMAN_GIT" clean -q -ffdx; else "$FOREMAN_GIT" --git-dir=repository.git worktree add -q --detach "$1" "$2"; cd "$1"; fi',
   'pwd -P',
 ].join('\n');
 
@@ -66,13 +67,13 @@ const MAKE_SLOT = [
 const SNAPSHOT = [
   'set -e',
   'index=$1 base=$2; shift 2',
-  'cp "$(git rev-parse --git-path index)" "$index"',
+  'cp "$("$FOREMAN_GIT" rev-parse --git-path index)" "$index"',
   'export GIT_INDEX_FILE="$index"',
-  'git add -A .',
-  'if [ $# -gt 0 ]; then git reset -q "$base" -- "$@"; fi',
-  'tree=$(git write-tree)',
+  '"$FOREMAN_GIT" add -A .',
+  'if [ $# -gt 0 ]; then "$FOREMAN_GIT" reset -q "$base" -- "$@"; fi',
+  'tree=$("$FOREMAN_GIT" write-tree)',
   'rm -f "$index"',
-  'git commit-tree "$tree" -p "$base" -m "foreman: the attempt\'s worktree"',
+  '"$FOREMAN_GIT" commit-tree "$tree" -p "$base" -m "foreman: the attempt\'s worktree"',
 ].join('\n');
 
 /** Writes its stdin to the slot's file `$1` (its folders made). */
@@ -118,8 +119,12 @@ interface Connection {
   channel: HostChannel;
   /** The run's folder there, real path. */
   dir: string;
-  /** Commits sent into its repository: a later bundle leaves out what they reach. */
-  sent: Set<string>;
+  /**
+   * Commits sent into its repository, or being sent: attempts made at once from the same base
+   * share one sending (two bundles of one commit at once would race on its ref there), and a later
+   * bundle leaves out what they reach.
+   */
+  sent: Map<string, Promise<Result<void, string>>>;
 }
 
 /** How a command ran on the host: its exit and what it printed, or the channel's failure. */
@@ -140,13 +145,16 @@ export class HostWorkspaces implements Workspaces {
     return `host ${this.name}: ${reason}`;
   }
 
-  /** The channel and run folder, opened again once the one before went down. */
+  /**
+   * The channel and run folder, opened again once the one before went down: by the first attempt
+   * to find it down (attempts placed at once after the host's back-off share the new one).
+   */
   connect(): Promise<Result<Connection, string>> {
-    if (this.connection !== null) {
-      const current = this.connection;
-      return current.then((made) => (made.ok && made.value.channel.down !== null ? this.reconnect() : current));
-    }
-    return this.reconnect();
+    const current = this.connection ?? this.reconnect();
+    return current.then((made) => {
+      if (!made.ok || made.value.channel.down === null) return made;
+      return this.connection === current ? this.reconnect() : this.connect();
+    });
   }
 
   private reconnect(): Promise<Result<Connection, string>> {
@@ -162,7 +170,11 @@ export class HostWorkspaces implements Workspaces {
         objectFormat: this.context.objectFormat,
       });
       if (!run.ok) return err(this.requestFault('take the run’s folder', run.error));
-      return ok({ channel, dir: run.value.dir, sent: new Set<string>() });
+      // What earlier runs of this repository left there and no live process holds goes (a run killed,
+      // a plan finished or abandoned); a run's own folder, and one another live run holds, stay.
+      // Cleaning is housekeeping: a failure of it is no fault of the host's.
+      await channel.request({ op: 'clean', repository: repositoryId(this.context.repo) });
+      return ok({ channel, dir: run.value.dir, sent: new Map() });
     })();
     const made = this.connection;
     // A failed opening is tried again by the next attempt placed here (after the host's back-off).
@@ -207,7 +219,7 @@ export class HostWorkspaces implements Workspaces {
 
   /** A git script of foreman's there: its stdout, or (a host fault, told) why it failed. */
   async git(connection: Connection, doing: string, cwd: string, script: string, args: string[]): Promise<Result<string, string>> {
-    const ran = await this.run(connection, ['sh', '-c', script, 'foreman', ...args], { cwd, env: HOST_GIT_ENV });
+    const ran = await this.run(connection, ['sh', '-c', script, 'foreman', ...args], { cwd, env: hostGitEnv(this.context.host.git) });
     if (!ran.ok) return err(this.requestFault(doing, ran.error));
     const exit = ran.value.exit;
     if (exit.kind === 'exited' && exit.code === 0) return ok(ran.value.stdout);
@@ -222,11 +234,8 @@ export class HostWorkspaces implements Workspaces {
     const connected = await this.connect();
     if (!connected.ok) return connected;
     const connection = connected.value;
-    if (!connection.sent.has(request.commit)) {
-      const sent = await sendCommit(connection.channel, this.context.repo, request.commit, [...connection.sent]);
-      if (!sent.ok) return err(sent.error.kind === 'local' ? sent.error.message : this.requestFault('receive the commit', sent.error));
-      connection.sent.add(request.commit);
-    }
+    const sent = await this.send(connection, request.commit);
+    if (!sent.ok) return sent;
     const cwd = `slots/${slot}`;
     const made = await this.git(connection, 'make the slot’s worktree', '.', MAKE_SLOT, [cwd, request.commit]);
     if (!made.ok) return made;
@@ -234,6 +243,20 @@ export class HostWorkspaces implements Workspaces {
     const kept = await this.provision(connection, cwd, request.signal);
     if (!kept.ok) return kept;
     return ok(new HostWorkspace(this, connection, { cwd, dir, base: request.base ?? request.commit, kept: kept.value }));
+  }
+
+  /** Sends `commit`'s objects the host lacks, once per connection; a failed sending is tried again by the next attempt. */
+  private send(connection: Connection, commit: string): Promise<Result<void, string>> {
+    const already = connection.sent.get(commit);
+    if (already !== undefined) return already;
+    const candidates = [...connection.sent.keys()];
+    const sending = sendCommit(connection.channel, this.context.repo, commit, candidates).then((sent): Result<void, string> => {
+      if (sent.ok) return ok(undefined);
+      connection.sent.delete(commit);
+      return err(sent.error.kind === 'local' ? sent.error.message : this.requestFault('receive the commit', sent.error));
+    });
+    connection.sent.set(commit, sending);
+    return sending;
   }
 
   /** The `.worktreeinclude` files (with `include=1`), then the plan's setup command: what provisioning put there, or why it failed. */
@@ -325,7 +348,8 @@ export class HostWorkspaces implements Workspaces {
       // A short folder in the work dir (the sandbox's bridge sockets live there, and a socket's
       // path may not pass 107 bytes), which the remote side lets a command take as its TMPDIR.
       ownTmp: async (task) => {
-        const path = `${this.context.host.workDir.replace(/\/+$/, '')}/.t/${task}-${randomBytes(3).toString('hex')}`;
+        // Named by the remote process's pid: it removes what is left of its own when it ends (a run killed).
+        const path = `${this.context.host.workDir.replace(/\/+$/, '')}/.t/${connection.channel.hello.pid.toString(36)}-${task}`;
         const made = await this.run(connection, ['sh', '-c', 'umask 077 && mkdir -p -- "$1" && cd -- "$1" && pwd -P', 'foreman', path], { cwd: '.' });
         const realPath = made.ok ? made.value.stdout.trim() || path : path;
         return { path, realPath, remove: async () => void (await this.run(connection, ['rm', '-rf', '--', path], { cwd: '.' })) };
@@ -410,11 +434,13 @@ export class HostWorkspaces implements Workspaces {
         const restore = paths.filter((path) => held.value.inBase.has(path));
         const remove = paths.filter((path) => !held.value.inBase.has(path));
         if (restore.length > 0) {
-          const restored = await this.git(connection, 'set aside what the attempt changed outside its files', slot.cwd, 'git checkout -q --no-overlay "$@"', [
-            base,
-            '--',
-            ...restore,
-          ]);
+          const restored = await this.git(
+            connection,
+            'set aside what the attempt changed outside its files',
+            slot.cwd,
+            '"$FOREMAN_GIT" checkout -q --no-overlay "$@"',
+            [base, '--', ...restore],
+          );
           if (!restored.ok) return err(failure('checkout', restored.error));
         }
         if (remove.length > 0) {
@@ -435,7 +461,10 @@ export class HostWorkspaces implements Workspaces {
     if (this.connection === null) return;
     const connected = await this.connection;
     if (!connected.ok || connected.value.channel.down !== null) return;
-    await this.run(connected.value, ['sh', '-c', 'rm -rf slots && git --git-dir=repository.git worktree prune'], { cwd: '.', env: HOST_GIT_ENV });
+    await this.run(connected.value, ['sh', '-c', 'rm -rf slots && "$FOREMAN_GIT" --git-dir=repository.git worktree prune'], {
+      cwd: '.',
+      env: hostGitEnv(this.context.host.git),
+    });
   }
 
   /** Ends the channel: the remote side ends what it started and lets go of the run's folder. */
