@@ -260,7 +260,7 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
     }
   });
 
-  it('a host without claude is named at --dry-run, with the parameter that sets it, and left out', async () => {
+  it('a host without claude, a full work dir or an unknown host key is named at --dry-run, with its fix, and left out', async () => {
     const plan = makePlan([task(MARKERS[0]!, ['out/0.txt'])]);
     const { repo, env } = await repoWith(plan);
     // A work dir no run has made: the dry run writes nothing there, not even foreman's program.
@@ -276,6 +276,11 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
     expect(full.exitCode).toBe(3);
     expect(full.stderr).toMatch(/the work dir has [\d.]+ GiB free \(.+\), under the [\d.]+ GiB a run needs: free space there or choose another work dir/);
     expect(existsSync(fresh)).toBe(false);
+    // Reached by its address, not the alias whose known_hosts holds its key: ssh refuses the unknown key (BatchMode), and foreman never accepts one.
+    const unknownKey = `ssh://127.0.0.1:${sshd.hosts[0]!.port}${sshd.hosts[0]!.workDir}?slots=1&claude=${claudeBin}`;
+    const refused = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--dry-run', '--sandbox', 'off', '--host', unknownKey], env);
+    expect(refused.exitCode).toBe(3);
+    expect(refused.stderr).toContain("127.0.0.1's host key is not in your known_hosts, and foreman never accepts one by itself");
     const alone = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--dry-run', '--sandbox', 'off', '--host', missing], env);
     expect(alone.exitCode).toBe(3);
     expect(alone.stderr).toContain(`host ${sshd.hosts[1]!.alias} is left out of the run: the claude binary (/nowhere/claude)`);
