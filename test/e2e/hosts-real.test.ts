@@ -2,9 +2,11 @@
 // 127.0.0.1, key login only), the real Claude Code CLI on each "host" reaching the scripted model
 // server through the host's own environment (sshd's SetEnv: foreman sends none), foreman's
 // integration, gate and landing here. The work lands whole and byte for byte, every worker ran in
-// a host's work dir; a host whose sshd dies mid-run loses its attempts with none spent and the
-// run finishes on the other; a host without claude is named at --dry-run and left out; a task
-// whose name, paths and prompt hold shell metacharacters travels as data.
+// a host's work dir; shell metacharacters in a task travel as data; the worker sandboxed there;
+// .worktreeinclude files only with include=1; a host without claude, with a full work dir, an
+// unknown host key or a work dir too long for the sandbox is named at --dry-run and left out; a
+// crashing worker is a crashed worker; git failing on a host, its sshd killed mid-run or foreman
+// killed -9 lose no attempt, and the run (or the same command again) finishes the plan.
 
 import { existsSync, readdirSync, readlinkSync } from 'node:fs';
 import { execa } from 'execa';
