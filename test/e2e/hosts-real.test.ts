@@ -2,9 +2,11 @@
 // 127.0.0.1, key login only), the real Claude Code CLI on each "host" reaching the scripted model
 // server through the host's own environment (sshd's SetEnv: foreman sends none), foreman's
 // integration, gate and landing here. The work lands whole and byte for byte, every worker ran in
-// a host's work dir; a host whose sshd dies mid-run loses its attempts with none spent and the
-// run finishes on the other; a host without claude is named at --dry-run and left out; a task
-// whose name, paths and prompt hold shell metacharacters travels as data.
+// a host's work dir; shell metacharacters in a task travel as data; the worker sandboxed there;
+// .worktreeinclude files only with include=1; a host without claude, with a full work dir, an
+// unknown host key or a work dir too long for the sandbox is named at --dry-run and left out; a
+// crashing worker is a crashed worker; git failing on a host, its sshd killed mid-run or foreman
+// killed -9 lose no attempt, and the run (or the same command again) finishes the plan.
 
 import { existsSync, readdirSync, readlinkSync } from 'node:fs';
 import { execa } from 'execa';
@@ -260,7 +262,7 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
     }
   });
 
-  it('a host without claude is named at --dry-run, with the parameter that sets it, and left out', async () => {
+  it('a host without claude, a full work dir or an unknown host key is named at --dry-run, with its fix, and left out', async () => {
     const plan = makePlan([task(MARKERS[0]!, ['out/0.txt'])]);
     const { repo, env } = await repoWith(plan);
     // A work dir no run has made: the dry run writes nothing there, not even foreman's program.
@@ -276,6 +278,11 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
     expect(full.exitCode).toBe(3);
     expect(full.stderr).toMatch(/the work dir has [\d.]+ GiB free \(.+\), under the [\d.]+ GiB a run needs: free space there or choose another work dir/);
     expect(existsSync(fresh)).toBe(false);
+    // Reached by its address, not the alias whose known_hosts holds its key: ssh refuses the unknown key (BatchMode), and foreman never accepts one.
+    const unknownKey = `ssh://127.0.0.1:${sshd.hosts[0]!.port}${sshd.hosts[0]!.workDir}?slots=1&claude=${claudeBin}`;
+    const refused = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--dry-run', '--sandbox', 'off', '--host', unknownKey], env);
+    expect(refused.exitCode).toBe(3);
+    expect(refused.stderr).toContain("127.0.0.1's host key is not in your known_hosts, and foreman never accepts one by itself");
     const alone = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--dry-run', '--sandbox', 'off', '--host', missing], env);
     expect(alone.exitCode).toBe(3);
     expect(alone.stderr).toContain(`host ${sshd.hosts[1]!.alias} is left out of the run: the claude binary (/nowhere/claude)`);
