@@ -216,7 +216,9 @@ describe('the limiter', () => {
       if (step.kind === 'served' && !holding(after, step.at)) expect(verdict).toBeNull();
       if (step.kind !== 'refused') return;
       const from = after.kind === 'usage-limit' ? step.at : after.refusedSince!;
-      expect(verdict === null ? null : verdict.until).toBe(after.holdUntil - from > settings.maxWaitMs ? after.holdUntil : null);
+      // A hold that ends at this very step holds nothing (with no back-off, a refusal's own hold ends as it starts).
+      const waiting = holding(after, step.at) || outage(after);
+      expect(verdict === null ? null : verdict.until).toBe(waiting && after.holdUntil - from > settings.maxWaitMs ? after.holdUntil : null);
     });
   });
 
