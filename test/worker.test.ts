@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { WorkerFailure, WorkerRun } from '../src/core/failure.ts';
+import type { WorkerFailure, WorkerRun } from '../src/core/worker-run.ts';
 import { buildWorkerArgs, runWorker, type WorkerRequest } from '../src/adapters/worker.ts';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));

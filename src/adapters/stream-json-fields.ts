@@ -2,9 +2,9 @@
 // (stream-json.ts) and the readable log (stream-log.ts) both read: usage, permission denials, a tool
 // call's input in a few words.
 
-import type { PermissionDenial } from '../core/failure.ts';
+import type { PermissionDenial } from '../core/worker-run.ts';
 import { oneLine } from '../core/format.ts';
-import { type Usage, emptyUsage } from '../core/plan.ts';
+import { type Usage, emptyUsage } from '../core/usage.ts';
 
 export type Json = Record<string, unknown>;
 

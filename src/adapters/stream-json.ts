@@ -8,9 +8,9 @@
 // Shapes seen from the real CLI (2.1.330) are described in REFERENCE.md §1; the samples in
 // test/stream-json.test.ts were recorded from it.
 
-import type { PermissionDenial } from '../core/failure.ts';
+import type { PermissionDenial } from '../core/worker-run.ts';
 import { clipHead, oneLine } from '../core/format.ts';
-import { type Usage, addUsage, emptyUsage } from '../core/plan.ts';
+import { type Usage, addUsage, emptyUsage } from '../core/usage.ts';
 import { parseStatusLine } from '../core/prompt.ts';
 import {
   type ApiRetryInfo,

@@ -30,7 +30,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { execa } from 'execa';
-import { describeWorkerFailure, type WorkerRun } from '../core/failure.ts';
+import { describeWorkerFailure, type WorkerRun } from '../core/worker-run.ts';
 import { type WorkerSandbox, workerSettings } from '../core/scope.ts';
 import type { Refusal } from '../core/limiter.ts';
 import { readLoginSettings } from './claude-settings.ts';

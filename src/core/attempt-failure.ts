@@ -1,7 +1,8 @@
 // Why one attempt of a task did not pass (the finalizer's decisions, finalize.ts), in the words its
 // failure and the next attempt's prompt quote: a failed acceptance check's end among them.
 
-import { type WorkerFailure, assertNever, describeWorkerFailure } from './failure.ts';
+import { assertNever } from './failure.ts';
+import { type WorkerFailure, describeWorkerFailure } from './worker-run.ts';
 import { clipTail } from './format.ts';
 import { type TimeLimit, describeTimeLimitHit } from './time-limit.ts';
 

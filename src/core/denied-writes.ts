@@ -1,7 +1,7 @@
 // The tool calls a worker was refused: named in an attempt's failure, and the repository paths of
 // the refused writes, which count as undeclared writes (finalize.ts).
 
-import type { PermissionDenial } from './failure.ts';
+import type { PermissionDenial } from './worker-run.ts';
 import { clipHead, clipTail } from './format.ts';
 
 export function describeDenials(denials: readonly PermissionDenial[]): string {

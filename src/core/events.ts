@@ -7,7 +7,8 @@ import type { HostCheckResult, IncludedFile } from './hosts/host-facts.ts';
 import type { LimitKind } from './limiter.ts';
 import type { PlanWarning } from './plan-lint.ts';
 import type { SandboxUse } from './sandbox-words.ts';
-import type { Task, UsageFigure } from './plan.ts';
+import type { Task } from './plan.ts';
+import type { UsageFigure } from './usage.ts';
 
 export type TaskOutcome =
   | 'completed'

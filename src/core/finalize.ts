@@ -2,16 +2,8 @@
 // decide the task's next state. The engine (and `plan.ts finalize` for the /execute skill) does
 // the I/O and applies these decisions.
 
-import {
-  type FailureClass,
-  type PermissionDenial,
-  type Result,
-  type WorkerFailure,
-  type WorkerRun,
-  assertNever,
-  classifyWorkerFailure,
-  describeWorkerFailure,
-} from './failure.ts';
+import { type Result, assertNever } from './failure.ts';
+import { type FailureClass, type PermissionDenial, type WorkerFailure, type WorkerRun, classifyWorkerFailure, describeWorkerFailure } from './worker-run.ts';
 import { type Task, attemptsOf } from './plan.ts';
 import { clipHead } from './format.ts';
 import type { CapturedWork } from './work.ts';

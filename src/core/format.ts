@@ -5,8 +5,6 @@
 // matters: a command's output (npm, a compiler, a test runner) usually ends with the error after
 // pages of warnings, so failure reasons keep the end; a summary keeps its beginning.
 
-import { UNKNOWN, type UsageFigure, type UsageTally } from './plan.ts';
-
 const MARK = '…';
 
 const isHighSurrogate = (code: number): boolean => code >= 0xd800 && code <= 0xdbff;
@@ -121,20 +119,6 @@ export function formatCost(usd: number): string {
 export function formatCostExact(usd: number): string {
   if (!Number.isFinite(usd) || usd <= 0) return '$0.00';
   return `$${usd < 0.01 ? usd.toFixed(4) : usd.toFixed(2)}`;
-}
-
-/** A recorded figure's cost: `$0.42`, or `unknown` when nothing measured it. */
-export const formatCostFigure = (figure: UsageFigure): string => (figure === UNKNOWN ? UNKNOWN : formatCost(figure.costUsd));
-
-/**
- * A total's cost, never a zero that is not a measurement: `$1.20` when every figure was
- * measured, `unknown` when none was, else `at least $1.20 (2 attempts unknown)` (`unit` names
- * what was counted).
- */
-export function formatCostTally(tally: UsageTally, unit = 'attempt'): string {
-  if (tally.unknown === 0) return formatCost(tally.measured.costUsd);
-  if (tally.measuredCount === 0) return UNKNOWN;
-  return `at least ${formatCost(tally.measured.costUsd)} (${plural(tally.unknown, unit)} unknown)`;
 }
 
 /** `12,345` */

@@ -4,6 +4,7 @@
 // warns of them, core/plan-fields.ts, but for `x-` keys: the person's own).
 
 import { randomUUID } from 'node:crypto';
+import type { UsageFigure } from './usage.ts';
 
 export const SCHEMA_VERSION = 3;
 
@@ -77,24 +78,6 @@ export interface TaskMetadata {
   reads?: string[];
   [extra: string]: unknown;
 }
-
-/** What a finished worker cost, as measured (a headless worker's result event); summed over attempts. */
-export interface Usage {
-  costUsd: number;
-  inputTokens: number;
-  outputTokens: number;
-  cacheReadTokens: number;
-  cacheCreationTokens: number;
-}
-
-/**
- * What an attempt, a task or a run is recorded with: measured figures, or `'unknown'` when
- * nothing measured them (a Task subagent of the in-session path: Claude Code does not hand its
- * cost to the plan tool). Unknown absorbs: anything plus unknown is unknown, so a figure that
- * reads as a number always is one.
- */
-export type UsageFigure = Usage | 'unknown';
-export const UNKNOWN = 'unknown' as const;
 
 /** A task's record of what an attempt set aside (core/set-aside-words.ts `SetAside`, as kept in the plan). */
 export interface TaskSetAside {
@@ -231,64 +214,6 @@ export function writesInFlight(plan: Plan, index: number): string[] {
     return other !== index && (status === 'in_progress' || status === 'awaiting_approval' || (status === 'completed' && !task.commit)) ? writesOf(task) : [];
   });
 }
-
-export const emptyUsage = (): Usage => ({
-  costUsd: 0,
-  inputTokens: 0,
-  outputTokens: 0,
-  cacheReadTokens: 0,
-  cacheCreationTokens: 0,
-});
-
-export function addUsage(a: Usage, b: Usage): Usage;
-export function addUsage(a: UsageFigure, b: UsageFigure): UsageFigure;
-export function addUsage(a: UsageFigure, b: UsageFigure): UsageFigure {
-  if (a === UNKNOWN || b === UNKNOWN) return UNKNOWN;
-  return {
-    costUsd: a.costUsd + b.costUsd,
-    inputTokens: a.inputTokens + b.inputTokens,
-    outputTokens: a.outputTokens + b.outputTokens,
-    cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
-    cacheCreationTokens: a.cacheCreationTokens + b.cacheCreationTokens,
-  };
-}
-
-/**
- * A total over many figures (attempts, tasks, runs) for display: the sum of the measured ones
- * and how many were unknown. With `unknown > 0` the measured sum is a lower bound ("at least");
- * with nothing measured it is no figure at all ("unknown").
- */
-export interface UsageTally {
-  measured: Usage;
-  /** How many figures were measured. */
-  measuredCount: number;
-  /** How many figures were unknown. */
-  unknown: number;
-}
-
-export const emptyTally = (): UsageTally => ({ measured: emptyUsage(), measuredCount: 0, unknown: 0 });
-
-/** Adds one figure to a tally (`undefined`, a figure never recorded, adds nothing). */
-export function tallyAdd(tally: UsageTally, figure: UsageFigure | undefined): UsageTally {
-  if (figure === undefined) return tally;
-  if (figure === UNKNOWN) return { ...tally, unknown: tally.unknown + 1 };
-  return { measured: addUsage(tally.measured, figure), measuredCount: tally.measuredCount + 1, unknown: tally.unknown };
-}
-
-export const tallyOf = (figures: Iterable<UsageFigure | undefined>): UsageTally => {
-  let t = emptyTally();
-  for (const f of figures) t = tallyAdd(t, f);
-  return t;
-};
-
-export const mergeTallies = (a: UsageTally, b: UsageTally): UsageTally => ({
-  measured: addUsage(a.measured, b.measured),
-  measuredCount: a.measuredCount + b.measuredCount,
-  unknown: a.unknown + b.unknown,
-});
-
-/** The cost a tally can state as a number: the measured sum when nothing in it is unknown. */
-export const tallyCostUsd = (tally: UsageTally): number | typeof UNKNOWN => (tally.unknown > 0 && tally.measuredCount === 0 ? UNKNOWN : tally.measured.costUsd);
 
 /** Deep copy; plans are plain JSON. */
 export const clonePlan = (plan: Plan): Plan => structuredClone(plan);

@@ -1,7 +1,7 @@
 // The text a worker receives. Built from the task alone (plus its blockers' results), so a
 // resumed run rebuilds exactly the prompt an uninterrupted run would have sent.
 
-import type { ReportedStatus, StatusLine } from './failure.ts';
+import type { ReportedStatus, StatusLine } from './worker-run.ts';
 import { clipMiddle } from './format.ts';
 import { type Plan, attemptsOf, statusOf, writesOf } from './plan.ts';
 import { openReview } from './review.ts';

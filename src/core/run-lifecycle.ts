@@ -11,7 +11,8 @@ import { clipMiddle, listIndices, listSome, plural } from './format.ts';
 import type { EngineStop } from './engine/state.ts';
 import { countByStatus, depsOf, longestRemainingPath } from './graph.ts';
 import { type Landed, type LandingProblem, describeLandingProblem, landingProblemSentence } from './landing.ts';
-import { type Plan, type TaskStatus, type UsageFigure, statusOf } from './plan.ts';
+import { type Plan, type TaskStatus, statusOf } from './plan.ts';
+import type { UsageFigure } from './usage.ts';
 import { neededPaths } from './widen.ts';
 
 // ---------------------------------------------------------------------------------------------

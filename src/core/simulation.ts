@@ -18,12 +18,14 @@ import { type EffectCarrier, type Inbox, driveNow } from './engine/driver.ts';
 import type { EngineEvent } from './engine/events.ts';
 import type { EngineConfig, EngineState } from './engine/state.ts';
 import type { RunEventBody, TaskOutcome } from './events.ts';
-import { type WorkerFailure, type WorkerRun, ok } from './failure.ts';
+import { ok } from './failure.ts';
+import type { WorkerFailure, WorkerRun } from './worker-run.ts';
 import type { Place } from './hosts/placement.ts';
 import type { Refusal } from './limiter.ts';
 import type { CheckedWork } from './finalize.ts';
 import { isDirPath } from './paths.ts';
-import { type Plan, type Task, emptyUsage } from './plan.ts';
+import type { Plan, Task } from './plan.ts';
+import { emptyUsage } from './usage.ts';
 import type { CapturedWork } from './work.ts';
 
 /** How a worker the API refused ends (its CLI's delay, `withDelay`, when it named one). */

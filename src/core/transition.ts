@@ -7,18 +7,8 @@ import { type Decision, trimCompleted } from './finalize.ts';
 import { type CascadeOutcome, applyCascade } from './cascade-skips.ts';
 import { openReview } from './review.ts';
 import { recheckable, withDeclared } from './widen.ts';
-import {
-  type Plan,
-  type Task,
-  type TaskReview,
-  type TaskSetAside,
-  type TaskStatus,
-  type UsageFigure,
-  addUsage,
-  attemptsOf,
-  emptyUsage,
-  statusOf,
-} from './plan.ts';
+import { type Plan, type Task, type TaskReview, type TaskSetAside, type TaskStatus, attemptsOf, statusOf } from './plan.ts';
+import { type UsageFigure, addUsage, emptyUsage } from './usage.ts';
 
 export interface Applied {
   /** Did the decision count an attempt? */

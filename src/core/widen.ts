@@ -2,7 +2,7 @@
 // `--widen PATTERN…`, by foreman itself for the undeclared files an attempt showed it needs. Pure:
 // which files an attempt wanted, whether the run may add each, and the fix foreman names.
 
-import type { PermissionDenial } from './failure.ts';
+import type { PermissionDenial } from './worker-run.ts';
 import type { Verification } from './finalize.ts';
 import { coveredBy } from './paths.ts';
 import { type Plan, type Task, statusOf, writesOf } from './plan.ts';

@@ -3,9 +3,9 @@
 // worker's outcome — a report to judge, or a `WorkerFailure` saying why there is none. Pure; the
 // stream-json parser (src/adapters/stream-json.ts) gathers the facts.
 
-import type { PermissionDenial, WorkerFailure, WorkerRun } from './failure.ts';
+import type { PermissionDenial, WorkerFailure, WorkerRun } from './worker-run.ts';
 import { clipHead } from './format.ts';
-import type { Usage } from './plan.ts';
+import type { Usage } from './usage.ts';
 import { parseStatusLine } from './prompt.ts';
 import { readLimitText } from './limit-text.ts';
 

@@ -14,7 +14,8 @@ import { type Journal, journalPathFor, openJournal, readJournal } from '../adapt
 import { PlanKeeper } from '../adapters/plan-file.ts';
 import type { WorkerRequest } from '../adapters/worker.ts';
 import type { RunEvent } from '../core/events.ts';
-import type { Result, WorkerRun } from '../core/failure.ts';
+import type { Result } from '../core/failure.ts';
+import type { WorkerRun } from '../core/worker-run.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import type { Plan } from '../core/plan.ts';
 import { GitIntegration, type Integration, type IntegrationOptions } from './integration.ts';

@@ -7,9 +7,10 @@
 // dropped, and its task runs again after `setup`; nothing reads it later and throws.
 
 import type { Attempt, VerifiedBy } from '../core/engine/attempt.ts';
-import { type PermissionDenial, type WorkerRun, assertNever } from '../core/failure.ts';
+import { assertNever } from '../core/failure.ts';
+import type { PermissionDenial, WorkerRun } from '../core/worker-run.ts';
 import type { PassingDecision } from '../core/finalize.ts';
-import type { Usage } from '../core/plan.ts';
+import type { Usage } from '../core/usage.ts';
 import type { CapturedWork } from '../core/work.ts';
 import { type AttemptRecord, type WorkerRunJson, isAttemptRecord } from './session/file-schema.ts';
 

@@ -4,7 +4,8 @@
 import { type Layout, approvalHint } from '../core/command-hint.ts';
 import type { RunEvent, TaskOutcome } from '../core/events.ts';
 import { setAsideSummary } from '../core/set-aside-words.ts';
-import { formatCost, formatCostFigure, formatElapsed, listIndices, oneLine, plural } from '../core/format.ts';
+import { formatCost, formatElapsed, listIndices, oneLine, plural } from '../core/format.ts';
+import { formatCostFigure } from '../core/usage.ts';
 
 /** Control characters (escape sequences, newlines, tabs) from workers or plans never reach the terminal. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it removes

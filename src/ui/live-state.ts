@@ -5,9 +5,11 @@
 
 import type { RunEvent } from '../core/events.ts';
 import { sanitize } from './event-text.ts';
-import { formatCostTally, formatElapsed } from '../core/format.ts';
+import { formatElapsed } from '../core/format.ts';
+import { formatCostTally } from '../core/usage.ts';
 import { type LimitState, waitWords } from '../core/limit-words.ts';
-import { type TaskStatus, type UsageTally, emptyTally, tallyAdd } from '../core/plan.ts';
+import type { TaskStatus } from '../core/plan.ts';
+import { type UsageTally, emptyTally, tallyAdd } from '../core/usage.ts';
 
 /** A task whose worker runs, as its row shows it. */
 export interface Running {

@@ -4,7 +4,8 @@
 
 import type { Layout } from '../core/command-hint.ts';
 import type { RunEvent, TaskOutcome } from '../core/events.ts';
-import { clipHead, formatCost, formatCostFigure, formatElapsed, listIndices, plural, wrapWords } from '../core/format.ts';
+import { clipHead, formatCost, formatElapsed, listIndices, plural, wrapWords } from '../core/format.ts';
+import { formatCostFigure } from '../core/usage.ts';
 import type { TaskStatus } from '../core/plan.ts';
 import { sanitize, clean, finishedVerb, describeEvent, namesWhatToDo } from './event-text.ts';
 import { type FooterFigures, type LiveState, applyEvent, footerFigures, newLiveState } from './live-state.ts';

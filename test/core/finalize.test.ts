@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type PermissionDenial, type StatusLine, type WorkerFailure, type WorkerRun, err, ok } from '../../src/core/failure.ts';
+import { err, ok } from '../../src/core/failure.ts';
+import type { PermissionDenial, StatusLine, WorkerFailure, WorkerRun } from '../../src/core/worker-run.ts';
 import {
   type CheckedWork,
   type Decision,
@@ -15,7 +16,8 @@ import {
 import { applyCascade } from '../../src/core/cascade-skips.ts';
 import { type AcceptanceResult, describeAttemptFailure, describeCheckEnd } from '../../src/core/attempt-failure.ts';
 import { breaker, stall } from '../../src/core/graph.ts';
-import { type Plan, type Task, type TaskStatus, emptyUsage } from '../../src/core/plan.ts';
+import type { Plan, Task, TaskStatus } from '../../src/core/plan.ts';
+import { emptyUsage } from '../../src/core/usage.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Builders

@@ -17,7 +17,7 @@ import { repoRoot } from '../support/execute.ts';
 import { SANDBOX_MODES } from '../../src/adapters/sandbox.ts';
 import type { AttemptStage } from '../../src/core/engine/attempt.ts';
 import type { Baseline } from '../../src/core/engine/state.ts';
-import type { ReportedStatus, WorkerFailure } from '../../src/core/failure.ts';
+import type { ReportedStatus, WorkerFailure } from '../../src/core/worker-run.ts';
 import type { LimitKind } from '../../src/core/limiter.ts';
 
 const compiled = new Ajv({ allErrors: true, strict: false }).compile(JSON.parse(readFileSync(join(repoRoot, PLAN_SCHEMA_FILE), 'utf8')));

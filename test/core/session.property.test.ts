@@ -14,8 +14,10 @@ import { gateOpen } from '../../src/core/engine/queries.ts';
 import type { EngineConfig, EngineState } from '../../src/core/engine/state.ts';
 import { step } from '../../src/core/engine/step.ts';
 import { noFindings } from '../../src/core/transition.ts';
-import { type WorkerRun, ok } from '../../src/core/failure.ts';
-import { emptyUsage, statusOf } from '../../src/core/plan.ts';
+import { ok } from '../../src/core/failure.ts';
+import type { WorkerRun } from '../../src/core/worker-run.ts';
+import { statusOf } from '../../src/core/plan.ts';
+import { emptyUsage } from '../../src/core/usage.ts';
 import { SIMULATION_DEFAULTS, passingCheck } from '../../src/core/simulation.ts';
 import { planArb } from '../support/arbitraries.ts';
 

@@ -3,8 +3,8 @@
 
 import { describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../src/core/events.ts';
-import { formatCostFigure, formatCostTally } from '../../src/core/format.ts';
-import { UNKNOWN, addUsage, emptyUsage, mergeTallies, tallyCostUsd, tallyOf } from '../../src/core/plan.ts';
+import { formatCostFigure, formatCostTally } from '../../src/core/usage.ts';
+import { UNKNOWN, addUsage, emptyUsage, mergeTallies, tallyCostUsd, tallyOf } from '../../src/core/usage.ts';
 import { formatTokens, groupRuns, historyEntries, planTally, renderReport } from '../../src/core/report.ts';
 import { describeEvent } from '../../src/ui/event-text.ts';
 import { RUN_ID, T0, ev, recordedRun, usage } from '../support/events.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { emptyUsage } from '../../src/core/plan.ts';
+import { emptyUsage } from '../../src/core/usage.ts';
 import { type ExitInfo, type ResultInfo, type StreamFacts, classifyOutcome } from '../../src/core/worker-outcome.ts';
 
 const facts = (extra: Partial<StreamFacts> = {}): StreamFacts => ({

@@ -1,7 +1,8 @@
 // `plan.ts history`: the runs of this plan directory, from the journal and the archived plans.
 
-import { formatCostTally, formatDuration } from '../../core/format.ts';
-import { emptyTally, mergeTallies } from '../../core/plan.ts';
+import { formatDuration } from '../../core/format.ts';
+import { formatCostTally } from '../../core/usage.ts';
+import { emptyTally, mergeTallies } from '../../core/usage.ts';
 import { historyEntries } from '../../core/report.ts';
 import { table } from '../../ui/table.ts';
 import type { Command } from '../command.ts';

@@ -2,7 +2,7 @@
 // (the stages are drawn in step.ts), each shape holding exactly what the attempt has in that stage;
 // and the groups of stages the step function asks about (`tasksIn`).
 
-import type { WorkerRun } from '../failure.ts';
+import type { WorkerRun } from '../worker-run.ts';
 import type { Decision, PassingDecision } from '../finalize.ts';
 import type { Place } from '../hosts/placement.ts';
 import type { CapturedWork } from '../work.ts';

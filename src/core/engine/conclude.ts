@@ -3,10 +3,11 @@
 // retry, a failure, a block or a requeue goes into the plan; a limit's refusal pauses it. A
 // paused attempt the run cannot resume ends here too.
 
-import { type WorkerRun, assertNever, describeWorkerFailure } from '../failure.ts';
+import { assertNever } from '../failure.ts';
+import { type WorkerRun, describeWorkerFailure } from '../worker-run.ts';
 import { type Decided, type Decision, type Verification, decideAttempt, judgeRun, verificationWarnings } from '../finalize.ts';
 import { served } from '../limiter.ts';
-import { addUsage, emptyUsage } from '../plan.ts';
+import { addUsage, emptyUsage } from '../usage.ts';
 import { applyDecision, recordUndeclared } from '../transition.ts';
 import { type RunningAttempt, type VerifyingAttempt, PAUSED, tasksIn } from './attempt.ts';
 import { type StepDraft, attemptIn, emit, kept, runFigure, runOf, stopWith } from './draft.ts';

@@ -3,8 +3,9 @@
 // in the stage it must be in, and what an attempt's workers did and cost in this run.
 
 import type { RunEventBody } from '../events.ts';
-import { type WorkerRun, assertNever } from '../failure.ts';
-import { type UsageFigure, UNKNOWN, emptyUsage } from '../plan.ts';
+import { assertNever } from '../failure.ts';
+import type { WorkerRun } from '../worker-run.ts';
+import { type UsageFigure, UNKNOWN, emptyUsage } from '../usage.ts';
 import type { Attempt, AttemptStage } from './attempt.ts';
 import type { EngineEffect } from './effects.ts';
 import type { EngineEvent } from './events.ts';

@@ -3,7 +3,8 @@
 // (run/session/driver.ts) and the simulation (core/simulation.ts) — makes each event one way.
 // Pure: the driver says when (`now`).
 
-import type { Result, WorkerRun } from '../failure.ts';
+import type { Result } from '../failure.ts';
+import type { WorkerRun } from '../worker-run.ts';
 import type { Verification } from '../finalize.ts';
 import { type GitFailure, describeGitFailure } from '../git-text.ts';
 import type { Refusal } from '../limiter.ts';

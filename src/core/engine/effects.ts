@@ -6,7 +6,7 @@
 
 import type { RunEventBody } from '../events.ts';
 import type { Place } from '../hosts/placement.ts';
-import type { UsageFigure } from '../plan.ts';
+import type { UsageFigure } from '../usage.ts';
 import type { EarlierWork } from '../review.ts';
 import type { CapturedWork } from '../work.ts';
 import type { EngineStop } from './state.ts';

@@ -2,7 +2,7 @@
 // finished, its work verified, the lane recorded or gated), and what comes from outside: a tick,
 // Ctrl-C, a drain, and in a session the lead's steps.
 
-import type { WorkerRun } from '../failure.ts';
+import type { WorkerRun } from '../worker-run.ts';
 import type { Verification } from '../finalize.ts';
 import type { Refusal } from '../limiter.ts';
 import type { SetupFindings } from '../transition.ts';

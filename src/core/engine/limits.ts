@@ -3,7 +3,7 @@
 // it had done something pauses, keeping its worktree and conversation, and resumes when the
 // limiter lets it; the run wakes when a hold ends.
 
-import { type WorkerRun, describeWorkerFailure } from '../failure.ts';
+import { type WorkerRun, describeWorkerFailure } from '../worker-run.ts';
 import { limitWords } from '../limit-words.ts';
 import { type Limiter, type LimiterSettings, type Refusal, allowed, holding, overdue, refused, served } from '../limiter.ts';
 import { byPriority } from '../schedule.ts';

@@ -3,7 +3,7 @@
 // blamed it — and the journal's word when a decision ends a round.
 
 import type { Decision } from '../finalize.ts';
-import type { UsageFigure } from '../plan.ts';
+import type { UsageFigure } from '../usage.ts';
 import { openReview, revisionStart } from '../review.ts';
 import { type Applied, applyDecision } from '../transition.ts';
 import type { CapturedWork } from '../work.ts';

@@ -2,10 +2,11 @@
 // what it wanted to its task's declared files, and the re-check of the work its last attempt set
 // aside that a widened task gets before a worker is paid (core/widen.ts).
 
-import type { WorkerRun } from '../failure.ts';
+import type { WorkerRun } from '../worker-run.ts';
 import { type Decided, type EndingDecision, type Verification, undeclaredWritesOf } from '../finalize.ts';
 import { computeOverlaps, overlapSets } from '../overlap.ts';
-import { type TaskSetAside, emptyUsage } from '../plan.ts';
+import type { TaskSetAside } from '../plan.ts';
+import { emptyUsage } from '../usage.ts';
 import { applyDecision, widenDeclared } from '../transition.ts';
 import { type WantedPath, wantedPaths, widenRefusal } from '../widen.ts';
 import type { Attempt, RunningAttempt, VerifyingAttempt } from './attempt.ts';

@@ -2,7 +2,8 @@
 // candidates in the merge queue before they integrate, its worktree built on that stack. When a
 // candidate leaves the queue without integrating, every attempt built on it is cancelled.
 
-import { type WorkerRun, assertNever } from '../failure.ts';
+import { assertNever } from '../failure.ts';
+import type { WorkerRun } from '../worker-run.ts';
 import { queueOrder, withdraw } from '../gate.ts';
 import { pathsIntersect } from '../paths.ts';
 import { statusOf, writesOf } from '../plan.ts';

@@ -3,11 +3,12 @@
 // function (step.ts) makes a new state from one.
 
 import type { StopReason } from '../events.ts';
-import type { WorkerFailure } from '../failure.ts';
+import type { WorkerFailure } from '../worker-run.ts';
 import type { GateQueue } from '../gate.ts';
 import type { HostSlots, HostState } from '../hosts/placement.ts';
 import type { Limiter } from '../limiter.ts';
-import type { Plan, UsageFigure } from '../plan.ts';
+import type { Plan } from '../plan.ts';
+import type { UsageFigure } from '../usage.ts';
 import type { SchedulePolicy } from '../schedule.ts';
 import type { CapturedWork } from '../work.ts';
 import type { Attempt } from './attempt.ts';

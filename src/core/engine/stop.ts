@@ -4,7 +4,8 @@
 import { skippedEvents } from '../events.ts';
 import { formatCost, plural } from '../format.ts';
 import { countByStatus, stall } from '../graph.ts';
-import { UNKNOWN, statusOf } from '../plan.ts';
+import { statusOf } from '../plan.ts';
+import { UNKNOWN } from '../usage.ts';
 import type { Applied } from '../transition.ts';
 import { IN_FLIGHT, tasksIn } from './attempt.ts';
 import { type StepDraft, emit, stopWith } from './draft.ts';

@@ -2,9 +2,10 @@
 // is called there and why it did not complete, in words.
 
 import type { RunEventBody, TaskOutcome } from '../events.ts';
-import { type WorkerRun, assertNever, describeWorkerFailure } from '../failure.ts';
+import { assertNever } from '../failure.ts';
+import { type WorkerRun, describeWorkerFailure } from '../worker-run.ts';
 import type { Decision } from '../finalize.ts';
-import { UNKNOWN } from '../plan.ts';
+import { UNKNOWN } from '../usage.ts';
 import type { Attempt } from './attempt.ts';
 import { type StepDraft, spentBy } from './draft.ts';
 

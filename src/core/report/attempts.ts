@@ -2,7 +2,7 @@
 // (a culprit's later verdict folded into its attempt), and what cancelled speculation cost.
 
 import type { TaskOutcome } from '../events.ts';
-import { type UNKNOWN, type UsageFigure, type UsageTally, tallyOf } from '../plan.ts';
+import { type UNKNOWN, type UsageFigure, type UsageTally, tallyOf } from '../usage.ts';
 import { type RunRecord, timeOf } from './journal.ts';
 
 // ---------------------------------------------------------------------------------------------

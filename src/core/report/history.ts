@@ -3,7 +3,8 @@
 
 import type { StopReason } from '../events.ts';
 import { formatCount, isoSeconds, plural } from '../format.ts';
-import { type Plan, UNKNOWN, type UsageTally, tallyCostUsd, tallyOf } from '../plan.ts';
+import type { Plan } from '../plan.ts';
+import { UNKNOWN, type UsageTally, tallyCostUsd, tallyOf } from '../usage.ts';
 import { type RunRecord, startOf } from './journal.ts';
 import { type RunState, type SummaryOptions, summarizeRun } from './runs.ts';
 

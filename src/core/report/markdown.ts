@@ -4,9 +4,11 @@
 import { describeReviews } from '../review.ts';
 import { type Layout, approvalHint, commandHint } from '../command-hint.ts';
 import type { RunEvent } from '../events.ts';
-import { clipHead, clipTail, formatCost, formatCostFigure, formatCostTally, formatDuration, isoSeconds, listIndices, markdownCell, plural } from '../format.ts';
+import { clipHead, clipTail, formatCost, formatDuration, isoSeconds, listIndices, markdownCell, plural } from '../format.ts';
+import { formatCostFigure, formatCostTally } from '../usage.ts';
 import { countByStatus } from '../graph.ts';
-import { type Plan, attemptsOf, modelOf, statusOf, tallyOf } from '../plan.ts';
+import { type Plan, attemptsOf, modelOf, statusOf } from '../plan.ts';
+import { tallyOf } from '../usage.ts';
 import { type AttemptRecord, attemptRecordsOf, counted, isFailure, speculationWaste } from './attempts.ts';
 import { ganttChart } from './gantt.ts';
 import { type GateSummary, gateRunName, gateSummaryOf } from './gate-runs.ts';

@@ -4,7 +4,8 @@
 import type { RunEvent, RunOutcome, StopReason, TaskOutcome } from '../events.ts';
 import { clockTime, waitWords } from '../limit-words.ts';
 import { isoSeconds } from '../format.ts';
-import { type Plan, type TaskStatus, UNKNOWN, type UsageTally, statusOf, tallyCostUsd, tallyOf } from '../plan.ts';
+import { type Plan, type TaskStatus, statusOf } from '../plan.ts';
+import { UNKNOWN, type UsageTally, tallyCostUsd, tallyOf } from '../usage.ts';
 import { attemptRecordsOf } from './attempts.ts';
 import { type RunRecord, startOf, timeOf } from './journal.ts';
 

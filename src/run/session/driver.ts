@@ -10,10 +10,12 @@ import type { EngineEffect, GateRun, RecordRequest } from '../../core/engine/eff
 import type { EngineEvent } from '../../core/engine/events.ts';
 import type { EngineState, EngineStop } from '../../core/engine/state.ts';
 import type { RunEventBody } from '../../core/events.ts';
-import type { Result, WorkerRun } from '../../core/failure.ts';
+import type { Result } from '../../core/failure.ts';
+import type { WorkerRun } from '../../core/worker-run.ts';
 import type { Verification } from '../../core/finalize.ts';
 import type { GitFailure } from '../../core/git-text.ts';
-import { type Plan, type UsageFigure, emptyUsage } from '../../core/plan.ts';
+import type { Plan } from '../../core/plan.ts';
+import { type UsageFigure, emptyUsage } from '../../core/usage.ts';
 import { parseStatusLine } from '../../core/prompt.ts';
 import { readLimitText } from '../../core/limit-text.ts';
 import type { SetupFindings } from '../../core/transition.ts';

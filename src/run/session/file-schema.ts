@@ -6,10 +6,10 @@
 
 import type { Attempt } from '../../core/engine/attempt.ts';
 import type { Baseline, EngineStop, Timing } from '../../core/engine/state.ts';
-import type { WorkerRun } from '../../core/failure.ts';
+import type { WorkerRun } from '../../core/worker-run.ts';
 import type { PassingDecision } from '../../core/finalize.ts';
 import type { Limiter } from '../../core/limiter.ts';
-import type { UsageFigure } from '../../core/plan.ts';
+import type { UsageFigure } from '../../core/usage.ts';
 import { validateAttempt, validateEarlierVerified, validateSessionFile } from '../../core/session-schema.generated.ts';
 import type { CapturedWork } from '../../core/work.ts';
 import type { GateRunRecord, HandedOut, SessionGateConfig, SessionSandbox } from './file.ts';

@@ -7,7 +7,8 @@
 import type { WorkerRequest } from '../../adapters/worker.ts';
 import type { ShellResult } from '../../adapters/checks.ts';
 import type { ProcessRole } from '../../adapters/orphans.ts';
-import type { Result, WorkerRun } from '../../core/failure.ts';
+import type { Result } from '../../core/failure.ts';
+import type { WorkerRun } from '../../core/worker-run.ts';
 import type { Verification } from '../../core/finalize.ts';
 import type { Place } from '../../core/hosts/placement.ts';
 import type { Plan } from '../../core/plan.ts';

@@ -15,7 +15,8 @@ import { describeProvisionFailure, symlinkDirectoriesOf } from '../../adapters/g
 import { checkSandbox, sandboxRefusal, setupCommandSandbox } from '../../adapters/sandbox.ts';
 import { logFailedChecks } from '../../adapters/worker-log.ts';
 import { workerLogPath } from '../../core/engine/start.ts';
-import { type Result, type WorkerRun, err, ok } from '../../core/failure.ts';
+import { type Result, err, ok } from '../../core/failure.ts';
+import type { WorkerRun } from '../../core/worker-run.ts';
 import type { Verification } from '../../core/finalize.ts';
 import type { GitFailure } from '../../core/git-text.ts';
 import type { Plan } from '../../core/plan.ts';
