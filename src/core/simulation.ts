@@ -23,7 +23,7 @@ import type { Place } from './hosts/placement.ts';
 import type { Refusal } from './limiter.ts';
 import type { CheckedWork } from './finalize.ts';
 import { isDirPath } from './paths.ts';
-import { type Plan, type Task, emptyUsage } from './plan.ts';
+import { type Plan, type Task, emptyUsage, taskAt } from './plan.ts';
 import type { CapturedWork } from './work.ts';
 
 /** How a worker the API refused ends (its CLI's delay, `withDelay`, when it named one). */
@@ -192,7 +192,7 @@ export function simulateRun(
   const none: EngineEvent[] = [];
   const carrier: EffectCarrier = {
     startWorker: (effect, _state, answering) => run(effect.task, effect.attempt, answering.now, effect.resume !== undefined, effect.place),
-    verify: (effect, _state, answering) => [verifiedEvent(effect.task, ok(passingCheck(plan.tasks[effect.task]!)), answering.now)],
+    verify: (effect, _state, answering) => [verifiedEvent(effect.task, ok(passingCheck(taskAt(plan.tasks, effect.task))), answering.now)],
     record: (effect, _state, answering) => {
       integrated.push(...effect.integrate.map((item) => item.task));
       return [recordedEvent(effect.tasks, ok(`round-${effect.round}`), answering.now)];

@@ -29,7 +29,7 @@ import { type EffectCarrier, type Inbox as EngineInbox, drive } from '../core/en
 import type { RunEventBody } from '../core/events.ts';
 import { type Result, err, ok, recheckRun } from '../core/failure.ts';
 import { Lane } from '../core/lane.ts';
-import { type Plan, type UsageFigure, modelOf } from '../core/plan.ts';
+import { type Plan, type UsageFigure, modelOf, taskAt } from '../core/plan.ts';
 import { resumePrompt, workerPrompt } from '../core/prompt.ts';
 import { DEFAULTS, type RunSettings } from './settings.ts';
 import type { Integration } from './integration.ts';
@@ -244,7 +244,7 @@ export async function runEngine(
     workSoFar: string | undefined,
     stop: AbortSignal,
   ): WorkerJob => {
-    const task = current.plan.tasks[effect.task]!;
+    const task = taskAt(current.plan.tasks, effect.task);
     // A resumed worker has what the attempt's earlier workers left of --task-timeout (their waits on limits not counted).
     const resumed = effect.resume !== undefined ? current.attempts.get(effect.task) : undefined;
     const before = resumed?.stage === 'running' ? resumed.run : undefined;

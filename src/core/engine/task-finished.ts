@@ -4,7 +4,7 @@
 import type { RunEventBody, TaskOutcome } from '../events.ts';
 import { type WorkerRun, assertNever, describeWorkerFailure } from '../failure.ts';
 import type { Decision } from '../finalize.ts';
-import { UNKNOWN } from '../plan.ts';
+import { UNKNOWN, taskAt } from '../plan.ts';
 import type { Attempt } from './attempt.ts';
 import { type StepDraft, spentBy } from './draft.ts';
 
@@ -55,7 +55,7 @@ export function finishedEvent(building: StepDraft, attempt: Attempt, run: Worker
   return {
     type: 'task-finished',
     task: attempt.task,
-    subject: building.draft.plan.tasks[attempt.task]!.subject,
+    subject: taskAt(building.draft.plan.tasks, attempt.task).subject,
     attempt: attempt.number,
     durationMs: run?.durationMs ?? 0,
     usage: spentBy(run),

@@ -26,7 +26,7 @@ import { type GateQueue, emptyGateQueue } from '../../core/gate.ts';
 import type { Limiter } from '../../core/limiter.ts';
 import { depsOf, longestRemainingPath } from '../../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../../core/overlap.ts';
-import { type Plan, UNKNOWN, attemptsOf, statusOf } from '../../core/plan.ts';
+import { type Plan, UNKNOWN, attemptsOf, statusOf, taskAt } from '../../core/plan.ts';
 import { promptsDirFor } from '../archive.ts';
 import { DEFAULTS } from '../settings.ts';
 import { type EngineJson, type LimiterJson, type SessionFileJson, isEarlierVerified, isSessionFile } from './file-schema.ts';
@@ -200,6 +200,12 @@ export function limiterFromJson(limiter: LimiterJson | undefined, fresh: Limiter
   };
 }
 
+/** Whether `task`, as a session file names it, is a task of `plan` in progress: one it names that is not in the plan (edited since) is not. */
+function inProgress(plan: Plan, task: number): boolean {
+  const planned = plan.tasks[task];
+  return planned !== undefined && statusOf(planned) === 'in_progress';
+}
+
 /**
  * The step function's state as a session file kept it, with `plan` (read afresh) put in and the
  * derived fields computed from it. Attempts whose task is no longer in progress in the plan (an
@@ -208,11 +214,10 @@ export function limiterFromJson(limiter: LimiterJson | undefined, fresh: Limiter
  */
 export function engineFromJson(value: EngineJson | null, plan: Plan, config: EngineConfig, session: SessionFileJson = {}): EngineState | null {
   if (value === null) return null;
-  const inProgress = (task: number) => plan.tasks[task] !== undefined && statusOf(plan.tasks[task]!) === 'in_progress';
   const attempts = new Map(
     value.attempts
       .map(attemptOf)
-      .filter((a): a is Attempt => a !== null && inProgress(a.task))
+      .filter((a): a is Attempt => a !== null && inProgress(plan, a.task))
       .map((a): [number, Attempt] => [a.task, a]),
   );
   const base = initialState(plan, config, value.now ?? Date.now());
@@ -253,14 +258,13 @@ export function engineFromJson(value: EngineJson | null, plan: Plan, config: Eng
  */
 function engineFromEarlierSession(data: SessionFileJson, plan: Plan, config: EngineConfig): EngineState {
   const base = initialState(plan, config, Date.now());
-  const inProgress = (task: number) => plan.tasks[task] !== undefined && statusOf(plan.tasks[task]!) === 'in_progress';
   const attempts = new Map<number, Attempt>();
-  const number = (task: number) => attemptsOf(plan.tasks[task]!) + 1;
+  const number = (task: number) => attemptsOf(taskAt(plan.tasks, task)) + 1;
   // Its merge queue's candidates are left out: it kept their work on their refs only, which the
   // next `setup` reads (they rejoin the queue there); a candidate without its work cannot be gated
   // nor integrated. A verified entry not whole is dropped.
   for (const entry of data.verified ?? []) {
-    if (!isEarlierVerified(entry) || !inProgress(entry.task) || attempts.has(entry.task)) continue;
+    if (!isEarlierVerified(entry) || !inProgress(plan, entry.task) || attempts.has(entry.task)) continue;
     attempts.set(entry.task, {
       task: entry.task,
       number: number(entry.task),
@@ -271,7 +275,7 @@ function engineFromEarlierSession(data: SessionFileJson, plan: Plan, config: Eng
     });
   }
   for (const task of Object.keys(data.started ?? {}).map(Number))
-    if (Number.isInteger(task) && inProgress(task) && !attempts.has(task)) attempts.set(task, { task, number: number(task), stage: 'running' });
+    if (Number.isInteger(task) && inProgress(plan, task) && !attempts.has(task)) attempts.set(task, { task, number: number(task), stage: 'running' });
   return { ...base, attempts, round: data.round ?? 0, usage: UNKNOWN, baseline: config.gate === null ? 'none' : earlierBaseline(data.gate) };
 }
 

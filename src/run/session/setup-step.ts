@@ -13,7 +13,7 @@ import { EventQueue, driveNow, emitsInto } from '../../core/engine/driver.ts';
 import type { RunEventBody } from '../../core/events.ts';
 import { type Result, err, ok } from '../../core/failure.ts';
 import { countByStatus } from '../../core/graph.ts';
-import type { Plan, TaskStatus } from '../../core/plan.ts';
+import { type Plan, type TaskStatus, taskAt } from '../../core/plan.ts';
 import {
   type CommitOutcome,
   type GateReport,
@@ -275,7 +275,11 @@ export class SetupStep implements SessionStep<SetupOpened, SetupRan, SetupOutput
         passed: report.assumptions.filter((a) => a.passed).length,
         failed: report.assumptions.filter((a) => !a.passed).map((a) => ({ ...a, output: clipForLead(a.output.trim(), 500) })),
       },
-      blocked: report.blocked.map((i) => ({ index: i, subject: state.plan.tasks[i]!.subject, reason: clipForLead(state.plan.tasks[i]!.result ?? '') })),
+      blocked: report.blocked.map((i) => ({
+        index: i,
+        subject: taskAt(state.plan.tasks, i).subject,
+        reason: clipForLead(taskAt(state.plan.tasks, i).result ?? ''),
+      })),
       skipped: [...skippedBy(opened.skips), ...skippedBy(scope.run.events)],
       notices: [
         ...opened.notices,

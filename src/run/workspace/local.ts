@@ -18,7 +18,7 @@ import { workerLogPath } from '../../core/engine/start.ts';
 import { type Result, type WorkerRun, err, ok } from '../../core/failure.ts';
 import type { Verification } from '../../core/finalize.ts';
 import type { GitFailure } from '../../core/git-text.ts';
-import type { Plan } from '../../core/plan.ts';
+import { type Plan, taskAt } from '../../core/plan.ts';
 import { excludesFileEnv } from '../../core/sandbox-placeholders.ts';
 import { type WorkerPermissions, explicitPermissions, workerPermissions } from '../../core/scope.ts';
 import type { TimeLimit } from '../../core/time-limit.ts';
@@ -196,7 +196,7 @@ export class LocalWorkspaces implements Workspaces {
     attempt: { base: string; kept: readonly string[]; plan: Plan; task: number; signal?: AbortSignal },
   ): Promise<Verification> {
     const { base, kept, plan, task, signal } = attempt;
-    const verification = await verifyTask(plan.tasks[task]!, {
+    const verification = await verifyTask(taskAt(plan.tasks, task), {
       work,
       kept,
       base,
