@@ -23,7 +23,8 @@ import { promptsDirFor } from '../archive.ts';
 import type { SessionPlaces } from './io.ts';
 import type { Workspace } from '../workspace/index.ts';
 import { nextEvents, unmetEffects } from './driver.ts';
-import { type Session, promptPathFor, readSession, sessionConfig } from './file.ts';
+import { promptPathFor, readSession } from './file.ts';
+import { type Session, sessionConfig } from './session-state.ts';
 import { type StepContext, type SessionStep, type Opened, type Ran, type Recorded, type StepScope, sandboxedIn, stateOf } from './skeleton.ts';
 
 /** How many overlapping ready tasks `next` names; it counts the rest. */
