@@ -12,15 +12,6 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '..');
 
-/**
- * Circles that are known and left for now, each with the issue that removes it: the test fails on
- * any other, and on one of these that grows to take in another file.
- */
-const KNOWN: ReadonlyArray<{ files: readonly string[]; issue: number }> = [
-  // The session file's schema, the attempt records and the session file (src/run/ is being regrouped).
-  { files: ['src/run/attempt-record.ts', 'src/run/session/file-schema.ts', 'src/run/session/file.ts'], issue: 52 },
-];
-
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
@@ -94,13 +85,8 @@ describe('no import circle in src/', () => {
     expect(imports.filter((target) => !graph.has(target) && !target.endsWith('.json'))).toEqual([]);
   });
 
-  it('no module imports itself through a chain of imports, type-only and lazy ones included, but the known circles', () => {
-    const unknown = circles(graph).filter((circle) => !KNOWN.some((known) => circle.every((module) => known.files.includes(module))));
-    expect(unknown.map((circle) => edgesWithin(graph, circle))).toEqual([]);
-  });
-
-  it('the known circles name modules that exist', () => {
-    for (const known of KNOWN) for (const module of known.files) expect(graph.has(module), `${module} (issue ${known.issue})`).toBe(true);
+  it('no module imports itself through a chain of imports, type-only and lazy ones included', () => {
+    expect(circles(graph).map((circle) => edgesWithin(graph, circle))).toEqual([]);
   });
 });
 

@@ -8,15 +8,17 @@ import type { Plan } from '../src/core/plan.ts';
 import { acquireLock, currentLockInfo, isLocked, lockPathFor, readLock, type Lock, type LockInfo } from '../src/adapters/run-lock.ts';
 import { askDrain } from '../src/adapters/drain-note.ts';
 import { PlanKeeper, readPlanFile, serializePlan, writePlanAtomic } from '../src/adapters/plan-file.ts';
-import { writeFileAtomic } from '../src/adapters/atomic-file.ts';
+import { createExclusive, writeFileAtomic } from '../src/adapters/atomic-file.ts';
 import { processStartTime } from '../src/adapters/processes.ts';
 import { makeZombie } from './support/zombies.ts';
 
-// Lets a test make the next file handle's writeFile write part of its data and then fail.
-const fault = vi.hoisted(() => ({ partialWriteBytes: -1 }));
+// Lets a test make the next file handle's writeFile write part of its data and then fail, and
+// see which files were created (opened with `wx`).
+const fault = vi.hoisted(() => ({ partialWriteBytes: -1, created: [] as string[] }));
 vi.mock('node:fs/promises', async (importOriginal) => {
   const orig = await importOriginal<typeof import('node:fs/promises')>();
   const open = async (...args: Parameters<typeof orig.open>) => {
+    if (args[1] === 'wx') fault.created.push(String(args[0]));
     const fh = await orig.open(...args);
     if (fault.partialWriteBytes < 0) return fh;
     const n = fault.partialWriteBytes;
@@ -40,6 +42,7 @@ let dir: string;
 beforeEach(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'foreman-store-'));
   fault.partialWriteBytes = -1;
+  fault.created = [];
 });
 afterEach(async () => {
   fault.partialWriteBytes = -1;
@@ -200,6 +203,26 @@ describe('PlanKeeper: the plan file as a run keeps it', () => {
     expect(await keeper.save(plan('run 5'), at)).toBeNull();
   });
 
+  it("makes the kept edit in place, as a new file of the person's (the mode any new file of theirs gets), and never over another", async () => {
+    const file = path.join(dir, 'plan.json');
+    await writeFile(file, serializePlan(plan('mine')));
+    const keeper = new PlanKeeper(file, serializePlan(plan('mine')));
+    const at = new Date('2026-11-24T15:00:00Z');
+    const taken = path.join(dir, 'plan.edited-20261124T150000Z.json');
+    await writeFile(taken, 'not the plan\n');
+    await writeFile(file, 'edited by hand\n');
+    fault.created = [];
+    const kept = await keeper.save(plan('run'), at);
+    expect(kept).toBe(path.join(dir, 'plan.edited-20261124T150000Z-2.json'));
+    expect(await readFile(taken, 'utf8')).toBe('not the plan\n');
+    expect(await readFile(kept!, 'utf8')).toBe('edited by hand\n');
+    // Tried where it would go, then the next name; no temp file beside the plan but the plan's own write's.
+    expect(fault.created.filter((f) => !path.basename(f).startsWith('.plan.json.'))).toEqual([taken, kept]);
+    const probe = path.join(dir, 'probe');
+    await writeFile(probe, '');
+    expect((await stat(kept!)).mode & 0o777).toBe((await stat(probe)).mode & 0o777);
+  });
+
   it('a plan file someone removed is written again, with nothing to keep', async () => {
     const file = path.join(dir, 'plan.json');
     await writeFile(file, serializePlan(plan('mine')));
@@ -207,6 +230,43 @@ describe('PlanKeeper: the plan file as a run keeps it', () => {
     await rm(file);
     expect(await keeper.save(plan('run'))).toBeNull();
     expect(JSON.parse(await readFile(file, 'utf8')).goal).toBe('run');
+  });
+});
+
+describe('createExclusive', () => {
+  it('creates a file only where none is, whole or in place, with the mode asked for', async () => {
+    for (const whole of [true, false]) {
+      const file = path.join(dir, `made-${whole}`);
+      fault.created = [];
+      expect(await createExclusive(file, 'first\n', { mode: 0o600, whole })).toBe(true);
+      expect(await createExclusive(file, Buffer.from('second\n'), { whole })).toBe(false);
+      expect(await readFile(file, 'utf8')).toBe('first\n');
+      expect((await stat(file)).mode & 0o777).toBe(0o600);
+      // Whole: written aside, then linked into place; in place: the file itself is created.
+      expect(fault.created.map((f) => path.basename(f).startsWith(`.made-${whole}.`))).toEqual(whole ? [true, true] : [false, false]);
+      expect(await otherFiles(['made-true', 'made-false'])).toEqual([]);
+    }
+  });
+
+  it('leaves no file at all when a whole write fails midway', async () => {
+    const file = path.join(dir, 'lock');
+    fault.partialWriteBytes = 3;
+    await expect(createExclusive(file, 'all of it\n')).rejects.toThrow('ENOSPC');
+    fault.partialWriteBytes = -1;
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it("makes a run's lock whole, with the mode 0644 before the umask, as before", async () => {
+    const probe = path.join(dir, 'probe');
+    await writeFile(probe, '', { mode: 0o644 });
+    const lockPath = lockPathFor(path.join(dir, 'plan.json'));
+    fault.created = [];
+    const r = await acquireLock(path.join(dir, 'plan.json'), currentLockInfo('foreman run'));
+    expect(r.ok).toBe(true);
+    expect(fault.created.length).toBeGreaterThan(0);
+    expect(fault.created).not.toContain(lockPath);
+    expect((await stat(lockPath)).mode & 0o777).toBe((await stat(probe)).mode & 0o777);
+    if (r.ok) await r.value.release();
   });
 });
 

@@ -75,10 +75,10 @@ export async function readRaw(file: string): Promise<{ text: string; mtimeMs: nu
   }
 }
 
-/** Writes `text` to a fresh temp file next to `file` and fsyncs it; returns the temp path. */
-export async function writeTemp(file: string, text: string): Promise<string> {
+/** Writes `text` to a fresh temp file next to `file` (`mode` before the umask) and fsyncs it; returns the temp path. */
+export async function writeTemp(file: string, text: string | Uint8Array, mode = 0o644): Promise<string> {
   const tmp = tempNameFor(file);
-  const fh = await open(tmp, 'wx', 0o644);
+  const fh = await open(tmp, 'wx', mode);
   try {
     await fh.writeFile(text);
     await fh.sync();
@@ -91,26 +91,40 @@ export async function writeTemp(file: string, text: string): Promise<string> {
   return tmp;
 }
 
+export interface CreateExclusiveOptions {
+  /** The new file's mode, before the umask. Default 0o644. */
+  mode?: number;
+  /**
+   * Whether the content must appear complete at once, for a file other processes read as soon as
+   * it exists (a lock, a note). Default true. False writes it in place: for a file no process
+   * reads while it is being written, which then leaves no temp file beside it, even for a moment.
+   */
+  whole?: boolean;
+}
+
 /**
- * Creates `file` with `text` only if it does not exist. The content appears complete at once
- * (written to a temp file, then hard-linked into place); where hard links are unsupported it
- * falls back to an O_EXCL create and write.
+ * Creates `file` with `text` only if it does not exist; false when it does. The content appears
+ * complete at once (written to a temp file, then hard-linked into place); where hard links are
+ * unsupported, or `whole` is false, it is an O_EXCL create and write.
  */
-export async function createExclusive(file: string, text: string): Promise<boolean> {
-  const tmp = await writeTemp(file, text);
-  try {
-    await link(tmp, file);
-    return true;
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST') return false;
-    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'EXDEV' && code !== 'ENOSYS') throw e;
-  } finally {
-    await unlink(tmp).catch(() => {});
+export async function createExclusive(file: string, text: string | Uint8Array, options: CreateExclusiveOptions = {}): Promise<boolean> {
+  const mode = options.mode ?? 0o644;
+  if (options.whole !== false) {
+    const tmp = await writeTemp(file, text, mode);
+    try {
+      await link(tmp, file);
+      return true;
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') return false;
+      if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'EXDEV' && code !== 'ENOSYS') throw e;
+    } finally {
+      await unlink(tmp).catch(() => {});
+    }
   }
   let fh: FileHandle | undefined;
   try {
-    fh = await open(file, 'wx', 0o644);
+    fh = await open(file, 'wx', mode);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
     throw e;

@@ -11,7 +11,7 @@ import type { DryRunEventBody, PlannedCommand } from '../core/events.ts';
 import { countByStatus, depsOf, depths, longestRemainingPath } from '../core/graph.ts';
 import { describeHosts } from '../core/hosts/listing.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
-import { type Plan, type Task, statusOf } from '../core/plan.ts';
+import { type Plan, type Task, statusOf, taskAt } from '../core/plan.ts';
 import { openReview } from '../core/review.ts';
 import type { PlanWarning } from '../core/plan-lint.ts';
 import { type SandboxUse, describeSandboxUse } from '../core/sandbox-words.ts';
@@ -199,7 +199,7 @@ export function describeDryRun(events: readonly DryRunEventBody[], plan: Plan): 
           lines.push(`Round ${r + 1}:`);
           groups.forEach((group, k) => {
             const note = k > 0 ? '  (overlaps the group above: runs after it)' : '';
-            lines.push(`  ${group.map((i) => `[${i}] ${plan.tasks[i]!.subject}`).join('  |  ')}${note}`);
+            lines.push(`  ${group.map((i) => `[${i}] ${taskAt(plan.tasks, i).subject}`).join('  |  ')}${note}`);
           });
         });
         lines.push(

@@ -2,7 +2,7 @@
 // whether so many would be skipped that the circuit breaker trips.
 
 import { cascade, breaker, type BreakerDecision, type Skip } from './graph.ts';
-import { type Plan, statusOf } from './plan.ts';
+import { type Plan, statusOf, taskAt } from './plan.ts';
 
 export interface CascadeOutcome {
   skips: Skip[];
@@ -15,9 +15,9 @@ export function applyCascade(plan: Plan): CascadeOutcome {
   const skips = cascade(plan.tasks);
   for (const s of skips) {
     // A new task object (see `applyDecision`): an earlier copy of the plan keeps the old one.
-    const task = { ...plan.tasks[s.index]! };
+    const task = { ...taskAt(plan.tasks, s.index) };
     plan.tasks[s.index] = task;
-    const root = plan.tasks[s.rootCause]!;
+    const root = taskAt(plan.tasks, s.rootCause);
     task.status = 'skipped';
     task.skippedBy = s.rootCause;
     task.result = `skipped: depends on task ${s.rootCause} (${root.subject}), which ${statusOf(root) === 'skipped' ? 'was skipped' : `is ${statusOf(root)}`}${s.via !== s.rootCause ? ` (through task ${s.via})` : ''}`;

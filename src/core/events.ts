@@ -7,7 +7,7 @@ import type { HostCheckResult, IncludedFile } from './hosts/host-facts.ts';
 import type { LimitKind } from './limiter.ts';
 import type { PlanWarning } from './plan-lint.ts';
 import type { SandboxUse } from './sandbox-words.ts';
-import type { Task } from './plan.ts';
+import { type Task, taskAt } from './plan.ts';
 import type { UsageFigure } from './usage.ts';
 
 export type TaskOutcome =
@@ -293,7 +293,7 @@ export const skippedEvents = (tasks: readonly Task[], skips: readonly Skip[]): R
   skips.map((skip) => ({
     type: 'task-skipped',
     task: skip.index,
-    subject: tasks[skip.index]!.subject,
+    subject: taskAt(tasks, skip.index).subject,
     rootCause: skip.rootCause,
-    reason: tasks[skip.index]!.result ?? '',
+    reason: taskAt(tasks, skip.index).result ?? '',
   }));

@@ -1,7 +1,7 @@
 // The task graph: pure functions over `blockedBy` edges. Task i depends on every index in
 // deps[i]. Functions that need an acyclic graph say so; validation refuses cycles first.
 
-import { type Plan, type Task, type TaskStatus, statusOf } from './plan.ts';
+import { type Plan, type Task, type TaskStatus, statusOf, taskAt } from './plan.ts';
 
 export type Deps = readonly (readonly number[])[];
 
@@ -218,9 +218,14 @@ export function criticalPath(deps: Deps, weight: (i: number) => number = () => 1
 /** Pending tasks whose blockers have all completed, in index order. */
 export function readySet(tasks: readonly Task[]): number[] {
   const ready: number[] = [];
+  // A blocker that is not in the plan never completes: its dependant is not ready.
+  const completed = (blocker: number): boolean => {
+    const task = tasks[blocker];
+    return task !== undefined && statusOf(task) === 'completed';
+  };
   tasks.forEach((t, i) => {
     if (statusOf(t) !== 'pending') return;
-    if (t.blockedBy.every((d) => tasks[d] !== undefined && statusOf(tasks[d]!) === 'completed')) ready.push(i);
+    if (t.blockedBy.every(completed)) ready.push(i);
   });
   return ready;
 }
@@ -248,7 +253,7 @@ export function cascade(tasks: readonly Task[]): Skip[] {
   });
   const skips: Skip[] = [];
   for (const v of topologicalOrder(deps)) {
-    if (statusOf(tasks[v]!) !== 'pending') continue;
+    if (statusOf(taskAt(tasks, v)) !== 'pending') continue;
     const via = [...deps[v]!].sort((a, b) => a - b).find((d) => root.has(d));
     if (via === undefined) continue;
     const rootCause = root.get(via)!;

@@ -5,7 +5,7 @@
 
 import { type Result, err, ok } from './failure.ts';
 import { applyCascade } from './cascade-skips.ts';
-import { type Plan, type Task, type TaskStatus, attemptsOf, clonePlan, statusOf } from './plan.ts';
+import { type Plan, type Task, type TaskStatus, attemptsOf, clonePlan, statusOf, taskAt } from './plan.ts';
 import type { EarlierWork } from './review.ts';
 import { recheckable, withDeclared } from './widen.ts';
 
@@ -50,11 +50,11 @@ function target(plan: Plan, index: number, verb: Verb, allowed: readonly TaskSta
   if (!Number.isInteger(index) || index < 0 || index >= plan.tasks.length) {
     return err(`task ${index} does not exist (the plan has ${plan.tasks.length} task${plan.tasks.length === 1 ? '' : 's'}: 0–${plan.tasks.length - 1})`);
   }
-  const status = statusOf(plan.tasks[index]!);
+  const status = statusOf(taskAt(plan.tasks, index));
   if (!allowed.includes(status)) {
     const what = allowed.length === 1 ? `a task that is ${allowed[0]}` : `a task that is ${allowed.slice(0, -1).join(', ')} or ${allowed[allowed.length - 1]}`;
     const instead = verb === 'revise' && status !== 'awaiting_approval' ? `: ${INSTEAD_OF_REVISING[status]}` : '';
-    return err(`cannot ${verb} task ${index} (${plan.tasks[index]!.subject}): it is ${status}; only ${what} can be ${PAST[verb]}${instead}`);
+    return err(`cannot ${verb} task ${index} (${taskAt(plan.tasks, index).subject}): it is ${status}; only ${what} can be ${PAST[verb]}${instead}`);
   }
   return ok(status);
 }
@@ -87,7 +87,7 @@ const needReason = (reason: string, verb: string): string | null => (reason.trim
 function cascadeChanges(plan: Plan): Change[] {
   return applyCascade(plan).skips.map((s) => ({
     task: s.index,
-    subject: plan.tasks[s.index]!.subject,
+    subject: taskAt(plan.tasks, s.index).subject,
     from: 'pending' as const,
     to: 'skipped' as const,
     note: `depends on task ${s.rootCause}`,
@@ -100,7 +100,7 @@ export function approveTasks(plan: Plan, indices: readonly number[], at: string)
   if (!found.ok) return found;
   const next = clonePlan(plan);
   const changes = found.value.map(({ index, from }): Change => {
-    const task = next.tasks[index]!;
+    const task = taskAt(next.tasks, index);
     task.status = 'completed';
     task.approvedAt = at;
     // As for any completed task (see applyDecision); `approvedAt` without `commit` tells the next run to commit it.
@@ -137,7 +137,7 @@ export function reviseTasks(plan: Plan, indices: readonly number[], revision: Re
   const problems = found.ok ? [] : [...found.error];
   for (const index of new Set(indices)) {
     if (!target(plan, index, 'revise', ['awaiting_approval']).ok) continue;
-    const task = plan.tasks[index]!;
+    const task = taskAt(plan.tasks, index);
     const rounds = task.reviews?.length ?? 0;
     if (rounds >= revision.maxRounds)
       problems.push(
@@ -151,7 +151,7 @@ export function reviseTasks(plan: Plan, indices: readonly number[], revision: Re
   if (!found.ok || problems.length > 0) return err(problems);
   const next = clonePlan(plan);
   const changes = found.value.map(({ index, from }): Change => {
-    const task = next.tasks[index]!;
+    const task = taskAt(next.tasks, index);
     const parked = revision.parked.get(index)!;
     task.reviews = [
       ...(task.reviews ?? []),
@@ -187,7 +187,7 @@ export function rejectTasks(plan: Plan, indices: readonly number[], reason: stri
   if (!found.ok) return found;
   const next = clonePlan(plan);
   const changes = found.value.map(({ index, from }): Change => {
-    const task = next.tasks[index]!;
+    const task = taskAt(next.tasks, index);
     task.status = 'failed';
     task.result = `rejected: ${reason.trim()}`;
     if (at !== undefined) task.rejectedAt = at;
@@ -212,7 +212,7 @@ export function retryTasks(plan: Plan, indices: readonly number[]): Intervention
     delete task.skippedBy;
   };
   const retried = found.value.map(({ index, from }): Change => {
-    const task = next.tasks[index]!;
+    const task = taskAt(next.tasks, index);
     reset(task);
     task.attempts = 0;
     // A fresh start: no earlier attempt's undeclared writes count against it, nor its advice. What
@@ -234,7 +234,7 @@ export function retryTasks(plan: Plan, indices: readonly number[]): Intervention
     });
   }
   const unskipped = [...cause.keys()].filter((i) => cause.get(i) !== i).sort((a, b) => a - b);
-  for (const i of unskipped) reset(next.tasks[i]!);
+  for (const i of unskipped) reset(taskAt(next.tasks, i));
   const reskipped = cascadeChanges(next);
   const again = new Map(reskipped.map((c) => [c.task, c]));
   const changes: Change[] = [];
@@ -243,8 +243,8 @@ export function retryTasks(plan: Plan, indices: readonly number[]): Intervention
     if (c) again.delete(i); // still skipped, now because of another task: no net change of status
     changes.push(
       c
-        ? { task: i, subject: next.tasks[i]!.subject, from: 'skipped', to: 'skipped', note: `still skipped: ${c.note}` }
-        : { task: i, subject: next.tasks[i]!.subject, from: 'skipped', to: 'pending', note: `was skipped because of task ${cause.get(i)}` },
+        ? { task: i, subject: taskAt(next.tasks, i).subject, from: 'skipped', to: 'skipped', note: `still skipped: ${c.note}` }
+        : { task: i, subject: taskAt(next.tasks, i).subject, from: 'skipped', to: 'pending', note: `was skipped because of task ${cause.get(i)}` },
     );
   }
   changes.push(...again.values());
@@ -259,7 +259,7 @@ export function skipTasks(plan: Plan, indices: readonly number[], reason: string
   if (!found.ok) return found;
   const next = clonePlan(plan);
   const changes = found.value.map(({ index, from }): Change => {
-    const task = next.tasks[index]!;
+    const task = taskAt(next.tasks, index);
     task.status = 'skipped';
     task.result = `skipped by hand: ${reason.trim()}`;
     delete task.skippedBy; // a task skipped by a person is its own root cause
@@ -288,7 +288,7 @@ export function declareFiles(plan: Plan, index: number, declared: Declared): Int
   const all = [...declared.create, ...declared.modify, ...declared.mayChange];
   if (all.length === 0) return err(`nothing to declare for task ${index}: name the files (or --needed, for those its attempts wanted)`);
   const widened = clonePlan(plan);
-  let task = widened.tasks[index]!;
+  let task = taskAt(widened.tasks, index);
   task = withDeclared(task, declared.create, 'create');
   task = withDeclared(task, declared.modify, 'modify');
   task = withDeclared(task, declared.mayChange, 'mayChange');
@@ -300,7 +300,7 @@ export function declareFiles(plan: Plan, index: number, declared: Declared): Int
       : retryTasks(widened, [index]);
   if (!back.ok) return err(back.error.join('; '));
   const result = back.value;
-  const declaredTask = result.plan.tasks[index]!;
+  const declaredTask = taskAt(result.plan.tasks, index);
   // What its attempts wanted is declared now: it no longer counts against the task.
   delete declaredTask.undeclaredWrites;
   if (recheckable(declaredTask)) declaredTask.recheck = true;

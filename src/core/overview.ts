@@ -6,7 +6,7 @@ import { markdownCell } from './format.ts';
 import { criticalPath, depsOf, longestRemainingPath } from './graph.ts';
 import { mermaidGraph } from './mermaid.ts';
 import { computeOverlaps, overlapSets } from './overlap.ts';
-import { type Plan, modelOf, readsOf, statusOf } from './plan.ts';
+import { type Plan, modelOf, readsOf, statusOf, taskAt } from './plan.ts';
 import { projectedRounds } from './schedule.ts';
 
 const code = (xs: readonly string[]) => xs.map((x) => `\`${x}\``).join(', ');
@@ -46,7 +46,7 @@ export function planOverview(plan: Plan, options: OverviewOptions): string {
   out.push(
     '### Critical path',
     '',
-    `${path.map((i) => `${i} (${markdownCell(plan.tasks[i]!.subject)})`).join(' → ')}: ${path.length} task${path.length === 1 ? '' : 's'} that must run one after another.`,
+    `${path.map((i) => `${i} (${markdownCell(taskAt(plan.tasks, i).subject)})`).join(' → ')}: ${path.length} task${path.length === 1 ? '' : 's'} that must run one after another.`,
     '',
   );
   if (rounds.length > 0) {

@@ -18,7 +18,7 @@ import { type Ancestry, ancestry, depsOf } from './graph.ts';
 import { assertNever } from './failure.ts';
 import { clipHead } from './format.ts';
 import { isDirPath } from './paths.ts';
-import { DEFAULT_MODEL, MODEL_ALIASES, type Plan, type Task, isKnownModel } from './plan.ts';
+import { DEFAULT_MODEL, MODEL_ALIASES, type Plan, type Task, isKnownModel, taskAt } from './plan.ts';
 import { OWN_FIELD_PREFIX, fieldPath, nearMisses, unknownFields } from './plan-fields.ts';
 import { type Use, type Hazard, isDone } from './lint-hazards.ts';
 import { keyOf, type PathIndex, indexUses, usesCovering } from './lint-paths.ts';
@@ -81,7 +81,7 @@ export function lintPlan(plan: Plan, tracked: ReadonlySet<string> | null): PlanL
     if (isDone(task)) return;
     for (const path of task.metadata.files.modify) {
       const covering = usesCovering(creators, path);
-      for (const c of covering) if (c.task !== t && !isDone(tasks[c.task]!)) pair(t, c.task);
+      for (const c of covering) if (c.task !== t && !isDone(taskAt(tasks, c.task))) pair(t, c.task);
       modifies.push({ task: t, path, creators: covering });
     }
   });
@@ -90,7 +90,7 @@ export function lintPlan(plan: Plan, tracked: ReadonlySet<string> | null): PlanL
   for (const uses of creators.byKey.values()) {
     if (uses.length < 2) continue;
     const owners = [...new Set(uses.map((use) => use.task))];
-    if (owners.length < 2 || owners.every((i) => isDone(tasks[i]!))) continue;
+    if (owners.length < 2 || owners.every((i) => isDone(taskAt(tasks, i)))) continue;
     for (const i of owners) members.add(i);
     duplicates.push({ owners, uses });
   }
@@ -107,7 +107,7 @@ export function lintPlan(plan: Plan, tracked: ReadonlySet<string> | null): PlanL
       if (exists !== null && !exists(m.path)) hazards.push({ kind: 'missing-file', task: m.task, path: m.path });
       continue;
     }
-    const live = uniqueTasks(m.creators.filter((c) => c.task !== m.task && !isDone(tasks[c.task]!)));
+    const live = uniqueTasks(m.creators.filter((c) => c.task !== m.task && !isDone(taskAt(tasks, c.task))));
     const unordered = live.filter((c) => !ordered(m.task, c.task));
     const after = live.filter((c) => order!.dependsOn(c.task, m.task));
     if (unordered.length > 0) hazards.push({ kind: 'unordered-create', task: m.task, path: m.path, creators: unordered });
@@ -154,7 +154,7 @@ interface ReadOfWritten {
 function readsOfWritten(tasks: readonly Task[], writers: PathIndex): ReadOfWritten[] {
   const reads: ReadOfWritten[] = [];
   const add = (read: ReadOfWritten, writer: Use) => {
-    if (writer.task !== read.task && !read.writers.has(writer.task) && !isDone(tasks[writer.task]!)) read.writers.set(writer.task, writer);
+    if (writer.task !== read.task && !read.writers.has(writer.task) && !isDone(taskAt(tasks, writer.task))) read.writers.set(writer.task, writer);
   };
   const directoryReads = new Map<string, ReadOfWritten[]>();
   tasks.forEach((task, t) => {
@@ -193,10 +193,10 @@ function uniqueTasks(uses: readonly Use[]): Use[] {
  */
 function duplicateHazards(tasks: readonly Task[], owners: readonly number[], uses: readonly Use[], order: Ancestry): Hazard[] {
   const sorted = [...owners].sort((a, b) => a - b);
-  const first = sorted.find((i) => isDone(tasks[i]!)) ?? sorted.find((i) => sorted.every((j) => j === i || !order.dependsOn(i, j)))!;
-  const firstDone = isDone(tasks[first]!);
+  const first = sorted.find((i) => isDone(taskAt(tasks, i))) ?? sorted.find((i) => sorted.every((j) => j === i || !order.dependsOn(i, j)))!;
+  const firstDone = isDone(taskAt(tasks, first));
   return sorted.flatMap((task): Hazard[] => {
-    if (task === first || isDone(tasks[task]!)) return [];
+    if (task === first || isDone(taskAt(tasks, task))) return [];
     const path = uses.find((use) => use.task === task)!.path;
     return [{ kind: 'duplicate-create', task, path, first, firstDone, unordered: !firstDone && !order.dependsOn(task, first) }];
   });

@@ -195,6 +195,19 @@ export interface Plan {
   [extra: string]: unknown;
 }
 
+/**
+ * The task at `index` of `tasks` (a plan's tasks, or a group's task indices). Every index this
+ * code reads a task by comes from the plan itself (a blocker, an attempt's task, a validated
+ * plan's own lists), so one out of range is a bug here, and it throws naming the index and the
+ * count. An index a person or a file names is checked by its reader, which says what is wrong
+ * in its own words (core/interventions.ts `target`, the session file's attempts).
+ */
+export function taskAt<T>(tasks: readonly T[], index: number): T {
+  const task = tasks[index];
+  if (task === undefined) throw new Error(`task index ${index} is out of range: there are ${tasks.length} tasks`);
+  return task;
+}
+
 export const statusOf = (task: Task): TaskStatus => task.status ?? 'pending';
 export const attemptsOf = (task: Task): number => task.attempts ?? 0;
 export const modelOf = (task: Task): string => task.agent?.model ?? DEFAULT_MODEL;

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { assertNever } from './failure.ts';
 import { clipTail, formatDuration, plural } from './format.ts';
 import { coveredBy } from './paths.ts';
-import { type Plan, statusOf, writesOf } from './plan.ts';
+import { type Plan, statusOf, writesOf, taskAt } from './plan.ts';
 import type { SandboxUse } from './sandbox-words.ts';
 
 /** What running one check on the integration tip, before its task's work, showed. */
@@ -184,7 +184,7 @@ export function probeKey(plan: Plan): string {
     setupCommand: typeof plan.context?.setupCommand === 'string' ? plan.context.setupCommand : null,
     // Only when set, so the keys of plans without it stay as they were.
     ...(plan.context?.setupNetwork !== undefined ? { setupNetwork: plan.context.setupNetwork } : {}),
-    tasks: probedTasks(plan).map((i) => ({ index: i, checks: (plan.tasks[i]!.agent?.acceptanceCriteria ?? []).map((c) => c.check) })),
+    tasks: probedTasks(plan).map((i) => ({ index: i, checks: (taskAt(plan.tasks, i).agent?.acceptanceCriteria ?? []).map((c) => c.check) })),
   };
   return createHash('sha256').update(JSON.stringify(subject)).digest('hex').slice(0, 16);
 }

@@ -3,7 +3,7 @@
 
 import type { ReportedStatus, StatusLine } from './worker-run.ts';
 import { clipMiddle } from './format.ts';
-import { type Plan, attemptsOf, statusOf, writesOf } from './plan.ts';
+import { type Plan, attemptsOf, statusOf, writesOf, taskAt } from './plan.ts';
 import { openReview } from './review.ts';
 
 /** A line the designer may leave in a prompt to mark where dependency results go. */
@@ -13,10 +13,10 @@ const STATUS_LINE = /^(COMPLETED|FAILED|BLOCKED):(?:\s+(.*))?$/;
 const STATUS_WORD = /^(COMPLETED|FAILED|BLOCKED)/;
 
 export function dependencyResults(plan: Plan, index: number): string | null {
-  const task = plan.tasks[index]!;
+  const task = taskAt(plan.tasks, index);
   const lines = task.blockedBy
-    .filter((d) => statusOf(plan.tasks[d]!) === 'completed')
-    .map((d) => `- Task ${d} (${plan.tasks[d]!.subject}): ${plan.tasks[d]!.result ?? 'completed'}`);
+    .filter((d) => statusOf(taskAt(plan.tasks, d)) === 'completed')
+    .map((d) => `- Task ${d} (${taskAt(plan.tasks, d).subject}): ${taskAt(plan.tasks, d).result ?? 'completed'}`);
   return lines.length > 0 ? `## Dependency results\n\nResults reported by the tasks this one builds on:\n${lines.join('\n')}` : null;
 }
 
@@ -33,7 +33,7 @@ export interface PromptOptions {
 export const WORK_SO_FAR_MAX = 30_000;
 
 export function workerPrompt(plan: Plan, index: number, options: PromptOptions): string {
-  const task = plan.tasks[index]!;
+  const task = taskAt(plan.tasks, index);
   let body = task.prompt ?? task.description ?? task.subject;
   const deps = dependencyResults(plan, index);
   if (deps) body = PLACEHOLDER.test(body) ? body.replace(PLACEHOLDER, () => deps) : `${body}\n\n${deps}`;
@@ -88,7 +88,7 @@ function workSoFarBlock(diff: string, reviewed: boolean): string {
 }
 
 function retryBlock(plan: Plan, index: number, attempt: number, maxAttempts: number, fromEarlierWork: boolean): string {
-  const task = plan.tasks[index]!;
+  const task = taskAt(plan.tasks, index);
   const lines = [
     '## Retry',
     '',
@@ -116,12 +116,12 @@ function retryBlock(plan: Plan, index: number, attempt: number, maxAttempts: num
 
 /** The files a task may change, as the worker is told: every path, or "(none)". */
 function fileList(plan: Plan, index: number): string {
-  const all = writesOf(plan.tasks[index]!);
+  const all = writesOf(taskAt(plan.tasks, index));
   return all.length > 0 ? all.join(', ') : '(none)';
 }
 
 function rules(plan: Plan, index: number): string {
-  const files = plan.tasks[index]!.metadata.files;
+  const files = taskAt(plan.tasks, index).metadata.files;
   const list = (xs: string[]) => (xs.length > 0 ? xs.join(', ') : '(none)');
   const mayChange = files.mayChange ?? [];
   return [

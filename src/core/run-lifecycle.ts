@@ -11,7 +11,7 @@ import { clipMiddle, listIndices, listSome, plural } from './format.ts';
 import type { EngineStop } from './engine/state.ts';
 import { countByStatus, depsOf, longestRemainingPath } from './graph.ts';
 import { type Landed, type LandingProblem, describeLandingProblem, landingProblemSentence } from './landing.ts';
-import { type Plan, type TaskStatus, statusOf } from './plan.ts';
+import { type Plan, type TaskStatus, statusOf, taskAt } from './plan.ts';
 import type { UsageFigure } from './usage.ts';
 import { neededPaths } from './widen.ts';
 
@@ -89,7 +89,7 @@ export interface PutBack {
  * task too).
  */
 export function putBackCommands(plan: Plan, layout: Layout): PutBack[] {
-  const stuck = stuckTasks(plan).map((task) => ({ task, needs: neededPaths(plan.tasks[task]!) }));
+  const stuck = stuckTasks(plan).map((task) => ({ task, needs: neededPaths(taskAt(plan.tasks, task)) }));
   const retried = stuck.filter((s) => s.needs.length === 0).map((s) => s.task);
   return [
     ...(retried.length > 0 ? [{ command: commandHint('plan', `retry ${retried.join(' ')}`, layout), tasks: retried }] : []),
@@ -107,7 +107,7 @@ export function resumeAdvice(plan: Plan, layout: Layout): string {
   const stuck = stuckTasks(plan);
   const pending = plan.tasks.some((t) => statusOf(t) === 'pending' || statusOf(t) === 'in_progress');
   if (stuck.length === 0) return 'run the same command again to resume';
-  const states = new Set(stuck.map((i) => statusOf(plan.tasks[i]!)));
+  const states = new Set(stuck.map((i) => statusOf(taskAt(plan.tasks, i))));
   const which =
     stuck.length === 1
       ? `task ${stuck[0]} is ${[...states][0]}`

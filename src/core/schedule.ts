@@ -4,7 +4,7 @@
 // was ready when the round opened.
 
 import { readySet } from './graph.ts';
-import { type Task, statusOf } from './plan.ts';
+import { type Task, statusOf, taskAt } from './plan.ts';
 
 export type SchedulePolicy = 'continuous' | 'rounds';
 export const SCHEDULE_POLICIES: readonly SchedulePolicy[] = ['continuous', 'rounds'];
@@ -75,7 +75,7 @@ export function projectedRounds(tasks: readonly Task[], overlaps: readonly Reado
   const waiting = new Set(tasks.flatMap((t, i) => (statusOf(t) === 'pending' ? [i] : [])));
   const rounds: number[][][] = [];
   for (;;) {
-    const ready = [...waiting].filter((i) => tasks[i]!.blockedBy.every((d) => done.has(d))).sort((x, y) => x - y);
+    const ready = [...waiting].filter((i) => taskAt(tasks, i).blockedBy.every((d) => done.has(d))).sort((x, y) => x - y);
     if (ready.length === 0) return rounds;
     rounds.push(parallelGroups(ready, overlaps, priority));
     for (const i of ready) {

@@ -18,7 +18,7 @@
 
 import { type Result, err, ok } from './failure.ts';
 import { isDirPath } from './paths.ts';
-import { type Plan, type Task, writesOf } from './plan.ts';
+import { type Plan, type Task, writesOf, taskAt } from './plan.ts';
 
 /** Permission rules for one worker: `permissions.allow` and `permissions.deny` of its settings. */
 export interface WorkerPermissions {
@@ -96,7 +96,7 @@ export function judgedCommands(plan: Plan, task: Task): string[] {
  * files, run exactly the commands it is judged by. `root` is the repository's real path.
  */
 export function workerPermissions(plan: Plan, index: number, root: string): Result<WorkerPermissions, string[]> {
-  const task = plan.tasks[index]!;
+  const task = taskAt(plan.tasks, index);
   const edits = editRules(root, writesOf(task));
   if (!edits.ok) return err(edits.error.map((p) => `task ${index}: ${p}`));
   return ok({

@@ -11,7 +11,7 @@ import { setAsideSummary } from './set-aside-words.ts';
 import { clipMiddle, listIndices } from './format.ts';
 import type { GateFinished } from './gate.ts';
 import { type BreakerDecision, readySet, stall as planStall } from './graph.ts';
-import { type Plan, type TaskStatus, statusOf } from './plan.ts';
+import { type Plan, type TaskStatus, statusOf, taskAt } from './plan.ts';
 import { holding } from './limiter.ts';
 
 /** Something a step says besides its result (its output's `notices`). */
@@ -128,7 +128,7 @@ export function gateReport(gate: GateInSession, state: EngineState, events: read
     waiting: tasksIn(state, new Set(['queued'])).filter((t) => !testing.includes(t)),
     runs: finished.map(({ type: _type, output: _output, ...report }) => report),
     blamed,
-    flakes: finished.filter((g) => g.flake).map((g) => g.tasks[0]!),
+    flakes: finished.filter((g) => g.flake).map((g) => taskAt(g.tasks, 0)),
     notices: [],
     ...extra,
   };
@@ -172,7 +172,11 @@ export function nextStall(state: EngineState, step: { handedOut: number; running
 export function overlapping(state: EngineState, listed: number): Array<TaskRef & { overlapsWith: number[] }> {
   const busy = new Set([...state.attempts.keys(), ...claimingFiles(state)]);
   return readySet(state.plan.tasks)
-    .map((i) => ({ index: i, subject: state.plan.tasks[i]!.subject, overlapsWith: [...state.overlaps[i]!].filter((j) => busy.has(j)).sort((a, b) => a - b) }))
+    .map((i) => ({
+      index: i,
+      subject: taskAt(state.plan.tasks, i).subject,
+      overlapsWith: [...state.overlaps[i]!].filter((j) => busy.has(j)).sort((a, b) => a - b),
+    }))
     .filter((w) => w.overlapsWith.length > 0)
     .slice(0, listed);
 }

@@ -24,7 +24,7 @@ import type { Place } from './hosts/placement.ts';
 import type { Refusal } from './limiter.ts';
 import type { CheckedWork } from './finalize.ts';
 import { isDirPath } from './paths.ts';
-import type { Plan, Task } from './plan.ts';
+import { type Plan, type Task, taskAt } from './plan.ts';
 import { emptyUsage } from './usage.ts';
 import type { CapturedWork } from './work.ts';
 
@@ -194,7 +194,7 @@ export function simulateRun(
   const none: EngineEvent[] = [];
   const carrier: EffectCarrier = {
     startWorker: (effect, _state, answering) => run(effect.task, effect.attempt, answering.now, effect.resume !== undefined, effect.place),
-    verify: (effect, _state, answering) => [verifiedEvent(effect.task, ok(passingCheck(plan.tasks[effect.task]!)), answering.now)],
+    verify: (effect, _state, answering) => [verifiedEvent(effect.task, ok(passingCheck(taskAt(plan.tasks, effect.task))), answering.now)],
     record: (effect, _state, answering) => {
       integrated.push(...effect.integrate.map((item) => item.task));
       return [recordedEvent(effect.tasks, ok(`round-${effect.round}`), answering.now)];

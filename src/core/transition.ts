@@ -7,7 +7,7 @@ import { type Decision, trimCompleted } from './finalize.ts';
 import { type CascadeOutcome, applyCascade } from './cascade-skips.ts';
 import { openReview } from './review.ts';
 import { recheckable, withDeclared } from './widen.ts';
-import { type Plan, type Task, type TaskReview, type TaskSetAside, type TaskStatus, attemptsOf, statusOf } from './plan.ts';
+import { type Plan, type Task, type TaskReview, type TaskSetAside, type TaskStatus, attemptsOf, statusOf, taskAt } from './plan.ts';
 import { type UsageFigure, addUsage, emptyUsage } from './usage.ts';
 
 export interface Applied {
@@ -23,7 +23,7 @@ export interface Applied {
  * attempt cost, counted whatever the outcome (`unknown` makes the task's unknown).
  */
 export function applyDecision(plan: Plan, index: number, decision: Decision, usage: UsageFigure = emptyUsage()): Applied {
-  const task = { ...plan.tasks[index]! };
+  const task = { ...taskAt(plan.tasks, index) };
   plan.tasks[index] = task;
   task.usage = addUsage(task.usage ?? emptyUsage(), usage);
   const countAttempt = () => {
@@ -100,7 +100,7 @@ function endReview(task: Task, outcome: 'parked' | 'failed', failure?: string): 
  * counted when it awaited approval, and what it cost then, so neither counts again.
  */
 export function applyApproved(plan: Plan, index: number, result: string): void {
-  const task = { ...plan.tasks[index]!, status: 'completed' as const, result };
+  const task = { ...taskAt(plan.tasks, index), status: 'completed' as const, result };
   listCompleted(plan, index);
   plan.tasks[index] = trimCompleted(task);
 }
@@ -127,7 +127,7 @@ export function applyCancelled(plan: Plan, index: number, usage: UsageFigure): A
  */
 export function recordUndeclared(plan: Plan, index: number, undeclared: readonly string[], setAside: TaskSetAside | null): void {
   if (undeclared.length === 0 && setAside === null) return;
-  const task = { ...plan.tasks[index]! };
+  const task = { ...taskAt(plan.tasks, index) };
   if (undeclared.length > 0) task.undeclaredWrites = [...new Set([...(task.undeclaredWrites ?? []), ...undeclared])].sort();
   if (setAside !== null) task.setAside = setAside;
   plan.tasks[index] = task;
@@ -135,7 +135,7 @@ export function recordUndeclared(plan: Plan, index: number, undeclared: readonly
 
 /** Mark a task as started (a new task object, as in `applyDecision`); a re-check of its set-aside work is done once. */
 export function markStarted(plan: Plan, index: number): void {
-  const { recheck: _recheck, ...task } = plan.tasks[index]!;
+  const { recheck: _recheck, ...task } = taskAt(plan.tasks, index);
   plan.tasks[index] = { ...task, status: 'in_progress' };
 }
 
@@ -145,7 +145,7 @@ export function markStarted(plan: Plan, index: number): void {
  * whether it will.
  */
 export function widenDeclared(plan: Plan, index: number, paths: readonly string[]): boolean {
-  const widened = withDeclared(plan.tasks[index]!, paths, 'modify');
+  const widened = withDeclared(taskAt(plan.tasks, index), paths, 'modify');
   const recheck = recheckable(widened);
   plan.tasks[index] = recheck ? { ...widened, recheck: true } : widened;
   return recheck;
@@ -181,13 +181,13 @@ export function statusAfter(plan: Plan, index: number, findings: SetupFindings):
   if (findings.interrupted.includes(index) || findings.reverted.some((r) => r.task === index)) return 'pending';
   if (findings.approved.includes(index)) return 'in_progress';
   if (findings.recovered.some((r) => r.task === index)) return 'completed';
-  return statusOf(plan.tasks[index]!);
+  return statusOf(taskAt(plan.tasks, index));
 }
 
 /** A task's integration commit once `findings` are applied. */
 export function commitAfter(plan: Plan, index: number, findings: SetupFindings): string | undefined {
   if (findings.reverted.some((r) => r.task === index)) return undefined;
-  return findings.recovered.find((r) => r.task === index)?.commit ?? plan.tasks[index]!.commit ?? findings.commits.find((c) => c.task === index)?.commit;
+  return findings.recovered.find((r) => r.task === index)?.commit ?? taskAt(plan.tasks, index).commit ?? findings.commits.find((c) => c.task === index)?.commit;
 }
 
 /** Apply what setup found, as `applyDecision` does (new task objects), then skip what can no longer run. Mutates `plan`. */
@@ -201,7 +201,7 @@ export function applySetupFindings(plan: Plan, findings: SetupFindings): Cascade
     ...findings.blocked.map((b) => b.task),
   ]);
   for (const index of [...touched].sort((a, b) => a - b)) {
-    const before = plan.tasks[index]!;
+    const before = taskAt(plan.tasks, index);
     const task = { ...before, status: statusAfter(plan, index, findings) };
     const commit = commitAfter(plan, index, findings);
     if (commit === undefined) delete task.commit;

@@ -14,7 +14,7 @@ import type { Git } from '../adapters/git/repository.ts';
 import { type Result, ok } from '../core/failure.ts';
 import { oneLine } from '../core/format.ts';
 import type { GitFailure } from '../core/git-text.ts';
-import { type Plan, statusOf } from '../core/plan.ts';
+import { type Plan, statusOf, taskAt } from '../core/plan.ts';
 import type { SetupFindings } from '../core/transition.ts';
 import { ensurePlanId } from '../core/plan.ts';
 
@@ -35,14 +35,15 @@ export function stackOfTrailer(trailers: ReadonlyArray<{ key: string; value: str
 }
 
 export function roundMessage(plan: Plan, round: number, tasks: readonly number[]): { message: string; trailers: Array<[string, string]> } {
-  const subjects = tasks.map((i) => `- task ${i}: ${plan.tasks[i]!.subject}`);
-  const title = tasks.length === 1 ? `foreman: round ${round}: ${plan.tasks[tasks[0]!]!.subject}` : `foreman: round ${round}: tasks ${tasks.join(', ')}`;
+  const subjects = tasks.map((i) => `- task ${i}: ${taskAt(plan.tasks, i).subject}`);
+  const title =
+    tasks.length === 1 ? `foreman: round ${round}: ${taskAt(plan.tasks, taskAt(tasks, 0)).subject}` : `foreman: round ${round}: tasks ${tasks.join(', ')}`;
   return {
     message: `${title}\n\nGoal: ${plan.goal}\n\n${subjects.join('\n')}`,
     trailers: [
       [TRAILER_PLAN, ensurePlanId(plan)],
       [TRAILER_TASKS, tasks.join(',')],
-      ...tasks.map((i): [string, string] => [TRAILER_RESULT, `${i} ${oneLine(plan.tasks[i]!.result ?? '', 500) || 'completed'}`]),
+      ...tasks.map((i): [string, string] => [TRAILER_RESULT, `${i} ${oneLine(taskAt(plan.tasks, i).result ?? '', 500) || 'completed'}`]),
     ],
   };
 }

@@ -30,7 +30,7 @@ import type { RunEventBody } from '../core/events.ts';
 import { type Result, err, ok } from '../core/failure.ts';
 import { recheckRun } from '../core/worker-run.ts';
 import { Lane } from '../core/lane.ts';
-import { type Plan, modelOf } from '../core/plan.ts';
+import { type Plan, modelOf, taskAt } from '../core/plan.ts';
 import type { UsageFigure } from '../core/usage.ts';
 import { resumePrompt, workerPrompt } from '../core/prompt.ts';
 import { DEFAULTS, type RunSettings } from './settings.ts';
@@ -246,7 +246,7 @@ export async function runEngine(
     workSoFar: string | undefined,
     stop: AbortSignal,
   ): WorkerJob => {
-    const task = current.plan.tasks[effect.task]!;
+    const task = taskAt(current.plan.tasks, effect.task);
     // A resumed worker has what the attempt's earlier workers left of --task-timeout (their waits on limits not counted).
     const resumed = effect.resume !== undefined ? current.attempts.get(effect.task) : undefined;
     const before = resumed?.stage === 'running' ? resumed.run : undefined;

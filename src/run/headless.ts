@@ -19,7 +19,7 @@ import type { RunEventBody } from '../core/events.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import { plural } from '../core/format.ts';
 import { Lane } from '../core/lane.ts';
-import type { Plan } from '../core/plan.ts';
+import { type Plan, taskAt } from '../core/plan.ts';
 import type { UsageFigure } from '../core/usage.ts';
 import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
 import { describeTimeLimitHit } from '../core/time-limit.ts';
@@ -310,7 +310,7 @@ async function probeAtSetup(
   },
 ): Promise<string[] | null> {
   const emit = (event: RunEventBody) => context.events.push({ event, said: false });
-  const checks = probedTasks(plan).reduce((n, i) => n + (plan.tasks[i]!.agent?.acceptanceCriteria?.length ?? 0), 0);
+  const checks = probedTasks(plan).reduce((n, i) => n + (taskAt(plan.tasks, i).agent?.acceptanceCriteria?.length ?? 0), 0);
   if (checks === 0) return null;
   const setupCommand = plan.context?.setupCommand;
   const probing = `probing ${plural(checks, 'acceptance check')} of the pending tasks in a checkout of HEAD${setupCommand ? ` prepared with \`${setupCommand}\`` : ' (the plan has no context.setupCommand: nothing is installed there)'} (--no-probe skips this)`;

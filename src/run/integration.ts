@@ -32,7 +32,7 @@ import { processAlive } from '../adapters/processes.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import { type GitFailure, type TrailerList, describeGitFailure, failureOf } from '../core/git-text.ts';
 import type { LandMode } from '../core/landing.ts';
-import type { Plan } from '../core/plan.ts';
+import { type Plan, taskAt } from '../core/plan.ts';
 import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
 import type { HeldCandidate } from '../core/engine/admission.ts';
 import type { AttemptStart, GateRequest, GateRun, RecordRequest } from '../core/engine/effects.ts';
@@ -185,7 +185,7 @@ export class GitIntegration implements Integration {
 
   /** Keeps an attempt's whole work, part of which was set aside, on the task's aside ref. */
   async keepAside(plan: Plan, task: number, work: CapturedWork): Promise<Result<{ commit: string; ref: string }, GitFailure>> {
-    const message = `foreman: task ${task} (${plan.tasks[task]!.subject}): an attempt's work with what it changed outside its declared files`;
+    const message = `foreman: task ${task} (${taskAt(plan.tasks, task).subject}): an attempt's work with what it changed outside its declared files`;
     const parked = await this.park(task, work, message, 'aside');
     return parked.ok ? ok({ commit: parked.value, ref: asideRef(this.planId, task) }) : parked;
   }

@@ -14,7 +14,7 @@ import { worktreesRoot } from '../adapters/git/pool-slots.ts';
 import { withCheckout } from '../adapters/git/one-use-checkout.ts';
 import { type ProvisionFailure, describeProvisionFailure } from '../adapters/git/provisioning.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
-import type { Plan } from '../core/plan.ts';
+import { type Plan, taskAt } from '../core/plan.ts';
 import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
 import {
   type ProbeCheck,
@@ -108,7 +108,7 @@ export async function runProbe(plan: Plan, options: ProbeOptions): Promise<Resul
       }
       const tasks: ProbeTask[] = [];
       for (const index of probedTasks(plan)) {
-        const task = plan.tasks[index]!;
+        const task = taskAt(plan.tasks, index);
         const checks: ProbeCheck[] = [];
         for (const criterion of task.agent?.acceptanceCriteria ?? []) {
           const base = { criterion: criterion.criterion, check: criterion.check };

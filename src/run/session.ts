@@ -47,7 +47,7 @@ export { DEFAULT_GATE_WAIT_MS } from './session/gate-driver.ts';
 export type { NextOutput } from './session/next-step.ts';
 export type { SetupOutput, SetupSettings } from './session/setup-step.ts';
 export type { SessionContext } from './session/skeleton.ts';
-export type { SessionSandbox } from './session/file.ts';
+export type { SessionSandbox } from './session/session-state.ts';
 export { promptPathFor, sessionPathFor } from './session/file.ts';
 
 /** `plan setup`: start a session's run (session/setup-step.ts). */

@@ -16,7 +16,7 @@ import { depsOf, depths } from '../core/graph.ts';
 import { type SetupFindings, commitAfter, noFindings, statusAfter } from '../core/transition.ts';
 import { type Result, err, ok } from '../core/failure.ts';
 import { clipMiddle } from '../core/format.ts';
-import { type Plan, statusOf } from '../core/plan.ts';
+import { type Plan, statusOf, taskAt } from '../core/plan.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { integratedFindings } from './commit.ts';
 import { ensurePlanId } from '../core/plan.ts';
@@ -230,7 +230,7 @@ async function dropRejected(plan: Plan, integration: Integration, findings: Setu
   for (const i of parked.value) {
     const status = i < plan.tasks.length ? statusAfter(plan, i, findings) : undefined;
     if (status === 'awaiting_approval' || (status === 'completed' && commitAfter(plan, i, findings) === undefined)) continue;
-    if ((status === 'pending' || status === 'in_progress') && openReview(plan.tasks[i]!) !== null) continue;
+    if ((status === 'pending' || status === 'in_progress') && openReview(taskAt(plan.tasks, i)) !== null) continue;
     await dropParked(integration.repo, integration.planId, i);
   }
   return ok(undefined);

@@ -85,7 +85,7 @@ describe('task states change only through the step function', () => {
   it('the step function replaces task objects only from the task itself, to record results and commits', () => {
     const replaced = writes.filter((w) => rel(w.file) === 'src/core/engine/record.ts');
     expect(replaced.length).toBeGreaterThan(0);
-    for (const write of replaced) expect(write.text).toMatch(/^draft\.plan\.tasks\[task\] = \{ \.\.\.draft\.plan\.tasks\[task\]!, (result|commit)\b/);
+    for (const write of replaced) expect(write.text).toMatch(/^draft\.plan\.tasks\[task\] = \{ \.\.\.taskAt\(draft\.plan\.tasks, task\), (result|commit)\b/);
   });
 
   it('the transitions are called only by the step function (and the cascade by the transitions)', () => {

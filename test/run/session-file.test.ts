@@ -14,7 +14,8 @@ import type { Plan } from '../../src/core/plan.ts';
 import { initialState } from '../../src/core/engine/admission.ts';
 import type { Attempt } from '../../src/core/engine/attempt.ts';
 import { step } from '../../src/core/engine/step.ts';
-import { defaultSession, engineToJson, readSession, sessionConfig, sessionPathFor, writeSession } from '../../src/run/session/file.ts';
+import { engineToJson, readSession, sessionPathFor, writeSession } from '../../src/run/session/file.ts';
+import { defaultSession, sessionConfig } from '../../src/run/session/session-state.ts';
 import { repoRoot } from '../support/execute.ts';
 import { fakeTask, makePlan, readPlan } from '../support/plans.ts';
 

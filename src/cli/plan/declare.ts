@@ -21,6 +21,7 @@ import { CliError, EXIT, gitFailedError, usageError } from '../exit.ts';
 import { existingPlanPath, loadPlan } from '../load.ts';
 import { RANGES } from '../numeric-flags.ts';
 import { jsonOption, planOption } from './options.ts';
+import { taskAt } from '../../core/plan.ts';
 
 const KINDS = ['create', 'modify', 'may-change'] as const;
 type Kind = (typeof KINDS)[number];
@@ -104,7 +105,7 @@ export const declare: Command = {
           throw new CliError(EXIT.invalid, ['declare: nothing was written:', ...ignored.value.map((p) => `  ${describeIgnored(p)}`)]);
       }
       await writePlanAtomic(path, checked.value);
-      const widened = checked.value.tasks[index]!;
+      const widened = taskAt(checked.value.tasks, index);
       if (values.json === true) {
         io.out(
           JSON.stringify({ task: index, declared, recheck: widened.recheck === true, status: widened.status ?? 'pending', changes: result.value.changes }),

@@ -23,7 +23,7 @@ import {
 } from '../../core/interventions.ts';
 import { type EarlierWork, reviewRoundsAllowed } from '../../core/review.ts';
 import { listIndices } from '../../core/format.ts';
-import { DEFAULT_REVIEW_ROUNDS, type Plan } from '../../core/plan.ts';
+import { DEFAULT_REVIEW_ROUNDS, type Plan, taskAt } from '../../core/plan.ts';
 import { landTarget, repositoryOf } from '../../run/plan-landing.ts';
 import { describeIntegrationFailure, integrateParked } from '../../run/approved-work.ts';
 import type { Command, Io, Numbers, OptionSpec, PositionalSpec } from '../command.ts';
@@ -159,7 +159,7 @@ export const approve = interventionCommand({
     }
     if (integrated.value === null) return; // nothing parked: an older run's approval, committed by the next run
     const { commit, tasks } = integrated.value;
-    for (const index of tasks) if (commit !== null) decision.plan.tasks[index]!.commit = commit;
+    for (const index of tasks) if (commit !== null) taskAt(decision.plan.tasks, index).commit = commit;
     decision.integrated = integrated.value;
     const note = commit === null ? 'approved; its work changed nothing' : `approved; its work was integrated (${commit.slice(0, 12)})`;
     // Tasks with nothing parked (an older run's approval) keep the note that the next run commits their work.

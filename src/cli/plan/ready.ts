@@ -5,6 +5,7 @@ import type { Command } from '../command.ts';
 import { EXIT } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';
 import { jsonOption, planOption } from './options.ts';
+import { taskAt } from '../../core/plan.ts';
 
 export const ready: Command = {
   name: 'ready',
@@ -25,7 +26,7 @@ export const ready: Command = {
     }
     groups.forEach((g, k) => {
       io.out(`Group ${k + 1}${groups.length > 1 ? (k === 0 ? ' (start these together)' : ` (after group ${k})`) : ''}:`);
-      for (const i of g) io.out(`  ${i}: ${plan.tasks[i]!.subject}`);
+      for (const i of g) io.out(`  ${i}: ${taskAt(plan.tasks, i).subject}`);
     });
     return EXIT.ok;
   },

@@ -5,7 +5,7 @@ import { approvalHint, commandHint } from '../../core/command-hint.ts';
 import { formatElapsed, oneLine } from '../../core/format.ts';
 import { formatCostTally } from '../../core/usage.ts';
 import { countByStatus } from '../../core/graph.ts';
-import { type TaskReview, attemptsOf, statusOf } from '../../core/plan.ts';
+import { type TaskReview, attemptsOf, statusOf, taskAt } from '../../core/plan.ts';
 import { emptyTally, mergeTallies, tallyCostUsd } from '../../core/usage.ts';
 import { neededPaths } from '../../core/widen.ts';
 import { groupRuns, planTally, stoppedRun, timeOf, unfinishedRun } from '../../core/report.ts';
@@ -111,12 +111,12 @@ export const status: Command = {
           t.status,
           String(t.attempts),
           t.blockedBy.join(', ') || '—',
-          reasonCell(t, plan.tasks[t.index]!.setAside?.paths ?? [], openReview(plan.tasks[t.index]!)),
+          reasonCell(t, taskAt(plan.tasks, t.index).setAside?.paths ?? [], openReview(taskAt(plan.tasks, t.index))),
         ]),
         { maxWidth: io.columns, shrink: [{ column: 5, min: 24 }, { column: 1 }] },
       ),
     );
-    for (const t of tasks) for (const line of describeReviews(plan.tasks[t.index]!)) io.out(`task ${t.index}: ${line}`);
+    for (const t of tasks) for (const line of describeReviews(taskAt(plan.tasks, t.index))) io.out(`task ${t.index}: ${line}`);
     io.out(
       Object.entries(counts)
         .filter(([, n]) => n > 0)

@@ -9,7 +9,7 @@ import { depsOf, longestRemainingPath } from '../graph.ts';
 import { newHosts } from '../hosts/placement.ts';
 import { newLimiter } from '../limiter.ts';
 import { computeOverlaps, overlapSets } from '../overlap.ts';
-import { type Plan, attemptsOf } from '../plan.ts';
+import { type Plan, attemptsOf, taskAt } from '../plan.ts';
 import { emptyUsage } from '../usage.ts';
 import type { CapturedWork } from '../work.ts';
 import type { Attempt } from './attempt.ts';
@@ -51,7 +51,7 @@ export function admitHeld(plan: Plan, held: readonly HeldCandidate[], completed:
     };
     for (const task of [...standing]) {
       const stack = beneath.get(task)!;
-      const blockers = plan.tasks[task]!.blockedBy;
+      const blockers = taskAt(plan.tasks, task).blockedBy;
       if (!stack.every((below) => below !== task && standing.has(below)) || !blockers.every((b) => completed(b) || stack.includes(b))) drop(task);
     }
     // Every stack is the front of the queue: the shorter ones are the front of the longest.
@@ -91,7 +91,7 @@ export function initialState(
   const earlier = (candidate: HeldCandidate, held: boolean) => ({
     task: candidate.task,
     // Approved work's attempt was counted when it awaited approval.
-    number: attemptsOf(plan.tasks[candidate.task]!) + (candidate.approved === true ? 0 : 1),
+    number: attemptsOf(taskAt(plan.tasks, candidate.task)) + (candidate.approved === true ? 0 : 1),
     decision: { kind: 'completed' as const, result: candidate.result },
     work: candidate.work,
     verifiedBy: { kind: 'earlier-run' as const, held, ...(candidate.approved === true ? { approved: true as const } : {}) },

@@ -8,6 +8,7 @@ import { type WorkerRun, describeWorkerFailure } from '../worker-run.ts';
 import { type Decided, type Decision, type Verification, decideAttempt, judgeRun, verificationWarnings } from '../finalize.ts';
 import { served } from '../limiter.ts';
 import { addUsage, emptyUsage } from '../usage.ts';
+import { taskAt } from '../plan.ts';
 import { applyDecision, recordUndeclared } from '../transition.ts';
 import { type RunningAttempt, type VerifyingAttempt, PAUSED, tasksIn } from './attempt.ts';
 import { type StepDraft, attemptIn, emit, kept, runFigure, runOf, stopWith } from './draft.ts';
@@ -74,7 +75,7 @@ function joinRuns(before: WorkerRun, after: WorkerRun): WorkerRun {
 function decideFor(building: StepDraft, task: number, run: WorkerRun, verification?: Verification): Decided {
   const draft = building.draft;
   return decideAttempt({
-    task: draft.plan.tasks[task]!,
+    task: taskAt(draft.plan.tasks, task),
     judgement: judgeRun(run),
     verification,
     permissionDenials: run.permissionDenials,

@@ -11,6 +11,7 @@ import { type RunningAttempt, IN_FLIGHT, PAUSED, tasksIn } from './attempt.ts';
 import { type StepDraft, attemptIn, emit, isIn, kept, stopWith } from './draft.ts';
 import { startable, unheld } from './queries.ts';
 import type { EngineConfig } from './state.ts';
+import { taskAt } from '../plan.ts';
 
 /** The limiter's settings from the run's configuration (`ceiling`: the concurrency asked for). */
 export const limiterSettings = (config: EngineConfig, ceiling: number = config.concurrency): LimiterSettings => ({
@@ -148,7 +149,7 @@ export function pause(building: StepDraft, attempt: RunningAttempt, run: WorkerR
   emit(building, {
     type: 'task-paused',
     task: attempt.task,
-    subject: building.draft.plan.tasks[attempt.task]!.subject,
+    subject: taskAt(building.draft.plan.tasks, attempt.task).subject,
     attempt: attempt.number,
     reason,
     sessionId,
@@ -164,7 +165,7 @@ function resume(building: StepDraft, task: number): void {
   const logPath = `${draft.config.logDir}/worker-${task}.log`;
   const place = attempt.place;
   const where = place !== undefined ? { host: place.host, slot: place.slot } : {};
-  emit(building, { type: 'task-resumed', task, subject: draft.plan.tasks[task]!.subject, attempt: attempt.number, logPath, ...where });
+  emit(building, { type: 'task-resumed', task, subject: taskAt(draft.plan.tasks, task).subject, attempt: attempt.number, logPath, ...where });
   const failure = attempt.run.outcome.kind === 'failed' ? describeWorkerFailure(attempt.run.outcome.failure) : 'a limit';
   building.effects.push({
     type: 'start-worker',

@@ -3,7 +3,7 @@
 // its verdict: integrate what passed, blame a culprit and cancel what was built on it.
 
 import { afterGateRun, culpritDecision, flakeNotice, gateFinishedEvent, nextSegment } from '../gate.ts';
-import { attemptsOf, statusOf } from '../plan.ts';
+import { attemptsOf, statusOf, taskAt } from '../plan.ts';
 import { applyDecision } from '../transition.ts';
 import { WAITING_TO_LAND, tasksIn } from './attempt.ts';
 import { type StepDraft, attemptIn, emit, runOf, spentBy, stopWith } from './draft.ts';
@@ -90,7 +90,7 @@ export function gated(building: StepDraft, tasks: readonly number[], passed: boo
   draft.gate = after.queue;
   const { integrate, culprit, flake } = after.verdict;
   emit(building, gateFinishedEvent(tasks, { passed, output, durationMs }, after.verdict));
-  if (flake) emit(building, flakeNotice(tasks[0]!));
+  if (flake) emit(building, flakeNotice(taskAt(tasks, 0)));
   const cancelled = culprit !== null ? blame(building, culprit, output) : [];
   if (integrate.length === 0 && culprit === null) return;
   if (integrate.length > 0) draft.round++;
@@ -119,7 +119,7 @@ export function gated(building: StepDraft, tasks: readonly number[], passed: boo
 function blame(building: StepDraft, task: number, output: string): number[] {
   const draft = building.draft;
   const attempt = attemptIn(building, task, 'queued');
-  const decision = culpritDecision(output, attemptsOf(draft.plan.tasks[task]!), draft.config.maxAttempts);
+  const decision = culpritDecision(output, attemptsOf(taskAt(draft.plan.tasks, task)), draft.config.maxAttempts);
   building.attempts.delete(task);
   const cancelled = cancelBuiltOn(building, [task], `task ${task}, a candidate it was built on, broke the test command`);
   const applied = applyDecision(draft.plan, task, decision, spentBy(runOf(attempt)));

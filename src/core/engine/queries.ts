@@ -4,7 +4,7 @@
 
 import { readySet } from '../graph.ts';
 import { allowed, holding } from '../limiter.ts';
-import { statusOf } from '../plan.ts';
+import { statusOf, taskAt } from '../plan.ts';
 import { byPriority, pickStarts } from '../schedule.ts';
 import { IN_FLIGHT, PAUSED, WAITING_TO_LAND, tasksIn } from './attempt.ts';
 import { hostRoom } from './hosts.ts';
@@ -32,7 +32,7 @@ export function readyOnRecord(state: Pick<EngineState, 'attempts' | 'plan'>): nu
   const waiting = new Set(tasksIn(state, WAITING_TO_LAND));
   if (waiting.size === 0) return [];
   const tasks = state.plan.tasks;
-  const done = (blocker: number) => statusOf(tasks[blocker]!) === 'completed' || waiting.has(blocker);
+  const done = (blocker: number) => statusOf(taskAt(tasks, blocker)) === 'completed' || waiting.has(blocker);
   return tasks.flatMap((t, i) => (statusOf(t) === 'pending' && t.blockedBy.some((b) => waiting.has(b)) && t.blockedBy.every(done) ? [i] : []));
 }
 
@@ -95,12 +95,12 @@ export function startable(state: EngineState, asked: number = state.config.concu
 
 /** In a session: the ready tasks whose blockers' work is on the person's branch (a subagent starts from it). */
 export function landedReady(state: Pick<EngineState, 'plan' | 'unlanded'>): number[] {
-  return readySet(state.plan.tasks).filter((i) => !state.plan.tasks[i]!.blockedBy.some((b) => state.unlanded.has(b)));
+  return readySet(state.plan.tasks).filter((i) => !taskAt(state.plan.tasks, i).blockedBy.some((b) => state.unlanded.has(b)));
 }
 
 /** In a session: ready tasks that wait only because a blocker's integrated work has not landed on the branch. */
 export function waitingToLand(state: Pick<EngineState, 'plan' | 'unlanded'>): number[] {
-  return readySet(state.plan.tasks).filter((i) => state.plan.tasks[i]!.blockedBy.some((b) => state.unlanded.has(b)));
+  return readySet(state.plan.tasks).filter((i) => taskAt(state.plan.tasks, i).blockedBy.some((b) => state.unlanded.has(b)));
 }
 
 /** The gate may test candidates, and tasks may start: its check of the starting commit passed, or none was needed. */

@@ -11,6 +11,7 @@ import { type StepDraft, attemptIn, emit, runOf, spentBy, stopWith } from './dra
 import type { RecordFailure } from './effects.ts';
 import { applyReviewed } from './review.ts';
 import { cancelBuiltOn } from './speculation.ts';
+import { taskAt } from '../plan.ts';
 
 /**
  * Hand every verified attempt to the lane, as one round: integrated at once without a gate; with
@@ -28,7 +29,7 @@ export function record(building: StepDraft): void {
   for (const task of verifiedTasks) {
     const attempt = attemptIn(building, task, 'verified');
     // The results go into the commit's trailers, so the plan carries them before the commit.
-    draft.plan.tasks[task] = { ...draft.plan.tasks[task]!, result: attempt.decision.result };
+    draft.plan.tasks[task] = { ...taskAt(draft.plan.tasks, task), result: attempt.decision.result };
     // Work awaiting approval is parked; with a gate, completed work is held as a candidate.
     const recording: RecordingAttempt =
       attempt.decision.kind === 'awaiting_approval'
@@ -118,7 +119,7 @@ export function recorded(building: StepDraft, tasks: readonly number[], commit: 
         if (attempt.verifiedBy.kind === 'earlier-run' && attempt.verifiedBy.approved === true) applyApproved(draft.plan, task, attempt.decision.result);
         else applyDecision(draft.plan, task, attempt.decision, spentBy(runOf(attempt)));
         integrated.push(task);
-        if (commit !== null) draft.plan.tasks[task] = { ...draft.plan.tasks[task]!, commit };
+        if (commit !== null) draft.plan.tasks[task] = { ...taskAt(draft.plan.tasks, task), commit };
         building.attempts.delete(task);
         break;
       case 'park':

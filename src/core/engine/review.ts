@@ -4,6 +4,7 @@
 
 import type { Decision } from '../finalize.ts';
 import type { UsageFigure } from '../usage.ts';
+import { taskAt } from '../plan.ts';
 import { openReview, revisionStart } from '../review.ts';
 import { type Applied, applyDecision } from '../transition.ts';
 import type { CapturedWork } from '../work.ts';
@@ -16,7 +17,7 @@ export function takeStart(
   task: number,
 ): { from: AttemptStart; event: { review: { round: number; feedback: string } } | { fromCandidate: true } } | null {
   const draft = building.draft;
-  const planned = draft.plan.tasks[task]!;
+  const planned = taskAt(draft.plan.tasks, task);
   const candidate = draft.retryFrom?.get(task);
   if (candidate !== undefined) {
     const rest = new Map(draft.retryFrom);
@@ -38,9 +39,9 @@ export function retryFromCandidate(building: StepDraft, task: number, work: Capt
 /** `applyDecision`, saying in the journal when it ended the task's review round. */
 export function applyReviewed(building: StepDraft, task: number, decision: Decision, usage: UsageFigure): Applied {
   const plan = building.draft.plan;
-  const open = openReview(plan.tasks[task]!) !== null;
+  const open = openReview(taskAt(plan.tasks, task)) !== null;
   const applied = applyDecision(plan, task, decision, usage);
-  const after = plan.tasks[task]!;
+  const after = taskAt(plan.tasks, task);
   const review = after.reviews?.[after.reviews.length - 1];
   if (open && review !== undefined && review.outcome !== 'open')
     emit(building, {

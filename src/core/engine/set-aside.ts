@@ -5,7 +5,7 @@
 import type { WorkerRun } from '../worker-run.ts';
 import { type Decided, type EndingDecision, type Verification, undeclaredWritesOf } from '../finalize.ts';
 import { computeOverlaps, overlapSets } from '../overlap.ts';
-import type { TaskSetAside } from '../plan.ts';
+import { type TaskSetAside, taskAt } from '../plan.ts';
 import { emptyUsage } from '../usage.ts';
 import { applyDecision, widenDeclared } from '../transition.ts';
 import { type WantedPath, wantedPaths, widenRefusal } from '../widen.ts';
@@ -56,7 +56,7 @@ export function widened(building: StepDraft, task: number, decision: EndingDecis
   const recheck = widenDeclared(draft.plan, task, paths);
   draft.widened = new Set([...draft.widened, task]);
   draft.overlaps = overlapSets(computeOverlaps(draft.plan.tasks));
-  emit(building, { type: 'task-widened', task, subject: draft.plan.tasks[task]!.subject, paths, recheck });
+  emit(building, { type: 'task-widened', task, subject: taskAt(draft.plan.tasks, task).subject, paths, recheck });
   return {
     kind: 'interrupted',
     reason: `widened by --widen to declare ${paths.join(', ')}; it runs again with no attempt counted (the attempt before: ${decision.kind === 'blocked' ? decision.reason : decision.failure})`,

@@ -6,7 +6,7 @@ import { assertNever } from '../failure.ts';
 import type { WorkerRun } from '../worker-run.ts';
 import { queueOrder, withdraw } from '../gate.ts';
 import { pathsIntersect } from '../paths.ts';
-import { statusOf, writesOf } from '../plan.ts';
+import { statusOf, writesOf, taskAt } from '../plan.ts';
 import { applyCancelled } from '../transition.ts';
 import type { CapturedWork } from '../work.ts';
 import type { Attempt, GatingAttempt, QueuedAttempt } from './attempt.ts';
@@ -33,7 +33,7 @@ export function speculativeStack(
   const config = state.config;
   if (config.speculate <= 0 || config.gate === null || config.driver !== 'headless' || config.schedule !== 'continuous') return null;
   const tasks = state.plan.tasks;
-  const planned = tasks[task]!;
+  const planned = taskAt(tasks, task);
   // Work that waits for approval is parked, out of every live attempt: a candidate of its stack
   // blamed later could not reach it, and once approved it would integrate on a stack that failed.
   if (statusOf(planned) !== 'pending' || planned.gate === 'human-approval') return null;
@@ -43,7 +43,7 @@ export function speculativeStack(
   const order = queueOrder(state.gate);
   let last = -1;
   for (const blocker of planned.blockedBy) {
-    if (statusOf(tasks[blocker]!) === 'completed') continue;
+    if (statusOf(taskAt(tasks, blocker)) === 'completed') continue;
     const at = order.indexOf(blocker);
     if (!inQueue(state.attempts.get(blocker)) || at < 0) return null;
     last = Math.max(last, at);
@@ -53,7 +53,7 @@ export function speculativeStack(
   const level = 1 + Math.max(0, ...stack.map((candidate) => levelOf(state, candidate)));
   if (level > config.speculate) return null;
   const writes = writesOf(planned);
-  if (stack.some((candidate) => writesOf(tasks[candidate]!).some((path) => writes.some((own) => pathsIntersect(path, own))))) return null;
+  if (stack.some((candidate) => writesOf(taskAt(tasks, candidate)).some((path) => writes.some((own) => pathsIntersect(path, own))))) return null;
   // The works its worktree is made of, in order: the queue holds candidates only, each with its work.
   const works: Array<{ task: number; work: CapturedWork }> = [];
   for (const candidate of stack) {
@@ -115,7 +115,7 @@ export function cancelBuiltOn(building: StepDraft, gone: readonly number[], why:
     emit(building, {
       type: 'speculation-cancelled',
       task: attempt.task,
-      subject: building.draft.plan.tasks[attempt.task]!.subject,
+      subject: taskAt(building.draft.plan.tasks, attempt.task).subject,
       attempt: attempt.number,
       stack: [...stack],
       stage: attempt.stage,

@@ -4,7 +4,7 @@
 
 import { readySet } from '../graph.ts';
 import { holding } from '../limiter.ts';
-import { attemptsOf, modelOf, statusOf } from '../plan.ts';
+import { attemptsOf, modelOf, statusOf, taskAt } from '../plan.ts';
 import { markStarted } from '../transition.ts';
 import { recheckable } from '../widen.ts';
 import { IN_FLIGHT, PAUSED, tasksIn } from './attempt.ts';
@@ -49,7 +49,7 @@ export function schedule(building: StepDraft): void {
       // The round is over when none of its tasks runs or can still start (a limit holds some of them back).
       const waiting =
         tasksIn(building, PAUSED).length > 0 ||
-        (holding(draft.limiter, draft.now) && [...draft.admitted].some((i) => statusOf(draft.plan.tasks[i]!) === 'pending'));
+        (holding(draft.limiter, draft.now) && [...draft.admitted].some((i) => statusOf(taskAt(draft.plan.tasks, i)) === 'pending'));
       if (!waiting || draft.stop !== null) {
         draft.admitted = null;
         record(building);
@@ -103,12 +103,12 @@ function scheduleSession(building: StepDraft): void {
 
 function start(building: StepDraft, task: number): void {
   const draft = building.draft;
-  const number = attemptsOf(draft.plan.tasks[task]!) + 1;
+  const number = attemptsOf(taskAt(draft.plan.tasks, task)) + 1;
   // Ready, or startable only on its blockers' candidates.
-  const blockersDone = draft.plan.tasks[task]!.blockedBy.every((b) => statusOf(draft.plan.tasks[b]!) === 'completed');
+  const blockersDone = taskAt(draft.plan.tasks, task).blockedBy.every((b) => statusOf(taskAt(draft.plan.tasks, b)) === 'completed');
   const speculation = blockersDone ? null : speculativeStack(draft, task);
   // Widened to declare what its last attempt set aside: that work is re-checked before a worker is paid.
-  const planned = draft.plan.tasks[task]!;
+  const planned = taskAt(draft.plan.tasks, task);
   const recheck = speculation === null && planned.recheck === true && recheckable(planned) ? planned.setAside!.commit! : null;
   // A review round's attempt starts from its parked work; a blamed candidate's retry from its own
   // (taken now whatever this start is: a later retry starts afresh).
@@ -126,7 +126,7 @@ function start(building: StepDraft, task: number): void {
   });
   // A Task subagent of a session keeps no log foreman can point to.
   const logPath = draft.config.driver === 'session' ? '' : workerLogPath(draft.config.logDir, task);
-  const started = draft.plan.tasks[task]!;
+  const started = taskAt(draft.plan.tasks, task);
   // Saved first: a crash after the worker started leaves the task in progress, and resume restores its files.
   building.effects.push({ type: 'save' });
   emit(building, {

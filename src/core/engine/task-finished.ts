@@ -6,6 +6,7 @@ import { assertNever } from '../failure.ts';
 import { type WorkerRun, describeWorkerFailure } from '../worker-run.ts';
 import type { Decision } from '../finalize.ts';
 import { UNKNOWN } from '../usage.ts';
+import { taskAt } from '../plan.ts';
 import type { Attempt } from './attempt.ts';
 import { type StepDraft, spentBy } from './draft.ts';
 
@@ -56,7 +57,7 @@ export function finishedEvent(building: StepDraft, attempt: Attempt, run: Worker
   return {
     type: 'task-finished',
     task: attempt.task,
-    subject: building.draft.plan.tasks[attempt.task]!.subject,
+    subject: taskAt(building.draft.plan.tasks, attempt.task).subject,
     attempt: attempt.number,
     durationMs: run?.durationMs ?? 0,
     usage: spentBy(run),

@@ -7,7 +7,7 @@ import type { RunEvent } from '../events.ts';
 import { clipHead, clipTail, formatCost, formatDuration, isoSeconds, listIndices, markdownCell, plural } from '../format.ts';
 import { formatCostFigure, formatCostTally } from '../usage.ts';
 import { countByStatus } from '../graph.ts';
-import { type Plan, attemptsOf, modelOf, statusOf } from '../plan.ts';
+import { type Plan, attemptsOf, modelOf, statusOf, taskAt } from '../plan.ts';
 import { tallyOf } from '../usage.ts';
 import { type AttemptRecord, attemptRecordsOf, counted, isFailure, speculationWaste } from './attempts.ts';
 import { ganttChart } from './gantt.ts';
@@ -201,7 +201,7 @@ function planFailures({ input, plan, summary }: ReportContext): string[] {
   const failed = plan.tasks.flatMap((t, i) => (statusOf(t) === 'failed' || statusOf(t) === 'blocked' ? [i] : []));
   if (failed.length) out.push('## Failures', '');
   for (const i of failed) {
-    const t = plan.tasks[i]!;
+    const t = taskAt(plan.tasks, i);
     const log = `${input.logDir ?? '.design'}/worker-${i}.log`;
     out.push(`### Task ${i}: ${markdownCell(t.subject)}`, '', `- ${statusOf(t)} after ${plural(attemptsOf(t), 'attempt')} — log \`${log}\``);
     if (t.result)
@@ -252,7 +252,7 @@ function runFailures({ run, attempts, layout }: ReportContext): string[] {
 function awaitingApproval({ input, plan, summary, layout }: ReportContext): string[] {
   const awaiting = plan && (input.planIsOfRun || !summary) ? plan.tasks.flatMap((t, i) => (statusOf(t) === 'awaiting_approval' ? [i] : [])) : [];
   if (!awaiting.length) return [];
-  return ['## Awaiting approval', '', ...awaiting.map((i) => `- Task ${i} (${markdownCell(plan!.tasks[i]!.subject)}): ${approvalHint(i, layout)}`), ''];
+  return ['## Awaiting approval', '', ...awaiting.map((i) => `- Task ${i} (${markdownCell(taskAt(plan!.tasks, i).subject)}): ${approvalHint(i, layout)}`), ''];
 }
 
 /** The rounds of a person's review (plan revise), as the plan records them. */

@@ -12,7 +12,7 @@ import type { Limiter } from '../../core/limiter.ts';
 import type { UsageFigure } from '../../core/usage.ts';
 import { validateAttempt, validateEarlierVerified, validateSessionFile } from '../../core/session-schema.generated.ts';
 import type { CapturedWork } from '../../core/work.ts';
-import type { GateRunRecord, HandedOut, SessionGateConfig, SessionSandbox } from './file.ts';
+import type { GateRunRecord, HandedOut, SessionGateConfig, SessionSandbox } from './session-state.ts';
 
 /** The session file: its own fields, and the earlier version's (`round`, `started`, `bases`, `verified`). */
 export interface SessionFileJson {

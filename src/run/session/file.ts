@@ -17,7 +17,6 @@
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../../adapters/atomic-file.ts';
-import type { SandboxDecision, SandboxMode } from '../../adapters/sandbox.ts';
 import { attemptOf, attemptToJson, workOf } from '../attempt-record.ts';
 import { initialState } from '../../core/engine/admission.ts';
 import type { Attempt } from '../../core/engine/attempt.ts';
@@ -26,110 +25,14 @@ import { type GateQueue, emptyGateQueue } from '../../core/gate.ts';
 import type { Limiter } from '../../core/limiter.ts';
 import { depsOf, longestRemainingPath } from '../../core/graph.ts';
 import { computeOverlaps, overlapSets } from '../../core/overlap.ts';
-import { type Plan, attemptsOf, statusOf } from '../../core/plan.ts';
+import { type Plan, attemptsOf, statusOf, taskAt } from '../../core/plan.ts';
 import { UNKNOWN } from '../../core/usage.ts';
 import { promptsDirFor } from '../archive.ts';
-import { DEFAULTS } from '../settings.ts';
 import { type EngineJson, type LimiterJson, type SessionFileJson, isEarlierVerified, isSessionFile } from './file-schema.ts';
+import { type SessionSandbox, type SessionGate, type HandedOut, type Session, defaultSession, sessionConfig } from './session-state.ts';
 
 export const sessionPathFor = (planPath: string): string => join(promptsDirFor(planPath), 'session.json');
 export const promptPathFor = (planPath: string, index: number): string => join(promptsDirFor(planPath), `task-${index}.md`);
-
-/** The session's sandbox: the mode asked for and whether commands run in it (or why not). */
-export type SessionSandbox = { mode: SandboxMode } & SandboxDecision;
-
-/** The gate a session uses: the plan's test command (or `--gate CMD`), its batch size and time limit. */
-export interface SessionGateConfig {
-  command: string;
-  batchSize: number;
-  timeoutMs: number;
-}
-
-/** The gate process started in the background: its id, what it tests and on which integration tip. */
-export interface GateRunRecord {
-  id: string;
-  /** Candidates stacked in order on `tip`; empty for the baseline. */
-  tasks: number[];
-  tip: string;
-  startedAt: string;
-}
-
-/** The merge queue's process side (its queue and its baseline are the step function's): the command, the run under way. */
-export interface SessionGate {
-  config: SessionGateConfig | null;
-  current: GateRunRecord | null;
-}
-
-/**
- * A task `next` handed out: when, and the commit its attempt starts from: HEAD's (its subagent's
- * worktree is made there), or for a revision (`plan revise`) its parked attempt's, with `parked`,
- * the parked work the worker hook puts in the worktree.
- */
-export interface HandedOut {
-  at: string;
-  base: string;
-  parked?: string;
-}
-
-/** What the lead's session remembers between steps. */
-export interface Session {
-  concurrency: number;
-  maxAttempts: number;
-  checkTimeoutMs: number;
-  /** The branch checked out at setup (`refs/heads/…`), where integrated work lands; null on a detached HEAD. */
-  branch: string | null;
-  /** When the session's run started. */
-  startedAt: string;
-  /** The run's id in the journal; null until a step starts a run. */
-  runId: string | null;
-  /** True once a step wrote the run's run-finished event: the next task handed out starts a new run. */
-  runFinished: boolean;
-  /** By task index: the tasks handed out and not finalized yet. */
-  handedOut: Record<string, HandedOut>;
-  gate: SessionGate;
-  /** The sandbox mode `setup` was given and what it found. Null in a session file of an earlier version. */
-  sandbox: SessionSandbox | null;
-  /** `setup --strict-scope`: a change outside a task's declared files fails its attempt (else it is set aside). */
-  strictScope: boolean;
-  /** The step function's state (its plan is read from plan.json at each step); null before setup. */
-  engine: EngineState | null;
-}
-
-export const noSessionGate = (): SessionGate => ({ config: null, current: null });
-
-export const defaultSession = (): Session => ({
-  concurrency: DEFAULTS.concurrency,
-  maxAttempts: DEFAULTS.maxAttempts,
-  checkTimeoutMs: DEFAULTS.checkTimeoutMs,
-  branch: null,
-  startedAt: new Date().toISOString(),
-  runId: null,
-  runFinished: false,
-  handedOut: {},
-  gate: noSessionGate(),
-  sandbox: null,
-  strictScope: false,
-  engine: null,
-});
-
-/** The step function's configuration for a session. */
-export const sessionConfig = (
-  session: Pick<Session, 'concurrency' | 'maxAttempts' | 'gate'> & Partial<Pick<Session, 'strictScope'>>,
-  planPath: string,
-): EngineConfig => ({
-  concurrency: session.concurrency,
-  maxAttempts: session.maxAttempts,
-  schedule: 'continuous',
-  backoffMs: DEFAULTS.backoffMs,
-  // A session waits for no limit: its lead is told the reset time and comes back after it.
-  limitWaitMs: 0,
-  logDir: promptsDirFor(planPath),
-  ...(session.strictScope === true ? { strictScope: true } : {}),
-  gate: session.gate.config === null ? null : { batchSize: session.gate.config.batchSize, command: session.gate.config.command },
-  // A subagent's worktree starts from HEAD: nothing can be built on candidates in a session.
-  speculate: 0,
-  driver: 'session',
-});
 
 // ---------------------------------------------------------------------------------------------
 // The step function's state, to JSON and back
@@ -201,6 +104,12 @@ export function limiterFromJson(limiter: LimiterJson | undefined, fresh: Limiter
   };
 }
 
+/** Whether `task`, as a session file names it, is a task of `plan` in progress: one it names that is not in the plan (edited since) is not. */
+function inProgress(plan: Plan, task: number): boolean {
+  const planned = plan.tasks[task];
+  return planned !== undefined && statusOf(planned) === 'in_progress';
+}
+
 /**
  * The step function's state as a session file kept it, with `plan` (read afresh) put in and the
  * derived fields computed from it. Attempts whose task is no longer in progress in the plan (an
@@ -209,11 +118,10 @@ export function limiterFromJson(limiter: LimiterJson | undefined, fresh: Limiter
  */
 export function engineFromJson(value: EngineJson | null, plan: Plan, config: EngineConfig, session: SessionFileJson = {}): EngineState | null {
   if (value === null) return null;
-  const inProgress = (task: number) => plan.tasks[task] !== undefined && statusOf(plan.tasks[task]!) === 'in_progress';
   const attempts = new Map(
     value.attempts
       .map(attemptOf)
-      .filter((a): a is Attempt => a !== null && inProgress(a.task))
+      .filter((a): a is Attempt => a !== null && inProgress(plan, a.task))
       .map((a): [number, Attempt] => [a.task, a]),
   );
   const base = initialState(plan, config, value.now ?? Date.now());
@@ -254,14 +162,13 @@ export function engineFromJson(value: EngineJson | null, plan: Plan, config: Eng
  */
 function engineFromEarlierSession(data: SessionFileJson, plan: Plan, config: EngineConfig): EngineState {
   const base = initialState(plan, config, Date.now());
-  const inProgress = (task: number) => plan.tasks[task] !== undefined && statusOf(plan.tasks[task]!) === 'in_progress';
   const attempts = new Map<number, Attempt>();
-  const number = (task: number) => attemptsOf(plan.tasks[task]!) + 1;
+  const number = (task: number) => attemptsOf(taskAt(plan.tasks, task)) + 1;
   // Its merge queue's candidates are left out: it kept their work on their refs only, which the
   // next `setup` reads (they rejoin the queue there); a candidate without its work cannot be gated
   // nor integrated. A verified entry not whole is dropped.
   for (const entry of data.verified ?? []) {
-    if (!isEarlierVerified(entry) || !inProgress(entry.task) || attempts.has(entry.task)) continue;
+    if (!isEarlierVerified(entry) || !inProgress(plan, entry.task) || attempts.has(entry.task)) continue;
     attempts.set(entry.task, {
       task: entry.task,
       number: number(entry.task),
@@ -272,7 +179,7 @@ function engineFromEarlierSession(data: SessionFileJson, plan: Plan, config: Eng
     });
   }
   for (const task of Object.keys(data.started ?? {}).map(Number))
-    if (Number.isInteger(task) && inProgress(task) && !attempts.has(task)) attempts.set(task, { task, number: number(task), stage: 'running' });
+    if (Number.isInteger(task) && inProgress(plan, task) && !attempts.has(task)) attempts.set(task, { task, number: number(task), stage: 'running' });
   return { ...base, attempts, round: data.round ?? 0, usage: UNKNOWN, baseline: config.gate === null ? 'none' : earlierBaseline(data.gate) };
 }
 

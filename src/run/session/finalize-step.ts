@@ -14,7 +14,7 @@ import type { Verification } from '../../core/finalize.ts';
 import type { GitFailure } from '../../core/git-text.ts';
 import { type BreakerDecision, countByStatus } from '../../core/graph.ts';
 import { type SessionLimit, roundLimit } from '../../core/limit-words.ts';
-import { type Plan, type TaskStatus, statusOf } from '../../core/plan.ts';
+import { type Plan, type TaskStatus, statusOf, taskAt } from '../../core/plan.ts';
 import {
   type Notice,
   type RetryRef,
@@ -193,7 +193,7 @@ export class FinalizeStep implements SessionStep<FinalizeOpened, FinalizeRan, Fi
       const ended = scope.run.of('task-finished').find((e) => e.task === index);
       if (ended !== undefined) {
         const result = ended.outcome === 'completed' || ended.outcome === 'awaiting_approval' ? ended.result : undefined;
-        const needs = ended.outcome === 'blocked' || ended.outcome === 'failed' ? neededPaths(state.plan.tasks[index]!) : [];
+        const needs = ended.outcome === 'blocked' || ended.outcome === 'failed' ? neededPaths(taskAt(state.plan.tasks, index)) : [];
         out.push({
           index,
           subject: task.subject,
@@ -258,7 +258,7 @@ async function verifySubagent(places: SessionPlaces, plan: Plan, index: number, 
     const adopted = await places.subagent(worktree, base);
     return adopted.ok ? adopted.value.verify(plan, index) : adopted;
   }
-  const { create, modify } = plan.tasks[index]!.metadata.files;
+  const { create, modify } = taskAt(plan.tasks, index).metadata.files;
   if (create.length > 0 || modify.length > 0) {
     return ok({
       missingCreated: [...create],

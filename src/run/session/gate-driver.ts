@@ -10,7 +10,7 @@ import type { EngineState } from '../../core/engine/state.ts';
 import { clipTail } from '../../core/format.ts';
 import type { Integration } from '../integration.ts';
 import { type StepEffects, gateVerdictEvents } from './driver.ts';
-import type { GateRunRecord, Session } from './file.ts';
+import type { GateRunRecord, Session } from './session-state.ts';
 import { type StepContext, keepState, sandboxedIn } from './skeleton.ts';
 
 /** How long a step waits for a gate run before it returns `running` (`--wait`): well inside the Bash tool's two minutes. */

@@ -26,7 +26,7 @@ import type { CapturedWork } from '../../core/work.ts';
 import { noWorkers } from '../adapters.ts';
 import { GitIntegration } from '../integration.ts';
 import { openLocalWorkspaces } from '../workspace/local.ts';
-import type { GateRunRecord, SessionGateConfig } from './file.ts';
+import type { GateRunRecord, SessionGateConfig } from './session-state.ts';
 
 const taskList = (value: unknown): number[] | null => (Array.isArray(value) && value.every((t) => Number.isInteger(t) && t >= 0) ? (value as number[]) : null);
 

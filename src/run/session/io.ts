@@ -19,7 +19,7 @@ import { type Plan, statusOf } from '../../core/plan.ts';
 import { type RunAdapters, realRunAdapters } from '../adapters.ts';
 import { type GateLaunch, type GateState, endGateProcess, gateAlive, launchGate, readGateState } from './gate-process.ts';
 import { type HandOutSource, attemptBoundIn, deniedWritesOf, publishHandOut, removeStaleHandOuts, withdrawHandOut } from './hand-out.ts';
-import type { GateRunRecord, SessionSandbox } from './file.ts';
+import type { GateRunRecord, SessionSandbox } from './session-state.ts';
 import { type RunPlaces, type SetupOptions, type SetupReport, setupRun } from '../setup.ts';
 import type { SetupProblem } from '../refusals.ts';
 import type { Workspace } from '../workspace/index.ts';

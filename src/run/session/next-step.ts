@@ -17,14 +17,15 @@ import { type GitFailure, describeGitFailure } from '../../core/git-text.ts';
 import { countByStatus, readySet } from '../../core/graph.ts';
 import { type SessionLimit, handOutLimit } from '../../core/limit-words.ts';
 import { type ChangedFile, changeSummary } from '../../core/parked-change.ts';
-import { type Plan, type TaskStatus, modelOf, statusOf } from '../../core/plan.ts';
+import { type Plan, type TaskStatus, modelOf, statusOf, taskAt } from '../../core/plan.ts';
 import { workerPrompt } from '../../core/prompt.ts';
 import { type NextStall, type Notice, type TaskRef, clipForLead, isComplete, nextStall, overlapping } from '../../core/session-report.ts';
 import { promptsDirFor } from '../archive.ts';
 import type { SessionPlaces } from './io.ts';
 import type { Workspace } from '../workspace/index.ts';
 import { nextEvents, unmetEffects } from './driver.ts';
-import { type Session, promptPathFor, readSession, sessionConfig } from './file.ts';
+import { promptPathFor, readSession } from './file.ts';
+import { type Session, sessionConfig } from './session-state.ts';
 import { type StepContext, type SessionStep, type Opened, type Ran, type Recorded, type StepScope, sandboxedIn, stateOf } from './skeleton.ts';
 
 /** How many overlapping ready tasks `next` names; it counts the rest. */
@@ -110,7 +111,7 @@ export class NextStep implements SessionStep<NextOpened, NextRan, NextOutput, ne
     const handOut = async (effect: Extract<EngineEffect, { type: 'start-worker' }>, current: EngineState): Promise<EngineEvent[] | undefined> => {
       // Setup refuses a repository without a commit; without one nothing can be handed out.
       if (head === null) throw new Error('no commit to hand work out from');
-      const task = current.plan.tasks[effect.task]!;
+      const task = taskAt(current.plan.tasks, effect.task);
       // A review round's revision starts from its parked work: foreman's hook puts it in the
       // subagent's worktree (made at HEAD) and moves it to that work's base, where capture starts.
       // (A blamed candidate retried from its own work is a headless run's: core/engine/review.ts.)

@@ -13,7 +13,7 @@ import { EventQueue, driveNow, emitsInto } from '../../core/engine/driver.ts';
 import type { RunEventBody } from '../../core/events.ts';
 import { type Result, err, ok } from '../../core/failure.ts';
 import { countByStatus } from '../../core/graph.ts';
-import type { Plan, TaskStatus } from '../../core/plan.ts';
+import { type Plan, type TaskStatus, taskAt } from '../../core/plan.ts';
 import {
   type CommitOutcome,
   type GateReport,
@@ -31,7 +31,8 @@ import { promptsDirFor } from '../archive.ts';
 import type { SessionPlaces } from './io.ts';
 import { type LandingState, noGateNotice } from '../../core/run-lifecycle.ts';
 import { StepRun, post, runEnd, sessionEndedEvents, setUpEvent, setupEvents, unmetEffects } from './driver.ts';
-import { type Session, type SessionGateConfig, type SessionSandbox, defaultSession, readSession, sessionConfig } from './file.ts';
+import { readSession } from './file.ts';
+import { type Session, type SessionGateConfig, type SessionSandbox, defaultSession, sessionConfig } from './session-state.ts';
 import type { SetupReport } from '../setup.ts';
 import type { SetupProblem } from '../refusals.ts';
 import { type AssumptionResult, assumptionCheckedEvent } from '../assumptions.ts';
@@ -275,7 +276,11 @@ export class SetupStep implements SessionStep<SetupOpened, SetupRan, SetupOutput
         passed: report.assumptions.filter((a) => a.passed).length,
         failed: report.assumptions.filter((a) => !a.passed).map((a) => ({ ...a, output: clipForLead(a.output.trim(), 500) })),
       },
-      blocked: report.blocked.map((i) => ({ index: i, subject: state.plan.tasks[i]!.subject, reason: clipForLead(state.plan.tasks[i]!.result ?? '') })),
+      blocked: report.blocked.map((i) => ({
+        index: i,
+        subject: taskAt(state.plan.tasks, i).subject,
+        reason: clipForLead(taskAt(state.plan.tasks, i).result ?? ''),
+      })),
       skipped: [...skippedBy(opened.skips), ...skippedBy(scope.run.events)],
       notices: [
         ...opened.notices,

@@ -25,7 +25,8 @@ import type { RunPlaces } from '../setup.ts';
 import { type LandingState, type RunNotice, runFinishedEvent, runStartedEvent } from '../../core/run-lifecycle.ts';
 import { finishPlan, lander } from '../lifecycle.ts';
 import { type RunEnd, type StepEffects, StepRun, landedEvents, post } from './driver.ts';
-import { type Session, promptPathFor, sessionConfig, withPlan, writeSession } from './file.ts';
+import { promptPathFor, withPlan, writeSession } from './file.ts';
+import { type Session, sessionConfig } from './session-state.ts';
 
 export interface SessionContext extends SessionPlace {
   /** The plan file as the step read it: a person's edit made while the step holds the plan is kept aside. */

@@ -19,7 +19,7 @@ import { type Result, err, ok } from '../../core/failure.ts';
 import type { WorkerRun } from '../../core/worker-run.ts';
 import type { Verification } from '../../core/finalize.ts';
 import type { GitFailure } from '../../core/git-text.ts';
-import type { Plan } from '../../core/plan.ts';
+import { type Plan, taskAt } from '../../core/plan.ts';
 import { excludesFileEnv } from '../../core/sandbox-placeholders.ts';
 import { type WorkerPermissions, explicitPermissions, workerPermissions } from '../../core/scope.ts';
 import type { TimeLimit } from '../../core/time-limit.ts';
@@ -197,7 +197,7 @@ export class LocalWorkspaces implements Workspaces {
     attempt: { base: string; kept: readonly string[]; plan: Plan; task: number; signal?: AbortSignal },
   ): Promise<Verification> {
     const { base, kept, plan, task, signal } = attempt;
-    const verification = await verifyTask(plan.tasks[task]!, {
+    const verification = await verifyTask(taskAt(plan.tasks, task), {
       work,
       kept,
       base,
