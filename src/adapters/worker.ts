@@ -24,127 +24,23 @@
 //   the API has served nothing yet (one that has done something is left alone); the time its CLI
 //   waits to retry a refused request counts toward no time limit; `resume` continues a session.
 
-import { createWriteStream, existsSync, type WriteStream } from 'node:fs';
-import { mkdir, mkdtemp, realpath, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import type { Readable } from 'node:stream';
-import { execa } from 'execa';
+import { createWriteStream, existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { describeWorkerFailure, type WorkerRun } from '../core/failure.ts';
-import { type WorkerSandbox, workerSettings } from '../core/scope.ts';
+import type { WorkerSandbox } from '../core/scope.ts';
 import type { Refusal } from '../core/limiter.ts';
-import { readLoginSettings } from './claude-settings.ts';
 import { workerPersonDenies } from './person-denies.ts';
-import { groupAlive, terminateGroup } from './processes.ts';
-import { PROCESS_MARKER_VARIABLE, describeMarked, endMarked, newProcessMarker } from './process-markers.ts';
-import { killTrackedGroups, trackGroup, untrackGroup } from './tracked-groups.ts';
+import { killTrackedGroups } from './tracked-groups.ts';
 import { clipHead, formatClock, formatSeconds, oneLine } from '../core/format.ts';
 import type { ApiRetryInfo, ExitInfo } from '../core/worker-outcome.ts';
 import { withDeniedPaths } from '../core/denied-writes.ts';
 import { LineSplitter } from './line-splitter.ts';
 import { StreamJsonParser, isConnectionFailure, isRefusal } from './stream-json.ts';
 import { formatEventForLog, formatRawLineForLog } from './stream-log.ts';
-
-export interface WorkerRequest {
-  taskIndex: number;
-  attempt: number;
-  prompt: string;
-  model: string;
-  cwd: string;
-  claudeBin: string;
-  permissionMode: string;
-  /** Permission rules allowed (`permissions.allow`): tools, `Edit(<path>)`, `Bash(<command>)`. */
-  allowedTools: string[];
-  /** Permission rules denied (`permissions.deny`); deny wins over allow. */
-  deniedTools?: string[];
-  maxBudgetUsd?: number;
-  timeoutMs: number;
-  logPath: string;
-  env?: NodeJS.ProcessEnv;
-  signal?: AbortSignal;
-  extraArgs?: string[];
-  onActivity?: (a: { text: string; costUsd: number }) => void;
-  /**
-   * Run its Bash commands in Claude Code's sandbox: writes only in `cwd` and a temporary directory
-   * of the attempt's own (its TMPDIR), network only to these hosts. Absent: no sandbox.
-   */
-  sandbox?: { allowedDomains: readonly string[] };
-  /**
-   * The repository whose person's deny rules hold for the worker (adapters/person-denies.ts
-   * `workerPersonDenies`): `--setting-sources ""` drops them with the rest of their settings.
-   */
-  rulesOf?: string;
-  /** Called with the worker's process group id and its marker once it runs (to record it for orphan cleanup). */
-  onSpawn?: (pgid: number, marker: string) => void;
-  /** Between SIGTERM and SIGKILL of the worker's group. Default 3000 ms. */
-  killGraceMs?: number;
-  /** How long a worker may linger after its `result` event before its group is killed. Default 10 000 ms. */
-  postResultGraceMs?: number;
-  /** How much of this attempt's output the log keeps. Default 8 MiB head + 2 MiB tail. */
-  logLimit?: LogLimit;
-  /** Continue this Claude Code session (`--resume`) instead of starting one: the prompt follows its conversation. */
-  resume?: string;
-  /** The API refused it (429/529) and its CLI will retry; `progressed`: it had been served a response before. */
-  onRefused?: (refusal: Refusal, progressed: boolean) => void;
-  /** The API served it a response. */
-  onServed?: () => void;
-  /** Aborted: end the worker if the API has served it nothing yet (it has done nothing); otherwise let it be. */
-  stopIfIdle?: AbortSignal;
-  /** Where its process runs: this machine when absent (`localWorkerPlace`), or a host's slot (run/workspace/host.ts). */
-  place?: WorkerPlace;
-}
-
-/** How a worker's process ended, as the place that ran it tells it. */
-export interface WorkerProcessEnd {
-  exitCode?: number;
-  signal?: string;
-  /** It never ran. */
-  spawnError?: { message: string; code?: string };
-}
-
-/** A worker's process as `runWorker` drives it, wherever it runs: its output, its end, and how it is stopped. */
-export interface WorkerProcess {
-  readonly stdout: Readable;
-  readonly stderr: Readable;
-  /** SIGTERM to it and its process group, SIGKILL after `graceMs`; resolves once they are gone. */
-  terminate(graceMs: number): Promise<unknown>;
-  /** Once it exited: whether something of its process group still runs. */
-  groupLeft(): boolean;
-  onExit(listener: () => void): void;
-  /** Resolves when it has ended and its output is closed. */
-  readonly ended: Promise<WorkerProcessEnd>;
-  /** Ends what it left running outside its group; what was ended, in words (empty: nothing). */
-  endLeftovers(graceMs: number): Promise<string>;
-}
-
-/** What a worker's process is started with. */
-export interface WorkerSpawn {
-  file: string;
-  args: string[];
-  cwd: string;
-  /** Its stdin. */
-  input: string;
-  /** The run's environment (a place on this machine starts from it; a host never receives it). */
-  env: NodeJS.ProcessEnv;
-  /** Variables of the attempt's own (its TMPDIR), set wherever it runs. */
-  own: Record<string, string>;
-  /** Told its process group and marker once it runs here (orphan cleanup records them). */
-  onSpawn?: (pgid: number, marker: string) => void;
-}
-
-/**
- * Where a worker's process runs. The stream-json parsing, the log (always here), the time limits
- * and the limiter's signals are `runWorker`'s, the same for every place.
- */
-export interface WorkerPlace {
-  /** `cwd` with its symbolic links resolved, as the CLI matches rules and sandboxes writes. */
-  realCwd(cwd: string): Promise<string>;
-  /** A temporary folder of the attempt's own there (a sandboxed worker's TMPDIR), and its removal. */
-  ownTmp(task: number): Promise<{ path: string; realPath: string; remove(): Promise<void> }>;
-  /** The person's login settings carried over to the worker (`readLoginSettings`); a host gets none of them. */
-  loginSettings(env: NodeJS.ProcessEnv): Promise<Record<string, unknown>>;
-  start(spawn: WorkerSpawn): WorkerProcess;
-}
+import { DEFAULT_LOG_LIMIT, LogWriter } from './log-writer.ts';
+import { localWorkerPlace } from './worker-place.ts';
+import { type WorkerRequest, buildWorkerArgs, redacted, shellQuote } from './worker-request.ts';
 
 const DEFAULT_KILL_GRACE_MS = 3000;
 const DEFAULT_POST_RESULT_GRACE_MS = 10_000;
@@ -152,166 +48,12 @@ const MAX_LINE_BYTES = 1024 * 1024;
 const STDERR_TAIL_CHARS = 4096;
 const PROMPT_LOG_CHARS = 16 * 1024;
 
-/**
- * The worker's argv (the prompt is not in it: it goes on stdin). Only the rules given here apply:
- * `--setting-sources ""` drops the user, project and local settings (their allow rules and hooks),
- * and `inherited` carries the person's login settings over (see `readLoginSettings`).
- */
-export function buildWorkerArgs(
-  req: Pick<WorkerRequest, 'model' | 'permissionMode' | 'allowedTools' | 'deniedTools' | 'maxBudgetUsd' | 'extraArgs' | 'resume'>,
-  inherited: Readonly<Record<string, unknown>> = {},
-  sandbox?: WorkerSandbox,
-): string[] {
-  const settings = workerSettings({ allow: req.allowedTools, deny: req.deniedTools ?? [] }, inherited, sandbox);
-  const args = ['-p', '--output-format', 'stream-json', '--verbose', '--model', req.model, '--permission-mode', req.permissionMode];
-  args.push('--setting-sources', '', '--settings', JSON.stringify(settings));
-  if (req.maxBudgetUsd !== undefined) args.push('--max-budget-usd', String(req.maxBudgetUsd));
-  if (req.resume !== undefined) args.push('--resume', req.resume);
-  if (req.extraArgs) args.push(...req.extraArgs);
-  return args;
-}
-
-/** The login settings as the log shows them: which keys were carried over, never their values. */
-const redacted = (inherited: Record<string, unknown>): Record<string, unknown> =>
-  Object.fromEntries(Object.keys(inherited).map((k) => [k, '<from your Claude Code user settings>']));
-
 /** Send SIGTERM (then SIGKILL after `graceMs`) to every live worker's and shell check's process group. */
 export function killAllWorkers(graceMs = DEFAULT_KILL_GRACE_MS): void {
   killTrackedGroups(graceMs);
 }
 
-const shellQuote = (s: string): string => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
-
 const stamp = (t0: number): string => `[${formatClock(performance.now() - t0)}]`;
-
-/** How much of one attempt's output the log keeps: its first `headBytes` and its last `tailBytes`. */
-export interface LogLimit {
-  headBytes: number;
-  tailBytes: number;
-}
-
-export const DEFAULT_LOG_LIMIT: LogLimit = { headBytes: 8 * 1024 * 1024, tailBytes: 2 * 1024 * 1024 };
-
-const mib = (bytes: number): string => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
-
-/**
- * Writes to the log, pausing the given sources while the file stream is backed up. Past the head
- * bound it stops writing and keeps only the newest lines in memory (within the tail bound); at
- * close it writes a line saying what was cut, then those lines, so the log ends with the real end.
- */
-class LogWriter {
-  private waiting = false;
-  private closed = false;
-  private readonly paused = new Set<Readable>();
-  private written = 0;
-  private cutting = false;
-  // The tail as a queue: `tail[tailStart..]` are the kept lines, oldest first.
-  private tail: Array<{ text: string; bytes: number }> = [];
-  private tailStart = 0;
-  private tailBytes = 0;
-  private cutBytes = 0;
-  private cutLines = 0;
-
-  constructor(
-    private readonly out: WriteStream,
-    private readonly limit: LogLimit,
-  ) {
-    out.on('drain', () => {
-      this.waiting = false;
-      for (const s of this.paused) s.resume();
-      this.paused.clear();
-    });
-    out.on('error', () => {
-      /* a log that cannot be written must not fail the run */
-    });
-  }
-
-  line(text: string, source?: Readable): void {
-    if (this.closed || this.out.destroyed) return;
-    const bytes = Buffer.byteLength(text) + 1;
-    if (!this.cutting && this.written + bytes <= this.limit.headBytes) {
-      this.written += bytes;
-      this.write(text, source);
-      return;
-    }
-    this.cutting = true;
-    this.keepInTail(text, bytes);
-  }
-
-  private write(text: string, source?: Readable): void {
-    const ok = this.out.write(`${text}\n`);
-    if (!ok) this.waiting = true;
-    if (this.waiting && source && !source.destroyed) {
-      source.pause();
-      this.paused.add(source);
-    }
-  }
-
-  private keepInTail(text: string, bytes: number): void {
-    const max = Math.max(0, this.limit.tailBytes);
-    if (bytes > max) {
-      // A single line longer than the whole tail: keep its end.
-      const kept =
-        max > 1
-          ? Buffer.from(text)
-              .subarray(-(max - 1))
-              .toString('utf8')
-          : '';
-      const keptBytes = max > 1 ? Buffer.byteLength(kept) + 1 : 0;
-      this.cutBytes += bytes - keptBytes;
-      this.dropTail(this.tailBytes);
-      if (keptBytes > 0) this.push(kept, keptBytes);
-      return;
-    }
-    this.push(text, bytes);
-    this.dropTail(this.tailBytes - max);
-  }
-
-  private push(text: string, bytes: number): void {
-    this.tail.push({ text, bytes });
-    this.tailBytes += bytes;
-  }
-
-  /** Drops the oldest tail lines until at least `bytes` are gone. */
-  private dropTail(bytes: number): void {
-    let freed = 0;
-    while (freed < bytes && this.tailStart < this.tail.length) {
-      const oldest = this.tail[this.tailStart++]!;
-      freed += oldest.bytes;
-      this.tailBytes -= oldest.bytes;
-      this.cutBytes += oldest.bytes;
-      this.cutLines++;
-    }
-    // Compact now and then, so the queue's array does not grow with every line ever seen.
-    if (this.tailStart > 1024 && this.tailStart * 2 > this.tail.length) {
-      this.tail = this.tail.slice(this.tailStart);
-      this.tailStart = 0;
-    }
-  }
-
-  async close(): Promise<void> {
-    if (this.closed) return;
-    if (this.cutting && !this.out.destroyed) {
-      if (this.cutBytes > 0) {
-        this.write(
-          `==== log cut: ${this.cutBytes} bytes (${mib(this.cutBytes)}, ${this.cutLines} whole lines) of this attempt's log omitted here; ` +
-            `the log keeps the first ${mib(this.limit.headBytes)} and the last ${mib(this.limit.tailBytes)} of each attempt ====`,
-        );
-      }
-      for (let i = this.tailStart; i < this.tail.length; i++) this.write(this.tail[i]!.text);
-      this.tail = [];
-      this.tailStart = 0;
-    }
-    this.closed = true;
-    for (const s of this.paused) s.resume();
-    this.paused.clear();
-    if (this.out.destroyed) return;
-    await new Promise<void>((resolve) => {
-      this.out.end(() => resolve());
-      this.out.once('error', () => resolve());
-    });
-  }
-}
 
 /** A callback of the caller's: a throw there must not break the worker. */
 function tell(call: () => void): void {
@@ -544,55 +286,3 @@ export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
   }
   return finish();
 }
-
-/** A worker's process on this machine: its own process group, tracked so a Ctrl-C or a crash of foreman ends it, marked so what it detached is found. */
-export const localWorkerPlace: WorkerPlace = {
-  realCwd: (cwd) => realpath(cwd),
-  async ownTmp(task) {
-    const path = await mkdtemp(join(tmpdir(), `foreman-task-${task}-`));
-    return { path, realPath: await realpath(path), remove: () => rm(path, { recursive: true, force: true }) };
-  },
-  loginSettings: (env) => readLoginSettings(env),
-  start(spawn) {
-    const marker = newProcessMarker();
-    const subprocess = execa(spawn.file, spawn.args, {
-      cwd: spawn.cwd,
-      env: { ...spawn.env, ...spawn.own, ...marker.env },
-      extendEnv: false,
-      input: spawn.input,
-      stdout: 'pipe',
-      stderr: 'pipe',
-      buffer: false,
-      reject: false,
-      detached: true,
-      stripFinalNewline: false,
-    });
-    const pid = subprocess.pid;
-    if (pid !== undefined) {
-      trackGroup(pid);
-      spawn.onSpawn?.(pid, marker.marker);
-    }
-    const ended = subprocess.then((result): WorkerProcessEnd => {
-      const end: WorkerProcessEnd = {
-        ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
-        ...(result.signal !== undefined ? { signal: result.signal } : {}),
-      };
-      if (pid === undefined || (result.code && result.exitCode === undefined && result.signal === undefined))
-        end.spawnError = { message: result.shortMessage ?? result.message ?? 'spawn failed', ...(result.code ? { code: result.code } : {}) };
-      return end;
-    });
-    return {
-      stdout: subprocess.stdout,
-      stderr: subprocess.stderr,
-      terminate: (graceMs) => (pid === undefined ? Promise.resolve(true) : terminateGroup(pid, graceMs)),
-      groupLeft: () => pid !== undefined && groupAlive(pid),
-      onExit: (listener) => void subprocess.on('exit', listener),
-      ended,
-      endLeftovers: async (graceMs) => {
-        const leftBehind = await endMarked(PROCESS_MARKER_VARIABLE, marker.marker, graceMs, marker.since);
-        if (pid !== undefined) untrackGroup(pid);
-        return describeMarked(leftBehind);
-      },
-    };
-  },
-};
