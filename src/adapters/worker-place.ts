@@ -50,6 +50,14 @@ export interface WorkerSpawn {
   onSpawn?: (pgid: number, marker: string) => void;
 }
 
+/** A temporary folder of an attempt's own where its worker runs. */
+export interface OwnTmp {
+  path: string;
+  /** `path` with its symbolic links resolved (the sandbox lets the worker write there). */
+  realPath: string;
+  remove(): Promise<void>;
+}
+
 /**
  * Where a worker's process runs. The stream-json parsing, the log (always here), the time limits
  * and the limiter's signals are `runWorker`'s, the same for every place.
@@ -58,7 +66,7 @@ export interface WorkerPlace {
   /** `cwd` with its symbolic links resolved, as the CLI matches rules and sandboxes writes. */
   realCwd(cwd: string): Promise<string>;
   /** A temporary folder of the attempt's own there (a sandboxed worker's TMPDIR), and its removal. */
-  ownTmp(task: number): Promise<{ path: string; realPath: string; remove(): Promise<void> }>;
+  ownTmp(task: number): Promise<OwnTmp>;
   /** The person's login settings carried over to the worker (`readLoginSettings`); a host gets none of them. */
   loginSettings(env: NodeJS.ProcessEnv): Promise<Record<string, unknown>>;
   start(spawn: WorkerSpawn): WorkerProcess;

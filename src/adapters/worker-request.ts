@@ -1,10 +1,12 @@
-// What a worker is asked to do (`WorkerRequest`) and the command line it becomes: the permission
-// rules in `--settings` JSON with `--setting-sources ""`, so only the rules given here apply.
+// What a worker is asked to do (`WorkerRequest`) and the command line it becomes where it runs:
+// the permission rules in `--settings` JSON with `--setting-sources ""`, so only the rules given
+// here apply; the person's deny rules carried over, so they still narrow them.
 
 import { type WorkerSandbox, workerSettings } from '../core/scope.ts';
 import type { Refusal } from '../core/limiter.ts';
 import type { LogLimit } from './log-writer.ts';
-import type { WorkerPlace } from './worker-place.ts';
+import { workerPersonDenies } from './person-denies.ts';
+import type { OwnTmp, WorkerPlace } from './worker-place.ts';
 
 export interface WorkerRequest {
   taskIndex: number;
@@ -75,7 +77,39 @@ export function buildWorkerArgs(
 }
 
 /** The login settings as the log shows them: which keys were carried over, never their values. */
-export const redacted = (inherited: Record<string, unknown>): Record<string, unknown> =>
+const redacted = (inherited: Record<string, unknown>): Record<string, unknown> =>
   Object.fromEntries(Object.keys(inherited).map((k) => [k, '<from your Claude Code user settings>']));
 
 export const shellQuote = (s: string): string => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
+
+/** What a worker is started with, made from its request where it runs. */
+export interface WorkerLaunch {
+  args: string[];
+  /** `args` as the log shows them: which login settings were carried over, never their values. */
+  loggedArgs: string[];
+  /** A sandboxed attempt's own TMPDIR, writable by its Bash commands, removed when it ends. */
+  ownTmp: OwnTmp | undefined;
+  /** Variables of the attempt's own (its TMPDIR), set wherever it runs. */
+  ownEnv: Record<string, string>;
+}
+
+/**
+ * The worker's command line where it runs: the login settings there carried over, the person's
+ * deny rules (`rulesOf`) added to the request's, and for a sandboxed attempt a TMPDIR of its own,
+ * writable beside its worktree.
+ */
+export async function prepareLaunch(request: WorkerRequest, place: WorkerPlace): Promise<WorkerLaunch> {
+  const env = request.env ?? process.env;
+  const inherited = await place.loginSettings(env);
+  const personDenies = request.rulesOf === undefined ? [] : await workerPersonDenies(request.rulesOf, request.cwd, env);
+  const ruled = personDenies.length === 0 ? request : { ...request, deniedTools: [...(request.deniedTools ?? []), ...personDenies] };
+  const ownTmp = request.sandbox ? await place.ownTmp(request.taskIndex) : undefined;
+  const sandbox: WorkerSandbox | undefined =
+    request.sandbox && ownTmp ? { writable: [await place.realCwd(request.cwd), ownTmp.realPath], allowedDomains: request.sandbox.allowedDomains } : undefined;
+  return {
+    args: buildWorkerArgs(ruled, inherited, sandbox),
+    loggedArgs: buildWorkerArgs(ruled, redacted(inherited), sandbox),
+    ownTmp,
+    ownEnv: ownTmp ? { TMPDIR: ownTmp.path, CLAUDE_CODE_TMPDIR: ownTmp.path } : {},
+  };
+}

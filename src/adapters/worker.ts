@@ -23,29 +23,30 @@
 //   (`onRefused`, `onServed`), for the run's limiter; `stopIfIdle` ends a worker
 //   the API has served nothing yet (one that has done something is left alone); the time its CLI
 //   waits to retry a refused request counts toward no time limit; `resume` continues a session.
+//
+// Beside it, a file each: the request and the command line it becomes (worker-request.ts), where
+// the process runs (worker-place.ts), reading its output (worker-output.ts), when it is killed
+// (worker-stopping.ts), its clock (worker-clock.ts) and its log (log-writer.ts).
 
 import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { describeWorkerFailure, type WorkerRun } from '../core/failure.ts';
-import type { WorkerSandbox } from '../core/scope.ts';
-import type { Refusal } from '../core/limiter.ts';
-import { workerPersonDenies } from './person-denies.ts';
-import { killTrackedGroups } from './tracked-groups.ts';
-import { clipHead, formatClock, formatSeconds, oneLine } from '../core/format.ts';
-import type { ApiRetryInfo, ExitInfo } from '../core/worker-outcome.ts';
 import { withDeniedPaths } from '../core/denied-writes.ts';
-import { LineSplitter } from './line-splitter.ts';
-import { StreamJsonParser, isConnectionFailure, isRefusal } from './stream-json.ts';
-import { formatEventForLog, formatRawLineForLog } from './stream-log.ts';
+import { type WorkerRun, describeWorkerFailure } from '../core/failure.ts';
+import { clipHead, formatSeconds, oneLine } from '../core/format.ts';
+import type { ExitInfo } from '../core/worker-outcome.ts';
 import { DEFAULT_LOG_LIMIT, LogWriter } from './log-writer.ts';
-import { localWorkerPlace } from './worker-place.ts';
-import { type WorkerRequest, buildWorkerArgs, redacted, shellQuote } from './worker-request.ts';
+import { StreamJsonParser } from './stream-json.ts';
+import { formatRawLineForLog } from './stream-log.ts';
+import { killTrackedGroups } from './tracked-groups.ts';
+import { AttemptClock } from './worker-clock.ts';
+import { readWorkerOutput } from './worker-output.ts';
+import { type OwnTmp, type WorkerPlace, type WorkerProcessEnd, localWorkerPlace } from './worker-place.ts';
+import { type WorkerRequest, prepareLaunch, shellQuote } from './worker-request.ts';
+import { WorkerStopping } from './worker-stopping.ts';
 
 const DEFAULT_KILL_GRACE_MS = 3000;
 const DEFAULT_POST_RESULT_GRACE_MS = 10_000;
-const MAX_LINE_BYTES = 1024 * 1024;
-const STDERR_TAIL_CHARS = 4096;
 const PROMPT_LOG_CHARS = 16 * 1024;
 
 /** Send SIGTERM (then SIGKILL after `graceMs`) to every live worker's and shell check's process group. */
@@ -53,236 +54,125 @@ export function killAllWorkers(graceMs = DEFAULT_KILL_GRACE_MS): void {
   killTrackedGroups(graceMs);
 }
 
-const stamp = (t0: number): string => `[${formatClock(performance.now() - t0)}]`;
-
-/** A callback of the caller's: a throw there must not break the worker. */
-function tell(call: () => void): void {
-  try {
-    call();
-  } catch {
-    /* the engine's inbox does not throw; a broken listener must not stop the worker */
-  }
-}
-
-/**
- * A CLI's `api_retry` as the limiter hears it: a 529 is overload, a 429 a rate limit (a usage limit
- * once a reset is known), one with no HTTP status the API out of reach (the CLI's delay between its
- * tries is its own back-off, not the API's word: the limiter keeps its own).
- */
-function refusalOf(retry: ApiRetryInfo, resetAt: number | undefined): Refusal {
-  if (isConnectionFailure(retry)) return { kind: 'api-unreachable' };
-  const overloaded = retry.errorStatus === 529 || retry.error === 'overloaded';
-  const kind = overloaded ? 'overloaded' : resetAt !== undefined ? 'usage-limit' : 'rate-limit';
-  return { kind, ...(retry.retryDelayMs !== undefined ? { delayMs: retry.retryDelayMs } : {}), ...(resetAt !== undefined && !overloaded ? { resetAt } : {}) };
-}
-
 /** Run one worker to completion. Resolves with its outcome; rejects only on programming errors. */
-export async function runWorker(req: WorkerRequest): Promise<WorkerRun> {
-  const t0 = performance.now();
-  const killGraceMs = req.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
-  const postResultGraceMs = req.postResultGraceMs ?? DEFAULT_POST_RESULT_GRACE_MS;
-  const place = req.place ?? localWorkerPlace;
-  if (req.place === undefined && !existsSync(req.cwd)) throw new Error(`worker cwd does not exist: ${req.cwd}`);
+export async function runWorker(request: WorkerRequest): Promise<WorkerRun> {
+  const clock = new AttemptClock();
+  const killGraceMs = request.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+  const place = request.place ?? localWorkerPlace;
+  if (request.place === undefined && !existsSync(request.cwd)) throw new Error(`worker cwd does not exist: ${request.cwd}`);
 
-  await mkdir(dirname(req.logPath), { recursive: true });
-  const log = new LogWriter(createWriteStream(req.logPath, { flags: 'a' }), req.logLimit ?? DEFAULT_LOG_LIMIT);
-  const parser = new StreamJsonParser({ cwd: req.cwd });
-  const inherited = await place.loginSettings(req.env ?? process.env);
-  const personDenies = req.rulesOf === undefined ? [] : await workerPersonDenies(req.rulesOf, req.cwd, req.env ?? process.env);
-  const ruled = personDenies.length === 0 ? req : { ...req, deniedTools: [...(req.deniedTools ?? []), ...personDenies] };
-  // A sandboxed attempt's own TMPDIR, writable by its Bash commands, removed when it ends.
-  const ownTmp = req.sandbox ? await place.ownTmp(req.taskIndex) : undefined;
-  const sandbox: WorkerSandbox | undefined =
-    req.sandbox && ownTmp ? { writable: [await place.realCwd(req.cwd), ownTmp.realPath], allowedDomains: req.sandbox.allowedDomains } : undefined;
-  const tmpEnv: Record<string, string> = ownTmp ? { TMPDIR: ownTmp.path, CLAUDE_CODE_TMPDIR: ownTmp.path } : {};
-  const args = buildWorkerArgs(ruled, inherited, sandbox);
+  const log = await openAttemptLog(request);
+  const parser = new StreamJsonParser({ cwd: request.cwd });
+  const launch = await prepareLaunch(request, place);
+  logAttemptStart(log, request, launch.loggedArgs);
+  const exit: ExitInfo = { timedOut: false, aborted: false, stderrTail: '', timeoutMs: request.timeoutMs, bin: request.claudeBin };
+  const attempt: EndedAttempt = { request, place, log, parser, clock, exit, ownTmp: launch.ownTmp };
 
-  log.line(
-    `==== task ${req.taskIndex} · attempt ${req.attempt}${req.resume !== undefined ? ` · resumed (session ${req.resume})` : ''} · ${new Date().toISOString()} ====`,
-  );
-  log.line(`$ cd ${shellQuote(req.cwd)}`);
-  log.line(
-    `$ ${[req.claudeBin, ...buildWorkerArgs(ruled, redacted(inherited), sandbox)].map(shellQuote).join(' ')} < prompt (${Buffer.byteLength(req.prompt)} bytes)`,
-  );
-  log.line('---- prompt ----');
-  for (const l of clipHead(req.prompt, PROMPT_LOG_CHARS, `\n… [${req.prompt.length - PROMPT_LOG_CHARS} more chars]`).split('\n')) {
-    log.line(formatRawLineForLog(l));
-  }
-  log.line('---- worker ----');
-
-  const exit: ExitInfo = { timedOut: false, aborted: false, stderrTail: '', timeoutMs: req.timeoutMs, bin: req.claudeBin };
-
-  // Time its CLI waits to retry a refused request: from the api_retry until the next line, at most the delay it named.
-  const waits = { total: 0, since: null as number | null, until: 0 };
-  const waited = (now: number): number => waits.total + (waits.since === null ? 0 : Math.max(0, Math.min(now, waits.until) - waits.since));
-  const endWait = (now: number): void => {
-    waits.total = waited(now);
-    waits.since = null;
-  };
-
-  const finish = async (): Promise<WorkerRun> => {
-    exit.endedAt = Date.now();
-    const c = parser.classify(exit);
-    const durationMs = Math.round(performance.now() - t0);
-    const o = c.outcome;
-    const summary =
-      o.kind === 'reported'
-        ? `reported ${o.statusLine ? `${o.statusLine.status}: ${o.statusLine.text}` : '(no status line)'}`
-        : `failed: ${describeWorkerFailure(o.failure)}`;
-    log.line(`==== outcome: ${oneLine(summary, 1000)} · ${formatSeconds(durationMs)} ====`);
-    await log.close();
-    if (ownTmp) await ownTmp.remove();
-    // A denied write names a path in the worktree: said as a repository path, for the task's record.
-    const roots = [...new Set([req.cwd, await place.realCwd(req.cwd).catch(() => req.cwd)])];
-    const run: WorkerRun = { usage: c.usage, durationMs, permissionDenials: withDeniedPaths(c.permissionDenials, roots), logPath: req.logPath, outcome: o };
-    if (c.sessionId) run.sessionId = c.sessionId;
-    if (c.progressed) run.progressed = true;
-    const waitedMs = Math.round(waited(performance.now()));
-    if (waitedMs > 0) run.waitedMs = waitedMs;
-    return run;
-  };
-
-  if (req.signal?.aborted) {
+  if (request.signal?.aborted) {
     exit.aborted = true;
     log.line('interrupted before start');
-    return finish();
+    return concludeAttempt(attempt);
   }
 
   const subprocess = place.start({
-    file: req.claudeBin,
-    args,
-    cwd: req.cwd,
-    input: req.prompt,
-    env: req.env ?? process.env,
-    own: tmpEnv,
-    ...(req.onSpawn ? { onSpawn: req.onSpawn } : {}),
+    file: request.claudeBin,
+    args: launch.args,
+    cwd: request.cwd,
+    input: request.prompt,
+    env: request.env ?? process.env,
+    own: launch.ownEnv,
+    ...(request.onSpawn ? { onSpawn: request.onSpawn } : {}),
   });
-
-  // ---- killing -------------------------------------------------------------------------------
-  let termination: Promise<unknown> | undefined;
-  const terminate = (why: string): void => {
-    if (termination !== undefined) return;
-    log.line(`${stamp(t0)} ! killing the worker's process group (${why})`);
-    termination = subprocess.terminate(killGraceMs);
-  };
-
-  let killedForAuth = false;
-  // No timeout when it is not a usable delay (0, Infinity, or past what setTimeout can hold). Time
-  // waiting on a limit does not count: when the limit is up, the timer looks again.
-  let timeoutTimer: NodeJS.Timeout | undefined;
-  const armTimeout = (delay: number): void => {
-    timeoutTimer = setTimeout(() => {
-      const now = performance.now();
-      const active = now - t0 - waited(now);
-      if (active < req.timeoutMs) {
-        armTimeout(Math.max(10, req.timeoutMs - active));
-        return;
-      }
-      exit.timedOut = true;
-      const excused = Math.round(waited(now));
-      terminate(`timed out after ${req.timeoutMs} ms${excused > 0 ? ` of work (${excused} ms waiting on a limit not counted)` : ''}`);
-    }, delay);
-  };
-  if (req.timeoutMs > 0 && req.timeoutMs <= 2 ** 31 - 1) armTimeout(req.timeoutMs);
-  const onStopIfIdle = (): void => {
-    if (parser.served === 0 && !exit.aborted && !exit.stoppedForLimit) {
-      exit.stoppedForLimit = true;
-      terminate('a limit refused it (or the API did not answer) before the API had served it anything; it waits for the limit');
-    }
-  };
-  req.stopIfIdle?.addEventListener('abort', onStopIfIdle, { once: true });
-  let postResultTimer: NodeJS.Timeout | undefined;
-  const onAbort = (): void => {
-    exit.aborted = true;
-    terminate('interrupted');
-  };
-  req.signal?.addEventListener('abort', onAbort, { once: true });
-
-  // ---- stdout → parser + log -----------------------------------------------------------------
-  let lastActivity: string | undefined;
-  const stdout = subprocess.stdout;
-  const stderr = subprocess.stderr;
-  const onStdoutLine = (line: string, truncated: boolean): void => {
-    const served = parser.served;
-    const refusals = parser.refusals;
-    const r = parser.accept(line);
-    const at = stamp(t0);
-    const now = performance.now();
-    const retry = parser.lastApiRetry;
-    if (r.kind === 'event' && r.event['type'] === 'system' && r.event['subtype'] === 'api_retry' && retry !== undefined) {
-      // A refused request waits its delay (a long wait is told again every 30 s with the time left).
-      if (waits.since === null) waits.since = now;
-      waits.until = now + (retry.retryDelayMs ?? 0);
-    } else if (r.kind === 'event') endWait(now);
-    if (parser.refusals > refusals && retry !== undefined && (isRefusal(retry) || isConnectionFailure(retry)))
-      tell(() => req.onRefused?.(refusalOf(retry, parser.limitResetAt), served > 0));
-    if (parser.served > served) tell(() => req.onServed?.());
-    if (r.kind === 'event') {
-      for (const l of formatEventForLog(r.event, { cwd: req.cwd, toolUse: (id) => parser.toolUse(id) })) log.line(`${at} ${l}`, stdout);
-    } else if (r.kind === 'garbage') {
-      log.line(`${at} stdout| ${formatRawLineForLog(line)}${truncated ? ' [line cut at 1 MiB]' : ''}`, stdout);
-    }
-    const activity = parser.activity;
-    if (activity !== undefined && activity !== lastActivity) {
-      lastActivity = activity;
-      try {
-        req.onActivity?.({ text: activity, costUsd: parser.costUsd });
-      } catch {
-        /* a broken live view must not break the worker */
-      }
-    }
-    if (parser.authFailureSeen() && !killedForAuth && !exit.aborted && !exit.timedOut) {
-      killedForAuth = true;
-      terminate('authentication failed');
-    }
-    if (parser.result && postResultTimer === undefined) {
-      postResultTimer = setTimeout(() => terminate(`still running ${postResultGraceMs} ms after its result`), postResultGraceMs);
-    }
-  };
-  const outSplitter = new LineSplitter(onStdoutLine, MAX_LINE_BYTES);
-  stdout.on('data', (chunk: Buffer) => outSplitter.push(chunk));
-  stdout.on('end', () => outSplitter.end());
-
-  const errSplitter = new LineSplitter((line) => {
-    if (line.trim()) log.line(`${stamp(t0)} stderr| ${formatRawLineForLog(line)}`, stderr);
-  }, 64 * 1024);
-  stderr.on('data', (chunk: Buffer) => {
-    const text = chunk.toString('utf8');
-    exit.stderrTail = (exit.stderrTail + (text.length > STDERR_TAIL_CHARS ? text.slice(-STDERR_TAIL_CHARS) : text)).slice(-STDERR_TAIL_CHARS);
-    errSplitter.push(chunk);
+  const stopping = new WorkerStopping({
+    request,
+    subprocess,
+    log,
+    clock,
+    parser,
+    exit,
+    killGraceMs,
+    postResultGraceMs: request.postResultGraceMs ?? DEFAULT_POST_RESULT_GRACE_MS,
   });
-  stderr.on('end', () => errSplitter.end());
+  stopping.watch();
+  readWorkerOutput({ request, subprocess, parser, log, clock, exit, stopping });
+  stopping.watchLeaderExit();
 
-  // ---- leader exit: clean up the rest of its group, and do not wait forever for pipes -------
-  let pipeTimer: NodeJS.Timeout | undefined;
-  subprocess.onExit(() => {
-    if (termination === undefined && subprocess.groupLeft()) terminate('left processes behind');
-    // A process that escaped the group could hold our pipes open; stop reading after the grace.
-    pipeTimer = setTimeout(() => {
-      stdout.destroy();
-      stderr.destroy();
-    }, killGraceMs + 1000);
-  });
-
-  const result = await subprocess.ended;
-
-  // The group got SIGTERM: stragglers get the rest of the grace period, then SIGKILL.
-  if (termination !== undefined) await termination;
+  const end = await subprocess.ended;
+  await stopping.settled();
+  // What it left running outside its group (it carries its marker) is ended too, and named.
   const leftBehind = await subprocess.endLeftovers(killGraceMs);
-  if (leftBehind !== '') log.line(`${stamp(t0)} ! ended what the worker left running outside its process group: ${leftBehind}`);
-  clearTimeout(timeoutTimer);
-  clearTimeout(postResultTimer);
-  clearTimeout(pipeTimer);
-  req.signal?.removeEventListener('abort', onAbort);
-  req.stopIfIdle?.removeEventListener('abort', onStopIfIdle);
+  if (leftBehind !== '') log.line(`${clock.stamp()} ! ended what the worker left running outside its process group: ${leftBehind}`);
+  stopping.dispose();
+  recordProcessEnd(log, clock, exit, end);
+  return concludeAttempt(attempt);
+}
 
-  if (result.exitCode !== undefined) exit.exitCode = result.exitCode;
-  if (result.signal !== undefined) exit.signal = result.signal;
-  if (result.spawnError !== undefined) {
-    exit.spawnError = result.spawnError;
-    log.line(`${stamp(t0)} ! could not start the worker: ${exit.spawnError.message}`);
-  } else {
-    log.line(`${stamp(t0)} worker exited${exit.exitCode !== undefined ? ` with code ${exit.exitCode}` : ''}${exit.signal ? ` by ${exit.signal}` : ''}`);
+/** The attempt's log, appended to (a resumed task's attempts share one file). */
+async function openAttemptLog(request: WorkerRequest): Promise<LogWriter> {
+  await mkdir(dirname(request.logPath), { recursive: true });
+  return new LogWriter(createWriteStream(request.logPath, { flags: 'a' }), request.logLimit ?? DEFAULT_LOG_LIMIT);
+}
+
+/** The log's head: which attempt, where, the command line (no login setting's value) and the start of its prompt. */
+function logAttemptStart(log: LogWriter, request: WorkerRequest, loggedArgs: readonly string[]): void {
+  const resumed = request.resume !== undefined ? ` · resumed (session ${request.resume})` : '';
+  log.line(`==== task ${request.taskIndex} · attempt ${request.attempt}${resumed} · ${new Date().toISOString()} ====`);
+  log.line(`$ cd ${shellQuote(request.cwd)}`);
+  log.line(`$ ${[request.claudeBin, ...loggedArgs].map(shellQuote).join(' ')} < prompt (${Buffer.byteLength(request.prompt)} bytes)`);
+  log.line('---- prompt ----');
+  const prompt = clipHead(request.prompt, PROMPT_LOG_CHARS, `\n… [${request.prompt.length - PROMPT_LOG_CHARS} more chars]`);
+  for (const line of prompt.split('\n')) log.line(formatRawLineForLog(line));
+  log.line('---- worker ----');
+}
+
+/** How its process ended, into what the outcome is classified from, and said in the log. */
+function recordProcessEnd(log: LogWriter, clock: AttemptClock, exit: ExitInfo, end: WorkerProcessEnd): void {
+  if (end.exitCode !== undefined) exit.exitCode = end.exitCode;
+  if (end.signal !== undefined) exit.signal = end.signal;
+  if (end.spawnError !== undefined) {
+    exit.spawnError = end.spawnError;
+    log.line(`${clock.stamp()} ! could not start the worker: ${exit.spawnError.message}`);
+    return;
   }
-  return finish();
+  log.line(`${clock.stamp()} worker exited${exit.exitCode !== undefined ? ` with code ${exit.exitCode}` : ''}${exit.signal ? ` by ${exit.signal}` : ''}`);
+}
+
+/** An attempt whose worker has ended (or never started), as its outcome is made from it. */
+interface EndedAttempt {
+  request: WorkerRequest;
+  place: WorkerPlace;
+  log: LogWriter;
+  parser: StreamJsonParser;
+  clock: AttemptClock;
+  exit: ExitInfo;
+  ownTmp: OwnTmp | undefined;
+}
+
+/** Its outcome, classified from what it printed and how it ended; the log closed with it, its own TMPDIR removed. */
+async function concludeAttempt({ request, place, log, parser, clock, exit, ownTmp }: EndedAttempt): Promise<WorkerRun> {
+  exit.endedAt = Date.now();
+  const classified = parser.classify(exit);
+  const durationMs = Math.round(clock.elapsedMs());
+  const outcome = classified.outcome;
+  const summary =
+    outcome.kind === 'reported'
+      ? `reported ${outcome.statusLine ? `${outcome.statusLine.status}: ${outcome.statusLine.text}` : '(no status line)'}`
+      : `failed: ${describeWorkerFailure(outcome.failure)}`;
+  log.line(`==== outcome: ${oneLine(summary, 1000)} · ${formatSeconds(durationMs)} ====`);
+  await log.close();
+  if (ownTmp) await ownTmp.remove();
+  // A denied write names a path in the worktree: said as a repository path, for the task's record.
+  const roots = [...new Set([request.cwd, await place.realCwd(request.cwd).catch(() => request.cwd)])];
+  const run: WorkerRun = {
+    usage: classified.usage,
+    durationMs,
+    permissionDenials: withDeniedPaths(classified.permissionDenials, roots),
+    logPath: request.logPath,
+    outcome,
+  };
+  if (classified.sessionId) run.sessionId = classified.sessionId;
+  if (classified.progressed) run.progressed = true;
+  const waitedMs = Math.round(clock.waitedMs(performance.now()));
+  if (waitedMs > 0) run.waitedMs = waitedMs;
+  return run;
 }
