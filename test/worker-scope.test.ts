@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readLoginSettings, userSettingsPath } from '../src/adapters/claude-settings.ts';
 import { StreamJsonParser } from '../src/adapters/stream-json.ts';
 import { formatEventForLog } from '../src/adapters/stream-log.ts';
-import { buildWorkerArgs, runWorker, type WorkerRequest } from '../src/adapters/worker.ts';
+import { runWorker } from '../src/adapters/worker.ts';
+import { buildWorkerArgs, type WorkerRequest } from '../src/adapters/worker-request.ts';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const FAKE = join(ROOT, 'test/fixtures/fake-worker.mjs');

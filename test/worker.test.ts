@@ -7,7 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkerFailure, WorkerRun } from '../src/core/worker-run.ts';
-import { buildWorkerArgs, runWorker, type WorkerRequest } from '../src/adapters/worker.ts';
+import { runWorker } from '../src/adapters/worker.ts';
+import { buildWorkerArgs, type WorkerRequest } from '../src/adapters/worker-request.ts';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const FAKE = join(ROOT, 'test/fixtures/fake-worker.mjs');

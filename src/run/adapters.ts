@@ -12,7 +12,7 @@ import type { Git } from '../adapters/git/repository.ts';
 import { type KilledOrphan, ProcessRegistry, killOrphans, recorded, registryPathFor } from '../adapters/orphans.ts';
 import { type Journal, journalPathFor, openJournal, readJournal } from '../adapters/journal.ts';
 import { PlanKeeper } from '../adapters/plan-file.ts';
-import type { WorkerRequest } from '../adapters/worker.ts';
+import type { WorkerRequest } from '../adapters/worker-request.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { Result } from '../core/failure.ts';
 import type { WorkerRun } from '../core/worker-run.ts';

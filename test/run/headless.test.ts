@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Git } from '../../src/adapters/git/repository.ts';
 import { PlanKeeper, serializePlan } from '../../src/adapters/plan-file.ts';
-import type { WorkerRequest } from '../../src/adapters/worker.ts';
+import type { WorkerRequest } from '../../src/adapters/worker-request.ts';
 import type { RunEventBody } from '../../src/core/events.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { type RunAdapters, realRunAdapters } from '../../src/run/adapters.ts';

@@ -2,7 +2,7 @@
 // `worktree.symlinkDirectories` links Claude Code's settings name, the setup command's inputs and
 // how its failure is told.
 
-import { copyFile, lstat, mkdir, readFile, readlink, symlink } from 'node:fs/promises';
+import { copyFile, lstat, mkdir, readFile, readlink, realpath, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { assertNever } from '../../core/failure.ts';
 import { type GitFailure, describeGitFailure } from '../../core/git-text.ts';
@@ -121,4 +121,31 @@ export async function symlinkDirectoriesOf(repo: string): Promise<string[]> {
     found = [...new Set(list.flatMap((entry) => (typeof entry === 'string' ? (repoPathOrNull(entry)?.replace(/\/$/, '') ?? []) : [])))];
   }
   return found;
+}
+
+/**
+ * Makes each of `entries` (`symlinkDirectories`) in the slot at `dir` a link to the person's
+ * `<repo>/<entry>` when that is a directory there and nothing is at the entry in the slot.
+ * Returns the entries that are such links now (made here or before).
+ */
+export async function linkSymlinkDirectories(repo: string, dir: string, entries: readonly string[]): Promise<string[]> {
+  const linked: string[] = [];
+  const top = await realpath(dir);
+  for (const entry of entries) {
+    const source = path.join(repo, entry);
+    const target = path.join(dir, entry);
+    const present = await lstat(target).catch(() => null);
+    if (present !== null) {
+      if (present.isSymbolicLink() && (await readlink(target).catch(() => null)) === source) linked.push(entry);
+      continue;
+    }
+    if ((await stat(source).catch(() => null))?.isDirectory() !== true) continue;
+    await mkdir(path.dirname(target), { recursive: true });
+    // Never through a link the checkout holds: the link goes inside the slot or nowhere.
+    const parent = await realpath(path.dirname(target));
+    if (parent !== top && !parent.startsWith(`${top}${path.sep}`)) continue;
+    await symlink(source, target, 'dir');
+    linked.push(entry);
+  }
+  return linked;
 }

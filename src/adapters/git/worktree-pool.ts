@@ -34,35 +34,37 @@
 // directory `openPool` removes, never a slot that looks whole. Reset and clean work in the slot's
 // own index and HEAD. The person's working tree, index and branch are never touched: from their
 // tree only `.worktreeinclude` files and `.claude/settings*.json` are read.
+//
+// Beside it, a file each: the pool's folders and slot records (pool-slots.ts), provisioning's
+// copies and links (provisioning.ts), the setup command in a slot (setup-command.ts), finding the
+// commit a slot is reset to (commit-lookup.ts), and a checkout for one use (one-use-checkout.ts).
 
 import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, readFile, readdir, readlink, realpath, rename, rm, stat, symlink } from 'node:fs/promises';
+import { mkdir, readFile, readdir, realpath, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { type Result, err, ok } from '../../core/failure.ts';
-import { clipTail } from '../../core/format.ts';
-import { NO_HOOKS, failureOf, isObjectId, parseStatus, splitNul } from '../../core/git-text.ts';
-import { coveredBy } from '../../core/paths.ts';
-import { commitOf } from './refs.ts';
+import { NO_HOOKS, failureOf } from '../../core/git-text.ts';
+import { writeFileAtomic } from '../atomic-file.ts';
+import { CommitLookup } from './commit-lookup.ts';
+import {
+  RECORD_NAME,
+  SLOT_NAME,
+  type SlotRecord,
+  allPresent,
+  copyExcludes,
+  destroySlot,
+  excludePattern,
+  isSlotClone,
+  parseRecord,
+  poolDir,
+  recordPath,
+  removePoolAt,
+  repoPathOrNull,
+} from './pool-slots.ts';
+import { DEFAULT_SETUP_INPUTS, type ProvisionFailure, copyIncluded, linkSymlinkDirectories } from './provisioning.ts';
 import { Git } from './repository.ts';
 import { runGit, runGitSteps } from './runner.ts';
-import { writeFileAtomic } from '../atomic-file.ts';
-import { DEFAULT_SETUP_INPUTS, SETUP_OUTPUT_TAIL, type SetupRun, type ProvisionFailure, copyIncluded } from './provisioning.ts';
-import {
-  sha256,
-  poolDir,
-  type SlotRecord,
-  SLOT_NAME,
-  RECORD_NAME,
-  recordPath,
-  repoPathOrNull,
-  excludePattern,
-  allPresent,
-  parseRecord,
-  copyExcludes,
-  isSlotClone,
-  destroySlot,
-  removePoolAt,
-} from './pool-slots.ts';
+import { type RunSetup, runSetupCommand, setupInputsFingerprint } from './setup-command.ts';
 
 export interface PoolOptions {
   /** The person's repository top (real path). */
@@ -77,7 +79,7 @@ export interface PoolOptions {
   /** From `symlinkDirectoriesOf(repo)`. */
   symlinkDirectories?: readonly string[];
   /** Runs the setup command in `dir` (the caller sandboxes it, records its process, applies the timeout). */
-  runSetup(dir: string, command: string, signal?: AbortSignal): Promise<SetupRun>;
+  runSetup: RunSetup;
 }
 
 export interface Slot {
@@ -155,10 +157,8 @@ export async function openPool(options: PoolOptions): Promise<WorktreePool> {
 export class WorktreePool {
   private readonly states = new Map<number, SlotState>();
   private removed = false;
-  /** Commits already found to exist: a commit stays, so each is asked about once (attempts share the integration tip). */
-  private readonly knownCommits = new Set<string>();
-  /** Lookups of full ids under way. */
-  private readonly lookups = new Map<string, Promise<Result<string, ProvisionFailure>>>();
+  /** Each commit a slot is reset to is asked of git once (attempts share the integration tip). */
+  private readonly commits: CommitLookup;
   private readonly person: Git;
   private readonly setupCommand: string | null;
   private readonly setupInputs: string[];
@@ -170,6 +170,7 @@ export class WorktreePool {
     readonly dir: string,
   ) {
     this.person = new Git(options.repo);
+    this.commits = new CommitLookup(options.repo);
     this.setupCommand = options.setupCommand !== undefined && options.setupCommand.trim() !== '' ? options.setupCommand : null;
     this.setupInputs = (options.setupInputs ?? DEFAULT_SETUP_INPUTS).flatMap((entry) => repoPathOrNull(entry) ?? []);
     this.symlinkDirectories = [...new Set((options.symlinkDirectories ?? []).flatMap((entry) => repoPathOrNull(entry)?.replace(/\/$/, '') ?? []))];
@@ -241,7 +242,7 @@ export class WorktreePool {
   }
 
   private async prepare(state: SlotState, target: string, signal: AbortSignal | undefined): Promise<Result<Slot, ProvisionFailure>> {
-    const commit = await this.resolve(target);
+    const commit = await this.commits.resolve(target);
     if (!commit.ok) return commit;
     const fingerprint = await this.fingerprint(commit.value);
     if (!fingerprint.ok) return fingerprint;
@@ -277,48 +278,13 @@ export class WorktreePool {
 
   /** A commit the caller made itself (an integration): no need to ask git whether it exists. */
   remember(commit: string): void {
-    if (isObjectId(commit)) this.knownCommits.add(commit);
+    this.commits.remember(commit);
   }
 
-  /**
-   * The full hash of `target`, checked to be a commit before any slot is touched (a failed reset
-   * would remake the slot). Slots acquired at once for the same full id share one lookup.
-   */
-  private resolve(target: string): Promise<Result<string, ProvisionFailure>> {
-    if (this.knownCommits.has(target)) return Promise.resolve(ok(target));
-    if (!isObjectId(target)) return this.lookUp(target);
-    let pending = this.lookups.get(target);
-    if (pending === undefined) {
-      pending = this.lookUp(target).finally(() => this.lookups.delete(target));
-      this.lookups.set(target, pending);
-    }
-    return pending;
-  }
-
-  private async lookUp(target: string): Promise<Result<string, ProvisionFailure>> {
-    const found = await commitOf(this.options.repo, target);
-    if (!found.ok) return err({ kind: 'git-failed', doing: `find the commit ${target}`, failure: failureOf(found.error) });
-    const commit = found.value;
-    // Only a full id is remembered as itself: a name (HEAD, a branch) may move.
-    if (commit === target) this.knownCommits.add(commit);
-    return ok(commit);
-  }
-
-  /** The setup inputs' blob ids at `commit`, hashed (one `git ls-tree`); null without a setup command. */
-  private async fingerprint(commit: string): Promise<Result<string | null, ProvisionFailure>> {
-    if (this.setupCommand === null) return ok(null);
-    if (this.setupInputs.length === 0) return ok(sha256(''));
-    const specs = this.setupInputs.map((entry) => entry.replace(/\/$/, ''));
-    const listed = await runGit(['--literal-pathspecs', 'ls-tree', '-r', '-z', '--full-tree', commit, '--', ...specs], { cwd: this.options.repo });
-    if (!listed.ok) return err({ kind: 'git-failed', doing: `read the setup inputs at ${commit.slice(0, 12)}`, failure: failureOf(listed.error) });
-    return ok(
-      sha256(
-        splitNul(listed.value)
-          .filter((line) => coveredBy(line.slice(line.indexOf('\t') + 1), this.setupInputs))
-          .sort()
-          .join('\n'),
-      ),
-    );
+  /** The setup inputs' fingerprint at `commit`; null without a setup command. */
+  private fingerprint(commit: string): Promise<Result<string | null, ProvisionFailure>> {
+    if (this.setupCommand === null) return Promise.resolve(ok(null));
+    return setupInputsFingerprint(this.options.repo, commit, this.setupInputs);
   }
 
   /**
@@ -376,7 +342,7 @@ export class WorktreePool {
   /** A provisioned slot reused: `.worktreeinclude` copies back to their original content, missing links re-made. */
   private async refresh(state: SlotState, record: SlotRecord, commit: string): Promise<Result<Slot, ProvisionFailure>> {
     const included = await copyIncluded(this.person, this.options.repo, state.dir);
-    const linked = await this.link(state.dir);
+    const linked = await linkSymlinkDirectories(this.options.repo, state.dir, this.symlinkDirectories);
     const kept = [...new Set([...record.kept, ...included, ...linked])].sort();
     if (kept.length !== record.kept.length) {
       state.record = { ...record, kept };
@@ -400,78 +366,17 @@ export class WorktreePool {
   ): Promise<Result<Slot, ProvisionFailure>> {
     await this.forget(state);
     const included = await copyIncluded(this.person, this.options.repo, state.dir);
-    const linked = await this.link(state.dir);
+    const linked = await linkSymlinkDirectories(this.options.repo, state.dir, this.symlinkDirectories);
     const ours = [...included, ...linked];
     let made: string[] = [];
     if (this.setupCommand !== null) {
-      const run = await this.options.runSetup(state.dir, this.setupCommand, signal);
-      if (signal?.aborted) return err({ kind: 'interrupted' });
-      if (run.exitCode !== 0 || run.timedOut) {
-        return err({
-          kind: 'setup-failed',
-          command: this.setupCommand,
-          exitCode: run.exitCode,
-          timedOut: run.timedOut,
-          ...(run.timeLimit ? { timeLimit: run.timeLimit } : {}),
-          output: clipTail(run.output, SETUP_OUTPUT_TAIL),
-          ...(run.note !== undefined ? { note: run.note } : {}),
-        });
-      }
-      const changed = await runGit(['--no-optional-locks', 'status', '--porcelain=v1', '-z', '-uno', '--no-renames'], { cwd: state.dir });
-      if (!changed.ok) return err({ kind: 'git-failed', doing: `check what the setup changed in ${state.dir}`, failure: failureOf(changed.error) });
-      const paths = parseStatus(changed.value).map((entry) => entry.path);
-      if (paths.length > 0) return err({ kind: 'setup-changed-files', command: this.setupCommand, paths: [...new Set(paths)].sort() });
-      const untracked = await this.untracked(state.dir, ours);
-      if (!untracked.ok) return untracked;
-      made = untracked.value;
+      const setup = await runSetupCommand(this.options.runSetup, state.dir, this.setupCommand, ours, signal);
+      if (!setup.ok) return setup;
+      made = setup.value;
     }
     const kept = [...new Set([...ours, ...made])].sort();
     state.record = { commit, setupCommand: this.setupCommand, setupInputs: fingerprint, made: made.filter((entry) => !ours.includes(entry)).sort(), kept };
     await writeFileAtomic(recordPath(this.dir, state.index), `${JSON.stringify(state.record, null, 2)}\n`);
     return ok({ index: state.index, dir: state.dir, commit, kept, included });
-  }
-
-  /**
-   * What git does not track in `dir` after the setup ran, as git lists it (`--directory`: a
-   * wholly untracked directory once, as `dir/`). A directory listed only because it holds one of
-   * `ours` (a `.worktreeinclude` copy, a link) is listed file by file instead, so that keeping
-   * what the setup made there does not keep the whole directory.
-   */
-  private async untracked(dir: string, ours: readonly string[]): Promise<Result<string[], ProvisionFailure>> {
-    const listed = await runGit(['ls-files', '-z', '--others', '--directory'], { cwd: dir });
-    if (!listed.ok) return err({ kind: 'git-failed', doing: `list the files the setup made in ${dir}`, failure: failureOf(listed.error) });
-    const entries = splitNul(listed.value);
-    const holding = entries.filter((entry) => entry.endsWith('/') && ours.some((file) => coveredBy(file, [entry])));
-    if (holding.length === 0) return ok(entries);
-    const expanded = await runGit(['--literal-pathspecs', 'ls-files', '-z', '--others', '--', ...holding], { cwd: dir });
-    if (!expanded.ok) return err({ kind: 'git-failed', doing: `list the files the setup made in ${dir}`, failure: failureOf(expanded.error) });
-    return ok([...entries.filter((entry) => !holding.includes(entry)), ...splitNul(expanded.value)]);
-  }
-
-  /**
-   * Makes each `symlinkDirectories` entry a link to the person's `<repo>/<entry>` when that is a
-   * directory there and nothing is at the entry in the slot. Returns the entries that are such
-   * links now (made here or before).
-   */
-  private async link(dir: string): Promise<string[]> {
-    const linked: string[] = [];
-    const top = await realpath(dir);
-    for (const entry of this.symlinkDirectories) {
-      const source = path.join(this.options.repo, entry);
-      const target = path.join(dir, entry);
-      const present = await lstat(target).catch(() => null);
-      if (present !== null) {
-        if (present.isSymbolicLink() && (await readlink(target).catch(() => null)) === source) linked.push(entry);
-        continue;
-      }
-      if ((await stat(source).catch(() => null))?.isDirectory() !== true) continue;
-      await mkdir(path.dirname(target), { recursive: true });
-      // Never through a link the checkout holds: the link goes inside the slot or nowhere.
-      const parent = await realpath(path.dirname(target));
-      if (parent !== top && !parent.startsWith(`${top}${path.sep}`)) continue;
-      await symlink(source, target, 'dir');
-      linked.push(entry);
-    }
-    return linked;
   }
 }

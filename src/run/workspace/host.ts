@@ -21,7 +21,7 @@ import { heldBy } from '../../adapters/git/set-aside.ts';
 import type { HostChannel, RequestError } from '../../adapters/host/channel.ts';
 import { fetchCommit, sendCommit } from '../../adapters/host/objects.ts';
 import type { HostFault } from '../../adapters/host/transport.ts';
-import type { WorkerPlace, WorkerProcess, WorkerProcessEnd } from '../../adapters/worker.ts';
+import type { WorkerPlace, WorkerProcess, WorkerProcessEnd } from '../../adapters/worker-place.ts';
 import { type Result, err, ok } from '../../core/failure.ts';
 import type { WorkerRun } from '../../core/worker-run.ts';
 import type { Verification } from '../../core/finalize.ts';

@@ -4,7 +4,7 @@
 // nothing outside an implementation reads its files. The local implementation (local.ts) is a slot
 // of the plan's worktree pool, or, in a session, the worktree Claude Code made for a subagent.
 
-import type { WorkerRequest } from '../../adapters/worker.ts';
+import type { WorkerRequest } from '../../adapters/worker-request.ts';
 import type { ShellResult } from '../../adapters/checks.ts';
 import type { ProcessRole } from '../../adapters/orphans.ts';
 import type { Result } from '../../core/failure.ts';
