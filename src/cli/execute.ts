@@ -47,24 +47,12 @@ const runSandboxUse = (plan: Plan, settings: Settings, decision: SandboxDecision
 async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io): Promise<ExitCode> {
   const gitProcessesBefore = gitProcessCount();
   const settings = settingsFrom(values, numbers, io);
-  const hosts = await hostsOf(values, numbers.concurrency, io);
-  if (hosts !== null) {
-    settings.hosts = hosts.hosts;
-    settings.concurrency = hosts.concurrency;
-  }
-  // As git finds its repository: the one holding --repo DIR (or the current folder), worked in at
-  // its top, and the plan found from DIR up to that top (`--plan FILE` is relative to DIR).
-  const top = await repositoryTop(settings.repo);
-  if (typeof values.plan !== 'string') settings.planPath = await findPlan(settings.repo, top);
-  if (top !== null) settings.repo = top;
+  useHosts(settings, await hostsOf(values, numbers.concurrency, io));
+  const top = await settleRepository(settings, typeof values.plan === 'string');
   const loaded = await loadPlanFile(settings.planPath);
   const plan = loaded.plan;
-  const testCommand = typeof plan.context?.testCommand === 'string' && plan.context.testCommand.trim() !== '' ? plan.context.testCommand : undefined;
-  const gateCommand = settings.gateFlags.off ? undefined : (settings.gateFlags.command ?? testCommand);
-  settings.gate = gateCommand === undefined ? null : { command: gateCommand, batchSize: settings.gateFlags.batchSize, timeoutMs: settings.gateFlags.timeoutMs };
-  const git = new Git(settings.repo);
-  if (top === null || !(await git.isRepo()))
-    throw new CliError(EXIT.invalid, [`${settings.repo} is not in a git repository (foreman commits each round; run \`git init\` first)`]);
+  settleGate(settings, plan);
+  const git = await openRepository(settings.repo, top);
   await checkWorkerRules(plan, settings);
   const { claudeBin, decision } = await readyToRun(plan, settings, io);
   // The run's sandbox line, as the run finds it: the dry run shows it as a setting.
@@ -74,44 +62,141 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   const lockNow = await readLock(settings.planPath);
   if (lockNow.state === 'live' || lockNow.state === 'foreign') throw lockedError(lockNow.holder);
   if (settings.dryRun) return dryRun(plan, settings, sandbox, git, io, sandboxed);
+  return runPlan({ plan, planText: loaded.text, settings, claudeBin, sandbox, sandboxed, git, gitProcessesBefore }, io);
+}
+
+/** The hosts and the concurrency they allow, once `--host`/`--hosts` are read and again once each host is checked. */
+function useHosts(settings: Settings, chosen: Pick<Settings, 'hosts' | 'concurrency'> | null): void {
+  if (chosen === null) return;
+  settings.hosts = chosen.hosts;
+  settings.concurrency = chosen.concurrency;
+}
+
+/**
+ * As git finds its repository: the one holding --repo DIR (or the current folder), worked in at
+ * its top, and the plan found from DIR up to that top (`--plan FILE`, `planGiven`, is relative to
+ * DIR). The top, or null when DIR is in no repository.
+ */
+async function settleRepository(settings: Settings, planGiven: boolean): Promise<string | null> {
+  const top = await repositoryTop(settings.repo);
+  if (!planGiven) settings.planPath = await findPlan(settings.repo, top);
+  if (top !== null) settings.repo = top;
+  return top;
+}
+
+/** The gate, once the plan is read: `--gate`'s command, else the plan's test command; none with `--no-gate`. */
+function settleGate(settings: Settings, plan: Plan): void {
+  const testCommand = typeof plan.context?.testCommand === 'string' && plan.context.testCommand.trim() !== '' ? plan.context.testCommand : undefined;
+  const gateCommand = settings.gateFlags.off ? undefined : (settings.gateFlags.command ?? testCommand);
+  settings.gate = gateCommand === undefined ? null : { command: gateCommand, batchSize: settings.gateFlags.batchSize, timeoutMs: settings.gateFlags.timeoutMs };
+}
+
+/** The repository the run works in; exit 2 when `repo` is in none (`top` null). */
+async function openRepository(repo: string, top: string | null): Promise<Git> {
+  const git = new Git(repo);
+  if (top === null || !(await git.isRepo()))
+    throw new CliError(EXIT.invalid, [`${repo} is not in a git repository (foreman commits each round; run \`git init\` first)`]);
+  return git;
+}
+
+/** What a run starts from once everything before it is checked. */
+interface CheckedRun {
+  plan: Plan;
+  /** The plan file's text, as read. */
+  planText: string;
+  settings: Settings;
+  /** The Claude Code CLI, as found. */
+  claudeBin: string;
+  sandbox: SandboxUse;
+  sandboxed: boolean;
+  git: Git;
+  /** Git processes run before this run: the run counts its own. */
+  gitProcessesBefore: number;
+}
+
+/** The run itself: its hosts reached, the lock taken, signals heard, its events reported; all let go at the end, however it ends. */
+async function runPlan(checked: CheckedRun, io: Io): Promise<ExitCode> {
+  const { plan, settings, sandbox, sandboxed } = checked;
   // Each ssh host reached and checked before anything starts; its channel kept for the run.
   const hostRun = await hostsChecked(settings, sandboxed, io, false);
-  if (hostRun !== null) {
-    settings.hosts = hostRun.hosts;
-    settings.concurrency = hostRun.concurrency;
-  }
-  const links = (hostRun?.checked ?? []).flatMap((checked) => (checked.leftOut === null ? [new HostLink(checked.host, checked.channel, io.env)] : []));
+  useHosts(settings, hostRun);
+  const links = (hostRun?.checked ?? []).flatMap((host) => (host.leftOut === null ? [new HostLink(host.host, host.channel, io.env)] : []));
   const closeLinks = () => Promise.all(links.map((link) => link.close()));
-
   const runId = newRunId();
   const lock = await acquireLock(settings.planPath, currentLockInfo('execute'));
   if (!lock.ok) {
     await closeLinks();
     throw lockedError(lock.error.holder);
   }
-  const adapters = realRunAdapters({ repo: settings.repo, planPath: settings.planPath, git, env: io.env }, runWorker, links);
-  // `plan …` where the person is would find another plan (or none): printed commands name this one, and its repository.
-  const nameThePlan = !(await samePath(await planPathFrom({}, io.cwd).catch(() => null), settings.planPath));
-  // Git takes paths relative to where it is typed: from anywhere but the top, printed git commands name the repository.
-  const nameTheRepo = !(await samePath(io.cwd, settings.repo));
-  const reporter = createReporter({
-    io,
-    json: settings.json,
-    runId,
-    journal: adapters.journal,
-    plan,
-    layout: runLayout({ plan: nameThePlan, repo: nameTheRepo }, settings),
-  });
+  const adapters = realRunAdapters({ repo: settings.repo, planPath: settings.planPath, git: checked.git, env: io.env }, runWorker, links);
+  const named = await namedInCommands(settings, io.cwd);
+  const reporter = createReporter({ io, json: settings.json, runId, journal: adapters.journal, plan, layout: runLayout(named, settings) });
   const emit = (event: RunEventBody) => reporter.emit(event);
-  if (lock.value.takenOver) {
-    emit({ type: 'notice', level: 'warning', message: describeTakeover(lock.value.takenOver) });
+  for (const message of startWarnings(lock.value.takenOver, hostRun?.leftOut ?? [], sandboxed, links)) emit({ type: 'notice', level: 'warning', message });
+  const signals = listenForSignals(emit, () => lock.value.release());
+  try {
+    const run = await runHeadless(
+      plan,
+      { ...settings, claudeBin: checked.claudeBin, noGate: settings.gateFlags.off },
+      {
+        planText: checked.planText,
+        env: io.env,
+        sandboxed,
+        // Said once, at the start: whether checks, the setup command, the gate and the workers run sandboxed, and with what network.
+        sandboxNotice: { type: 'notice', level: sandbox.unavailable === null ? 'info' : 'warning', message: describeSandboxUse(sandbox), sandbox },
+        interrupt: signals.interrupt,
+        drain: signals.drain,
+        emit,
+        record: (event) => reporter.record(event),
+        // The probe's first line is said at once, but not with --json: its stdout is events only.
+        say: settings.json ? null : (line) => io.out(line),
+        gitProcessesBefore: checked.gitProcessesBefore,
+        nameThePlan: named.plan,
+        nameTheRepo: named.repo,
+      },
+      adapters,
+    );
+    if (!run.ok) throw refusalError(run.error);
+    reporter.summary(run.value.plan, run.value.usage, run.value.next);
+    // The gate failed on the starting commit: the run was refused, as `plan setup` refuses it.
+    if (run.value.refusal !== null) throw new CliError(EXIT.invalid, run.value.refusal);
+    return run.value.finished.exitCode as ExitCode;
+  } finally {
+    await closeLinks();
+    await reporter.close();
+    await lock.value.release();
+    signals.stop();
   }
-  for (const message of hostRun?.leftOut ?? []) emit({ type: 'notice', level: 'warning', message });
-  if (sandboxed && links.length > 0) emit({ type: 'notice', level: 'warning', message: hostSandboxNotice(links.map((link) => link.host.name)) });
+}
 
+/** Whether the commands the run prints name the plan and the repository: only where, typed where the person is, they would miss them. */
+async function namedInCommands(settings: Settings, cwd: string): Promise<{ plan: boolean; repo: boolean }> {
+  // `plan …` where the person is would find another plan (or none): printed commands name this one, and its repository.
+  const plan = !(await samePath(await planPathFrom({}, cwd).catch(() => null), settings.planPath));
+  // Git takes paths relative to where it is typed: from anywhere but the top, printed git commands name the repository.
+  const repo = !(await samePath(cwd, settings.repo));
+  return { plan, repo };
+}
+
+/** The warnings a run starts with: a lock taken over, hosts left out, sandboxed work that runs unsandboxed on ssh hosts. */
+function startWarnings(takenOver: LockTakeover | undefined, leftOut: readonly string[], sandboxed: boolean, links: readonly HostLink[]): string[] {
+  return [
+    ...(takenOver ? [describeTakeover(takenOver)] : []),
+    ...leftOut,
+    ...(sandboxed && links.length > 0 ? [hostSandboxNotice(links.map((link) => link.host.name))] : []),
+  ];
+}
+
+/**
+ * SIGTERM (what `plan drain` sends) drains: nothing new starts, what runs finishes and lands.
+ * A second SIGTERM, or SIGINT / SIGHUP at any time, interrupts; one more exits at once. The
+ * handlers stay until `stop`: a second Ctrl-C while the run winds up still exits 130.
+ */
+function listenForSignals(
+  emit: (event: RunEventBody) => void,
+  releaseLock: () => Promise<unknown>,
+): { interrupt: AbortSignal; drain: AbortSignal; stop: () => void } {
   const controller = new AbortController();
-  // SIGTERM (what `plan drain` sends) drains: nothing new starts, what runs finishes and lands.
-  // A second SIGTERM, or SIGINT / SIGHUP at any time, interrupts; one more exits at once.
   const draining = new AbortController();
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
@@ -127,48 +212,17 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
     }
     // A second interrupt: no more waiting. Kill every worker group and leave; resume will clean up.
     killAllWorkers(0);
-    void lock.value.release().finally(() => process.exit(EXIT.interrupted));
+    void releaseLock().finally(() => process.exit(EXIT.interrupted));
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   process.on('SIGHUP', onSignal);
-
-  try {
-    const run = await runHeadless(
-      plan,
-      { ...settings, claudeBin, noGate: settings.gateFlags.off },
-      {
-        planText: loaded.text,
-        env: io.env,
-        sandboxed,
-        // Said once, at the start: whether checks, the setup command, the gate and the workers run sandboxed, and with what network.
-        sandboxNotice: { type: 'notice', level: sandbox.unavailable === null ? 'info' : 'warning', message: describeSandboxUse(sandbox), sandbox },
-        interrupt: controller.signal,
-        drain: draining.signal,
-        emit,
-        record: (event) => reporter.record(event),
-        // The probe's first line is said at once, but not with --json: its stdout is events only.
-        say: settings.json ? null : (line) => io.out(line),
-        gitProcessesBefore,
-        nameThePlan,
-        nameTheRepo,
-      },
-      adapters,
-    );
-    if (!run.ok) throw refusalError(run.error);
-    reporter.summary(run.value.plan, run.value.usage, run.value.next);
-    // The gate failed on the starting commit: the run was refused, as `plan setup` refuses it.
-    if (run.value.refusal !== null) throw new CliError(EXIT.invalid, run.value.refusal);
-    return run.value.finished.exitCode as ExitCode;
-  } finally {
-    // The handlers stay until the end: a second Ctrl-C while the run winds up still exits 130.
-    await closeLinks();
-    await reporter.close();
-    await lock.value.release();
+  const stop = () => {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     process.off('SIGHUP', onSignal);
-  }
+  };
+  return { interrupt: controller.signal, drain: draining.signal, stop };
 }
 
 /** The notice for a lock taken over from a run that is gone. */
