@@ -44,6 +44,7 @@ const samePath = async (one: string | null, other: string): Promise<boolean> =>
 const runSandboxUse = (plan: Plan, settings: Settings, decision: SandboxDecision): Promise<SandboxUse> =>
   sandboxUse(settings.sandbox, plan, sandboxedCommands(plan.context, { gate: settings.gate !== null, workers: true }), decision);
 
+/** The settings from the flags, the repository and the plan settled, what the run needs checked; then its dry run, or the run. */
 async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io): Promise<ExitCode> {
   const gitProcessesBefore = gitProcessCount();
   const settings = settingsFrom(values, numbers, io);

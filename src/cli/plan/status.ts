@@ -70,6 +70,7 @@ interface PlanStatus {
   isolation: IsolationStatus | null;
 }
 
+/** What status shows beside the plan, read once; plan refs git cannot read end it as a git failure (exit 4). */
 async function readStatus(path: string, plan: Plan, env: NodeJS.ProcessEnv): Promise<PlanStatus> {
   const now = Date.now();
   const lockStatus = await readLock(path);
