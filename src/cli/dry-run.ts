@@ -13,13 +13,22 @@ import { describeHosts } from '../core/hosts/listing.ts';
 import { computeOverlaps, overlapSets } from '../core/overlap.ts';
 import { type Plan, type Task, statusOf, taskAt } from '../core/plan.ts';
 import { openReview } from '../core/review.ts';
-import type { PlanWarning } from '../core/plan-lint.ts';
+import { type PlanWarning, lintPlan } from '../core/plan-lint.ts';
 import { type SandboxUse, describeSandboxUse } from '../core/sandbox-words.ts';
 import { projectedRounds } from '../core/schedule.ts';
 import { type WorkerPermissions, explicitPermissions, planPermissions } from '../core/scope.ts';
 import { poolDir, worktreesRoot } from '../adapters/git/pool-slots.ts';
 import { workerPersonDenies } from '../adapters/person-denies.ts';
 import { DEFAULTS, type RunSettings } from '../run/settings.ts';
+import type { Git } from '../adapters/git/repository.ts';
+import { uncommittedChangesNotice } from '../adapters/git/uncommitted.ts';
+import { newRunId } from '../adapters/journal.ts';
+import { refusalBeforeWork } from '../run/refusals.ts';
+import type { Io } from './command.ts';
+import { EXIT, type ExitCode } from './exit.ts';
+import type { Settings } from './execute-flags.ts';
+import { hostsChecked, setupProblemError } from './execute-checks.ts';
+import { checkResults, hostsListed } from './host-flags.ts';
 
 /** What the dry run reports of the settings (the run's, plus what only the command line sets). */
 export interface DryRunSettings extends RunSettings {
@@ -237,4 +246,38 @@ export function describeDryRun(events: readonly DryRunEventBody[], plan: Plan): 
   }
   lines.push('Nothing was started (--dry-run).');
   return lines;
+}
+
+/**
+ * `--dry-run`: what the run would do, as text or (--json) one event per line; nothing starts and
+ * nothing is written. It refuses what the run would refuse in its setup, with the same line and
+ * exit code (`refusalBeforeWork`, looking only), and warns of uncommitted changes as the run does.
+ */
+export async function dryRun(plan: Plan, settings: Settings, sandbox: SandboxUse, git: Git, io: Io, sandboxed: boolean): Promise<ExitCode> {
+  const refusal = await refusalBeforeWork(plan, { repo: settings.repo, git, look: true });
+  if (refusal.problem !== null) throw setupProblemError(refusal.problem);
+  const { committed } = refusal;
+  const uncommitted = await uncommittedChangesNotice(settings.repo, settings.planPath, git);
+  if (!uncommitted.ok) throw setupProblemError({ kind: 'git-failed', doing: 'list your uncommitted changes', failure: uncommitted.error });
+  const warnings = lintPlan(plan, committed).warnings;
+  // Each ssh host reached and checked, nothing written there: refused as the run would refuse with none left.
+  const checked = await hostsChecked(settings, sandboxed, io, true);
+  const { permissions, worktree } = await workerRulesShown(plan, settings.repo, settings.allowedTools, io.env);
+  const events = dryRunEvents(
+    plan,
+    { ...settings, sandboxUse: sandbox },
+    permissions,
+    worktree,
+    warnings,
+    uncommitted.value === null ? [] : [uncommitted.value],
+    settings.hosts === undefined ? [] : await hostsListed(settings.hosts, git, settings.repo, checkResults(checked?.checked ?? [])),
+  );
+  if (settings.json) {
+    // Its own id: nothing is journaled under it, it only ties the lines of this dry run together.
+    const envelope = { runId: newRunId(), at: new Date().toISOString() };
+    for (const event of events) io.out(JSON.stringify({ ...event, ...envelope }));
+  } else {
+    io.out(describeDryRun(events, plan).join('\n'));
+  }
+  return EXIT.ok;
 }

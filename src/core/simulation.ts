@@ -136,155 +136,218 @@ export function simulateRun(
   /** With hosts (`config.hosts`): host faults, each at its time (as the channel to a host would tell them). */
   hostFaults: ReadonlyArray<{ at: number; host: string; reason: string }> = [],
 ): SimulationTrace {
-  let state = initialState(plan, config, 0);
-  const queue: Array<{ at: number; order: number; event: EngineEvent }> = [];
-  let order = 0;
-  const post = (event: EngineEvent) => queue.push({ at: event.now, order: order++, event });
-  const intervals: SimulatedInterval[] = [];
-  const open = new Map<number, SimulatedInterval>();
-  const events: RunEventBody[] = [];
-  const gateRuns: SimulationTrace['gateRuns'] = [];
-  const integrated: number[] = [];
-  const stops: SimulationTrace['stops'] = [];
-  /** Each running worker's refusal, if it has one. */
-  const refusals = new Map<number, NonNullable<SimulatedAttempt['refused']>>();
+  const simulation = newSimulation();
+  const { queue } = simulation;
+  queue.post({ type: 'tick', now: 0 });
+  if (drainAt !== undefined) queue.post({ type: 'drain', now: drainAt });
+  for (const fault of hostFaults) queue.post(hostFaultEvent(fault.host, fault.reason, fault.at));
+  const carrier = simulatedCarrier(simulation, plan, attemptOf, gateOf);
+  const { state } = driveNow(initialState(plan, config, 0), simulatedInbox(queue, observe), carrier);
+  observe?.(state);
+  const { intervals, events, gateRuns, stops } = simulation;
+  return { state, intervals, makespan: queue.last ?? 0, events, gateRuns, stops };
+}
 
-  const run = (task: number, attempt: number, now: number, resumed: boolean, place: Place | undefined): EngineEvent[] => {
-    const behaviour = attemptOf(task, attempt);
-    const interval: SimulatedInterval = {
-      task,
-      attempt,
-      start: now,
-      end: now + behaviour.durationMs,
-      outcome: null,
-      ...(place !== undefined ? { place } : {}),
-    };
-    intervals.push(interval);
-    open.set(task, interval);
-    const refused = resumed ? undefined : behaviour.refused;
-    const limited = refused?.endsIt;
-    const worker: WorkerRun = {
-      usage: emptyUsage(),
-      durationMs: behaviour.durationMs,
-      permissionDenials: [],
-      logPath: '',
-      ...(refused?.served ? { progressed: true as const, sessionId: `session-${task}` } : {}),
-      outcome: limited
-        ? { kind: 'failed', failure: limitFailure(refused, true) }
-        : { kind: 'reported', resultText: `${behaviour.report}: attempt ${attempt}`, statusLine: { status: behaviour.report, text: `attempt ${attempt}` } },
-    };
-    const led: EngineEvent[] = [];
-    if (refused !== undefined) {
-      refusals.set(task, refused);
-      if (refused.served) led.push(workerServedEvent(task, now + Math.floor(refused.atMs / 2)));
-      const refusal: Refusal = refused.unreachable === true ? { kind: 'api-unreachable' } : { kind: 'rate-limit', delayMs: refused.delayMs };
-      led.push(workerRefusedEvent(task, refusal, refused.served, now + refused.atMs));
-    } else refusals.delete(task);
-    led.push(workerFinishedEvent(task, worker, interval.end));
-    return led;
-  };
+type WorkerFinishedEvent = Extract<EngineEvent, { type: 'worker-finished' }>;
+
+/** The events still to come, each at its simulated time. */
+class SimulatedQueue {
+  private readonly pending: Array<{ at: number; order: number; event: EngineEvent }> = [];
+  /** How many events were posted: of those at one time, the first posted comes first. */
+  private posted = 0;
+  /** The time of the last event taken: where simulated time stands (null before the first). */
+  last: number | null = null;
+
+  post(event: EngineEvent): void {
+    this.pending.push({ at: event.now, order: this.posted++, event });
+  }
+
+  hasTickAt(at: number): boolean {
+    return this.pending.some((queued) => queued.at === at && queued.event.type === 'tick');
+  }
+
+  /** Whether the next event moves time on: none is left at the time of the last one. */
+  movesOn(): boolean {
+    const last = this.last;
+    return last !== null && !this.pending.some((queued) => queued.at <= last);
+  }
+
+  /** The earliest event (of those at one time, the first posted), taken out; time moves to it. */
+  takeNext(): EngineEvent {
+    if (this.pending.length === 0) throw new Error('simulation: the engine is waiting, but nothing is left to happen');
+    let next = 0;
+    for (let k = 1; k < this.pending.length; k++) {
+      const a = this.pending[k]!;
+      const b = this.pending[next]!;
+      if (a.at < b.at || (a.at === b.at && a.order < b.order)) next = k;
+    }
+    const { at, event } = this.pending.splice(next, 1)[0]!;
+    this.last = at;
+    return event;
+  }
 
   /** The worker of `task` still to finish, taken out of the queue: it is ending now. */
-  const takeFinish = (task: number): Extract<EngineEvent, { type: 'worker-finished' }> | null => {
-    const pending = queue.findIndex((q) => q.event.type === 'worker-finished' && q.event.task === task);
-    return pending >= 0 ? (queue.splice(pending, 1)[0]!.event as Extract<EngineEvent, { type: 'worker-finished' }>) : null;
-  };
+  takeFinish(task: number): WorkerFinishedEvent | null {
+    const index = this.pending.findIndex((queued) => queued.event.type === 'worker-finished' && queued.event.task === task);
+    return index >= 0 ? (this.pending.splice(index, 1)[0]!.event as WorkerFinishedEvent) : null;
+  }
+}
 
-  // Every effect is carried out at the time of the event it answers; what it leads to is queued at its own time.
+/** What a simulated run keeps as it goes: its queue, and what the trace reports. */
+interface Simulation {
+  queue: SimulatedQueue;
+  intervals: SimulatedInterval[];
+  /** The interval of each worker still running, by task. */
+  open: Map<number, SimulatedInterval>;
+  events: RunEventBody[];
+  gateRuns: SimulationTrace['gateRuns'];
+  /** The tasks recorded so far, in order: what the gate stacks a segment on. */
+  integrated: number[];
+  stops: SimulationTrace['stops'];
+  /** Each running worker's refusal, if it has one. */
+  refusals: Map<number, NonNullable<SimulatedAttempt['refused']>>;
+}
+
+const newSimulation = (): Simulation => ({
+  queue: new SimulatedQueue(),
+  intervals: [],
+  open: new Map(),
+  events: [],
+  gateRuns: [],
+  integrated: [],
+  stops: [],
+  refusals: new Map(),
+});
+
+/** The queue in simulated time as the engine's inbox; `observe` sees the state each time time moves on. */
+function simulatedInbox(queue: SimulatedQueue, observe: ((state: EngineState) => void) | undefined): Inbox {
+  return {
+    post: (event) => queue.post(event),
+    next: (current) => {
+      if (observe && queue.movesOn()) observe(current);
+      return queue.takeNext();
+    },
+  };
+}
+
+/** Every effect is carried out at the time of the event it answers; what it leads to is queued at its own time. */
+function simulatedCarrier(
+  simulation: Simulation,
+  plan: Plan,
+  attemptOf: (task: number, attempt: number) => SimulatedAttempt,
+  gateOf: ((segment: readonly number[], integrated: readonly number[]) => SimulatedGate) | undefined,
+): EffectCarrier {
   const none: EngineEvent[] = [];
-  const carrier: EffectCarrier = {
-    startWorker: (effect, _state, answering) => run(effect.task, effect.attempt, answering.now, effect.resume !== undefined, effect.place),
+  return {
+    startWorker: (effect, _state, answering) =>
+      startSimulatedWorker(simulation, attemptOf(effect.task, effect.attempt), effect, answering.now, effect.resume !== undefined),
     verify: (effect, _state, answering) => [verifiedEvent(effect.task, ok(passingCheck(taskAt(plan.tasks, effect.task))), answering.now)],
     record: (effect, _state, answering) => {
-      integrated.push(...effect.integrate.map((item) => item.task));
+      simulation.integrated.push(...effect.integrate.map((item) => item.task));
       return [recordedEvent(effect.tasks, ok(`round-${effect.round}`), answering.now)];
     },
     gate: (effect, _state, answering) => {
       if (!gateOf) throw new Error('simulation: the config has a gate but no gateOf was given');
-      const now = answering.now;
-      const verdict = gateOf(effect.tasks, integrated);
-      gateRuns.push({ tasks: effect.tasks, start: now, end: now + verdict.durationMs, passed: verdict.passed });
-      return [
-        gatedEvent(
-          effect.tasks,
-          { passed: verdict.passed, output: verdict.passed ? '' : 'simulated failure', durationMs: verdict.durationMs },
-          now + verdict.durationMs,
-        ),
-      ];
+      return [runGate(simulation, gateOf(effect.tasks, simulation.integrated), effect.tasks, answering.now)];
     },
     // One tick per moment is enough: the engine asks again while the back-off lasts.
-    wake: (effect) => (queue.some((q) => q.event.type === 'tick' && q.at === effect.at) ? none : [{ type: 'tick', now: effect.at }]),
+    wake: (effect) => (simulation.queue.hasTickAt(effect.at) ? none : [{ type: 'tick', now: effect.at }]),
     emit: (effect) => {
-      events.push(effect.event);
-      if (effect.event.type === 'task-finished') {
-        const interval = open.get(effect.event.task);
-        if (interval) interval.outcome = effect.event.outcome;
-        open.delete(effect.event.task);
-      }
+      recordEmitted(simulation, effect.event);
       return none;
     },
-    cancelWorker: (effect, _state, answering) => {
-      // The worker stops now: its finish comes at once, as an interrupted run.
-      const now = answering.now;
-      const event = takeFinish(effect.task);
-      if (event === null) return none;
-      const interval = open.get(effect.task);
-      const ran = interval ? now - interval.start : 0;
-      if (interval) interval.end = now;
-      return [workerFinishedEvent(effect.task, { ...event.run, durationMs: ran, outcome: { kind: 'failed', failure: { reason: 'interrupted' } } }, now)];
-    },
-    stopWorker: (effect, _state, answering) => {
-      // Ended at once if it had been served nothing: its refusal is its outcome.
-      const now = answering.now;
-      const refused = refusals.get(effect.task);
-      stops.push({ task: effect.task, served: refused?.served === true });
-      if (refused?.served === true) return none;
-      const event = takeFinish(effect.task);
-      if (event === null) return none;
-      const interval = open.get(effect.task);
-      if (interval) interval.end = now;
-      return [
-        workerFinishedEvent(
-          effect.task,
-          {
-            ...event.run,
-            durationMs: interval ? now - interval.start : 0,
-            outcome: { kind: 'failed', failure: limitFailure(refused, false) },
-          },
-          now,
-        ),
-      ];
-    },
+    // The worker stops now: its finish comes at once, as an interrupted run.
+    cancelWorker: (effect, _state, answering) => endWorkerNow(simulation, effect.task, answering.now, { reason: 'interrupted' }),
+    stopWorker: (effect, _state, answering) => stopRefusedWorker(simulation, effect.task, answering.now),
     save: () => none,
     abortWorkers: () => none,
     releaseWorkspace: () => none,
     finish: () => none,
   };
+}
 
-  /** The queue in simulated time: the earliest event next (of those at one time, the first posted); `observe` sees the state each time time moves on. */
-  let last: number | null = null;
-  const inbox: Inbox = {
-    post,
-    next: (current) => {
-      if (observe && last !== null && !queue.some((q) => q.at <= last!)) observe(current);
-      if (queue.length === 0) throw new Error('simulation: the engine is waiting, but nothing is left to happen');
-      let next = 0;
-      for (let k = 1; k < queue.length; k++) {
-        const a = queue[k]!;
-        const b = queue[next]!;
-        if (a.at < b.at || (a.at === b.at && a.order < b.order)) next = k;
-      }
-      const { at, event } = queue.splice(next, 1)[0]!;
-      last = at;
-      return event;
-    },
+/**
+ * A worker starts at `now` and does what `behaviour` says: it is served and refused when its
+ * refusal says (a resumed worker is refused no more), and finishes when its duration is up.
+ */
+function startSimulatedWorker(
+  simulation: Simulation,
+  behaviour: SimulatedAttempt,
+  start: { task: number; attempt: number; place?: Place },
+  now: number,
+  resumed: boolean,
+): EngineEvent[] {
+  const { task, attempt, place } = start;
+  const interval: SimulatedInterval = {
+    task,
+    attempt,
+    start: now,
+    end: now + behaviour.durationMs,
+    outcome: null,
+    ...(place !== undefined ? { place } : {}),
   };
+  simulation.intervals.push(interval);
+  simulation.open.set(task, interval);
+  const refused = resumed ? undefined : behaviour.refused;
+  const led: EngineEvent[] = [];
+  if (refused !== undefined) {
+    simulation.refusals.set(task, refused);
+    if (refused.served) led.push(workerServedEvent(task, now + Math.floor(refused.atMs / 2)));
+    const refusal: Refusal = refused.unreachable === true ? { kind: 'api-unreachable' } : { kind: 'rate-limit', delayMs: refused.delayMs };
+    led.push(workerRefusedEvent(task, refusal, refused.served, now + refused.atMs));
+  } else simulation.refusals.delete(task);
+  led.push(workerFinishedEvent(task, simulatedWorkerRun(behaviour, task, attempt, refused), interval.end));
+  return led;
+}
 
-  post({ type: 'tick', now: 0 });
-  if (drainAt !== undefined) post({ type: 'drain', now: drainAt });
-  for (const fault of hostFaults) post(hostFaultEvent(fault.host, fault.reason, fault.at));
-  const driven = driveNow(state, inbox, carrier);
-  state = driven.state;
-  observe?.(state);
-  return { state, intervals, makespan: last ?? 0, events, gateRuns, stops };
+/** The worker's run as the adapter would report it: its report, or the refusal that ended it. */
+function simulatedWorkerRun(behaviour: SimulatedAttempt, task: number, attempt: number, refused: SimulatedAttempt['refused']): WorkerRun {
+  return {
+    usage: emptyUsage(),
+    durationMs: behaviour.durationMs,
+    permissionDenials: [],
+    logPath: '',
+    ...(refused?.served ? { progressed: true as const, sessionId: `session-${task}` } : {}),
+    outcome: refused?.endsIt
+      ? { kind: 'failed', failure: limitFailure(refused, true) }
+      : { kind: 'reported', resultText: `${behaviour.report}: attempt ${attempt}`, statusLine: { status: behaviour.report, text: `attempt ${attempt}` } },
+  };
+}
+
+/** The gate runs on `segment` from `now` for as long as `verdict` says, and gives its verdict then. */
+function runGate(simulation: Simulation, verdict: SimulatedGate, segment: number[], now: number): EngineEvent {
+  simulation.gateRuns.push({ tasks: segment, start: now, end: now + verdict.durationMs, passed: verdict.passed });
+  return gatedEvent(
+    segment,
+    { passed: verdict.passed, output: verdict.passed ? '' : 'simulated failure', durationMs: verdict.durationMs },
+    now + verdict.durationMs,
+  );
+}
+
+/** An event the run emitted, kept; a finished task's outcome goes on its interval. */
+function recordEmitted(simulation: Simulation, event: RunEventBody): void {
+  simulation.events.push(event);
+  if (event.type === 'task-finished') {
+    const interval = simulation.open.get(event.task);
+    if (interval) interval.outcome = event.outcome;
+    simulation.open.delete(event.task);
+  }
+}
+
+/** A worker the run stopped after a refusal: ended at once if it had been served nothing (its refusal is its outcome). */
+function stopRefusedWorker(simulation: Simulation, task: number, now: number): EngineEvent[] {
+  const refused = simulation.refusals.get(task);
+  simulation.stops.push({ task, served: refused?.served === true });
+  if (refused?.served === true) return [];
+  return endWorkerNow(simulation, task, now, limitFailure(refused, false));
+}
+
+/** The worker of `task`, if still running, ends at `now` with `failure`: its finish comes at once instead of when it was due. */
+function endWorkerNow(simulation: Simulation, task: number, now: number, failure: WorkerFailure): EngineEvent[] {
+  const event = simulation.queue.takeFinish(task);
+  if (event === null) return [];
+  const interval = simulation.open.get(task);
+  const ran = interval ? now - interval.start : 0;
+  if (interval) interval.end = now;
+  return [workerFinishedEvent(task, { ...event.run, durationMs: ran, outcome: { kind: 'failed', failure } }, now)];
 }
