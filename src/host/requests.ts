@@ -129,11 +129,11 @@ async function git(binary: string, args: readonly string[], cwd: string): Promis
 }
 
 /**
- * Removes the runs' folders under `<work dir>/<repository>/` (every repository's without one) that
- * no live process holds, each taken by its lock first so no run can open it meanwhile; this
- * process's own is kept.
+ * Removes the runs' folders under `<work dir>/<repository>/` (every repository's without one; only
+ * `plans`' with them) that no live process holds, each taken by its lock first so no run can open
+ * it meanwhile; this process's own is kept.
  */
-function clean(workDir: string, repository: string | undefined, own: RunFolder | null): HostReplies['clean'] {
+function clean(workDir: string, request: Extract<HostRequest, { op: 'clean' }>, own: RunFolder | null): HostReplies['clean'] {
   const list = (dir: string): string[] => {
     try {
       return readdirSync(dir, { withFileTypes: true })
@@ -144,8 +144,10 @@ function clean(workDir: string, repository: string | undefined, own: RunFolder |
     }
   };
   const answer: HostReplies['clean'] = { removed: [], held: [] };
+  const { repository, plans } = request;
   for (const repo of repository === undefined ? list(workDir) : [repository]) {
-    for (const plan of list(join(workDir, repo))) {
+    const present = list(join(workDir, repo));
+    for (const plan of plans === undefined ? present : plans.filter((name) => present.includes(name))) {
       const dir = join(workDir, repo, plan);
       if (dir === own?.dir || takeLock(join(dir, 'lock')) !== null) answer.held.push(`${repo}/${plan}`);
       else {
@@ -364,7 +366,7 @@ export function serve(workDir: string, outbox: Outbox, version: string, dryRun: 
       case 'clean':
         if (dryRun) return reply(id, err(refused('a dry run writes nothing on the host')));
         try {
-          return reply(id, ok(clean(workDir, request.repository, folder)));
+          return reply(id, ok(clean(workDir, request, folder)));
         } catch (caught) {
           return reply(id, err(fault(`could not clean the work dir: ${(caught as Error).message}`)));
         }

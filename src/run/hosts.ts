@@ -143,3 +143,27 @@ export class HostLink {
     await Promise.all(this.opened.map((channel) => channel.close()));
   }
 }
+
+/** What `plan clean` did on one ssh host: the plans' run folders removed and kept (a live run holds them), or why it could not. */
+export type HostCleaning = { host: SshHost; removed: string[]; held: string[] } | { host: SshHost; failed: string };
+
+/**
+ * `plan clean --host`: on each ssh host of `hosts`, at once, the run folders of `plans` (of the
+ * repository `repository` there) that no live process holds are removed. A host that cannot be
+ * reached, or fails the cleaning, is said so; the others are cleaned all the same.
+ */
+export function cleanOnHosts(hosts: readonly Host[], repository: string, plans: readonly string[], env: NodeJS.ProcessEnv): Promise<HostCleaning[]> {
+  return Promise.all(hosts.flatMap((host) => (host.kind === 'ssh' ? [cleanOnHost(host, repository, plans, env)] : [])));
+}
+
+async function cleanOnHost(host: SshHost, repository: string, plans: readonly string[], env: NodeJS.ProcessEnv): Promise<HostCleaning> {
+  const opened = await openChannel(sshTransport(sshTarget(host), env), { keep: true });
+  if (!opened.ok) return { host, failed: opened.error.message };
+  try {
+    const cleaned = await opened.value.request({ op: 'clean', repository, plans: [...plans] });
+    if (!cleaned.ok) return { host, failed: cleaned.error.kind === 'down' ? cleaned.error.fault.message : cleaned.error.message };
+    return { host, removed: cleaned.value.removed, held: cleaned.value.held };
+  } finally {
+    await opened.value.close();
+  }
+}
