@@ -7,7 +7,7 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, existsSync, linkSync, mkdirSync, readFileSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { isAbsolute, join, relative, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { processStartTime, sameProcessAlive, signalGroup, terminateGroup } from '../adapters/processes.ts';
 import { RUN_MARKER_VARIABLE, endMarked, runMarker } from '../adapters/process-markers.ts';
@@ -18,6 +18,7 @@ import { oneLine } from '../core/format.ts';
 import { HOST_PROTOCOL, isFolderName } from '../core/host-protocol.ts';
 import type { FromHost, HostError, HostEvent, HostReplies, HostRequest, ObjectFormat, ToHost } from '../core/host-protocol.ts';
 import { hostFindings } from './checks.ts';
+import { removeOldPrograms } from './program-folders.ts';
 
 /** How long a git command on the host may take. */
 const GIT_LIMIT_MS = 10 * 60_000;
@@ -159,6 +160,16 @@ function clean(workDir: string, request: Extract<HostRequest, { op: 'clean' }>, 
   return answer;
 }
 
+/** The other versions' program folders no live process uses, removed; what fails to go stays for a later run. */
+function tryRemoveOldPrograms(workDir: string, keptFile: string | undefined): void {
+  if (keptFile === undefined) return;
+  try {
+    removeOldPrograms(workDir, basename(dirname(keptFile)));
+  } catch {
+    // Housekeeping only.
+  }
+}
+
 /** Which of `commits` the run's repository has, as commits. */
 async function hasCommits(run: RunFolder, commits: readonly string[]): Promise<Result<HostReplies['has-commits'], HostError>> {
   const bad = commits.find((name) => !isObjectId(name));
@@ -196,7 +207,8 @@ function commandDir(folder: RunFolder, cwd: string): string | null {
   return isAbsolute(cwd) || inside.startsWith('..') || isAbsolute(inside) ? null : dir;
 }
 
-export function serve(workDir: string, outbox: Outbox, version: string, dryRun: boolean): Requests {
+/** `keptFile`: the program's file on the host (none in a dry run), whose version folder a run's start keeps while it removes the others no process uses. */
+export function serve(workDir: string, outbox: Outbox, version: string, dryRun: boolean, keptFile?: string): Requests {
   let folder: RunFolder | null = null;
   /** The git binary there, as hello names it. */
   let gitBinary = 'git';
@@ -361,6 +373,8 @@ export function serve(workDir: string, outbox: Outbox, version: string, dryRun: 
         if (folder !== null) return reply(id, err(refused(`this connection holds ${folder.dir} already`)));
         const opened = await openRun(gitBinary, workDir, request.repository, request.plan, request.objectFormat);
         if (opened.ok) folder = opened.value;
+        // A run starting here: the folders of other versions of this program that no live process uses go (housekeeping, never a failure).
+        if (opened.ok) tryRemoveOldPrograms(workDir, keptFile);
         return reply(id, opened.ok ? ok({ dir: opened.value.dir }) : opened);
       }
       case 'clean':

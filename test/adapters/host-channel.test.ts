@@ -134,6 +134,50 @@ describeSshd('a host channel on real sshd', () => {
     }
   });
 
+  test('a run starting on a host removes the program folders of other versions no live process uses; its own is marked in use while it runs', async () => {
+    const host = sshd.hosts[1]?.host as SshHost;
+    const programs = join(host.workDir, '.foreman');
+    const older = (version: string, marks: Record<string, string>): string => {
+      const folder = join(programs, version);
+      mkdirSync(join(folder, 'running'), { recursive: true });
+      writeFileSync(join(folder, 'host.mjs'), 'an older program\n');
+      for (const [name, text] of Object.entries(marks)) writeFileSync(join(folder, 'running', name), text);
+      return folder;
+    };
+    // A process of an older version still running (its bootstrap's empty mark), one whose process is gone, one never marked.
+    const sleeper = spawn('sleep', ['600'], { stdio: 'ignore' });
+    const used = older('0.0.1-aaaaaaaaaaaa', { [String(sleeper.pid)]: '' });
+    const gone = older('0.0.2-bbbbbbbbbbbb', { '999999999': '999999999 1\n' });
+    const unmarked = older('0.0.3-cccccccccccc', {});
+    try {
+      const channel = await open(host);
+      const ownMark = join(programs, program.version, 'running', String(channel.hello.pid));
+      try {
+        // Marked by the bootstrap and the program it became: its pid and start time.
+        expect(readFileSync(ownMark, 'utf8')).toMatch(new RegExp(`^${channel.hello.pid} \\S`));
+        // Opening nothing, a channel removes nothing (a dry run's, the checks').
+        expect(existsSync(gone)).toBe(true);
+        await openRun(channel, 'plan-versions');
+        expect([existsSync(used), existsSync(gone), existsSync(unmarked)]).toEqual([true, false, false]);
+        expect(readdirSync(programs).sort()).toEqual(['0.0.1-aaaaaaaaaaaa', program.version].sort());
+      } finally {
+        await channel.close();
+      }
+      await waitFor('the program to take its mark off when it ends', () => !existsSync(ownMark));
+      sleeper.kill('SIGKILL');
+      await waitFor('the older process to end', () => !alive(sleeper.pid as number));
+      const next = await open(host);
+      try {
+        await openRun(next, 'plan-versions');
+        expect(readdirSync(programs)).toEqual([program.version]);
+      } finally {
+        await next.close();
+      }
+    } finally {
+      sleeper.kill('SIGKILL');
+    }
+  });
+
   test('a command that cannot start is said so; a cancelled one is ended with what it started', async () => {
     const channel = await open(sshd.hosts[0]?.host as SshHost);
     try {
