@@ -6,30 +6,9 @@
 // host removes the other versions' folders no live process uses, so a foreman updated many times
 // leaves one folder per version in use.
 
-import { readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
-import { processStartTime, sameProcessAlive } from '../adapters/processes.ts';
-
-/** The text of a holder's file: its pid and start time, which tell it from a later process with the same pid. */
-export const holderText = (): string => `${process.pid} ${processStartTime(process.pid) ?? ''}\n`;
-
-/**
- * The live holder a holder's file names: its pid, or null when it is gone (or the file is). A file
- * with a pid and no start time (the bootstrap's, before the program filled it) counts while that
- * pid runs.
- */
-export function liveHolder(file: string): number | null {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch {
-    return null;
-  }
-  // The start time may hold spaces (`ps -o lstart` where there is no /proc).
-  const [pid = '', ...start] = text.trim().split(' ');
-  const holder = Number(pid === '' ? basename(file) : pid);
-  return Number.isSafeInteger(holder) && holder > 0 && sameProcessAlive(holder, start.join(' ')) === 'alive' ? holder : null;
-}
+import { readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { holderText, liveHolder } from './run-lock.ts';
 
 /** This program's mark on the folder its kept file is in (`keptFile`; none when it runs from memory), and how to take it off. */
 export function markProgramInUse(keptFile: string | undefined): () => void {

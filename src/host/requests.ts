@@ -6,10 +6,10 @@
 // with it, even what detached.
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, existsSync, linkSync, mkdirSync, readFileSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
-import { processStartTime, sameProcessAlive, signalGroup, terminateGroup } from '../adapters/processes.ts';
+import { signalGroup, terminateGroup } from '../adapters/processes.ts';
 import { RUN_MARKER_VARIABLE, endMarked, runMarker } from '../adapters/process-markers.ts';
 import { forkProcess } from '../adapters/spawner.ts';
 import { type Result, err, ok } from '../core/failure.ts';
@@ -19,6 +19,7 @@ import { HOST_PROTOCOL, isFolderName } from '../core/host-protocol.ts';
 import type { FromHost, HostError, HostEvent, HostReplies, HostRequest, ObjectFormat, ToHost } from '../core/host-protocol.ts';
 import { hostFindings } from './checks.ts';
 import { removeOldPrograms } from './program-folders.ts';
+import { takeRunLock } from './run-lock.ts';
 
 /** How long a git command on the host may take. */
 const GIT_LIMIT_MS = 10 * 60_000;
@@ -34,7 +35,7 @@ export interface Outbox {
 
 export interface Requests {
   take(message: Exclude<ToHost, { type: 'ping' }>): void;
-  /** Ends every command started, removes what is half made, lets go of the run's folder. */
+  /** Ends every command started and removes what is half made (the run's folder is let go as this process ends). */
   endAll(why: string): Promise<void>;
 }
 
@@ -51,50 +52,10 @@ interface RunFolder {
   dir: string;
   repository: string;
   tmp: string;
-  lock: string;
 }
 
 const refused = (message: string): HostError => ({ kind: 'refused', message });
 const fault = (message: string): HostError => ({ kind: 'fault', message });
-
-/** The lock file's text: the holder's pid and its start time, which tell it from a later process with the same pid. */
-const lockText = (): string => `${process.pid} ${processStartTime(process.pid) ?? ''}\n`;
-
-/** Whether a lock file's holder still runs. */
-function lockHeld(file: string): number | null {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch {
-    return null;
-  }
-  const [pid, start] = text.trim().split(' ');
-  return sameProcessAlive(Number(pid), start) === 'alive' ? Number(pid) : null;
-}
-
-/**
- * Takes the lock file `lock` for this process: made in one step (a hard link that fails when the
- * file is there), a dead holder's taken over. Null when taken; the live holder's pid when not.
- */
-function takeLock(lock: string): number | null {
-  const mine = `${lock}.${process.pid}`;
-  writeFileSync(mine, lockText(), { mode: 0o600 });
-  try {
-    for (;;) {
-      try {
-        linkSync(mine, lock);
-        return null;
-      } catch (caught) {
-        if ((caught as NodeJS.ErrnoException).code !== 'EEXIST') throw caught;
-      }
-      const holder = lockHeld(lock);
-      if (holder !== null) return holder;
-      rmSync(lock, { force: true });
-    }
-  } finally {
-    rmSync(mine, { force: true });
-  }
-}
 
 /** Takes the run's folder: made private, locked for this process (another live holder refuses), with its bare repository. */
 async function openRun(
@@ -105,10 +66,10 @@ async function openRun(
   objectFormat: ObjectFormat,
 ): Promise<Result<RunFolder, HostError>> {
   const dir = join(workDir, repository, plan);
-  const folder: RunFolder = { git: gitBinary, dir, repository: join(dir, 'repository.git'), tmp: join(dir, 'tmp'), lock: join(dir, 'lock') };
+  const folder: RunFolder = { git: gitBinary, dir, repository: join(dir, 'repository.git'), tmp: join(dir, 'tmp') };
   try {
     mkdirSync(folder.tmp, { recursive: true, mode: 0o700 });
-    const holder = takeLock(folder.lock);
+    const holder = takeRunLock(dir);
     if (holder !== null) return err(refused(`the run's folder ${dir} is held by another live run (process ${holder} there)`));
   } catch (caught) {
     return err(fault(`could not make the run's folder ${dir}: ${(caught as Error).message}`));
@@ -150,9 +111,12 @@ function clean(workDir: string, request: Extract<HostRequest, { op: 'clean' }>, 
     const present = list(join(workDir, repo));
     for (const plan of plans === undefined ? present : plans.filter((name) => present.includes(name))) {
       const dir = join(workDir, repo, plan);
-      if (dir === own?.dir || takeLock(join(dir, 'lock')) !== null) answer.held.push(`${repo}/${plan}`);
+      if (dir === own?.dir || takeRunLock(dir) !== null) answer.held.push(`${repo}/${plan}`);
       else {
-        rmSync(dir, { recursive: true, force: true });
+        // Moved aside in one step first: a run opening the folder meanwhile makes a new one rather than one half removed.
+        const aside = join(workDir, repo, `.removing-${plan}-${process.pid}`);
+        renameSync(dir, aside);
+        rmSync(aside, { recursive: true, force: true });
         answer.removed.push(`${repo}/${plan}`);
       }
     }
@@ -425,7 +389,6 @@ export function serve(workDir: string, outbox: Outbox, version: string, dryRun: 
       const ownTmp = join(workDir, '.t');
       for (const name of existsSync(ownTmp) ? readdirSync(ownTmp) : [])
         if (name.startsWith(`${process.pid.toString(36)}-`)) rmSync(join(ownTmp, name), { recursive: true, force: true });
-      if (folder !== null && lockHeld(folder.lock) === process.pid) unlinkSync(folder.lock);
     },
   };
 }

@@ -15,6 +15,7 @@ import { fetchCommit, sendCommit } from '../../src/adapters/host/objects.ts';
 import { type HostProgram, hostProgram } from '../../src/adapters/host/program.ts';
 import { type SshHost, sshTransport } from '../../src/adapters/host/ssh.ts';
 import { findMarked } from '../../src/adapters/process-markers.ts';
+import { runLockHolder } from '../../src/host/run-lock.ts';
 import { DEFAULT_MIN_FREE_BYTES, hostProblems } from '../../src/core/host-checks.ts';
 import { HOST_PROTOCOL, type HostEvent, type ToHost, messageLine } from '../../src/core/host-protocol.ts';
 import { tempGitRepo } from '../support/git-repo.ts';
@@ -109,15 +110,16 @@ describeSshd('a host channel on real sshd', () => {
         message: expect.stringContaining(`held by another live run (process ${first.hello.pid} there)`),
       });
       await openRun(second, 'plan-other');
+      expect(runLockHolder(dir)).toBe(first.hello.pid);
       await first.close();
-      await waitFor('the first run to let go of its folder', () => !existsSync(join(dir, 'lock')));
+      await waitFor('the first run to let go of its folder', () => runLockHolder(dir) === null);
       const third = await open(host);
       try {
         expect(await openRun(third, 'plan-shared')).toBe(dir);
         // A run's folder whose process is gone (its lock names a pid no process has) is cleaned; live ones stay.
         const stale = join(host.workDir, 'repo-1', 'plan-stale');
         mkdirSync(stale);
-        writeFileSync(join(stale, 'lock'), '999999999 1\n');
+        writeFileSync(join(stale, 'lock.1'), '999999999 1\n');
         const cleaned = await third.request({ op: 'clean' });
         if (!cleaned.ok) throw new Error(JSON.stringify(cleaned.error));
         expect({ removed: cleaned.value.removed, held: [...cleaned.value.held].sort() }).toEqual({
@@ -125,7 +127,7 @@ describeSshd('a host channel on real sshd', () => {
           held: ['repo-1/plan-other', 'repo-1/plan-shared'],
         });
         expect(existsSync(stale)).toBe(false);
-        expect(existsSync(join(dir, 'lock'))).toBe(true);
+        expect(runLockHolder(dir)).toBe(third.hello.pid);
       } finally {
         await third.close();
       }
@@ -485,12 +487,12 @@ describeSshd('a host channel on real sshd', () => {
       { onEvent: (event) => event.kind === 'started' && pids.push(event.pid) },
     );
     await waitFor('the command and what it started in a session of its own', () => findMarked('FOREMAN_TEST_MARK', mark).length >= 3);
-    expect(existsSync(join(dir, 'lock'))).toBe(true);
+    expect(runLockHolder(dir)).toBe(channel.hello.pid);
     process.kill(channel.pid as number, 'SIGKILL');
     await waitFor('the channel to go down', () => channel.down !== null);
     expect(channel.down?.reason).toBe('lost');
     await waitFor('nothing of the run left on the host', () => findMarked('FOREMAN_TEST_MARK', mark).length === 0 && !alive(channel.hello.pid));
-    expect(existsSync(join(dir, 'lock'))).toBe(false);
+    expect(runLockHolder(dir)).toBeNull();
   });
 
   test('foreman killed -9 leaves nothing of the run on the host: ssh’s input ends with it', async () => {
