@@ -28,7 +28,7 @@ import type { Command, Io, Numbers } from './command.ts';
 import { RANGES, parseNumber } from './numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, usageError } from './exit.ts';
 import { findPlan, loadPlanFile, planPathFrom, repositoryTop } from './load.ts';
-import { createReporter } from './reporter.ts';
+import { type Reporter, createReporter } from './reporter.ts';
 import { describeDryRun, dryRunEvents, workerRulesShown } from './dry-run.ts';
 import { describeSetupProblem, lockedLine } from './setup-problem.ts';
 import { type SetupProblem, refusalBeforeWork } from '../run/refusals.ts';
@@ -331,38 +331,44 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
     settings.concurrency = hostRun.concurrency;
   }
   const links = (hostRun?.checked ?? []).flatMap((checked) => (checked.leftOut === null ? [new HostLink(checked.host, checked.channel, io.env)] : []));
-  const closeLinks = () => Promise.all(links.map((link) => link.close()));
+  // Every channel opened for the run is closed however it ends: a refusal, an exception before the run starts, an interrupt.
+  try {
+    return await executeLocked(
+      { plan, planText: loaded.text, settings, git, claudeBin, sandbox, sandboxed, gitProcessesBefore, links, hostsLeftOut: hostRun?.leftOut ?? [] },
+      io,
+    );
+  } finally {
+    await Promise.all(links.map((link) => link.close()));
+  }
+}
 
+/** What `execute` found before it takes the plan's lock. */
+interface ReadyRun {
+  plan: Plan;
+  planText: string;
+  settings: Settings;
+  git: Git;
+  claudeBin: string;
+  sandbox: SandboxUse;
+  sandboxed: boolean;
+  gitProcessesBefore: number;
+  /** Each checked ssh host's link: closed before the lock is released, and by the caller whatever happens. */
+  links: HostLink[];
+  /** A line for each host the checks left out. */
+  hostsLeftOut: string[];
+}
+
+/** The run, holding the plan's lock from the moment it is taken: released, and the journal closed, however the run ends. */
+async function executeLocked(ready: ReadyRun, io: Io): Promise<ExitCode> {
+  const { plan, settings, git, claudeBin, sandbox, sandboxed, links } = ready;
   const runId = newRunId();
   const lock = await acquireLock(settings.planPath, currentLockInfo('execute'));
-  if (!lock.ok) {
-    await closeLinks();
-    throw lockedError(lock.error.holder);
-  }
-  const adapters = realRunAdapters({ repo: settings.repo, planPath: settings.planPath, git, env: io.env }, runWorker, links);
-  // `plan …` where the person is would find another plan (or none): printed commands name this one, and its repository.
-  const nameThePlan = !(await samePath(await planPathFrom({}, io.cwd).catch(() => null), settings.planPath));
-  // Git takes paths relative to where it is typed: from anywhere but the top, printed git commands name the repository.
-  const nameTheRepo = !(await samePath(io.cwd, settings.repo));
-  const reporter = createReporter({
-    io,
-    json: settings.json,
-    runId,
-    journal: adapters.journal,
-    plan,
-    layout: runLayout({ plan: nameThePlan, repo: nameTheRepo }, settings),
-  });
-  const emit = (event: RunEventBody) => reporter.emit(event);
-  if (lock.value.takenOver) {
-    emit({ type: 'notice', level: 'warning', message: describeTakeover(lock.value.takenOver) });
-  }
-  for (const message of hostRun?.leftOut ?? []) emit({ type: 'notice', level: 'warning', message });
-  if (sandboxed && links.length > 0) emit({ type: 'notice', level: 'warning', message: hostSandboxNotice(links.map((link) => link.host.name)) });
-
+  if (!lock.ok) throw lockedError(lock.error.holder);
   const controller = new AbortController();
   // SIGTERM (what `plan drain` sends) drains: nothing new starts, what runs finishes and lands.
   // A second SIGTERM, or SIGINT / SIGHUP at any time, interrupts; one more exits at once.
   const draining = new AbortController();
+  let reporter: Reporter | null = null;
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     if (signal === 'SIGTERM' && !draining.signal.aborted && signals === 0) {
@@ -371,7 +377,7 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
     }
     signals++;
     if (signals === 1) {
-      emit({ type: 'interrupted', signal });
+      reporter?.emit({ type: 'interrupted', signal });
       controller.abort();
       return;
     }
@@ -384,11 +390,32 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   process.on('SIGHUP', onSignal);
 
   try {
+    const adapters = realRunAdapters({ repo: settings.repo, planPath: settings.planPath, git, env: io.env }, runWorker, links);
+    // `plan …` where the person is would find another plan (or none): printed commands name this one, and its repository.
+    const nameThePlan = !(await samePath(await planPathFrom({}, io.cwd).catch(() => null), settings.planPath));
+    // Git takes paths relative to where it is typed: from anywhere but the top, printed git commands name the repository.
+    const nameTheRepo = !(await samePath(io.cwd, settings.repo));
+    const opened = createReporter({
+      io,
+      json: settings.json,
+      runId,
+      journal: adapters.journal,
+      plan,
+      layout: runLayout({ plan: nameThePlan, repo: nameTheRepo }, settings),
+    });
+    reporter = opened;
+    const emit = (event: RunEventBody) => opened.emit(event);
+    if (lock.value.takenOver) {
+      emit({ type: 'notice', level: 'warning', message: describeTakeover(lock.value.takenOver) });
+    }
+    for (const message of ready.hostsLeftOut) emit({ type: 'notice', level: 'warning', message });
+    if (sandboxed && links.length > 0) emit({ type: 'notice', level: 'warning', message: hostSandboxNotice(links.map((link) => link.host.name)) });
+
     const run = await runHeadless(
       plan,
       { ...settings, claudeBin, noGate: settings.gateFlags.off },
       {
-        planText: loaded.text,
+        planText: ready.planText,
         env: io.env,
         sandboxed,
         // Said once, at the start: whether checks, the setup command, the gate and the workers run sandboxed, and with what network.
@@ -396,24 +423,25 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
         interrupt: controller.signal,
         drain: draining.signal,
         emit,
-        record: (event) => reporter.record(event),
+        record: (event) => opened.record(event),
         // The probe's first line is said at once, but not with --json: its stdout is events only.
         say: settings.json ? null : (line) => io.out(line),
-        gitProcessesBefore,
+        gitProcessesBefore: ready.gitProcessesBefore,
         nameThePlan,
         nameTheRepo,
       },
       adapters,
     );
     if (!run.ok) throw refusalError(run.error);
-    reporter.summary(run.value.plan, run.value.usage, run.value.next);
+    opened.summary(run.value.plan, run.value.usage, run.value.next);
     // The gate failed on the starting commit: the run was refused, as `plan setup` refuses it.
     if (run.value.refusal !== null) throw new CliError(EXIT.invalid, run.value.refusal);
     return run.value.finished.exitCode as ExitCode;
   } finally {
     // The handlers stay until the end: a second Ctrl-C while the run winds up still exits 130.
-    await closeLinks();
-    await reporter.close();
+    // The hosts let go of the plan's folders there before the plan's lock here is released.
+    await Promise.all(links.map((link) => link.close()));
+    await reporter?.close();
     await lock.value.release();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

@@ -8,7 +8,7 @@
 import { type HostChannel, openChannel } from '../adapters/host/channel.ts';
 import { type SshHost as SshTarget, sshTransport } from '../adapters/host/ssh.ts';
 import type { HostFault } from '../adapters/host/transport.ts';
-import { type Result, ok } from '../core/failure.ts';
+import { type Result, err, ok } from '../core/failure.ts';
 import { type HostProblem, hostProblems } from '../core/host-checks.ts';
 import type { HostFindings, ObjectFormat } from '../core/host-protocol.ts';
 import type { HostCheckResult } from '../core/hosts/host-facts.ts';
@@ -130,16 +130,24 @@ export class HostLink {
     if (checked !== null) this.opened.push(checked);
   }
 
+  private closed = false;
+
   async connect(): Promise<Result<HostChannel, HostFault>> {
     const first = this.first;
     this.first = null;
     if (first !== null && first.down === null) return ok(first);
+    if (this.closed) return err({ reason: 'lost', message: `the channels to ${this.host.name} were closed: the run is ending` });
     const opened = await openChannel(sshTransport(sshTarget(this.host), this.env), { keep: true });
-    if (opened.ok) this.opened.push(opened.value);
+    if (!opened.ok) return opened;
+    this.opened.push(opened.value);
+    // Opened as the run ended: closed at once, not left behind.
+    if (this.closed) await this.close();
     return opened;
   }
 
+  /** Closes every channel opened so far, and any still opening; none opens after. */
   async close(): Promise<void> {
+    this.closed = true;
     await Promise.all(this.opened.map((channel) => channel.close()));
   }
 }

@@ -14,6 +14,7 @@ import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readLock } from '../../src/adapters/run-lock.ts';
 import { sandboxSupport } from '../../src/adapters/sandbox.ts';
 import type { Plan } from '../../src/core/plan.ts';
 import { repositoryId } from '../../src/run/workspace/host.ts';
@@ -335,6 +336,21 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
     } finally {
       await holder.close();
     }
+  });
+
+  it('a run that fails once its hosts are checked, before it starts, closes their channels and lets go of the plan', async () => {
+    const { repo, env } = await repoWith(makePlan([task('never', ['out/never.txt'])]));
+    // The journal cannot be opened (a folder where its file goes): the run throws as it says the host left out, before it starts.
+    await mkdir(join(repo.dir, '.design', 'events.jsonl'));
+    const r = await runExecute(
+      repo.dir,
+      ['--claude-bin', claudeBin, '--sandbox', 'off', '--host', hostUrl(0), '--host', 'ssh://127.0.0.1:1/srv/nowhere?name=gone'],
+      env,
+    );
+    expect(r.stderr).toContain('EISDIR');
+    expect(r.exitCode).toBe(70);
+    expect(childrenOf(process.pid, 'ssh', '-o', 'BatchMode=yes')).toEqual([]);
+    expect((await readLock(join(repo.dir, '.design', 'plan.json'))).state).toBe('free');
   });
 
   it('a worker that crashes on a host whose remote side lives is a crashed worker, not a host fault', async () => {
