@@ -202,7 +202,8 @@ class ChannelProcess {
       case 'ping':
         return;
       case 'ready':
-        return this.greet(message.protocol);
+        this.greet(message.protocol);
+        return;
       case 'event':
         this.pending.get(message.id)?.onEvent?.(message.event);
         return;
@@ -241,11 +242,13 @@ class ChannelProcess {
         this.child.stdin.write(this.program.bytes);
         return;
       }
-      if (said?.kind === 'no-node')
-        return this.goDown({
+      if (said?.kind === 'no-node') {
+        this.goDown({
           reason: 'no-node',
           message: `the node binary (${this.transport.node}) is not on the PATH of an ssh command on ${this.transport.name}: install Node.js 20 or later there, or name it with the URL's node= parameter`,
         });
+        return;
+      }
     }
     const read = truncated ? err(`a line longer than ${MAX_LINE_BYTES} bytes`) : readFromHost(line);
     if (read.ok) this.receive(read.value);
