@@ -36,7 +36,7 @@ import { uncommittedChangesNotice } from '../adapters/git/uncommitted.ts';
 import { gateCommandOf, gateOptions } from './gate-flags.ts';
 import { checkResults, checkedHosts, hostOptions, hostSandboxNotice, hostsListed, hostsOf } from './host-flags.ts';
 import { HostLink } from '../run/hosts.ts';
-import { objectFormatOf } from '../run/workspace/host.ts';
+import { objectFormatOf } from '../run/workspace/host-scripts.ts';
 
 export const PERMISSION_MODES = ['acceptEdits', 'auto', 'bypassPermissions', 'default', 'dontAsk', 'manual', 'plan'];
 

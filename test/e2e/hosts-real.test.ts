@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readLock } from '../../src/adapters/run-lock.ts';
 import { sandboxSupport } from '../../src/adapters/sandbox.ts';
 import type { Plan } from '../../src/core/plan.ts';
-import { repositoryId } from '../../src/run/workspace/host.ts';
+import { repositoryId } from '../../src/run/workspace/host-scripts.ts';
 import { openChannel } from '../../src/adapters/host/channel.ts';
 import { sshTransport } from '../../src/adapters/host/ssh.ts';
 import { executeScript, nodeArgsFor, runExecute, runPlanTool } from '../support/execute.ts';

@@ -21,7 +21,7 @@ import {
 } from '../../run/plan-landing.ts';
 import { cleanPlans, planIdsToClean } from '../../run/plan-clean.ts';
 import { cleanOnHosts } from '../../run/hosts.ts';
-import { repositoryId } from '../../run/workspace/host.ts';
+import { repositoryId } from '../../run/workspace/host-scripts.ts';
 import { cleanHostOptions, describeHostCleaning, hostCleaningJson, hostsOf } from '../host-flags.ts';
 import type { Command, Io } from '../command.ts';
 import { CliError, EXIT, type ExitCode, gitFailedError } from '../exit.ts';
