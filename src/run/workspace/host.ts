@@ -15,58 +15,21 @@ import { PassThrough } from 'node:stream';
 import { BoundedOutput, DEFAULT_MAX_OUTPUT_BYTES } from '../../adapters/checks.ts';
 import { captureCommit } from '../../adapters/git/capture.ts';
 import { includedFiles } from '../../adapters/git/included.ts';
-import type { Git } from '../../adapters/git/repository.ts';
 import { heldBy } from '../../adapters/git/set-aside.ts';
-import type { HostChannel, RequestError } from '../../adapters/host/channel.ts';
+import type { RequestError } from '../../adapters/host/channel.ts';
 import { fetchCommit, sendCommit } from '../../adapters/host/objects.ts';
-import type { HostFault } from '../../adapters/host/transport.ts';
 import type { WorkerPlace, WorkerProcess, WorkerProcessEnd } from '../../adapters/worker.ts';
 import { type Result, type WorkerRun, err, ok } from '../../core/failure.ts';
 import type { Verification } from '../../core/finalize.ts';
 import { clipTail, oneLine } from '../../core/format.ts';
 import type { GitFailure } from '../../core/git-text.ts';
-import type { CommandExit, HostEvent, ObjectFormat } from '../../core/host-protocol.ts';
-import type { SshHost } from '../../core/hosts/url.ts';
+import type { HostEvent } from '../../core/host-protocol.ts';
 import type { Plan } from '../../core/plan.ts';
 import type { CheckRun, CheckUse, WorkerJob, Workspace, WorkspaceRequest, Workspaces } from './index.ts';
-import { type LocalWorkspaces, permissionsFor, withTrackedDenials } from './local.ts';
+import { permissionsFor, withTrackedDenials } from './local.ts';
 import type { WorkPlace } from './verify.ts';
 import { hostGitEnv, MAKE_SLOT, SNAPSHOT, WRITE_FILE, WRITE_LINK, EXISTS, repositoryId } from './host-scripts.ts';
-
-/** What a host's workspaces work with. */
-export interface HostContext {
-  host: SshHost;
-  /** The host's channel: the one the checks opened first, then a new one after a fault. */
-  connect: () => Promise<Result<HostChannel, HostFault>>;
-  /** The run's local workspaces: the settings, the log and the ref for set-aside work (`verifyWork`). */
-  local: LocalWorkspaces;
-  repo: string;
-  git: Git;
-  planId: string;
-  plan: Plan;
-  objectFormat: ObjectFormat;
-  setupTimeoutMs: number;
-  /** Workers sandboxed (`--sandbox on`): Claude Code's sandbox on the host (bubblewrap there). */
-  sandbox: boolean;
-  /** A failure of the host's own: the engine marks it down and loses its attempts. */
-  onFault: (host: string, reason: string) => void;
-}
-
-/** The host's channel with the run's folder taken on it. */
-interface Connection {
-  channel: HostChannel;
-  /** The run's folder there, real path. */
-  dir: string;
-  /**
-   * Commits sent into its repository, or being sent: attempts made at once from the same base
-   * share one sending (two bundles of one commit at once would race on its ref there), and a later
-   * bundle leaves out what they reach.
-   */
-  sent: Map<string, Promise<Result<void, string>>>;
-}
-
-/** How a command ran on the host: its exit and what it printed, or the channel's failure. */
-type HostRun = Result<{ exit: CommandExit; stdout: string; output: BoundedOutput; durationMs: number }, RequestError>;
+import type { HostContext, Connection, HostRun, HostSlot } from './host-connection.ts';
 
 export class HostWorkspaces implements Workspaces {
   private connection: Promise<Result<Connection, string>> | null = null;
@@ -411,14 +374,6 @@ export class HostWorkspaces implements Workspaces {
     const connected = await this.connection;
     if (connected.ok) await connected.value.channel.close();
   }
-}
-
-/** A slot's worktree there: relative to the run's folder (`cwd`), its real path (`dir`). */
-interface HostSlot {
-  cwd: string;
-  dir: string;
-  base: string;
-  kept: string[];
 }
 
 /** An attempt's workspace on a host: a slot's worktree there. */
