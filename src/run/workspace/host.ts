@@ -3,7 +3,7 @@
 // repository under `<work dir>/<repository id>/<plan id>/slots/<slot>`: made at the attempt's base
 // commit (its objects sent first, without what the host has), provisioned (the setup command;
 // `.worktreeinclude` files only with `include=1`, a symbolic link sent as a link), where the
-// worker runs (the same `runWorker`, its process a `run` there) and the checks run. Capture is a
+// worker runs (./host-worker.ts: the same `runWorker`, its process a `run` there) and the checks run. Capture is a
 // snapshot commit made there and fetched back, so the captured work's objects are here, where the
 // integration reads them. Every name, path, prompt and command travels as data (argv, stdin);
 // nothing is written outside the work dir. A failure of the host's own (the channel down, git
@@ -11,14 +11,12 @@
 
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { PassThrough } from 'node:stream';
 import { BoundedOutput, DEFAULT_MAX_OUTPUT_BYTES } from '../../adapters/checks.ts';
 import { captureCommit } from '../../adapters/git/capture.ts';
 import { includedFiles } from '../../adapters/git/included.ts';
 import { heldBy } from '../../adapters/git/set-aside.ts';
 import type { RequestError } from '../../adapters/host/channel.ts';
 import { fetchCommit, sendCommit } from '../../adapters/host/objects.ts';
-import type { WorkerPlace, WorkerProcess, WorkerProcessEnd } from '../../adapters/worker.ts';
 import { type Result, type WorkerRun, err, ok } from '../../core/failure.ts';
 import type { Verification } from '../../core/finalize.ts';
 import { clipTail, oneLine } from '../../core/format.ts';
@@ -26,15 +24,15 @@ import type { GitFailure } from '../../core/git-text.ts';
 import type { HostEvent } from '../../core/host-protocol.ts';
 import type { Plan } from '../../core/plan.ts';
 import type { CheckRun, CheckUse, WorkerJob, Workspace, WorkspaceRequest, Workspaces } from './index.ts';
-import { permissionsFor, withTrackedDenials } from './local.ts';
 import type { WorkPlace } from './verify.ts';
 import { hostGitEnv, MAKE_SLOT, SNAPSHOT, WRITE_FILE, WRITE_LINK, EXISTS, repositoryId } from './host-scripts.ts';
 import type { HostContext, Connection, HostRun, HostSlot } from './host-connection.ts';
+import { runHostWorker } from './host-worker.ts';
 
 export class HostWorkspaces implements Workspaces {
   private connection: Promise<Result<Connection, string>> | null = null;
 
-  constructor(private readonly context: HostContext) {}
+  constructor(readonly context: HostContext) {}
 
   get name(): string {
     return this.context.host.name;
@@ -225,82 +223,8 @@ export class HostWorkspaces implements Workspaces {
     };
   }
 
-  async runWorker(connection: Connection, slot: HostSlot, job: WorkerJob): Promise<WorkerRun> {
-    const { plan, allowedTools, ...request } = job;
-    // The rules are anchored at the slot's real path there, as the CLI there matches them.
-    const tools = permissionsFor(plan, job.taskIndex, slot.dir, allowedTools);
-    const run = await this.context.local.place.workers.run({
-      ...request,
-      claudeBin: this.context.host.claude,
-      cwd: slot.dir,
-      allowedTools: tools.allow,
-      deniedTools: tools.deny,
-      rulesOf: this.context.repo,
-      place: this.workerPlace(connection, slot),
-      ...(this.context.sandbox ? { sandbox: { allowedDomains: plan.context?.checkNetwork ?? [] } } : {}),
-    });
-    return this.context.local.marksTracked ? withTrackedDenials(run, this.context.repo, slot.base) : run;
-  }
-
-  /** Where a worker's process runs: the slot there, its output streamed back to the same parser and log as a local worker's. */
-  private workerPlace(connection: Connection, slot: HostSlot): WorkerPlace {
-    return {
-      realCwd: async () => slot.dir,
-      // A short folder in the work dir (the sandbox's bridge sockets live there, and a socket's
-      // path may not pass 107 bytes), which the remote side lets a command take as its TMPDIR.
-      ownTmp: async (task) => {
-        // Named by the remote process's pid: it removes what is left of its own when it ends (a run killed).
-        const path = `${this.context.host.workDir.replace(/\/+$/, '')}/.t/${connection.channel.hello.pid.toString(36)}-${task}`;
-        const made = await this.run(connection, ['sh', '-c', 'umask 077 && mkdir -p -- "$1" && cd -- "$1" && pwd -P', 'foreman', path], { cwd: '.' });
-        const realPath = made.ok ? made.value.stdout.trim() || path : path;
-        return { path, realPath, remove: async () => void (await this.run(connection, ['rm', '-rf', '--', path], { cwd: '.' })) };
-      },
-      // The host's own login is used; nothing of the person's settings travels.
-      loginSettings: async () => ({}),
-      start: (spawn) => this.workerProcess(connection, slot.cwd, spawn.file, spawn.args, spawn.input, spawn.own),
-    };
-  }
-
-  private workerProcess(connection: Connection, cwd: string, file: string, args: string[], input: string, own: Record<string, string>): WorkerProcess {
-    const stdout = new PassThrough();
-    const stderr = new PassThrough();
-    const stop = new AbortController();
-    const exits: Array<() => void> = [];
-    const ended = connection.channel
-      .request(
-        { op: 'run', argv: [file, ...args], cwd, env: own, stdin: true },
-        {
-          input: Buffer.from(input),
-          signal: stop.signal,
-          onEvent: (event) => {
-            if (event.kind === 'stdout') stdout.write(Buffer.from(event.data, 'base64'));
-            else if (event.kind === 'stderr') stderr.write(Buffer.from(event.data, 'base64'));
-          },
-        },
-      )
-      .then((answer): WorkerProcessEnd => {
-        stdout.end();
-        stderr.end();
-        for (const listener of exits) listener();
-        if (!answer.ok) return { spawnError: { message: this.requestFault('run the worker', answer.error) } };
-        const exit = answer.value;
-        if (exit.kind === 'not-started') return { spawnError: { message: `${exit.message} (on host ${this.name})` } };
-        return exit.kind === 'exited' ? { exitCode: exit.code } : { signal: exit.signal };
-      });
-    return {
-      stdout,
-      stderr,
-      // The host ends the worker's process group (SIGTERM, then SIGKILL) when its run is cancelled.
-      terminate: () => {
-        stop.abort();
-        return ended;
-      },
-      groupLeft: () => false,
-      onExit: (listener) => void exits.push(listener),
-      ended,
-      // What it left outside its group there carries the run's marker, ended with the run's remote side.
-      endLeftovers: async () => '',
-    };
+  runWorker(connection: Connection, slot: HostSlot, job: WorkerJob): Promise<WorkerRun> {
+    return runHostWorker(this, connection, slot, job);
   }
 
   verify(connection: Connection, slot: HostSlot, plan: Plan, task: number, signal?: AbortSignal): Promise<Verification> {
