@@ -15,7 +15,9 @@ import { fetchCommit, sendCommit } from '../../src/adapters/host/objects.ts';
 import { type HostProgram, hostProgram } from '../../src/adapters/host/program.ts';
 import { type SshHost, sshTransport } from '../../src/adapters/host/ssh.ts';
 import { findMarked } from '../../src/adapters/process-markers.ts';
+import { type SshHost as UrlSshHost, parseHosts } from '../../src/core/hosts/url.ts';
 import { runLockHolder } from '../../src/host/run-lock.ts';
+import { HostLink } from '../../src/run/hosts.ts';
 import { DEFAULT_MIN_FREE_BYTES, hostProblems } from '../../src/core/host-checks.ts';
 import { HOST_PROTOCOL, type HostEvent, type ToHost, messageLine } from '../../src/core/host-protocol.ts';
 import { tempGitRepo } from '../support/git-repo.ts';
@@ -178,6 +180,20 @@ describeSshd('a host channel on real sshd', () => {
     } finally {
       sleeper.kill('SIGKILL');
     }
+  });
+
+  test('a host’s link closes every channel it opened, one still opening as it is closed included, and opens none after', async () => {
+    const a = sshd.hosts[0] as NonNullable<TestSshd['hosts'][0]>;
+    const parsed = parseHosts([{ text: `ssh://${a.alias}${a.workDir}`, origin: '--host' }]);
+    if (!parsed.ok) throw new Error(parsed.error);
+    const link = new HostLink(parsed.value[0] as UrlSshHost, null, sshd.env);
+    const opening = link.connect();
+    await link.close();
+    const opened = await opening;
+    expect(opened.ok ? opened.value.down?.message : opened.error.message).toContain('was closed');
+    const after = await link.connect();
+    expect(after.ok ? 'opened' : after.error.message).toBe(`the channels to ${a.alias} were closed: the run is ending`);
+    expect(childrenOf(process.pid, 'ssh', '-o', 'BatchMode=yes')).toEqual([]);
   });
 
   test('a command that cannot start is said so; a cancelled one is ended with what it started', async () => {
