@@ -16,7 +16,7 @@ import { CliError, EXIT } from './exit.ts';
 import { describeSetupProblem, lockedLine } from './setup-problem.ts';
 import type { SetupProblem } from '../run/refusals.ts';
 import { checkedHosts } from './host-flags.ts';
-import { objectFormatOf } from '../run/workspace/host.ts';
+import { objectFormatOf } from '../run/workspace/host-scripts.ts';
 import type { Settings } from './execute-flags.ts';
 
 /** The run's ssh hosts reached and checked (`checkedHosts`); null without hosts. */

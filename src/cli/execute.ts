@@ -20,7 +20,7 @@ import { runHeadless, runLayout } from '../run/headless.ts';
 import type { Command, Io, Numbers } from './command.ts';
 import { CliError, EXIT, type ExitCode } from './exit.ts';
 import { findPlan, loadPlanFile, planPathFrom, repositoryTop } from './load.ts';
-import { createReporter } from './reporter.ts';
+import { type Reporter, createReporter } from './reporter.ts';
 import { hostSandboxNotice, hostsOf } from './host-flags.ts';
 import { HostLink } from '../run/hosts.ts';
 import { executeOptions, type Settings, settingsFrom } from './execute-flags.ts';
@@ -115,27 +115,36 @@ interface CheckedRun {
   gitProcessesBefore: number;
 }
 
-/** The run itself: its hosts reached, the lock taken, signals heard, its events reported; all let go at the end, however it ends. */
+/** The run itself: its hosts reached and every channel to them closed however the run ends (a refusal, an exception before it starts, an interrupt). */
 async function runPlan(checked: CheckedRun, io: Io): Promise<ExitCode> {
-  const { plan, settings, sandbox, sandboxed } = checked;
   // Each ssh host reached and checked before anything starts; its channel kept for the run.
-  const hostRun = await hostsChecked(settings, sandboxed, io, false);
-  useHosts(settings, hostRun);
+  const hostRun = await hostsChecked(checked.settings, checked.sandboxed, io, false);
+  useHosts(checked.settings, hostRun);
   const links = (hostRun?.checked ?? []).flatMap((host) => (host.leftOut === null ? [new HostLink(host.host, host.channel, io.env)] : []));
-  const closeLinks = () => Promise.all(links.map((link) => link.close()));
+  try {
+    return await runLocked(checked, links, hostRun?.leftOut ?? [], io);
+  } finally {
+    await Promise.all(links.map((link) => link.close()));
+  }
+}
+
+/** The run under the plan's lock: signals heard, its events reported; all let go at the end, however it ends. */
+async function runLocked(checked: CheckedRun, links: readonly HostLink[], hostsLeftOut: readonly string[], io: Io): Promise<ExitCode> {
+  const { plan, settings, sandbox, sandboxed } = checked;
   const runId = newRunId();
   const lock = await acquireLock(settings.planPath, currentLockInfo('execute'));
-  if (!lock.ok) {
-    await closeLinks();
-    throw lockedError(lock.error.holder);
-  }
-  const adapters = realRunAdapters({ repo: settings.repo, planPath: settings.planPath, git: checked.git, env: io.env }, runWorker, links);
-  const named = await namedInCommands(settings, io.cwd);
-  const reporter = createReporter({ io, json: settings.json, runId, journal: adapters.journal, plan, layout: runLayout(named, settings) });
-  const emit = (event: RunEventBody) => reporter.emit(event);
-  for (const message of startWarnings(lock.value.takenOver, hostRun?.leftOut ?? [], sandboxed, links)) emit({ type: 'notice', level: 'warning', message });
-  const signals = listenForSignals(emit, () => lock.value.release());
+  if (!lock.ok) throw lockedError(lock.error.holder);
+  let reporter: Reporter | null = null;
+  let signals: ReturnType<typeof listenForSignals> | null = null;
   try {
+    const adapters = realRunAdapters({ repo: settings.repo, planPath: settings.planPath, git: checked.git, env: io.env }, runWorker, [...links]);
+    const named = await namedInCommands(settings, io.cwd);
+    const opened = createReporter({ io, json: settings.json, runId, journal: adapters.journal, plan, layout: runLayout(named, settings) });
+    reporter = opened;
+    const emit = (event: RunEventBody) => opened.emit(event);
+    for (const message of startWarnings(lock.value.takenOver, hostsLeftOut, sandboxed, links)) emit({ type: 'notice', level: 'warning', message });
+    const heard = listenForSignals(emit, () => lock.value.release());
+    signals = heard;
     const run = await runHeadless(
       plan,
       { ...settings, claudeBin: checked.claudeBin, noGate: settings.gateFlags.off },
@@ -145,10 +154,10 @@ async function runPlan(checked: CheckedRun, io: Io): Promise<ExitCode> {
         sandboxed,
         // Said once, at the start: whether checks, the setup command, the gate and the workers run sandboxed, and with what network.
         sandboxNotice: { type: 'notice', level: sandbox.unavailable === null ? 'info' : 'warning', message: describeSandboxUse(sandbox), sandbox },
-        interrupt: signals.interrupt,
-        drain: signals.drain,
+        interrupt: heard.interrupt,
+        drain: heard.drain,
         emit,
-        record: (event) => reporter.record(event),
+        record: (event) => opened.record(event),
         // The probe's first line is said at once, but not with --json: its stdout is events only.
         say: settings.json ? null : (line) => io.out(line),
         gitProcessesBefore: checked.gitProcessesBefore,
@@ -158,15 +167,16 @@ async function runPlan(checked: CheckedRun, io: Io): Promise<ExitCode> {
       adapters,
     );
     if (!run.ok) throw refusalError(run.error);
-    reporter.summary(run.value.plan, run.value.usage, run.value.next);
+    opened.summary(run.value.plan, run.value.usage, run.value.next);
     // The gate failed on the starting commit: the run was refused, as `plan setup` refuses it.
     if (run.value.refusal !== null) throw new CliError(EXIT.invalid, run.value.refusal);
     return run.value.finished.exitCode as ExitCode;
   } finally {
-    await closeLinks();
-    await reporter.close();
+    // The hosts let go of the plan's folders there before the plan's lock here is released.
+    await Promise.all(links.map((link) => link.close()));
+    await reporter?.close();
     await lock.value.release();
-    signals.stop();
+    signals?.stop();
   }
 }
 

@@ -3,14 +3,14 @@
 // places nothing: its workers run here, as they always did.
 
 import { readFile } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { posix, resolve } from 'node:path';
 import { includedFiles } from '../adapters/git/included.ts';
 import type { Git } from '../adapters/git/repository.ts';
 import type { DryRunEventBody } from '../core/events.ts';
 import { hostEvents } from '../core/hosts/listing.ts';
 import type { HostCheckResult } from '../core/hosts/host-facts.ts';
 import { type Host, type HostSource, hostsFileSources, parseHosts, runConcurrency, totalSlots } from '../core/hosts/url.ts';
-import { type CheckedHost, type HostCheckNeedsOfRun, checkHosts } from '../run/hosts.ts';
+import { type CheckedHost, type HostCheckNeedsOfRun, type HostCleaning, checkHosts } from '../run/hosts.ts';
 import type { Io, OptionSpec } from './command.ts';
 import { CliError, EXIT, usageError } from './exit.ts';
 
@@ -21,6 +21,18 @@ export const hostOptions: Record<string, OptionSpec> = {
     valueName: 'URL',
     description:
       'run attempts on this host, repeatable: ssh://[user@]host[:port]/work/dir?slots=N (your own ssh and its configuration) or local?slots=N (this machine); only the hosts given run workers (see docs/hosts.md; default: every worker here)',
+  },
+  hosts: { type: 'string', valueName: 'FILE', description: 'the hosts of --host, one URL a line (# comments); with --host, both' },
+};
+
+/** `plan clean`'s hosts: the same URLs, whose run folders of the plan it removes. */
+export const cleanHostOptions: Record<string, OptionSpec> = {
+  host: {
+    type: 'string',
+    multiple: true,
+    valueName: 'URL',
+    description:
+      "also remove the plan's run folders on this ssh host that no live run holds, repeatable: the URL execute --host takes (see docs/hosts.md); local is this machine, cleaned anyway",
   },
   hosts: { type: 'string', valueName: 'FILE', description: 'the hosts of --host, one URL a line (# comments); with --host, both' },
 };
@@ -94,3 +106,25 @@ export const checkResults = (checked: readonly CheckedHost[]): Map<string, reado
 /** What the sandbox covers on ssh hosts: their workers' Bash commands (Claude Code's sandbox there), not their setup command and checks. */
 export const hostSandboxNotice = (hosts: readonly string[]): string =>
   `on ${hosts.length === 1 ? 'host' : 'hosts'} ${hosts.join(', ')}, the workers' Bash commands run in Claude Code's sandbox there; the setup command and the acceptance checks run there without the operating-system sandbox (they run in it only on this machine)`;
+
+/** What `plan clean` did on each host, a line each: a run folder removed or kept, nothing there, or why the host was not cleaned. */
+export function describeHostCleaning(cleaning: HostCleaning): string[] {
+  const name = `host ${cleaning.host.name}`;
+  if ('failed' in cleaning) return [`${name}: not cleaned: ${cleaning.failed}; run the same command again once it answers`];
+  const where = (folder: string): string => posix.join(cleaning.host.workDir, folder);
+  if (cleaning.removed.length === 0 && cleaning.held.length === 0) return [`${name}: no run folder of the plan there`];
+  return [
+    ...cleaning.removed.map((folder) => `${name}: removed ${where(folder)}`),
+    ...cleaning.held.map((folder) => `${name}: kept ${where(folder)}: a live run holds it`),
+  ];
+}
+
+/** `plan clean --json`'s record of one host. */
+export const hostCleaningJson = (cleaning: HostCleaning) =>
+  'failed' in cleaning
+    ? { host: cleaning.host.name, failed: cleaning.failed }
+    : {
+        host: cleaning.host.name,
+        removed: cleaning.removed.map((folder) => posix.join(cleaning.host.workDir, folder)),
+        held: cleaning.held.map((folder) => posix.join(cleaning.host.workDir, folder)),
+      };

@@ -39,8 +39,11 @@ export type HostRequest =
   | { op: 'open-run'; repository: string; plan: string; objectFormat: ObjectFormat }
   /** The bytes that follow (`input` messages) are a git bundle holding `commit`: into the run's repository. */
   | { op: 'receive-objects'; commit: string }
-  /** Removes the runs' folders under `<work dir>/<repository>/` (every repository's without one) that no live process holds. */
-  | { op: 'clean'; repository?: string }
+  /**
+   * Removes the runs' folders under `<work dir>/<repository>/` (every repository's without one)
+   * that no live process holds; with `plans`, only those plans' folders (`plan clean`).
+   */
+  | { op: 'clean'; repository?: string; plans?: string[] }
   /** Which of `commits` the run's repository has (what a bundle sent to it may leave out). */
   | { op: 'has-commits'; commits: string[] }
   /** A git bundle of `commit` (without what `exclude` reaches), sent back as `data` events. */
@@ -152,8 +155,10 @@ function readRequest(value: unknown): HostRequest | null {
     case 'has-commits':
       return isStrings(value.commits) ? { op: 'has-commits', commits: value.commits } : null;
     case 'clean':
-      if (value.repository === undefined) return { op: 'clean' };
-      return isFolderName(value.repository) ? { op: 'clean', repository: value.repository } : null;
+      if (value.repository === undefined) return value.plans === undefined ? { op: 'clean' } : null;
+      if (!isFolderName(value.repository)) return null;
+      if (value.plans === undefined) return { op: 'clean', repository: value.repository };
+      return Array.isArray(value.plans) && value.plans.every(isFolderName) ? { op: 'clean', repository: value.repository, plans: value.plans } : null;
     case 'send-objects':
       return typeof value.commit === 'string' && isStrings(value.exclude) ? { op: 'send-objects', commit: value.commit, exclude: value.exclude } : null;
     case 'run':

@@ -10,5 +10,5 @@ if (workDir === undefined || !workDir.startsWith('/')) {
   process.stderr.write('foreman host: run by foreman with the absolute work dir as its argument\n');
   process.exit(2);
 }
-// A dry run's program writes nothing on the host.
-void main(workDir, process.argv[3] === 'memory');
+// A dry run's program writes nothing on the host; a kept one knows its file (`<work dir>/.foreman/<version>/host.mjs`).
+void main(workDir, process.argv[3] === 'memory', process.argv[4]);

@@ -6,6 +6,7 @@
 
 import { LineSplitter } from '../adapters/line-splitter.ts';
 import { HOST_PROTOCOL, MAX_LINE_BYTES, DEFAULT_SILENCE_MS, type ToHost, heartbeatInterval, messageLine, readToHost } from '../core/host-protocol.ts';
+import { markProgramInUse } from './program-folders.ts';
 import { type Outbox, type Requests, serve } from './requests.ts';
 
 // Replaced by the host program's version when it is bundled (src/adapters/host/program.ts).
@@ -29,13 +30,17 @@ function stdoutOutbox(): Outbox {
   };
 }
 
-/** Serves foreman's side; `dryRun`: the program was not kept, and nothing may be written on the host. */
-export async function main(workDir: string, dryRun: boolean): Promise<void> {
+/**
+ * Serves foreman's side; `dryRun`: nothing may be written on the host. `keptFile`: the program's
+ * file on the host, whose folder it marks in use while it runs (none when it runs from memory).
+ */
+export async function main(workDir: string, dryRun: boolean, keptFile: string | undefined): Promise<void> {
   const outbox = stdoutOutbox();
   let silenceMs = DEFAULT_SILENCE_MS;
   let heard = Date.now();
   let ending = false;
-  const requests: Requests = serve(workDir, outbox, version, dryRun);
+  const unmark = dryRun ? () => undefined : markProgramInUse(keptFile);
+  const requests: Requests = serve(workDir, outbox, version, dryRun, dryRun ? undefined : keptFile);
 
   const end = async (why: string): Promise<void> => {
     if (ending) return;
@@ -43,6 +48,7 @@ export async function main(workDir: string, dryRun: boolean): Promise<void> {
     clearInterval(beat);
     process.stdin.pause();
     await requests.endAll(why);
+    unmark();
     process.exit(0);
   };
 

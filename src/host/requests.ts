@@ -6,21 +6,19 @@
 // with it, even what detached.
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, existsSync, linkSync, mkdirSync, readFileSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { isAbsolute, join, relative, resolve } from 'node:path';
+import { createWriteStream, existsSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { processStartTime, sameProcessAlive, signalGroup, terminateGroup } from '../adapters/processes.ts';
+import { signalGroup, terminateGroup } from '../adapters/processes.ts';
 import { RUN_MARKER_VARIABLE, endMarked, runMarker } from '../adapters/process-markers.ts';
-import { forkProcess } from '../adapters/spawner.ts';
 import { type Result, err, ok } from '../core/failure.ts';
 import { NO_HOOKS, isObjectId } from '../core/git-text.ts';
 import { oneLine } from '../core/format.ts';
-import { HOST_PROTOCOL, isFolderName } from '../core/host-protocol.ts';
-import type { FromHost, HostError, HostEvent, HostReplies, HostRequest, ObjectFormat, ToHost } from '../core/host-protocol.ts';
+import { HOST_PROTOCOL } from '../core/host-protocol.ts';
+import type { FromHost, HostError, HostEvent, HostReplies, HostRequest, ToHost } from '../core/host-protocol.ts';
 import { hostFindings } from './checks.ts';
+import { type RunFolder, refused, fault, openRun, git, clean, tryRemoveOldPrograms, hasCommits, insideWorkDir, commandDir } from './run-folder.ts';
 
-/** How long a git command on the host may take. */
-const GIT_LIMIT_MS = 10 * 60_000;
 /** How long a cancelled command has to end after SIGTERM before SIGKILL. */
 const CANCEL_GRACE_MS = 2_000;
 
@@ -33,7 +31,7 @@ export interface Outbox {
 
 export interface Requests {
   take(message: Exclude<ToHost, { type: 'ping' }>): void;
-  /** Ends every command started, removes what is half made, lets go of the run's folder. */
+  /** Ends every command started and removes what is half made (the run's folder is let go as this process ends). */
   endAll(why: string): Promise<void>;
 }
 
@@ -44,199 +42,69 @@ interface Running {
   cancel?(): void;
 }
 
-interface RunFolder {
-  /** The git binary there. */
-  git: string;
-  dir: string;
-  repository: string;
-  tmp: string;
-  lock: string;
+/** `keptFile`: the program's file on the host (none in a dry run), whose version folder a run's start keeps while it removes the others no process uses. */
+export function serve(workDir: string, outbox: Outbox, version: string, dryRun: boolean, keptFile?: string): Requests {
+  return new RequestServer(workDir, outbox, version, dryRun, keptFile);
 }
 
-const refused = (message: string): HostError => ({ kind: 'refused', message });
-const fault = (message: string): HostError => ({ kind: 'fault', message });
-
-/** The lock file's text: the holder's pid and its start time, which tell it from a later process with the same pid. */
-const lockText = (): string => `${process.pid} ${processStartTime(process.pid) ?? ''}\n`;
-
-/** Whether a lock file's holder still runs. */
-function lockHeld(file: string): number | null {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch {
-    return null;
-  }
-  const [pid, start] = text.trim().split(' ');
-  return sameProcessAlive(Number(pid), start) === 'alive' ? Number(pid) : null;
-}
-
-/**
- * Takes the lock file `lock` for this process: made in one step (a hard link that fails when the
- * file is there), a dead holder's taken over. Null when taken; the live holder's pid when not.
- */
-function takeLock(lock: string): number | null {
-  const mine = `${lock}.${process.pid}`;
-  writeFileSync(mine, lockText(), { mode: 0o600 });
-  try {
-    for (;;) {
-      try {
-        linkSync(mine, lock);
-        return null;
-      } catch (caught) {
-        if ((caught as NodeJS.ErrnoException).code !== 'EEXIST') throw caught;
-      }
-      const holder = lockHeld(lock);
-      if (holder !== null) return holder;
-      rmSync(lock, { force: true });
-    }
-  } finally {
-    rmSync(mine, { force: true });
-  }
-}
-
-/** Takes the run's folder: made private, locked for this process (another live holder refuses), with its bare repository. */
-async function openRun(
-  gitBinary: string,
-  workDir: string,
-  repository: string,
-  plan: string,
-  objectFormat: ObjectFormat,
-): Promise<Result<RunFolder, HostError>> {
-  const dir = join(workDir, repository, plan);
-  const folder: RunFolder = { git: gitBinary, dir, repository: join(dir, 'repository.git'), tmp: join(dir, 'tmp'), lock: join(dir, 'lock') };
-  try {
-    mkdirSync(folder.tmp, { recursive: true, mode: 0o700 });
-    const holder = takeLock(folder.lock);
-    if (holder !== null) return err(refused(`the run's folder ${dir} is held by another live run (process ${holder} there)`));
-  } catch (caught) {
-    return err(fault(`could not make the run's folder ${dir}: ${(caught as Error).message}`));
-  }
-  if (!existsSync(join(folder.repository, 'HEAD'))) {
-    const made = await git(gitBinary, ['init', '--quiet', '--bare', `--object-format=${objectFormat}`, folder.repository], dir);
-    if (!made.ok) return made;
-  }
-  return ok(folder);
-}
-
-/** A git command on the host, its output; a failure is the host's fault. */
-async function git(binary: string, args: readonly string[], cwd: string): Promise<Result<string, HostError>> {
-  const ended = await forkProcess({ file: binary, args: [...NO_HOOKS, ...args], cwd, env: process.env, timeoutMs: GIT_LIMIT_MS });
-  if (ended.kind === 'exited' && ended.code === 0) return ok(ended.stdout.toString('utf8'));
-  const why =
-    ended.kind === 'exited' ? oneLine(ended.stderr.toString('utf8')) || `exit ${ended.code}` : ended.kind === 'timed-out' ? 'it timed out' : ended.message;
-  return err(fault(`git ${args.find((a) => !a.startsWith('-'))} failed on the host: ${why}`));
-}
-
-/**
- * Removes the runs' folders under `<work dir>/<repository>/` (every repository's without one) that
- * no live process holds, each taken by its lock first so no run can open it meanwhile; this
- * process's own is kept.
- */
-function clean(workDir: string, repository: string | undefined, own: RunFolder | null): HostReplies['clean'] {
-  const list = (dir: string): string[] => {
-    try {
-      return readdirSync(dir, { withFileTypes: true })
-        .filter((entry) => entry.isDirectory() && isFolderName(entry.name))
-        .map((entry) => entry.name);
-    } catch {
-      return [];
-    }
-  };
-  const answer: HostReplies['clean'] = { removed: [], held: [] };
-  for (const repo of repository === undefined ? list(workDir) : [repository]) {
-    for (const plan of list(join(workDir, repo))) {
-      const dir = join(workDir, repo, plan);
-      if (dir === own?.dir || takeLock(join(dir, 'lock')) !== null) answer.held.push(`${repo}/${plan}`);
-      else {
-        rmSync(dir, { recursive: true, force: true });
-        answer.removed.push(`${repo}/${plan}`);
-      }
-    }
-  }
-  return answer;
-}
-
-/** Which of `commits` the run's repository has, as commits. */
-async function hasCommits(run: RunFolder, commits: readonly string[]): Promise<Result<HostReplies['has-commits'], HostError>> {
-  const bad = commits.find((name) => !isObjectId(name));
-  if (bad !== undefined) return err(refused(`${bad} is not an object id`));
-  if (commits.length === 0) return ok({ present: [] });
-  const ended = await forkProcess({
-    file: run.git,
-    args: [...NO_HOOKS, 'cat-file', '--batch-check=%(objectname) %(objecttype)'],
-    cwd: run.repository,
-    env: process.env,
-    input: commits.map((commit) => `${commit}\n`).join(''),
-    timeoutMs: GIT_LIMIT_MS,
-  });
-  if (ended.kind !== 'exited' || ended.code !== 0)
-    return err(fault(`git cat-file failed on the host: ${ended.kind === 'exited' ? oneLine(ended.stderr.toString('utf8')) : ended.kind}`));
-  const present = ended.stdout
-    .toString('utf8')
-    .split('\n')
-    .map((line) => line.split(' '))
-    .filter(([, type]) => type === 'commit')
-    .map(([name]) => name as string);
-  return ok({ present });
-}
-
-/** Whether the absolute `path` is in the work dir. */
-function insideWorkDir(workDir: string, path: string): boolean {
-  const inside = relative(workDir, path);
-  return isAbsolute(path) && inside !== '' && !inside.startsWith('..') && !isAbsolute(inside);
-}
-
-/** Where a command runs: `cwd` inside the run's folder, never outside it. */
-function commandDir(folder: RunFolder, cwd: string): string | null {
-  const dir = resolve(folder.dir, cwd);
-  const inside = relative(folder.dir, dir);
-  return isAbsolute(cwd) || inside.startsWith('..') || isAbsolute(inside) ? null : dir;
-}
-
-export function serve(workDir: string, outbox: Outbox, version: string, dryRun: boolean): Requests {
-  let folder: RunFolder | null = null;
+/** The requests of one connection: its run's folder, the requests in progress, the process groups it started, what is half made. */
+class RequestServer implements Requests {
+  private folder: RunFolder | null = null;
   /** The git binary there, as hello names it. */
-  let gitBinary = 'git';
-  const running = new Map<number, Running>();
-  const groups = new Set<number>();
-  const halfMade = new Set<string>();
-  const event = (id: number, e: HostEvent): void => outbox.send({ type: 'event', id, event: e });
-  const reply = (id: number, answer: Result<unknown, HostError>): void => {
-    running.delete(id);
-    outbox.send({ type: 'reply', id, reply: answer });
-  };
+  private gitBinary = 'git';
+  private readonly running = new Map<number, Running>();
+  private readonly groups = new Set<number>();
+  private readonly halfMade = new Set<string>();
+
+  constructor(
+    private readonly workDir: string,
+    private readonly outbox: Outbox,
+    private readonly version: string,
+    private readonly dryRun: boolean,
+    private readonly keptFile: string | undefined,
+  ) {}
+
+  private event(id: number, e: HostEvent): void {
+    this.outbox.send({ type: 'event', id, event: e });
+  }
+
+  private reply(id: number, answer: Result<unknown, HostError>): void {
+    this.running.delete(id);
+    this.outbox.send({ type: 'reply', id, reply: answer });
+  }
 
   /** Sends a stream's bytes as events, pausing it while the way out is full. */
-  const forward = (id: number, stream: Readable, kind: 'stdout' | 'stderr' | 'data', count?: (bytes: number) => void): void => {
+  private forward(id: number, stream: Readable, kind: 'stdout' | 'stderr' | 'data', count?: (bytes: number) => void): void {
     stream.on('data', (chunk: Buffer) => {
       count?.(chunk.length);
-      event(id, { kind, data: chunk.toString('base64') });
+      this.event(id, { kind, data: chunk.toString('base64') });
       stream.pause();
-      void outbox.drained().then(() => stream.resume());
+      void this.outbox.drained().then(() => stream.resume());
     });
-  };
+  }
 
-  const started = (child: ChildProcess): void => {
-    if (child.pid !== undefined) groups.add(child.pid);
-    child.once('exit', () => child.pid !== undefined && groups.delete(child.pid));
-  };
+  private started(child: ChildProcess): void {
+    if (child.pid !== undefined) this.groups.add(child.pid);
+    child.once('exit', () => child.pid !== undefined && this.groups.delete(child.pid));
+  }
 
   // TMPDIR is the run's, unless foreman names a folder of its own in the work dir (a sandboxed worker's, `.t/<this process's pid, base 36>-<task>`, removed when it ends).
-  const commandEnv = (run: RunFolder, extra: Record<string, string>): NodeJS.ProcessEnv => ({
-    ...process.env,
-    ...extra,
-    TMPDIR: extra.TMPDIR !== undefined && insideWorkDir(workDir, extra.TMPDIR) ? extra.TMPDIR : run.tmp,
-    [RUN_MARKER_VARIABLE]: runMarker,
-  });
+  private commandEnv(run: RunFolder, extra: Record<string, string>): NodeJS.ProcessEnv {
+    return {
+      ...process.env,
+      ...extra,
+      TMPDIR: extra.TMPDIR !== undefined && insideWorkDir(this.workDir, extra.TMPDIR) ? extra.TMPDIR : run.tmp,
+      [RUN_MARKER_VARIABLE]: runMarker,
+    };
+  }
 
-  function receiveObjects(id: number, run: RunFolder, commit: string): void {
+  private receiveObjects(id: number, run: RunFolder, commit: string): void {
     if (!isObjectId(commit)) {
-      reply(id, err(refused(`${commit} is not an object id`)));
+      this.reply(id, err(refused(`${commit} is not an object id`)));
       return;
     }
     const file = join(run.tmp, `incoming-${id}.bundle`);
-    halfMade.add(file);
+    this.halfMade.add(file);
     const out = createWriteStream(file, { mode: 0o600 });
     let failed: string | null = null;
     out.on('error', (error) => {
@@ -249,48 +117,48 @@ export function serve(workDir: string, outbox: Outbox, version: string, dryRun: 
       const kept = await git(run.git, ['update-ref', `refs/foreman/received/${commit}`, commit], run.repository);
       return kept.ok ? ok({ commit }) : kept;
     };
-    running.set(id, {
+    this.running.set(id, {
       input: (bytes) => out.write(bytes),
       inputEnd: () =>
         out.end(
           () =>
             void done().then((answer) => {
               rmSync(file, { force: true });
-              halfMade.delete(file);
-              reply(id, answer);
+              this.halfMade.delete(file);
+              this.reply(id, answer);
             }),
         ),
     });
   }
 
-  function sendObjects(id: number, run: RunFolder, commit: string, exclude: readonly string[]): void {
+  private sendObjects(id: number, run: RunFolder, commit: string, exclude: readonly string[]): void {
     const bad = [commit, ...exclude].find((name) => !isObjectId(name));
     if (bad !== undefined) {
-      reply(id, err(refused(`${bad} is not an object id`)));
+      this.reply(id, err(refused(`${bad} is not an object id`)));
       return;
     }
     const ref = `refs/foreman/sending/${id}`;
     void (async () => {
       const named = await git(run.git, ['update-ref', ref, commit], run.repository);
-      if (!named.ok) return reply(id, named);
+      if (!named.ok) return this.reply(id, named);
       const child = spawn(run.git, [...NO_HOOKS, 'bundle', 'create', '--quiet', '-', ref, ...exclude.map((e) => `^${e}`)], {
         cwd: run.repository,
-        env: commandEnv(run, {}),
+        env: this.commandEnv(run, {}),
         stdio: ['ignore', 'pipe', 'pipe'],
         detached: true,
       });
-      started(child);
+      this.started(child);
       let bytes = 0;
       const errors: Buffer[] = [];
-      forward(id, child.stdout, 'data', (n) => {
+      this.forward(id, child.stdout, 'data', (n) => {
         bytes += n;
       });
       child.stderr.on('data', (chunk: Buffer) => errors.push(chunk));
-      running.set(id, { cancel: () => child.pid !== undefined && signalGroup(child.pid, 'SIGKILL') });
-      child.on('error', (error) => reply(id, err(fault(`git bundle could not start on the host: ${error.message}`))));
+      this.running.set(id, { cancel: () => child.pid !== undefined && signalGroup(child.pid, 'SIGKILL') });
+      child.on('error', (error) => this.reply(id, err(fault(`git bundle could not start on the host: ${error.message}`))));
       child.on('close', (code) => {
         void git(run.git, ['update-ref', '-d', ref], run.repository).then(() =>
-          reply(
+          this.reply(
             id,
             code === 0
               ? ok({ bytes })
@@ -301,26 +169,31 @@ export function serve(workDir: string, outbox: Outbox, version: string, dryRun: 
     })();
   }
 
-  function runCommand(id: number, run: RunFolder, request: Extract<HostRequest, { op: 'run' }>): void {
+  private runCommand(id: number, run: RunFolder, request: Extract<HostRequest, { op: 'run' }>): void {
     const cwd = commandDir(run, request.cwd);
     if (cwd === null) {
-      reply(id, err(refused(`${request.cwd} is outside the run's folder`)));
+      this.reply(id, err(refused(`${request.cwd} is outside the run's folder`)));
       return;
     }
     const [file, ...args] = request.argv as [string, ...string[]];
-    const child = spawn(file, args, { cwd, env: commandEnv(run, request.env), stdio: [request.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn(file, args, {
+      cwd,
+      env: this.commandEnv(run, request.env),
+      stdio: [request.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     let failedToStart: string | null = null;
     child.on('error', (error) => {
       failedToStart = error.message;
     });
     if (child.pid !== undefined) {
-      started(child);
-      event(id, { kind: 'started', pid: child.pid });
+      this.started(child);
+      this.event(id, { kind: 'started', pid: child.pid });
     }
-    forward(id, child.stdout as Readable, 'stdout');
-    forward(id, child.stderr as Readable, 'stderr');
+    this.forward(id, child.stdout as Readable, 'stdout');
+    this.forward(id, child.stderr as Readable, 'stderr');
     child.stdin?.on('error', () => undefined);
-    running.set(id, {
+    this.running.set(id, {
       input: (bytes) => child.stdin?.write(bytes),
       inputEnd: () => child.stdin?.end(),
       cancel: () => child.pid !== undefined && void terminateGroup(child.pid, CANCEL_GRACE_MS),
@@ -334,15 +207,15 @@ export function serve(workDir: string, outbox: Outbox, version: string, dryRun: 
           : signal !== null
             ? { kind: 'killed', signal }
             : { kind: 'exited', code: code ?? 0 };
-      reply(id, ok(exit));
+      this.reply(id, ok(exit));
     });
   }
 
-  async function handle(id: number, request: HostRequest): Promise<void> {
+  private async handle(id: number, request: HostRequest): Promise<void> {
     switch (request.op) {
       case 'hello':
         if (request.protocol !== HOST_PROTOCOL)
-          return reply(
+          return this.reply(
             id,
             err(
               refused(
@@ -350,66 +223,70 @@ export function serve(workDir: string, outbox: Outbox, version: string, dryRun: 
               ),
             ),
           );
-        gitBinary = request.git;
-        return reply(id, ok({ protocol: HOST_PROTOCOL, version, pid: process.pid, node: process.version } satisfies HostReplies['hello']));
+        this.gitBinary = request.git;
+        return this.reply(id, ok({ protocol: HOST_PROTOCOL, version: this.version, pid: process.pid, node: process.version } satisfies HostReplies['hello']));
       case 'checks':
-        return reply(id, ok(await hostFindings(workDir, request.claude, gitBinary)));
-      case 'open-run': {
-        if (dryRun) return reply(id, err(refused('a dry run writes nothing on the host')));
-        if (folder !== null) return reply(id, err(refused(`this connection holds ${folder.dir} already`)));
-        const opened = await openRun(gitBinary, workDir, request.repository, request.plan, request.objectFormat);
-        if (opened.ok) folder = opened.value;
-        return reply(id, opened.ok ? ok({ dir: opened.value.dir }) : opened);
-      }
+        return this.reply(id, ok(await hostFindings(this.workDir, request.claude, this.gitBinary)));
+      case 'open-run':
+        return this.openRun(id, request);
       case 'clean':
-        if (dryRun) return reply(id, err(refused('a dry run writes nothing on the host')));
+        if (this.dryRun) return this.reply(id, err(refused('a dry run writes nothing on the host')));
         try {
-          return reply(id, ok(clean(workDir, request.repository, folder)));
+          return this.reply(id, ok(clean(this.workDir, request, this.folder)));
         } catch (caught) {
-          return reply(id, err(fault(`could not clean the work dir: ${(caught as Error).message}`)));
+          return this.reply(id, err(fault(`could not clean the work dir: ${(caught as Error).message}`)));
         }
       case 'receive-objects':
       case 'has-commits':
       case 'send-objects':
       case 'run': {
-        if (folder === null) return reply(id, err(refused(`${request.op} needs a run's folder: open-run first`)));
-        if (request.op === 'has-commits') return reply(id, await hasCommits(folder, request.commits));
-        if (request.op === 'receive-objects') return receiveObjects(id, folder, request.commit);
-        if (request.op === 'send-objects') return sendObjects(id, folder, request.commit, request.exclude);
-        return runCommand(id, folder, request);
+        const folder = this.folder;
+        if (folder === null) return this.reply(id, err(refused(`${request.op} needs a run's folder: open-run first`)));
+        if (request.op === 'has-commits') return this.reply(id, await hasCommits(folder, request.commits));
+        if (request.op === 'receive-objects') return this.receiveObjects(id, folder, request.commit);
+        if (request.op === 'send-objects') return this.sendObjects(id, folder, request.commit, request.exclude);
+        return this.runCommand(id, folder, request);
       }
     }
   }
 
-  return {
-    take(message) {
-      switch (message.type) {
-        case 'request':
-          running.set(message.id, {});
-          void handle(message.id, message.request);
-          return;
-        case 'input':
-          running.get(message.id)?.input?.(Buffer.from(message.data, 'base64'));
-          return;
-        case 'input-end':
-          running.get(message.id)?.inputEnd?.();
-          return;
-        case 'cancel':
-          running.get(message.id)?.cancel?.();
-          return;
-      }
-    },
-    async endAll(why) {
-      for (const group of groups) signalGroup(group, 'SIGKILL');
-      process.stderr.write(`foreman host: ending everything it started: ${why}\n`);
-      // What the commands started in sessions of their own, found by the marker they inherited.
-      await endMarked(RUN_MARKER_VARIABLE, runMarker, 500);
-      for (const file of halfMade) rmSync(file, { force: true });
-      // The sandboxed workers' own TMPDIRs this process served (`<work dir>/.t/<its pid, base 36>-…`).
-      const ownTmp = join(workDir, '.t');
-      for (const name of existsSync(ownTmp) ? readdirSync(ownTmp) : [])
-        if (name.startsWith(`${process.pid.toString(36)}-`)) rmSync(join(ownTmp, name), { recursive: true, force: true });
-      if (folder !== null && lockHeld(folder.lock) === process.pid) unlinkSync(folder.lock);
-    },
-  };
+  private async openRun(id: number, request: Extract<HostRequest, { op: 'open-run' }>): Promise<void> {
+    if (this.dryRun) return this.reply(id, err(refused('a dry run writes nothing on the host')));
+    if (this.folder !== null) return this.reply(id, err(refused(`this connection holds ${this.folder.dir} already`)));
+    const opened = await openRun(this.gitBinary, this.workDir, request.repository, request.plan, request.objectFormat);
+    if (opened.ok) this.folder = opened.value;
+    // A run starting here: the folders of other versions of this program that no live process uses go (housekeeping, never a failure).
+    if (opened.ok) tryRemoveOldPrograms(this.workDir, this.keptFile);
+    return this.reply(id, opened.ok ? ok({ dir: opened.value.dir }) : opened);
+  }
+
+  take(message: Exclude<ToHost, { type: 'ping' }>): void {
+    switch (message.type) {
+      case 'request':
+        this.running.set(message.id, {});
+        void this.handle(message.id, message.request);
+        return;
+      case 'input':
+        this.running.get(message.id)?.input?.(Buffer.from(message.data, 'base64'));
+        return;
+      case 'input-end':
+        this.running.get(message.id)?.inputEnd?.();
+        return;
+      case 'cancel':
+        this.running.get(message.id)?.cancel?.();
+        return;
+    }
+  }
+
+  async endAll(why: string): Promise<void> {
+    for (const group of this.groups) signalGroup(group, 'SIGKILL');
+    process.stderr.write(`foreman host: ending everything it started: ${why}\n`);
+    // What the commands started in sessions of their own, found by the marker they inherited.
+    await endMarked(RUN_MARKER_VARIABLE, runMarker, 500);
+    for (const file of this.halfMade) rmSync(file, { force: true });
+    // The sandboxed workers' own TMPDIRs this process served (`<work dir>/.t/<its pid, base 36>-…`).
+    const ownTmp = join(this.workDir, '.t');
+    for (const name of existsSync(ownTmp) ? readdirSync(ownTmp) : [])
+      if (name.startsWith(`${process.pid.toString(36)}-`)) rmSync(join(ownTmp, name), { recursive: true, force: true });
+  }
 }

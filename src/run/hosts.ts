@@ -8,7 +8,7 @@
 import { type HostChannel, openChannel } from '../adapters/host/channel.ts';
 import { type SshHost as SshTarget, sshTransport } from '../adapters/host/ssh.ts';
 import type { HostFault } from '../adapters/host/transport.ts';
-import { type Result, ok } from '../core/failure.ts';
+import { type Result, err, ok } from '../core/failure.ts';
 import { type HostProblem, hostProblems } from '../core/host-checks.ts';
 import type { HostFindings, ObjectFormat } from '../core/host-protocol.ts';
 import type { HostCheckResult } from '../core/hosts/host-facts.ts';
@@ -130,16 +130,48 @@ export class HostLink {
     if (checked !== null) this.opened.push(checked);
   }
 
+  private closed = false;
+
   async connect(): Promise<Result<HostChannel, HostFault>> {
     const first = this.first;
     this.first = null;
     if (first !== null && first.down === null) return ok(first);
+    if (this.closed) return err({ reason: 'lost', message: `the channels to ${this.host.name} were closed: the run is ending` });
     const opened = await openChannel(sshTransport(sshTarget(this.host), this.env), { keep: true });
-    if (opened.ok) this.opened.push(opened.value);
+    if (!opened.ok) return opened;
+    this.opened.push(opened.value);
+    // Opened as the run ended: closed at once, not left behind.
+    if (this.closed) await this.close();
     return opened;
   }
 
+  /** Closes every channel opened so far, and any still opening; none opens after. */
   async close(): Promise<void> {
+    this.closed = true;
     await Promise.all(this.opened.map((channel) => channel.close()));
+  }
+}
+
+/** What `plan clean` did on one ssh host: the plans' run folders removed and kept (a live run holds them), or why it could not. */
+export type HostCleaning = { host: SshHost; removed: string[]; held: string[] } | { host: SshHost; failed: string };
+
+/**
+ * `plan clean --host`: on each ssh host of `hosts`, at once, the run folders of `plans` (of the
+ * repository `repository` there) that no live process holds are removed. A host that cannot be
+ * reached, or fails the cleaning, is said so; the others are cleaned all the same.
+ */
+export function cleanOnHosts(hosts: readonly Host[], repository: string, plans: readonly string[], env: NodeJS.ProcessEnv): Promise<HostCleaning[]> {
+  return Promise.all(hosts.flatMap((host) => (host.kind === 'ssh' ? [cleanOnHost(host, repository, plans, env)] : [])));
+}
+
+async function cleanOnHost(host: SshHost, repository: string, plans: readonly string[], env: NodeJS.ProcessEnv): Promise<HostCleaning> {
+  const opened = await openChannel(sshTransport(sshTarget(host), env), { keep: true });
+  if (!opened.ok) return { host, failed: opened.error.message };
+  try {
+    const cleaned = await opened.value.request({ op: 'clean', repository, plans: [...plans] });
+    if (!cleaned.ok) return { host, failed: cleaned.error.kind === 'down' ? cleaned.error.fault.message : cleaned.error.message };
+    return { host, removed: cleaned.value.removed, held: cleaned.value.held };
+  } finally {
+    await opened.value.close();
   }
 }

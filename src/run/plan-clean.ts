@@ -87,3 +87,11 @@ export async function cleanPlans(repo: string, planPath: string, env: NodeJS.Pro
   }
   return ok(cleaned);
 }
+
+/** The ids of the plan at `planPath` and of its archived plans: the plans `plan clean` cleans. */
+export async function planIdsToClean(planPath: string): Promise<string[]> {
+  const runPath = runPathOf(planPath);
+  const live = await readValidPlan(runPath);
+  const plans = [...(live === null ? [] : [live]), ...(await archivedPlans(runPath)).map((archived) => archived.plan)];
+  return [...new Set(plans.flatMap((plan) => planIdOf(plan) ?? []))];
+}

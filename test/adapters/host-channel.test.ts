@@ -15,6 +15,9 @@ import { fetchCommit, sendCommit } from '../../src/adapters/host/objects.ts';
 import { type HostProgram, hostProgram } from '../../src/adapters/host/program.ts';
 import { type SshHost, sshTransport } from '../../src/adapters/host/ssh.ts';
 import { findMarked } from '../../src/adapters/process-markers.ts';
+import { type SshHost as UrlSshHost, parseHosts } from '../../src/core/hosts/url.ts';
+import { runLockHolder } from '../../src/host/run-lock.ts';
+import { HostLink } from '../../src/run/hosts.ts';
 import { DEFAULT_MIN_FREE_BYTES, hostProblems } from '../../src/core/host-checks.ts';
 import { HOST_PROTOCOL, type HostEvent, type ToHost, messageLine } from '../../src/core/host-protocol.ts';
 import { tempGitRepo } from '../support/git-repo.ts';
@@ -109,15 +112,16 @@ describeSshd('a host channel on real sshd', () => {
         message: expect.stringContaining(`held by another live run (process ${first.hello.pid} there)`),
       });
       await openRun(second, 'plan-other');
+      expect(runLockHolder(dir)).toBe(first.hello.pid);
       await first.close();
-      await waitFor('the first run to let go of its folder', () => !existsSync(join(dir, 'lock')));
+      await waitFor('the first run to let go of its folder', () => runLockHolder(dir) === null);
       const third = await open(host);
       try {
         expect(await openRun(third, 'plan-shared')).toBe(dir);
         // A run's folder whose process is gone (its lock names a pid no process has) is cleaned; live ones stay.
         const stale = join(host.workDir, 'repo-1', 'plan-stale');
         mkdirSync(stale);
-        writeFileSync(join(stale, 'lock'), '999999999 1\n');
+        writeFileSync(join(stale, 'lock.1'), '999999999 1\n');
         const cleaned = await third.request({ op: 'clean' });
         if (!cleaned.ok) throw new Error(JSON.stringify(cleaned.error));
         expect({ removed: cleaned.value.removed, held: [...cleaned.value.held].sort() }).toEqual({
@@ -125,13 +129,71 @@ describeSshd('a host channel on real sshd', () => {
           held: ['repo-1/plan-other', 'repo-1/plan-shared'],
         });
         expect(existsSync(stale)).toBe(false);
-        expect(existsSync(join(dir, 'lock'))).toBe(true);
+        expect(runLockHolder(dir)).toBe(third.hello.pid);
       } finally {
         await third.close();
       }
     } finally {
       await Promise.all([first.close(), second.close()]);
     }
+  });
+
+  test('a run starting on a host removes the program folders of other versions no live process uses; its own is marked in use while it runs', async () => {
+    const host = sshd.hosts[1]?.host as SshHost;
+    const programs = join(host.workDir, '.foreman');
+    const older = (version: string, marks: Record<string, string>): string => {
+      const folder = join(programs, version);
+      mkdirSync(join(folder, 'running'), { recursive: true });
+      writeFileSync(join(folder, 'host.mjs'), 'an older program\n');
+      for (const [name, text] of Object.entries(marks)) writeFileSync(join(folder, 'running', name), text);
+      return folder;
+    };
+    // A process of an older version still running (its bootstrap's empty mark), one whose process is gone, one never marked.
+    const sleeper = spawn('sleep', ['600'], { stdio: 'ignore' });
+    const used = older('0.0.1-aaaaaaaaaaaa', { [String(sleeper.pid)]: '' });
+    const gone = older('0.0.2-bbbbbbbbbbbb', { '999999999': '999999999 1\n' });
+    const unmarked = older('0.0.3-cccccccccccc', {});
+    try {
+      const channel = await open(host);
+      const ownMark = join(programs, program.version, 'running', String(channel.hello.pid));
+      try {
+        // Marked by the bootstrap and the program it became: its pid and start time.
+        expect(readFileSync(ownMark, 'utf8')).toMatch(new RegExp(`^${channel.hello.pid} \\S`));
+        // Opening nothing, a channel removes nothing (a dry run's, the checks').
+        expect(existsSync(gone)).toBe(true);
+        await openRun(channel, 'plan-versions');
+        expect([existsSync(used), existsSync(gone), existsSync(unmarked)]).toEqual([true, false, false]);
+        expect(readdirSync(programs).sort()).toEqual(['0.0.1-aaaaaaaaaaaa', program.version].sort());
+      } finally {
+        await channel.close();
+      }
+      await waitFor('the program to take its mark off when it ends', () => !existsSync(ownMark));
+      sleeper.kill('SIGKILL');
+      await waitFor('the older process to end', () => !alive(sleeper.pid as number));
+      const next = await open(host);
+      try {
+        await openRun(next, 'plan-versions');
+        expect(readdirSync(programs)).toEqual([program.version]);
+      } finally {
+        await next.close();
+      }
+    } finally {
+      sleeper.kill('SIGKILL');
+    }
+  });
+
+  test('a host’s link closes every channel it opened, one still opening as it is closed included, and opens none after', async () => {
+    const a = sshd.hosts[0] as NonNullable<TestSshd['hosts'][0]>;
+    const parsed = parseHosts([{ text: `ssh://${a.alias}${a.workDir}`, origin: '--host' }]);
+    if (!parsed.ok) throw new Error(parsed.error);
+    const link = new HostLink(parsed.value[0] as UrlSshHost, null, sshd.env);
+    const opening = link.connect();
+    await link.close();
+    const opened = await opening;
+    expect(opened.ok ? opened.value.down?.message : opened.error.message).toContain('was closed');
+    const after = await link.connect();
+    expect(after.ok ? 'opened' : after.error.message).toBe(`the channels to ${a.alias} were closed: the run is ending`);
+    expect(childrenOf(process.pid, 'ssh', '-o', 'BatchMode=yes')).toEqual([]);
   });
 
   test('a command that cannot start is said so; a cancelled one is ended with what it started', async () => {
@@ -441,12 +503,12 @@ describeSshd('a host channel on real sshd', () => {
       { onEvent: (event) => event.kind === 'started' && pids.push(event.pid) },
     );
     await waitFor('the command and what it started in a session of its own', () => findMarked('FOREMAN_TEST_MARK', mark).length >= 3);
-    expect(existsSync(join(dir, 'lock'))).toBe(true);
+    expect(runLockHolder(dir)).toBe(channel.hello.pid);
     process.kill(channel.pid as number, 'SIGKILL');
     await waitFor('the channel to go down', () => channel.down !== null);
     expect(channel.down?.reason).toBe('lost');
     await waitFor('nothing of the run left on the host', () => findMarked('FOREMAN_TEST_MARK', mark).length === 0 && !alive(channel.hello.pid));
-    expect(existsSync(join(dir, 'lock'))).toBe(false);
+    expect(runLockHolder(dir)).toBeNull();
   });
 
   test('foreman killed -9 leaves nothing of the run on the host: ssh’s input ends with it', async () => {

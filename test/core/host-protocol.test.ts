@@ -40,6 +40,14 @@ describe('the host protocol', () => {
       ok: false,
       error: 'request 1 is none the host knows',
     });
+    // plan clean's plans: folder names each, and only under a repository.
+    const clean = (request: object) => protocol.readToHost(JSON.stringify({ type: 'request', id: 2, request: { op: 'clean', ...request } }));
+    expect(clean({ repository: 'r-1', plans: ['p-1', 'p-2'] })).toEqual({
+      ok: true,
+      value: { type: 'request', id: 2, request: { op: 'clean', repository: 'r-1', plans: ['p-1', 'p-2'] } },
+    });
+    for (const bad of [{ plans: ['p-1'] }, { repository: 'r-1', plans: ['../p'] }, { repository: 'r-1', plans: 'p-1' }])
+      expect(clean(bad)).toEqual({ ok: false, error: 'request 2 is none the host knows' });
     expect(protocol.readFromHost('{"type":"launch"}')).toEqual({ ok: false, error: 'a message of an unknown type (launch)' });
   });
 

@@ -14,16 +14,19 @@ import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readLock } from '../../src/adapters/run-lock.ts';
 import { sandboxSupport } from '../../src/adapters/sandbox.ts';
 import type { Plan } from '../../src/core/plan.ts';
-import { repositoryId } from '../../src/run/workspace/host.ts';
-import { executeScript, nodeArgsFor, runExecute } from '../support/execute.ts';
+import { repositoryId } from '../../src/run/workspace/host-scripts.ts';
+import { openChannel } from '../../src/adapters/host/channel.ts';
+import { sshTransport } from '../../src/adapters/host/ssh.ts';
+import { executeScript, nodeArgsFor, runExecute, runPlanTool } from '../support/execute.ts';
 import { waitFor } from '../support/wait.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { type ModelServer, type ScriptedRequest, scenario, startModelServer, text, toolUse } from '../support/model-server.ts';
 import { makePlan, writePlan } from '../support/plans.ts';
 import { claudeBin, claudeEnv, tempHome } from '../support/real-claude.ts';
-import { childrenOf } from '../support/processes.ts';
+import { alive, childrenOf } from '../support/processes.ts';
 import { type TestSshd, sshdMissing, startTestSshd } from '../support/sshd.ts';
 
 const describeSshd = sshdMissing === null ? describe : describe.skip;
@@ -286,6 +289,68 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
     const alone = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--dry-run', '--sandbox', 'off', '--host', missing], env);
     expect(alone.exitCode).toBe(3);
     expect(alone.stderr).toContain(`host ${sshd.hosts[1]!.alias} is left out of the run: the claude binary (/nowhere/claude)`);
+  });
+
+  it('plan clean --host removes the plan’s run folders no live process holds, per host, and names a host it cannot reach (exit 75)', async () => {
+    const { repo, env } = await repoWith(makePlan([task('clean', ['out/clean.txt'])], { planId: 'plan-now' }));
+    await mkdir(join(repo.dir, '.design', 'history'), { recursive: true });
+    await writePlan(
+      repo.dir,
+      makePlan([task('before', ['out/before.txt'])], { planId: 'plan-before' }),
+      join('.design', 'history', '20250101T000000Z-plan.json'),
+    );
+    const under = join(sshd.hosts[0]!.workDir, repositoryId(repo.dir));
+    // The plan's folder a killed run left, another plan's (not this one's: it stays), and the archived plan's, which a live run holds.
+    for (const plan of ['plan-now', 'plan-other']) {
+      await mkdir(join(under, plan, 'repository.git'), { recursive: true });
+      await writeFile(join(under, plan, 'lock'), '999999999 0\n');
+    }
+    const opened = await openChannel(sshTransport(sshd.hosts[0]!.host, sshd.env), { keep: true });
+    if (!opened.ok) throw new Error(opened.error.message);
+    const holder = opened.value;
+    try {
+      const held = await holder.request({ op: 'open-run', repository: repositoryId(repo.dir), plan: 'plan-before', objectFormat: 'sha1' });
+      expect(held.ok).toBe(true);
+      const unreachable = 'ssh://127.0.0.1:1/srv/nowhere?name=gone';
+      const r = await runPlanTool(repo.dir, ['clean', '--host', hostUrl(0), '--host', hostUrl(1), '--host', unreachable], env);
+      expect(r.stderr).toBe('');
+      const a = sshd.hosts[0]!.alias;
+      const b = sshd.hosts[1]!.alias;
+      expect(r.stdout.split('\n').filter((line) => line.startsWith('host '))).toEqual([
+        `host ${a}: removed ${join(under, 'plan-now')}`,
+        `host ${a}: kept ${join(under, 'plan-before')}: a live run holds it`,
+        `host ${b}: no run folder of the plan there`,
+        expect.stringMatching(/^host gone: not cleaned: 127\.0\.0\.1 could not be reached \(.+\): .+; run the same command again once it answers$/),
+      ]);
+      expect(r.exitCode).toBe(75);
+      expect(existsSync(join(under, 'plan-now'))).toBe(false);
+      expect(existsSync(join(under, 'plan-other'))).toBe(true);
+      expect(existsSync(join(under, 'plan-before', 'repository.git'))).toBe(true);
+      await holder.close();
+      await waitFor('the archived plan’s run to end on the host', () => !alive(holder.hello.pid));
+      // Its run gone, the archived plan's folder goes too; with every host reached, exit 0.
+      const again = await runPlanTool(repo.dir, ['clean', '--json', '--host', hostUrl(0)], env);
+      expect(again.exitCode).toBe(0);
+      expect(JSON.parse(again.stdout).hosts).toEqual([{ host: a, removed: [join(under, 'plan-before')], held: [] }]);
+      expect(existsSync(join(under, 'plan-other'))).toBe(true);
+    } finally {
+      await holder.close();
+    }
+  });
+
+  it('a run that fails once its hosts are checked, before it starts, closes their channels and lets go of the plan', async () => {
+    const { repo, env } = await repoWith(makePlan([task('never', ['out/never.txt'])]));
+    // The journal cannot be opened (a folder where its file goes): the run throws as it says the host left out, before it starts.
+    await mkdir(join(repo.dir, '.design', 'events.jsonl'));
+    const r = await runExecute(
+      repo.dir,
+      ['--claude-bin', claudeBin, '--sandbox', 'off', '--host', hostUrl(0), '--host', 'ssh://127.0.0.1:1/srv/nowhere?name=gone'],
+      env,
+    );
+    expect(r.stderr).toContain('EISDIR');
+    expect(r.exitCode).toBe(70);
+    expect(childrenOf(process.pid, 'ssh', '-o', 'BatchMode=yes')).toEqual([]);
+    expect((await readLock(join(repo.dir, '.design', 'plan.json'))).state).toBe('free');
   });
 
   it('a worker that crashes on a host whose remote side lives is a crashed worker, not a host fault', async () => {

@@ -1,6 +1,7 @@
 // The command a host's channel runs there: a fixed sh script and its arguments, the same for
 // every host and run. It finds foreman's remote program kept under the work dir by version
-// (`<work dir>/.foreman/<version>/host.mjs`) or, the first time, receives it on stdin (its size
+// (`<work dir>/.foreman/<version>/host.mjs`, the folder marked in use by the process,
+// src/host/program-folders.ts) or, the first time, receives it on stdin (its size
 // announced, nothing else sent until the program says it runs, so `head -c` cannot read past
 // it), then runs it with the host's node through a small loader. With `keep: false` (a dry run)
 // nothing is written: a program not there yet is read into memory and run from there.
@@ -13,9 +14,10 @@
 export const BOOTSTRAP_SCRIPT = [
   'd=$1 v=$2 n=$3 node=$4 mode=$5 f=$1/.foreman/$2/host.mjs',
   'command -v "$node" >/dev/null 2>&1 || { echo "foreman-host no-node"; exit 5; }',
+  // Its folder marked in use by this process (the program, exec'd, keeps the pid) before it looks for the program there.
+  'if [ "$mode" = keep ]; then umask 077 && mkdir -p "$d/.foreman/$v/running" && chmod 700 "$d" "$d/.foreman" && : > "$d/.foreman/$v/running/$$" || exit 3; fi',
   'if [ ! -f "$f" ]; then',
   '  if [ "$mode" = memory ]; then echo "foreman-host send $n"; exec "$node" -e "$6" "$n" "$d" "$mode"; fi',
-  '  umask 077 && mkdir -p "$d/.foreman/$v" && chmod 700 "$d" "$d/.foreman" || exit 3',
   '  echo "foreman-host send $n"',
   '  head -c "$n" > "$f.$$" || exit 3',
   '  [ "$(wc -c < "$f.$$")" -eq "$n" ] || { rm -f "$f.$$"; exit 4; }',

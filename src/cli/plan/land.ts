@@ -19,7 +19,10 @@ import {
   repositoryOf,
   runPathOf,
 } from '../../run/plan-landing.ts';
-import { cleanPlans } from '../../run/plan-clean.ts';
+import { cleanPlans, planIdsToClean } from '../../run/plan-clean.ts';
+import { cleanOnHosts } from '../../run/hosts.ts';
+import { repositoryId } from '../../run/workspace/host-scripts.ts';
+import { cleanHostOptions, describeHostCleaning, hostCleaningJson, hostsOf } from '../host-flags.ts';
 import type { Command, Io } from '../command.ts';
 import { CliError, EXIT, type ExitCode, gitFailedError } from '../exit.ts';
 import { planPathFrom } from '../load.ts';
@@ -146,24 +149,25 @@ export const landCommand: Command = {
 export const clean: Command = {
   name: 'clean',
   summary:
-    "Remove the plan's worktrees now (and those of archived plans), with the refs of archived plans whose work is all on your branch; never a ref holding work not landed.",
-  usage: '[--plan FILE] [--json]',
-  options: { ...planOption, ...jsonOption },
+    "Remove the plan's worktrees now (and those of archived plans), with the refs of archived plans whose work is all on your branch; never a ref holding work not landed. With --host, its run folders on those hosts too.",
+  usage: '[--plan FILE] [--host URL]... [--hosts FILE] [--json]',
+  options: { ...planOption, ...cleanHostOptions, ...jsonOption },
   async run({ values }, io) {
     const planPath = await planPathFrom(values, io.cwd);
     const repo = await repositoryFor(planPath, 'clean');
+    const hosts = await hostsOf(values, undefined, io);
     return withLock(runPathOf(planPath), 'clean', async () => {
       const result = await cleanPlans(repo, planPath, io.env);
       if (!result.ok) throw gitFailedError("list or delete the plans' refs", result.error);
       const cleaned = result.value;
+      const onHosts = hosts === null ? null : await cleanOnHosts(hosts.hosts, repositoryId(repo), await planIdsToClean(planPath), io.env);
+      // A host not cleaned is named; the rest is cleaned all the same, and running it again once the host answers finishes it.
+      const code = onHosts?.some((host) => 'failed' in host) ? EXIT.limited : EXIT.ok;
       if (values.json) {
-        io.out(JSON.stringify({ plans: cleaned }));
-        return EXIT.ok;
+        io.out(JSON.stringify({ plans: cleaned, ...(onHosts === null ? {} : { hosts: onHosts.map(hostCleaningJson) }) }));
+        return code;
       }
-      if (cleaned.length === 0) {
-        io.out('nothing to clean: no plan of this directory has worktrees or refs');
-        return EXIT.ok;
-      }
+      if (cleaned.length === 0) io.out('nothing to clean: no plan of this directory has worktrees or refs');
       for (const plan of cleaned) {
         const which = plan.archived ? `the archived plan ${plan.planPath}` : 'the plan';
         io.out(
@@ -180,7 +184,8 @@ export const clean: Command = {
           );
         }
       }
-      return EXIT.ok;
+      for (const line of (onHosts ?? []).flatMap(describeHostCleaning)) io.out(line);
+      return code;
     });
   },
 };

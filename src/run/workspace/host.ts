@@ -3,138 +3,37 @@
 // repository under `<work dir>/<repository id>/<plan id>/slots/<slot>`: made at the attempt's base
 // commit (its objects sent first, without what the host has), provisioned (the setup command;
 // `.worktreeinclude` files only with `include=1`, a symbolic link sent as a link), where the
-// worker runs (the same `runWorker`, its process a `run` there) and the checks run. Capture is a
+// worker runs (./host-worker.ts: the same `runWorker`, its process a `run` there) and the checks run. Capture is a
 // snapshot commit made there and fetched back, so the captured work's objects are here, where the
 // integration reads them. Every name, path, prompt and command travels as data (argv, stdin);
 // nothing is written outside the work dir. A failure of the host's own (the channel down, git
 // failing there) is told as a host fault (`onFault`): the engine loses the attempt, spends none.
 
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { PassThrough } from 'node:stream';
 import { BoundedOutput, DEFAULT_MAX_OUTPUT_BYTES } from '../../adapters/checks.ts';
 import { captureCommit } from '../../adapters/git/capture.ts';
 import { includedFiles } from '../../adapters/git/included.ts';
-import type { Git } from '../../adapters/git/repository.ts';
-import { runGit } from '../../adapters/git/runner.ts';
 import { heldBy } from '../../adapters/git/set-aside.ts';
-import type { HostChannel, RequestError } from '../../adapters/host/channel.ts';
+import type { RequestError } from '../../adapters/host/channel.ts';
 import { fetchCommit, sendCommit } from '../../adapters/host/objects.ts';
-import type { HostFault } from '../../adapters/host/transport.ts';
-import type { WorkerPlace, WorkerProcess, WorkerProcessEnd } from '../../adapters/worker-place.ts';
 import { type Result, err, ok } from '../../core/failure.ts';
 import type { WorkerRun } from '../../core/worker-run.ts';
 import type { Verification } from '../../core/finalize.ts';
 import { clipTail, oneLine } from '../../core/format.ts';
 import type { GitFailure } from '../../core/git-text.ts';
-import type { CommandExit, HostEvent, ObjectFormat } from '../../core/host-protocol.ts';
-import type { SshHost } from '../../core/hosts/url.ts';
+import type { HostEvent } from '../../core/host-protocol.ts';
 import type { Plan } from '../../core/plan.ts';
 import type { CheckRun, CheckUse, WorkerJob, Workspace, WorkspaceRequest, Workspaces } from './index.ts';
-import { type LocalWorkspaces, permissionsFor, withTrackedDenials } from './local.ts';
 import type { WorkPlace } from './verify.ts';
-
-/** Git on the host (`$FOREMAN_GIT`, the URL's `git=`) runs without hooks or fsmonitor, and takes every pathspec literally, as here (git ≥ 2.31 reads these). */
-const hostGitEnv = (git: string): Record<string, string> => ({
-  FOREMAN_GIT: git,
-  GIT_CONFIG_COUNT: '2',
-  GIT_CONFIG_KEY_0: 'core.hooksPath',
-  GIT_CONFIG_VALUE_0: '/dev/null',
-  GIT_CONFIG_KEY_1: 'core.fsmonitor',
-  GIT_CONFIG_VALUE_1: 'false',
-  GIT_LITERAL_PATHSPECS: '1',
-  // The snapshot commit's author: foreman's own, never the host user's (who may have none).
-  GIT_AUTHOR_NAME: 'foreman',
-  GIT_AUTHOR_EMAIL: 'foreman@localhost',
-  GIT_COMMITTER_NAME: 'foreman',
-  GIT_COMMITTER_EMAIL: 'foreman@localhost',
-});
-
-/**
- * Makes slot `$1` a worktree at commit `$2`: a new one, or the one there reset and cleaned (what
- * an earlier attempt and its provisioning left goes). Prints its real path.
- */
-const MAKE_SLOT = [
-  'set -e',
-  'if [ -d "$1" ]; then cd "$1"; "$FOREMAN_GIT" reset -q --hard "$2"; "$FOREMAN_GIT" clean -q -ffdx; else "$FOREMAN_GIT" --git-dir=repository.git worktree add -q --detach "$1" "$2"; cd "$1"; fi',
-  'pwd -P',
-].join('\n');
-
-/**
- * The slot as the worker left it, as a commit whose parent is the attempt's base `$2`: its index
- * copied to `$1` (so what it staged counts and unchanged files are not hashed again), every change
- * git does not ignore added, what provisioning put there (`$3…`) put back as the base has it.
- */
-const SNAPSHOT = [
-  'set -e',
-  'index=$1 base=$2; shift 2',
-  'cp "$("$FOREMAN_GIT" rev-parse --git-path index)" "$index"',
-  'export GIT_INDEX_FILE="$index"',
-  '"$FOREMAN_GIT" add -A .',
-  'if [ $# -gt 0 ]; then "$FOREMAN_GIT" reset -q "$base" -- "$@"; fi',
-  'tree=$("$FOREMAN_GIT" write-tree)',
-  'rm -f "$index"',
-  '"$FOREMAN_GIT" commit-tree "$tree" -p "$base" -m "foreman: the attempt\'s worktree"',
-].join('\n');
-
-/** Writes its stdin to the slot's file `$1` (its folders made). */
-const WRITE_FILE = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"';
-/** Makes the slot's `$1` a symbolic link to `$2`, as written (never followed). */
-const WRITE_LINK = 'mkdir -p -- "$(dirname -- "$1")" && rm -f -- "$1" && ln -s -- "$2" "$1"';
-/** Whether the slot's `$1` is there (a dangling link counts). */
-const EXISTS = '[ -e "$1" ] || [ -L "$1" ]';
-
-/** A folder name for the repository on a host: its name and a hash of where it is here, so two repositories never share one. */
-export function repositoryId(repo: string): string {
-  const name = (repo.split('/').filter(Boolean).at(-1) ?? 'repository').replace(/[^A-Za-z0-9._-]/g, '-').replace(/^[^A-Za-z0-9]+/, '');
-  return `${name.slice(0, 40) || 'repository'}-${createHash('sha256').update(repo).digest('hex').slice(0, 12)}`;
-}
-
-/** The local repository's object format, which the host's run repository takes. */
-export async function objectFormatOf(repo: string): Promise<ObjectFormat> {
-  const said = await runGit(['rev-parse', '--show-object-format'], { cwd: repo });
-  return said.ok && said.value.trim() === 'sha256' ? 'sha256' : 'sha1';
-}
-
-/** What a host's workspaces work with. */
-export interface HostContext {
-  host: SshHost;
-  /** The host's channel: the one the checks opened first, then a new one after a fault. */
-  connect: () => Promise<Result<HostChannel, HostFault>>;
-  /** The run's local workspaces: the settings, the log and the ref for set-aside work (`verifyWork`). */
-  local: LocalWorkspaces;
-  repo: string;
-  git: Git;
-  planId: string;
-  plan: Plan;
-  objectFormat: ObjectFormat;
-  setupTimeoutMs: number;
-  /** Workers sandboxed (`--sandbox on`): Claude Code's sandbox on the host (bubblewrap there). */
-  sandbox: boolean;
-  /** A failure of the host's own: the engine marks it down and loses its attempts. */
-  onFault: (host: string, reason: string) => void;
-}
-
-/** The host's channel with the run's folder taken on it. */
-interface Connection {
-  channel: HostChannel;
-  /** The run's folder there, real path. */
-  dir: string;
-  /**
-   * Commits sent into its repository, or being sent: attempts made at once from the same base
-   * share one sending (two bundles of one commit at once would race on its ref there), and a later
-   * bundle leaves out what they reach.
-   */
-  sent: Map<string, Promise<Result<void, string>>>;
-}
-
-/** How a command ran on the host: its exit and what it printed, or the channel's failure. */
-type HostRun = Result<{ exit: CommandExit; stdout: string; output: BoundedOutput; durationMs: number }, RequestError>;
+import { hostGitEnv, MAKE_SLOT, SNAPSHOT, WRITE_FILE, WRITE_LINK, EXISTS, repositoryId } from './host-scripts.ts';
+import type { HostContext, Connection, HostRun, HostSlot } from './host-connection.ts';
+import { runHostWorker } from './host-worker.ts';
 
 export class HostWorkspaces implements Workspaces {
   private connection: Promise<Result<Connection, string>> | null = null;
 
-  constructor(private readonly context: HostContext) {}
+  constructor(readonly context: HostContext) {}
 
   get name(): string {
     return this.context.host.name;
@@ -325,82 +224,8 @@ export class HostWorkspaces implements Workspaces {
     };
   }
 
-  async runWorker(connection: Connection, slot: HostSlot, job: WorkerJob): Promise<WorkerRun> {
-    const { plan, allowedTools, ...request } = job;
-    // The rules are anchored at the slot's real path there, as the CLI there matches them.
-    const tools = permissionsFor(plan, job.taskIndex, slot.dir, allowedTools);
-    const run = await this.context.local.place.workers.run({
-      ...request,
-      claudeBin: this.context.host.claude,
-      cwd: slot.dir,
-      allowedTools: tools.allow,
-      deniedTools: tools.deny,
-      rulesOf: this.context.repo,
-      place: this.workerPlace(connection, slot),
-      ...(this.context.sandbox ? { sandbox: { allowedDomains: plan.context?.checkNetwork ?? [] } } : {}),
-    });
-    return this.context.local.marksTracked ? withTrackedDenials(run, this.context.repo, slot.base) : run;
-  }
-
-  /** Where a worker's process runs: the slot there, its output streamed back to the same parser and log as a local worker's. */
-  private workerPlace(connection: Connection, slot: HostSlot): WorkerPlace {
-    return {
-      realCwd: async () => slot.dir,
-      // A short folder in the work dir (the sandbox's bridge sockets live there, and a socket's
-      // path may not pass 107 bytes), which the remote side lets a command take as its TMPDIR.
-      ownTmp: async (task) => {
-        // Named by the remote process's pid: it removes what is left of its own when it ends (a run killed).
-        const path = `${this.context.host.workDir.replace(/\/+$/, '')}/.t/${connection.channel.hello.pid.toString(36)}-${task}`;
-        const made = await this.run(connection, ['sh', '-c', 'umask 077 && mkdir -p -- "$1" && cd -- "$1" && pwd -P', 'foreman', path], { cwd: '.' });
-        const realPath = made.ok ? made.value.stdout.trim() || path : path;
-        return { path, realPath, remove: async () => void (await this.run(connection, ['rm', '-rf', '--', path], { cwd: '.' })) };
-      },
-      // The host's own login is used; nothing of the person's settings travels.
-      loginSettings: async () => ({}),
-      start: (spawn) => this.workerProcess(connection, slot.cwd, spawn.file, spawn.args, spawn.input, spawn.own),
-    };
-  }
-
-  private workerProcess(connection: Connection, cwd: string, file: string, args: string[], input: string, own: Record<string, string>): WorkerProcess {
-    const stdout = new PassThrough();
-    const stderr = new PassThrough();
-    const stop = new AbortController();
-    const exits: Array<() => void> = [];
-    const ended = connection.channel
-      .request(
-        { op: 'run', argv: [file, ...args], cwd, env: own, stdin: true },
-        {
-          input: Buffer.from(input),
-          signal: stop.signal,
-          onEvent: (event) => {
-            if (event.kind === 'stdout') stdout.write(Buffer.from(event.data, 'base64'));
-            else if (event.kind === 'stderr') stderr.write(Buffer.from(event.data, 'base64'));
-          },
-        },
-      )
-      .then((answer): WorkerProcessEnd => {
-        stdout.end();
-        stderr.end();
-        for (const listener of exits) listener();
-        if (!answer.ok) return { spawnError: { message: this.requestFault('run the worker', answer.error) } };
-        const exit = answer.value;
-        if (exit.kind === 'not-started') return { spawnError: { message: `${exit.message} (on host ${this.name})` } };
-        return exit.kind === 'exited' ? { exitCode: exit.code } : { signal: exit.signal };
-      });
-    return {
-      stdout,
-      stderr,
-      // The host ends the worker's process group (SIGTERM, then SIGKILL) when its run is cancelled.
-      terminate: () => {
-        stop.abort();
-        return ended;
-      },
-      groupLeft: () => false,
-      onExit: (listener) => void exits.push(listener),
-      ended,
-      // What it left outside its group there carries the run's marker, ended with the run's remote side.
-      endLeftovers: async () => '',
-    };
+  runWorker(connection: Connection, slot: HostSlot, job: WorkerJob): Promise<WorkerRun> {
+    return runHostWorker(this, connection, slot, job);
   }
 
   verify(connection: Connection, slot: HostSlot, plan: Plan, task: number, signal?: AbortSignal): Promise<Verification> {
@@ -474,14 +299,6 @@ export class HostWorkspaces implements Workspaces {
     const connected = await this.connection;
     if (connected.ok) await connected.value.channel.close();
   }
-}
-
-/** A slot's worktree there: relative to the run's folder (`cwd`), its real path (`dir`). */
-interface HostSlot {
-  cwd: string;
-  dir: string;
-  base: string;
-  kept: string[];
 }
 
 /** An attempt's workspace on a host: a slot's worktree there. */

@@ -6,7 +6,8 @@ import type { Git } from '../../adapters/git/repository.ts';
 import type { Result } from '../../core/failure.ts';
 import type { Plan } from '../../core/plan.ts';
 import type { HostLink } from '../hosts.ts';
-import { HostWorkspaces, objectFormatOf } from './host.ts';
+import { HostWorkspaces } from './host.ts';
+import { objectFormatOf } from './host-scripts.ts';
 import type { Workspace, WorkspaceRequest, Workspaces } from './index.ts';
 import type { LocalWorkspaces, WorkspaceUse } from './local.ts';
 
