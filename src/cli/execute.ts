@@ -11,7 +11,8 @@ import { gitProcessCount } from '../adapters/git/runner.ts';
 import { type LockInfo, type LockTakeover, acquireLock, currentLockInfo, readLock } from '../adapters/run-lock.ts';
 import { killAllWorkers } from '../adapters/worker.ts';
 import { type SandboxDecision, type SandboxMode, decideSandbox, sandboxModeOf, sandboxUse } from '../adapters/sandbox.ts';
-import { notLoggedInLines } from '../core/auth-status.ts';
+import { type AuthStatus, notLoggedInLines } from '../core/auth-status.ts';
+import { hostAccounts } from '../core/hosts/accounts.ts';
 import type { RunEventBody } from '../core/events.ts';
 import { newRunId } from '../adapters/journal.ts';
 import { assertNever } from '../core/failure.ts';
@@ -316,7 +317,7 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   if (top === null || !(await git.isRepo()))
     throw new CliError(EXIT.invalid, [`${settings.repo} is not in a git repository (foreman commits each round; run \`git init\` first)`]);
   await checkWorkerRules(plan, settings);
-  const { claudeBin, decision } = await readyToRun(plan, settings, io);
+  const { claudeBin, decision, login } = await readyToRun(plan, settings, io);
   // The run's sandbox line, as the run finds it: the dry run shows it as a setting.
   const sandbox = await runSandboxUse(plan, settings, decision);
   const sandboxed = decision.sandboxed;
@@ -329,6 +330,11 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   if (hostRun !== null) {
     settings.hosts = hostRun.hosts;
     settings.concurrency = hostRun.concurrency;
+    // A host logged in to another account than this machine's has a limiter of its own (docs/hosts.md).
+    settings.hostAccounts = hostAccounts(
+      login,
+      hostRun.checked.filter((checked) => checked.leftOut === null).map((checked) => ({ name: checked.host.name, auth: checked.auth })),
+    );
   }
   const links = (hostRun?.checked ?? []).flatMap((checked) => (checked.leftOut === null ? [new HostLink(checked.host, checked.channel, io.env)] : []));
   const closeLinks = () => Promise.all(links.map((link) => link.close()));
@@ -424,9 +430,10 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
 /**
  * What the run needs of this machine before it starts anything, its dry run alike: the Claude
  * Code CLI (logged in, when a task is to start) and the sandboxing `--sandbox` asks for. Refuses
- * (exit 3) without them; else the CLI's path and the sandbox's decision (sandboxed, or why not).
+ * (exit 3) without them; else the CLI's path, the sandbox's decision (sandboxed, or why not) and
+ * the CLI's login (null when not asked: the account the run's own limiter is).
  */
-async function readyToRun(plan: Plan, settings: Settings, io: Io): Promise<{ claudeBin: string; decision: SandboxDecision }> {
+async function readyToRun(plan: Plan, settings: Settings, io: Io): Promise<{ claudeBin: string; decision: SandboxDecision; login: AuthStatus | null }> {
   const claudeBin = findExecutable(settings.claudeBin, io.env, io.cwd);
   if (claudeBin === null) {
     throw new CliError(EXIT.cannotRun, [
@@ -441,9 +448,10 @@ async function readyToRun(plan: Plan, settings: Settings, io: Io): Promise<{ cla
     : null;
   // The sandbox is asked about once: `on` refuses without it, `auto` says why it goes without.
   const decided = await decideSandbox(settings.sandbox);
-  if ((await login)?.kind === 'logged-out') throw new CliError(EXIT.cannotRun, notLoggedInLines(claudeBin));
+  const status = await login;
+  if (status?.kind === 'logged-out') throw new CliError(EXIT.cannotRun, notLoggedInLines(claudeBin));
   if (!decided.ok) throw new CliError(EXIT.cannotRun, [decided.error]);
-  return { claudeBin, decision: decided.value };
+  return { claudeBin, decision: decided.value, login: status };
 }
 
 const setupProblemError = (setupProblem: SetupProblem): CliError => {

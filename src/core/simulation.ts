@@ -118,14 +118,15 @@ export const SIMULATION_DEFAULTS: Omit<EngineConfig, 'concurrency' | 'schedule'>
 };
 
 /**
- * Run `plan` to its end. `attemptOf(task, attempt)` says what each attempt does; `observe` is
+ * Run `plan` to its end. `attemptOf(task, attempt, place)` says what each attempt does (with
+ * hosts, `place` is where it runs); `observe` is
  * called with the state whenever simulated time is about to move on (every event at the current
  * time has been handled), and once at the end.
  */
 export function simulateRun(
   plan: Plan,
   config: EngineConfig,
-  attemptOf: (task: number, attempt: number) => SimulatedAttempt,
+  attemptOf: (task: number, attempt: number, place?: Place) => SimulatedAttempt,
   observe?: (state: EngineState) => void,
   /** What the gate does on `segment` stacked on the tasks integrated so far (required when `config.gate` is set). */
   gateOf?: (segment: readonly number[], integrated: readonly number[]) => SimulatedGate,
@@ -148,7 +149,7 @@ export function simulateRun(
   const refusals = new Map<number, NonNullable<SimulatedAttempt['refused']>>();
 
   const run = (task: number, attempt: number, now: number, resumed: boolean, place: Place | undefined): EngineEvent[] => {
-    const behaviour = attemptOf(task, attempt);
+    const behaviour = attemptOf(task, attempt, place);
     const interval: SimulatedInterval = {
       task,
       attempt,

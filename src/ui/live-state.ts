@@ -41,8 +41,11 @@ export interface LiveState {
   finishedCost: UsageTally;
   /** Asked to drain: nothing new starts. */
   draining: boolean;
-  /** What the run's limiter last said (a rate or usage limit holding it back), or null. */
-  limit: LimitState | null;
+  /**
+   * What each of the run's limiters last said (a rate or usage limit holding it back), by the hosts
+   * of its account (`''`: the run's one limiter, without hosts of more than one account).
+   */
+  limits: Map<string, LimitState & { hosts?: string[] }>;
 }
 
 /**
@@ -66,7 +69,7 @@ export function newLiveState(baseline: Partial<Record<TaskStatus, number>> = {})
     gate: { testing: [], waiting: 0 },
     finishedCost: emptyTally(),
     draining: false,
-    limit: null,
+    limits: new Map(),
   };
 }
 
@@ -106,7 +109,7 @@ export function applyEvent(state: LiveState, event: RunEvent, timeOf: (at: strin
       running.delete(event.task);
       break;
     case 'limit':
-      state.limit = event;
+      state.limits.set((event.hosts ?? []).join(', '), event);
       break;
     case 'task-activity': {
       const r = running.get(event.task);
@@ -139,7 +142,7 @@ export function applyEvent(state: LiveState, event: RunEvent, timeOf: (at: strin
     case 'draining':
       state.draining = true;
       // A run that drains waits for no limit: nothing new starts.
-      state.limit = null;
+      state.limits.clear();
       break;
     case 'run-finished':
       state.runEnd = timeOf(event.at);
@@ -170,6 +173,15 @@ export interface FooterFigures {
   waiting: string | null;
 }
 
+/** How long the limits hold the run back at `t`, each account's named by its hosts when there is more than one; null when none does. */
+function waiting(limits: LiveState['limits'], t: number): string | null {
+  const words = [...limits].flatMap(([hosts, limit]) => {
+    const held = waitWords(limit, t);
+    return held === null ? [] : [hosts === '' ? held : `${hosts}: ${held}`];
+  });
+  return words.length === 0 ? null : words.join('; ');
+}
+
 export function footerFigures(state: LiveState, t: number): FooterFigures {
   const { running, counts, finishedCost } = state;
   const runningCost = [...running.values()].reduce((s, r) => s + r.costUsd, 0);
@@ -189,6 +201,6 @@ export function footerFigures(state: LiveState, t: number): FooterFigures {
     lastRound: state.lastRound,
     gate: state.gate,
     draining: state.draining && state.runEnd === null,
-    waiting: state.limit !== null && state.runEnd === null ? waitWords(state.limit, t) : null,
+    waiting: state.runEnd === null ? waiting(state.limits, t) : null,
   };
 }
