@@ -12,7 +12,6 @@ import { type LockInfo, type LockTakeover, acquireLock, currentLockInfo, readLoc
 import { killAllWorkers } from '../adapters/worker.ts';
 import { type SandboxDecision, type SandboxMode, decideSandbox, sandboxModeOf, sandboxUse } from '../adapters/sandbox.ts';
 import { type AuthStatus, notLoggedInLines } from '../core/auth-status.ts';
-import { hostAccounts } from '../core/hosts/accounts.ts';
 import type { RunEventBody } from '../core/events.ts';
 import { newRunId } from '../adapters/journal.ts';
 import { assertNever } from '../core/failure.ts';
@@ -35,7 +34,7 @@ import { describeSetupProblem, lockedLine } from './setup-problem.ts';
 import { type SetupProblem, refusalBeforeWork } from '../run/refusals.ts';
 import { uncommittedChangesNotice } from '../adapters/git/uncommitted.ts';
 import { gateCommandOf, gateOptions } from './gate-flags.ts';
-import { checkResults, checkedHosts, hostOptions, hostSandboxNotice, hostsListed, hostsOf } from './host-flags.ts';
+import { checkResults, checkedHosts, hostOptions, hostSandboxNotice, hostsListed, hostsOf, limiterAccounts } from './host-flags.ts';
 import { HostLink } from '../run/hosts.ts';
 import { objectFormatOf } from '../run/workspace/host.ts';
 
@@ -330,11 +329,7 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   if (hostRun !== null) {
     settings.hosts = hostRun.hosts;
     settings.concurrency = hostRun.concurrency;
-    // A host logged in to another account than this machine's has a limiter of its own (docs/hosts.md).
-    settings.hostAccounts = hostAccounts(
-      login,
-      hostRun.checked.filter((checked) => checked.leftOut === null).map((checked) => ({ name: checked.host.name, auth: checked.auth })),
-    );
+    settings.hostAccounts = limiterAccounts(login, hostRun.checked);
   }
   const links = (hostRun?.checked ?? []).flatMap((checked) => (checked.leftOut === null ? [new HostLink(checked.host, checked.channel, io.env)] : []));
   const closeLinks = () => Promise.all(links.map((link) => link.close()));
