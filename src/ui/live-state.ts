@@ -6,7 +6,7 @@
 import type { RunEvent } from '../core/events.ts';
 import { sanitize } from './event-text.ts';
 import { formatCostTally, formatElapsed } from '../core/format.ts';
-import { type LimitState, waitWords } from '../core/limit-words.ts';
+import { type LimitState, accountsWaitWords, lastLimits } from '../core/limit-words.ts';
 import { type TaskStatus, type UsageTally, emptyTally, tallyAdd } from '../core/plan.ts';
 
 /** A task whose worker runs, as its row shows it. */
@@ -45,7 +45,7 @@ export interface LiveState {
    * What each of the run's limiters last said (a rate or usage limit holding it back), by the hosts
    * of its account (`''`: the run's one limiter, without hosts of more than one account).
    */
-  limits: Map<string, LimitState & { hosts?: string[] }>;
+  limits: Map<string, LimitState>;
 }
 
 /**
@@ -109,7 +109,7 @@ export function applyEvent(state: LiveState, event: RunEvent, timeOf: (at: strin
       running.delete(event.task);
       break;
     case 'limit':
-      state.limits.set((event.hosts ?? []).join(', '), event);
+      lastLimits(state.limits, event);
       break;
     case 'task-activity': {
       const r = running.get(event.task);
@@ -173,15 +173,6 @@ export interface FooterFigures {
   waiting: string | null;
 }
 
-/** How long the limits hold the run back at `t`, each account's named by its hosts when there is more than one; null when none does. */
-function waiting(limits: LiveState['limits'], t: number): string | null {
-  const words = [...limits].flatMap(([hosts, limit]) => {
-    const held = waitWords(limit, t);
-    return held === null ? [] : [hosts === '' ? held : `${hosts}: ${held}`];
-  });
-  return words.length === 0 ? null : words.join('; ');
-}
-
 export function footerFigures(state: LiveState, t: number): FooterFigures {
   const { running, counts, finishedCost } = state;
   const runningCost = [...running.values()].reduce((s, r) => s + r.costUsd, 0);
@@ -201,6 +192,6 @@ export function footerFigures(state: LiveState, t: number): FooterFigures {
     lastRound: state.lastRound,
     gate: state.gate,
     draining: state.draining && state.runEnd === null,
-    waiting: state.runEnd === null ? waiting(state.limits, t) : null,
+    waiting: state.runEnd === null ? accountsWaitWords(state.limits, t) : null,
   };
 }
