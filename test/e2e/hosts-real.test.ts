@@ -391,51 +391,6 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
   });
 
   // Last: host b's sshd does not come back.
-  it('one host’s sshd and its sessions killed mid-run: its tasks finish on the other, no attempt spent', async () => {
-    cwds.clear();
-    const [a, b] = sshd.hosts as [TestSshd['hosts'][0], TestSshd['hosts'][0]];
-    const workDirB = await realpath(b.workDir).catch(() => b.workDir);
-    const meet = firstArrivals(4, 30_000);
-    let killed = false;
-    atFirstTurn = async (marker, cwd) => {
-      await meet(marker);
-      if (killed || !cwd.startsWith(`${workDirB}/`)) return;
-      killed = true;
-      // sshd and every session it forked (the ssh channel's, whose remote program then ends what it started).
-      const sessions = childrenOf(b.sshd.pid as number);
-      b.sshd.kill('SIGKILL');
-      for (const pid of sessions) process.kill(pid, 'SIGKILL');
-    };
-    const tasks = MARKERS.slice(0, 4);
-    const plan = makePlan(tasks.map((marker, index) => task(marker, [`out/${index}.txt`])));
-    const { repo, env } = await repoWith(plan);
-    const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--json', '--sandbox', 'off', '--host', hostUrl(0), '--host', hostUrl(1)], env);
-    atFirstTurn = null;
-    expect(killed).toBe(true);
-    expect(r.stderr).toBe('');
-    expect(r.exitCode).toBe(0);
-    for (const [index] of tasks.entries()) expect(await readFile(join(repo.dir, `out/${index}.txt`), 'utf8')).toBe(`content of task ${index}\n`);
-    const events = eventsOf(r.stdout) as Array<{
-      type: string;
-      task?: number;
-      attempt?: number;
-      outcome?: string;
-      host?: string;
-      lost?: number[];
-      reason?: string;
-    }>;
-    const down = events.find((event) => event.type === 'host-down');
-    expect(down?.host, JSON.stringify(events.filter((event) => event.type === 'host-down'))).toBe(b.alias);
-    expect(down?.lost?.length).toBeGreaterThan(0);
-    // No attempt spent: every task's every start is its first attempt; the lost ones went back and finished on host a.
-    expect(events.filter((event) => event.type === 'task-started').map((event) => event.attempt)).toEqual(
-      events.filter((event) => event.type === 'task-started').map(() => 1),
-    );
-    const workDirA = await realpath(a.workDir);
-    for (const task of down?.lost ?? []) expect(cwds.get(tasks[task]!)?.at(-1)?.startsWith(`${workDirA}/`), tasks[task]).toBe(true);
-    expect(events.filter((event) => event.type === 'task-finished' && event.outcome === 'completed').length).toBe(4);
-  });
-
   it('a host logged in to another account has its own limiter: its usage limit holds only its slots, and its tasks finish on the other host, no attempt spent', async () => {
     cwds.clear();
     accountRequests.length = 0;
@@ -497,5 +452,50 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
     expect(events.filter((event) => event.type === 'task-started').every((event) => event.attempt === 1)).toBe(true);
     expect(events.filter((event) => event.type === 'task-finished' && event.outcome === 'completed').length).toBe(4);
     expect(events.some((event) => event.type === 'host-down')).toBe(false);
+  });
+
+  it('one host’s sshd and its sessions killed mid-run: its tasks finish on the other, no attempt spent', async () => {
+    cwds.clear();
+    const [a, b] = sshd.hosts as [TestSshd['hosts'][0], TestSshd['hosts'][0]];
+    const workDirB = await realpath(b.workDir).catch(() => b.workDir);
+    const meet = firstArrivals(4, 30_000);
+    let killed = false;
+    atFirstTurn = async (marker, cwd) => {
+      await meet(marker);
+      if (killed || !cwd.startsWith(`${workDirB}/`)) return;
+      killed = true;
+      // sshd and every session it forked (the ssh channel's, whose remote program then ends what it started).
+      const sessions = childrenOf(b.sshd.pid as number);
+      b.sshd.kill('SIGKILL');
+      for (const pid of sessions) process.kill(pid, 'SIGKILL');
+    };
+    const tasks = MARKERS.slice(0, 4);
+    const plan = makePlan(tasks.map((marker, index) => task(marker, [`out/${index}.txt`])));
+    const { repo, env } = await repoWith(plan);
+    const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--json', '--sandbox', 'off', '--host', hostUrl(0), '--host', hostUrl(1)], env);
+    atFirstTurn = null;
+    expect(killed).toBe(true);
+    expect(r.stderr).toBe('');
+    expect(r.exitCode).toBe(0);
+    for (const [index] of tasks.entries()) expect(await readFile(join(repo.dir, `out/${index}.txt`), 'utf8')).toBe(`content of task ${index}\n`);
+    const events = eventsOf(r.stdout) as Array<{
+      type: string;
+      task?: number;
+      attempt?: number;
+      outcome?: string;
+      host?: string;
+      lost?: number[];
+      reason?: string;
+    }>;
+    const down = events.find((event) => event.type === 'host-down');
+    expect(down?.host, JSON.stringify(events.filter((event) => event.type === 'host-down'))).toBe(b.alias);
+    expect(down?.lost?.length).toBeGreaterThan(0);
+    // No attempt spent: every task's every start is its first attempt; the lost ones went back and finished on host a.
+    expect(events.filter((event) => event.type === 'task-started').map((event) => event.attempt)).toEqual(
+      events.filter((event) => event.type === 'task-started').map(() => 1),
+    );
+    const workDirA = await realpath(a.workDir);
+    for (const task of down?.lost ?? []) expect(cwds.get(tasks[task]!)?.at(-1)?.startsWith(`${workDirA}/`), tasks[task]).toBe(true);
+    expect(events.filter((event) => event.type === 'task-finished' && event.outcome === 'completed').length).toBe(4);
   });
 });
