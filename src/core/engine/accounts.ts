@@ -16,10 +16,10 @@ export type Account = string | undefined;
 
 type Accounts = Pick<EngineState, 'config' | 'limiters'>;
 
-/** The accounts the hosts are logged in to, the run's first when a host has it, each once; null with one account or none (no hosts). */
+/** The accounts the hosts are logged in to, each once, in the order of their first host; null with one account or none (no hosts). */
 function accountsOfHosts(config: EngineConfig): Account[] | null {
   const keys = [...new Set((config.hosts ?? []).map((host) => host.account))];
-  return keys.length > 1 ? keys.sort((a, b) => (a === undefined ? -1 : b === undefined ? 1 : 0)) : null;
+  return keys.length > 1 ? keys : null;
 }
 
 /** The run's own first limiter: at most `--concurrency` at once, and with more than one account, its hosts' slots. */
