@@ -6,7 +6,7 @@ import { authStatus } from '../adapters/claude-auth.ts';
 import { findExecutable } from '../adapters/executables.ts';
 import type { LockInfo } from '../adapters/run-lock.ts';
 import { type SandboxDecision, decideSandbox } from '../adapters/sandbox.ts';
-import { notLoggedInLines } from '../core/auth-status.ts';
+import { type AuthStatus, notLoggedInLines } from '../core/auth-status.ts';
 import { assertNever } from '../core/failure.ts';
 import { type Plan, statusOf } from '../core/plan.ts';
 import { planPermissions } from '../core/scope.ts';
@@ -35,9 +35,10 @@ export async function checkWorkerRules(plan: Plan, settings: Settings): Promise<
 /**
  * What the run needs of this machine before it starts anything, its dry run alike: the Claude
  * Code CLI (logged in, when a task is to start) and the sandboxing `--sandbox` asks for. Refuses
- * (exit 3) without them; else the CLI's path and the sandbox's decision (sandboxed, or why not).
+ * (exit 3) without them; else the CLI's path, the sandbox's decision (sandboxed, or why not) and
+ * the CLI's login (null when not asked: the account the run's own limiter is).
  */
-export async function readyToRun(plan: Plan, settings: Settings, io: Io): Promise<{ claudeBin: string; decision: SandboxDecision }> {
+export async function readyToRun(plan: Plan, settings: Settings, io: Io): Promise<{ claudeBin: string; decision: SandboxDecision; login: AuthStatus | null }> {
   const claudeBin = findExecutable(settings.claudeBin, io.env, io.cwd);
   if (claudeBin === null) {
     throw new CliError(EXIT.cannotRun, [
@@ -52,9 +53,10 @@ export async function readyToRun(plan: Plan, settings: Settings, io: Io): Promis
     : null;
   // The sandbox is asked about once: `on` refuses without it, `auto` says why it goes without.
   const decided = await decideSandbox(settings.sandbox);
-  if ((await login)?.kind === 'logged-out') throw new CliError(EXIT.cannotRun, notLoggedInLines(claudeBin));
+  const status = await login;
+  if (status?.kind === 'logged-out') throw new CliError(EXIT.cannotRun, notLoggedInLines(claudeBin));
   if (!decided.ok) throw new CliError(EXIT.cannotRun, [decided.error]);
-  return { claudeBin, decision: decided.value };
+  return { claudeBin, decision: decided.value, login: status };
 }
 
 export const setupProblemError = (setupProblem: SetupProblem): CliError => {

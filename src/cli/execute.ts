@@ -21,7 +21,8 @@ import type { Command, Io, Numbers } from './command.ts';
 import { CliError, EXIT, type ExitCode } from './exit.ts';
 import { findPlan, loadPlanFile, planPathFrom, repositoryTop } from './load.ts';
 import { type Reporter, createReporter } from './reporter.ts';
-import { hostSandboxNotice, hostsOf } from './host-flags.ts';
+import type { AuthStatus } from '../core/auth-status.ts';
+import { hostSandboxNotice, hostsOf, limiterAccounts } from './host-flags.ts';
 import { HostLink } from '../run/hosts.ts';
 import { executeOptions, type Settings, settingsFrom } from './execute-flags.ts';
 import { hostsChecked, checkWorkerRules, readyToRun, lockedError, refusalError } from './execute-checks.ts';
@@ -55,7 +56,7 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   settleGate(settings, plan);
   const git = await openRepository(settings.repo, top);
   await checkWorkerRules(plan, settings);
-  const { claudeBin, decision } = await readyToRun(plan, settings, io);
+  const { claudeBin, decision, login } = await readyToRun(plan, settings, io);
   // The run's sandbox line, as the run finds it: the dry run shows it as a setting.
   const sandbox = await runSandboxUse(plan, settings, decision);
   const sandboxed = decision.sandboxed;
@@ -63,7 +64,7 @@ async function execute(values: Record<string, unknown>, numbers: Numbers, io: Io
   const lockNow = await readLock(settings.planPath);
   if (lockNow.state === 'live' || lockNow.state === 'foreign') throw lockedError(lockNow.holder);
   if (settings.dryRun) return dryRun(plan, settings, sandbox, git, io, sandboxed);
-  return runPlan({ plan, planText: loaded.text, settings, claudeBin, sandbox, sandboxed, git, gitProcessesBefore }, io);
+  return runPlan({ plan, planText: loaded.text, settings, claudeBin, login, sandbox, sandboxed, git, gitProcessesBefore }, io);
 }
 
 /** The hosts and the concurrency they allow, once `--host`/`--hosts` are read and again once each host is checked. */
@@ -102,6 +103,8 @@ async function openRepository(repo: string, top: string | null): Promise<Git> {
 
 /** What a run starts from once everything before it is checked. */
 interface CheckedRun {
+  /** This machine's CLI login (null: not asked): the account of the run's own limiter. */
+  login: AuthStatus | null;
   plan: Plan;
   /** The plan file's text, as read. */
   planText: string;
@@ -120,6 +123,7 @@ async function runPlan(checked: CheckedRun, io: Io): Promise<ExitCode> {
   // Each ssh host reached and checked before anything starts; its channel kept for the run.
   const hostRun = await hostsChecked(checked.settings, checked.sandboxed, io, false);
   useHosts(checked.settings, hostRun);
+  if (hostRun !== null) checked.settings.hostAccounts = limiterAccounts(checked.login, hostRun.checked);
   const links = (hostRun?.checked ?? []).flatMap((host) => (host.leftOut === null ? [new HostLink(host.host, host.channel, io.env)] : []));
   try {
     return await runLocked(checked, links, hostRun?.leftOut ?? [], io);

@@ -7,6 +7,8 @@ import { posix, resolve } from 'node:path';
 import { includedFiles } from '../adapters/git/included.ts';
 import type { Git } from '../adapters/git/repository.ts';
 import type { DryRunEventBody } from '../core/events.ts';
+import type { AuthStatus } from '../core/auth-status.ts';
+import { hostAccounts } from '../core/hosts/accounts.ts';
 import { hostEvents } from '../core/hosts/listing.ts';
 import type { HostCheckResult } from '../core/hosts/host-facts.ts';
 import { type Host, type HostSource, hostsFileSources, parseHosts, runConcurrency, totalSlots } from '../core/hosts/url.ts';
@@ -102,6 +104,13 @@ export async function checkedHosts(
 /** What the checks found, by host, for the dry run's listing. */
 export const checkResults = (checked: readonly CheckedHost[]): Map<string, readonly HostCheckResult[]> =>
   new Map(checked.map((host) => [host.host.name, host.results]));
+
+/** The hosts taking part that are logged in to another account than this machine (`login`): each has that account's limiter (docs/hosts.md). */
+export const limiterAccounts = (login: AuthStatus | null, checked: readonly CheckedHost[]): Map<string, string> =>
+  hostAccounts(
+    login,
+    checked.filter((host) => host.leftOut === null).map((host) => ({ name: host.host.name, auth: host.auth })),
+  );
 
 /** What the sandbox covers on ssh hosts: their workers' Bash commands (Claude Code's sandbox there), not their setup command and checks. */
 export const hostSandboxNotice = (hosts: readonly string[]): string =>

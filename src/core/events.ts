@@ -103,6 +103,7 @@ export type RunEventBody =
    * the API serves again after refusals; `raised`: responses served raised `working`. `task`: whose
    * refusal it was. `limit`: what the last hold was for; `resetAt`: a usage limit's reset; `since`:
    * while the API is out of reach (`api-unreachable`: requests never answered), since when.
+   * With hosts of more than one account, each account has its limiter: `hosts` names its hosts.
    */
   | {
       type: 'limit';
@@ -117,6 +118,8 @@ export type RunEventBody =
       refusals: number;
       task: number | null;
       message: string;
+      /** With hosts logged in to more than one account: the hosts of the account whose limiter this is (absent otherwise). */
+      hosts?: string[];
     }
   /** A limit ended the task's worker after it had done something: the attempt keeps its worktree and conversation, and resumes. */
   | { type: 'task-paused'; task: number; subject: string; attempt: number; reason: string; sessionId: string }

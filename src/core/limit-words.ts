@@ -53,6 +53,24 @@ export function waitWords(state: LimitState, now: number): string | null {
   return state.working < state.concurrency ? `${label}: ${workers}` : null;
 }
 
+/**
+ * What the run's limiters hold it back for at `now`, each by the hosts of its account (`''`: the
+ * run's one limiter, without hosts of more than one account), named by them when there is more
+ * than one; null when none does.
+ */
+export function accountsWaitWords(limits: ReadonlyMap<string, LimitState>, now: number): string | null {
+  const words = [...limits].flatMap(([hosts, limit]) => {
+    const held = waitWords(limit, now);
+    return held === null ? [] : [hosts === '' ? held : `${hosts}: ${held}`];
+  });
+  return words.length === 0 ? null : words.join('; ');
+}
+
+/** The limits events said last, by the hosts of their account: what `accountsWaitWords` reads. */
+export function lastLimits(limits: Map<string, LimitState>, event: LimitState & { hosts?: readonly string[] }): void {
+  limits.set((event.hosts ?? []).join(', '), event);
+}
+
 /** The limiter's state as an event carries it. */
 export function limitState(limiter: Limiter, concurrency: number, now: number): LimitState {
   const held = holding(limiter, now);

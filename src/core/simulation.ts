@@ -120,14 +120,15 @@ export const SIMULATION_DEFAULTS: Omit<EngineConfig, 'concurrency' | 'schedule'>
 };
 
 /**
- * Run `plan` to its end. `attemptOf(task, attempt)` says what each attempt does; `observe` is
+ * Run `plan` to its end. `attemptOf(task, attempt, place)` says what each attempt does (with
+ * hosts, `place` is where it runs); `observe` is
  * called with the state whenever simulated time is about to move on (every event at the current
  * time has been handled), and once at the end.
  */
 export function simulateRun(
   plan: Plan,
   config: EngineConfig,
-  attemptOf: (task: number, attempt: number) => SimulatedAttempt,
+  attemptOf: (task: number, attempt: number, place?: Place) => SimulatedAttempt,
   observe?: (state: EngineState) => void,
   /** What the gate does on `segment` stacked on the tasks integrated so far (required when `config.gate` is set). */
   gateOf?: (segment: readonly number[], integrated: readonly number[]) => SimulatedGate,
@@ -234,13 +235,13 @@ function simulatedInbox(queue: SimulatedQueue, observe: ((state: EngineState) =>
 function simulatedCarrier(
   simulation: Simulation,
   plan: Plan,
-  attemptOf: (task: number, attempt: number) => SimulatedAttempt,
+  attemptOf: (task: number, attempt: number, place?: Place) => SimulatedAttempt,
   gateOf: ((segment: readonly number[], integrated: readonly number[]) => SimulatedGate) | undefined,
 ): EffectCarrier {
   const none: EngineEvent[] = [];
   return {
     startWorker: (effect, _state, answering) =>
-      startSimulatedWorker(simulation, attemptOf(effect.task, effect.attempt), effect, answering.now, effect.resume !== undefined),
+      startSimulatedWorker(simulation, attemptOf(effect.task, effect.attempt, effect.place), effect, answering.now, effect.resume !== undefined),
     verify: (effect, _state, answering) => [verifiedEvent(effect.task, ok(passingCheck(taskAt(plan.tasks, effect.task))), answering.now)],
     record: (effect, _state, answering) => {
       simulation.integrated.push(...effect.integrate.map((item) => item.task));

@@ -32,6 +32,7 @@ import { recheckRun } from '../core/worker-run.ts';
 import { Lane } from '../core/lane.ts';
 import { type Plan, modelOf, taskAt } from '../core/plan.ts';
 import type { UsageFigure } from '../core/usage.ts';
+import type { HostSlots } from '../core/hosts/placement.ts';
 import { resumePrompt, workerPrompt } from '../core/prompt.ts';
 import { DEFAULTS, type RunSettings } from './settings.ts';
 import type { Integration } from './integration.ts';
@@ -81,6 +82,12 @@ export function apiUrlOf(env: NodeJS.ProcessEnv): string {
   return 'https://api.anthropic.com';
 }
 
+/** A host as the engine has it: its slots, and another account's key when it is logged in to one. */
+function hostSlots(name: string, slots: number, accounts: ReadonlyMap<string, string> | undefined): HostSlots {
+  const account = accounts?.get(name);
+  return { name, slots, ...(account !== undefined ? { account } : {}) };
+}
+
 export const engineConfig = (settings: RunSettings, logDir: string, env: NodeJS.ProcessEnv = {}): EngineConfig => ({
   concurrency: settings.concurrency,
   maxAttempts: settings.maxAttempts,
@@ -95,7 +102,9 @@ export const engineConfig = (settings: RunSettings, logDir: string, env: NodeJS.
   gate: settings.gate === null ? null : { batchSize: settings.gate.batchSize, command: settings.gate.command },
   speculate: settings.gate === null ? 0 : (settings.speculate ?? DEFAULTS.speculate),
   driver: 'headless',
-  ...(settings.hosts !== undefined ? { hosts: settings.hosts.map(({ name, slots }) => ({ name, slots })), hostBackoffMs: DEFAULTS.hostBackoffMs } : {}),
+  ...(settings.hosts !== undefined
+    ? { hosts: settings.hosts.map(({ name, slots }) => hostSlots(name, slots, settings.hostAccounts)), hostBackoffMs: DEFAULTS.hostBackoffMs }
+    : {}),
 });
 
 /**

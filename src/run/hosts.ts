@@ -9,8 +9,10 @@ import { type HostChannel, openChannel } from '../adapters/host/channel.ts';
 import { type SshHost as SshTarget, sshTransport } from '../adapters/host/ssh.ts';
 import type { HostFault } from '../adapters/host/transport.ts';
 import { type Result, err, ok } from '../core/failure.ts';
+import type { AuthStatus } from '../core/auth-status.ts';
 import { type HostProblem, hostProblems } from '../core/host-checks.ts';
 import type { HostFindings, ObjectFormat } from '../core/host-protocol.ts';
+import { accountWords } from '../core/hosts/accounts.ts';
 import type { HostCheckResult } from '../core/hosts/host-facts.ts';
 import type { Host, SshHost } from '../core/hosts/url.ts';
 
@@ -34,6 +36,8 @@ export interface CheckedHost {
   leftOut: string | null;
   /** Its channel, open (a run's), or null (a dry run's, closed; or it could not be opened). */
   channel: HostChannel | null;
+  /** What its CLI's `auth status` said (the account its limits are, core/hosts/accounts.ts); null when it was not asked. */
+  auth: AuthStatus | null;
 }
 
 export interface HostCheckNeedsOfRun {
@@ -65,7 +69,7 @@ function checkResults(found: HostFindings, problems: readonly HostProblem[]): Ho
     found.auth === null
       ? 'not asked'
       : found.auth.kind === 'logged-in'
-        ? `logged in (${found.auth.method})`
+        ? `logged in (${found.auth.method}${found.auth.account !== undefined ? `: ${accountWords(found.auth)}` : ''})`
         : found.auth.kind === 'logged-out'
           ? 'logged out'
           : `it could not say (${found.auth.why})`;
@@ -84,13 +88,19 @@ function checkResults(found: HostFindings, problems: readonly HostProblem[]): Ho
 async function checkHost(host: SshHost, needs: HostCheckNeedsOfRun): Promise<CheckedHost> {
   const opened = await openChannel(sshTransport(sshTarget(host), needs.env), { keep: !needs.dryRun });
   if (!opened.ok)
-    return { host, results: [{ check: 'ssh', passed: false, found: opened.error.message, fix: null }], leftOut: opened.error.message, channel: null };
+    return {
+      host,
+      results: [{ check: 'ssh', passed: false, found: opened.error.message, fix: null }],
+      leftOut: opened.error.message,
+      channel: null,
+      auth: null,
+    };
   const channel = opened.value;
   const asked = await channel.request({ op: 'checks', claude: host.claude });
   if (!asked.ok) {
     await channel.close();
     const why = asked.error.kind === 'down' ? asked.error.fault.message : asked.error.message;
-    return { host, results: [{ check: 'ssh', passed: false, found: why, fix: null }], leftOut: why, channel: null };
+    return { host, results: [{ check: 'ssh', passed: false, found: why, fix: null }], leftOut: why, channel: null, auth: null };
   }
   const problems = hostProblems(asked.value, {
     objectFormat: needs.objectFormat,
@@ -108,7 +118,7 @@ async function checkHost(host: SshHost, needs: HostCheckNeedsOfRun): Promise<Che
   const stopping = problems.filter((problem) => problem.stops);
   const leftOut = stopping.length === 0 ? null : stopping.map((problem) => problem.message).join('; ');
   if (needs.dryRun || leftOut !== null) await channel.close();
-  return { host, results, leftOut, channel: needs.dryRun || leftOut !== null ? null : channel };
+  return { host, results, leftOut, channel: needs.dryRun || leftOut !== null ? null : channel, auth: asked.value.auth };
 }
 
 /** Every ssh host of `hosts` checked, at once, in their order. */

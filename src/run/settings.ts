@@ -103,4 +103,10 @@ export interface RunSettings {
    * is then at most their slots together. Absent: no hosts, every worker here, as always.
    */
   hosts?: Host[];
+  /**
+   * The hosts logged in to another account than this machine's, each with that account's key
+   * (core/hosts/accounts.ts): their attempts answer to that account's limiter. A host not in it
+   * shares the run's.
+   */
+  hostAccounts?: ReadonlyMap<string, string>;
 }

@@ -7,7 +7,7 @@ import type { RunEvent } from '../core/events.ts';
 import { sanitize } from './event-text.ts';
 import { formatElapsed } from '../core/format.ts';
 import { formatCostTally } from '../core/usage.ts';
-import { type LimitState, waitWords } from '../core/limit-words.ts';
+import { type LimitState, accountsWaitWords, lastLimits } from '../core/limit-words.ts';
 import type { TaskStatus } from '../core/plan.ts';
 import { type UsageTally, emptyTally, tallyAdd } from '../core/usage.ts';
 
@@ -43,8 +43,11 @@ export interface LiveState {
   finishedCost: UsageTally;
   /** Asked to drain: nothing new starts. */
   draining: boolean;
-  /** What the run's limiter last said (a rate or usage limit holding it back), or null. */
-  limit: LimitState | null;
+  /**
+   * What each of the run's limiters last said (a rate or usage limit holding it back), by the hosts
+   * of its account (`''`: the run's one limiter, without hosts of more than one account).
+   */
+  limits: Map<string, LimitState>;
 }
 
 /**
@@ -68,7 +71,7 @@ export function newLiveState(baseline: Partial<Record<TaskStatus, number>> = {})
     gate: { testing: [], waiting: 0 },
     finishedCost: emptyTally(),
     draining: false,
-    limit: null,
+    limits: new Map(),
   };
 }
 
@@ -108,7 +111,7 @@ export function applyEvent(state: LiveState, event: RunEvent, timeOf: (at: strin
       running.delete(event.task);
       break;
     case 'limit':
-      state.limit = event;
+      lastLimits(state.limits, event);
       break;
     case 'task-activity': {
       const r = running.get(event.task);
@@ -141,7 +144,7 @@ export function applyEvent(state: LiveState, event: RunEvent, timeOf: (at: strin
     case 'draining':
       state.draining = true;
       // A run that drains waits for no limit: nothing new starts.
-      state.limit = null;
+      state.limits.clear();
       break;
     case 'run-finished':
       state.runEnd = timeOf(event.at);
@@ -191,6 +194,6 @@ export function footerFigures(state: LiveState, t: number): FooterFigures {
     lastRound: state.lastRound,
     gate: state.gate,
     draining: state.draining && state.runEnd === null,
-    waiting: state.limit !== null && state.runEnd === null ? waitWords(state.limit, t) : null,
+    waiting: state.runEnd === null ? accountsWaitWords(state.limits, t) : null,
   };
 }

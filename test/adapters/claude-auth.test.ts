@@ -1,6 +1,7 @@
 // `claude auth status --json` on the real CLI (2.1.330), as a headless run asks it before it
 // starts anything: what it says with no credentials, an API key, an apiKeyHelper, Bedrock or
-// Vertex, and what a CLI that cannot say gives. Each case with a HOME of its own.
+// Vertex, a stored claude.ai login (the only one naming its account), and what a CLI that cannot
+// say gives. Each case with a HOME of its own.
 
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -38,6 +39,30 @@ describe('claude auth status, on the real CLI', () => {
     expect(await asked({ CLAUDE_CODE_USE_VERTEX: '1' })).toEqual({ kind: 'logged-in', method: 'third_party' });
   });
 
+  it("a stored claude.ai login: logged in, naming its account (the limiter's: docs/hosts.md)", async () => {
+    const home = await tempHome();
+    homes.push(home);
+    await mkdir(join(home, '.claude'), { recursive: true });
+    // A login as `claude` stores it (never used here: `auth status` answers without the network).
+    const oauth = {
+      accessToken: 'sk-ant-oat01-test',
+      refreshToken: 'sk-ant-ort01-test',
+      expiresAt: 4102444800000,
+      scopes: ['user:inference'],
+      subscriptionType: 'max',
+    };
+    await writeFile(join(home, '.claude/.credentials.json'), JSON.stringify({ claudeAiOauth: oauth }));
+    await writeFile(
+      join(home, '.claude.json'),
+      JSON.stringify({ oauthAccount: { accountUuid: 'acc-1', emailAddress: 'other@example.com', organizationUuid: 'org-2', organizationName: 'Other Org' } }),
+    );
+    expect(await authStatus(claudeBin, home, claudeEnv(undefined, home, {}) as NodeJS.ProcessEnv)).toEqual({
+      kind: 'logged-in',
+      method: 'claude.ai',
+      account: { email: 'other@example.com', orgId: 'org-2', orgName: 'Other Org' },
+    });
+  });
+
   it('a program that is not the CLI, or none, cannot say', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'foreman-auth-'));
     homes.push(dir);
@@ -56,5 +81,32 @@ describe('parseAuthStatus', () => {
     expect(parseAuthStatus('{"loggedIn": "no"}').kind).toBe('unknown');
     expect(parseAuthStatus('Not logged in. Run claude auth login to authenticate.').kind).toBe('unknown');
     expect(parseAuthStatus('null').kind).toBe('unknown');
+  });
+
+  it("names a claude.ai login's account (its email and organization), and none for an API key or a provider", () => {
+    // As 2.1.330 prints them (its bundle: `authMethod` "claude.ai" adds email, orgId and orgName; an API key its source).
+    const claudeAi =
+      '{"loggedIn": true, "authMethod": "claude.ai", "apiProvider": "firstParty", "email": "me@example.com", "orgId": "org-1", "orgName": "Acme", "subscriptionType": "max"}';
+    expect(parseAuthStatus(claudeAi)).toEqual({
+      kind: 'logged-in',
+      method: 'claude.ai',
+      account: { email: 'me@example.com', orgId: 'org-1', orgName: 'Acme' },
+    });
+    expect(parseAuthStatus('{"loggedIn": true, "authMethod": "claude.ai", "email": "me@example.com", "orgId": "org-1"}')).toEqual({
+      kind: 'logged-in',
+      method: 'claude.ai',
+      account: { email: 'me@example.com', orgId: 'org-1' },
+    });
+    expect(parseAuthStatus('{"loggedIn": true, "authMethod": "api_key", "apiProvider": "firstParty", "apiKeySource": "ANTHROPIC_API_KEY"}')).toEqual({
+      kind: 'logged-in',
+      method: 'api_key',
+    });
+    expect(parseAuthStatus('{"loggedIn": true, "authMethod": "third_party", "apiProvider": "bedrock"}')).toEqual({ kind: 'logged-in', method: 'third_party' });
+    // An email without its organization (or another method claiming one) names no account.
+    expect(parseAuthStatus('{"loggedIn": true, "authMethod": "claude.ai", "email": "me@example.com"}')).toEqual({ kind: 'logged-in', method: 'claude.ai' });
+    expect(parseAuthStatus('{"loggedIn": true, "authMethod": "api_key", "email": "me@example.com", "orgId": "org-1"}')).toEqual({
+      kind: 'logged-in',
+      method: 'api_key',
+    });
   });
 });

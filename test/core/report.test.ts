@@ -131,6 +131,28 @@ describe('runs and attempts', () => {
     });
     expect(unfinishedRun(groupRuns(journal()), plan, T0)).toBeNull();
   });
+
+  it("says each account's wait by its hosts, with hosts of more than one account; a drain ends every wait", () => {
+    const started = journal().slice(0, 3);
+    const limit = (ms: number, hosts: string[], held: boolean): RunEvent =>
+      ev(ms, {
+        type: 'limit',
+        change: held ? 'hold' : 'serving',
+        limit: 'usage-limit',
+        working: 2,
+        concurrency: 2,
+        until: held ? new Date(T0 + 3_600_000).toISOString() : null,
+        resetAt: held ? new Date(T0 + 3_600_000).toISOString() : null,
+        refusals: 1,
+        task: held ? 0 : null,
+        message: 'as it was',
+        hosts,
+      });
+    const events = [...started, limit(2000, ['build2'], true), limit(3000, ['local'], true), limit(4000, ['local'], false)];
+    expect(unfinishedRun(groupRuns(events), null, T0 + 5000)!.waiting).toMatch(/^build2: waiting for the usage limit to reset at \d\d:\d\d(:\d\d)?$/);
+    const drained = [...events, ev(6000, { type: 'draining', running: [] })];
+    expect(unfinishedRun(groupRuns(drained), null, T0 + 7000)!.waiting).toBeNull();
+  });
 });
 
 describe('warnings in the report', () => {

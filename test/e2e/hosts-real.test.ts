@@ -6,7 +6,8 @@
 // .worktreeinclude files only with include=1; a host without claude, with a full work dir, an
 // unknown host key or a work dir too long for the sandbox is named at --dry-run and left out; a
 // crashing worker is a crashed worker; git failing on a host, its sshd killed mid-run or foreman
-// killed -9 lose no attempt, and the run (or the same command again) finishes the plan.
+// killed -9 lose no attempt, and the run (or the same command again) finishes the plan; a host
+// logged in to another account has a limiter of its own: its usage limit holds only its slots.
 
 import { existsSync, readdirSync, readlinkSync } from 'node:fs';
 import { execa } from 'execa';
@@ -23,9 +24,9 @@ import { sshTransport } from '../../src/adapters/host/ssh.ts';
 import { executeScript, nodeArgsFor, runExecute, runPlanTool } from '../support/execute.ts';
 import { waitFor } from '../support/wait.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
-import { type ModelServer, type ScriptedRequest, scenario, startModelServer, text, toolUse } from '../support/model-server.ts';
+import { type ModelServer, type ScriptedRequest, httpError, scenario, startModelServer, text, toolUse } from '../support/model-server.ts';
 import { makePlan, writePlan } from '../support/plans.ts';
-import { claudeBin, claudeEnv, tempHome } from '../support/real-claude.ts';
+import { claudeBin, claudeEnv, tempHome, gatewayToken } from '../support/real-claude.ts';
 import { alive, childrenOf } from '../support/processes.ts';
 import { type TestSshd, sshdMissing, startTestSshd } from '../support/sshd.ts';
 
@@ -79,6 +80,13 @@ function firstArrivals(count: number, timeoutMs: number): (marker: string) => Pr
 
 const MARKERS = Array.from({ length: 8 }, (_, index) => `host-task-${index}`);
 
+/** Tasks whose workers the API refuses with the account's usage limit when they come signed in as another account (a bearer token). */
+const ACCOUNT_MARKERS = Array.from({ length: 4 }, (_, index) => `account-task-${index}`);
+/** Where each account task's requests came from, and whether they were refused. */
+const accountRequests: Array<{ marker: string; cwd: string; refused: boolean }> = [];
+/** When the other account's usage limit resets (epoch s): hours away, longer than the run's --limit-wait. */
+const OTHER_RESETS_AT = Math.floor(Date.now() / 1000) + 3 * 3600;
+
 let server: ModelServer;
 let sshd: TestSshd;
 let configDir: string;
@@ -120,6 +128,30 @@ beforeAll(async () => {
         ],
       }),
       scenario({ match: 'TASK-MARKER: weird', turns: [writeFileTurn('weird', WEIRD_FILE, WEIRD_CONTENT), [text('COMPLETED: the odd file is written')]] }),
+      ...ACCOUNT_MARKERS.map((marker, index) =>
+        scenario({
+          match: `TASK-MARKER: ${marker}`,
+          turns: [
+            (req: ScriptedRequest) => {
+              // The other account (its CLI signed in with a token, not this machine's API key) has reached its usage limit.
+              const refused = String(req.headers.authorization ?? '').startsWith('Bearer ');
+              accountRequests.push({ marker, cwd: req.cwd ?? '?', refused });
+              if (refused)
+                return httpError(429, {
+                  message: "This request would exceed your account's rate limit.",
+                  headers: {
+                    'retry-after': String(3 * 3600),
+                    'anthropic-ratelimit-unified-status': 'rejected',
+                    'anthropic-ratelimit-unified-reset': String(OTHER_RESETS_AT),
+                    'anthropic-ratelimit-unified-representative-claim': 'five_hour',
+                  },
+                });
+              return [toolUse('Write', { file_path: join(req.cwd ?? '.', `account/${index}.txt`), content: `account task ${index}\n` })];
+            },
+            [text(`COMPLETED: account/${index}.txt written`)],
+          ],
+        }),
+      ),
     ],
   });
   // The hosts' own claude configuration: where it reaches the API, a config folder of its own.
@@ -424,6 +456,69 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
   });
 
   // Last: host b's sshd does not come back.
+  it('a host logged in to another account has its own limiter: its usage limit holds only its slots, and its tasks finish on the other host, no attempt spent', async () => {
+    cwds.clear();
+    accountRequests.length = 0;
+    const [a, b] = sshd.hosts as [TestSshd['hosts'][0], TestSshd['hosts'][0]];
+    // Host b's claude: its `auth status` names another account than this machine's (whose API key names none), and its
+    // workers reach the API as that account (a gateway's token, so the CLI reads the account's usage limit headers).
+    const otherAccount = join(configDir, 'other-account-claude');
+    const status = JSON.stringify({
+      loggedIn: true,
+      authMethod: 'claude.ai',
+      apiProvider: 'firstParty',
+      email: 'other@example.com',
+      orgId: 'org-other',
+      orgName: 'Other Org',
+    });
+    await writeFile(
+      otherAccount,
+      `#!/bin/sh\nif [ "$1" = auth ] && [ "$2" = status ]; then printf '%s\\n' '${status}'; exit 0; fi\nunset ANTHROPIC_API_KEY\nANTHROPIC_AUTH_TOKEN='${gatewayToken()}' exec '${claudeBin}' "$@"\n`,
+      { mode: 0o755 },
+    );
+    const plan = makePlan(ACCOUNT_MARKERS.map((marker, index) => task(marker, [`account/${index}.txt`])));
+    const { repo, env } = await repoWith(plan);
+    const hostB = `ssh://${b.alias}${b.workDir}?slots=2&claude=${otherAccount}`;
+    // The dry run names b's account.
+    const dry = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--dry-run', '--sandbox', 'off', '--host', hostUrl(0), '--host', hostB], env);
+    expect(dry.exitCode).toBe(0);
+    expect(dry.stdout).toContain('logged in (claude.ai: other@example.com of Other Org)');
+    // b's account's limit resets in hours, past --limit-wait: the run does not wait for it, and goes on on a.
+    const r = await runExecute(
+      repo.dir,
+      ['--claude-bin', claudeBin, '--json', '--sandbox', 'off', '--limit-wait', '60', '--host', hostUrl(0), '--host', hostB],
+      env,
+    );
+    expect(r.stderr).toBe('');
+    expect(r.exitCode).toBe(0);
+    for (const [index] of ACCOUNT_MARKERS.entries()) expect(await readFile(join(repo.dir, `account/${index}.txt`), 'utf8')).toBe(`account task ${index}\n`);
+    const events = eventsOf(r.stdout) as Array<{
+      type: string;
+      attempt?: number;
+      outcome?: string;
+      host?: string;
+      hosts?: string[];
+      limit?: string;
+      message?: string;
+    }>;
+    // b's workers were refused (both its slots took a task at the start), a's never.
+    const workDirA = await realpath(a.workDir);
+    const workDirB = await realpath(b.workDir);
+    const refused = accountRequests.filter((request) => request.refused);
+    expect(refused.length).toBeGreaterThan(0);
+    for (const request of refused) expect(request.cwd.startsWith(`${workDirB}/`), request.cwd).toBe(true);
+    for (const request of accountRequests.filter((request) => !request.refused)) expect(request.cwd.startsWith(`${workDirA}/`), request.cwd).toBe(true);
+    // The hold is b's account's, and named so: nothing of a's account was held or lowered.
+    const limits = events.filter((event) => event.type === 'limit');
+    expect(limits.length).toBeGreaterThan(0);
+    for (const limit of limits) expect(limit.hosts).toEqual([b.alias]);
+    expect(limits.find((limit) => limit.limit === 'usage-limit')?.message).toContain(`the account of ${b.alias} (not this machine's)`);
+    // No attempt spent: every start is a first attempt, and every task completed.
+    expect(events.filter((event) => event.type === 'task-started').every((event) => event.attempt === 1)).toBe(true);
+    expect(events.filter((event) => event.type === 'task-finished' && event.outcome === 'completed').length).toBe(4);
+    expect(events.some((event) => event.type === 'host-down')).toBe(false);
+  });
+
   it('one host’s sshd and its sessions killed mid-run: its tasks finish on the other, no attempt spent', async () => {
     cwds.clear();
     const [a, b] = sshd.hosts as [TestSshd['hosts'][0], TestSshd['hosts'][0]];

@@ -17,7 +17,7 @@ import { WORKTREE_NOT_MADE } from '../../src/run/session/driver.ts';
 import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
 import { type ContentBlock, type ModelServer, type ScriptedRequest, httpError, startModelServer, text, toolUse } from '../support/model-server.ts';
 import { makePlan, readPlan, writePlan } from '../support/plans.ts';
-import { type StreamEvent, claudeBin, claudeEnv, parseStreamJson, repoRoot, tempHome } from '../support/real-claude.ts';
+import { type StreamEvent, claudeBin, claudeEnv, gatewayToken, parseStreamJson, repoRoot, tempHome } from '../support/real-claude.ts';
 import { agentCall, bash, json, lastCalls, leadPlace, taskOfPrompt, worktreesOneAtATime } from './real-session.ts';
 
 const pluginRoot = join(repoRoot, 'plugin');
@@ -25,12 +25,6 @@ const cleanups: Array<() => Promise<void>> = [];
 afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
 });
-
-/** An organization gateway's token (a JWT whose audience is `claude-gateway`; CLI-NOTES.md). */
-function gatewayToken(): string {
-  const part = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
-  return `${part({ alg: 'none', typ: 'JWT' })}.${part({ aud: 'claude-gateway', exp: Math.floor(Date.now() / 1000) + 86_400 })}.unsigned`;
-}
 
 /** Claude Code's line for a failed Agent call, or the subagent's status line (as the skill's step c says). */
 function outputOf(result: string): string {

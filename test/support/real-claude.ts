@@ -172,3 +172,13 @@ export async function runClaude(opts: {
     durationMs: Date.now() - started,
   };
 }
+
+/**
+ * An organization gateway's token (a JWT whose audience is `claude-gateway`; CLI-NOTES.md): a CLI
+ * signed in with it (`ANTHROPIC_AUTH_TOKEN`, no API key) reads an account's usage limit headers as
+ * for a claude.ai login.
+ */
+export function gatewayToken(): string {
+  const part = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  return `${part({ alg: 'none', typ: 'JWT' })}.${part({ aud: 'claude-gateway', exp: Math.floor(Date.now() / 1000) + 86_400 })}.unsigned`;
+}

@@ -118,6 +118,38 @@ describe('live view', () => {
     expect(screen.text.at(-1)).toMatch(/· rate-limited: 1 of 2 workers · 0 rounds committed/);
   });
 
+  it("with hosts of two accounts, says each account's wait by its hosts: one account serving again leaves the other's hold said", () => {
+    const started = recordedRun().slice(0, 3);
+    const at = Date.parse(started.at(-1)!.at) + 1000;
+    const until = new Date(at + 90_000);
+    const pad = (n: number) => String(n).padStart(2, '0');
+    const clock = `${pad(until.getHours())}:${pad(until.getMinutes())}:${pad(until.getSeconds())}`;
+    const limit = (hosts: string[], change: 'hold' | 'serving', held: boolean, seconds: number): RunEvent => ({
+      type: 'limit',
+      change,
+      limit: 'rate-limit',
+      working: held ? 1 : 2,
+      concurrency: 2,
+      until: held ? until.toISOString() : null,
+      resetAt: null,
+      refusals: 1,
+      task: held ? 1 : null,
+      message: `the account of ${hosts.join(', ')}: ${held ? 'rate-limited: 1 of 2 workers until then' : 'the API serves again: 2 of 2 workers'}`,
+      hosts,
+      runId: RUN_ID,
+      at: new Date(at + seconds * 1000).toISOString(),
+    });
+    const { screen } = playLive(200, false, [
+      ...started,
+      limit(['build2'], 'hold', true, 0),
+      limit(['local', 'build1'], 'hold', true, 1),
+      limit(['local', 'build1'], 'serving', false, 2),
+    ]);
+    expect(screen.text).toContain('! the account of build2: rate-limited: 1 of 2 workers until then (task 1 refused; 1 refusal so far)');
+    expect(screen.text.at(-1)).toContain(`· build2: rate-limited: 1 of 2 workers until ${clock} ·`);
+    expect(screen.text.at(-1)).not.toContain('local, build1:');
+  });
+
   it('says while the API is out of reach since when, and when one worker tries it again; once the run drains it says it waits no more', () => {
     const started = recordedRun().slice(0, 3);
     const at = Date.parse(started.at(-1)!.at) + 1000;

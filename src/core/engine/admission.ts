@@ -7,11 +7,11 @@
 import { emptyGateQueue, enqueue } from '../gate.ts';
 import { depsOf, longestRemainingPath } from '../graph.ts';
 import { newHosts } from '../hosts/placement.ts';
-import { newLimiter } from '../limiter.ts';
 import { computeOverlaps, overlapSets } from '../overlap.ts';
 import { type Plan, attemptsOf, taskAt } from '../plan.ts';
 import { emptyUsage } from '../usage.ts';
 import type { CapturedWork } from '../work.ts';
+import { firstLimiter, otherLimiters } from './accounts.ts';
 import type { Attempt } from './attempt.ts';
 import type { EngineConfig, EngineState } from './state.ts';
 
@@ -112,7 +112,8 @@ export function initialState(
     priority: longestRemainingPath(depsOf(plan.tasks)),
     now,
     attempts,
-    limiter: newLimiter(config.concurrency),
+    limiter: firstLimiter(config),
+    ...otherLimiters(config),
     admitted: null,
     round: 0,
     usage: emptyUsage(),

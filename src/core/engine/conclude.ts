@@ -10,7 +10,7 @@ import { served } from '../limiter.ts';
 import { addUsage, emptyUsage } from '../usage.ts';
 import { taskAt } from '../plan.ts';
 import { applyDecision, recordUndeclared } from '../transition.ts';
-import { type RunningAttempt, type VerifyingAttempt, PAUSED, tasksIn } from './attempt.ts';
+import { type Attempt, type RunningAttempt, type VerifyingAttempt, PAUSED, tasksIn } from './attempt.ts';
 import { type StepDraft, attemptIn, emit, kept, runFigure, runOf, stopWith } from './draft.ts';
 import { gotThrough, limiterSettings, mayPause, pause, refusalOf, refuse } from './limits.ts';
 import { type Concluded, concludeRecheck, undeclaredOf, widened } from './set-aside.ts';
@@ -218,16 +218,21 @@ function conclude(building: StepDraft, attempt: RunningAttempt | VerifyingAttemp
   checkBudget(building);
 }
 
-/** The run stops: paused attempts will not resume; their tasks wait for the next run (no attempt spent), their worktrees go. */
-export function endPaused(building: StepDraft): void {
+/**
+ * The run stops: paused attempts will not resume; their tasks wait for the next run (no attempt
+ * spent), their worktrees go. `which`: only those, and `why` they will not resume (the run goes on,
+ * and their tasks start again elsewhere).
+ */
+export function endPaused(building: StepDraft, which: (attempt: Attempt) => boolean = () => true, why = 'the run stopped before it could go on'): void {
   const interrupted = building.draft.stop?.reason === 'interrupted';
   for (const task of tasksIn(building, PAUSED)) {
     const attempt = attemptIn(building, task, 'paused');
+    if (!which(attempt)) continue;
     building.attempts.delete(task);
     building.effects.push({ type: 'release-workspace', task });
     const decision: Decision = interrupted
       ? { kind: 'interrupted' }
-      : { kind: 'requeued', reason: `${reasonOf(decideFor(building, task, attempt.run).decision) ?? 'a limit'}; the run stopped before it could go on` };
+      : { kind: 'requeued', reason: `${reasonOf(decideFor(building, task, attempt.run).decision) ?? 'a limit'}; ${why}` };
     applyDecision(building.draft.plan, task, decision, runFigure(attempt.run));
     building.effects.push({ type: 'save' });
     emit(building, { ...finishedEvent(building, attempt, attempt.run), outcome: outcomeOf(decision), reason: reasonOf(decision) ?? 'interrupted' });

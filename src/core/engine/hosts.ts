@@ -25,11 +25,18 @@ export const takenPlaces = (state: Pick<EngineState, 'attempts'>): Place[] =>
 export const hostRoom = (state: Pick<EngineState, 'attempts' | 'hosts' | 'now'>): number =>
   state.hosts === undefined ? Number.POSITIVE_INFINITY : freePlaces(state.hosts, takenPlaces(state), state.now);
 
-/** Where a starting attempt works: with hosts, a free slot (the schedule started no more than there are); without, nowhere in particular. */
-export function placeFor(building: StepDraft, task: number): Place | undefined {
+/**
+ * Where a starting attempt works: with hosts, a free slot on a host `open` lets it go to (the
+ * schedule started no more than there are); without, nowhere in particular.
+ */
+export function placeFor(building: StepDraft, task: number, open: (host: string) => boolean = () => true): Place | undefined {
   const hosts = building.draft.hosts;
   if (hosts === undefined) return undefined;
-  const chosen = place(hosts, takenPlaces(building), building.draft.now);
+  const chosen = place(
+    hosts.filter((host) => open(host.name)),
+    takenPlaces(building),
+    building.draft.now,
+  );
   if (chosen === null) throw new Error(`engine: task ${task} was started with no free slot on any host`);
   building.draft.hosts = hostTried(hosts, chosen.host);
   return chosen;

@@ -1,12 +1,26 @@
-// Limits: the run's limiter (core/limiter.ts) hears every refusal and every response served. A
-// worker refused before it did anything may be stopped (no attempt spent); one a limit ended after
-// it had done something pauses, keeping its worktree and conversation, and resumes when the
-// limiter lets it; the run wakes when a hold ends.
+// Limits: the run's limiter (core/limiter.ts) hears every refusal and every response served (with
+// hosts of more than one account, each account's limiter those of its hosts' workers:
+// core/engine/accounts.ts). A worker refused before it did anything may be stopped (no attempt
+// spent); one a limit ended after it had done something pauses, keeping its worktree and
+// conversation, and resumes when the limiter lets it; the run wakes when a hold ends.
 
 import { type WorkerRun, describeWorkerFailure } from '../worker-run.ts';
 import { limitWords } from '../limit-words.ts';
-import { type Limiter, type LimiterSettings, type Refusal, allowed, holding, overdue, refused, served } from '../limiter.ts';
+import { type Limiter, type LimiterSettings, type Refusal, holding, overdue, refused, served } from '../limiter.ts';
 import { byPriority } from '../schedule.ts';
+import {
+  type Account,
+  accountOfAttempt,
+  accountSettings,
+  accountsOf,
+  allowedOn,
+  ceilingOf,
+  givenUp,
+  hostsOfAccount,
+  inFlightOn,
+  limiterOf,
+  setLimiter,
+} from './accounts.ts';
 import { type RunningAttempt, IN_FLIGHT, PAUSED, tasksIn } from './attempt.ts';
 import { type StepDraft, attemptIn, emit, isIn, kept, stopWith } from './draft.ts';
 import { startable, unheld } from './queries.ts';
@@ -54,11 +68,14 @@ export function workerRefused(building: StepDraft, task: number, refusal: Refusa
   const attempt = building.attempts.get(task);
   if (!isIn(attempt, 'running')) return;
   building.attempts.set(task, { ...attempt, refused: true });
-  const running = [...building.attempts.values()].filter((a) => a.stage === 'running' && a.stopping !== true).length;
-  const crowded = running > allowed(draft.limiter, draft.config.concurrency);
-  const again = attempt.refused === true || draft.limiter.strikes >= 2;
+  // Its account's limiter, and the workers of its account's hosts.
+  const account = accountOfAttempt(draft, attempt);
+  const limiter = limiterOf(draft, account);
+  const running = [...building.attempts.values()].filter((a) => a.stage === 'running' && a.stopping !== true && accountOfAttempt(draft, a) === account).length;
+  const crowded = running > allowedOn(draft, account);
+  const again = attempt.refused === true || limiter.strikes >= 2;
   const stopping = draft.stop?.reason === 'limited' || draft.stop?.reason === 'api-unreachable';
-  const asksTooSoon = refusal.delayMs === undefined || draft.now + refusal.delayMs < draft.limiter.holdUntil || stopping;
+  const asksTooSoon = refusal.delayMs === undefined || draft.now + refusal.delayMs < limiter.holdUntil || stopping;
   if (attempt.cancelled === undefined && attempt.stopping !== true && !progressed && draft.config.driver === 'headless' && (crowded || again || asksTooSoon)) {
     building.attempts.set(task, { ...attempt, refused: true, stopping: true });
     building.effects.push({ type: 'stop-worker', task });
@@ -74,27 +91,32 @@ export function workerServed(building: StepDraft, task: number): void {
     const { refused: _refused, ...rest } = attempt;
     building.attempts.set(task, { ...rest, progressed: true });
   }
-  const before = draft.limiter;
+  const account = accountOfAttempt(draft, attempt);
+  const before = limiterOf(draft, account);
   // A worker refused before is served again: the API serves it, the hold it was told to wait is over.
-  draft.limiter = served(before, draft.now, limiterSettings(draft.config), false, refusedBefore);
-  if (before.refusedSince !== null) announce(building, before, 'serving', null);
-  else if (draft.limiter.working !== before.working) announce(building, before, 'raised', null);
+  const after = served(before, draft.now, accountSettings(draft, account), false, refusedBefore);
+  setLimiter(draft, account, after);
+  if (before.refusedSince !== null) announce(building, before, 'serving', null, account);
+  else if (after.working !== before.working) announce(building, before, 'raised', null, account);
 }
 
 /**
- * A refusal, to the limiter; said when it changes what the run may do; past --limit-wait, the run
- * drains (the API out of reach: stopping for `api-unreachable`). A run that stops waits for
- * nothing: a hold is said only while the run goes on.
+ * A refusal, to the limiter of the task's account; said when it changes what the run may do; past
+ * --limit-wait, the run drains (the API out of reach: stopping for `api-unreachable`), unless
+ * another account's hosts need not wait that long: then the run goes on on them (`givenUp`: the
+ * paused attempts of this account's hosts end, their tasks pending again to start there). A run
+ * that stops waits for nothing: a hold is said only while the run goes on.
  */
 export function refuse(building: StepDraft, task: number, refusal: Refusal): void {
   const draft = building.draft;
-  const settings = limiterSettings(draft.config);
-  const before = draft.limiter;
-  draft.limiter = refused(before, refusal, draft.now, settings, draft.config.driver === 'session');
-  const after = draft.limiter;
+  const account = accountOfAttempt(draft, building.attempts.get(task));
+  const settings = accountSettings(draft, account);
+  const before = limiterOf(draft, account);
+  const after = refused(before, refusal, draft.now, settings, draft.config.driver === 'session');
+  setLimiter(draft, account, after);
   const late = draft.config.driver === 'headless' ? overdue(after, draft.now, settings) : null;
-  if (late !== null && draft.stop === null) {
-    const words = limitWords(after, draft.config.concurrency, draft.now);
+  if (late !== null && draft.stop === null && !givenUp(draft, account)) {
+    const words = limitWords(after, ceilingOf(draft, account), draft.now);
     stopWith(
       building,
       after.kind === 'api-unreachable'
@@ -106,39 +128,55 @@ export function refuse(building: StepDraft, task: number, refusal: Refusal): voi
   if (draft.stop !== null) return;
   // A new hold, or a hold for another limit (a usage limit's reset), is news; a lower working concurrency too.
   if ((!holding(before, draft.now) || after.kind !== before.kind || after.resetAt !== before.resetAt) && holding(after, draft.now))
-    announce(building, before, 'hold', task);
-  else if (after.working !== before.working) announce(building, before, 'lowered', task);
+    announce(building, before, 'hold', task, account);
+  else if (after.working !== before.working) announce(building, before, 'lowered', task, account);
 }
 
 /**
- * Emit the limiter's state, as changed by `change` (the task whose refusal it was). A run that
- * stops waits for nothing: once it drains, what ran is still served and the limiter hears of it,
- * but the run says neither that the API serves again nor what it would wait for.
+ * Emit the limiter's state, as changed by `change` (the task whose refusal it was): `account`'s,
+ * naming its hosts when there is more than one account. A run that stops waits for nothing: once
+ * it drains, what ran is still served and the limiter hears of it, but the run says neither that
+ * the API serves again nor what it would wait for.
  */
-export function announce(building: StepDraft, before: Limiter, change: 'hold' | 'lowered' | 'serving' | 'raised', task: number | null): void {
+export function announce(
+  building: StepDraft,
+  before: Limiter,
+  change: 'hold' | 'lowered' | 'serving' | 'raised',
+  task: number | null,
+  account: Account = undefined,
+): void {
   const draft = building.draft;
   if (draft.stop !== null) return;
-  const words = limitWords(draft.limiter, draft.config.concurrency, draft.now);
+  const limiter = limiterOf(draft, account);
+  const words = limitWords(limiter, ceilingOf(draft, account), draft.now);
+  const message = change === 'serving' && before.refusedSince !== null ? words.serving() : words.now();
+  const hosts = draft.limiters === undefined ? null : hostsOfAccount(draft, account);
   emit(building, {
     type: 'limit',
     change,
     ...words.state,
-    refusals: draft.limiter.refusals,
+    refusals: limiter.refusals,
     task,
-    message: change === 'serving' && before.refusedSince !== null ? words.serving() : words.now(),
+    message: hosts === null ? message : `${accountLabel(hosts, account)}: ${message}`,
+    ...(hosts !== null ? { hosts } : {}),
   });
 }
 
+/** Whose limit it is, with more than one account: `the account of build2 (not this machine's)`. */
+const accountLabel = (hosts: readonly string[], account: Account): string =>
+  `the account of ${hosts.join(', ')}${account === undefined ? " (this machine's)" : " (not this machine's)"}`;
+
 /**
  * The attempt may wait for the limit with its worktree and conversation: headless, its worker has
- * done something, and the run goes on.
+ * done something, and the run goes on, and waits for its account.
  */
 export const mayPause = (building: StepDraft, attempt: RunningAttempt): boolean =>
   building.draft.config.driver === 'headless' &&
   building.draft.stop === null &&
   !building.draft.aborted &&
   attempt.progressed === true &&
-  attempt.cancelled === undefined;
+  attempt.cancelled === undefined &&
+  !givenUp(building.draft, accountOfAttempt(building.draft, attempt));
 
 /**
  * A limit ended the worker after it had done something: the attempt keeps its worktree and
@@ -177,19 +215,33 @@ function resume(building: StepDraft, task: number): void {
   });
 }
 
-/** Paused attempts go on first, highest priority first, as far as the limiter lets workers run. */
+/**
+ * Paused attempts go on first, highest priority first, as far as their account's limiter lets
+ * workers run on its hosts (and `--concurrency` across every host).
+ */
 export function resumePaused(building: StepDraft): void {
   const draft = building.draft;
-  if (holding(draft.limiter, draft.now)) return;
-  const free = allowed(draft.limiter, draft.config.concurrency) - tasksIn(building, IN_FLIGHT).length;
-  for (const task of byPriority(tasksIn(building, PAUSED), draft.priority).slice(0, Math.max(0, free))) resume(building, task);
+  for (const task of byPriority(tasksIn(building, PAUSED), draft.priority)) {
+    const account = accountOfAttempt(draft, building.attempts.get(task));
+    if (holding(limiterOf(draft, account), draft.now)) continue;
+    if (inFlightOn(draft, account) >= allowedOn(draft, account) || tasksIn(building, IN_FLIGHT).length >= draft.config.concurrency) continue;
+    resume(building, task);
+  }
 }
 
-/** Ask for a tick when a limit's hold ends, if anything waits for it (a paused attempt, a task that would start). Whether it did. */
+/**
+ * Ask for a tick when a limit's hold ends (the first to end of the accounts' the run waits for), if
+ * anything waits for it (a paused attempt, a task that would start). Whether it did.
+ */
 export function wakeForHold(building: StepDraft): boolean {
   const draft = building.draft;
-  if (draft.stop !== null || !holding(draft.limiter, draft.now)) return false;
+  if (draft.stop !== null) return false;
+  const ends = accountsOf(draft).flatMap((account) => {
+    const limiter = limiterOf(draft, account);
+    return holding(limiter, draft.now) && !givenUp(draft, account) ? [limiter.holdUntil] : [];
+  });
+  if (ends.length === 0) return false;
   if (tasksIn(building, PAUSED).length === 0 && startable(unheld(draft)).length === 0) return false;
-  building.effects.push({ type: 'wake', at: draft.limiter.holdUntil });
+  building.effects.push({ type: 'wake', at: Math.min(...ends) });
   return true;
 }

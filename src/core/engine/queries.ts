@@ -6,6 +6,7 @@ import { readySet } from '../graph.ts';
 import { allowed, holding } from '../limiter.ts';
 import { statusOf, taskAt } from '../plan.ts';
 import { byPriority, pickStarts } from '../schedule.ts';
+import { accountsOf, roomOn } from './accounts.ts';
 import { IN_FLIGHT, PAUSED, WAITING_TO_LAND, tasksIn } from './attempt.ts';
 import { hostRoom } from './hosts.ts';
 import { speculativeReady } from './speculation.ts';
@@ -56,10 +57,17 @@ export function waitingPays(timing: Timing): boolean {
 export function startable(state: EngineState, asked: number = state.config.concurrency): number[] {
   // Nothing starts before the gate has passed the starting commit: it would blame every task.
   if (!gateOpen(state)) return [];
-  if (holding(state.limiter, state.now)) return [];
   const running = new Set(tasksIn(state, IN_FLIGHT));
-  // With hosts, no more than their free slots take new attempts.
-  const concurrency = Math.min(allowed(state.limiter, asked), running.size + hostRoom(state));
+  let concurrency: number;
+  if (state.limiters === undefined) {
+    if (holding(state.limiter, state.now)) return [];
+    // With hosts, no more than their free slots take new attempts.
+    concurrency = Math.min(allowed(state.limiter, asked), running.size + hostRoom(state));
+  } else {
+    // More than one account: each takes what its limiter lets start on its hosts' free slots.
+    const room = accountsOf(state).reduce((sum, account) => sum + roomOn(state, account), 0);
+    concurrency = Math.min(asked, running.size + room);
+  }
   const session = state.config.driver === 'session';
   const speculative = speculativeReady(state);
   const ready = pickStarts({
@@ -112,5 +120,9 @@ export const unplaced = (state: EngineState): EngineState => {
   return rest;
 };
 
-/** The state as if no limit held it: what would start but for the hold. */
-export const unheld = (state: EngineState): EngineState => ({ ...state, limiter: { ...state.limiter, holdUntil: 0 } });
+/** The state as if no limit held it: what would start but for the hold (every account's). */
+export const unheld = (state: EngineState): EngineState => ({
+  ...state,
+  limiter: { ...state.limiter, holdUntil: 0 },
+  ...(state.limiters !== undefined ? { limiters: new Map([...state.limiters].map(([account, limiter]) => [account, { ...limiter, holdUntil: 0 }])) } : {}),
+});

@@ -3,10 +3,10 @@
 // lead asks (`hand-out` starts work, `integrate` records it).
 
 import { readySet } from '../graph.ts';
-import { holding } from '../limiter.ts';
 import { attemptsOf, modelOf, statusOf, taskAt } from '../plan.ts';
 import { markStarted } from '../transition.ts';
 import { recheckable } from '../widen.ts';
+import { accountOfAttempt, accountOfHost, anyHold, givenUp, roomOn } from './accounts.ts';
 import { IN_FLIGHT, PAUSED, tasksIn } from './attempt.ts';
 import { endPaused } from './conclude.ts';
 import { type StepDraft, emit } from './draft.ts';
@@ -40,6 +40,8 @@ export function schedule(building: StepDraft): void {
         const ready = readySet(draft.plan.tasks);
         if (ready.length > 0) draft.admitted = new Set(ready);
       }
+      // Paused on hosts whose account would wait past --limit-wait while another's would not: their tasks go elsewhere.
+      endPaused(building, (paused) => givenUp(draft, accountOfAttempt(draft, paused)), 'its hosts’ account is held longer than --limit-wait lets the run wait');
       resumePaused(building);
       for (const task of startable(draft)) start(building, task);
     } else endPaused(building);
@@ -48,8 +50,7 @@ export function schedule(building: StepDraft): void {
     if (!busy && draft.admitted !== null) {
       // The round is over when none of its tasks runs or can still start (a limit holds some of them back).
       const waiting =
-        tasksIn(building, PAUSED).length > 0 ||
-        (holding(draft.limiter, draft.now) && [...draft.admitted].some((i) => statusOf(taskAt(draft.plan.tasks, i)) === 'pending'));
+        tasksIn(building, PAUSED).length > 0 || (anyHold(draft) && [...draft.admitted].some((i) => statusOf(taskAt(draft.plan.tasks, i)) === 'pending'));
       if (!waiting || draft.stop !== null) {
         draft.admitted = null;
         record(building);
@@ -114,7 +115,8 @@ function start(building: StepDraft, task: number): void {
   // (taken now whatever this start is: a later retry starts afresh).
   const taken = takeStart(building, task);
   const earlier = speculation === null && recheck === null ? taken : null;
-  const place = placeFor(building, task);
+  // With more than one account, only on the hosts of an account whose limiter lets one more start.
+  const place = placeFor(building, task, (host) => draft.limiters === undefined || roomOn(draft, accountOfHost(draft, host)) > 0);
   markStarted(draft.plan, task);
   building.attempts.set(task, {
     task,

@@ -89,8 +89,16 @@ export interface EngineState {
   readonly now: number;
   /** Live attempts by task. */
   readonly attempts: ReadonlyMap<number, Attempt>;
-  /** The run's one limiter for rate and usage limits (core/limiter.ts). */
+  /**
+   * The run's limiter for rate and usage limits (core/limiter.ts): this machine's account's, and
+   * with hosts, that of every host logged in to it or to no account it names.
+   */
   readonly limiter: Limiter;
+  /**
+   * With hosts logged in to more than one account (`HostSlots.account`): each other account's
+   * limiter, by its key (core/engine/accounts.ts). Absent: `limiter` is the run's only one.
+   */
+  readonly limiters?: ReadonlyMap<string, Limiter>;
   /** With the rounds policy: the tasks of the open round. */
   readonly admitted: ReadonlySet<number> | null;
   /** Rounds recorded so far (the number in commit messages). */

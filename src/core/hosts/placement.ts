@@ -16,6 +16,8 @@
 export interface HostSlots {
   readonly name: string;
   readonly slots: number;
+  /** Logged in to another account than this machine's (core/hosts/accounts.ts): that account's key. Absent: the run's. */
+  readonly account?: string;
 }
 
 /** Why and since when a host is down, and when it is tried again. */

@@ -1,8 +1,8 @@
 // Runs, a projection of the journal: each run summarised (outcome, counts, cost), and the run
 // still in progress that `plan status` shows.
 
-import type { RunEvent, RunOutcome, StopReason, TaskOutcome } from '../events.ts';
-import { clockTime, waitWords } from '../limit-words.ts';
+import type { RunOutcome, StopReason, TaskOutcome } from '../events.ts';
+import { type LimitState, accountsWaitWords, clockTime, lastLimits } from '../limit-words.ts';
 import { isoSeconds } from '../format.ts';
 import { type Plan, type TaskStatus, statusOf } from '../plan.ts';
 import { UNKNOWN, type UsageTally, tallyCostUsd, tallyOf } from '../usage.ts';
@@ -174,10 +174,14 @@ export function unfinishedRun(runs: readonly RunRecord[], plan: Plan | null, now
   };
 }
 
-/** What the run's last `limit` event says holds it back at `now`, or null; a run that drains waits for nothing. */
+/** What the run's last `limit` events (each account's) say hold it back at `now`, or null; a run that drains waits for nothing. */
 function limitNow(run: RunRecord, now: number): string | null {
-  const last = run.events.findLast((e): e is Extract<RunEvent, { type: 'limit' | 'draining' }> => e.type === 'limit' || e.type === 'draining');
-  return last === undefined || last.type === 'draining' ? null : waitWords(last, now);
+  const limits = new Map<string, LimitState>();
+  for (const event of run.events) {
+    if (event.type === 'draining') limits.clear();
+    else if (event.type === 'limit') lastLimits(limits, event);
+  }
+  return accountsWaitWords(limits, now);
 }
 
 /** A run that stopped to wait for something outside it (`run-finished` with exit 75): what, and when to run it again. */

@@ -133,3 +133,115 @@ describe('a host fault, step by step', () => {
     expect([statusOf(fault.state.plan.tasks[0]!), attemptsOf(fault.state.plan.tasks[0]!)]).toEqual(['pending', 0]);
   });
 });
+
+describe('hosts of two accounts, step by step', () => {
+  /** Four tasks: host a (1 slot) on this machine's account, host b (2 slots) on another; `limitWaitMs` as given. */
+  const twoAccounts = (limitWaitMs: number) =>
+    initialState(
+      makePlan([task('A'), task('B'), task('C'), task('D')]),
+      {
+        ...SIMULATION_DEFAULTS,
+        limitWaitMs,
+        concurrency: 3,
+        schedule: 'continuous',
+        hosts: [
+          { name: 'a', slots: 1 },
+          { name: 'b', slots: 2, account: 'org-2/other@example.com' },
+        ],
+        hostBackoffMs: 1000,
+      },
+      0,
+    );
+  const HOUR = 3_600_000;
+  /** Task 0's worker on b, served, then ended by b's account's usage limit (resetting in an hour). */
+  const usageLimited = (now: number): EngineEvent => ({
+    type: 'worker-finished',
+    task: 0,
+    run: {
+      ...reported(''),
+      outcome: { kind: 'failed', failure: { reason: 'rate-limited', message: 'Claude usage limit reached', resetAt: now + HOUR } },
+      sessionId: 's-0',
+      progressed: true,
+    },
+    now,
+  });
+  const places = (effects: EngineEffect[]) => effects.flatMap((e) => (e.type === 'start-worker' ? [[e.task, e.place?.host]] : []));
+
+  it("holds only b's slots on b's account's usage limit: a keeps working, and the paused attempt resumes on b when it resets", () => {
+    const started = run(twoAccounts(5 * HOUR), { type: 'tick', now: 0 });
+    expect(places(started.effects)).toEqual([
+      [0, 'b'],
+      [1, 'a'],
+      [2, 'b'],
+    ]);
+    const limited = run(started.state, { type: 'worker-served', task: 0, now: 5 }, usageLimited(10));
+    expect(limited.state.attempts.get(0)).toMatchObject({ stage: 'paused', place: { host: 'b', slot: 1 } });
+    const hold = emitted(limited.effects).find((e) => e.type === 'limit');
+    expect(hold).toMatchObject({ change: 'hold', limit: 'usage-limit', hosts: ['b'], concurrency: 2, task: 0 });
+    expect(hold?.type === 'limit' && hold.message).toMatch(/^the account of b \(not this machine's\): waiting for the usage limit to reset at /);
+    // This machine's account heard nothing.
+    expect(limited.state.limiter).toMatchObject({ refusals: 0, holdUntil: 0 });
+    expect(limited.state.limiters?.get('org-2/other@example.com')).toMatchObject({ refusals: 1, holdUntil: 10 + HOUR, kind: 'usage-limit' });
+
+    // b's other slot frees up: nothing starts there while b's account is held.
+    const onB = run(
+      limited.state,
+      { type: 'worker-finished', task: 2, run: reported('COMPLETED: c'), now: 20 },
+      { type: 'verified', task: 2, verification: passed(task('C')), now: 21 },
+    );
+    expect(places(onB.effects)).toEqual([]);
+    // a's slot frees up: the last task goes there, b's free slot notwithstanding.
+    const onA = run(
+      onB.state,
+      { type: 'worker-finished', task: 1, run: reported('COMPLETED: b'), now: 30 },
+      { type: 'verified', task: 1, verification: passed(task('B')), now: 31 },
+    );
+    expect(places(onA.effects)).toEqual([[3, 'a']]);
+    // The run waits for b's reset, not past it: then the paused attempt resumes on b.
+    expect(onA.effects).toContainEqual({ type: 'wake', at: 10 + HOUR });
+    const reset = run(onA.state, { type: 'tick', now: 10 + HOUR });
+    expect(emitted(reset.effects).find((e) => e.type === 'task-resumed')).toMatchObject({ task: 0, host: 'b', slot: 1 });
+  });
+
+  it("goes on on a when b's account would be waited for past --limit-wait: b's paused attempt ends, its task starts on a, no attempt spent", () => {
+    const started = run(twoAccounts(60_000), { type: 'tick', now: 0 });
+    const limited = run(started.state, { type: 'worker-served', task: 0, now: 5 }, usageLimited(10));
+    // Not paused: b's account is held longer than the run waits, and a's is not.
+    expect(limited.state.stop).toBeNull();
+    expect(limited.state.attempts.has(0)).toBe(false);
+    expect(emitted(limited.effects).find((e) => e.type === 'task-finished')).toMatchObject({ task: 0, outcome: 'requeued' });
+    expect([statusOf(limited.state.plan.tasks[0]!), attemptsOf(limited.state.plan.tasks[0]!)]).toEqual(['pending', 0]);
+    const onA = run(
+      limited.state,
+      { type: 'worker-finished', task: 1, run: reported('COMPLETED: b'), now: 30 },
+      { type: 'verified', task: 1, verification: passed(task('B')), now: 31 },
+    );
+    expect(places(onA.effects)).toEqual([[0, 'a']]);
+
+    // a's account held past --limit-wait too: now no account is worth waiting for, and the run stops, resumable.
+    const both = run(onA.state, {
+      type: 'worker-finished',
+      task: 0,
+      run: { ...failedRun({ reason: 'rate-limited', message: 'Claude usage limit reached', resetAt: 40 + HOUR }) },
+      now: 40,
+    });
+    expect(both.state.stop).toMatchObject({ reason: 'limited' });
+  });
+
+  it('says nothing of accounts with hosts of one account only', () => {
+    const one = initialState(
+      makePlan([task('A')]),
+      { ...SIMULATION_DEFAULTS, concurrency: 1, schedule: 'continuous', hosts: [{ name: 'b', slots: 1, account: 'org-2/other@example.com' }] },
+      0,
+    );
+    expect(one.limiters).toBeUndefined();
+    const refused = run(
+      one,
+      { type: 'tick', now: 0 },
+      { type: 'worker-refused', task: 0, refusal: { kind: 'rate-limit', delayMs: 500 }, progressed: false, now: 1 },
+    );
+    const limit = emitted(refused.effects).find((e) => e.type === 'limit');
+    expect(limit).toBeDefined();
+    expect(limit).not.toHaveProperty('hosts');
+  });
+});
