@@ -10,8 +10,6 @@
 // integration ref holds). The engine decides nothing itself: what it works with is passed in
 // (`EngineAdapters`), so tests give it fakes and a fake clock.
 
-import type { GitFailure } from '../core/git-text.ts';
-import type { Clock } from './adapters.ts';
 import {
   gatedEvent,
   hostFaultEvent,
@@ -22,47 +20,18 @@ import {
   workerServedEvent,
   workspaceFailedEvent,
 } from '../core/engine/effect-results.ts';
-import type { EngineEffect, GateRequest, GateRun, RecordRequest } from '../core/engine/effects.ts';
+import type { EngineEffect } from '../core/engine/effects.ts';
 import type { EngineEvent } from '../core/engine/events.ts';
 import type { EngineConfig, EngineState, EngineStop } from '../core/engine/state.ts';
-import { type EffectCarrier, type Inbox as EngineInbox, drive } from '../core/engine/driver.ts';
-import type { RunEventBody } from '../core/events.ts';
+import { type EffectCarrier, drive } from '../core/engine/driver.ts';
 import { type Result, err, ok, recheckRun } from '../core/failure.ts';
 import { Lane } from '../core/lane.ts';
 import { type Plan, type UsageFigure, modelOf } from '../core/plan.ts';
 import { resumePrompt, workerPrompt } from '../core/prompt.ts';
 import { DEFAULTS, type RunSettings } from './settings.ts';
-import type { Integration } from './integration.ts';
-import type { WorkerJob, Workspace, Workspaces } from './workspace/index.ts';
-
-/** The plan's integration as the engine uses it: in the lane, one at a time, but `startOf`. */
-export interface EngineIntegration {
-  /** Where an attempt starts (run/integration.ts `startOf`). */
-  startOf: Integration['startOf'];
-  /**
-   * Record what the step function decided: work awaiting approval parked and candidates of the
-   * merge queue held on refs of their own, verified work integrated onto the integration ref (one
-   * commit), the refs of candidates leaving the queue dropped. The integration commit, or null
-   * when it integrated nothing (no work to integrate, or work that changes nothing).
-   */
-  record(plan: Plan, request: RecordRequest): Promise<Result<string | null, GitFailure>>;
-  /** Run the gate on these candidates stacked on the integration tip (none: on the tip itself, the baseline); `passed` null when stopped first. */
-  gate(plan: Plan, request: GateRequest, signal: AbortSignal): Promise<GateRun>;
-}
-
-/**
- * What the engine carries its effects out with, passed in: the headless run binds them to its
- * adapters (run/adapters.ts), the plan's integration and its workspaces; a test gives fakes.
- */
-export interface EngineAdapters {
-  /** Where each attempt works. */
-  workspaces: Workspaces;
-  integration: EngineIntegration;
-  save(plan: Plan): Promise<void>;
-  emit(event: RunEventBody): void;
-  /** Back-offs' wake-ups, and the time each event carries. */
-  clock: Pick<Clock, 'now' | 'wakeAt'>;
-}
+import type { WorkerJob, Workspace } from './workspace/index.ts';
+import { type EngineAdapters, planWrites } from './engine-carrier.ts';
+import { Inbox } from './engine-inbox.ts';
 
 export interface EngineResult extends EngineStop {
   usage: UsageFigure;
@@ -95,65 +64,6 @@ export const engineConfig = (settings: RunSettings, logDir: string, env: NodeJS.
   driver: 'headless',
   ...(settings.hosts !== undefined ? { hosts: settings.hosts.map(({ name, slots }) => ({ name, slots })), hostBackoffMs: DEFAULTS.hostBackoffMs } : {}),
 });
-
-/**
- * Plan writes behind the step loop, as a database commits a group: the loop asks for a write
- * after a step and goes on with the next event; asks made while a write runs are served together
- * by one more write, of the newest plan (a state's plan is a snapshot no later step changes).
- * Each ask resolves once a plan at least as new as its own is on disk. A write takes several ms
- * (two fsyncs): awaited inline, it held every other event back for as long.
- */
-export function planWrites(save: (plan: Plan) => Promise<void>): (plan: Plan) => Promise<void> {
-  const writes = new Lane();
-  let next: { plan: Plan; written: Promise<void> } | null = null;
-  return (plan) => {
-    if (next !== null) {
-      next.plan = plan;
-      return next.written;
-    }
-    const ask = { plan, written: Promise.resolve() };
-    ask.written = writes.run(() => {
-      // From here a newer plan waits for the write after this one.
-      next = null;
-      return save(ask.plan);
-    });
-    next = ask;
-    return ask.written;
-  };
-}
-
-/** Events in arrival order, awaited one at a time. */
-class Inbox implements EngineInbox {
-  private readonly queue: EngineEvent[] = [];
-  private waiting: ((event: EngineEvent) => void) | null = null;
-  private failure: unknown = null;
-  private rejectWaiting: ((error: unknown) => void) | null = null;
-
-  post(event: EngineEvent): void {
-    if (this.waiting) {
-      const deliver = this.waiting;
-      this.waiting = null;
-      this.rejectWaiting = null;
-      deliver(event);
-    } else this.queue.push(event);
-  }
-
-  /** A bug in an adapter: the engine stops with it. */
-  fail(error: unknown): void {
-    this.failure ??= error;
-    this.rejectWaiting?.(error);
-  }
-
-  next(): Promise<EngineEvent> {
-    if (this.failure !== null) return Promise.reject(this.failure);
-    const event = this.queue.shift();
-    if (event) return Promise.resolve(event);
-    return new Promise((resolve, reject) => {
-      this.waiting = resolve;
-      this.rejectWaiting = reject;
-    });
-  }
-}
 
 /**
  * Run the plan until it stops. `signal` interrupts (Ctrl-C: workers stopped now); `drain` asks the
