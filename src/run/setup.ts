@@ -8,8 +8,7 @@
 
 import type { Commands } from '../adapters/commands.ts';
 import type { Git } from '../adapters/git/repository.ts';
-import { dropParked, integrationRef, missingAt, parkedTasks } from '../adapters/git/refs.ts';
-import { openReview } from '../core/review.ts';
+import { dropParked, integrationRef, missingAt } from '../adapters/git/refs.ts';
 import { ownSandboxNotice } from '../adapters/sandbox.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import { depsOf, depths } from '../core/graph.ts';
@@ -28,6 +27,7 @@ import { landingNotice } from '../core/run-lifecycle.ts';
 import { uncommittedChangesNotice } from '../adapters/git/uncommitted.ts';
 import { type AssumptionResult, checkAssumptions } from './assumptions.ts';
 import { type SetupProblem, planWarningNotices, refusalBeforeWork, STALE_INDEX_LOCK_NOTICE } from './refusals.ts';
+import { dropRejected } from './held-work.ts';
 
 /** Where a run's work goes: the plan's integration ref, and the workspaces its attempts work in. */
 export interface RunPlaces<S extends Workspaces = Workspaces> {
@@ -217,21 +217,4 @@ export async function setupRun<W extends RunPlaces>(plan: Plan, options: SetupOp
     places,
     held,
   });
-}
-
-/**
- * Parked work of tasks neither awaiting approval nor approved (rejected, or put back since):
- * dropped, it never lands. A task in a review round keeps its parked work until the revision parks.
- */
-async function dropRejected(plan: Plan, integration: Integration, findings: SetupFindings): Promise<Result<void, GitFailure>> {
-  // One listing of the parked refs, not one lookup per task.
-  const parked = await parkedTasks(integration.repo, integration.planId, 'awaiting');
-  if (!parked.ok) return parked;
-  for (const i of parked.value) {
-    const status = i < plan.tasks.length ? statusAfter(plan, i, findings) : undefined;
-    if (status === 'awaiting_approval' || (status === 'completed' && commitAfter(plan, i, findings) === undefined)) continue;
-    if ((status === 'pending' || status === 'in_progress') && openReview(plan.tasks[i]!) !== null) continue;
-    await dropParked(integration.repo, integration.planId, i);
-  }
-  return ok(undefined);
 }
