@@ -8,7 +8,7 @@
 
 import type { Commands } from '../adapters/commands.ts';
 import type { Git } from '../adapters/git/repository.ts';
-import { dropParked, integrationRef, missingAt } from '../adapters/git/refs.ts';
+import { integrationRef, missingAt } from '../adapters/git/refs.ts';
 import { ownSandboxNotice } from '../adapters/sandbox.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import { depsOf, depths } from '../core/graph.ts';
@@ -22,12 +22,12 @@ import { ensurePlanId } from '../core/plan.ts';
 import type { Integration } from './integration.ts';
 import { completeLanding } from '../adapters/landing-files.ts';
 import type { Workspaces } from './workspace/index.ts';
-import { type HeldCandidate, admitHeld } from '../core/engine/admission.ts';
+import type { HeldCandidate } from '../core/engine/admission.ts';
 import { landingNotice } from '../core/run-lifecycle.ts';
 import { uncommittedChangesNotice } from '../adapters/git/uncommitted.ts';
 import { type AssumptionResult, checkAssumptions } from './assumptions.ts';
 import { type SetupProblem, planWarningNotices, refusalBeforeWork, STALE_INDEX_LOCK_NOTICE } from './refusals.ts';
-import { dropRejected } from './held-work.ts';
+import { dropRejected, holdWaitingWork } from './held-work.ts';
 
 /** Where a run's work goes: the plan's integration ref, and the workspaces its attempts work in. */
 export interface RunPlaces<S extends Workspaces = Workspaces> {
@@ -135,30 +135,12 @@ export async function setupRun<W extends RunPlaces>(plan: Plan, options: SetupOp
     notices.push({ level: 'info', message: `tasks ${recovered.join(', ')}: their work had been integrated; recorded as completed` });
   }
 
-  // Approved work is held on a candidate ref, as verified work the merge queue waits for: the step
-  // function integrates it (after the gate, when there is one), as all verified work.
-  // Approved tasks whose work is parked and not integrated yet become candidates (`holdApproved`).
-  const approvedTasks = [...plan.tasks.keys()].filter((i) => statusAfter(plan, i, findings) === 'completed' && commitAfter(plan, i, findings) === undefined);
-  const approved = await integration.holdApproved(approvedTasks);
-  if (approved.ok) findings.approved.push(...approved.value);
-  if (!approved.ok) return err({ kind: 'git-failed', doing: 'hold approved work as a candidate', failure: approved.error });
-  // Candidates held for the merge queue stay in progress: their verified work is on refs of their own.
-  const heldEarlier = await integration.heldCandidates(plan, (task) => statusNow(task) === 'in_progress');
-  if (!heldEarlier.ok) return err({ kind: 'git-failed', doing: 'read the candidates an earlier run held for the gate', failure: heldEarlier.error });
-  const heldNow = heldEarlier.value.map((candidate) => (findings.approved.includes(candidate.task) ? { ...candidate, approved: true as const } : candidate));
-  const admitted = admitHeld(plan, heldNow, (task) => statusNow(task) === 'completed');
-  const held = admitted.kept;
-  for (const task of admitted.dropped) await dropParked(integration.repo, integration.planId, task, 'candidate');
-  if (admitted.dropped.length > 0)
-    notices.push({
-      level: 'info',
-      message: `tasks ${admitted.dropped.join(', ')}: their held work was built on candidates that are gone, or on a stack the merge queue cannot give it again; they run again`,
-    });
-  if (held.length > 0)
-    notices.push({
-      level: 'info',
-      message: `tasks ${held.map((h) => h.task).join(', ')}: their verified work waits in the merge queue, as an earlier run left it`,
-    });
+  // Approved work is held on a candidate ref, as verified work the merge queue waits for.
+  const approvedTasks = [...plan.tasks.keys()].filter((i) => statusNow(i) === 'completed' && commitAfter(plan, i, findings) === undefined);
+  const waiting = await holdWaitingWork(plan, integration, findings, approvedTasks, statusNow);
+  if (!waiting.ok) return waiting;
+  const { held } = waiting.value;
+  notices.push(...waiting.value.notices);
   // Interrupted attempts: their work never left their worktrees, which are reset before reuse.
   const reset = plan.tasks.flatMap((_, i) => (statusNow(i) === 'in_progress' && !options.verified?.includes(i) && !held.some((h) => h.task === i) ? [i] : []));
   findings.interrupted.push(...reset);
