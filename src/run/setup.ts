@@ -14,7 +14,6 @@ import type { GitFailure } from '../core/git-text.ts';
 import { depsOf, depths } from '../core/graph.ts';
 import { type SetupFindings, commitAfter, noFindings, statusAfter } from '../core/transition.ts';
 import { type Result, err, ok } from '../core/failure.ts';
-import { clipMiddle } from '../core/format.ts';
 import { type Plan, statusOf } from '../core/plan.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { integratedFindings } from './commit.ts';
@@ -25,7 +24,7 @@ import type { Workspaces } from './workspace/index.ts';
 import type { HeldCandidate } from '../core/engine/admission.ts';
 import { landingNotice } from '../core/run-lifecycle.ts';
 import { uncommittedChangesNotice } from '../adapters/git/uncommitted.ts';
-import { type AssumptionResult, checkAssumptions } from './assumptions.ts';
+import { type AssumptionResult, assumptionFindings } from './assumptions.ts';
 import { type SetupProblem, planWarningNotices, refusalBeforeWork, STALE_INDEX_LOCK_NOTICE } from './refusals.ts';
 import { dropRejected, holdWaitingWork } from './held-work.ts';
 
@@ -166,23 +165,10 @@ export async function setupRun<W extends RunPlaces>(plan: Plan, options: SetupOp
   if (!uncommitted.ok) return err({ kind: 'git-failed', doing: 'list your uncommitted changes', failure: uncommitted.error });
   if (uncommitted.value !== null) notices.push({ level: 'warning', message: uncommitted.value });
 
-  const checked = await checkAssumptions(plan, options, { workspaces: places.workspaces, tip: integration.tip }, statusNow);
+  const checked = await assumptionFindings(plan, options, { workspaces: places.workspaces, tip: integration.tip }, findings, statusNow);
   if (!checked.ok) return err({ kind: 'setup-failed', reason: checked.error });
-  const assumptions = checked.value;
-  const blocked: number[] = [];
-  for (const a of assumptions) {
-    if (a.passed) continue;
-    if (a.severity === 'warning') {
-      notices.push({ level: 'warning', message: `task ${a.task}: assumption not confirmed (${a.claim}): \`${a.verify}\`` });
-      continue;
-    }
-    if (statusNow(a.task) !== 'blocked') blocked.push(a.task);
-    // The middle goes: the first line may say it timed out, the end is where the error is.
-    const result = `BLOCKED: assumption failed (${a.claim}): \`${a.verify}\`${a.output.trim() ? `: ${clipMiddle(a.output.trim(), 1000)}` : ''}`;
-    const earlier = findings.blocked.find((b) => b.task === a.task);
-    if (earlier) earlier.result = result;
-    else findings.blocked.push({ task: a.task, result });
-  }
+  const { assumptions, blocked } = checked.value;
+  notices.push(...checked.value.notices);
 
   return ok({
     goal: plan.goal,
