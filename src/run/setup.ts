@@ -25,7 +25,7 @@ import type { HeldCandidate } from '../core/engine/admission.ts';
 import { landingNotice } from '../core/run-lifecycle.ts';
 import { uncommittedChangesNotice } from '../adapters/git/uncommitted.ts';
 import { type AssumptionResult, assumptionFindings } from './assumptions.ts';
-import { type SetupProblem, planWarningNotices, refusalBeforeWork, STALE_INDEX_LOCK_NOTICE } from './refusals.ts';
+import { type SetupProblem, refusalBeforeWork, startWarnings } from './refusals.ts';
 import { dropRejected, holdWaitingWork } from './held-work.ts';
 
 /** Where a run's work goes: the plan's integration ref, and the workspaces its attempts work in. */
@@ -84,24 +84,14 @@ export async function setupRun<W extends RunPlaces>(plan: Plan, options: SetupOp
   // Everything that can refuse the run comes before anything that changes the repository.
   const refusal = await refusalBeforeWork(plan, options);
   if (refusal.problem !== null) return err(refusal.problem);
-  const { committed } = refusal;
+  const { committed, staleIndexLock } = refusal;
 
   const resumed = plan.tasks.some((t) => statusOf(t) !== 'pending');
-  // Asked of the repository first, said in the order below.
+  // Asked of the repository first, said in the order `startWarnings` gives.
   const head = (await options.git.currentBranch()) === null ? ((await options.git.headCommit()) ?? '(no commit)') : null;
   // The person's deny rules foreman's own sandboxed commands cannot hold are said once, here.
   const unheld = options.sandbox ? await ownSandboxNotice(options.repo) : null;
-  const notices: SetupReport['notices'] = [];
-  if (refusal.staleIndexLock) notices.push({ level: 'warning', message: STALE_INDEX_LOCK_NOTICE });
-  // The plan lint's warnings not fixed nor accepted, said once as the run starts (headless and in-session).
-  for (const message of planWarningNotices(plan, options.planPath, committed)) notices.push({ level: 'warning', message });
-  if (head !== null) {
-    notices.push({
-      level: 'warning',
-      message: `HEAD is detached at ${head.slice(0, 12)}: finished work lands on the detached HEAD, on no branch; to keep it, create a branch afterwards (git switch -c <name>)`,
-    });
-  }
-  if (unheld !== null) notices.push({ level: 'warning', message: unheld });
+  const notices: SetupReport['notices'] = startWarnings(plan, options.planPath, { committed, staleIndexLock, detachedAt: head, unheldRules: unheld });
   // The plan's id names its refs and worktrees: written before anything is made under it, so a
   // run killed at once leaves nothing a later run (with the same id) cannot find and clean up.
   if (typeof plan.planId !== 'string' || plan.planId === '') {
