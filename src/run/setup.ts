@@ -8,7 +8,7 @@
 
 import type { Commands } from '../adapters/commands.ts';
 import type { Git } from '../adapters/git/repository.ts';
-import { integrationRef, missingAt } from '../adapters/git/refs.ts';
+import { integrationRef } from '../adapters/git/refs.ts';
 import { ownSandboxNotice } from '../adapters/sandbox.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import { depsOf, depths } from '../core/graph.ts';
@@ -27,6 +27,7 @@ import { uncommittedChangesNotice } from '../adapters/git/uncommitted.ts';
 import { type AssumptionResult, assumptionFindings } from './assumptions.ts';
 import { type SetupProblem, refusalBeforeWork, startWarnings } from './refusals.ts';
 import { dropRejected, holdWaitingWork } from './held-work.ts';
+import { revertLostWork } from './lost-work.ts';
 
 /** Where a run's work goes: the plan's integration ref, and the workspaces its attempts work in. */
 export interface RunPlaces<S extends Workspaces = Workspaces> {
@@ -120,9 +121,7 @@ export async function setupRun<W extends RunPlaces>(plan: Plan, options: SetupOp
   if (!integrated.ok) return err({ kind: 'git-failed', doing: "read the integration ref's history", failure: integrated.error });
   Object.assign(findings, integrated.value);
   const recovered = findings.recovered.map((r) => r.task);
-  if (recovered.length > 0) {
-    notices.push({ level: 'info', message: `tasks ${recovered.join(', ')}: their work had been integrated; recorded as completed` });
-  }
+  if (recovered.length > 0) notices.push({ level: 'info', message: `tasks ${recovered.join(', ')}: their work had been integrated; recorded as completed` });
 
   // Approved work is held on a candidate ref, as verified work the merge queue waits for.
   const approvedTasks = [...plan.tasks.keys()].filter((i) => statusNow(i) === 'completed' && commitAfter(plan, i, findings) === undefined);
@@ -138,18 +137,9 @@ export async function setupRun<W extends RunPlaces>(plan: Plan, options: SetupOp
   const rejected = await dropRejected(plan, integration, findings);
   if (!rejected.ok) return err({ kind: 'git-failed', doing: 'list the work parked for approval', failure: rejected.error });
 
-  const reverted: number[] = [];
-  for (const [i, task] of plan.tasks.entries()) {
-    if (statusNow(i) !== 'completed' || task.metadata.files.create.length === 0) continue;
-    const missingCreated = await missingAt(options.repo, integration.tip, task.metadata.files.create);
-    if (missingCreated.length === 0) continue;
-    findings.reverted.push({ task: i, missing: missingCreated });
-    reverted.push(i);
-    notices.push({
-      level: 'warning',
-      message: `task ${i} (${task.subject}) was completed but ${missingCreated.join(', ')} no longer exist; it will run again`,
-    });
-  }
+  const lost = await revertLostWork(plan, { repo: options.repo, tip: integration.tip }, findings, statusNow);
+  const { reverted } = lost;
+  notices.push(...lost.notices);
 
   const uncommitted = await uncommittedChangesNotice(options.repo, options.planPath, options.git);
   if (!uncommitted.ok) return err({ kind: 'git-failed', doing: 'list your uncommitted changes', failure: uncommitted.error });
