@@ -19,7 +19,7 @@ import type { RunEventBody } from '../core/events.ts';
 import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import { plural } from '../core/format.ts';
 import { Lane } from '../core/lane.ts';
-import type { Plan, UsageFigure } from '../core/plan.ts';
+import type { Plan } from '../core/plan.ts';
 import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
 import { describeTimeLimitHit } from '../core/time-limit.ts';
 import type { RunAdapters } from './adapters.ts';
@@ -34,6 +34,7 @@ import type { SetupProblem } from './refusals.ts';
 import { assumptionCheckedEvent } from './assumptions.ts';
 import type { WorktreeSetup } from './workspace/local.ts';
 import type { Workspaces } from './workspace/index.ts';
+import type { HeadlessEnd } from './headless-end.ts';
 
 /** A headless run's settings: the run's own, and what the CLI settled before it. */
 export interface HeadlessSettings extends RunSettings {
@@ -80,18 +81,6 @@ export interface HeadlessContext {
 
 /** Why the run did not start: setup refused (run/setup.ts), or the probe did (exit 2, its lines). */
 export type HeadlessRefusal = { kind: 'setup'; problem: SetupProblem } | { kind: 'probe'; lines: string[] };
-
-/** How the run ended. */
-export interface HeadlessEnd {
-  plan: Plan;
-  usage: UsageFigure;
-  /** The run's last event: its exit code is the run's. */
-  finished: Extract<RunEventBody, { type: 'run-finished' }>;
-  /** The gate failed on the starting commit: why the run was refused, for the person; else null. */
-  refusal: string[] | null;
-  /** The way to go on, one step a line (the Summary repeats it); empty when nothing is left to do. */
-  next: string[];
-}
 
 /**
  * How a run spells the commands it prints: the plan named (`--plan`) when the person, where they
