@@ -8,7 +8,6 @@
 
 import { basename, dirname } from 'node:path';
 import type { Commands } from '../adapters/commands.ts';
-import { gitProcessCount } from '../adapters/git/runner.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { describeOrphans } from '../adapters/orphans.ts';
 import { describeKeptEdit } from '../adapters/plan-file.ts';
@@ -25,8 +24,8 @@ import { describeTimeLimitHit } from '../core/time-limit.ts';
 import type { RunAdapters } from './adapters.ts';
 import { engineConfig, runEngine } from './engine.ts';
 import type { EngineAdapters } from './engine-carrier.ts';
-import { baselineRefusal, nextSteps, noGateNotice, runFinishedEvent, runStartedEvent } from '../core/run-lifecycle.ts';
-import { finishPlan, lander } from './lifecycle.ts';
+import { noGateNotice, runStartedEvent } from '../core/run-lifecycle.ts';
+import { lander } from './lifecycle.ts';
 import { describeProbeProblem, runProbe, saveProbe } from './probe.ts';
 import { LIMIT_FLAGS, type RunSettings } from './settings.ts';
 import { type RunPlaces, setupRun } from './setup.ts';
@@ -34,7 +33,7 @@ import type { SetupProblem } from './refusals.ts';
 import { assumptionCheckedEvent } from './assumptions.ts';
 import type { WorktreeSetup } from './workspace/local.ts';
 import type { Workspaces } from './workspace/index.ts';
-import type { HeadlessEnd } from './headless-end.ts';
+import { type HeadlessEnd, endRun } from './headless-end.ts';
 
 /** A headless run's settings: the run's own, and what the CLI settled before it. */
 export interface HeadlessSettings extends RunSettings {
@@ -214,34 +213,8 @@ export async function runHeadless(
     // The step function asks for the gate on the starting commit first; interrupted already, its first event ends the run.
     const result = await runEngine(setUp.state, settings, engineAdapters, context.interrupt, context.drain);
     await writes.settled();
-    plan = result.plan;
-
-    // Whatever stopped the run, what was integrated lands now (when nothing of the person's is in its way).
-    const after = await landing.land();
-    if (after !== null) emit(after);
-    const finishedPlan = await finishPlan(result, plan, report.places, { planPath: settings.planPath, landed: landing.landed, save: write });
-    if (finishedPlan.notice !== null) emit(finishedPlan.notice);
-    const finished = runFinishedEvent(
-      plan,
-      { ...result, durationMs: clock.now() - started },
-      { layout, planPath: settings.planPath, landing: { landed: landing.landed, advice: landing.advice() }, archived: finishedPlan.archived },
-    );
-    // The git processes this process started since the run began: the run's, one run at a time.
-    emit({ ...finished, gitProcesses: gitProcessCount() - context.gitProcessesBefore });
-    const refusal =
-      result.baselineFailure === undefined
-        ? null
-        : baselineRefusal(
-            settings.gate?.command ?? '',
-            { tip: integration.tip, ref: integration.ref, head: await git.headCommit() },
-            result.baselineFailure.output,
-          );
-    const next = nextSteps(plan, layout, {
-      landingAdvice: landing.landed ? null : landing.advice(),
-      refused: refusal !== null,
-      ...(finished.resumeAfter !== undefined ? { resumeAfter: finished.resumeAfter } : {}),
-    });
-    return ok({ plan, usage: result.usage, finished, refusal, next });
+    const end = { landing, layout, startedAt: started, gitProcessesBefore: context.gitProcessesBefore, clock, git, emit, write };
+    return ok(await endRun(result, report.places, settings, end));
   } finally {
     await writes.settled();
     await adapters.processes.forget();
