@@ -31,7 +31,7 @@ import { LIMIT_FLAGS, type RunSettings } from './settings.ts';
 import { type RunPlaces, setupRun } from './setup.ts';
 import type { SetupProblem } from './refusals.ts';
 import { assumptionCheckedEvent } from './assumptions.ts';
-import type { WorktreeSetup } from './workspace/local.ts';
+import type { WorkspaceUse, WorktreeSetup } from './workspace/local.ts';
 import type { Workspaces } from './workspace/index.ts';
 import { type HeadlessEnd, endRun } from './headless-end.ts';
 
@@ -121,16 +121,7 @@ export async function runHeadless(
     if (kept !== null) emit({ type: 'notice', level: 'warning', message: describeKeptEdit(settings.planPath, kept, layout) });
   };
   try {
-    const workspaceUse = {
-      sandbox: sandboxed,
-      setupTimeoutMs: settings.checkTimeoutMs,
-      // Said, so a slow start or a re-install after a task changed the lock file is not a mystery.
-      onSetup: (run: WorktreeSetup) => emit({ type: 'notice', level: 'info', message: describeSetupRun(run) }),
-      checkTimeoutMs: settings.checkTimeoutMs,
-      strictScope: settings.strictScope === true,
-      logDir: dirname(settings.planPath),
-      markTracked: (settings.widen ?? []).length > 0,
-    };
+    const use = workspaceUse(settings, sandboxed, emit);
     const branch = await git.currentBranch();
     // The plan's id is written by setup, once nothing refuses the run (`savePlan`).
     const setup = await setupRun(plan, {
@@ -141,8 +132,8 @@ export async function runHeadless(
       open: async () => {
         const integration = await adapters.integration.open(plan);
         if (!integration.ok) return integration;
-        const local = await adapters.workspaces.open(plan, integration.value, workspaceUse, adapters.workers);
-        const workspaces: Workspaces = (await adapters.workspaces.placed?.(local, plan, integration.value, workspaceUse)) ?? local;
+        const local = await adapters.workspaces.open(plan, integration.value, use, adapters.workers);
+        const workspaces: Workspaces = (await adapters.workspaces.placed?.(local, plan, integration.value, use)) ?? local;
         return ok({ integration: integration.value, workspaces });
       },
       checkTimeoutMs: settings.checkTimeoutMs,
@@ -219,6 +210,20 @@ export async function runHeadless(
     await writes.settled();
     await adapters.processes.forget();
   }
+}
+
+/** How the run's attempts use their workspaces: the sandbox, the time limits, where logs go. */
+function workspaceUse(settings: HeadlessSettings, sandboxed: boolean, emit: (event: RunEventBody) => void): WorkspaceUse {
+  return {
+    sandbox: sandboxed,
+    setupTimeoutMs: settings.checkTimeoutMs,
+    // Said, so a slow start or a re-install after a task changed the lock file is not a mystery.
+    onSetup: (run: WorktreeSetup) => emit({ type: 'notice', level: 'info', message: describeSetupRun(run) }),
+    checkTimeoutMs: settings.checkTimeoutMs,
+    strictScope: settings.strictScope === true,
+    logDir: dirname(settings.planPath),
+    markTracked: (settings.widen ?? []).length > 0,
+  };
 }
 
 /**
