@@ -21,14 +21,14 @@ import { Lane } from '../core/lane.ts';
 import type { Plan } from '../core/plan.ts';
 import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
 import { describeTimeLimitHit } from '../core/time-limit.ts';
-import type { RunAdapters } from './adapters.ts';
+import type { PlanWriter, RunAdapters } from './adapters.ts';
 import { engineConfig, runEngine } from './engine.ts';
 import type { EngineAdapters } from './engine-carrier.ts';
 import { noGateNotice, runStartedEvent } from '../core/run-lifecycle.ts';
 import { lander } from './lifecycle.ts';
 import { describeProbeProblem, runProbe, saveProbe } from './probe.ts';
 import { LIMIT_FLAGS, type RunSettings } from './settings.ts';
-import { type RunPlaces, setupRun } from './setup.ts';
+import { type RunPlaces, type SetupReport, setupRun } from './setup.ts';
 import type { SetupProblem } from './refusals.ts';
 import { assumptionCheckedEvent } from './assumptions.ts';
 import type { WorkspaceUse, WorktreeSetup } from './workspace/local.ts';
@@ -111,15 +111,7 @@ export async function runHeadless(
   const orphans = await adapters.processes.endLeftovers();
   if (orphans.length > 0) emit({ type: 'notice', level: 'warning', message: describeOrphans(orphans) });
 
-  // Writes run one at a time, in a lane, so two never race on the temporary file. A person's edit to the plan file
-  // while the run holds it is kept aside, never written over (PlanKeeper), and the run says where.
-  const keeper = adapters.planStore.open(context.planText);
-  const writes = new Lane();
-  const write = (p: Plan): Promise<string | null> => writes.run(() => keeper.save(p));
-  const save = async (p: Plan) => {
-    const kept = await write(p);
-    if (kept !== null) emit({ type: 'notice', level: 'warning', message: describeKeptEdit(settings.planPath, kept, layout) });
-  };
+  const { write, save, settled } = planSaving(adapters.planStore.open(context.planText), emit, { planPath: settings.planPath, layout });
   try {
     const use = workspaceUse(settings, sandboxed, emit);
     const branch = await git.currentBranch();
@@ -168,27 +160,14 @@ export async function runHeadless(
       });
       if (refused !== null) return err({ kind: 'probe', lines: refused });
     }
-    if (settings.gate === null) emit({ type: 'notice', level: 'info', message: noGateNotice(settings.noGate) });
-    emit(
-      runStartedEvent(plan, {
-        planPath: settings.planPath,
-        resumed: report.resumed,
-        concurrency: settings.concurrency,
-        schedule: settings.schedule,
-        mode: 'headless',
-      }),
-    );
-    if (opening !== undefined) {
-      if (context.say !== null) context.record(opening);
-      else emit(opening);
-    }
-    for (const n of report.notices) emit({ type: 'notice', ...n });
-    for (const a of report.assumptions) emit(assumptionCheckedEvent(a));
-    for (const event of skips) emit(event);
-    for (const { event, said } of probeEvents) {
-      if (said) context.record(event);
-      else emit(event);
-    }
+    const start = runStartedEvent(plan, {
+      planPath: settings.planPath,
+      resumed: report.resumed,
+      concurrency: settings.concurrency,
+      schedule: settings.schedule,
+      mode: 'headless',
+    });
+    announceStart(start, settings, report, { opening, skips, probeEvents }, context);
 
     const { integration } = report.places;
     const landing = lander(integration, {
@@ -203,13 +182,51 @@ export async function runHeadless(
     if (before !== null) emit(before);
     // The step function asks for the gate on the starting commit first; interrupted already, its first event ends the run.
     const result = await runEngine(setUp.state, settings, engineAdapters, context.interrupt, context.drain);
-    await writes.settled();
+    await settled();
     const end = { landing, layout, startedAt: started, gitProcessesBefore: context.gitProcessesBefore, clock, git, emit, write };
     return ok(await endRun(result, report.places, settings, end));
   } finally {
-    await writes.settled();
+    await settled();
     await adapters.processes.forget();
   }
+}
+
+/**
+ * What the run's start tells, once it has started, in this order: that it runs without a gate,
+ * the run-started event, the sandbox line, setup's notices and assumption checks, what the step
+ * function skipped at set-up, what the probe found. What was said already is journaled only.
+ */
+function announceStart(
+  start: RunEventBody,
+  settings: HeadlessSettings,
+  report: Pick<SetupReport, 'notices' | 'assumptions'>,
+  told: { opening: Extract<RunEventBody, { type: 'notice' }> | undefined; skips: RunEventBody[]; probeEvents: Array<{ event: RunEventBody; said: boolean }> },
+  context: Pick<HeadlessContext, 'emit' | 'record' | 'say'>,
+): void {
+  const { emit } = context;
+  const journal = (event: RunEventBody, said: boolean) => (said ? context.record(event) : emit(event));
+  if (settings.gate === null) emit({ type: 'notice', level: 'info', message: noGateNotice(settings.noGate) });
+  emit(start);
+  if (told.opening !== undefined) journal(told.opening, context.say !== null);
+  for (const n of report.notices) emit({ type: 'notice', ...n });
+  for (const a of report.assumptions) emit(assumptionCheckedEvent(a));
+  for (const event of told.skips) emit(event);
+  for (const { event, said } of told.probeEvents) journal(event, said);
+}
+
+/**
+ * The run's plan writes: one at a time, in a lane, so two never race on the temporary file. A
+ * person's edit to the plan file while the run holds it is kept aside, never written over
+ * (PlanKeeper): `save` says where, `write` gives it to its caller; `settled` once all are done.
+ */
+function planSaving(keeper: PlanWriter, emit: (event: RunEventBody) => void, said: { planPath: string; layout: Layout }) {
+  const writes = new Lane();
+  const write = (plan: Plan): Promise<string | null> => writes.run(() => keeper.save(plan));
+  const save = async (plan: Plan) => {
+    const kept = await write(plan);
+    if (kept !== null) emit({ type: 'notice', level: 'warning', message: describeKeptEdit(said.planPath, kept, said.layout) });
+  };
+  return { write, save, settled: () => writes.settled() };
 }
 
 /** How the run's attempts use their workspaces: the sandbox, the time limits, where logs go. */
