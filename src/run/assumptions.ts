@@ -1,8 +1,12 @@
 // The pending tasks' assumption checks (`agent.assumptions`), run as a run is set up, in one
-// workspace of the integration tip: what each found, and the event that tells it.
+// workspace of the integration tip: what each found, what setup makes of it, and the event that
+// tells it.
 
 import type { RunEventBody } from '../core/events.ts';
 import { type Result, err, ok } from '../core/failure.ts';
+import { clipMiddle } from '../core/format.ts';
+import type { Notice } from '../core/session-report.ts';
+import type { SetupFindings } from '../core/transition.ts';
 import { describeTimeLimitHit } from '../core/time-limit.ts';
 import type { Plan, TaskStatus } from '../core/plan.ts';
 import type { Workspace, Workspaces } from './workspace/index.ts';
@@ -29,7 +33,7 @@ export const assumptionCheckedEvent = (a: AssumptionResult): RunEventBody => ({
 });
 
 /** The pending tasks' assumption checks, run in one workspace of the integration tip (made ready like any other). */
-export async function checkAssumptions(
+async function checkAssumptions(
   plan: Plan,
   options: { checkTimeoutMs: number; signal?: AbortSignal },
   at: { workspaces: Workspaces; tip: string },
@@ -63,4 +67,37 @@ export async function checkAssumptions(
   } finally {
     workspace.release();
   }
+}
+
+/**
+ * The assumption checks run, and what setup makes of them: a failed blocking one blocks its task
+ * (its result says why, added to `findings.blocked`), a failed warning one is said. The checks,
+ * the tasks they block now (`statusNow`: a task's status with what setup found so far), and what
+ * to tell the person.
+ */
+export async function assumptionFindings(
+  plan: Plan,
+  options: { checkTimeoutMs: number; signal?: AbortSignal },
+  at: { workspaces: Workspaces; tip: string },
+  findings: SetupFindings,
+  statusNow: (index: number) => TaskStatus,
+): Promise<Result<{ assumptions: AssumptionResult[]; blocked: number[]; notices: Notice[] }, string>> {
+  const checked = await checkAssumptions(plan, options, at, statusNow);
+  if (!checked.ok) return checked;
+  const blocked: number[] = [];
+  const notices: Notice[] = [];
+  for (const a of checked.value) {
+    if (a.passed) continue;
+    if (a.severity === 'warning') {
+      notices.push({ level: 'warning', message: `task ${a.task}: assumption not confirmed (${a.claim}): \`${a.verify}\`` });
+      continue;
+    }
+    if (statusNow(a.task) !== 'blocked') blocked.push(a.task);
+    // The middle goes: the first line may say it timed out, the end is where the error is.
+    const result = `BLOCKED: assumption failed (${a.claim}): \`${a.verify}\`${a.output.trim() ? `: ${clipMiddle(a.output.trim(), 1000)}` : ''}`;
+    const earlier = findings.blocked.find((b) => b.task === a.task);
+    if (earlier) earlier.result = result;
+    else findings.blocked.push({ task: a.task, result });
+  }
+  return ok({ assumptions: checked.value, blocked, notices });
 }

@@ -8,7 +8,6 @@
 
 import { basename, dirname } from 'node:path';
 import type { Commands } from '../adapters/commands.ts';
-import { gitProcessCount } from '../adapters/git/runner.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { describeOrphans } from '../adapters/orphans.ts';
 import { describeKeptEdit } from '../adapters/plan-file.ts';
@@ -20,20 +19,21 @@ import { type Result, assertNever, err, ok } from '../core/failure.ts';
 import { plural } from '../core/format.ts';
 import { Lane } from '../core/lane.ts';
 import { type Plan, taskAt } from '../core/plan.ts';
-import type { UsageFigure } from '../core/usage.ts';
 import { probeFindings, probeHeadline, probedTasks } from '../core/probe.ts';
 import { describeTimeLimitHit } from '../core/time-limit.ts';
-import type { RunAdapters } from './adapters.ts';
-import { type EngineAdapters, engineConfig, runEngine } from './engine.ts';
-import { baselineRefusal, nextSteps, noGateNotice, runFinishedEvent, runStartedEvent } from '../core/run-lifecycle.ts';
-import { finishPlan, lander } from './lifecycle.ts';
+import type { PlanWriter, RunAdapters } from './adapters.ts';
+import { engineConfig, runEngine } from './engine.ts';
+import type { EngineAdapters } from './engine-carrier.ts';
+import { noGateNotice, runStartedEvent } from '../core/run-lifecycle.ts';
+import { lander } from './lifecycle.ts';
 import { describeProbeProblem, runProbe, saveProbe } from './probe.ts';
 import { LIMIT_FLAGS, type RunSettings } from './settings.ts';
-import { type RunPlaces, setupRun } from './setup.ts';
+import { type RunPlaces, type SetupReport, setupRun } from './setup.ts';
 import type { SetupProblem } from './refusals.ts';
 import { assumptionCheckedEvent } from './assumptions.ts';
-import type { WorktreeSetup } from './workspace/local.ts';
+import type { WorkspaceUse, WorktreeSetup } from './workspace/local.ts';
 import type { Workspaces } from './workspace/index.ts';
+import { type HeadlessEnd, endRun } from './headless-end.ts';
 
 /** A headless run's settings: the run's own, and what the CLI settled before it. */
 export interface HeadlessSettings extends RunSettings {
@@ -81,18 +81,6 @@ export interface HeadlessContext {
 /** Why the run did not start: setup refused (run/setup.ts), or the probe did (exit 2, its lines). */
 export type HeadlessRefusal = { kind: 'setup'; problem: SetupProblem } | { kind: 'probe'; lines: string[] };
 
-/** How the run ended. */
-export interface HeadlessEnd {
-  plan: Plan;
-  usage: UsageFigure;
-  /** The run's last event: its exit code is the run's. */
-  finished: Extract<RunEventBody, { type: 'run-finished' }>;
-  /** The gate failed on the starting commit: why the run was refused, for the person; else null. */
-  refusal: string[] | null;
-  /** The way to go on, one step a line (the Summary repeats it); empty when nothing is left to do. */
-  next: string[];
-}
-
 /**
  * How a run spells the commands it prints: the plan named (`--plan`) when the person, where they
  * are, would not find that plan (a run given `--repo` or `--plan`); the repository named (`git -C`)
@@ -123,26 +111,9 @@ export async function runHeadless(
   const orphans = await adapters.processes.endLeftovers();
   if (orphans.length > 0) emit({ type: 'notice', level: 'warning', message: describeOrphans(orphans) });
 
-  // Writes run one at a time, in a lane, so two never race on the temporary file. A person's edit to the plan file
-  // while the run holds it is kept aside, never written over (PlanKeeper), and the run says where.
-  const keeper = adapters.planStore.open(context.planText);
-  const writes = new Lane();
-  const write = (p: Plan): Promise<string | null> => writes.run(() => keeper.save(p));
-  const save = async (p: Plan) => {
-    const kept = await write(p);
-    if (kept !== null) emit({ type: 'notice', level: 'warning', message: describeKeptEdit(settings.planPath, kept, layout) });
-  };
+  const { write, save, settled } = planSaving(adapters.planStore.open(context.planText), emit, { planPath: settings.planPath, layout });
   try {
-    const workspaceUse = {
-      sandbox: sandboxed,
-      setupTimeoutMs: settings.checkTimeoutMs,
-      // Said, so a slow start or a re-install after a task changed the lock file is not a mystery.
-      onSetup: (run: WorktreeSetup) => emit({ type: 'notice', level: 'info', message: describeSetupRun(run) }),
-      checkTimeoutMs: settings.checkTimeoutMs,
-      strictScope: settings.strictScope === true,
-      logDir: dirname(settings.planPath),
-      markTracked: (settings.widen ?? []).length > 0,
-    };
+    const use = workspaceUse(settings, sandboxed, emit);
     const branch = await git.currentBranch();
     // The plan's id is written by setup, once nothing refuses the run (`savePlan`).
     const setup = await setupRun(plan, {
@@ -153,8 +124,8 @@ export async function runHeadless(
       open: async () => {
         const integration = await adapters.integration.open(plan);
         if (!integration.ok) return integration;
-        const local = await adapters.workspaces.open(plan, integration.value, workspaceUse, adapters.workers);
-        const workspaces: Workspaces = (await adapters.workspaces.placed?.(local, plan, integration.value, workspaceUse)) ?? local;
+        const local = await adapters.workspaces.open(plan, integration.value, use, adapters.workers);
+        const workspaces: Workspaces = (await adapters.workspaces.placed?.(local, plan, integration.value, use)) ?? local;
         return ok({ integration: integration.value, workspaces });
       },
       checkTimeoutMs: settings.checkTimeoutMs,
@@ -189,27 +160,14 @@ export async function runHeadless(
       });
       if (refused !== null) return err({ kind: 'probe', lines: refused });
     }
-    if (settings.gate === null) emit({ type: 'notice', level: 'info', message: noGateNotice(settings.noGate) });
-    emit(
-      runStartedEvent(plan, {
-        planPath: settings.planPath,
-        resumed: report.resumed,
-        concurrency: settings.concurrency,
-        schedule: settings.schedule,
-        mode: 'headless',
-      }),
-    );
-    if (opening !== undefined) {
-      if (context.say !== null) context.record(opening);
-      else emit(opening);
-    }
-    for (const n of report.notices) emit({ type: 'notice', ...n });
-    for (const a of report.assumptions) emit(assumptionCheckedEvent(a));
-    for (const event of skips) emit(event);
-    for (const { event, said } of probeEvents) {
-      if (said) context.record(event);
-      else emit(event);
-    }
+    const start = runStartedEvent(plan, {
+      planPath: settings.planPath,
+      resumed: report.resumed,
+      concurrency: settings.concurrency,
+      schedule: settings.schedule,
+      mode: 'headless',
+    });
+    announceStart(start, settings, report, { opening, skips, probeEvents }, context);
 
     const { integration } = report.places;
     const landing = lander(integration, {
@@ -224,39 +182,65 @@ export async function runHeadless(
     if (before !== null) emit(before);
     // The step function asks for the gate on the starting commit first; interrupted already, its first event ends the run.
     const result = await runEngine(setUp.state, settings, engineAdapters, context.interrupt, context.drain);
-    await writes.settled();
-    plan = result.plan;
-
-    // Whatever stopped the run, what was integrated lands now (when nothing of the person's is in its way).
-    const after = await landing.land();
-    if (after !== null) emit(after);
-    const finishedPlan = await finishPlan(result, plan, report.places, { planPath: settings.planPath, landed: landing.landed, save: write });
-    if (finishedPlan.notice !== null) emit(finishedPlan.notice);
-    const finished = runFinishedEvent(
-      plan,
-      { ...result, durationMs: clock.now() - started },
-      { layout, planPath: settings.planPath, landing: { landed: landing.landed, advice: landing.advice() }, archived: finishedPlan.archived },
-    );
-    // The git processes this process started since the run began: the run's, one run at a time.
-    emit({ ...finished, gitProcesses: gitProcessCount() - context.gitProcessesBefore });
-    const refusal =
-      result.baselineFailure === undefined
-        ? null
-        : baselineRefusal(
-            settings.gate?.command ?? '',
-            { tip: integration.tip, ref: integration.ref, head: await git.headCommit() },
-            result.baselineFailure.output,
-          );
-    const next = nextSteps(plan, layout, {
-      landingAdvice: landing.landed ? null : landing.advice(),
-      refused: refusal !== null,
-      ...(finished.resumeAfter !== undefined ? { resumeAfter: finished.resumeAfter } : {}),
-    });
-    return ok({ plan, usage: result.usage, finished, refusal, next });
+    await settled();
+    const end = { landing, layout, startedAt: started, gitProcessesBefore: context.gitProcessesBefore, clock, git, emit, write };
+    return ok(await endRun(result, report.places, settings, end));
   } finally {
-    await writes.settled();
+    await settled();
     await adapters.processes.forget();
   }
+}
+
+/**
+ * What the run's start tells, once it has started, in this order: that it runs without a gate,
+ * the run-started event, the sandbox line, setup's notices and assumption checks, what the step
+ * function skipped at set-up, what the probe found. What was said already is journaled only.
+ */
+function announceStart(
+  start: RunEventBody,
+  settings: HeadlessSettings,
+  report: Pick<SetupReport, 'notices' | 'assumptions'>,
+  told: { opening: Extract<RunEventBody, { type: 'notice' }> | undefined; skips: RunEventBody[]; probeEvents: Array<{ event: RunEventBody; said: boolean }> },
+  context: Pick<HeadlessContext, 'emit' | 'record' | 'say'>,
+): void {
+  const { emit } = context;
+  const journal = (event: RunEventBody, said: boolean) => (said ? context.record(event) : emit(event));
+  if (settings.gate === null) emit({ type: 'notice', level: 'info', message: noGateNotice(settings.noGate) });
+  emit(start);
+  if (told.opening !== undefined) journal(told.opening, context.say !== null);
+  for (const n of report.notices) emit({ type: 'notice', ...n });
+  for (const a of report.assumptions) emit(assumptionCheckedEvent(a));
+  for (const event of told.skips) emit(event);
+  for (const { event, said } of told.probeEvents) journal(event, said);
+}
+
+/**
+ * The run's plan writes: one at a time, in a lane, so two never race on the temporary file. A
+ * person's edit to the plan file while the run holds it is kept aside, never written over
+ * (PlanKeeper): `save` says where, `write` gives it to its caller; `settled` once all are done.
+ */
+function planSaving(keeper: PlanWriter, emit: (event: RunEventBody) => void, said: { planPath: string; layout: Layout }) {
+  const writes = new Lane();
+  const write = (plan: Plan): Promise<string | null> => writes.run(() => keeper.save(plan));
+  const save = async (plan: Plan) => {
+    const kept = await write(plan);
+    if (kept !== null) emit({ type: 'notice', level: 'warning', message: describeKeptEdit(said.planPath, kept, said.layout) });
+  };
+  return { write, save, settled: () => writes.settled() };
+}
+
+/** How the run's attempts use their workspaces: the sandbox, the time limits, where logs go. */
+function workspaceUse(settings: HeadlessSettings, sandboxed: boolean, emit: (event: RunEventBody) => void): WorkspaceUse {
+  return {
+    sandbox: sandboxed,
+    setupTimeoutMs: settings.checkTimeoutMs,
+    // Said, so a slow start or a re-install after a task changed the lock file is not a mystery.
+    onSetup: (run: WorktreeSetup) => emit({ type: 'notice', level: 'info', message: describeSetupRun(run) }),
+    checkTimeoutMs: settings.checkTimeoutMs,
+    strictScope: settings.strictScope === true,
+    logDir: dirname(settings.planPath),
+    markTracked: (settings.widen ?? []).length > 0,
+  };
 }
 
 /**

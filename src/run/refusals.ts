@@ -1,7 +1,7 @@
 // What refuses a run before it changes anything, the same for a headless run, `plan setup`, the
 // dry run, `plan check` and `plan probe`: a folder that is not the top, a merge or the like in
 // progress, an index a live git holds, declared paths that are unsafe, contradict the last commit
-// or are ignored; and the plan lint's warnings as a run's start says them.
+// or are ignored; and the warnings a run's start says first (the plan lint's among them).
 
 import { type Stats, lstatSync, realpathSync } from 'node:fs';
 import { realpath } from 'node:fs/promises';
@@ -14,6 +14,7 @@ import { type Plan, readsOf, statusOf, writesOf } from '../core/plan.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { commandHint, shellWord } from '../core/command-hint.ts';
 import { type PlanWarningKind, lintPlan, warningNotices } from '../core/plan-lint.ts';
+import type { Notice } from '../core/session-report.ts';
 
 export type SetupProblem =
   /** Declared paths that resolve outside the repository (or into .git) through a symlink, name a directory as a file, or lie under a file of the last commit. */
@@ -221,3 +222,27 @@ export async function refusalBeforeWork(
 
 /** The notice of a stale index lock the run removed. */
 export const STALE_INDEX_LOCK_NOTICE = 'removed a stale .git/index.lock left by a git process that was killed';
+
+/**
+ * The warnings a run's start says first, in this order: the stale index lock it removed, the plan
+ * lint's warnings not fixed nor accepted (headless and in-session), the detached HEAD finished work
+ * will land on (`detachedAt`; null on a branch), the person's deny rules foreman's own sandboxed
+ * commands cannot hold (`unheldRules`; null when none, or unsandboxed).
+ */
+export function startWarnings(
+  plan: Plan,
+  planPath: string,
+  found: { committed: ReadonlySet<string>; staleIndexLock: boolean; detachedAt: string | null; unheldRules: string | null },
+): Notice[] {
+  const notices: Notice[] = [];
+  if (found.staleIndexLock) notices.push({ level: 'warning', message: STALE_INDEX_LOCK_NOTICE });
+  for (const message of planWarningNotices(plan, planPath, found.committed)) notices.push({ level: 'warning', message });
+  if (found.detachedAt !== null) {
+    notices.push({
+      level: 'warning',
+      message: `HEAD is detached at ${found.detachedAt.slice(0, 12)}: finished work lands on the detached HEAD, on no branch; to keep it, create a branch afterwards (git switch -c <name>)`,
+    });
+  }
+  if (found.unheldRules !== null) notices.push({ level: 'warning', message: found.unheldRules });
+  return notices;
+}

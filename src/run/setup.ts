@@ -8,26 +8,26 @@
 
 import type { Commands } from '../adapters/commands.ts';
 import type { Git } from '../adapters/git/repository.ts';
-import { dropParked, integrationRef, missingAt, parkedTasks } from '../adapters/git/refs.ts';
-import { openReview } from '../core/review.ts';
+import { integrationRef } from '../adapters/git/refs.ts';
 import { ownSandboxNotice } from '../adapters/sandbox.ts';
 import type { GitFailure } from '../core/git-text.ts';
 import { depsOf, depths } from '../core/graph.ts';
 import { type SetupFindings, commitAfter, noFindings, statusAfter } from '../core/transition.ts';
 import { type Result, err, ok } from '../core/failure.ts';
-import { clipMiddle } from '../core/format.ts';
-import { type Plan, statusOf, taskAt } from '../core/plan.ts';
+import { type Plan, statusOf } from '../core/plan.ts';
 import { ownLayout } from '../adapters/layout.ts';
 import { integratedFindings } from './commit.ts';
 import { ensurePlanId } from '../core/plan.ts';
 import type { Integration } from './integration.ts';
 import { completeLanding } from '../adapters/landing-files.ts';
 import type { Workspaces } from './workspace/index.ts';
-import { type HeldCandidate, admitHeld } from '../core/engine/admission.ts';
+import type { HeldCandidate } from '../core/engine/admission.ts';
 import { landingNotice } from '../core/run-lifecycle.ts';
 import { uncommittedChangesNotice } from '../adapters/git/uncommitted.ts';
-import { type AssumptionResult, checkAssumptions } from './assumptions.ts';
-import { type SetupProblem, planWarningNotices, refusalBeforeWork, STALE_INDEX_LOCK_NOTICE } from './refusals.ts';
+import { type AssumptionResult, assumptionFindings } from './assumptions.ts';
+import { type SetupProblem, refusalBeforeWork, startWarnings } from './refusals.ts';
+import { dropRejected, holdWaitingWork } from './held-work.ts';
+import { revertLostWork } from './lost-work.ts';
 
 /** Where a run's work goes: the plan's integration ref, and the workspaces its attempts work in. */
 export interface RunPlaces<S extends Workspaces = Workspaces> {
@@ -85,24 +85,14 @@ export async function setupRun<W extends RunPlaces>(plan: Plan, options: SetupOp
   // Everything that can refuse the run comes before anything that changes the repository.
   const refusal = await refusalBeforeWork(plan, options);
   if (refusal.problem !== null) return err(refusal.problem);
-  const { committed } = refusal;
+  const { committed, staleIndexLock } = refusal;
 
   const resumed = plan.tasks.some((t) => statusOf(t) !== 'pending');
-  // Asked of the repository first, said in the order below.
+  // Asked of the repository first, said in the order `startWarnings` gives.
   const head = (await options.git.currentBranch()) === null ? ((await options.git.headCommit()) ?? '(no commit)') : null;
   // The person's deny rules foreman's own sandboxed commands cannot hold are said once, here.
   const unheld = options.sandbox ? await ownSandboxNotice(options.repo) : null;
-  const notices: SetupReport['notices'] = [];
-  if (refusal.staleIndexLock) notices.push({ level: 'warning', message: STALE_INDEX_LOCK_NOTICE });
-  // The plan lint's warnings not fixed nor accepted, said once as the run starts (headless and in-session).
-  for (const message of planWarningNotices(plan, options.planPath, committed)) notices.push({ level: 'warning', message });
-  if (head !== null) {
-    notices.push({
-      level: 'warning',
-      message: `HEAD is detached at ${head.slice(0, 12)}: finished work lands on the detached HEAD, on no branch; to keep it, create a branch afterwards (git switch -c <name>)`,
-    });
-  }
-  if (unheld !== null) notices.push({ level: 'warning', message: unheld });
+  const notices: SetupReport['notices'] = startWarnings(plan, options.planPath, { committed, staleIndexLock, detachedAt: head, unheldRules: unheld });
   // The plan's id names its refs and worktrees: written before anything is made under it, so a
   // run killed at once leaves nothing a later run (with the same id) cannot find and clean up.
   if (typeof plan.planId !== 'string' || plan.planId === '') {
@@ -131,34 +121,14 @@ export async function setupRun<W extends RunPlaces>(plan: Plan, options: SetupOp
   if (!integrated.ok) return err({ kind: 'git-failed', doing: "read the integration ref's history", failure: integrated.error });
   Object.assign(findings, integrated.value);
   const recovered = findings.recovered.map((r) => r.task);
-  if (recovered.length > 0) {
-    notices.push({ level: 'info', message: `tasks ${recovered.join(', ')}: their work had been integrated; recorded as completed` });
-  }
+  if (recovered.length > 0) notices.push({ level: 'info', message: `tasks ${recovered.join(', ')}: their work had been integrated; recorded as completed` });
 
-  // Approved work is held on a candidate ref, as verified work the merge queue waits for: the step
-  // function integrates it (after the gate, when there is one), as all verified work.
-  // Approved tasks whose work is parked and not integrated yet become candidates (`holdApproved`).
-  const approvedTasks = [...plan.tasks.keys()].filter((i) => statusAfter(plan, i, findings) === 'completed' && commitAfter(plan, i, findings) === undefined);
-  const approved = await integration.holdApproved(approvedTasks);
-  if (approved.ok) findings.approved.push(...approved.value);
-  if (!approved.ok) return err({ kind: 'git-failed', doing: 'hold approved work as a candidate', failure: approved.error });
-  // Candidates held for the merge queue stay in progress: their verified work is on refs of their own.
-  const heldEarlier = await integration.heldCandidates(plan, (task) => statusNow(task) === 'in_progress');
-  if (!heldEarlier.ok) return err({ kind: 'git-failed', doing: 'read the candidates an earlier run held for the gate', failure: heldEarlier.error });
-  const heldNow = heldEarlier.value.map((candidate) => (findings.approved.includes(candidate.task) ? { ...candidate, approved: true as const } : candidate));
-  const admitted = admitHeld(plan, heldNow, (task) => statusNow(task) === 'completed');
-  const held = admitted.kept;
-  for (const task of admitted.dropped) await dropParked(integration.repo, integration.planId, task, 'candidate');
-  if (admitted.dropped.length > 0)
-    notices.push({
-      level: 'info',
-      message: `tasks ${admitted.dropped.join(', ')}: their held work was built on candidates that are gone, or on a stack the merge queue cannot give it again; they run again`,
-    });
-  if (held.length > 0)
-    notices.push({
-      level: 'info',
-      message: `tasks ${held.map((h) => h.task).join(', ')}: their verified work waits in the merge queue, as an earlier run left it`,
-    });
+  // Approved work is held on a candidate ref, as verified work the merge queue waits for.
+  const approvedTasks = [...plan.tasks.keys()].filter((i) => statusNow(i) === 'completed' && commitAfter(plan, i, findings) === undefined);
+  const waiting = await holdWaitingWork(plan, integration, findings, approvedTasks, statusNow);
+  if (!waiting.ok) return waiting;
+  const { held } = waiting.value;
+  notices.push(...waiting.value.notices);
   // Interrupted attempts: their work never left their worktrees, which are reset before reuse.
   const reset = plan.tasks.flatMap((_, i) => (statusNow(i) === 'in_progress' && !options.verified?.includes(i) && !held.some((h) => h.task === i) ? [i] : []));
   findings.interrupted.push(...reset);
@@ -167,40 +137,18 @@ export async function setupRun<W extends RunPlaces>(plan: Plan, options: SetupOp
   const rejected = await dropRejected(plan, integration, findings);
   if (!rejected.ok) return err({ kind: 'git-failed', doing: 'list the work parked for approval', failure: rejected.error });
 
-  const reverted: number[] = [];
-  for (const [i, task] of plan.tasks.entries()) {
-    if (statusNow(i) !== 'completed' || task.metadata.files.create.length === 0) continue;
-    const missingCreated = await missingAt(options.repo, integration.tip, task.metadata.files.create);
-    if (missingCreated.length === 0) continue;
-    findings.reverted.push({ task: i, missing: missingCreated });
-    reverted.push(i);
-    notices.push({
-      level: 'warning',
-      message: `task ${i} (${task.subject}) was completed but ${missingCreated.join(', ')} no longer exist; it will run again`,
-    });
-  }
+  const lost = await revertLostWork(plan, { repo: options.repo, tip: integration.tip }, findings, statusNow);
+  const { reverted } = lost;
+  notices.push(...lost.notices);
 
   const uncommitted = await uncommittedChangesNotice(options.repo, options.planPath, options.git);
   if (!uncommitted.ok) return err({ kind: 'git-failed', doing: 'list your uncommitted changes', failure: uncommitted.error });
   if (uncommitted.value !== null) notices.push({ level: 'warning', message: uncommitted.value });
 
-  const checked = await checkAssumptions(plan, options, { workspaces: places.workspaces, tip: integration.tip }, statusNow);
+  const checked = await assumptionFindings(plan, options, { workspaces: places.workspaces, tip: integration.tip }, findings, statusNow);
   if (!checked.ok) return err({ kind: 'setup-failed', reason: checked.error });
-  const assumptions = checked.value;
-  const blocked: number[] = [];
-  for (const a of assumptions) {
-    if (a.passed) continue;
-    if (a.severity === 'warning') {
-      notices.push({ level: 'warning', message: `task ${a.task}: assumption not confirmed (${a.claim}): \`${a.verify}\`` });
-      continue;
-    }
-    if (statusNow(a.task) !== 'blocked') blocked.push(a.task);
-    // The middle goes: the first line may say it timed out, the end is where the error is.
-    const result = `BLOCKED: assumption failed (${a.claim}): \`${a.verify}\`${a.output.trim() ? `: ${clipMiddle(a.output.trim(), 1000)}` : ''}`;
-    const earlier = findings.blocked.find((b) => b.task === a.task);
-    if (earlier) earlier.result = result;
-    else findings.blocked.push({ task: a.task, result });
-  }
+  const { assumptions, blocked } = checked.value;
+  notices.push(...checked.value.notices);
 
   return ok({
     goal: plan.goal,
@@ -217,21 +165,4 @@ export async function setupRun<W extends RunPlaces>(plan: Plan, options: SetupOp
     places,
     held,
   });
-}
-
-/**
- * Parked work of tasks neither awaiting approval nor approved (rejected, or put back since):
- * dropped, it never lands. A task in a review round keeps its parked work until the revision parks.
- */
-async function dropRejected(plan: Plan, integration: Integration, findings: SetupFindings): Promise<Result<void, GitFailure>> {
-  // One listing of the parked refs, not one lookup per task.
-  const parked = await parkedTasks(integration.repo, integration.planId, 'awaiting');
-  if (!parked.ok) return parked;
-  for (const i of parked.value) {
-    const status = i < plan.tasks.length ? statusAfter(plan, i, findings) : undefined;
-    if (status === 'awaiting_approval' || (status === 'completed' && commitAfter(plan, i, findings) === undefined)) continue;
-    if ((status === 'pending' || status === 'in_progress') && openReview(taskAt(plan.tasks, i)) !== null) continue;
-    await dropParked(integration.repo, integration.planId, i);
-  }
-  return ok(undefined);
 }
