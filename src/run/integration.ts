@@ -7,20 +7,17 @@
 // The person's working tree, index and branch are touched in one place only: `land`, which moves
 // them to the integration tip when, and only when, no path it would update has a change of theirs.
 
-import { readdir, realpath, rm } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
-import { type Integration as IntegrationCommit, type IntegrationFailure, Integrator, parkedTrailers, parkedWork } from '../adapters/git/integrate.ts';
+import { realpath } from 'node:fs/promises';
+import { type Integration as IntegrationCommit, Integrator, parkedTrailers, parkedWork } from '../adapters/git/integrate.ts';
 import {
   type ParkKind,
   asideRef,
   commitOf,
-  commonGitDir,
   deletePlanRefs,
   dropParked,
   integrationRef,
   isAncestor,
   moveRef,
-  parkedFolders,
   parkedTasks,
   readRef,
   resolveCommit,
@@ -28,8 +25,7 @@ import {
 } from '../adapters/git/refs.ts';
 import { type Landed, type LandingProblem, land } from '../adapters/git/land.ts';
 import { workDiff } from '../adapters/git/parked-change.ts';
-import { processAlive } from '../adapters/processes.ts';
-import { type Result, assertNever, err, ok } from '../core/failure.ts';
+import { type Result, err, ok } from '../core/failure.ts';
 import { type GitFailure, type TrailerList, describeGitFailure, failureOf } from '../core/git-text.ts';
 import type { LandMode } from '../core/landing.ts';
 import { type Plan, taskAt } from '../core/plan.ts';
@@ -42,6 +38,8 @@ import { ensurePlanId } from '../core/plan.ts';
 import { LIMIT_FLAGS } from './settings.ts';
 import type { Workspaces } from './workspace/index.ts';
 import { landedBase, landingIntentPath, recordLandedBase } from '../adapters/landing-files.ts';
+import { clearLeftovers } from '../adapters/git/leftovers.ts';
+import { integrationFailure } from '../adapters/git/integrate.ts';
 
 export interface IntegrationOptions {
   repo: string;
@@ -357,42 +355,5 @@ export class GitIntegration implements Integration {
   /** Remove the plan's refs (integration and parked work): only once everything on them has landed. */
   removeRefs(): Promise<Result<void, GitFailure>> {
     return deletePlanRefs(this.repo, this.planId);
-  }
-}
-
-/**
- * What a killed run can leave in the git directory: a lock on the plan's refs (a killed
- * `update-ref`), which would fail every later integration, and temporary index files of
- * processes that are gone. The plan's lock is held, so no other run writes these refs.
- */
-async function clearLeftovers(repo: string, planId: string): Promise<void> {
-  const common = await commonGitDir(repo);
-  if (common === null) return;
-  const gitDir = resolve(repo, common);
-  await rm(join(gitDir, `${integrationRef(planId)}.lock`), { force: true });
-  for (const folder of parkedFolders(planId)) {
-    const dir = join(gitDir, folder);
-    for (const name of await readdir(dir).catch(() => [] as string[])) if (name.endsWith('.lock')) await rm(join(dir, name), { force: true });
-  }
-  for (const name of await readdir(gitDir).catch(() => [] as string[])) {
-    const pid = /^foreman-index-(\d+)-/.exec(name)?.[1];
-    if (pid !== undefined && !processAlive(Number(pid))) await rm(join(gitDir, name), { force: true });
-  }
-}
-
-function integrationFailure(failure: IntegrationFailure): GitFailure {
-  switch (failure.kind) {
-    case 'git-failed':
-      return failure.failure;
-    case 'moved':
-      return {
-        step: 'update-ref',
-        exitCode: 1,
-        stderr: `the integration ref moved while foreman was writing it (expected ${failure.expected ?? 'none'}, found ${failure.actual ?? 'none'}): another foreman run on the same plan?`,
-      };
-    case 'conflict':
-      return { step: 'integrate', exitCode: 1, stderr: `the integration tip changed ${failure.paths.join(', ')} after the attempt started` };
-    default:
-      return assertNever(failure, 'integration failure');
   }
 }

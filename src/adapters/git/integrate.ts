@@ -14,7 +14,7 @@
 // a commit differently (an `i18n.commitEncoding` other than UTF-8) or the commit cannot be
 // written that way, `commit-tree` and `update-ref` run from one shell as before.
 
-import { type Result, err, ok } from '../../core/failure.ts';
+import { type Result, assertNever, err, ok } from '../../core/failure.ts';
 import {
   type GitFailure,
   type Trailer,
@@ -327,4 +327,21 @@ export async function parkedWork(repo: string, planId: string, task: number, kin
 export async function parkedTrailers(repo: string, planId: string, task: number, kind: ParkKind): Promise<Result<Trailer[], GitFailure>> {
   const shown = await git(repo, ['log', '-1', '--format=%(trailers:only,unfold)', parkedRef(kind, planId, task), '--']);
   return shown.ok ? ok(parseTrailers(shown.value)) : err(failureOf(shown.error));
+}
+/** An integration's failure as a git failure, in the words a person reads. */
+export function integrationFailure(failure: IntegrationFailure): GitFailure {
+  switch (failure.kind) {
+    case 'git-failed':
+      return failure.failure;
+    case 'moved':
+      return {
+        step: 'update-ref',
+        exitCode: 1,
+        stderr: `the integration ref moved while foreman was writing it (expected ${failure.expected ?? 'none'}, found ${failure.actual ?? 'none'}): another foreman run on the same plan?`,
+      };
+    case 'conflict':
+      return { step: 'integrate', exitCode: 1, stderr: `the integration tip changed ${failure.paths.join(', ')} after the attempt started` };
+    default:
+      return assertNever(failure, 'integration failure');
+  }
 }
