@@ -1,13 +1,13 @@
 // The pure core on large random plans: how long validation, overlaps and the graph functions
 // take as plans grow. Median wall time of repeated runs in this process.
 
-import { depsOf, findCycles, longestRemainingPath, readySet, topologicalOrder } from '../src/core/graph.ts';
-import { computeOverlaps, overlapSets } from '../src/core/overlap.ts';
-import type { Plan, Task } from '../src/core/plan.ts';
-import { pickStarts } from '../src/core/schedule.ts';
-import { parsePlan, validatePlan } from '../src/core/validate.ts';
+import { depsOf, findCycles, longestRemainingPath, readySet, topologicalOrder } from '../src/core/plan/graph.ts';
+import { computeOverlaps, overlapSets } from '../src/core/plan/overlap.ts';
+import type { Plan, Task } from '../src/core/plan/plan.ts';
+import { pickStarts } from '../src/core/plan/schedule.ts';
+import { parsePlan, validatePlan } from '../src/core/plan/validate.ts';
 import { randomPlan } from './random.ts';
-import { type Timing, ms, progress, table, timeSync } from './timing.ts';
+import { ms, progress, table, timeSync, type Timing } from './timing.ts';
 
 export const CORE_SIZES = [200, 1000, 3000];
 

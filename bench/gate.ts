@@ -1,13 +1,13 @@
 // The merge queue in simulated time: random plans run through the engine's own state machine
-// (`core/engine/` via `core/simulation.ts`) with the gate in the path, at batch sizes 1
+// (`core/engine/` via `core/engine/simulation.ts`) with the gate in the path, at batch sizes 1
 // (one candidate at a time), 2, 4 and 8, against the same plans without a gate. Each gate run
 // takes a fixed time; with one culprit, a task's first attempt breaks the build whenever it is in
 // the stack (its retry is compatible), as in issue 13's `greet()`/`hello()` case. What is counted:
 // gate runs per integrated task, the total time in the gate, the culprit's extra runs, and the
 // makespan next to the run without a gate.
 
-import type { Plan } from '../src/core/plan.ts';
-import { SIMULATION_DEFAULTS, simulateRun } from '../src/core/simulation.ts';
+import type { Plan } from '../src/core/plan/plan.ts';
+import { simulateRun, SIMULATION_DEFAULTS } from '../src/core/engine/simulation.ts';
 import { randomDurations, randomPlan, rng } from './random.ts';
 import { mean, progress, quantile, table } from './timing.ts';
 

@@ -13,8 +13,8 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { bindWorker, handOutRoot, writeHandOut } from '../src/adapters/hand-out.ts';
-import type { HandOut } from '../src/core/worker-hook.ts';
+import { bindWorker, handOutRoot, writeHandOut } from '../src/adapters/worker/hand-out.ts';
+import type { HandOut } from '../src/core/sandbox/worker-hook.ts';
 import { repoRoot } from '../test/support/execute.ts';
 import { median, ms, progress, quantile, table } from './timing.ts';
 

@@ -14,10 +14,10 @@
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import type { Plan, Task } from '../src/core/plan.ts';
+import type { Plan, Task } from '../src/core/plan/plan.ts';
 import { executeScript, nodeArgsFor } from '../test/support/execute.ts';
 import { tempGitRepo } from '../test/support/git-repo.ts';
-import { type ModelServer, type ReplyLike, type ScriptedRequest, httpError, startModelServer, text, toolUse } from '../test/support/model-server.ts';
+import { httpError, type ModelServer, type ReplyLike, type ScriptedRequest, startModelServer, text, toolUse } from '../test/support/model-server.ts';
 import { makePlan, writePlan } from '../test/support/plans.ts';
 import { claudeBin, claudeEnv, tempHome } from '../test/support/real-claude.ts';
 import { progress, table } from './timing.ts';

@@ -2,7 +2,7 @@
 // file paths, directories included (`pkg3/mod1/` covers every file under it). The same seed
 // always gives the same plan, so figures are comparable from one run to the next.
 
-import type { Plan, Task } from '../src/core/plan.ts';
+import type { Plan, Task } from '../src/core/plan/plan.ts';
 
 /** mulberry32: a small, fast, seedable PRNG returning floats in [0, 1). */
 export function rng(seed: number): () => number {

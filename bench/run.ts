@@ -7,15 +7,15 @@
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { CORE_SIZES, benchCore } from './core.ts';
+import { benchCore, CORE_SIZES } from './core.ts';
 import { benchIsolation } from './isolation.ts';
-import { GATE_SEEDS, benchGate } from './gate.ts';
+import { benchGate, GATE_SEEDS } from './gate.ts';
 import { benchOrchestrator } from './orchestrator.ts';
-import { SIM_SEEDS, SIM_SIZES, benchSchedule } from './schedule.ts';
+import { benchSchedule, SIM_SEEDS, SIM_SIZES } from './schedule.ts';
 import { benchStartup } from './startup.ts';
 import { benchHook } from './hook.ts';
-import { SCALE_CASES, benchScale } from './scale.ts';
-import { SPECULATE_SEEDS, benchSpeculationReal, benchSpeculationSimulated } from './speculate.ts';
+import { benchScale, SCALE_CASES } from './scale.ts';
+import { benchSpeculationReal, benchSpeculationSimulated, SPECULATE_SEEDS } from './speculate.ts';
 import { benchLimits } from './limits.ts';
 import { benchHosts } from './hosts.ts';
 

@@ -10,11 +10,11 @@
 // The bundle is the committed one: run `npm run build` first to measure the current sources.
 
 import { existsSync } from 'node:fs';
-import type { Plan } from '../src/core/plan.ts';
+import type { Plan } from '../src/core/plan/plan.ts';
 import { tempGitRepo } from '../test/support/git-repo.ts';
 import { writePlan } from '../test/support/plans.ts';
 import { randomPlan, scalePlan } from './random.ts';
-import { type Sample, medianCells, planToolRuns, timed } from './startup.ts';
+import { medianCells, planToolRuns, type Sample, timed } from './startup.ts';
 import { progress, table } from './timing.ts';
 
 interface ScaleCase {

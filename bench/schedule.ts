@@ -2,14 +2,14 @@
 // `continuous` policy (start a task the moment its blockers are done and a slot is free) and the
 // `rounds` policy (admit the ready set when a round opens; the next round opens only when every
 // admitted task has finished and its work is recorded), both through the engine's own state
-// machine (`core/engine/`, driven by `core/simulation.ts`). Each makespan is
+// machine (`core/engine/`, driven by `core/engine/simulation.ts`). Each makespan is
 // compared with the lower bound max(critical path, total work / P), which no schedule can beat.
 
-import { depsOf, longestRemainingPath } from '../src/core/graph.ts';
-import { computeOverlaps } from '../src/core/overlap.ts';
-import type { Plan } from '../src/core/plan.ts';
-import type { SchedulePolicy } from '../src/core/schedule.ts';
-import { SIMULATION_DEFAULTS, simulateRun } from '../src/core/simulation.ts';
+import { depsOf, longestRemainingPath } from '../src/core/plan/graph.ts';
+import { computeOverlaps } from '../src/core/plan/overlap.ts';
+import type { Plan } from '../src/core/plan/plan.ts';
+import type { SchedulePolicy } from '../src/core/plan/schedule.ts';
+import { simulateRun, SIMULATION_DEFAULTS } from '../src/core/engine/simulation.ts';
 import { randomDurations, randomPlan } from './random.ts';
 import { mean, progress, quantile, table } from './timing.ts';
 

@@ -1,6 +1,6 @@
 // Speculative execution: dependants built on their blockers' candidates while the gate tests
 // them. Two parts:
-//   - simulated, with the engine's own step function (`core/simulation.ts`): a chain of 6 tasks
+//   - simulated, with the engine's own step function (`core/engine/simulation.ts`): a chain of 6 tasks
 //     and random chained 20-task plans, the gate taking 0.1, 0.5 and 1.0 × a task, no culprit or
 //     10 % of first attempts breaking the build, at --speculate 0 (off), 1, 2, 3 and 16. Figures:
 //     makespan over (critical-path work + one gate run) for the chain, over the run without
@@ -12,8 +12,8 @@
 import { execa } from 'execa';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Plan, Task } from '../src/core/plan.ts';
-import { SIMULATION_DEFAULTS, type SimulatedInterval, simulateRun } from '../src/core/simulation.ts';
+import type { Plan, Task } from '../src/core/plan/plan.ts';
+import { type SimulatedInterval, simulateRun, SIMULATION_DEFAULTS } from '../src/core/engine/simulation.ts';
 import { executeScript, fakeWorker, nodeArgsFor } from '../test/support/execute.ts';
 import { tempGitRepo } from '../test/support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../test/support/plans.ts';

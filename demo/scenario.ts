@@ -4,16 +4,16 @@
 // which the CLI runs in the demo repository. Nothing here talks to a real model.
 
 import { join } from 'node:path';
-import type { Plan, Task } from '../src/core/plan.ts';
+import type { Plan, Task } from '../src/core/plan/plan.ts';
 import {
   type ContentBlock,
+  scenario,
   type Scenario,
   type ScriptedRequest,
-  type TurnScript,
-  scenario,
   text,
   toolUse,
   turn,
+  type TurnScript,
   variants,
 } from '../test/support/model-server.ts';
 

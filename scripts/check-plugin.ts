@@ -17,8 +17,8 @@ import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { assertNever } from '../src/core/failure.ts';
-import { PLUGIN_DIR, build } from './build.ts';
+import { assertNever } from '../src/core/result.ts';
+import { build, PLUGIN_DIR } from './build.ts';
 import { GENERATED_VALIDATORS } from './plan-validator.ts';
 
 const run = promisify(execFile);

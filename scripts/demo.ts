@@ -15,13 +15,13 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { demoPlan, demoScenarios, RETRY_TASK } from '../demo/scenario.ts';
-import { type Command, type Io, type Numbers, main, processIo, runCommand } from '../src/cli/command.ts';
+import { type Command, type Io, main, type Numbers, processIo, runCommand } from '../src/cli/command.ts';
 import { RANGES } from '../src/cli/numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, usageError } from '../src/cli/exit.ts';
-import { type Layout, commandHint, shellWord } from '../src/core/command-hint.ts';
+import { commandHint, type Layout, shellWord } from '../src/core/command-hint.ts';
 import { formatDuration } from '../src/core/format.ts';
-import { SCHEDULE_POLICIES } from '../src/core/schedule.ts';
-import { validatePlan, withDefaults } from '../src/core/validate.ts';
+import { SCHEDULE_POLICIES } from '../src/core/plan/schedule.ts';
+import { validatePlan, withDefaults } from '../src/core/plan/validate.ts';
 import { startModelServer } from '../test/support/model-server.ts';
 import { claudeEnv, tempHome } from '../test/support/real-claude.ts';
 

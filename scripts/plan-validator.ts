@@ -1,6 +1,6 @@
 // The schemas' validators as code (`npm run build`, or `npx tsx scripts/plan-validator.ts`, writes
-// them): the plan's (schemas/plan.schema.json → src/core/plan-schema.generated.ts) and the session
-// file's (schemas/session.schema.json → src/core/session-schema.generated.ts).
+// them): the plan's (schemas/plan.schema.json → src/core/plan/plan-schema.generated.ts) and the session
+// file's (schemas/session.schema.json → src/run/session/session-schema.generated.ts).
 //
 // ajv compiles a schema into a function at run time: loading ajv and compiling plans' schema cost
 // about 0.15 s at every start of the plan tool and the orchestrator, most of what a step costs
@@ -40,7 +40,7 @@ export interface GeneratedValidator {
 
 export const PLAN_VALIDATOR = {
   schema: 'schemas/plan.schema.json',
-  file: 'src/core/plan-schema.generated.ts',
+  file: 'src/core/plan/plan-schema.generated.ts',
   options: { allErrors: true },
   // The plan lint and validation walk it to name the fields it does not define.
   schemaExport: 'planSchema',
@@ -48,7 +48,7 @@ export const PLAN_VALIDATOR = {
 /** The session file's: the file's fields, and the parts read one by one, each dropped alone when it is not whole. */
 export const SESSION_VALIDATOR = {
   schema: 'schemas/session.schema.json',
-  file: 'src/core/session-schema.generated.ts',
+  file: 'src/run/session/session-schema.generated.ts',
   options: { inlineRefs: false, messages: false },
   exports: { validateSessionFile: '#', validateAttempt: '#/definitions/attempt', validateEarlierVerified: '#/definitions/earlierVerified' },
 } as const satisfies GeneratedValidator;

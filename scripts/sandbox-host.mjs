@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // A sandbox host: the sandbox runtime (`@anthropic-ai/sandbox-runtime`) loaded and initialized
 // once, wrapping one command after another for the foreman process that started it
-// (src/adapters/sandbox-host.ts), which runs each wrapped command itself. Starting the runtime's
+// (src/adapters/sandbox/sandbox-host.ts), which runs each wrapped command itself. Starting the runtime's
 // CLI for every command cost a node start, the runtime's import and its initialization (its
 // network proxy and bridges) each time.
 //

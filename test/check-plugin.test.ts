@@ -128,7 +128,7 @@ describe('checkBuild', () => {
     expect(outcome).toEqual({
       kind: 'problems',
       // The plan tool's bundle holds the validator.
-      lines: [expect.any(String), '   M plugin/dist/plan.mjs', '   M plugin/schemas/session.schema.json', '   M src/core/session-schema.generated.ts'],
+      lines: [expect.any(String), '   M plugin/dist/plan.mjs', '   M plugin/schemas/session.schema.json', '   M src/run/session/session-schema.generated.ts'],
     });
     await git(repo, ['checkout', '--quiet', '--', 'schemas', 'src/core']);
     await reset();

@@ -3,8 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BoundedOutput, DEFAULT_MAX_OUTPUT_BYTES, runShell } from '../src/adapters/checks.ts';
-import { groupAlive } from '../src/adapters/processes.ts';
+import { BoundedOutput, DEFAULT_MAX_OUTPUT_BYTES, runShell } from '../src/adapters/sandbox/checks.ts';
+import { groupAlive } from '../src/adapters/processes/processes.ts';
 import { waitFor } from './support/wait.ts';
 
 /** The time limit of a command whose test is not about time limits: beyond the test's own, which catches a hang. */

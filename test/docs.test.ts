@@ -7,9 +7,9 @@ import { dirname, join, normalize } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Command } from '../src/cli/command.ts';
 import { executeCommand } from '../src/cli/execute.ts';
-import { planCommands } from '../src/cli/plan/index.ts';
-import { EXIT } from '../src/core/exit-codes.ts';
-import { runPlanTool, repoRoot } from './support/execute.ts';
+import { planCommands } from '../src/cli/plan/commands.ts';
+import { EXIT } from '../src/core/engine/exit-codes.ts';
+import { repoRoot, runPlanTool } from './support/execute.ts';
 import { anchors, codeBlocks, documentationFiles, inlineCode, links, readDoc, section, tableRows } from './support/docs.ts';
 import { afterEachCleanups, tempGitRepo } from './support/git-repo.ts';
 

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { journalPathFor, openJournal, parseJournal, readJournal } from '../src/adapters/journal.ts';
+import { journalPathFor, openJournal, parseJournal, readJournal } from '../src/adapters/store/journal.ts';
 import { recordedRun } from './support/events.ts';
 
 let dir: string;

@@ -9,12 +9,12 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runShell } from '../src/adapters/checks.ts';
-import { describeOrphans, killOrphans } from '../src/adapters/orphans.ts';
-import { processAlive } from '../src/adapters/processes.ts';
-import { PROCESS_MARKER_VARIABLE, findMarked, newProcessMarker } from '../src/adapters/process-markers.ts';
-import { runWorker } from '../src/adapters/worker.ts';
-import { readPidCounter } from '../src/adapters/pid-counter.ts';
+import { runShell } from '../src/adapters/sandbox/checks.ts';
+import { describeOrphans, killOrphans } from '../src/adapters/processes/orphans.ts';
+import { processAlive } from '../src/adapters/processes/processes.ts';
+import { findMarked, newProcessMarker, PROCESS_MARKER_VARIABLE } from '../src/adapters/processes/process-markers.ts';
+import { runWorker } from '../src/adapters/worker/worker.ts';
+import { readPidCounter } from '../src/adapters/processes/pid-counter.ts';
 import { repoRoot, tsxLoader } from './support/execute.ts';
 import { waitFor } from './support/wait.ts';
 
@@ -204,8 +204,8 @@ describe.runIf(linux)('markers (Linux: /proc/<pid>/environ)', () => {
     await writeFile(
       script,
       [
-        `import { ProcessRegistry, recorded } from ${JSON.stringify(join(repoRoot, 'src/adapters/orphans.ts'))};`,
-        `import { runShell } from ${JSON.stringify(join(repoRoot, 'src/adapters/checks.ts'))};`,
+        `import { ProcessRegistry, recorded } from ${JSON.stringify(join(repoRoot, 'src/adapters/processes/orphans.ts'))};`,
+        `import { runShell } from ${JSON.stringify(join(repoRoot, 'src/adapters/sandbox/checks.ts'))};`,
         `const registry = new ProcessRegistry(${JSON.stringify(registryPath)});`,
         `await recorded(registry, { kind: 'acceptance-check', task: 3, command: 'serve' }, (onSpawn) =>`,
         `  runShell(${JSON.stringify(`${DETACH} sleep 1000`)}, { cwd: ${JSON.stringify(dir)}, timeoutMs: 600000, onSpawn }));`,

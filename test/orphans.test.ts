@@ -4,9 +4,9 @@ import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runShell } from '../src/adapters/checks.ts';
-import { ProcessRegistry, describeOrphans, killOrphans, recorded } from '../src/adapters/orphans.ts';
-import { groupAlive, processStartTime } from '../src/adapters/processes.ts';
+import { runShell } from '../src/adapters/sandbox/checks.ts';
+import { describeOrphans, killOrphans, ProcessRegistry, recorded } from '../src/adapters/processes/orphans.ts';
+import { groupAlive, processStartTime } from '../src/adapters/processes/processes.ts';
 
 let dir: string;
 const started: ChildProcess[] = [];

@@ -5,7 +5,7 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FIRST_PID_AFTER_WRAP, type PidCounter, allocatedSince, readPidCounter, readPidMax } from '../src/adapters/pid-counter.ts';
+import { allocatedSince, FIRST_PID_AFTER_WRAP, type PidCounter, readPidCounter, readPidMax } from '../src/adapters/processes/pid-counter.ts';
 
 /** A pid namespace as alloc_pid sees it. */
 class Allocator {

@@ -4,12 +4,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { Plan } from '../src/core/plan.ts';
-import { acquireLock, currentLockInfo, isLocked, lockPathFor, readLock, type Lock, type LockInfo } from '../src/adapters/run-lock.ts';
-import { askDrain } from '../src/adapters/drain-note.ts';
-import { PlanKeeper, readPlanFile, serializePlan, writePlanAtomic } from '../src/adapters/plan-file.ts';
-import { createExclusive, writeFileAtomic } from '../src/adapters/atomic-file.ts';
-import { processStartTime } from '../src/adapters/processes.ts';
+import type { Plan } from '../src/core/plan/plan.ts';
+import { acquireLock, currentLockInfo, isLocked, type Lock, type LockInfo, lockPathFor, readLock } from '../src/adapters/store/run-lock.ts';
+import { askDrain } from '../src/adapters/store/drain-note.ts';
+import { PlanKeeper, readPlanFile, serializePlan, writePlanAtomic } from '../src/adapters/store/plan-file.ts';
+import { createExclusive, writeFileAtomic } from '../src/adapters/store/atomic-file.ts';
+import { processStartTime } from '../src/adapters/processes/processes.ts';
 import { makeZombie } from './support/zombies.ts';
 
 // Lets a test make the next file handle's writeFile write part of its data and then fail, and
@@ -141,7 +141,7 @@ describe('writePlanAtomic / writeFileAtomic', () => {
 
   it('leaves the old or the new complete file when the writer is SIGKILLed at any moment', async () => {
     const file = path.join(dir, 'plan.json');
-    const moduleUrl = new URL('../src/adapters/plan-file.ts', import.meta.url).href;
+    const moduleUrl = new URL('../src/adapters/store/plan-file.ts', import.meta.url).href;
     const script = path.join(dir, 'writer.mjs');
     await writeFile(
       script,

@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  descendantGroups,
   groupAlive,
   processAlive,
-  descendantGroups,
   processStartTime,
   sameProcessAlive,
   signalGroup,
@@ -11,8 +11,8 @@ import {
   terminateGroup,
   waitForGroupGone,
   waitForGroupsGone,
-} from '../src/adapters/processes.ts';
-import { killTrackedGroups, trackGroup, untrackGroup } from '../src/adapters/tracked-groups.ts';
+} from '../src/adapters/processes/processes.ts';
+import { killTrackedGroups, trackGroup, untrackGroup } from '../src/adapters/processes/tracked-groups.ts';
 import { makeZombie } from './support/zombies.ts';
 import { waitFor } from './support/wait.ts';
 

@@ -1,4 +1,4 @@
-// The sandbox hosts a foreman process starts for its own commands (src/adapters/sandbox-host.ts,
+// The sandbox hosts a foreman process starts for its own commands (src/adapters/sandbox/sandbox-host.ts,
 // scripts/sandbox-host.mjs): one serves commands one after another; commands that run at once take
 // a host each, so each command's placeholder files are gone as soon as it ended; a host never
 // keeps its process alive, and ends when that process ends, however it ends.
@@ -9,8 +9,8 @@ import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runShell } from '../src/adapters/checks.ts';
-import { sandboxSupport } from '../src/adapters/sandbox.ts';
+import { runShell } from '../src/adapters/sandbox/checks.ts';
+import { sandboxSupport } from '../src/adapters/sandbox/sandbox.ts';
 import { repoRoot, tsxLoader } from './support/execute.ts';
 import { alive, childrenOf } from './support/processes.ts';
 import { waitFor } from './support/wait.ts';
@@ -105,7 +105,7 @@ describe.runIf(support.ok)('sandbox hosts', () => {
   // A process of its own, running the sources: it runs a sandboxed command, says so, then either
   // returns (and must exit by itself) or waits to be killed.
   const script = (mode: 'return' | 'wait') => `
-    import { runShell } from ${JSON.stringify(join(repoRoot, 'src/adapters/checks.ts'))};
+    import { runShell } from ${JSON.stringify(join(repoRoot, 'src/adapters/sandbox/checks.ts'))};
     const run = await runShell('true', { cwd: ${JSON.stringify(dir)}, timeoutMs: 60_000, sandbox: { writable: [${JSON.stringify(dir)}], allowedDomains: ['${mode}.invalid'] } });
     console.log('ran ' + run.exitCode);
     ${mode === 'wait' ? 'setInterval(() => undefined, 1000);' : ''}

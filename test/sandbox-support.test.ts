@@ -1,4 +1,4 @@
-// Whether the sandbox runs here, remembered across runs (src/adapters/sandbox-support.ts): a yes
+// Whether the sandbox runs here, remembered across runs (src/adapters/sandbox/sandbox-support.ts): a yes
 // is kept under a hash of the machine's facts and believed for a day; any change of a fact asks
 // again; a no is never kept.
 
@@ -7,9 +7,9 @@ import { chmod, mkdir, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type Result, err, ok } from '../src/core/failure.ts';
-import { SUPPORT_KEPT_MS, keepYes, rememberedSupport, supportCacheFile, supportKey } from '../src/adapters/sandbox-support.ts';
-import { sandboxSupport } from '../src/adapters/sandbox.ts';
+import { err, ok, type Result } from '../src/core/result.ts';
+import { keepYes, rememberedSupport, SUPPORT_KEPT_MS, supportCacheFile, supportKey } from '../src/adapters/sandbox/sandbox-support.ts';
+import { sandboxSupport } from '../src/adapters/sandbox/sandbox.ts';
 import { repoRoot, tsxLoader } from './support/execute.ts';
 
 let dir: string;
@@ -125,7 +125,7 @@ const here = await sandboxSupport();
 describe.skipIf(!here.ok)('on this machine', () => {
   it("a second process finds the first one's yes and does not ask again", async () => {
     const cache = join(dir, 'xdg');
-    const probe = `import { sandboxSupport } from ${JSON.stringify(join(repoRoot, 'src/adapters/sandbox.ts'))};
+    const probe = `import { sandboxSupport } from ${JSON.stringify(join(repoRoot, 'src/adapters/sandbox/sandbox.ts'))};
 const r = await sandboxSupport();
 console.log(JSON.stringify({ ok: r.ok }));`;
     const run = () => execa('node', ['--import', tsxLoader, '--input-type=module', '-e', probe], { env: { XDG_CACHE_HOME: cache }, reject: false });

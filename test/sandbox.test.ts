@@ -9,15 +9,15 @@ import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runShell } from '../src/adapters/checks.ts';
-import { installAdvice, ownSandboxNotice, sandboxSupport } from '../src/adapters/sandbox.ts';
-import { runtimeSettings } from '../src/adapters/sandbox-spawn.ts';
-import { executeScript, fakeWorker, runExecute, runExecuteProcess, nodeArgsFor } from './support/execute.ts';
-import { PROCESS_MARKER_VARIABLE, findMarked } from '../src/adapters/process-markers.ts';
-import { execa } from 'execa';
+import { runShell } from '../src/adapters/sandbox/checks.ts';
+import { installAdvice, ownSandboxNotice, sandboxSupport } from '../src/adapters/sandbox/sandbox.ts';
+import { runtimeSettings } from '../src/adapters/sandbox/sandbox-spawn.ts';
+import { executeScript, fakeWorker, nodeArgsFor, runExecute, runExecuteProcess } from './support/execute.ts';
+import { findMarked, PROCESS_MARKER_VARIABLE } from '../src/adapters/processes/process-markers.ts';
 import { tempGitRepo } from './support/git-repo.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from './support/plans.ts';
 import { waitFor } from './support/wait.ts';
+import { execa } from 'execa';
 
 const support = await sandboxSupport();
 if (!support.ok) console.warn(`sandbox tests: the sandboxed cases are skipped, the sandbox cannot run here: ${support.error}`);

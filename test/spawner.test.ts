@@ -1,4 +1,4 @@
-// The process starter (src/adapters/spawner.ts): commands started through one long-lived bash get
+// The process starter (src/adapters/processes/spawner.ts): commands started through one long-lived bash get
 // exactly their words, input, directory and environment, as a fork of this process would give
 // them; their output comes back byte for byte; a time limit ends everything a command started; a
 // starter that dies fails only what it was running; and it never keeps its process alive.
@@ -9,7 +9,7 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ProcessEnd, type ProcessRequest, STARTER_LOOP, bashWord, runProcess } from '../src/adapters/spawner.ts';
+import { bashWord, type ProcessEnd, type ProcessRequest, runProcess, STARTER_LOOP } from '../src/adapters/processes/spawner.ts';
 import { repoRoot, tsxLoader } from './support/execute.ts';
 import { alive, childrenOf } from './support/processes.ts';
 import { restoreEnv } from './support/env.ts';
@@ -37,7 +37,7 @@ async function output(file: string, args: string[], more: Partial<ProcessRequest
 const starters = (): number[] => childrenOf(process.pid, 'foreman-starter');
 
 /** The spawner module, for an import in a script of its own. */
-const SPAWNER = JSON.stringify(join(repoRoot, 'src/adapters/spawner.ts'));
+const SPAWNER = JSON.stringify(join(repoRoot, 'src/adapters/processes/spawner.ts'));
 
 /** Writes `source` as a script of its own; running it (node with tsx, in `dir`) resolves with its stdout. */
 async function script(name: string, source: string): Promise<(env?: Record<string, string>, timeoutMs?: number) => Promise<string>> {

@@ -1,11 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { LineSplitter } from '../src/adapters/line-splitter.ts';
-import { StreamJsonParser } from '../src/adapters/stream-json.ts';
-import { summarizeToolInput } from '../src/adapters/stream-json-fields.ts';
-import { formatEventForLog } from '../src/adapters/stream-log.ts';
-import { parseStatusLine } from '../src/core/prompt.ts';
-import type { ExitInfo } from '../src/core/worker-outcome.ts';
+import { LineSplitter } from '../src/adapters/processes/line-splitter.ts';
+import { StreamJsonParser } from '../src/adapters/worker/stream-json.ts';
+import { summarizeToolInput } from '../src/adapters/worker/stream-json-fields.ts';
+import { formatEventForLog } from '../src/adapters/worker/stream-log.ts';
+import { parseStatusLine } from '../src/core/attempt/prompt.ts';
+import type { ExitInfo } from '../src/core/attempt/worker-outcome.ts';
 
 /** Recorded from the real CLI 2.1.330 (noisy fields removed). */
 const REAL: Record<string, string> = {

@@ -7,11 +7,11 @@ import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readLoginSettings, userSettingsPath } from '../src/adapters/claude-settings.ts';
-import { StreamJsonParser } from '../src/adapters/stream-json.ts';
-import { formatEventForLog } from '../src/adapters/stream-log.ts';
-import { runWorker } from '../src/adapters/worker.ts';
-import { buildWorkerArgs, type WorkerRequest } from '../src/adapters/worker-request.ts';
+import { readLoginSettings, userSettingsPath } from '../src/adapters/worker/claude-settings.ts';
+import { StreamJsonParser } from '../src/adapters/worker/stream-json.ts';
+import { formatEventForLog } from '../src/adapters/worker/stream-log.ts';
+import { runWorker } from '../src/adapters/worker/worker.ts';
+import { buildWorkerArgs, type WorkerRequest } from '../src/adapters/worker/worker-request.ts';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const FAKE = join(ROOT, 'test/fixtures/fake-worker.mjs');

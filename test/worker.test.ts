@@ -6,9 +6,9 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { WorkerFailure, WorkerRun } from '../src/core/worker-run.ts';
-import { runWorker } from '../src/adapters/worker.ts';
-import { buildWorkerArgs, type WorkerRequest } from '../src/adapters/worker-request.ts';
+import type { WorkerFailure, WorkerRun } from '../src/core/attempt/worker-run.ts';
+import { runWorker } from '../src/adapters/worker/worker.ts';
+import { buildWorkerArgs, type WorkerRequest } from '../src/adapters/worker/worker-request.ts';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const FAKE = join(ROOT, 'test/fixtures/fake-worker.mjs');
@@ -298,7 +298,7 @@ describe('runWorker with the fake worker', () => {
     const script = join(dir, 'mem.mts');
     await writeFile(
       script,
-      `import { runWorker } from ${JSON.stringify(join(ROOT, 'src/adapters/worker.ts'))};
+      `import { runWorker } from ${JSON.stringify(join(ROOT, 'src/adapters/worker/worker.ts'))};
 const base = process.memoryUsage().heapUsed;
 let peak = base;
 const iv = setInterval(() => { peak = Math.max(peak, process.memoryUsage().heapUsed); }, 2);
@@ -382,7 +382,7 @@ describe('the worker log bound', () => {
     const script = join(dir, 'loud.mts');
     await writeFile(
       script,
-      `import { runWorker } from ${JSON.stringify(join(ROOT, 'src/adapters/worker.ts'))};
+      `import { runWorker } from ${JSON.stringify(join(ROOT, 'src/adapters/worker/worker.ts'))};
 const run = await runWorker({ taskIndex: 0, attempt: 1, prompt: 'be loud', model: 'sonnet',
   cwd: ${JSON.stringify(cwd)}, claudeBin: ${JSON.stringify(LOUD)}, permissionMode: 'dontAsk', allowedTools: [],
   env: { ...process.env, LOUD_LINES: '150000', LOUD_LINE_BYTES: '1000' },

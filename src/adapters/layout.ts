@@ -12,7 +12,7 @@ import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Layout } from '../core/command-hint.ts';
+import type { Layout } from '../core/index.ts';
 
 // Replaced by `true` in the bundle (esbuild's `define`); never declared in a checkout.
 declare const FOREMAN_BUNDLE: boolean | undefined;

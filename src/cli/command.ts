@@ -3,12 +3,10 @@
 // positionals declare their range, and are checked here, before the command runs.
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { endGitSessions } from '../adapters/git/runner.ts';
-import { ownVersion } from '../adapters/layout.ts';
-import { endStarter } from '../adapters/spawner.ts';
-import { closestName } from '../core/spelling.ts';
-import { CliError, EXIT, type ExitCode, UsageError, usageError } from './exit.ts';
-import { type NumberRange, describeRange, fitsRange, parseNumber } from './numeric-flags.ts';
+import { endGitSessions, endStarter, ownVersion } from '../adapters/index.ts';
+import { closestName } from '../core/index.ts';
+import { CliError, EXIT, type ExitCode, usageError, UsageError } from './exit.ts';
+import { describeRange, fitsRange, type NumberRange, parseNumber } from './numeric-flags.ts';
 
 export type OptionSpec = NonNullable<ParseArgsConfig['options']>[string] & {
   description: string;

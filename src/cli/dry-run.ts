@@ -1,29 +1,39 @@
 // `execute --dry-run`: what a run of the plan would do, starting nothing. One list of events
-// (src/core/events.ts, DryRunEventBody) is printed as JSON lines with --json, or as text, so
+// (src/core/report/events.ts, DryRunEventBody) is printed as JSON lines with --json, or as text, so
 // both forms say the same: every setting, where each command runs, and each worker's permission
 // rules as the worker gets them, anchored at its worktree (shown as `//<worktree>/…`).
 
 import { realpath } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { ok } from '../core/failure.ts';
-import { formatCost, plural } from '../core/format.ts';
-import type { DryRunEventBody, PlannedCommand } from '../core/events.ts';
-import { countByStatus, depsOf, depths, longestRemainingPath } from '../core/graph.ts';
-import { describeHosts } from '../core/hosts/listing.ts';
-import { computeOverlaps, overlapSets } from '../core/overlap.ts';
-import { type Plan, type Task, statusOf, taskAt } from '../core/plan.ts';
-import { openReview } from '../core/review.ts';
-import { type PlanWarning, lintPlan } from '../core/plan-lint.ts';
-import { type SandboxUse, describeSandboxUse } from '../core/sandbox-words.ts';
-import { projectedRounds } from '../core/schedule.ts';
-import { type WorkerPermissions, explicitPermissions, planPermissions } from '../core/scope.ts';
-import { poolDir, worktreesRoot } from '../adapters/git/pool-slots.ts';
-import { workerPersonDenies } from '../adapters/person-denies.ts';
-import { DEFAULTS, type RunSettings } from '../run/settings.ts';
-import type { Git } from '../adapters/git/repository.ts';
-import { uncommittedChangesNotice } from '../adapters/git/uncommitted.ts';
-import { newRunId } from '../adapters/journal.ts';
-import { refusalBeforeWork } from '../run/refusals.ts';
+import {
+  computeOverlaps,
+  countByStatus,
+  depsOf,
+  depths,
+  describeHosts,
+  describeSandboxUse,
+  type DryRunEventBody,
+  explicitPermissions,
+  formatCost,
+  lintPlan,
+  longestRemainingPath,
+  ok,
+  openReview,
+  overlapSets,
+  type Plan,
+  type PlannedCommand,
+  planPermissions,
+  type PlanWarning,
+  plural,
+  projectedRounds,
+  type SandboxUse,
+  statusOf,
+  type Task,
+  taskAt,
+  type WorkerPermissions,
+} from '../core/index.ts';
+import { type Git, newRunId, poolDir, uncommittedChangesNotice, workerPersonDenies, worktreesRoot } from '../adapters/index.ts';
+import { DEFAULTS, refusalBeforeWork, type RunSettings } from '../run/index.ts';
 import type { Io } from './command.ts';
 import { EXIT, type ExitCode } from './exit.ts';
 import type { Settings } from './execute-flags.ts';
@@ -33,7 +43,7 @@ import { checkResults, hostsListed } from './host-flags.ts';
 /** What the dry run reports of the settings (the run's, plus what only the command line sets). */
 export interface DryRunSettings extends RunSettings {
   sandbox: string;
-  /** What `sandbox` comes to on this machine (adapters/sandbox.ts `sandboxUse`). */
+  /** What `sandbox` comes to on this machine (adapters/sandbox/sandbox.ts `sandboxUse`). */
   sandboxUse: SandboxUse;
   probe: boolean;
   probeTimeoutMs: number;
@@ -65,7 +75,7 @@ function plannedCommands(plan: Plan, settings: DryRunSettings): PlannedCommand[]
 
 /**
  * Each task's rules as its worker gets them — anchored at its worktree (`WORKTREE_PLACEHOLDER`),
- * with the person's deny rules anchored there and at the checkout (adapters/person-denies.ts) —
+ * with the person's deny rules anchored there and at the checkout (adapters/sandbox/person-denies.ts) —
  * and where that worktree is: `<pool>/slot-<n>`, the pool named by the plan's id (`<planId>`
  * before its first run gives it one).
  */
@@ -100,7 +110,7 @@ export function dryRunEvents(
   worktree: string,
   warnings: readonly PlanWarning[] = [],
   notices: readonly string[] = [],
-  /** With `--host`: each host's listing (core/hosts/listing.ts `hostEvents`). */
+  /** With `--host`: each host's listing (core/report/host-listing.ts `hostEvents`). */
   hosts: readonly DryRunEventBody[] = [],
 ): DryRunEventBody[] {
   const deps = depsOf(plan.tasks);

@@ -2,21 +2,13 @@
 // sandbox, the worker rules, the ssh hosts), and the errors it refuses a run with.
 
 import { realpath } from 'node:fs/promises';
-import { authStatus } from '../adapters/claude-auth.ts';
-import { findExecutable } from '../adapters/executables.ts';
-import type { LockInfo } from '../adapters/run-lock.ts';
-import { type SandboxDecision, decideSandbox } from '../adapters/sandbox.ts';
-import { type AuthStatus, notLoggedInLines } from '../core/auth-status.ts';
-import { assertNever } from '../core/failure.ts';
-import { type Plan, statusOf } from '../core/plan.ts';
-import { planPermissions } from '../core/scope.ts';
-import type { HeadlessRefusal } from '../run/headless.ts';
+import { authStatus, decideSandbox, findExecutable, type LockInfo, type SandboxDecision } from '../adapters/index.ts';
+import { assertNever, type AuthStatus, notLoggedInLines, type Plan, planPermissions, statusOf } from '../core/index.ts';
+import { type HeadlessRefusal, objectFormatOf, type SetupProblem } from '../run/index.ts';
 import type { Io } from './command.ts';
 import { CliError, EXIT } from './exit.ts';
 import { describeSetupProblem, lockedLine } from './setup-problem.ts';
-import type { SetupProblem } from '../run/refusals.ts';
 import { checkedHosts } from './host-flags.ts';
-import { objectFormatOf } from '../run/workspace/host-scripts.ts';
 import type { Settings } from './execute-flags.ts';
 
 /** The run's ssh hosts reached and checked (`checkedHosts`); null without hosts. */

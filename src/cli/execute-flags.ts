@@ -2,11 +2,11 @@
 // FOREMAN_BACKOFF_MS): a flag out of its range or contradicting another is a usage error (exit 2).
 
 import { resolve } from 'node:path';
-import { type SandboxMode, sandboxModeOf } from '../adapters/sandbox.ts';
-import { SCHEDULE_POLICIES, type SchedulePolicy } from '../core/schedule.ts';
-import { LAND_POLICIES, type LandPolicy, type RunSettings, DEFAULTS } from '../run/settings.ts';
+import { type SandboxMode, sandboxModeOf } from '../adapters/index.ts';
+import { SCHEDULE_POLICIES, type SchedulePolicy } from '../core/index.ts';
+import { DEFAULTS, LAND_POLICIES, type LandPolicy, type RunSettings } from '../run/index.ts';
 import type { Io, Numbers, OptionSpec } from './command.ts';
-import { RANGES, parseNumber } from './numeric-flags.ts';
+import { parseNumber, RANGES } from './numeric-flags.ts';
 import { usageError } from './exit.ts';
 import { gateCommandOf, gateOptions } from './gate-flags.ts';
 import { hostOptions } from './host-flags.ts';

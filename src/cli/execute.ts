@@ -1,31 +1,31 @@
 // `execute`: run a plan headless with real `claude -p` workers. This reads the flags
 // (execute-flags.ts), checks that the run can start (a git repository, the Claude Code CLI, the
 // sandbox, the plan's lock: execute-checks.ts), handles signals and prints; `--dry-run` is
-// dry-run.ts's, the run itself run/headless.ts's.
+// dry-run.ts's, the run itself run/headless/headless.ts's.
 
 import { realpath } from 'node:fs/promises';
-import { Git } from '../adapters/git/repository.ts';
-import { gitProcessCount } from '../adapters/git/runner.ts';
-import { type LockTakeover, acquireLock, currentLockInfo, readLock } from '../adapters/run-lock.ts';
-import { killAllWorkers } from '../adapters/worker.ts';
-import { type SandboxDecision, sandboxUse } from '../adapters/sandbox.ts';
-import type { RunEventBody } from '../core/events.ts';
-import { newRunId } from '../adapters/journal.ts';
-import { assertNever } from '../core/failure.ts';
-import type { Plan } from '../core/plan.ts';
-import { type SandboxUse, describeSandboxUse, sandboxedCommands } from '../core/sandbox-words.ts';
-import { runWorker } from '../adapters/worker.ts';
-import { realRunAdapters } from '../run/adapters.ts';
-import { runHeadless, runLayout } from '../run/headless.ts';
+import {
+  acquireLock,
+  currentLockInfo,
+  Git,
+  gitProcessCount,
+  killAllWorkers,
+  type LockTakeover,
+  newRunId,
+  readLock,
+  runWorker,
+  type SandboxDecision,
+  sandboxUse,
+} from '../adapters/index.ts';
+import { assertNever, type AuthStatus, describeSandboxUse, type Plan, type RunEventBody, sandboxedCommands, type SandboxUse } from '../core/index.ts';
+import { HostLink, realRunAdapters, runHeadless, runLayout } from '../run/index.ts';
 import type { Command, Io, Numbers } from './command.ts';
 import { CliError, EXIT, type ExitCode } from './exit.ts';
 import { findPlan, loadPlanFile, planPathFrom, repositoryTop } from './load.ts';
-import { type Reporter, createReporter } from './reporter.ts';
-import type { AuthStatus } from '../core/auth-status.ts';
+import { createReporter, type Reporter } from './reporter.ts';
 import { hostSandboxNotice, hostsOf, limiterAccounts } from './host-flags.ts';
-import { HostLink } from '../run/hosts.ts';
 import { executeOptions, type Settings, settingsFrom } from './execute-flags.ts';
-import { hostsChecked, checkWorkerRules, readyToRun, lockedError, refusalError } from './execute-checks.ts';
+import { checkWorkerRules, hostsChecked, lockedError, readyToRun, refusalError } from './execute-checks.ts';
 import { dryRun } from './dry-run.ts';
 
 export const executeCommand: Command = {

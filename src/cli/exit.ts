@@ -1,6 +1,5 @@
-// Exit codes (core/exit-codes.ts) and the error a command fails with.
-import { EXIT, type ExitCode } from '../core/exit-codes.ts';
-import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
+// Exit codes (core/engine/exit-codes.ts) and the error a command fails with.
+import { describeGitFailure, EXIT, type ExitCode, type GitFailure } from '../core/index.ts';
 
 export { EXIT, type ExitCode };
 

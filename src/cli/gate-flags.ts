@@ -1,6 +1,6 @@
 // The merge queue's flags, which `execute` and `plan setup` share: declared and checked here once.
 
-import { DEFAULTS } from '../run/settings.ts';
+import { DEFAULTS } from '../run/index.ts';
 import type { OptionSpec } from './command.ts';
 import { usageError } from './exit.ts';
 import { RANGES } from './numeric-flags.ts';

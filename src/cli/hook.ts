@@ -1,6 +1,6 @@
 // The plugin's PreToolUse hook (hooks/hooks.json → hooks/pre-tool-use → dist/hook.mjs): reads
 // the tool call Claude Code sends on stdin, looks up what the decision needs and prints the
-// decision of core/worker-hook.ts as the hook's JSON answer — or nothing, which leaves the call
+// decision of core/sandbox/worker-hook.ts as the hook's JSON answer — or nothing, which leaves the call
 // to the person's settings. It runs on every tool call of every session that has the plugin, so
 // it reads no more than the call needs: the lead's own calls end after parsing, and a session
 // running no plan after one missing file.
@@ -9,32 +9,45 @@ import { readFileSync } from 'node:fs';
 import { realpath } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import { bindWorker, handOutRoot, readBinding, readHandOut, recordDeniedWrite, workerFiles, writeSandboxSettings } from '../adapters/hand-out.ts';
-import { type ParkedStart, describeAgentWorktreeProblem, startFromParked } from '../adapters/git/agent-worktrees.ts';
-import { sandboxCliPath } from '../adapters/layout.ts';
-import { personRules } from '../adapters/person-rules.ts';
-import { realTarget, realTargets } from '../adapters/real-paths.ts';
-import { type Result, err, ok } from '../core/failure.ts';
-import { pathsToResolve } from '../core/sandbox-denies.ts';
+import {
+  bindWorker,
+  describeAgentWorktreeProblem,
+  handOutRoot,
+  type ParkedStart,
+  personRules,
+  readBinding,
+  readHandOut,
+  realTarget,
+  realTargets,
+  recordDeniedWrite,
+  sandboxCliPath,
+  startFromParked,
+  workerFiles,
+  writeSandboxSettings,
+} from '../adapters/index.ts';
 import {
   type Binding,
   type CallFacts,
-  type HandOut,
-  type HookVerdict,
-  type ToolCall,
-  type WriteTarget,
   classifyTool,
   currentBinding,
   decideToolCall,
+  err,
+  type HandOut,
+  type HookVerdict,
+  ok,
+  pathsToResolve,
   promptFileRead,
+  type Result,
   ruleRootsOf,
   safeId,
   settingsFolders,
+  type ToolCall,
   within,
   workerWorktree,
   workerWritable,
   writePath,
-} from '../core/worker-hook.ts';
+  type WriteTarget,
+} from '../core/index.ts';
 
 /** The call in the hook's input, or null when it is not a tool call the hook can read. */
 export function toolCallOf(input: unknown): ToolCall | null {

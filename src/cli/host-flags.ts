@@ -4,15 +4,21 @@
 
 import { readFile } from 'node:fs/promises';
 import { posix, resolve } from 'node:path';
-import { includedFiles } from '../adapters/git/included.ts';
-import type { Git } from '../adapters/git/repository.ts';
-import type { DryRunEventBody } from '../core/events.ts';
-import type { AuthStatus } from '../core/auth-status.ts';
-import { hostAccounts } from '../core/hosts/accounts.ts';
-import { hostEvents } from '../core/hosts/listing.ts';
-import type { HostCheckResult } from '../core/hosts/host-facts.ts';
-import { type Host, type HostSource, hostsFileSources, parseHosts, runConcurrency, totalSlots } from '../core/hosts/url.ts';
-import { type CheckedHost, type HostCheckNeedsOfRun, type HostCleaning, checkHosts } from '../run/hosts.ts';
+import { type Git, includedFiles } from '../adapters/index.ts';
+import {
+  type AuthStatus,
+  type DryRunEventBody,
+  type Host,
+  hostAccounts,
+  type HostCheckResult,
+  hostEvents,
+  hostsFileSources,
+  type HostSource,
+  parseHosts,
+  runConcurrency,
+  totalSlots,
+} from '../core/index.ts';
+import { type CheckedHost, checkHosts, type HostCheckNeedsOfRun, type HostCleaning } from '../run/index.ts';
 import type { Io, OptionSpec } from './command.ts';
 import { CliError, EXIT, usageError } from './exit.ts';
 

@@ -2,13 +2,9 @@
 
 import { access, realpath } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
-import { topLevel } from '../adapters/git/refs.ts';
-import { ownLayout, ownPlanFormatPath } from '../adapters/layout.ts';
-import { readPlanFile } from '../adapters/plan-file.ts';
-import { clipHead, plural } from '../core/format.ts';
-import { type Plan, statusOf } from '../core/plan.ts';
-import { type ValidateOptions, parsePlan } from '../core/validate.ts';
-import { archivedPlans } from '../run/plan-landing.ts';
+import { ownLayout, ownPlanFormatPath, readPlanFile, topLevel } from '../adapters/index.ts';
+import { clipHead, parsePlan, type Plan, plural, statusOf, type ValidateOptions } from '../core/index.ts';
+import { archivedPlans } from '../run/index.ts';
 import { CliError, EXIT } from './exit.ts';
 
 export const DEFAULT_PLAN = '.design/plan.json';

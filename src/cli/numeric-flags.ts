@@ -48,7 +48,7 @@ export const RANGES = {
   reviewRounds: count(1, 100),
   /** A task index (`retry N`): plans are far smaller. */
   taskIndex: count(0, 99_999),
-  /** `FOREMAN_BACKOFF_MS`: the limiter's first back-off; its doublings stop at an hour too (core/limiter.ts). */
+  /** `FOREMAN_BACKOFF_MS`: the limiter's first back-off; its doublings stop at an hour too (core/limits/limiter.ts). */
   backoffMs: { whole: true, min: 0, max: 3_600_000, unit: 'milliseconds', maxNote: '1 hour' },
   /** `--limit-wait`: 0 waits for no limit. */
   limitWait: seconds(0),

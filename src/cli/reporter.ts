@@ -1,17 +1,22 @@
 // Where a run's events go: the run's journal (its adapter, run/adapters.ts), always, and one view
 // on stdout — live on a terminal, plain timestamped lines otherwise, JSON lines with --json.
 
-import { ownLayout } from '../adapters/layout.ts';
-import type { RunEvent, RunEventBody } from '../core/events.ts';
-import { setAsideSummary } from '../core/set-aside-words.ts';
-import { formatCostExact, plural } from '../core/format.ts';
-import type { Layout } from '../core/command-hint.ts';
-import { countByStatus } from '../core/graph.ts';
-import { type Plan, statusOf } from '../core/plan.ts';
-import { UNKNOWN, type UsageFigure } from '../core/usage.ts';
-import { type RunView, createPlainView, jsonView } from '../ui/render.ts';
-import { createLiveView } from '../ui/live-view.ts';
-import type { EventJournal } from '../run/adapters.ts';
+import { ownLayout } from '../adapters/index.ts';
+import {
+  countByStatus,
+  formatCostExact,
+  type Layout,
+  type Plan,
+  plural,
+  type RunEvent,
+  type RunEventBody,
+  setAsideSummary,
+  statusOf,
+  UNKNOWN,
+  type UsageFigure,
+} from '../core/index.ts';
+import { createLiveView, createPlainView, jsonView, type RunView } from '../ui/index.ts';
+import type { EventJournal } from '../run/index.ts';
 import type { Io } from './command.ts';
 
 export interface Reporter {

@@ -1,13 +1,10 @@
 // How a refused setup is told, the same for `execute` and `plan setup`: an exit code, a short
 // kind for the /execute skill's JSON, and the lines to print (the first one says it all).
 
-import { describeGitFailure, noCommitLine } from '../core/git-text.ts';
-import { assertNever } from '../core/failure.ts';
-import { type SetupProblem, describeIgnored } from '../run/refusals.ts';
+import { assertNever, commandHint, describeGitFailure, noCommitLine } from '../core/index.ts';
+import { describeIgnored, type SetupProblem } from '../run/index.ts';
 import { EXIT, type ExitCode } from './exit.ts';
-import { ownLayout } from '../adapters/layout.ts';
-import { type LockInfo, lockHeldMessage } from '../adapters/run-lock.ts';
-import { commandHint } from '../core/command-hint.ts';
+import { lockHeldMessage, type LockInfo, ownLayout } from '../adapters/index.ts';
 
 /** The line for a plan whose lock another run holds (exit 3): the same for `execute`, its dry run and the in-session steps. */
 export const lockedLine = (holder: LockInfo): string => `${lockHeldMessage(holder)}; watch it with \`${commandHint('plan', 'status', ownLayout())}\``;

@@ -1,4 +1,4 @@
-// What a host has for a run, found there and returned as data (judged by src/core/host-checks.ts):
+// What a host has for a run, found there and returned as data (judged by src/core/hosts/host-checks.ts):
 // git and its version, this node, the claude binary on the PATH an ssh command gets (no login
 // shell's profile) and its `auth status`, the sandbox's tools, and the free space in the work dir.
 // Writes nothing: the work dir is only looked at (or its nearest folder that exists).
@@ -6,11 +6,8 @@
 import { existsSync, statfsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname } from 'node:path';
-import { authStatus } from '../adapters/claude-auth.ts';
-import { findExecutable } from '../adapters/executables.ts';
-import { SANDBOX_TOOLS } from '../adapters/sandbox-support.ts';
-import { forkProcess } from '../adapters/spawner.ts';
-import type { FoundTool, HostFindings } from '../core/host-protocol.ts';
+import { authStatus, findExecutable, forkProcess, SANDBOX_TOOLS } from '../adapters/index.ts';
+import type { FoundTool, HostFindings } from '../core/index.ts';
 
 /** The nearest folder of `path` that exists (the work dir itself once made). */
 function nearestExisting(path: string): string {

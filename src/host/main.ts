@@ -1,11 +1,11 @@
 // foreman's remote side: the program a host's channel runs there (started by the bootstrap and
 // its loader, src/adapters/host/bootstrap.ts), bundled into one file and kept on the host under
 // `<work dir>/.foreman/<version>/`. It reads requests on stdin and answers on
-// stdout (src/core/host-protocol.ts), and ends everything it started when foreman's side goes
+// stdout (src/core/hosts/host-protocol.ts), and ends everything it started when foreman's side goes
 // quiet for the silence limit (a laptop that sleeps sends no end of file) or its input ends.
 
-import { LineSplitter } from '../adapters/line-splitter.ts';
-import { HOST_PROTOCOL, MAX_LINE_BYTES, DEFAULT_SILENCE_MS, type ToHost, heartbeatInterval, messageLine, readToHost } from '../core/host-protocol.ts';
+import { LineSplitter } from '../adapters/index.ts';
+import { DEFAULT_SILENCE_MS, heartbeatInterval, HOST_PROTOCOL, MAX_LINE_BYTES, messageLine, readToHost, type ToHost } from '../core/index.ts';
 import { markProgramInUse } from './program-folders.ts';
 import { type Outbox, type Requests, serve } from './requests.ts';
 

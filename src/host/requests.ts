@@ -1,4 +1,4 @@
-// The requests the remote side serves (src/core/host-protocol.ts), each under the run's folder
+// The requests the remote side serves (src/core/hosts/host-protocol.ts), each under the run's folder
 // `<work dir>/<repository>/<plan>/`, which this process holds by a lock for as long as it lives.
 // Everything made there is private to the host's user (umask 077: folders 0700, files 0600); the
 // commands started get TMPDIR inside it, so nothing foreman starts writes outside the work dir.
@@ -9,15 +9,24 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { signalGroup, terminateGroup } from '../adapters/processes.ts';
-import { RUN_MARKER_VARIABLE, endMarked, runMarker } from '../adapters/process-markers.ts';
-import { type Result, err, ok } from '../core/failure.ts';
-import { NO_HOOKS, isObjectId } from '../core/git-text.ts';
-import { oneLine } from '../core/format.ts';
-import { HOST_PROTOCOL } from '../core/host-protocol.ts';
-import type { FromHost, HostError, HostEvent, HostReplies, HostRequest, ToHost } from '../core/host-protocol.ts';
+import { endMarked, RUN_MARKER_VARIABLE, runMarker, signalGroup, terminateGroup } from '../adapters/index.ts';
+import {
+  err,
+  type FromHost,
+  HOST_PROTOCOL,
+  type HostError,
+  type HostEvent,
+  type HostReplies,
+  type HostRequest,
+  isObjectId,
+  NO_HOOKS,
+  ok,
+  oneLine,
+  type Result,
+  type ToHost,
+} from '../core/index.ts';
 import { hostFindings } from './checks.ts';
-import { type RunFolder, refused, fault, openRun, git, clean, tryRemoveOldPrograms, hasCommits, insideWorkDir, commandDir } from './run-folder.ts';
+import { clean, commandDir, fault, git, hasCommits, insideWorkDir, openRun, refused, type RunFolder, tryRemoveOldPrograms } from './run-folder.ts';
 
 /** How long a cancelled command has to end after SIGTERM before SIGKILL. */
 const CANCEL_GRACE_MS = 2_000;

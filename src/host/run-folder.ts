@@ -4,12 +4,20 @@
 
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
-import { forkProcess } from '../adapters/spawner.ts';
-import { type Result, err, ok } from '../core/failure.ts';
-import { NO_HOOKS, isObjectId } from '../core/git-text.ts';
-import { oneLine } from '../core/format.ts';
-import { isFolderName } from '../core/host-protocol.ts';
-import type { HostError, HostReplies, HostRequest, ObjectFormat } from '../core/host-protocol.ts';
+import { forkProcess } from '../adapters/index.ts';
+import {
+  err,
+  type HostError,
+  type HostReplies,
+  type HostRequest,
+  isFolderName,
+  isObjectId,
+  NO_HOOKS,
+  type ObjectFormat,
+  ok,
+  oneLine,
+  type Result,
+} from '../core/index.ts';
 import { removeOldPrograms } from './program-folders.ts';
 import { takeRunLock } from './run-lock.ts';
 

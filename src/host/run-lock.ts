@@ -10,7 +10,7 @@
 import { linkSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { basename, join } from 'node:path';
-import { processStartTime, sameProcessAlive } from '../adapters/processes.ts';
+import { processStartTime, sameProcessAlive } from '../adapters/index.ts';
 
 /** The text of a holder's file: its pid and start time, which tell it from a later process with the same pid. */
 export const holderText = (): string => `${process.pid} ${processStartTime(process.pid) ?? ''}\n`;

@@ -1,28 +1,31 @@
 // What a run does to the world, one adapter per concern, in one record (`RunAdapters`): time, the
 // person's repository, the processes a run starts (a killed run's leftovers ended first), the
 // commands foreman runs itself, the workers, the plan's integration ref and workspaces, plan.json
-// and the run's journal. A headless run (run/headless.ts) and the in-session steps (run/session/,
+// and the run's journal. A headless run (run/headless/headless.ts) and the in-session steps (run/session/,
 // whose I/O adds what only a session has: run/session/io.ts) are given the same record;
 // `realRunAdapters` builds the real one, a test gives fakes. A headless run's events reach the
 // journal through the CLI's reporter, which shows each as it journals it.
 
-import type { Commands } from '../adapters/commands.ts';
-import { shellCommands } from '../adapters/commands.ts';
-import type { Git } from '../adapters/git/repository.ts';
-import { type KilledOrphan, ProcessRegistry, killOrphans, recorded, registryPathFor } from '../adapters/orphans.ts';
-import { type Journal, journalPathFor, openJournal, readJournal } from '../adapters/journal.ts';
-import { PlanKeeper } from '../adapters/plan-file.ts';
-import type { WorkerRequest } from '../adapters/worker-request.ts';
-import type { RunEvent } from '../core/events.ts';
-import type { Result } from '../core/failure.ts';
-import type { WorkerRun } from '../core/worker-run.ts';
-import type { GitFailure } from '../core/git-text.ts';
-import type { Plan } from '../core/plan.ts';
+import {
+  type Commands,
+  type Git,
+  type Journal,
+  journalPathFor,
+  type KilledOrphan,
+  killOrphans,
+  openJournal,
+  PlanKeeper,
+  ProcessRegistry,
+  readJournal,
+  recorded,
+  registryPathFor,
+  shellCommands,
+  type WorkerRequest,
+} from '../adapters/index.ts';
+import type { GitFailure, Plan, Result, RunEvent, WorkerRun } from '../core/index.ts';
 import { GitIntegration, type Integration, type IntegrationOptions } from './integration.ts';
 import type { HostLink } from './hosts.ts';
-import type { Workers, Workspaces } from './workspace/index.ts';
-import { type LocalWorkspaces, type WorkspaceUse, openLocalWorkspaces } from './workspace/local.ts';
-import { openPlacedWorkspaces } from './workspace/placed.ts';
+import { type LocalWorkspaces, openLocalWorkspaces, openPlacedWorkspaces, type Workers, type Workspaces, type WorkspaceUse } from './workspace/index.ts';
 
 /** Time: the real clock, or a test's. */
 export interface Clock {
@@ -111,7 +114,7 @@ export const noWorkers: Workers = {
 
 /**
  * The real adapters for a run of the plan at `place`: one registry of its processes, shared by
- * its commands and workers. `startWorker` runs a worker process (adapters/worker.ts's
+ * its commands and workers. `startWorker` runs a worker process (adapters/worker/worker.ts's
  * `runWorker`), given by a headless run only: the plan tool's bundle, which starts none, does not
  * load the worker runner (a fifth of its code) for every step and `plan status`.
  */

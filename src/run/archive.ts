@@ -4,7 +4,7 @@
 
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { compactTimestamp } from '../core/format.ts';
+import { compactTimestamp } from '../core/index.ts';
 
 /** The /execute skill's scratch directory next to the plan: worker prompts and the session file. */
 export const promptsDirFor = (planPath: string): string => join(dirname(planPath), 'prompts');

@@ -2,13 +2,18 @@
 // workspace of the integration tip: what each found, what setup makes of it, and the event that
 // tells it.
 
-import type { RunEventBody } from '../core/events.ts';
-import { type Result, err, ok } from '../core/failure.ts';
-import { clipMiddle } from '../core/format.ts';
-import type { Notice } from '../core/session-report.ts';
-import type { SetupFindings } from '../core/transition.ts';
-import { describeTimeLimitHit } from '../core/time-limit.ts';
-import type { Plan, TaskStatus } from '../core/plan.ts';
+import {
+  clipMiddle,
+  describeTimeLimitHit,
+  err,
+  type Notice,
+  ok,
+  type Plan,
+  type Result,
+  type RunEventBody,
+  type SetupFindings,
+  type TaskStatus,
+} from '../core/index.ts';
 import type { Workspace, Workspaces } from './workspace/index.ts';
 import { LIMIT_FLAGS } from './settings.ts';
 

@@ -10,13 +10,8 @@
 // before 1 loses nothing the person made (the work was only in the attempt's worktree) and the
 // task runs again. So an integrated task is never run again, and a task whose work was lost always is.
 
-import type { Git } from '../adapters/git/repository.ts';
-import { type Result, ok } from '../core/failure.ts';
-import { oneLine } from '../core/format.ts';
-import type { GitFailure } from '../core/git-text.ts';
-import { type Plan, statusOf, taskAt } from '../core/plan.ts';
-import type { SetupFindings } from '../core/transition.ts';
-import { ensurePlanId } from '../core/plan.ts';
+import type { Git } from '../adapters/index.ts';
+import { ensurePlanId, type GitFailure, ok, oneLine, type Plan, type Result, type SetupFindings, statusOf, taskAt } from '../core/index.ts';
 
 export const TRAILER_PLAN = 'Foreman-Plan';
 export const TRAILER_TASKS = 'Foreman-Tasks';

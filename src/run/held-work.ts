@@ -2,15 +2,24 @@
 // it: approved work held as a candidate of the merge queue, candidates an earlier run held for the
 // gate, and parked work nobody waits for any more (dropped).
 
-import { dropParked, parkedTasks } from '../adapters/git/refs.ts';
-import { type HeldCandidate, admitHeld } from '../core/engine/admission.ts';
-import type { Notice } from '../core/session-report.ts';
+import { dropParked, parkedTasks } from '../adapters/index.ts';
+import {
+  admitHeld,
+  commitAfter,
+  err,
+  type GitFailure,
+  type HeldCandidate,
+  type Notice,
+  ok,
+  openReview,
+  type Plan,
+  type Result,
+  type SetupFindings,
+  statusAfter,
+  taskAt,
+  type TaskStatus,
+} from '../core/index.ts';
 import type { SetupProblem } from './refusals.ts';
-import { openReview } from '../core/review.ts';
-import type { GitFailure } from '../core/git-text.ts';
-import { type SetupFindings, commitAfter, statusAfter } from '../core/transition.ts';
-import { type Result, err, ok } from '../core/failure.ts';
-import { type Plan, type TaskStatus, taskAt } from '../core/plan.ts';
 import type { Integration } from './integration.ts';
 
 /**

@@ -1,20 +1,25 @@
 // A run's ssh hosts before anything starts, and their channels while it runs. Each host's channel
 // is opened (the person's own ssh, BatchMode) and its checks asked (src/host/checks.ts, judged by
-// core/host-checks.ts): a host that cannot be reached or fails a check that stops it is left out,
+// core/hosts/host-checks.ts): a host that cannot be reached or fails a check that stops it is left out,
 // named with its reason and fix. A dry run opens the channels with nothing kept on the hosts and
 // closes them. A run keeps each checked channel for its workspaces (run/workspace/host.ts), and
 // opens another once one went down, when an attempt is placed there again after its back-off.
 
-import { type HostChannel, openChannel } from '../adapters/host/channel.ts';
-import { type SshHost as SshTarget, sshTransport } from '../adapters/host/ssh.ts';
-import type { HostFault } from '../adapters/host/transport.ts';
-import { type Result, err, ok } from '../core/failure.ts';
-import type { AuthStatus } from '../core/auth-status.ts';
-import { type HostProblem, hostProblems } from '../core/host-checks.ts';
-import type { HostFindings, ObjectFormat } from '../core/host-protocol.ts';
-import { accountWords } from '../core/hosts/accounts.ts';
-import type { HostCheckResult } from '../core/hosts/host-facts.ts';
-import type { Host, SshHost } from '../core/hosts/url.ts';
+import { type HostChannel, type HostFault, openChannel, type SshHost as SshTarget, sshTransport } from '../adapters/index.ts';
+import {
+  accountWords,
+  type AuthStatus,
+  err,
+  type Host,
+  type HostCheckResult,
+  type HostFindings,
+  type HostProblem,
+  hostProblems,
+  type ObjectFormat,
+  ok,
+  type Result,
+  type SshHost,
+} from '../core/index.ts';
 
 /** What the channel is given of a host: where ssh reaches it, and its programs there. */
 export const sshTarget = (host: SshHost): SshTarget => ({

@@ -8,38 +8,57 @@
 // them to the integration tip when, and only when, no path it would update has a change of theirs.
 
 import { realpath } from 'node:fs/promises';
-import { type Integration as IntegrationCommit, Integrator, parkedTrailers, parkedWork } from '../adapters/git/integrate.ts';
 import {
-  type ParkKind,
   asideRef,
+  clearLeftovers,
   commitOf,
   deletePlanRefs,
   dropParked,
+  type Integration as IntegrationCommit,
+  integrationFailure,
   integrationRef,
+  Integrator,
   isAncestor,
+  land,
+  landedBase,
+  landingIntentPath,
   moveRef,
   parkedTasks,
+  parkedTrailers,
+  parkedWork,
+  type ParkKind,
   readRef,
+  recordLandedBase,
   resolveCommit,
   startIntegrationRef,
-} from '../adapters/git/refs.ts';
-import { type Landed, type LandingProblem, land } from '../adapters/git/land.ts';
-import { workDiff } from '../adapters/git/parked-change.ts';
-import { type Result, err, ok } from '../core/failure.ts';
-import { type GitFailure, type TrailerList, describeGitFailure, failureOf } from '../core/git-text.ts';
-import type { LandMode } from '../core/landing.ts';
-import { type Plan, taskAt } from '../core/plan.ts';
-import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
-import type { HeldCandidate } from '../core/engine/admission.ts';
-import type { AttemptStart, GateRequest, GateRun, RecordRequest } from '../core/engine/effects.ts';
-import type { CapturedWork } from '../core/work.ts';
+  workDiff,
+} from '../adapters/index.ts';
+import {
+  type AttemptStart,
+  type CapturedWork,
+  describeGitFailure,
+  describeTimeLimitHit,
+  ensurePlanId,
+  err,
+  failureOf,
+  type GateRequest,
+  type GateRun,
+  type GitFailure,
+  type HeldCandidate,
+  type Landed,
+  type LandingProblem,
+  type LandMode,
+  ok,
+  type Plan,
+  type RecordRequest,
+  type Result,
+  taskAt,
+  type TimeLimit,
+  type TrailerList,
+} from '../core/index.ts';
 import { roundMessage, stackOfTrailer, stackTrailer } from './commit.ts';
-import { ensurePlanId } from '../core/plan.ts';
 import { LIMIT_FLAGS } from './settings.ts';
 import type { Workspaces } from './workspace/index.ts';
-import { landedBase, landingIntentPath, recordLandedBase } from '../adapters/landing-files.ts';
-import { clearLeftovers } from '../adapters/git/leftovers.ts';
-import { integrationFailure } from '../adapters/git/integrate.ts';
 
 export interface IntegrationOptions {
   repo: string;

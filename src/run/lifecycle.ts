@@ -1,15 +1,23 @@
 // What both paths do around the step function to the world, once: landing the integration tip on
 // the person's branch, and finishing a plan whose work has all landed (what is said of each:
-// core/run-lifecycle.ts). The headless run (run/headless.ts) and the in-session steps
-// (run/session.ts) call these.
+// core/engine/run-lifecycle.ts). The headless run (run/headless/headless.ts) and the in-session steps
+// (run/session/session.ts) call these.
 
-import { type Layout, commandHint, shellWord } from '../core/command-hint.ts';
-import type { StopReason } from '../core/events.ts';
-import { type GitFailure, describeGitFailure } from '../core/git-text.ts';
-import { ownLayout } from '../adapters/layout.ts';
-import { describeLandingProblem, landingProblemSentence } from '../core/landing.ts';
-import type { Plan } from '../core/plan.ts';
-import { type LandingState, type RunNotice, landingNotice } from '../core/run-lifecycle.ts';
+import {
+  commandHint,
+  describeGitFailure,
+  describeLandingProblem,
+  type GitFailure,
+  landingNotice,
+  landingProblemSentence,
+  type LandingState,
+  type Layout,
+  type Plan,
+  type RunNotice,
+  shellWord,
+  type StopReason,
+} from '../core/index.ts';
+import { ownLayout } from '../adapters/index.ts';
 import { archivePlan } from './archive.ts';
 import type { Integration } from './integration.ts';
 import type { Workspaces } from './workspace/index.ts';

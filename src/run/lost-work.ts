@@ -1,10 +1,8 @@
 // Completed work setup (run/setup.ts) no longer finds: a task recorded as completed whose created
 // files the integration tip does not hold (deleted since, or lost) has lost its work, and runs again.
 
-import { missingAt } from '../adapters/git/refs.ts';
-import type { Plan, TaskStatus } from '../core/plan.ts';
-import type { Notice } from '../core/session-report.ts';
-import type { SetupFindings } from '../core/transition.ts';
+import { missingAt } from '../adapters/index.ts';
+import type { Notice, Plan, SetupFindings, TaskStatus } from '../core/index.ts';
 
 /**
  * Completed tasks (`statusNow`: a task's status with what setup found so far) whose created files

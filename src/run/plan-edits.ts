@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Plan, statusOf } from '../core/plan.ts';
+import { type Plan, statusOf } from '../core/index.ts';
 import { promptsDirFor } from './archive.ts';
 
 const digestPathFor = (planPath: string): string => join(promptsDirFor(planPath), 'plan.sha256');

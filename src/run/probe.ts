@@ -1,34 +1,44 @@
 // The probe: every pending task's acceptance checks, run on the integration tip (HEAD) in a
 // checkout of its own (a worktree-pool slot, removed afterwards) provisioned with the plan's `context.setupCommand`, before any work, to catch
 // checks that cannot run (broken) and tasks whose checks already pass (vacuous). It never touches
-// the person's tree and never starts a worker. Verdicts are src/core/probe.ts.
+// the person's tree and never starts a worker. Verdicts are src/core/sandbox/probe.ts.
 
 import { dirname, join } from 'node:path';
 import { readFile } from 'node:fs/promises';
-import { withForemanLine } from '../adapters/checks.ts';
-import type { Commands } from '../adapters/commands.ts';
-import { checkSandbox, sandboxRefusal, setupCommandSandbox } from '../adapters/sandbox.ts';
-import { writeFileAtomic } from '../adapters/atomic-file.ts';
-import { resolveCommit } from '../adapters/git/refs.ts';
-import { worktreesRoot } from '../adapters/git/pool-slots.ts';
-import { withCheckout } from '../adapters/git/one-use-checkout.ts';
-import { type ProvisionFailure, describeProvisionFailure } from '../adapters/git/provisioning.ts';
-import { type Result, assertNever, err, ok } from '../core/failure.ts';
-import { type Plan, taskAt } from '../core/plan.ts';
-import { type TimeLimit, describeTimeLimitHit } from '../core/time-limit.ts';
 import {
+  checkSandbox,
+  type Commands,
+  describeProvisionFailure,
+  type ProvisionFailure,
+  resolveCommit,
+  sandboxRefusal,
+  setupCommandSandbox,
+  withCheckout,
+  withForemanLine,
+  worktreesRoot,
+  writeFileAtomic,
+} from '../adapters/index.ts';
+import {
+  assertNever,
+  clipProbeOutput,
+  describeTimeLimitHit,
+  err,
+  judgeCheck,
+  ok,
+  pendingWrites,
+  type Plan,
   type ProbeCheck,
+  probedTasks,
+  probeKey,
   type ProbeReport,
   type ProbeSetup,
   type ProbeTask,
-  clipProbeOutput,
-  judgeCheck,
-  pendingWrites,
-  probeKey,
-  probedTasks,
+  type Result,
   summarize,
+  taskAt,
   taskVerdict,
-} from '../core/probe.ts';
+  type TimeLimit,
+} from '../core/index.ts';
 import { LIMIT_FLAGS } from './settings.ts';
 
 export interface ProbeOptions {

@@ -6,15 +6,23 @@
 import { type Stats, lstatSync, realpathSync } from 'node:fs';
 import { realpath } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
-import type { Git, RepositoryOperation } from '../adapters/git/repository.ts';
-import type { GitFailure } from '../core/git-text.ts';
-import { isDirPath } from '../core/paths.ts';
-import { type Result, ok } from '../core/failure.ts';
-import { type Plan, readsOf, statusOf, writesOf } from '../core/plan.ts';
-import { ownLayout } from '../adapters/layout.ts';
-import { commandHint, shellWord } from '../core/command-hint.ts';
-import { type PlanWarningKind, lintPlan, warningNotices } from '../core/plan-lint.ts';
-import type { Notice } from '../core/session-report.ts';
+import { type Git, ownLayout, type RepositoryOperation } from '../adapters/index.ts';
+import {
+  commandHint,
+  type GitFailure,
+  isDirPath,
+  lintPlan,
+  type Notice,
+  ok,
+  type Plan,
+  type PlanWarningKind,
+  readsOf,
+  type Result,
+  shellWord,
+  statusOf,
+  warningNotices,
+  writesOf,
+} from '../core/index.ts';
 
 export type SetupProblem =
   /** Declared paths that resolve outside the repository (or into .git) through a symlink, name a directory as a file, or lie under a file of the last commit. */

@@ -1,10 +1,8 @@
 // A run's settings, declared once: the headless CLI parses them from flags, the engine takes them,
 // and the in-session plan tool uses the same defaults. docs/cli.md's flag table states these defaults.
 
-import type { SandboxMode } from '../adapters/sandbox.ts';
-import { DEFAULT_HOST_BACKOFF_MS } from '../core/hosts/placement.ts';
-import type { Host } from '../core/hosts/url.ts';
-import type { SchedulePolicy } from '../core/schedule.ts';
+import type { SandboxMode } from '../adapters/index.ts';
+import { DEFAULT_HOST_BACKOFF_MS, type Host, type SchedulePolicy } from '../core/index.ts';
 
 export const DEFAULTS = {
   concurrency: 4,

@@ -6,26 +6,29 @@
 // (checked in a worktree of the integration tip). Task states are not changed here, nor the
 // integration ref moved: the findings go to the step function (`set-up` event).
 
-import type { Commands } from '../adapters/commands.ts';
-import type { Git } from '../adapters/git/repository.ts';
-import { integrationRef } from '../adapters/git/refs.ts';
-import { ownSandboxNotice } from '../adapters/sandbox.ts';
-import type { GitFailure } from '../core/git-text.ts';
-import { depsOf, depths } from '../core/graph.ts';
-import { type SetupFindings, commitAfter, noFindings, statusAfter } from '../core/transition.ts';
-import { type Result, err, ok } from '../core/failure.ts';
-import { type Plan, statusOf } from '../core/plan.ts';
-import { ownLayout } from '../adapters/layout.ts';
+import { type Commands, completeLanding, type Git, integrationRef, ownLayout, ownSandboxNotice, uncommittedChangesNotice } from '../adapters/index.ts';
+import {
+  commitAfter,
+  depsOf,
+  depths,
+  ensurePlanId,
+  err,
+  type GitFailure,
+  type HeldCandidate,
+  landingNotice,
+  noFindings,
+  ok,
+  type Plan,
+  type Result,
+  type SetupFindings,
+  statusAfter,
+  statusOf,
+} from '../core/index.ts';
 import { integratedFindings } from './commit.ts';
-import { ensurePlanId } from '../core/plan.ts';
 import type { Integration } from './integration.ts';
-import { completeLanding } from '../adapters/landing-files.ts';
 import type { Workspaces } from './workspace/index.ts';
-import type { HeldCandidate } from '../core/engine/admission.ts';
-import { landingNotice } from '../core/run-lifecycle.ts';
-import { uncommittedChangesNotice } from '../adapters/git/uncommitted.ts';
-import { type AssumptionResult, assumptionFindings } from './assumptions.ts';
-import { type SetupProblem, refusalBeforeWork, startWarnings } from './refusals.ts';
+import { assumptionFindings, type AssumptionResult } from './assumptions.ts';
+import { refusalBeforeWork, type SetupProblem, startWarnings } from './refusals.ts';
 import { dropRejected, holdWaitingWork } from './held-work.ts';
 import { revertLostWork } from './lost-work.ts';
 

@@ -1,11 +1,19 @@
 // The text of one event, one line without a timestamp: the plain log's lines (render.ts) and the
 // live view's permanent lines (live-view.ts).
 
-import { type Layout, approvalHint } from '../core/command-hint.ts';
-import type { RunEvent, TaskOutcome } from '../core/events.ts';
-import { setAsideSummary } from '../core/set-aside-words.ts';
-import { formatCost, formatElapsed, listIndices, oneLine, plural } from '../core/format.ts';
-import { formatCostFigure } from '../core/usage.ts';
+import {
+  approvalHint,
+  formatCost,
+  formatCostFigure,
+  formatElapsed,
+  type Layout,
+  listIndices,
+  oneLine,
+  plural,
+  type RunEvent,
+  setAsideSummary,
+  type TaskOutcome,
+} from '../core/index.ts';
 
 /** Control characters (escape sequences, newlines, tabs) from workers or plans never reach the terminal. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it removes

@@ -3,13 +3,19 @@
 // committed, the merge queue, a drain, a limit holding the run back), and the footer's figures it
 // comes to at a moment.
 
-import type { RunEvent } from '../core/events.ts';
+import {
+  accountsWaitWords,
+  emptyTally,
+  formatCostTally,
+  formatElapsed,
+  lastLimits,
+  type LimitState,
+  type RunEvent,
+  tallyAdd,
+  type TaskStatus,
+  type UsageTally,
+} from '../core/index.ts';
 import { sanitize } from './event-text.ts';
-import { formatElapsed } from '../core/format.ts';
-import { formatCostTally } from '../core/usage.ts';
-import { type LimitState, accountsWaitWords, lastLimits } from '../core/limit-words.ts';
-import type { TaskStatus } from '../core/plan.ts';
-import { type UsageTally, emptyTally, tallyAdd } from '../core/usage.ts';
 
 /** A task whose worker runs, as its row shows it. */
 export interface Running {

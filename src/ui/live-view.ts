@@ -2,14 +2,22 @@
 // running task and a footer of counts, cost and elapsed time; finished tasks and notices scroll
 // above it as permanent lines. It starts no timer: the caller calls `tick()` to advance clocks.
 
-import type { Layout } from '../core/command-hint.ts';
-import type { RunEvent, TaskOutcome } from '../core/events.ts';
-import { clipHead, formatCost, formatElapsed, listIndices, plural, wrapWords } from '../core/format.ts';
-import { formatCostFigure } from '../core/usage.ts';
-import type { TaskStatus } from '../core/plan.ts';
-import { sanitize, clean, finishedVerb, describeEvent, namesWhatToDo } from './event-text.ts';
-import { type FooterFigures, type LiveState, applyEvent, footerFigures, newLiveState } from './live-state.ts';
-import { type Style, type Segment, fitSegments } from './segments.ts';
+import {
+  clipHead,
+  formatCost,
+  formatCostFigure,
+  formatElapsed,
+  type Layout,
+  listIndices,
+  plural,
+  type RunEvent,
+  type TaskOutcome,
+  type TaskStatus,
+  wrapWords,
+} from '../core/index.ts';
+import { clean, describeEvent, finishedVerb, namesWhatToDo, sanitize } from './event-text.ts';
+import { applyEvent, footerFigures, type FooterFigures, type LiveState, newLiveState } from './live-state.ts';
+import { fitSegments, type Segment, type Style } from './segments.ts';
 import type { RunView } from './render.ts';
 
 const CSI = '\x1b[';

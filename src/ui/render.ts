@@ -1,4 +1,4 @@
-// Renderers for run events (src/core/events.ts):
+// Renderers for run events (src/core/report/events.ts):
 // - createLiveView (live-view.ts): a terminal block redrawn in place (at most ~5 times a second)
 //   with one row per running task and a footer of counts, cost and elapsed time; finished tasks
 //   and notices scroll above it as permanent lines;
@@ -6,9 +6,7 @@
 // - jsonView: one JSON object per line, the event as it is (the `--json` stream).
 // None of them starts a timer: the caller calls `tick()` (say every 250 ms) to advance clocks.
 
-import type { Layout } from '../core/command-hint.ts';
-import type { RunEvent } from '../core/events.ts';
-import { isoSeconds } from '../core/format.ts';
+import { isoSeconds, type Layout, type RunEvent } from '../core/index.ts';
 import { describeEvent } from './event-text.ts';
 
 export interface RunView {

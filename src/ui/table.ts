@@ -1,6 +1,6 @@
 // Plain-text tables for terminal output.
 
-import { clipHead, clipTail } from '../core/format.ts';
+import { clipHead, clipTail } from '../core/index.ts';
 
 /** A column a table too wide for the terminal may narrow, and how. */
 export interface Shrinkable {

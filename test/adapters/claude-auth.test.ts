@@ -7,8 +7,8 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { authStatus } from '../../src/adapters/claude-auth.ts';
-import { parseAuthStatus } from '../../src/core/auth-status.ts';
+import { authStatus } from '../../src/adapters/worker/claude-auth.ts';
+import { parseAuthStatus } from '../../src/core/hosts/auth-status.ts';
 import { claudeBin, claudeEnv, tempHome } from '../support/real-claude.ts';
 
 const homes: string[] = [];

@@ -1,4 +1,4 @@
-// The person's deny rules as foreman's own sandboxed commands hold them (src/adapters/person-denies.ts):
+// The person's deny rules as foreman's own sandboxed commands hold them (src/adapters/sandbox/person-denies.ts):
 // read from the repository's settings and, in a Claude Code session, from its command line
 // (`CLAUDE_PID`), mapped as the worker hook maps them; what cannot be held, or read, is said.
 // That the runtime then refuses the reads is test/sandbox.test.ts's.
@@ -8,7 +8,7 @@ import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { personDenies, unheldNotice } from '../../src/adapters/person-denies.ts';
+import { personDenies, unheldNotice } from '../../src/adapters/sandbox/person-denies.ts';
 
 let base: string;
 let repo: string;

@@ -1,10 +1,10 @@
-// The person's rules as the worker hook reads them (src/adapters/person-rules.ts): the words of a
+// The person's rules as the worker hook reads them (src/adapters/sandbox/person-rules.ts): the words of a
 // `claude` command line's `--disallowedTools`, split as Claude Code 2.1.330 splits them
 // (test/support/CLI-NOTES.md), and a word that does not split cleanly counted as rules nobody
 // could read (a deny rule for every Bash command).
 
 import { describe, expect, it } from 'vitest';
-import { commandLineRules, disallowedWords } from '../../src/adapters/person-rules.ts';
+import { commandLineRules, disallowedWords } from '../../src/adapters/sandbox/person-rules.ts';
 
 describe('--disallowedTools', () => {
   it('keeps a rule whose path holds parentheses whole', async () => {

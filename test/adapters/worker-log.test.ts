@@ -4,8 +4,8 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkOutputSection, logFailedChecks } from '../../src/adapters/worker-log.ts';
-import type { AcceptanceResult } from '../../src/core/attempt-failure.ts';
+import { checkOutputSection, logFailedChecks } from '../../src/adapters/worker/worker-log.ts';
+import type { AcceptanceResult } from '../../src/core/attempt/attempt-failure.ts';
 
 const timeLimit = { ms: 300_000, flag: '--check-timeout' as const };
 const result = (over: Partial<AcceptanceResult>): AcceptanceResult => ({

@@ -4,10 +4,10 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { acquireLock, currentLockInfo } from '../../src/adapters/run-lock.ts';
+import { acquireLock, currentLockInfo } from '../../src/adapters/store/run-lock.ts';
 import { type Io, runProgram } from '../../src/cli/command.ts';
-import { planCommands } from '../../src/cli/plan/index.ts';
-import type { Plan } from '../../src/core/plan.ts';
+import { planCommands } from '../../src/cli/plan/commands.ts';
+import type { Plan } from '../../src/core/plan/plan.ts';
 import { afterEachCleanups, tempRepoIn } from '../support/git-repo.ts';
 import { blockedOnUndeclared, makePlan, writePlan } from '../support/plans.ts';
 

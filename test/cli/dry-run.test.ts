@@ -9,11 +9,11 @@ import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { type Io, runCommand } from '../../src/cli/command.ts';
 import { executeCommand } from '../../src/cli/execute.ts';
-import type { DryRunEvent } from '../../src/core/events.ts';
-import { PLAN_WARNING_KINDS } from '../../src/core/plan-lint.ts';
+import type { DryRunEvent } from '../../src/core/report/events.ts';
+import { PLAN_WARNING_KINDS } from '../../src/core/plan/lint/plan-lint.ts';
 import { fakeWorker } from '../support/execute.ts';
-import { describeSandboxUse } from '../../src/core/sandbox-words.ts';
-import { sandboxSupport } from '../../src/adapters/sandbox.ts';
+import { describeSandboxUse } from '../../src/core/sandbox/sandbox-words.ts';
+import { sandboxSupport } from '../../src/adapters/sandbox/sandbox.ts';
 import { leftovers, repoWithPlan } from '../support/fake-run.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 

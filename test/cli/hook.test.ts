@@ -10,10 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deniedWrites, handOutRoot, readBinding, workerFiles, writeHandOut } from '../../src/adapters/hand-out.ts';
-import { sandboxSupport } from '../../src/adapters/sandbox.ts';
+import { deniedWrites, handOutRoot, readBinding, workerFiles, writeHandOut } from '../../src/adapters/worker/hand-out.ts';
+import { sandboxSupport } from '../../src/adapters/sandbox/sandbox.ts';
 import { preToolUse } from '../../src/cli/hook.ts';
-import type { HandOut } from '../../src/core/worker-hook.ts';
+import type { HandOut } from '../../src/core/sandbox/worker-hook.ts';
 import { runGit, tempGitRepo } from '../support/git-repo.ts';
 import { repoRoot } from '../support/real-claude.ts';
 

@@ -10,7 +10,7 @@ import { readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
-import type { DryRunEvent, RunEvent } from '../../src/core/events.ts';
+import type { DryRunEvent, RunEvent } from '../../src/core/report/events.ts';
 import { runExecute } from '../support/execute.ts';
 import { leftovers, repoWithPlan } from '../support/fake-run.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';

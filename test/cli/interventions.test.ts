@@ -5,10 +5,10 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type Io, runProgram } from '../../src/cli/command.ts';
-import { planCommands } from '../../src/cli/plan/index.ts';
-import { approveTasks, rejectTasks, retryTasks, skipTasks } from '../../src/core/interventions.ts';
-import { type Plan, type Task, statusOf } from '../../src/core/plan.ts';
-import { parsePlan } from '../../src/core/validate.ts';
+import { planCommands } from '../../src/cli/plan/commands.ts';
+import { approveTasks, rejectTasks, retryTasks, skipTasks } from '../../src/core/attempt/interventions.ts';
+import { type Plan, statusOf, type Task } from '../../src/core/plan/plan.ts';
+import { parsePlan } from '../../src/core/plan/validate.ts';
 
 const task = (subject: string, blockedBy: number[] = [], extra: Partial<Task> = {}): Task => ({
   subject,

@@ -6,12 +6,12 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { acquireLock, currentLockInfo } from '../../src/adapters/run-lock.ts';
+import { acquireLock, currentLockInfo } from '../../src/adapters/store/run-lock.ts';
 import { poolDir } from '../../src/adapters/git/pool-slots.ts';
 import { type Io, runProgram } from '../../src/cli/command.ts';
-import { planCommands } from '../../src/cli/plan/index.ts';
-import type { Plan, Task } from '../../src/core/plan.ts';
-import { type TempGitRepo, afterEachCleanups, runGit, tempRepoIn } from '../support/git-repo.ts';
+import { planCommands } from '../../src/cli/plan/commands.ts';
+import type { Plan, Task } from '../../src/core/plan/plan.ts';
+import { afterEachCleanups, runGit, type TempGitRepo, tempRepoIn } from '../support/git-repo.ts';
 
 const cleanups = afterEachCleanups();
 const newRepo = tempRepoIn(cleanups);

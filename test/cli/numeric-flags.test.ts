@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Io, runCommand, runProgram } from '../../src/cli/command.ts';
 import { executeCommand } from '../../src/cli/execute.ts';
-import { MAX_SECONDS, RANGES, parseNumber } from '../../src/cli/numeric-flags.ts';
-import { planCommands } from '../../src/cli/plan/index.ts';
+import { MAX_SECONDS, parseNumber, RANGES } from '../../src/cli/numeric-flags.ts';
+import { planCommands } from '../../src/cli/plan/commands.ts';
 
 const WORKERS = 'a whole number from 1 to 64';
 const ATTEMPTS = 'a whole number from 1 to 20';

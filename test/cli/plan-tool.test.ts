@@ -5,16 +5,16 @@ import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node
 import os from 'node:os';
 import path from 'node:path';
 import { nodeArgsFor } from '../support/execute.ts';
-import { execa } from 'execa';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Io, runProgram } from '../../src/cli/command.ts';
-import { planCommands } from '../../src/cli/plan/index.ts';
-import { computeOverlaps } from '../../src/core/overlap.ts';
-import type { Plan } from '../../src/core/plan.ts';
-import { parsePlan } from '../../src/core/validate.ts';
+import { planCommands } from '../../src/cli/plan/commands.ts';
+import { computeOverlaps } from '../../src/core/plan/overlap.ts';
+import type { Plan } from '../../src/core/plan/plan.ts';
+import { parsePlan } from '../../src/core/plan/validate.ts';
 import { brokenCorpus, validFile, validText } from '../plans/corpus.ts';
 import { tempGitRepo } from '../support/git-repo.ts';
 import { makePlan } from '../support/plans.ts';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const SCRIPT = path.join(ROOT, 'scripts', 'plan.ts');

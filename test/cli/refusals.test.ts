@@ -10,12 +10,12 @@ import { type FileHandle, mkdir, mkdtemp, open, readFile, realpath, rm, symlink,
 import { hostname, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { processStartTime } from '../../src/adapters/processes.ts';
+import { processStartTime } from '../../src/adapters/processes/processes.ts';
 import { EXIT, type ExitCode } from '../../src/cli/exit.ts';
-import type { Plan } from '../../src/core/plan.ts';
+import type { Plan } from '../../src/core/plan/plan.ts';
 import { committedContradictions } from '../../src/run/refusals.ts';
 import { type ExecuteRun, runExecute, runExecuteProcess, runPlanTool, runPlanToolProcess } from '../support/execute.ts';
-import { type TempGitRepo, runGit, tempGitRepo } from '../support/git-repo.ts';
+import { runGit, tempGitRepo, type TempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../support/plans.ts';
 import { expectSchema } from '../skills/support.ts';
 

@@ -5,12 +5,12 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openJournal } from '../../src/adapters/journal.ts';
+import { openJournal } from '../../src/adapters/store/journal.ts';
 import { type Io, runProgram } from '../../src/cli/command.ts';
-import { planCommands } from '../../src/cli/plan/index.ts';
-import type { RunEvent, RunEventBody } from '../../src/core/events.ts';
-import type { Plan } from '../../src/core/plan.ts';
-import { LONG_SUBJECT, RUN_ID, T0, ev, recordedRun } from '../support/events.ts';
+import { planCommands } from '../../src/cli/plan/commands.ts';
+import type { RunEvent, RunEventBody } from '../../src/core/report/events.ts';
+import type { Plan } from '../../src/core/plan/plan.ts';
+import { ev, LONG_SUBJECT, recordedRun, RUN_ID, T0 } from '../support/events.ts';
 import { planAfterRecordedRun } from '../support/report-plan.ts';
 
 let dir: string;

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runExecute, runPlanTool } from '../support/execute.ts';
 import { repoWithPlan } from '../support/fake-run.ts';
-import { type TempGitRepo, runGit } from '../support/git-repo.ts';
+import { runGit, type TempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../support/plans.ts';
 
 const repos: TempGitRepo[] = [];

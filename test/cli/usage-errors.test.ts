@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GitCommandError } from '../../src/adapters/git/runner.ts';
 import { type Command, type Io, runCommand, runProgram } from '../../src/cli/command.ts';
 import { executeCommand } from '../../src/cli/execute.ts';
-import { planCommands } from '../../src/cli/plan/index.ts';
+import { planCommands } from '../../src/cli/plan/commands.ts';
 
 let dir: string;
 beforeAll(async () => {

@@ -3,9 +3,9 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type Deps, ancestry, depsOf, stall, topologicalOrder } from '../../src/core/graph.ts';
-import { computeOverlaps } from '../../src/core/overlap.ts';
-import { type Task, statusOf } from '../../src/core/plan.ts';
+import { ancestry, type Deps, depsOf, stall, topologicalOrder } from '../../src/core/plan/graph.ts';
+import { computeOverlaps } from '../../src/core/plan/overlap.ts';
+import { statusOf, type Task } from '../../src/core/plan/plan.ts';
 import { dagArb, graphArb, hasCycleBrute, overlapsBrute, planArb, reachable } from '../support/arbitraries.ts';
 
 const runs = { numRuns: 150 };

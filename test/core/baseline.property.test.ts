@@ -12,12 +12,12 @@ import type { EngineEffect } from '../../src/core/engine/effects.ts';
 import type { EngineEvent } from '../../src/core/engine/events.ts';
 import type { EngineConfig, EngineState } from '../../src/core/engine/state.ts';
 import { step } from '../../src/core/engine/step.ts';
-import { ok } from '../../src/core/failure.ts';
-import type { WorkerRun } from '../../src/core/worker-run.ts';
-import { type Plan, statusOf } from '../../src/core/plan.ts';
-import { emptyUsage } from '../../src/core/usage.ts';
-import { SIMULATION_DEFAULTS, passingCheck } from '../../src/core/simulation.ts';
-import { noFindings } from '../../src/core/transition.ts';
+import { ok } from '../../src/core/result.ts';
+import type { WorkerRun } from '../../src/core/attempt/worker-run.ts';
+import { type Plan, statusOf } from '../../src/core/plan/plan.ts';
+import { emptyUsage } from '../../src/core/plan/usage.ts';
+import { passingCheck, SIMULATION_DEFAULTS } from '../../src/core/engine/simulation.ts';
+import { noFindings } from '../../src/core/attempt/transition.ts';
 import { planArb } from '../support/arbitraries.ts';
 
 const COMMAND = 'npm test';

@@ -1,9 +1,9 @@
-// The person's deny rules as a headless worker's settings carry them (src/core/carried-denies.ts):
+// The person's deny rules as a headless worker's settings carry them (src/core/sandbox/carried-denies.ts):
 // a path relative to the project folder anchored at the repository and at the worker's worktree
 // (at any depth too where Claude Code reads it so), everything else as written.
 
 import { describe, expect, it } from 'vitest';
-import { carriedDenies } from '../../src/core/carried-denies.ts';
+import { carriedDenies } from '../../src/core/sandbox/carried-denies.ts';
 
 const roots = ['/wt/slot-1', '/home/p/repo'];
 

@@ -1,9 +1,9 @@
-// The files an acceptance check needs before anything in it runs (src/core/check-paths.ts): a table
+// The files an acceptance check needs before anything in it runs (src/core/plan/lint/check-paths.ts): a table
 // of commands with exactly the paths read from each, the cases it must not read anything from
 // among them, so that the lint's warning does not cry wolf.
 
 import { describe, expect, it } from 'vitest';
-import { checkPaths } from '../../src/core/check-paths.ts';
+import { checkPaths } from '../../src/core/plan/lint/check-paths.ts';
 
 const file = (path: string) => ({ path, directory: false });
 const directory = (path: string) => ({ path, directory: true });

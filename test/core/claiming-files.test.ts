@@ -4,8 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Attempt } from '../../src/core/engine/attempt.ts';
 import { claimingFiles } from '../../src/core/engine/queries.ts';
-import type { Plan, Task } from '../../src/core/plan.ts';
-import { pickStarts } from '../../src/core/schedule.ts';
+import type { Plan, Task } from '../../src/core/plan/plan.ts';
+import { pickStarts } from '../../src/core/plan/schedule.ts';
 import { reported } from '../support/engine-rig.ts';
 
 const task = (status: Task['status']): Task => ({ subject: 's', prompt: 'p', status, blockedBy: [], metadata: { files: { create: [], modify: ['x'] } } });

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ownLayout } from '../../src/adapters/layout.ts';
-import { type Layout, approvalHint, commandHint, programName } from '../../src/core/command-hint.ts';
+import { approvalHint, commandHint, type Layout, programName } from '../../src/core/command-hint.ts';
 
 const plugin: Layout = { kind: 'plugin', launcher: '/home/me/.claude/plugins/cache/foreman/foreman/0.1.0/bin/foreman' };
 const checkout: Layout = { kind: 'checkout' };

@@ -4,8 +4,8 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { statusOf } from '../../src/core/plan.ts';
-import { SIMULATION_DEFAULTS, simulateRun } from '../../src/core/simulation.ts';
+import { statusOf } from '../../src/core/plan/plan.ts';
+import { simulateRun, SIMULATION_DEFAULTS } from '../../src/core/engine/simulation.ts';
 import { simulationArb } from '../support/arbitraries.ts';
 
 describe('drain', () => {

@@ -3,17 +3,17 @@
 
 import { describe, expect, it } from 'vitest';
 import { initialState } from '../../src/core/engine/admission.ts';
-import { type Carried, type EffectCarrier, EventQueue, driveNow, drive, emitsInto } from '../../src/core/engine/driver.ts';
+import { type Carried, drive, driveNow, type EffectCarrier, emitsInto, EventQueue } from '../../src/core/engine/driver.ts';
 import { recordedEvent, verifiedEvent, workerFinishedEvent } from '../../src/core/engine/effect-results.ts';
 import type { EngineEffect } from '../../src/core/engine/effects.ts';
 import type { EngineEvent } from '../../src/core/engine/events.ts';
 import type { EngineState } from '../../src/core/engine/state.ts';
 import { step } from '../../src/core/engine/step.ts';
-import type { RunEventBody } from '../../src/core/events.ts';
-import { ok } from '../../src/core/failure.ts';
-import { statusOf } from '../../src/core/plan.ts';
-import { SIMULATION_DEFAULTS } from '../../src/core/simulation.ts';
-import { noFindings } from '../../src/core/transition.ts';
+import type { RunEventBody } from '../../src/core/report/events.ts';
+import { ok } from '../../src/core/result.ts';
+import { statusOf } from '../../src/core/plan/plan.ts';
+import { SIMULATION_DEFAULTS } from '../../src/core/engine/simulation.ts';
+import { noFindings } from '../../src/core/attempt/transition.ts';
 import { passed, reported } from '../support/engine-rig.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 

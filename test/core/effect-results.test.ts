@@ -5,29 +5,29 @@
 
 import { describe, expect, it } from 'vitest';
 import { initialState } from '../../src/core/engine/admission.ts';
-// In the order a run meets them.
 import {
-  workspaceFailedEvent,
-  workerServedEvent,
-  workerRefusedEvent,
-  workerFinishedEvent,
-  verifiedEvent,
+  gatedEvent,
   recordedEvent,
   recordFailureOf,
-  gatedEvent,
+  verifiedEvent,
+  workerFinishedEvent,
+  workerRefusedEvent,
+  workerServedEvent,
+  workspaceFailedEvent,
 } from '../../src/core/engine/effect-results.ts';
 import type { EffectOf } from '../../src/core/engine/driver.ts';
 import type { EngineEffect } from '../../src/core/engine/effects.ts';
 import type { EngineEvent } from '../../src/core/engine/events.ts';
 import type { EngineState } from '../../src/core/engine/state.ts';
 import { step } from '../../src/core/engine/step.ts';
-import { err, ok } from '../../src/core/failure.ts';
-import { type GitFailure, describeGitFailure } from '../../src/core/git-text.ts';
-import { statusOf } from '../../src/core/plan.ts';
-import { SIMULATION_DEFAULTS } from '../../src/core/simulation.ts';
+import { err, ok } from '../../src/core/result.ts';
+import { describeGitFailure, type GitFailure } from '../../src/core/integration/git-text.ts';
+import { statusOf } from '../../src/core/plan/plan.ts';
+import { SIMULATION_DEFAULTS } from '../../src/core/engine/simulation.ts';
 import { StepRun, unmetEffects } from '../../src/run/session/driver.ts';
 import { gitFailure, passed, reported } from '../support/engine-rig.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
+// In the order a run meets them.
 
 const task = (marker: string) => fakeTask(marker, { create: [`${marker}.txt`] });
 

@@ -9,8 +9,8 @@ import type { EngineEvent } from '../../src/core/engine/events.ts';
 import { startable, waitingPays } from '../../src/core/engine/queries.ts';
 import type { EngineState } from '../../src/core/engine/state.ts';
 import { step } from '../../src/core/engine/step.ts';
-import { statusOf } from '../../src/core/plan.ts';
-import { SIMULATION_DEFAULTS } from '../../src/core/simulation.ts';
+import { statusOf } from '../../src/core/plan/plan.ts';
+import { SIMULATION_DEFAULTS } from '../../src/core/engine/simulation.ts';
 import { passed, reported } from '../support/engine-rig.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 

@@ -1,23 +1,23 @@
 import { describe, expect, it } from 'vitest';
-import { err, ok } from '../../src/core/failure.ts';
-import type { PermissionDenial, StatusLine, WorkerFailure, WorkerRun } from '../../src/core/worker-run.ts';
+import { err, ok } from '../../src/core/result.ts';
+import type { PermissionDenial, StatusLine, WorkerFailure, WorkerRun } from '../../src/core/attempt/worker-run.ts';
 import {
   type CheckedWork,
-  type Decision,
-  type DecideInput,
-  type Judgement,
-  type Verification,
   decide,
+  type DecideInput,
+  type Decision,
+  type Judgement,
   judgeRun,
   trimCompleted,
+  type Verification,
   verificationFailure,
   verificationWarnings,
-} from '../../src/core/finalize.ts';
-import { applyCascade } from '../../src/core/cascade-skips.ts';
-import { type AcceptanceResult, describeAttemptFailure, describeCheckEnd } from '../../src/core/attempt-failure.ts';
-import { breaker, stall } from '../../src/core/graph.ts';
-import type { Plan, Task, TaskStatus } from '../../src/core/plan.ts';
-import { emptyUsage } from '../../src/core/usage.ts';
+} from '../../src/core/attempt/finalize.ts';
+import { applyCascade } from '../../src/core/plan/cascade-skips.ts';
+import { type AcceptanceResult, describeAttemptFailure, describeCheckEnd } from '../../src/core/attempt/attempt-failure.ts';
+import { breaker, stall } from '../../src/core/plan/graph.ts';
+import type { Plan, Task, TaskStatus } from '../../src/core/plan/plan.ts';
+import { emptyUsage } from '../../src/core/plan/usage.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Builders

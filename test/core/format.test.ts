@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { describeAttemptFailure } from '../../src/core/attempt-failure.ts';
+import { describeAttemptFailure } from '../../src/core/attempt/attempt-failure.ts';
 import {
   clipHead,
   clipMiddle,

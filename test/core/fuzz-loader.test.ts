@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Io, runProgram } from '../../src/cli/command.ts';
-import { planCommands } from '../../src/cli/plan/index.ts';
-import { parsePlan } from '../../src/core/validate.ts';
+import { planCommands } from '../../src/cli/plan/commands.ts';
+import { parsePlan } from '../../src/core/plan/validate.ts';
 import { validText } from '../plans/corpus.ts';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };

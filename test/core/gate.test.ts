@@ -4,7 +4,7 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type GateQueue, afterGateRun, emptyGateQueue, enqueue, nextSegment } from '../../src/core/gate.ts';
+import { afterGateRun, emptyGateQueue, enqueue, type GateQueue, nextSegment } from '../../src/core/engine/gate.ts';
 
 interface Outcome {
   integrated: number[];

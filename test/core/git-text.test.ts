@@ -11,7 +11,7 @@ import {
   parseTrailers,
   splitNul,
   subcommandOf,
-} from '../../src/core/git-text.ts';
+} from '../../src/core/integration/git-text.ts';
 
 describe('git status records', () => {
   it('parseStatus reads porcelain v1 -z records, skipping the origin of a rename or copy', () => {

@@ -12,9 +12,9 @@ import {
   readySet,
   stall,
   topologicalOrder,
-} from '../../src/core/graph.ts';
-import { computeOverlaps } from '../../src/core/overlap.ts';
-import { statusOf } from '../../src/core/plan.ts';
+} from '../../src/core/plan/graph.ts';
+import { computeOverlaps } from '../../src/core/plan/overlap.ts';
+import { statusOf } from '../../src/core/plan/plan.ts';
 import { dagArb, graphArb, hasCycleBrute, overlapsBrute, planArb, reachable } from '../support/arbitraries.ts';
 
 const runs = { numRuns: 200 };

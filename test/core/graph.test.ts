@@ -2,10 +2,10 @@
 // *.property.test.ts).
 
 import { describe, expect, it } from 'vitest';
-import { countByStatus, criticalPath, depths, findCycles, longestRemainingPath, readySet, topologicalOrder } from '../../src/core/graph.ts';
-import { computeOverlaps, overlapSets } from '../../src/core/overlap.ts';
-import type { Plan, Task, TaskStatus } from '../../src/core/plan.ts';
-import { byPriority, parallelGroups, pickStarts, projectedRounds } from '../../src/core/schedule.ts';
+import { countByStatus, criticalPath, depths, findCycles, longestRemainingPath, readySet, topologicalOrder } from '../../src/core/plan/graph.ts';
+import { computeOverlaps, overlapSets } from '../../src/core/plan/overlap.ts';
+import type { Plan, Task, TaskStatus } from '../../src/core/plan/plan.ts';
+import { byPriority, parallelGroups, pickStarts, projectedRounds } from '../../src/core/plan/schedule.ts';
 
 interface Spec {
   blockedBy?: number[];

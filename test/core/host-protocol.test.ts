@@ -2,9 +2,9 @@
 
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { DEFAULT_MIN_FREE_BYTES, gitVersion, hostProblems } from '../../src/core/host-checks.ts';
-import type { HostFindings, ToHost } from '../../src/core/host-protocol.ts';
-import * as protocol from '../../src/core/host-protocol.ts';
+import { DEFAULT_MIN_FREE_BYTES, gitVersion, hostProblems } from '../../src/core/hosts/host-checks.ts';
+import type { HostFindings, ToHost } from '../../src/core/hosts/host-protocol.ts';
+import * as protocol from '../../src/core/hosts/host-protocol.ts';
 
 describe('the host protocol', () => {
   test('every message foreman sends reads back as itself, on one line', () => {

@@ -2,7 +2,7 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { describeJsonError, jsonErrorOffset, lineAndColumn } from '../../src/core/json-text.ts';
+import { describeJsonError, jsonErrorOffset, lineAndColumn } from '../../src/core/plan/json-text.ts';
 
 const parseError = (text: string): Error => {
   try {

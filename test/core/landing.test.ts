@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import type { Layout } from '../../src/core/command-hint.ts';
 import {
+  describeLandingProblem,
   type Entry,
   type FileObservation,
   type IndexObservation,
-  type PathObservation,
-  describeLandingProblem,
   judgeLanding,
   landingProblemSentence,
+  type PathObservation,
   pathState,
-} from '../../src/core/landing.ts';
+} from '../../src/core/integration/landing.ts';
 
 const A: Entry = { mode: '100644', object: 'a'.repeat(40) };
 const B: Entry = { mode: '100644', object: 'b'.repeat(40) };

@@ -1,11 +1,11 @@
-// The lane (core/lane.ts): jobs run one at a time in the order they were handed in, whatever order
+// The lane (core/integration/lane.ts): jobs run one at a time in the order they were handed in, whatever order
 // their work finishes in; each job's result or rejection reaches its own caller; a job that rejects
 // or throws does not stop the next; a job never starts before `run` returns; `settled` waits for
 // every job handed in so far and never rejects.
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Lane } from '../../src/core/lane.ts';
+import { Lane } from '../../src/core/integration/lane.ts';
 
 interface Deferred<T> {
   promise: Promise<T>;

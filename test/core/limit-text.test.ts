@@ -1,8 +1,8 @@
-// What Claude Code's words say of a limit (core/limit-text.ts): the forms 2.1.330 wrote against
+// What Claude Code's words say of a limit (core/limits/limit-text.ts): the forms 2.1.330 wrote against
 // the scripted API (CLI-NOTES.md, "Rate and usage limits"), at the moment they were seen.
 
 import { describe, expect, it } from 'vitest';
-import { readLimitText } from '../../src/core/limit-text.ts';
+import { readLimitText } from '../../src/core/limits/limit-text.ts';
 
 // 2026-11-27 17:18:30 UTC: 12:18:30 in New York (EST, UTC−5).
 const now = Date.parse('2026-11-27T17:18:30Z');

@@ -1,4 +1,4 @@
-// The run's limiter (core/limiter.ts) under random streams of refusals and responses: its rules
+// The run's limiter (core/limits/limiter.ts) under random streams of refusals and responses: its rules
 // hold whatever the order — the working concurrency stays between 1 and --concurrency, a refusal
 // never raises it and a response never lowers it, a new burst halves it and the rest of the burst
 // leaves it, a hold lasts what the API asked for and only a response lifts one (of the limiter's
@@ -12,21 +12,21 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  allowed,
+  holding,
   type Limiter,
   type LimiterSettings,
-  type Refusal,
   MAX_BACKOFF_MS,
   MAX_PATIENCE,
   MAX_PROBE_MS,
-  allowed,
-  holding,
   newLimiter,
   outage,
   overdue,
+  type Refusal,
   refused,
   served,
   settleRound,
-} from '../../src/core/limiter.ts';
+} from '../../src/core/limits/limiter.ts';
 
 type Step = { at: number } & ({ kind: 'served' } | { kind: 'refused'; refusal: Refusal });
 

@@ -1,5 +1,5 @@
 // Limits in the engine's own state machine, run in simulated time on random plans whose workers
-// the API refuses at random moments (core/simulation.ts): before or after it served them, retried
+// the API refuses at random moments (core/engine/simulation.ts): before or after it served them, retried
 // to success by their CLI or ended by the refusal; or the API out of reach, its requests never
 // answered. Whatever comes: a limit spends no attempt, fails no task (every task completes, at its
 // first attempt) and trips no breaker, the run stops only workers the API had served nothing, and
@@ -13,9 +13,9 @@ import { type Account, accountOfHost, accountsOf, hostsOfAccount, limiterOf, roo
 import { startable } from '../../src/core/engine/queries.ts';
 import type { EngineConfig, EngineState } from '../../src/core/engine/state.ts';
 import type { HostSlots } from '../../src/core/hosts/placement.ts';
-import { holding } from '../../src/core/limiter.ts';
-import { clonePlan, statusOf } from '../../src/core/plan.ts';
-import { SIMULATION_DEFAULTS, type SimulatedAttempt, type SimulationTrace, simulateRun } from '../../src/core/simulation.ts';
+import { holding } from '../../src/core/limits/limiter.ts';
+import { clonePlan, statusOf } from '../../src/core/plan/plan.ts';
+import { type SimulatedAttempt, simulateRun, SIMULATION_DEFAULTS, type SimulationTrace } from '../../src/core/engine/simulation.ts';
 import { MAX_SIM_TASKS, type Simulation, simulationArb } from '../support/arbitraries.ts';
 
 /** A worker's refusal, or none; `unreachable`: some are the API out of reach (a request never answered) rather than a 429. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { mermaidGraph, mermaidText } from '../../src/core/mermaid.ts';
-import type { Plan, TaskStatus } from '../../src/core/plan.ts';
+import { mermaidGraph, mermaidText } from '../../src/core/plan/mermaid.ts';
+import type { Plan, TaskStatus } from '../../src/core/plan/plan.ts';
 
 const plan = (subjects: string[], statuses: (TaskStatus | undefined)[], blockedBy: number[][]): Plan => ({
   schemaVersion: 3,

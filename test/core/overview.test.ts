@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { planOverview } from '../../src/core/overview.ts';
+import { planOverview } from '../../src/core/plan/overview.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
 const options = { headless: 'foreman execute', status: 'foreman plan status' };

@@ -1,7 +1,7 @@
-// What the person reviewing a task's parked work is shown of it (src/core/parked-change.ts).
+// What the person reviewing a task's parked work is shown of it (src/core/integration/parked-change.ts).
 
 import { describe, expect, it } from 'vitest';
-import { changeSummary, parseChangedFiles } from '../../src/core/parked-change.ts';
+import { changeSummary, parseChangedFiles } from '../../src/core/integration/parked-change.ts';
 
 describe('a parked change', () => {
   it('reads name-status and numstat of the same diff into files, binary ones without line counts', () => {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { coveredBy, pathProblem, pathsIntersect } from '../../src/core/paths.ts';
+import { coveredBy, pathProblem, pathsIntersect } from '../../src/core/plan/paths.ts';
 import { PATH_POOL, touchBrute } from '../support/arbitraries.ts';
 
 describe('pathProblem', () => {

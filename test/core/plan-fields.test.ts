@@ -1,13 +1,13 @@
-// The walk of a plan beside its schema (src/core/plan-fields.ts), as invariants over random plans:
+// The walk of a plan beside its schema (src/core/plan/plan-fields.ts), as invariants over random plans:
 // a plan of defined fields has no unknown one; `x-` keys anywhere change nothing; a defined field
 // of a task written in another case is refused by validation, naming the key as written.
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { nearMisses, unknownFields } from '../../src/core/plan-fields.ts';
-import { lintPlan } from '../../src/core/plan-lint.ts';
-import type { Plan } from '../../src/core/plan.ts';
-import { validatePlan } from '../../src/core/validate.ts';
+import { nearMisses, unknownFields } from '../../src/core/plan/plan-fields.ts';
+import { lintPlan } from '../../src/core/plan/lint/plan-lint.ts';
+import type { Plan } from '../../src/core/plan/plan.ts';
+import { validatePlan } from '../../src/core/plan/validate.ts';
 import { planArb } from '../support/arbitraries.ts';
 
 /** Every object of `value` (the value itself included), depth first. */

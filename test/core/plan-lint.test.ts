@@ -1,4 +1,4 @@
-// The plan lint (src/core/plan-lint.ts): a table of hazard plans, each with the exact lines it must
+// The plan lint (src/core/plan/lint/plan-lint.ts): a table of hazard plans, each with the exact lines it must
 // give; a table of sound plans (the realistic examples among them) that must give none; the
 // acceptances; and the index-based search against a brute-force pairwise reference on random plans.
 
@@ -6,10 +6,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type Plan, type Task, type TaskStatus, statusOf } from '../../src/core/plan.ts';
-import { PLAN_WARNING_KINDS, type PlanWarning, lintPlan, warningNotices } from '../../src/core/plan-lint.ts';
-import { lockfilesOf, promptPaths } from '../../src/core/lint-repository.ts';
-import { validatePlan } from '../../src/core/validate.ts';
+import { type Plan, statusOf, type Task, type TaskStatus } from '../../src/core/plan/plan.ts';
+import { lintPlan, PLAN_WARNING_KINDS, type PlanWarning, warningNotices } from '../../src/core/plan/lint/plan-lint.ts';
+import { lockfilesOf, promptPaths } from '../../src/core/plan/lint/lint-repository.ts';
+import { validatePlan } from '../../src/core/plan/validate.ts';
 import { validText } from '../plans/corpus.ts';
 import { PATH_POOL, planArb, reachable } from '../support/arbitraries.ts';
 

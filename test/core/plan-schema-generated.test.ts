@@ -8,17 +8,17 @@ import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { validate as generated } from '../../src/core/plan-schema.generated.ts';
-import * as sessionValidators from '../../src/core/session-schema.generated.ts';
+import { validate as generated } from '../../src/core/plan/plan-schema.generated.ts';
 import { GENERATED_VALIDATORS, PLAN_SCHEMA_FILE, SESSION_VALIDATOR, validatorFor } from '../../scripts/plan-validator.ts';
 import { brokenCorpus, validText } from '../plans/corpus.ts';
 import { planArb } from '../support/arbitraries.ts';
 import { repoRoot } from '../support/execute.ts';
-import { SANDBOX_MODES } from '../../src/adapters/sandbox.ts';
+import { SANDBOX_MODES } from '../../src/adapters/sandbox/sandbox.ts';
 import type { AttemptStage } from '../../src/core/engine/attempt.ts';
 import type { Baseline } from '../../src/core/engine/state.ts';
-import type { ReportedStatus, WorkerFailure } from '../../src/core/worker-run.ts';
-import type { LimitKind } from '../../src/core/limiter.ts';
+import type { ReportedStatus, WorkerFailure } from '../../src/core/attempt/worker-run.ts';
+import type { LimitKind } from '../../src/core/limits/limiter.ts';
+import * as sessionValidators from '../../src/run/session/session-schema.generated.ts';
 
 const compiled = new Ajv({ allErrors: true, strict: false }).compile(JSON.parse(readFileSync(join(repoRoot, PLAN_SCHEMA_FILE), 'utf8')));
 

@@ -1,7 +1,7 @@
 // The probe's pure rules: which runs are broken, what a task's checks add up to, the plan key.
 
 import { describe, expect, it } from 'vitest';
-import { type CheckRun, type ProbeReport, judgeCheck, probeFindings, probeKey, summarize, taskVerdict } from '../../src/core/probe.ts';
+import { type CheckRun, judgeCheck, probeFindings, probeKey, type ProbeReport, summarize, taskVerdict } from '../../src/core/sandbox/probe.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
 const run = (exitCode: number | null, output = '', extra: Partial<CheckRun> = {}): CheckRun => ({

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Plan, Task } from '../../src/core/plan.ts';
-import { dependencyResults, parseStatusLine, workerPrompt } from '../../src/core/prompt.ts';
+import type { Plan, Task } from '../../src/core/plan/plan.ts';
+import { dependencyResults, parseStatusLine, workerPrompt } from '../../src/core/attempt/prompt.ts';
 
 const files = (create: string[] = [], modify: string[] = []) => ({ files: { create, modify } });
 

@@ -2,9 +2,12 @@
 // runs, flakes and culprits in the Markdown and in the JSON.
 
 import { describe, expect, it } from 'vitest';
-import type { RunEvent, RunEventBody } from '../../src/core/events.ts';
-import { ganttChart, gateRunsOf, gateSummaryOf, groupRuns, renderReport, reportData } from '../../src/core/report.ts';
-import { RUN_ID, T0, ev, usage } from '../support/events.ts';
+import type { RunEvent, RunEventBody } from '../../src/core/report/events.ts';
+import { ganttChart } from '../../src/core/report/gantt.ts';
+import { gateRunsOf, gateSummaryOf } from '../../src/core/report/gate-runs.ts';
+import { groupRuns } from '../../src/core/report/journal.ts';
+import { renderReport, reportData } from '../../src/core/report/markdown.ts';
+import { ev, RUN_ID, T0, usage } from '../support/events.ts';
 
 const e = (dt: number, body: RunEventBody): RunEvent => ev(T0 + dt, body);
 const finished = (task: number, dt: number, outcome: 'completed' | 'retry', reason?: string): RunEvent =>

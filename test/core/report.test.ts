@@ -1,21 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import type { RunEvent } from '../../src/core/events.ts';
-import {
-  attemptRecordsOf,
-  ganttChart,
-  ganttText,
-  groupRuns,
-  historyEntries,
-  parseArchiveStamp,
-  renderReport,
-  reportData,
-  runForArchive,
-  summarizeRun,
-  unfinishedRun,
-} from '../../src/core/report.ts';
-import { LONG_SUBJECT, RUN_ID, T0, ev, recordedRun, usage } from '../support/events.ts';
+import type { RunEvent } from '../../src/core/report/events.ts';
+import { attemptRecordsOf } from '../../src/core/report/attempts.ts';
+import { ganttChart, ganttText } from '../../src/core/report/gantt.ts';
+import { groupRuns } from '../../src/core/report/journal.ts';
+import { historyEntries, parseArchiveStamp, runForArchive } from '../../src/core/report/history.ts';
+import { clipReason, renderReport, reportData } from '../../src/core/report/markdown.ts';
+import { summarizeRun, unfinishedRun } from '../../src/core/report/runs.ts';
+import { ev, LONG_SUBJECT, recordedRun, RUN_ID, T0, usage } from '../support/events.ts';
 import { planAfterRecordedRun } from '../support/report-plan.ts';
-import { clipReason } from '../../src/core/report/markdown.ts';
 
 const journal = (runId = RUN_ID, t0 = T0): RunEvent[] => recordedRun(runId, t0).filter((e) => e.type !== 'task-activity');
 

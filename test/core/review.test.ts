@@ -1,4 +1,4 @@
-// A person's review sent back to the worker (core/review.ts, `plan revise`): a round opens on a task
+// A person's review sent back to the worker (core/plan/review.ts, `plan revise`): a round opens on a task
 // awaiting approval, its attempts start from the parked work with the reviewer's words and spend
 // none of the task's, and it ends parked again or, its attempts used up, with the earlier work
 // awaiting approval again. And a candidate the gate blamed retries from its own work.
@@ -10,13 +10,13 @@ import type { EngineEffect } from '../../src/core/engine/effects.ts';
 import type { EngineEvent } from '../../src/core/engine/events.ts';
 import type { EngineState } from '../../src/core/engine/state.ts';
 import { step } from '../../src/core/engine/step.ts';
-import type { Decision } from '../../src/core/finalize.ts';
-import { reviseTasks } from '../../src/core/interventions.ts';
-import { type Plan, attemptsOf, statusOf } from '../../src/core/plan.ts';
-import { WORK_SO_FAR_MAX, workerPrompt } from '../../src/core/prompt.ts';
-import { describeReviews, openReview } from '../../src/core/review.ts';
-import { SIMULATION_DEFAULTS } from '../../src/core/simulation.ts';
-import { applyDecision } from '../../src/core/transition.ts';
+import type { Decision } from '../../src/core/attempt/finalize.ts';
+import { reviseTasks } from '../../src/core/attempt/interventions.ts';
+import { attemptsOf, type Plan, statusOf } from '../../src/core/plan/plan.ts';
+import { WORK_SO_FAR_MAX, workerPrompt } from '../../src/core/attempt/prompt.ts';
+import { describeReviews, openReview } from '../../src/core/plan/review.ts';
+import { SIMULATION_DEFAULTS } from '../../src/core/engine/simulation.ts';
+import { applyDecision } from '../../src/core/attempt/transition.ts';
 import { passed, reported } from '../support/engine-rig.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 

@@ -1,9 +1,9 @@
-// The person's Read and Edit deny rules as a worker's sandbox settings (src/core/sandbox-denies.ts):
+// The person's Read and Edit deny rules as a worker's sandbox settings (src/core/sandbox/sandbox-denies.ts):
 // which paths each rule names, and which rules the sandbox runtime could not hold exactly. That
 // the runtime then refuses the reads and writes is test/cli/hook.test.ts's.
 
 import { describe, expect, it } from 'vitest';
-import { heldDenies, pathsToResolve, rulePaths, runtimeWritable, sandboxDenies } from '../../src/core/sandbox-denies.ts';
+import { heldDenies, pathsToResolve, rulePaths, runtimeWritable, sandboxDenies } from '../../src/core/sandbox/sandbox-denies.ts';
 
 const repo = '/r/repo';
 const worktree = `${repo}/.claude/worktrees/agent-a1`;

@@ -4,7 +4,14 @@
 // git, wget, pip and Python 3.11, and node 20.20.2, reaching for a host the sandbox was not given.
 
 import { describe, expect, it } from 'vitest';
-import { type SandboxUse, describeNetworkRefusal, describeSandboxUse, networkRefusal, networkRefusalHint, planNetwork } from '../../src/core/sandbox-words.ts';
+import {
+  describeNetworkRefusal,
+  describeSandboxUse,
+  networkRefusal,
+  networkRefusalHint,
+  planNetwork,
+  type SandboxUse,
+} from '../../src/core/sandbox/sandbox-words.ts';
 
 const NPM_403 = `npm error code E403
 npm error 403 403 Forbidden - GET https://registry.npmjs.org/uvu

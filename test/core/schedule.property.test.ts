@@ -1,17 +1,17 @@
 // The engine's own state machine (`core/engine/`) run in simulated time by
-// `core/simulation.ts`: random plans, concurrency, durations and outcomes; the invariants are
+// `core/engine/simulation.ts`: random plans, concurrency, durations and outcomes; the invariants are
 // checked whenever simulated time moves on, and over the whole timeline.
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { claimingFiles } from '../../src/core/engine/queries.ts';
 import type { EngineState } from '../../src/core/engine/state.ts';
-import { cascade, depsOf, depths, longestRemainingPath, readySet, stall } from '../../src/core/graph.ts';
-import { computeOverlaps, overlapSets } from '../../src/core/overlap.ts';
-import { type Plan, attemptsOf, clonePlan, statusOf } from '../../src/core/plan.ts';
-import { parallelGroups, pickStarts, projectedRounds } from '../../src/core/schedule.ts';
-import { SIMULATION_DEFAULTS, type SimulationTrace, simulateRun } from '../../src/core/simulation.ts';
-import { MAX_SIM_TASKS, type Simulation, conflictBrute, planArb, reachable, simulationArb } from '../support/arbitraries.ts';
+import { cascade, depsOf, depths, longestRemainingPath, readySet, stall } from '../../src/core/plan/graph.ts';
+import { computeOverlaps, overlapSets } from '../../src/core/plan/overlap.ts';
+import { attemptsOf, clonePlan, type Plan, statusOf } from '../../src/core/plan/plan.ts';
+import { parallelGroups, pickStarts, projectedRounds } from '../../src/core/plan/schedule.ts';
+import { simulateRun, SIMULATION_DEFAULTS, type SimulationTrace } from '../../src/core/engine/simulation.ts';
+import { conflictBrute, MAX_SIM_TASKS, planArb, reachable, type Simulation, simulationArb } from '../support/arbitraries.ts';
 
 const MAX_ATTEMPTS = 3;
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Plan, Task } from '../../src/core/plan.ts';
-import { computeOverlaps } from '../../src/core/overlap.ts';
-import { parsePlan } from '../../src/core/validate.ts';
+import type { Plan, Task } from '../../src/core/plan/plan.ts';
+import { computeOverlaps } from '../../src/core/plan/overlap.ts';
+import { parsePlan } from '../../src/core/plan/validate.ts';
 import {
   editRuleProblem,
   editRules,
@@ -11,7 +11,7 @@ import {
   rootProblem,
   workerPermissions,
   workerSettings,
-} from '../../src/core/scope.ts';
+} from '../../src/core/plan/scope.ts';
 
 const task = (create: string[], modify: string[] = [], extra: Partial<Task> = {}): Task => ({
   subject: 's',

@@ -6,8 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { initialState } from '../../src/core/engine/admission.ts';
 import type { Attempt } from '../../src/core/engine/attempt.ts';
 import type { EngineState } from '../../src/core/engine/state.ts';
-import type { RunEventBody } from '../../src/core/events.ts';
-import type { Task } from '../../src/core/plan.ts';
+import type { RunEventBody } from '../../src/core/report/events.ts';
+import type { Task } from '../../src/core/plan/plan.ts';
 import {
   breakerReport,
   gateReport,
@@ -18,8 +18,8 @@ import {
   roundSummary,
   setAsideBy,
   skippedBy,
-} from '../../src/core/session-report.ts';
-import { SIMULATION_DEFAULTS } from '../../src/core/simulation.ts';
+} from '../../src/core/engine/session-report.ts';
+import { SIMULATION_DEFAULTS } from '../../src/core/engine/simulation.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
 const GATE = { command: 'npm test', batchSize: 4 };

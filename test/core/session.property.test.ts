@@ -13,12 +13,12 @@ import type { EngineEvent } from '../../src/core/engine/events.ts';
 import { gateOpen } from '../../src/core/engine/queries.ts';
 import type { EngineConfig, EngineState } from '../../src/core/engine/state.ts';
 import { step } from '../../src/core/engine/step.ts';
-import { noFindings } from '../../src/core/transition.ts';
-import { ok } from '../../src/core/failure.ts';
-import type { WorkerRun } from '../../src/core/worker-run.ts';
-import { statusOf } from '../../src/core/plan.ts';
-import { emptyUsage } from '../../src/core/usage.ts';
-import { SIMULATION_DEFAULTS, passingCheck } from '../../src/core/simulation.ts';
+import { noFindings } from '../../src/core/attempt/transition.ts';
+import { ok } from '../../src/core/result.ts';
+import type { WorkerRun } from '../../src/core/attempt/worker-run.ts';
+import { statusOf } from '../../src/core/plan/plan.ts';
+import { emptyUsage } from '../../src/core/plan/usage.ts';
+import { passingCheck, SIMULATION_DEFAULTS } from '../../src/core/engine/simulation.ts';
 import { planArb } from '../support/arbitraries.ts';
 
 type LeadAction = 'next' | 'finish-one' | 'finish-all' | 'commit' | 'land' | 'gate';

@@ -16,9 +16,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { admitHeld } from '../../src/core/engine/admission.ts';
 import type { EngineConfig } from '../../src/core/engine/state.ts';
-import type { RunEventBody } from '../../src/core/events.ts';
-import { type Plan, statusOf } from '../../src/core/plan.ts';
-import { SIMULATION_DEFAULTS, simulateRun } from '../../src/core/simulation.ts';
+import type { RunEventBody } from '../../src/core/report/events.ts';
+import { type Plan, statusOf } from '../../src/core/plan/plan.ts';
+import { simulateRun, SIMULATION_DEFAULTS } from '../../src/core/engine/simulation.ts';
 import { MAX_SIM_TASKS, planArb } from '../support/arbitraries.ts';
 
 type Pair = `${number}#${number}`;

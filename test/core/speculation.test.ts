@@ -7,8 +7,8 @@ import type { EngineEffect } from '../../src/core/engine/effects.ts';
 import type { EngineEvent } from '../../src/core/engine/events.ts';
 import type { EngineConfig, EngineState } from '../../src/core/engine/state.ts';
 import { step } from '../../src/core/engine/step.ts';
-import { type Plan, attemptsOf, statusOf } from '../../src/core/plan.ts';
-import { SIMULATION_DEFAULTS } from '../../src/core/simulation.ts';
+import { attemptsOf, type Plan, statusOf } from '../../src/core/plan/plan.ts';
+import { SIMULATION_DEFAULTS } from '../../src/core/engine/simulation.ts';
 import { passed, reported } from '../support/engine-rig.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 

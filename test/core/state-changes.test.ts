@@ -1,6 +1,6 @@
 // A task's status changes in one place: the step function (core/engine/), through the
-// transitions it calls (core/transition.ts, and the cascade of skips in core/cascade-skips.ts). The
-// person's own decisions between runs (approve, reject, retry, skip: core/interventions.ts) are
+// transitions it calls (core/attempt/transition.ts, and the cascade of skips in core/plan/cascade-skips.ts). The
+// person's own decisions between runs (approve, reject, retry, skip: core/attempt/interventions.ts) are
 // the one other door. This reads the source with the TypeScript compiler's type checker
 // (test/support/status-writes.ts), so a new writer anywhere else fails here, in any form: the
 // detector itself is checked on a snippet of each.
@@ -9,7 +9,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
-import { type StatusWrite, TASK_MODULE, programOf, statusWrites } from '../support/status-writes.ts';
+import { programOf, type StatusWrite, statusWrites, TASK_MODULE } from '../support/status-writes.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const SRC = join(ROOT, 'src');
@@ -28,11 +28,11 @@ const files = paths.map((path) => ({ path: rel(path), text: readFileSync(path, '
 
 /** Where a task may be given a status, and why. */
 const ALLOWED: ReadonlyArray<{ file: string; within?: string; forms?: ReadonlyArray<StatusWrite['form']>; why: string }> = [
-  { file: 'src/core/transition.ts', why: 'the transitions the step function applies' },
-  { file: 'src/core/cascade-skips.ts', within: 'applyCascade', why: "the skips a failure (or a person's decision) leads to" },
-  { file: 'src/core/finalize.ts', within: 'trimCompleted', why: 'a completed task keeps the status it has' },
-  { file: 'src/core/interventions.ts', why: "the person's decisions between runs" },
-  { file: 'src/core/validate.ts', within: 'withDefaults', why: '`plan check --fix` writes out the status a task has (statusOf)' },
+  { file: 'src/core/attempt/transition.ts', why: 'the transitions the step function applies' },
+  { file: 'src/core/plan/cascade-skips.ts', within: 'applyCascade', why: "the skips a failure (or a person's decision) leads to" },
+  { file: 'src/core/attempt/finalize.ts', within: 'trimCompleted', why: 'a completed task keeps the status it has' },
+  { file: 'src/core/attempt/interventions.ts', why: "the person's decisions between runs" },
+  { file: 'src/core/plan/validate.ts', within: 'withDefaults', why: '`plan check --fix` writes out the status a task has (statusOf)' },
   {
     file: 'src/core/engine/record.ts',
     forms: ['replacement'],
@@ -59,7 +59,7 @@ const TRANSITIONS: Record<string, readonly string[]> = {
   applySetupFindings: ['src/core/engine/step.ts'],
   applyCancelled: ['src/core/engine/speculation.ts'],
   // A failure's skips (through applyDecision) and the skips after a person's decision.
-  applyCascade: ['src/core/transition.ts', 'src/core/interventions.ts'],
+  applyCascade: ['src/core/attempt/transition.ts', 'src/core/attempt/interventions.ts'],
 };
 
 describe('task states change only through the step function', () => {
@@ -67,7 +67,7 @@ describe('task states change only through the step function', () => {
 
   it('reads the whole source, and sees the writes that exist (the test would pass vacuously otherwise)', () => {
     expect(files.length).toBeGreaterThan(50);
-    expect(writes.filter((w) => rel(w.file) === 'src/core/transition.ts' && w.form === 'assignment').length).toBeGreaterThan(0);
+    expect(writes.filter((w) => rel(w.file) === 'src/core/attempt/transition.ts' && w.form === 'assignment').length).toBeGreaterThan(0);
   });
 
   it('no module outside the transitions gives a task a status or replaces a task, in any form', () => {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { readySet } from '../../src/core/graph.ts';
-import { taskAt } from '../../src/core/plan.ts';
+import { readySet } from '../../src/core/plan/graph.ts';
+import { taskAt } from '../../src/core/plan/plan.ts';
 import { buildTask, planArb } from '../support/arbitraries.ts';
 
 const runs = { numRuns: 200 };

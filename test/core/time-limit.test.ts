@@ -2,7 +2,7 @@
 // limit, and that its whole process group was ended.
 
 import { describe, expect, it } from 'vitest';
-import { describeTimeLimitHit, formatLimit } from '../../src/core/time-limit.ts';
+import { describeTimeLimitHit, formatLimit } from '../../src/core/limits/time-limit.ts';
 
 describe('describeTimeLimitHit', () => {
   it('names the command, the limit and the flag that sets it', () => {

@@ -2,12 +2,13 @@
 // is unknown, and totals over many figures say "unknown" or "at least $X (N unknown)".
 
 import { describe, expect, it } from 'vitest';
-import type { RunEvent } from '../../src/core/events.ts';
-import { formatCostFigure, formatCostTally } from '../../src/core/usage.ts';
-import { UNKNOWN, addUsage, emptyUsage, mergeTallies, tallyCostUsd, tallyOf } from '../../src/core/usage.ts';
-import { formatTokens, groupRuns, historyEntries, planTally, renderReport } from '../../src/core/report.ts';
+import type { RunEvent } from '../../src/core/report/events.ts';
+import { addUsage, emptyUsage, formatCostFigure, formatCostTally, mergeTallies, tallyCostUsd, tallyOf, UNKNOWN } from '../../src/core/plan/usage.ts';
+import { formatTokens, historyEntries, planTally } from '../../src/core/report/history.ts';
+import { groupRuns } from '../../src/core/report/journal.ts';
+import { renderReport } from '../../src/core/report/markdown.ts';
 import { describeEvent } from '../../src/ui/event-text.ts';
-import { RUN_ID, T0, ev, recordedRun, usage } from '../support/events.ts';
+import { ev, recordedRun, RUN_ID, T0, usage } from '../support/events.ts';
 import { planAfterRecordedRun } from '../support/report-plan.ts';
 
 /** A session run: one attempt, unknown figures, finished. */

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { computeOverlaps } from '../../src/core/overlap.ts';
-import { type Plan, statusOf } from '../../src/core/plan.ts';
-import { jsonPathOf, parsePlan, validatePlan, withDefaults } from '../../src/core/validate.ts';
+import { computeOverlaps } from '../../src/core/plan/overlap.ts';
+import { type Plan, statusOf } from '../../src/core/plan/plan.ts';
+import { jsonPathOf, parsePlan, validatePlan, withDefaults } from '../../src/core/plan/validate.ts';
 import { brokenCorpus, brokenText, validText } from '../plans/corpus.ts';
 import { planArb } from '../support/arbitraries.ts';
 

@@ -1,11 +1,11 @@
-// Widening a task's declared files (core/widen.ts, core/interventions.ts declareFiles): the
+// Widening a task's declared files (core/attempt/widen.ts, core/attempt/interventions.ts declareFiles): the
 // patterns --widen takes, what a run may add, what a task still needs, and putting it back.
 
 import { describe, expect, it } from 'vitest';
-import { ok } from '../../src/core/failure.ts';
-import { declareFiles } from '../../src/core/interventions.ts';
-import type { Plan, Task } from '../../src/core/plan.ts';
-import { matchesPattern, neededPaths, recheckable, wantedPaths, widenRefusal, withDeclared } from '../../src/core/widen.ts';
+import { ok } from '../../src/core/result.ts';
+import { declareFiles } from '../../src/core/attempt/interventions.ts';
+import type { Plan, Task } from '../../src/core/plan/plan.ts';
+import { matchesPattern, neededPaths, recheckable, wantedPaths, widenRefusal, withDeclared } from '../../src/core/attempt/widen.ts';
 
 const task = (over: Partial<Task> = {}): Task => ({
   subject: 's',

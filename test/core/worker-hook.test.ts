@@ -1,25 +1,25 @@
-// The worker hook's decision (src/core/worker-hook.ts), pure: what a worker of an in-session run
+// The worker hook's decision (src/core/sandbox/worker-hook.ts), pure: what a worker of an in-session run
 // may do, and that the hook decides nothing anywhere else.
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  bashRuleMayMatch,
   type Binding,
   type CallFacts,
-  type HandOut,
-  type ToolCall,
-  bashRuleMayMatch,
   classifyTool,
   currentBinding,
   decideToolCall,
+  type HandOut,
   judgeWrite,
   ruleRootsOf,
   sandboxedCommand,
   settingsFolders,
   shellQuote,
+  type ToolCall,
   workerSandboxSettings,
   writePath,
-} from '../../src/core/worker-hook.ts';
+} from '../../src/core/sandbox/worker-hook.ts';
 
 const repo = '/home/p/repo';
 const worktree = `${repo}/.claude/worktrees/agent-a1`;

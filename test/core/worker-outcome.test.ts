@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { emptyUsage } from '../../src/core/usage.ts';
-import { type ExitInfo, type ResultInfo, type StreamFacts, classifyOutcome } from '../../src/core/worker-outcome.ts';
+import { emptyUsage } from '../../src/core/plan/usage.ts';
+import { classifyOutcome, type ExitInfo, type ResultInfo, type StreamFacts } from '../../src/core/attempt/worker-outcome.ts';
 
 const facts = (extra: Partial<StreamFacts> = {}): StreamFacts => ({
   usage: emptyUsage(),

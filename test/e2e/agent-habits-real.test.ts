@@ -10,11 +10,11 @@
 import { lstat, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sandboxSupport } from '../../src/adapters/sandbox.ts';
-import type { Plan } from '../../src/core/plan.ts';
+import { sandboxSupport } from '../../src/adapters/sandbox/sandbox.ts';
+import type { Plan } from '../../src/core/plan/plan.ts';
 import { runExecute } from '../support/execute.ts';
-import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
-import { type ContentBlock, type ModelServer, type ScriptedRequest, scenario, startModelServer, text, toolUse } from '../support/model-server.ts';
+import { tempGitRepo, type TempGitRepo } from '../support/git-repo.ts';
+import { type ContentBlock, type ModelServer, scenario, type ScriptedRequest, startModelServer, text, toolUse } from '../support/model-server.ts';
 import { makePlan, readPlan, writePlan } from '../support/plans.ts';
 import { claudeBin, claudeEnv, tempHome } from '../support/real-claude.ts';
 

@@ -6,10 +6,10 @@ import { readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { rng } from '../../bench/random.ts';
-import type { Plan } from '../../src/core/plan.ts';
-import { parsePlan } from '../../src/core/validate.ts';
-import { executeScript, fakeWorker, runExecute, nodeArgsFor } from '../support/execute.ts';
-import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
+import type { Plan } from '../../src/core/plan/plan.ts';
+import { parsePlan } from '../../src/core/plan/validate.ts';
+import { executeScript, fakeWorker, nodeArgsFor, runExecute } from '../support/execute.ts';
+import { tempGitRepo, type TempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../support/plans.ts';
 import { alive } from '../support/processes.ts';
 

@@ -6,13 +6,13 @@ import { readFile, readdir, realpath, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sandboxSupport } from '../../src/adapters/sandbox.ts';
+import { sandboxSupport } from '../../src/adapters/sandbox/sandbox.ts';
 import { worktreesRoot } from '../../src/adapters/git/pool-slots.ts';
-import type { Plan } from '../../src/core/plan.ts';
-import { notLoggedInLines } from '../../src/core/auth-status.ts';
+import type { Plan } from '../../src/core/plan/plan.ts';
+import { notLoggedInLines } from '../../src/core/hosts/auth-status.ts';
 import { runExecute } from '../support/execute.ts';
-import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
-import { type ModelServer, type ScriptedRequest, scenario, startModelServer, text, toolUse, variants } from '../support/model-server.ts';
+import { tempGitRepo, type TempGitRepo } from '../support/git-repo.ts';
+import { type ModelServer, scenario, type ScriptedRequest, startModelServer, text, toolUse, variants } from '../support/model-server.ts';
 import { makePlan, readPlan, writePlan } from '../support/plans.ts';
 import { claudeBin, claudeEnv, tempHome } from '../support/real-claude.ts';
 

@@ -10,11 +10,12 @@ import { existsSync } from 'node:fs';
 import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { processAlive } from '../../src/adapters/processes.ts';
-import type { RunEvent } from '../../src/core/events.ts';
-import type { Plan } from '../../src/core/plan.ts';
-import { groupRuns, renderReport, reportData } from '../../src/core/report.ts';
-import { executeScript, fakeWorker, runExecute, runPlanTool, nodeArgsFor } from '../support/execute.ts';
+import { processAlive } from '../../src/adapters/processes/processes.ts';
+import type { RunEvent } from '../../src/core/report/events.ts';
+import type { Plan } from '../../src/core/plan/plan.ts';
+import { groupRuns } from '../../src/core/report/journal.ts';
+import { renderReport, reportData } from '../../src/core/report/markdown.ts';
+import { executeScript, fakeWorker, nodeArgsFor, runExecute, runPlanTool } from '../support/execute.ts';
 import { fakeEvents, leftovers, repoWithPlan } from '../support/fake-run.ts';
 import type { TempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
@@ -139,7 +140,7 @@ describe('the merge queue', () => {
     expect(await foremanRefs(repo)).toEqual([]);
 
     // The report of the run's journal shows the gate: its runs, its time, the culprit, a row of its own in the chart.
-    // (Through the core: scripts/plan.ts does not load on this branch while src/run/session.ts is being rebuilt.)
+    // (Through the core: scripts/plan.ts does not load on this branch while src/run/session/session.ts is being rebuilt.)
     const run = groupRuns(await runEvents(repo)).at(-1)!;
     const report = renderReport({ run, plan: null, planIsOfRun: false });
     expect(report).toMatch(new RegExp(`- \\*\\*Gate:\\*\\* \\d+ runs \\(\\d+ failed\\), .* in the gate; culprit: task ${culprit}`));

@@ -15,20 +15,20 @@ import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readLock } from '../../src/adapters/run-lock.ts';
-import { sandboxSupport } from '../../src/adapters/sandbox.ts';
-import type { Plan } from '../../src/core/plan.ts';
+import { readLock } from '../../src/adapters/store/run-lock.ts';
+import { sandboxSupport } from '../../src/adapters/sandbox/sandbox.ts';
+import type { Plan } from '../../src/core/plan/plan.ts';
 import { repositoryId } from '../../src/run/workspace/host-scripts.ts';
 import { openChannel } from '../../src/adapters/host/channel.ts';
 import { sshTransport } from '../../src/adapters/host/ssh.ts';
 import { executeScript, nodeArgsFor, runExecute, runPlanTool } from '../support/execute.ts';
 import { waitFor } from '../support/wait.ts';
-import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
-import { type ModelServer, type ScriptedRequest, httpError, scenario, startModelServer, text, toolUse } from '../support/model-server.ts';
+import { tempGitRepo, type TempGitRepo } from '../support/git-repo.ts';
+import { httpError, type ModelServer, scenario, type ScriptedRequest, startModelServer, text, toolUse } from '../support/model-server.ts';
 import { makePlan, writePlan } from '../support/plans.ts';
-import { claudeBin, claudeEnv, tempHome, gatewayToken } from '../support/real-claude.ts';
+import { claudeBin, claudeEnv, gatewayToken, tempHome } from '../support/real-claude.ts';
 import { alive, childrenOf } from '../support/processes.ts';
-import { type TestSshd, sshdMissing, startTestSshd } from '../support/sshd.ts';
+import { sshdMissing, startTestSshd, type TestSshd } from '../support/sshd.ts';
 
 const describeSshd = sshdMissing === null ? describe : describe.skip;
 if (sshdMissing !== null) console.warn(`hosts-real.test.ts skips: ${sshdMissing}`);

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { Plan } from '../../src/core/plan.ts';
+import type { Plan } from '../../src/core/plan/plan.ts';
 import { runExecute, runPlanTool } from '../support/execute.ts';
 import { type FakeEvent, fakeEvents, leftovers, repoWithPlan, startExecute } from '../support/fake-run.ts';
 import { waitFor } from '../support/wait.ts';

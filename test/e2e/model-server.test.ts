@@ -10,16 +10,16 @@ import { join } from 'node:path';
 import {
   failFirst,
   httpError,
+  type ModelServer,
   NO_SCENARIO_TEXT,
   scenario,
+  type ScriptedRequest,
   startModelServer,
   text,
   toolUse,
   variants,
-  type ModelServer,
-  type ScriptedRequest,
 } from '../support/model-server.ts';
-import { claudeBin, claudeEnv, headlessArgs, runClaude, tempHome, type StreamEvent } from '../support/real-claude.ts';
+import { claudeBin, claudeEnv, headlessArgs, runClaude, type StreamEvent, tempHome } from '../support/real-claude.ts';
 
 const cwdOf = (req: ScriptedRequest): string => {
   if (req.cwd === undefined) throw new Error('request has no Primary working directory');

@@ -13,11 +13,11 @@ import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { RunEventBody } from '../../src/core/events.ts';
-import type { Plan } from '../../src/core/plan.ts';
+import type { RunEventBody } from '../../src/core/report/events.ts';
+import type { Plan } from '../../src/core/plan/plan.ts';
 import { runExecute, runPlanTool } from '../support/execute.ts';
 import { tempGitRepo } from '../support/git-repo.ts';
-import { type ModelServer, type ScriptedRequest, httpError, scenario, startModelServer, text, toolUse } from '../support/model-server.ts';
+import { httpError, type ModelServer, scenario, type ScriptedRequest, startModelServer, text, toolUse } from '../support/model-server.ts';
 import { makePlan, readPlan, writePlan } from '../support/plans.ts';
 import { claudeBin, claudeEnv, tempHome } from '../support/real-claude.ts';
 

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { Plan } from '../../src/core/plan.ts';
+import type { Plan } from '../../src/core/plan/plan.ts';
 import { fakeEvents, leftovers, repoWithPlan } from '../support/fake-run.ts';
 import { repoRoot, runExecute } from '../support/execute.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';

@@ -7,11 +7,11 @@ import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promis
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Plan } from '../../src/core/plan.ts';
-import { parsePlan } from '../../src/core/validate.ts';
-import { registryPathFor } from '../../src/adapters/orphans.ts';
-import { groupAlive, processStartTime } from '../../src/adapters/processes.ts';
-import { planScript, runExecute, runPlanTool, nodeArgsFor } from '../support/execute.ts';
+import type { Plan } from '../../src/core/plan/plan.ts';
+import { parsePlan } from '../../src/core/plan/validate.ts';
+import { registryPathFor } from '../../src/adapters/processes/orphans.ts';
+import { groupAlive, processStartTime } from '../../src/adapters/processes/processes.ts';
+import { nodeArgsFor, planScript, runExecute, runPlanTool } from '../support/execute.ts';
 import { type FakeEvent, fakeEvents, leftovers, repoWithPlan, startExecute } from '../support/fake-run.ts';
 import { waitFor } from '../support/wait.ts';
 import { fakeTask, makePlan, readPlan } from '../support/plans.ts';

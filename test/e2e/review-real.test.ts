@@ -8,11 +8,11 @@
 import { readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunEvent } from '../../src/core/events.ts';
-import type { Plan } from '../../src/core/plan.ts';
+import type { RunEvent } from '../../src/core/report/events.ts';
+import type { Plan } from '../../src/core/plan/plan.ts';
 import { runExecute, runPlanTool } from '../support/execute.ts';
-import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
-import { type ModelServer, type ScriptedRequest, type TurnScript, startModelServer, text, toolUse, variants } from '../support/model-server.ts';
+import { tempGitRepo, type TempGitRepo } from '../support/git-repo.ts';
+import { type ModelServer, type ScriptedRequest, startModelServer, text, toolUse, type TurnScript, variants } from '../support/model-server.ts';
 import { makePlan, readPlan, writePlan } from '../support/plans.ts';
 import { claudeBin, claudeEnv, tempHome } from '../support/real-claude.ts';
 

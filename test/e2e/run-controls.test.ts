@@ -6,8 +6,8 @@
 import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseJournal } from '../../src/adapters/journal.ts';
-import { type Plan, statusOf } from '../../src/core/plan.ts';
+import { parseJournal } from '../../src/adapters/store/journal.ts';
+import { type Plan, statusOf } from '../../src/core/plan/plan.ts';
 import { runExecute, runPlanTool } from '../support/execute.ts';
 import { fakeEvents, leftovers, repoWithPlan, startExecute } from '../support/fake-run.ts';
 import { waitFor } from '../support/wait.ts';

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { worktreesRoot } from '../../src/adapters/git/pool-slots.ts';
 import { runExecute } from '../support/execute.ts';
 import { tempGitRepo } from '../support/git-repo.ts';
-import { type ModelServer, type ScriptedRequest, scenario, startModelServer, text, toolUse } from '../support/model-server.ts';
+import { type ModelServer, scenario, type ScriptedRequest, startModelServer, text, toolUse } from '../support/model-server.ts';
 import { makePlan, readPlan, writePlan } from '../support/plans.ts';
 import { claudeBin, claudeEnv, tempHome } from '../support/real-claude.ts';
 

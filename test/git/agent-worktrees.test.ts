@@ -5,7 +5,7 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { agentWorktree, removeAgentWorktree, startFromParked } from '../../src/adapters/git/agent-worktrees.ts';
-import { type TempGitRepo, runGit, tempGitRepo } from '../support/git-repo.ts';
+import { runGit, tempGitRepo, type TempGitRepo } from '../support/git-repo.ts';
 import { leftovers } from '../support/fake-run.ts';
 
 const { repos } = leftovers();

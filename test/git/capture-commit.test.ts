@@ -4,7 +4,7 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import { captureCommit, captureWork } from '../../src/adapters/git/capture.ts';
-import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
+import { tempGitRepo, type TempGitRepo } from '../support/git-repo.ts';
 
 const repos: TempGitRepo[] = [];
 afterEach(async () => {

@@ -5,12 +5,12 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Git } from '../../src/adapters/git/repository.ts';
 import { type Capture, captureWork, hashedWork, stagedWork } from '../../src/adapters/git/capture.ts';
-import { type Integration, integrate, Integrator, parkedTrailers, parkedWork } from '../../src/adapters/git/integrate.ts';
+import { integrate, type Integration, Integrator, parkedTrailers, parkedWork } from '../../src/adapters/git/integrate.ts';
 import { awaitingRef, deletePlanRefs, deleteRef, dropParked, foremanRefs, integrationRef, parkedTasks, readRef } from '../../src/adapters/git/refs.ts';
-import { type Slot, type WorktreePool, openPool } from '../../src/adapters/git/worktree-pool.ts';
-import { type GitFailure, describeGitFailure, parseStatusV2 } from '../../src/core/git-text.ts';
-import type { Result } from '../../src/core/failure.ts';
-import type { CapturedWork } from '../../src/core/work.ts';
+import { openPool, type Slot, type WorktreePool } from '../../src/adapters/git/worktree-pool.ts';
+import { describeGitFailure, type GitFailure, parseStatusV2 } from '../../src/core/integration/git-text.ts';
+import type { Result } from '../../src/core/result.ts';
+import type { CapturedWork } from '../../src/core/attempt/work.ts';
 import { afterEachCleanups, runGit, tempGitRepo, type TempGitRepo, withoutMachineGitConfig } from '../support/git-repo.ts';
 import { succeeded } from '../support/results.ts';
 

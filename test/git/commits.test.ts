@@ -9,7 +9,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CommitWriter } from '../../src/adapters/git/commits.ts';
-import { Integrator, integrate } from '../../src/adapters/git/integrate.ts';
+import { integrate, Integrator } from '../../src/adapters/git/integrate.ts';
 import { endGitSessions } from '../../src/adapters/git/runner.ts';
 import { integrationRef } from '../../src/adapters/git/refs.ts';
 import { repoRoot, tsxLoader } from '../support/execute.ts';

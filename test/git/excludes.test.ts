@@ -7,10 +7,10 @@ import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promi
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runShell } from '../../src/adapters/checks.ts';
+import { runShell } from '../../src/adapters/sandbox/checks.ts';
 import { writeWorkerExcludes } from '../../src/adapters/git/excludes.ts';
-import { sandboxSupport } from '../../src/adapters/sandbox.ts';
-import { SANDBOX_PLACEHOLDERS, excludesFileEnv } from '../../src/core/sandbox-placeholders.ts';
+import { sandboxSupport } from '../../src/adapters/sandbox/sandbox.ts';
+import { excludesFileEnv, SANDBOX_PLACEHOLDERS } from '../../src/core/sandbox/sandbox-placeholders.ts';
 import { afterEachCleanups, runGit, tempGitRepo, withoutMachineGitConfig } from '../support/git-repo.ts';
 
 withoutMachineGitConfig();

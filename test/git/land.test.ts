@@ -2,10 +2,10 @@ import { existsSync } from 'node:fs';
 import { chmod, lstat, mkdir, readFile, readdir, readlink, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { type LandRequest, type LandingStep, land, resumeLanding } from '../../src/adapters/git/land.ts';
+import { land, type LandingStep, type LandRequest, resumeLanding } from '../../src/adapters/git/land.ts';
 import { runGit } from '../../src/adapters/git/runner.ts';
-import { describeLandingProblem } from '../../src/core/landing.ts';
-import { afterEachCleanups, tempRepoIn, type TempGitRepo, withoutMachineGitConfig } from '../support/git-repo.ts';
+import { describeLandingProblem } from '../../src/core/integration/landing.ts';
+import { afterEachCleanups, type TempGitRepo, tempRepoIn, withoutMachineGitConfig } from '../support/git-repo.ts';
 
 // Keep the machine's own git configuration out of these tests.
 withoutMachineGitConfig();

@@ -4,8 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Git } from '../../src/adapters/git/repository.ts';
-import { GIT_TIME_LIMIT_ENV, PREVIOUS_OUTPUT, gitProcessCount, runGit, runGitSteps } from '../../src/adapters/git/runner.ts';
-import { buildMessage, normalizeRepoPath, parseStatus, parseStatusV2 } from '../../src/core/git-text.ts';
+import { GIT_TIME_LIMIT_ENV, gitProcessCount, PREVIOUS_OUTPUT, runGit, runGitSteps } from '../../src/adapters/git/runner.ts';
+import { buildMessage, normalizeRepoPath, parseStatus, parseStatusV2 } from '../../src/core/integration/git-text.ts';
 import { tempGitRepo, type TempGitRepo, withoutMachineGitConfig } from '../support/git-repo.ts';
 import { succeeded } from '../support/results.ts';
 

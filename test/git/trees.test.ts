@@ -10,9 +10,9 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TreeBuilder } from '../../src/adapters/git/trees.ts';
 import { gitProcessCount } from '../../src/adapters/git/runner.ts';
-import { indexInfo } from '../../src/core/git-text.ts';
-import type { WorkEntry } from '../../src/core/work.ts';
-import { type TempGitRepo, runGit, tempGitRepo, withoutMachineGitConfig } from '../support/git-repo.ts';
+import { indexInfo } from '../../src/core/integration/git-text.ts';
+import type { WorkEntry } from '../../src/core/attempt/work.ts';
+import { runGit, tempGitRepo, type TempGitRepo, withoutMachineGitConfig } from '../support/git-repo.ts';
 
 withoutMachineGitConfig();
 

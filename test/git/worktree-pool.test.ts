@@ -1,13 +1,13 @@
 import { spawn } from 'node:child_process';
-import { NO_HOOKS } from '../../src/core/git-text.ts';
+import { NO_HOOKS } from '../../src/core/integration/git-text.ts';
+import { openPool, type PoolOptions } from '../../src/adapters/git/worktree-pool.ts';
+import { diskUsage, poolDir, removePlanWorktrees, worktreesRoot } from '../../src/adapters/git/pool-slots.ts';
+import { DEFAULT_SETUP_INPUTS, describeProvisionFailure, type SetupRun, symlinkDirectoriesOf } from '../../src/adapters/git/provisioning.ts';
+import { afterEachCleanups, type TempGitRepo, tempRepoIn } from '../support/git-repo.ts';
 import { lstat, mkdir, mkdtemp, readFile, readdir, readlink, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { type PoolOptions, openPool } from '../../src/adapters/git/worktree-pool.ts';
-import { diskUsage, poolDir, removePlanWorktrees, worktreesRoot } from '../../src/adapters/git/pool-slots.ts';
-import { DEFAULT_SETUP_INPUTS, type SetupRun, describeProvisionFailure, symlinkDirectoriesOf } from '../../src/adapters/git/provisioning.ts';
-import { type TempGitRepo, afterEachCleanups, tempRepoIn } from '../support/git-repo.ts';
 
 const cleanups = afterEachCleanups();
 const tempRepo = tempRepoIn(cleanups);

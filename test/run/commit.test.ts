@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { buildMessage } from '../../src/core/git-text.ts';
-import type { Plan } from '../../src/core/plan.ts';
-import { TRAILER_RESULT, roundMessage } from '../../src/run/commit.ts';
+import { buildMessage } from '../../src/core/integration/git-text.ts';
+import type { Plan } from '../../src/core/plan/plan.ts';
+import { roundMessage, TRAILER_RESULT } from '../../src/run/commit.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
 const planWith = (results: Array<string | undefined>): Plan =>

@@ -4,9 +4,9 @@
 // usage limits: limits.test.ts).
 
 import { describe, expect, it } from 'vitest';
-import { err } from '../../src/core/failure.ts';
+import { err } from '../../src/core/result.ts';
 import type { Host } from '../../src/core/hosts/url.ts';
-import { type Plan, statusOf } from '../../src/core/plan.ts';
+import { type Plan, statusOf } from '../../src/core/plan/plan.ts';
 import { EngineRig, failedRun, gitFailure, passed, reported } from '../support/engine-rig.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 

@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ownLayout } from '../../src/adapters/layout.ts';
-import { PlanKeeper, serializePlan } from '../../src/adapters/plan-file.ts';
-import { err, ok } from '../../src/core/failure.ts';
-import { baselineRefusal, landingNotice } from '../../src/core/run-lifecycle.ts';
+import { PlanKeeper, serializePlan } from '../../src/adapters/store/plan-file.ts';
+import { err, ok } from '../../src/core/result.ts';
+import { baselineRefusal, landingNotice } from '../../src/core/engine/run-lifecycle.ts';
 import { finishPlan } from '../../src/run/lifecycle.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 

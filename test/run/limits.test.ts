@@ -1,4 +1,4 @@
-// Rate and usage limits in the headless engine, in process: the run's one limiter (core/limiter.ts)
+// Rate and usage limits in the headless engine, in process: the run's one limiter (core/limits/limiter.ts)
 // hears every worker's refusals and responses; workers are released by the test, time is a fake
 // clock. A limit never fails a task nor spends an attempt; a worker that has done nothing is
 // stopped and its task waits; one that has done something is never cut short, and if a limit ends
@@ -6,9 +6,9 @@
 // usage limit's reset within --limit-wait, and past it drains and stops, saying when to run again.
 
 import { describe, expect, it } from 'vitest';
-import type { RunEventBody } from '../../src/core/events.ts';
-import { type Plan, statusOf } from '../../src/core/plan.ts';
-import { apiUrlOf } from '../../src/run/engine.ts';
+import type { RunEventBody } from '../../src/core/report/events.ts';
+import { type Plan, statusOf } from '../../src/core/plan/plan.ts';
+import { apiUrlOf } from '../../src/run/headless/engine.ts';
 import { EngineRig, failedRun, reported } from '../support/engine-rig.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { noFindings, statusAfter } from '../../src/core/transition.ts';
+import { noFindings, statusAfter } from '../../src/core/attempt/transition.ts';
 import { revertLostWork } from '../../src/run/lost-work.ts';
 import { afterEachCleanups, tempRepoIn } from '../support/git-repo.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';

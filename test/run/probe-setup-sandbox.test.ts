@@ -18,9 +18,9 @@ import {
   sandboxSupport,
   setupCommandSandbox,
   setupNetworkHosts,
-} from '../../src/adapters/sandbox.ts';
-import { probeFindings, probeKey } from '../../src/core/probe.ts';
-import { validatePlan } from '../../src/core/validate.ts';
+} from '../../src/adapters/sandbox/sandbox.ts';
+import { probeFindings, probeKey } from '../../src/core/sandbox/probe.ts';
+import { validatePlan } from '../../src/core/plan/validate.ts';
 import { runProbe } from '../support/probe.ts';
 import { afterEachCleanups, tempRepoIn } from '../support/git-repo.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';

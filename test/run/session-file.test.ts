@@ -10,7 +10,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Plan } from '../../src/core/plan.ts';
+import type { Plan } from '../../src/core/plan/plan.ts';
 import { initialState } from '../../src/core/engine/admission.ts';
 import type { Attempt } from '../../src/core/engine/attempt.ts';
 import { step } from '../../src/core/engine/step.ts';

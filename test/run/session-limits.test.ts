@@ -1,10 +1,10 @@
-// Limits in the in-session steps (SessionRig: run/session.ts's own steps, their I/O faked): a
+// Limits in the in-session steps (SessionRig: run/session/session.ts's own steps, their I/O faked): a
 // subagent whose reply is Claude Code's line for a limit is handed back with no attempt spent;
 // after such a round `plan next` hands out no more tasks than the round got through; a usage
 // limit's reset, read from the reply, holds every hand-out until then and is told to the lead.
 
 import { describe, expect, it } from 'vitest';
-import { statusOf } from '../../src/core/plan.ts';
+import { statusOf } from '../../src/core/plan/plan.ts';
 import { SessionRig } from '../support/engine-rig.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 import { expectSchema } from '../skills/support.ts';

@@ -1,5 +1,5 @@
 // The in-session steps in the test process (SessionRig): the test plays the lead — `setup`,
-// `next`, `finalize` with each subagent's final text, `commit` — and run/session.ts's own steps run,
+// `next`, `finalize` with each subagent's final text, `commit` — and run/session/session.ts's own steps run,
 // with their I/O (the repository, the subagents' worktrees, the gate process, the journal, the
 // clock) replaced by fakes. What a session's steps decide is checked here in milliseconds; the
 // real-git side of the steps stays with test/skills/session-*.test.ts. Each output is checked
@@ -8,12 +8,11 @@
 import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { statusOf } from '../../src/core/plan.ts';
-import { noFindings } from '../../src/core/transition.ts';
-import { SessionRig, gitFailure } from '../support/engine-rig.ts';
+import { statusOf } from '../../src/core/plan/plan.ts';
+import { noFindings } from '../../src/core/attempt/transition.ts';
+import { gitFailure, passed, SessionRig } from '../support/engine-rig.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
-import { declareFiles } from '../../src/core/interventions.ts';
-import { passed } from '../support/engine-rig.ts';
+import { declareFiles } from '../../src/core/attempt/interventions.ts';
 import { expectSchema } from '../skills/support.ts';
 
 /** A step's output as the plan tool prints it, checked against schemas/<step>.schema.json. */

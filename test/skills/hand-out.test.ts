@@ -8,8 +8,8 @@ import { mkdir, mkdtemp, readFile, readdir, realpath, rm, writeFile } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { handOutRoot, readHandOut, writeHandOut } from '../../src/adapters/hand-out.ts';
-import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
+import { handOutRoot, readHandOut, writeHandOut } from '../../src/adapters/worker/hand-out.ts';
+import { tempGitRepo, type TempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../support/plans.ts';
 import { checkedStep, isolatedSubagent, step } from './support.ts';
 

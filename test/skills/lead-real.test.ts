@@ -8,7 +8,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
+import { tempGitRepo, type TempGitRepo } from '../support/git-repo.ts';
 import { type ModelServer, type ScriptedRequest, startModelServer, text, toolUse } from '../support/model-server.ts';
 import { makePlan, writePlan } from '../support/plans.ts';
 import { claudeBin, claudeEnv, headlessArgs, parseStreamJson, tempHome } from '../support/real-claude.ts';

@@ -14,10 +14,10 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WORKTREE_NOT_MADE } from '../../src/run/session/driver.ts';
-import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
-import { type ContentBlock, type ModelServer, type ScriptedRequest, httpError, startModelServer, text, toolUse } from '../support/model-server.ts';
+import { tempGitRepo, type TempGitRepo } from '../support/git-repo.ts';
+import { type ContentBlock, httpError, type ModelServer, type ScriptedRequest, startModelServer, text, toolUse } from '../support/model-server.ts';
 import { makePlan, readPlan, writePlan } from '../support/plans.ts';
-import { type StreamEvent, claudeBin, claudeEnv, gatewayToken, parseStreamJson, repoRoot, tempHome } from '../support/real-claude.ts';
+import { claudeBin, claudeEnv, gatewayToken, parseStreamJson, repoRoot, type StreamEvent, tempHome } from '../support/real-claude.ts';
 import { agentCall, bash, json, lastCalls, leadPlace, taskOfPrompt, worktreesOneAtATime } from './real-session.ts';
 
 const pluginRoot = join(repoRoot, 'plugin');

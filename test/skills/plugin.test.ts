@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ModelServer, type ScriptedRequest, startModelServer, text, toolUse } from '../support/model-server.ts';
-import { type StreamEvent, claudeBin, claudeEnv, parseStreamJson, repoRoot, tempHome } from '../support/real-claude.ts';
-import { type PreparedRepos, preparedRepos, runSkillLine, skillLines } from './skill-lines.ts';
+import { claudeBin, claudeEnv, parseStreamJson, repoRoot, type StreamEvent, tempHome } from '../support/real-claude.ts';
+import { preparedRepos, type PreparedRepos, runSkillLine, skillLines } from './skill-lines.ts';
 
 /** The plugin folder the marketplace points at. */
 const pluginRoot = join(repoRoot, 'plugin');

@@ -6,7 +6,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
-import { findExecutable } from '../../src/adapters/executables.ts';
+import { findExecutable } from '../../src/adapters/sandbox/executables.ts';
 import { type ScriptedRequest, toolUse } from '../support/model-server.ts';
 import { alive } from '../support/processes.ts';
 import { claudeBin, claudeEnv, repoRoot } from '../support/real-claude.ts';

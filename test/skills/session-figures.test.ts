@@ -6,7 +6,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { RunEvent } from '../../src/core/events.ts';
+import type { RunEvent } from '../../src/core/report/events.ts';
 import { formatDuration } from '../../src/core/format.ts';
 import { tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../support/plans.ts';

@@ -8,7 +8,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { handOutRoot, readHandOut } from '../../src/adapters/hand-out.ts';
+import { handOutRoot, readHandOut } from '../../src/adapters/worker/hand-out.ts';
 import { preToolUse } from '../../src/cli/hook.ts';
 import { UNREVISED } from '../../src/run/session/finalize-step.ts';
 import { runGit } from '../support/git-repo.ts';

@@ -10,9 +10,9 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { sandboxSupport } from '../../src/adapters/sandbox.ts';
+import { sandboxSupport } from '../../src/adapters/sandbox/sandbox.ts';
 import { runPlanToolProcess } from '../support/execute.ts';
-import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
+import { tempGitRepo, type TempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../support/plans.ts';
 import { checkedStep, expectSchema, isolatedSubagent, step } from './support.ts';
 

@@ -5,12 +5,11 @@
 import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { acquireLock, currentLockInfo } from '../../src/adapters/run-lock.ts';
+import { acquireLock, currentLockInfo } from '../../src/adapters/store/run-lock.ts';
 import { runExecute } from '../support/execute.ts';
-import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
+import { tempGitRepo, type TempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
 import {
-  type LeadTranscript,
   agentLeftovers,
   checkedStep,
   dirtyOutsideDesign,
@@ -18,6 +17,7 @@ import {
   isolatedSubagent,
   leadRounds,
   leadSetup,
+  type LeadTranscript,
   plannedRepos,
   step,
   stepViaLauncher,

@@ -10,13 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parsePlan } from '../../src/core/validate.ts';
-import { planCommands } from '../../src/cli/plan/index.ts';
-import { parseResults } from '../../src/cli/plan/session/index.ts';
+import { parsePlan } from '../../src/core/plan/validate.ts';
+import { planCommands } from '../../src/cli/plan/commands.ts';
+import { parseResults } from '../../src/cli/plan/session/finalize-command.ts';
 import { tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../support/plans.ts';
 import { repoRoot } from '../support/real-claude.ts';
-import { LAUNCHER, type PreparedRepos, preparedRepos, runSkillLine, skillLines, substitute } from './skill-lines.ts';
+import { LAUNCHER, preparedRepos, type PreparedRepos, runSkillLine, skillLines, substitute } from './skill-lines.ts';
 import { isolatedSubagent } from './support.ts';
 
 const repos: PreparedRepos = preparedRepos();

@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { expect } from 'vitest';
 import { fakeWorker } from '../support/execute.ts';
-import { type TempGitRepo, tempGitRepo } from '../support/git-repo.ts';
+import { tempGitRepo, type TempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
 import { isolatedSubagent, step } from './support.ts';
 

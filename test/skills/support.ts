@@ -7,13 +7,13 @@ import { dirname, join } from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { execa } from 'execa';
 import { expect } from 'vitest';
-import { runProcess } from '../../src/adapters/spawner.ts';
+import { runProcess } from '../../src/adapters/processes/spawner.ts';
 import { type Io, runProgram } from '../../src/cli/command.ts';
-import { planCommands } from '../../src/cli/plan/index.ts';
-import type { Plan } from '../../src/core/plan.ts';
+import { planCommands } from '../../src/cli/plan/commands.ts';
+import type { Plan } from '../../src/core/plan/plan.ts';
 import { fakeWorker, repoRoot } from '../support/execute.ts';
 import { leftovers } from '../support/fake-run.ts';
-import { type TempGitRepo, runGit, tempGitRepo } from '../support/git-repo.ts';
+import { runGit, tempGitRepo, type TempGitRepo } from '../support/git-repo.ts';
 import { writePlan } from '../support/plans.ts';
 
 export const launcher = join(repoRoot, 'bin/foreman');

@@ -3,7 +3,7 @@
 // independently of src/core (plain reachability, plain string checks) on purpose.
 
 import fc from 'fast-check';
-import { type Plan, TASK_STATUSES, type Task, type TaskStatus } from '../../src/core/plan.ts';
+import { type Plan, type Task, TASK_STATUSES, type TaskStatus } from '../../src/core/plan/plan.ts';
 
 /**
  * Paths tasks write and read. Directory paths (`src/`, `src/lib/`, `docs/`) cover the files under

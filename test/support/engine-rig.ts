@@ -1,7 +1,7 @@
 // Rigs that run the engine inside the test process. `EngineRig`, the headless engine: fake
 // worktrees, fake workers the test releases one at a time, fake verification and record stages,
 // and a fake clock; a step of the engine is waited for by letting pending I/O callbacks run.
-// `SessionRig`, the in-session steps themselves (run/session.ts) with fake I/O: the test plays the
+// `SessionRig`, the in-session steps themselves (run/session/session.ts) with fake I/O: the test plays the
 // lead and its subagents. Nothing is spawned and nothing sleeps.
 
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -9,49 +9,40 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { onTestFinished } from 'vitest';
 import { Git } from '../../src/adapters/git/repository.ts';
-import { serializePlan } from '../../src/adapters/plan-file.ts';
-import type { GitFailure } from '../../src/core/git-text.ts';
-import type { WorkerJob } from '../../src/run/workspace/index.ts';
-import type { RunEvent, RunEventBody } from '../../src/core/events.ts';
-import { type Result, err, ok } from '../../src/core/failure.ts';
-import type { WorkerFailure, WorkerRun } from '../../src/core/worker-run.ts';
-import { ensurePlanId } from '../../src/core/plan.ts';
-import type { CheckedWork, Verification } from '../../src/core/finalize.ts';
-import type { Refusal } from '../../src/core/limiter.ts';
-import { type Plan, type Task, statusOf } from '../../src/core/plan.ts';
-import { type UsageFigure, emptyUsage } from '../../src/core/usage.ts';
-import { passingCheck } from '../../src/core/simulation.ts';
-import { parseStatusLine } from '../../src/core/prompt.ts';
+import { serializePlan } from '../../src/adapters/store/plan-file.ts';
+import type { GitFailure } from '../../src/core/integration/git-text.ts';
+import type { WorkerJob, Workspace } from '../../src/run/workspace/workspace.ts';
+import type { RunEvent, RunEventBody } from '../../src/core/report/events.ts';
+import { err, ok, type Result } from '../../src/core/result.ts';
+import type { WorkerFailure, WorkerRun } from '../../src/core/attempt/worker-run.ts';
+import { ensurePlanId, type Plan, statusOf, type Task } from '../../src/core/plan/plan.ts';
+import type { CheckedWork, Verification } from '../../src/core/attempt/finalize.ts';
+import type { Refusal } from '../../src/core/limits/limiter.ts';
+import { emptyUsage, type UsageFigure } from '../../src/core/plan/usage.ts';
+import { passingCheck } from '../../src/core/engine/simulation.ts';
+import { parseStatusLine } from '../../src/core/attempt/prompt.ts';
 import type { AttemptStart, GateRun, RecordRequest } from '../../src/core/engine/effects.ts';
 import type { Clock } from '../../src/run/adapters.ts';
-import { type EngineResult, engineConfig, runEngine } from '../../src/run/engine.ts';
+import { engineConfig, type EngineResult, runEngine } from '../../src/run/headless/engine.ts';
 import { type HeldCandidate, initialState } from '../../src/core/engine/admission.ts';
-import { depsOf, depths } from '../../src/core/graph.ts';
-import { type SetupFindings, noFindings } from '../../src/core/transition.ts';
+import { depsOf, depths } from '../../src/core/plan/graph.ts';
+import { noFindings, type SetupFindings } from '../../src/core/attempt/transition.ts';
 import { DEFAULTS, type RunSettings } from '../../src/run/settings.ts';
-import {
-  type CommitProblem,
-  type CommitStepOutput,
-  type FinalizeOutput,
-  type SessionContext,
-  type NextOutput,
-  type SetupOutput,
-  type SetupSettings,
-  sessionCommit,
-  sessionFinalize,
-  sessionNext,
-  sessionSetup,
-} from '../../src/run/session.ts';
+import type { CommitProblem, CommitStepOutput } from '../../src/run/session/commit-step.ts';
+import type { FinalizeOutput } from '../../src/run/session/finalize-step.ts';
+import type { SessionContext } from '../../src/run/session/skeleton.ts';
+import type { NextOutput } from '../../src/run/session/next-step.ts';
+import type { SetupOutput, SetupSettings } from '../../src/run/session/setup-step.ts';
+import { sessionCommit, sessionFinalize, sessionNext, sessionSetup } from '../../src/run/session/session.ts';
 import type { GateState } from '../../src/run/session/gate-process.ts';
 import type { SessionIo, SessionPlaces } from '../../src/run/session/io.ts';
 import type { Integration } from '../../src/run/integration.ts';
-import type { Workspace } from '../../src/run/workspace/index.ts';
 import { sessionPathFor } from '../../src/run/session/file.ts';
 import { isAttemptRecord, isSessionFile } from '../../src/run/session/file-schema.ts';
-import { validateAttempt, validateSessionFile } from '../../src/core/session-schema.generated.ts';
+import { validateAttempt, validateSessionFile } from '../../src/run/session/session-schema.generated.ts';
 
 /**
- * What verification finds of `task`'s work when its worker did the task (core/simulation.ts
+ * What verification finds of `task`'s work when its worker did the task (core/engine/simulation.ts
  * `passingCheck`: its declared files written, on `base`), with `found` besides.
  */
 /** What a generated validator found wrong with the last value it refused. */
@@ -399,7 +390,7 @@ export interface SessionRigOptions {
 const commitId = (n: number): string => n.toString(16).padStart(40, '0');
 
 /**
- * The plan tool's in-session steps — run/session.ts's `sessionSetup`, `sessionNext`, `sessionFinalize` and
+ * The plan tool's in-session steps — run/session/session.ts's `sessionSetup`, `sessionNext`, `sessionFinalize` and
  * `sessionCommit` themselves — with their I/O (run/session/io.ts) replaced by fakes: the repository
  * (what setup finds, the integration ref, HEAD, landing), the subagents' worktrees and their
  * verification, the gate process (its verdicts are there as soon as it starts), the journal and

@@ -1,8 +1,8 @@
 // A recorded run for renderer, journal and report tests: two workers, a retry that ends in a
 // failure, a cascade skip, a commit and the end of the run. Times are fixed.
 
-import type { RunEvent, RunEventBody } from '../../src/core/events.ts';
-import type { Usage } from '../../src/core/usage.ts';
+import type { RunEvent, RunEventBody } from '../../src/core/report/events.ts';
+import type { Usage } from '../../src/core/plan/usage.ts';
 
 export const T0 = Date.UTC(2026, 10, 22, 1, 2, 3); // 2026-11-22T01:02:03Z
 export const RUN_ID = 'run-20261122-010203';

@@ -7,7 +7,7 @@ import { ownLayout } from '../../src/adapters/layout.ts';
 import { type Io, runCommand, runProgram } from '../../src/cli/command.ts';
 import { EXIT } from '../../src/cli/exit.ts';
 import { executeCommand } from '../../src/cli/execute.ts';
-import { planCommands } from '../../src/cli/plan/index.ts';
+import { planCommands } from '../../src/cli/plan/commands.ts';
 import { programName } from '../../src/core/command-hint.ts';
 import { BUILT_SCRIPTS } from './script-build.ts';
 

@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { afterEach } from 'vitest';
 import { executeScript, fakeWorker, nodeArgsFor } from './execute.ts';
-import type { Plan } from '../../src/core/plan.ts';
-import { type TempGitRepo, tempGitRepo } from './git-repo.ts';
+import type { Plan } from '../../src/core/plan/plan.ts';
+import { tempGitRepo, type TempGitRepo } from './git-repo.ts';
 import { writePlan } from './plans.ts';
 
 /** One line the fake worker appends per event when FAKE_WORKER_JOURNAL is set. */

@@ -5,7 +5,7 @@ import { appendFile, mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/pro
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import { runProcess } from '../../src/adapters/spawner.ts';
+import { runProcess } from '../../src/adapters/processes/spawner.ts';
 import { restoreEnv } from './env.ts';
 
 export interface TempGitRepo {

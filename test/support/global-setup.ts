@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
-import { processAlive } from '../../src/adapters/processes.ts';
-import { SCRIPT_BUILD_DIR, buildScripts } from './script-build.ts';
+import { processAlive } from '../../src/adapters/processes/processes.ts';
+import { buildScripts, SCRIPT_BUILD_DIR } from './script-build.ts';
 
 /** The temporary folder of one test run, `<tmpdir>/foreman-test-run-<pid>`: everything the run makes in the temporary directory goes there. */
 const RUN_TMP = /^foreman-test-run-(\d+)$/;

@@ -4,11 +4,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { shellCommands } from '../../src/adapters/commands.ts';
-import type { Plan } from '../../src/core/plan.ts';
+import { shellCommands } from '../../src/adapters/sandbox/commands.ts';
+import type { Plan } from '../../src/core/plan/plan.ts';
 import { noWorkers } from '../../src/run/adapters.ts';
 import { GitIntegration } from '../../src/run/integration.ts';
-import { type LocalWorkspaces, type WorkspaceUse, openLocalWorkspaces } from '../../src/run/workspace/local.ts';
+import { type LocalWorkspaces, openLocalWorkspaces, type WorkspaceUse } from '../../src/run/workspace/local.ts';
 
 /** What a test's workspaces are given unless it says otherwise: no sandbox, no worker log, a minute for setup and checks. */
 export const testWorkspaceUse: WorkspaceUse = {

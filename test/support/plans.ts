@@ -2,7 +2,7 @@
 
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { Plan, Task } from '../../src/core/plan.ts';
+import type { Plan, Task } from '../../src/core/plan/plan.ts';
 
 export interface FakeTaskSpec {
   subject?: string;

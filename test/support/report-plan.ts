@@ -1,6 +1,6 @@
 // The plan as the recorded run (test/support/events.ts) leaves it.
 
-import type { Plan } from '../../src/core/plan.ts';
+import type { Plan } from '../../src/core/plan/plan.ts';
 import { LONG_SUBJECT, usage } from './events.ts';
 
 const files = (create: string[] = [], modify: string[] = []) => ({ files: { create, modify } });

@@ -1,6 +1,6 @@
 // A `Result` a test expects to succeed: its value, or the test fails naming the error.
 
-import type { Result } from '../../src/core/failure.ts';
+import type { Result } from '../../src/core/result.ts';
 
 export async function succeeded<T, E>(step: Promise<Result<T, E>>): Promise<T> {
   const r = await step;

@@ -8,7 +8,7 @@
 
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { processAlive } from '../../src/adapters/processes.ts';
+import { processAlive } from '../../src/adapters/processes/processes.ts';
 import { BUNDLED_SCRIPTS, bundleScripts } from '../../scripts/checkout-bundle.mjs';
 
 /** The folder under the repository's top the bundles go to (ignored by git). */

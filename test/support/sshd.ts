@@ -14,7 +14,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileS
 import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { findExecutable } from '../../src/adapters/executables.ts';
+import { findExecutable } from '../../src/adapters/sandbox/executables.ts';
 import type { SshHost } from '../../src/adapters/host/ssh.ts';
 
 const SSHD = '/usr/sbin/sshd';

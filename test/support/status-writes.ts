@@ -37,7 +37,7 @@ function enclosing(node: ts.Node): string | null {
 
 const ROOT = join(import.meta.dirname, '..', '..');
 /** Where the plan's Task is declared. */
-export const TASK_MODULE = join(ROOT, 'src/core/plan.ts');
+export const TASK_MODULE = join(ROOT, 'src/core/plan/plan.ts');
 
 /** The compiler options the project checks with (tsconfig.json), for a program over `files`. */
 export function programOf(files: readonly string[], host?: ts.CompilerHost): ts.Program {

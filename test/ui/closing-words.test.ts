@@ -5,15 +5,15 @@
 import { describe, expect, it } from 'vitest';
 import { summaryLines } from '../../src/cli/reporter.ts';
 import type { Layout } from '../../src/core/command-hint.ts';
-import type { RunEvent } from '../../src/core/events.ts';
+import type { RunEvent } from '../../src/core/report/events.ts';
 import { listSome } from '../../src/core/format.ts';
-import type { Plan, Task } from '../../src/core/plan.ts';
-import { nextSteps, putBackCommands, resumeAdvice, runFinishedEvent } from '../../src/core/run-lifecycle.ts';
+import type { Plan, Task } from '../../src/core/plan/plan.ts';
+import { nextSteps, putBackCommands, resumeAdvice, runFinishedEvent } from '../../src/core/engine/run-lifecycle.ts';
 import { createPlainView } from '../../src/ui/render.ts';
 import { createLiveView } from '../../src/ui/live-view.ts';
 import { describeEvent } from '../../src/ui/event-text.ts';
 import { EngineRig, passed } from '../support/engine-rig.ts';
-import { T0, ev, usage } from '../support/events.ts';
+import { ev, T0, usage } from '../support/events.ts';
 import { fakeTask, makePlan } from '../support/plans.ts';
 
 const checkout: Layout = { kind: 'checkout' };

@@ -2,12 +2,12 @@ import { readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import type { Layout } from '../../src/core/command-hint.ts';
-import type { DryRunEvent, RunEvent, StopReason } from '../../src/core/events.ts';
+import type { DryRunEvent, RunEvent, StopReason } from '../../src/core/report/events.ts';
 import { createPlainView, jsonView } from '../../src/ui/render.ts';
 import { createLiveView } from '../../src/ui/live-view.ts';
 import { fitSegments } from '../../src/ui/segments.ts';
 import { describeEvent, sanitize } from '../../src/ui/event-text.ts';
-import { LONG_SUBJECT, RUN_ID, T0, ev, recordedRun, usage } from '../support/events.ts';
+import { ev, LONG_SUBJECT, recordedRun, RUN_ID, T0, usage } from '../support/events.ts';
 
 const SGR = /\x1b\[[0-9;]*m/;
 const checkout: Layout = { kind: 'checkout' };

@@ -7,8 +7,7 @@
 
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
-import { type Result, assertNever, err, ok } from '../../core/failure.ts';
-import { type GitFailure, describeGitFailure, failureOf } from '../../core/git-text.ts';
+import { assertNever, describeGitFailure, err, failureOf, type GitFailure, ok, type Result } from '../../core/index.ts';
 import { runGit } from './runner.ts';
 
 /** Where Claude Code puts a session's subagent worktrees, inside the repository. */

@@ -15,12 +15,26 @@
 
 import { lstat, readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { type Result, err, ok } from '../../core/failure.ts';
-import { type GitFailure, type StatusV2Entry, byPath, expectObjectId, failureOf, isObjectId, parseRaw, parseStatusV2, splitNul } from '../../core/git-text.ts';
-import { coveredBy } from '../../core/paths.ts';
-import { isCliScratch, isPlaceholderPath } from '../../core/sandbox-placeholders.ts';
-import type { CapturedWork, WorkEntry } from '../../core/work.ts';
-import { type GitCommandError, git, runGitPipe } from './runner.ts';
+import {
+  byPath,
+  type CapturedWork,
+  coveredBy,
+  err,
+  expectObjectId,
+  failureOf,
+  type GitFailure,
+  isCliScratch,
+  isObjectId,
+  isPlaceholderPath,
+  ok,
+  parseRaw,
+  parseStatusV2,
+  type Result,
+  splitNul,
+  type StatusV2Entry,
+  type WorkEntry,
+} from '../../core/index.ts';
+import { git, type GitCommandError, runGitPipe } from './runner.ts';
 
 export interface Capture {
   /** Every path the attempt changed in its worktree (tracked modified/deleted, new files git does not ignore), sorted; never what `kept` covers. */

@@ -2,8 +2,7 @@
 // failed reset would remake the slot) and asked of git once per commit: attempts started together
 // share the integration tip.
 
-import { type Result, err, ok } from '../../core/failure.ts';
-import { failureOf, isObjectId } from '../../core/git-text.ts';
+import { err, failureOf, isObjectId, ok, type Result } from '../../core/index.ts';
 import type { ProvisionFailure } from './provisioning.ts';
 import { commitOf } from './refs.ts';
 

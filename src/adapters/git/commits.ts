@@ -13,9 +13,8 @@ import { randomBytes } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Result, err, ok } from '../../core/failure.ts';
-import { isObjectId } from '../../core/git-text.ts';
-import { GitCommandError, GitSession, git, identityArgs, lineAnswerLength } from './runner.ts';
+import { err, isObjectId, ok, type Result } from '../../core/index.ts';
+import { git, GitCommandError, GitSession, identityArgs, lineAnswerLength } from './runner.ts';
 
 /** A person as a commit names them, `Name <email>`, and the date git was told to use, if any. */
 interface Signature {

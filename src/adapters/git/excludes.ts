@@ -1,12 +1,12 @@
 // The ignore file a worker's own git commands read as `core.excludesFile` (given through the
-// environment: core/sandbox-placeholders.ts): the person's own global ignore patterns, then the
+// environment: core/sandbox/sandbox-placeholders.ts): the person's own global ignore patterns, then the
 // sandbox's placeholder files. Written in foreman's folders, never in the repository.
 
 import { mkdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { placeholderExcludes } from '../../core/sandbox-placeholders.ts';
-import { writeFileAtomic } from '../atomic-file.ts';
+import { placeholderExcludes } from '../../core/index.ts';
+import { writeFileAtomic } from '../store/index.ts';
 import { git } from './runner.ts';
 
 /** The global ignore file git reads in `repo`: `core.excludesFile` (any level), else `$XDG_CONFIG_HOME/git/ignore` or `~/.config/git/ignore`. */

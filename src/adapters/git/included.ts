@@ -3,7 +3,7 @@
 
 import { lstat, readlink } from 'node:fs/promises';
 import path from 'node:path';
-import type { IncludedFile } from '../../core/hosts/host-facts.ts';
+import type { IncludedFile } from '../../core/index.ts';
 import type { Git } from './repository.ts';
 import { WORKTREE_INCLUDE } from './provisioning.ts';
 

@@ -14,24 +14,28 @@
 // a commit differently (an `i18n.commitEncoding` other than UTF-8) or the commit cannot be
 // written that way, `commit-tree` and `update-ref` run from one shell as before.
 
-import { type Result, assertNever, err, ok } from '../../core/failure.ts';
 import {
-  type GitFailure,
-  type Trailer,
-  type TrailerList,
+  assertNever,
   buildMessage,
   byPath,
+  type CapturedWork,
+  err,
   expectObjectId,
   failureOf,
+  type GitFailure,
   isObjectId,
+  Lane,
+  ok,
   parseRaw,
   parseTrailers,
+  type Result,
   splitNul,
-} from '../../core/git-text.ts';
-import { Lane } from '../../core/lane.ts';
-import type { CapturedWork, WorkEntry } from '../../core/work.ts';
-import { type ParkKind, commitOf, moveRef, moveRefArgs, parkedRef, readRef } from './refs.ts';
-import { GitCommandError, PREVIOUS_OUTPUT, git, identityArgs, runGitSteps } from './runner.ts';
+  type Trailer,
+  type TrailerList,
+  type WorkEntry,
+} from '../../core/index.ts';
+import { commitOf, moveRef, moveRefArgs, parkedRef, type ParkKind, readRef } from './refs.ts';
+import { git, GitCommandError, identityArgs, PREVIOUS_OUTPUT, runGitSteps } from './runner.ts';
 import { CommitWriter } from './commits.ts';
 import { TreeBuilder } from './trees.ts';
 

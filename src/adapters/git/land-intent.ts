@@ -3,8 +3,7 @@
 
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { isObjectId } from '../../core/git-text.ts';
-import type { LandMode } from '../../core/landing.ts';
+import { isObjectId, type LandMode } from '../../core/index.ts';
 
 /** The record of a landing in progress. */
 export interface Intent {

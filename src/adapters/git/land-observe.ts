@@ -1,14 +1,23 @@
 // What a landing (land.ts) observes before it changes anything, for each path that differs between
 // the branch and the integration tip: its entries in both commits and in the person's index, and
-// what is on disk, hashed as git would, for the core to judge (core/landing.ts).
+// what is on disk, hashed as git would, for the core to judge (core/integration/landing.ts).
 
 import { createHash } from 'node:crypto';
 import { lstat, readdir, readlink } from 'node:fs/promises';
 import path from 'node:path';
-import { type Result, assertNever, ok } from '../../core/failure.ts';
-import { chunks, hashAlgorithmOf, splitNul } from '../../core/git-text.ts';
-import type { Entry, FileObservation, IndexObservation, PathObservation } from '../../core/landing.ts';
-import { type GitCommandError, git } from './runner.ts';
+import {
+  assertNever,
+  chunks,
+  type Entry,
+  type FileObservation,
+  hashAlgorithmOf,
+  type IndexObservation,
+  ok,
+  type PathObservation,
+  type Result,
+  splitNul,
+} from '../../core/index.ts';
+import { git, type GitCommandError } from './runner.ts';
 
 /** What a landing step gives: its value, or the git command that failed. */
 export type Step<T> = Result<T, GitCommandError>;

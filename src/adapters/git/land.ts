@@ -12,17 +12,26 @@
 
 import { readFile, rm, rmdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { type Result, assertNever, err, ok } from '../../core/failure.ts';
-import { failureOf, indexInfo } from '../../core/git-text.ts';
-import type { WorkEntry } from '../../core/work.ts';
-import { type Entry, type LandMode, type LandingProblem, judgeLanding } from '../../core/landing.ts';
+import {
+  assertNever,
+  type Entry,
+  err,
+  failureOf,
+  indexInfo,
+  judgeLanding,
+  type Landed,
+  type LandingProblem,
+  type LandMode,
+  ok,
+  type Result,
+  type WorkEntry,
+} from '../../core/index.ts';
 import { commitOf, gitPath, headRef } from './refs.ts';
-import { type GitCommandError, git } from './runner.ts';
-import { type Step, gitStatus, onDisk, fileModeConfigured, observe } from './land-observe.ts';
-import { type Intent, writeIntent, parseIntent } from './land-intent.ts';
+import { git, type GitCommandError } from './runner.ts';
+import { fileModeConfigured, gitStatus, observe, onDisk, type Step } from './land-observe.ts';
+import { type Intent, parseIntent, writeIntent } from './land-intent.ts';
 
-export type { Landed, LandMode, LandingProblem } from '../../core/landing.ts';
-import type { Landed } from '../../core/landing.ts';
+export type { Landed, LandMode, LandingProblem } from '../../core/index.ts';
 
 export interface LandRequest {
   repo: string;

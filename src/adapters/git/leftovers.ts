@@ -4,7 +4,7 @@
 import { readdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { commonGitDir, integrationRef, parkedFolders } from './refs.ts';
-import { processAlive } from '../processes.ts';
+import { processAlive } from '../processes/index.ts';
 
 /**
  * What a killed run can leave in the git directory: a lock on the plan's refs (a killed

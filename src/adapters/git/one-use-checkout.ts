@@ -4,10 +4,10 @@
 import { randomBytes } from 'node:crypto';
 import { readdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
-import { type Result, ok } from '../../core/failure.ts';
-import { processAlive } from '../processes.ts';
+import { ok, type Result } from '../../core/index.ts';
+import { processAlive } from '../processes/index.ts';
 import { type ProvisionFailure, symlinkDirectoriesOf } from './provisioning.ts';
-import { type Slot, openPool } from './worktree-pool.ts';
+import { openPool, type Slot } from './worktree-pool.ts';
 import { poolDir, removePoolAt } from './pool-slots.ts';
 
 /** A pool for one use (`withCheckout`): `checkout-<pid>-<8 hex>`. */

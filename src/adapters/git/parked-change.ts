@@ -1,9 +1,7 @@
-// What a task's work parked for approval changes (core/parked-change.ts), read from its ref; and
+// What a task's work parked for approval changes (core/integration/parked-change.ts), read from its ref; and
 // the diff of earlier work an attempt starts from, for its prompt.
 
-import { type Result, err, ok } from '../../core/failure.ts';
-import { type GitFailure, failureOf } from '../../core/git-text.ts';
-import { type ParkedChange, parseChangedFiles } from '../../core/parked-change.ts';
+import { err, failureOf, type GitFailure, ok, type ParkedChange, parseChangedFiles, type Result } from '../../core/index.ts';
 import { awaitingRef, commitOf, readRef } from './refs.ts';
 import { git } from './runner.ts';
 

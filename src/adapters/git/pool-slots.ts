@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { copyFile, lstat, mkdir, readFile, readdir, realpath, rm, rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ownCacheDir } from '../layout.ts';
-import { isObjectId, normalizeRepoPath } from '../../core/git-text.ts';
+import { isObjectId, normalizeRepoPath } from '../../core/index.ts';
 import { runGit } from './runner.ts';
 
 /**

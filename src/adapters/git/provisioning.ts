@@ -4,9 +4,7 @@
 
 import { copyFile, lstat, mkdir, readFile, readlink, realpath, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
-import { assertNever } from '../../core/failure.ts';
-import { type GitFailure, describeGitFailure } from '../../core/git-text.ts';
-import { type TimeLimit, describeTimeLimitHit } from '../../core/time-limit.ts';
+import { assertNever, describeGitFailure, describeTimeLimitHit, type GitFailure, type TimeLimit } from '../../core/index.ts';
 import type { Git } from './repository.ts';
 import { repoPathOrNull } from './pool-slots.ts';
 

@@ -4,10 +4,8 @@
 // directories. run/ asks git these things only here.
 
 import path from 'node:path';
-import { type Result, err, ok } from '../../core/failure.ts';
-import { type GitFailure, byPath, expectObjectId, failureOf } from '../../core/git-text.ts';
-import { coveredBy, isDirPath } from '../../core/paths.ts';
-import { GitCommandError, git, runGit } from './runner.ts';
+import { byPath, coveredBy, err, expectObjectId, failureOf, type GitFailure, isDirPath, ok, type Result } from '../../core/index.ts';
+import { git, GitCommandError, runGit } from './runner.ts';
 
 /** foreman's ref namespaces: integration tips, work awaiting approval, candidates of the merge queue, attempts' set-aside changes. */
 const NAMESPACES = {

@@ -10,7 +10,7 @@
 // (what `root()` returns), with `/` separators. A path ending in `/` means a directory and
 // everything under it; a path without one names exactly one file, never a directory, even though
 // git's pathspec `src` would also match `src/a.ts`: what git lists is filtered through
-// `coveredBy` (src/core/paths.ts), the one rule the plan's validation and overlaps use too.
+// `coveredBy` (src/core/plan/paths.ts), the one rule the plan's validation and overlaps use too.
 // All pathspecs are passed with `--literal-pathspecs`, so `src/[id].ts` or `*.md` name exactly
 // that file and never act as globs. Paths are checked before use: absolute paths, paths that
 // leave the repository (`../x`), the repository itself (`.`) and anything inside `.git` are
@@ -18,23 +18,24 @@
 
 import { lstat, readdir, readlink, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { type Result, err, ok } from '../../core/failure.ts';
 import {
-  type FileChange,
-  type GitFailure,
-  type StatusEntry,
-  type Trailer,
   changesByPath,
   chunks,
+  coveredBy,
+  err,
   failureOf,
+  type FileChange,
+  type GitFailure,
   isTrailerKey,
   normalizeRepoPath,
+  ok,
   parseStatus,
   parseTrailers,
+  type Result,
   splitNul,
-} from '../../core/git-text.ts';
-import { coveredBy } from '../../core/paths.ts';
-
+  type StatusEntry,
+  type Trailer,
+} from '../../core/index.ts';
 import { headBranchRef, resolveCommit } from './refs.ts';
 import { GitCommandError, runGit } from './runner.ts';
 

@@ -6,10 +6,8 @@
 // The runner counts the processes it starts (`gitProcessCount`; the bench divides it by tasks).
 
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { type Result, assertNever, err, ok } from '../../core/failure.ts';
-import { NO_HOOKS } from '../../core/git-text.ts';
-import { Lane } from '../../core/lane.ts';
-import { endGroup, endInput, holdOpen, runProcess } from '../spawner.ts';
+import { assertNever, err, Lane, NO_HOOKS, ok, type Result } from '../../core/index.ts';
+import { endGroup, endInput, holdOpen, runProcess } from '../processes/index.ts';
 
 /** A git command exited non-zero. */
 export class GitCommandError extends Error {

@@ -6,8 +6,7 @@
 
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { type Result, err, ok } from '../../core/failure.ts';
-import { type GitFailure, failureOf, splitNul } from '../../core/git-text.ts';
+import { err, failureOf, type GitFailure, ok, type Result, splitNul } from '../../core/index.ts';
 import { git } from './runner.ts';
 
 /** How many paths one `ls-tree` is given (a command line has a limit). */

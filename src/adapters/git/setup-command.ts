@@ -2,10 +2,7 @@
 // again (the fingerprint of its inputs at the new commit), its run, and what it made there, which
 // the slot keeps from one attempt to the next.
 
-import { type Result, err, ok } from '../../core/failure.ts';
-import { clipTail } from '../../core/format.ts';
-import { failureOf, parseStatus, splitNul } from '../../core/git-text.ts';
-import { coveredBy } from '../../core/paths.ts';
+import { clipTail, coveredBy, err, failureOf, ok, parseStatus, type Result, splitNul } from '../../core/index.ts';
 import { sha256 } from './pool-slots.ts';
 import { type ProvisionFailure, SETUP_OUTPUT_TAIL, type SetupRun } from './provisioning.ts';
 import { runGit } from './runner.ts';

@@ -10,10 +10,8 @@
 // Names are handled as the bytes git stores (latin1 strings inside, one character a byte), so an
 // entry nobody changed is written back exactly as it was read.
 
-import { type Result, err, ok } from '../../core/failure.ts';
-import { isObjectId } from '../../core/git-text.ts';
-import type { WorkEntry } from '../../core/work.ts';
-import { GitCommandError, GitSession, git, lineAnswerLength } from './runner.ts';
+import { err, isObjectId, ok, type Result, type WorkEntry } from '../../core/index.ts';
+import { git, GitCommandError, GitSession, lineAnswerLength } from './runner.ts';
 
 interface TreeEntry {
   mode: string;

@@ -3,10 +3,7 @@
 
 import { dirname, relative, sep } from 'node:path';
 import type { Git } from './repository.ts';
-import type { GitFailure } from '../../core/git-text.ts';
-import { coveredBy } from '../../core/paths.ts';
-import { type Result, ok } from '../../core/failure.ts';
-import { clipTail } from '../../core/format.ts';
+import { clipTail, coveredBy, type GitFailure, ok, type Result } from '../../core/index.ts';
 
 /**
  * The warning of uncommitted changes in the working tree (the plan's own folder and subagent

@@ -42,14 +42,10 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, readdir, realpath, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { type Result, err, ok } from '../../core/failure.ts';
-import { NO_HOOKS, failureOf } from '../../core/git-text.ts';
-import { writeFileAtomic } from '../atomic-file.ts';
+import { err, failureOf, NO_HOOKS, ok, type Result } from '../../core/index.ts';
+import { writeFileAtomic } from '../store/index.ts';
 import { CommitLookup } from './commit-lookup.ts';
 import {
-  RECORD_NAME,
-  SLOT_NAME,
-  type SlotRecord,
   allPresent,
   copyExcludes,
   destroySlot,
@@ -57,11 +53,14 @@ import {
   isSlotClone,
   parseRecord,
   poolDir,
+  RECORD_NAME,
   recordPath,
   removePoolAt,
   repoPathOrNull,
+  SLOT_NAME,
+  type SlotRecord,
 } from './pool-slots.ts';
-import { DEFAULT_SETUP_INPUTS, type ProvisionFailure, copyIncluded, linkSymlinkDirectories } from './provisioning.ts';
+import { copyIncluded, DEFAULT_SETUP_INPUTS, linkSymlinkDirectories, type ProvisionFailure } from './provisioning.ts';
 import { Git } from './repository.ts';
 import { runGit, runGitSteps } from './runner.ts';
 import { type RunSetup, runSetupCommand, setupInputsFingerprint } from './setup-command.ts';

@@ -1,6 +1,6 @@
 // A host's channel: one process of a transport (./transport.ts; ssh for an SSH host) for the
 // whole run, running foreman's remote program there (./bootstrap.ts), and the message protocol
-// over its stdin and stdout (src/core/host-protocol.ts): requests with ids answered by events and
+// over its stdin and stdout (src/core/hosts/host-protocol.ts): requests with ids answered by events and
 // one reply each, many at once. Both sides beat every few seconds; a host foreman hears nothing
 // from for the silence limit (30 s) is down — its transport killed, every request in flight
 // answered with the fault — and the remote side, hearing nothing from foreman for as long, ends
@@ -8,26 +8,29 @@
 // is a host fault too: a value, never an exception.
 
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import { type Result, err, ok } from '../../core/failure.ts';
-import { clipTail, oneLine } from '../../core/format.ts';
 import {
+  base64Chunks,
+  clipTail,
   DEFAULT_SILENCE_MS,
+  err,
   type FromHost,
+  heartbeatInterval,
   HOST_PROTOCOL,
   type HostError,
   type HostEvent,
   type HostReplies,
   type HostRequest,
   MAX_LINE_BYTES,
-  type ToHost,
-  base64Chunks,
-  heartbeatInterval,
   messageLine,
+  ok,
+  oneLine,
   readFromHost,
-} from '../../core/host-protocol.ts';
-import { LineSplitter } from '../line-splitter.ts';
+  type Result,
+  type ToHost,
+} from '../../core/index.ts';
+import { LineSplitter } from '../processes/index.ts';
 import { bootstrapExit, readBootstrapLine, remoteCommand } from './bootstrap.ts';
-import { type HostProgram, hostProgram } from './program.ts';
+import { hostProgram, type HostProgram } from './program.ts';
 import type { HostFault, HostTransport } from './transport.ts';
 
 export interface ChannelOptions {

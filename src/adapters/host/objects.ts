@@ -7,11 +7,9 @@ import { randomBytes } from 'node:crypto';
 import { rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Result, err, ok } from '../../core/failure.ts';
-import { oneLine } from '../../core/format.ts';
-import { NO_HOOKS } from '../../core/git-text.ts';
-import { runGit } from '../git/runner.ts';
-import { runProcess } from '../spawner.ts';
+import { err, NO_HOOKS, ok, oneLine, type Result } from '../../core/index.ts';
+import { runGit } from '../git/index.ts';
+import { runProcess } from '../processes/index.ts';
 import type { HostChannel, RequestError } from './channel.ts';
 
 /** Why objects did not move: the local git failing (a message), or the host's answer. */

@@ -6,7 +6,7 @@
 // so no variable of theirs (ANTHROPIC_API_KEY included) can be sent by a SendEnv line.
 
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { clipTail } from '../../core/format.ts';
+import { clipTail } from '../../core/index.ts';
 import { shellLine, shellWord } from './quote.ts';
 import type { HostFault, HostTransport } from './transport.ts';
 

@@ -1,9 +1,8 @@
 // `plan.ts archive`: put the current plan away in .design/history/ — what /design does before a
 // new plan replaces one with unfinished tasks. Refuses (exit 3) while a run holds the lock.
 
-import { acquireLock, currentLockInfo, lockHeldMessage } from '../../adapters/run-lock.ts';
-import { readPlanFile } from '../../adapters/plan-file.ts';
-import { archivePlan } from '../../run/archive.ts';
+import { acquireLock, currentLockInfo, lockHeldMessage, readPlanFile } from '../../adapters/index.ts';
+import { archivePlan } from '../../run/index.ts';
 import type { Command } from '../command.ts';
 import { CliError, EXIT } from '../exit.ts';
 import { planPathFrom } from '../load.ts';

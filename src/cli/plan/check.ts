@@ -1,10 +1,7 @@
 import { dirname } from 'node:path';
-import { Git } from '../../adapters/git/repository.ts';
-import { writePlanAtomic } from '../../adapters/plan-file.ts';
-import { plural } from '../../core/format.ts';
-import { HOW_TO_ACCEPT, type PlanLint, lintPlan } from '../../core/plan-lint.ts';
-import { withDefaults } from '../../core/validate.ts';
-import { planRepositoryProblem } from '../../run/refusals.ts';
+import { Git, writePlanAtomic } from '../../adapters/index.ts';
+import { HOW_TO_ACCEPT, lintPlan, type PlanLint, plural, withDefaults } from '../../core/index.ts';
+import { planRepositoryProblem } from '../../run/index.ts';
 import { describeSetupProblem } from '../setup-problem.ts';
 import type { Command } from '../command.ts';
 import { CliError, EXIT, gitFailedError } from '../exit.ts';

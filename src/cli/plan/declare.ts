@@ -7,21 +7,14 @@
 // every other edit of the plan, recomputes the overlaps and writes the plan atomically.
 
 import { dirname } from 'node:path';
-import { regularFilesIn } from '../../adapters/git/refs.ts';
-import { Git } from '../../adapters/git/repository.ts';
-import { acquireLock, currentLockInfo, lockHeldMessage } from '../../adapters/run-lock.ts';
-import { writePlanAtomic } from '../../adapters/plan-file.ts';
-import { type Declared, declareFiles, describeChange } from '../../core/interventions.ts';
-import { normalizeRepoPath } from '../../core/git-text.ts';
-import { validatePlan, withDefaults } from '../../core/validate.ts';
-import { neededPaths } from '../../core/widen.ts';
-import { describeIgnored, ignoredDeclaredPaths } from '../../run/refusals.ts';
+import { acquireLock, currentLockInfo, Git, lockHeldMessage, regularFilesIn, writePlanAtomic } from '../../adapters/index.ts';
+import { type Declared, declareFiles, describeChange, neededPaths, normalizeRepoPath, taskAt, validatePlan, withDefaults } from '../../core/index.ts';
+import { describeIgnored, ignoredDeclaredPaths } from '../../run/index.ts';
 import type { Command } from '../command.ts';
 import { CliError, EXIT, gitFailedError, usageError } from '../exit.ts';
 import { existingPlanPath, loadPlan } from '../load.ts';
 import { RANGES } from '../numeric-flags.ts';
 import { jsonOption, planOption } from './options.ts';
-import { taskAt } from '../../core/plan.ts';
 
 const KINDS = ['create', 'modify', 'may-change'] as const;
 type Kind = (typeof KINDS)[number];

@@ -3,11 +3,8 @@
 // the plan's lock: the lock names the run's pid and host, and the run drains on SIGTERM (a second
 // SIGTERM, or Ctrl-C, stops it at once). Only a run on this host can be reached this way.
 
-import { ownLayout } from '../../adapters/layout.ts';
-import { readLock } from '../../adapters/run-lock.ts';
-import { askDrain, forgetDrainAsked } from '../../adapters/drain-note.ts';
-import { commandHint } from '../../core/command-hint.ts';
-import { assertNever } from '../../core/failure.ts';
+import { askDrain, forgetDrainAsked, ownLayout, readLock } from '../../adapters/index.ts';
+import { assertNever, commandHint } from '../../core/index.ts';
 import type { Command } from '../command.ts';
 import { CliError, EXIT } from '../exit.ts';
 import { planPathFrom } from '../load.ts';

@@ -1,4 +1,4 @@
-import { mermaidGraph } from '../../core/mermaid.ts';
+import { mermaidGraph } from '../../core/index.ts';
 import type { Command } from '../command.ts';
 import { EXIT } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';

@@ -1,10 +1,7 @@
 // `plan.ts history`: the runs of this plan directory, from the journal and the archived plans.
 
-import { formatDuration } from '../../core/format.ts';
-import { formatCostTally } from '../../core/usage.ts';
-import { emptyTally, mergeTallies } from '../../core/usage.ts';
-import { historyEntries } from '../../core/report.ts';
-import { table } from '../../ui/table.ts';
+import { emptyTally, formatCostTally, formatDuration, historyEntries, mergeTallies } from '../../core/index.ts';
+import { table } from '../../ui/index.ts';
 import type { Command } from '../command.ts';
 import { EXIT } from '../exit.ts';
 import { planPathFrom } from '../load.ts';

@@ -7,25 +7,36 @@
 
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { awaitingRef, commitOf, dropParked, integrationRef, readRef } from '../../adapters/git/refs.ts';
-import { describeGitFailure, failureOf } from '../../core/git-text.ts';
-import { acquireLock, currentLockInfo, lockHeldMessage } from '../../adapters/run-lock.ts';
-import { writePlanAtomic } from '../../adapters/plan-file.ts';
 import {
-  type Change,
-  type InterventionsResult,
+  acquireLock,
+  awaitingRef,
+  commitOf,
+  currentLockInfo,
+  dropParked,
+  integrationRef,
+  lockHeldMessage,
+  readRef,
+  writePlanAtomic,
+} from '../../adapters/index.ts';
+import {
   approveTasks,
+  type Change,
+  DEFAULT_REVIEW_ROUNDS,
   describeChange,
+  describeGitFailure,
+  type EarlierWork,
+  failureOf,
+  type InterventionsResult,
+  listIndices,
+  type Plan,
   rejectTasks,
   retryTasks,
+  reviewRoundsAllowed,
   reviseTasks,
   skipTasks,
-} from '../../core/interventions.ts';
-import { type EarlierWork, reviewRoundsAllowed } from '../../core/review.ts';
-import { listIndices } from '../../core/format.ts';
-import { DEFAULT_REVIEW_ROUNDS, type Plan, taskAt } from '../../core/plan.ts';
-import { landTarget, repositoryOf } from '../../run/plan-landing.ts';
-import { describeIntegrationFailure, integrateParked } from '../../run/approved-work.ts';
+  taskAt,
+} from '../../core/index.ts';
+import { describeIntegrationFailure, integrateParked, landTarget, repositoryOf } from '../../run/index.ts';
 import type { Command, Io, Numbers, OptionSpec, PositionalSpec } from '../command.ts';
 import { RANGES } from '../numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, gitFailedError, usageError } from '../exit.ts';

@@ -3,32 +3,27 @@
 // when the work landed (or was already there), 1 when something of the person's blocks it, 2 when
 // there is nothing to land (the plan never ran, or its ref is gone).
 
-import { Git } from '../../adapters/git/repository.ts';
-import { ownLayout } from '../../adapters/layout.ts';
-import { noCommitLine } from '../../core/git-text.ts';
-import { acquireLock, currentLockInfo, lockHeldMessage } from '../../adapters/run-lock.ts';
-import { approvalHint, commandHint, shellWord } from '../../core/command-hint.ts';
-import type { LandMode } from '../../core/landing.ts';
+import { acquireLock, currentLockInfo, Git, lockHeldMessage, ownLayout } from '../../adapters/index.ts';
+import { approvalHint, commandHint, landingNotice, type LandMode, noCommitLine, ok, type Result, shellWord } from '../../core/index.ts';
 import {
-  type LandBlocked,
-  type LandReport,
-  type LandTarget,
+  cleanOnHosts,
+  cleanPlans,
   describeTargetProblem,
   findLandTarget,
+  type LandBlocked,
+  type LandReport,
   landTarget,
+  type LandTarget,
+  planIdsToClean,
+  repositoryId,
   repositoryOf,
   runPathOf,
-} from '../../run/plan-landing.ts';
-import { cleanPlans, planIdsToClean } from '../../run/plan-clean.ts';
-import { cleanOnHosts } from '../../run/hosts.ts';
-import { repositoryId } from '../../run/workspace/host-scripts.ts';
+} from '../../run/index.ts';
 import { cleanHostOptions, describeHostCleaning, hostCleaningJson, hostsOf } from '../host-flags.ts';
 import type { Command, Io } from '../command.ts';
 import { CliError, EXIT, type ExitCode, gitFailedError } from '../exit.ts';
 import { planPathFrom } from '../load.ts';
 import { jsonOption, planOption } from './options.ts';
-import { type Result, ok } from '../../core/failure.ts';
-import { landingNotice } from '../../core/run-lifecycle.ts';
 
 const noCommitOption = {
   'no-commit': {

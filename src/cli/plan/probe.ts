@@ -2,20 +2,29 @@
 // of the last commit of its own, and report broken checks and vacuous tasks (src/run/probe.ts).
 
 import { dirname } from 'node:path';
-import { Git } from '../../adapters/git/repository.ts';
-import { describeOrphans } from '../../adapters/orphans.ts';
-import { realRunAdapters } from '../../run/adapters.ts';
-import { acquireLock, currentLockInfo } from '../../adapters/run-lock.ts';
-import { assertNever } from '../../core/failure.ts';
-import { formatDuration, oneLine } from '../../core/format.ts';
-import { type ProbeReport, probeFindings, probeHeadline } from '../../core/probe.ts';
-import { decideSandbox, ownSandboxNotice, sandboxModeOf, sandboxUse } from '../../adapters/sandbox.ts';
-import { describeSandboxUse, sandboxedCommands } from '../../core/sandbox-words.ts';
-import { describeProbeProblem, runProbe, saveProbe } from '../../run/probe.ts';
-import { planRepositoryProblem, planWarningNotices } from '../../run/refusals.ts';
+import { acquireLock, currentLockInfo, decideSandbox, describeOrphans, Git, ownSandboxNotice, sandboxModeOf, sandboxUse } from '../../adapters/index.ts';
+import {
+  DEFAULTS,
+  describeProbeProblem,
+  LIMIT_FLAGS,
+  planRepositoryProblem,
+  planWarningNotices,
+  realRunAdapters,
+  runProbe,
+  saveProbe,
+} from '../../run/index.ts';
+import {
+  assertNever,
+  describeSandboxUse,
+  formatDuration,
+  oneLine,
+  probeFindings,
+  probeHeadline,
+  type ProbeReport,
+  sandboxedCommands,
+} from '../../core/index.ts';
 import { describeSetupProblem, lockedLine } from '../setup-problem.ts';
-import { DEFAULTS, LIMIT_FLAGS } from '../../run/settings.ts';
-import { table } from '../../ui/table.ts';
+import { table } from '../../ui/index.ts';
 import type { Command, Io } from '../command.ts';
 import { RANGES } from '../numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, gitFailedError, usageError } from '../exit.ts';

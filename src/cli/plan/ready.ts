@@ -1,11 +1,8 @@
-import { depsOf, longestRemainingPath, readySet } from '../../core/graph.ts';
-import { computeOverlaps, overlapSets } from '../../core/overlap.ts';
-import { parallelGroups } from '../../core/schedule.ts';
+import { computeOverlaps, depsOf, longestRemainingPath, overlapSets, parallelGroups, readySet, taskAt } from '../../core/index.ts';
 import type { Command } from '../command.ts';
 import { EXIT } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';
 import { jsonOption, planOption } from './options.ts';
-import { taskAt } from '../../core/plan.ts';
 
 export const ready: Command = {
   name: 'ready',

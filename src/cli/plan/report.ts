@@ -2,12 +2,8 @@
 // archived plan records — from the journal and the plan.
 
 import { resolve } from 'node:path';
-import { ownLayout } from '../../adapters/layout.ts';
-import { readPlanFile } from '../../adapters/plan-file.ts';
-import { commandHint } from '../../core/command-hint.ts';
-import type { Plan } from '../../core/plan.ts';
-import { type RunRecord, renderReport, reportData, runForArchive } from '../../core/report.ts';
-import { parsePlan } from '../../core/validate.ts';
+import { ownLayout, readPlanFile } from '../../adapters/index.ts';
+import { commandHint, parsePlan, type Plan, renderReport, reportData, runForArchive, type RunRecord } from '../../core/index.ts';
 import type { Command } from '../command.ts';
 import { CliError, EXIT } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';

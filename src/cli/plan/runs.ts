@@ -3,11 +3,8 @@
 
 import { readdir, stat } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
-import { journalPathFor, readJournal } from '../../adapters/journal.ts';
-import { readLock } from '../../adapters/run-lock.ts';
-import { readPlanFile } from '../../adapters/plan-file.ts';
-import { type Archive, groupRuns, parseArchiveStamp, type RunRecord } from '../../core/report.ts';
-import { parsePlan } from '../../core/validate.ts';
+import { journalPathFor, readJournal, readLock, readPlanFile } from '../../adapters/index.ts';
+import { type Archive, groupRuns, parseArchiveStamp, parsePlan, type RunRecord } from '../../core/index.ts';
 import type { Io } from '../command.ts';
 import { CliError, EXIT } from '../exit.ts';
 

@@ -1,20 +1,38 @@
-import { journalPathFor, readJournal } from '../../adapters/journal.ts';
-import { ownLayout } from '../../adapters/layout.ts';
-import { type LockStatus, readLock } from '../../adapters/run-lock.ts';
-import { approvalHint, commandHint } from '../../core/command-hint.ts';
-import { formatElapsed, oneLine } from '../../core/format.ts';
-import { countByStatus } from '../../core/graph.ts';
-import { type Plan, type TaskReview, attemptsOf, statusOf, taskAt } from '../../core/plan.ts';
-import { type UsageTally, emptyTally, formatCostTally, mergeTallies, tallyCostUsd } from '../../core/usage.ts';
-import { neededPaths } from '../../core/widen.ts';
-import { type RunningTask, type StoppedRun, type UnfinishedRun, groupRuns, planTally, stoppedRun, timeOf, unfinishedRun } from '../../core/report.ts';
-import { table } from '../../ui/table.ts';
+import { journalPathFor, type LockStatus, ownLayout, readJournal, readLock } from '../../adapters/index.ts';
+import {
+  approvalHint,
+  attemptsOf,
+  commandHint,
+  countByStatus,
+  describeReviews,
+  emptyTally,
+  formatCostTally,
+  formatElapsed,
+  groupRuns,
+  mergeTallies,
+  neededPaths,
+  oneLine,
+  openReview,
+  type Plan,
+  planTally,
+  type RunningTask,
+  statusOf,
+  stoppedRun,
+  type StoppedRun,
+  tallyCostUsd,
+  taskAt,
+  type TaskReview,
+  timeOf,
+  unfinishedRun,
+  type UnfinishedRun,
+  type UsageTally,
+} from '../../core/index.ts';
+import { table } from '../../ui/index.ts';
 import type { Command } from '../command.ts';
 import { EXIT, gitFailedError } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';
 import { jsonOption, planOption } from './options.ts';
-import { describeReviews, openReview } from '../../core/review.ts';
-import { type IsolationStatus, isolationStatus } from '../../run/plan-worktrees-status.ts';
+import { isolationStatus, type IsolationStatus } from '../../run/index.ts';
 import { formatBytes } from './land.ts';
 
 /** The longest reason the table shows (`--json` has it whole). */

@@ -1,10 +1,8 @@
-// `plan summary`: the plan at a glance in Markdown (see src/core/overview.ts).
+// `plan summary`: the plan at a glance in Markdown (see src/core/plan/overview.ts).
 
-import { ownLayout } from '../../adapters/layout.ts';
-import { commandHint } from '../../core/command-hint.ts';
-import { planOverview } from '../../core/overview.ts';
-import { probeFindings, probeHeadline } from '../../core/probe.ts';
-import { storedProbe } from '../../run/probe.ts';
+import { ownLayout } from '../../adapters/index.ts';
+import { commandHint, planOverview, probeFindings, probeHeadline } from '../../core/index.ts';
+import { storedProbe } from '../../run/index.ts';
 import type { Command } from '../command.ts';
 import { EXIT } from '../exit.ts';
 import { loadPlan, planPathFrom } from '../load.ts';

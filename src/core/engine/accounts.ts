@@ -5,8 +5,8 @@
 // Without hosts, or with hosts of one account, the run has one limiter and nothing here differs
 // from it: every attempt's account is the run's (`undefined`).
 
-import { type Limiter, type LimiterSettings, allowed, holding, newLimiter, overdue } from '../limiter.ts';
-import { freePlaces } from '../hosts/placement.ts';
+import { allowed, holding, type Limiter, type LimiterSettings, newLimiter, overdue } from '../limits/index.ts';
+import { freePlaces } from '../hosts/index.ts';
 import { type Attempt, IN_FLIGHT } from './attempt.ts';
 import { takenPlaces } from './hosts.ts';
 import type { EngineConfig, EngineState } from './state.ts';

@@ -4,13 +4,10 @@
 // candidate ref (without a gate, both integrate at the first record); work a session verified
 // integrates at the first record.
 
-import { emptyGateQueue, enqueue } from '../gate.ts';
-import { depsOf, longestRemainingPath } from '../graph.ts';
-import { newHosts } from '../hosts/placement.ts';
-import { computeOverlaps, overlapSets } from '../overlap.ts';
-import { type Plan, attemptsOf, taskAt } from '../plan.ts';
-import { emptyUsage } from '../usage.ts';
-import type { CapturedWork } from '../work.ts';
+import { emptyGateQueue, enqueue } from './gate.ts';
+import { attemptsOf, computeOverlaps, depsOf, emptyUsage, longestRemainingPath, overlapSets, type Plan, taskAt } from '../plan/index.ts';
+import { newHosts } from '../hosts/index.ts';
+import type { CapturedWork } from '../attempt/index.ts';
 import { firstLimiter, otherLimiters } from './accounts.ts';
 import type { Attempt } from './attempt.ts';
 import type { EngineConfig, EngineState } from './state.ts';

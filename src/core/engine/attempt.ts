@@ -2,10 +2,8 @@
 // (the stages are drawn in step.ts), each shape holding exactly what the attempt has in that stage;
 // and the groups of stages the step function asks about (`tasksIn`).
 
-import type { WorkerRun } from '../worker-run.ts';
-import type { Decision, PassingDecision } from '../finalize.ts';
-import type { Place } from '../hosts/placement.ts';
-import type { CapturedWork } from '../work.ts';
+import type { CapturedWork, Decision, PassingDecision, WorkerRun } from '../attempt/index.ts';
+import type { Place } from '../hosts/index.ts';
 
 export type AttemptStage = Attempt['stage'];
 
@@ -42,7 +40,7 @@ export interface RunningAttempt extends AttemptIn<'running'> {
   readonly stopping?: true;
   /** The API refused its worker, and has served it nothing since. */
   readonly refused?: true;
-  /** No worker: it re-checks the work its task's last attempt set aside (core/widen.ts). */
+  /** No worker: it re-checks the work its task's last attempt set aside (core/attempt/widen.ts). */
   readonly recheck?: true;
   /** Why it is lost: its host went down. It ends as soon as its worker stops, no attempt spent. */
   readonly lost?: string;

@@ -3,15 +3,23 @@
 // retry, a failure, a block or a requeue goes into the plan; a limit's refusal pauses it. A
 // paused attempt the run cannot resume ends here too.
 
-import { assertNever } from '../failure.ts';
-import { type WorkerRun, describeWorkerFailure } from '../worker-run.ts';
-import { type Decided, type Decision, type Verification, decideAttempt, judgeRun, verificationWarnings } from '../finalize.ts';
-import { served } from '../limiter.ts';
-import { addUsage, emptyUsage } from '../usage.ts';
-import { taskAt } from '../plan.ts';
-import { applyDecision, recordUndeclared } from '../transition.ts';
-import { type Attempt, type RunningAttempt, type VerifyingAttempt, PAUSED, tasksIn } from './attempt.ts';
-import { type StepDraft, attemptIn, emit, kept, runFigure, runOf, stopWith } from './draft.ts';
+import { assertNever } from '../result.ts';
+import {
+  applyDecision,
+  decideAttempt,
+  type Decided,
+  type Decision,
+  describeWorkerFailure,
+  judgeRun,
+  recordUndeclared,
+  type Verification,
+  verificationWarnings,
+  type WorkerRun,
+} from '../attempt/index.ts';
+import { served } from '../limits/index.ts';
+import { addUsage, emptyUsage, taskAt } from '../plan/index.ts';
+import { type Attempt, PAUSED, type RunningAttempt, tasksIn, type VerifyingAttempt } from './attempt.ts';
+import { attemptIn, emit, kept, runFigure, runOf, type StepDraft, stopWith } from './draft.ts';
 import { gotThrough, limiterSettings, mayPause, pause, refusalOf, refuse } from './limits.ts';
 import { type Concluded, concludeRecheck, undeclaredOf, widened } from './set-aside.ts';
 import { applyReviewed } from './review.ts';

@@ -2,10 +2,10 @@
 // and the small helpers every transition uses on it: emit an event, stop the run, find an attempt
 // in the stage it must be in, and what an attempt's workers did and cost in this run.
 
-import type { RunEventBody } from '../events.ts';
-import { assertNever } from '../failure.ts';
-import type { WorkerRun } from '../worker-run.ts';
-import { type UsageFigure, UNKNOWN, emptyUsage } from '../usage.ts';
+import type { RunEventBody } from '../report/index.ts';
+import { assertNever } from '../result.ts';
+import type { WorkerRun } from '../attempt/index.ts';
+import { emptyUsage, UNKNOWN, type UsageFigure } from '../plan/index.ts';
 import type { Attempt, AttemptStage } from './attempt.ts';
 import type { EngineEffect } from './effects.ts';
 import type { EngineEvent } from './events.ts';

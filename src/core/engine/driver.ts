@@ -1,15 +1,15 @@
 // The one driver of the step function: the loop that takes an event, calls `step`, and carries
 // out the effects it answers with, through an `EffectCarrier` (one member per effect, none
-// optional). The headless run (run/engine.ts), each in-session step (run/session/driver.ts) and
-// the simulation (core/simulation.ts) each give their carrier and their inbox; how an effect is
+// optional). The headless run (run/headless/engine.ts), each in-session step (run/session/driver.ts) and
+// the simulation (core/engine/simulation.ts) each give their carrier and their inbox; how an effect is
 // awaited is theirs: a member returns the events its effect leads to at once (a session's step
 // carries its effects in order; the simulation's events carry their simulated time), or posts
 // them to its inbox later (headless: workers and checks run in parallel, the lane's jobs one at a
 // time). The loop's waits are yields, so the same loop runs synchronously (`driveNow`, the
 // simulation) or awaiting (`drive`).
 
-import type { RunEventBody } from '../events.ts';
-import { assertNever } from '../failure.ts';
+import type { RunEventBody } from '../report/index.ts';
+import { assertNever } from '../result.ts';
 import type { EngineEffect } from './effects.ts';
 import type { EngineEvent } from './events.ts';
 import type { EngineState } from './state.ts';

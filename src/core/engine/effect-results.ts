@@ -1,13 +1,12 @@
 // What an effect's outcome tells the step function: one builder per result event, so that every
-// driver that carries out effects — the headless engine (run/engine.ts), the in-session steps
-// (run/session/driver.ts) and the simulation (core/simulation.ts) — makes each event one way.
+// driver that carries out effects — the headless engine (run/headless/engine.ts), the in-session steps
+// (run/session/driver.ts) and the simulation (core/engine/simulation.ts) — makes each event one way.
 // Pure: the driver says when (`now`).
 
-import type { Result } from '../failure.ts';
-import type { WorkerRun } from '../worker-run.ts';
-import type { Verification } from '../finalize.ts';
-import { type GitFailure, describeGitFailure } from '../git-text.ts';
-import type { Refusal } from '../limiter.ts';
+import type { Result } from '../result.ts';
+import type { Verification, WorkerRun } from '../attempt/index.ts';
+import { describeGitFailure, type GitFailure } from '../integration/index.ts';
+import type { Refusal } from '../limits/index.ts';
 import type { GateRun, RecordFailure } from './effects.ts';
 import type { EngineEvent } from './events.ts';
 

@@ -1,14 +1,13 @@
 // What the step function asks its driver to carry out (`EngineEffect`): the one loop
 // (core/engine/driver.ts) hands each to a carrier's member for it — the headless engine's
-// (run/engine.ts), an in-session step's (run/session/driver.ts), the simulation's
-// (core/simulation.ts); and the requests the lane's effects become for the adapters that do the
+// (run/headless/engine.ts), an in-session step's (run/session/driver.ts), the simulation's
+// (core/engine/simulation.ts); and the requests the lane's effects become for the adapters that do the
 // work (`RecordRequest`, `GateRequest`), with a gate run's answer (`GateRun`).
 
-import type { RunEventBody } from '../events.ts';
-import type { Place } from '../hosts/placement.ts';
-import type { UsageFigure } from '../usage.ts';
-import type { EarlierWork } from '../review.ts';
-import type { CapturedWork } from '../work.ts';
+import type { RunEventBody } from '../report/index.ts';
+import type { Place } from '../hosts/index.ts';
+import type { EarlierWork, UsageFigure } from '../plan/index.ts';
+import type { CapturedWork } from '../attempt/index.ts';
 import type { EngineStop } from './state.ts';
 
 export type EngineEffect =
@@ -27,7 +26,7 @@ export type EngineEffect =
       stack?: Array<{ task: number; work: CapturedWork }>;
       /** A paused attempt goes on: its worker continues this conversation (`--resume`) in the worktree it kept; `reason`: what stopped it. */
       resume?: { sessionId: string; reason: string };
-      /** No worker: the work its last attempt set aside (this commit holds it) is verified as the attempt's work (core/widen.ts). */
+      /** No worker: the work its last attempt set aside (this commit holds it) is verified as the attempt's work (core/attempt/widen.ts). */
       recheck?: string;
       /** The attempt starts from earlier work, not the integration tip (`AttemptStart`). */
       from?: AttemptStart;
@@ -72,7 +71,7 @@ export type EngineEffect =
  * Where an attempt starts when not at the integration tip alone: its workspace holds earlier work,
  * and its own work is counted from where that earlier work starts, so capture, the scope check and
  * integration see the whole change. `commit` and `base`: a commit foreman kept and where it
- * started (a review round's parked work, core/review.ts); `work`: a candidate the gate blamed, put
+ * started (a review round's parked work, core/plan/review.ts); `work`: a candidate the gate blamed, put
  * on the integration tip as it is now (what the gate failed it on), counted from the tip.
  */
 export type AttemptStart = EarlierWork | { work: CapturedWork };

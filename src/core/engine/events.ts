@@ -2,10 +2,8 @@
 // finished, its work verified, the lane recorded or gated), and what comes from outside: a tick,
 // Ctrl-C, a drain, and in a session the lead's steps.
 
-import type { WorkerRun } from '../worker-run.ts';
-import type { Verification } from '../finalize.ts';
-import type { Refusal } from '../limiter.ts';
-import type { SetupFindings } from '../transition.ts';
+import type { SetupFindings, Verification, WorkerRun } from '../attempt/index.ts';
+import type { Refusal } from '../limits/index.ts';
 import type { RecordFailure } from './effects.ts';
 
 export type EngineEvent =

@@ -6,10 +6,10 @@
 // Without hosts nothing here acts: the state has no `hosts`.
 
 import { plural } from '../format.ts';
-import { DEFAULT_HOST_BACKOFF_MS, type Place, allDownSince, freePlaces, hostFault, hostTried, hostWorks, nextRetry, place } from '../hosts/placement.ts';
-import { applyDecision } from '../transition.ts';
+import { allDownSince, DEFAULT_HOST_BACKOFF_MS, freePlaces, hostFault, hostTried, hostWorks, nextRetry, place, type Place } from '../hosts/index.ts';
+import { applyDecision } from '../attempt/index.ts';
 import { type Attempt, IN_FLIGHT, tasksIn } from './attempt.ts';
-import { type StepDraft, emit, runOf, spentBy, stopWith } from './draft.ts';
+import { emit, runOf, spentBy, type StepDraft, stopWith } from './draft.ts';
 import type { EngineState } from './state.ts';
 import { checkBudget, reportCascade } from './stop.ts';
 import { finishedEvent } from './task-finished.ts';

@@ -1,13 +1,12 @@
-// Limits: the run's limiter (core/limiter.ts) hears every refusal and every response served (with
+// Limits: the run's limiter (core/limits/limiter.ts) hears every refusal and every response served (with
 // hosts of more than one account, each account's limiter those of its hosts' workers:
 // core/engine/accounts.ts). A worker refused before it did anything may be stopped (no attempt
 // spent); one a limit ended after it had done something pauses, keeping its worktree and
 // conversation, and resumes when the limiter lets it; the run wakes when a hold ends.
 
-import { type WorkerRun, describeWorkerFailure } from '../worker-run.ts';
-import { limitWords } from '../limit-words.ts';
-import { type Limiter, type LimiterSettings, type Refusal, holding, overdue, refused, served } from '../limiter.ts';
-import { byPriority } from '../schedule.ts';
+import { describeWorkerFailure, type WorkerRun } from '../attempt/index.ts';
+import { holding, type Limiter, type LimiterSettings, limitWords, overdue, type Refusal, refused, served } from '../limits/index.ts';
+import { byPriority, taskAt } from '../plan/index.ts';
 import {
   type Account,
   accountOfAttempt,
@@ -21,11 +20,10 @@ import {
   limiterOf,
   setLimiter,
 } from './accounts.ts';
-import { type RunningAttempt, IN_FLIGHT, PAUSED, tasksIn } from './attempt.ts';
-import { type StepDraft, attemptIn, emit, isIn, kept, stopWith } from './draft.ts';
+import { IN_FLIGHT, PAUSED, type RunningAttempt, tasksIn } from './attempt.ts';
+import { attemptIn, emit, isIn, kept, type StepDraft, stopWith } from './draft.ts';
 import { startable, unheld } from './queries.ts';
 import type { EngineConfig } from './state.ts';
-import { taskAt } from '../plan.ts';
 
 /** The limiter's settings from the run's configuration (`ceiling`: the concurrency asked for). */
 export const limiterSettings = (config: EngineConfig, ceiling: number = config.concurrency): LimiterSettings => ({

@@ -1,12 +1,12 @@
-// The merge queue's transitions (the queue itself: core/gate.ts): the gate on the starting commit
+// The merge queue's transitions (the queue itself: core/engine/gate.ts): the gate on the starting commit
 // before anything starts, the gate on the next segment of candidates whenever the lane is free, and
 // its verdict: integrate what passed, blame a culprit and cancel what was built on it.
 
-import { afterGateRun, culpritDecision, flakeNotice, gateFinishedEvent, nextSegment } from '../gate.ts';
-import { attemptsOf, statusOf, taskAt } from '../plan.ts';
-import { applyDecision } from '../transition.ts';
-import { WAITING_TO_LAND, tasksIn } from './attempt.ts';
-import { type StepDraft, attemptIn, emit, runOf, spentBy, stopWith } from './draft.ts';
+import { afterGateRun, culpritDecision, flakeNotice, gateFinishedEvent, nextSegment } from './gate.ts';
+import { attemptsOf, statusOf, taskAt } from '../plan/index.ts';
+import { applyDecision } from '../attempt/index.ts';
+import { tasksIn, WAITING_TO_LAND } from './attempt.ts';
+import { attemptIn, emit, runOf, spentBy, type StepDraft, stopWith } from './draft.ts';
 import { gateOpen } from './queries.ts';
 import { retryFromCandidate } from './review.ts';
 import { cancelBuiltOn } from './speculation.ts';

@@ -2,12 +2,10 @@
 // which may start now (within the limiter, once the gate passed the starting commit), whether a
 // free slot may wait for a record, and, in a session, which tasks wait for work to land.
 
-import { readySet } from '../graph.ts';
-import { allowed, holding } from '../limiter.ts';
-import { statusOf, taskAt } from '../plan.ts';
-import { byPriority, pickStarts } from '../schedule.ts';
+import { byPriority, pickStarts, readySet, statusOf, taskAt } from '../plan/index.ts';
+import { allowed, holding } from '../limits/index.ts';
 import { accountsOf, roomOn } from './accounts.ts';
-import { IN_FLIGHT, PAUSED, WAITING_TO_LAND, tasksIn } from './attempt.ts';
+import { IN_FLIGHT, PAUSED, tasksIn, WAITING_TO_LAND } from './attempt.ts';
 import { hostRoom } from './hosts.ts';
 import { speculativeReady } from './speculation.ts';
 import type { EngineState, Timing } from './state.ts';

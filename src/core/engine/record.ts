@@ -2,16 +2,15 @@
 // held as candidates for the merge queue), and what the plan says once the lane recorded it, or
 // could not.
 
-import { assertNever } from '../failure.ts';
-import { enqueue } from '../gate.ts';
-import { applyApproved, applyDecision } from '../transition.ts';
-import type { CapturedWork } from '../work.ts';
+import { assertNever } from '../result.ts';
+import { enqueue } from './gate.ts';
+import { applyApproved, applyDecision, type CapturedWork } from '../attempt/index.ts';
 import { type RecordingAttempt, tasksIn } from './attempt.ts';
-import { type StepDraft, attemptIn, emit, runOf, spentBy, stopWith } from './draft.ts';
+import { attemptIn, emit, runOf, spentBy, type StepDraft, stopWith } from './draft.ts';
 import type { RecordFailure } from './effects.ts';
 import { applyReviewed } from './review.ts';
 import { cancelBuiltOn } from './speculation.ts';
-import { taskAt } from '../plan.ts';
+import { taskAt } from '../plan/index.ts';
 
 /**
  * Hand every verified attempt to the lane, as one round: integrated at once without a gate; with

@@ -1,14 +1,10 @@
-// Review rounds in the step function (core/review.ts: the round itself): where a task's next
+// Review rounds in the step function (core/plan/review.ts: the round itself): where a task's next
 // attempt starts — its parked work in a review round, or its own candidate work after the gate
 // blamed it — and the journal's word when a decision ends a round.
 
-import type { Decision } from '../finalize.ts';
-import type { UsageFigure } from '../usage.ts';
-import { taskAt } from '../plan.ts';
-import { openReview, revisionStart } from '../review.ts';
-import { type Applied, applyDecision } from '../transition.ts';
-import type { CapturedWork } from '../work.ts';
-import { type StepDraft, emit } from './draft.ts';
+import { type Applied, applyDecision, type CapturedWork, type Decision } from '../attempt/index.ts';
+import { openReview, revisionStart, taskAt, type UsageFigure } from '../plan/index.ts';
+import { emit, type StepDraft } from './draft.ts';
 import type { AttemptStart } from './effects.ts';
 
 /** Where task `task`'s next attempt starts when not at the integration tip, and what its start event says of it; taken once. */

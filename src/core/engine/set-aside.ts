@@ -1,16 +1,22 @@
 // What an attempt did outside its declared files: recorded beside its decision, `--widen` adding
 // what it wanted to its task's declared files, and the re-check of the work its last attempt set
-// aside that a widened task gets before a worker is paid (core/widen.ts).
+// aside that a widened task gets before a worker is paid (core/attempt/widen.ts).
 
-import type { WorkerRun } from '../worker-run.ts';
-import { type Decided, type EndingDecision, type Verification, undeclaredWritesOf } from '../finalize.ts';
-import { computeOverlaps, overlapSets } from '../overlap.ts';
-import { type TaskSetAside, taskAt } from '../plan.ts';
-import { emptyUsage } from '../usage.ts';
-import { applyDecision, widenDeclared } from '../transition.ts';
-import { type WantedPath, wantedPaths, widenRefusal } from '../widen.ts';
+import {
+  applyDecision,
+  type Decided,
+  type EndingDecision,
+  undeclaredWritesOf,
+  type Verification,
+  type WantedPath,
+  wantedPaths,
+  widenDeclared,
+  widenRefusal,
+  type WorkerRun,
+} from '../attempt/index.ts';
+import { computeOverlaps, emptyUsage, overlapSets, taskAt, type TaskSetAside } from '../plan/index.ts';
 import type { Attempt, RunningAttempt, VerifyingAttempt } from './attempt.ts';
-import { type StepDraft, emit, kept } from './draft.ts';
+import { emit, kept, type StepDraft } from './draft.ts';
 import { finishedEvent } from './task-finished.ts';
 
 /** Beside an attempt's decision: warnings for its `task-finished` event, and what it did outside its declared files. */
@@ -35,7 +41,7 @@ export function undeclaredOf(attempt: Attempt, run: WorkerRun, verification?: Ve
 
 /**
  * `--widen`: an attempt that failed (or ended blocked) wanting undeclared files the run may add
- * (core/widen.ts `widenRefusal`) has them added to its task's declared files, once per task per
+ * (core/attempt/widen.ts `widenRefusal`) has them added to its task's declared files, once per task per
  * run, and the task runs again with no attempt counted. Otherwise the decision stands, and a
  * failure or block says why the run did not add them.
  */

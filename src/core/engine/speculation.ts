@@ -2,15 +2,12 @@
 // candidates in the merge queue before they integrate, its worktree built on that stack. When a
 // candidate leaves the queue without integrating, every attempt built on it is cancelled.
 
-import { assertNever } from '../failure.ts';
-import type { WorkerRun } from '../worker-run.ts';
-import { queueOrder, withdraw } from '../gate.ts';
-import { pathsIntersect } from '../paths.ts';
-import { statusOf, writesOf, taskAt } from '../plan.ts';
-import { applyCancelled } from '../transition.ts';
-import type { CapturedWork } from '../work.ts';
+import { assertNever } from '../result.ts';
+import { applyCancelled, type CapturedWork, type WorkerRun } from '../attempt/index.ts';
+import { queueOrder, withdraw } from './gate.ts';
+import { pathsIntersect, statusOf, taskAt, writesOf } from '../plan/index.ts';
 import type { Attempt, GatingAttempt, QueuedAttempt } from './attempt.ts';
-import { type StepDraft, emit, runOf, spentBy } from './draft.ts';
+import { emit, runOf, spentBy, type StepDraft } from './draft.ts';
 import type { EngineState } from './state.ts';
 import { checkBudget, reportCascade } from './stop.ts';
 import { finishedEvent } from './task-finished.ts';

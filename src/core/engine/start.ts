@@ -2,14 +2,12 @@
 // wake when a limit's hold ends, or finish. Headless as soon as it may; in a session only when the
 // lead asks (`hand-out` starts work, `integrate` records it).
 
-import { readySet } from '../graph.ts';
-import { attemptsOf, modelOf, statusOf, taskAt } from '../plan.ts';
-import { markStarted } from '../transition.ts';
-import { recheckable } from '../widen.ts';
+import { attemptsOf, modelOf, readySet, statusOf, taskAt } from '../plan/index.ts';
+import { markStarted, recheckable } from '../attempt/index.ts';
 import { accountOfAttempt, accountOfHost, anyHold, givenUp, roomOn } from './accounts.ts';
 import { IN_FLIGHT, PAUSED, tasksIn } from './attempt.ts';
 import { endPaused } from './conclude.ts';
-import { type StepDraft, emit } from './draft.ts';
+import { emit, type StepDraft } from './draft.ts';
 import { resumePaused, wakeForHold } from './limits.ts';
 import { candidatesWait, laneBusy, startGate } from './merge-queue.ts';
 import { placeFor, wakeForHosts } from './hosts.ts';

@@ -2,15 +2,12 @@
 // keeps between events (`EngineState`), and how a run stopped (`EngineStop`). Only the step
 // function (step.ts) makes a new state from one.
 
-import type { StopReason } from '../events.ts';
-import type { WorkerFailure } from '../worker-run.ts';
-import type { GateQueue } from '../gate.ts';
-import type { HostSlots, HostState } from '../hosts/placement.ts';
-import type { Limiter } from '../limiter.ts';
-import type { Plan } from '../plan.ts';
-import type { UsageFigure } from '../usage.ts';
-import type { SchedulePolicy } from '../schedule.ts';
-import type { CapturedWork } from '../work.ts';
+import type { StopReason } from '../report/index.ts';
+import type { CapturedWork, WorkerFailure } from '../attempt/index.ts';
+import type { GateQueue } from './gate.ts';
+import type { HostSlots, HostState } from '../hosts/index.ts';
+import type { Limiter } from '../limits/index.ts';
+import type { Plan, SchedulePolicy, UsageFigure } from '../plan/index.ts';
 import type { Attempt } from './attempt.ts';
 
 export interface EngineConfig {
@@ -29,7 +26,7 @@ export interface EngineConfig {
   logDir: string;
   /** A change outside a task's declared files fails its attempt (`--strict-scope`); without, it is set aside and the checks decide. */
   strictScope?: boolean;
-  /** `--widen PATTERN…` (headless): files an attempt showed its task needs, matching one, join its declared files (core/widen.ts). */
+  /** `--widen PATTERN…` (headless): files an attempt showed its task needs, matching one, join its declared files (core/attempt/widen.ts). */
   widen?: readonly string[];
   /**
    * The merge queue: verified work integrates only in stacks the plan's test command passed. Null:
@@ -90,7 +87,7 @@ export interface EngineState {
   /** Live attempts by task. */
   readonly attempts: ReadonlyMap<number, Attempt>;
   /**
-   * The run's limiter for rate and usage limits (core/limiter.ts): this machine's account's, and
+   * The run's limiter for rate and usage limits (core/limits/limiter.ts): this machine's account's, and
    * with hosts, that of every host logged in to it or to no account it names.
    */
   readonly limiter: Limiter;

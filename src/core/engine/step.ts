@@ -6,15 +6,15 @@
 //   recording (in the lane: integrated onto the plan's integration ref, or parked for approval)
 //   → gone (the plan says completed or awaiting approval)
 //   With a gate (the plan's test command): verified → recording (held as a candidate) → queued
-//   (in the merge queue, `core/gate.ts`) → gating (its stack under test, in the lane) → queued
+//   (in the merge queue, `core/engine/gate.ts`) → gating (its stack under test, in the lane) → queued
 //   again (a red stack is split) | recording (integrated) | gone (the culprit: retried or failed)
 //   running | verifying → gone (pending, failed, …): nothing to undo, the person's tree was never
 //   touched and the worktree is reset before its next use.
 //   With a gate, before any of this: the gate on the starting commit (the baseline). Nothing starts
 //   before it passed; when it fails the run is refused.
 //
-// The headless engine (src/run/engine.ts) executes the effects with real workers, checks and git;
-// the in-session steps (src/run/session.ts: `plan setup | next | finalize | commit`, their I/O in
+// The headless engine (src/run/headless/engine.ts) executes the effects with real workers, checks and git;
+// the in-session steps (src/run/session/session.ts: `plan setup | next | finalize | commit`, their I/O in
 // src/run/session/io.ts) execute them across a Claude Code session, whose Task subagents are the
 // workers; the scheduling bench and the property tests execute them in simulated time. Nothing
 // here does I/O or reads a clock: time comes in with each event.
@@ -33,13 +33,13 @@
 // own beside this one (conclude, limits, record, merge-queue, stop…), then `schedule` (start.ts)
 // decides what comes next.
 
-import { skippedEvents } from '../events.ts';
-import { assertNever } from '../failure.ts';
-import { settleRound } from '../limiter.ts';
-import type { Plan } from '../plan.ts';
-import { applySetupFindings } from '../transition.ts';
+import { skippedEvents } from '../report/index.ts';
+import { assertNever } from '../result.ts';
+import { settleRound } from '../limits/index.ts';
+import type { Plan } from '../plan/index.ts';
+import { applySetupFindings } from '../attempt/index.ts';
 import { verified, workerFinished, workspaceFailed } from './conclude.ts';
-import { type StepDraft, emit } from './draft.ts';
+import { emit, type StepDraft } from './draft.ts';
 import type { EngineEffect } from './effects.ts';
 import type { EngineEvent } from './events.ts';
 import { hostFaulted } from './hosts.ts';

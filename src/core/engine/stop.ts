@@ -1,14 +1,12 @@
 // How a run stops: Ctrl-C, the session that ended, a drain, the budget, the circuit breaker; and,
 // once nothing runs and nothing can start, the words the run ends with (`finish`).
 
-import { skippedEvents } from '../events.ts';
+import { skippedEvents } from '../report/index.ts';
 import { formatCost, plural } from '../format.ts';
-import { countByStatus, stall } from '../graph.ts';
-import { statusOf } from '../plan.ts';
-import { UNKNOWN } from '../usage.ts';
-import type { Applied } from '../transition.ts';
+import { countByStatus, stall, statusOf, UNKNOWN } from '../plan/index.ts';
+import type { Applied } from '../attempt/index.ts';
 import { IN_FLIGHT, tasksIn } from './attempt.ts';
-import { type StepDraft, emit, stopWith } from './draft.ts';
+import { emit, type StepDraft, stopWith } from './draft.ts';
 
 /** Tell every worker to stop; their attempts end as interrupted. */
 export function abortWorkers(building: StepDraft): void {

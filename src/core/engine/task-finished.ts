@@ -1,14 +1,12 @@
 // How an attempt's end is told in the journal: its `task-finished` event, the outcome its decision
 // is called there and why it did not complete, in words.
 
-import type { RunEventBody, TaskOutcome } from '../events.ts';
-import { assertNever } from '../failure.ts';
-import { type WorkerRun, describeWorkerFailure } from '../worker-run.ts';
-import type { Decision } from '../finalize.ts';
-import { UNKNOWN } from '../usage.ts';
-import { taskAt } from '../plan.ts';
+import type { RunEventBody, TaskOutcome } from '../report/index.ts';
+import { assertNever } from '../result.ts';
+import { type Decision, describeWorkerFailure, type WorkerRun } from '../attempt/index.ts';
+import { taskAt, UNKNOWN } from '../plan/index.ts';
 import type { Attempt } from './attempt.ts';
-import { type StepDraft, spentBy } from './draft.ts';
+import { spentBy, type StepDraft } from './draft.ts';
 
 /** What a decision is called in the journal's `task-finished` events. */
 export function outcomeOf(decision: Decision): TaskOutcome {

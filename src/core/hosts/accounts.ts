@@ -5,7 +5,7 @@
 // be told apart from it; a host naming another account has that account's limiter, shared with
 // the hosts naming the same one. Pure.
 
-import type { AuthStatus } from '../auth-status.ts';
+import type { AuthStatus } from './auth-status.ts';
 
 /** What names an account: a claude.ai login's organization and email; null for a login that names none. */
 export function accountKey(status: AuthStatus | null): string | null {

@@ -4,8 +4,8 @@
 // this machine. Pure: parsed and checked here, every problem one line naming it (the CLI exits 2).
 // docs/hosts.md describes every parameter; `HOST_PARAMETERS` is the one list of them.
 
-import { type Result, err, ok } from '../failure.ts';
-import { closestName } from '../spelling.ts';
+import { err, ok, type Result } from '../result.ts';
+import { closestName } from '../plan/index.ts';
 
 /** Slots a host has when its URL names none: as many workers as a run has by default. */
 export const DEFAULT_SLOTS = 4;

@@ -1,8 +1,8 @@
 // Attempts, a projection of a run: each task-started paired with the task's next task-finished
 // (a culprit's later verdict folded into its attempt), and what cancelled speculation cost.
 
-import type { TaskOutcome } from '../events.ts';
-import { type UNKNOWN, type UsageFigure, type UsageTally, tallyOf } from '../usage.ts';
+import type { TaskOutcome } from './events.ts';
+import { tallyOf, type UNKNOWN, type UsageFigure, type UsageTally } from '../plan/index.ts';
 import { type RunRecord, timeOf } from './journal.ts';
 
 // ---------------------------------------------------------------------------------------------

@@ -1,12 +1,11 @@
 // Archives and history, projections: which run an archived plan came from, and the rows of
 // `plan history`.
 
-import type { StopReason } from '../events.ts';
+import type { StopReason } from './events.ts';
 import { formatCount, isoSeconds, plural } from '../format.ts';
-import type { Plan } from '../plan.ts';
-import { UNKNOWN, type UsageTally, tallyCostUsd, tallyOf } from '../usage.ts';
+import { type Plan, tallyCostUsd, tallyOf, UNKNOWN, type UsageTally } from '../plan/index.ts';
 import { type RunRecord, startOf } from './journal.ts';
-import { type RunState, type SummaryOptions, summarizeRun } from './runs.ts';
+import { type RunState, summarizeRun, type SummaryOptions } from './runs.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Archives and history

@@ -1,7 +1,7 @@
 // The journal's runs, the ground every projection stands on: its events grouped by run id, and
 // the times they carry.
 
-import type { RunEvent } from '../events.ts';
+import type { RunEvent } from './events.ts';
 
 /** The journal event of one type. */
 export type EventOf<T extends RunEvent['type']> = Extract<RunEvent, { type: T }>;

@@ -1,20 +1,16 @@
 // The Markdown report of a run (`plan report`), a renderer over the projections, and its JSON
 // form (`plan report --json`).
 
-import { describeReviews } from '../review.ts';
-import { type Layout, approvalHint, commandHint } from '../command-hint.ts';
-import type { RunEvent } from '../events.ts';
+import { attemptsOf, countByStatus, describeReviews, formatCostFigure, formatCostTally, modelOf, type Plan, statusOf, tallyOf, taskAt } from '../plan/index.ts';
+import { approvalHint, commandHint, type Layout } from '../command-hint.ts';
+import type { RunEvent } from './events.ts';
 import { clipHead, clipTail, formatCost, formatDuration, isoSeconds, listIndices, markdownCell, plural } from '../format.ts';
-import { formatCostFigure, formatCostTally } from '../usage.ts';
-import { countByStatus } from '../graph.ts';
-import { type Plan, attemptsOf, modelOf, statusOf, taskAt } from '../plan.ts';
-import { tallyOf } from '../usage.ts';
 import { type AttemptRecord, attemptRecordsOf, counted, isFailure, speculationWaste } from './attempts.ts';
 import { ganttChart } from './gantt.ts';
-import { type GateSummary, gateRunName, gateSummaryOf } from './gate-runs.ts';
+import { gateRunName, type GateSummary, gateSummaryOf } from './gate-runs.ts';
 import { formatTokens, planTally } from './history.ts';
 import { type EventOf, type RunRecord, timeOf } from './journal.ts';
-import { type RunSummary, type SummaryOptions, summarizeRun, taskStatesIn } from './runs.ts';
+import { type RunSummary, summarizeRun, type SummaryOptions, taskStatesIn } from './runs.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Markdown report

@@ -1,11 +1,10 @@
 // Runs, a projection of the journal: each run summarised (outcome, counts, cost), and the run
 // still in progress that `plan status` shows.
 
-import type { RunOutcome, StopReason, TaskOutcome } from '../events.ts';
-import { type LimitState, accountsWaitWords, clockTime, lastLimits } from '../limit-words.ts';
+import type { RunOutcome, StopReason, TaskOutcome } from './events.ts';
+import { accountsWaitWords, clockTime, lastLimits, type LimitState } from '../limits/index.ts';
 import { isoSeconds } from '../format.ts';
-import { type Plan, type TaskStatus, statusOf } from '../plan.ts';
-import { UNKNOWN, type UsageTally, tallyCostUsd, tallyOf } from '../usage.ts';
+import { type Plan, statusOf, tallyCostUsd, tallyOf, type TaskStatus, UNKNOWN, type UsageTally } from '../plan/index.ts';
 import { attemptRecordsOf } from './attempts.ts';
 import { type RunRecord, startOf, timeOf } from './journal.ts';
 

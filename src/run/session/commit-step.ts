@@ -7,28 +7,31 @@
 // `landing.problem` says what to do. When the plan is complete and landed: its worktrees and refs
 // are removed and it is archived.
 
-import { type Result, err, ok } from '../../core/failure.ts';
-import { clipTail } from '../../core/format.ts';
-import type { GitFailure } from '../../core/git-text.ts';
-import { countByStatus } from '../../core/graph.ts';
-import type { Plan, TaskStatus } from '../../core/plan.ts';
 import {
+  clipTail,
   type CommitOutcome,
-  type GateReport,
-  type Notice,
+  countByStatus,
+  err,
   gateReport,
+  type GateReport,
+  type GitFailure,
   integratedBy,
   isComplete,
+  type LandingState,
+  type Notice,
   noticeOf,
+  ok,
+  type Plan,
+  type Result,
   setAsideNotices,
+  type TaskStatus,
   warning,
-} from '../../core/session-report.ts';
+} from '../../core/index.ts';
 import type { SessionPlaces } from './io.ts';
 import { commitEvents, runEnd, unmetEffects } from './driver.ts';
 import { readSession } from './file.ts';
 import { type BaselineFailed, GateDriver } from './gate-driver.ts';
-import { type StepContext, type SessionStep, type Opened, type Ran, type Recorded, type StepScope, stateOf } from './skeleton.ts';
-import type { LandingState } from '../../core/run-lifecycle.ts';
+import { type Opened, type Ran, type Recorded, type SessionStep, stateOf, type StepContext, type StepScope } from './skeleton.ts';
 
 export interface CommitStepOutput extends CommitOutcome {
   round: number;

@@ -1,24 +1,36 @@
 // How an in-session step talks to the step function: the events each step posts (one definition,
-// used by the plan tool's steps in run/session.ts and by the in-process session rig of the tests),
+// used by the plan tool's steps in run/session/session.ts and by the in-process session rig of the tests),
 // and the step's carrier of the step function's effects (`StepRun`, through the one loop of
 // core/engine/driver.ts), with what the step gives it (`StepEffects`). Nothing here reads the
 // session file or runs git: the step's effects do.
 
-import { gatedEvent, recordedEvent, verifiedEvent, workerFinishedEvent } from '../../core/engine/effect-results.ts';
-import { type EffectCarrier, type EffectOf, EventQueue, drive } from '../../core/engine/driver.ts';
-import type { EngineEffect, GateRun, RecordRequest } from '../../core/engine/effects.ts';
-import type { EngineEvent } from '../../core/engine/events.ts';
-import type { EngineState, EngineStop } from '../../core/engine/state.ts';
-import type { RunEventBody } from '../../core/events.ts';
-import type { Result } from '../../core/failure.ts';
-import type { WorkerRun } from '../../core/worker-run.ts';
-import type { Verification } from '../../core/finalize.ts';
-import type { GitFailure } from '../../core/git-text.ts';
-import type { Plan } from '../../core/plan.ts';
-import { type UsageFigure, emptyUsage } from '../../core/usage.ts';
-import { parseStatusLine } from '../../core/prompt.ts';
-import { readLimitText } from '../../core/limit-text.ts';
-import type { SetupFindings } from '../../core/transition.ts';
+import {
+  drive,
+  type EffectCarrier,
+  type EffectOf,
+  emptyUsage,
+  type EngineEffect,
+  type EngineEvent,
+  type EngineState,
+  type EngineStop,
+  EventQueue,
+  gatedEvent,
+  type GateRun,
+  type GitFailure,
+  parseStatusLine,
+  type Plan,
+  readLimitText,
+  recordedEvent,
+  type RecordRequest,
+  type Result,
+  type RunEventBody,
+  type SetupFindings,
+  type UsageFigure,
+  type Verification,
+  verifiedEvent,
+  workerFinishedEvent,
+  type WorkerRun,
+} from '../../core/index.ts';
 
 /**
  * What a step carries out itself of the step function's effects (StepRun carries out the rest):

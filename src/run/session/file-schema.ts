@@ -1,17 +1,11 @@
 // The session file's shape as schemas/session.schema.json says it, and the guards that check it
-// with the schema's validator (compiled ahead of time: src/core/session-schema.generated.ts). The
+// with the schema's validator (compiled ahead of time: src/run/session/session-schema.generated.ts). The
 // reading code (file.ts, attempt-record.ts) takes its values from what a guard passed, typed, and
 // never assumes a field's type. A field absent is read as its default: earlier versions wrote
 // fewer. Where a version wrote a flag as `false`, only `true` sets it.
 
-import type { Attempt } from '../../core/engine/attempt.ts';
-import type { Baseline, EngineStop, Timing } from '../../core/engine/state.ts';
-import type { WorkerRun } from '../../core/worker-run.ts';
-import type { PassingDecision } from '../../core/finalize.ts';
-import type { Limiter } from '../../core/limiter.ts';
-import type { UsageFigure } from '../../core/usage.ts';
-import { validateAttempt, validateEarlierVerified, validateSessionFile } from '../../core/session-schema.generated.ts';
-import type { CapturedWork } from '../../core/work.ts';
+import type { Attempt, Baseline, CapturedWork, EngineStop, Limiter, PassingDecision, Timing, UsageFigure, WorkerRun } from '../../core/index.ts';
+import { validateAttempt, validateEarlierVerified, validateSessionFile } from './session-schema.generated.ts';
 import type { GateRunRecord, HandedOut, SessionGateConfig, SessionSandbox } from './session-state.ts';
 
 /** The session file: its own fields, and the earlier version's (`round`, `started`, `bases`, `verified`). */

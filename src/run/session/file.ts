@@ -16,20 +16,30 @@
 
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../../adapters/atomic-file.ts';
-import { attemptOf, attemptToJson, workOf } from '../attempt-record.ts';
-import { initialState } from '../../core/engine/admission.ts';
-import type { Attempt } from '../../core/engine/attempt.ts';
-import type { Baseline, EngineConfig, EngineState } from '../../core/engine/state.ts';
-import { type GateQueue, emptyGateQueue } from '../../core/gate.ts';
-import type { Limiter } from '../../core/limiter.ts';
-import { depsOf, longestRemainingPath } from '../../core/graph.ts';
-import { computeOverlaps, overlapSets } from '../../core/overlap.ts';
-import { type Plan, attemptsOf, statusOf, taskAt } from '../../core/plan.ts';
-import { UNKNOWN } from '../../core/usage.ts';
+import { writeFileAtomic } from '../../adapters/index.ts';
+import { attemptOf, attemptToJson, workOf } from './attempt-record.ts';
+import {
+  type Attempt,
+  attemptsOf,
+  type Baseline,
+  computeOverlaps,
+  depsOf,
+  emptyGateQueue,
+  type EngineConfig,
+  type EngineState,
+  type GateQueue,
+  initialState,
+  type Limiter,
+  longestRemainingPath,
+  overlapSets,
+  type Plan,
+  statusOf,
+  taskAt,
+  UNKNOWN,
+} from '../../core/index.ts';
 import { promptsDirFor } from '../archive.ts';
-import { type EngineJson, type LimiterJson, type SessionFileJson, isEarlierVerified, isSessionFile } from './file-schema.ts';
-import { type SessionSandbox, type SessionGate, type HandedOut, type Session, defaultSession, sessionConfig } from './session-state.ts';
+import { type EngineJson, isEarlierVerified, isSessionFile, type LimiterJson, type SessionFileJson } from './file-schema.ts';
+import { defaultSession, type HandedOut, type Session, sessionConfig, type SessionGate, type SessionSandbox } from './session-state.ts';
 
 export const sessionPathFor = (planPath: string): string => join(promptsDirFor(planPath), 'session.json');
 export const promptPathFor = (planPath: string, index: number): string => join(promptsDirFor(planPath), `task-${index}.md`);

@@ -6,34 +6,41 @@
 // branch are removed once its work is captured. Saves after each task, so running it again with
 // the same results only reports the tasks already settled as `ignored`.
 
-import { type KilledOrphan, describeOrphans } from '../../adapters/orphans.ts';
-import { tasksIn } from '../../core/engine/attempt.ts';
-import type { TaskOutcome } from '../../core/events.ts';
-import { type Result, err, ok } from '../../core/failure.ts';
-import type { Verification } from '../../core/finalize.ts';
-import type { GitFailure } from '../../core/git-text.ts';
-import { type BreakerDecision, countByStatus } from '../../core/graph.ts';
-import { type SessionLimit, roundLimit } from '../../core/limit-words.ts';
-import { type Plan, type TaskStatus, statusOf, taskAt } from '../../core/plan.ts';
+import { describeOrphans, type KilledOrphan } from '../../adapters/index.ts';
 import {
-  type Notice,
-  type RetryRef,
-  type SkipRef,
-  type TaskRef,
+  type BreakerDecision,
   breakerReport,
   clipForLead,
+  countByStatus,
+  err,
+  type GitFailure,
   isComplete,
+  neededPaths,
+  type Notice,
+  ok,
+  type Plan,
+  type Result,
   retriesOf,
+  type RetryRef,
+  roundLimit,
   roundSummary,
+  type SessionLimit,
   setAsideBy,
   skippedBy,
+  type SkipRef,
+  statusOf,
+  taskAt,
+  type TaskOutcome,
+  type TaskRef,
+  tasksIn,
+  type TaskStatus,
+  type Verification,
   warning,
-} from '../../core/session-report.ts';
-import { neededPaths } from '../../core/widen.ts';
+} from '../../core/index.ts';
 import { finalizeEvent, unmetEffects } from './driver.ts';
 import { readSession } from './file.ts';
 import type { SessionPlaces } from './io.ts';
-import { type StepContext, type SessionStep, type Opened, type Ran, type Recorded, type StepScope, sandboxedIn, stateOf } from './skeleton.ts';
+import { type Opened, type Ran, type Recorded, sandboxedIn, type SessionStep, stateOf, type StepContext, type StepScope } from './skeleton.ts';
 
 export interface WorkerResult {
   task: number;

@@ -2,16 +2,12 @@
 // step; its queue is the step function's: the step starts the run the step function asks for,
 // collects a finished run's verdict and posts it, and waits for a run at most until a deadline.
 
-import { ownLayout } from '../../adapters/layout.ts';
-import { commandHint } from '../../core/command-hint.ts';
-import { tasksIn } from '../../core/engine/attempt.ts';
-import type { EngineEvent } from '../../core/engine/events.ts';
-import type { EngineState } from '../../core/engine/state.ts';
-import { clipTail } from '../../core/format.ts';
+import { ownLayout } from '../../adapters/index.ts';
+import { clipTail, commandHint, type EngineEvent, type EngineState, tasksIn } from '../../core/index.ts';
 import type { Integration } from '../integration.ts';
-import { type StepEffects, gateVerdictEvents } from './driver.ts';
+import { gateVerdictEvents, type StepEffects } from './driver.ts';
 import type { GateRunRecord, Session } from './session-state.ts';
-import { type StepContext, keepState, sandboxedIn } from './skeleton.ts';
+import { keepState, sandboxedIn, type StepContext } from './skeleton.ts';
 
 /** How long a step waits for a gate run before it returns `running` (`--wait`): well inside the Bash tool's two minutes. */
 export const DEFAULT_GATE_WAIT_MS = 90_000;

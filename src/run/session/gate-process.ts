@@ -1,5 +1,5 @@
 // The merge queue's gate process in a Claude Code session. The step function decides what the gate
-// tests (`core/gate.ts`, as headless); its state lives in the session file. A gate run can take longer
+// tests (`core/engine/gate.ts`, as headless); its state lives in the session file. A gate run can take longer
 // than the Bash tool allows one call, so it runs in a detached process of its own (`plan gate
 // --serve`), which only runs the plan's test command on the stack and writes what it found to
 // `.design/gate.json` (atomically). The plan tool's steps, holding the plan's lock, do everything
@@ -8,25 +8,24 @@
 // recorded in `.design/gate-workers.json` (the steps' own `workers.json` is ended by every step,
 // and this process must outlive them), so `plan setup` after a killed session ends it.
 
-import { shellCommands } from '../../adapters/commands.ts';
+import {
+  killOrphans,
+  ownLauncherPath,
+  parkedWork,
+  processAlive,
+  ProcessRegistry,
+  shellCommands,
+  terminateGroup,
+  writeFileAtomic,
+} from '../../adapters/index.ts';
+import { type CapturedWork, clipMiddle, describeGitFailure, describeTimeLimitHit, err, ok, type Plan, type Result, type TimeLimit } from '../../core/index.ts';
+import { noWorkers } from '../adapters.ts';
+import { GitIntegration } from '../integration.ts';
+import { openLocalWorkspaces } from '../workspace/index.ts';
+import type { GateRunRecord, SessionGateConfig } from './session-state.ts';
 import { spawn } from 'node:child_process';
 import { readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { ownLauncherPath } from '../../adapters/layout.ts';
-import { parkedWork } from '../../adapters/git/integrate.ts';
-import { ProcessRegistry, killOrphans } from '../../adapters/orphans.ts';
-import { writeFileAtomic } from '../../adapters/atomic-file.ts';
-import { processAlive, terminateGroup } from '../../adapters/processes.ts';
-import { type Result, err, ok } from '../../core/failure.ts';
-import { clipMiddle } from '../../core/format.ts';
-import { describeGitFailure } from '../../core/git-text.ts';
-import { type TimeLimit, describeTimeLimitHit } from '../../core/time-limit.ts';
-import type { Plan } from '../../core/plan.ts';
-import type { CapturedWork } from '../../core/work.ts';
-import { noWorkers } from '../adapters.ts';
-import { GitIntegration } from '../integration.ts';
-import { openLocalWorkspaces } from '../workspace/local.ts';
-import type { GateRunRecord, SessionGateConfig } from './session-state.ts';
 
 const taskList = (value: unknown): number[] | null => (Array.isArray(value) && value.every((t) => Number.isInteger(t) && t >= 0) ? (value as number[]) : null);
 

@@ -1,4 +1,4 @@
-// The in-session steps tell the plugin's worker hook what they handed out (adapters/hand-out.ts):
+// The in-session steps tell the plugin's worker hook what they handed out (adapters/worker/hand-out.ts):
 // after `setup`, `next` and `finalize`, the tasks in progress whose workers may be running, with
 // their prompt files and declared files, and whether a worker's Bash can run in the sandbox. It
 // is keyed by the Claude Code session the steps run in (`CLAUDE_CODE_SESSION_ID`, which Claude
@@ -7,9 +7,8 @@
 
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { attemptBound, deniedWrites, handOutRoot, removeHandOut, sessionsOfPlan, writeHandOut } from '../../adapters/hand-out.ts';
-import { type Plan, attemptsOf, statusOf, writesOf } from '../../core/plan.ts';
-import { type HandOut, type HandedOutTask, safeId } from '../../core/worker-hook.ts';
+import { attemptBound, deniedWrites, handOutRoot, removeHandOut, sessionsOfPlan, writeHandOut } from '../../adapters/index.ts';
+import { attemptsOf, type HandedOutTask, type HandOut, type Plan, safeId, statusOf, writesOf } from '../../core/index.ts';
 
 /** Whether a worker's Bash commands can run in the sandbox in this session, as `setup` decided. */
 export type WorkerSandbox = HandOut['sandbox'];

@@ -1,4 +1,4 @@
-// What the in-session steps (run/session.ts) do to the world beyond the files beside the plan: the
+// What the in-session steps (run/session/session.ts) do to the world beyond the files beside the plan: the
 // adapters every run is given (run/adapters.ts: the clock, git, processes, commands, workspaces,
 // plan.json, the journal), and what only a session has: the repository as a step sees it (setting
 // a run up, the plan's integration ref and workspaces, HEAD), Claude Code's worktrees of the
@@ -7,23 +7,26 @@
 // SessionRig), as a headless run is given its adapters. The session file, the plan and the worker
 // prompts are files beside the plan, which a test puts in a scratch directory.
 
-import { agentWorktree, describeAgentWorktreeProblem, removeAgentWorktree } from '../../adapters/git/agent-worktrees.ts';
-import type { Git } from '../../adapters/git/repository.ts';
-import { parkedChange, workDiff } from '../../adapters/git/parked-change.ts';
-import { integrationRef, isAncestor, readRef } from '../../adapters/git/refs.ts';
-import { autoSandbox } from '../../adapters/sandbox.ts';
-import { type Result, err, ok } from '../../core/failure.ts';
-import type { GitFailure } from '../../core/git-text.ts';
-import type { ParkedChange } from '../../core/parked-change.ts';
-import { type Plan, statusOf } from '../../core/plan.ts';
-import { type RunAdapters, realRunAdapters } from '../adapters.ts';
-import { type GateLaunch, type GateState, endGateProcess, gateAlive, launchGate, readGateState } from './gate-process.ts';
-import { type HandOutSource, attemptBoundIn, deniedWritesOf, publishHandOut, removeStaleHandOuts, withdrawHandOut } from './hand-out.ts';
+import {
+  agentWorktree,
+  autoSandbox,
+  describeAgentWorktreeProblem,
+  type Git,
+  integrationRef,
+  isAncestor,
+  parkedChange,
+  readRef,
+  removeAgentWorktree,
+  workDiff,
+} from '../../adapters/index.ts';
+import { err, type GitFailure, ok, type ParkedChange, type Plan, type Result, statusOf } from '../../core/index.ts';
+import { realRunAdapters, type RunAdapters } from '../adapters.ts';
+import { endGateProcess, gateAlive, type GateLaunch, type GateState, launchGate, readGateState } from './gate-process.ts';
+import { attemptBoundIn, deniedWritesOf, type HandOutSource, publishHandOut, removeStaleHandOuts, withdrawHandOut } from './hand-out.ts';
 import type { GateRunRecord, SessionSandbox } from './session-state.ts';
 import { type RunPlaces, type SetupOptions, type SetupReport, setupRun } from '../setup.ts';
 import type { SetupProblem } from '../refusals.ts';
-import type { Workspace } from '../workspace/index.ts';
-import { subagentWorkspaces } from '../workspace/subagent.ts';
+import { subagentWorkspaces, type Workspace } from '../workspace/index.ts';
 
 /**
  * The plan's integration ref and workspaces as a step uses them: foreman's own workspaces (a

@@ -4,29 +4,48 @@
 // once the task is widened to declare it, is re-checked here instead of handed out.
 
 import { mkdir, writeFile } from 'node:fs/promises';
-import { initialState } from '../../core/engine/admission.ts';
-import type { EngineEffect } from '../../core/engine/effects.ts';
-import type { EngineEvent } from '../../core/engine/events.ts';
-import { startable } from '../../core/engine/queries.ts';
-import type { EngineState } from '../../core/engine/state.ts';
-import { type Result, err, ok } from '../../core/failure.ts';
-import { recheckRun } from '../../core/worker-run.ts';
-import { workerFinishedEvent, workspaceFailedEvent } from '../../core/engine/effect-results.ts';
-import type { Verification } from '../../core/finalize.ts';
-import { type GitFailure, describeGitFailure } from '../../core/git-text.ts';
-import { countByStatus, readySet } from '../../core/graph.ts';
-import { type SessionLimit, handOutLimit } from '../../core/limit-words.ts';
-import { type ChangedFile, changeSummary } from '../../core/parked-change.ts';
-import { type Plan, type TaskStatus, modelOf, statusOf, taskAt } from '../../core/plan.ts';
-import { workerPrompt } from '../../core/prompt.ts';
-import { type NextStall, type Notice, type TaskRef, clipForLead, isComplete, nextStall, overlapping } from '../../core/session-report.ts';
+import {
+  type ChangedFile,
+  changeSummary,
+  clipForLead,
+  countByStatus,
+  describeGitFailure,
+  type EngineEffect,
+  type EngineEvent,
+  type EngineState,
+  err,
+  type GitFailure,
+  handOutLimit,
+  initialState,
+  isComplete,
+  modelOf,
+  nextStall,
+  type NextStall,
+  type Notice,
+  ok,
+  overlapping,
+  type Plan,
+  readySet,
+  recheckRun,
+  type Result,
+  type SessionLimit,
+  startable,
+  statusOf,
+  taskAt,
+  type TaskRef,
+  type TaskStatus,
+  type Verification,
+  workerFinishedEvent,
+  workerPrompt,
+  workspaceFailedEvent,
+} from '../../core/index.ts';
 import { promptsDirFor } from '../archive.ts';
 import type { SessionPlaces } from './io.ts';
 import type { Workspace } from '../workspace/index.ts';
 import { nextEvents, unmetEffects } from './driver.ts';
 import { promptPathFor, readSession } from './file.ts';
 import { type Session, sessionConfig } from './session-state.ts';
-import { type StepContext, type SessionStep, type Opened, type Ran, type Recorded, type StepScope, sandboxedIn, stateOf } from './skeleton.ts';
+import { type Opened, type Ran, type Recorded, sandboxedIn, type SessionStep, stateOf, type StepContext, type StepScope } from './skeleton.ts';
 
 /** How many overlapping ready tasks `next` names; it counts the rest. */
 const WAITING_LISTED = 20;

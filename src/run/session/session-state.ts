@@ -3,8 +3,8 @@
 // defaults, and the step function's configuration for a session. The session file (file.ts) keeps
 // it between the steps' processes; its shape is file-schema.ts's.
 
-import type { SandboxDecision, SandboxMode } from '../../adapters/sandbox.ts';
-import type { EngineConfig, EngineState } from '../../core/engine/state.ts';
+import type { SandboxDecision, SandboxMode } from '../../adapters/index.ts';
+import type { EngineConfig, EngineState } from '../../core/index.ts';
 import { promptsDirFor } from '../archive.ts';
 import { DEFAULTS } from '../settings.ts';
 

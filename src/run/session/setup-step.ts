@@ -5,40 +5,47 @@
 // for it), landed, and the gate's check of the starting commit.
 
 import { rm } from 'node:fs/promises';
-import { describeOrphans } from '../../adapters/orphans.ts';
-import { type SandboxMode, installAdvice } from '../../adapters/sandbox.ts';
-import { type HeldCandidate, initialState } from '../../core/engine/admission.ts';
-import type { EngineState } from '../../core/engine/state.ts';
-import { EventQueue, driveNow, emitsInto } from '../../core/engine/driver.ts';
-import type { RunEventBody } from '../../core/events.ts';
-import { type Result, err, ok } from '../../core/failure.ts';
-import { countByStatus } from '../../core/graph.ts';
-import { type Plan, type TaskStatus, taskAt } from '../../core/plan.ts';
+import { describeOrphans, installAdvice, type SandboxMode } from '../../adapters/index.ts';
 import {
-  type CommitOutcome,
-  type GateReport,
-  type Notice,
-  type SkipRef,
-  type TaskRef,
   clipForLead,
+  type CommitOutcome,
+  countByStatus,
+  driveNow,
+  emitsInto,
+  type EngineState,
+  err,
+  EventQueue,
   gateReport,
+  type GateReport,
+  type HeldCandidate,
+  initialState,
   integratedBy,
+  type LandingState,
+  noGateNotice,
+  type Notice,
   noticeOf,
+  ok,
+  type Plan,
+  type Result,
+  type RunEventBody,
   skippedBy,
+  type SkipRef,
+  taskAt,
+  type TaskRef,
+  type TaskStatus,
   warning,
-} from '../../core/session-report.ts';
+} from '../../core/index.ts';
 import { promptsDirFor } from '../archive.ts';
 import type { SessionPlaces } from './io.ts';
-import { type LandingState, noGateNotice } from '../../core/run-lifecycle.ts';
-import { StepRun, post, runEnd, sessionEndedEvents, setUpEvent, setupEvents, unmetEffects } from './driver.ts';
+import { post, runEnd, sessionEndedEvents, setUpEvent, setupEvents, StepRun, unmetEffects } from './driver.ts';
 import { readSession } from './file.ts';
-import { type Session, type SessionGateConfig, type SessionSandbox, defaultSession, sessionConfig } from './session-state.ts';
+import { defaultSession, type Session, sessionConfig, type SessionGateConfig, type SessionSandbox } from './session-state.ts';
 import type { SetupReport } from '../setup.ts';
 import type { SetupProblem } from '../refusals.ts';
-import { type AssumptionResult, assumptionCheckedEvent } from '../assumptions.ts';
+import { assumptionCheckedEvent, type AssumptionResult } from '../assumptions.ts';
 import { DEFAULTS } from '../settings.ts';
 import { type BaselineFailed, GateDriver } from './gate-driver.ts';
-import { type StepContext, type SessionStep, type Opened, type PlanWrites, type Ran, type Recorded, RunJournal, type StepScope, stateOf } from './skeleton.ts';
+import { type Opened, type PlanWrites, type Ran, type Recorded, RunJournal, type SessionStep, stateOf, type StepContext, type StepScope } from './skeleton.ts';
 
 export interface SetupSettings {
   concurrency?: number;

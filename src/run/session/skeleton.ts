@@ -7,24 +7,28 @@
 // it posts, what it says.
 
 import { readFile } from 'node:fs/promises';
-import { newRunId } from '../../adapters/journal.ts';
-import { ownLayout } from '../../adapters/layout.ts';
-import { initialState } from '../../core/engine/admission.ts';
-import { tasksIn } from '../../core/engine/attempt.ts';
-import type { EngineEvent } from '../../core/engine/events.ts';
-import type { EngineState } from '../../core/engine/state.ts';
-import type { RunEventBody } from '../../core/events.ts';
-import type { Result } from '../../core/failure.ts';
-import { landingProblemSentence } from '../../core/landing.ts';
-import type { Plan } from '../../core/plan.ts';
-import type { Notice } from '../../core/session-report.ts';
+import { newRunId, ownLayout } from '../../adapters/index.ts';
+import {
+  type EngineEvent,
+  type EngineState,
+  initialState,
+  landingProblemSentence,
+  type LandingState,
+  type Notice,
+  type Plan,
+  type Result,
+  type RunEventBody,
+  runFinishedEvent,
+  type RunNotice,
+  runStartedEvent,
+  tasksIn,
+} from '../../core/index.ts';
 import type { PlanWriter } from '../adapters.ts';
-import { type SessionIo, type SessionPlace, realSessionIo } from './io.ts';
+import { realSessionIo, type SessionIo, type SessionPlace } from './io.ts';
 import type { Integration } from '../integration.ts';
 import type { RunPlaces } from '../setup.ts';
-import { type LandingState, type RunNotice, runFinishedEvent, runStartedEvent } from '../../core/run-lifecycle.ts';
 import { finishPlan, lander } from '../lifecycle.ts';
-import { type RunEnd, type StepEffects, StepRun, landedEvents, post } from './driver.ts';
+import { landedEvents, post, type RunEnd, type StepEffects, StepRun } from './driver.ts';
 import { promptPathFor, withPlan, writeSession } from './file.ts';
 import { type Session, sessionConfig } from './session-state.ts';
 

@@ -2,14 +2,8 @@
 // with, the host's channel with the run's folder taken on it, a slot's worktree there, and how a
 // command ran there.
 
-import type { BoundedOutput } from '../../adapters/checks.ts';
-import type { Git } from '../../adapters/git/repository.ts';
-import type { HostChannel, RequestError } from '../../adapters/host/channel.ts';
-import type { HostFault } from '../../adapters/host/transport.ts';
-import type { Result } from '../../core/failure.ts';
-import type { CommandExit, ObjectFormat } from '../../core/host-protocol.ts';
-import type { SshHost } from '../../core/hosts/url.ts';
-import type { Plan } from '../../core/plan.ts';
+import type { BoundedOutput, Git, HostChannel, HostFault, RequestError } from '../../adapters/index.ts';
+import type { CommandExit, ObjectFormat, Plan, Result, SshHost } from '../../core/index.ts';
 import type { LocalWorkspaces } from './local.ts';
 
 /** What a host's workspaces work with. */

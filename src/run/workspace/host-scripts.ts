@@ -4,8 +4,8 @@
 // format there.
 
 import { createHash } from 'node:crypto';
-import { runGit } from '../../adapters/git/runner.ts';
-import type { ObjectFormat } from '../../core/host-protocol.ts';
+import { runGit } from '../../adapters/index.ts';
+import type { ObjectFormat } from '../../core/index.ts';
 
 /** Git on the host (`$FOREMAN_GIT`, the URL's `git=`) runs without hooks or fsmonitor, and takes every pathspec literally, as here (git ≥ 2.31 reads these). */
 export const hostGitEnv = (git: string): Record<string, string> => ({

@@ -3,11 +3,10 @@
 // streamed back to the same parser and log as a local worker's.
 
 import { PassThrough } from 'node:stream';
-import type { RequestError } from '../../adapters/host/channel.ts';
-import type { WorkerPlace, WorkerProcess, WorkerProcessEnd } from '../../adapters/worker-place.ts';
-import type { WorkerRun } from '../../core/worker-run.ts';
+import type { RequestError, WorkerPlace, WorkerProcess, WorkerProcessEnd } from '../../adapters/index.ts';
+import type { WorkerRun } from '../../core/index.ts';
 import type { Connection, HostContext, HostRun, HostSlot } from './host-connection.ts';
-import type { WorkerJob } from './index.ts';
+import type { WorkerJob } from './workspace.ts';
 import { permissionsFor, withTrackedDenials } from './local.ts';
 
 /** What a host's worker needs of its workspaces (HostWorkspaces). */

@@ -11,23 +11,21 @@
 
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { BoundedOutput, DEFAULT_MAX_OUTPUT_BYTES } from '../../adapters/checks.ts';
-import { captureCommit } from '../../adapters/git/capture.ts';
-import { includedFiles } from '../../adapters/git/included.ts';
-import { heldBy } from '../../adapters/git/set-aside.ts';
-import type { RequestError } from '../../adapters/host/channel.ts';
-import { fetchCommit, sendCommit } from '../../adapters/host/objects.ts';
-import { type Result, err, ok } from '../../core/failure.ts';
-import type { WorkerRun } from '../../core/worker-run.ts';
-import type { Verification } from '../../core/finalize.ts';
-import { clipTail, oneLine } from '../../core/format.ts';
-import type { GitFailure } from '../../core/git-text.ts';
-import type { HostEvent } from '../../core/host-protocol.ts';
-import type { Plan } from '../../core/plan.ts';
-import type { CheckRun, CheckUse, WorkerJob, Workspace, WorkspaceRequest, Workspaces } from './index.ts';
+import {
+  BoundedOutput,
+  captureCommit,
+  DEFAULT_MAX_OUTPUT_BYTES,
+  fetchCommit,
+  heldBy,
+  includedFiles,
+  type RequestError,
+  sendCommit,
+} from '../../adapters/index.ts';
+import { clipTail, err, type GitFailure, type HostEvent, ok, oneLine, type Plan, type Result, type Verification, type WorkerRun } from '../../core/index.ts';
+import type { CheckRun, CheckUse, WorkerJob, Workspace, WorkspaceRequest, Workspaces } from './workspace.ts';
 import type { WorkPlace } from './verify.ts';
-import { hostGitEnv, MAKE_SLOT, SNAPSHOT, WRITE_FILE, WRITE_LINK, EXISTS, repositoryId } from './host-scripts.ts';
-import type { HostContext, Connection, HostRun, HostSlot } from './host-connection.ts';
+import { EXISTS, hostGitEnv, MAKE_SLOT, repositoryId, SNAPSHOT, WRITE_FILE, WRITE_LINK } from './host-scripts.ts';
+import type { Connection, HostContext, HostRun, HostSlot } from './host-connection.ts';
 import { runHostWorker } from './host-worker.ts';
 
 export class HostWorkspaces implements Workspaces {

@@ -5,28 +5,41 @@
 
 import { realpath } from 'node:fs/promises';
 import { join } from 'node:path';
-import { withForemanLine } from '../../adapters/checks.ts';
-import type { Commands } from '../../adapters/commands.ts';
-import { writeWorkerExcludes } from '../../adapters/git/excludes.ts';
-import { regularFilesIn } from '../../adapters/git/refs.ts';
-import { type WorktreePool, openPool } from '../../adapters/git/worktree-pool.ts';
-import { worktreesRoot } from '../../adapters/git/pool-slots.ts';
-import { describeProvisionFailure, symlinkDirectoriesOf } from '../../adapters/git/provisioning.ts';
-import { checkSandbox, sandboxRefusal, setupCommandSandbox } from '../../adapters/sandbox.ts';
-import { logFailedChecks } from '../../adapters/worker-log.ts';
-import { workerLogPath } from '../../core/engine/start.ts';
-import { type Result, err, ok } from '../../core/failure.ts';
-import type { WorkerRun } from '../../core/worker-run.ts';
-import type { Verification } from '../../core/finalize.ts';
-import type { GitFailure } from '../../core/git-text.ts';
-import { type Plan, taskAt } from '../../core/plan.ts';
-import { excludesFileEnv } from '../../core/sandbox-placeholders.ts';
-import { type WorkerPermissions, explicitPermissions, workerPermissions } from '../../core/scope.ts';
-import type { TimeLimit } from '../../core/time-limit.ts';
-import type { CapturedWork } from '../../core/work.ts';
+import {
+  checkSandbox,
+  type Commands,
+  describeProvisionFailure,
+  logFailedChecks,
+  openPool,
+  regularFilesIn,
+  sandboxRefusal,
+  setupCommandSandbox,
+  symlinkDirectoriesOf,
+  withForemanLine,
+  type WorktreePool,
+  worktreesRoot,
+  writeWorkerExcludes,
+} from '../../adapters/index.ts';
+import {
+  type CapturedWork,
+  err,
+  excludesFileEnv,
+  explicitPermissions,
+  type GitFailure,
+  ok,
+  type Plan,
+  type Result,
+  taskAt,
+  type TimeLimit,
+  type Verification,
+  workerLogPath,
+  workerPermissions,
+  type WorkerPermissions,
+  type WorkerRun,
+} from '../../core/index.ts';
 import { LIMIT_FLAGS } from '../settings.ts';
-import type { CheckRun, CheckUse, WorkerJob, Workers, Workspace, WorkspaceRequest, Workspaces } from './index.ts';
-import { type WorkPlace, localWork, verifyTask } from './verify.ts';
+import type { CheckRun, CheckUse, WorkerJob, Workers, Workspace, WorkspaceRequest, Workspaces } from './workspace.ts';
+import { localWork, verifyTask, type WorkPlace } from './verify.ts';
 
 /** One run of the plan's setup command in a worktree of the pool. */
 export interface WorktreeSetup {
@@ -40,7 +53,7 @@ export interface WorktreeSetup {
   durationMs: number;
   /** Why its sandbox was made without npm's own settings (`SetupSandbox`). */
   npmUnread?: string;
-  /** It failed, and its output shows the sandbox refused its network: what to tell the person (core/sandbox-words.ts). */
+  /** It failed, and its output shows the sandbox refused its network: what to tell the person (core/sandbox/sandbox-words.ts). */
   sandboxRefusal?: string;
 }
 

@@ -2,13 +2,12 @@
 // host's workspaces (./host.ts); every other one — `local?slots=N`, the gate's, setup's — in the
 // plan's local pool (./local.ts), as without hosts. One interface for the engine either way.
 
-import type { Git } from '../../adapters/git/repository.ts';
-import type { Result } from '../../core/failure.ts';
-import type { Plan } from '../../core/plan.ts';
+import type { Git } from '../../adapters/index.ts';
+import type { Plan, Result } from '../../core/index.ts';
 import type { HostLink } from '../hosts.ts';
 import { HostWorkspaces } from './host.ts';
 import { objectFormatOf } from './host-scripts.ts';
-import type { Workspace, WorkspaceRequest, Workspaces } from './index.ts';
+import type { Workspace, WorkspaceRequest, Workspaces } from './workspace.ts';
 import type { LocalWorkspaces, WorkspaceUse } from './local.ts';
 
 /** The local pool and a host's workspaces for each of `links`. */

@@ -4,11 +4,9 @@
 
 import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Git } from '../../adapters/git/repository.ts';
-import { isAncestor, resolveCommit } from '../../adapters/git/refs.ts';
-import { WORKTREE_INCLUDE, symlinkDirectoriesOf } from '../../adapters/git/provisioning.ts';
-import { type Result, err, ok } from '../../core/failure.ts';
-import type { Workspace } from './index.ts';
+import { type Git, isAncestor, resolveCommit, symlinkDirectoriesOf, WORKTREE_INCLUDE } from '../../adapters/index.ts';
+import { err, ok, type Result } from '../../core/index.ts';
+import type { Workspace } from './workspace.ts';
 import type { LocalWorkspaces } from './local.ts';
 
 /** The subagents' worktrees of `repo` as workspaces of `workspaces`' plan. */

@@ -6,22 +6,31 @@
 
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Capture, captureWork } from '../../adapters/git/capture.ts';
-import { setAsideInWorktree } from '../../adapters/git/set-aside.ts';
-import type { CheckedWork, Verification } from '../../core/finalize.ts';
-import type { AcceptanceResult } from '../../core/attempt-failure.ts';
-import type { SetAside } from '../../core/set-aside-words.ts';
-import { type Result, err, ok } from '../../core/failure.ts';
-import { type GitFailure, byPath, describeGitFailure } from '../../core/git-text.ts';
-import { coveredBy, isDirPath } from '../../core/paths.ts';
-import { type Task, writesOf } from '../../core/plan.ts';
-import { type CapturedWork, pathsOf } from '../../core/work.ts';
+import { type Capture, captureWork, setAsideInWorktree } from '../../adapters/index.ts';
+import {
+  type AcceptanceResult,
+  byPath,
+  type CapturedWork,
+  type CheckedWork,
+  coveredBy,
+  describeGitFailure,
+  err,
+  type GitFailure,
+  isDirPath,
+  ok,
+  pathsOf,
+  type Result,
+  type SetAside,
+  type Task,
+  type Verification,
+  writesOf,
+} from '../../core/index.ts';
 import { LIMIT_FLAGS } from '../settings.ts';
-import type { CheckRun, CheckUse } from './index.ts';
+import type { CheckRun, CheckUse } from './workspace.ts';
 
 /** Where an attempt's work is looked at: its worktree here (`localWork`), or a host's slot (./host.ts). */
 export interface WorkPlace {
-  /** The attempt's work as git's objects here (core/work.ts), split by the declared paths (adapters/git/capture.ts). */
+  /** The attempt's work as git's objects here (core/attempt/work.ts), split by the declared paths (adapters/git/capture.ts). */
   capture(declared: readonly string[], kept: readonly string[], base?: string): Promise<Result<Capture, GitFailure>>;
   /** `paths` put back as `base` has them (adapters/git/set-aside.ts); those `base` holds as regular files. */
   setAside(base: string, paths: readonly string[]): Promise<Result<{ tracked: string[] }, GitFailure>>;

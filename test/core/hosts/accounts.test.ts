@@ -3,7 +3,7 @@
 // other account share its limiter.
 
 import { describe, expect, it } from 'vitest';
-import type { AuthStatus } from '../../../src/core/auth-status.ts';
+import type { AuthStatus } from '../../../src/core/hosts/auth-status.ts';
 import { accountKey, accountWords, hostAccounts } from '../../../src/core/hosts/accounts.ts';
 
 const claudeAi = (email: string, orgId = 'org-1', orgName?: string): AuthStatus => ({

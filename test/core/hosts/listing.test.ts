@@ -2,7 +2,7 @@
 // through `hostEvents` (by host name) and come out in the events and the text, a failure with its fix.
 
 import { describe, expect, it } from 'vitest';
-import { describeHosts, hostEvents } from '../../../src/core/hosts/listing.ts';
+import { describeHosts, hostEvents } from '../../../src/core/report/host-listing.ts';
 import { parseHosts } from '../../../src/core/hosts/url.ts';
 
 describe('the hosts of a dry run', () => {

@@ -1,5 +1,5 @@
 // Placement on hosts, through the engine's own step function in simulated time
-// (core/simulation.ts): random plans over random hosts and slots, with host faults at random
+// (core/engine/simulation.ts): random plans over random hosts and slots, with host faults at random
 // times. Never more attempts on a host than its slots, nor two on one slot; a host down gets
 // nothing (what it held is lost); a lost attempt costs its task no attempt; the run finishes on
 // the hosts that remain; with every host down past --limit-wait it stops, resumable; and without
@@ -8,10 +8,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { EngineConfig, EngineState } from '../../../src/core/engine/state.ts';
-import { type HostState, allDownSince, freePlaces, hostFault, hostTried, hostWorks, newHosts, place } from '../../../src/core/hosts/placement.ts';
-import { countByStatus } from '../../../src/core/graph.ts';
-import { attemptsOf, clonePlan } from '../../../src/core/plan.ts';
-import { SIMULATION_DEFAULTS, type SimulationTrace, simulateRun } from '../../../src/core/simulation.ts';
+import { allDownSince, freePlaces, hostFault, type HostState, hostTried, hostWorks, newHosts, place } from '../../../src/core/hosts/placement.ts';
+import { countByStatus } from '../../../src/core/plan/graph.ts';
+import { attemptsOf, clonePlan } from '../../../src/core/plan/plan.ts';
+import { simulateRun, SIMULATION_DEFAULTS, type SimulationTrace } from '../../../src/core/engine/simulation.ts';
 import { type Simulation, simulationArb } from '../../support/arbitraries.ts';
 
 const hostsArb = fc.array(fc.integer({ min: 1, max: 3 }), { minLength: 1, maxLength: 3 }).map((slots) => slots.map((n, i) => ({ name: `h${i}`, slots: n })));

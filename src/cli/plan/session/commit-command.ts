@@ -1,15 +1,12 @@
 // `plan commit`: integrate the verified work, through the gate when there is one, and land it.
 
-import { ownLayout } from '../../../adapters/layout.ts';
-import { commandHint } from '../../../core/command-hint.ts';
-import { landingProblemSentence } from '../../../core/landing.ts';
-import { sessionCommit } from '../../../run/session.ts';
+import { ownLayout } from '../../../adapters/index.ts';
+import { assertNever, commandHint, describeGitFailure, landingProblemSentence } from '../../../core/index.ts';
+import { sessionCommit } from '../../../run/index.ts';
 import { EXIT } from '../../exit.ts';
-import { describeGitFailure } from '../../../core/git-text.ts';
-import { assertNever } from '../../../core/failure.ts';
-import { requireSandboxOption, requireSandboxFlag, refuseUnsandboxed } from './sandbox-flags.ts';
+import { refuseUnsandboxed, requireSandboxFlag, requireSandboxOption } from './sandbox-flags.ts';
 import { noticeLines, refuseBaseline } from './setup-command.ts';
-import { stepCommand, waitOption, millisecondsOf, StepError } from './step-command.ts';
+import { millisecondsOf, stepCommand, StepError, waitOption } from './step-command.ts';
 
 export const commit = stepCommand({
   name: 'commit',

@@ -2,14 +2,12 @@
 
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { sessionFinalize, type WorkerResult } from '../../../run/session.ts';
+import { sessionFinalize, type WorkerResult } from '../../../run/index.ts';
 import { RANGES } from '../../numeric-flags.ts';
 import { EXIT, usageError } from '../../exit.ts';
-import { describeGitFailure } from '../../../core/git-text.ts';
-import { assertNever } from '../../../core/failure.ts';
-import { describeJsonError, isRecord } from '../../../core/json-text.ts';
-import { requireSandboxOption, requireSandboxFlag, refuseUnsandboxed } from './sandbox-flags.ts';
-import { StepError, stepCommand, str, millisecondsOf } from './step-command.ts';
+import { assertNever, describeGitFailure, describeJsonError, isRecord } from '../../../core/index.ts';
+import { refuseUnsandboxed, requireSandboxFlag, requireSandboxOption } from './sandbox-flags.ts';
+import { millisecondsOf, stepCommand, StepError, str } from './step-command.ts';
 
 /** The results file: `[{"task": N, "output": "…", "worktree": "<worktreePath>"}]` (`worktree` when the Task result named one). */
 export function parseResults(text: string, file: string): WorkerResult[] {

@@ -4,8 +4,8 @@ import type { Command } from '../../command.ts';
 import { RANGES } from '../../numeric-flags.ts';
 import { EXIT } from '../../exit.ts';
 import { loadPlan } from '../../load.ts';
-import { isObjectId } from '../../../core/git-text.ts';
-import { serveGate } from '../../../run/session/gate-process.ts';
+import { isObjectId } from '../../../core/index.ts';
+import { serveGate } from '../../../run/index.ts';
 import { repoPlanOptions, str, whereOf } from './step-command.ts';
 
 /**

@@ -1,9 +1,9 @@
 // `plan next`: hand out what may start now, with each worker's prompt file.
 
-import { countByStatus } from '../../../core/graph.ts';
-import { sessionNext, type NextOutput } from '../../../run/session.ts';
+import { countByStatus } from '../../../core/index.ts';
+import { type NextOutput, sessionNext } from '../../../run/index.ts';
 import { RANGES } from '../../numeric-flags.ts';
-import { stepCommand, nothingToPrepare } from './step-command.ts';
+import { nothingToPrepare, stepCommand } from './step-command.ts';
 
 export const next = stepCommand({
   name: 'next',

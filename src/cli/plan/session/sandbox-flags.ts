@@ -1,12 +1,12 @@
 // `--require-sandbox` on the steps that run commands (finalize, commit): a session set up without
 // the sandbox it asks for refuses, saying what to install.
 
-import type { Plan } from '../../../core/plan.ts';
+import type { Plan } from '../../../core/index.ts';
 import type { OptionSpec } from '../../command.ts';
 import { EXIT, usageError } from '../../exit.ts';
-import { type SandboxDecision, autoSandbox, installAdvice } from '../../../adapters/sandbox.ts';
-import { readSession } from '../../../run/session/file.ts';
-import { str, StepError } from './step-command.ts';
+import { autoSandbox, installAdvice, type SandboxDecision } from '../../../adapters/index.ts';
+import { readSession } from '../../../run/index.ts';
+import { StepError, str } from './step-command.ts';
 
 /**
  * `--sandbox on` of a step after setup (`finalize`, `commit`): the form a skill pre-approves. The

@@ -1,16 +1,14 @@
-// `plan setup`: start a session's run (run/session.ts `sessionSetup`) with its settings and sandbox
+// `plan setup`: start a session's run (run/session/session.ts `sessionSetup`) with its settings and sandbox
 // decision; a gate that fails on the starting commit refuses as a headless run does.
 
-import type { Git } from '../../../adapters/git/repository.ts';
-import { sessionSetup, type Notice, type SessionSandbox } from '../../../run/session.ts';
+import { decideSandbox, type Git, sandboxModeOf } from '../../../adapters/index.ts';
+import { DEFAULTS, type SessionSandbox, sessionSetup } from '../../../run/index.ts';
+import { baselineRefusal, type Notice } from '../../../core/index.ts';
 import { RANGES } from '../../numeric-flags.ts';
 import { EXIT, usageError } from '../../exit.ts';
 import { describeSetupProblem } from '../../setup-problem.ts';
 import { gateCommandOf, gateOptions } from '../../gate-flags.ts';
-import { DEFAULTS } from '../../../run/settings.ts';
-import { baselineRefusal } from '../../../core/run-lifecycle.ts';
-import { decideSandbox, sandboxModeOf } from '../../../adapters/sandbox.ts';
-import { StepError, stepCommand, waitOption, str, millisecondsOf } from './step-command.ts';
+import { millisecondsOf, stepCommand, StepError, str, waitOption } from './step-command.ts';
 
 /**
  * What a step that stops had to say before it did (a gate run started again, a person's edit of

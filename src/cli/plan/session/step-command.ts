@@ -1,5 +1,5 @@
 // The frame every in-session step command shares (`plan setup | next | finalize | commit`: the
-// /execute skill's steps, src/run/session.ts, as commands): each takes the run lock while it works
+// /execute skill's steps, src/run/session/session.ts, as commands): each takes the run lock while it works
 // (and refuses with exit 3 while a headless run holds it), prints one JSON object on stdout
 // (schemas/<step>.schema.json), and on a problem prints `{"error": {kind, message, details}}` there
 // instead, one line on stderr, and exits 2. `commit` whose integrated work could not land prints
@@ -7,17 +7,20 @@
 // could not land).
 
 import { resolve } from 'node:path';
-import { Git } from '../../../adapters/git/repository.ts';
-import { acquireLock, currentLockInfo } from '../../../adapters/run-lock.ts';
-import { readPlanFile } from '../../../adapters/plan-file.ts';
-import { type Plan, statusOf } from '../../../core/plan.ts';
-import { archivedPlans } from '../../../run/plan-landing.ts';
-import { DEFAULT_GATE_WAIT_MS, type SessionContext, type Notice } from '../../../run/session.ts';
-import { type Command, type Io, type Numbers, type OptionSpec, describeUsageError } from '../../command.ts';
+import { acquireLock, currentLockInfo, Git, readPlanFile } from '../../../adapters/index.ts';
+import { type Notice, type Plan, statusOf } from '../../../core/index.ts';
+import {
+  archivedPlans,
+  DEFAULT_GATE_WAIT_MS,
+  describeEditBetweenSteps,
+  editedSinceLastStep,
+  rememberPlanFile,
+  type SessionContext,
+} from '../../../run/index.ts';
+import { type Command, describeUsageError, type Io, type Numbers, type OptionSpec } from '../../command.ts';
 import { RANGES } from '../../numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, UsageError } from '../../exit.ts';
 import { findPlan, loadPlanFile, missingPlanLine, repositoryTop } from '../../load.ts';
-import { describeEditBetweenSteps, editedSinceLastStep, rememberPlanFile } from '../../../run/plan-edits.ts';
 import { lockedLine } from '../../setup-problem.ts';
 
 /** A problem with a name the lead can act on. */

@@ -1,0 +1,203 @@
+// Processes that outlive a killed orchestrator. Workers and shell checks lead their own process
+// groups (so a timeout can kill everything they started), which also means `kill -9` of the
+// orchestrator leaves them running: a worker still editing files, an acceptance check that writes
+// after the run that follows has verified the work. Each run records the groups it starts in
+// `.design/workers.json`, saying what each one is; the next run kills whatever is left of them
+// before it restores files. A group id is only trusted together with the leader's start time, so
+// a recycled pid is never hit.
+
+import { readFile, rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { closeSync, openSync, writeSync } from 'node:fs';
+import { clipHead } from '../../core/index.ts';
+import { groupAlive, processStartTime, signalTree, waitForGroupsGone } from './processes.ts';
+import { describeMarked, endMarked, type MarkedProcess, PROCESS_MARKER_VARIABLE } from './process-markers.ts';
+
+/** What a recorded process group is. */
+export type ProcessRole =
+  | { kind: 'worker'; task: number }
+  | { kind: 'acceptance-check'; task: number; command: string }
+  | { kind: 'assumption-check'; task: number; command: string }
+  /** The plan's setup command, preparing a worktree for an attempt of `task`. */
+  | { kind: 'setup-command'; task: number; command: string }
+  /** The merge queue's gate (the plan's test command) on a stack of candidates. */
+  | { kind: 'gate'; task: number; command: string };
+
+export type ProcessRecord = ProcessRole & {
+  pgid: number;
+  /** The `FOREMAN_PROCESS` marker it and its descendants carry (records of older versions have none). */
+  marker?: string;
+  /** The leader's start time as the OS reports it; guards against pid reuse. */
+  started: string;
+};
+
+export const registryPathFor = (planPath: string): string => join(dirname(planPath), 'workers.json');
+
+/** Commands are kept short in the registry: enough to recognise them in a notice. */
+const COMMAND_CHARS = 200;
+
+/** "the worker of task 2", "the acceptance check of task 1 (`make test`)". */
+export function describeProcess(role: ProcessRole): string {
+  switch (role.kind) {
+    case 'worker':
+      return `the worker of task ${role.task}`;
+    case 'acceptance-check':
+      return `the acceptance check of task ${role.task} (\`${role.command}\`)`;
+    case 'assumption-check':
+      return `the assumption check of task ${role.task} (\`${role.command}\`)`;
+    case 'setup-command':
+      return `the setup command (\`${role.command}\`) preparing a worktree for task ${role.task}`;
+    case 'gate':
+      return `the gate (\`${role.command}\`)`;
+    default: {
+      const unknown: never = role;
+      return `a process (${JSON.stringify(unknown)})`;
+    }
+  }
+}
+
+/**
+ * The live process groups of this run, mirrored to disk on every change. Written synchronously,
+ * the moment a group is spawned: a run killed right after starting a check must find the check's
+ * record, and an asynchronous write could still be pending when the kill comes.
+ *
+ * The file is opened once and rewritten in place, the whole list in one write at its start,
+ * padded with spaces to the longest list written so far (JSON ignores them): no temporary file
+ * and no rename per change (two a worker; a rename in a busy directory cost milliseconds). A
+ * list fits in a page, and one write of it is never seen half done by a run that follows a kill.
+ */
+export class ProcessRegistry {
+  private readonly records = new Map<number, ProcessRecord>();
+  private file: { fd: number; length: number } | null = null;
+
+  constructor(private readonly path: string) {}
+
+  add(role: ProcessRole, pgid: number, marker?: string): void {
+    const started = processStartTime(pgid) ?? '';
+    const marked = marker === undefined ? {} : { marker };
+    const record: ProcessRecord =
+      role.kind === 'worker' ? { ...role, pgid, started, ...marked } : { ...role, command: clipHead(role.command, COMMAND_CHARS), pgid, started, ...marked };
+    this.records.set(pgid, record);
+    this.flush();
+  }
+
+  remove(pgid: number): void {
+    this.records.delete(pgid);
+    this.flush();
+  }
+
+  private flush(): void {
+    const text = Buffer.from(`${JSON.stringify([...this.records.values()], null, 2)}\n`);
+    try {
+      this.file ??= { fd: openSync(this.path, 'w'), length: 0 };
+      const padding = Math.max(0, this.file.length - text.length);
+      writeSync(this.file.fd, padding === 0 ? text : Buffer.concat([text, Buffer.alloc(padding, 0x20)]), 0, text.length + padding, 0);
+      this.file.length = Math.max(this.file.length, text.length);
+    } catch {
+      // A registry that cannot be written must not fail the run; only orphan cleanup is lost.
+    }
+  }
+
+  async clear(): Promise<void> {
+    if (this.file !== null) {
+      closeSync(this.file.fd);
+      this.file = null;
+    }
+    await rm(this.path, { force: true });
+  }
+}
+
+/**
+ * Runs `start` with an `onSpawn` hook that records the process group it starts under `role`, and
+ * forgets the group once `start` settles. Without a registry it just runs `start`.
+ */
+export async function recorded<T>(
+  registry: ProcessRegistry | undefined,
+  role: ProcessRole,
+  start: (onSpawn: (pgid: number, marker?: string) => void) => Promise<T>,
+): Promise<T> {
+  if (registry === undefined) return start(() => {});
+  let pgid: number | undefined;
+  try {
+    return await start((group, marker) => {
+      pgid = group;
+      registry.add(role, group, marker);
+    });
+  } finally {
+    if (pgid !== undefined) registry.remove(pgid);
+  }
+}
+
+/** A record from the file, or null when it is not one. Records of older versions name only a worker's task. */
+function parseRecord(value: unknown): ProcessRecord | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const o = value as Record<string, unknown>;
+  const pgid = o.pgid;
+  const task = o.task;
+  if (typeof pgid !== 'number' || !Number.isSafeInteger(pgid) || pgid <= 1) return null;
+  if (typeof task !== 'number' || !Number.isInteger(task)) return null;
+  const started = typeof o.started === 'string' ? o.started : '';
+  const command = typeof o.command === 'string' ? o.command : '';
+  // A marker is only ever searched for as a whole `FOREMAN_PROCESS=<marker>` entry; keep it plain.
+  const marker = typeof o.marker === 'string' && /^[\w.-]+$/.test(o.marker) ? { marker: o.marker } : {};
+  switch (o.kind) {
+    case undefined:
+    case 'worker':
+      return { kind: 'worker', task, pgid, started, ...marker };
+    case 'acceptance-check':
+    case 'assumption-check':
+    case 'setup-command':
+    case 'gate':
+      return { kind: o.kind, task, command, pgid, started, ...marker };
+    default:
+      return null;
+  }
+}
+
+/**
+ * Kill the process groups a previous run left behind (only those whose leader is the same
+ * process that was recorded), wait for them to die, and forget them. Returns the killed records.
+ */
+/** A record whose processes were ended, with those found by its marker outside its group (detached ones). */
+export type KilledOrphan = ProcessRecord & { leftRunning?: MarkedProcess[] };
+
+export async function killOrphans(path: string, waitMs = 5000): Promise<KilledOrphan[]> {
+  let records: ProcessRecord[];
+  try {
+    const parsed: unknown = JSON.parse(await readFile(path, 'utf8'));
+    records = Array.isArray(parsed) ? parsed.map(parseRecord).filter((r): r is ProcessRecord => r !== null) : [];
+  } catch {
+    records = [];
+  }
+  const killed = new Map<ProcessRecord, KilledOrphan>();
+  const groups: number[] = [];
+  for (const r of records) {
+    if (!groupAlive(r.pgid)) continue;
+    const started = processStartTime(r.pgid);
+    // The leader may be gone while its children live on; then the group id cannot have been reused
+    // by a new leader (the OS hands out no pid that is still a group's id), so the group is ours.
+    if (started !== null && r.started !== '' && started !== r.started) continue;
+    // With what it started in groups of its own (a worker's Bash commands run in new sessions).
+    const hit = signalTree(r.pgid, 'SIGKILL');
+    if (hit.length === 0) continue;
+    killed.set(r, { ...r });
+    groups.push(...hit);
+  }
+  await waitForGroupsGone(groups, waitMs);
+  // What left the groups (`setsid`, `nohup … &`) and lost its parent still carries the marker; a
+  // marker names this one recorded process of that run alone, so a live run is never hit.
+  for (const r of records) {
+    if (r.marker === undefined) continue;
+    const marked = await endMarked(PROCESS_MARKER_VARIABLE, r.marker, 0);
+    if (marked.length === 0) continue;
+    killed.set(r, { ...(killed.get(r) ?? r), leftRunning: marked });
+  }
+  await rm(path, { force: true });
+  return [...killed.values()];
+}
+
+/** One line naming what `killOrphans` ended, for a notice. */
+export function describeOrphans(killed: readonly KilledOrphan[]): string {
+  const named = killed.map((k) => (k.leftRunning ? `${describeProcess(k)}, with what it left running: ${describeMarked(k.leftRunning)}` : describeProcess(k)));
+  return `stopped ${killed.length} process group(s) left running by an earlier run: ${named.join('; ')}`;
+}
