@@ -125,12 +125,13 @@ describe('checkBuild', () => {
     schema.properties.concurrency = { type: 'integer', minimum: 2 };
     await writeFile(file, `${JSON.stringify(schema, null, 2)}\n`);
     const outcome = await checkBuild(repo);
-    expect(outcome).toEqual({
-      kind: 'problems',
-      // The plan tool's bundle holds the validator.
-      lines: [expect.any(String), '   M plugin/dist/plan.mjs', '   M plugin/schemas/session.schema.json', '   M src/run/session/session-schema.generated.ts'],
-    });
-    await git(repo, ['checkout', '--quiet', '--', 'schemas', 'src/core']);
+    expect(outcome.kind).toBe('problems');
+    const lines = outcome.kind === 'problems' ? outcome.lines : [];
+    expect(lines).toContain('   M plugin/schemas/session.schema.json');
+    expect(lines).toContain('   M src/run/session/session-schema.generated.ts');
+    // The plan tool's code holds the validator: its bundle, or the chunk it shares with execute, is built anew.
+    expect(lines.some((line) => /^ {2}.. plugin\/dist\//.test(line))).toBe(true);
+    await git(repo, ['checkout', '--quiet', '--', 'schemas', 'src']);
     await reset();
   }, 120_000);
 
