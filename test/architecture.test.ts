@@ -4,6 +4,10 @@
 // still two ideas that cannot be read, tested or moved apart. The import statements are read with
 // the TypeScript compiler's own scanner (`preProcessFile`); the detector itself is checked on
 // snippets of each form.
+//
+// Folders by idea: a module outside a folder imports it only through the folder's index.ts (which
+// lists what the rest of foreman uses from it), src/core's top level stays small, no source file
+// is over 400 lines and no function over 120, and a task is read by its index through taskAt.
 
 import { readFileSync, readdirSync } from 'node:fs';
 import { join, posix, relative } from 'node:path';
@@ -87,6 +91,142 @@ describe('no import circle in src/', () => {
 
   it('no module imports itself through a chain of imports, type-only and lazy ones included', () => {
     expect(circles(graph).map((circle) => edgesWithin(graph, circle))).toEqual([]);
+  });
+});
+
+/**
+ * The folder an import goes into that the importing module is not in, as the folder its path names
+ * first that does not hold the importer: `src/run/x.ts` importing `src/core/plan/graph.ts` enters
+ * `src/core`; `src/core/engine/x.ts` importing it enters `src/core/plan`. Null when the imported
+ * module's folder holds the importer (a module may use what its own folder and the folders around
+ * it hold directly).
+ */
+function folderEntered(importer: string, imported: string): string | null {
+  const folders = posix.dirname(imported).split('/');
+  for (let depth = 2; depth <= folders.length; depth++) {
+    const folder = folders.slice(0, depth).join('/');
+    if (!importer.startsWith(`${folder}/`)) return folder;
+  }
+  return null;
+}
+
+/** Each import that reaches past a folder's `index.ts`, or into the index of a folder it is in. */
+function entranceBreaches(graph: ReadonlyMap<string, ReadonlySet<string>>): string[] {
+  const breaches: string[] = [];
+  for (const [importer, imported] of graph) {
+    for (const target of imported) {
+      const folder = folderEntered(importer, target);
+      if (folder !== null && target !== `${folder}/index.ts`) breaches.push(`${importer} → ${target} (enter ${folder}/index.ts)`);
+      if (target.endsWith('/index.ts') && importer.startsWith(`${posix.dirname(target)}/`) && importer !== target)
+        breaches.push(`${importer} → ${target} (its own folder's index: import the module itself)`);
+    }
+  }
+  return breaches.sort();
+}
+
+/** The folders and the files at a folder's top level. */
+function topLevel(dir: string): { folders: string[]; files: string[] } {
+  const entries = readdirSync(join(ROOT, dir), { withFileTypes: true });
+  return {
+    folders: entries.filter((entry) => entry.isDirectory()).map((entry) => entry.name),
+    files: entries.filter((entry) => entry.isFile()).map((entry) => entry.name),
+  };
+}
+
+describe('folders by idea, each entered through its index.ts', () => {
+  const files = sources(join(ROOT, 'src')).map((path) => ({ path: relative(ROOT, path).split('\\').join('/'), text: readFileSync(path, 'utf8') }));
+  const graph = importGraph(files);
+
+  it("a module outside a folder imports it only through the folder's index.ts, and no module imports its own folder's index", () => {
+    expect(entranceBreaches(graph)).toEqual([]);
+  });
+
+  it('every folder of src/ that another module enters has an index.ts', () => {
+    const entered = new Set(
+      [...graph].flatMap(([importer, imported]) => [...imported].map((target) => folderEntered(importer, target)).filter((folder) => folder !== null)),
+    );
+    expect([...entered].filter((folder) => !graph.has(`${folder}/index.ts`)).sort()).toEqual([]);
+    expect(entered.size).toBeGreaterThan(15);
+  });
+
+  it('src/core holds at most 12 folders and files at its top level; core/ and adapters/ each at most 6 loose files', () => {
+    const core = topLevel('src/core');
+    expect(core.folders.length + core.files.length, [...core.folders, ...core.files].join(' ')).toBeLessThanOrEqual(12);
+    expect(core.files.length, core.files.join(' ')).toBeLessThanOrEqual(6);
+    const adapters = topLevel('src/adapters');
+    expect(adapters.files.length, adapters.files.join(' ')).toBeLessThanOrEqual(6);
+  });
+
+  it("the rule is checked on snippets: through the index passes, past it or into one's own folder's index fails", () => {
+    const check = (files: Record<string, string>) => entranceBreaches(importGraph(Object.entries(files).map(([path, text]) => ({ path, text }))));
+    expect(
+      check({
+        'src/run/a.ts': `import { b } from '../core/index.ts';\nimport { c } from './c.ts';`,
+        'src/core/plan/d.ts': `import { e } from '../result.ts';\nimport { f } from '../engine/index.ts';`,
+      }),
+    ).toEqual([]);
+    expect(check({ 'src/run/a.ts': `import { b } from '../core/plan/graph.ts';` })).toEqual([
+      'src/run/a.ts → src/core/plan/graph.ts (enter src/core/index.ts)',
+    ]);
+    expect(check({ 'src/core/engine/a.ts': `import { b } from '../plan/graph.ts';` })).toEqual([
+      'src/core/engine/a.ts → src/core/plan/graph.ts (enter src/core/plan/index.ts)',
+    ]);
+    expect(check({ 'src/core/plan/a.ts': `import { b } from './index.ts';` })).toEqual([
+      "src/core/plan/a.ts → src/core/plan/index.ts (its own folder's index: import the module itself)",
+    ]);
+  });
+});
+
+/** Each function's name (or `(anonymous)`), its file and line, and its length in lines. */
+function functionLengths(file: { path: string; text: string }): Array<{ where: string; lines: number }> {
+  const source = ts.createSourceFile(file.path, file.text, ts.ScriptTarget.Latest, true);
+  const found: Array<{ where: string; lines: number }> = [];
+  const visit = (node: ts.Node) => {
+    if (ts.isFunctionLike(node) && 'body' in node && node.body) {
+      const first = source.getLineAndCharacterOfPosition(node.getStart(source)).line;
+      const last = source.getLineAndCharacterOfPosition(node.end).line;
+      const name =
+        'name' in node && node.name && ts.isIdentifier(node.name)
+          ? node.name.text
+          : ts.isVariableDeclaration(node.parent)
+            ? node.parent.name.getText(source)
+            : '(anonymous)';
+      found.push({ where: `${file.path}:${first + 1} ${name}`, lines: last - first + 1 });
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+describe('files and functions of one idea', () => {
+  const files = sources(join(ROOT, 'src')).map((path) => ({ path: relative(ROOT, path).split('\\').join('/'), text: readFileSync(path, 'utf8') }));
+  const written = files.filter((file) => !file.path.endsWith('.generated.ts'));
+
+  it('no source file is over 400 lines but the generated validators', () => {
+    const long = written
+      .map((file) => ({ path: file.path, lines: file.text.split('\n').length - (file.text.endsWith('\n') ? 1 : 0) }))
+      .filter((file) => file.lines > 400);
+    expect(long).toEqual([]);
+  });
+
+  it('no function is over 120 lines', () => {
+    const all = written.flatMap(functionLengths);
+    expect(all.length).toBeGreaterThan(1000);
+    expect(all.filter((found) => found.lines > 120)).toEqual([]);
+  });
+
+  it('a task is read by its index through taskAt, never as `tasks[i]!`', () => {
+    const reads = written.flatMap((file) => [...file.text.matchAll(/tasks\[[^\]]*\]!/g)].map((match) => `${file.path}: ${match[0]}`));
+    expect(reads).toEqual([]);
+  });
+
+  it('measures a function from its first line to its last', () => {
+    const text = 'function a() {\n  return 1;\n}\nconst b = () => {\n\n};\n';
+    expect(functionLengths({ path: 'x.ts', text })).toEqual([
+      { where: 'x.ts:1 a', lines: 3 },
+      { where: 'x.ts:4 b', lines: 3 },
+    ]);
   });
 });
 
