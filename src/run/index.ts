@@ -3,40 +3,12 @@
 
 export { type EventJournal, realRunAdapters } from './adapters.ts';
 export { archivePlan } from './archive.ts';
-export { type HeadlessRefusal, runHeadless, runLayout } from './headless/index.ts';
+export * from './headless/index.ts';
 export { type CheckedHost, checkHosts, cleanOnHosts, type HostCheckNeedsOfRun, type HostCleaning, HostLink } from './hosts.ts';
-export {
-  archivedPlans,
-  cleanPlans,
-  describeIntegrationFailure,
-  describeTargetProblem,
-  findLandTarget,
-  integrateParked,
-  isolationStatus,
-  type IsolationStatus,
-  type LandBlocked,
-  type LandReport,
-  landTarget,
-  type LandTarget,
-  planIdsToClean,
-  repositoryOf,
-  runPathOf,
-} from './landing/index.ts';
+export * from './landing/index.ts';
 export { describeEditBetweenSteps, editedSinceLastStep, rememberPlanFile } from './plan-edits.ts';
 export { describeProbeProblem, runProbe, saveProbe, storedProbe } from './probe.ts';
 export { describeIgnored, ignoredDeclaredPaths, planRepositoryProblem, planWarningNotices, refusalBeforeWork, type SetupProblem } from './refusals.ts';
-export {
-  DEFAULT_GATE_WAIT_MS,
-  type NextOutput,
-  readSession,
-  serveGate,
-  sessionCommit,
-  type SessionContext,
-  sessionFinalize,
-  sessionNext,
-  type SessionSandbox,
-  sessionSetup,
-  type WorkerResult,
-} from './session/index.ts';
+export * from './session/index.ts';
 export { DEFAULTS, LAND_POLICIES, type LandPolicy, LIMIT_FLAGS, type RunSettings } from './settings.ts';
-export { objectFormatOf, repositoryId } from './workspace/index.ts';
+export * from './workspace/index.ts';

@@ -4,7 +4,7 @@
 export { applyCascade, type CascadeOutcome } from './cascade-skips.ts';
 export { type BreakerDecision, countByStatus, depsOf, depths, longestRemainingPath, readySet, type Skip, stall } from './graph.ts';
 export { describeJsonError, isRecord } from './json-text.ts';
-export { HOW_TO_ACCEPT, lintPlan, type PlanLint, type PlanWarning, type PlanWarningKind, warningNotices } from './lint/index.ts';
+export * from './lint/index.ts';
 export { mermaidGraph } from './mermaid.ts';
 export { computeOverlaps, overlapSets } from './overlap.ts';
 export { planOverview } from './overview.ts';
