@@ -68,7 +68,17 @@ export {
   worktreesRoot,
   writeWorkerExcludes,
 } from './git/index.ts';
-export { fetchCommit, type HostChannel, type HostFault, openChannel, type RequestError, sendCommit, type SshHost, sshTransport } from './host/index.ts';
+export {
+  fetchCommit,
+  type HostChannel,
+  type HostFault,
+  openChannel,
+  type RequestError,
+  sendCommit,
+  shellLine,
+  type SshHost,
+  sshTransport,
+} from './host/index.ts';
 export { ownLauncherPath, ownLayout, ownPlanFormatPath, ownVersion, sandboxCliPath } from './layout.ts';
 export {
   describeOrphans,
@@ -94,6 +104,7 @@ export {
   autoSandbox,
   BoundedOutput,
   checkSandbox,
+  type CommandSandbox,
   type Commands,
   decideSandbox,
   DEFAULT_MAX_OUTPUT_BYTES,
@@ -106,12 +117,14 @@ export {
   SANDBOX_TOOLS,
   type SandboxDecision,
   type SandboxMode,
+  sandboxedSpawn,
   sandboxModeOf,
   sandboxRefusal,
   sandboxUse,
   setupCommandSandbox,
   shellCommands,
   type ShellResult,
+  type SpawnPlace,
   withForemanLine,
   workerPersonDenies,
 } from './sandbox/index.ts';

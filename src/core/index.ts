@@ -152,6 +152,7 @@ export {
   hostProblems,
   type HostReplies,
   type HostRequest,
+  type HostSandbox,
   hostsFileSources,
   type HostSlots,
   type HostSource,

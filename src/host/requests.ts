@@ -26,6 +26,7 @@ import {
   type ToHost,
 } from '../core/index.ts';
 import { hostFindings } from './checks.ts';
+import { hostSandboxedSpawn } from './sandboxed.ts';
 import { clean, commandDir, fault, git, hasCommits, insideWorkDir, openRun, refused, type RunFolder, tryRemoveOldPrograms } from './run-folder.ts';
 
 /** How long a cancelled command has to end after SIGTERM before SIGKILL. */
@@ -185,9 +186,38 @@ class RequestServer implements Requests {
       return;
     }
     const [file, ...args] = request.argv as [string, ...string[]];
-    const child = spawn(file, args, {
+    if (request.sandbox === undefined) {
+      this.spawnCommand(id, run, request, cwd, { file, args, env: {} });
+      return;
+    }
+    // Until the sandbox has wrapped it: a cancel ends it before it starts, its input waits.
+    const waiting: Buffer[] = [];
+    let inputEnded = false;
+    let cancelled = false;
+    this.running.set(id, { input: (bytes) => waiting.push(bytes), inputEnd: () => (inputEnded = true), cancel: () => (cancelled = true) });
+    void hostSandboxedSpawn({ id, argv: request.argv, cwd, sandbox: request.sandbox }, this.workDir, this.keptFile).then(async (wrapped) => {
+      if (!wrapped.ok) return this.reply(id, wrapped);
+      if (cancelled) {
+        await wrapped.value.cleanup();
+        return this.reply(id, ok({ kind: 'killed', signal: 'SIGTERM' }));
+      }
+      const child = this.spawnCommand(id, run, request, cwd, wrapped.value);
+      for (const bytes of waiting) child.stdin?.write(bytes);
+      if (inputEnded) child.stdin?.end();
+    });
+  }
+
+  /** Spawns `command` for the `run` request `id`, streams its output back and replies how it ended (after `cleanup`, a sandboxed command's). */
+  private spawnCommand(
+    id: number,
+    run: RunFolder,
+    request: Extract<HostRequest, { op: 'run' }>,
+    cwd: string,
+    command: { file: string; args: string[]; env: Record<string, string>; cleanup?: () => Promise<void> },
+  ): ChildProcess {
+    const child = spawn(command.file, command.args, {
       cwd,
-      env: this.commandEnv(run, request.env),
+      env: this.commandEnv(run, { ...request.env, ...command.env }),
       stdio: [request.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
       detached: true,
     });
@@ -216,8 +246,9 @@ class RequestServer implements Requests {
           : signal !== null
             ? { kind: 'killed', signal }
             : { kind: 'exited', code: code ?? 0 };
-      this.reply(id, ok(exit));
+      void (command.cleanup?.() ?? Promise.resolve()).then(() => this.reply(id, ok(exit)));
     });
+    return child;
   }
 
   private async handle(id: number, request: HostRequest): Promise<void> {

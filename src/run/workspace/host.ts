@@ -19,9 +19,22 @@ import {
   heldBy,
   includedFiles,
   type RequestError,
+  sandboxRefusal,
   sendCommit,
 } from '../../adapters/index.ts';
-import { clipTail, err, type GitFailure, type HostEvent, ok, oneLine, type Plan, type Result, type Verification, type WorkerRun } from '../../core/index.ts';
+import {
+  clipTail,
+  err,
+  type GitFailure,
+  type HostEvent,
+  type HostSandbox,
+  ok,
+  oneLine,
+  type Plan,
+  type Result,
+  type Verification,
+  type WorkerRun,
+} from '../../core/index.ts';
 import type { CheckRun, CheckUse, WorkerJob, Workspace, WorkspaceRequest, Workspaces } from './workspace.ts';
 import type { WorkPlace } from './verify.ts';
 import { EXISTS, hostGitEnv, MAKE_SLOT, repositoryId, SNAPSHOT, WRITE_FILE, WRITE_LINK } from './host-scripts.ts';
@@ -92,14 +105,14 @@ export class HostWorkspaces implements Workspaces {
   async run(
     connection: Connection,
     argv: string[],
-    use: { cwd: string; env?: Record<string, string>; input?: Buffer; signal?: AbortSignal },
+    use: { cwd: string; env?: Record<string, string>; input?: Buffer; signal?: AbortSignal; sandbox?: HostSandbox },
   ): Promise<HostRun> {
     const started = performance.now();
     const max = DEFAULT_MAX_OUTPUT_BYTES;
     const output = new BoundedOutput(Math.floor(max / 2), max - Math.floor(max / 2));
     const stdout: Buffer[] = [];
     const ended = await connection.channel.request(
-      { op: 'run', argv, cwd: use.cwd, env: use.env ?? {}, stdin: use.input !== undefined },
+      { op: 'run', argv, cwd: use.cwd, env: use.env ?? {}, stdin: use.input !== undefined, ...(use.sandbox ? { sandbox: use.sandbox } : {}) },
       {
         ...(use.input !== undefined ? { input: use.input } : {}),
         ...(use.signal ? { signal: use.signal } : {}),
@@ -174,14 +187,31 @@ export class HostWorkspaces implements Workspaces {
     }
     const command = this.context.plan.context?.setupCommand;
     if (command === undefined || command.trim() === '') return ok(kept);
-    const setup = await this.check(connection, cwd, command, { timeoutMs: this.context.setupTimeoutMs, ...(signal ? { signal } : {}) });
+    const setup = await this.check(connection, cwd, command, {
+      timeoutMs: this.context.setupTimeoutMs,
+      ...(signal ? { signal } : {}),
+      ...(this.context.sandbox
+        ? { sandbox: { kind: 'setup', ...(this.context.plan.context?.setupNetwork ? { network: this.context.plan.context.setupNetwork } : {}) } }
+        : {}),
+    });
     if (setup.exitCode === 0 && !setup.timedOut) return ok(kept);
     const how = setup.timedOut ? `timed out after ${Math.round(this.context.setupTimeoutMs / 1000)} s` : `failed (exit ${setup.exitCode ?? setup.signal})`;
     return err(`the setup command \`${command}\` ${how} on host ${this.name}: ${clipTail(oneLine(setup.output), 300)}`);
   }
 
-  /** `command` by `sh -c` in the slot, as a check is run here: its output, its time limit, cancelled by `signal`. */
-  async check(connection: Connection, cwd: string, command: string, use: Pick<CheckUse, 'timeoutMs' | 'signal'>): Promise<CheckRun> {
+  /**
+   * `command` by `sh -c` in the slot, as a check is run here: its output, its time limit, cancelled
+   * by `signal`; in the sandbox there when the run sandboxes (a check's, unless `use` names the
+   * setup command's).
+   */
+  async check(
+    connection: Connection,
+    cwd: string,
+    command: string,
+    use: Pick<CheckUse, 'timeoutMs' | 'signal'> & { sandbox?: HostSandbox },
+  ): Promise<CheckRun> {
+    const sandbox: HostSandbox | undefined =
+      use.sandbox ?? (this.context.sandbox ? { kind: 'check', network: this.context.plan.context?.checkNetwork ?? [] } : undefined);
     const stop = new AbortController();
     let timedOut = false;
     const timer = setTimeout(() => {
@@ -192,7 +222,7 @@ export class HostWorkspaces implements Workspaces {
     use.signal?.addEventListener('abort', onAbort, { once: true });
     if (use.signal?.aborted) stop.abort();
     const started = performance.now();
-    const ran = await this.run(connection, ['sh', '-c', command], { cwd, signal: stop.signal });
+    const ran = await this.run(connection, ['sh', '-c', command], { cwd, signal: stop.signal, ...(sandbox ? { sandbox } : {}) });
     clearTimeout(timer);
     use.signal?.removeEventListener('abort', onAbort);
     const aborted = use.signal?.aborted === true;
@@ -218,7 +248,7 @@ export class HostWorkspaces implements Workspaces {
       output,
       outputBytes: exit.kind === 'not-started' ? output.length : ran.value.output.total,
       durationMs: ran.value.durationMs,
-      sandboxRefusal: null,
+      sandboxRefusal: refusalOf(output, sandbox),
     };
   }
 
@@ -326,4 +356,14 @@ class HostWorkspace implements Workspace {
   release(): void {
     // The slot is reset when an attempt is placed on it next.
   }
+}
+
+/**
+ * What the sandbox refused of a check's network there, as its output shows it (`sandboxRefusal`),
+ * naming `context.checkNetwork`. The setup command's hosts are made up there (the registries'
+ * defaults and the host's npm registry), so its output is told as it is.
+ */
+function refusalOf(output: string, sandbox: HostSandbox | undefined): string | null {
+  if (sandbox?.kind !== 'check') return null;
+  return sandboxRefusal(output, { writable: [], allowedDomains: sandbox.network }, 'context.checkNetwork');
 }
