@@ -43,6 +43,12 @@ import { runHostWorker } from './host-worker.ts';
 
 export class HostWorkspaces implements Workspaces {
   private connection: Promise<Result<Connection, string>> | null = null;
+  /**
+   * The slot made last: slots are made one at a time, since `git worktree add` reads the records
+   * of the other worktrees, one of which an add at the same moment may be half way through writing
+   * ("failed to read …/commondir").
+   */
+  private slotMaking: Promise<unknown> = Promise.resolve();
 
   constructor(readonly context: HostContext) {}
 
@@ -148,7 +154,9 @@ export class HostWorkspaces implements Workspaces {
     const sent = await this.send(connection, request.commit);
     if (!sent.ok) return sent;
     const cwd = `slots/${slot}`;
-    const made = await this.git(connection, 'make the slot’s worktree', '.', MAKE_SLOT, [cwd, request.commit]);
+    const making = this.slotMaking.then(() => this.git(connection, 'make the slot’s worktree', '.', MAKE_SLOT, [cwd, request.commit]));
+    this.slotMaking = making;
+    const made = await making;
     if (!made.ok) return made;
     const dir = made.value.trim();
     const kept = await this.provision(connection, cwd, request.signal);
