@@ -75,6 +75,7 @@ export {
   openChannel,
   type RequestError,
   sendCommit,
+  sendSandboxHelper,
   shellLine,
   type SshHost,
   sshTransport,

@@ -6,11 +6,11 @@
 // installed there. The command writes only in its folder in the run's folder and a TMPDIR of its
 // own under the work dir (`.t/<this process's pid, base 36>-c<request id>`, which ./requests.ts
 // removes with the rest when it ends), and reaches only the hosts foreman names. The runtime's
-// seccomp helper (a native binary the plugin ships beside its bundle) does not travel: on a host,
-// the sandbox does not also block Unix sockets.
+// seccomp helper, a native program, is kept beside the program file (foreman sends it:
+// src/adapters/host/sandbox-helper.ts), where the runtime bundled in it looks first.
 
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { type CommandSandbox, sandboxedSpawn, setupCommandSandbox, shellLine } from '../adapters/index.ts';
 import { err, type HostError, type HostSandbox, ok, type Result } from '../core/index.ts';
 import { fault, refused } from './run-folder.ts';
@@ -61,4 +61,14 @@ async function commandSandbox(cwd: string, sandbox: HostSandbox): Promise<Comman
   if (sandbox.kind === 'check') return { writable: [cwd], allowedDomains: sandbox.network };
   const { writable, allowedDomains } = await setupCommandSandbox(cwd, undefined, sandbox.network);
   return { writable, allowedDomains };
+}
+
+/**
+ * Where the runtime bundled in the program at `keptFile` looks first for its seccomp helper for
+ * this machine's architecture (beside the bundle: `vendor/seccomp/<arch>/apply-seccomp`), and
+ * the architecture; null for one the runtime has no helper for.
+ */
+export function sandboxHelperFile(keptFile: string): { arch: string; path: string } | null {
+  const arch = process.arch === 'x64' || process.arch === 'arm64' ? process.arch : null;
+  return arch === null ? null : { arch, path: join(dirname(keptFile), 'vendor', 'seccomp', arch, 'apply-seccomp') };
 }

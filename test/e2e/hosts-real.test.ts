@@ -9,7 +9,7 @@
 // killed -9 lose no attempt, and the run (or the same command again) finishes the plan; a host
 // logged in to another account has a limiter of its own: its usage limit holds only its slots.
 
-import { existsSync, readdirSync, readlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readlinkSync, statSync } from 'node:fs';
 import { execa } from 'execa';
 import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
@@ -300,7 +300,12 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
     });
     const plan = makePlan(
       [
-        withChecks(MARKERS[0]!, 0, 'echo in > check-probe && test -s check-probe && rm check-probe && test -s out/0.txt'),
+        // It writes in its slot, and is kept from Unix sockets (the seccomp helper foreman sent there): socket() itself is refused.
+        withChecks(
+          MARKERS[0]!,
+          0,
+          `echo in > check-probe && test -s check-probe && rm check-probe && test -s out/0.txt && socat -u OPEN:/dev/null UNIX-CONNECT:"$TMPDIR/none.sock" 2>&1 | grep -q 'socket(.*): Operation not permitted'`,
+        ),
         withChecks(MARKERS[1]!, 1, `echo x > '${escapes.checkWorkDir}'`),
         withChecks(MARKERS[2]!, 2, `echo x > "$HOME/foreman-host-check-escape-${process.pid}"`),
       ],
@@ -322,6 +327,11 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
     for (const [name, file] of Object.entries(escapes)) expect(existsSync(file), name).toBe(false);
     // Every worker ran on the host, provisioned there by the sandboxed setup command.
     for (const marker of MARKERS.slice(0, 3)) expect(cwds.get(marker)?.[0]?.startsWith(`${await realpath(workDir)}/`), marker).toBe(true);
+    // The seccomp helper is kept beside the program there, private.
+    const programs = readdirSync(join(workDir, '.foreman'));
+    const helpers = programs.map((version) => join(workDir, '.foreman', version, 'vendor', 'seccomp', process.arch, 'apply-seccomp')).filter(existsSync);
+    expect(helpers.length, programs.join(', ')).toBe(1);
+    expect(statSync(helpers[0]!).mode & 0o777).toBe(0o700);
     // The checks' own TMPDIRs there, and its sandbox hosts' one, are gone once the remote side ended.
     await waitFor('the sandboxed commands’ folders gone from the work dir', () => readdirSync(join(workDir, '.t')).length === 0);
   });

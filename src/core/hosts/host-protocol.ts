@@ -53,7 +53,13 @@ export type HostRequest =
    * environment plus `env`; its stdout and stderr come back as events, its stdin from `input`
    * messages when `stdin` is true; with `sandbox`, in the operating-system sandbox there.
    */
-  | { op: 'run'; argv: string[]; cwd: string; env: Record<string, string>; stdin: boolean; sandbox?: HostSandbox };
+  | { op: 'run'; argv: string[]; cwd: string; env: Record<string, string>; stdin: boolean; sandbox?: HostSandbox }
+  /**
+   * Whether the sandbox runtime's seccomp helper (a native program that keeps a sandboxed command
+   * from Unix sockets) for the host's architecture is kept beside the program, where the runtime
+   * looks for it; with `keep`, the bytes that follow (`input` messages) are that helper, kept.
+   */
+  | { op: 'sandbox-helper'; keep: boolean };
 
 /**
  * How a `run` is sandboxed on the host (src/host/sandboxed.ts): a check writes only in its `cwd`
@@ -100,6 +106,8 @@ export interface HostReplies {
   clean: { removed: string[]; held: string[] };
   'send-objects': { bytes: number };
   run: CommandExit;
+  /** The host's architecture as the runtime names its helpers (`x64`, `arm64`; null: one it has none for), and whether the helper is kept there now. */
+  'sandbox-helper': { arch: string | null; kept: boolean };
 }
 
 /**
@@ -183,6 +191,8 @@ function readRequest(value: unknown): HostRequest | null {
             ...(value.sandbox === undefined ? {} : { sandbox: value.sandbox }),
           }
         : null;
+    case 'sandbox-helper':
+      return typeof value.keep === 'boolean' ? { op: 'sandbox-helper', keep: value.keep } : null;
     default:
       return null;
   }

@@ -21,6 +21,7 @@ import {
   type RequestError,
   sandboxRefusal,
   sendCommit,
+  sendSandboxHelper,
 } from '../../adapters/index.ts';
 import {
   clipTail,
@@ -91,6 +92,11 @@ export class HostWorkspaces implements Workspaces {
       // a plan finished or abandoned); a run's own folder, and one another live run holds, stay.
       // Cleaning is housekeeping: a failure of it is no fault of the host's.
       await channel.request({ op: 'clean', repository: repositoryId(this.context.repo) });
+      // Its sandboxed commands' seccomp helper, kept beside the program there once per version.
+      if (this.context.sandbox) {
+        const helper = await sendSandboxHelper(channel);
+        if (!helper.ok) return err(helper.error.kind === 'local' ? helper.error.message : this.requestFault('keep the sandbox’s helper', helper.error));
+      }
       return ok({ channel, dir: run.value.dir, sent: new Map() });
     })();
     const made = this.connection;
