@@ -118,6 +118,7 @@ export {
   SANDBOX_TOOLS,
   type SandboxDecision,
   type SandboxMode,
+  type SandboxedSpawn,
   sandboxedSpawn,
   sandboxModeOf,
   sandboxRefusal,

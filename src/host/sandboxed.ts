@@ -11,21 +11,12 @@
 
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { type CommandSandbox, sandboxedSpawn, setupCommandSandbox, shellLine } from '../adapters/index.ts';
+import { type CommandSandbox, type SandboxedSpawn, sandboxedSpawn, setupCommandSandbox, shellLine } from '../adapters/index.ts';
 import { err, type HostError, type HostSandbox, ok, type Result } from '../core/index.ts';
 import { fault, refused } from './run-folder.ts';
 
 /** The first argument that runs this program as a sandbox host (scripts/sandbox-host.mjs) rather than foreman's remote side. */
 export const SANDBOX_HOST_ARGUMENT = 'sandbox-host';
-
-/** How to spawn a sandboxed command on the host, and what to do once it ended. */
-export interface HostSandboxedSpawn {
-  file: string;
-  args: string[];
-  /** Added to the command's environment: its own TMPDIR. */
-  env: Record<string, string>;
-  cleanup: () => Promise<void>;
-}
 
 /**
  * `argv` run in `cwd` (in the run's folder) in the sandbox `sandbox` asks for, wrapped by a
@@ -36,7 +27,7 @@ export async function hostSandboxedSpawn(
   request: { id: number; argv: readonly string[]; cwd: string; sandbox: HostSandbox },
   workDir: string,
   keptFile: string | undefined,
-): Promise<Result<HostSandboxedSpawn, HostError>> {
+): Promise<Result<SandboxedSpawn, HostError>> {
   if (keptFile === undefined) return err(refused('a sandboxed command needs the program kept on the host'));
   const own = join(workDir, '.t', process.pid.toString(36));
   const ownTmp = `${own}-c${request.id}`;
