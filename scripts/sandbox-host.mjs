@@ -7,9 +7,10 @@
 //
 // Plain JavaScript, so a checkout runs it with node as it is; the plugin's build bundles it.
 //
-// argv[2]: the runtime's network settings for every command it wraps (JSON: allowedDomains,
-// empty for none but the command's own loopback, and deniedDomains); the runtime keeps one per
-// process.
+// The last argument: the runtime's network settings for every command it wraps (JSON:
+// allowedDomains, empty for none but the command's own loopback, and deniedDomains); the runtime
+// keeps one per process. (Last, since foreman's remote program on an SSH host runs this script
+// bundled into itself, after an argument of its own: src/host/entry.ts.)
 // stdin, one JSON request a line, answered in order on stdout, one JSON line each:
 //   {"id": n, "wrap": COMMAND, "cwd": DIR, "filesystem": SETTINGS, "tmp": DIR}
 //       → {"id": n, "wrapped": SHELL-COMMAND} or {"id": n, "error": TEXT}
@@ -32,7 +33,7 @@ const message = (e) => (e instanceof Error ? e.message : String(e)).split('\n')[
 
 async function main() {
   try {
-    const network = JSON.parse(process.argv[2] ?? '');
+    const network = JSON.parse(process.argv.at(-1) ?? '');
     await SandboxManager.initialize({ network, filesystem: { allowWrite: [], denyWrite: [], denyRead: [] } });
   } catch (e) {
     say({ error: message(e) });

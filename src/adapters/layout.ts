@@ -76,6 +76,19 @@ export const sandboxCliPath = (): string =>
 export const sandboxHostPath = (): string => (bundled ? join(ownRoot(), 'dist', 'sandbox-host.mjs') : join(ownRoot(), 'scripts', 'sandbox-host.mjs'));
 
 /**
+ * The sandbox runtime's seccomp helper for `arch` (`x64`, `arm64`): in the plugin's vendor/ (the
+ * build copies it there), in a checkout the runtime's package.
+ */
+export const sandboxHelperPath = (arch: string): string =>
+  join(
+    bundled ? ownRoot() : dirname(createRequire(import.meta.url).resolve('@anthropic-ai/sandbox-runtime/package.json')),
+    'vendor',
+    'seccomp',
+    arch,
+    'apply-seccomp',
+  );
+
+/**
  * foreman's folder in the person's cache: `$XDG_CACHE_HOME/foreman`, else `~/.cache/foreman`. A
  * relative XDG_CACHE_HOME is ignored, as the XDG spec says.
  */

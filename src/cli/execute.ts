@@ -23,7 +23,7 @@ import type { Command, Io, Numbers } from './command.ts';
 import { CliError, EXIT, type ExitCode } from './exit.ts';
 import { findPlan, loadPlanFile, planPathFrom, repositoryTop } from './load.ts';
 import { createReporter, type Reporter } from './reporter.ts';
-import { hostSandboxNotice, hostsOf, limiterAccounts } from './host-flags.ts';
+import { hostsOf, limiterAccounts } from './host-flags.ts';
 import { executeOptions, type Settings, settingsFrom } from './execute-flags.ts';
 import { checkWorkerRules, hostsChecked, lockedError, readyToRun, refusalError } from './execute-checks.ts';
 import { dryRun } from './dry-run.ts';
@@ -146,7 +146,7 @@ async function runLocked(checked: CheckedRun, links: readonly HostLink[], hostsL
     const opened = createReporter({ io, json: settings.json, runId, journal: adapters.journal, plan, layout: runLayout(named, settings) });
     reporter = opened;
     const emit = (event: RunEventBody) => opened.emit(event);
-    for (const message of startWarnings(lock.value.takenOver, hostsLeftOut, sandboxed, links)) emit({ type: 'notice', level: 'warning', message });
+    for (const message of startWarnings(lock.value.takenOver, hostsLeftOut)) emit({ type: 'notice', level: 'warning', message });
     const heard = listenForSignals(emit, () => lock.value.release());
     signals = heard;
     const run = await runHeadless(
@@ -193,13 +193,9 @@ async function namedInCommands(settings: Settings, cwd: string): Promise<{ plan:
   return { plan, repo };
 }
 
-/** The warnings a run starts with: a lock taken over, hosts left out, sandboxed work that runs unsandboxed on ssh hosts. */
-function startWarnings(takenOver: LockTakeover | undefined, leftOut: readonly string[], sandboxed: boolean, links: readonly HostLink[]): string[] {
-  return [
-    ...(takenOver ? [describeTakeover(takenOver)] : []),
-    ...leftOut,
-    ...(sandboxed && links.length > 0 ? [hostSandboxNotice(links.map((link) => link.host.name))] : []),
-  ];
+/** The warnings a run starts with: a lock taken over, hosts left out. */
+function startWarnings(takenOver: LockTakeover | undefined, leftOut: readonly string[]): string[] {
+  return [...(takenOver ? [describeTakeover(takenOver)] : []), ...leftOut];
 }
 
 /**

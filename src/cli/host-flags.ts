@@ -118,10 +118,6 @@ export const limiterAccounts = (login: AuthStatus | null, checked: readonly Chec
     checked.filter((host) => host.leftOut === null).map((host) => ({ name: host.host.name, auth: host.auth })),
   );
 
-/** What the sandbox covers on ssh hosts: their workers' Bash commands (Claude Code's sandbox there), not their setup command and checks. */
-export const hostSandboxNotice = (hosts: readonly string[]): string =>
-  `on ${hosts.length === 1 ? 'host' : 'hosts'} ${hosts.join(', ')}, the workers' Bash commands run in Claude Code's sandbox there; the setup command and the acceptance checks run there without the operating-system sandbox (they run in it only on this machine)`;
-
 /** What `plan clean` did on each host, a line each: a run folder removed or kept, nothing there, or why the host was not cleaned. */
 export function describeHostCleaning(cleaning: HostCleaning): string[] {
   const name = `host ${cleaning.host.name}`;

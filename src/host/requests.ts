@@ -6,8 +6,8 @@
 // with it, even what detached.
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, existsSync, readdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { createWriteStream, existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { endMarked, RUN_MARKER_VARIABLE, runMarker, signalGroup, terminateGroup } from '../adapters/index.ts';
 import {
@@ -26,6 +26,7 @@ import {
   type ToHost,
 } from '../core/index.ts';
 import { hostFindings } from './checks.ts';
+import { hostSandboxedSpawn, sandboxHelperFile } from './sandboxed.ts';
 import { clean, commandDir, fault, git, hasCommits, insideWorkDir, openRun, refused, type RunFolder, tryRemoveOldPrograms } from './run-folder.ts';
 
 /** How long a cancelled command has to end after SIGTERM before SIGKILL. */
@@ -185,9 +186,38 @@ class RequestServer implements Requests {
       return;
     }
     const [file, ...args] = request.argv as [string, ...string[]];
-    const child = spawn(file, args, {
+    if (request.sandbox === undefined) {
+      this.spawnCommand(id, run, request, cwd, { file, args, env: {} });
+      return;
+    }
+    // Until the sandbox has wrapped it: a cancel ends it before it starts, its input waits.
+    const waiting: Buffer[] = [];
+    let inputEnded = false;
+    let cancelled = false;
+    this.running.set(id, { input: (bytes) => waiting.push(bytes), inputEnd: () => (inputEnded = true), cancel: () => (cancelled = true) });
+    void hostSandboxedSpawn({ id, argv: request.argv, cwd, sandbox: request.sandbox }, this.workDir, this.keptFile).then(async (wrapped) => {
+      if (!wrapped.ok) return this.reply(id, wrapped);
+      if (cancelled) {
+        await wrapped.value.cleanup();
+        return this.reply(id, ok({ kind: 'killed', signal: 'SIGTERM' }));
+      }
+      const child = this.spawnCommand(id, run, request, cwd, wrapped.value);
+      for (const bytes of waiting) child.stdin?.write(bytes);
+      if (inputEnded) child.stdin?.end();
+    });
+  }
+
+  /** Spawns `command` for the `run` request `id`, streams its output back and replies how it ended (after `cleanup`, a sandboxed command's). */
+  private spawnCommand(
+    id: number,
+    run: RunFolder,
+    request: Extract<HostRequest, { op: 'run' }>,
+    cwd: string,
+    command: { file: string; args: string[]; env: Record<string, string>; cleanup?: () => Promise<void> },
+  ): ChildProcess {
+    const child = spawn(command.file, command.args, {
       cwd,
-      env: this.commandEnv(run, request.env),
+      env: this.commandEnv(run, { ...request.env, ...command.env }),
       stdio: [request.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
       detached: true,
     });
@@ -216,8 +246,45 @@ class RequestServer implements Requests {
           : signal !== null
             ? { kind: 'killed', signal }
             : { kind: 'exited', code: code ?? 0 };
-      this.reply(id, ok(exit));
+      void (command.cleanup?.() ?? Promise.resolve()).then(() => this.reply(id, ok(exit)));
     });
+    return child;
+  }
+
+  /** Says whether the sandbox's seccomp helper is kept beside the program; with `keep`, keeps the bytes that follow as it (whole, or not at all). */
+  private sandboxHelper(id: number, keep: boolean): void {
+    if (this.keptFile === undefined) {
+      this.reply(id, err(refused('the sandbox’s helper is kept only beside a kept program')));
+      return;
+    }
+    const helper = sandboxHelperFile(this.keptFile);
+    if (!keep || helper === null) {
+      this.reply(id, ok({ arch: helper?.arch ?? null, kept: helper !== null && existsSync(helper.path) }));
+      return;
+    }
+    const partial = `${helper.path}.${process.pid}`;
+    let failed: string | null = null;
+    try {
+      mkdirSync(dirname(helper.path), { recursive: true });
+    } catch (caught) {
+      failed = (caught as Error).message;
+    }
+    this.halfMade.add(partial);
+    const out = createWriteStream(partial, { mode: 0o700 });
+    out.on('error', (error) => {
+      failed ??= error.message;
+    });
+    const kept = (): Result<HostReplies['sandbox-helper'], HostError> => {
+      try {
+        if (failed === null) renameSync(partial, helper.path);
+      } catch (caught) {
+        failed = (caught as Error).message;
+      }
+      rmSync(partial, { force: true });
+      this.halfMade.delete(partial);
+      return failed === null ? ok({ arch: helper.arch, kept: true }) : err(fault(`could not keep the sandbox’s helper there: ${failed}`));
+    };
+    this.running.set(id, { input: (bytes) => out.write(bytes), inputEnd: () => out.end(() => this.reply(id, kept())) });
   }
 
   private async handle(id: number, request: HostRequest): Promise<void> {
@@ -238,6 +305,8 @@ class RequestServer implements Requests {
         return this.reply(id, ok(await hostFindings(this.workDir, request.claude, this.gitBinary)));
       case 'open-run':
         return this.openRun(id, request);
+      case 'sandbox-helper':
+        return this.sandboxHelper(id, request.keep);
       case 'clean':
         if (this.dryRun) return this.reply(id, err(refused('a dry run writes nothing on the host')));
         try {

@@ -15,13 +15,23 @@ describe('the host protocol', () => {
       fc.record({
         type: fc.constant('request' as const),
         id: fc.integer({ min: 1 }),
-        request: fc.record({
-          op: fc.constant('run' as const),
-          argv: fc.array(fc.string(), { minLength: 1 }),
-          cwd: fc.string(),
-          env: fc.dictionary(fc.string(), fc.string()),
-          stdin: fc.boolean(),
-        }),
+        request: fc.oneof(
+          fc.record(
+            {
+              op: fc.constant('run' as const),
+              argv: fc.array(fc.string(), { minLength: 1 }),
+              cwd: fc.string(),
+              env: fc.dictionary(fc.string(), fc.string()),
+              stdin: fc.boolean(),
+              sandbox: fc.oneof(
+                fc.record({ kind: fc.constant('check' as const), network: fc.array(fc.string()) }),
+                fc.record({ kind: fc.constant('setup' as const), network: fc.array(fc.string()) }, { requiredKeys: ['kind'] }),
+              ),
+            },
+            { requiredKeys: ['op', 'argv', 'cwd', 'env', 'stdin'] },
+          ),
+          fc.record({ op: fc.constant('sandbox-helper' as const), keep: fc.boolean() }),
+        ),
       }),
     );
     fc.assert(
@@ -48,6 +58,11 @@ describe('the host protocol', () => {
     });
     for (const bad of [{ plans: ['p-1'] }, { repository: 'r-1', plans: ['../p'] }, { repository: 'r-1', plans: 'p-1' }])
       expect(clean(bad)).toEqual({ ok: false, error: 'request 2 is none the host knows' });
+    // A run's sandbox: a check's names its network; anything else is no request the host runs.
+    const run = (sandbox: unknown) =>
+      protocol.readToHost(JSON.stringify({ type: 'request', id: 3, request: { op: 'run', argv: ['true'], cwd: '.', env: {}, stdin: false, sandbox } }));
+    for (const bad of [{ kind: 'check' }, { kind: 'check', network: 'example.com' }, { kind: 'none' }, { kind: 'setup', network: [1] }, 'on'])
+      expect(run(bad), JSON.stringify(bad)).toEqual({ ok: false, error: 'request 3 is none the host knows' });
     expect(protocol.readFromHost('{"type":"launch"}')).toEqual({ ok: false, error: 'a message of an unknown type (launch)' });
   });
 

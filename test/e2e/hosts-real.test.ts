@@ -9,10 +9,10 @@
 // killed -9 lose no attempt, and the run (or the same command again) finishes the plan; a host
 // logged in to another account has a limiter of its own: its usage limit holds only its slots.
 
-import { existsSync, readdirSync, readlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readlinkSync, statSync } from 'node:fs';
 import { execa } from 'execa';
 import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readLock } from '../../src/adapters/store/run-lock.ts';
@@ -198,7 +198,19 @@ const eventsOf = (stdout: string) =>
   stdout
     .split('\n')
     .filter(Boolean)
-    .map((line) => JSON.parse(line) as { type: string; task?: number; outcome?: string; host?: string; message?: string; lost?: number[] });
+    .map(
+      (line) =>
+        JSON.parse(line) as {
+          type: string;
+          level?: string;
+          task?: number;
+          outcome?: string;
+          reason?: string;
+          host?: string;
+          message?: string;
+          lost?: number[];
+        },
+    );
 
 describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each', () => {
   it('lands whole and byte for byte; every worker ran in a host’s work dir', async () => {
@@ -258,13 +270,70 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
     expect(r.stderr).toBe('');
     expect(r.exitCode).toBe(0);
     expect(await readFile(join(repo.dir, 'out/sandboxed.txt'), 'utf8')).toBe('in-slot\ntmpdir-ok\noutside-refused\n');
-    // What the sandbox does not cover there is said.
-    expect(eventsOf(r.stdout).find((event) => event.type === 'notice' && event.message?.includes('without the operating-system sandbox'))?.message).toBe(
-      `on host ${sshd.hosts[0]!.alias}, the workers' Bash commands run in Claude Code's sandbox there; the setup command and the acceptance checks run there without the operating-system sandbox (they run in it only on this machine)`,
-    );
+    // The setup command and the checks are sandboxed there too: nothing to warn of.
+    expect(eventsOf(r.stdout).filter((event) => event.type === 'notice' && event.level === 'warning')).toEqual([]);
     expect(existsSync(ESCAPE)).toBe(false);
     // Its own TMPDIR there is gone with it.
     expect(readdirSync(join(sshd.hosts[0]!.workDir, '.t'))).toEqual([]);
+  });
+
+  it('--sandbox on: the setup command and the checks on a host run in the operating-system sandbox there: they write in the slot, nothing outside', async (context) => {
+    if (!(await sandboxSupport()).ok) context.skip();
+    cwds.clear();
+    atFirstTurn = null;
+    const workDir = sshd.hosts[0]!.workDir;
+    const escapes = {
+      setupWorkDir: join(workDir, `setup-escape-${process.pid}`),
+      setupHome: join(userInfo().homedir, `foreman-host-setup-escape-${process.pid}`),
+      checkWorkDir: join(workDir, `check-escape-${process.pid}`),
+      checkHome: join(userInfo().homedir, `foreman-host-check-escape-${process.pid}`),
+    };
+    cleanups.push(async () => {
+      for (const file of Object.values(escapes)) await rm(file, { force: true });
+    });
+    // The setup command passes only when it can write in its slot and both writes outside it are refused.
+    const refusedWrite = (file: string) => `! (echo x > '${file}') 2>/dev/null`;
+    const setupCommand = `echo in > setup-probe && test -s setup-probe && rm setup-probe && ${refusedWrite(escapes.setupWorkDir)} && ${refusedWrite(escapes.setupHome)}`;
+    const withChecks = (marker: string, index: number, check: string) => ({
+      ...task(marker, [`out/${index}.txt`]),
+      agent: { model: 'haiku', acceptanceCriteria: [{ criterion: 'its check passes', check }] },
+    });
+    const plan = makePlan(
+      [
+        // It writes in its slot, and is kept from Unix sockets (the seccomp helper foreman sent there): socket() itself is refused.
+        withChecks(
+          MARKERS[0]!,
+          0,
+          `echo in > check-probe && test -s check-probe && rm check-probe && test -s out/0.txt && socat -u OPEN:/dev/null UNIX-CONNECT:"$TMPDIR/none.sock" 2>&1 | grep -q 'socket(.*): Operation not permitted'`,
+        ),
+        withChecks(MARKERS[1]!, 1, `echo x > '${escapes.checkWorkDir}'`),
+        withChecks(MARKERS[2]!, 2, `echo x > "$HOME/foreman-host-check-escape-${process.pid}"`),
+      ],
+      { context: { setupCommand } },
+    );
+    const { repo, env } = await repoWith(plan);
+    const r = await runExecute(repo.dir, ['--claude-bin', claudeBin, '--json', '--sandbox', 'on', '--max-attempts', '1', '--host', hostUrl(0)], env);
+    const events = eventsOf(r.stdout);
+    const outcomes = events.filter((event) => event.type === 'task-finished').map((event) => [event.task, event.outcome]);
+    expect(outcomes.sort(), r.stdout).toEqual([
+      [0, 'completed'],
+      [1, 'failed'],
+      [2, 'failed'],
+    ]);
+    expect(await readFile(join(repo.dir, 'out/0.txt'), 'utf8')).toBe('content of task 0\n');
+    // The checks that wrote outside failed as the sandbox refused them.
+    for (const failed of events.filter((event) => event.type === 'task-finished' && event.outcome === 'failed'))
+      expect(failed.reason, JSON.stringify(failed)).toMatch(/cannot create .*-escape-\d+: Read-only file system/);
+    for (const [name, file] of Object.entries(escapes)) expect(existsSync(file), name).toBe(false);
+    // Every worker ran on the host, provisioned there by the sandboxed setup command.
+    for (const marker of MARKERS.slice(0, 3)) expect(cwds.get(marker)?.[0]?.startsWith(`${await realpath(workDir)}/`), marker).toBe(true);
+    // The seccomp helper is kept beside the program there, private.
+    const programs = readdirSync(join(workDir, '.foreman'));
+    const helpers = programs.map((version) => join(workDir, '.foreman', version, 'vendor', 'seccomp', process.arch, 'apply-seccomp')).filter(existsSync);
+    expect(helpers.length, programs.join(', ')).toBe(1);
+    expect(statSync(helpers[0]!).mode & 0o777).toBe(0o700);
+    // The checks' own TMPDIRs there, and its sandbox hosts' one, are gone once the remote side ended.
+    await waitFor('the sandboxed commands’ folders gone from the work dir', () => readdirSync(join(workDir, '.t')).length === 0);
   });
 
   it('--sandbox on: a work dir too long for a sandboxed worker’s sockets is named at --dry-run and left out', async (context) => {

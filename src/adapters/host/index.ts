@@ -3,5 +3,7 @@
 
 export { type HostChannel, openChannel, type RequestError } from './channel.ts';
 export { fetchCommit, sendCommit } from './objects.ts';
+export { shellLine } from './quote.ts';
+export { sendSandboxHelper } from './sandbox-helper.ts';
 export { type SshHost, sshTransport } from './ssh.ts';
 export type { HostFault } from './transport.ts';

@@ -1,6 +1,7 @@
 // foreman's remote program (src/host/), as the bytes a host receives: the plugin's built
 // `dist/host.mjs`, or in a checkout the sources bundled in memory once per process. It is one
-// file with no package to resolve on the host. Kept there under a version that is foreman's
+// file with no package to resolve on the host; it carries the sandbox runtime, for the commands
+// it runs sandboxed (src/host/sandboxed.ts). Kept there under a version that is foreman's
 // version and the bundle's hash, so a changed program is never mistaken for the one kept.
 
 import { createHash } from 'node:crypto';
@@ -28,6 +29,12 @@ export function hostBundleOptions(root: string, version: string) {
     legalComments: 'none' as const,
     charset: 'utf8' as const,
     define: { FOREMAN_HOST_VERSION: JSON.stringify(version) },
+    // The sandbox host the program also is (src/host/entry.ts): foreman's own, bundled in.
+    alias: { '@foreman/sandbox-host': join(root, 'scripts', 'sandbox-host.mjs') },
+    // The sandbox runtime's bundled CommonJS dependencies call `require` for Node's own modules.
+    // The program runs from a data: URL (the bootstrap's loader), which createRequire does not
+    // take: node's own path resolves Node's modules as well as any.
+    banner: { js: "import { createRequire as __foremanCreateRequire } from 'node:module'; const require = __foremanCreateRequire(process.execPath);" },
     logLevel: 'silent' as const,
   };
 }

@@ -8,6 +8,7 @@ export { workerPersonDenies } from './person-denies.ts';
 export { personRules } from './person-rules.ts';
 export { realTarget, realTargets } from './real-paths.ts';
 export { SANDBOX_TOOLS } from './sandbox-support.ts';
+export { type CommandSandbox, type SandboxedSpawn, sandboxedSpawn, type SpawnPlace } from './sandbox-spawn.ts';
 export {
   autoSandbox,
   checkSandbox,

@@ -59,8 +59,8 @@ class SandboxHost {
   private stderrTail = '';
   readonly ready: Promise<Result<void, string>>;
 
-  constructor(network: RuntimeSettings['network']) {
-    this.child = spawn(process.execPath, [sandboxHostPath(), JSON.stringify(network)], { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+  constructor(program: readonly string[], network: RuntimeSettings['network']) {
+    this.child = spawn(process.execPath, [...program, JSON.stringify(network)], { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     this.child.unref();
     let onReady!: (answer: Answer) => void;
     const first = new Promise<Answer>((resolve) => (onReady = resolve));
@@ -139,12 +139,19 @@ class SandboxHost {
   }
 }
 
-/** Idle hosts by their network policy. */
+/** Idle hosts by their program and network policy. */
 const idle = new Map<string, SandboxHost[]>();
 
-/** A host of the network policy `network`, to wrap one command: an idle one, or a new one. */
-export async function leaseSandboxHost(network: RuntimeSettings['network']): Promise<Result<SandboxHostLease, string>> {
-  const key = JSON.stringify(network);
+/**
+ * A host of the network policy `network`, to wrap one command: an idle one, or a new one.
+ * `program`: the script node runs as the host, with its leading arguments (this machine's
+ * sandbox host; on an SSH host, foreman's remote program, src/host/sandboxed.ts).
+ */
+export async function leaseSandboxHost(
+  network: RuntimeSettings['network'],
+  program: readonly string[] = [sandboxHostPath()],
+): Promise<Result<SandboxHostLease, string>> {
+  const key = JSON.stringify([program, network]);
   let free = idle.get(key);
   if (free === undefined) {
     free = [];
@@ -152,7 +159,7 @@ export async function leaseSandboxHost(network: RuntimeSettings['network']): Pro
   }
   let host = free.pop();
   while (host !== undefined && !host.alive) host = free.pop();
-  host ??= new SandboxHost(network);
+  host ??= new SandboxHost(program, network);
   const ready = await host.ready;
   if (!ready.ok) {
     host.end(ready.error);

@@ -46,20 +46,31 @@ export interface SandboxedSpawn {
 }
 
 /**
- * Prepares one sandboxed run of `command` in `cwd`: a host of this process wraps it
- * (adapters/sandbox/sandbox-host.ts) with a temporary directory of its own as its TMPDIR; why not, when
- * the host cannot.
+ * Where a command is wrapped other than by this machine's own sandbox host: on an SSH host, by
+ * foreman's remote program there (src/host/sandboxed.ts), its TMPDIR a folder the caller made in
+ * the host's work dir (removed with the command).
  */
-export async function sandboxedSpawn(command: string, cwd: string, sandbox: CommandSandbox): Promise<Result<SandboxedSpawn, string>> {
-  const base = mkdtempSync(join(tmpdir(), 'foreman-sandbox-'));
-  const ownTmp = join(base, 'tmp');
-  mkdirSync(ownTmp);
+export interface SpawnPlace {
+  /** The sandbox host's script for node, with its leading arguments. */
+  hostProgram: readonly string[];
+  ownTmp: string;
+}
+
+/**
+ * Prepares one sandboxed run of `command` in `cwd`: a host of this process wraps it
+ * (adapters/sandbox/sandbox-host.ts) with a temporary directory of its own as its TMPDIR (made
+ * here, or `place`'s); why not, when the host cannot.
+ */
+export async function sandboxedSpawn(command: string, cwd: string, sandbox: CommandSandbox, place?: SpawnPlace): Promise<Result<SandboxedSpawn, string>> {
+  const base = place?.ownTmp ?? mkdtempSync(join(tmpdir(), 'foreman-sandbox-'));
+  const ownTmp = place?.ownTmp ?? join(base, 'tmp');
+  if (place === undefined) mkdirSync(ownTmp);
   const removeTmp = () => rmSync(base, { recursive: true, force: true });
   // What cannot be held was said once, before the run's commands (`ownSandboxNotice`).
   const denies =
     sandbox.rulesOf === undefined ? undefined : (await personDenies({ repo: sandbox.rulesOf, cwd, writable: [...sandbox.writable, ownTmp] })).denies;
   const settings = runtimeSettings(sandbox, ownTmp, denies);
-  const leased = await leaseSandboxHost(settings.network);
+  const leased = await leaseSandboxHost(settings.network, place?.hostProgram);
   if (!leased.ok) {
     removeTmp();
     return err(leased.error);

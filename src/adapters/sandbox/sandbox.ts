@@ -175,11 +175,12 @@ export interface SetupSandbox extends CommandSandbox {
  * The sandbox of the setup command run in `workspace`, a checkout of `repo`: writes there, in its
  * own TMPDIR and the package managers' caches (npm's is created when missing, since npm cannot
  * work without it; the runtime skips the others that do not exist), reaches the hosts of
- * `setupNetworkHosts`, and nothing the person's deny rules name.
+ * `setupNetworkHosts`, and nothing the person's deny rules name (no `repo`: on an SSH host, where
+ * this machine's rules name nothing).
  */
 export async function setupCommandSandbox(
   workspace: string,
-  repo: string,
+  repo: string | undefined,
   planHosts: readonly string[] | undefined,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<SetupSandbox> {
@@ -192,7 +193,7 @@ export async function setupCommandSandbox(
   return {
     writable: [workspace, ...packageCacheDirectories(env, npmCache)],
     allowedDomains: setupNetworkHosts(planHosts, configured),
-    rulesOf: repo,
+    ...(repo === undefined ? {} : { rulesOf: repo }),
     ...(asked.ok
       ? {}
       : {

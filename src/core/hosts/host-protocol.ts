@@ -8,7 +8,7 @@ import type { AuthStatus } from './auth-status.ts';
 import type { Result } from '../result.ts';
 
 /** The protocol's version: both sides refuse a peer that speaks another. */
-export const HOST_PROTOCOL = 1;
+export const HOST_PROTOCOL = 2;
 
 /** How long either side waits hearing nothing before it gives the other up (the issue's 30 s). */
 export const DEFAULT_SILENCE_MS = 30_000;
@@ -51,9 +51,23 @@ export type HostRequest =
   /**
    * A program run with `argv` (no shell) in `cwd` (relative to the run's folder), with the host's
    * environment plus `env`; its stdout and stderr come back as events, its stdin from `input`
-   * messages when `stdin` is true.
+   * messages when `stdin` is true; with `sandbox`, in the operating-system sandbox there.
    */
-  | { op: 'run'; argv: string[]; cwd: string; env: Record<string, string>; stdin: boolean };
+  | { op: 'run'; argv: string[]; cwd: string; env: Record<string, string>; stdin: boolean; sandbox?: HostSandbox }
+  /**
+   * Whether the sandbox runtime's seccomp helper (a native program that keeps a sandboxed command
+   * from Unix sockets) for the host's architecture is kept beside the program, where the runtime
+   * looks for it; with `keep`, the bytes that follow (`input` messages) are that helper, kept.
+   */
+  | { op: 'sandbox-helper'; keep: boolean };
+
+/**
+ * How a `run` is sandboxed on the host (src/host/sandboxed.ts): a check writes only in its `cwd`
+ * and a TMPDIR of its own and reaches only `network` (the plan's `context.checkNetwork`); the
+ * setup command also writes in the package managers' caches there and reaches the package
+ * registries, `network` being the plan's `context.setupNetwork`, as here.
+ */
+export type HostSandbox = { kind: 'check'; network: string[] } | { kind: 'setup'; network?: string[] };
 
 export type HostOperation = HostRequest['op'];
 
@@ -92,6 +106,8 @@ export interface HostReplies {
   clean: { removed: string[]; held: string[] };
   'send-objects': { bytes: number };
   run: CommandExit;
+  /** The host's architecture as the runtime names its helpers (`x64`, `arm64`; null: one it has none for), and whether the helper is kept there now. */
+  'sandbox-helper': { arch: string | null; kept: boolean };
 }
 
 /**
@@ -130,6 +146,8 @@ const isRecord = (value: unknown): value is Record<string, unknown> => typeof va
 const isId = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) > 0;
 const isStrings = (value: unknown): value is string[] => Array.isArray(value) && value.every((item) => typeof item === 'string');
 const isStringRecord = (value: unknown): value is Record<string, string> => isRecord(value) && Object.values(value).every((item) => typeof item === 'string');
+const isHostSandbox = (value: unknown): value is HostSandbox =>
+  isRecord(value) && (value.kind === 'check' ? isStrings(value.network) : value.kind === 'setup' && (value.network === undefined || isStrings(value.network)));
 const isObjectFormat = (value: unknown): value is ObjectFormat => value === 'sha1' || value === 'sha256';
 
 /** A request as the host reads it, or null when it is none it knows. */
@@ -162,9 +180,19 @@ function readRequest(value: unknown): HostRequest | null {
     case 'send-objects':
       return typeof value.commit === 'string' && isStrings(value.exclude) ? { op: 'send-objects', commit: value.commit, exclude: value.exclude } : null;
     case 'run':
+      if (value.sandbox !== undefined && !isHostSandbox(value.sandbox)) return null;
       return isStrings(value.argv) && value.argv.length > 0 && typeof value.cwd === 'string' && isStringRecord(value.env) && typeof value.stdin === 'boolean'
-        ? { op: 'run', argv: value.argv, cwd: value.cwd, env: value.env, stdin: value.stdin }
+        ? {
+            op: 'run',
+            argv: value.argv,
+            cwd: value.cwd,
+            env: value.env,
+            stdin: value.stdin,
+            ...(value.sandbox === undefined ? {} : { sandbox: value.sandbox }),
+          }
         : null;
+    case 'sandbox-helper':
+      return typeof value.keep === 'boolean' ? { op: 'sandbox-helper', keep: value.keep } : null;
     default:
       return null;
   }

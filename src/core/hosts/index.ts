@@ -18,6 +18,7 @@ export {
   type HostFindings,
   type HostReplies,
   type HostRequest,
+  type HostSandbox,
   isFolderName,
   MAX_LINE_BYTES,
   messageLine,

@@ -19,9 +19,23 @@ import {
   heldBy,
   includedFiles,
   type RequestError,
+  sandboxRefusal,
   sendCommit,
+  sendSandboxHelper,
 } from '../../adapters/index.ts';
-import { clipTail, err, type GitFailure, type HostEvent, ok, oneLine, type Plan, type Result, type Verification, type WorkerRun } from '../../core/index.ts';
+import {
+  clipTail,
+  err,
+  type GitFailure,
+  type HostEvent,
+  type HostSandbox,
+  ok,
+  oneLine,
+  type Plan,
+  type Result,
+  type Verification,
+  type WorkerRun,
+} from '../../core/index.ts';
 import type { CheckRun, CheckUse, WorkerJob, Workspace, WorkspaceRequest, Workspaces } from './workspace.ts';
 import type { WorkPlace } from './verify.ts';
 import { EXISTS, hostGitEnv, MAKE_SLOT, repositoryId, SNAPSHOT, WRITE_FILE, WRITE_LINK } from './host-scripts.ts';
@@ -30,6 +44,12 @@ import { runHostWorker } from './host-worker.ts';
 
 export class HostWorkspaces implements Workspaces {
   private connection: Promise<Result<Connection, string>> | null = null;
+  /**
+   * The slot made last: slots are made one at a time, since `git worktree add` reads the records
+   * of the other worktrees, one of which an add at the same moment may be half way through writing
+   * ("failed to read …/commondir").
+   */
+  private slotMaking: Promise<unknown> = Promise.resolve();
 
   constructor(readonly context: HostContext) {}
 
@@ -72,6 +92,11 @@ export class HostWorkspaces implements Workspaces {
       // a plan finished or abandoned); a run's own folder, and one another live run holds, stay.
       // Cleaning is housekeeping: a failure of it is no fault of the host's.
       await channel.request({ op: 'clean', repository: repositoryId(this.context.repo) });
+      // Its sandboxed commands' seccomp helper, kept beside the program there once per version.
+      if (this.context.sandbox) {
+        const helper = await sendSandboxHelper(channel);
+        if (!helper.ok) return err(helper.error.kind === 'local' ? helper.error.message : this.requestFault('keep the sandbox’s helper', helper.error));
+      }
       return ok({ channel, dir: run.value.dir, sent: new Map() });
     })();
     const made = this.connection;
@@ -92,14 +117,14 @@ export class HostWorkspaces implements Workspaces {
   async run(
     connection: Connection,
     argv: string[],
-    use: { cwd: string; env?: Record<string, string>; input?: Buffer; signal?: AbortSignal },
+    use: { cwd: string; env?: Record<string, string>; input?: Buffer; signal?: AbortSignal; sandbox?: HostSandbox },
   ): Promise<HostRun> {
     const started = performance.now();
     const max = DEFAULT_MAX_OUTPUT_BYTES;
     const output = new BoundedOutput(Math.floor(max / 2), max - Math.floor(max / 2));
     const stdout: Buffer[] = [];
     const ended = await connection.channel.request(
-      { op: 'run', argv, cwd: use.cwd, env: use.env ?? {}, stdin: use.input !== undefined },
+      { op: 'run', argv, cwd: use.cwd, env: use.env ?? {}, stdin: use.input !== undefined, ...(use.sandbox ? { sandbox: use.sandbox } : {}) },
       {
         ...(use.input !== undefined ? { input: use.input } : {}),
         ...(use.signal ? { signal: use.signal } : {}),
@@ -135,7 +160,9 @@ export class HostWorkspaces implements Workspaces {
     const sent = await this.send(connection, request.commit);
     if (!sent.ok) return sent;
     const cwd = `slots/${slot}`;
-    const made = await this.git(connection, 'make the slot’s worktree', '.', MAKE_SLOT, [cwd, request.commit]);
+    const making = this.slotMaking.then(() => this.git(connection, 'make the slot’s worktree', '.', MAKE_SLOT, [cwd, request.commit]));
+    this.slotMaking = making;
+    const made = await making;
     if (!made.ok) return made;
     const dir = made.value.trim();
     const kept = await this.provision(connection, cwd, request.signal);
@@ -174,14 +201,31 @@ export class HostWorkspaces implements Workspaces {
     }
     const command = this.context.plan.context?.setupCommand;
     if (command === undefined || command.trim() === '') return ok(kept);
-    const setup = await this.check(connection, cwd, command, { timeoutMs: this.context.setupTimeoutMs, ...(signal ? { signal } : {}) });
+    const setup = await this.check(connection, cwd, command, {
+      timeoutMs: this.context.setupTimeoutMs,
+      ...(signal ? { signal } : {}),
+      ...(this.context.sandbox
+        ? { sandbox: { kind: 'setup', ...(this.context.plan.context?.setupNetwork ? { network: this.context.plan.context.setupNetwork } : {}) } }
+        : {}),
+    });
     if (setup.exitCode === 0 && !setup.timedOut) return ok(kept);
     const how = setup.timedOut ? `timed out after ${Math.round(this.context.setupTimeoutMs / 1000)} s` : `failed (exit ${setup.exitCode ?? setup.signal})`;
     return err(`the setup command \`${command}\` ${how} on host ${this.name}: ${clipTail(oneLine(setup.output), 300)}`);
   }
 
-  /** `command` by `sh -c` in the slot, as a check is run here: its output, its time limit, cancelled by `signal`. */
-  async check(connection: Connection, cwd: string, command: string, use: Pick<CheckUse, 'timeoutMs' | 'signal'>): Promise<CheckRun> {
+  /**
+   * `command` by `sh -c` in the slot, as a check is run here: its output, its time limit, cancelled
+   * by `signal`; in the sandbox there when the run sandboxes (a check's, unless `use` names the
+   * setup command's).
+   */
+  async check(
+    connection: Connection,
+    cwd: string,
+    command: string,
+    use: Pick<CheckUse, 'timeoutMs' | 'signal'> & { sandbox?: HostSandbox },
+  ): Promise<CheckRun> {
+    const sandbox: HostSandbox | undefined =
+      use.sandbox ?? (this.context.sandbox ? { kind: 'check', network: this.context.plan.context?.checkNetwork ?? [] } : undefined);
     const stop = new AbortController();
     let timedOut = false;
     const timer = setTimeout(() => {
@@ -192,7 +236,7 @@ export class HostWorkspaces implements Workspaces {
     use.signal?.addEventListener('abort', onAbort, { once: true });
     if (use.signal?.aborted) stop.abort();
     const started = performance.now();
-    const ran = await this.run(connection, ['sh', '-c', command], { cwd, signal: stop.signal });
+    const ran = await this.run(connection, ['sh', '-c', command], { cwd, signal: stop.signal, ...(sandbox ? { sandbox } : {}) });
     clearTimeout(timer);
     use.signal?.removeEventListener('abort', onAbort);
     const aborted = use.signal?.aborted === true;
@@ -218,7 +262,7 @@ export class HostWorkspaces implements Workspaces {
       output,
       outputBytes: exit.kind === 'not-started' ? output.length : ran.value.output.total,
       durationMs: ran.value.durationMs,
-      sandboxRefusal: null,
+      sandboxRefusal: refusalOf(output, sandbox),
     };
   }
 
@@ -326,4 +370,14 @@ class HostWorkspace implements Workspace {
   release(): void {
     // The slot is reset when an attempt is placed on it next.
   }
+}
+
+/**
+ * What the sandbox refused of a check's network there, as its output shows it (`sandboxRefusal`),
+ * naming `context.checkNetwork`. The setup command's hosts are made up there (the registries'
+ * defaults and the host's npm registry), so its output is told as it is.
+ */
+function refusalOf(output: string, sandbox: HostSandbox | undefined): string | null {
+  if (sandbox?.kind !== 'check') return null;
+  return sandboxRefusal(output, { writable: [], allowedDomains: sandbox.network }, 'context.checkNetwork');
 }
