@@ -74,40 +74,35 @@ export async function build(root: string): Promise<BuildOutput> {
     logLevel: 'warning',
     write: true,
   };
-  // Each command is bundled on its own: foreman's folders are entered through their index files,
-  // so two commands bundled together would share one chunk of nearly all of foreman, and each
-  // would parse the other's code at every start. The sandbox runtime's two programs share theirs.
-  const commands: Array<Record<string, string>> = [
-    { plan: join(root, 'scripts/plan.ts') },
-    { execute: join(root, 'scripts/execute.ts') },
-    { srt: join(sandboxRoot, 'dist/cli.js'), 'sandbox-host': join(root, 'scripts/sandbox-host.mjs') },
-  ];
-  for (const entryPoints of commands) {
-    const result = await esbuild.build({
-      ...common,
-      entryPoints,
-      // What only some runs load (the sandbox runtime, loaded when the sandbox is asked about) goes
-      // to chunks: \`plan status\` does not parse it.
-      splitting: true,
-      chunkNames: 'chunks/[name]-[hash]',
-      // Bundled CommonJS dependencies call `require` for Node's own modules.
-      banner: { js: "import { createRequire as __foremanCreateRequire } from 'node:module'; const require = __foremanCreateRequire(import.meta.url);" },
-      plugins: [
-        {
-          name: 'sandbox-runtime-version',
-          setup(b) {
-            b.onLoad({ filter: /sandbox-runtime[\\/]dist[\\/]cli\.js$/ }, async (args) => {
-              const text = await readFile(args.path, 'utf8');
-              // Fail loudly if a new version reads it differently: the bundle would throw at start-up.
-              if (!text.includes(SRT_VERSION_READ)) throw new Error(`${args.path} no longer reads its version as ${SRT_VERSION_READ}; update scripts/build.ts`);
-              return { contents: text.replace(SRT_VERSION_READ, JSON.stringify({ version: sandboxVersion })), loader: 'js' };
-            });
-          },
+  const result = await esbuild.build({
+    ...common,
+    entryPoints: {
+      plan: join(root, 'scripts/plan.ts'),
+      execute: join(root, 'scripts/execute.ts'),
+      srt: join(sandboxRoot, 'dist/cli.js'),
+      'sandbox-host': join(root, 'scripts/sandbox-host.mjs'),
+    },
+    // Code the entry points share, and what only some commands load (the sandbox runtime, loaded
+    // when the sandbox is asked about), go to chunks: \`plan status\` does not parse them.
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
+    // Bundled CommonJS dependencies call `require` for Node's own modules.
+    banner: { js: "import { createRequire as __foremanCreateRequire } from 'node:module'; const require = __foremanCreateRequire(import.meta.url);" },
+    plugins: [
+      {
+        name: 'sandbox-runtime-version',
+        setup(b) {
+          b.onLoad({ filter: /sandbox-runtime[\\/]dist[\\/]cli\.js$/ }, async (args) => {
+            const text = await readFile(args.path, 'utf8');
+            // Fail loudly if a new version reads it differently: the bundle would throw at start-up.
+            if (!text.includes(SRT_VERSION_READ)) throw new Error(`${args.path} no longer reads its version as ${SRT_VERSION_READ}; update scripts/build.ts`);
+            return { contents: text.replace(SRT_VERSION_READ, JSON.stringify({ version: sandboxVersion })), loader: 'js' };
+          });
         },
-      ],
-    });
-    if (result.errors.length > 0) throw new Error(result.errors.map((e) => e.text).join('\n'));
-  }
+      },
+    ],
+  });
+  if (result.errors.length > 0) throw new Error(result.errors.map((e) => e.text).join('\n'));
   // The worker hook runs before every tool call of a session running a plan: one file of its own,
   // sharing no chunk with the commands, so node parses only what it needs.
   const hook = await esbuild.build({ ...common, entryPoints: { hook: join(root, 'scripts/hook.ts') } });
