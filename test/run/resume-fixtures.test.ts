@@ -15,6 +15,13 @@ import { journalReport } from '../fixtures/resume/report.ts';
 
 const fixtures = join(repoRoot, 'test/fixtures/resume');
 
+/**
+ * The session cases wait for a background gate process's verdict (`commit --wait 60`): their time
+ * limit is past that wait, so a gate that gives none fails on what `commit` says of it (its state,
+ * its process) rather than on the time limit, which would hide where it stalled.
+ */
+const SESSION_TEST_MS = 200_000;
+
 const dirs: string[] = [];
 afterEach(async () => {
   for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
@@ -98,74 +105,82 @@ describe('a run stopped by an earlier version', () => {
     expect(resumed.at(-1)).toMatchObject({ type: 'run-finished', reason: 'all-done' });
   });
 
-  it('in a session, stopped while its gate ran: the next steps test the candidate again, finish the task handed out, and complete', async () => {
-    const dir = await restore('session');
-    const before = await events(dir);
-    const session = JSON.parse(await readFile(join(dir, '.design/prompts/session.json'), 'utf8'));
-    expect(session.engine.attempts.map((a: { task: number; stage: string }) => [a.task, a.stage])).toEqual([
-      [0, 'gating'],
-      [1, 'running'],
-    ]);
+  it(
+    'in a session, stopped while its gate ran: the next steps test the candidate again, finish the task handed out, and complete',
+    async () => {
+      const dir = await restore('session');
+      const before = await events(dir);
+      const session = JSON.parse(await readFile(join(dir, '.design/prompts/session.json'), 'utf8'));
+      expect(session.engine.attempts.map((a: { task: number; stage: string }) => [a.task, a.stage])).toEqual([
+        [0, 'gating'],
+        [1, 'running'],
+      ]);
 
-    // The gate process is gone without a verdict: its stack is tested again, and task 0 lands.
-    const commit = await checkedStep(step, dir, ['commit', '--wait', '60']);
-    expect(commit.code, commit.stderr).toBe(0);
-    expect(commit.json).toMatchObject({ tasks: [0], gate: { state: 'idle' } });
-    expect(await runGit(dir, ['show', 'main:a.txt'])).toBe('make a\n');
+      // The gate process is gone without a verdict: its stack is tested again, and task 0 lands.
+      const commit = await checkedStep(step, dir, ['commit', '--wait', '60']);
+      expect(commit.code, commit.stderr).toBe(0);
+      expect(commit.json).toMatchObject({ tasks: [0], gate: { state: 'idle' } });
+      expect(await runGit(dir, ['show', 'main:a.txt'])).toBe('make a\n');
 
-    // Task 1's subagent, in a worktree from the commit `next` handed it out at, as Claude Code made it.
-    const base = session.handedOut['1'].base as string;
-    const worktree = join(dir, '.claude/worktrees/agent-resumed1');
-    await runGit(dir, ['worktree', 'add', '-q', '-b', 'worktree-agent-resumed1', worktree, base]);
-    const output = await fakeSubagent(worktree, join(dir, '.design/prompts/task-1.md'), 'sonnet');
-    await writeFile(join(dir, '.design/prompts/results.json'), JSON.stringify([{ task: 1, output: output.trim().split('\n').at(-1), worktree }]));
-    const finalize = await checkedStep(step, dir, ['finalize', '--results', '.design/prompts/results.json']);
-    expect(finalize.code, finalize.stderr).toBe(0);
-    expect(finalize.json.results).toEqual([expect.objectContaining({ index: 1, outcome: 'completed' })]);
-    const second = await checkedStep(step, dir, ['commit', '--wait', '60']);
-    expect(second.json).toMatchObject({ tasks: [1], complete: false });
+      // Task 1's subagent, in a worktree from the commit `next` handed it out at, as Claude Code made it.
+      const base = session.handedOut['1'].base as string;
+      const worktree = join(dir, '.claude/worktrees/agent-resumed1');
+      await runGit(dir, ['worktree', 'add', '-q', '-b', 'worktree-agent-resumed1', worktree, base]);
+      const output = await fakeSubagent(worktree, join(dir, '.design/prompts/task-1.md'), 'sonnet');
+      await writeFile(join(dir, '.design/prompts/results.json'), JSON.stringify([{ task: 1, output: output.trim().split('\n').at(-1), worktree }]));
+      const finalize = await checkedStep(step, dir, ['finalize', '--results', '.design/prompts/results.json']);
+      expect(finalize.code, finalize.stderr).toBe(0);
+      expect(finalize.json.results).toEqual([expect.objectContaining({ index: 1, outcome: 'completed' })]);
+      const second = await checkedStep(step, dir, ['commit', '--wait', '60']);
+      expect(second.json).toMatchObject({ tasks: [1], complete: false });
 
-    // Task 2, blocked by both, is handed out now and completes the plan.
-    const next = await checkedStep(step, dir, ['next']);
-    expect(next.json.tasks.map((t: { index: number }) => t.index)).toEqual([2]);
-    const last = join(dir, '.claude/worktrees/agent-resumed2');
-    await runGit(dir, ['worktree', 'add', '-q', '-b', 'worktree-agent-resumed2', last, 'HEAD']);
-    const lastOutput = await fakeSubagent(last, next.json.tasks[0].promptFile, next.json.tasks[0].model);
-    await writeFile(join(dir, '.design/prompts/results.json'), JSON.stringify([{ task: 2, output: lastOutput.trim().split('\n').at(-1), worktree: last }]));
-    expect((await checkedStep(step, dir, ['finalize', '--results', '.design/prompts/results.json'])).code).toBe(0);
-    const done = await checkedStep(step, dir, ['commit', '--wait', '60']);
-    expect(done.json).toMatchObject({ tasks: [2], complete: true });
-    expect(done.json.archived).toMatch(/\.design\/history\/\d{8}T\d{6}Z-plan\.json$/);
-    expect(await landed(dir, ['a.txt', 'b.txt', 'c.txt'])).toEqual({
-      files: { 'a.txt': 'make a\n', 'b.txt': 'make b\n', 'c.txt': 'make c\n' },
-      trailers: [0, 1, 2],
-    });
-    expect(await foremanRefs(dir)).toBe('');
-    // The journal keeps what the stopped steps wrote.
-    expect((await events(dir)).slice(0, before.length)).toEqual(before);
-    await execa('git', ['worktree', 'prune'], { cwd: dir });
-  });
+      // Task 2, blocked by both, is handed out now and completes the plan.
+      const next = await checkedStep(step, dir, ['next']);
+      expect(next.json.tasks.map((t: { index: number }) => t.index)).toEqual([2]);
+      const last = join(dir, '.claude/worktrees/agent-resumed2');
+      await runGit(dir, ['worktree', 'add', '-q', '-b', 'worktree-agent-resumed2', last, 'HEAD']);
+      const lastOutput = await fakeSubagent(last, next.json.tasks[0].promptFile, next.json.tasks[0].model);
+      await writeFile(join(dir, '.design/prompts/results.json'), JSON.stringify([{ task: 2, output: lastOutput.trim().split('\n').at(-1), worktree: last }]));
+      expect((await checkedStep(step, dir, ['finalize', '--results', '.design/prompts/results.json'])).code).toBe(0);
+      const done = await checkedStep(step, dir, ['commit', '--wait', '60']);
+      expect(done.json).toMatchObject({ tasks: [2], complete: true });
+      expect(done.json.archived).toMatch(/\.design\/history\/\d{8}T\d{6}Z-plan\.json$/);
+      expect(await landed(dir, ['a.txt', 'b.txt', 'c.txt'])).toEqual({
+        files: { 'a.txt': 'make a\n', 'b.txt': 'make b\n', 'c.txt': 'make c\n' },
+        trailers: [0, 1, 2],
+      });
+      expect(await foremanRefs(dir)).toBe('');
+      // The journal keeps what the stopped steps wrote.
+      expect((await events(dir)).slice(0, before.length)).toEqual(before);
+      await execa('git', ['worktree', 'prune'], { cwd: dir });
+    },
+    SESSION_TEST_MS,
+  );
 
-  it('in a session whose file lost a candidate’s decision: the damaged attempt is dropped as it is read, the next step works, and `setup` finds the candidate on its ref', async () => {
-    const dir = await restore('session');
-    const path = join(dir, '.design/prompts/session.json');
-    const session = JSON.parse(await readFile(path, 'utf8'));
-    delete session.engine.attempts[0].decision;
-    await writeFile(path, JSON.stringify(session, null, 2));
+  it(
+    'in a session whose file lost a candidate’s decision: the damaged attempt is dropped as it is read, the next step works, and `setup` finds the candidate on its ref',
+    async () => {
+      const dir = await restore('session');
+      const path = join(dir, '.design/prompts/session.json');
+      const session = JSON.parse(await readFile(path, 'utf8'));
+      delete session.engine.attempts[0].decision;
+      await writeFile(path, JSON.stringify(session, null, 2));
 
-    const commit = await checkedStep(step, dir, ['commit', '--wait', '60']);
-    expect(commit.code, commit.stderr).toBe(0);
-    expect(commit.json.tasks).toEqual([]);
-    const after = JSON.parse(await readFile(path, 'utf8'));
-    expect(after.engine.attempts.map((a: { task: number; stage: string }) => [a.task, a.stage])).toEqual([[1, 'running']]);
-    // Its work was never lost: the candidate's ref holds it, and a new run's setup queues it again.
-    const t = await playLead(dir, step, ['--gate', 'node gate.js a.txt', '--concurrency', '2', '--wait', '60']);
-    expect(t.end).toMatchObject({ complete: true });
-    expect(await landed(dir, ['a.txt', 'b.txt', 'c.txt'])).toEqual({
-      files: { 'a.txt': 'make a\n', 'b.txt': 'make b\n', 'c.txt': 'make c\n' },
-      trailers: [0, 1, 2],
-    });
-    // Task 0 was not run again: its held work integrated.
-    expect(t.rounds.flatMap((r) => r.next.tasks.map((task: { index: number }) => task.index))).not.toContain(0);
-  });
+      const commit = await checkedStep(step, dir, ['commit', '--wait', '60']);
+      expect(commit.code, commit.stderr).toBe(0);
+      expect(commit.json.tasks).toEqual([]);
+      const after = JSON.parse(await readFile(path, 'utf8'));
+      expect(after.engine.attempts.map((a: { task: number; stage: string }) => [a.task, a.stage])).toEqual([[1, 'running']]);
+      // Its work was never lost: the candidate's ref holds it, and a new run's setup queues it again.
+      const t = await playLead(dir, step, ['--gate', 'node gate.js a.txt', '--concurrency', '2', '--wait', '60']);
+      expect(t.end).toMatchObject({ complete: true });
+      expect(await landed(dir, ['a.txt', 'b.txt', 'c.txt'])).toEqual({
+        files: { 'a.txt': 'make a\n', 'b.txt': 'make b\n', 'c.txt': 'make c\n' },
+        trailers: [0, 1, 2],
+      });
+      // Task 0 was not run again: its held work integrated.
+      expect(t.rounds.flatMap((r) => r.next.tasks.map((task: { index: number }) => task.index))).not.toContain(0);
+    },
+    SESSION_TEST_MS,
+  );
 });
