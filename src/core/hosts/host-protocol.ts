@@ -69,8 +69,6 @@ export type HostRequest =
  */
 export type HostSandbox = { kind: 'check'; network: string[] } | { kind: 'setup'; network?: string[] };
 
-export type HostOperation = HostRequest['op'];
-
 /** A tool the host was asked about: where it is, and its version when it says one. */
 export interface FoundTool {
   name: string;

@@ -216,18 +216,6 @@ export const modelOf = (task: Task): string => task.agent?.model ?? DEFAULT_MODE
 export const writesOf = (task: Task): string[] => [...task.metadata.files.create, ...task.metadata.files.modify, ...(task.metadata.files.mayChange ?? [])];
 export const readsOf = (task: Task): string[] => task.metadata.reads ?? [];
 
-/**
- * Files other tasks may legitimately have changed while task `index` ran: tasks in progress beside
- * it (or still being settled or recorded), work awaiting approval, and completed work not
- * committed (a `--no-commit` run).
- */
-export function writesInFlight(plan: Plan, index: number): string[] {
-  return plan.tasks.flatMap((task, other) => {
-    const status = statusOf(task);
-    return other !== index && (status === 'in_progress' || status === 'awaiting_approval' || (status === 'completed' && !task.commit)) ? writesOf(task) : [];
-  });
-}
-
 /** Deep copy; plans are plain JSON. */
 export const clonePlan = (plan: Plan): Plan => structuredClone(plan);
 
