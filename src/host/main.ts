@@ -5,7 +5,7 @@
 // quiet for the silence limit (a laptop that sleeps sends no end of file) or its input ends.
 
 import { LineSplitter } from '../adapters/index.ts';
-import { DEFAULT_SILENCE_MS, heartbeatInterval, HOST_PROTOCOL, MAX_LINE_BYTES, messageLine, readToHost, type ToHost } from '../core/index.ts';
+import { DEFAULT_SILENCE_MS, err, heartbeatInterval, HOST_PROTOCOL, MAX_LINE_BYTES, messageLine, readToHost, type ToHost } from '../core/index.ts';
 import { markProgramInUse } from './program-folders.ts';
 import { type Outbox, type Requests, serve } from './requests.ts';
 
@@ -61,7 +61,7 @@ export async function main(workDir: string, dryRun: boolean, keptFile: string | 
   const lines = new LineSplitter((line, truncated) => {
     heard = Date.now();
     if (ending) return;
-    const read: ReturnType<typeof readToHost> = truncated ? { ok: false, error: `a line longer than ${MAX_LINE_BYTES} bytes` } : readToHost(line);
+    const read = truncated ? err(`a line longer than ${MAX_LINE_BYTES} bytes`) : readToHost(line);
     if (!read.ok) {
       process.stderr.write(`foreman host: ${read.error}; ending\n`);
       void end(read.error);

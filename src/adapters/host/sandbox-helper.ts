@@ -4,7 +4,7 @@
 // once per program version, to be kept beside the program, where the runtime looks for it.
 
 import { readFile } from 'node:fs/promises';
-import { ok, type Result } from '../../core/index.ts';
+import { err, ok, type Result } from '../../core/index.ts';
 import { sandboxHelperPath } from '../layout.ts';
 import type { HostChannel } from './channel.ts';
 import type { ObjectsError } from './objects.ts';
@@ -20,7 +20,7 @@ export async function sendSandboxHelper(channel: HostChannel): Promise<Result<{ 
   try {
     bytes = await readFile(path);
   } catch (caught) {
-    return { ok: false, error: { kind: 'local', message: `the sandbox's helper for ${arch} could not be read at ${path}: ${(caught as Error).message}` } };
+    return err({ kind: 'local', message: `the sandbox's helper for ${arch} could not be read at ${path}: ${(caught as Error).message}` });
   }
   const sent = await channel.request({ op: 'sandbox-helper', keep: true }, { input: bytes });
   return sent.ok ? ok({ bytes: bytes.length }) : sent;

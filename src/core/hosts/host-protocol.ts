@@ -5,7 +5,7 @@
 // Bytes travel base64 in chunks small enough that no line nears the reader's cap. Pure.
 
 import type { AuthStatus } from './auth-status.ts';
-import type { Result } from '../result.ts';
+import { err, ok, type Result } from '../result.ts';
 
 /** The protocol's version: both sides refuse a peer that speaks another. */
 export const HOST_PROTOCOL = 2;
@@ -205,11 +205,11 @@ function readLine<T>(line: string, read: (value: Record<string, unknown>) => Res
   try {
     value = JSON.parse(line);
   } catch {
-    return { ok: false, error: 'a line that is not JSON' };
+    return err('a line that is not JSON');
   }
-  if (!isRecord(value)) return { ok: false, error: 'a message that is not an object' };
-  if (value.type === 'ping') return { ok: true, value: { type: 'ping' } };
-  return read(value) ?? { ok: false, error: `a message of an unknown type (${String(value.type)})` };
+  if (!isRecord(value)) return err('a message that is not an object');
+  if (value.type === 'ping') return ok({ type: 'ping' });
+  return read(value) ?? err(`a message of an unknown type (${String(value.type)})`);
 }
 
 /** A line foreman sent, read by the host: the message, or why it is not one. */
@@ -217,19 +217,15 @@ export const readToHost = (line: string): Result<ToHost, string> =>
   readLine(line, (value): Result<ToHost, string> | null => {
     switch (value.type) {
       case 'request': {
-        if (!isId(value.id)) return { ok: false, error: 'a request without an id' };
+        if (!isId(value.id)) return err('a request without an id');
         const request = readRequest(value.request);
-        return request === null
-          ? { ok: false, error: `request ${value.id} is none the host knows` }
-          : { ok: true, value: { type: 'request', id: value.id, request } };
+        return request === null ? err(`request ${value.id} is none the host knows`) : ok({ type: 'request', id: value.id, request });
       }
       case 'input':
-        return isId(value.id) && typeof value.data === 'string'
-          ? { ok: true, value: { type: 'input', id: value.id, data: value.data } }
-          : { ok: false, error: 'a broken input message' };
+        return isId(value.id) && typeof value.data === 'string' ? ok({ type: 'input', id: value.id, data: value.data }) : err('a broken input message');
       case 'input-end':
       case 'cancel':
-        return isId(value.id) ? { ok: true, value: { type: value.type, id: value.id } } : { ok: false, error: `a ${value.type} without an id` };
+        return isId(value.id) ? ok({ type: value.type, id: value.id }) : err(`a ${value.type} without an id`);
       default:
         return null;
     }
@@ -241,16 +237,16 @@ export const readFromHost = (line: string): Result<FromHost, string> =>
     switch (value.type) {
       case 'ready':
         return Number.isSafeInteger(value.protocol) && typeof value.version === 'string'
-          ? { ok: true, value: { type: 'ready', protocol: value.protocol as number, version: value.version } }
-          : { ok: false, error: 'a broken ready message' };
+          ? ok({ type: 'ready', protocol: value.protocol as number, version: value.version })
+          : err('a broken ready message');
       case 'event':
         return isId(value.id) && isRecord(value.event) && typeof value.event.kind === 'string'
-          ? { ok: true, value: { type: 'event', id: value.id, event: value.event as HostEvent } }
-          : { ok: false, error: 'a broken event' };
+          ? ok({ type: 'event', id: value.id, event: value.event as HostEvent })
+          : err('a broken event');
       case 'reply':
         return isId(value.id) && isRecord(value.reply) && typeof value.reply.ok === 'boolean'
-          ? { ok: true, value: { type: 'reply', id: value.id, reply: value.reply as Result<unknown, HostError> } }
-          : { ok: false, error: 'a broken reply' };
+          ? ok({ type: 'reply', id: value.id, reply: value.reply as Result<unknown, HostError> })
+          : err('a broken reply');
       default:
         return null;
     }
