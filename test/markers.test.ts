@@ -207,8 +207,8 @@ describe.runIf(linux)('markers (Linux: /proc/<pid>/environ)', () => {
         `import { ProcessRegistry, recorded } from ${JSON.stringify(join(repoRoot, 'src/adapters/processes/orphans.ts'))};`,
         `import { runShell } from ${JSON.stringify(join(repoRoot, 'src/adapters/sandbox/checks.ts'))};`,
         `const registry = new ProcessRegistry(${JSON.stringify(registryPath)});`,
-        `await recorded(registry, { kind: 'acceptance-check', task: 3, command: 'serve' }, (onSpawn) =>`,
-        `  runShell(${JSON.stringify(`${DETACH} sleep 1000`)}, { cwd: ${JSON.stringify(dir)}, timeoutMs: 600000, onSpawn }));`,
+        `await recorded(registry, { kind: 'acceptance-check', task: 3, command: 'serve' }, (hooks) =>`,
+        `  runShell(${JSON.stringify(`${DETACH} sleep 1000`)}, { cwd: ${JSON.stringify(dir)}, timeoutMs: 600000, ...hooks }));`,
       ].join('\n'),
     );
     const run = execa('node', ['--import', tsxLoader, script], { reject: false });

@@ -6,7 +6,9 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runShell } from '../src/adapters/sandbox/checks.ts';
 import { describeOrphans, killOrphans, ProcessRegistry, recorded } from '../src/adapters/processes/orphans.ts';
-import { groupAlive, processStartTime } from '../src/adapters/processes/processes.ts';
+import { findMarked, newProcessMarker, PROCESS_MARKER_VARIABLE } from '../src/adapters/processes/process-markers.ts';
+import { groupAlive, processAlive, processStartTime } from '../src/adapters/processes/processes.ts';
+import { waitFor } from './support/wait.ts';
 
 let dir: string;
 const started: ChildProcess[] = [];
@@ -34,10 +36,10 @@ describe('ProcessRegistry', () => {
   it('records what each group is while it runs, and forgets it when it is done', async () => {
     const path = join(dir, 'workers.json');
     const registry = new ProcessRegistry(path);
-    // The record is written just after the spawn: wait for it, then show it.
-    const command = `echo ${'x'.repeat(300)} >/dev/null; while [ ! -s ${path} ]; do sleep 0.05; done; cat ${path}`;
-    const r = await recorded(registry, { kind: 'acceptance-check', task: 3, command }, (onSpawn) =>
-      runShell(command, { cwd: dir, timeoutMs: 120_000, onSpawn }),
+    // The record is completed with the group just after the spawn: wait for that, then show it.
+    const command = `echo ${'x'.repeat(300)} >/dev/null; while ! grep -q pgid ${path}; do sleep 0.05; done; cat ${path}`;
+    const r = await recorded(registry, { kind: 'acceptance-check', task: 3, command }, (hooks) =>
+      runShell(command, { cwd: dir, timeoutMs: 120_000, ...hooks }),
     );
     expect(JSON.parse(r.output)).toEqual([
       {
@@ -75,12 +77,33 @@ describe('ProcessRegistry', () => {
     await registry.clear();
   });
 
+  it('records a process by its marker before it is spawned, then by its group', async () => {
+    const path = join(dir, 'workers.json');
+    const registry = new ProcessRegistry(path);
+    const read = async () => JSON.parse(await readFile(path, 'utf8')) as unknown[];
+    const seen: unknown[][] = [];
+    const group = await recorded(registry, { kind: 'gate', task: -1, command: 'npm test' }, async (hooks) => {
+      hooks.onMarker?.('run.7');
+      seen.push(await read());
+      const pgid = sleeper();
+      hooks.onSpawn?.(pgid, 'run.7');
+      seen.push(await read());
+      return pgid;
+    });
+    expect(seen).toEqual([
+      [{ kind: 'gate', task: -1, command: 'npm test', marker: 'run.7' }],
+      [{ kind: 'gate', task: -1, command: 'npm test', marker: 'run.7', pgid: group, started: processStartTime(group) }],
+    ]);
+    expect(await read()).toEqual([]);
+  });
+
   it('forgets a group even when what started it throws', async () => {
     const path = join(dir, 'workers.json');
     const registry = new ProcessRegistry(path);
     await expect(
-      recorded(registry, { kind: 'worker', task: 0 }, async (onSpawn) => {
-        onSpawn(sleeper());
+      recorded(registry, { kind: 'worker', task: 0 }, async (hooks) => {
+        hooks.onMarker?.('run.1');
+        hooks.onSpawn?.(sleeper(), 'run.1');
         throw new Error('boom');
       }),
     ).rejects.toThrow('boom');
@@ -116,6 +139,24 @@ describe('killOrphans', () => {
     expect(describeOrphans(killed)).toBe(
       'stopped 2 process group(s) left running by an earlier run: the assumption check of task 2 (`test -f x`); the worker of task 1',
     );
+  });
+
+  it.runIf(process.platform === 'linux')('a run killed between recording a process and learning its group: the next run ends it by its marker', async () => {
+    const path = join(dir, 'workers.json');
+    const registry = new ProcessRegistry(path);
+    const marker = newProcessMarker();
+    registry.expect({ kind: 'gate', task: -1, command: 'npm test' }, marker.marker);
+    // Spawned, but the run died before it wrote the group down.
+    const child = spawn('/bin/sh', ['-c', 'exec sleep 1000'], { detached: true, stdio: 'ignore', env: { ...process.env, ...marker.env } });
+    started.push(child);
+    await waitFor('the sleep to carry its marker', () => findMarked(PROCESS_MARKER_VARIABLE, marker.marker).some((p) => p.command === 'sleep 1000'));
+    const killed = await killOrphans(path);
+    expect(killed.map((k) => [k.kind, k.task, k.pgid])).toEqual([['gate', -1, undefined]]);
+    expect(processAlive(child.pid!)).toBe(false);
+    expect(describeOrphans(killed)).toBe(
+      `stopped 1 process group(s) left running by an earlier run: the gate (\`npm test\`), found by its marker: ${child.pid} (sleep 1000)`,
+    );
+    expect(existsSync(path)).toBe(false);
   });
 
   it('does nothing without a registry file, or with a damaged one', async () => {

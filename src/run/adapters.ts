@@ -125,7 +125,7 @@ export function realRunAdapters(place: RunPlace, startWorker?: (request: WorkerR
   const workers: Workers =
     startWorker === undefined
       ? noWorkers
-      : { run: (request) => recorded(registry, { kind: 'worker', task: request.taskIndex }, (onSpawn) => startWorker({ ...request, onSpawn })) };
+      : { run: (request) => recorded(registry, { kind: 'worker', task: request.taskIndex }, (hooks) => startWorker({ ...request, ...hooks })) };
   return {
     clock: systemClock,
     git: place.git,

@@ -68,7 +68,7 @@ it('a run after a crash ends the Bash commands of the orphaned worker, which run
   const registry = new ProcessRegistry(registryPath);
   const env = claudeEnv(server.url, home);
   let workerGroup = 0;
-  const running = recorded(registry, { kind: 'worker', task: 0 }, (onSpawn) =>
+  const running = recorded(registry, { kind: 'worker', task: 0 }, (hooks) =>
     runWorker({
       taskIndex: 0,
       attempt: 1,
@@ -81,9 +81,10 @@ it('a run after a crash ends the Bash commands of the orphaned worker, which run
       timeoutMs: 120_000,
       logPath: join(dir, 'worker-0.log'),
       env,
-      onSpawn: (g) => {
+      ...hooks,
+      onSpawn: (g, marker) => {
         workerGroup = g;
-        onSpawn(g);
+        hooks.onSpawn?.(g, marker);
       },
     }),
   );

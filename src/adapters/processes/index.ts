@@ -2,7 +2,7 @@
 // What the rest of foreman uses from this folder; its other files are its own.
 
 export { LineSplitter } from './line-splitter.ts';
-export { describeOrphans, type KilledOrphan, killOrphans, ProcessRegistry, type ProcessRole, recorded, registryPathFor } from './orphans.ts';
+export { describeOrphans, type KilledOrphan, killOrphans, ProcessRegistry, type ProcessRole, recorded, registryPathFor, type SpawnHooks } from './orphans.ts';
 export {
   describeMarked,
   endMarked,

@@ -4,7 +4,8 @@
 // after the run that follows has verified the work. Each run records the groups it starts in
 // `.design/workers.json`, saying what each one is; the next run kills whatever is left of them
 // before it restores files. A group id is only trusted together with the leader's start time, so
-// a recycled pid is never hit.
+// a recycled pid is never hit. A process is recorded by its marker before it is spawned and by
+// its group once it runs: a kill between the two still leaves a record the next run acts on.
 
 import { readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -23,18 +24,34 @@ export type ProcessRole =
   /** The merge queue's gate (the plan's test command) on a stack of candidates. */
   | { kind: 'gate'; task: number; command: string };
 
-export type ProcessRecord = ProcessRole & {
-  pgid: number;
-  /** The `FOREMAN_PROCESS` marker it and its descendants carry (records of older versions have none). */
-  marker?: string;
-  /** The leader's start time as the OS reports it; guards against pid reuse. */
-  started: string;
-};
+export type ProcessRecord = ProcessRole &
+  (
+    | {
+        pgid: number;
+        /** The `FOREMAN_PROCESS` marker it and its descendants carry (records of older versions have none). */
+        marker?: string;
+        /** The leader's start time as the OS reports it; guards against pid reuse. */
+        started: string;
+      }
+    /** About to be spawned: only its marker is known yet. */
+    | { pgid?: undefined; marker: string; started?: undefined }
+  );
+
+/**
+ * What a start tells whoever records it: the marker its process will carry, just before the
+ * spawn, and its process group with that marker, just after.
+ */
+export interface SpawnHooks {
+  onMarker?: (marker: string) => void;
+  onSpawn?: (pgid: number, marker: string) => void;
+}
 
 export const registryPathFor = (planPath: string): string => join(dirname(planPath), 'workers.json');
 
 /** Commands are kept short in the registry: enough to recognise them in a notice. */
 const COMMAND_CHARS = 200;
+
+const shortened = (role: ProcessRole): ProcessRole => (role.kind === 'worker' ? role : { ...role, command: clipHead(role.command, COMMAND_CHARS) });
 
 /** "the worker of task 2", "the acceptance check of task 1 (`make test`)". */
 export function describeProcess(role: ProcessRole): string {
@@ -67,22 +84,28 @@ export function describeProcess(role: ProcessRole): string {
  * list fits in a page, and one write of it is never seen half done by a run that follows a kill.
  */
 export class ProcessRegistry {
-  private readonly records = new Map<number, ProcessRecord>();
+  /** By marker, or by group for a record that has none (a process that recorded itself). */
+  private readonly records = new Map<string | number, ProcessRecord>();
   private file: { fd: number; length: number } | null = null;
 
   constructor(private readonly path: string) {}
 
-  add(role: ProcessRole, pgid: number, marker?: string): void {
-    const started = processStartTime(pgid) ?? '';
-    const marked = marker === undefined ? {} : { marker };
-    const record: ProcessRecord =
-      role.kind === 'worker' ? { ...role, pgid, started, ...marked } : { ...role, command: clipHead(role.command, COMMAND_CHARS), pgid, started, ...marked };
-    this.records.set(pgid, record);
+  /** Records a process about to be spawned carrying `marker`, before it exists. */
+  expect(role: ProcessRole, marker: string): void {
+    this.records.set(marker, { ...shortened(role), marker });
     this.flush();
   }
 
-  remove(pgid: number): void {
-    this.records.delete(pgid);
+  /** Records group `pgid` (carrying `marker`, when given), in place of what `expect` wrote for that marker. */
+  add(role: ProcessRole, pgid: number, marker?: string): void {
+    const started = processStartTime(pgid) ?? '';
+    this.records.set(marker ?? pgid, { ...shortened(role), pgid, started, ...(marker === undefined ? {} : { marker }) });
+    this.flush();
+  }
+
+  /** Forgets the record of `id`: the marker it was recorded with, or its group when it has none. */
+  remove(id: string | number): void {
+    this.records.delete(id);
     this.flush();
   }
 
@@ -108,23 +131,25 @@ export class ProcessRegistry {
 }
 
 /**
- * Runs `start` with an `onSpawn` hook that records the process group it starts under `role`, and
- * forgets the group once `start` settles. Without a registry it just runs `start`.
+ * Runs `start` with hooks that record the process it starts under `role` (by its marker before the
+ * spawn, by its group after), and forgets it once `start` settles. Without a registry it just runs `start`.
  */
-export async function recorded<T>(
-  registry: ProcessRegistry | undefined,
-  role: ProcessRole,
-  start: (onSpawn: (pgid: number, marker?: string) => void) => Promise<T>,
-): Promise<T> {
-  if (registry === undefined) return start(() => {});
-  let pgid: number | undefined;
+export async function recorded<T>(registry: ProcessRegistry | undefined, role: ProcessRole, start: (hooks: SpawnHooks) => Promise<T>): Promise<T> {
+  if (registry === undefined) return start({});
+  let id: string | number | undefined;
   try {
-    return await start((group, marker) => {
-      pgid = group;
-      registry.add(role, group, marker);
+    return await start({
+      onMarker: (marker) => {
+        id = marker;
+        registry.expect(role, marker);
+      },
+      onSpawn: (group, marker) => {
+        id = marker;
+        registry.add(role, group, marker);
+      },
     });
   } finally {
-    if (pgid !== undefined) registry.remove(pgid);
+    if (id !== undefined) registry.remove(id);
   }
 }
 
@@ -132,35 +157,44 @@ export async function recorded<T>(
 function parseRecord(value: unknown): ProcessRecord | null {
   if (typeof value !== 'object' || value === null) return null;
   const o = value as Record<string, unknown>;
-  const pgid = o.pgid;
   const task = o.task;
-  if (typeof pgid !== 'number' || !Number.isSafeInteger(pgid) || pgid <= 1) return null;
   if (typeof task !== 'number' || !Number.isInteger(task)) return null;
-  const started = typeof o.started === 'string' ? o.started : '';
-  const command = typeof o.command === 'string' ? o.command : '';
+  const role = parseRole(o.kind, task, typeof o.command === 'string' ? o.command : '');
+  if (role === null) return null;
   // A marker is only ever searched for as a whole `FOREMAN_PROCESS=<marker>` entry; keep it plain.
-  const marker = typeof o.marker === 'string' && /^[\w.-]+$/.test(o.marker) ? { marker: o.marker } : {};
-  switch (o.kind) {
+  const marker = typeof o.marker === 'string' && /^[\w.-]+$/.test(o.marker) ? o.marker : undefined;
+  const pgid = o.pgid;
+  if (typeof pgid === 'number' && Number.isSafeInteger(pgid) && pgid > 1) {
+    const started = typeof o.started === 'string' ? o.started : '';
+    return { ...role, pgid, started, ...(marker === undefined ? {} : { marker }) };
+  }
+  // Killed between writing it and spawning: the marker alone names what may have started.
+  return pgid === undefined && marker !== undefined ? { ...role, marker } : null;
+}
+
+function parseRole(kind: unknown, task: number, command: string): ProcessRole | null {
+  switch (kind) {
     case undefined:
     case 'worker':
-      return { kind: 'worker', task, pgid, started, ...marker };
+      return { kind: 'worker', task };
     case 'acceptance-check':
     case 'assumption-check':
     case 'setup-command':
     case 'gate':
-      return { kind: o.kind, task, command, pgid, started, ...marker };
+      return { kind, task, command };
     default:
       return null;
   }
 }
 
-/**
- * Kill the process groups a previous run left behind (only those whose leader is the same
- * process that was recorded), wait for them to die, and forget them. Returns the killed records.
- */
 /** A record whose processes were ended, with those found by its marker outside its group (detached ones). */
 export type KilledOrphan = ProcessRecord & { leftRunning?: MarkedProcess[] };
 
+/**
+ * Kill the process groups a previous run left behind (only those whose leader is the same
+ * process that was recorded) and what carries their markers, wait for them to die, and forget
+ * them. Returns the killed records.
+ */
 export async function killOrphans(path: string, waitMs = 5000): Promise<KilledOrphan[]> {
   let records: ProcessRecord[];
   try {
@@ -172,7 +206,7 @@ export async function killOrphans(path: string, waitMs = 5000): Promise<KilledOr
   const killed = new Map<ProcessRecord, KilledOrphan>();
   const groups: number[] = [];
   for (const r of records) {
-    if (!groupAlive(r.pgid)) continue;
+    if (r.pgid === undefined || !groupAlive(r.pgid)) continue;
     const started = processStartTime(r.pgid);
     // The leader may be gone while its children live on; then the group id cannot have been reused
     // by a new leader (the OS hands out no pid that is still a group's id), so the group is ours.
@@ -198,6 +232,11 @@ export async function killOrphans(path: string, waitMs = 5000): Promise<KilledOr
 
 /** One line naming what `killOrphans` ended, for a notice. */
 export function describeOrphans(killed: readonly KilledOrphan[]): string {
-  const named = killed.map((k) => (k.leftRunning ? `${describeProcess(k)}, with what it left running: ${describeMarked(k.leftRunning)}` : describeProcess(k)));
+  const named = killed.map((k) => {
+    if (k.leftRunning === undefined) return describeProcess(k);
+    // Without a group, the run was killed as it spawned it: what carries its marker is the process itself.
+    const how = k.pgid === undefined ? 'found by its marker' : 'with what it left running';
+    return `${describeProcess(k)}, ${how}: ${describeMarked(k.leftRunning)}`;
+  });
   return `stopped ${killed.length} process group(s) left running by an earlier run: ${named.join('; ')}`;
 }

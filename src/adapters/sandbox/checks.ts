@@ -20,12 +20,14 @@ import {
   newProcessMarker,
   PROCESS_MARKER_VARIABLE,
   type ProcessMarker,
+  type SpawnHooks,
   terminateGroup,
   trackGroup,
   untrackGroup,
 } from '../processes/index.ts';
 
-export interface RunShellOptions {
+/** With the hooks that record it for orphan cleanup (`SpawnHooks`): its marker before the spawn, its group after. */
+export interface RunShellOptions extends SpawnHooks {
   cwd: string;
   timeoutMs: number;
   /** Upper bound on the bytes of output kept (head + tail). Default 64 KiB. */
@@ -37,8 +39,6 @@ export interface RunShellOptions {
   killGraceMs?: number;
   /** Run it in the operating-system sandbox (sandbox-spawn.ts) with these limits; absent: unsandboxed. */
   sandbox?: CommandSandbox;
-  /** Called with the shell's process group id and its marker once it runs (to record it for orphan cleanup). */
-  onSpawn?: (pgid: number, marker: string) => void;
 }
 
 export interface ShellResult {
@@ -178,6 +178,7 @@ export async function runShell(command: string, opts: RunShellOptions): Promise<
   }
 
   const marker = newProcessMarker();
+  opts.onMarker?.(marker.marker);
   let child: ShellChild;
   try {
     child = spawnShell(command, opts.cwd, shellEnvironment(opts.env, marker, sandboxed), sandboxed);

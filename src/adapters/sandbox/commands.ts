@@ -5,7 +5,7 @@
 // set up; the stages that run commands are given this, and tests give their own.
 
 import { runShell, type ShellResult } from './checks.ts';
-import { type ProcessRegistry, type ProcessRole, recorded } from '../processes/index.ts';
+import { type ProcessRegistry, type ProcessRole, recorded, type SpawnHooks } from '../processes/index.ts';
 import type { CommandSandbox } from './sandbox-spawn.ts';
 
 /** One command to run. */
@@ -27,13 +27,13 @@ export interface Commands {
 export function shellCommands(env: NodeJS.ProcessEnv | undefined, registry?: ProcessRegistry): Commands {
   return {
     run: (command, run) => {
-      const start = (onSpawn?: (pgid: number, marker: string) => void) =>
+      const start = (hooks: SpawnHooks = {}) =>
         runShell(command, {
           cwd: run.cwd,
           timeoutMs: run.timeoutMs,
           env,
           signal: run.signal,
-          ...(onSpawn ? { onSpawn } : {}),
+          ...hooks,
           ...(run.sandbox ? { sandbox: run.sandbox } : {}),
         });
       return run.role === null ? start() : recorded(registry, run.role, start);

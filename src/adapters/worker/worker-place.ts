@@ -14,6 +14,7 @@ import {
   groupAlive,
   newProcessMarker,
   PROCESS_MARKER_VARIABLE,
+  type SpawnHooks,
   terminateGroup,
   trackGroup,
   untrackGroup,
@@ -43,7 +44,8 @@ export interface WorkerProcess {
 }
 
 /** What a worker's process is started with. */
-export interface WorkerSpawn {
+/** With the hooks orphan cleanup records it by (`SpawnHooks`), told its marker and group when it runs here. */
+export interface WorkerSpawn extends SpawnHooks {
   file: string;
   args: string[];
   cwd: string;
@@ -53,8 +55,6 @@ export interface WorkerSpawn {
   env: NodeJS.ProcessEnv;
   /** Variables of the attempt's own (its TMPDIR), set wherever it runs. */
   own: Record<string, string>;
-  /** Told its process group and marker once it runs here (orphan cleanup records them). */
-  onSpawn?: (pgid: number, marker: string) => void;
 }
 
 /** A temporary folder of an attempt's own where its worker runs. */
@@ -89,6 +89,7 @@ export const localWorkerPlace: WorkerPlace = {
   loginSettings: (env) => readLoginSettings(env),
   start(spawn) {
     const marker = newProcessMarker();
+    spawn.onMarker?.(marker.marker);
     const subprocess = execa(spawn.file, spawn.args, {
       cwd: spawn.cwd,
       env: { ...spawn.env, ...spawn.own, ...marker.env },

@@ -6,8 +6,9 @@ import { type Refusal, type WorkerSandbox, workerSettings } from '../../core/ind
 import type { LogLimit } from './log-writer.ts';
 import { workerPersonDenies } from '../sandbox/index.ts';
 import type { OwnTmp, WorkerPlace } from './worker-place.ts';
+import type { SpawnHooks } from '../processes/index.ts';
 
-export interface WorkerRequest {
+export interface WorkerRequest extends SpawnHooks {
   taskIndex: number;
   attempt: number;
   prompt: string;
@@ -36,8 +37,6 @@ export interface WorkerRequest {
    * `workerPersonDenies`): `--setting-sources ""` drops them with the rest of their settings.
    */
   rulesOf?: string;
-  /** Called with the worker's process group id and its marker once it runs (to record it for orphan cleanup). */
-  onSpawn?: (pgid: number, marker: string) => void;
   /** Between SIGTERM and SIGKILL of the worker's group. Default 3000 ms. */
   killGraceMs?: number;
   /** How long a worker may linger after its `result` event before its group is killed. Default 10 000 ms. */

@@ -78,6 +78,7 @@ export async function runWorker(request: WorkerRequest): Promise<WorkerRun> {
     input: request.prompt,
     env: request.env ?? process.env,
     own: launch.ownEnv,
+    ...(request.onMarker ? { onMarker: request.onMarker } : {}),
     ...(request.onSpawn ? { onSpawn: request.onSpawn } : {}),
   });
   const stopping = new WorkerStopping({

@@ -23,7 +23,7 @@ export interface WorkspaceRequest {
  * A worker to run in a workspace: the request without what only the workspace knows (where it
  * runs, and so the permission rules anchored there, its environment and sandbox).
  */
-export type WorkerJob = Omit<WorkerRequest, 'cwd' | 'allowedTools' | 'deniedTools' | 'env' | 'rulesOf' | 'sandbox' | 'onSpawn'> & {
+export type WorkerJob = Omit<WorkerRequest, 'cwd' | 'allowedTools' | 'deniedTools' | 'env' | 'rulesOf' | 'sandbox' | 'onMarker' | 'onSpawn'> & {
   /** The plan whose task it works on: its rules come from the task's declared files and checks. */
   plan: Plan;
   /** `--allowed-tools`, in place of the task's own rules. */
