@@ -144,6 +144,7 @@ export function realRunAdapters(place: RunPlace, startWorker?: (request: WorkerR
             commands,
             workers: runner,
             keepAside: (current, task, work) => integration.keepAside(current, task, work),
+            knows: (commit) => integration.knows(commit),
           },
           use,
         ),

@@ -89,6 +89,7 @@ export interface Integration {
   readonly ref: string;
   /** The integration tip: what new attempts start from. */
   readonly tip: string;
+  knows: GitIntegration['knows'];
   startOf: GitIntegration['startOf'];
   record: GitIntegration['record'];
   keepAside: GitIntegration['keepAside'];
@@ -138,6 +139,11 @@ export class GitIntegration implements Integration {
   /** The integration tip: what new attempts start from. */
   get tip(): string {
     return this.current;
+  }
+
+  /** Whether `commit` is known to exist without asking git: the tip, or a commit this process made (an integration, a stack) or built on. */
+  knows(commit: string): boolean {
+    return commit === this.current || this.integrator.knows(commit);
   }
 
   /** Where a re-check of the work set aside at `commit` (an attempt's whole work) starts: its workspace at `commit`, its work read from the commit's parent. */

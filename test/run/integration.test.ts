@@ -7,6 +7,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { captureWork } from '../../src/adapters/git/capture.ts';
+import { gitProcessCount } from '../../src/adapters/git/runner.ts';
 import { candidateRef, integrationRef } from '../../src/adapters/git/refs.ts';
 import type { Plan } from '../../src/core/plan/plan.ts';
 import type { CapturedWork } from '../../src/core/attempt/work.ts';
@@ -78,6 +79,40 @@ describe('the integration and its workspaces', () => {
     if (!captured.ok) throw new Error('capture');
     const recorded = await integrateOne(integration, plan, captured.value.work);
     expect(recorded.ok).toBe(true);
+  });
+
+  it('knows the commits it made, so a workspace made at one asks git nothing about it', async () => {
+    const repo = await repoWith({ 'a.txt': 'a\n' });
+    const plan = makePlan([fakeTask('A', { create: ['b.txt'] }), fakeTask('B', { create: ['c.txt'] })]);
+    const places = await open(repo.dir, plan);
+    const { integration } = places;
+    const head = (await repo.git(['rev-parse', 'HEAD'])).trim();
+    expect(integration.knows(head)).toBe(true);
+    const workspace = await workspaceFor(places, 0);
+    await writeFile(join(workspace.dir, 'b.txt'), 'b\n');
+    const captured = await captureWork(workspace.dir, ['b.txt'], workspace.kept, workspace.base);
+    if (!captured.ok) throw new Error('capture');
+    workspace.release();
+    // A speculative start: task 1 on task 0's work stacked on the tip, a commit made here.
+    const start = await integration.startOf({ task: 1, stack: [{ task: 0, work: captured.value.work }] });
+    if (!start.ok) throw new Error(start.error);
+    expect(start.value.commit).not.toBe(head);
+    expect(integration.knows(start.value.commit)).toBe(true);
+    const gitBefore = gitProcessCount();
+    const made = await places.workspaces.make({ task: 1, ...start.value });
+    if (!made.ok) throw new Error(made.error);
+    expect(made.value.base).toBe(start.value.commit);
+    made.value.release();
+    // Resetting the free slot (a checkout and a clean) is all it took: no lookup of the commit.
+    expect(gitProcessCount() - gitBefore).toBeLessThanOrEqual(2);
+
+    const recorded = await integrateOne(integration, plan, captured.value.work);
+    if (!recorded.ok || recorded.value === null) throw new Error('integrate');
+    // The tip it made, and the commit it built it on; not a commit it never met.
+    expect(integration.knows(recorded.value)).toBe(true);
+    expect(integration.knows(head)).toBe(true);
+    await repo.git(['commit', '-q', '--allow-empty', '-m', 'elsewhere']);
+    expect(integration.knows((await repo.git(['rev-parse', 'HEAD'])).trim())).toBe(false);
   });
 
   it('follows the branch when the person committed on top of everything integrated', async () => {

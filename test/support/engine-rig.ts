@@ -479,6 +479,7 @@ export class SessionRig {
       get tip() {
         return rig.tip;
       },
+      knows: (commit) => commit === rig.tip,
       startOf: async (start) => {
         if (start.recheck !== undefined) rig.rechecks.push([start.task, start.recheck]);
         return ok(start.recheck !== undefined ? { commit: start.recheck, base: rig.tip } : { commit: rig.tip });

@@ -49,6 +49,7 @@ export async function openPlaces(
       commands: shellCommands(runEnv),
       workers: noWorkers,
       keepAside: (current, task, work) => integration.keepAside(current, task, work),
+      knows: (commit) => integration.knows(commit),
     },
     { ...testWorkspaceUse, ...use },
   );

@@ -11,17 +11,15 @@ export class CommitLookup {
   private readonly knownCommits = new Set<string>();
   private readonly lookups = new Map<string, Promise<Result<string, ProvisionFailure>>>();
 
-  /** `repo`: the person's repository top. */
-  constructor(private readonly repo: string) {}
-
-  /** A commit the caller made itself (an integration): no need to ask git whether it exists. */
-  remember(commit: string): void {
-    if (isObjectId(commit)) this.knownCommits.add(commit);
-  }
+  /** `repo`: the person's repository top; `knows`: whether the caller made a commit itself (an integration), so it exists. */
+  constructor(
+    private readonly repo: string,
+    private readonly knows: (commit: string) => boolean = () => false,
+  ) {}
 
   /** The full hash of `target`, checked to be a commit. Calls at once for the same full id share one lookup. */
   resolve(target: string): Promise<Result<string, ProvisionFailure>> {
-    if (this.knownCommits.has(target)) return Promise.resolve(ok(target));
+    if (this.knownCommits.has(target) || (isObjectId(target) && this.knows(target))) return Promise.resolve(ok(target));
     if (!isObjectId(target)) return this.lookUp(target);
     let pending = this.lookups.get(target);
     if (pending === undefined) {

@@ -80,6 +80,11 @@ export class Integrator {
     this.commits = new CommitWriter(repo);
   }
 
+  /** Whether this integrator made `commit` (an integration, a stack, parked work) or built on it: it exists. */
+  knows(commit: string): boolean {
+    return this.trees.knowsCommit(commit);
+  }
+
   /** Ends the kept git processes; a later call starts them again. */
   close(): void {
     this.trees.close();

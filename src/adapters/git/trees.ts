@@ -84,6 +84,11 @@ export class TreeBuilder {
     this.commitTrees.set(commit, tree);
   }
 
+  /** Whether this builder made or read commit `commit`: it exists (a commit stays). */
+  knowsCommit(commit: string): boolean {
+    return this.commitTrees.has(commit);
+  }
+
   /** The tree of commit `start` with `entries` applied, in the order given, deletions first. */
   async treeWith(start: string, entries: readonly WorkEntry[]): Promise<Result<string, GitCommandError>> {
     const root = await this.treeOfCommit(start);

@@ -79,6 +79,8 @@ export interface PoolOptions {
   symlinkDirectories?: readonly string[];
   /** Runs the setup command in `dir` (the caller sandboxes it, records its process, applies the timeout). */
   runSetup: RunSetup;
+  /** Whether a commit is known to exist (the caller made it): a slot reset to it asks git nothing. */
+  knows?: (commit: string) => boolean;
 }
 
 export interface Slot {
@@ -169,7 +171,7 @@ export class WorktreePool {
     readonly dir: string,
   ) {
     this.person = new Git(options.repo);
-    this.commits = new CommitLookup(options.repo);
+    this.commits = new CommitLookup(options.repo, options.knows);
     this.setupCommand = options.setupCommand !== undefined && options.setupCommand.trim() !== '' ? options.setupCommand : null;
     this.setupInputs = (options.setupInputs ?? DEFAULT_SETUP_INPUTS).flatMap((entry) => repoPathOrNull(entry) ?? []);
     this.symlinkDirectories = [...new Set((options.symlinkDirectories ?? []).flatMap((entry) => repoPathOrNull(entry)?.replace(/\/$/, '') ?? []))];
@@ -273,11 +275,6 @@ export class WorktreePool {
     const made = await this.create(state, commit.value);
     if (!made.ok) return made;
     return this.provision(state, commit.value, fingerprint.value, signal);
-  }
-
-  /** A commit the caller made itself (an integration): no need to ask git whether it exists. */
-  remember(commit: string): void {
-    this.commits.remember(commit);
   }
 
   /** The setup inputs' fingerprint at `commit`; null without a setup command. */

@@ -200,6 +200,7 @@ export async function serveGate(request: ServeRequest): Promise<void> {
         commands: shellCommands(request.env, registry),
         workers: noWorkers,
         keepAside: (plan, task, work) => integration.keepAside(plan, task, work),
+        knows: (commit) => integration.knows(commit),
       },
       {
         sandbox: request.sandbox,

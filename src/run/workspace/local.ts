@@ -91,6 +91,8 @@ export interface LocalPlace {
   workers: Workers;
   /** Keeps an attempt's whole work (declared and undeclared) on a ref of foreman's when part of it is set aside (the integration's). */
   keepAside: (plan: Plan, task: number, work: CapturedWork) => Promise<Result<{ commit: string; ref: string }, GitFailure>>;
+  /** Whether a commit is known to exist (the integration made it): a workspace made at it needs no git lookup. */
+  knows: (commit: string) => boolean;
 }
 
 /** The plan's worktree pool, with the worktrees a crashed run left reused. */
@@ -106,6 +108,7 @@ export async function openLocalWorkspaces(plan: Plan, place: LocalPlace, use: Wo
     ...(context.setupCommand ? { setupCommand: context.setupCommand } : {}),
     ...(context.setupInputs ? { setupInputs: context.setupInputs } : {}),
     symlinkDirectories: await symlinkDirectoriesOf(place.repo),
+    knows: place.knows,
     runSetup: async (dir, command, signal) => {
       const sandbox = use.sandbox ? await setupCommandSandbox(dir, place.repo, context.setupNetwork, place.env) : undefined;
       const run = await place.commands.run(command, {
@@ -163,11 +166,6 @@ export class LocalWorkspaces implements Workspaces {
   /** A subagent's worktree (Claude Code made it; it removes it): `kept` is what its provisioning put there. */
   adopt(dir: string, base: string, kept: readonly string[]): LocalWorkspace {
     return new LocalWorkspace(this, dir, base, kept, () => {});
-  }
-
-  /** The integration tip moved: a slot made ready later starts from it. */
-  remember(commit: string): void {
-    this.pool.remember(commit);
   }
 
   remove(): Promise<void> {
