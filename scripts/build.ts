@@ -3,8 +3,8 @@
 // A plugin is installed by copying a folder of a repository, and nothing installs its
 // dependencies, so the plugin holds everything it runs: the plan tool and the headless
 // orchestrator bundled by esbuild into plugin/dist/*.mjs (plain `node` 20+ runs them, no
-// node_modules), the sandbox runtime's CLI and foreman's sandbox host bundled likewise
-// (dist/srt.mjs, dist/sandbox-host.mjs) with the native helpers the runtime loads by path
+// node_modules), the sandbox runtime's CLI, foreman's sandbox host and the runtime itself bundled
+// likewise (dist/srt.mjs, dist/sandbox-host.mjs, dist/sandbox-runtime.mjs) with the native helpers the runtime loads by path
 // (vendor/), the launcher, the skills and the JSON schemas. No package.json: a
 // plugin that has one gets `npm ci` run in it by Claude Code.
 //
@@ -34,6 +34,14 @@ const SANDBOX_VENDOR = [
   'vendor/java-proxy-agent/srt-proxy-agent.jar',
   'LICENSE',
 ] as const;
+
+/** Bundled CommonJS dependencies call `require` for Node's own modules. */
+const REQUIRE_BANNER = {
+  js: "import { createRequire as __foremanCreateRequire } from 'node:module'; const require = __foremanCreateRequire(import.meta.url);",
+};
+
+/** The sandbox runtime as a library, beside the commands that load it (`dist/<this>.mjs`). */
+const SANDBOX_RUNTIME_ENTRY = 'sandbox-runtime';
 
 /** The sandbox runtime reads its version from its package.json at start-up; the plugin has none. */
 const SRT_VERSION_READ = "createRequire(import.meta.url)('../package.json')";
@@ -74,20 +82,19 @@ export async function build(root: string): Promise<BuildOutput> {
     logLevel: 'warning',
     write: true,
   };
-  const result = await esbuild.build({
+  // The sandbox runtime once, for all who load it: its CLI (the workers' Bash runs under it), foreman's
+  // sandbox host, and the runtime as a library (`sandbox-runtime.mjs`, which the commands load only
+  // when a command runs sandboxed), sharing its code in chunks.
+  const runtime = await esbuild.build({
     ...common,
     entryPoints: {
-      plan: join(root, 'scripts/plan.ts'),
-      execute: join(root, 'scripts/execute.ts'),
       srt: join(sandboxRoot, 'dist/cli.js'),
       'sandbox-host': join(root, 'scripts/sandbox-host.mjs'),
+      [SANDBOX_RUNTIME_ENTRY]: join(sandboxRoot, 'dist/index.js'),
     },
-    // Code the entry points share, and what only some commands load (the sandbox runtime, loaded
-    // when the sandbox is asked about), go to chunks: \`plan status\` does not parse them.
     splitting: true,
     chunkNames: 'chunks/[name]-[hash]',
-    // Bundled CommonJS dependencies call `require` for Node's own modules.
-    banner: { js: "import { createRequire as __foremanCreateRequire } from 'node:module'; const require = __foremanCreateRequire(import.meta.url);" },
+    banner: REQUIRE_BANNER,
     plugins: [
       {
         name: 'sandbox-runtime-version',
@@ -102,7 +109,29 @@ export async function build(root: string): Promise<BuildOutput> {
       },
     ],
   });
-  if (result.errors.length > 0) throw new Error(result.errors.map((e) => e.text).join('\n'));
+  if (runtime.errors.length > 0) throw new Error(runtime.errors.map((e) => e.text).join('\n'));
+  // The plan tool and the orchestrator: one file each, with no chunk shared between them. Shared
+  // chunks held every export either one used, so `plan status` parsed and ran the orchestrator's
+  // share too (start-up 87 -> 104 ms of CPU); the runtime they import is the file above.
+  for (const [entry, source] of [
+    ['plan', 'scripts/plan.ts'],
+    ['execute', 'scripts/execute.ts'],
+  ] as const) {
+    const command = await esbuild.build({
+      ...common,
+      entryPoints: { [entry]: join(root, source) },
+      banner: REQUIRE_BANNER,
+      plugins: [
+        {
+          name: 'sandbox-runtime-file',
+          setup(b) {
+            b.onResolve({ filter: /^@anthropic-ai\/sandbox-runtime$/ }, () => ({ path: `./${SANDBOX_RUNTIME_ENTRY}.mjs`, external: true }));
+          },
+        },
+      ],
+    });
+    if (command.errors.length > 0) throw new Error(command.errors.map((e) => e.text).join('\n'));
+  }
   // The worker hook runs before every tool call of a session running a plan: one file of its own,
   // sharing no chunk with the commands, so node parses only what it needs.
   const hook = await esbuild.build({ ...common, entryPoints: { hook: join(root, 'scripts/hook.ts') } });

@@ -111,6 +111,30 @@ describe("the plugin's bin/foreman, in a copy without node_modules", () => {
     },
   );
 
+  it.skipIf(process.platform !== 'linux' || !existsSync('/usr/bin/bwrap'))(
+    'the bundled orchestrator loads the sandbox runtime from the copy and runs a sandboxed test command with it',
+    async () => {
+      const repo = join(tmp, 'sandboxed-repo');
+      await mkdir(join(repo, '.design'), { recursive: true });
+      await cp(sample, join(repo, '.design/plan.json'));
+      for (const args of [
+        ['init', '-q'],
+        ['-c', 'user.name=t', '-c', 'user.email=t@e', 'commit', '-q', '--allow-empty', '-m', 'start'],
+      ])
+        await execa('git', args, { cwd: repo });
+      // A cache of its own: no remembered answer, so the runtime is loaded and asked.
+      const cache = join(tmp, 'sandboxed-cache');
+      const r = await run(join(pack, 'bin/foreman'), ['execute', '--dry-run', '--sandbox', 'on', '--claude-bin', '/bin/true'], repo, {
+        ...(process.env as Record<string, string>),
+        XDG_CACHE_HOME: cache,
+      });
+      expect(r.exitCode, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/^Sandbox: on \(--sandbox on\)/m);
+      // The answer it remembers: a sandboxed `true` ran through the runtime the copy holds.
+      expect(JSON.parse(await readFile(join(cache, 'foreman/sandbox-support.json'), 'utf8'))).toHaveProperty('checkedAt');
+    },
+  );
+
   it('without node on PATH, says what to install and exits 3', async () => {
     const path = await pathOf(['bash', 'dirname', 'readlink']);
     const r = await run(join(pack, 'bin/foreman'), ['plan', 'status'], tmp, { PATH: path, HOME: tmp });
