@@ -548,7 +548,9 @@ describe('execute.ts with the fake worker', () => {
       // A session step says it in its JSON too.
       const step = await runPlanTool(repo.dir, ['setup'], { FOREMAN_GIT_TIMEOUT: value });
       expect(step.exitCode, value).toBe(2);
-      expect(JSON.parse(step.stdout), value).toEqual({ error: { kind: 'usage', message: `FOREMAN_GIT_TIMEOUT expects ${takes}, got "${value}"`, details: [] } });
+      expect(JSON.parse(step.stdout), value).toEqual({
+        error: { kind: 'usage', message: `FOREMAN_GIT_TIMEOUT expects ${takes}, got "${value}"`, details: [] },
+      });
     }
     expect(await readFile(planPath, 'utf8')).toBe(before);
     expect(existsSync(join(repo.dir, 'a.txt'))).toBe(false);
@@ -557,13 +559,15 @@ describe('execute.ts with the fake worker', () => {
     expect((await runExecute(repo.dir, [], { FOREMAN_GIT_TIMEOUT: '30' })).exitCode).toBe(0);
   });
 
-  it('a valid FOREMAN_GIT_TIMEOUT is the limit of the run\'s git commands: one that hangs is ended after it, and named', async () => {
+  it("a valid FOREMAN_GIT_TIMEOUT is the limit of the run's git commands: one that hangs is ended after it, and named", async () => {
     const plan = makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a' } } })]);
     const { repo } = await setup(plan);
     // git on the PATH as the run finds it: `git status` never answers, as on a huge or stuck repository.
     const bin = await tempDir('foreman-hanging-git-');
     const realGit = join((await execa('git', ['--exec-path'])).stdout.trim(), 'git');
-    await writeFile(join(bin, 'git'), `#!/bin/sh\nfor word in "$@"; do [ "$word" = status ] && exec sleep 600; done\nexec '${realGit}' "$@"\n`, { mode: 0o755 });
+    await writeFile(join(bin, 'git'), `#!/bin/sh\nfor word in "$@"; do [ "$word" = status ] && exec sleep 600; done\nexec '${realGit}' "$@"\n`, {
+      mode: 0o755,
+    });
     const r = await runExecuteProcess(repo.dir, [], { PATH: `${bin}:${process.env.PATH ?? ''}`, FOREMAN_GIT_TIMEOUT: '3' });
     expect(r.exitCode).toBe(4);
     expect(r.stderr).toContain('`git status` timed out after 3s (the limit set by FOREMAN_GIT_TIMEOUT, in seconds); its process group was ended');
