@@ -1,8 +1,9 @@
 // What a run's setup says of what it finds, each notice whole with its level, in the situation a
 // person meets it in: a run killed while its candidates waited for the gate, then a task added to
-// the plan; work integrated though plan.json does not record it; an assumption not confirmed.
-// Headless runs of the fake worker on real repositories; the in-session steps' notices are in
-// test/skills/ (session-gate, session-steps).
+// the plan (one candidate waits in the merge queue, one runs again); work integrated though
+// plan.json does not record it; an assumption its check does not confirm. Headless runs of the
+// fake worker on real repositories. The in-session steps' (tasks interrupted, a gate process left
+// running) are in test/skills/session-steps.test.ts and session-gate.test.ts.
 
 import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
@@ -79,5 +80,44 @@ describe("a run's setup says what it found", () => {
     expect(await startsOf(journal, 'B')).toEqual([1, 1]);
     expect(await repo.git(['show', 'HEAD:b.txt'])).toBe('b\n');
     expect(await repo.git(['show', 'HEAD:c.txt'])).toBe('c\n');
+  });
+
+  it('work integrated though plan.json does not record it (a run killed between the two): recorded as completed, not run again', async () => {
+    const a = fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a\n' } } });
+    const b = fakeTask('B', { create: ['b.txt'], fake: { status: 'FAILED: the spec is unclear' } });
+    const { repo, planPath, journal, env } = await setup(makePlan([a, b]));
+    const first = await runExecute(repo.dir, ['--max-attempts', '1'], env);
+    expect(first.exitCode, `${first.stdout}\n${first.stderr}`).toBe(1);
+    const recorded = await readPlan(planPath);
+    expect(recorded.tasks.map((t) => t.status)).toEqual(['completed', 'failed']);
+    const commit = recorded.tasks[0]!.commit;
+    expect(commit).toMatch(/^[0-9a-f]{40}$/);
+    // plan.json as a run killed after integrating A's work, before writing that it had, leaves it
+    // (a completed task's prompt goes from the file; one in progress still has it).
+    const { commit: _commit, result: _result, ...unrecorded } = recorded.tasks[0]!;
+    await writePlan(repo.dir, { ...recorded, tasks: [{ ...unrecorded, prompt: a.prompt, status: 'in_progress' }, recorded.tasks[1]!] });
+
+    const again = await runExecute(repo.dir, ['--max-attempts', '1'], env);
+    expect(again.exitCode, `${again.stdout}\n${again.stderr}`).toBe(1);
+    console.log(again.stdout);
+    expect(await lastRunNotices(repo)).toContainEqual({ level: 'info', message: 'tasks 0: their work had been integrated; recorded as completed' });
+    expect(await startsOf(journal, 'A')).toEqual([1]);
+    expect((await readPlan(planPath)).tasks[0]).toMatchObject({ status: 'completed', commit });
+  });
+
+  it('an assumption of warning severity that its check does not confirm: said as the run starts, and the task runs', async () => {
+    const a = fakeTask('A', {
+      create: ['a.txt'],
+      assumptions: [{ claim: 'the formatter is configured', verify: 'test -e .formatter.json', severity: 'warning' }],
+      fake: { write: { 'a.txt': 'a\n' } },
+    });
+    const { repo, env } = await setup(makePlan([a]));
+    const r = await runExecute(repo.dir, [], env);
+    expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(0);
+    expect(await lastRunNotices(repo)).toContainEqual({
+      level: 'warning',
+      message: 'task 0: assumption not confirmed (the formatter is configured): `test -e .formatter.json`',
+    });
+    expect(await repo.git(['show', 'HEAD:a.txt'])).toBe('a\n');
   });
 });
