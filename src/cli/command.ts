@@ -3,10 +3,10 @@
 // positionals declare their range, and are checked here, before the command runs.
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { endGitSessions, endStarter, ownVersion } from '../adapters/index.ts';
+import { endGitSessions, endStarter, GIT_TIME_LIMIT_ENV, ownVersion } from '../adapters/index.ts';
 import { closestName } from '../core/index.ts';
 import { CliError, EXIT, type ExitCode, usageError, UsageError } from './exit.ts';
-import { describeRange, fitsRange, type NumberRange, parseNumber } from './numeric-flags.ts';
+import { describeRange, fitsRange, type NumberRange, parseNumber, RANGES } from './numeric-flags.ts';
 
 export type OptionSpec = NonNullable<ParseArgsConfig['options']>[string] & {
   description: string;
@@ -228,6 +228,15 @@ export async function runProgram(program: string, commands: Command[], argv: str
 }
 
 /**
+ * The settings in the environment that every command may use, checked before it runs, as its
+ * flags are: `FOREMAN_GIT_TIMEOUT` (each git command's time limit; any command may run git). A
+ * typo must not silently leave the limit at its default.
+ */
+function checkEnvironment(env: NodeJS.ProcessEnv): void {
+  parseNumber(GIT_TIME_LIMIT_ENV, env[GIT_TIME_LIMIT_ENV], RANGES.timeoutSeconds);
+}
+
+/**
  * Run one command; `commandLine` is how the person starts it (`bin/foreman execute`,
  * `… plan check`), `label` how its problems name it (`execute`, `plan check`).
  */
@@ -251,6 +260,7 @@ export async function runCommand(commandLine: string, command: Command, argv: st
       );
     }
     args = { ...parsed, numbers: numbersOf(command, parsed) } as never;
+    checkEnvironment(io.env);
   } catch (e) {
     if (!(e instanceof CliError)) throw e;
     if (command.reportUsageError) command.reportUsageError(e, io);

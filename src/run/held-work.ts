@@ -18,6 +18,7 @@ import {
   statusAfter,
   taskAt,
   type TaskStatus,
+  whyDropped,
 } from '../core/index.ts';
 import type { SetupProblem } from './refusals.ts';
 import type { Integration } from './integration.ts';
@@ -44,7 +45,8 @@ export async function dropRejected(plan: Plan, integration: Integration, finding
  * parked and not integrated yet (`approvedTasks`) are held as candidates now (added to
  * `findings.approved`: the step function integrates them, after the gate when there is one, as
  * all verified work); candidates an earlier run held stay in progress, their verified work on refs
- * of their own, unless what they were built on is gone (dropped: they run again). `statusNow`: a
+ * of their own, unless the queue cannot give them what they were built on, or they now wait for a
+ * task they were not built on (dropped: they run again, and the notice says why). `statusNow`: a
  * task's status with what setup found so far. The candidates kept, and what to tell the person.
  */
 export async function holdWaitingWork(
@@ -62,13 +64,13 @@ export async function holdWaitingWork(
   const heldNow = heldEarlier.value.map((candidate) => (findings.approved.includes(candidate.task) ? { ...candidate, approved: true as const } : candidate));
   const admitted = admitHeld(plan, heldNow, (task) => statusNow(task) === 'completed');
   const held = admitted.kept;
-  for (const task of admitted.dropped) await dropParked(integration.repo, integration.planId, task, 'candidate');
   const notices: Notice[] = [];
-  if (admitted.dropped.length > 0)
-    notices.push({
-      level: 'info',
-      message: `tasks ${admitted.dropped.join(', ')}: their held work was built on candidates that are gone, or on a stack the merge queue cannot give it again; they run again`,
-    });
+  for (const task of admitted.dropped) {
+    await dropParked(integration.repo, integration.planId, task, 'candidate');
+    const candidate = heldNow.find((h) => h.task === task)!;
+    const why = whyDropped(plan, candidate, held, (blocker) => statusNow(blocker) === 'completed');
+    notices.push({ level: 'info', message: `task ${task}: its held work ${why}; it runs again` });
+  }
   if (held.length > 0)
     notices.push({
       level: 'info',

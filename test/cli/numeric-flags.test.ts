@@ -51,7 +51,7 @@ async function ran(run: (io: Io) => Promise<number>, env: NodeJS.ProcessEnv = {}
 }
 
 const execute = (argv: string[], env: NodeJS.ProcessEnv = {}) => ran((io) => runCommand('execute', executeCommand, argv, io), env);
-const plan = (argv: string[]) => ran((io) => runProgram('plan', planCommands, argv, io));
+const plan = (argv: string[], env: NodeJS.ProcessEnv = {}) => ran((io) => runProgram('plan', planCommands, argv, io), env);
 
 /** Each value, given both as `--flag VALUE` and `--flag=VALUE` (a negative number reaches the check either way). */
 const cases = (flags: Array<[string, string, string[]]>) =>
@@ -84,6 +84,12 @@ describe('execute: every numeric flag', () => {
     const r = await execute(['--dry-run'], { FOREMAN_BACKOFF_MS: value });
     expect(r.code).toBe(2);
     expect(r.err).toEqual([`execute: FOREMAN_BACKOFF_MS expects a whole number of milliseconds from 0 to 3600000 (1 hour), got "${value}"`]);
+  });
+
+  it.each(['abc', '0', '-5', '1.5', '', ' 4', '604801', '99999999999999999999'])('FOREMAN_GIT_TIMEOUT refuses %j like a flag', async (value) => {
+    const r = await execute(['--dry-run'], { FOREMAN_GIT_TIMEOUT: value });
+    expect(r.code).toBe(2);
+    expect(r.err).toEqual([`execute: FOREMAN_GIT_TIMEOUT expects ${SECONDS}, got "${value}"`]);
   });
 
   it('--speculate with --no-speculate is refused, naming both', async () => {
@@ -168,6 +174,21 @@ describe('plan tool: every numeric flag and task index', () => {
     }
   });
 
+  it.each(planCommands.filter((command) => command.hidden !== true).map((command) => command.name))(
+    'plan %s refuses a bad FOREMAN_GIT_TIMEOUT before it runs',
+    async (name) => {
+      const command = planCommands.find((c) => c.name === name)!;
+      // Its required words, so that what is refused is the setting.
+      const words = (command.positionals ?? []).filter((p) => p.required).map((p) => (p.range === undefined ? 'x' : '0'));
+      const line = `FOREMAN_GIT_TIMEOUT expects ${SECONDS}, got "1.5"`;
+      const r = await plan([name, ...words], { FOREMAN_GIT_TIMEOUT: '1.5' });
+      expect(r.code).toBe(2);
+      expect(r.err).toEqual([`plan ${name}: ${line}`]);
+      if (steps.has(name)) expect(r.out.map((o) => JSON.parse(o))).toEqual([{ error: { kind: 'usage', message: line, details: [] } }]);
+      else expect(r.out).toEqual([]);
+    },
+  );
+
   it('the help states the range', async () => {
     const r = await plan(['retry', '--help']);
     expect(r.out.join('\n')).toContain(`the task index; ${TASK}`);
@@ -186,6 +207,7 @@ describe('parseNumber', () => {
     ['--max-cost-usd', '.5', RANGES.dollars, 0.5],
     ['--max-cost-usd', '1000000', RANGES.dollars, 1_000_000],
     ['FOREMAN_BACKOFF_MS', '0', RANGES.backoffMs, 0],
+    ['FOREMAN_GIT_TIMEOUT', '1', RANGES.timeoutSeconds, 1],
   ] as const)('%s %j → %d', (name, raw, range, value) => {
     expect(parseNumber(name, raw, range)).toBe(value);
   });

@@ -3,7 +3,7 @@
 // filled while verified work waits to be recorded.
 
 import { describe, expect, it } from 'vitest';
-import { admitHeld, initialState } from '../../src/core/engine/admission.ts';
+import { admitHeld, initialState, whyDropped } from '../../src/core/engine/admission.ts';
 import type { EngineEffect } from '../../src/core/engine/effects.ts';
 import type { EngineEvent } from '../../src/core/engine/events.ts';
 import { startable, waitingPays } from '../../src/core/engine/queries.ts';
@@ -233,6 +233,26 @@ describe('admitHeld (candidates an earlier run held, after a crash)', () => {
     const admitted = admitHeld(two, [held(0), held(1), held(2, [0]), held(3, [1])], () => false);
     expect(admitted.kept.map((h) => h.task)).toEqual([0, 1, 2]);
     expect(admitted.dropped).toEqual([3]);
+  });
+
+  it('says why it dropped each, for the person (whyDropped)', () => {
+    const why = (plan: ReturnType<typeof makePlan>, candidates: ReturnType<typeof held>[], completed: (task: number) => boolean = () => false) => {
+      const admitted = admitHeld(plan, candidates, completed);
+      return admitted.dropped.map((task) => [task, whyDropped(plan, candidates.find((h) => h.task === task)!, admitted.kept, completed)]);
+    };
+    // B was built on A's candidate; the plan was edited since: B waits for C too.
+    expect(why(makePlan([tasks('A'), tasks('B', [0, 2]), tasks('C')]), [held(0), held(1, [0])])).toEqual([
+      [1, 'was built without task 2, which it waits for now'],
+    ]);
+    // A's candidate is gone; B was built on it, C on both.
+    expect(why(makePlan([tasks('A'), tasks('B', [0]), tasks('C', [1])]), [held(1, [0]), held(2, [0, 1])])).toEqual([
+      [1, 'was built on the work of task 0, no longer in the merge queue'],
+      [2, 'was built on the work of tasks 0 and 1, no longer in the merge queue'],
+    ]);
+    // X stood on A alone and Y on B alone: Y's stack is not the front of X's.
+    expect(why(makePlan([tasks('A'), tasks('B'), tasks('X', [0]), tasks('Y', [1])]), [held(0), held(1), held(2, [0]), held(3, [1])])).toEqual([
+      [3, 'was built on a stack (task 1) the merge queue cannot give it again'],
+    ]);
   });
 
   it('a resumed run gates a held candidate after its stack, and cancels it when a candidate of its stack is blamed', () => {

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/core/plan/plan.ts';
-import { fakeWorker, runExecute, runPlanTool } from '../support/execute.ts';
+import { fakeWorker, runExecute, runExecuteProcess, runPlanTool } from '../support/execute.ts';
 import { notLoggedInLines } from '../../src/core/hosts/auth-status.ts';
 import { alive } from '../support/processes.ts';
 import { type FakeEvent, fakeEvents, leftovers, repoWithPlan } from '../support/fake-run.ts';
@@ -531,6 +531,47 @@ describe('execute.ts with the fake worker', () => {
     await expect(readFile(join(repo.dir, 'a.txt'))).rejects.toThrow();
     // A valid value runs.
     expect((await runExecute(repo.dir, [], { FOREMAN_BACKOFF_MS: '0' })).exitCode).toBe(0);
+  });
+
+  it('FOREMAN_GIT_TIMEOUT is checked like a flag by execute and the plan tool: a typo exits 2 with one line naming it, before anything runs', async () => {
+    const plan = makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a' } } })]);
+    const { repo, planPath } = await setup(plan);
+    const before = await readFile(planPath, 'utf8');
+    const takes = 'a whole number of seconds from 1 to 604800 (7 days)';
+    for (const value of ['abc', '0', '-5', '1.5', '', '604801']) {
+      const r = await runExecute(repo.dir, [], { FOREMAN_GIT_TIMEOUT: value });
+      expect(r.exitCode, value).toBe(2);
+      expect(r.stderr.trim().split('\n'), value).toEqual([`execute: FOREMAN_GIT_TIMEOUT expects ${takes}, got "${value}"`]);
+      const status = await runPlanTool(repo.dir, ['status'], { FOREMAN_GIT_TIMEOUT: value });
+      expect(status.exitCode, value).toBe(2);
+      expect(status.stderr.split('\n'), value).toEqual([`plan status: FOREMAN_GIT_TIMEOUT expects ${takes}, got "${value}"`]);
+      // A session step says it in its JSON too.
+      const step = await runPlanTool(repo.dir, ['setup'], { FOREMAN_GIT_TIMEOUT: value });
+      expect(step.exitCode, value).toBe(2);
+      expect(JSON.parse(step.stdout), value).toEqual({
+        error: { kind: 'usage', message: `FOREMAN_GIT_TIMEOUT expects ${takes}, got "${value}"`, details: [] },
+      });
+    }
+    expect(await readFile(planPath, 'utf8')).toBe(before);
+    expect(existsSync(join(repo.dir, 'a.txt'))).toBe(false);
+    expect(existsSync(join(repo.dir, '.design/prompts/session.json'))).toBe(false);
+    // A valid value runs.
+    expect((await runExecute(repo.dir, [], { FOREMAN_GIT_TIMEOUT: '30' })).exitCode).toBe(0);
+  });
+
+  it("a valid FOREMAN_GIT_TIMEOUT is the limit of the run's git commands: one that hangs is ended after it, and named", async () => {
+    const plan = makePlan([fakeTask('A', { create: ['a.txt'], fake: { write: { 'a.txt': 'a' } } })]);
+    const { repo } = await setup(plan);
+    // git on the PATH as the run finds it: `git status` never answers, as on a huge or stuck repository.
+    const bin = await tempDir('foreman-hanging-git-');
+    const realGit = join((await execa('git', ['--exec-path'])).stdout.trim(), 'git');
+    await writeFile(join(bin, 'git'), `#!/bin/sh\nfor word in "$@"; do [ "$word" = status ] && exec sleep 600; done\nexec '${realGit}' "$@"\n`, {
+      mode: 0o755,
+    });
+    const r = await runExecuteProcess(repo.dir, [], { PATH: `${bin}:${process.env.PATH ?? ''}`, FOREMAN_GIT_TIMEOUT: '3' });
+    expect(r.exitCode).toBe(4);
+    expect(r.stderr).toContain('`git status` timed out after 3s (the limit set by FOREMAN_GIT_TIMEOUT, in seconds); its process group was ended');
+    expect(existsSync(join(repo.dir, 'a.txt'))).toBe(false);
   });
 
   it('exits 3 with an install hint when the agent CLI is missing', async () => {

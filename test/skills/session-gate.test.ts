@@ -12,6 +12,7 @@ import type { Plan } from '../../src/core/plan/plan.ts';
 import { processAlive } from '../../src/adapters/processes/processes.ts';
 import { tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
+import { waitFor } from '../support/wait.ts';
 import { checkedStep, isolatedSubagent, step } from './support.ts';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -256,11 +257,23 @@ describe('the in-session merge queue', () => {
     expect(running.json.gate).toMatchObject({ state: 'running', testing: [0] });
     const state = JSON.parse(await readFile(join(repo.dir, '.design/gate.json'), 'utf8'));
     expect(processAlive(state.pid)).toBe(true);
+    // The gate process and, once it runs, the test command it started: a process group each.
+    const recorded = async (): Promise<Array<{ pgid?: number }>> => JSON.parse(await readFile(join(repo.dir, '.design/gate-workers.json'), 'utf8'));
+    await waitFor('the gate to record its test command', async () => (await recorded()).filter((r) => r.pgid !== undefined).length === 2);
+    const groups = (await recorded()).map((r) => r.pgid);
+    expect(groups[0]).toBe(state.pid);
     // The session is killed; a new one starts with plan setup.
     const again = await checkedStep(step, repo.dir, ['setup', '--gate', gate, '--wait', '0']);
     expect(again.code, again.stderr).toBe(0);
     expect(processAlive(state.pid)).toBe(false);
-    expect(again.json.notices.map((n: any) => n.message).join('\n')).toContain('stopped the gate');
+    // One gate, said once: its process and the test command it ran are a process group each.
+    expect(again.json.notices.filter((n: { message: string }) => n.message.startsWith('stopped '))).toEqual([
+      {
+        level: 'warning',
+        message: `stopped the gate \`${gate}\` (process groups ${groups[0]} and ${groups[1]}) left running by an earlier session: its candidates are tested again`,
+      },
+    ]);
+    expect(again.json.notices).toContainEqual({ level: 'info', message: 'tasks 0: their verified work waits in the merge queue, as an earlier run left it' });
     expect((await readPlan(planPath)).tasks[0]!.status).toBe('in_progress');
     expect([...again.json.gate.testing, ...again.json.gate.waiting]).toEqual([0]);
     await expect(readFile(join(repo.dir, 'a.txt'), 'utf8')).rejects.toThrow();

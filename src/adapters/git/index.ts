@@ -37,7 +37,7 @@ export {
   topLevel,
 } from './refs.ts';
 export { Git, type RepositoryOperation } from './repository.ts';
-export { endGitSessions, gitProcessCount, runGit } from './runner.ts';
+export { endGitSessions, GIT_TIME_LIMIT_ENV, gitProcessCount, runGit } from './runner.ts';
 export { heldBy, setAsideInWorktree } from './set-aside.ts';
 export { uncommittedChangesNotice } from './uncommitted.ts';
 export { openPool, WorktreePool } from './worktree-pool.ts';

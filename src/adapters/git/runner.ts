@@ -50,9 +50,21 @@ const commandName = (args: readonly string[]): string =>
 export const GIT_TIME_LIMIT_ENV = 'FOREMAN_GIT_TIMEOUT';
 const DEFAULT_GIT_TIME_LIMIT_MS = 600_000;
 
-function gitTimeLimitMs(env: NodeJS.ProcessEnv): number {
-  const seconds = Number(env[GIT_TIME_LIMIT_ENV]);
-  return Number.isInteger(seconds) && seconds > 0 ? seconds * 1000 : DEFAULT_GIT_TIME_LIMIT_MS;
+/** The setting as last read, and what it means: read again only when the environment changed it (a test). */
+let timeLimit: { setting: string | undefined; ms: number } = { setting: undefined, ms: DEFAULT_GIT_TIME_LIMIT_MS };
+
+/**
+ * The limit from this process's environment, which every process foreman starts inherits. Every
+ * command refuses a bad value before it runs (src/cli/command.ts); this default for one is only
+ * for code that runs git outside a command (the tests, the bench).
+ */
+function gitTimeLimitMs(): number {
+  const setting = process.env[GIT_TIME_LIMIT_ENV];
+  if (setting !== timeLimit.setting) {
+    const seconds = Number(setting);
+    timeLimit = { setting, ms: Number.isInteger(seconds) && seconds > 0 ? seconds * 1000 : DEFAULT_GIT_TIME_LIMIT_MS };
+  }
+  return timeLimit.ms;
 }
 
 let spawned = 0;
@@ -66,7 +78,7 @@ export const gitProcessCount = (): number => spawned;
  * hit it. A non-zero exit is returned as a value; stdout is returned untrimmed.
  */
 export async function runGit(args: readonly string[], run: GitRun): Promise<Result<string, GitCommandError>> {
-  const limitMs = gitTimeLimitMs(process.env) * (run.shell?.steps ?? 1);
+  const limitMs = gitTimeLimitMs() * (run.shell?.steps ?? 1);
   spawned += run.shell?.steps ?? 1;
   const ended = await runProcess({
     file: run.shell === undefined ? 'git' : '/bin/sh',
@@ -223,7 +235,7 @@ export class GitSession {
   private askNow(input: Buffer, complete: (buffered: Buffer) => number): Promise<Result<Buffer, GitCommandError>> {
     const child = this.child ?? this.start();
     return new Promise((resolve) => {
-      const limitMs = gitTimeLimitMs(process.env);
+      const limitMs = gitTimeLimitMs();
       const timer = setTimeout(() => {
         this.fail(
           child,

@@ -11,6 +11,7 @@ import type { CapturedWork } from '../attempt/index.ts';
 import { firstLimiter, otherLimiters } from './accounts.ts';
 import type { Attempt } from './attempt.ts';
 import type { EngineConfig, EngineState } from './state.ts';
+import { listIndices } from '../format.ts';
 
 /** A candidate an earlier run verified and held for the gate: it rejoins the queue first. */
 export interface HeldCandidate {
@@ -70,6 +71,22 @@ export function admitHeld(plan: Plan, held: readonly HeldCandidate[], completed:
       .filter((task) => !standing.has(task))
       .sort((a, b) => a - b),
   };
+}
+
+/**
+ * Why `admitHeld` dropped `candidate` (as it was held: its whole stack), in words for the person:
+ * it waits now for a task its work was not built on (the plan was edited since), or work of its
+ * stack no longer waits in the queue, or the queue cannot give it its stack again. `kept`: the
+ * candidates admitted.
+ */
+export function whyDropped(plan: Plan, candidate: HeldCandidate, kept: readonly HeldCandidate[], completed: (task: number) => boolean): string {
+  const stack = candidate.stack ?? [];
+  const named = (tasks: readonly number[]) => `${tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(tasks)}`;
+  const without = taskAt(plan.tasks, candidate.task).blockedBy.filter((blocker) => !completed(blocker) && !stack.includes(blocker));
+  if (without.length > 0) return `was built without ${named(without)}, which it waits for now`;
+  const gone = stack.filter((below) => !completed(below) && !kept.some((k) => k.task === below));
+  if (gone.length > 0) return `was built on the work of ${named(gone)}, no longer in the merge queue`;
+  return `was built on a stack (${named(stack)}) the merge queue cannot give it again`;
 }
 
 /**

@@ -18,7 +18,18 @@ import {
   terminateGroup,
   writeFileAtomic,
 } from '../../adapters/index.ts';
-import { type CapturedWork, clipMiddle, describeGitFailure, describeTimeLimitHit, err, ok, type Plan, type Result, type TimeLimit } from '../../core/index.ts';
+import {
+  type CapturedWork,
+  clipMiddle,
+  describeGitFailure,
+  describeTimeLimitHit,
+  err,
+  listIndices,
+  ok,
+  type Plan,
+  type Result,
+  type TimeLimit,
+} from '../../core/index.ts';
 import { noWorkers } from '../adapters.ts';
 import { GitIntegration } from '../integration.ts';
 import { openLocalWorkspaces } from '../workspace/index.ts';
@@ -72,7 +83,16 @@ const writeGateState = (planPath: string, state: GateState): Promise<void> => wr
 export async function endGateProcess(planPath: string): Promise<string[]> {
   const killed = await killOrphans(gateRegistryPathFor(planPath));
   await rm(gateStatePathFor(planPath), { force: true });
-  return killed.map((k) => `the gate \`${k.kind === 'worker' ? '' : k.command}\` (process group ${k.pgid})`);
+  // The gate process and the test command it runs are a process group each: one gate, said once
+  // with the groups ended (a process killed as it was spawned was recorded by its marker alone).
+  const groupsByCommand = new Map<string, number[]>();
+  for (const k of killed) {
+    const command = k.kind === 'worker' ? '' : k.command;
+    groupsByCommand.set(command, [...(groupsByCommand.get(command) ?? []), ...(k.pgid === undefined ? [] : [k.pgid])]);
+  }
+  return [...groupsByCommand].map(
+    ([command, groups]) => `the gate \`${command}\`${groups.length === 0 ? '' : ` (process group${groups.length === 1 ? '' : 's'} ${listIndices(groups)})`}`,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
