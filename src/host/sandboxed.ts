@@ -11,7 +11,7 @@
 
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { type CommandSandbox, type SandboxedSpawn, sandboxedSpawn, setupCommandSandbox, shellLine } from '../adapters/index.ts';
+import { type CommandSandbox, type SandboxedSpawn, sandboxedSpawn, setupCommandSandbox, shellLine, type SpawnPlace } from '../adapters/index.ts';
 import { err, type HostError, type HostSandbox, ok, type Result } from '../core/index.ts';
 import { fault, refused } from './run-folder.ts';
 
@@ -29,22 +29,28 @@ export async function hostSandboxedSpawn(
   keptFile: string | undefined,
 ): Promise<Result<SandboxedSpawn, HostError>> {
   if (keptFile === undefined) return err(refused('a sandboxed command needs the program kept on the host'));
-  const own = join(workDir, '.t', process.pid.toString(36));
-  const ownTmp = `${own}-c${request.id}`;
-  try {
-    mkdirSync(ownTmp, { recursive: true, mode: 0o700 });
-    // The sandbox hosts this process starts keep the runtime's bridge sockets in their TMPDIR:
-    // in the work dir too, short enough for a socket's path.
-    mkdirSync(`${own}-h`, { recursive: true, mode: 0o700 });
-    process.env.TMPDIR = `${own}-h`;
-  } catch (caught) {
-    return err(fault(`could not make a sandboxed command's TMPDIR there: ${(caught as Error).message}`));
-  }
-  const wrapped = await sandboxedSpawn(shellLine(request.argv), request.cwd, await commandSandbox(request.cwd, request.sandbox), {
-    hostProgram: [keptFile, SANDBOX_HOST_ARGUMENT],
-    ownTmp,
-  });
+  const place = spawnPlace(workDir, keptFile, request.id);
+  if (!place.ok) return err(fault(place.error));
+  const wrapped = await sandboxedSpawn(shellLine(request.argv), request.cwd, await commandSandbox(request.cwd, request.sandbox), place.value);
   return wrapped.ok ? ok(wrapped.value) : err(fault(`the sandbox could not wrap the command there: ${wrapped.error}`));
+}
+
+/**
+ * Where the sandboxed command of request `id` is wrapped: by a sandbox host run from `keptFile`,
+ * the command's TMPDIR `.t/<this process's pid, base 36>-c<id>` and the sandbox hosts' own
+ * `.t/<pid, base 36>-h` (the runtime's bridge sockets live there), both in the work dir and short
+ * enough for a socket's path; made here, or why not.
+ */
+function spawnPlace(workDir: string, keptFile: string, id: number): Result<SpawnPlace, string> {
+  const own = join(workDir, '.t', process.pid.toString(36));
+  const place: SpawnPlace = { hostProgram: [keptFile, SANDBOX_HOST_ARGUMENT], hostTmp: `${own}-h`, ownTmp: `${own}-c${id}` };
+  try {
+    mkdirSync(place.ownTmp, { recursive: true, mode: 0o700 });
+    mkdirSync(place.hostTmp, { recursive: true, mode: 0o700 });
+  } catch (caught) {
+    return err(`could not make a sandboxed command's TMPDIR there: ${(caught as Error).message}`);
+  }
+  return ok(place);
 }
 
 /** What the command may write and reach: as on foreman's machine, with the host's own package caches and npm registry for the setup command. */
