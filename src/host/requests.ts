@@ -262,13 +262,17 @@ class RequestServer implements Requests {
       this.reply(id, ok({ arch: helper?.arch ?? null, kept: helper !== null && existsSync(helper.path) }));
       return;
     }
-    const partial = `${helper.path}.${process.pid}`;
-    let failed: string | null = null;
+    const cannotKeep = (why: string): Result<HostReplies['sandbox-helper'], HostError> => err(fault(`could not keep the sandbox’s helper there: ${why}`));
     try {
       mkdirSync(dirname(helper.path), { recursive: true });
     } catch (caught) {
-      failed = (caught as Error).message;
+      // No file to write (a path through a file is not even removable): the bytes that follow are let go, and the reply says why.
+      const why = (caught as Error).message;
+      this.running.set(id, { inputEnd: () => this.reply(id, cannotKeep(why)) });
+      return;
     }
+    const partial = `${helper.path}.${process.pid}`;
+    let failed: string | null = null;
     this.halfMade.add(partial);
     const out = createWriteStream(partial, { mode: 0o700 });
     out.on('error', (error) => {
@@ -282,7 +286,7 @@ class RequestServer implements Requests {
       }
       rmSync(partial, { force: true });
       this.halfMade.delete(partial);
-      return failed === null ? ok({ arch: helper.arch, kept: true }) : err(fault(`could not keep the sandbox’s helper there: ${failed}`));
+      return failed === null ? ok({ arch: helper.arch, kept: true }) : cannotKeep(failed);
     };
     this.running.set(id, { input: (bytes) => out.write(bytes), inputEnd: () => out.end(() => this.reply(id, kept())) });
   }
