@@ -26,7 +26,7 @@ import {
   type ToHost,
 } from '../core/index.ts';
 import { hostFindings } from './checks.ts';
-import { hostSandboxedSpawn, sandboxHelperFile } from './sandboxed.ts';
+import { hostSandboxedSpawn, sandboxHelperFile, sandboxStarts } from './sandboxed.ts';
 import { clean, commandDir, fault, git, hasCommits, insideWorkDir, openRun, refused, type RunFolder, tryRemoveOldPrograms } from './run-folder.ts';
 
 /** How long a cancelled command has to end after SIGTERM before SIGKILL. */
@@ -307,6 +307,10 @@ class RequestServer implements Requests {
         return this.reply(id, ok({ protocol: HOST_PROTOCOL, version: this.version, pid: process.pid, node: process.version } satisfies HostReplies['hello']));
       case 'checks':
         return this.reply(id, ok(await hostFindings(this.workDir, request.claude, this.gitBinary)));
+      case 'sandbox-check':
+        if (this.keptFile === undefined)
+          return this.reply(id, err(refused('the sandbox is tried only with the program kept on the host: a dry run writes nothing')));
+        return this.reply(id, ok({ failed: await sandboxStarts(id, this.workDir, this.keptFile, { ...process.env, [RUN_MARKER_VARIABLE]: runMarker }) }));
       case 'open-run':
         return this.openRun(id, request);
       case 'sandbox-helper':

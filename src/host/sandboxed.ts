@@ -11,8 +11,8 @@
 
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { type CommandSandbox, type SandboxedSpawn, sandboxedSpawn, setupCommandSandbox, shellLine, type SpawnPlace } from '../adapters/index.ts';
-import { err, type HostError, type HostSandbox, ok, type Result } from '../core/index.ts';
+import { type CommandSandbox, forkProcess, type SandboxedSpawn, sandboxedSpawn, setupCommandSandbox, shellLine, type SpawnPlace } from '../adapters/index.ts';
+import { clipTail, err, type HostError, type HostSandbox, ok, oneLine, type Result } from '../core/index.ts';
 import { fault, refused } from './run-folder.ts';
 
 /** The first argument that runs this program as a sandbox host (scripts/sandbox-host.mjs) rather than foreman's remote side. */
@@ -33,6 +33,43 @@ export async function hostSandboxedSpawn(
   if (!place.ok) return err(fault(place.error));
   const wrapped = await sandboxedSpawn(shellLine(request.argv), request.cwd, await commandSandbox(request.cwd, request.sandbox), place.value);
   return wrapped.ok ? ok(wrapped.value) : err(fault(`the sandbox could not wrap the command there: ${wrapped.error}`));
+}
+
+/** How long the sandboxed `true` of a host's checks may take, its sandbox host's start included. */
+const SANDBOX_CHECK_LIMIT_MS = 30_000;
+
+/**
+ * Whether the sandbox starts here, for the checks before a run sends attempts here: `true` made
+ * ready by the same path as a sandboxed check's command (a sandbox host run from `keptFile`, its
+ * TMPDIR in the work dir) and run in the work dir with `env`, writing nowhere but its own TMPDIR,
+ * with no network. Why not, in one line; null when it ran. Its sandbox host stays for the run's
+ * first checks of no network.
+ */
+export async function sandboxStarts(id: number, workDir: string, keptFile: string, env: NodeJS.ProcessEnv): Promise<string | null> {
+  const place = spawnPlace(workDir, keptFile, id);
+  if (!place.ok) return place.error;
+  const wrapped = await sandboxedSpawn('true', workDir, { writable: [], allowedDomains: [] }, place.value);
+  if (!wrapped.ok) return `the sandbox could not wrap it: ${wrapped.error}`;
+  const { file, args, env: own, cleanup } = wrapped.value;
+  const ended = await forkProcess({ file, args, cwd: workDir, env: { ...env, ...own }, timeoutMs: SANDBOX_CHECK_LIMIT_MS });
+  await cleanup();
+  switch (ended.kind) {
+    case 'exited': {
+      if (ended.code === 0) return null;
+      const lastLine = (bytes: Buffer) =>
+        bytes
+          .toString('utf8')
+          .split('\n')
+          .filter((line) => line.trim() !== '')
+          .at(-1);
+      const said = lastLine(ended.stderr) ?? lastLine(ended.stdout);
+      return `exit ${ended.code}${said === undefined ? '' : `: ${clipTail(oneLine(said), 300)}`}`;
+    }
+    case 'timed-out':
+      return `it did not end within ${SANDBOX_CHECK_LIMIT_MS / 1000} s`;
+    case 'not-started':
+      return ended.message;
+  }
 }
 
 /**
