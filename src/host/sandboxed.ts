@@ -7,7 +7,9 @@
 // own under the work dir (`.t/<this process's pid, base 36>-c<request id>`, which ./requests.ts
 // removes with the rest when it ends), and reaches only the hosts foreman names. The runtime's
 // seccomp helper, a native program, is kept beside the program file (foreman sends it:
-// src/adapters/host/sandbox-helper.ts), where the runtime bundled in it looks first.
+// src/adapters/host/sandbox-helper.ts), where the runtime bundled in it looks first. Before a run
+// that sandboxes sends attempts here, its checks start a sandboxed `true` the same way
+// (`sandboxStarts`, the `sandbox-check` request), so a host whose sandbox cannot start is named then.
 
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
