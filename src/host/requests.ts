@@ -26,7 +26,7 @@ import {
   type ToHost,
 } from '../core/index.ts';
 import { hostFindings } from './checks.ts';
-import { hostSandboxedSpawn, sandboxHelperFile } from './sandboxed.ts';
+import { hostSandboxedSpawn, sandboxHelperFile, sandboxStarts } from './sandboxed.ts';
 import { clean, commandDir, fault, git, hasCommits, insideWorkDir, openRun, refused, type RunFolder, tryRemoveOldPrograms } from './run-folder.ts';
 
 /** How long a cancelled command has to end after SIGTERM before SIGKILL. */
@@ -262,13 +262,17 @@ class RequestServer implements Requests {
       this.reply(id, ok({ arch: helper?.arch ?? null, kept: helper !== null && existsSync(helper.path) }));
       return;
     }
-    const partial = `${helper.path}.${process.pid}`;
-    let failed: string | null = null;
+    const cannotKeep = (why: string): Result<HostReplies['sandbox-helper'], HostError> => err(fault(`could not keep the sandbox’s helper there: ${why}`));
     try {
       mkdirSync(dirname(helper.path), { recursive: true });
     } catch (caught) {
-      failed = (caught as Error).message;
+      // No file to write (a path through a file is not even removable): the bytes that follow are let go, and the reply says why.
+      const why = (caught as Error).message;
+      this.running.set(id, { inputEnd: () => this.reply(id, cannotKeep(why)) });
+      return;
     }
+    const partial = `${helper.path}.${process.pid}`;
+    let failed: string | null = null;
     this.halfMade.add(partial);
     const out = createWriteStream(partial, { mode: 0o700 });
     out.on('error', (error) => {
@@ -282,7 +286,7 @@ class RequestServer implements Requests {
       }
       rmSync(partial, { force: true });
       this.halfMade.delete(partial);
-      return failed === null ? ok({ arch: helper.arch, kept: true }) : err(fault(`could not keep the sandbox’s helper there: ${failed}`));
+      return failed === null ? ok({ arch: helper.arch, kept: true }) : cannotKeep(failed);
     };
     this.running.set(id, { input: (bytes) => out.write(bytes), inputEnd: () => out.end(() => this.reply(id, kept())) });
   }
@@ -303,6 +307,10 @@ class RequestServer implements Requests {
         return this.reply(id, ok({ protocol: HOST_PROTOCOL, version: this.version, pid: process.pid, node: process.version } satisfies HostReplies['hello']));
       case 'checks':
         return this.reply(id, ok(await hostFindings(this.workDir, request.claude, this.gitBinary)));
+      case 'sandbox-check':
+        if (this.keptFile === undefined)
+          return this.reply(id, err(refused('the sandbox is tried only with the program kept on the host: a dry run writes nothing')));
+        return this.reply(id, ok({ failed: await sandboxStarts(id, this.workDir, this.keptFile, { ...process.env, [RUN_MARKER_VARIABLE]: runMarker }) }));
       case 'open-run':
         return this.openRun(id, request);
       case 'sandbox-helper':

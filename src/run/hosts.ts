@@ -1,11 +1,20 @@
 // A run's ssh hosts before anything starts, and their channels while it runs. Each host's channel
 // is opened (the person's own ssh, BatchMode) and its checks asked (src/host/checks.ts, judged by
-// core/hosts/host-checks.ts): a host that cannot be reached or fails a check that stops it is left out,
+// core/hosts/host-checks.ts), and for a run that sandboxes a sandboxed `true` tried there
+// (src/host/sandboxed.ts): a host that cannot be reached or fails a check that stops it is left out,
 // named with its reason and fix. A dry run opens the channels with nothing kept on the hosts and
 // closes them. A run keeps each checked channel for its workspaces (run/workspace/host.ts), and
 // opens another once one went down, when an attempt is placed there again after its back-off.
 
-import { type HostChannel, type HostFault, openChannel, type SshHost as SshTarget, sshTransport } from '../adapters/index.ts';
+import {
+  type HostChannel,
+  type HostFault,
+  openChannel,
+  type RequestError,
+  sendSandboxHelper,
+  type SshHost as SshTarget,
+  sshTransport,
+} from '../adapters/index.ts';
 import {
   accountWords,
   type AuthStatus,
@@ -18,6 +27,7 @@ import {
   type ObjectFormat,
   ok,
   type Result,
+  type SandboxStart,
   type SshHost,
 } from '../core/index.ts';
 
@@ -64,8 +74,11 @@ export const MAX_SANDBOX_WORK_DIR_BYTES = 59;
 
 const gib = (bytes: number): string => `${(bytes / 1024 ** 3).toFixed(1)} GiB`;
 
-/** What each check found, said plainly, with its problem (when it has one) as what failed. */
-function checkResults(found: HostFindings, problems: readonly HostProblem[]): HostCheckResult[] {
+/**
+ * What each check found, said plainly, with its problem (when it has one) as what failed.
+ * `started`: for a run that sandboxes, what trying the sandbox found (null: not tried, a dry run).
+ */
+function checkResults(found: HostFindings, problems: readonly HostProblem[], started?: SandboxStart | null): HostCheckResult[] {
   const of = (check: HostProblem['check'], name: string, saw: string): HostCheckResult => {
     const problem = problems.find((p) => p.check === check);
     return problem === undefined ? { check: name, passed: true, found: saw, fix: null } : { check: name, passed: false, found: problem.message, fix: null };
@@ -85,9 +98,36 @@ function checkResults(found: HostFindings, problems: readonly HostProblem[]): Ho
     of('claude', 'claude', found.claude.path ?? 'not found'),
     of('auth', 'claude auth status', auth),
     of('sandbox', 'sandbox tools', found.sandbox.map((tool) => `${tool.name} ${tool.path === null ? 'missing' : 'found'}`).join(', ') || 'none needed'),
+    // A failure a check above explains (its tools missing, a Node too old) is said there, and fails this line too.
+    ...(started === undefined
+      ? []
+      : [{ ...of('sandbox-start', 'sandbox start', sandboxStartWords(started)), ...(started?.kind === 'failed' ? { passed: false } : {}) }]),
     of('disk', 'free disk', found.workDir.freeBytes === null ? 'unknown' : `${gib(found.workDir.freeBytes)} free at ${found.workDir.checkedAt}`),
   ];
 }
+
+/** Why a request to a host failed, in its words: the channel down, the host's answer, or this side's. */
+const whyFailed = (error: RequestError | { kind: 'local'; message: string }): string => (error.kind === 'down' ? error.fault.message : error.message);
+
+/**
+ * The sandbox tried on the host, for a run that sandboxes, before any attempt goes there: its
+ * helper kept there, then a sandboxed `true` run as a sandboxed check's command is.
+ */
+async function trySandbox(channel: HostChannel): Promise<SandboxStart> {
+  const helper = await sendSandboxHelper(channel);
+  if (!helper.ok) return { kind: 'failed', stage: 'helper', why: whyFailed(helper.error) };
+  const tried = await channel.request({ op: 'sandbox-check' });
+  if (!tried.ok) return { kind: 'failed', stage: 'run', why: whyFailed(tried.error) };
+  return tried.value.failed === null ? { kind: 'started' } : { kind: 'failed', stage: 'run', why: tried.value.failed };
+}
+
+/** What trying the sandbox found, for the dry run's listing. */
+const sandboxStartWords = (started: SandboxStart | null): string =>
+  started === null
+    ? 'not tried by a dry run, which writes nothing there (the run tries a sandboxed `true` there before any attempt goes there)'
+    : started.kind === 'started'
+      ? 'a sandboxed `true` ran'
+      : `not started (${started.why})`;
 
 /** Reaches and checks one host; its channel kept open unless it is left out or the run is a dry run. */
 async function checkHost(host: SshHost, needs: HostCheckNeedsOfRun): Promise<CheckedHost> {
@@ -101,20 +141,23 @@ async function checkHost(host: SshHost, needs: HostCheckNeedsOfRun): Promise<Che
       auth: null,
     };
   const channel = opened.value;
-  const asked = await channel.request({ op: 'checks', claude: host.claude });
+  const length = Buffer.byteLength(host.workDir);
+  // The sandbox is tried while the host looks at what it has; not by a dry run, which writes nothing there, nor in a work dir its sockets do not fit under (said below).
+  const [asked, started] = await Promise.all([
+    channel.request({ op: 'checks', claude: host.claude }),
+    needs.sandbox && !needs.dryRun && length <= MAX_SANDBOX_WORK_DIR_BYTES ? trySandbox(channel) : null,
+  ]);
   if (!asked.ok) {
     await channel.close();
-    const why = asked.error.kind === 'down' ? asked.error.fault.message : asked.error.message;
+    const why = whyFailed(asked.error);
     return { host, results: [{ check: 'ssh', passed: false, found: why, fix: null }], leftOut: why, channel: null, auth: null };
   }
-  const problems = hostProblems(asked.value, {
-    objectFormat: needs.objectFormat,
-    claude: host.claude,
-    minFreeBytes: host.freeMb * 1024 ** 2,
-    sandbox: needs.sandbox,
-  });
-  const results = checkResults(asked.value, problems);
-  const length = Buffer.byteLength(host.workDir);
+  const problems = hostProblems(
+    asked.value,
+    { objectFormat: needs.objectFormat, claude: host.claude, minFreeBytes: host.freeMb * 1024 ** 2, sandbox: needs.sandbox },
+    started,
+  );
+  const results = checkResults(asked.value, problems, needs.sandbox ? started : undefined);
   if (needs.sandbox && length > MAX_SANDBOX_WORK_DIR_BYTES) {
     const message = `the work dir's path is ${length} bytes, longer than the ${MAX_SANDBOX_WORK_DIR_BYTES} under which a sandboxed worker's sockets fit (a socket's path may not pass 107 bytes): choose a shorter work dir, or run with --sandbox off`;
     problems.push({ check: 'disk', message, stops: true });
@@ -184,7 +227,7 @@ async function cleanOnHost(host: SshHost, repository: string, plans: readonly st
   if (!opened.ok) return { host, failed: opened.error.message };
   try {
     const cleaned = await opened.value.request({ op: 'clean', repository, plans: [...plans] });
-    if (!cleaned.ok) return { host, failed: cleaned.error.kind === 'down' ? cleaned.error.fault.message : cleaned.error.message };
+    if (!cleaned.ok) return { host, failed: whyFailed(cleaned.error) };
     return { host, removed: cleaned.value.removed, held: cleaned.value.held };
   } finally {
     await opened.value.close();

@@ -2,7 +2,7 @@
 
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { DEFAULT_MIN_FREE_BYTES, gitVersion, hostProblems } from '../../src/core/hosts/host-checks.ts';
+import { DEFAULT_MIN_FREE_BYTES, hostProblems, type SandboxStart, versionNumbers } from '../../src/core/hosts/host-checks.ts';
 import type { HostFindings, ToHost } from '../../src/core/hosts/host-protocol.ts';
 import * as protocol from '../../src/core/hosts/host-protocol.ts';
 
@@ -31,6 +31,7 @@ describe('the host protocol', () => {
             { requiredKeys: ['op', 'argv', 'cwd', 'env', 'stdin'] },
           ),
           fc.record({ op: fc.constant('sandbox-helper' as const), keep: fc.boolean() }),
+          fc.constant({ op: 'sandbox-check' as const }),
         ),
       }),
     );
@@ -120,8 +121,55 @@ describe("a host's findings", () => {
     expect(hostProblems(found({ auth: { kind: 'logged-out' } }), needs)[0]?.message).toContain('is not logged in');
   });
 
-  test('git versions are read from what git says', () => {
-    expect(gitVersion('git version 2.39.5 (Apple Git-154)')).toEqual([2, 39]);
-    expect(gitVersion('nothing')).toBeNull();
+  test('versions are read from what git and node say', () => {
+    expect(versionNumbers('git version 2.39.5 (Apple Git-154)')).toEqual([2, 39]);
+    expect(versionNumbers('v20.11.1')).toEqual([20, 11]);
+    expect(versionNumbers('nothing')).toBeNull();
+  });
+
+  const tools = found().sandbox.map((tool) => ({ ...tool, path: `/usr/bin/${tool.name}` }));
+  const nodeProblems = (version: string, sandbox: boolean) =>
+    hostProblems(found({ node: { version, path: '/usr/bin/node' }, sandbox: tools }), { ...needs, sandbox }).filter((problem) => problem.check === 'node');
+
+  test('a Node older than the sandbox runtime’s 20.11 is refused only when the run sandboxes; one older than 20 always', () => {
+    expect(nodeProblems('v20.5.0', true)).toEqual([
+      {
+        check: 'node',
+        message:
+          "Node.js there is v20.5.0, older than the 20.11 the sandbox needs (its runtime, @anthropic-ai/sandbox-runtime, declares Node >= 20.11): install Node.js 20.11 or later there (or name one with the URL's node= parameter), or run with --sandbox off",
+        stops: true,
+      },
+    ]);
+    expect(nodeProblems('v20.5.0', false)).toEqual([]);
+    expect(nodeProblems('v20.11.0', true)).toEqual([]);
+    expect(nodeProblems('v22.1.0', true)).toEqual([]);
+    for (const sandbox of [true, false])
+      expect(nodeProblems('v18.19.0', sandbox).map((problem) => problem.message)).toEqual([
+        "Node.js there is v18.19.0, older than 20: install a newer one, or name it with the URL's node= parameter",
+      ]);
+  });
+
+  test('a sandbox that does not start there stops the host under the sandbox, named with why and what to do, unless a finding before explains it', () => {
+    const failed: SandboxStart = { kind: 'failed', stage: 'run', why: 'exit 1: bwrap: No permissions to create new namespace' };
+    const sandboxed = { ...needs, sandbox: true };
+    expect(hostProblems(found({ sandbox: tools }), sandboxed, failed)).toEqual([
+      {
+        check: 'sandbox-start',
+        message:
+          "the sandbox could not start there: a sandboxed `true` failed (exit 1: bwrap: No permissions to create new namespace): make bubblewrap work for the host's user (bubblewrap, socat and ripgrep installed, unprivileged user namespaces allowed: `bwrap --ro-bind / / true` must run there), or run with --sandbox off",
+        stops: true,
+      },
+    ]);
+    expect(hostProblems(found({ sandbox: tools }), sandboxed, { kind: 'failed', stage: 'helper', why: 'ENOSPC' })[0]?.message).toBe(
+      "the sandbox could not start there: its helper could not be kept in the work dir (ENOSPC): free space there or fix the work dir's permissions, or run with --sandbox off",
+    );
+    expect(hostProblems(found({ sandbox: tools }), sandboxed, { kind: 'started' })).toEqual([]);
+    // Its tools missing, or a Node too old for it, say why already.
+    expect(hostProblems(found(), sandboxed, failed).map((problem) => problem.check)).toEqual(['sandbox']);
+    expect(
+      hostProblems(found({ sandbox: tools, node: { version: 'v20.5.0', path: '/usr/bin/node' } }), sandboxed, failed).map((problem) => problem.check),
+    ).toEqual(['node']);
+    // Without the sandbox, what trying it found is no matter.
+    expect(hostProblems(found({ sandbox: tools }), needs, failed)).toEqual([]);
   });
 });

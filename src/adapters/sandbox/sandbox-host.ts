@@ -59,8 +59,13 @@ class SandboxHost {
   private stderrTail = '';
   readonly ready: Promise<Result<void, string>>;
 
-  constructor(program: readonly string[], network: RuntimeSettings['network']) {
-    this.child = spawn(process.execPath, [...program, JSON.stringify(network)], { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+  constructor(program: readonly string[], network: RuntimeSettings['network'], tmp: string | undefined) {
+    this.child = spawn(process.execPath, [...program, JSON.stringify(network)], {
+      // The runtime keeps its bridge sockets in the host's TMPDIR: this process's, unless the caller names one.
+      env: tmp === undefined ? process.env : { ...process.env, TMPDIR: tmp },
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
     this.child.unref();
     let onReady!: (answer: Answer) => void;
     const first = new Promise<Answer>((resolve) => (onReady = resolve));
@@ -139,19 +144,21 @@ class SandboxHost {
   }
 }
 
-/** Idle hosts by their program and network policy. */
+/** Idle hosts by their program, network policy and TMPDIR. */
 const idle = new Map<string, SandboxHost[]>();
 
 /**
  * A host of the network policy `network`, to wrap one command: an idle one, or a new one.
  * `program`: the script node runs as the host, with its leading arguments (this machine's
- * sandbox host; on an SSH host, foreman's remote program, src/host/sandboxed.ts).
+ * sandbox host; on an SSH host, foreman's remote program, src/host/sandboxed.ts). `tmp`: the
+ * host's TMPDIR, where the runtime keeps its bridge sockets (this process's when not given).
  */
 export async function leaseSandboxHost(
   network: RuntimeSettings['network'],
   program: readonly string[] = [sandboxHostPath()],
+  tmp?: string,
 ): Promise<Result<SandboxHostLease, string>> {
-  const key = JSON.stringify([program, network]);
+  const key = JSON.stringify([program, network, tmp ?? null]);
   let free = idle.get(key);
   if (free === undefined) {
     free = [];
@@ -159,7 +166,7 @@ export async function leaseSandboxHost(
   }
   let host = free.pop();
   while (host !== undefined && !host.alive) host = free.pop();
-  host ??= new SandboxHost(program, network);
+  host ??= new SandboxHost(program, network, tmp);
   const ready = await host.ready;
   if (!ready.ok) {
     host.end(ready.error);

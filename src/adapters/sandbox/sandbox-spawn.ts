@@ -53,6 +53,8 @@ export interface SandboxedSpawn {
 export interface SpawnPlace {
   /** The sandbox host's script for node, with its leading arguments. */
   hostProgram: readonly string[];
+  /** The sandbox host's TMPDIR, where the runtime keeps its bridge sockets: short enough for a socket's path. */
+  hostTmp: string;
   ownTmp: string;
 }
 
@@ -70,7 +72,7 @@ export async function sandboxedSpawn(command: string, cwd: string, sandbox: Comm
   const denies =
     sandbox.rulesOf === undefined ? undefined : (await personDenies({ repo: sandbox.rulesOf, cwd, writable: [...sandbox.writable, ownTmp] })).denies;
   const settings = runtimeSettings(sandbox, ownTmp, denies);
-  const leased = await leaseSandboxHost(settings.network, place?.hostProgram);
+  const leased = await (place === undefined ? leaseSandboxHost(settings.network) : leaseSandboxHost(settings.network, place.hostProgram, place.hostTmp));
   if (!leased.ok) {
     removeTmp();
     return err(leased.error);

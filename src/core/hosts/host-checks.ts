@@ -1,6 +1,7 @@
-// What a host's findings (the `checks` request, src/host/checks.ts) mean for a run: each problem
-// named with its fix. A problem with `stops: true` leaves the host out of the run; the others are
-// said and the host is used (the sandbox's tools missing only matters with `--sandbox on`). Pure.
+// What a host's findings (the `checks` request, src/host/checks.ts) and, for a run that sandboxes,
+// a sandboxed `true` tried there (the `sandbox-check` request) mean for a run: each problem named
+// with its fix. A problem with `stops: true` leaves the host out of the run; the others are said
+// and the host is used (the sandbox's tools missing only matters with `--sandbox on`). Pure.
 
 import type { HostFindings, ObjectFormat } from './host-protocol.ts';
 
@@ -14,23 +15,36 @@ export const MIN_GIT: readonly [number, number] = [2, 31];
 /** The oldest Node.js the remote side runs on (its bundle is built for it). */
 export const MIN_NODE_MAJOR = 20;
 
+/**
+ * The oldest Node.js the remote side runs sandboxed commands on: the sandbox runtime it carries
+ * (@anthropic-ai/sandbox-runtime) declares Node >= 20.11. Without the sandbox any Node 20 will do.
+ */
+export const MIN_SANDBOX_NODE: readonly [number, number] = [20, 11];
+
 /** Free space a host's work dir needs for a run's repository and workspaces, by default. */
 export const DEFAULT_MIN_FREE_BYTES = 1024 ** 3;
 
 export interface HostProblem {
   /** Which check found it. */
-  check: 'git' | 'node' | 'claude' | 'auth' | 'sandbox' | 'disk';
+  check: 'git' | 'node' | 'claude' | 'auth' | 'sandbox' | 'sandbox-start' | 'disk';
   /** What is wrong, then what the person does about it: one line. */
   message: string;
   /** Whether the host cannot take part in the run. */
   stops: boolean;
 }
 
-/** `git version 2.39.5 (Apple Git-…)` → [2, 39]; null when it says no version. */
-export function gitVersion(text: string): [number, number] | null {
+/** `git version 2.39.5 (Apple Git-…)` → [2, 39], `v20.11.1` → [20, 11]; null when it says no version. */
+export function versionNumbers(text: string): [number, number] | null {
   const match = /(\d+)\.(\d+)/.exec(text);
   return match ? [Number(match[1]), Number(match[2])] : null;
 }
+
+/**
+ * What trying the sandbox there found (a run that sandboxes tries it before any attempt goes
+ * there): it started, or it failed at `stage` — keeping the sandbox's helper there, or running
+ * the sandboxed `true` — for `why` (one line).
+ */
+export type SandboxStart = { kind: 'started' } | { kind: 'failed'; stage: 'helper' | 'run'; why: string };
 
 const atLeast = (version: readonly [number, number], minimum: readonly [number, number]): boolean =>
   version[0] > minimum[0] || (version[0] === minimum[0] && version[1] >= minimum[1]);
@@ -46,10 +60,13 @@ export interface HostCheckNeeds {
   sandbox: boolean;
 }
 
-/** The problems a host's findings show for a run that needs `needs`; none when it can take part. */
-export function hostProblems(found: HostFindings, needs: HostCheckNeeds): HostProblem[] {
+/**
+ * The problems a host's findings show for a run that needs `needs`; none when it can take part.
+ * `started`: what trying the sandbox there found (null: not tried — a dry run, or no sandbox).
+ */
+export function hostProblems(found: HostFindings, needs: HostCheckNeeds, started: SandboxStart | null = null): HostProblem[] {
   const problems: HostProblem[] = [];
-  const version = found.git.path === null ? null : gitVersion(found.git.version ?? '');
+  const version = found.git.path === null ? null : versionNumbers(found.git.version ?? '');
   if (found.git.path === null)
     problems.push({
       check: 'git',
@@ -62,11 +79,18 @@ export function hostProblems(found: HostFindings, needs: HostCheckNeeds): HostPr
       message: `git there is ${found.git.version ?? 'of no version it says'}, older than ${MIN_GIT.join('.')}${needs.objectFormat === 'sha256' ? ' (and the repository uses SHA-256 objects)' : ''}: upgrade git on the host`,
       stops: true,
     });
-  const nodeMajor = Number(found.node.version.replace(/^v/, '').split('.')[0]);
-  if (!(nodeMajor >= MIN_NODE_MAJOR))
+  const node = versionNumbers(found.node.version);
+  const nodeForSandbox = node !== null && atLeast(node, MIN_SANDBOX_NODE);
+  if (node === null || node[0] < MIN_NODE_MAJOR)
     problems.push({
       check: 'node',
       message: `Node.js there is ${found.node.version}, older than ${MIN_NODE_MAJOR}: install a newer one, or name it with the URL's node= parameter`,
+      stops: true,
+    });
+  else if (needs.sandbox && !nodeForSandbox)
+    problems.push({
+      check: 'node',
+      message: `Node.js there is ${found.node.version}, older than the ${MIN_SANDBOX_NODE.join('.')} the sandbox needs (its runtime, @anthropic-ai/sandbox-runtime, declares Node >= ${MIN_SANDBOX_NODE.join('.')}): install Node.js ${MIN_SANDBOX_NODE.join('.')} or later there (or name one with the URL's node= parameter), or run with --sandbox off`,
       stops: true,
     });
   if (found.claude.path === null)
@@ -88,6 +112,9 @@ export function hostProblems(found: HostFindings, needs: HostCheckNeeds): HostPr
       message: `the sandbox's tools are missing there (${missing.join(', ')}): install them on the host${needs.sandbox ? '' : ', or its workers run unsandboxed as with --sandbox off'}`,
       stops: needs.sandbox,
     });
+  // The sandbox tried there: its failure is said when nothing found before explains it (its tools missing, a Node too old for it).
+  else if (needs.sandbox && nodeForSandbox && started?.kind === 'failed')
+    problems.push({ check: 'sandbox-start', message: sandboxStartMessage(started), stops: true });
   if (found.workDir.freeBytes !== null && found.workDir.freeBytes < needs.minFreeBytes)
     problems.push({
       check: 'disk',
@@ -95,4 +122,11 @@ export function hostProblems(found: HostFindings, needs: HostCheckNeeds): HostPr
       stops: true,
     });
   return problems;
+}
+
+/** Why the sandbox did not start there, and what the person does about it. */
+function sandboxStartMessage(started: Extract<SandboxStart, { kind: 'failed' }>): string {
+  return started.stage === 'helper'
+    ? `the sandbox could not start there: its helper could not be kept in the work dir (${started.why}): free space there or fix the work dir's permissions, or run with --sandbox off`
+    : `the sandbox could not start there: a sandboxed \`true\` failed (${started.why}): make bubblewrap work for the host's user (bubblewrap, socat and ripgrep installed, unprivileged user namespaces allowed: \`bwrap --ro-bind / / true\` must run there), or run with --sandbox off`;
 }

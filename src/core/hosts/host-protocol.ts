@@ -8,7 +8,7 @@ import type { AuthStatus } from './auth-status.ts';
 import { err, ok, type Result } from '../result.ts';
 
 /** The protocol's version: both sides refuse a peer that speaks another. */
-export const HOST_PROTOCOL = 2;
+export const HOST_PROTOCOL = 3;
 
 /** How long either side waits hearing nothing before it gives the other up (the issue's 30 s). */
 export const DEFAULT_SILENCE_MS = 30_000;
@@ -35,6 +35,12 @@ export type HostRequest =
   | { op: 'hello'; protocol: number; silenceMs: number; git: string }
   /** What the host has for a run: git, node, the claude binary and its login, the sandbox's tools, free disk. Writes nothing. */
   | { op: 'checks'; claude: string }
+  /**
+   * Whether the operating-system sandbox starts there: `true` run as a sandboxed check's command
+   * is (the same sandbox host and spawn), writing nowhere but its own TMPDIR, with no network. Needs
+   * the program and the sandbox's helper kept there (`sandbox-helper`).
+   */
+  | { op: 'sandbox-check' }
   /** Takes `<work dir>/<repository>/<plan>/` for this process (made 0700, locked) with its git repository. */
   | { op: 'open-run'; repository: string; plan: string; objectFormat: ObjectFormat }
   /** The bytes that follow (`input` messages) are a git bundle holding `commit`: into the run's repository. */
@@ -97,6 +103,8 @@ export type CommandExit = { kind: 'exited'; code: number } | { kind: 'killed'; s
 export interface HostReplies {
   hello: { protocol: number; version: string; pid: number; node: string };
   checks: HostFindings;
+  /** Why the sandboxed `true` did not run (one line); null: it ran and exited 0. */
+  'sandbox-check': { failed: string | null };
   'open-run': { dir: string };
   'receive-objects': { commit: string };
   'has-commits': { present: string[] };
@@ -162,6 +170,8 @@ function readRequest(value: unknown): HostRequest | null {
         : null;
     case 'checks':
       return typeof value.claude === 'string' && value.claude !== '' ? { op: 'checks', claude: value.claude } : null;
+    case 'sandbox-check':
+      return { op: 'sandbox-check' };
     case 'open-run':
       return isFolderName(value.repository) && isFolderName(value.plan) && isObjectFormat(value.objectFormat)
         ? { op: 'open-run', repository: value.repository, plan: value.plan, objectFormat: value.objectFormat }

@@ -3,7 +3,7 @@
 
 export { accountWords, hostAccounts } from './accounts.ts';
 export { type AuthStatus, notLoggedInLines, parseAuthStatus } from './auth-status.ts';
-export { type HostProblem, hostProblems } from './host-checks.ts';
+export { type HostProblem, hostProblems, type SandboxStart } from './host-checks.ts';
 export type { HostCheckResult, IncludedFile } from './host-facts.ts';
 export {
   base64Chunks,

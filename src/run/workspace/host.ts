@@ -80,14 +80,21 @@ export class HostWorkspaces implements Workspaces {
       const opened = await this.context.connect();
       if (!opened.ok) return err(this.fault(opened.error.message));
       const channel = opened.value;
-      channel.onDown((fault) => this.context.onFault(this.name, fault.message));
+      let abandoned = false;
+      channel.onDown((fault) => abandoned || this.context.onFault(this.name, fault.message));
+      // A channel that cannot serve the run is closed at once, its failure told once (not again as the closed channel): nothing else has it.
+      const abandon = async (why: string): Promise<Result<Connection, string>> => {
+        abandoned = true;
+        await channel.close();
+        return err(why);
+      };
       const run = await channel.request({
         op: 'open-run',
         repository: repositoryId(this.context.repo),
         plan: this.context.planId,
         objectFormat: this.context.objectFormat,
       });
-      if (!run.ok) return err(this.requestFault('take the run’s folder', run.error));
+      if (!run.ok) return abandon(this.requestFault('take the run’s folder', run.error));
       // What earlier runs of this repository left there and no live process holds goes (a run killed,
       // a plan finished or abandoned); a run's own folder, and one another live run holds, stay.
       // Cleaning is housekeeping: a failure of it is no fault of the host's.
@@ -95,7 +102,7 @@ export class HostWorkspaces implements Workspaces {
       // Its sandboxed commands' seccomp helper, kept beside the program there once per version.
       if (this.context.sandbox) {
         const helper = await sendSandboxHelper(channel);
-        if (!helper.ok) return err(helper.error.kind === 'local' ? helper.error.message : this.requestFault('keep the sandbox’s helper', helper.error));
+        if (!helper.ok) return abandon(helper.error.kind === 'local' ? helper.error.message : this.requestFault('keep the sandbox’s helper', helper.error));
       }
       return ok({ channel, dir: run.value.dir, sent: new Map() });
     })();
