@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -157,6 +157,23 @@ describe('killOrphans', () => {
       `stopped 1 process group(s) left running by an earlier run: the gate (\`npm test\`), found by its marker: ${child.pid} (sleep 1000)`,
     );
     expect(existsSync(path)).toBe(false);
+  });
+
+  it.runIf(process.platform === 'linux')('names a recorded group that runs inside another recorded group’s tree as ended with it', async () => {
+    const path = join(dir, 'workers.json');
+    const inner = join(dir, 'inner-pid');
+    // A gate process and the test command it started, each leading a group of its own.
+    const outer = spawn('/bin/sh', ['-c', `setsid sh -c 'echo $$ > ${inner}; exec sleep 1000' & wait`], { detached: true, stdio: 'ignore' });
+    started.push(outer);
+    await waitFor('the inner group to start', () => existsSync(inner) && readFileSync(inner, 'utf8').trim() !== '');
+    const innerGroup = Number(readFileSync(inner, 'utf8').trim());
+    await waitFor('the inner group to run sleep', () => processAlive(innerGroup) && readFileSync(`/proc/${innerGroup}/cmdline`, 'utf8').startsWith('sleep'));
+    const record = (pgid: number) => ({ kind: 'gate', task: -1, command: 'npm test', pgid, started: processStartTime(pgid) });
+    await writeFile(path, JSON.stringify([record(outer.pid!), record(innerGroup)]));
+    const killed = await killOrphans(path);
+    expect(killed.map((k) => k.pgid)).toEqual([outer.pid, innerGroup]);
+    expect(groupAlive(outer.pid!)).toBe(false);
+    expect(groupAlive(innerGroup)).toBe(false);
   });
 
   it('does nothing without a registry file, or with a damaged one', async () => {

@@ -10,15 +10,16 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { repoRoot, runExecute, runPlanTool } from '../support/execute.ts';
 import { runGit } from '../support/git-repo.ts';
-import { checkedStep, fakeSubagent, playLead, step } from '../skills/support.ts';
+import { checkedStep, fakeSubagent, playLead, settledCommit, step } from '../skills/support.ts';
 import { journalReport } from '../fixtures/resume/report.ts';
 
 const fixtures = join(repoRoot, 'test/fixtures/resume');
 
 /**
- * The session cases wait for a background gate process's verdict (`commit --wait 60`): their time
- * limit is past that wait, so a gate that gives none fails on what `commit` says of it (its state,
- * its process) rather than on the time limit, which would hide where it stalled.
+ * The session cases wait for a background gate process's verdict as the skill does: `commit
+ * --wait 60`, again while the gate still runs (`settledCommit`; once, under the whole suite, a
+ * verdict took longer than 60 s). The time limit, well past one wait, is what catches a gate that
+ * never gives one.
  */
 const SESSION_TEST_MS = 200_000;
 
@@ -117,7 +118,7 @@ describe('a run stopped by an earlier version', () => {
       ]);
 
       // The gate process is gone without a verdict: its stack is tested again, and task 0 lands.
-      const commit = await checkedStep(step, dir, ['commit', '--wait', '60']);
+      const commit = await settledCommit(step, dir, ['commit', '--wait', '60']);
       expect(commit.code, commit.stderr).toBe(0);
       expect(commit.json).toMatchObject({ tasks: [0], gate: { state: 'idle' } });
       expect(await runGit(dir, ['show', 'main:a.txt'])).toBe('make a\n');
@@ -131,7 +132,7 @@ describe('a run stopped by an earlier version', () => {
       const finalize = await checkedStep(step, dir, ['finalize', '--results', '.design/prompts/results.json']);
       expect(finalize.code, finalize.stderr).toBe(0);
       expect(finalize.json.results).toEqual([expect.objectContaining({ index: 1, outcome: 'completed' })]);
-      const second = await checkedStep(step, dir, ['commit', '--wait', '60']);
+      const second = await settledCommit(step, dir, ['commit', '--wait', '60']);
       expect(second.json).toMatchObject({ tasks: [1], complete: false });
 
       // Task 2, blocked by both, is handed out now and completes the plan.
@@ -142,7 +143,7 @@ describe('a run stopped by an earlier version', () => {
       const lastOutput = await fakeSubagent(last, next.json.tasks[0].promptFile, next.json.tasks[0].model);
       await writeFile(join(dir, '.design/prompts/results.json'), JSON.stringify([{ task: 2, output: lastOutput.trim().split('\n').at(-1), worktree: last }]));
       expect((await checkedStep(step, dir, ['finalize', '--results', '.design/prompts/results.json'])).code).toBe(0);
-      const done = await checkedStep(step, dir, ['commit', '--wait', '60']);
+      const done = await settledCommit(step, dir, ['commit', '--wait', '60']);
       expect(done.json).toMatchObject({ tasks: [2], complete: true });
       expect(done.json.archived).toMatch(/\.design\/history\/\d{8}T\d{6}Z-plan\.json$/);
       expect(await landed(dir, ['a.txt', 'b.txt', 'c.txt'])).toEqual({
@@ -166,7 +167,7 @@ describe('a run stopped by an earlier version', () => {
       delete session.engine.attempts[0].decision;
       await writeFile(path, JSON.stringify(session, null, 2));
 
-      const commit = await checkedStep(step, dir, ['commit', '--wait', '60']);
+      const commit = await settledCommit(step, dir, ['commit', '--wait', '60']);
       expect(commit.code, commit.stderr).toBe(0);
       expect(commit.json.tasks).toEqual([]);
       const after = JSON.parse(await readFile(path, 'utf8'));

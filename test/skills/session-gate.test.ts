@@ -13,7 +13,7 @@ import { processAlive } from '../../src/adapters/processes/processes.ts';
 import { tempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, readPlan, writePlan } from '../support/plans.ts';
 import { waitFor } from '../support/wait.ts';
-import { checkedStep, isolatedSubagent, step } from './support.ts';
+import { checkedStep, isolatedSubagent, settledCommit, step } from './support.ts';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -53,7 +53,7 @@ describe('the in-session merge queue', () => {
     // Nothing starts before the baseline passed.
     const held = await checkedStep(step, repo.dir, ['next']);
     expect(held.json).toMatchObject({ tasks: [], stall: 'gate' });
-    const baseline = await checkedStep(step, repo.dir, ['commit', '--wait', '60']);
+    const baseline = await settledCommit(step, repo.dir, ['commit', '--wait', '60']);
     expect(baseline.code, baseline.stderr).toBe(0);
     expect(baseline.json.gate).toMatchObject({ state: 'idle', baseline: 'passed', runs: [{ tasks: [], passed: true }] });
 
@@ -65,7 +65,7 @@ describe('the in-session merge queue', () => {
     expect((await readPlan(planPath)).tasks[0]!.status).toBe('in_progress');
     await expect(readFile(join(repo.dir, 'a.txt'), 'utf8')).rejects.toThrow();
 
-    const done = await checkedStep(step, repo.dir, ['commit', '--wait', '60']);
+    const done = await settledCommit(step, repo.dir, ['commit', '--wait', '60']);
     expect(done.code, done.stderr).toBe(0);
     expect(done.json).toMatchObject({
       tasks: [0],
@@ -112,7 +112,7 @@ describe('the in-session merge queue', () => {
     expect(setup.json.notices.filter((n: any) => n.message.startsWith('no speculation in a session'))).toHaveLength(1);
     const first = await round(repo.dir);
     expect(first.next.tasks.map((t: any) => t.index)).toEqual([0, 1]);
-    const commit = await checkedStep(step, repo.dir, ['commit', '--wait', '120']);
+    const commit = await settledCommit(step, repo.dir, ['commit', '--wait', '120']);
     expect(commit.code, commit.stderr).toBe(0);
     expect(commit.json.tasks).toEqual([0]);
     expect(commit.json.gate.runs.map((r: any) => [r.tasks, r.passed])).toEqual([
@@ -130,7 +130,7 @@ describe('the in-session merge queue', () => {
     const retry = await round(repo.dir);
     expect(retry.next.tasks).toEqual([expect.objectContaining({ index: 1, attempt: 2 })]);
     expect(await readFile(retry.next.tasks[0].promptFile, 'utf8')).toContain('GREET-IS-GONE');
-    const last = await checkedStep(step, repo.dir, ['commit', '--wait', '120']);
+    const last = await settledCommit(step, repo.dir, ['commit', '--wait', '120']);
     expect(last.json).toMatchObject({ tasks: [1], complete: true });
     expect(await readFile(join(repo.dir, 'use.js'), 'utf8')).toContain('hello');
   });
@@ -143,7 +143,7 @@ describe('the in-session merge queue', () => {
     // The gate counts its runs in a file outside its worktree, which the sandbox would refuse.
     await checkedStep(step, repo.dir, ['setup', '--gate', gate, '--wait', '60', '--sandbox', 'off']);
     await round(repo.dir);
-    const commit = await checkedStep(step, repo.dir, ['commit', '--wait', '120']);
+    const commit = await settledCommit(step, repo.dir, ['commit', '--wait', '120']);
     expect(commit.json).toMatchObject({ tasks: [0], complete: true, gate: { blamed: [], flakes: [0] } });
     expect(commit.json.gate.runs.map((r: any) => [r.tasks, r.passed, r.flake])).toEqual([
       [[0], false, false],
@@ -223,7 +223,7 @@ describe('the in-session merge queue', () => {
     const state = JSON.parse(await readFile(join(repo.dir, '.design/gate.json'), 'utf8'));
     process.kill(-state.pid, 'SIGKILL');
     await writeFile(red, '');
-    const commit = await checkedStep(step, repo.dir, ['commit', '--wait', '60']);
+    const commit = await settledCommit(step, repo.dir, ['commit', '--wait', '60']);
     expect(commit.code).toBe(2);
     expect(commit.json.error.kind).toBe('baseline-failed');
     expect(commit.json.error.details[0]).toContain('BASELINE-RED');
@@ -278,7 +278,7 @@ describe('the in-session merge queue', () => {
     expect([...again.json.gate.testing, ...again.json.gate.waiting]).toEqual([0]);
     await expect(readFile(join(repo.dir, 'a.txt'), 'utf8')).rejects.toThrow();
     await writeFile(release, '');
-    const done = await checkedStep(step, repo.dir, ['commit', '--wait', '120']);
+    const done = await settledCommit(step, repo.dir, ['commit', '--wait', '120']);
     expect(done.json).toMatchObject({ tasks: [0], complete: true });
     expect(await readFile(join(repo.dir, 'a.txt'), 'utf8')).toBe('A\n');
   });

@@ -14,7 +14,7 @@ import { sandboxSupport } from '../../src/adapters/sandbox/sandbox.ts';
 import { runPlanToolProcess } from '../support/execute.ts';
 import { tempGitRepo, type TempGitRepo } from '../support/git-repo.ts';
 import { fakeTask, makePlan, writePlan } from '../support/plans.ts';
-import { checkedStep, expectSchema, isolatedSubagent, step } from './support.ts';
+import { checkedStep, expectSchema, isolatedSubagent, settledCommit, step } from './support.ts';
 
 const support = await sandboxSupport();
 let scratch: string;
@@ -90,7 +90,7 @@ describe('--sandbox on on the steps after setup', () => {
     );
     expect((await checkedStep(step, repo.dir, ['setup', '--sandbox', 'off'])).json.sandbox).toEqual({ mode: 'off', sandboxed: false });
     // The gate's check of the starting commit, run by setup, waited for by a plain commit.
-    expect((await checkedStep(step, repo.dir, ['commit', '--wait', '60'])).json.gate.baseline).toBe('passed');
+    expect((await settledCommit(step, repo.dir, ['commit', '--wait', '60'])).json.gate.baseline).toBe('passed');
     const next = await checkedStep(step, repo.dir, ['next']);
     const ran = await isolatedSubagent(repo.dir, next.json.tasks[0].promptFile, 'haiku');
     await writeFile(
@@ -114,7 +114,7 @@ describe('--sandbox on on the steps after setup', () => {
     expect(commitRefused.json.error.message).toMatch(
       /^--sandbox on: this session runs the gate \(the plan's test command\) outside the sandbox \(it was set up with --sandbox off\)/,
     );
-    const commit = await checkedStep(step, repo.dir, ['commit', '--wait', '60']);
+    const commit = await settledCommit(step, repo.dir, ['commit', '--wait', '60']);
     expect(commit.code, commit.stderr).toBe(0);
     expect(commit.json.archived).toEqual(expect.any(String));
   });

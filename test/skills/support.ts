@@ -79,6 +79,33 @@ export async function checkedStep(run: (cwd: string, argv: string[]) => Promise<
   return r;
 }
 
+/**
+ * `plan commit` (`argv`: its words) as the skill runs it: again while the gate is still running
+ * (`gate.state: "running"`: a gate run may outlast one call's `--wait`, all the more on a busy
+ * machine), so the answer read is the verdict. The last call's output, with what each call says
+ * of itself alone — the tasks it integrated, its notices, the gate runs that ended in it, their
+ * blame and flakes — gathered over the calls, as the lead reads them one after another. The
+ * test's time limit is what catches a gate that never ends.
+ */
+export async function settledCommit(run: (cwd: string, argv: string[]) => Promise<StepRun>, cwd: string, argv: string[] = ['commit']): Promise<StepRun> {
+  const said: { tasks: unknown[]; notices: unknown[]; gate: Record<'runs' | 'blamed' | 'flakes' | 'notices', unknown[]> } = {
+    tasks: [],
+    notices: [],
+    gate: { runs: [], blamed: [], flakes: [], notices: [] },
+  };
+  for (;;) {
+    const r = await checkedStep(run, cwd, argv);
+    if (r.code !== 0 || r.json === null || 'error' in r.json) return r;
+    said.tasks.push(...r.json.tasks);
+    said.notices.push(...(r.json.notices ?? []));
+    for (const key of ['runs', 'blamed', 'flakes', 'notices'] as const) said.gate[key].push(...(r.json.gate?.[key] ?? []));
+    if (r.json.gate?.state === 'running') continue;
+    const json = { ...r.json, tasks: said.tasks, ...(r.json.notices ? { notices: said.notices } : {}) };
+    if (r.json.gate) json.gate = { ...r.json.gate, ...said.gate };
+    return { ...r, json };
+  }
+}
+
 /** Run the fake worker as a Task subagent would run: the prompt file's text in, the final text out. */
 export async function fakeSubagent(cwd: string, promptFile: string, model: string): Promise<string> {
   const prompt = await readFile(promptFile, 'utf8');
@@ -215,7 +242,7 @@ export async function leadRounds(
     await writeFile(results, JSON.stringify(outputs));
     const finalize = await checkedStep(run, repo, ['finalize', '--results', results]);
     expect(finalize.code, finalize.stderr).toBe(0);
-    const commit = await checkedStep(run, repo, ['commit']);
+    const commit = await settledCommit(run, repo);
     expect(commit.code, commit.stderr).toBe(0);
     t.rounds.push({ next: next.json, finalize: finalize.json, commit: commit.json });
     if (commit.json.archived || finalize.json.breaker.trip) {

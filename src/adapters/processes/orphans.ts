@@ -187,6 +187,15 @@ function parseRole(kind: unknown, task: number, command: string): ProcessRole | 
   }
 }
 
+/** Whether group `pgid` runs and is the one recorded as started at `started` (a recycled id is not). */
+function ownGroupAlive(pgid: number, started: string): boolean {
+  if (!groupAlive(pgid)) return false;
+  const now = processStartTime(pgid);
+  // The leader may be gone while its children live on; then the group id cannot have been reused
+  // by a new leader (the OS hands out no pid that is still a group's id), so the group is ours.
+  return now === null || started === '' || now === started;
+}
+
 /** A record whose processes were ended, with those found by its marker outside its group (detached ones). */
 export type KilledOrphan = ProcessRecord & { leftRunning?: MarkedProcess[] };
 
@@ -204,20 +213,19 @@ export async function killOrphans(path: string, waitMs = 5000): Promise<KilledOr
     records = [];
   }
   const killed = new Map<ProcessRecord, KilledOrphan>();
-  const groups: number[] = [];
-  for (const r of records) {
-    if (r.pgid === undefined || !groupAlive(r.pgid)) continue;
-    const started = processStartTime(r.pgid);
-    // The leader may be gone while its children live on; then the group id cannot have been reused
-    // by a new leader (the OS hands out no pid that is still a group's id), so the group is ours.
-    if (started !== null && r.started !== '' && started !== r.started) continue;
+  // Every live group judged before any is killed: one recorded group may run inside another's
+  // tree (a session's gate process and the test command it started), and ending the first would
+  // leave the second looking gone, though it was running until then.
+  const live = records.filter((r): r is ProcessRecord & { pgid: number } => r.pgid !== undefined && ownGroupAlive(r.pgid, r.started));
+  const ended = new Set<number>();
+  for (const r of live) {
     // With what it started in groups of its own (a worker's Bash commands run in new sessions).
-    const hit = signalTree(r.pgid, 'SIGKILL');
+    const hit = ended.has(r.pgid) ? [r.pgid] : signalTree(r.pgid, 'SIGKILL');
     if (hit.length === 0) continue;
     killed.set(r, { ...r });
-    groups.push(...hit);
+    for (const group of hit) ended.add(group);
   }
-  await waitForGroupsGone(groups, waitMs);
+  await waitForGroupsGone([...ended], waitMs);
   // What left the groups (`setsid`, `nohup … &`) and lost its parent still carries the marker; a
   // marker names this one recorded process of that run alone, so a live run is never hit.
   for (const r of records) {
