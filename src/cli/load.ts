@@ -4,8 +4,8 @@ import { access, realpath } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { ownLayout, ownPlanFormatPath, readPlanFile, topLevel } from '../adapters/index.ts';
 import { clipHead, parsePlan, type Plan, plural, statusOf, type ValidateOptions } from '../core/index.ts';
-import { archivedPlans } from '../run/index.ts';
-import { CliError, EXIT } from './exit.ts';
+import { archivedPlans, repositoryOf } from '../run/index.ts';
+import { CliError, EXIT, gitFailedError } from './exit.ts';
 
 export const DEFAULT_PLAN = '.design/plan.json';
 
@@ -53,13 +53,24 @@ export async function findPlan(start: string, top: string | null): Promise<strin
 /**
  * The top of the git working tree holding `dir` (as `git rev-parse --show-toplevel` says, or
  * `dir` as written when it is the top); null outside any working tree, or when `dir` is not there.
+ * When git cannot say (a repository another user owns), exit 4 with what git said: taken for no
+ * repository, it would read as a missing plan.
  */
 export async function repositoryTop(dir: string): Promise<string | null> {
   if (!(await exists(dir))) return null;
-  const top = await topLevel(dir);
-  if (top === null || top === '') return null;
+  const found = await topLevel(dir);
+  if (!found.ok) throw gitFailedError(`find the git repository holding ${dir}`, found.error);
+  const top = found.value;
+  if (top === null) return null;
   const [dirReal, topReal] = await Promise.all([realpath(dir).catch(() => dir), realpath(top).catch(() => top)]);
   return dirReal === topReal ? dir : top;
+}
+
+/** The repository holding the plan at `planPath` (real path), or null outside any; exit 4 when git cannot say (`repositoryTop`). */
+export async function planRepository(planPath: string): Promise<string | null> {
+  const found = await repositoryOf(planPath);
+  if (!found.ok) throw gitFailedError(`find the git repository holding ${dirname(planPath)}`, found.error);
+  return found.value;
 }
 
 const exists = (path: string): Promise<boolean> =>

@@ -3,6 +3,7 @@
 // work at the top. `--plan FILE` is read relative to the current folder (execute: to --repo DIR).
 // The fake worker, in process (runExecute / runPlanTool).
 
+import { execa } from 'execa';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -103,5 +104,29 @@ describe('outside any repository', () => {
     const run = await runExecute(outside, []);
     expect(run.exitCode).toBe(2);
     expect(run.stderr).toBe(`${outside} is not in a git repository (foreman commits each round; run \`git init\` first)`);
+  });
+});
+
+// Root can give a repository to another user; git then refuses to read it (`safe.directory`).
+describe.runIf(process.getuid?.() === 0)('in a repository git refuses to read', () => {
+  it('says what git said and exits 4, rather than that there is no plan', async () => {
+    const { repo, deep } = await repoWithSubfolder();
+    await execa('chown', ['-R', '54321:54321', repo.dir]);
+    const said = `could not find the git repository holding ${deep}: git rev-parse failed (exit 128): fatal: `;
+    const run = await runExecute(deep, ['--dry-run']);
+    expect(run.exitCode, run.stderr).toBe(4);
+    expect(run.stderr.startsWith(said), run.stderr).toBe(true);
+    expect(run.stderr).toContain(`safe.directory ${repo.dir}`);
+    for (const command of [['status'], ['land']]) {
+      const r = await runPlanTool(deep, command);
+      expect(r.exitCode, `${command.join(' ')}: ${r.stderr}`).toBe(4);
+      expect(r.stderr.startsWith(said), r.stderr).toBe(true);
+    }
+    // A session step says it in its JSON, as git failing.
+    const next = await runPlanTool(deep, ['next']);
+    expect(next.exitCode).toBe(4);
+    const error = JSON.parse(next.stdout).error;
+    expect(error.kind).toBe('git-failed');
+    expect(error.message.startsWith(said), error.message).toBe(true);
   });
 });

@@ -100,11 +100,18 @@ export async function commonGitDir(cwd: string): Promise<string | null> {
   return found.ok ? found.value.trim() : null;
 }
 
-/** The top of the working tree holding `cwd`, or null when it is in none. */
-export async function topLevel(cwd: string): Promise<string | null> {
+/**
+ * The top of the working tree holding `cwd`: null when git says it is in none; or why git could
+ * not say (a repository it refuses to read, such as one another user owns; its time limit).
+ */
+export async function topLevel(cwd: string): Promise<Result<string | null, GitFailure>> {
   const found = await runGit(['rev-parse', '--show-toplevel'], { cwd });
-  return found.ok ? found.value.trim() : null;
+  if (found.ok) return ok(found.value.trim() || null);
+  return outsideWorkTree(found.error) ? ok(null) : err(failureOf(found.error));
 }
+
+/** git's own answer that a folder is in no working tree (outside any repository, or inside a `.git` folder or a bare one). */
+const outsideWorkTree = (error: GitCommandError): boolean => error.exitCode === 128 && /not a git repository|must be run in a work tree/.test(error.stderr);
 
 /** The ref HEAD points to (`refs/heads/x`, an unborn branch's too), null on a detached HEAD; or why git could not say. */
 export async function headRef(cwd: string): Promise<Result<string | null, GitCommandError>> {

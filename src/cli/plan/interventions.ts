@@ -36,11 +36,11 @@ import {
   skipTasks,
   taskAt,
 } from '../../core/index.ts';
-import { describeIntegrationFailure, integrateParked, landTarget, repositoryOf } from '../../run/index.ts';
+import { describeIntegrationFailure, integrateParked, landTarget } from '../../run/index.ts';
 import type { Command, Io, Numbers, OptionSpec, PositionalSpec } from '../command.ts';
 import { RANGES } from '../numeric-flags.ts';
 import { CliError, EXIT, type ExitCode, gitFailedError, usageError } from '../exit.ts';
-import { existingPlanPath, loadPlan } from '../load.ts';
+import { existingPlanPath, loadPlan, planRepository } from '../load.ts';
 import { describeLanding } from './land.ts';
 import { planOption } from './options.ts';
 
@@ -121,7 +121,7 @@ function interventionCommand(spec: Spec): Command {
       if (!lock.ok) throw new CliError(EXIT.cannotRun, [`${spec.name}: ${lockHeldMessage(lock.error.holder)}`]);
       try {
         const plan = await loadPlan(path);
-        const repo = spec.before || spec.after || spec.needsRepository ? await repositoryOf(path) : null;
+        const repo = spec.before || spec.after || spec.needsRepository ? await planRepository(path) : null;
         const result = await spec.apply(plan, indices, reason, new Date().toISOString(), { values, numbers, repo, cwd: io.cwd });
         if (!result.ok) throw new CliError(EXIT.invalid, refusal(spec.name, indices, result.error));
         const decision: Decision = {

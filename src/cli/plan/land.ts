@@ -16,13 +16,12 @@ import {
   type LandTarget,
   planIdsToClean,
   repositoryId,
-  repositoryOf,
   runPathOf,
 } from '../../run/index.ts';
 import { cleanHostOptions, describeHostCleaning, hostCleaningJson, hostsOf } from '../host-flags.ts';
 import type { Command, Io } from '../command.ts';
 import { CliError, EXIT, type ExitCode, gitFailedError } from '../exit.ts';
-import { planPathFrom } from '../load.ts';
+import { planPathFrom, planRepository } from '../load.ts';
 import { jsonOption, planOption } from './options.ts';
 
 const noCommitOption = {
@@ -49,7 +48,7 @@ const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 /** The repository holding the plan, or exit 2 (outside any, or with no commit yet: there is nothing a plan could have landed on or made). */
 async function repositoryFor(planPath: string, command: string): Promise<string> {
-  const repo = await repositoryOf(planPath);
+  const repo = await planRepository(planPath);
   if (repo === null) throw new CliError(EXIT.invalid, [`${command}: ${planPath} is not in a git repository`]);
   if ((await new Git(repo).headCommit()) === null) throw new CliError(EXIT.invalid, [`${command}: ${noCommitLine(repo)}`]);
   return repo;

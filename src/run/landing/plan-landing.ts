@@ -44,13 +44,13 @@ import {
 import { endGateProcess } from '../session/index.ts';
 import { retirePlan } from '../lifecycle.ts';
 
-/** The top of the git repository holding `planPath`'s directory (real path), or null when it is in none. */
-export async function repositoryOf(planPath: string): Promise<string | null> {
+/** The top of the git repository holding `planPath`'s directory (real path), or null when it is in none; or why git could not say. */
+export async function repositoryOf(planPath: string): Promise<Result<string | null, GitFailure>> {
   const dir = dirname(planPath);
-  if ((await stat(dir).catch(() => null))?.isDirectory() !== true) return null;
+  if ((await stat(dir).catch(() => null))?.isDirectory() !== true) return ok(null);
   const top = await topLevel(dir);
-  if (top === null) return null;
-  return realpath(top).catch(() => null);
+  if (!top.ok || top.value === null) return top;
+  return ok(await realpath(top.value).catch(() => null));
 }
 
 /**

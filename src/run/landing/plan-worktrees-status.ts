@@ -22,8 +22,9 @@ export interface IsolationStatus {
 export async function isolationStatus(planPath: string, plan: Plan, env: NodeJS.ProcessEnv): Promise<Result<IsolationStatus | null, GitFailure>> {
   const planId = planIdOf(plan);
   if (planId === null) return ok(null);
-  const repo = await repositoryOf(planPath);
-  if (repo === null) return ok(null);
+  const found = await repositoryOf(planPath);
+  if (!found.ok || found.value === null) return found.ok ? ok(null) : found;
+  const repo = found.value;
   const dir = poolDir(worktreesRoot(env), repo, planId);
   const count = await slotCount(dir);
   const bytes = count === 0 ? 0 : await diskUsage(dir);

@@ -184,7 +184,15 @@ export function stepCommand<P, O extends StepOutput>(spec: StepSpec<P, O>): Comm
         if (!(e instanceof CliError)) throw e;
         return reportProblem(
           spec.name,
-          e instanceof StepError ? e.kind : e instanceof UsageError ? 'usage' : e.code === EXIT.cannotRun ? 'cannot-run' : 'invalid',
+          e instanceof StepError
+            ? e.kind
+            : e instanceof UsageError
+              ? 'usage'
+              : e.code === EXIT.cannotRun
+                ? 'cannot-run'
+                : e.code === EXIT.gitFailed
+                  ? 'git-failed'
+                  : 'invalid',
           e,
           io,
         );
