@@ -149,6 +149,9 @@ export function listIndices(indices: readonly number[]): string {
 
 export const plural = (count: number, one: string, many = `${one}s`): string => `${count} ${count === 1 ? one : many}`;
 
+/** `task 1`, `tasks 1 and 3`: tasks named in a sentence. */
+export const namedTasks = (tasks: readonly number[]): string => `${tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(tasks)}`;
+
 /** `a`, `a and b`, `a, b and c`; past `shown` items, the first ones and how many more: `a, b, c and 2 more`. */
 export function listSome(items: readonly string[], shown = 3): string {
   if (items.length <= shown) return items.length <= 1 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;

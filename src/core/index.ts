@@ -17,6 +17,7 @@ export {
   formatSeconds,
   isoSeconds,
   listIndices,
+  namedTasks,
   oneLine,
   plural,
   wrapWords,

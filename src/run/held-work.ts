@@ -9,6 +9,7 @@ import {
   err,
   type GitFailure,
   type HeldCandidate,
+  namedTasks,
   type Notice,
   ok,
   openReview,
@@ -74,7 +75,7 @@ export async function holdWaitingWork(
   if (held.length > 0)
     notices.push({
       level: 'info',
-      message: `tasks ${held.map((h) => h.task).join(', ')}: their verified work waits in the merge queue, as an earlier run left it`,
+      message: `${namedTasks(held.map((h) => h.task))}: ${held.length === 1 ? 'its' : 'their'} verified work waits in the merge queue, as an earlier run left it`,
     });
   return ok({ held, notices });
 }

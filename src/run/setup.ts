@@ -16,6 +16,7 @@ import {
   type GitFailure,
   type HeldCandidate,
   landingNotice,
+  namedTasks,
   noFindings,
   ok,
   type Plan,
@@ -124,7 +125,11 @@ export async function setupRun<W extends RunPlaces>(plan: Plan, options: SetupOp
   if (!integrated.ok) return err({ kind: 'git-failed', doing: "read the integration ref's history", failure: integrated.error });
   Object.assign(findings, integrated.value);
   const recovered = findings.recovered.map((r) => r.task);
-  if (recovered.length > 0) notices.push({ level: 'info', message: `tasks ${recovered.join(', ')}: their work had been integrated; recorded as completed` });
+  if (recovered.length > 0)
+    notices.push({
+      level: 'info',
+      message: `${namedTasks(recovered)}: ${recovered.length === 1 ? 'its' : 'their'} work had been integrated; recorded as completed`,
+    });
 
   // Approved work is held on a candidate ref, as verified work the merge queue waits for.
   const approvedTasks = [...plan.tasks.keys()].filter((i) => statusNow(i) === 'completed' && commitAfter(plan, i, findings) === undefined);
@@ -135,7 +140,8 @@ export async function setupRun<W extends RunPlaces>(plan: Plan, options: SetupOp
   // Interrupted attempts: their work never left their worktrees, which are reset before reuse.
   const reset = plan.tasks.flatMap((_, i) => (statusNow(i) === 'in_progress' && !options.verified?.includes(i) && !held.some((h) => h.task === i) ? [i] : []));
   findings.interrupted.push(...reset);
-  if (reset.length > 0) notices.push({ level: 'info', message: `tasks ${reset.join(', ')} were interrupted: they will run again` });
+  if (reset.length > 0)
+    notices.push({ level: 'info', message: `${namedTasks(reset)} ${reset.length === 1 ? 'was interrupted: it' : 'were interrupted: they'} will run again` });
 
   const rejected = await dropRejected(plan, integration, findings);
   if (!rejected.ok) return err({ kind: 'git-failed', doing: 'list the work parked for approval', failure: rejected.error });

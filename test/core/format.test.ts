@@ -15,6 +15,7 @@ import {
   isoSeconds,
   listIndices,
   markdownCell,
+  namedTasks,
   oneLine,
   plural,
   wrapWords,
@@ -146,8 +147,9 @@ describe('lists', () => {
     expect(markdownCell(' a | b\r\n\nc ')).toBe('a \\| b c');
   });
 
-  it('listIndices and plural', () => {
+  it('listIndices, namedTasks and plural', () => {
     expect([[], [1], [1, 3], [1, 3, 4]].map(listIndices)).toEqual(['', '1', '1 and 3', '1, 3 and 4']);
+    expect([[1], [1, 3], [1, 3, 4]].map(namedTasks)).toEqual(['task 1', 'tasks 1 and 3', 'tasks 1, 3 and 4']);
     expect([plural(1, 'task'), plural(2, 'task'), plural(0, 'entry', 'entries')]).toEqual(['1 task', '2 tasks', '0 entries']);
   });
 });

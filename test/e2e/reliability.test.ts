@@ -133,7 +133,7 @@ describe('interrupts', () => {
     const r = await runExecute(repo.dir);
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toMatch(/stopped 2 process group\(s\) left running by an earlier run: the worker of task [01]; the worker of task [01]/);
-    expect(r.stdout).toMatch(/^\S+ info: tasks 0, 1 were interrupted: they will run again$/m);
+    expect(r.stdout).toMatch(/^\S+ info: tasks 0 and 1 were interrupted: they will run again$/m);
     expect(orphans.filter(alive)).toEqual([]);
     expect(await readFile(join(repo.dir, 'a.txt'), 'utf8')).toBe('a');
   });

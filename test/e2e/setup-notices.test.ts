@@ -74,7 +74,7 @@ describe("a run's setup says what it found", () => {
 
     const notices = await lastRunNotices(repo);
     expect(notices).toContainEqual({ level: 'info', message: 'task 1: its held work was built without task 2, which it waits for now; it runs again' });
-    expect(notices).toContainEqual({ level: 'info', message: 'tasks 0: their verified work waits in the merge queue, as an earlier run left it' });
+    expect(notices).toContainEqual({ level: 'info', message: 'task 0: its verified work waits in the merge queue, as an earlier run left it' });
     // A was gated and integrated, not run again; B ran again, as its first attempt still, and landed with C.
     expect(await startsOf(journal, 'A')).toEqual([1]);
     expect(await startsOf(journal, 'B')).toEqual([1, 1]);
@@ -99,7 +99,7 @@ describe("a run's setup says what it found", () => {
 
     const again = await runExecute(repo.dir, ['--max-attempts', '1'], env);
     expect(again.exitCode, `${again.stdout}\n${again.stderr}`).toBe(1);
-    expect(await lastRunNotices(repo)).toContainEqual({ level: 'info', message: 'tasks 0: their work had been integrated; recorded as completed' });
+    expect(await lastRunNotices(repo)).toContainEqual({ level: 'info', message: 'task 0: its work had been integrated; recorded as completed' });
     expect(await startsOf(journal, 'A')).toEqual([1]);
     expect((await readPlan(planPath)).tasks[0]).toMatchObject({ status: 'completed', commit });
   });

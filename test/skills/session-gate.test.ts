@@ -273,7 +273,7 @@ describe('the in-session merge queue', () => {
         message: `stopped the gate \`${gate}\` (process groups ${groups[0]} and ${groups[1]}) left running by an earlier session: its candidates are tested again`,
       },
     ]);
-    expect(again.json.notices).toContainEqual({ level: 'info', message: 'tasks 0: their verified work waits in the merge queue, as an earlier run left it' });
+    expect(again.json.notices).toContainEqual({ level: 'info', message: 'task 0: its verified work waits in the merge queue, as an earlier run left it' });
     expect((await readPlan(planPath)).tasks[0]!.status).toBe('in_progress');
     expect([...again.json.gate.testing, ...again.json.gate.waiting]).toEqual([0]);
     await expect(readFile(join(repo.dir, 'a.txt'), 'utf8')).rejects.toThrow();

@@ -269,7 +269,7 @@ describe('the /execute steps played by a model-free lead, each step through the 
       landing: { landed: true, files: 1 },
       pending: 1,
     });
-    expect(again.json.notices).toContainEqual({ level: 'info', message: 'tasks 1 were interrupted: they will run again' });
+    expect(again.json.notices).toContainEqual({ level: 'info', message: 'task 1 was interrupted: it will run again' });
     expect(await readFile(join(repo.dir, 'b.txt'), 'utf8')).toBe('original\n');
     expect(await readFile(join(repo.dir, 'a.txt'), 'utf8')).toBe('a\n');
     const after = await readPlan(planPath);

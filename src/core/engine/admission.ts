@@ -11,7 +11,7 @@ import type { CapturedWork } from '../attempt/index.ts';
 import { firstLimiter, otherLimiters } from './accounts.ts';
 import type { Attempt } from './attempt.ts';
 import type { EngineConfig, EngineState } from './state.ts';
-import { listIndices } from '../format.ts';
+import { namedTasks } from '../format.ts';
 
 /** A candidate an earlier run verified and held for the gate: it rejoins the queue first. */
 export interface HeldCandidate {
@@ -81,12 +81,11 @@ export function admitHeld(plan: Plan, held: readonly HeldCandidate[], completed:
  */
 export function whyDropped(plan: Plan, candidate: HeldCandidate, kept: readonly HeldCandidate[], completed: (task: number) => boolean): string {
   const stack = candidate.stack ?? [];
-  const named = (tasks: readonly number[]) => `${tasks.length === 1 ? 'task' : 'tasks'} ${listIndices(tasks)}`;
   const without = taskAt(plan.tasks, candidate.task).blockedBy.filter((blocker) => !completed(blocker) && !stack.includes(blocker));
-  if (without.length > 0) return `was built without ${named(without)}, which it waits for now`;
+  if (without.length > 0) return `was built without ${namedTasks(without)}, which it waits for now`;
   const gone = stack.filter((below) => !completed(below) && !kept.some((k) => k.task === below));
-  if (gone.length > 0) return `was built on the work of ${named(gone)}, no longer in the merge queue`;
-  return `was built on a stack (${named(stack)}) the merge queue cannot give it again`;
+  if (gone.length > 0) return `was built on the work of ${namedTasks(gone)}, no longer in the merge queue`;
+  return `was built on a stack (${namedTasks(stack)}) the merge queue cannot give it again`;
 }
 
 /**
