@@ -4,10 +4,12 @@
 // looks for the program: `running/<its pid>`, which the program (the same process: the bootstrap
 // execs node) fills with its pid and start time and removes when it ends. A run starting on the
 // host removes the other versions' folders no live process uses, so a foreman updated many times
-// leaves one folder per version in use.
+// leaves one folder per version in use. It also removes the temporary folders (`<work dir>/.t/`)
+// of programs that are gone.
 
 import { readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { processAlive } from '../adapters/index.ts';
 import { holderText, liveHolder } from './run-lock.ts';
 
 /** This program's mark on the folder its kept file is in (`keptFile`; none when it runs from memory), and how to take it off. */
@@ -65,6 +67,26 @@ export function removeOldPrograms(workDir: string, own: string): string[] {
     } catch {
       // Left aside: no later bootstrap looks there, and the next run removes it once its processes are gone.
     }
+  }
+  return removed;
+}
+
+/** A remote program's temporary folder in the work dir: `.t/<its pid, base 36>-<what for>`. */
+const OWN_TMP = /^([0-9a-z]{1,12})-[\w.-]+$/;
+
+/**
+ * Removes the temporary folders (`<work dir>/.t/<pid, base 36>-…`) whose program is gone: a
+ * program ends its own when it ends, but one killed outright (the OOM killer) cannot. A folder
+ * whose pid runs is kept, though that pid may be another process by now. What it removed.
+ */
+export function removeLeftTemporaryFolders(workDir: string): string[] {
+  const tmp = join(workDir, '.t');
+  const removed: string[] = [];
+  for (const name of readdirSafe(tmp)) {
+    const pid = Number.parseInt(OWN_TMP.exec(name)?.[1] ?? '', 36);
+    if (!Number.isSafeInteger(pid) || pid <= 1 || processAlive(pid)) continue;
+    rmSync(join(tmp, name), { recursive: true, force: true });
+    removed.push(name);
   }
   return removed;
 }

@@ -27,7 +27,7 @@ import {
 } from '../core/index.ts';
 import { hostFindings } from './checks.ts';
 import { hostSandboxedSpawn, sandboxHelperFile, sandboxStarts } from './sandboxed.ts';
-import { clean, commandDir, fault, git, hasCommits, insideWorkDir, openRun, refused, type RunFolder, tryRemoveOldPrograms } from './run-folder.ts';
+import { clean, commandDir, fault, git, hasCommits, insideWorkDir, openRun, refused, type RunFolder, tidyWorkDir } from './run-folder.ts';
 
 /** How long a cancelled command has to end after SIGTERM before SIGKILL. */
 const CANCEL_GRACE_MS = 2_000;
@@ -341,8 +341,8 @@ class RequestServer implements Requests {
     if (this.folder !== null) return this.reply(id, err(refused(`this connection holds ${this.folder.dir} already`)));
     const opened = await openRun(this.gitBinary, this.workDir, request.repository, request.plan, request.objectFormat);
     if (opened.ok) this.folder = opened.value;
-    // A run starting here: the folders of other versions of this program that no live process uses go (housekeeping, never a failure).
-    if (opened.ok) tryRemoveOldPrograms(this.workDir, this.keptFile);
+    // A run starting here: what gone programs left in the work dir goes (housekeeping, never a failure).
+    if (opened.ok) tidyWorkDir(this.workDir, this.keptFile);
     return this.reply(id, opened.ok ? ok({ dir: opened.value.dir }) : opened);
   }
 

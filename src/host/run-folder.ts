@@ -18,7 +18,7 @@ import {
   oneLine,
   type Result,
 } from '../core/index.ts';
-import { removeOldPrograms } from './program-folders.ts';
+import { removeLeftTemporaryFolders, removeOldPrograms } from './program-folders.ts';
 import { takeRunLock } from './run-lock.ts';
 
 /** How long a git command on the host may take. */
@@ -102,11 +102,15 @@ export function clean(workDir: string, request: Extract<HostRequest, { op: 'clea
   return answer;
 }
 
-/** The other versions' program folders no live process uses, removed; what fails to go stays for a later run. */
-export function tryRemoveOldPrograms(workDir: string, keptFile: string | undefined): void {
-  if (keptFile === undefined) return;
+/**
+ * A run starting here tidies the work dir: the other versions' program folders no live process
+ * uses, and the temporary folders of programs that are gone, removed; what fails to go stays for a
+ * later run.
+ */
+export function tidyWorkDir(workDir: string, keptFile: string | undefined): void {
   try {
-    removeOldPrograms(workDir, basename(dirname(keptFile)));
+    if (keptFile !== undefined) removeOldPrograms(workDir, basename(dirname(keptFile)));
+    removeLeftTemporaryFolders(workDir);
   } catch {
     // Housekeeping only.
   }

@@ -9,6 +9,7 @@
 // killed -9 lose no attempt, and the run (or the same command again) finishes the plan; a host
 // logged in to another account has a limiter of its own: its usage limit holds only its slots.
 
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readlinkSync, statSync } from 'node:fs';
 import { execa } from 'execa';
 import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
@@ -518,10 +519,14 @@ describeSshd('a plan over two ssh hosts, with the real Claude Code CLI on each',
     const workDirs = await Promise.all(sshd.hosts.map((host) => realpath(host.workDir)));
     // Its ssh connections' input ended with it: each remote side ends what it started, long before the silence limit.
     await waitFor('nothing of the killed run left on the hosts', () => processesIn(workDirs).length === 0);
+    // A remote program killed outright (the OOM killer) leaves its temporary folders: the next run removes them.
+    const goneProgram = `${Number(spawnSync('/bin/sh', ['-c', 'echo $$']).stdout.toString().trim()).toString(36)}-0`;
+    for (const workDir of workDirs) await mkdir(join(workDir, '.t', goneProgram, 'left'), { recursive: true });
     const again = await runExecute(repo.dir, args, env);
     expect(again.stderr).toBe('');
     expect(again.exitCode).toBe(0);
     for (const [index] of tasks.entries()) expect(await readFile(join(repo.dir, `out/${index}.txt`), 'utf8')).toBe(`content of task ${index}\n`);
+    for (const workDir of workDirs) expect(existsSync(join(workDir, '.t', goneProgram))).toBe(false);
   });
 
   // Last: host b's sshd does not come back.
