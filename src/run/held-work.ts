@@ -6,6 +6,7 @@ import { dropParked, parkedTasks } from '../adapters/index.ts';
 import {
   admitHeld,
   commitAfter,
+  describeDrop,
   err,
   type GitFailure,
   type HeldCandidate,
@@ -19,7 +20,6 @@ import {
   statusAfter,
   taskAt,
   type TaskStatus,
-  whyDropped,
 } from '../core/index.ts';
 import type { SetupProblem } from './refusals.ts';
 import type { Integration } from './integration.ts';
@@ -66,11 +66,9 @@ export async function holdWaitingWork(
   const admitted = admitHeld(plan, heldNow, (task) => statusNow(task) === 'completed');
   const held = admitted.kept;
   const notices: Notice[] = [];
-  for (const task of admitted.dropped) {
+  for (const { task, why } of admitted.dropped) {
     await dropParked(integration.repo, integration.planId, task, 'candidate');
-    const candidate = heldNow.find((h) => h.task === task)!;
-    const why = whyDropped(plan, candidate, held, (blocker) => statusNow(blocker) === 'completed');
-    notices.push({ level: 'info', message: `task ${task}: its held work ${why}; it runs again` });
+    notices.push({ level: 'info', message: `task ${task}: its held work ${describeDrop(why)}; it runs again` });
   }
   if (held.length > 0)
     notices.push({

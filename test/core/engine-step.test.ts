@@ -3,7 +3,7 @@
 // filled while verified work waits to be recorded.
 
 import { describe, expect, it } from 'vitest';
-import { admitHeld, initialState, whyDropped } from '../../src/core/engine/admission.ts';
+import { admitHeld, describeDrop, initialState } from '../../src/core/engine/admission.ts';
 import type { EngineEffect } from '../../src/core/engine/effects.ts';
 import type { EngineEvent } from '../../src/core/engine/events.ts';
 import { startable, waitingPays } from '../../src/core/engine/queries.ts';
@@ -216,7 +216,13 @@ describe('admitHeld (candidates an earlier run held, after a crash)', () => {
   it('drops one built on a candidate that is gone (blamed before the crash was recorded), and what was built on it: it never integrates before its stack', () => {
     const plan = makePlan([tasks('A'), tasks('B', [0]), tasks('C', [1])]);
     // A was blamed and went back to pending; B and C, built on it, were still held when the run died.
-    expect(admitHeld(plan, [held(1, [0]), held(2, [0, 1])], () => false)).toEqual({ kept: [], dropped: [1, 2] });
+    expect(admitHeld(plan, [held(1, [0]), held(2, [0, 1])], () => false)).toEqual({
+      kept: [],
+      dropped: [
+        { task: 1, why: { kind: 'stack-gone', tasks: [0] } },
+        { task: 2, why: { kind: 'stack-gone', tasks: [0, 1] } },
+      ],
+    });
     // A completed meanwhile: B and C stand, B first.
     expect(admitHeld(plan, [held(2, [0, 1]), held(1, [0])], (task) => task === 0).kept.map((h) => [h.task, h.stack])).toEqual([
       [1, []],
@@ -227,18 +233,21 @@ describe('admitHeld (candidates an earlier run held, after a crash)', () => {
   it('drops one whose stack the queue cannot give it again: a blocker outside its stack, or a stack that is not the front of the others', () => {
     // B names no candidate beneath it, yet its blocker A is only held: it cannot have been built on the tip.
     const plan = makePlan([tasks('A'), tasks('B', [0])]);
-    expect(admitHeld(plan, [held(0), held(1)], () => false)).toEqual({ kept: [held(0)], dropped: [1] });
+    expect(admitHeld(plan, [held(0), held(1)], () => false)).toEqual({
+      kept: [held(0)],
+      dropped: [{ task: 1, why: { kind: 'blocker-not-beneath', blockers: [0] } }],
+    });
     // X stood on A alone and Y on B alone: both cannot be the front of one queue.
     const two = makePlan([tasks('A'), tasks('B'), tasks('X', [0]), tasks('Y', [1])]);
     const admitted = admitHeld(two, [held(0), held(1), held(2, [0]), held(3, [1])], () => false);
     expect(admitted.kept.map((h) => h.task)).toEqual([0, 1, 2]);
-    expect(admitted.dropped).toEqual([3]);
+    expect(admitted.dropped).toEqual([{ task: 3, why: { kind: 'stack-not-front', stack: [1] } }]);
   });
 
-  it('says why it dropped each, for the person (whyDropped)', () => {
+  it('says why it dropped each, for the person (describeDrop)', () => {
     const why = (plan: ReturnType<typeof makePlan>, candidates: ReturnType<typeof held>[], completed: (task: number) => boolean = () => false) => {
       const admitted = admitHeld(plan, candidates, completed);
-      return admitted.dropped.map((task) => [task, whyDropped(plan, candidates.find((h) => h.task === task)!, admitted.kept, completed)]);
+      return admitted.dropped.map(({ task, why: reason }) => [task, describeDrop(reason)]);
     };
     // B was built on A's candidate; the plan was edited since: B waits for C too.
     expect(why(makePlan([tasks('A'), tasks('B', [0, 2]), tasks('C')]), [held(0), held(1, [0])])).toEqual([

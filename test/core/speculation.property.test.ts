@@ -282,7 +282,7 @@ describe('held candidates after a crash (admitHeld)', () => {
           done,
         );
         const order = kept.map((h) => h.task);
-        expect([...order, ...dropped].sort((a, b) => a - b)).toEqual(held.map((h) => h.task).sort((a, b) => a - b));
+        expect([...order, ...dropped.map((d) => d.task)].sort((a, b) => a - b)).toEqual(held.map((h) => h.task).sort((a, b) => a - b));
         kept.forEach((h, i) => {
           const given = held.find((g) => g.task === h.task)!.stack;
           expect(h.stack).toEqual(given.filter((t) => !done(t)));

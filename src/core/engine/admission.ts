@@ -12,6 +12,7 @@ import { firstLimiter, otherLimiters } from './accounts.ts';
 import type { Attempt } from './attempt.ts';
 import type { EngineConfig, EngineState } from './state.ts';
 import { namedTasks } from '../format.ts';
+import { assertNever } from '../result.ts';
 
 /** A candidate an earlier run verified and held for the gate: it rejoins the queue first. */
 export interface HeldCandidate {
@@ -34,30 +35,39 @@ export interface HeldCandidate {
  * stack the queue cannot give it again — a candidate of it neither integrated nor held (blamed,
  * and a crash came before its cancellation was recorded), a blocker neither integrated nor in
  * its stack, or a stack that is not the front of the longest one — is dropped and runs again: it
- * may never integrate before its stack, nor be gated on another.
+ * may never integrate before its stack, nor be gated on another. Each dropped one with the rule
+ * that dropped it, in task order.
  */
-export function admitHeld(plan: Plan, held: readonly HeldCandidate[], completed: (task: number) => boolean): { kept: HeldCandidate[]; dropped: number[] } {
+export function admitHeld(
+  plan: Plan,
+  held: readonly HeldCandidate[],
+  completed: (task: number) => boolean,
+): { kept: HeldCandidate[]; dropped: DroppedCandidate[] } {
   const beneath = new Map(held.map((candidate) => [candidate.task, (candidate.stack ?? []).filter((task) => !completed(task))]));
   const standing = new Set(held.map((candidate) => candidate.task));
   const isFrontOf = (stack: readonly number[], longer: readonly number[]) => stack.length <= longer.length && stack.every((task, i) => longer[i] === task);
+  const why = new Map<number, DropReason>();
   let front: number[] = [];
   for (let dropped = true; dropped; ) {
     dropped = false;
-    const drop = (task: number) => {
+    const drop = (task: number, reason: DropReason) => {
       standing.delete(task);
+      why.set(task, reason);
       dropped = true;
     };
     for (const task of [...standing]) {
       const stack = beneath.get(task)!;
-      const blockers = taskAt(plan.tasks, task).blockedBy;
-      if (!stack.every((below) => below !== task && standing.has(below)) || !blockers.every((b) => completed(b) || stack.includes(b))) drop(task);
+      const without = taskAt(plan.tasks, task).blockedBy.filter((blocker) => !completed(blocker) && !stack.includes(blocker));
+      const gone = stack.filter((below) => below === task || !standing.has(below));
+      if (without.length > 0) drop(task, { kind: 'blocker-not-beneath', blockers: without });
+      else if (gone.length > 0) drop(task, { kind: 'stack-gone', tasks: gone });
     }
     // Every stack is the front of the queue: the shorter ones are the front of the longest.
     front = [];
     for (const task of [...standing].sort((a, b) => beneath.get(a)!.length - beneath.get(b)!.length || a - b)) {
       const stack = beneath.get(task)!;
       if (isFrontOf(front, stack)) front = stack;
-      else if (!isFrontOf(stack, front)) drop(task);
+      else if (!isFrontOf(stack, front)) drop(task, { kind: 'stack-not-front', stack });
     }
     // A candidate of the front stands on no more than what is ahead of it there: its stack is a
     // front of the front, and one holding itself was dropped above.
@@ -66,26 +76,38 @@ export function admitHeld(plan: Plan, held: readonly HeldCandidate[], completed:
   const byTask = new Map(held.map((candidate) => [candidate.task, candidate]));
   return {
     kept: order.map((task) => ({ ...byTask.get(task)!, stack: beneath.get(task)! })),
-    dropped: held
-      .map((candidate) => candidate.task)
-      .filter((task) => !standing.has(task))
-      .sort((a, b) => a - b),
+    dropped: [...why].map(([task, reason]) => ({ task, why: reason })).sort((a, b) => a.task - b.task),
   };
 }
 
+/** A held candidate `admitHeld` dropped (it runs again), and the rule that dropped it. */
+export interface DroppedCandidate {
+  task: number;
+  why: DropReason;
+}
+
 /**
- * Why `admitHeld` dropped `candidate` (as it was held: its whole stack), in words for the person:
- * it waits now for a task its work was not built on (the plan was edited since), or work of its
- * stack no longer waits in the queue, or the queue cannot give it its stack again. `kept`: the
- * candidates admitted.
+ * Why a held candidate was dropped: it waits now for `blockers`, which its work was not built on
+ * (the plan was edited since); `tasks` of its stack (not integrated) no longer wait in the queue;
+ * or its `stack` (what of it is not integrated) is not the front of the others'.
  */
-export function whyDropped(plan: Plan, candidate: HeldCandidate, kept: readonly HeldCandidate[], completed: (task: number) => boolean): string {
-  const stack = candidate.stack ?? [];
-  const without = taskAt(plan.tasks, candidate.task).blockedBy.filter((blocker) => !completed(blocker) && !stack.includes(blocker));
-  if (without.length > 0) return `was built without ${namedTasks(without)}, which it waits for now`;
-  const gone = stack.filter((below) => !completed(below) && !kept.some((k) => k.task === below));
-  if (gone.length > 0) return `was built on the work of ${namedTasks(gone)}, no longer in the merge queue`;
-  return `was built on a stack (${namedTasks(stack)}) the merge queue cannot give it again`;
+export type DropReason =
+  | { kind: 'blocker-not-beneath'; blockers: number[] }
+  | { kind: 'stack-gone'; tasks: number[] }
+  | { kind: 'stack-not-front'; stack: readonly number[] };
+
+/** Why a held candidate was dropped, in words for the person: `its held work …`. */
+export function describeDrop(why: DropReason): string {
+  switch (why.kind) {
+    case 'blocker-not-beneath':
+      return `was built without ${namedTasks(why.blockers)}, which it waits for now`;
+    case 'stack-gone':
+      return `was built on the work of ${namedTasks(why.tasks)}, no longer in the merge queue`;
+    case 'stack-not-front':
+      return `was built on a stack (${namedTasks(why.stack)}) the merge queue cannot give it again`;
+    default:
+      return assertNever(why, 'drop reason');
+  }
 }
 
 /**

@@ -1,7 +1,7 @@
 // The engine as one pure step function: its state, events, effects and the decisions of each stage, the merge queue and gate, the run's life, and the simulation.
 // What the rest of foreman uses from this folder; its other files are its own.
 
-export { admitHeld, type HeldCandidate, initialState, whyDropped } from './admission.ts';
+export { admitHeld, describeDrop, type DropReason, type DroppedCandidate, type HeldCandidate, initialState } from './admission.ts';
 export { type Attempt, tasksIn, type VerifiedBy } from './attempt.ts';
 export { drive, driveNow, type EffectCarrier, type EffectOf, emitsInto, EventQueue, type Inbox } from './driver.ts';
 export {
